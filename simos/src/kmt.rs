@@ -191,19 +191,34 @@ impl<'m> SimKmt<'m> {
         self.m
     }
 
-    /// Gives `f` a D3DKMT handle and builds the UMD's view of it.
     /// `D3DKMTCreateNativeFence` of a default-type fence, private or `shareable`.
     fn create_fence(&self, initial: u64, shareable: bool) -> Result<UmdNativeFence, NtStatus> {
+        self.with_kmt_handle(self.create_default_fence(initial, shareable)?)
+    }
+
+    /// A default-type native fence of this process, private or `shareable`.
+    fn create_default_fence(&self, initial: u64, shareable: bool) -> Result<NativeFence, NtStatus> {
         let desc = NativeFenceDesc {
             initial,
             shareable,
             ..NativeFenceDesc::default()
         };
-        let f = self
-            .m
+        self.m
             .create_native_fence(self.p.adapter, self.p.pid, desc)
-            .map_err(status)?;
-        self.with_kmt_handle(f)
+            .map_err(status)
+    }
+
+    /// `f` with its new D3DKMT handle, as a thunk returns it to a user-mode image; a fence that
+    /// gets no handle is destroyed again.
+    #[cfg(target_os = "linux")]
+    fn with_raw_kmt_handle(&self, f: NativeFence) -> Result<(KmtHandle, NativeFence), NtStatus> {
+        match self.m.native_fence_kmt_handle(&f) {
+            Ok(h) => Ok((h, f)),
+            Err(e) => {
+                let _ = self.m.destroy_native_fence(&f);
+                Err(status(e))
+            }
+        }
     }
 
     /// `D3DKMTCreateNativeFence` of a default-type fence as the OS returns it to a user-mode
@@ -216,22 +231,7 @@ impl<'m> SimKmt<'m> {
         shareable: bool,
     ) -> Result<(KmtHandle, NativeFence), NtStatus> {
         self.thunk()?;
-        let desc = NativeFenceDesc {
-            initial,
-            shareable,
-            ..NativeFenceDesc::default()
-        };
-        let f = self
-            .m
-            .create_native_fence(self.p.adapter, self.p.pid, desc)
-            .map_err(status)?;
-        match self.m.native_fence_kmt_handle(&f) {
-            Ok(h) => Ok((h, f)),
-            Err(e) => {
-                let _ = self.m.destroy_native_fence(&f);
-                Err(status(e))
-            }
-        }
+        self.with_raw_kmt_handle(self.create_default_fence(initial, shareable)?)
     }
 
     /// `D3DKMTOpenNativeFenceFromNtHandle` as the OS returns it to a user-mode image (the PE
@@ -246,13 +246,7 @@ impl<'m> SimKmt<'m> {
             .m
             .open_native_fence_from_nt_handle(self.p.adapter, self.p.pid, shared)
             .map_err(status)?;
-        match self.m.native_fence_kmt_handle(&f) {
-            Ok(h) => Ok((h, f)),
-            Err(e) => {
-                let _ = self.m.destroy_native_fence(&f);
-                Err(status(e))
-            }
-        }
+        self.with_raw_kmt_handle(f)
     }
 
     /// This process's instance with D3DKMT handle `h` (another process's handle names
@@ -264,6 +258,7 @@ impl<'m> SimKmt<'m> {
         }
     }
 
+    /// Gives `f` a D3DKMT handle and builds the UMD's view of it.
     fn with_kmt_handle(&self, f: NativeFence) -> Result<UmdNativeFence, NtStatus> {
         let h = self.m.native_fence_kmt_handle(&f).map_err(status)?;
         let pdd = f.pdd();

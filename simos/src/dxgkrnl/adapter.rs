@@ -148,8 +148,6 @@ pub struct AdapterShared {
     forced_interrupt: AtomicBool,
     /// Reported by the ISR, waiting for `DxgkCbNotifyDpc`.
     pub pending: Mutex<Vec<Processed>>,
-    /// Processed by `DxgkCbNotifyDpc`, in order.
-    pub processed: Mutex<Vec<Processed>>,
     next_seq: AtomicU64,
     /// Contiguous allocations by VA.
     pub contiguous: Mutex<HashMap<usize, Contiguous>>,
@@ -365,7 +363,6 @@ impl AdapterShared {
             handle_valid: AtomicBool::new(false),
             forced_interrupt: AtomicBool::new(false),
             pending: Mutex::new(Vec::new()),
-            processed: Mutex::new(Vec::new()),
             next_seq: AtomicU64::new(0),
             contiguous: Mutex::new(HashMap::new()),
             quarantine: Mutex::new(Vec::new()),
@@ -545,7 +542,7 @@ impl AdapterShared {
                 crate::vidsch::hws::log_interrupt(self, node);
             }
         }
-        lock(&self.processed).extend(drained.drain(..));
+        self.observer.processed(drained.drain(..));
         // The emptied buffer goes back (unless the ISR already started a new one), so the next
         // ISR's push does not allocate at DIRQL (one allocation per interrupt).
         let mut pending = lock(&self.pending);

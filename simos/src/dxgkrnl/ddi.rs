@@ -114,6 +114,16 @@ pub fn call<R>(
     r
 }
 
+/// Calls a DDI of adapter `a` at PASSIVE_LEVEL: [`call`] with [`At::Level`]`(Irql::Passive)`.
+pub fn passive<R>(
+    a: &AdapterShared,
+    routine: Routine,
+    address: usize,
+    f: impl FnOnce() -> R,
+) -> Result<R, SimError> {
+    call(a, routine, address, At::Level(Irql::Passive), f)
+}
+
 /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a
 /// halted machine, enforces the IRQL rule of `routine`, runs `f` in the machine's context and
 /// reports a halt that happened during the call.

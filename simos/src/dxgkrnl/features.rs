@@ -16,10 +16,9 @@ use rvgpu_ddi::basic::{GUID, PINTERFACE, USHORT};
 use rvgpu_ddi::feature::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
-use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
@@ -270,11 +269,10 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
             ..Default::default()
         };
         let ctx = iface.Context;
-        let st = ddi::call(
+        let st = ddi::passive(
             a,
             Routine::DxgkDdiQueryFeatureSupport,
             support as usize,
-            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's function with its interface context and a valid block.
                 unsafe { support(ctx, &mut args) }
@@ -329,17 +327,11 @@ fn query_interface(
             InterfaceSpecificData: std::ptr::null_mut(),
             DeviceUid: 0,
         };
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiQueryInterface,
-            q as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a request naming a 56-byte
-                // buffer that outlives the call.
-                unsafe { q(ctx, &mut req) }
-            },
-        )?;
+        let st = ddi::passive(a, Routine::DxgkDdiQueryInterface, q as usize, || {
+            // SAFETY: the driver's DDI with its context and a request naming a 56-byte
+            // buffer that outlives the call.
+            unsafe { q(ctx, &mut req) }
+        })?;
         Ok(NT_SUCCESS(st).then_some(buf))
     };
     if ask(56, 2)?.is_some() {

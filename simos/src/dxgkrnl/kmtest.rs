@@ -44,10 +44,9 @@ use rvgpu_ddi::feature::{DXGKARG_QUERYFEATUREINTERFACE, DXGKDDI_FEATURE_INTERFAC
 use rvgpu_ddi::kmtest::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
-use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::features::FeatureDb;
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::state::lock;
@@ -100,11 +99,10 @@ pub(crate) fn query_interface(
         Interface: (&raw mut out).cast(),
     };
     let ctx = iface.Context;
-    let st = ddi::call(
+    let st = ddi::passive(
         a,
         Routine::DxgkDdiQueryFeatureInterface,
         query as usize,
-        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's function with its interface context and a block naming an
             // 8-byte interface buffer that outlives the call.
@@ -270,11 +268,10 @@ impl Machine {
             },
         };
         let ctx = a.context();
-        let st = ddi::call(
+        let st = ddi::passive(
             &a,
             Routine::DxgkDdiBuildTestCommandBuffer,
             build as usize,
-            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's function with its adapter context and an argument block
                 // whose buffers (of the sizes it names) outlive the call.

@@ -336,13 +336,9 @@ mod tests {
     /// Arms `timer` from inside a DDI of adapter 0, as the driver does from StartDevice.
     fn arm_in_ddi(m: &crate::Machine, timer: &SimTimer, period: u32, r: TimerRoutine) -> bool {
         let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
-        ddi::call(
-            &a,
-            Routine::DxgkDdiQueryAdapterInfo,
-            0,
-            At::Level(Irql::Passive),
-            || arm(timer, period, r, std::ptr::null()),
-        )
+        ddi::passive(&a, Routine::DxgkDdiQueryAdapterInfo, 0, || {
+            arm(timer, period, r, std::ptr::null())
+        })
         .expect("ddi")
     }
 
@@ -379,13 +375,9 @@ mod tests {
         let t: &'static SimTimer = Box::leak(Box::default());
         assert!(arm_in_ddi(&m, t, 10, nothing));
         let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
-        let again = ddi::call(
-            &a,
-            Routine::DxgkDdiQueryAdapterInfo,
-            0,
-            At::Level(Irql::Passive),
-            || arm(t, 10, nothing, std::ptr::null()),
-        );
+        let again = ddi::passive(&a, Routine::DxgkDdiQueryAdapterInfo, 0, || {
+            arm(t, 10, nothing, std::ptr::null())
+        });
         assert!(
             matches!(again, Err(SimError::Simulation(_))),
             "a set timer armed again: {again:?}"

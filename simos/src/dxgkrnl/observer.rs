@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::notify::Processed;
 use crate::lock::lock;
 
 /// The observations of one adapter.
@@ -20,6 +21,8 @@ pub struct Observer {
     features_queried: Mutex<Vec<i32>>,
     /// Times the driver obtained the native-fence feature interface (QueryFeatureInterface).
     native_fence_interface_queries: AtomicU64,
+    /// Notifications processed by `DxgkCbNotifyDpc`, in order.
+    processed: Mutex<Vec<Processed>>,
 }
 
 impl Observer {
@@ -36,6 +39,16 @@ impl Observer {
     /// The triage log so far.
     pub fn triage_log(&self) -> Vec<String> {
         lock(&self.triage).clone()
+    }
+
+    /// Notifications `DxgkCbNotifyDpc` processed, appended in order.
+    pub(crate) fn processed(&self, done: impl IntoIterator<Item = Processed>) {
+        lock(&self.processed).extend(done);
+    }
+
+    /// The notifications processed so far, in order.
+    pub fn notifications(&self) -> Vec<Processed> {
+        lock(&self.processed).clone()
     }
 
     /// The driver asked IsFeatureEnabled about `id`.

@@ -815,11 +815,10 @@ impl Machine {
             };
             let ctx = a.context();
             // The return status is ignored for a removal while running (the DDI's page).
-            let _ = ddi::call(
+            let _ = ddi::passive(
                 &a,
                 Routine::DxgkDdiNotifySurpriseRemoval,
                 f as usize,
-                At::Level(Irql::Passive),
                 || {
                     // SAFETY: the driver's DDI with its context.
                     unsafe { f(ctx, rvgpu_ddi::adapter::DxgkRemovalPnPNotify) }

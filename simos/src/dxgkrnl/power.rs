@@ -25,7 +25,6 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::power::*;
 use rvgpu_ddi::{GUID, HANDLE, NTSTATUS};
-use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::{triage_status, Violation};
@@ -400,11 +399,10 @@ pub(crate) fn notify(
         return Ok(());
     };
     let ctx = a.context();
-    let status = ddi::call(
+    let status = ddi::passive(
         a,
         Routine::DxgkDdiPowerRuntimeControlRequest,
         f as usize,
-        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its context and a GUID that outlives the call; no
             // buffers, as Dxgkrnl passes none for its notifications.

@@ -44,6 +44,16 @@ pub struct RegValue {
 }
 
 impl RegValue {
+    /// A string value of type `ty` (`REG_SZ`, `REG_EXPAND_SZ`): `s` in UTF-16, NUL-terminated.
+    pub fn string(ty: u32, s: &str) -> Self {
+        let mut units: Vec<u16> = s.encode_utf16().collect();
+        units.push(0);
+        Self {
+            ty,
+            data: units.iter().flat_map(|u| u.to_le_bytes()).collect(),
+        }
+    }
+
     /// A `REG_MULTI_SZ` of `names`, as an INF's `%REG_MULTI_SZ%` line stores it (each name
     /// NUL-terminated, then one more NUL).
     pub fn multi_sz(names: &[&str]) -> Self {

@@ -18,16 +18,6 @@ use rvgpu_cat::signature::{self, SignatureError};
 use super::codes::*;
 use super::{CertStores, Refusal};
 
-fn refuse(rule: &'static str, code: u32, why: impl Into<String>) -> Refusal {
-    Refusal {
-        stage: "PnP",
-        rule,
-        code,
-        problem: None,
-        why: why.into(),
-    }
-}
-
 /// The trusted chain found for a catalog: its signer, and the root it ends in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trust {
@@ -46,7 +36,7 @@ pub fn trust(catalog: &[u8], stores: &CertStores) -> Result<Trust, Refusal> {
             SignatureError::NoSignature | SignatureError::Malformed(_) => TRUST_E_NOSIGNATURE,
             SignatureError::BadDigest | SignatureError::BadSignature => TRUST_E_BAD_DIGEST,
         };
-        refuse("CA-01", code, format!("the catalog's signature: {e}"))
+        Refusal::pnp("CA-01", code, format!("the catalog's signature: {e}"))
     })?;
     // CA-02: the chain from the signer up, through the certificates the catalog carries and
     // the Root store, must end in a certificate of the Root store. A chain that ends in a
@@ -70,7 +60,7 @@ pub fn trust(catalog: &[u8], stores: &CertStores) -> Result<Trust, Refusal> {
         match issuer {
             Some(i) => cert = i.clone(),
             None => {
-                return Err(refuse(
+                return Err(Refusal::pnp(
                     "CA-02",
                     CERT_E_CHAINING,
                     format!(
@@ -82,7 +72,7 @@ pub fn trust(catalog: &[u8], stores: &CertStores) -> Result<Trust, Refusal> {
         }
     }
     let Some(root) = root else {
-        return Err(refuse(
+        return Err(Refusal::pnp(
             "CA-02",
             CERT_E_UNTRUSTEDROOT,
             format!(
@@ -96,7 +86,7 @@ pub fn trust(catalog: &[u8], stores: &CertStores) -> Result<Trust, Refusal> {
     // would ask the user ("Would you like to install this device software?"), which
     // `pnputil` in a script cannot answer.
     if !stores.trusted_publisher.contains(&signed.signer) {
-        return Err(refuse(
+        return Err(Refusal::pnp(
             "CA-03",
             ERROR_AUTHENTICODE_TRUST_NOT_ESTABLISHED,
             format!(
@@ -129,12 +119,12 @@ pub fn member_tag(version2: bool, name: &str, data: &[u8]) -> Vec<u8> {
 /// member's OSAttr, when present, covers Windows 10.0 (`2:10.0`).
 pub fn check_members(catalog: &[u8], files: &[(String, Vec<u8>)]) -> Result<(), Refusal> {
     let cat = rvgpu_cat::read_catalog(catalog)
-        .map_err(|e| refuse("CA-01", TRUST_E_NOSIGNATURE, format!("the catalog: {e}")))?;
+        .map_err(|e| Refusal::pnp("CA-01", TRUST_E_NOSIGNATURE, format!("the catalog: {e}")))?;
     for (name, data) in files {
         let version2 = cat.subject_algorithm == rvgpu_cat::oid::CATALOG_LIST_MEMBER2;
         let tag = member_tag(version2, name, data);
         let Some(m) = cat.members.iter().find(|m| m.tag == tag) else {
-            return Err(refuse(
+            return Err(Refusal::pnp(
                 "CA-04",
                 ERROR_FILE_HASH_NOT_IN_CATALOG,
                 format!(
@@ -145,7 +135,7 @@ pub fn check_members(catalog: &[u8], files: &[(String, Vec<u8>)]) -> Result<(), 
         };
         if let Some(os) = &m.os_attr {
             if !os.split(',').any(|o| o.trim() == "2:10.0") {
-                return Err(refuse(
+                return Err(Refusal::pnp(
                     "CA-05",
                     ERROR_SIGNATURE_OSATTRIBUTE_MISMATCH,
                     format!("{name}: OSAttr {os:?} does not cover Windows 10.0"),

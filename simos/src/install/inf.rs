@@ -35,22 +35,12 @@ pub struct Inf {
     pub strings: Vec<(String, String)>,
 }
 
-fn refuse(rule: &'static str, code: u32, why: impl Into<String>) -> Refusal {
-    Refusal {
-        stage: "PnP",
-        rule,
-        code,
-        problem: None,
-        why: why.into(),
-    }
-}
-
 /// A rule only InfVerif enforces (Windows installs such an INF; the Dev Center refuses to sign
 /// it, and simos refuses it at install, stricter than Windows).
 fn infverif(rule: &'static str, code: u32, why: impl Into<String>) -> Refusal {
     Refusal {
         stage: "InfVerif",
-        ..refuse(rule, code, why)
+        ..Refusal::pnp(rule, code, why)
     }
 }
 
@@ -117,7 +107,7 @@ impl Inf {
             }
             if let Some(rest) = line.strip_prefix('[') {
                 let Some(name) = rest.strip_suffix(']') else {
-                    return Err(refuse(
+                    return Err(Refusal::pnp(
                         "IN-01",
                         ERROR_GENERAL_SYNTAX,
                         format!("line {}: section header without ']'", n + 1),
@@ -128,7 +118,7 @@ impl Inf {
                 continue;
             }
             let Some((_, lines)) = inf.sections.last_mut() else {
-                return Err(refuse(
+                return Err(Refusal::pnp(
                     "IN-01",
                     ERROR_GENERAL_SYNTAX,
                     format!("line {}: a line before any section", n + 1),
@@ -179,7 +169,7 @@ impl Inf {
     /// The section `name`, or `ERROR_SECTION_NOT_FOUND` naming who asked for it.
     fn require(&self, name: &str, by: &str) -> Result<&Vec<Line>, Refusal> {
         self.section(name).ok_or_else(|| {
-            refuse(
+            Refusal::pnp(
                 "IN-09",
                 ERROR_SECTION_NOT_FOUND,
                 format!("{by} names [{name}], which the INF lacks"),
@@ -233,7 +223,7 @@ impl Inf {
             out.push_str(rest.get(..start).unwrap_or(""));
             let after = rest.get(start + 1..).unwrap_or("");
             let Some(end) = after.find('%') else {
-                return Err(refuse(
+                return Err(Refusal::pnp(
                     "IN-01",
                     ERROR_GENERAL_SYNTAX,
                     format!("unterminated %token% in {field:?}"),
@@ -257,7 +247,7 @@ impl Inf {
                     .find(|(k, _)| k.eq_ignore_ascii_case(token))
                     .map(|(_, v)| v.as_str())
                     .ok_or_else(|| {
-                        refuse(
+                        Refusal::pnp(
                             "IN-01",
                             ERROR_GENERAL_SYNTAX,
                             format!("%{token}% is not in [Strings]"),
@@ -375,15 +365,6 @@ const FLG_ADDREG_TYPE_MULTI_SZ: u32 = 0x0001_0000;
 const FLG_ADDREG_TYPE_EXPAND_SZ: u32 = 0x0002_0000;
 const FLG_ADDREG_TYPE_DWORD: u32 = 0x0001_0001;
 
-fn sz(ty: u32, s: &str) -> RegValue {
-    let mut units: Vec<u16> = s.encode_utf16().collect();
-    units.push(0);
-    RegValue {
-        ty,
-        data: units.iter().flat_map(|u| u.to_le_bytes()).collect(),
-    }
-}
-
 /// "INF Models Section" / "Combining platform extensions with operating system versions":
 /// `NTamd64[.Major.Minor[.ProductType[.SuiteMask[.BuildNumber]]]]`; a decoration applies on
 /// x64 when its version and build are at most the running system's. Returns the build it
@@ -415,7 +396,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
 
     // IN-02 "INF Version Section": Signature "$Windows NT$" (or "$Chicago$").
     let signature = inf.value("version", "Signature").ok_or_else(|| {
-        refuse(
+        Refusal::pnp(
             "IN-02",
             ERROR_WRONG_INF_STYLE,
             "no [Version] Signature: not a Windows NT INF",
@@ -425,7 +406,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
     if !signature.eq_ignore_ascii_case("$Windows NT$")
         && !signature.eq_ignore_ascii_case("$Chicago$")
     {
-        return Err(refuse(
+        return Err(Refusal::pnp(
             "IN-02",
             ERROR_WRONG_INF_STYLE,
             format!("[Version] Signature {signature:?} is not \"$Windows NT$\""),
@@ -439,7 +420,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
     if !class.eq_ignore_ascii_case("Display")
         || !guid.eq_ignore_ascii_case(super::registry::DISPLAY_CLASS_GUID)
     {
-        return Err(refuse(
+        return Err(Refusal::pnp(
             "IN-03",
             ERROR_INVALID_CLASS,
             format!(
@@ -471,7 +452,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
             && v.iter().all(|p| p.parse::<u16>().is_ok())
     });
     if !ok_ver {
-        return Err(refuse(
+        return Err(Refusal::pnp(
             "IN-05",
             ERROR_GENERAL_SYNTAX,
             format!("[Version] DriverVer {driver_ver:?} is not MM/DD/YYYY,w.x.y.z"),
@@ -483,7 +464,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
         .or_else(|| inf.value("version", "CatalogFile"))
         .filter(|c| !c.is_empty())
         .ok_or_else(|| {
-            refuse(
+            Refusal::pnp(
                 "IN-06",
                 ERROR_NO_CATALOG_FOR_OEM_INF,
                 "no [Version] CatalogFile",
@@ -528,7 +509,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
         }
     }
     let Some((install, matching_id)) = matched else {
-        return Err(refuse(
+        return Err(Refusal::pnp(
             "IN-08",
             ERROR_NO_SUCH_DEVINST,
             format!(
@@ -581,7 +562,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
             .value("sourcedisksfiles.amd64", f)
             .or_else(|| inf.value("sourcedisksfiles", f));
         let Some(disk) = disk else {
-            return Err(refuse(
+            return Err(Refusal::pnp(
                 "IN-10",
                 ERROR_LINE_NOT_FOUND,
                 format!("{f} is copied but not in [SourceDisksFiles]"),
@@ -589,7 +570,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
         };
         let id = disk.split(',').next().unwrap_or("").trim().to_owned();
         if !disks.contains(&id) {
-            return Err(refuse(
+            return Err(Refusal::pnp(
                 "IN-10",
                 ERROR_LINE_NOT_FOUND,
                 format!("{f} is on disk {id:?}, which [SourceDisksNames] lacks"),
@@ -616,14 +597,14 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
                 let flags = match field(3)? {
                     s if s.is_empty() => 0,
                     s => number(&s).ok_or_else(|| {
-                        refuse("IN-11", ERROR_GENERAL_SYNTAX, format!("flags {s:?}"))
+                        Refusal::pnp("IN-11", ERROR_GENERAL_SYNTAX, format!("flags {s:?}"))
                     })?,
                 };
                 let value = match flags & FLG_ADDREG_TYPE_MASK {
                     FLG_ADDREG_TYPE_DWORD => {
                         let v = field(4)?;
                         RegValue::dword(number(&v).ok_or_else(|| {
-                            refuse("IN-11", ERROR_GENERAL_SYNTAX, format!("DWORD {v:?}"))
+                            Refusal::pnp("IN-11", ERROR_GENERAL_SYNTAX, format!("DWORD {v:?}"))
                         })?)
                     }
                     FLG_ADDREG_TYPE_MULTI_SZ => {
@@ -632,10 +613,10 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
                         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                         RegValue::multi_sz(&refs)
                     }
-                    FLG_ADDREG_TYPE_EXPAND_SZ => sz(REG_EXPAND_SZ, &field(4)?),
-                    FLG_ADDREG_TYPE_SZ => sz(REG_SZ, &field(4)?),
+                    FLG_ADDREG_TYPE_EXPAND_SZ => RegValue::string(REG_EXPAND_SZ, &field(4)?),
+                    FLG_ADDREG_TYPE_SZ => RegValue::string(REG_SZ, &field(4)?),
                     other => {
-                        return Err(refuse(
+                        return Err(Refusal::pnp(
                             "IN-11",
                             ERROR_GENERAL_SYNTAX,
                             format!("[{s}]: value type flags {other:#x} not understood"),
@@ -671,7 +652,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
                 .is_some_and(|k| k.eq_ignore_ascii_case("AddService"))
         })
         .ok_or_else(|| {
-            refuse(
+            Refusal::pnp(
                 "IN-12",
                 ERROR_LINE_NOT_FOUND,
                 format!("[{services}] has no AddService"),
@@ -680,7 +661,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
     let name = add.fields.first().cloned().unwrap_or_default();
     let flags = add.fields.get(1).and_then(|f| number(f)).unwrap_or(0);
     if name.is_empty() || flags & 0x2 == 0 {
-        return Err(refuse(
+        return Err(Refusal::pnp(
             "IN-12",
             ERROR_LINE_NOT_FOUND,
             "AddService does not name the function driver (flag 0x2)",
@@ -699,7 +680,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
         ));
     };
     if !files.iter().any(|f| f.eq_ignore_ascii_case(&binary)) {
-        return Err(refuse(
+        return Err(Refusal::pnp(
             "IN-12",
             ERROR_FILE_NOT_FOUND,
             format!("ServiceBinary {binary} is not a file the INF copies"),
@@ -714,7 +695,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
         binary,
     };
     if service.service_type != 1 || service.start_type > 4 || service.error_control > 3 {
-        return Err(refuse(
+        return Err(Refusal::pnp(
             "IN-12",
             ERROR_GENERAL_SYNTAX,
             format!(

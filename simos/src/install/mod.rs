@@ -44,6 +44,19 @@ pub struct Refusal {
     pub why: String,
 }
 
+impl Refusal {
+    /// A refusal at the PnP stage with no device problem code.
+    pub(crate) fn pnp(rule: &'static str, code: u32, why: impl Into<String>) -> Self {
+        Self {
+            stage: "PnP",
+            rule,
+            code,
+            problem: None,
+            why: why.into(),
+        }
+    }
+}
+
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}: {:#010x}", self.stage, self.rule, self.code)?;
@@ -282,7 +295,7 @@ impl System {
             self.registry.set(&key, &w.name, w.value.clone());
         }
         let (date, version) = plan.driver_ver.split_once(',').unwrap_or(("", ""));
-        let text = |s: &str| sz(REG_SZ, s);
+        let text = |s: &str| RegValue::string(REG_SZ, s);
         self.registry
             .set(&soft, "DriverVersion", text(version.trim()));
         self.registry
@@ -309,7 +322,7 @@ impl System {
         self.registry.set(
             &svc,
             "ImagePath",
-            sz(
+            RegValue::string(
                 REG_EXPAND_SZ,
                 &format!(
                     r"\SystemRoot\System32\DriverStore\FileRepository\{}\{}",
@@ -532,15 +545,6 @@ pub fn install_and_load(
             AdapterKeys::read(&system, &installed.software_key_path),
         ))
     }))
-}
-
-fn sz(ty: u32, s: &str) -> RegValue {
-    let mut units: Vec<u16> = s.encode_utf16().collect();
-    units.push(0);
-    RegValue {
-        ty,
-        data: units.iter().flat_map(|u| u.to_le_bytes()).collect(),
-    }
 }
 
 fn sha2_digest(data: &[u8]) -> Vec<u8> {

@@ -321,7 +321,7 @@ impl Machine {
     pub fn notifications(&self, i: usize) -> Vec<Processed> {
         self.adapters
             .get(i)
-            .map(|a| lock(&a.processed).clone())
+            .map(|a| a.observer().notifications())
             .unwrap_or_default()
     }
 

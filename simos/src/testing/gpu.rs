@@ -134,6 +134,55 @@ impl Kicker {
     }
 }
 
+/// What a user-mode [`GpuQueue`] and a [`KernelGpuQueue`] share: building a fence signal
+/// through the queue's own `push`, and naming the process and engine it runs in.
+macro_rules! queue_common {
+    () => {
+        /// Queues a legacy monitored-fence signal (MF-03): FENCE_SIGNAL with SIGNAL_ALWAYS_IRQ
+        /// (every signal interrupts, MF-04). Call `kick` to submit.
+        pub fn signal_monitored(
+            &mut self,
+            fence: &MonitoredFence,
+            value: u64,
+        ) -> Result<(), SimError> {
+            self.signal_raw(SIGNAL_ALWAYS_IRQ, fence.gpu_va(), value, 0, 0)
+        }
+
+        /// Queues FENCE_SIGNAL with explicit arguments.
+        pub fn signal_raw(
+            &mut self,
+            flags: u8,
+            value_addr: u64,
+            value: u64,
+            monitored_addr: u64,
+            report_tag: u64,
+        ) -> Result<(), SimError> {
+            self.push(Command::FenceSignal {
+                flags,
+                value_addr,
+                value,
+                monitored_addr,
+                report_tag,
+            })
+        }
+
+        /// The process that owns the queue.
+        pub fn process(&self) -> UmsProcess {
+            self.process
+        }
+
+        /// The process id of the queue's process (where fences the queue names are opened).
+        pub fn pid(&self) -> crate::sync::process_id::ProcessId {
+            self.process.pid
+        }
+
+        /// The engine (node ordinal).
+        pub fn engine(&self) -> u32 {
+            self.engine
+        }
+    };
+}
+
 /// One user-mode hardware queue on one engine, of its own process, fed by the test.
 pub struct GpuQueue {
     process: UmsProcess,
@@ -293,30 +342,6 @@ impl GpuQueue {
         )
     }
 
-    /// Queues a legacy monitored-fence signal (MF-03): FENCE_SIGNAL with
-    /// SIGNAL_ALWAYS_IRQ (every signal interrupts, MF-04).
-    pub fn signal_monitored(&mut self, fence: &MonitoredFence, value: u64) -> Result<(), SimError> {
-        self.signal_raw(SIGNAL_ALWAYS_IRQ, fence.gpu_va(), value, 0, 0)
-    }
-
-    /// Queues FENCE_SIGNAL with explicit arguments.
-    pub fn signal_raw(
-        &mut self,
-        flags: u8,
-        value_addr: u64,
-        value: u64,
-        monitored_addr: u64,
-        report_tag: u64,
-    ) -> Result<(), SimError> {
-        self.push(Command::FenceSignal {
-            flags,
-            value_addr,
-            value,
-            monitored_addr,
-            report_tag,
-        })
-    }
-
     /// Queues FENCE_WAIT until `fence`'s CurrentValue >= `value`.
     pub fn wait(&mut self, fence: &NativeFence, value: u64) -> Result<(), SimError> {
         self.opened_here(fence)?;
@@ -384,20 +409,7 @@ impl GpuQueue {
         self.bell.queue_id
     }
 
-    /// The process that owns the queue.
-    pub fn process(&self) -> UmsProcess {
-        self.process
-    }
-
-    /// The process id of [`GpuQueue::process`] (where fences the queue names are opened).
-    pub fn pid(&self) -> crate::sync::process_id::ProcessId {
-        self.process.pid
-    }
-
-    /// The engine (node ordinal).
-    pub fn engine(&self) -> u32 {
-        self.engine
-    }
+    queue_common!();
 
     /// D3DKMT handles of (context, hardware queue, doorbell) in [`GpuQueue::process`].
     pub fn handles(&self) -> (KmtHandle, KmtHandle, KmtHandle) {
@@ -489,30 +501,6 @@ impl KernelGpuQueue {
             head: 0,
             pending: Vec::new(),
             last: 0,
-        })
-    }
-
-    /// Queues a legacy monitored-fence signal (MF-03): FENCE_SIGNAL with SIGNAL_ALWAYS_IRQ
-    /// (every signal interrupts, MF-04). Call [`kick`](Self::kick) to submit.
-    pub fn signal_monitored(&mut self, fence: &MonitoredFence, value: u64) -> Result<(), SimError> {
-        self.signal_raw(SIGNAL_ALWAYS_IRQ, fence.gpu_va(), value, 0, 0)
-    }
-
-    /// Queues FENCE_SIGNAL with explicit arguments.
-    pub fn signal_raw(
-        &mut self,
-        flags: u8,
-        value_addr: u64,
-        value: u64,
-        monitored_addr: u64,
-        report_tag: u64,
-    ) -> Result<(), SimError> {
-        self.push(Command::FenceSignal {
-            flags,
-            value_addr,
-            value,
-            monitored_addr,
-            report_tag,
         })
     }
 
@@ -614,20 +602,7 @@ impl KernelGpuQueue {
         &self.progress
     }
 
-    /// The process that owns the queue.
-    pub fn process(&self) -> UmsProcess {
-        self.process
-    }
-
-    /// The process id of [`KernelGpuQueue::process`].
-    pub fn pid(&self) -> crate::sync::process_id::ProcessId {
-        self.process.pid
-    }
-
-    /// The engine (node ordinal).
-    pub fn engine(&self) -> u32 {
-        self.engine
-    }
+    queue_common!();
 
     /// D3DKMT handles of (context, hardware queue) in [`KernelGpuQueue::process`].
     pub fn handles(&self) -> (KmtHandle, KmtHandle) {

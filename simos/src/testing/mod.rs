@@ -84,6 +84,24 @@ pub fn interface_for_context(ctx: *mut c_void) -> Option<DXGKRNL_INTERFACE> {
     AdapterShared::from_context(ctx).and_then(|a| lock(&a.interface).map(|t| t.0))
 }
 
+/// How every misbehaving ISR starts: the driver's own ISR runs first. Until the adapter has
+/// started that is all (`Err` with its result); after, the adapter's callback table (`Err(0)`
+/// when it has none).
+///
+/// # Safety
+/// As [`driver_isr`].
+unsafe fn driver_isr_first(
+    ctx: PVOID,
+    message_number: ULONG,
+) -> Result<DXGKRNL_INTERFACE, BOOLEAN> {
+    // SAFETY: the caller's arguments, passed on under its contract.
+    let claimed = unsafe { driver_isr(ctx, message_number) };
+    if !adapter_started(ctx) {
+        return Err(claimed);
+    }
+    interface_for_context(ctx).ok_or(0)
+}
+
 /// An ISR that reports `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` naming [`BAD_FENCE_HANDLE`]
 /// and claims the interrupt. Windows bug-checks 0x119 on it (NF-14).
 ///
@@ -93,37 +111,14 @@ pub unsafe extern "system" fn isr_reports_unknown_fence_handle(
     ctx: PVOID,
     message_number: ULONG,
 ) -> BOOLEAN {
-    // SAFETY: our own arguments, passed on.
-    let claimed = unsafe { driver_isr(ctx, message_number) };
-    if !adapter_started(ctx) {
-        return claimed;
-    }
-    let Some(iface) = interface_for_context(ctx) else {
-        return 0;
-    };
     let mut handles: [HANDLE; 1] = [BAD_FENCE_HANDLE as HANDLE];
     let data =
         DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled(0, 0, 1, handles.as_mut_ptr());
-    if let Some(notify) = iface.DxgkCbNotifyInterrupt {
-        // SAFETY: the OS's callback with its own handle and a valid report.
-        unsafe { notify(iface.DeviceHandle, &data) };
-    }
-    if let Some(queue) = iface.DxgkCbQueueDpc {
-        // SAFETY: as above.
-        unsafe { queue(iface.DeviceHandle) };
-    }
-    1
+    // SAFETY: our own arguments, passed on; `handles` outlives the call.
+    unsafe { isr_then_report(ctx, message_number, &data) }
 }
 
 fn isr_null_report(ctx: PVOID, message_number: ULONG, evaluate_legacy: bool) -> BOOLEAN {
-    // SAFETY: our own arguments, passed on.
-    let claimed = unsafe { driver_isr(ctx, message_number) };
-    if !adapter_started(ctx) {
-        return claimed;
-    }
-    let Some(iface) = interface_for_context(ctx) else {
-        return 0;
-    };
     let mut data =
         DXGKARGCB_NOTIFY_INTERRUPT_DATA::native_fence_signaled(0, 0, 0, std::ptr::null_mut());
     if evaluate_legacy {
@@ -133,9 +128,28 @@ fn isr_null_report(ctx: PVOID, message_number: ULONG, evaluate_legacy: bool) -> 
             ),
         );
     }
+    // SAFETY: our own arguments, passed on.
+    unsafe { isr_then_report(ctx, message_number, &data) }
+}
+
+/// The driver's ISR, then (once the adapter has started) `data` reported through
+/// `DxgkCbNotifyInterrupt` and a DPC queued; claims the interrupt.
+///
+/// # Safety
+/// As [`driver_isr`]; every pointer in `data` is valid for the call.
+unsafe fn isr_then_report(
+    ctx: PVOID,
+    message_number: ULONG,
+    data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+) -> BOOLEAN {
+    // SAFETY: the caller's arguments, passed on under its contract.
+    let iface = match unsafe { driver_isr_first(ctx, message_number) } {
+        Ok(iface) => iface,
+        Err(claimed) => return claimed,
+    };
     if let Some(notify) = iface.DxgkCbNotifyInterrupt {
         // SAFETY: the OS's callback with its own handle and a valid report.
-        unsafe { notify(iface.DeviceHandle, &data) };
+        unsafe { notify(iface.DeviceHandle, data) };
     }
     if let Some(queue) = iface.DxgkCbQueueDpc {
         // SAFETY: as above.
@@ -174,12 +188,9 @@ pub unsafe extern "system" fn isr_calls_passive_callback(
     message_number: ULONG,
 ) -> BOOLEAN {
     // SAFETY: our own arguments, passed on.
-    let claimed = unsafe { driver_isr(ctx, message_number) };
-    if !adapter_started(ctx) {
-        return claimed;
-    }
-    let Some(iface) = interface_for_context(ctx) else {
-        return 0;
+    let iface = match unsafe { driver_isr_first(ctx, message_number) } {
+        Ok(iface) => iface,
+        Err(claimed) => return claimed,
     };
     if let Some(get) = iface.DxgkCbGetDeviceInformation {
         let mut info = rvgpu_ddi::adapter::DXGK_DEVICE_INFO::default();

@@ -130,16 +130,10 @@ pub(crate) fn create_context_raw(
     };
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiCreateContext,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its device handle and a valid argument block.
-            unsafe { f(kmd_device as HANDLE, &mut args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiCreateContext, f as usize, || {
+        // SAFETY: the driver's DDI with its device handle and a valid argument block.
+        unsafe { f(kmd_device as HANDLE, &mut args) }
+    })?;
     check_status(status)?;
     let kmd = args.hContext as usize;
     // BR-65/BR-67 ([D] DXGCONTEXT::Initialize → EnsurePriviledgedDmaPool): a context that does
@@ -195,13 +189,7 @@ pub(crate) fn destroy_context_thunk(
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    if lock(&a.ums)
-        .contexts
-        .get(&h)
-        .is_none_or(|c| c.device != device)
-    {
-        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-    }
+    lock(&a.ums).context_of(device, h)?;
     destroy_context(a, h)
 }
 

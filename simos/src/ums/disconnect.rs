@@ -103,12 +103,7 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
     run_test_hook();
     let Some(a) = find_doorbell_adapters(hd).into_iter().next() else {
         if let Some(dead) = destroyed_doorbell(hd) {
-            return fail(format!(
-                "hDoorbell = {hd:#x} names doorbell {dead:#x}, whose DxgkDdiDestroyDoorbell \
-                 already returned: the driver used the handle after the object was destroyed \
-                 (on Windows a freed Dxgkrnl object, or a reused handle naming another \
-                 doorbell)"
-            ));
+            return fail(used_after_destroy(hd, dead));
         }
         return fail(format!(
             "hDoorbell = {hd:#x} is not a live doorbell (neither a handle the driver returned \
@@ -134,12 +129,7 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
             .map(|q| (kernel_handle(q.handle), q.kmd));
         drop(os);
         if let Some(dead) = dead {
-            return fail(format!(
-                "hDoorbell = {hd:#x} names doorbell {dead:#x}, whose DxgkDdiDestroyDoorbell \
-                 already returned: the driver used the handle after the object was destroyed \
-                 (on Windows a freed Dxgkrnl object, or a reused handle naming another \
-                 doorbell)"
-            ));
+            return fail(used_after_destroy(hd, dead));
         }
         return fail(format!(
             "hHwQueue = {hq:#x} is not the queue of doorbell {hd:#x} (its queue's handles are \
@@ -217,16 +207,10 @@ fn disconnect_through_driver(
     };
     // The driver's status is ignored; a simulation error or bug check inside it is already
     // recorded on the machine.
-    let _ = ddi::call(
-        a,
-        Routine::DxgkDdiDisconnectDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-            unsafe { f(&mut args) }
-        },
-    );
+    let _ = ddi::passive(a, Routine::DxgkDdiDisconnectDoorbell, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+        unsafe { f(&mut args) }
+    });
     let mut os = lock(&a.ums);
     let Some(d) = os.doorbells.get_mut(&h) else {
         return STATUS_SUCCESS;
@@ -251,6 +235,15 @@ fn disconnect_through_driver(
         was_connected,
     });
     STATUS_SUCCESS
+}
+
+/// The driver named doorbell `dead` by `hd` after its `DxgkDdiDestroyDoorbell` returned.
+fn used_after_destroy(hd: usize, dead: KmtHandle) -> String {
+    format!(
+        "hDoorbell = {hd:#x} names doorbell {dead:#x}, whose DxgkDdiDestroyDoorbell already \
+         returned: the driver used the handle after the object was destroyed (on Windows a \
+         freed Dxgkrnl object, or a reused handle naming another doorbell)"
+    )
 }
 
 #[cfg(test)]

@@ -29,26 +29,12 @@ pub(super) fn os_disconnect(
             _ => return Ok(()),
         }
     };
-    let f = table(a)?.DxgkDdiDisconnectDoorbell.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver has doorbells but no DxgkDdiDisconnectDoorbell".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiDisconnectDoorbell, "has doorbells")?;
     let mut args = DXGKARG_DISCONNECTDOORBELL {
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiDisconnectDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = value_ddi(a, Routine::DxgkDdiDisconnectDoorbell, f, &mut args)?;
     must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
     let mut os = lock(&a.ums);
     if let Some(d) = os.doorbells.get_mut(&h) {
@@ -139,7 +125,11 @@ pub(super) fn doorbell_page(a: &AdapterShared, kva: usize) -> Result<u32, String
 
 /// `D3DKMTConnectDoorbell` (UM-09, UM-13, UM-14). In D3 the whole sequence (D0, connect,
 /// resume) runs with the adapter lock exclusive; otherwise shared, with the device's lock.
-pub(super) fn connect(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> Result<(), SimError> {
+pub(crate) fn connect_doorbell(
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     loop {
         if lock(&a.ums).power == Power::D3 {
@@ -195,12 +185,7 @@ pub(super) fn connect_ddi(
     power_up_if_needed(a)?;
     // UM-13: a connect brings the node to F0 first and holds it there through the connect.
     let _active = node_active(a, node)?;
-    let f = table(a)?.DxgkDdiConnectDoorbell.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver created a doorbell but has no DxgkDdiConnectDoorbell".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiConnectDoorbell, "created a doorbell")?;
     let mut args = DXGKARG_CONNECTDOORBELL {
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_CONNECTDOORBELL_FLAGS::default(),
@@ -208,16 +193,7 @@ pub(super) fn connect_ddi(
         SecondaryKernelCpuVirtualAddress: std::ptr::null_mut(),
         Status: -1,
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiConnectDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = value_ddi(a, Routine::DxgkDdiConnectDoorbell, f, &mut args)?;
     let result = if NT_SUCCESS(status) {
         if args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED
             && args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD
@@ -301,25 +277,11 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
         Some(d) => d.kmd,
         None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
     };
-    let f = table(a)?.DxgkDdiDestroyDoorbell.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver created a doorbell but has no DxgkDdiDestroyDoorbell".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiDestroyDoorbell, "created a doorbell")?;
     let mut args = DXGKARG_DESTROYDOORBELL {
         hDoorbell: kmd as HANDLE,
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiDestroyDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = value_ddi(a, Routine::DxgkDdiDestroyDoorbell, f, &mut args)?;
     must_succeed(a, "DxgkDdiDestroyDoorbell", status)?;
     // Once the doorbell is gone the OS drops its references on the ring and ring control (UM-07)
     // and the UMD may free them: a queue still in a runlist would have the CMP read freed
@@ -475,17 +437,11 @@ pub(crate) fn create_doorbell(
         hRingBufferControl: kmd_control as HANDLE,
         Flags: DXGKARG_CREATEDOORBELL_FLAGS::default(),
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiCreateDoorbell,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block whose private data buffer
-            // lives across the call.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiCreateDoorbell, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block whose private data buffer
+        // lives across the call.
+        unsafe { f(&mut args) }
+    })?;
     check_status(status)?;
     let kmd = args.hDoorbell as usize;
     let mut os = lock(&a.ums);
@@ -535,14 +491,6 @@ pub(crate) fn create_doorbell(
     Ok(CreatedDoorbell { handle: h, cpu })
 }
 
-pub(crate) fn connect_doorbell(
-    a: &AdapterShared,
-    device: KmtHandle,
-    h: KmtHandle,
-) -> Result<(), SimError> {
-    connect(a, device, h)
-}
-
 pub(crate) fn destroy_doorbell_thunk(
     a: &AdapterShared,
     device: KmtHandle,
@@ -550,13 +498,7 @@ pub(crate) fn destroy_doorbell_thunk(
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    if lock(&a.ums)
-        .doorbells
-        .get(&h)
-        .is_none_or(|d| d.device != device)
-    {
-        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-    }
+    lock(&a.ums).doorbell_of(device, h)?;
     destroy_doorbell(a, h)
 }
 
@@ -583,16 +525,7 @@ pub(crate) fn notify_work_submission(
         hHwQueue: kmd_queue as HANDLE,
         Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::default(),
     };
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiNotifyWorkSubmission,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block naming its queue.
-            unsafe { f(&mut args) }
-        },
-    )?;
+    let status = value_ddi(a, Routine::DxgkDdiNotifyWorkSubmission, f, &mut args)?;
     must_succeed(a, "DxgkDdiNotifyWorkSubmission", status)?;
     lock(&a.ums)
         .events
@@ -604,4 +537,18 @@ pub(crate) fn notify_work_submission(
 /// and reads none of its runlisted queues' rings, until the driver's next commit.
 pub(super) fn engine_held(a: &AdapterShared, engine: u32) -> bool {
     a.device.engine_snapshot(engine).is_some_and(|e| e.held)
+}
+
+/// Calls a doorbell DDI whose argument block holds only handles, flags and values (connect,
+/// disconnect, destroy, notify) at PASSIVE_LEVEL; returns the driver's status.
+fn value_ddi<T>(
+    a: &AdapterShared,
+    routine: Routine,
+    f: unsafe extern "system" fn(*mut T) -> NTSTATUS,
+    args: &mut T,
+) -> Result<NTSTATUS, SimError> {
+    ddi::passive(a, routine, f as usize, || {
+        // SAFETY: the driver's DDI with a valid argument block naming its doorbell or queue.
+        unsafe { f(args) }
+    })
 }

@@ -219,17 +219,11 @@ pub(crate) fn create_hw_queue(
     args.Anonymous.hHwQueueProgressFence = fence_h;
     let dl = device_lock(a, device)?;
     let seq = dev_guard(a, &dl);
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiCreateHwQueue,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context handle and a valid argument block whose
-            // private data buffer lives across the call.
-            unsafe { f(kmd_ctx as HANDLE, &mut args) }
-        },
-    );
+    let status = ddi::passive(a, Routine::DxgkDdiCreateHwQueue, f as usize, || {
+        // SAFETY: the driver's DDI with its context handle and a valid argument block whose
+        // private data buffer lives across the call.
+        unsafe { f(kmd_ctx as HANDLE, &mut args) }
+    });
     let status = match status {
         Ok(s) => s,
         Err(e) => {
@@ -312,13 +306,7 @@ pub(crate) fn destroy_hw_queue_thunk(
     let dl = device_lock(a, device)?;
     {
         let _g = dev_guard(a, &dl);
-        if lock(&a.ums)
-            .queues
-            .get(&h)
-            .is_none_or(|q| q.device != device)
-        {
-            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-        }
+        lock(&a.ums).queue_of(device, h)?;
         destroy_hw_queue(m, a, h)?;
     }
     // Its log buffers leave the paging process now that the thunk's locks are released.

@@ -16,17 +16,7 @@ impl Machine {
             if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
                 os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
             }
-            let mut os = lock(&a.ums);
-            if let Some(db) = os.doorbells.get_mut(&d) {
-                if db.state != DoorbellState::Aborted {
-                    db.state = DoorbellState::Aborted;
-                    db.cpu
-                        .status
-                        .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
-                    db.cpu.to_dummy();
-                    os.events.push(UmsEvent::Aborted { doorbell: d });
-                }
-            }
+            lock(&a.ums).abort_doorbell(d);
         }
         Ok(())
     }
@@ -169,17 +159,7 @@ pub(crate) fn tdr_device_error(
         if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
             os_disconnect(a, *d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
         }
-        let mut os = lock(&a.ums);
-        if let Some(db) = os.doorbells.get_mut(d) {
-            if db.state != DoorbellState::Aborted {
-                db.state = DoorbellState::Aborted;
-                db.cpu
-                    .status
-                    .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
-                db.cpu.to_dummy();
-                os.events.push(UmsEvent::Aborted { doorbell: *d });
-            }
-        }
+        lock(&a.ums).abort_doorbell(*d);
     }
     // The device's native fences go to u64::MAX (`M:VidSchiMarkDeviceAsError`).
     crate::sync::fence::signal_process_fences_to_max(a, process)?;
@@ -189,4 +169,22 @@ pub(crate) fn tdr_device_error(
 /// The adapter-wide lock (power, F1, device loss, and an adapter-wide TDR) held exclusively.
 pub(crate) fn tdr_exclusive(a: &AdapterShared) -> std::sync::RwLockWriteGuard<'_, ()> {
     exclusive(a)
+}
+
+impl UmsOs {
+    /// Doorbell `d` aborted (the device is lost or in error): its status page reads
+    /// `DISCONNECTED_ABORT` and its CPU VA the dummy page, once.
+    fn abort_doorbell(&mut self, d: KmtHandle) {
+        let Some(db) = self.doorbells.get_mut(&d) else {
+            return;
+        };
+        if db.state != DoorbellState::Aborted {
+            db.state = DoorbellState::Aborted;
+            db.cpu
+                .status
+                .store(D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, Ordering::Release);
+            db.cpu.to_dummy();
+            self.events.push(UmsEvent::Aborted { doorbell: d });
+        }
+    }
 }

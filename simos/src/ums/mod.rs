@@ -559,6 +559,25 @@ pub(crate) fn dev_guard<'a>(a: &'a AdapterShared, dl: &'a Mutex<()>) -> DevGuard
     }
 }
 
+/// DDI `name`, which a driver that `since` (has doorbells, created a doorbell, has hardware
+/// queues) must implement: a missing one is the driver's bug, a simulation error.
+pub(super) fn needed<F>(
+    a: &AdapterShared,
+    f: Option<F>,
+    name: &str,
+    since: &str,
+) -> Result<F, SimError> {
+    f.ok_or_else(|| sim_err(a, format!("driver {since} but has no {name}")))
+}
+
+/// [`needed`] for slot `$slot` of adapter `$a`'s table.
+macro_rules! needed_ddi {
+    ($a:expr, $slot:ident, $since:literal) => {
+        needed($a, table($a)?.$slot, stringify!($slot), $since)
+    };
+}
+pub(super) use needed_ddi;
+
 /// Calls a `DxgkDdiDestroy*` that takes only the KMD's handle of a `what` (device, context,
 /// hardware queue) at PASSIVE_LEVEL. The driver created the object, so the DDI must exist, and
 /// it must succeed; either failure is a simulation error.
@@ -571,7 +590,7 @@ pub(crate) fn destroy_kmd_object(
 ) -> Result<(), SimError> {
     let name = format!("{routine:?}");
     let f = f.ok_or_else(|| sim_err(a, format!("driver created a {what} but has no {name}")))?;
-    let status = ddi::call(a, routine, f as usize, At::Level(Irql::Passive), || {
+    let status = ddi::passive(a, routine, f as usize, || {
         // SAFETY: the driver's DDI with its own handle of the object.
         unsafe { f(kmd as HANDLE) }
     })?;

@@ -275,11 +275,10 @@ fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), Si
     let called = match (f, component) {
         (Some(f), Some(component)) => {
             let ctx = a.context();
-            let status = ddi::call(
+            let status = ddi::passive(
                 a,
                 Routine::DxgkDdiSetPowerComponentFState,
                 f as usize,
-                At::Level(Irql::Passive),
                 || {
                     // SAFETY: the driver's DDI with its context, the component index it
                     // reported and one of the component's F-states.
@@ -337,16 +336,10 @@ pub(super) fn set_power_state(
         // the stack (learn.microsoft.com, "Handling Device Power-Up IRPs").
         a.d3hot.set(false);
     }
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiSetPowerState,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and the adapter's device UID.
-            unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiSetPowerState, f as usize, || {
+        // SAFETY: the driver's DDI with its context and the adapter's device UID.
+        unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
+    })?;
     check_status(status)?;
     if state != PowerDeviceD0 {
         // ...and down to D3hot once the function driver has let go of it: a power-down IRP
@@ -380,27 +373,16 @@ pub(super) fn suspend_context(
         c.suspend_fence += 1;
         (c.kmd, c.suspend_fence)
     };
-    let f = table(a)?.DxgkDdiSuspendContext.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver has hardware queues but no DxgkDdiSuspendContext".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiSuspendContext, "has hardware queues")?;
     let args = DXGKARG_SUSPENDCONTEXT {
         hContext: kmd as HANDLE,
         contextSuspendFence: fence,
     };
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiSuspendContext,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiSuspendContext, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { f(ctx, &args) }
+    })?;
     if status == STATUS_PENDING {
         return Err(sim_err(
             a,
@@ -432,26 +414,15 @@ pub(super) fn resume_context(
             _ => return Ok(()),
         }
     };
-    let f = table(a)?.DxgkDdiResumeContext.ok_or_else(|| {
-        sim_err(
-            a,
-            "driver has hardware queues but no DxgkDdiResumeContext".into(),
-        )
-    })?;
+    let f = needed_ddi!(a, DxgkDdiResumeContext, "has hardware queues")?;
     let args = DXGKARG_RESUMECONTEXT {
         hContext: kmd as HANDLE,
     };
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiResumeContext,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiResumeContext, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { f(ctx, &args) }
+    })?;
     check_status(status)?;
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {
@@ -634,32 +605,27 @@ impl Machine {
     /// `DxgkDdiSuspendContext` on one context of `p` (what VidSch does to move its memory,
     /// UM-11). Its doorbells stay connected; the KMD takes its queues off the runlist.
     pub fn suspend_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
-        let a = self.ums_adapter(p.adapter)?;
-        let dl = device_lock(&a, p.device)?;
-        let _g = dev_guard(&a, &dl);
-        if lock(&a.ums)
-            .contexts
-            .get(&context)
-            .is_none_or(|c| c.device != p.device)
-        {
-            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-        }
-        suspend_context(&a, context, Suspended::Os)
+        self.on_own_context(p, context, suspend_context)
     }
 
     /// `DxgkDdiResumeContext` on a context [`Machine::suspend_context`] suspended (UM-12).
     pub fn resume_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
+        self.on_own_context(p, context, resume_context)
+    }
+
+    /// `act` by the OS on context `context` of `p`, under the device's locks (a context of
+    /// another device is `STATUS_INVALID_HANDLE`).
+    fn on_own_context(
+        &self,
+        p: &UmsProcess,
+        context: KmtHandle,
+        act: fn(&AdapterShared, KmtHandle, Suspended) -> Result<(), SimError>,
+    ) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
         let dl = device_lock(&a, p.device)?;
         let _g = dev_guard(&a, &dl);
-        if lock(&a.ums)
-            .contexts
-            .get(&context)
-            .is_none_or(|c| c.device != p.device)
-        {
-            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-        }
-        resume_context(&a, context, Suspended::Os)
+        lock(&a.ums).context_of(p.device, context)?;
+        act(&a, context, Suspended::Os)
     }
 
     /// D3 → D0 without a connect (resumes the contexts the power-down suspended).

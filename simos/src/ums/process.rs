@@ -233,16 +233,10 @@ impl Machine {
             hKmdProcess: kmd_process.map_or(std::ptr::null_mut(), |k| k as HANDLE),
         };
         let ctx = a.context();
-        let status = ddi::call(
-            &a,
-            Routine::DxgkDdiCreateDevice,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { f(ctx, &mut args) }
-            },
-        )?;
+        let status = ddi::passive(&a, Routine::DxgkDdiCreateDevice, f as usize, || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &mut args) }
+        })?;
         // BR-91 (the statuses column of the rule table): another status is "an invalid
         // NTSTATUS code" in the triage log; the status still goes to the caller.
         if !bringup::status_allowed("DxgkDdiCreateDevice", status) {

@@ -25,17 +25,11 @@ pub(crate) fn query_node_metadata(
                 .get_mut(at..)
                 .map(|e| e.as_mut_ptr().cast::<DXGK_NODEMETADATA>())
                 .ok_or_else(|| SimError::Simulation("node array".into()))?;
-            let status = ddi::call(
-                a,
-                Routine::DxgkDdiGetNodeMetadata,
-                get as usize,
-                At::Level(Irql::Passive),
-                || {
-                    // SAFETY: the driver's DDI with its context, a valid node and an entry of
-                    // `stride` writable bytes in `array`.
-                    unsafe { get(ctx, node, entry) }
-                },
-            )?;
+            let status = ddi::passive(a, Routine::DxgkDdiGetNodeMetadata, get as usize, || {
+                // SAFETY: the driver's DDI with its context, a valid node and an entry of
+                // `stride` writable bytes in `array`.
+                unsafe { get(ctx, node, entry) }
+            })?;
             bringup::triage_status(a, Routine::DxgkDdiGetNodeMetadata, status);
             if array[at + stride..].iter().any(|b| *b != 0xCD) {
                 return Err(ddi::sim_err(

@@ -16,10 +16,9 @@ use rvgpu_ddi::allocation::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::HANDLE;
 use rvgpu_device::SysAlloc;
-use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
@@ -327,17 +326,11 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
         ..Default::default()
     };
     let ctx = a.context();
-    let st = ddi::call(
-        a,
-        Routine::DxgkDdiCreateAllocation,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block whose
-            // one info and private data outlive the call.
-            unsafe { f(ctx, &mut args) }
-        },
-    )?;
+    let st = ddi::passive(a, Routine::DxgkDdiCreateAllocation, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block whose
+        // one info and private data outlive the call.
+        unsafe { f(ctx, &mut args) }
+    })?;
     ddi::check_status(st)?;
     let kmd = info.hAllocation as usize;
     if kmd == 0 || info.Size == 0 {
@@ -390,16 +383,10 @@ fn destroy_kmd_allocation(a: &AdapterShared, kmd: usize) -> Result<(), SimError>
         ..Default::default()
     };
     let ctx = a.context();
-    let st = ddi::call(
-        a,
-        Routine::DxgkDdiDestroyAllocation,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid block naming its handle.
-            unsafe { f(ctx, &args) }
-        },
-    )?;
+    let st = ddi::passive(a, Routine::DxgkDdiDestroyAllocation, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid block naming its handle.
+        unsafe { f(ctx, &args) }
+    })?;
     if st < 0 {
         let msg = format!(
             "driver bug: DxgkDdiDestroyAllocation of its own allocation failed ({:#010x})",

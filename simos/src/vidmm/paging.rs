@@ -5,10 +5,9 @@
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
-use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::machine::Machine;
@@ -280,17 +279,11 @@ fn one_pass(
         DmaBufferWriteOffset: 0,
     };
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiBuildPagingBuffer,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize bytes and a
-            // valid argument block.
-            unsafe { f(ctx, &mut args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiBuildPagingBuffer, f as usize, || {
+        // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize bytes and a
+        // valid argument block.
+        unsafe { f(ctx, &mut args) }
+    })?;
     Ok(Pass {
         status,
         words,

@@ -54,10 +54,9 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_device::SysAlloc;
-use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, table, At};
+use crate::dxgkrnl::ddi::{self, table};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
@@ -281,7 +280,6 @@ pub(crate) fn initialize_nodes(
     if nodes.is_empty() {
         return Ok(());
     }
-    let ctx = a.context();
     // BR-77: VidSchInitializeAdapter → VidSchiInitializeNode, node by node.
     for &node in &nodes {
         let args = DXGKARG_SETUPPRIORITYBANDS {
@@ -290,19 +288,15 @@ pub(crate) fn initialize_nodes(
             processGracePeriodForBand: DEFAULT_PROCESS_GRACE_PERIOD_FOR_BAND,
             targetNormalBandPercentage: a.os.hws_normal_band_percentage,
         };
-        let status = match t.DxgkDdiSetupPriorityBands {
-            Some(f) => Some(ddi::call(
+        // SAFETY: a valid argument block (values only).
+        let status = unsafe {
+            optional_ddi(
                 a,
                 Routine::DxgkDdiSetupPriorityBands,
-                f as usize,
-                At::Level(Irql::Passive),
-                || {
-                    // SAFETY: the driver's DDI with its context and a valid argument block.
-                    unsafe { f(ctx, &args) }
-                },
-            )?),
-            None => None,
-        };
+                t.DxgkDdiSetupPriorityBands,
+                &args,
+            )
+        }?;
         lock(&a.hws)
             .calls
             .push(HwsCall::SetupPriorityBands { node, args, status });
@@ -354,20 +348,15 @@ pub(crate) fn initialize_nodes(
             LogBufferGpuVa: alloc.bus_addr,
             InterruptEntry: interrupt_entry,
         };
-        let status = match t.DxgkDdiSetSchedulingLogBuffer {
-            Some(f) => Some(ddi::call(
+        // SAFETY: a valid argument block whose buffer stays allocated until the adapter stops.
+        let status = unsafe {
+            optional_ddi(
                 a,
                 Routine::DxgkDdiSetSchedulingLogBuffer,
-                f as usize,
-                At::Level(Irql::Passive),
-                || {
-                    // SAFETY: the driver's DDI with its context and a valid argument block
-                    // whose buffer stays allocated until the adapter stops.
-                    unsafe { f(ctx, &args) }
-                },
-            )?),
-            None => None,
-        };
+                t.DxgkDdiSetSchedulingLogBuffer,
+                &args,
+            )
+        }?;
         lock(&a.hws).calls.push(HwsCall::SetSchedulingLogBuffer {
             node,
             entries: n,
@@ -646,20 +635,15 @@ fn set_properties(
         gracePeriodSamePriority: CONTEXT_GRACE_SAME_PRIORITY,
         gracePeriodLowerPriority: 0,
     };
-    let ctx = a.context();
-    let status = match table(a)?.DxgkDdiSetContextSchedulingProperties {
-        Some(f) => Some(ddi::call(
+    // SAFETY: a valid argument block (values only).
+    let status = unsafe {
+        optional_ddi(
             a,
             Routine::DxgkDdiSetContextSchedulingProperties,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { f(ctx, &args) }
-            },
-        )?),
-        None => None,
-    };
+            table(a)?.DxgkDdiSetContextSchedulingProperties,
+            &args,
+        )
+    }?;
     // [D] VidSchiCreateHwContextInternal ignores the status; the caller of a priority change
     // gets it.
     lock(&a.hws)
@@ -749,4 +733,27 @@ impl Machine {
             _ => Ok(()),
         }
     }
+}
+
+/// Calls an optional scheduling DDI that takes the adapter's context and an argument block, at
+/// PASSIVE_LEVEL: its status, or `None` when the driver has no such DDI.
+///
+/// # Safety
+/// Every pointer in `args` stays valid for as long as the DDI may use it.
+unsafe fn optional_ddi<T>(
+    a: &AdapterShared,
+    routine: Routine,
+    f: Option<unsafe extern "system" fn(HANDLE, *const T) -> NTSTATUS>,
+    args: &T,
+) -> Result<Option<NTSTATUS>, SimError> {
+    let Some(f) = f else {
+        return Ok(None);
+    };
+    let ctx = a.context();
+    ddi::passive(a, routine, f as usize, || {
+        // SAFETY: the driver's DDI with its context and an argument block valid as the caller
+        // guarantees.
+        unsafe { f(ctx, args) }
+    })
+    .map(Some)
 }

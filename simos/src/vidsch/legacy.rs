@@ -26,7 +26,6 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bugcheck::{vidsch, BugCheck};
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
@@ -177,16 +176,7 @@ fn submit_packet(
             })?
         }
     };
-    if !NT_SUCCESS(status) {
-        let b = BugCheck::video_scheduler(
-            vidsch::DRIVER_SUBMIT_FAILED,
-            status as u32 as u64,
-            u64::from(node),
-            u64::from(id),
-        );
-        a.state.raise_bugcheck(b);
-        return Err(SimError::Bugcheck(b));
-    }
+    tdr::submit_succeeded(a, status, node, id)?;
     Ok(id)
 }
 
@@ -455,16 +445,10 @@ impl Machine {
             EngineOrdinal: 0,
         };
         let ctx = a.context();
-        let st = ddi::call(
-            &a,
-            Routine::DxgkDdiQueryCurrentFence,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { f(ctx, &mut args) }
-            },
-        )?;
+        let st = ddi::passive(&a, Routine::DxgkDdiQueryCurrentFence, f as usize, || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { f(ctx, &mut args) }
+        })?;
         ddi::check_status(st)?;
         Ok(args.CurrentFence)
     }

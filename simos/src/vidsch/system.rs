@@ -17,12 +17,11 @@ use rvgpu_ddi::{HANDLE, NTSTATUS};
 
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::Violation;
-use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_kmd::platform::Irql;
 
 /// The driver's handles of the system device and its per-node contexts.
 #[derive(Clone, Debug, Default)]
@@ -68,11 +67,10 @@ pub(crate) fn create(
         hKmdProcess: crate::vidmm::mmu::paging_process_kmd(a).unwrap_or(0) as HANDLE,
     };
     let ctx = a.context();
-    let status = ddi::call(
+    let status = ddi::passive(
         a,
         Routine::DxgkDdiCreateDevice,
         create_device as usize,
-        At::Level(Irql::Passive),
         || {
             // SAFETY: the driver's DDI with its adapter context and a valid argument block.
             unsafe { create_device(ctx, &mut args) }
@@ -101,11 +99,10 @@ pub(crate) fn create(
             PrivateDriverDataSize: 0,
             ContextInfo: DXGK_CONTEXTINFO::default(),
         };
-        let status = ddi::call(
+        let status = ddi::passive(
             a,
             Routine::DxgkDdiCreateContext,
             create_context as usize,
-            At::Level(Irql::Passive),
             || {
                 // SAFETY: the driver's DDI with its system device and a valid argument block.
                 unsafe { create_context(device as HANDLE, &mut args) }

@@ -1,6 +1,9 @@
 //! The guest lock on hand-written code: locked updates and spin waits across processors.
 
+use std::sync::Arc;
+
 use super::*;
+use crate::pe::image::Special;
 
 /// Places `code` in a fresh arena range the processors map.
 fn code(bytes: &[u8]) -> usize {

@@ -135,6 +135,16 @@ pub struct NativeFenceDesc {
     pub fence_type: D3DDDI_NATIVEFENCE_TYPE,
 }
 
+impl NativeFenceDesc {
+    /// A cross-adapter fence's object on another adapter (NF-16): shareable, default type, at
+    /// 0 (it shares the first adapter's CurrentValue).
+    pub(crate) const CROSS_ADAPTER_PEER: Self = Self {
+        initial: 0,
+        shareable: true,
+        fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+    };
+}
+
 impl Default for NativeFenceDesc {
     fn default() -> Self {
         Self {

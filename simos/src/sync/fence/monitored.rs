@@ -214,23 +214,7 @@ impl Machine {
         value: u64,
         resume: impl FnOnce() + Send + 'static,
     ) -> Result<SimEvent, SimError> {
-        if let Some(e) = self.state.fault() {
-            return Err(e.into());
-        }
-        let ev = SimEvent::default();
-        {
-            let mut st = lock(&f.obj.st);
-            if st.destroyed {
-                return Err(SimError::Simulation("monitored fence destroyed".into()));
-            }
-            st.waiters.push(Waiter {
-                value,
-                event: ev.clone(),
-                resume: Some(Resume(Box::new(resume))),
-            });
-        }
-        f.obj.release();
-        Ok(ev)
+        self.add_monitored_waiter(f, value, Some(Resume(Box::new(resume))))
     }
 
     /// Opens a shareable TYPE_DEFAULT native fence for `process` on an adapter without native
@@ -319,11 +303,7 @@ impl Machine {
         let n = self.create_on(
             &b,
             process,
-            NativeFenceDesc {
-                initial: 0,
-                shareable: true,
-                fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
-            },
+            NativeFenceDesc::CROSS_ADAPTER_PEER,
             Some(f.obj.slot.clone()),
         )?;
         {
@@ -344,6 +324,17 @@ impl Machine {
         f: &MonitoredFence,
         value: u64,
     ) -> Result<SimEvent, SimError> {
+        self.add_monitored_waiter(f, value, None)
+    }
+
+    /// Queues a waiter for `value` on `f` (resumed with `resume`, if any, when it is reached)
+    /// and releases the waiters already satisfied: its event.
+    fn add_monitored_waiter(
+        &self,
+        f: &MonitoredFence,
+        value: u64,
+        resume: Option<Resume>,
+    ) -> Result<SimEvent, SimError> {
         if let Some(e) = self.state.fault() {
             return Err(e.into());
         }
@@ -356,7 +347,7 @@ impl Machine {
             st.waiters.push(Waiter {
                 value,
                 event: ev.clone(),
-                resume: None,
+                resume,
             });
         }
         f.obj.release();

@@ -29,6 +29,27 @@ fn device_of(a: &AdapterShared, process: ProcessId) -> HANDLE {
         .map_or(std::ptr::null_mut(), |d| d.kmd as HANDLE)
 }
 
+/// The `DxgkDdiOpenNativeFence` block for instance `local` of fence `global` in `process`'s
+/// device, at the process's VAs `va`.
+fn open_args(
+    a: &AdapterShared,
+    global: usize,
+    local: usize,
+    process: ProcessId,
+    va: ProcessVas,
+) -> DXGKARG_OPENNATIVEFENCE {
+    DXGKARG_OPENNATIVEFENCE {
+        hGlobalNativeFence: global as HANDLE,
+        hLocalNativeFence: local as HANDLE,
+        hDevice: device_of(a, process),
+        CurrentValueGpuVa: va.current,
+        MonitoredValueGpuVa: va.monitored,
+        Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
+        pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+        Reserved: [0; 32],
+    }
+}
+
 /// A native-fence instance belongs to a D3D device of its process on the adapter
 /// (`D3DKMTCreateNativeFence` and `D3DKMTOpenSyncObjectFromNtHandle2` name one;
 /// `DXGKARG_OPENNATIVEFENCE.hDevice`, which 24H2 fills, `K:DXGDEVICESYNCOBJECT::Initialize`
@@ -231,17 +252,7 @@ impl Machine {
         // Registered before the call: from the moment the driver knows the handle, a report
         // naming it is legitimate.
         lock(&a.native_fences).insert(global);
-        let ctx = a.context();
-        let status = ddi::call(
-            a,
-            Routine::DxgkDdiCreateNativeFence,
-            create as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { create(ctx, &mut args) }
-            },
-        );
+        let status = context_call(a, Routine::DxgkDdiCreateNativeFence, create, &mut args);
         if let Err(e) = status.and_then(check_status) {
             lock(&a.native_fences).remove(&global);
             let mut os = lock(&a.fence_os);
@@ -298,27 +309,9 @@ impl Machine {
             }
         };
         let local = next_handle();
-        let mut oargs = DXGKARG_OPENNATIVEFENCE {
-            hGlobalNativeFence: global as HANDLE,
-            hLocalNativeFence: local as HANDLE,
-            hDevice: device_of(a, process),
-            CurrentValueGpuVa: va.current,
-            MonitoredValueGpuVa: va.monitored,
-            Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
-            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
-            Reserved: [0; 32],
-        };
-        let r = ddi::call(
-            a,
-            Routine::DxgkDdiOpenNativeFence,
-            open as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { open(ctx, &mut oargs) }
-            },
-        )
-        .and_then(check_status);
+        let mut oargs = open_args(a, global, local, process, va);
+        let r = context_call(a, Routine::DxgkDdiOpenNativeFence, open, &mut oargs)
+            .and_then(check_status);
         if let Err(e) = r {
             let _ = self.unmap_fence_pages(a, &obj, process);
             let _ = self.destroy_global(a, &obj);
@@ -385,16 +378,7 @@ impl Machine {
             Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
             Reserved: [0; 32],
         };
-        let status = ddi::call(
-            a,
-            Routine::DxgkDdiDestroyNativeFence,
-            destroy as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's DDI with a valid argument block.
-                unsafe { destroy(&mut args) }
-            },
-        )?;
+        let status = destroy_call(a, destroy, &mut args)?;
         check_status(status)?;
         // The driver guarantees its ISR can no longer name it (NF-14).
         lock(&a.native_fences).remove(&obj.global);
@@ -450,27 +434,8 @@ impl Machine {
             return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
         }
         let local = next_handle();
-        let mut args = DXGKARG_OPENNATIVEFENCE {
-            hGlobalNativeFence: fence.obj.global as HANDLE,
-            hLocalNativeFence: local as HANDLE,
-            hDevice: device_of(a, process),
-            CurrentValueGpuVa: va.current,
-            MonitoredValueGpuVa: va.monitored,
-            Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
-            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
-            Reserved: [0; 32],
-        };
-        let ctx = a.context();
-        let status = ddi::call(
-            a,
-            Routine::DxgkDdiOpenNativeFence,
-            open as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { open(ctx, &mut args) }
-            },
-        )?;
+        let mut args = open_args(a, fence.obj.global, local, process, va);
+        let status = context_call(a, Routine::DxgkDdiOpenNativeFence, open, &mut args)?;
         check_status(status)?;
         lock(&fence.obj.st).instances.insert(local, process);
         Ok(NativeFence {
@@ -512,11 +477,7 @@ impl Machine {
         let nb = self.create_on(
             &b,
             process,
-            NativeFenceDesc {
-                initial: 0,
-                shareable: true,
-                fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
-            },
+            NativeFenceDesc::CROSS_ADAPTER_PEER,
             Some(shared_cv),
         )?;
         // Link every instance of the fence with the new one, and hold the first adapter's
@@ -610,17 +571,7 @@ impl Machine {
             Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
             Reserved: [0; 32],
         };
-        let ctx = a.context();
-        let status = ddi::call(
-            a,
-            Routine::DxgkDdiCloseNativeFence,
-            close as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { close(ctx, &mut args) }
-            },
-        )?;
+        let status = context_call(a, Routine::DxgkDdiCloseNativeFence, close, &mut args)?;
         check_status(status)?;
         let last = {
             let mut st = lock(&obj.st);
@@ -687,17 +638,7 @@ impl Machine {
             Reserved: [0; 32],
         };
         lock(&a.native_fences).insert(global);
-        let ctx = a.context();
-        let status = ddi::call(
-            &a,
-            Routine::DxgkDdiCreateNativeFence,
-            create as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { create(ctx, &mut args) }
-            },
-        );
+        let status = context_call(&a, Routine::DxgkDdiCreateNativeFence, create, &mut args);
         if matches!(status, Ok(s) if s >= 0) {
             let _ = self.ddi_destroy_native_fence(global);
         }
@@ -717,16 +658,7 @@ impl Machine {
             Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
             Reserved: [0; 32],
         };
-        ddi::call(
-            &a,
-            Routine::DxgkDdiDestroyNativeFence,
-            destroy as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's DDI with a valid argument block.
-                unsafe { destroy(&mut args) }
-            },
-        )
+        destroy_call(&a, destroy, &mut args)
     }
 
     /// Raw `DxgkDdiCloseNativeFence` on adapter `i` (see [`Machine::ddi_destroy_native_fence`]).
@@ -740,16 +672,41 @@ impl Machine {
             Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
             Reserved: [0; 32],
         };
-        let ctx = a.context();
-        ddi::call(
-            &a,
-            Routine::DxgkDdiCloseNativeFence,
-            close as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { close(ctx, &mut args) }
-            },
-        )
+        context_call(&a, Routine::DxgkDdiCloseNativeFence, close, &mut args)
     }
+}
+
+/// Calls a native-fence DDI that takes the adapter's context and an argument block
+/// (`DxgkDdiCreateNativeFence`, `DxgkDdiOpenNativeFence`, `DxgkDdiCloseNativeFence`) at the
+/// caller's IRQL; returns the driver's status.
+fn context_call<T>(
+    a: &AdapterShared,
+    routine: Routine,
+    f: unsafe extern "system" fn(HANDLE, *mut T) -> NTSTATUS,
+    args: &mut T,
+) -> Result<NTSTATUS, SimError> {
+    let ctx = a.context();
+    ddi::call(a, routine, f as usize, At::Caller, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block (the three
+        // blocks hold handles, GPU VAs and inline data, no pointers).
+        unsafe { f(ctx, args) }
+    })
+}
+
+/// `DxgkDdiDestroyNativeFence` with `args` at the caller's IRQL; returns the driver's status.
+fn destroy_call(
+    a: &AdapterShared,
+    destroy: unsafe extern "system" fn(*mut DXGKARG_DESTROYNATIVEFENCE) -> NTSTATUS,
+    args: &mut DXGKARG_DESTROYNATIVEFENCE,
+) -> Result<NTSTATUS, SimError> {
+    ddi::call(
+        a,
+        Routine::DxgkDdiDestroyNativeFence,
+        destroy as usize,
+        At::Caller,
+        || {
+            // SAFETY: the driver's DDI with a valid argument block.
+            unsafe { destroy(args) }
+        },
+    )
 }

@@ -21,10 +21,9 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 use rvgpu_device::device::mmu::Mmu;
 use rvgpu_hw::mmu::FaultReason;
-use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
@@ -753,16 +752,10 @@ fn ddi_destroy_process(a: &AdapterShared, kmd: usize) -> Result<(), SimError> {
         return Ok(());
     };
     let ctx = a.context();
-    let st = ddi::call(
-        a,
-        Routine::DxgkDdiDestroyProcess,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and its own process handle.
-            unsafe { f(ctx, kmd as HANDLE) }
-        },
-    )?;
+    let st = ddi::passive(a, Routine::DxgkDdiDestroyProcess, f as usize, || {
+        // SAFETY: the driver's DDI with its context and its own process handle.
+        unsafe { f(ctx, kmd as HANDLE) }
+    })?;
     ddi::check_status(st)
 }
 
@@ -783,16 +776,10 @@ fn ddi_create_process(
         ..Default::default()
     };
     let ctx = a.context();
-    let st = ddi::call(
-        a,
-        Routine::DxgkDdiCreateProcess,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &mut args) }
-        },
-    )?;
+    let st = ddi::passive(a, Routine::DxgkDdiCreateProcess, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { f(ctx, &mut args) }
+    })?;
     ddi::check_status(st)?;
     let kmd = args.hKmdProcess as usize;
     if kmd == 0 {
@@ -831,16 +818,10 @@ pub(crate) fn set_root(
         NumEntries: g.entries() as u32,
     };
     let ctx = a.context();
-    ddi::call(
-        a,
-        Routine::DxgkDdiSetRootPageTable,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &args) }
-        },
-    )?;
+    ddi::passive(a, Routine::DxgkDdiSetRootPageTable, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { f(ctx, &args) }
+    })?;
     Ok(())
 }
 

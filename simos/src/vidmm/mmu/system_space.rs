@@ -87,12 +87,8 @@ impl Machine {
         bytes: u64,
         tag: LeafTag,
     ) -> Result<(), SimError> {
-        let serial = {
-            let v = lock(&a.vidmm);
-            if !v.has_process(PAGING_PID) {
-                return Ok(());
-            }
-            v.system_serial.clone()
+        let Some(serial) = system_serial(a) else {
+            return Ok(());
         };
         let _serial = lock(&serial);
         let first = pa - pa % 4096;
@@ -135,12 +131,8 @@ impl Machine {
         pa: u64,
         bytes: u64,
     ) -> Result<(), SimError> {
-        let serial = {
-            let v = lock(&a.vidmm);
-            if !v.has_process(PAGING_PID) {
-                return Ok(());
-            }
-            v.system_serial.clone()
+        let Some(serial) = system_serial(a) else {
+            return Ok(());
         };
         let _serial = lock(&serial);
         let first = pa - pa % 4096;
@@ -174,4 +166,11 @@ pub(crate) fn open_paging_process(a: &AdapterShared) -> Result<(), SimError> {
 /// The driver's handle of the paging process, once opened.
 pub(crate) fn paging_process_kmd(a: &AdapterShared) -> Option<usize> {
     lock(&a.vidmm).paging_kmd
+}
+
+/// The lock that orders changes to the system space, or `None` on an adapter without a paging
+/// process (nothing to map there).
+fn system_serial(a: &AdapterShared) -> Option<std::sync::Arc<std::sync::Mutex<()>>> {
+    let v = lock(&a.vidmm);
+    v.has_process(PAGING_PID).then(|| v.system_serial.clone())
 }

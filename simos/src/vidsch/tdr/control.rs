@@ -105,24 +105,9 @@ impl Machine {
         let f = table(&a)?
             .DxgkDdiQueryDependentEngineGroup
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
-        let mut g = DXGKARG_QUERYDEPENDENTENGINEGROUP {
-            NodeOrdinal: node,
-            EngineOrdinal: 0,
-            DependentNodeOrdinalMask: 0,
-        };
-        let ctx = a.context();
-        let st = ddi::call(
-            &a,
-            Routine::DxgkDdiQueryDependentEngineGroup,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { f(ctx, &mut g) }
-            },
-        )?;
+        let (st, mask) = dependent_group(&a, f, node)?;
         check_status(st)?;
-        Ok(g.DependentNodeOrdinalMask)
+        Ok(mask)
     }
 
     /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE_LEVEL from the calling thread (TDR-01's
@@ -141,16 +126,10 @@ impl Machine {
             pExtension: &mut ext,
         };
         let ctx = a.context();
-        let st = ddi::call(
-            &a,
-            Routine::DxgkDdiCollectDbgInfo,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-                unsafe { f(ctx, &args) }
-            },
-        )?;
+        let st = ddi::passive(&a, Routine::DxgkDdiCollectDbgInfo, f as usize, || {
+            // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+            unsafe { f(ctx, &args) }
+        })?;
         check_status(st)?;
         let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
@@ -183,16 +162,10 @@ impl Machine {
             TdrPayload: std::ptr::null_mut(),
         };
         let ctx = a.context();
-        let st = ddi::call(
-            &a,
-            Routine::DxgkDdiCollectDbgInfo2,
-            f as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-                unsafe { f(ctx, &mut args) }
-            },
-        )?;
+        let st = ddi::passive(&a, Routine::DxgkDdiCollectDbgInfo2, f as usize, || {
+            // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+            unsafe { f(ctx, &mut args) }
+        })?;
         if buf[size..].iter().any(|b| *b != GUARD) {
             return Err(sim_err(
                 &a,

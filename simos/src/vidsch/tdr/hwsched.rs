@@ -25,8 +25,7 @@ pub(crate) fn recover_hw_node(
     let t = table(a)?;
     let ctx = a.context();
     let (Some(reset), Some(resume)) = (t.DxgkDdiResetHwEngine, t.DxgkDdiResumeHwEngine) else {
-        drop(gate);
-        return adapter_reset(a, sh, TdrReason::EngineTimeoutPromotedToAdapterReset, &[]);
+        return promote(a, sh, gate, BTreeSet::new());
     };
     {
         let mut os = lock(&sh.os);
@@ -37,21 +36,11 @@ pub(crate) fn recover_hw_node(
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
-    let st = ddi::call(
-        a,
-        Routine::DxgkDdiResetHwEngine,
-        reset as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { reset(ctx, &mut r) }
-        },
-    );
-    let invalidated = {
-        let mut os = lock(&sh.os);
-        os.in_reset = None;
-        std::mem::take(&mut os.invalidated)
-    };
+    let st = ddi::passive(a, Routine::DxgkDdiResetHwEngine, reset as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { reset(ctx, &mut r) }
+    });
+    let invalidated = lock(&sh.os).end_reset();
     let st = st?;
     lock(&sh.os)
         .events
@@ -67,30 +56,17 @@ pub(crate) fn recover_hw_node(
         lock(&sh.os).events.push(TdrEvent::DpcFlushed { node });
     }
     if st != STATUS_SUCCESS {
-        drop(gate);
-        let extra: Vec<KmtHandle> = errored.into_iter().collect();
-        return adapter_reset(
-            a,
-            sh,
-            TdrReason::EngineTimeoutPromotedToAdapterReset,
-            &extra,
-        );
+        return promote(a, sh, gate, errored);
     }
     sync_node_ring(a, sh, node);
     let mut rs = DXGKARG_RESUMEHWENGINE {
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
-    let st = ddi::call(
-        a,
-        Routine::DxgkDdiResumeHwEngine,
-        resume as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { resume(ctx, &mut rs) }
-        },
-    )?;
+    let st = ddi::passive(a, Routine::DxgkDdiResumeHwEngine, resume as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { resume(ctx, &mut rs) }
+    })?;
     lock(&sh.os)
         .events
         .push(TdrEvent::ResumeHwEngine { node, status: st });
@@ -98,14 +74,7 @@ pub(crate) fn recover_hw_node(
         .calls
         .push(HwsCall::ResumeHwEngine { node, status: st });
     if st != STATUS_SUCCESS {
-        drop(gate);
-        let extra: Vec<KmtHandle> = errored.into_iter().collect();
-        return adapter_reset(
-            a,
-            sh,
-            TdrReason::EngineTimeoutPromotedToAdapterReset,
-            &extra,
-        );
+        return promote(a, sh, gate, errored);
     }
     if invalidated_none_and_stalled(&errored, stalled) {
         if let Some(q) = stalled.filter(|q| *q != 0) {
@@ -191,4 +160,22 @@ pub(crate) fn recover_hw_node_24h2(
     pause_before_reset(a, sh, node, step);
     collect_dbg_info_24h2(a, sh, node)?;
     recover_hw_node(a, sh, node, stalled, gate, true)
+}
+
+/// The node's recovery failed: the gate opens and the adapter-wide path runs with reason 9,
+/// `errored` (the devices already known to be in error) added to its own.
+fn promote(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    gate: std::sync::RwLockWriteGuard<'_, ()>,
+    errored: BTreeSet<KmtHandle>,
+) -> Result<(), SimError> {
+    drop(gate);
+    let extra: Vec<KmtHandle> = errored.into_iter().collect();
+    adapter_reset(
+        a,
+        sh,
+        TdrReason::EngineTimeoutPromotedToAdapterReset,
+        &extra,
+    )
 }

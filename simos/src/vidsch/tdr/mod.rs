@@ -336,6 +336,12 @@ pub(crate) struct TdrOs {
 }
 
 impl TdrOs {
+    /// Ends the reset call in progress: the devices `DxgkCbInvalidateHwContext` named during it.
+    pub(super) fn end_reset(&mut self) -> Vec<KmtHandle> {
+        self.in_reset = None;
+        std::mem::take(&mut self.invalidated)
+    }
+
     fn new() -> Self {
         Self {
             enabled: false,

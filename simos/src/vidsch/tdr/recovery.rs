@@ -56,20 +56,29 @@ pub(super) fn query_dependent_group(
     let qdeg = table(a)?
         .DxgkDdiQueryDependentEngineGroup
         .ok_or_else(|| sim_err(a, "TDR without DxgkDdiQueryDependentEngineGroup".into()))?;
+    dependent_group(a, qdeg, node)
+}
+
+/// The driver's `DxgkDdiQueryDependentEngineGroup` (`f`) for `node` at PASSIVE_LEVEL:
+/// (status, mask).
+pub(super) fn dependent_group(
+    a: &AdapterShared,
+    f: unsafe extern "system" fn(HANDLE, *mut DXGKARG_QUERYDEPENDENTENGINEGROUP) -> NTSTATUS,
+    node: u32,
+) -> Result<(NTSTATUS, u64), SimError> {
     let mut g = DXGKARG_QUERYDEPENDENTENGINEGROUP {
         NodeOrdinal: node,
         EngineOrdinal: 0,
         DependentNodeOrdinalMask: 0,
     };
     let ctx = a.context();
-    let st = ddi::call(
+    let st = ddi::passive(
         a,
         Routine::DxgkDdiQueryDependentEngineGroup,
-        qdeg as usize,
-        At::Level(Irql::Passive),
+        f as usize,
         || {
             // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { qdeg(ctx, &mut g) }
+            unsafe { f(ctx, &mut g) }
         },
     )?;
     Ok((st, g.DependentNodeOrdinalMask))
@@ -141,16 +150,10 @@ pub(crate) fn recover_node(
             EngineOrdinal: 0,
             EngineStatus: DXGK_ENGINESTATUS::default(),
         };
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiQueryEngineStatus,
-            qes as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { qes(ctx, &mut q) }
-            },
-        )?;
+        let st = ddi::passive(a, Routine::DxgkDdiQueryEngineStatus, qes as usize, || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { qes(ctx, &mut q) }
+        })?;
         if !NT_SUCCESS(st) {
             return Err(sim_err(
                 a,
@@ -196,21 +199,11 @@ pub(crate) fn recover_node(
             EngineOrdinal: 0,
             LastAbortedFenceId: 0,
         };
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiResetEngine,
-            reset as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid argument block.
-                unsafe { reset(ctx, &mut r) }
-            },
-        );
-        let invalidated = {
-            let mut os = lock(&sh.os);
-            os.in_reset = None;
-            std::mem::take(&mut os.invalidated)
-        };
+        let st = ddi::passive(a, Routine::DxgkDdiResetEngine, reset as usize, || {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { reset(ctx, &mut r) }
+        });
+        let invalidated = lock(&sh.os).end_reset();
         let st = st?;
         let la = r.LastAbortedFenceId;
         lock(&sh.os).events.push(TdrEvent::ResetEngine {
@@ -491,16 +484,10 @@ pub(crate) fn adapter_reset(
         let rft = t
             .DxgkDdiResetFromTimeout
             .ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiResetFromTimeout,
-            rft as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context.
-                unsafe { rft(ctx) }
-            },
-        )?;
+        let st = ddi::passive(a, Routine::DxgkDdiResetFromTimeout, rft as usize, || {
+            // SAFETY: the driver's DDI with its context.
+            unsafe { rft(ctx) }
+        })?;
         if !NT_SUCCESS(st) {
             return Err(fail(rft as usize, st));
         }
@@ -542,16 +529,10 @@ pub(crate) fn adapter_reset(
         let rst = t
             .DxgkDdiRestartFromTimeout
             .ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
-        let st = ddi::call(
-            a,
-            Routine::DxgkDdiRestartFromTimeout,
-            rst as usize,
-            At::Level(Irql::Passive),
-            || {
-                // SAFETY: the driver's DDI with its context.
-                unsafe { rst(ctx) }
-            },
-        )?;
+        let st = ddi::passive(a, Routine::DxgkDdiRestartFromTimeout, rst as usize, || {
+            // SAFETY: the driver's DDI with its context.
+            unsafe { rst(ctx) }
+        })?;
         if !NT_SUCCESS(st) {
             return Err(fail(rst as usize, st));
         }

@@ -148,16 +148,10 @@ pub(super) fn query_current_fence(a: &AdapterShared, node: u32) -> Option<u32> {
         EngineOrdinal: 0,
     };
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiQueryCurrentFence,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &mut args) }
-        },
-    )
+    let status = ddi::passive(a, Routine::DxgkDdiQueryCurrentFence, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { f(ctx, &mut args) }
+    })
     .ok()?;
     NT_SUCCESS(status).then_some(args.CurrentFence)
 }
@@ -183,17 +177,7 @@ pub(super) fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimEr
             unsafe { f(ctx, &args) }
         },
     )?;
-    if !NT_SUCCESS(status) {
-        let b = BugCheck::video_scheduler(
-            vidsch::DRIVER_SUBMIT_FAILED,
-            status as u32 as u64,
-            u64::from(node),
-            u64::from(id),
-        );
-        a.state.raise_bugcheck(b);
-        return Err(SimError::Bugcheck(b));
-    }
-    Ok(())
+    submit_succeeded(a, status, node, id)
 }
 
 /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE with a 4 KiB buffer and a guard after it.
@@ -220,16 +204,10 @@ pub(super) fn collect_dbg_info(
         pExtension: &mut ext,
     };
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiCollectDbgInfo,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-            unsafe { f(ctx, &args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiCollectDbgInfo, f as usize, || {
+        // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+        unsafe { f(ctx, &args) }
+    })?;
     if buf[SIZE..].iter().any(|b| *b != GUARD) {
         return Err(sim_err(
             a,
@@ -301,17 +279,11 @@ pub(super) fn collect_dbg_info_24h2(
         TdrPayload: (&mut payload as *mut DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT).cast(),
     };
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiCollectDbgInfo2,
-        f as usize,
-        At::Level(Irql::Passive),
-        || {
-            // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes, an
-            // extension and a payload of TdrPayloadSize bytes, all alive for the call.
-            unsafe { f(ctx, &mut args) }
-        },
-    )?;
+    let status = ddi::passive(a, Routine::DxgkDdiCollectDbgInfo2, f as usize, || {
+        // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes, an
+        // extension and a payload of TdrPayloadSize bytes, all alive for the call.
+        unsafe { f(ctx, &mut args) }
+    })?;
     if buf[SIZE..] != CANARY[..] || ext.canary != *CANARY {
         return Err(sim_err(
             a,
@@ -393,4 +365,26 @@ pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> 
         a.dpc_wake.notify();
         std::thread::sleep(Duration::from_micros(200));
     }
+}
+
+/// A submission DDI's status (`DxgkDdiSubmitCommand`, `DxgkDdiSubmitCommandVirtual`,
+/// `DxgkDdiPreemptCommand` of fence `id` on `node`): a failure is bug check 0x119 / 0x2
+/// (`DRIVER_SUBMIT_FAILED`, with the status, the node and the fence id), raised here.
+pub(crate) fn submit_succeeded(
+    a: &AdapterShared,
+    status: NTSTATUS,
+    node: u32,
+    id: u32,
+) -> Result<(), SimError> {
+    if NT_SUCCESS(status) {
+        return Ok(());
+    }
+    let b = BugCheck::video_scheduler(
+        vidsch::DRIVER_SUBMIT_FAILED,
+        status as u32 as u64,
+        u64::from(node),
+        u64::from(id),
+    );
+    a.state.raise_bugcheck(b);
+    Err(SimError::Bugcheck(b))
 }
