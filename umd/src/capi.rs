@@ -368,6 +368,9 @@ mod imp {
     pub fn submit(_q: usize, _b: &Batch) -> Result<u64, RvgpuStatus> {
         Err(NONE)
     }
+    pub fn submit_commands(_q: usize, _c: &[rvgpu_hw::cmd::Command]) -> Result<u64, RvgpuStatus> {
+        Err(NONE)
+    }
     pub fn queue_wait(_q: usize, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
         NONE
     }
@@ -706,16 +709,24 @@ pub unsafe extern "C" fn rvgpu_submit(
     if commands.is_null() || dword_count == 0 {
         return RvgpuStatus::InvalidArgument;
     }
-    let desc = RvgpuSubmitDesc {
-        commands,
-        dword_count,
-        waits: ptr::null(),
-        wait_count: 0,
-        signals: ptr::null(),
-        signal_count: 0,
+    // `rvgpu_queue_submit` without fence lists: the same checks in the same order, without
+    // building the lists.
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_progress, 0) } || queue.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    // SAFETY: the stream is valid for `dword_count` dwords per the caller's contract.
+    let Some(dwords) = (unsafe { list(commands, dword_count) }) else {
+        return RvgpuStatus::InvalidArgument;
     };
-    // SAFETY: `desc` is valid; its stream is the caller's, forwarded.
-    unsafe { rvgpu_queue_submit(queue, &desc, out_progress) }
+    let cmds = match parse_commands(dwords) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    // SAFETY: accepted by `clear`.
+    out(imp::submit_commands(h(queue), &cmds), |v| unsafe {
+        put(out_progress, v)
+    })
 }
 
 /// Submits one batch: the GPU waits until every fence of `desc->waits` reached its value,
@@ -750,7 +761,12 @@ pub unsafe extern "C" fn rvgpu_queue_submit(
     if dwords.is_empty() && waits.is_empty() && signals.is_empty() {
         return RvgpuStatus::InvalidArgument;
     }
-    let cmds = match parse_commands(dwords) {
+    let parsed = if dwords.is_empty() {
+        Ok(Vec::new())
+    } else {
+        parse_commands(dwords)
+    };
+    let cmds = match parsed {
         Ok(c) => c,
         Err(e) => return e,
     };
