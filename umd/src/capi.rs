@@ -297,28 +297,43 @@ pub struct RvgpuBuffer {
 /// Decodes a command stream of `dwords` (pairs forming little-endian 64-bit words) into
 /// packets; `InvalidArgument` if the count is odd or a packet is malformed or cut short.
 pub fn parse_commands(dwords: &[u32]) -> Result<Vec<Command>, RvgpuStatus> {
+    let bad = RvgpuStatus::InvalidArgument;
     if !dwords.len().is_multiple_of(2) {
-        return Err(RvgpuStatus::InvalidArgument);
+        return Err(bad);
     }
-    let words: Vec<u64> = dwords
-        .chunks_exact(2)
-        .map(|p| match p {
-            [lo, hi] => u64::from(*lo) | (u64::from(*hi) << 32),
-            _ => 0,
-        })
-        .collect();
-    let mut out = Vec::new();
+    let word = |i: usize| dwords.get(2 * i..2 * i + 2).map(dword_pair);
+    // Decoded from the caller's dwords (no copy of the whole stream); a short batch's list
+    // never grows (every packet is at least a word).
+    let mut out = Vec::with_capacity((dwords.len() / 2).min(16));
+    let mut packet = [0u64; 8];
+    let mut long = Vec::new();
     let mut i = 0usize;
-    while let Some(&first) = words.get(i) {
-        let h = decode_header(first).map_err(|_| RvgpuStatus::InvalidArgument)?;
-        let end = i
-            .checked_add(usize::from(h.len))
-            .ok_or(RvgpuStatus::InvalidArgument)?;
-        let packet = words.get(i..end).ok_or(RvgpuStatus::InvalidArgument)?;
-        out.push(decode(packet).map_err(|_| RvgpuStatus::InvalidArgument)?);
+    while let Some(first) = word(i) {
+        let len = usize::from(decode_header(first).map_err(|_| bad)?.len);
+        // Short packets (all but long NOPs and WRITE_DATA) in a buffer on the stack.
+        let words = if len <= packet.len() {
+            packet.get_mut(..len).ok_or(bad)?
+        } else {
+            long.resize(len, 0);
+            long.as_mut_slice()
+        };
+        let end = i.checked_add(len).ok_or(bad)?;
+        let src = dwords.get(2 * i..2 * end).ok_or(bad)?;
+        for (w, pair) in words.iter_mut().zip(src.chunks_exact(2)) {
+            *w = dword_pair(pair);
+        }
+        out.push(decode(words).map_err(|_| bad)?);
         i = end;
     }
     Ok(out)
+}
+
+/// The 64-bit word of a (low, high) dword pair.
+fn dword_pair(pair: &[u32]) -> u64 {
+    match pair {
+        &[lo, hi] => u64::from(lo) | (u64::from(hi) << 32),
+        _ => 0,
+    }
 }
 
 /// A validated batch: the packets and the (fence handle, value) lists.
@@ -355,6 +370,9 @@ mod imp {
         NONE
     }
     pub fn submit(_q: usize, _b: &Batch) -> Result<u64, RvgpuStatus> {
+        Err(NONE)
+    }
+    pub fn submit_commands(_q: usize, _c: &[rvgpu_hw::cmd::Command]) -> Result<u64, RvgpuStatus> {
         Err(NONE)
     }
     pub fn queue_wait(_q: usize, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
@@ -698,16 +716,24 @@ pub unsafe extern "C" fn rvgpu_submit(
     if commands.is_null() || dword_count == 0 {
         return RvgpuStatus::InvalidArgument;
     }
-    let desc = RvgpuSubmitDesc {
-        commands,
-        dword_count,
-        waits: ptr::null(),
-        wait_count: 0,
-        signals: ptr::null(),
-        signal_count: 0,
+    // `rvgpu_queue_submit` without fence lists: the same checks in the same order, without
+    // building the lists.
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_progress, 0) } || queue.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    // SAFETY: the stream is valid for `dword_count` dwords per the caller's contract.
+    let Some(dwords) = (unsafe { list(commands, dword_count) }) else {
+        return RvgpuStatus::InvalidArgument;
     };
-    // SAFETY: `desc` is valid; its stream is the caller's, forwarded.
-    unsafe { rvgpu_queue_submit(queue, &desc, out_progress) }
+    let cmds = match parse_commands(dwords) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    // SAFETY: accepted by `clear`.
+    out(imp::submit_commands(h(queue), &cmds), |v| unsafe {
+        put(out_progress, v)
+    })
 }
 
 /// Submits one batch: the GPU waits until every fence of `desc->waits` reached its value,
@@ -742,7 +768,12 @@ pub unsafe extern "C" fn rvgpu_queue_submit(
     if dwords.is_empty() && waits.is_empty() && signals.is_empty() {
         return RvgpuStatus::InvalidArgument;
     }
-    let cmds = match parse_commands(dwords) {
+    let parsed = if dwords.is_empty() {
+        Ok(Vec::new())
+    } else {
+        parse_commands(dwords)
+    };
+    let cmds = match parsed {
         Ok(c) => c,
         Err(e) => return e,
     };
@@ -1409,6 +1440,27 @@ mod tests {
             parse_commands(&[0xFF, 0]),
             Err(RvgpuStatus::InvalidArgument),
             "bad opcode"
+        );
+        // A packet longer than the stack buffer (a 12-word NOP), then a short one, and the
+        // same NOP cut short.
+        let mut long = [0u64; 12];
+        Command::Nop { len: 12 }.encode(&mut long).unwrap();
+        let long: Vec<u32> = long
+            .iter()
+            .chain(&words[4..])
+            .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+            .collect();
+        assert_eq!(
+            parse_commands(&long).unwrap(),
+            vec![
+                Command::Nop { len: 12 },
+                Command::Timestamp { addr: 0x2000 }
+            ]
+        );
+        assert_eq!(
+            parse_commands(&long[..22]),
+            Err(RvgpuStatus::InvalidArgument),
+            "long packet cut short"
         );
         // A NULL queue is refused before the stream is looked at.
         let mut progress = 7u64;

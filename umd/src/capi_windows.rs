@@ -6,6 +6,8 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use rvgpu_hw::cmd::Command;
+
 use windows_sys::Win32::Foundation::LUID;
 
 use crate::capi::{
@@ -146,12 +148,17 @@ pub fn destroy_queue(q: usize) -> RvgpuStatus {
     }
 }
 
+/// A batch of packets without fence operations (`rvgpu_submit`).
+pub fn submit_commands(q: usize, cmds: &[Command]) -> Result<u64, RvgpuStatus> {
+    let obj = handles::get::<Queue>(Kind::Queue, q)?;
+    let mut g = obj.lock();
+    crate::usage::TrackedQueue::submit_commands(&mut *g, cmds).map_err(from_submit)
+}
+
 pub fn submit(q: usize, b: &Batch) -> Result<u64, RvgpuStatus> {
     if b.waits.is_empty() && b.signals.is_empty() {
         // Packets alone: no fence operations to log, so no operation list to build.
-        let obj = handles::get::<Queue>(Kind::Queue, q)?;
-        let mut g = obj.lock();
-        return crate::usage::TrackedQueue::submit_commands(&mut *g, &b.cmds).map_err(from_submit);
+        return submit_commands(q, &b.cmds);
     }
     // Every fence resolved before the queue is touched: a bad handle changes nothing.
     let resolve = |l: &[(usize, u64)]| -> Result<Vec<(NativeFence, u64)>, RvgpuStatus> {

@@ -152,38 +152,83 @@ impl<M: RingMemory> RingWriter<M> {
         Ok(())
     }
 
-    /// Appends all of `cmds` and then `tail`, `bytes` long together as the caller computed,
-    /// or nothing; checks room with [`reserve`](Self::reserve) (the submission hot path: one
-    /// batch and its closing PROGRESS, usually without loading ring control). Never writes
-    /// past `bytes` from the write pointer: if the commands turn out longer, the write pointer
-    /// goes back and the batch is refused (what was stored lies in reserved, unpublished
-    /// space).
+    /// Appends all of `cmds` and then the pre-encoded words of `tail` (the batch's closing
+    /// packet), `bytes` long together as the caller computed, or nothing: `Ok(false)` when
+    /// the room is not there, checked with [`reserve`](Self::reserve) (the submission hot
+    /// path: one batch and its closing PROGRESS, usually without loading ring control). Never
+    /// writes past `bytes` from the write pointer: each packet is checked against what is left
+    /// before any of its words is stored; if the commands turn out longer, the write pointer
+    /// goes back and the batch is refused with [`RingError::Full`] (what was stored lies in
+    /// reserved, unpublished space).
     pub fn push_batch(
         &mut self,
         cmds: &[Command],
-        tail: &Command,
+        tail: &[u64],
         bytes: u64,
-    ) -> Result<(), RingError> {
+    ) -> Result<bool, RingError> {
         if !self.reserve(bytes)? {
-            return Err(RingError::Full);
+            return Ok(false);
         }
         let start = self.write_ptr;
-        let end = start.wrapping_add(bytes);
-        let mut fits = true;
-        for c in cmds.iter().chain(core::iter::once(tail)) {
-            let ok = for_each_word(c, |w| {
-                if self.write_ptr == end {
-                    fits = false;
-                } else {
-                    self.store(w);
-                }
-            });
-            if !ok || !fits {
+        let mut room = bytes / 8;
+        for c in cmds {
+            if !self.push_within(c, &mut room) {
                 self.write_ptr = start;
                 return Err(RingError::Full);
             }
         }
-        Ok(())
+        if tail.len() as u64 > room {
+            self.write_ptr = start;
+            return Err(RingError::Full);
+        }
+        self.store_all(tail);
+        Ok(true)
+    }
+
+    /// Stores `words` from the write pointer (the caller checked the room).
+    #[inline]
+    fn store_all(&mut self, words: &[u64]) {
+        let mut ptr = self.write_ptr;
+        for &w in words {
+            self.mem.store_word((ptr / 8) & self.mask, w);
+            ptr = ptr.wrapping_add(8);
+        }
+        self.write_ptr = ptr;
+    }
+
+    /// Stores `cmd` if its words fit in `room` (words), taking them from it; `false` (nothing
+    /// stored) if they do not or the command does not encode.
+    #[inline]
+    fn push_within(&mut self, cmd: &Command, room: &mut u64) -> bool {
+        let mut buf = [0u64; 8];
+        match cmd.encode(&mut buf) {
+            Some(n) => {
+                let Some(words) = buf.get(..n) else {
+                    return false;
+                };
+                let Some(left) = room.checked_sub(n as u64) else {
+                    return false;
+                };
+                *room = left;
+                self.store_all(words);
+                true
+            }
+            // Only padding NOPs are longer than the buffer: header, then zeros.
+            None => match *cmd {
+                Command::Nop { len } if len > 0 => {
+                    let Some(left) = room.checked_sub(u64::from(len)) else {
+                        return false;
+                    };
+                    *room = left;
+                    self.store(header(Opcode::Nop, 0, len));
+                    for _ in 1..len {
+                        self.store(0);
+                    }
+                    true
+                }
+                _ => false,
+            },
+        }
     }
 
     fn bytes_of(cmds: &[Command]) -> Result<u64, RingError> {
@@ -235,6 +280,15 @@ mod tests {
             write_ptr: RefCell::new(0),
             read_ptr_loads: RefCell::new(0),
         }
+    }
+
+    /// A closing PROGRESS packet's words.
+    fn progress_words(value: u64) -> [u64; 2] {
+        let mut w = [0; 2];
+        Command::Progress { irq: true, value }
+            .encode(&mut w)
+            .unwrap();
+        w
     }
 
     /// Reads the packet at byte pointer `ptr` as the CMP does (wrapping at the ring's end).
@@ -319,25 +373,22 @@ mod tests {
             bytes: 64,
             pattern: 1,
         };
-        let tail = Command::Progress {
-            irq: true,
-            value: 1,
-        };
+        let tail = progress_words(1);
         let bytes = 8 * (fill.len() + tail.len()) as u64;
         // A writer starting at 0 knows the ring is empty; the pushes fit by that.
         while r.write_ptr() + bytes <= 256 {
-            r.push_batch(&[fill], &tail, bytes).unwrap();
+            assert_eq!(r.push_batch(&[fill], &tail, bytes), Ok(true));
         }
         assert_eq!(*m.read_ptr_loads.borrow(), 0, "no load while it fits");
         // Full by the remembered pointer and by ring control: one load, refused, nothing
         // written.
         let before = m.words.borrow().clone();
-        assert_eq!(r.push_batch(&[fill], &tail, bytes), Err(RingError::Full));
+        assert_eq!(r.push_batch(&[fill], &tail, bytes), Ok(false));
         assert_eq!(*m.read_ptr_loads.borrow(), 1);
         assert_eq!(*m.words.borrow(), before);
         // The CMP consumed everything: the next push loads once and goes in.
         *m.read_ptr.borrow_mut() = r.write_ptr();
-        r.push_batch(&[fill], &tail, bytes).unwrap();
+        assert_eq!(r.push_batch(&[fill], &tail, bytes), Ok(true));
         assert_eq!(*m.read_ptr_loads.borrow(), 2);
         assert_eq!(
             decode(&read_packet(&m, r.write_ptr() - bytes, fill.len())).unwrap(),
@@ -352,10 +403,7 @@ mod tests {
         let m = mem(256);
         *m.read_ptr.borrow_mut() = 0;
         let mut r = RingWriter::new(&m, 256, 0).unwrap();
-        let tail = Command::Progress {
-            irq: true,
-            value: 1,
-        };
+        let tail = progress_words(1);
         let fill = Command::Fill {
             dst: 0x1000,
             bytes: 64,

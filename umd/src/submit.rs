@@ -45,7 +45,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rvgpu_hw::addr::GpuVa;
-use rvgpu_hw::cmd::{decode, decode_header, Command, MAX_INDIRECT};
+use rvgpu_hw::cmd::{decode, decode_header, header, Command, Opcode, MAX_INDIRECT, PROGRESS_IRQ};
 use rvgpu_hw::pdd::{DoorbellPdd, DoorbellValue, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::{RingControl, RING_MAX, RING_MIN};
 use zerocopy::{FromBytes, IntoBytes};
@@ -344,7 +344,7 @@ fn batch_bytes(cmds: &[Command]) -> u64 {
     words.saturating_mul(8)
 }
 
-/// Bytes of the [`progress`] packet that closes every user-mode batch.
+/// Bytes of the [`progress_words`] packet that closes every user-mode batch.
 const PROGRESS_BYTES: u64 = 16;
 
 /// [`check_commands`] and [`batch_bytes`] in one pass (the user-mode hot path).
@@ -367,10 +367,12 @@ fn check_commands(cmds: &[Command]) -> Result<(), SubmitError> {
     Ok(())
 }
 
-/// The progress packet that ends a user-mode batch: with `PROGRESS_IRQ`, so that the OS
-/// rescans its monitored fences and CPU waits on the progress fence wake.
-fn progress(value: u64) -> Command {
-    Command::Progress { irq: true, value }
+/// The words of the progress packet that ends a user-mode batch, `PROGRESS(value)` with
+/// `PROGRESS_IRQ` (so that the OS rescans its monitored fences and CPU waits on the progress
+/// fence wake): a pre-encoded header and the value.
+fn progress_words(value: u64) -> [u64; 2] {
+    const HEADER: u64 = header(Opcode::Progress, PROGRESS_IRQ, 2);
+    [HEADER, value]
 }
 
 /// The CPU timestamp of a batch's "queued" events: read only when someone listens.
@@ -1162,34 +1164,37 @@ impl<K: Kmt> UserQueue<K> {
             return self.submit_kernel_path(cmds);
         }
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
-        let tail = progress(value);
         let bytes = cmd_bytes.saturating_add(PROGRESS_BYTES);
         if bytes > u64::from(self.config.ring_size) {
             return Err(SubmitError::TooLarge);
         }
-        // Back-pressure: never overwrite unconsumed packets.
-        // One load of the read pointer per submission (it was three): `free`
-        // remembers it for `push_batch` and `prune_in_flight`.
+        // Back-pressure: never overwrite unconsumed packets. `push_batch` checks the room
+        // against the read pointer the writer last loaded (the CMP only moves it forward, so
+        // that room is always there) and loads ring control only when that says "full".
+        let tail = progress_words(value);
         loop {
-            if self.writer.free()? >= bytes {
-                break;
-            }
-            self.wait_for_space(bytes)?;
-            if self.fallback.is_some() {
-                return self.submit_kernel_path(cmds);
+            match self.writer.push_batch(cmds, &tail, bytes) {
+                Ok(true) => break,
+                Ok(false) => {
+                    self.wait_for_space(bytes)?;
+                    if self.fallback.is_some() {
+                        return self.submit_kernel_path(cmds);
+                    }
+                }
+                Err(RingError::Full) => {
+                    // Longer than the room it reserved: cannot be, the length came from the
+                    // same commands.
+                    self.lost = true;
+                    return Err(RingError::Full.into());
+                }
+                Err(e) => return Err(e.into()),
             }
         }
-        // UM-16 1: N+1. 2: the commands and PROGRESS(N+1) into the ring.
+        // UM-16 1: N+1 (picked above). 2: the commands and PROGRESS(N+1) went into the ring.
         self.last = value;
-        let pushed = self.writer.push_batch(cmds, &tail, bytes);
-        if let Err(e) = pushed {
-            // Only a ring control that changed under us (the free space was checked).
-            self.lost = true;
-            return Err(e.into());
-        }
         let end = self.writer.write_ptr();
-        // Drop batches the CMP has consumed, so the list stays bounded by what the ring holds
-        // (an application that waits with `wait()` never makes the ring fill up).
+        // Drop batches before the read pointer last loaded, so the list stays bounded by what
+        // the ring holds (an application that waits with `wait()` never makes the ring fill).
         self.prune_in_flight();
         self.in_flight.push_back((value, end));
         let doorbell = self.doorbell.as_ref().ok_or(SubmitError::Lost)?;
@@ -1218,15 +1223,29 @@ impl<K: Kmt> UserQueue<K> {
     }
 
     /// UM-16 step 5 and the UM-19 status loop; falls back when the doorbell cannot be used.
+    #[inline(always)]
     fn ring_and_check(&mut self) -> Result<(), SubmitError> {
         let word = self.ring_word();
+        let Some(db) = self.doorbell.as_ref() else {
+            return Err(SubmitError::Lost);
+        };
+        db.cpu.ring(word);
+        match db.cpu.status() {
+            DoorbellStatus::Connected => Ok(()),
+            status => self.handle_status(word, status),
+        }
+    }
+
+    /// The UM-19 status loop after a ring read anything but `CONNECTED`.
+    #[cold]
+    fn handle_status(&mut self, word: u64, first: DoorbellStatus) -> Result<(), SubmitError> {
+        let mut status = first;
         let mut retries = 0u32;
         let usable = loop {
             let Some(db) = self.doorbell.as_ref() else {
                 return Err(SubmitError::Lost);
             };
-            db.cpu.ring(word);
-            match db.cpu.status() {
+            match status {
                 DoorbellStatus::Connected => break true,
                 DoorbellStatus::ConnectedNotify => {
                     break self.kmt.notify_work_submission(db.handle).is_ok()
@@ -1236,6 +1255,8 @@ impl<K: Kmt> UserQueue<K> {
                         break false;
                     }
                     retries = retries.saturating_add(1);
+                    db.cpu.ring(word);
+                    status = db.cpu.status();
                 }
                 DoorbellStatus::DisconnectedAbort | DoorbellStatus::Unknown(_) => break false,
             }
@@ -1280,8 +1301,8 @@ impl<K: Kmt> UserQueue<K> {
         Err(SubmitError::Lost)
     }
 
-    /// Drops the batches before the read pointer the writer last loaded (no load of its own:
-    /// `submit_batch` loaded it just before).
+    /// Drops the batches before the read pointer the writer last loaded (no load of its own).
+    #[inline(always)]
     fn prune_in_flight(&mut self) {
         let read = self.writer.seen_read_ptr();
         while self.in_flight.front().is_some_and(|&(_, end)| end <= read) {

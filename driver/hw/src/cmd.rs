@@ -386,9 +386,11 @@ impl Command {
         let n = self.len();
         let dst = out.get_mut(..n)?;
         let (head, args) = dst.split_first_mut()?;
+        // Every variant's argument words are exactly `args` (a fixed count per variant, so the
+        // copy is a few moves, not a call).
         let mut put = |words: &[u64]| {
-            for (d, s) in args.iter_mut().zip(words) {
-                *d = *s;
+            if let Some(d) = args.get_mut(..words.len()) {
+                d.copy_from_slice(words);
             }
         };
         if let Self::WriteData { count, .. } = *self {
