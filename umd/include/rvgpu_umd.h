@@ -106,7 +106,8 @@ typedef struct RvgpuFenceValue {
 } RvgpuFenceValue;
 
 /* One batch: the GPU waits for every wait entry, runs the commands, signals every signal
-   entry. Each array may be NULL when its count is 0; a batch needs at least one of the three. */
+   entry. Each array may be NULL when its count is 0; a batch needs at least one of the three.
+   WRITE_DATA packets (the kernel's page-table writes) are an invalid argument. */
 typedef struct RvgpuSubmitDesc {
     const uint32_t *commands;
     size_t dword_count;

@@ -295,7 +295,9 @@ pub struct RvgpuBuffer {
 }
 
 /// Decodes a command stream of `dwords` (pairs forming little-endian 64-bit words) into
-/// packets; `InvalidArgument` if the count is odd or a packet is malformed or cut short.
+/// packets; `InvalidArgument` if the count is odd or a packet is malformed or cut short, or is
+/// a WRITE_DATA: a [`Command`] carries no data words, so the UMD could only pass one on with
+/// its data lost (page-table writes belong to the kernel's paging buffers anyway).
 pub fn parse_commands(dwords: &[u32]) -> Result<Vec<Command>, RvgpuStatus> {
     let bad = RvgpuStatus::InvalidArgument;
     if !dwords.len().is_multiple_of(2) {
@@ -322,7 +324,10 @@ pub fn parse_commands(dwords: &[u32]) -> Result<Vec<Command>, RvgpuStatus> {
         for (w, pair) in words.iter_mut().zip(src.chunks_exact(2)) {
             *w = dword_pair(pair);
         }
-        out.push(decode(words).map_err(|_| bad)?);
+        match decode(words).map_err(|_| bad)? {
+            Command::WriteData { .. } => return Err(bad),
+            c => out.push(c),
+        }
         i = end;
     }
     Ok(out)
@@ -1440,6 +1445,18 @@ mod tests {
             parse_commands(&[0xFF, 0]),
             Err(RvgpuStatus::InvalidArgument),
             "bad opcode"
+        );
+        // A well-formed WRITE_DATA is refused, not passed on with its data words lost.
+        let mut wd = [0u64; 3];
+        rvgpu_hw::cmd::write_data(0x3000, &[0xDEAD_BEEF], &mut wd).unwrap();
+        let wd: Vec<u32> = wd
+            .iter()
+            .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+            .collect();
+        assert_eq!(
+            parse_commands(&wd),
+            Err(RvgpuStatus::InvalidArgument),
+            "WRITE_DATA"
         );
         // A packet longer than the stack buffer (a 12-word NOP), then a short one, and the
         // same NOP cut short.

@@ -73,7 +73,7 @@ pub enum SubmitError {
     BadPrivateData,
     /// The configuration is invalid (ring or command-buffer size).
     BadConfig,
-    /// A command does not encode (a NOP of length 0).
+    /// A command does not encode whole (a NOP of length 0, a WRITE_DATA).
     BadCommand,
     /// `wait` on a value that was never submitted (it would never complete).
     NotSubmitted,
@@ -351,7 +351,7 @@ const PROGRESS_BYTES: u64 = 16;
 fn checked_batch_bytes(cmds: &[Command]) -> Result<u64, SubmitError> {
     let mut words = 0u64;
     for c in cmds {
-        if matches!(c, Command::Nop { len: 0 }) {
+        if !encodes_whole(c) {
             return Err(SubmitError::BadCommand);
         }
         words = words.saturating_add(u64::try_from(c.len()).unwrap_or(u64::MAX));
@@ -359,9 +359,16 @@ fn checked_batch_bytes(cmds: &[Command]) -> Result<u64, SubmitError> {
     Ok(words.saturating_mul(8))
 }
 
+/// Whether `c` encodes as a whole packet: not a NOP of length 0, nor a WRITE_DATA (a
+/// [`Command`] does not carry its data words; page-table writes are the kernel's).
+#[inline]
+fn encodes_whole(c: &Command) -> bool {
+    !matches!(c, Command::Nop { len: 0 } | Command::WriteData { .. })
+}
+
 /// Refuses a batch with a command that does not encode.
 fn check_commands(cmds: &[Command]) -> Result<(), SubmitError> {
-    if cmds.iter().any(|c| matches!(c, Command::Nop { len: 0 })) {
+    if !cmds.iter().all(encodes_whole) {
         return Err(SubmitError::BadCommand);
     }
     Ok(())

@@ -2217,6 +2217,16 @@ fn user_mode_batch_reserves_the_closing_progress_packet_length() {
         checked_batch_bytes(&[fill(1), Command::Nop { len: 0 }]),
         Err(SubmitError::BadCommand)
     );
+    // A WRITE_DATA would go out without its data words: refused on both paths.
+    let write = Command::WriteData {
+        dst: 0x1000,
+        count: 1,
+    };
+    assert_eq!(
+        checked_batch_bytes(&[fill(1), write]),
+        Err(SubmitError::BadCommand)
+    );
+    assert_eq!(check_commands(&[write]), Err(SubmitError::BadCommand));
 }
 
 /// thunks behind a reference or an `Arc` forward the paging-queue and GPU VA thunks
