@@ -118,6 +118,24 @@ impl DmaBuffer {
         self.word(index).map(|w| w.load(order))
     }
 
+    /// Atomic loads of the `N` words from `index` on; `None` unless all are inside the
+    /// buffer. One bounds check for a whole record (the ISR reads event records this way).
+    #[inline]
+    pub fn load_words<const N: usize>(&self, index: u64, order: Ordering) -> Option<[u64; N]> {
+        let n = u64::try_from(N).ok()?;
+        if index >= self.words() || self.words().wrapping_sub(index) < n {
+            return None;
+        }
+        let i = usize::try_from(index).ok()?;
+        // SAFETY: words `index..index + N` are inside the buffer (checked above), so the
+        // offset stays inside the allocation (contract of `from_raw`).
+        let p = unsafe { self.va.as_ptr().add(i) }.cast::<[AtomicU64; N]>();
+        // SAFETY: `p` points at `N` valid, aligned words of the buffer (an array of atomics
+        // has the words' layout), and all accesses are atomic.
+        let words = unsafe { &*p };
+        Some(words.each_ref().map(|w| w.load(order)))
+    }
+
     /// Atomic store to word `index`; returns false past the end.
     #[inline]
     pub fn store(&self, index: u64, value: u64, order: Ordering) -> bool {
@@ -130,5 +148,28 @@ impl DmaBuffer {
         while self.store(i, 0, Ordering::Relaxed) {
             i = i.saturating_add(1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ISR reads an event record whole or not at all: one bounds check for its words.
+    #[test]
+    fn load_words_reads_words_inside_the_buffer_only() {
+        let mem: [AtomicU64; 8] = core::array::from_fn(|i| AtomicU64::new(i as u64 + 1));
+        // SAFETY: `mem` is eight aligned words, accessed only atomically, and outlives `b`.
+        let b =
+            unsafe { DmaBuffer::from_raw(NonNull::from(&mem).cast(), BusAddr::new(0x1000), 64, 0) };
+        assert_eq!(b.load_words::<4>(4, Ordering::Relaxed), Some([5, 6, 7, 8]));
+        assert_eq!(
+            b.load_words::<4>(5, Ordering::Relaxed),
+            None,
+            "one word past the end"
+        );
+        assert_eq!(b.load_words::<4>(8, Ordering::Relaxed), None);
+        assert_eq!(b.load_words::<4>(u64::MAX, Ordering::Relaxed), None);
+        assert_eq!(b.load(7, Ordering::Relaxed), Some(8));
     }
 }

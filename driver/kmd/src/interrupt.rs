@@ -270,11 +270,11 @@ impl EventRing {
         while self.rptr != wptr {
             let slot = u64::from(self.rptr & self.size.wrapping_sub(1));
             let base = slot.wrapping_mul(4);
-            let mut w = [0u64; 4];
-            for (i, word) in w.iter_mut().enumerate() {
-                let idx = base.wrapping_add(i as u64);
-                *word = self.buf.load(idx, Ordering::Relaxed).unwrap_or(0);
-            }
+            // One bounds check per record (`new` made room for every slot's four words).
+            let w = self
+                .buf
+                .load_words::<4>(base, Ordering::Relaxed)
+                .unwrap_or([0; 4]);
             match DeviceEvent::decode(&EventRecord::from_words(w)) {
                 Some(e) => on_event(e),
                 None => summary.unknown = summary.unknown.saturating_add(1),

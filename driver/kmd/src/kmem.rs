@@ -175,51 +175,66 @@ impl Backlog {
     }
 }
 
-/// An ordered map over a sorted vector: what the driver used `BTreeMap` for, with fallible
+/// An ordered map over sorted vectors: what the driver used `BTreeMap` for, with fallible
 /// growth. Keys are mostly handles, created in increasing order, so inserts append.
+///
+/// Keys and values are kept in two vectors of the same length, index for index: a lookup's
+/// binary search steps through the keys alone (an 8-byte stride for a handle, however large
+/// the value), and touches one value, the one found.
 #[derive(Clone, Debug)]
 pub struct SortedMap<K, V> {
-    entries: Vec<(K, V)>,
+    keys: Vec<K>,
+    values: Vec<V>,
 }
 
 impl<K, V> Default for SortedMap<K, V> {
     fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K, V> SortedMap<K, V> {
+    /// An empty map (allocates nothing).
+    pub const fn new() -> Self {
         Self {
-            entries: Vec::new(),
+            keys: Vec::new(),
+            values: Vec::new(),
         }
+    }
+
+    /// Whether both vectors have room for one more entry.
+    fn has_room(&self) -> bool {
+        self.keys.len() < self.keys.capacity() && self.values.len() < self.values.capacity()
     }
 }
 
 impl<K: Ord, V> SortedMap<K, V> {
-    /// An empty map (allocates nothing).
-    pub const fn new() -> Self {
-        Self {
-            entries: Vec::new(),
-        }
-    }
-
     fn find(&self, k: &K) -> Result<usize, usize> {
-        self.entries.binary_search_by(|(key, _)| key.cmp(k))
+        self.keys.binary_search(k)
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.keys.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.keys.is_empty()
     }
 
     /// Makes room for one more entry, so that the next [`SortedMap::insert_reserved`] cannot
     /// fail.
     pub fn try_reserve<P: Platform>(&mut self) -> Result<(), NoMemory> {
-        if self.entries.len() < self.entries.capacity() {
-            return Ok(());
+        if self.keys.len() >= self.keys.capacity() {
+            permitted::<P>()?;
+            self.keys.try_reserve(1).map_err(|_| NoMemory)?;
         }
-        permitted::<P>()?;
-        self.entries.try_reserve(1).map_err(|_| NoMemory)
+        if self.values.len() >= self.values.capacity() {
+            permitted::<P>()?;
+            self.values.try_reserve(1).map_err(|_| NoMemory)?;
+        }
+        Ok(())
     }
 
     /// Inserts (or replaces) `k`, growing the map if needed; the old value if there was one.
@@ -234,12 +249,13 @@ impl<K: Ord, V> SortedMap<K, V> {
     /// value back rather than allocate, so that the caller can release what it owns.
     pub fn insert_reserved(&mut self, k: K, v: V) -> Result<Option<V>, V> {
         match self.find(&k) {
-            Ok(i) => match self.entries.get_mut(i) {
-                Some(slot) => Ok(Some(core::mem::replace(&mut slot.1, v))),
+            Ok(i) => match self.values.get_mut(i) {
+                Some(slot) => Ok(Some(core::mem::replace(slot, v))),
                 None => Err(v),
             },
-            Err(i) if self.entries.len() < self.entries.capacity() && i <= self.entries.len() => {
-                self.entries.insert(i, (k, v));
+            Err(i) if self.has_room() && i <= self.keys.len() && i <= self.values.len() => {
+                self.keys.insert(i, k);
+                self.values.insert(i, v);
                 Ok(None)
             }
             Err(_) => Err(v),
@@ -249,20 +265,21 @@ impl<K: Ord, V> SortedMap<K, V> {
     /// Inserts, panicking on allocation failure: for host unit tests only.
     #[cfg(test)]
     pub fn insert(&mut self, k: K, v: V) -> Option<V> {
-        self.entries.reserve(1);
+        self.keys.reserve(1);
+        self.values.reserve(1);
         self.insert_reserved(k, v).ok().flatten()
     }
 
     /// The value of `k`.
     pub fn get(&self, k: &K) -> Option<&V> {
         let i = self.find(k).ok()?;
-        self.entries.get(i).map(|(_, v)| v)
+        self.values.get(i)
     }
 
     /// The value of `k`, mutably.
     pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
         let i = self.find(k).ok()?;
-        self.entries.get_mut(i).map(|(_, v)| v)
+        self.values.get_mut(i)
     }
 
     /// Whether `k` is present.
@@ -273,42 +290,54 @@ impl<K: Ord, V> SortedMap<K, V> {
     /// Removes `k` (never allocates; the capacity stays for the next insert).
     pub fn remove(&mut self, k: &K) -> Option<V> {
         let i = self.find(k).ok()?;
-        (i < self.entries.len()).then(|| self.entries.remove(i).1)
+        if i >= self.values.len() {
+            return None;
+        }
+        self.keys.remove(i);
+        Some(self.values.remove(i))
     }
 
     /// Entries in key order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&K, &V)> + '_ {
-        self.entries.iter().map(|(k, v)| (k, v))
+        self.keys.iter().zip(self.values.iter())
     }
 
     /// Keys in order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &K> + '_ {
-        self.entries.iter().map(|(k, _)| k)
+        self.keys.iter()
     }
 
     /// Values in key order.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> + '_ {
-        self.entries.iter().map(|(_, v)| v)
+        self.values.iter()
     }
 
     /// Values in key order, mutably.
     pub fn values_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut V> + '_ {
-        self.entries.iter_mut().map(|(_, v)| v)
+        self.values.iter_mut()
     }
 
     /// Entries in key order, values mutably.
     pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = (&K, &mut V)> + '_ {
-        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+        self.keys.iter().zip(self.values.iter_mut())
     }
 
     /// Consumes the map, values in key order.
     pub fn into_values(self) -> impl DoubleEndedIterator<Item = V> {
-        self.entries.into_iter().map(|(_, v)| v)
+        self.values.into_iter()
     }
 
-    /// Keeps the entries `f` accepts.
+    /// Keeps the entries `f` accepts (never allocates).
     pub fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
-        self.entries.retain_mut(|(k, v)| f(k, v));
+        let mut i = 0;
+        while let (Some(k), Some(v)) = (self.keys.get(i), self.values.get_mut(i)) {
+            if f(k, v) {
+                i = i.saturating_add(1);
+            } else {
+                self.keys.remove(i);
+                self.values.remove(i);
+            }
+        }
     }
 }
 
@@ -438,6 +467,10 @@ pub(crate) mod tests {
         assert_eq!(m.values().copied().collect::<Vec<_>>(), [10, 33, 90]);
         m.retain(|k, _| *k != 1);
         assert_eq!(m.len(), 2);
+        let pairs: Vec<(u32, u32)> = m.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(pairs, [(3, 33), (9, 90)], "keys and values stay paired");
+        *m.get_mut(&9).unwrap() = 99;
+        assert_eq!(m.into_values().collect::<Vec<_>>(), [33, 99]);
     }
 
     #[test]

@@ -43,7 +43,7 @@ macro_rules! events {
        [$(($f:literal, $t:ident)),* $(,)?];)*) => {
         $(
             $(#[$doc])*
-            pub static $id: Event = {
+            pub const $id: Event = {
                 const FIELDS: &[Field] = &[$(($f, Ty::$t)),*];
                 const _: () = assert!(FIELDS.len() <= MAX_FIELDS);
                 const META: [u8; meta::event_len($name, FIELDS)] = meta::event($name, FIELDS);

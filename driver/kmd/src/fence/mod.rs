@@ -267,6 +267,15 @@ fn locate<P: Platform>(h: usize) -> Option<FenceLocation> {
     })
 }
 
+/// The adapter of fence `h` and its physical (CurrentValue, MonitoredValue) words, if learnt:
+/// one lookup per adapter, where [`locate`] then [`words`] would look the handle up twice.
+fn locate_words<P: Platform>(h: usize) -> Option<(u8, (u64, u64))> {
+    (0..MAX_ADAPTERS).find_map(|i| {
+        let slot = u8::try_from(i).ok()?;
+        Some((slot, words::<P>(slot, h)?))
+    })
+}
+
 /// The physical (CurrentValue, MonitoredValue) words of fence `h` on adapter `slot`, if learnt
 /// (`pages`): only the update DDIs called without CPU addresses need them.
 fn words<P: Platform>(slot: u8, h: usize) -> Option<(u64, u64)> {
@@ -421,9 +430,7 @@ pub(crate) fn update_monitored<P: Platform>(
         } else if let Some(h) = arrays.handle(i) {
             // 24H2: no CPU address; the device stores the word (hardware.md 8.3). A fence
             // never opened has no known word, and no waiter either.
-            let h = h as usize;
-            let found = locate::<P>(h).and_then(|l| Some((l.adapter, words::<P>(l.adapter, h)?)));
-            if let Some((slot, (_, mv))) = found {
+            if let Some((slot, (_, mv))) = locate_words::<P>(h as usize) {
                 fence_store::<P>(slot, mv, v);
             }
         }

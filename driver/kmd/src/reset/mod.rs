@@ -11,6 +11,7 @@ use rvgpu_hw::regs::{Caps, ENGINE_MAX};
 
 use crate::handle::Handle;
 use crate::hwqueue::HwQueue;
+use crate::kmem::SortedMap;
 use crate::sched::Sched;
 
 pub mod ddi;
@@ -251,9 +252,19 @@ fn blame(s: &mut Sched, node: u32, queue: u32) -> Option<(Guilty, u64)> {
 /// Whether queue `q`'s D3D device was put in error by an engine reset (UM-10): its doorbell
 /// connects and kernel-mode submissions are refused with `STATUS_DEVICE_REMOVED`.
 pub fn device_in_error(s: &Sched, q: &HwQueue) -> bool {
-    s.contexts
+    queue_device_in_error(&s.contexts, &s.devices, q)
+}
+
+/// [`device_in_error`] from the two tables it reads, for a caller that holds the queue
+/// mutably (a borrow of the scheduler's other tables beside it).
+pub fn queue_device_in_error(
+    contexts: &SortedMap<Handle, crate::context::Context>,
+    devices: &SortedMap<Handle, crate::context::Device>,
+    q: &HwQueue,
+) -> bool {
+    contexts
         .get(&q.context)
-        .and_then(|c| s.devices.get(&c.device))
+        .and_then(|c| devices.get(&c.device))
         .is_some_and(|d| d.in_error)
 }
 

@@ -57,20 +57,18 @@ pub fn submit<P: Platform>(
         )
         .ok_or(status::INVALID_PARAMETER)?;
         let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
-        let mut s = live.sched.lock();
+        let mut guard = live.sched.lock();
+        // One lookup of the queue; the device check reads the other tables beside it.
+        let s = &mut *guard;
+        let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
         // UM-10: nothing more from a device put in error by an engine reset.
-        if s.queues
-            .get(&h)
-            .is_some_and(|q| crate::reset::device_in_error(&s, q))
-        {
+        if crate::reset::queue_device_in_error(&s.contexts, &s.devices, q) {
             return Err(status::DEVICE_REMOVED);
         }
-        let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
         if q.user_mode {
             // UM-05: user-mode queues are fed through their doorbell only.
             return Err(status::INVALID_PARAMETER);
         }
-        let (engine, id) = (q.engine, q.id);
         let k = q.kernel.as_mut().ok_or(status::INVALID_DEVICE_STATE)?;
         // Earlier submissions held back go first; this one joins them if they still do not
         // fit or the ring is full (Windows turns a failure here into a device error, so a full
@@ -86,6 +84,8 @@ pub fn submit<P: Platform>(
                 .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         }
         q.last_submitted = args.HwQueueProgressFenceId;
+        // Read here, not before the ring is written: nothing is kept live across those calls.
+        let (engine, id) = (q.engine, q.id);
         // P4: the CMP loads write_ptr before this write returns (a suspended queue picks it
         // up when it re-enters the runlist).
         crate::etw::events::emit::<P, 2>(&crate::etw::events::DOORBELL_RING, || {

@@ -79,13 +79,14 @@ pub fn append(k: &mut KernelRing, words: &[u64]) -> Result<(), Status> {
         return Err(status::INSUFFICIENT_RESOURCES);
     }
     let ring_words = u64::from(k.size) / 8;
-    let start = k.write_ptr / 8;
-    for (i, w) in words.iter().enumerate() {
-        let idx = start
-            .checked_add(i as u64)
-            .and_then(|x| x.checked_rem(ring_words))
-            .ok_or(status::INVALID_PARAMETER)?;
-        k.buf.store(idx, *w, Ordering::Relaxed);
+    // One division for the first word; the next ones step and wrap.
+    let mut idx = (k.write_ptr / 8).checked_rem(ring_words);
+    for w in words {
+        let i = idx.ok_or(status::INVALID_PARAMETER)?;
+        k.buf.store(i, *w, Ordering::Relaxed);
+        // `i < ring_words <= u64::MAX / 8`: no overflow.
+        let next = i.wrapping_add(1);
+        idx = Some(if next == ring_words { 0 } else { next });
     }
     let new = k
         .write_ptr
