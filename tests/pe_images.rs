@@ -488,7 +488,8 @@ fn driver_pdb_has_the_names_the_windbg_script_uses() {
     for name in [
         adapter,
         "rvgpu_kmd::globals::ADAPTERS",
-        "alloc::vec::Vec<tuple$<rvgpu_kmd::handle::Handle,rvgpu_kmd::hwqueue::HwQueue>,alloc::alloc::Global>",
+        "alloc::vec::Vec<rvgpu_kmd::handle::Handle,alloc::alloc::Global>",
+        "alloc::vec::Vec<rvgpu_kmd::hwqueue::HwQueue,alloc::alloc::Global>",
         "alloc::vec::Vec<rvgpu_kmd::doorbell::Slot,alloc::alloc::Global>",
         "enum2$<core::option::Option<rvgpu_kmd::handle::Handle> >::Variant1",
         "enum2$<core::option::Option<u32> >::Variant1",

@@ -22,7 +22,7 @@
 // `rvgpu_kmd::globals::ADAPTERS`, `Adapter` → `Live` → the scheduler state `Sched` (queues,
 // doorbells, contexts, devices, physical doorbells) and the fence table, and `Adapter::tdr`.
 // The machine is stopped in the debugger, so the spin locks around them are not taken.
-// Containers (`Vec`, the driver's `SortedMap` over a `Vec`) and `Option`s are decoded from
+// Containers (`Vec`, the driver's `SortedMap` over two `Vec`s) and `Option`s are decoded from
 // their layout (below): the PDB carries no NatVis for the standard library.
 //
 // Status: written against the structures in this repository and checked on Linux only (the
@@ -52,7 +52,7 @@ const LAYOUT = {
     "rvgpu_kmd::device::DeviceIdentity": ["config", "vram_size"],
     "rvgpu_hw::regs::Config": ["engines", "doorbells"],
     "rvgpu_kmd::sync::SpinLock": ["value"],
-    "rvgpu_kmd::kmem::SortedMap": ["entries"],
+    "rvgpu_kmd::kmem::SortedMap": ["keys", "values"],
     "rvgpu_kmd::sched::Sched": ["devices", "contexts", "queues", "doorbells", "physical"],
     "rvgpu_kmd::context::Context": ["device"],
     "rvgpu_kmd::hwqueue::HwQueue": [
@@ -133,10 +133,12 @@ function vecItems(v) {
     return out;
 }
 
-/// `(key, value)` pairs of a driver `SortedMap`.
+/// `(key, value)` pairs of a driver `SortedMap` (its keys and values are two vectors in the
+/// same order).
 function mapEntries(m) {
-    return vecItems(field(m, "rvgpu_kmd::kmem::SortedMap", "entries")).map(function (t) {
-        return { key: t.__0, value: t.__1 };
+    const values = vecItems(field(m, "rvgpu_kmd::kmem::SortedMap", "values"));
+    return vecItems(field(m, "rvgpu_kmd::kmem::SortedMap", "keys")).map(function (k, i) {
+        return { key: k, value: values[i] };
     });
 }
 

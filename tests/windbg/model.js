@@ -42,8 +42,12 @@ function vec(elem, size, items) {
         len: items.length,
     };
 }
-const map = (k, v, size, pairs) =>
-    ({ entries: vec("tuple$<" + k + "," + v + ">", size, pairs.map(([a, b]) => ({ __0: a, __1: b }))) });
+// A `SortedMap`: its keys and its values in two vectors, in the same order (`size` is the
+// value's).
+const map = (k, v, size, pairs) => ({
+    keys: vec(k, 8, pairs.map(([a]) => a)),
+    values: vec(v, size, pairs.map(([, b]) => b)),
+});
 const H = "rvgpu_kmd::handle::Handle";
 
 const sched = {
