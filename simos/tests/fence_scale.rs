@@ -81,7 +81,10 @@ fn fence_growth_without_memory_fails_the_create_cleanly() {
             }
             Err(SimError::DdiFailed(s)) => {
                 assert_eq!(s, STATUS_NO_MEMORY, "allocation {n}: {s:#x}");
-                assert!(stats.failed > 0, "failed without an allocation failure");
+                assert!(
+                    stats.failed > 0,
+                    "failed without an allocation failure at {n}: {stats:?}"
+                );
             }
             Err(e) => panic!("allocation {n}: {e}"),
         }

@@ -226,13 +226,18 @@ impl<K: Ord, V> SortedMap<K, V> {
     /// Makes room for one more entry, so that the next [`SortedMap::insert_reserved`] cannot
     /// fail.
     pub fn try_reserve<P: Platform>(&mut self) -> Result<(), NoMemory> {
-        if self.keys.len() >= self.keys.capacity() {
+        self.try_reserve_n::<P>(1)
+    }
+
+    /// Makes room for `n` more entries, so that that many inserts need no allocation.
+    pub fn try_reserve_n<P: Platform>(&mut self, n: usize) -> Result<(), NoMemory> {
+        if self.keys.capacity().saturating_sub(self.keys.len()) < n {
             permitted::<P>()?;
-            self.keys.try_reserve(1).map_err(|_| NoMemory)?;
+            self.keys.try_reserve(n).map_err(|_| NoMemory)?;
         }
-        if self.values.len() >= self.values.capacity() {
+        if self.values.capacity().saturating_sub(self.values.len()) < n {
             permitted::<P>()?;
-            self.values.try_reserve(1).map_err(|_| NoMemory)?;
+            self.values.try_reserve(n).map_err(|_| NoMemory)?;
         }
         Ok(())
     }

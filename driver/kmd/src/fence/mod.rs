@@ -102,6 +102,11 @@ pub fn create<P: Platform>(
     // Room in the table first: the steps below change ISR-visible state, and a
     // failure after them would have to undo it.
     table.try_reserve::<P>().map_err(table_status)?;
+    // Room for the page records of its storage (fence::pages), noted when the OS maps it.
+    table
+        .pages
+        .try_reserve::<P>()
+        .map_err(|_| status::NO_MEMORY)?;
     // Room in the handle map (it grows here, before anything changed).
     if !a.fence_handles.has_room(h) && a.fence_handles.get(h).is_none() {
         a.fence_handles.try_grow::<P>(h).map_err(|e| match e {

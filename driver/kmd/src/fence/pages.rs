@@ -85,6 +85,17 @@ impl FencePages {
         page.checked_add(va & (PAGE - 1))
     }
 
+    /// Makes room for the records a new fence's storage may add (its CurrentValue and
+    /// MonitoredValue pages), so that the paging operation that maps them, which cannot fail
+    /// the fence, need not allocate: a record dropped there would be lost for good (the OS
+    /// maps a page once), while a create refused here is retried.
+    pub fn try_reserve<P: Platform>(&mut self) -> Result<(), NoMemory> {
+        if self.map.len() >= MAX_PAGES {
+            return Ok(());
+        }
+        self.map.try_reserve_n::<P>(2)
+    }
+
     /// Whether a record was ever dropped for lack of memory.
     pub fn dropped_for_memory(&self) -> bool {
         self.dropped_for_memory != 0
