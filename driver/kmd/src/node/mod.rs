@@ -634,6 +634,13 @@ impl NodeRings {
         }
     }
 
+    /// Whether `ev` is of a kind [`NodeRings::on_event`] may take (`Progress`, `Fault`): the
+    /// ISR calls it for those only.
+    #[inline(always)]
+    pub fn may_own(ev: &DeviceEvent) -> bool {
+        matches!(ev, DeviceEvent::Progress { .. } | DeviceEvent::Fault { .. })
+    }
+
     /// ISR hook: handles `ev` if it belongs to a node ring (a `Progress` or `Fault` record
     /// naming a node ring's queue id), emitting `DmaCompleted` / `DmaPreempted` /
     /// `DmaFaulted`. Returns whether the event was a node ring's (the caller must then not
