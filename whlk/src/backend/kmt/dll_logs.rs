@@ -66,16 +66,8 @@ impl DllSession {
 
     /// The queue's hardware queue handle (the object that has fence logs) and adapter.
     fn hw_queue(&self, q: UmQueueRef) -> Result<(usize, u32), Failure> {
-        let d = self
-            .queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
-        let adapter = self
-            .processes
-            .get(d.process)
-            .map(|p| p.adapter)
-            .ok_or_else(|| Failure::Backend(format!("queue {} has no process", q.0)))?;
-        d.objects
+        let (adapter, objects) = self.queue_objects(q)?;
+        objects
             .iter()
             .find(|h| {
                 self.machine()

@@ -30,7 +30,7 @@ use crate::backend::{
 
 impl DllSession {
     /// The adapter and objects of queue `q` (live or closed).
-    fn queue_objects(&self, q: UmQueueRef) -> Result<(usize, &[u32]), Failure> {
+    pub(super) fn queue_objects(&self, q: UmQueueRef) -> Result<(usize, &[u32]), Failure> {
         let d = self
             .queues
             .get(q.0)
