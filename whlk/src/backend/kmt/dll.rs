@@ -237,6 +237,16 @@ impl DllSession {
             .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))
     }
 
+    /// The simulated OS's device behind process `p`'s D3D device (what the harness names when
+    /// it acts as the OS on the process).
+    pub(super) fn os_device(&self, p: usize) -> Result<rvgpu_simos::UmsProcess, Failure> {
+        let (up, _) = self.process(p)?;
+        up.devices()
+            .first()
+            .copied()
+            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))
+    }
+
     pub(super) fn process(&self, p: usize) -> Result<(Arc<UserProcess>, u64), Failure> {
         self.processes
             .get(p)

@@ -299,12 +299,7 @@ impl FenceLogs for DllSession {
             .get(q.0)
             .map(|d| d.process)
             .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
-        let (up, _) = self.process(p)?;
-        let ums = up
-            .devices()
-            .first()
-            .copied()
-            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))?;
+        let ums = self.os_device(p)?;
         self.machine()
             .recreate_hw_queue_log(&ums, h, hw_kind(kind), entries)
             .map_err(failure)?;

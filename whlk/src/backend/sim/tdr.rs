@@ -1,8 +1,6 @@
 //! [`Tdr`] and [`TdrTrace`] of the simulated backend: TDR configuration, kernel-mode contexts
 //! and DMA buffers, and the OS's recovery record.
 
-use std::collections::HashMap;
-
 use rvgpu_simos::{Cause, Machine, TdrConfig, TdrEvent};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
@@ -185,12 +183,7 @@ pub(crate) fn device_engine_probe(
 /// The OS's record of recovery on the simulated machine, read by the harness.
 impl TdrTrace for SimSession {
     fn tdr_steps(&self, i: usize) -> Result<Vec<TdrStep>, Failure> {
-        let procs: HashMap<KmtHandle, ProcessRef> = self
-            .processes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.device, ProcessRef(i)))
-            .collect();
+        let procs = self.processes_by_device();
         Ok(os_tdr_steps(&self.machine, i, &|h| procs.get(&h).copied()))
     }
 
