@@ -89,7 +89,7 @@ impl FenceState {
     }
 }
 
-fn nanos(d: Duration) -> u64 {
+pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)
 }
 
@@ -172,7 +172,7 @@ impl DllSession {
         r.map(|()| mine)
     }
 
-    fn wait_status(&self, s: u64, what: &str) -> Result<WaitResult, Failure> {
+    pub(super) fn wait_status(&self, s: u64, what: &str) -> Result<WaitResult, Failure> {
         match s {
             OK => Ok(WaitResult::Satisfied),
             TIMEOUT if self.fault().is_none() => Ok(WaitResult::TimedOut),
