@@ -1304,16 +1304,7 @@ impl crate::backend::EngineIdle for DllSession {
                     .into(),
             ));
         }
-        if !self.idle_f1 {
-            return Err(Failure::Unsupported(
-                "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set"
-                    .into(),
-            ));
-        }
-        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
-        self.m
-            .run_until(rounds, budget, |m| m.engine_fstate(i, node) == Some(1))
-            .map_err(failure)
+        crate::backend::sim::usermode::await_engine_f1_on(&self.m, self.idle_f1, i, node, budget)
     }
 }
 
@@ -1322,18 +1313,7 @@ impl crate::backend::EngineIdle for DllSession {
 /// setting would); a reset shows as lost queues and `RVGPU_STATUS_DEVICE_LOST`.
 impl crate::backend::Tdr for DllSession {
     fn enable_tdr(&mut self, i: usize, t: crate::backend::TdrTimeouts) -> Result<(), Failure> {
-        self.m
-            .enable_tdr(
-                i,
-                rvgpu_simos::TdrConfig {
-                    timeout_steps: t.timeout_steps,
-                    timeout: t.timeout,
-                    preempt_steps: t.preempt_steps,
-                    preempt_timeout: t.preempt_timeout,
-                    ..Default::default()
-                },
-            )
-            .map_err(failure)
+        crate::backend::sim::tdr::enable_tdr_on(&self.m, i, t)
     }
 
     /// One thread per lane (step mode: one lane after another), each submitting its batches
