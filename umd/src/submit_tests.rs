@@ -274,6 +274,16 @@ impl Mock {
         self.0.borrow_mut()
     }
 
+    /// Logs a GPU wait or signal on kernel-mode `queue`; refused on a user-mode or unknown one.
+    fn log_km_queue_op(&self, queue: KmtHandle, op: Ev) -> Result<(), NtStatus> {
+        let mut w = self.w();
+        if w.queues.get(&queue).is_none_or(|q| q.user_mode) {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        w.log.push(op);
+        Ok(())
+    }
+
     fn log(&self) -> Vec<Ev> {
         self.0.borrow().log.clone()
     }
@@ -632,30 +642,26 @@ impl Kmt for Mock {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        let mut w = self.w();
-        if w.queues.get(&queue).is_none_or(|q| q.user_mode) {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-        w.log.push(Ev::GpuWait {
+        self.log_km_queue_op(
             queue,
-            fences: fences.to_vec(),
-        });
-        Ok(())
+            Ev::GpuWait {
+                queue,
+                fences: fences.to_vec(),
+            },
+        )
     }
     fn submit_signal_to_hw_queue(
         &self,
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        let mut w = self.w();
-        if w.queues.get(&queue).is_none_or(|q| q.user_mode) {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-        w.log.push(Ev::GpuSignal {
+        self.log_km_queue_op(
             queue,
-            fences: fences.to_vec(),
-        });
-        Ok(())
+            Ev::GpuSignal {
+                queue,
+                fences: fences.to_vec(),
+            },
+        )
     }
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let mut w = self.w();

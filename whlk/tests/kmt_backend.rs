@@ -7,7 +7,9 @@ use rvgpu_whlk::backend::kmt::sim::SimPlatform;
 use rvgpu_whlk::backend::kmt::KmtBackend;
 use rvgpu_whlk::backend::{Backend, Capability};
 use rvgpu_whlk::case::Outcome;
-use rvgpu_whlk::{cases, junit, runner};
+use rvgpu_whlk::junit;
+
+mod support;
 
 #[test]
 fn kmt_backend_passes_or_skips_every_case() {
@@ -26,33 +28,15 @@ fn kmt_backend_passes_or_skips_every_case() {
         "a D3DKMT program offers native and monitored fences, user-mode submission, the UMD's \
          tracked buffers, the GPU VA thunks, native fences and the kernel-mode testing escape"
     );
-    let all = cases::all();
-    let reports = runner::run_all(&runner::select(&all, None), &b);
-    let failed = runner::failures(&reports);
-    assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
-
-    // What user mode can observe runs and passes: adapter discovery, both submission paths,
-    // work held behind a gate (a native fence the CPU signals), native and monitored fences
-    // signalled and waited on by the CPU and by user-mode queues, the UMD's tracked buffers.
-    for name in [
-        "Adapter.StartStop",
-        "Adapter.TwoAdapters",
-        "UserModeSubmission.BothPathsTogether",
-        "UserModeSubmission.SubmitOrderAndProgressFence",
-        "Allocation.DiscardRenamesBusyBuffer",
-        "Allocation.DoNotWaitOnBusyBuffer",
-        "Allocation.DestroyWhileInUse",
-        "NativeFence.CpuWaitsThreaded",
-        "NativeFence.CpuSignalReleasesGpuWaitThreaded",
-        "NativeFence.DestroyAbandonsWaitThreaded",
-        "MonitoredFence.GpuSignalThreaded",
-    ] {
-        let r = reports
+    // What user mode can observe runs and passes, monitored fences signalled and waited on by
+    // the CPU and by user-mode queues too.
+    let reports = support::run_every_case(
+        &b,
+        support::USER_MODE_CASES
             .iter()
-            .find(|r| r.name == name)
-            .unwrap_or_else(|| panic!("no case {name}"));
-        assert_eq!(r.outcome, Outcome::Pass, "{name}");
-    }
+            .copied()
+            .chain(["MonitoredFence.GpuSignalThreaded"]),
+    );
     // What user mode cannot see is skipped, naming the capability it needs, not failed or
     // dropped.
     for (name, why) in [

@@ -8,7 +8,9 @@
 use rvgpu_whlk::backend::kmt::dll::DllBackend;
 use rvgpu_whlk::backend::{Backend, Capability};
 use rvgpu_whlk::case::Outcome;
-use rvgpu_whlk::{cases, junit, runner};
+use rvgpu_whlk::junit;
+
+mod support;
 
 #[test]
 fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
@@ -38,31 +40,12 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
             Capability::KernelModeTesting,
         ]
     );
-    let all = cases::all();
-    let reports = runner::run_all(&runner::select(&all, None), &b);
-    let failed: Vec<String> = reports
-        .iter()
-        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
-        .map(|r| format!("{}: {}", r.name, r.outcome.reason()))
-        .collect();
-    assert!(failed.is_empty(), "failed cases:\n{}", failed.join("\n"));
-    // Kernel-mode and user-mode queues, GPU waits and signals on native fences, CPU waits,
-    // tracked buffers: all through the C API.
-    for name in [
-        "Adapter.StartStop",
-        "Adapter.TwoAdapters",
-        "UserModeSubmission.BothPathsTogether",
-        "UserModeSubmission.SubmitOrderAndProgressFence",
+    // What user mode observes, all through the C API; and besides:
+    let also = [
         "UserModeSubmission.ReconnectAndRetry",
         "UserModeSubmission.GlobalDoorbell",
         "Tdr.ComputeHangCopyRuns",
         "Tdr.GuiltyDeviceAborted",
-        "NativeFence.CpuWaitsThreaded",
-        "NativeFence.CpuSignalReleasesGpuWaitThreaded",
-        "NativeFence.DestroyAbandonsWaitThreaded",
-        "Allocation.DiscardRenamesBusyBuffer",
-        "Allocation.DoNotWaitOnBusyBuffer",
-        "Allocation.DestroyWhileInUse",
         // The OS's records and controls around the application.
         "Adapter.DriverCaps",
         "UserModeSubmission.NodeMetadataAndCaps",
@@ -91,10 +74,8 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         "GpuVa.MapSubRangeAtChosenVaThenFree",
         // The kernel-mode testing interface beside the DLL.
         "Neutral.FillCopyReadBack",
-    ] {
-        let r = reports.iter().find(|r| r.name == name).expect("the case");
-        assert_eq!(r.outcome, Outcome::Pass, "{name}");
-    }
+    ];
+    let reports = support::run_every_case(&b, support::USER_MODE_CASES.iter().copied().chain(also));
     // Every batch of the DLL's queues interrupts (its progress fence), so the cases that count
     // a fence signal's interrupts are skipped with that reason.
     let r = reports

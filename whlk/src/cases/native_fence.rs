@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
-use crate::backend::{Backend, Capability, ExecMode, Failure, Session, SessionConfig, WaitResult};
-use crate::case::{Case, CaseResult};
+use crate::backend::{
+    Backend, Capability, ExecMode, Failure, FenceRef, QueueRef, Session, SessionConfig, WaitResult,
+};
+use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
 
 use super::common::no_fault;
@@ -417,14 +419,7 @@ fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
     );
     s.fences()?.cpu_signal(f, 5)?;
     s.step()?.run_until_idle()?;
-    ensure!(
-        s.fences_ref()?.gpu_queue_drained(q),
-        "the CPU signal did not release the GPU wait"
-    );
-    ensure!(
-        s.fence_internals_ref()?.fence_values(g)?.current == 1,
-        "the later signal did not land"
-    );
+    ensure_released(&*s, q, g, "the CPU signal did not release the GPU wait")?;
     let n = s.os_trace_ref()?.interrupt_count(0) - base;
     ensure!(n == 0, "{n} interrupts: the release took a CPU round trip");
     Ok(())
@@ -441,27 +436,15 @@ fn cross_adapter(b: &dyn Backend) -> CaseResult {
             "MonitoredValue {mv:#x} on adapter {i}, expected 0 (held)"
         );
     }
-    let done = s.fences()?.create_native_fence(1, 2, 0, false)?;
-    let q = s.fences()?.gpu_queue(1, 0, 2)?;
-    s.fences()?.gpu_wait(q, f1, 2)?;
-    s.fences()?.gpu_signal(q, done, 1)?;
-    s.fences()?.gpu_submit(q)?;
-    s.step()?.run_until_idle()?;
-    ensure!(
-        !s.fences_ref()?.gpu_queue_drained(q),
-        "adapter 1's queue did not block"
-    );
+    let (q, done) = blocked_queue(&mut s, (1, 2), f1, 2, "adapter 1's queue")?;
     s.fences()?.cpu_signal(f0, 2)?;
     s.step()?.run_until_idle()?;
-    ensure!(
-        s.fences_ref()?.gpu_queue_drained(q),
-        "NotificationOnly did not release adapter 1's GPU wait"
-    );
-    ensure!(
-        s.fence_internals_ref()?.fence_values(done)?.current == 1,
-        "the later signal did not land"
-    );
-    Ok(())
+    ensure_released(
+        &*s,
+        q,
+        done,
+        "NotificationOnly did not release adapter 1's GPU wait",
+    )
 }
 
 fn cpu_waits_threaded(b: &dyn Backend) -> CaseResult {
@@ -497,16 +480,7 @@ fn scenario1(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 2)?;
     let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
     let i = s.cross_adapter()?.open_native_fence_on(d, 0, 1)?;
-    let after = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let iq = s.fences()?.gpu_queue(0, 0, 1)?;
-    s.fences()?.gpu_wait(iq, i, 10)?;
-    s.fences()?.gpu_signal(iq, after, 1)?;
-    s.fences()?.gpu_submit(iq)?;
-    s.step()?.run_until_idle()?;
-    ensure!(
-        !s.fences_ref()?.gpu_queue_drained(iq),
-        "the iGPU queue did not block"
-    );
+    let (iq, after) = blocked_queue(&mut s, (0, 1), i, 10, "the iGPU queue")?;
     let dq = s.fences()?.gpu_queue(1, 0, 1)?;
     s.fences()?.gpu_signal(dq, d, 10)?;
     s.fences()?.gpu_submit(dq)?;
@@ -515,15 +489,7 @@ fn scenario1(b: &dyn Backend) -> CaseResult {
         s.os_trace_ref()?.interrupt_count(1) >= 1,
         "the dGPU signal did not interrupt (MV held at 0)"
     );
-    ensure!(
-        s.fences_ref()?.gpu_queue_drained(iq),
-        "the iGPU GPU wait was not released"
-    );
-    ensure!(
-        s.fence_internals_ref()?.fence_values(after)?.current == 1,
-        "the iGPU's later signal did not land"
-    );
-    Ok(())
+    ensure_released(&*s, iq, after, "the iGPU GPU wait was not released")
 }
 
 fn scenario2a(b: &dyn Backend) -> CaseResult {
@@ -551,27 +517,10 @@ fn scenario2b(b: &dyn Backend) -> CaseResult {
     let mut s = session_with(b, ExecMode::Step, 2, |c| c.legacy_igpu = true)?;
     let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
     let i = s.cross_adapter()?.open_native_fence_as_monitored(d, 0, 1)?;
-    let after = s.fences()?.create_native_fence(1, 1, 0, false)?;
-    let dq = s.fences()?.gpu_queue(1, 0, 1)?;
-    s.fences()?.gpu_wait(dq, d, 10)?;
-    s.fences()?.gpu_signal(dq, after, 1)?;
-    s.fences()?.gpu_submit(dq)?;
-    s.step()?.run_until_idle()?;
-    ensure!(
-        !s.fences_ref()?.gpu_queue_drained(dq),
-        "the dGPU queue did not block"
-    );
+    let (dq, after) = blocked_queue(&mut s, (1, 1), d, 10, "the dGPU queue")?;
     s.monitored()?.monitored_signal_cpu(i, 10)?;
     s.step()?.run_until_idle()?;
-    ensure!(
-        s.fences_ref()?.gpu_queue_drained(dq),
-        "the dGPU GPU wait was not released"
-    );
-    ensure!(
-        s.fence_internals_ref()?.fence_values(after)?.current == 1,
-        "the later signal did not land"
-    );
-    Ok(())
+    ensure_released(&*s, dq, after, "the dGPU GPU wait was not released")
 }
 
 fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
@@ -639,7 +588,44 @@ fn packed_storage(b: &dyn Backend) -> CaseResult {
     Ok(())
 }
 
-fn drained(s: &mut Box<dyn Session>, q: crate::backend::QueueRef) -> Result<bool, Failure> {
+/// Queues on `at` = (adapter, process) a GPU wait for `gate` to reach `value` and behind it
+/// a signal of a fresh fence to 1, runs the GPU and checks that `queue` stopped at the wait.
+/// Returns the queue and the fence signalled behind the wait.
+fn blocked_queue(
+    s: &mut Box<dyn Session>,
+    at: (usize, u32),
+    gate: FenceRef,
+    value: u64,
+    queue: &str,
+) -> Result<(QueueRef, FenceRef), CaseError> {
+    let (adapter, process) = at;
+    let after = s
+        .fences()?
+        .create_native_fence(adapter, process, 0, false)?;
+    let q = s.fences()?.gpu_queue(adapter, 0, process)?;
+    s.fences()?.gpu_wait(q, gate, value)?;
+    s.fences()?.gpu_signal(q, after, 1)?;
+    s.fences()?.gpu_submit(q)?;
+    s.step()?.run_until_idle()?;
+    ensure!(
+        !s.fences_ref()?.gpu_queue_drained(q),
+        "{queue} did not block"
+    );
+    Ok((q, after))
+}
+
+/// Checks that the GPU wait holding queue `q` was released (`what` says why not): the queue
+/// drained and the signal of `after` behind the wait landed.
+fn ensure_released(s: &dyn Session, q: QueueRef, after: FenceRef, what: &str) -> CaseResult {
+    ensure!(s.fences_ref()?.gpu_queue_drained(q), "{what}");
+    ensure!(
+        s.fence_internals_ref()?.fence_values(after)?.current == 1,
+        "the later signal did not land"
+    );
+    Ok(())
+}
+
+fn drained(s: &mut Box<dyn Session>, q: QueueRef) -> Result<bool, Failure> {
     s.run_until(SETTLE, &mut |s| {
         s.fences_ref().is_ok_and(|f| f.gpu_queue_drained(q))
     })

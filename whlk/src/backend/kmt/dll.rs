@@ -237,6 +237,16 @@ impl DllSession {
             .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))
     }
 
+    /// The simulated OS's device behind process `p`'s D3D device (what the harness names when
+    /// it acts as the OS on the process).
+    pub(super) fn os_device(&self, p: usize) -> Result<rvgpu_simos::UmsProcess, Failure> {
+        let (up, _) = self.process(p)?;
+        up.devices()
+            .first()
+            .copied()
+            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))
+    }
+
     pub(super) fn process(&self, p: usize) -> Result<(Arc<UserProcess>, u64), Failure> {
         self.processes
             .get(p)
@@ -1294,16 +1304,7 @@ impl crate::backend::EngineIdle for DllSession {
                     .into(),
             ));
         }
-        if !self.idle_f1 {
-            return Err(Failure::Unsupported(
-                "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set"
-                    .into(),
-            ));
-        }
-        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
-        self.m
-            .run_until(rounds, budget, |m| m.engine_fstate(i, node) == Some(1))
-            .map_err(failure)
+        crate::backend::sim::usermode::await_engine_f1_on(&self.m, self.idle_f1, i, node, budget)
     }
 }
 
@@ -1312,18 +1313,7 @@ impl crate::backend::EngineIdle for DllSession {
 /// setting would); a reset shows as lost queues and `RVGPU_STATUS_DEVICE_LOST`.
 impl crate::backend::Tdr for DllSession {
     fn enable_tdr(&mut self, i: usize, t: crate::backend::TdrTimeouts) -> Result<(), Failure> {
-        self.m
-            .enable_tdr(
-                i,
-                rvgpu_simos::TdrConfig {
-                    timeout_steps: t.timeout_steps,
-                    timeout: t.timeout,
-                    preempt_steps: t.preempt_steps,
-                    preempt_timeout: t.preempt_timeout,
-                    ..Default::default()
-                },
-            )
-            .map_err(failure)
+        crate::backend::sim::tdr::enable_tdr_on(&self.m, i, t)
     }
 
     /// One thread per lane (step mode: one lane after another), each submitting its batches

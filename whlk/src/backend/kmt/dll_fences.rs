@@ -18,11 +18,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::dll::{DllSession, FenceList};
-use super::fences::set;
-use crate::backend::{
-    EventRef, Failure, FenceRef, FenceValues, Fences, ProcessRef, QueueRef, SubmitPath, UmQueueRef,
-    UserModeSubmission, WaitResult,
-};
+use super::fences::{set, FenceQueueState, FenceQueues};
+use crate::backend::{EventRef, Failure, FenceRef, FenceValues, Fences, QueueRef, WaitResult};
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
 const OK: u64 = 0;
@@ -46,16 +43,9 @@ struct DFence {
 }
 
 #[derive(Clone, Copy)]
-enum Pending {
+pub(super) enum Pending {
     Signal(usize, u64),
     Wait(usize, u64),
-}
-
-struct DGpuQueue {
-    process: usize,
-    queue: UmQueueRef,
-    pending: Vec<Pending>,
-    last: u64,
 }
 
 struct DEvent {
@@ -69,10 +59,8 @@ struct DEvent {
 /// The fence state of a session.
 #[derive(Default)]
 pub(super) struct FenceState {
-    /// (adapter, the case's process number, the session's process).
-    procs: Vec<(usize, u32, usize)>,
+    queues: FenceQueueState<Pending>,
     fences: Vec<DFence>,
-    queues: Vec<DGpuQueue>,
     events: Vec<DEvent>,
     stop: Arc<AtomicBool>,
 }
@@ -101,25 +89,20 @@ impl FenceState {
     }
 }
 
-fn nanos(d: Duration) -> u64 {
+pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)
 }
 
-impl DllSession {
-    fn fence_process(&mut self, i: usize, process: u32) -> Result<usize, Failure> {
-        if let Some(&(_, _, p)) = self
-            .fence
-            .procs
-            .iter()
-            .find(|(a, n, _)| *a == i && *n == process)
-        {
-            return Ok(p);
-        }
-        let p = self.open_process(i)?.0;
-        self.fence.procs.push((i, process, p));
-        Ok(p)
+impl FenceQueues<Pending> for DllSession {
+    fn fence_queues(&self) -> &FenceQueueState<Pending> {
+        &self.fence.queues
     }
+    fn fence_queues_mut(&mut self) -> &mut FenceQueueState<Pending> {
+        &mut self.fence.queues
+    }
+}
 
+impl DllSession {
     fn native(&self, f: FenceRef) -> Result<(usize, u64), Failure> {
         self.fence
             .fences
@@ -168,22 +151,6 @@ impl DllSession {
         FenceRef(self.fence.fences.len() - 1)
     }
 
-    fn append(&mut self, q: QueueRef, f: FenceRef, op: Pending) -> Result<(), Failure> {
-        let (owner, _) = self.native(f)?;
-        let gq = self
-            .fence
-            .queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no GPU queue {}", q.0)))?;
-        if gq.process != owner {
-            return Err(Failure::Backend(
-                "the fence is not open in the queue's process".into(),
-            ));
-        }
-        gq.pending.push(op);
-        Ok(())
-    }
-
     /// Fence `h` of process `holder` opened in process `p` as an application does it:
     /// `rvgpu_fence_share`, `DuplicateHandle` (the harness, as the OS), `rvgpu_fence_open`,
     /// each NT handle closed. Its `RvgpuFence*` in `p`.
@@ -205,7 +172,7 @@ impl DllSession {
         r.map(|()| mine)
     }
 
-    fn wait_status(&self, s: u64, what: &str) -> Result<WaitResult, Failure> {
+    pub(super) fn wait_status(&self, s: u64, what: &str) -> Result<WaitResult, Failure> {
         match s {
             OK => Ok(WaitResult::Satisfied),
             TIMEOUT if self.fault().is_none() => Ok(WaitResult::TimedOut),
@@ -246,6 +213,7 @@ impl Fences for DllSession {
         let (holder, h) = self.native(f)?;
         let i = self
             .fence
+            .queues
             .procs
             .iter()
             .find(|&&(_, _, p)| p == holder)
@@ -367,34 +335,24 @@ impl Fences for DllSession {
                     .into(),
             ));
         }
-        let p = self.fence_process(i, process)?;
-        let queue = self.create_queue(ProcessRef(p), engine, SubmitPath::UserMode)?;
-        self.fence.queues.push(DGpuQueue {
-            process: p,
-            queue,
-            pending: Vec::new(),
-            last: 0,
-        });
-        Ok(QueueRef(self.fence.queues.len() - 1))
+        self.open_gpu_queue(i, engine, process)
     }
 
     fn gpu_signal(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
-        self.append(q, f, Pending::Signal(f.0, value))
+        let owner = self.native(f)?.0;
+        self.append(q, owner, Pending::Signal(f.0, value))
     }
 
     fn gpu_wait(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
-        self.append(q, f, Pending::Wait(f.0, value))
+        let owner = self.native(f)?.0;
+        self.append(q, owner, Pending::Wait(f.0, value))
     }
 
     /// The appended operations in order, as batches of `rvgpu_queue_submit`: a wait after a
     /// signal starts a new batch (a batch's waits come before its signals).
     fn gpu_submit(&mut self, q: QueueRef) -> Result<(), Failure> {
         let (queue, pending) = {
-            let gq = self
-                .fence
-                .queues
-                .get_mut(q.0)
-                .ok_or_else(|| Failure::Backend(format!("no GPU queue {}", q.0)))?;
+            let gq = self.gpu_queue_mut(q)?;
             (gq.queue, std::mem::take(&mut gq.pending))
         };
         let (p, h) = self.queue(queue)?;
@@ -425,17 +383,14 @@ impl Fences for DllSession {
             }
             last = Some(self.submit_batch(p, h, &[], waits, signals)?);
         }
-        if let (Some(v), Some(gq)) = (last, self.fence.queues.get_mut(q.0)) {
+        if let (Some(v), Some(gq)) = (last, self.fence.queues.queues.get_mut(q.0)) {
             gq.last = v;
         }
         Ok(())
     }
 
     fn gpu_queue_drained(&self, q: QueueRef) -> bool {
-        self.fence.queues.get(q.0).is_some_and(|gq| {
-            self.queue_info(gq.queue)
-                .is_ok_and(|i| i.completed >= gq.last)
-        })
+        self.queue_drained(q)
     }
 }
 

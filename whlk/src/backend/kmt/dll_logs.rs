@@ -15,6 +15,7 @@ use std::time::Duration;
 use rvgpu_umd::fencelog::{FenceTrace, LogKind as UmdLogKind, QueuedOp};
 
 use super::dll::{DllSession, FenceList};
+use super::dll_fences::nanos;
 use crate::backend::sim::failure;
 use crate::backend::sim::logs::{
     hw_kind, os_log_counters, os_queue_logs, recorded_on, start_recording,
@@ -24,11 +25,6 @@ use crate::backend::{
     UmQueueRef, UmdFences, WaitResult, Work,
 };
 
-/// `RvgpuStatus` values (rvgpu_umd.h).
-const OK: u64 = 0;
-const DEVICE_LOST: u64 = 3;
-const TIMEOUT: u64 = 4;
-const INVALID_HANDLE: u64 = 8;
 /// `RVGPU_FENCE_LOG_WAIT`.
 const FENCE_LOG_WAIT: u32 = 0;
 /// Entries one `rvgpu_queue_read_fence_log` call reads.
@@ -66,16 +62,8 @@ impl DllSession {
 
     /// The queue's hardware queue handle (the object that has fence logs) and adapter.
     fn hw_queue(&self, q: UmQueueRef) -> Result<(usize, u32), Failure> {
-        let d = self
-            .queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
-        let adapter = self
-            .processes
-            .get(d.process)
-            .map(|p| p.adapter)
-            .ok_or_else(|| Failure::Backend(format!("queue {} has no process", q.0)))?;
-        d.objects
+        let (adapter, objects) = self.queue_objects(q)?;
+        objects
             .iter()
             .find(|h| {
                 self.machine()
@@ -228,15 +216,8 @@ impl UmdFences for DllSession {
         timeout: Duration,
     ) -> Result<WaitResult, Failure> {
         let (p, h) = self.um_fence(f)?;
-        let ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX - 1);
-        match self.call(p, "rvgpu_fence_wait", &[h, value, ns])? {
-            OK => Ok(WaitResult::Satisfied),
-            TIMEOUT if self.fault().is_none() => Ok(WaitResult::TimedOut),
-            DEVICE_LOST | INVALID_HANDLE if self.fault().is_none() => Ok(WaitResult::Abandoned),
-            s => Err(self
-                .fault()
-                .unwrap_or_else(|| Failure::Backend(format!("rvgpu_fence_wait returned {s}")))),
-        }
+        let s = self.call(p, "rvgpu_fence_wait", &[h, value, nanos(timeout)])?;
+        self.wait_status(s, "rvgpu_fence_wait")
     }
 
     fn um_fence_value(&self, f: UmFenceRef) -> Result<u64, Failure> {
@@ -307,12 +288,7 @@ impl FenceLogs for DllSession {
             .get(q.0)
             .map(|d| d.process)
             .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
-        let (up, _) = self.process(p)?;
-        let ums = up
-            .devices()
-            .first()
-            .copied()
-            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))?;
+        let ums = self.os_device(p)?;
         self.machine()
             .recreate_hw_queue_log(&ums, h, hw_kind(kind), entries)
             .map_err(failure)?;

@@ -30,7 +30,7 @@ use crate::backend::{
 
 impl DllSession {
     /// The adapter and objects of queue `q` (live or closed).
-    fn queue_objects(&self, q: UmQueueRef) -> Result<(usize, &[u32]), Failure> {
+    pub(super) fn queue_objects(&self, q: UmQueueRef) -> Result<(usize, &[u32]), Failure> {
         let d = self
             .queues
             .get(q.0)
@@ -88,10 +88,7 @@ impl OsControl for DllSession {
     /// The OS suspends every context of the process's live queues (`DxgkDdiSuspendContext`);
     /// a queue object that is not a context is refused by the OS and skipped.
     fn suspend_process(&mut self, p: ProcessRef) -> Result<(), Failure> {
-        let (up, _) = self.process(p.0)?;
-        let Some(ums) = up.devices().first().copied() else {
-            return Err(Failure::Backend(format!("process {} has no device", p.0)));
-        };
+        let ums = self.os_device(p.0)?;
         let objects: Vec<u32> = self
             .queues
             .iter()
@@ -109,10 +106,7 @@ impl OsControl for DllSession {
     }
 
     fn resume_process(&mut self, p: ProcessRef) -> Result<(), Failure> {
-        let (up, _) = self.process(p.0)?;
-        let Some(ums) = up.devices().first().copied() else {
-            return Err(Failure::Backend(format!("process {} has no device", p.0)));
-        };
+        let ums = self.os_device(p.0)?;
         let (mine, others) = std::mem::take(&mut self.suspended)
             .into_iter()
             .partition::<Vec<_>, _>(|(pi, _)| *pi == p.0);
@@ -155,12 +149,7 @@ impl crate::backend::Paging for DllSession {
     ) -> Result<Vec<u32>, Failure> {
         let va = self.buffer_address(b, offset, bytes)?;
         let (p, _) = self.buffer_handle(b)?;
-        let (up, _) = self.process(p)?;
-        let ums = up
-            .devices()
-            .first()
-            .copied()
-            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))?;
+        let ums = self.os_device(p)?;
         self.machine()
             .page_in(&ums, node, va, bytes, pattern)
             .map_err(failure)

@@ -53,19 +53,35 @@ pub(super) struct KMonitored<K: KmtSync> {
 
 /// What a case appended to a GPU queue and has not submitted yet.
 #[derive(Clone, Copy)]
-enum Pending {
+pub(super) enum Pending {
     Signal(usize, u64),
     Wait(usize, u64),
     Monitored(usize, u64),
 }
 
+/// The processes and GPU queues of a session's fence work.
+pub(super) struct FenceQueueState<P> {
+    /// (adapter, the case's process number, the session's process).
+    pub(super) procs: Vec<(usize, u32, usize)>,
+    pub(super) queues: Vec<GpuQueue<P>>,
+}
+
+impl<P> Default for FenceQueueState<P> {
+    fn default() -> Self {
+        Self {
+            procs: Vec::new(),
+            queues: Vec::new(),
+        }
+    }
+}
+
 /// A GPU queue for fence work: a user-mode queue of the process and what is appended to it.
-pub(super) struct KGpuQueue {
+pub(super) struct GpuQueue<P> {
     process: usize,
-    queue: UmQueueRef,
-    pending: Vec<Pending>,
+    pub(super) queue: UmQueueRef,
+    pub(super) pending: Vec<P>,
     /// The progress value of the last submission.
-    last: u64,
+    pub(super) last: u64,
 }
 
 /// One CPU wait in event form.
@@ -76,11 +92,9 @@ pub(super) struct KEvent {
 
 /// The fence state of a session.
 pub(super) struct FenceState<K: KmtSync> {
-    /// (adapter, the case's process number) → the session's process.
-    procs: Vec<(usize, u32, usize)>,
+    queues: FenceQueueState<Pending>,
     fences: Vec<KFence>,
     monitored: Vec<KMonitored<K>>,
-    queues: Vec<KGpuQueue>,
     events: Vec<KEvent>,
     /// Set when the session ends: event threads stop waiting.
     stop: Arc<AtomicBool>,
@@ -89,13 +103,21 @@ pub(super) struct FenceState<K: KmtSync> {
 impl<K: KmtSync> Default for FenceState<K> {
     fn default() -> Self {
         Self {
-            procs: Vec::new(),
+            queues: FenceQueueState::default(),
             fences: Vec::new(),
             monitored: Vec::new(),
-            queues: Vec::new(),
             events: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
         }
+    }
+}
+
+impl<K: KmtSync + Send + Sync + 'static> FenceQueues<Pending> for KmtSession<K> {
+    fn fence_queues(&self) -> &FenceQueueState<Pending> {
+        &self.fence.queues
+    }
+    fn fence_queues_mut(&mut self) -> &mut FenceQueueState<Pending> {
+        &mut self.fence.queues
     }
 }
 
@@ -113,6 +135,72 @@ impl<K: KmtSync> FenceState<K> {
 
 /// Where a background wait leaves its result (an event-form wait of either KMT backend).
 pub(super) type Outcome = (Mutex<Option<WaitResult>>, Condvar);
+
+/// The fence work the D3DKMT session and the DLL session do alike: the session processes
+/// that stand for a case's process numbers, and the GPU queues cases append to.
+/// `Op` is what a GPU queue holds until its submission.
+pub(super) trait FenceQueues<Op>: UserModeSubmission {
+    fn fence_queues(&self) -> &FenceQueueState<Op>;
+    fn fence_queues_mut(&mut self) -> &mut FenceQueueState<Op>;
+
+    /// The session's process for the case's `process` number on adapter `i`, opened on first
+    /// use (on the D3DKMT backend, a D3DKMT device of this program).
+    fn fence_process(&mut self, i: usize, process: u32) -> Result<usize, Failure> {
+        let known = self
+            .fence_queues()
+            .procs
+            .iter()
+            .find(|(a, n, _)| *a == i && *n == process);
+        if let Some(&(_, _, p)) = known {
+            return Ok(p);
+        }
+        let p = self.open_process(i)?.0;
+        self.fence_queues_mut().procs.push((i, process, p));
+        Ok(p)
+    }
+
+    /// A new GPU queue: a user-mode queue on `engine` of the case's `process` on adapter `i`.
+    fn open_gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
+        let p = self.fence_process(i, process)?;
+        let queue = self.create_queue(ProcessRef(p), engine, SubmitPath::UserMode)?;
+        let queues = &mut self.fence_queues_mut().queues;
+        queues.push(GpuQueue {
+            process: p,
+            queue,
+            pending: Vec::new(),
+            last: 0,
+        });
+        Ok(QueueRef(queues.len() - 1))
+    }
+
+    fn gpu_queue_mut(&mut self, q: QueueRef) -> Result<&mut GpuQueue<Op>, Failure> {
+        self.fence_queues_mut()
+            .queues
+            .get_mut(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no GPU queue {}", q.0)))
+    }
+
+    /// Appends `op` to `q` after checking that the fence is the queue's process's (its GPU
+    /// addresses are that process's): `owner` is the fence's process.
+    fn append(&mut self, q: QueueRef, owner: usize, op: Op) -> Result<(), Failure> {
+        let gq = self.gpu_queue_mut(q)?;
+        if gq.process != owner {
+            return Err(Failure::Backend(
+                "the fence is not open in the queue's process".into(),
+            ));
+        }
+        gq.pending.push(op);
+        Ok(())
+    }
+
+    /// Whether the GPU completed everything submitted to `q`.
+    fn queue_drained(&self, q: QueueRef) -> bool {
+        self.fence_queues().queues.get(q.0).is_some_and(|gq| {
+            self.queue_info(gq.queue)
+                .is_ok_and(|i| i.completed >= gq.last)
+        })
+    }
+}
 
 /// Records the result of a background wait and wakes whoever awaits it.
 pub(super) fn set(outcome: &Outcome, r: WaitResult) {
@@ -142,22 +230,6 @@ pub(super) fn awaited(outcome: &Outcome, timeout: Duration) -> Option<WaitResult
 }
 
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
-    /// The session's process for the case's `process` number on adapter `i`, opened on first
-    /// use (a D3DKMT device of this program).
-    fn fence_process(&mut self, i: usize, process: u32) -> Result<usize, Failure> {
-        if let Some(&(_, _, p)) = self
-            .fence
-            .procs
-            .iter()
-            .find(|(a, n, _)| *a == i && *n == process)
-        {
-            return Ok(p);
-        }
-        let p = self.open_process(i)?.0;
-        self.fence.procs.push((i, process, p));
-        Ok(p)
-    }
-
     fn kmt_of(&self, process: usize) -> Result<Arc<K>, Failure> {
         self.process(ProcessRef(process)).map(|(_, k)| k)
     }
@@ -174,26 +246,6 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
             .monitored
             .get(f.0)
             .ok_or_else(|| Failure::Backend(format!("no monitored fence {}", f.0)))
-    }
-
-    fn gpu_queue_mut(&mut self, q: QueueRef) -> Result<&mut KGpuQueue, Failure> {
-        self.fence
-            .queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no GPU queue {}", q.0)))
-    }
-
-    /// Appends `op` to `q` after checking that the fence is the queue's process's (its GPU
-    /// addresses are that process's).
-    fn append(&mut self, q: QueueRef, owner: usize, op: Pending) -> Result<(), Failure> {
-        let gq = self.gpu_queue_mut(q)?;
-        if gq.process != owner {
-            return Err(Failure::Backend(
-                "the fence is not open in the queue's process".into(),
-            ));
-        }
-        gq.pending.push(op);
-        Ok(())
     }
 
     fn wait_result(&self, r: Result<FenceWait, NtStatus>) -> Result<WaitResult, Failure> {
@@ -333,15 +385,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
     }
 
     fn gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
-        let p = self.fence_process(i, process)?;
-        let queue = self.create_queue(ProcessRef(p), engine, SubmitPath::UserMode)?;
-        self.fence.queues.push(KGpuQueue {
-            process: p,
-            queue,
-            pending: Vec::new(),
-            last: 0,
-        });
-        Ok(QueueRef(self.fence.queues.len() - 1))
+        self.open_gpu_queue(i, engine, process)
     }
 
     fn gpu_signal(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
@@ -403,10 +447,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
     }
 
     fn gpu_queue_drained(&self, q: QueueRef) -> bool {
-        self.fence.queues.get(q.0).is_some_and(|gq| {
-            self.queue_info(gq.queue)
-                .is_ok_and(|i| i.completed >= gq.last)
-        })
+        self.queue_drained(q)
     }
 }
 

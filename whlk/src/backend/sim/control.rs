@@ -53,12 +53,7 @@ impl OsTrace for SimSession {
                 owner.insert(*h, UmQueueRef(qi));
             }
         }
-        let procs: HashMap<KmtHandle, ProcessRef> = self
-            .processes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.device, ProcessRef(i)))
-            .collect();
+        let procs = self.processes_by_device();
         let q = |h: &KmtHandle| owner.get(h).copied();
         let p = |h: &KmtHandle| procs.get(h).copied();
         Ok(os_events(&self.machine, i, q, p))

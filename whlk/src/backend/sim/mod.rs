@@ -443,6 +443,15 @@ impl SimSession {
             .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
     }
 
+    /// The session's processes by their device handle (how the OS's records name them).
+    fn processes_by_device(&self) -> std::collections::HashMap<KmtHandle, ProcessRef> {
+        self.processes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.device, ProcessRef(i)))
+            .collect()
+    }
+
     /// The process standing for the case's process number `process` on adapter `i`.
     fn fence_process(&mut self, i: usize, process: u32) -> Result<UmsProcess, Failure> {
         if let Some((_, p)) = self.fence_procs.iter().find(|(k, _)| *k == (i, process)) {

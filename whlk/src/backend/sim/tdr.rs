@@ -1,8 +1,6 @@
 //! [`Tdr`] and [`TdrTrace`] of the simulated backend: TDR configuration, kernel-mode contexts
 //! and DMA buffers, and the OS's recovery record.
 
-use std::collections::HashMap;
-
 use rvgpu_simos::{Cause, Machine, TdrConfig, TdrEvent};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
@@ -102,18 +100,7 @@ fn tdr_step(e: TdrEvent, process: &dyn Fn(KmtHandle) -> Option<ProcessRef>) -> T
 
 impl Tdr for SimSession {
     fn enable_tdr(&mut self, i: usize, t: TdrTimeouts) -> Result<(), Failure> {
-        self.machine
-            .enable_tdr(
-                i,
-                TdrConfig {
-                    timeout_steps: t.timeout_steps,
-                    timeout: t.timeout,
-                    preempt_steps: t.preempt_steps,
-                    preempt_timeout: t.preempt_timeout,
-                    ..TdrConfig::default()
-                },
-            )
-            .map_err(failure)
+        enable_tdr_on(&self.machine, i, t)
     }
 
     fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
@@ -185,12 +172,7 @@ pub(crate) fn device_engine_probe(
 /// The OS's record of recovery on the simulated machine, read by the harness.
 impl TdrTrace for SimSession {
     fn tdr_steps(&self, i: usize) -> Result<Vec<TdrStep>, Failure> {
-        let procs: HashMap<KmtHandle, ProcessRef> = self
-            .processes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.device, ProcessRef(i)))
-            .collect();
+        let procs = self.processes_by_device();
         Ok(os_tdr_steps(&self.machine, i, &|h| procs.get(&h).copied()))
     }
 
@@ -213,4 +195,20 @@ impl TdrTrace for SimSession {
     fn engine_probe(&self, i: usize, node: u32) -> Result<EngineProbe, Failure> {
         device_engine_probe(&self.machine, i, node)
     }
+}
+
+/// Turns on the OS's timeout detection and recovery on adapter `i` of `m` with the case's
+/// timeouts.
+pub(crate) fn enable_tdr_on(m: &Machine, i: usize, t: TdrTimeouts) -> Result<(), Failure> {
+    m.enable_tdr(
+        i,
+        TdrConfig {
+            timeout_steps: t.timeout_steps,
+            timeout: t.timeout,
+            preempt_steps: t.preempt_steps,
+            preempt_timeout: t.preempt_timeout,
+            ..TdrConfig::default()
+        },
+    )
+    .map_err(failure)
 }

@@ -322,17 +322,27 @@ impl UmdBypass for SimSession {
 
 impl EngineIdle for SimSession {
     fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure> {
-        if !self.idle_f1 {
-            return Err(Failure::Unsupported(
-                "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set"
-                    .into(),
-            ));
-        }
-        let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
-        self.machine
-            .run_until(rounds, budget, |m| m.engine_fstate(i, node) == Some(1))
-            .map_err(failure)
+        await_engine_f1_on(&self.machine, self.idle_f1, i, node, budget)
     }
+}
+
+/// Runs rounds of `m` (one per 10 µs of `budget`) until the OS moved engine `node` of adapter
+/// `i` to F1; `idle_f1` says whether the session's engines request F1 at all.
+pub(crate) fn await_engine_f1_on(
+    m: &Machine,
+    idle_f1: bool,
+    i: usize,
+    node: u32,
+    budget: Duration,
+) -> Result<bool, Failure> {
+    if !idle_f1 {
+        return Err(Failure::Unsupported(
+            "the simulated engines request F1 only with SessionConfig::idle_f1_ticks set".into(),
+        ));
+    }
+    let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
+    m.run_until(rounds, budget, |m| m.engine_fstate(i, node) == Some(1))
+        .map_err(failure)
 }
 
 impl SimSession {
