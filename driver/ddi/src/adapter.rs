@@ -4,28 +4,27 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, extern_fn, layout, reserved_flags};
+use crate::macros::{c_type, bitfield, extern_fn, layout, reserved_flags};
 
-/// `DXGK_START_INFO`: passed to `DxgkDdiStartDevice`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_start_info>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_START_INFO {
-    /// Size of the DMA queue the OS wants (entries).
-    pub RequiredDmaQueueEntry: ULONG,
-    /// GUID identifying the adapter.
-    pub AdapterGuid: GUID,
-    /// LUID identifying the adapter (WIN8+).
-    pub AdapterLuid: LUID,
+c_type! {
+    /// `DXGK_START_INFO`: passed to `DxgkDdiStartDevice`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_start_info>
+    #[size(28)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_START_INFO {
+        /// Size of the DMA queue the OS wants (entries).
+        #[offset(0)]
+        pub RequiredDmaQueueEntry: ULONG,
+        /// GUID identifying the adapter.
+        #[offset(4)]
+        pub AdapterGuid: GUID,
+        /// LUID identifying the adapter (WIN8+).
+        #[offset(20)]
+        pub AdapterLuid: LUID,
+    }
 }
-layout!(
-    DXGK_START_INFO,
-    size = 28,
-    RequiredDmaQueueEntry = 0,
-    AdapterGuid = 4,
-    AdapterLuid = 20
-);
 /// `PDXGK_START_INFO`.
 pub type PDXGK_START_INFO = *mut DXGK_START_INFO;
 
@@ -42,44 +41,43 @@ pub const DockStateDocked: DOCKING_STATE = 2;
 /// Unknown.
 pub const DockStateUnknown: DOCKING_STATE = 3;
 
-/// `DXGK_DEVICE_INFO`: returned by `DxgkCbGetDeviceInformation`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_device_info>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_DEVICE_INFO {
-    /// The driver's own adapter context (as returned by `DxgkDdiAddDevice`).
-    pub MiniportDeviceContext: PVOID,
-    /// The PDO.
-    pub PhysicalDeviceObject: PDEVICE_OBJECT,
-    /// Registry path of the device's software key.
-    pub DeviceRegistryPath: UNICODE_STRING,
-    /// Translated hardware resources (BARs, interrupts).
-    pub TranslatedResourceList: PCM_RESOURCE_LIST,
-    /// Size of system memory.
-    pub SystemMemorySize: LARGE_INTEGER,
-    /// Highest physical address.
-    pub HighestPhysicalAddress: PHYSICAL_ADDRESS,
-    /// AGP aperture base (unused by PCIe devices).
-    pub AgpApertureBase: PHYSICAL_ADDRESS,
-    /// AGP aperture size.
-    pub AgpApertureSize: SIZE_T,
-    /// Docking state.
-    pub DockingState: DOCKING_STATE,
+c_type! {
+    /// `DXGK_DEVICE_INFO`: returned by `DxgkCbGetDeviceInformation`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_device_info>
+    #[size(80)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_DEVICE_INFO {
+        /// The driver's own adapter context (as returned by `DxgkDdiAddDevice`).
+        #[offset(0)]
+        pub MiniportDeviceContext: PVOID,
+        /// The PDO.
+        #[offset(8)]
+        pub PhysicalDeviceObject: PDEVICE_OBJECT,
+        /// Registry path of the device's software key.
+        #[offset(16)]
+        pub DeviceRegistryPath: UNICODE_STRING,
+        /// Translated hardware resources (BARs, interrupts).
+        #[offset(32)]
+        pub TranslatedResourceList: PCM_RESOURCE_LIST,
+        /// Size of system memory.
+        #[offset(40)]
+        pub SystemMemorySize: LARGE_INTEGER,
+        /// Highest physical address.
+        #[offset(48)]
+        pub HighestPhysicalAddress: PHYSICAL_ADDRESS,
+        /// AGP aperture base (unused by PCIe devices).
+        #[offset(56)]
+        pub AgpApertureBase: PHYSICAL_ADDRESS,
+        /// AGP aperture size.
+        #[offset(64)]
+        pub AgpApertureSize: SIZE_T,
+        /// Docking state.
+        #[offset(72)]
+        pub DockingState: DOCKING_STATE,
+    }
 }
-layout!(
-    DXGK_DEVICE_INFO,
-    size = 80,
-    MiniportDeviceContext = 0,
-    PhysicalDeviceObject = 8,
-    DeviceRegistryPath = 16,
-    TranslatedResourceList = 32,
-    SystemMemorySize = 40,
-    HighestPhysicalAddress = 48,
-    AgpApertureBase = 56,
-    AgpApertureSize = 64,
-    DockingState = 72
-);
 /// `PDXGK_DEVICE_INFO`.
 impl Default for DXGK_DEVICE_INFO {
     /// All-zero, the state Dxgkrnl's callback fills in.
@@ -104,26 +102,25 @@ impl Default for DXGK_DEVICE_INFO {
 
 pub type PDXGK_DEVICE_INFO = *mut DXGK_DEVICE_INFO;
 
-/// `LINKED_DEVICE`: linked-adapter chain description (`DxgkDdiLinkDevice`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_linked_device>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct LINKED_DEVICE {
-    /// Chain identifier.
-    pub ChainUid: ULONG,
-    /// Number of adapters in the chain.
-    pub NumberOfLinksInChain: ULONG,
-    /// Whether this adapter leads the chain.
-    pub LeadLink: BOOLEAN,
+c_type! {
+    /// `LINKED_DEVICE`: linked-adapter chain description (`DxgkDdiLinkDevice`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_linked_device>
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct LINKED_DEVICE {
+        /// Chain identifier.
+        #[offset(0)]
+        pub ChainUid: ULONG,
+        /// Number of adapters in the chain.
+        #[offset(4)]
+        pub NumberOfLinksInChain: ULONG,
+        /// Whether this adapter leads the chain.
+        #[offset(8)]
+        pub LeadLink: BOOLEAN,
+    }
 }
-layout!(
-    LINKED_DEVICE,
-    size = 12,
-    ChainUid = 0,
-    NumberOfLinksInChain = 4,
-    LeadLink = 8
-);
 
 /// `DXGK_EVENT_TYPE`: kind of ACPI notification (`DxgkDdiNotifyAcpiEvent`).
 ///
@@ -174,42 +171,40 @@ pub const TypeOther: DXGK_CHILD_DEVICE_TYPE = 2;
 /// An integrated display.
 pub const TypeIntegratedDisplay: DXGK_CHILD_DEVICE_TYPE = 3;
 
-/// `DXGK_VIDEO_OUTPUT_CAPABILITIES` (the `VideoOutput` arm of [`DXGK_CHILD_CAPABILITIES_0`]).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_video_output_capabilities>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_VIDEO_OUTPUT_CAPABILITIES {
-    /// `D3DKMDT_VIDEO_OUTPUT_TECHNOLOGY` value.
-    pub InterfaceTechnology: i32,
-    /// `D3DKMDT_MONITOR_ORIENTATION_AWARENESS` value.
-    pub MonitorOrientationAwareness: i32,
-    /// Whether SDTV modes are supported.
-    pub SupportsSdtvModes: BOOLEAN,
+c_type! {
+    /// `DXGK_VIDEO_OUTPUT_CAPABILITIES` (the `VideoOutput` arm of [`DXGK_CHILD_CAPABILITIES_0`]).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_video_output_capabilities>
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_VIDEO_OUTPUT_CAPABILITIES {
+        /// `D3DKMDT_VIDEO_OUTPUT_TECHNOLOGY` value.
+        pub InterfaceTechnology: i32,
+        /// `D3DKMDT_MONITOR_ORIENTATION_AWARENESS` value.
+        #[offset(4)]
+        pub MonitorOrientationAwareness: i32,
+        /// Whether SDTV modes are supported.
+        #[offset(8)]
+        pub SupportsSdtvModes: BOOLEAN,
+    }
 }
-layout!(
-    DXGK_VIDEO_OUTPUT_CAPABILITIES,
-    size = 12,
-    MonitorOrientationAwareness = 4,
-    SupportsSdtvModes = 8
-);
 
-/// `DXGK_INTEGRATED_DISPLAY_CHILD`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_integrated_display_child>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_INTEGRATED_DISPLAY_CHILD {
-    /// `D3DKMDT_VIDEO_OUTPUT_TECHNOLOGY` value.
-    pub InterfaceTechnology: i32,
-    /// Descriptor length.
-    pub DescriptorLength: USHORT,
+c_type! {
+    /// `DXGK_INTEGRATED_DISPLAY_CHILD`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_integrated_display_child>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_INTEGRATED_DISPLAY_CHILD {
+        /// `D3DKMDT_VIDEO_OUTPUT_TECHNOLOGY` value.
+        pub InterfaceTechnology: i32,
+        /// Descriptor length.
+        #[offset(4)]
+        pub DescriptorLength: USHORT,
+    }
 }
-layout!(
-    DXGK_INTEGRATED_DISPLAY_CHILD,
-    size = 8,
-    DescriptorLength = 4
-);
 
 /// The `Other` arm of [`DXGK_CHILD_CAPABILITIES_0`].
 #[repr(C)]
@@ -219,18 +214,20 @@ pub struct DXGK_CHILD_CAPABILITIES_0_Other {
     pub MustBeZero: UINT,
 }
 
-/// The `Type` union of [`DXGK_CHILD_CAPABILITIES`] (anonymous type in C).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_CHILD_CAPABILITIES_0 {
-    /// For `TypeVideoOutput` children.
-    pub VideoOutput: DXGK_VIDEO_OUTPUT_CAPABILITIES,
-    /// For `TypeOther` children.
-    pub Other: DXGK_CHILD_CAPABILITIES_0_Other,
-    /// For `TypeIntegratedDisplay` children.
-    pub IntegratedDisplayChild: DXGK_INTEGRATED_DISPLAY_CHILD,
+c_type! {
+    /// The `Type` union of [`DXGK_CHILD_CAPABILITIES`] (anonymous type in C).
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_CHILD_CAPABILITIES_0 {
+        /// For `TypeVideoOutput` children.
+        pub VideoOutput: DXGK_VIDEO_OUTPUT_CAPABILITIES,
+        /// For `TypeOther` children.
+        pub Other: DXGK_CHILD_CAPABILITIES_0_Other,
+        /// For `TypeIntegratedDisplay` children.
+        pub IntegratedDisplayChild: DXGK_INTEGRATED_DISPLAY_CHILD,
+    }
 }
-layout!(DXGK_CHILD_CAPABILITIES_0, size = 12);
 
 impl core::fmt::Debug for DXGK_CHILD_CAPABILITIES_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -238,46 +235,44 @@ impl core::fmt::Debug for DXGK_CHILD_CAPABILITIES_0 {
     }
 }
 
-/// `DXGK_CHILD_CAPABILITIES`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_child_capabilities>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_CHILD_CAPABILITIES {
-    /// Type-specific capabilities.
-    pub Type: DXGK_CHILD_CAPABILITIES_0,
-    /// `DXGK_CHILD_DEVICE_HPD_AWARENESS` value.
-    pub HpdAwareness: i32,
+c_type! {
+    /// `DXGK_CHILD_CAPABILITIES`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_child_capabilities>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_CHILD_CAPABILITIES {
+        /// Type-specific capabilities.
+        #[offset(0)]
+        pub Type: DXGK_CHILD_CAPABILITIES_0,
+        /// `DXGK_CHILD_DEVICE_HPD_AWARENESS` value.
+        #[offset(12)]
+        pub HpdAwareness: i32,
+    }
 }
-layout!(
-    DXGK_CHILD_CAPABILITIES,
-    size = 16,
-    Type = 0,
-    HpdAwareness = 12
-);
 
-/// `DXGK_CHILD_DESCRIPTOR`: one child device reported by `DxgkDdiQueryChildRelations`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_child_descriptor>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_CHILD_DESCRIPTOR {
-    /// Kind of child.
-    pub ChildDeviceType: DXGK_CHILD_DEVICE_TYPE,
-    /// Child capabilities.
-    pub ChildCapabilities: DXGK_CHILD_CAPABILITIES,
-    /// ACPI UID.
-    pub AcpiUid: ULONG,
-    /// Driver-chosen child identifier.
-    pub ChildUid: ULONG,
+c_type! {
+    /// `DXGK_CHILD_DESCRIPTOR`: one child device reported by `DxgkDdiQueryChildRelations`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_child_descriptor>
+    #[size(28)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_CHILD_DESCRIPTOR {
+        /// Kind of child.
+        pub ChildDeviceType: DXGK_CHILD_DEVICE_TYPE,
+        /// Child capabilities.
+        #[offset(4)]
+        pub ChildCapabilities: DXGK_CHILD_CAPABILITIES,
+        /// ACPI UID.
+        #[offset(20)]
+        pub AcpiUid: ULONG,
+        /// Driver-chosen child identifier.
+        #[offset(24)]
+        pub ChildUid: ULONG,
+    }
 }
-layout!(
-    DXGK_CHILD_DESCRIPTOR,
-    size = 28,
-    ChildCapabilities = 4,
-    AcpiUid = 20,
-    ChildUid = 24
-);
 /// `PDXGK_CHILD_DESCRIPTOR`.
 pub type PDXGK_CHILD_DESCRIPTOR = *mut DXGK_CHILD_DESCRIPTOR;
 
@@ -320,18 +315,20 @@ pub struct DXGK_CHILD_STATUS_0_Miracast {
     pub MiracastMonitorType: i32,
 }
 
-/// Anonymous union of [`DXGK_CHILD_STATUS`].
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_CHILD_STATUS_0 {
-    /// For `StatusConnection`.
-    pub HotPlug: DXGK_CHILD_STATUS_0_HotPlug,
-    /// For `StatusRotation`.
-    pub Rotation: DXGK_CHILD_STATUS_0_Rotation,
-    /// For `StatusMiracastConnection`.
-    pub Miracast: DXGK_CHILD_STATUS_0_Miracast,
+c_type! {
+    /// Anonymous union of [`DXGK_CHILD_STATUS`].
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_CHILD_STATUS_0 {
+        /// For `StatusConnection`.
+        pub HotPlug: DXGK_CHILD_STATUS_0_HotPlug,
+        /// For `StatusRotation`.
+        pub Rotation: DXGK_CHILD_STATUS_0_Rotation,
+        /// For `StatusMiracastConnection`.
+        pub Miracast: DXGK_CHILD_STATUS_0_Miracast,
+    }
 }
-layout!(DXGK_CHILD_STATUS_0, size = 8);
 
 impl core::fmt::Debug for DXGK_CHILD_STATUS_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -339,83 +336,81 @@ impl core::fmt::Debug for DXGK_CHILD_STATUS_0 {
     }
 }
 
-/// `DXGK_CHILD_STATUS`: queried by `DxgkDdiQueryChildStatus`, indicated with
-/// `DxgkCbIndicateChildStatus`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_child_status>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_CHILD_STATUS {
-    /// Which status is queried.
-    pub Type: DXGK_CHILD_STATUS_TYPE,
-    /// Child identifier.
-    pub ChildUid: ULONG,
-    /// Status data.
-    pub Anonymous: DXGK_CHILD_STATUS_0,
+c_type! {
+    /// `DXGK_CHILD_STATUS`: queried by `DxgkDdiQueryChildStatus`, indicated with
+    /// `DxgkCbIndicateChildStatus`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_child_status>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_CHILD_STATUS {
+        /// Which status is queried.
+        #[offset(0)]
+        pub Type: DXGK_CHILD_STATUS_TYPE,
+        /// Child identifier.
+        #[offset(4)]
+        pub ChildUid: ULONG,
+        /// Status data.
+        #[offset(8)]
+        pub Anonymous: DXGK_CHILD_STATUS_0,
+    }
 }
-layout!(
-    DXGK_CHILD_STATUS,
-    size = 16,
-    Type = 0,
-    ChildUid = 4,
-    Anonymous = 8
-);
 /// `PDXGK_CHILD_STATUS`.
 pub type PDXGK_CHILD_STATUS = *mut DXGK_CHILD_STATUS;
 
-/// `DXGK_DEVICE_DESCRIPTOR`: a block of a child's descriptor (EDID), `DxgkDdiQueryDeviceDescriptor`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_device_descriptor>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_DEVICE_DESCRIPTOR {
-    /// Offset of the requested block.
-    pub DescriptorOffset: ULONG,
-    /// Length of the requested block.
-    pub DescriptorLength: ULONG,
-    /// Output buffer.
-    pub DescriptorBuffer: PVOID,
+c_type! {
+    /// `DXGK_DEVICE_DESCRIPTOR`: a block of a child's descriptor (EDID),
+    /// `DxgkDdiQueryDeviceDescriptor`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_device_descriptor>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_DEVICE_DESCRIPTOR {
+        /// Offset of the requested block.
+        pub DescriptorOffset: ULONG,
+        /// Length of the requested block.
+        #[offset(4)]
+        pub DescriptorLength: ULONG,
+        /// Output buffer.
+        #[offset(8)]
+        pub DescriptorBuffer: PVOID,
+    }
 }
-layout!(
-    DXGK_DEVICE_DESCRIPTOR,
-    size = 16,
-    DescriptorLength = 4,
-    DescriptorBuffer = 8
-);
 /// `PDXGK_DEVICE_DESCRIPTOR`.
 pub type PDXGK_DEVICE_DESCRIPTOR = *mut DXGK_DEVICE_DESCRIPTOR;
 
-/// `QUERY_INTERFACE` (video.h), argument of `DxgkDdiQueryInterface`: which interface the OS
-/// wants (the driver exports `GUID_WDDM_INTERFACE_FEATURE`), at what size and version, and the
-/// buffer to fill. Checked against the 10.0.22621 header (WDDM 1.3+ layout with `DeviceUid`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/video/ns-video-_query_interface>
-#[repr(C)]
-#[derive(Debug)]
-pub struct QUERY_INTERFACE {
-    /// The interface's GUID.
-    pub InterfaceType: *const GUID,
-    /// Size of the buffer at `Interface`.
-    pub Size: USHORT,
-    /// Version asked for.
-    pub Version: USHORT,
-    /// The buffer to fill (an `INTERFACE` header followed by the interface's functions).
-    pub Interface: PINTERFACE,
-    /// Interface-specific input.
-    pub InterfaceSpecificData: PVOID,
-    /// Child device the request is for (0: the adapter).
-    pub DeviceUid: ULONG,
+c_type! {
+    /// `QUERY_INTERFACE` (video.h), argument of `DxgkDdiQueryInterface`: which interface the OS
+    /// wants (the driver exports `GUID_WDDM_INTERFACE_FEATURE`), at what size and version, and the
+    /// buffer to fill. Checked against the 10.0.22621 header (WDDM 1.3+ layout with `DeviceUid`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/video/ns-video-_query_interface>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Debug)]
+    pub struct QUERY_INTERFACE {
+        /// The interface's GUID.
+        #[offset(0)]
+        pub InterfaceType: *const GUID,
+        /// Size of the buffer at `Interface`.
+        #[offset(8)]
+        pub Size: USHORT,
+        /// Version asked for.
+        #[offset(10)]
+        pub Version: USHORT,
+        /// The buffer to fill (an `INTERFACE` header followed by the interface's functions).
+        #[offset(16)]
+        pub Interface: PINTERFACE,
+        /// Interface-specific input.
+        #[offset(24)]
+        pub InterfaceSpecificData: PVOID,
+        /// Child device the request is for (0: the adapter).
+        #[offset(32)]
+        pub DeviceUid: ULONG,
+    }
 }
-layout!(
-    QUERY_INTERFACE,
-    size = 40,
-    InterfaceType = 0,
-    Size = 8,
-    Version = 10,
-    Interface = 16,
-    InterfaceSpecificData = 24,
-    DeviceUid = 32
-);
 /// `PQUERY_INTERFACE`.
 pub type PQUERY_INTERFACE = *mut QUERY_INTERFACE;
 
@@ -539,38 +534,37 @@ bitfield! {
 }
 layout!(DXGK_QUERYADAPTERINFOFLAGS, size = 4);
 
-/// `DXGKARG_QUERYADAPTERINFO`: argument of `DxgkDdiQueryAdapterInfo`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_queryadapterinfo>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_QUERYADAPTERINFO {
-    /// What is queried.
-    pub Type: DXGK_QUERYADAPTERINFOTYPE,
-    /// Input buffer (type-specific, may be null).
-    pub pInputData: *mut c_void,
-    /// Size of the input buffer.
-    pub InputDataSize: UINT,
-    /// Output buffer.
-    pub pOutputData: *mut c_void,
-    /// Size of the output buffer.
-    pub OutputDataSize: UINT,
-    /// Query flags (WDDM 2.4+).
-    pub Flags: DXGK_QUERYADAPTERINFOFLAGS,
-    /// Driver process handle from `DxgkDdiCreateProcess`, may be null.
-    pub hKmdProcessHandle: HANDLE,
+c_type! {
+    /// `DXGKARG_QUERYADAPTERINFO`: argument of `DxgkDdiQueryAdapterInfo`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_queryadapterinfo>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_QUERYADAPTERINFO {
+        /// What is queried.
+        #[offset(0)]
+        pub Type: DXGK_QUERYADAPTERINFOTYPE,
+        /// Input buffer (type-specific, may be null).
+        #[offset(8)]
+        pub pInputData: *mut c_void,
+        /// Size of the input buffer.
+        #[offset(16)]
+        pub InputDataSize: UINT,
+        /// Output buffer.
+        #[offset(24)]
+        pub pOutputData: *mut c_void,
+        /// Size of the output buffer.
+        #[offset(32)]
+        pub OutputDataSize: UINT,
+        /// Query flags (WDDM 2.4+).
+        #[offset(36)]
+        pub Flags: DXGK_QUERYADAPTERINFOFLAGS,
+        /// Driver process handle from `DxgkDdiCreateProcess`, may be null.
+        #[offset(40)]
+        pub hKmdProcessHandle: HANDLE,
+    }
 }
-layout!(
-    DXGKARG_QUERYADAPTERINFO,
-    size = 48,
-    Type = 0,
-    pInputData = 8,
-    InputDataSize = 16,
-    pOutputData = 24,
-    OutputDataSize = 32,
-    Flags = 36,
-    hKmdProcessHandle = 40
-);
 
 // ---------------------------------------------------------------------------------------------
 // DXGK_DRIVERCAPS and its members
@@ -629,16 +623,18 @@ bitfield! {
 }
 layout!(DXGK_COLORTRANSFORMCAPS, size = 4);
 
-/// Anonymous `GammaRampCaps` / `ColorTransformCaps` union of [`DXGK_DRIVERCAPS`].
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_DRIVERCAPS_0 {
-    /// Pre-WDDM 2.2 view.
-    pub GammaRampCaps: DXGK_GAMMARAMPCAPS,
-    /// WDDM 2.2+ view.
-    pub ColorTransformCaps: DXGK_COLORTRANSFORMCAPS,
+c_type! {
+    /// Anonymous `GammaRampCaps` / `ColorTransformCaps` union of [`DXGK_DRIVERCAPS`].
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_DRIVERCAPS_0 {
+        /// Pre-WDDM 2.2 view.
+        pub GammaRampCaps: DXGK_GAMMARAMPCAPS,
+        /// WDDM 2.2+ view.
+        pub ColorTransformCaps: DXGK_COLORTRANSFORMCAPS,
+    }
 }
-layout!(DXGK_DRIVERCAPS_0, size = 4);
 
 impl Default for DXGK_DRIVERCAPS_0 {
     fn default() -> Self {
@@ -825,34 +821,42 @@ bitfield! {
 }
 layout!(DXGK_VIDMMCAPS_0, size = 4);
 
-/// `DXGK_VIDMMCAPS`: video memory manager capabilities (`DXGK_DRIVERCAPS::MemoryManagementCaps`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_vidmmcaps>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_VIDMMCAPS {
-    /// The capability bits.
-    pub Anonymous: DXGK_VIDMMCAPS_0,
-    /// Node used for paging.
-    pub PagingNode: UINT,
+c_type! {
+    /// `DXGK_VIDMMCAPS`: video memory manager capabilities
+    /// (`DXGK_DRIVERCAPS::MemoryManagementCaps`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_vidmmcaps>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_VIDMMCAPS {
+        /// The capability bits.
+        #[offset(0)]
+        pub Anonymous: DXGK_VIDMMCAPS_0,
+        /// Node used for paging.
+        #[offset(4)]
+        pub PagingNode: UINT,
+    }
 }
-layout!(DXGK_VIDMMCAPS, size = 8, Anonymous = 0, PagingNode = 4);
 
 /// `DXGK_MAX_ASYMETRICAL_PROCESSING_NODES`.
 pub const DXGK_MAX_ASYMETRICAL_PROCESSING_NODES: usize = 64;
 
-/// `DXGK_GPUENGINETOPOLOGY`: number of nodes.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_gpuenginetopology>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DXGK_GPUENGINETOPOLOGY {
-    /// Number of nodes (parallel engines).
-    pub NbAsymetricProcessingNodes: UINT,
-    /// Reserved.
-    pub Reserved: [UINT; DXGK_MAX_ASYMETRICAL_PROCESSING_NODES],
+c_type! {
+    /// `DXGK_GPUENGINETOPOLOGY`: number of nodes.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_gpuenginetopology>
+    #[size(260)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct DXGK_GPUENGINETOPOLOGY {
+        /// Number of nodes (parallel engines).
+        pub NbAsymetricProcessingNodes: UINT,
+        /// Reserved.
+        #[offset(4)]
+        pub Reserved: [UINT; DXGK_MAX_ASYMETRICAL_PROCESSING_NODES],
+    }
 }
-layout!(DXGK_GPUENGINETOPOLOGY, size = 260, Reserved = 4);
 
 impl Default for DXGK_GPUENGINETOPOLOGY {
     fn default() -> Self {
@@ -878,66 +882,67 @@ pub const DXGKDDI_WDDMv3_1: DXGK_WDDMVERSION = 0x3100;
 // wdk-layout-check: skip: 10.0.22621 ends at DXGKDDI_WDDMv3_1
 pub const DXGKDDI_WDDMv3_2: DXGK_WDDMVERSION = 0x3200;
 
-/// `DXGK_VIRTUALADDRESSCAPS_DEPRECATED`: reserved (`DXGK_DRIVERCAPS::Reserved`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/dxgk-virtualaddresscaps>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_VIRTUALADDRESSCAPS_DEPRECATED {
-    /// Flag word.
-    pub Value: UINT,
-    /// Reserved.
-    pub VirtualAddressBitCount: UINT,
-    /// Reserved.
-    pub PageTableCoverageBitCount: UINT,
-    /// Reserved.
-    pub PageDirectoryEntrySize: UINT,
-    /// Reserved.
-    pub PageDirectorySegment: UINT,
-    /// Reserved.
-    pub PageTableSegment: UINT,
-    /// Reserved.
-    pub IdealGPUPageSize: UINT,
+c_type! {
+    /// `DXGK_VIRTUALADDRESSCAPS_DEPRECATED`: reserved (`DXGK_DRIVERCAPS::Reserved`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/dxgk-virtualaddresscaps>
+    #[size(28)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_VIRTUALADDRESSCAPS_DEPRECATED {
+        /// Flag word.
+        pub Value: UINT,
+        /// Reserved.
+        pub VirtualAddressBitCount: UINT,
+        /// Reserved.
+        pub PageTableCoverageBitCount: UINT,
+        /// Reserved.
+        pub PageDirectoryEntrySize: UINT,
+        /// Reserved.
+        pub PageDirectorySegment: UINT,
+        /// Reserved.
+        pub PageTableSegment: UINT,
+        /// Reserved.
+        #[offset(24)]
+        pub IdealGPUPageSize: UINT,
+    }
 }
-layout!(
-    DXGK_VIRTUALADDRESSCAPS_DEPRECATED,
-    size = 28,
-    IdealGPUPageSize = 24
-);
 
-/// One half of [`DXGK_DMABUFFERCAPS_DEPRECATED`].
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_DMABUFFERCAPS_DEPRECATED_0 {
-    /// Reserved.
-    pub Size: UINT,
-    /// Reserved.
-    pub PrivateDriverDataSize: UINT,
-    /// Reserved.
-    pub SegmentId: UINT,
-    /// Reserved.
-    pub AllocationGroup: UINT,
-    /// Reserved.
-    pub Reserved: [UINT; 16],
+c_type! {
+    /// One half of [`DXGK_DMABUFFERCAPS_DEPRECATED`].
+    #[size(80)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_DMABUFFERCAPS_DEPRECATED_0 {
+        /// Reserved.
+        pub Size: UINT,
+        /// Reserved.
+        pub PrivateDriverDataSize: UINT,
+        /// Reserved.
+        pub SegmentId: UINT,
+        /// Reserved.
+        pub AllocationGroup: UINT,
+        /// Reserved.
+        #[offset(16)]
+        pub Reserved: [UINT; 16],
+    }
 }
-layout!(DXGK_DMABUFFERCAPS_DEPRECATED_0, size = 80, Reserved = 16);
 
-/// `DXGK_DMABUFFERCAPS_DEPRECATED`: reserved (`DXGK_DRIVERCAPS::Reserved1`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/dxgk-dmabuffercaps>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_DMABUFFERCAPS_DEPRECATED {
-    /// Reserved.
-    pub PresentDmaBuffer: DXGK_DMABUFFERCAPS_DEPRECATED_0,
-    /// Reserved.
-    pub PagingDmaBuffer: DXGK_DMABUFFERCAPS_DEPRECATED_0,
+c_type! {
+    /// `DXGK_DMABUFFERCAPS_DEPRECATED`: reserved (`DXGK_DRIVERCAPS::Reserved1`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/dxgk-dmabuffercaps>
+    #[size(160)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_DMABUFFERCAPS_DEPRECATED {
+        /// Reserved.
+        pub PresentDmaBuffer: DXGK_DMABUFFERCAPS_DEPRECATED_0,
+        /// Reserved.
+        #[offset(80)]
+        pub PagingDmaBuffer: DXGK_DMABUFFERCAPS_DEPRECATED_0,
+    }
 }
-layout!(
-    DXGK_DMABUFFERCAPS_DEPRECATED,
-    size = 160,
-    PagingDmaBuffer = 80
-);
 
 /// `D3DKMDT_GRAPHICS_PREEMPTION_GRANULARITY` (d3dkmdt.h).
 ///
@@ -982,22 +987,21 @@ pub const D3DKMDT_COMPUTE_PREEMPTION_SHADER_BOUNDARY: D3DKMDT_COMPUTE_PREEMPTION
 // The granularity values 0..500 are checked against the 10.0.22621 d3dkmdt.h by the layout
 // check (build.rs).
 
-/// `D3DKMDT_PREEMPTION_CAPS` (d3dkmdt.h).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_preemption_caps>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct D3DKMDT_PREEMPTION_CAPS {
-    /// Graphics preemption granularity.
-    pub GraphicsPreemptionGranularity: D3DKMDT_GRAPHICS_PREEMPTION_GRANULARITY,
-    /// Compute preemption granularity.
-    pub ComputePreemptionGranularity: D3DKMDT_COMPUTE_PREEMPTION_GRANULARITY,
+c_type! {
+    /// `D3DKMDT_PREEMPTION_CAPS` (d3dkmdt.h).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_preemption_caps>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct D3DKMDT_PREEMPTION_CAPS {
+        /// Graphics preemption granularity.
+        pub GraphicsPreemptionGranularity: D3DKMDT_GRAPHICS_PREEMPTION_GRANULARITY,
+        /// Compute preemption granularity.
+        #[offset(4)]
+        pub ComputePreemptionGranularity: D3DKMDT_COMPUTE_PREEMPTION_GRANULARITY,
+    }
 }
-layout!(
-    D3DKMDT_PREEMPTION_CAPS,
-    size = 8,
-    ComputePreemptionGranularity = 4
-);
 
 bitfield! {
     /// The `MiscCaps` word of [`DXGK_DRIVERCAPS`] (anonymous type in C).
@@ -1035,138 +1039,138 @@ reserved_flags! {
     DXGK_HWQUEUEDFLIP_CAPS;
 }
 
-/// `DXGK_DRIVERCAPS`: the adapter capabilities returned for `DXGKQAITYPE_DRIVERCAPS`, laid out
-/// as the WDDM 3.2 headers declare it (592 bytes on x64).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_drivercaps>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DXGK_DRIVERCAPS {
-    /// Highest physical address the GPU can reach.
-    pub HighestAcceptableAddress: PHYSICAL_ADDRESS,
-    /// Highest allocation-list slot ID.
-    pub MaxAllocationListSlotId: UINT,
-    /// Aperture commit limit in bytes.
-    pub ApertureSegmentCommitLimit: SIZE_T,
-    /// Maximum cursor width.
-    pub MaxPointerWidth: UINT,
-    /// Maximum cursor height.
-    pub MaxPointerHeight: UINT,
-    /// Cursor formats.
-    pub PointerCaps: DXGK_POINTERFLAGS,
-    /// MSI message number used for DxgkCbNotifyInterrupt.
-    pub InterruptMessageNumber: UINT,
-    /// Number of swizzling ranges.
-    pub NumberOfSwizzlingRanges: UINT,
-    /// Maximum legacy overlays.
-    pub MaxOverlays: UINT,
-    /// `GammaRampCaps` / `ColorTransformCaps`.
-    pub Anonymous: DXGK_DRIVERCAPS_0,
-    /// Presentation capabilities.
-    pub PresentationCaps: DXGK_PRESENTATIONCAPS,
-    /// Flips that can be queued on vsync.
-    pub MaxQueuedFlipOnVSync: UINT,
-    /// Flip capabilities.
-    pub FlipCaps: DXGK_FLIPCAPS,
-    /// Scheduler capabilities.
-    pub SchedulingCaps: DXGK_VIDSCHCAPS,
-    /// Memory manager capabilities.
-    pub MemoryManagementCaps: DXGK_VIDMMCAPS,
-    /// Node topology.
-    pub GpuEngineTopology: DXGK_GPUENGINETOPOLOGY,
-    /// Reserved for WIN7+ drivers.
-    pub WDDMVersion: DXGK_WDDMVERSION,
-    /// Reserved.
-    pub Reserved: DXGK_VIRTUALADDRESSCAPS_DEPRECATED,
-    /// Reserved.
-    pub Reserved1: DXGK_DMABUFFERCAPS_DEPRECATED,
-    /// Preemption granularity (WIN8+).
-    pub PreemptionCaps: D3DKMDT_PREEMPTION_CAPS,
-    /// Non-VGA support (WIN8+).
-    pub SupportNonVGA: BOOLEAN,
-    /// Smooth rotation (WIN8+).
-    pub SupportSmoothRotation: BOOLEAN,
-    /// Per-engine TDR: obliges QueryDependentEngineGroup, QueryEngineStatus, ResetEngine (WIN8+).
-    pub SupportPerEngineTDR: BOOLEAN,
-    /// Direct flip (WIN8+).
-    pub SupportDirectFlip: BOOLEAN,
-    /// Multiplane overlay (WDDM 1.3+).
-    pub SupportMultiPlaneOverlay: BOOLEAN,
-    /// Runtime power management (WIN8+).
-    pub SupportRuntimePowerManagement: BOOLEAN,
-    /// Surprise removal in hibernation (WIN8+).
-    pub SupportSurpriseRemovalInHibernation: BOOLEAN,
-    /// Hybrid discrete GPU (WDDM 1.3+).
-    pub HybridDiscrete: BOOLEAN,
-    /// Maximum overlay planes (WDDM 1.3+).
-    pub MaxOverlayPlanes: UINT,
-    /// Hybrid integrated GPU.
-    pub HybridIntegrated: BOOLEAN,
-    /// Start of the GPU VA range the driver reserves for itself.
-    pub InternalGpuVirtualAddressRangeStart: D3DGPU_VIRTUAL_ADDRESS,
-    /// End of that range.
-    pub InternalGpuVirtualAddressRangeEnd: D3DGPU_VIRTUAL_ADDRESS,
-    /// Surprise removal.
-    pub SupportSurpriseRemoval: BOOLEAN,
-    /// MPO immediate flip.
-    pub SupportMultiPlaneOverlayImmediateFlip: BOOLEAN,
-    /// Cursor scaled with plane 0.
-    pub CursorScaledWithMultiPlaneOverlayPlane0: BOOLEAN,
-    /// Hybrid ACPI chaining required.
-    pub HybridAcpiChainingRequired: BOOLEAN,
-    /// MPO flips per vsync.
-    pub MaxQueuedMultiPlaneOverlayFlipVSync: UINT,
-    /// Miscellaneous capability bits.
-    pub MiscCaps: DXGK_DRIVERCAPS_MiscCaps,
-    /// Hardware flip queue depth (WDDM 3.0+).
-    pub MaxHwQueuedFlips: UINT,
-    /// Hardware flip queue capabilities (WDDM 3.0+).
-    pub HwQueuedFlipCaps: DXGK_HWQUEUEDFLIP_CAPS,
+c_type! {
+    /// `DXGK_DRIVERCAPS`: the adapter capabilities returned for `DXGKQAITYPE_DRIVERCAPS`, laid out
+    /// as the WDDM 3.2 headers declare it (592 bytes on x64).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_drivercaps>
+    #[size(592)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct DXGK_DRIVERCAPS {
+        /// Highest physical address the GPU can reach.
+        #[offset(0)]
+        pub HighestAcceptableAddress: PHYSICAL_ADDRESS,
+        /// Highest allocation-list slot ID.
+        #[offset(8)]
+        pub MaxAllocationListSlotId: UINT,
+        /// Aperture commit limit in bytes.
+        #[offset(16)]
+        pub ApertureSegmentCommitLimit: SIZE_T,
+        /// Maximum cursor width.
+        #[offset(24)]
+        pub MaxPointerWidth: UINT,
+        /// Maximum cursor height.
+        #[offset(28)]
+        pub MaxPointerHeight: UINT,
+        /// Cursor formats.
+        #[offset(32)]
+        pub PointerCaps: DXGK_POINTERFLAGS,
+        /// MSI message number used for DxgkCbNotifyInterrupt.
+        #[offset(36)]
+        pub InterruptMessageNumber: UINT,
+        /// Number of swizzling ranges.
+        #[offset(40)]
+        pub NumberOfSwizzlingRanges: UINT,
+        /// Maximum legacy overlays.
+        #[offset(44)]
+        pub MaxOverlays: UINT,
+        /// `GammaRampCaps` / `ColorTransformCaps`.
+        #[offset(48)]
+        pub Anonymous: DXGK_DRIVERCAPS_0,
+        /// Presentation capabilities.
+        #[offset(52)]
+        pub PresentationCaps: DXGK_PRESENTATIONCAPS,
+        /// Flips that can be queued on vsync.
+        #[offset(56)]
+        pub MaxQueuedFlipOnVSync: UINT,
+        /// Flip capabilities.
+        #[offset(60)]
+        pub FlipCaps: DXGK_FLIPCAPS,
+        /// Scheduler capabilities.
+        #[offset(64)]
+        pub SchedulingCaps: DXGK_VIDSCHCAPS,
+        /// Memory manager capabilities.
+        #[offset(68)]
+        pub MemoryManagementCaps: DXGK_VIDMMCAPS,
+        /// Node topology.
+        #[offset(76)]
+        pub GpuEngineTopology: DXGK_GPUENGINETOPOLOGY,
+        /// Reserved for WIN7+ drivers.
+        #[offset(336)]
+        pub WDDMVersion: DXGK_WDDMVERSION,
+        /// Reserved.
+        #[offset(340)]
+        pub Reserved: DXGK_VIRTUALADDRESSCAPS_DEPRECATED,
+        /// Reserved.
+        #[offset(368)]
+        pub Reserved1: DXGK_DMABUFFERCAPS_DEPRECATED,
+        /// Preemption granularity (WIN8+).
+        #[offset(528)]
+        pub PreemptionCaps: D3DKMDT_PREEMPTION_CAPS,
+        /// Non-VGA support (WIN8+).
+        #[offset(536)]
+        pub SupportNonVGA: BOOLEAN,
+        /// Smooth rotation (WIN8+).
+        #[offset(537)]
+        pub SupportSmoothRotation: BOOLEAN,
+        /// Per-engine TDR: obliges QueryDependentEngineGroup, QueryEngineStatus, ResetEngine
+        /// (WIN8+).
+        #[offset(538)]
+        pub SupportPerEngineTDR: BOOLEAN,
+        /// Direct flip (WIN8+).
+        #[offset(539)]
+        pub SupportDirectFlip: BOOLEAN,
+        /// Multiplane overlay (WDDM 1.3+).
+        #[offset(540)]
+        pub SupportMultiPlaneOverlay: BOOLEAN,
+        /// Runtime power management (WIN8+).
+        #[offset(541)]
+        pub SupportRuntimePowerManagement: BOOLEAN,
+        /// Surprise removal in hibernation (WIN8+).
+        #[offset(542)]
+        pub SupportSurpriseRemovalInHibernation: BOOLEAN,
+        /// Hybrid discrete GPU (WDDM 1.3+).
+        #[offset(543)]
+        pub HybridDiscrete: BOOLEAN,
+        /// Maximum overlay planes (WDDM 1.3+).
+        #[offset(544)]
+        pub MaxOverlayPlanes: UINT,
+        /// Hybrid integrated GPU.
+        #[offset(548)]
+        pub HybridIntegrated: BOOLEAN,
+        /// Start of the GPU VA range the driver reserves for itself.
+        #[offset(552)]
+        pub InternalGpuVirtualAddressRangeStart: D3DGPU_VIRTUAL_ADDRESS,
+        /// End of that range.
+        #[offset(560)]
+        pub InternalGpuVirtualAddressRangeEnd: D3DGPU_VIRTUAL_ADDRESS,
+        /// Surprise removal.
+        #[offset(568)]
+        pub SupportSurpriseRemoval: BOOLEAN,
+        /// MPO immediate flip.
+        #[offset(569)]
+        pub SupportMultiPlaneOverlayImmediateFlip: BOOLEAN,
+        /// Cursor scaled with plane 0.
+        #[offset(570)]
+        pub CursorScaledWithMultiPlaneOverlayPlane0: BOOLEAN,
+        /// Hybrid ACPI chaining required.
+        #[offset(571)]
+        pub HybridAcpiChainingRequired: BOOLEAN,
+        /// MPO flips per vsync.
+        #[offset(572)]
+        pub MaxQueuedMultiPlaneOverlayFlipVSync: UINT,
+        /// Miscellaneous capability bits.
+        #[offset(576)]
+        pub MiscCaps: DXGK_DRIVERCAPS_MiscCaps,
+        /// Hardware flip queue depth (WDDM 3.0+).
+        #[offset(580)]
+        pub MaxHwQueuedFlips: UINT,
+        /// Hardware flip queue capabilities (WDDM 3.0+).
+        #[offset(584)]
+        pub HwQueuedFlipCaps: DXGK_HWQUEUEDFLIP_CAPS,
+    }
 }
-layout!(
-    DXGK_DRIVERCAPS,
-    size = 592,
-    HighestAcceptableAddress = 0,
-    MaxAllocationListSlotId = 8,
-    ApertureSegmentCommitLimit = 16,
-    MaxPointerWidth = 24,
-    MaxPointerHeight = 28,
-    PointerCaps = 32,
-    InterruptMessageNumber = 36,
-    NumberOfSwizzlingRanges = 40,
-    MaxOverlays = 44,
-    Anonymous = 48,
-    PresentationCaps = 52,
-    MaxQueuedFlipOnVSync = 56,
-    FlipCaps = 60,
-    SchedulingCaps = 64,
-    MemoryManagementCaps = 68,
-    GpuEngineTopology = 76,
-    WDDMVersion = 336,
-    Reserved = 340,
-    Reserved1 = 368,
-    PreemptionCaps = 528,
-    SupportNonVGA = 536,
-    SupportSmoothRotation = 537,
-    SupportPerEngineTDR = 538,
-    SupportDirectFlip = 539,
-    SupportMultiPlaneOverlay = 540,
-    SupportRuntimePowerManagement = 541,
-    SupportSurpriseRemovalInHibernation = 542,
-    HybridDiscrete = 543,
-    MaxOverlayPlanes = 544,
-    HybridIntegrated = 548,
-    InternalGpuVirtualAddressRangeStart = 552,
-    InternalGpuVirtualAddressRangeEnd = 560,
-    SupportSurpriseRemoval = 568,
-    SupportMultiPlaneOverlayImmediateFlip = 569,
-    CursorScaledWithMultiPlaneOverlayPlane0 = 570,
-    HybridAcpiChainingRequired = 571,
-    MaxQueuedMultiPlaneOverlayFlipVSync = 572,
-    MiscCaps = 576,
-    MaxHwQueuedFlips = 580,
-    HwQueuedFlipCaps = 584
-);
 
 bitfield! {
     /// `DXGK_GPUCLOCKDATA_FLAGS` (d3dkmdt.h, WDDM 2.4+).
@@ -1181,48 +1185,50 @@ bitfield! {
 }
 layout!(DXGK_GPUCLOCKDATA_FLAGS, size = 4);
 
-/// `DXGK_GPUCLOCKDATA` (d3dkmdt.h; `DXGKARG_CALIBRATEGPUCLOCK` is its typedef): output of
-/// `DxgkDdiCalibrateGpuClock`, one GPU clock sample taken as close as possible to one CPU
-/// (QueryPerformanceCounter) sample.
-///
-/// Checked against the 10.0.22621 headers: the three counters, then `Flags` (WDDM 2.4+), all
-/// inside d3dkmdt.h's `#pragma pack(push, 1)`, so 28 bytes with no tail padding (a 32-byte
-/// write would run past the OS's buffer).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_gpuclockdata>
-#[repr(C, packed(1))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_GPUCLOCKDATA {
-    /// Out: frequency of the GPU clock in Hz.
-    pub GpuFrequency: UINT64,
-    /// Out: the GPU clock counter.
-    pub GpuClockCounter: UINT64,
-    /// Out: the CPU clock (QueryPerformanceCounter) taken at the same moment.
-    pub CpuClockCounter: UINT64,
-    /// Out: how the GPU counter was taken.
-    pub Flags: DXGK_GPUCLOCKDATA_FLAGS,
+c_type! {
+    /// `DXGK_GPUCLOCKDATA` (d3dkmdt.h; `DXGKARG_CALIBRATEGPUCLOCK` is its typedef): output of
+    /// `DxgkDdiCalibrateGpuClock`, one GPU clock sample taken as close as possible to one CPU
+    /// (QueryPerformanceCounter) sample.
+    ///
+    /// Checked against the 10.0.22621 headers: the three counters, then `Flags` (WDDM 2.4+), all
+    /// inside d3dkmdt.h's `#pragma pack(push, 1)`, so 28 bytes with no tail padding (a 32-byte
+    /// write would run past the OS's buffer).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_gpuclockdata>
+    #[size(28)]
+    #[repr(C, packed(1))]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_GPUCLOCKDATA {
+        /// Out: frequency of the GPU clock in Hz.
+        #[offset(0)]
+        pub GpuFrequency: UINT64,
+        /// Out: the GPU clock counter.
+        #[offset(8)]
+        pub GpuClockCounter: UINT64,
+        /// Out: the CPU clock (QueryPerformanceCounter) taken at the same moment.
+        #[offset(16)]
+        pub CpuClockCounter: UINT64,
+        /// Out: how the GPU counter was taken.
+        #[offset(24)]
+        pub Flags: DXGK_GPUCLOCKDATA_FLAGS,
+    }
 }
-layout!(
-    DXGK_GPUCLOCKDATA,
-    size = 28,
-    GpuFrequency = 0,
-    GpuClockCounter = 8,
-    CpuClockCounter = 16,
-    Flags = 24
-);
 const _: () = assert!(core::mem::align_of::<DXGK_GPUCLOCKDATA>() == 1);
 
-/// `DXGKARG_SETSTABLEPOWERSTATE`: whether the OS asks for a stable power state (fixed clocks,
-/// for profiling); `Enabled` is a `BOOL`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_setstablepowerstate>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_SETSTABLEPOWERSTATE {
-    /// TRUE: keep the GPU at a stable (fixed) power state; FALSE: back to normal.
-    pub Enabled: i32,
+c_type! {
+    /// `DXGKARG_SETSTABLEPOWERSTATE`: whether the OS asks for a stable power state (fixed clocks,
+    /// for profiling); `Enabled` is a `BOOL`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_setstablepowerstate>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_SETSTABLEPOWERSTATE {
+        /// TRUE: keep the GPU at a stable (fixed) power state; FALSE: back to normal.
+        #[offset(0)]
+        pub Enabled: i32,
+    }
 }
-layout!(DXGKARG_SETSTABLEPOWERSTATE, size = 4, Enabled = 0);
 
 /// `DXGKARG_CALIBRATEGPUCLOCK`: the header's typedef of [`DXGK_GPUCLOCKDATA`].
 ///
@@ -1233,44 +1239,49 @@ pub type DXGKARG_CALIBRATEGPUCLOCK = DXGK_GPUCLOCKDATA;
 // QueryAdapterInfo answers asked for before DxgkDdiStartDevice, and the history buffer precision
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGK_WDDMDEVICECAPSIN`: input of `DXGKQAITYPE_WDDMDEVICECAPS` (the `DXGKRNL_INTERFACE`
-/// version the OS will pass to StartDevice).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_wddmdevicecapsin>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_WDDMDEVICECAPSIN {
-    /// `DXGKRNL_INTERFACE::Version` of the coming StartDevice.
-    pub DxgkrnlInterfaceVersion: ULONG,
+c_type! {
+    /// `DXGK_WDDMDEVICECAPSIN`: input of `DXGKQAITYPE_WDDMDEVICECAPS` (the `DXGKRNL_INTERFACE`
+    /// version the OS will pass to StartDevice).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_wddmdevicecapsin>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_WDDMDEVICECAPSIN {
+        /// `DXGKRNL_INTERFACE::Version` of the coming StartDevice.
+        #[offset(0)]
+        pub DxgkrnlInterfaceVersion: ULONG,
+    }
 }
-layout!(DXGK_WDDMDEVICECAPSIN, size = 4, DxgkrnlInterfaceVersion = 0);
 
-/// `DXGK_WDDMDEVICECAPS`: answer to `DXGKQAITYPE_WDDMDEVICECAPS`, which the OS sends after
-/// AddDevice and before StartDevice.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_wddmdevicecaps>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_WDDMDEVICECAPS {
-    /// Same value as [`DXGK_DRIVERCAPS::WDDMVersion`].
-    pub WDDMVersion: DXGK_WDDMVERSION,
+c_type! {
+    /// `DXGK_WDDMDEVICECAPS`: answer to `DXGKQAITYPE_WDDMDEVICECAPS`, which the OS sends after
+    /// AddDevice and before StartDevice.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_wddmdevicecaps>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_WDDMDEVICECAPS {
+        /// Same value as [`DXGK_DRIVERCAPS::WDDMVersion`].
+        #[offset(0)]
+        pub WDDMVersion: DXGK_WDDMVERSION,
+    }
 }
-layout!(DXGK_WDDMDEVICECAPS, size = 4, WDDMVersion = 0);
 
-/// `DXGK_PHYSICAL_MEMORY_CAPS`: answer to `DXGKQAITYPE_PHYSICAL_MEMORY_CAPS` (WDDM 2.9+).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_physical_memory_caps>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DXGK_PHYSICAL_MEMORY_CAPS {
-    /// Highest physical address the device can reach.
-    pub HighestVisibleAddress: PHYSICAL_ADDRESS,
+c_type! {
+    /// `DXGK_PHYSICAL_MEMORY_CAPS`: answer to `DXGKQAITYPE_PHYSICAL_MEMORY_CAPS` (WDDM 2.9+).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_physical_memory_caps>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct DXGK_PHYSICAL_MEMORY_CAPS {
+        /// Highest physical address the device can reach.
+        #[offset(0)]
+        pub HighestVisibleAddress: PHYSICAL_ADDRESS,
+    }
 }
-layout!(
-    DXGK_PHYSICAL_MEMORY_CAPS,
-    size = 8,
-    HighestVisibleAddress = 0
-);
 
 bitfield! {
     /// `DXGK_IOMMU_CAPS`: answer to `DXGKQAITYPE_IOMMU_CAPS` (WDDM 2.9+), which the OS sends
@@ -1291,20 +1302,19 @@ bitfield! {
 }
 layout!(DXGK_IOMMU_CAPS, size = 4);
 
-/// `DXGK_QUERYPHYSICALADAPTERCAPSIN`: input of `DXGKQAITYPE_PHYSICALADAPTERCAPS`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_queryadapterinfotype>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_QUERYPHYSICALADAPTERCAPSIN {
-    /// Physical adapter (0 without linked adapters).
-    pub PhysicalAdapterIndex: UINT,
+c_type! {
+    /// `DXGK_QUERYPHYSICALADAPTERCAPSIN`: input of `DXGKQAITYPE_PHYSICALADAPTERCAPS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_queryadapterinfotype>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_QUERYPHYSICALADAPTERCAPSIN {
+        /// Physical adapter (0 without linked adapters).
+        #[offset(0)]
+        pub PhysicalAdapterIndex: UINT,
+    }
 }
-layout!(
-    DXGK_QUERYPHYSICALADAPTERCAPSIN,
-    size = 4,
-    PhysicalAdapterIndex = 0
-);
 
 bitfield! {
     /// `DXGK_PHYSICALADAPTERFLAGS` as of interface WDDM 2.7 (10.0.22621 declares bits 0..=5;
@@ -1330,37 +1340,36 @@ bitfield! {
 }
 layout!(DXGK_PHYSICALADAPTERFLAGS, size = 4);
 
-/// `DXGK_PHYSICALADAPTERCAPS`: answer to `DXGKQAITYPE_PHYSICALADAPTERCAPS`, one per physical
-/// adapter (Dxgkrnl asks with an output size that follows the interface version: 32 bytes from
-/// WDDM 2.7).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_physicaladaptercaps>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DXGK_PHYSICALADAPTERCAPS {
-    /// Execution nodes of the physical adapter.
-    pub NumExecutionNodes: WORD,
-    /// Index of its paging node.
-    pub PagingNodeIndex: WORD,
-    /// `DXGKRNL_INTERFACE::DeviceHandle` from DxgkDdiStartDevice.
-    pub DxgkPhysicalAdapterHandle: HANDLE,
-    /// Capability flags.
-    pub Flags: DXGK_PHYSICALADAPTERFLAGS,
-    /// Node for paging in the video protected region (WDDM 2.1).
-    pub VPRPagingNode: UINT,
-    /// The virtual copy engine node (WDDM 2.7).
-    pub VirtualCopyNodeIndex: UINT,
+c_type! {
+    /// `DXGK_PHYSICALADAPTERCAPS`: answer to `DXGKQAITYPE_PHYSICALADAPTERCAPS`, one per physical
+    /// adapter (Dxgkrnl asks with an output size that follows the interface version: 32 bytes from
+    /// WDDM 2.7).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_physicaladaptercaps>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct DXGK_PHYSICALADAPTERCAPS {
+        /// Execution nodes of the physical adapter.
+        #[offset(0)]
+        pub NumExecutionNodes: WORD,
+        /// Index of its paging node.
+        #[offset(2)]
+        pub PagingNodeIndex: WORD,
+        /// `DXGKRNL_INTERFACE::DeviceHandle` from DxgkDdiStartDevice.
+        #[offset(8)]
+        pub DxgkPhysicalAdapterHandle: HANDLE,
+        /// Capability flags.
+        #[offset(16)]
+        pub Flags: DXGK_PHYSICALADAPTERFLAGS,
+        /// Node for paging in the video protected region (WDDM 2.1).
+        #[offset(20)]
+        pub VPRPagingNode: UINT,
+        /// The virtual copy engine node (WDDM 2.7).
+        #[offset(24)]
+        pub VirtualCopyNodeIndex: UINT,
+    }
 }
-layout!(
-    DXGK_PHYSICALADAPTERCAPS,
-    size = 32,
-    NumExecutionNodes = 0,
-    PagingNodeIndex = 2,
-    DxgkPhysicalAdapterHandle = 8,
-    Flags = 16,
-    VPRPagingNode = 20,
-    VirtualCopyNodeIndex = 24
-);
 
 impl Default for DXGK_PHYSICALADAPTERCAPS {
     fn default() -> Self {
@@ -1375,30 +1384,32 @@ impl Default for DXGK_PHYSICALADAPTERCAPS {
     }
 }
 
-/// `DXGK_QUERYHISTORYBUFFERPRECISIONIN`: optional input of
-/// `DXGKQAITYPE_HISTORYBUFFERPRECISION`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_queryhistorybufferprecisionin>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_QUERYHISTORYBUFFERPRECISIONIN {
-    /// Physical adapter (0 without linked adapters).
-    pub PhysicalAdapterIndex: UINT,
+c_type! {
+    /// `DXGK_QUERYHISTORYBUFFERPRECISIONIN`: optional input of
+    /// `DXGKQAITYPE_HISTORYBUFFERPRECISION`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_queryhistorybufferprecisionin>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_QUERYHISTORYBUFFERPRECISIONIN {
+        /// Physical adapter (0 without linked adapters).
+        #[offset(0)]
+        pub PhysicalAdapterIndex: UINT,
+    }
 }
-layout!(
-    DXGK_QUERYHISTORYBUFFERPRECISIONIN,
-    size = 4,
-    PhysicalAdapterIndex = 0
-);
 
-/// `DXGKARG_HISTORYBUFFERPRECISION`: answer to `DXGKQAITYPE_HISTORYBUFFERPRECISION`, the
-/// number of valid bits (32..=64) in the GPU timestamps the driver writes to history buffers.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_historybufferprecision>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_HISTORYBUFFERPRECISION {
-    /// Valid timestamp bits.
-    pub PrecisionBits: UINT32,
+c_type! {
+    /// `DXGKARG_HISTORYBUFFERPRECISION`: answer to `DXGKQAITYPE_HISTORYBUFFERPRECISION`, the
+    /// number of valid bits (32..=64) in the GPU timestamps the driver writes to history buffers.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_historybufferprecision>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_HISTORYBUFFERPRECISION {
+        /// Valid timestamp bits.
+        #[offset(0)]
+        pub PrecisionBits: UINT32,
+    }
 }
-layout!(DXGKARG_HISTORYBUFFERPRECISION, size = 4, PrecisionBits = 0);

@@ -20,7 +20,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout, zeroed_default};
+use crate::macros::{c_type, bitfield, layout, zeroed_default};
 use crate::memory::D3DGPU_PHYSICAL_ADDRESS;
 
 // ---------------------------------------------------------------------------------------------
@@ -47,36 +47,39 @@ pub const D3DDDI_ROTATION_180: D3DDDI_ROTATION = 3;
 /// 270 degrees.
 pub const D3DDDI_ROTATION_270: D3DDDI_ROTATION = 4;
 
-/// `D3DDDI_RATIONAL`: a fraction (refresh rates).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_rational>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct D3DDDI_RATIONAL {
-    /// Numerator.
-    pub Numerator: UINT,
-    /// Denominator.
-    pub Denominator: UINT,
+c_type! {
+    /// `D3DDDI_RATIONAL`: a fraction (refresh rates).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_rational>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct D3DDDI_RATIONAL {
+        /// Numerator.
+        #[offset(0)]
+        pub Numerator: UINT,
+        /// Denominator.
+        #[offset(4)]
+        pub Denominator: UINT,
+    }
 }
-layout!(D3DDDI_RATIONAL, size = 8, Numerator = 0, Denominator = 4);
 
-/// `D3DDDI_MULTISAMPLINGMETHOD`: a multisampling mode.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_multisamplingmethod>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct D3DDDI_MULTISAMPLINGMETHOD {
-    /// Samples per pixel.
-    pub NumSamples: UINT,
-    /// Highest quality level of this sample count.
-    pub NumQualityLevels: UINT,
+c_type! {
+    /// `D3DDDI_MULTISAMPLINGMETHOD`: a multisampling mode.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_multisamplingmethod>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct D3DDDI_MULTISAMPLINGMETHOD {
+        /// Samples per pixel.
+        #[offset(0)]
+        pub NumSamples: UINT,
+        /// Highest quality level of this sample count.
+        #[offset(4)]
+        pub NumQualityLevels: UINT,
+    }
 }
-layout!(
-    D3DDDI_MULTISAMPLINGMETHOD,
-    size = 8,
-    NumSamples = 0,
-    NumQualityLevels = 4
-);
 
 bitfield! {
     /// `D3DDDI_SEGMENTPREFERENCE` (= `DXGK_SEGMENTPREFERENCE`): up to five segment ids in
@@ -165,42 +168,41 @@ bitfield! {
 }
 layout!(DXGK_CREATEPROCESSFLAGS, size = 4);
 
-/// `DXGKARG_CREATEPROCESS`: argument of `DxgkDdiCreateProcess` (members through WDDM 2.4).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createprocess>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CREATEPROCESS {
-    /// In: Dxgkrnl's handle of the process (the `FaultedProcessHandle` of page faults).
-    pub hDxgkProcess: HANDLE,
-    /// Out: the driver's handle; passed back as `hProcess` in paging operations and to
-    /// `DxgkDdiDestroyProcess`.
-    pub hKmdProcess: HANDLE,
-    /// In: kind of process.
-    pub Flags: DXGK_CREATEPROCESSFLAGS,
-    /// In: elements of `pPasid`.
-    pub NumPasid: UINT,
-    /// In: PASIDs of the process (IoMmu).
-    pub pPasid: *mut ULONG,
-    /// In: the driver's VM worker process when `Flags.VirtualMachineProcess` (WDDM 2.4+).
-    pub hKmdVmWorkerProcess: HANDLE,
-    /// In: length of `pProcessName` in characters (WDDM 2.4+).
-    pub ProcessNameLength: UINT,
-    /// In: process name, may be null (WDDM 2.4+).
-    pub pProcessName: *mut WCHAR,
+c_type! {
+    /// `DXGKARG_CREATEPROCESS`: argument of `DxgkDdiCreateProcess` (members through WDDM 2.4).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createprocess>
+    #[size(56)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CREATEPROCESS {
+        /// In: Dxgkrnl's handle of the process (the `FaultedProcessHandle` of page faults).
+        #[offset(0)]
+        pub hDxgkProcess: HANDLE,
+        /// Out: the driver's handle; passed back as `hProcess` in paging operations and to
+        /// `DxgkDdiDestroyProcess`.
+        #[offset(8)]
+        pub hKmdProcess: HANDLE,
+        /// In: kind of process.
+        #[offset(16)]
+        pub Flags: DXGK_CREATEPROCESSFLAGS,
+        /// In: elements of `pPasid`.
+        #[offset(20)]
+        pub NumPasid: UINT,
+        /// In: PASIDs of the process (IoMmu).
+        #[offset(24)]
+        pub pPasid: *mut ULONG,
+        /// In: the driver's VM worker process when `Flags.VirtualMachineProcess` (WDDM 2.4+).
+        #[offset(32)]
+        pub hKmdVmWorkerProcess: HANDLE,
+        /// In: length of `pProcessName` in characters (WDDM 2.4+).
+        #[offset(40)]
+        pub ProcessNameLength: UINT,
+        /// In: process name, may be null (WDDM 2.4+).
+        #[offset(48)]
+        pub pProcessName: *mut WCHAR,
+    }
 }
-layout!(
-    DXGKARG_CREATEPROCESS,
-    size = 56,
-    hDxgkProcess = 0,
-    hKmdProcess = 8,
-    Flags = 16,
-    NumPasid = 20,
-    pPasid = 24,
-    hKmdVmWorkerProcess = 32,
-    ProcessNameLength = 40,
-    pProcessName = 48
-);
 
 /// `DXGKDDI_CREATEPROCESS` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_CREATEPROCESS pArgs)`.
@@ -217,24 +219,23 @@ pub type PDXGKDDI_CREATEPROCESS = Option<
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprocess>
 pub type PDXGKDDI_DESTROYPROCESS = DDI_FN<HANDLE>;
 
-/// `DXGKARG_GETROOTPAGETABLESIZE`: argument of `DxgkDdiGetRootPageTableSize`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_getrootpagetablesize>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGKARG_GETROOTPAGETABLESIZE {
-    /// In: entries VidMm wants; out: entries the root table will hold (the driver may round
-    /// up).
-    pub NumberOfPte: UINT,
-    /// In: physical adapter.
-    pub PhysicalAdapterIndex: UINT,
+c_type! {
+    /// `DXGKARG_GETROOTPAGETABLESIZE`: argument of `DxgkDdiGetRootPageTableSize`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_getrootpagetablesize>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGKARG_GETROOTPAGETABLESIZE {
+        /// In: entries VidMm wants; out: entries the root table will hold (the driver may round
+        /// up).
+        #[offset(0)]
+        pub NumberOfPte: UINT,
+        /// In: physical adapter.
+        #[offset(4)]
+        pub PhysicalAdapterIndex: UINT,
+    }
 }
-layout!(
-    DXGKARG_GETROOTPAGETABLESIZE,
-    size = 8,
-    NumberOfPte = 0,
-    PhysicalAdapterIndex = 4
-);
 
 /// `DXGKDDI_GETROOTPAGETABLESIZE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_GETROOTPAGETABLESIZE pArgs)`, returns `SIZE_T`: the root table's size in
@@ -245,26 +246,25 @@ pub type PDXGKDDI_GETROOTPAGETABLESIZE = Option<
     unsafe extern "system" fn(hAdapter: HANDLE, pArgs: *mut DXGKARG_GETROOTPAGETABLESIZE) -> SIZE_T,
 >;
 
-/// `DXGKARG_SETROOTPAGETABLE`: argument of `DxgkDdiSetRootPageTable`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setrootpagetable>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_SETROOTPAGETABLE {
-    /// Driver context handle (from `DxgkDdiCreateContext`) whose address space changes.
-    pub hContext: HANDLE,
-    /// Where the root page table now is (segment + offset).
-    pub Address: D3DGPU_PHYSICAL_ADDRESS,
-    /// Entries in the root table.
-    pub NumEntries: UINT,
+c_type! {
+    /// `DXGKARG_SETROOTPAGETABLE`: argument of `DxgkDdiSetRootPageTable`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setrootpagetable>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_SETROOTPAGETABLE {
+        /// Driver context handle (from `DxgkDdiCreateContext`) whose address space changes.
+        #[offset(0)]
+        pub hContext: HANDLE,
+        /// Where the root page table now is (segment + offset).
+        #[offset(8)]
+        pub Address: D3DGPU_PHYSICAL_ADDRESS,
+        /// Entries in the root table.
+        #[offset(24)]
+        pub NumEntries: UINT,
+    }
 }
-layout!(
-    DXGKARG_SETROOTPAGETABLE,
-    size = 32,
-    hContext = 0,
-    Address = 8,
-    NumEntries = 24
-);
 
 /// `DXGKDDI_SETROOTPAGETABLE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// IN_CONST_PDXGKARG_SETROOTPAGETABLE pSetPageTable)`, returns VOID: it must not fail.
@@ -469,16 +469,18 @@ bitfield! {
 }
 layout!(DXGK_ALLOCATIONUSAGEINFO1_Flags, size = 4);
 
-/// Anonymous union of [`DXGK_ALLOCATIONUSAGEINFO1`]: standard or private format.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_ALLOCATIONUSAGEINFO1_0 {
-    /// Standard format (`Flags.PrivateFormat == 0`).
-    pub Format: D3DDDIFORMAT,
-    /// Private format (`Flags.PrivateFormat == 1`).
-    pub PrivateFormat: UINT,
+c_type! {
+    /// Anonymous union of [`DXGK_ALLOCATIONUSAGEINFO1`]: standard or private format.
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_ALLOCATIONUSAGEINFO1_0 {
+        /// Standard format (`Flags.PrivateFormat == 0`).
+        pub Format: D3DDDIFORMAT,
+        /// Private format (`Flags.PrivateFormat == 1`).
+        pub PrivateFormat: UINT,
+    }
 }
-layout!(DXGK_ALLOCATIONUSAGEINFO1_0, size = 4);
 impl core::fmt::Debug for DXGK_ALLOCATIONUSAGEINFO1_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // SAFETY: both arms are 4-byte integers; every bit pattern is valid.
@@ -487,69 +489,75 @@ impl core::fmt::Debug for DXGK_ALLOCATIONUSAGEINFO1_0 {
     }
 }
 
-/// `DXGK_ALLOCATIONUSAGEINFO1`: version 1 of the usage hint VidMm may use to place an
-/// allocation.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationusageinfo1>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_ALLOCATIONUSAGEINFO1 {
-    /// Usage bits.
-    pub Flags: DXGK_ALLOCATIONUSAGEINFO1_Flags,
-    /// `Format` / `PrivateFormat`.
-    pub Anonymous: DXGK_ALLOCATIONUSAGEINFO1_0,
-    /// IHV swizzled format.
-    pub SwizzledFormat: UINT,
-    /// Offset of this surface in the VidMm allocation.
-    pub ByteOffset: UINT,
-    /// Width in pixels.
-    pub Width: UINT,
-    /// Height in lines.
-    pub Height: UINT,
-    /// Pitch in bytes.
-    pub Pitch: UINT,
-    /// Depth (mip levels / volume slices).
-    pub Depth: UINT,
-    /// Bytes from one level or slice to the next.
-    pub SlicePitch: UINT,
+c_type! {
+    /// `DXGK_ALLOCATIONUSAGEINFO1`: version 1 of the usage hint VidMm may use to place an
+    /// allocation.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationusageinfo1>
+    #[size(36)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_ALLOCATIONUSAGEINFO1 {
+        /// Usage bits.
+        #[offset(0)]
+        pub Flags: DXGK_ALLOCATIONUSAGEINFO1_Flags,
+        /// `Format` / `PrivateFormat`.
+        #[offset(4)]
+        pub Anonymous: DXGK_ALLOCATIONUSAGEINFO1_0,
+        /// IHV swizzled format.
+        #[offset(8)]
+        pub SwizzledFormat: UINT,
+        /// Offset of this surface in the VidMm allocation.
+        #[offset(12)]
+        pub ByteOffset: UINT,
+        /// Width in pixels.
+        #[offset(16)]
+        pub Width: UINT,
+        /// Height in lines.
+        #[offset(20)]
+        pub Height: UINT,
+        /// Pitch in bytes.
+        #[offset(24)]
+        pub Pitch: UINT,
+        /// Depth (mip levels / volume slices).
+        #[offset(28)]
+        pub Depth: UINT,
+        /// Bytes from one level or slice to the next.
+        #[offset(32)]
+        pub SlicePitch: UINT,
+    }
 }
-layout!(
-    DXGK_ALLOCATIONUSAGEINFO1,
-    size = 36,
-    Flags = 0,
-    Anonymous = 4,
-    SwizzledFormat = 8,
-    ByteOffset = 12,
-    Width = 16,
-    Height = 20,
-    Pitch = 24,
-    Depth = 28,
-    SlicePitch = 32
-);
 
-/// `DXGK_ALLOCATIONUSAGEHINT`: versioned usage hint ([`DXGK_ALLOCATIONINFO::pAllocationUsageHint`]).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationusagehint>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_ALLOCATIONUSAGEHINT {
-    /// Hint version (1).
-    pub Version: UINT,
-    /// Version-1 hint.
-    pub v1: DXGK_ALLOCATIONUSAGEINFO1,
+c_type! {
+    /// `DXGK_ALLOCATIONUSAGEHINT`: versioned usage hint
+    /// ([`DXGK_ALLOCATIONINFO::pAllocationUsageHint`]).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationusagehint>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_ALLOCATIONUSAGEHINT {
+        /// Hint version (1).
+        #[offset(0)]
+        pub Version: UINT,
+        /// Version-1 hint.
+        #[offset(4)]
+        pub v1: DXGK_ALLOCATIONUSAGEINFO1,
+    }
 }
-layout!(DXGK_ALLOCATIONUSAGEHINT, size = 40, Version = 0, v1 = 4);
 
-/// First anonymous union of [`DXGK_ALLOCATIONINFO`].
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_ALLOCATIONINFO_0 {
-    /// Before WDDM 2.0 only.
-    pub MaximumRenamingListLength: UINT,
-    /// Out (WDDM 2.0+): physical adapter (linked adapters) the allocation lives on.
-    pub PhysicalAdapterIndex: UINT,
+c_type! {
+    /// First anonymous union of [`DXGK_ALLOCATIONINFO`].
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_ALLOCATIONINFO_0 {
+        /// Before WDDM 2.0 only.
+        pub MaximumRenamingListLength: UINT,
+        /// Out (WDDM 2.0+): physical adapter (linked adapters) the allocation lives on.
+        pub PhysicalAdapterIndex: UINT,
+    }
 }
-layout!(DXGK_ALLOCATIONINFO_0, size = 4);
 impl core::fmt::Debug for DXGK_ALLOCATIONINFO_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // SAFETY: both arms are the same u32.
@@ -558,17 +566,19 @@ impl core::fmt::Debug for DXGK_ALLOCATIONINFO_0 {
     }
 }
 
-/// Second anonymous union of [`DXGK_ALLOCATIONINFO`]: the flag word, in its pre-2.0 or
-/// WDDM 2.0 interpretation (a GpuMmu driver uses `FlagsWddm2`).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_ALLOCATIONINFO_1 {
-    /// Pre-WDDM 2.0 bit names.
-    pub Flags: DXGK_ALLOCATIONINFOFLAGS,
-    /// WDDM 2.0+ bit names.
-    pub FlagsWddm2: DXGK_ALLOCATIONINFOFLAGS_WDDM2_0,
+c_type! {
+    /// Second anonymous union of [`DXGK_ALLOCATIONINFO`]: the flag word, in its pre-2.0 or
+    /// WDDM 2.0 interpretation (a GpuMmu driver uses `FlagsWddm2`).
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_ALLOCATIONINFO_1 {
+        /// Pre-WDDM 2.0 bit names.
+        pub Flags: DXGK_ALLOCATIONINFOFLAGS,
+        /// WDDM 2.0+ bit names.
+        pub FlagsWddm2: DXGK_ALLOCATIONINFOFLAGS_WDDM2_0,
+    }
 }
-layout!(DXGK_ALLOCATIONINFO_1, size = 4);
 impl core::fmt::Debug for DXGK_ALLOCATIONINFO_1 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // SAFETY: both arms are the same u32 word.
@@ -577,66 +587,65 @@ impl core::fmt::Debug for DXGK_ALLOCATIONINFO_1 {
     }
 }
 
-/// `DXGK_ALLOCATIONINFO`: one allocation of a `DxgkDdiCreateAllocation` call (88 bytes on
-/// x64 at WDDM 3.0+, where `Flags2` fills what was tail padding).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationinfo>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_ALLOCATIONINFO {
-    /// In: UMD private data for this allocation.
-    pub pPrivateDriverData: PVOID,
-    /// In: its size.
-    pub PrivateDriverDataSize: UINT,
-    /// Out: required alignment in bytes.
-    pub Alignment: UINT,
-    /// Out: size in bytes.
-    pub Size: SIZE_T,
-    /// Out: pitch-aligned size (aperture segments with pitch alignment only).
-    pub PitchAlignedSize: SIZE_T,
-    /// Out: preferred banks.
-    pub HintedBank: DXGK_SEGMENTBANKPREFERENCE,
-    /// Out: preferred segments.
-    pub PreferredSegment: DXGK_SEGMENTPREFERENCE,
-    /// Out: bit `n` set for each segment id `n` that may be read from.
-    pub SupportedReadSegmentSet: UINT,
-    /// Out: bit `n` set for each segment id `n` that may be written.
-    pub SupportedWriteSegmentSet: UINT,
-    /// Out: segments usable for eviction.
-    pub EvictionSegmentSet: UINT,
-    /// `MaximumRenamingListLength` / `PhysicalAdapterIndex`.
-    pub Anonymous: DXGK_ALLOCATIONINFO_0,
-    /// Out: the driver's allocation handle (`hAllocation` in later DDIs and paging ops).
-    pub hAllocation: HANDLE,
-    /// Out: `Flags` / `FlagsWddm2`.
-    pub Anonymous2: DXGK_ALLOCATIONINFO_1,
-    /// In: optional usage hint.
-    pub pAllocationUsageHint: *mut DXGK_ALLOCATIONUSAGEHINT,
-    /// Out: initial eviction priority.
-    pub AllocationPriority: UINT,
-    /// Out: WDDM 3.0+ flags (x64 and ARM64 only).
-    pub Flags2: DXGK_ALLOCATIONINFOFLAGS2,
+c_type! {
+    /// `DXGK_ALLOCATIONINFO`: one allocation of a `DxgkDdiCreateAllocation` call (88 bytes on
+    /// x64 at WDDM 3.0+, where `Flags2` fills what was tail padding).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationinfo>
+    #[size(88)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_ALLOCATIONINFO {
+        /// In: UMD private data for this allocation.
+        #[offset(0)]
+        pub pPrivateDriverData: PVOID,
+        /// In: its size.
+        #[offset(8)]
+        pub PrivateDriverDataSize: UINT,
+        /// Out: required alignment in bytes.
+        #[offset(12)]
+        pub Alignment: UINT,
+        /// Out: size in bytes.
+        #[offset(16)]
+        pub Size: SIZE_T,
+        /// Out: pitch-aligned size (aperture segments with pitch alignment only).
+        #[offset(24)]
+        pub PitchAlignedSize: SIZE_T,
+        /// Out: preferred banks.
+        #[offset(32)]
+        pub HintedBank: DXGK_SEGMENTBANKPREFERENCE,
+        /// Out: preferred segments.
+        #[offset(36)]
+        pub PreferredSegment: DXGK_SEGMENTPREFERENCE,
+        /// Out: bit `n` set for each segment id `n` that may be read from.
+        #[offset(40)]
+        pub SupportedReadSegmentSet: UINT,
+        /// Out: bit `n` set for each segment id `n` that may be written.
+        #[offset(44)]
+        pub SupportedWriteSegmentSet: UINT,
+        /// Out: segments usable for eviction.
+        #[offset(48)]
+        pub EvictionSegmentSet: UINT,
+        /// `MaximumRenamingListLength` / `PhysicalAdapterIndex`.
+        #[offset(52)]
+        pub Anonymous: DXGK_ALLOCATIONINFO_0,
+        /// Out: the driver's allocation handle (`hAllocation` in later DDIs and paging ops).
+        #[offset(56)]
+        pub hAllocation: HANDLE,
+        /// Out: `Flags` / `FlagsWddm2`.
+        #[offset(64)]
+        pub Anonymous2: DXGK_ALLOCATIONINFO_1,
+        /// In: optional usage hint.
+        #[offset(72)]
+        pub pAllocationUsageHint: *mut DXGK_ALLOCATIONUSAGEHINT,
+        /// Out: initial eviction priority.
+        #[offset(80)]
+        pub AllocationPriority: UINT,
+        /// Out: WDDM 3.0+ flags (x64 and ARM64 only).
+        #[offset(84)]
+        pub Flags2: DXGK_ALLOCATIONINFOFLAGS2,
+    }
 }
-layout!(
-    DXGK_ALLOCATIONINFO,
-    size = 88,
-    pPrivateDriverData = 0,
-    PrivateDriverDataSize = 8,
-    Alignment = 12,
-    Size = 16,
-    PitchAlignedSize = 24,
-    HintedBank = 32,
-    PreferredSegment = 36,
-    SupportedReadSegmentSet = 40,
-    SupportedWriteSegmentSet = 44,
-    EvictionSegmentSet = 48,
-    Anonymous = 52,
-    hAllocation = 56,
-    Anonymous2 = 64,
-    pAllocationUsageHint = 72,
-    AllocationPriority = 80,
-    Flags2 = 84
-);
 
 bitfield! {
     /// `DXGK_CREATEALLOCATIONFLAGS`.
@@ -651,35 +660,34 @@ bitfield! {
 }
 layout!(DXGK_CREATEALLOCATIONFLAGS, size = 4);
 
-/// `DXGKARG_CREATEALLOCATION`: argument of `DxgkDdiCreateAllocation`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createallocation>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CREATEALLOCATION {
-    /// In: UMD private data for the whole group.
-    pub pPrivateDriverData: *const c_void,
-    /// In: its size.
-    pub PrivateDriverDataSize: UINT,
-    /// In: elements of `pAllocationInfo`.
-    pub NumAllocations: UINT,
-    /// In/out: one entry per allocation.
-    pub pAllocationInfo: *mut DXGK_ALLOCATIONINFO,
-    /// In/out: the driver's resource handle (set on the first call for a resource).
-    pub hResource: HANDLE,
-    /// In: flags.
-    pub Flags: DXGK_CREATEALLOCATIONFLAGS,
+c_type! {
+    /// `DXGKARG_CREATEALLOCATION`: argument of `DxgkDdiCreateAllocation`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createallocation>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CREATEALLOCATION {
+        /// In: UMD private data for the whole group.
+        #[offset(0)]
+        pub pPrivateDriverData: *const c_void,
+        /// In: its size.
+        #[offset(8)]
+        pub PrivateDriverDataSize: UINT,
+        /// In: elements of `pAllocationInfo`.
+        #[offset(12)]
+        pub NumAllocations: UINT,
+        /// In/out: one entry per allocation.
+        #[offset(16)]
+        pub pAllocationInfo: *mut DXGK_ALLOCATIONINFO,
+        /// In/out: the driver's resource handle (set on the first call for a resource).
+        #[offset(24)]
+        pub hResource: HANDLE,
+        /// In: flags.
+        #[offset(32)]
+        pub Flags: DXGK_CREATEALLOCATIONFLAGS,
+    }
 }
-layout!(
-    DXGKARG_CREATEALLOCATION,
-    size = 40,
-    pPrivateDriverData = 0,
-    PrivateDriverDataSize = 8,
-    NumAllocations = 12,
-    pAllocationInfo = 16,
-    hResource = 24,
-    Flags = 32
-);
 
 /// `DXGKDDI_CREATEALLOCATION` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_CREATEALLOCATION pCreateAllocation)`.
@@ -704,29 +712,28 @@ bitfield! {
 }
 layout!(DXGK_DESTROYALLOCATIONFLAGS, size = 4);
 
-/// `DXGKARG_DESTROYALLOCATION`: argument of `DxgkDdiDestroyAllocation`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_destroyallocation>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_DESTROYALLOCATION {
-    /// Elements of `pAllocationList`.
-    pub NumAllocations: UINT,
-    /// Driver allocation handles to free.
-    pub pAllocationList: *const HANDLE,
-    /// Driver resource handle (may be null).
-    pub hResource: HANDLE,
-    /// Flags.
-    pub Flags: DXGK_DESTROYALLOCATIONFLAGS,
+c_type! {
+    /// `DXGKARG_DESTROYALLOCATION`: argument of `DxgkDdiDestroyAllocation`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_destroyallocation>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_DESTROYALLOCATION {
+        /// Elements of `pAllocationList`.
+        #[offset(0)]
+        pub NumAllocations: UINT,
+        /// Driver allocation handles to free.
+        #[offset(8)]
+        pub pAllocationList: *const HANDLE,
+        /// Driver resource handle (may be null).
+        #[offset(16)]
+        pub hResource: HANDLE,
+        /// Flags.
+        #[offset(24)]
+        pub Flags: DXGK_DESTROYALLOCATIONFLAGS,
+    }
 }
-layout!(
-    DXGKARG_DESTROYALLOCATION,
-    size = 32,
-    NumAllocations = 0,
-    pAllocationList = 8,
-    hResource = 16,
-    Flags = 24
-);
 
 /// `DXGKDDI_DESTROYALLOCATION` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// IN_CONST_PDXGKARG_DESTROYALLOCATION pDestroyAllocation)`.
@@ -751,44 +758,43 @@ bitfield! {
 }
 layout!(DXGK_DESCRIBEALLOCATIONFLAGS, size = 4);
 
-/// `DXGKARG_DESCRIBEALLOCATION`: argument of `DxgkDdiDescribeAllocation`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_describeallocation>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_DESCRIBEALLOCATION {
-    /// In: driver allocation handle.
-    pub hAllocation: HANDLE,
-    /// Out: width.
-    pub Width: UINT,
-    /// Out: height.
-    pub Height: UINT,
-    /// Out: format.
-    pub Format: D3DDDIFORMAT,
-    /// Out: multisampling.
-    pub MultisampleMethod: D3DDDI_MULTISAMPLINGMETHOD,
-    /// Out: refresh rate of a primary.
-    pub RefreshRate: D3DDDI_RATIONAL,
-    /// Out: private format attribute.
-    pub PrivateDriverFormatAttribute: UINT,
-    /// In: flags (WIN8+).
-    pub Flags: DXGK_DESCRIBEALLOCATIONFLAGS,
-    /// Out: rotation (WIN8+).
-    pub Rotation: D3DDDI_ROTATION,
+c_type! {
+    /// `DXGKARG_DESCRIBEALLOCATION`: argument of `DxgkDdiDescribeAllocation`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_describeallocation>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_DESCRIBEALLOCATION {
+        /// In: driver allocation handle.
+        #[offset(0)]
+        pub hAllocation: HANDLE,
+        /// Out: width.
+        #[offset(8)]
+        pub Width: UINT,
+        /// Out: height.
+        #[offset(12)]
+        pub Height: UINT,
+        /// Out: format.
+        #[offset(16)]
+        pub Format: D3DDDIFORMAT,
+        /// Out: multisampling.
+        #[offset(20)]
+        pub MultisampleMethod: D3DDDI_MULTISAMPLINGMETHOD,
+        /// Out: refresh rate of a primary.
+        #[offset(28)]
+        pub RefreshRate: D3DDDI_RATIONAL,
+        /// Out: private format attribute.
+        #[offset(36)]
+        pub PrivateDriverFormatAttribute: UINT,
+        /// In: flags (WIN8+).
+        #[offset(40)]
+        pub Flags: DXGK_DESCRIBEALLOCATIONFLAGS,
+        /// Out: rotation (WIN8+).
+        #[offset(44)]
+        pub Rotation: D3DDDI_ROTATION,
+    }
 }
-layout!(
-    DXGKARG_DESCRIBEALLOCATION,
-    size = 48,
-    hAllocation = 0,
-    Width = 8,
-    Height = 12,
-    Format = 16,
-    MultisampleMethod = 20,
-    RefreshRate = 28,
-    PrivateDriverFormatAttribute = 36,
-    Flags = 40,
-    Rotation = 44
-);
 
 /// `DXGKDDI_DESCRIBEALLOCATION` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_DESCRIBEALLOCATION pDescribeAllocation)`.
@@ -856,23 +862,25 @@ pub struct D3DKMDT_VIRTUALGPUSURFACEDATA {
     _opaque: [u8; 0],
 }
 
-/// Anonymous union of [`DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA`]: the description of the
-/// standard allocation, by `StandardAllocationType`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0 {
-    /// [`D3DKMDT_STANDARDALLOCATION_SHAREDPRIMARYSURFACE`].
-    pub pCreateSharedPrimarySurfaceData: *mut D3DKMDT_SHAREDPRIMARYSURFACEDATA,
-    /// [`D3DKMDT_STANDARDALLOCATION_SHADOWSURFACE`].
-    pub pCreateShadowSurfaceData: *mut D3DKMDT_SHADOWSURFACEDATA,
-    /// [`D3DKMDT_STANDARDALLOCATION_STAGINGSURFACE`].
-    pub pCreateStagingSurfaceData: *mut D3DKMDT_STAGINGSURFACEDATA,
-    /// [`D3DKMDT_STANDARDALLOCATION_GDISURFACE`].
-    pub pCreateGdiSurfaceData: *mut D3DKMDT_GDISURFACEDATA,
-    /// [`D3DKMDT_STANDARDALLOCATION_VGPU`].
-    pub pCreateVirtualGpuSurfaceData: *mut D3DKMDT_VIRTUALGPUSURFACEDATA,
+c_type! {
+    /// Anonymous union of [`DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA`]: the description of the
+    /// standard allocation, by `StandardAllocationType`.
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0 {
+        /// [`D3DKMDT_STANDARDALLOCATION_SHAREDPRIMARYSURFACE`].
+        pub pCreateSharedPrimarySurfaceData: *mut D3DKMDT_SHAREDPRIMARYSURFACEDATA,
+        /// [`D3DKMDT_STANDARDALLOCATION_SHADOWSURFACE`].
+        pub pCreateShadowSurfaceData: *mut D3DKMDT_SHADOWSURFACEDATA,
+        /// [`D3DKMDT_STANDARDALLOCATION_STAGINGSURFACE`].
+        pub pCreateStagingSurfaceData: *mut D3DKMDT_STAGINGSURFACEDATA,
+        /// [`D3DKMDT_STANDARDALLOCATION_GDISURFACE`].
+        pub pCreateGdiSurfaceData: *mut D3DKMDT_GDISURFACEDATA,
+        /// [`D3DKMDT_STANDARDALLOCATION_VGPU`].
+        pub pCreateVirtualGpuSurfaceData: *mut D3DKMDT_VIRTUALGPUSURFACEDATA,
+    }
 }
-layout!(DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0, size = 8);
 impl core::fmt::Debug for DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // SAFETY: every arm is one pointer; any bit pattern is a valid raw pointer.
@@ -881,40 +889,39 @@ impl core::fmt::Debug for DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0 {
     }
 }
 
-/// `DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA`: argument of
-/// `DxgkDdiGetStandardAllocationDriverData`. Called twice: with null private-data pointers to
-/// learn the sizes, then with buffers of those sizes.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_getstandardallocationdriverdata>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA {
-    /// In: which standard allocation.
-    pub StandardAllocationType: D3DKMDT_STANDARDALLOCATION_TYPE,
-    /// In: its description.
-    pub Anonymous: DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0,
-    /// In/out: where to write the allocation private data, or null (size query).
-    pub pAllocationPrivateDriverData: PVOID,
-    /// Out: size of the allocation private data.
-    pub AllocationPrivateDriverDataSize: UINT,
-    /// In/out: where to write the resource private data, or null (size query).
-    pub pResourcePrivateDriverData: PVOID,
-    /// Out: size of the resource private data.
-    pub ResourcePrivateDriverDataSize: UINT,
-    /// In: physical adapter (WDDM 2.0+).
-    pub PhysicalAdapterIndex: UINT,
+c_type! {
+    /// `DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA`: argument of
+    /// `DxgkDdiGetStandardAllocationDriverData`. Called twice: with null private-data pointers to
+    /// learn the sizes, then with buffers of those sizes.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_getstandardallocationdriverdata>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA {
+        /// In: which standard allocation.
+        #[offset(0)]
+        pub StandardAllocationType: D3DKMDT_STANDARDALLOCATION_TYPE,
+        /// In: its description.
+        #[offset(8)]
+        pub Anonymous: DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0,
+        /// In/out: where to write the allocation private data, or null (size query).
+        #[offset(16)]
+        pub pAllocationPrivateDriverData: PVOID,
+        /// Out: size of the allocation private data.
+        #[offset(24)]
+        pub AllocationPrivateDriverDataSize: UINT,
+        /// In/out: where to write the resource private data, or null (size query).
+        #[offset(32)]
+        pub pResourcePrivateDriverData: PVOID,
+        /// Out: size of the resource private data.
+        #[offset(40)]
+        pub ResourcePrivateDriverDataSize: UINT,
+        /// In: physical adapter (WDDM 2.0+).
+        #[offset(44)]
+        pub PhysicalAdapterIndex: UINT,
+    }
 }
-layout!(
-    DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA,
-    size = 48,
-    StandardAllocationType = 0,
-    Anonymous = 8,
-    pAllocationPrivateDriverData = 16,
-    AllocationPrivateDriverDataSize = 24,
-    pResourcePrivateDriverData = 32,
-    ResourcePrivateDriverDataSize = 40,
-    PhysicalAdapterIndex = 44
-);
 
 /// `DXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_GETSTANDARDALLOCATIONDRIVERDATA pGetStandardAllocationDriverData)`.
@@ -927,30 +934,29 @@ pub type PDXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA =
 // DxgkDdiOpenAllocation / DxgkDdiCloseAllocation (per device)
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGK_OPENALLOCATIONINFO`: one allocation of a `DxgkDdiOpenAllocation` call.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_openallocationinfo>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_OPENALLOCATIONINFO {
-    /// In: Dxgkrnl's per-device handle (a 32-bit `D3DKMT_HANDLE`, not a pointer); pass it to
-    /// `DxgkCbGetHandleData` to find the driver's allocation.
-    pub hAllocation: D3DKMT_HANDLE,
-    /// In/out: private data from the UMD.
-    pub pPrivateDriverData: PVOID,
-    /// In: its size.
-    pub PrivateDriverDataSize: UINT,
-    /// Out: the driver's per-device handle for the allocation.
-    pub hDeviceSpecificAllocation: HANDLE,
+c_type! {
+    /// `DXGK_OPENALLOCATIONINFO`: one allocation of a `DxgkDdiOpenAllocation` call.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_openallocationinfo>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_OPENALLOCATIONINFO {
+        /// In: Dxgkrnl's per-device handle (a 32-bit `D3DKMT_HANDLE`, not a pointer); pass it to
+        /// `DxgkCbGetHandleData` to find the driver's allocation.
+        #[offset(0)]
+        pub hAllocation: D3DKMT_HANDLE,
+        /// In/out: private data from the UMD.
+        #[offset(8)]
+        pub pPrivateDriverData: PVOID,
+        /// In: its size.
+        #[offset(16)]
+        pub PrivateDriverDataSize: UINT,
+        /// Out: the driver's per-device handle for the allocation.
+        #[offset(24)]
+        pub hDeviceSpecificAllocation: HANDLE,
+    }
 }
-layout!(
-    DXGK_OPENALLOCATIONINFO,
-    size = 32,
-    hAllocation = 0,
-    pPrivateDriverData = 8,
-    PrivateDriverDataSize = 16,
-    hDeviceSpecificAllocation = 24
-);
 
 bitfield! {
     /// `DXGK_OPENALLOCATIONFLAGS`.
@@ -967,43 +973,42 @@ bitfield! {
 }
 layout!(DXGK_OPENALLOCATIONFLAGS, size = 4);
 
-/// `DXGKARG_OPENALLOCATION`: argument of `DxgkDdiOpenAllocation`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_openallocation>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_OPENALLOCATION {
-    /// Elements of `pOpenAllocation`.
-    pub NumAllocations: UINT,
-    /// The allocations (the driver writes `hDeviceSpecificAllocation` into each even though
-    /// the DDI's parameter is `const`).
-    pub pOpenAllocation: *mut DXGK_OPENALLOCATIONINFO,
-    /// Resource private data.
-    pub pPrivateDriverData: PVOID,
-    /// Its size.
-    pub PrivateDriverSize: UINT,
-    /// Flags.
-    pub Flags: DXGK_OPENALLOCATIONFLAGS,
-    /// Subresource index (WIN8+).
-    pub SubresourceIndex: UINT,
-    /// Out: offset of the subresource (shared GDI-compatible linear aperture allocations;
-    /// WIN8+).
-    pub SubresourceOffset: SIZE_T,
-    /// Out: pitch (WIN8+).
-    pub Pitch: UINT,
+c_type! {
+    /// `DXGKARG_OPENALLOCATION`: argument of `DxgkDdiOpenAllocation`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_openallocation>
+    #[size(56)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_OPENALLOCATION {
+        /// Elements of `pOpenAllocation`.
+        #[offset(0)]
+        pub NumAllocations: UINT,
+        /// The allocations (the driver writes `hDeviceSpecificAllocation` into each even though
+        /// the DDI's parameter is `const`).
+        #[offset(8)]
+        pub pOpenAllocation: *mut DXGK_OPENALLOCATIONINFO,
+        /// Resource private data.
+        #[offset(16)]
+        pub pPrivateDriverData: PVOID,
+        /// Its size.
+        #[offset(24)]
+        pub PrivateDriverSize: UINT,
+        /// Flags.
+        #[offset(28)]
+        pub Flags: DXGK_OPENALLOCATIONFLAGS,
+        /// Subresource index (WIN8+).
+        #[offset(32)]
+        pub SubresourceIndex: UINT,
+        /// Out: offset of the subresource (shared GDI-compatible linear aperture allocations;
+        /// WIN8+).
+        #[offset(40)]
+        pub SubresourceOffset: SIZE_T,
+        /// Out: pitch (WIN8+).
+        #[offset(48)]
+        pub Pitch: UINT,
+    }
 }
-layout!(
-    DXGKARG_OPENALLOCATION,
-    size = 56,
-    NumAllocations = 0,
-    pOpenAllocation = 8,
-    pPrivateDriverData = 16,
-    PrivateDriverSize = 24,
-    Flags = 28,
-    SubresourceIndex = 32,
-    SubresourceOffset = 40,
-    Pitch = 48
-);
 
 /// `DXGKDDI_OPENALLOCATIONINFO` (the `DxgkDdiOpenAllocation` slot; PASSIVE_LEVEL):
 /// `(IN_CONST_HANDLE hDevice, IN_CONST_PDXGKARG_OPENALLOCATION pOpenAllocation)`. First
@@ -1012,23 +1017,22 @@ layout!(
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_openallocationinfo>
 pub type PDXGKDDI_OPENALLOCATIONINFO = DDI_FN<*const DXGKARG_OPENALLOCATION>;
 
-/// `DXGKARG_CLOSEALLOCATION`: argument of `DxgkDdiCloseAllocation`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_closeallocation>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CLOSEALLOCATION {
-    /// Elements of `pOpenHandleList`.
-    pub NumAllocations: UINT,
-    /// `hDeviceSpecificAllocation` values returned by `DxgkDdiOpenAllocation`.
-    pub pOpenHandleList: *const HANDLE,
+c_type! {
+    /// `DXGKARG_CLOSEALLOCATION`: argument of `DxgkDdiCloseAllocation`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_closeallocation>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CLOSEALLOCATION {
+        /// Elements of `pOpenHandleList`.
+        #[offset(0)]
+        pub NumAllocations: UINT,
+        /// `hDeviceSpecificAllocation` values returned by `DxgkDdiOpenAllocation`.
+        #[offset(8)]
+        pub pOpenHandleList: *const HANDLE,
+    }
 }
-layout!(
-    DXGKARG_CLOSEALLOCATION,
-    size = 16,
-    NumAllocations = 0,
-    pOpenHandleList = 8
-);
 
 /// `DXGKDDI_CLOSEALLOCATION` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hDevice,
 /// IN_CONST_PDXGKARG_CLOSEALLOCATION pCloseAllocation)`. First argument is the driver's

@@ -7,7 +7,7 @@
 
 use core::ffi::c_void;
 
-use crate::macros::{extern_fn, layout};
+use crate::macros::{c_type, extern_fn};
 
 /// `NTSTATUS`: a kernel status code; negative values are errors. See [`crate::ntstatus`].
 pub type NTSTATUS = i32;
@@ -75,33 +75,40 @@ pub struct BitField {
     pub width: u32,
 }
 
-/// The `LowPart`/`HighPart` view of [`LARGE_INTEGER`].
-///
-/// <https://learn.microsoft.com/en-us/windows/win32/api/winnt/ns-winnt-large_integer-r1>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct LARGE_INTEGER_0 {
-    /// Low 32 bits.
-    pub LowPart: u32,
-    /// High 32 bits (signed).
-    pub HighPart: i32,
+c_type! {
+    /// The `LowPart`/`HighPart` view of [`LARGE_INTEGER`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows/win32/api/winnt/ns-winnt-large_integer-r1>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct LARGE_INTEGER_0 {
+        /// Low 32 bits.
+        #[offset(0)]
+        pub LowPart: u32,
+        /// High 32 bits (signed).
+        #[offset(4)]
+        pub HighPart: i32,
+    }
 }
-layout!(LARGE_INTEGER_0, size = 8, LowPart = 0, HighPart = 4);
 
-/// `LARGE_INTEGER`: a signed 64-bit integer with 8-byte alignment.
-///
-/// <https://learn.microsoft.com/en-us/windows/win32/api/winnt/ns-winnt-large_integer-r1>
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union LARGE_INTEGER {
-    /// Split view (anonymous struct in C).
-    pub Anonymous: LARGE_INTEGER_0,
-    /// Split view (the named `u` member in C).
-    pub u: LARGE_INTEGER_0,
-    /// The whole value.
-    pub QuadPart: i64,
+c_type! {
+    /// `LARGE_INTEGER`: a signed 64-bit integer with 8-byte alignment.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows/win32/api/winnt/ns-winnt-large_integer-r1>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union LARGE_INTEGER {
+        /// Split view (anonymous struct in C).
+        pub Anonymous: LARGE_INTEGER_0,
+        /// Split view (the named `u` member in C).
+        pub u: LARGE_INTEGER_0,
+        /// The whole value.
+        #[offset(0)]
+        pub QuadPart: i64,
+    }
 }
-layout!(LARGE_INTEGER, size = 8, QuadPart = 0);
 
 impl LARGE_INTEGER {
     /// Builds a value from its 64-bit representation.
@@ -139,56 +146,65 @@ impl Eq for LARGE_INTEGER {}
 /// `PHYSICAL_ADDRESS`: a CPU physical address, stored as a [`LARGE_INTEGER`].
 pub type PHYSICAL_ADDRESS = LARGE_INTEGER;
 
-/// `LUID`: a locally unique identifier (the adapter LUID, for example).
-///
-/// <https://learn.microsoft.com/en-us/windows/win32/api/winnt/ns-winnt-luid>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
-pub struct LUID {
-    /// Low 32 bits.
-    pub LowPart: u32,
-    /// High 32 bits.
-    pub HighPart: i32,
+c_type! {
+    /// `LUID`: a locally unique identifier (the adapter LUID, for example).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows/win32/api/winnt/ns-winnt-luid>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+    pub struct LUID {
+        /// Low 32 bits.
+        #[offset(0)]
+        pub LowPart: u32,
+        /// High 32 bits.
+        #[offset(4)]
+        pub HighPart: i32,
+    }
 }
-layout!(LUID, size = 8, LowPart = 0, HighPart = 4);
 
-/// `GUID`.
-///
-/// <https://learn.microsoft.com/en-us/windows/win32/api/guiddef/ns-guiddef-guid>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
-pub struct GUID {
-    /// First 32 bits.
-    pub Data1: u32,
-    /// Next 16 bits.
-    pub Data2: u16,
-    /// Next 16 bits.
-    pub Data3: u16,
-    /// Last 8 bytes.
-    pub Data4: [u8; 8],
+c_type! {
+    /// `GUID`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows/win32/api/guiddef/ns-guiddef-guid>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+    pub struct GUID {
+        /// First 32 bits.
+        #[offset(0)]
+        pub Data1: u32,
+        /// Next 16 bits.
+        #[offset(4)]
+        pub Data2: u16,
+        /// Next 16 bits.
+        #[offset(6)]
+        pub Data3: u16,
+        /// Last 8 bytes.
+        #[offset(8)]
+        pub Data4: [u8; 8],
+    }
 }
-layout!(GUID, size = 16, Data1 = 0, Data2 = 4, Data3 = 6, Data4 = 8);
 
-/// `UNICODE_STRING`: a counted UTF-16 string (lengths in bytes, not NUL-terminated).
-///
-/// <https://learn.microsoft.com/en-us/windows/win32/api/ntdef/ns-ntdef-_unicode_string>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct UNICODE_STRING {
-    /// Length of the string in bytes.
-    pub Length: u16,
-    /// Size of the buffer in bytes.
-    pub MaximumLength: u16,
-    /// The UTF-16 buffer.
-    pub Buffer: *mut u16,
+c_type! {
+    /// `UNICODE_STRING`: a counted UTF-16 string (lengths in bytes, not NUL-terminated).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows/win32/api/ntdef/ns-ntdef-_unicode_string>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct UNICODE_STRING {
+        /// Length of the string in bytes.
+        #[offset(0)]
+        pub Length: u16,
+        /// Size of the buffer in bytes.
+        #[offset(2)]
+        pub MaximumLength: u16,
+        /// The UTF-16 buffer.
+        #[offset(8)]
+        pub Buffer: *mut u16,
+    }
 }
-layout!(
-    UNICODE_STRING,
-    size = 16,
-    Length = 0,
-    MaximumLength = 2,
-    Buffer = 8
-);
 
 impl Default for UNICODE_STRING {
     fn default() -> Self {
@@ -238,32 +254,31 @@ extern_fn! {
     pub type PINTERFACE_DEREFERENCE = fn(Context: PVOID);
 }
 
-/// `INTERFACE`: the common header of every query-interface table (wdm.h).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_interface>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct INTERFACE {
-    /// Size of the whole interface structure in bytes.
-    pub Size: u16,
-    /// Interface version.
-    pub Version: u16,
-    /// Context passed to the reference functions.
-    pub Context: PVOID,
-    /// Reference function.
-    pub InterfaceReference: PINTERFACE_REFERENCE,
-    /// Dereference function.
-    pub InterfaceDereference: PINTERFACE_DEREFERENCE,
+c_type! {
+    /// `INTERFACE`: the common header of every query-interface table (wdm.h).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_interface>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct INTERFACE {
+        /// Size of the whole interface structure in bytes.
+        #[offset(0)]
+        pub Size: u16,
+        /// Interface version.
+        #[offset(2)]
+        pub Version: u16,
+        /// Context passed to the reference functions.
+        #[offset(8)]
+        pub Context: PVOID,
+        /// Reference function.
+        #[offset(16)]
+        pub InterfaceReference: PINTERFACE_REFERENCE,
+        /// Dereference function.
+        #[offset(24)]
+        pub InterfaceDereference: PINTERFACE_DEREFERENCE,
+    }
 }
-layout!(
-    INTERFACE,
-    size = 32,
-    Size = 0,
-    Version = 2,
-    Context = 8,
-    InterfaceReference = 16,
-    InterfaceDereference = 24
-);
 /// `PINTERFACE`.
 pub type PINTERFACE = *mut INTERFACE;
 
@@ -337,72 +352,71 @@ pub mod cm_resource_type {
     pub const CM_RESOURCE_INTERRUPT_LATCHED: u16 = 0x0001;
 }
 
-/// `u.Generic` / `u.Port` / `u.Memory` of a partial resource descriptor.
-#[repr(C, packed(4))]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE {
-    /// Start address.
-    pub Start: PHYSICAL_ADDRESS,
-    /// Length in bytes (or in the unit the `Memory40/48/64` variants imply).
-    pub Length: u32,
+c_type! {
+    /// `u.Generic` / `u.Port` / `u.Memory` of a partial resource descriptor.
+    #[size(12)]
+    #[repr(C, packed(4))]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE {
+        /// Start address.
+        #[offset(0)]
+        pub Start: PHYSICAL_ADDRESS,
+        /// Length in bytes (or in the unit the `Memory40/48/64` variants imply).
+        #[offset(8)]
+        pub Length: u32,
+    }
 }
-layout!(
-    CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
-    size = 12,
-    Start = 0,
-    Length = 8
-);
 
-/// `u.Interrupt` of a partial resource descriptor.
-#[repr(C, packed(4))]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT {
-    /// Level (without `NT_PROCESSOR_GROUPS`; with it the same 4 bytes are `USHORT Level; USHORT
-    /// Group;`).
-    pub Level: u32,
-    /// Vector.
-    pub Vector: u32,
-    /// Processor affinity.
-    pub Affinity: KAFFINITY,
+c_type! {
+    /// `u.Interrupt` of a partial resource descriptor.
+    #[size(16)]
+    #[repr(C, packed(4))]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT {
+        /// Level (without `NT_PROCESSOR_GROUPS`; with it the same 4 bytes are `USHORT Level; USHORT
+        /// Group;`).
+        #[offset(0)]
+        pub Level: u32,
+        /// Vector.
+        #[offset(4)]
+        pub Vector: u32,
+        /// Processor affinity.
+        #[offset(8)]
+        pub Affinity: KAFFINITY,
+    }
 }
-layout!(
-    CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT,
-    size = 16,
-    Level = 0,
-    Vector = 4,
-    Affinity = 8
-);
 
-/// `u.MessageInterrupt.Raw` of a partial resource descriptor.
-#[repr(C, packed(4))]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI_RAW {
-    /// Reserved (`Group` with `NT_PROCESSOR_GROUPS`).
-    pub Reserved: u16,
-    /// Number of messages allocated.
-    pub MessageCount: u16,
-    /// Vector.
-    pub Vector: u32,
-    /// Processor affinity.
-    pub Affinity: KAFFINITY,
+c_type! {
+    /// `u.MessageInterrupt.Raw` of a partial resource descriptor.
+    #[size(16)]
+    #[repr(C, packed(4))]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI_RAW {
+        /// Reserved (`Group` with `NT_PROCESSOR_GROUPS`).
+        pub Reserved: u16,
+        /// Number of messages allocated.
+        #[offset(2)]
+        pub MessageCount: u16,
+        /// Vector.
+        pub Vector: u32,
+        /// Processor affinity.
+        #[offset(8)]
+        pub Affinity: KAFFINITY,
+    }
 }
-layout!(
-    CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI_RAW,
-    size = 16,
-    MessageCount = 2,
-    Affinity = 8
-);
 
-/// `u.MessageInterrupt` of a partial resource descriptor.
-#[repr(C, packed(4))]
-#[derive(Clone, Copy)]
-pub union CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI {
-    /// Raw view.
-    pub Raw: CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI_RAW,
-    /// Translated view (same layout as `Interrupt`).
-    pub Translated: CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT,
+c_type! {
+    /// `u.MessageInterrupt` of a partial resource descriptor.
+    #[size(16)]
+    #[repr(C, packed(4))]
+    #[derive(Clone, Copy)]
+    pub union CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI {
+        /// Raw view.
+        pub Raw: CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI_RAW,
+        /// Translated view (same layout as `Interrupt`).
+        pub Translated: CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT,
+    }
 }
-layout!(CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI, size = 16);
 
 impl core::fmt::Debug for CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -410,41 +424,46 @@ impl core::fmt::Debug for CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI {
     }
 }
 
-/// Three raw `ULONG`s (`u.Dma`, `u.DevicePrivate`, `u.BusNumber`, `u.DeviceSpecificData`, ...).
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA {
-    /// The three words.
-    pub Data: [u32; 3],
+c_type! {
+    /// Three raw `ULONG`s (`u.Dma`, `u.DevicePrivate`, `u.BusNumber`, `u.DeviceSpecificData`, ...).
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA {
+        /// The three words.
+        pub Data: [u32; 3],
+    }
 }
-layout!(CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA, size = 12);
 
-/// The `u` union of [`CM_PARTIAL_RESOURCE_DESCRIPTOR`] (anonymous type in C; member names kept).
-#[repr(C, packed(4))]
-#[derive(Clone, Copy)]
-pub union CM_PARTIAL_RESOURCE_DESCRIPTOR_0 {
-    /// Generic range view.
-    pub Generic: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
-    /// I/O port range.
-    pub Port: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
-    /// Line-based interrupt.
-    pub Interrupt: CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT,
-    /// Message-signalled interrupt.
-    pub MessageInterrupt: CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI,
-    /// Memory range.
-    pub Memory: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
-    /// Large memory range, length in 256-byte units.
-    pub Memory40: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
-    /// Large memory range, length in 64 KiB units.
-    pub Memory48: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
-    /// Large memory range, length in 4 GiB units.
-    pub Memory64: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
-    /// Device-private words.
-    pub DevicePrivate: CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA,
-    /// Any other 12-byte variant.
-    pub Dma: CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA,
+c_type! {
+    /// The `u` union of [`CM_PARTIAL_RESOURCE_DESCRIPTOR`] (anonymous type in C; member names
+    /// kept).
+    #[size(16)]
+    #[repr(C, packed(4))]
+    #[derive(Clone, Copy)]
+    pub union CM_PARTIAL_RESOURCE_DESCRIPTOR_0 {
+        /// Generic range view.
+        pub Generic: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+        /// I/O port range.
+        pub Port: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+        /// Line-based interrupt.
+        pub Interrupt: CM_PARTIAL_RESOURCE_DESCRIPTOR_INTERRUPT,
+        /// Message-signalled interrupt.
+        pub MessageInterrupt: CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI,
+        /// Memory range.
+        pub Memory: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+        /// Large memory range, length in 256-byte units.
+        pub Memory40: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+        /// Large memory range, length in 64 KiB units.
+        pub Memory48: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+        /// Large memory range, length in 4 GiB units.
+        pub Memory64: CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE,
+        /// Device-private words.
+        pub DevicePrivate: CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA,
+        /// Any other 12-byte variant.
+        pub Dma: CM_PARTIAL_RESOURCE_DESCRIPTOR_DATA,
+    }
 }
-layout!(CM_PARTIAL_RESOURCE_DESCRIPTOR_0, size = 16);
 
 impl core::fmt::Debug for CM_PARTIAL_RESOURCE_DESCRIPTOR_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -452,91 +471,92 @@ impl core::fmt::Debug for CM_PARTIAL_RESOURCE_DESCRIPTOR_0 {
     }
 }
 
-/// `CM_PARTIAL_RESOURCE_DESCRIPTOR`: one hardware resource (wdm.h, declared under
-/// `#pragma pack(4)`: 20 bytes, 4-byte aligned on x64).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_partial_resource_descriptor>
-#[repr(C, packed(4))]
-#[derive(Clone, Copy, Debug)]
-pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR {
-    /// A `CmResourceType*` value, see [`cm_resource_type`].
-    pub Type: u8,
-    /// Sharing disposition.
-    pub ShareDisposition: u8,
-    /// Type-specific flags.
-    pub Flags: u16,
-    /// Type-specific data.
-    pub u: CM_PARTIAL_RESOURCE_DESCRIPTOR_0,
+c_type! {
+    /// `CM_PARTIAL_RESOURCE_DESCRIPTOR`: one hardware resource (wdm.h, declared under
+    /// `#pragma pack(4)`: 20 bytes, 4-byte aligned on x64).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_partial_resource_descriptor>
+    #[size(20)]
+    #[repr(C, packed(4))]
+    #[derive(Clone, Copy, Debug)]
+    pub struct CM_PARTIAL_RESOURCE_DESCRIPTOR {
+        /// A `CmResourceType*` value, see [`cm_resource_type`].
+        #[offset(0)]
+        pub Type: u8,
+        /// Sharing disposition.
+        #[offset(1)]
+        pub ShareDisposition: u8,
+        /// Type-specific flags.
+        #[offset(2)]
+        pub Flags: u16,
+        /// Type-specific data.
+        #[offset(4)]
+        pub u: CM_PARTIAL_RESOURCE_DESCRIPTOR_0,
+    }
 }
-layout!(
-    CM_PARTIAL_RESOURCE_DESCRIPTOR,
-    size = 20,
-    Type = 0,
-    ShareDisposition = 1,
-    Flags = 2,
-    u = 4
-);
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(core::mem::align_of::<CM_PARTIAL_RESOURCE_DESCRIPTOR>() == 4);
 
-/// `CM_PARTIAL_RESOURCE_LIST`: a counted list of partial descriptors (variable length; the
-/// array declared with one element is followed by `Count - 1` more).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_partial_resource_list>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct CM_PARTIAL_RESOURCE_LIST {
-    /// Version.
-    pub Version: u16,
-    /// Revision.
-    pub Revision: u16,
-    /// Number of descriptors.
-    pub Count: u32,
-    /// First descriptor.
-    pub PartialDescriptors: [CM_PARTIAL_RESOURCE_DESCRIPTOR; 1],
+c_type! {
+    /// `CM_PARTIAL_RESOURCE_LIST`: a counted list of partial descriptors (variable length; the
+    /// array declared with one element is followed by `Count - 1` more).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_partial_resource_list>
+    #[size(28)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct CM_PARTIAL_RESOURCE_LIST {
+        /// Version.
+        #[offset(0)]
+        pub Version: u16,
+        /// Revision.
+        #[offset(2)]
+        pub Revision: u16,
+        /// Number of descriptors.
+        #[offset(4)]
+        pub Count: u32,
+        /// First descriptor.
+        #[offset(8)]
+        pub PartialDescriptors: [CM_PARTIAL_RESOURCE_DESCRIPTOR; 1],
+    }
 }
-layout!(
-    CM_PARTIAL_RESOURCE_LIST,
-    size = 28,
-    Version = 0,
-    Revision = 2,
-    Count = 4,
-    PartialDescriptors = 8
-);
 
-/// `CM_FULL_RESOURCE_DESCRIPTOR`: the resources of one bus.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_full_resource_descriptor>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct CM_FULL_RESOURCE_DESCRIPTOR {
-    /// Bus type.
-    pub InterfaceType: INTERFACE_TYPE,
-    /// Bus number.
-    pub BusNumber: u32,
-    /// The descriptors.
-    pub PartialResourceList: CM_PARTIAL_RESOURCE_LIST,
+c_type! {
+    /// `CM_FULL_RESOURCE_DESCRIPTOR`: the resources of one bus.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_full_resource_descriptor>
+    #[size(36)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct CM_FULL_RESOURCE_DESCRIPTOR {
+        /// Bus type.
+        #[offset(0)]
+        pub InterfaceType: INTERFACE_TYPE,
+        /// Bus number.
+        #[offset(4)]
+        pub BusNumber: u32,
+        /// The descriptors.
+        #[offset(8)]
+        pub PartialResourceList: CM_PARTIAL_RESOURCE_LIST,
+    }
 }
-layout!(
-    CM_FULL_RESOURCE_DESCRIPTOR,
-    size = 36,
-    InterfaceType = 0,
-    BusNumber = 4,
-    PartialResourceList = 8
-);
 
-/// `CM_RESOURCE_LIST`: the translated resources handed to the driver (variable length).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_resource_list>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct CM_RESOURCE_LIST {
-    /// Number of full descriptors.
-    pub Count: u32,
-    /// First full descriptor.
-    pub List: [CM_FULL_RESOURCE_DESCRIPTOR; 1],
+c_type! {
+    /// `CM_RESOURCE_LIST`: the translated resources handed to the driver (variable length).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_cm_resource_list>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct CM_RESOURCE_LIST {
+        /// Number of full descriptors.
+        #[offset(0)]
+        pub Count: u32,
+        /// First full descriptor.
+        #[offset(4)]
+        pub List: [CM_FULL_RESOURCE_DESCRIPTOR; 1],
+    }
 }
-layout!(CM_RESOURCE_LIST, size = 40, Count = 0, List = 4);
 /// `PCM_RESOURCE_LIST`.
 pub type PCM_RESOURCE_LIST = *mut CM_RESOURCE_LIST;
 

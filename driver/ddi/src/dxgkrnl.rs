@@ -14,7 +14,7 @@ use crate::adapter::{PDXGK_CHILD_STATUS, PDXGK_DEVICE_INFO};
 use crate::basic::*;
 use crate::feature::DXGKCB_QUERYFEATURESUPPORT;
 use crate::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-use crate::macros::{
+use crate::macros::{c_type, 
     bitfield, ddi_table, extern_fn, layout, reserved_flags, unbound_fn, zeroed_default,
 };
 
@@ -181,20 +181,24 @@ bitfield! {
 }
 layout!(DXGKCB_GETHANDLEDATAFLAGS, size = 4);
 
-/// `DXGKARGCB_GETHANDLEDATA`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_gethandledata>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKARGCB_GETHANDLEDATA {
-    /// Kernel handle.
-    pub hObject: D3DKMT_HANDLE,
-    /// Kind of object.
-    pub Type: DXGK_HANDLE_TYPE,
-    /// Flags.
-    pub Flags: DXGKCB_GETHANDLEDATAFLAGS,
+c_type! {
+    /// `DXGKARGCB_GETHANDLEDATA`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_gethandledata>
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKARGCB_GETHANDLEDATA {
+        /// Kernel handle.
+        pub hObject: D3DKMT_HANDLE,
+        /// Kind of object.
+        #[offset(4)]
+        pub Type: DXGK_HANDLE_TYPE,
+        /// Flags.
+        #[offset(8)]
+        pub Flags: DXGKCB_GETHANDLEDATAFLAGS,
+    }
 }
-layout!(DXGKARGCB_GETHANDLEDATA, size = 12, Type = 4, Flags = 8);
 
 extern_fn! {
     /// `DXGKCB_GETHANDLEDATA`: driver data attached to a kernel handle.
@@ -209,18 +213,21 @@ extern_fn! {
     pub type DXGKCB_GETHANDLEPARENT = fn(hAllocation: D3DKMT_HANDLE) -> D3DKMT_HANDLE;
 }
 
-/// `DXGKARGCB_ENUMHANDLECHILDREN`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_enumhandlechildren>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKARGCB_ENUMHANDLECHILDREN {
-    /// Parent handle.
-    pub hObject: D3DKMT_HANDLE,
-    /// Child index.
-    pub Index: UINT,
+c_type! {
+    /// `DXGKARGCB_ENUMHANDLECHILDREN`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_enumhandlechildren>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKARGCB_ENUMHANDLECHILDREN {
+        /// Parent handle.
+        pub hObject: D3DKMT_HANDLE,
+        /// Child index.
+        #[offset(4)]
+        pub Index: UINT,
+    }
 }
-layout!(DXGKARGCB_ENUMHANDLECHILDREN, size = 8, Index = 4);
 
 extern_fn! {
     /// `DXGKCB_ENUMHANDLECHILDREN`.
@@ -287,29 +294,28 @@ reserved_flags! {
     DXGKARGCB_DISCONNECTDOORBELL_FLAGS;
 }
 
-/// `DXGKARGCB_DISCONNECTDOORBELL`: argument of `DxgkCbDisconnectDoorbell`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_disconnectdoorbell>
-// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_DISCONNECTDOORBELL {
-    /// Driver handle of the hardware queue.
-    pub hHwQueue: HANDLE,
-    /// Driver handle of the doorbell.
-    pub hDoorbell: HANDLE,
-    /// Flags.
-    pub Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS,
-    /// One of the `D3DDDI_DOORBELLSTATUS_DISCONNECTED_*` values.
-    pub DisconnectReason: D3DDDI_DOORBELLSTATUS,
+c_type! {
+    /// `DXGKARGCB_DISCONNECTDOORBELL`: argument of `DxgkCbDisconnectDoorbell`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_disconnectdoorbell>
+    // wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_DISCONNECTDOORBELL {
+        /// Driver handle of the hardware queue.
+        pub hHwQueue: HANDLE,
+        /// Driver handle of the doorbell.
+        #[offset(8)]
+        pub hDoorbell: HANDLE,
+        /// Flags.
+        #[offset(16)]
+        pub Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS,
+        /// One of the `D3DDDI_DOORBELLSTATUS_DISCONNECTED_*` values.
+        #[offset(20)]
+        pub DisconnectReason: D3DDDI_DOORBELLSTATUS,
+    }
 }
-layout!(
-    DXGKARGCB_DISCONNECTDOORBELL,
-    size = 24,
-    hDoorbell = 8,
-    Flags = 16,
-    DisconnectReason = 20
-);
 
 extern_fn! {
     /// `DXGKCB_DISCONNECTDOORBELL`.
@@ -332,33 +338,32 @@ bitfield! {
 }
 layout!(DXGK_INVALIDATEHWCONTEXTFLAGS, size = 4);
 
-/// `DXGKARGCB_INVALIDATEHWCONTEXT`: argument of `DxgkCbInvalidateHwContext`. Unlike most
-/// callbacks, the adapter handle travels inside the structure.
-///
-/// UNVERIFIED: which handle `hHwContext` is. The page says "the Dxgkrnl-assigned value for the
-/// context that was passed to `DxgkDdiCreateContext`", but `DXGKARG_CREATECONTEXT::hContext` is
-/// documented as an output (the driver's handle) and no Dxgkrnl context handle is passed to
-/// `DxgkDdiCreateContext`; whether Dxgkrnl expects its own handle (learned elsewhere) or the
-/// driver's context handle is open (docs/tdr.md Q2).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_invalidatehwcontext>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_INVALIDATEHWCONTEXT {
-    /// The adapter handle (`DXGKRNL_INTERFACE::DeviceHandle`).
-    pub hAdapter: HANDLE,
-    /// The context to invalidate (see the UNVERIFIED note above).
-    pub hHwContext: HANDLE,
-    /// Primary cause or collateral damage.
-    pub Flags: DXGK_INVALIDATEHWCONTEXTFLAGS,
+c_type! {
+    /// `DXGKARGCB_INVALIDATEHWCONTEXT`: argument of `DxgkCbInvalidateHwContext`. Unlike most
+    /// callbacks, the adapter handle travels inside the structure.
+    ///
+    /// UNVERIFIED: which handle `hHwContext` is. The page says "the Dxgkrnl-assigned value for the
+    /// context that was passed to `DxgkDdiCreateContext`", but `DXGKARG_CREATECONTEXT::hContext` is
+    /// documented as an output (the driver's handle) and no Dxgkrnl context handle is passed to
+    /// `DxgkDdiCreateContext`; whether Dxgkrnl expects its own handle (learned elsewhere) or the
+    /// driver's context handle is open (docs/tdr.md Q2).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_invalidatehwcontext>
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_INVALIDATEHWCONTEXT {
+        /// The adapter handle (`DXGKRNL_INTERFACE::DeviceHandle`).
+        #[offset(0)]
+        pub hAdapter: HANDLE,
+        /// The context to invalidate (see the UNVERIFIED note above).
+        #[offset(8)]
+        pub hHwContext: HANDLE,
+        /// Primary cause or collateral damage.
+        #[offset(16)]
+        pub Flags: DXGK_INVALIDATEHWCONTEXTFLAGS,
+    }
 }
-layout!(
-    DXGKARGCB_INVALIDATEHWCONTEXT,
-    size = 24,
-    hAdapter = 0,
-    hHwContext = 8,
-    Flags = 16
-);
 
 zeroed_default!(DXGKARGCB_INVALIDATEHWCONTEXT);
 
@@ -639,40 +644,40 @@ unbound_fn!(DXGKCB_INDICATE_CONNECTOR_CHANGE, "https://learn.microsoft.com/en-us
 unbound_fn!(DXGKCB_UNBLOCKUEFIFRAMEBUFFERRANGES, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgkrnl_interface");
 unbound_fn!(DXGKCB_ACQUIRE_POST_DISPLAY_OWNERSHIP2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_acquire_post_display_ownership2");
 unbound_fn!(DXGKCB_SETPROTECTEDSESSIONSTATUS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgkrnl_interface");
-/// `DXGKARGCB_ALLOCATECONTIGUOUSMEMORY`: in/out arguments of
-/// [`DXGKCB_ALLOCATECONTIGUOUSMEMORY`] (WDDM 2.4+). Dxgkrnl returns non-paged, physically
-/// contiguous memory already mapped for the device's IOMMU.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_allocatecontiguousmemory>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
-    /// Bytes to allocate.
-    pub NumberOfBytes: SIZE_T,
-    /// Lowest physical address the device accepts.
-    pub LowestAcceptableAddress: PHYSICAL_ADDRESS,
-    /// Highest physical address the device accepts.
-    pub HighestAcceptableAddress: PHYSICAL_ADDRESS,
-    /// The allocation may not cross a multiple of this (0: no constraint).
-    pub BoundaryAddressMultiple: PHYSICAL_ADDRESS,
-    /// Caching of the CPU mapping (`DXGK_MEMORY_CACHING_TYPE`, values as `MEMORY_CACHING_TYPE`).
-    pub CacheType: MEMORY_CACHING_TYPE,
-    /// Out: Dxgkrnl's handle for freeing.
-    pub hMemoryHandle: HANDLE,
-    /// Out: kernel VA of the memory.
-    pub pMemory: PVOID,
+c_type! {
+    /// `DXGKARGCB_ALLOCATECONTIGUOUSMEMORY`: in/out arguments of
+    /// [`DXGKCB_ALLOCATECONTIGUOUSMEMORY`] (WDDM 2.4+). Dxgkrnl returns non-paged, physically
+    /// contiguous memory already mapped for the device's IOMMU.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_allocatecontiguousmemory>
+    #[size(56)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
+        /// Bytes to allocate.
+        #[offset(0)]
+        pub NumberOfBytes: SIZE_T,
+        /// Lowest physical address the device accepts.
+        #[offset(8)]
+        pub LowestAcceptableAddress: PHYSICAL_ADDRESS,
+        /// Highest physical address the device accepts.
+        #[offset(16)]
+        pub HighestAcceptableAddress: PHYSICAL_ADDRESS,
+        /// The allocation may not cross a multiple of this (0: no constraint).
+        #[offset(24)]
+        pub BoundaryAddressMultiple: PHYSICAL_ADDRESS,
+        /// Caching of the CPU mapping (`DXGK_MEMORY_CACHING_TYPE`, values as
+        /// `MEMORY_CACHING_TYPE`).
+        #[offset(32)]
+        pub CacheType: MEMORY_CACHING_TYPE,
+        /// Out: Dxgkrnl's handle for freeing.
+        #[offset(40)]
+        pub hMemoryHandle: HANDLE,
+        /// Out: kernel VA of the memory.
+        #[offset(48)]
+        pub pMemory: PVOID,
+    }
 }
-layout!(
-    DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
-    size = 56,
-    NumberOfBytes = 0,
-    LowestAcceptableAddress = 8,
-    HighestAcceptableAddress = 16,
-    BoundaryAddressMultiple = 24,
-    CacheType = 32,
-    hMemoryHandle = 40,
-    pMemory = 48
-);
 
 zeroed_default!(DXGKARGCB_ALLOCATECONTIGUOUSMEMORY);
 
@@ -681,16 +686,19 @@ zeroed_default!(DXGKARGCB_ALLOCATECONTIGUOUSMEMORY);
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_allocatecontiguousmemory>
 pub type DXGKCB_ALLOCATECONTIGUOUSMEMORY = DDI_FN<*mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY>;
 
-/// `DXGKARGCB_FREECONTIGUOUSMEMORY`: arguments of [`DXGKCB_FREECONTIGUOUSMEMORY`].
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_freecontiguousmemory>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_FREECONTIGUOUSMEMORY {
-    /// The handle [`DXGKCB_ALLOCATECONTIGUOUSMEMORY`] returned.
-    pub hMemoryHandle: HANDLE,
+c_type! {
+    /// `DXGKARGCB_FREECONTIGUOUSMEMORY`: arguments of [`DXGKCB_FREECONTIGUOUSMEMORY`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_freecontiguousmemory>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_FREECONTIGUOUSMEMORY {
+        /// The handle [`DXGKCB_ALLOCATECONTIGUOUSMEMORY`] returned.
+        #[offset(0)]
+        pub hMemoryHandle: HANDLE,
+    }
 }
-layout!(DXGKARGCB_FREECONTIGUOUSMEMORY, size = 8, hMemoryHandle = 0);
 
 /// `DXGKCB_FREECONTIGUOUSMEMORY` (PASSIVE).
 ///

@@ -13,7 +13,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, extern_fn, layout, reserved_flags};
+use crate::macros::{c_type, bitfield, extern_fn, layout, reserved_flags};
 
 /// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
 ///
@@ -74,23 +74,22 @@ bitfield! {
 }
 layout!(DXGK_ISFEATUREENABLED_RESULT_0, size = 2);
 
-/// `DXGK_ISFEATUREENABLED_RESULT`: answer of a feature query.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_isfeatureenabled_result>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_ISFEATUREENABLED_RESULT {
-    /// Negotiated version when enabled.
-    pub Version: UINT16,
-    /// Flags.
-    pub Anonymous: DXGK_ISFEATUREENABLED_RESULT_0,
+c_type! {
+    /// `DXGK_ISFEATUREENABLED_RESULT`: answer of a feature query.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_isfeatureenabled_result>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_ISFEATUREENABLED_RESULT {
+        /// Negotiated version when enabled.
+        #[offset(0)]
+        pub Version: UINT16,
+        /// Flags.
+        #[offset(2)]
+        pub Anonymous: DXGK_ISFEATUREENABLED_RESULT_0,
+    }
 }
-layout!(
-    DXGK_ISFEATUREENABLED_RESULT,
-    size = 4,
-    Version = 0,
-    Anonymous = 2
-);
 
 reserved_flags! {
     /// `DXGKARGCB_ISFEATUREENABLED2_FLAGS`: all reserved.
@@ -99,51 +98,49 @@ reserved_flags! {
     DXGKARGCB_ISFEATUREENABLED2_FLAGS;
 }
 
-/// `DXGKARGCB_ISFEATUREENABLED2`: argument of `DXGK_FEATURE_INTERFACE::IsFeatureEnabled`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_isfeatureenabled2>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKARGCB_ISFEATUREENABLED2 {
-    /// Feature queried.
-    pub FeatureId: DXGK_FEATURE_ID,
-    /// Flags.
-    pub Flags: DXGKARGCB_ISFEATUREENABLED2_FLAGS,
-    /// Result.
-    pub Result: DXGK_ISFEATUREENABLED_RESULT,
+c_type! {
+    /// `DXGKARGCB_ISFEATUREENABLED2`: argument of `DXGK_FEATURE_INTERFACE::IsFeatureEnabled`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_isfeatureenabled2>
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKARGCB_ISFEATUREENABLED2 {
+        /// Feature queried.
+        #[offset(0)]
+        pub FeatureId: DXGK_FEATURE_ID,
+        /// Flags.
+        #[offset(4)]
+        pub Flags: DXGKARGCB_ISFEATUREENABLED2_FLAGS,
+        /// Result.
+        #[offset(8)]
+        pub Result: DXGK_ISFEATUREENABLED_RESULT,
+    }
 }
-layout!(
-    DXGKARGCB_ISFEATUREENABLED2,
-    size = 12,
-    FeatureId = 0,
-    Flags = 4,
-    Result = 8
-);
 
-/// `DXGKARGCB_QUERYFEATUREINTERFACE`: argument of
-/// `DXGK_FEATURE_INTERFACE::QueryFeatureInterface`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_queryfeatureinterface>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_QUERYFEATUREINTERFACE {
-    /// Feature whose interface is wanted.
-    pub FeatureId: DXGK_FEATURE_ID,
-    /// Negotiated feature version.
-    pub Version: DXGK_FEATURE_VERSION,
-    /// In: size of `Interface`; out: size written.
-    pub InterfaceSize: UINT16,
-    /// Interface buffer (e.g. a [`DXGKCBINT_FEATURE_NATIVEFENCE_1`]).
-    pub Interface: *mut c_void,
+c_type! {
+    /// `DXGKARGCB_QUERYFEATUREINTERFACE`: argument of
+    /// `DXGK_FEATURE_INTERFACE::QueryFeatureInterface`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_queryfeatureinterface>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_QUERYFEATUREINTERFACE {
+        /// Feature whose interface is wanted.
+        #[offset(0)]
+        pub FeatureId: DXGK_FEATURE_ID,
+        /// Negotiated feature version.
+        #[offset(4)]
+        pub Version: DXGK_FEATURE_VERSION,
+        /// In: size of `Interface`; out: size written.
+        #[offset(6)]
+        pub InterfaceSize: UINT16,
+        /// Interface buffer (e.g. a [`DXGKCBINT_FEATURE_NATIVEFENCE_1`]).
+        #[offset(8)]
+        pub Interface: *mut c_void,
+    }
 }
-layout!(
-    DXGKARGCB_QUERYFEATUREINTERFACE,
-    size = 16,
-    FeatureId = 0,
-    Version = 4,
-    InterfaceSize = 6,
-    Interface = 8
-);
 
 /// `DXGKCB_ISFEATUREENABLED2`.
 ///
@@ -158,38 +155,37 @@ pub type DXGKCB_QUERYFEATUREINTERFACE = DDI_FN<*mut DXGKARGCB_QUERYFEATUREINTERF
 /// `DXGK_FEATURE_INTERFACE_VERSION_1`.
 pub const DXGK_FEATURE_INTERFACE_VERSION_1: USHORT = 1;
 
-/// `DXGK_FEATURE_INTERFACE`: returned by `DxgkCbQueryServices` for `DxgkServicesFeature`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgk_feature_interface>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_FEATURE_INTERFACE {
-    /// Size of this structure.
-    pub Size: USHORT,
-    /// [`DXGK_FEATURE_INTERFACE_VERSION_1`].
-    pub Version: USHORT,
-    /// Interface context.
-    pub Context: PVOID,
-    /// Reference.
-    pub InterfaceReference: PINTERFACE_REFERENCE,
-    /// Dereference.
-    pub InterfaceDereference: PINTERFACE_DEREFERENCE,
-    /// Feature query.
-    pub IsFeatureEnabled: DXGKCB_ISFEATUREENABLED2,
-    /// Feature interface query.
-    pub QueryFeatureInterface: DXGKCB_QUERYFEATUREINTERFACE,
+c_type! {
+    /// `DXGK_FEATURE_INTERFACE`: returned by `DxgkCbQueryServices` for `DxgkServicesFeature`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgk_feature_interface>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_FEATURE_INTERFACE {
+        /// Size of this structure.
+        #[offset(0)]
+        pub Size: USHORT,
+        /// [`DXGK_FEATURE_INTERFACE_VERSION_1`].
+        #[offset(2)]
+        pub Version: USHORT,
+        /// Interface context.
+        #[offset(8)]
+        pub Context: PVOID,
+        /// Reference.
+        #[offset(16)]
+        pub InterfaceReference: PINTERFACE_REFERENCE,
+        /// Dereference.
+        #[offset(24)]
+        pub InterfaceDereference: PINTERFACE_DEREFERENCE,
+        /// Feature query.
+        #[offset(32)]
+        pub IsFeatureEnabled: DXGKCB_ISFEATUREENABLED2,
+        /// Feature interface query.
+        #[offset(40)]
+        pub QueryFeatureInterface: DXGKCB_QUERYFEATUREINTERFACE,
+    }
 }
-layout!(
-    DXGK_FEATURE_INTERFACE,
-    size = 48,
-    Size = 0,
-    Version = 2,
-    Context = 8,
-    InterfaceReference = 16,
-    InterfaceDereference = 24,
-    IsFeatureEnabled = 32,
-    QueryFeatureInterface = 40
-);
 
 impl Default for DXGK_FEATURE_INTERFACE {
     /// Ready to pass to `DxgkCbQueryServices`: `Size` and `Version` set, pointers null.
@@ -229,40 +225,42 @@ extern_fn! {
     ) -> NTSTATUS;
 }
 
-/// `DXGKCBINT_FEATURE_NATIVEFENCE_1`: the interface returned for [`DXGK_FEATURE_NATIVE_FENCE`]
-/// version 1.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkcbint_feature_nativefence_1>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKCBINT_FEATURE_NATIVEFENCE_1 {
-    /// OS caps query.
-    pub GetOSCaps: DXGKCB_FEATURE_NATIVEFENCE_CAPS_1,
+c_type! {
+    /// `DXGKCBINT_FEATURE_NATIVEFENCE_1`: the interface returned for [`DXGK_FEATURE_NATIVE_FENCE`]
+    /// version 1.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkcbint_feature_nativefence_1>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKCBINT_FEATURE_NATIVEFENCE_1 {
+        /// OS caps query.
+        #[offset(0)]
+        pub GetOSCaps: DXGKCB_FEATURE_NATIVEFENCE_CAPS_1,
+    }
 }
-layout!(DXGKCBINT_FEATURE_NATIVEFENCE_1, size = 8, GetOSCaps = 0);
 
-/// `DXGKARGCB_QUERYFEATURESUPPORT` (WDDM 2.9 `DxgkCbQueryFeatureSupport`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_queryfeaturesupport>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_QUERYFEATURESUPPORT {
-    /// `DxgkInterface.DeviceHandle`.
-    pub DeviceHandle: HANDLE,
-    /// Feature.
-    pub FeatureId: DXGK_FEATURE_ID,
-    /// One of the `DXGK_FEATURE_SUPPORT_*` values.
-    pub DriverSupportState: UINT,
-    /// Out: whether the driver may enable the feature.
-    pub Enabled: BOOLEAN,
+c_type! {
+    /// `DXGKARGCB_QUERYFEATURESUPPORT` (WDDM 2.9 `DxgkCbQueryFeatureSupport`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkargcb_queryfeaturesupport>
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_QUERYFEATURESUPPORT {
+        /// `DxgkInterface.DeviceHandle`.
+        pub DeviceHandle: HANDLE,
+        /// Feature.
+        #[offset(8)]
+        pub FeatureId: DXGK_FEATURE_ID,
+        /// One of the `DXGK_FEATURE_SUPPORT_*` values.
+        #[offset(12)]
+        pub DriverSupportState: UINT,
+        /// Out: whether the driver may enable the feature.
+        #[offset(16)]
+        pub Enabled: BOOLEAN,
+    }
 }
-layout!(
-    DXGKARGCB_QUERYFEATURESUPPORT,
-    size = 24,
-    FeatureId = 8,
-    DriverSupportState = 12,
-    Enabled = 16
-);
 
 /// Driver support state: never on.
 pub const DXGK_FEATURE_SUPPORT_ALWAYS_OFF: UINT = 0;
@@ -303,61 +301,59 @@ pub const GUID_WDDM_INTERFACE_FEATURE: GUID = GUID {
 // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
 pub const DXGKDDI_FEATURE_INTERFACE_VERSION_1: USHORT = 1;
 
-/// `DXGKARG_QUERYFEATURESUPPORT`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_queryfeaturesupport>
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_QUERYFEATURESUPPORT {
-    /// In: the feature.
-    pub FeatureId: DXGK_FEATURE_ID,
-    /// Out: lowest version the driver supports (non-zero when supported).
-    pub MinSupportedVersion: DXGK_FEATURE_VERSION,
-    /// Out: highest version the driver supports (>= the minimum).
-    pub MaxSupportedVersion: DXGK_FEATURE_VERSION,
-    /// In: the driver may report experimental features as supported.
-    pub AllowExperimental: BOOLEAN,
-    /// Out: the driver implements the feature.
-    pub SupportedByDriver: BOOLEAN,
-    /// Out: the current hardware/configuration can run it.
-    pub SupportedOnCurrentConfig: BOOLEAN,
+c_type! {
+    /// `DXGKARG_QUERYFEATURESUPPORT`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_queryfeaturesupport>
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_QUERYFEATURESUPPORT {
+        /// In: the feature.
+        #[offset(0)]
+        pub FeatureId: DXGK_FEATURE_ID,
+        /// Out: lowest version the driver supports (non-zero when supported).
+        #[offset(4)]
+        pub MinSupportedVersion: DXGK_FEATURE_VERSION,
+        /// Out: highest version the driver supports (>= the minimum).
+        #[offset(6)]
+        pub MaxSupportedVersion: DXGK_FEATURE_VERSION,
+        /// In: the driver may report experimental features as supported.
+        #[offset(8)]
+        pub AllowExperimental: BOOLEAN,
+        /// Out: the driver implements the feature.
+        #[offset(9)]
+        pub SupportedByDriver: BOOLEAN,
+        /// Out: the current hardware/configuration can run it.
+        #[offset(10)]
+        pub SupportedOnCurrentConfig: BOOLEAN,
+    }
 }
-layout!(
-    DXGKARG_QUERYFEATURESUPPORT,
-    size = 12,
-    FeatureId = 0,
-    MinSupportedVersion = 4,
-    MaxSupportedVersion = 6,
-    AllowExperimental = 8,
-    SupportedByDriver = 9,
-    SupportedOnCurrentConfig = 10
-);
 
-/// `DXGKARG_QUERYFEATUREINTERFACE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_queryfeatureinterface>
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_QUERYFEATUREINTERFACE {
-    /// In: the feature.
-    pub FeatureId: DXGK_FEATURE_ID,
-    /// In: its version.
-    pub Version: DXGK_FEATURE_VERSION,
-    /// In/out: the buffer's size; on success the interface's size.
-    pub InterfaceSize: UINT16,
-    /// In/out: the buffer to fill.
-    pub Interface: PVOID,
+c_type! {
+    /// `DXGKARG_QUERYFEATUREINTERFACE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_queryfeatureinterface>
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_QUERYFEATUREINTERFACE {
+        /// In: the feature.
+        #[offset(0)]
+        pub FeatureId: DXGK_FEATURE_ID,
+        /// In: its version.
+        #[offset(4)]
+        pub Version: DXGK_FEATURE_VERSION,
+        /// In/out: the buffer's size; on success the interface's size.
+        #[offset(6)]
+        pub InterfaceSize: UINT16,
+        /// In/out: the buffer to fill.
+        #[offset(8)]
+        pub Interface: PVOID,
+    }
 }
-layout!(
-    DXGKARG_QUERYFEATUREINTERFACE,
-    size = 16,
-    FeatureId = 0,
-    Version = 4,
-    InterfaceSize = 6,
-    Interface = 8
-);
 
 /// `DXGKDDI_QUERYFEATURESUPPORT` (PASSIVE_LEVEL).
 ///
@@ -368,37 +364,36 @@ pub type PDXGKDDI_QUERYFEATURESUPPORT = DDI_FN<*mut DXGKARG_QUERYFEATURESUPPORT>
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeatureinterface>
 pub type PDXGKDDI_QUERYFEATUREINTERFACE = DDI_FN<*mut DXGKARG_QUERYFEATUREINTERFACE>;
 
-/// `DXGKDDI_FEATURE_INTERFACE`: the KMD's interface through which Dxgkrnl queries its feature
-/// support (version 1, 48 bytes).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgkddi_feature_interface>
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKDDI_FEATURE_INTERFACE {
-    /// Size of this structure.
-    pub Size: USHORT,
-    /// [`DXGKDDI_FEATURE_INTERFACE_VERSION_1`].
-    pub Version: USHORT,
-    /// Passed to every function below (the adapter context).
-    pub Context: PVOID,
-    /// Reference.
-    pub InterfaceReference: PINTERFACE_REFERENCE,
-    /// Dereference.
-    pub InterfaceDereference: PINTERFACE_DEREFERENCE,
-    /// Feature support query.
-    pub QueryFeatureSupport: PDXGKDDI_QUERYFEATURESUPPORT,
-    /// Feature interface query.
-    pub QueryFeatureInterface: PDXGKDDI_QUERYFEATUREINTERFACE,
+c_type! {
+    /// `DXGKDDI_FEATURE_INTERFACE`: the KMD's interface through which Dxgkrnl queries its feature
+    /// support (version 1, 48 bytes).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgkddi_feature_interface>
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKDDI_FEATURE_INTERFACE {
+        /// Size of this structure.
+        #[offset(0)]
+        pub Size: USHORT,
+        /// [`DXGKDDI_FEATURE_INTERFACE_VERSION_1`].
+        #[offset(2)]
+        pub Version: USHORT,
+        /// Passed to every function below (the adapter context).
+        #[offset(8)]
+        pub Context: PVOID,
+        /// Reference.
+        #[offset(16)]
+        pub InterfaceReference: PINTERFACE_REFERENCE,
+        /// Dereference.
+        #[offset(24)]
+        pub InterfaceDereference: PINTERFACE_DEREFERENCE,
+        /// Feature support query.
+        #[offset(32)]
+        pub QueryFeatureSupport: PDXGKDDI_QUERYFEATURESUPPORT,
+        /// Feature interface query.
+        #[offset(40)]
+        pub QueryFeatureInterface: PDXGKDDI_QUERYFEATUREINTERFACE,
+    }
 }
-layout!(
-    DXGKDDI_FEATURE_INTERFACE,
-    size = 48,
-    Size = 0,
-    Version = 2,
-    Context = 8,
-    InterfaceReference = 16,
-    InterfaceDereference = 24,
-    QueryFeatureSupport = 32,
-    QueryFeatureInterface = 40
-);

@@ -16,38 +16,37 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{
+use crate::macros::{c_type, 
     bitfield, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags, zeroed_default,
 };
 
-/// `DXGK_NATIVE_FENCE_CAPS`: answer to `DXGKQAITYPE_NATIVE_FENCE_CAPS` (56 bytes on x64, which
-/// is also the output size dxgkrnl passes for this query).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_native_fence_caps>
-// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_NATIVE_FENCE_CAPS {
-    /// Stride between the monitored values of fences packed into one page.
-    pub MonitoredValueStride: UINT,
-    /// Map current/monitored values into the system (paging) process GPU VA space for the CMP.
-    pub MapToGpuSystemProcess: BOOLEAN,
-    /// Lowest GPU VA for fence mappings (optional, 0 = no limit).
-    pub MinimumAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Highest GPU VA for fence mappings (optional, 0 = no limit).
-    pub MaximumAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Reserved.
-    pub Reserved: [BYTE; 28],
+c_type! {
+    /// `DXGK_NATIVE_FENCE_CAPS`: answer to `DXGKQAITYPE_NATIVE_FENCE_CAPS` (56 bytes on x64, which
+    /// is also the output size dxgkrnl passes for this query).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_native_fence_caps>
+    // wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
+    #[size(56)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_NATIVE_FENCE_CAPS {
+        /// Stride between the monitored values of fences packed into one page.
+        #[offset(0)]
+        pub MonitoredValueStride: UINT,
+        /// Map current/monitored values into the system (paging) process GPU VA space for the CMP.
+        #[offset(4)]
+        pub MapToGpuSystemProcess: BOOLEAN,
+        /// Lowest GPU VA for fence mappings (optional, 0 = no limit).
+        #[offset(8)]
+        pub MinimumAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Highest GPU VA for fence mappings (optional, 0 = no limit).
+        #[offset(16)]
+        pub MaximumAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Reserved.
+        #[offset(24)]
+        pub Reserved: [BYTE; 28],
+    }
 }
-layout!(
-    DXGK_NATIVE_FENCE_CAPS,
-    size = 56,
-    MonitoredValueStride = 0,
-    MapToGpuSystemProcess = 4,
-    MinimumAddress = 8,
-    MaximumAddress = 16,
-    Reserved = 24
-);
 
 // ---------------------------------------------------------------------------------------------
 // d3dukmdt.h: fence type, per-process mapping, private-data size
@@ -71,34 +70,33 @@ pub const D3DDDI_NATIVEFENCE_TYPE_DEFAULT: D3DDDI_NATIVEFENCE_TYPE = 0;
 /// Engine-to-engine synchronisation only: no CPU access, no CPU wait/signal.
 pub const D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU: D3DDDI_NATIVEFENCE_TYPE = 1;
 
-/// `D3DDDI_NATIVEFENCEMAPPING`: a native fence's mappings in the caller's process (returned to
-/// user mode by `D3DKMTCreateNativeFence` / `D3DKMTOpenNativeFenceFromNtHandle`).
-///
-/// `CurrentValueCpuVa` is declared `D3DKMT_PTR(VOID*, CurrentValueCpuVa)`: a pointer widened to
-/// 64 bits, i.e. an ordinary pointer on x64. The other members are `D3DKMT_ALIGN64`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefencemapping>
-// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct D3DDDI_NATIVEFENCEMAPPING {
-    /// Read-only CPU mapping of the current value (user mode polls it).
-    pub CurrentValueCpuVa: PVOID,
-    /// Read/write GPU mapping of the current value in the process address space.
-    pub CurrentValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// Read/write GPU mapping of the monitored value in the process address space.
-    pub MonitoredValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// Reserved.
-    pub Reserved: [BYTE; 32],
+c_type! {
+    /// `D3DDDI_NATIVEFENCEMAPPING`: a native fence's mappings in the caller's process (returned to
+    /// user mode by `D3DKMTCreateNativeFence` / `D3DKMTOpenNativeFenceFromNtHandle`).
+    ///
+    /// `CurrentValueCpuVa` is declared `D3DKMT_PTR(VOID*, CurrentValueCpuVa)`: a pointer widened to
+    /// 64 bits, i.e. an ordinary pointer on x64. The other members are `D3DKMT_ALIGN64`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefencemapping>
+    // wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
+    #[size(56)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct D3DDDI_NATIVEFENCEMAPPING {
+        /// Read-only CPU mapping of the current value (user mode polls it).
+        #[offset(0)]
+        pub CurrentValueCpuVa: PVOID,
+        /// Read/write GPU mapping of the current value in the process address space.
+        #[offset(8)]
+        pub CurrentValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// Read/write GPU mapping of the monitored value in the process address space.
+        #[offset(16)]
+        pub MonitoredValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// Reserved.
+        #[offset(24)]
+        pub Reserved: [BYTE; 32],
+    }
 }
-layout!(
-    D3DDDI_NATIVEFENCEMAPPING,
-    size = 56,
-    CurrentValueCpuVa = 0,
-    CurrentValueGpuVa = 8,
-    MonitoredValueGpuVa = 16,
-    Reserved = 24
-);
 
 // ---------------------------------------------------------------------------------------------
 // Flag words (all `union { struct { UINT ... }; UINT Value; }`)
@@ -162,88 +160,86 @@ reserved_flags! {
 // Create / open / close / destroy
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGKARG_CREATENATIVEFENCE`: argument of `DxgkDdiCreateNativeFence`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createnativefence>
-// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CREATENATIVEFENCE {
-    /// In: the dxgkrnl handle of the fence. Out: the driver's global fence handle, which
-    /// dxgkrnl passes back in later DDIs and which the driver reports in
-    /// `NativeFenceSignaled::pSignaledNativeFenceArray`.
-    pub hGlobalNativeFence: HANDLE,
-    /// In: fence type.
-    pub Type: D3DDDI_NATIVEFENCE_TYPE,
-    /// In: current value's GPU VA in the system process (only if
-    /// [`DXGK_NATIVE_FENCE_CAPS::MapToGpuSystemProcess`]).
-    pub CurrentValueSystemProcessGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// In: monitored value's GPU VA in the system process (only if `MapToGpuSystemProcess`).
-    pub MonitoredValueSystemProcessGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// In/out: private data from the UMD's `D3DKMTCreateNativeFence`, copied back to it.
-    pub pPrivateDriverData: [BYTE; D3DDDI_NATIVE_FENCE_PDD_SIZE],
-    /// In: flags.
-    pub Flags: DXGKARG_CREATENATIVEFENCE_FLAGS,
-    /// Reserved.
-    pub Reserved: [BYTE; 32],
+c_type! {
+    /// `DXGKARG_CREATENATIVEFENCE`: argument of `DxgkDdiCreateNativeFence`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createnativefence>
+    // wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
+    #[size(136)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CREATENATIVEFENCE {
+        /// In: the dxgkrnl handle of the fence. Out: the driver's global fence handle, which
+        /// dxgkrnl passes back in later DDIs and which the driver reports in
+        /// `NativeFenceSignaled::pSignaledNativeFenceArray`.
+        #[offset(0)]
+        pub hGlobalNativeFence: HANDLE,
+        /// In: fence type.
+        #[offset(8)]
+        pub Type: D3DDDI_NATIVEFENCE_TYPE,
+        /// In: current value's GPU VA in the system process (only if
+        /// [`DXGK_NATIVE_FENCE_CAPS::MapToGpuSystemProcess`]).
+        #[offset(16)]
+        pub CurrentValueSystemProcessGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// In: monitored value's GPU VA in the system process (only if `MapToGpuSystemProcess`).
+        #[offset(24)]
+        pub MonitoredValueSystemProcessGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// In/out: private data from the UMD's `D3DKMTCreateNativeFence`, copied back to it.
+        #[offset(32)]
+        pub pPrivateDriverData: [BYTE; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+        /// In: flags.
+        #[offset(96)]
+        pub Flags: DXGKARG_CREATENATIVEFENCE_FLAGS,
+        /// Reserved.
+        #[offset(100)]
+        pub Reserved: [BYTE; 32],
+    }
 }
-layout!(
-    DXGKARG_CREATENATIVEFENCE,
-    size = 136,
-    hGlobalNativeFence = 0,
-    Type = 8,
-    CurrentValueSystemProcessGpuVa = 16,
-    MonitoredValueSystemProcessGpuVa = 24,
-    pPrivateDriverData = 32,
-    Flags = 96,
-    Reserved = 100
-);
 
-/// `DXGKARG_OPENNATIVEFENCE`: argument of `DxgkDdiOpenNativeFence` (one per process / device
-/// that opens the fence, including the creating one).
-///
-/// UNVERIFIED: two layouts are published. The current en-us reference page (syntax generated
-/// from a recent header) has `pPrivateDriverData[D3DDDI_NATIVE_FENCE_PDD_SIZE]` between `Flags`
-/// and `Reserved` (144 bytes, bound here); the Microsoft docs source, the older localized pages
-/// and SDK-generated bindings (smourier/DirectN) have no `pPrivateDriverData` (80 bytes, see
-/// [`DXGKARG_OPENNATIVEFENCE_SIZE_WITHOUT_PDD`]). Which one the 10.0.26100 header / a 24H2
-/// dxgkrnl uses could not be confirmed. The first 44 bytes (handles, VAs, `Flags`) are the same
-/// in both; a driver must not read `pPrivateDriverData` or `Reserved` unless it knows the OS
-/// passes the larger structure.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_opennativefence>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_OPENNATIVEFENCE {
-    /// In: the driver's global handle from `DxgkDdiCreateNativeFence`.
-    pub hGlobalNativeFence: HANDLE,
-    /// In: the dxgkrnl handle of the local object. Out: the driver's local handle.
-    pub hLocalNativeFence: HANDLE,
-    /// In: driver handle of the parent device of the local object.
-    pub hDevice: HANDLE,
-    /// In: current value's GPU VA in the user process.
-    pub CurrentValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// In: monitored value's GPU VA in the user process.
-    pub MonitoredValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// In: flags.
-    pub Flags: DXGK_OPENNATIVEFENCE_FLAGS,
-    /// Private driver data (UNVERIFIED, see the type documentation).
-    pub pPrivateDriverData: [BYTE; D3DDDI_NATIVE_FENCE_PDD_SIZE],
-    /// Reserved.
-    pub Reserved: [BYTE; 32],
+c_type! {
+    /// `DXGKARG_OPENNATIVEFENCE`: argument of `DxgkDdiOpenNativeFence` (one per process / device
+    /// that opens the fence, including the creating one).
+    ///
+    /// UNVERIFIED: two layouts are published. The current en-us reference page (syntax generated
+    /// from a recent header) has `pPrivateDriverData[D3DDDI_NATIVE_FENCE_PDD_SIZE]` between `Flags`
+    /// and `Reserved` (144 bytes, bound here); the Microsoft docs source, the older localized pages
+    /// and SDK-generated bindings (smourier/DirectN) have no `pPrivateDriverData` (80 bytes, see
+    /// [`DXGKARG_OPENNATIVEFENCE_SIZE_WITHOUT_PDD`]). Which one the 10.0.26100 header / a 24H2
+    /// dxgkrnl uses could not be confirmed. The first 44 bytes (handles, VAs, `Flags`) are the same
+    /// in both; a driver must not read `pPrivateDriverData` or `Reserved` unless it knows the OS
+    /// passes the larger structure.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_opennativefence>
+    #[size(144)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_OPENNATIVEFENCE {
+        /// In: the driver's global handle from `DxgkDdiCreateNativeFence`.
+        #[offset(0)]
+        pub hGlobalNativeFence: HANDLE,
+        /// In: the dxgkrnl handle of the local object. Out: the driver's local handle.
+        #[offset(8)]
+        pub hLocalNativeFence: HANDLE,
+        /// In: driver handle of the parent device of the local object.
+        #[offset(16)]
+        pub hDevice: HANDLE,
+        /// In: current value's GPU VA in the user process.
+        #[offset(24)]
+        pub CurrentValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// In: monitored value's GPU VA in the user process.
+        #[offset(32)]
+        pub MonitoredValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// In: flags.
+        #[offset(40)]
+        pub Flags: DXGK_OPENNATIVEFENCE_FLAGS,
+        /// Private driver data (UNVERIFIED, see the type documentation).
+        #[offset(44)]
+        pub pPrivateDriverData: [BYTE; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+        /// Reserved.
+        #[offset(108)]
+        pub Reserved: [BYTE; 32],
+    }
 }
-layout!(
-    DXGKARG_OPENNATIVEFENCE,
-    size = 144,
-    hGlobalNativeFence = 0,
-    hLocalNativeFence = 8,
-    hDevice = 16,
-    CurrentValueGpuVa = 24,
-    MonitoredValueGpuVa = 32,
-    Flags = 40,
-    pPrivateDriverData = 44,
-    Reserved = 108
-);
 
 /// Size of [`DXGKARG_OPENNATIVEFENCE`] in the published variant without `pPrivateDriverData`
 /// (`Reserved` at 44, 76 bytes of members padded to 80). Not a header constant.
@@ -252,118 +248,114 @@ pub const DXGKARG_OPENNATIVEFENCE_SIZE_WITHOUT_PDD: usize = 80;
 /// Bytes of [`DXGKARG_OPENNATIVEFENCE`] that both published variants share (through `Flags`).
 pub const DXGKARG_OPENNATIVEFENCE_COMMON_PREFIX: usize = 44;
 
-/// `DXGKARG_CLOSENATIVEFENCE`: argument of `DxgkDdiCloseNativeFence`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_closenativefence>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CLOSENATIVEFENCE {
-    /// In: the driver's local handle from `DxgkDdiOpenNativeFence`.
-    pub hLocalNativeFence: HANDLE,
-    /// In: flags.
-    pub Flags: DXGK_CLOSENATIVEFENCE_FLAGS,
-    /// Reserved.
-    pub Reserved: [BYTE; 32],
+c_type! {
+    /// `DXGKARG_CLOSENATIVEFENCE`: argument of `DxgkDdiCloseNativeFence`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_closenativefence>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CLOSENATIVEFENCE {
+        /// In: the driver's local handle from `DxgkDdiOpenNativeFence`.
+        #[offset(0)]
+        pub hLocalNativeFence: HANDLE,
+        /// In: flags.
+        #[offset(8)]
+        pub Flags: DXGK_CLOSENATIVEFENCE_FLAGS,
+        /// Reserved.
+        #[offset(12)]
+        pub Reserved: [BYTE; 32],
+    }
 }
-layout!(
-    DXGKARG_CLOSENATIVEFENCE,
-    size = 48,
-    hLocalNativeFence = 0,
-    Flags = 8,
-    Reserved = 12
-);
 
-/// `DXGKARG_DESTROYNATIVEFENCE`: argument of `DxgkDdiDestroyNativeFence`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_destroynativefence>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_DESTROYNATIVEFENCE {
-    /// In: the driver's global handle from `DxgkDdiCreateNativeFence`.
-    pub hGlobalNativeFence: HANDLE,
-    /// In: flags.
-    pub Flags: DXGK_DESTROYNATIVEFENCE_FLAGS,
-    /// Reserved.
-    pub Reserved: [BYTE; 32],
+c_type! {
+    /// `DXGKARG_DESTROYNATIVEFENCE`: argument of `DxgkDdiDestroyNativeFence`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_destroynativefence>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_DESTROYNATIVEFENCE {
+        /// In: the driver's global handle from `DxgkDdiCreateNativeFence`.
+        #[offset(0)]
+        pub hGlobalNativeFence: HANDLE,
+        /// In: flags.
+        #[offset(8)]
+        pub Flags: DXGK_DESTROYNATIVEFENCE_FLAGS,
+        /// Reserved.
+        #[offset(12)]
+        pub Reserved: [BYTE; 32],
+    }
 }
-layout!(
-    DXGKARG_DESTROYNATIVEFENCE,
-    size = 48,
-    hGlobalNativeFence = 0,
-    Flags = 8,
-    Reserved = 12
-);
 
 // ---------------------------------------------------------------------------------------------
 // Monitored / current value updates
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGKARG_UPDATEMONITOREDVALUES`: argument of `DxgkDdiUpdateMonitoredValues` (three parallel
-/// arrays of `NumFences` entries; there is no per-fence entry structure). The kernel CPU VAs are
-/// valid only for the duration of the call.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatemonitoredvalues>
-// wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_UPDATEMONITOREDVALUES {
-    /// In: `NumFences` native fence handles.
-    pub NativeFenceArray: *mut HANDLE,
-    /// In: `NumFences` new monitored values.
-    pub UpdatedValueArray: *mut UINT64,
-    /// In: `NumFences` read/write kernel CPU VAs of the monitored values.
-    pub MonitoredValueKernelCpuVa: *mut *mut c_void,
-    /// In: number of fences.
-    pub NumFences: UINT,
-    /// In: flags.
-    pub Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS,
-    /// Reserved.
-    pub Reserved: [BYTE; 28],
+c_type! {
+    /// `DXGKARG_UPDATEMONITOREDVALUES`: argument of `DxgkDdiUpdateMonitoredValues` (three parallel
+    /// arrays of `NumFences` entries; there is no per-fence entry structure). The kernel CPU VAs
+    /// are valid only for the duration of the call.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatemonitoredvalues>
+    // wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_UPDATEMONITOREDVALUES {
+        /// In: `NumFences` native fence handles.
+        #[offset(0)]
+        pub NativeFenceArray: *mut HANDLE,
+        /// In: `NumFences` new monitored values.
+        #[offset(8)]
+        pub UpdatedValueArray: *mut UINT64,
+        /// In: `NumFences` read/write kernel CPU VAs of the monitored values.
+        #[offset(16)]
+        pub MonitoredValueKernelCpuVa: *mut *mut c_void,
+        /// In: number of fences.
+        #[offset(24)]
+        pub NumFences: UINT,
+        /// In: flags.
+        #[offset(28)]
+        pub Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS,
+        /// Reserved.
+        #[offset(32)]
+        pub Reserved: [BYTE; 28],
+    }
 }
-layout!(
-    DXGKARG_UPDATEMONITOREDVALUES,
-    size = 64,
-    NativeFenceArray = 0,
-    UpdatedValueArray = 8,
-    MonitoredValueKernelCpuVa = 16,
-    NumFences = 24,
-    Flags = 28,
-    Reserved = 32
-);
 
-/// `DXGKARG_UPDATECURRENTVALUESFROMCPU`: argument of `DxgkDdiUpdateCurrentValuesFromCpu`
-/// (parallel arrays of `NumFences` entries; kernel CPU VAs valid only during the call).
-///
-/// Member order from the reference page, confirmed by SDK-generated bindings. (The design
-/// page's draft declaration puts `Flags` and `NumFences` first; that draft is not the header.)
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatecurrentvaluesfromcpu>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_UPDATECURRENTVALUESFROMCPU {
-    /// In: `NumFences` native fence handles.
-    pub NativeFenceArray: *mut HANDLE,
-    /// In: `NumFences` new current values.
-    pub UpdatedValueArray: *mut UINT64,
-    /// In: `NumFences` read/write kernel CPU VAs of the current values.
-    pub CurrentValueKernelCpuVa: *mut *mut c_void,
-    /// In: number of fences.
-    pub NumFences: UINT,
-    /// In: flags (`AlwaysSignaled`, `NotificationOnly`).
-    pub Flags: DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
-    /// Reserved.
-    pub Reserved: [BYTE; 28],
+c_type! {
+    /// `DXGKARG_UPDATECURRENTVALUESFROMCPU`: argument of `DxgkDdiUpdateCurrentValuesFromCpu`
+    /// (parallel arrays of `NumFences` entries; kernel CPU VAs valid only during the call).
+    ///
+    /// Member order from the reference page, confirmed by SDK-generated bindings. (The design
+    /// page's draft declaration puts `Flags` and `NumFences` first; that draft is not the header.)
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatecurrentvaluesfromcpu>
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_UPDATECURRENTVALUESFROMCPU {
+        /// In: `NumFences` native fence handles.
+        #[offset(0)]
+        pub NativeFenceArray: *mut HANDLE,
+        /// In: `NumFences` new current values.
+        #[offset(8)]
+        pub UpdatedValueArray: *mut UINT64,
+        /// In: `NumFences` read/write kernel CPU VAs of the current values.
+        #[offset(16)]
+        pub CurrentValueKernelCpuVa: *mut *mut c_void,
+        /// In: number of fences.
+        #[offset(24)]
+        pub NumFences: UINT,
+        /// In: flags (`AlwaysSignaled`, `NotificationOnly`).
+        #[offset(28)]
+        pub Flags: DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
+        /// Reserved.
+        #[offset(32)]
+        pub Reserved: [BYTE; 28],
+    }
 }
-layout!(
-    DXGKARG_UPDATECURRENTVALUESFROMCPU,
-    size = 64,
-    NativeFenceArray = 0,
-    UpdatedValueArray = 8,
-    CurrentValueKernelCpuVa = 16,
-    NumFences = 24,
-    Flags = 28,
-    Reserved = 32
-);
 
 // ---------------------------------------------------------------------------------------------
 // Native fence logs (d3dukmdt.h) and their DDIs (d3dkmddi.h)
@@ -388,127 +380,122 @@ pub const DXGK_NATIVE_FENCE_LOG_OPERATION_SIGNAL_EXECUTED: DXGK_NATIVE_FENCE_LOG
 /// A wait was satisfied on the GPU.
 pub const DXGK_NATIVE_FENCE_LOG_OPERATION_WAIT_UNBLOCKED: DXGK_NATIVE_FENCE_LOG_OPERATION = 1;
 
-/// The split view of [`DXGK_NATIVE_FENCE_LOG_HEADER_0`] (anonymous struct in C).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_NATIVE_FENCE_LOG_HEADER_0_0 {
-    /// Index of the first free entry (the `LowPart` of `AtomicWraparoundAndEntryIndex`).
-    pub FirstFreeEntryIndex: u32,
-    /// Number of times the writer wrapped around (the `HighPart`).
-    pub WraparoundCount: u32,
+c_type! {
+    /// The split view of [`DXGK_NATIVE_FENCE_LOG_HEADER_0`] (anonymous struct in C).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_NATIVE_FENCE_LOG_HEADER_0_0 {
+        /// Index of the first free entry (the `LowPart` of `AtomicWraparoundAndEntryIndex`).
+        #[offset(0)]
+        pub FirstFreeEntryIndex: u32,
+        /// Number of times the writer wrapped around (the `HighPart`).
+        #[offset(4)]
+        pub WraparoundCount: u32,
+    }
 }
-layout!(
-    DXGK_NATIVE_FENCE_LOG_HEADER_0_0,
-    size = 8,
-    FirstFreeEntryIndex = 0,
-    WraparoundCount = 4
-);
 
-/// The anonymous union at the start of [`DXGK_NATIVE_FENCE_LOG_HEADER`]: the index and
-/// wraparound count, or both as one 64-bit word so a writer can update them atomically.
-///
-/// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
-/// (`u64`, same size and 8-byte alignment).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_NATIVE_FENCE_LOG_HEADER_0 {
-    /// Split view.
-    pub Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0_0,
-    /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
-    pub AtomicWraparoundAndEntryIndex: u64,
+c_type! {
+    /// The anonymous union at the start of [`DXGK_NATIVE_FENCE_LOG_HEADER`]: the index and
+    /// wraparound count, or both as one 64-bit word so a writer can update them atomically.
+    ///
+    /// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
+    /// (`u64`, same size and 8-byte alignment).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_NATIVE_FENCE_LOG_HEADER_0 {
+        /// Split view.
+        #[offset(0)]
+        pub Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0_0,
+        /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
+        #[offset(0)]
+        pub AtomicWraparoundAndEntryIndex: u64,
+    }
 }
-layout!(
-    DXGK_NATIVE_FENCE_LOG_HEADER_0,
-    size = 8,
-    Anonymous = 0,
-    AtomicWraparoundAndEntryIndex = 0
-);
 
 index_word_union!(
     DXGK_NATIVE_FENCE_LOG_HEADER_0,
     DXGK_NATIVE_FENCE_LOG_HEADER_0_0
 );
 
-/// `DXGK_NATIVE_FENCE_LOG_HEADER`: header of a native fence log buffer (40 bytes).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_NATIVE_FENCE_LOG_HEADER {
-    /// `FirstFreeEntryIndex` / `WraparoundCount` / `AtomicWraparoundAndEntryIndex`.
-    pub Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0,
-    /// Waits or signals log.
-    pub Type: DXGK_NATIVE_FENCE_LOG_TYPE,
-    /// Number of entries in the buffer's `Entries` array.
-    pub NumberOfEntries: UINT64,
-    /// Reserved.
-    pub Reserved: [UINT64; 2],
+c_type! {
+    /// `DXGK_NATIVE_FENCE_LOG_HEADER`: header of a native fence log buffer (40 bytes).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_NATIVE_FENCE_LOG_HEADER {
+        /// `FirstFreeEntryIndex` / `WraparoundCount` / `AtomicWraparoundAndEntryIndex`.
+        #[offset(0)]
+        pub Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0,
+        /// Waits or signals log.
+        #[offset(8)]
+        pub Type: DXGK_NATIVE_FENCE_LOG_TYPE,
+        /// Number of entries in the buffer's `Entries` array.
+        #[offset(16)]
+        pub NumberOfEntries: UINT64,
+        /// Reserved.
+        #[offset(24)]
+        pub Reserved: [UINT64; 2],
+    }
 }
-layout!(
-    DXGK_NATIVE_FENCE_LOG_HEADER,
-    size = 40,
-    Anonymous = 0,
-    Type = 8,
-    NumberOfEntries = 16,
-    Reserved = 24
-);
 
-/// `DXGK_NATIVE_FENCE_LOG_ENTRY`: one logged fence operation (48 bytes).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_entry>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_NATIVE_FENCE_LOG_ENTRY {
-    /// UMD payload: the signaled / unblocked fence value.
-    pub FenceValue: UINT64,
-    /// UMD payload: the user-mode `D3DKMT_HANDLE` of the fence.
-    pub hNativeFence: D3DKMT_HANDLE,
-    /// UMD payload: a [`DXGK_NATIVE_FENCE_LOG_OPERATION`] value.
-    pub OperationType: UINT,
-    /// Reserved (alignment).
-    pub Reserved0: UINT64,
-    /// GPU payload, `WAIT_UNBLOCKED` only: when the engine first saw the unresolved wait.
-    pub FenceObservedGpuTimestamp: UINT64,
-    /// Reserved (alignment).
-    pub Reserved1: UINT64,
-    /// GPU payload: when the operation completed on the GPU.
-    pub FenceEndGpuTimestamp: UINT64,
+c_type! {
+    /// `DXGK_NATIVE_FENCE_LOG_ENTRY`: one logged fence operation (48 bytes).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_entry>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_NATIVE_FENCE_LOG_ENTRY {
+        /// UMD payload: the signaled / unblocked fence value.
+        #[offset(0)]
+        pub FenceValue: UINT64,
+        /// UMD payload: the user-mode `D3DKMT_HANDLE` of the fence.
+        #[offset(8)]
+        pub hNativeFence: D3DKMT_HANDLE,
+        /// UMD payload: a [`DXGK_NATIVE_FENCE_LOG_OPERATION`] value.
+        #[offset(12)]
+        pub OperationType: UINT,
+        /// Reserved (alignment).
+        #[offset(16)]
+        pub Reserved0: UINT64,
+        /// GPU payload, `WAIT_UNBLOCKED` only: when the engine first saw the unresolved wait.
+        #[offset(24)]
+        pub FenceObservedGpuTimestamp: UINT64,
+        /// Reserved (alignment).
+        #[offset(32)]
+        pub Reserved1: UINT64,
+        /// GPU payload: when the operation completed on the GPU.
+        #[offset(40)]
+        pub FenceEndGpuTimestamp: UINT64,
+    }
 }
-layout!(
-    DXGK_NATIVE_FENCE_LOG_ENTRY,
-    size = 48,
-    FenceValue = 0,
-    hNativeFence = 8,
-    OperationType = 12,
-    Reserved0 = 16,
-    FenceObservedGpuTimestamp = 24,
-    Reserved1 = 32,
-    FenceEndGpuTimestamp = 40
-);
 
-/// `DXGK_NATIVE_FENCE_LOG_BUFFER`: a header followed by `Header.NumberOfEntries` entries
-/// (declared with a one-element array, so `size_of` covers one entry only; use
-/// [`Self::size_for_entries`]).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_buffer>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_NATIVE_FENCE_LOG_BUFFER {
-    /// Header.
-    pub Header: DXGK_NATIVE_FENCE_LOG_HEADER,
-    /// First entry of the variable-length array.
-    pub Entries: [DXGK_NATIVE_FENCE_LOG_ENTRY; 1],
+c_type! {
+    /// `DXGK_NATIVE_FENCE_LOG_BUFFER`: a header followed by `Header.NumberOfEntries` entries
+    /// (declared with a one-element array, so `size_of` covers one entry only; use
+    /// [`Self::size_for_entries`]).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_buffer>
+    #[size(88)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_NATIVE_FENCE_LOG_BUFFER {
+        /// Header.
+        #[offset(0)]
+        pub Header: DXGK_NATIVE_FENCE_LOG_HEADER,
+        /// First entry of the variable-length array.
+        #[offset(40)]
+        pub Entries: [DXGK_NATIVE_FENCE_LOG_ENTRY; 1],
+    }
 }
-layout!(
-    DXGK_NATIVE_FENCE_LOG_BUFFER,
-    size = 88,
-    Header = 0,
-    Entries = 40
-);
 
 log_buffer_sizes!(
     DXGK_NATIVE_FENCE_LOG_BUFFER,
@@ -516,65 +503,63 @@ log_buffer_sizes!(
     DXGK_NATIVE_FENCE_LOG_ENTRY
 );
 
-/// `DXGKARG_SETNATIVEFENCELOGBUFFER`: argument of `DxgkDdiSetNativeFenceLogBuffer` (one call per
-/// log buffer: each hardware queue has a waits log and a signals log; the OS may replace a
-/// buffer later with another call).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_setnativefencelogbuffer>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_SETNATIVEFENCELOGBUFFER {
-    /// In: driver handle of the hardware queue the log belongs to.
-    pub hHwQueue: HANDLE,
-    /// In: number of entries in the buffer.
-    pub NumberOfEntries: UINT,
-    /// In: read/write kernel CPU VA of the buffer.
-    pub LogBufferCpuVa: *mut DXGK_NATIVE_FENCE_LOG_BUFFER,
-    /// In: read/write GPU VA of the buffer in the user process address space.
-    pub LogBufferGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// In: read/write GPU VA of the buffer in the system process address space.
-    pub LogBufferSystemProcessGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// In: flags.
-    pub Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS,
-    /// Reserved.
-    pub Reserved: [BYTE; 32],
+c_type! {
+    /// `DXGKARG_SETNATIVEFENCELOGBUFFER`: argument of `DxgkDdiSetNativeFenceLogBuffer` (one call
+    /// per log buffer: each hardware queue has a waits log and a signals log; the OS may replace a
+    /// buffer later with another call).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_setnativefencelogbuffer>
+    #[size(80)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_SETNATIVEFENCELOGBUFFER {
+        /// In: driver handle of the hardware queue the log belongs to.
+        #[offset(0)]
+        pub hHwQueue: HANDLE,
+        /// In: number of entries in the buffer.
+        #[offset(8)]
+        pub NumberOfEntries: UINT,
+        /// In: read/write kernel CPU VA of the buffer.
+        #[offset(16)]
+        pub LogBufferCpuVa: *mut DXGK_NATIVE_FENCE_LOG_BUFFER,
+        /// In: read/write GPU VA of the buffer in the user process address space.
+        #[offset(24)]
+        pub LogBufferGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// In: read/write GPU VA of the buffer in the system process address space.
+        #[offset(32)]
+        pub LogBufferSystemProcessGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// In: flags.
+        #[offset(40)]
+        pub Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS,
+        /// Reserved.
+        #[offset(44)]
+        pub Reserved: [BYTE; 32],
+    }
 }
-layout!(
-    DXGKARG_SETNATIVEFENCELOGBUFFER,
-    size = 80,
-    hHwQueue = 0,
-    NumberOfEntries = 8,
-    LogBufferCpuVa = 16,
-    LogBufferGpuVa = 24,
-    LogBufferSystemProcessGpuVa = 32,
-    Flags = 40,
-    Reserved = 44
-);
 
-/// `DXGKARG_UPDATENATIVEFENCELOGS`: argument of `DxgkDdiUpdateNativeFenceLogs` (flush pending
-/// log writes of the listed queues, both logs each).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatenativefencelogs>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_UPDATENATIVEFENCELOGS {
-    /// In: number of handles in `hHWQueue`.
-    pub NumberOfQueues: UINT,
-    /// In: driver handles of the hardware queues.
-    pub hHWQueue: *mut HANDLE,
-    /// In: flags.
-    pub Flags: DXGKARG_UPDATENATIVEFENCELOGS_FLAGS,
-    /// Reserved.
-    pub Reserved: [BYTE; 32],
+c_type! {
+    /// `DXGKARG_UPDATENATIVEFENCELOGS`: argument of `DxgkDdiUpdateNativeFenceLogs` (flush pending
+    /// log writes of the listed queues, both logs each).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_updatenativefencelogs>
+    #[size(56)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_UPDATENATIVEFENCELOGS {
+        /// In: number of handles in `hHWQueue`.
+        #[offset(0)]
+        pub NumberOfQueues: UINT,
+        /// In: driver handles of the hardware queues.
+        #[offset(8)]
+        pub hHWQueue: *mut HANDLE,
+        /// In: flags.
+        #[offset(16)]
+        pub Flags: DXGKARG_UPDATENATIVEFENCELOGS_FLAGS,
+        /// Reserved.
+        #[offset(20)]
+        pub Reserved: [BYTE; 32],
+    }
 }
-layout!(
-    DXGKARG_UPDATENATIVEFENCELOGS,
-    size = 56,
-    NumberOfQueues = 0,
-    hHWQueue = 8,
-    Flags = 16,
-    Reserved = 20
-);
 
 zeroed_default!(
     D3DDDI_NATIVEFENCEMAPPING,

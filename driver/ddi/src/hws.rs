@@ -33,7 +33,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{
+use crate::macros::{c_type, 
     bitfield, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags, zeroed_default,
 };
 
@@ -65,41 +65,40 @@ bitfield! {
 }
 layout!(DXGK_HWCONTEXT_CAPS, size = 4);
 
-/// `DXGKARG_CREATEHWCONTEXT`: argument of `DxgkDdiCreateHwContext` (40 bytes on x64).
-///
-/// No reference page exists for this type; member order and types are the d3dkmddi.h
-/// declaration. See the thunk it serves:
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_createhwcontext>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CREATEHWCONTEXT {
-    /// In: the runtime's handle of the new context. Out: the driver's handle, which the OS
-    /// passes back in every later call about this context.
-    pub hHwContext: HANDLE,
-    /// In: the node the context will run on.
-    pub NodeOrdinal: UINT,
-    /// In: engine affinity within the node (physical adapter mask).
-    pub EngineAffinity: UINT,
-    /// In: creation flags (none defined).
-    pub Flags: D3DDDI_CREATEHWCONTEXTFLAGS,
-    /// In: size in bytes of `pPrivateDriverData`.
-    pub PrivateDriverDataSize: UINT,
-    /// In/out: private data exchanged with the user-mode driver.
-    pub pPrivateDriverData: *mut c_void,
-    /// Out: capabilities of the created context.
-    pub ContextCaps: DXGK_HWCONTEXT_CAPS,
+c_type! {
+    /// `DXGKARG_CREATEHWCONTEXT`: argument of `DxgkDdiCreateHwContext` (40 bytes on x64).
+    ///
+    /// No reference page exists for this type; member order and types are the d3dkmddi.h
+    /// declaration. See the thunk it serves:
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_createhwcontext>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CREATEHWCONTEXT {
+        /// In: the runtime's handle of the new context. Out: the driver's handle, which the OS
+        /// passes back in every later call about this context.
+        #[offset(0)]
+        pub hHwContext: HANDLE,
+        /// In: the node the context will run on.
+        #[offset(8)]
+        pub NodeOrdinal: UINT,
+        /// In: engine affinity within the node (physical adapter mask).
+        #[offset(12)]
+        pub EngineAffinity: UINT,
+        /// In: creation flags (none defined).
+        #[offset(16)]
+        pub Flags: D3DDDI_CREATEHWCONTEXTFLAGS,
+        /// In: size in bytes of `pPrivateDriverData`.
+        #[offset(20)]
+        pub PrivateDriverDataSize: UINT,
+        /// In/out: private data exchanged with the user-mode driver.
+        #[offset(24)]
+        pub pPrivateDriverData: *mut c_void,
+        /// Out: capabilities of the created context.
+        #[offset(32)]
+        pub ContextCaps: DXGK_HWCONTEXT_CAPS,
+    }
 }
-layout!(
-    DXGKARG_CREATEHWCONTEXT,
-    size = 40,
-    hHwContext = 0,
-    NodeOrdinal = 8,
-    EngineAffinity = 12,
-    Flags = 16,
-    PrivateDriverDataSize = 20,
-    pPrivateDriverData = 24,
-    ContextCaps = 32
-);
 
 /// `DXGKDDI_CREATEHWCONTEXT` (PASSIVE_LEVEL; WDDM 2.2+): `(IN_CONST_HANDLE hDevice,
 /// INOUT_PDXGKARG_CREATEHWCONTEXT pCreateContext)`. Creates a hardware context on a device
@@ -124,31 +123,30 @@ extern_fn! {
 // Run list and context state (WDDM 2.2 / 2.3)
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGKARG_SWITCHTOHWCONTEXTLIST`: the (at most two) contexts one engine should run next.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_switchtohwcontextlist>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_SWITCHTOHWCONTEXTLIST {
-    /// The context to run now; if the engine is running something else it preempts it. NULL
-    /// tells the engine to go idle.
-    pub hHwContextFirst: HANDLE,
-    /// The context to run once every queue of `hHwContextFirst` is idle or waiting; may be
-    /// NULL.
-    pub hHwContextSecond: HANDLE,
-    /// Node of the engine being switched.
-    pub NodeOrdinal: UINT,
-    /// Engine (physical adapter) within the node.
-    pub EngineOrdinal: UINT,
+c_type! {
+    /// `DXGKARG_SWITCHTOHWCONTEXTLIST`: the (at most two) contexts one engine should run next.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_switchtohwcontextlist>
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_SWITCHTOHWCONTEXTLIST {
+        /// The context to run now; if the engine is running something else it preempts it. NULL
+        /// tells the engine to go idle.
+        #[offset(0)]
+        pub hHwContextFirst: HANDLE,
+        /// The context to run once every queue of `hHwContextFirst` is idle or waiting; may be
+        /// NULL.
+        #[offset(8)]
+        pub hHwContextSecond: HANDLE,
+        /// Node of the engine being switched.
+        #[offset(16)]
+        pub NodeOrdinal: UINT,
+        /// Engine (physical adapter) within the node.
+        #[offset(20)]
+        pub EngineOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARG_SWITCHTOHWCONTEXTLIST,
-    size = 24,
-    hHwContextFirst = 0,
-    hHwContextSecond = 8,
-    NodeOrdinal = 16,
-    EngineOrdinal = 20
-);
 
 /// `DXGKDDI_SWITCHTOHWCONTEXTLIST` (PASSIVE_LEVEL; WDDM 2.2+): `(IN_CONST_HANDLE hAdapter,
 /// IN_CONST_PDXGKARG_SWITCHTOHWCONTEXTLIST pHwContextList)`.
@@ -172,30 +170,29 @@ bitfield! {
 }
 layout!(DXGK_UPDATEHWCONTEXTSTATE_FLAGS, size = 4);
 
-/// `DXGKARG_UPDATEHWCONTEXTSTATE`: new priority and run state of one hardware context.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_updatehwcontextstate>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_UPDATEHWCONTEXTSTATE {
-    /// The driver's handle of the context being changed.
-    pub hHwContext: HANDLE,
-    /// Fence value that identifies this request (reported back with the switch-completed
-    /// interrupt).
-    pub ContextSwitchFence: UINT64,
-    /// Priority relative to the other running contexts of the same node.
-    pub Priority: UINT,
-    /// Requested run state.
-    pub Flags: DXGK_UPDATEHWCONTEXTSTATE_FLAGS,
+c_type! {
+    /// `DXGKARG_UPDATEHWCONTEXTSTATE`: new priority and run state of one hardware context.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_updatehwcontextstate>
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_UPDATEHWCONTEXTSTATE {
+        /// The driver's handle of the context being changed.
+        #[offset(0)]
+        pub hHwContext: HANDLE,
+        /// Fence value that identifies this request (reported back with the switch-completed
+        /// interrupt).
+        #[offset(8)]
+        pub ContextSwitchFence: UINT64,
+        /// Priority relative to the other running contexts of the same node.
+        #[offset(16)]
+        pub Priority: UINT,
+        /// Requested run state.
+        #[offset(20)]
+        pub Flags: DXGK_UPDATEHWCONTEXTSTATE_FLAGS,
+    }
 }
-layout!(
-    DXGKARG_UPDATEHWCONTEXTSTATE,
-    size = 24,
-    hHwContext = 0,
-    ContextSwitchFence = 8,
-    Priority = 16,
-    Flags = 20
-);
 
 /// `DXGKDDI_UPDATEHWCONTEXTSTATE` (PASSIVE_LEVEL; WDDM 2.3+): `(IN_CONST_HANDLE hAdapter,
 /// IN_CONST_PDXGKARG_UPDATEHWCONTEXTSTATE pUpdateHwContextState)`.
@@ -230,107 +227,102 @@ pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY: DXGK_SCHEDULING_LOG_CONTEXT_S
 /// Ready and already chosen as the next context to run, but not started yet (optional state).
 pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY_STANDBY: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 3;
 
-/// `DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE`: payload of a context-state-change log entry.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_context_state_change>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE {
-    /// The driver's handle of the context.
-    pub hKmdContext: HANDLE,
-    /// The state the context entered.
-    pub newContextState: DXGK_SCHEDULING_LOG_CONTEXT_STATE,
+c_type! {
+    /// `DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE`: payload of a context-state-change log entry.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_context_state_change>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE {
+        /// The driver's handle of the context.
+        #[offset(0)]
+        pub hKmdContext: HANDLE,
+        /// The state the context entered.
+        #[offset(8)]
+        pub newContextState: DXGK_SCHEDULING_LOG_CONTEXT_STATE,
+    }
 }
-layout!(
-    DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE,
-    size = 16,
-    hKmdContext = 0,
-    newContextState = 8
-);
 
-/// The split view of [`DXGK_SCHEDULING_LOG_HEADER_0`] (anonymous struct in C).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_SCHEDULING_LOG_HEADER_0_0 {
-    /// Index of the next entry the GPU will write (low half of the 64-bit word).
-    pub FirstFreeEntryIndex: u32,
-    /// How many times the writer wrapped around to entry 0 (high half).
-    pub WraparoundCount: u32,
+c_type! {
+    /// The split view of [`DXGK_SCHEDULING_LOG_HEADER_0`] (anonymous struct in C).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_SCHEDULING_LOG_HEADER_0_0 {
+        /// Index of the next entry the GPU will write (low half of the 64-bit word).
+        #[offset(0)]
+        pub FirstFreeEntryIndex: u32,
+        /// How many times the writer wrapped around to entry 0 (high half).
+        #[offset(4)]
+        pub WraparoundCount: u32,
+    }
 }
-layout!(
-    DXGK_SCHEDULING_LOG_HEADER_0_0,
-    size = 8,
-    FirstFreeEntryIndex = 0,
-    WraparoundCount = 4
-);
 
-/// The anonymous union at the start of [`DXGK_SCHEDULING_LOG_HEADER`]: write index and
-/// wraparound count, or both as one 64-bit word so the writer can advance them in one atomic
-/// store and a reader can snapshot them consistently.
-///
-/// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
-/// (`u64`, same size and 8-byte alignment).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_SCHEDULING_LOG_HEADER_0 {
-    /// Split view.
-    pub Anonymous: DXGK_SCHEDULING_LOG_HEADER_0_0,
-    /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
-    pub AtomicWraparoundAndEntryIndex: u64,
+c_type! {
+    /// The anonymous union at the start of [`DXGK_SCHEDULING_LOG_HEADER`]: write index and
+    /// wraparound count, or both as one 64-bit word so the writer can advance them in one atomic
+    /// store and a reader can snapshot them consistently.
+    ///
+    /// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
+    /// (`u64`, same size and 8-byte alignment).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_SCHEDULING_LOG_HEADER_0 {
+        /// Split view.
+        #[offset(0)]
+        pub Anonymous: DXGK_SCHEDULING_LOG_HEADER_0_0,
+        /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
+        #[offset(0)]
+        pub AtomicWraparoundAndEntryIndex: u64,
+    }
 }
-layout!(
-    DXGK_SCHEDULING_LOG_HEADER_0,
-    size = 8,
-    Anonymous = 0,
-    AtomicWraparoundAndEntryIndex = 0
-);
 
 index_word_union!(DXGK_SCHEDULING_LOG_HEADER_0, DXGK_SCHEDULING_LOG_HEADER_0_0);
 
-/// `DXGK_SCHEDULING_LOG_HEADER`: header of a scheduling log buffer (32 bytes). The OS hands
-/// the buffer over with the index and wraparound count at zero and `NumberOfEntries` set; the
-/// entries themselves are not initialised.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_SCHEDULING_LOG_HEADER {
-    /// `FirstFreeEntryIndex` / `WraparoundCount` / `AtomicWraparoundAndEntryIndex`.
-    pub Anonymous: DXGK_SCHEDULING_LOG_HEADER_0,
-    /// Number of entries in the buffer's `Entries` array.
-    pub NumberOfEntries: UINT64,
-    /// Reserved.
-    pub Reserved: [UINT64; 2],
+c_type! {
+    /// `DXGK_SCHEDULING_LOG_HEADER`: header of a scheduling log buffer (32 bytes). The OS hands
+    /// the buffer over with the index and wraparound count at zero and `NumberOfEntries` set; the
+    /// entries themselves are not initialised.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_SCHEDULING_LOG_HEADER {
+        /// `FirstFreeEntryIndex` / `WraparoundCount` / `AtomicWraparoundAndEntryIndex`.
+        #[offset(0)]
+        pub Anonymous: DXGK_SCHEDULING_LOG_HEADER_0,
+        /// Number of entries in the buffer's `Entries` array.
+        #[offset(8)]
+        pub NumberOfEntries: UINT64,
+        /// Reserved.
+        #[offset(16)]
+        pub Reserved: [UINT64; 2],
+    }
 }
-layout!(
-    DXGK_SCHEDULING_LOG_HEADER,
-    size = 32,
-    Anonymous = 0,
-    NumberOfEntries = 8,
-    Reserved = 16
-);
 
-/// The anonymous payload union of [`DXGK_SCHEDULING_LOG_ENTRY`], selected by `OperationType`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_entry>
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_SCHEDULING_LOG_ENTRY_0 {
-    /// [`DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE`].
-    pub ContextStateChange: DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE,
-    /// Raw view; sizes the union.
-    pub ReservedOperationData: [UINT64; 2],
+c_type! {
+    /// The anonymous payload union of [`DXGK_SCHEDULING_LOG_ENTRY`], selected by `OperationType`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_entry>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_SCHEDULING_LOG_ENTRY_0 {
+        /// [`DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE`].
+        #[offset(0)]
+        pub ContextStateChange: DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE,
+        /// Raw view; sizes the union.
+        #[offset(0)]
+        pub ReservedOperationData: [UINT64; 2],
+    }
 }
-layout!(
-    DXGK_SCHEDULING_LOG_ENTRY_0,
-    size = 16,
-    ContextStateChange = 0,
-    ReservedOperationData = 0
-);
 
 impl core::fmt::Debug for DXGK_SCHEDULING_LOG_ENTRY_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -339,53 +331,51 @@ impl core::fmt::Debug for DXGK_SCHEDULING_LOG_ENTRY_0 {
     }
 }
 
-/// `DXGK_SCHEDULING_LOG_ENTRY`: one logged scheduling event (32 bytes).
-///
-/// `OperationType` and `ReservedOperationTypeBits` are declared in C as 32-bit bitfields of a
-/// `UINT` (to hold an enum value in a fixed width); each fills its own word, so they are bound
-/// as plain `UINT`s with the same layout.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_entry>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_SCHEDULING_LOG_ENTRY {
-    /// GPU timestamp of the event.
-    pub GpuTimeStamp: UINT64,
-    /// A [`DXGK_SCHEDULING_LOG_OPERATION`] value: which arm of `Anonymous` is valid.
-    pub OperationType: UINT,
-    /// Reserved.
-    pub ReservedOperationTypeBits: UINT,
-    /// Per-operation payload.
-    pub Anonymous: DXGK_SCHEDULING_LOG_ENTRY_0,
+c_type! {
+    /// `DXGK_SCHEDULING_LOG_ENTRY`: one logged scheduling event (32 bytes).
+    ///
+    /// `OperationType` and `ReservedOperationTypeBits` are declared in C as 32-bit bitfields of a
+    /// `UINT` (to hold an enum value in a fixed width); each fills its own word, so they are bound
+    /// as plain `UINT`s with the same layout.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_entry>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_SCHEDULING_LOG_ENTRY {
+        /// GPU timestamp of the event.
+        #[offset(0)]
+        pub GpuTimeStamp: UINT64,
+        /// A [`DXGK_SCHEDULING_LOG_OPERATION`] value: which arm of `Anonymous` is valid.
+        #[offset(8)]
+        pub OperationType: UINT,
+        /// Reserved.
+        #[offset(12)]
+        pub ReservedOperationTypeBits: UINT,
+        /// Per-operation payload.
+        #[offset(16)]
+        pub Anonymous: DXGK_SCHEDULING_LOG_ENTRY_0,
+    }
 }
-layout!(
-    DXGK_SCHEDULING_LOG_ENTRY,
-    size = 32,
-    GpuTimeStamp = 0,
-    OperationType = 8,
-    ReservedOperationTypeBits = 12,
-    Anonymous = 16
-);
 
-/// `DXGK_SCHEDULING_LOG_BUFFER`: a header followed by `Header.NumberOfEntries` entries
-/// (declared with a one-element array, so `size_of` covers one entry only; use
-/// [`Self::size_for_entries`]).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_buffer>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_SCHEDULING_LOG_BUFFER {
-    /// Header.
-    pub Header: DXGK_SCHEDULING_LOG_HEADER,
-    /// First entry of the variable-length array.
-    pub Entries: [DXGK_SCHEDULING_LOG_ENTRY; 1],
+c_type! {
+    /// `DXGK_SCHEDULING_LOG_BUFFER`: a header followed by `Header.NumberOfEntries` entries
+    /// (declared with a one-element array, so `size_of` covers one entry only; use
+    /// [`Self::size_for_entries`]).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_buffer>
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_SCHEDULING_LOG_BUFFER {
+        /// Header.
+        #[offset(0)]
+        pub Header: DXGK_SCHEDULING_LOG_HEADER,
+        /// First entry of the variable-length array.
+        #[offset(32)]
+        pub Entries: [DXGK_SCHEDULING_LOG_ENTRY; 1],
+    }
 }
-layout!(
-    DXGK_SCHEDULING_LOG_BUFFER,
-    size = 64,
-    Header = 0,
-    Entries = 32
-);
 
 log_buffer_sizes!(
     DXGK_SCHEDULING_LOG_BUFFER,
@@ -393,39 +383,38 @@ log_buffer_sizes!(
     DXGK_SCHEDULING_LOG_ENTRY
 );
 
-/// `DXGKARG_SETSCHEDULINGLOGBUFFER`: the scheduling log buffer one engine writes to from now
-/// on. The call is synchronous: once it returns, the engine must not write to the previous
-/// buffer.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setschedulinglogbuffer>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_SETSCHEDULINGLOGBUFFER {
-    /// In: node.
-    pub NodeOrdinal: UINT,
-    /// In: engine (physical adapter) within the node.
-    pub EngineOrdinal: UINT,
-    /// In: number of entries in the buffer.
-    pub NumberOfEntries: UINT,
-    /// In: kernel-mode CPU address of the buffer
-    /// ([`DXGK_SCHEDULING_LOG_BUFFER::size_for_entries`]`(NumberOfEntries)` bytes).
-    pub LogBufferCpuVa: *mut DXGK_SCHEDULING_LOG_BUFFER,
-    /// In: GPU virtual address of the same buffer.
-    pub LogBufferGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// In: index (below `NumberOfEntries`) of the entry whose write must also raise
-    /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`.
-    pub InterruptEntry: UINT,
+c_type! {
+    /// `DXGKARG_SETSCHEDULINGLOGBUFFER`: the scheduling log buffer one engine writes to from now
+    /// on. The call is synchronous: once it returns, the engine must not write to the previous
+    /// buffer.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setschedulinglogbuffer>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_SETSCHEDULINGLOGBUFFER {
+        /// In: node.
+        #[offset(0)]
+        pub NodeOrdinal: UINT,
+        /// In: engine (physical adapter) within the node.
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+        /// In: number of entries in the buffer.
+        #[offset(8)]
+        pub NumberOfEntries: UINT,
+        /// In: kernel-mode CPU address of the buffer
+        /// ([`DXGK_SCHEDULING_LOG_BUFFER::size_for_entries`]`(NumberOfEntries)` bytes).
+        #[offset(16)]
+        pub LogBufferCpuVa: *mut DXGK_SCHEDULING_LOG_BUFFER,
+        /// In: GPU virtual address of the same buffer.
+        #[offset(24)]
+        pub LogBufferGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// In: index (below `NumberOfEntries`) of the entry whose write must also raise
+        /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`.
+        #[offset(32)]
+        pub InterruptEntry: UINT,
+    }
 }
-layout!(
-    DXGKARG_SETSCHEDULINGLOGBUFFER,
-    size = 40,
-    NodeOrdinal = 0,
-    EngineOrdinal = 4,
-    NumberOfEntries = 8,
-    LogBufferCpuVa = 16,
-    LogBufferGpuVa = 24,
-    InterruptEntry = 32
-);
 
 /// `DXGKDDI_SETSCHEDULINGLOGBUFFER` (PASSIVE_LEVEL; WDDM 2.4+): `(IN_CONST_HANDLE hAdapter,
 /// IN_CONST_PDXGKARG_SETSCHEDULINGLOGBUFFER pSetSchedulingLogBuffer)`.
@@ -452,32 +441,31 @@ pub const DXGK_SCHEDULING_PRIORITY_BAND_REALTIME: DXGK_SCHEDULING_PRIORITY_BAND 
 /// Number of bands (length of the per-band arrays of [`DXGKARG_SETUPPRIORITYBANDS`]).
 pub const DXGK_SCHEDULING_PRIORITY_BAND_COUNT: DXGK_SCHEDULING_PRIORITY_BAND = 4;
 
-/// `DXGKARG_SETUPPRIORITYBANDS`: adapter-wide priority band configuration (104 bytes). Arrays
-/// are indexed by [`DXGK_SCHEDULING_PRIORITY_BAND`]; times are in 100 ns units.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setupprioritybands>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_SETUPPRIORITYBANDS {
-    /// How long a band's work waits before it preempts a lower band (ignored for IDLE, which
-    /// never preempts; usually 0 for REALTIME).
-    pub gracePeriodForBand: [UINT64; DXGK_SCHEDULING_PRIORITY_BAND_COUNT as usize],
-    /// Default time slice between processes within a band.
-    pub processQuantumForBand: [UINT64; DXGK_SCHEDULING_PRIORITY_BAND_COUNT as usize],
-    /// Default grace period when processes of the same band preempt each other.
-    pub processGracePeriodForBand: [UINT64; DXGK_SCHEDULING_PRIORITY_BAND_COUNT as usize],
-    /// GPU share (0..=50 percent, default 10) the NORMAL band should still get while the
-    /// FOCUS band starves it.
-    pub targetNormalBandPercentage: UINT,
+c_type! {
+    /// `DXGKARG_SETUPPRIORITYBANDS`: adapter-wide priority band configuration (104 bytes). Arrays
+    /// are indexed by [`DXGK_SCHEDULING_PRIORITY_BAND`]; times are in 100 ns units.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setupprioritybands>
+    #[size(104)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_SETUPPRIORITYBANDS {
+        /// How long a band's work waits before it preempts a lower band (ignored for IDLE, which
+        /// never preempts; usually 0 for REALTIME).
+        #[offset(0)]
+        pub gracePeriodForBand: [UINT64; DXGK_SCHEDULING_PRIORITY_BAND_COUNT as usize],
+        /// Default time slice between processes within a band.
+        #[offset(32)]
+        pub processQuantumForBand: [UINT64; DXGK_SCHEDULING_PRIORITY_BAND_COUNT as usize],
+        /// Default grace period when processes of the same band preempt each other.
+        #[offset(64)]
+        pub processGracePeriodForBand: [UINT64; DXGK_SCHEDULING_PRIORITY_BAND_COUNT as usize],
+        /// GPU share (0..=50 percent, default 10) the NORMAL band should still get while the
+        /// FOCUS band starves it.
+        #[offset(96)]
+        pub targetNormalBandPercentage: UINT,
+    }
 }
-layout!(
-    DXGKARG_SETUPPRIORITYBANDS,
-    size = 104,
-    gracePeriodForBand = 0,
-    processQuantumForBand = 32,
-    processGracePeriodForBand = 64,
-    targetNormalBandPercentage = 96
-);
 
 /// `DXGKDDI_SETUPPRIORITYBANDS` (PASSIVE_LEVEL; WDDM 2.4+): `(IN_CONST_HANDLE hAdapter,
 /// IN_CONST_PDXGKARG_SETUPPRIORITYBANDS pSetupPriorityBands)`. Called after the adapter starts
@@ -495,41 +483,40 @@ extern_fn! {
     pub type PDXGKDDI_NOTIFYFOCUSPRESENT = fn(hAdapter: HANDLE) -> NTSTATUS;
 }
 
-/// `DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES`: band, priorities and time slices of one context
-/// (48 bytes). Times are in 100 ns units.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setcontextschedulingproperties>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES {
-    /// The driver's handle of the context.
-    pub hContext: HANDLE,
-    /// Band the context belongs to (FOCUS and REALTIME need `SE_INC_BASE_PRIORITY_NAME` in the
-    /// calling process).
-    pub priorityBand: DXGK_SCHEDULING_PRIORITY_BAND,
-    /// Level 0..=31 among REALTIME contexts; ignored in other bands.
-    pub realtimeBandPriorityLevel: INT,
-    /// Priority -7..=+7 (default 0) relative to the process's other contexts.
-    pub inProcessPriority: INT,
-    /// Time slice relative to the process's other contexts of the same priority.
-    pub quantum: UINT64,
-    /// Grace period when preempting a context of the same priority in the same process.
-    pub gracePeriodSamePriority: UINT64,
-    /// Grace period when preempting a lower-priority context in the same process (usually
-    /// shorter than `gracePeriodSamePriority`).
-    pub gracePeriodLowerPriority: UINT64,
+c_type! {
+    /// `DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES`: band, priorities and time slices of one context
+    /// (48 bytes). Times are in 100 ns units.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_setcontextschedulingproperties>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES {
+        /// The driver's handle of the context.
+        #[offset(0)]
+        pub hContext: HANDLE,
+        /// Band the context belongs to (FOCUS and REALTIME need `SE_INC_BASE_PRIORITY_NAME` in the
+        /// calling process).
+        #[offset(8)]
+        pub priorityBand: DXGK_SCHEDULING_PRIORITY_BAND,
+        /// Level 0..=31 among REALTIME contexts; ignored in other bands.
+        #[offset(12)]
+        pub realtimeBandPriorityLevel: INT,
+        /// Priority -7..=+7 (default 0) relative to the process's other contexts.
+        #[offset(16)]
+        pub inProcessPriority: INT,
+        /// Time slice relative to the process's other contexts of the same priority.
+        #[offset(24)]
+        pub quantum: UINT64,
+        /// Grace period when preempting a context of the same priority in the same process.
+        #[offset(32)]
+        pub gracePeriodSamePriority: UINT64,
+        /// Grace period when preempting a lower-priority context in the same process (usually
+        /// shorter than `gracePeriodSamePriority`).
+        #[offset(40)]
+        pub gracePeriodLowerPriority: UINT64,
+    }
 }
-layout!(
-    DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
-    size = 48,
-    hContext = 0,
-    priorityBand = 8,
-    realtimeBandPriorityLevel = 12,
-    inProcessPriority = 16,
-    quantum = 24,
-    gracePeriodSamePriority = 32,
-    gracePeriodLowerPriority = 40
-);
 
 /// `DXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES` (PASSIVE_LEVEL; WDDM 2.4+): `(IN_CONST_HANDLE
 /// hAdapter, IN_CONST_PDXGKARG_SETCONTEXTSCHEDULINGPROPERTIES pSetContextSchedulingProperties)`.
@@ -545,23 +532,22 @@ pub type PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES =
 // Engine reset and resume (WDDM 2.2 / 2.4)
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGKARG_RESETHWENGINE`: the engine `DxgkDdiResetHwEngine` resets.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_resethwengine>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_RESETHWENGINE {
-    /// In: node of the engine.
-    pub NodeOrdinal: UINT,
-    /// In: engine within the node.
-    pub EngineOrdinal: UINT,
+c_type! {
+    /// `DXGKARG_RESETHWENGINE`: the engine `DxgkDdiResetHwEngine` resets.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_resethwengine>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_RESETHWENGINE {
+        /// In: node of the engine.
+        #[offset(0)]
+        pub NodeOrdinal: UINT,
+        /// In: engine within the node.
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARG_RESETHWENGINE,
-    size = 8,
-    NodeOrdinal = 0,
-    EngineOrdinal = 4
-);
 
 /// `DXGKDDI_RESETHWENGINE` (PASSIVE_LEVEL; WDDM 2.2+): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_RESETHWENGINE pResetHwEngine)`. The driver reports every context the reset
@@ -571,23 +557,22 @@ layout!(
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine>
 pub type PDXGKDDI_RESETHWENGINE = DDI_FN<*mut DXGKARG_RESETHWENGINE>;
 
-/// `DXGKARG_RESUMEHWENGINE`: the engine `DxgkDdiResumeHwEngine` restarts.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_resumehwengine>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_RESUMEHWENGINE {
-    /// In: node of the engine.
-    pub NodeOrdinal: UINT,
-    /// In: engine within the node.
-    pub EngineOrdinal: UINT,
+c_type! {
+    /// `DXGKARG_RESUMEHWENGINE`: the engine `DxgkDdiResumeHwEngine` restarts.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_resumehwengine>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_RESUMEHWENGINE {
+        /// In: node of the engine.
+        #[offset(0)]
+        pub NodeOrdinal: UINT,
+        /// In: engine within the node.
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARG_RESUMEHWENGINE,
-    size = 8,
-    NodeOrdinal = 0,
-    EngineOrdinal = 4
-);
 
 /// `DXGKDDI_RESUMEHWENGINE` (PASSIVE_LEVEL; WDDM 2.4+): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_RESUMEHWENGINE pResumeHwEngine)`. After a successful engine reset, lets the

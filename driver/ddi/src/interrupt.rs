@@ -1,7 +1,7 @@
 //! Interrupt notification: `DxgkCbNotifyInterrupt` argument and related enums (d3dkmddi.h).
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout};
+use crate::macros::{c_type, bitfield, layout};
 
 /// `DXGK_INTERRUPT_TYPE`: kind of event reported with `DxgkCbNotifyInterrupt`.
 ///
@@ -76,83 +76,79 @@ bitfield! {
 }
 layout!(DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS, size = 4);
 
-/// `DmaCompleted` arm.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted {
-    /// Fence ID of the completed DMA buffer.
-    pub SubmissionFenceId: UINT,
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine (physical adapter).
-    pub EngineOrdinal: UINT,
+c_type! {
+    /// `DmaCompleted` arm.
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted {
+        /// Fence ID of the completed DMA buffer.
+        pub SubmissionFenceId: UINT,
+        /// Node.
+        #[offset(4)]
+        pub NodeOrdinal: UINT,
+        /// Engine (physical adapter).
+        #[offset(8)]
+        pub EngineOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted,
-    size = 12,
-    NodeOrdinal = 4,
-    EngineOrdinal = 8
-);
 
-/// `DmaPreempted` arm.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted {
-    /// Fence ID of the preemption request.
-    pub PreemptionFenceId: UINT,
-    /// Last fence ID that completed before preemption.
-    pub LastCompletedFenceId: UINT,
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine.
-    pub EngineOrdinal: UINT,
+c_type! {
+    /// `DmaPreempted` arm.
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted {
+        /// Fence ID of the preemption request.
+        pub PreemptionFenceId: UINT,
+        /// Last fence ID that completed before preemption.
+        #[offset(4)]
+        pub LastCompletedFenceId: UINT,
+        /// Node.
+        #[offset(8)]
+        pub NodeOrdinal: UINT,
+        /// Engine.
+        #[offset(12)]
+        pub EngineOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted,
-    size = 16,
-    LastCompletedFenceId = 4,
-    NodeOrdinal = 8,
-    EngineOrdinal = 12
-);
 
-/// `DmaFaulted` arm.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
-    /// Fence ID of the faulting DMA buffer.
-    pub FaultedFenceId: UINT,
-    /// Fault status.
-    pub Status: NTSTATUS,
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine.
-    pub EngineOrdinal: UINT,
+c_type! {
+    /// `DmaFaulted` arm.
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
+        /// Fence ID of the faulting DMA buffer.
+        pub FaultedFenceId: UINT,
+        /// Fault status.
+        #[offset(4)]
+        pub Status: NTSTATUS,
+        /// Node.
+        #[offset(8)]
+        pub NodeOrdinal: UINT,
+        /// Engine.
+        #[offset(12)]
+        pub EngineOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted,
-    size = 16,
-    Status = 4,
-    NodeOrdinal = 8,
-    EngineOrdinal = 12
-);
 
-/// `CrtcVsync` arm.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsync {
-    /// Target.
-    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
-    /// Scanned-out address.
-    pub PhysicalAddress: PHYSICAL_ADDRESS,
-    /// Physical adapter mask.
-    pub PhysicalAdapterMask: UINT,
+c_type! {
+    /// `CrtcVsync` arm.
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsync {
+        /// Target.
+        pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+        /// Scanned-out address.
+        #[offset(8)]
+        pub PhysicalAddress: PHYSICAL_ADDRESS,
+        /// Physical adapter mask.
+        #[offset(16)]
+        pub PhysicalAdapterMask: UINT,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsync,
-    size = 24,
-    PhysicalAddress = 8,
-    PhysicalAdapterMask = 16
-);
 
 /// `DisplayOnlyVsync` arm.
 #[repr(C)]
@@ -162,89 +158,85 @@ pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DisplayOnlyVsync {
     pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
 }
 
-/// `CrtcVsyncWithMultiPlaneOverlay` arm (the info array type is opaque here).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay {
-    /// Target.
-    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
-    /// Physical adapter mask.
-    pub PhysicalAdapterMask: UINT,
-    /// Number of entries.
-    pub MultiPlaneOverlayVsyncInfoCount: UINT,
-    /// `DXGK_MULTIPLANE_OVERLAY_VSYNC_INFO*`.
-    pub pMultiPlaneOverlayVsyncInfo: PVOID,
+c_type! {
+    /// `CrtcVsyncWithMultiPlaneOverlay` arm (the info array type is opaque here).
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay {
+        /// Target.
+        pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+        /// Physical adapter mask.
+        pub PhysicalAdapterMask: UINT,
+        /// Number of entries.
+        pub MultiPlaneOverlayVsyncInfoCount: UINT,
+        /// `DXGK_MULTIPLANE_OVERLAY_VSYNC_INFO*`.
+        #[offset(16)]
+        pub pMultiPlaneOverlayVsyncInfo: PVOID,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay,
-    size = 24,
-    pMultiPlaneOverlayVsyncInfo = 16
-);
 
-/// `DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS` (`DisplayOnlyPresentProgress` arm).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_present_displayonly_progress>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS {
-    /// Source.
-    pub VidPnSourceId: D3DDDI_VIDEO_PRESENT_SOURCE_ID,
-    /// `DXGK_PRESENT_DISPLAYONLY_PROGRESS_ID` value.
-    pub ProgressId: i32,
+c_type! {
+    /// `DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS` (`DisplayOnlyPresentProgress` arm).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_present_displayonly_progress>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS {
+        /// Source.
+        pub VidPnSourceId: D3DDDI_VIDEO_PRESENT_SOURCE_ID,
+        /// `DXGK_PRESENT_DISPLAYONLY_PROGRESS_ID` value.
+        #[offset(4)]
+        pub ProgressId: i32,
+    }
 }
-layout!(
-    DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS,
-    size = 8,
-    ProgressId = 4
-);
 
-/// `DXGK_MIRACAST_CHUNK_INFO` (d3dukmdt.h).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_miracast_chunk_info>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_MIRACAST_CHUNK_INFO {
-    /// `DXGK_MIRACAST_CHUNK_TYPE` value.
-    pub ChunkType: i32,
-    /// `DXGK_MIRACAST_CHUNK_ID`: a 64-bit bitfield word (`FrameNumber` : 40, `PartNumber` :
-    /// 24), hence 8-aligned at offset 8.
-    pub ChunkId: UINT64,
-    /// Processing time.
-    pub ProcessingTime: UINT,
-    /// Encode rate.
-    pub EncodeRate: UINT,
+c_type! {
+    /// `DXGK_MIRACAST_CHUNK_INFO` (d3dukmdt.h).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_miracast_chunk_info>
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_MIRACAST_CHUNK_INFO {
+        /// `DXGK_MIRACAST_CHUNK_TYPE` value.
+        pub ChunkType: i32,
+        /// `DXGK_MIRACAST_CHUNK_ID`: a 64-bit bitfield word (`FrameNumber` : 40, `PartNumber` :
+        /// 24), hence 8-aligned at offset 8.
+        #[offset(8)]
+        pub ChunkId: UINT64,
+        /// Processing time.
+        #[offset(16)]
+        pub ProcessingTime: UINT,
+        /// Encode rate.
+        #[offset(20)]
+        pub EncodeRate: UINT,
+    }
 }
-layout!(
-    DXGK_MIRACAST_CHUNK_INFO,
-    size = 24,
-    ChunkId = 8,
-    ProcessingTime = 16,
-    EncodeRate = 20
-);
 
-/// `MiracastEncodeChunkCompleted` arm.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted {
-    /// Target.
-    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
-    /// Chunk description.
-    pub ChunkInfo: DXGK_MIRACAST_CHUNK_INFO,
-    /// Private data.
-    pub pPrivateDriverData: PVOID,
-    /// Private data size.
-    pub PrivateDataDriverSize: UINT,
-    /// Status.
-    pub Status: NTSTATUS,
+c_type! {
+    /// `MiracastEncodeChunkCompleted` arm.
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted {
+        /// Target.
+        pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+        /// Chunk description.
+        #[offset(8)]
+        pub ChunkInfo: DXGK_MIRACAST_CHUNK_INFO,
+        /// Private data.
+        #[offset(32)]
+        pub pPrivateDriverData: PVOID,
+        /// Private data size.
+        #[offset(40)]
+        pub PrivateDataDriverSize: UINT,
+        /// Status.
+        #[offset(44)]
+        pub Status: NTSTATUS,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted,
-    size = 48,
-    ChunkInfo = 8,
-    pPrivateDriverData = 32,
-    PrivateDataDriverSize = 40,
-    Status = 44
-);
 
 /// `DXGK_PAGE_FAULT_FLAGS` (d3dkmdt.h): a C enum used as a bit mask in the page-fault arms'
 /// `PageFaultFlags`.
@@ -342,145 +334,140 @@ impl DXGK_FAULT_ERROR_CODE {
     }
 }
 
-/// `DmaPageFaulted` arm (WDDM 2.0+).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted {
-    /// Fence ID of the faulting packet.
-    pub FaultedFenceId: UINT,
-    /// API sequence number of the faulting primitive.
-    pub FaultedPrimitiveAPISequenceNumber: UINT64,
-    /// Pipeline stage, or [`DXGK_RENDER_PIPELINE_STAGE_UNKNOWN`].
-    pub FaultedPipelineStage: DXGK_RENDER_PIPELINE_STAGE,
-    /// Bind table entry.
-    pub FaultedBindTableEntry: UINT,
-    /// `DXGK_PAGE_FAULT_*` bits.
-    pub PageFaultFlags: DXGK_PAGE_FAULT_FLAGS,
-    /// Faulting GPU VA.
-    pub FaultedVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine.
-    pub EngineOrdinal: UINT,
-    /// Page table level.
-    pub PageTableLevel: UINT,
-    /// Cause of the fault (meaningful when `FaultedVirtualAddress` is 0).
-    pub FaultErrorCode: DXGK_FAULT_ERROR_CODE,
-    /// Faulting process.
-    pub FaultedProcessHandle: HANDLE,
+c_type! {
+    /// `DmaPageFaulted` arm (WDDM 2.0+).
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted {
+        /// Fence ID of the faulting packet.
+        pub FaultedFenceId: UINT,
+        /// API sequence number of the faulting primitive.
+        #[offset(8)]
+        pub FaultedPrimitiveAPISequenceNumber: UINT64,
+        /// Pipeline stage, or [`DXGK_RENDER_PIPELINE_STAGE_UNKNOWN`].
+        #[offset(16)]
+        pub FaultedPipelineStage: DXGK_RENDER_PIPELINE_STAGE,
+        /// Bind table entry.
+        #[offset(20)]
+        pub FaultedBindTableEntry: UINT,
+        /// `DXGK_PAGE_FAULT_*` bits.
+        #[offset(24)]
+        pub PageFaultFlags: DXGK_PAGE_FAULT_FLAGS,
+        /// Faulting GPU VA.
+        #[offset(32)]
+        pub FaultedVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Node.
+        #[offset(40)]
+        pub NodeOrdinal: UINT,
+        /// Engine.
+        #[offset(44)]
+        pub EngineOrdinal: UINT,
+        /// Page table level.
+        #[offset(48)]
+        pub PageTableLevel: UINT,
+        /// Cause of the fault (meaningful when `FaultedVirtualAddress` is 0).
+        #[offset(52)]
+        pub FaultErrorCode: DXGK_FAULT_ERROR_CODE,
+        /// Faulting process.
+        #[offset(56)]
+        pub FaultedProcessHandle: HANDLE,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted,
-    size = 64,
-    FaultedPrimitiveAPISequenceNumber = 8,
-    FaultedPipelineStage = 16,
-    FaultedBindTableEntry = 20,
-    PageFaultFlags = 24,
-    FaultedVirtualAddress = 32,
-    NodeOrdinal = 40,
-    EngineOrdinal = 44,
-    PageTableLevel = 48,
-    FaultErrorCode = 52,
-    FaultedProcessHandle = 56
-);
 
-/// `CrtcVsyncWithMultiPlaneOverlay2` / `3` arms (WDDM 2.1+ / 2.9+).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2 {
-    /// Target.
-    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
-    /// Physical adapter mask.
-    pub PhysicalAdapterMask: UINT,
-    /// Number of entries.
-    pub MultiPlaneOverlayVsyncInfoCount: UINT,
-    /// `DXGK_MULTIPLANE_OVERLAY_VSYNC_INFO2*` (or `...INFO3*`).
-    pub pMultiPlaneOverlayVsyncInfo: PVOID,
-    /// GPU clock frequency.
-    pub GpuFrequency: ULONGLONG,
-    /// GPU clock counter at vsync.
-    pub GpuClockCounter: ULONGLONG,
+c_type! {
+    /// `CrtcVsyncWithMultiPlaneOverlay2` / `3` arms (WDDM 2.1+ / 2.9+).
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2 {
+        /// Target.
+        pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+        /// Physical adapter mask.
+        pub PhysicalAdapterMask: UINT,
+        /// Number of entries.
+        pub MultiPlaneOverlayVsyncInfoCount: UINT,
+        /// `DXGK_MULTIPLANE_OVERLAY_VSYNC_INFO2*` (or `...INFO3*`).
+        #[offset(16)]
+        pub pMultiPlaneOverlayVsyncInfo: PVOID,
+        /// GPU clock frequency.
+        #[offset(24)]
+        pub GpuFrequency: ULONGLONG,
+        /// GPU clock counter at vsync.
+        #[offset(32)]
+        pub GpuClockCounter: ULONGLONG,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2,
-    size = 40,
-    pMultiPlaneOverlayVsyncInfo = 16,
-    GpuFrequency = 24,
-    GpuClockCounter = 32
-);
 
-/// `MonitoredFenceSignaled` / `SchedulingLogInterrupt` / `GpuEngineTimeout` arms.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine {
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine.
-    pub EngineOrdinal: UINT,
+c_type! {
+    /// `MonitoredFenceSignaled` / `SchedulingLogInterrupt` / `GpuEngineTimeout` arms.
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine {
+        /// Node.
+        pub NodeOrdinal: UINT,
+        /// Engine.
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
-    size = 8,
-    EngineOrdinal = 4
-);
 
-/// `HwContextListSwitchCompleted` arm (WDDM 2.2+).
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwContextListSwitchCompleted {
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine.
-    pub EngineOrdinal: UINT,
-    /// Context switch fence.
-    pub ContextSwitchFence: UINT64,
+c_type! {
+    /// `HwContextListSwitchCompleted` arm (WDDM 2.2+).
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwContextListSwitchCompleted {
+        /// Node.
+        pub NodeOrdinal: UINT,
+        /// Engine.
+        pub EngineOrdinal: UINT,
+        /// Context switch fence.
+        #[offset(8)]
+        pub ContextSwitchFence: UINT64,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwContextListSwitchCompleted,
-    size = 16,
-    ContextSwitchFence = 8
-);
 
-/// `HwQueuePageFaulted` arm (WDDM 2.2+); the `FaultedHwQueue`/`FaultedHwContext`/
-/// `FaultedProcessHandle` union is bound as one handle.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted {
-    /// Faulting fence.
-    pub FaultedFenceId: UINT64,
-    /// Faulting GPU VA.
-    pub FaultedVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// API sequence number.
-    pub FaultedPrimitiveAPISequenceNumber: UINT64,
-    /// Faulting queue, context or process (anonymous union in C).
-    pub FaultedHwQueue: HANDLE,
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine.
-    pub EngineOrdinal: UINT,
-    /// Pipeline stage, or [`DXGK_RENDER_PIPELINE_STAGE_UNKNOWN`].
-    pub FaultedPipelineStage: DXGK_RENDER_PIPELINE_STAGE,
-    /// Bind table entry.
-    pub FaultedBindTableEntry: UINT,
-    /// `DXGK_PAGE_FAULT_*` bits.
-    pub PageFaultFlags: DXGK_PAGE_FAULT_FLAGS,
-    /// Page table level.
-    pub PageTableLevel: UINT,
-    /// Cause of the fault.
-    pub FaultErrorCode: DXGK_FAULT_ERROR_CODE,
+c_type! {
+    /// `HwQueuePageFaulted` arm (WDDM 2.2+); the `FaultedHwQueue`/`FaultedHwContext`/
+    /// `FaultedProcessHandle` union is bound as one handle.
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted {
+        /// Faulting fence.
+        pub FaultedFenceId: UINT64,
+        /// Faulting GPU VA.
+        pub FaultedVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// API sequence number.
+        pub FaultedPrimitiveAPISequenceNumber: UINT64,
+        /// Faulting queue, context or process (anonymous union in C).
+        #[offset(24)]
+        pub FaultedHwQueue: HANDLE,
+        /// Node.
+        #[offset(32)]
+        pub NodeOrdinal: UINT,
+        /// Engine.
+        #[offset(36)]
+        pub EngineOrdinal: UINT,
+        /// Pipeline stage, or [`DXGK_RENDER_PIPELINE_STAGE_UNKNOWN`].
+        #[offset(40)]
+        pub FaultedPipelineStage: DXGK_RENDER_PIPELINE_STAGE,
+        /// Bind table entry.
+        #[offset(44)]
+        pub FaultedBindTableEntry: UINT,
+        /// `DXGK_PAGE_FAULT_*` bits.
+        #[offset(48)]
+        pub PageFaultFlags: DXGK_PAGE_FAULT_FLAGS,
+        /// Page table level.
+        #[offset(52)]
+        pub PageTableLevel: UINT,
+        /// Cause of the fault.
+        #[offset(56)]
+        pub FaultErrorCode: DXGK_FAULT_ERROR_CODE,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted,
-    size = 64,
-    FaultedHwQueue = 24,
-    NodeOrdinal = 32,
-    EngineOrdinal = 36,
-    FaultedPipelineStage = 40,
-    FaultedBindTableEntry = 44,
-    PageFaultFlags = 48,
-    PageTableLevel = 52,
-    FaultErrorCode = 56
-);
 
 /// `PeriodicMonitoredFenceSignaled` arm (WDDM 2.2+).
 #[repr(C)]
@@ -492,71 +479,68 @@ pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_PeriodicMonitoredFenceSignaled {
     pub NotificationID: UINT,
 }
 
-/// `SuspendContextCompleted` arm (WDDM 2.4+).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_SuspendContextCompleted {
-    /// The suspended context.
-    pub hContext: HANDLE,
-    /// Suspension fence.
-    pub ContextSuspendFence: UINT64,
+c_type! {
+    /// `SuspendContextCompleted` arm (WDDM 2.4+).
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_SuspendContextCompleted {
+        /// The suspended context.
+        pub hContext: HANDLE,
+        /// Suspension fence.
+        #[offset(8)]
+        pub ContextSuspendFence: UINT64,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_SuspendContextCompleted,
-    size = 16,
-    ContextSuspendFence = 8
-);
 
-/// `NativeFenceSignaled` arm (WDDM 3.1+).
-// wdk-layout-check: prefix: WDDM 3.2 (24H2) appends hHWQueue to the 10.0.22621 arm
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine.
-    pub EngineOrdinal: UINT,
-    /// Number of entries in `pSignaledNativeFenceArray`.
-    pub SignaledNativeFenceCount: UINT,
-    /// `hGlobalNativeFence` handles from `DxgkDdiCreateNativeFence`, or null for "scan all".
-    /// The OS reads it only when `DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt` is
-    /// FALSE.
-    pub pSignaledNativeFenceArray: *mut HANDLE,
-    /// KMD handle of the hardware queue whose signal log holds the signals (LOG-08), or null
-    /// for "read the logs of every queue on this engine". The OS reads it only when
-    /// `OptimizedNativeFenceSignaledInterrupt` is TRUE. Documented in the structure page's
-    /// source (MicrosoftDocs/windows-driver-docs-ddi,
-    /// `wdk-ddi-src/content/d3dkmddi/ns-d3dkmddi-_dxgkargcb_notify_interrupt_data.md`);
-    /// UNVERIFIED which WDK's d3dkmddi.h first has it (docs/logs.md#kmd).
-    pub hHWQueue: HANDLE,
+c_type! {
+    /// `NativeFenceSignaled` arm (WDDM 3.1+).
+    // wdk-layout-check: prefix: WDDM 3.2 (24H2) appends hHWQueue to the 10.0.22621 arm
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
+        /// Node.
+        #[offset(0)]
+        pub NodeOrdinal: UINT,
+        /// Engine.
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+        /// Number of entries in `pSignaledNativeFenceArray`.
+        #[offset(8)]
+        pub SignaledNativeFenceCount: UINT,
+        /// `hGlobalNativeFence` handles from `DxgkDdiCreateNativeFence`, or null for "scan all".
+        /// The OS reads it only when `DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt` is
+        /// FALSE.
+        #[offset(16)]
+        pub pSignaledNativeFenceArray: *mut HANDLE,
+        /// KMD handle of the hardware queue whose signal log holds the signals (LOG-08), or null
+        /// for "read the logs of every queue on this engine". The OS reads it only when
+        /// `OptimizedNativeFenceSignaledInterrupt` is TRUE. Documented in the structure page's
+        /// source (MicrosoftDocs/windows-driver-docs-ddi,
+        /// `wdk-ddi-src/content/d3dkmddi/ns-d3dkmddi-_dxgkargcb_notify_interrupt_data.md`);
+        /// UNVERIFIED which WDK's d3dkmddi.h first has it (docs/logs.md#kmd).
+        #[offset(24)]
+        pub hHWQueue: HANDLE,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
-    size = 32,
-    NodeOrdinal = 0,
-    EngineOrdinal = 4,
-    SignaledNativeFenceCount = 8,
-    pSignaledNativeFenceArray = 16,
-    hHWQueue = 24
-);
 
-/// `EngineStateChange` arm (WDDM 3.1+).
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange {
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine.
-    pub EngineOrdinal: UINT,
-    /// New state.
-    pub NewState: DXGK_ENGINE_STATE,
+c_type! {
+    /// `EngineStateChange` arm (WDDM 3.1+).
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange {
+        /// Node.
+        pub NodeOrdinal: UINT,
+        /// Engine.
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+        /// New state.
+        #[offset(8)]
+        pub NewState: DXGK_ENGINE_STATE,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange,
-    size = 12,
-    EngineOrdinal = 4,
-    NewState = 8
-);
 
 /// `Reserved` arm: sizes the union.
 #[repr(C)]
@@ -634,26 +618,25 @@ impl core::fmt::Debug for DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
     }
 }
 
-/// `DXGKARGCB_NOTIFY_INTERRUPT_DATA`: argument of `DxgkCbNotifyInterrupt` (80 bytes on x64).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_notify_interrupt_data>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA {
-    /// Which arm of `Anonymous` is valid.
-    pub InterruptType: DXGK_INTERRUPT_TYPE,
-    /// Event data.
-    pub Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0,
-    /// Flags.
-    pub Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS,
+c_type! {
+    /// `DXGKARGCB_NOTIFY_INTERRUPT_DATA`: argument of `DxgkCbNotifyInterrupt` (80 bytes on x64).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkargcb_notify_interrupt_data>
+    #[size(80)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+        /// Which arm of `Anonymous` is valid.
+        #[offset(0)]
+        pub InterruptType: DXGK_INTERRUPT_TYPE,
+        /// Event data.
+        #[offset(8)]
+        pub Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0,
+        /// Flags.
+        #[offset(72)]
+        pub Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS,
+    }
 }
-layout!(
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-    size = 80,
-    InterruptType = 0,
-    Anonymous = 8,
-    Flags = 72
-);
 
 impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
     /// A `DXGK_INTERRUPT_DMA_COMPLETED` notification.

@@ -11,7 +11,7 @@
 //! at 0x68).
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout};
+use crate::macros::{c_type, bitfield, layout};
 
 /// `D3DDDI_TESTCOMMANDBUFFEROP`: what a test command buffer does.
 ///
@@ -30,64 +30,64 @@ pub const D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_PREEMPTABLE_LOOP: D3DDDI_TESTCOMMA
 /// One past the last operation.
 pub const D3DDDI_TESTCOMMANDBUFFEROP_MAX: D3DDDI_TESTCOMMANDBUFFEROP = 5;
 
-/// `D3DDDI_TESTCOMMANDBUFFER_COPY`: copy `NumBytes` (a multiple of 4) between GPU VAs.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_testcommandbuffer_copy>
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct D3DDDI_TESTCOMMANDBUFFER_COPY {
-    /// Source GPU VA.
-    pub SrcAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Destination GPU VA.
-    pub DstAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Bytes to copy, a multiple of 4.
-    pub NumBytes: UINT,
+c_type! {
+    /// `D3DDDI_TESTCOMMANDBUFFER_COPY`: copy `NumBytes` (a multiple of 4) between GPU VAs.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_testcommandbuffer_copy>
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct D3DDDI_TESTCOMMANDBUFFER_COPY {
+        /// Source GPU VA.
+        #[offset(0)]
+        pub SrcAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Destination GPU VA.
+        #[offset(8)]
+        pub DstAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Bytes to copy, a multiple of 4.
+        #[offset(16)]
+        pub NumBytes: UINT,
+    }
 }
-layout!(
-    D3DDDI_TESTCOMMANDBUFFER_COPY,
-    size = 24,
-    SrcAddress = 0,
-    DstAddress = 8,
-    NumBytes = 16
-);
 
-/// `D3DDDI_TESTCOMMANDBUFFER_FILL`: fill `NumBytes` (a multiple of 4) with a 4-byte pattern
-/// repeated.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_testcommandbuffer_fill>
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct D3DDDI_TESTCOMMANDBUFFER_FILL {
-    /// Destination GPU VA.
-    pub DstAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Bytes to fill, a multiple of 4.
-    pub NumBytes: UINT,
-    /// The 4 bytes written over and over.
-    pub Pattern: UINT,
+c_type! {
+    /// `D3DDDI_TESTCOMMANDBUFFER_FILL`: fill `NumBytes` (a multiple of 4) with a 4-byte pattern
+    /// repeated.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_testcommandbuffer_fill>
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct D3DDDI_TESTCOMMANDBUFFER_FILL {
+        /// Destination GPU VA.
+        #[offset(0)]
+        pub DstAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Bytes to fill, a multiple of 4.
+        #[offset(8)]
+        pub NumBytes: UINT,
+        /// The 4 bytes written over and over.
+        #[offset(12)]
+        pub Pattern: UINT,
+    }
 }
-layout!(
-    D3DDDI_TESTCOMMANDBUFFER_FILL,
-    size = 16,
-    DstAddress = 0,
-    NumBytes = 8,
-    Pattern = 12
-);
 
-/// The anonymous union of [`D3DDDI_TESTCOMMANDBUFFER`] (64 bytes).
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union D3DDDI_TESTCOMMANDBUFFER_0 {
-    /// `Operation` COPY.
-    pub Copy: D3DDDI_TESTCOMMANDBUFFER_COPY,
-    /// `Operation` FILL.
-    pub Fill: D3DDDI_TESTCOMMANDBUFFER_FILL,
-    /// The union's size.
-    pub Reserved: [u8; 64],
+c_type! {
+    /// The anonymous union of [`D3DDDI_TESTCOMMANDBUFFER`] (64 bytes).
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union D3DDDI_TESTCOMMANDBUFFER_0 {
+        /// `Operation` COPY.
+        pub Copy: D3DDDI_TESTCOMMANDBUFFER_COPY,
+        /// `Operation` FILL.
+        pub Fill: D3DDDI_TESTCOMMANDBUFFER_FILL,
+        /// The union's size.
+        pub Reserved: [u8; 64],
+    }
 }
-layout!(D3DDDI_TESTCOMMANDBUFFER_0, size = 64);
 
 impl Default for D3DDDI_TESTCOMMANDBUFFER_0 {
     fn default() -> Self {
@@ -105,27 +105,26 @@ impl core::fmt::Debug for D3DDDI_TESTCOMMANDBUFFER_0 {
     }
 }
 
-/// `D3DDDI_TESTCOMMANDBUFFER`: one test command.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_testcommandbuffer>
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct D3DDDI_TESTCOMMANDBUFFER {
-    /// The operation's arguments.
-    pub Anonymous: D3DDDI_TESTCOMMANDBUFFER_0,
-    /// [`D3DDDI_TESTCOMMANDBUFFEROP`].
-    pub Operation: D3DDDI_TESTCOMMANDBUFFEROP,
-    /// Reserved.
-    pub Reserved1: UINT,
+c_type! {
+    /// `D3DDDI_TESTCOMMANDBUFFER`: one test command.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_testcommandbuffer>
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(72)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct D3DDDI_TESTCOMMANDBUFFER {
+        /// The operation's arguments.
+        #[offset(0)]
+        pub Anonymous: D3DDDI_TESTCOMMANDBUFFER_0,
+        /// [`D3DDDI_TESTCOMMANDBUFFEROP`].
+        #[offset(64)]
+        pub Operation: D3DDDI_TESTCOMMANDBUFFEROP,
+        /// Reserved.
+        #[offset(68)]
+        pub Reserved1: UINT,
+    }
 }
-layout!(
-    D3DDDI_TESTCOMMANDBUFFER,
-    size = 72,
-    Anonymous = 0,
-    Operation = 64,
-    Reserved1 = 68
-);
 
 impl D3DDDI_TESTCOMMANDBUFFER {
     /// A COPY command.
@@ -191,39 +190,38 @@ bitfield! {
 }
 layout!(D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS, size = 4);
 
-/// `DXGKARG_BUILDTESTCOMMANDBUFFER`: argument of `pfnBuildTestCommandBuffer`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_buildtestcommandbuffer>
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_BUILDTESTCOMMANDBUFFER {
-    /// The KMD's context handle (`Flags.HardwareQueue` 0) or hardware queue handle (1).
-    pub hContext: HANDLE,
-    /// The command.
-    pub Command: D3DDDI_TESTCOMMANDBUFFER,
-    /// Where the KMD writes the device's commands (may be null: size query).
-    pub pDmaBuffer: PVOID,
-    /// Where the KMD writes data the commands need (may be null).
-    pub pDmaBufferPrivateData: PVOID,
-    /// In: `pDmaBuffer`'s size; out: bytes written, or needed with `STATUS_BUFFER_OVERFLOW`.
-    pub DmaBufferSize: UINT,
-    /// In: `pDmaBufferPrivateData`'s size; out: bytes written, or needed.
-    pub DmaBufferPrivateDataSize: UINT,
-    /// Flags.
-    pub Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS,
+c_type! {
+    /// `DXGKARG_BUILDTESTCOMMANDBUFFER`: argument of `pfnBuildTestCommandBuffer`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_buildtestcommandbuffer>
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(112)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_BUILDTESTCOMMANDBUFFER {
+        /// The KMD's context handle (`Flags.HardwareQueue` 0) or hardware queue handle (1).
+        #[offset(0)]
+        pub hContext: HANDLE,
+        /// The command.
+        #[offset(8)]
+        pub Command: D3DDDI_TESTCOMMANDBUFFER,
+        /// Where the KMD writes the device's commands (may be null: size query).
+        #[offset(80)]
+        pub pDmaBuffer: PVOID,
+        /// Where the KMD writes data the commands need (may be null).
+        #[offset(88)]
+        pub pDmaBufferPrivateData: PVOID,
+        /// In: `pDmaBuffer`'s size; out: bytes written, or needed with `STATUS_BUFFER_OVERFLOW`.
+        #[offset(96)]
+        pub DmaBufferSize: UINT,
+        /// In: `pDmaBufferPrivateData`'s size; out: bytes written, or needed.
+        #[offset(100)]
+        pub DmaBufferPrivateDataSize: UINT,
+        /// Flags.
+        #[offset(104)]
+        pub Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS,
+    }
 }
-layout!(
-    DXGKARG_BUILDTESTCOMMANDBUFFER,
-    size = 112,
-    hContext = 0,
-    Command = 8,
-    pDmaBuffer = 80,
-    pDmaBufferPrivateData = 88,
-    DmaBufferSize = 96,
-    DmaBufferPrivateDataSize = 100,
-    Flags = 104
-);
 
 /// `DXGKDDI_BUILDTESTCOMMANDBUFFER` (PASSIVE_LEVEL): returns `STATUS_SUCCESS`,
 /// `STATUS_BUFFER_OVERFLOW` with the sizes needed, or an error.
@@ -231,22 +229,21 @@ layout!(
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer>
 pub type PDXGKDDI_BUILDTESTCOMMANDBUFFER = DDI_FN<*mut DXGKARG_BUILDTESTCOMMANDBUFFER>;
 
-/// `DXGKDDI_KERNELMODETESTINGINTERFACE`: what `DxgkDdiQueryFeatureInterface` returns for
-/// `DXGK_FEATURE_KERNEL_MODE_TESTING`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkddi_kernelmodetestinginterface>
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DXGKDDI_KERNELMODETESTINGINTERFACE {
-    /// The builder.
-    pub pfnBuildTestCommandBuffer: PDXGKDDI_BUILDTESTCOMMANDBUFFER,
+c_type! {
+    /// `DXGKDDI_KERNELMODETESTINGINTERFACE`: what `DxgkDdiQueryFeatureInterface` returns for
+    /// `DXGK_FEATURE_KERNEL_MODE_TESTING`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkddi_kernelmodetestinginterface>
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct DXGKDDI_KERNELMODETESTINGINTERFACE {
+        /// The builder.
+        #[offset(0)]
+        pub pfnBuildTestCommandBuffer: PDXGKDDI_BUILDTESTCOMMANDBUFFER,
+    }
 }
-layout!(
-    DXGKDDI_KERNELMODETESTINGINTERFACE,
-    size = 8,
-    pfnBuildTestCommandBuffer = 0
-);
 
 /// `D3DDDI_DRIVERESCAPETYPE`: the known driver escapes (`D3DDDI_ESCAPEFLAGS::DriverKnownEscape`).
 ///
@@ -255,46 +252,45 @@ pub type D3DDDI_DRIVERESCAPETYPE = u32;
 /// Builds a test command buffer ([`D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`]).
 pub const D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER: D3DDDI_DRIVERESCAPETYPE = 3;
 
-/// `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`: the escape's private data (x64 layout; the
-/// `D3DKMT_PTR` members are 8 bytes).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_driverescape_buildtestcommandbuffer>
-// wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER {
-    /// [`D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER`].
-    pub EscapeType: D3DDDI_DRIVERESCAPETYPE,
-    /// The D3D device (D3DKMT handle).
-    pub hDevice: D3DKMT_HANDLE,
-    /// The context or hardware queue (D3DKMT handle).
-    pub hContext: D3DKMT_HANDLE,
-    /// Flags.
-    pub Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS,
-    /// The command.
-    pub Command: D3DDDI_TESTCOMMANDBUFFER,
-    /// User-mode buffer for the commands.
-    pub pDmaBuffer: u64,
-    /// User-mode buffer for the private data.
-    pub pDmaBufferPrivateData: u64,
-    /// In: `pDmaBuffer`'s size; out: bytes written.
-    pub DmaBufferSize: UINT,
-    /// In: `pDmaBufferPrivateData`'s size; out: bytes written.
-    pub DmaBufferPrivateDataSize: UINT,
+c_type! {
+    /// `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`: the escape's private data (x64 layout; the
+    /// `D3DKMT_PTR` members are 8 bytes).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_driverescape_buildtestcommandbuffer>
+    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
+    #[size(112)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER {
+        /// [`D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER`].
+        #[offset(0)]
+        pub EscapeType: D3DDDI_DRIVERESCAPETYPE,
+        /// The D3D device (D3DKMT handle).
+        #[offset(4)]
+        pub hDevice: D3DKMT_HANDLE,
+        /// The context or hardware queue (D3DKMT handle).
+        #[offset(8)]
+        pub hContext: D3DKMT_HANDLE,
+        /// Flags.
+        #[offset(12)]
+        pub Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS,
+        /// The command.
+        #[offset(16)]
+        pub Command: D3DDDI_TESTCOMMANDBUFFER,
+        /// User-mode buffer for the commands.
+        #[offset(88)]
+        pub pDmaBuffer: u64,
+        /// User-mode buffer for the private data.
+        #[offset(96)]
+        pub pDmaBufferPrivateData: u64,
+        /// In: `pDmaBuffer`'s size; out: bytes written.
+        #[offset(104)]
+        pub DmaBufferSize: UINT,
+        /// In: `pDmaBufferPrivateData`'s size; out: bytes written.
+        #[offset(108)]
+        pub DmaBufferPrivateDataSize: UINT,
+    }
 }
-layout!(
-    D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER,
-    size = 112,
-    EscapeType = 0,
-    hDevice = 4,
-    hContext = 8,
-    Flags = 12,
-    Command = 16,
-    pDmaBuffer = 88,
-    pDmaBufferPrivateData = 96,
-    DmaBufferSize = 104,
-    DmaBufferPrivateDataSize = 108
-);
 
 /// Largest DMA buffer the escape accepts ("limited to 4 KB", overview page; [D]
 /// `KnownEscapeBuildTestCommandBuffer`: `DmaBufferSize - 4 > 0xFFC` is refused).

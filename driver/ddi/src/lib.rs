@@ -13,8 +13,9 @@
 //! * function pointers are `Option<unsafe extern "system" fn(..)>` under the header's typedef
 //!   name, declared through `extern_fn!` or, for `(HANDLE, A) -> NTSTATUS`, [`basic::DDI_FN`];
 //!   a slot whose signature is not bound yet uses [`basic::PFN_UNBOUND`];
-//! * every struct has a reference-page link and compile-time size/offset assertions for x86_64;
-//!   layouts that could not be checked against a header or reference page carry an
+//! * every struct has a reference-page link and compile-time size/offset assertions for x86_64
+//!   (declared through `c_type!` as `#[size(N)]` and `#[offset(N)]` next to the type and its
+//!   fields); layouts that could not be checked against a header or reference page carry an
 //!   `UNVERIFIED:` comment.
 #![cfg_attr(not(test), no_std)]
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]

@@ -153,6 +153,51 @@ macro_rules! layout {
 
 pub(crate) use layout;
 
+/// Declares a `#[repr(C)]` struct or union together with its layout assertions (see
+/// [`layout!`]): `#[size(N)]`, right after the doc comment, is the type's size and
+/// `#[offset(N)]`, right before a field, that field's byte offset, both on x86_64. Each field is
+/// named once; the other attributes pass through unchanged.
+///
+/// ```text
+/// c_type! {
+///     /// `PAIR`: two counters.
+///     #[size(16)]
+///     #[repr(C)]
+///     #[derive(Clone, Copy, Debug)]
+///     pub struct PAIR {
+///         /// First.
+///         #[offset(0)]
+///         pub A: UINT64,
+///         /// Second.
+///         #[offset(8)]
+///         pub B: UINT64,
+///     }
+/// }
+/// ```
+macro_rules! c_type {
+    (
+        $(#[doc = $doc:literal])*
+        #[size($size:literal)]
+        $(#[$meta:meta])*
+        pub $kind:tt $name:ident {
+            $(
+                $(#[doc = $fdoc:literal])*
+                $(#[offset($off:literal)])?
+                $vis:vis $field:ident : $fty:ty,
+            )*
+        }
+    ) => {
+        $(#[doc = $doc])*
+        $(#[$meta])*
+        pub $kind $name {
+            $( $(#[doc = $fdoc])* $vis $field: $fty, )*
+        }
+        $crate::macros::layout!($name, size = $size $($(, $field = $off)?)*);
+    };
+}
+
+pub(crate) use c_type;
+
 /// Declares a DDI function table (`DRIVER_INITIALIZATION_DATA`, `DXGKRNL_INTERFACE`): a
 /// `#[repr(C)]` struct of header fields followed by pointer-sized slots, plus
 /// `SLOT_NAMES` (slot names in declaration order), `SLOT_CHECKS` (one "is non-null" predicate

@@ -19,7 +19,7 @@
 //! <https://learn.microsoft.com/en-us/windows-hardware/drivers/kernel/mm-bad-pointer#mmgetmdlpfnarray>
 
 use crate::basic::*;
-use crate::macros::layout;
+use crate::macros::c_type;
 
 /// `CSHORT`.
 pub type CSHORT = i16;
@@ -27,40 +27,39 @@ pub type CSHORT = i16;
 /// `PFN_NUMBER`: a physical page number (x64: 64 bits).
 pub type PFN_NUMBER = u64;
 
-/// `MDL`: the header of a memory descriptor list. The page array follows it in memory
-/// ([`MDL_PFN_ARRAY_OFFSET`]).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct MDL {
-    /// Next MDL of a chain (the driver follows none here).
-    pub Next: *mut MDL,
-    /// Bytes of this header plus its page array.
-    pub Size: CSHORT,
-    /// `MDL_*` flags.
-    pub MdlFlags: CSHORT,
-    /// Owning process (opaque `EPROCESS`).
-    pub Process: PVOID,
-    /// System VA of the pages when mapped.
-    pub MappedSystemVa: PVOID,
-    /// Page-aligned virtual address of the buffer's first page.
-    pub StartVa: PVOID,
-    /// Bytes the MDL describes.
-    pub ByteCount: ULONG,
-    /// Offset of the first byte in the first page.
-    pub ByteOffset: ULONG,
+c_type! {
+    /// `MDL`: the header of a memory descriptor list. The page array follows it in memory
+    /// ([`MDL_PFN_ARRAY_OFFSET`]).
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct MDL {
+        /// Next MDL of a chain (the driver follows none here).
+        #[offset(0)]
+        pub Next: *mut MDL,
+        /// Bytes of this header plus its page array.
+        #[offset(8)]
+        pub Size: CSHORT,
+        /// `MDL_*` flags.
+        #[offset(10)]
+        pub MdlFlags: CSHORT,
+        /// Owning process (opaque `EPROCESS`).
+        #[offset(16)]
+        pub Process: PVOID,
+        /// System VA of the pages when mapped.
+        #[offset(24)]
+        pub MappedSystemVa: PVOID,
+        /// Page-aligned virtual address of the buffer's first page.
+        #[offset(32)]
+        pub StartVa: PVOID,
+        /// Bytes the MDL describes.
+        #[offset(40)]
+        pub ByteCount: ULONG,
+        /// Offset of the first byte in the first page.
+        #[offset(44)]
+        pub ByteOffset: ULONG,
+    }
 }
-layout!(
-    MDL,
-    size = 48,
-    Next = 0,
-    Size = 8,
-    MdlFlags = 10,
-    Process = 16,
-    MappedSystemVa = 24,
-    StartVa = 32,
-    ByteCount = 40,
-    ByteOffset = 44
-);
 
 /// `PMDL`.
 pub type PMDL = *mut MDL;

@@ -6,7 +6,7 @@
 //! these.
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout};
+use crate::macros::{c_type, bitfield, layout};
 
 bitfield! {
     /// `DXGK_SEGMENTFLAGS`: properties of one memory segment.
@@ -63,35 +63,36 @@ bitfield! {
 }
 layout!(DXGK_SEGMENTFLAGS, size = 4);
 
-/// `DXGK_CPUHOSTAPERTURE`: CPU physical window onto a segment.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_cpuhostaperture>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_CPUHOSTAPERTURE {
-    /// CPU physical address of the aperture.
-    pub PhysicalAddress: UINT64,
-    /// Size in CPU host pages.
-    pub SizeInPages: UINT32,
+c_type! {
+    /// `DXGK_CPUHOSTAPERTURE`: CPU physical window onto a segment.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_cpuhostaperture>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_CPUHOSTAPERTURE {
+        /// CPU physical address of the aperture.
+        #[offset(0)]
+        pub PhysicalAddress: UINT64,
+        /// Size in CPU host pages.
+        #[offset(8)]
+        pub SizeInPages: UINT32,
+    }
 }
-layout!(
-    DXGK_CPUHOSTAPERTURE,
-    size = 16,
-    PhysicalAddress = 0,
-    SizeInPages = 8
-);
 
-/// Anonymous union of `DXGK_SEGMENTDESCRIPTOR4` (CPU translated address or host aperture).
-// wdk-layout-check: skip: anonymous union inside DXGK_SEGMENTDESCRIPTOR4 (checked through the parent's offsets)
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_SEGMENTDESCRIPTOR4_0 {
-    /// CPU physical base of a CPU-visible segment without a host aperture.
-    pub CpuTranslatedAddress: PHYSICAL_ADDRESS,
-    /// The host aperture when `Flags.SupportsCpuHostAperture` is set.
-    pub CpuHostAperture: DXGK_CPUHOSTAPERTURE,
+c_type! {
+    /// Anonymous union of `DXGK_SEGMENTDESCRIPTOR4` (CPU translated address or host aperture).
+    // wdk-layout-check: skip: anonymous union inside DXGK_SEGMENTDESCRIPTOR4 (checked through the parent's offsets)
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_SEGMENTDESCRIPTOR4_0 {
+        /// CPU physical base of a CPU-visible segment without a host aperture.
+        pub CpuTranslatedAddress: PHYSICAL_ADDRESS,
+        /// The host aperture when `Flags.SupportsCpuHostAperture` is set.
+        pub CpuHostAperture: DXGK_CPUHOSTAPERTURE,
+    }
 }
-layout!(DXGK_SEGMENTDESCRIPTOR4_0, size = 16);
 impl core::fmt::Debug for DXGK_SEGMENTDESCRIPTOR4_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         // SAFETY: both arms start with 8 bytes of plain integer data, always initialised (the
@@ -110,99 +111,100 @@ impl Default for DXGK_SEGMENTDESCRIPTOR4_0 {
     }
 }
 
-/// `DXGK_SEGMENTDESCRIPTOR4`: one segment in the `DXGKQAITYPE_QUERYSEGMENT4` answer.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_segmentdescriptor4>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_SEGMENTDESCRIPTOR4 {
-    /// Segment flags.
-    pub Flags: DXGK_SEGMENTFLAGS,
-    /// GPU logical base address of the segment.
-    pub BaseAddress: PHYSICAL_ADDRESS,
-    /// Size in bytes.
-    pub Size: SIZE_T,
-    /// Commit limit (aperture segments only).
-    pub CommitLimit: SIZE_T,
-    /// Allocations ending past this address are purged at hibernation.
-    pub SystemMemoryEndAddress: SIZE_T,
-    /// CPU address of the segment.
-    pub u: DXGK_SEGMENTDESCRIPTOR4_0,
-    /// Number of invalid memory ranges.
-    pub NumInvalidMemoryRanges: UINT,
-    /// VPR start offset.
-    pub VprRangeStartOffset: SIZE_T,
-    /// VPR size.
-    pub VprRangeSize: SIZE_T,
-    /// VPR alignment.
-    pub VprAlignment: UINT,
-    /// Number of VPRs (0: unlimited).
-    pub NumVprSupported: UINT,
-    /// Bytes of the VPR reserved for the driver.
-    pub VprReserveSize: UINT,
-    /// Number of UEFI frame-buffer ranges (WDDM 2.2+).
-    pub NumUEFIFrameBufferRanges: UINT,
+c_type! {
+    /// `DXGK_SEGMENTDESCRIPTOR4`: one segment in the `DXGKQAITYPE_QUERYSEGMENT4` answer.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_segmentdescriptor4>
+    #[size(96)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_SEGMENTDESCRIPTOR4 {
+        /// Segment flags.
+        #[offset(0)]
+        pub Flags: DXGK_SEGMENTFLAGS,
+        /// GPU logical base address of the segment.
+        #[offset(8)]
+        pub BaseAddress: PHYSICAL_ADDRESS,
+        /// Size in bytes.
+        #[offset(16)]
+        pub Size: SIZE_T,
+        /// Commit limit (aperture segments only).
+        #[offset(24)]
+        pub CommitLimit: SIZE_T,
+        /// Allocations ending past this address are purged at hibernation.
+        #[offset(32)]
+        pub SystemMemoryEndAddress: SIZE_T,
+        /// CPU address of the segment.
+        #[offset(40)]
+        pub u: DXGK_SEGMENTDESCRIPTOR4_0,
+        /// Number of invalid memory ranges.
+        #[offset(56)]
+        pub NumInvalidMemoryRanges: UINT,
+        /// VPR start offset.
+        #[offset(64)]
+        pub VprRangeStartOffset: SIZE_T,
+        /// VPR size.
+        #[offset(72)]
+        pub VprRangeSize: SIZE_T,
+        /// VPR alignment.
+        #[offset(80)]
+        pub VprAlignment: UINT,
+        /// Number of VPRs (0: unlimited).
+        #[offset(84)]
+        pub NumVprSupported: UINT,
+        /// Bytes of the VPR reserved for the driver.
+        #[offset(88)]
+        pub VprReserveSize: UINT,
+        /// Number of UEFI frame-buffer ranges (WDDM 2.2+).
+        #[offset(92)]
+        pub NumUEFIFrameBufferRanges: UINT,
+    }
 }
-layout!(
-    DXGK_SEGMENTDESCRIPTOR4,
-    size = 96,
-    Flags = 0,
-    BaseAddress = 8,
-    Size = 16,
-    CommitLimit = 24,
-    SystemMemoryEndAddress = 32,
-    u = 40,
-    NumInvalidMemoryRanges = 56,
-    VprRangeStartOffset = 64,
-    VprRangeSize = 72,
-    VprAlignment = 80,
-    NumVprSupported = 84,
-    VprReserveSize = 88,
-    NumUEFIFrameBufferRanges = 92
-);
 
-/// `DXGK_QUERYSEGMENTIN4`: input of `DXGKQAITYPE_QUERYSEGMENT4`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_querysegmentin4>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_QUERYSEGMENTIN4 {
-    /// Physical adapter (engine ordinal) queried.
-    pub PhysicalAdapterIndex: UINT,
+c_type! {
+    /// `DXGK_QUERYSEGMENTIN4`: input of `DXGKQAITYPE_QUERYSEGMENT4`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_querysegmentin4>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_QUERYSEGMENTIN4 {
+        /// Physical adapter (engine ordinal) queried.
+        #[offset(0)]
+        pub PhysicalAdapterIndex: UINT,
+    }
 }
-layout!(DXGK_QUERYSEGMENTIN4, size = 4, PhysicalAdapterIndex = 0);
 
-/// `DXGK_QUERYSEGMENTOUT4`: output of `DXGKQAITYPE_QUERYSEGMENT4`. The OS calls twice: first
-/// with `pSegmentDescriptor` null to learn `NbSegment`, then with an array of that many
-/// descriptors, each `SegmentDescriptorStride` bytes apart.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_querysegmentout4>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_QUERYSEGMENTOUT4 {
-    /// Number of segments.
-    pub NbSegment: UINT,
-    /// Descriptor array (OS-owned), or null on the counting call.
-    pub pSegmentDescriptor: *mut BYTE,
-    /// Segment the paging buffers are allocated from (0: system memory).
-    pub PagingBufferSegmentId: UINT,
-    /// Paging buffer size in bytes.
-    pub PagingBufferSize: UINT,
-    /// Private data size per paging buffer.
-    pub PagingBufferPrivateDataSize: UINT,
-    /// Stride of the descriptor array.
-    pub SegmentDescriptorStride: SIZE_T,
+c_type! {
+    /// `DXGK_QUERYSEGMENTOUT4`: output of `DXGKQAITYPE_QUERYSEGMENT4`. The OS calls twice: first
+    /// with `pSegmentDescriptor` null to learn `NbSegment`, then with an array of that many
+    /// descriptors, each `SegmentDescriptorStride` bytes apart.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_querysegmentout4>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_QUERYSEGMENTOUT4 {
+        /// Number of segments.
+        #[offset(0)]
+        pub NbSegment: UINT,
+        /// Descriptor array (OS-owned), or null on the counting call.
+        #[offset(8)]
+        pub pSegmentDescriptor: *mut BYTE,
+        /// Segment the paging buffers are allocated from (0: system memory).
+        #[offset(16)]
+        pub PagingBufferSegmentId: UINT,
+        /// Paging buffer size in bytes.
+        #[offset(20)]
+        pub PagingBufferSize: UINT,
+        /// Private data size per paging buffer.
+        #[offset(24)]
+        pub PagingBufferPrivateDataSize: UINT,
+        /// Stride of the descriptor array.
+        #[offset(32)]
+        pub SegmentDescriptorStride: SIZE_T,
+    }
 }
-layout!(
-    DXGK_QUERYSEGMENTOUT4,
-    size = 40,
-    NbSegment = 0,
-    pSegmentDescriptor = 8,
-    PagingBufferSegmentId = 16,
-    PagingBufferSize = 20,
-    PagingBufferPrivateDataSize = 24,
-    SegmentDescriptorStride = 32
-);
 impl Default for DXGK_QUERYSEGMENTOUT4 {
     fn default() -> Self {
         Self {
@@ -277,117 +279,116 @@ bitfield! {
 }
 layout!(DXGK_GPUMMUCAPS_LEGACY, size = 4);
 
-/// `DXGK_GPUMMUCAPS`: answer to `DXGKQAITYPE_GPUMMUCAPS`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_gpummucaps>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_GPUMMUCAPS {
-    /// Capability bits.
-    pub Flags: DXGK_GPUMMUCAPS_FLAGS,
-    /// How page tables are updated.
-    pub PageTableUpdateMode: DXGK_PAGETABLEUPDATEMODE,
-    /// Number of GPU VA bits.
-    pub VirtualAddressBitCount: UINT,
-    /// Leaf table size when 64 KiB pages are used.
-    pub LeafPageTableSizeFor64KPagesInBytes: UINT,
-    /// Number of page-table levels (2..=4 on WDDM 2.x+).
-    pub PageTableLevelCount: UINT,
-    /// Legacy behaviours.
-    pub LegacyBehaviors: DXGK_GPUMMUCAPS_LEGACY,
+c_type! {
+    /// `DXGK_GPUMMUCAPS`: answer to `DXGKQAITYPE_GPUMMUCAPS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_gpummucaps>
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_GPUMMUCAPS {
+        /// Capability bits.
+        #[offset(0)]
+        pub Flags: DXGK_GPUMMUCAPS_FLAGS,
+        /// How page tables are updated.
+        #[offset(4)]
+        pub PageTableUpdateMode: DXGK_PAGETABLEUPDATEMODE,
+        /// Number of GPU VA bits.
+        #[offset(8)]
+        pub VirtualAddressBitCount: UINT,
+        /// Leaf table size when 64 KiB pages are used.
+        #[offset(12)]
+        pub LeafPageTableSizeFor64KPagesInBytes: UINT,
+        /// Number of page-table levels (2..=4 on WDDM 2.x+).
+        #[offset(16)]
+        pub PageTableLevelCount: UINT,
+        /// Legacy behaviours.
+        #[offset(20)]
+        pub LegacyBehaviors: DXGK_GPUMMUCAPS_LEGACY,
+    }
 }
-layout!(
-    DXGK_GPUMMUCAPS,
-    size = 24,
-    Flags = 0,
-    PageTableUpdateMode = 4,
-    VirtualAddressBitCount = 8,
-    LeafPageTableSizeFor64KPagesInBytes = 12,
-    PageTableLevelCount = 16,
-    LegacyBehaviors = 20
-);
 
-/// `DXGK_QUERYGPUMMUCAPSIN`: input of `DXGKQAITYPE_GPUMMUCAPS`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_querygpummucapsin>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_QUERYGPUMMUCAPSIN {
-    /// Physical adapter queried.
-    pub PhysicalAdapterIndex: UINT,
+c_type! {
+    /// `DXGK_QUERYGPUMMUCAPSIN`: input of `DXGKQAITYPE_GPUMMUCAPS`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_querygpummucapsin>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_QUERYGPUMMUCAPSIN {
+        /// Physical adapter queried.
+        #[offset(0)]
+        pub PhysicalAdapterIndex: UINT,
+    }
 }
-layout!(DXGK_QUERYGPUMMUCAPSIN, size = 4, PhysicalAdapterIndex = 0);
 
-/// `DXGK_QUERYPAGETABLELEVELDESCIN`: input of `DXGKQAITYPE_PAGETABLELEVELDESC`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_querypagetableleveldescin>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_QUERYPAGETABLELEVELDESCIN {
-    /// Level queried (0: leaf).
-    pub LevelIndex: USHORT,
-    /// Physical adapter queried.
-    pub PhysicalAdapterIndex: USHORT,
+c_type! {
+    /// `DXGK_QUERYPAGETABLELEVELDESCIN`: input of `DXGKQAITYPE_PAGETABLELEVELDESC`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_querypagetableleveldescin>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_QUERYPAGETABLELEVELDESCIN {
+        /// Level queried (0: leaf).
+        #[offset(0)]
+        pub LevelIndex: USHORT,
+        /// Physical adapter queried.
+        #[offset(2)]
+        pub PhysicalAdapterIndex: USHORT,
+    }
 }
-layout!(
-    DXGK_QUERYPAGETABLELEVELDESCIN,
-    size = 4,
-    LevelIndex = 0,
-    PhysicalAdapterIndex = 2
-);
 
-/// `DXGK_PAGE_TABLE_LEVEL_DESC`: answer to `DXGKQAITYPE_PAGETABLELEVELDESC` (one level).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_page_table_level_desc>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_PAGE_TABLE_LEVEL_DESC {
-    /// VA bits this level translates.
-    pub PageTableIndexBitCount: UINT,
-    /// Segment the level's tables live in.
-    pub PageTableSegmentId: UINT,
-    /// Segment for the paging process's tables.
-    pub PagingProcessPageTableSegmentId: UINT,
-    /// Size of one table in bytes.
-    pub PageTableSizeInBytes: UINT,
-    /// Alignment of a table (0: the segment's page size).
-    pub PageTableAlignmentInBytes: UINT,
+c_type! {
+    /// `DXGK_PAGE_TABLE_LEVEL_DESC`: answer to `DXGKQAITYPE_PAGETABLELEVELDESC` (one level).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_page_table_level_desc>
+    #[size(20)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_PAGE_TABLE_LEVEL_DESC {
+        /// VA bits this level translates.
+        #[offset(0)]
+        pub PageTableIndexBitCount: UINT,
+        /// Segment the level's tables live in.
+        #[offset(4)]
+        pub PageTableSegmentId: UINT,
+        /// Segment for the paging process's tables.
+        #[offset(8)]
+        pub PagingProcessPageTableSegmentId: UINT,
+        /// Size of one table in bytes.
+        #[offset(12)]
+        pub PageTableSizeInBytes: UINT,
+        /// Alignment of a table (0: the segment's page size).
+        #[offset(16)]
+        pub PageTableAlignmentInBytes: UINT,
+    }
 }
-layout!(
-    DXGK_PAGE_TABLE_LEVEL_DESC,
-    size = 20,
-    PageTableIndexBitCount = 0,
-    PageTableSegmentId = 4,
-    PagingProcessPageTableSegmentId = 8,
-    PageTableSizeInBytes = 12,
-    PageTableAlignmentInBytes = 16
-);
 
 // ---------------------------------------------------------------------------------------------
 // GPU physical addresses and page-table entries (d3dukmdt.h)
 // ---------------------------------------------------------------------------------------------
 
-/// `D3DGPU_PHYSICAL_ADDRESS`: a location inside a memory segment (segment + byte offset), the
-/// GpuMmu model's notion of a "physical" address. Segment 0 is system memory.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dgpu_physical_address>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
-pub struct D3DGPU_PHYSICAL_ADDRESS {
-    /// Segment identifier (0: system memory).
-    pub SegmentId: UINT,
-    /// Explicit padding in the header; zero.
-    pub Padding: UINT,
-    /// Byte offset from the start of the segment.
-    pub SegmentOffset: UINT64,
+c_type! {
+    /// `D3DGPU_PHYSICAL_ADDRESS`: a location inside a memory segment (segment + byte offset), the
+    /// GpuMmu model's notion of a "physical" address. Segment 0 is system memory.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dgpu_physical_address>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+    pub struct D3DGPU_PHYSICAL_ADDRESS {
+        /// Segment identifier (0: system memory).
+        #[offset(0)]
+        pub SegmentId: UINT,
+        /// Explicit padding in the header; zero.
+        #[offset(4)]
+        pub Padding: UINT,
+        /// Byte offset from the start of the segment.
+        #[offset(8)]
+        pub SegmentOffset: UINT64,
+    }
 }
-layout!(
-    D3DGPU_PHYSICAL_ADDRESS,
-    size = 16,
-    SegmentId = 0,
-    Padding = 4,
-    SegmentOffset = 8
-);
 
 /// `DXGK_PTE_PAGE_SIZE`: page size of the level below, in [`DXGK_PTE_0::PageTablePageSize`].
 ///
@@ -430,17 +431,19 @@ bitfield! {
 }
 layout!(DXGK_PTE_0, size = 8);
 
-/// Second word of [`DXGK_PTE`]: `PageAddress` (leaf entries) or `PageTableAddress` (entries
-/// pointing at a lower-level table); both are the same 64-bit word.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_PTE_1 {
-    /// Page frame: bits 12..63 of the page's address within its segment, shifted down by 12.
-    pub PageAddress: ULONGLONG,
-    /// The same, for the lower-level page table an upper-level entry points at.
-    pub PageTableAddress: ULONGLONG,
+c_type! {
+    /// Second word of [`DXGK_PTE`]: `PageAddress` (leaf entries) or `PageTableAddress` (entries
+    /// pointing at a lower-level table); both are the same 64-bit word.
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_PTE_1 {
+        /// Page frame: bits 12..63 of the page's address within its segment, shifted down by 12.
+        pub PageAddress: ULONGLONG,
+        /// The same, for the lower-level page table an upper-level entry points at.
+        pub PageTableAddress: ULONGLONG,
+    }
 }
-layout!(DXGK_PTE_1, size = 8);
 impl Default for DXGK_PTE_1 {
     fn default() -> Self {
         Self { PageAddress: 0 }
@@ -461,20 +464,24 @@ impl PartialEq for DXGK_PTE_1 {
 }
 impl Eq for DXGK_PTE_1 {}
 
-/// `DXGK_PTE`: the OS's hardware-neutral page-table entry (16 bytes). VidMm hands arrays of
-/// these to `DxgkDdiBuildPagingBuffer` (`UpdatePageTable`); the driver translates each into the
-/// GPU's own PTE format.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_dxgk_pte>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_PTE {
-    /// Flag bits (C: anonymous union, whole word `Flags`).
-    pub Anonymous: DXGK_PTE_0,
-    /// `PageAddress` / `PageTableAddress` (C: anonymous union).
-    pub Anonymous2: DXGK_PTE_1,
+c_type! {
+    /// `DXGK_PTE`: the OS's hardware-neutral page-table entry (16 bytes). VidMm hands arrays of
+    /// these to `DxgkDdiBuildPagingBuffer` (`UpdatePageTable`); the driver translates each into the
+    /// GPU's own PTE format.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_dxgk_pte>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_PTE {
+        /// Flag bits (C: anonymous union, whole word `Flags`).
+        #[offset(0)]
+        pub Anonymous: DXGK_PTE_0,
+        /// `PageAddress` / `PageTableAddress` (C: anonymous union).
+        #[offset(8)]
+        pub Anonymous2: DXGK_PTE_1,
+    }
 }
-layout!(DXGK_PTE, size = 16, Anonymous = 0, Anonymous2 = 8);
 
 impl DXGK_PTE {
     /// Builds an entry from its two raw words.
@@ -569,18 +576,21 @@ impl DXGK_PTE {
 // that hold them are in `crate::tdr::DXGKARG_BUILDPAGINGBUFFER_0`.
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGK_PAGETABLEUPDATEADDRESS`: where the page table to update is, in the form selected by
-/// [`DXGK_GPUMMUCAPS::PageTableUpdateMode`] (and repeated in
-/// [`DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE::UpdateMode`]).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_pagetableupdateaddress>
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct DXGK_PAGETABLEUPDATEADDRESS {
-    /// The address (C: anonymous union).
-    pub Anonymous: DXGK_PAGETABLEUPDATEADDRESS_0,
+c_type! {
+    /// `DXGK_PAGETABLEUPDATEADDRESS`: where the page table to update is, in the form selected by
+    /// [`DXGK_GPUMMUCAPS::PageTableUpdateMode`] (and repeated in
+    /// [`DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE::UpdateMode`]).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_pagetableupdateaddress>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub struct DXGK_PAGETABLEUPDATEADDRESS {
+        /// The address (C: anonymous union).
+        #[offset(0)]
+        pub Anonymous: DXGK_PAGETABLEUPDATEADDRESS_0,
+    }
 }
-layout!(DXGK_PAGETABLEUPDATEADDRESS, size = 16, Anonymous = 0);
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(core::mem::align_of::<DXGK_PAGETABLEUPDATEADDRESS>() == 8);
 impl core::fmt::Debug for DXGK_PAGETABLEUPDATEADDRESS {
@@ -589,18 +599,20 @@ impl core::fmt::Debug for DXGK_PAGETABLEUPDATEADDRESS {
     }
 }
 
-/// Anonymous union of [`DXGK_PAGETABLEUPDATEADDRESS`].
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_PAGETABLEUPDATEADDRESS_0 {
-    /// [`DXGK_PAGETABLEUPDATE_CPU_VIRTUAL`]: kernel VA of the table.
-    pub CpuVirtual: PVOID,
-    /// [`DXGK_PAGETABLEUPDATE_GPU_PHYSICAL`]: segment + offset of the table.
-    pub GpuPhysical: D3DGPU_PHYSICAL_ADDRESS,
-    /// [`DXGK_PAGETABLEUPDATE_GPU_VIRTUAL`]: GPU VA of the table (paging process).
-    pub GpuVirtual: D3DGPU_VIRTUAL_ADDRESS,
+c_type! {
+    /// Anonymous union of [`DXGK_PAGETABLEUPDATEADDRESS`].
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_PAGETABLEUPDATEADDRESS_0 {
+        /// [`DXGK_PAGETABLEUPDATE_CPU_VIRTUAL`]: kernel VA of the table.
+        pub CpuVirtual: PVOID,
+        /// [`DXGK_PAGETABLEUPDATE_GPU_PHYSICAL`]: segment + offset of the table.
+        pub GpuPhysical: D3DGPU_PHYSICAL_ADDRESS,
+        /// [`DXGK_PAGETABLEUPDATE_GPU_VIRTUAL`]: GPU VA of the table (paging process).
+        pub GpuVirtual: D3DGPU_VIRTUAL_ADDRESS,
+    }
 }
-layout!(DXGK_PAGETABLEUPDATEADDRESS_0, size = 16);
 impl core::fmt::Debug for DXGK_PAGETABLEUPDATEADDRESS_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("DXGK_PAGETABLEUPDATEADDRESS_0 { .. }")
@@ -628,161 +640,156 @@ bitfield! {
 }
 layout!(DXGK_UPDATEPAGETABLEFLAGS, size = 4);
 
-/// `DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE`: [`crate::tdr::DXGK_OPERATION_UPDATE_PAGE_TABLE`]
-/// (`UpdatePageTable` arm): write `NumPageTableEntries` entries starting at `StartIndex` of one
-/// page table.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_updatepagetable>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
-    /// Level of the table being written (0: leaf).
-    pub PageTableLevel: UINT,
-    /// Driver handle of the mapped allocation, or null (page tables themselves, ...).
-    pub hAllocation: HANDLE,
-    /// Address of the table, in the form given by `UpdateMode`.
-    pub PageTableAddress: DXGK_PAGETABLEUPDATEADDRESS,
-    /// OS-format entries to translate; index 0 goes to `StartIndex`.
-    pub pPageTableEntries: *mut DXGK_PTE,
-    /// First entry written.
-    pub StartIndex: UINT,
-    /// Number of entries written.
-    pub NumPageTableEntries: UINT,
-    /// Reserved, zero.
-    pub Reserved0: UINT,
-    /// Operation flags.
-    pub Flags: DXGK_UPDATEPAGETABLEFLAGS,
-    /// Driver protection bits the UMD passed when mapping the range.
-    pub DriverProtection: UINT64,
-    /// With `hAllocation`: byte offset in the allocation of the first mapped page.
-    pub AllocationOffsetInBytes: UINT64,
-    /// Driver process handle the table belongs to (from `DxgkDdiCreateProcess`).
-    pub hProcess: HANDLE,
-    /// Which member of `PageTableAddress` is valid.
-    pub UpdateMode: DXGK_PAGETABLEUPDATEMODE,
-    /// Dual-PTE hardware: the 64 KiB entries of the same range.
-    pub pPageTableEntries64KB: *mut DXGK_PTE,
-    /// GPU VA the first written entry maps.
-    pub FirstPteVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+c_type! {
+    /// `DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE`: [`crate::tdr::DXGK_OPERATION_UPDATE_PAGE_TABLE`]
+    /// (`UpdatePageTable` arm): write `NumPageTableEntries` entries starting at `StartIndex` of one
+    /// page table.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_updatepagetable>
+    #[size(104)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
+        /// Level of the table being written (0: leaf).
+        #[offset(0)]
+        pub PageTableLevel: UINT,
+        /// Driver handle of the mapped allocation, or null (page tables themselves, ...).
+        #[offset(8)]
+        pub hAllocation: HANDLE,
+        /// Address of the table, in the form given by `UpdateMode`.
+        #[offset(16)]
+        pub PageTableAddress: DXGK_PAGETABLEUPDATEADDRESS,
+        /// OS-format entries to translate; index 0 goes to `StartIndex`.
+        #[offset(32)]
+        pub pPageTableEntries: *mut DXGK_PTE,
+        /// First entry written.
+        #[offset(40)]
+        pub StartIndex: UINT,
+        /// Number of entries written.
+        #[offset(44)]
+        pub NumPageTableEntries: UINT,
+        /// Reserved, zero.
+        #[offset(48)]
+        pub Reserved0: UINT,
+        /// Operation flags.
+        #[offset(52)]
+        pub Flags: DXGK_UPDATEPAGETABLEFLAGS,
+        /// Driver protection bits the UMD passed when mapping the range.
+        #[offset(56)]
+        pub DriverProtection: UINT64,
+        /// With `hAllocation`: byte offset in the allocation of the first mapped page.
+        #[offset(64)]
+        pub AllocationOffsetInBytes: UINT64,
+        /// Driver process handle the table belongs to (from `DxgkDdiCreateProcess`).
+        #[offset(72)]
+        pub hProcess: HANDLE,
+        /// Which member of `PageTableAddress` is valid.
+        #[offset(80)]
+        pub UpdateMode: DXGK_PAGETABLEUPDATEMODE,
+        /// Dual-PTE hardware: the 64 KiB entries of the same range.
+        #[offset(88)]
+        pub pPageTableEntries64KB: *mut DXGK_PTE,
+        /// GPU VA the first written entry maps.
+        #[offset(96)]
+        pub FirstPteVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    }
 }
-layout!(
-    DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
-    size = 104,
-    PageTableLevel = 0,
-    hAllocation = 8,
-    PageTableAddress = 16,
-    pPageTableEntries = 32,
-    StartIndex = 40,
-    NumPageTableEntries = 44,
-    Reserved0 = 48,
-    Flags = 52,
-    DriverProtection = 56,
-    AllocationOffsetInBytes = 64,
-    hProcess = 72,
-    UpdateMode = 80,
-    pPageTableEntries64KB = 88,
-    FirstPteVirtualAddress = 96
-);
 
-/// `DXGK_BUILDPAGINGBUFFER_FLUSHTLB`: [`crate::tdr::DXGK_OPERATION_FLUSH_TLB`] (`FlushTlb`
-/// arm): invalidate the TLBs of one address space.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_flushtlb>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_BUILDPAGINGBUFFER_FLUSHTLB {
-    /// Root page table of the address space.
-    pub RootPageTableAddress: D3DGPU_PHYSICAL_ADDRESS,
-    /// Driver process handle.
-    pub hProcess: HANDLE,
-    /// Start of the VA range to invalidate.
-    pub StartVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// End of the VA range.
-    pub EndVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+c_type! {
+    /// `DXGK_BUILDPAGINGBUFFER_FLUSHTLB`: [`crate::tdr::DXGK_OPERATION_FLUSH_TLB`] (`FlushTlb`
+    /// arm): invalidate the TLBs of one address space.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_flushtlb>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_BUILDPAGINGBUFFER_FLUSHTLB {
+        /// Root page table of the address space.
+        #[offset(0)]
+        pub RootPageTableAddress: D3DGPU_PHYSICAL_ADDRESS,
+        /// Driver process handle.
+        #[offset(16)]
+        pub hProcess: HANDLE,
+        /// Start of the VA range to invalidate.
+        #[offset(24)]
+        pub StartVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// End of the VA range.
+        #[offset(32)]
+        pub EndVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    }
 }
-layout!(
-    DXGK_BUILDPAGINGBUFFER_FLUSHTLB,
-    size = 40,
-    RootPageTableAddress = 0,
-    hProcess = 16,
-    StartVirtualAddress = 24,
-    EndVirtualAddress = 32
-);
 
-/// `DXGK_BUILDPAGINGBUFFER_COPY_RANGE`: one range of a
-/// [`DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES`] operation.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_copy_range>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_BUILDPAGINGBUFFER_COPY_RANGE {
-    /// Entries to copy.
-    pub NumPageTableEntries: UINT,
-    /// GPU VA of the source table.
-    pub SrcPageTableAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// GPU VA of the destination table.
-    pub DstPageTableAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// First source entry.
-    pub SrcStartPteIndex: UINT,
-    /// First destination entry.
-    pub DstStartPteIndex: UINT,
+c_type! {
+    /// `DXGK_BUILDPAGINGBUFFER_COPY_RANGE`: one range of a
+    /// [`DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES`] operation.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_copy_range>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_BUILDPAGINGBUFFER_COPY_RANGE {
+        /// Entries to copy.
+        #[offset(0)]
+        pub NumPageTableEntries: UINT,
+        /// GPU VA of the source table.
+        #[offset(8)]
+        pub SrcPageTableAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// GPU VA of the destination table.
+        #[offset(16)]
+        pub DstPageTableAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// First source entry.
+        #[offset(24)]
+        pub SrcStartPteIndex: UINT,
+        /// First destination entry.
+        #[offset(28)]
+        pub DstStartPteIndex: UINT,
+    }
 }
-layout!(
-    DXGK_BUILDPAGINGBUFFER_COPY_RANGE,
-    size = 32,
-    NumPageTableEntries = 0,
-    SrcPageTableAddress = 8,
-    DstPageTableAddress = 16,
-    SrcStartPteIndex = 24,
-    DstStartPteIndex = 28
-);
 
-/// `DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES`:
-/// [`crate::tdr::DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES`] (`CopyPageTableEntries` arm).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_copypagetableentries>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES {
-    /// Elements of `pRanges`.
-    pub NumRanges: UINT,
-    /// The ranges (OS-owned).
-    pub pRanges: *mut DXGK_BUILDPAGINGBUFFER_COPY_RANGE,
+c_type! {
+    /// `DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES`:
+    /// [`crate::tdr::DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES`] (`CopyPageTableEntries` arm).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_copypagetableentries>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES {
+        /// Elements of `pRanges`.
+        #[offset(0)]
+        pub NumRanges: UINT,
+        /// The ranges (OS-owned).
+        #[offset(8)]
+        pub pRanges: *mut DXGK_BUILDPAGINGBUFFER_COPY_RANGE,
+    }
 }
-layout!(
-    DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES,
-    size = 16,
-    NumRanges = 0,
-    pRanges = 8
-);
 
-/// `DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL`: [`crate::tdr::DXGK_OPERATION_VIRTUAL_FILL`]
-/// (`FillVirtual` arm): fill a GPU VA range with a 32-bit pattern.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_fillvirtual>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL {
-    /// Driver allocation handle.
-    pub hAllocation: HANDLE,
-    /// Offset in the allocation of the first filled byte.
-    pub AllocationOffsetInBytes: UINT64,
-    /// Bytes to fill.
-    pub FillSizeInBytes: UINT64,
-    /// 32-bit pattern.
-    pub FillPattern: UINT,
-    /// GPU VA (paging process) of the destination.
-    pub DestinationVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+c_type! {
+    /// `DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL`: [`crate::tdr::DXGK_OPERATION_VIRTUAL_FILL`]
+    /// (`FillVirtual` arm): fill a GPU VA range with a 32-bit pattern.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_fillvirtual>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL {
+        /// Driver allocation handle.
+        #[offset(0)]
+        pub hAllocation: HANDLE,
+        /// Offset in the allocation of the first filled byte.
+        #[offset(8)]
+        pub AllocationOffsetInBytes: UINT64,
+        /// Bytes to fill.
+        #[offset(16)]
+        pub FillSizeInBytes: UINT64,
+        /// 32-bit pattern.
+        #[offset(24)]
+        pub FillPattern: UINT,
+        /// GPU VA (paging process) of the destination.
+        #[offset(32)]
+        pub DestinationVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    }
 }
-layout!(
-    DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
-    size = 40,
-    hAllocation = 0,
-    AllocationOffsetInBytes = 8,
-    FillSizeInBytes = 16,
-    FillPattern = 24,
-    DestinationVirtualAddress = 32
-);
 
 /// `DXGK_MEMORY_TRANSFER_DIRECTION`: [`DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL::TransferDirection`].
 ///
@@ -810,45 +817,44 @@ bitfield! {
 }
 layout!(DXGK_TRANSFERVIRTUALFLAGS, size = 4);
 
-/// `DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL`: [`crate::tdr::DXGK_OPERATION_VIRTUAL_TRANSFER`]
-/// (`TransferVirtual` arm): copy between two GPU VAs of the paging process.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_transfervirtual>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL {
-    /// Driver allocation handle.
-    pub hAllocation: HANDLE,
-    /// Offset in the allocation of the first transferred byte.
-    pub AllocationOffsetInBytes: UINT64,
-    /// Bytes to transfer.
-    pub TransferSizeInBytes: UINT64,
-    /// Source GPU VA.
-    pub SourceVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Destination GPU VA.
-    pub DestinationVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// GPU VA of the source's leaf page table (see `DXGK_GPUMMUCAPS_LEGACY`).
-    pub SourcePageTable: D3DGPU_VIRTUAL_ADDRESS,
-    /// Direction of the copy.
-    pub TransferDirection: DXGK_MEMORY_TRANSFER_DIRECTION,
-    /// Page sizes of source and destination.
-    pub Flags: DXGK_TRANSFERVIRTUALFLAGS,
-    /// GPU VA of the destination's leaf page table.
-    pub DestinationPageTable: D3DGPU_VIRTUAL_ADDRESS,
+c_type! {
+    /// `DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL`: [`crate::tdr::DXGK_OPERATION_VIRTUAL_TRANSFER`]
+    /// (`TransferVirtual` arm): copy between two GPU VAs of the paging process.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_transfervirtual>
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL {
+        /// Driver allocation handle.
+        #[offset(0)]
+        pub hAllocation: HANDLE,
+        /// Offset in the allocation of the first transferred byte.
+        #[offset(8)]
+        pub AllocationOffsetInBytes: UINT64,
+        /// Bytes to transfer.
+        #[offset(16)]
+        pub TransferSizeInBytes: UINT64,
+        /// Source GPU VA.
+        #[offset(24)]
+        pub SourceVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Destination GPU VA.
+        #[offset(32)]
+        pub DestinationVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// GPU VA of the source's leaf page table (see `DXGK_GPUMMUCAPS_LEGACY`).
+        #[offset(40)]
+        pub SourcePageTable: D3DGPU_VIRTUAL_ADDRESS,
+        /// Direction of the copy.
+        #[offset(48)]
+        pub TransferDirection: DXGK_MEMORY_TRANSFER_DIRECTION,
+        /// Page sizes of source and destination.
+        #[offset(52)]
+        pub Flags: DXGK_TRANSFERVIRTUALFLAGS,
+        /// GPU VA of the destination's leaf page table.
+        #[offset(56)]
+        pub DestinationPageTable: D3DGPU_VIRTUAL_ADDRESS,
+    }
 }
-layout!(
-    DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL,
-    size = 64,
-    hAllocation = 0,
-    AllocationOffsetInBytes = 8,
-    TransferSizeInBytes = 16,
-    SourceVirtualAddress = 24,
-    DestinationVirtualAddress = 32,
-    SourcePageTable = 40,
-    TransferDirection = 48,
-    Flags = 52,
-    DestinationPageTable = 56
-);
 
 bitfield! {
     /// The anonymous union of [`DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY`]. In C it is a *union*
@@ -862,73 +868,70 @@ bitfield! {
 }
 layout!(DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY_0, size = 4);
 
-/// `DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY`: [`crate::tdr::DXGK_OPERATION_NOTIFY_RESIDENCY`]
-/// (`NotifyResidency` arm), sent for allocations created with
-/// `ExplicitResidencyNotification`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_notifyresidency>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY {
-    /// Driver allocation handle.
-    pub hAllocation: HANDLE,
-    /// Where the allocation now lives (when resident).
-    pub PhysicalAddress: D3DGPU_PHYSICAL_ADDRESS,
-    /// `Resident` bit (C: anonymous bit-field union).
-    pub Anonymous: DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY_0,
+c_type! {
+    /// `DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY`: [`crate::tdr::DXGK_OPERATION_NOTIFY_RESIDENCY`]
+    /// (`NotifyResidency` arm), sent for allocations created with
+    /// `ExplicitResidencyNotification`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_notifyresidency>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY {
+        /// Driver allocation handle.
+        #[offset(0)]
+        pub hAllocation: HANDLE,
+        /// Where the allocation now lives (when resident).
+        #[offset(8)]
+        pub PhysicalAddress: D3DGPU_PHYSICAL_ADDRESS,
+        /// `Resident` bit (C: anonymous bit-field union).
+        #[offset(24)]
+        pub Anonymous: DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY_0,
+    }
 }
-layout!(
-    DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
-    size = 32,
-    hAllocation = 0,
-    PhysicalAddress = 8,
-    Anonymous = 24
-);
 
-/// `DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION`:
-/// [`crate::tdr::DXGK_OPERATION_UPDATE_CONTEXT_ALLOCATION`] (`UpdateContextAllocation` arm).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_updatecontextallocation>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION {
-    /// GPU VA of the context allocation.
-    pub ContextAllocation: D3DGPU_VIRTUAL_ADDRESS,
-    /// Its size in bytes.
-    pub ContextAllocationSize: UINT64,
-    /// Driver data from `DxgkCbUpdateContextAllocation`.
-    pub pDriverPrivateData: PVOID,
-    /// Size of that data.
-    pub DriverPrivateDataSize: UINT,
+c_type! {
+    /// `DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION`:
+    /// [`crate::tdr::DXGK_OPERATION_UPDATE_CONTEXT_ALLOCATION`] (`UpdateContextAllocation` arm).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_updatecontextallocation>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION {
+        /// GPU VA of the context allocation.
+        #[offset(0)]
+        pub ContextAllocation: D3DGPU_VIRTUAL_ADDRESS,
+        /// Its size in bytes.
+        #[offset(8)]
+        pub ContextAllocationSize: UINT64,
+        /// Driver data from `DxgkCbUpdateContextAllocation`.
+        #[offset(16)]
+        pub pDriverPrivateData: PVOID,
+        /// Size of that data.
+        #[offset(24)]
+        pub DriverPrivateDataSize: UINT,
+    }
 }
-layout!(
-    DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION,
-    size = 32,
-    ContextAllocation = 0,
-    ContextAllocationSize = 8,
-    pDriverPrivateData = 16,
-    DriverPrivateDataSize = 24
-);
 
-/// `DXGK_BUILDPAGINGBUFFER_SIGNALMONITOREDFENCE`:
-/// [`crate::tdr::DXGK_OPERATION_SIGNAL_MONITORED_FENCE`] (`SignalMonitoredFence` arm, WDDM
-/// 2.2+): write a 64-bit value to a monitored fence from the paging queue.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_signalmonitoredfence>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_BUILDPAGINGBUFFER_SIGNALMONITOREDFENCE {
-    /// GPU VA of the fence value.
-    pub MonitoredFenceGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// Value to write.
-    pub MonitoredFenceValue: UINT64,
+c_type! {
+    /// `DXGK_BUILDPAGINGBUFFER_SIGNALMONITOREDFENCE`:
+    /// [`crate::tdr::DXGK_OPERATION_SIGNAL_MONITORED_FENCE`] (`SignalMonitoredFence` arm, WDDM
+    /// 2.2+): write a 64-bit value to a monitored fence from the paging queue.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_buildpagingbuffer_signalmonitoredfence>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_BUILDPAGINGBUFFER_SIGNALMONITOREDFENCE {
+        /// GPU VA of the fence value.
+        #[offset(0)]
+        pub MonitoredFenceGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// Value to write.
+        #[offset(8)]
+        pub MonitoredFenceValue: UINT64,
+    }
 }
-layout!(
-    DXGK_BUILDPAGINGBUFFER_SIGNALMONITOREDFENCE,
-    size = 16,
-    MonitoredFenceGpuVa = 0,
-    MonitoredFenceValue = 8
-);
 
 crate::macros::zeroed_default!(
     DXGK_PAGETABLEUPDATEADDRESS,

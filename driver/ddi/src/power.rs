@@ -10,7 +10,7 @@
 //! `OutputDataSize` of 336).
 
 use crate::basic::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
-use crate::macros::{bitfield, extern_fn, layout, zeroed_default};
+use crate::macros::{c_type, bitfield, extern_fn, layout, zeroed_default};
 
 /// `DXGK_FSTATE_UNKNOWN_POWER`: an unknown `NominalPower`.
 pub const DXGK_FSTATE_UNKNOWN_POWER: u32 = 0xFFFF_FFFF;
@@ -24,26 +24,25 @@ pub const DXGK_POWER_COMPONENT_NAME_SIZE: usize = 40;
 /// `DXGK_MAX_POWER_COMPONENT_PROVIDERS`.
 pub const DXGK_MAX_POWER_COMPONENT_PROVIDERS: usize = 16;
 
-/// `DXGK_POWER_RUNTIME_STATE`: one F-state of a component.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_runtime_state>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_POWER_RUNTIME_STATE {
-    /// 100 ns units to return to F0 from this state; 0 for F0.
-    pub TransitionLatency: u64,
-    /// 100 ns units the component must stay in this state for it to be worthwhile; 0 for F0.
-    pub ResidencyRequirement: u64,
-    /// Microwatts drawn in this state; non-zero for F0.
-    pub NominalPower: u32,
+c_type! {
+    /// `DXGK_POWER_RUNTIME_STATE`: one F-state of a component.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_runtime_state>
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_POWER_RUNTIME_STATE {
+        /// 100 ns units to return to F0 from this state; 0 for F0.
+        #[offset(0)]
+        pub TransitionLatency: u64,
+        /// 100 ns units the component must stay in this state for it to be worthwhile; 0 for F0.
+        #[offset(8)]
+        pub ResidencyRequirement: u64,
+        /// Microwatts drawn in this state; non-zero for F0.
+        #[offset(16)]
+        pub NominalPower: u32,
+    }
 }
-layout!(
-    DXGK_POWER_RUNTIME_STATE,
-    size = 24,
-    TransitionLatency = 0,
-    ResidencyRequirement = 8,
-    NominalPower = 16
-);
 
 /// `DXGK_POWER_COMPONENT_TYPE` (C enum).
 ///
@@ -68,25 +67,27 @@ pub const DXGK_POWER_COMPONENT_SHARED: DXGK_POWER_COMPONENT_TYPE = 7;
 /// One past the last type (WDDM 2.2+ headers).
 pub const DXGK_POWER_COMPONENT_MAX: DXGK_POWER_COMPONENT_TYPE = 8;
 
-/// The one-`UINT` descriptions of `DXGK_POWER_COMPONENT_MAPPING`'s anonymous union (the C
-/// header declares one unnamed struct per component type; every one is a single `UINT`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_component_mapping>
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_POWER_COMPONENT_MAPPING_0 {
-    /// `EngineDesc.NodeIndex` (`DXGK_POWER_COMPONENT_ENGINE`).
-    pub EngineDesc: DXGK_POWER_COMPONENT_ENGINE_DESC,
-    /// `MonitorRefreshDesc.VidPnSourceID`.
-    pub MonitorRefreshDesc: DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC,
-    /// `MonitorDesc.VidPnTargetID`.
-    pub MonitorDesc: DXGK_POWER_COMPONENT_MONITOR_DESC,
-    /// `MemoryDesc.SegmentID` (zero-based).
-    pub MemoryDesc: DXGK_POWER_COMPONENT_MEMORY_DESC,
-    /// `SharedDesc.SharedType`.
-    pub SharedDesc: DXGK_POWER_COMPONENT_SHARED_DESC,
+c_type! {
+    /// The one-`UINT` descriptions of `DXGK_POWER_COMPONENT_MAPPING`'s anonymous union (the C
+    /// header declares one unnamed struct per component type; every one is a single `UINT`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_component_mapping>
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_POWER_COMPONENT_MAPPING_0 {
+        /// `EngineDesc.NodeIndex` (`DXGK_POWER_COMPONENT_ENGINE`).
+        pub EngineDesc: DXGK_POWER_COMPONENT_ENGINE_DESC,
+        /// `MonitorRefreshDesc.VidPnSourceID`.
+        pub MonitorRefreshDesc: DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC,
+        /// `MonitorDesc.VidPnTargetID`.
+        pub MonitorDesc: DXGK_POWER_COMPONENT_MONITOR_DESC,
+        /// `MemoryDesc.SegmentID` (zero-based).
+        pub MemoryDesc: DXGK_POWER_COMPONENT_MEMORY_DESC,
+        /// `SharedDesc.SharedType`.
+        pub SharedDesc: DXGK_POWER_COMPONENT_SHARED_DESC,
+    }
 }
-layout!(DXGK_POWER_COMPONENT_MAPPING_0, size = 4);
 
 impl Default for DXGK_POWER_COMPONENT_MAPPING_0 {
     fn default() -> Self {
@@ -106,82 +107,88 @@ impl core::fmt::Debug for DXGK_POWER_COMPONENT_MAPPING_0 {
     }
 }
 
-/// `DXGK_POWER_COMPONENT_ENGINE_DESC` (named in a header comment).
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_POWER_COMPONENT_ENGINE_DESC {
-    /// The node (engine) the component powers.
-    pub NodeIndex: UINT,
+c_type! {
+    /// `DXGK_POWER_COMPONENT_ENGINE_DESC` (named in a header comment).
+    // wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_POWER_COMPONENT_ENGINE_DESC {
+        /// The node (engine) the component powers.
+        #[offset(0)]
+        pub NodeIndex: UINT,
+    }
 }
-layout!(DXGK_POWER_COMPONENT_ENGINE_DESC, size = 4, NodeIndex = 0);
 
-/// `DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC` (named in a header comment).
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC {
-    /// The VidPN source.
-    pub VidPnSourceID: UINT,
+c_type! {
+    /// `DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC` (named in a header comment).
+    // wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC {
+        /// The VidPN source.
+        #[offset(0)]
+        pub VidPnSourceID: UINT,
+    }
 }
-layout!(
-    DXGK_POWER_COMPONENT_MONITOR_REFRESH_DESC,
-    size = 4,
-    VidPnSourceID = 0
-);
 
-/// `DXGK_POWER_COMPONENT_MONITOR_DESC` (named in a header comment).
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_POWER_COMPONENT_MONITOR_DESC {
-    /// The VidPN target.
-    pub VidPnTargetID: UINT,
+c_type! {
+    /// `DXGK_POWER_COMPONENT_MONITOR_DESC` (named in a header comment).
+    // wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_POWER_COMPONENT_MONITOR_DESC {
+        /// The VidPN target.
+        #[offset(0)]
+        pub VidPnTargetID: UINT,
+    }
 }
-layout!(
-    DXGK_POWER_COMPONENT_MONITOR_DESC,
-    size = 4,
-    VidPnTargetID = 0
-);
 
-/// `DXGK_POWER_COMPONENT_MEMORY_DESC` (named in a header comment).
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_POWER_COMPONENT_MEMORY_DESC {
-    /// Zero-based memory segment index.
-    pub SegmentID: UINT,
+c_type! {
+    /// `DXGK_POWER_COMPONENT_MEMORY_DESC` (named in a header comment).
+    // wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_POWER_COMPONENT_MEMORY_DESC {
+        /// Zero-based memory segment index.
+        #[offset(0)]
+        pub SegmentID: UINT,
+    }
 }
-layout!(DXGK_POWER_COMPONENT_MEMORY_DESC, size = 4, SegmentID = 0);
 
-/// `DXGK_POWER_COMPONENT_SHARED_DESC` (named in a header comment): `SharedType`, or its two
-/// WORD halves `SharedTypeFlag` and `DriverCustomValueSet`.
-// wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_POWER_COMPONENT_SHARED_DESC {
-    /// `SharedType`.
-    pub SharedType: UINT,
+c_type! {
+    /// `DXGK_POWER_COMPONENT_SHARED_DESC` (named in a header comment): `SharedType`, or its two
+    /// WORD halves `SharedTypeFlag` and `DriverCustomValueSet`.
+    // wdk-layout-check: skip: unnamed struct inside DXGK_POWER_COMPONENT_MAPPING (checked through the parent's union)
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_POWER_COMPONENT_SHARED_DESC {
+        /// `SharedType`.
+        #[offset(0)]
+        pub SharedType: UINT,
+    }
 }
-layout!(DXGK_POWER_COMPONENT_SHARED_DESC, size = 4, SharedType = 0);
 
-/// `DXGK_POWER_COMPONENT_MAPPING`: what a component powers.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_component_mapping>
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_POWER_COMPONENT_MAPPING {
-    /// The component's type.
-    pub ComponentType: DXGK_POWER_COMPONENT_TYPE,
-    /// The type's description.
-    pub Anonymous: DXGK_POWER_COMPONENT_MAPPING_0,
+c_type! {
+    /// `DXGK_POWER_COMPONENT_MAPPING`: what a component powers.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_component_mapping>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_POWER_COMPONENT_MAPPING {
+        /// The component's type.
+        #[offset(0)]
+        pub ComponentType: DXGK_POWER_COMPONENT_TYPE,
+        /// The type's description.
+        #[offset(4)]
+        pub Anonymous: DXGK_POWER_COMPONENT_MAPPING_0,
+    }
 }
-layout!(
-    DXGK_POWER_COMPONENT_MAPPING,
-    size = 8,
-    ComponentType = 0,
-    Anonymous = 4
-);
 
 bitfield! {
     /// `DXGK_POWER_COMPONENT_FLAGS` (WDDM 1.3+ layout).
@@ -219,79 +226,80 @@ bitfield! {
 }
 layout!(DXGK_POWER_COMPONENT_INDEX, size = 4, Value = 0);
 
-/// `DXGK_POWER_RUNTIME_COMPONENT`: the `DXGKQAITYPE_POWERCOMPONENTINFO` answer (336 bytes).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_runtime_component>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_POWER_RUNTIME_COMPONENT {
-    /// F-states in `States` (1..=8).
-    pub StateCount: u32,
-    /// F0, F1, ….
-    pub States: [DXGK_POWER_RUNTIME_STATE; DXGK_MAX_F_STATES],
-    /// What the component powers.
-    pub ComponentMapping: DXGK_POWER_COMPONENT_MAPPING,
-    /// Behaviour flags.
-    pub Flags: DXGK_POWER_COMPONENT_FLAGS,
-    /// A GUID for the PEP.
-    pub ComponentGuid: GUID,
-    /// A name (ASCII) for the PEP.
-    pub ComponentName: [u8; DXGK_POWER_COMPONENT_NAME_SIZE],
-    /// Entries of `Providers` in use.
-    pub ProviderCount: u32,
-    /// Components this one depends on.
-    pub Providers: [u32; DXGK_MAX_POWER_COMPONENT_PROVIDERS],
+c_type! {
+    /// `DXGK_POWER_RUNTIME_COMPONENT`: the `DXGKQAITYPE_POWERCOMPONENTINFO` answer (336 bytes).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_runtime_component>
+    #[size(336)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_POWER_RUNTIME_COMPONENT {
+        /// F-states in `States` (1..=8).
+        #[offset(0)]
+        pub StateCount: u32,
+        /// F0, F1, ….
+        #[offset(8)]
+        pub States: [DXGK_POWER_RUNTIME_STATE; DXGK_MAX_F_STATES],
+        /// What the component powers.
+        #[offset(200)]
+        pub ComponentMapping: DXGK_POWER_COMPONENT_MAPPING,
+        /// Behaviour flags.
+        #[offset(208)]
+        pub Flags: DXGK_POWER_COMPONENT_FLAGS,
+        /// A GUID for the PEP.
+        #[offset(212)]
+        pub ComponentGuid: GUID,
+        /// A name (ASCII) for the PEP.
+        #[offset(228)]
+        pub ComponentName: [u8; DXGK_POWER_COMPONENT_NAME_SIZE],
+        /// Entries of `Providers` in use.
+        #[offset(268)]
+        pub ProviderCount: u32,
+        /// Components this one depends on.
+        #[offset(272)]
+        pub Providers: [u32; DXGK_MAX_POWER_COMPONENT_PROVIDERS],
+    }
 }
-layout!(
-    DXGK_POWER_RUNTIME_COMPONENT,
-    size = 336,
-    StateCount = 0,
-    States = 8,
-    ComponentMapping = 200,
-    Flags = 208,
-    ComponentGuid = 212,
-    ComponentName = 228,
-    ProviderCount = 268,
-    Providers = 272
-);
 
 zeroed_default!(DXGK_POWER_RUNTIME_COMPONENT);
 
 /// `DXGK_MAX_P_STATES`: entries in `DXGK_POWER_P_COMPONENT::States`.
 pub const DXGK_MAX_P_STATES: usize = 32;
 
-/// `DXGK_POWER_P_STATE`: one P-state of an engine component.
-///
-/// d3dkmddi.h (10.0.22621), "Windows Next runtime power management enhancements".
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub struct DXGK_POWER_P_STATE {
-    /// The operating frequency in this P-state (non-zero, decreasing with the P-state).
-    pub OperatingFrequency: u32,
+c_type! {
+    /// `DXGK_POWER_P_STATE`: one P-state of an engine component.
+    ///
+    /// d3dkmddi.h (10.0.22621), "Windows Next runtime power management enhancements".
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct DXGK_POWER_P_STATE {
+        /// The operating frequency in this P-state (non-zero, decreasing with the P-state).
+        #[offset(0)]
+        pub OperatingFrequency: u32,
+    }
 }
-layout!(DXGK_POWER_P_STATE, size = 4, OperatingFrequency = 0);
 
-/// `DXGK_POWER_P_COMPONENT`: the `DXGKQAITYPE_POWERCOMPONENTPSTATEINFO` answer (136 bytes).
-///
-/// d3dkmddi.h (10.0.22621); Dxgkrnl passes `OutputDataSize` 136 ([D] 22631
-/// `DXGADAPTER::InitializePowerManagement`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DXGK_POWER_P_COMPONENT {
-    /// P-states in `States` (at most 32).
-    pub StateCount: u32,
-    /// P0, P1, ….
-    pub States: [DXGK_POWER_P_STATE; DXGK_MAX_P_STATES],
-    /// `DXGK_POWER_COMPONENT_P_FLAGS` (all reserved).
-    pub Flags: u32,
+c_type! {
+    /// `DXGK_POWER_P_COMPONENT`: the `DXGKQAITYPE_POWERCOMPONENTPSTATEINFO` answer (136 bytes).
+    ///
+    /// d3dkmddi.h (10.0.22621); Dxgkrnl passes `OutputDataSize` 136 ([D] 22631
+    /// `DXGADAPTER::InitializePowerManagement`).
+    #[size(136)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct DXGK_POWER_P_COMPONENT {
+        /// P-states in `States` (at most 32).
+        #[offset(0)]
+        pub StateCount: u32,
+        /// P0, P1, ….
+        #[offset(4)]
+        pub States: [DXGK_POWER_P_STATE; DXGK_MAX_P_STATES],
+        /// `DXGK_POWER_COMPONENT_P_FLAGS` (all reserved).
+        #[offset(132)]
+        pub Flags: u32,
+    }
 }
-layout!(
-    DXGK_POWER_P_COMPONENT,
-    size = 136,
-    StateCount = 0,
-    States = 4,
-    Flags = 132
-);
 
 zeroed_default!(DXGK_POWER_P_COMPONENT);
 

@@ -10,25 +10,31 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::interrupt::DXGK_INTERRUPT_TYPE;
-use crate::macros::{bitfield, extern_fn, layout, zeroed_default};
+use crate::macros::{c_type, bitfield, extern_fn, layout, zeroed_default};
 use crate::tdr::D3DDDI_FLIPINTERVAL_TYPE;
 
-/// `RECT` (windef.h): a rectangle by its edges, right and bottom exclusive.
-///
-/// <https://learn.microsoft.com/en-us/windows/win32/api/windef/ns-windef-rect>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RECT {
-    /// Left edge.
-    pub left: i32,
-    /// Top edge.
-    pub top: i32,
-    /// Right edge (exclusive).
-    pub right: i32,
-    /// Bottom edge (exclusive).
-    pub bottom: i32,
+c_type! {
+    /// `RECT` (windef.h): a rectangle by its edges, right and bottom exclusive.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows/win32/api/windef/ns-windef-rect>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct RECT {
+        /// Left edge.
+        #[offset(0)]
+        pub left: i32,
+        /// Top edge.
+        #[offset(4)]
+        pub top: i32,
+        /// Right edge (exclusive).
+        #[offset(8)]
+        pub right: i32,
+        /// Bottom edge (exclusive).
+        #[offset(12)]
+        pub bottom: i32,
+    }
 }
-layout!(RECT, size = 16, left = 0, top = 4, right = 8, bottom = 12);
 
 bitfield! {
     /// `DXGK_ALLOCATIONLIST_0`: the flag word of a [`DXGK_ALLOCATIONLIST`] entry.
@@ -43,38 +49,39 @@ bitfield! {
 }
 layout!(DXGK_ALLOCATIONLIST_0, size = 4);
 
-/// `DXGK_ALLOCATIONLIST`: one allocation a DMA buffer (here: a present) references. From WDDM
-/// 2.0 the address is a union of `PhysicalAddress` and `VirtualAddress`; both are 64-bit.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationlist>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_ALLOCATIONLIST {
-    /// The driver's device-specific allocation handle (from `DxgkDdiOpenAllocation`).
-    pub hDeviceSpecificAllocation: HANDLE,
-    /// `WriteOperation`, `SegmentId`.
-    pub Anonymous: DXGK_ALLOCATIONLIST_0,
-    /// `PhysicalAddress` or `VirtualAddress` (a GPU VA for GpuMmu contexts).
-    pub Anonymous2: DXGK_ALLOCATIONLIST_1,
+c_type! {
+    /// `DXGK_ALLOCATIONLIST`: one allocation a DMA buffer (here: a present) references. From WDDM
+    /// 2.0 the address is a union of `PhysicalAddress` and `VirtualAddress`; both are 64-bit.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationlist>
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_ALLOCATIONLIST {
+        /// The driver's device-specific allocation handle (from `DxgkDdiOpenAllocation`).
+        #[offset(0)]
+        pub hDeviceSpecificAllocation: HANDLE,
+        /// `WriteOperation`, `SegmentId`.
+        #[offset(8)]
+        pub Anonymous: DXGK_ALLOCATIONLIST_0,
+        /// `PhysicalAddress` or `VirtualAddress` (a GPU VA for GpuMmu contexts).
+        #[offset(16)]
+        pub Anonymous2: DXGK_ALLOCATIONLIST_1,
+    }
 }
-layout!(
-    DXGK_ALLOCATIONLIST,
-    size = 24,
-    hDeviceSpecificAllocation = 0,
-    Anonymous = 8,
-    Anonymous2 = 16
-);
 
-/// `DXGK_ALLOCATIONLIST_1`: the address union of [`DXGK_ALLOCATIONLIST`] (WDDM 2.0).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGK_ALLOCATIONLIST_1 {
-    /// Physical address (physical addressing).
-    pub PhysicalAddress: LARGE_INTEGER,
-    /// GPU virtual address (GpuMmu).
-    pub VirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+c_type! {
+    /// `DXGK_ALLOCATIONLIST_1`: the address union of [`DXGK_ALLOCATIONLIST`] (WDDM 2.0).
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGK_ALLOCATIONLIST_1 {
+        /// Physical address (physical addressing).
+        pub PhysicalAddress: LARGE_INTEGER,
+        /// GPU virtual address (GpuMmu).
+        pub VirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    }
 }
-layout!(DXGK_ALLOCATIONLIST_1, size = 8);
 
 impl core::fmt::Debug for DXGK_ALLOCATIONLIST_1 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -126,20 +133,22 @@ bitfield! {
 }
 layout!(DXGK_PRESENTFLAGS, size = 4);
 
-/// `DXGKARG_PRESENT_0`: the allocation-list union of [`DXGKARG_PRESENT`] (a
-/// `DXGK_ALLOCATIONLIST*`, a `DXGK_PRESENTALLOCATIONINFO*` or a
-/// `DXGK_PRESENTMULTIPLANEOVERLAYINFO*`, by kind of present).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGKARG_PRESENT_0 {
-    /// Blt and colour-fill presents.
-    pub pAllocationList: *mut DXGK_ALLOCATIONLIST,
-    /// Flip presents.
-    pub pAllocationInfo: *mut c_void,
-    /// Multi-plane overlay presents.
-    pub pPresentMultiPlaneOverlayInfo: *mut c_void,
+c_type! {
+    /// `DXGKARG_PRESENT_0`: the allocation-list union of [`DXGKARG_PRESENT`] (a
+    /// `DXGK_ALLOCATIONLIST*`, a `DXGK_PRESENTALLOCATIONINFO*` or a
+    /// `DXGK_PRESENTMULTIPLANEOVERLAYINFO*`, by kind of present).
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGKARG_PRESENT_0 {
+        /// Blt and colour-fill presents.
+        pub pAllocationList: *mut DXGK_ALLOCATIONLIST,
+        /// Flip presents.
+        pub pAllocationInfo: *mut c_void,
+        /// Multi-plane overlay presents.
+        pub pPresentMultiPlaneOverlayInfo: *mut c_void,
+    }
 }
-layout!(DXGKARG_PRESENT_0, size = 8);
 
 impl core::fmt::Debug for DXGKARG_PRESENT_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -149,87 +158,86 @@ impl core::fmt::Debug for DXGKARG_PRESENT_0 {
     }
 }
 
-/// `DXGKARG_PRESENT`: argument of `DxgkDdiPresent`. The driver writes commands at
-/// `pDmaBuffer` and advances it (and `pPatchLocationListOut`, unused from Windows 7).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_present>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_PRESENT {
-    /// In/out: where the next command goes.
-    pub pDmaBuffer: PVOID,
-    /// Bytes left at `pDmaBuffer`.
-    pub DmaSize: UINT,
-    /// Driver private data of the DMA buffer.
-    pub pDmaBufferPrivateData: PVOID,
-    /// Its size in bytes.
-    pub DmaBufferPrivateDataSize: UINT,
-    /// The allocations (source first, then destination).
-    pub Anonymous: DXGKARG_PRESENT_0,
-    /// Not used from Windows 7.
-    pub pPatchLocationListOut: PVOID,
-    /// Not used from Windows 7.
-    pub PatchLocationListOutSize: UINT,
-    /// Where a split present resumes.
-    pub MultipassOffset: UINT,
-    /// Fill colour (`ColorFill`).
-    pub Color: UINT,
-    /// Destination rectangle.
-    pub DstRect: RECT,
-    /// Source rectangle.
-    pub SrcRect: RECT,
-    /// Number of `pDstSubRects`.
-    pub SubRectCnt: UINT,
-    /// Destination sub-rectangles.
-    pub pDstSubRects: *const RECT,
-    /// Flip interval.
-    pub FlipInterval: D3DDDI_FLIPINTERVAL_TYPE,
-    /// Kind of present.
-    pub Flags: DXGK_PRESENTFLAGS,
-    /// Segment of the DMA buffer (physical addressing).
-    pub DmaBufferSegmentId: UINT,
-    /// Physical address of the DMA buffer.
-    pub DmaBufferPhysicalAddress: LARGE_INTEGER,
-    /// Reserved (WDDM 1.3).
-    pub Reserved: UINT,
-    /// GPU VA of the DMA buffer (WDDM 2.0).
-    pub DmaBufferGpuVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Source allocations in the list.
-    pub NumSrcAllocations: UINT,
-    /// Destination allocations in the list.
-    pub NumDstAllocations: UINT,
-    /// Size of `pPrivateDriverData`.
-    pub PrivateDriverDataSize: UINT,
-    /// UMD private data of the present.
-    pub pPrivateDriverData: PVOID,
+c_type! {
+    /// `DXGKARG_PRESENT`: argument of `DxgkDdiPresent`. The driver writes commands at
+    /// `pDmaBuffer` and advances it (and `pPatchLocationListOut`, unused from Windows 7).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_present>
+    #[size(168)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_PRESENT {
+        /// In/out: where the next command goes.
+        #[offset(0)]
+        pub pDmaBuffer: PVOID,
+        /// Bytes left at `pDmaBuffer`.
+        #[offset(8)]
+        pub DmaSize: UINT,
+        /// Driver private data of the DMA buffer.
+        #[offset(16)]
+        pub pDmaBufferPrivateData: PVOID,
+        /// Its size in bytes.
+        #[offset(24)]
+        pub DmaBufferPrivateDataSize: UINT,
+        /// The allocations (source first, then destination).
+        #[offset(32)]
+        pub Anonymous: DXGKARG_PRESENT_0,
+        /// Not used from Windows 7.
+        #[offset(40)]
+        pub pPatchLocationListOut: PVOID,
+        /// Not used from Windows 7.
+        #[offset(48)]
+        pub PatchLocationListOutSize: UINT,
+        /// Where a split present resumes.
+        #[offset(52)]
+        pub MultipassOffset: UINT,
+        /// Fill colour (`ColorFill`).
+        #[offset(56)]
+        pub Color: UINT,
+        /// Destination rectangle.
+        #[offset(60)]
+        pub DstRect: RECT,
+        /// Source rectangle.
+        #[offset(76)]
+        pub SrcRect: RECT,
+        /// Number of `pDstSubRects`.
+        #[offset(92)]
+        pub SubRectCnt: UINT,
+        /// Destination sub-rectangles.
+        #[offset(96)]
+        pub pDstSubRects: *const RECT,
+        /// Flip interval.
+        #[offset(104)]
+        pub FlipInterval: D3DDDI_FLIPINTERVAL_TYPE,
+        /// Kind of present.
+        #[offset(108)]
+        pub Flags: DXGK_PRESENTFLAGS,
+        /// Segment of the DMA buffer (physical addressing).
+        #[offset(112)]
+        pub DmaBufferSegmentId: UINT,
+        /// Physical address of the DMA buffer.
+        #[offset(120)]
+        pub DmaBufferPhysicalAddress: LARGE_INTEGER,
+        /// Reserved (WDDM 1.3).
+        #[offset(128)]
+        pub Reserved: UINT,
+        /// GPU VA of the DMA buffer (WDDM 2.0).
+        #[offset(136)]
+        pub DmaBufferGpuVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Source allocations in the list.
+        #[offset(144)]
+        pub NumSrcAllocations: UINT,
+        /// Destination allocations in the list.
+        #[offset(148)]
+        pub NumDstAllocations: UINT,
+        /// Size of `pPrivateDriverData`.
+        #[offset(152)]
+        pub PrivateDriverDataSize: UINT,
+        /// UMD private data of the present.
+        #[offset(160)]
+        pub pPrivateDriverData: PVOID,
+    }
 }
-layout!(
-    DXGKARG_PRESENT,
-    size = 168,
-    pDmaBuffer = 0,
-    DmaSize = 8,
-    pDmaBufferPrivateData = 16,
-    DmaBufferPrivateDataSize = 24,
-    Anonymous = 32,
-    pPatchLocationListOut = 40,
-    PatchLocationListOutSize = 48,
-    MultipassOffset = 52,
-    Color = 56,
-    DstRect = 60,
-    SrcRect = 76,
-    SubRectCnt = 92,
-    pDstSubRects = 96,
-    FlipInterval = 104,
-    Flags = 108,
-    DmaBufferSegmentId = 112,
-    DmaBufferPhysicalAddress = 120,
-    Reserved = 128,
-    DmaBufferGpuVirtualAddress = 136,
-    NumSrcAllocations = 144,
-    NumDstAllocations = 148,
-    PrivateDriverDataSize = 152,
-    pPrivateDriverData = 160
-);
 zeroed_default!(DXGKARG_PRESENT);
 
 /// `DXGKDDI_PRESENT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hContext, INOUT_PDXGKARG_PRESENT

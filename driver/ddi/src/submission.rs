@@ -31,7 +31,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::dxgkrnl::D3DDDI_DOORBELLSTATUS;
-use crate::macros::{bitfield, extern_fn, layout, reserved_flags, zeroed_default};
+use crate::macros::{c_type, bitfield, extern_fn, layout, reserved_flags, zeroed_default};
 
 // ---------------------------------------------------------------------------------------------
 // Devices
@@ -54,19 +54,21 @@ bitfield! {
 }
 layout!(DXGK_CREATEDEVICEFLAGS, size = 4);
 
-/// Anonymous union of [`DXGKARG_CREATEDEVICE`]: `Flags` on input, `pInfo` (the legacy
-/// `DXGK_DEVICEINFO` output of pre-WDDM 2.0 drivers) otherwise.
-///
-/// `DXGK_DEVICEINFO` is not bound; `pInfo` is an untyped pointer.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGKARG_CREATEDEVICE_0 {
-    /// In: device creation flags.
-    pub Flags: DXGK_CREATEDEVICEFLAGS,
-    /// `DXGK_DEVICEINFO *` (not bound).
-    pub pInfo: PVOID,
+c_type! {
+    /// Anonymous union of [`DXGKARG_CREATEDEVICE`]: `Flags` on input, `pInfo` (the legacy
+    /// `DXGK_DEVICEINFO` output of pre-WDDM 2.0 drivers) otherwise.
+    ///
+    /// `DXGK_DEVICEINFO` is not bound; `pInfo` is an untyped pointer.
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGKARG_CREATEDEVICE_0 {
+        /// In: device creation flags.
+        pub Flags: DXGK_CREATEDEVICEFLAGS,
+        /// `DXGK_DEVICEINFO *` (not bound).
+        pub pInfo: PVOID,
+    }
 }
-layout!(DXGKARG_CREATEDEVICE_0, size = 8);
 
 impl core::fmt::Debug for DXGKARG_CREATEDEVICE_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -78,29 +80,28 @@ impl core::fmt::Debug for DXGKARG_CREATEDEVICE_0 {
     }
 }
 
-/// `DXGKARG_CREATEDEVICE`: argument of `DxgkDdiCreateDevice`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createdevice>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CREATEDEVICE {
-    /// In: dxgkrnl's handle of the device (for callbacks). Out: the driver's device handle.
-    pub hDevice: HANDLE,
-    /// `Flags` / `pInfo`.
-    pub Anonymous: DXGKARG_CREATEDEVICE_0,
-    /// In: PASID of the owning process (SVM GPUs; Windows 10+).
-    pub Pasid: ULONG,
-    /// In: the driver's handle of the owning process object (Windows 10+).
-    pub hKmdProcess: HANDLE,
+c_type! {
+    /// `DXGKARG_CREATEDEVICE`: argument of `DxgkDdiCreateDevice`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createdevice>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CREATEDEVICE {
+        /// In: dxgkrnl's handle of the device (for callbacks). Out: the driver's device handle.
+        #[offset(0)]
+        pub hDevice: HANDLE,
+        /// `Flags` / `pInfo`.
+        #[offset(8)]
+        pub Anonymous: DXGKARG_CREATEDEVICE_0,
+        /// In: PASID of the owning process (SVM GPUs; Windows 10+).
+        #[offset(16)]
+        pub Pasid: ULONG,
+        /// In: the driver's handle of the owning process object (Windows 10+).
+        #[offset(24)]
+        pub hKmdProcess: HANDLE,
+    }
 }
-layout!(
-    DXGKARG_CREATEDEVICE,
-    size = 32,
-    hDevice = 0,
-    Anonymous = 8,
-    Pasid = 16,
-    hKmdProcess = 24
-);
 
 /// `DXGKDDI_CREATEDEVICE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
 /// INOUT_PDXGKARG_CREATEDEVICE pCreateDevice)`.
@@ -164,76 +165,74 @@ bitfield! {
 }
 layout!(DXGK_CONTEXTINFO_CAPS, size = 4);
 
-/// `DXGK_CONTEXTINFO`: filled by the driver in `DxgkDdiCreateContext` (DMA buffer and list
-/// sizes for the legacy submission path, capabilities, paging companion node).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_contextinfo>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_CONTEXTINFO {
-    /// Initial DMA buffer size in bytes.
-    pub DmaBufferSize: UINT,
-    /// Bit set of segment ids the DMA buffer may live in.
-    pub DmaBufferSegmentSet: UINT,
-    /// Bytes of driver private data per DMA buffer (nonpaged; 0 = none).
-    pub DmaBufferPrivateDataSize: UINT,
-    /// Initial number of allocation list entries.
-    pub AllocationListSize: UINT,
-    /// Initial number of patch location list entries.
-    pub PatchLocationListSize: UINT,
-    /// Reserved, zero (Windows 7+).
-    pub Reserved: UINT,
-    /// Optional capabilities (Windows 10+).
-    pub Caps: DXGK_CONTEXTINFO_CAPS,
-    /// Engine id of the paging companion (Windows 10+).
-    pub PagingCompanionNodeId: ULONG,
+c_type! {
+    /// `DXGK_CONTEXTINFO`: filled by the driver in `DxgkDdiCreateContext` (DMA buffer and list
+    /// sizes for the legacy submission path, capabilities, paging companion node).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_contextinfo>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_CONTEXTINFO {
+        /// Initial DMA buffer size in bytes.
+        #[offset(0)]
+        pub DmaBufferSize: UINT,
+        /// Bit set of segment ids the DMA buffer may live in.
+        #[offset(4)]
+        pub DmaBufferSegmentSet: UINT,
+        /// Bytes of driver private data per DMA buffer (nonpaged; 0 = none).
+        #[offset(8)]
+        pub DmaBufferPrivateDataSize: UINT,
+        /// Initial number of allocation list entries.
+        #[offset(12)]
+        pub AllocationListSize: UINT,
+        /// Initial number of patch location list entries.
+        #[offset(16)]
+        pub PatchLocationListSize: UINT,
+        /// Reserved, zero (Windows 7+).
+        #[offset(20)]
+        pub Reserved: UINT,
+        /// Optional capabilities (Windows 10+).
+        #[offset(24)]
+        pub Caps: DXGK_CONTEXTINFO_CAPS,
+        /// Engine id of the paging companion (Windows 10+).
+        #[offset(28)]
+        pub PagingCompanionNodeId: ULONG,
+    }
 }
-layout!(
-    DXGK_CONTEXTINFO,
-    size = 32,
-    DmaBufferSize = 0,
-    DmaBufferSegmentSet = 4,
-    DmaBufferPrivateDataSize = 8,
-    AllocationListSize = 12,
-    PatchLocationListSize = 16,
-    Reserved = 20,
-    Caps = 24,
-    PagingCompanionNodeId = 28
-);
 
-/// `DXGKARG_CREATECONTEXT`: argument of `DxgkDdiCreateContext`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createcontext>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CREATECONTEXT {
-    /// Out: the driver's context handle (later `hContext` of `DxgkDdiDestroyContext`, and the
-    /// `hHwContext` of `DxgkDdiCreateHwQueue`; see the module documentation).
-    pub hContext: HANDLE,
-    /// In: node the context runs on.
-    pub NodeOrdinal: UINT,
-    /// In: engine within the node.
-    pub EngineAffinity: UINT,
-    /// In: creation flags.
-    pub Flags: DXGK_CREATECONTEXTFLAGS,
-    /// In: UMD private data.
-    pub pPrivateDriverData: PVOID,
-    /// In: size of `pPrivateDriverData` in bytes.
-    pub PrivateDriverDataSize: UINT,
-    /// Out: context description.
-    pub ContextInfo: DXGK_CONTEXTINFO,
+c_type! {
+    /// `DXGKARG_CREATECONTEXT`: argument of `DxgkDdiCreateContext`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_createcontext>
+    #[size(72)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CREATECONTEXT {
+        /// Out: the driver's context handle (later `hContext` of `DxgkDdiDestroyContext`, and the
+        /// `hHwContext` of `DxgkDdiCreateHwQueue`; see the module documentation).
+        #[offset(0)]
+        pub hContext: HANDLE,
+        /// In: node the context runs on.
+        #[offset(8)]
+        pub NodeOrdinal: UINT,
+        /// In: engine within the node.
+        #[offset(12)]
+        pub EngineAffinity: UINT,
+        /// In: creation flags.
+        #[offset(16)]
+        pub Flags: DXGK_CREATECONTEXTFLAGS,
+        /// In: UMD private data.
+        #[offset(24)]
+        pub pPrivateDriverData: PVOID,
+        /// In: size of `pPrivateDriverData` in bytes.
+        #[offset(32)]
+        pub PrivateDriverDataSize: UINT,
+        /// Out: context description.
+        #[offset(36)]
+        pub ContextInfo: DXGK_CONTEXTINFO,
+    }
 }
-layout!(
-    DXGKARG_CREATECONTEXT,
-    size = 72,
-    hContext = 0,
-    NodeOrdinal = 8,
-    EngineAffinity = 12,
-    Flags = 16,
-    pPrivateDriverData = 24,
-    PrivateDriverDataSize = 32,
-    ContextInfo = 36
-);
 
 /// `DXGKDDI_CREATECONTEXT` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hDevice,
 /// INOUT_PDXGKARG_CREATECONTEXT pCreateContext)`.
@@ -248,36 +247,38 @@ extern_fn! {
     pub type PDXGKDDI_DESTROYCONTEXT = fn(hContext: HANDLE) -> NTSTATUS;
 }
 
-/// `DXGKARG_SUSPENDCONTEXT`: argument of `DxgkDdiSuspendContext` (preempt now, no grace period;
-/// completion is reported with the given fence value).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_suspendcontext>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_SUSPENDCONTEXT {
-    /// In: the driver's context handle.
-    pub hContext: HANDLE,
-    /// In: per-context, monotonically increasing value to report with the "context suspended"
-    /// interrupt once the preemption completed (lower-case `c` as in the header).
-    pub contextSuspendFence: UINT64,
+c_type! {
+    /// `DXGKARG_SUSPENDCONTEXT`: argument of `DxgkDdiSuspendContext` (preempt now, no grace period;
+    /// completion is reported with the given fence value).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_suspendcontext>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_SUSPENDCONTEXT {
+        /// In: the driver's context handle.
+        #[offset(0)]
+        pub hContext: HANDLE,
+        /// In: per-context, monotonically increasing value to report with the "context suspended"
+        /// interrupt once the preemption completed (lower-case `c` as in the header).
+        #[offset(8)]
+        pub contextSuspendFence: UINT64,
+    }
 }
-layout!(
-    DXGKARG_SUSPENDCONTEXT,
-    size = 16,
-    hContext = 0,
-    contextSuspendFence = 8
-);
 
-/// `DXGKARG_RESUMECONTEXT`: argument of `DxgkDdiResumeContext` (contexts start resumed).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_resumecontext>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_RESUMECONTEXT {
-    /// In: the driver's context handle.
-    pub hContext: HANDLE,
+c_type! {
+    /// `DXGKARG_RESUMECONTEXT`: argument of `DxgkDdiResumeContext` (contexts start resumed).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_resumecontext>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_RESUMECONTEXT {
+        /// In: the driver's context handle.
+        #[offset(0)]
+        pub hContext: HANDLE,
+    }
 }
-layout!(DXGKARG_RESUMECONTEXT, size = 8, hContext = 0);
 
 /// `DXGKDDI_SUSPENDCONTEXT`: `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_SUSPENDCONTEXT
 /// pSuspendContext)`. Returns `STATUS_SUCCESS` if already suspended, else `STATUS_PENDING` and
@@ -359,38 +360,37 @@ bitfield! {
 }
 layout!(DXGK_NODEMETADATA_FLAGS, size = 4);
 
-/// `DXGK_NODEMETADATA` (d3dkmdt.h): description of one node's engine.
-///
-/// d3dkmdt.h declares it inside `#pragma pack(push, 1)`: 74 bytes, no tail padding, so
-/// `Flags` sits at 68 and the two BOOLEANs at 72 and 73. Dxgkrnl keeps one of these per node in
-/// an array with a 74-byte stride, so writing a padded (76- or 80-byte) value would overwrite
-/// the next node's entry. Packed here too: fields are read and written by value (no
-/// references into the struct).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_nodemetadata>
-#[repr(C, packed(1))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DXGK_NODEMETADATA {
-    /// Engine type.
-    pub EngineType: DXGK_ENGINE_TYPE,
-    /// NUL-terminated UTF-16 name; required for [`DXGK_ENGINE_TYPE_OTHER`], else empty.
-    pub FriendlyName: [WCHAR; DXGK_MAX_METADATA_NAME_LENGTH],
-    /// Capability flags (WDDM 2.2+; the same four bytes are `Reserved` before 2.2).
-    pub Flags: DXGK_NODEMETADATA_FLAGS,
-    /// The node's engines support the GpuMmu model (WDDM 2.0+).
-    pub GpuMmuSupported: BOOLEAN,
-    /// The node's engines support the IoMmu model (WDDM 2.0+).
-    pub IoMmuSupported: BOOLEAN,
+c_type! {
+    /// `DXGK_NODEMETADATA` (d3dkmdt.h): description of one node's engine.
+    ///
+    /// d3dkmdt.h declares it inside `#pragma pack(push, 1)`: 74 bytes, no tail padding, so
+    /// `Flags` sits at 68 and the two BOOLEANs at 72 and 73. Dxgkrnl keeps one of these per node in
+    /// an array with a 74-byte stride, so writing a padded (76- or 80-byte) value would overwrite
+    /// the next node's entry. Packed here too: fields are read and written by value (no
+    /// references into the struct).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_nodemetadata>
+    #[size(74)]
+    #[repr(C, packed(1))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct DXGK_NODEMETADATA {
+        /// Engine type.
+        #[offset(0)]
+        pub EngineType: DXGK_ENGINE_TYPE,
+        /// NUL-terminated UTF-16 name; required for [`DXGK_ENGINE_TYPE_OTHER`], else empty.
+        #[offset(4)]
+        pub FriendlyName: [WCHAR; DXGK_MAX_METADATA_NAME_LENGTH],
+        /// Capability flags (WDDM 2.2+; the same four bytes are `Reserved` before 2.2).
+        #[offset(68)]
+        pub Flags: DXGK_NODEMETADATA_FLAGS,
+        /// The node's engines support the GpuMmu model (WDDM 2.0+).
+        #[offset(72)]
+        pub GpuMmuSupported: BOOLEAN,
+        /// The node's engines support the IoMmu model (WDDM 2.0+).
+        #[offset(73)]
+        pub IoMmuSupported: BOOLEAN,
+    }
 }
-layout!(
-    DXGK_NODEMETADATA,
-    size = 74,
-    EngineType = 0,
-    FriendlyName = 4,
-    Flags = 68,
-    GpuMmuSupported = 72,
-    IoMmuSupported = 73
-);
 const _: () = assert!(core::mem::align_of::<DXGK_NODEMETADATA>() == 1);
 
 /// `DXGKARG_GETNODEMETADATA`: the header's alias of [`DXGK_NODEMETADATA`], filled by
@@ -442,27 +442,29 @@ bitfield! {
 }
 layout!(D3DDDI_CREATEHWQUEUEFLAGS, size = 4);
 
-/// Anonymous union of [`DXGKARG_CREATEHWQUEUE`] holding the progress fence.
-///
-/// UNVERIFIED: the syntax block of the reference page still shows a plain
-/// `D3DKMT_HANDLE hHwQueueProgressFence`; the page's remarks (present in the localized copy that
-/// carries them) say that with [`D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`] set the KMD
-/// must read `hHwQueueNativeProgressFence`, the driver handle of a native fence, instead. A
-/// driver handle is a `HANDLE`, so the union is bound as `{ D3DKMT_HANDLE; HANDLE; }`. Either
-/// way the member sits at offset 24 and [`DXGKARG_CREATEHWQUEUE`] is 48 bytes (the 4-byte
-/// handle is followed by 4 bytes of padding before the next pointer), so the layout does not
-/// depend on which declaration the header uses.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGKARG_CREATEHWQUEUE_0 {
-    /// In (`NativeProgressFence` clear): handle of the monitored fence dxgkrnl created as the
-    /// queue's progress fence.
-    pub hHwQueueProgressFence: D3DKMT_HANDLE,
-    /// In (`NativeProgressFence` set): the driver's handle of the native fence (from
-    /// `DxgkDdiCreateNativeFence`) used as the progress fence.
-    pub hHwQueueNativeProgressFence: HANDLE,
+c_type! {
+    /// Anonymous union of [`DXGKARG_CREATEHWQUEUE`] holding the progress fence.
+    ///
+    /// UNVERIFIED: the syntax block of the reference page still shows a plain `D3DKMT_HANDLE
+    /// hHwQueueProgressFence`; the page's remarks (present in the localized copy that carries them)
+    /// say that with [`D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`] set the KMD must read
+    /// `hHwQueueNativeProgressFence`, the driver handle of a native fence, instead. A driver handle
+    /// is a `HANDLE`, so the union is bound as `{ D3DKMT_HANDLE; HANDLE; }`. Either way the member
+    /// sits at offset 24 and [`DXGKARG_CREATEHWQUEUE`] is 48 bytes (the 4-byte handle is followed
+    /// by 4 bytes of padding before the next pointer), so the layout does not depend on which
+    /// declaration the header uses.
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGKARG_CREATEHWQUEUE_0 {
+        /// In (`NativeProgressFence` clear): handle of the monitored fence dxgkrnl created as the
+        /// queue's progress fence.
+        pub hHwQueueProgressFence: D3DKMT_HANDLE,
+        /// In (`NativeProgressFence` set): the driver's handle of the native fence (from
+        /// `DxgkDdiCreateNativeFence`) used as the progress fence.
+        pub hHwQueueNativeProgressFence: HANDLE,
+    }
 }
-layout!(DXGKARG_CREATEHWQUEUE_0, size = 8);
 
 impl core::fmt::Debug for DXGKARG_CREATEHWQUEUE_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -474,38 +476,37 @@ impl core::fmt::Debug for DXGKARG_CREATEHWQUEUE_0 {
     }
 }
 
-/// `DXGKARG_CREATEHWQUEUE`: argument of `DxgkDdiCreateHwQueue`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createhwqueue>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CREATEHWQUEUE {
-    /// In: dxgkrnl's handle of the queue. Out: the driver's queue handle.
-    pub hHwQueue: HANDLE,
-    /// In: creation flags.
-    pub Flags: D3DDDI_CREATEHWQUEUEFLAGS,
-    /// In: size of `pPrivateDriverData` in bytes.
-    pub PrivateDriverDataSize: UINT,
-    /// In/out: UMD private data (the KMD may write data back).
-    pub pPrivateDriverData: PVOID,
-    /// In: progress fence (monitored or native, see the union).
-    pub Anonymous: DXGKARG_CREATEHWQUEUE_0,
-    /// In: kernel CPU VA of the progress fence's current value (read only).
-    pub HwQueueProgressFenceCPUVirtualAddress: PVOID,
-    /// In: GPU VA of the progress fence's value (read/write).
-    pub HwQueueProgressFenceGPUVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+c_type! {
+    /// `DXGKARG_CREATEHWQUEUE`: argument of `DxgkDdiCreateHwQueue`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createhwqueue>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CREATEHWQUEUE {
+        /// In: dxgkrnl's handle of the queue. Out: the driver's queue handle.
+        #[offset(0)]
+        pub hHwQueue: HANDLE,
+        /// In: creation flags.
+        #[offset(8)]
+        pub Flags: D3DDDI_CREATEHWQUEUEFLAGS,
+        /// In: size of `pPrivateDriverData` in bytes.
+        #[offset(12)]
+        pub PrivateDriverDataSize: UINT,
+        /// In/out: UMD private data (the KMD may write data back).
+        #[offset(16)]
+        pub pPrivateDriverData: PVOID,
+        /// In: progress fence (monitored or native, see the union).
+        #[offset(24)]
+        pub Anonymous: DXGKARG_CREATEHWQUEUE_0,
+        /// In: kernel CPU VA of the progress fence's current value (read only).
+        #[offset(32)]
+        pub HwQueueProgressFenceCPUVirtualAddress: PVOID,
+        /// In: GPU VA of the progress fence's value (read/write).
+        #[offset(40)]
+        pub HwQueueProgressFenceGPUVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+    }
 }
-layout!(
-    DXGKARG_CREATEHWQUEUE,
-    size = 48,
-    hHwQueue = 0,
-    Flags = 8,
-    PrivateDriverDataSize = 12,
-    pPrivateDriverData = 16,
-    Anonymous = 24,
-    HwQueueProgressFenceCPUVirtualAddress = 32,
-    HwQueueProgressFenceGPUVirtualAddress = 40
-);
 
 /// `DXGKDDI_CREATEHWQUEUE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hHwContext,
 /// INOUT_PDXGKARG_CREATEHWQUEUE pCreateHwQueue)`. `hHwContext` is the driver's context handle
@@ -553,45 +554,44 @@ bitfield! {
 }
 layout!(DXGK_SUBMITCOMMANDFLAGS, size = 4);
 
-/// `DXGKARG_SUBMITCOMMANDTOHWQUEUE`: argument of `DxgkDdiSubmitCommandToHwQueue`. The private
-/// data buffer is freed when the DDI returns.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_submitcommandtohwqueue>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_SUBMITCOMMANDTOHWQUEUE {
-    /// In: the driver's queue handle.
-    pub hHwQueue: HANDLE,
-    /// In: progress fence value to signal when this buffer completes.
-    pub HwQueueProgressFenceId: UINT64,
-    /// In: GPU VA of the DMA (command) buffer.
-    pub DmaBufferVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// In: size of the DMA buffer in bytes.
-    pub DmaBufferSize: UINT,
-    /// In: size of `pDmaBufferPrivateData` in bytes.
-    pub DmaBufferPrivateDataSize: UINT,
-    /// In: private data (from `pfnSubmitToHwQueueCb`, or `DxgkDdiPresent` for kernel submits).
-    pub pDmaBufferPrivateData: PVOID,
-    /// In: buffer properties.
-    pub Flags: DXGK_SUBMITCOMMANDFLAGS,
-    /// In: GPU VA of the progress fence.
-    pub HwQueueProgressFenceGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-    /// In: kernel CPU VA of the progress fence.
-    pub HwQueueProgressFenceCpuVa: PVOID,
+c_type! {
+    /// `DXGKARG_SUBMITCOMMANDTOHWQUEUE`: argument of `DxgkDdiSubmitCommandToHwQueue`. The private
+    /// data buffer is freed when the DDI returns.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_submitcommandtohwqueue>
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_SUBMITCOMMANDTOHWQUEUE {
+        /// In: the driver's queue handle.
+        #[offset(0)]
+        pub hHwQueue: HANDLE,
+        /// In: progress fence value to signal when this buffer completes.
+        #[offset(8)]
+        pub HwQueueProgressFenceId: UINT64,
+        /// In: GPU VA of the DMA (command) buffer.
+        #[offset(16)]
+        pub DmaBufferVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// In: size of the DMA buffer in bytes.
+        #[offset(24)]
+        pub DmaBufferSize: UINT,
+        /// In: size of `pDmaBufferPrivateData` in bytes.
+        #[offset(28)]
+        pub DmaBufferPrivateDataSize: UINT,
+        /// In: private data (from `pfnSubmitToHwQueueCb`, or `DxgkDdiPresent` for kernel submits).
+        #[offset(32)]
+        pub pDmaBufferPrivateData: PVOID,
+        /// In: buffer properties.
+        #[offset(40)]
+        pub Flags: DXGK_SUBMITCOMMANDFLAGS,
+        /// In: GPU VA of the progress fence.
+        #[offset(48)]
+        pub HwQueueProgressFenceGpuVa: D3DGPU_VIRTUAL_ADDRESS,
+        /// In: kernel CPU VA of the progress fence.
+        #[offset(56)]
+        pub HwQueueProgressFenceCpuVa: PVOID,
+    }
 }
-layout!(
-    DXGKARG_SUBMITCOMMANDTOHWQUEUE,
-    size = 64,
-    hHwQueue = 0,
-    HwQueueProgressFenceId = 8,
-    DmaBufferVirtualAddress = 16,
-    DmaBufferSize = 24,
-    DmaBufferPrivateDataSize = 28,
-    pDmaBufferPrivateData = 32,
-    Flags = 40,
-    HwQueueProgressFenceGpuVa = 48,
-    HwQueueProgressFenceCpuVa = 56
-);
 
 /// `DXGKDDI_SUBMITCOMMANDTOHWQUEUE` (PASSIVE_LEVEL or DISPATCH_LEVEL; not re-entered for one
 /// queue): `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_SUBMITCOMMANDTOHWQUEUE
@@ -617,30 +617,29 @@ bitfield! {
 }
 layout!(DXGK_USERMODESUBMISSION_CAPS_Flags, size = 4);
 
-/// `DXGK_USERMODESUBMISSION_CAPS`: answer to
-/// [`crate::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS`].
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_usermodesubmission_caps>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGK_USERMODESUBMISSION_CAPS {
-    /// Capability flags.
-    pub Flags: DXGK_USERMODESUBMISSION_CAPS_Flags,
-    /// Size of a doorbell in bytes.
-    pub DoorbellSizeInBytes: UINT,
-    /// Size of a secondary doorbell in bytes.
-    pub SecondaryDoorbellSizeInBytes: UINT,
-    /// Reserved.
-    pub Reserved: [UCHAR; 16],
+c_type! {
+    /// `DXGK_USERMODESUBMISSION_CAPS`: answer to
+    /// [`crate::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_usermodesubmission_caps>
+    #[size(28)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGK_USERMODESUBMISSION_CAPS {
+        /// Capability flags.
+        #[offset(0)]
+        pub Flags: DXGK_USERMODESUBMISSION_CAPS_Flags,
+        /// Size of a doorbell in bytes.
+        #[offset(4)]
+        pub DoorbellSizeInBytes: UINT,
+        /// Size of a secondary doorbell in bytes.
+        #[offset(8)]
+        pub SecondaryDoorbellSizeInBytes: UINT,
+        /// Reserved.
+        #[offset(12)]
+        pub Reserved: [UCHAR; 16],
+    }
 }
-layout!(
-    DXGK_USERMODESUBMISSION_CAPS,
-    size = 28,
-    Flags = 0,
-    DoorbellSizeInBytes = 4,
-    SecondaryDoorbellSizeInBytes = 8,
-    Reserved = 12
-);
 
 bitfield! {
     /// `DXGKARG_CREATEDOORBELL_FLAGS`.
@@ -655,39 +654,38 @@ bitfield! {
 }
 layout!(DXGKARG_CREATEDOORBELL_FLAGS, size = 4);
 
-/// `DXGKARG_CREATEDOORBELL`: argument of `DxgkDdiCreateDoorbell` (create the doorbell object
-/// only; a physical doorbell is assigned later, in `DxgkDdiConnectDoorbell`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createdoorbell>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CREATEDOORBELL {
-    /// In: the driver's queue handle.
-    pub hHwQueue: HANDLE,
-    /// In: dxgkrnl's doorbell handle. Out: the driver's doorbell handle.
-    pub hDoorbell: HANDLE,
-    /// In: size of `PrivateDriverData` in bytes.
-    pub PrivateDriverDataSize: UINT,
-    /// In/out: private data.
-    pub PrivateDriverData: *mut c_void,
-    /// In: the driver's handle of the ring buffer allocation (GPU visible, resident).
-    pub hRingBuffer: HANDLE,
-    /// In: the driver's handle of the ring buffer control allocation (GPU visible, resident).
-    pub hRingBufferControl: HANDLE,
-    /// In: flags.
-    pub Flags: DXGKARG_CREATEDOORBELL_FLAGS,
+c_type! {
+    /// `DXGKARG_CREATEDOORBELL`: argument of `DxgkDdiCreateDoorbell` (create the doorbell object
+    /// only; a physical doorbell is assigned later, in `DxgkDdiConnectDoorbell`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createdoorbell>
+    #[size(56)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CREATEDOORBELL {
+        /// In: the driver's queue handle.
+        #[offset(0)]
+        pub hHwQueue: HANDLE,
+        /// In: dxgkrnl's doorbell handle. Out: the driver's doorbell handle.
+        #[offset(8)]
+        pub hDoorbell: HANDLE,
+        /// In: size of `PrivateDriverData` in bytes.
+        #[offset(16)]
+        pub PrivateDriverDataSize: UINT,
+        /// In/out: private data.
+        #[offset(24)]
+        pub PrivateDriverData: *mut c_void,
+        /// In: the driver's handle of the ring buffer allocation (GPU visible, resident).
+        #[offset(32)]
+        pub hRingBuffer: HANDLE,
+        /// In: the driver's handle of the ring buffer control allocation (GPU visible, resident).
+        #[offset(40)]
+        pub hRingBufferControl: HANDLE,
+        /// In: flags.
+        #[offset(48)]
+        pub Flags: DXGKARG_CREATEDOORBELL_FLAGS,
+    }
 }
-layout!(
-    DXGKARG_CREATEDOORBELL,
-    size = 56,
-    hHwQueue = 0,
-    hDoorbell = 8,
-    PrivateDriverDataSize = 16,
-    PrivateDriverData = 24,
-    hRingBuffer = 32,
-    hRingBufferControl = 40,
-    Flags = 48
-);
 
 bitfield! {
     /// `DXGKARG_CONNECTDOORBELL_FLAGS`.
@@ -702,33 +700,32 @@ bitfield! {
 }
 layout!(DXGKARG_CONNECTDOORBELL_FLAGS, size = 4);
 
-/// `DXGKARG_CONNECTDOORBELL`: argument of `DxgkDdiConnectDoorbell` (assign a physical doorbell
-/// and return its kernel mapping; dxgkrnl maps it into the process).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_connectdoorbell>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_CONNECTDOORBELL {
-    /// In: the driver's doorbell handle.
-    pub hDoorbell: HANDLE,
-    /// In: flags.
-    pub Flags: DXGKARG_CONNECTDOORBELL_FLAGS,
-    /// Out: kernel CPU VA of the physical doorbell.
-    pub KernelCpuVirtualAddress: *mut c_void,
-    /// Out (optional): kernel CPU VA of the secondary doorbell.
-    pub SecondaryKernelCpuVirtualAddress: *mut c_void,
-    /// Out: status for the UMD's status page: `CONNECTED` or `CONNECTED_NOTIFY_KMD` only.
-    pub Status: D3DDDI_DOORBELLSTATUS,
+c_type! {
+    /// `DXGKARG_CONNECTDOORBELL`: argument of `DxgkDdiConnectDoorbell` (assign a physical doorbell
+    /// and return its kernel mapping; dxgkrnl maps it into the process).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_connectdoorbell>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_CONNECTDOORBELL {
+        /// In: the driver's doorbell handle.
+        #[offset(0)]
+        pub hDoorbell: HANDLE,
+        /// In: flags.
+        #[offset(8)]
+        pub Flags: DXGKARG_CONNECTDOORBELL_FLAGS,
+        /// Out: kernel CPU VA of the physical doorbell.
+        #[offset(16)]
+        pub KernelCpuVirtualAddress: *mut c_void,
+        /// Out (optional): kernel CPU VA of the secondary doorbell.
+        #[offset(24)]
+        pub SecondaryKernelCpuVirtualAddress: *mut c_void,
+        /// Out: status for the UMD's status page: `CONNECTED` or `CONNECTED_NOTIFY_KMD` only.
+        #[offset(32)]
+        pub Status: D3DDDI_DOORBELLSTATUS,
+    }
 }
-layout!(
-    DXGKARG_CONNECTDOORBELL,
-    size = 40,
-    hDoorbell = 0,
-    Flags = 8,
-    KernelCpuVirtualAddress = 16,
-    SecondaryKernelCpuVirtualAddress = 24,
-    Status = 32
-);
 
 reserved_flags! {
     /// `DXGKARG_DISCONNECTDOORBELL_FLAGS` (all reserved).
@@ -737,35 +734,37 @@ reserved_flags! {
     DXGKARG_DISCONNECTDOORBELL_FLAGS;
 }
 
-/// `DXGKARG_DISCONNECTDOORBELL`: argument of `DxgkDdiDisconnectDoorbell` (release the physical
-/// doorbell; the doorbell object stays and may be reconnected).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_disconnectdoorbell>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_DISCONNECTDOORBELL {
-    /// In: the driver's doorbell handle.
-    pub hDoorbell: HANDLE,
-    /// In: flags.
-    pub Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS,
+c_type! {
+    /// `DXGKARG_DISCONNECTDOORBELL`: argument of `DxgkDdiDisconnectDoorbell` (release the physical
+    /// doorbell; the doorbell object stays and may be reconnected).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_disconnectdoorbell>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_DISCONNECTDOORBELL {
+        /// In: the driver's doorbell handle.
+        #[offset(0)]
+        pub hDoorbell: HANDLE,
+        /// In: flags.
+        #[offset(8)]
+        pub Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS,
+    }
 }
-layout!(
-    DXGKARG_DISCONNECTDOORBELL,
-    size = 16,
-    hDoorbell = 0,
-    Flags = 8
-);
 
-/// `DXGKARG_DESTROYDOORBELL`: argument of `DxgkDdiDestroyDoorbell`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_destroydoorbell>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_DESTROYDOORBELL {
-    /// In: the driver's doorbell handle.
-    pub hDoorbell: HANDLE,
+c_type! {
+    /// `DXGKARG_DESTROYDOORBELL`: argument of `DxgkDdiDestroyDoorbell`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_destroydoorbell>
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_DESTROYDOORBELL {
+        /// In: the driver's doorbell handle.
+        #[offset(0)]
+        pub hDoorbell: HANDLE,
+    }
 }
-layout!(DXGKARG_DESTROYDOORBELL, size = 8, hDoorbell = 0);
 
 reserved_flags! {
     /// `DXGKARG_NOTIFYWORKSUBMISSION_FLAGS` (all reserved).
@@ -774,24 +773,23 @@ reserved_flags! {
     DXGKARG_NOTIFYWORKSUBMISSION_FLAGS;
 }
 
-/// `DXGKARG_NOTIFYWORKSUBMISSION`: argument of `DxgkDdiNotifyWorkSubmission` (the UMD rang a
-/// doorbell connected with `CONNECTED_NOTIFY_KMD` and tells the KMD).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_notifyworksubmission>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_NOTIFYWORKSUBMISSION {
-    /// In: the driver's queue handle.
-    pub hHwQueue: HANDLE,
-    /// In: flags.
-    pub Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
+c_type! {
+    /// `DXGKARG_NOTIFYWORKSUBMISSION`: argument of `DxgkDdiNotifyWorkSubmission` (the UMD rang a
+    /// doorbell connected with `CONNECTED_NOTIFY_KMD` and tells the KMD).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_notifyworksubmission>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_NOTIFYWORKSUBMISSION {
+        /// In: the driver's queue handle.
+        #[offset(0)]
+        pub hHwQueue: HANDLE,
+        /// In: flags.
+        #[offset(8)]
+        pub Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
+    }
 }
-layout!(
-    DXGKARG_NOTIFYWORKSUBMISSION,
-    size = 16,
-    hHwQueue = 0,
-    Flags = 8
-);
 
 extern_fn! {
     /// `DXGKDDI_CREATEDOORBELL` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_CREATEDOORBELL pArgs)`.

@@ -22,7 +22,7 @@
 //! `DependentNodeOrdinalMask`, `CurrentFence`, and updates `pDmaBuffer` / `MultipassOffset`).
 
 use crate::basic::*;
-use crate::macros::{bitfield, layout, reserved_flags, zeroed_default};
+use crate::macros::{c_type, bitfield, layout, reserved_flags, zeroed_default};
 use crate::memory::{
     DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES, DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
     DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
@@ -35,28 +35,27 @@ use crate::submission::DXGK_SUBMITCOMMANDFLAGS;
 // Per-engine reset (Windows 8 TDR)
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGKARG_QUERYDEPENDENTENGINEGROUP`: which nodes a reset of one node also resets.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_querydependentenginegroup>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_QUERYDEPENDENTENGINEGROUP {
-    /// In: the node being asked about.
-    pub NodeOrdinal: UINT,
-    /// In: the physical adapter (LDA index) the node belongs to; the same for every dependent
-    /// node.
-    pub EngineOrdinal: UINT,
-    /// Out: bit `n` set for every node `n` a reset of `NodeOrdinal` affects, including
-    /// `NodeOrdinal` itself.
-    pub DependentNodeOrdinalMask: ULONGLONG,
+c_type! {
+    /// `DXGKARG_QUERYDEPENDENTENGINEGROUP`: which nodes a reset of one node also resets.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_querydependentenginegroup>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_QUERYDEPENDENTENGINEGROUP {
+        /// In: the node being asked about.
+        #[offset(0)]
+        pub NodeOrdinal: UINT,
+        /// In: the physical adapter (LDA index) the node belongs to; the same for every dependent
+        /// node.
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+        /// Out: bit `n` set for every node `n` a reset of `NodeOrdinal` affects, including
+        /// `NodeOrdinal` itself.
+        #[offset(8)]
+        pub DependentNodeOrdinalMask: ULONGLONG,
+    }
 }
-layout!(
-    DXGKARG_QUERYDEPENDENTENGINEGROUP,
-    size = 16,
-    NodeOrdinal = 0,
-    EngineOrdinal = 4,
-    DependentNodeOrdinalMask = 8
-);
 
 /// `DXGKDDI_QUERYDEPENDENTENGINEGROUP` (PASSIVE_LEVEL, first-level synchronisation; must
 /// succeed): `(IN_CONST_HANDLE hAdapter, INOUT_DXGKARG_QUERYDEPENDENTENGINEGROUP
@@ -84,26 +83,25 @@ bitfield! {
 }
 layout!(DXGK_ENGINESTATUS, size = 4);
 
-/// `DXGKARG_QUERYENGINESTATUS`: argument of `DxgkDdiQueryEngineStatus`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_queryenginestatus>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_QUERYENGINESTATUS {
-    /// In: node.
-    pub NodeOrdinal: UINT,
-    /// In: physical adapter (LDA index).
-    pub EngineOrdinal: UINT,
-    /// Out: progress of the node.
-    pub EngineStatus: DXGK_ENGINESTATUS,
+c_type! {
+    /// `DXGKARG_QUERYENGINESTATUS`: argument of `DxgkDdiQueryEngineStatus`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_queryenginestatus>
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_QUERYENGINESTATUS {
+        /// In: node.
+        #[offset(0)]
+        pub NodeOrdinal: UINT,
+        /// In: physical adapter (LDA index).
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+        /// Out: progress of the node.
+        #[offset(8)]
+        pub EngineStatus: DXGK_ENGINESTATUS,
+    }
 }
-layout!(
-    DXGKARG_QUERYENGINESTATUS,
-    size = 12,
-    NodeOrdinal = 0,
-    EngineOrdinal = 4,
-    EngineStatus = 8
-);
 
 /// `DXGKDDI_QUERYENGINESTATUS` (PASSIVE_LEVEL, first-level synchronisation; should always
 /// succeed): `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_QUERYENGINESTATUS pQueryEngineStatus)`.
@@ -111,27 +109,26 @@ layout!(
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryenginestatus>
 pub type PDXGKDDI_QUERYENGINESTATUS = DDI_FN<*mut DXGKARG_QUERYENGINESTATUS>;
 
-/// `DXGKARG_RESETENGINE`: argument of `DxgkDdiResetEngine`. There is no "last completed"
-/// output: only the fence ID of the last packet aborted mid-execution.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_resetengine>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_RESETENGINE {
-    /// In: node to reset.
-    pub NodeOrdinal: UINT,
-    /// In: physical adapter (LDA index).
-    pub EngineOrdinal: UINT,
-    /// Out: fence ID of the last packet aborted in the middle of execution.
-    pub LastAbortedFenceId: UINT,
+c_type! {
+    /// `DXGKARG_RESETENGINE`: argument of `DxgkDdiResetEngine`. There is no "last completed"
+    /// output: only the fence ID of the last packet aborted mid-execution.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_resetengine>
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_RESETENGINE {
+        /// In: node to reset.
+        #[offset(0)]
+        pub NodeOrdinal: UINT,
+        /// In: physical adapter (LDA index).
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+        /// Out: fence ID of the last packet aborted in the middle of execution.
+        #[offset(8)]
+        pub LastAbortedFenceId: UINT,
+    }
 }
-layout!(
-    DXGKARG_RESETENGINE,
-    size = 12,
-    NodeOrdinal = 0,
-    EngineOrdinal = 4,
-    LastAbortedFenceId = 8
-);
 
 /// `DXGKDDI_RESETENGINE` (PASSIVE_LEVEL, first-level synchronisation, pageable):
 /// `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_RESETENGINE pResetEngine)`. Returns only once the
@@ -150,62 +147,60 @@ pub const VIDEO_TDR_TIMEOUT_DETECTED: UINT = 0x117;
 /// more nodes (Windows 8+); also bug check 0x141.
 pub const VIDEO_ENGINE_TIMEOUT_DETECTED: UINT = 0x141;
 
-/// `DXGKARG_COLLECTDBGINFO_EXT`: optional extra debug-report data the driver may fill.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_collectdbginfo_ext>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_COLLECTDBGINFO_EXT {
-    /// Out (optional): key for online crash analysis bucketing.
-    pub BucketingKey: UINT,
-    /// Out (optional): execution offset within the current DMA buffer.
-    pub CurrentDmaBufferOffset: UINT,
-    /// Reserved.
-    pub Reserved2: UINT,
-    /// Reserved.
-    pub Reserved3: UINT,
-    /// Reserved.
-    pub Reserved4: UINT,
-    /// Reserved.
-    pub Reserved5: UINT,
-    /// Reserved.
-    pub Reserved6: UINT,
-    /// Reserved.
-    pub Reserved7: UINT,
+c_type! {
+    /// `DXGKARG_COLLECTDBGINFO_EXT`: optional extra debug-report data the driver may fill.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_collectdbginfo_ext>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_COLLECTDBGINFO_EXT {
+        /// Out (optional): key for online crash analysis bucketing.
+        #[offset(0)]
+        pub BucketingKey: UINT,
+        /// Out (optional): execution offset within the current DMA buffer.
+        #[offset(4)]
+        pub CurrentDmaBufferOffset: UINT,
+        /// Reserved.
+        #[offset(8)]
+        pub Reserved2: UINT,
+        /// Reserved.
+        pub Reserved3: UINT,
+        /// Reserved.
+        pub Reserved4: UINT,
+        /// Reserved.
+        pub Reserved5: UINT,
+        /// Reserved.
+        pub Reserved6: UINT,
+        /// Reserved.
+        #[offset(28)]
+        pub Reserved7: UINT,
+    }
 }
-layout!(
-    DXGKARG_COLLECTDBGINFO_EXT,
-    size = 32,
-    BucketingKey = 0,
-    CurrentDmaBufferOffset = 4,
-    Reserved2 = 8,
-    Reserved7 = 28
-);
 
-/// `DXGKARG_COLLECTDBGINFO`: argument of `DxgkDdiCollectDbgInfo`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_collectdbginfo>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_COLLECTDBGINFO {
-    /// In: bug check code the report is for ([`VIDEO_TDR_TIMEOUT_DETECTED`],
-    /// [`VIDEO_ENGINE_TIMEOUT_DETECTED`], or another).
-    pub Reason: UINT,
-    /// Out: buffer receiving the driver's debug information.
-    pub pBuffer: PVOID,
-    /// In: most bytes the driver may write to `pBuffer`.
-    pub BufferSize: SIZE_T,
-    /// Out (optional): OS-allocated extension the driver may fill.
-    pub pExtension: *mut DXGKARG_COLLECTDBGINFO_EXT,
+c_type! {
+    /// `DXGKARG_COLLECTDBGINFO`: argument of `DxgkDdiCollectDbgInfo`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_collectdbginfo>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_COLLECTDBGINFO {
+        /// In: bug check code the report is for ([`VIDEO_TDR_TIMEOUT_DETECTED`],
+        /// [`VIDEO_ENGINE_TIMEOUT_DETECTED`], or another).
+        #[offset(0)]
+        pub Reason: UINT,
+        /// Out: buffer receiving the driver's debug information.
+        #[offset(8)]
+        pub pBuffer: PVOID,
+        /// In: most bytes the driver may write to `pBuffer`.
+        #[offset(16)]
+        pub BufferSize: SIZE_T,
+        /// Out (optional): OS-allocated extension the driver may fill.
+        #[offset(24)]
+        pub pExtension: *mut DXGKARG_COLLECTDBGINFO_EXT,
+    }
 }
-layout!(
-    DXGKARG_COLLECTDBGINFO,
-    size = 32,
-    Reason = 0,
-    pBuffer = 8,
-    BufferSize = 16,
-    pExtension = 24
-);
 
 /// `DXGKDDI_COLLECTDBGINFO`: `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_COLLECTDBGINFO
 /// pCollectDbgInfo)`. Zero-level synchronisation (may run concurrently with any other DDI);
@@ -236,79 +231,77 @@ pub const DXGK_TDR_TYPE_PAGE_FAULT: DXGK_TDR_TYPE = 10;
 /// `DXGK_TDR_TYPE_ENGINE_PAGE_FAULT`: an engine's page fault.
 pub const DXGK_TDR_TYPE_ENGINE_PAGE_FAULT: DXGK_TDR_TYPE = 12;
 
-/// `DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT`: the payload of an engine timeout.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_tdr_payload_engine_timeout>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT {
-    /// In: the node being reset.
-    pub NodeOrdinal: UINT,
-    /// In: the engine being reset.
-    pub EngineOrdinal: UINT,
-    /// In (software-scheduled engines): the last fence id the GPU completed.
-    pub LastHwCompletedFenceId: u64,
-    /// In (software-scheduled engines): the last fence id submitted.
-    pub LastHwSubmittedFenceId: u64,
-    /// In (hardware-scheduled engines): context suspend requests outstanding.
-    pub NumberOfPendingSuspendRequests: u32,
-    /// In (hardware-scheduled engines): ready interactive hardware queues in flight.
-    pub NumberOfReadyInteractiveHwQueues: u32,
-    /// Out: the context the driver believes timed out, or NULL if it cannot tell. 24H2 clears
-    /// it before the call and follows a non-NULL value as an object of its own
-    /// (`TdrCollectDbgInfoStage1` @0x140368AC0).
-    pub hContext: HANDLE,
+c_type! {
+    /// `DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT`: the payload of an engine timeout.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_tdr_payload_engine_timeout>
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT {
+        /// In: the node being reset.
+        #[offset(0)]
+        pub NodeOrdinal: UINT,
+        /// In: the engine being reset.
+        #[offset(4)]
+        pub EngineOrdinal: UINT,
+        /// In (software-scheduled engines): the last fence id the GPU completed.
+        #[offset(8)]
+        pub LastHwCompletedFenceId: u64,
+        /// In (software-scheduled engines): the last fence id submitted.
+        #[offset(16)]
+        pub LastHwSubmittedFenceId: u64,
+        /// In (hardware-scheduled engines): context suspend requests outstanding.
+        #[offset(24)]
+        pub NumberOfPendingSuspendRequests: u32,
+        /// In (hardware-scheduled engines): ready interactive hardware queues in flight.
+        #[offset(28)]
+        pub NumberOfReadyInteractiveHwQueues: u32,
+        /// Out: the context the driver believes timed out, or NULL if it cannot tell. 24H2 clears
+        /// it before the call and follows a non-NULL value as an object of its own
+        /// (`TdrCollectDbgInfoStage1` @0x140368AC0).
+        #[offset(32)]
+        pub hContext: HANDLE,
+    }
 }
-layout!(
-    DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT,
-    size = 40,
-    NodeOrdinal = 0,
-    EngineOrdinal = 4,
-    LastHwCompletedFenceId = 8,
-    LastHwSubmittedFenceId = 16,
-    NumberOfPendingSuspendRequests = 24,
-    NumberOfReadyInteractiveHwQueues = 28,
-    hContext = 32
-);
 
-/// `DXGKARG_COLLECTDBGINFO2`: [`DXGKARG_COLLECTDBGINFO`] with the kind of timeout and its
-/// payload after it (the first four fields keep their meaning and offsets).
-///
-/// Layout: the page's syntax block. The 10.0.22621 WDK's d3dkmddi.h predates WDDM 3.2 and
-/// declares only `DXGKARG_COLLECTDBGINFO` and `_EXT`, whose members, types and order match the
-/// first four fields here; the rest follows from MSVC natural alignment (asserted below). 24H2
-/// fills it in `TdrCollectDbgInfoStage1` @0x140368AC0: `BufferSize` 16 MiB, zeroed.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_collectdbginfo2>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_COLLECTDBGINFO2 {
-    /// In: bug check code the report is for.
-    pub Reason: UINT,
-    /// Out: buffer receiving the driver's debug information.
-    pub pBuffer: PVOID,
-    /// In: most bytes the driver may write to `pBuffer`.
-    pub BufferSize: SIZE_T,
-    /// Out (optional): OS-allocated extension the driver may fill.
-    pub pExtension: *mut DXGKARG_COLLECTDBGINFO_EXT,
-    /// In: the kind of timeout.
-    pub TdrType: DXGK_TDR_TYPE,
-    /// In: bytes at `TdrPayload`.
-    pub TdrPayloadSize: UINT,
-    /// In/out: the type's payload, or NULL (which the driver must survive).
-    pub TdrPayload: PVOID,
+c_type! {
+    /// `DXGKARG_COLLECTDBGINFO2`: [`DXGKARG_COLLECTDBGINFO`] with the kind of timeout and its
+    /// payload after it (the first four fields keep their meaning and offsets).
+    ///
+    /// Layout: the page's syntax block. The 10.0.22621 WDK's d3dkmddi.h predates WDDM 3.2 and
+    /// declares only `DXGKARG_COLLECTDBGINFO` and `_EXT`, whose members, types and order match the
+    /// first four fields here; the rest follows from MSVC natural alignment (asserted below). 24H2
+    /// fills it in `TdrCollectDbgInfoStage1` @0x140368AC0: `BufferSize` 16 MiB, zeroed.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_collectdbginfo2>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_COLLECTDBGINFO2 {
+        /// In: bug check code the report is for.
+        #[offset(0)]
+        pub Reason: UINT,
+        /// Out: buffer receiving the driver's debug information.
+        #[offset(8)]
+        pub pBuffer: PVOID,
+        /// In: most bytes the driver may write to `pBuffer`.
+        #[offset(16)]
+        pub BufferSize: SIZE_T,
+        /// Out (optional): OS-allocated extension the driver may fill.
+        #[offset(24)]
+        pub pExtension: *mut DXGKARG_COLLECTDBGINFO_EXT,
+        /// In: the kind of timeout.
+        #[offset(32)]
+        pub TdrType: DXGK_TDR_TYPE,
+        /// In: bytes at `TdrPayload`.
+        #[offset(36)]
+        pub TdrPayloadSize: UINT,
+        /// In/out: the type's payload, or NULL (which the driver must survive).
+        #[offset(40)]
+        pub TdrPayload: PVOID,
+    }
 }
-layout!(
-    DXGKARG_COLLECTDBGINFO2,
-    size = 48,
-    Reason = 0,
-    pBuffer = 8,
-    BufferSize = 16,
-    pExtension = 24,
-    TdrType = 32,
-    TdrPayloadSize = 36,
-    TdrPayload = 40
-);
 
 /// `DXGKDDI_COLLECTDBGINFO2`: `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_COLLECTDBGINFO2)`.
 /// Optional for WDDM 3.2; where present Dxgkrnl calls it instead of `DxgkDdiCollectDbgInfo`
@@ -340,18 +333,20 @@ pub const D3DDDI_FLIPINTERVAL_FOUR: D3DDDI_FLIPINTERVAL_TYPE = 4;
 /// Immediate, tearing allowed.
 pub const D3DDDI_FLIPINTERVAL_IMMEDIATE_ALLOW_TEARING: D3DDDI_FLIPINTERVAL_TYPE = 5;
 
-/// Anonymous union of [`DXGKARG_SUBMITCOMMAND`]: the submitting device (drivers that do not
-/// create contexts) or context (drivers that do). Null for some paging submissions (and rvgpu's
-/// node ring treats null as the system context).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGKARG_SUBMITCOMMAND_0 {
-    /// Driver device handle (non-context-aware drivers).
-    pub hDevice: HANDLE,
-    /// Driver context handle (context-aware drivers).
-    pub hContext: HANDLE,
+c_type! {
+    /// Anonymous union of [`DXGKARG_SUBMITCOMMAND`]: the submitting device (drivers that do not
+    /// create contexts) or context (drivers that do). Null for some paging submissions (and rvgpu's
+    /// node ring treats null as the system context).
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGKARG_SUBMITCOMMAND_0 {
+        /// Driver device handle (non-context-aware drivers).
+        pub hDevice: HANDLE,
+        /// Driver context handle (context-aware drivers).
+        pub hContext: HANDLE,
+    }
 }
-layout!(DXGKARG_SUBMITCOMMAND_0, size = 8);
 
 impl core::fmt::Debug for DXGKARG_SUBMITCOMMAND_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -363,68 +358,68 @@ impl core::fmt::Debug for DXGKARG_SUBMITCOMMAND_0 {
     }
 }
 
-/// `DXGKARG_SUBMITCOMMAND`: a DMA buffer (physical addressing) handed to `DxgkDdiSubmitCommand`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_submitcommand>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_SUBMITCOMMAND {
-    /// `hDevice` / `hContext`.
-    pub Anonymous: DXGKARG_SUBMITCOMMAND_0,
-    /// Segment the DMA buffer is paged into; 0 = contiguous system memory.
-    pub DmaBufferSegmentId: UINT,
-    /// Physical address of the DMA buffer.
-    pub DmaBufferPhysicalAddress: PHYSICAL_ADDRESS,
-    /// Size of the DMA buffer in bytes.
-    pub DmaBufferSize: UINT,
-    /// Offset of the first byte to execute.
-    pub DmaBufferSubmissionStartOffset: UINT,
-    /// Offset one past the last byte to execute.
-    pub DmaBufferSubmissionEndOffset: UINT,
-    /// Driver private data of the DMA buffer.
-    pub pDmaBufferPrivateData: PVOID,
-    /// Size of the private data in bytes.
-    pub DmaBufferPrivateDataSize: UINT,
-    /// Offset of the private data belonging to this submission.
-    pub DmaBufferPrivateDataSubmissionStartOffset: UINT,
-    /// End offset of that private data.
-    pub DmaBufferPrivateDataSubmissionEndOffset: UINT,
-    /// Fence ID to report with `DmaCompleted` when this buffer finishes.
-    pub SubmissionFenceId: UINT,
-    /// Flip source (valid with `Flags.Flip` / `FlipWithNoWait`).
-    pub VidPnSourceId: D3DDDI_VIDEO_PRESENT_SOURCE_ID,
-    /// Flip interval (valid with `Flags.Flip`).
-    pub FlipInterval: D3DDDI_FLIPINTERVAL_TYPE,
-    /// `Paging`, `Resubmission`, `NullRendering`, ...
-    pub Flags: DXGK_SUBMITCOMMANDFLAGS,
-    /// Physical adapter (LDA index).
-    pub EngineOrdinal: UINT,
-    /// GPU VA of the DMA buffer (WDDM 2.0+).
-    pub DmaBufferVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Node to execute on (WDDM 2.0+).
-    pub NodeOrdinal: UINT,
+c_type! {
+    /// `DXGKARG_SUBMITCOMMAND`: a DMA buffer (physical addressing) handed to
+    /// `DxgkDdiSubmitCommand`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_submitcommand>
+    #[size(96)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_SUBMITCOMMAND {
+        /// `hDevice` / `hContext`.
+        #[offset(0)]
+        pub Anonymous: DXGKARG_SUBMITCOMMAND_0,
+        /// Segment the DMA buffer is paged into; 0 = contiguous system memory.
+        #[offset(8)]
+        pub DmaBufferSegmentId: UINT,
+        /// Physical address of the DMA buffer.
+        #[offset(16)]
+        pub DmaBufferPhysicalAddress: PHYSICAL_ADDRESS,
+        /// Size of the DMA buffer in bytes.
+        #[offset(24)]
+        pub DmaBufferSize: UINT,
+        /// Offset of the first byte to execute.
+        #[offset(28)]
+        pub DmaBufferSubmissionStartOffset: UINT,
+        /// Offset one past the last byte to execute.
+        #[offset(32)]
+        pub DmaBufferSubmissionEndOffset: UINT,
+        /// Driver private data of the DMA buffer.
+        #[offset(40)]
+        pub pDmaBufferPrivateData: PVOID,
+        /// Size of the private data in bytes.
+        #[offset(48)]
+        pub DmaBufferPrivateDataSize: UINT,
+        /// Offset of the private data belonging to this submission.
+        #[offset(52)]
+        pub DmaBufferPrivateDataSubmissionStartOffset: UINT,
+        /// End offset of that private data.
+        #[offset(56)]
+        pub DmaBufferPrivateDataSubmissionEndOffset: UINT,
+        /// Fence ID to report with `DmaCompleted` when this buffer finishes.
+        #[offset(60)]
+        pub SubmissionFenceId: UINT,
+        /// Flip source (valid with `Flags.Flip` / `FlipWithNoWait`).
+        #[offset(64)]
+        pub VidPnSourceId: D3DDDI_VIDEO_PRESENT_SOURCE_ID,
+        /// Flip interval (valid with `Flags.Flip`).
+        #[offset(68)]
+        pub FlipInterval: D3DDDI_FLIPINTERVAL_TYPE,
+        /// `Paging`, `Resubmission`, `NullRendering`, ...
+        #[offset(72)]
+        pub Flags: DXGK_SUBMITCOMMANDFLAGS,
+        /// Physical adapter (LDA index).
+        #[offset(76)]
+        pub EngineOrdinal: UINT,
+        /// GPU VA of the DMA buffer (WDDM 2.0+).
+        #[offset(80)]
+        pub DmaBufferVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Node to execute on (WDDM 2.0+).
+        #[offset(88)]
+        pub NodeOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARG_SUBMITCOMMAND,
-    size = 96,
-    Anonymous = 0,
-    DmaBufferSegmentId = 8,
-    DmaBufferPhysicalAddress = 16,
-    DmaBufferSize = 24,
-    DmaBufferSubmissionStartOffset = 28,
-    DmaBufferSubmissionEndOffset = 32,
-    pDmaBufferPrivateData = 40,
-    DmaBufferPrivateDataSize = 48,
-    DmaBufferPrivateDataSubmissionStartOffset = 52,
-    DmaBufferPrivateDataSubmissionEndOffset = 56,
-    SubmissionFenceId = 60,
-    VidPnSourceId = 64,
-    FlipInterval = 68,
-    Flags = 72,
-    EngineOrdinal = 76,
-    DmaBufferVirtualAddress = 80,
-    NodeOrdinal = 88
-);
 
 /// `DXGKDDI_SUBMITCOMMAND` (DISPATCH_LEVEL, non-pageable): `(IN_CONST_HANDLE hAdapter,
 /// IN_CONST_PDXGKARG_SUBMITCOMMAND pSubmitCommand)`. Any error status makes the OS bug check
@@ -433,54 +428,53 @@ layout!(
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand>
 pub type PDXGKDDI_SUBMITCOMMAND = DDI_FN<*const DXGKARG_SUBMITCOMMAND>;
 
-/// `DXGKARG_SUBMITCOMMANDVIRTUAL`: a DMA buffer of a GPU-VA context handed to
-/// `DxgkDdiSubmitCommandVirtual`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_submitcommandvirtual>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_SUBMITCOMMANDVIRTUAL {
-    /// The driver's context handle (from `DxgkDdiCreateContext`).
-    pub hContext: HANDLE,
-    /// GPU VA of the DMA buffer in the submitting process's address space.
-    pub DmaBufferVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// Size of the DMA buffer in bytes.
-    pub DmaBufferSize: UINT,
-    /// Driver private data.
-    pub pDmaBufferPrivateData: PVOID,
-    /// Size of the private data buffer in bytes (`DXGK_CONTEXTINFO::DmaBufferPrivateDataSize`).
-    pub DmaBufferPrivateDataSize: UINT,
-    /// Bytes of private data the UMD actually supplied.
-    pub DmaBufferUmdPrivateDataSize: UINT,
-    /// Fence ID to report with `DmaCompleted` when this buffer finishes.
-    pub SubmissionFenceId: UINT,
-    /// Flip source (valid with `Flags.Flip` / `FlipWithNoWait`).
-    pub VidPnSourceId: D3DDDI_VIDEO_PRESENT_SOURCE_ID,
-    /// Flip interval (valid with `Flags.Flip`).
-    pub FlipInterval: D3DDDI_FLIPINTERVAL_TYPE,
-    /// Submission flags.
-    pub Flags: DXGK_SUBMITCOMMANDFLAGS,
-    /// Reserved for future use per the page (physical adapter index).
-    pub EngineOrdinal: UINT,
-    /// Node the context was created for.
-    pub NodeOrdinal: UINT,
+c_type! {
+    /// `DXGKARG_SUBMITCOMMANDVIRTUAL`: a DMA buffer of a GPU-VA context handed to
+    /// `DxgkDdiSubmitCommandVirtual`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_submitcommandvirtual>
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_SUBMITCOMMANDVIRTUAL {
+        /// The driver's context handle (from `DxgkDdiCreateContext`).
+        #[offset(0)]
+        pub hContext: HANDLE,
+        /// GPU VA of the DMA buffer in the submitting process's address space.
+        #[offset(8)]
+        pub DmaBufferVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// Size of the DMA buffer in bytes.
+        #[offset(16)]
+        pub DmaBufferSize: UINT,
+        /// Driver private data.
+        #[offset(24)]
+        pub pDmaBufferPrivateData: PVOID,
+        /// Size of the private data buffer in bytes (`DXGK_CONTEXTINFO::DmaBufferPrivateDataSize`).
+        #[offset(32)]
+        pub DmaBufferPrivateDataSize: UINT,
+        /// Bytes of private data the UMD actually supplied.
+        #[offset(36)]
+        pub DmaBufferUmdPrivateDataSize: UINT,
+        /// Fence ID to report with `DmaCompleted` when this buffer finishes.
+        #[offset(40)]
+        pub SubmissionFenceId: UINT,
+        /// Flip source (valid with `Flags.Flip` / `FlipWithNoWait`).
+        #[offset(44)]
+        pub VidPnSourceId: D3DDDI_VIDEO_PRESENT_SOURCE_ID,
+        /// Flip interval (valid with `Flags.Flip`).
+        #[offset(48)]
+        pub FlipInterval: D3DDDI_FLIPINTERVAL_TYPE,
+        /// Submission flags.
+        #[offset(52)]
+        pub Flags: DXGK_SUBMITCOMMANDFLAGS,
+        /// Reserved for future use per the page (physical adapter index).
+        #[offset(56)]
+        pub EngineOrdinal: UINT,
+        /// Node the context was created for.
+        #[offset(60)]
+        pub NodeOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARG_SUBMITCOMMANDVIRTUAL,
-    size = 64,
-    hContext = 0,
-    DmaBufferVirtualAddress = 8,
-    DmaBufferSize = 16,
-    pDmaBufferPrivateData = 24,
-    DmaBufferPrivateDataSize = 32,
-    DmaBufferUmdPrivateDataSize = 36,
-    SubmissionFenceId = 40,
-    VidPnSourceId = 44,
-    FlipInterval = 48,
-    Flags = 52,
-    EngineOrdinal = 56,
-    NodeOrdinal = 60
-);
 
 /// `DXGKDDI_SUBMITCOMMANDVIRTUAL`: `(IN_CONST_HANDLE hAdapter,
 /// IN_CONST_PDXGKARG_SUBMITCOMMANDVIRTUAL pSubmitCommand)`. Unlike `DxgkDdiSubmitCommand` it may
@@ -503,29 +497,28 @@ reserved_flags! {
     DXGK_PREEMPTCOMMANDFLAGS;
 }
 
-/// `DXGKARG_PREEMPTCOMMAND`: argument of `DxgkDdiPreemptCommand`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_preemptcommand>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_PREEMPTCOMMAND {
-    /// Fence ID to report with `DmaPreempted` once the preemption is done.
-    pub PreemptionFenceId: UINT,
-    /// Node.
-    pub NodeOrdinal: UINT,
-    /// Engine (physical adapter).
-    pub EngineOrdinal: UINT,
-    /// Flags (none defined).
-    pub Flags: DXGK_PREEMPTCOMMANDFLAGS,
+c_type! {
+    /// `DXGKARG_PREEMPTCOMMAND`: argument of `DxgkDdiPreemptCommand`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_preemptcommand>
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_PREEMPTCOMMAND {
+        /// Fence ID to report with `DmaPreempted` once the preemption is done.
+        #[offset(0)]
+        pub PreemptionFenceId: UINT,
+        /// Node.
+        #[offset(4)]
+        pub NodeOrdinal: UINT,
+        /// Engine (physical adapter).
+        #[offset(8)]
+        pub EngineOrdinal: UINT,
+        /// Flags (none defined).
+        #[offset(12)]
+        pub Flags: DXGK_PREEMPTCOMMANDFLAGS,
+    }
 }
-layout!(
-    DXGKARG_PREEMPTCOMMAND,
-    size = 16,
-    PreemptionFenceId = 0,
-    NodeOrdinal = 4,
-    EngineOrdinal = 8,
-    Flags = 12
-);
 
 /// `DXGKDDI_PREEMPTCOMMAND` (DISPATCH_LEVEL, non-pageable): `(IN_CONST_HANDLE hAdapter,
 /// IN_CONST_PDXGKARG_PREEMPTCOMMAND pPreemptCommand)`. Any error status is bug check 0x119 /
@@ -535,26 +528,25 @@ layout!(
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_preemptcommand>
 pub type PDXGKDDI_PREEMPTCOMMAND = DDI_FN<*const DXGKARG_PREEMPTCOMMAND>;
 
-/// `DXGKARG_QUERYCURRENTFENCE`: argument of `DxgkDdiQueryCurrentFence`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_querycurrentfence>
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DXGKARG_QUERYCURRENTFENCE {
-    /// Out: latest completed submission fence ID of the node.
-    pub CurrentFence: UINT,
-    /// In: node.
-    pub NodeOrdinal: UINT,
-    /// In: engine within the node.
-    pub EngineOrdinal: UINT,
+c_type! {
+    /// `DXGKARG_QUERYCURRENTFENCE`: argument of `DxgkDdiQueryCurrentFence`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_querycurrentfence>
+    #[size(12)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct DXGKARG_QUERYCURRENTFENCE {
+        /// Out: latest completed submission fence ID of the node.
+        #[offset(0)]
+        pub CurrentFence: UINT,
+        /// In: node.
+        #[offset(4)]
+        pub NodeOrdinal: UINT,
+        /// In: engine within the node.
+        #[offset(8)]
+        pub EngineOrdinal: UINT,
+    }
 }
-layout!(
-    DXGKARG_QUERYCURRENTFENCE,
-    size = 12,
-    CurrentFence = 0,
-    NodeOrdinal = 4,
-    EngineOrdinal = 8
-);
 
 /// `DXGKDDI_QUERYCURRENTFENCE`: `(IN_CONST_HANDLE hAdapter, INOUT_PDXGKARG_QUERYCURRENTFENCE
 /// pCurrentFence)`. Before returning, a fence that completed but was not yet reported must be
@@ -642,16 +634,18 @@ bitfield! {
 }
 layout!(DXGK_TRANSFERFLAGS, size = 4);
 
-/// Anonymous union of [`DXGKARG_BUILDPAGINGBUFFER_Transfer_Source`]: segment address or MDL.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
-    /// Segment address (segment offset + segment base) when `SegmentId != 0`.
-    pub SegmentAddress: LARGE_INTEGER,
-    /// System-memory pages when `SegmentId == 0`.
-    pub pMdl: PMDL,
+c_type! {
+    /// Anonymous union of [`DXGKARG_BUILDPAGINGBUFFER_Transfer_Source`]: segment address or MDL.
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
+        /// Segment address (segment offset + segment base) when `SegmentId != 0`.
+        pub SegmentAddress: LARGE_INTEGER,
+        /// System-memory pages when `SegmentId == 0`.
+        pub pMdl: PMDL,
+    }
 }
-layout!(DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0, size = 8);
 
 impl core::fmt::Debug for DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -661,96 +655,93 @@ impl core::fmt::Debug for DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
     }
 }
 
-/// `Transfer.Source` (and, with the same anonymous layout, `Transfer.Destination`) of
-/// [`DXGKARG_BUILDPAGINGBUFFER`].
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
-    /// Segment, or 0 when the location is an MDL.
-    pub SegmentId: UINT,
-    /// `SegmentAddress` / `pMdl`.
-    pub Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0,
+c_type! {
+    /// `Transfer.Source` (and, with the same anonymous layout, `Transfer.Destination`) of
+    /// [`DXGKARG_BUILDPAGINGBUFFER`].
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+        /// Segment, or 0 when the location is an MDL.
+        #[offset(0)]
+        pub SegmentId: UINT,
+        /// `SegmentAddress` / `pMdl`.
+        #[offset(8)]
+        pub Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0,
+    }
 }
-layout!(
-    DXGKARG_BUILDPAGINGBUFFER_Transfer_Source,
-    size = 16,
-    SegmentId = 0,
-    Anonymous = 8
-);
 
 /// `Transfer.Destination`: declared in C as a separate anonymous struct identical to
 /// [`DXGKARG_BUILDPAGINGBUFFER_Transfer_Source`].
 pub type DXGKARG_BUILDPAGINGBUFFER_Transfer_Destination = DXGKARG_BUILDPAGINGBUFFER_Transfer_Source;
 
-/// `Transfer` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] ([`DXGK_OPERATION_TRANSFER`]).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_BUILDPAGINGBUFFER_Transfer {
-    /// Driver allocation handle (from `DxgkDdiCreateAllocation`).
-    pub hAllocation: HANDLE,
-    /// Offset of the first transferred page within the allocation (segment locations only;
-    /// the same on every pass of a split transfer).
-    pub TransferOffset: UINT,
-    /// Bytes to transfer.
-    pub TransferSize: SIZE_T,
-    /// Source location.
-    pub Source: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source,
-    /// Destination location.
-    pub Destination: DXGKARG_BUILDPAGINGBUFFER_Transfer_Destination,
-    /// Transfer kind.
-    pub Flags: DXGK_TRANSFERFLAGS,
-    /// First system page of the current pass within the MDL (`MmGetMdlPfnArray(pMdl)[MdlOffset]`).
-    pub MdlOffset: UINT,
+c_type! {
+    /// `Transfer` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] ([`DXGK_OPERATION_TRANSFER`]).
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_BUILDPAGINGBUFFER_Transfer {
+        /// Driver allocation handle (from `DxgkDdiCreateAllocation`).
+        #[offset(0)]
+        pub hAllocation: HANDLE,
+        /// Offset of the first transferred page within the allocation (segment locations only;
+        /// the same on every pass of a split transfer).
+        #[offset(8)]
+        pub TransferOffset: UINT,
+        /// Bytes to transfer.
+        #[offset(16)]
+        pub TransferSize: SIZE_T,
+        /// Source location.
+        #[offset(24)]
+        pub Source: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source,
+        /// Destination location.
+        #[offset(40)]
+        pub Destination: DXGKARG_BUILDPAGINGBUFFER_Transfer_Destination,
+        /// Transfer kind.
+        #[offset(56)]
+        pub Flags: DXGK_TRANSFERFLAGS,
+        /// First system page of the current pass within the MDL
+        /// (`MmGetMdlPfnArray(pMdl)[MdlOffset]`).
+        #[offset(60)]
+        pub MdlOffset: UINT,
+    }
 }
-layout!(
-    DXGKARG_BUILDPAGINGBUFFER_Transfer,
-    size = 64,
-    hAllocation = 0,
-    TransferOffset = 8,
-    TransferSize = 16,
-    Source = 24,
-    Destination = 40,
-    Flags = 56,
-    MdlOffset = 60
-);
 
-/// `Fill.Destination` of [`DXGKARG_BUILDPAGINGBUFFER`].
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
-    /// Segment to fill in.
-    pub SegmentId: UINT,
-    /// Segment address (segment offset + segment base).
-    pub SegmentAddress: LARGE_INTEGER,
+c_type! {
+    /// `Fill.Destination` of [`DXGKARG_BUILDPAGINGBUFFER`].
+    #[size(16)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
+        /// Segment to fill in.
+        #[offset(0)]
+        pub SegmentId: UINT,
+        /// Segment address (segment offset + segment base).
+        #[offset(8)]
+        pub SegmentAddress: LARGE_INTEGER,
+    }
 }
-layout!(
-    DXGKARG_BUILDPAGINGBUFFER_Fill_Destination,
-    size = 16,
-    SegmentId = 0,
-    SegmentAddress = 8
-);
 
-/// `Fill` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] ([`DXGK_OPERATION_FILL`]).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_BUILDPAGINGBUFFER_Fill {
-    /// Driver allocation handle.
-    pub hAllocation: HANDLE,
-    /// Bytes to fill.
-    pub FillSize: SIZE_T,
-    /// 32-bit pattern.
-    pub FillPattern: UINT,
-    /// Where to fill.
-    pub Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination,
+c_type! {
+    /// `Fill` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] ([`DXGK_OPERATION_FILL`]).
+    #[size(40)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_BUILDPAGINGBUFFER_Fill {
+        /// Driver allocation handle.
+        #[offset(0)]
+        pub hAllocation: HANDLE,
+        /// Bytes to fill.
+        #[offset(8)]
+        pub FillSize: SIZE_T,
+        /// 32-bit pattern.
+        #[offset(16)]
+        pub FillPattern: UINT,
+        /// Where to fill.
+        #[offset(24)]
+        pub Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination,
+    }
 }
-layout!(
-    DXGKARG_BUILDPAGINGBUFFER_Fill,
-    size = 40,
-    hAllocation = 0,
-    FillSize = 8,
-    FillPattern = 16,
-    Destination = 24
-);
 
 bitfield! {
     /// `DXGK_MAPAPERTUREFLAGS`: [`DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment::Flags`].
@@ -765,123 +756,125 @@ bitfield! {
 }
 layout!(DXGK_MAPAPERTUREFLAGS, size = 4);
 
-/// `MapApertureSegment` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`]
-/// ([`DXGK_OPERATION_MAP_APERTURE_SEGMENT`]): map an MDL's pages into an aperture range.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_buildpagingbuffer>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment {
-    /// Device the allocation belongs to (NULL for VidMm's own).
-    pub hDevice: HANDLE,
-    /// Driver allocation handle (NULL for VidMm's own).
-    pub hAllocation: HANDLE,
-    /// The aperture segment.
-    pub SegmentId: UINT,
-    /// First aperture page mapped.
-    pub OffsetInPages: SIZE_T,
-    /// Pages mapped.
-    pub NumberOfPages: SIZE_T,
-    /// The system pages.
-    pub pMdl: PMDL,
-    /// Mapping flags.
-    pub Flags: DXGK_MAPAPERTUREFLAGS,
-    /// First page of the MDL mapped (`MmGetMdlPfnArray(pMdl)[MdlOffset]`).
-    pub MdlOffset: ULONG,
+c_type! {
+    /// `MapApertureSegment` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`]
+    /// ([`DXGK_OPERATION_MAP_APERTURE_SEGMENT`]): map an MDL's pages into an aperture range.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_buildpagingbuffer>
+    #[size(56)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment {
+        /// Device the allocation belongs to (NULL for VidMm's own).
+        #[offset(0)]
+        pub hDevice: HANDLE,
+        /// Driver allocation handle (NULL for VidMm's own).
+        #[offset(8)]
+        pub hAllocation: HANDLE,
+        /// The aperture segment.
+        #[offset(16)]
+        pub SegmentId: UINT,
+        /// First aperture page mapped.
+        #[offset(24)]
+        pub OffsetInPages: SIZE_T,
+        /// Pages mapped.
+        #[offset(32)]
+        pub NumberOfPages: SIZE_T,
+        /// The system pages.
+        #[offset(40)]
+        pub pMdl: PMDL,
+        /// Mapping flags.
+        #[offset(48)]
+        pub Flags: DXGK_MAPAPERTUREFLAGS,
+        /// First page of the MDL mapped (`MmGetMdlPfnArray(pMdl)[MdlOffset]`).
+        #[offset(52)]
+        pub MdlOffset: ULONG,
+    }
 }
-layout!(
-    DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
-    size = 56,
-    hDevice = 0,
-    hAllocation = 8,
-    SegmentId = 16,
-    OffsetInPages = 24,
-    NumberOfPages = 32,
-    pMdl = 40,
-    Flags = 48,
-    MdlOffset = 52
-);
 
-/// `UnmapApertureSegment` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`]
-/// ([`DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`]): point an aperture range at a dummy page.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment {
-    /// Device the allocation belongs to (NULL for VidMm's own).
-    pub hDevice: HANDLE,
-    /// Driver allocation handle (NULL for VidMm's own).
-    pub hAllocation: HANDLE,
-    /// The aperture segment.
-    pub SegmentId: UINT,
-    /// First aperture page unmapped.
-    pub OffsetInPages: SIZE_T,
-    /// Pages unmapped.
-    pub NumberOfPages: SIZE_T,
-    /// Physical address of the page the range points at afterwards.
-    pub DummyPage: PHYSICAL_ADDRESS,
+c_type! {
+    /// `UnmapApertureSegment` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`]
+    /// ([`DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`]): point an aperture range at a dummy page.
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment {
+        /// Device the allocation belongs to (NULL for VidMm's own).
+        #[offset(0)]
+        pub hDevice: HANDLE,
+        /// Driver allocation handle (NULL for VidMm's own).
+        #[offset(8)]
+        pub hAllocation: HANDLE,
+        /// The aperture segment.
+        #[offset(16)]
+        pub SegmentId: UINT,
+        /// First aperture page unmapped.
+        #[offset(24)]
+        pub OffsetInPages: SIZE_T,
+        /// Pages unmapped.
+        #[offset(32)]
+        pub NumberOfPages: SIZE_T,
+        /// Physical address of the page the range points at afterwards.
+        #[offset(40)]
+        pub DummyPage: PHYSICAL_ADDRESS,
+    }
 }
-layout!(
-    DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment,
-    size = 48,
-    hDevice = 0,
-    hAllocation = 8,
-    SegmentId = 16,
-    OffsetInPages = 24,
-    NumberOfPages = 32,
-    DummyPage = 40
-);
 
-/// The `Reserved` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] (`struct { UINT Reserved[64]; }`):
-/// sizes the union, and is the raw view of every arm not bound here.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DXGKARG_BUILDPAGINGBUFFER_Reserved {
-    /// The union's 256 bytes.
-    pub Reserved: [UINT; 64],
+c_type! {
+    /// The `Reserved` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`] (`struct { UINT Reserved[64]; }`):
+    /// sizes the union, and is the raw view of every arm not bound here.
+    #[size(256)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct DXGKARG_BUILDPAGINGBUFFER_Reserved {
+        /// The union's 256 bytes.
+        pub Reserved: [UINT; 64],
+    }
 }
-layout!(DXGKARG_BUILDPAGINGBUFFER_Reserved, size = 256);
 
-/// Anonymous per-operation union of [`DXGKARG_BUILDPAGINGBUFFER`] (256 bytes, 8-aligned).
-///
-/// Typed arms: `Transfer`, `Fill`, `MapApertureSegment`, `UnmapApertureSegment` and the
-/// WDDM 2.0+ GpuMmu operations (`TransferVirtual`,
-/// `FillVirtual`, `UpdatePageTable`, `FlushTlb`, `CopyPageTableEntries`,
-/// `UpdateContextAllocation`, `NotifyResidency`, `SignalMonitoredFence`; their types are in
-/// [`crate::memory`]). `DiscardContent`, `ReadPhysical`, `WritePhysical`,
-/// `SpecialLockTransfer`, `InitContextResource`,
-/// `MapApertureSegment2` and the WDDM 3.2 arms are reachable only as raw words through
-/// `Reserved`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGKARG_BUILDPAGINGBUFFER_0 {
-    /// [`DXGK_OPERATION_TRANSFER`].
-    pub Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer,
-    /// [`DXGK_OPERATION_FILL`].
-    pub Fill: DXGKARG_BUILDPAGINGBUFFER_Fill,
-    /// [`DXGK_OPERATION_MAP_APERTURE_SEGMENT`].
-    pub MapApertureSegment: DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
-    /// [`DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`].
-    pub UnmapApertureSegment: DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment,
-    /// [`DXGK_OPERATION_VIRTUAL_TRANSFER`] (WDDM 2.0+).
-    pub TransferVirtual: DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL,
-    /// [`DXGK_OPERATION_VIRTUAL_FILL`] (WDDM 2.0+).
-    pub FillVirtual: DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
-    /// [`DXGK_OPERATION_UPDATE_PAGE_TABLE`] (WDDM 2.0+).
-    pub UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
-    /// [`DXGK_OPERATION_FLUSH_TLB`] (WDDM 2.0+).
-    pub FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB,
-    /// [`DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES`] (WDDM 2.0+).
-    pub CopyPageTableEntries: DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES,
-    /// [`DXGK_OPERATION_UPDATE_CONTEXT_ALLOCATION`] (WDDM 2.0+).
-    pub UpdateContextAllocation: DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION,
-    /// [`DXGK_OPERATION_NOTIFY_RESIDENCY`] (WDDM 2.0+).
-    pub NotifyResidency: DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
-    /// [`DXGK_OPERATION_SIGNAL_MONITORED_FENCE`] (WDDM 2.2+).
-    pub SignalMonitoredFence: DXGK_BUILDPAGINGBUFFER_SIGNALMONITOREDFENCE,
-    /// Raw view; sizes the union.
-    pub Reserved: DXGKARG_BUILDPAGINGBUFFER_Reserved,
+c_type! {
+    /// Anonymous per-operation union of [`DXGKARG_BUILDPAGINGBUFFER`] (256 bytes, 8-aligned).
+    ///
+    /// Typed arms: `Transfer`, `Fill`, `MapApertureSegment`, `UnmapApertureSegment` and the
+    /// WDDM 2.0+ GpuMmu operations (`TransferVirtual`,
+    /// `FillVirtual`, `UpdatePageTable`, `FlushTlb`, `CopyPageTableEntries`,
+    /// `UpdateContextAllocation`, `NotifyResidency`, `SignalMonitoredFence`; their types are in
+    /// [`crate::memory`]). `DiscardContent`, `ReadPhysical`, `WritePhysical`,
+    /// `SpecialLockTransfer`, `InitContextResource`,
+    /// `MapApertureSegment2` and the WDDM 3.2 arms are reachable only as raw words through
+    /// `Reserved`.
+    #[size(256)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGKARG_BUILDPAGINGBUFFER_0 {
+        /// [`DXGK_OPERATION_TRANSFER`].
+        pub Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer,
+        /// [`DXGK_OPERATION_FILL`].
+        pub Fill: DXGKARG_BUILDPAGINGBUFFER_Fill,
+        /// [`DXGK_OPERATION_MAP_APERTURE_SEGMENT`].
+        pub MapApertureSegment: DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
+        /// [`DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`].
+        pub UnmapApertureSegment: DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment,
+        /// [`DXGK_OPERATION_VIRTUAL_TRANSFER`] (WDDM 2.0+).
+        pub TransferVirtual: DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL,
+        /// [`DXGK_OPERATION_VIRTUAL_FILL`] (WDDM 2.0+).
+        pub FillVirtual: DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
+        /// [`DXGK_OPERATION_UPDATE_PAGE_TABLE`] (WDDM 2.0+).
+        pub UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+        /// [`DXGK_OPERATION_FLUSH_TLB`] (WDDM 2.0+).
+        pub FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB,
+        /// [`DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES`] (WDDM 2.0+).
+        pub CopyPageTableEntries: DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES,
+        /// [`DXGK_OPERATION_UPDATE_CONTEXT_ALLOCATION`] (WDDM 2.0+).
+        pub UpdateContextAllocation: DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION,
+        /// [`DXGK_OPERATION_NOTIFY_RESIDENCY`] (WDDM 2.0+).
+        pub NotifyResidency: DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
+        /// [`DXGK_OPERATION_SIGNAL_MONITORED_FENCE`] (WDDM 2.2+).
+        pub SignalMonitoredFence: DXGK_BUILDPAGINGBUFFER_SIGNALMONITOREDFENCE,
+        /// Raw view; sizes the union.
+        pub Reserved: DXGKARG_BUILDPAGINGBUFFER_Reserved,
+    }
 }
-layout!(DXGKARG_BUILDPAGINGBUFFER_0, size = 256);
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(core::mem::align_of::<DXGKARG_BUILDPAGINGBUFFER_0>() == 8);
 
@@ -891,47 +884,46 @@ impl core::fmt::Debug for DXGKARG_BUILDPAGINGBUFFER_0 {
     }
 }
 
-/// `DXGKARG_BUILDPAGINGBUFFER`: argument of `DxgkDdiBuildPagingBuffer` (320 bytes on x64).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_buildpagingbuffer>
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DXGKARG_BUILDPAGINGBUFFER {
-    /// In/out: first free byte of the paging buffer; the driver advances it past what it wrote.
-    pub pDmaBuffer: PVOID,
-    /// In/out: bytes available at `pDmaBuffer`.
-    pub DmaSize: UINT,
-    /// In/out: driver private data of the paging buffer.
-    pub pDmaBufferPrivateData: PVOID,
-    /// In/out: bytes left in the private data.
-    pub DmaBufferPrivateDataSize: UINT,
-    /// In: which arm of `Anonymous` is valid.
-    pub Operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
-    /// In/out: driver progress across passes of a split operation (0 on the first pass).
-    pub MultipassOffset: UINT,
-    /// In: per-operation data.
-    pub Anonymous: DXGKARG_BUILDPAGINGBUFFER_0,
-    /// In: the system context of the paging operation.
-    pub hSystemContext: HANDLE,
-    /// In: GPU VA of the paging buffer (WDDM 2.0+).
-    pub DmaBufferGpuVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
-    /// In: offset of `pDmaBuffer` from the start of the paging buffer (WDDM 2.0+).
-    pub DmaBufferWriteOffset: UINT,
+c_type! {
+    /// `DXGKARG_BUILDPAGINGBUFFER`: argument of `DxgkDdiBuildPagingBuffer` (320 bytes on x64).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_buildpagingbuffer>
+    #[size(320)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_BUILDPAGINGBUFFER {
+        /// In/out: first free byte of the paging buffer; the driver advances it past what it wrote.
+        #[offset(0)]
+        pub pDmaBuffer: PVOID,
+        /// In/out: bytes available at `pDmaBuffer`.
+        #[offset(8)]
+        pub DmaSize: UINT,
+        /// In/out: driver private data of the paging buffer.
+        #[offset(16)]
+        pub pDmaBufferPrivateData: PVOID,
+        /// In/out: bytes left in the private data.
+        #[offset(24)]
+        pub DmaBufferPrivateDataSize: UINT,
+        /// In: which arm of `Anonymous` is valid.
+        #[offset(28)]
+        pub Operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
+        /// In/out: driver progress across passes of a split operation (0 on the first pass).
+        #[offset(32)]
+        pub MultipassOffset: UINT,
+        /// In: per-operation data.
+        #[offset(40)]
+        pub Anonymous: DXGKARG_BUILDPAGINGBUFFER_0,
+        /// In: the system context of the paging operation.
+        #[offset(296)]
+        pub hSystemContext: HANDLE,
+        /// In: GPU VA of the paging buffer (WDDM 2.0+).
+        #[offset(304)]
+        pub DmaBufferGpuVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
+        /// In: offset of `pDmaBuffer` from the start of the paging buffer (WDDM 2.0+).
+        #[offset(312)]
+        pub DmaBufferWriteOffset: UINT,
+    }
 }
-layout!(
-    DXGKARG_BUILDPAGINGBUFFER,
-    size = 320,
-    pDmaBuffer = 0,
-    DmaSize = 8,
-    pDmaBufferPrivateData = 16,
-    DmaBufferPrivateDataSize = 24,
-    Operation = 28,
-    MultipassOffset = 32,
-    Anonymous = 40,
-    hSystemContext = 296,
-    DmaBufferGpuVirtualAddress = 304,
-    DmaBufferWriteOffset = 312
-);
 
 /// `DXGKDDI_BUILDPAGINGBUFFER` (PASSIVE_LEVEL per the `_IRQL_requires_` of two public header
 /// copies; the reference page states no IRQL; first-level synchronisation): `(IN_CONST_HANDLE hAdapter, IN_PDXGKARG_BUILDPAGINGBUFFER
