@@ -4,7 +4,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{c_type, bitfield, extern_fn, layout, reserved_flags};
+use crate::macros::{bitfield, c_type, extern_fn, layout, reserved_flags, union_debug};
 
 c_type! {
     /// `DXGK_START_INFO`: passed to `DxgkDdiStartDevice`.
@@ -229,11 +229,7 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for DXGK_CHILD_CAPABILITIES_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("DXGK_CHILD_CAPABILITIES_0 { .. }")
-    }
-}
+union_debug!(DXGK_CHILD_CAPABILITIES_0);
 
 c_type! {
     /// `DXGK_CHILD_CAPABILITIES`.
@@ -330,11 +326,7 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for DXGK_CHILD_STATUS_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("DXGK_CHILD_STATUS_0 { .. }")
-    }
-}
+union_debug!(DXGK_CHILD_STATUS_0);
 
 c_type! {
     /// `DXGK_CHILD_STATUS`: queried by `DxgkDdiQueryChildStatus`, indicated with
@@ -644,13 +636,8 @@ impl Default for DXGK_DRIVERCAPS_0 {
     }
 }
 
-impl core::fmt::Debug for DXGK_DRIVERCAPS_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are a transparent u32; every bit pattern is valid.
-        let v = unsafe { self.ColorTransformCaps.Value };
-        write!(f, "DXGK_DRIVERCAPS_0({v:#x})")
-    }
-}
+// Both arms are a transparent u32; every bit pattern is valid.
+union_debug!(DXGK_DRIVERCAPS_0 => ColorTransformCaps);
 
 bitfield! {
     /// `DXGK_PRESENTATIONCAPS`: presentation capabilities.

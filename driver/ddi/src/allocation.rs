@@ -20,7 +20,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{c_type, bitfield, layout, zeroed_default};
+use crate::macros::{bitfield, c_type, layout, union_debug, zeroed_default};
 use crate::memory::D3DGPU_PHYSICAL_ADDRESS;
 
 // ---------------------------------------------------------------------------------------------
@@ -481,13 +481,8 @@ c_type! {
         pub PrivateFormat: UINT,
     }
 }
-impl core::fmt::Debug for DXGK_ALLOCATIONUSAGEINFO1_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are 4-byte integers; every bit pattern is valid.
-        let v = unsafe { self.PrivateFormat };
-        write!(f, "DXGK_ALLOCATIONUSAGEINFO1_0({v:#x})")
-    }
-}
+// Both arms are 4-byte integers; every bit pattern is valid.
+union_debug!(DXGK_ALLOCATIONUSAGEINFO1_0 => PrivateFormat);
 
 c_type! {
     /// `DXGK_ALLOCATIONUSAGEINFO1`: version 1 of the usage hint VidMm may use to place an
@@ -558,13 +553,8 @@ c_type! {
         pub PhysicalAdapterIndex: UINT,
     }
 }
-impl core::fmt::Debug for DXGK_ALLOCATIONINFO_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are the same u32.
-        let v = unsafe { self.PhysicalAdapterIndex };
-        write!(f, "DXGK_ALLOCATIONINFO_0({v})")
-    }
-}
+// Both arms are the same u32.
+union_debug!(DXGK_ALLOCATIONINFO_0 => PhysicalAdapterIndex);
 
 c_type! {
     /// Second anonymous union of [`DXGK_ALLOCATIONINFO`]: the flag word, in its pre-2.0 or
@@ -579,13 +569,8 @@ c_type! {
         pub FlagsWddm2: DXGK_ALLOCATIONINFOFLAGS_WDDM2_0,
     }
 }
-impl core::fmt::Debug for DXGK_ALLOCATIONINFO_1 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are the same u32 word.
-        let v = unsafe { self.FlagsWddm2 };
-        f.debug_tuple("DXGK_ALLOCATIONINFO_1").field(&v).finish()
-    }
-}
+// Both arms are the same u32 word.
+union_debug!(DXGK_ALLOCATIONINFO_1 => FlagsWddm2);
 
 c_type! {
     /// `DXGK_ALLOCATIONINFO`: one allocation of a `DxgkDdiCreateAllocation` call (88 bytes on
@@ -881,13 +866,8 @@ c_type! {
         pub pCreateVirtualGpuSurfaceData: *mut D3DKMDT_VIRTUALGPUSURFACEDATA,
     }
 }
-impl core::fmt::Debug for DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: every arm is one pointer; any bit pattern is a valid raw pointer.
-        let p = unsafe { self.pCreateGdiSurfaceData };
-        write!(f, "DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0({p:p})")
-    }
-}
+// Every arm is one pointer; any bit pattern is a valid raw pointer.
+union_debug!(DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA_0 => pCreateGdiSurfaceData);
 
 c_type! {
     /// `DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA`: argument of

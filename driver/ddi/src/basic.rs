@@ -7,7 +7,7 @@
 
 use core::ffi::c_void;
 
-use crate::macros::{c_type, extern_fn};
+use crate::macros::{c_type, extern_fn, union_debug};
 
 /// `NTSTATUS`: a kernel status code; negative values are errors. See [`crate::ntstatus`].
 pub type NTSTATUS = i32;
@@ -418,11 +418,7 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI { .. }")
-    }
-}
+union_debug!(CM_PARTIAL_RESOURCE_DESCRIPTOR_MSI);
 
 c_type! {
     /// Three raw `ULONG`s (`u.Dma`, `u.DevicePrivate`, `u.BusNumber`, `u.DeviceSpecificData`, ...).
@@ -465,11 +461,7 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for CM_PARTIAL_RESOURCE_DESCRIPTOR_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("CM_PARTIAL_RESOURCE_DESCRIPTOR_0 { .. }")
-    }
-}
+union_debug!(CM_PARTIAL_RESOURCE_DESCRIPTOR_0);
 
 c_type! {
     /// `CM_PARTIAL_RESOURCE_DESCRIPTOR`: one hardware resource (wdm.h, declared under

@@ -14,8 +14,8 @@ use crate::adapter::{PDXGK_CHILD_STATUS, PDXGK_DEVICE_INFO};
 use crate::basic::*;
 use crate::feature::DXGKCB_QUERYFEATURESUPPORT;
 use crate::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-use crate::macros::{c_type, 
-    bitfield, ddi_table, extern_fn, layout, reserved_flags, unbound_fn, zeroed_default,
+use crate::macros::{
+    bitfield, c_type, ddi_table, extern_fn, layout, reserved_flags, unbound_fn, zeroed_default,
 };
 
 /// `DXGK_SERVICES`: interfaces obtainable with `DxgkCbQueryServices`.

@@ -13,7 +13,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{c_type, bitfield, extern_fn, layout, reserved_flags};
+use crate::macros::{bitfield, c_type, extern_fn, layout, reserved_flags};
 
 /// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
 ///

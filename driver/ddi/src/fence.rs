@@ -16,8 +16,9 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{c_type, 
-    bitfield, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags, zeroed_default,
+use crate::macros::{
+    bitfield, c_type, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags,
+    zeroed_default,
 };
 
 c_type! {

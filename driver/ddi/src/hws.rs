@@ -33,8 +33,9 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{c_type, 
-    bitfield, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags, zeroed_default,
+use crate::macros::{
+    bitfield, c_type, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags,
+    union_debug, zeroed_default,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -324,12 +325,8 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for DXGK_SCHEDULING_LOG_ENTRY_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // The valid arm depends on the entry's `OperationType`, which the union cannot see.
-        f.write_str("DXGK_SCHEDULING_LOG_ENTRY_0 { .. }")
-    }
-}
+// The valid arm depends on the entry's `OperationType`, which the union cannot see.
+union_debug!(DXGK_SCHEDULING_LOG_ENTRY_0);
 
 c_type! {
     /// `DXGK_SCHEDULING_LOG_ENTRY`: one logged scheduling event (32 bytes).

@@ -1,7 +1,7 @@
 //! Interrupt notification: `DxgkCbNotifyInterrupt` argument and related enums (d3dkmddi.h).
 
 use crate::basic::*;
-use crate::macros::{c_type, bitfield, layout};
+use crate::macros::{bitfield, c_type, layout, union_debug};
 
 /// `DXGK_INTERRUPT_TYPE`: kind of event reported with `DxgkCbNotifyInterrupt`.
 ///
@@ -612,11 +612,7 @@ impl Default for DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
     }
 }
 
-impl core::fmt::Debug for DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 { .. }")
-    }
-}
+union_debug!(DXGKARGCB_NOTIFY_INTERRUPT_DATA_0);
 
 c_type! {
     /// `DXGKARGCB_NOTIFY_INTERRUPT_DATA`: argument of `DxgkCbNotifyInterrupt` (80 bytes on x64).

@@ -11,7 +11,7 @@
 //! at 0x68).
 
 use crate::basic::*;
-use crate::macros::{c_type, bitfield, layout};
+use crate::macros::{bitfield, c_type, layout, union_debug};
 
 /// `D3DDDI_TESTCOMMANDBUFFEROP`: what a test command buffer does.
 ///
@@ -95,15 +95,8 @@ impl Default for D3DDDI_TESTCOMMANDBUFFER_0 {
     }
 }
 
-impl core::fmt::Debug for D3DDDI_TESTCOMMANDBUFFER_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: every member is plain data over the same 64 initialised bytes.
-        let bytes = unsafe { self.Reserved };
-        f.debug_struct("D3DDDI_TESTCOMMANDBUFFER_0")
-            .field("Reserved", &bytes)
-            .finish()
-    }
-}
+// Every member is plain data over the same 64 initialised bytes.
+union_debug!(D3DDDI_TESTCOMMANDBUFFER_0 => Reserved);
 
 c_type! {
     /// `D3DDDI_TESTCOMMANDBUFFER`: one test command.

@@ -308,6 +308,35 @@ macro_rules! zeroed_default {
 
 pub(crate) use zeroed_default;
 
+/// Implements `Debug` for C unions, which cannot know their valid arm: `union_debug!(U)` prints
+/// `U { .. }`; `union_debug!(U => Arm)` prints `U { Arm: <value>, .. }`, reading `Arm`, which
+/// must be plain data (integers, raw pointers, flag words) over bytes that are always
+/// initialised, so that any bit pattern is a valid value of it. A comment above each `=>` use
+/// says why its arm is.
+macro_rules! union_debug {
+    ($union:ident) => {
+        impl core::fmt::Debug for $union {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(concat!(stringify!($union), " { .. }"))
+            }
+        }
+    };
+    ($union:ident => $arm:ident) => {
+        impl core::fmt::Debug for $union {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                // SAFETY: `$arm` is plain data over initialised bytes (the invocation says why),
+                // so every bit pattern read is a valid value.
+                let arm = unsafe { self.$arm };
+                f.debug_struct(stringify!($union))
+                    .field(stringify!($arm), &arm)
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+pub(crate) use union_debug;
+
 /// The methods and traits of a log header's leading union (`union { struct { UINT
 /// FirstFreeEntryIndex; UINT WraparoundCount; }; ULARGE_INTEGER AtomicWraparoundAndEntryIndex;
 /// }`, as both `DXGK_NATIVE_FENCE_LOG_HEADER` and `DXGK_SCHEDULING_LOG_HEADER` begin):

@@ -6,7 +6,7 @@
 //! these.
 
 use crate::basic::*;
-use crate::macros::{c_type, bitfield, layout};
+use crate::macros::{bitfield, c_type, layout, union_debug};
 
 bitfield! {
     /// `DXGK_SEGMENTFLAGS`: properties of one memory segment.
@@ -93,16 +93,9 @@ c_type! {
         pub CpuHostAperture: DXGK_CPUHOSTAPERTURE,
     }
 }
-impl core::fmt::Debug for DXGK_SEGMENTDESCRIPTOR4_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms start with 8 bytes of plain integer data, always initialised (the
-        // default fills the larger arm), and every bit pattern is a valid LARGE_INTEGER.
-        let first = unsafe { self.CpuTranslatedAddress };
-        f.debug_struct("DXGK_SEGMENTDESCRIPTOR4_0")
-            .field("CpuTranslatedAddress", &first)
-            .finish_non_exhaustive()
-    }
-}
+// Both arms start with 8 bytes of plain integer data, always initialised (the default fills
+// the larger arm), and every bit pattern is a valid LARGE_INTEGER.
+union_debug!(DXGK_SEGMENTDESCRIPTOR4_0 => CpuTranslatedAddress);
 impl Default for DXGK_SEGMENTDESCRIPTOR4_0 {
     fn default() -> Self {
         Self {
@@ -449,13 +442,8 @@ impl Default for DXGK_PTE_1 {
         Self { PageAddress: 0 }
     }
 }
-impl core::fmt::Debug for DXGK_PTE_1 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are the same u64; every bit pattern is valid.
-        let v = unsafe { self.PageAddress };
-        write!(f, "DXGK_PTE_1({v:#x})")
-    }
-}
+// Both arms are the same u64; every bit pattern is valid.
+union_debug!(DXGK_PTE_1 => PageAddress);
 impl PartialEq for DXGK_PTE_1 {
     fn eq(&self, other: &Self) -> bool {
         // SAFETY: both arms are the same u64; every bit pattern is valid.
@@ -593,11 +581,7 @@ c_type! {
 }
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(core::mem::align_of::<DXGK_PAGETABLEUPDATEADDRESS>() == 8);
-impl core::fmt::Debug for DXGK_PAGETABLEUPDATEADDRESS {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("DXGK_PAGETABLEUPDATEADDRESS { .. }")
-    }
-}
+union_debug!(DXGK_PAGETABLEUPDATEADDRESS);
 
 c_type! {
     /// Anonymous union of [`DXGK_PAGETABLEUPDATEADDRESS`].
@@ -613,11 +597,7 @@ c_type! {
         pub GpuVirtual: D3DGPU_VIRTUAL_ADDRESS,
     }
 }
-impl core::fmt::Debug for DXGK_PAGETABLEUPDATEADDRESS_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("DXGK_PAGETABLEUPDATEADDRESS_0 { .. }")
-    }
-}
+union_debug!(DXGK_PAGETABLEUPDATEADDRESS_0);
 
 bitfield! {
     /// `DXGK_UPDATEPAGETABLEFLAGS` (C: a bare bit-field struct with no whole-word member).

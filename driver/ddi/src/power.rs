@@ -10,7 +10,7 @@
 //! `OutputDataSize` of 336).
 
 use crate::basic::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
-use crate::macros::{c_type, bitfield, extern_fn, layout, zeroed_default};
+use crate::macros::{bitfield, c_type, extern_fn, layout, union_debug, zeroed_default};
 
 /// `DXGK_FSTATE_UNKNOWN_POWER`: an unknown `NominalPower`.
 pub const DXGK_FSTATE_UNKNOWN_POWER: u32 = 0xFFFF_FFFF;
@@ -97,15 +97,8 @@ impl Default for DXGK_POWER_COMPONENT_MAPPING_0 {
     }
 }
 
-impl core::fmt::Debug for DXGK_POWER_COMPONENT_MAPPING_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: every member is one UINT, so reading any of them is reading the word.
-        let raw = unsafe { self.EngineDesc.NodeIndex };
-        f.debug_struct("DXGK_POWER_COMPONENT_MAPPING_0")
-            .field("raw", &raw)
-            .finish()
-    }
-}
+// Every member is one UINT, so reading any of them is reading the word.
+union_debug!(DXGK_POWER_COMPONENT_MAPPING_0 => EngineDesc);
 
 c_type! {
     /// `DXGK_POWER_COMPONENT_ENGINE_DESC` (named in a header comment).

@@ -10,7 +10,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::interrupt::DXGK_INTERRUPT_TYPE;
-use crate::macros::{c_type, bitfield, extern_fn, layout, zeroed_default};
+use crate::macros::{bitfield, c_type, extern_fn, layout, union_debug, zeroed_default};
 use crate::tdr::D3DDDI_FLIPINTERVAL_TYPE;
 
 c_type! {
@@ -83,15 +83,8 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for DXGK_ALLOCATIONLIST_1 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are 8 plain bytes.
-        let v = unsafe { self.VirtualAddress };
-        f.debug_struct("DXGK_ALLOCATIONLIST_1")
-            .field("VirtualAddress", &v)
-            .finish()
-    }
-}
+// Both arms are 8 plain bytes.
+union_debug!(DXGK_ALLOCATIONLIST_1 => VirtualAddress);
 
 bitfield! {
     /// `DXGK_PRESENTFLAGS`: what kind of present (the WDDM 2.0 branch: `RedirectedFlip`,
@@ -150,13 +143,8 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for DXGKARG_PRESENT_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: every arm is a pointer of the same size; printing one reads no memory.
-        let p = unsafe { self.pAllocationList };
-        f.debug_struct("DXGKARG_PRESENT_0").field("p", &p).finish()
-    }
-}
+// Every arm is a pointer of the same size; printing one reads no memory.
+union_debug!(DXGKARG_PRESENT_0 => pAllocationList);
 
 c_type! {
     /// `DXGKARG_PRESENT`: argument of `DxgkDdiPresent`. The driver writes commands at

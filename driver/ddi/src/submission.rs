@@ -31,7 +31,9 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::dxgkrnl::D3DDDI_DOORBELLSTATUS;
-use crate::macros::{c_type, bitfield, extern_fn, layout, reserved_flags, zeroed_default};
+use crate::macros::{
+    bitfield, c_type, extern_fn, layout, reserved_flags, union_debug, zeroed_default,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Devices
@@ -70,15 +72,8 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for DXGKARG_CREATEDEVICE_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are plain data; reading the pointer-sized arm reads every byte.
-        let raw = unsafe { self.pInfo };
-        f.debug_struct("DXGKARG_CREATEDEVICE_0")
-            .field("raw", &raw)
-            .finish()
-    }
-}
+// Both arms are plain data; reading the pointer-sized arm reads every byte.
+union_debug!(DXGKARG_CREATEDEVICE_0 => pInfo);
 
 c_type! {
     /// `DXGKARG_CREATEDEVICE`: argument of `DxgkDdiCreateDevice`.
@@ -466,15 +461,8 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for DXGKARG_CREATEHWQUEUE_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are plain data; the pointer-sized arm covers every byte.
-        let raw = unsafe { self.hHwQueueNativeProgressFence };
-        f.debug_struct("DXGKARG_CREATEHWQUEUE_0")
-            .field("raw", &raw)
-            .finish()
-    }
-}
+// Both arms are plain data; the pointer-sized arm covers every byte.
+union_debug!(DXGKARG_CREATEHWQUEUE_0 => hHwQueueNativeProgressFence);
 
 c_type! {
     /// `DXGKARG_CREATEHWQUEUE`: argument of `DxgkDdiCreateHwQueue`.

@@ -22,7 +22,7 @@
 //! `DependentNodeOrdinalMask`, `CurrentFence`, and updates `pDmaBuffer` / `MultipassOffset`).
 
 use crate::basic::*;
-use crate::macros::{c_type, bitfield, layout, reserved_flags, zeroed_default};
+use crate::macros::{bitfield, c_type, layout, reserved_flags, union_debug, zeroed_default};
 use crate::memory::{
     DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES, DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
     DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
@@ -348,15 +348,8 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for DXGKARG_SUBMITCOMMAND_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are a HANDLE; either reads every byte.
-        let raw = unsafe { self.hContext };
-        f.debug_struct("DXGKARG_SUBMITCOMMAND_0")
-            .field("hContext", &raw)
-            .finish()
-    }
-}
+// Both arms are a HANDLE; either reads every byte.
+union_debug!(DXGKARG_SUBMITCOMMAND_0 => hContext);
 
 c_type! {
     /// `DXGKARG_SUBMITCOMMAND`: a DMA buffer (physical addressing) handed to
@@ -647,13 +640,8 @@ c_type! {
     }
 }
 
-impl core::fmt::Debug for DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        // SAFETY: both arms are 8 bytes of plain data; the integer arm reads every byte.
-        let raw = unsafe { self.SegmentAddress }.get();
-        write!(f, "DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0({raw:#x})")
-    }
-}
+// Both arms are 8 bytes of plain data; the integer arm reads every byte.
+union_debug!(DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 => SegmentAddress);
 
 c_type! {
     /// `Transfer.Source` (and, with the same anonymous layout, `Transfer.Destination`) of
@@ -878,11 +866,7 @@ c_type! {
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(core::mem::align_of::<DXGKARG_BUILDPAGINGBUFFER_0>() == 8);
 
-impl core::fmt::Debug for DXGKARG_BUILDPAGINGBUFFER_0 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("DXGKARG_BUILDPAGINGBUFFER_0 { .. }")
-    }
-}
+union_debug!(DXGKARG_BUILDPAGINGBUFFER_0);
 
 c_type! {
     /// `DXGKARG_BUILDPAGINGBUFFER`: argument of `DxgkDdiBuildPagingBuffer` (320 bytes on x64).
