@@ -279,34 +279,66 @@ pub type PDXGKDDI_SETROOTPAGETABLE = Option<
 // Allocation flags
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+/// Declares a view of the allocation flag word: both views give bits 0..=6, 8, 9 and 14..=18
+/// the same names and leave 19..=31 reserved; bit 7 and bits 10..=13 are each view's own.
+macro_rules! allocation_info_flags {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(#[$meta7:meta])* $bit7:ident: 7, 1;
+            $( $(#[$fmeta:meta])* $field:ident: $shift:literal, 1; )*
+        }
+    ) => {
+        bitfield! {
+            $(#[$meta])*
+            pub struct $name: u32 {
+                /// CPU-accessible.
+                CpuVisible: 0, 1;
+                /// Always in system memory.
+                PermanentSysMem: 1, 1;
+                /// Cached CPU mapping.
+                Cached: 2, 1;
+                /// Protected content.
+                Protected: 3, 1;
+                /// Backed by existing user system memory.
+                ExistingSysMem: 4, 1;
+                /// Backed by existing kernel system memory.
+                ExistingKernelSysMem: 5, 1;
+                /// Allocate from the end of the segment.
+                FromEndOfSegment: 6, 1;
+                $(#[$meta7])* $bit7: 7, 1;
+                /// Overlay.
+                Overlay: 8, 1;
+                /// Capture buffer.
+                Capture: 9, 1;
+                $( $(#[$fmeta])* $field: $shift, 1; )*
+                /// History buffer.
+                HistoryBuffer: 14, 1;
+                /// Accessed by physical address (WDDM 2.0+).
+                AccessedPhysically: 15, 1;
+                /// Wants `NotifyResidency` paging operations (WDDM 2.0+).
+                ExplicitResidencyNotification: 16, 1;
+                /// Hardware-protected (WDDM 2.0+).
+                HardwareProtected: 17, 1;
+                /// CPU-visible on demand (WDDM 2.0+).
+                CpuVisibleOnDemand: 18, 1;
+                /// Reserved: in C one bit each, `DXGK_ALLOC_RESERVED16` (no macro in the header:
+                /// that is its C name), then `Reserved15`..`Reserved9` and `Reserved4`..`Reserved0`.
+                Reserved: 19, 13;
+            }
+        }
+        layout!($name, size = 4);
+    };
+}
+
+allocation_info_flags! {
     /// `DXGK_ALLOCATIONINFOFLAGS`: the pre-WDDM 2.0 view of [`DXGK_ALLOCATIONINFO_1`] (bits 15..18
-    /// as at `DXGKDDI_INTERFACE_VERSION >= WDDM2_0`). The reserved bits' C names come from the
-    /// header's `DXGK_ALLOC_RESERVEDn` macros (`Reserved0`..`Reserved15`); `DXGK_ALLOC_RESERVED16`
-    /// has no macro and keeps that name.
+    /// as at `DXGKDDI_INTERFACE_VERSION >= WDDM2_0`).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationinfoflags>
-    pub struct DXGK_ALLOCATIONINFOFLAGS: u32 {
-        /// CPU-accessible.
-        CpuVisible: 0, 1;
-        /// Always in system memory.
-        PermanentSysMem: 1, 1;
-        /// Cached CPU mapping.
-        Cached: 2, 1;
-        /// Protected content.
-        Protected: 3, 1;
-        /// Backed by existing user system memory.
-        ExistingSysMem: 4, 1;
-        /// Backed by existing kernel system memory.
-        ExistingKernelSysMem: 5, 1;
-        /// Allocate from the end of the segment.
-        FromEndOfSegment: 6, 1;
+    pub struct DXGK_ALLOCATIONINFOFLAGS {
         /// Swizzled.
         Swizzled: 7, 1;
-        /// Overlay.
-        Overlay: 8, 1;
-        /// Capture buffer.
-        Capture: 9, 1;
         /// Uses the alternate VA.
         UseAlternateVA: 10, 1;
         /// Paging must be synchronous.
@@ -315,72 +347,17 @@ bitfield! {
         LinkMirrored: 12, 1;
         /// Linked-adapter instanced.
         LinkInstanced: 13, 1;
-        /// History buffer.
-        HistoryBuffer: 14, 1;
-        /// Accessed by physical address (WDDM 2.0+).
-        AccessedPhysically: 15, 1;
-        /// Wants `NotifyResidency` paging operations (WDDM 2.0+).
-        ExplicitResidencyNotification: 16, 1;
-        /// Hardware-protected (WDDM 2.0+).
-        HardwareProtected: 17, 1;
-        /// CPU-visible on demand (WDDM 2.0+).
-        CpuVisibleOnDemand: 18, 1;
-        /// Reserved (no macro in the header: this is its C name).
-        DXGK_ALLOC_RESERVED16: 19, 1;
-        /// Reserved.
-        Reserved15: 20, 1;
-        /// Reserved.
-        Reserved14: 21, 1;
-        /// Reserved.
-        Reserved13: 22, 1;
-        /// Reserved.
-        Reserved12: 23, 1;
-        /// Reserved.
-        Reserved11: 24, 1;
-        /// Reserved.
-        Reserved10: 25, 1;
-        /// Reserved.
-        Reserved9: 26, 1;
-        /// Reserved.
-        Reserved4: 27, 1;
-        /// Reserved.
-        Reserved3: 28, 1;
-        /// Reserved.
-        Reserved2: 29, 1;
-        /// Reserved.
-        Reserved1: 30, 1;
-        /// Reserved.
-        Reserved0: 31, 1;
     }
 }
-layout!(DXGK_ALLOCATIONINFOFLAGS, size = 4);
 
-bitfield! {
+allocation_info_flags! {
     /// `DXGK_ALLOCATIONINFOFLAGS_WDDM2_0`: the flags a WDDM 2.x driver fills
     /// ([`DXGK_ALLOCATIONINFO_1::FlagsWddm2`]), as declared at interface 0x11007.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationinfoflags_wddm2_0>
-    pub struct DXGK_ALLOCATIONINFOFLAGS_WDDM2_0: u32 {
-        /// CPU-accessible.
-        CpuVisible: 0, 1;
-        /// Always in system memory.
-        PermanentSysMem: 1, 1;
-        /// Cached CPU mapping.
-        Cached: 2, 1;
-        /// Protected content.
-        Protected: 3, 1;
-        /// Backed by existing user system memory.
-        ExistingSysMem: 4, 1;
-        /// Backed by existing kernel system memory.
-        ExistingKernelSysMem: 5, 1;
-        /// Allocate from the end of the segment.
-        FromEndOfSegment: 6, 1;
+    pub struct DXGK_ALLOCATIONINFOFLAGS_WDDM2_0 {
         /// Never map with large (2 MiB) pages (was `Swizzled`).
         DisableLargePageMapping: 7, 1;
-        /// Overlay.
-        Overlay: 8, 1;
-        /// Capture buffer.
-        Capture: 9, 1;
         /// Create in the video protected region (WDDM 2.1+).
         CreateInVpr: 10, 1;
         /// Reserved (no macro in the header: this is its C name).
@@ -389,45 +366,8 @@ bitfield! {
         Reserved02: 12, 1;
         /// Map the CPU aperture as visible (WDDM 2.9+).
         MapApertureCpuVisible: 13, 1;
-        /// History buffer.
-        HistoryBuffer: 14, 1;
-        /// Accessed by physical address.
-        AccessedPhysically: 15, 1;
-        /// Wants `NotifyResidency` paging operations.
-        ExplicitResidencyNotification: 16, 1;
-        /// Hardware-protected.
-        HardwareProtected: 17, 1;
-        /// CPU-visible on demand.
-        CpuVisibleOnDemand: 18, 1;
-        /// Reserved (no macro in the header: this is its C name).
-        DXGK_ALLOC_RESERVED16: 19, 1;
-        /// Reserved.
-        Reserved15: 20, 1;
-        /// Reserved.
-        Reserved14: 21, 1;
-        /// Reserved.
-        Reserved13: 22, 1;
-        /// Reserved.
-        Reserved12: 23, 1;
-        /// Reserved.
-        Reserved11: 24, 1;
-        /// Reserved.
-        Reserved10: 25, 1;
-        /// Reserved.
-        Reserved9: 26, 1;
-        /// Reserved.
-        Reserved4: 27, 1;
-        /// Reserved.
-        Reserved3: 28, 1;
-        /// Reserved.
-        Reserved2: 29, 1;
-        /// Reserved.
-        Reserved1: 30, 1;
-        /// Reserved.
-        Reserved0: 31, 1;
     }
 }
-layout!(DXGK_ALLOCATIONINFOFLAGS_WDDM2_0, size = 4);
 
 bitfield! {
     /// `DXGK_ALLOCATIONINFOFLAGS2` (WDDM 3.0+; [`DXGK_ALLOCATIONINFO::Flags2`]).
