@@ -17,7 +17,6 @@ use crate::event::FaultCode;
 
 wire_enum! {
     /// Opcodes.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum Opcode: u8, from_u8 {
         /// Does nothing; any length >= 1 (the extra words are skipped: padding).
         Nop = 0x00,

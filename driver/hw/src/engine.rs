@@ -30,7 +30,6 @@ pub const ENGINE_POWER_STATES: u32 = 2;
 wire_enum! {
     /// Engine state in `STATUS` bits 3:0 and in ENGINE_STATE events. Values 0..=2 are chosen to
     /// equal `DXGK_ENGINE_STATE` where the OS defines one.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum EngineState: u32, from_u32 {
         /// Running or able to run work.
         Active = 0,
@@ -112,7 +111,6 @@ wire_enum! {
     ///
     /// A failed reset changes nothing: `RESET_QUEUE`/`RESET_RPTR` keep their previous values
     /// (read them only after `Ok`), the engine is not held and keeps running or hanging.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum ResetResult: u32, from_u32 {
         /// No reset has happened.
         None = 0,

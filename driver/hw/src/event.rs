@@ -23,7 +23,6 @@ pub const FLAG_LEGACY_SIGNAL: u16 = 1 << 0;
 
 wire_enum! {
     /// Kinds of event records.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum EventKind: u8, from_u8 {
         /// `arg0` report tag (or [`NO_TAG`]), `arg1` value written, `arg2` MonitoredValue address.
         FenceSignaled = 1,
@@ -95,7 +94,6 @@ wire_enum! {
     /// Why a queue faulted. A faulted queue executes nothing more until its runlist entry is
     /// replaced (the driver recreates it) or the adapter is reset; an engine reset keeps the fault
     /// (docs/hardware.md 10.1). Other queues are unaffected.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum FaultCode: u32, from_u32 {
         /// Unknown opcode.
         BadOpcode = 1,

@@ -226,7 +226,7 @@ pub struct PageAttrs {
 
 wire_enum! {
     /// The kind of access that faulted.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[derive(Hash)]
     pub enum Access: u8, from_u8 {
         Read = 0,
         Write = 1,
@@ -237,7 +237,7 @@ wire_enum! {
 
 wire_enum! {
     /// Why a translation failed.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    #[derive(Hash)]
     pub enum FaultReason: u8, from_u8 {
         /// The entry at the fault's level is not valid.
         NotPresent = 1,

@@ -75,7 +75,6 @@ pub const DOORBELL_PDD_VERSION: u16 = 2;
 
 wire_enum! {
     /// What the UMD writes to the doorbell page to ring it (out field of [`DoorbellPdd`]).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum DoorbellValue: u32, from_u32 {
         /// Dedicated doorbells: any value rings; the UMD writes its new write pointer.
         WritePtr = 0,
@@ -149,7 +148,6 @@ pub const ALLOCATION_PDD_VERSION: u32 = 1;
 
 wire_enum! {
     /// What an allocation is for; decides its placement and page attributes.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum AllocationKind: u32, from_u32 {
         /// Data the GPU reads and writes (FILL/COPY targets, fence-adjacent data).
         Buffer = 0,

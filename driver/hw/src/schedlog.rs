@@ -50,7 +50,6 @@ pub const OP_CONTEXT_STATE_CHANGE: u32 = 0;
 
 wire_enum! {
     /// `DXGK_SCHEDULING_LOG_CONTEXT_STATE` values the CMP writes.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum ContextState: u32, from_u32 {
         /// No runnable work on this engine.
         Idle = 0,

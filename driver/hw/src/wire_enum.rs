@@ -5,7 +5,6 @@
 //! ```text
 //! wire_enum! {
 //!     /// docs
-//!     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 //!     pub enum Name: u32, from_u32 {
 //!         /// docs
 //!         A = 0,
@@ -14,7 +13,8 @@
 //! }
 //! ```
 //!
-//! declares `#[repr(u32)] pub enum Name { A = 0, B = 1 }` and `Name::from_u32(v) ->
+//! declares `#[repr(u32)] pub enum Name { A = 0, B = 1 }`, deriving `Clone`, `Copy`, `Debug`,
+//! `PartialEq` and `Eq` (further attributes pass through), and `Name::from_u32(v) ->
 //! Option<Name>`, `None` for a value no variant has.
 
 macro_rules! wire_enum {
@@ -25,6 +25,7 @@ macro_rules! wire_enum {
         }
     ) => {
         $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[repr($repr)]
         pub enum $name {
             $( $(#[$vmeta])* $variant = $value, )*
