@@ -91,14 +91,33 @@ pub fn entry_addr(table: u64, va: u64, level: u8) -> Option<u64> {
 #[repr(transparent)]
 pub struct Pte(pub u64);
 
+/// The single-bit fields of [`Pte`] (bits 0..=6 of the table above): for each, the mask
+/// constant and a getter.
+macro_rules! pte_bits {
+    ($($mask:ident = $bit:literal, $get:ident;)*) => {
+        impl Pte {
+            $(
+                pub const $mask: u64 = 1 << $bit;
+
+                pub const fn $get(self) -> bool {
+                    self.0 & Self::$mask != 0
+                }
+            )*
+        }
+    };
+}
+
+pte_bits! {
+    VALID = 0, valid;
+    WRITABLE = 1, writable;
+    USER = 2, user;
+    VRAM = 3, vram;
+    COHERENT = 4, coherent;
+    NO_EXECUTE = 5, no_execute;
+    LARGE = 6, large;
+}
+
 impl Pte {
-    pub const VALID: u64 = 1 << 0;
-    pub const WRITABLE: u64 = 1 << 1;
-    pub const USER: u64 = 1 << 2;
-    pub const VRAM: u64 = 1 << 3;
-    pub const COHERENT: u64 = 1 << 4;
-    pub const NO_EXECUTE: u64 = 1 << 5;
-    pub const LARGE: u64 = 1 << 6;
     /// Bits 12..51.
     pub const ADDR_MASK: u64 = ((1u64 << 52) - 1) & !(PAGE_4K - 1);
     /// Every bit that must be 0.
@@ -146,24 +165,6 @@ impl Pte {
         Some(Self(v))
     }
 
-    pub const fn valid(self) -> bool {
-        self.0 & Self::VALID != 0
-    }
-    pub const fn writable(self) -> bool {
-        self.0 & Self::WRITABLE != 0
-    }
-    pub const fn user(self) -> bool {
-        self.0 & Self::USER != 0
-    }
-    pub const fn vram(self) -> bool {
-        self.0 & Self::VRAM != 0
-    }
-    pub const fn no_execute(self) -> bool {
-        self.0 & Self::NO_EXECUTE != 0
-    }
-    pub const fn large(self) -> bool {
-        self.0 & Self::LARGE != 0
-    }
     /// The address field (next table or page; a VRAM offset when [`Self::vram`]).
     pub const fn addr(self) -> u64 {
         self.0 & Self::ADDR_MASK
@@ -173,7 +174,7 @@ impl Pte {
             writable: self.writable(),
             user: self.user(),
             vram: self.vram(),
-            coherent: self.0 & Self::COHERENT != 0,
+            coherent: self.coherent(),
             no_execute: self.no_execute(),
         }
     }
