@@ -11,8 +11,6 @@
 //! record published during the drain raises its bit again, so nothing is lost); read `WPTR`
 //! (acquire); consume records up to it; write `RPTR`.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
 /// Report tag meaning "this device cannot say which fence" (no exact fence report).
 pub const NO_TAG: u64 = u64::MAX;
 
@@ -43,27 +41,24 @@ wire_enum! {
     }
 }
 
-/// One 32-byte record of the event ring.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct EventRecord {
-    /// [`EventKind`] as a byte.
-    pub kind: u8,
-    /// Engine the event comes from.
-    pub engine: u8,
-    /// Kind-specific flags ([`FLAG_LEGACY_SIGNAL`]); zero otherwise.
-    pub flags: u16,
-    /// Queue the event concerns (for fence events: the queue that was running, LOG-08), or
-    /// [`crate::queue::NO_QUEUE`].
-    pub queue_id: u32,
-    pub arg0: u64,
-    pub arg1: u64,
-    pub arg2: u64,
+wire_struct! {
+    /// One 32-byte record of the event ring.
+    #[size(32)]
+    pub struct EventRecord {
+        /// [`EventKind`] as a byte.
+        pub kind: u8,
+        /// Engine the event comes from.
+        pub engine: u8,
+        /// Kind-specific flags ([`FLAG_LEGACY_SIGNAL`]); zero otherwise.
+        pub flags: u16,
+        /// Queue the event concerns (for fence events: the queue that was running, LOG-08), or
+        /// [`crate::queue::NO_QUEUE`].
+        pub queue_id: u32,
+        pub arg0: u64,
+        pub arg1: u64,
+        pub arg2: u64,
+    }
 }
-
-const _: () = assert!(core::mem::size_of::<EventRecord>() == 32);
 
 impl EventRecord {
     /// The record as four 64-bit words, in memory order (the device writes words).
@@ -132,6 +127,7 @@ wire_enum! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zerocopy::IntoBytes;
 
     #[test]
     fn record_words_round_trip() {

@@ -10,6 +10,8 @@
 
 #[macro_use]
 mod wire_enum;
+#[macro_use]
+mod wire_struct;
 
 pub mod addr;
 pub mod cmd;

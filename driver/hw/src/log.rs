@@ -20,8 +20,6 @@
 //! advancing. That is a known limit of version 1; the UMD must recreate the queue (and with
 //! it the log) before then.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
 /// Bytes in one log buffer (LOG-01).
 pub const LOG_BUFFER_SIZE: u64 = 4096;
 
@@ -34,45 +32,40 @@ pub const OP_SIGNAL_EXECUTED: u32 = 0;
 /// `DXGK_NATIVE_FENCE_LOG_OPERATION`.
 pub const OP_WAIT_UNBLOCKED: u32 = 1;
 
-/// The log header, 40 bytes.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct LogHeader {
-    /// FirstFreeEntryIndex in the low half, WraparoundCount in the high half.
-    pub atomic_wraparound_and_entry_index: u64,
-    /// `DXGK_NATIVE_FENCE_LOG_TYPE`.
-    pub log_type: u32,
-    pub pad: u32,
-    /// Entries that follow the header.
-    pub number_of_entries: u64,
-    pub reserved: [u64; 2],
+wire_struct! {
+    /// The log header, 40 bytes.
+    #[size(40)]
+    pub struct LogHeader {
+        /// FirstFreeEntryIndex in the low half, WraparoundCount in the high half.
+        pub atomic_wraparound_and_entry_index: u64,
+        /// `DXGK_NATIVE_FENCE_LOG_TYPE`.
+        pub log_type: u32,
+        pub pad: u32,
+        /// Entries that follow the header.
+        #[offset(16)]
+        pub number_of_entries: u64,
+        pub reserved: [u64; 2],
+    }
 }
 
-/// One log entry, 48 bytes.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct LogEntry {
-    pub fence_value: u64,
-    /// The user-mode D3DKMT handle of the fence (UMD payload).
-    pub h_native_fence: u32,
-    pub operation_type: u32,
-    pub reserved0: u64,
-    /// For WAIT_UNBLOCKED: when the engine first saw the unresolved wait.
-    pub fence_observed_gpu_timestamp: u64,
-    pub reserved1: u64,
-    /// When the operation completed on the GPU.
-    pub fence_end_gpu_timestamp: u64,
+wire_struct! {
+    /// One log entry, 48 bytes.
+    #[size(48)]
+    pub struct LogEntry {
+        pub fence_value: u64,
+        /// The user-mode D3DKMT handle of the fence (UMD payload).
+        pub h_native_fence: u32,
+        pub operation_type: u32,
+        pub reserved0: u64,
+        /// For WAIT_UNBLOCKED: when the engine first saw the unresolved wait.
+        #[offset(24)]
+        pub fence_observed_gpu_timestamp: u64,
+        pub reserved1: u64,
+        /// When the operation completed on the GPU.
+        #[offset(40)]
+        pub fence_end_gpu_timestamp: u64,
+    }
 }
-
-const _: () = assert!(core::mem::size_of::<LogHeader>() == 40);
-const _: () = assert!(core::mem::size_of::<LogEntry>() == 48);
-const _: () = assert!(core::mem::offset_of!(LogHeader, number_of_entries) == 16);
-const _: () = assert!(core::mem::offset_of!(LogEntry, fence_observed_gpu_timestamp) == 24);
-const _: () = assert!(core::mem::offset_of!(LogEntry, fence_end_gpu_timestamp) == 40);
 
 /// Byte offset of the header's atomic word.
 pub const HEADER_ATOMIC: u64 = 0;
@@ -148,6 +141,7 @@ impl LogEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zerocopy::IntoBytes;
 
     #[test]
     fn log_05_index_arithmetic_wraps_and_counts() {

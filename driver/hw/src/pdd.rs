@@ -2,38 +2,33 @@
 //! private-data buffers. Not hardware, but here because both sides depend on this crate and
 //! nothing else.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
 /// Marks rvgpu private data, so a buffer from another driver (or garbage) is recognised.
 pub const PDD_MAGIC: u32 = 0x5244_4450; // "PDDR"
 /// Version of [`NativeFencePdd`] (2: the report tag only; version 1 also carried the fence's
 /// system-process GPU VAs, which are no use to a process: its own VAs come from the OS).
 pub const NATIVE_FENCE_PDD_VERSION: u32 = 2;
 
-/// What `DxgkDdiCreateNativeFence` returns to the UMD in `pPrivateDriverData` (64 bytes):
-/// what only the KMD knows about signalling the fence on this adapter's GPU.
-///
-/// No addresses: a process signals and waits at the VAs the OS mapped the fence at in *its*
-/// address space (`D3DDDI_NATIVEFENCEMAPPING::CurrentValueGpuVa` / `MonitoredValueGpuVa`,
-/// returned by `D3DKMTCreateNativeFence` / `D3DKMTOpenNativeFenceFromNtHandle`), while the
-/// KMD only sees the system-process VAs (`DXGKARG_CREATENATIVEFENCE`); private data written
-/// once at create could not name the VAs of every process that later opens the fence.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct NativeFencePdd {
-    /// [`PDD_MAGIC`].
-    pub magic: u32,
-    /// [`NATIVE_FENCE_PDD_VERSION`].
-    pub version: u32,
-    /// The tag FENCE_SIGNAL commands carry so the device can report the fence (NF-14).
-    pub report_tag: u64,
-    /// Reserved, 0.
-    pub reserved: [u64; 6],
+wire_struct! {
+    /// What `DxgkDdiCreateNativeFence` returns to the UMD in `pPrivateDriverData` (64 bytes):
+    /// what only the KMD knows about signalling the fence on this adapter's GPU.
+    ///
+    /// No addresses: a process signals and waits at the VAs the OS mapped the fence at in *its*
+    /// address space (`D3DDDI_NATIVEFENCEMAPPING::CurrentValueGpuVa` / `MonitoredValueGpuVa`,
+    /// returned by `D3DKMTCreateNativeFence` / `D3DKMTOpenNativeFenceFromNtHandle`), while the
+    /// KMD only sees the system-process VAs (`DXGKARG_CREATENATIVEFENCE`); private data written
+    /// once at create could not name the VAs of every process that later opens the fence.
+    #[size(64)]
+    pub struct NativeFencePdd {
+        /// [`PDD_MAGIC`].
+        pub magic: u32,
+        /// [`NATIVE_FENCE_PDD_VERSION`].
+        pub version: u32,
+        /// The tag FENCE_SIGNAL commands carry so the device can report the fence (NF-14).
+        pub report_tag: u64,
+        /// Reserved, 0.
+        pub reserved: [u64; 6],
+    }
 }
-
-const _: () = assert!(core::mem::size_of::<NativeFencePdd>() == 64);
 
 // ---------------------------------------------------------------------------------------------
 // User-mode submission. docs/usermode-submission.md describes the flows.
@@ -42,30 +37,27 @@ const _: () = assert!(core::mem::size_of::<NativeFencePdd>() == 64);
 /// Version of [`HwQueuePdd`].
 pub const HW_QUEUE_PDD_VERSION: u32 = 1;
 
-/// Private data of `DxgkDdiCreateHwQueue` (32 bytes, in/out). The UMD fills the input fields;
-/// the KMD validates them and writes the output fields before it returns.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct HwQueuePdd {
-    /// [`PDD_MAGIC`] (in).
-    pub magic: u32,
-    /// [`HW_QUEUE_PDD_VERSION`] (in).
-    pub version: u32,
-    /// Scheduling priority among the engine's queues, higher runs first (in; the KMD clamps it
-    /// to [`HW_QUEUE_PRIORITY_MAX`]).
-    pub priority: u32,
-    /// The device's queue id (out): what a ring of the global doorbell writes, and what events
-    /// report.
-    pub queue_id: u32,
-    /// Engine (node ordinal) the queue runs on (out).
-    pub engine: u32,
-    /// Reserved, 0.
-    pub reserved: [u32; 3],
+wire_struct! {
+    /// Private data of `DxgkDdiCreateHwQueue` (32 bytes, in/out). The UMD fills the input fields;
+    /// the KMD validates them and writes the output fields before it returns.
+    #[size(32)]
+    pub struct HwQueuePdd {
+        /// [`PDD_MAGIC`] (in).
+        pub magic: u32,
+        /// [`HW_QUEUE_PDD_VERSION`] (in).
+        pub version: u32,
+        /// Scheduling priority among the engine's queues, higher runs first (in; the KMD clamps it
+        /// to [`HW_QUEUE_PRIORITY_MAX`]).
+        pub priority: u32,
+        /// The device's queue id (out): what a ring of the global doorbell writes, and what events
+        /// report.
+        pub queue_id: u32,
+        /// Engine (node ordinal) the queue runs on (out).
+        pub engine: u32,
+        /// Reserved, 0.
+        pub reserved: [u32; 3],
+    }
 }
-
-const _: () = assert!(core::mem::size_of::<HwQueuePdd>() == 32);
 
 /// Highest priority a UMD may ask for in [`HwQueuePdd::priority`].
 pub const HW_QUEUE_PRIORITY_MAX: u32 = 15;
@@ -88,33 +80,30 @@ wire_enum! {
 /// docs/windows-bringup.md BR-96).
 pub const DOORBELL_PDD_MAX_BYTES: usize = 16;
 
-/// Private data of `DxgkDdiCreateDoorbell` (16 bytes, in/out).
-///
-/// The ring and its control block are the allocations `DXGKARG_CREATEDOORBELL` names
-/// (`hRingBuffer`, `hRingBufferControl`): the KMD takes their GPU VAs from where VidMm mapped
-/// them, so nothing here is an address. The UMD says only how much of the ring allocation the
-/// ring uses (a ring smaller than a page still fills a page-sized allocation).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct DoorbellPdd {
-    /// [`PDD_MAGIC`] (in).
-    pub magic: u32,
-    /// [`DOORBELL_PDD_VERSION`] (in).
-    pub version: u16,
-    /// log2 of the ring size in bytes (in): the size is a power of two in
-    /// `queue::RING_MIN..=queue::RING_MAX` and no larger than the ring allocation.
-    pub ring_size_log2: u8,
-    /// Reserved, 0.
-    pub reserved: u8,
-    /// [`DoorbellValue`] as `u32` (out).
-    pub ring_value: u32,
-    /// The queue id, for [`DoorbellValue::QueueId`] (out).
-    pub queue_id: u32,
+wire_struct! {
+    /// Private data of `DxgkDdiCreateDoorbell` (16 bytes, in/out).
+    ///
+    /// The ring and its control block are the allocations `DXGKARG_CREATEDOORBELL` names
+    /// (`hRingBuffer`, `hRingBufferControl`): the KMD takes their GPU VAs from where VidMm mapped
+    /// them, so nothing here is an address. The UMD says only how much of the ring allocation the
+    /// ring uses (a ring smaller than a page still fills a page-sized allocation).
+    #[size(DOORBELL_PDD_MAX_BYTES)]
+    pub struct DoorbellPdd {
+        /// [`PDD_MAGIC`] (in).
+        pub magic: u32,
+        /// [`DOORBELL_PDD_VERSION`] (in).
+        pub version: u16,
+        /// log2 of the ring size in bytes (in): the size is a power of two in
+        /// `queue::RING_MIN..=queue::RING_MAX` and no larger than the ring allocation.
+        pub ring_size_log2: u8,
+        /// Reserved, 0.
+        pub reserved: u8,
+        /// [`DoorbellValue`] as `u32` (out).
+        pub ring_value: u32,
+        /// The queue id, for [`DoorbellValue::QueueId`] (out).
+        pub queue_id: u32,
+    }
 }
-
-const _: () = assert!(core::mem::size_of::<DoorbellPdd>() == DOORBELL_PDD_MAX_BYTES);
 
 impl DoorbellPdd {
     /// The UMD's private data for a ring of `size` bytes (a power of two; anything else is
@@ -170,26 +159,23 @@ pub const ALLOCATION_CPU_CACHED: u32 = 1 << 2;
 pub const ALLOCATION_FLAGS: u32 =
     ALLOCATION_GPU_READ_ONLY | ALLOCATION_CPU_VISIBLE | ALLOCATION_CPU_CACHED;
 
-/// Private data of one allocation in `DxgkDdiCreateAllocation` (32 bytes, in): what the UMD
-/// asks for. Untrusted: the KMD checks every field and decides size, alignment, segments and
-/// page attributes itself.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct AllocationPdd {
-    /// [`PDD_MAGIC`].
-    pub magic: u32,
-    /// [`ALLOCATION_PDD_VERSION`].
-    pub version: u32,
-    /// Bytes the UMD needs (the KMD rounds up to whole pages).
-    pub size: u64,
-    /// [`AllocationKind`].
-    pub kind: u32,
-    /// `ALLOCATION_*` bits.
-    pub flags: u32,
-    /// Reserved, 0.
-    pub reserved: u64,
+wire_struct! {
+    /// Private data of one allocation in `DxgkDdiCreateAllocation` (32 bytes, in): what the UMD
+    /// asks for. Untrusted: the KMD checks every field and decides size, alignment, segments and
+    /// page attributes itself.
+    #[size(32)]
+    pub struct AllocationPdd {
+        /// [`PDD_MAGIC`].
+        pub magic: u32,
+        /// [`ALLOCATION_PDD_VERSION`].
+        pub version: u32,
+        /// Bytes the UMD needs (the KMD rounds up to whole pages).
+        pub size: u64,
+        /// [`AllocationKind`].
+        pub kind: u32,
+        /// `ALLOCATION_*` bits.
+        pub flags: u32,
+        /// Reserved, 0.
+        pub reserved: u64,
+    }
 }
-
-const _: () = assert!(core::mem::size_of::<AllocationPdd>() == 32);

@@ -2,7 +2,7 @@
 
 use crate::addr::{BusAddr, GpuVa};
 use bitflags::bitflags;
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::IntoBytes;
 
 /// "No queue" in registers and event records.
 pub const NO_QUEUE: u32 = u32::MAX;
@@ -30,56 +30,53 @@ bitflags! {
     }
 }
 
-/// One runlist entry: everything the CMP needs to run a hardware queue. 128 bytes.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct QueueDescriptor {
-    /// Driver-chosen id, unique per device; reported in events and engine registers.
-    pub queue_id: u32,
-    /// [`QueueFlags`].
-    pub flags: u32,
-    /// GPU address of the ring (8-byte aligned).
-    pub ring_base: GpuVa,
-    /// Ring size in bytes: a power of two in [`RING_MIN`]..=[`RING_MAX`].
-    pub ring_size: u32,
-    /// Physical doorbell index in dedicated mode, or [`NO_DOORBELL`]. Informational (for
-    /// debugging and for the driver's own bookkeeping): the device routes a doorbell write
-    /// by [`crate::regs::DOORBELL_BIND`] only, which the driver can change without a runlist
-    /// commit (victimisation, UM-20).
-    pub doorbell: u32,
-    /// GPU address of the queue's [`RingControl`].
-    pub ring_control: GpuVa,
-    /// GPU address of the 64-bit progress fence PROGRESS writes.
-    pub progress_fence: GpuVa,
-    /// GPU address of the wait log buffer (LOG-01), 0 if none.
-    pub wait_log: GpuVa,
-    /// GPU address of the signal log buffer, 0 if none.
-    pub signal_log: GpuVa,
-    /// Higher runs first among runnable queues of one engine; equal priorities round-robin.
-    pub priority: u32,
-    /// Process (GPU address space) id, chosen by the driver, never [`NO_QUEUE`]. In global
-    /// doorbell mode a page bound to this id ([`crate::regs::DOORBELL_BIND`]) is the only
-    /// one that can ring the queue, and only if it is [`QueueFlags::USER_MODE`]; otherwise
-    /// informational.
-    pub process_id: u32,
-    /// Root of the queue's GPU page tables: the 4 KiB-aligned device physical address of its
-    /// root table ([`crate::mmu`]), or 0 for identity (version 1 behaviour, kernel-mode queues
-    /// only). Every address the queue uses is translated through it with the privilege
-    /// [`QueueFlags::USER_MODE`] gives.
-    pub page_table_base: BusAddr,
-    /// Opaque tag of the scheduling context the queue belongs to: the value the CMP writes
-    /// as `hKmdContext` into the engine's scheduling log ([`crate::schedlog`]) when that
-    /// context starts or stops running. 0: the queue's activity is not logged.
-    pub context_tag: u64,
-    pub reserved: [u64; 6],
+wire_struct! {
+    /// One runlist entry: everything the CMP needs to run a hardware queue. 128 bytes.
+    #[size(128)]
+    pub struct QueueDescriptor {
+        /// Driver-chosen id, unique per device; reported in events and engine registers.
+        pub queue_id: u32,
+        /// [`QueueFlags`].
+        pub flags: u32,
+        /// GPU address of the ring (8-byte aligned).
+        pub ring_base: GpuVa,
+        /// Ring size in bytes: a power of two in [`RING_MIN`]..=[`RING_MAX`].
+        pub ring_size: u32,
+        /// Physical doorbell index in dedicated mode, or [`NO_DOORBELL`]. Informational (for
+        /// debugging and for the driver's own bookkeeping): the device routes a doorbell write
+        /// by [`crate::regs::DOORBELL_BIND`] only, which the driver can change without a runlist
+        /// commit (victimisation, UM-20).
+        pub doorbell: u32,
+        /// GPU address of the queue's [`RingControl`].
+        #[offset(0x18)]
+        pub ring_control: GpuVa,
+        /// GPU address of the 64-bit progress fence PROGRESS writes.
+        pub progress_fence: GpuVa,
+        /// GPU address of the wait log buffer (LOG-01), 0 if none.
+        pub wait_log: GpuVa,
+        /// GPU address of the signal log buffer, 0 if none.
+        pub signal_log: GpuVa,
+        /// Higher runs first among runnable queues of one engine; equal priorities round-robin.
+        pub priority: u32,
+        /// Process (GPU address space) id, chosen by the driver, never [`NO_QUEUE`]. In global
+        /// doorbell mode a page bound to this id ([`crate::regs::DOORBELL_BIND`]) is the only
+        /// one that can ring the queue, and only if it is [`QueueFlags::USER_MODE`]; otherwise
+        /// informational.
+        pub process_id: u32,
+        /// Root of the queue's GPU page tables: the 4 KiB-aligned device physical address of its
+        /// root table ([`crate::mmu`]), or 0 for identity (version 1 behaviour, kernel-mode queues
+        /// only). Every address the queue uses is translated through it with the privilege
+        /// [`QueueFlags::USER_MODE`] gives.
+        #[offset(0x40)]
+        pub page_table_base: BusAddr,
+        /// Opaque tag of the scheduling context the queue belongs to: the value the CMP writes
+        /// as `hKmdContext` into the engine's scheduling log ([`crate::schedlog`]) when that
+        /// context starts or stops running. 0: the queue's activity is not logged.
+        #[offset(0x48)]
+        pub context_tag: u64,
+        pub reserved: [u64; 6],
+    }
 }
-
-const _: () = assert!(core::mem::size_of::<QueueDescriptor>() == 128);
-const _: () = assert!(core::mem::offset_of!(QueueDescriptor, ring_control) == 0x18);
-const _: () = assert!(core::mem::offset_of!(QueueDescriptor, page_table_base) == 0x40);
-const _: () = assert!(core::mem::offset_of!(QueueDescriptor, context_tag) == 0x48);
 
 impl QueueDescriptor {
     /// The descriptor as 16 words in memory order.

@@ -12,7 +12,7 @@
 //! a record's last fields may be missing from a dump: readers ([`header`], [`engine`]) take
 //! absent bytes as zero.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, IntoBytes};
 
 // The record is little-endian; fields are written natively.
 const _: () = assert!(cfg!(target_endian = "little"));
@@ -30,34 +30,33 @@ pub const DUMP_SCHED_BUSY: u16 = 1 << 0;
 /// [`TdrDumpHeader::flags`]: the buffer held fewer records than the adapter has engines.
 pub const DUMP_TRUNCATED: u16 = 1 << 1;
 
-/// The dump's header (32 bytes).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct TdrDumpHeader {
-    /// [`TDR_DUMP_MAGIC`].
-    pub magic: u32,
-    /// [`TDR_DUMP_VERSION`].
-    pub version: u16,
-    /// Bytes of this header; the first record follows it.
-    pub header_size: u16,
-    /// Bytes of one engine record.
-    pub record_size: u16,
-    /// Engines (nodes) of the adapter.
-    pub engine_count: u16,
-    /// Engine records that follow (fewer than `engine_count` when the buffer was short).
-    pub records: u16,
-    /// `DUMP_*` bits.
-    pub flags: u16,
-    /// The bug-check code the OS asked for (`Reason`).
-    pub reason: u32,
-    /// The OS's `DXGK_TDR_TYPE`.
-    pub tdr_type: i32,
-    /// The node the OS's engine-timeout payload named, or [`NO_NODE`].
-    pub timed_out_node: u32,
-    /// Engine resets of the adapter so far (all engines).
-    pub engine_resets: u32,
+wire_struct! {
+    /// The dump's header (32 bytes).
+    #[size(HEADER_SIZE as usize)]
+    pub struct TdrDumpHeader {
+        /// [`TDR_DUMP_MAGIC`].
+        pub magic: u32,
+        /// [`TDR_DUMP_VERSION`].
+        pub version: u16,
+        /// Bytes of this header; the first record follows it.
+        pub header_size: u16,
+        /// Bytes of one engine record.
+        pub record_size: u16,
+        /// Engines (nodes) of the adapter.
+        pub engine_count: u16,
+        /// Engine records that follow (fewer than `engine_count` when the buffer was short).
+        pub records: u16,
+        /// `DUMP_*` bits.
+        pub flags: u16,
+        /// The bug-check code the OS asked for (`Reason`).
+        pub reason: u32,
+        /// The OS's `DXGK_TDR_TYPE`.
+        pub tdr_type: i32,
+        /// The node the OS's engine-timeout payload named, or [`NO_NODE`].
+        pub timed_out_node: u32,
+        /// Engine resets of the adapter so far (all engines).
+        pub engine_resets: u32,
+    }
 }
 
 /// [`TdrDumpEngine::state`]: no work, or waiting.
@@ -91,58 +90,54 @@ pub const VALID_COMPLETED: u32 = 1 << 7;
 /// [`TdrDumpEngine::valid`]: `hung_gpu_va` is set.
 pub const VALID_HUNG_VA: u32 = 1 << 8;
 
-/// One engine's record (96 bytes). Fields whose `VALID_*` bit is clear are zero.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
-)]
-#[repr(C)]
-pub struct TdrDumpEngine {
-    /// Node ordinal.
-    pub node: u32,
-    /// `ENGINE_*` state.
-    pub state: u32,
-    /// The engine's raw `STATUS` register.
-    pub status: u32,
-    /// `VALID_*` bits.
-    pub valid: u32,
-    /// Device queue id: the hung queue, the last reset's aborted queue while the engine is
-    /// held, else the queue executing now.
-    pub queue_id: u32,
-    /// Successful resets of this engine.
-    pub resets: u32,
-    /// The OS's handle of the hardware queue (`DXGKARG_CREATEHWQUEUE::hHwQueue`).
-    pub queue_handle: u64,
-    /// The context as `DxgkCbInvalidateHwContext` names it.
-    pub context_handle: u64,
-    /// The queue's last submitted progress fence value (kernel-mode queues; the OS's fence ID
-    /// for the node ring of the timed-out node).
-    pub last_submitted: u64,
-    /// The queue's progress fence value now (last completed).
-    pub last_completed: u64,
-    /// Ring read pointer (free-running bytes).
-    pub read_ptr: u64,
-    /// Ring write pointer (free-running bytes).
-    pub write_ptr: u64,
-    /// GPU address of the packet in flight in the ring (the INDIRECT's, for work in a DMA
-    /// buffer): `ring_base + read_ptr % ring_size`.
-    pub hung_gpu_va: u64,
-    /// GPU address of the ring.
-    pub ring_base: u64,
-    /// Ring bytes.
-    pub ring_size: u32,
-    /// Reserved, 0.
-    pub reserved: u32,
+wire_struct! {
+    /// One engine's record (96 bytes). Fields whose `VALID_*` bit is clear are zero.
+    #[size(RECORD_SIZE as usize)]
+    pub struct TdrDumpEngine {
+        /// Node ordinal.
+        pub node: u32,
+        /// `ENGINE_*` state.
+        pub state: u32,
+        /// The engine's raw `STATUS` register.
+        pub status: u32,
+        /// `VALID_*` bits.
+        pub valid: u32,
+        /// Device queue id: the hung queue, the last reset's aborted queue while the engine is
+        /// held, else the queue executing now.
+        pub queue_id: u32,
+        /// Successful resets of this engine.
+        pub resets: u32,
+        /// The OS's handle of the hardware queue (`DXGKARG_CREATEHWQUEUE::hHwQueue`).
+        #[offset(24)]
+        pub queue_handle: u64,
+        /// The context as `DxgkCbInvalidateHwContext` names it.
+        pub context_handle: u64,
+        /// The queue's last submitted progress fence value (kernel-mode queues; the OS's fence ID
+        /// for the node ring of the timed-out node).
+        pub last_submitted: u64,
+        /// The queue's progress fence value now (last completed).
+        pub last_completed: u64,
+        /// Ring read pointer (free-running bytes).
+        pub read_ptr: u64,
+        /// Ring write pointer (free-running bytes).
+        pub write_ptr: u64,
+        /// GPU address of the packet in flight in the ring (the INDIRECT's, for work in a DMA
+        /// buffer): `ring_base + read_ptr % ring_size`.
+        #[offset(72)]
+        pub hung_gpu_va: u64,
+        /// GPU address of the ring.
+        pub ring_base: u64,
+        /// Ring bytes.
+        pub ring_size: u32,
+        /// Reserved, 0.
+        pub reserved: u32,
+    }
 }
 
 /// Bytes of [`TdrDumpHeader`] in this version.
 pub const HEADER_SIZE: u16 = 32;
 /// Bytes of [`TdrDumpEngine`] in this version.
 pub const RECORD_SIZE: u16 = 96;
-
-const _: () = assert!(core::mem::size_of::<TdrDumpHeader>() == HEADER_SIZE as usize);
-const _: () = assert!(core::mem::size_of::<TdrDumpEngine>() == RECORD_SIZE as usize);
-const _: () = assert!(core::mem::offset_of!(TdrDumpEngine, queue_handle) == 24);
-const _: () = assert!(core::mem::offset_of!(TdrDumpEngine, hung_gpu_va) == 72);
 
 /// Bytes of `T` at `offset` of `bytes`, absent bytes taken as zero; `None` if none is present.
 fn padded<T: FromBytes + IntoBytes>(bytes: &[u8], offset: usize) -> Option<T> {
