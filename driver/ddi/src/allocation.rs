@@ -20,7 +20,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, layout, union_debug, zeroed_default};
+use crate::macros::{bitfield, c_type, extern_fn, layout, union_debug, zeroed_default};
 use crate::memory::D3DGPU_PHYSICAL_ADDRESS;
 
 // ---------------------------------------------------------------------------------------------
@@ -208,9 +208,7 @@ c_type! {
 /// INOUT_PDXGKARG_CREATEPROCESS pArgs)`.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createprocess>
-pub type PDXGKDDI_CREATEPROCESS = Option<
-    unsafe extern "system" fn(hAdapter: HANDLE, pArgs: *mut DXGKARG_CREATEPROCESS) -> NTSTATUS,
->;
+pub type PDXGKDDI_CREATEPROCESS = DDI_FN<*mut DXGKARG_CREATEPROCESS>;
 
 /// `DXGKDDI_DESTROYPROCESS` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter, IN_CONST_HANDLE
 /// hKmdProcess)`. There is no argument structure: the second parameter is the driver's own
@@ -237,14 +235,17 @@ c_type! {
     }
 }
 
-/// `DXGKDDI_GETROOTPAGETABLESIZE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
-/// INOUT_PDXGKARG_GETROOTPAGETABLESIZE pArgs)`, returns `SIZE_T`: the root table's size in
-/// bytes for `pArgs.NumberOfPte` entries (no NTSTATUS; it cannot fail).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getrootpagetablesize>
-pub type PDXGKDDI_GETROOTPAGETABLESIZE = Option<
-    unsafe extern "system" fn(hAdapter: HANDLE, pArgs: *mut DXGKARG_GETROOTPAGETABLESIZE) -> SIZE_T,
->;
+extern_fn! {
+    /// `DXGKDDI_GETROOTPAGETABLESIZE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+    /// INOUT_PDXGKARG_GETROOTPAGETABLESIZE pArgs)`, returns `SIZE_T`: the root table's size in
+    /// bytes for `pArgs.NumberOfPte` entries (no NTSTATUS; it cannot fail).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getrootpagetablesize>
+    pub type PDXGKDDI_GETROOTPAGETABLESIZE = fn(
+        hAdapter: HANDLE,
+        pArgs: *mut DXGKARG_GETROOTPAGETABLESIZE,
+    ) -> SIZE_T;
+}
 
 c_type! {
     /// `DXGKARG_SETROOTPAGETABLE`: argument of `DxgkDdiSetRootPageTable`.
@@ -266,14 +267,17 @@ c_type! {
     }
 }
 
-/// `DXGKDDI_SETROOTPAGETABLE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
-/// IN_CONST_PDXGKARG_SETROOTPAGETABLE pSetPageTable)`, returns VOID: it must not fail.
-/// Called when a context is created and whenever its root page table moves.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable>
-pub type PDXGKDDI_SETROOTPAGETABLE = Option<
-    unsafe extern "system" fn(hAdapter: HANDLE, pSetPageTable: *const DXGKARG_SETROOTPAGETABLE),
->;
+extern_fn! {
+    /// `DXGKDDI_SETROOTPAGETABLE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter,
+    /// IN_CONST_PDXGKARG_SETROOTPAGETABLE pSetPageTable)`, returns VOID: it must not fail.
+    /// Called when a context is created and whenever its root page table moves.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable>
+    pub type PDXGKDDI_SETROOTPAGETABLE = fn(
+        hAdapter: HANDLE,
+        pSetPageTable: *const DXGKARG_SETROOTPAGETABLE,
+    );
+}
 
 // ---------------------------------------------------------------------------------------------
 // Allocation flags

@@ -246,8 +246,6 @@ extern_fn! {
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-pinterface_reference>
     pub type PINTERFACE_REFERENCE = fn(Context: PVOID);
-}
-extern_fn! {
     /// `PINTERFACE_DEREFERENCE`: decrements an interface's reference count.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/nc-wdm-pinterface_dereference>

@@ -48,9 +48,7 @@ extern_fn! {
         ProtectedCallbackContext: PVOID,
         ProtectionStatus: NTSTATUS,
     );
-}
 
-extern_fn! {
     /// `DXGKCB_EVAL_ACPI_METHOD` (the ACPI input/output buffers are passed as untyped pointers).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_eval_acpi_method>
@@ -88,14 +86,10 @@ extern_fn! {
         CacheType: MEMORY_CACHING_TYPE,
         VirtualAddress: *mut PVOID,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKCB_QUEUE_DPC`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_queue_dpc>
     pub type DXGKCB_QUEUE_DPC = fn(DeviceHandle: HANDLE) -> BOOLEAN;
-}
-extern_fn! {
     /// `DXGKCB_QUERY_SERVICES`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_query_services>
@@ -104,8 +98,6 @@ extern_fn! {
         ServicesType: DXGK_SERVICES,
         Interface: PINTERFACE,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKCB_READ_DEVICE_SPACE`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_read_device_space>
@@ -117,8 +109,6 @@ extern_fn! {
         Length: ULONG,
         BytesRead: *mut ULONG,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKCB_SYNCHRONIZE_EXECUTION`: run a routine synchronised with the ISR.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_synchronize_execution>
@@ -146,8 +136,6 @@ extern_fn! {
         Length: ULONG,
         BytesWritten: *mut ULONG,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKCB_IS_DEVICE_PRESENT` (the `PCI_DEVICE_PRESENCE_PARAMETERS` argument is untyped here).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_is_device_present>
@@ -205,8 +193,6 @@ extern_fn! {
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_gethandledata>
     pub type DXGKCB_GETHANDLEDATA = fn(pData: *const DXGKARGCB_GETHANDLEDATA) -> PVOID;
-}
-extern_fn! {
     /// `DXGKCB_GETHANDLEPARENT`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_gethandleparent>
@@ -248,8 +234,6 @@ extern_fn! {
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_notify_dpc>
     pub type DXGKCB_NOTIFY_DPC = fn(hAdapter: HANDLE);
-}
-extern_fn! {
     /// `DXGKCB_LOG_ETW_EVENT`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_log_etw_event>
@@ -259,8 +243,6 @@ extern_fn! {
         EventBufferSize: USHORT,
         EventBuffer: PVOID,
     );
-}
-extern_fn! {
     /// `DXGKCB_EXCLUDE_ADAPTER_ACCESS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_exclude_adapter_access>

@@ -613,9 +613,7 @@ extern_fn! {
     pub type PDXGKDDI_UPDATEMONITOREDVALUES = fn(
         pUpdateMonitoredValues: *const DXGKARG_UPDATEMONITOREDVALUES,
     ) -> NTSTATUS;
-}
 
-extern_fn! {
     /// `DXGKDDI_UPDATECURRENTVALUESFROMCPU` (DISPATCH_LEVEL):
     /// `(IN_CONST_PDXGKARG_UPDATECURRENTVALUESFROMCPU pUpdateCurrentValuesFromCpu)`; no adapter
     /// handle.
@@ -624,9 +622,7 @@ extern_fn! {
     pub type PDXGKDDI_UPDATECURRENTVALUESFROMCPU = fn(
         pUpdateCurrentValuesFromCpu: *const DXGKARG_UPDATECURRENTVALUESFROMCPU,
     ) -> NTSTATUS;
-}
 
-extern_fn! {
     /// `DXGKDDI_SETNATIVEFENCELOGBUFFER` (DISPATCH_LEVEL):
     /// `(IN_CONST_PDXGKARG_SETNATIVEFENCELOGBUFFER pSetNativeFenceLogBuffer)`; no adapter handle.
     ///
@@ -634,9 +630,7 @@ extern_fn! {
     pub type PDXGKDDI_SETNATIVEFENCELOGBUFFER = fn(
         pSetNativeFenceLogBuffer: *const DXGKARG_SETNATIVEFENCELOGBUFFER,
     ) -> NTSTATUS;
-}
 
-extern_fn! {
     /// `DXGKDDI_UPDATENATIVEFENCELOGS` (DISPATCH_LEVEL):
     /// `(IN_CONST_PDXGKARG_UPDATENATIVEFENCELOGS pUpdateNativeFenceLog)`; no adapter handle.
     ///

@@ -103,8 +103,6 @@ extern_fn! {
         PhysicalDeviceObject: PDEVICE_OBJECT,
         MiniportDeviceContext: *mut PVOID,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_START_DEVICE`: start the adapter; receives the `DXGKRNL_INTERFACE`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_start_device>
@@ -115,20 +113,14 @@ extern_fn! {
         NumberOfVideoPresentSources: *mut ULONG,
         NumberOfChildren: *mut ULONG,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_STOP_DEVICE`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_stop_device>
     pub type PDXGKDDI_STOP_DEVICE = fn(MiniportDeviceContext: PVOID) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_REMOVE_DEVICE`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_remove_device>
     pub type PDXGKDDI_REMOVE_DEVICE = fn(MiniportDeviceContext: PVOID) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_DISPATCH_IO_REQUEST`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_dispatch_io_request>
@@ -149,8 +141,6 @@ extern_fn! {
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_dpc_routine>
     pub type PDXGKDDI_DPC_ROUTINE = fn(MiniportDeviceContext: PVOID);
-}
-extern_fn! {
     /// `DXGKDDI_QUERY_CHILD_RELATIONS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_child_relations>
@@ -159,8 +149,6 @@ extern_fn! {
         ChildRelations: PDXGK_CHILD_DESCRIPTOR,
         ChildRelationsSize: ULONG,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_QUERY_CHILD_STATUS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_child_status>
@@ -169,8 +157,6 @@ extern_fn! {
         ChildStatus: PDXGK_CHILD_STATUS,
         NonDestructiveOnly: BOOLEAN,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_QUERY_DEVICE_DESCRIPTOR`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_device_descriptor>
@@ -179,8 +165,6 @@ extern_fn! {
         ChildUid: ULONG,
         DeviceDescriptor: PDXGK_DEVICE_DESCRIPTOR,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_SET_POWER_STATE`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_set_power_state>
@@ -190,8 +174,6 @@ extern_fn! {
         DevicePowerState: DEVICE_POWER_STATE,
         ActionType: POWER_ACTION,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_NOTIFY_ACPI_EVENT`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_acpi_event>
@@ -202,20 +184,14 @@ extern_fn! {
         Argument: PVOID,
         AcpiFlags: *mut ULONG,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_RESET_DEVICE`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_reset_device>
     pub type PDXGKDDI_RESET_DEVICE = fn(MiniportDeviceContext: PVOID);
-}
-extern_fn! {
     /// `DXGKDDI_UNLOAD`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_unload>
     pub type PDXGKDDI_UNLOAD = fn();
-}
-extern_fn! {
     /// `DXGKDDI_QUERY_INTERFACE`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_query_interface>
@@ -223,14 +199,10 @@ extern_fn! {
         MiniportDeviceContext: PVOID,
         QueryInterface: PQUERY_INTERFACE,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_CONTROL_ETW_LOGGING`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_control_etw_logging>
     pub type PDXGKDDI_CONTROL_ETW_LOGGING = fn(Enable: BOOLEAN, Flags: ULONG, Level: UCHAR);
-}
-extern_fn! {
     /// `DXGKDDI_LINK_DEVICE`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_link_device>
@@ -253,8 +225,6 @@ extern_fn! {
         hAdapter: HANDLE,
         pArgs: *const DXGKARG_SETSTABLEPOWERSTATE,
     );
-}
-extern_fn! {
     /// `DXGKDDI_CALIBRATEGPUCLOCK` (DISPATCH_LEVEL): `(IN_CONST_HANDLE hAdapter, IN UINT32
     /// NodeOrdinal, IN UINT32 EngineOrdinal, OUT_PDXGKARG_CALIBRATEGPUCLOCK pClockCalibration)`.
     ///
@@ -265,14 +235,10 @@ extern_fn! {
         EngineOrdinal: UINT,
         pClockCalibration: *mut DXGKARG_CALIBRATEGPUCLOCK,
     ) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_RESETFROMTIMEOUT`: adapter-wide TDR reset.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetfromtimeout>
     pub type PDXGKDDI_RESETFROMTIMEOUT = fn(hAdapter: HANDLE) -> NTSTATUS;
-}
-extern_fn! {
     /// `DXGKDDI_RESTARTFROMTIMEOUT`: resume after an adapter-wide TDR reset.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restartfromtimeout>

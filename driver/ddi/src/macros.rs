@@ -266,13 +266,16 @@ macro_rules! ddi_table {
 
 pub(crate) use ddi_table;
 
-/// Declares a C function-pointer typedef as Rust spells it: `extern_fn! { pub type X =
+/// Declares C function-pointer typedefs as Rust spells them: `extern_fn! { pub type X =
 /// fn(A: T, ..) -> R; }` is `pub type X = Option<unsafe extern "system" fn(A: T, ..) -> R>;`
-/// (`None` is the null pointer), one line per typedef as in the header.
+/// (`None` is the null pointer), one item per typedef as in the header; one invocation may
+/// hold several.
 macro_rules! extern_fn {
-    ($(#[$meta:meta])* pub type $name:ident = fn($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)?;) => {
-        $(#[$meta])*
-        pub type $name = Option<unsafe extern "system" fn($($arg: $ty),*) $(-> $ret)?>;
+    ($($(#[$meta:meta])* pub type $name:ident = fn($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)?;)+) => {
+        $(
+            $(#[$meta])*
+            pub type $name = Option<unsafe extern "system" fn($($arg: $ty),*) $(-> $ret)?>;
+        )+
     };
 }
 

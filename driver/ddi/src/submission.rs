@@ -784,32 +784,24 @@ extern_fn! {
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createdoorbell>
     pub type PDXGKDDI_CREATEDOORBELL = fn(pArgs: *mut DXGKARG_CREATEDOORBELL) -> NTSTATUS;
-}
 
-extern_fn! {
     /// `DXGKDDI_CONNECTDOORBELL` (PASSIVE_LEVEL): `(INOUT_PDXGKARG_CONNECTDOORBELL pArgs)`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_connectdoorbell>
     pub type PDXGKDDI_CONNECTDOORBELL = fn(pArgs: *mut DXGKARG_CONNECTDOORBELL) -> NTSTATUS;
-}
 
-extern_fn! {
     /// `DXGKDDI_DISCONNECTDOORBELL` (PASSIVE_LEVEL; must succeed):
     /// `(INOUT_PDXGKARG_DISCONNECTDOORBELL pArgs)`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_disconnectdoorbell>
     pub type PDXGKDDI_DISCONNECTDOORBELL = fn(pArgs: *mut DXGKARG_DISCONNECTDOORBELL) -> NTSTATUS;
-}
 
-extern_fn! {
     /// `DXGKDDI_DESTROYDOORBELL` (PASSIVE_LEVEL; must succeed):
     /// `(INOUT_PDXGKARG_DESTROYDOORBELL pArgs)`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroydoorbell>
     pub type PDXGKDDI_DESTROYDOORBELL = fn(pArgs: *mut DXGKARG_DESTROYDOORBELL) -> NTSTATUS;
-}
 
-extern_fn! {
     /// `DXGKDDI_NOTIFYWORKSUBMISSION` (PASSIVE_LEVEL; must succeed):
     /// `(INOUT_PDXGKARG_NOTIFYWORKSUBMISSION pArgs)`.
     ///
