@@ -635,13 +635,18 @@ c_type! {
 }
 
 impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+    /// A notification of `interrupt_type` with every other byte zero: the whole union is
+    /// defined, also past the arm a constructor then fills.
+    fn zeroed(interrupt_type: DXGK_INTERRUPT_TYPE) -> Self {
+        Self {
+            InterruptType: interrupt_type,
+            ..Default::default()
+        }
+    }
+
     /// A `DXGK_INTERRUPT_DMA_COMPLETED` notification.
     pub fn dma_completed(submission_fence_id: UINT, node: UINT, engine: UINT) -> Self {
-        // The whole union zeroed first: the bytes past this arm are defined too.
-        let mut d = Self {
-            InterruptType: DXGK_INTERRUPT_DMA_COMPLETED,
-            ..Default::default()
-        };
+        let mut d = Self::zeroed(DXGK_INTERRUPT_DMA_COMPLETED);
         d.Anonymous.DmaCompleted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted {
             SubmissionFenceId: submission_fence_id,
             NodeOrdinal: node,
@@ -659,11 +664,7 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
         node: UINT,
         engine: UINT,
     ) -> Self {
-        // The whole union zeroed first: the bytes past this arm are defined too.
-        let mut d = Self {
-            InterruptType: DXGK_INTERRUPT_DMA_PREEMPTED,
-            ..Default::default()
-        };
+        let mut d = Self::zeroed(DXGK_INTERRUPT_DMA_PREEMPTED);
         d.Anonymous.DmaPreempted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted {
             PreemptionFenceId: preemption_fence_id,
             LastCompletedFenceId: last_completed_fence_id,
@@ -675,11 +676,7 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
 
     /// A `DXGK_INTERRUPT_DMA_FAULTED` notification for the DMA buffer `faulted_fence_id`.
     pub fn dma_faulted(faulted_fence_id: UINT, status: NTSTATUS, node: UINT, engine: UINT) -> Self {
-        // The whole union zeroed first: the bytes past this arm are defined too.
-        let mut d = Self {
-            InterruptType: DXGK_INTERRUPT_DMA_FAULTED,
-            ..Default::default()
-        };
+        let mut d = Self::zeroed(DXGK_INTERRUPT_DMA_FAULTED);
         d.Anonymous.DmaFaulted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
             FaultedFenceId: faulted_fence_id,
             Status: status,
@@ -691,17 +688,13 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
 
     /// A `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` notification.
     pub fn engine_state_change(node: UINT, engine: UINT, new_state: DXGK_ENGINE_STATE) -> Self {
-        Self {
-            InterruptType: DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE,
-            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
-                EngineStateChange: DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange {
-                    NodeOrdinal: node,
-                    EngineOrdinal: engine,
-                    NewState: new_state,
-                },
-            },
-            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
-        }
+        let mut d = Self::zeroed(DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE);
+        d.Anonymous.EngineStateChange = DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange {
+            NodeOrdinal: node,
+            EngineOrdinal: engine,
+            NewState: new_state,
+        };
+        d
     }
 
     /// A `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` notification; `fences` may be null ("scan all").
@@ -711,37 +704,32 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
         count: UINT,
         fences: *mut HANDLE,
     ) -> Self {
-        Self {
-            InterruptType: DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED,
-            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
-                NativeFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
-                    NodeOrdinal: node,
-                    EngineOrdinal: engine,
-                    SignaledNativeFenceCount: count,
-                    pSignaledNativeFenceArray: fences,
-                    hHWQueue: core::ptr::null_mut(),
-                },
-            },
-            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
-        }
+        Self::native_fence(node, engine, count, fences, core::ptr::null_mut())
     }
 
     /// A `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` notification in the optimized form (LOG-08):
     /// `h_hw_queue` names the queue whose signal log to read, or is null for "every queue on
     /// this engine". The fence array is left null/0 (the OS does not read it in this mode).
     pub fn native_fence_signaled_queue(node: UINT, engine: UINT, h_hw_queue: HANDLE) -> Self {
-        Self {
-            InterruptType: DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED,
-            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
-                NativeFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
-                    NodeOrdinal: node,
-                    EngineOrdinal: engine,
-                    SignaledNativeFenceCount: 0,
-                    pSignaledNativeFenceArray: core::ptr::null_mut(),
-                    hHWQueue: h_hw_queue,
-                },
-            },
-            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
-        }
+        Self::native_fence(node, engine, 0, core::ptr::null_mut(), h_hw_queue)
+    }
+
+    /// The `NativeFenceSignaled` arm, fence array and queue as given.
+    fn native_fence(
+        node: UINT,
+        engine: UINT,
+        count: UINT,
+        fences: *mut HANDLE,
+        h_hw_queue: HANDLE,
+    ) -> Self {
+        let mut d = Self::zeroed(DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED);
+        d.Anonymous.NativeFenceSignaled = DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
+            NodeOrdinal: node,
+            EngineOrdinal: engine,
+            SignaledNativeFenceCount: count,
+            pSignaledNativeFenceArray: fences,
+            hHWQueue: h_hw_queue,
+        };
+        d
     }
 }
