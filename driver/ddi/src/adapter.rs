@@ -4,7 +4,9 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, extern_fn, layout, reserved_flags, union_debug};
+use crate::macros::{
+    bitfield, c_type, extern_fn, layout, opaque_types, reserved_flags, union_debug,
+};
 
 c_type! {
     /// `DXGK_START_INFO`: passed to `DxgkDdiStartDevice`.
@@ -406,13 +408,11 @@ c_type! {
 /// `PQUERY_INTERFACE`.
 pub type PQUERY_INTERFACE = *mut QUERY_INTERFACE;
 
-/// `VIDEO_REQUEST_PACKET` (video.h), argument of `DxgkDdiDispatchIoRequest`. Opaque here.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/video/ns-video-_video_request_packet>
-#[repr(C)]
-#[derive(Debug)]
-pub struct VIDEO_REQUEST_PACKET {
-    _opaque: [u8; 0],
+opaque_types! {
+    /// `VIDEO_REQUEST_PACKET` (video.h), argument of `DxgkDdiDispatchIoRequest`. Opaque here.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/video/ns-video-_video_request_packet>
+    VIDEO_REQUEST_PACKET;
 }
 /// `PVIDEO_REQUEST_PACKET`.
 pub type PVIDEO_REQUEST_PACKET = *mut VIDEO_REQUEST_PACKET;

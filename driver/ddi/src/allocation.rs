@@ -20,7 +20,9 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, extern_fn, layout, union_debug, zeroed_default};
+use crate::macros::{
+    bitfield, c_type, extern_fn, layout, opaque_types, union_debug, zeroed_default,
+};
 use crate::memory::D3DGPU_PHYSICAL_ADDRESS;
 
 // ---------------------------------------------------------------------------------------------
@@ -750,45 +752,27 @@ pub const D3DKMDT_STANDARDALLOCATION_GDISURFACE: D3DKMDT_STANDARDALLOCATION_TYPE
 /// Virtual GPU surface (WDDM 2.1+).
 pub const D3DKMDT_STANDARDALLOCATION_VGPU: D3DKMDT_STANDARDALLOCATION_TYPE = 5;
 
-/// `D3DKMDT_SHAREDPRIMARYSURFACEDATA`: opaque here (only pointed at).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_sharedprimarysurfacedata>
-#[repr(C)]
-#[derive(Debug)]
-pub struct D3DKMDT_SHAREDPRIMARYSURFACEDATA {
-    _opaque: [u8; 0],
-}
-/// `D3DKMDT_SHADOWSURFACEDATA`: opaque here (only pointed at).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_shadowsurfacedata>
-#[repr(C)]
-#[derive(Debug)]
-pub struct D3DKMDT_SHADOWSURFACEDATA {
-    _opaque: [u8; 0],
-}
-/// `D3DKMDT_STAGINGSURFACEDATA`: opaque here (only pointed at).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_stagingsurfacedata>
-#[repr(C)]
-#[derive(Debug)]
-pub struct D3DKMDT_STAGINGSURFACEDATA {
-    _opaque: [u8; 0],
-}
-/// `D3DKMDT_GDISURFACEDATA`: opaque here (only pointed at).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_gdisurfacedata>
-#[repr(C)]
-#[derive(Debug)]
-pub struct D3DKMDT_GDISURFACEDATA {
-    _opaque: [u8; 0],
-}
-/// `D3DKMDT_VIRTUALGPUSURFACEDATA`: opaque here (only pointed at).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_virtualgpusurfacedata>
-#[repr(C)]
-#[derive(Debug)]
-pub struct D3DKMDT_VIRTUALGPUSURFACEDATA {
-    _opaque: [u8; 0],
+opaque_types! {
+    /// `D3DKMDT_SHAREDPRIMARYSURFACEDATA`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_sharedprimarysurfacedata>
+    D3DKMDT_SHAREDPRIMARYSURFACEDATA;
+    /// `D3DKMDT_SHADOWSURFACEDATA`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_shadowsurfacedata>
+    D3DKMDT_SHADOWSURFACEDATA;
+    /// `D3DKMDT_STAGINGSURFACEDATA`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_stagingsurfacedata>
+    D3DKMDT_STAGINGSURFACEDATA;
+    /// `D3DKMDT_GDISURFACEDATA`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_gdisurfacedata>
+    D3DKMDT_GDISURFACEDATA;
+    /// `D3DKMDT_VIRTUALGPUSURFACEDATA`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_d3dkmdt_virtualgpusurfacedata>
+    D3DKMDT_VIRTUALGPUSURFACEDATA;
 }
 
 c_type! {

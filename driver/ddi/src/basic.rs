@@ -7,7 +7,7 @@
 
 use core::ffi::c_void;
 
-use crate::macros::{c_type, extern_fn, union_debug};
+use crate::macros::{c_type, extern_fn, opaque_types, union_debug};
 
 /// `NTSTATUS`: a kernel status code; negative values are errors. See [`crate::ntstatus`].
 pub type NTSTATUS = i32;
@@ -216,13 +216,11 @@ impl Default for UNICODE_STRING {
     }
 }
 
-/// `DEVICE_OBJECT`: opaque here; the driver only passes pointers to it around.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_device_object>
-#[repr(C)]
-#[derive(Debug)]
-pub struct DEVICE_OBJECT {
-    _opaque: [u8; 0],
+opaque_types! {
+    /// `DEVICE_OBJECT`: opaque here; the driver only passes pointers to it around.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_device_object>
+    DEVICE_OBJECT;
 }
 /// `PDEVICE_OBJECT`.
 pub type PDEVICE_OBJECT = *mut DEVICE_OBJECT;
@@ -230,13 +228,11 @@ pub type PDEVICE_OBJECT = *mut DEVICE_OBJECT;
 /// `MDL` and `PMDL`: the memory descriptor list header (its layout is in [`crate::mdl`]).
 pub use crate::mdl::{MDL, PMDL};
 
-/// `DRIVER_OBJECT`: opaque here (passed to `DxgkInitialize`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_driver_object>
-#[repr(C)]
-#[derive(Debug)]
-pub struct DRIVER_OBJECT {
-    _opaque: [u8; 0],
+opaque_types! {
+    /// `DRIVER_OBJECT`: opaque here (passed to `DxgkInitialize`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_driver_object>
+    DRIVER_OBJECT;
 }
 /// `PDRIVER_OBJECT`.
 pub type PDRIVER_OBJECT = *mut DRIVER_OBJECT;

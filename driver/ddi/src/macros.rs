@@ -340,6 +340,23 @@ macro_rules! union_debug {
 
 pub(crate) use union_debug;
 
+/// Declares types the driver only points at (`struct { _opaque: [u8; 0] }`): no fields, no
+/// layout of their own, not constructible outside this crate.
+macro_rules! opaque_types {
+    ($( $(#[$meta:meta])* $name:ident; )+) => {
+        $(
+            $(#[$meta])*
+            #[repr(C)]
+            #[derive(Debug)]
+            pub struct $name {
+                _opaque: [u8; 0],
+            }
+        )+
+    };
+}
+
+pub(crate) use opaque_types;
+
 /// The methods and traits of a log header's leading union (`union { struct { UINT
 /// FirstFreeEntryIndex; UINT WraparoundCount; }; ULARGE_INTEGER AtomicWraparoundAndEntryIndex;
 /// }`, as both `DXGK_NATIVE_FENCE_LOG_HEADER` and `DXGK_SCHEDULING_LOG_HEADER` begin):
