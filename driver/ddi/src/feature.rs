@@ -331,29 +331,13 @@ c_type! {
     }
 }
 
-c_type! {
-    /// `DXGKARG_QUERYFEATUREINTERFACE`.
-    ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_queryfeatureinterface>
-    // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
-    #[size(16)]
-    #[repr(C)]
-    #[derive(Clone, Copy, Debug)]
-    pub struct DXGKARG_QUERYFEATUREINTERFACE {
-        /// In: the feature.
-        #[offset(0)]
-        pub FeatureId: DXGK_FEATURE_ID,
-        /// In: its version.
-        #[offset(4)]
-        pub Version: DXGK_FEATURE_VERSION,
-        /// In/out: the buffer's size; on success the interface's size.
-        #[offset(6)]
-        pub InterfaceSize: UINT16,
-        /// In/out: the buffer to fill.
-        #[offset(8)]
-        pub Interface: PVOID,
-    }
-}
+/// `DXGKARG_QUERYFEATUREINTERFACE`: argument of `DxgkDdiQueryFeatureInterface`, with the same
+/// fields as [`DXGKARGCB_QUERYFEATUREINTERFACE`] and the roles swapped: Dxgkrnl names the
+/// feature, version and buffer size; the driver fills `Interface` and writes the interface's
+/// size to `InterfaceSize`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_queryfeatureinterface>
+pub type DXGKARG_QUERYFEATUREINTERFACE = DXGKARGCB_QUERYFEATUREINTERFACE;
 
 /// `DXGKDDI_QUERYFEATURESUPPORT` (PASSIVE_LEVEL).
 ///
