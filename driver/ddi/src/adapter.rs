@@ -5,7 +5,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::macros::{
-    bitfield, c_type, extern_fn, layout, opaque_types, reserved_flags, union_debug,
+    bitfield, c_type, extern_fn, flag_word, layout, opaque_types, reserved_flags, union_debug,
 };
 
 c_type! {
@@ -513,18 +513,15 @@ pub const DXGKQAITYPE_DIRTYBITTRACKINGSEGMENTCAPS: DXGK_QUERYADAPTERINFOTYPE = 4
 /// Scatter reserve (WDDM 3.2).
 pub const DXGKQAITYPE_SCATTER_RESERVE: DXGK_QUERYADAPTERINFOTYPE = 41;
 
-bitfield! {
+flag_word! {
     /// `DXGK_QUERYADAPTERINFOFLAGS` (WDDM 2.4+).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_queryadapterinfoflags>
-    pub struct DXGK_QUERYADAPTERINFOFLAGS: u32 {
+    pub struct DXGK_QUERYADAPTERINFOFLAGS {
         /// The query comes from a virtual machine worker process.
-        VirtualMachineData: 0, 1;
-        /// Reserved.
-        Reserved: 1, 31;
+        VirtualMachineData,
     }
 }
-layout!(DXGK_QUERYADAPTERINFOFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_QUERYADAPTERINFO`: argument of `DxgkDdiQueryAdapterInfo`.
@@ -562,58 +559,49 @@ c_type! {
 // DXGK_DRIVERCAPS and its members
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+flag_word! {
     /// `DXGK_POINTERFLAGS`: hardware cursor formats.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_pointerflags>
-    pub struct DXGK_POINTERFLAGS: u32 {
+    pub struct DXGK_POINTERFLAGS {
         /// Monochrome cursor.
-        Monochrome: 0, 1;
+        Monochrome,
         /// Colour cursor.
-        Color: 1, 1;
+        Color,
         /// Masked colour cursor.
-        MaskedColor: 2, 1;
-        /// Reserved.
-        Reserved: 3, 29;
+        MaskedColor,
     }
 }
-layout!(DXGK_POINTERFLAGS, size = 4);
 
-bitfield! {
+flag_word! {
     /// `DXGK_GAMMARAMPCAPS` (pre-WDDM 2.2 view of the gamma/colour-transform caps word).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_gammarampcaps>
-    pub struct DXGK_GAMMARAMPCAPS: u32 {
+    pub struct DXGK_GAMMARAMPCAPS {
         /// 256x3x16 gamma ramp.
-        Gamma_Rgb256x3x16: 0, 1;
+        Gamma_Rgb256x3x16,
         /// DXGI-1 gamma ramp.
-        Gamma_Dxgi1: 1, 1;
-        /// Reserved.
-        Reserved: 2, 30;
+        Gamma_Dxgi1,
     }
 }
-layout!(DXGK_GAMMARAMPCAPS, size = 4);
 
-bitfield! {
+flag_word! {
     /// `DXGK_COLORTRANSFORMCAPS` (WDDM 2.2+ view of the same word).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_colortransformcaps>
     // UNVERIFIED: names and positions of the bits after Gamma_Dxgi1 (only the 4-byte size matters
     // for the DRIVERCAPS layout; the render-only driver leaves the word zero).
-    pub struct DXGK_COLORTRANSFORMCAPS: u32 {
+    pub struct DXGK_COLORTRANSFORMCAPS {
         /// 256x3x16 gamma ramp.
-        Gamma_Rgb256x3x16: 0, 1;
+        Gamma_Rgb256x3x16,
         /// DXGI-1 gamma ramp.
-        Gamma_Dxgi1: 1, 1;
+        Gamma_Dxgi1,
         /// 3x4 colour matrix.
-        Transformation_3x4Matrix: 2, 1;
+        Transformation_3x4Matrix,
         /// 3x4 colour matrix in wide colour gamut.
-        Transformation_3x4Matrix_WCG: 3, 1;
-        /// Reserved.
-        Reserved: 4, 28;
+        Transformation_3x4Matrix_WCG,
     }
 }
-layout!(DXGK_COLORTRANSFORMCAPS, size = 4);
 
 c_type! {
     /// Anonymous `GammaRampCaps` / `ColorTransformCaps` union of [`DXGK_DRIVERCAPS`].
@@ -702,30 +690,27 @@ bitfield! {
 }
 layout!(DXGK_PRESENTATIONCAPS, size = 4);
 
-bitfield! {
+flag_word! {
     /// `DXGK_FLIPCAPS`: flip capabilities.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_flipcaps>
-    pub struct DXGK_FLIPCAPS: u32 {
+    pub struct DXGK_FLIPCAPS {
         /// Flip on vsync without stalling the pipeline.
-        FlipOnVSyncWithNoWait: 0, 1;
+        FlipOnVSyncWithNoWait,
         /// MMIO flip on vsync.
-        FlipOnVSyncMmIo: 1, 1;
+        FlipOnVSyncMmIo,
         /// Flip intervals supported.
-        FlipInterval: 2, 1;
+        FlipInterval,
         /// Immediate MMIO flip.
-        FlipImmediateMmIo: 3, 1;
+        FlipImmediateMmIo,
         /// Independent flip.
-        FlipIndependent: 4, 1;
+        FlipIndependent,
         /// `DxgkDdiPresent` is called for independent flips.
-        DdiPresentForIFlip: 5, 1;
+        DdiPresentForIFlip,
         /// Immediate flip on hsync.
-        FlipImmediateOnHSync: 6, 1;
-        /// Reserved.
-        Reserved: 7, 25;
+        FlipImmediateOnHSync,
     }
 }
-layout!(DXGK_FLIPCAPS, size = 4);
 
 bitfield! {
     /// `DXGK_VIDSCHCAPS`: GPU scheduler capabilities (`DXGK_DRIVERCAPS::SchedulingCaps`).
@@ -761,52 +746,49 @@ layout!(DXGK_VIDSCHCAPS, size = 4);
 /// `DXGK_SCHEDULINGCAPS` (alias of [`DXGK_VIDSCHCAPS`]).
 pub type DXGK_SCHEDULINGCAPS = DXGK_VIDSCHCAPS;
 
-bitfield! {
+flag_word! {
     /// The bitfield word of [`DXGK_VIDMMCAPS`] (anonymous union in C).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_vidmmcaps>
-    pub struct DXGK_VIDMMCAPS_0: u32 {
+    pub struct DXGK_VIDMMCAPS_0 {
         /// Out-of-order lock.
-        OutOfOrderLock: 0, 1;
+        OutOfOrderLock,
         /// Dedicated paging engine (WIN7+).
-        DedicatedPagingEngine: 1, 1;
+        DedicatedPagingEngine,
         /// Paging engine can swizzle (WIN7+).
-        PagingEngineCanSwizzle: 2, 1;
+        PagingEngineCanSwizzle,
         /// Section-backed primary (WIN7+).
-        SectionBackedPrimary: 3, 1;
+        SectionBackedPrimary,
         /// Cross-adapter resources (WDDM 1.3+).
-        CrossAdapterResource: 4, 1;
+        CrossAdapterResource,
         /// GPU virtual addressing (WDDM 2.0+).
-        VirtualAddressingSupported: 5, 1;
+        VirtualAddressingSupported,
         /// GpuMmu model (WDDM 2.0+).
-        GpuMmuSupported: 6, 1;
+        GpuMmuSupported,
         /// IoMmu model (WDDM 2.0+).
-        IoMmuSupported: 7, 1;
+        IoMmuSupported,
         /// Replicate GDI content.
-        ReplicateGdiContent: 8, 1;
+        ReplicateGdiContent,
         /// Non-CPU-visible primary.
-        NonCpuVisiblePrimary: 9, 1;
+        NonCpuVisiblePrimary,
         /// Paravirtualisation.
-        ParavirtualizationSupported: 10, 1;
+        ParavirtualizationSupported,
         /// IoMmu secure mode supported.
-        IoMmuSecureModeSupported: 11, 1;
+        IoMmuSecureModeSupported,
         /// Disable self-refresh VRAM in S3.
-        DisableSelfRefreshVRAMInS3: 12, 1;
+        DisableSelfRefreshVRAMInS3,
         /// IoMmu secure mode required.
-        IoMmuSecureModeRequired: 13, 1;
+        IoMmuSecureModeRequired,
         /// `MapApertureSegment2` paging operation (WDDM 2.9+).
-        MapAperture2Supported: 14, 1;
+        MapAperture2Supported,
         /// Cross-adapter textures.
-        CrossAdapterResourceTexture: 15, 1;
+        CrossAdapterResourceTexture,
         /// Cross-adapter scan-out.
-        CrossAdapterResourceScanout: 16, 1;
+        CrossAdapterResourceScanout,
         /// VRAM always powered.
-        AlwaysPoweredVRAM: 17, 1;
-        /// Reserved.
-        Reserved: 18, 14;
+        AlwaysPoweredVRAM,
     }
 }
-layout!(DXGK_VIDMMCAPS_0, size = 4);
 
 c_type! {
     /// `DXGK_VIDMMCAPS`: video memory manager capabilities
@@ -990,34 +972,31 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// The `MiscCaps` word of [`DXGK_DRIVERCAPS`] (anonymous type in C).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_drivercaps>
-    pub struct DXGK_DRIVERCAPS_MiscCaps: u32 {
+    pub struct DXGK_DRIVERCAPS_MiscCaps {
         /// Null context in present DDIs (WDDM 2.4+).
-        SupportContextlessPresent: 0, 1;
+        SupportContextlessPresent,
         /// Hot-pluggable adapter (WDDM 2.4+).
-        Detachable: 1, 1;
+        Detachable,
         /// Not for D3D applications on the host (WDDM 2.5+).
-        VirtualGpuOnly: 2, 1;
+        VirtualGpuOnly,
         /// Compute-only adapter (WDDM 2.6+).
-        ComputeOnly: 3, 1;
+        ComputeOnly,
         /// Per-source vsync control (WDDM 2.7+).
-        IndependentVidPnVSyncControl: 4, 1;
+        IndependentVidPnVSyncControl,
         /// See the reference page.
-        NoHybridDiscreteDListDllSupport: 5, 1;
+        NoHybridDiscreteDListDllSupport,
         /// See the reference page.
-        DisplayableSupport: 6, 1;
+        DisplayableSupport,
         /// See the reference page.
-        NoHybridDiscreteDListDllMuxSupport: 7, 1;
+        NoHybridDiscreteDListDllMuxSupport,
         /// See the reference page.
-        CursorDoesNotSupportXorBlendWithMultiPlaneOverlay: 8, 1;
-        /// Reserved.
-        Reserved: 9, 23;
+        CursorDoesNotSupportXorBlendWithMultiPlaneOverlay,
     }
 }
-layout!(DXGK_DRIVERCAPS_MiscCaps, size = 4);
 
 reserved_flags! {
     /// `DXGK_HWQUEUEDFLIP_CAPS` (WDDM 3.0+): hardware flip queue capabilities, all reserved.
@@ -1159,18 +1138,15 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_GPUCLOCKDATA_FLAGS` (d3dkmdt.h, WDDM 2.4+).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ns-d3dkmdt-_dxgk_gpuclockdata_flags>
-    pub struct DXGK_GPUCLOCKDATA_FLAGS: u32 {
+    pub struct DXGK_GPUCLOCKDATA_FLAGS {
         /// The GPU counter was read from the context management processor's clock.
-        ContextManagementProcessor: 0, 1;
-        /// Reserved.
-        Reserved: 1, 31;
+        ContextManagementProcessor,
     }
 }
-layout!(DXGK_GPUCLOCKDATA_FLAGS, size = 4);
 
 c_type! {
     /// `DXGK_GPUCLOCKDATA` (d3dkmdt.h; `DXGKARG_CALIBRATEGPUCLOCK` is its typedef): output of
@@ -1270,24 +1246,21 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_IOMMU_CAPS`: answer to `DXGKQAITYPE_IOMMU_CAPS` (WDDM 2.9+), which the OS sends
     /// after AddDevice and before StartDevice. Later pages add `GpuVaIommuRequired` and
     /// `GpuVaIommuGlobalRequired` at bits 3 and 4 (reserved in 10.0.22621).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_iommu_caps>
-    pub struct DXGK_IOMMU_CAPS: u32 {
+    pub struct DXGK_IOMMU_CAPS {
         /// The driver maps its memory through the IOMMU callbacks (isolation).
-        IommuIsolationSupported: 0, 1;
+        IommuIsolationSupported,
         /// The device must not start without an IOMMU domain.
-        IommuIsolationRequired: 1, 1;
+        IommuIsolationRequired,
         /// The driver supports linear (not only 1:1) DMA remapping.
-        DmaRemappingSupported: 2, 1;
-        /// Reserved.
-        Reserved: 3, 29;
+        DmaRemappingSupported,
     }
 }
-layout!(DXGK_IOMMU_CAPS, size = 4);
 
 c_type! {
     /// `DXGK_QUERYPHYSICALADAPTERCAPSIN`: input of `DXGKQAITYPE_PHYSICALADAPTERCAPS`.
@@ -1303,29 +1276,26 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_PHYSICALADAPTERFLAGS` as of interface WDDM 2.7 (10.0.22621 declares bits 0..=5;
     /// later pages add `GpuVaIommuRequired` at bit 6).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_physicaladaptercaps>
-    pub struct DXGK_PHYSICALADAPTERFLAGS: u32 {
+    pub struct DXGK_PHYSICALADAPTERFLAGS {
         /// The physical adapter supports the IoMmu model.
-        IoMmuSupported: 0, 1;
+        IoMmuSupported,
         /// The physical adapter supports the GpuMmu model.
-        GpuMmuSupported: 1, 1;
+        GpuMmuSupported,
         /// Move paging is supported.
-        MovePagingSupported: 2, 1;
+        MovePagingSupported,
         /// `VPRPagingNode` names the node for paging in the video protected region.
-        VPRPagingContextRequired: 3, 1;
+        VPRPagingContextRequired,
         /// Hardware-protected content without a VPR.
-        AllowHardwareProtectedNoVpr: 4, 1;
+        AllowHardwareProtectedNoVpr,
         /// `VirtualCopyNodeIndex` names a virtual copy engine node (WDDM 2.7).
-        VirtualCopyEngineSupported: 5, 1;
-        /// Reserved.
-        Reserved: 6, 26;
+        VirtualCopyEngineSupported,
     }
 }
-layout!(DXGK_PHYSICALADAPTERFLAGS, size = 4);
 
 c_type! {
     /// `DXGK_PHYSICALADAPTERCAPS`: answer to `DXGKQAITYPE_PHYSICALADAPTERCAPS`, one per physical

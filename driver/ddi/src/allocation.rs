@@ -21,7 +21,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::macros::{
-    bitfield, c_type, extern_fn, layout, opaque_types, union_debug, zeroed_default,
+    bitfield, c_type, extern_fn, flag_word, layout, opaque_types, union_debug, zeroed_default,
 };
 use crate::memory::D3DGPU_PHYSICAL_ADDRESS;
 
@@ -149,26 +149,23 @@ layout!(DXGK_SEGMENTBANKPREFERENCE, size = 4);
 // Processes and root page tables (WDDM 2.0+)
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+flag_word! {
     /// `DXGK_CREATEPROCESSFLAGS`: kind of process in [`DXGKARG_CREATEPROCESS::Flags`].
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_createprocessflags>
-    pub struct DXGK_CREATEPROCESSFLAGS: u32 {
+    pub struct DXGK_CREATEPROCESSFLAGS {
         /// The OS's system process (the paging process lives here).
-        SystemProcess: 0, 1;
+        SystemProcess,
         /// The GDI process.
-        GdiProcess: 1, 1;
+        GdiProcess,
         /// A virtual-machine process (WDDM 2.2+).
-        VirtualMachineProcess: 2, 1;
+        VirtualMachineProcess,
         /// A VM worker process (WDDM 2.4+).
-        VirtualMachineWorkerProcess: 3, 1;
+        VirtualMachineWorkerProcess,
         /// A process in a session-isolated container (WDDM 2.5+).
-        SessionIsolatedContainer: 4, 1;
-        /// Reserved, zero.
-        Reserved: 5, 27;
+        SessionIsolatedContainer,
     }
 }
-layout!(DXGK_CREATEPROCESSFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_CREATEPROCESS`: argument of `DxgkDdiCreateProcess` (members through WDDM 2.4).
@@ -375,45 +372,39 @@ allocation_info_flags! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_ALLOCATIONINFOFLAGS2` (WDDM 3.0+; [`DXGK_ALLOCATIONINFO::Flags2`]).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_allocationinfoflags2>
-    pub struct DXGK_ALLOCATIONINFOFLAGS2: u32 {
+    pub struct DXGK_ALLOCATIONINFOFLAGS2 {
         /// The backing store pointer is shared with the KMD.
-        ShareBackingStoreWithKmd: 0, 1;
-        /// Reserved, zero.
-        Reserved: 1, 31;
+        ShareBackingStoreWithKmd,
     }
 }
-layout!(DXGK_ALLOCATIONINFOFLAGS2, size = 4);
 
 // ---------------------------------------------------------------------------------------------
 // DxgkDdiCreateAllocation
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+flag_word! {
     /// The named `Flags` union of [`DXGK_ALLOCATIONUSAGEINFO1`].
-    pub struct DXGK_ALLOCATIONUSAGEINFO1_Flags: u32 {
+    pub struct DXGK_ALLOCATIONUSAGEINFO1_Flags {
         /// `Format` holds a private (IHV) format.
-        PrivateFormat: 0, 1;
+        PrivateFormat,
         /// Swizzled / tiled.
-        Swizzled: 1, 1;
+        Swizzled,
         /// Mip-mapped.
-        MipMap: 2, 1;
+        MipMap,
         /// Cube texture.
-        Cube: 3, 1;
+        Cube,
         /// Volume texture.
-        Volume: 4, 1;
+        Volume,
         /// Vertex buffer.
-        Vertex: 5, 1;
+        Vertex,
         /// Index buffer.
-        Index: 6, 1;
-        /// Reserved, zero.
-        Reserved: 7, 25;
+        Index,
     }
 }
-layout!(DXGK_ALLOCATIONUSAGEINFO1_Flags, size = 4);
 
 c_type! {
     /// Anonymous union of [`DXGK_ALLOCATIONUSAGEINFO1`]: standard or private format.
@@ -578,18 +569,15 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_CREATEALLOCATIONFLAGS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_createallocationflags>
-    pub struct DXGK_CREATEALLOCATIONFLAGS: u32 {
+    pub struct DXGK_CREATEALLOCATIONFLAGS {
         /// The allocations belong to a resource (`hResource`); 0: to the device.
-        Resource: 0, 1;
-        /// Reserved, zero.
-        Reserved: 1, 31;
+        Resource,
     }
 }
-layout!(DXGK_CREATEALLOCATIONFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_CREATEALLOCATION`: argument of `DxgkDdiCreateAllocation`.
@@ -630,18 +618,15 @@ pub type PDXGKDDI_CREATEALLOCATION = DDI_FN<*mut DXGKARG_CREATEALLOCATION>;
 // DxgkDdiDestroyAllocation
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+flag_word! {
     /// `DXGK_DESTROYALLOCATIONFLAGS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_destroyallocationflags>
-    pub struct DXGK_DESTROYALLOCATIONFLAGS: u32 {
+    pub struct DXGK_DESTROYALLOCATIONFLAGS {
         /// Also destroy `hResource`.
-        DestroyResource: 0, 1;
-        /// Reserved, zero.
-        Reserved: 1, 31;
+        DestroyResource,
     }
 }
-layout!(DXGK_DESTROYALLOCATIONFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_DESTROYALLOCATION`: argument of `DxgkDdiDestroyAllocation`.
@@ -676,18 +661,15 @@ pub type PDXGKDDI_DESTROYALLOCATION = DDI_FN<*const DXGKARG_DESTROYALLOCATION>;
 // DxgkDdiDescribeAllocation
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+flag_word! {
     /// `DXGK_DESCRIBEALLOCATIONFLAGS` (WIN8+).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_describeallocationflags>
-    pub struct DXGK_DESCRIBEALLOCATIONFLAGS: u32 {
+    pub struct DXGK_DESCRIBEALLOCATIONFLAGS {
         /// The query is for a display-mode check.
-        CheckDisplayMode: 0, 1;
-        /// Reserved, zero.
-        Reserved: 1, 31;
+        CheckDisplayMode,
     }
 }
-layout!(DXGK_DESCRIBEALLOCATIONFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_DESCRIBEALLOCATION`: argument of `DxgkDdiDescribeAllocation`.
@@ -866,20 +848,17 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_OPENALLOCATIONFLAGS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_openallocationflags>
-    pub struct DXGK_OPENALLOCATIONFLAGS: u32 {
+    pub struct DXGK_OPENALLOCATIONFLAGS {
         /// The allocations are being created (0: opened, e.g. shared).
-        Create: 0, 1;
+        Create,
         /// Opened read-only.
-        ReadOnly: 1, 1;
-        /// Reserved, zero.
-        Reserved: 2, 30;
+        ReadOnly,
     }
 }
-layout!(DXGK_OPENALLOCATIONFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_OPENALLOCATION`: argument of `DxgkDdiOpenAllocation`.

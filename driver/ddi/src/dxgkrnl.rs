@@ -15,7 +15,7 @@ use crate::basic::*;
 use crate::feature::DXGKCB_QUERYFEATURESUPPORT;
 use crate::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use crate::macros::{
-    bitfield, c_type, ddi_table, extern_fn, layout, reserved_flags, unbound_fn, zeroed_default,
+    c_type, ddi_table, extern_fn, flag_word, layout, reserved_flags, unbound_fn, zeroed_default,
 };
 
 /// `DXGK_SERVICES`: interfaces obtainable with `DxgkCbQueryServices`.
@@ -156,18 +156,15 @@ pub const DXGK_HANDLE_ALLOCATION: DXGK_HANDLE_TYPE = 1;
 /// Resource handle.
 pub const DXGK_HANDLE_RESOURCE: DXGK_HANDLE_TYPE = 2;
 
-bitfield! {
+flag_word! {
     /// `DXGKCB_GETHANDLEDATAFLAGS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkcb_gethandledataflags>
-    pub struct DXGKCB_GETHANDLEDATAFLAGS: u32 {
+    pub struct DXGKCB_GETHANDLEDATAFLAGS {
         /// Return the device-specific private data.
-        DeviceSpecific: 0, 1;
-        /// Reserved.
-        Reserved: 1, 31;
+        DeviceSpecific,
     }
 }
-layout!(DXGKCB_GETHANDLEDATAFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARGCB_GETHANDLEDATA`.
@@ -306,19 +303,16 @@ extern_fn! {
     pub type DXGKCB_DISCONNECTDOORBELL = fn(pArgs: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS;
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_INVALIDATEHWCONTEXTFLAGS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_invalidatehwcontextflags>
-    pub struct DXGK_INVALIDATEHWCONTEXTFLAGS: u32 {
+    pub struct DXGK_INVALIDATEHWCONTEXTFLAGS {
         /// 0: this context caused the engine hang; 1: it did not, but the hang (or the reset)
         /// damaged it and it must be reset too.
-        CollateralDamage: 0, 1;
-        /// Reserved.
-        Reserved: 1, 31;
+        CollateralDamage,
     }
 }
-layout!(DXGK_INVALIDATEHWCONTEXTFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARGCB_INVALIDATEHWCONTEXT`: argument of `DxgkCbInvalidateHwContext`. Unlike most

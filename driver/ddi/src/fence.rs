@@ -17,7 +17,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::macros::{
-    bitfield, c_type, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags,
+    c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags,
     zeroed_default,
 };
 
@@ -128,23 +128,20 @@ reserved_flags! {
     DXGKARG_UPDATEMONITOREDVALUES_FLAGS;
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_updatecurrentvaluesfromcpu_flags>
-    pub struct DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS: u32 {
+    pub struct DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS {
         /// The fence can no longer be relied on (e.g. its device is in error): the new value is
         /// "always signaled"; GPU waits on it must pass at once and GPU signals of it must not
         /// touch its storage.
-        AlwaysSignaled: 0, 1;
+        AlwaysSignaled,
         /// Do not write the current value: it was already updated (cross-adapter fence); only
         /// re-scan the runlist and unblock GPU waiters now satisfied.
-        NotificationOnly: 1, 1;
-        /// Reserved.
-        Reserved: 2, 30;
+        NotificationOnly,
     }
 }
-layout!(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS, size = 4);
 
 reserved_flags! {
     /// `DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS` (all bits reserved).

@@ -34,8 +34,8 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::macros::{
-    bitfield, c_type, extern_fn, index_word_union, layout, log_buffer_sizes, reserved_flags,
-    union_debug, zeroed_default,
+    c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags, union_debug,
+    zeroed_default,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -50,21 +50,18 @@ reserved_flags! {
     D3DDDI_CREATEHWCONTEXTFLAGS;
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_HWCONTEXT_CAPS`: what the driver reports back about a hardware context it created
     /// ([`DXGKARG_CREATEHWCONTEXT::ContextCaps`]).
     ///
     /// No reference page exists for this type; the layout is the d3dkmddi.h declaration. The
     /// closest page is the user-mode thunk that ends in `DxgkDdiCreateHwContext`:
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatehwcontext>
-    pub struct DXGK_HWCONTEXT_CAPS: u32 {
+    pub struct DXGK_HWCONTEXT_CAPS {
         /// The context's GPU accesses go through the IOMMU rather than the GPU MMU.
-        UseIoMmu: 0, 1;
-        /// Reserved, zero.
-        Reserved: 1, 31;
+        UseIoMmu,
     }
 }
-layout!(DXGK_HWCONTEXT_CAPS, size = 4);
 
 c_type! {
     /// `DXGKARG_CREATEHWCONTEXT`: argument of `DxgkDdiCreateHwContext` (40 bytes on x64).
@@ -155,21 +152,18 @@ c_type! {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_switchtohwcontextlist>
 pub type PDXGKDDI_SWITCHTOHWCONTEXTLIST = DDI_FN<*const DXGKARG_SWITCHTOHWCONTEXTLIST>;
 
-bitfield! {
+flag_word! {
     /// `DXGK_UPDATEHWCONTEXTSTATE_FLAGS`: requested execution state of a hardware context.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_updatehwcontextstate_flags>
-    pub struct DXGK_UPDATEHWCONTEXTSTATE_FLAGS: u32 {
+    pub struct DXGK_UPDATEHWCONTEXTSTATE_FLAGS {
         /// 1: suspend the context; 0: it may run.
-        Suspended: 0, 1;
+        Suspended,
         /// Raise `DXGK_INTERRUPT_HWCONTEXTLIST_SWITCH_COMPLETED` once the GPU has applied the
         /// new state.
-        InterruptOnSwitchCompletion: 1, 1;
-        /// Reserved, zero.
-        Reserved: 2, 30;
+        InterruptOnSwitchCompletion,
     }
 }
-layout!(DXGK_UPDATEHWCONTEXTSTATE_FLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_UPDATEHWCONTEXTSTATE`: new priority and run state of one hardware context.

@@ -1,7 +1,7 @@
 //! Interrupt notification: `DxgkCbNotifyInterrupt` argument and related enums (d3dkmddi.h).
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, layout, union_debug};
+use crate::macros::{bitfield, c_type, flag_word, layout, union_debug};
 
 /// `DXGK_INTERRUPT_TYPE`: kind of event reported with `DxgkCbNotifyInterrupt`.
 ///
@@ -59,22 +59,19 @@ pub const DXGK_ENGINE_STATE_TRANSITION_TO_F1: DXGK_ENGINE_STATE = 1;
 /// The engine is hung.
 pub const DXGK_ENGINE_STATE_HUNG: DXGK_ENGINE_STATE = 2;
 
-bitfield! {
+flag_word! {
     /// `DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkcb_notify_interrupt_data_flags>
-    pub struct DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS: u32 {
+    pub struct DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS {
         /// `CrtcVsync.PhysicalAdapterMask` is valid.
-        ValidPhysicalAdapterMask: 0, 1;
+        ValidPhysicalAdapterMask,
         /// Hsync flip completion.
-        HsyncFlipCompletion: 1, 1;
+        HsyncFlipCompletion,
         /// With a null native-fence array: also scan legacy monitored fences.
-        EvaluateLegacyMonitoredFences: 2, 1;
-        /// Reserved.
-        Reserved: 3, 29;
+        EvaluateLegacyMonitoredFences,
     }
 }
-layout!(DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS, size = 4);
 
 c_type! {
     /// `DmaCompleted` arm.

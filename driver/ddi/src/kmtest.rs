@@ -11,7 +11,7 @@
 //! at 0x68).
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, layout, union_debug};
+use crate::macros::{c_type, flag_word, union_debug};
 
 /// `D3DDDI_TESTCOMMANDBUFFEROP`: what a test command buffer does.
 ///
@@ -170,18 +170,15 @@ impl D3DDDI_TESTCOMMANDBUFFER {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS`: what `hContext` names.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_buildtestcommandbufferflags>
-    pub struct D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS: u32 {
+    pub struct D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS {
         /// 1: a hardware queue handle (`DxgkDdiCreateHwQueue`); 0: a context handle.
-        HardwareQueue: 0, 1;
-        /// Reserved.
-        Reserved: 1, 31;
+        HardwareQueue,
     }
 }
-layout!(D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_BUILDTESTCOMMANDBUFFER`: argument of `pfnBuildTestCommandBuffer`.

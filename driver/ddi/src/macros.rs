@@ -16,8 +16,9 @@
 //!
 //! Bit positions follow MSVC's rule for consecutive bitfields of one storage type: the first
 //! declared field occupies the least significant bits. Positions are written out as literals
-//! (from the header's declaration order) and the unit tests check that the declared fields are
-//! contiguous, do not overlap and fill the word.
+//! (from the header's declaration order), except in `flag_word!` words of one-bit flags, where
+//! the order gives them; the unit tests check that the declared fields are contiguous, do not
+//! overlap and fill the word.
 
 /// Declares a bitfield wrapper; see the module documentation.
 macro_rules! bitfield {
@@ -26,7 +27,7 @@ macro_rules! bitfield {
         pub struct $name:ident : $ty:ty {
             $(
                 $(#[$fmeta:meta])*
-                $field:ident : $shift:literal, $width:literal;
+                $field:ident : $shift:expr, $width:expr;
             )*
         }
     ) => {
@@ -88,6 +89,38 @@ macro_rules! bitfield {
 }
 
 pub(crate) use bitfield;
+
+/// Declares a 32-bit flag word whose C bitfields are one-bit flags followed by `Reserved`, which
+/// fills the rest of the word (`union { struct { UINT A : 1; UINT B : 1; UINT Reserved : 30; };
+/// UINT Value; }`): the flags are listed in the header's order, the first is bit 0, as MSVC
+/// lays them out. Expands to a [`bitfield!`] with those positions and its 4-byte layout
+/// assertion.
+macro_rules! flag_word {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* $flag:ident, )+
+        }
+    ) => {
+        $crate::macros::flag_word!(@munch [$(#[$meta])*] $name [] (0); $( $(#[$fmeta])* $flag, )+);
+    };
+    (@munch [$($meta:tt)*] $name:ident [$($done:tt)*] ($bit:expr); $(#[$fmeta:meta])* $flag:ident, $($rest:tt)*) => {
+        $crate::macros::flag_word!(@munch [$($meta)*] $name [$($done)* $(#[$fmeta])* $flag: $bit, 1;] ($bit + 1); $($rest)*);
+    };
+    (@munch [$($meta:tt)*] $name:ident [$($done:tt)*] ($bit:expr);) => {
+        $crate::macros::bitfield! {
+            $($meta)*
+            pub struct $name: u32 {
+                $($done)*
+                /// Reserved, zero.
+                Reserved: $bit, 32 - ($bit);
+            }
+        }
+        $crate::macros::layout!($name, size = 4);
+    };
+}
+
+pub(crate) use flag_word;
 
 /// Declares flag words whose bits are all reserved (`union { struct { UINT Reserved : 32; };
 /// UINT Value; }`): for each, a [`bitfield!`] with the one field `Reserved` and its 4-byte

@@ -6,62 +6,59 @@
 //! these.
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, layout, union_debug};
+use crate::macros::{bitfield, c_type, flag_word, layout, union_debug};
 
-bitfield! {
+flag_word! {
     /// `DXGK_SEGMENTFLAGS`: properties of one memory segment.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_segmentflags>
-    pub struct DXGK_SEGMENTFLAGS: u32 {
+    pub struct DXGK_SEGMENTFLAGS {
         /// Aperture segment (not used under GpuMmu).
-        Aperture: 0, 1;
+        Aperture,
         /// AGP segment (obsolete).
-        Agp: 1, 1;
+        Agp,
         /// The CPU can map the segment.
-        CpuVisible: 2, 1;
+        CpuVisible,
         /// Banked segment.
-        UseBanking: 3, 1;
+        UseBanking,
         /// Cache-coherent with the CPU.
-        CacheCoherent: 4, 1;
+        CacheCoherent,
         /// Pitch alignment needed.
-        PitchAlignment: 5, 1;
+        PitchAlignment,
         /// Local segment backed by system memory (integrated parts).
-        PopulatedFromSystemMemory: 6, 1;
+        PopulatedFromSystemMemory,
         /// Content survives standby.
-        PreservedDuringStandby: 7, 1;
+        PreservedDuringStandby,
         /// Content survives hibernation.
-        PreservedDuringHibernate: 8, 1;
+        PreservedDuringHibernate,
         /// Partly preserved during hibernation.
-        PartiallyPreservedDuringHibernate: 9, 1;
+        PartiallyPreservedDuringHibernate,
         /// Direct flip possible from this segment (WIN8+).
-        DirectFlip: 10, 1;
+        DirectFlip,
         /// The segment uses 64 KiB pages (WDDM 2.0+).
-        Use64KBPages: 11, 1;
+        Use64KBPages,
         /// Reserved for the system.
-        ReservedSysMem: 12, 1;
+        ReservedSysMem,
         /// A CPU host aperture exists.
-        SupportsCpuHostAperture: 13, 1;
+        SupportsCpuHostAperture,
         /// The CPU host aperture can be mapped cached.
-        SupportsCachedCpuHostAperture: 14, 1;
+        SupportsCachedCpuHostAperture,
         /// Deprecated (budget groups replace it).
-        ApplicationTarget: 15, 1;
+        ApplicationTarget,
         /// Video protected regions supported.
-        VprSupported: 16, 1;
+        VprSupported,
         /// VPR content survives standby.
-        VprPreservedDuringStandby: 17, 1;
+        VprPreservedDuringStandby,
         /// Hardware-protected allocations are encrypted while paged.
-        EncryptedPagingSupported: 18, 1;
+        EncryptedPagingSupported,
         /// Counts against the local budget group.
-        LocalBudgetGroup: 19, 1;
+        LocalBudgetGroup,
         /// Counts against the non-local budget group.
-        NonLocalBudgetGroup: 20, 1;
+        NonLocalBudgetGroup,
         /// Populated from firmware-reserved DDR (WDDM 2.9+).
-        PopulatedByReservedDDRByFirmware: 21, 1;
-        /// Reserved.
-        Reserved: 22, 10;
+        PopulatedByReservedDDRByFirmware,
     }
 }
-layout!(DXGK_SEGMENTFLAGS, size = 4);
 
 c_type! {
     /// `DXGK_CPUHOSTAPERTURE`: CPU physical window onto a segment.
@@ -222,55 +219,49 @@ pub const DXGK_PAGETABLEUPDATE_GPU_VIRTUAL: DXGK_PAGETABLEUPDATEMODE = 1;
 /// The GPU writes page tables through physical addresses.
 pub const DXGK_PAGETABLEUPDATE_GPU_PHYSICAL: DXGK_PAGETABLEUPDATEMODE = 2;
 
-bitfield! {
+flag_word! {
     /// First word of `DXGK_GPUMMUCAPS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_gpummucaps>
     // wdk-layout-check: skip: anonymous bit-field word inside DXGK_GPUMMUCAPS
-    pub struct DXGK_GPUMMUCAPS_FLAGS: u32 {
+    pub struct DXGK_GPUMMUCAPS_FLAGS {
         /// Read-only pages.
-        ReadOnlyMemorySupported: 0, 1;
+        ReadOnlyMemorySupported,
         /// No-execute pages.
-        NoExecuteMemorySupported: 1, 1;
+        NoExecuteMemorySupported,
         /// Zero-in-PTE reads return zero.
-        ZeroInPteSupported: 2, 1;
+        ZeroInPteSupported,
         /// The driver invalidates TLBs explicitly.
-        ExplicitPageTableInvalidation: 3, 1;
+        ExplicitPageTableInvalidation,
         /// Cache-coherent memory supported.
-        CacheCoherentMemorySupported: 4, 1;
+        CacheCoherentMemorySupported,
         /// Page-table updates need an idle address space.
-        PageTableUpdateRequireAddressSpaceIdle: 5, 1;
+        PageTableUpdateRequireAddressSpaceIdle,
         /// 2 MiB (large) pages in local memory.
-        LargePageSupported: 6, 1;
+        LargePageSupported,
         /// Dual PTEs (4 KiB and 64 KiB) supported.
-        DualPteSupported: 7, 1;
+        DualPteSupported,
         /// Large pages need not be aligned (WDDM 2.1+).
-        AllowNonAlignedLargePageAddress: 8, 1;
+        AllowNonAlignedLargePageAddress,
         /// 64 KiB pages in system memory.
-        SysMem64KBPageSupported: 9, 1;
+        SysMem64KBPageSupported,
         /// Invalid entries never enter the TLB (WDDM 2.6+).
-        InvalidTlbEntriesNotCached: 10, 1;
+        InvalidTlbEntriesNotCached,
         /// Large pages in system memory (WDDM 2.9+).
-        SysMemLargePageSupported: 11, 1;
+        SysMemLargePageSupported,
         /// Page tables may be cached (WDDM 3.1+).
-        CachedPageTables: 12, 1;
-        /// Reserved.
-        Reserved: 13, 19;
+        CachedPageTables,
     }
 }
-layout!(DXGK_GPUMMUCAPS_FLAGS, size = 4);
 
-bitfield! {
+flag_word! {
     /// `LegacyBehaviors` word of `DXGK_GPUMMUCAPS`.
     // wdk-layout-check: skip: anonymous bit-field word inside DXGK_GPUMMUCAPS
-    pub struct DXGK_GPUMMUCAPS_LEGACY: u32 {
+    pub struct DXGK_GPUMMUCAPS_LEGACY {
         /// Source page-table VA is given in transfer operations.
-        SourcePageTableVaInTransfer: 0, 1;
-        /// Reserved.
-        Reserved: 1, 31;
+        SourcePageTableVaInTransfer,
     }
 }
-layout!(DXGK_GPUMMUCAPS_LEGACY, size = 4);
 
 c_type! {
     /// `DXGK_GPUMMUCAPS`: answer to `DXGKQAITYPE_GPUMMUCAPS`.
@@ -599,26 +590,23 @@ c_type! {
 }
 union_debug!(DXGK_PAGETABLEUPDATEADDRESS_0);
 
-bitfield! {
+flag_word! {
     /// `DXGK_UPDATEPAGETABLEFLAGS` (C: a bare bit-field struct with no whole-word member).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_updatepagetableflags>
-    pub struct DXGK_UPDATEPAGETABLEFLAGS: u32 {
+    pub struct DXGK_UPDATEPAGETABLEFLAGS {
         /// Write `pPageTableEntries[0]` into all `NumPageTableEntries` slots.
-        Repeat: 0, 1;
+        Repeat,
         /// First update of a freshly allocated page table.
-        InitialUpdate: 1, 1;
+        InitialUpdate,
         /// The update is part of an eviction.
-        NotifyEviction: 2, 1;
+        NotifyEviction,
         /// The leaf table maps 64 KiB pages.
-        Use64KBPages: 3, 1;
+        Use64KBPages,
         /// `hAllocation` is a native fence (WDDM 3.1+).
-        NativeFence: 4, 1;
-        /// Reserved, zero.
-        Reserved: 5, 27;
+        NativeFence,
     }
 }
-layout!(DXGK_UPDATEPAGETABLEFLAGS, size = 4);
 
 c_type! {
     /// `DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE`: [`crate::tdr::DXGK_OPERATION_UPDATE_PAGE_TABLE`]
@@ -782,20 +770,17 @@ pub const DXGK_MEMORY_TRANSFER_SYSTEM_TO_LOCAL: DXGK_MEMORY_TRANSFER_DIRECTION =
 /// Local memory to local memory.
 pub const DXGK_MEMORY_TRANSFER_LOCAL_TO_LOCAL: DXGK_MEMORY_TRANSFER_DIRECTION = 2;
 
-bitfield! {
+flag_word! {
     /// `DXGK_TRANSFERVIRTUALFLAGS` (the C whole-word member is named `Flags`; `Value` here).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_transfervirtualflags>
-    pub struct DXGK_TRANSFERVIRTUALFLAGS: u32 {
+    pub struct DXGK_TRANSFERVIRTUALFLAGS {
         /// The source is mapped with 64 KiB pages.
-        Src64KBPages: 0, 1;
+        Src64KBPages,
         /// The destination is mapped with 64 KiB pages.
-        Dst64KBPages: 1, 1;
-        /// Reserved, zero.
-        Reserved: 2, 30;
+        Dst64KBPages,
     }
 }
-layout!(DXGK_TRANSFERVIRTUALFLAGS, size = 4);
 
 c_type! {
     /// `DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL`: [`crate::tdr::DXGK_OPERATION_VIRTUAL_TRANSFER`]

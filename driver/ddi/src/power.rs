@@ -10,7 +10,7 @@
 //! `OutputDataSize` of 336).
 
 use crate::basic::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
-use crate::macros::{bitfield, c_type, extern_fn, layout, union_debug, zeroed_default};
+use crate::macros::{bitfield, c_type, extern_fn, flag_word, layout, union_debug, zeroed_default};
 
 /// `DXGK_FSTATE_UNKNOWN_POWER`: an unknown `NominalPower`.
 pub const DXGK_FSTATE_UNKNOWN_POWER: u32 = 0xFFFF_FFFF;
@@ -183,23 +183,21 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_POWER_COMPONENT_FLAGS` (WDDM 1.3+ layout).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_power_component_flags>
-    pub struct DXGK_POWER_COMPONENT_FLAGS: u32 {
+    pub struct DXGK_POWER_COMPONENT_FLAGS {
         /// Old drivers set it; reserved.
-        Reserved0: 0, 1;
+        Reserved0,
         /// The driver calls `DxgkCbCompleteFStateTransition` for this component.
-        DriverCompletesFStateTransition: 1, 1;
+        DriverCompletesFStateTransition,
         /// The component goes to F0 when the device leaves D0.
-        TransitionTo_F0_OnDx: 2, 1;
+        TransitionTo_F0_OnDx,
         /// No debounce of idle transitions.
-        NoDebounce: 3, 1;
+        NoDebounce,
         /// Active in D3 (memory and shared components only).
-        ActiveInD3: 4, 1;
-        /// Reserved: 0.
-        Reserved: 5, 27;
+        ActiveInD3,
     }
 }
 layout!(DXGK_POWER_COMPONENT_FLAGS, size = 4, Value = 0);

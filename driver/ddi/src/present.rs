@@ -10,7 +10,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::interrupt::DXGK_INTERRUPT_TYPE;
-use crate::macros::{bitfield, c_type, extern_fn, layout, union_debug, zeroed_default};
+use crate::macros::{bitfield, c_type, extern_fn, flag_word, layout, union_debug, zeroed_default};
 use crate::tdr::D3DDDI_FLIPINTERVAL_TYPE;
 
 c_type! {
@@ -86,45 +86,42 @@ c_type! {
 // Both arms are 8 plain bytes.
 union_debug!(DXGK_ALLOCATIONLIST_1 => VirtualAddress);
 
-bitfield! {
+flag_word! {
     /// `DXGK_PRESENTFLAGS`: what kind of present (the WDDM 2.0 branch: `RedirectedFlip`,
     /// `Reserved : 18`).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_presentflags>
-    pub struct DXGK_PRESENTFLAGS: u32 {
+    pub struct DXGK_PRESENTFLAGS {
         /// A bit-block transfer.
-        Blt: 0, 1;
+        Blt,
         /// A colour fill of the destination.
-        ColorFill: 1, 1;
+        ColorFill,
         /// A flip.
-        Flip: 2, 1;
+        Flip,
         /// A flip that does not wait for vsync.
-        FlipWithNoWait: 3, 1;
+        FlipWithNoWait,
         /// Source colour key.
-        SrcColorKey: 4, 1;
+        SrcColorKey,
         /// Destination colour key.
-        DstColorKey: 5, 1;
+        DstColorKey,
         /// Linear to sRGB conversion.
-        LinearToSrgb: 6, 1;
+        LinearToSrgb,
         /// Rotation.
-        Rotate: 7, 1;
+        Rotate,
         /// Stereo flip.
-        FlipStereo: 8, 1;
+        FlipStereo,
         /// Stereo flip, left image only.
-        FlipStereoTemporaryMono: 9, 1;
+        FlipStereoTemporaryMono,
         /// Stereo flip, right image preferred.
-        FlipStereoPreferRight: 10, 1;
+        FlipStereoPreferRight,
         /// Blt from the right image of a stereo back buffer.
-        BltStereoUseRight: 11, 1;
+        BltStereoUseRight,
         /// Flip with multi-plane overlays.
-        FlipWithMultiPlaneOverlay: 12, 1;
+        FlipWithMultiPlaneOverlay,
         /// Redirected flip.
-        RedirectedFlip: 13, 1;
-        /// Reserved.
-        Reserved: 14, 18;
+        RedirectedFlip,
     }
 }
-layout!(DXGK_PRESENTFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_PRESENT_0`: the allocation-list union of [`DXGKARG_PRESENT`] (a

@@ -32,7 +32,7 @@ use core::ffi::c_void;
 use crate::basic::*;
 use crate::dxgkrnl::D3DDDI_DOORBELLSTATUS;
 use crate::macros::{
-    bitfield, c_type, extern_fn, layout, reserved_flags, union_debug, zeroed_default,
+    bitfield, c_type, extern_fn, flag_word, layout, reserved_flags, union_debug, zeroed_default,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ extern_fn! {
 // Contexts
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+flag_word! {
     /// `DXGK_CREATECONTEXTFLAGS`: what kind of context `DxgkDdiCreateContext` creates.
     ///
     /// The page shows several `#if` variants; the newest (bound here) has `TestContext` and
@@ -123,42 +123,36 @@ bitfield! {
     /// leaves the defined bit positions unchanged.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_createcontextflags>
-    pub struct DXGK_CREATECONTEXTFLAGS: u32 {
+    pub struct DXGK_CREATECONTEXTFLAGS {
         /// System (paging) context.
-        SystemContext: 0, 1;
+        SystemContext,
         /// GDI context (Windows 7+).
-        GdiContext: 1, 1;
+        GdiContext,
         /// The context uses GPU virtual addressing (Windows 10+).
-        VirtualAddressing: 2, 1;
+        VirtualAddressing,
         /// Context that may reach allocations outside the video protected region (Windows 10+).
-        SystemProtectedContext: 3, 1;
+        SystemProtectedContext,
         /// The context will own hardware queues (hardware scheduling).
-        HwQueueSupported: 4, 1;
+        HwQueueSupported,
         /// Kernel-mode test context (WDDM 3.2).
-        TestContext: 5, 1;
-        /// Reserved, zero.
-        Reserved: 6, 26;
+        TestContext,
     }
 }
-layout!(DXGK_CREATECONTEXTFLAGS, size = 4);
 
-bitfield! {
+flag_word! {
     /// `DXGK_CONTEXTINFO_CAPS`: optional context capabilities reported in
     /// [`DXGK_CONTEXTINFO::Caps`] (Windows 10+).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_contextinfo_caps>
-    pub struct DXGK_CONTEXTINFO_CAPS: u32 {
+    pub struct DXGK_CONTEXTINFO_CAPS {
         /// No memory patching is needed for this context.
-        NoPatchingRequired: 0, 1;
+        NoPatchingRequired,
         /// The driver manages memory residency itself.
-        DriverManagesResidency: 1, 1;
+        DriverManagesResidency,
         /// The context uses the IoMmu.
-        UseIoMmu: 2, 1;
-        /// Reserved.
-        Reserved: 3, 29;
+        UseIoMmu,
     }
 }
-layout!(DXGK_CONTEXTINFO_CAPS, size = 4);
 
 c_type! {
     /// `DXGK_CONTEXTINFO`: filled by the driver in `DxgkDdiCreateContext` (DMA buffer and list
@@ -411,31 +405,28 @@ extern_fn! {
 // Hardware queues
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+flag_word! {
     /// `D3DDDI_CREATEHWQUEUEFLAGS` (d3dukmdt.h): hardware queue creation flags.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_createhwqueueflags>
-    pub struct D3DDDI_CREATEHWQUEUEFLAGS: u32 {
+    pub struct D3DDDI_CREATEHWQUEUEFLAGS {
         /// Work may run longer than the TDR limit; no GPU timeout.
-        DisableGpuTimeout: 0, 1;
+        DisableGpuTimeout,
         /// Do not take part in D3D12 broadcast fence signals (Windows 10 2004+).
-        NoBroadcastSignal: 1, 1;
+        NoBroadcastSignal,
         /// Do not block on D3D12 broadcast fence waits (Windows 10 2004+).
-        NoBroadcastWait: 2, 1;
+        NoBroadcastWait,
         /// Reserved for the system.
-        NoKmdAccess: 3, 1;
+        NoKmdAccess,
         /// User-mode submission queue: work arrives only through its doorbell (WDDM 3.2).
-        UserModeSubmission: 4, 1;
+        UserModeSubmission,
         /// The progress fence is a native fence: read
         /// [`DXGKARG_CREATEHWQUEUE_0::hHwQueueNativeProgressFence`] (Windows 11 24H2).
-        NativeProgressFence: 5, 1;
+        NativeProgressFence,
         /// Kernel-mode test queue (Windows 11 24H2).
-        TestQueue: 6, 1;
-        /// Reserved, zero.
-        Reserved: 7, 25;
+        TestQueue,
     }
 }
-layout!(D3DDDI_CREATEHWQUEUEFLAGS, size = 4);
 
 c_type! {
     /// Anonymous union of [`DXGKARG_CREATEHWQUEUE`] holding the progress fence.
@@ -510,37 +501,34 @@ extern_fn! {
     pub type PDXGKDDI_DESTROYHWQUEUE = fn(hHwQueue: HANDLE) -> NTSTATUS;
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_SUBMITCOMMANDFLAGS`: properties of a submitted DMA buffer (zero for UMD command
     /// buffers on hardware queues; `Present` for `DxgkDdiPresentToHwQueue` buffers).
     ///
     /// The header's newest `#if` branch is bound (`VirtualMachineData`, `Reserved : 23`).
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_submitcommandflags>
-    pub struct DXGK_SUBMITCOMMANDFLAGS: u32 {
+    pub struct DXGK_SUBMITCOMMANDFLAGS {
         /// Paging buffer.
-        Paging: 0, 1;
+        Paging,
         /// Present (from `DxgkDdiPresent`).
-        Present: 1, 1;
+        Present,
         /// Redirected present to a DWM shared allocation.
-        RedirectedPresent: 2, 1;
+        RedirectedPresent,
         /// Pretend to run it: signal completion without executing (debug / perf only).
-        NullRendering: 3, 1;
+        NullRendering,
         /// Contains a flip.
-        Flip: 4, 1;
+        Flip,
         /// Contains a flip without a built-in vsync wait.
-        FlipWithNoWait: 5, 1;
+        FlipWithNoWait,
         /// Switch to the null context (Windows 8+).
-        ContextSwitch: 6, 1;
+        ContextSwitch,
         /// Resubmission after preemption.
-        Resubmission: 7, 1;
+        Resubmission,
         /// Submission from a virtual machine.
-        VirtualMachineData: 8, 1;
-        /// Reserved, zero.
-        Reserved: 9, 23;
+        VirtualMachineData,
     }
 }
-layout!(DXGK_SUBMITCOMMANDFLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_SUBMITCOMMANDTOHWQUEUE`: argument of `DxgkDdiSubmitCommandToHwQueue`. The private
@@ -592,18 +580,15 @@ pub type PDXGKDDI_SUBMITCOMMANDTOHWQUEUE = DDI_FN<*const DXGKARG_SUBMITCOMMANDTO
 // User-mode submission: capabilities and doorbells (WDDM 3.2)
 // ---------------------------------------------------------------------------------------------
 
-bitfield! {
+flag_word! {
     /// The named anonymous union `Flags` of [`DXGK_USERMODESUBMISSION_CAPS`].
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgk_usermodesubmission_caps>
-    pub struct DXGK_USERMODESUBMISSION_CAPS_Flags: u32 {
+    pub struct DXGK_USERMODESUBMISSION_CAPS_Flags {
         /// The driver supports a secondary doorbell per queue.
-        SecondaryDoorbellSupported: 0, 1;
-        /// Reserved.
-        Reserved: 1, 31;
+        SecondaryDoorbellSupported,
     }
 }
-layout!(DXGK_USERMODESUBMISSION_CAPS_Flags, size = 4);
 
 c_type! {
     /// `DXGK_USERMODESUBMISSION_CAPS`: answer to
@@ -629,18 +614,15 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGKARG_CREATEDOORBELL_FLAGS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_createdoorbell_flags>
-    pub struct DXGKARG_CREATEDOORBELL_FLAGS: u32 {
+    pub struct DXGKARG_CREATEDOORBELL_FLAGS {
         /// The doorbell is being recreated for the queue with a resized ring buffer.
-        ResizeRingBufferOperation: 0, 1;
-        /// Reserved, zero.
-        Reserved: 1, 31;
+        ResizeRingBufferOperation,
     }
 }
-layout!(DXGKARG_CREATEDOORBELL_FLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_CREATEDOORBELL`: argument of `DxgkDdiCreateDoorbell` (create the doorbell object
@@ -675,18 +657,15 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGKARG_CONNECTDOORBELL_FLAGS`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_connectdoorbell_flags>
-    pub struct DXGKARG_CONNECTDOORBELL_FLAGS: u32 {
+    pub struct DXGKARG_CONNECTDOORBELL_FLAGS {
         /// The UMD asked for a secondary CPU VA: the doorbell needs two physical addresses.
-        RequireSecondaryAddress: 0, 1;
-        /// Reserved, zero.
-        Reserved: 1, 31;
+        RequireSecondaryAddress,
     }
 }
-layout!(DXGKARG_CONNECTDOORBELL_FLAGS, size = 4);
 
 c_type! {
     /// `DXGKARG_CONNECTDOORBELL`: argument of `DxgkDdiConnectDoorbell` (assign a physical doorbell

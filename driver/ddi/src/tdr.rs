@@ -22,7 +22,7 @@
 //! `DependentNodeOrdinalMask`, `CurrentFence`, and updates `pDmaBuffer` / `MultipassOffset`).
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, layout, reserved_flags, union_debug, zeroed_default};
+use crate::macros::{c_type, flag_word, reserved_flags, union_debug, zeroed_default};
 use crate::memory::{
     DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES, DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
     DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
@@ -70,18 +70,15 @@ c_type! {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querydependentenginegroup>
 pub type PDXGKDDI_QUERYDEPENDENTENGINEGROUP = DDI_FN<*mut DXGKARG_QUERYDEPENDENTENGINEGROUP>;
 
-bitfield! {
+flag_word! {
     /// `DXGK_ENGINESTATUS`: whether a node is making progress.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_enginestatus>
-    pub struct DXGK_ENGINESTATUS: u32 {
+    pub struct DXGK_ENGINESTATUS {
         /// 1: the node is making progress; 0: it does not respond.
-        Responsive: 0, 1;
-        /// Reserved, zero.
-        Reserved: 1, 31;
+        Responsive,
     }
 }
-layout!(DXGK_ENGINESTATUS, size = 4);
 
 c_type! {
     /// `DXGKARG_QUERYENGINESTATUS`: argument of `DxgkDdiQueryEngineStatus`.
@@ -606,26 +603,23 @@ pub const DXGK_OPERATION_NOTIFY_RESIDENCY2: DXGK_BUILDPAGINGBUFFER_OPERATION = 2
 /// Allocation notification (WDDM 3.2).
 pub const DXGK_OPERATION_NOTIFY_ALLOC: DXGK_BUILDPAGINGBUFFER_OPERATION = 22;
 
-bitfield! {
+flag_word! {
     /// `DXGK_TRANSFERFLAGS`: kind of transfer in [`DXGKARG_BUILDPAGINGBUFFER_Transfer::Flags`].
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_transferflags>
-    pub struct DXGK_TRANSFERFLAGS: u32 {
+    pub struct DXGK_TRANSFERFLAGS {
         /// Swizzle source to destination.
-        Swizzle: 0, 1;
+        Swizzle,
         /// Unswizzle source to destination.
-        Unswizzle: 1, 1;
+        Unswizzle,
         /// No GPU work references the allocation until the call returns.
-        AllocationIsIdle: 2, 1;
+        AllocationIsIdle,
         /// First part of a split transfer.
-        TransferStart: 3, 1;
+        TransferStart,
         /// Last part of a split transfer.
-        TransferEnd: 4, 1;
-        /// Reserved, zero.
-        Reserved: 5, 27;
+        TransferEnd,
     }
 }
-layout!(DXGK_TRANSFERFLAGS, size = 4);
 
 c_type! {
     /// Anonymous union of [`DXGKARG_BUILDPAGINGBUFFER_Transfer_Source`]: segment address or MDL.
@@ -731,18 +725,15 @@ c_type! {
     }
 }
 
-bitfield! {
+flag_word! {
     /// `DXGK_MAPAPERTUREFLAGS`: [`DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment::Flags`].
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_mapapertureflags>
-    pub struct DXGK_MAPAPERTUREFLAGS: u32 {
+    pub struct DXGK_MAPAPERTUREFLAGS {
         /// Map the pages cache-coherently.
-        CacheCoherent: 0, 1;
-        /// Reserved, zero.
-        Reserved: 1, 31;
+        CacheCoherent,
     }
 }
-layout!(DXGK_MAPAPERTUREFLAGS, size = 4);
 
 c_type! {
     /// `MapApertureSegment` arm of [`DXGKARG_BUILDPAGINGBUFFER_0`]
