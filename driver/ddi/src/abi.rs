@@ -40,25 +40,20 @@ macro_rules! int_word {
 }
 int_word!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
 
-impl<T> Word for *mut T {
-    fn to_word(self) -> u64 {
-        self as usize as u64
-    }
-    #[allow(clippy::cast_possible_truncation)]
-    fn from_word(w: u64) -> Self {
-        w as usize as *mut T
-    }
+macro_rules! pointer_word {
+    ($($mutability:ident),*) => {$(
+        impl<T> Word for *$mutability T {
+            fn to_word(self) -> u64 {
+                self as usize as u64
+            }
+            #[allow(clippy::cast_possible_truncation)]
+            fn from_word(w: u64) -> Self {
+                w as usize as *$mutability T
+            }
+        }
+    )*};
 }
-
-impl<T> Word for *const T {
-    fn to_word(self) -> u64 {
-        self as usize as u64
-    }
-    #[allow(clippy::cast_possible_truncation)]
-    fn from_word(w: u64) -> Self {
-        w as usize as *const T
-    }
-}
+pointer_word!(mut, const);
 
 impl Word for crate::basic::LARGE_INTEGER {
     #[allow(clippy::cast_sign_loss)]
