@@ -4,21 +4,12 @@ mod common;
 use common::*;
 use rvgpu_device::{DeviceConfig, STEP_TICKS};
 use rvgpu_hw::cmd::{self, Command, LogKind, Opcode};
-use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult, ENGINE_CTRL_RESET};
+use rvgpu_hw::engine::{EngineState, ResetResult, ENGINE_CTRL_RESET};
 use rvgpu_hw::event::{EventKind, EventRecord, NO_TAG};
-use rvgpu_hw::log::{pack_index, LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
+use rvgpu_hw::log::{pack_index, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{RingControl, NO_QUEUE};
 use rvgpu_hw::regs::{self, IntCause};
-
-fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
-    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
-}
-
-fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
-    let w = rig.mem.read_words(log + 40 + slot * 48, 6).unwrap();
-    LogEntry::from_words(w.try_into().unwrap())
-}
 
 #[test]
 fn nop_padding_is_skipped_and_counted() {
@@ -158,16 +149,7 @@ fn fence_wait_released_by_another_queue_on_the_same_engine() {
     let mut waiter = rig.queue(0, 1);
     let mut signaller = rig.queue(0, 2);
     rig.commit(0, &[&waiter, &signaller]);
-    rig.submit(
-        &mut waiter,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 5,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    rig.submit(&mut waiter, &[fence_wait(f, 5), signal(g, 1, 0, 0)]);
     rig.run();
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));
     assert_eq!(rig.mem.read_u64(g.cv), Some(0));
@@ -189,21 +171,11 @@ fn fence_wait_released_by_another_engine() {
     let mut signaller = rig.queue(1, 2);
     rig.commit(0, &[&waiter]);
     rig.commit(1, &[&signaller]);
-    rig.submit(
-        &mut waiter,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    rig.submit(&mut waiter, &[fence_wait(f, 1), signal(g, 1, 0, 0)]);
     rig.run();
     assert_eq!(rig.mem.read_u64(g.cv), Some(0));
-    let st = EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)));
     assert_eq!(
-        st.unwrap().state,
+        status(&rig, 0).state,
         EngineState::Idle,
         "blocked queue = idle engine"
     );
@@ -217,16 +189,7 @@ fn fence_wait_released_by_wait_rescan_after_cpu_write() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 3,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    rig.submit(&mut q, &[fence_wait(f, 3), signal(g, 1, 0, 0)]);
     rig.run();
     // A CPU write alone does not wake the CMP (no polling of shared memory)...
     rig.mem.write_u64(f.cv, 3).unwrap();
@@ -242,16 +205,7 @@ fn fence_wait_released_by_wait_rescan_after_cpu_write() {
     rig.run();
     assert_eq!(rig.mem.read_u64(g.cv), Some(1));
     // And 0 rescans every wait.
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 4,
-            },
-            signal(g, 2, 0, 0),
-        ],
-    );
+    rig.submit(&mut q, &[fence_wait(f, 4), signal(g, 2, 0, 0)]);
     rig.run();
     rig.mem.write_u64(f.cv, 4).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, 0);
@@ -264,16 +218,7 @@ fn nf_17_fence_store_writes_the_word_and_releases_its_waits() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 3,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    rig.submit(&mut q, &[fence_wait(f, 3), signal(g, 1, 0, 0)]);
     rig.run();
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 3)));
     // A misaligned address stores nothing and wakes nothing.
@@ -307,16 +252,7 @@ fn already_satisfied_wait_does_not_block() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(10), rig.fence(0));
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 10,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    rig.submit(&mut q, &[fence_wait(f, 10), signal(g, 1, 0, 0)]);
     rig.run();
     assert_eq!(rig.mem.read_u64(g.cv), Some(1));
 }
@@ -331,12 +267,7 @@ fn log_03_signal_log_entry_and_header() {
             &mut q,
             &[
                 signal(f, u64::from(i) + 1, cmd::SIGNAL_CONDITIONAL_IRQ, 0),
-                Command::LogWrite {
-                    log: LogKind::Signal,
-                    index: i,
-                    fence_handle: 0x4000_0010,
-                    fence_value: u64::from(i) + 1,
-                },
+                log_write(LogKind::Signal, i, 0x4000_0010, u64::from(i) + 1),
             ],
         );
         rig.run();
@@ -369,24 +300,11 @@ fn log_03_wait_log_entry_has_observed_timestamp() {
     rig.commit(1, &[&signaller]);
     rig.submit(
         &mut waiter,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            Command::LogWrite {
-                log: LogKind::Wait,
-                index: 0,
-                fence_handle: 0x77,
-                fence_value: 1,
-            },
-        ],
+        &[fence_wait(f, 1), log_write(LogKind::Wait, 0, 0x77, 1)],
     );
     rig.run();
     let blocked_at = rig.dev.gpu_clock();
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    steps(&rig, 10);
     rig.submit(&mut signaller, &[signal(f, 1, 0, 0)]);
     rig.run();
     let e = log_entry(&rig, waiter.desc.wait_log.get(), 0);
@@ -417,12 +335,7 @@ fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
             &mut q,
             &[
                 signal(f, u64::from(i) + 1, 0, 0),
-                Command::LogWrite {
-                    log: LogKind::Signal,
-                    index: i,
-                    fence_handle: 1,
-                    fence_value: u64::from(i) + 1,
-                },
+                log_write(LogKind::Signal, i, 1, u64::from(i) + 1),
             ],
         );
     }
@@ -439,15 +352,7 @@ fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
     );
     assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 2).fence_value, 3);
     // An index that would lower the header is written but the header keeps the larger value.
-    rig.submit(
-        &mut q,
-        &[Command::LogWrite {
-            log: LogKind::Signal,
-            index: 0,
-            fence_handle: 1,
-            fence_value: 99,
-        }],
-    );
+    rig.submit(&mut q, &[log_write(LogKind::Signal, 0, 1, 99)]);
     rig.run();
     assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 0).fence_value, 99);
     assert_eq!(
@@ -466,12 +371,7 @@ fn log_04_fence_event_visible_implies_log_in_memory() {
         &mut q,
         &[
             signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 3),
-            Command::LogWrite {
-                log: LogKind::Signal,
-                index: 0,
-                fence_handle: 3,
-                fence_value: 1,
-            },
+            log_write(LogKind::Signal, 0, 3, 1),
         ],
     );
     // One step executes the signal and the log write together, before the decision.
@@ -547,14 +447,7 @@ fn copy_moves_bytes_in_chunks() {
     let words: Vec<u64> = (0..8192u64).map(|i| i * 3 + 1).collect();
     rig.mem.write_words(src, &words).unwrap();
     let mut q = rig.queue_committed(1, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Copy {
-            src,
-            dst,
-            bytes: 64 << 10,
-        }],
-    );
+    rig.submit(&mut q, &[copy(src, dst, 64 << 10)]);
     let steps = rig.run();
     assert!(
         steps >= 16,
@@ -575,11 +468,7 @@ fn copy_between_sysmem_and_vram_and_fill() {
     rig.submit(
         &mut q,
         &[
-            Command::Copy {
-                src,
-                dst: vram,
-                bytes: 32,
-            },
+            copy(src, vram, 32),
             Command::Fill {
                 dst: vram + 32,
                 bytes: 10_000 * 8,
@@ -610,17 +499,12 @@ fn hang_is_detected_and_engine_reset_recovers() {
         &mut q,
         &[signal(f, 1, 0, 0), Command::Hang, signal(f, 2, 0, 0)],
     );
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    steps(&rig, 10);
     assert_eq!(
         rig.mem.read_u64(f.cv),
         Some(1),
         "commands before the HANG ran"
     );
-    let status = |rig: &Rig, e| {
-        EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(e, regs::engine::STATUS))).unwrap()
-    };
     assert_eq!(status(&rig, 0).state, EngineState::Hung);
     assert_eq!(
         rig.dev
@@ -640,21 +524,7 @@ fn hang_is_detected_and_engine_reset_recovers() {
     rig.run();
     assert_eq!(rig.mem.read_u64(g.cv), Some(1));
     // Reset engine 0: HANG aborted at rptr 40 (after the 5-word signal).
-    rig.dev
-        .write32(rig.engine_reg(0, regs::engine::CTRL), ENGINE_CTRL_RESET);
-    assert_eq!(
-        rig.dev
-            .read32(rig.engine_reg(0, regs::engine::RESET_RESULT)),
-        ResetResult::Ok as u32
-    );
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::RESET_QUEUE)),
-        5
-    );
-    assert_eq!(
-        rig.dev.read64(rig.engine_reg(0, regs::engine::RESET_RPTR)),
-        40
-    );
+    assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 5, 40));
     // Idle and held until the next commit (D1); the aborted queue left the runlist (it
     // was the only one; other queues would stay, see engine_reset.rs).
     let s = status(&rig, 0);
@@ -696,9 +566,7 @@ fn injected_hang_and_failed_reset() {
     let mut q = rig.queue_committed(1, 2);
     rig.dev.inject_hang(1);
     rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
-    for _ in 0..6 {
-        rig.dev.step();
-    }
+    steps(&rig, 6);
     assert_eq!(
         rig.mem.read_u64(f.cv),
         Some(0),
@@ -732,9 +600,7 @@ fn injected_hang_and_failed_reset() {
     let s = rig.dev.engine_snapshot(1).unwrap();
     assert!(s.held);
     assert_eq!(s.queues[0].known_write_ptr, q.wptr);
-    for _ in 0..5 {
-        rig.dev.step();
-    }
+    steps(&rig, 5);
     assert_eq!(rig.mem.read_u64(f.cv), Some(0), "held");
     rig.commit(1, &[&q]);
     rig.run();
@@ -748,28 +614,10 @@ fn reset_interrupts_a_long_copy_between_chunks() {
     let dst = rig.alloc(1 << 20);
     rig.mem.write_u64(src + (1 << 20) - 8, 0x55).unwrap();
     let mut q = rig.queue_committed(1, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Copy {
-            src,
-            dst,
-            bytes: 1 << 20,
-        }],
-    );
-    for _ in 0..3 {
-        rig.dev.step();
-    }
+    rig.submit(&mut q, &[copy(src, dst, 1 << 20)]);
+    steps(&rig, 3);
     assert!(rig.dev.engine_snapshot(1).unwrap().has_work);
-    rig.dev
-        .write32(rig.engine_reg(1, regs::engine::CTRL), ENGINE_CTRL_RESET);
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(1, regs::engine::RESET_QUEUE)),
-        1
-    );
-    assert_eq!(
-        rig.dev.read64(rig.engine_reg(1, regs::engine::RESET_RPTR)),
-        0
-    );
+    assert_eq!(reset(&rig, 1), (ResetResult::Ok as u32, 1, 0));
     rig.run();
     assert_eq!(
         rig.mem.read_u64(dst + (1 << 20) - 8),

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use rvgpu_device::{DeviceConfig, STEP_TICKS};
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::engine::{EngineState, EngineStatus, ENGINE_POWER_F0, ENGINE_POWER_F1};
+use rvgpu_hw::engine::{EngineState, ENGINE_POWER_F0, ENGINE_POWER_F1};
 use rvgpu_hw::event::EventKind;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::NO_DOORBELL;
@@ -20,16 +20,6 @@ fn power(rig: &Rig, e: u32) -> u32 {
 
 fn set_power(rig: &Rig, e: u32, v: u32) {
     rig.dev.write32(rig.engine_reg(e, regs::engine::POWER), v);
-}
-
-fn status(rig: &Rig, e: u32) -> EngineStatus {
-    EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(e, regs::engine::STATUS))).unwrap()
-}
-
-fn steps(rig: &Rig, n: usize) {
-    for _ in 0..n {
-        rig.dev.step();
-    }
 }
 
 fn completed(rig: &Rig, e: u32) -> u64 {

@@ -17,32 +17,17 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rvgpu_device::{DeviceConfig, QueueSnapshot, STEP_TICKS};
+use rvgpu_device::{DeviceConfig, STEP_TICKS};
 use rvgpu_hw::cmd::{Command, LogKind, SIGNAL_ALWAYS_IRQ};
-use rvgpu_hw::engine::{
-    EngineState, EngineStatus, ResetResult, ENGINE_CTRL_RESET, STATUS_HAS_WORK, STATUS_HELD,
-};
+use rvgpu_hw::engine::{EngineState, ResetResult, STATUS_HAS_WORK, STATUS_HELD};
 use rvgpu_hw::event::{EventKind, EventRecord};
-use rvgpu_hw::log::LogEntry;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{RingControl, NO_DOORBELL, NO_QUEUE};
 use rvgpu_hw::regs;
 
-fn indirect((addr, bytes): (u64, u64)) -> Command {
-    Command::Indirect { addr, bytes }
-}
-
 /// A FENCE_SIGNAL that always posts an event: counting the events counts executions.
 fn counted(f: Fence, value: u64) -> Command {
     signal(f, value, SIGNAL_ALWAYS_IRQ, value)
-}
-
-fn snap(rig: &Rig, id: u32) -> Option<QueueSnapshot> {
-    rig.dev.queues().into_iter().find(|q| q.queue_id == id)
-}
-
-fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
-    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
 }
 
 /// Values of the counted signals of fence `f` in `evs`, in posting order.
@@ -54,37 +39,15 @@ fn signals_of(evs: &[EventRecord], f: Fence) -> Vec<u64> {
         .collect()
 }
 
-fn status(rig: &Rig, e: u32) -> EngineStatus {
-    EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(e, regs::engine::STATUS))).unwrap()
-}
-
 fn current_queue(rig: &Rig, e: u32) -> u32 {
     rig.dev
         .read32(rig.engine_reg(e, regs::engine::CURRENT_QUEUE))
-}
-
-/// Writes CTRL = RESET and returns `(RESET_RESULT, RESET_QUEUE, RESET_RPTR)`.
-fn reset(rig: &Rig, e: u32) -> (u32, u32, u64) {
-    rig.dev
-        .write32(rig.engine_reg(e, regs::engine::CTRL), ENGINE_CTRL_RESET);
-    (
-        rig.dev
-            .read32(rig.engine_reg(e, regs::engine::RESET_RESULT)),
-        rig.dev.read32(rig.engine_reg(e, regs::engine::RESET_QUEUE)),
-        rig.dev.read64(rig.engine_reg(e, regs::engine::RESET_RPTR)),
-    )
 }
 
 fn set_read_ptr(rig: &Rig, q: &Q, v: u64) {
     rig.mem
         .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, v)
         .unwrap();
-}
-
-fn steps(rig: &Rig, n: usize) {
-    for _ in 0..n {
-        rig.dev.step();
-    }
 }
 
 const HELD_IDLE_WITH_WORK: u32 = EngineState::Idle as u32 | STATUS_HAS_WORK | STATUS_HELD;
@@ -193,16 +156,8 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
     rig.submit(
         &mut a,
         &[
-            Command::FenceWait {
-                addr: g.cv,
-                value: 1,
-            },
-            Command::LogWrite {
-                log: LogKind::Wait,
-                index: 0,
-                fence_handle: 0x77,
-                fence_value: 1,
-            },
+            fence_wait(g, 1),
+            log_write(LogKind::Wait, 0, 0x77, 1),
             signal(f, 1, 0, 0),
         ],
     );
@@ -233,8 +188,7 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
     rig.run();
     assert_eq!(rig.mem.read_u64(f.cv), Some(1), "released by the signal");
     assert_eq!(rig.read_ptr(&a), a.wptr);
-    let w = rig.mem.read_words(a.desc.wait_log.get() + 40, 6).unwrap();
-    let e = LogEntry::from_words(w.try_into().unwrap());
+    let e = log_entry(&rig, a.desc.wait_log.get(), 0);
     assert_eq!(
         e.fence_observed_gpu_timestamp, t0,
         "wait kept, not re-executed"
@@ -254,10 +208,7 @@ fn um_10_wait_satisfied_while_held_runs_after_the_commit() {
     let mut c = rig.queue(1, 3);
     rig.commit(0, &[&a, &b]);
     rig.commit(1, &[&c]);
-    let wait = Command::FenceWait {
-        addr: g.cv,
-        value: 1,
-    };
+    let wait = fence_wait(g, 1);
     rig.submit(&mut a, &[wait, signal(f, 1, 0, 0)]);
     rig.submit(&mut b, &[Command::Hang]);
     steps(&rig, 5);
@@ -394,14 +345,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     let mut a = rig.queue(0, 1);
     let mut b = rig.queue(0, 2);
     rig.commit(0, &[&a, &b]);
-    let buf = rig.buffer(&[
-        counted(h, 1),
-        Command::FenceWait {
-            addr: g.cv,
-            value: 1,
-        },
-        counted(h, 2),
-    ]);
+    let buf = rig.buffer(&[counted(h, 1), fence_wait(g, 1), counted(h, 2)]);
     rig.submit(&mut b, &[indirect(buf), progress_irq(5)]);
     rig.run();
     assert_eq!(snap(&rig, 2).unwrap().indirect, Some((buf.0, 40)));
@@ -549,13 +493,7 @@ fn tdr_09_failed_reset_leaves_everything_as_it_was() {
     let mut gq = rig.queue(0, 1);
     let mut iq = rig.queue(0, 2);
     rig.commit(0, &[&iq, &gq]);
-    let buf = rig.buffer(&[
-        counted(h, 1),
-        Command::FenceWait {
-            addr: g.cv,
-            value: 1,
-        },
-    ]);
+    let buf = rig.buffer(&[counted(h, 1), fence_wait(g, 1)]);
     rig.submit(&mut iq, &[indirect(buf)]);
     rig.submit(&mut gq, &[Command::Nop { len: 1 }, Command::Hang]);
     steps(&rig, 15);
@@ -699,13 +637,7 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
             signal(m, i, 0, 0),
         ];
         if i == 25 {
-            cmds.insert(
-                1,
-                Command::FenceWait {
-                    addr: g.cv,
-                    value: 1,
-                },
-            );
+            cmds.insert(1, fence_wait(g, 1));
         }
         let buf = rig.buffer(&cmds);
         rig.submit(a, &[indirect(buf), progress_irq(i)]);

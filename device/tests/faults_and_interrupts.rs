@@ -10,10 +10,6 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{QueueDescriptor, RingControl};
 use rvgpu_hw::regs::{self, IntCause};
 
-fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
-    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
-}
-
 /// Runs `bad` words on one queue next to a healthy queue on the same engine; returns the
 /// fault event. The healthy queue must keep running.
 fn fault_with(rig: &mut Rig, prepare: impl FnOnce(&mut Rig, &mut Q)) -> EventRecord {
@@ -153,15 +149,7 @@ fn fault_no_log() {
     let mut rig = Rig::step();
     let f = fault_with(&mut rig, |rig, q| {
         q.desc.signal_log = rvgpu_hw::addr::GpuVa::NULL;
-        rig.push(
-            q,
-            &[Command::LogWrite {
-                log: LogKind::Signal,
-                index: 0,
-                fence_handle: 0,
-                fence_value: 0,
-            }],
-        );
+        rig.push(q, &[log_write(LogKind::Signal, 0, 0, 0)]);
     });
     assert_eq!(f.arg0, FaultCode::NoLog as u64);
 }
@@ -344,9 +332,7 @@ fn injected_interrupt_drop_loses_one_delivery_the_next_event_asserts_again() {
 fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
     let rig = Rig::step_with(|c| c.idle_f1_ticks = 3 * STEP_TICKS);
     rig.dev.write32(regs::EVENT_RING_CTRL, 0);
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    steps(&rig, 10);
     rig.dev.write32(regs::INT_ACK, u32::MAX);
     assert_eq!(
         rig.dev.read32(regs::EVENT_RING_WPTR),
@@ -371,9 +357,7 @@ fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
 fn idle_engine_requests_f1_once() {
     let mut rig = Rig::step_with(|c| c.idle_f1_ticks = 3 * STEP_TICKS);
     let mut q = rig.queue_committed(0, 1);
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    steps(&rig, 10);
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::ENGINE_STATE));
     let es = of_kind(&evs, EventKind::EngineState);
@@ -398,9 +382,7 @@ fn idle_engine_requests_f1_once() {
         EngineState::Idle,
         "switched out with its last packet"
     );
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    steps(&rig, 10);
     let (_, evs) = rig.isr();
     assert_eq!(
         of_kind(&evs, EventKind::EngineState).len(),
@@ -412,9 +394,7 @@ fn idle_engine_requests_f1_once() {
 #[test]
 fn no_f1_requests_by_default() {
     let rig = Rig::step();
-    for _ in 0..50 {
-        rig.dev.step();
-    }
+    steps(&rig, 50);
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
 }
 
@@ -426,9 +406,7 @@ fn huge_interrupt_delay_never_expires_and_does_not_panic() {
         .set_interrupt_delay(Some(IrqDelay::Duration(std::time::Duration::MAX)));
     let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[progress_irq(1)]);
-    for _ in 0..5 {
-        rig.dev.step();
-    }
+    steps(&rig, 5);
     assert!(rig.dev.interrupt_pending());
     assert!(!rig.line.level(), "held forever");
 }

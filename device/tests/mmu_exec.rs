@@ -218,11 +218,7 @@ fn translated_queue_runs_commands_in_pages_outside_every_window() {
                 bytes: 32,
                 pattern: 0xAB,
             },
-            Command::Copy {
-                src: DATA_VA + 0xff8,
-                dst: DATA_VA + 0x1100,
-                bytes: 16,
-            },
+            copy(DATA_VA + 0xff8, DATA_VA + 0x1100, 16),
             Command::Progress {
                 irq: false,
                 value: 9,
@@ -291,21 +287,13 @@ fn every_address_faults_on_an_unmapped_va_and_writes_nothing() {
         ),
         (
             "copy src",
-            encode(&[Command::Copy {
-                src: UNMAPPED_VA,
-                dst: DATA_VA,
-                bytes: 8,
-            }]),
+            encode(&[copy(UNMAPPED_VA, DATA_VA, 8)]),
             UNMAPPED_VA,
             Access::Read,
         ),
         (
             "copy dst",
-            encode(&[Command::Copy {
-                src: DATA_VA,
-                dst: UNMAPPED_VA,
-                bytes: 8,
-            }]),
+            encode(&[copy(DATA_VA, UNMAPPED_VA, 8)]),
             UNMAPPED_VA,
             Access::Write,
         ),
@@ -936,12 +924,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
                 addr: DATA_VA,
                 value: 3,
             },
-            Command::LogWrite {
-                log: cmd::LogKind::Wait,
-                index: 0,
-                fence_handle: 0x42,
-                fence_value: 3,
-            },
+            log_write(cmd::LogKind::Wait, 0, 0x42, 3),
             progress_irq(8),
         ],
     );
@@ -976,16 +959,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
     let wlog = w.q.desc.wait_log.get();
     rig.commit(1, &[&w.q]);
     let before = rig.mem.read_words(wlog, 512).unwrap();
-    submit(
-        &rig,
-        &mut w,
-        &[Command::LogWrite {
-            log: cmd::LogKind::Wait,
-            index: 0,
-            fence_handle: 0x43,
-            fence_value: 1,
-        }],
-    );
+    submit(&rig, &mut w, &[log_write(cmd::LogKind::Wait, 0, 0x43, 1)]);
     rig.run();
     let (rec, info) = page_fault(&rig.drain());
     assert_eq!(rec.arg1, wlog);
@@ -1146,14 +1120,6 @@ fn identity_kqueue(rig: &mut Rig, engine: u32, id: u32) -> VQ {
     }
 }
 
-fn snapshot(rig: &Rig, id: u32) -> rvgpu_device::QueueSnapshot {
-    rig.dev
-        .queues()
-        .into_iter()
-        .find(|q| q.queue_id == id)
-        .unwrap()
-}
-
 fn fill(dst: u64, pattern: u64) -> Command {
     Command::Fill {
         dst,
@@ -1201,7 +1167,7 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
 
         // The first pass starts the buffer and runs nothing of it.
         assert!(rig.dev.step());
-        let s = snapshot(&rig, 1);
+        let s = snap(&rig, 1).unwrap();
         assert_eq!((s.read_ptr, s.indirect), (0, Some((BUF_VA, 0))), "{what}");
         assert_eq!(rig.dev.completed_commands(0), 0, "{what}");
         assert_eq!(rig.mem.read_u64(p.data), Some(0), "{what}");
@@ -1229,7 +1195,7 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
             "{what}: the ring space's page at the same VA is untouched"
         );
         assert_eq!(read_ptr(&rig, &k), 32, "{what}: past the INDIRECT_VM");
-        assert_eq!(snapshot(&rig, 1).indirect, None, "{what}");
+        assert_eq!(snap(&rig, 1).unwrap().indirect, None, "{what}");
         assert_eq!(
             rig.dev.completed_commands(0),
             4,
@@ -1347,7 +1313,7 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
         before + 1,
         "the FILL before; the INDIRECT_VM is not counted"
     );
-    assert_eq!(snapshot(&rig, 1).fault, Some(FaultCode::PageFault));
+    assert_eq!(snap(&rig, 1).unwrap().fault, Some(FaultCode::PageFault));
 
     // The other queue of the engine keeps running; the faulted one stays stopped.
     let ts_pa = rig.alloc(8);
@@ -1356,7 +1322,7 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
     assert!(faults(&rig.drain()).is_empty());
     assert_ne!(rig.mem.read_u64(ts_pa), Some(0));
     assert_eq!(read_ptr(&rig, &other), other.q.wptr);
-    assert_eq!(snapshot(&rig, 2).fault, None);
+    assert_eq!(snap(&rig, 2).unwrap().fault, None);
     assert_eq!(read_ptr(&rig, &k), rp);
     assert_eq!(rig.mem.read_u64(p.data + 8), Some(0));
 }
@@ -1467,7 +1433,11 @@ fn indirect_vm_buffer_is_fetched_under_its_root_with_user_privilege() {
             "{what}"
         );
         assert_eq!(rig.mem.read_u64(p.data), Some(0), "{what}: nothing ran");
-        assert_eq!(snapshot(&rig, 1).indirect, None, "{what}: never started");
+        assert_eq!(
+            snap(&rig, 1).unwrap().indirect,
+            None,
+            "{what}: never started"
+        );
         assert_eq!(rig.dev.completed_commands(0), 0, "{what}");
     }
 }
@@ -1509,7 +1479,7 @@ fn indirect_vm_on_a_user_mode_queue_faults_bad_argument() {
     assert_eq!(rig.mem.read_u64(data + 8), Some(1), "the packet before ran");
     assert_eq!(rig.mem.read_u64(data), Some(0), "the buffer did not");
     assert_eq!(read_ptr(&rig, &v), 24 + 32);
-    let s = snapshot(&rig, 1);
+    let s = snap(&rig, 1).unwrap();
     assert_eq!((s.fault, s.indirect), (Some(FaultCode::BadArgument), None));
 }
 
@@ -1543,7 +1513,7 @@ fn indirect_vm_with_root_0_or_misaligned_is_a_bad_argument_decode_fault() {
         assert_eq!(rig.mem.read_u64(p.data), Some(0), "{bad}");
         assert_eq!(read_ptr(&rig, &k), 16, "{bad}");
         assert_eq!(rig.dev.completed_commands(0), 1, "{bad}");
-        let s = snapshot(&rig, 1);
+        let s = snap(&rig, 1).unwrap();
         assert_eq!(
             (s.fault, s.indirect),
             (Some(FaultCode::BadArgument), None),
@@ -1631,7 +1601,7 @@ fn indirect_inside_an_indirect_vm_buffer_faults_nested_indirect() {
         );
         assert_eq!(read_ptr(&rig, &k), 0, "{what}");
         assert_eq!(rig.dev.completed_commands(0), 1, "{what}: the prefix only");
-        let s = snapshot(&rig, 1);
+        let s = snap(&rig, 1).unwrap();
         assert_eq!(
             (s.fault, s.read_ptr),
             (Some(FaultCode::NestedIndirect), 0),
@@ -1668,7 +1638,11 @@ fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
         );
         submit(&rig, &mut k, &[ivm(BUF_VA, bytes, p.pt.root)]);
         rig.run();
-        assert_eq!(snapshot(&rig, 1).blocked_on, Some((DATA_VA, 1)), "{what}");
+        assert_eq!(
+            snap(&rig, 1).unwrap().blocked_on,
+            Some((DATA_VA, 1)),
+            "{what}"
+        );
         assert_eq!(rig.mem.read_u64(p.data + 8), Some(0), "{what}");
         if unmap {
             p.pt.unmap(&mut rig, DATA_VA);

@@ -169,10 +169,6 @@ fn round(rig: &mut Rig, q: &mut Q) {
     rig.run();
 }
 
-fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
-    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
-}
-
 fn sched_events(rig: &Rig) -> (IntCause, Vec<EventRecord>) {
     let (causes, evs) = rig.isr();
     (causes, of_kind(&evs, EventKind::SchedLog))
@@ -269,16 +265,7 @@ fn a_context_that_runs_out_of_work_goes_idle() {
     let mut qa = tagged(&mut rig, 0, 1, A);
     let mut qb = tagged(&mut rig, 0, 2, B);
     rig.commit(0, &[&qa, &qb]);
-    rig.submit(
-        &mut qa,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            Command::Nop { len: 1 },
-        ],
-    );
+    rig.submit(&mut qa, &[fence_wait(f, 1), Command::Nop { len: 1 }]);
     rig.submit(&mut qb, &[signal(f, 1, 0, 0)]);
     rig.run();
     assert_eq!(
@@ -605,9 +592,7 @@ fn engine_reset_logs_the_running_context_idle() {
     let mut qa = tagged(&mut rig, 0, 1, A);
     rig.commit(0, &[&qa]);
     rig.submit(&mut qa, &[Command::Hang]);
-    for _ in 0..5 {
-        rig.dev.step();
-    }
+    steps(&rig, 5);
     assert_eq!(log.changes(&rig, 1), vec![(A, Running)]);
     rig.isr();
     rig.dev.fail_next_reset(0);

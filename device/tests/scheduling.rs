@@ -160,16 +160,7 @@ fn recommit_keeps_staying_queues_and_stops_leaving_ones() {
     let mut stay = rig.queue(0, 1);
     let mut leave = rig.queue(0, 2);
     rig.commit(0, &[&stay, &leave]);
-    rig.submit(
-        &mut stay,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    rig.submit(&mut stay, &[fence_wait(f, 1), signal(g, 1, 0, 0)]);
     rig.run();
     let obs = rig.dev.queues();
     assert_eq!(obs[0].blocked_on, Some((f.cv, 1)));
@@ -201,14 +192,7 @@ fn commit_finishes_a_transfer_of_a_leaving_queue() {
     let dst = rig.alloc(64 << 10);
     rig.mem.write_u64(src + (64 << 10) - 8, 9).unwrap();
     let mut q = rig.queue_committed(1, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Copy {
-            src,
-            dst,
-            bytes: 64 << 10,
-        }],
-    );
+    rig.submit(&mut q, &[copy(src, dst, 64 << 10)]);
     rig.dev.step();
     rig.commit(1, &[]);
     assert_eq!(
@@ -283,16 +267,7 @@ fn blocked_queue_with_rewound_write_pointer_still_sees_the_signal() {
     let mut all: Vec<&Q> = idle.iter().collect();
     all.push(&q);
     rig.commit(0, &all);
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    rig.submit(&mut q, &[fence_wait(f, 1), signal(g, 1, 0, 0)]);
     rig.run();
     let blocked = rig.dev.queues().into_iter().find(|s| s.queue_id == 1);
     assert_eq!(blocked.and_then(|s| s.blocked_on), Some((f.cv, 1)));

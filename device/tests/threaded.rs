@@ -209,12 +209,7 @@ fn log_04_threaded_event_implies_log_entry_and_header_in_memory() {
                 &mut q,
                 &[
                     signal(f, v, cmd::SIGNAL_CONDITIONAL_IRQ, v),
-                    Command::LogWrite {
-                        log: LogKind::Signal,
-                        index: (v - 1) as u32,
-                        fence_handle: 1,
-                        fence_value: v,
-                    },
+                    log_write(LogKind::Signal, (v - 1) as u32, 1, v),
                 ],
             );
         }
@@ -240,15 +235,7 @@ fn log_07_log_flush_makes_counted_entries_visible() {
         let done = &done;
         s.spawn(move || {
             for i in 0..N {
-                rig.submit(
-                    &mut q,
-                    &[Command::LogWrite {
-                        log: LogKind::Signal,
-                        index: i as u32,
-                        fence_handle: 2,
-                        fence_value: i + 1,
-                    }],
-                );
+                rig.submit(&mut q, &[log_write(LogKind::Signal, i as u32, 2, i + 1)]);
             }
             done.store(true, Ordering::Release);
         });

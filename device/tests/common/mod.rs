@@ -8,10 +8,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory, Mode, SysAlloc};
-use rvgpu_hw::cmd::Command;
-use rvgpu_hw::event::EventRecord;
-use rvgpu_hw::log::{ENTRIES_PER_BUFFER, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
+use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory, Mode, QueueSnapshot, SysAlloc};
+use rvgpu_hw::cmd::{Command, LogKind};
+use rvgpu_hw::engine::{EngineStatus, ENGINE_CTRL_RESET};
+use rvgpu_hw::event::{EventKind, EventRecord};
+use rvgpu_hw::log::{LogEntry, ENTRIES_PER_BUFFER, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
 use rvgpu_hw::regs::{self, IntCause};
@@ -369,6 +370,46 @@ impl Rig {
     }
 }
 
+/// Entry `slot` of the fence log whose header is at `log`.
+pub fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
+    let w = rig.mem.read_words(log + 40 + slot * 48, 6).unwrap();
+    LogEntry::from_words(w.try_into().unwrap())
+}
+
+/// `n` device passes (step mode), whether or not they find work.
+pub fn steps(rig: &Rig, n: usize) {
+    for _ in 0..n {
+        rig.dev.step();
+    }
+}
+
+/// Engine `e`'s STATUS register, decoded.
+pub fn status(rig: &Rig, e: u32) -> EngineStatus {
+    EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(e, regs::engine::STATUS))).unwrap()
+}
+
+/// Writes CTRL = RESET to engine `e` and returns `(RESET_RESULT, RESET_QUEUE, RESET_RPTR)`.
+pub fn reset(rig: &Rig, e: u32) -> (u32, u32, u64) {
+    rig.dev
+        .write32(rig.engine_reg(e, regs::engine::CTRL), ENGINE_CTRL_RESET);
+    (
+        rig.dev
+            .read32(rig.engine_reg(e, regs::engine::RESET_RESULT)),
+        rig.dev.read32(rig.engine_reg(e, regs::engine::RESET_QUEUE)),
+        rig.dev.read64(rig.engine_reg(e, regs::engine::RESET_RPTR)),
+    )
+}
+
+/// The device's view of queue `id`, if a runlist holds it.
+pub fn snap(rig: &Rig, id: u32) -> Option<QueueSnapshot> {
+    rig.dev.queues().into_iter().find(|q| q.queue_id == id)
+}
+
+/// The records of `evs` of kind `k`.
+pub fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
+    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
+}
+
 /// A PROGRESS that interrupts (DMA completed) with `value`.
 pub fn progress_irq(value: u64) -> Command {
     Command::Progress { irq: true, value }
@@ -383,6 +424,31 @@ pub fn encode(cmds: &[Command]) -> Vec<u64> {
         words.extend(buf);
     }
     words
+}
+
+/// A FENCE_WAIT until `f`'s CurrentValue reaches `value`.
+pub fn fence_wait(f: Fence, value: u64) -> Command {
+    Command::FenceWait { addr: f.cv, value }
+}
+
+/// An INDIRECT of a buffer `(GPU address, bytes)` as [`Rig::buffer`] returns it.
+pub fn indirect((addr, bytes): (u64, u64)) -> Command {
+    Command::Indirect { addr, bytes }
+}
+
+/// A COPY of `bytes` from `src` to `dst`.
+pub fn copy(src: u64, dst: u64, bytes: u64) -> Command {
+    Command::Copy { src, dst, bytes }
+}
+
+/// A LOG_WRITE of entry `index` of the queue's `log`, for fence `handle` at `value`.
+pub fn log_write(log: LogKind, index: u32, handle: u32, value: u64) -> Command {
+    Command::LogWrite {
+        log,
+        index,
+        fence_handle: handle,
+        fence_value: value,
+    }
 }
 
 pub fn signal(f: Fence, value: u64, flags: u8, tag: u64) -> Command {
