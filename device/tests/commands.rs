@@ -146,9 +146,7 @@ fn fence_event_without_exact_report_or_optimized_irq() {
 fn fence_wait_released_by_another_queue_on_the_same_engine() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut waiter = rig.queue(0, 1);
-    let mut signaller = rig.queue(0, 2);
-    rig.commit(0, &[&waiter, &signaller]);
+    let [mut waiter, mut signaller] = rig.queues_committed(0, [1, 2]);
     rig.submit(&mut waiter, &[fence_wait(f, 5), signal(g, 1, 0, 0)]);
     rig.run();
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));

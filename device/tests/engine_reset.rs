@@ -61,11 +61,9 @@ const HELD_IDLE_WITH_WORK: u32 = EngineState::Idle as u32 | STATUS_HAS_WORK | ST
 fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     let mut rig = Rig::step();
     let (f, h) = (rig.fence(0), rig.fence(0));
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    let c = rig.queue(1, 3);
-    rig.commit(0, &[&a, &b]);
-    rig.commit(1, &[&c]);
+    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
+    // An idle queue on the other engine.
+    rig.queue_committed(1, 3);
     let buf = rig.buffer(&[counted(f, 1), counted(f, 2), counted(f, 3), counted(f, 4)]);
     rig.submit(&mut a, &[indirect(buf), progress_irq(7)]);
     rig.submit(
@@ -148,11 +146,8 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
 fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    let mut c = rig.queue(1, 3);
-    rig.commit(0, &[&a, &b]);
-    rig.commit(1, &[&c]);
+    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
+    let mut c = rig.queue_committed(1, 3);
     rig.submit(
         &mut a,
         &[
@@ -203,11 +198,8 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
 fn um_10_wait_satisfied_while_held_runs_after_the_commit() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    let mut c = rig.queue(1, 3);
-    rig.commit(0, &[&a, &b]);
-    rig.commit(1, &[&c]);
+    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
+    let mut c = rig.queue_committed(1, 3);
     let wait = fence_wait(g, 1);
     rig.submit(&mut a, &[wait, signal(f, 1, 0, 0)]);
     rig.submit(&mut b, &[Command::Hang]);
@@ -231,9 +223,7 @@ fn um_10_wait_satisfied_while_held_runs_after_the_commit() {
 fn um_10_faulted_innocent_queue_stays_faulted() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    rig.commit(0, &[&a, &b]);
+    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
     rig.push_words(&mut a, &[0xEE]); // bad opcode
     rig.ring(&a);
     rig.submit(&mut b, &[Command::Hang]);
@@ -342,9 +332,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     let mut rig = Rig::step();
     let (g, h) = (rig.fence(0), rig.fence(0));
     let dst = rig.alloc(16 << 10);
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    rig.commit(0, &[&a, &b]);
+    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
     let buf = rig.buffer(&[counted(h, 1), fence_wait(g, 1), counted(h, 2)]);
     rig.submit(&mut b, &[indirect(buf), progress_irq(5)]);
     rig.run();
@@ -409,9 +397,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
 fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
     let mut rig = Rig::step();
     let (f, h) = (rig.fence(0), rig.fence(0));
-    let mut g = rig.queue(0, 1);
-    let mut i = rig.queue(0, 2);
-    rig.commit(0, &[&g, &i]);
+    let [mut g, mut i] = rig.queues_committed(0, [1, 2]);
     let gbuf = rig.buffer(&[counted(f, 1), Command::Hang, counted(f, 2)]);
     let ibuf = rig.buffer(&[counted(h, 1), counted(h, 2), counted(h, 3), counted(h, 4)]);
     rig.submit(
@@ -552,9 +538,7 @@ fn tdr_09_no_per_engine_reset_cap_fails_and_changes_nothing() {
 #[test]
 fn adapter_reset_ends_the_hold() {
     let mut rig = Rig::step();
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    rig.commit(0, &[&a, &b]);
+    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
     rig.submit(&mut b, &[Command::Hang]);
     rig.submit(&mut a, &[Command::Nop { len: 1 }, Command::Nop { len: 1 }]);
     steps(&rig, 2);

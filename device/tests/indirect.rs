@@ -130,9 +130,7 @@ fn um_01_largest_buffer_and_vram_buffer_run() {
 fn um_01_fence_wait_in_a_buffer_blocks_until_another_queue_signals() {
     let mut rig = Rig::step();
     let (a, b, done, g) = (rig.fence(0), rig.fence(0), rig.fence(0), rig.fence(0));
-    let mut q1 = rig.queue(0, 1);
-    let mut q2 = rig.queue(0, 2);
-    rig.commit(0, &[&q1, &q2]);
+    let [mut q1, mut q2] = rig.queues_committed(0, [1, 2]);
     let buf = rig.buffer(&[
         signal(a, 1, 0, 0),
         fence_wait(g, 5),
@@ -178,9 +176,7 @@ fn um_01_round_robin_switches_between_packets_of_a_buffer() {
     let mut rig = Rig::step();
     let t = rig.alloc(32);
     let u = rig.alloc(32);
-    let mut q1 = rig.queue(0, 1);
-    let mut q2 = rig.queue(0, 2);
-    rig.commit(0, &[&q1, &q2]);
+    let [mut q1, mut q2] = rig.queues_committed(0, [1, 2]);
     let ts = |base: u64| -> Vec<Command> {
         (0..4)
             .map(|i| Command::Timestamp { addr: base + i * 8 })

@@ -157,9 +157,7 @@ fn higher_priority_runs_first_and_equals_round_robin() {
 fn recommit_keeps_staying_queues_and_stops_leaving_ones() {
     let mut rig = Rig::step();
     let (f, g, h) = (rig.fence(0), rig.fence(0), rig.fence(0));
-    let mut stay = rig.queue(0, 1);
-    let mut leave = rig.queue(0, 2);
-    rig.commit(0, &[&stay, &leave]);
+    let [mut stay, mut leave] = rig.queues_committed(0, [1, 2]);
     rig.submit(&mut stay, &[fence_wait(f, 1), signal(g, 1, 0, 0)]);
     rig.run();
     let obs = rig.dev.queues();

@@ -272,6 +272,13 @@ impl Rig {
         q
     }
 
+    /// [`Rig::queue`]s `ids` on `engine`, committed together in that order.
+    pub fn queues_committed<const N: usize>(&mut self, engine: u32, ids: [u32; N]) -> [Q; N] {
+        let qs = ids.map(|id| self.queue(engine, id));
+        self.commit(engine, &qs.each_ref());
+        qs
+    }
+
     pub fn commit(&mut self, engine: u32, qs: &[&Q]) {
         let descs: Vec<_> = qs.iter().map(|q| q.desc).collect();
         self.commit_descs(engine, &descs);
