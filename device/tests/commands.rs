@@ -20,7 +20,7 @@ fn nop_padding_is_skipped_and_counted() {
     rig.push_words(&mut q, &[cmd::header(Opcode::Nop, 0, 5), !0, !0, !0, !0]);
     rig.submit(&mut q, &[Command::Nop { len: 1 }, signal(f, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.dev.completed_commands(0), 3);
     assert_eq!(
@@ -42,7 +42,7 @@ fn packets_wrap_around_the_ring_end() {
     rig.run();
     rig.submit(&mut q, &[signal(f, 7, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(7));
+    assert_eq!(rig.value(f.cv), 7);
     assert_eq!(rig.read_ptr(&q), 35 * 8, "free-running pointer");
     // And a NOP that wraps (padding across the end).
     rig.submit(&mut q, &[Command::Nop { len: 20 }]);
@@ -50,7 +50,7 @@ fn packets_wrap_around_the_ring_end() {
     // Ring position is now word 23: a 12-word NOP runs across the end.
     rig.submit(&mut q, &[Command::Nop { len: 12 }, signal(f, 8, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(8));
+    assert_eq!(rig.value(f.cv), 8);
     assert!(rig.dev.queues()[0].fault.is_none());
 }
 
@@ -62,7 +62,7 @@ fn nf_03_conditional_signal_interrupts_only_once_monitored_value_is_reached() {
     // No waiter: MonitoredValue = u64::MAX, no interrupt.
     rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAA)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(
         rig.dev.read32(regs::INT_STATUS),
         0,
@@ -150,14 +150,14 @@ fn fence_wait_released_by_another_queue_on_the_same_engine() {
     rig.submit(&mut waiter, &[fence_wait(f, 5), signal(g, 1, 0, 0)]);
     rig.run();
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
+    assert_eq!(rig.value(g.cv), 0);
     // A signal below the target re-evaluates but does not release.
     rig.submit(&mut signaller, &[signal(f, 4, 0, 0)]);
     rig.run();
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));
     rig.submit(&mut signaller, &[signal(f, 5, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
     assert_eq!(rig.dev.queues()[0].blocked_on, None);
 }
 
@@ -171,7 +171,7 @@ fn fence_wait_released_by_another_engine() {
     rig.commit(1, &[&signaller]);
     rig.submit(&mut waiter, &[fence_wait(f, 1), signal(g, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
+    assert_eq!(rig.value(g.cv), 0);
     assert_eq!(
         status(&rig, 0).state,
         EngineState::Idle,
@@ -179,7 +179,7 @@ fn fence_wait_released_by_another_engine() {
     );
     rig.submit(&mut signaller, &[signal(f, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
 }
 
 #[test]
@@ -192,23 +192,23 @@ fn fence_wait_released_by_wait_rescan_after_cpu_write() {
     // A CPU write alone does not wake the CMP (no polling of shared memory)...
     rig.mem.write_u64(f.cv, 3).unwrap();
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
+    assert_eq!(rig.value(g.cv), 0);
     // ...WAIT_RESCAN on another address does not either...
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
+    assert_eq!(rig.value(g.cv), 0);
     // ...WAIT_RESCAN on it does (re-evaluated before the write returns).
     rig.dev.write64(regs::WAIT_RESCAN, f.cv);
     assert_eq!(rig.dev.queues()[0].blocked_on, None);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
     // And 0 rescans every wait.
     rig.submit(&mut q, &[fence_wait(f, 4), signal(g, 2, 0, 0)]);
     rig.run();
     rig.mem.write_u64(f.cv, 4).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, 0);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(2));
+    assert_eq!(rig.value(g.cv), 2);
 }
 
 #[test]
@@ -222,24 +222,24 @@ fn nf_17_fence_store_writes_the_word_and_releases_its_waits() {
     // A misaligned address stores nothing and wakes nothing.
     rig.dev.write64(regs::FENCE_STORE_ADDR, f.cv + 4);
     rig.dev.write64(regs::FENCE_STORE, 3);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 3)));
     // A value below the wait's is stored, the wait stays blocked.
     rig.dev.write64(regs::FENCE_STORE_ADDR, f.cv);
     rig.dev.write64(regs::FENCE_STORE, 2);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+    assert_eq!(rig.value(f.cv), 2);
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 3)));
     // The awaited value: stored and the wait re-evaluated before the write returns.
     rig.dev.write64(regs::FENCE_STORE, 3);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(3));
+    assert_eq!(rig.value(f.cv), 3);
     assert_eq!(rig.dev.queues()[0].blocked_on, None);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
     // The MonitoredValue word is stored the same way (what the KMD does for 24H2's
     // UpdateMonitoredValues), and a signal then decides against it.
     rig.dev.write64(regs::FENCE_STORE_ADDR, g.mv);
     rig.dev.write64(regs::FENCE_STORE, 2);
-    assert_eq!(rig.mem.read_u64(g.mv), Some(2));
+    assert_eq!(rig.value(g.mv), 2);
     rig.submit(&mut q, &[signal(g, 2, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAB)]);
     rig.run();
     assert!(rig.line.level(), "2 >= MonitoredValue 2 interrupts");
@@ -252,7 +252,7 @@ fn already_satisfied_wait_does_not_block() {
     let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[fence_wait(f, 10), signal(g, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
 }
 
 #[test]
@@ -281,10 +281,7 @@ fn log_03_signal_log_entry_and_header() {
         e1.fence_end_gpu_timestamp >= e0.fence_end_gpu_timestamp,
         "LOG-06"
     );
-    assert_eq!(
-        rig.mem.read_u64(q.desc.signal_log.get()),
-        Some(pack_index(2, 0))
-    );
+    assert_eq!(rig.value(q.desc.signal_log.get()), pack_index(2, 0));
     assert_eq!(rig.dev.completed_commands(0), 4);
 }
 
@@ -316,10 +313,7 @@ fn log_03_wait_log_entry_has_observed_timestamp() {
         e.fence_end_gpu_timestamp >= e.fence_observed_gpu_timestamp + 10 * STEP_TICKS,
         "{e:?}"
     );
-    assert_eq!(
-        rig.mem.read_u64(waiter.desc.wait_log.get()),
-        Some(pack_index(1, 0))
-    );
+    assert_eq!(rig.value(waiter.desc.wait_log.get()), pack_index(1, 0));
 }
 
 #[test]
@@ -339,10 +333,7 @@ fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
     }
     rig.run();
     // 6 entries in a 4-entry log: FirstFreeEntryIndex 2, WraparoundCount 1.
-    assert_eq!(
-        rig.mem.read_u64(q.desc.signal_log.get()),
-        Some(pack_index(2, 1))
-    );
+    assert_eq!(rig.value(q.desc.signal_log.get()), pack_index(2, 1));
     assert_eq!(
         log_entry(&rig, q.desc.signal_log.get(), 1).fence_value,
         6,
@@ -353,10 +344,7 @@ fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
     rig.submit(&mut q, &[log_write(LogKind::Signal, 0, 1, 99)]);
     rig.run();
     assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 0).fence_value, 99);
-    assert_eq!(
-        rig.mem.read_u64(q.desc.signal_log.get()),
-        Some(pack_index(2, 1))
-    );
+    assert_eq!(rig.value(q.desc.signal_log.get()), pack_index(2, 1));
 }
 
 #[test]
@@ -377,10 +365,7 @@ fn log_04_fence_event_visible_implies_log_in_memory() {
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::FENCE_SIGNALED));
     assert_eq!(evs.len(), 1);
-    assert_eq!(
-        rig.mem.read_u64(q.desc.signal_log.get()),
-        Some(pack_index(1, 0))
-    );
+    assert_eq!(rig.value(q.desc.signal_log.get()), pack_index(1, 0));
     assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 0).fence_value, 1);
     assert_eq!(rig.dev.completed_commands(0), 2);
 }
@@ -416,11 +401,11 @@ fn progress_with_and_without_interrupt() {
         }],
     );
     rig.run();
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(10));
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 10);
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
     rig.submit(&mut q, &[progress_irq(11)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(11));
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 11);
     let (st, evs) = rig.isr();
     assert_eq!(st, IntCause::PROGRESS);
     assert_eq!(
@@ -478,11 +463,7 @@ fn copy_between_sysmem_and_vram_and_fill() {
     assert_eq!(rig.mem.read_words(vram, 4).unwrap(), vec![1, 2, 3, 4]);
     let filled = rig.mem.read_words(vram + 32, 10_000).unwrap();
     assert!(filled.iter().all(|&w| w == 0xABCD));
-    assert_eq!(
-        rig.mem.read_u64(vram + 32 + 80_000),
-        Some(0),
-        "stops at the end"
-    );
+    assert_eq!(rig.value(vram + 32 + 80_000), 0, "stops at the end");
 }
 
 #[test]
@@ -498,11 +479,7 @@ fn hang_is_detected_and_engine_reset_recovers() {
         &[signal(f, 1, 0, 0), Command::Hang, signal(f, 2, 0, 0)],
     );
     steps(&rig, 10);
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(1),
-        "commands before the HANG ran"
-    );
+    assert_eq!(rig.value(f.cv), 1, "commands before the HANG ran");
     assert_eq!(status(&rig, 0).state, EngineState::Hung);
     assert_eq!(
         rig.dev
@@ -520,7 +497,7 @@ fn hang_is_detected_and_engine_reset_recovers() {
     // The other engine is unaffected.
     rig.submit(&mut other, &[signal(g, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
     // Reset engine 0: HANG aborted at rptr 40 (after the 5-word signal).
     assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 5, 40));
     // Idle and held until the next commit (D1); the aborted queue left the runlist (it
@@ -543,18 +520,14 @@ fn hang_is_detected_and_engine_reset_recovers() {
         (rd[0].arg0, rd[0].arg1, rd[0].arg2),
         (ResetResult::Ok as u64, 5, 40)
     );
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(1),
-        "nothing after the HANG ran"
-    );
+    assert_eq!(rig.value(f.cv), 1, "nothing after the HANG ran");
     // Resubmission: skip the HANG and recommit.
     rig.mem
         .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, 48)
         .unwrap();
     rig.commit(0, &[&q]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+    assert_eq!(rig.value(f.cv), 2);
 }
 
 #[test]
@@ -565,11 +538,7 @@ fn injected_hang_and_failed_reset() {
     rig.dev.inject_hang(1);
     rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
     steps(&rig, 6);
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(0),
-        "a hung engine executes nothing"
-    );
+    assert_eq!(rig.value(f.cv), 0, "a hung engine executes nothing");
     let (_, evs) = rig.isr();
     assert_eq!(
         of_kind(&evs, EventKind::EngineState)[0].arg1,
@@ -599,10 +568,10 @@ fn injected_hang_and_failed_reset() {
     assert!(s.held);
     assert_eq!(s.queues[0].known_write_ptr, q.wptr);
     steps(&rig, 5);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0), "held");
+    assert_eq!(rig.value(f.cv), 0, "held");
     rig.commit(1, &[&q]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
 }
 
 #[test]
@@ -617,10 +586,6 @@ fn reset_interrupts_a_long_copy_between_chunks() {
     assert!(rig.dev.engine_snapshot(1).unwrap().has_work);
     assert_eq!(reset(&rig, 1), (ResetResult::Ok as u32, 1, 0));
     rig.run();
-    assert_eq!(
-        rig.mem.read_u64(dst + (1 << 20) - 8),
-        Some(0),
-        "copy aborted"
-    );
+    assert_eq!(rig.value(dst + (1 << 20) - 8), 0, "copy aborted");
     assert_eq!(rig.dev.completed_commands(1), 0);
 }

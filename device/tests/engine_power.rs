@@ -49,17 +49,9 @@ fn um_13_gated_engine_runs_nothing_until_f0_and_loses_no_ring() {
     rig.submit(&mut kernel, &[signal(k, 1, 0, 0)]);
     rig.submit(&mut other, &[signal(o, 1, 0, 0)]);
     steps(&rig, 50);
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(0),
-        "doorbell work did not run in F1"
-    );
-    assert_eq!(
-        rig.mem.read_u64(k.cv),
-        Some(0),
-        "kicked work did not run in F1"
-    );
-    assert_eq!(rig.mem.read_u64(o.cv), Some(1), "engine 1 is not gated");
+    assert_eq!(rig.value(f.cv), 0, "doorbell work did not run in F1");
+    assert_eq!(rig.value(k.cv), 0, "kicked work did not run in F1");
+    assert_eq!(rig.value(o.cv), 1, "engine 1 is not gated");
     assert_eq!(completed(&rig, 0), 0);
     let queues = rig.dev.queues();
     let known = |id: u32| {
@@ -111,14 +103,11 @@ fn gating_keeps_a_packet_in_flight_and_f0_finishes_it() {
     steps(&rig, 100);
     let after = rig.dev.engine_snapshot(0).unwrap();
     assert_eq!(before.queues, after.queues, "nothing moved while gated");
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     set_power(&rig, 0, ENGINE_POWER_F0);
     steps(&rig, 100);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
-    assert_eq!(
-        rig.mem.read_u64(dst + 64 * 1024 - 8),
-        Some(0xABAB_ABAB_ABAB_ABAB)
-    );
+    assert_eq!(rig.value(f.cv), 1);
+    assert_eq!(rig.value(dst + 64 * 1024 - 8), 0xABAB_ABAB_ABAB_ABAB);
 }
 
 /// UM-13: an idle engine requests F1 once; gating it keeps the request in STATUS and posts
@@ -180,5 +169,5 @@ fn without_the_capability_power_is_inert() {
     let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
     steps(&rig, 20);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
 }

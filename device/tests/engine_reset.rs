@@ -73,11 +73,11 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     // Round-robin, one packet each: A starts the INDIRECT, B its NOP, A the buffer's first
     // signal, B the HANG, which then holds the engine.
     steps(&rig, 4);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     assert_eq!(current_queue(&rig, 0), 2, "B's HANG is in flight");
     steps(&rig, 5);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "a HANG runs nothing else");
+    assert_eq!(rig.value(f.cv), 1, "a HANG runs nothing else");
 
     assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 2, 8));
     assert_eq!(rig.read_ptr(&b), 8, "ring control on the aborted HANG");
@@ -100,7 +100,7 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
         "engine 1 untouched"
     );
     steps(&rig, 20);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "held: nothing runs");
+    assert_eq!(rig.value(f.cv), 1, "held: nothing runs");
     assert_eq!(
         rig.dev.completed_commands(0),
         2,
@@ -112,9 +112,9 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     rig.commit(0, &[&a, &b]);
     assert!(!status(&rig, 0).held, "the commit ends the hold");
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(4));
-    assert_eq!(rig.mem.read_u64(h.cv), Some(1));
-    assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(7));
+    assert_eq!(rig.value(f.cv), 4);
+    assert_eq!(rig.value(h.cv), 1);
+    assert_eq!(rig.value(a.desc.progress_fence.get()), 7);
     assert_eq!(rig.read_ptr(&a), a.wptr);
     let (_, evs) = rig.isr();
     assert_eq!(
@@ -172,7 +172,7 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
         (0, Some((g.cv, 1))),
         "still blocked"
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     let s = status(&rig, 0);
     assert_eq!(
         (s.state, s.has_work, s.held),
@@ -181,7 +181,7 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
 
     rig.submit(&mut c, &[signal(g, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "released by the signal");
+    assert_eq!(rig.value(f.cv), 1, "released by the signal");
     assert_eq!(rig.read_ptr(&a), a.wptr);
     let e = log_entry(&rig, a.desc.wait_log.get(), 0);
     assert_eq!(
@@ -207,12 +207,12 @@ fn um_10_wait_satisfied_while_held_runs_after_the_commit() {
     assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 2, 0));
     rig.submit(&mut c, &[signal(g, 1, 0, 0)]);
     steps(&rig, 20);
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1), "engine 1 runs");
+    assert_eq!(rig.value(g.cv), 1, "engine 1 runs");
     assert_eq!(snap(&rig, 1).unwrap().blocked_on, None, "woken");
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0), "but held");
+    assert_eq!(rig.value(f.cv), 0, "but held");
     rig.commit(0, &[&a]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(rig.read_ptr(&a), a.wptr);
 }
 
@@ -240,7 +240,7 @@ fn um_10_faulted_innocent_queue_stays_faulted() {
         (0, true),
         "still faulted"
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     let (_, evs) = rig.isr();
     assert!(
         of_kind(&evs, EventKind::Fault).is_empty(),
@@ -251,7 +251,7 @@ fn um_10_faulted_innocent_queue_stays_faulted() {
     set_read_ptr(&rig, &a, 8);
     rig.commit(0, &[&a]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
 }
 
 /// UM-10, TDR-05 recovery: the held engine runs nothing until RUNLIST_COMMIT, but doorbell
@@ -354,7 +354,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     // Two more chunks, then the PROGRESS: A completes everything it has, and the engine
     // switches out with it (M30).
     steps(&rig, 3);
-    assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(1));
+    assert_eq!(rig.value(a.desc.progress_fence.get()), 1);
     assert_eq!(
         current_queue(&rig, 0),
         NO_QUEUE,
@@ -381,7 +381,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     rig.mem.write_u64(g.cv, 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
-    assert_eq!(rig.mem.read_u64(b.desc.progress_fence.get()), Some(5));
+    assert_eq!(rig.value(b.desc.progress_fence.get()), 5);
     let (_, evs) = rig.isr();
     assert_eq!(signals_of(&evs, h), [2], "the buffer continued, no restart");
     // B: 2 signals + wait + INDIRECT + PROGRESS; A: FILL + PROGRESS.
@@ -419,12 +419,8 @@ fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
     set_read_ptr(&rig, &g, g.wptr);
     rig.commit(0, &[&g, &i]);
     rig.run();
-    assert_eq!(
-        rig.mem.read_u64(g.desc.progress_fence.get()),
-        Some(0),
-        "aborted"
-    );
-    assert_eq!(rig.mem.read_u64(i.desc.progress_fence.get()), Some(5));
+    assert_eq!(rig.value(g.desc.progress_fence.get()), 0, "aborted");
+    assert_eq!(rig.value(i.desc.progress_fence.get()), 5);
     let (_, evs) = rig.isr();
     assert_eq!(signals_of(&evs, f), [1]);
     assert_eq!(signals_of(&evs, h), [1, 2, 3, 4]);
@@ -432,11 +428,7 @@ fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
     assert_eq!(rig.dev.completed_commands(0), 8);
     rig.submit(&mut g, &[counted(f, 3)]);
     rig.run();
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(3),
-        "the guilty queue runs new work"
-    );
+    assert_eq!(rig.value(f.cv), 3, "the guilty queue runs new work");
 }
 
 /// TDR-06 (D2): a FILL in flight inside a buffer is "executing": the reset between its chunks
@@ -456,13 +448,9 @@ fn tdr_06_fill_in_flight_inside_an_indirect_is_aborted() {
         &[Command::Nop { len: 1 }, indirect(buf), progress_irq(1)],
     );
     steps(&rig, 4); // NOP, INDIRECT, two chunks
-    assert_eq!(rig.mem.read_u64(dst), Some(0xAB));
+    assert_eq!(rig.value(dst), 0xAB);
     assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 1, 8));
-    assert_eq!(
-        rig.mem.read_u64(dst + (16 << 10) - 8),
-        Some(0),
-        "rest not written"
-    );
+    assert_eq!(rig.value(dst + (16 << 10) - 8), 0, "rest not written");
     assert_eq!(rig.dev.completed_commands(0), 1, "only the NOP");
     assert!(rig.dev.engine_snapshot(0).unwrap().queues.is_empty());
 }
@@ -666,7 +654,7 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
         std::thread::sleep(Duration::from_millis(1));
     }
     assert!(status(&rig, 0).held);
-    assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(24));
+    assert_eq!(rig.value(a.desc.progress_fence.get()), 24);
 
     rig.commit(0, &[&a]);
     rig.wait_until("A done", || {

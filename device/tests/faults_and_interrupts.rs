@@ -22,25 +22,14 @@ fn fault_with(rig: &mut Rig, prepare: impl FnOnce(&mut Rig, &mut Q)) -> EventRec
     rig.run();
     rig.submit(&mut good, &[signal(g, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1), "other queue keeps running");
+    assert_eq!(rig.value(g.cv), 1, "other queue keeps running");
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::FAULT));
     let faults = of_kind(&evs, EventKind::Fault);
     assert_eq!(faults.len(), 1, "{evs:?}");
     assert_eq!(faults[0].queue_id, 1);
-    let snap = rig.dev.queues();
-    assert!(snap
-        .iter()
-        .find(|q| q.queue_id == 1)
-        .unwrap()
-        .fault
-        .is_some());
-    assert!(snap
-        .iter()
-        .find(|q| q.queue_id == 2)
-        .unwrap()
-        .fault
-        .is_none());
+    assert!(snap(rig, 1).unwrap().fault.is_some());
+    assert!(snap(rig, 2).unwrap().fault.is_none());
     faults[0]
 }
 
@@ -164,7 +153,7 @@ fn faulted_queue_stays_stopped() {
     rig.run();
     rig.ring(&q);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     assert_eq!(rig.read_ptr(&q), 0, "rptr stays at the faulting packet");
 }
 
@@ -183,7 +172,7 @@ fn corrupt_ring_injection_faults_the_queue() {
         of_kind(&evs, EventKind::Fault)[0].arg0,
         FaultCode::BadHeader as u64
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
 }
 
 #[test]
@@ -212,7 +201,7 @@ fn invalid_descriptor_is_skipped_with_a_fault_event() {
     assert_eq!(rig.dev.queues().len(), 1);
     rig.submit(&mut good, &[signal(f, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
 }
 
 #[test]
@@ -229,8 +218,8 @@ fn event_overflow_when_the_ring_is_full() {
     assert_eq!(evs.len(), EVENT_RING_SIZE as usize, "the rest were dropped");
     assert_eq!(evs.last().unwrap().arg0, u64::from(EVENT_RING_SIZE) - 1);
     assert_eq!(
-        rig.mem.read_u64(q.desc.progress_fence.get()),
-        Some(n - 1),
+        rig.value(q.desc.progress_fence.get()),
+        n - 1,
         "work not affected"
     );
     // Space again: records flow again, no overflow.

@@ -40,19 +40,19 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
     let s = snap(&rig, 1).unwrap();
     assert_eq!((s.read_ptr, s.indirect), (0, Some((buf.0, 0))));
     assert_eq!(rig.read_ptr(&q), 0);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     assert_eq!(rig.dev.completed_commands(0), 0);
 
     // Then one packet of the buffer per pass; read_ptr stays on the INDIRECT.
     step(&rig);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     assert_eq!(rig.read_ptr(&q), 0);
     assert_eq!(rig.dev.completed_commands(0), 1);
     step(&rig);
-    assert_eq!(rig.mem.read_u64(ts), Some(rig.dev.gpu_clock()));
+    assert_eq!(rig.value(ts), rig.dev.gpu_clock());
     step(&rig);
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(5));
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 5);
     let (_, evs) = rig.isr();
     let p = of_kind(&evs, EventKind::Progress);
     assert_eq!(
@@ -61,7 +61,7 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
         "read_ptr still on the INDIRECT"
     );
     step(&rig);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+    assert_eq!(rig.value(f.cv), 2);
     assert_eq!(rig.read_ptr(&q), 0);
     assert_eq!(rig.dev.completed_commands(0), 4);
 
@@ -86,7 +86,7 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
     // The ring goes on after the INDIRECT.
     step(&rig);
     assert_eq!(rig.read_ptr(&q), q.wptr);
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(7));
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 7);
     let (_, evs) = rig.isr();
     let p = of_kind(&evs, EventKind::Progress);
     assert_eq!((p[0].arg0, p[0].arg1), (7, 40));
@@ -117,7 +117,7 @@ fn um_01_largest_buffer_and_vram_buffer_run() {
     rig.run();
     assert!(snap(&rig, 1).unwrap().fault.is_none());
     assert_eq!(rig.read_ptr(&q), 48);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(3));
+    assert_eq!(rig.value(f.cv), 3);
     assert_eq!(rig.dev.completed_commands(0), 4 + 2);
 }
 
@@ -146,18 +146,18 @@ fn um_01_fence_wait_in_a_buffer_blocks_until_another_queue_signals() {
     assert_eq!(s.blocked_on, Some((g.cv, 5)));
     assert_eq!(s.indirect, Some((buf.0, 40)), "cursor on the wait");
     assert_eq!(s.read_ptr, 0);
-    assert_eq!(rig.mem.read_u64(a.cv), Some(1));
+    assert_eq!(rig.value(a.cv), 1);
     steps(&rig, 10);
     // Another queue runs meanwhile; a too-small signal does not release the wait.
     rig.submit(&mut q2, &[signal(g, 4, 0, 0)]);
     rig.run();
     assert_eq!(rig.read_ptr(&q2), q2.wptr);
     assert_eq!(snap(&rig, 1).unwrap().blocked_on, Some((g.cv, 5)));
-    assert_eq!(rig.mem.read_u64(b.cv), Some(0));
+    assert_eq!(rig.value(b.cv), 0);
     rig.submit(&mut q2, &[signal(g, 5, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(b.cv), Some(1));
-    assert_eq!(rig.mem.read_u64(done.cv), Some(1));
+    assert_eq!(rig.value(b.cv), 1);
+    assert_eq!(rig.value(done.cv), 1);
     assert_eq!(rig.read_ptr(&q1), q1.wptr);
     let s = snap(&rig, 1).unwrap();
     assert_eq!((s.blocked_on, s.indirect, s.fault), (None, None, None));
@@ -211,18 +211,14 @@ fn um_01_commit_that_keeps_the_queue_keeps_its_buffer_position() {
     rig.submit(&mut q, &[indirect(buf)]);
     rig.dev.step();
     rig.dev.step();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     rig.commit(0, &[&other, &q]);
     let s = snap(&rig, 1).unwrap();
     assert_eq!((s.read_ptr, s.indirect), (0, Some((buf.0, 40))));
     rig.dev.step();
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(2),
-        "continues, does not restart"
-    );
+    assert_eq!(rig.value(f.cv), 2, "continues, does not restart");
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(3));
+    assert_eq!(rig.value(f.cv), 3);
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.dev.completed_commands(0), 4, "each packet once");
 }
@@ -257,13 +253,13 @@ fn um_01_queue_that_leaves_and_reenters_restarts_the_buffer() {
     let s = snap(&rig, 1).unwrap();
     assert_eq!((s.read_ptr, s.indirect, s.blocked_on), (0, None, None));
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "first packet ran again");
+    assert_eq!(rig.value(f.cv), 1, "first packet ran again");
     assert_eq!(snap(&rig, 1).unwrap().blocked_on, Some((g.cv, 1)));
     rig.mem.write_u64(g.cv, 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(9));
+    assert_eq!(rig.value(f.cv), 2);
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 9);
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.dev.completed_commands(0), 1 + 4 + 1);
 }
@@ -292,7 +288,7 @@ fn um_01_fill_inside_a_buffer_runs_in_chunks() {
     assert_eq!(rig.read_ptr(&q), 0);
     rig.dev.step();
     assert_eq!(rig.read_ptr(&q), 24);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     let words = rig.mem.read_words(dst, (12 << 10) / 8).unwrap();
     assert!(words.iter().all(|&w| w == 0xABCD));
 }
@@ -371,7 +367,7 @@ fn um_01_bad_size_or_flags_fault_bad_argument() {
             (FaultCode::BadArgument as u64, 0, 8),
             "flags {flags} bytes {bytes}"
         );
-        assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+        assert_eq!(rig.value(f.cv), 0);
         assert_eq!(snap(&rig, 1).unwrap().indirect, None);
         assert_eq!(rig.dev.completed_commands(0), 1, "only the NOP");
     }
@@ -415,7 +411,7 @@ fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
     rig.submit(&mut q, &[indirect((page.bus_addr, 80))]);
     rig.dev.step();
     rig.dev.step();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     rig.dev.write64(s, 0);
     rig.run();
     let (_, evs) = rig.isr();
@@ -424,7 +420,7 @@ fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
         (e.arg0, e.arg1, e.arg2),
         (FaultCode::BadAddress as u64, page.bus_addr + 40, 0)
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(snap(&rig, 1).unwrap().indirect, Some((page.bus_addr, 40)));
 }
 
@@ -446,9 +442,9 @@ fn um_01_nested_indirect_faults() {
         (FaultCode::NestedIndirect as u64, 0, 8)
     );
     assert_eq!(FaultCode::from_u32(9), Some(FaultCode::NestedIndirect));
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(0));
+    assert_eq!(rig.value(f.cv), 1);
+    assert_eq!(rig.value(g.cv), 0);
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 0);
     assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     assert_eq!(rig.dev.completed_commands(0), 2, "NOP + signal");
 }
@@ -469,7 +465,7 @@ fn um_01_packet_past_buffer_end_or_bad_opcode_faults() {
         (e.arg0, e.arg1, e.arg2),
         (FaultCode::BadLength as u64, 0, 8)
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     assert_eq!(snap(&rig, 1).unwrap().indirect, Some((addr, 8)));
     assert_eq!(rig.dev.completed_commands(0), 2, "ring NOP + buffer NOP");
 
@@ -498,7 +494,7 @@ fn um_01_engine_reset_inside_a_buffer_reports_the_indirect() {
         &[Command::Nop { len: 1 }, indirect(buf), progress_irq(9)],
     );
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     rig.dev
         .write32(rig.engine_reg(0, regs::engine::CTRL), ENGINE_CTRL_RESET);
@@ -524,10 +520,10 @@ fn um_01_engine_reset_inside_a_buffer_reports_the_indirect() {
     rig.kick(&q);
     rig.dev.step();
     rig.dev.step();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "from the first packet");
+    assert_eq!(rig.value(f.cv), 1, "from the first packet");
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(9));
+    assert_eq!(rig.value(f.cv), 2);
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 9);
     assert_eq!(rig.read_ptr(&q), q.wptr);
 }
 
@@ -557,7 +553,7 @@ fn um_01_threaded_kernel_mode_submissions_through_indirect() {
         rig.mem.read_u64(q.desc.progress_fence.get()) == Some(50)
     });
     rig.wait_until("read_ptr", || rig.read_ptr(&q) == q.wptr);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(50));
+    assert_eq!(rig.value(f.cv), 50);
     let ts = rig.mem.read_words(stamps, 50).unwrap();
     assert!(ts.windows(2).all(|w| w[0] <= w[1]) && ts[0] > 0, "{ts:?}");
     rig.wait_until("completed", || rig.dev.completed_commands(0) == 50 * 4);
@@ -592,6 +588,6 @@ fn um_01_threaded_wait_in_a_buffer_released_from_another_engine() {
     assert_eq!(rig.read_ptr(&q1), 0);
     rig.submit(&mut q2, &[signal(g, 1, 0, 0)]);
     rig.wait_until("released", || rig.read_ptr(&q1) == q1.wptr);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert!(snap(&rig, 1).unwrap().indirect.is_none());
 }

@@ -230,7 +230,7 @@ fn translated_queue_runs_commands_in_pages_outside_every_window() {
     assert_eq!(rig.mem.read_words(data + 0xff0, 2).unwrap(), vec![0xAB; 2]);
     assert_eq!(rig.mem.read_words(data2, 2).unwrap(), vec![0xAB; 2]);
     assert_eq!(rig.mem.read_words(data2 + 0x100, 2).unwrap(), vec![0xAB; 2]);
-    assert_eq!(rig.mem.read_u64(v.prog_pa), Some(9));
+    assert_eq!(rig.value(v.prog_pa), 9);
     assert_eq!(read_ptr(&rig, &v), v.q.wptr);
     assert!(rig.dev.tlb_stats().misses > 0);
 }
@@ -403,13 +403,13 @@ fn crossing_fill_ran_or_faulted(rig: &Rig, second_mapped: bool, first_unreadable
     let evs = rig.drain();
     if second_mapped {
         assert!(faults(&evs).is_empty(), "{evs:?}");
-        assert_eq!(rig.mem.read_u64(data), Some(0x5EED));
+        assert_eq!(rig.value(data), 0x5EED);
     } else {
         let (r, info) = page_fault(&evs);
         assert_eq!(r.arg1, first_unreadable, "the first word it cannot read");
         assert_eq!(info.reason, FaultReason::NotPresent);
         assert_eq!(info.access, Access::Execute);
-        assert_eq!(rig.mem.read_u64(data), Some(0), "nothing of the packet ran");
+        assert_eq!(rig.value(data), 0, "nothing of the packet ran");
     }
 }
 
@@ -488,7 +488,7 @@ fn user_ring_and_ring_control_fault_in_the_queue_space_kernel_ones_live_in_the_s
     );
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(v.prog_pa), Some(7));
+    assert_eq!(rig.value(v.prog_pa), 7);
 
     // User ring fetch: the ring page is unmapped (an Execute access).
     let (mut rig, pt, mut v, data) = user_rig();
@@ -501,7 +501,7 @@ fn user_ring_and_ring_control_fault_in_the_queue_space_kernel_ones_live_in_the_s
         (r.arg1, info.access, info.level, info.user),
         (RING_VA, Access::Execute, 0, true)
     );
-    assert_eq!(rig.mem.read_u64(data), Some(0));
+    assert_eq!(rig.value(data), 0);
 
     // User ring in a no-execute page.
     let (mut rig, pt, mut v, _) = user_rig();
@@ -592,7 +592,7 @@ fn nf_01_user_queue_cannot_touch_a_page_without_user() {
     assert_eq!(info.reason, FaultReason::Privileged);
     assert_eq!(info.access, Access::Write);
     assert!(info.user);
-    assert_eq!(rig.mem.read_u64(data), Some(0), "nothing written");
+    assert_eq!(rig.value(data), 0, "nothing written");
     // A read is refused as well (FENCE_WAIT on a privileged page).
     let mut rig2 = Rig::step();
     let pt2 = Pt::new(&mut rig2);
@@ -659,7 +659,7 @@ fn nf_01_user_queue_cannot_write_a_read_only_page() {
         (FaultReason::ReadOnly, Access::Write, true)
     );
     assert_eq!(info.rptr, 24, "the FENCE_SIGNAL after the completed wait");
-    assert_eq!(rig.mem.read_u64(cv), Some(5), "not written");
+    assert_eq!(rig.value(cv), 5, "not written");
     assert_eq!(read_ptr(&rig, &user), 24);
 }
 
@@ -695,7 +695,7 @@ fn nf_01_monitored_value_read_is_the_cmps_not_the_queues() {
         .collect();
     assert_eq!(sig.len(), 1, "only 4 >= MonitoredValue 3 interrupts");
     assert_eq!(sig[0].arg1, 4);
-    assert_eq!(rig.mem.read_u64(fence), Some(4));
+    assert_eq!(rig.value(fence), 4);
     // But the queue itself cannot read that page.
     submit(
         &rig,
@@ -776,16 +776,8 @@ fn user_mode_queue_with_root_0_is_a_bad_descriptor() {
     rig.push(&mut kernel, &[signal(target.mv, 9)]);
     rig.kick(&kernel);
     rig.run();
-    assert_eq!(
-        rig.mem.read_u64(target.cv),
-        Some(0),
-        "the user-mode queue never ran"
-    );
-    assert_eq!(
-        rig.mem.read_u64(target.mv),
-        Some(9),
-        "the kernel-mode queue ran"
-    );
+    assert_eq!(rig.value(target.cv), 0, "the user-mode queue never ran");
+    assert_eq!(rig.value(target.mv), 9, "the kernel-mode queue ran");
 }
 
 /// Two processes: the same VA is different memory; B cannot reach A's pages; A keeps
@@ -816,9 +808,9 @@ fn two_spaces_are_isolated_and_a_fault_stops_only_its_queue() {
         &[fill(DATA_VA, 0xB), fill(DATA_VA + 0x1000, 0xBAD)],
     );
     rig.run();
-    assert_eq!(rig.mem.read_u64(pa_a), Some(0xA));
-    assert_eq!(rig.mem.read_u64(pa_b), Some(0xB));
-    assert_eq!(rig.mem.read_u64(secret), Some(0), "B cannot reach A's page");
+    assert_eq!(rig.value(pa_a), 0xA);
+    assert_eq!(rig.value(pa_b), 0xB);
+    assert_eq!(rig.value(secret), 0, "B cannot reach A's page");
     let (r, info) = page_fault(&rig.drain());
     assert_eq!((r.queue_id, r.arg1), (2, DATA_VA + 0x1000));
     assert_eq!(info.reason, FaultReason::NotPresent);
@@ -828,7 +820,7 @@ fn two_spaces_are_isolated_and_a_fault_stops_only_its_queue() {
     rig.submit(&mut qc, &[Command::Timestamp { addr: c_ts }]);
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(secret), Some(0x5EC));
+    assert_eq!(rig.value(secret), 0x5EC);
     assert_eq!(read_ptr(&rig, &qa), qa.q.wptr);
     assert_ne!(rig.mem.read_u64(c_ts), Some(0));
     let snap = rig.dev.queues();
@@ -882,14 +874,14 @@ fn fence_wait_in_one_space_released_by_a_signal_at_another_va_in_another() {
     // Same VA, different space, different word: no wake-up.
     submit(&rig, &mut qc, &[plain(DATA_VA, 9)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(other), Some(9));
-    assert_eq!(rig.mem.read_u64(qa.prog_pa), Some(0), "still blocked");
+    assert_eq!(rig.value(other), 9);
+    assert_eq!(rig.value(qa.prog_pa), 0, "still blocked");
     assert!(rig.dev.queues()[0].blocked_on.is_some());
     // Different VA, same word: released.
     submit(&rig, &mut qb, &[plain(DATA_VA + 0x5000, 5)]);
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(qa.prog_pa), Some(1));
+    assert_eq!(rig.value(qa.prog_pa), 1);
     assert_eq!(read_ptr(&rig, &qa), qa.q.wptr);
 }
 
@@ -939,7 +931,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
     }
     rig.dev.write64(regs::WAIT_RESCAN, SYS_FENCE_VA);
     rig.run();
-    assert_eq!(rig.mem.read_u64(v.prog_pa), Some(8));
+    assert_eq!(rig.value(v.prog_pa), 8);
     let evs = rig.drain();
     assert!(faults(&evs).is_empty(), "{evs:?}");
     // The PROGRESS record came through the event ring at its bus address; the log entry
@@ -985,7 +977,7 @@ fn unmap_then_register_invalidate_faults_instead_of_using_the_old_page() {
         rig.run();
         let (_, info) = page_fault(&rig.drain());
         assert_eq!(info.reason, FaultReason::NotPresent);
-        assert_eq!(rig.mem.read_u64(data), Some(first), "old page untouched");
+        assert_eq!(rig.value(data), first, "old page untouched");
     }
 }
 
@@ -1020,12 +1012,12 @@ fn write_data_updates_page_tables_used_after_a_tlb_invalidate_packet() {
     words.extend(encode(&[fill(0x33)]));
     submit_words(&rig, &mut v, &words);
     rig.run();
-    assert_eq!(rig.mem.read_u64(old), Some(0x11));
-    assert_eq!(rig.mem.read_u64(new), Some(0x22));
+    assert_eq!(rig.value(old), 0x11);
+    assert_eq!(rig.value(new), 0x22);
     let (r, info) = page_fault(&rig.drain());
     assert_eq!((r.arg1, info.reason), (DATA_VA, FaultReason::NotPresent));
-    assert_eq!(rig.mem.read_u64(old), Some(0x11), "never the old page");
-    assert_eq!(rig.mem.read_u64(new), Some(0x22));
+    assert_eq!(rig.value(old), 0x11, "never the old page");
+    assert_eq!(rig.value(new), 0x22);
 }
 
 /// Threaded: the CMP runs a stream of FILLs through one page while the CPU unmaps it and
@@ -1170,7 +1162,7 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
         let s = snap(&rig, 1).unwrap();
         assert_eq!((s.read_ptr, s.indirect), (0, Some((BUF_VA, 0))), "{what}");
         assert_eq!(rig.dev.completed_commands(0), 0, "{what}");
-        assert_eq!(rig.mem.read_u64(p.data), Some(0), "{what}");
+        assert_eq!(rig.value(p.data), 0, "{what}");
         // Then one packet per pass, the read pointer on the INDIRECT_VM.
         assert!(rig.dev.step());
         assert_eq!(rig.mem.read_words(p.data, 2).unwrap(), vec![0x5A5A; 2]);
@@ -1219,7 +1211,7 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
         );
         rig.run();
         assert!(faults(&rig.drain()).is_empty(), "{what}");
-        assert_eq!(rig.mem.read_u64(k.prog_pa), Some(9), "{what}");
+        assert_eq!(rig.value(k.prog_pa), 9, "{what}");
         assert_eq!(read_ptr(&rig, &k), k.q.wptr, "{what}");
         assert_eq!(rig.dev.completed_commands(0), 5, "{what}");
     }
@@ -1246,7 +1238,7 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
     submit(&rig, &mut k, &[fill(KPAGE_VA, 1)]);
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(kpage), Some(1));
+    assert_eq!(rig.value(kpage), 1);
     let rp = read_ptr(&rig, &k);
     assert_eq!(rp, 32);
 
@@ -1292,22 +1284,14 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
         },
         "nothing written to the kernel-only page"
     );
-    assert_eq!(
-        rig.mem.read_u64(p.data),
-        Some(0x22),
-        "the packet before ran"
-    );
-    assert_eq!(
-        rig.mem.read_u64(p.data + 8),
-        Some(0),
-        "the packet after did not"
-    );
+    assert_eq!(rig.value(p.data), 0x22, "the packet before ran");
+    assert_eq!(rig.value(p.data + 8), 0, "the packet after did not");
     assert_eq!(
         read_ptr(&rig, &k),
         rp,
         "read pointer stays on the INDIRECT_VM"
     );
-    assert_eq!(rig.mem.read_u64(k.prog_pa), Some(0), "PROGRESS did not run");
+    assert_eq!(rig.value(k.prog_pa), 0, "PROGRESS did not run");
     assert_eq!(
         rig.dev.completed_commands(0),
         before + 1,
@@ -1324,7 +1308,7 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
     assert_eq!(read_ptr(&rig, &other), other.q.wptr);
     assert_eq!(snap(&rig, 2).unwrap().fault, None);
     assert_eq!(read_ptr(&rig, &k), rp);
-    assert_eq!(rig.mem.read_u64(p.data + 8), Some(0));
+    assert_eq!(rig.value(p.data + 8), 0);
 }
 
 /// The buffer does not get the ring's space: an address the kernel-mode queue's own space
@@ -1351,7 +1335,7 @@ fn indirect_vm_buffer_does_not_get_the_rings_space() {
         submit(&rig, &mut k, &[fill(target, 0x600D)]);
         rig.run();
         assert!(faults(&rig.drain()).is_empty(), "{what}");
-        assert_eq!(rig.mem.read_u64(target_pa), Some(0x600D), "{what}");
+        assert_eq!(rig.value(target_pa), 0x600D, "{what}");
 
         let bytes = put_buffer(&rig, p.buf, &encode(&[fill(target, 0xBAD)]));
         submit(&rig, &mut k, &[ivm(BUF_VA, bytes, p.pt.root)]);
@@ -1364,11 +1348,7 @@ fn indirect_vm_buffer_does_not_get_the_rings_space() {
             "{what}"
         );
         assert_eq!(info.rptr, 32, "{what}");
-        assert_eq!(
-            rig.mem.read_u64(target_pa),
-            Some(0x600D),
-            "{what}: not written"
-        );
+        assert_eq!(rig.value(target_pa), 0x600D, "{what}: not written");
         assert_eq!(read_ptr(&rig, &k), 32, "{what}");
         assert_eq!(
             rig.dev.completed_commands(0),
@@ -1432,7 +1412,7 @@ fn indirect_vm_buffer_is_fetched_under_its_root_with_user_privilege() {
             (reason, Access::Execute, true, 0),
             "{what}"
         );
-        assert_eq!(rig.mem.read_u64(p.data), Some(0), "{what}: nothing ran");
+        assert_eq!(rig.value(p.data), 0, "{what}: nothing ran");
         assert_eq!(
             snap(&rig, 1).unwrap().indirect,
             None,
@@ -1461,7 +1441,7 @@ fn indirect_vm_on_a_user_mode_queue_faults_bad_argument() {
     );
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(data), Some(0xBAD));
+    assert_eq!(rig.value(data), 0xBAD);
     rig.mem.write_u64(data, 0).unwrap();
 
     submit(
@@ -1476,8 +1456,8 @@ fn indirect_vm_on_a_user_mode_queue_faults_bad_argument() {
     assert_eq!(f[0].arg0, FaultCode::BadArgument as u64);
     assert_eq!(f[0].arg1, 0);
     assert_eq!(f[0].arg2, 24 + 32, "plain read pointer of the INDIRECT_VM");
-    assert_eq!(rig.mem.read_u64(data + 8), Some(1), "the packet before ran");
-    assert_eq!(rig.mem.read_u64(data), Some(0), "the buffer did not");
+    assert_eq!(rig.value(data + 8), 1, "the packet before ran");
+    assert_eq!(rig.value(data), 0, "the buffer did not");
     assert_eq!(read_ptr(&rig, &v), 24 + 32);
     let s = snap(&rig, 1).unwrap();
     assert_eq!((s.fault, s.indirect), (Some(FaultCode::BadArgument), None));
@@ -1509,8 +1489,8 @@ fn indirect_vm_with_root_0_or_misaligned_is_a_bad_argument_decode_fault() {
         assert_eq!(f[0].arg0, FaultCode::BadArgument as u64, "{bad}");
         assert_eq!((f[0].arg1, f[0].arg2), (0, 16), "{bad}: decode fault");
         assert_ne!(rig.mem.read_u64(ts_pa), Some(0), "{bad}: packet before ran");
-        assert_eq!(rig.mem.read_u64(win_data), Some(0), "{bad}");
-        assert_eq!(rig.mem.read_u64(p.data), Some(0), "{bad}");
+        assert_eq!(rig.value(win_data), 0, "{bad}");
+        assert_eq!(rig.value(p.data), 0, "{bad}");
         assert_eq!(read_ptr(&rig, &k), 16, "{bad}");
         assert_eq!(rig.dev.completed_commands(0), 1, "{bad}");
         let s = snap(&rig, 1).unwrap();
@@ -1589,16 +1569,8 @@ fn indirect_inside_an_indirect_vm_buffer_faults_nested_indirect() {
             (FaultCode::NestedIndirect as u64, 0, 0),
             "{what}: arg2 = the outer packet's read pointer"
         );
-        assert_eq!(
-            rig.mem.read_u64(prefix_pa),
-            Some(0x11),
-            "{what}: prefix ran"
-        );
-        assert_eq!(
-            rig.mem.read_u64(p.data + 8),
-            Some(0),
-            "{what}: inner did not"
-        );
+        assert_eq!(rig.value(prefix_pa), 0x11, "{what}: prefix ran");
+        assert_eq!(rig.value(p.data + 8), 0, "{what}: inner did not");
         assert_eq!(read_ptr(&rig, &k), 0, "{what}");
         assert_eq!(rig.dev.completed_commands(0), 1, "{what}: the prefix only");
         let s = snap(&rig, 1).unwrap();
@@ -1643,7 +1615,7 @@ fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
             Some((DATA_VA, 1)),
             "{what}"
         );
-        assert_eq!(rig.mem.read_u64(p.data + 8), Some(0), "{what}");
+        assert_eq!(rig.value(p.data + 8), 0, "{what}");
         if unmap {
             p.pt.unmap(&mut rig, DATA_VA);
             rig.dev.write64(regs::TLB_INVALIDATE, p.pt.root);
@@ -1654,7 +1626,7 @@ fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
                 (info.reason, info.access, info.user),
                 (FaultReason::NotPresent, Access::Read, true)
             );
-            assert_eq!(rig.mem.read_u64(p.data + 8), Some(0));
+            assert_eq!(rig.value(p.data + 8), 0);
         } else {
             submit(
                 &rig,
@@ -1669,7 +1641,7 @@ fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
             );
             rig.run();
             assert!(faults(&rig.drain()).is_empty());
-            assert_eq!(rig.mem.read_u64(p.data + 8), Some(0x77));
+            assert_eq!(rig.value(p.data + 8), 0x77);
             assert_eq!(read_ptr(&rig, &k), 32);
             assert_eq!(rig.dev.completed_commands(0), 3);
         }

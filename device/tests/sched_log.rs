@@ -107,13 +107,13 @@ impl Log {
     /// The CMP wrote nothing outside the buffer, and left NumberOfEntries alone.
     fn check_bounds(&self, rig: &Rig) {
         assert_eq!(
-            rig.mem.read_u64(self.base + buffer_size(self.entries)),
-            Some(SENTINEL),
+            rig.value(self.base + buffer_size(self.entries)),
+            SENTINEL,
             "word after the buffer"
         );
         assert_eq!(
-            rig.mem.read_u64(self.base + HEADER_NUMBER_OF_ENTRIES),
-            Some(u64::from(self.entries))
+            rig.value(self.base + HEADER_NUMBER_OF_ENTRIES),
+            u64::from(self.entries)
         );
     }
 

@@ -71,7 +71,7 @@ fn threaded_submission_executes_and_interrupts() {
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::FENCE_SIGNALED));
     assert_eq!(evs[0].arg0, 42);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     rig.dev.stop();
     rig.dev.stop();
 }

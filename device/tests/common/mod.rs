@@ -334,6 +334,11 @@ impl Rig {
         self.dev.run_until_idle(100_000)
     }
 
+    /// The 64-bit word at bus address `addr` (a fence value, a progress fence, data).
+    pub fn value(&self, addr: u64) -> u64 {
+        self.mem.read_u64(addr).unwrap()
+    }
+
     pub fn read_ptr(&self, q: &Q) -> u64 {
         self.mem
             .read_u64(q.desc.ring_control.get() + RingControl::READ_PTR)
