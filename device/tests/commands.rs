@@ -577,11 +577,7 @@ fn injected_hang_and_failed_reset() {
 #[test]
 fn reset_interrupts_a_long_copy_between_chunks() {
     let mut rig = Rig::step();
-    let src = rig.alloc(1 << 20);
-    let dst = rig.alloc(1 << 20);
-    rig.mem.write_u64(src + (1 << 20) - 8, 0x55).unwrap();
-    let mut q = rig.queue_committed(1, 1);
-    rig.submit(&mut q, &[copy(src, dst, 1 << 20)]);
+    let (_q, dst) = rig.long_copy(1 << 20, 0x55);
     steps(&rig, 3);
     assert!(rig.dev.engine_snapshot(1).unwrap().has_work);
     assert_eq!(reset(&rig, 1), (ResetResult::Ok as u32, 1, 0));

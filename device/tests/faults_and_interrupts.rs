@@ -279,8 +279,7 @@ fn injected_interrupt_delay_holds_the_assertion() {
     rig.dev.step();
     assert_ne!(rig.dev.read32(regs::INT_STATUS), 0);
     assert!(!rig.line.level(), "held");
-    rig.dev.step();
-    rig.dev.step();
+    steps(&rig, 2);
     assert!(!rig.line.level(), "still held");
     rig.dev.step();
     assert!(rig.line.level(), "delivered after 3 steps");

@@ -14,6 +14,13 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::NO_DOORBELL;
 use rvgpu_hw::regs;
 
+/// The value and read pointer the first PROGRESS event the ISR drains reports.
+fn progress(rig: &Rig) -> (u64, u64) {
+    let (_, evs) = rig.isr();
+    let p = of_kind(&evs, EventKind::Progress);
+    (p[0].arg0, p[0].arg1)
+}
+
 /// UM-01 (kernel-mode submission path): the buffer's packets run in order as part of the
 /// queue, one per quantum; the ring read pointer stays on the INDIRECT until the last one
 /// completes and then moves past it. COMPLETED_COMMANDS counts every packet of the buffer
@@ -53,13 +60,7 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
     assert_eq!(rig.value(ts), rig.dev.gpu_clock());
     step(&rig);
     assert_eq!(rig.value(q.desc.progress_fence.get()), 5);
-    let (_, evs) = rig.isr();
-    let p = of_kind(&evs, EventKind::Progress);
-    assert_eq!(
-        (p[0].arg0, p[0].arg1),
-        (5, 0),
-        "read_ptr still on the INDIRECT"
-    );
+    assert_eq!(progress(&rig), (5, 0), "read_ptr still on the INDIRECT");
     step(&rig);
     assert_eq!(rig.value(f.cv), 2);
     assert_eq!(rig.read_ptr(&q), 0);
@@ -75,21 +76,13 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
         6,
         "5 in the buffer + INDIRECT"
     );
-    let (_, evs) = rig.isr();
-    let p = of_kind(&evs, EventKind::Progress);
-    assert_eq!(
-        (p[0].arg0, p[0].arg1),
-        (6, 24),
-        "last packet: past the INDIRECT"
-    );
+    assert_eq!(progress(&rig), (6, 24), "last packet: past the INDIRECT");
 
     // The ring goes on after the INDIRECT.
     step(&rig);
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.value(q.desc.progress_fence.get()), 7);
-    let (_, evs) = rig.isr();
-    let p = of_kind(&evs, EventKind::Progress);
-    assert_eq!((p[0].arg0, p[0].arg1), (7, 40));
+    assert_eq!(progress(&rig), (7, 40));
     assert_eq!(rig.dev.completed_commands(0), 7);
     assert!(!rig.dev.step(), "idle");
     assert!(snap(&rig, 1).unwrap().fault.is_none());
@@ -209,8 +202,7 @@ fn um_01_commit_that_keeps_the_queue_keeps_its_buffer_position() {
     rig.commit(0, &[&q]);
     let buf = rig.buffer(&[signal(f, 1, 0, 0), signal(f, 2, 0, 0), signal(f, 3, 0, 0)]);
     rig.submit(&mut q, &[indirect(buf)]);
-    rig.dev.step();
-    rig.dev.step();
+    steps(&rig, 2);
     assert_eq!(rig.value(f.cv), 1);
     rig.commit(0, &[&other, &q]);
     let s = snap(&rig, 1).unwrap();
@@ -304,8 +296,7 @@ fn um_01_signal_log_lookahead_stays_inside_the_buffer() {
     let log = |index: u32, value: u64| log_write(LogKind::Signal, index, 0x55, value);
     let buf = rig.buffer(&[signal(f, 1, 0, 0), log(0, 1)]);
     rig.submit(&mut q, &[indirect(buf)]);
-    rig.dev.step();
-    rig.dev.step();
+    steps(&rig, 2);
     assert_eq!(
         rig.read_ptr(&q),
         24,
@@ -317,8 +308,7 @@ fn um_01_signal_log_lookahead_stays_inside_the_buffer() {
 
     let buf2 = rig.buffer(&[signal(f, 2, 0, 0)]);
     rig.submit(&mut q, &[indirect(buf2), log(1, 2)]);
-    rig.dev.step();
-    rig.dev.step();
+    steps(&rig, 2);
     assert_eq!(
         rig.read_ptr(&q),
         48,
@@ -409,8 +399,7 @@ fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
     let words = encode(&[signal(f, 1, 0, 0), signal(f, 2, 0, 0)]);
     rig.mem.write_words(page.bus_addr, &words).unwrap();
     rig.submit(&mut q, &[indirect((page.bus_addr, 80))]);
-    rig.dev.step();
-    rig.dev.step();
+    steps(&rig, 2);
     assert_eq!(rig.value(f.cv), 1);
     rig.dev.write64(s, 0);
     rig.run();
@@ -518,8 +507,7 @@ fn um_01_engine_reset_inside_a_buffer_reports_the_indirect() {
         .unwrap();
     rig.commit(0, &[&q]);
     rig.kick(&q);
-    rig.dev.step();
-    rig.dev.step();
+    steps(&rig, 2);
     assert_eq!(rig.value(f.cv), 1, "from the first packet");
     rig.run();
     assert_eq!(rig.value(f.cv), 2);

@@ -186,11 +186,7 @@ fn recommit_keeps_staying_queues_and_stops_leaving_ones() {
 #[test]
 fn commit_finishes_a_transfer_of_a_leaving_queue() {
     let mut rig = Rig::step();
-    let src = rig.alloc(64 << 10);
-    let dst = rig.alloc(64 << 10);
-    rig.mem.write_u64(src + (64 << 10) - 8, 9).unwrap();
-    let mut q = rig.queue_committed(1, 1);
-    rig.submit(&mut q, &[copy(src, dst, 64 << 10)]);
+    let (q, dst) = rig.long_copy(64 << 10, 9);
     rig.dev.step();
     rig.commit(1, &[]);
     assert_eq!(rig.value(dst + (64 << 10) - 8), 9, "command boundary");

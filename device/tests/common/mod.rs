@@ -279,6 +279,17 @@ impl Rig {
         qs
     }
 
+    /// A COPY of `bytes` on queue 1, committed alone on engine 1, whose last source word is
+    /// `last`: submitted, not yet run. Returns the queue and the destination.
+    pub fn long_copy(&mut self, bytes: u64, last: u64) -> (Q, u64) {
+        let src = self.alloc(bytes);
+        let dst = self.alloc(bytes);
+        self.mem.write_u64(src + bytes - 8, last).unwrap();
+        let mut q = self.queue_committed(1, 1);
+        self.submit(&mut q, &[copy(src, dst, bytes)]);
+        (q, dst)
+    }
+
     pub fn commit(&mut self, engine: u32, qs: &[&Q]) {
         let descs: Vec<_> = qs.iter().map(|q| q.desc).collect();
         self.commit_descs(engine, &descs);

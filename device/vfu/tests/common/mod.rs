@@ -66,6 +66,16 @@ impl Harness {
     pub fn finish(mut self) -> Vec<SessionEnd> {
         self.server.take().unwrap().join().unwrap()
     }
+
+    /// Waits for the server to finish its sessions and checks that every client closed its
+    /// own.
+    pub fn finish_closed(self) {
+        let ends = self.finish();
+        assert!(
+            ends.iter().all(|e| matches!(e, SessionEnd::Closed)),
+            "{ends:?}"
+        );
+    }
 }
 
 impl Drop for Harness {
