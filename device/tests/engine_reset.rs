@@ -50,6 +50,13 @@ fn set_read_ptr(rig: &Rig, q: &Q, v: u64) {
         .unwrap();
 }
 
+/// The UM-10 scene: innocent queue A (id 1) and guilty queue B (id 2) committed together on
+/// engine 0, queue C (id 3) alone on engine 1.
+fn innocent_guilty_other(rig: &mut Rig) -> [Q; 3] {
+    let [a, b] = rig.queues_committed(0, [1, 2]);
+    [a, b, rig.queue_committed(1, 3)]
+}
+
 const HELD_IDLE_WITH_WORK: u32 = EngineState::Idle as u32 | STATUS_HAS_WORK | STATUS_HELD;
 
 /// UM-10 ("other processes' queues keep running"), TDR-06: queue A (innocent) is in the
@@ -61,9 +68,7 @@ const HELD_IDLE_WITH_WORK: u32 = EngineState::Idle as u32 | STATUS_HAS_WORK | ST
 fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     let mut rig = Rig::step();
     let (f, h) = (rig.fence(0), rig.fence(0));
-    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
-    // An idle queue on the other engine.
-    rig.queue_committed(1, 3);
+    let [mut a, mut b, _] = innocent_guilty_other(&mut rig);
     let buf = rig.buffer(&[counted(f, 1), counted(f, 2), counted(f, 3), counted(f, 4)]);
     rig.submit(&mut a, &[indirect(buf), progress_irq(7)]);
     rig.submit(
@@ -146,8 +151,7 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
 fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
-    let mut c = rig.queue_committed(1, 3);
+    let [mut a, mut b, mut c] = innocent_guilty_other(&mut rig);
     rig.submit(
         &mut a,
         &[
@@ -198,8 +202,7 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
 fn um_10_wait_satisfied_while_held_runs_after_the_commit() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
-    let mut c = rig.queue_committed(1, 3);
+    let [mut a, mut b, mut c] = innocent_guilty_other(&mut rig);
     let wait = fence_wait(g, 1);
     rig.submit(&mut a, &[wait, signal(f, 1, 0, 0)]);
     rig.submit(&mut b, &[Command::Hang]);
