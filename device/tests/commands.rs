@@ -8,7 +8,7 @@ use rvgpu_hw::engine::{EngineState, ResetResult, ENGINE_CTRL_RESET};
 use rvgpu_hw::event::{EventKind, EventRecord, NO_TAG};
 use rvgpu_hw::log::{pack_index, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::{RingControl, NO_QUEUE};
+use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{self, IntCause};
 
 #[test]
@@ -23,11 +23,7 @@ fn nop_padding_is_skipped_and_counted() {
     assert_eq!(rig.value(f.cv), 1);
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.dev.completed_commands(0), 3);
-    assert_eq!(
-        rig.dev
-            .read64(rig.engine_reg(0, regs::engine::COMPLETED_COMMANDS)),
-        3
-    );
+    assert_eq!(rig.engine_read64(0, regs::engine::COMPLETED_COMMANDS), 3);
 }
 
 #[test]
@@ -470,10 +466,8 @@ fn copy_between_sysmem_and_vram_and_fill() {
 fn hang_is_detected_and_engine_reset_recovers() {
     let mut rig = Rig::step_with(|c| c.hang_detect_ticks = 5 * STEP_TICKS);
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue(0, 5);
-    let mut other = rig.queue(1, 6);
-    rig.commit(0, &[&q]);
-    rig.commit(1, &[&other]);
+    let mut q = rig.queue_committed(0, 5);
+    let mut other = rig.queue_committed(1, 6);
     rig.submit(
         &mut q,
         &[signal(f, 1, 0, 0), Command::Hang, signal(f, 2, 0, 0)],
@@ -481,11 +475,7 @@ fn hang_is_detected_and_engine_reset_recovers() {
     steps(&rig, 10);
     assert_eq!(rig.value(f.cv), 1, "commands before the HANG ran");
     assert_eq!(status(&rig, 0).state, EngineState::Hung);
-    assert_eq!(
-        rig.dev
-            .read32(rig.engine_reg(0, regs::engine::CURRENT_QUEUE)),
-        5
-    );
+    assert_eq!(rig.engine_read32(0, regs::engine::CURRENT_QUEUE), 5);
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::ENGINE_STATE));
     let es = of_kind(&evs, EventKind::EngineState);
@@ -522,9 +512,7 @@ fn hang_is_detected_and_engine_reset_recovers() {
     );
     assert_eq!(rig.value(f.cv), 1, "nothing after the HANG ran");
     // Resubmission: skip the HANG and recommit.
-    rig.mem
-        .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, 48)
-        .unwrap();
+    rig.set_read_ptr(&q, 48);
     rig.commit(0, &[&q]);
     rig.run();
     assert_eq!(rig.value(f.cv), 2);
@@ -560,10 +548,7 @@ fn injected_hang_and_failed_reset() {
     // An injected hang has no packet in flight: no queue is named and none leaves (D2);
     // the queue stays with the write pointer its doorbell loaded, and the commit that ends
     // the hold keeps it.
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(1, regs::engine::RESET_QUEUE)),
-        NO_QUEUE
-    );
+    assert_eq!(rig.engine_read32(1, regs::engine::RESET_QUEUE), NO_QUEUE);
     let s = rig.dev.engine_snapshot(1).unwrap();
     assert!(s.held);
     assert_eq!(s.queues[0].known_write_ptr, q.wptr);

@@ -15,7 +15,7 @@ use rvgpu_hw::queue::NO_DOORBELL;
 use rvgpu_hw::regs::{self, Caps};
 
 fn power(rig: &Rig, e: u32) -> u32 {
-    rig.dev.read32(rig.engine_reg(e, regs::engine::POWER))
+    rig.engine_read32(e, regs::engine::POWER)
 }
 
 fn set_power(rig: &Rig, e: u32, v: u32) {
@@ -23,8 +23,7 @@ fn set_power(rig: &Rig, e: u32, v: u32) {
 }
 
 fn completed(rig: &Rig, e: u32) -> u64 {
-    rig.dev
-        .read64(rig.engine_reg(e, regs::engine::COMPLETED_COMMANDS))
+    rig.engine_read64(e, regs::engine::COMPLETED_COMMANDS)
 }
 
 /// UM-13 (device side): a gated engine runs no work rung through a doorbell or a kick, but the

@@ -22,7 +22,7 @@ use rvgpu_hw::cmd::{Command, LogKind, SIGNAL_ALWAYS_IRQ};
 use rvgpu_hw::engine::{EngineState, ResetResult, STATUS_HAS_WORK, STATUS_HELD};
 use rvgpu_hw::event::{EventKind, EventRecord};
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::{RingControl, NO_DOORBELL, NO_QUEUE};
+use rvgpu_hw::queue::{NO_DOORBELL, NO_QUEUE};
 use rvgpu_hw::regs;
 
 /// A FENCE_SIGNAL that always posts an event: counting the events counts executions.
@@ -40,14 +40,7 @@ fn signals_of(evs: &[EventRecord], f: Fence) -> Vec<u64> {
 }
 
 fn current_queue(rig: &Rig, e: u32) -> u32 {
-    rig.dev
-        .read32(rig.engine_reg(e, regs::engine::CURRENT_QUEUE))
-}
-
-fn set_read_ptr(rig: &Rig, q: &Q, v: u64) {
-    rig.mem
-        .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, v)
-        .unwrap();
+    rig.engine_read32(e, regs::engine::CURRENT_QUEUE)
 }
 
 /// The UM-10 scene: innocent queue A (id 1) and guilty queue B (id 2) committed together on
@@ -95,7 +88,7 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     );
     assert_eq!(rig.read_ptr(&a), 0);
     assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)),
+        rig.engine_read32(0, regs::engine::STATUS),
         HELD_IDLE_WITH_WORK
     );
     assert_eq!(current_queue(&rig, 0), NO_QUEUE);
@@ -113,7 +106,7 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     );
 
     // The KMD skips the HANG and recommits both; B enters afresh from ring control.
-    set_read_ptr(&rig, &b, 16);
+    rig.set_read_ptr(&b, 16);
     rig.commit(0, &[&a, &b]);
     assert!(!status(&rig, 0).held, "the commit ends the hold");
     rig.run();
@@ -251,7 +244,7 @@ fn um_10_faulted_innocent_queue_stays_faulted() {
     );
     // Replacing the entry (leave, then enter) clears it; the driver first skips the bad word.
     rig.commit(0, &[]);
-    set_read_ptr(&rig, &a, 8);
+    rig.set_read_ptr(&a, 8);
     rig.commit(0, &[&a]);
     rig.run();
     assert_eq!(rig.value(f.cv), 1);
@@ -293,7 +286,7 @@ fn um_10_held_engine_runs_nothing_until_commit_and_keeps_doorbell_rings() {
         (Some(0), Some(0))
     );
     assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)),
+        rig.engine_read32(0, regs::engine::STATUS),
         HELD_IDLE_WITH_WORK
     );
     assert!(rig.dev.engine_snapshot(0).unwrap().held);
@@ -419,7 +412,7 @@ fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
     assert!(snap(&rig, 1).is_none());
     assert_eq!(snap(&rig, 2).unwrap().indirect, Some((ibuf.0, 80)));
 
-    set_read_ptr(&rig, &g, g.wptr);
+    rig.set_read_ptr(&g, g.wptr);
     rig.commit(0, &[&g, &i]);
     rig.run();
     assert_eq!(rig.value(g.desc.progress_fence.get()), 0, "aborted");
@@ -538,18 +531,14 @@ fn adapter_reset_ends_the_hold() {
     rig.dev
         .write32(regs::ADAPTER_RESET, regs::ADAPTER_RESET_KEY);
     assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)),
+        rig.engine_read32(0, regs::engine::STATUS),
         EngineState::Idle as u32
     );
     let s = rig.dev.engine_snapshot(0).unwrap();
     assert!(!s.held && s.queues.is_empty());
+    assert_eq!(rig.engine_read32(0, regs::engine::RESET_QUEUE), NO_QUEUE);
     assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::RESET_QUEUE)),
-        NO_QUEUE
-    );
-    assert_eq!(
-        rig.dev
-            .read32(rig.engine_reg(0, regs::engine::RESET_RESULT)),
+        rig.engine_read32(0, regs::engine::RESET_RESULT),
         ResetResult::None as u32
     );
 }

@@ -354,7 +354,7 @@ fn idle_engine_requests_f1_once() {
         |e| (e.arg0, e.arg1) == (EngineState::Idle as u64, EngineState::TransitionToF1 as u64)
     ));
     let status = |rig: &Rig| {
-        EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)))
+        EngineStatus::from_reg(rig.engine_read32(0, regs::engine::STATUS))
             .unwrap()
             .state
     };
@@ -427,7 +427,7 @@ fn queue_state_shows_the_faulted_queue() {
     let state = |rig: &Rig, id: u32| {
         rig.dev
             .write32(rig.engine_reg(0, regs::engine::QUEUE_SELECT), id);
-        regs::QueueStateReg::new(rig.dev.read32(rig.engine_reg(0, regs::engine::QUEUE_STATE)))
+        regs::QueueStateReg::new(rig.engine_read32(0, regs::engine::QUEUE_STATE))
     };
     let mut rig = Rig::step();
     assert!(
@@ -452,10 +452,7 @@ fn queue_state_shows_the_faulted_queue() {
     // Another engine's view: queue 1 is not in its runlist.
     rig.dev
         .write32(rig.engine_reg(1, regs::engine::QUEUE_SELECT), 1);
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(1, regs::engine::QUEUE_STATE)),
-        0
-    );
+    assert_eq!(rig.engine_read32(1, regs::engine::QUEUE_STATE), 0);
 
     let mut off = Rig::step_with(|c| c.queue_state = false);
     fault_with(&mut off, |rig, q| rig.push_words(q, &[0x1_00EE]));
@@ -467,11 +464,7 @@ fn queue_state_shows_the_faulted_queue() {
         0,
         "without the capability the register reads 0"
     );
-    assert_eq!(
-        off.dev
-            .read32(off.engine_reg(0, regs::engine::QUEUE_SELECT)),
-        0
-    );
+    assert_eq!(off.engine_read32(0, regs::engine::QUEUE_SELECT), 0);
 }
 
 /// the line wakes its servicer once per rising edge, outside the deliverer's role

@@ -1194,8 +1194,7 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
             "{what}: 3 buffer packets + the INDIRECT_VM"
         );
         assert_eq!(
-            rig.dev
-                .read64(rig.engine_reg(0, regs::engine::COMPLETED_COMMANDS)),
+            rig.engine_read64(0, regs::engine::COMPLETED_COMMANDS),
             4,
             "{what}: the register"
         );

@@ -207,11 +207,7 @@ fn adapter_reset_returns_to_power_on_but_keeps_memory_and_clock() {
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
     assert!(!rig.line.level());
     assert_eq!(rig.dev.read32(regs::EVENT_RING_CTRL), 0);
-    assert_eq!(
-        rig.dev
-            .read64(rig.engine_reg(0, regs::engine::COMPLETED_COMMANDS)),
-        0
-    );
+    assert_eq!(rig.engine_read64(0, regs::engine::COMPLETED_COMMANDS), 0);
     assert_eq!(
         rig.dev.read32(regs::doorbell_bind_reg(0).unwrap()),
         NO_QUEUE

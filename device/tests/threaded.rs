@@ -91,10 +91,7 @@ fn threaded_hang_detection_and_reset() {
         rig.engine_reg(0, regs::engine::CTRL),
         rvgpu_hw::engine::ENGINE_CTRL_RESET,
     );
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::RESET_QUEUE)),
-        1
-    );
+    assert_eq!(rig.engine_read32(0, regs::engine::RESET_QUEUE), 1);
 }
 
 #[test]

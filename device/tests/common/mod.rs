@@ -350,6 +350,23 @@ impl Rig {
         self.mem.read_u64(addr).unwrap()
     }
 
+    /// Moves the queue's ring-control read pointer, as a driver skipping packets does.
+    pub fn set_read_ptr(&self, q: &Q, v: u64) {
+        self.mem
+            .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, v)
+            .unwrap();
+    }
+
+    /// Engine `e`'s 32-bit register `r`.
+    pub fn engine_read32(&self, e: u32, r: usize) -> u32 {
+        self.dev.read32(self.engine_reg(e, r))
+    }
+
+    /// Engine `e`'s 64-bit register `r`.
+    pub fn engine_read64(&self, e: u32, r: usize) -> u64 {
+        self.dev.read64(self.engine_reg(e, r))
+    }
+
     pub fn read_ptr(&self, q: &Q) -> u64 {
         self.mem
             .read_u64(q.desc.ring_control.get() + RingControl::READ_PTR)
@@ -408,7 +425,7 @@ pub fn steps(rig: &Rig, n: usize) {
 
 /// Engine `e`'s STATUS register, decoded.
 pub fn status(rig: &Rig, e: u32) -> EngineStatus {
-    EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(e, regs::engine::STATUS))).unwrap()
+    EngineStatus::from_reg(rig.engine_read32(e, regs::engine::STATUS)).unwrap()
 }
 
 /// Writes CTRL = RESET to engine `e` and returns `(RESET_RESULT, RESET_QUEUE, RESET_RPTR)`.
@@ -416,10 +433,9 @@ pub fn reset(rig: &Rig, e: u32) -> (u32, u32, u64) {
     rig.dev
         .write32(rig.engine_reg(e, regs::engine::CTRL), ENGINE_CTRL_RESET);
     (
-        rig.dev
-            .read32(rig.engine_reg(e, regs::engine::RESET_RESULT)),
-        rig.dev.read32(rig.engine_reg(e, regs::engine::RESET_QUEUE)),
-        rig.dev.read64(rig.engine_reg(e, regs::engine::RESET_RPTR)),
+        rig.engine_read32(e, regs::engine::RESET_RESULT),
+        rig.engine_read32(e, regs::engine::RESET_QUEUE),
+        rig.engine_read64(e, regs::engine::RESET_RPTR),
     )
 }
 
