@@ -11,6 +11,19 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{self, IntCause};
 
+/// The record of an event of `kind` posted for queue `queue_id` of engine 0, without flags.
+fn engine0_event(kind: EventKind, queue_id: u32, [arg0, arg1, arg2]: [u64; 3]) -> EventRecord {
+    EventRecord {
+        kind: kind as u8,
+        engine: 0,
+        flags: 0,
+        queue_id,
+        arg0,
+        arg1,
+        arg2,
+    }
+}
+
 #[test]
 fn nop_padding_is_skipped_and_counted() {
     let mut rig = Rig::step();
@@ -78,15 +91,7 @@ fn nf_03_conditional_signal_interrupts_only_once_monitored_value_is_reached() {
     assert_eq!(st, IntCause::FENCE_SIGNALED);
     assert_eq!(
         evs,
-        vec![EventRecord {
-            kind: EventKind::FenceSignaled as u8,
-            engine: 0,
-            flags: 0,
-            queue_id: 9,
-            arg0: 0xAA,
-            arg1: 3,
-            arg2: f.mv,
-        }]
+        vec![engine0_event(EventKind::FenceSignaled, 9, [0xAA, 3, f.mv])]
     );
     assert!(!rig.line.level(), "acknowledged");
 }
@@ -138,73 +143,122 @@ fn fence_event_without_exact_report_or_optimized_irq() {
     assert_eq!(evs[0].queue_id, NO_QUEUE);
 }
 
-#[test]
-fn fence_wait_released_by_another_queue_on_the_same_engine() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let [mut waiter, mut signaller] = rig.queues_committed(0, [1, 2]);
-    rig.submit(&mut waiter, &[fence_wait(f, 5), signal(g, 1, 0, 0)]);
-    rig.run();
-    assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));
-    assert_eq!(rig.value(g.cv), 0);
-    // A signal below the target re-evaluates but does not release.
-    rig.submit(&mut signaller, &[signal(f, 4, 0, 0)]);
-    rig.run();
-    assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));
-    rig.submit(&mut signaller, &[signal(f, 5, 0, 0)]);
-    rig.run();
-    assert_eq!(rig.value(g.cv), 1);
-    assert_eq!(rig.dev.queues()[0].blocked_on, None);
+/// What a row of [`fence_wait_is_released_exactly_when_the_device_sees_its_target`] does to
+/// the word the wait is on.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    /// Nothing: the word is at the target from the start.
+    AtTarget,
+    /// FENCE_SIGNAL of this value from a queue on this engine (0 is the waiter's).
+    Signal(u32, u64),
+    /// The CPU stores the target, then writes `WAIT_RESCAN` with the word's address (`Word`),
+    /// another word's (`Other`), 0 (`All`), or not at all (`None`).
+    CpuStore(Option<Rescan>),
 }
 
-#[test]
-fn fence_wait_released_by_another_engine() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut waiter = rig.queue(0, 1);
-    let mut signaller = rig.queue(1, 2);
-    rig.commit(0, &[&waiter]);
-    rig.commit(1, &[&signaller]);
-    rig.submit(&mut waiter, &[fence_wait(f, 1), signal(g, 1, 0, 0)]);
-    rig.run();
-    assert_eq!(rig.value(g.cv), 0);
-    assert_eq!(
-        status(&rig, 0).state,
-        EngineState::Idle,
-        "blocked queue = idle engine"
-    );
-    rig.submit(&mut signaller, &[signal(f, 1, 0, 0)]);
-    rig.run();
-    assert_eq!(rig.value(g.cv), 1);
+#[derive(Clone, Copy, Debug)]
+enum Rescan {
+    Word,
+    Other,
+    All,
 }
 
+/// FENCE_WAIT(f >= 3) then FENCE_SIGNAL(g = 1) on queue 1 of engine 0, one row per way the
+/// waited-for word changes. A blocked queue leaves its engine idle; the wait is released
+/// exactly when the device sees the target reached: a signal on either engine (after its
+/// pass), a `WAIT_RESCAN` of the word or of 0 after a CPU store (before the write returns,
+/// NF-17 and NF-16), or a word already at the target. A CPU store alone is never seen (no
+/// polling of shared memory), nor a rescan of another word, nor a value below the target.
 #[test]
-fn fence_wait_released_by_wait_rescan_after_cpu_write() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue_committed(0, 1);
-    rig.submit(&mut q, &[fence_wait(f, 3), signal(g, 1, 0, 0)]);
-    rig.run();
-    // A CPU write alone does not wake the CMP (no polling of shared memory)...
-    rig.mem.write_u64(f.cv, 3).unwrap();
-    rig.run();
-    assert_eq!(rig.value(g.cv), 0);
-    // ...WAIT_RESCAN on another address does not either...
-    rig.dev.write64(regs::WAIT_RESCAN, g.cv);
-    rig.run();
-    assert_eq!(rig.value(g.cv), 0);
-    // ...WAIT_RESCAN on it does (re-evaluated before the write returns).
-    rig.dev.write64(regs::WAIT_RESCAN, f.cv);
-    assert_eq!(rig.dev.queues()[0].blocked_on, None);
-    rig.run();
-    assert_eq!(rig.value(g.cv), 1);
-    // And 0 rescans every wait.
-    rig.submit(&mut q, &[fence_wait(f, 4), signal(g, 2, 0, 0)]);
-    rig.run();
-    rig.mem.write_u64(f.cv, 4).unwrap();
-    rig.dev.write64(regs::WAIT_RESCAN, 0);
-    rig.run();
-    assert_eq!(rig.value(g.cv), 2);
+fn fence_wait_is_released_exactly_when_the_device_sees_its_target() {
+    use Change::*;
+    // (row, change, released, released before any device pass)
+    let rows = [
+        ("already at the target", AtTarget, true, true),
+        (
+            "signal below the target, same engine",
+            Signal(0, 2),
+            false,
+            false,
+        ),
+        (
+            "signal of the target, same engine",
+            Signal(0, 3),
+            true,
+            false,
+        ),
+        (
+            "signal of the target, other engine",
+            Signal(1, 3),
+            true,
+            false,
+        ),
+        ("CPU store alone", CpuStore(None), false, false),
+        (
+            "CPU store, rescan of another word",
+            CpuStore(Some(Rescan::Other)),
+            false,
+            false,
+        ),
+        (
+            "CPU store, rescan of the word (NF-17)",
+            CpuStore(Some(Rescan::Word)),
+            true,
+            true,
+        ),
+        (
+            "CPU store, rescan of every wait (NF-16)",
+            CpuStore(Some(Rescan::All)),
+            true,
+            true,
+        ),
+    ];
+    for (row, change, released, at_once) in rows {
+        let mut rig = Rig::step();
+        let initial = if matches!(change, AtTarget) { 3 } else { 0 };
+        let (f, g) = (rig.fence(initial), rig.fence(0));
+        let [mut waiter, mut same] = rig.queues_committed(0, [1, 2]);
+        let mut other = rig.queue_committed(1, 3);
+        rig.submit(&mut waiter, &[fence_wait(f, 3), signal(g, 1, 0, 0)]);
+        rig.run();
+        let blocked = |rig: &Rig| snap(rig, 1).unwrap().blocked_on;
+        if initial < 3 {
+            assert_eq!(blocked(&rig), Some((f.cv, 3)), "{row}: blocked");
+            assert_eq!(rig.value(g.cv), 0, "{row}: nothing after the wait ran");
+            let s = status(&rig, 0).state;
+            assert_eq!(s, EngineState::Idle, "{row}: blocked queue = idle engine");
+        }
+        match change {
+            AtTarget => {}
+            Signal(0, v) => rig.submit(&mut same, &[signal(f, v, 0, 0)]),
+            Signal(_, v) => rig.submit(&mut other, &[signal(f, v, 0, 0)]),
+            CpuStore(rescan) => {
+                rig.mem.write_u64(f.cv, 3).unwrap();
+                let addr = rescan.map(|r| match r {
+                    Rescan::Word => f.cv,
+                    Rescan::Other => f.mv,
+                    Rescan::All => 0,
+                });
+                if let Some(addr) = addr {
+                    rig.dev.write64(regs::WAIT_RESCAN, addr);
+                }
+            }
+        }
+        let now = if released && at_once {
+            None
+        } else {
+            blocked(&rig)
+        };
+        assert_eq!(blocked(&rig), now, "{row}: before any device pass");
+        rig.run();
+        let after = if released { None } else { Some((f.cv, 3)) };
+        assert_eq!(blocked(&rig), after, "{row}: after the device ran");
+        assert_eq!(
+            rig.value(g.cv),
+            u64::from(released),
+            "{row}: the signal after it"
+        );
+    }
 }
 
 #[test]
@@ -242,16 +296,6 @@ fn nf_17_fence_store_writes_the_word_and_releases_its_waits() {
 }
 
 #[test]
-fn already_satisfied_wait_does_not_block() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(10), rig.fence(0));
-    let mut q = rig.queue_committed(0, 1);
-    rig.submit(&mut q, &[fence_wait(f, 10), signal(g, 1, 0, 0)]);
-    rig.run();
-    assert_eq!(rig.value(g.cv), 1);
-}
-
-#[test]
 fn log_03_signal_log_entry_and_header() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
@@ -285,10 +329,8 @@ fn log_03_signal_log_entry_and_header() {
 fn log_03_wait_log_entry_has_observed_timestamp() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut waiter = rig.queue(0, 1);
-    let mut signaller = rig.queue(1, 2);
-    rig.commit(0, &[&waiter]);
-    rig.commit(1, &[&signaller]);
+    let mut waiter = rig.queue_committed(0, 1);
+    let mut signaller = rig.queue_committed(1, 2);
     rig.submit(
         &mut waiter,
         &[fence_wait(f, 1), log_write(LogKind::Wait, 0, 0x77, 1)],
@@ -406,15 +448,7 @@ fn progress_with_and_without_interrupt() {
     assert_eq!(st, IntCause::PROGRESS);
     assert_eq!(
         evs,
-        vec![EventRecord {
-            kind: EventKind::Progress as u8,
-            engine: 0,
-            flags: 0,
-            queue_id: 3,
-            arg0: 11,
-            arg1: q.wptr,
-            arg2: 0,
-        }]
+        vec![engine0_event(EventKind::Progress, 3, [11, q.wptr, 0])]
     );
 }
 

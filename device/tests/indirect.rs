@@ -563,10 +563,8 @@ fn um_01_threaded_kernel_mode_submissions_through_indirect() {
 fn um_01_threaded_wait_in_a_buffer_released_from_another_engine() {
     let mut rig = Rig::new(DeviceConfig::default());
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q1 = rig.queue(0, 1);
-    let mut q2 = rig.queue(1, 2);
-    rig.commit(0, &[&q1]);
-    rig.commit(1, &[&q2]);
+    let mut q1 = rig.queue_committed(0, 1);
+    let mut q2 = rig.queue_committed(1, 2);
     let buf = rig.buffer(&[fence_wait(g, 1), signal(f, 1, 0, 0)]);
     rig.submit(&mut q1, &[indirect(buf)]);
     rig.wait_until("blocked in the buffer", || {

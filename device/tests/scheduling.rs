@@ -48,10 +48,8 @@ fn um_02_dedicated_doorbell_rescans_the_bound_queue_only() {
 fn um_02_global_doorbell_value_names_the_queue() {
     let mut rig = Rig::step_with(|c| c.global_doorbell = true);
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut a = rig.queue(0, 10);
-    let mut b = rig.queue(1, 11);
-    rig.commit(0, &[&a]);
-    rig.commit(1, &[&b]);
+    let mut a = rig.queue_committed(0, 10);
+    let mut b = rig.queue_committed(1, 11);
     rig.push(&mut a, &[signal(f, 1, 0, 0)]);
     rig.push(&mut b, &[signal(g, 1, 0, 0)]);
     rig.dev.doorbell_write(1, 10);

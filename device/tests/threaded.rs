@@ -270,10 +270,8 @@ fn log_07_log_flush_makes_counted_entries_visible() {
 fn isr_concurrent_with_device_loses_no_record() {
     const N: u64 = 1000;
     let mut rig = threaded();
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(1, 2);
-    rig.commit(0, &[&a]);
-    rig.commit(1, &[&b]);
+    let mut a = rig.queue_committed(0, 1);
+    let mut b = rig.queue_committed(1, 2);
     let got = AtomicU64::new(0);
     let sum = AtomicU64::new(0);
     let rig = &rig;
