@@ -162,16 +162,28 @@ fn page_fault(evs: &[EventRecord]) -> (EventRecord, FaultInfo) {
     (r, FaultInfo::decode(r.arg2).expect("arg2 is a FaultInfo"))
 }
 
+/// Every word of the 4 KiB page at `pa` is 0.
+fn zeroed(rig: &Rig, pa: u64) -> bool {
+    rig.mem.read_words(pa, 512).unwrap().iter().all(|&w| w == 0)
+}
+
 fn ts() -> Command {
     Command::Timestamp { addr: DATA_VA }
+}
+
+/// A step-mode rig with one space and a queue of it (id 1, engine 0; user-mode if `user`),
+/// not committed yet.
+fn space_rig(user: bool) -> (Rig, Pt, VQ) {
+    let mut rig = Rig::step();
+    let pt = Pt::new(&mut rig);
+    let v = vqueue(&mut rig, pt, 0, 1, user);
+    (rig, pt, v)
 }
 
 /// A rig with one space and a kernel queue (id 1, engine 0) mapping one data page at
 /// `DATA_VA`.
 fn kernel_rig() -> (Rig, Pt, VQ, u64) {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let v = vqueue(&mut rig, pt, 0, 1, false);
+    let (mut rig, pt, v) = space_rig(false);
     let data = page(&rig);
     pt.map(&mut rig, DATA_VA, data, RW_KERNEL);
     rig.commit(0, &[&v.q]);
@@ -330,14 +342,7 @@ fn every_address_faults_on_an_unmapped_va_and_writes_nothing() {
         assert!(!info.user, "{name}: kernel-mode queue");
         assert_eq!(info.rptr, 0, "{name}: read pointer of the packet");
         assert_eq!(read_ptr(&rig, &v), 0, "{name}: rptr stays on the packet");
-        assert!(
-            rig.mem
-                .read_words(data, 512)
-                .unwrap()
-                .iter()
-                .all(|&w| w == 0),
-            "{name}: nothing written"
-        );
+        assert!(zeroed(&rig, data), "{name}: nothing written");
         let q = &rig.dev.queues()[0];
         assert_eq!(q.fault, Some(FaultCode::PageFault), "{name}");
     }
@@ -464,9 +469,7 @@ fn user_ring_packet_across_a_page_boundary_runs_or_faults_at_its_first_unreadabl
 /// A rig with one space and a user-mode queue (id 1, engine 0) whose ring and ring control
 /// are in that space, mapping one user data page at `DATA_VA`.
 fn user_rig() -> (Rig, Pt, VQ, u64) {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let v = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, pt, v) = space_rig(true);
     let data = page(&rig);
     pt.map(&mut rig, DATA_VA, data, attrs(true, true));
     rig.commit(0, &[&v.q]);
@@ -579,9 +582,7 @@ fn misaligned_translated_address_is_still_bad_address() {
 /// mapped page.
 #[test]
 fn nf_01_user_queue_cannot_touch_a_page_without_user() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut user = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, pt, mut user) = space_rig(true);
     let data = page(&rig);
     pt.map(&mut rig, DATA_VA, data, RW_KERNEL);
     rig.commit(0, &[&user.q]);
@@ -594,9 +595,7 @@ fn nf_01_user_queue_cannot_touch_a_page_without_user() {
     assert!(info.user);
     assert_eq!(rig.value(data), 0, "nothing written");
     // A read is refused as well (FENCE_WAIT on a privileged page).
-    let mut rig2 = Rig::step();
-    let pt2 = Pt::new(&mut rig2);
-    let mut user2 = vqueue(&mut rig2, pt2, 0, 1, true);
+    let (mut rig2, pt2, mut user2) = space_rig(true);
     let d2 = page(&rig2);
     pt2.map(&mut rig2, DATA_VA, d2, RW_KERNEL);
     rig2.commit(0, &[&user2.q]);
@@ -627,9 +626,7 @@ fn nf_01_user_queue_cannot_touch_a_page_without_user() {
 /// not write it.
 #[test]
 fn nf_01_user_queue_cannot_write_a_read_only_page() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut user = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, pt, mut user) = space_rig(true);
     let cv = page(&rig);
     rig.mem.write_u64(cv, 5).unwrap();
     pt.map(&mut rig, DATA_VA, cv, RO_USER);
@@ -667,9 +664,7 @@ fn nf_01_user_queue_cannot_write_a_read_only_page() {
 /// makes its interrupt decision: the CMP reads it with kernel privilege.
 #[test]
 fn nf_01_monitored_value_read_is_the_cmps_not_the_queues() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut user = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, pt, mut user) = space_rig(true);
     // CurrentValue: USER (writable here, this queue signals it). MonitoredValue: kernel
     // only, read-only.
     let fence = page(&rig);
@@ -712,9 +707,7 @@ fn nf_01_monitored_value_read_is_the_cmps_not_the_queues() {
 
 #[test]
 fn tlb_invalidate_packet_is_privileged() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut user = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, _, mut user) = space_rig(true);
     rig.commit(0, &[&user.q]);
     submit_words(&rig, &mut user, &cmd::tlb_invalidate(0));
     let before = rig.dev.tlb_stats().invalidations;
@@ -731,9 +724,7 @@ fn tlb_invalidate_packet_is_privileged() {
 
 #[test]
 fn misaligned_root_is_a_bad_descriptor() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut v = vqueue(&mut rig, pt, 0, 1, false);
+    let (mut rig, pt, mut v) = space_rig(false);
     v.q.desc.page_table_base = BusAddr::new(pt.root + 8);
     rig.commit(0, &[&v.q]);
     let f = faults(&rig.drain());
@@ -1082,12 +1073,14 @@ struct Proc {
     data: u64,
 }
 
-fn process(rig: &mut Rig) -> Proc {
-    let pt = Pt::new(rig);
-    let (buf, data) = (page(rig), page(rig));
-    pt.map(rig, BUF_VA, buf, RO_USER);
-    pt.map(rig, DATA_VA, data, RW_USER);
-    Proc { pt, buf, data }
+/// A step-mode rig with a [`Proc`] space.
+fn process_rig() -> (Rig, Proc) {
+    let mut rig = Rig::step();
+    let pt = Pt::new(&mut rig);
+    let (buf, data) = (page(&rig), page(&rig));
+    pt.map(&mut rig, BUF_VA, buf, RO_USER);
+    pt.map(&mut rig, DATA_VA, data, RW_USER);
+    (rig, Proc { pt, buf, data })
 }
 
 /// Writes `words` at physical `pa` (a buffer page); returns their size in bytes.
@@ -1128,8 +1121,7 @@ fn fill(dst: u64, pattern: u64) -> Command {
 fn indirect_vm_runs_a_process_buffer_in_its_space() {
     for translated in [false, true] {
         let what = if translated { "translated" } else { "identity" };
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         // The ring's own space (when translated) maps the same VAs to other pages: the
         // buffer VA to a zero page (a NOP of length 0 there would fault BadLength), the data
         // VA to a page that must stay untouched.
@@ -1179,11 +1171,7 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
         );
         assert_ne!(rig.mem.read_u64(p.data + 0x200), Some(0), "{what}");
         assert!(
-            rig.mem
-                .read_words(kdata, 512)
-                .unwrap()
-                .iter()
-                .all(|&w| w == 0),
+            zeroed(&rig, kdata),
             "{what}: the ring space's page at the same VA is untouched"
         );
         assert_eq!(read_ptr(&rig, &k), 32, "{what}: past the INDIRECT_VM");
@@ -1222,8 +1210,7 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
 /// it happens, the read pointer stays on the INDIRECT_VM, and only that queue stops.
 #[test]
 fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
-    let mut rig = Rig::step();
-    let p = process(&mut rig);
+    let (mut rig, p) = process_rig();
     const KPAGE_VA: u64 = DATA_VA + 0x1000;
     let kpage = page(&rig);
     p.pt.map(&mut rig, KPAGE_VA, kpage, RW_KERNEL);
@@ -1317,8 +1304,7 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
 fn indirect_vm_buffer_does_not_get_the_rings_space() {
     for translated in [false, true] {
         let what = if translated { "translated" } else { "identity" };
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         let (mut k, target, target_pa) = if translated {
             let kpt = Pt::new(&mut rig);
             let kdata = page(&rig);
@@ -1388,8 +1374,7 @@ fn indirect_vm_buffer_is_fetched_under_its_root_with_user_privilege() {
         ),
     ];
     for (what, buf_attrs, bytes, va, reason) in cases {
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         match buf_attrs {
             Some(a) => p.pt.map(&mut rig, BUF_VA, p.buf, a),
             None => p.pt.unmap(&mut rig, BUF_VA),
@@ -1467,8 +1452,7 @@ fn indirect_vm_on_a_user_mode_queue_faults_bad_argument() {
 #[test]
 fn indirect_vm_with_root_0_or_misaligned_is_a_bad_argument_decode_fault() {
     for bad in ["root 0", "root + 8", "root + 0x800"] {
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         let mut k = identity_kqueue(&mut rig, 0, 1);
         rig.commit(0, &[&k.q]);
         // Under identity, a buffer in the window filling a window page.
@@ -1511,8 +1495,7 @@ fn indirect_inside_an_indirect_vm_buffer_faults_nested_indirect() {
         "INDIRECT_VM in INDIRECT_VM",
         "INDIRECT_VM in INDIRECT",
     ] {
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         // An inner buffer the process could run: it fills DATA_VA + 8.
         let inner = page(&rig);
         p.pt.map(&mut rig, BUF2_VA, inner, RO_USER);
@@ -1589,8 +1572,7 @@ fn indirect_inside_an_indirect_vm_buffer_faults_nested_indirect() {
 fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
     for unmap in [false, true] {
         let what = if unmap { "unmap" } else { "signal" };
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         let mut k = identity_kqueue(&mut rig, 0, 1);
         // Another queue of the process (user mode, its own ring) on the other engine.
         let mut u = vqueue(&mut rig, p.pt, 1, 2, true);
