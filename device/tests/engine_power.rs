@@ -11,7 +11,6 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::engine::{EngineState, ENGINE_POWER_F0, ENGINE_POWER_F1};
 use rvgpu_hw::event::EventKind;
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::NO_DOORBELL;
 use rvgpu_hw::regs::{self, Caps};
 
 fn power(rig: &Rig, e: u32) -> u32 {
@@ -35,9 +34,7 @@ fn um_13_gated_engine_runs_nothing_until_f0_and_loses_no_ring() {
     assert!(Caps::from_bits_truncate(rig.dev.read32(regs::CAPS)).contains(Caps::ENGINE_POWER));
     let (f, k, o) = (rig.fence(0), rig.fence(0), rig.fence(0));
     let mut user = rig.queue(0, 1);
-    let mut kernel = rig.queue(0, 2);
-    kernel.doorbell = None;
-    kernel.desc.doorbell = NO_DOORBELL;
+    let mut kernel = rig.queue(0, 2).without_doorbell();
     let mut other = rig.queue(1, 3);
     rig.commit(0, &[&user, &kernel]);
     rig.commit(1, &[&other]);

@@ -22,7 +22,7 @@ use rvgpu_hw::cmd::{Command, LogKind, SIGNAL_ALWAYS_IRQ};
 use rvgpu_hw::engine::{EngineState, ResetResult, STATUS_HAS_WORK, STATUS_HELD};
 use rvgpu_hw::event::{EventKind, EventRecord};
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::{NO_DOORBELL, NO_QUEUE};
+use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs;
 
 /// A FENCE_SIGNAL that always posts an event: counting the events counts executions.
@@ -260,9 +260,7 @@ fn um_10_held_engine_runs_nothing_until_commit_and_keeps_doorbell_rings() {
     let (f, k) = (rig.fence(0), rig.fence(0));
     let mut a = rig.queue(0, 1);
     let mut b = rig.queue(0, 2);
-    let mut km = rig.queue(0, 3);
-    km.doorbell = None;
-    km.desc.doorbell = NO_DOORBELL;
+    let mut km = rig.queue(0, 3).without_doorbell();
     rig.commit(0, &[&a, &b, &km]);
     rig.submit(&mut b, &[Command::Hang]);
     steps(&rig, 3);
@@ -558,9 +556,7 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
     let (g, m) = (rig.fence(0), rig.fence(0));
     let stamps = rig.alloc(50 * 8);
     let dst = rig.alloc(64 << 10);
-    let mut a = rig.queue_with(0, 1, 0, 16 << 10, 84);
-    a.doorbell = None;
-    a.desc.doorbell = NO_DOORBELL;
+    let mut a = rig.queue_with(0, 1, 0, 16 << 10, 84).without_doorbell();
     let mut b = rig.queue(0, 2);
     let mut c = rig.queue_with(1, 3, 0, 16 << 10, 84);
     rig.commit(0, &[&a, &b]);

@@ -11,7 +11,6 @@ use rvgpu_hw::engine::{ResetResult, ENGINE_CTRL_RESET};
 use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
 use rvgpu_hw::log::{OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::NO_DOORBELL;
 use rvgpu_hw::regs;
 
 /// The value and read pointer the first PROGRESS event the ISR drains reports.
@@ -524,9 +523,7 @@ fn um_01_threaded_kernel_mode_submissions_through_indirect() {
     let mut rig = Rig::new(DeviceConfig::default());
     let f = rig.fence(0);
     let stamps = rig.alloc(50 * 8);
-    let mut q = rig.queue(0, 1);
-    q.doorbell = None;
-    q.desc.doorbell = NO_DOORBELL;
+    let mut q = rig.queue(0, 1).without_doorbell();
     rig.commit(0, &[&q]);
     for i in 1..=50u64 {
         let buf = rig.buffer(&[

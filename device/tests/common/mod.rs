@@ -49,6 +49,14 @@ impl Q {
     pub fn id(&self) -> u32 {
         self.desc.queue_id
     }
+
+    /// This queue with no doorbell (its descriptor names none): it is kicked through
+    /// `QUEUE_KICK` instead.
+    pub fn without_doorbell(mut self) -> Self {
+        self.doorbell = None;
+        self.desc.doorbell = NO_DOORBELL;
+        self
+    }
 }
 
 /// A native fence: CurrentValue and MonitoredValue on their own page.
