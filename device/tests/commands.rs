@@ -151,69 +151,50 @@ enum Change {
     AtTarget,
     /// FENCE_SIGNAL of this value from a queue on this engine (0 is the waiter's).
     Signal(u32, u64),
-    /// The CPU stores the target, then writes `WAIT_RESCAN` with the word's address (`Word`),
-    /// another word's (`Other`), 0 (`All`), or not at all (`None`).
-    CpuStore(Option<Rescan>),
+    /// The CPU stores the target, then rescans.
+    CpuStore(Rescan),
 }
 
+/// The `WAIT_RESCAN` after a CPU store: none, another word's address, the word's, or 0.
 #[derive(Clone, Copy, Debug)]
 enum Rescan {
-    Word,
+    Skipped,
     Other,
+    Word,
     All,
+}
+
+/// When a row's wait is released: never, by the device's next pass, or before the change
+/// returns (a register write).
+#[derive(Clone, Copy, Debug)]
+enum Release {
+    Never,
+    Later,
+    AtOnce,
 }
 
 /// FENCE_WAIT(f >= 3) then FENCE_SIGNAL(g = 1) on queue 1 of engine 0, one row per way the
 /// waited-for word changes. A blocked queue leaves its engine idle; the wait is released
 /// exactly when the device sees the target reached: a signal on either engine (after its
-/// pass), a `WAIT_RESCAN` of the word or of 0 after a CPU store (before the write returns,
-/// NF-17 and NF-16), or a word already at the target. A CPU store alone is never seen (no
-/// polling of shared memory), nor a rescan of another word, nor a value below the target.
+/// pass), a `WAIT_RESCAN` of the word or of 0 after a CPU store (before the write returns),
+/// or a word already at the target. A CPU store alone is never seen (no polling of shared
+/// memory), nor a rescan of another word, nor a value below the target.
 #[test]
 fn fence_wait_is_released_exactly_when_the_device_sees_its_target() {
     use Change::*;
-    // (row, change, released, released before any device pass)
+    use Release::*;
+    use Rescan::*;
     let rows = [
-        ("already at the target", AtTarget, true, true),
-        (
-            "signal below the target, same engine",
-            Signal(0, 2),
-            false,
-            false,
-        ),
-        (
-            "signal of the target, same engine",
-            Signal(0, 3),
-            true,
-            false,
-        ),
-        (
-            "signal of the target, other engine",
-            Signal(1, 3),
-            true,
-            false,
-        ),
-        ("CPU store alone", CpuStore(None), false, false),
-        (
-            "CPU store, rescan of another word",
-            CpuStore(Some(Rescan::Other)),
-            false,
-            false,
-        ),
-        (
-            "CPU store, rescan of the word (NF-17)",
-            CpuStore(Some(Rescan::Word)),
-            true,
-            true,
-        ),
-        (
-            "CPU store, rescan of every wait (NF-16)",
-            CpuStore(Some(Rescan::All)),
-            true,
-            true,
-        ),
+        ("already at the target", AtTarget, AtOnce),
+        ("signal below the target, same engine", Signal(0, 2), Never),
+        ("signal of the target, same engine", Signal(0, 3), Later),
+        ("signal of the target, other engine", Signal(1, 3), Later),
+        ("CPU store alone", CpuStore(Skipped), Never),
+        ("CPU store, rescan of another word", CpuStore(Other), Never),
+        ("CPU store, rescan of the word", CpuStore(Word), AtOnce),
+        ("CPU store, rescan of every wait", CpuStore(All), AtOnce),
     ];
-    for (row, change, released, at_once) in rows {
+    for (row, change, release) in rows {
         let mut rig = Rig::step();
         let initial = if matches!(change, AtTarget) { 3 } else { 0 };
         let (f, g) = (rig.fence(initial), rig.fence(0));
@@ -234,30 +215,30 @@ fn fence_wait_is_released_exactly_when_the_device_sees_its_target() {
             Signal(_, v) => rig.submit(&mut other, &[signal(f, v, 0, 0)]),
             CpuStore(rescan) => {
                 rig.mem.write_u64(f.cv, 3).unwrap();
-                let addr = rescan.map(|r| match r {
-                    Rescan::Word => f.cv,
-                    Rescan::Other => f.mv,
-                    Rescan::All => 0,
-                });
+                let addr = match rescan {
+                    Skipped => None,
+                    Other => Some(f.mv),
+                    Word => Some(f.cv),
+                    All => Some(0),
+                };
                 if let Some(addr) = addr {
                     rig.dev.write64(regs::WAIT_RESCAN, addr);
                 }
             }
         }
-        let now = if released && at_once {
+        let waiting = Some((f.cv, 3));
+        let now = if matches!(release, AtOnce) {
             None
         } else {
-            blocked(&rig)
+            waiting
         };
         assert_eq!(blocked(&rig), now, "{row}: before any device pass");
         rig.run();
-        let after = if released { None } else { Some((f.cv, 3)) };
+        let released = !matches!(release, Never);
+        let after = if released { None } else { waiting };
         assert_eq!(blocked(&rig), after, "{row}: after the device ran");
-        assert_eq!(
-            rig.value(g.cv),
-            u64::from(released),
-            "{row}: the signal after it"
-        );
+        let signalled = rig.value(g.cv);
+        assert_eq!(signalled, u64::from(released), "{row}: the signal after it");
     }
 }
 
