@@ -43,11 +43,14 @@ fn current_queue(rig: &Rig, e: u32) -> u32 {
     rig.engine_read32(e, regs::engine::CURRENT_QUEUE)
 }
 
-/// The UM-10 scene: innocent queue A (id 1) and guilty queue B (id 2) committed together on
-/// engine 0, queue C (id 3) alone on engine 1.
-fn innocent_guilty_other(rig: &mut Rig) -> [Q; 3] {
+/// The UM-10 scene: a step-mode rig with two fences, innocent queue A (id 1) and guilty
+/// queue B (id 2) committed together on engine 0, queue C (id 3) alone on engine 1.
+fn um_10_scene() -> (Rig, [Fence; 2], [Q; 3]) {
+    let mut rig = Rig::step();
+    let fences = [rig.fence(0), rig.fence(0)];
     let [a, b] = rig.queues_committed(0, [1, 2]);
-    [a, b, rig.queue_committed(1, 3)]
+    let c = rig.queue_committed(1, 3);
+    (rig, fences, [a, b, c])
 }
 
 const HELD_IDLE_WITH_WORK: u32 = EngineState::Idle as u32 | STATUS_HAS_WORK | STATUS_HELD;
@@ -59,9 +62,7 @@ const HELD_IDLE_WITH_WORK: u32 = EngineState::Idle as u32 | STATUS_HAS_WORK | ST
 /// its buffer and its PROGRESS run exactly once (events and COMPLETED_COMMANDS exact).
 #[test]
 fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
-    let mut rig = Rig::step();
-    let (f, h) = (rig.fence(0), rig.fence(0));
-    let [mut a, mut b, _] = innocent_guilty_other(&mut rig);
+    let (mut rig, [f, h], [mut a, mut b, _]) = um_10_scene();
     let buf = rig.buffer(&[counted(f, 1), counted(f, 2), counted(f, 3), counted(f, 4)]);
     rig.submit(&mut a, &[indirect(buf), progress_irq(7)]);
     rig.submit(
@@ -142,9 +143,7 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
 /// released later by a signal from another engine.
 #[test]
 fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let [mut a, mut b, mut c] = innocent_guilty_other(&mut rig);
+    let (mut rig, [f, g], [mut a, mut b, mut c]) = um_10_scene();
     rig.submit(
         &mut a,
         &[
@@ -193,9 +192,7 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
 /// lost: the queue stays parked until the commit, then runs.
 #[test]
 fn um_10_wait_satisfied_while_held_runs_after_the_commit() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let [mut a, mut b, mut c] = innocent_guilty_other(&mut rig);
+    let (mut rig, [f, g], [mut a, mut b, mut c]) = um_10_scene();
     let wait = fence_wait(g, 1);
     rig.submit(&mut a, &[wait, signal(f, 1, 0, 0)]);
     rig.submit(&mut b, &[Command::Hang]);
