@@ -156,8 +156,7 @@ fn map_ram(c: &mut Client, ram: &GuestRam) {
 
 /// A one-session server and its client with fresh guest RAM mapped for DMA (bus master off).
 fn mapped() -> (Harness, Client, GuestRam) {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let ram = GuestRam::new();
     map_ram(&mut c, &ram);
     (h, c, ram)
@@ -166,8 +165,7 @@ fn mapped() -> (Harness, Client, GuestRam) {
 /// A one-session server and its client after [`bring_up`] on fresh guest RAM, with an eventfd
 /// for each interrupt index of `irqs`, set before the bring-up.
 fn brought_up<const N: usize>(irqs: [u32; N]) -> (Harness, Client, GuestRam, [File; N]) {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let ram = GuestRam::new();
     let efds = irqs.map(|index| irq_eventfd(&mut c, index));
     bring_up(&mut c, &ram);
@@ -217,8 +215,7 @@ fn isr(c: &mut Client, ram: &GuestRam, rptr: &mut u32) -> (u32, Vec<EventRecord>
 
 #[test]
 fn config_space_ids_bar_sizing_and_capabilities() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let cfg = region::CONFIG;
     assert_eq!(r32(&mut c, cfg, 0x00), 0x5256_1234, "device/vendor");
     assert_eq!(
@@ -279,8 +276,7 @@ fn config_space_ids_bar_sizing_and_capabilities() {
 
 #[test]
 fn bar0_registers_answer_through_the_mmio_bus() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     assert_eq!(reg(&mut c, regs::ID), regs::ID_VALUE);
     assert_eq!(reg(&mut c, regs::VERSION), regs::VERSION_VALUE);
     let caps = regs::Caps::from_bits_retain(reg(&mut c, regs::CAPS));
@@ -403,8 +399,7 @@ fn msi_eventfd_takes_over_from_intx() {
 
 #[test]
 fn vram_bar_is_the_devices_vram_shared_by_mmap() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let r = c.region(region::BAR4).unwrap();
     assert_eq!(r.sparse_areas.len(), 1);
     assert_eq!(r.sparse_areas[0].size, 16 << 20);
@@ -425,8 +420,7 @@ fn vram_bar_is_the_devices_vram_shared_by_mmap() {
 
 #[test]
 fn bad_accesses_get_hardware_answers() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let mut two = [0u8; 2];
     c.region_read(region::BAR0, 0, &mut two).unwrap();
     assert_eq!(two, [0xFF; 2], "2-byte register read");
@@ -576,8 +570,7 @@ fn disconnect_resets_the_device_and_a_new_client_is_served() {
 
 #[test]
 fn device_reset_message_powers_the_function_on_again() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     set_reg(&mut c, regs::SCRATCH, 0xABCD);
     let before = h.probe.device();
     let ram = GuestRam::new();
@@ -755,8 +748,7 @@ fn d3hot_holds_intx_until_d0() {
 fn mapped_doorbells_ring_without_a_trap_and_lose_no_work() {
     const QUEUES: u64 = 8;
     const ROUNDS: u64 = 300;
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let r = c.region(region::BAR2).unwrap();
     assert_eq!(r.sparse_areas.len(), 1, "BAR2 is mappable");
     let f = r.file_offset.as_ref().expect("BAR2 offers its memfd");

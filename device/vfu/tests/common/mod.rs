@@ -36,6 +36,13 @@ impl Harness {
         Self::start_with(sessions, |_| {})
     }
 
+    /// A server for one client, and that client.
+    pub fn session() -> (Self, Client) {
+        let h = Self::start(1);
+        let c = h.client();
+        (h, c)
+    }
+
     /// [`Harness::start`], with `setup` adjusting the server before it serves.
     pub fn start_with(sessions: usize, setup: impl FnOnce(&mut VfuServer)) -> Self {
         let dir = fresh_dir();
