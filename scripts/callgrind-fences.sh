@@ -23,26 +23,9 @@
 # Needs valgrind (written against valgrind 3.19); without it, says so and exits 0.
 set -euo pipefail
 
-K="${1:-1000}"
-if ! command -v valgrind >/dev/null 2>&1; then
-    echo "callgrind-fences: valgrind is not installed (needs valgrind with callgrind, tested" \
-        "with 3.19); nothing measured."
-    exit 0
-fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-
-echo "callgrind-fences: $(valgrind --version), K=$K and 2K operations per figure"
-
 source "$ROOT/scripts/callgrind-lib.sh"
-BIN="$(bench_bin fence_callgrind)"
-if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
-    echo "callgrind-fences: could not build the fence_callgrind bench" >&2
-    exit 1
-fi
-
-OUT="$(mktemp -d)"
-trap 'rm -rf "$OUT"' EXIT
+callgrind_start callgrind-fences fence_callgrind "${1:-1000}"
 
 # run MODE OPS FUNCTION -> prints
 # "<Ir> <driver> <device> <os> <platform> <umv_calls> <isr_calls> <null_calls>"
@@ -53,15 +36,12 @@ run() {
     local file="$OUT/cg.$1.$2.${3//:/_}.${SCALE_ENV#*=}"
     sym="rvgpu_kmd::ddi::${func}"
     [[ "$func" == rvgpu* ]] && sym="$func"
-    line="$(env $SCALE_ENV RVGPU_CALLGRIND_MODE="$mode" RVGPU_CALLGRIND_OPS="$ops" valgrind --tool=callgrind \
-        --callgrind-out-file="$file" --toggle-collect="${sym}*" "$BIN" 2>/dev/null)"
+    line="$(profile "$mode" "$ops" "$file" "${sym}*")"
     split="$(python3 "$ROOT/scripts/callgrind-split.py" "$file" "^${sym}")"
     umv="$(echo "$line" | sed -n 's/.*umv_calls=\([0-9]*\).*/\1/p')"
     isr="$(echo "$line" | sed -n 's/.*isr_calls=\([0-9]*\).*/\1/p')"
     null="$(echo "$line" | sed -n 's/.*null_calls=\([0-9]*\).*/\1/p')"
-    echo "$split" | awk -v umv="${umv:-0}" -v isr="${isr:-0}" -v null="${null:-0}" '{
-        for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-        print v["total"], v["driver"], v["device"], v["os"], v["platform"], umv, isr, null }'
+    echo "$split" | figures "${umv:-0} ${isr:-0} ${null:-0}"
 }
 
 # per MODE FUNCTION WHICH(umv|isr|null) -> "<total> <driver> <device> <os> <platform>" per call

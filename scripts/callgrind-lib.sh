@@ -1,4 +1,42 @@
-# Shared by scripts/callgrind-submission.sh and scripts/callgrind-fences.sh (sourced, not run).
+# Shared by the callgrind scripts (sourced, not run).
+
+# callgrind_start NAME BENCH K: the start of a per-figure script NAME (after it set ROOT and
+# sourced this file). Without valgrind, says so and exits 0; otherwise sets K, moves to ROOT,
+# prints the versions, builds the rvgpu-simos bench BENCH into BIN (exits 1 when it cannot)
+# and makes OUT, a temporary directory removed on exit.
+callgrind_start() {
+    K="$3"
+    cd "$ROOT"
+    if ! command -v valgrind >/dev/null 2>&1; then
+        echo "$1: valgrind is not installed (needs valgrind with callgrind, tested with 3.19);" \
+            "nothing measured."
+        exit 0
+    fi
+    echo "$1: $(valgrind --version), K=$3 and 2K operations per figure"
+    BIN="$(bench_bin "$2")"
+    if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
+        echo "$1: could not build the $2 bench" >&2
+        exit 1
+    fi
+    OUT="$(mktemp -d)"
+    trap 'rm -rf "$OUT"' EXIT
+}
+
+# profile MODE OPS FILE TOGGLE: runs BIN (with SCALE_ENV in its environment) in mode MODE for
+# OPS operations under callgrind, collecting inside the functions TOGGLE matches, into FILE;
+# prints the bench's own output line.
+profile() {
+    env $SCALE_ENV RVGPU_CALLGRIND_MODE="$1" RVGPU_CALLGRIND_OPS="$2" valgrind --tool=callgrind \
+        --callgrind-out-file="$3" --toggle-collect="$4" "$BIN" 2>/dev/null
+}
+
+# figures COUNTS: reads scripts/callgrind-split.py's "key=value ..." line and prints
+# "<total> <driver> <device> <os> <platform> COUNTS".
+figures() {
+    awk -v n="$1" '{
+        for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        print v["total"], v["driver"], v["device"], v["os"], v["platform"], n }'
+}
 
 # bench_bin NAME: builds the rvgpu-simos bench NAME (bench profile) and prints its executable.
 bench_bin() {

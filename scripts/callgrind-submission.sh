@@ -44,39 +44,19 @@
 # Needs valgrind (written against valgrind 3.19); without it, says so and exits 0.
 set -euo pipefail
 
-K="${1:-1000}"
-if ! command -v valgrind >/dev/null 2>&1; then
-    echo "callgrind-submission: valgrind is not installed (needs valgrind with callgrind," \
-        "tested with 3.19); nothing measured."
-    exit 0
-fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-
-echo "callgrind-submission: $(valgrind --version), K=$K and 2K operations per figure"
-
 source "$ROOT/scripts/callgrind-lib.sh"
-BIN="$(bench_bin ums_callgrind)"
-if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
-    echo "callgrind-submission: could not build the ums_callgrind bench" >&2
-    exit 1
-fi
-
-OUT="$(mktemp -d)"
-trap 'rm -rf "$OUT"' EXIT
+callgrind_start callgrind-submission ums_callgrind "${1:-1000}"
 
 # run MODE OPS FUNCTION COUNTER -> prints "<Ir> <driver> <device> <os> <platform> <count>"
 # (COUNTER: submits|connects|ddi_calls; the split by scripts/callgrind-split.py)
 run() {
     local mode="$1" ops="$2" func="$3" counter="$4" file line split n
     file="$OUT/cg.$mode.$ops.$(echo "$func $SCALE_ENV" | tr -c 'a-zA-Z0-9_' '_')"
-    line="$(env $SCALE_ENV RVGPU_CALLGRIND_MODE="$mode" RVGPU_CALLGRIND_OPS="$ops" valgrind --tool=callgrind \
-        --callgrind-out-file="$file" --toggle-collect="$func" "$BIN" 2>/dev/null)"
+    line="$(profile "$mode" "$ops" "$file" "$func")"
     split="$(python3 "$ROOT/scripts/callgrind-split.py" "$file" "$(root_re "$func")")"
     n="$(echo "$line" | sed -n "s/.* $counter=\([0-9]*\).*/\1/p")"
-    echo "$split" | awk -v n="${n:-0}" '{
-        for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-        print v["total"], v["driver"], v["device"], v["os"], v["platform"], n }'
+    echo "$split" | figures "${n:-0}"
 }
 
 # The toggle pattern as a regular expression for the split ("*" is a wildcard).
@@ -135,15 +115,11 @@ echo "ratio victimising / free connect: thunk $(ratio "${VICTIM[0]}" "${FREE[0]}
 run2() {
     local mode="$1" ops="$2" file line n root
     file="$OUT/cg2.$mode.$ops.$(echo "$SCALE_ENV" | tr -c 'a-zA-Z0-9_' '_')"
-    line="$(env $SCALE_ENV RVGPU_CALLGRIND_MODE="$mode" RVGPU_CALLGRIND_OPS="$ops" valgrind --tool=callgrind \
-        --callgrind-out-file="$file" --toggle-collect='ums_callgrind::cg_connect*' "$BIN" 2>/dev/null)"
+    line="$(profile "$mode" "$ops" "$file" 'ums_callgrind::cg_connect*')"
     n="$(echo "$line" | sed -n "s/.* connects=\([0-9]*\).*/\1/p")"
     for root in 'ums_callgrind::cg_connect*' 'rvgpu_kmd::ddi::submission::connect_doorbell*'; do
         python3 "$ROOT/scripts/callgrind-split.py" "$file" "$(root_re "$root")" \
-            $([ "$root" = 'ums_callgrind::cg_connect*' ] || echo --within) |
-            awk -v n="${n:-0}" '{
-                for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-                print v["total"], v["driver"], v["device"], v["os"], v["platform"], n }'
+            $([ "$root" = 'ums_callgrind::cg_connect*' ] || echo --within) | figures "${n:-0}"
     done
 }
 

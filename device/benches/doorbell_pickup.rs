@@ -19,12 +19,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use criterion::Criterion;
 use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory, Mode};
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl};
 use rvgpu_hw::regs;
+
+mod support;
 
 const SETTLE: Duration = Duration::from_micros(200);
 const RING: u32 = 4096;
@@ -32,6 +33,17 @@ const RING: u32 = 4096;
 struct Samples(Vec<Duration>);
 
 impl Samples {
+    /// Runs `one` `iters` times, keeping each duration it measured; returns their sum.
+    fn run(&mut self, iters: u64, mut one: impl FnMut() -> Duration) -> Duration {
+        (0..iters)
+            .map(|_| {
+                let d = one();
+                self.0.push(d);
+                d
+            })
+            .sum()
+    }
+
     fn median_us(&self) -> f64 {
         let mut v = self.0.clone();
         v.sort_unstable();
@@ -131,11 +143,7 @@ impl Bench {
 }
 
 fn main() {
-    let mut c = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(3))
-        .configure_from_args();
+    let mut c = support::criterion(Duration::from_millis(300), Duration::from_secs(3));
 
     let mut doorbell = Samples(Vec::new());
     let mut bare = Samples(Vec::new());
@@ -145,16 +153,12 @@ fn main() {
         let mut v = 0u64;
         c.bench_function("doorbell_pickup/doorbell", |bn| {
             bn.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
+                doorbell.run(iters, || {
                     v += 1;
                     b.queue_progress(v);
                     thread::sleep(SETTLE);
-                    let d = b.ring_and_wait(v);
-                    doorbell.0.push(d);
-                    total += d;
-                }
-                total
+                    b.ring_and_wait(v)
+                })
             });
         });
         b.dev.stop();
@@ -182,8 +186,7 @@ fn main() {
         let mut v = 0u64;
         c.bench_function("doorbell_pickup/bare_condvar", |bn| {
             bn.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
+                bare.run(iters, || {
                     v += 1;
                     thread::sleep(SETTLE);
                     let (lock, cv, out) = &*shared;
@@ -193,11 +196,8 @@ fn main() {
                     while out.load(Ordering::Acquire) != v {
                         spin_loop();
                     }
-                    let d = t0.elapsed();
-                    bare.0.push(d);
-                    total += d;
-                }
-                total
+                    t0.elapsed()
+                })
             });
         });
         *shared.0.lock().expect("lock") = u64::MAX;

@@ -19,7 +19,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::Criterion;
 use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory};
 use rvgpu_hw::addr::{BusAddr, GpuVa};
 use rvgpu_hw::cmd::Command;
@@ -27,6 +26,8 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::mmu::{self, PageAttrs, Pte};
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl};
 use rvgpu_hw::regs;
+
+mod support;
 
 const RING: u32 = 4096;
 const RING_VA: u64 = 0x5000_0000_0000;
@@ -192,11 +193,7 @@ fn fill(va: u64) -> Command {
 }
 
 fn main() {
-    let mut c = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_secs(1))
-        .configure_from_args();
+    let mut c = support::criterion(Duration::from_millis(200), Duration::from_secs(1));
     let setups = [
         ("identity", Setup::Identity),
         ("tlb_hit", Setup::TlbHit),

@@ -698,52 +698,55 @@ impl Memory {
     /// Writes arbitrary bytes at any alignment (read-modify-write of the covering words with
     /// compare-exchange, so concurrent writers of *other* bytes of a word are not lost).
     pub fn write_bytes(&self, addr: u64, data: &[u8]) -> Option<()> {
-        if data.is_empty() {
-            return Some(());
-        }
-        let len = u64::try_from(data.len()).ok()?;
-        let first = addr - addr % 8;
-        let end = addr.checked_add(len)?.checked_next_multiple_of(8)?;
-        let span = self.span(first, end - first)?;
-        for (i, w) in span.as_slice().iter().enumerate() {
-            let word_addr = first + (i as u64) * 8;
-            // Update only the bytes of this word that fall inside [addr, addr + len).
+        self.each_covering_word(addr, data.len(), |w, index| {
+            // Update only the bytes of this word that fall inside the range.
             let _ = w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
                 let mut b = old.to_le_bytes();
-                for (k, byte) in b.iter_mut().enumerate() {
-                    let a = word_addr + k as u64;
-                    if a >= addr && a - addr < len {
-                        if let Some(v) = data.get((a - addr) as usize) {
-                            *byte = *v;
-                        }
+                for (byte, i) in b.iter_mut().zip(index) {
+                    if let Some(v) = i.and_then(|i| data.get(i)) {
+                        *byte = *v;
                     }
                 }
                 Some(u64::from_le_bytes(b))
             });
-        }
-        Some(())
+        })
     }
 
     /// Reads arbitrary bytes at any alignment.
     pub fn read_bytes(&self, addr: u64, out: &mut [u8]) -> Option<()> {
-        if out.is_empty() {
+        self.each_covering_word(addr, out.len(), |w, index| {
+            let b = w.load(Ordering::Acquire).to_le_bytes();
+            for (byte, i) in b.iter().zip(index) {
+                if let Some(o) = i.and_then(|i| out.get_mut(i)) {
+                    *o = *byte;
+                }
+            }
+        })
+    }
+
+    /// Calls `each` with every word covering the `len` bytes at `addr`, and for each of the
+    /// word's bytes (in address order) its index in the range, `None` for a byte outside it.
+    /// `None` (and no call) when the covering words are not all memory.
+    fn each_covering_word(
+        &self,
+        addr: u64,
+        len: usize,
+        mut each: impl FnMut(&AtomicU64, [Option<usize>; 8]),
+    ) -> Option<()> {
+        if len == 0 {
             return Some(());
         }
-        let len = u64::try_from(out.len()).ok()?;
+        let len = u64::try_from(len).ok()?;
         let first = addr - addr % 8;
         let end = addr.checked_add(len)?.checked_next_multiple_of(8)?;
         let span = self.span(first, end - first)?;
         for (i, w) in span.as_slice().iter().enumerate() {
             let word_addr = first + (i as u64) * 8;
-            let b = w.load(Ordering::Acquire).to_le_bytes();
-            for (k, byte) in b.iter().enumerate() {
+            let index = std::array::from_fn(|k| {
                 let a = word_addr + k as u64;
-                if a >= addr && a - addr < len {
-                    if let Some(o) = out.get_mut((a - addr) as usize) {
-                        *o = *byte;
-                    }
-                }
-            }
+                (a >= addr && a - addr < len).then(|| (a - addr) as usize)
+            });
+            each(w, index);
         }
         Some(())
     }

@@ -4,20 +4,24 @@ mod common;
 use common::*;
 use rvgpu_device::{DeviceConfig, STEP_TICKS};
 use rvgpu_hw::cmd::{self, Command, LogKind, Opcode};
-use rvgpu_hw::engine::{EngineState, EngineStatus, ResetResult, ENGINE_CTRL_RESET};
+use rvgpu_hw::engine::{EngineState, ResetResult, ENGINE_CTRL_RESET};
 use rvgpu_hw::event::{EventKind, EventRecord, NO_TAG};
-use rvgpu_hw::log::{pack_index, LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
+use rvgpu_hw::log::{pack_index, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::{RingControl, NO_QUEUE};
+use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{self, IntCause};
 
-fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
-    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
-}
-
-fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
-    let w = rig.mem.read_words(log + 40 + slot * 48, 6).unwrap();
-    LogEntry::from_words(w.try_into().unwrap())
+/// The record of an event of `kind` posted for queue `queue_id` of engine 0, without flags.
+fn engine0_event(kind: EventKind, queue_id: u32, [arg0, arg1, arg2]: [u64; 3]) -> EventRecord {
+    EventRecord {
+        kind: kind as u8,
+        engine: 0,
+        flags: 0,
+        queue_id,
+        arg0,
+        arg1,
+        arg2,
+    }
 }
 
 #[test]
@@ -29,14 +33,10 @@ fn nop_padding_is_skipped_and_counted() {
     rig.push_words(&mut q, &[cmd::header(Opcode::Nop, 0, 5), !0, !0, !0, !0]);
     rig.submit(&mut q, &[Command::Nop { len: 1 }, signal(f, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.dev.completed_commands(0), 3);
-    assert_eq!(
-        rig.dev
-            .read64(rig.engine_reg(0, regs::engine::COMPLETED_COMMANDS)),
-        3
-    );
+    assert_eq!(rig.engine_read64(0, regs::engine::COMPLETED_COMMANDS), 3);
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn packets_wrap_around_the_ring_end() {
     rig.run();
     rig.submit(&mut q, &[signal(f, 7, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(7));
+    assert_eq!(rig.value(f.cv), 7);
     assert_eq!(rig.read_ptr(&q), 35 * 8, "free-running pointer");
     // And a NOP that wraps (padding across the end).
     rig.submit(&mut q, &[Command::Nop { len: 20 }]);
@@ -59,7 +59,7 @@ fn packets_wrap_around_the_ring_end() {
     // Ring position is now word 23: a 12-word NOP runs across the end.
     rig.submit(&mut q, &[Command::Nop { len: 12 }, signal(f, 8, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(8));
+    assert_eq!(rig.value(f.cv), 8);
     assert!(rig.dev.queues()[0].fault.is_none());
 }
 
@@ -71,7 +71,7 @@ fn nf_03_conditional_signal_interrupts_only_once_monitored_value_is_reached() {
     // No waiter: MonitoredValue = u64::MAX, no interrupt.
     rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAA)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(
         rig.dev.read32(regs::INT_STATUS),
         0,
@@ -91,15 +91,7 @@ fn nf_03_conditional_signal_interrupts_only_once_monitored_value_is_reached() {
     assert_eq!(st, IntCause::FENCE_SIGNALED);
     assert_eq!(
         evs,
-        vec![EventRecord {
-            kind: EventKind::FenceSignaled as u8,
-            engine: 0,
-            flags: 0,
-            queue_id: 9,
-            arg0: 0xAA,
-            arg1: 3,
-            arg2: f.mv,
-        }]
+        vec![engine0_event(EventKind::FenceSignaled, 9, [0xAA, 3, f.mv])]
     );
     assert!(!rig.line.level(), "acknowledged");
 }
@@ -151,112 +143,103 @@ fn fence_event_without_exact_report_or_optimized_irq() {
     assert_eq!(evs[0].queue_id, NO_QUEUE);
 }
 
-#[test]
-fn fence_wait_released_by_another_queue_on_the_same_engine() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut waiter = rig.queue(0, 1);
-    let mut signaller = rig.queue(0, 2);
-    rig.commit(0, &[&waiter, &signaller]);
-    rig.submit(
-        &mut waiter,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 5,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
-    rig.run();
-    assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
-    // A signal below the target re-evaluates but does not release.
-    rig.submit(&mut signaller, &[signal(f, 4, 0, 0)]);
-    rig.run();
-    assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 5)));
-    rig.submit(&mut signaller, &[signal(f, 5, 0, 0)]);
-    rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
-    assert_eq!(rig.dev.queues()[0].blocked_on, None);
+/// What a row of [`fence_wait_is_released_exactly_when_the_device_sees_its_target`] does to
+/// the word the wait is on.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    /// Nothing: the word is at the target from the start.
+    AtTarget,
+    /// FENCE_SIGNAL of this value from a queue on this engine (0 is the waiter's).
+    Signal(u32, u64),
+    /// The CPU stores the target, then rescans.
+    CpuStore(Rescan),
 }
 
-#[test]
-fn fence_wait_released_by_another_engine() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut waiter = rig.queue(0, 1);
-    let mut signaller = rig.queue(1, 2);
-    rig.commit(0, &[&waiter]);
-    rig.commit(1, &[&signaller]);
-    rig.submit(
-        &mut waiter,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
-    rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
-    let st = EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)));
-    assert_eq!(
-        st.unwrap().state,
-        EngineState::Idle,
-        "blocked queue = idle engine"
-    );
-    rig.submit(&mut signaller, &[signal(f, 1, 0, 0)]);
-    rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+/// The `WAIT_RESCAN` after a CPU store: none, another word's address, the word's, or 0.
+#[derive(Clone, Copy, Debug)]
+enum Rescan {
+    Skipped,
+    Other,
+    Word,
+    All,
 }
 
+/// When a row's wait is released: never, by the device's next pass, or before the change
+/// returns (a register write).
+#[derive(Clone, Copy, Debug)]
+enum Release {
+    Never,
+    Later,
+    AtOnce,
+}
+
+/// FENCE_WAIT(f >= 3) then FENCE_SIGNAL(g = 1) on queue 1 of engine 0, one row per way the
+/// waited-for word changes. A blocked queue leaves its engine idle; the wait is released
+/// exactly when the device sees the target reached: a signal on either engine (after its
+/// pass), a `WAIT_RESCAN` of the word or of 0 after a CPU store (before the write returns),
+/// or a word already at the target. A CPU store alone is never seen (no polling of shared
+/// memory), nor a rescan of another word, nor a value below the target.
 #[test]
-fn fence_wait_released_by_wait_rescan_after_cpu_write() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 3,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
-    rig.run();
-    // A CPU write alone does not wake the CMP (no polling of shared memory)...
-    rig.mem.write_u64(f.cv, 3).unwrap();
-    rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
-    // ...WAIT_RESCAN on another address does not either...
-    rig.dev.write64(regs::WAIT_RESCAN, g.cv);
-    rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
-    // ...WAIT_RESCAN on it does (re-evaluated before the write returns).
-    rig.dev.write64(regs::WAIT_RESCAN, f.cv);
-    assert_eq!(rig.dev.queues()[0].blocked_on, None);
-    rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
-    // And 0 rescans every wait.
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 4,
-            },
-            signal(g, 2, 0, 0),
-        ],
-    );
-    rig.run();
-    rig.mem.write_u64(f.cv, 4).unwrap();
-    rig.dev.write64(regs::WAIT_RESCAN, 0);
-    rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(2));
+fn fence_wait_is_released_exactly_when_the_device_sees_its_target() {
+    use Change::*;
+    use Release::*;
+    use Rescan::*;
+    let rows = [
+        ("already at the target", AtTarget, AtOnce),
+        ("signal below the target, same engine", Signal(0, 2), Never),
+        ("signal of the target, same engine", Signal(0, 3), Later),
+        ("signal of the target, other engine", Signal(1, 3), Later),
+        ("CPU store alone", CpuStore(Skipped), Never),
+        ("CPU store, rescan of another word", CpuStore(Other), Never),
+        ("CPU store, rescan of the word", CpuStore(Word), AtOnce),
+        ("CPU store, rescan of every wait", CpuStore(All), AtOnce),
+    ];
+    for (row, change, release) in rows {
+        let mut rig = Rig::step();
+        let initial = if matches!(change, AtTarget) { 3 } else { 0 };
+        let (f, g) = (rig.fence(initial), rig.fence(0));
+        let [mut waiter, mut same] = rig.queues_committed(0, [1, 2]);
+        let mut other = rig.queue_committed(1, 3);
+        rig.submit(&mut waiter, &[fence_wait(f, 3), signal(g, 1, 0, 0)]);
+        rig.run();
+        let blocked = |rig: &Rig| snap(rig, 1).unwrap().blocked_on;
+        if initial < 3 {
+            assert_eq!(blocked(&rig), Some((f.cv, 3)), "{row}: blocked");
+            assert_eq!(rig.value(g.cv), 0, "{row}: nothing after the wait ran");
+            let s = status(&rig, 0).state;
+            assert_eq!(s, EngineState::Idle, "{row}: blocked queue = idle engine");
+        }
+        match change {
+            AtTarget => {}
+            Signal(0, v) => rig.submit(&mut same, &[signal(f, v, 0, 0)]),
+            Signal(_, v) => rig.submit(&mut other, &[signal(f, v, 0, 0)]),
+            CpuStore(rescan) => {
+                rig.mem.write_u64(f.cv, 3).unwrap();
+                let addr = match rescan {
+                    Skipped => None,
+                    Other => Some(f.mv),
+                    Word => Some(f.cv),
+                    All => Some(0),
+                };
+                if let Some(addr) = addr {
+                    rig.dev.write64(regs::WAIT_RESCAN, addr);
+                }
+            }
+        }
+        let waiting = Some((f.cv, 3));
+        let now = if matches!(release, AtOnce) {
+            None
+        } else {
+            waiting
+        };
+        assert_eq!(blocked(&rig), now, "{row}: before any device pass");
+        rig.run();
+        let released = !matches!(release, Never);
+        let after = if released { None } else { waiting };
+        assert_eq!(blocked(&rig), after, "{row}: after the device ran");
+        let signalled = rig.value(g.cv);
+        assert_eq!(signalled, u64::from(released), "{row}: the signal after it");
+    }
 }
 
 #[test]
@@ -264,61 +247,33 @@ fn nf_17_fence_store_writes_the_word_and_releases_its_waits() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
     let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 3,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    rig.submit(&mut q, &[fence_wait(f, 3), signal(g, 1, 0, 0)]);
     rig.run();
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 3)));
     // A misaligned address stores nothing and wakes nothing.
     rig.dev.write64(regs::FENCE_STORE_ADDR, f.cv + 4);
     rig.dev.write64(regs::FENCE_STORE, 3);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 3)));
     // A value below the wait's is stored, the wait stays blocked.
     rig.dev.write64(regs::FENCE_STORE_ADDR, f.cv);
     rig.dev.write64(regs::FENCE_STORE, 2);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+    assert_eq!(rig.value(f.cv), 2);
     assert_eq!(rig.dev.queues()[0].blocked_on, Some((f.cv, 3)));
     // The awaited value: stored and the wait re-evaluated before the write returns.
     rig.dev.write64(regs::FENCE_STORE, 3);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(3));
+    assert_eq!(rig.value(f.cv), 3);
     assert_eq!(rig.dev.queues()[0].blocked_on, None);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
     // The MonitoredValue word is stored the same way (what the KMD does for 24H2's
     // UpdateMonitoredValues), and a signal then decides against it.
     rig.dev.write64(regs::FENCE_STORE_ADDR, g.mv);
     rig.dev.write64(regs::FENCE_STORE, 2);
-    assert_eq!(rig.mem.read_u64(g.mv), Some(2));
+    assert_eq!(rig.value(g.mv), 2);
     rig.submit(&mut q, &[signal(g, 2, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAB)]);
     rig.run();
     assert!(rig.line.level(), "2 >= MonitoredValue 2 interrupts");
-}
-
-#[test]
-fn already_satisfied_wait_does_not_block() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(10), rig.fence(0));
-    let mut q = rig.queue_committed(0, 1);
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 10,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
-    rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
 }
 
 #[test]
@@ -331,12 +286,7 @@ fn log_03_signal_log_entry_and_header() {
             &mut q,
             &[
                 signal(f, u64::from(i) + 1, cmd::SIGNAL_CONDITIONAL_IRQ, 0),
-                Command::LogWrite {
-                    log: LogKind::Signal,
-                    index: i,
-                    fence_handle: 0x4000_0010,
-                    fence_value: u64::from(i) + 1,
-                },
+                log_write(LogKind::Signal, i, 0x4000_0010, u64::from(i) + 1),
             ],
         );
         rig.run();
@@ -352,10 +302,7 @@ fn log_03_signal_log_entry_and_header() {
         e1.fence_end_gpu_timestamp >= e0.fence_end_gpu_timestamp,
         "LOG-06"
     );
-    assert_eq!(
-        rig.mem.read_u64(q.desc.signal_log.get()),
-        Some(pack_index(2, 0))
-    );
+    assert_eq!(rig.value(q.desc.signal_log.get()), pack_index(2, 0));
     assert_eq!(rig.dev.completed_commands(0), 4);
 }
 
@@ -363,30 +310,15 @@ fn log_03_signal_log_entry_and_header() {
 fn log_03_wait_log_entry_has_observed_timestamp() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut waiter = rig.queue(0, 1);
-    let mut signaller = rig.queue(1, 2);
-    rig.commit(0, &[&waiter]);
-    rig.commit(1, &[&signaller]);
+    let mut waiter = rig.queue_committed(0, 1);
+    let mut signaller = rig.queue_committed(1, 2);
     rig.submit(
         &mut waiter,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            Command::LogWrite {
-                log: LogKind::Wait,
-                index: 0,
-                fence_handle: 0x77,
-                fence_value: 1,
-            },
-        ],
+        &[fence_wait(f, 1), log_write(LogKind::Wait, 0, 0x77, 1)],
     );
     rig.run();
     let blocked_at = rig.dev.gpu_clock();
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    steps(&rig, 10);
     rig.submit(&mut signaller, &[signal(f, 1, 0, 0)]);
     rig.run();
     let e = log_entry(&rig, waiter.desc.wait_log.get(), 0);
@@ -400,10 +332,7 @@ fn log_03_wait_log_entry_has_observed_timestamp() {
         e.fence_end_gpu_timestamp >= e.fence_observed_gpu_timestamp + 10 * STEP_TICKS,
         "{e:?}"
     );
-    assert_eq!(
-        rig.mem.read_u64(waiter.desc.wait_log.get()),
-        Some(pack_index(1, 0))
-    );
+    assert_eq!(rig.value(waiter.desc.wait_log.get()), pack_index(1, 0));
 }
 
 #[test]
@@ -417,21 +346,13 @@ fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
             &mut q,
             &[
                 signal(f, u64::from(i) + 1, 0, 0),
-                Command::LogWrite {
-                    log: LogKind::Signal,
-                    index: i,
-                    fence_handle: 1,
-                    fence_value: u64::from(i) + 1,
-                },
+                log_write(LogKind::Signal, i, 1, u64::from(i) + 1),
             ],
         );
     }
     rig.run();
     // 6 entries in a 4-entry log: FirstFreeEntryIndex 2, WraparoundCount 1.
-    assert_eq!(
-        rig.mem.read_u64(q.desc.signal_log.get()),
-        Some(pack_index(2, 1))
-    );
+    assert_eq!(rig.value(q.desc.signal_log.get()), pack_index(2, 1));
     assert_eq!(
         log_entry(&rig, q.desc.signal_log.get(), 1).fence_value,
         6,
@@ -439,21 +360,10 @@ fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
     );
     assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 2).fence_value, 3);
     // An index that would lower the header is written but the header keeps the larger value.
-    rig.submit(
-        &mut q,
-        &[Command::LogWrite {
-            log: LogKind::Signal,
-            index: 0,
-            fence_handle: 1,
-            fence_value: 99,
-        }],
-    );
+    rig.submit(&mut q, &[log_write(LogKind::Signal, 0, 1, 99)]);
     rig.run();
     assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 0).fence_value, 99);
-    assert_eq!(
-        rig.mem.read_u64(q.desc.signal_log.get()),
-        Some(pack_index(2, 1))
-    );
+    assert_eq!(rig.value(q.desc.signal_log.get()), pack_index(2, 1));
 }
 
 #[test]
@@ -466,12 +376,7 @@ fn log_04_fence_event_visible_implies_log_in_memory() {
         &mut q,
         &[
             signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 3),
-            Command::LogWrite {
-                log: LogKind::Signal,
-                index: 0,
-                fence_handle: 3,
-                fence_value: 1,
-            },
+            log_write(LogKind::Signal, 0, 3, 1),
         ],
     );
     // One step executes the signal and the log write together, before the decision.
@@ -479,10 +384,7 @@ fn log_04_fence_event_visible_implies_log_in_memory() {
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::FENCE_SIGNALED));
     assert_eq!(evs.len(), 1);
-    assert_eq!(
-        rig.mem.read_u64(q.desc.signal_log.get()),
-        Some(pack_index(1, 0))
-    );
+    assert_eq!(rig.value(q.desc.signal_log.get()), pack_index(1, 0));
     assert_eq!(log_entry(&rig, q.desc.signal_log.get(), 0).fence_value, 1);
     assert_eq!(rig.dev.completed_commands(0), 2);
 }
@@ -518,24 +420,16 @@ fn progress_with_and_without_interrupt() {
         }],
     );
     rig.run();
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(10));
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 10);
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
     rig.submit(&mut q, &[progress_irq(11)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(11));
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 11);
     let (st, evs) = rig.isr();
     assert_eq!(st, IntCause::PROGRESS);
     assert_eq!(
         evs,
-        vec![EventRecord {
-            kind: EventKind::Progress as u8,
-            engine: 0,
-            flags: 0,
-            queue_id: 3,
-            arg0: 11,
-            arg1: q.wptr,
-            arg2: 0,
-        }]
+        vec![engine0_event(EventKind::Progress, 3, [11, q.wptr, 0])]
     );
 }
 
@@ -547,14 +441,7 @@ fn copy_moves_bytes_in_chunks() {
     let words: Vec<u64> = (0..8192u64).map(|i| i * 3 + 1).collect();
     rig.mem.write_words(src, &words).unwrap();
     let mut q = rig.queue_committed(1, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Copy {
-            src,
-            dst,
-            bytes: 64 << 10,
-        }],
-    );
+    rig.submit(&mut q, &[copy(src, dst, 64 << 10)]);
     let steps = rig.run();
     assert!(
         steps >= 16,
@@ -575,11 +462,7 @@ fn copy_between_sysmem_and_vram_and_fill() {
     rig.submit(
         &mut q,
         &[
-            Command::Copy {
-                src,
-                dst: vram,
-                bytes: 32,
-            },
+            copy(src, vram, 32),
             Command::Fill {
                 dst: vram + 32,
                 bytes: 10_000 * 8,
@@ -591,42 +474,23 @@ fn copy_between_sysmem_and_vram_and_fill() {
     assert_eq!(rig.mem.read_words(vram, 4).unwrap(), vec![1, 2, 3, 4]);
     let filled = rig.mem.read_words(vram + 32, 10_000).unwrap();
     assert!(filled.iter().all(|&w| w == 0xABCD));
-    assert_eq!(
-        rig.mem.read_u64(vram + 32 + 80_000),
-        Some(0),
-        "stops at the end"
-    );
+    assert_eq!(rig.value(vram + 32 + 80_000), 0, "stops at the end");
 }
 
 #[test]
 fn hang_is_detected_and_engine_reset_recovers() {
     let mut rig = Rig::step_with(|c| c.hang_detect_ticks = 5 * STEP_TICKS);
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q = rig.queue(0, 5);
-    let mut other = rig.queue(1, 6);
-    rig.commit(0, &[&q]);
-    rig.commit(1, &[&other]);
+    let mut q = rig.queue_committed(0, 5);
+    let mut other = rig.queue_committed(1, 6);
     rig.submit(
         &mut q,
         &[signal(f, 1, 0, 0), Command::Hang, signal(f, 2, 0, 0)],
     );
-    for _ in 0..10 {
-        rig.dev.step();
-    }
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(1),
-        "commands before the HANG ran"
-    );
-    let status = |rig: &Rig, e| {
-        EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(e, regs::engine::STATUS))).unwrap()
-    };
+    steps(&rig, 10);
+    assert_eq!(rig.value(f.cv), 1, "commands before the HANG ran");
     assert_eq!(status(&rig, 0).state, EngineState::Hung);
-    assert_eq!(
-        rig.dev
-            .read32(rig.engine_reg(0, regs::engine::CURRENT_QUEUE)),
-        5
-    );
+    assert_eq!(rig.engine_read32(0, regs::engine::CURRENT_QUEUE), 5);
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::ENGINE_STATE));
     let es = of_kind(&evs, EventKind::EngineState);
@@ -638,23 +502,9 @@ fn hang_is_detected_and_engine_reset_recovers() {
     // The other engine is unaffected.
     rig.submit(&mut other, &[signal(g, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
     // Reset engine 0: HANG aborted at rptr 40 (after the 5-word signal).
-    rig.dev
-        .write32(rig.engine_reg(0, regs::engine::CTRL), ENGINE_CTRL_RESET);
-    assert_eq!(
-        rig.dev
-            .read32(rig.engine_reg(0, regs::engine::RESET_RESULT)),
-        ResetResult::Ok as u32
-    );
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::RESET_QUEUE)),
-        5
-    );
-    assert_eq!(
-        rig.dev.read64(rig.engine_reg(0, regs::engine::RESET_RPTR)),
-        40
-    );
+    assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 5, 40));
     // Idle and held until the next commit (D1); the aborted queue left the runlist (it
     // was the only one; other queues would stay, see engine_reset.rs).
     let s = status(&rig, 0);
@@ -675,18 +525,12 @@ fn hang_is_detected_and_engine_reset_recovers() {
         (rd[0].arg0, rd[0].arg1, rd[0].arg2),
         (ResetResult::Ok as u64, 5, 40)
     );
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(1),
-        "nothing after the HANG ran"
-    );
+    assert_eq!(rig.value(f.cv), 1, "nothing after the HANG ran");
     // Resubmission: skip the HANG and recommit.
-    rig.mem
-        .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, 48)
-        .unwrap();
+    rig.set_read_ptr(&q, 48);
     rig.commit(0, &[&q]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+    assert_eq!(rig.value(f.cv), 2);
 }
 
 #[test]
@@ -696,14 +540,8 @@ fn injected_hang_and_failed_reset() {
     let mut q = rig.queue_committed(1, 2);
     rig.dev.inject_hang(1);
     rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
-    for _ in 0..6 {
-        rig.dev.step();
-    }
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(0),
-        "a hung engine executes nothing"
-    );
+    steps(&rig, 6);
+    assert_eq!(rig.value(f.cv), 0, "a hung engine executes nothing");
     let (_, evs) = rig.isr();
     assert_eq!(
         of_kind(&evs, EventKind::EngineState)[0].arg1,
@@ -725,56 +563,25 @@ fn injected_hang_and_failed_reset() {
     // An injected hang has no packet in flight: no queue is named and none leaves (D2);
     // the queue stays with the write pointer its doorbell loaded, and the commit that ends
     // the hold keeps it.
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(1, regs::engine::RESET_QUEUE)),
-        NO_QUEUE
-    );
+    assert_eq!(rig.engine_read32(1, regs::engine::RESET_QUEUE), NO_QUEUE);
     let s = rig.dev.engine_snapshot(1).unwrap();
     assert!(s.held);
     assert_eq!(s.queues[0].known_write_ptr, q.wptr);
-    for _ in 0..5 {
-        rig.dev.step();
-    }
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0), "held");
+    steps(&rig, 5);
+    assert_eq!(rig.value(f.cv), 0, "held");
     rig.commit(1, &[&q]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
 }
 
 #[test]
 fn reset_interrupts_a_long_copy_between_chunks() {
     let mut rig = Rig::step();
-    let src = rig.alloc(1 << 20);
-    let dst = rig.alloc(1 << 20);
-    rig.mem.write_u64(src + (1 << 20) - 8, 0x55).unwrap();
-    let mut q = rig.queue_committed(1, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Copy {
-            src,
-            dst,
-            bytes: 1 << 20,
-        }],
-    );
-    for _ in 0..3 {
-        rig.dev.step();
-    }
+    let (_q, dst) = rig.long_copy(1 << 20, 0x55);
+    steps(&rig, 3);
     assert!(rig.dev.engine_snapshot(1).unwrap().has_work);
-    rig.dev
-        .write32(rig.engine_reg(1, regs::engine::CTRL), ENGINE_CTRL_RESET);
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(1, regs::engine::RESET_QUEUE)),
-        1
-    );
-    assert_eq!(
-        rig.dev.read64(rig.engine_reg(1, regs::engine::RESET_RPTR)),
-        0
-    );
+    assert_eq!(reset(&rig, 1), (ResetResult::Ok as u32, 1, 0));
     rig.run();
-    assert_eq!(
-        rig.mem.read_u64(dst + (1 << 20) - 8),
-        Some(0),
-        "copy aborted"
-    );
+    assert_eq!(rig.value(dst + (1 << 20) - 8), 0, "copy aborted");
     assert_eq!(rig.dev.completed_commands(1), 0);
 }

@@ -8,33 +8,21 @@ mod common;
 use common::*;
 use rvgpu_device::{DeviceConfig, STEP_TICKS};
 use rvgpu_hw::cmd::Command;
-use rvgpu_hw::engine::{EngineState, EngineStatus, ENGINE_POWER_F0, ENGINE_POWER_F1};
+use rvgpu_hw::engine::{EngineState, ENGINE_POWER_F0, ENGINE_POWER_F1};
 use rvgpu_hw::event::EventKind;
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::NO_DOORBELL;
 use rvgpu_hw::regs::{self, Caps};
 
 fn power(rig: &Rig, e: u32) -> u32 {
-    rig.dev.read32(rig.engine_reg(e, regs::engine::POWER))
+    rig.engine_read32(e, regs::engine::POWER)
 }
 
 fn set_power(rig: &Rig, e: u32, v: u32) {
     rig.dev.write32(rig.engine_reg(e, regs::engine::POWER), v);
 }
 
-fn status(rig: &Rig, e: u32) -> EngineStatus {
-    EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(e, regs::engine::STATUS))).unwrap()
-}
-
-fn steps(rig: &Rig, n: usize) {
-    for _ in 0..n {
-        rig.dev.step();
-    }
-}
-
 fn completed(rig: &Rig, e: u32) -> u64 {
-    rig.dev
-        .read64(rig.engine_reg(e, regs::engine::COMPLETED_COMMANDS))
+    rig.engine_read64(e, regs::engine::COMPLETED_COMMANDS)
 }
 
 /// UM-13 (device side): a gated engine runs no work rung through a doorbell or a kick, but the
@@ -46,9 +34,7 @@ fn um_13_gated_engine_runs_nothing_until_f0_and_loses_no_ring() {
     assert!(Caps::from_bits_truncate(rig.dev.read32(regs::CAPS)).contains(Caps::ENGINE_POWER));
     let (f, k, o) = (rig.fence(0), rig.fence(0), rig.fence(0));
     let mut user = rig.queue(0, 1);
-    let mut kernel = rig.queue(0, 2);
-    kernel.doorbell = None;
-    kernel.desc.doorbell = NO_DOORBELL;
+    let mut kernel = rig.queue(0, 2).without_doorbell();
     let mut other = rig.queue(1, 3);
     rig.commit(0, &[&user, &kernel]);
     rig.commit(1, &[&other]);
@@ -59,17 +45,9 @@ fn um_13_gated_engine_runs_nothing_until_f0_and_loses_no_ring() {
     rig.submit(&mut kernel, &[signal(k, 1, 0, 0)]);
     rig.submit(&mut other, &[signal(o, 1, 0, 0)]);
     steps(&rig, 50);
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(0),
-        "doorbell work did not run in F1"
-    );
-    assert_eq!(
-        rig.mem.read_u64(k.cv),
-        Some(0),
-        "kicked work did not run in F1"
-    );
-    assert_eq!(rig.mem.read_u64(o.cv), Some(1), "engine 1 is not gated");
+    assert_eq!(rig.value(f.cv), 0, "doorbell work did not run in F1");
+    assert_eq!(rig.value(k.cv), 0, "kicked work did not run in F1");
+    assert_eq!(rig.value(o.cv), 1, "engine 1 is not gated");
     assert_eq!(completed(&rig, 0), 0);
     let queues = rig.dev.queues();
     let known = |id: u32| {
@@ -121,14 +99,11 @@ fn gating_keeps_a_packet_in_flight_and_f0_finishes_it() {
     steps(&rig, 100);
     let after = rig.dev.engine_snapshot(0).unwrap();
     assert_eq!(before.queues, after.queues, "nothing moved while gated");
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     set_power(&rig, 0, ENGINE_POWER_F0);
     steps(&rig, 100);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
-    assert_eq!(
-        rig.mem.read_u64(dst + 64 * 1024 - 8),
-        Some(0xABAB_ABAB_ABAB_ABAB)
-    );
+    assert_eq!(rig.value(f.cv), 1);
+    assert_eq!(rig.value(dst + 64 * 1024 - 8), 0xABAB_ABAB_ABAB_ABAB);
 }
 
 /// UM-13: an idle engine requests F1 once; gating it keeps the request in STATUS and posts
@@ -190,5 +165,5 @@ fn without_the_capability_power_is_inert() {
     let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[signal(f, 1, 0, 0)]);
     steps(&rig, 20);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
 }

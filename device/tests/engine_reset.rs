@@ -17,32 +17,17 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use rvgpu_device::{DeviceConfig, QueueSnapshot, STEP_TICKS};
+use rvgpu_device::{DeviceConfig, STEP_TICKS};
 use rvgpu_hw::cmd::{Command, LogKind, SIGNAL_ALWAYS_IRQ};
-use rvgpu_hw::engine::{
-    EngineState, EngineStatus, ResetResult, ENGINE_CTRL_RESET, STATUS_HAS_WORK, STATUS_HELD,
-};
+use rvgpu_hw::engine::{EngineState, ResetResult, STATUS_HAS_WORK, STATUS_HELD};
 use rvgpu_hw::event::{EventKind, EventRecord};
-use rvgpu_hw::log::LogEntry;
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::{RingControl, NO_DOORBELL, NO_QUEUE};
+use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs;
-
-fn indirect((addr, bytes): (u64, u64)) -> Command {
-    Command::Indirect { addr, bytes }
-}
 
 /// A FENCE_SIGNAL that always posts an event: counting the events counts executions.
 fn counted(f: Fence, value: u64) -> Command {
     signal(f, value, SIGNAL_ALWAYS_IRQ, value)
-}
-
-fn snap(rig: &Rig, id: u32) -> Option<QueueSnapshot> {
-    rig.dev.queues().into_iter().find(|q| q.queue_id == id)
-}
-
-fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
-    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
 }
 
 /// Values of the counted signals of fence `f` in `evs`, in posting order.
@@ -54,37 +39,18 @@ fn signals_of(evs: &[EventRecord], f: Fence) -> Vec<u64> {
         .collect()
 }
 
-fn status(rig: &Rig, e: u32) -> EngineStatus {
-    EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(e, regs::engine::STATUS))).unwrap()
-}
-
 fn current_queue(rig: &Rig, e: u32) -> u32 {
-    rig.dev
-        .read32(rig.engine_reg(e, regs::engine::CURRENT_QUEUE))
+    rig.engine_read32(e, regs::engine::CURRENT_QUEUE)
 }
 
-/// Writes CTRL = RESET and returns `(RESET_RESULT, RESET_QUEUE, RESET_RPTR)`.
-fn reset(rig: &Rig, e: u32) -> (u32, u32, u64) {
-    rig.dev
-        .write32(rig.engine_reg(e, regs::engine::CTRL), ENGINE_CTRL_RESET);
-    (
-        rig.dev
-            .read32(rig.engine_reg(e, regs::engine::RESET_RESULT)),
-        rig.dev.read32(rig.engine_reg(e, regs::engine::RESET_QUEUE)),
-        rig.dev.read64(rig.engine_reg(e, regs::engine::RESET_RPTR)),
-    )
-}
-
-fn set_read_ptr(rig: &Rig, q: &Q, v: u64) {
-    rig.mem
-        .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, v)
-        .unwrap();
-}
-
-fn steps(rig: &Rig, n: usize) {
-    for _ in 0..n {
-        rig.dev.step();
-    }
+/// The UM-10 scene: a step-mode rig with two fences, innocent queue A (id 1) and guilty
+/// queue B (id 2) committed together on engine 0, queue C (id 3) alone on engine 1.
+fn um_10_scene() -> (Rig, [Fence; 2], [Q; 3]) {
+    let mut rig = Rig::step();
+    let fences = [rig.fence(0), rig.fence(0)];
+    let [a, b] = rig.queues_committed(0, [1, 2]);
+    let c = rig.queue_committed(1, 3);
+    (rig, fences, [a, b, c])
 }
 
 const HELD_IDLE_WITH_WORK: u32 = EngineState::Idle as u32 | STATUS_HAS_WORK | STATUS_HELD;
@@ -96,13 +62,7 @@ const HELD_IDLE_WITH_WORK: u32 = EngineState::Idle as u32 | STATUS_HAS_WORK | ST
 /// its buffer and its PROGRESS run exactly once (events and COMPLETED_COMMANDS exact).
 #[test]
 fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
-    let mut rig = Rig::step();
-    let (f, h) = (rig.fence(0), rig.fence(0));
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    let c = rig.queue(1, 3);
-    rig.commit(0, &[&a, &b]);
-    rig.commit(1, &[&c]);
+    let (mut rig, [f, h], [mut a, mut b, _]) = um_10_scene();
     let buf = rig.buffer(&[counted(f, 1), counted(f, 2), counted(f, 3), counted(f, 4)]);
     rig.submit(&mut a, &[indirect(buf), progress_irq(7)]);
     rig.submit(
@@ -112,11 +72,11 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     // Round-robin, one packet each: A starts the INDIRECT, B its NOP, A the buffer's first
     // signal, B the HANG, which then holds the engine.
     steps(&rig, 4);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     assert_eq!(current_queue(&rig, 0), 2, "B's HANG is in flight");
     steps(&rig, 5);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "a HANG runs nothing else");
+    assert_eq!(rig.value(f.cv), 1, "a HANG runs nothing else");
 
     assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 2, 8));
     assert_eq!(rig.read_ptr(&b), 8, "ring control on the aborted HANG");
@@ -129,7 +89,7 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     );
     assert_eq!(rig.read_ptr(&a), 0);
     assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)),
+        rig.engine_read32(0, regs::engine::STATUS),
         HELD_IDLE_WITH_WORK
     );
     assert_eq!(current_queue(&rig, 0), NO_QUEUE);
@@ -139,7 +99,7 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
         "engine 1 untouched"
     );
     steps(&rig, 20);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "held: nothing runs");
+    assert_eq!(rig.value(f.cv), 1, "held: nothing runs");
     assert_eq!(
         rig.dev.completed_commands(0),
         2,
@@ -147,13 +107,13 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
     );
 
     // The KMD skips the HANG and recommits both; B enters afresh from ring control.
-    set_read_ptr(&rig, &b, 16);
+    rig.set_read_ptr(&b, 16);
     rig.commit(0, &[&a, &b]);
     assert!(!status(&rig, 0).held, "the commit ends the hold");
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(4));
-    assert_eq!(rig.mem.read_u64(h.cv), Some(1));
-    assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(7));
+    assert_eq!(rig.value(f.cv), 4);
+    assert_eq!(rig.value(h.cv), 1);
+    assert_eq!(rig.value(a.desc.progress_fence.get()), 7);
     assert_eq!(rig.read_ptr(&a), a.wptr);
     let (_, evs) = rig.isr();
     assert_eq!(
@@ -183,26 +143,12 @@ fn um_10_innocent_queue_mid_indirect_keeps_its_cursor_and_nothing_runs_twice() {
 /// released later by a signal from another engine.
 #[test]
 fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    let mut c = rig.queue(1, 3);
-    rig.commit(0, &[&a, &b]);
-    rig.commit(1, &[&c]);
+    let (mut rig, [f, g], [mut a, mut b, mut c]) = um_10_scene();
     rig.submit(
         &mut a,
         &[
-            Command::FenceWait {
-                addr: g.cv,
-                value: 1,
-            },
-            Command::LogWrite {
-                log: LogKind::Wait,
-                index: 0,
-                fence_handle: 0x77,
-                fence_value: 1,
-            },
+            fence_wait(g, 1),
+            log_write(LogKind::Wait, 0, 0x77, 1),
             signal(f, 1, 0, 0),
         ],
     );
@@ -222,7 +168,7 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
         (0, Some((g.cv, 1))),
         "still blocked"
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     let s = status(&rig, 0);
     assert_eq!(
         (s.state, s.has_work, s.held),
@@ -231,10 +177,9 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
 
     rig.submit(&mut c, &[signal(g, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "released by the signal");
+    assert_eq!(rig.value(f.cv), 1, "released by the signal");
     assert_eq!(rig.read_ptr(&a), a.wptr);
-    let w = rig.mem.read_words(a.desc.wait_log.get() + 40, 6).unwrap();
-    let e = LogEntry::from_words(w.try_into().unwrap());
+    let e = log_entry(&rig, a.desc.wait_log.get(), 0);
     assert_eq!(
         e.fence_observed_gpu_timestamp, t0,
         "wait kept, not re-executed"
@@ -247,29 +192,20 @@ fn um_10_blocked_wait_of_an_innocent_queue_survives_the_reset() {
 /// lost: the queue stays parked until the commit, then runs.
 #[test]
 fn um_10_wait_satisfied_while_held_runs_after_the_commit() {
-    let mut rig = Rig::step();
-    let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    let mut c = rig.queue(1, 3);
-    rig.commit(0, &[&a, &b]);
-    rig.commit(1, &[&c]);
-    let wait = Command::FenceWait {
-        addr: g.cv,
-        value: 1,
-    };
+    let (mut rig, [f, g], [mut a, mut b, mut c]) = um_10_scene();
+    let wait = fence_wait(g, 1);
     rig.submit(&mut a, &[wait, signal(f, 1, 0, 0)]);
     rig.submit(&mut b, &[Command::Hang]);
     steps(&rig, 5);
     assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 2, 0));
     rig.submit(&mut c, &[signal(g, 1, 0, 0)]);
     steps(&rig, 20);
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1), "engine 1 runs");
+    assert_eq!(rig.value(g.cv), 1, "engine 1 runs");
     assert_eq!(snap(&rig, 1).unwrap().blocked_on, None, "woken");
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0), "but held");
+    assert_eq!(rig.value(f.cv), 0, "but held");
     rig.commit(0, &[&a]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(rig.read_ptr(&a), a.wptr);
 }
 
@@ -280,9 +216,7 @@ fn um_10_wait_satisfied_while_held_runs_after_the_commit() {
 fn um_10_faulted_innocent_queue_stays_faulted() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    rig.commit(0, &[&a, &b]);
+    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
     rig.push_words(&mut a, &[0xEE]); // bad opcode
     rig.ring(&a);
     rig.submit(&mut b, &[Command::Hang]);
@@ -299,7 +233,7 @@ fn um_10_faulted_innocent_queue_stays_faulted() {
         (0, true),
         "still faulted"
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     let (_, evs) = rig.isr();
     assert!(
         of_kind(&evs, EventKind::Fault).is_empty(),
@@ -307,10 +241,10 @@ fn um_10_faulted_innocent_queue_stays_faulted() {
     );
     // Replacing the entry (leave, then enter) clears it; the driver first skips the bad word.
     rig.commit(0, &[]);
-    set_read_ptr(&rig, &a, 8);
+    rig.set_read_ptr(&a, 8);
     rig.commit(0, &[&a]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
 }
 
 /// UM-10, TDR-05 recovery: the held engine runs nothing until RUNLIST_COMMIT, but doorbell
@@ -323,9 +257,7 @@ fn um_10_held_engine_runs_nothing_until_commit_and_keeps_doorbell_rings() {
     let (f, k) = (rig.fence(0), rig.fence(0));
     let mut a = rig.queue(0, 1);
     let mut b = rig.queue(0, 2);
-    let mut km = rig.queue(0, 3);
-    km.doorbell = None;
-    km.desc.doorbell = NO_DOORBELL;
+    let mut km = rig.queue(0, 3).without_doorbell();
     rig.commit(0, &[&a, &b, &km]);
     rig.submit(&mut b, &[Command::Hang]);
     steps(&rig, 3);
@@ -349,7 +281,7 @@ fn um_10_held_engine_runs_nothing_until_commit_and_keeps_doorbell_rings() {
         (Some(0), Some(0))
     );
     assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)),
+        rig.engine_read32(0, regs::engine::STATUS),
         HELD_IDLE_WITH_WORK
     );
     assert!(rig.dev.engine_snapshot(0).unwrap().held);
@@ -391,17 +323,8 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     let mut rig = Rig::step();
     let (g, h) = (rig.fence(0), rig.fence(0));
     let dst = rig.alloc(16 << 10);
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    rig.commit(0, &[&a, &b]);
-    let buf = rig.buffer(&[
-        counted(h, 1),
-        Command::FenceWait {
-            addr: g.cv,
-            value: 1,
-        },
-        counted(h, 2),
-    ]);
+    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
+    let buf = rig.buffer(&[counted(h, 1), fence_wait(g, 1), counted(h, 2)]);
     rig.submit(&mut b, &[indirect(buf), progress_irq(5)]);
     rig.run();
     assert_eq!(snap(&rig, 2).unwrap().indirect, Some((buf.0, 40)));
@@ -422,7 +345,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     // Two more chunks, then the PROGRESS: A completes everything it has, and the engine
     // switches out with it (M30).
     steps(&rig, 3);
-    assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(1));
+    assert_eq!(rig.value(a.desc.progress_fence.get()), 1);
     assert_eq!(
         current_queue(&rig, 0),
         NO_QUEUE,
@@ -449,7 +372,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     rig.mem.write_u64(g.cv, 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
-    assert_eq!(rig.mem.read_u64(b.desc.progress_fence.get()), Some(5));
+    assert_eq!(rig.value(b.desc.progress_fence.get()), 5);
     let (_, evs) = rig.isr();
     assert_eq!(signals_of(&evs, h), [2], "the buffer continued, no restart");
     // B: 2 signals + wait + INDIRECT + PROGRESS; A: FILL + PROGRESS.
@@ -465,9 +388,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
 fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
     let mut rig = Rig::step();
     let (f, h) = (rig.fence(0), rig.fence(0));
-    let mut g = rig.queue(0, 1);
-    let mut i = rig.queue(0, 2);
-    rig.commit(0, &[&g, &i]);
+    let [mut g, mut i] = rig.queues_committed(0, [1, 2]);
     let gbuf = rig.buffer(&[counted(f, 1), Command::Hang, counted(f, 2)]);
     let ibuf = rig.buffer(&[counted(h, 1), counted(h, 2), counted(h, 3), counted(h, 4)]);
     rig.submit(
@@ -486,15 +407,11 @@ fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
     assert!(snap(&rig, 1).is_none());
     assert_eq!(snap(&rig, 2).unwrap().indirect, Some((ibuf.0, 80)));
 
-    set_read_ptr(&rig, &g, g.wptr);
+    rig.set_read_ptr(&g, g.wptr);
     rig.commit(0, &[&g, &i]);
     rig.run();
-    assert_eq!(
-        rig.mem.read_u64(g.desc.progress_fence.get()),
-        Some(0),
-        "aborted"
-    );
-    assert_eq!(rig.mem.read_u64(i.desc.progress_fence.get()), Some(5));
+    assert_eq!(rig.value(g.desc.progress_fence.get()), 0, "aborted");
+    assert_eq!(rig.value(i.desc.progress_fence.get()), 5);
     let (_, evs) = rig.isr();
     assert_eq!(signals_of(&evs, f), [1]);
     assert_eq!(signals_of(&evs, h), [1, 2, 3, 4]);
@@ -502,11 +419,7 @@ fn tdr_06_hang_inside_an_indirect_aborts_only_that_queue() {
     assert_eq!(rig.dev.completed_commands(0), 8);
     rig.submit(&mut g, &[counted(f, 3)]);
     rig.run();
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(3),
-        "the guilty queue runs new work"
-    );
+    assert_eq!(rig.value(f.cv), 3, "the guilty queue runs new work");
 }
 
 /// TDR-06 (D2): a FILL in flight inside a buffer is "executing": the reset between its chunks
@@ -526,13 +439,9 @@ fn tdr_06_fill_in_flight_inside_an_indirect_is_aborted() {
         &[Command::Nop { len: 1 }, indirect(buf), progress_irq(1)],
     );
     steps(&rig, 4); // NOP, INDIRECT, two chunks
-    assert_eq!(rig.mem.read_u64(dst), Some(0xAB));
+    assert_eq!(rig.value(dst), 0xAB);
     assert_eq!(reset(&rig, 0), (ResetResult::Ok as u32, 1, 8));
-    assert_eq!(
-        rig.mem.read_u64(dst + (16 << 10) - 8),
-        Some(0),
-        "rest not written"
-    );
+    assert_eq!(rig.value(dst + (16 << 10) - 8), 0, "rest not written");
     assert_eq!(rig.dev.completed_commands(0), 1, "only the NOP");
     assert!(rig.dev.engine_snapshot(0).unwrap().queues.is_empty());
 }
@@ -549,13 +458,7 @@ fn tdr_09_failed_reset_leaves_everything_as_it_was() {
     let mut gq = rig.queue(0, 1);
     let mut iq = rig.queue(0, 2);
     rig.commit(0, &[&iq, &gq]);
-    let buf = rig.buffer(&[
-        counted(h, 1),
-        Command::FenceWait {
-            addr: g.cv,
-            value: 1,
-        },
-    ]);
+    let buf = rig.buffer(&[counted(h, 1), fence_wait(g, 1)]);
     rig.submit(&mut iq, &[indirect(buf)]);
     rig.submit(&mut gq, &[Command::Nop { len: 1 }, Command::Hang]);
     steps(&rig, 15);
@@ -614,9 +517,7 @@ fn tdr_09_no_per_engine_reset_cap_fails_and_changes_nothing() {
 #[test]
 fn adapter_reset_ends_the_hold() {
     let mut rig = Rig::step();
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(0, 2);
-    rig.commit(0, &[&a, &b]);
+    let [mut a, mut b] = rig.queues_committed(0, [1, 2]);
     rig.submit(&mut b, &[Command::Hang]);
     rig.submit(&mut a, &[Command::Nop { len: 1 }, Command::Nop { len: 1 }]);
     steps(&rig, 2);
@@ -625,18 +526,14 @@ fn adapter_reset_ends_the_hold() {
     rig.dev
         .write32(regs::ADAPTER_RESET, regs::ADAPTER_RESET_KEY);
     assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)),
+        rig.engine_read32(0, regs::engine::STATUS),
         EngineState::Idle as u32
     );
     let s = rig.dev.engine_snapshot(0).unwrap();
     assert!(!s.held && s.queues.is_empty());
+    assert_eq!(rig.engine_read32(0, regs::engine::RESET_QUEUE), NO_QUEUE);
     assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::RESET_QUEUE)),
-        NO_QUEUE
-    );
-    assert_eq!(
-        rig.dev
-            .read32(rig.engine_reg(0, regs::engine::RESET_RESULT)),
+        rig.engine_read32(0, regs::engine::RESET_RESULT),
         ResetResult::None as u32
     );
 }
@@ -656,9 +553,7 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
     let (g, m) = (rig.fence(0), rig.fence(0));
     let stamps = rig.alloc(50 * 8);
     let dst = rig.alloc(64 << 10);
-    let mut a = rig.queue_with(0, 1, 0, 16 << 10, 84);
-    a.doorbell = None;
-    a.desc.doorbell = NO_DOORBELL;
+    let mut a = rig.queue_with(0, 1, 0, 16 << 10, 84).without_doorbell();
     let mut b = rig.queue(0, 2);
     let mut c = rig.queue_with(1, 3, 0, 16 << 10, 84);
     rig.commit(0, &[&a, &b]);
@@ -699,13 +594,7 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
             signal(m, i, 0, 0),
         ];
         if i == 25 {
-            cmds.insert(
-                1,
-                Command::FenceWait {
-                    addr: g.cv,
-                    value: 1,
-                },
-            );
+            cmds.insert(1, fence_wait(g, 1));
         }
         let buf = rig.buffer(&cmds);
         rig.submit(a, &[indirect(buf), progress_irq(i)]);
@@ -750,7 +639,7 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
         std::thread::sleep(Duration::from_millis(1));
     }
     assert!(status(&rig, 0).held);
-    assert_eq!(rig.mem.read_u64(a.desc.progress_fence.get()), Some(24));
+    assert_eq!(rig.value(a.desc.progress_fence.get()), 24);
 
     rig.commit(0, &[&a]);
     rig.wait_until("A done", || {

@@ -10,10 +10,6 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{QueueDescriptor, RingControl};
 use rvgpu_hw::regs::{self, IntCause};
 
-fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
-    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
-}
-
 /// Runs `bad` words on one queue next to a healthy queue on the same engine; returns the
 /// fault event. The healthy queue must keep running.
 fn fault_with(rig: &mut Rig, prepare: impl FnOnce(&mut Rig, &mut Q)) -> EventRecord {
@@ -26,25 +22,14 @@ fn fault_with(rig: &mut Rig, prepare: impl FnOnce(&mut Rig, &mut Q)) -> EventRec
     rig.run();
     rig.submit(&mut good, &[signal(g, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1), "other queue keeps running");
+    assert_eq!(rig.value(g.cv), 1, "other queue keeps running");
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::FAULT));
     let faults = of_kind(&evs, EventKind::Fault);
     assert_eq!(faults.len(), 1, "{evs:?}");
     assert_eq!(faults[0].queue_id, 1);
-    let snap = rig.dev.queues();
-    assert!(snap
-        .iter()
-        .find(|q| q.queue_id == 1)
-        .unwrap()
-        .fault
-        .is_some());
-    assert!(snap
-        .iter()
-        .find(|q| q.queue_id == 2)
-        .unwrap()
-        .fault
-        .is_none());
+    assert!(snap(rig, 1).unwrap().fault.is_some());
+    assert!(snap(rig, 2).unwrap().fault.is_none());
     faults[0]
 }
 
@@ -153,15 +138,7 @@ fn fault_no_log() {
     let mut rig = Rig::step();
     let f = fault_with(&mut rig, |rig, q| {
         q.desc.signal_log = rvgpu_hw::addr::GpuVa::NULL;
-        rig.push(
-            q,
-            &[Command::LogWrite {
-                log: LogKind::Signal,
-                index: 0,
-                fence_handle: 0,
-                fence_value: 0,
-            }],
-        );
+        rig.push(q, &[log_write(LogKind::Signal, 0, 0, 0)]);
     });
     assert_eq!(f.arg0, FaultCode::NoLog as u64);
 }
@@ -176,7 +153,7 @@ fn faulted_queue_stays_stopped() {
     rig.run();
     rig.ring(&q);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     assert_eq!(rig.read_ptr(&q), 0, "rptr stays at the faulting packet");
 }
 
@@ -195,7 +172,7 @@ fn corrupt_ring_injection_faults_the_queue() {
         of_kind(&evs, EventKind::Fault)[0].arg0,
         FaultCode::BadHeader as u64
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
 }
 
 #[test]
@@ -224,7 +201,7 @@ fn invalid_descriptor_is_skipped_with_a_fault_event() {
     assert_eq!(rig.dev.queues().len(), 1);
     rig.submit(&mut good, &[signal(f, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
 }
 
 #[test]
@@ -241,8 +218,8 @@ fn event_overflow_when_the_ring_is_full() {
     assert_eq!(evs.len(), EVENT_RING_SIZE as usize, "the rest were dropped");
     assert_eq!(evs.last().unwrap().arg0, u64::from(EVENT_RING_SIZE) - 1);
     assert_eq!(
-        rig.mem.read_u64(q.desc.progress_fence.get()),
-        Some(n - 1),
+        rig.value(q.desc.progress_fence.get()),
+        n - 1,
         "work not affected"
     );
     // Space again: records flow again, no overflow.
@@ -302,8 +279,7 @@ fn injected_interrupt_delay_holds_the_assertion() {
     rig.dev.step();
     assert_ne!(rig.dev.read32(regs::INT_STATUS), 0);
     assert!(!rig.line.level(), "held");
-    rig.dev.step();
-    rig.dev.step();
+    steps(&rig, 2);
     assert!(!rig.line.level(), "still held");
     rig.dev.step();
     assert!(rig.line.level(), "delivered after 3 steps");
@@ -344,9 +320,7 @@ fn injected_interrupt_drop_loses_one_delivery_the_next_event_asserts_again() {
 fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
     let rig = Rig::step_with(|c| c.idle_f1_ticks = 3 * STEP_TICKS);
     rig.dev.write32(regs::EVENT_RING_CTRL, 0);
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    steps(&rig, 10);
     rig.dev.write32(regs::INT_ACK, u32::MAX);
     assert_eq!(
         rig.dev.read32(regs::EVENT_RING_WPTR),
@@ -371,9 +345,7 @@ fn f1_request_entered_before_posting_is_enabled_is_reported_on_enable() {
 fn idle_engine_requests_f1_once() {
     let mut rig = Rig::step_with(|c| c.idle_f1_ticks = 3 * STEP_TICKS);
     let mut q = rig.queue_committed(0, 1);
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    steps(&rig, 10);
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::ENGINE_STATE));
     let es = of_kind(&evs, EventKind::EngineState);
@@ -382,7 +354,7 @@ fn idle_engine_requests_f1_once() {
         |e| (e.arg0, e.arg1) == (EngineState::Idle as u64, EngineState::TransitionToF1 as u64)
     ));
     let status = |rig: &Rig| {
-        EngineStatus::from_reg(rig.dev.read32(rig.engine_reg(0, regs::engine::STATUS)))
+        EngineStatus::from_reg(rig.engine_read32(0, regs::engine::STATUS))
             .unwrap()
             .state
     };
@@ -398,9 +370,7 @@ fn idle_engine_requests_f1_once() {
         EngineState::Idle,
         "switched out with its last packet"
     );
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    steps(&rig, 10);
     let (_, evs) = rig.isr();
     assert_eq!(
         of_kind(&evs, EventKind::EngineState).len(),
@@ -412,9 +382,7 @@ fn idle_engine_requests_f1_once() {
 #[test]
 fn no_f1_requests_by_default() {
     let rig = Rig::step();
-    for _ in 0..50 {
-        rig.dev.step();
-    }
+    steps(&rig, 50);
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
 }
 
@@ -426,9 +394,7 @@ fn huge_interrupt_delay_never_expires_and_does_not_panic() {
         .set_interrupt_delay(Some(IrqDelay::Duration(std::time::Duration::MAX)));
     let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[progress_irq(1)]);
-    for _ in 0..5 {
-        rig.dev.step();
-    }
+    steps(&rig, 5);
     assert!(rig.dev.interrupt_pending());
     assert!(!rig.line.level(), "held forever");
 }
@@ -461,7 +427,7 @@ fn queue_state_shows_the_faulted_queue() {
     let state = |rig: &Rig, id: u32| {
         rig.dev
             .write32(rig.engine_reg(0, regs::engine::QUEUE_SELECT), id);
-        regs::QueueStateReg::new(rig.dev.read32(rig.engine_reg(0, regs::engine::QUEUE_STATE)))
+        regs::QueueStateReg::new(rig.engine_read32(0, regs::engine::QUEUE_STATE))
     };
     let mut rig = Rig::step();
     assert!(
@@ -486,10 +452,7 @@ fn queue_state_shows_the_faulted_queue() {
     // Another engine's view: queue 1 is not in its runlist.
     rig.dev
         .write32(rig.engine_reg(1, regs::engine::QUEUE_SELECT), 1);
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(1, regs::engine::QUEUE_STATE)),
-        0
-    );
+    assert_eq!(rig.engine_read32(1, regs::engine::QUEUE_STATE), 0);
 
     let mut off = Rig::step_with(|c| c.queue_state = false);
     fault_with(&mut off, |rig, q| rig.push_words(q, &[0x1_00EE]));
@@ -501,11 +464,7 @@ fn queue_state_shows_the_faulted_queue() {
         0,
         "without the capability the register reads 0"
     );
-    assert_eq!(
-        off.dev
-            .read32(off.engine_reg(0, regs::engine::QUEUE_SELECT)),
-        0
-    );
+    assert_eq!(off.engine_read32(0, regs::engine::QUEUE_SELECT), 0);
 }
 
 /// the line wakes its servicer once per rising edge, outside the deliverer's role

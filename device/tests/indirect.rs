@@ -5,34 +5,19 @@
 mod common;
 
 use common::*;
-use rvgpu_device::{DeviceConfig, QueueSnapshot};
+use rvgpu_device::DeviceConfig;
 use rvgpu_hw::cmd::{self, Command, LogKind, Opcode, MAX_INDIRECT};
 use rvgpu_hw::engine::{ResetResult, ENGINE_CTRL_RESET};
 use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
-use rvgpu_hw::log::{LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
+use rvgpu_hw::log::{OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::NO_DOORBELL;
 use rvgpu_hw::regs;
 
-fn indirect((addr, bytes): (u64, u64)) -> Command {
-    Command::Indirect { addr, bytes }
-}
-
-fn snap(rig: &Rig, id: u32) -> QueueSnapshot {
-    rig.dev
-        .queues()
-        .into_iter()
-        .find(|q| q.queue_id == id)
-        .unwrap()
-}
-
-fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
-    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
-}
-
-fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
-    let w = rig.mem.read_words(log + 40 + slot * 48, 6).unwrap();
-    LogEntry::from_words(w.try_into().unwrap())
+/// The value and read pointer the first PROGRESS event the ISR drains reports.
+fn progress(rig: &Rig) -> (u64, u64) {
+    let (_, evs) = rig.isr();
+    let p = of_kind(&evs, EventKind::Progress);
+    (p[0].arg0, p[0].arg1)
 }
 
 /// UM-01 (kernel-mode submission path): the buffer's packets run in order as part of the
@@ -58,37 +43,31 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
 
     // Pass 1 starts the buffer and runs nothing of it.
     step(&rig);
-    let s = snap(&rig, 1);
+    let s = snap(&rig, 1).unwrap();
     assert_eq!((s.read_ptr, s.indirect), (0, Some((buf.0, 0))));
     assert_eq!(rig.read_ptr(&q), 0);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     assert_eq!(rig.dev.completed_commands(0), 0);
 
     // Then one packet of the buffer per pass; read_ptr stays on the INDIRECT.
     step(&rig);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
-    assert_eq!(snap(&rig, 1).indirect, Some((buf.0, 40)));
+    assert_eq!(rig.value(f.cv), 1);
+    assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     assert_eq!(rig.read_ptr(&q), 0);
     assert_eq!(rig.dev.completed_commands(0), 1);
     step(&rig);
-    assert_eq!(rig.mem.read_u64(ts), Some(rig.dev.gpu_clock()));
+    assert_eq!(rig.value(ts), rig.dev.gpu_clock());
     step(&rig);
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(5));
-    let (_, evs) = rig.isr();
-    let p = of_kind(&evs, EventKind::Progress);
-    assert_eq!(
-        (p[0].arg0, p[0].arg1),
-        (5, 0),
-        "read_ptr still on the INDIRECT"
-    );
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 5);
+    assert_eq!(progress(&rig), (5, 0), "read_ptr still on the INDIRECT");
     step(&rig);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+    assert_eq!(rig.value(f.cv), 2);
     assert_eq!(rig.read_ptr(&q), 0);
     assert_eq!(rig.dev.completed_commands(0), 4);
 
     // The buffer's last packet completes the INDIRECT in the same pass.
     step(&rig);
-    let s = snap(&rig, 1);
+    let s = snap(&rig, 1).unwrap();
     assert_eq!((s.read_ptr, s.indirect), (24, None));
     assert_eq!(rig.read_ptr(&q), 24);
     assert_eq!(
@@ -96,24 +75,16 @@ fn um_01_indirect_runs_the_buffer_in_order_then_moves_past_it() {
         6,
         "5 in the buffer + INDIRECT"
     );
-    let (_, evs) = rig.isr();
-    let p = of_kind(&evs, EventKind::Progress);
-    assert_eq!(
-        (p[0].arg0, p[0].arg1),
-        (6, 24),
-        "last packet: past the INDIRECT"
-    );
+    assert_eq!(progress(&rig), (6, 24), "last packet: past the INDIRECT");
 
     // The ring goes on after the INDIRECT.
     step(&rig);
     assert_eq!(rig.read_ptr(&q), q.wptr);
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(7));
-    let (_, evs) = rig.isr();
-    let p = of_kind(&evs, EventKind::Progress);
-    assert_eq!((p[0].arg0, p[0].arg1), (7, 40));
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 7);
+    assert_eq!(progress(&rig), (7, 40));
     assert_eq!(rig.dev.completed_commands(0), 7);
     assert!(!rig.dev.step(), "idle");
-    assert!(snap(&rig, 1).fault.is_none());
+    assert!(snap(&rig, 1).unwrap().fault.is_none());
 }
 
 /// UM-01 (kernel-mode submission path): a buffer of exactly `cmd::MAX_INDIRECT` bytes is
@@ -136,9 +107,9 @@ fn um_01_largest_buffer_and_vram_buffer_run() {
         .unwrap();
     rig.submit(&mut q, &[indirect(big), indirect((vram, 40))]);
     rig.run();
-    assert!(snap(&rig, 1).fault.is_none());
+    assert!(snap(&rig, 1).unwrap().fault.is_none());
     assert_eq!(rig.read_ptr(&q), 48);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(3));
+    assert_eq!(rig.value(f.cv), 3);
     assert_eq!(rig.dev.completed_commands(0), 4 + 2);
 }
 
@@ -151,21 +122,11 @@ fn um_01_largest_buffer_and_vram_buffer_run() {
 fn um_01_fence_wait_in_a_buffer_blocks_until_another_queue_signals() {
     let mut rig = Rig::step();
     let (a, b, done, g) = (rig.fence(0), rig.fence(0), rig.fence(0), rig.fence(0));
-    let mut q1 = rig.queue(0, 1);
-    let mut q2 = rig.queue(0, 2);
-    rig.commit(0, &[&q1, &q2]);
+    let [mut q1, mut q2] = rig.queues_committed(0, [1, 2]);
     let buf = rig.buffer(&[
         signal(a, 1, 0, 0),
-        Command::FenceWait {
-            addr: g.cv,
-            value: 5,
-        },
-        Command::LogWrite {
-            log: LogKind::Wait,
-            index: 0,
-            fence_handle: 0x77,
-            fence_value: 5,
-        },
+        fence_wait(g, 5),
+        log_write(LogKind::Wait, 0, 0x77, 5),
         signal(b, 1, 0, 0),
     ]);
     rig.submit(&mut q1, &[indirect(buf), signal(done, 1, 0, 0)]);
@@ -173,26 +134,24 @@ fn um_01_fence_wait_in_a_buffer_blocks_until_another_queue_signals() {
     rig.dev.step(); // signal a
     rig.dev.step(); // FENCE_WAIT: first evaluation
     let first = rig.dev.gpu_clock();
-    let s = snap(&rig, 1);
+    let s = snap(&rig, 1).unwrap();
     assert_eq!(s.blocked_on, Some((g.cv, 5)));
     assert_eq!(s.indirect, Some((buf.0, 40)), "cursor on the wait");
     assert_eq!(s.read_ptr, 0);
-    assert_eq!(rig.mem.read_u64(a.cv), Some(1));
-    for _ in 0..10 {
-        rig.dev.step();
-    }
+    assert_eq!(rig.value(a.cv), 1);
+    steps(&rig, 10);
     // Another queue runs meanwhile; a too-small signal does not release the wait.
     rig.submit(&mut q2, &[signal(g, 4, 0, 0)]);
     rig.run();
     assert_eq!(rig.read_ptr(&q2), q2.wptr);
-    assert_eq!(snap(&rig, 1).blocked_on, Some((g.cv, 5)));
-    assert_eq!(rig.mem.read_u64(b.cv), Some(0));
+    assert_eq!(snap(&rig, 1).unwrap().blocked_on, Some((g.cv, 5)));
+    assert_eq!(rig.value(b.cv), 0);
     rig.submit(&mut q2, &[signal(g, 5, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(b.cv), Some(1));
-    assert_eq!(rig.mem.read_u64(done.cv), Some(1));
+    assert_eq!(rig.value(b.cv), 1);
+    assert_eq!(rig.value(done.cv), 1);
     assert_eq!(rig.read_ptr(&q1), q1.wptr);
-    let s = snap(&rig, 1);
+    let s = snap(&rig, 1).unwrap();
     assert_eq!((s.blocked_on, s.indirect, s.fault), (None, None, None));
     let e = log_entry(&rig, q1.desc.wait_log.get(), 0);
     assert_eq!(e.operation_type, OP_WAIT_UNBLOCKED);
@@ -209,9 +168,7 @@ fn um_01_round_robin_switches_between_packets_of_a_buffer() {
     let mut rig = Rig::step();
     let t = rig.alloc(32);
     let u = rig.alloc(32);
-    let mut q1 = rig.queue(0, 1);
-    let mut q2 = rig.queue(0, 2);
-    rig.commit(0, &[&q1, &q2]);
+    let [mut q1, mut q2] = rig.queues_committed(0, [1, 2]);
     let ts = |base: u64| -> Vec<Command> {
         (0..4)
             .map(|i| Command::Timestamp { addr: base + i * 8 })
@@ -244,20 +201,15 @@ fn um_01_commit_that_keeps_the_queue_keeps_its_buffer_position() {
     rig.commit(0, &[&q]);
     let buf = rig.buffer(&[signal(f, 1, 0, 0), signal(f, 2, 0, 0), signal(f, 3, 0, 0)]);
     rig.submit(&mut q, &[indirect(buf)]);
-    rig.dev.step();
-    rig.dev.step();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    steps(&rig, 2);
+    assert_eq!(rig.value(f.cv), 1);
     rig.commit(0, &[&other, &q]);
-    let s = snap(&rig, 1);
+    let s = snap(&rig, 1).unwrap();
     assert_eq!((s.read_ptr, s.indirect), (0, Some((buf.0, 40))));
     rig.dev.step();
-    assert_eq!(
-        rig.mem.read_u64(f.cv),
-        Some(2),
-        "continues, does not restart"
-    );
+    assert_eq!(rig.value(f.cv), 2, "continues, does not restart");
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(3));
+    assert_eq!(rig.value(f.cv), 3);
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.dev.completed_commands(0), 4, "each packet once");
 }
@@ -270,14 +222,7 @@ fn um_01_queue_that_leaves_and_reenters_restarts_the_buffer() {
     let mut rig = Rig::step();
     let (f, g) = (rig.fence(0), rig.fence(0));
     let mut q = rig.queue_committed(0, 1);
-    let buf = rig.buffer(&[
-        signal(f, 1, 0, 0),
-        Command::FenceWait {
-            addr: g.cv,
-            value: 1,
-        },
-        signal(f, 2, 0, 0),
-    ]);
+    let buf = rig.buffer(&[signal(f, 1, 0, 0), fence_wait(g, 1), signal(f, 2, 0, 0)]);
     rig.submit(
         &mut q,
         &[
@@ -289,23 +234,23 @@ fn um_01_queue_that_leaves_and_reenters_restarts_the_buffer() {
         ],
     );
     rig.run();
-    assert_eq!(snap(&rig, 1).indirect, Some((buf.0, 40)));
+    assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     assert_eq!(rig.dev.completed_commands(0), 1);
     // Mark the first signal's effect, so that running it again shows.
     rig.mem.write_u64(f.cv, 0).unwrap();
     rig.commit(0, &[]);
     assert_eq!(rig.read_ptr(&q), 0, "ring control: on the INDIRECT");
     rig.commit(0, &[&q]);
-    let s = snap(&rig, 1);
+    let s = snap(&rig, 1).unwrap();
     assert_eq!((s.read_ptr, s.indirect, s.blocked_on), (0, None, None));
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "first packet ran again");
-    assert_eq!(snap(&rig, 1).blocked_on, Some((g.cv, 1)));
+    assert_eq!(rig.value(f.cv), 1, "first packet ran again");
+    assert_eq!(snap(&rig, 1).unwrap().blocked_on, Some((g.cv, 1)));
     rig.mem.write_u64(g.cv, 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(9));
+    assert_eq!(rig.value(f.cv), 2);
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 9);
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.dev.completed_commands(0), 1 + 4 + 1);
 }
@@ -328,13 +273,13 @@ fn um_01_fill_inside_a_buffer_runs_in_chunks() {
     rig.dev.step(); // INDIRECT
     rig.dev.step(); // chunk 1
     rig.dev.step(); // chunk 2
-    assert_eq!(snap(&rig, 1).indirect, Some((buf.0, 0)));
+    assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 0)));
     rig.dev.step(); // chunk 3: the FILL completes
-    assert_eq!(snap(&rig, 1).indirect, Some((buf.0, 32)));
+    assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 32)));
     assert_eq!(rig.read_ptr(&q), 0);
     rig.dev.step();
     assert_eq!(rig.read_ptr(&q), 24);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     let words = rig.mem.read_words(dst, (12 << 10) / 8).unwrap();
     assert!(words.iter().all(|&w| w == 0xABCD));
 }
@@ -347,16 +292,10 @@ fn um_01_signal_log_lookahead_stays_inside_the_buffer() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
     let mut q = rig.queue_committed(0, 1);
-    let log = |index: u32, value: u64| Command::LogWrite {
-        log: LogKind::Signal,
-        index,
-        fence_handle: 0x55,
-        fence_value: value,
-    };
+    let log = |index: u32, value: u64| log_write(LogKind::Signal, index, 0x55, value);
     let buf = rig.buffer(&[signal(f, 1, 0, 0), log(0, 1)]);
     rig.submit(&mut q, &[indirect(buf)]);
-    rig.dev.step();
-    rig.dev.step();
+    steps(&rig, 2);
     assert_eq!(
         rig.read_ptr(&q),
         24,
@@ -368,8 +307,7 @@ fn um_01_signal_log_lookahead_stays_inside_the_buffer() {
 
     let buf2 = rig.buffer(&[signal(f, 2, 0, 0)]);
     rig.submit(&mut q, &[indirect(buf2), log(1, 2)]);
-    rig.dev.step();
-    rig.dev.step();
+    steps(&rig, 2);
     assert_eq!(
         rig.read_ptr(&q),
         48,
@@ -392,7 +330,7 @@ fn fault_after_nop(rig: &mut Rig, q: &mut Q, words: &[u64]) -> EventRecord {
     let faults = of_kind(&evs, EventKind::Fault);
     assert_eq!(faults.len(), 1, "{evs:?}");
     assert_eq!(faults[0].queue_id, q.id());
-    let s = snap(rig, q.id());
+    let s = snap(rig, q.id()).unwrap();
     assert_eq!(s.fault, FaultCode::from_u32(faults[0].arg0 as u32));
     assert_eq!(rig.read_ptr(q), 8, "read_ptr stays on the INDIRECT");
     faults[0]
@@ -418,8 +356,8 @@ fn um_01_bad_size_or_flags_fault_bad_argument() {
             (FaultCode::BadArgument as u64, 0, 8),
             "flags {flags} bytes {bytes}"
         );
-        assert_eq!(rig.mem.read_u64(f.cv), Some(0));
-        assert_eq!(snap(&rig, 1).indirect, None);
+        assert_eq!(rig.value(f.cv), 0);
+        assert_eq!(snap(&rig, 1).unwrap().indirect, None);
         assert_eq!(rig.dev.completed_commands(0), 1, "only the NOP");
     }
 }
@@ -441,7 +379,7 @@ fn um_01_misaligned_or_unreachable_buffer_faults_bad_address() {
             (FaultCode::BadAddress as u64, addr, 8),
             "addr {addr:#x} bytes {bytes}"
         );
-        assert_eq!(snap(&rig, 1).indirect, None);
+        assert_eq!(snap(&rig, 1).unwrap().indirect, None);
     }
 }
 
@@ -460,9 +398,8 @@ fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
     let words = encode(&[signal(f, 1, 0, 0), signal(f, 2, 0, 0)]);
     rig.mem.write_words(page.bus_addr, &words).unwrap();
     rig.submit(&mut q, &[indirect((page.bus_addr, 80))]);
-    rig.dev.step();
-    rig.dev.step();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    steps(&rig, 2);
+    assert_eq!(rig.value(f.cv), 1);
     rig.dev.write64(s, 0);
     rig.run();
     let (_, evs) = rig.isr();
@@ -471,8 +408,8 @@ fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
         (e.arg0, e.arg1, e.arg2),
         (FaultCode::BadAddress as u64, page.bus_addr + 40, 0)
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
-    assert_eq!(snap(&rig, 1).indirect, Some((page.bus_addr, 40)));
+    assert_eq!(rig.value(f.cv), 1);
+    assert_eq!(snap(&rig, 1).unwrap().indirect, Some((page.bus_addr, 40)));
 }
 
 /// UM-01 (kernel-mode submission path), 6.3: an INDIRECT inside a buffer faults
@@ -493,10 +430,10 @@ fn um_01_nested_indirect_faults() {
         (FaultCode::NestedIndirect as u64, 0, 8)
     );
     assert_eq!(FaultCode::from_u32(9), Some(FaultCode::NestedIndirect));
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0));
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(0));
-    assert_eq!(snap(&rig, 1).indirect, Some((buf.0, 40)));
+    assert_eq!(rig.value(f.cv), 1);
+    assert_eq!(rig.value(g.cv), 0);
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 0);
+    assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     assert_eq!(rig.dev.completed_commands(0), 2, "NOP + signal");
 }
 
@@ -516,8 +453,8 @@ fn um_01_packet_past_buffer_end_or_bad_opcode_faults() {
         (e.arg0, e.arg1, e.arg2),
         (FaultCode::BadLength as u64, 0, 8)
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
-    assert_eq!(snap(&rig, 1).indirect, Some((addr, 8)));
+    assert_eq!(rig.value(f.cv), 0);
+    assert_eq!(snap(&rig, 1).unwrap().indirect, Some((addr, 8)));
     assert_eq!(rig.dev.completed_commands(0), 2, "ring NOP + buffer NOP");
 
     let mut rig = Rig::step();
@@ -545,8 +482,8 @@ fn um_01_engine_reset_inside_a_buffer_reports_the_indirect() {
         &[Command::Nop { len: 1 }, indirect(buf), progress_irq(9)],
     );
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
-    assert_eq!(snap(&rig, 1).indirect, Some((buf.0, 40)));
+    assert_eq!(rig.value(f.cv), 1);
+    assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     rig.dev
         .write32(rig.engine_reg(0, regs::engine::CTRL), ENGINE_CTRL_RESET);
     let reg = |r| rig.engine_reg(0, r);
@@ -569,12 +506,11 @@ fn um_01_engine_reset_inside_a_buffer_reports_the_indirect() {
         .unwrap();
     rig.commit(0, &[&q]);
     rig.kick(&q);
-    rig.dev.step();
-    rig.dev.step();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1), "from the first packet");
+    steps(&rig, 2);
+    assert_eq!(rig.value(f.cv), 1, "from the first packet");
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
-    assert_eq!(rig.mem.read_u64(q.desc.progress_fence.get()), Some(9));
+    assert_eq!(rig.value(f.cv), 2);
+    assert_eq!(rig.value(q.desc.progress_fence.get()), 9);
     assert_eq!(rig.read_ptr(&q), q.wptr);
 }
 
@@ -587,9 +523,7 @@ fn um_01_threaded_kernel_mode_submissions_through_indirect() {
     let mut rig = Rig::new(DeviceConfig::default());
     let f = rig.fence(0);
     let stamps = rig.alloc(50 * 8);
-    let mut q = rig.queue(0, 1);
-    q.doorbell = None;
-    q.desc.doorbell = NO_DOORBELL;
+    let mut q = rig.queue(0, 1).without_doorbell();
     rig.commit(0, &[&q]);
     for i in 1..=50u64 {
         let buf = rig.buffer(&[
@@ -604,7 +538,7 @@ fn um_01_threaded_kernel_mode_submissions_through_indirect() {
         rig.mem.read_u64(q.desc.progress_fence.get()) == Some(50)
     });
     rig.wait_until("read_ptr", || rig.read_ptr(&q) == q.wptr);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(50));
+    assert_eq!(rig.value(f.cv), 50);
     let ts = rig.mem.read_words(stamps, 50).unwrap();
     assert!(ts.windows(2).all(|w| w[0] <= w[1]) && ts[0] > 0, "{ts:?}");
     rig.wait_until("completed", || rig.dev.completed_commands(0) == 50 * 4);
@@ -626,25 +560,17 @@ fn um_01_threaded_kernel_mode_submissions_through_indirect() {
 fn um_01_threaded_wait_in_a_buffer_released_from_another_engine() {
     let mut rig = Rig::new(DeviceConfig::default());
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut q1 = rig.queue(0, 1);
-    let mut q2 = rig.queue(1, 2);
-    rig.commit(0, &[&q1]);
-    rig.commit(1, &[&q2]);
-    let buf = rig.buffer(&[
-        Command::FenceWait {
-            addr: g.cv,
-            value: 1,
-        },
-        signal(f, 1, 0, 0),
-    ]);
+    let mut q1 = rig.queue_committed(0, 1);
+    let mut q2 = rig.queue_committed(1, 2);
+    let buf = rig.buffer(&[fence_wait(g, 1), signal(f, 1, 0, 0)]);
     rig.submit(&mut q1, &[indirect(buf)]);
     rig.wait_until("blocked in the buffer", || {
-        let s = snap(&rig, 1);
+        let s = snap(&rig, 1).unwrap();
         s.blocked_on == Some((g.cv, 1)) && s.indirect == Some((buf.0, 0))
     });
     assert_eq!(rig.read_ptr(&q1), 0);
     rig.submit(&mut q2, &[signal(g, 1, 0, 0)]);
     rig.wait_until("released", || rig.read_ptr(&q1) == q1.wptr);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
-    assert!(snap(&rig, 1).indirect.is_none());
+    assert_eq!(rig.value(f.cv), 1);
+    assert!(snap(&rig, 1).unwrap().indirect.is_none());
 }

@@ -25,6 +25,13 @@ const RW_USER: PageAttrs = PageAttrs {
     no_execute: false,
 };
 
+/// [`RW_USER`] with `change` made to it.
+fn rw_user_but(change: impl FnOnce(&mut PageAttrs)) -> PageAttrs {
+    let mut attrs = RW_USER;
+    change(&mut attrs);
+    attrs
+}
+
 impl Space {
     fn new() -> Self {
         let mem = Memory::new(16 << 20);
@@ -84,25 +91,36 @@ impl Space {
     fn page(&self) -> u64 {
         self.mem.alloc_system(4096, 4096).unwrap().bus_addr
     }
+
+    /// A space with a fresh 4 KiB page mapped at [`VA`] with `attrs`: (space, the page).
+    fn with_page(attrs: PageAttrs) -> (Self, u64) {
+        let mut s = Self::new();
+        let pa = s.page();
+        s.map(VA, pa, attrs);
+        (s, pa)
+    }
+
+    /// `mmu`'s translation of `len` bytes at `va` under this space's root.
+    fn translate(
+        &self,
+        mmu: &Mmu,
+        va: u64,
+        len: u64,
+        access: Access,
+        who: Privilege,
+    ) -> Result<Vec<Chunk>, Fault> {
+        mmu.translate(&self.mem, self.root, va, len, access, who)
+    }
 }
 
 const VA: u64 = 0x0000_1234_5678_0000 & ((1 << 48) - 1) & !0xfff;
 
 #[test]
 fn walks_a_4k_page() {
-    let mut s = Space::new();
-    let pa = s.page();
-    s.map(VA, pa, RW_USER);
+    let (s, pa) = Space::with_page(RW_USER);
     let mmu = Mmu::new();
-    let c = mmu
-        .translate(
-            &s.mem,
-            s.root,
-            VA + 0x10,
-            16,
-            Access::Write,
-            Privilege::User,
-        )
+    let c = s
+        .translate(&mmu, VA + 0x10, 16, Access::Write, Privilege::User)
         .unwrap();
     assert_eq!(
         c,
@@ -120,36 +138,15 @@ fn walks_a_4k_page() {
 fn walks_a_2m_page_in_vram() {
     let mut s = Space::new();
     let va = 0x4000_0000; // 2 MiB aligned
-    s.map_large(
-        va,
-        0x20_0000,
-        PageAttrs {
-            vram: true,
-            ..RW_USER
-        },
-    );
+    s.map_large(va, 0x20_0000, rw_user_but(|a| a.vram = true));
     let mmu = Mmu::new();
-    let c = mmu
-        .translate(
-            &s.mem,
-            s.root,
-            va + 0x1f_f000,
-            8,
-            Access::Read,
-            Privilege::User,
-        )
+    let c = s
+        .translate(&mmu, va + 0x1f_f000, 8, Access::Read, Privilege::User)
         .unwrap();
     assert_eq!(c[0].pa, VRAM_BASE + 0x20_0000 + 0x1f_f000);
     // One large TLB entry serves every 4 KiB of the 2 MiB page.
-    mmu.translate(
-        &s.mem,
-        s.root,
-        va + 0x1000,
-        8,
-        Access::Read,
-        Privilege::User,
-    )
-    .unwrap();
+    s.translate(&mmu, va + 0x1000, 8, Access::Read, Privilege::User)
+        .unwrap();
     assert_eq!(mmu.stats().misses, 1);
     assert_eq!(mmu.stats().hits, 1);
 }
@@ -157,12 +154,10 @@ fn walks_a_2m_page_in_vram() {
 #[test]
 fn invalid_entry_faults_at_its_level() {
     for level in 0..mmu::LEVELS {
-        let mut s = Space::new();
-        let pa = s.page();
-        s.map(VA, pa, RW_USER);
+        let (mut s, _) = Space::with_page(RW_USER);
         let e = s.entry(VA, level);
         s.mem.write_u64(e, 0).unwrap();
-        let r = Mmu::new().translate(&s.mem, s.root, VA, 8, Access::Read, Privilege::Kernel);
+        let r = s.translate(&Mmu::new(), VA, 8, Access::Read, Privilege::Kernel);
         assert_eq!(
             r,
             Err(Fault {
@@ -178,14 +173,12 @@ fn invalid_entry_faults_at_its_level() {
 
 #[test]
 fn reserved_bits_and_bad_tables_fault() {
-    let mut s = Space::new();
-    let pa = s.page();
-    s.map(VA, pa, RW_USER);
+    let (mut s, _) = Space::with_page(RW_USER);
     let e = s.entry(VA, 2);
     let v = s.mem.read_u64(e).unwrap();
     s.mem.write_u64(e, v | 1 << 60).unwrap();
-    let r = Mmu::new()
-        .translate(&s.mem, s.root, VA, 8, Access::Read, Privilege::Kernel)
+    let r = s
+        .translate(&Mmu::new(), VA, 8, Access::Read, Privilege::Kernel)
         .unwrap_err();
     assert_eq!(r.reason, FaultReason::Reserved);
     assert_eq!(r.level, 2);
@@ -194,8 +187,8 @@ fn reserved_bits_and_bad_tables_fault() {
     s.mem
         .write_u64(e, Pte::table(0xdead_0000, false).unwrap().0)
         .unwrap();
-    let r = Mmu::new()
-        .translate(&s.mem, s.root, VA, 8, Access::Read, Privilege::Kernel)
+    let r = s
+        .translate(&Mmu::new(), VA, 8, Access::Read, Privilege::Kernel)
         .unwrap_err();
     assert_eq!(r.reason, FaultReason::TableUnreadable);
     assert_eq!(r.level, 1);
@@ -208,92 +201,72 @@ fn reserved_bits_and_bad_tables_fault() {
         FaultReason::TableUnreadable
     );
     assert_eq!(
-        m.translate(&s.mem, s.root, 1 << 48, 8, Access::Read, Privilege::Kernel)
+        s.translate(&m, 1 << 48, 8, Access::Read, Privilege::Kernel)
             .unwrap_err()
             .reason,
         FaultReason::NonCanonical
     );
 }
 
+/// NF-01 (the user/privileged split: CurrentValue read-only to user mappings, MonitoredValue
+/// kernel-only) and no-execute: one row per permission taken away from a page. The access it
+/// forbids faults at the leaf with its reason and writes nothing; the row's other access works.
 #[test]
-fn nf_01_write_to_read_only_faults_and_writes_nothing() {
-    let mut s = Space::new();
-    let pa = s.page();
-    s.map(
-        VA,
-        pa,
-        PageAttrs {
-            writable: false,
-            ..RW_USER
-        },
-    );
-    let mmu = Mmu::new();
-    let r = mmu.write_bytes(&s.mem, s.root, VA, &[1; 8], Privilege::Kernel);
-    assert_eq!(
-        r,
-        Err(Fault {
+fn nf_01_each_permission_faults_only_the_access_it_forbids() {
+    let (user, kernel) = (Privilege::User, Privilege::Kernel);
+    let rows = [
+        (
+            "read-only",
+            rw_user_but(|a| a.writable = false),
+            (Access::Write, kernel, FaultReason::ReadOnly),
+            (Access::Read, user),
+        ),
+        (
+            "kernel-only",
+            rw_user_but(|a| a.user = false),
+            (Access::Read, user, FaultReason::Privileged),
+            (Access::Write, kernel),
+        ),
+        (
+            "no-execute",
+            rw_user_but(|a| a.no_execute = true),
+            (Access::Execute, user, FaultReason::NoExecute),
+            (Access::Read, user),
+        ),
+    ];
+    for (row, attrs, (access, who, reason), (allowed, allowed_who)) in rows {
+        let (s, pa) = Space::with_page(attrs);
+        let mmu = Mmu::new();
+        let fault = Fault {
             va: VA,
-            access: Access::Write,
+            access,
             level: 0,
-            reason: FaultReason::ReadOnly
-        })
-    );
-    assert_eq!(s.mem.read_u64(pa), Some(0));
-    // Reading it is fine (NF-01: CurrentValue is read-only to user mappings).
-    let mut b = [0u8; 8];
-    mmu.read_bytes(&s.mem, s.root, VA, &mut b, Privilege::User)
-        .unwrap();
-}
-
-#[test]
-fn nf_01_user_access_to_privileged_page_faults() {
-    let mut s = Space::new();
-    let pa = s.page();
-    // MonitoredValue-style page: kernel only (NF-01).
-    s.map(
-        VA,
-        pa,
-        PageAttrs {
-            user: false,
-            ..RW_USER
-        },
-    );
-    let mmu = Mmu::new();
-    let r = mmu.translate(&s.mem, s.root, VA, 8, Access::Read, Privilege::User);
-    assert_eq!(r.unwrap_err().reason, FaultReason::Privileged);
-    mmu.write_bytes(&s.mem, s.root, VA, &[2; 8], Privilege::Kernel)
-        .unwrap();
-    assert_eq!(s.mem.read_u64(pa), Some(u64::from_le_bytes([2; 8])));
-}
-
-#[test]
-fn no_execute_forbids_command_fetch_only() {
-    let mut s = Space::new();
-    let pa = s.page();
-    s.map(
-        VA,
-        pa,
-        PageAttrs {
-            no_execute: true,
-            ..RW_USER
-        },
-    );
-    let mmu = Mmu::new();
-    let r = mmu.translate(&s.mem, s.root, VA, 8, Access::Execute, Privilege::User);
-    assert_eq!(r.unwrap_err().reason, FaultReason::NoExecute);
-    mmu.translate(&s.mem, s.root, VA, 8, Access::Read, Privilege::User)
-        .unwrap();
+            reason,
+        };
+        assert_eq!(s.translate(&mmu, VA, 8, access, who), Err(fault), "{row}");
+        if access == Access::Write {
+            let r = mmu.write_bytes(&s.mem, s.root, VA, &[1; 8], who);
+            assert_eq!(r, Err(fault), "{row}");
+        }
+        assert_eq!(s.mem.read_u64(pa), Some(0), "{row}: the page is unchanged");
+        let ok = s.translate(&mmu, VA, 8, allowed, allowed_who);
+        assert!(ok.is_ok(), "{row}: {allowed:?} by {allowed_who:?}: {ok:?}");
+        if allowed == Access::Write {
+            mmu.write_bytes(&s.mem, s.root, VA, &[2; 8], allowed_who)
+                .unwrap();
+            let written = u64::from_le_bytes([2; 8]);
+            assert_eq!(s.mem.read_u64(pa), Some(written), "{row}");
+        }
+    }
 }
 
 #[test]
 fn tlb_hits_after_a_walk_and_is_tagged_by_root() {
-    let mut a = Space::new();
-    let pa = a.page();
-    a.map(VA, pa, RW_USER);
+    let (mut a, _) = Space::with_page(RW_USER);
     let mmu = Mmu::new();
-    mmu.translate(&a.mem, a.root, VA, 8, Access::Read, Privilege::User)
+    a.translate(&mmu, VA, 8, Access::Read, Privilege::User)
         .unwrap();
-    mmu.translate(&a.mem, a.root, VA + 8, 8, Access::Read, Privilege::User)
+    a.translate(&mmu, VA + 8, 8, Access::Read, Privilege::User)
         .unwrap();
     assert_eq!(mmu.stats().misses, 1);
     assert_eq!(mmu.stats().hits, 1);
@@ -305,9 +278,7 @@ fn tlb_hits_after_a_walk_and_is_tagged_by_root() {
 
 #[test]
 fn stale_entry_not_used_after_invalidate() {
-    let mut s = Space::new();
-    let pa = s.page();
-    s.map(VA, pa, RW_USER);
+    let (mut s, pa) = Space::with_page(RW_USER);
     let mmu = Mmu::new();
     mmu.write_bytes(&s.mem, s.root, VA, &[1; 8], Privilege::User)
         .unwrap();
@@ -321,22 +292,15 @@ fn stale_entry_not_used_after_invalidate() {
 
     // Remap read-only elsewhere, invalidate all: the new entry is used.
     let pa2 = s.page();
-    s.map(
-        VA,
-        pa2,
-        PageAttrs {
-            writable: false,
-            ..RW_USER
-        },
-    );
+    s.map(VA, pa2, rw_user_but(|a| a.writable = false));
     mmu.invalidate(0);
     assert_eq!(mmu.tlb_len(), 0);
-    let c = mmu
-        .translate(&s.mem, s.root, VA, 8, Access::Read, Privilege::User)
+    let c = s
+        .translate(&mmu, VA, 8, Access::Read, Privilege::User)
         .unwrap();
     assert_eq!(c[0].pa, pa2);
     assert_eq!(
-        mmu.translate(&s.mem, s.root, VA, 8, Access::Write, Privilege::User)
+        s.translate(&mmu, VA, 8, Access::Write, Privilege::User)
             .unwrap_err()
             .reason,
         FaultReason::ReadOnly
@@ -345,9 +309,7 @@ fn stale_entry_not_used_after_invalidate() {
 
 #[test]
 fn crossing_into_an_unmapped_page_faults_before_any_write() {
-    let mut s = Space::new();
-    let pa = s.page();
-    s.map(VA, pa, RW_USER);
+    let (s, pa) = Space::with_page(RW_USER);
     let mmu = Mmu::new();
     let r = mmu.write_bytes(&s.mem, s.root, VA + 4096 - 8, &[5; 16], Privilege::User);
     assert_eq!(
@@ -369,15 +331,8 @@ fn crossing_into_a_mapped_page_splits_by_physical_page() {
     s.map(VA, p2, RW_USER);
     s.map(VA + 4096, p1, RW_USER);
     let mmu = Mmu::new();
-    let c = mmu
-        .translate(
-            &s.mem,
-            s.root,
-            VA + 4088,
-            16,
-            Access::Write,
-            Privilege::User,
-        )
+    let c = s
+        .translate(&mmu, VA + 4088, 16, Access::Write, Privilege::User)
         .unwrap();
     assert_eq!(
         c,
@@ -395,7 +350,7 @@ fn crossing_into_a_mapped_page_splits_by_physical_page() {
 fn leaf_naming_missing_memory_faults() {
     let mut s = Space::new();
     s.map(VA, 0x7_0000_0000, RW_USER);
-    let r = Mmu::new().translate(&s.mem, s.root, VA, 8, Access::Read, Privilege::User);
+    let r = s.translate(&Mmu::new(), VA, 8, Access::Read, Privilege::User);
     assert_eq!(r.unwrap_err().reason, FaultReason::BadPhysical);
 }
 
@@ -430,8 +385,8 @@ fn invalidation_races_with_translation() {
         .unwrap();
     mmu.invalidate(s.root);
     for _ in 0..1000 {
-        let c = mmu
-            .translate(&s.mem, s.root, VA, 8, Access::Read, Privilege::User)
+        let c = s
+            .translate(&mmu, VA, 8, Access::Read, Privilege::User)
             .unwrap();
         assert_eq!(c[0].pa, new);
     }
@@ -443,18 +398,9 @@ fn invalidation_races_with_translation() {
 /// 4 KiB and 2 MiB pages (any offset), unmapped pages and non-canonical addresses.
 #[test]
 fn walk_now_agrees_with_a_kernel_read_through_the_tlb() {
-    let mut s = Space::new();
-    let pa = s.page();
-    s.map(VA, pa, RW_USER);
+    let (mut s, pa) = Space::with_page(RW_USER);
     let large = 0x4000_0000;
-    s.map_large(
-        large,
-        0x20_0000,
-        PageAttrs {
-            vram: true,
-            ..RW_USER
-        },
-    );
+    s.map_large(large, 0x20_0000, rw_user_but(|a| a.vram = true));
     let probes = [
         VA,
         VA + 0x18,

@@ -162,16 +162,28 @@ fn page_fault(evs: &[EventRecord]) -> (EventRecord, FaultInfo) {
     (r, FaultInfo::decode(r.arg2).expect("arg2 is a FaultInfo"))
 }
 
+/// Every word of the 4 KiB page at `pa` is 0.
+fn zeroed(rig: &Rig, pa: u64) -> bool {
+    rig.mem.read_words(pa, 512).unwrap().iter().all(|&w| w == 0)
+}
+
 fn ts() -> Command {
     Command::Timestamp { addr: DATA_VA }
+}
+
+/// A step-mode rig with one space and a queue of it (id 1, engine 0; user-mode if `user`),
+/// not committed yet.
+fn space_rig(user: bool) -> (Rig, Pt, VQ) {
+    let mut rig = Rig::step();
+    let pt = Pt::new(&mut rig);
+    let v = vqueue(&mut rig, pt, 0, 1, user);
+    (rig, pt, v)
 }
 
 /// A rig with one space and a kernel queue (id 1, engine 0) mapping one data page at
 /// `DATA_VA`.
 fn kernel_rig() -> (Rig, Pt, VQ, u64) {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let v = vqueue(&mut rig, pt, 0, 1, false);
+    let (mut rig, pt, v) = space_rig(false);
     let data = page(&rig);
     pt.map(&mut rig, DATA_VA, data, RW_KERNEL);
     rig.commit(0, &[&v.q]);
@@ -218,11 +230,7 @@ fn translated_queue_runs_commands_in_pages_outside_every_window() {
                 bytes: 32,
                 pattern: 0xAB,
             },
-            Command::Copy {
-                src: DATA_VA + 0xff8,
-                dst: DATA_VA + 0x1100,
-                bytes: 16,
-            },
+            copy(DATA_VA + 0xff8, DATA_VA + 0x1100, 16),
             Command::Progress {
                 irq: false,
                 value: 9,
@@ -234,7 +242,7 @@ fn translated_queue_runs_commands_in_pages_outside_every_window() {
     assert_eq!(rig.mem.read_words(data + 0xff0, 2).unwrap(), vec![0xAB; 2]);
     assert_eq!(rig.mem.read_words(data2, 2).unwrap(), vec![0xAB; 2]);
     assert_eq!(rig.mem.read_words(data2 + 0x100, 2).unwrap(), vec![0xAB; 2]);
-    assert_eq!(rig.mem.read_u64(v.prog_pa), Some(9));
+    assert_eq!(rig.value(v.prog_pa), 9);
     assert_eq!(read_ptr(&rig, &v), v.q.wptr);
     assert!(rig.dev.tlb_stats().misses > 0);
 }
@@ -291,21 +299,13 @@ fn every_address_faults_on_an_unmapped_va_and_writes_nothing() {
         ),
         (
             "copy src",
-            encode(&[Command::Copy {
-                src: UNMAPPED_VA,
-                dst: DATA_VA,
-                bytes: 8,
-            }]),
+            encode(&[copy(UNMAPPED_VA, DATA_VA, 8)]),
             UNMAPPED_VA,
             Access::Read,
         ),
         (
             "copy dst",
-            encode(&[Command::Copy {
-                src: DATA_VA,
-                dst: UNMAPPED_VA,
-                bytes: 8,
-            }]),
+            encode(&[copy(DATA_VA, UNMAPPED_VA, 8)]),
             UNMAPPED_VA,
             Access::Write,
         ),
@@ -342,14 +342,7 @@ fn every_address_faults_on_an_unmapped_va_and_writes_nothing() {
         assert!(!info.user, "{name}: kernel-mode queue");
         assert_eq!(info.rptr, 0, "{name}: read pointer of the packet");
         assert_eq!(read_ptr(&rig, &v), 0, "{name}: rptr stays on the packet");
-        assert!(
-            rig.mem
-                .read_words(data, 512)
-                .unwrap()
-                .iter()
-                .all(|&w| w == 0),
-            "{name}: nothing written"
-        );
+        assert!(zeroed(&rig, data), "{name}: nothing written");
         let q = &rig.dev.queues()[0];
         assert_eq!(q.fault, Some(FaultCode::PageFault), "{name}");
     }
@@ -415,13 +408,13 @@ fn crossing_fill_ran_or_faulted(rig: &Rig, second_mapped: bool, first_unreadable
     let evs = rig.drain();
     if second_mapped {
         assert!(faults(&evs).is_empty(), "{evs:?}");
-        assert_eq!(rig.mem.read_u64(data), Some(0x5EED));
+        assert_eq!(rig.value(data), 0x5EED);
     } else {
         let (r, info) = page_fault(&evs);
         assert_eq!(r.arg1, first_unreadable, "the first word it cannot read");
         assert_eq!(info.reason, FaultReason::NotPresent);
         assert_eq!(info.access, Access::Execute);
-        assert_eq!(rig.mem.read_u64(data), Some(0), "nothing of the packet ran");
+        assert_eq!(rig.value(data), 0, "nothing of the packet ran");
     }
 }
 
@@ -476,9 +469,7 @@ fn user_ring_packet_across_a_page_boundary_runs_or_faults_at_its_first_unreadabl
 /// A rig with one space and a user-mode queue (id 1, engine 0) whose ring and ring control
 /// are in that space, mapping one user data page at `DATA_VA`.
 fn user_rig() -> (Rig, Pt, VQ, u64) {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let v = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, pt, v) = space_rig(true);
     let data = page(&rig);
     pt.map(&mut rig, DATA_VA, data, attrs(true, true));
     rig.commit(0, &[&v.q]);
@@ -500,7 +491,7 @@ fn user_ring_and_ring_control_fault_in_the_queue_space_kernel_ones_live_in_the_s
     );
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(v.prog_pa), Some(7));
+    assert_eq!(rig.value(v.prog_pa), 7);
 
     // User ring fetch: the ring page is unmapped (an Execute access).
     let (mut rig, pt, mut v, data) = user_rig();
@@ -513,7 +504,7 @@ fn user_ring_and_ring_control_fault_in_the_queue_space_kernel_ones_live_in_the_s
         (r.arg1, info.access, info.level, info.user),
         (RING_VA, Access::Execute, 0, true)
     );
-    assert_eq!(rig.mem.read_u64(data), Some(0));
+    assert_eq!(rig.value(data), 0);
 
     // User ring in a no-execute page.
     let (mut rig, pt, mut v, _) = user_rig();
@@ -591,9 +582,7 @@ fn misaligned_translated_address_is_still_bad_address() {
 /// mapped page.
 #[test]
 fn nf_01_user_queue_cannot_touch_a_page_without_user() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut user = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, pt, mut user) = space_rig(true);
     let data = page(&rig);
     pt.map(&mut rig, DATA_VA, data, RW_KERNEL);
     rig.commit(0, &[&user.q]);
@@ -604,11 +593,9 @@ fn nf_01_user_queue_cannot_touch_a_page_without_user() {
     assert_eq!(info.reason, FaultReason::Privileged);
     assert_eq!(info.access, Access::Write);
     assert!(info.user);
-    assert_eq!(rig.mem.read_u64(data), Some(0), "nothing written");
+    assert_eq!(rig.value(data), 0, "nothing written");
     // A read is refused as well (FENCE_WAIT on a privileged page).
-    let mut rig2 = Rig::step();
-    let pt2 = Pt::new(&mut rig2);
-    let mut user2 = vqueue(&mut rig2, pt2, 0, 1, true);
+    let (mut rig2, pt2, mut user2) = space_rig(true);
     let d2 = page(&rig2);
     pt2.map(&mut rig2, DATA_VA, d2, RW_KERNEL);
     rig2.commit(0, &[&user2.q]);
@@ -639,9 +626,7 @@ fn nf_01_user_queue_cannot_touch_a_page_without_user() {
 /// not write it.
 #[test]
 fn nf_01_user_queue_cannot_write_a_read_only_page() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut user = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, pt, mut user) = space_rig(true);
     let cv = page(&rig);
     rig.mem.write_u64(cv, 5).unwrap();
     pt.map(&mut rig, DATA_VA, cv, RO_USER);
@@ -671,7 +656,7 @@ fn nf_01_user_queue_cannot_write_a_read_only_page() {
         (FaultReason::ReadOnly, Access::Write, true)
     );
     assert_eq!(info.rptr, 24, "the FENCE_SIGNAL after the completed wait");
-    assert_eq!(rig.mem.read_u64(cv), Some(5), "not written");
+    assert_eq!(rig.value(cv), 5, "not written");
     assert_eq!(read_ptr(&rig, &user), 24);
 }
 
@@ -679,9 +664,7 @@ fn nf_01_user_queue_cannot_write_a_read_only_page() {
 /// makes its interrupt decision: the CMP reads it with kernel privilege.
 #[test]
 fn nf_01_monitored_value_read_is_the_cmps_not_the_queues() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut user = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, pt, mut user) = space_rig(true);
     // CurrentValue: USER (writable here, this queue signals it). MonitoredValue: kernel
     // only, read-only.
     let fence = page(&rig);
@@ -707,7 +690,7 @@ fn nf_01_monitored_value_read_is_the_cmps_not_the_queues() {
         .collect();
     assert_eq!(sig.len(), 1, "only 4 >= MonitoredValue 3 interrupts");
     assert_eq!(sig[0].arg1, 4);
-    assert_eq!(rig.mem.read_u64(fence), Some(4));
+    assert_eq!(rig.value(fence), 4);
     // But the queue itself cannot read that page.
     submit(
         &rig,
@@ -724,9 +707,7 @@ fn nf_01_monitored_value_read_is_the_cmps_not_the_queues() {
 
 #[test]
 fn tlb_invalidate_packet_is_privileged() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut user = vqueue(&mut rig, pt, 0, 1, true);
+    let (mut rig, _, mut user) = space_rig(true);
     rig.commit(0, &[&user.q]);
     submit_words(&rig, &mut user, &cmd::tlb_invalidate(0));
     let before = rig.dev.tlb_stats().invalidations;
@@ -743,9 +724,7 @@ fn tlb_invalidate_packet_is_privileged() {
 
 #[test]
 fn misaligned_root_is_a_bad_descriptor() {
-    let mut rig = Rig::step();
-    let pt = Pt::new(&mut rig);
-    let mut v = vqueue(&mut rig, pt, 0, 1, false);
+    let (mut rig, pt, mut v) = space_rig(false);
     v.q.desc.page_table_base = BusAddr::new(pt.root + 8);
     rig.commit(0, &[&v.q]);
     let f = faults(&rig.drain());
@@ -788,16 +767,8 @@ fn user_mode_queue_with_root_0_is_a_bad_descriptor() {
     rig.push(&mut kernel, &[signal(target.mv, 9)]);
     rig.kick(&kernel);
     rig.run();
-    assert_eq!(
-        rig.mem.read_u64(target.cv),
-        Some(0),
-        "the user-mode queue never ran"
-    );
-    assert_eq!(
-        rig.mem.read_u64(target.mv),
-        Some(9),
-        "the kernel-mode queue ran"
-    );
+    assert_eq!(rig.value(target.cv), 0, "the user-mode queue never ran");
+    assert_eq!(rig.value(target.mv), 9, "the kernel-mode queue ran");
 }
 
 /// Two processes: the same VA is different memory; B cannot reach A's pages; A keeps
@@ -828,9 +799,9 @@ fn two_spaces_are_isolated_and_a_fault_stops_only_its_queue() {
         &[fill(DATA_VA, 0xB), fill(DATA_VA + 0x1000, 0xBAD)],
     );
     rig.run();
-    assert_eq!(rig.mem.read_u64(pa_a), Some(0xA));
-    assert_eq!(rig.mem.read_u64(pa_b), Some(0xB));
-    assert_eq!(rig.mem.read_u64(secret), Some(0), "B cannot reach A's page");
+    assert_eq!(rig.value(pa_a), 0xA);
+    assert_eq!(rig.value(pa_b), 0xB);
+    assert_eq!(rig.value(secret), 0, "B cannot reach A's page");
     let (r, info) = page_fault(&rig.drain());
     assert_eq!((r.queue_id, r.arg1), (2, DATA_VA + 0x1000));
     assert_eq!(info.reason, FaultReason::NotPresent);
@@ -840,7 +811,7 @@ fn two_spaces_are_isolated_and_a_fault_stops_only_its_queue() {
     rig.submit(&mut qc, &[Command::Timestamp { addr: c_ts }]);
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(secret), Some(0x5EC));
+    assert_eq!(rig.value(secret), 0x5EC);
     assert_eq!(read_ptr(&rig, &qa), qa.q.wptr);
     assert_ne!(rig.mem.read_u64(c_ts), Some(0));
     let snap = rig.dev.queues();
@@ -894,14 +865,14 @@ fn fence_wait_in_one_space_released_by_a_signal_at_another_va_in_another() {
     // Same VA, different space, different word: no wake-up.
     submit(&rig, &mut qc, &[plain(DATA_VA, 9)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(other), Some(9));
-    assert_eq!(rig.mem.read_u64(qa.prog_pa), Some(0), "still blocked");
+    assert_eq!(rig.value(other), 9);
+    assert_eq!(rig.value(qa.prog_pa), 0, "still blocked");
     assert!(rig.dev.queues()[0].blocked_on.is_some());
     // Different VA, same word: released.
     submit(&rig, &mut qb, &[plain(DATA_VA + 0x5000, 5)]);
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(qa.prog_pa), Some(1));
+    assert_eq!(rig.value(qa.prog_pa), 1);
     assert_eq!(read_ptr(&rig, &qa), qa.q.wptr);
 }
 
@@ -936,12 +907,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
                 addr: DATA_VA,
                 value: 3,
             },
-            Command::LogWrite {
-                log: cmd::LogKind::Wait,
-                index: 0,
-                fence_handle: 0x42,
-                fence_value: 3,
-            },
+            log_write(cmd::LogKind::Wait, 0, 0x42, 3),
             progress_irq(8),
         ],
     );
@@ -956,7 +922,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
     }
     rig.dev.write64(regs::WAIT_RESCAN, SYS_FENCE_VA);
     rig.run();
-    assert_eq!(rig.mem.read_u64(v.prog_pa), Some(8));
+    assert_eq!(rig.value(v.prog_pa), 8);
     let evs = rig.drain();
     assert!(faults(&evs).is_empty(), "{evs:?}");
     // The PROGRESS record came through the event ring at its bus address; the log entry
@@ -976,16 +942,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
     let wlog = w.q.desc.wait_log.get();
     rig.commit(1, &[&w.q]);
     let before = rig.mem.read_words(wlog, 512).unwrap();
-    submit(
-        &rig,
-        &mut w,
-        &[Command::LogWrite {
-            log: cmd::LogKind::Wait,
-            index: 0,
-            fence_handle: 0x43,
-            fence_value: 1,
-        }],
-    );
+    submit(&rig, &mut w, &[log_write(cmd::LogKind::Wait, 0, 0x43, 1)]);
     rig.run();
     let (rec, info) = page_fault(&rig.drain());
     assert_eq!(rec.arg1, wlog);
@@ -1011,7 +968,7 @@ fn unmap_then_register_invalidate_faults_instead_of_using_the_old_page() {
         rig.run();
         let (_, info) = page_fault(&rig.drain());
         assert_eq!(info.reason, FaultReason::NotPresent);
-        assert_eq!(rig.mem.read_u64(data), Some(first), "old page untouched");
+        assert_eq!(rig.value(data), first, "old page untouched");
     }
 }
 
@@ -1046,12 +1003,12 @@ fn write_data_updates_page_tables_used_after_a_tlb_invalidate_packet() {
     words.extend(encode(&[fill(0x33)]));
     submit_words(&rig, &mut v, &words);
     rig.run();
-    assert_eq!(rig.mem.read_u64(old), Some(0x11));
-    assert_eq!(rig.mem.read_u64(new), Some(0x22));
+    assert_eq!(rig.value(old), 0x11);
+    assert_eq!(rig.value(new), 0x22);
     let (r, info) = page_fault(&rig.drain());
     assert_eq!((r.arg1, info.reason), (DATA_VA, FaultReason::NotPresent));
-    assert_eq!(rig.mem.read_u64(old), Some(0x11), "never the old page");
-    assert_eq!(rig.mem.read_u64(new), Some(0x22));
+    assert_eq!(rig.value(old), 0x11, "never the old page");
+    assert_eq!(rig.value(new), 0x22);
 }
 
 /// Threaded: the CMP runs a stream of FILLs through one page while the CPU unmaps it and
@@ -1116,12 +1073,14 @@ struct Proc {
     data: u64,
 }
 
-fn process(rig: &mut Rig) -> Proc {
-    let pt = Pt::new(rig);
-    let (buf, data) = (page(rig), page(rig));
-    pt.map(rig, BUF_VA, buf, RO_USER);
-    pt.map(rig, DATA_VA, data, RW_USER);
-    Proc { pt, buf, data }
+/// A step-mode rig with a [`Proc`] space.
+fn process_rig() -> (Rig, Proc) {
+    let mut rig = Rig::step();
+    let pt = Pt::new(&mut rig);
+    let (buf, data) = (page(&rig), page(&rig));
+    pt.map(&mut rig, BUF_VA, buf, RO_USER);
+    pt.map(&mut rig, DATA_VA, data, RW_USER);
+    (rig, Proc { pt, buf, data })
 }
 
 /// Writes `words` at physical `pa` (a buffer page); returns their size in bytes.
@@ -1146,14 +1105,6 @@ fn identity_kqueue(rig: &mut Rig, engine: u32, id: u32) -> VQ {
     }
 }
 
-fn snapshot(rig: &Rig, id: u32) -> rvgpu_device::QueueSnapshot {
-    rig.dev
-        .queues()
-        .into_iter()
-        .find(|q| q.queue_id == id)
-        .unwrap()
-}
-
 fn fill(dst: u64, pattern: u64) -> Command {
     Command::Fill {
         dst,
@@ -1170,8 +1121,7 @@ fn fill(dst: u64, pattern: u64) -> Command {
 fn indirect_vm_runs_a_process_buffer_in_its_space() {
     for translated in [false, true] {
         let what = if translated { "translated" } else { "identity" };
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         // The ring's own space (when translated) maps the same VAs to other pages: the
         // buffer VA to a zero page (a NOP of length 0 there would fault BadLength), the data
         // VA to a page that must stay untouched.
@@ -1201,10 +1151,10 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
 
         // The first pass starts the buffer and runs nothing of it.
         assert!(rig.dev.step());
-        let s = snapshot(&rig, 1);
+        let s = snap(&rig, 1).unwrap();
         assert_eq!((s.read_ptr, s.indirect), (0, Some((BUF_VA, 0))), "{what}");
         assert_eq!(rig.dev.completed_commands(0), 0, "{what}");
-        assert_eq!(rig.mem.read_u64(p.data), Some(0), "{what}");
+        assert_eq!(rig.value(p.data), 0, "{what}");
         // Then one packet per pass, the read pointer on the INDIRECT_VM.
         assert!(rig.dev.step());
         assert_eq!(rig.mem.read_words(p.data, 2).unwrap(), vec![0x5A5A; 2]);
@@ -1221,23 +1171,18 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
         );
         assert_ne!(rig.mem.read_u64(p.data + 0x200), Some(0), "{what}");
         assert!(
-            rig.mem
-                .read_words(kdata, 512)
-                .unwrap()
-                .iter()
-                .all(|&w| w == 0),
+            zeroed(&rig, kdata),
             "{what}: the ring space's page at the same VA is untouched"
         );
         assert_eq!(read_ptr(&rig, &k), 32, "{what}: past the INDIRECT_VM");
-        assert_eq!(snapshot(&rig, 1).indirect, None, "{what}");
+        assert_eq!(snap(&rig, 1).unwrap().indirect, None, "{what}");
         assert_eq!(
             rig.dev.completed_commands(0),
             4,
             "{what}: 3 buffer packets + the INDIRECT_VM"
         );
         assert_eq!(
-            rig.dev
-                .read64(rig.engine_reg(0, regs::engine::COMPLETED_COMMANDS)),
+            rig.engine_read64(0, regs::engine::COMPLETED_COMMANDS),
             4,
             "{what}: the register"
         );
@@ -1253,7 +1198,7 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
         );
         rig.run();
         assert!(faults(&rig.drain()).is_empty(), "{what}");
-        assert_eq!(rig.mem.read_u64(k.prog_pa), Some(9), "{what}");
+        assert_eq!(rig.value(k.prog_pa), 9, "{what}");
         assert_eq!(read_ptr(&rig, &k), k.q.wptr, "{what}");
         assert_eq!(rig.dev.completed_commands(0), 5, "{what}");
     }
@@ -1265,8 +1210,7 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
 /// it happens, the read pointer stays on the INDIRECT_VM, and only that queue stops.
 #[test]
 fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
-    let mut rig = Rig::step();
-    let p = process(&mut rig);
+    let (mut rig, p) = process_rig();
     const KPAGE_VA: u64 = DATA_VA + 0x1000;
     let kpage = page(&rig);
     p.pt.map(&mut rig, KPAGE_VA, kpage, RW_KERNEL);
@@ -1280,7 +1224,7 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
     submit(&rig, &mut k, &[fill(KPAGE_VA, 1)]);
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(kpage), Some(1));
+    assert_eq!(rig.value(kpage), 1);
     let rp = read_ptr(&rig, &k);
     assert_eq!(rp, 32);
 
@@ -1326,28 +1270,20 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
         },
         "nothing written to the kernel-only page"
     );
-    assert_eq!(
-        rig.mem.read_u64(p.data),
-        Some(0x22),
-        "the packet before ran"
-    );
-    assert_eq!(
-        rig.mem.read_u64(p.data + 8),
-        Some(0),
-        "the packet after did not"
-    );
+    assert_eq!(rig.value(p.data), 0x22, "the packet before ran");
+    assert_eq!(rig.value(p.data + 8), 0, "the packet after did not");
     assert_eq!(
         read_ptr(&rig, &k),
         rp,
         "read pointer stays on the INDIRECT_VM"
     );
-    assert_eq!(rig.mem.read_u64(k.prog_pa), Some(0), "PROGRESS did not run");
+    assert_eq!(rig.value(k.prog_pa), 0, "PROGRESS did not run");
     assert_eq!(
         rig.dev.completed_commands(0),
         before + 1,
         "the FILL before; the INDIRECT_VM is not counted"
     );
-    assert_eq!(snapshot(&rig, 1).fault, Some(FaultCode::PageFault));
+    assert_eq!(snap(&rig, 1).unwrap().fault, Some(FaultCode::PageFault));
 
     // The other queue of the engine keeps running; the faulted one stays stopped.
     let ts_pa = rig.alloc(8);
@@ -1356,9 +1292,9 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
     assert!(faults(&rig.drain()).is_empty());
     assert_ne!(rig.mem.read_u64(ts_pa), Some(0));
     assert_eq!(read_ptr(&rig, &other), other.q.wptr);
-    assert_eq!(snapshot(&rig, 2).fault, None);
+    assert_eq!(snap(&rig, 2).unwrap().fault, None);
     assert_eq!(read_ptr(&rig, &k), rp);
-    assert_eq!(rig.mem.read_u64(p.data + 8), Some(0));
+    assert_eq!(rig.value(p.data + 8), 0);
 }
 
 /// The buffer does not get the ring's space: an address the kernel-mode queue's own space
@@ -1368,8 +1304,7 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
 fn indirect_vm_buffer_does_not_get_the_rings_space() {
     for translated in [false, true] {
         let what = if translated { "translated" } else { "identity" };
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         let (mut k, target, target_pa) = if translated {
             let kpt = Pt::new(&mut rig);
             let kdata = page(&rig);
@@ -1385,7 +1320,7 @@ fn indirect_vm_buffer_does_not_get_the_rings_space() {
         submit(&rig, &mut k, &[fill(target, 0x600D)]);
         rig.run();
         assert!(faults(&rig.drain()).is_empty(), "{what}");
-        assert_eq!(rig.mem.read_u64(target_pa), Some(0x600D), "{what}");
+        assert_eq!(rig.value(target_pa), 0x600D, "{what}");
 
         let bytes = put_buffer(&rig, p.buf, &encode(&[fill(target, 0xBAD)]));
         submit(&rig, &mut k, &[ivm(BUF_VA, bytes, p.pt.root)]);
@@ -1398,11 +1333,7 @@ fn indirect_vm_buffer_does_not_get_the_rings_space() {
             "{what}"
         );
         assert_eq!(info.rptr, 32, "{what}");
-        assert_eq!(
-            rig.mem.read_u64(target_pa),
-            Some(0x600D),
-            "{what}: not written"
-        );
+        assert_eq!(rig.value(target_pa), 0x600D, "{what}: not written");
         assert_eq!(read_ptr(&rig, &k), 32, "{what}");
         assert_eq!(
             rig.dev.completed_commands(0),
@@ -1443,8 +1374,7 @@ fn indirect_vm_buffer_is_fetched_under_its_root_with_user_privilege() {
         ),
     ];
     for (what, buf_attrs, bytes, va, reason) in cases {
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         match buf_attrs {
             Some(a) => p.pt.map(&mut rig, BUF_VA, p.buf, a),
             None => p.pt.unmap(&mut rig, BUF_VA),
@@ -1466,8 +1396,12 @@ fn indirect_vm_buffer_is_fetched_under_its_root_with_user_privilege() {
             (reason, Access::Execute, true, 0),
             "{what}"
         );
-        assert_eq!(rig.mem.read_u64(p.data), Some(0), "{what}: nothing ran");
-        assert_eq!(snapshot(&rig, 1).indirect, None, "{what}: never started");
+        assert_eq!(rig.value(p.data), 0, "{what}: nothing ran");
+        assert_eq!(
+            snap(&rig, 1).unwrap().indirect,
+            None,
+            "{what}: never started"
+        );
         assert_eq!(rig.dev.completed_commands(0), 0, "{what}");
     }
 }
@@ -1491,7 +1425,7 @@ fn indirect_vm_on_a_user_mode_queue_faults_bad_argument() {
     );
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_u64(data), Some(0xBAD));
+    assert_eq!(rig.value(data), 0xBAD);
     rig.mem.write_u64(data, 0).unwrap();
 
     submit(
@@ -1506,10 +1440,10 @@ fn indirect_vm_on_a_user_mode_queue_faults_bad_argument() {
     assert_eq!(f[0].arg0, FaultCode::BadArgument as u64);
     assert_eq!(f[0].arg1, 0);
     assert_eq!(f[0].arg2, 24 + 32, "plain read pointer of the INDIRECT_VM");
-    assert_eq!(rig.mem.read_u64(data + 8), Some(1), "the packet before ran");
-    assert_eq!(rig.mem.read_u64(data), Some(0), "the buffer did not");
+    assert_eq!(rig.value(data + 8), 1, "the packet before ran");
+    assert_eq!(rig.value(data), 0, "the buffer did not");
     assert_eq!(read_ptr(&rig, &v), 24 + 32);
-    let s = snapshot(&rig, 1);
+    let s = snap(&rig, 1).unwrap();
     assert_eq!((s.fault, s.indirect), (Some(FaultCode::BadArgument), None));
 }
 
@@ -1518,8 +1452,7 @@ fn indirect_vm_on_a_user_mode_queue_faults_bad_argument() {
 #[test]
 fn indirect_vm_with_root_0_or_misaligned_is_a_bad_argument_decode_fault() {
     for bad in ["root 0", "root + 8", "root + 0x800"] {
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         let mut k = identity_kqueue(&mut rig, 0, 1);
         rig.commit(0, &[&k.q]);
         // Under identity, a buffer in the window filling a window page.
@@ -1539,11 +1472,11 @@ fn indirect_vm_with_root_0_or_misaligned_is_a_bad_argument_decode_fault() {
         assert_eq!(f[0].arg0, FaultCode::BadArgument as u64, "{bad}");
         assert_eq!((f[0].arg1, f[0].arg2), (0, 16), "{bad}: decode fault");
         assert_ne!(rig.mem.read_u64(ts_pa), Some(0), "{bad}: packet before ran");
-        assert_eq!(rig.mem.read_u64(win_data), Some(0), "{bad}");
-        assert_eq!(rig.mem.read_u64(p.data), Some(0), "{bad}");
+        assert_eq!(rig.value(win_data), 0, "{bad}");
+        assert_eq!(rig.value(p.data), 0, "{bad}");
         assert_eq!(read_ptr(&rig, &k), 16, "{bad}");
         assert_eq!(rig.dev.completed_commands(0), 1, "{bad}");
-        let s = snapshot(&rig, 1);
+        let s = snap(&rig, 1).unwrap();
         assert_eq!(
             (s.fault, s.indirect),
             (Some(FaultCode::BadArgument), None),
@@ -1562,8 +1495,7 @@ fn indirect_inside_an_indirect_vm_buffer_faults_nested_indirect() {
         "INDIRECT_VM in INDIRECT_VM",
         "INDIRECT_VM in INDIRECT",
     ] {
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         // An inner buffer the process could run: it fills DATA_VA + 8.
         let inner = page(&rig);
         p.pt.map(&mut rig, BUF2_VA, inner, RO_USER);
@@ -1619,19 +1551,11 @@ fn indirect_inside_an_indirect_vm_buffer_faults_nested_indirect() {
             (FaultCode::NestedIndirect as u64, 0, 0),
             "{what}: arg2 = the outer packet's read pointer"
         );
-        assert_eq!(
-            rig.mem.read_u64(prefix_pa),
-            Some(0x11),
-            "{what}: prefix ran"
-        );
-        assert_eq!(
-            rig.mem.read_u64(p.data + 8),
-            Some(0),
-            "{what}: inner did not"
-        );
+        assert_eq!(rig.value(prefix_pa), 0x11, "{what}: prefix ran");
+        assert_eq!(rig.value(p.data + 8), 0, "{what}: inner did not");
         assert_eq!(read_ptr(&rig, &k), 0, "{what}");
         assert_eq!(rig.dev.completed_commands(0), 1, "{what}: the prefix only");
-        let s = snapshot(&rig, 1);
+        let s = snap(&rig, 1).unwrap();
         assert_eq!(
             (s.fault, s.read_ptr),
             (Some(FaultCode::NestedIndirect), 0),
@@ -1648,8 +1572,7 @@ fn indirect_inside_an_indirect_vm_buffer_faults_nested_indirect() {
 fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
     for unmap in [false, true] {
         let what = if unmap { "unmap" } else { "signal" };
-        let mut rig = Rig::step();
-        let p = process(&mut rig);
+        let (mut rig, p) = process_rig();
         let mut k = identity_kqueue(&mut rig, 0, 1);
         // Another queue of the process (user mode, its own ring) on the other engine.
         let mut u = vqueue(&mut rig, p.pt, 1, 2, true);
@@ -1668,8 +1591,12 @@ fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
         );
         submit(&rig, &mut k, &[ivm(BUF_VA, bytes, p.pt.root)]);
         rig.run();
-        assert_eq!(snapshot(&rig, 1).blocked_on, Some((DATA_VA, 1)), "{what}");
-        assert_eq!(rig.mem.read_u64(p.data + 8), Some(0), "{what}");
+        assert_eq!(
+            snap(&rig, 1).unwrap().blocked_on,
+            Some((DATA_VA, 1)),
+            "{what}"
+        );
+        assert_eq!(rig.value(p.data + 8), 0, "{what}");
         if unmap {
             p.pt.unmap(&mut rig, DATA_VA);
             rig.dev.write64(regs::TLB_INVALIDATE, p.pt.root);
@@ -1680,7 +1607,7 @@ fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
                 (info.reason, info.access, info.user),
                 (FaultReason::NotPresent, Access::Read, true)
             );
-            assert_eq!(rig.mem.read_u64(p.data + 8), Some(0));
+            assert_eq!(rig.value(p.data + 8), 0);
         } else {
             submit(
                 &rig,
@@ -1695,7 +1622,7 @@ fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
             );
             rig.run();
             assert!(faults(&rig.drain()).is_empty());
-            assert_eq!(rig.mem.read_u64(p.data + 8), Some(0x77));
+            assert_eq!(rig.value(p.data + 8), 0x77);
             assert_eq!(read_ptr(&rig, &k), 32);
             assert_eq!(rig.dev.completed_commands(0), 3);
         }

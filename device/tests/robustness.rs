@@ -30,9 +30,7 @@ fn garbage_rings_fault_but_never_panic() {
             ..rvgpu_device::DeviceConfig::step()
         });
         let f = rig.fence(0);
-        let mut q = rig.queue(0, 1);
-        let mut good = rig.queue(0, 2);
-        rig.commit(0, &[&q, &good]);
+        let [mut q, mut good] = rig.queues_committed(0, [1, 2]);
         let words: Vec<u64> = (0..64)
             .map(|i| match rnd.next() % 4 {
                 // Plausible headers with random arguments reach deeper into the executor.

@@ -107,14 +107,21 @@ impl Log {
     /// The CMP wrote nothing outside the buffer, and left NumberOfEntries alone.
     fn check_bounds(&self, rig: &Rig) {
         assert_eq!(
-            rig.mem.read_u64(self.base + buffer_size(self.entries)),
-            Some(SENTINEL),
+            rig.value(self.base + buffer_size(self.entries)),
+            SENTINEL,
             "word after the buffer"
         );
         assert_eq!(
-            rig.mem.read_u64(self.base + HEADER_NUMBER_OF_ENTRIES),
-            Some(u64::from(self.entries))
+            rig.value(self.base + HEADER_NUMBER_OF_ENTRIES),
+            u64::from(self.entries)
         );
+    }
+
+    /// A [`round`] on `q` that writes nothing into the log (`why` says why not).
+    fn round_unlogged(&self, rig: &mut Rig, q: &mut Q, why: &str) {
+        let before = self.snapshot(rig);
+        round(rig, q);
+        assert_eq!(self.snapshot(rig), before, "{why}");
     }
 
     /// Every word of the buffer (to show that nothing was written).
@@ -142,9 +149,12 @@ fn ctrl(rig: &Rig, e: u32, v: u32) {
     rig.dev.write32(reg(e, regs::engine::SCHED_LOG_CTRL), v);
 }
 
+/// The interrupt entry that is never reached: no interrupt.
+const NO_IRQ_ENTRY: u32 = u32::MAX;
+
 /// Programs `log` on engine `e` (no interrupt entry) and adopts it.
 fn adopt(rig: &Rig, e: u32, log: &Log) {
-    adopt_irq(rig, e, log, u32::MAX);
+    adopt_irq(rig, e, log, NO_IRQ_ENTRY);
 }
 
 fn adopt_irq(rig: &Rig, e: u32, log: &Log, irq_entry: u32) {
@@ -159,18 +169,48 @@ fn tagged(rig: &mut Rig, engine: u32, id: u32, tag: u64) -> Q {
     q
 }
 
+/// Queues of the context tags `tags` (ids 1, 2, …) committed together on engine `e`.
+fn tagged_committed<const N: usize>(rig: &mut Rig, e: u32, tags: [u64; N]) -> [Q; N] {
+    let mut id = 0;
+    let qs = tags.map(|tag| {
+        id += 1;
+        tagged(rig, e, id, tag)
+    });
+    rig.commit(e, &qs.each_ref());
+    qs
+}
+
+/// A step-mode rig whose engine `e` logs into a fresh log of `entries` entries (interrupt
+/// entry `irq_entry`), with [`tagged_committed`] queues of `tags` there.
+fn logging<const N: usize>(
+    e: u32,
+    entries: u32,
+    irq_entry: u32,
+    tags: [u64; N],
+) -> (Rig, Log, [Q; N]) {
+    let mut rig = Rig::step();
+    let log = Log::new(&mut rig, entries);
+    adopt_irq(&rig, e, &log, irq_entry);
+    let qs = tagged_committed(&mut rig, e, tags);
+    (rig, log, qs)
+}
+
 fn nops(n: usize) -> Vec<Command> {
     vec![Command::Nop { len: 1 }; n]
+}
+
+/// `n` NOPs on each of `qs`, then the device runs to idle.
+fn run_nops<const N: usize>(rig: &Rig, qs: [&mut Q; N], n: usize) {
+    for q in qs {
+        rig.submit(q, &nops(n));
+    }
+    rig.run();
 }
 
 /// One packet on `q`, run to idle: the context runs, then goes idle (two entries).
 fn round(rig: &mut Rig, q: &mut Q) {
     rig.submit(q, &nops(1));
     rig.run();
-}
-
-fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
-    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
 }
 
 fn sched_events(rig: &Rig) -> (IntCause, Vec<EventRecord>) {
@@ -190,15 +230,8 @@ fn one_fault(evs: &[EventRecord]) -> EventRecord {
 /// Idle; timestamps never go backwards and each switch is later than the previous one.
 #[test]
 fn two_contexts_take_turns_running_and_ready() {
-    let mut rig = Rig::step();
-    let log = Log::new(&mut rig, 64);
-    adopt(&rig, 0, &log);
-    let mut qa = tagged(&mut rig, 0, 1, A);
-    let mut qb = tagged(&mut rig, 0, 2, B);
-    rig.commit(0, &[&qa, &qb]);
-    rig.submit(&mut qa, &nops(3));
-    rig.submit(&mut qb, &nops(3));
-    rig.run();
+    let (rig, log, [mut qa, mut qb]) = logging(0, 64, NO_IRQ_ENTRY, [A, B]);
+    run_nops(&rig, [&mut qa, &mut qb], 3);
     // A B A B A B, then nothing: A has no work left when B takes its last turn.
     let want = vec![
         (A, Running),
@@ -243,16 +276,9 @@ fn two_contexts_take_turns_running_and_ready() {
 /// Many packets of one context: two entries in all (performance: switches only).
 #[test]
 fn packets_of_the_running_context_log_nothing() {
-    let mut rig = Rig::step();
-    let log = Log::new(&mut rig, 16);
-    adopt(&rig, 1, &log);
     // Two queues of the same context: switching between them is no context switch.
-    let mut q1 = tagged(&mut rig, 1, 1, A);
-    let mut q2 = tagged(&mut rig, 1, 2, A);
-    rig.commit(1, &[&q1, &q2]);
-    rig.submit(&mut q1, &nops(50));
-    rig.submit(&mut q2, &nops(50));
-    rig.run();
+    let (rig, log, [mut q1, mut q2]) = logging(1, 16, NO_IRQ_ENTRY, [A, A]);
+    run_nops(&rig, [&mut q1, &mut q2], 50);
     assert_eq!(rig.dev.completed_commands(1), 100);
     assert_eq!(log.header(&rig), (2, 0));
     assert_eq!(log.changes(&rig, 2), vec![(A, Running), (A, Idle)]);
@@ -266,19 +292,8 @@ fn a_context_that_runs_out_of_work_goes_idle() {
     let f = rig.fence(0);
     let log = Log::new(&mut rig, 16);
     adopt(&rig, 0, &log);
-    let mut qa = tagged(&mut rig, 0, 1, A);
-    let mut qb = tagged(&mut rig, 0, 2, B);
-    rig.commit(0, &[&qa, &qb]);
-    rig.submit(
-        &mut qa,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            Command::Nop { len: 1 },
-        ],
-    );
+    let [mut qa, mut qb] = tagged_committed(&mut rig, 0, [A, B]);
+    rig.submit(&mut qa, &[fence_wait(f, 1), Command::Nop { len: 1 }]);
     rig.submit(&mut qb, &[signal(f, 1, 0, 0)]);
     rig.run();
     assert_eq!(
@@ -299,20 +314,13 @@ fn a_context_that_runs_out_of_work_goes_idle() {
 /// entry is written for them; an engine running only untagged work writes nothing.
 #[test]
 fn untagged_queues_are_not_logged() {
-    let mut rig = Rig::step();
-    let log = Log::new(&mut rig, 16);
-    adopt(&rig, 0, &log);
-    let mut qu = tagged(&mut rig, 0, 1, 0);
-    let mut qa = tagged(&mut rig, 0, 2, A);
-    rig.commit(0, &[&qu, &qa]);
+    let (rig, log, [mut qu, mut qa]) = logging(0, 16, NO_IRQ_ENTRY, [0, A]);
     rig.submit(&mut qu, &nops(2));
     rig.run();
     assert_eq!(log.header(&rig), (0, 0));
     assert_eq!(log.slot(&rig, 0), None);
     // U A U A, then nothing.
-    rig.submit(&mut qu, &nops(2));
-    rig.submit(&mut qa, &nops(2));
-    rig.run();
+    run_nops(&rig, [&mut qu, &mut qa], 2);
     assert_eq!(
         log.changes(&rig, 4),
         vec![(A, Running), (A, Ready), (A, Running), (A, Idle)]
@@ -325,11 +333,7 @@ fn untagged_queues_are_not_logged() {
 /// own position).
 #[test]
 fn small_log_wraps_and_counts_laps() {
-    let mut rig = Rig::step();
-    let log = Log::new(&mut rig, 3);
-    adopt(&rig, 0, &log);
-    let mut q = tagged(&mut rig, 0, 1, A);
-    rig.commit(0, &[&q]);
+    let (mut rig, log, [mut q]) = logging(0, 3, NO_IRQ_ENTRY, [A]);
     for _ in 0..4 {
         round(&mut rig, &mut q);
     }
@@ -365,11 +369,7 @@ fn small_log_wraps_and_counts_laps() {
 /// header just after it) and raises IntCause::SCHED_LOG, and again each lap.
 #[test]
 fn interrupt_at_the_irq_entry_and_again_after_a_wrap() {
-    let mut rig = Rig::step();
-    let log = Log::new(&mut rig, 4);
-    adopt_irq(&rig, 1, &log, 1);
-    let mut q = tagged(&mut rig, 1, 1, A);
-    rig.commit(1, &[&q]);
+    let (mut rig, log, [mut q]) = logging(1, 4, 1, [A]);
     rig.isr();
     // Entries 0 and 1: the second is the interrupt entry.
     round(&mut rig, &mut q);
@@ -408,21 +408,14 @@ fn interrupt_at_the_irq_entry_and_again_after_a_wrap() {
 /// starting at whatever position its header holds.
 #[test]
 fn ctrl_zero_stops_and_readoption_continues_from_the_header() {
-    let mut rig = Rig::step();
-    let log = Log::new(&mut rig, 8);
-    adopt(&rig, 0, &log);
-    let mut q = tagged(&mut rig, 0, 1, A);
-    rig.commit(0, &[&q]);
+    let (mut rig, log, [mut q]) = logging(0, 8, NO_IRQ_ENTRY, [A]);
     round(&mut rig, &mut q);
     assert_eq!(log.header(&rig), (2, 0));
     ctrl(&rig, 0, 0);
-    let before = log.snapshot(&rig);
-    round(&mut rig, &mut q);
-    assert_eq!(log.snapshot(&rig), before, "nothing written while stopped");
+    log.round_unlogged(&mut rig, &mut q, "nothing written while stopped");
     // Values other than 0 and 1 are ignored (logging stays off).
     ctrl(&rig, 0, 2);
-    round(&mut rig, &mut q);
-    assert_eq!(log.snapshot(&rig), before);
+    log.round_unlogged(&mut rig, &mut q, "CTRL = 2 is ignored");
     // Re-adopted: continues at the header's position.
     ctrl(&rig, 0, 1);
     round(&mut rig, &mut q);
@@ -448,11 +441,7 @@ fn ctrl_zero_stops_and_readoption_continues_from_the_header() {
 /// logged. Stopping does not forget the current context: re-adopting mid-run logs its end.
 #[test]
 fn stopping_mid_run_and_readopting_logs_the_next_change() {
-    let mut rig = Rig::step();
-    let log = Log::new(&mut rig, 8);
-    adopt(&rig, 0, &log);
-    let mut qa = tagged(&mut rig, 0, 1, A);
-    rig.commit(0, &[&qa]);
+    let (rig, log, [mut qa]) = logging(0, 8, NO_IRQ_ENTRY, [A]);
     rig.submit(&mut qa, &nops(4));
     rig.dev.step();
     assert_eq!(log.header(&rig), (1, 0));
@@ -471,8 +460,7 @@ fn stopping_mid_run_and_readopting_logs_the_next_change() {
 fn unusable_logs_fault_and_nothing_is_written() {
     let mut rig = Rig::step();
     let good = Log::new(&mut rig, 4);
-    let mut q = tagged(&mut rig, 0, 1, A);
-    rig.commit(0, &[&q]);
+    let [mut q] = tagged_committed(&mut rig, 0, [A]);
     // The last page of the rig's window: a buffer that runs past it is unreachable.
     let arena_end = rig.arena.bus_addr + rig.arena.len;
     let tail = Log::at(&rig, arena_end - 4096, 4);
@@ -566,9 +554,7 @@ fn a_log_that_stops_translating_turns_logging_off() {
     assert_eq!(log.header(&rig), (2, 0));
     rig.isr();
     rig.dev.write64(ws, 0);
-    let before = log.snapshot(&rig);
-    round(&mut rig, &mut q0);
-    assert_eq!(log.snapshot(&rig), before);
+    log.round_unlogged(&mut rig, &mut q0, "the log is off the bus");
     let (_, evs) = rig.isr();
     let f = one_fault(&evs);
     assert_eq!(
@@ -583,8 +569,7 @@ fn a_log_that_stops_translating_turns_logging_off() {
     assert_eq!(rig.dev.completed_commands(0), 2, "the queue ran on");
     // The window back: logging stays off until re-adopted.
     rig.dev.write64(ws, own.len);
-    round(&mut rig, &mut q0);
-    assert_eq!(log.snapshot(&rig), before);
+    log.round_unlogged(&mut rig, &mut q0, "off until re-adopted");
     let (_, evs) = rig.isr();
     assert!(of_kind(&evs, EventKind::Fault).is_empty());
     ctrl(&rig, 0, 1);
@@ -599,15 +584,9 @@ fn a_log_that_stops_translating_turns_logging_off() {
 /// failed reset logs nothing; a reset with no current context logs nothing.
 #[test]
 fn engine_reset_logs_the_running_context_idle() {
-    let mut rig = Rig::step();
-    let log = Log::new(&mut rig, 16);
-    adopt_irq(&rig, 0, &log, 1);
-    let mut qa = tagged(&mut rig, 0, 1, A);
-    rig.commit(0, &[&qa]);
+    let (mut rig, log, [mut qa]) = logging(0, 16, 1, [A]);
     rig.submit(&mut qa, &[Command::Hang]);
-    for _ in 0..5 {
-        rig.dev.step();
-    }
+    steps(&rig, 5);
     assert_eq!(log.changes(&rig, 1), vec![(A, Running)]);
     rig.isr();
     rig.dev.fail_next_reset(0);
@@ -650,11 +629,7 @@ fn engine_reset_logs_the_running_context_idle() {
 /// the same log again, continuing from its header.
 #[test]
 fn adapter_reset_turns_logging_off_and_keeps_the_registers() {
-    let mut rig = Rig::step();
-    let log = Log::new(&mut rig, 8);
-    adopt_irq(&rig, 0, &log, 5);
-    let mut q = tagged(&mut rig, 0, 1, A);
-    rig.commit(0, &[&q]);
+    let (mut rig, log, [mut q]) = logging(0, 8, 5, [A]);
     round(&mut rig, &mut q);
     assert_eq!(log.header(&rig), (2, 0));
     rig.dev
@@ -681,10 +656,8 @@ fn adapter_reset_turns_logging_off_and_keeps_the_registers() {
         .write_words(q.desc.ring_control.get(), &[0; 16])
         .unwrap();
     rig.commit(0, &[&q]);
-    let before = log.snapshot(&rig);
-    round(&mut rig, &mut q);
+    log.round_unlogged(&mut rig, &mut q, "logging is off after the reset");
     assert_eq!(rig.dev.completed_commands(0), 1);
-    assert_eq!(log.snapshot(&rig), before, "logging is off after the reset");
     ctrl(&rig, 0, 1);
     round(&mut rig, &mut q);
     assert_eq!(log.header(&rig), (4, 0));
@@ -730,12 +703,9 @@ fn without_the_capability_the_registers_are_inert() {
     ] {
         assert_eq!(rig.dev.read64(reg(0, r)), 0);
     }
-    let mut q = tagged(&mut rig, 0, 1, A);
-    rig.commit(0, &[&q]);
-    let before = log.snapshot(&rig);
-    round(&mut rig, &mut q);
+    let [mut q] = tagged_committed(&mut rig, 0, [A]);
+    log.round_unlogged(&mut rig, &mut q, "no capability, no log");
     assert_eq!(rig.dev.completed_commands(0), 1);
-    assert_eq!(log.snapshot(&rig), before);
     // Even an unusable log programs nothing and faults nothing.
     program(&rig, 0, 3, 0, 0);
     ctrl(&rig, 0, 1);
@@ -811,8 +781,7 @@ fn the_log_is_written_through_the_system_space() {
     );
     program(&rig, 0, LOG_VA, 8, u32::MAX);
     ctrl(&rig, 0, 1);
-    let mut q = tagged(&mut rig, 0, 1, A);
-    rig.commit(0, &[&q]);
+    let [mut q] = tagged_committed(&mut rig, 0, [A]);
     round(&mut rig, &mut q);
     assert_eq!(phys.header(&rig), (2, 0));
     assert_eq!(phys.changes(&rig, 2), vec![(A, Running), (A, Idle)]);
@@ -820,9 +789,7 @@ fn the_log_is_written_through_the_system_space() {
     sys.unmap(&mut rig, LOG_VA);
     rig.dev.write64(regs::TLB_INVALIDATE, sys.root);
     rig.isr();
-    let before = phys.snapshot(&rig);
-    round(&mut rig, &mut q);
-    assert_eq!(phys.snapshot(&rig), before);
+    phys.round_unlogged(&mut rig, &mut q, "the unmapped entry faults");
     let (_, evs) = rig.isr();
     let f = one_fault(&evs);
     assert_eq!(
@@ -848,9 +815,7 @@ fn threaded_two_contexts_produce_a_well_formed_log() {
     });
     let log = Log::new(&mut rig, 1024);
     adopt(&rig, 0, &log);
-    let mut qa = tagged(&mut rig, 0, 1, A);
-    let mut qb = tagged(&mut rig, 0, 2, B);
-    rig.commit(0, &[&qa, &qb]);
+    let [mut qa, mut qb] = tagged_committed(&mut rig, 0, [A, B]);
     for _ in 0..10 {
         rig.submit(&mut qa, &nops(5));
         rig.submit(&mut qb, &nops(5));

@@ -18,16 +18,16 @@ fn um_02_dedicated_doorbell_rescans_the_bound_queue_only() {
     // Published but not rung: the CMP does not poll write pointers.
     rig.push(&mut q, &[signal(f, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     // Unbound page and out-of-range page: ignored, counted.
     rig.dev.doorbell_write(page + 1, 0);
     rig.dev.doorbell_write(1000, 0);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     assert_eq!(rig.dev.doorbell_stats().ignored, 2);
     rig.dev.doorbell_write(page, 0);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     let s = rig.dev.doorbell_stats();
     assert_eq!((s.accepted, s.per_page[page as usize]), (1, 1));
     // Unbinding: the page no longer reaches the queue.
@@ -36,29 +36,27 @@ fn um_02_dedicated_doorbell_rescans_the_bound_queue_only() {
     rig.push(&mut q, &[signal(f, 2, 0, 0)]);
     rig.dev.doorbell_write(page, 0);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     assert_eq!(rig.dev.doorbell_stats().ignored, 3);
     // QUEUE_KICK (kernel-mode submission) works without a doorbell.
     rig.kick(&q);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(2));
+    assert_eq!(rig.value(f.cv), 2);
 }
 
 #[test]
 fn um_02_global_doorbell_value_names_the_queue() {
     let mut rig = Rig::step_with(|c| c.global_doorbell = true);
     let (f, g) = (rig.fence(0), rig.fence(0));
-    let mut a = rig.queue(0, 10);
-    let mut b = rig.queue(1, 11);
-    rig.commit(0, &[&a]);
-    rig.commit(1, &[&b]);
+    let mut a = rig.queue_committed(0, 10);
+    let mut b = rig.queue_committed(1, 11);
     rig.push(&mut a, &[signal(f, 1, 0, 0)]);
     rig.push(&mut b, &[signal(g, 1, 0, 0)]);
     rig.dev.doorbell_write(1, 10);
     rig.dev.doorbell_write(0, 99);
     rig.run();
     assert_eq!(rig.dev.doorbell_stats().ignored, 2, "page 1 and unknown id");
-    assert_eq!(rig.mem.read_u64(f.cv), Some(0));
+    assert_eq!(rig.value(f.cv), 0);
     rig.dev.doorbell_write(0, 11);
     rig.run();
     assert_eq!(
@@ -67,7 +65,7 @@ fn um_02_global_doorbell_value_names_the_queue() {
     );
     rig.dev.doorbell_write(0, 10);
     rig.run();
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
 }
 
 /// hardware.md 5.5: in global mode a doorbell page rings only the user-mode
@@ -96,7 +94,7 @@ fn global_doorbell_page_rings_only_its_process() {
     rig.push(&mut b, &[signal(fb, 1, 0, 0)]);
     rig.push(&mut k, &[signal(fk, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(fa.cv), Some(0), "nothing rang yet");
+    assert_eq!(rig.value(fa.cv), 0, "nothing rang yet");
     // B's process rings A's queue id on its own page; A's process names K; page 2 is unbound.
     rig.dev.doorbell_write(1, 10);
     rig.dev.doorbell_write(0, 12);
@@ -157,19 +155,8 @@ fn higher_priority_runs_first_and_equals_round_robin() {
 fn recommit_keeps_staying_queues_and_stops_leaving_ones() {
     let mut rig = Rig::step();
     let (f, g, h) = (rig.fence(0), rig.fence(0), rig.fence(0));
-    let mut stay = rig.queue(0, 1);
-    let mut leave = rig.queue(0, 2);
-    rig.commit(0, &[&stay, &leave]);
-    rig.submit(
-        &mut stay,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    let [mut stay, mut leave] = rig.queues_committed(0, [1, 2]);
+    rig.submit(&mut stay, &[fence_wait(f, 1), signal(g, 1, 0, 0)]);
     rig.run();
     let obs = rig.dev.queues();
     assert_eq!(obs[0].blocked_on, Some((f.cv, 1)));
@@ -183,39 +170,24 @@ fn recommit_keeps_staying_queues_and_stops_leaving_ones() {
     // The leaving queue's work does not run even when rung.
     rig.submit(&mut leave, &[signal(h, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(h.cv), Some(0));
+    assert_eq!(rig.value(h.cv), 0);
     rig.mem.write_u64(f.cv, 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, f.cv);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
     // Back in the runlist: it resumes from its ring-control read pointer.
     rig.commit(0, &[&stay, &leave]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(h.cv), Some(1));
+    assert_eq!(rig.value(h.cv), 1);
 }
 
 #[test]
 fn commit_finishes_a_transfer_of_a_leaving_queue() {
     let mut rig = Rig::step();
-    let src = rig.alloc(64 << 10);
-    let dst = rig.alloc(64 << 10);
-    rig.mem.write_u64(src + (64 << 10) - 8, 9).unwrap();
-    let mut q = rig.queue_committed(1, 1);
-    rig.submit(
-        &mut q,
-        &[Command::Copy {
-            src,
-            dst,
-            bytes: 64 << 10,
-        }],
-    );
+    let (q, dst) = rig.long_copy(64 << 10, 9);
     rig.dev.step();
     rig.commit(1, &[]);
-    assert_eq!(
-        rig.mem.read_u64(dst + (64 << 10) - 8),
-        Some(9),
-        "command boundary"
-    );
+    assert_eq!(rig.value(dst + (64 << 10) - 8), 9, "command boundary");
     assert_eq!(rig.read_ptr(&q), q.wptr);
 }
 
@@ -233,16 +205,12 @@ fn adapter_reset_returns_to_power_on_but_keeps_memory_and_clock() {
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
     assert!(!rig.line.level());
     assert_eq!(rig.dev.read32(regs::EVENT_RING_CTRL), 0);
-    assert_eq!(
-        rig.dev
-            .read64(rig.engine_reg(0, regs::engine::COMPLETED_COMMANDS)),
-        0
-    );
+    assert_eq!(rig.engine_read64(0, regs::engine::COMPLETED_COMMANDS), 0);
     assert_eq!(
         rig.dev.read32(regs::doorbell_bind_reg(0).unwrap()),
         NO_QUEUE
     );
-    assert_eq!(rig.mem.read_u64(f.cv), Some(5), "memory kept");
+    assert_eq!(rig.value(f.cv), 5, "memory kept");
     assert!(
         rig.dev.read64(regs::GPU_CLOCK) >= t0,
         "clock never goes backwards"
@@ -283,16 +251,7 @@ fn blocked_queue_with_rewound_write_pointer_still_sees_the_signal() {
     let mut all: Vec<&Q> = idle.iter().collect();
     all.push(&q);
     rig.commit(0, &all);
-    rig.submit(
-        &mut q,
-        &[
-            Command::FenceWait {
-                addr: f.cv,
-                value: 1,
-            },
-            signal(g, 1, 0, 0),
-        ],
-    );
+    rig.submit(&mut q, &[fence_wait(f, 1), signal(g, 1, 0, 0)]);
     rig.run();
     let blocked = rig.dev.queues().into_iter().find(|s| s.queue_id == 1);
     assert_eq!(blocked.and_then(|s| s.blocked_on), Some((f.cv, 1)));
@@ -306,15 +265,15 @@ fn blocked_queue_with_rewound_write_pointer_still_sees_the_signal() {
     rig.mem.write_u64(f.cv, 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, f.cv);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(0), "no work published yet");
+    assert_eq!(rig.value(g.cv), 0, "no work published yet");
     // Published again: the wait was satisfied while it was away, so it runs on.
     rig.mem.write_u64(wp, published).unwrap();
     rig.ring(&q);
     rig.run();
-    assert_eq!(rig.mem.read_u64(g.cv), Some(1));
+    assert_eq!(rig.value(g.cv), 1);
     // The idle queues still run when given work.
     let h = rig.fence(0);
     rig.submit(&mut idle[63], &[signal(h, 1, 0, 0)]);
     rig.run();
-    assert_eq!(rig.mem.read_u64(h.cv), Some(1));
+    assert_eq!(rig.value(h.cv), 1);
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use rvgpu_device::{DeviceConfig, IrqDelay};
 use rvgpu_hw::cmd::{self, Command, LogKind};
-use rvgpu_hw::event::EventKind;
+use rvgpu_hw::event::{EventKind, EventRecord};
 use rvgpu_hw::log::{unpack_index, ENTRIES_PER_BUFFER};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::regs::{self, IntCause};
@@ -22,12 +22,42 @@ fn guard(deadline: Instant, what: &str) {
     std::thread::yield_now();
 }
 
+/// Yields until `cond` holds; fails after 10 s (a hang guard, not a timing assertion).
+fn spin_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        guard(deadline, what);
+    }
+}
+
 /// Waits for ring space for `bytes` more.
 fn wait_space(rig: &Rig, q: &Q, bytes: u64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while q.wptr + bytes - rig.read_ptr(q) > u64::from(q.desc.ring_size) {
-        guard(deadline, "ring space");
-    }
+    spin_until("ring space", || {
+        q.wptr + bytes - rig.read_ptr(q) <= u64::from(q.desc.ring_size)
+    });
+}
+
+/// Runs `body` while an interrupt thread serves the rig: it waits (1 ms at a time) for the line
+/// to rise, runs the ISR and hands the status and records to `dpc`, until `body` returns.
+fn with_interrupt_thread<R>(
+    rig: &Rig,
+    mut dpc: impl FnMut(IntCause, Vec<EventRecord>) + Send,
+    body: impl FnOnce() -> R,
+) -> R {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut seen = 0;
+            while !done.load(Ordering::Acquire) {
+                seen = rig.line.wait_rises_above(seen, Duration::from_millis(1));
+                let (st, evs) = rig.isr();
+                dpc(st, evs);
+            }
+        });
+        let r = body();
+        done.store(true, Ordering::Release);
+        r
+    })
 }
 
 #[test]
@@ -41,7 +71,7 @@ fn threaded_submission_executes_and_interrupts() {
     let (st, evs) = rig.isr();
     assert!(st.contains(IntCause::FENCE_SIGNALED));
     assert_eq!(evs[0].arg0, 42);
-    assert_eq!(rig.mem.read_u64(f.cv), Some(1));
+    assert_eq!(rig.value(f.cv), 1);
     rig.dev.stop();
     rig.dev.stop();
 }
@@ -61,10 +91,7 @@ fn threaded_hang_detection_and_reset() {
         rig.engine_reg(0, regs::engine::CTRL),
         rvgpu_hw::engine::ENGINE_CTRL_RESET,
     );
-    assert_eq!(
-        rig.dev.read32(rig.engine_reg(0, regs::engine::RESET_QUEUE)),
-        1
-    );
+    assert_eq!(rig.engine_read32(0, regs::engine::RESET_QUEUE), 1);
 }
 
 #[test]
@@ -88,72 +115,60 @@ fn nf_08_no_lost_wakeup_between_monitored_value_update_and_signal() {
     rig.commit(0, &[&q]);
     let iter = AtomicU64::new(0);
     let max_event = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
     let (mut fast, mut slow) = (0u64, 0u64);
-    std::thread::scope(|s| {
-        let rig = &rig;
-        // ISR + DPC: records the largest signalled value it was told about.
-        s.spawn(|| {
-            let mut seen = 0;
-            while !done.load(Ordering::Acquire) {
-                seen = rig.line.wait_rises_above(seen, Duration::from_millis(1));
-                let (st, evs) = rig.isr();
-                for e in evs
-                    .iter()
-                    .filter(|e| e.kind == EventKind::FenceSignaled as u8)
-                {
-                    max_event.fetch_max(e.arg1, Ordering::AcqRel);
-                }
-                if st.contains(IntCause::EVENT_OVERFLOW) {
-                    // Records lost: the OS scans every fence instead.
-                    max_event.fetch_max(rig.mem.read_u64(f.cv).unwrap(), Ordering::AcqRel);
-                }
-            }
-        });
-        // The GPU work producer: signal t is submitted as soon as the waiter starts on t
-        // (never earlier, so no later signal can mask a lost wake-up for t). The waiter
-        // pauses a pseudo-random time before its MonitoredValue store, so that store and the
-        // device's CurrentValue store race in both orders.
-        let q = &mut q;
-        let iter = &iter;
-        s.spawn(move || {
-            for t in 1..=N {
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while iter.load(Ordering::Acquire) < t {
-                    guard(deadline, "waiter");
-                }
-                wait_space(rig, q, 40);
-                rig.submit(q, &[signal(f, t, cmd::SIGNAL_CONDITIONAL_IRQ, t)]);
-            }
-        });
-        // The CPU waiter (the OS side of NF-07).
-        for t in 1..=N {
-            iter.store(t, Ordering::Release);
-            for _ in 0..(t * 7919) % 10_000 {
-                std::hint::spin_loop();
-            }
-            rig.mem.store(f.mv, t - 1, Ordering::SeqCst).unwrap();
-            fence(Ordering::SeqCst);
-            rig.dev.write32(regs::FENCE_SYNC, 1);
-            let cv = rig.mem.load(f.cv, Ordering::SeqCst).unwrap();
-            if cv >= t {
-                fast += 1;
-                // Nobody waits any more (NF-02): a stale read of this is what would lose
-                // the next wake-up.
-                rig.mem.store(f.mv, u64::MAX, Ordering::SeqCst).unwrap();
-                continue;
-            }
-            // The re-read saw CurrentValue <= MonitoredValue: the device's decision for
-            // the signal that satisfies us must have seen the new MonitoredValue, so an
-            // event must come. We do NOT re-read CurrentValue: that would hide a lost one.
-            slow += 1;
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while max_event.load(Ordering::Acquire) < t {
-                guard(deadline, &format!("lost wake-up for value {t}"));
-            }
-            rig.mem.store(f.mv, u64::MAX, Ordering::SeqCst).unwrap();
+    let rig = &rig;
+    // ISR + DPC: records the largest signalled value it was told about.
+    let dpc = |st: IntCause, evs: Vec<EventRecord>| {
+        for e in of_kind(&evs, EventKind::FenceSignaled) {
+            max_event.fetch_max(e.arg1, Ordering::AcqRel);
         }
-        done.store(true, Ordering::Release);
+        if st.contains(IntCause::EVENT_OVERFLOW) {
+            // Records lost: the OS scans every fence instead.
+            max_event.fetch_max(rig.mem.read_u64(f.cv).unwrap(), Ordering::AcqRel);
+        }
+    };
+    with_interrupt_thread(rig, dpc, || {
+        std::thread::scope(|s| {
+            // The GPU work producer: signal t is submitted as soon as the waiter starts on t
+            // (never earlier, so no later signal can mask a lost wake-up for t). The waiter
+            // pauses a pseudo-random time before its MonitoredValue store, so that store and the
+            // device's CurrentValue store race in both orders.
+            let q = &mut q;
+            let iter = &iter;
+            s.spawn(move || {
+                for t in 1..=N {
+                    spin_until("waiter", || iter.load(Ordering::Acquire) >= t);
+                    wait_space(rig, q, 40);
+                    rig.submit(q, &[signal(f, t, cmd::SIGNAL_CONDITIONAL_IRQ, t)]);
+                }
+            });
+            // The CPU waiter (the OS side of NF-07).
+            for t in 1..=N {
+                iter.store(t, Ordering::Release);
+                for _ in 0..(t * 7919) % 10_000 {
+                    std::hint::spin_loop();
+                }
+                rig.mem.store(f.mv, t - 1, Ordering::SeqCst).unwrap();
+                fence(Ordering::SeqCst);
+                rig.dev.write32(regs::FENCE_SYNC, 1);
+                let cv = rig.mem.load(f.cv, Ordering::SeqCst).unwrap();
+                if cv >= t {
+                    fast += 1;
+                    // Nobody waits any more (NF-02): a stale read of this is what would lose
+                    // the next wake-up.
+                    rig.mem.store(f.mv, u64::MAX, Ordering::SeqCst).unwrap();
+                    continue;
+                }
+                // The re-read saw CurrentValue <= MonitoredValue: the device's decision for
+                // the signal that satisfies us must have seen the new MonitoredValue, so an
+                // event must come. We do NOT re-read CurrentValue: that would hide a lost one.
+                slow += 1;
+                spin_until(&format!("lost wake-up for value {t}"), || {
+                    max_event.load(Ordering::Acquire) >= t
+                });
+                rig.mem.store(f.mv, u64::MAX, Ordering::SeqCst).unwrap();
+            }
+        })
     });
     assert_eq!(fast + slow, N);
     assert!(slow > 0, "the race was exercised");
@@ -171,58 +186,37 @@ fn log_04_threaded_event_implies_log_entry_and_header_in_memory() {
     rig.commit(0, &[&q]);
     let log = q.desc.signal_log.get();
     let checked = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let rig = &rig;
-        s.spawn(|| {
-            let mut seen = 0;
-            while !done.load(Ordering::Acquire) {
-                seen = rig.line.wait_rises_above(seen, Duration::from_millis(1));
-                let (_, evs) = rig.isr();
-                for e in evs
-                    .iter()
-                    .filter(|e| e.kind == EventKind::FenceSignaled as u8)
-                {
-                    let v = e.arg1;
-                    // LOG-04: value, entry, header, then the interrupt decision.
-                    assert!(rig.mem.read_u64(f.cv).unwrap() >= v);
-                    let (first, wrap) = unpack_index(rig.mem.read_u64(log).unwrap());
-                    let count = u64::from(wrap) * ENTRIES_PER_BUFFER + u64::from(first);
-                    assert!(count >= v, "header {count} behind event {v}");
-                    let slot = (v - 1) % ENTRIES_PER_BUFFER;
-                    let entry_value = rig.mem.read_u64(log + 40 + slot * 48).unwrap();
-                    assert!(
-                        entry_value >= v,
-                        "entry for {v} not written ({entry_value})"
-                    );
-                    checked.fetch_add(1, Ordering::AcqRel);
-                }
-            }
-        });
+    let rig = &rig;
+    let dpc = |_, evs: Vec<EventRecord>| {
+        for e in of_kind(&evs, EventKind::FenceSignaled) {
+            let v = e.arg1;
+            // LOG-04: value, entry, header, then the interrupt decision.
+            assert!(rig.mem.read_u64(f.cv).unwrap() >= v);
+            let (first, wrap) = unpack_index(rig.mem.read_u64(log).unwrap());
+            let count = u64::from(wrap) * ENTRIES_PER_BUFFER + u64::from(first);
+            assert!(count >= v, "header {count} behind event {v}");
+            let slot = (v - 1) % ENTRIES_PER_BUFFER;
+            let entry_value = rig.mem.read_u64(log + 40 + slot * 48).unwrap();
+            assert!(
+                entry_value >= v,
+                "entry for {v} not written ({entry_value})"
+            );
+            checked.fetch_add(1, Ordering::AcqRel);
+        }
+    };
+    with_interrupt_thread(rig, dpc, || {
         for v in 1..=N {
             // Keep the event ring from overflowing: stay within 32 of the ISR.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while v > checked.load(Ordering::Acquire) + 32 {
-                guard(deadline, "isr");
-            }
+            spin_until("isr", || v <= checked.load(Ordering::Acquire) + 32);
             rig.submit(
                 &mut q,
                 &[
                     signal(f, v, cmd::SIGNAL_CONDITIONAL_IRQ, v),
-                    Command::LogWrite {
-                        log: LogKind::Signal,
-                        index: (v - 1) as u32,
-                        fence_handle: 1,
-                        fence_value: v,
-                    },
+                    log_write(LogKind::Signal, (v - 1) as u32, 1, v),
                 ],
             );
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while checked.load(Ordering::Acquire) < N {
-            guard(deadline, "all events");
-        }
-        done.store(true, Ordering::Release);
+        spin_until("all events", || checked.load(Ordering::Acquire) >= N);
     });
 }
 
@@ -240,15 +234,7 @@ fn log_07_log_flush_makes_counted_entries_visible() {
         let done = &done;
         s.spawn(move || {
             for i in 0..N {
-                rig.submit(
-                    &mut q,
-                    &[Command::LogWrite {
-                        log: LogKind::Signal,
-                        index: i as u32,
-                        fence_handle: 2,
-                        fence_value: i + 1,
-                    }],
-                );
+                rig.submit(&mut q, &[log_write(LogKind::Signal, i as u32, 2, i + 1)]);
             }
             done.store(true, Ordering::Release);
         });
@@ -284,41 +270,26 @@ fn log_07_log_flush_makes_counted_entries_visible() {
 fn isr_concurrent_with_device_loses_no_record() {
     const N: u64 = 1000;
     let mut rig = threaded();
-    let mut a = rig.queue(0, 1);
-    let mut b = rig.queue(1, 2);
-    rig.commit(0, &[&a]);
-    rig.commit(1, &[&b]);
+    let mut a = rig.queue_committed(0, 1);
+    let mut b = rig.queue_committed(1, 2);
     let got = AtomicU64::new(0);
     let sum = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let rig = &rig;
-        s.spawn(|| {
-            let mut seen = 0;
-            while !done.load(Ordering::Acquire) {
-                seen = rig.line.wait_rises_above(seen, Duration::from_millis(1));
-                let (st, evs) = rig.isr();
-                assert!(!st.contains(IntCause::EVENT_OVERFLOW));
-                for e in &evs {
-                    sum.fetch_add(e.arg0, Ordering::AcqRel);
-                }
-                got.fetch_add(evs.len() as u64, Ordering::AcqRel);
-            }
-        });
+    let rig = &rig;
+    let dpc = |st: IntCause, evs: Vec<EventRecord>| {
+        assert!(!st.contains(IntCause::EVENT_OVERFLOW));
+        for e in &evs {
+            sum.fetch_add(e.arg0, Ordering::AcqRel);
+        }
+        got.fetch_add(evs.len() as u64, Ordering::AcqRel);
+    };
+    with_interrupt_thread(rig, dpc, || {
         for v in 0..N {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while v >= got.load(Ordering::Acquire) + 24 {
-                guard(deadline, "isr");
-            }
+            spin_until("isr", || v < got.load(Ordering::Acquire) + 24);
             let q = if v % 2 == 0 { &mut a } else { &mut b };
             wait_space(rig, q, 16);
             rig.submit(q, &[progress_irq(v)]);
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while got.load(Ordering::Acquire) < N {
-            guard(deadline, "all records");
-        }
-        done.store(true, Ordering::Release);
+        spin_until("all records", || got.load(Ordering::Acquire) >= N);
     });
     assert_eq!(got.load(Ordering::Acquire), N);
     assert_eq!(sum.load(Ordering::Acquire), N * (N - 1) / 2);

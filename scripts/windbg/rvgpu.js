@@ -205,6 +205,19 @@ function live(adapter) {
     return p.isNull ? null : p.dereference();
 }
 
+/// The selected adapters that are started: each as `a` (from `selected`) with its started
+/// state `l`.
+function started(index) {
+    const out = [];
+    for (const a of selected(index)) {
+        const l = live(a.object);
+        if (l !== null) {
+            out.push({ a: a, l: l });
+        }
+    }
+    return out;
+}
+
 function sched(l) {
     return locked(field(l, "rvgpu_kmd::adapter::Live", "sched"));
 }
@@ -244,11 +257,7 @@ function adapters(index) {
 
 function queues(index) {
     const out = [];
-    for (const a of selected(index)) {
-        const l = live(a.object);
-        if (l === null) {
-            continue;
-        }
+    for (const { a, l } of started(index)) {
         const s = sched(l);
         for (const e of mapEntries(field(s, "rvgpu_kmd::sched::Sched", "queues"))) {
             const q = e.value;
@@ -286,11 +295,7 @@ function owners(s) {
 
 function doorbells(index) {
     const out = [];
-    for (const a of selected(index)) {
-        const l = live(a.object);
-        if (l === null) {
-            continue;
-        }
+    for (const { a, l } of started(index)) {
         const s = sched(l);
         const own = owners(s);
         for (const e of mapEntries(field(s, "rvgpu_kmd::sched::Sched", "doorbells"))) {
@@ -335,11 +340,7 @@ function doorbells(index) {
 
 function fences(index) {
     const out = [];
-    for (const a of selected(index)) {
-        const l = live(a.object);
-        if (l === null) {
-            continue;
-        }
+    for (const { a, l } of started(index)) {
         const table = locked(field(l, "rvgpu_kmd::adapter::Live", "fences"));
         const T = "rvgpu_kmd::fence::table::FenceTable";
         const F = "rvgpu_kmd::fence::table::Fence";

@@ -8,10 +8,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory, Mode, SysAlloc};
-use rvgpu_hw::cmd::Command;
-use rvgpu_hw::event::EventRecord;
-use rvgpu_hw::log::{ENTRIES_PER_BUFFER, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
+use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory, Mode, QueueSnapshot, SysAlloc};
+use rvgpu_hw::cmd::{Command, LogKind};
+use rvgpu_hw::engine::{EngineStatus, ENGINE_CTRL_RESET};
+use rvgpu_hw::event::{EventKind, EventRecord};
+use rvgpu_hw::log::{LogEntry, ENTRIES_PER_BUFFER, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
 use rvgpu_hw::regs::{self, IntCause};
@@ -47,6 +48,14 @@ pub struct Q {
 impl Q {
     pub fn id(&self) -> u32 {
         self.desc.queue_id
+    }
+
+    /// This queue with no doorbell (its descriptor names none): it is kicked through
+    /// `QUEUE_KICK` instead.
+    pub fn without_doorbell(mut self) -> Self {
+        self.doorbell = None;
+        self.desc.doorbell = NO_DOORBELL;
+        self
     }
 }
 
@@ -271,6 +280,24 @@ impl Rig {
         q
     }
 
+    /// [`Rig::queue`]s `ids` on `engine`, committed together in that order.
+    pub fn queues_committed<const N: usize>(&mut self, engine: u32, ids: [u32; N]) -> [Q; N] {
+        let qs = ids.map(|id| self.queue(engine, id));
+        self.commit(engine, &qs.each_ref());
+        qs
+    }
+
+    /// A COPY of `bytes` on queue 1, committed alone on engine 1, whose last source word is
+    /// `last`: submitted, not yet run. Returns the queue and the destination.
+    pub fn long_copy(&mut self, bytes: u64, last: u64) -> (Q, u64) {
+        let src = self.alloc(bytes);
+        let dst = self.alloc(bytes);
+        self.mem.write_u64(src + bytes - 8, last).unwrap();
+        let mut q = self.queue_committed(1, 1);
+        self.submit(&mut q, &[copy(src, dst, bytes)]);
+        (q, dst)
+    }
+
     pub fn commit(&mut self, engine: u32, qs: &[&Q]) {
         let descs: Vec<_> = qs.iter().map(|q| q.desc).collect();
         self.commit_descs(engine, &descs);
@@ -326,6 +353,28 @@ impl Rig {
         self.dev.run_until_idle(100_000)
     }
 
+    /// The 64-bit word at bus address `addr` (a fence value, a progress fence, data).
+    pub fn value(&self, addr: u64) -> u64 {
+        self.mem.read_u64(addr).unwrap()
+    }
+
+    /// Moves the queue's ring-control read pointer, as a driver skipping packets does.
+    pub fn set_read_ptr(&self, q: &Q, v: u64) {
+        self.mem
+            .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, v)
+            .unwrap();
+    }
+
+    /// Engine `e`'s 32-bit register `r`.
+    pub fn engine_read32(&self, e: u32, r: usize) -> u32 {
+        self.dev.read32(self.engine_reg(e, r))
+    }
+
+    /// Engine `e`'s 64-bit register `r`.
+    pub fn engine_read64(&self, e: u32, r: usize) -> u64 {
+        self.dev.read64(self.engine_reg(e, r))
+    }
+
     pub fn read_ptr(&self, q: &Q) -> u64 {
         self.mem
             .read_u64(q.desc.ring_control.get() + RingControl::READ_PTR)
@@ -369,6 +418,45 @@ impl Rig {
     }
 }
 
+/// Entry `slot` of the fence log whose header is at `log`.
+pub fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
+    let w = rig.mem.read_words(log + 40 + slot * 48, 6).unwrap();
+    LogEntry::from_words(w.try_into().unwrap())
+}
+
+/// `n` device passes (step mode), whether or not they find work.
+pub fn steps(rig: &Rig, n: usize) {
+    for _ in 0..n {
+        rig.dev.step();
+    }
+}
+
+/// Engine `e`'s STATUS register, decoded.
+pub fn status(rig: &Rig, e: u32) -> EngineStatus {
+    EngineStatus::from_reg(rig.engine_read32(e, regs::engine::STATUS)).unwrap()
+}
+
+/// Writes CTRL = RESET to engine `e` and returns `(RESET_RESULT, RESET_QUEUE, RESET_RPTR)`.
+pub fn reset(rig: &Rig, e: u32) -> (u32, u32, u64) {
+    rig.dev
+        .write32(rig.engine_reg(e, regs::engine::CTRL), ENGINE_CTRL_RESET);
+    (
+        rig.engine_read32(e, regs::engine::RESET_RESULT),
+        rig.engine_read32(e, regs::engine::RESET_QUEUE),
+        rig.engine_read64(e, regs::engine::RESET_RPTR),
+    )
+}
+
+/// The device's view of queue `id`, if a runlist holds it.
+pub fn snap(rig: &Rig, id: u32) -> Option<QueueSnapshot> {
+    rig.dev.queues().into_iter().find(|q| q.queue_id == id)
+}
+
+/// The records of `evs` of kind `k`.
+pub fn of_kind(evs: &[EventRecord], k: EventKind) -> Vec<EventRecord> {
+    evs.iter().copied().filter(|e| e.kind == k as u8).collect()
+}
+
 /// A PROGRESS that interrupts (DMA completed) with `value`.
 pub fn progress_irq(value: u64) -> Command {
     Command::Progress { irq: true, value }
@@ -383,6 +471,31 @@ pub fn encode(cmds: &[Command]) -> Vec<u64> {
         words.extend(buf);
     }
     words
+}
+
+/// A FENCE_WAIT until `f`'s CurrentValue reaches `value`.
+pub fn fence_wait(f: Fence, value: u64) -> Command {
+    Command::FenceWait { addr: f.cv, value }
+}
+
+/// An INDIRECT of a buffer `(GPU address, bytes)` as [`Rig::buffer`] returns it.
+pub fn indirect((addr, bytes): (u64, u64)) -> Command {
+    Command::Indirect { addr, bytes }
+}
+
+/// A COPY of `bytes` from `src` to `dst`.
+pub fn copy(src: u64, dst: u64, bytes: u64) -> Command {
+    Command::Copy { src, dst, bytes }
+}
+
+/// A LOG_WRITE of entry `index` of the queue's `log`, for fence `handle` at `value`.
+pub fn log_write(log: LogKind, index: u32, handle: u32, value: u64) -> Command {
+    Command::LogWrite {
+        log,
+        index,
+        fence_handle: handle,
+        fence_value: value,
+    }
 }
 
 pub fn signal(f: Fence, value: u64, flags: u8, tag: u64) -> Command {

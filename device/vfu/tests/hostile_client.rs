@@ -41,20 +41,25 @@ fn map_region(c: &Client, index: u32) -> Mapping {
     Mapping::new(f.file(), f.start(), r.sparse_areas[0].size).unwrap()
 }
 
-/// A raw vfio-user message: header (id, command, size, flags 0, error 0) and payload.
-fn message(id: u16, command: u16, payload: &[u8]) -> Vec<u8> {
-    let mut m = Vec::new();
-    m.extend_from_slice(&id.to_le_bytes());
-    m.extend_from_slice(&command.to_le_bytes());
-    m.extend_from_slice(&(16 + payload.len() as u32).to_le_bytes());
-    m.extend_from_slice(&0u32.to_le_bytes());
-    m.extend_from_slice(&0u32.to_le_bytes());
-    m.extend_from_slice(payload);
-    m
+/// A server for two sessions: the test's raw connection, then the client that checks the
+/// server survived it ([`survived`]).
+fn raw_session() -> (Harness, UnixStream) {
+    let h = Harness::start(2);
+    let s = h.raw();
+    (h, s)
 }
 
-fn words(ws: &[&[u8]]) -> Vec<u8> {
-    ws.concat()
+/// Ends the raw session `s` and checks that the next client gets a working device.
+fn survived(h: &Harness, s: UnixStream) {
+    drop(s);
+    next_client_works(h);
+}
+
+/// The little-endian bytes of each value, one after another (a message payload).
+macro_rules! le {
+    ($($v:expr),* $(,)?) => {
+        [$(&($v).to_le_bytes()[..]),*].concat()
+    };
 }
 
 /// Sends `msg` with `fds` (SCM_RIGHTS on its first byte).
@@ -105,64 +110,37 @@ fn call(s: &mut UnixStream, msg: &[u8], fds: &[RawFd]) -> (u32, u32, Vec<u8>) {
 const ERROR: u32 = 1 << 5;
 
 fn region_read_msg(id: u16, region: u32, offset: u64, count: u32) -> Vec<u8> {
-    message(
-        id,
-        9,
-        &words(&[
-            &offset.to_le_bytes(),
-            &region.to_le_bytes(),
-            &count.to_le_bytes(),
-        ]),
-    )
+    message(id, 9, &le![offset, region, count])
 }
 
 fn dma_map_msg(id: u16, offset: u64, address: u64, size: u64) -> Vec<u8> {
-    message(
-        id,
-        2,
-        &words(&[
-            &32u32.to_le_bytes(),
-            &3u32.to_le_bytes(),
-            &offset.to_le_bytes(),
-            &address.to_le_bytes(),
-            &size.to_le_bytes(),
-        ]),
-    )
+    message(id, 2, &le![32u32, 3u32, offset, address, size])
 }
 
 fn dma_unmap_msg(id: u16, address: u64, size: u64) -> Vec<u8> {
-    message(
-        id,
-        3,
-        &words(&[
-            &24u32.to_le_bytes(),
-            &0u32.to_le_bytes(),
-            &address.to_le_bytes(),
-            &size.to_le_bytes(),
-        ]),
-    )
+    message(id, 3, &le![24u32, 0u32, address, size])
 }
 
 fn set_irqs_msg(id: u16, index: u32, flags: u32, count: u32) -> Vec<u8> {
-    message(
-        id,
-        8,
-        &words(&[
-            &20u32.to_le_bytes(),
-            &flags.to_le_bytes(),
-            &index.to_le_bytes(),
-            &0u32.to_le_bytes(),
-            &count.to_le_bytes(),
-        ]),
-    )
+    message(id, 8, &le![20u32, flags, index, 0u32, count])
 }
 
-fn eventfd(flags: i32) -> File {
-    // SAFETY: FFI call; the result is checked and owned by the File.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | flags) };
-    assert!(fd >= 0);
-    // SAFETY: a new descriptor nothing else owns.
-    unsafe { File::from_raw_fd(fd) }
+/// Checks that the server still answers on the raw session: a REGION_READ (message `id`) of
+/// the ID register.
+fn answers_id(s: &mut UnixStream, id: u16) {
+    let (flags, _, body) = call(
+        s,
+        &region_read_msg(id, region::BAR0, regs::ID as u64, 4),
+        &[],
+    );
+    assert_eq!(flags & ERROR, 0);
+    assert_eq!(body[16..20], regs::ID_VALUE.to_le_bytes());
+}
+
+/// REGION_WRITE of the command register (configuration offset 4): memory space and bus
+/// master on.
+fn bus_master_on_msg(id: u16) -> Vec<u8> {
+    message(id, 10, &le![4u64, region::CONFIG, 2u32, 6u16])
 }
 
 fn pipe() -> (File, File) {
@@ -204,11 +182,7 @@ fn hostile_client_truncating_vram_cannot_crash_the_server() {
     assert_eq!(r64(&mut c, region::BAR4, 16 * MIB - 8), 0x1234);
     drop(c);
     next_client_works(&h);
-    let ends = h.finish();
-    assert!(
-        matches!(ends[..], [SessionEnd::Closed, SessionEnd::Closed]),
-        "{ends:?}"
-    );
+    h.finish_closed();
 }
 
 #[test]
@@ -247,8 +221,7 @@ fn client_keeping_its_mappings_after_disconnect_cannot_reach_the_next_clients_vr
 
 #[test]
 fn dma_map_past_the_end_of_the_file_is_refused_and_a_file_that_can_shrink_is_never_mapped() {
-    let h = Harness::start(2);
-    let mut s = h.raw();
+    let (h, mut s) = raw_session();
     let small = Memfd::new("guest-ram", MIB).unwrap();
     // Longer than the file, or running past its end from an offset: error replies.
     for (id, offset, size) in [
@@ -306,20 +279,7 @@ fn dma_map_past_the_end_of_the_file_is_refused_and_a_file_that_can_shrink_is_nev
         Some(libc::EPERM)
     );
     // Bus master on: the whole mapping is reachable, its last word included.
-    let (flags, _, _) = call(
-        &mut s,
-        &message(
-            7,
-            10,
-            &words(&[
-                &4u64.to_le_bytes(),
-                &7u32.to_le_bytes(),
-                &2u32.to_le_bytes(),
-                &6u16.to_le_bytes(),
-            ]),
-        ),
-        &[],
-    );
+    let (flags, _, _) = call(&mut s, &bus_master_on_msg(7), &[]);
     assert_eq!(flags & ERROR, 0);
     assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, MIB)]);
     let mem = std::sync::Arc::clone(h.probe.device().memory());
@@ -331,8 +291,7 @@ fn dma_map_past_the_end_of_the_file_is_refused_and_a_file_that_can_shrink_is_nev
 
 #[test]
 fn partial_dma_unmap_is_refused_and_changes_nothing() {
-    let h = Harness::start(2);
-    let mut s = h.raw();
+    let (h, mut s) = raw_session();
     let ram = Memfd::new("guest-ram", 2 * MIB).unwrap();
     let (flags, _, _) = call(
         &mut s,
@@ -341,16 +300,7 @@ fn partial_dma_unmap_is_refused_and_changes_nothing() {
     );
     assert_eq!(flags & ERROR, 0);
     // Bus master on, so the mapping is on the device's bus.
-    let cmd = message(
-        2,
-        10,
-        &words(&[
-            &4u64.to_le_bytes(),
-            &7u32.to_le_bytes(),
-            &2u32.to_le_bytes(),
-            &6u16.to_le_bytes(),
-        ]),
-    );
+    let cmd = bus_master_on_msg(2);
     assert_eq!(call(&mut s, &cmd, &[]).0 & ERROR, 0);
     for (id, address, size) in [
         (3, GUEST_BASE, MIB),
@@ -372,14 +322,12 @@ fn partial_dma_unmap_is_refused_and_changes_nothing() {
         0
     );
     assert!(h.probe.dma_regions().is_empty());
-    drop(s);
-    next_client_works(&h);
+    survived(&h, s);
 }
 
 #[test]
 fn a_pipe_nobody_reads_given_for_interrupts_cannot_hang_the_server() {
-    let h = Harness::start(2);
-    let mut s = h.raw();
+    let (h, mut s) = raw_session();
     let (_rx, tx) = pipe();
     // Fill the pipe: a blocking write to it would never return.
     while (&tx).write(&[0u8; 4096]).is_ok() {}
@@ -403,21 +351,13 @@ fn a_pipe_nobody_reads_given_for_interrupts_cannot_hang_the_server() {
     // The loopback trigger has nothing to signal, and the server still answers.
     let msg = set_irqs_msg(3, irq_index::INTX, ACTION_TRIGGER | DATA_NONE, 1);
     assert_ne!(call(&mut s, &msg, &[]).0 & ERROR, 0);
-    let (flags, _, body) = call(
-        &mut s,
-        &region_read_msg(4, region::BAR0, regs::ID as u64, 4),
-        &[],
-    );
-    assert_eq!(flags & ERROR, 0);
-    assert_eq!(body[16..20], regs::ID_VALUE.to_le_bytes());
-    drop(s);
-    next_client_works(&h);
+    answers_id(&mut s, 4);
+    survived(&h, s);
 }
 
 #[test]
 fn a_saturated_eventfd_cannot_block_the_server() {
-    let h = Harness::start(2);
-    let mut s = h.raw();
+    let (h, mut s) = raw_session();
     // Blocking as the client made it; the server makes it non-blocking.
     let efd = eventfd(0);
     let msg = set_irqs_msg(1, irq_index::MSI, ACTION_TRIGGER | DATA_EVENTFD, 1);
@@ -442,36 +382,20 @@ fn a_saturated_eventfd_cannot_block_the_server() {
         t.elapsed() < Duration::from_secs(5),
         "signals did not block"
     );
-    drop(s);
-    next_client_works(&h);
+    survived(&h, s);
 }
 
 #[test]
 fn region_accesses_of_gigabytes_are_refused_before_anything_is_allocated() {
-    let h = Harness::start(2);
-    let mut s = h.raw();
+    let (h, mut s) = raw_session();
     // A 4 GiB read: an error reply (E2BIG), and the session goes on.
     let (flags, err, _) = call(&mut s, &region_read_msg(1, region::BAR4, 0, u32::MAX), &[]);
     assert_ne!(flags & ERROR, 0);
     assert_eq!(err, libc::E2BIG as u32);
-    let (flags, _, body) = call(
-        &mut s,
-        &region_read_msg(2, region::BAR0, regs::ID as u64, 4),
-        &[],
-    );
-    assert_eq!(flags & ERROR, 0);
-    assert_eq!(body[16..20], regs::ID_VALUE.to_le_bytes());
+    answers_id(&mut s, 2);
     // A write whose size (header + count) would overflow 32 bits: the stream cannot be
     // followed past it; an error reply, then the session ends.
-    let mut w = message(
-        3,
-        10,
-        &words(&[
-            &0u64.to_le_bytes(),
-            &4u32.to_le_bytes(),
-            &0xFFFF_FFF0u32.to_le_bytes(),
-        ]),
-    );
+    let mut w = message(3, 10, &le![0u64, 4u32, 0xFFFF_FFF0u32]);
     w[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
     s.write_all(&w).unwrap();
     let (flags, _, _) = reply(&mut s);
@@ -486,8 +410,7 @@ fn region_accesses_of_gigabytes_are_refused_before_anything_is_allocated() {
 
 #[test]
 fn a_client_stopping_mid_message_loses_its_session_and_the_next_client_is_served() {
-    let h = Harness::start(2);
-    let mut s = h.raw();
+    let (h, mut s) = raw_session();
     // Half a header, then nothing.
     s.write_all(&region_read_msg(1, region::BAR0, 0, 4)[..8])
         .unwrap();
@@ -506,8 +429,7 @@ fn a_client_stopping_mid_message_loses_its_session_and_the_next_client_is_served
 
 #[test]
 fn a_client_that_stops_taking_replies_loses_its_session() {
-    let h = Harness::start(2);
-    let s = h.raw();
+    let (h, s) = raw_session();
     // Reads of 1 MiB each, replies never taken: the socket buffers fill, the server's send
     // times out.
     let writer = std::thread::spawn(move || {

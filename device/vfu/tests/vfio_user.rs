@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -24,14 +24,6 @@ use rvgpu_vfu::SessionEnd;
 use vfio_user::Client;
 
 const GUEST_SIZE: u64 = 1 << 20;
-
-fn eventfd() -> File {
-    // SAFETY: FFI call; the result is checked and owned by the File.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    assert!(fd >= 0);
-    // SAFETY: a new descriptor nothing else owns.
-    unsafe { File::from_raw_fd(fd) }
-}
 
 /// Waits (bounded: 10 s, a hang guard, not a timing assertion) until `efd` is signalled and
 /// returns its count; 0 if it never was.
@@ -98,11 +90,9 @@ const SIGNAL_LOG: u64 = GUEST_BASE + 0x5000;
 const RUNLIST: u64 = GUEST_BASE + 0x6000;
 const QUEUE_ID: u32 = 7;
 
-/// What a KMD does at start, over the protocol: guest RAM mapped for DMA, a window over it,
-/// event ring, interrupts, one queue on engine 0 with doorbell page 0.
 /// An eventfd the server signals for interrupt `index` (INTx or MSI; SET_IRQS, trigger).
 fn irq_eventfd(c: &mut Client, index: u32) -> File {
-    let efd = eventfd();
+    let efd = eventfd(libc::EFD_NONBLOCK);
     c.set_irqs(
         index,
         ACTION_TRIGGER | DATA_EVENTFD,
@@ -119,9 +109,10 @@ fn intx_eventfd(c: &mut Client) -> File {
     irq_eventfd(c, irq_index::INTX)
 }
 
+/// What a KMD does at start, over the protocol: guest RAM mapped for DMA, a window over it,
+/// event ring, interrupts, one queue on engine 0 with doorbell page 0.
 fn bring_up(c: &mut Client, ram: &GuestRam) {
-    c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
-        .unwrap();
+    map_ram(c, ram);
     enable_bus_master(c);
     let (b, s) = regs::syswin_regs(0).unwrap();
     set_reg64(c, b, GUEST_BASE);
@@ -155,6 +146,30 @@ fn bring_up(c: &mut Client, ram: &GuestRam) {
     set_reg64(c, e(regs::engine::RUNLIST_BASE), RUNLIST);
     set_reg(c, e(regs::engine::RUNLIST_COUNT), 1);
     set_reg(c, e(regs::engine::RUNLIST_COMMIT), 1);
+}
+
+/// Maps `ram` for DMA at [`GUEST_BASE`] (the client's DMA_MAP).
+fn map_ram(c: &mut Client, ram: &GuestRam) {
+    c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
+        .unwrap();
+}
+
+/// A one-session server and its client with fresh guest RAM mapped for DMA (bus master off).
+fn mapped() -> (Harness, Client, GuestRam) {
+    let (h, mut c) = Harness::session();
+    let ram = GuestRam::new();
+    map_ram(&mut c, &ram);
+    (h, c, ram)
+}
+
+/// A one-session server and its client after [`bring_up`] on fresh guest RAM, with an eventfd
+/// for each interrupt index of `irqs`, set before the bring-up.
+fn brought_up<const N: usize>(irqs: [u32; N]) -> (Harness, Client, GuestRam, [File; N]) {
+    let (h, mut c) = Harness::session();
+    let ram = GuestRam::new();
+    let efds = irqs.map(|index| irq_eventfd(&mut c, index));
+    bring_up(&mut c, &ram);
+    (h, c, ram, efds)
 }
 
 /// Command register: memory space and bus master on (what the OS does before the driver
@@ -200,8 +215,7 @@ fn isr(c: &mut Client, ram: &GuestRam, rptr: &mut u32) -> (u32, Vec<EventRecord>
 
 #[test]
 fn config_space_ids_bar_sizing_and_capabilities() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let cfg = region::CONFIG;
     assert_eq!(r32(&mut c, cfg, 0x00), 0x5256_1234, "device/vendor");
     assert_eq!(
@@ -257,13 +271,12 @@ fn config_space_ids_bar_sizing_and_capabilities() {
     w32(&mut c, cfg, 0x00, 0);
     assert_eq!(r32(&mut c, cfg, 0x00), 0x5256_1234);
     drop(c);
-    assert!(matches!(h.finish()[..], [SessionEnd::Closed]));
+    h.finish_closed();
 }
 
 #[test]
 fn bar0_registers_answer_through_the_mmio_bus() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     assert_eq!(reg(&mut c, regs::ID), regs::ID_VALUE);
     assert_eq!(reg(&mut c, regs::VERSION), regs::VERSION_VALUE);
     let caps = regs::Caps::from_bits_retain(reg(&mut c, regs::CAPS));
@@ -280,11 +293,7 @@ fn bar0_registers_answer_through_the_mmio_bus() {
 
 #[test]
 fn ring_in_guest_ram_runs_and_raises_the_intx_eventfd() {
-    let h = Harness::start(1);
-    let mut c = h.client();
-    let ram = GuestRam::new();
-    let efd = intx_eventfd(&mut c);
-    bring_up(&mut c, &ram);
+    let (h, mut c, ram, [efd]) = brought_up([irq_index::INTX]);
     assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, GUEST_SIZE)]);
 
     // User-mode path: the ring in guest RAM, then a doorbell write to BAR2 page 0.
@@ -339,11 +348,7 @@ fn ring_in_guest_ram_runs_and_raises_the_intx_eventfd() {
 
 #[test]
 fn intx_stays_masked_until_unmask_and_obeys_intx_disable() {
-    let h = Harness::start(1);
-    let mut c = h.client();
-    let ram = GuestRam::new();
-    let efd = intx_eventfd(&mut c);
-    bring_up(&mut c, &ram);
+    let (h, mut c, ram, [efd]) = brought_up([irq_index::INTX]);
     let mut wptr = 0;
     ring_progress(&mut c, &ram, &mut wptr, 1);
     assert_eq!(wait_eventfd(&efd), 1);
@@ -381,12 +386,7 @@ fn intx_stays_masked_until_unmask_and_obeys_intx_disable() {
 
 #[test]
 fn msi_eventfd_takes_over_from_intx() {
-    let h = Harness::start(1);
-    let mut c = h.client();
-    let ram = GuestRam::new();
-    let intx = intx_eventfd(&mut c);
-    let msi = irq_eventfd(&mut c, irq_index::MSI);
-    bring_up(&mut c, &ram);
+    let (_h, mut c, ram, [intx, msi]) = brought_up([irq_index::INTX, irq_index::MSI]);
     let mut wptr = 0;
     let mut rptr = 0;
     for v in 1..=2 {
@@ -399,8 +399,7 @@ fn msi_eventfd_takes_over_from_intx() {
 
 #[test]
 fn vram_bar_is_the_devices_vram_shared_by_mmap() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let r = c.region(region::BAR4).unwrap();
     assert_eq!(r.sparse_areas.len(), 1);
     assert_eq!(r.sparse_areas[0].size, 16 << 20);
@@ -421,8 +420,7 @@ fn vram_bar_is_the_devices_vram_shared_by_mmap() {
 
 #[test]
 fn bad_accesses_get_hardware_answers() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let mut two = [0u8; 2];
     c.region_read(region::BAR0, 0, &mut two).unwrap();
     assert_eq!(two, [0xFF; 2], "2-byte register read");
@@ -469,18 +467,6 @@ fn bad_accesses_get_hardware_answers() {
     assert_eq!(reg(&mut c, regs::ID), regs::ID_VALUE);
 }
 
-/// A raw vfio-user message: header (id, command, size, flags, error) and payload.
-fn raw_message(id: u16, command: u16, payload: &[u8]) -> Vec<u8> {
-    let mut m = Vec::new();
-    m.extend_from_slice(&id.to_le_bytes());
-    m.extend_from_slice(&command.to_le_bytes());
-    m.extend_from_slice(&(16 + payload.len() as u32).to_le_bytes());
-    m.extend_from_slice(&0u32.to_le_bytes());
-    m.extend_from_slice(&0u32.to_le_bytes());
-    m.extend_from_slice(payload);
-    m
-}
-
 /// Sends `msg` and returns the reply header's (flags, error).
 fn raw_call(s: &mut UnixStream, msg: &[u8]) -> (u32, u32) {
     s.write_all(msg).unwrap();
@@ -499,7 +485,7 @@ fn protocol_errors_get_error_replies_and_a_crashing_message_only_drops_the_clien
     p.extend_from_slice(&0u64.to_le_bytes());
     p.extend_from_slice(&20u32.to_le_bytes());
     p.extend_from_slice(&4u32.to_le_bytes());
-    let (flags, err) = raw_call(&mut s, &raw_message(1, 9, &p));
+    let (flags, err) = raw_call(&mut s, &message(1, 9, &p));
     assert_eq!(
         (flags & 0xF, flags & (1 << 5) != 0, err),
         (1, true, libc::EINVAL as u32)
@@ -507,13 +493,13 @@ fn protocol_errors_get_error_replies_and_a_crashing_message_only_drops_the_clien
     // DMA_READ (11): not offered by this server. (Header only: the protocol library answers
     // an unsupported command without reading its payload, so a payload would be taken for
     // the next message.)
-    let (flags, _) = raw_call(&mut s, &raw_message(2, 11, &[]));
+    let (flags, _) = raw_call(&mut s, &message(2, 11, &[]));
     assert_ne!(flags & (1 << 5), 0, "error reply");
     // A VERSION (1) message whose size field is smaller than its fixed part (header, major,
     // minor): the protocol library would not check it; the server's guard answers with an
     // error. The 4 bytes after it are then the start of a message that never completes: the
     // session ends after the message time limit; the server does not.
-    let mut version = raw_message(3, 1, &[0; 4]);
+    let mut version = message(3, 1, &[0; 4]);
     version[4..8].copy_from_slice(&16u32.to_le_bytes());
     s.write_all(&version).unwrap();
     let mut rest = Vec::new();
@@ -579,22 +565,16 @@ fn disconnect_resets_the_device_and_a_new_client_is_served() {
     assert_eq!(wait_eventfd(&efd), 1);
     assert_eq!(ram.read(PROGRESS), 10);
     drop(c);
-    let ends = h.finish();
-    assert!(
-        matches!(ends[..], [SessionEnd::Closed, SessionEnd::Closed]),
-        "{ends:?}"
-    );
+    h.finish_closed();
 }
 
 #[test]
 fn device_reset_message_powers_the_function_on_again() {
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     set_reg(&mut c, regs::SCRATCH, 0xABCD);
     let before = h.probe.device();
     let ram = GuestRam::new();
-    c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
-        .unwrap();
+    map_ram(&mut c, &ram);
     enable_bus_master(&mut c);
     assert_eq!(h.probe.dma_regions().len(), 1);
     // Reset from D3hot: the function comes back in D0.
@@ -619,11 +599,7 @@ fn device_reset_message_powers_the_function_on_again() {
 
 #[test]
 fn dma_unmap_takes_guest_ram_off_the_bus_and_overlaps_are_refused() {
-    let h = Harness::start(1);
-    let mut c = h.client();
-    let ram = GuestRam::new();
-    c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
-        .unwrap();
+    let (h, mut c, ram) = mapped();
     enable_bus_master(&mut c);
     // Overlapping the mapped range: refused (error reply), the first mapping stays alone.
     c.dma_map(0, GUEST_BASE + 0x1000, 0x1000, ram.fd.raw_fd())
@@ -642,11 +618,7 @@ fn dma_unmap_takes_guest_ram_off_the_bus_and_overlaps_are_refused() {
 
 #[test]
 fn guest_ram_is_reachable_only_while_bus_master_is_on() {
-    let h = Harness::start(1);
-    let mut c = h.client();
-    let ram = GuestRam::new();
-    c.dma_map(0, GUEST_BASE, GUEST_SIZE, ram.fd.raw_fd())
-        .unwrap();
+    let (h, mut c, ram) = mapped();
     let dev = h.probe.device();
     assert!(
         h.probe.dma_regions().is_empty(),
@@ -702,11 +674,7 @@ fn raise_line_behind_the_bus(h: &Harness, c: &mut Client) {
 #[test]
 fn d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_until_d0() {
     use rvgpu_hw::mmio::MmioBus;
-    let h = Harness::start(1);
-    let mut c = h.client();
-    let ram = GuestRam::new();
-    let msi = irq_eventfd(&mut c, irq_index::MSI);
-    bring_up(&mut c, &ram);
+    let (h, mut c, ram, [msi]) = brought_up([irq_index::MSI]);
     let mut wptr = 0;
     pending_masked_progress(&mut c, &ram, &mut wptr, 1);
     assert_eq!(take_eventfd(&msi), 0, "INT_ENABLE masks it");
@@ -759,11 +727,7 @@ fn d3hot_decodes_config_only_takes_dma_off_and_holds_the_interrupt_until_d0() {
 
 #[test]
 fn d3hot_holds_intx_until_d0() {
-    let h = Harness::start(1);
-    let mut c = h.client();
-    let ram = GuestRam::new();
-    let efd = intx_eventfd(&mut c);
-    bring_up(&mut c, &ram);
+    let (h, mut c, ram, [efd]) = brought_up([irq_index::INTX]);
     let mut wptr = 0;
     pending_masked_progress(&mut c, &ram, &mut wptr, 1);
     set_power_state(&mut c, 3);
@@ -784,8 +748,7 @@ fn d3hot_holds_intx_until_d0() {
 fn mapped_doorbells_ring_without_a_trap_and_lose_no_work() {
     const QUEUES: u64 = 8;
     const ROUNDS: u64 = 300;
-    let h = Harness::start(1);
-    let mut c = h.client();
+    let (h, mut c) = Harness::session();
     let r = c.region(region::BAR2).unwrap();
     assert_eq!(r.sparse_areas.len(), 1, "BAR2 is mappable");
     let f = r.file_offset.as_ref().expect("BAR2 offers its memfd");

@@ -30,7 +30,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory, SysAlloc};
+use rvgpu_device::{Device, Memory, SysAlloc};
 use rvgpu_hw::addr::{BusAddr, GpuVa, VRAM_BASE};
 use rvgpu_hw::cmd::{Command, LogKind};
 use rvgpu_hw::engine::ENGINE_CTRL_RESET;
@@ -41,6 +41,7 @@ use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
 use rvgpu_hw::regs::{self, IntCause};
 
 use crate::input::{Input, Writer};
+use crate::step_device::{assert_canary_intact, fresh, run_passes};
 
 /// Bytes of the system window.
 pub const WINDOW: u64 = 512 << 10;
@@ -59,7 +60,6 @@ pub const QUEUES: u32 = 8;
 /// Page-table pages the input can write.
 pub const TABLE_PAGES: u64 = 32;
 const EVENT_SLOTS: u32 = 64;
-const CANARY: u64 = 0xC0FF_EE00_DEAD_BEEF;
 
 /// Offsets in the window.
 pub mod at {
@@ -185,19 +185,7 @@ struct Rig {
 
 impl Rig {
     fn new() -> Self {
-        let mem = Memory::new(VRAM);
-        let cfg = DeviceConfig {
-            vram_size: VRAM,
-            // Hang detection within the step budget, so hangs are exercised too.
-            hang_detect_ticks: 2_000,
-            ..DeviceConfig::step()
-        };
-        let dev = Device::new(cfg, Arc::clone(&mem), LatchLine::new());
-        let window = mem.alloc_system(WINDOW, 4096).expect("window");
-        let canary = mem.alloc_system(4096, 4096).expect("canary");
-        for w in canary.words() {
-            w.store(CANARY, Ordering::Relaxed);
-        }
+        let (mem, dev, window, canary) = fresh(VRAM, WINDOW);
         let mut rig = Self {
             mem,
             dev,
@@ -271,31 +259,14 @@ impl Rig {
         }
     }
 
-    /// What an ISR does: acknowledge, consume the event records.
-    fn service(&self) {
-        let status = self.dev.read32(regs::INT_STATUS);
-        self.dev.write32(regs::INT_ACK, status);
-        let w = self.dev.read32(regs::EVENT_RING_WPTR);
-        self.dev.write32(regs::EVENT_RING_RPTR, w);
-    }
-
     /// Up to `n` passes within the input's budget, stopping after a few idle ones.
     fn run(&mut self, n: usize) {
-        let mut idle = 0;
-        for i in 0..n {
-            if self.passes >= STEP_LIMIT {
-                return;
-            }
-            self.passes += 1;
-            let busy = self.dev.step();
-            if i % 8 == 0 || !busy {
-                self.service();
-            }
-            idle = if busy { 0 } else { idle + 1 };
-            if idle > 4 {
-                break;
-            }
-        }
+        let passes = &mut self.passes;
+        run_passes(&self.dev, n, || {
+            let granted = *passes < STEP_LIMIT;
+            *passes += usize::from(granted);
+            granted
+        });
     }
 
     fn value(&self, inp: &mut Input) -> u64 {
@@ -863,13 +834,7 @@ pub fn run(data: &[u8]) {
     // No lookup in the device's TLB: every access used the identity root.
     let tlb = rig.dev.tlb_stats();
     if tlb.hits == 0 && tlb.misses == 0 {
-        for (i, w) in rig.canary.words().iter().enumerate() {
-            assert_eq!(
-                w.load(Ordering::Relaxed),
-                CANARY,
-                "canary word {i} outside the system window was written"
-            );
-        }
+        assert_canary_intact(&rig.canary);
     }
     rig.check_recovery();
 }

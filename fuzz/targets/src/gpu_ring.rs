@@ -16,14 +16,16 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory, SysAlloc};
+use rvgpu_device::{Device, Memory, SysAlloc};
 use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
 use rvgpu_hw::regs::{self, IntCause};
 
+use crate::commands::encode;
 use crate::input::{Input, Writer};
+use crate::step_device::{assert_canary_intact, fresh, run_passes};
 
 /// Bytes of the system window the device may reach.
 const WINDOW: u64 = 256 << 10;
@@ -35,7 +37,6 @@ pub const IB_BYTES: u64 = 4096;
 const STEP_LIMIT: usize = 255 * 16;
 /// Event ring slots.
 const EVENT_SLOTS: u32 = 64;
-const CANARY: u64 = 0xC0FF_EE00_DEAD_BEEF;
 
 /// Where things are in a fresh rig (the same for every input).
 #[derive(Clone, Copy, Debug)]
@@ -59,21 +60,7 @@ struct Rig {
 
 impl Rig {
     fn new() -> Self {
-        let mem = Memory::new(64 << 10);
-        let line = LatchLine::new();
-        let cfg = DeviceConfig {
-            vram_size: 64 << 10,
-            // Hang detection within the step budget, so hangs are exercised too.
-            hang_detect_ticks: 2_000,
-            ..DeviceConfig::step()
-        };
-        let dev = Device::new(cfg, Arc::clone(&mem), line);
-        let window = mem.alloc_system(WINDOW, 4096).expect("window");
-        // Outside every window: the device must never write it.
-        let canary = mem.alloc_system(4096, 4096).expect("canary");
-        for w in canary.words() {
-            w.store(CANARY, Ordering::Relaxed);
-        }
+        let (mem, dev, window, canary) = fresh(64 << 10, WINDOW);
         let (b, s) = regs::syswin_regs(0).expect("syswin 0");
         dev.write64(b, window.bus_addr);
         dev.write64(s, window.len);
@@ -140,28 +127,9 @@ impl Rig {
         self.dev.write32(kick, d.queue_id);
     }
 
-    /// What an ISR does: acknowledge, consume the event records.
-    fn service(&self) {
-        let status = self.dev.read32(regs::INT_STATUS);
-        self.dev.write32(regs::INT_ACK, status);
-        let w = self.dev.read32(regs::EVENT_RING_WPTR);
-        self.dev.write32(regs::EVENT_RING_RPTR, w);
-    }
-
-    /// Steps until `steps` passes ran or the device did nothing for a few passes in a row
-    /// (timers such as hang detection expire within two passes).
+    /// Steps until `steps` passes ran or the device did nothing for a few passes in a row.
     fn run(&self, steps: usize) {
-        let mut idle = 0;
-        for i in 0..steps {
-            let busy = self.dev.step();
-            if i % 8 == 0 || !busy {
-                self.service();
-            }
-            idle = if busy { 0 } else { idle + 1 };
-            if idle > 4 {
-                break;
-            }
-        }
+        run_passes(&self.dev, steps, || true);
     }
 }
 
@@ -224,13 +192,7 @@ pub fn run(data: &[u8]) {
     rig.run(steps.min(STEP_LIMIT));
 
     // Nothing outside the window was written.
-    for (i, w) in rig.canary.words().iter().enumerate() {
-        assert_eq!(
-            w.load(Ordering::Relaxed),
-            CANARY,
-            "canary word {i} outside the system window was written"
-        );
-    }
+    assert_canary_intact(&rig.canary);
 
     // Off the runlist, as a driver takes a queue away: the hostile ring may otherwise go on
     // writing anywhere in the window, the fence below included.
@@ -304,16 +266,6 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         },
         Command::TlbInvalidate { root: 0 },
     ];
-    let enc = |cmds: &[Command]| -> Vec<u64> {
-        let mut out = Vec::new();
-        for c in cmds {
-            let mut b = vec![0u64; c.len()];
-            if c.encode(&mut b).is_some() {
-                out.extend(b);
-            }
-        }
-        out
-    };
     let input = |flags: u8, ring: &[u64], ib: &[u64]| {
         let mut w = Writer::new();
         w.u8(flags).u8(8).u16(ring.len() as u16);
@@ -329,11 +281,11 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     for (i, c) in all.iter().enumerate() {
         out.push((
             format!("cmd-{i:02}"),
-            input(0, &enc(std::slice::from_ref(c)), &[]),
+            input(0, &encode(std::slice::from_ref(c)), &[]),
         ));
     }
-    out.push(("all-commands".into(), input(0, &enc(&all), &[])));
-    let ib = enc(&all);
+    out.push(("all-commands".into(), input(0, &encode(&all), &[])));
+    let ib = encode(&all);
     let ind = Command::Indirect {
         addr: l.ib,
         bytes: ib.len() as u64 * 8,
@@ -342,7 +294,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         "indirect-all".into(),
         input(
             0,
-            &enc(&[
+            &encode(&[
                 ind,
                 Command::Progress {
                     irq: true,
@@ -356,17 +308,17 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         "indirect-nested".into(),
         input(
             0,
-            &enc(&[ind]),
-            &enc(&[Command::Indirect {
+            &encode(&[ind]),
+            &encode(&[Command::Indirect {
                 addr: l.ib,
                 bytes: 16,
             }]),
         ),
     ));
-    out.push(("hang".into(), input(0, &enc(&[Command::Hang]), &[])));
+    out.push(("hang".into(), input(0, &encode(&[Command::Hang]), &[])));
     out.push((
         "wrap".into(),
-        input(3, &enc(&[Command::Nop { len: 1 }; 4]), &[]),
+        input(3, &encode(&[Command::Nop { len: 1 }; 4]), &[]),
     ));
     out
 }

@@ -23,22 +23,12 @@ use rvgpu_hw::regs;
 use rvgpu_umd::kmt::{AllocationCpu, AllocationKind, DoorbellCpu, Kmt};
 use zerocopy::IntoBytes;
 
+use crate::commands::encode;
 use crate::input::{Input, Writer};
 use crate::world::with_world;
 
 /// Rounds of the machine per input at most.
 const ROUNDS: usize = 48;
-
-fn encode(cmds: &[Command]) -> Vec<u64> {
-    let mut out = Vec::new();
-    for c in cmds {
-        let mut b = vec![0u64; c.len()];
-        if c.encode(&mut b).is_some() {
-            out.extend(b);
-        }
-    }
-    out
-}
 
 /// A record from the input: mode 0 leaves the device's record, 1 changes one field of it,
 /// 2 builds a plausible record, 3 writes raw words.

@@ -17,6 +17,7 @@ pub mod gpu_device;
 pub mod gpu_ring;
 pub mod input;
 pub mod kmd_events;
+pub mod step_device;
 pub mod umd_capi;
 pub mod vfu_backend;
 pub mod world;

@@ -2,6 +2,8 @@
 //! region and register accessors over a client, and the vfio SET_IRQS flag bits.
 #![allow(dead_code)]
 
+use std::fs::File;
+use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -34,6 +36,13 @@ impl Harness {
         Self::start_with(sessions, |_| {})
     }
 
+    /// A server for one client, and that client.
+    pub fn session() -> (Self, Client) {
+        let h = Self::start(1);
+        let c = h.client();
+        (h, c)
+    }
+
     /// [`Harness::start`], with `setup` adjusting the server before it serves.
     pub fn start_with(sessions: usize, setup: impl FnOnce(&mut VfuServer)) -> Self {
         let dir = fresh_dir();
@@ -63,6 +72,16 @@ impl Harness {
     /// Waits for the server to finish its sessions; returns how each ended.
     pub fn finish(mut self) -> Vec<SessionEnd> {
         self.server.take().unwrap().join().unwrap()
+    }
+
+    /// Waits for the server to finish its sessions and checks that every client closed its
+    /// own.
+    pub fn finish_closed(self) {
+        let ends = self.finish();
+        assert!(
+            ends.iter().all(|e| matches!(e, SessionEnd::Closed)),
+            "{ends:?}"
+        );
     }
 }
 
@@ -115,4 +134,25 @@ pub fn set_reg(c: &mut Client, off: usize, v: u32) {
 
 pub fn set_reg64(c: &mut Client, off: usize, v: u64) {
     w64(c, region::BAR0, off as u64, v)
+}
+
+/// A new eventfd (close-on-exec, and `flags`).
+pub fn eventfd(flags: i32) -> File {
+    // SAFETY: FFI call; the result is checked and owned by the File.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | flags) };
+    assert!(fd >= 0);
+    // SAFETY: a new descriptor nothing else owns.
+    unsafe { File::from_raw_fd(fd) }
+}
+
+/// A raw vfio-user message: header (id, command, size, flags 0, error 0) and payload.
+pub fn message(id: u16, command: u16, payload: &[u8]) -> Vec<u8> {
+    let mut m = Vec::new();
+    m.extend_from_slice(&id.to_le_bytes());
+    m.extend_from_slice(&command.to_le_bytes());
+    m.extend_from_slice(&(16 + payload.len() as u32).to_le_bytes());
+    m.extend_from_slice(&0u32.to_le_bytes());
+    m.extend_from_slice(&0u32.to_le_bytes());
+    m.extend_from_slice(payload);
+    m
 }
