@@ -271,6 +271,16 @@ impl<K: KmtSync> TestingState<K> {
         Ok((self.process(t.process)?, h))
     }
 
+    /// Queue `q`'s thunks and handle, and fence `f`'s handle (for a GPU wait or signal).
+    fn hw_and_fence(
+        &self,
+        q: TestQueue,
+        f: TestFence,
+    ) -> Result<(Arc<K>, KmtHandle, KmtHandle), Failure> {
+        let (k, h) = self.hw(q)?;
+        Ok((k.clone(), h, self.fence(f)?.1))
+    }
+
     fn fence(&self, f: TestFence) -> Result<(&Arc<K>, KmtHandle), Failure> {
         let (p, m) = self
             .fences
@@ -425,17 +435,13 @@ impl<T: TestingHost> KernelModeTesting for T {
     }
 
     fn gpu_wait(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure> {
-        let (k, h) = self.testing_ref().hw(q)?;
-        let k = k.clone();
-        let (_, fh) = self.testing_ref().fence(f)?;
+        let (k, h, fh) = self.testing_ref().hw_and_fence(q, f)?;
         k.submit_wait_to_hw_queue(h, &[(fh, value)])
             .map_err(|s| self.test_failure(s))
     }
 
     fn gpu_signal(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure> {
-        let (k, h) = self.testing_ref().hw(q)?;
-        let k = k.clone();
-        let (_, fh) = self.testing_ref().fence(f)?;
+        let (k, h, fh) = self.testing_ref().hw_and_fence(q, f)?;
         k.submit_signal_to_hw_queue(h, &[(fh, value)])
             .map_err(|s| self.test_failure(s))
     }

@@ -162,18 +162,12 @@ impl FaultInjection for DllSession {
     }
 
     fn inject_hang(&mut self, i: usize, node: u32) -> Result<(), Failure> {
-        self.machine()
-            .device(i)
-            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
-            .inject_hang(node);
+        control::device(self.machine(), i)?.inject_hang(node);
         Ok(())
     }
 
     fn fail_next_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
-        self.machine()
-            .device(i)
-            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
-            .fail_next_reset(node);
+        control::device(self.machine(), i)?.fail_next_reset(node);
         Ok(())
     }
 

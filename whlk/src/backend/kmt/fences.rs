@@ -234,6 +234,12 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         self.process(ProcessRef(process)).map(|(_, k)| k)
     }
 
+    /// [`fence_process`](FenceQueues::fence_process) with that process's thunks.
+    fn fence_process_kmt(&mut self, i: usize, process: u32) -> Result<(usize, Arc<K>), Failure> {
+        let p = self.fence_process(i, process)?;
+        Ok((p, self.kmt_of(p)?))
+    }
+
     fn native(&self, f: FenceRef) -> Result<&KFence, Failure> {
         self.fence
             .fences
@@ -289,8 +295,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
         initial: u64,
         shareable: bool,
     ) -> Result<FenceRef, Failure> {
-        let p = self.fence_process(i, process)?;
-        let kmt = self.kmt_of(p)?;
+        let (p, kmt) = self.fence_process_kmt(i, process)?;
         let umd = if shareable {
             kmt.create_shareable_native_fence(initial)
         } else {
@@ -315,8 +320,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
             (k.process, k.umd.kmt)
         };
         let (i, hk) = self.process(ProcessRef(holder))?;
-        let p = self.fence_process(i, process)?;
-        let kmt = self.kmt_of(p)?;
+        let (p, kmt) = self.fence_process_kmt(i, process)?;
         let mine = hk.share_native_fence(h).map_err(|s| self.status(s))?;
         let theirs = self.machine.duplicate_nt_handle(holder, mine, p);
         let _ = hk.close_nt_handle(mine);
@@ -434,12 +438,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
                 ),
             });
         }
-        let k = self
-            .queues
-            .get_mut(queue.0)
-            .and_then(|k| k.q.as_mut())
-            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", queue.0)))?;
-        let r = k.submit_ops(&ops);
+        let r = super::live_queue(&mut self.queues, queue)?.submit_ops(&ops);
         drop(ops);
         let last = r.map_err(|e| self.umd(e))?;
         self.gpu_queue_mut(q)?.last = last;
@@ -458,8 +457,7 @@ impl<K: KmtSync + Send + Sync + 'static> MonitoredFences for KmtSession<K> {
         process: u32,
         initial: u64,
     ) -> Result<MonitoredRef, Failure> {
-        let p = self.fence_process(i, process)?;
-        let kmt = self.kmt_of(p)?;
+        let (p, kmt) = self.fence_process_kmt(i, process)?;
         let MonitoredSync {
             handle,
             value_gpu,

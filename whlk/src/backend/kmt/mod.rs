@@ -236,6 +236,18 @@ struct KUmQueue<K: Kmt> {
     info: UmQueueInfo,
 }
 
+/// Queue `q` of `queues`, unless it is closed. A function of the list rather than of the
+/// session, so that a caller can hold other fields of the session across it.
+fn live_queue<K: KmtSync>(
+    queues: &mut [KUmQueue<K>],
+    q: UmQueueRef,
+) -> Result<&mut KQueue<K>, Failure> {
+    queues
+        .get_mut(q.0)
+        .and_then(|k| k.q.as_mut())
+        .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
+}
+
 /// One case's session.
 struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     machine: Box<dyn KmtMachine<Kmt = K>>,
@@ -336,10 +348,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     }
 
     fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut KQueue<K>, Failure> {
-        self.queues
-            .get_mut(q.0)
-            .and_then(|k| k.q.as_mut())
-            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
+        live_queue(&mut self.queues, q)
     }
 
     /// The gate of word `offset` of buffer `b` for a queue of `process`: a native fence of the
@@ -587,12 +596,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
                 }
             }
         }
-        let k = self
-            .queues
-            .get_mut(q.0)
-            .and_then(|k| k.q.as_mut())
-            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
-        let r = k.submit_ops(&ops);
+        let r = live_queue(&mut self.queues, q)?.submit_ops(&ops);
         drop(ops);
         r.map_err(|e| self.umd(e))
     }
