@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use crate::backend::{Backend, Capability, ExecMode, SessionConfig};
+use crate::backend::{Backend, Capability, ExecMode};
 use crate::case::{Case, CaseResult};
 use crate::ensure;
 
-use super::common::no_fault;
+use super::common::{no_fault, session};
 
 /// `DXGK_ENGINE_STATE_TRANSITION_TO_F1`.
 const TRANSITION_TO_F1: i32 = 1;
@@ -34,11 +34,7 @@ pub const CASES: &[Case] = &[
 ];
 
 fn path(b: &dyn Backend, mode: ExecMode, idle_ticks: u64) -> CaseResult {
-    let mut cfg = SessionConfig::new(mode);
-    cfg.idle_f1_ticks = idle_ticks;
-    let mut s = b.open(&cfg)?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
+    let mut s = session(b, mode, |cfg| cfg.idle_f1_ticks = idle_ticks)?;
     let got = s.run_until(Duration::from_secs(5), &mut |s| {
         s.os_trace_ref().is_ok_and(|t| {
             t.engine_state_changes(0)
