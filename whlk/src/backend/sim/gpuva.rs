@@ -14,8 +14,7 @@ fn ddi(NtStatus(s): NtStatus) -> Failure {
 
 impl GpuVaPlacement for SimSession {
     fn reserve_va(&mut self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure> {
-        let up = self.process(p)?;
-        reserve(&self.machine.kmt(&up), base, bytes).map_err(ddi)
+        reserve(&self.kmt(p)?, base, bytes).map_err(ddi)
     }
 
     fn map_va(
@@ -38,8 +37,7 @@ impl GpuVaPlacement for SimSession {
     }
 
     fn free_va(&mut self, p: ProcessRef, base: u64) -> Result<(), Failure> {
-        let up = self.process(p)?;
-        self.machine.kmt(&up).free_gpu_va(base, 0).map_err(ddi)
+        self.kmt(p)?.free_gpu_va(base, 0).map_err(ddi)
     }
 
     fn fill_va(&mut self, q: UmQueueRef, va: u64, pattern: u64) -> Result<u64, Failure> {

@@ -336,6 +336,11 @@ impl SimSession {
             .ok_or_else(|| Failure::Backend(format!("no process {}", p.0)))
     }
 
+    /// The D3DKMT thunks of process `p`.
+    fn kmt(&self, p: ProcessRef) -> Result<rvgpu_simos::kmt::SimKmt<'_>, Failure> {
+        Ok(self.machine.kmt(&self.process(p)?))
+    }
+
     fn buffer(&self, b: BufferRef) -> Result<&Allocation<SimMem>, Failure> {
         self.buffers
             .get(b.0)

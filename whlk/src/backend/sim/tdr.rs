@@ -80,10 +80,8 @@ impl Tdr for SimSession {
 
 impl DmaContexts for SimSession {
     fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure> {
-        let up = self.process(p)?;
         let h = self
-            .machine
-            .kmt(&up)
+            .kmt(p)?
             .create_context(node)
             .map_err(|NtStatus(s)| self.machine.fault().map_or(Failure::DdiFailed(s), failure))?;
         self.contexts.push((p.0, h));

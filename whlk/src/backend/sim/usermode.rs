@@ -137,10 +137,8 @@ impl UserModeSubmission for SimSession {
     }
 
     fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
-        let up = self.process(p)?;
         let a = self
-            .machine
-            .kmt(&up)
+            .kmt(p)?
             .create_allocation(bytes)
             .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
         for off in (0..a.size).step_by(8) {
