@@ -25,7 +25,7 @@ use rvgpu_umd::kmt::{
 };
 
 use super::kmt::{FenceWait, KmtSync, MonitoredSync};
-use super::{Failure, WaitResult};
+use super::{nth, Failure, WaitResult};
 
 /// The thunks beyond [`KmtSync`] that the capability needs.
 pub trait TestThunks {
@@ -251,15 +251,11 @@ fn wait_result(w: FenceWait) -> WaitResult {
 
 impl<K: KmtSync> TestingState<K> {
     fn process(&self, p: usize) -> Result<&Arc<K>, Failure> {
-        self.processes
-            .get(p)
-            .ok_or_else(|| Failure::Backend(format!("no test process {p}")))
+        nth(&self.processes, p, "test process")
     }
 
     fn queue(&self, q: TestQueue) -> Result<&TQueue<K>, Failure> {
-        self.queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no test queue {}", q.0)))
+        nth(&self.queues, q.0, "test queue")
     }
 
     fn hw(&self, q: TestQueue) -> Result<(&Arc<K>, KmtHandle), Failure> {
@@ -282,10 +278,7 @@ impl<K: KmtSync> TestingState<K> {
     }
 
     fn fence(&self, f: TestFence) -> Result<(&Arc<K>, KmtHandle), Failure> {
-        let (p, m) = self
-            .fences
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no test fence {}", f.0)))?;
+        let (p, m) = nth(&self.fences, f.0, "test fence")?;
         Ok((self.process(*p)?, m.handle))
     }
 }
@@ -361,11 +354,7 @@ impl<T: TestingHost> KernelModeTesting for T {
     }
 
     fn read(&self, b: TestBuffer, offset: u64) -> Result<u64, Failure> {
-        let a = self
-            .testing_ref()
-            .buffers
-            .get(b.index)
-            .ok_or_else(|| Failure::Backend(format!("no test buffer {}", b.index)))?;
+        let a = nth(&self.testing_ref().buffers, b.index, "test buffer")?;
         Ok(a.mem.load(offset))
     }
 

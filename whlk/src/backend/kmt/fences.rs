@@ -27,8 +27,8 @@ use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
 
 use super::{FenceWait, KmtSession, KmtSync, MonitoredSync};
 use crate::backend::{
-    EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, ProcessRef, QueueRef,
-    SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
+    nth, nth_mut, EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, ProcessRef,
+    QueueRef, SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
 };
 
 /// How long one slice of an event-form wait blocks in the thunk before the thread checks
@@ -174,10 +174,7 @@ pub(super) trait FenceQueues<Op>: UserModeSubmission {
     }
 
     fn gpu_queue_mut(&mut self, q: QueueRef) -> Result<&mut GpuQueue<Op>, Failure> {
-        self.fence_queues_mut()
-            .queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no GPU queue {}", q.0)))
+        nth_mut(&mut self.fence_queues_mut().queues, q.0, "GPU queue")
     }
 
     /// Appends `op` to `q` after checking that the fence is the queue's process's (its GPU
@@ -241,17 +238,11 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     }
 
     fn native(&self, f: FenceRef) -> Result<&KFence, Failure> {
-        self.fence
-            .fences
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
+        nth(&self.fence.fences, f.0, "fence")
     }
 
     fn mon(&self, f: MonitoredRef) -> Result<&KMonitored<K>, Failure> {
-        self.fence
-            .monitored
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no monitored fence {}", f.0)))
+        nth(&self.fence.monitored, f.0, "monitored fence")
     }
 
     fn wait_result(&self, r: Result<FenceWait, NtStatus>) -> Result<WaitResult, Failure> {

@@ -53,6 +53,7 @@ use super::{
     Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, SubmitPath,
     UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
 };
+use crate::backend::{nth, nth_mut};
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
 const STATUS_TIMEOUT: i32 = 0x0000_0102;
@@ -314,10 +315,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     }
 
     fn process(&self, p: ProcessRef) -> Result<(usize, Arc<K>), Failure> {
-        let up = self
-            .processes
-            .get(p.0)
-            .ok_or_else(|| Failure::Backend(format!("no process {}", p.0)))?;
+        let up = nth(&self.processes, p.0, "process")?;
         let kmt = up
             .kmt
             .clone()
@@ -342,9 +340,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     }
 
     fn queue(&self, q: UmQueueRef) -> Result<&KUmQueue<K>, Failure> {
-        self.queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))
+        nth(&self.queues, q.0, "queue")
     }
 
     fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut KQueue<K>, Failure> {
@@ -625,10 +621,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     }
 
     fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
-        let k = self
-            .queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        let k = nth_mut(&mut self.queues, q.0, "queue")?;
         super::umd_queue::close_slot(&mut k.q, &mut k.info, q)?.map_err(|e| self.umd(e))
     }
 

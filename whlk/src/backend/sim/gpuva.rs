@@ -6,6 +6,7 @@ use rvgpu_umd::kmt::{Kmt, NtStatus};
 
 use super::{umd_failure, SimSession};
 use crate::backend::gpuva::{fill_at, reserve};
+use crate::backend::nth;
 use crate::backend::{BufferRef, Failure, GpuVaPlacement, ProcessRef, UmQueueRef};
 
 fn ddi(NtStatus(s): NtStatus) -> Failure {
@@ -25,10 +26,7 @@ impl GpuVaPlacement for SimSession {
         pages: u64,
     ) -> Result<(), Failure> {
         let handle = self.buffer(b)?.handle;
-        let process = *self
-            .buffer_process
-            .get(b.0)
-            .ok_or_else(|| Failure::Backend(format!("no buffer {}", b.0)))?;
+        let process = *nth(&self.buffer_process, b.0, "buffer")?;
         let up = self.process(ProcessRef(process))?;
         let k = self.machine.kmt(&up);
         (self.paging_queues)

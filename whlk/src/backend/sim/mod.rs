@@ -55,6 +55,7 @@ use super::{
     SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef, UmQueueInfo, UmQueueRef,
     UmdFences, UserModeSubmission, WaitResult, Work,
 };
+use crate::backend::{nth, nth_mut};
 
 /// The simulated backend.
 #[derive(Clone, Copy, Debug, Default)]
@@ -342,21 +343,15 @@ impl SimSession {
     }
 
     fn buffer(&self, b: BufferRef) -> Result<&Allocation<SimMem>, Failure> {
-        self.buffers
-            .get(b.0)
-            .ok_or_else(|| Failure::Backend(format!("no buffer {}", b.0)))
+        nth(&self.buffers, b.0, "buffer")
     }
 
     fn um_queue(&self, q: UmQueueRef) -> Result<&SimUmQueue, Failure> {
-        self.um_queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))
+        nth(&self.um_queues, q.0, "queue")
     }
 
     fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut UmdQueue, Failure> {
-        self.um_queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
+        nth_mut(&mut self.um_queues, q.0, "queue")?
             .q
             .as_mut()
             .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
@@ -386,9 +381,7 @@ impl SimSession {
     }
 
     fn um_fence(&self, f: UmFenceRef) -> Result<&SimUmFence, Failure> {
-        self.um_fences
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no UMD fence {}", f.0)))
+        nth(&self.um_fences, f.0, "UMD fence")
     }
 
     /// A native fence the UMD thunks made (or opened) in `up`, with its OS object.
@@ -432,9 +425,7 @@ impl SimSession {
     }
 
     fn monitored_fence(&self, f: MonitoredRef) -> Result<&MonitoredFence, Failure> {
-        self.monitored
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no monitored fence {}", f.0)))
+        nth(&self.monitored, f.0, "monitored fence")
     }
 
     fn add_monitored(&mut self, f: MonitoredFence) -> MonitoredRef {
@@ -443,9 +434,7 @@ impl SimSession {
     }
 
     fn fence(&self, f: FenceRef) -> Result<&NativeFence, Failure> {
-        self.fences
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
+        nth(&self.fences, f.0, "fence")
     }
 
     /// The session's processes by their device handle (how the OS's records name them).

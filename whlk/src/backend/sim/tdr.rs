@@ -6,7 +6,7 @@ use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
 use super::{failure, SimSession};
 use crate::backend::{
-    ContextRef, DmaContexts, EngineProbe, Failure, ProcessRef, StreamLane, StreamReport, Tdr,
+    nth, ContextRef, DmaContexts, EngineProbe, Failure, ProcessRef, StreamLane, StreamReport, Tdr,
     TdrCause, TdrStep, TdrTimeouts, TdrTrace, Work,
 };
 
@@ -89,10 +89,7 @@ impl DmaContexts for SimSession {
     }
 
     fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure> {
-        let (pi, h) = *self
-            .contexts
-            .get(c.0)
-            .ok_or_else(|| Failure::Backend(format!("no context {}", c.0)))?;
+        let (pi, h) = *nth(&self.contexts, c.0, "context")?;
         let up = self.process(ProcessRef(pi))?;
         let cmds = self.encode(work)?;
         self.machine.submit_legacy(&up, h, &cmds).map_err(failure)
