@@ -11,6 +11,10 @@ use super::common::{no_fault, session};
 /// `DXGK_ENGINE_STATE_TRANSITION_TO_F1`.
 const TRANSITION_TO_F1: i32 = 1;
 
+/// What both cases need: the OS's engine-state trace, on a machine whose idle timeout the case
+/// sets.
+const NEEDS: &[Capability] = &[Capability::OsTrace, Capability::ConfiguredMachine];
+
 /// The cases of this area.
 pub const CASES: &[Case] = &[
     Case {
@@ -19,7 +23,7 @@ pub const CASES: &[Case] = &[
         summary:
             "KMD side of UM-13: an idle engine's F1 request reaches the OS as a processed \
              ENGINE_STATE_CHANGE (step); the OS's doorbell disconnect comes with user-mode submission",
-        needs: &[Capability::OsTrace, Capability::ConfiguredMachine],
+        needs: NEEDS,
         optional: &[Capability::BugChecks],
         run: step,
     },
@@ -27,7 +31,7 @@ pub const CASES: &[Case] = &[
         name: "Adapter.InterruptPathThreaded",
         requirements: &["UM-13"],
         summary: "the same with device, interrupt and DPC threads",
-        needs: &[Capability::OsTrace, Capability::ConfiguredMachine],
+        needs: NEEDS,
         optional: &[Capability::BugChecks],
         run: threaded,
     },
