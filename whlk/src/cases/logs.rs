@@ -34,7 +34,12 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-01", "LOG-09"],
         summary: "the OS sets a wait and a signal log (84 entries, or the configured size) on \
                   every user-mode queue at creation, none on a kernel-mode queue",
-        needs: &[Capability::UserModeSubmission, Capability::FenceLogs, Capability::ConfiguredMachine, Capability::KmdCaps],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::FenceLogs,
+            Capability::ConfiguredMachine,
+            Capability::KmdCaps,
+        ],
         optional: &[],
         run: every_user_queue_has_both_logs,
     },
@@ -46,15 +51,28 @@ pub const CASES: &[Case] = &[
                   needed no fallback scan",
         // Step mode: the wait must be registered before the GPU signals, or no log read is
         // needed (threaded, the signal may land first, which is correct behaviour, not a fail).
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::StepMode, Capability::NativeFences],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::StepMode,
+            Capability::NativeFences,
+        ],
         optional: &[],
         run: cpu_wait_released_from_signal_log,
     },
     Case {
         name: "Logs.SharedFenceHandlesPerProcess",
         requirements: &["LOG-03"],
-        summary: "a fence shared by two processes: each queue's log entry names the fence by                   its own process's D3DKMT handle; the consumer's GPU wait is released by the                   producer's signal",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::NativeFences],
+        summary: "a fence shared by two processes: each queue's log entry names the fence by \
+                  its own process's D3DKMT handle; the consumer's GPU wait is released by the \
+                  producer's signal",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::NativeFences,
+        ],
         optional: &[],
         run: shared_fence_handles_per_process,
     },
@@ -63,7 +81,14 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-05"],
         summary: "4-entry logs, 10 signals before anyone reads: the OS detects the overflow, \
                   reports the lost entries, scans the fences, and the CPU wait is released",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::StepMode, Capability::ConfiguredMachine, Capability::NativeFences],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::StepMode,
+            Capability::ConfiguredMachine,
+            Capability::NativeFences,
+        ],
         optional: &[],
         run: overflow_falls_back_to_scan,
     },
@@ -72,7 +97,12 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-01", "LOG-02"],
         summary: "the OS moves a running queue's signal log to a 16-entry buffer: every \
                   operation before and after is logged exactly once, indices continue",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::NativeFences],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::NativeFences,
+        ],
         optional: &[],
         run: recreate_log_mid_run,
     },
@@ -83,7 +113,13 @@ pub const CASES: &[Case] = &[
                   producer/consumer chain with CPU waits: every operation queued and logged \
                   once, consecutive indices, monotonic GPU times, causal mapping; the run's \
                   timeline file",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::NativeFences, Capability::KmdCaps],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::NativeFences,
+            Capability::KmdCaps,
+        ],
         optional: &[],
         run: timeline,
     },
