@@ -49,11 +49,10 @@ use rvgpu_umd::submit::SubmitError;
 
 use super::lanes::{self, churn_lane};
 use super::{
-    AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus,
-    Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, SubmitPath,
-    UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
+    nth, nth_mut, AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport,
+    DoorbellStatus, Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig,
+    StartedAdapter, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
 };
-use crate::backend::{nth, nth_mut};
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
 const STATUS_TIMEOUT: i32 = 0x0000_0102;

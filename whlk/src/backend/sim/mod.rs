@@ -49,13 +49,12 @@ use rvgpu_umd::submit::SubmitError;
 
 use self::kmt::{Created, SessKmt};
 use super::{
-    AllocationUsage, Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities, CrossAdapterFences,
-    DirectDdi, DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs, FenceRef,
-    Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef, Session,
-    SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef, UmQueueInfo, UmQueueRef,
-    UmdFences, UserModeSubmission, WaitResult, Work,
+    nth, nth_mut, AllocationUsage, Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities,
+    CrossAdapterFences, DirectDdi, DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection,
+    FenceLogs, FenceRef, Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef,
+    QueueRef, Session, SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef,
+    UmQueueInfo, UmQueueRef, UmdFences, UserModeSubmission, WaitResult, Work,
 };
-use crate::backend::{nth, nth_mut};
 
 /// The simulated backend.
 #[derive(Clone, Copy, Debug, Default)]
