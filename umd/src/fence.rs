@@ -241,30 +241,23 @@ mod tests {
             Err(PddError::WrongDriver),
             "version 1 carried system-process VAs"
         );
-        let misaligned = FenceMapping {
-            current_value_gpu: 0x1000_0004,
-            ..mapping()
-        };
-        assert_eq!(
-            GpuFence::new(&misaligned, good.as_bytes()),
-            Err(PddError::BadAddress)
-        );
-        let same = FenceMapping {
-            monitored_value_gpu: 0x1000_0000,
-            ..mapping()
-        };
-        assert_eq!(
-            GpuFence::new(&same, good.as_bytes()),
-            Err(PddError::BadAddress)
-        );
-        let unmapped = FenceMapping {
-            current_value_gpu: 0,
-            ..mapping()
-        };
-        assert_eq!(
-            GpuFence::new(&unmapped, good.as_bytes()),
-            Err(PddError::BadAddress)
-        );
+        let bad_addresses = [
+            ("misaligned", (0x1000_0004, 0x1000_1000)),
+            ("both values at one address", (0x1000_0000, 0x1000_0000)),
+            ("unmapped", (0, 0x1000_1000)),
+        ];
+        for (what, (current_value_gpu, monitored_value_gpu)) in bad_addresses {
+            let m = FenceMapping {
+                current_value_gpu,
+                monitored_value_gpu,
+                ..mapping()
+            };
+            assert_eq!(
+                GpuFence::new(&m, good.as_bytes()),
+                Err(PddError::BadAddress),
+                "{what}"
+            );
+        }
     }
 
     /// MF-03 (the GPU-signal half): a monitored-fence signal is a fence write in the command

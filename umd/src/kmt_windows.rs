@@ -83,17 +83,28 @@ use crate::kmt::{
 /// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
 const SYNC_CHUNK: usize = 16;
 
-/// Handle and value arrays of at most [`SYNC_CHUNK`] objects, and their count.
-fn sync_arrays(chunk: &[(KmtHandle, u64)]) -> ([u32; SYNC_CHUNK], [u64; SYNC_CHUNK], u32) {
-    let mut handles = [0u32; SYNC_CHUNK];
-    let mut values = [0u64; SYNC_CHUNK];
-    let mut n = 0u32;
-    for ((h, v), (dh, dv)) in chunk.iter().zip(handles.iter_mut().zip(values.iter_mut())) {
-        *dh = *h;
-        *dv = *v;
-        n += 1;
+/// Calls `submit` with the handle and value arrays of each chunk of at most [`SYNC_CHUNK`]
+/// of `fences` and their count, stopping at the first failure; no fences at all is
+/// `STATUS_INVALID_PARAMETER`.
+fn in_sync_chunks(
+    fences: &[(KmtHandle, u64)],
+    mut submit: impl FnMut(&[u32; SYNC_CHUNK], &[u64; SYNC_CHUNK], u32) -> NTSTATUS,
+) -> Result<(), NtStatus> {
+    if fences.is_empty() {
+        return Err(NtStatus(STATUS_INVALID_PARAMETER));
     }
-    (handles, values, n)
+    for chunk in fences.chunks(SYNC_CHUNK) {
+        let mut handles = [0u32; SYNC_CHUNK];
+        let mut values = [0u64; SYNC_CHUNK];
+        let mut n = 0u32;
+        for ((h, v), (dh, dv)) in chunk.iter().zip(handles.iter_mut().zip(values.iter_mut())) {
+            *dh = *h;
+            *dv = *v;
+            n += 1;
+        }
+        check(submit(&handles, &values, n))?;
+    }
+    Ok(())
 }
 
 /// `NTSTATUS` values this module returns itself.
@@ -182,6 +193,16 @@ pub struct D3dddiNativeFenceMapping {
     pub Reserved: [u8; 32],
 }
 
+impl D3dddiNativeFenceMapping {
+    /// All zeros: what the caller passes in for the OS to fill.
+    const EMPTY: Self = Self {
+        CurrentValueCpuVa: ptr::null_mut(),
+        CurrentValueGpuVa: 0,
+        MonitoredValueGpuVa: 0,
+        Reserved: [0; 32],
+    };
+}
+
 /// `D3DDDI_NATIVEFENCEINFO`:
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefenceinfo>
 #[repr(C)]
@@ -241,29 +262,33 @@ const SYNC_FLAG_NT_SECURITY_SHARING: u32 = 1 << 1;
 /// `GENERIC_ALL`: what a D3D runtime asks for when it shares a sync object by NT handle.
 const GENERIC_ALL: u32 = 0x1000_0000;
 
+/// Compile-time layout checks of one structure: `layout!(T { Field: offset, ... } size N)`
+/// asserts `offset_of!(T, Field) == offset` for each field listed and `size_of::<T>() == N`
+/// (either part may be left out).
+macro_rules! layout {
+    ($t:ident $({ $($field:ident: $off:literal),* $(,)? })? $(size $size:literal)?) => {
+        $($(assert!(core::mem::offset_of!($t, $field) == $off);)*)?
+        $(assert!(core::mem::size_of::<$t>() == $size);)?
+    };
+}
+
 // The GPU VA thunks' structures come from windows-sys; their layout checked against the
 // 22621 SDK's d3dukmdt.h / d3dkmthk.h (every D3DKMT_ALIGN64 member 8-aligned).
 #[cfg(target_pointer_width = "64")]
 const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(size_of::<D3DDDI_MAPGPUVIRTUALADDRESS>() == 104);
-    assert!(offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, hAllocation) == 32);
-    assert!(offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, Protection) == 56);
-    assert!(offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, VirtualAddress) == 88);
-    assert!(offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, PagingFenceValue) == 96);
-    assert!(size_of::<D3DDDI_RESERVEGPUVIRTUALADDRESS>() == 72);
-    assert!(offset_of!(D3DDDI_RESERVEGPUVIRTUALADDRESS, Size) == 32);
-    assert!(offset_of!(D3DDDI_RESERVEGPUVIRTUALADDRESS, VirtualAddress) == 56);
-    assert!(size_of::<D3DKMT_FREEGPUVIRTUALADDRESS>() == 24);
+    layout!(D3DDDI_MAPGPUVIRTUALADDRESS {
+        hAllocation: 32,
+        Protection: 56,
+        VirtualAddress: 88,
+        PagingFenceValue: 96,
+    } size 104);
+    layout!(D3DDDI_RESERVEGPUVIRTUALADDRESS { Size: 32, VirtualAddress: 56 } size 72);
+    layout!(D3DKMT_FREEGPUVIRTUALADDRESS size 24);
     // D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION: the type, then a 56-byte union (MapProtect's
     // members, hAllocation padded to 8); 22631 dxgkrnl copies operations at a 64-byte stride
     // and reads a MAP's hAllocation at offset 24.
-    assert!(size_of::<D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION>() == 64);
-    assert!(offset_of!(D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION, Anonymous) == 8);
-    assert!(size_of::<D3DKMT_UPDATEGPUVIRTUALADDRESS>() == 56);
-    assert!(offset_of!(D3DKMT_UPDATEGPUVIRTUALADDRESS, Operations) == 16);
-    assert!(offset_of!(D3DKMT_UPDATEGPUVIRTUALADDRESS, FenceValue) == 40);
-    assert!(offset_of!(D3DKMT_UPDATEGPUVIRTUALADDRESS, Flags) == 48);
+    layout!(D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION { Anonymous: 8 } size 64);
+    layout!(D3DKMT_UPDATEGPUVIRTUALADDRESS { Operations: 16, FenceValue: 40, Flags: 48 } size 56);
 };
 
 /// `D3DKMT_UPDATEGPUVIRTUALADDRESS::Flags.DoNotWait` (bit 0).
@@ -328,32 +353,25 @@ fn update_operation(op: &UpdateGpuVaOp) -> D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERAT
 // to compare against.
 #[cfg(target_pointer_width = "64")]
 const _: () = {
-    use core::mem::{align_of, offset_of, size_of};
-    assert!(size_of::<D3dkmtCreateDoorbell>() == 72);
-    assert!(align_of::<D3dkmtCreateDoorbell>() == 8);
-    assert!(offset_of!(D3dkmtCreateDoorbell, PrivateDriverData) == 24);
-    assert!(offset_of!(D3dkmtCreateDoorbell, DoorbellStatusCPUVirtualAddress) == 48);
-    assert!(
-        offset_of!(
-            D3dkmtCreateDoorbell,
-            HwQueueProgressFenceLastQueuedValueCPUVirtualAddress
-        ) == 56
-    );
-    assert!(offset_of!(D3dkmtCreateDoorbell, hDoorbell) == 64);
-    assert!(size_of::<D3dkmtConnectDoorbell>() == 8);
-    assert!(size_of::<D3dkmtDestroyDoorbell>() == 4);
-    assert!(size_of::<D3dkmtNotifyWorkSubmission>() == 8);
-    assert!(size_of::<D3dddiNativeFenceMapping>() == 56);
-    assert!(offset_of!(D3dddiNativeFenceInfo, NativeFenceMapping) == 24);
-    assert!(size_of::<D3dddiNativeFenceInfo>() == 112);
-    assert!(offset_of!(D3dkmtCreateNativeFence, Info) == 72);
-    assert!(offset_of!(D3dkmtCreateNativeFence, Flags) == 184);
-    assert!(size_of::<D3dkmtCreateNativeFence>() == 216);
-    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, hDevice) == 8);
-    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, hSyncObject) == 20);
-    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, NativeFenceMapping) == 24);
-    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, PrivateDriverData) == 80);
-    assert!(size_of::<D3dkmtOpenNativeFenceFromNtHandle>() == 176);
+    layout!(D3dkmtCreateDoorbell {
+        PrivateDriverData: 24,
+        DoorbellStatusCPUVirtualAddress: 48,
+        HwQueueProgressFenceLastQueuedValueCPUVirtualAddress: 56,
+        hDoorbell: 64,
+    } size 72);
+    assert!(core::mem::align_of::<D3dkmtCreateDoorbell>() == 8);
+    layout!(D3dkmtConnectDoorbell size 8);
+    layout!(D3dkmtDestroyDoorbell size 4);
+    layout!(D3dkmtNotifyWorkSubmission size 8);
+    layout!(D3dddiNativeFenceMapping size 56);
+    layout!(D3dddiNativeFenceInfo { NativeFenceMapping: 24 } size 112);
+    layout!(D3dkmtCreateNativeFence { Info: 72, Flags: 184 } size 216);
+    layout!(D3dkmtOpenNativeFenceFromNtHandle {
+        hDevice: 8,
+        hSyncObject: 20,
+        NativeFenceMapping: 24,
+        PrivateDriverData: 80,
+    } size 176);
 };
 
 // windows-sys' `D3DKMT_CREATESYNCHRONIZATIONOBJECT2` against the Windows SDK's d3dkmthk.h and
@@ -362,29 +380,16 @@ const _: () = {
 // address and engine affinity follow each other at 8-byte steps.
 #[cfg(target_pointer_width = "64")]
 const _: () = {
-    use core::mem::{offset_of, size_of};
     use windows_sys::Wdk::Graphics::Direct3D::{
         D3DDDI_SYNCHRONIZATIONOBJECTINFO2, D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4,
     };
-    assert!(size_of::<D3DDDI_SYNCHRONIZATIONOBJECTINFO2>() == 80);
-    assert!(offset_of!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2, Anonymous) == 8);
-    assert!(offset_of!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2, SharedHandle) == 72);
-    assert!(
-        offset_of!(
-            D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4,
-            FenceValueCPUVirtualAddress
-        ) == 8
-    );
-    assert!(
-        offset_of!(
-            D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4,
-            FenceValueGPUVirtualAddress
-        ) == 16
-    );
-    assert!(offset_of!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4, EngineAffinity) == 24);
-    assert!(offset_of!(D3DKMT_CREATESYNCHRONIZATIONOBJECT2, Info) == 8);
-    assert!(offset_of!(D3DKMT_CREATESYNCHRONIZATIONOBJECT2, hSyncObject) == 88);
-    assert!(size_of::<D3DKMT_CREATESYNCHRONIZATIONOBJECT2>() == 96);
+    layout!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2 { Anonymous: 8, SharedHandle: 72 } size 80);
+    layout!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4 {
+        FenceValueCPUVirtualAddress: 8,
+        FenceValueGPUVirtualAddress: 16,
+        EngineAffinity: 24,
+    });
+    layout!(D3DKMT_CREATESYNCHRONIZATIONOBJECT2 { Info: 8, hSyncObject: 88 } size 96);
 };
 
 // The windows-sys structures of the allocation and residency thunks, checked against the
@@ -414,50 +419,49 @@ const _: () = {
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_evict_flags>
 #[cfg(target_pointer_width = "64")]
 const _: () = {
-    use core::mem::{offset_of, size_of};
     use windows_sys::Wdk::Graphics::Direct3D::{
         D3DDDICB_DESTROYALLOCATION2FLAGS, D3DDDI_EVICT_FLAGS, D3DDDI_MAKERESIDENT_FLAGS,
     };
-    assert!(offset_of!(D3DKMT_CREATEALLOCATION, pPrivateRuntimeData) == 16);
-    assert!(offset_of!(D3DKMT_CREATEALLOCATION, PrivateDriverDataSize) == 40);
-    assert!(offset_of!(D3DKMT_CREATEALLOCATION, NumAllocations) == 44);
-    assert!(offset_of!(D3DKMT_CREATEALLOCATION, Anonymous2) == 48);
-    assert!(offset_of!(D3DKMT_CREATEALLOCATION, Flags) == 56);
-    assert!(offset_of!(D3DKMT_CREATEALLOCATION, hPrivateRuntimeResourceHandle) == 64);
-    assert!(size_of::<D3DKMT_CREATEALLOCATION>() == 72);
-    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, pPrivateDriverData) == 16);
-    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, PrivateDriverDataSize) == 24);
-    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, Flags) == 32);
-    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, GpuVirtualAddress) == 40);
-    assert!(offset_of!(D3DDDI_ALLOCATIONINFO2, Reserved) == 56);
-    assert!(size_of::<D3DDDI_ALLOCATIONINFO2>() == 96);
-    assert!(offset_of!(D3DKMT_LOCK2, Flags) == 8);
-    assert!(offset_of!(D3DKMT_LOCK2, pData) == 16);
-    assert!(size_of::<D3DKMT_LOCK2>() == 24);
-    assert!(offset_of!(D3DKMT_UNLOCK2, hAllocation) == 4);
-    assert!(size_of::<D3DKMT_UNLOCK2>() == 8);
-    assert!(offset_of!(D3DKMT_DESTROYALLOCATION2, phAllocationList) == 8);
-    assert!(offset_of!(D3DKMT_DESTROYALLOCATION2, AllocationCount) == 16);
-    assert!(offset_of!(D3DKMT_DESTROYALLOCATION2, Flags) == 20);
-    assert!(size_of::<D3DKMT_DESTROYALLOCATION2>() == 24);
-    assert!(size_of::<D3DDDICB_DESTROYALLOCATION2FLAGS>() == 4);
-    assert!(offset_of!(D3DKMT_INVALIDATECACHE, Offset) == 8);
-    assert!(offset_of!(D3DKMT_INVALIDATECACHE, Length) == 16);
-    assert!(size_of::<D3DKMT_INVALIDATECACHE>() == 24);
-    assert!(offset_of!(D3DDDI_MAKERESIDENT, NumAllocations) == 4);
-    assert!(offset_of!(D3DDDI_MAKERESIDENT, AllocationList) == 8);
-    assert!(offset_of!(D3DDDI_MAKERESIDENT, PriorityList) == 16);
-    assert!(offset_of!(D3DDDI_MAKERESIDENT, Flags) == 24);
-    assert!(offset_of!(D3DDDI_MAKERESIDENT, PagingFenceValue) == 32);
-    assert!(offset_of!(D3DDDI_MAKERESIDENT, NumBytesToTrim) == 40);
-    assert!(size_of::<D3DDDI_MAKERESIDENT>() == 48);
-    assert!(size_of::<D3DDDI_MAKERESIDENT_FLAGS>() == 4);
-    assert!(offset_of!(D3DKMT_EVICT, NumAllocations) == 4);
-    assert!(offset_of!(D3DKMT_EVICT, AllocationList) == 8);
-    assert!(offset_of!(D3DKMT_EVICT, Flags) == 16);
-    assert!(offset_of!(D3DKMT_EVICT, NumBytesToTrim) == 24);
-    assert!(size_of::<D3DKMT_EVICT>() == 32);
-    assert!(size_of::<D3DDDI_EVICT_FLAGS>() == 4);
+    layout!(D3DKMT_CREATEALLOCATION {
+        pPrivateRuntimeData: 16,
+        PrivateDriverDataSize: 40,
+        NumAllocations: 44,
+        Anonymous2: 48,
+        Flags: 56,
+        hPrivateRuntimeResourceHandle: 64,
+    } size 72);
+    layout!(D3DDDI_ALLOCATIONINFO2 {
+        pPrivateDriverData: 16,
+        PrivateDriverDataSize: 24,
+        Flags: 32,
+        GpuVirtualAddress: 40,
+        Reserved: 56,
+    } size 96);
+    layout!(D3DKMT_LOCK2 { Flags: 8, pData: 16 } size 24);
+    layout!(D3DKMT_UNLOCK2 { hAllocation: 4 } size 8);
+    layout!(D3DKMT_DESTROYALLOCATION2 {
+        phAllocationList: 8,
+        AllocationCount: 16,
+        Flags: 20,
+    } size 24);
+    layout!(D3DDDICB_DESTROYALLOCATION2FLAGS size 4);
+    layout!(D3DKMT_INVALIDATECACHE { Offset: 8, Length: 16 } size 24);
+    layout!(D3DDDI_MAKERESIDENT {
+        NumAllocations: 4,
+        AllocationList: 8,
+        PriorityList: 16,
+        Flags: 24,
+        PagingFenceValue: 32,
+        NumBytesToTrim: 40,
+    } size 48);
+    layout!(D3DDDI_MAKERESIDENT_FLAGS size 4);
+    layout!(D3DKMT_EVICT {
+        NumAllocations: 4,
+        AllocationList: 8,
+        Flags: 16,
+        NumBytesToTrim: 24,
+    } size 32);
+    layout!(D3DDDI_EVICT_FLAGS size 4);
 };
 
 /// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse` (bit 0).
@@ -587,6 +591,15 @@ pub unsafe fn call(thunk: Wddm32Thunk, args: *mut c_void) -> NTSTATUS {
     }
 }
 
+/// [`call`] with the thunk's argument structure.
+///
+/// # Safety
+/// `args` must be the argument structure the thunk documents, valid as it documents.
+unsafe fn call_with<T>(thunk: Wddm32Thunk, args: &mut T) -> NTSTATUS {
+    // SAFETY: caller contract on `args`.
+    unsafe { call(thunk, ptr::from_mut(args).cast()) }
+}
+
 /// Opens an adapter by LUID; returns its D3DKMT handle.
 pub fn open_adapter(luid: LUID) -> Result<u32, NTSTATUS> {
     let mut args = D3DKMT_OPENADAPTERFROMLUID {
@@ -701,6 +714,18 @@ impl FenceCpu for WinFence {
         // load of a lock-free size is allowed on read-only memory.
         unsafe { AtomicU64::from_ptr(self.value.cast_mut()) }.load(Ordering::Acquire)
     }
+}
+
+/// What `QueryPerformanceCounter` or `QueryPerformanceFrequency` (`query`) writes; 0 if it
+/// fails or is negative.
+fn performance_query(query: unsafe extern "system" fn(*mut i64) -> windows_sys::core::BOOL) -> u64 {
+    let mut v: i64 = 0;
+    // SAFETY: `query` is one of the two, which write one i64 through the pointer: a writable
+    // i64 on this stack frame.
+    if unsafe { query(&mut v) } == 0 {
+        return 0;
+    }
+    u64::try_from(v).unwrap_or(0)
 }
 
 fn aligned<T>(p: *mut c_void) -> Option<*mut T> {
@@ -847,17 +872,8 @@ impl WinKmt {
     }
 
     fn wait(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        let args = D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
-            hDevice: self.device,
-            ObjectCount: 1,
-            ObjectHandleArray: &fence,
-            FenceValueArray: &value,
-            // Null event: the call blocks until the fence reaches the value.
-            hAsyncEvent: ptr::null_mut(),
-            ..Default::default()
-        };
-        // SAFETY: the arrays point to one handle and one value on this stack frame.
-        check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) })
+        // Null event: the call blocks until the fence reaches the value.
+        self.wait_async(fence, value, ptr::null_mut())
     }
 
     fn destroy_alloc(&self, allocation: KmtHandle, flags: DestroyFlags) -> Result<(), NtStatus> {
@@ -962,18 +978,8 @@ impl WinKmt {
         if event.is_null() {
             return Err(NtStatus(STATUS_INSUFFICIENT_RESOURCES));
         }
-        let args = D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
-            hDevice: self.device,
-            ObjectCount: 1,
-            ObjectHandleArray: &fence,
-            FenceValueArray: &value,
-            hAsyncEvent: event,
-            ..Default::default()
-        };
-        // SAFETY: the arrays point to one handle and one value on this stack frame; with an
-        // event the call returns at once and the OS signals the event later (it holds its own
-        // reference to it).
-        let registered = check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) });
+        // With an event the call returns at once and the OS signals the event later.
+        let registered = self.wait_async(fence, value, event);
         let outcome = registered.and_then(|()| {
             // SAFETY: a valid event handle owned by this function.
             match unsafe { WaitForSingleObject(event, timeout_ms(timeout_ns)) } {
@@ -989,7 +995,8 @@ impl WinKmt {
 
     /// Registers a CPU wait for `fence` to reach `value` that signals the caller's `event`
     /// (`D3DKMTWaitForSynchronizationObjectFromCpu` with `hAsyncEvent`): returns at once; the
-    /// OS signals the event when the wait is released (or the fence is gone).
+    /// OS signals the event when the wait is released (or the fence is gone). A null `event`
+    /// blocks instead, until the fence reaches the value.
     pub fn wait_async(
         &self,
         fence: KmtHandle,
@@ -1005,7 +1012,7 @@ impl WinKmt {
             ..Default::default()
         };
         // SAFETY: the arrays point to one handle and one value on this stack frame; the OS
-        // validates the event handle and holds its own reference to it.
+        // validates the event handle (null: no event) and holds its own reference to it.
         check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) })
     }
 
@@ -1035,12 +1042,7 @@ impl WinKmt {
                 EngineAffinity: 0,
                 Type: 0,
                 Flags: flags,
-                NativeFenceMapping: D3dddiNativeFenceMapping {
-                    CurrentValueCpuVa: ptr::null_mut(),
-                    CurrentValueGpuVa: 0,
-                    MonitoredValueGpuVa: 0,
-                    Reserved: [0; 32],
-                },
+                NativeFenceMapping: D3dddiNativeFenceMapping::EMPTY,
                 Reserved: [0; 28],
             },
             Flags: 0,
@@ -1048,12 +1050,7 @@ impl WinKmt {
         };
         // SAFETY: the released D3DKMT_CREATENATIVEFENCE layout (asserted above), on this stack
         // frame.
-        check(unsafe {
-            call(
-                Wddm32Thunk::CreateNativeFence,
-                ptr::addr_of_mut!(args).cast(),
-            )
-        })?;
+        check(unsafe { call_with(Wddm32Thunk::CreateNativeFence, &mut args) })?;
         let Some(current) = aligned::<u64>(args.Info.NativeFenceMapping.CurrentValueCpuVa) else {
             let _ = self.destroy_sync_object(args.hSyncObject);
             return Err(NtStatus(STATUS_INVALID_PARAMETER));
@@ -1101,6 +1098,16 @@ impl WinKmt {
             handle: args.hSyncObject,
             value: value.cast_const(),
             value_gpu: mf.FenceValueGPUVirtualAddress,
+        })
+    }
+
+    /// The submission core's view of a fence just created (`NativeFence::new`); if the OS's
+    /// mapping or the KMD's private data is unusable the fence is destroyed again and
+    /// `STATUS_INVALID_PARAMETER` returned.
+    fn native_fence_of(&self, f: WinNativeFence) -> Result<NativeFence, NtStatus> {
+        NativeFence::new(f.handle, &f.mapping, &f.private_data).map_err(|_| {
+            let _ = self.destroy_sync_object(f.handle);
+            NtStatus(STATUS_INVALID_PARAMETER)
         })
     }
 
@@ -1445,7 +1452,7 @@ impl Kmt for WinKmt {
         };
         // SAFETY: the released D3DKMT_CREATE_DOORBELL layout (asserted above); the private
         // data buffer is live and writable for its length during the call.
-        check(unsafe { call(Wddm32Thunk::CreateDoorbell, ptr::addr_of_mut!(args).cast()) })?;
+        check(unsafe { call_with(Wddm32Thunk::CreateDoorbell, &mut args) })?;
         let views = (
             aligned::<u64>(args.DoorbellCPUVirtualAddress),
             aligned::<i32>(args.DoorbellStatusCPUVirtualAddress),
@@ -1471,7 +1478,7 @@ impl Kmt for WinKmt {
             Flags: 0,
         };
         // SAFETY: the D3DKMT_CONNECT_DOORBELL layout (asserted above).
-        check(unsafe { call(Wddm32Thunk::ConnectDoorbell, ptr::addr_of_mut!(args).cast()) })
+        check(unsafe { call_with(Wddm32Thunk::ConnectDoorbell, &mut args) })
     }
 
     fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
@@ -1479,7 +1486,7 @@ impl Kmt for WinKmt {
             hDoorbell: doorbell,
         };
         // SAFETY: the D3DKMT_DESTROY_DOORBELL layout (asserted above).
-        check(unsafe { call(Wddm32Thunk::DestroyDoorbell, ptr::addr_of_mut!(args).cast()) })
+        check(unsafe { call_with(Wddm32Thunk::DestroyDoorbell, &mut args) })
     }
 
     fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
@@ -1488,12 +1495,7 @@ impl Kmt for WinKmt {
             Flags: 0,
         };
         // SAFETY: the D3DKMT_NOTIFY_WORK_SUBMISSION layout (asserted above).
-        check(unsafe {
-            call(
-                Wddm32Thunk::NotifyWorkSubmission,
-                ptr::addr_of_mut!(args).cast(),
-            )
-        })
+        check(unsafe { call_with(Wddm32Thunk::NotifyWorkSubmission, &mut args) })
     }
 
     fn submit_command_to_hw_queue(
@@ -1526,11 +1528,7 @@ impl Kmt for WinKmt {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        if fences.is_empty() {
-            return Err(NtStatus(STATUS_INVALID_PARAMETER));
-        }
-        for chunk in fences.chunks(SYNC_CHUNK) {
-            let (handles, values, n) = sync_arrays(chunk);
+        in_sync_chunks(fences, |handles, values, n| {
             let args = D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE {
                 hHwQueue: queue,
                 ObjectCount: n,
@@ -1539,9 +1537,8 @@ impl Kmt for WinKmt {
             };
             // SAFETY: valid argument structure; both arrays hold `n` entries and live across
             // the call.
-            check(unsafe { D3DKMTSubmitWaitForSyncObjectsToHwQueue(&args) })?;
-        }
-        Ok(())
+            unsafe { D3DKMTSubmitWaitForSyncObjectsToHwQueue(&args) }
+        })
     }
 
     /// `D3DKMTSubmitSignalSyncObjectsToHwQueue` (windows-sys; MF-03). The structure has no
@@ -1552,12 +1549,8 @@ impl Kmt for WinKmt {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        if fences.is_empty() {
-            return Err(NtStatus(STATUS_INVALID_PARAMETER));
-        }
         let queues = [queue];
-        for chunk in fences.chunks(SYNC_CHUNK) {
-            let (handles, values, n) = sync_arrays(chunk);
+        in_sync_chunks(fences, |handles, values, n| {
             let args = D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE {
                 BroadcastHwQueueCount: 1,
                 BroadcastHwQueueArray: queues.as_ptr(),
@@ -1568,37 +1561,22 @@ impl Kmt for WinKmt {
             };
             // SAFETY: valid argument structure; the arrays hold 1 and `n` entries and live
             // across the call.
-            check(unsafe { D3DKMTSubmitSignalSyncObjectsToHwQueue(&args) })?;
-        }
-        Ok(())
+            unsafe { D3DKMTSubmitSignalSyncObjectsToHwQueue(&args) }
+        })
     }
 
     /// `D3DKMTCreateNativeFence` ([`WinKmt::create_native_fence_mapped`]): the GPU VAs from
     /// the OS's mapping, the tag from the KMD's private data (`GpuFence::new`); if either is
     /// unusable the fence is destroyed again and `STATUS_INVALID_PARAMETER` returned.
     fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
-        let f = self.create_native_fence_mapped(initial_value)?;
-        match NativeFence::new(f.handle, &f.mapping, &f.private_data) {
-            Ok(n) => Ok(n),
-            Err(_) => {
-                let _ = self.destroy_sync_object(f.handle);
-                Err(NtStatus(STATUS_INVALID_PARAMETER))
-            }
-        }
+        self.native_fence_of(self.create_native_fence_mapped(initial_value)?)
     }
 
     fn create_shareable_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
-        let f = self.create_native_fence_with(
+        self.native_fence_of(self.create_native_fence_with(
             initial_value,
             SYNC_FLAG_SHARED | SYNC_FLAG_NT_SECURITY_SHARING,
-        )?;
-        match NativeFence::new(f.handle, &f.mapping, &f.private_data) {
-            Ok(n) => Ok(n),
-            Err(_) => {
-                let _ = self.destroy_sync_object(f.handle);
-                Err(NtStatus(STATUS_INVALID_PARAMETER))
-            }
-        }
+        )?)
     }
 
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>
@@ -1635,23 +1613,13 @@ impl Kmt for WinKmt {
             EngineAffinity: 0,
             Flags: 0,
             hSyncObject: 0,
-            NativeFenceMapping: D3dddiNativeFenceMapping {
-                CurrentValueCpuVa: ptr::null_mut(),
-                CurrentValueGpuVa: 0,
-                MonitoredValueGpuVa: 0,
-                Reserved: [0; 32],
-            },
+            NativeFenceMapping: D3dddiNativeFenceMapping::EMPTY,
             PrivateDriverData: [0; NATIVE_FENCE_PDD_SIZE],
             Reserved: [0; 32],
         };
         // SAFETY: the documented D3DKMT_OPENNATIVEFENCEFROMNTHANDLE layout (asserted above),
         // on this stack frame.
-        check(unsafe {
-            call(
-                Wddm32Thunk::OpenNativeFenceFromNtHandle,
-                ptr::addr_of_mut!(args).cast(),
-            )
-        })?;
+        check(unsafe { call_with(Wddm32Thunk::OpenNativeFenceFromNtHandle, &mut args) })?;
         let m = &args.NativeFenceMapping;
         let cpu = aligned::<u64>(m.CurrentValueCpuVa);
         let mapping = FenceMapping {
@@ -1799,25 +1767,11 @@ impl Kmt for WinKmt {
     /// `QueryPerformanceCounter` (the clock `DxgkDdiCalibrateGpuClock` reports the CPU side
     /// in); 0 if it fails (it does not on Windows XP and later).
     fn cpu_timestamp(&self) -> u64 {
-        let mut count: i64 = 0;
-        // SAFETY: a writable i64 on this stack frame.
-        let ok =
-            unsafe { windows_sys::Win32::System::Performance::QueryPerformanceCounter(&mut count) };
-        if ok == 0 {
-            return 0;
-        }
-        u64::try_from(count).unwrap_or(0)
+        performance_query(windows_sys::Win32::System::Performance::QueryPerformanceCounter)
     }
 
     /// `QueryPerformanceFrequency`.
     fn cpu_timestamp_frequency(&self) -> u64 {
-        let mut hz: i64 = 0;
-        // SAFETY: a writable i64 on this stack frame.
-        let ok =
-            unsafe { windows_sys::Win32::System::Performance::QueryPerformanceFrequency(&mut hz) };
-        if ok == 0 {
-            return 0;
-        }
-        u64::try_from(hz).unwrap_or(0)
+        performance_query(windows_sys::Win32::System::Performance::QueryPerformanceFrequency)
     }
 }

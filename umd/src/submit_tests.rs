@@ -2115,73 +2115,34 @@ fn mf_03_gpu_wait_failure_is_reported() {
 /// Thunks that implement only the required methods: the MF-03 defaults.
 struct NoMf03(Mock);
 
+/// Each listed thunk, forwarded to the mock.
+macro_rules! to_mock {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(
+            fn $name(&self $(, $arg: $ty)*) -> $ret {
+                self.0.$name($($arg),*)
+            }
+        )*
+    };
+}
+
 impl Kmt for NoMf03 {
     type Mem = MockMem;
     type Doorbell = MockDoorbell;
     type Fence = MockFence;
-    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
-        self.0.create_context(node)
-    }
-    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        self.0.destroy_context(context)
-    }
-    fn create_hw_queue(
-        &self,
-        context: KmtHandle,
-        user_mode_submission: bool,
-        private_data: &mut [u8],
-    ) -> Result<HwQueue<MockFence>, NtStatus> {
-        self.0
-            .create_hw_queue(context, user_mode_submission, private_data)
-    }
-    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        self.0.destroy_hw_queue(queue)
-    }
-    fn create_allocation_as(
-        &self,
-        size: u64,
-        kind: crate::kmt::AllocationKind,
-    ) -> Result<Allocation<MockMem>, NtStatus> {
-        self.0.create_allocation_as(size, kind)
-    }
-    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        self.0.destroy_allocation(allocation)
-    }
-    fn create_doorbell(
-        &self,
-        queue: KmtHandle,
-        ring: KmtHandle,
-        ring_control: KmtHandle,
-        private_data: &mut [u8],
-    ) -> Result<Doorbell<MockDoorbell>, NtStatus> {
-        self.0
-            .create_doorbell(queue, ring, ring_control, private_data)
-    }
-    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.0.connect_doorbell(doorbell)
-    }
-    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.0.destroy_doorbell(doorbell)
-    }
-    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.0.notify_work_submission(doorbell)
-    }
-    fn submit_command_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        progress_fence_value: u64,
-        command_buffer_gpu: u64,
-        command_bytes: u32,
-    ) -> Result<(), NtStatus> {
-        self.0.submit_command_to_hw_queue(
-            queue,
-            progress_fence_value,
-            command_buffer_gpu,
-            command_bytes,
-        )
-    }
-    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        self.0.wait_for_fence(fence, value)
+    to_mock! {
+        fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus>;
+        fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
+        fn create_hw_queue(&self, context: KmtHandle, user_mode_submission: bool, private_data: &mut [u8]) -> Result<HwQueue<MockFence>, NtStatus>;
+        fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
+        fn create_allocation_as(&self, size: u64, kind: crate::kmt::AllocationKind) -> Result<Allocation<MockMem>, NtStatus>;
+        fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus>;
+        fn create_doorbell(&self, queue: KmtHandle, ring: KmtHandle, ring_control: KmtHandle, private_data: &mut [u8]) -> Result<Doorbell<MockDoorbell>, NtStatus>;
+        fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+        fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+        fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+        fn submit_command_to_hw_queue(&self, queue: KmtHandle, progress_fence_value: u64, command_buffer_gpu: u64, command_bytes: u32) -> Result<(), NtStatus>;
+        fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
     }
 }
 

@@ -1041,58 +1041,53 @@ mod tests {
         fn value(&mut self) -> Result<Json, String> {
             self.ws();
             match self.s.get(self.i) {
-                Some(b'{') => {
-                    self.i += 1;
-                    let mut m = Vec::new();
-                    self.ws();
-                    if self.s.get(self.i) == Some(&b'}') {
-                        self.i += 1;
-                        return Ok(Json::Obj(m));
-                    }
-                    loop {
-                        self.ws();
-                        let k = self.string()?;
-                        self.eat(b':')?;
-                        let v = self.value()?;
-                        m.push((k, v));
-                        self.ws();
-                        match self.s.get(self.i) {
-                            Some(b',') => self.i += 1,
-                            Some(b'}') => {
-                                self.i += 1;
-                                return Ok(Json::Obj(m));
-                            }
-                            _ => return Err(format!("expected , or }} at byte {}", self.i)),
-                        }
-                    }
-                }
-                Some(b'[') => {
-                    self.i += 1;
-                    let mut a = Vec::new();
-                    self.ws();
-                    if self.s.get(self.i) == Some(&b']') {
-                        self.i += 1;
-                        return Ok(Json::Arr(a));
-                    }
-                    loop {
-                        a.push(self.value()?);
-                        self.ws();
-                        match self.s.get(self.i) {
-                            Some(b',') => self.i += 1,
-                            Some(b']') => {
-                                self.i += 1;
-                                return Ok(Json::Arr(a));
-                            }
-                            _ => return Err(format!("expected , or ] at byte {}", self.i)),
-                        }
-                    }
-                }
+                Some(b'{') => self
+                    .items(b'}', |p| {
+                        p.ws();
+                        let k = p.string()?;
+                        p.eat(b':')?;
+                        Ok((k, p.value()?))
+                    })
+                    .map(Json::Obj),
+                Some(b'[') => self.items(b']', Self::value).map(Json::Arr),
                 Some(b'"') => self.string().map(Json::Str),
                 Some(b't') => self.lit("true", Json::Bool(true)),
                 Some(b'f') => self.lit("false", Json::Bool(false)),
                 Some(b'n') => self.lit("null", Json::Null),
                 Some(_) => self.number(),
                 None => Err("unexpected end".into()),
+            }
+        }
+        /// The comma-separated items of an object or array whose opening bracket is at the
+        /// cursor, through the `close` bracket.
+        fn items<T>(
+            &mut self,
+            close: u8,
+            mut item: impl FnMut(&mut Self) -> Result<T, String>,
+        ) -> Result<Vec<T>, String> {
+            self.i += 1;
+            let mut v = Vec::new();
+            self.ws();
+            if self.s.get(self.i) == Some(&close) {
+                self.i += 1;
+                return Ok(v);
+            }
+            loop {
+                v.push(item(self)?);
+                self.ws();
+                match self.s.get(self.i) {
+                    Some(b',') => self.i += 1,
+                    Some(c) if *c == close => {
+                        self.i += 1;
+                        return Ok(v);
+                    }
+                    _ => {
+                        return Err(format!(
+                            "expected , or {} at byte {}",
+                            close as char, self.i
+                        ))
+                    }
+                }
             }
         }
         fn number(&mut self) -> Result<Json, String> {

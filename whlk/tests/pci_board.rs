@@ -6,7 +6,7 @@
 
 use rvgpu_whlk::backend::sim::{pci_backend, PciSimBackend};
 use rvgpu_whlk::backend::{Backend, Capability};
-use rvgpu_whlk::case::Outcome;
+use rvgpu_whlk::case::{Case, Outcome};
 use rvgpu_whlk::{cases, runner};
 
 #[test]
@@ -40,33 +40,33 @@ fn pci_subset_covers_the_issue_and_passes_under_the_boards_constraints() {
     assert_eq!(reports.len(), 5);
 }
 
+/// The case named `name`.
+fn case(name: &str) -> Case {
+    *cases::all()
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no case {name}"))
+}
+
+/// Why `case` is skipped on the PCI board (fails the test if it is not).
+fn skip_reason(case: &Case) -> String {
+    let reports = runner::run_all(&[case], &pci_backend(None));
+    match &reports[0].outcome {
+        Outcome::Skip(why) => why.clone(),
+        other => panic!("{} on the PCI board: {other:?}", case.name),
+    }
+}
+
 #[test]
 fn a_case_needing_fault_injection_is_skipped_on_the_pci_board() {
-    let all = cases::all();
-    let case = all
-        .iter()
-        .find(|c| c.name == "Tdr.ResetSequence")
-        .expect("case");
+    let case = case("Tdr.ResetSequence");
     assert!(case.needs.contains(&Capability::FaultInjection));
-    let reports = runner::run_all(&[case], &pci_backend(None));
-    assert!(
-        matches!(&reports[0].outcome, Outcome::Skip(why) if why.contains("FaultInjection")),
-        "{:?}",
-        reports[0].outcome
-    );
+    let why = skip_reason(&case);
+    assert!(why.contains("FaultInjection"), "{why}");
 }
 
 #[test]
 fn two_adapters_are_refused_on_the_pci_board() {
-    let all = cases::all();
-    let case = all
-        .iter()
-        .find(|c| c.name == "Adapter.TwoAdapters")
-        .expect("case");
-    let reports = runner::run_all(&[case], &pci_backend(None));
-    assert!(
-        matches!(&reports[0].outcome, Outcome::Skip(why) if why.contains("the PCI board is one")),
-        "{:?}",
-        reports[0].outcome
-    );
+    let why = skip_reason(&case("Adapter.TwoAdapters"));
+    assert!(why.contains("the PCI board is one"), "{why}");
 }

@@ -792,6 +792,22 @@ pub struct StreamReport {
     pub error: Option<String>,
 }
 
+/// Entry `i` of one of a session's lists, or a failure saying there is no `what` `i`.
+pub(crate) fn nth<'a, T>(list: &'a [T], i: usize, what: &str) -> Result<&'a T, Failure> {
+    list.get(i)
+        .ok_or_else(|| Failure::Backend(format!("no {what} {i}")))
+}
+
+/// [`nth`], to change the entry.
+pub(crate) fn nth_mut<'a, T>(
+    list: &'a mut [T],
+    i: usize,
+    what: &str,
+) -> Result<&'a mut T, Failure> {
+    list.get_mut(i)
+        .ok_or_else(|| Failure::Backend(format!("no {what} {i}")))
+}
+
 /// The GPU address of `bytes` at `offset` of buffer `b` (at `gpu_va`, `size` bytes long), or
 /// why the span does not fit.
 pub(crate) fn address_in(

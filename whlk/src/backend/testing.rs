@@ -25,7 +25,7 @@ use rvgpu_umd::kmt::{
 };
 
 use super::kmt::{FenceWait, KmtSync, MonitoredSync};
-use super::{Failure, WaitResult};
+use super::{nth, Failure, WaitResult};
 
 /// The thunks beyond [`KmtSync`] that the capability needs.
 pub trait TestThunks {
@@ -251,15 +251,11 @@ fn wait_result(w: FenceWait) -> WaitResult {
 
 impl<K: KmtSync> TestingState<K> {
     fn process(&self, p: usize) -> Result<&Arc<K>, Failure> {
-        self.processes
-            .get(p)
-            .ok_or_else(|| Failure::Backend(format!("no test process {p}")))
+        nth(&self.processes, p, "test process")
     }
 
     fn queue(&self, q: TestQueue) -> Result<&TQueue<K>, Failure> {
-        self.queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no test queue {}", q.0)))
+        nth(&self.queues, q.0, "test queue")
     }
 
     fn hw(&self, q: TestQueue) -> Result<(&Arc<K>, KmtHandle), Failure> {
@@ -271,11 +267,18 @@ impl<K: KmtSync> TestingState<K> {
         Ok((self.process(t.process)?, h))
     }
 
+    /// Queue `q`'s thunks and handle, and fence `f`'s handle (for a GPU wait or signal).
+    fn hw_and_fence(
+        &self,
+        q: TestQueue,
+        f: TestFence,
+    ) -> Result<(Arc<K>, KmtHandle, KmtHandle), Failure> {
+        let (k, h) = self.hw(q)?;
+        Ok((k.clone(), h, self.fence(f)?.1))
+    }
+
     fn fence(&self, f: TestFence) -> Result<(&Arc<K>, KmtHandle), Failure> {
-        let (p, m) = self
-            .fences
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no test fence {}", f.0)))?;
+        let (p, m) = nth(&self.fences, f.0, "test fence")?;
         Ok((self.process(*p)?, m.handle))
     }
 }
@@ -351,11 +354,7 @@ impl<T: TestingHost> KernelModeTesting for T {
     }
 
     fn read(&self, b: TestBuffer, offset: u64) -> Result<u64, Failure> {
-        let a = self
-            .testing_ref()
-            .buffers
-            .get(b.index)
-            .ok_or_else(|| Failure::Backend(format!("no test buffer {}", b.index)))?;
+        let a = nth(&self.testing_ref().buffers, b.index, "test buffer")?;
         Ok(a.mem.load(offset))
     }
 
@@ -425,17 +424,13 @@ impl<T: TestingHost> KernelModeTesting for T {
     }
 
     fn gpu_wait(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure> {
-        let (k, h) = self.testing_ref().hw(q)?;
-        let k = k.clone();
-        let (_, fh) = self.testing_ref().fence(f)?;
+        let (k, h, fh) = self.testing_ref().hw_and_fence(q, f)?;
         k.submit_wait_to_hw_queue(h, &[(fh, value)])
             .map_err(|s| self.test_failure(s))
     }
 
     fn gpu_signal(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure> {
-        let (k, h) = self.testing_ref().hw(q)?;
-        let k = k.clone();
-        let (_, fh) = self.testing_ref().fence(f)?;
+        let (k, h, fh) = self.testing_ref().hw_and_fence(q, f)?;
         k.submit_signal_to_hw_queue(h, &[(fh, value)])
             .map_err(|s| self.test_failure(s))
     }

@@ -9,7 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::usage::{Batch, Buffer, LockError, LockFlags, Timeline};
 
-use super::{Failure, LockOutcome, TrackedInfo, TrackedRef, TrackedWork};
+use super::{nth, nth_mut, Failure, LockOutcome, TrackedInfo, TrackedRef, TrackedWork};
 
 /// One tracked buffer.
 struct Tracked<M> {
@@ -53,10 +53,7 @@ impl<M: AllocationCpu + Clone> TrackedBuffers<M> {
 
     /// The live buffer `b` and its process.
     pub(crate) fn get(&self, b: TrackedRef) -> Result<(usize, &Buffer<M>), Failure> {
-        let t = self
-            .0
-            .get(b.0)
-            .ok_or_else(|| Failure::Backend(format!("no tracked buffer {}", b.0)))?;
+        let t = nth(&self.0, b.0, "tracked buffer")?;
         let buf = t
             .buf
             .as_ref()
@@ -179,10 +176,7 @@ impl<M: AllocationCpu + Clone> TrackedBuffers<M> {
 
     /// Takes `b` out to be destroyed (`Buffer::destroy`, with the timelines of its process).
     pub(crate) fn take(&mut self, b: TrackedRef) -> Result<Buffer<M>, Failure> {
-        let t = self
-            .0
-            .get_mut(b.0)
-            .ok_or_else(|| Failure::Backend(format!("no tracked buffer {}", b.0)))?;
+        let t = nth_mut(&mut self.0, b.0, "tracked buffer")?;
         *t.view.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
         t.buf
             .take()

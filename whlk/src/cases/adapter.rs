@@ -4,7 +4,7 @@ use crate::backend::{Backend, Capability, ExecMode, SessionConfig};
 use crate::case::{Case, CaseResult};
 use crate::ensure;
 
-use super::common::no_fault;
+use super::common::{no_fault, session, shut_down};
 
 /// The cases of this area.
 pub const CASES: &[Case] = &[
@@ -69,11 +69,8 @@ fn life_cycle(b: &dyn Backend, mode: ExecMode) -> CaseResult {
         started.sources,
         started.children
     );
-    s.stop_adapter(0)?;
-    s.remove_adapter(0)?;
-    s.unload()?;
-    no_fault(&*s)?;
-    Ok(())
+    shut_down(&mut *s, 1)?;
+    no_fault(&*s)
 }
 
 fn start_stop_step(b: &dyn Backend) -> CaseResult {
@@ -85,15 +82,10 @@ fn start_stop_threaded(b: &dyn Backend) -> CaseResult {
 }
 
 fn restart(b: &dyn Backend) -> CaseResult {
-    let mut s = b.open(&SessionConfig::new(ExecMode::Step))?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
+    let mut s = session(b, ExecMode::Step, |_| {})?;
     s.stop_adapter(0)?;
     s.start_adapter(0)?;
-    s.stop_adapter(0)?;
-    s.remove_adapter(0)?;
-    s.unload()?;
-    Ok(())
+    shut_down(&mut *s, 1)
 }
 
 fn two_adapters(b: &dyn Backend) -> CaseResult {
@@ -108,18 +100,11 @@ fn two_adapters(b: &dyn Backend) -> CaseResult {
     s.load_driver()?;
     s.start_adapter(0)?;
     s.start_adapter(1)?;
-    s.stop_adapter(0)?;
-    s.remove_adapter(0)?;
-    s.stop_adapter(1)?;
-    s.remove_adapter(1)?;
-    s.unload()?;
-    Ok(())
+    shut_down(&mut *s, 2)
 }
 
 fn driver_caps(b: &dyn Backend) -> CaseResult {
-    let mut s = b.open(&SessionConfig::new(ExecMode::Step))?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
+    let mut s = session(b, ExecMode::Step, |_| {})?;
     let c = s.kmd_caps()?.driver_caps(0)?;
     ensure!(
         c.nodes >= 2,
@@ -149,11 +134,7 @@ fn driver_caps(b: &dyn Backend) -> CaseResult {
 }
 
 fn native_fence_disabled(b: &dyn Backend) -> CaseResult {
-    let mut cfg = SessionConfig::new(ExecMode::Step);
-    cfg.native_fence_feature = false;
-    let mut s = b.open(&cfg)?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
+    let mut s = session(b, ExecMode::Step, |cfg| cfg.native_fence_feature = false)?;
     let c = s.kmd_caps()?.driver_caps(0)?;
     ensure!(
         !c.native_gpu_fence,

@@ -22,13 +22,17 @@ const NEW: u64 = 0x0e40_0e40_0e40_0e40;
 const GPU: u64 = 0x06b0_06b0_06b0_06b0;
 const BYTES: u64 = 4096;
 
+/// What every case of this area needs: user-mode submission's queues and the UMD's tracked
+/// buffers.
+const NEEDS: &[Capability] = &[Capability::UserModeSubmission, Capability::AllocationUsage];
+
 /// The cases of this area.
 pub const CASES: &[Case] = &[
     Case {
         name: "Allocation.DiscardRenamesBusyBuffer",
         requirements: &["AL-01"],
         summary: "a DISCARD lock of a buffer queued work reads returns at once with a fresh backing; the work still sees the old contents",
-        needs: &[Capability::UserModeSubmission, Capability::AllocationUsage],
+        needs: NEEDS,
         optional: &[Capability::BugChecks],
         run: discard_renames,
     },
@@ -36,7 +40,7 @@ pub const CASES: &[Case] = &[
         name: "Allocation.DoNotWaitOnBusyBuffer",
         requirements: &["AL-01", "AL-02"],
         summary: "DO_NOT_WAIT on a buffer queued work writes returns WasStillDrawing; a plain lock waits and sees the GPU's write",
-        needs: &[Capability::UserModeSubmission, Capability::AllocationUsage],
+        needs: NEEDS,
         optional: &[Capability::BugChecks],
         run: do_not_wait,
     },
@@ -44,19 +48,14 @@ pub const CASES: &[Case] = &[
         name: "Allocation.DestroyWhileInUse",
         requirements: &["AL-03"],
         summary: "destroying a buffer queued work writes returns at once; the work then completes without a fault",
-        needs: &[Capability::UserModeSubmission, Capability::AllocationUsage],
+        needs: NEEDS,
         optional: &[Capability::BugChecks],
         run: destroy_in_use,
     },
 ];
 
 /// A session with one process, a kernel-mode queue, the gate buffer and `n` tracked buffers.
-struct Setup {
-    s: Box<dyn Session>,
-    q: UmQueueRef,
-    gate: BufferRef,
-    bufs: Vec<TrackedRef>,
-}
+type Setup = (Box<dyn Session>, UmQueueRef, BufferRef, Vec<TrackedRef>);
 
 fn setup(b: &dyn Backend, n: usize) -> Result<Setup, CaseError> {
     let mut s = session(b, ExecMode::Threaded, |_| {})?;
@@ -67,7 +66,7 @@ fn setup(b: &dyn Backend, n: usize) -> Result<Setup, CaseError> {
     for _ in 0..n {
         bufs.push(s.alloc_usage()?.create_tracked(p, BYTES)?);
     }
-    Ok(Setup { s, q, gate, bufs })
+    Ok((s, q, gate, bufs))
 }
 
 fn lock(s: &mut dyn Session, b: TrackedRef, flags: u32) -> Result<LockOutcome, CaseError> {
@@ -106,13 +105,33 @@ fn open_gate(s: &mut dyn Session, gate: BufferRef) -> CaseResult {
     Ok(())
 }
 
+/// Queues on `q`, behind the closed `gate`, a FILL of all of `buf` with [`GPU`]: its progress
+/// value.
+fn gated_fill(
+    s: &mut dyn Session,
+    q: UmQueueRef,
+    gate: BufferRef,
+    buf: TrackedRef,
+) -> Result<u64, CaseError> {
+    let fill = TrackedWork::Fill {
+        dst: buf,
+        offset: 0,
+        bytes: BYTES,
+        pattern: GPU,
+    };
+    Ok(s.alloc_usage()?
+        .submit_tracked(q, Some((gate, 0, 1)), &[fill])?)
+}
+
+/// Fails if work `v` of `q` completed while `gate` was closed, then opens it.
+fn held_then_open(s: &mut dyn Session, q: UmQueueRef, v: u64, gate: BufferRef) -> CaseResult {
+    let done = s.ums_ref()?.queue_info(q)?.completed;
+    ensure!(done < v, "the gate did not hold the work");
+    open_gate(s, gate)
+}
+
 fn discard_renames(b: &dyn Backend) -> CaseResult {
-    let Setup {
-        mut s,
-        q,
-        gate,
-        bufs,
-    } = setup(b, 3)?;
+    let (mut s, q, gate, bufs) = setup(b, 3)?;
     let (data, before, after) = (bufs[0], bufs[1], bufs[2]);
     mapped(&mut *s, data, WRITE, "first write")?;
     write_all(&mut *s, data, OLD)?;
@@ -150,22 +169,9 @@ fn discard_renames(b: &dyn Backend) -> CaseResult {
 }
 
 fn do_not_wait(b: &dyn Backend) -> CaseResult {
-    let Setup {
-        mut s,
-        q,
-        gate,
-        bufs,
-    } = setup(b, 1)?;
+    let (mut s, q, gate, bufs) = setup(b, 1)?;
     let buf = bufs[0];
-    let fill = TrackedWork::Fill {
-        dst: buf,
-        offset: 0,
-        bytes: BYTES,
-        pattern: GPU,
-    };
-    let v = s
-        .alloc_usage()?
-        .submit_tracked(q, Some((gate, 0, 1)), &[fill])?;
+    let v = gated_fill(&mut *s, q, gate, buf)?;
     for f in [READ, WRITE] {
         let r = lock(&mut *s, buf, f | DO_NOT_WAIT)?;
         ensure!(
@@ -173,10 +179,8 @@ fn do_not_wait(b: &dyn Backend) -> CaseResult {
             "DO_NOT_WAIT lock ({f:#x}) of a buffer queued work writes: {r:?}"
         );
     }
-    let done = s.ums_ref()?.queue_info(q)?.completed;
-    ensure!(done < v, "the gate did not hold the work");
     // A plain lock waits: the gate opens, the lock returns once the fill completed.
-    open_gate(&mut *s, gate)?;
+    held_then_open(&mut *s, q, v, gate)?;
     mapped(&mut *s, buf, READ, "plain read lock")?;
     let done = s.ums_ref()?.queue_info(q)?.completed;
     ensure!(
@@ -193,25 +197,10 @@ fn do_not_wait(b: &dyn Backend) -> CaseResult {
 }
 
 fn destroy_in_use(b: &dyn Backend) -> CaseResult {
-    let Setup {
-        mut s,
-        q,
-        gate,
-        bufs,
-    } = setup(b, 1)?;
-    let fill = TrackedWork::Fill {
-        dst: bufs[0],
-        offset: 0,
-        bytes: BYTES,
-        pattern: GPU,
-    };
-    let v = s
-        .alloc_usage()?
-        .submit_tracked(q, Some((gate, 0, 1)), &[fill])?;
+    let (mut s, q, gate, bufs) = setup(b, 1)?;
+    let v = gated_fill(&mut *s, q, gate, bufs[0])?;
     s.alloc_usage()?.destroy_tracked(bufs[0])?;
-    let info = s.ums_ref()?.queue_info(q)?;
-    ensure!(info.completed < v, "the gate did not hold the work");
-    open_gate(&mut *s, gate)?;
+    held_then_open(&mut *s, q, v, gate)?;
     wait(&mut *s, q, v, "the fill of the destroyed buffer")?;
     let info = s.ums_ref()?.queue_info(q)?;
     ensure!(

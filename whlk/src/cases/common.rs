@@ -20,6 +20,16 @@ pub(crate) fn session(
     Ok(s)
 }
 
+/// Stops and removes adapters `0..adapters` in turn, then unloads the driver.
+pub(crate) fn shut_down(s: &mut dyn Session, adapters: usize) -> CaseResult {
+    for i in 0..adapters {
+        s.stop_adapter(i)?;
+        s.remove_adapter(i)?;
+    }
+    s.unload()?;
+    Ok(())
+}
+
 /// A FILL of one u64.
 pub(crate) fn fill(dst: BufferRef, offset: u64, pattern: u64) -> Work {
     Work::Fill {

@@ -2,14 +2,18 @@
 
 use std::time::Duration;
 
-use crate::backend::{Backend, Capability, ExecMode, SessionConfig};
+use crate::backend::{Backend, Capability, ExecMode};
 use crate::case::{Case, CaseResult};
 use crate::ensure;
 
-use super::common::no_fault;
+use super::common::{no_fault, session};
 
 /// `DXGK_ENGINE_STATE_TRANSITION_TO_F1`.
 const TRANSITION_TO_F1: i32 = 1;
+
+/// What both cases need: the OS's engine-state trace, on a machine whose idle timeout the case
+/// sets.
+const NEEDS: &[Capability] = &[Capability::OsTrace, Capability::ConfiguredMachine];
 
 /// The cases of this area.
 pub const CASES: &[Case] = &[
@@ -19,7 +23,7 @@ pub const CASES: &[Case] = &[
         summary:
             "KMD side of UM-13: an idle engine's F1 request reaches the OS as a processed \
              ENGINE_STATE_CHANGE (step); the OS's doorbell disconnect comes with user-mode submission",
-        needs: &[Capability::OsTrace, Capability::ConfiguredMachine],
+        needs: NEEDS,
         optional: &[Capability::BugChecks],
         run: step,
     },
@@ -27,18 +31,14 @@ pub const CASES: &[Case] = &[
         name: "Adapter.InterruptPathThreaded",
         requirements: &["UM-13"],
         summary: "the same with device, interrupt and DPC threads",
-        needs: &[Capability::OsTrace, Capability::ConfiguredMachine],
+        needs: NEEDS,
         optional: &[Capability::BugChecks],
         run: threaded,
     },
 ];
 
 fn path(b: &dyn Backend, mode: ExecMode, idle_ticks: u64) -> CaseResult {
-    let mut cfg = SessionConfig::new(mode);
-    cfg.idle_f1_ticks = idle_ticks;
-    let mut s = b.open(&cfg)?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
+    let mut s = session(b, mode, |cfg| cfg.idle_f1_ticks = idle_ticks)?;
     let got = s.run_until(Duration::from_secs(5), &mut |s| {
         s.os_trace_ref().is_ok_and(|t| {
             t.engine_state_changes(0)

@@ -9,13 +9,14 @@
 //! do not map to CPU times).
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, Capability, ExecMode, FenceWork, LogKind, ProcessRef, SubmitPath, UmFenceRef,
-    UmQueueRef, WaitResult, Work,
+    Backend, Capability, ExecMode, FenceWork, LogKind, ProcessRef, Session, SessionConfig,
+    SubmitPath, UmFenceRef, UmQueueRef, WaitResult, Work,
 };
-use crate::case::{Case, CaseResult};
+use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
 
 use super::common::session;
@@ -34,7 +35,12 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-01", "LOG-09"],
         summary: "the OS sets a wait and a signal log (84 entries, or the configured size) on \
                   every user-mode queue at creation, none on a kernel-mode queue",
-        needs: &[Capability::UserModeSubmission, Capability::FenceLogs, Capability::ConfiguredMachine, Capability::KmdCaps],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::FenceLogs,
+            Capability::ConfiguredMachine,
+            Capability::KmdCaps,
+        ],
         optional: &[],
         run: every_user_queue_has_both_logs,
     },
@@ -46,15 +52,28 @@ pub const CASES: &[Case] = &[
                   needed no fallback scan",
         // Step mode: the wait must be registered before the GPU signals, or no log read is
         // needed (threaded, the signal may land first, which is correct behaviour, not a fail).
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::StepMode, Capability::NativeFences],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::StepMode,
+            Capability::NativeFences,
+        ],
         optional: &[],
         run: cpu_wait_released_from_signal_log,
     },
     Case {
         name: "Logs.SharedFenceHandlesPerProcess",
         requirements: &["LOG-03"],
-        summary: "a fence shared by two processes: each queue's log entry names the fence by                   its own process's D3DKMT handle; the consumer's GPU wait is released by the                   producer's signal",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::NativeFences],
+        summary: "a fence shared by two processes: each queue's log entry names the fence by \
+                  its own process's D3DKMT handle; the consumer's GPU wait is released by the \
+                  producer's signal",
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::NativeFences,
+        ],
         optional: &[],
         run: shared_fence_handles_per_process,
     },
@@ -63,7 +82,14 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-05"],
         summary: "4-entry logs, 10 signals before anyone reads: the OS detects the overflow, \
                   reports the lost entries, scans the fences, and the CPU wait is released",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::StepMode, Capability::ConfiguredMachine, Capability::NativeFences],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::StepMode,
+            Capability::ConfiguredMachine,
+            Capability::NativeFences,
+        ],
         optional: &[],
         run: overflow_falls_back_to_scan,
     },
@@ -72,7 +98,12 @@ pub const CASES: &[Case] = &[
         requirements: &["LOG-01", "LOG-02"],
         summary: "the OS moves a running queue's signal log to a 16-entry buffer: every \
                   operation before and after is logged exactly once, indices continue",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::NativeFences],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::NativeFences,
+        ],
         optional: &[],
         run: recreate_log_mid_run,
     },
@@ -83,7 +114,13 @@ pub const CASES: &[Case] = &[
                   producer/consumer chain with CPU waits: every operation queued and logged \
                   once, consecutive indices, monotonic GPU times, causal mapping; the run's \
                   timeline file",
-        needs: &[Capability::UserModeSubmission, Capability::UmdFences, Capability::FenceLogs, Capability::NativeFences, Capability::KmdCaps],
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::NativeFences,
+            Capability::KmdCaps,
+        ],
         optional: &[],
         run: timeline,
     },
@@ -204,19 +241,45 @@ fn every_user_queue_has_both_logs(b: &dyn Backend) -> CaseResult {
     Ok(())
 }
 
-fn cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, |_| {})?;
+/// A step-mode session (configured by `tweak`) recording fence operations, with one process's
+/// user-mode queue on node 0 and a UMD fence of that process.
+fn traced_queue(
+    b: &dyn Backend,
+    tweak: impl FnOnce(&mut SessionConfig),
+) -> Result<(Box<dyn Session>, ProcessRef, UmQueueRef, UmFenceRef), CaseError> {
+    let mut s = session(b, ExecMode::Step, tweak)?;
     s.fence_logs()?.trace_fences()?;
     let p = s.ums()?.open_process(0)?;
     let q = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
     let f = s.umd_fences()?.create_um_fence(p, 0)?;
+    Ok((s, p, q, f))
+}
+
+/// Signals `f` from `q` to each of `values` in turn (one submission each), then waits on the
+/// CPU for the last; fails naming `what` unless that wait is satisfied.
+fn signal_and_wait(
+    s: &mut dyn Session,
+    q: UmQueueRef,
+    f: UmFenceRef,
+    values: RangeInclusive<u64>,
+    what: &str,
+) -> CaseResult {
+    let last = *values.end();
+    for v in values {
+        s.umd_fences()?
+            .submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
+    }
+    let r = s.umd_fences()?.wait_um_fence(f, last, WAIT)?;
+    ensure!(r == WaitResult::Satisfied, "{what}: CPU wait ended {r:?}");
+    Ok(())
+}
+
+fn cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
+    let (mut s, _, q, f) = traced_queue(b, |_| {})?;
     let before = s.fence_logs_ref()?.log_counters(0)?;
     // Step mode: nothing runs until the wait lets the machine run, so the wait is registered
     // before the GPU signals and the signal needs its interrupt.
-    s.umd_fences()?
-        .submit_fence_ops(q, &[FenceWork::Signal(f, 7)])?;
-    let r = s.umd_fences()?.wait_um_fence(f, 7, WAIT)?;
-    ensure!(r == WaitResult::Satisfied, "CPU wait ended {r:?}");
+    signal_and_wait(&mut *s, q, f, 7..=7, "the signal")?;
     let c = s.fence_logs_ref()?.log_counters(0)?;
     ensure!(
         c.update_calls > before.update_calls,
@@ -300,11 +363,7 @@ fn shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
 }
 
 fn overflow_falls_back_to_scan(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, |c| c.log_entries = Some(4))?;
-    s.fence_logs()?.trace_fences()?;
-    let p = s.ums()?.open_process(0)?;
-    let q = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
-    let f = s.umd_fences()?.create_um_fence(p, 0)?;
+    let (mut s, p, q, f) = traced_queue(b, |c| c.log_entries = Some(4))?;
     let g = s.umd_fences()?.create_um_fence(p, 0)?;
     // Ten signals nobody waits for: no interrupt, nobody reads, the 4-entry log laps.
     let ops: Vec<FenceWork> = (1..=10).map(|v| FenceWork::Signal(f, v)).collect();
@@ -317,10 +376,7 @@ fn overflow_falls_back_to_scan(b: &dyn Backend) -> CaseResult {
     );
     // One signal with a waiter: the interrupt names the queue, the OS finds 11 entries
     // written since its cursor in a 4-entry log.
-    s.umd_fences()?
-        .submit_fence_ops(q, &[FenceWork::Signal(g, 1)])?;
-    let r = s.umd_fences()?.wait_um_fence(g, 1, WAIT)?;
-    ensure!(r == WaitResult::Satisfied, "CPU wait ended {r:?}");
+    signal_and_wait(&mut *s, q, g, 1..=1, "the signal with a waiter")?;
     let c = s.fence_logs_ref()?.log_counters(0)?;
     ensure!(
         c.overflows >= 1 && c.entries_lost >= 7,
@@ -356,19 +412,8 @@ fn overflow_falls_back_to_scan(b: &dyn Backend) -> CaseResult {
 }
 
 fn recreate_log_mid_run(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, |_| {})?;
-    s.fence_logs()?.trace_fences()?;
-    let p = s.ums()?.open_process(0)?;
-    let q = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
-    let f = s.umd_fences()?.create_um_fence(p, 0)?;
-    for v in 1..=3 {
-        s.umd_fences()?
-            .submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
-    }
-    ensure!(
-        s.umd_fences()?.wait_um_fence(f, 3, WAIT)? == WaitResult::Satisfied,
-        "first half did not run"
-    );
+    let (mut s, _, q, f) = traced_queue(b, |_| {})?;
+    signal_and_wait(&mut *s, q, f, 1..=3, "first half")?;
     s.fence_logs()?.recreate_queue_log(q, LogKind::Signal, 16)?;
     let logs = s.fence_logs_ref()?.queue_logs(q)?;
     ensure!(
@@ -376,14 +421,7 @@ fn recreate_log_mid_run(b: &dyn Backend) -> CaseResult {
         "LOG-01: after the move the signal log has {:?} entries (expected 16)",
         logs.signal_entries
     );
-    for v in 4..=6 {
-        s.umd_fences()?
-            .submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
-    }
-    ensure!(
-        s.umd_fences()?.wait_um_fence(f, 6, WAIT)? == WaitResult::Satisfied,
-        "second half did not run"
-    );
+    signal_and_wait(&mut *s, q, f, 4..=6, "second half")?;
     s.ums()?.close_queue(q)?;
     let tl = s
         .fence_logs_ref()?

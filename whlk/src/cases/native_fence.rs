@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, Capability, ExecMode, Failure, FenceRef, QueueRef, Session, SessionConfig, WaitResult,
+    Backend, Capability, EventRef, ExecMode, Failure, FenceRef, QueueRef, Session, SessionConfig,
+    WaitResult,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
@@ -262,6 +263,25 @@ fn session_with(
     Ok(s)
 }
 
+/// Fails naming `what` unless CPU wait `e` has been released with the value reached.
+fn expect_released(s: &dyn Session, e: EventRef, what: &str) -> CaseResult {
+    let r = s.fences_ref()?.event_result(e, Duration::ZERO);
+    ensure!(r == Some(WaitResult::Satisfied), "{what} ({r:?})");
+    Ok(())
+}
+
+/// Adapter 0's interrupts since its count was `base`.
+fn interrupts_since(s: &dyn Session, base: u64) -> Result<u64, Failure> {
+    Ok(s.os_trace_ref()?.interrupt_count(0) - base)
+}
+
+/// A private native fence of process 1 on adapter 0 and a GPU queue of that process on
+/// engine 0.
+fn fence_and_queue(s: &mut dyn Session) -> Result<(FenceRef, QueueRef), Failure> {
+    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    Ok((f, s.fences()?.gpu_queue(0, 0, 1)?))
+}
+
 fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
     let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
@@ -304,8 +324,7 @@ fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
 
 fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    let (f, q) = fence_and_queue(&mut *s)?;
     // Creating the queue and the fence maps them (paging interrupts): count from here.
     s.step()?.run_until_idle()?;
     let base = s.os_trace_ref()?.interrupt_count(0);
@@ -320,18 +339,16 @@ fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
         "CPU wait for 3 not released; values {:?}",
         s.fence_internals_ref()?.fence_values(f)
     );
-    let n = s.os_trace_ref()?.interrupt_count(0) - base;
+    let n = interrupts_since(&*s, base)?;
     ensure!(n == 1, "{n} interrupts, expected exactly 1");
     let v = s.fence_internals_ref()?.fence_values(f)?;
     ensure!(v.current == 5 && v.monitored == u64::MAX, "values {v:?}");
-    no_fault(&*s)?;
-    Ok(())
+    no_fault(&*s)
 }
 
 fn no_waiter_no_interrupt(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    let (f, q) = fence_and_queue(&mut *s)?;
     s.step()?.run_until_idle()?;
     let base = s.os_trace_ref()?.interrupt_count(0);
     for v in 1..=100 {
@@ -347,7 +364,7 @@ fn no_waiter_no_interrupt(b: &dyn Backend) -> CaseResult {
         "CurrentValue {:?}",
         s.fence_internals_ref()?.fence_values(f)
     );
-    let n = s.os_trace_ref()?.interrupt_count(0) - base;
+    let n = interrupts_since(&*s, base)?;
     ensure!(n == 0, "{n} interrupts with no waiter");
     Ok(())
 }
@@ -367,10 +384,7 @@ fn handle_lifetimes(b: &dyn Backend) -> CaseResult {
     ensure!(st < 0, "Destroy while B has it open returned {st:#x}");
     let e = s.fences()?.cpu_wait_event(bb, 1)?;
     s.fences()?.cpu_signal(bb, 1)?;
-    ensure!(
-        s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
-        "fence unusable through B after A's destroy"
-    );
+    expect_released(&*s, e, "fence unusable through B after A's destroy")?;
     ensure!(
         s.fences()?.destroy_native_fence(a).is_err(),
         "A's instance destroyed twice"
@@ -380,14 +394,12 @@ fn handle_lifetimes(b: &dyn Backend) -> CaseResult {
         s.fence_internals_ref()?.native_fence_destroyed(bb),
         "B's destroy must be Close(B) + Destroy"
     );
-    no_fault(&*s)?;
-    Ok(())
+    no_fault(&*s)
 }
 
 fn destroy_with_queued_signal(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    let (f, q) = fence_and_queue(&mut *s)?;
     let e = s.fences()?.cpu_wait_event(f, 1)?;
     s.fences()?.gpu_signal(q, f, 1)?;
     s.fences()?.gpu_submit(q)?;
@@ -398,8 +410,7 @@ fn destroy_with_queued_signal(b: &dyn Backend) -> CaseResult {
     );
     s.step()?.run_until_idle()?;
     ensure!(s.fences_ref()?.gpu_queue_drained(q), "queue not drained");
-    no_fault(&*s)?;
-    Ok(())
+    no_fault(&*s)
 }
 
 fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
@@ -420,7 +431,7 @@ fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
     s.fences()?.cpu_signal(f, 5)?;
     s.step()?.run_until_idle()?;
     ensure_released(&*s, q, g, "the CPU signal did not release the GPU wait")?;
-    let n = s.os_trace_ref()?.interrupt_count(0) - base;
+    let n = interrupts_since(&*s, base)?;
     ensure!(n == 0, "{n} interrupts: the release took a CPU round trip");
     Ok(())
 }
@@ -449,8 +460,7 @@ fn cross_adapter(b: &dyn Backend) -> CaseResult {
 
 fn cpu_waits_threaded(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, 1)?;
-    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    let (f, q) = fence_and_queue(&mut *s)?;
     for v in 1..=50u64 {
         let e = s.fences()?.cpu_wait_event(f, 2 * v)?;
         s.fences()?.gpu_signal(q, f, 2 * v - 1)?;
@@ -472,8 +482,7 @@ fn cpu_waits_threaded(b: &dyn Backend) -> CaseResult {
             s.fence_internals_ref().and_then(|x| x.fence_values(f))
         );
     }
-    no_fault(&*s)?;
-    Ok(())
+    no_fault(&*s)
 }
 
 fn scenario1(b: &dyn Backend) -> CaseResult {
@@ -544,16 +553,10 @@ fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     s.monitored()?.gpu_signal_monitored(q, f, 2)?;
     s.fences()?.gpu_submit(q)?;
     s.step()?.run_until_idle()?;
-    ensure!(
-        s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
-        "wait for 2 not released"
-    );
+    expect_released(&*s, e, "wait for 2 not released")?;
     let e = s.monitored()?.monitored_wait_event(f, 5)?;
     s.monitored()?.monitored_signal_cpu(f, 5)?;
-    ensure!(
-        s.fences_ref()?.event_result(e, Duration::ZERO) == Some(WaitResult::Satisfied),
-        "CPU signal did not release the wait"
-    );
+    expect_released(&*s, e, "CPU signal did not release the wait")?;
     ensure!(
         s.monitored_ref()?.monitored_value(f)? == 5,
         "value {:?}",
@@ -658,15 +661,13 @@ fn cpu_signal_releases_gpu_wait_threaded(b: &dyn Backend) -> CaseResult {
         drained(&mut s, q)?,
         "the queue did not drain after the release"
     );
-    no_fault(&*s)?;
-    Ok(())
+    no_fault(&*s)
 }
 
 fn destroy_abandons_wait_threaded(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, 1)?;
     let gate = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    let (f, q) = fence_and_queue(&mut *s)?;
     let e = s.fences()?.cpu_wait_event(f, 1)?;
     // The signal stays queued behind the gate until the fence is gone.
     s.fences()?.gpu_wait(q, gate, 1)?;
@@ -680,8 +681,7 @@ fn destroy_abandons_wait_threaded(b: &dyn Backend) -> CaseResult {
     );
     s.fences()?.cpu_signal(gate, 1)?;
     ensure!(drained(&mut s, q)?, "queue not drained");
-    no_fault(&*s)?;
-    Ok(())
+    no_fault(&*s)
 }
 
 fn monitored_gpu_signal_threaded(b: &dyn Backend) -> CaseResult {
@@ -721,6 +721,5 @@ fn monitored_gpu_signal_threaded(b: &dyn Backend) -> CaseResult {
     );
     let v = s.monitored_ref()?.monitored_value(f)?;
     ensure!(v == 5, "value {v} after the CPU signal of 5");
-    no_fault(&*s)?;
-    Ok(())
+    no_fault(&*s)
 }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::backend::testing::{TestCommand, TestQueue};
+use crate::backend::testing::{TestBuffer, TestCommand, TestQueue};
 use crate::backend::{Backend, Capability, ExecMode, Failure, Session, WaitResult};
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
@@ -262,37 +262,77 @@ fn fence_order_across_queues(b: &dyn Backend) -> CaseResult {
     no_fault(&*s)
 }
 
-fn hang_recovered_guilty_only(b: &dyn Backend) -> CaseResult {
-    let mut s = open(b)?;
+/// What [`fill_behind`] set up: the blocking queue and its progress value, and the other
+/// process's queue and buffer.
+struct Behind {
+    blocked: TestQueue,
+    blocked_v: u64,
+    q: TestQueue,
+    t: TestBuffer,
+}
+
+/// Two processes with a queue each on node 0: the first's runs `blocker`, then the second's
+/// FILLs the first `bytes` of a new 4 KiB buffer with `pattern`; fails (`what` naming that
+/// FILL) unless it completes and lands.
+fn fill_behind(
+    s: &mut dyn Session,
+    blocker: TestCommand,
+    bytes: u32,
+    pattern: u32,
+    what: &str,
+) -> Result<Behind, CaseError> {
     let k = s.kmtest()?;
-    k.arm_tdr(0)?;
-    let guilty = k.open(0)?;
-    let innocent = k.open(0)?;
-    let gq = k.create_queue(guilty, 0)?;
-    let iq = k.create_queue(innocent, 0)?;
-    let t = k.create_buffer(innocent, 4096)?;
-    let hang = k.build(gq, TestCommand::InfiniteLoop, DMA)?;
-    let hv = k.submit(gq, &hang)?;
+    let bp = k.open(0)?;
+    let wp = k.open(0)?;
+    let blocked = k.create_queue(bp, 0)?;
+    let q = k.create_queue(wp, 0)?;
+    let t = k.create_buffer(wp, 4096)?;
+    let block = k.build(blocked, blocker, DMA)?;
+    let blocked_v = k.submit(blocked, &block)?;
     let fill = k.build(
-        iq,
+        q,
         TestCommand::Fill {
             dst: t.gpu_va,
-            bytes: 64,
-            pattern: 0x1DD0_C3E7,
+            bytes,
+            pattern,
         },
         DMA,
     )?;
-    let iv = k.submit(iq, &fill)?;
-    let r = k.wait(iq, iv, DONE)?;
-    ensure!(
-        r == WaitResult::Satisfied,
-        "the innocent queue's FILL behind the hang: {r:?} (no recovery?)"
-    );
-    ensure!(
-        k.read(t, 0)? == 0x1DD0_C3E7_1DD0_C3E7,
-        "the innocent FILL did not land"
-    );
-    let r = k.wait(gq, hv, HELD)?;
+    let v = k.submit(q, &fill)?;
+    let r = k.wait(q, v, DONE)?;
+    ensure!(r == WaitResult::Satisfied, "{what}: waiting ended {r:?}");
+    let want = u64::from(pattern) * 0x1_0000_0001;
+    for off in [0, u64::from(bytes) - 8] {
+        let got = k.read(t, off)?;
+        ensure!(
+            got == want,
+            "{what} did not land: offset {off} reads {got:#x}"
+        );
+    }
+    Ok(Behind {
+        blocked,
+        blocked_v,
+        q,
+        t,
+    })
+}
+
+fn hang_recovered_guilty_only(b: &dyn Backend) -> CaseResult {
+    let mut s = open(b)?;
+    s.kmtest()?.arm_tdr(0)?;
+    let Behind {
+        blocked: gq,
+        blocked_v: hv,
+        q: iq,
+        t,
+    } = fill_behind(
+        &mut *s,
+        TestCommand::InfiniteLoop,
+        64,
+        0x1DD0_C3E7,
+        "the innocent queue's FILL behind the hang (no recovery?)",
+    )?;
+    let r = s.kmtest()?.wait(gq, hv, HELD)?;
     ensure!(
         r != WaitResult::Satisfied,
         "the hung submission reports completion"
@@ -319,33 +359,18 @@ fn hang_recovered_guilty_only(b: &dyn Backend) -> CaseResult {
 
 fn preemptible_loop_yields(b: &dyn Backend) -> CaseResult {
     let mut s = open(b)?;
-    let k = s.kmtest()?;
-    let lp = k.open(0)?;
-    let wp = k.open(0)?;
-    let lq = k.create_queue(lp, 0)?;
-    let wq = k.create_queue(wp, 0)?;
-    let t = k.create_buffer(wp, 4096)?;
-    let spin = k.build(lq, TestCommand::PreemptibleLoop, DMA)?;
-    let lv = k.submit(lq, &spin)?;
-    let fill = k.build(
-        wq,
-        TestCommand::Fill {
-            dst: t.gpu_va,
-            bytes: 4096,
-            pattern: 0xFEED_0001,
-        },
-        DMA,
+    let Behind {
+        blocked: lq,
+        blocked_v: lv,
+        ..
+    } = fill_behind(
+        &mut *s,
+        TestCommand::PreemptibleLoop,
+        4096,
+        0xFEED_0001,
+        "the FILL behind the preemptible loop on the same node",
     )?;
-    let wv = k.submit(wq, &fill)?;
-    let r = k.wait(wq, wv, DONE)?;
-    ensure!(
-        r == WaitResult::Satisfied,
-        "work behind the preemptible loop on the same node: {r:?}"
-    );
-    ensure!(
-        k.read(t, 4088)? == 0xFEED_0001_FEED_0001,
-        "the FILL behind the loop did not land"
-    );
+    let k = s.kmtest()?;
     let r = k.wait(lq, lv, HELD)?;
     ensure!(r == WaitResult::TimedOut, "the infinite loop ended: {r:?}");
     // Ending the loop: destroying its queue takes it off the engine.

@@ -2,9 +2,11 @@
 //! (or call it the way Windows never would) and expect the bug check Windows raises; a real
 //! backend reports them unsupported.
 
-use crate::backend::{Backend, Capability, ExecMode, Failure, Misbehaviour, SessionConfig};
+use crate::backend::{Backend, Capability, ExecMode, Failure, Misbehaviour};
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
+
+use super::common::session;
 
 /// 0x119 `VIDEO_SCHEDULER_INTERNAL_ERROR`.
 const VIDEO_SCHEDULER_INTERNAL_ERROR: u32 = 0x119;
@@ -59,16 +61,14 @@ fn expect_bugcheck(r: Result<(), Failure>, code: u32) -> Result<[u64; 4], CaseEr
 }
 
 fn bad_fence_handle(b: &dyn Backend) -> CaseResult {
-    let mut cfg = SessionConfig::new(ExecMode::Step);
-    cfg.misbehaviour = Some(Misbehaviour::IsrReportsUnknownFenceHandle);
-    // The bad handle travels in `pSignaledNativeFenceArray`, which the OS reads only on an
-    // adapter without `OptimizedNativeFenceSignaledInterrupt` (LOG-08: with it the OS reads
-    // `hHWQueue` and ignores the array). Adapter 0 of the two-adapter session is the iGPU,
-    // whose device has no `CAPS.OPTIMIZED_FENCE_IRQ`.
-    cfg.adapters = 2;
-    let mut s = b.open(&cfg)?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
+    let mut s = session(b, ExecMode::Step, |cfg| {
+        cfg.misbehaviour = Some(Misbehaviour::IsrReportsUnknownFenceHandle);
+        // The bad handle travels in `pSignaledNativeFenceArray`, which the OS reads only on an
+        // adapter without `OptimizedNativeFenceSignaledInterrupt` (LOG-08: with it the OS
+        // reads `hHWQueue` and ignores the array). Adapter 0 of the two-adapter session is the
+        // iGPU, whose device has no `CAPS.OPTIMIZED_FENCE_IRQ`.
+        cfg.adapters = 2;
+    })?;
     let p = expect_bugcheck(
         s.faults()?.raise_interrupt(0),
         VIDEO_SCHEDULER_INTERNAL_ERROR,
@@ -90,9 +90,7 @@ fn bad_fence_handle(b: &dyn Backend) -> CaseResult {
 }
 
 fn irql_ddi(b: &dyn Backend) -> CaseResult {
-    let mut s = b.open(&SessionConfig::new(ExecMode::Step))?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
+    let mut s = session(b, ExecMode::Step, |_| {})?;
     let p = expect_bugcheck(
         s.direct_ddi()?.driver_caps_at_dispatch(0).map(|_| ()),
         IRQL_NOT_LESS_OR_EQUAL,
@@ -106,11 +104,9 @@ fn irql_ddi(b: &dyn Backend) -> CaseResult {
 }
 
 fn irql_callback(b: &dyn Backend) -> CaseResult {
-    let mut cfg = SessionConfig::new(ExecMode::Step);
-    cfg.misbehaviour = Some(Misbehaviour::IsrCallsPassiveCallback);
-    let mut s = b.open(&cfg)?;
-    s.load_driver()?;
-    s.start_adapter(0)?;
+    let mut s = session(b, ExecMode::Step, |cfg| {
+        cfg.misbehaviour = Some(Misbehaviour::IsrCallsPassiveCallback);
+    })?;
     expect_bugcheck(s.faults()?.raise_interrupt(0), IRQL_NOT_LESS_OR_EQUAL)?;
     Ok(())
 }

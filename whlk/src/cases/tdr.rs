@@ -12,9 +12,9 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, BufferRef, Capability, DoorbellStatus, EngineProbe, ExecMode, Failure, Misbehaviour,
-    OsEvent, ProcessRef, Session, SessionConfig, StreamLane, SubmitPath, TdrCause, TdrStep,
-    TdrTimeouts, UmQueueRef, Work,
+    Backend, BufferRef, Capability, ContextRef, DoorbellStatus, EngineProbe, ExecMode, Failure,
+    Misbehaviour, OsEvent, ProcessRef, Session, SessionConfig, StreamLane, SubmitPath, TdrCause,
+    TdrStep, TdrTimeouts, UmQueueRef, Work,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
@@ -560,8 +560,7 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
         },
         software_scheduled,
     )?;
-    let p = s.ums()?.open_process(0)?;
-    let ctx = s.dma_contexts()?.create_context(p, 0)?;
+    let (p, ctx) = process_with_context(&mut *s)?;
     let t = s.ums()?.create_buffer(p, BUF)?;
     let big = s.ums()?.create_buffer(p, 1 << 20)?;
     let f1 = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
@@ -602,8 +601,7 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
     drop(s);
     // Engine reset: C = LastAborted; adapter reset: C = S.
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
-    let p = s.ums()?.open_process(0)?;
-    let ctx = s.dma_contexts()?.create_context(p, 0)?;
+    let (_, ctx) = process_with_context(&mut *s)?;
     let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
     until(&mut *s, STEP, "engine reset", |s| resets(s) == 1)?;
     let la = s
@@ -615,15 +613,8 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
             _ => None,
         });
     ensure!(la == Some(hang), "LastAborted {la:?}, expected {hang}");
-    ensure!(
-        s.tdr_trace_ref()?.dma_fences(0, 0)? == (hang, hang)
-            && s.direct_ddi()?.current_fence(0, 0)? == hang,
-        "after the engine reset: OS (S, C) {:?}, KMD C {}; expected C = LastAborted = {hang}",
-        s.tdr_trace_ref()?.dma_fences(0, 0)?,
-        s.direct_ddi()?.current_fence(0, 0)?
-    );
-    let q = s.ums()?.open_process(0)?;
-    let cq = s.dma_contexts()?.create_context(q, 0)?;
+    expect_fences(&mut *s, hang, "after the engine reset (C = LastAborted)")?;
+    let (q, cq) = process_with_context(&mut *s)?;
     let t = s.ums()?.create_buffer(q, BUF)?;
     s.faults()?.fail_next_reset(0, 0)?;
     let f = s.dma_contexts()?.submit_dma(cq, &[fill(t, 0, 1)])?;
@@ -633,20 +624,13 @@ fn last_completed_fence(b: &dyn Backend) -> CaseResult {
         s.tdr_trace_ref()?.retired_fences(0)?.contains(&(0, f)),
         "{f} completed before the hang but was not retired"
     );
-    ensure!(
-        s.tdr_trace_ref()?.dma_fences(0, 0)? == (h2, h2)
-            && s.direct_ddi()?.current_fence(0, 0)? == h2,
-        "after the adapter reset: OS (S, C) {:?}, KMD C {}; expected C = S = {h2}",
-        s.tdr_trace_ref()?.dma_fences(0, 0)?,
-        s.direct_ddi()?.current_fence(0, 0)?
-    );
+    expect_fences(&mut *s, h2, "after the adapter reset (C = S)")?;
     no_fault(&*s)
 }
 
 fn reset_sequence(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
-    let p = s.ums()?.open_process(0)?;
-    let ctx = s.dma_contexts()?.create_context(p, 0)?;
+    let (p, ctx) = process_with_context(&mut *s)?;
     let t = s.ums()?.create_buffer(p, BUF)?;
     let f1 = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 7)])?;
     until(&mut *s, STEP, "first fill", |s| all_done(s, 0))?;
@@ -736,8 +720,7 @@ fn reset_sequence(b: &dyn Backend) -> CaseResult {
             "the guilty device's submission returned {other:?}, expected DEVICE_REMOVED"
         ),
     }
-    let q = s.ums()?.open_process(0)?;
-    let cq = s.dma_contexts()?.create_context(q, 0)?;
+    let (q, cq) = process_with_context(&mut *s)?;
     let tq = s.ums()?.create_buffer(q, BUF)?;
     let id = s.dma_contexts()?.submit_dma(cq, &[fill(tq, 0, 9)])?;
     ensure!(id > hang, "new fence ID {id} not above {hang}");
@@ -758,8 +741,7 @@ fn reset_sequence(b: &dyn Backend) -> CaseResult {
 
 fn aborted_fence_in_range(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
-    let p = s.ums()?.open_process(0)?;
-    let ctx = s.dma_contexts()?.create_context(p, 0)?;
+    let (p, ctx) = process_with_context(&mut *s)?;
     let t = s.ums()?.create_buffer(p, BUF)?;
     let f1 = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
     until(&mut *s, STEP, "fill", |s| all_done(s, 0))?;
@@ -807,6 +789,24 @@ fn aborted_fence_in_range(b: &dyn Backend) -> CaseResult {
     no_fault(&*s)
 }
 
+/// A process on adapter 0 with a kernel-mode context on node 0.
+fn process_with_context(s: &mut dyn Session) -> Result<(ProcessRef, ContextRef), Failure> {
+    let p = s.ums()?.open_process(0)?;
+    Ok((p, s.dma_contexts()?.create_context(p, 0)?))
+}
+
+/// Fails naming `what` unless node 0's fence IDs are both `want`: the OS's submitted and
+/// completed (S, C) and the KMD's current fence.
+fn expect_fences(s: &mut dyn Session, want: u32, what: &str) -> CaseResult {
+    let os = s.tdr_trace_ref()?.dma_fences(0, 0)?;
+    let kmd = s.direct_ddi()?.current_fence(0, 0)?;
+    ensure!(
+        os == (want, want) && kmd == want,
+        "{what}: OS (S, C) {os:?}, KMD C {kmd}; expected both {want}"
+    );
+    Ok(())
+}
+
 fn expect_0x119_a(s: &mut dyn Session, c: u64, la: u64, what: &str) -> CaseResult {
     let r = s.run_until(STEP, &mut |_| false);
     let bc = s.bug_checks_ref()?.bugcheck().ok_or_else(|| {
@@ -836,8 +836,7 @@ fn bugcheck_on_bad_aborted_fence(b: &dyn Backend) -> CaseResult {
         c.misbehaviour = Some(Misbehaviour::ResetEngineMisreportsAbortedFence(1));
     })?;
     s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
-    let p = s.ums()?.open_process(0)?;
-    let ctx = s.dma_contexts()?.create_context(p, 0)?;
+    let (_, ctx) = process_with_context(&mut *s)?;
     let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
     expect_0x119_a(&mut *s, 0, u64::from(hang) + 1, "S + 1")?;
     // (The C - 1 form needed a hardware-queue hang on the software-scheduled path; hardware
@@ -849,8 +848,7 @@ fn completed_before_reset(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, software_scheduled)?;
     // Set up before the two-step timeout is armed: the OS's paging (mapping the buffer, and
     // the process's DMA buffers at its first submission) takes longer than that.
-    let p = s.ums()?.open_process(0)?;
-    let ctx = s.dma_contexts()?.create_context(p, 0)?;
+    let (p, ctx) = process_with_context(&mut *s)?;
     let big = s.ums()?.create_buffer(p, 4 << 20)?;
     let warm = s.dma_contexts()?.submit_dma(
         ctx,
@@ -985,8 +983,7 @@ fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
 
 fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
-    let p = s.ums()?.open_process(0)?;
-    let ctx = s.dma_contexts()?.create_context(p, 0)?;
+    let (p, ctx) = process_with_context(&mut *s)?;
     s.faults()?.fail_next_reset(0, 0)?;
     let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
     until(&mut *s, STEP, "adapter reset", |s| adapter_resets(s) == 1)?;
@@ -1006,11 +1003,7 @@ fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
         reason == Some(REASON_PROMOTED),
         "reason {reason:?}, expected 9"
     );
-    ensure!(
-        s.tdr_trace_ref()?.dma_fences(0, 0)? == (hang, hang)
-            && s.direct_ddi()?.current_fence(0, 0)? == hang,
-        "C = S = {hang} expected in the OS and the KMD"
-    );
+    expect_fences(&mut *s, hang, "after the promoted reset (C = S)")?;
     ensure!(errored(&ev, p), "the guilty device is not in error");
     let q = s.ums()?.open_process(0)?;
     let t = s.ums()?.create_buffer(q, BUF)?;

@@ -363,6 +363,18 @@ fn trace(s: &dyn Session, mark: Option<usize>) -> Result<Option<Vec<OsEvent>>, F
     mark.map_or(Ok(None), |m| events_since(s, m).map(Some))
 }
 
+/// A process on adapter 0 with one buffer of [`BUF`] bytes.
+fn process_with_buffer(s: &mut dyn Session) -> Result<(ProcessRef, BufferRef), Failure> {
+    let p = s.ums()?.open_process(0)?;
+    Ok((p, s.ums()?.create_buffer(p, BUF)?))
+}
+
+/// Ends `p` normally, then fails on a bug check.
+fn end_normally(s: &mut dyn Session, p: ProcessRef) -> CaseResult {
+    s.ums()?.end_process(p, ProcessEnd::Normal)?;
+    no_fault(&*s)
+}
+
 fn user_queue(s: &mut dyn Session, p: ProcessRef, node: u32) -> Result<UmQueueRef, Failure> {
     s.ums()?.create_queue(p, node, SubmitPath::UserMode)
 }
@@ -408,8 +420,7 @@ fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
         size.is_some_and(|z| (1..=4096).contains(&z)),
         "USERMODESUBMISSION_CAPS doorbell size {size:?}, must be 1..=4096"
     );
-    let p = s.ums()?.open_process(0)?;
-    let t = s.ums()?.create_buffer(p, BUF)?;
+    let (p, t) = process_with_buffer(&mut *s)?;
     for (node, ums) in caps.user_mode_nodes.iter().enumerate() {
         let node = node as u32;
         let kq = s.ums()?.create_queue(p, node, SubmitPath::KernelMode)?;
@@ -445,8 +456,7 @@ fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
             "node {node}: kernel-mode work did not run"
         );
     }
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -454,8 +464,7 @@ fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
 
 fn both_paths_together(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
-    let p = s.ums()?.open_process(0)?;
-    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let (p, buf) = process_with_buffer(&mut *s)?;
     let tu = Tickets::new(&mut *s, buf, 0, 16)?;
     let tk = Tickets::new(&mut *s, buf, 1024, 16)?;
     let uq = user_queue(&mut *s, p, 0)?;
@@ -492,14 +501,12 @@ fn both_paths_together(b: &dyn Backend) -> CaseResult {
     }
     s.ums()?.close_queue(uq)?;
     s.ums()?.close_queue(kq)?;
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
-    let p = s.ums()?.open_process(0)?;
-    let t = s.ums()?.create_buffer(p, BUF)?;
+    let (p, t) = process_with_buffer(&mut *s)?;
     let q = user_queue(&mut *s, p, 0)?;
     let st = s
         .umd_bypass()?
@@ -532,8 +539,7 @@ fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
         "user-mode work did not run"
     );
     s.ums()?.close_queue(q)?;
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -541,8 +547,7 @@ fn user_queue_refuses_kernel_path(b: &dyn Backend) -> CaseResult {
 
 fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
-    let p = s.ums()?.open_process(0)?;
-    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let (p, buf) = process_with_buffer(&mut *s)?;
     let gate = s.ums()?.create_buffer(p, BUF)?;
     let t = Tickets::new(&mut *s, buf, 0, 250)?;
     let q = user_queue(&mut *s, p, 0)?;
@@ -589,8 +594,7 @@ fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
     );
     expect_path(&*s, q, SubmitPath::UserMode, "after 250 batches")?;
     s.ums()?.close_queue(q)?;
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -598,8 +602,7 @@ fn submit_order_and_progress_fence(b: &dyn Backend) -> CaseResult {
 
 fn victimisation_walkthrough(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(1))?;
-    let p = s.ums()?.open_process(0)?;
-    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let (p, buf) = process_with_buffer(&mut *s)?;
     let t1 = Tickets::new(&mut *s, buf, 0, 4)?;
     let t2 = Tickets::new(&mut *s, buf, 512, 4)?;
     // 1. Queue 1's doorbell connects to the only physical doorbell.
@@ -704,14 +707,12 @@ fn victimisation_walkthrough(b: &dyn Backend) -> CaseResult {
     for q in [q1, q2] {
         expect_path(&*s, q, SubmitPath::UserMode, "after the walk-through")?;
     }
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 fn reconnect_and_retry(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(1))?;
-    let p = s.ums()?.open_process(0)?;
-    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let (p, buf) = process_with_buffer(&mut *s)?;
     let mut qs = Vec::new();
     for i in 0..3u64 {
         let t = Tickets::new(&mut *s, buf, 512 * i, 5)?;
@@ -759,8 +760,7 @@ fn reconnect_and_retry(b: &dyn Backend) -> CaseResult {
         mapped <= 1,
         "{mapped} doorbells map the one physical doorbell"
     );
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 fn global_doorbell(b: &dyn Backend) -> CaseResult {
@@ -768,8 +768,7 @@ fn global_doorbell(b: &dyn Backend) -> CaseResult {
         c.doorbells = Some(1);
         c.global_doorbell = true;
     })?;
-    let p = s.ums()?.open_process(0)?;
-    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let (p, buf) = process_with_buffer(&mut *s)?;
     let m = observe(mark(&*s))?;
     let mut qs = Vec::new();
     for i in 0..3u64 {
@@ -809,8 +808,7 @@ fn global_doorbell(b: &dyn Backend) -> CaseResult {
             "connects to pages {pages:?}, expected [0, 0, 0]"
         );
     }
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -818,8 +816,7 @@ fn global_doorbell(b: &dyn Backend) -> CaseResult {
 
 fn suspend_resume(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.ums()?.open_process(0)?;
-    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let (p, buf) = process_with_buffer(&mut *s)?;
     let tu = Tickets::new(&mut *s, buf, 0, 3)?;
     let tk = Tickets::new(&mut *s, buf, 512, 3)?;
     let uq = user_queue(&mut *s, p, 0)?;
@@ -865,8 +862,7 @@ fn suspend_resume(b: &dyn Backend) -> CaseResult {
         !ev.iter().any(|e| matches!(e, OsEvent::OsDisconnect { .. })),
         "UM-11: suspend disconnected a doorbell: {ev:?}"
     );
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 fn engine_f1(b: &dyn Backend) -> CaseResult {
@@ -875,8 +871,7 @@ fn engine_f1(b: &dyn Backend) -> CaseResult {
         c.idle_f1_ticks = 20_000;
         c.os_disconnects_doorbells = true;
     })?;
-    let p = s.ums()?.open_process(0)?;
-    let t = s.ums()?.create_buffer(p, BUF)?;
+    let (p, t) = process_with_buffer(&mut *s)?;
     let q0 = user_queue(&mut *s, p, 0)?;
     let q1 = user_queue(&mut *s, p, 1)?;
     let v = s.ums()?.submit(q1, &[fill(t, 8, 1)])?;
@@ -937,8 +932,7 @@ fn engine_f1(b: &dyn Backend) -> CaseResult {
         "work after F1 did not run"
     );
     expect_path(&*s, q0, SubmitPath::UserMode, "after F1")?;
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 fn d3_and_back(b: &dyn Backend) -> CaseResult {
@@ -946,8 +940,7 @@ fn d3_and_back(b: &dyn Backend) -> CaseResult {
         c.doorbells = Some(4);
         c.os_disconnects_doorbells = true;
     })?;
-    let p = s.ums()?.open_process(0)?;
-    let t = s.ums()?.create_buffer(p, BUF)?;
+    let (p, t) = process_with_buffer(&mut *s)?;
     let gate = s.ums()?.create_buffer(p, BUF)?;
     let q0 = user_queue(&mut *s, p, 0)?;
     let q1 = user_queue(&mut *s, p, 1)?;
@@ -1042,8 +1035,7 @@ fn d3_and_back(b: &dyn Backend) -> CaseResult {
         s.ums_ref()?.read_buffer(t, 0)? == 2 && s.ums_ref()?.read_buffer(t, 8)? == 2,
         "work after D3 did not run"
     );
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1051,8 +1043,7 @@ fn d3_and_back(b: &dyn Backend) -> CaseResult {
 
 fn normal_exit(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.ums()?.open_process(0)?;
-    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let (p, buf) = process_with_buffer(&mut *s)?;
     let tu = Tickets::new(&mut *s, buf, 0, 16)?;
     let tk = Tickets::new(&mut *s, buf, 1024, 4)?;
     let uq = user_queue(&mut *s, p, 0)?;
@@ -1189,14 +1180,12 @@ fn abnormal_exit(b: &dyn Backend) -> CaseResult {
         s.ums_ref()?.read_buffer(obuf, 24)? == 7,
         "the other process's work did not run"
     );
-    s.ums()?.end_process(other, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, other)
 }
 
 fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
-    let p = s.ums()?.open_process(0)?;
-    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let (p, buf) = process_with_buffer(&mut *s)?;
     let t = Tickets::new(&mut *s, buf, 0, 6)?;
     let q = user_queue(&mut *s, p, 0)?;
     let v = submit_tickets(&mut *s, q, &t, 0..2)?;
@@ -1247,8 +1236,7 @@ fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
     wait(&mut *s, q2, v, "recreated queue")?;
     t2.check(&*s, 3, "recreated queue")?;
     expect_path(&*s, q2, SubmitPath::UserMode, "recreated queue")?;
-    s.ums()?.end_process(p2, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p2)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1256,8 +1244,7 @@ fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
 
 fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(1))?;
-    let p = s.ums()?.open_process(0)?;
-    let buf = s.ums()?.create_buffer(p, BUF)?;
+    let (p, buf) = process_with_buffer(&mut *s)?;
     let t = Tickets::new(&mut *s, buf, 0, 80)?;
     let q = user_queue(&mut *s, p, 0)?;
     let v = s.ums()?.submit(q, &t.batch(0))?;
@@ -1293,8 +1280,7 @@ fn ring_allocations_referenced(b: &dyn Backend) -> CaseResult {
         "UM-07: the ring outlived its doorbell"
     );
     s.ums()?.close_queue(other)?;
-    s.ums()?.end_process(p, ProcessEnd::Normal)?;
-    no_fault(&*s)
+    end_normally(&mut *s, p)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1309,8 +1295,7 @@ fn threaded_churn(b: &dyn Backend) -> CaseResult {
     let mut tickets = Vec::new();
     let mut residents = Vec::new();
     for _ in 0..3 {
-        let p = s.ums()?.open_process(0)?;
-        let buf = s.ums()?.create_buffer(p, BUF)?;
+        let (p, buf) = process_with_buffer(&mut *s)?;
         // A queue that lives through the churn: with three of them on two doorbells, both
         // physical doorbells are bound when the churn starts, so its first connect must
         // victimise one.

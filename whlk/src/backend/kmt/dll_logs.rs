@@ -21,7 +21,7 @@ use crate::backend::sim::logs::{
     hw_kind, os_log_counters, os_queue_logs, recorded_on, start_recording,
 };
 use crate::backend::{
-    Failure, FenceLogs, FenceWork, LogCounters, LogKind, ProcessRef, QueueLogs, UmFenceRef,
+    nth, Failure, FenceLogs, FenceWork, LogCounters, LogKind, ProcessRef, QueueLogs, UmFenceRef,
     UmQueueRef, UmdFences, WaitResult, Work,
 };
 
@@ -261,9 +261,7 @@ impl FenceLogs for DllSession {
     /// A queue without a logged hardware queue (a kernel-mode queue) has neither log.
     fn queue_logs(&self, q: UmQueueRef) -> Result<QueueLogs, Failure> {
         let Ok((adapter, h)) = self.hw_queue(q) else {
-            self.queues
-                .get(q.0)
-                .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+            nth(&self.queues, q.0, "queue")?;
             return Ok(QueueLogs {
                 wait_entries: None,
                 signal_entries: None,

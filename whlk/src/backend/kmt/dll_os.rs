@@ -23,7 +23,7 @@ use crate::backend::sim::failure;
 use crate::backend::sim::kmt::SessKmt;
 use crate::backend::sim::tdr::{device_engine_probe, os_tdr_steps};
 use crate::backend::{
-    BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineProbe, EngineStateChange, Failure,
+    nth, BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineProbe, EngineStateChange, Failure,
     FaultInjection, OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, StepMode, TdrStep,
     TdrTrace, UmQueueRef,
 };
@@ -31,10 +31,7 @@ use crate::backend::{
 impl DllSession {
     /// The adapter and objects of queue `q` (live or closed).
     pub(super) fn queue_objects(&self, q: UmQueueRef) -> Result<(usize, &[u32]), Failure> {
-        let d = self
-            .queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        let d = nth(&self.queues, q.0, "queue")?;
         let adapter = self
             .processes
             .get(d.process)
@@ -162,18 +159,12 @@ impl FaultInjection for DllSession {
     }
 
     fn inject_hang(&mut self, i: usize, node: u32) -> Result<(), Failure> {
-        self.machine()
-            .device(i)
-            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
-            .inject_hang(node);
+        control::device(self.machine(), i)?.inject_hang(node);
         Ok(())
     }
 
     fn fail_next_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
-        self.machine()
-            .device(i)
-            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
-            .fail_next_reset(node);
+        control::device(self.machine(), i)?.fail_next_reset(node);
         Ok(())
     }
 

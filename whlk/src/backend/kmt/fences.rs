@@ -27,8 +27,8 @@ use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
 
 use super::{FenceWait, KmtSession, KmtSync, MonitoredSync};
 use crate::backend::{
-    EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, ProcessRef, QueueRef,
-    SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
+    nth, nth_mut, EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, ProcessRef,
+    QueueRef, SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
 };
 
 /// How long one slice of an event-form wait blocks in the thunk before the thread checks
@@ -174,10 +174,7 @@ pub(super) trait FenceQueues<Op>: UserModeSubmission {
     }
 
     fn gpu_queue_mut(&mut self, q: QueueRef) -> Result<&mut GpuQueue<Op>, Failure> {
-        self.fence_queues_mut()
-            .queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no GPU queue {}", q.0)))
+        nth_mut(&mut self.fence_queues_mut().queues, q.0, "GPU queue")
     }
 
     /// Appends `op` to `q` after checking that the fence is the queue's process's (its GPU
@@ -234,18 +231,18 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         self.process(ProcessRef(process)).map(|(_, k)| k)
     }
 
+    /// [`fence_process`](FenceQueues::fence_process) with that process's thunks.
+    fn fence_process_kmt(&mut self, i: usize, process: u32) -> Result<(usize, Arc<K>), Failure> {
+        let p = self.fence_process(i, process)?;
+        Ok((p, self.kmt_of(p)?))
+    }
+
     fn native(&self, f: FenceRef) -> Result<&KFence, Failure> {
-        self.fence
-            .fences
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
+        nth(&self.fence.fences, f.0, "fence")
     }
 
     fn mon(&self, f: MonitoredRef) -> Result<&KMonitored<K>, Failure> {
-        self.fence
-            .monitored
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no monitored fence {}", f.0)))
+        nth(&self.fence.monitored, f.0, "monitored fence")
     }
 
     fn wait_result(&self, r: Result<FenceWait, NtStatus>) -> Result<WaitResult, Failure> {
@@ -289,8 +286,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
         initial: u64,
         shareable: bool,
     ) -> Result<FenceRef, Failure> {
-        let p = self.fence_process(i, process)?;
-        let kmt = self.kmt_of(p)?;
+        let (p, kmt) = self.fence_process_kmt(i, process)?;
         let umd = if shareable {
             kmt.create_shareable_native_fence(initial)
         } else {
@@ -315,8 +311,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
             (k.process, k.umd.kmt)
         };
         let (i, hk) = self.process(ProcessRef(holder))?;
-        let p = self.fence_process(i, process)?;
-        let kmt = self.kmt_of(p)?;
+        let (p, kmt) = self.fence_process_kmt(i, process)?;
         let mine = hk.share_native_fence(h).map_err(|s| self.status(s))?;
         let theirs = self.machine.duplicate_nt_handle(holder, mine, p);
         let _ = hk.close_nt_handle(mine);
@@ -434,12 +429,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
                 ),
             });
         }
-        let k = self
-            .queues
-            .get_mut(queue.0)
-            .and_then(|k| k.q.as_mut())
-            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", queue.0)))?;
-        let r = k.submit_ops(&ops);
+        let r = super::live_queue(&mut self.queues, queue)?.submit_ops(&ops);
         drop(ops);
         let last = r.map_err(|e| self.umd(e))?;
         self.gpu_queue_mut(q)?.last = last;
@@ -458,8 +448,7 @@ impl<K: KmtSync + Send + Sync + 'static> MonitoredFences for KmtSession<K> {
         process: u32,
         initial: u64,
     ) -> Result<MonitoredRef, Failure> {
-        let p = self.fence_process(i, process)?;
-        let kmt = self.kmt_of(p)?;
+        let (p, kmt) = self.fence_process_kmt(i, process)?;
         let MonitoredSync {
             handle,
             value_gpu,

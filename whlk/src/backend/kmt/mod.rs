@@ -49,9 +49,9 @@ use rvgpu_umd::submit::SubmitError;
 
 use super::lanes::{self, churn_lane};
 use super::{
-    AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport, DoorbellStatus,
-    Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig, StartedAdapter, SubmitPath,
-    UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
+    nth, nth_mut, AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport,
+    DoorbellStatus, Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig,
+    StartedAdapter, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
 };
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
@@ -236,6 +236,18 @@ struct KUmQueue<K: Kmt> {
     info: UmQueueInfo,
 }
 
+/// Queue `q` of `queues`, unless it is closed. A function of the list rather than of the
+/// session, so that a caller can hold other fields of the session across it.
+fn live_queue<K: KmtSync>(
+    queues: &mut [KUmQueue<K>],
+    q: UmQueueRef,
+) -> Result<&mut KQueue<K>, Failure> {
+    queues
+        .get_mut(q.0)
+        .and_then(|k| k.q.as_mut())
+        .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
+}
+
 /// One case's session.
 struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     machine: Box<dyn KmtMachine<Kmt = K>>,
@@ -302,10 +314,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     }
 
     fn process(&self, p: ProcessRef) -> Result<(usize, Arc<K>), Failure> {
-        let up = self
-            .processes
-            .get(p.0)
-            .ok_or_else(|| Failure::Backend(format!("no process {}", p.0)))?;
+        let up = nth(&self.processes, p.0, "process")?;
         let kmt = up
             .kmt
             .clone()
@@ -330,16 +339,11 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     }
 
     fn queue(&self, q: UmQueueRef) -> Result<&KUmQueue<K>, Failure> {
-        self.queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))
+        nth(&self.queues, q.0, "queue")
     }
 
     fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut KQueue<K>, Failure> {
-        self.queues
-            .get_mut(q.0)
-            .and_then(|k| k.q.as_mut())
-            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
+        live_queue(&mut self.queues, q)
     }
 
     /// The gate of word `offset` of buffer `b` for a queue of `process`: a native fence of the
@@ -587,12 +591,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
                 }
             }
         }
-        let k = self
-            .queues
-            .get_mut(q.0)
-            .and_then(|k| k.q.as_mut())
-            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
-        let r = k.submit_ops(&ops);
+        let r = live_queue(&mut self.queues, q)?.submit_ops(&ops);
         drop(ops);
         r.map_err(|e| self.umd(e))
     }
@@ -621,10 +620,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     }
 
     fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
-        let k = self
-            .queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        let k = nth_mut(&mut self.queues, q.0, "queue")?;
         super::umd_queue::close_slot(&mut k.q, &mut k.info, q)?.map_err(|e| self.umd(e))
     }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use rvgpu_simos::{Machine, MachineConfig, Mode, UmsProcess};
 
 use super::{KmtMachine, KmtPlatform};
+use crate::backend::nth;
 use crate::backend::sim::kmt::SessKmt;
 use crate::backend::sim::{failure, machine_config};
 use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig};
@@ -110,10 +111,7 @@ impl KmtMachine for SimMachine {
     }
 
     fn close_device(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure> {
-        let up = *self
-            .processes
-            .get(p)
-            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+        let up = *nth(&self.processes, p, "process")?;
         match how {
             ProcessEnd::Normal => self.m.exit_process(&up),
             ProcessEnd::Abnormal => self.m.kill_process(&up),

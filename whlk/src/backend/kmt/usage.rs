@@ -60,11 +60,7 @@ impl<K: KmtSync + Send + Sync + 'static> AllocationUsage for KmtSession<K> {
             )),
             None => None,
         };
-        let k = self
-            .queues
-            .get_mut(q.0)
-            .and_then(|k| k.q.as_mut())
-            .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))?;
+        let k = super::live_queue(&mut self.queues, q)?;
         let r = gate_fence
             .map_or(Ok(0), |(f, v)| k.submit_ops(&[Op::Wait(f, v)]))
             .and_then(|_| k.submit_batch(batch));

@@ -33,6 +33,7 @@ use windows_sys::Wdk::Graphics::Direct3D::{
 
 use super::{FenceWait, KmtMachine, KmtPlatform, KmtSync, MonitoredSync};
 use crate::backend::testing::TestThunks;
+use crate::backend::{nth, nth_mut};
 use crate::backend::{Failure, ProcessEnd, SessionConfig};
 
 /// `D3DKMT_ADAPTERTYPE` bits (d3dkmthk.h): RenderSupported is bit 0, DisplaySupported bit 1.
@@ -148,18 +149,12 @@ impl KmtMachine for WinMachine {
     }
 
     fn render_only(&self, i: usize) -> Result<bool, Failure> {
-        let a = self
-            .adapters
-            .get(i)
-            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
+        let a = nth(&self.adapters, i, "adapter")?;
         Ok(a.adapter_type & RENDER_SUPPORTED != 0 && a.adapter_type & DISPLAY_SUPPORTED == 0)
     }
 
     fn open_device(&mut self, i: usize) -> Result<Arc<WinKmt>, Failure> {
-        let a = self
-            .adapters
-            .get(i)
-            .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?;
+        let a = nth(&self.adapters, i, "adapter")?;
         let k = Arc::new(WinKmt::open(a.luid).map_err(|s| Failure::DdiFailed(s.0))?);
         self.devices.push(Some(k.clone()));
         Ok(k)
@@ -168,10 +163,7 @@ impl KmtMachine for WinMachine {
     /// A device of this process, not another process: both ends destroy the device (which
     /// destroys what is left on it, as process exit does).
     fn close_device(&mut self, p: usize, _how: ProcessEnd) -> Result<(), Failure> {
-        let slot = self
-            .devices
-            .get_mut(p)
-            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+        let slot = nth_mut(&mut self.devices, p, "process")?;
         slot.take();
         Ok(())
     }

@@ -215,18 +215,12 @@ impl FaultInjection for SimSession {
     }
 
     fn inject_hang(&mut self, i: usize, node: u32) -> Result<(), Failure> {
-        self.machine
-            .device(i)
-            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
-            .inject_hang(node);
+        device(&self.machine, i)?.inject_hang(node);
         Ok(())
     }
 
     fn fail_next_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
-        self.machine
-            .device(i)
-            .ok_or_else(|| Failure::Backend(format!("no device {i}")))?
-            .fail_next_reset(node);
+        device(&self.machine, i)?.fail_next_reset(node);
         Ok(())
     }
 
@@ -237,6 +231,12 @@ impl FaultInjection for SimSession {
     fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
         complete_before_reset(&self.machine, i, node)
     }
+}
+
+/// Adapter `i`'s device.
+pub(crate) fn device(m: &Machine, i: usize) -> Result<&Arc<rvgpu_device::Device>, Failure> {
+    m.device(i)
+        .ok_or_else(|| Failure::Backend(format!("no device {i}")))
 }
 
 /// The next reset of adapter `i` first lets `node` finish what it has (TDR-07).

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue};
-use rvgpu_simos::{Machine, NativeFence, NativeFenceDesc, ProcessId, SimError};
+use rvgpu_simos::{Machine, NativeFence, NativeFenceDesc, ProcessId, SimError, SimEvent};
 
 use super::{failure, wait_result, SimSession};
 use crate::backend::{
@@ -26,19 +26,13 @@ impl Fences for SimSession {
             shareable,
             ..Default::default()
         };
-        let pid = self.fence_process(i, process)?.pid;
-        let f = self
-            .machine
-            .create_native_fence(i, pid, desc)
-            .map_err(failure)?;
+        let f = self.as_process(i, process, |m, pid| m.create_native_fence(i, pid, desc))?;
         Ok(self.add_fence(f))
     }
 
     fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
         let i = self.fence(f)?.adapter();
-        let pid = self.fence_process(i, process)?.pid;
-        let g = self.via_nt_handle(f, pid, |m, h| m.open_native_fence_from_nt_handle(i, pid, h))?;
-        Ok(self.add_fence(g))
+        self.open_native_fence_on(f, i, process)
     }
 
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
@@ -48,12 +42,8 @@ impl Fences for SimSession {
     }
 
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
-        let e = self
-            .machine
-            .wait_native_fence_event(self.fence(f)?, value)
-            .map_err(failure)?;
-        self.events.push(e);
-        Ok(EventRef(self.events.len() - 1))
+        let e = self.machine.wait_native_fence_event(self.fence(f)?, value);
+        self.add_event(e)
     }
 
     fn event_result(&self, e: EventRef, timeout: Duration) -> Option<WaitResult> {
@@ -153,11 +143,9 @@ impl MonitoredFences for SimSession {
         process: u32,
         initial: u64,
     ) -> Result<MonitoredRef, Failure> {
-        let pid = self.fence_process(i, process)?.pid;
-        let f = self
-            .machine
-            .create_monitored_fence(i, pid, initial)
-            .map_err(failure)?;
+        let f = self.as_process(i, process, |m, pid| {
+            m.create_monitored_fence(i, pid, initial)
+        })?;
         Ok(self.add_monitored(f))
     }
 
@@ -168,10 +156,8 @@ impl MonitoredFences for SimSession {
     fn monitored_wait_event(&mut self, f: MonitoredRef, value: u64) -> Result<EventRef, Failure> {
         let e = self
             .machine
-            .wait_monitored_fence_event(self.monitored_fence(f)?, value)
-            .map_err(failure)?;
-        self.events.push(e);
-        Ok(EventRef(self.events.len() - 1))
+            .wait_monitored_fence_event(self.monitored_fence(f)?, value);
+        self.add_event(e)
     }
 
     fn monitored_signal_cpu(&mut self, f: MonitoredRef, value: u64) -> Result<(), Failure> {
@@ -210,10 +196,12 @@ impl CrossAdapterFences for SimSession {
         adapter: usize,
         process: u32,
     ) -> Result<FenceRef, Failure> {
-        let pid = self.fence_process(adapter, process)?.pid;
-        let g = self.via_nt_handle(f, pid, |m, h| {
-            m.open_native_fence_from_nt_handle(adapter, pid, h)
-        })?;
+        let g = self.via_nt_handle(
+            f,
+            adapter,
+            process,
+            Machine::open_native_fence_from_nt_handle,
+        )?;
         Ok(self.add_fence(g))
     }
 
@@ -223,24 +211,46 @@ impl CrossAdapterFences for SimSession {
         adapter: usize,
         process: u32,
     ) -> Result<MonitoredRef, Failure> {
-        let pid = self.fence_process(adapter, process)?.pid;
-        let m = self.via_nt_handle(f, pid, |m, h| {
-            m.open_native_fence_as_monitored_from_nt_handle(adapter, pid, h)
-        })?;
+        let m = self.via_nt_handle(
+            f,
+            adapter,
+            process,
+            Machine::open_native_fence_as_monitored_from_nt_handle,
+        )?;
         Ok(self.add_monitored(m))
     }
 }
 
 impl SimSession {
-    /// How a second process gets a fence, as on Windows (`rvgpu_simos::ob`): the holder shares
-    /// it (an NT handle in its own table), duplicates the handle into `pid`'s table, and `pid`
-    /// opens the fence from there; both handles are closed once it is open.
-    fn via_nt_handle<T>(
-        &self,
-        f: FenceRef,
-        pid: ProcessId,
-        open: impl FnOnce(&Machine, u64) -> Result<T, SimError>,
+    /// Keeps a CPU wait in event form.
+    fn add_event(&mut self, e: Result<SimEvent, SimError>) -> Result<EventRef, Failure> {
+        self.events.push(e.map_err(failure)?);
+        Ok(EventRef(self.events.len() - 1))
+    }
+
+    /// Calls the OS as the case's `process` on adapter `i` (`call` gets its process id).
+    fn as_process<T>(
+        &mut self,
+        i: usize,
+        process: u32,
+        call: impl FnOnce(&Machine, ProcessId) -> Result<T, SimError>,
     ) -> Result<T, Failure> {
+        let pid = self.fence_process(i, process)?.pid;
+        call(&self.machine, pid).map_err(failure)
+    }
+
+    /// How a second process gets a fence, as on Windows (`rvgpu_simos::ob`): the holder shares
+    /// it (an NT handle in its own table), duplicates the handle into the table of the case's
+    /// `process` on `adapter`, and that process opens the fence from there (`open` with the
+    /// adapter, its id and the handle); both handles are closed once it is open.
+    fn via_nt_handle<T>(
+        &mut self,
+        f: FenceRef,
+        adapter: usize,
+        process: u32,
+        open: impl FnOnce(&Machine, usize, ProcessId, u64) -> Result<T, SimError>,
+    ) -> Result<T, Failure> {
+        let pid = self.fence_process(adapter, process)?.pid;
         let fence = self.fence(f)?;
         let m = &self.machine;
         let holder = fence.process();
@@ -256,7 +266,7 @@ impl SimSession {
                 }
             }
         };
-        let r = open(m, theirs.unwrap_or(mine));
+        let r = open(m, adapter, pid, theirs.unwrap_or(mine));
         let _ = m.close_nt_handle(holder, mine);
         if let Some(h) = theirs {
             let _ = m.close_nt_handle(pid, h);

@@ -6,6 +6,7 @@ use rvgpu_umd::kmt::{Kmt, NtStatus};
 
 use super::{umd_failure, SimSession};
 use crate::backend::gpuva::{fill_at, reserve};
+use crate::backend::nth;
 use crate::backend::{BufferRef, Failure, GpuVaPlacement, ProcessRef, UmQueueRef};
 
 fn ddi(NtStatus(s): NtStatus) -> Failure {
@@ -14,8 +15,7 @@ fn ddi(NtStatus(s): NtStatus) -> Failure {
 
 impl GpuVaPlacement for SimSession {
     fn reserve_va(&mut self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure> {
-        let up = self.process(p)?;
-        reserve(&self.machine.kmt(&up), base, bytes).map_err(ddi)
+        reserve(&self.kmt(p)?, base, bytes).map_err(ddi)
     }
 
     fn map_va(
@@ -26,10 +26,7 @@ impl GpuVaPlacement for SimSession {
         pages: u64,
     ) -> Result<(), Failure> {
         let handle = self.buffer(b)?.handle;
-        let process = *self
-            .buffer_process
-            .get(b.0)
-            .ok_or_else(|| Failure::Backend(format!("no buffer {}", b.0)))?;
+        let process = *nth(&self.buffer_process, b.0, "buffer")?;
         let up = self.process(ProcessRef(process))?;
         let k = self.machine.kmt(&up);
         (self.paging_queues)
@@ -38,8 +35,7 @@ impl GpuVaPlacement for SimSession {
     }
 
     fn free_va(&mut self, p: ProcessRef, base: u64) -> Result<(), Failure> {
-        let up = self.process(p)?;
-        self.machine.kmt(&up).free_gpu_va(base, 0).map_err(ddi)
+        self.kmt(p)?.free_gpu_va(base, 0).map_err(ddi)
     }
 
     fn fill_va(&mut self, q: UmQueueRef, va: u64, pattern: u64) -> Result<u64, Failure> {

@@ -11,7 +11,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_simos::{Machine, MonitoredFence, SimError, UmsProcess, WaitOutcome};
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
-use rvgpu_umd::kmt::{Allocation, Doorbell, FenceCpu, HwQueue, Kmt, KmtHandle, NtStatus};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationKind, AllocationPdd, DestroyFlags, Doorbell, EvictFlags, FenceCpu,
+    HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa, MappedGpu,
+    MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
+};
 
 use crate::backend::kmt::{FenceWait, KmtSync, MonitoredSync};
 
@@ -79,6 +83,19 @@ impl SessKmt {
     }
 }
 
+/// Thunks that go to the simulated OS unchanged: each `fn name(&self, args) -> R;` becomes the
+/// method that calls the same thunk of [`SimKmt`] with the same arguments.
+macro_rules! forward {
+    ($($(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(
+            $(#[$doc])*
+            fn $name(&self $(, $arg: $ty)*) -> $ret {
+                self.k().$name($($arg),*)
+            }
+        )*
+    };
+}
+
 impl Kmt for SessKmt {
     type Mem = SimMem;
     type Doorbell = SimDoorbell;
@@ -88,10 +105,6 @@ impl Kmt for SessKmt {
         let h = self.k().create_context(node)?;
         lock(&self.rec).contexts.push(h);
         Ok(h)
-    }
-
-    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        self.k().destroy_context(context)
     }
 
     fn create_hw_queue(
@@ -109,14 +122,10 @@ impl Kmt for SessKmt {
         Ok(q)
     }
 
-    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        self.k().destroy_hw_queue(queue)
-    }
-
     fn create_allocation_as(
         &self,
         size: u64,
-        kind: rvgpu_umd::kmt::AllocationKind,
+        kind: AllocationKind,
     ) -> Result<Allocation<SimMem>, NtStatus> {
         let a = self.k().create_allocation_as(size, kind)?;
         lock(&self.rec)
@@ -136,109 +145,18 @@ impl Kmt for SessKmt {
         self.k().destroy_allocation(allocation)
     }
 
-    // The allocation thunks the UMD's tracked buffers use (`rvgpu_umd::usage::Buffer`).
-
-    fn create_allocation_pdd(
-        &self,
-        pdd: &rvgpu_umd::kmt::AllocationPdd,
-    ) -> Result<rvgpu_umd::kmt::MappedGpu, NtStatus> {
-        self.k().create_allocation_pdd(pdd)
-    }
-
-    fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
-        self.k().lock2(allocation)
-    }
-
-    fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        self.k().unlock2(allocation)
-    }
-
     /// A plain destruction goes through [`Kmt::destroy_allocation`] (which knows the handles
     /// the harness released behind the UMD); `AssumeNotInUse` to the simulated OS.
     fn destroy_allocation2(
         &self,
         allocation: KmtHandle,
-        flags: rvgpu_umd::kmt::DestroyFlags,
+        flags: DestroyFlags,
     ) -> Result<(), NtStatus> {
         if flags.assume_not_in_use {
             self.k().destroy_allocation2(allocation, flags)
         } else {
             self.destroy_allocation(allocation)
         }
-    }
-
-    fn invalidate_cache(
-        &self,
-        allocation: KmtHandle,
-        offset: u64,
-        length: u64,
-    ) -> Result<(), NtStatus> {
-        self.k().invalidate_cache(allocation, offset, length)
-    }
-
-    fn io_coherent(&self) -> bool {
-        self.k().io_coherent()
-    }
-
-    fn make_resident(
-        &self,
-        allocations: &[KmtHandle],
-        flags: rvgpu_umd::kmt::MakeResidentFlags,
-    ) -> Result<rvgpu_umd::kmt::PagingFence, rvgpu_umd::kmt::MakeResidentError> {
-        self.k().make_resident(allocations, flags)
-    }
-
-    fn evict(
-        &self,
-        allocations: &[KmtHandle],
-        flags: rvgpu_umd::kmt::EvictFlags,
-    ) -> Result<u64, NtStatus> {
-        self.k().evict(allocations, flags)
-    }
-
-    fn make_resident_on(
-        &self,
-        queue: &rvgpu_umd::kmt::PagingQueue<Self::Fence>,
-        allocations: &[KmtHandle],
-        flags: rvgpu_umd::kmt::MakeResidentFlags,
-    ) -> Result<rvgpu_umd::kmt::PagingFence, rvgpu_umd::kmt::MakeResidentError> {
-        self.k().make_resident_on(queue, allocations, flags)
-    }
-
-    // the GPU VA thunks, as the simulated OS has them.
-
-    fn create_paging_queue(
-        &self,
-        priority: i32,
-    ) -> Result<rvgpu_umd::kmt::PagingQueue<Self::Fence>, NtStatus> {
-        self.k().create_paging_queue(priority)
-    }
-
-    fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        self.k().destroy_paging_queue(queue)
-    }
-
-    fn reserve_gpu_va(&self, r: &rvgpu_umd::kmt::ReserveGpuVa) -> Result<u64, NtStatus> {
-        self.k().reserve_gpu_va(r)
-    }
-
-    fn map_gpu_va(
-        &self,
-        r: &rvgpu_umd::kmt::MapGpuVa,
-    ) -> Result<rvgpu_umd::kmt::MappedGpuVa, NtStatus> {
-        self.k().map_gpu_va(r)
-    }
-
-    fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
-        self.k().free_gpu_va(base, size)
-    }
-
-    fn update_gpu_va(
-        &self,
-        u: &rvgpu_umd::kmt::UpdateGpuVa,
-        ops: &[rvgpu_umd::kmt::UpdateGpuVaOp],
-    ) -> Result<(), NtStatus> {
-        self.k().update_gpu_va(u, ops)
     }
 
     fn create_doorbell(
@@ -257,87 +175,42 @@ impl Kmt for SessKmt {
         Ok(d)
     }
 
-    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.k().connect_doorbell(doorbell)
-    }
-
-    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.k().destroy_doorbell(doorbell)
-    }
-
-    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.k().notify_work_submission(doorbell)
-    }
-
-    fn submit_command_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        progress_fence_value: u64,
-        command_buffer_gpu: u64,
-        command_bytes: u32,
-    ) -> Result<(), NtStatus> {
-        self.k().submit_command_to_hw_queue(
-            queue,
-            progress_fence_value,
-            command_buffer_gpu,
-            command_bytes,
-        )
-    }
-
-    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        self.k().wait_for_fence(fence, value)
-    }
-
-    fn submit_wait_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        fences: &[(KmtHandle, u64)],
-    ) -> Result<(), NtStatus> {
-        self.k().submit_wait_to_hw_queue(queue, fences)
-    }
-
-    fn submit_signal_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        fences: &[(KmtHandle, u64)],
-    ) -> Result<(), NtStatus> {
-        self.k().submit_signal_to_hw_queue(queue, fences)
-    }
-
-    fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus> {
-        self.k().create_native_fence(initial_value)
-    }
-
-    fn create_shareable_native_fence(
-        &self,
-        initial_value: u64,
-    ) -> Result<UmdNativeFence, NtStatus> {
-        self.k().create_shareable_native_fence(initial_value)
-    }
-
-    fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
-        self.k().share_native_fence(fence)
-    }
-
-    fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus> {
-        self.k().close_nt_handle(handle)
-    }
-
-    fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus> {
-        self.k().open_native_fence(shared)
-    }
-
-    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        self.k().destroy_native_fence(fence)
-    }
-
-    /// The "queued" events' clock: the simulation's QPC, the clock the KMD calibrates against.
-    fn cpu_timestamp(&self) -> u64 {
-        self.k().cpu_timestamp()
-    }
-
-    fn cpu_timestamp_frequency(&self) -> u64 {
-        self.k().cpu_timestamp_frequency()
+    forward! {
+        fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
+        fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
+        // The allocation thunks the UMD's tracked buffers use (`rvgpu_umd::usage::Buffer`).
+        fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus>;
+        fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus>;
+        fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus>;
+        fn invalidate_cache(&self, allocation: KmtHandle, offset: u64, length: u64) -> Result<(), NtStatus>;
+        fn io_coherent(&self) -> bool;
+        fn make_resident(&self, allocations: &[KmtHandle], flags: MakeResidentFlags) -> Result<PagingFence, MakeResidentError>;
+        fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus>;
+        fn make_resident_on(&self, queue: &PagingQueue<SimFence>, allocations: &[KmtHandle], flags: MakeResidentFlags) -> Result<PagingFence, MakeResidentError>;
+        // The GPU VA thunks, as the simulated OS has them.
+        fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<SimFence>, NtStatus>;
+        fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
+        fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus>;
+        fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus>;
+        fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus>;
+        fn update_gpu_va(&self, u: &UpdateGpuVa, ops: &[UpdateGpuVaOp]) -> Result<(), NtStatus>;
+        fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+        fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+        fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+        fn submit_command_to_hw_queue(&self, queue: KmtHandle, progress_fence_value: u64, command_buffer_gpu: u64, command_bytes: u32) -> Result<(), NtStatus>;
+        fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
+        fn submit_wait_to_hw_queue(&self, queue: KmtHandle, fences: &[(KmtHandle, u64)]) -> Result<(), NtStatus>;
+        fn submit_signal_to_hw_queue(&self, queue: KmtHandle, fences: &[(KmtHandle, u64)]) -> Result<(), NtStatus>;
+        fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus>;
+        fn create_shareable_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus>;
+        fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus>;
+        fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus>;
+        fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus>;
+        fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus>;
+        /// The "queued" events' clock: the simulation's QPC, the clock the KMD calibrates
+        /// against.
+        fn cpu_timestamp(&self) -> u64;
+        fn cpu_timestamp_frequency(&self) -> u64;
     }
 }
 

@@ -82,17 +82,24 @@ fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
             mismatch: o.mismatch,
         })
         .collect();
-    // When something happened to log (adapter, queue, kind) around free-running index `at`.
-    let when = |adapter: usize, queue_id: u32, kind: HwLogKind, at: u64| -> Option<u64> {
+    // A marker saying `text` of something that happened to log (adapter, queue, kind) around
+    // free-running index `at`; none while that log has no queued time.
+    let log_marker = |adapter: usize, queue_id: u32, kind: HwLogKind, at: u64, text: String| {
         let of_log = || {
             ops.iter()
                 .filter(move |o| o.adapter == adapter && o.queue_id == queue_id && o.kind == kind)
         };
-        of_log()
+        let qpc = of_log()
             .filter(|o| u64::from(o.index) >= at)
             .filter_map(|o| o.queued_qpc)
             .min()
-            .or_else(|| of_log().filter_map(|o| o.queued_qpc).max())
+            .or_else(|| of_log().filter_map(|o| o.queued_qpc).max())?;
+        Some(Marker {
+            adapter,
+            queue_id: Some(queue_id),
+            qpc,
+            text,
+        })
     };
     let log_name = |k: HwLogKind| match k {
         HwLogKind::Wait => "wait",
@@ -132,39 +139,33 @@ fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
                 kind,
                 from,
                 to,
-            } => {
-                if let Some(qpc) = when(adapter, queue_id, kind, from) {
-                    tl.markers.push(Marker {
-                        adapter,
-                        queue_id: Some(queue_id),
-                        qpc,
-                        text: format!(
-                            "{} log overflow: entries {from}..{to} lost ({})",
-                            log_name(kind),
-                            to.saturating_sub(from)
-                        ),
-                    });
-                }
-            }
+            } => tl.markers.extend(log_marker(
+                adapter,
+                queue_id,
+                kind,
+                from,
+                format!(
+                    "{} log overflow: entries {from}..{to} lost ({})",
+                    log_name(kind),
+                    to.saturating_sub(from)
+                ),
+            )),
             TraceEvent::LogRecreated {
                 adapter,
                 queue_id,
                 kind,
                 at,
                 entries,
-            } => {
-                if let Some(qpc) = when(adapter, queue_id, kind, at) {
-                    tl.markers.push(Marker {
-                        adapter,
-                        queue_id: Some(queue_id),
-                        qpc,
-                        text: format!(
-                            "{} log moved to a new buffer of {entries} entries from index {at}",
-                            log_name(kind)
-                        ),
-                    });
-                }
-            }
+            } => tl.markers.extend(log_marker(
+                adapter,
+                queue_id,
+                kind,
+                at,
+                format!(
+                    "{} log moved to a new buffer of {entries} entries from index {at}",
+                    log_name(kind)
+                ),
+            )),
             TraceEvent::WaitReleased {
                 adapter,
                 fence_kmt,

@@ -49,11 +49,11 @@ use rvgpu_umd::submit::SubmitError;
 
 use self::kmt::{Created, SessKmt};
 use super::{
-    AllocationUsage, Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities, CrossAdapterFences,
-    DirectDdi, DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs, FenceRef,
-    Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef, Session,
-    SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef, UmQueueInfo, UmQueueRef,
-    UmdFences, UserModeSubmission, WaitResult, Work,
+    nth, nth_mut, AllocationUsage, Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities,
+    CrossAdapterFences, DirectDdi, DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection,
+    FenceLogs, FenceRef, Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef,
+    QueueRef, Session, SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef,
+    UmQueueInfo, UmQueueRef, UmdFences, UserModeSubmission, WaitResult, Work,
 };
 
 /// The simulated backend.
@@ -336,22 +336,21 @@ impl SimSession {
             .ok_or_else(|| Failure::Backend(format!("no process {}", p.0)))
     }
 
+    /// The D3DKMT thunks of process `p`.
+    fn kmt(&self, p: ProcessRef) -> Result<rvgpu_simos::kmt::SimKmt<'_>, Failure> {
+        Ok(self.machine.kmt(&self.process(p)?))
+    }
+
     fn buffer(&self, b: BufferRef) -> Result<&Allocation<SimMem>, Failure> {
-        self.buffers
-            .get(b.0)
-            .ok_or_else(|| Failure::Backend(format!("no buffer {}", b.0)))
+        nth(&self.buffers, b.0, "buffer")
     }
 
     fn um_queue(&self, q: UmQueueRef) -> Result<&SimUmQueue, Failure> {
-        self.um_queues
-            .get(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))
+        nth(&self.um_queues, q.0, "queue")
     }
 
     fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut UmdQueue, Failure> {
-        self.um_queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?
+        nth_mut(&mut self.um_queues, q.0, "queue")?
             .q
             .as_mut()
             .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
@@ -381,9 +380,7 @@ impl SimSession {
     }
 
     fn um_fence(&self, f: UmFenceRef) -> Result<&SimUmFence, Failure> {
-        self.um_fences
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no UMD fence {}", f.0)))
+        nth(&self.um_fences, f.0, "UMD fence")
     }
 
     /// A native fence the UMD thunks made (or opened) in `up`, with its OS object.
@@ -427,9 +424,7 @@ impl SimSession {
     }
 
     fn monitored_fence(&self, f: MonitoredRef) -> Result<&MonitoredFence, Failure> {
-        self.monitored
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no monitored fence {}", f.0)))
+        nth(&self.monitored, f.0, "monitored fence")
     }
 
     fn add_monitored(&mut self, f: MonitoredFence) -> MonitoredRef {
@@ -438,9 +433,7 @@ impl SimSession {
     }
 
     fn fence(&self, f: FenceRef) -> Result<&NativeFence, Failure> {
-        self.fences
-            .get(f.0)
-            .ok_or_else(|| Failure::Backend(format!("no fence {}", f.0)))
+        nth(&self.fences, f.0, "fence")
     }
 
     /// The session's processes by their device handle (how the OS's records name them).

@@ -6,13 +6,41 @@ use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
 use super::{failure, SimSession};
 use crate::backend::{
-    ContextRef, DmaContexts, EngineProbe, Failure, ProcessRef, StreamLane, StreamReport, Tdr,
+    nth, ContextRef, DmaContexts, EngineProbe, Failure, ProcessRef, StreamLane, StreamReport, Tdr,
     TdrCause, TdrStep, TdrTimeouts, TdrTrace, Work,
 };
 
+/// A `match` of a [`TdrEvent`] into a [`TdrStep`]: the variants listed first carry over field
+/// for field (same names on both sides); the arms after `;` convert the rest.
+macro_rules! tdr_steps {
+    ($e:expr; $($v:ident $({ $($f:ident),* })?,)* ; $($arm:tt)*) => {
+        match $e {
+            $(TdrEvent::$v $({ $($f),* })? => TdrStep::$v $({ $($f),* })?,)*
+            $($arm)*
+        }
+    };
+}
+
 /// The simulation's TDR step as the harness's, with devices named by the session's processes.
 fn tdr_step(e: TdrEvent, process: &dyn Fn(KmtHandle) -> Option<ProcessRef>) -> TdrStep {
-    match e {
+    tdr_steps! { e;
+        PreemptRequested { node, fence },
+        Preempted { node, fence, last_completed },
+        Timeout { node },
+        CollectDbgInfo { reason, bytes },
+        Snapshot { node, submitted, completed },
+        NothingToReset { node },
+        DpcFlushed { node },
+        DependentGroup { node, mask },
+        EngineStatus { node, responsive },
+        Paused { node },
+        ResetEngine { node, status, last_aborted },
+        Retired { node, fences },
+        Aborted { node, fence, paging },
+        Resubmitted { node, old, new, paging },
+        Restarted,
+        Recovered { node },
+        ;
         TdrEvent::Detected { node, cause } => TdrStep::Detected {
             node,
             cause: match cause {
@@ -22,65 +50,9 @@ fn tdr_step(e: TdrEvent, process: &dyn Fn(KmtHandle) -> Option<ProcessRef>) -> T
                 Cause::Faulted { fence } => TdrCause::Faulted(fence),
             },
         },
-        TdrEvent::PreemptRequested { node, fence } => TdrStep::PreemptRequested { node, fence },
-        TdrEvent::Preempted {
-            node,
-            fence,
-            last_completed,
-        } => TdrStep::Preempted {
-            node,
-            fence,
-            last_completed,
-        },
-        TdrEvent::Timeout { node } => TdrStep::Timeout { node },
-        TdrEvent::CollectDbgInfo { reason, bytes } => TdrStep::CollectDbgInfo { reason, bytes },
-        TdrEvent::Snapshot {
-            node,
-            submitted,
-            completed,
-        } => TdrStep::Snapshot {
-            node,
-            submitted,
-            completed,
-        },
-        TdrEvent::NothingToReset { node } => TdrStep::NothingToReset { node },
-        TdrEvent::DpcFlushed { node } => TdrStep::DpcFlushed { node },
-        TdrEvent::DependentGroup { node, mask } => TdrStep::DependentGroup { node, mask },
-        TdrEvent::EngineStatus { node, responsive } => TdrStep::EngineStatus { node, responsive },
-        TdrEvent::Paused { node } => TdrStep::Paused { node },
         TdrEvent::IgnoredInterrupt { node, fence, .. } => TdrStep::IgnoredInterrupt { node, fence },
-        TdrEvent::ResetEngine {
-            node,
-            status,
-            last_aborted,
-        } => TdrStep::ResetEngine {
-            node,
-            status,
-            last_aborted,
-        },
         TdrEvent::Invalidated { device } => TdrStep::Invalidated {
             process: process(device),
-        },
-        TdrEvent::Retired { node, fences } => TdrStep::Retired { node, fences },
-        TdrEvent::Aborted {
-            node,
-            fence,
-            paging,
-        } => TdrStep::Aborted {
-            node,
-            fence,
-            paging,
-        },
-        TdrEvent::Resubmitted {
-            node,
-            old,
-            new,
-            paging,
-        } => TdrStep::Resubmitted {
-            node,
-            old,
-            new,
-            paging,
         },
         TdrEvent::DeviceError {
             device,
@@ -92,8 +64,6 @@ fn tdr_step(e: TdrEvent, process: &dyn Fn(KmtHandle) -> Option<ProcessRef>) -> T
         TdrEvent::AdapterReset { reason } => TdrStep::AdapterReset {
             reason: reason as u32,
         },
-        TdrEvent::Restarted => TdrStep::Restarted,
-        TdrEvent::Recovered { node } => TdrStep::Recovered { node },
         other => TdrStep::Other(format!("{other:?}")),
     }
 }
@@ -110,10 +80,8 @@ impl Tdr for SimSession {
 
 impl DmaContexts for SimSession {
     fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure> {
-        let up = self.process(p)?;
         let h = self
-            .machine
-            .kmt(&up)
+            .kmt(p)?
             .create_context(node)
             .map_err(|NtStatus(s)| self.machine.fault().map_or(Failure::DdiFailed(s), failure))?;
         self.contexts.push((p.0, h));
@@ -121,10 +89,7 @@ impl DmaContexts for SimSession {
     }
 
     fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure> {
-        let (pi, h) = *self
-            .contexts
-            .get(c.0)
-            .ok_or_else(|| Failure::Backend(format!("no context {}", c.0)))?;
+        let (pi, h) = *nth(&self.contexts, c.0, "context")?;
         let up = self.process(ProcessRef(pi))?;
         let cmds = self.encode(work)?;
         self.machine.submit_legacy(&up, h, &cmds).map_err(failure)
@@ -156,9 +121,7 @@ pub(crate) fn device_engine_probe(
             "engine internals are not observable on a PCI function".into(),
         ));
     }
-    let d = m
-        .device(i)
-        .ok_or_else(|| Failure::Backend(format!("no device {i}")))?;
+    let d = super::control::device(m, i)?;
     let e = d
         .engine_snapshot(node)
         .ok_or_else(|| Failure::Backend(format!("no engine {node}")))?;

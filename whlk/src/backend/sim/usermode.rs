@@ -18,9 +18,9 @@ use super::{
 };
 use crate::backend::lanes::{self, churn_lane};
 use crate::backend::{
-    BufferRef, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps, EngineIdle, Failure, KmdCaps,
-    ProcessEnd, ProcessRef, StreamLane, StreamReport, SubmissionCaps, SubmitPath, UmQueueInfo,
-    UmQueueRef, UmdBypass, UserModeSubmission, WaitResult, Work,
+    nth_mut, BufferRef, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps, EngineIdle, Failure,
+    KmdCaps, ProcessEnd, ProcessRef, StreamLane, StreamReport, SubmissionCaps, SubmitPath,
+    UmQueueInfo, UmQueueRef, UmdBypass, UserModeSubmission, WaitResult, Work,
 };
 
 /// [`StreamLane::stop_after_recovery`] before the lane's next batch: notes when the lane first
@@ -137,10 +137,8 @@ impl UserModeSubmission for SimSession {
     }
 
     fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
-        let up = self.process(p)?;
         let a = self
-            .machine
-            .kmt(&up)
+            .kmt(p)?
             .create_allocation(bytes)
             .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
         for off in (0..a.size).step_by(8) {
@@ -220,10 +218,7 @@ impl UserModeSubmission for SimSession {
 
     fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
         let m = self.machine.clone();
-        let sq = self
-            .um_queues
-            .get_mut(q.0)
-            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        let sq = nth_mut(&mut self.um_queues, q.0, "queue")?;
         crate::backend::umd_queue::close_slot(&mut sq.q, &mut sq.info, q)?
             .map_err(|e| umd_failure(&m, e))?;
         self.check_fault()
