@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, DXGKDDI_INTERFACE_VERSION_WDDM3_2};
 
 mod common;
-use common::NullPlatform;
+use common::{NullPlatform, NATIVE_FENCE_DDIS};
 
 // Sources, named once so each entry can point at them.
 // DRIVER_INITIALIZATION_DATA reference (slot list, interface version per member):
@@ -223,6 +223,11 @@ fn print_table(d: &DRIVER_INITIALIZATION_DATA) {
     println!("{done}/{} mandatory slots filled", MANDATORY.len());
 }
 
+/// Fails with `what` and the slots unless `found` is empty.
+fn none<T: std::fmt::Debug>(found: &[T], what: &str) {
+    assert!(found.is_empty(), "{what}: {found:?}");
+}
+
 #[test]
 fn every_mandatory_slot_is_filled_or_a_known_gap() {
     let d = table();
@@ -234,9 +239,9 @@ fn every_mandatory_slot_is_filled_or_a_known_gap() {
         .map(|&(n, _)| n)
         .filter(|n| !set.contains(n) && !gaps.contains(n))
         .collect();
-    assert!(
-        unaccounted.is_empty(),
-        "mandatory slots neither filled nor listed in KNOWN_GAPS: {unaccounted:?}"
+    none(
+        &unaccounted,
+        "mandatory slots neither filled nor listed in KNOWN_GAPS",
     );
 }
 
@@ -244,9 +249,9 @@ fn every_mandatory_slot_is_filled_or_a_known_gap() {
 fn implemented_ddis_are_not_listed_as_gaps() {
     let set = filled(&table());
     let stale: Vec<_> = KNOWN_GAPS.iter().filter(|n| set.contains(*n)).collect();
-    assert!(
-        stale.is_empty(),
-        "these slots are filled now: remove them from KNOWN_GAPS (and docs/ddi-status.md): {stale:?}"
+    none(
+        &stale,
+        "these slots are filled now: remove them from KNOWN_GAPS (and docs/ddi-status.md)",
     );
 }
 
@@ -259,10 +264,9 @@ fn every_filled_slot_is_mandatory_or_justified() {
         .iter()
         .filter(|n| !mandatory.contains(*n) && !optional.contains(*n))
         .collect();
-    assert!(
-        unjustified.is_empty(),
-        "filled slots that are neither MANDATORY nor in OPTIONAL_IMPLEMENTED with a reason: \
-         {unjustified:?}"
+    none(
+        &unjustified,
+        "filled slots that are neither MANDATORY nor in OPTIONAL_IMPLEMENTED with a reason",
     );
     // The reserved slots must stay null (dispmprt.h reserves them), except Reserved4: the
     // 26100 WDK's name for the slot Microsoft's reference calls DxgkDdiFlushHwQueue, which the
@@ -340,14 +344,7 @@ fn nf_12_native_fence_ddis_filled_and_log_ddis_tracked() {
         .filter(|&(_, set)| set)
         .map(|(n, _)| n)
         .collect();
-    for ddi in [
-        "DxgkDdiCreateNativeFence",
-        "DxgkDdiDestroyNativeFence",
-        "DxgkDdiOpenNativeFence",
-        "DxgkDdiCloseNativeFence",
-        "DxgkDdiUpdateMonitoredValues",
-        "DxgkDdiUpdateCurrentValuesFromCpu",
-    ] {
+    for ddi in NATIVE_FENCE_DDIS {
         assert!(filled.contains(ddi), "{ddi} is not filled");
     }
     for ddi in [

@@ -35,6 +35,11 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Fails with `what` and one line per finding unless `bad` is empty.
+fn none_bad(bad: &[String], what: &str) {
+    assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
+}
+
 fn read(path: &str) -> String {
     std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
@@ -93,14 +98,8 @@ fn architecture_names_every_workspace_crate() {
 
 #[test]
 fn architecture_names_every_directory() {
-    let out = Command::new("git")
-        .args(["ls-files", "--cached", "--others", "--exclude-standard"])
-        .current_dir(root())
-        .output()
-        .expect("git (the tree's directories are those of its files)");
-    assert!(out.status.success(), "git ls-files: {out:?}");
-    let dirs: BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
+    let dirs: BTreeSet<String> = tree_files()
+        .iter()
         .filter_map(|f| Path::new(f).parent())
         .flat_map(|d| d.ancestors().map(|a| a.to_string_lossy().into_owned()))
         .filter(|d| !d.is_empty())
@@ -466,11 +465,7 @@ fn commands_in_the_documents_name_real_targets() {
         }
     }
     assert!(seen > 20, "found only {seen} cargo commands");
-    assert!(
-        bad.is_empty(),
-        "commands that cannot run:\n{}",
-        bad.join("\n")
-    );
+    none_bad(&bad, "commands that cannot run");
 }
 
 /// The top-level directories a repository path in a document can start with.
@@ -519,11 +514,7 @@ fn paths_in_the_documents_exist() {
         }
     }
     assert!(seen > 50, "found only {seen} paths");
-    assert!(
-        bad.is_empty(),
-        "paths that do not exist:\n{}",
-        bad.join("\n")
-    );
+    none_bad(&bad, "paths that do not exist");
 }
 
 /// The slot names of the `| Slot | … |` tables of docs/ddi-status.md under `heading`.
@@ -626,13 +617,18 @@ fn readme_figures_are_rows_of_performance_md() {
 /// defines each.
 const STATUS_WORDS: &[&str] = &["works", "partly", "not run", "—"];
 
-#[test]
-fn readme_status_table_uses_its_legend_and_status_md_has_a_section_per_row() {
-    let readme = read("README.md");
+/// The README's status table: its header line to the blank line after it.
+fn status_table(readme: &str) -> &str {
     let header = "| feature | simulated OS (Linux build) | PE image | Linux guest on QEMU over PCIe | Windows |";
     let from = readme.find(header).expect("the status table");
     let table = &readme[from..];
-    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
+    &table[..table.find("\n\n").unwrap_or(table.len())]
+}
+
+#[test]
+fn readme_status_table_uses_its_legend_and_status_md_has_a_section_per_row() {
+    let readme = read("README.md");
+    let table = status_table(&readme);
     let status = read("docs/status.md");
     let mut rows = 0;
     for row in table_rows(table) {
@@ -712,11 +708,7 @@ fn links_between_documents_name_real_headings() {
         }
     }
     assert!(seen > 10, "found only {seen} links");
-    assert!(
-        bad.is_empty(),
-        "links to missing headings:\n{}",
-        bad.join("\n")
-    );
+    none_bad(&bad, "links to missing headings");
 }
 
 /// docs/fuzzing.md's table of targets lists exactly the `[[bin]]` targets of fuzz/Cargo.toml.
@@ -770,10 +762,7 @@ fn pci_subset() -> BTreeSet<String> {
 #[test]
 fn readme_status_cells_name_what_proves_them() {
     let readme = read("README.md");
-    let header = "| feature | simulated OS (Linux build) | PE image | Linux guest on QEMU over PCIe | Windows |";
-    let from = readme.find(header).expect("the status table");
-    let table = &readme[from..];
-    let table = &table[..table.find("\n\n").unwrap_or(table.len())];
+    let table = status_table(&readme);
     let suite = |name: &str| {
         [
             "simos/tests",
@@ -827,7 +816,7 @@ fn readme_status_cells_name_what_proves_them() {
             }
         }
     }
-    assert!(bad.is_empty(), "README status cells:\n{}", bad.join("\n"));
+    none_bad(&bad, "README status cells");
 }
 
 /// Whether `word` (alphanumerics and `-`) looks like a commit hash: 7 to 40 lowercase hex digits
@@ -851,23 +840,30 @@ fn is_date(word: &str) -> bool {
         && word.replace('-', "").bytes().all(|c| c.is_ascii_digit())
 }
 
-/// The source files of the tree (tracked or new, not ignored) whose comments the history check
-/// reads.
-fn source_files() -> Vec<String> {
+/// The files of the tree: tracked or new, not ignored (`git ls-files`).
+fn tree_files() -> Vec<String> {
     let out = Command::new("git")
         .args(["ls-files", "--cached", "--others", "--exclude-standard"])
         .current_dir(root())
         .output()
-        .expect("git");
+        .expect("git (the tree's directories are those of its files)");
     assert!(out.status.success(), "git ls-files: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The source files of the tree (tracked or new, not ignored) whose comments the history check
+/// reads.
+fn source_files() -> Vec<String> {
     let code = [
         ".rs", ".sh", ".js", ".py", ".toml", ".c", ".h", ".natvis", ".inf",
     ];
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
+    tree_files()
+        .into_iter()
         .filter(|f| code.iter().any(|e| f.ends_with(e)) || f.starts_with(".ci/"))
         .filter(|f| root().join(f).is_file())
-        .map(str::to_owned)
         .collect()
 }
 
@@ -917,11 +913,7 @@ fn code_names_no_issue_numbers_dates_or_commits() {
             }
         }
     }
-    assert!(
-        bad.is_empty(),
-        "history in the code (it belongs in commit messages):\n{}",
-        bad.join("\n")
-    );
+    none_bad(&bad, "history in the code (it belongs in commit messages)");
 }
 
 #[test]
@@ -975,11 +967,7 @@ fn environment_variables_in_the_documents_exist() {
         }
     }
     assert!(seen > 10, "found only {seen} variables");
-    assert!(
-        bad.is_empty(),
-        "variables nothing reads:\n{}",
-        bad.join("\n")
-    );
+    none_bad(&bad, "variables nothing reads");
 }
 
 /// The numbers of a document's numbered headings (`## 3. …`, `### 12.5 …`, `## 8a. …`).
@@ -1107,11 +1095,7 @@ fn section_references_name_real_sections() {
         seen > 100,
         "only {seen} section references found: the scan is broken"
     );
-    assert!(
-        bad.is_empty(),
-        "section references that lead nowhere:\n{}",
-        bad.join("\n")
-    );
+    none_bad(&bad, "section references that lead nowhere");
 }
 
 /// The import circles docs/architecture.md describes are those `scripts/kmd-cycles.py` finds:

@@ -3,9 +3,6 @@
 
 // Host-side test code (and the generator is build tooling): the kernel lints do not apply.
 #![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
     clippy::indexing_slicing,
     clippy::string_slice,
     clippy::arithmetic_side_effects,

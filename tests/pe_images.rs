@@ -110,6 +110,19 @@ fn parse<'a>(name: &str, data: &'a [u8]) -> PeFile64<'a> {
     PeFile64::parse(data).unwrap_or_else(|e| panic!("{name} is not a PE32+ image: {e}"))
 }
 
+/// `name` from the package, read and parsed as a PE32+ image. Its bytes live as long as the
+/// test process (each test reads an image once), so the parse can borrow them.
+fn image(name: &str) -> (&'static [u8], PeFile64<'static>) {
+    let data: &'static [u8] = Vec::leak(read(name));
+    (data, parse(name, data))
+}
+
+/// Fails unless none of the modules `image` imports is one `bad` picks: it imports no `what`.
+fn no_import(image: &str, imports: &BTreeSet<String>, what: &str, bad: impl Fn(&str) -> bool) {
+    let found: Vec<_> = imports.iter().filter(|m| bad(m)).collect();
+    assert!(found.is_empty(), "{image} imports {what}: {found:?}");
+}
+
 fn imports(name: &str, file: &PeFile64<'_>) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     if let Some(table) = file.import_table().expect("import table") {
@@ -217,8 +230,7 @@ fn pe_checksum(data: &[u8], checksum_offset: usize) -> u32 {
 
 #[test]
 fn driver_image_is_a_native_kernel_driver() {
-    let data = read("rvgpu.sys");
-    let file = parse("rvgpu.sys", &data);
+    let (data, file) = image("rvgpu.sys");
     check_common("rvgpu.sys", &file);
     let opt = file.nt_headers().optional_header();
     assert_eq!(
@@ -229,7 +241,7 @@ fn driver_image_is_a_native_kernel_driver() {
     );
 
     let entry = u64::from(opt.address_of_entry_point());
-    let exports = exports(&data, &file);
+    let exports = exports(data, &file);
     let driver_entry = exports
         .iter()
         .find(|(n, _)| n == "DriverEntry")
@@ -243,27 +255,21 @@ fn driver_image_is_a_native_kernel_driver() {
 
 #[test]
 fn driver_image_imports_only_kernel_modules() {
-    let data = read("rvgpu.sys");
-    let file = parse("rvgpu.sys", &data);
+    let (_, file) = image("rvgpu.sys");
     let imports = imports("rvgpu.sys", &file);
     assert!(
         !imports.is_empty(),
         "rvgpu.sys imports nothing (is DriverEntry linked?)"
     );
-    let bad: Vec<_> = imports
-        .iter()
-        .filter(|m| !KERNEL_ALLOW_LIST.contains(&m.as_str()))
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "rvgpu.sys imports from modules outside {KERNEL_ALLOW_LIST:?}: {bad:?}"
-    );
+    let outside = format!("from modules outside {KERNEL_ALLOW_LIST:?}");
+    no_import("rvgpu.sys", &imports, &outside, |m| {
+        !KERNEL_ALLOW_LIST.contains(&m)
+    });
 }
 
 #[test]
 fn driver_image_has_pdb_and_checksum() {
-    let data = read("rvgpu.sys");
-    let file = parse("rvgpu.sys", &data);
+    let (data, file) = image("rvgpu.sys");
     check_pdb("rvgpu.sys", &file, "rvgpu.pdb");
     // CheckSum is at offset 64 of the optional header.
     let pe_offset = u32::from_le_bytes(data[0x3c..0x40].try_into().unwrap()) as usize;
@@ -273,7 +279,7 @@ fn driver_image_has_pdb_and_checksum() {
             .try_into()
             .unwrap(),
     );
-    let computed = pe_checksum(&data, checksum_offset);
+    let computed = pe_checksum(data, checksum_offset);
     assert_eq!(
         stored, computed,
         "rvgpu.sys: PE checksum {stored:#x}, computed {computed:#x}"
@@ -282,8 +288,7 @@ fn driver_image_has_pdb_and_checksum() {
 
 #[test]
 fn driver_image_has_code_and_no_writable_code() {
-    let data = read("rvgpu.sys");
-    let file = parse("rvgpu.sys", &data);
+    let (_, file) = image("rvgpu.sys");
     let text = file
         .section_by_name(".text")
         .expect("rvgpu.sys has no .text section");
@@ -292,8 +297,7 @@ fn driver_image_has_code_and_no_writable_code() {
 
 #[test]
 fn umd_image_is_a_user_mode_dll_exporting_the_api() {
-    let data = read("rvgpu_umd.dll");
-    let file = parse("rvgpu_umd.dll", &data);
+    let (data, file) = image("rvgpu_umd.dll");
     check_common("rvgpu_umd.dll", &file);
     check_pdb("rvgpu_umd.dll", &file, "rvgpu_umd.pdb");
     let chars = file.nt_headers().file_header().characteristics.get(LE);
@@ -308,7 +312,7 @@ fn umd_image_is_a_user_mode_dll_exporting_the_api() {
         "rvgpu_umd.dll: subsystem {subsystem} is not a Windows user-mode one"
     );
 
-    let exported: BTreeSet<String> = exports(&data, &file).into_iter().map(|(n, _)| n).collect();
+    let exported: BTreeSet<String> = exports(data, &file).into_iter().map(|(n, _)| n).collect();
     let capi = std::fs::read_to_string(root().join("umd/src/capi.rs")).unwrap();
     let api: BTreeSet<String> = capi
         .lines()
@@ -334,20 +338,14 @@ fn umd_image_is_a_user_mode_dll_exporting_the_api() {
     }
 
     let imports = imports("rvgpu_umd.dll", &file);
-    let kernel: Vec<_> = imports
-        .iter()
-        .filter(|m| KERNEL_MODULES.contains(&m.as_str()) || m.ends_with(".sys"))
-        .collect();
-    assert!(
-        kernel.is_empty(),
-        "rvgpu_umd.dll imports kernel modules {kernel:?}"
-    );
+    no_import("rvgpu_umd.dll", &imports, "kernel modules", |m| {
+        KERNEL_MODULES.contains(&m) || m.ends_with(".sys")
+    });
 }
 
 #[test]
 fn harness_exe_is_a_console_program_with_user_mode_imports() {
-    let data = read("rvgpu-whlk.exe");
-    let file = parse("rvgpu-whlk.exe", &data);
+    let (_, file) = image("rvgpu-whlk.exe");
     check_common("rvgpu-whlk.exe", &file);
     let chars = file.nt_headers().file_header().characteristics.get(LE);
     assert!(
@@ -364,22 +362,13 @@ fn harness_exe_is_a_console_program_with_user_mode_imports() {
         .into_iter()
         .map(|m| m.to_ascii_lowercase())
         .collect();
-    let debug: Vec<_> = imports
-        .iter()
-        .filter(|m| DEBUG_CRTS.contains(&m.as_str()))
-        .collect();
-    assert!(
-        debug.is_empty(),
-        "rvgpu-whlk.exe imports a debug CRT: {debug:?}"
-    );
-    let other: Vec<_> = imports
-        .iter()
-        .filter(|m| !EXE_ALLOW_LIST.contains(&m.as_str()) && !m.starts_with(EXE_API_SETS))
-        .collect();
-    assert!(
-        other.is_empty(),
-        "rvgpu-whlk.exe imports modules outside the user-mode allow-list: {other:?} (all: {imports:?})"
-    );
+    no_import("rvgpu-whlk.exe", &imports, "a debug CRT", |m| {
+        DEBUG_CRTS.contains(&m)
+    });
+    let outside = format!("modules outside the user-mode allow-list (all: {imports:?})");
+    no_import("rvgpu-whlk.exe", &imports, &outside, |m| {
+        !EXE_ALLOW_LIST.contains(&m) && !m.starts_with(EXE_API_SETS)
+    });
     assert!(
         imports.contains("gdi32.dll"),
         "rvgpu-whlk.exe does not import gdi32.dll, so its D3DKMT backend is not linked: {imports:?}"

@@ -482,6 +482,17 @@ impl Lexed {
         Some((inner, j + 1, close))
     }
 
+    /// The first attribute at or after token `i`: where its `#` is, and [`Self::attr`] there.
+    fn next_attr(&self, mut i: usize) -> Option<(usize, (bool, usize, usize))> {
+        while i < self.toks.len() {
+            if let Some(a) = self.attr(i) {
+                return Some((i, a));
+            }
+            i += 1;
+        }
+        None
+    }
+
     /// The code tokens of `from..to` (comments dropped).
     fn code_tokens(&self, from: usize, to: usize) -> Vec<&Tok> {
         self.toks[from..to]
@@ -507,11 +518,7 @@ fn cfg_test_items(lx: &Lexed, file: &Path) -> (Vec<(usize, usize)>, Vec<PathBuf>
     let mut ranges = Vec::new();
     let mut files = Vec::new();
     let mut i = 0;
-    while i < lx.toks.len() {
-        let Some((inner, from, close)) = lx.attr(i) else {
-            i += 1;
-            continue;
-        };
+    while let Some((at, (inner, from, close))) = lx.next_attr(i) {
         if !lx.attr_is(from, close, &cfg_test) {
             i = close + 1;
             continue;
@@ -559,7 +566,7 @@ fn cfg_test_items(lx: &Lexed, file: &Path) -> (Vec<(usize, usize)>, Vec<PathBuf>
                 }
             }
         }
-        ranges.push((i, end));
+        ranges.push((at, end));
         i = end + 1;
     }
     (ranges, files)
@@ -593,11 +600,11 @@ struct TestFn {
 fn test_fns(lx: &Lexed) -> Vec<TestFn> {
     let mut out = Vec::new();
     let mut i = 0;
-    while i < lx.toks.len() {
-        let Some((false, from, close)) = lx.attr(i) else {
-            i += 1;
+    while let Some((at, (inner, from, close))) = lx.next_attr(i) {
+        if inner {
+            i = at + 1;
             continue;
-        };
+        }
         // `#[test]` or a path ending in `::test` (e.g. `#[tokio::test]`), no arguments.
         let content = lx.code_tokens(from, close);
         let is_test = content.last() == Some(&&Tok::Ident("test".into()))
@@ -608,7 +615,7 @@ fn test_fns(lx: &Lexed) -> Vec<TestFn> {
             i = close + 1;
             continue;
         }
-        let mut docs = docs_before(lx, i);
+        let mut docs = docs_before(lx, at);
         // Forward: more attributes and doc comments, qualifiers, then `fn name`.
         let mut j = close + 1;
         let mut name = None;

@@ -4,9 +4,7 @@
 // Host-side test code: the kernel no-panic lints do not apply.
 #![allow(
     clippy::unwrap_used,
-    clippy::expect_used,
     clippy::panic,
-    clippy::indexing_slicing,
     clippy::string_slice,
     clippy::arithmetic_side_effects
 )]
@@ -185,27 +183,31 @@ fn lock_flag_values_agree() {
             None => v.replace('_', "").parse().unwrap(),
         }
     }
-    let src = read("umd/src/capi.rs");
-    let rust: BTreeMap<String, u64> = src
-        .lines()
-        .map(str::trim)
-        .filter_map(|l| l.strip_prefix("pub const RVGPU_LOCK_"))
-        .map(|l| {
-            let (n, v) = l.split_once('=').unwrap();
-            let name = n.split(':').next().unwrap().trim();
-            (format!("RVGPU_LOCK_{name}"), parse(v))
-        })
-        .collect();
-    let h = read("umd/include/rvgpu_umd.h");
-    let header: BTreeMap<String, u64> = h
-        .lines()
-        .map(str::trim)
-        .filter_map(|l| l.strip_prefix("#define RVGPU_LOCK_"))
-        .map(|l| {
-            let (n, v) = l.split_once(char::is_whitespace).unwrap();
-            (format!("RVGPU_LOCK_{n}"), parse(v))
-        })
-        .collect();
+    /// `RVGPU_LOCK_<name>` -> value, from the lines of `text` that start with `prefix`;
+    /// `split` tells the name from the value in what follows it.
+    fn flags(
+        text: &str,
+        prefix: &str,
+        split: impl Fn(&str) -> (&str, &str),
+    ) -> BTreeMap<String, u64> {
+        text.lines()
+            .map(str::trim)
+            .filter_map(|l| l.strip_prefix(prefix))
+            .map(|l| {
+                let (name, value) = split(l);
+                (format!("RVGPU_LOCK_{}", name.trim()), parse(value))
+            })
+            .collect()
+    }
+    let rust = flags(&read("umd/src/capi.rs"), "pub const RVGPU_LOCK_", |l| {
+        let (n, v) = l.split_once('=').unwrap();
+        (n.split(':').next().unwrap(), v)
+    });
+    let header = flags(
+        &read("umd/include/rvgpu_umd.h"),
+        "#define RVGPU_LOCK_",
+        |l| l.split_once(char::is_whitespace).unwrap(),
+    );
     assert_eq!(rust.len(), 5, "capi.rs: {rust:?}");
     assert_eq!(rust, header, "RVGPU_LOCK_* values (Rust vs header)");
 }

@@ -7,7 +7,6 @@
 
 // Host-side test code: the kernel no-panic lints do not apply.
 #![allow(
-    clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
     clippy::indexing_slicing,
@@ -18,6 +17,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+// Only `succeeded` of the shared set-up is used here.
+#[allow(dead_code)]
+#[path = "common/setup.rs"]
+mod setup;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -307,27 +311,14 @@ fn windbg_script_parses_and_decodes_a_modelled_driver() {
         return;
     };
     let script = root().join("scripts/windbg/rvgpu.js");
-    let check = Command::new(node)
-        .arg("--check")
-        .arg(&script)
-        .output()
-        .expect("node runs");
-    assert!(
-        check.status.success(),
-        "node --check: {}",
-        String::from_utf8_lossy(&check.stderr)
+    setup::succeeded(
+        Command::new(node).arg("--check").arg(&script),
+        "node --check",
     );
     let model = root().join("tests/windbg/model.js");
-    let run = Command::new(node)
-        .arg(&model)
-        .arg(&script)
-        .output()
-        .expect("node runs");
-    assert!(
-        run.status.success(),
-        "the script over the modelled driver:\n{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
+    setup::succeeded(
+        Command::new(node).arg(&model).arg(&script),
+        "the script over the modelled driver",
     );
 }
 

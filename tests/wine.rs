@@ -80,17 +80,13 @@ fn run_dir(package: &Path) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("run directory");
     std::fs::copy(package.join("rvgpu-whlk.exe"), dir.join("rvgpu-whlk.exe"))
         .expect("copy rvgpu-whlk.exe");
-    let out = Command::new("x86_64-w64-mingw32-gcc")
-        .args(["-shared", "-O2", "-o"])
-        .arg(dir.join("bcryptprimitives.dll"))
-        .arg(root().join("tests/wine/bcryptprimitives.c"))
-        .arg("-ladvapi32")
-        .output()
-        .expect("x86_64-w64-mingw32-gcc");
-    assert!(
-        out.status.success(),
-        "building the bcryptprimitives.dll stand-in:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    setup::succeeded(
+        Command::new("x86_64-w64-mingw32-gcc")
+            .args(["-shared", "-O2", "-o"])
+            .arg(dir.join("bcryptprimitives.dll"))
+            .arg(root().join("tests/wine/bcryptprimitives.c"))
+            .arg("-ladvapi32"),
+        "building the bcryptprimitives.dll stand-in",
     );
     dir
 }

@@ -4,13 +4,12 @@
 
 mod common;
 
-use common::{dxgkrnl_interface, pe, started_with};
+use common::{dxgkrnl_interface, pe, qai_leaks_dispatch, start_with_qai_hook, started_with};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use rvgpu_ddi::adapter::{DXGKARG_QUERYADAPTERINFO, DXGK_DEVICE_INFO};
+use rvgpu_ddi::adapter::DXGK_DEVICE_INFO;
 use rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
 use rvgpu_ddi::{BOOLEAN, HANDLE, NTSTATUS, PVOID};
 use rvgpu_kmd::platform::Platform;
@@ -248,23 +247,6 @@ fn callback_with_a_removed_adapters_handle_is_0x50() {
     );
 }
 
-type Qai = unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS;
-static REAL_QAI: OnceLock<Qai> = OnceLock::new();
-
-/// The real QueryAdapterInfo, then "forgets" to lower the IRQL it raised.
-unsafe extern "system" fn qai_leaks_dispatch(
-    ctx: HANDLE,
-    args: *const DXGKARG_QUERYADAPTERINFO,
-) -> NTSTATUS {
-    let Some(real) = REAL_QAI.get() else {
-        return -1;
-    };
-    // SAFETY: forwarding the OS's arguments to the driver's own routine.
-    let s = unsafe { real(ctx, args) };
-    let _old = SimKernel::raise_to_dispatch();
-    s
-}
-
 /// M4: a DDI that returns at a raised IRQL stops the machine, and the simulation's thread is
 /// back at PASSIVE afterwards. By default with Windows' 0x113 / 0x10 for a DDI behind Dxgkrnl's
 /// `Ddi*` wrappers (startup_questions.rs, windows-bringup.md §10 Q10); with that answer off, with the
@@ -274,16 +256,7 @@ fn ddi_returning_at_raised_irql_is_0xc8() {
     let mut c = MachineConfig::single(Mode::Step);
     c.os.ddi_irql_mismatch_is_0x113 = false;
     let mut m = Machine::new(c);
-    let loaded = m.load_driver_with(|t| {
-        if let Some(real) = t.DxgkDdiQueryAdapterInfo {
-            let _ = REAL_QAI.set(real);
-            t.DxgkDdiQueryAdapterInfo = Some(qai_leaks_dispatch);
-        }
-    });
-    if let Err(e) = loaded {
-        panic!("load: {e}");
-    }
-    let r = m.start_adapter(0);
+    let r = start_with_qai_hook(&mut m, qai_leaks_dispatch, |_| {});
     let expected = BugCheck::irql_unexpected(
         Irql::Dispatch,
         Irql::Passive,

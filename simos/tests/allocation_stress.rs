@@ -273,31 +273,27 @@ fn run(seed: u64, mode: Mode, non_coherent: bool, ops: usize) {
         let bi = r.rng.below(BUFFERS as u64) as usize;
         let b = &bufs[bi];
         match r.rng.below(100) {
-            // Plain write lock: waits for every GPU use, then sees the latest contents.
-            0..=9 => {
+            // Blocking lock. Write (0..=9): waits for every GPU use, then sees the latest
+            // contents. Read (10..=19): waits for the GPU's writes only.
+            kind @ 0..=19 => {
+                let write = kind <= 9;
+                let (flags, what, waited_for) = if write {
+                    (LockFlags::WRITE, "write lock", "uses")
+                } else {
+                    (LockFlags::READ, "read lock", "writes")
+                };
                 r.open_gates();
-                let mem = okk(&m, b.lock(&k, LockFlags::WRITE, &r.timelines()));
+                let mem = okk(&m, b.lock(&k, flags, &r.timelines()));
                 let done = r.completed();
                 assert!(
-                    !Run::busy(&models[bi], &done, true),
-                    "op {op}: a write lock returned before the GPU's uses completed"
+                    !Run::busy(&models[bi], &done, write),
+                    "op {op}: a {what} returned before the GPU's {waited_for} completed"
                 );
-                r.check_contents("write lock", &mem, &models[bi]);
-                let reg = r.rng.below(REGIONS as u64) as usize;
-                r.write_region(&mem, &mut models[bi], reg);
-                okk(&m, b.unlock(&k));
-                r.seen.blocking_waits += 1;
-            }
-            // Read lock: waits for the GPU's writes only.
-            10..=19 => {
-                r.open_gates();
-                let mem = okk(&m, b.lock(&k, LockFlags::READ, &r.timelines()));
-                let done = r.completed();
-                assert!(
-                    !Run::busy(&models[bi], &done, false),
-                    "op {op}: a read lock returned before the GPU's writes completed"
-                );
-                r.check_contents("read lock", &mem, &models[bi]);
+                r.check_contents(what, &mem, &models[bi]);
+                if write {
+                    let reg = r.rng.below(REGIONS as u64) as usize;
+                    r.write_region(&mem, &mut models[bi], reg);
+                }
                 okk(&m, b.unlock(&k));
                 r.seen.blocking_waits += 1;
             }
@@ -509,8 +505,7 @@ fn run(seed: u64, mode: Mode, non_coherent: bool, ops: usize) {
             .any(|e| matches!(e, UmsEvent::PageFault { .. } | UmsEvent::DeviceError { .. })),
         "a fault: {events:?}"
     );
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 
     eprintln!(
         "seed {seed:#x} {mode:?} non-coherent {non_coherent}: {:?}",

@@ -18,9 +18,11 @@ use rvgpu_hw::pdd::{
 };
 use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent};
-use rvgpu_umd::kmt::{AllocationCpu, DestroyFlags, Kmt, KmtHandle, NtStatus};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, DestroyFlags, Kmt, KmtHandle, NtStatus};
 use rvgpu_umd::submit::{SubmitError, UserQueue};
-use rvgpu_umd::usage::{self, Batch, Buffer, LockError, LockFlags, Timeline, TimelineId};
+use rvgpu_umd::usage::{
+    self, Batch, Buffer, LockError, LockFlags, Timeline, TimelineId, TrackedQueue,
+};
 
 const OLD: u64 = 0x01D0_01D0_01D0_01D0;
 const NEW: u64 = 0x0E40_0E40_0E40_0E40;
@@ -58,6 +60,39 @@ fn fill_cpu(b: &SimMem, words: u64, v: u64) {
     }
 }
 
+/// The CPU writes `v` to the first `words` words of `b` through a write lock (which waits for
+/// every GPU use on `q`).
+fn cpu_write(
+    m: &Machine,
+    k: &SimKmt<'_>,
+    b: &Buffer<SimMem>,
+    q: &dyn Timeline,
+    words: u64,
+    v: u64,
+) {
+    let mem = okk(m, b.lock(k, LockFlags::WRITE, &[q]));
+    fill_cpu(&mem, words, v);
+    okk(m, b.unlock(k));
+}
+
+/// Submits one batch to `q`: `gate`'s wait first, if any, then a copy of `bytes` from `src` to
+/// `dst` (each a buffer and an offset); returns its progress value.
+fn submit_copy(
+    m: &Machine,
+    q: &mut impl TrackedQueue,
+    gate: Option<&Gate>,
+    (src, src_offset): (&Buffer<SimMem>, u64),
+    (dst, dst_offset): (&Buffer<SimMem>, u64),
+    bytes: u64,
+) -> u64 {
+    let mut batch = Batch::new();
+    if let Some(gate) = gate {
+        batch.command(gate.wait());
+    }
+    okk(m, batch.copy(src, src_offset, dst, dst_offset, bytes));
+    okk(m, usage::submit(q, batch))
+}
+
 fn words(b: &SimMem, words: u64) -> Vec<u64> {
     (0..words).map(|i| b.load(i * 8)).collect()
 }
@@ -86,10 +121,7 @@ fn al_01_al_02_usage_tracked_from_encoded_commands() {
     let gate = Gate::new(&m, &k);
 
     // Queue A: behind the gate, copy src -> dst. Queue B: nothing on these buffers.
-    let mut batch = Batch::new();
-    batch.command(gate.wait());
-    okk(&m, batch.copy(&src, 0, &dst, 0, 4096));
-    let va = okk(&m, usage::submit(&mut qa, batch));
+    let va = submit_copy(&m, &mut qa, Some(&gate), (&src, 0), (&dst, 0), 4096);
     let mut batch = Batch::new();
     okk(&m, batch.fill(&other, 0, 4096, NEW));
     let vb = okk(&m, usage::submit(&mut qb, batch));
@@ -243,14 +275,9 @@ fn al_01_discard_renames_a_busy_buffer() {
     let before = okk(&m, Buffer::new(&k, 4096, 0));
     let after = okk(&m, Buffer::new(&k, 4096, 0));
     let gate = Gate::new(&m, &k);
-    let mem = okk(&m, data.lock(&k, LockFlags::WRITE, &[&q]));
-    fill_cpu(&mem, 512, OLD);
-    okk(&m, data.unlock(&k));
+    cpu_write(&m, &k, &data, &q, 512, OLD);
 
-    let mut batch = Batch::new();
-    batch.command(gate.wait());
-    okk(&m, batch.copy(&data, 0, &before, 0, 4096));
-    okk(&m, usage::submit(&mut q, batch));
+    submit_copy(&m, &mut q, Some(&gate), (&data, 0), (&before, 0), 4096);
     ok(&m, m.run_until_idle());
     let old_va = data.gpu_va();
 
@@ -261,9 +288,7 @@ fn al_01_discard_renames_a_busy_buffer() {
     assert_eq!(data.stats().backings, 2);
     fill_cpu(&mem, 512, NEW);
     okk(&m, data.unlock(&k));
-    let mut batch = Batch::new();
-    okk(&m, batch.copy(&data, 0, &after, 0, 4096));
-    okk(&m, usage::submit(&mut q, batch));
+    submit_copy(&m, &mut q, None, (&data, 0), (&after, 0), 4096);
 
     gate.open(&m, &k);
     ok(&m, m.run_until_idle());
@@ -276,15 +301,10 @@ fn al_01_discard_renames_a_busy_buffer() {
     assert_eq!(data.stats().renames, 1);
     // Busy again: the spare is reused, no new allocation.
     let allocs = allocations(&m);
-    let mut batch = Batch::new();
-    batch.command(gate.wait()); // already open: runs through
-    okk(&m, batch.copy(&data, 0, &after, 0, 4096));
-    okk(&m, usage::submit(&mut q, batch));
+    // The gate is already open: this copy runs through.
+    submit_copy(&m, &mut q, Some(&gate), (&data, 0), (&after, 0), 4096);
     let gate2 = Gate::new(&m, &k);
-    let mut batch = Batch::new();
-    batch.command(gate2.wait());
-    okk(&m, batch.copy(&data, 0, &before, 0, 4096));
-    okk(&m, usage::submit(&mut q, batch));
+    submit_copy(&m, &mut q, Some(&gate2), (&data, 0), (&before, 0), 4096);
     ok(&m, m.run_until_idle());
     okk(&m, data.lock(&k, flags, &[&q]));
     okk(&m, data.unlock(&k));
@@ -314,14 +334,9 @@ fn al_01_no_overwrite_maps_without_waiting() {
     let data = okk(&m, Buffer::new(&k, 8192, 0));
     let out = okk(&m, Buffer::new(&k, 8192, 0));
     let gate = Gate::new(&m, &k);
-    let mem = okk(&m, data.lock(&k, LockFlags::WRITE, &[&q]));
-    fill_cpu(&mem, 1024, OLD);
-    okk(&m, data.unlock(&k));
+    cpu_write(&m, &k, &data, &q, 1024, OLD);
     // Queued: copy the first half.
-    let mut batch = Batch::new();
-    batch.command(gate.wait());
-    okk(&m, batch.copy(&data, 0, &out, 0, 4096));
-    let v = okk(&m, usage::submit(&mut q, batch));
+    let v = submit_copy(&m, &mut q, Some(&gate), (&data, 0), (&out, 0), 4096);
     ok(&m, m.run_until_idle());
 
     let va = data.gpu_va();
@@ -333,9 +348,7 @@ fn al_01_no_overwrite_maps_without_waiting() {
         mem.store(i * 8, NEW);
     }
     okk(&m, data.unlock(&k));
-    let mut batch = Batch::new();
-    okk(&m, batch.copy(&data, 4096, &out, 4096, 4096));
-    okk(&m, usage::submit(&mut q, batch));
+    submit_copy(&m, &mut q, None, (&data, 4096), (&out, 4096), 4096);
     gate.open(&m, &k);
     ok(&m, m.run_until_idle());
     let got = read_back(&m, &k, &out, &[&q]);
@@ -359,6 +372,24 @@ fn pdd(size: u64, flags: u32) -> AllocationPdd {
     }
 }
 
+/// Queues on `q`, behind `gate`, a GPU FILL of `a`'s 4 KiB with `NEW`, and runs the machine
+/// until idle (the work waits at the gate); returns the work's progress value.
+fn fill_behind(
+    m: &Machine,
+    q: &mut UserQueue<&SimKmt<'_>>,
+    gate: &Gate,
+    a: &Allocation<SimMem>,
+) -> u64 {
+    let fill = Command::Fill {
+        dst: a.gpu_va,
+        bytes: 4096,
+        pattern: NEW,
+    };
+    let v = okk(m, q.submit(&[gate.wait(), fill]));
+    ok(m, m.run_until_idle());
+    v
+}
+
 fn freed(m: &Machine, h: KmtHandle) -> bool {
     m.ums_events(0)
         .contains(&UmsEvent::FreeAllocation { allocation: h })
@@ -375,18 +406,7 @@ fn al_03_destruction_waits_for_queued_work() {
     let gate = Gate::new(&m, &k);
     let a = okk(&m, k.create_allocation(4096));
     let mem = a.mem.clone();
-    let v = okk(
-        &m,
-        q.submit(&[
-            gate.wait(),
-            Command::Fill {
-                dst: a.gpu_va,
-                bytes: 4096,
-                pattern: NEW,
-            },
-        ]),
-    );
-    ok(&m, m.run_until_idle());
+    let v = fill_behind(&m, &mut q, &gate, &a);
     okk(&m, k.destroy_allocation(a.handle));
     assert!(!freed(&m, a.handle), "freed under queued work");
     // The handle is gone for the UMD at once.
@@ -421,18 +441,7 @@ fn al_03_assume_not_in_use_frees_at_once() {
     let a = okk(&m, k.create_allocation(4096));
     let mem = a.mem.clone();
     fill_cpu(&mem, 512, OLD);
-    okk(
-        &m,
-        q.submit(&[
-            gate.wait(),
-            Command::Fill {
-                dst: a.gpu_va,
-                bytes: 4096,
-                pattern: NEW,
-            },
-        ]),
-    );
-    ok(&m, m.run_until_idle());
+    fill_behind(&m, &mut q, &gate, &a);
     okk(
         &m,
         k.destroy_allocation2(

@@ -5,7 +5,23 @@ mod common;
 use common::{loaded, pe};
 
 use rvgpu_ddi::adapter::DXGK_VIDSCHCAPS;
-use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
+use rvgpu_simos::{AdapterInfo, Machine, MachineConfig, Mode, SimError};
+
+/// Whether the started adapter's driver caps set the scheduling cap `bit`.
+fn scheduling_cap(info: &AdapterInfo, bit: rvgpu_ddi::basic::BitField) -> bool {
+    info.caps.SchedulingCaps.is_set(bit)
+}
+
+/// A step-mode machine whose OS has the native-fence feature on or off, its adapter started.
+fn with_native_fence_feature(on: bool) -> (Machine, AdapterInfo) {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.native_fence_feature = on;
+    let mut m = loaded(cfg);
+    match m.start_adapter(0) {
+        Ok(info) => (m, info),
+        Err(e) => panic!("start: {e}"),
+    }
+}
 
 fn bring_up_and_down(mode: Mode) -> Result<(), SimError> {
     let mut m = Machine::new(MachineConfig::single(mode));
@@ -38,41 +54,55 @@ fn start_stop_threaded_mode() {
     }
 }
 
-#[test]
-fn two_adapters_start_and_stop_independently() {
-    let mut m = Machine::new(MachineConfig::igpu_dgpu(Mode::Step));
-    let r = (|| {
-        m.load_driver()?;
-        m.start_adapter(0)?;
-        m.start_adapter(1)?;
-        m.stop_adapter(1)?;
-        m.remove_adapter(1)?;
-        m.stop_adapter(0)?;
-        m.remove_adapter(0)?;
-        m.unload()
-    })();
-    if let Err(e) = r {
-        panic!(
-            "two-adapter bring-up failed: {e}; log: {:?}",
-            m.driver_log()
-        );
+/// A PnP step the OS takes.
+#[derive(Debug, Clone, Copy)]
+enum Pnp {
+    Start(usize),
+    Stop(usize),
+    Remove(usize),
+    Unload,
+}
+
+/// Loads the driver on a machine of `cfg` and takes `steps` in order; a step that fails fails
+/// the test, naming `what` and the step.
+fn pnp_sequence(what: &str, cfg: MachineConfig, steps: &[Pnp]) {
+    let mut m = Machine::new(cfg);
+    if let Err(e) = m.load_driver() {
+        panic!("{what}: load: {e}");
+    }
+    for &step in steps {
+        let r = match step {
+            Pnp::Start(i) => m.start_adapter(i).map(|_| ()),
+            Pnp::Stop(i) => m.stop_adapter(i),
+            Pnp::Remove(i) => m.remove_adapter(i),
+            Pnp::Unload => m.unload(),
+        };
+        if let Err(e) = r {
+            panic!("{what}: {step:?} failed: {e}; log: {:?}", m.driver_log());
+        }
     }
 }
 
 #[test]
+fn two_adapters_start_and_stop_independently() {
+    use Pnp::*;
+    let steps = [
+        Start(0),
+        Start(1),
+        Stop(1),
+        Remove(1),
+        Stop(0),
+        Remove(0),
+        Unload,
+    ];
+    pnp_sequence("two adapters", MachineConfig::igpu_dgpu(Mode::Step), &steps);
+}
+
+#[test]
 fn restart_after_stop() {
-    let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    let r = (|| {
-        m.load_driver()?;
-        m.start_adapter(0)?;
-        m.stop_adapter(0)?;
-        m.start_adapter(0)?;
-        m.stop_adapter(0)?;
-        m.remove_adapter(0)
-    })();
-    if let Err(e) = r {
-        panic!("restart failed: {e}");
-    }
+    use Pnp::*;
+    let steps = [Start(0), Stop(0), Start(0), Stop(0), Remove(0)];
+    pnp_sequence("restart", MachineConfig::single(Mode::Step), &steps);
 }
 
 /// NF-10: the driver must not advertise native fences when the OS disabled the feature; with
@@ -84,10 +114,7 @@ fn nf_10_native_fence_cap_follows_os_feature() {
     let mut m = loaded(cfg);
     match m.start_adapter(0) {
         Ok(info) => assert!(
-            !info
-                .caps
-                .SchedulingCaps
-                .is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
+            !scheduling_cap(&info, DXGK_VIDSCHCAPS::NativeGpuFence),
             "started with NativeGpuFence although the OS feature is off"
         ),
         Err(SimError::Rejected(why)) => panic!("driver advertised native fences: {why}"),
@@ -101,18 +128,13 @@ fn nf_10_native_fence_cap_follows_os_feature() {
 fn nf_10_start_fails_when_native_fences_advertised_without_feature() {
     use rvgpu_ddi::adapter::{DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGK_DRIVERCAPS};
     use rvgpu_ddi::{HANDLE, NTSTATUS};
-    use std::sync::OnceLock;
-
-    type Qai = unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS;
-    static REAL: OnceLock<Qai> = OnceLock::new();
     /// Wraps the real QueryAdapterInfo and sets NativeGpuFence in the caps.
     unsafe extern "system" fn lying_qai(
         ctx: HANDLE,
         args: *const DXGKARG_QUERYADAPTERINFO,
     ) -> NTSTATUS {
-        let Some(real) = REAL.get() else { return -1 };
         // SAFETY: forwarding the OS's arguments to the driver's own routine.
-        let s = unsafe { real(ctx, args) };
+        let s = unsafe { common::real_qai(ctx, args) };
         // SAFETY: the OS passes a valid argument block; for DRIVERCAPS its output buffer is a
         // DXGK_DRIVERCAPS.
         unsafe {
@@ -127,16 +149,7 @@ fn nf_10_start_fails_when_native_fences_advertised_without_feature() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.native_fence_feature = false;
     let mut m = Machine::new(cfg);
-    let loaded = m.load_driver_with(|t| {
-        if let Some(real) = t.DxgkDdiQueryAdapterInfo {
-            let _ = REAL.set(real);
-            t.DxgkDdiQueryAdapterInfo = Some(lying_qai);
-        }
-    });
-    if let Err(e) = loaded {
-        panic!("load: {e}");
-    }
-    match m.start_adapter(0) {
+    match common::start_with_qai_hook(&mut m, lying_qai, |_| {}) {
         Err(SimError::Rejected(why)) => assert!(why.contains("NF-10"), "{why}"),
         other => panic!(
             "expected the OS to refuse the start, got {other:?}; log {:#?}",
@@ -166,13 +179,7 @@ fn dxgk_initialize_rejects_missing_mandatory_slot() {
 fn nf_10_driver_negotiates_native_fence_feature_and_releases_the_interface() {
     use rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE;
 
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.native_fence_feature = true;
-    let mut m = loaded(cfg);
-    let info = match m.start_adapter(0) {
-        Ok(i) => i,
-        Err(e) => panic!("start: {e}"),
-    };
+    let (mut m, info) = with_native_fence_feature(true);
     let (refs, queried, interfaces) = m.feature_usage(0);
     assert!(
         queried.contains(&DXGK_FEATURE_NATIVE_FENCE),
@@ -189,9 +196,7 @@ fn nf_10_driver_negotiates_native_fence_feature_and_releases_the_interface() {
         && table.DxgkDdiUpdateMonitoredValues.is_some()
         && table.DxgkDdiUpdateCurrentValuesFromCpu.is_some();
     assert_eq!(
-        info.caps
-            .SchedulingCaps
-            .is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
+        scheduling_cap(&info, DXGK_VIDSCHCAPS::NativeGpuFence),
         has_ddis,
         "NativeGpuFence is advertised iff the OS enabled it and the DDIs exist"
     );
@@ -221,13 +226,7 @@ fn nf_10_disabled_feature_is_not_used() {
     };
     use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.native_fence_feature = false;
-    let mut m = loaded(cfg);
-    let info = match m.start_adapter(0) {
-        Ok(i) => i,
-        Err(e) => panic!("start: {e}"),
-    };
+    let (mut m, info) = with_native_fence_feature(false);
     let (refs, mut queried, interfaces) = m.feature_usage(0);
     queried.sort_unstable();
     assert_eq!(
@@ -243,10 +242,7 @@ fn nf_10_disabled_feature_is_not_used() {
         interfaces, 0,
         "a disabled feature's interface is never requested"
     );
-    assert!(!info
-        .caps
-        .SchedulingCaps
-        .is_set(DXGK_VIDSCHCAPS::NativeGpuFence));
+    assert!(!scheduling_cap(&info, DXGK_VIDSCHCAPS::NativeGpuFence));
     let nodes = m.node_metadata(0);
     assert!(!nodes.is_empty());
     for n in &nodes {
@@ -277,10 +273,7 @@ fn mf_02_driver_reports_64_bit_atomics_and_refuses_a_32_bit_device() {
     let mut m = loaded(MachineConfig::single(Mode::Step));
     match m.start_adapter(0) {
         Ok(info) => assert!(
-            !info
-                .caps
-                .SchedulingCaps
-                .is_set(DXGK_VIDSCHCAPS::No64BitAtomics),
+            !scheduling_cap(&info, DXGK_VIDSCHCAPS::No64BitAtomics),
             "a 64-bit atomic device must not be reported as No64BitAtomics"
         ),
         Err(e) => panic!("start: {e}"),

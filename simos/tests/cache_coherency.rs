@@ -72,8 +72,7 @@ fn al_06_non_coherent_adapter_starts_on_arm64_and_reports_no_coherency() {
         .is_set(DXGK_GPUMMUCAPS_FLAGS::CacheCoherentMemorySupported));
     let p = ok(&m, m.create_process(0));
     assert!(!m.kmt(&p).io_coherent());
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// AL-06 (b): the same adapter on x64 is refused at start by BR-50 (Dxgkrnl does not accept
@@ -106,14 +105,12 @@ fn al_06_cpu_write_is_invisible_to_the_gpu_until_invalidated() {
     );
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     // Memory holds OLD before the CPU touches the buffer.
-    let v = okk(&m, q.submit(&[fill_all(&src, 64, OLD)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill_all(&src, 64, OLD)]);
 
     for i in 0..8 {
         src.mem.store(8 * i, NEW);
     }
-    let v = okk(&m, q.submit(&[copy(&src, &dst, 64)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[copy(&src, &dst, 64)]);
     for i in 0..8 {
         assert_eq!(
             dst.mem.load(8 * i),
@@ -123,14 +120,12 @@ fn al_06_cpu_write_is_invisible_to_the_gpu_until_invalidated() {
     }
 
     okk(&m, k.invalidate_cache(src.handle, 0, 64));
-    let v = okk(&m, q.submit(&[copy(&src, &dst, 64)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[copy(&src, &dst, 64)]);
     for i in 0..8 {
         assert_eq!(dst.mem.load(8 * i), NEW, "word {i}: written back");
     }
     okk(&m, q.close());
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// AL-06 (d): the CPU read a buffer (its lines are cached); a GPU FILL (kernel-mode queue)
@@ -141,13 +136,11 @@ fn al_06_gpu_write_is_invisible_to_the_cpu_until_invalidated() {
     let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_cached_allocation(4096));
     let mut q = okk(&m, KernelQueue::new(k, &config(0)));
-    let v = okk(&m, q.submit(&[fill_all(&buf, 128, OLD)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill_all(&buf, 128, OLD)]);
     // The CPU reads the first line: it is now cached.
     assert_eq!(buf.mem.load(0), OLD);
 
-    let v = okk(&m, q.submit(&[fill_all(&buf, 128, NEW)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill_all(&buf, 128, NEW)]);
     assert_eq!(buf.mem.load(0), OLD, "stale line: the GPU does not snoop");
     assert_eq!(buf.mem.load(8), OLD, "the whole line is stale");
     // A line the CPU had not read is filled now, from memory.
@@ -157,8 +150,7 @@ fn al_06_gpu_write_is_invisible_to_the_cpu_until_invalidated() {
     assert_eq!(buf.mem.load(0), NEW);
     assert_eq!(buf.mem.load(8), NEW);
     okk(&m, q.close());
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// AL-06 (e): on the default (I/O-coherent, x64) machine nothing is cached: the aperture is
@@ -176,14 +168,12 @@ fn al_06_coherent_adapter_has_no_cache_and_invalidate_is_a_no_op() {
     assert!(dst.mem.cache().is_none());
     src.mem.store(0, NEW);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, q.submit(&[copy(&src, &dst, 8)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[copy(&src, &dst, 8)]);
     assert_eq!(dst.mem.load(0), NEW);
     okk(&m, k.invalidate_cache(src.handle, 0, src.size));
     assert_eq!(src.mem.load(0), NEW);
     okk(&m, q.close());
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// AL-06 (f): `invalidate_cache` takes only the caller's allocations and only ranges inside
@@ -218,8 +208,7 @@ fn al_06_invalidate_cache_checks_handle_and_range() {
     okk(&m, k.destroy_allocation(buf.handle));
     assert_eq!(k.invalidate_cache(buf.handle, 0, 8), handle);
     ok(&m, m.exit_process(&other));
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// AL-06 through the UMD: a cached `Buffer` on the non-coherent platform. The UMD writes back
@@ -257,6 +246,5 @@ fn al_06_umd_buffer_maintains_the_caches() {
     okk(&m, src.destroy(&k, &[&q]));
     okk(&m, dst.destroy(&k, &[&q]));
     okk(&m, q.close());
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }

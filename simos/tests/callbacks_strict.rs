@@ -185,13 +185,10 @@ fn notify_interrupt_from_passive_is_0x9() {
 #[test]
 fn bad_unmap_memory_is_0xc4() {
     let m = step_machine(MachineConfig::single(Mode::Step));
-    let iface = dxgkrnl_interface(&m);
-    let Some(unmap) = iface.DxgkCbUnmapMemory else {
-        panic!("no UnmapMemory")
-    };
+    let (handle, _, unmap) = map_callbacks(&m);
     let bogus = 0x7777_0000usize as PVOID;
     // SAFETY: the OS's callback; the address is checked before anything is touched.
-    let s = unsafe { unmap(iface.DeviceHandle, bogus) };
+    let s = unsafe { unmap(handle, bogus) };
     assert!(s < 0);
     assert_eq!(
         m.bugcheck(),
@@ -371,6 +368,17 @@ type MapFn = unsafe extern "system" fn(
     *mut PVOID,
 ) -> rvgpu_ddi::NTSTATUS;
 
+/// Adapter 0's DxgkCbMapMemory and DxgkCbUnmapMemory, and the device handle they take.
+fn map_callbacks(m: &Machine) -> (PVOID, MapFn, UnmapFn) {
+    let iface = dxgkrnl_interface(m);
+    let (Some(map), Some(unmap)) = (iface.DxgkCbMapMemory, iface.DxgkCbUnmapMemory) else {
+        panic!("no map/unmap")
+    };
+    (iface.DeviceHandle, map, unmap)
+}
+
+type UnmapFn = unsafe extern "system" fn(rvgpu_ddi::HANDLE, PVOID) -> rvgpu_ddi::NTSTATUS;
+
 fn map(f: MapFn, handle: PVOID, addr: u64, len: u32) -> (rvgpu_ddi::NTSTATUS, PVOID) {
     let mut va: PVOID = std::ptr::null_mut();
     // SAFETY: the OS's DxgkCbMapMemory with its handle and a valid out-pointer, at PASSIVE.
@@ -395,27 +403,24 @@ fn map(f: MapFn, handle: PVOID, addr: u64, len: u32) -> (rvgpu_ddi::NTSTATUS, PV
 #[test]
 fn bar_mappings_of_the_same_range_are_reference_counted() {
     let m = step_machine(MachineConfig::single(Mode::Step));
-    let iface = dxgkrnl_interface(&m);
-    let (Some(mapf), Some(unmap)) = (iface.DxgkCbMapMemory, iface.DxgkCbUnmapMemory) else {
-        panic!("no map/unmap")
-    };
+    let (handle, mapf, unmap) = map_callbacks(&m);
     let vram = rvgpu_simos::dxgkrnl::resources::bar_base(0, rvgpu_hw::pci::BAR_VRAM);
-    let (s1, va1) = map(mapf, iface.DeviceHandle, vram + 0x1000, 0x1000);
-    let (s2, va2) = map(mapf, iface.DeviceHandle, vram + 0x1000, 0x2000);
+    let (s1, va1) = map(mapf, handle, vram + 0x1000, 0x1000);
+    let (s2, va2) = map(mapf, handle, vram + 0x1000, 0x2000);
     assert_eq!((s1, s2), (0, 0));
     assert_eq!(va1, va2, "same range, same VA");
     // SAFETY: the OS's callback with mappings it handed out.
     unsafe {
-        assert_eq!(unmap(iface.DeviceHandle, va1), 0);
+        assert_eq!(unmap(handle, va1), 0);
         assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
         assert!(
             rvgpu_simos::dxgkrnl::kernel::is_mapped(va1 as usize),
             "one mapping left"
         );
-        assert_eq!(unmap(iface.DeviceHandle, va2), 0);
+        assert_eq!(unmap(handle, va2), 0);
         assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
         assert!(!rvgpu_simos::dxgkrnl::kernel::is_mapped(va1 as usize));
-        assert!(unmap(iface.DeviceHandle, va1) < 0);
+        assert!(unmap(handle, va1) < 0);
     }
     assert_eq!(
         m.bugcheck().map(|b| (b.code, b.params[0])),
@@ -433,12 +438,9 @@ fn bar_mappings_of_the_same_range_are_reference_counted() {
 fn nothing_reaches_the_device_after_a_bugcheck() {
     use rvgpu_kmd::platform::Platform;
     let m = step_machine(MachineConfig::single(Mode::Step));
-    let iface = dxgkrnl_interface(&m);
-    let (Some(mapf), Some(unmap)) = (iface.DxgkCbMapMemory, iface.DxgkCbUnmapMemory) else {
-        panic!("no map/unmap")
-    };
+    let (handle, mapf, unmap) = map_callbacks(&m);
     let bar0 = rvgpu_simos::dxgkrnl::resources::bar_base(0, rvgpu_hw::pci::BAR_MMIO);
-    let (s, va) = map(mapf, iface.DeviceHandle, bar0, 0x1000);
+    let (s, va) = map(mapf, handle, bar0, 0x1000);
     assert_eq!(s, 0);
     let Some(base) = std::ptr::NonNull::new(va.cast::<u8>()) else {
         panic!("null mapping")
@@ -448,7 +450,7 @@ fn nothing_reaches_the_device_after_a_bugcheck() {
     assert_eq!(id, rvgpu_hw::regs::ID_VALUE);
     // Halt the machine with a bad unmap.
     // SAFETY: caught before anything is touched.
-    unsafe { unmap(iface.DeviceHandle, 0x4242_0000usize as PVOID) };
+    unsafe { unmap(handle, 0x4242_0000usize as PVOID) };
     let first = m.bugcheck();
     assert!(first.is_some());
     let Some(dev) = m.device(0) else {

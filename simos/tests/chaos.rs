@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::{
-    LowResources, Machine, MachineConfig, Mode, NativeFenceDesc, TdrEvent, UmsProcess, WaitOutcome,
+    LowResources, Machine, MachineConfig, Mode, NativeFenceDesc, UmsProcess, WaitOutcome,
 };
 use rvgpu_umd::kmt::Kmt;
 use rvgpu_umd::submit::{KernelQueue, UserQueue};
@@ -113,9 +113,63 @@ fn halted(m: &Machine, what: &str) {
 
 /// Whether `p`'s device was put in error (a TDR blamed it, or it faulted).
 fn in_error(m: &Machine, p: &UmsProcess) -> bool {
-    m.tdr_events(0)
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device))
+    device_error(&m.tdr_events(0), p)
+}
+
+/// Counts what became of worker `w`'s FILL `submitted` on a queue whose progress `completed`
+/// reads: refused, satisfied within `WAIT`, its device put in error (then `true`: the worker
+/// is done with the process), or lost.
+fn count_fill<E>(
+    m: &Machine,
+    p: &UmsProcess,
+    c: &Counts,
+    submitted: Result<u64, E>,
+    completed: impl Fn() -> u64,
+    w: usize,
+    what: &str,
+) -> bool {
+    let Ok(v) = submitted else {
+        Counts::add(&c.refused);
+        return false;
+    };
+    let t0 = Instant::now();
+    while completed() < v && t0.elapsed() < WAIT && !in_error(m, p) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    if completed() >= v {
+        Counts::add(&c.satisfied);
+    } else if in_error(m, p) {
+        Counts::add(&c.in_error);
+        return true;
+    } else {
+        Counts::add(&c.lost);
+        eprintln!(
+            "lost: worker {w} {what} {v}, completed {}\n{}",
+            completed(),
+            diagnostics(m)
+        );
+    }
+    false
+}
+
+/// Counts what became of worker `w`'s CPU signal of a fence to `v` (`signalled`) and the
+/// wait for it: refused, satisfied, or lost.
+fn count_wait<E, F>(
+    c: &Counts,
+    signalled: Result<(), E>,
+    wait: impl FnOnce() -> Result<WaitOutcome, F>,
+    w: usize,
+    what: &str,
+    v: u64,
+) {
+    match signalled.ok().map(|()| wait()) {
+        Some(Ok(WaitOutcome::Satisfied)) => Counts::add(&c.satisfied),
+        Some(Ok(o)) => {
+            Counts::add(&c.lost);
+            eprintln!("lost: worker {w} {what} {v}: {o:?}");
+        }
+        Some(Err(_)) | None => Counts::add(&c.refused),
+    }
 }
 
 /// One worker: processes one after another until `stop`.
@@ -164,30 +218,9 @@ fn worker(
             match rng.below(6) {
                 0 | 1 => {
                     let pattern = (w as u64) << 32 | r;
-                    match q.submit(&[fill(&buf, 8 * (r % 64), pattern)]) {
-                        Ok(v) => {
-                            let t0 = Instant::now();
-                            while q.completed() < v && t0.elapsed() < WAIT {
-                                if in_error(m, &p) {
-                                    break;
-                                }
-                                std::thread::sleep(Duration::from_micros(200));
-                            }
-                            if q.completed() >= v {
-                                Counts::add(&c.satisfied);
-                            } else if in_error(m, &p) {
-                                Counts::add(&c.in_error);
-                                break;
-                            } else {
-                                Counts::add(&c.lost);
-                                eprintln!(
-                                    "lost: worker {w} FILL {v}, completed {}\n{}",
-                                    q.completed(),
-                                    diagnostics(m)
-                                );
-                            }
-                        }
-                        Err(_) => Counts::add(&c.refused),
+                    let submitted = q.submit(&[fill(&buf, 8 * (r % 64), pattern)]);
+                    if count_fill(m, &p, c, submitted, || q.completed(), w, "FILL") {
+                        break;
                     }
                 }
                 2 => {
@@ -202,51 +235,24 @@ fn worker(
                         }
                     }
                 }
-                3 => match kq.submit(&[fill(&buf, 1536 + 8 * (r % 64), r)]) {
-                    Ok(v) => {
-                        let t0 = Instant::now();
-                        while kq.completed() < v && t0.elapsed() < WAIT && !in_error(m, &p) {
-                            std::thread::sleep(Duration::from_micros(200));
-                        }
-                        if kq.completed() >= v {
-                            Counts::add(&c.satisfied);
-                        } else if in_error(m, &p) {
-                            Counts::add(&c.in_error);
-                            break;
-                        } else {
-                            Counts::add(&c.lost);
-                            eprintln!("lost: worker {w} kernel-mode queue FILL {v}");
-                        }
+                3 => {
+                    let submitted = kq.submit(&[fill(&buf, 1536 + 8 * (r % 64), r)]);
+                    let what = "kernel-mode queue FILL";
+                    if count_fill(m, &p, c, submitted, || kq.completed(), w, what) {
+                        break;
                     }
-                    Err(_) => Counts::add(&c.refused),
-                },
+                }
                 4 => {
                     let v = r + 1;
-                    match m.signal_monitored_fence_from_cpu(&mf, v) {
-                        Ok(()) => match m.wait_monitored_fence(&mf, v, WAIT) {
-                            Ok(WaitOutcome::Satisfied) => Counts::add(&c.satisfied),
-                            Ok(o) => {
-                                Counts::add(&c.lost);
-                                eprintln!("lost: worker {w} monitored fence wait {v}: {o:?}");
-                            }
-                            Err(_) => Counts::add(&c.refused),
-                        },
-                        Err(_) => Counts::add(&c.refused),
-                    }
+                    let signalled = m.signal_monitored_fence_from_cpu(&mf, v);
+                    let wait = || m.wait_monitored_fence(&mf, v, WAIT);
+                    count_wait(c, signalled, wait, w, "monitored fence wait", v);
                 }
                 _ => {
                     let v = next_value.fetch_add(1, Ordering::AcqRel) + 1;
-                    match m.signal_native_fence_from_cpu(&f, v) {
-                        Ok(()) => match m.wait_native_fence(hub, v, WAIT) {
-                            Ok(WaitOutcome::Satisfied) => Counts::add(&c.satisfied),
-                            Ok(o) => {
-                                Counts::add(&c.lost);
-                                eprintln!("lost: worker {w} fence wait {v}: {o:?}");
-                            }
-                            Err(_) => Counts::add(&c.refused),
-                        },
-                        Err(_) => Counts::add(&c.refused),
-                    }
+                    let signalled = m.signal_native_fence_from_cpu(&f, v);
+                    let wait = || m.wait_native_fence(hub, v, WAIT);
+                    count_wait(c, signalled, wait, w, "fence wait", v);
                 }
             }
             halted(m, "during a worker's round");

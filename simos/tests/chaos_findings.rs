@@ -139,6 +139,5 @@ fn um_17_exit_closes_the_native_fences_the_process_opened() {
         "the fence outlived every instance"
     );
     drop(opened);
-    ok(&m, m.exit_process(&hub));
-    no_fault(&m);
+    exits_clean(&m, &hub);
 }

@@ -41,57 +41,76 @@ struct Rig {
 }
 
 fn rig() -> Rig {
-    let mut m = Machine::new(MachineConfig::igpu_dgpu(Mode::Step));
-    m.load_driver().expect("load");
-    m.start_adapter(IGPU).expect("start iGPU");
-    m.start_adapter(DGPU).expect("start dGPU");
+    let m = started(MachineConfig::igpu_dgpu(Mode::Step));
     // One process per adapter: a queue names only fences open in its own process.
     let qi = ok(&m, GpuQueue::new(&m, IGPU, 0));
     let qd = ok(&m, GpuQueue::new(&m, DGPU, 0));
-    let d = ok(
-        &m,
-        m.create_native_fence(
-            DGPU,
-            qd.pid(),
-            NativeFenceDesc {
-                shareable: true,
-                ..Default::default()
-            },
-        ),
-    );
+    let d = shareable_dgpu_fence(&m, &qd);
     let i = ok(&m, m.open_native_fence_cross_adapter(&d, IGPU, qi.pid()));
     assert_eq!(d.monitored_value(), 0);
     assert_eq!(i.monitored_value(), 0);
     Rig { m, d, i, qi, qd }
 }
 
-/// An iGPU queue blocked on FENCE_WAIT(hFence, 10), followed by a signal of a private fence
-/// that shows the queue went on.
-fn igpu_gpu_wait(r: &mut Rig) -> NativeFence {
-    let m = &r.m;
-    let q = &mut r.qi;
+/// A fence of the dGPU process behind `qd` that other adapters may open.
+fn shareable_dgpu_fence(m: &Machine, qd: &GpuQueue) -> NativeFence {
+    let desc = NativeFenceDesc {
+        shareable: true,
+        ..Default::default()
+    };
+    ok(m, m.create_native_fence(DGPU, qd.pid(), desc))
+}
+
+/// `q` (on `adapter`) blocked on FENCE_WAIT(`fence`, 10), followed by a signal of a private
+/// fence that shows the queue went on; returns that fence.
+fn blocked_on_10(
+    m: &Machine,
+    adapter: usize,
+    q: &mut GpuQueue,
+    fence: &NativeFence,
+) -> NativeFence {
     let after = ok(
         m,
-        m.create_native_fence(IGPU, q.pid(), NativeFenceDesc::default()),
+        m.create_native_fence(adapter, q.pid(), NativeFenceDesc::default()),
     );
     // "The UMD inserts a wait for hFence CurrentValue == 10 in the command buffer."
-    ok(m, q.wait(&r.i, 10));
+    ok(m, q.wait(fence, 10));
     ok(m, q.signal(&after, 1));
     ok(m, q.kick());
     ok(m, m.run_until_idle());
-    assert!(!q.drained(), "the iGPU queue must block");
+    assert!(!q.drained(), "the queue on adapter {adapter} must block");
     after
+}
+
+/// `q` signals `fence` to `value` from the GPU, and the machine runs until idle.
+fn gpu_signal(m: &Machine, q: &mut GpuQueue, fence: &NativeFence, value: u64) {
+    ok(m, q.signal(fence, value));
+    ok(m, q.kick());
+    ok(m, m.run_until_idle());
+}
+
+/// The iGPU queue blocked in [`blocked_on_10`] ran on: `after` was signalled.
+fn igpu_released(r: &Rig, after: &NativeFence) {
+    assert!(
+        r.qi.drained(),
+        "iGPU queue still blocked; {:?} {:?}",
+        r.m.ums_events(IGPU),
+        r.m.fault()
+    );
+    assert_eq!(after.current_value(), 1);
+}
+
+/// An iGPU queue blocked on FENCE_WAIT(hFence, 10) (its instance `i`).
+fn igpu_gpu_wait(r: &mut Rig) -> NativeFence {
+    blocked_on_10(&r.m, IGPU, &mut r.qi, &r.i)
 }
 
 fn dgpu_gpu_signal(r: &mut Rig) {
     let m = &r.m;
-    let q = &mut r.qd;
-    // "The UMD inserts a signal hFence CurrentValue = 10 in the command buffer."
-    ok(m, q.signal(&r.d, 10));
-    ok(m, q.kick());
     let before = m.interrupt_counts(DGPU).0;
     let notify = m.native_fence_counts(IGPU).1;
-    ok(m, m.run_until_idle());
+    // "The UMD inserts a signal hFence CurrentValue = 10 in the command buffer."
+    gpu_signal(m, &mut r.qd, &r.d, 10);
     // "VidSch receives a native fence signaled ISR when CurrentValue is written (MV == 0)."
     assert!(
         m.interrupt_counts(DGPU).0 > before,
@@ -127,13 +146,7 @@ fn nf_18_s1_igpu_gpu_wait_dgpu_gpu_signal() {
     let after = igpu_gpu_wait(&mut r);
     dgpu_gpu_signal(&mut r);
     // "The KMD rescans the runlist to unblock the HW channel waiting on hFence."
-    assert!(
-        r.qi.drained(),
-        "iGPU queue still blocked; {:?} {:?}",
-        r.m.ums_events(IGPU),
-        r.m.fault()
-    );
-    assert_eq!(after.current_value(), 1);
+    igpu_released(&r, &after);
     assert!(r.m.bugcheck().is_none());
 }
 
@@ -143,13 +156,7 @@ fn nf_18_s1_igpu_gpu_wait_dgpu_cpu_signal() {
     let mut r = rig();
     let after = igpu_gpu_wait(&mut r);
     dgpu_cpu_signal(&r);
-    assert!(
-        r.qi.drained(),
-        "iGPU queue still blocked; {:?} {:?}",
-        r.m.ums_events(IGPU),
-        r.m.fault()
-    );
-    assert_eq!(after.current_value(), 1);
+    igpu_released(&r, &after);
 }
 
 /// NF-18 scenario 1, iGPU WaitFromCPU – dGPU SignalFromGpu.
@@ -200,10 +207,7 @@ struct Rig2 {
 }
 
 fn rig2() -> Rig2 {
-    let mut m = Machine::new(MachineConfig::legacy_igpu_dgpu(Mode::Step));
-    m.load_driver().expect("load");
-    m.start_adapter(IGPU).expect("start iGPU");
-    m.start_adapter(DGPU).expect("start dGPU");
+    let m = started(MachineConfig::legacy_igpu_dgpu(Mode::Step));
     assert!(
         m.native_fence_caps(IGPU).is_none(),
         "iGPU must lack native fences"
@@ -215,17 +219,7 @@ fn rig2() -> Rig2 {
     );
     let qi = ok(&m, KernelGpuQueue::new(&m, IGPU, 0));
     let qd = ok(&m, GpuQueue::new(&m, DGPU, 0));
-    let d = ok(
-        &m,
-        m.create_native_fence(
-            DGPU,
-            qd.pid(),
-            NativeFenceDesc {
-                shareable: true,
-                ..Default::default()
-            },
-        ),
-    );
+    let d = shareable_dgpu_fence(&m, &qd);
     assert!(
         m.open_native_fence_cross_adapter(&d, IGPU, qi.pid())
             .is_err(),
@@ -310,9 +304,7 @@ fn s2a_resumed(r: &Rig2, after: &MonitoredFence) {
 fn nf_18_s2a_igpu_gpu_wait_dgpu_gpu_signal() {
     let mut r = rig2();
     let after = s2a_igpu_gpu_wait(&mut r);
-    ok(&r.m, r.qd.signal(&r.d, 10));
-    ok(&r.m, r.qd.kick());
-    ok(&r.m, r.m.run_until_idle());
+    gpu_signal(&r.m, &mut r.qd, &r.d, 10);
     assert!(r.m.interrupt_counts(DGPU).0 >= 1);
     s2a_resumed(&r, &after);
     assert!(r.m.bugcheck().is_none());
@@ -334,13 +326,9 @@ fn nf_18_s2a_igpu_gpu_wait_dgpu_cpu_signal() {
 fn nf_18_s2a_igpu_cpu_wait_dgpu_gpu_signal() {
     let mut r = rig2();
     let e = ok(&r.m, r.m.wait_monitored_fence_event(&r.i, 10));
-    ok(&r.m, r.qd.signal(&r.d, 9));
-    ok(&r.m, r.qd.kick());
-    ok(&r.m, r.m.run_until_idle());
+    gpu_signal(&r.m, &mut r.qd, &r.d, 9);
     assert_eq!(e.outcome(), None, "9 < 10");
-    ok(&r.m, r.qd.signal(&r.d, 10));
-    ok(&r.m, r.qd.kick());
-    ok(&r.m, r.m.run_until_idle());
+    gpu_signal(&r.m, &mut r.qd, &r.d, 10);
     assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
 }
 
@@ -355,18 +343,7 @@ fn nf_18_s2a_igpu_cpu_wait_dgpu_cpu_signal() {
 
 /// dGPU WaitFromGpu in scenario 2b: a dGPU queue blocked on FENCE_WAIT(hFence, 10).
 fn s2b_dgpu_gpu_wait(r: &mut Rig2) -> NativeFence {
-    let m = &r.m;
-    let q = &mut r.qd;
-    let after = ok(
-        m,
-        m.create_native_fence(DGPU, q.pid(), NativeFenceDesc::default()),
-    );
-    ok(m, q.wait(&r.d, 10));
-    ok(m, q.signal(&after, 1));
-    ok(m, q.kick());
-    ok(m, m.run_until_idle());
-    assert!(!q.drained(), "the dGPU queue must block");
-    after
+    blocked_on_10(&r.m, DGPU, &mut r.qd, &r.d)
 }
 
 /// NF-18 scenario 2b, iGPU SignalFromGPU – dGPU WaitFromGpu: the software packet reaches the
@@ -429,10 +406,7 @@ fn nf_18_s2b_igpu_cpu_signal_dgpu_cpu_wait() {
 /// an iGPU CPU signal releases a dGPU GPU wait.
 #[test]
 fn nf_18_monitored_fence_opens_as_native() {
-    let mut m = Machine::new(MachineConfig::legacy_igpu_dgpu(Mode::Step));
-    m.load_driver().expect("load");
-    m.start_adapter(IGPU).expect("start iGPU");
-    m.start_adapter(DGPU).expect("start dGPU");
+    let m = started(MachineConfig::legacy_igpu_dgpu(Mode::Step));
     let mut dq = ok(&m, GpuQueue::new(&m, DGPU, 0));
     let i = ok(&m, m.create_monitored_fence(IGPU, ProcessId(1), 0));
     let d = ok(&m, m.open_monitored_fence_as_native(&i, DGPU, dq.pid()));
@@ -445,9 +419,7 @@ fn nf_18_monitored_fence_opens_as_native() {
         &m,
         m.create_native_fence(DGPU, dq.pid(), NativeFenceDesc::default()),
     );
-    ok(&m, dq.signal(&after, 1));
-    ok(&m, dq.kick());
-    ok(&m, m.run_until_idle());
+    gpu_signal(&m, &mut dq, &after, 1);
     assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied));
     assert!(!dq.drained());
     ok(&m, m.signal_monitored_fence_from_cpu(&i, 6));

@@ -13,6 +13,7 @@
 mod common;
 
 use common::*;
+use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::{MachineConfig, Mode};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
@@ -77,32 +78,44 @@ fn d3dkmt_next_local_handle_of_a_process_is_0x40_above_its_last_and_never_reused
     no_fault(&m);
 }
 
-#[test]
-fn d3dkmt_destroying_a_sync_object_twice_or_by_zero_is_invalid_parameter() {
-    let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = user_process(&m);
-    let (f, _) = okk(&m, k.create_monitored_fence(0));
-    okk(&m, k.destroy_monitored_fence(f));
-    assert_eq!(k.destroy_monitored_fence(f), Err(STATUS_INVALID_PARAMETER));
-    assert_eq!(k.destroy_monitored_fence(0), Err(STATUS_INVALID_PARAMETER));
-    let n = okk(&m, k.create_native_fence(0));
-    okk(&m, k.destroy_native_fence(n.kmt));
-    assert_eq!(k.destroy_native_fence(n.kmt), Err(STATUS_INVALID_PARAMETER));
-    assert_eq!(k.destroy_native_fence(0), Err(STATUS_INVALID_PARAMETER));
-    no_fault(&m);
-}
+/// A kind of D3DKMT object: how to make one and how to destroy it by handle.
+type Kind = (
+    &'static str,
+    fn(&SimKmt<'_>) -> Result<KmtHandle, NtStatus>,
+    fn(&SimKmt<'_>, KmtHandle) -> Result<(), NtStatus>,
+);
 
 #[test]
-fn d3dkmt_destroying_an_allocation_twice_is_invalid_parameter() {
+fn d3dkmt_destroying_an_object_twice_or_by_zero_is_invalid_parameter() {
     let m = started(MachineConfig::single(Mode::Step));
     let (_p, k) = user_process(&m);
-    let alloc = okk(&m, k.create_allocation(4096));
-    okk(&m, k.destroy_allocation(alloc.handle));
-    assert_eq!(
-        k.destroy_allocation(alloc.handle),
-        Err(STATUS_INVALID_PARAMETER)
-    );
-    assert_eq!(k.destroy_allocation(0), Err(STATUS_INVALID_PARAMETER));
+    let kinds: [Kind; 3] = [
+        (
+            "monitored fence",
+            |k| k.create_monitored_fence(0).map(|(h, _)| h),
+            |k, h| k.destroy_monitored_fence(h),
+        ),
+        (
+            "native fence",
+            |k| k.create_native_fence(0).map(|f| f.kmt),
+            |k, h| k.destroy_native_fence(h),
+        ),
+        (
+            "allocation",
+            |k| k.create_allocation(4096).map(|a| a.handle),
+            |k, h| k.destroy_allocation(h),
+        ),
+    ];
+    for (what, make, destroy) in kinds {
+        let h = okk(&m, make(&k));
+        okk(&m, destroy(&k, h));
+        assert_eq!(
+            destroy(&k, h),
+            Err(STATUS_INVALID_PARAMETER),
+            "{what} twice"
+        );
+        assert_eq!(destroy(&k, 0), Err(STATUS_INVALID_PARAMETER), "{what} 0");
+    }
     no_fault(&m);
 }
 

@@ -70,8 +70,7 @@ fn forged_event_records_are_dropped_and_counted() {
     let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, q.submit(&[fill(&buf, 0, 1)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill(&buf, 0, 1)]);
     ok(&m, m.run_until_idle());
     let before = non_fence_notifications(&m);
     let dev = m.device(0).expect("device").clone();
@@ -166,12 +165,10 @@ fn forged_event_records_are_dropped_and_counted() {
     );
     assert_eq!(m.tdr_counts(0), (0, 0), "nothing was reset");
     // The innocent queue keeps working.
-    let v = okk(&m, q.submit(&[fill(&buf, 8, 2)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill(&buf, 8, 2)]);
     assert_eq!(buf.mem.load(8), 2);
     okk(&m, q.close());
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// Found by the `kmd_events` fuzz target (corpus `finding-forged-fault-live-queue`):
@@ -191,8 +188,7 @@ fn forged_fault_naming_a_running_queue_on_its_own_engine() {
         let (p, k) = user_process(&m);
         let buf = okk(&m, k.create_allocation(4096));
         let mut q = okk(&m, UserQueue::new(k, &config(0)));
-        let v = okk(&m, q.submit(&[fill(&buf, 0, 1)]));
-        okk(&m, q.wait(v));
+        submit_wait(&m, &mut q, &[fill(&buf, 0, 1)]);
         ok(&m, m.run_until_idle());
         m.clear_ums_events(0);
         let dev = m.device(0).expect("device").clone();
@@ -236,8 +232,7 @@ fn forged_fault_naming_a_running_queue_on_its_own_engine() {
             assert!(submitted.is_err(), "the queue's device is in error");
         }
         let _ = q.close();
-        ok(&m, m.exit_process(&p));
-        no_fault(&m);
+        exits_clean(&m, &p);
     }
 }
 
@@ -313,18 +308,24 @@ fn user_queue_cannot_write_the_event_ring() {
 // ---------------------------------------------------------------------------------------------
 // Lost and late interrupts (docs/robustness.md §2).
 
-fn native_fence(m: &Machine, q: &GpuQueue) -> NativeFence {
-    ok(
-        m,
-        m.create_native_fence(
-            0,
-            q.pid(),
-            NativeFenceDesc {
-                initial: 0,
-                ..Default::default()
-            },
-        ),
-    )
+/// A started machine of `mode` (4 doorbells), its device, a queue on engine 0 and a fence
+/// (at 0) of the queue's process.
+struct FenceRig {
+    m: Machine,
+    dev: std::sync::Arc<rvgpu_device::Device>,
+    q: GpuQueue,
+    f: NativeFence,
+}
+
+fn fence_rig(mode: Mode) -> FenceRig {
+    let m = machine_with(mode, |a| a.device.doorbells = 4);
+    let dev = m.device(0).expect("device").clone();
+    let q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let f = ok(
+        &m,
+        m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
+    );
+    FenceRig { m, dev, q, f }
 }
 
 /// Lost interrupts: one lost interrupt delivery does not stop the later ones. The
@@ -349,8 +350,7 @@ fn lost_interrupt_is_recovered_by_the_next_and_every_waiter_released() {
     let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, uq.submit(&[fill(&buf, 0, 7)]));
-    okk(&m, uq.wait(v));
+    submit_wait(&m, &mut uq, &[fill(&buf, 0, 7)]);
     ok(&m, m.run_until_idle());
     assert_eq!(first.wait(Duration::ZERO), Some(WaitOutcome::Satisfied));
     assert_eq!(second.wait(Duration::ZERO), Some(WaitOutcome::Satisfied));
@@ -362,18 +362,14 @@ fn lost_interrupt_is_recovered_by_the_next_and_every_waiter_released() {
         assert_eq!(r, WaitOutcome::Satisfied, "wait for {v}");
     }
     okk(&m, uq.close());
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// Lost interrupts, threaded: a lost delivery every few signals under real concurrency;
 /// every blocking wait is released by a later signal's interrupt.
 #[test]
 fn lost_interrupts_threaded_every_waiter_released() {
-    let m = machine_with(Mode::Threaded, |a| a.device.doorbells = 4);
-    let dev = m.device(0).expect("device").clone();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = native_fence(&m, &q);
+    let FenceRig { m, dev, mut q, f } = fence_rig(Mode::Threaded);
     // Ends on a delivered signal: the last event's lost delivery, with nothing after it, is
     // left to the driver's watchdog (its own tests below).
     for v in 1..=61u64 {
@@ -409,10 +405,7 @@ struct LostSignal {
 }
 
 fn lose_the_first_signals_delivery() -> LostSignal {
-    let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
-    let dev = m.device(0).expect("device").clone();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = native_fence(&m, &q);
+    let FenceRig { m, dev, mut q, f } = fence_rig(Mode::Step);
     let waiter = ok(&m, m.wait_native_fence_event(&f, 1));
     let isr_before = m.interrupt_counts(0).0;
     dev.drop_next_interrupt();
@@ -485,10 +478,7 @@ fn lost_delivery_of_the_last_signal_is_serviced_by_the_driver_watchdog() {
 /// released by the watchdog's timer DPC, well inside the wait's timeout.
 #[test]
 fn lost_delivery_of_the_last_signal_threaded_is_serviced_by_the_driver_watchdog() {
-    let m = machine_with(Mode::Threaded, |a| a.device.doorbells = 4);
-    let dev = m.device(0).expect("device").clone();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = native_fence(&m, &q);
+    let FenceRig { m, dev, mut q, f } = fence_rig(Mode::Threaded);
     for v in 1..=3u64 {
         let ev = ok(&m, m.wait_native_fence_event(&f, v));
         dev.drop_next_interrupt();
@@ -515,10 +505,7 @@ fn lost_delivery_of_the_last_signal_threaded_is_serviced_by_the_driver_watchdog(
 /// runs (the overflow turns into "scan everything" reports, NF-14).
 #[test]
 fn late_interrupts_and_overflowed_ring_release_every_waiter() {
-    let m = machine_with(Mode::Step, |a| a.device.doorbells = 4);
-    let dev = m.device(0).expect("device").clone();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = native_fence(&m, &q);
+    let FenceRig { m, dev, mut q, f } = fence_rig(Mode::Step);
     // Late: each assertion held back for 5 steps.
     dev.set_interrupt_delay(Some(IrqDelay::Steps(5)));
     let ev = ok(&m, m.wait_native_fence_event(&f, 1));
@@ -569,6 +556,17 @@ fn late_interrupts_and_overflowed_ring_release_every_waiter() {
 }
 
 /// A step-mode machine whose TDR fires after 20 steps of a late fence.
+/// Steps until node 0's legacy fences (submitted, completed) both reach `fence`.
+fn legacy_completes(m: &Machine, fence: u32) {
+    let done = ok(
+        m,
+        m.run_until(20_000, Duration::ZERO, |m| {
+            m.legacy_fences(0, 0) == (fence, fence)
+        }),
+    );
+    assert!(done, "fence {fence} not completed: {}", diagnostics(m));
+}
+
 fn machine_with_quick_tdr() -> Machine {
     let m = machine_with(Mode::Step, |_| {});
     enable_tdr_steps(&m, 20, 5);
@@ -587,25 +585,13 @@ fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
     let ctx = okk(&m, k.create_context(0));
     let t = okk(&m, k.create_allocation(4096));
     let f0 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
-    let warm = ok(
-        &m,
-        m.run_until(20_000, Duration::ZERO, |m| {
-            m.legacy_fences(0, 0) == (f0, f0)
-        }),
-    );
-    assert!(warm, "{}", diagnostics(&m));
+    legacy_completes(&m, f0);
     dev.drop_next_interrupt();
     let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
     ok(&m, m.run_steps(5));
     assert_eq!(t.mem.load(8), 2, "the GPU ran it");
     assert_eq!(m.legacy_fences(0, 0), (f1, f0), "the OS was not told");
-    let done = ok(
-        &m,
-        m.run_until(20_000, Duration::ZERO, |m| {
-            m.legacy_fences(0, 0) == (f1, f1)
-        }),
-    );
-    assert!(done, "{}", diagnostics(&m));
+    legacy_completes(&m, f1);
     let ev = m.tdr_events(0);
     assert!(
         ev.iter()
@@ -617,8 +603,7 @@ fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
         "a lost interrupt is not a hang: {ev:#?}"
     );
     assert_eq!(m.tdr_counts(0), (0, 0));
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -641,8 +626,7 @@ fn surprise_removal_releases_waiters_refuses_work_and_tears_down_clean() {
     let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, uq.submit(&[fill(&buf, 0, 1)]));
-    okk(&m, uq.wait(v));
+    submit_wait(&m, &mut uq, &[fill(&buf, 0, 1)]);
     // A submission that never completes: it waits on a fence nobody signals.
     let gate = okk(&m, k.create_native_fence(0));
     let target = okk(
@@ -657,7 +641,10 @@ fn surprise_removal_releases_waiters_refuses_work_and_tears_down_clean() {
     );
     let ctx = okk(&m, k.create_context(0));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = native_fence(&m, &q);
+    let f = ok(
+        &m,
+        m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
+    );
     let pending = ok(&m, m.wait_native_fence_event(&f, 5));
     ok(&m, q.signal(&f, 1));
     ok(&m, q.kick());
@@ -707,8 +694,7 @@ fn dead_bus_is_noticed_new_queues_refused_and_teardown_completes() {
     let (p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, uq.submit(&[fill(&buf, 0, 1)]));
-    okk(&m, uq.wait(v));
+    submit_wait(&m, &mut uq, &[fill(&buf, 0, 1)]);
     // A second queue, built but not yet connected (its doorbell connect commits it).
     let rq = raw_queue(&m, &k);
     let dev = m.device(0).expect("device").clone();
@@ -764,13 +750,7 @@ fn dead_bus_without_pnp_ends_in_video_tdr_failure() {
     let ctx = okk(&m, k.create_context(0));
     let t = okk(&m, k.create_allocation(4096));
     let f0 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
-    let done = ok(
-        &m,
-        m.run_until(20_000, Duration::ZERO, |m| {
-            m.legacy_fences(0, 0) == (f0, f0)
-        }),
-    );
-    assert!(done, "{}", diagnostics(&m));
+    legacy_completes(&m, f0);
     m.device(0).expect("device").lose_device();
     let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
     assert!(f1 > f0);
@@ -804,26 +784,20 @@ fn step_mode_waits_outlast_a_lost_progress_interrupt() {
     let dev = m.device(0).expect("device").clone();
     let (_p, k) = user_process(&m);
     let buf = okk(&m, k.create_allocation(4096));
+    // Rounds of a FILL at `offset` on `q`, each losing its progress interrupt.
+    let lossy_rounds = |what: &str, q: &mut dyn SubmitWait, offset: u64, rounds: u64| {
+        for round in 1..=rounds {
+            dev.drop_next_interrupt();
+            assert!(
+                q.submit_and_wait(&[fill(&buf, offset, round)]).is_ok(),
+                "{what} wait {round} after a lost interrupt"
+            );
+        }
+    };
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    for round in 1..=3u64 {
-        dev.drop_next_interrupt();
-        let v = okk(&m, uq.submit(&[fill(&buf, 0, round)]));
-        assert_eq!(
-            uq.wait(v),
-            Ok(()),
-            "user-mode wait {round} after a lost interrupt"
-        );
-    }
+    lossy_rounds("user-mode", &mut uq, 0, 3);
     let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
-    for round in 1..=2u64 {
-        dev.drop_next_interrupt();
-        let v = okk(&m, kq.submit(&[fill(&buf, 8, round)]));
-        assert_eq!(
-            kq.wait(v),
-            Ok(()),
-            "kernel-mode wait {round} after a lost interrupt"
-        );
-    }
+    lossy_rounds("kernel-mode", &mut kq, 8, 2);
     let text = ok(&m, m.collect_dbg_info(0, VIDEO_ENGINE_TIMEOUT_DETECTED));
     assert!(
         text.lines()

@@ -92,15 +92,15 @@ fn refused<T: std::fmt::Debug>(r: Result<T, NtStatus>, status: i32, what: &str) 
 /// A queue FILL of 8 bytes at `va` that completes.
 fn gpu_write(m: &Machine, k: &SimKmt<'_>, va: u64, pattern: u64) {
     let mut q = okk(m, UserQueue::new(*k, &config(0)));
-    let done = okk(
+    submit_wait(
         m,
-        q.submit(&[Command::Fill {
+        &mut q,
+        &[Command::Fill {
             dst: va,
             bytes: 8,
             pattern,
-        }]),
+        }],
     );
-    okk(m, q.wait(done));
     okk(m, q.close());
 }
 
@@ -621,15 +621,15 @@ fn mapping_follows_residency() {
     // The write made through the mapping went out and came back with the allocation.
     let dst = buffer(&m, &p.k, 1);
     let mut q = okk(&m, UserQueue::new(p.k, &config(0)));
-    let v = okk(
+    submit_wait(
         &m,
-        q.submit(&[Command::Copy {
+        &mut q,
+        &[Command::Copy {
             src: r.va + PAGE,
             dst: dst.gpu_va,
             bytes: 8,
-        }]),
+        }],
     );
-    okk(&m, q.wait(v));
     assert_eq!(dst.mem.load(0), 0x4444);
     no_fault(&m);
 }

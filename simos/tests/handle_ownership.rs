@@ -136,8 +136,7 @@ fn native_fences_open_only_by_an_nt_handle_duplicated_into_the_opener() {
             assert_eq!(m.nt_handle_count(p.pid), 0);
         }
         ok(&m, m.exit_process(&b));
-        ok(&m, m.exit_process(&c));
-        no_fault(&m);
+        exits_clean(&m, &c);
     }
 }
 

@@ -48,6 +48,5 @@ fn held_submission_refused_by_the_driver_puts_the_device_in_error_not_the_os_dow
     okk(&m, q.wait(done));
     drop(q);
     ok(&m, m.kill_process(&p));
-    ok(&m, m.exit_process(&other));
-    no_fault(&m);
+    exits_clean(&m, &other);
 }

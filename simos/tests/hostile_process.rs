@@ -10,7 +10,6 @@
 mod common;
 
 use common::*;
-use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::{Machine, MachineConfig, Mode};
 use rvgpu_umd::kmt::{
@@ -168,18 +167,7 @@ fn attack(m: &Machine, kb: &SimKmt<'_>, a: &Victim) -> usize {
 fn still_works(m: &Machine, ka: &SimKmt<'_>, a: &Victim) {
     okk(m, ka.signal_fence_from_cpu(a.monitored, 2));
     okk(m, ka.wait_for_fence(a.monitored, 2));
-    let buf = okk(m, ka.create_allocation(4096));
-    let mut uq = okk(m, UserQueue::new(*ka, &config(0)));
-    let v = okk(
-        m,
-        uq.submit(&[Command::Fill {
-            dst: buf.gpu_va,
-            bytes: 64,
-            pattern: 0x45,
-        }]),
-    );
-    okk(m, uq.wait(v));
-    assert_eq!(buf.mem.load(0), 0x45);
+    work_runs(m, *ka, 0x45);
     okk(m, ka.connect_doorbell(a.queue.doorbell));
     okk(m, ka.destroy_native_fence(a.native));
     okk(m, ka.destroy_paging_queue(a.paging));
@@ -201,8 +189,7 @@ fn attack_matrix_another_process_names_every_object() {
         still_works(&m, &ka, &v);
         // B is not charged for asking (a failed thunk is not a fault), and both exit clean.
         ok(&m, m.exit_process(&b));
-        ok(&m, m.exit_process(&a));
-        no_fault(&m);
+        exits_clean(&m, &a);
     }
 }
 
@@ -254,22 +241,14 @@ fn one_process_cannot_take_every_queue_and_context() {
     let (b, kb) = user_process(&m);
     let buf = okk(&m, kb.create_allocation(4096));
     let mut q = okk(&m, UserQueue::new(kb, &config(0)));
-    let v = okk(
-        &m,
-        q.submit(&[Command::Fill {
-            dst: buf.gpu_va,
-            bytes: 64,
-            pattern: 0x46,
-        }]),
-    );
+    let v = okk(&m, q.submit(&[fill64(buf.gpu_va, 0x46)]));
     okk(&m, q.wait(v));
     assert_eq!(buf.mem.load(0), 0x46);
     okk(&m, kb.create_native_fence(0));
     drop(q);
     // A's exit gives everything back.
     ok(&m, m.exit_process(&a));
-    ok(&m, m.exit_process(&b));
-    no_fault(&m);
+    exits_clean(&m, &b);
 }
 
 against_the_pe_image!(

@@ -4,34 +4,50 @@
 mod common;
 
 use common::*;
-use std::time::Duration;
 
 use rvgpu_ddi::hws::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_hw::cmd::Command;
+use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::{HwsCall, Machine, MachineConfig, Mode, SimError, TdrEvent, TdrReason};
-use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
-use rvgpu_umd::submit::{QueueConfig, UserQueue};
-
-fn ucfg(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
-}
-
-fn run_until(m: &Machine, what: &str, done: impl FnMut(&Machine) -> bool) {
-    let held = ok(m, m.run_until(20_000, Duration::from_secs(20), done));
-    assert!(held, "{what}: not reached; {}", diagnostics(m));
-}
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, NtStatus};
+use rvgpu_umd::submit::UserQueue;
 
 fn sched_triage(m: &Machine) -> Vec<String> {
     m.triage_log(0)
         .into_iter()
         .filter(|l| l.starts_with("sched-log"))
         .collect()
+}
+
+/// Two processes on adapter 0, each with a 4 KiB target and a user-mode queue on node 0.
+struct TwoQueues<'m> {
+    ta: Allocation<SimMem>,
+    tb: Allocation<SimMem>,
+    qa: UserQueue<SimKmt<'m>>,
+    qb: UserQueue<SimKmt<'m>>,
+}
+
+fn two_queues(m: &Machine) -> TwoQueues<'_> {
+    let a = ok(m, m.create_process(0));
+    let b = ok(m, m.create_process(0));
+    TwoQueues {
+        ta: okk(m, m.kmt(&a).create_allocation(4096)),
+        tb: okk(m, m.kmt(&b).create_allocation(4096)),
+        qa: okk(m, UserQueue::new(m.kmt(&a), &config(0))),
+        qb: okk(m, UserQueue::new(m.kmt(&b), &config(0))),
+    }
+}
+
+impl TwoQueues<'_> {
+    /// Submits `a` on `qa` and `b` on `qb`, then runs until both have completed.
+    fn both(&mut self, m: &Machine, [a, b]: [Command; 2]) {
+        let va = okk(m, self.qa.submit(&[a]));
+        let vb = okk(m, self.qb.submit(&[b]));
+        run_until(m, "both", |_| {
+            self.qa.completed() >= va && self.qb.completed() >= vb
+        });
+    }
 }
 
 /// BR-77, BR-79: bands then logs on every HWS node, with dxgmms2's defaults, before any
@@ -76,7 +92,7 @@ fn br_77_79_bands_and_logs_at_start() {
     }
     // The first context gets its properties only after the node set-up.
     let p = ok(&m, m.create_process(0));
-    let _q = okk(&m, UserQueue::new(m.kmt(&p), &ucfg(0)));
+    let _q = okk(&m, UserQueue::new(m.kmt(&p), &config(0)));
     let calls = m.hws_calls(0);
     let first = calls
         .iter()
@@ -154,16 +170,12 @@ fn br_92_context_without_hw_queue_refused() {
 #[test]
 fn hws_log_two_contexts_alternate() {
     let m = machine_with(Mode::Step, |_| {});
-    let a = ok(&m, m.create_process(0));
-    let b = ok(&m, m.create_process(0));
-    let ta = okk(&m, m.kmt(&a).create_allocation(4096));
-    let tb = okk(&m, m.kmt(&b).create_allocation(4096));
-    let mut qa = okk(&m, UserQueue::new(m.kmt(&a), &ucfg(0)));
-    let mut qb = okk(&m, UserQueue::new(m.kmt(&b), &ucfg(0)));
+    let mut two = two_queues(&m);
     for i in 0..6u64 {
-        let va = okk(&m, qa.submit(&[fill(&ta, 8 * i, i + 1)]));
-        let vb = okk(&m, qb.submit(&[fill(&tb, 8 * i, i + 1)]));
-        run_until(&m, "both", |_| qa.completed() >= va && qb.completed() >= vb);
+        two.both(
+            &m,
+            [fill(&two.ta, 8 * i, i + 1), fill(&two.tb, 8 * i, i + 1)],
+        );
     }
     ok(&m, m.run_until_idle());
     let log = ok(&m, m.scheduling_log(0, 0));
@@ -188,16 +200,9 @@ fn hws_log_small_wraps_and_interrupts() {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.sched_log_entries = 8;
     let m = started(cfg);
-    let a = ok(&m, m.create_process(0));
-    let b = ok(&m, m.create_process(0));
-    let ta = okk(&m, m.kmt(&a).create_allocation(4096));
-    let tb = okk(&m, m.kmt(&b).create_allocation(4096));
-    let mut qa = okk(&m, UserQueue::new(m.kmt(&a), &ucfg(0)));
-    let mut qb = okk(&m, UserQueue::new(m.kmt(&b), &ucfg(0)));
+    let mut two = two_queues(&m);
     for i in 0..20u64 {
-        let va = okk(&m, qa.submit(&[fill(&ta, 0, i + 1)]));
-        let vb = okk(&m, qb.submit(&[fill(&tb, 0, i + 1)]));
-        run_until(&m, "both", |_| qa.completed() >= va && qb.completed() >= vb);
+        two.both(&m, [fill(&two.ta, 0, i + 1), fill(&two.tb, 0, i + 1)]);
     }
     ok(&m, m.run_until_idle());
     let (stats, irq) = m.scheduling_log_stats(0, 0).expect("log");
@@ -217,12 +222,7 @@ fn hws_log_small_wraps_and_interrupts() {
 #[test]
 fn hws_focus_band_runs_first() {
     let m = machine_with(Mode::Step, |_| {});
-    let a = ok(&m, m.create_process(0));
-    let b = ok(&m, m.create_process(0));
-    let ta = okk(&m, m.kmt(&a).create_allocation(4096));
-    let tb = okk(&m, m.kmt(&b).create_allocation(4096));
-    let mut qa = okk(&m, UserQueue::new(m.kmt(&a), &ucfg(0)));
-    let mut qb = okk(&m, UserQueue::new(m.kmt(&b), &ucfg(0)));
+    let mut two = two_queues(&m);
     // b's context gets the focus band.
     let ctx_b = m
         .hws_calls(0)
@@ -245,20 +245,20 @@ fn hws_focus_band_runs_first() {
             },
         ),
     );
-    let cmds_a: Vec<Command> = (0..32).map(|i| fill(&ta, 8 * i, i + 1)).collect();
-    let cmds_b: Vec<Command> = (0..32).map(|i| fill(&tb, 8 * i, i + 1)).collect();
-    let va = okk(&m, qa.submit(&cmds_a));
-    let vb = okk(&m, qb.submit(&cmds_b));
+    let cmds_a: Vec<Command> = (0..32).map(|i| fill(&two.ta, 8 * i, i + 1)).collect();
+    let cmds_b: Vec<Command> = (0..32).map(|i| fill(&two.tb, 8 * i, i + 1)).collect();
+    let va = okk(&m, two.qa.submit(&cmds_a));
+    let vb = okk(&m, two.qb.submit(&cmds_b));
     let mut b_first = None;
     run_until(&m, "both", |_| {
         if b_first.is_none() {
-            if qb.completed() >= vb {
+            if two.qb.completed() >= vb {
                 b_first = Some(true);
-            } else if qa.completed() >= va {
+            } else if two.qa.completed() >= va {
                 b_first = Some(false);
             }
         }
-        qa.completed() >= va && qb.completed() >= vb
+        two.qa.completed() >= va && two.qb.completed() >= vb
     });
     assert_eq!(b_first, Some(true), "focus band finished first");
     no_fault(&m);
@@ -278,8 +278,8 @@ fn hws_tdr_reset_hw_engine_innocent_exactly_once() {
     let h = ok(&m, m.create_process(0));
     let o = ok(&m, m.create_process(0));
     let to = okk(&m, m.kmt(&o).create_allocation(64 * 1024));
-    let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &ucfg(0)));
-    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &config(0)));
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &config(0)));
     okk(&m, hq.submit(&[Command::Hang]));
     let mut n = 0u64;
     while (m.tdr_counts(0).0 == 0 || n < 40) && n < 3000 {
@@ -303,12 +303,8 @@ fn hws_tdr_reset_hw_engine_innocent_exactly_once() {
         .iter()
         .any(|e| matches!(e, TdrEvent::ResumeHwEngine { node: 0, status: 0 })));
     assert!(!ev.iter().any(|e| matches!(e, TdrEvent::ResetEngine { .. })));
-    assert!(ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == h.device)));
-    assert!(!ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == o.device)));
+    assert!(device_error(&ev, &h));
+    assert!(!device_error(&ev, &o));
     let r = hq.submit(&[fill(&to, 0, 1)]);
     assert!(r.is_err() || hq.is_lost(), "guilty still submits: {r:?}");
     no_fault(&m);
@@ -343,11 +339,11 @@ fn global_doorbell_pages_survive_an_adapter_reset() {
     let m = failing_reset_machine(cfg);
     let o = ok(&m, m.create_process(0));
     let t = okk(&m, m.kmt(&o).create_allocation(4096));
-    let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &ucfg(1)));
+    let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &config(1)));
     let v = okk(&m, oq.submit(&[fill(&t, 0, 0x11)]));
     run_until(&m, "before the reset", |_| oq.completed() >= v);
     let h = ok(&m, m.create_process(0));
-    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &config(0)));
     okk(&m, hq.submit(&[Command::Hang]));
     run_until(&m, "adapter reset", |m| m.tdr_counts(0).1 == 1);
     ok(&m, m.run_until_idle());
@@ -377,7 +373,7 @@ fn global_doorbell_pages_survive_an_adapter_reset() {
 fn hws_tdr_failed_reset_hw_engine_goes_adapter_wide() {
     let m = failing_reset_machine(MachineConfig::single(Mode::Step));
     let h = ok(&m, m.create_process(0));
-    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &config(0)));
     okk(&m, hq.submit(&[Command::Hang]));
     run_until(&m, "adapter reset", |m| m.tdr_counts(0).1 == 1);
     let ev = m.tdr_events(0);
@@ -399,7 +395,7 @@ fn hws_tdr_failed_reset_hw_engine_goes_adapter_wide() {
     let before = ok(&m, m.scheduling_log(0, 1)).len();
     let o = ok(&m, m.create_process(0));
     let t = okk(&m, m.kmt(&o).create_allocation(4096));
-    let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &ucfg(1)));
+    let mut oq = okk(&m, UserQueue::new(m.kmt(&o), &config(1)));
     let v = okk(&m, oq.submit(&[fill(&t, 0, 7)]));
     run_until(&m, "work after the reset", |_| oq.completed() >= v);
     ok(&m, m.run_until_idle());

@@ -51,6 +51,16 @@ fn changed(name: &str, catalog: Catalog<'_>, edit: impl FnOnce(&Path)) -> PathBu
         .dir
 }
 
+/// [`changed`], the package's INF with `from` (which it must contain) replaced by `to`.
+fn inf_changed(name: &str, catalog: Catalog<'_>, from: &str, to: &str) -> PathBuf {
+    changed(name, catalog, |d| {
+        let path = d.join("rvgpu.inf");
+        let inf = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(inf.contains(from), "the INF has no {from:?}");
+        std::fs::write(&path, inf.replace(from, to)).unwrap_or_else(|e| panic!("{e}"));
+    })
+}
+
 const RESIGN: Catalog<'static> = Catalog::Resign { leave_out: &[] };
 
 /// Installs `dir` on `system` and expects `code` from `rule`; the registry and the driver
@@ -153,35 +163,23 @@ fn in_adapter_defaults_are_what_the_install_wrote() {
 /// CA-04: a file changed after the catalog was signed is not found in it by its hash.
 #[test]
 fn ca_04_a_file_changed_after_signing_is_refused() {
-    let dir = changed("changed", Catalog::Keep, |d| {
+    let umd = changed("changed", Catalog::Keep, |d| {
         flip(&d.join("rvgpu_umd.dll"), 0x1000)
     });
-    let r = refused(
-        machine("changed"),
-        &dir,
-        "CA-04",
-        ERROR_FILE_HASH_NOT_IN_CATALOG,
-    );
-    assert!(r.why.contains("rvgpu_umd.dll"), "{r}");
     // The INF is a member too: an edit to it after signing is caught the same way.
-    let dir = changed("changed-inf", Catalog::Keep, |d| {
-        let inf = std::fs::read_to_string(d.join("rvgpu.inf")).unwrap();
-        std::fs::write(
-            d.join("rvgpu.inf"),
-            inf.replace(
-                "TypesSupported,%REG_DWORD%,7",
-                "TypesSupported,%REG_DWORD%,3",
-            ),
-        )
-        .unwrap();
-    });
-    let r = refused(
-        machine("changed-inf"),
-        &dir,
-        "CA-04",
-        ERROR_FILE_HASH_NOT_IN_CATALOG,
+    let inf = inf_changed(
+        "changed-inf",
+        Catalog::Keep,
+        "TypesSupported,%REG_DWORD%,7",
+        "TypesSupported,%REG_DWORD%,3",
     );
-    assert!(r.why.contains("rvgpu.inf"), "{r}");
+    for (name, dir, member) in [
+        ("changed", umd, "rvgpu_umd.dll"),
+        ("changed-inf", inf, "rvgpu.inf"),
+    ] {
+        let r = refused(machine(name), &dir, "CA-04", ERROR_FILE_HASH_NOT_IN_CATALOG);
+        assert!(r.why.contains(member), "{name}: {r}");
+    }
 }
 
 /// CA-04: a file the INF copies that the catalog does not list.
@@ -254,14 +252,12 @@ fn ca_03_an_untrusted_publisher_is_refused() {
 /// is: refused before anything is staged.
 #[test]
 fn in_09_an_inf_that_names_a_missing_section_is_refused() {
-    let dir = changed("inf-section", RESIGN, |d| {
-        let inf = std::fs::read_to_string(d.join("rvgpu.inf")).unwrap();
-        let inf = inf.replace(
-            "CopyFiles    = Rvgpu.Files.Driver, Rvgpu.Files.UserMode",
-            "CopyFiles    = Rvgpu.Files.Driver, Rvgpu.Files.Missing",
-        );
-        std::fs::write(d.join("rvgpu.inf"), inf).unwrap();
-    });
+    let dir = inf_changed(
+        "inf-section",
+        RESIGN,
+        "CopyFiles    = Rvgpu.Files.Driver, Rvgpu.Files.UserMode",
+        "CopyFiles    = Rvgpu.Files.Driver, Rvgpu.Files.Missing",
+    );
     refused(
         machine("inf-section"),
         &dir,
@@ -274,14 +270,12 @@ fn in_09_an_inf_that_names_a_missing_section_is_refused() {
 /// Universal INF.
 #[test]
 fn in_11_a_global_registry_write_is_refused() {
-    let dir = changed("inf-hklm", RESIGN, |d| {
-        let inf = std::fs::read_to_string(d.join("rvgpu.inf")).unwrap();
-        let inf = inf.replace(
-            "HKR,Features\\37,Enabled,%REG_DWORD%,1",
-            "HKLM,SOFTWARE\\rvgpu,Enabled,%REG_DWORD%,1",
-        );
-        std::fs::write(d.join("rvgpu.inf"), inf).unwrap();
-    });
+    let dir = inf_changed(
+        "inf-hklm",
+        RESIGN,
+        "HKR,Features\\37,Enabled,%REG_DWORD%,1",
+        "HKLM,SOFTWARE\\rvgpu,Enabled,%REG_DWORD%,1",
+    );
     let r = refused(machine("inf-hklm"), &dir, "IN-11", ERROR_GENERAL_SYNTAX);
     assert_eq!(r.stage, "InfVerif");
 }
@@ -290,25 +284,25 @@ fn in_11_a_global_registry_write_is_refused() {
 /// installs on nothing.
 #[test]
 fn in_03_in_08_class_and_hardware_id_must_match() {
-    let edit = |from: &'static str, to: &'static str| {
-        move |d: &Path| {
-            let inf = std::fs::read_to_string(d.join("rvgpu.inf")).unwrap();
-            assert!(inf.contains(from), "{from}");
-            std::fs::write(d.join("rvgpu.inf"), inf.replace(from, to)).unwrap();
-        }
-    };
-    let dir = changed(
-        "class",
-        RESIGN,
-        edit("Class       = Display", "Class       = System"),
-    );
-    refused(machine("class"), &dir, "IN-03", ERROR_INVALID_CLASS);
-    let dir = changed(
-        "hwid",
-        RESIGN,
-        edit("PCI\\VEN_1234&DEV_5256", "PCI\\VEN_1234&DEV_5257"),
-    );
-    refused(machine("hwid"), &dir, "IN-08", ERROR_NO_SUCH_DEVINST);
+    for (name, from, to, rule, code) in [
+        (
+            "class",
+            "Class       = Display",
+            "Class       = System",
+            "IN-03",
+            ERROR_INVALID_CLASS,
+        ),
+        (
+            "hwid",
+            "PCI\\VEN_1234&DEV_5256",
+            "PCI\\VEN_1234&DEV_5257",
+            "IN-08",
+            ERROR_NO_SUCH_DEVINST,
+        ),
+    ] {
+        let dir = inf_changed(name, RESIGN, from, to);
+        refused(machine(name), &dir, rule, code);
+    }
     // The models section asks for build 26100: a 22631 machine matches none.
     let mut s = machine("build");
     s.build = 22631;

@@ -132,8 +132,7 @@ fn user_queue_cannot_write_another_process_memory() {
         still_works(&m, &a);
         drop(qb);
         ok(&m, m.kill_process(&b.p));
-        ok(&m, m.exit_process(&a.p));
-        no_fault(&m);
+        exits_clean(&m, &a.p);
     }
 }
 
@@ -149,14 +148,7 @@ fn every_address_carrying_command_faults_on_foreign_memory() {
     let unmapped = 0x7000_0000_0000u64;
     let cases = |target: u64, own: u64| {
         vec![
-            (
-                "FILL",
-                Command::Fill {
-                    dst: target,
-                    bytes: 64,
-                    pattern: 1,
-                },
-            ),
+            ("FILL", fill64(target, 1)),
             (
                 "COPY into",
                 Command::Copy {
@@ -214,8 +206,7 @@ fn every_address_carrying_command_faults_on_foreign_memory() {
         }
     }
     still_works(&m, &a);
-    ok(&m, m.exit_process(&a.p));
-    no_fault(&m);
+    exits_clean(&m, &a.p);
 }
 
 /// NF-01: a native fence's MonitoredValue is mapped into the process but never for user-mode
@@ -321,8 +312,7 @@ fn two_processes_run_side_by_side_in_their_own_spaces() {
         .iter()
         .any(|e| matches!(e, UmsEvent::PageFault { .. } | UmsEvent::DeviceError { .. })));
     ok(&m, m.exit_process(&a.p));
-    ok(&m, m.exit_process(&b.p));
-    no_fault(&m);
+    exits_clean(&m, &b.p);
 }
 
 /// Kernel-mode submission is isolated too: process B's DMA buffer (a legacy context,

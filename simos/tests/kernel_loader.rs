@@ -2,7 +2,8 @@
 //! shipped image passes them all; a copy broken in one way is refused with Windows' status,
 //! before its DriverEntry runs.
 
-use rvgpu_simos::install::package::Catalog::Resign;
+mod common;
+
 use rvgpu_simos::pe::loader::{
     check_driver_image, STATUS_DRIVER_ENTRYPOINT_NOT_FOUND, STATUS_INVALID_IMAGE_FORMAT,
     STATUS_INVALID_IMAGE_PROTECT,
@@ -24,6 +25,18 @@ fn u32_at(d: &[u8], at: usize) -> u32 {
 
 fn put32(d: &mut [u8], at: usize, v: u32) {
     d[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Adds `by` to the little-endian u32 at `at`.
+fn add32(d: &mut [u8], at: usize, by: u32) {
+    let v = u32_at(d, at) + by;
+    put32(d, at, v);
+}
+
+/// Sets the bits `bits` in the little-endian u32 at `at`.
+fn or32(d: &mut [u8], at: usize, bits: u32) {
+    let v = u32_at(d, at) | bits;
+    put32(d, at, v);
 }
 
 /// Offsets in the file: NT headers, optional header, section table.
@@ -54,10 +67,31 @@ fn section(d: &[u8], name: &str) -> usize {
         .unwrap_or_else(|| panic!("no {name} section"))
 }
 
+/// The header offset of the last section in the table.
+fn last_section(d: &[u8]) -> usize {
+    let l = layout(d);
+    l.sections + 40 * (l.count - 1)
+}
+
 fn refused(d: &[u8], memory_integrity: bool, rule: &str, status: u32) {
     match check_driver_image(d, memory_integrity) {
         Err(r) if r.rule == rule && r.status == status => {}
         other => panic!("expected {rule} with {status:#010x}, got {other:?}"),
+    }
+}
+
+/// A copy of the image broken in one way: what is wrong, the edit that breaks it, and the
+/// status the loader refuses it with.
+type Broken = (&'static str, fn(&mut Vec<u8>), u32);
+
+/// Every copy in `cases` is refused for `rule` (with memory integrity on); a failure names the
+/// case.
+fn refused_all(rule: &str, cases: &[Broken]) {
+    for &(what, edit, status) in cases {
+        match check_driver_image(&mutated(edit), true) {
+            Err(r) if r.rule == rule && r.status == status => {}
+            other => panic!("{rule}, {what}: expected {status:#010x}, got {other:?}"),
+        }
     }
 }
 
@@ -75,39 +109,54 @@ fn ld_rvgpu_sys_passes_every_loader_rule() {
 /// LD-01 (`MiVerifyImageHeader`): header rules.
 #[test]
 fn ld_01_header_rules_refuse_broken_headers() {
-    // Not an executable image.
-    let d = mutated(|d| {
-        let at = layout(d).nt + 22;
-        let c = u16_at(d, at) & !2;
-        d[at..at + 2].copy_from_slice(&c.to_le_bytes());
-    });
-    refused(&d, true, "LD-01", STATUS_INVALID_IMAGE_FORMAT);
-    // FileAlignment neither a multiple of 512 nor SectionAlignment.
-    let d = mutated(|d| {
-        let at = layout(d).opt + 36;
-        put32(d, at, 0x300);
-    });
-    refused(&d, true, "LD-01", STATUS_INVALID_IMAGE_FORMAT);
-    // ImageBase not 64 KiB aligned.
-    let d = mutated(|d| {
-        let at = layout(d).opt + 24;
-        let v = u32_at(d, at) | 0x1000;
-        put32(d, at, v);
-    });
-    refused(&d, true, "LD-01", STATUS_INVALID_IMAGE_FORMAT);
-    // SizeOfHeaders not below SizeOfImage.
-    let d = mutated(|d| {
-        let opt = layout(d).opt;
-        let size = u32_at(d, opt + 56);
-        put32(d, opt + 60, size);
-    });
-    refused(&d, true, "LD-01", STATUS_INVALID_IMAGE_FORMAT);
-    // NT headers not 4-byte aligned.
-    let d = mutated(|d| {
-        let nt = layout(d).nt as u32;
-        put32(d, 0x3C, nt + 2);
-    });
-    refused(&d, true, "LD-01", STATUS_INVALID_IMAGE_PROTECT);
+    let format = STATUS_INVALID_IMAGE_FORMAT;
+    refused_all(
+        "LD-01",
+        &[
+            (
+                "not an executable image",
+                |d| {
+                    let at = layout(d).nt + 22;
+                    let c = u16_at(d, at) & !2;
+                    d[at..at + 2].copy_from_slice(&c.to_le_bytes());
+                },
+                format,
+            ),
+            (
+                "FileAlignment neither a multiple of 512 nor SectionAlignment",
+                |d| {
+                    let at = layout(d).opt + 36;
+                    put32(d, at, 0x300);
+                },
+                format,
+            ),
+            (
+                "ImageBase not 64 KiB aligned",
+                |d| {
+                    let at = layout(d).opt + 24;
+                    or32(d, at, 0x1000);
+                },
+                format,
+            ),
+            (
+                "SizeOfHeaders not below SizeOfImage",
+                |d| {
+                    let opt = layout(d).opt;
+                    let size = u32_at(d, opt + 56);
+                    put32(d, opt + 60, size);
+                },
+                format,
+            ),
+            (
+                "NT headers not 4-byte aligned",
+                |d| {
+                    let nt = layout(d).nt as u32;
+                    put32(d, 0x3C, nt + 2);
+                },
+                STATUS_INVALID_IMAGE_PROTECT,
+            ),
+        ],
+    );
 }
 
 /// LD-02 (`MiCreateImageFileMap`): a driver's sections are page aligned at least.
@@ -125,36 +174,42 @@ fn ld_02_sub_page_section_alignment_is_refused() {
 /// last one's file data in the file.
 #[test]
 fn ld_03_section_layout_rules() {
-    // A gap before .rdata.
-    let d = mutated(|d| {
-        let s = section(d, ".rdata");
-        let va = u32_at(d, s + 12) + 0x1000;
-        put32(d, s + 12, va);
-    });
-    refused(&d, true, "LD-03", STATUS_INVALID_IMAGE_FORMAT);
-    // The last section running past SizeOfImage (pages left after it are not an error:
-    // the last section takes them).
-    let d = mutated(|d| {
-        let l = layout(d);
-        let last = l.sections + 40 * (l.count - 1);
-        let size = u32_at(d, last + 8) + 0x3000;
-        put32(d, last + 8, size);
-    });
-    refused(&d, true, "LD-03", STATUS_INVALID_IMAGE_FORMAT);
+    let format = STATUS_INVALID_IMAGE_FORMAT;
+    refused_all(
+        "LD-03",
+        &[
+            (
+                "a gap before .rdata",
+                |d| {
+                    let s = section(d, ".rdata");
+                    add32(d, s + 12, 0x1000);
+                },
+                format,
+            ),
+            (
+                "the last section running past SizeOfImage",
+                |d| {
+                    let last = last_section(d);
+                    add32(d, last + 8, 0x3000);
+                },
+                format,
+            ),
+            (
+                "the last section's file data past the end of the file",
+                |d| {
+                    let last = last_section(d);
+                    add32(d, last + 16, 0x10_000);
+                },
+                format,
+            ),
+        ],
+    );
+    // Pages left after the last section are not an error: the last section takes them.
     let d = mutated(|d| {
         let opt = layout(d).opt;
-        let size = u32_at(d, opt + 56) + 0x2000;
-        put32(d, opt + 56, size);
+        add32(d, opt + 56, 0x2000);
     });
     assert_eq!(check_driver_image(&d, true), Ok(()));
-    // The last section's file data past the end of the file.
-    let d = mutated(|d| {
-        let l = layout(d);
-        let last = l.sections + 40 * (l.count - 1);
-        let raw = u32_at(d, last + 16) + 0x10_000;
-        put32(d, last + 16, raw);
-    });
-    refused(&d, true, "LD-03", STATUS_INVALID_IMAGE_FORMAT);
 }
 
 /// LD-04 (memory integrity): no writable code, NX opted in; both accepted with memory
@@ -163,8 +218,7 @@ fn ld_03_section_layout_rules() {
 fn ld_04_memory_integrity_refuses_writable_code_and_no_nx() {
     let wx = mutated(|d| {
         let s = section(d, ".text");
-        let c = u32_at(d, s + 36) | 0x8000_0000;
-        put32(d, s + 36, c);
+        or32(d, s + 36, 0x8000_0000);
     });
     refused(&wx, true, "LD-04", STATUS_INVALID_IMAGE_FORMAT);
     assert_eq!(check_driver_image(&wx, false), Ok(()));
@@ -200,17 +254,10 @@ fn ld_04_machine_refuses_to_load_a_writable_code_image() {
     }
     let d = mutated(|d| {
         let s = section(d, ".text");
-        let c = u32_at(d, s + 36) | 0x8000_0000;
-        put32(d, s + 36, c);
+        or32(d, s + 36, 0x8000_0000);
     });
     // The broken image in a package signed again: it installs, and the loader refuses it.
-    let package = rvgpu_simos::install::package::test_signed().unwrap_or_else(|e| panic!("{e}"));
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-wx");
-    let package =
-        rvgpu_simos::install::package::remake(&package, &out, Resign { leave_out: &[] }, |dir| {
-            std::fs::write(dir.join("rvgpu.sys"), &d).unwrap()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let package = common::pe::package_with_driver_image("package-wx", &d);
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.driver = DriverBuild::Pe(Some(package.dir));
     let mut m = Machine::new(cfg);

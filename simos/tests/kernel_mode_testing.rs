@@ -151,24 +151,19 @@ fn kt_os_refuses_bad_escapes_before_the_driver() {
         );
     }
     // KT-6: DMA buffer of 0 bytes and of more than 4 KiB, private data above 1 KiB.
-    let mut small: Vec<u8> = vec![];
-    let mut data = escape_data(q.handle, true, fill, &mut small, &mut private);
-    assert_eq!(
-        k.escape_build_test_command_buffer(&mut data, &mut small, &mut private),
-        invalid
-    );
-    let mut big = vec![0u8; 8192];
-    let mut data = escape_data(q.handle, true, fill, &mut big, &mut private);
-    assert_eq!(
-        k.escape_build_test_command_buffer(&mut data, &mut big, &mut private),
-        invalid
-    );
-    let mut bigp = vec![0u8; 2048];
-    let mut data = escape_data(q.handle, true, fill, &mut dma, &mut bigp);
-    assert_eq!(
-        k.escape_build_test_command_buffer(&mut data, &mut dma, &mut bigp),
-        invalid
-    );
+    for (what, dma_bytes, private_bytes) in [
+        ("an empty DMA buffer", 0, 0),
+        ("a DMA buffer over 4 KiB", 8192, 0),
+        ("private data over 1 KiB", 4096, 2048),
+    ] {
+        let (mut dma, mut private) = (vec![0u8; dma_bytes], vec![0u8; private_bytes]);
+        let mut data = escape_data(q.handle, true, fill, &mut dma, &mut private);
+        assert_eq!(
+            k.escape_build_test_command_buffer(&mut data, &mut dma, &mut private),
+            invalid,
+            "KT-6: {what}"
+        );
+    }
     // KT-7: the flag and the handle's kind disagree; a handle of nothing; another process's.
     assert_eq!(build(&k, context, true, fill).err(), invalid.err());
     assert_eq!(build(&k, q.handle, false, fill).err(), invalid.err());
@@ -208,33 +203,22 @@ fn kt_driver_refusals_and_size_negotiation() {
     let t = okk(&m, k.create_allocation(4096));
     let invalid = Err(NtStatus(STATUS_INVALID_PARAMETER));
     // Not a multiple of 4; a multiple of 4 the device cannot move; outside the 48-bit space.
-    assert_eq!(
-        build(
-            &k,
-            q.handle,
-            true,
-            D3DDDI_TESTCOMMANDBUFFER::fill(t.gpu_va, 6, 1)
+    for (what, cmd) in [
+        (
+            "a 6-byte FILL",
+            D3DDDI_TESTCOMMANDBUFFER::fill(t.gpu_va, 6, 1),
         ),
-        invalid
-    );
-    assert_eq!(
-        build(
-            &k,
-            q.handle,
-            true,
-            D3DDDI_TESTCOMMANDBUFFER::fill(t.gpu_va, 12, 1)
+        (
+            "a 12-byte FILL",
+            D3DDDI_TESTCOMMANDBUFFER::fill(t.gpu_va, 12, 1),
         ),
-        invalid
-    );
-    assert_eq!(
-        build(
-            &k,
-            q.handle,
-            true,
-            D3DDDI_TESTCOMMANDBUFFER::copy(t.gpu_va, 1 << 48, 64)
+        (
+            "a COPY past 48 bits",
+            D3DDDI_TESTCOMMANDBUFFER::copy(t.gpu_va, 1 << 48, 64),
         ),
-        invalid
-    );
+    ] {
+        assert_eq!(build(&k, q.handle, true, cmd), invalid, "{what}");
+    }
     // A preemptible loop needs a hardware queue.
     let loop_cmd =
         D3DDDI_TESTCOMMANDBUFFER::op(D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_PREEMPTABLE_LOOP);

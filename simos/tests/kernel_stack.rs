@@ -36,11 +36,9 @@ fn kernel_stack_every_ddi_call_stays_within_half_the_24_kib_kernel_stack() {
         let k = m.kmt(&p);
         let t = okk(&m, k.create_allocation(4096));
         let mut q = okk(&m, KernelQueue::new(k, &config(0)));
-        let v = okk(&m, q.submit(&[fill(&t, 0, 7)]));
-        okk(&m, q.wait(v));
+        submit_wait(&m, &mut q, &[fill(&t, 0, 7)]);
         let mut u = okk(&m, UserQueue::new(k, &config(0)));
-        let v = okk(&m, u.submit(&[fill(&t, 8, 9)]));
-        okk(&m, u.wait(v));
+        submit_wait(&m, &mut u, &[fill(&t, 8, 9)]);
         let f = okk(&m, k.create_shareable_native_fence(0));
         let nt = okk(&m, k.share_native_fence(f.kmt));
         okk(&m, k.close_nt_handle(nt));
@@ -49,8 +47,7 @@ fn kernel_stack_every_ddi_call_stays_within_half_the_24_kib_kernel_stack() {
         okk(&m, k.signal_fence_from_cpu(h, 1));
         okk(&m, k.destroy_monitored_fence(h));
     }
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 
     let img = m.pe_image().expect("the machine runs the image");
     let depths = cpu::deepest_stacks();

@@ -14,7 +14,6 @@ use rvgpu_ddi::NTSTATUS;
 use rvgpu_simos::dxgkrnl::bringup::STATUS_DEVICE_CONFIGURATION_ERROR;
 use rvgpu_simos::dxgkrnl::kmdver::{self, file_version, file_version_of, pnp_version};
 use rvgpu_simos::dxgkrnl::registry::{inf_driver_version, stamped_file_version};
-use rvgpu_simos::install::package::Catalog::Resign;
 use rvgpu_simos::pe::{build_image, build_umd, DriverBuild};
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 
@@ -167,13 +166,7 @@ fn br_14_pe_image_with_another_file_version() {
     data[at..at + 4].copy_from_slice(&((patched >> 32) as u32).to_le_bytes());
     data[at + 4..at + 8].copy_from_slice(&(patched as u32).to_le_bytes());
     assert_eq!(file_version(&data), Ok(patched));
-    let package = rvgpu_simos::install::package::test_signed().unwrap_or_else(|e| panic!("{e}"));
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-v25");
-    let package =
-        rvgpu_simos::install::package::remake(&package, &out, Resign { leave_out: &[] }, |dir| {
-            std::fs::write(dir.join("rvgpu.sys"), &data).unwrap()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let package = pe::package_with_driver_image("package-v25", &data);
     for (inf, ok) in [("25.1.2.3", true), (inf_driver_version().as_str(), false)] {
         let mut c = cfg(Some(inf), None);
         c.driver = DriverBuild::Pe(Some(package.dir.clone()));

@@ -28,11 +28,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use common::*;
-use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::dxgkrnl::kernel;
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::{LowResources, Machine, MachineConfig, Mode, SimError};
-use rvgpu_umd::kmt::{AllocationCpu, AllocationKind, Kmt, NtStatus};
+use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig};
 use zerocopy::IntoBytes;
 
@@ -376,32 +375,7 @@ fn low_resources_create_hw_queue_fails_cleanly_at_every_allocation() {
     }
 }
 
-/// A user-mode queue with its ring and ring control, no doorbell yet.
-struct Unbelled {
-    queue: u32,
-    ring: rvgpu_umd::kmt::Allocation<rvgpu_simos::kmt::SimMem>,
-    control: rvgpu_umd::kmt::Allocation<rvgpu_simos::kmt::SimMem>,
-}
-
-fn unbelled(m: &Machine, k: &SimKmt<'_>) -> Unbelled {
-    let context = okk(m, k.create_context(0));
-    let mut pdd = hw_queue_pdd();
-    let queue = okk(m, k.create_hw_queue(context, true, pdd.as_mut_bytes())).handle;
-    let ring = okk(m, k.create_allocation_as(4096, AllocationKind::Commands));
-    let control = okk(
-        m,
-        k.create_allocation_as(RingControl::SIZE, AllocationKind::RingControl),
-    );
-    control.mem.store(RingControl::WRITE_PTR, 0);
-    control.mem.store(RingControl::READ_PTR, 0);
-    Unbelled {
-        queue,
-        ring,
-        control,
-    }
-}
-
-fn doorbell_of(k: &SimKmt<'_>, u: &Unbelled) -> Result<u32, i32> {
+fn doorbell_of(k: &SimKmt<'_>, u: &RawQueue) -> Result<u32, i32> {
     let mut pdd = rvgpu_hw::pdd::DoorbellPdd::for_ring(4096);
     k.create_doorbell(u.queue, u.ring.handle, u.control.handle, pdd.as_mut_bytes())
         .map(|d| d.handle)
@@ -413,7 +387,7 @@ fn low_resources_create_doorbell_fails_cleanly_at_every_allocation() {
     let _serial = serial();
     sweep(
         "CreateDoorbell",
-        unbelled,
+        unbelled_queue,
         |_, k, u| doorbell_of(k, u),
         |m, k, _, d| okk(m, k.destroy_doorbell(d)),
     );

@@ -29,6 +29,14 @@ fn eight_mib_fits(m: &Machine) {
     assert!(m.memory().free_system(big.bus_addr));
 }
 
+/// After the churn the machine still serves: a new process is made, 8 MiB of system memory
+/// can be had, and the process exits with no fault.
+fn still_serves(m: &Machine) {
+    let q = ok(m, m.create_process(0));
+    eight_mib_fits(m);
+    exits_clean(m, &q);
+}
+
 #[test]
 fn fence_churn_returns_system_memory() {
     for mode in [Mode::Step, Mode::Threaded] {
@@ -65,10 +73,7 @@ fn fence_churn_returns_system_memory() {
         assert_eq!(m.system_memory_free(), free);
         ok(&m, m.exit_process(&p));
         // A new process and an 8 MiB allocation still fit.
-        let q = ok(&m, m.create_process(0));
-        eight_mib_fits(&m);
-        ok(&m, m.exit_process(&q));
-        no_fault(&m);
+        still_serves(&m);
     }
 }
 
@@ -80,8 +85,7 @@ fn process_churn_returns_system_memory() {
         let (p, k) = user_process(&m);
         let buf = okk(&m, k.create_allocation(4096));
         let mut q = okk(&m, UserQueue::new(k, &config(0)));
-        let v = okk(&m, q.submit(&[fill(&buf, 0, round)]));
-        okk(&m, q.wait(v));
+        submit_wait(&m, &mut q, &[fill(&buf, 0, round)]);
         let (_h, _) = okk(&m, k.create_monitored_fence(round));
         let _f = okk(&m, k.create_native_fence(round));
         drop(q);
@@ -93,9 +97,7 @@ fn process_churn_returns_system_memory() {
         after, start,
         "system memory after 200 processes came and went"
     );
-    let _q = ok(&m, m.create_process(0));
-    eight_mib_fits(&m);
-    no_fault(&m);
+    still_serves(&m);
 }
 
 /// Running the machine out of system memory with fences is an NTSTATUS to the
@@ -148,17 +150,14 @@ fn queue_and_log_buffer_churn_returns_system_memory() {
     for round in 0..300u64 {
         let mut q = okk(&m, UserQueue::new(k, &config(0)));
         if round % 10 == 0 {
-            let v = okk(&m, q.submit(&[fill(&buf, 0, round)]));
-            okk(&m, q.wait(v));
+            submit_wait(&m, &mut q, &[fill(&buf, 0, round)]);
         }
         drop(q);
     }
     assert_eq!(m.system_memory_free(), start, "after 300 queues with logs");
     ok(&m, m.exit_process(&p));
     assert_eq!(m.system_memory_free(), before, "after the process exited");
-    let _q = ok(&m, m.create_process(0));
-    eight_mib_fits(&m);
-    no_fault(&m);
+    still_serves(&m);
 }
 
 /// Creating and destroying system-memory allocations never runs the machine's bus

@@ -131,14 +131,14 @@ fn mf_03_gpu_wait_released_by_another_queues_fence_write() {
     ok(&m, m.run_until_idle());
     assert!(kmd_submits(&m, a.queue_handle()).is_empty());
     let scans = m.legacy_fence_scans(0);
-    let vb = okk(
+    submit_wait(
         &m,
-        b.submit(&[UmdMonitoredFence {
+        &mut b,
+        &[UmdMonitoredFence {
             value_gpu: f.gpu_va(),
         }
-        .signal(1)]),
+        .signal(1)],
     );
-    okk(&m, b.wait(vb));
     okk(&m, a.wait(va));
     assert!(m.legacy_fence_scans(0) > scans, "released by the DPC scan");
     assert_eq!(t.mem.load(0), 7);
@@ -188,14 +188,7 @@ fn mf_03_gpu_signal_after_prior_work() {
     let qh = q.queue_handle();
     let mut last = 0;
     for i in 0..4u64 {
-        last = okk(
-            &m,
-            q.submit(&[Command::Fill {
-                dst: t.gpu_va + 64 * i,
-                bytes: 64,
-                pattern: i + 1,
-            }]),
-        );
+        last = okk(&m, q.submit(&[fill64(t.gpu_va + 64 * i, i + 1)]));
     }
     let e = ok(&m, m.wait_monitored_fence_event(&f, 7));
     okk(&m, q.gpu_signal_monitored_os(fh, 7));
@@ -267,28 +260,14 @@ fn mf_03_cross_queue_chain() {
     ok(&m, m.run_until_idle());
     assert_eq!((f.value(), g.value()), (0, 0));
     assert!(kmd_submits(&m, b.queue_handle()).is_empty());
-    okk(
-        &m,
-        a.submit(&[Command::Fill {
-            dst: t.gpu_va,
-            bytes: 64,
-            pattern: 0xA,
-        }]),
-    );
+    okk(&m, a.submit(&[fill64(t.gpu_va, 0xA)]));
     okk(&m, a.gpu_signal_monitored_os(fh, 1));
     okk(&m, k.wait_for_fence(gh, 1));
     assert_eq!(f.value(), 1);
     assert_eq!(t.mem.load(64), 0xA, "B ran after A's fill");
     assert_eq!(t.mem.load(64 + 56), 0xA);
     // Second link: B waits on A's progress fence.
-    let va = okk(
-        &m,
-        a.submit(&[Command::Fill {
-            dst: t.gpu_va + 128,
-            bytes: 64,
-            pattern: 0xB,
-        }]),
-    );
+    let va = okk(&m, a.submit(&[fill64(t.gpu_va + 128, 0xB)]));
     okk(&m, b.gpu_wait_monitored(a.progress_fence(), va));
     okk(
         &m,

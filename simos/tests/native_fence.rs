@@ -15,7 +15,7 @@ use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::testing::spy;
 use rvgpu_simos::{
     Irql, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification, ProcessId,
-    SimError, WaitOutcome,
+    SimError, SimEvent, WaitOutcome,
 };
 use rvgpu_umd::submit::{QueueConfig, UserQueue};
 
@@ -49,6 +49,35 @@ fn fence(m: &Machine, pid: ProcessId, initial: u64) -> NativeFence {
         },
     )
     .expect("create")
+}
+
+/// A queue on engine 0 of adapter 0 and a fence (at 0) of its process.
+fn queue_and_fence(m: &Machine) -> (GpuQueue, NativeFence) {
+    let q = ok(m, GpuQueue::new(m, 0, 0));
+    let f = fence(m, q.pid(), 0);
+    (q, f)
+}
+
+/// A CPU wait (the event form) for each of `fs` at `value`.
+fn wait_events(m: &Machine, fs: &[NativeFence], value: u64) -> Vec<SimEvent> {
+    fs.iter()
+        .map(|f| ok(m, m.wait_native_fence_event(f, value)))
+        .collect()
+}
+
+/// A shareable fence of `pid` on adapter 0, at 0.
+fn shareable_fence(m: &Machine, pid: ProcessId) -> NativeFence {
+    let desc = NativeFenceDesc {
+        shareable: true,
+        ..Default::default()
+    };
+    ok(m, m.create_native_fence(0, pid, desc))
+}
+
+/// [`isr_count`] of adapter 0 once the machine is idle (the set-up's paging done).
+fn isr_count_once_idle(m: &Machine) -> u64 {
+    ok(m, m.run_until_idle());
+    isr_count(m, 0)
 }
 
 /// Interrupts adapter `i` took so far: tests compare against a count taken after set-up,
@@ -128,10 +157,8 @@ fn nf_02_monitored_value_tracks_lowest_waiter() {
 #[test]
 fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
     let m = step_array_reports();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = fence(&m, q.pid(), 0);
-    ok(&m, m.run_until_idle());
-    let base = isr_count(&m, 0);
+    let (mut q, f) = queue_and_fence(&m);
+    let base = isr_count_once_idle(&m);
     let e3 = ok(&m, m.wait_native_fence_event(&f, 3));
     let e9 = ok(&m, m.wait_native_fence_event(&f, 9));
     assert_eq!(f.monitored_value(), armed(&m, 3));
@@ -158,10 +185,8 @@ fn nf_04_gpu_signal_releases_wait_and_advances_monitored_value() {
 #[test]
 fn nf_03_no_waiter_no_interrupt_one_waiter_one_interrupt() {
     let m = step_array_reports();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = fence(&m, q.pid(), 0);
-    ok(&m, m.run_until_idle());
-    let base = isr_count(&m, 0);
+    let (mut q, f) = queue_and_fence(&m);
+    let base = isr_count_once_idle(&m);
     for v in 1..=40 {
         ok(&m, q.signal(&f, v));
     }
@@ -212,17 +237,7 @@ fn nf_05_packing_per_process_and_shareable_pages() {
     assert_eq!(page(a.monitored_value_gpu()), page(b.monitored_value_gpu()));
     assert_eq!(b.monitored_value_gpu() - a.monitored_value_gpu(), stride);
     assert_ne!(page(a.current_value_gpu()), page(a.monitored_value_gpu()));
-    let s = ok(
-        &m,
-        m.create_native_fence(
-            0,
-            p1,
-            NativeFenceDesc {
-                shareable: true,
-                ..Default::default()
-            },
-        ),
-    );
+    let s = shareable_fence(&m, p1);
     let c = fence(&m, p1, 0);
     let other = ok(&m, m.create_native_fence(0, p2, NativeFenceDesc::default()));
     let pages_of = |f: &NativeFence| [page(f.current_value_gpu()), page(f.monitored_value_gpu())];
@@ -256,10 +271,8 @@ fn spied(cfg: MachineConfig) -> Machine {
 #[test]
 fn nf_07_update_at_device_irql_and_resample_after() {
     let m = spied(MachineConfig::single(Mode::Step));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = fence(&m, q.pid(), 0);
-    ok(&m, m.run_until_idle());
-    let base = isr_count(&m, 0);
+    let (mut q, f) = queue_and_fence(&m);
+    let base = isr_count_once_idle(&m);
     let mem = m.memory().clone();
     let cv = f.current_value_gpu();
     // The GPU's write lands inside the OS's update (before the new MonitoredValue is
@@ -306,17 +319,7 @@ fn nf_13_handle_walkthrough_and_out_of_order_refusal() {
     let m = step();
     let p1 = common::device_process(&m, 0);
     let p2 = common::device_process(&m, 0);
-    let a = ok(
-        &m,
-        m.create_native_fence(
-            0,
-            p1,
-            NativeFenceDesc {
-                shareable: true,
-                ..Default::default()
-            },
-        ),
-    );
+    let a = shareable_fence(&m, p1);
     let b = ok(&m, m.open_native_fence(&a, p2));
     assert_eq!(a.global_handle(), b.global_handle());
     assert_ne!(a.local_handle(), b.local_handle());
@@ -358,8 +361,7 @@ fn nf_13_handle_walkthrough_and_out_of_order_refusal() {
 #[test]
 fn nf_14_destroyed_fence_with_queued_signal_no_bugcheck() {
     let m = step();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = fence(&m, q.pid(), 0);
+    let (mut q, f) = queue_and_fence(&m);
     let keep = fence(&m, q.pid(), 0);
     let e = ok(&m, m.wait_native_fence_event(&f, 1));
     assert_eq!(f.monitored_value(), armed(&m, 1));
@@ -395,11 +397,9 @@ fn nf_14_destroyed_fence_with_queued_signal_no_bugcheck() {
 #[test]
 fn nf_17_cpu_signal_releases_gpu_wait() {
     let m = step();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = fence(&m, q.pid(), 0);
+    let (mut q, f) = queue_and_fence(&m);
     let g = fence(&m, q.pid(), 0);
-    ok(&m, m.run_until_idle());
-    let base = isr_count(&m, 0);
+    let base = isr_count_once_idle(&m);
     ok(&m, q.wait(&f, 5));
     ok(&m, q.signal(&g, 1));
     ok(&m, q.kick());
@@ -496,8 +496,7 @@ fn nf_16_notification_only_unblocks_second_adapter() {
 #[test]
 fn mf_04_blocking_and_event_waits_step() {
     let m = step();
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = fence(&m, q.pid(), 0);
+    let (mut q, f) = queue_and_fence(&m);
     ok(&m, q.signal(&f, 2));
     ok(&m, q.kick());
     let r = ok(&m, m.wait_native_fence(&f, 2, Duration::from_secs(5)));
@@ -524,8 +523,7 @@ fn mf_04_blocking_and_event_waits_step() {
 #[test]
 fn mf_04_blocking_and_event_waits_threaded() {
     let m = started(MachineConfig::single(Mode::Threaded));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = fence(&m, q.pid(), 0);
+    let (mut q, f) = queue_and_fence(&m);
     for v in 1..=100u64 {
         let ev = ok(&m, m.wait_native_fence_event(&f, 2 * v));
         ok(&m, q.signal(&f, 2 * v - 1));
@@ -622,8 +620,7 @@ fn nf_15_burst_of_waited_signals_none_lost() {
 #[test]
 fn nf_13_stop_with_live_fences_threaded() {
     let mut m = started(MachineConfig::single(Mode::Threaded));
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = fence(&m, q.pid(), 0);
+    let (mut q, f) = queue_and_fence(&m);
     let g = ok(&m, m.open_native_fence(&f, q.pid()));
     let e = ok(&m, m.wait_native_fence_event(&f, 1_000_000));
     for v in 1..=50 {
@@ -673,14 +670,8 @@ fn nf_04_dpc_rearms_fences_in_one_batched_update() {
     m.start_adapter(0).expect("start");
     let p1 = common::device_process(&m, 0);
     let fs: Vec<NativeFence> = (0..4).map(|_| fence(&m, p1, 0)).collect();
-    let es: Vec<_> = fs
-        .iter()
-        .map(|f| ok(&m, m.wait_native_fence_event(f, 1)))
-        .collect();
-    let _later: Vec<_> = fs
-        .iter()
-        .map(|f| ok(&m, m.wait_native_fence_event(f, 5)))
-        .collect();
+    let es = wait_events(&m, &fs, 1);
+    let _later = wait_events(&m, &fs, 5);
     let before = spy::calls(m.id()).len();
     for f in &fs {
         m.memory().write_u64(f.current_value_gpu(), 1);
@@ -720,14 +711,8 @@ fn nf_04_24h2_names_one_fence_per_update_and_keeps_monitored_value_while_waits_r
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let fs: Vec<NativeFence> = (0..3).map(|_| fence(&m, q.pid(), 0)).collect();
     ok(&m, m.run_until_idle());
-    let first: Vec<_> = fs
-        .iter()
-        .map(|f| ok(&m, m.wait_native_fence_event(f, 1)))
-        .collect();
-    let later: Vec<_> = fs
-        .iter()
-        .map(|f| ok(&m, m.wait_native_fence_event(f, 5)))
-        .collect();
+    let first = wait_events(&m, &fs, 1);
+    let later = wait_events(&m, &fs, 5);
     for f in &fs {
         assert_eq!(
             f.monitored_value(),

@@ -36,6 +36,13 @@ fn create(m: &Machine, p: ProcessId, intra: bool, shareable: bool) -> NativeFenc
     )
 }
 
+/// A started step-mode machine and a process with a D3D device on its adapter.
+fn machine_and_process() -> (Machine, ProcessId) {
+    let m = started(MachineConfig::single(Mode::Step));
+    let p = common::device_process(&m, 0);
+    (m, p)
+}
+
 fn in_vram(gpu: u64) -> bool {
     gpu >= VRAM_BASE
 }
@@ -89,8 +96,7 @@ fn nf_06_intra_gpu_fence_lives_in_vram_and_gpu_signal_wait_work() {
 /// signal as before (its values in system memory).
 #[test]
 fn nf_06_cpu_wait_and_signal_only_on_system_memory_fences() {
-    let m = started(MachineConfig::single(Mode::Step));
-    let p1 = common::device_process(&m, 0);
+    let (m, p1) = machine_and_process();
     let intra = create(&m, p1, true, false);
     assert!(matches!(
         m.wait_native_fence_event(&intra, 1),
@@ -116,8 +122,7 @@ fn nf_06_cpu_wait_and_signal_only_on_system_memory_fences() {
 /// page of its own (it may be shared across processes, not across adapters).
 #[test]
 fn nf_06_vram_fence_values_packed_per_process() {
-    let m = started(MachineConfig::single(Mode::Step));
-    let p1 = common::device_process(&m, 0);
+    let (m, p1) = machine_and_process();
     let p2 = common::device_process(&m, 0);
     let stride = u64::from(m.native_fence_caps(0).expect("caps").MonitoredValueStride);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
@@ -171,8 +176,7 @@ fn nf_06_shareable_and_cross_adapter_fences_stay_in_system_memory() {
 /// fence there.
 #[test]
 fn nf_06_driver_refuses_default_fence_values_in_vram() {
-    let m = started(MachineConfig::single(Mode::Step));
-    let p1 = common::device_process(&m, 0);
+    let (m, p1) = machine_and_process();
     // Storage the OS really owns, so an accepted fence touches nothing foreign.
     let sys = create(&m, p1, false, true);
     let sys_cv = sys.current_value_gpu();

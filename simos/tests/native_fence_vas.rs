@@ -64,6 +64,31 @@ fn shared_into(m: &Machine, from: &Proc, f: &UmdFence, to: &Proc) -> u64 {
     t
 }
 
+/// `q` (of `p`) submits `cmd`, which names an address `p` was not given: the submission is
+/// taken or refused as from a removed device, and `p`'s device goes to error (a page fault);
+/// otherwise the test fails saying `what` it expected.
+fn device_error_after(
+    m: &Machine,
+    q: &mut UserQueue<SimKmt<'_>>,
+    cmd: Command,
+    p: &UmsProcess,
+    what: &str,
+) {
+    match q.submit(&[cmd]) {
+        Ok(_) => {}
+        Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}
+        Err(e) => panic!("submit: {e:?}; {}", diagnostics(m)),
+    }
+    let error = UmsEvent::DeviceError { device: p.device };
+    let seen = ok(
+        m,
+        m.run_until(20_000, Duration::from_secs(10), |m| {
+            m.ums_events(0).contains(&error)
+        }),
+    );
+    assert!(seen, "{what}: {}", diagnostics(m));
+}
+
 /// Two processes that open one fence get VAs of their own (each different from the
 /// other's and from the system process's), the UMD signals and waits through its own, and
 /// each process's signal wakes the other's waiters, CPU and GPU. The ISR resolves every
@@ -100,22 +125,19 @@ fn two_processes_own_fence_vas_and_wake_each_other() {
         // B signals through its VA: the CPU waiter and A's GPU wait (at A's VA) wake.
         let cpu = ok(&m, m.wait_native_fence_event(&os, 1));
         let a_waits = okk(&m, qa.submit(&[fa.wait(2)]));
-        let v = okk(&m, qb.submit(&[fb.signal(1)]));
-        okk(&m, qb.wait(v));
+        submit_wait(&m, &mut qb, &[fb.signal(1)]);
         assert_eq!(
             cpu.wait(Duration::from_secs(10)),
             Some(rvgpu_simos::WaitOutcome::Satisfied),
             "{}",
             diagnostics(&m)
         );
-        let v = okk(&m, qb.submit(&[fb.signal(2)]));
-        okk(&m, qb.wait(v));
+        submit_wait(&m, &mut qb, &[fb.signal(2)]);
         okk(&m, qa.wait(a_waits));
         // A signals through its VA: B's GPU wait (at B's VA) and a CPU waiter wake.
         let cpu = ok(&m, m.wait_native_fence_event(&os, 3));
         let b_waits = okk(&m, qb.submit(&[fb.wait(3)]));
-        let v = okk(&m, qa.submit(&[fa.signal(3)]));
-        okk(&m, qa.wait(v));
+        submit_wait(&m, &mut qa, &[fa.signal(3)]);
         okk(&m, qb.wait(b_waits));
         assert_eq!(
             cpu.wait(Duration::from_secs(10)),
@@ -150,19 +172,7 @@ fn another_process_fence_va_faults_and_writes_nothing() {
     let os = os_fence(&m, &fa);
     let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
     // B holds no handle to the fence; it writes A's addresses into its ring.
-    match qb.submit(&[fa.signal(99)]) {
-        Ok(_) => {}
-        Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}
-        Err(e) => panic!("submit: {e:?}; {}", diagnostics(&m)),
-    }
-    let seen = ok(
-        &m,
-        m.run_until(20_000, Duration::from_secs(10), |m| {
-            m.ums_events(0)
-                .contains(&UmsEvent::DeviceError { device: b.p.device })
-        }),
-    );
-    assert!(seen, "no page fault: {}", diagnostics(&m));
+    device_error_after(&m, &mut qb, fa.signal(99), &b.p, "no page fault");
     let va = m.ums_events(0).iter().find_map(|e| match e {
         UmsEvent::PageFault { va, .. } => Some(*va),
         _ => None,
@@ -172,8 +182,7 @@ fn another_process_fence_va_faults_and_writes_nothing() {
     drop(qb);
     // A is untouched: its own signal lands.
     let mut qa = okk(&m, UserQueue::new(a.k, &config(0)));
-    let v = okk(&m, qa.submit(&[fa.signal(8)]));
-    okk(&m, qa.wait(v));
+    submit_wait(&m, &mut qa, &[fa.signal(8)]);
     assert_eq!(os.current_value(), 8);
     okk(&m, qa.close());
     ok(&m, m.kill_process(&b.p));
@@ -205,8 +214,7 @@ fn forged_tag_costs_one_resample_and_releases_nobody() {
         monitored_addr: gb.gpu.monitored.get(),
         report_tag: fa.gpu.tag,
     };
-    let v = okk(&m, qb.submit(&[forged]));
-    okk(&m, qb.wait(v));
+    submit_wait(&m, &mut qb, &[forged]);
     ok(&m, m.run_until_idle());
     let reports: Vec<_> = fence_reports(&m).split_off(reports_before);
     assert_eq!(
@@ -224,8 +232,7 @@ fn forged_tag_costs_one_resample_and_releases_nobody() {
     assert_eq!(osb.current_value(), 1, "B wrote only its own fence");
     // A's honest signal still releases A's waiter.
     let mut qa = okk(&m, UserQueue::new(a.k, &config(0)));
-    let v = okk(&m, qa.submit(&[fa.signal(10)]));
-    okk(&m, qa.wait(v));
+    submit_wait(&m, &mut qa, &[fa.signal(10)]);
     ok(&m, m.run_until_idle());
     assert!(a_waiter.is_signaled(), "{}", diagnostics(&m));
     okk(&m, qa.close());
@@ -261,8 +268,7 @@ fn fence_pages_counted_unmapped_at_close_and_at_exit() {
     assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
     // A queue that might still name f2: its pages wait for the queue.
     let mut q = okk(&m, UserQueue::new(a.k, &config(0)));
-    let v = okk(&m, q.submit(&[f2.signal(1)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[f2.signal(1)]);
     okk(&m, a.k.destroy_native_fence(f2.kmt));
     assert_eq!(m.native_fence_mapped_pages(0, pid), (0, 2), "retired");
     // Made while the queue lives, f3 takes VAs of its own (f2's are still reserved).
@@ -287,22 +293,12 @@ fn fence_pages_counted_unmapped_at_close_and_at_exit() {
     assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
     // The new queue using f2's old VA faults: the unmap reached the page tables and the TLB.
     assert_eq!(m.gpu_translate(0, pid, f2.gpu.current.get()), None);
-    match q.submit(&[f2.signal(2)]) {
-        Ok(_) => {}
-        Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}
-        Err(e) => panic!("submit: {e:?}; {}", diagnostics(&m)),
-    }
-    let seen = ok(
+    device_error_after(
         &m,
-        m.run_until(20_000, Duration::from_secs(10), |m| {
-            m.ums_events(0)
-                .contains(&UmsEvent::DeviceError { device: a.p.device })
-        }),
-    );
-    assert!(
-        seen,
-        "a closed fence's VA still mapped: {}",
-        diagnostics(&m)
+        &mut q,
+        f2.signal(2),
+        &a.p,
+        "a closed fence's VA still mapped",
     );
     drop(q);
     // Exit: every handle closed, every page gone with the space.

@@ -66,14 +66,12 @@ fn image_binds_its_ntoskrnl_imports() {
 /// An import the simulated kernel does not implement fails the load with its name.
 #[test]
 fn unknown_import_fails_the_load_with_its_name() {
-    let mut data = std::fs::read(image()).expect("the image");
-    let at = data
-        .windows(b"KeBugCheckEx\0".len())
-        .position(|w| w == b"KeBugCheckEx\0")
-        .expect("the import's name in the image");
-    data[at..at + 12].copy_from_slice(b"KeBugCheckXx");
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("renamed-import.sys");
-    std::fs::write(&path, &data).expect("write");
+    let path = pe::with_renamed_import(
+        &image(),
+        "KeBugCheckEx",
+        "KeBugCheckXx",
+        "renamed-import.sys",
+    );
     let e = PeImage::load(&path).expect_err("an unknown import must fail the load");
     assert!(e.contains("ntoskrnl.exe!KeBugCheckXx"), "{e}");
 }

@@ -143,14 +143,12 @@ fn the_dll_binds_its_imports_to_the_simulated_os() {
 /// image's rule).
 #[test]
 fn an_unknown_dll_import_fails_the_load_with_its_name() {
-    let mut data = std::fs::read(build_umd().expect("built")).expect("the DLL");
-    let at = data
-        .windows(b"D3DKMTLock2\0".len())
-        .position(|w| w == b"D3DKMTLock2\0")
-        .expect("the import's name in the DLL");
-    data[at..at + 11].copy_from_slice(b"D3DKMTLockX");
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("renamed-import.dll");
-    std::fs::write(&path, &data).expect("write");
+    let path = pe::with_renamed_import(
+        &build_umd().expect("built"),
+        "D3DKMTLock2",
+        "D3DKMTLockX",
+        "renamed-import.dll",
+    );
     let e = UmdImage::load(&path).expect_err("an unknown import must fail the load");
     assert!(e.contains("gdi32.dll!D3DKMTLockX"), "{e}");
 }
@@ -527,11 +525,7 @@ fn nf_13_the_shipped_dll_shares_a_native_fence_between_processes() {
     assert_eq!(call(&pb, "rvgpu_fence_signal", &[fb, 5]), OK);
     assert_eq!(call(&pa, "rvgpu_fence_wait", &[fa, 5, 5_000_000_000]), OK);
     // B's queue waits on the GPU for 7, fills, signals 8; A's CPU signal of 7 releases it.
-    let cmds = dwords(&[Command::Fill {
-        dst: va,
-        bytes: 64,
-        pattern: 0xAB,
-    }]);
+    let cmds = dwords(&[fill64(va, 0xAB)]);
     let waits = [fb, 7u64];
     let signals = [fb, 8u64];
     let desc = [
@@ -738,11 +732,7 @@ fn the_shipped_dll_rejects_what_its_parser_rejects() {
     let p = UserProcess::new(m.clone(), umd());
     let (a, q) = open_queue(&p);
     let (buffer, va) = buffer_4k(&p, a);
-    let valid = dwords(&[Command::Fill {
-        dst: va,
-        bytes: 64,
-        pattern: 0xFEED,
-    }]);
+    let valid = dwords(&[fill64(va, 0xFEED)]);
     let mut seed = 0x44u64;
     let mut next = move || {
         seed ^= seed << 13;
@@ -980,11 +970,7 @@ fn dll_instructions_per_user_mode_submit() {
     let p = UserProcess::new(m.clone(), umd());
     let (a, q) = open_queue(&p);
     let (b, va) = buffer_4k(&p, a);
-    let cmds = dwords(&[Command::Fill {
-        dst: va,
-        bytes: 64,
-        pattern: 1,
-    }]);
+    let cmds = dwords(&[fill64(va, 1)]);
     let submits = |n: usize| {
         let mut last = 0u64;
         for _ in 0..n {

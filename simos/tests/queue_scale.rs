@@ -73,7 +73,6 @@ fn without_runlist_updates_queues_still_run() {
         for q in qs {
             okk(&m, q.close());
         }
-        ok(&m, m.exit_process(&p));
-        no_fault(&m);
+        exits_clean(&m, &p);
     }
 }

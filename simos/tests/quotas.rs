@@ -8,13 +8,10 @@
 mod common;
 
 use common::*;
-use rvgpu_hw::cmd::Command;
 use rvgpu_simos::dxgkrnl::registry::{RegValue, REG_SZ};
-use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::SimError::DdiFailed;
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc};
-use rvgpu_umd::kmt::{AllocationCpu, Kmt, KmtHandle, NtStatus};
-use rvgpu_umd::submit::UserQueue;
+use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 use zerocopy::IntoBytes;
 
 const STATUS_NO_MEMORY: NtStatus = NtStatus(NO_MEMORY);
@@ -51,23 +48,6 @@ fn until_refused<T, E>(limit: usize, mut make: impl FnMut() -> Result<T, E>) -> 
     }
 }
 
-/// One FILL through a new user-mode queue (its doorbell connected) of the process behind `k`,
-/// waited for and checked.
-fn work_runs(m: &Machine, k: SimKmt<'_>) {
-    let buf = okk(m, k.create_allocation(4096));
-    let mut q = okk(m, UserQueue::new(k, &config(0)));
-    let v = okk(
-        m,
-        q.submit(&[Command::Fill {
-            dst: buf.gpu_va,
-            bytes: 64,
-            pattern: 0x51,
-        }]),
-    );
-    okk(m, q.wait(v));
-    assert_eq!(buf.mem.load(0), 0x51);
-}
-
 /// A native-fence share of 12 free fences and 4 per newcomer: the greedy process gets the
 /// fences above the reserve, then creation is refused (the KMD refuses the creator's open, the
 /// OS destroys the new fence); another process gets its first 4 and is refused after, and its
@@ -93,7 +73,7 @@ fn quota_fences_per_process_share_refuses_the_greedy_process_only() {
     // B's queue (whose progress fence is a native fence of B) runs, and is gone again.
     let create = |pid| m.create_native_fence(0, pid, NativeFenceDesc::default());
     let b = ok(&m, m.create_process(0));
-    work_runs(&m, m.kmt(&b));
+    work_runs(&m, m.kmt(&b), 0x51);
     let (mine, refused) = until_refused(64, || create(b.pid));
     assert_eq!(refused, DdiFailed(NO_MEMORY));
     assert_eq!(mine.len(), 4, "a newcomer's first fences");
@@ -143,8 +123,7 @@ fn quota_fences_opens_of_shared_fences_count_toward_the_share() {
     drop(opened);
     ok(&m, m.exit_process(&greedy));
     drop(shared);
-    ok(&m, m.exit_process(&owner));
-    no_fault(&m);
+    exits_clean(&m, &owner);
 }
 
 /// Contexts: a reserve of all but 64 (the system device's contexts among them) and 3 per
@@ -158,7 +137,7 @@ fn quota_contexts_registry_share_refuses_the_greedy_process_only() {
     assert!((4..=64).contains(&contexts.len()), "{}", contexts.len());
     let (b, kb) = user_process(&m);
     // B's queue takes one of its first three.
-    work_runs(&m, kb);
+    work_runs(&m, kb, 0x51);
     let (more, refused) = until_refused(64, || kb.create_context(0));
     assert_eq!(refused, STATUS_NO_MEMORY);
     assert_eq!(
@@ -168,8 +147,7 @@ fn quota_contexts_registry_share_refuses_the_greedy_process_only() {
     );
     ok(&m, m.exit_process(&a));
     okk(&m, kb.create_context(0));
-    ok(&m, m.exit_process(&b));
-    no_fault(&m);
+    exits_clean(&m, &b);
 }
 
 /// Hardware queues, and with them doorbells: a reserve of all but 24 ids and 2 per newcomer.
@@ -191,10 +169,9 @@ fn quota_queues_and_doorbells_registry_share_refuses_the_greedy_process_only() {
     assert!((8..=24).contains(&queues.len()), "{}", queues.len());
     no_fault(&m);
     let b = ok(&m, m.create_process(0));
-    work_runs(&m, m.kmt(&b));
+    work_runs(&m, m.kmt(&b), 0x51);
     ok(&m, m.exit_process(&a));
-    ok(&m, m.exit_process(&b));
-    no_fault(&m);
+    exits_clean(&m, &b);
 }
 
 /// A value of another type than `REG_DWORD` is not read: the default stands (the greedy
@@ -216,8 +193,7 @@ fn quota_values_of_another_type_leave_the_default() {
         .map(|_| okk(&m, ka.create_native_fence(0)).kmt)
         .collect();
     assert_eq!(made.len(), 40, "FenceFirst's default of 64 applies");
-    ok(&m, m.exit_process(&a));
-    no_fault(&m);
+    exits_clean(&m, &a);
 }
 
 under_the_pages!();

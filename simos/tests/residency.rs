@@ -34,15 +34,15 @@ fn is_local(p: Place) -> bool {
 
 /// The GPU fills `a` with `pattern` and waits for it.
 fn gpu_fill(m: &Machine, q: &mut UserQueue<&SimKmt<'_>>, a: &MappedGpu, pattern: u64) {
-    let v = okk(
+    submit_wait(
         m,
-        q.submit(&[Command::Fill {
+        q,
+        &[Command::Fill {
             dst: a.gpu_va,
             bytes: a.size,
             pattern,
-        }]),
+        }],
     );
-    okk(m, q.wait(v));
 }
 
 fn all(words: &[u64], v: u64) -> bool {
@@ -456,15 +456,15 @@ fn residency_large_system_allocations_are_mapped_with_large_pages() {
     let (pa, _) = m.gpu_translate(0, p.pid, a.gpu_va + LARGE + 8).unwrap();
     a.mem.store(LARGE + 8, PATTERN);
     assert_eq!(m.memory().read_u64(pa), Some(PATTERN), "the CPU's page");
-    let v = okk(
+    submit_wait(
         &m,
-        q.submit(&[Command::Fill {
+        &mut q,
+        &[Command::Fill {
             dst: a.gpu_va + 2 * LARGE - 8,
             bytes: 16,
             pattern: !PATTERN,
-        }]),
+        }],
     );
-    okk(&m, q.wait(v));
     assert_eq!(a.mem.load(2 * LARGE - 8), !PATTERN);
     assert_eq!(a.mem.load(2 * LARGE), !PATTERN, "across into the tail");
     okk(&m, k.destroy_allocation(a.handle));
@@ -478,8 +478,7 @@ fn residency_large_system_allocations_are_mapped_with_large_pages() {
     };
     let mut q = okk(&m, UserQueue::new(&k, &big));
     let t = okk(&m, k.create_allocation(4096));
-    let v = okk(&m, q.submit(&[fill(&t, 0, PATTERN)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill(&t, 0, PATTERN)]);
     assert_eq!(t.mem.load(0), PATTERN);
     okk(&m, q.close());
     no_fault(&m);

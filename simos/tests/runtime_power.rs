@@ -479,12 +479,10 @@ fn um_13_kernel_queue_work_after_f1_completes() {
     let (_p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let mut kq = okk(&m, KernelQueue::new(k, &config(1)));
-    let v = okk(&m, kq.submit(&[fill(&t, 0, 1)]));
-    okk(&m, kq.wait(v));
+    submit_wait(&m, &mut kq, &[fill(&t, 0, 1)]);
     until_f1(&m, 1);
     assert!(m.device(0).unwrap().engine_snapshot(1).unwrap().gated);
-    let v = okk(&m, kq.submit(&[fill(&t, 0, 2)]));
-    okk(&m, kq.wait(v));
+    submit_wait(&m, &mut kq, &[fill(&t, 0, 2)]);
     assert_eq!(t.mem.load(0), 2);
     assert_eq!(m.engine_fstate(0, 1), Some(0));
     no_fault(&m);
@@ -519,8 +517,7 @@ fn um_13_engine_left_gated_in_f0_is_a_driver_bug() {
     let (_p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
-    let v = okk(&m, kq.submit(&[fill(&t, 0, 1)]));
-    okk(&m, kq.wait(v));
+    submit_wait(&m, &mut kq, &[fill(&t, 0, 1)]);
     until_f1(&m, 0);
     assert!(kq.submit(&[fill(&t, 0, 2)]).is_err());
     let fault = format!("{:?}", m.fault());
@@ -588,8 +585,7 @@ fn um_13_f1_waits_until_a_blocked_queue_completes() {
         m.device(0).unwrap().engine_snapshot(0).unwrap().gated,
         disconnects
     );
-    let v = okk(&m, q.submit(&[fill(&t, 0, 8)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill(&t, 0, 8)]);
     assert_eq!(t.mem.load(0), 8);
     // The reconnect made the node F0 first; a doorbell never disconnected (24H2) needs no
     // reconnect, and the OS's F-state stays F1 while the ungated engine runs.

@@ -6,7 +6,9 @@ use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 mod common;
-use common::{one_user_mode_submission, real_qai, refused, start_with_qai_hook};
+use common::{
+    one_user_mode_submission, qai_leaks_dispatch, real_qai, refused, start_with_qai_hook,
+};
 
 use rvgpu_ddi::adapter::{
     DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_QUERYSEGMENT4, DXGK_START_INFO, PQUERY_INTERFACE,
@@ -241,17 +243,6 @@ fn q6_the_184_byte_interface_never_reaches_the_miniport() {
         seen.iter().all(|&(size, _)| size == 56 || size == 48),
         "requests {seen:?}"
     );
-}
-
-/// The driver's QueryAdapterInfo, returning at DISPATCH_LEVEL.
-unsafe extern "system" fn qai_leaks_dispatch(
-    h: HANDLE,
-    args: *const DXGKARG_QUERYADAPTERINFO,
-) -> NTSTATUS {
-    // SAFETY: forwarded unchanged.
-    let s = unsafe { real_qai(h, args) };
-    let _old = SimKernel::raise_to_dispatch();
-    s
 }
 
 type StartDevice = unsafe extern "system" fn(

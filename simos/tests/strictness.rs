@@ -5,7 +5,7 @@ use rvgpu_simos::testing::{self, BAD_FENCE_HANDLE};
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError};
 
 mod common;
-use common::{dxgkrnl_interface, started_with};
+use common::{contiguous, dxgkrnl_interface, started_with};
 
 fn started(mode: Mode) -> Machine {
     common::started(MachineConfig::single(mode))
@@ -124,13 +124,8 @@ fn callback_at_wrong_irql_is_0xa() {
 #[test]
 fn contiguous_memory_double_free_is_0xc4() {
     let m = started(Mode::Step);
-    let iface = dxgkrnl_interface(&m);
-    // SAFETY: the table the simulation handed to StartDevice; the test stands in for the
-    // driver at PASSIVE_LEVEL.
-    let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 8192) };
-    assert_eq!(s, 0);
-    assert!(!p.is_null());
-    // SAFETY: as above.
+    let (iface, h, p) = contiguous(&m, 8192);
+    // SAFETY: the table the simulation handed out; the test stands in for the driver.
     assert_eq!(unsafe { testing::free_contiguous(&iface, h, p) }, 0);
     assert!(m.bugcheck().is_none());
     // SAFETY: as above; the second free is the violation under test.
@@ -152,13 +147,10 @@ fn contiguous_memory_double_free_is_0xc4() {
 fn contiguous_memory_has_a_bus_address() {
     use rvgpu_kmd::platform::Platform;
     let m = started(Mode::Step);
-    let iface = dxgkrnl_interface(&m);
-    // SAFETY: see `contiguous_memory_double_free_is_0xc4`.
-    let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 4096) };
-    assert_eq!(s, 0);
+    let (iface, h, p) = contiguous(&m, 4096);
     let bus = std::ptr::NonNull::new(p.cast::<u8>()).and_then(rvgpu_simos::SimKernel::bus_address);
     assert!(bus.is_some_and(|b| b.get() >= rvgpu_device::SYSMEM_START));
-    // SAFETY: as above.
+    // SAFETY: the table the simulation handed out; the test stands in for the driver.
     assert_eq!(unsafe { testing::free_contiguous(&iface, h, p) }, 0);
 }
 

@@ -21,7 +21,7 @@ use rvgpu_simos::{
     UmsEvent, UmsProcess,
 };
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt};
-use rvgpu_umd::submit::{KernelQueue, QueueConfig, UserQueue};
+use rvgpu_umd::submit::{KernelQueue, UserQueue};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -66,7 +66,7 @@ fn tdr_machine_reading(mode: Mode, reading: rvgpu_simos::machine::answers::Readi
 fn hang_a_user_queue_until_resumed(m: &Machine) -> UmsProcess {
     let h = ok(m, m.create_process(0));
     let kh = m.kmt(&h);
-    let mut uq = okk(m, UserQueue::new(kh, &ucfg(0)));
+    let mut uq = okk(m, UserQueue::new(kh, &config(0)));
     okk(m, uq.submit(&[Command::Hang]));
     run_until(m, "reset", |m| {
         m.tdr_events(0)
@@ -75,21 +75,6 @@ fn hang_a_user_queue_until_resumed(m: &Machine) -> UmsProcess {
     });
     std::mem::forget(uq);
     h
-}
-
-fn ucfg(node: u32) -> QueueConfig {
-    QueueConfig {
-        node,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    }
-}
-
-/// Steps (step mode) or waits (threaded) until `done`; panics with the TDR log otherwise.
-fn run_until(m: &Machine, what: &str, done: impl FnMut(&Machine) -> bool) {
-    let held = ok(m, m.run_until(20_000, Duration::from_secs(20), done));
-    assert!(held, "{what}: not reached; tdr {:#?}", m.tdr_events(0));
 }
 
 fn pos(ev: &[TdrEvent], p: impl Fn(&TdrEvent) -> bool) -> usize {
@@ -431,7 +416,7 @@ fn tdr_04_last_completed_fence() {
 fn tdr_01_24h2_collects_dbg_info2_after_the_group_and_before_the_reset() {
     let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::W24H2);
     let h = ok(&m, m.create_process(0));
-    let mut uq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    let mut uq = okk(&m, UserQueue::new(m.kmt(&h), &config(0)));
     okk(&m, uq.submit(&[Command::Hang]));
     run_until(&m, "reset", |m| {
         m.tdr_events(0)
@@ -506,7 +491,7 @@ fn tdr_01_24h2_collects_dbg_info2_after_the_group_and_before_the_reset() {
 fn hang_a_kernel_queue_until_dumped(m: &Machine) -> (KernelQueue<SimKmt<'_>>, u64, u64) {
     let p = ok(m, m.create_process(0));
     let t = okk(m, m.kmt(&p).create_allocation(4096));
-    let mut kq = okk(m, KernelQueue::new(m.kmt(&p), &ucfg(0)));
+    let mut kq = okk(m, KernelQueue::new(m.kmt(&p), &config(0)));
     let done = okk(m, kq.submit(&[fill(&t, 0, 1)]));
     run_until(m, "fill", |_| kq.completed() >= done);
     let hang = okk(m, kq.submit(&[Command::Hang]));
@@ -576,7 +561,7 @@ fn tdr_01_collect_dbg_info2_level_zero() {
     enable_tdr_after(&m, THREADED_TDR_DELAY, Duration::from_millis(5));
     let h = ok(&m, m.create_process(0));
     let c = ok(&m, m.create_process(0));
-    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &config(0)));
     std::thread::scope(|s| {
         let collector = s.spawn(|| {
             let mut n = 0usize;
@@ -592,7 +577,7 @@ fn tdr_01_collect_dbg_info2_level_zero() {
         let churn = s.spawn(|| {
             let mut n = 0;
             while resets(&m) == 0 && n < 2000 {
-                drop(okk(&m, UserQueue::new(m.kmt(&c), &ucfg(1))));
+                drop(okk(&m, UserQueue::new(m.kmt(&c), &config(1))));
                 n += 1;
             }
         });
@@ -818,9 +803,7 @@ fn tdr_07_completed_between_snapshot_and_reset() {
         ev.iter().any(|e| matches!(e, TdrEvent::ResetEngine { node: 0, status: 0, last_aborted } if *last_aborted == id)),
         "{ev:#?}"
     );
-    assert!(ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device)));
+    assert!(device_error(&ev, &p));
     // TDR-05: the completion interrupt that arrived between the snapshot and the reset was
     // recorded as ignored, not processed.
     assert!(
@@ -888,12 +871,8 @@ fn tdr_08_paging_hang_promotes() {
     assert!(ev.contains(&TdrEvent::Restarted));
     // The adapter reset zeroed it; RestartFromTimeout gave the paging process its root back.
     assert_eq!(d.read64(regs::SYSTEM_PAGE_TABLE_BASE), system_root);
-    assert!(ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == owner.device)));
-    assert!(!ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == idle.device)));
+    assert!(device_error(&ev, &owner));
+    assert!(!device_error(&ev, &idle));
     let (s, c) = m.legacy_fences(0, 0);
     assert_eq!(s, c, "TDR-04: C = S after the adapter reset");
     // The system context and the idle process run new work.
@@ -935,9 +914,7 @@ fn tdr_09_failed_reset_falls_back() {
         hang,
         "the KMD's C = S too"
     );
-    assert!(ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device)));
+    assert!(device_error(&ev, &p));
     let (q, kq) = user_process(&m);
     let t = okk(&m, kq.create_allocation(4096));
     for node in 0..2 {
@@ -1001,9 +978,9 @@ fn tdr_compute_hang_copy_keeps_completing() {
     let h = ok(&m, m.create_process(0));
     let (c, kc) = user_process(&m);
     let t = okk(&m, kc.create_allocation(64 * 1024));
-    let mut copy = okk(&m, UserQueue::new(kc, &ucfg(1)));
+    let mut copy = okk(&m, UserQueue::new(kc, &config(1)));
     // Created before the count starts: mapping its ring is paging work on the copy node.
-    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &ucfg(0)));
+    let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &config(0)));
     let per = commands_per_fill(&m, &mut copy, &t, 1);
     let base = m.device(0).unwrap().completed_commands(1);
     okk(&m, hq.submit(&[Command::Hang]));
@@ -1038,9 +1015,7 @@ fn tdr_compute_hang_copy_keeps_completing() {
             cause: Cause::EngineHung | Cause::HwQueueStalled { .. }
         }
     )));
-    assert!(!ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == c.device)));
+    assert!(!device_error(&ev, &c));
     println!(
         "figure: copy submissions during detection+reset {during}, after {}, lost 0, duplicated 0",
         n - during
@@ -1056,12 +1031,12 @@ fn tdr_um10_guilty_doorbells_abort() {
     let h = ok(&m, m.create_process(0));
     let (_o, ko) = user_process(&m);
     let to = okk(&m, ko.create_allocation(4096));
-    let mut oq0 = okk(&m, UserQueue::new(ko, &ucfg(0)));
-    let mut oq1 = okk(&m, UserQueue::new(ko, &ucfg(1)));
+    let mut oq0 = okk(&m, UserQueue::new(ko, &config(0)));
+    let mut oq1 = okk(&m, UserQueue::new(ko, &config(1)));
     let kh = m.kmt(&h);
     let th = okk(&m, kh.create_allocation(4096));
-    let mut hq = okk(&m, UserQueue::new(kh, &ucfg(0)));
-    let mut hq1 = okk(&m, UserQueue::new(kh, &ucfg(1)));
+    let mut hq = okk(&m, UserQueue::new(kh, &config(0)));
+    let mut hq1 = okk(&m, UserQueue::new(kh, &config(1)));
     okk(&m, hq1.submit(&[fill(&th, 0, 1)]));
     let v0 = okk(&m, oq0.submit(&[fill(&to, 0, 1)]));
     run_until(&m, "warm", |_| oq0.completed() >= v0);
@@ -1117,7 +1092,7 @@ fn tdr_um10_guilty_doorbells_abort() {
     // The process recreates its device (a new process here) and works.
     let (_h2, kh2) = user_process(&m);
     let t2 = okk(&m, kh2.create_allocation(4096));
-    let mut q2 = okk(&m, UserQueue::new(kh2, &ucfg(0)));
+    let mut q2 = okk(&m, UserQueue::new(kh2, &config(0)));
     let v = okk(&m, q2.submit(&[fill(&t2, 0, 4)]));
     run_until(&m, "recreated", |_| q2.completed() >= v);
     assert_eq!(t2.mem.load(0), 4);
@@ -1146,7 +1121,7 @@ fn tdr_reset_under_user_mode_traffic() {
     let mut queues: Vec<(usize, u32, UserQueue<SimKmt<'_>>, u64)> = Vec::new();
     for (i, k) in kmts.iter().enumerate() {
         for node in 0..2 {
-            queues.push((i, node, okk(&m, UserQueue::new(*k, &ucfg(node))), 0));
+            queues.push((i, node, okk(&m, UserQueue::new(*k, &config(node))), 0));
         }
     }
     let per: Vec<u64> = (0..2)
@@ -1166,7 +1141,7 @@ fn tdr_reset_under_user_mode_traffic() {
         .collect();
     // Before the count starts: mapping its ring is paging work on the copy node.
     let guilty = ok(&m, m.create_process(0));
-    let mut gq = okk(&m, UserQueue::new(m.kmt(&guilty), &ucfg(0)));
+    let mut gq = okk(&m, UserQueue::new(m.kmt(&guilty), &config(0)));
     let base: Vec<u64> = (0..2)
         .map(|n| m.device(0).unwrap().completed_commands(n))
         .collect();
@@ -1233,9 +1208,7 @@ fn tdr_reset_under_user_mode_traffic() {
     }
     let ev = m.tdr_events(0);
     for p in &procs {
-        assert!(!ev
-            .iter()
-            .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device)));
+        assert!(!device_error(&ev, p));
     }
     println!(
         "figure: user-mode traffic: {} + {} submissions of other processes across the reset, \
@@ -1276,9 +1249,7 @@ fn tdr_dma_faulted_recovers() {
         ev.iter().any(|e| matches!(e, TdrEvent::Detected { node: 0, cause: Cause::Faulted { fence } } if *fence == f)),
         "{ev:#?}"
     );
-    assert!(ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == bad.device)));
+    assert!(device_error(&ev, &bad));
     assert!(ev
         .iter()
         .any(|e| matches!(e, TdrEvent::Resubmitted { old, paging: false, .. } if *old == g)));
@@ -1294,10 +1265,10 @@ fn tdr_hang_on_killed_process() {
     let h = ok(&m, m.create_process(0));
     let (o, ko) = user_process(&m);
     let to = okk(&m, ko.create_allocation(4096));
-    let mut oq = okk(&m, UserQueue::new(ko, &ucfg(0)));
+    let mut oq = okk(&m, UserQueue::new(ko, &config(0)));
     {
         let kh = m.kmt(&h);
-        let mut hq = okk(&m, UserQueue::new(kh, &ucfg(0)));
+        let mut hq = okk(&m, UserQueue::new(kh, &config(0)));
         okk(&m, hq.submit(&[Command::Hang]));
         ok(&m, m.run_steps(5));
         std::mem::forget(hq);
@@ -1334,7 +1305,7 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
     let tc = okk(&m, kc.create_allocation(4096));
     let per: Vec<u64> = (0..2)
         .map(|node| {
-            let mut q = okk(&m, UserQueue::new(kc, &ucfg(node)));
+            let mut q = okk(&m, UserQueue::new(kc, &config(node)));
             let d = m.device(0).unwrap();
             let before = d.completed_commands(node);
             let v = okk(
@@ -1364,12 +1335,12 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
         .map(|p| {
             let k = m.kmt(p);
             [
-                okk(&m, UserQueue::new(k, &ucfg(0))),
-                okk(&m, UserQueue::new(k, &ucfg(1))),
+                okk(&m, UserQueue::new(k, &config(0))),
+                okk(&m, UserQueue::new(k, &config(1))),
             ]
         })
         .collect();
-    let mut gq = okk(&m, UserQueue::new(m.kmt(&guilty), &ucfg(0)));
+    let mut gq = okk(&m, UserQueue::new(m.kmt(&guilty), &config(0)));
     let base: Vec<u64> = (0..2)
         .map(|n| m.device(0).unwrap().completed_commands(n))
         .collect();
@@ -1465,13 +1436,9 @@ fn tdr_reset_under_user_mode_traffic_threaded() {
     }
     let ev = m.tdr_events(0);
     for p in &procs {
-        assert!(!ev
-            .iter()
-            .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device)));
+        assert!(!device_error(&ev, p));
     }
-    assert!(ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == guilty.device)));
+    assert!(device_error(&ev, &guilty));
     println!(
         "figure: threaded user-mode traffic across the reset: {counts:?} submissions per queue \
          pair, lost 0, duplicated 0"
@@ -1554,7 +1521,7 @@ fn tdr_repeated_resets_on_every_kind() {
         let (h, kh) = user_process(&m);
         let mut uq = None;
         if user {
-            let mut q = okk(&m, UserQueue::new(kh, &ucfg(node)));
+            let mut q = okk(&m, UserQueue::new(kh, &config(node)));
             okk(&m, q.submit(&[Command::Hang]));
             uq = Some(q);
         } else {
@@ -1597,7 +1564,7 @@ fn tdr_reset_same_engine_mid_indirect() {
     let (_inn, ki) = user_process(&m);
     const REGION: u64 = 16 * 1024;
     let t = okk(&m, ki.create_allocation(FILLS * REGION));
-    let mut iq = okk(&m, UserQueue::new(ki, &ucfg(0)));
+    let mut iq = okk(&m, UserQueue::new(ki, &config(0)));
     let per = commands_per_fill(&m, &mut iq, &t, 0) - 1;
     let iq_id = iq.queue_id();
     let mid = std::sync::Arc::new(std::sync::Mutex::new(None));
@@ -1617,7 +1584,7 @@ fn tdr_reset_same_engine_mid_indirect() {
     // The guilty process exists before the innocent starts: creating its queue is paging
     // work, long enough for the whole indirect buffer to finish meanwhile.
     let g = ok(&m, m.create_process(0));
-    let mut gq = okk(&m, UserQueue::new(m.kmt(&g), &ucfg(0)));
+    let mut gq = okk(&m, UserQueue::new(m.kmt(&g), &config(0)));
     let base = m.device(0).unwrap().completed_commands(0);
     // Each FILL is 4 chunks of 4 KiB: several steps, so the HANG is picked between two.
     let cmds: Vec<Command> = (0..FILLS)
@@ -1692,7 +1659,7 @@ fn tdr_q7_blocked_wait_counts_as_timeout() {
     let m = tdr_machine(Mode::Step, |_| {});
     let (w, kw) = user_process(&m);
     let never = okk(&m, kw.create_allocation(4096));
-    let mut wq = okk(&m, UserQueue::new(kw, &ucfg(0)));
+    let mut wq = okk(&m, UserQueue::new(kw, &config(0)));
     okk(
         &m,
         wq.submit(&[Command::FenceWait {
@@ -1702,7 +1669,7 @@ fn tdr_q7_blocked_wait_counts_as_timeout() {
     );
     let (_o, ko) = user_process(&m);
     let t = okk(&m, ko.create_allocation(4096));
-    let mut oq = okk(&m, UserQueue::new(ko, &ucfg(0)));
+    let mut oq = okk(&m, UserQueue::new(ko, &config(0)));
     run_until(&m, "reset", |m| resets(m) == 1);
     let ev = m.tdr_events(0);
     assert!(
@@ -1715,9 +1682,7 @@ fn tdr_q7_blocked_wait_counts_as_timeout() {
         )),
         "{ev:#?}"
     );
-    assert!(ev
-        .iter()
-        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == w.device)));
+    assert!(device_error(&ev, &w));
     let v = okk(&m, oq.submit(&[fill(&t, 0, 0x99)]));
     run_until(&m, "other queue", |_| oq.completed() >= v);
     assert_eq!(t.mem.load(0), 0x99);

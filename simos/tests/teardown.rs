@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{dxgkrnl_interface, pe};
+use common::{contiguous, dxgkrnl_interface, pe};
 
 use rvgpu_ddi::dxgkrnl::DxgkServicesFeature;
 use rvgpu_ddi::feature::{DXGK_FEATURE_INTERFACE, DXGK_FEATURE_INTERFACE_VERSION_1};
@@ -21,6 +21,17 @@ fn started() -> Machine {
         panic!("bring-up: {e}");
     }
     m
+}
+
+/// A routine of the feature interface that takes its context.
+type ContextFn = unsafe extern "system" fn(rvgpu_ddi::PVOID);
+
+/// The feature interface's InterfaceReference and InterfaceDereference (the OS fills both).
+fn ref_counting(fi: &DXGK_FEATURE_INTERFACE) -> (ContextFn, ContextFn) {
+    let (Some(reference), Some(deref)) = (fi.InterfaceReference, fi.InterfaceDereference) else {
+        panic!("no InterfaceReference or InterfaceDereference")
+    };
+    (reference, deref)
 }
 
 fn feature_interface(m: &Machine) -> DXGK_FEATURE_INTERFACE {
@@ -65,10 +76,7 @@ fn stop_then_remove_fails(m: &mut Machine, leak: &str) {
 #[test]
 fn remove_with_leaked_contiguous_memory_fails() {
     let mut m = started();
-    let iface = dxgkrnl_interface(&m);
-    // SAFETY: the table the simulation handed out; the test stands in for the driver.
-    let (s, _h, _p) = unsafe { testing::allocate_contiguous(&iface, 4096) };
-    assert_eq!(s, 0);
+    let _leaked = contiguous(&m, 4096);
     stop_then_remove_fails(&mut m, "1 contiguous");
 }
 
@@ -86,9 +94,7 @@ fn remove_with_a_held_interface_reference_fails() {
 fn interface_dereference_underflow_is_a_failure() {
     let m = started();
     let fi = feature_interface(&m);
-    let Some(deref) = fi.InterfaceDereference else {
-        panic!("no InterfaceDereference")
-    };
+    let (_, deref) = ref_counting(&fi);
     // SAFETY: the interface's own routine with its own context.
     unsafe {
         deref(fi.Context); // ours
@@ -110,9 +116,7 @@ fn interface_dereference_underflow_is_a_failure() {
 fn interface_reference_checks_irql_and_handle() {
     let m = started();
     let fi = feature_interface(&m);
-    let Some(reference) = fi.InterfaceReference else {
-        panic!("no InterfaceReference")
-    };
+    let (reference, _) = ref_counting(&fi);
     // SAFETY: the interface's routine, at device IRQL (the violation under test).
     m.at_irql(Irql::Device, |_| unsafe { reference(fi.Context) });
     assert_eq!(
@@ -122,18 +126,14 @@ fn interface_reference_checks_irql_and_handle() {
 
     let mut m = started();
     let fi = feature_interface(&m);
-    let Some(deref) = fi.InterfaceDereference else {
-        panic!("no InterfaceDereference")
-    };
+    let (_, deref) = ref_counting(&fi);
     // SAFETY: release the test's own reference so the adapter can be removed cleanly.
     unsafe { deref(fi.Context) };
     let r = m.stop_adapter(0).and_then(|()| m.remove_adapter(0));
     if let Err(e) = r {
         panic!("down: {e}");
     }
-    let Some(reference) = fi.InterfaceReference else {
-        panic!("no InterfaceReference")
-    };
+    let (reference, _) = ref_counting(&fi);
     // SAFETY: the interface's routine with the removed adapter's context (caught).
     unsafe { reference(fi.Context) };
     assert_eq!(
@@ -170,11 +170,8 @@ fn huge_contiguous_allocation_fails_cleanly() {
 fn write_after_free_of_contiguous_memory_is_caught_at_unload() {
     for write_after_free in [false, true] {
         let mut m = started();
-        let iface = dxgkrnl_interface(&m);
+        let (iface, h, p) = contiguous(&m, 8192);
         // SAFETY: the table the simulation handed out; the test stands in for the driver.
-        let (s, h, p) = unsafe { testing::allocate_contiguous(&iface, 8192) };
-        assert_eq!(s, 0);
-        // SAFETY: as above.
         assert_eq!(unsafe { testing::free_contiguous(&iface, h, p) }, 0);
         let stale = p.cast::<u64>().wrapping_add(3);
         if write_after_free {

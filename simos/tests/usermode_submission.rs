@@ -140,8 +140,7 @@ fn um_03_node_metadata_gates_user_mode_queues() {
             .any(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission)),
         "rvgpu supports user-mode submission on its engines"
     );
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-04: `DXGKQAITYPE_USERMODESUBMISSION_CAPS` reports the doorbell size; the OS's dummy page
@@ -172,8 +171,7 @@ fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
         (caps.DoorbellSizeInBytes as usize).div_ceil(8) * 8,
         "the dummy page has the doorbell's size"
     );
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-03 (the OS's side): a node whose metadata lacks `UserModeSubmission` gets no user-mode
@@ -199,8 +197,7 @@ fn um_03_os_refuses_user_mode_queues_on_a_node_without_the_flag() {
     okk(&m, k.destroy_context(ctx));
     let q0 = raw_queue(&m, &k, 0);
     let _ = q0;
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-04 (the OS's side): nodes that claim user-mode submission while
@@ -236,14 +233,7 @@ fn um_01_user_and_kernel_mode_submission_together() {
     let mut last = (0, 0);
     for i in 0..8u64 {
         last.0 = okk(&m, uq.submit(&[fill(&t, i)]));
-        last.1 = okk(
-            &m,
-            kq.submit(&[Command::Fill {
-                dst: t.gpu_va + 2048,
-                bytes: 64,
-                pattern: i,
-            }]),
-        );
+        last.1 = okk(&m, kq.submit(&[fill64(t.gpu_va + 2048, i)]));
     }
     okk(&m, uq.wait(last.0));
     okk(&m, kq.wait(last.1));
@@ -256,8 +246,7 @@ fn um_01_user_and_kernel_mode_submission_together() {
     assert_eq!(t.mem.load(2048), 7);
     okk(&m, uq.close());
     okk(&m, kq.close());
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-05: a queue created with `UserModeSubmission` has no kernel-mode path: the OS refuses
@@ -275,8 +264,7 @@ fn um_05_user_mode_queue_refuses_kernel_submission() {
         m.ddi_submit_command_to_hw_queue(&p, q.queue.handle, 1, t.gpu_va, 64),
     );
     assert!(s < 0, "the KMD must refuse too, returned {s:#x}");
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -381,8 +369,7 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
     a.doorbell.cpu.ring(8 * (n + n2) as u64);
     okk(&m, k.wait_for_fence(a.queue.progress_fence, 1));
     assert_eq!(t.mem.load(0), 0xAB);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -399,8 +386,7 @@ fn um_10_device_loss_aborts_every_doorbell() {
     let raw = raw_queue(&m, &k, 0);
     okk(&m, k.connect_doorbell(raw.doorbell.handle));
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, uq.submit(&[fill(&t, 1)]));
-    okk(&m, uq.wait(v));
+    submit_wait(&m, &mut uq, &[fill(&t, 1)]);
     ok(&m, m.device_lost(0));
     let info = m.doorbell_info(0, raw.doorbell.handle).unwrap();
     assert_eq!(info.state, DoorbellState::Aborted);
@@ -420,8 +406,7 @@ fn um_10_device_loss_aborts_every_doorbell() {
     okk(&m, uq.wait(v));
     assert_eq!(t.mem.load(0), 2);
     drop(uq);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-10, device removed: doorbells abort, progress fences read the maximum (waiters are
@@ -433,8 +418,7 @@ fn um_10_device_removed_queue_lost_and_recreated() {
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, q.submit(&[fill(&t, 1)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill(&t, 1)]);
     ok(&m, m.device_removed(0));
     assert!(q.submit(&[fill(&t, 2)]).is_err() || q.is_lost());
     assert!(q.is_lost(), "UM-10: the queue reports device loss");
@@ -447,13 +431,11 @@ fn um_10_device_removed_queue_lost_and_recreated() {
     let (p2, k2) = user_process(&m);
     let t2 = target(&m, &k2);
     let mut q2 = okk(&m, UserQueue::new(k2, &config(0)));
-    let v = okk(&m, q2.submit(&[fill(&t2, 3)]));
-    okk(&m, q2.wait(v));
+    submit_wait(&m, &mut q2, &[fill(&t2, 3)]);
     assert_eq!(t2.mem.load(0), 3);
     assert_eq!(q2.path(), SubmissionPath::UserMode);
     drop(q2);
-    ok(&m, m.exit_process(&p2));
-    no_fault(&m);
+    exits_clean(&m, &p2);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -472,8 +454,7 @@ fn um_13_f1_disconnects_the_engines_doorbells() {
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, q0.submit(&[fill(&t, 1)]));
-    okk(&m, q0.wait(v));
+    submit_wait(&m, &mut q0, &[fill(&t, 1)]);
     let e1 = raw_queue(&m, &k, 1);
     okk(&m, k.connect_doorbell(e1.doorbell.handle));
     ok(&m, m.run_steps(200));
@@ -529,8 +510,7 @@ fn um_13_f1_disconnects_the_engines_doorbells() {
     assert_eq!(t.mem.load(0), 2);
     assert_eq!(q0.path(), SubmissionPath::UserMode);
     drop(q0);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -546,8 +526,7 @@ fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
     let t = target(&m, &k);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let mut q1 = okk(&m, UserQueue::new(k, &config(1)));
-    let v = okk(&m, q0.submit(&[fill(&t, 1)]));
-    okk(&m, q0.wait(v));
+    submit_wait(&m, &mut q0, &[fill(&t, 1)]);
     m.clear_ums_events(0);
     assert!(ok(&m, m.power_down(0)), "idle: powered down");
     assert_eq!(m.power_state(0), Some(Power::D3));
@@ -569,14 +548,7 @@ fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
     assert_eq!(discs.len(), 2, "{ev:#?}");
     assert!(suspends.iter().max() < discs.iter().min() && discs.iter().max() < Some(&d3));
     m.clear_ums_events(0);
-    let v = okk(
-        &m,
-        q1.submit(&[Command::Fill {
-            dst: t.gpu_va + 1024,
-            bytes: 64,
-            pattern: 5,
-        }]),
-    );
+    let v = okk(&m, q1.submit(&[fill64(t.gpu_va + 1024, 5)]));
     let ev = events_of(&m);
     let d0 = position(&ev, |e| matches!(e, UmsEvent::SetPowerState { state: 1 })).unwrap();
     let conn = position(&ev, |e| matches!(e, UmsEvent::ConnectDoorbell { .. })).unwrap();
@@ -591,12 +563,10 @@ fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
     );
     okk(&m, q1.wait(v));
     assert_eq!(t.mem.load(1024), 5);
-    let v = okk(&m, q0.submit(&[fill(&t, 6)]));
-    okk(&m, q0.wait(v));
+    submit_wait(&m, &mut q0, &[fill(&t, 6)]);
     assert_eq!(t.mem.load(0), 6);
     drop((q0, q1));
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// The driver touched no register of the function in D3hot and never took D3hot's all-ones
@@ -625,21 +595,18 @@ fn um_14_shared_line_interrupt_in_d3_is_declined_and_the_gpu_comes_back() {
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, q.submit(&[fill(&t, 1)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill(&t, 1)]);
     assert!(ok(&m, m.power_down(0)), "idle: powered down");
     let (isr_calls, _) = m.interrupt_counts(0);
     ok(&m, m.raise_interrupt(0));
     assert_eq!(m.interrupt_counts(0).0, isr_calls + 1, "the ISR ran");
     // Long enough for any driver timer to have looked at the device too.
     ok(&m, m.run_steps(300));
-    let v = okk(&m, q.submit(&[fill(&t, 2)]));
-    okk(&m, q.wait(v));
+    submit_wait(&m, &mut q, &[fill(&t, 2)]);
     assert_eq!(t.mem.load(0), 2);
     assert_d3hot_untouched(&m);
     drop(q);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-14 in D3hot: a queue closed while the GPU is powered down (its doorbell and hardware
@@ -655,8 +622,7 @@ fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
     let t = target(&m, &k);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let mut q1 = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, q0.submit(&[fill(&t, 1)]));
-    okk(&m, q0.wait(v));
+    submit_wait(&m, &mut q0, &[fill(&t, 1)]);
     let queues_before = m
         .device(0)
         .unwrap()
@@ -666,8 +632,7 @@ fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
         .len();
     assert!(ok(&m, m.power_down(0)), "idle: powered down");
     okk(&m, q0.close());
-    let v = okk(&m, q1.submit(&[fill(&t, 2)]));
-    okk(&m, q1.wait(v));
+    submit_wait(&m, &mut q1, &[fill(&t, 2)]);
     assert_eq!(t.mem.load(0), 2);
     assert_eq!(
         m.device(0)
@@ -682,13 +647,11 @@ fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
     // A queue created while powered down reaches the device once it is back in D0.
     assert!(ok(&m, m.power_down(0)), "idle again: powered down");
     let mut q2 = okk(&m, UserQueue::new(k, &config(0)));
-    let v = okk(&m, q2.submit(&[fill(&t, 3)]));
-    okk(&m, q2.wait(v));
+    submit_wait(&m, &mut q2, &[fill(&t, 3)]);
     assert_eq!(t.mem.load(0), 3);
     assert_d3hot_untouched(&m);
     drop((q1, q2));
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-14 against a Dxgkrnl that skips the doorbell disconnects before D3 (as the pre-release
@@ -715,8 +678,7 @@ fn doorbells_left_connected_at_d3(global: bool) {
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let mut q1 = okk(&m, UserQueue::new(k, &config(0)));
     for (i, q) in [&mut q0, &mut q1].into_iter().enumerate() {
-        let v = okk(&m, q.submit(&[fill(&t, i as u64 + 1)]));
-        okk(&m, q.wait(v));
+        submit_wait(&m, q, &[fill(&t, i as u64 + 1)]);
     }
     assert!(
         ok(&m, m.power_down_leaving_doorbells(0)),
@@ -756,8 +718,7 @@ fn doorbells_left_connected_at_d3(global: bool) {
     );
     assert_eq!(ok(&m, m.d3hot_accesses(0)), 0, "the driver touched nothing");
     drop((q0, q1));
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// The driver's own `DxgkDdiSetPowerState`, for the stand-in below.
@@ -894,8 +855,7 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
         2,
         "UM-12: the work written meanwhile ran after resume"
     );
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -926,8 +886,7 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
     let _ = wp;
     okk(&m, k.destroy_doorbell(q.doorbell.handle));
     assert!(m.doorbell_info(0, q.doorbell.handle).is_none());
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -960,8 +919,7 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
     assert!(!m.hw_queue_has_work(0, queue));
     assert_eq!(m.hw_queue_progress(0, queue), Some((v, v)));
     drop(q);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-17: normal exit: per queue the doorbell is disconnected, the OS waits for the last
@@ -1115,8 +1073,7 @@ fn um_20_victimisation_walkthrough() {
     q2.doorbell.cpu.ring(0);
     assert_eq!(dev.doorbell_stats().per_page[0], before + 1);
     let _ = (&q1.pdd, q1.queue_id, q2.queue_id);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-19, UM-20 end to end: three user-mode queues share one physical doorbell; each
@@ -1135,11 +1092,7 @@ fn um_19_three_queues_one_doorbell_all_work_completes() {
         for (i, q) in qs.iter_mut().enumerate() {
             last[i] = okk(
                 &m,
-                q.submit(&[Command::Fill {
-                    dst: t.gpu_va + 256 * i as u64,
-                    bytes: 64,
-                    pattern: round * 10 + i as u64,
-                }]),
+                q.submit(&[fill64(t.gpu_va + 256 * i as u64, round * 10 + i as u64)]),
             );
         }
     }
@@ -1152,8 +1105,7 @@ fn um_19_three_queues_one_doorbell_all_work_completes() {
         .iter()
         .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })));
     drop(qs);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-21: with a global doorbell every doorbell connects to the same physical doorbell and
@@ -1173,11 +1125,7 @@ fn um_21_global_doorbell_no_victimisation() {
     for (i, q) in qs.iter_mut().enumerate() {
         last[i] = okk(
             &m,
-            q.submit(&[Command::Fill {
-                dst: t.gpu_va + 256 * i as u64,
-                bytes: 64,
-                pattern: 7 + i as u64,
-            }]),
+            q.submit(&[fill64(t.gpu_va + 256 * i as u64, 7 + i as u64)]),
         );
     }
     for (i, q) in qs.iter().enumerate() {
@@ -1197,8 +1145,7 @@ fn um_21_global_doorbell_no_victimisation() {
         .collect();
     assert_eq!(pages, vec![0, 0, 0]);
     drop(qs);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// Connect pages in event order.
@@ -1307,8 +1254,7 @@ fn global_doorbell_victimises_a_whole_process() {
         .map(|_| okk(&m, UserQueue::new(ka, &config(0))))
         .collect();
     for (i, q) in qa.iter_mut().enumerate() {
-        let last = okk(&m, q.submit(&[fill(&ta, 1 + i as u64)]));
-        okk(&m, q.wait(last));
+        submit_wait(&m, q, &[fill(&ta, 1 + i as u64)]);
     }
     let callbacks = |m: &Machine| {
         events_of(m)
@@ -1318,21 +1264,18 @@ fn global_doorbell_victimises_a_whole_process() {
     };
     assert_eq!(callbacks(&m), 0);
     let mut qb = okk(&m, UserQueue::new(kb, &config(0)));
-    let last = okk(&m, qb.submit(&[fill(&tb, 9)]));
-    okk(&m, qb.wait(last));
+    submit_wait(&m, &mut qb, &[fill(&tb, 9)]);
     assert_eq!(tb.mem.load(0), 9);
     assert_eq!(callbacks(&m), 2, "both of A's doorbells were victimised");
     // A's queues reconnect (taking the page back from B) and run.
     for (i, q) in qa.iter_mut().enumerate() {
-        let last = okk(&m, q.submit(&[fill(&ta, 20 + i as u64)]));
-        okk(&m, q.wait(last));
+        submit_wait(&m, q, &[fill(&ta, 20 + i as u64)]);
     }
     assert_eq!(ta.mem.load(0), 21);
     assert_eq!(callbacks(&m), 3, "B's doorbell was victimised once");
     drop((qa, qb));
     ok(&m, m.exit_process(&pa));
-    ok(&m, m.exit_process(&pb));
-    no_fault(&m);
+    exits_clean(&m, &pb);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1356,14 +1299,7 @@ fn um_19_threaded_two_processes_share_two_doorbells() {
                 let mut last = [0u64; 2];
                 for i in 0..50u64 {
                     for (n, q) in qs.iter_mut().enumerate() {
-                        last[n] = okk(
-                            m,
-                            q.submit(&[Command::Fill {
-                                dst: t.gpu_va + 512 * n as u64,
-                                bytes: 64,
-                                pattern: i,
-                            }]),
-                        );
+                        last[n] = okk(m, q.submit(&[fill64(t.gpu_va + 512 * n as u64, i)]));
                     }
                 }
                 for (n, q) in qs.iter().enumerate() {
@@ -1491,8 +1427,7 @@ fn destroy_order_is_enforced() {
     okk(&m, k.destroy_doorbell(q.doorbell.handle));
     okk(&m, k.destroy_hw_queue(q.queue.handle));
     okk(&m, k.destroy_context(q.context));
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-20 threaded: three processes churn user-mode queues (create, submit, wait, close) on
@@ -1557,8 +1492,7 @@ fn um_13_threaded_f1_while_submitting() {
                 let t = target(m, &k);
                 let mut q = okk(m, UserQueue::new(k, &config(pi as u32 % 2)));
                 for i in 0..15u64 {
-                    let v = okk(m, q.submit(&[fill(&t, i)]));
-                    okk(m, q.wait(v));
+                    submit_wait(m, &mut q, &[fill(&t, i)]);
                     assert_eq!(t.mem.load(0), i);
                     std::thread::sleep(Duration::from_millis(3));
                 }
@@ -1631,8 +1565,7 @@ fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
         DoorbellState::Connected { page: 0 }
     ));
     ok(&m, m.exit_process(&pa));
-    ok(&m, m.exit_process(&pb));
-    no_fault(&m);
+    exits_clean(&m, &pb);
 }
 
 /// UM-16, UM-19: far more submissions than the ring holds: the UMD wraps the ring and waits on
@@ -1652,8 +1585,7 @@ fn um_16_ring_wraps_many_times() {
     assert_eq!(t.mem.load(0), 399);
     assert_eq!(q.path(), SubmissionPath::UserMode);
     drop(q);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// The OS tears live processes down (abnormal exits) before a PnP stop; the adapter then
@@ -1710,8 +1642,7 @@ fn um_14_threaded_power_down_while_submitting() {
                     let t = target(m, &k);
                     let mut q = okk(m, UserQueue::new(k, &config(pi as u32 % 2)));
                     for i in 0..40u64 {
-                        let v = okk(m, q.submit(&[fill(&t, i)]));
-                        okk(m, q.wait(v));
+                        submit_wait(m, &mut q, &[fill(&t, i)]);
                         assert_eq!(t.mem.load(0), i);
                         // Idle windows for the runtime power-down.
                         std::thread::sleep(Duration::from_millis(2));
@@ -1777,8 +1708,7 @@ fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
     ok(&m, m.resume_context(&p, a.context));
     okk(&m, k.wait_for_fence(a.queue.progress_fence, 1));
     assert_eq!(t.mem.load(0), 0x11);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 /// UM-17, leak check: after a process with user-mode and kernel-mode queues on both engines
@@ -1833,8 +1763,7 @@ fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
-    let v = okk(&m, kq.submit(&[fill(&t, 1)]));
-    okk(&m, kq.wait(v));
+    submit_wait(&m, &mut kq, &[fill(&t, 1)]);
     let ctx = events_of(&m)
         .iter()
         .rev()
@@ -1860,8 +1789,7 @@ fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
     okk(&m, kq.wait(v));
     assert_eq!(t.mem.load(0), 3);
     drop(kq);
-    ok(&m, m.exit_process(&p));
-    no_fault(&m);
+    exits_clean(&m, &p);
 }
 
 against_the_pe_image!();
@@ -1889,8 +1817,7 @@ fn lying_exit(mode: Mode, lie: Lie) {
     let (victim, kv) = user_process(&m);
     let vt = target(&m, &kv);
     let mut vq = okk(&m, UserQueue::new(kv, &config(0)));
-    let v = okk(&m, vq.submit(&[fill(&vt, 1)]));
-    okk(&m, vq.wait(v));
+    submit_wait(&m, &mut vq, &[fill(&vt, 1)]);
 
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
@@ -1933,12 +1860,10 @@ fn lying_exit(mode: Mode, lie: Lie) {
         device: victim.device
     }));
     // Every other process is untouched: its queue still runs.
-    let v = okk(&m, vq.submit(&[fill(&vt, 2)]));
-    okk(&m, vq.wait(v));
+    submit_wait(&m, &mut vq, &[fill(&vt, 2)]);
     assert_eq!(vt.mem.load(0), 2);
     drop(vq);
-    ok(&m, m.exit_process(&victim));
-    no_fault(&m);
+    exits_clean(&m, &victim);
 }
 
 #[test]

@@ -5,6 +5,17 @@ use std::ptr::NonNull;
 
 use rvgpu_kmd::platform::{Irql, Level, Platform};
 
+/// The six native-fence DDIs (NF-12).
+#[allow(dead_code)]
+pub const NATIVE_FENCE_DDIS: [&str; 6] = [
+    "DxgkDdiCreateNativeFence",
+    "DxgkDdiDestroyNativeFence",
+    "DxgkDdiOpenNativeFence",
+    "DxgkDdiCloseNativeFence",
+    "DxgkDdiUpdateMonitoredValues",
+    "DxgkDdiUpdateCurrentValuesFromCpu",
+];
+
 /// A platform with no device and no kernel behind it, for tests that exercise the DDI table
 /// without the simulated OS. Reads return all-ones like an absent device, writes are dropped,
 /// IRQL never changes, and nothing has a bus address.

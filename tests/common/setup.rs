@@ -37,3 +37,19 @@ pub fn stop(line: &str) -> ! {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
     std::process::exit(1)
 }
+
+/// Runs `cmd` and returns what it wrote; fails the test, saying `what` it was and what the
+/// command printed, unless it ran and exited with success.
+#[allow(dead_code)]
+pub fn succeeded(cmd: &mut Command, what: &str) -> std::process::Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: {:?} does not run: {e}", cmd.get_program()));
+    assert!(
+        out.status.success(),
+        "{what}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

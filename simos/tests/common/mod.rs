@@ -16,14 +16,16 @@ use std::time::Duration;
 use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
 use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_ddi::{HANDLE, NTSTATUS};
+use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID};
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::{DoorbellPdd, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimKmt, SimMem};
-use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, SimError, TdrConfig, UmsProcess};
+use rvgpu_simos::{
+    AdapterConfig, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, UmsProcess,
+};
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Doorbell, Kmt, KmtHandle};
-use rvgpu_umd::submit::QueueConfig;
+use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmitError, UserQueue};
 use zerocopy::IntoBytes;
 
 /// Arms TDR on adapter 0 with the emulated-step limits: a timeout after `timeout_steps` steps
@@ -250,6 +252,13 @@ pub fn create_doorbell_pdd(
 
 /// A context on node 0 with a user-mode queue, its ring and ring control, and a doorbell.
 pub fn raw_queue(m: &Machine, k: &SimKmt<'_>) -> RawQueue {
+    let mut q = unbelled_queue(m, k);
+    q.doorbell = create_doorbell(m, k, &q);
+    q
+}
+
+/// [`raw_queue`] without its doorbell (`doorbell` 0).
+pub fn unbelled_queue(m: &Machine, k: &SimKmt<'_>) -> RawQueue {
     let context = okk(m, k.create_context(0));
     let mut qp = hw_queue_pdd();
     let queue = okk(m, k.create_hw_queue(context, true, qp.as_mut_bytes())).handle;
@@ -261,14 +270,12 @@ pub fn raw_queue(m: &Machine, k: &SimKmt<'_>) -> RawQueue {
     // Fresh ring control: both pointers at 0.
     control.mem.store(RingControl::WRITE_PTR, 0);
     control.mem.store(RingControl::READ_PTR, 0);
-    let mut q = RawQueue {
+    RawQueue {
         queue,
         ring,
         control,
         doorbell: 0,
-    };
-    q.doorbell = create_doorbell(m, k, &q);
-    q
+    }
 }
 
 /// `(iterations, time)` of every criterion `iter_custom` call.
@@ -322,6 +329,21 @@ pub unsafe fn real_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTERINFO) -> NTST
     unsafe { real(h, args) }
 }
 
+/// A QueryAdapterInfo hook: the driver's own ([`real_qai`]), which then "forgets" to lower the
+/// IRQL it raised (returns at DISPATCH_LEVEL).
+///
+/// # Safety
+/// As for the DDI: `args` is the OS's argument block for the call.
+pub unsafe extern "system" fn qai_leaks_dispatch(
+    h: HANDLE,
+    args: *const DXGKARG_QUERYADAPTERINFO,
+) -> NTSTATUS {
+    // SAFETY: forwarded unchanged (the function contract).
+    let s = unsafe { real_qai(h, args) };
+    let _old = <rvgpu_simos::SimKernel as rvgpu_kmd::platform::Platform>::raise_to_dispatch();
+    s
+}
+
 /// Loads rvgpu on `m` with its QueryAdapterInfo replaced by `hook` (which edits the answers of
 /// [`real_qai`]) and `table` applied to its table, then starts adapter 0.
 pub fn start_with_qai_hook(
@@ -351,4 +373,81 @@ pub fn refused(r: Result<(), SimError>, rule: &str, status: NTSTATUS) {
             status as u32
         ),
     }
+}
+
+/// Steps (step mode) or waits (threaded) until `done`; panics naming `what`, with the
+/// machine's state, otherwise.
+pub fn run_until(m: &Machine, what: &str, done: impl FnMut(&Machine) -> bool) {
+    let held = ok(m, m.run_until(20_000, Duration::from_secs(20), done));
+    assert!(held, "{what}: not reached; {}", diagnostics(m));
+}
+
+/// Whether the TDR events `ev` put the D3D device of `p` in error.
+pub fn device_error(ev: &[TdrEvent], p: &UmsProcess) -> bool {
+    ev.iter()
+        .any(|e| matches!(e, TdrEvent::DeviceError { device, .. } if *device == p.device))
+}
+
+/// The UMD's queues as the tests drive them: submit a batch, then wait for it.
+pub trait SubmitWait {
+    /// Submits `cmds`, waits for them to complete and returns their progress value.
+    fn submit_and_wait(&mut self, cmds: &[Command]) -> Result<u64, SubmitError>;
+}
+
+macro_rules! submit_wait_for {
+    ($($queue:ident),*) => {$(
+        impl<K: Kmt> SubmitWait for $queue<K> {
+            fn submit_and_wait(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+                let v = self.submit(cmds)?;
+                self.wait(v)?;
+                Ok(v)
+            }
+        }
+    )*};
+}
+submit_wait_for!(UserQueue, KernelQueue);
+
+/// Submits `cmds` on `q` and waits for them; returns their progress value.
+pub fn submit_wait(m: &Machine, q: &mut impl SubmitWait, cmds: &[Command]) -> u64 {
+    okk(m, q.submit_and_wait(cmds))
+}
+
+/// A GPU write of `pattern` to the 64 bytes at GPU VA `dst`.
+pub fn fill64(dst: u64, pattern: u64) -> Command {
+    Command::Fill {
+        dst,
+        bytes: 64,
+        pattern,
+    }
+}
+
+/// One FILL through a new user-mode queue (its doorbell connected) of the process behind `k`,
+/// waited for and checked: the process's work runs.
+pub fn work_runs(m: &Machine, k: SimKmt<'_>, pattern: u64) {
+    let buf = okk(m, k.create_allocation(4096));
+    let mut q = okk(m, UserQueue::new(k, &config(0)));
+    submit_wait(m, &mut q, &[fill64(buf.gpu_va, pattern)]);
+    assert_eq!(buf.mem.load(0), pattern);
+}
+
+/// `p` exits, and the machine has neither bug-checked nor hit a simulation error.
+pub fn exits_clean(m: &Machine, p: &UmsProcess) {
+    ok(m, m.exit_process(p));
+    no_fault(m);
+}
+
+/// Contiguous memory of `bytes` from adapter 0's DxgkCbAllocateContiguousMemory, called as the
+/// driver would at PASSIVE_LEVEL; the test fails unless it is granted. The interface, the
+/// memory's handle and its CPU address.
+pub fn contiguous(m: &Machine, bytes: usize) -> (DXGKRNL_INTERFACE, HANDLE, PVOID) {
+    let iface = dxgkrnl_interface(m);
+    // SAFETY: the table the simulation handed to StartDevice; the caller stands in for the
+    // driver at PASSIVE_LEVEL.
+    let (s, h, p) = unsafe { rvgpu_simos::testing::allocate_contiguous(&iface, bytes) };
+    assert!(
+        s == 0 && !p.is_null(),
+        "contiguous {bytes:#x}: {s:#x}; {}",
+        diagnostics(m)
+    );
+    (iface, h, p)
 }

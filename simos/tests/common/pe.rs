@@ -124,3 +124,41 @@ macro_rules! under_the_pages {
         }
     };
 }
+
+/// The test-signed package remade in `CARGO_TARGET_TMPDIR/<dir>` with `image` as its
+/// `rvgpu.sys`, signed again (so it installs, and only the loader judges the image).
+#[allow(dead_code)]
+pub fn package_with_driver_image(
+    dir: &str,
+    image: &[u8],
+) -> rvgpu_simos::install::package::TestPackage {
+    use rvgpu_simos::install::package::{self, Catalog};
+    let signed = package::test_signed().unwrap_or_else(|e| panic!("{e}"));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    package::remake(&signed, &out, Catalog::Resign { leave_out: &[] }, |d| {
+        std::fs::write(d.join("rvgpu.sys"), image).unwrap_or_else(|e| panic!("{e}"))
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `image` (a PE file) written to `CARGO_TARGET_TMPDIR/<file>` with its import `name` renamed
+/// to `renamed` (same length): an import no simulated module exports.
+#[allow(dead_code)]
+pub fn with_renamed_import(
+    image: &std::path::Path,
+    name: &str,
+    renamed: &str,
+    file: &str,
+) -> std::path::PathBuf {
+    assert_eq!(name.len(), renamed.len(), "a rename keeps the length");
+    let mut data = std::fs::read(image).unwrap_or_else(|e| panic!("{}: {e}", image.display()));
+    let needle = format!("{name}\0");
+    let at = data
+        .windows(needle.len())
+        .position(|w| w == needle.as_bytes())
+        .unwrap_or_else(|| panic!("{name}: not imported by {}", image.display()));
+    data[at..at + name.len()].copy_from_slice(renamed.as_bytes());
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(file);
+    std::fs::write(&path, &data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
+}

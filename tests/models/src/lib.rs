@@ -19,5 +19,26 @@
 //! are treated as AcqRel (loom reports false alarms for them, pinned by a test), and
 //! load-buffering executions are not explored (a shape these protocols do not have).
 //!
-//! The library itself is empty: the models are the crate's integration tests.
+//! The models are the crate's integration tests; the library holds only what they share,
+//! [`run_isolated`].
 //! Run: `cargo test -p rvgpu-models`.
+
+use std::panic::{self, AssertUnwindSafe};
+
+/// Runs `model` on a thread of its own, so that a panic cannot leave loom's per-thread state
+/// behind in the test's: what it returned, or the message it panicked with (a negative
+/// control expects the latter).
+pub fn run_isolated<T: Send + 'static>(
+    model: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    std::thread::spawn(move || panic::catch_unwind(AssertUnwindSafe(model)))
+        .join()
+        .expect("model thread")
+        .map_err(|payload| {
+            payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|m| (*m).to_owned()))
+                .unwrap_or_else(|| "<non-string panic payload>".to_owned())
+        })
+}

@@ -10,8 +10,6 @@
 //! The model mirrors the protocol step for step (the table itself uses core atomics, which
 //! loom cannot instrument); keep the two in sync.
 
-use std::panic::{self, AssertUnwindSafe};
-
 use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -65,18 +63,8 @@ fn adapter_table_reader_never_uses_a_freed_adapter() {
 
 #[test]
 fn adapter_table_negative_control_without_fences_finds_use_after_free() {
-    let run = std::thread::spawn(|| {
-        panic::catch_unwind(AssertUnwindSafe(|| loom::model(|| execution(false))))
-    })
-    .join()
-    .expect("model thread");
-    let msg = match run {
-        Ok(()) => panic!("loom found no use-after-free without the fences, but one exists"),
-        Err(p) => p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|m| (*m).to_owned()))
-            .unwrap_or_default(),
+    let Err(msg) = rvgpu_models::run_isolated(|| loom::model(|| execution(false))) else {
+        panic!("loom found no use-after-free without the fences, but one exists")
     };
     assert!(msg.contains("use after free"), "unexpected failure: {msg}");
 }

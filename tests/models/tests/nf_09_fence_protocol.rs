@@ -49,7 +49,6 @@
 //! explored exhaustively, with no preemption bound; `-- --nocapture` prints the number of
 //! executions loom explored per model and the failing execution of each negative control).
 
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::{Arc as StdArc, Mutex as StdMutex};
 
@@ -80,6 +79,22 @@ const DESIGN: Protections = Protections {
     gpu_barrier: true,
     cpu_barrier: true,
     drain: true,
+};
+/// Both barriers, no drain.
+const BARRIERS_ONLY: Protections = Protections {
+    drain: false,
+    ..DESIGN
+};
+/// The drain, no barrier.
+const DRAIN_ONLY: Protections = Protections {
+    gpu_barrier: false,
+    cpu_barrier: false,
+    ..DESIGN
+};
+/// None of the three.
+const UNPROTECTED: Protections = Protections {
+    drain: false,
+    ..DRAIN_ONLY
 };
 
 /// What the OS writes as MonitoredValue for a CPU wait on `target`: the two answers of
@@ -299,19 +314,12 @@ fn explore(s: Scenario, p: Protections) -> StdArc<Stats> {
 /// Runs `explore` expecting it to fail; returns the panic message of the failing execution.
 /// On its own thread, so the panic cannot leave loom's per-thread state behind in the test's.
 fn explore_expecting_violation(s: Scenario, p: Protections) -> String {
-    let run = std::thread::spawn(move || panic::catch_unwind(AssertUnwindSafe(|| explore(s, p))))
-        .join()
-        .expect("model thread");
-    match run {
+    match rvgpu_models::run_isolated(move || explore(s, p)) {
         Ok(stats) => panic!(
             "loom explored {} executions and found no violation, but one was expected",
             stats.executions.load(StdOrdering::Relaxed)
         ),
-        Err(payload) => payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|m| (*m).to_owned()))
-            .unwrap_or_else(|| "<non-string panic payload>".to_owned()),
+        Err(message) => message,
     }
 }
 
@@ -343,12 +351,17 @@ fn all_scenarios() -> Vec<Scenario> {
     .collect()
 }
 
+/// Explores every scenario (each under both meanings) with `p`.
+fn explore_all(p: Protections) {
+    for s in all_scenarios() {
+        explore(s, p);
+    }
+}
+
 #[test]
 fn nf_09_no_lost_wakeup_with_barrier_and_drain() {
     // The design as implemented by the device (exec.rs, mmio.rs) and specified for the driver.
-    for s in all_scenarios() {
-        explore(s, DESIGN);
-    }
+    explore_all(DESIGN);
 }
 
 #[test]
@@ -356,14 +369,7 @@ fn nf_09_no_lost_wakeup_with_barriers_only() {
     // Dekker / store buffering with a SeqCst fence on each side: whichever fence is first in
     // S, the load after the other one sees the store before it. This is what a GPU with no
     // lock shared with the CPU relies on.
-    let p = Protections {
-        gpu_barrier: true,
-        cpu_barrier: true,
-        drain: false,
-    };
-    for s in all_scenarios() {
-        explore(s, p);
-    }
+    explore_all(BARRIERS_ONLY);
 }
 
 #[test]
@@ -371,26 +377,14 @@ fn nf_09_no_lost_wakeup_with_drain_only() {
     // The signal_lock hand-over alone gives happens-before in one direction or the other.
     // Hence the device's threaded NF-08 test cannot detect a missing barrier; the drain is
     // still required for engines with a shadow MonitoredValue (module comment).
-    let p = Protections {
-        gpu_barrier: false,
-        cpu_barrier: false,
-        drain: true,
-    };
-    for s in all_scenarios() {
-        explore(s, p);
-    }
+    explore_all(DRAIN_ONLY);
 }
 
 #[test]
 fn nf_09_negative_control_without_barrier_or_drain_loses_a_wakeup() {
     // Same orderings as the device (Release CV store, Relaxed MV load, Acquire resample), but
     // neither the fences nor the drain: loom must find the store-buffering execution.
-    let p = Protections {
-        gpu_barrier: false,
-        cpu_barrier: false,
-        drain: false,
-    };
-    let msg = explore_expecting_violation(single_signal(), p);
+    let msg = explore_expecting_violation(single_signal(), UNPROTECTED);
     // The panic loom reports on stderr above this line is the expected one.
     println!("negative control, violation found by loom:\n{msg}");
     assert!(msg.starts_with(LOST_WAKEUP), "unexpected failure: {msg}");
@@ -417,18 +411,7 @@ fn nf_09_negative_control_without_barrier_or_drain_loses_a_wakeup() {
 
     // And each protection alone removes exactly this failure (the tests above, repeated on
     // this scenario so the control and the fix differ only in the protection).
-    for p in [
-        Protections {
-            gpu_barrier: true,
-            cpu_barrier: true,
-            drain: false,
-        },
-        Protections {
-            gpu_barrier: false,
-            cpu_barrier: false,
-            drain: true,
-        },
-    ] {
+    for p in [BARRIERS_ONLY, DRAIN_ONLY] {
         explore(single_signal(), p);
     }
 }
@@ -485,28 +468,24 @@ fn loom_limitation_seqcst_accesses_are_modelled_as_acq_rel() {
     // them as AcqRel and so reports the lost wake-up anyway: a false alarm. Pinned here so the
     // module comment's claim stays true; if a loom upgrade fixes it, this test fails and the
     // comment should be updated. The device uses fence(SeqCst), which loom does model.
-    let run = std::thread::spawn(|| {
-        panic::catch_unwind(|| {
-            loom::model(|| {
-                let cv = Arc::new(AtomicU64::new(0));
-                let mv = Arc::new(AtomicU64::new(NO_WAITER));
-                let (cv2, mv2) = (cv.clone(), mv.clone());
-                let gpu = thread::spawn(move || {
-                    cv2.store(1, Ordering::SeqCst);
-                    needs_interrupt(1, mv2.load(Ordering::SeqCst))
-                });
-                mv.store(0, Ordering::SeqCst);
-                let released = wait_satisfied(cv.load(Ordering::SeqCst), 1);
-                let irq = gpu.join().expect("GPU thread");
-                assert!(
-                    released || irq,
-                    "{LOST_WAKEUP} (SeqCst accesses, no fences)"
-                );
-            })
+    let run = rvgpu_models::run_isolated(|| {
+        loom::model(|| {
+            let cv = Arc::new(AtomicU64::new(0));
+            let mv = Arc::new(AtomicU64::new(NO_WAITER));
+            let (cv2, mv2) = (cv.clone(), mv.clone());
+            let gpu = thread::spawn(move || {
+                cv2.store(1, Ordering::SeqCst);
+                needs_interrupt(1, mv2.load(Ordering::SeqCst))
+            });
+            mv.store(0, Ordering::SeqCst);
+            let released = wait_satisfied(cv.load(Ordering::SeqCst), 1);
+            let irq = gpu.join().expect("GPU thread");
+            assert!(
+                released || irq,
+                "{LOST_WAKEUP} (SeqCst accesses, no fences)"
+            );
         })
-    })
-    .join()
-    .expect("model thread");
+    });
     assert!(
         run.is_err(),
         "loom now models SeqCst accesses: update the module comment of this file and lib.rs"
@@ -518,18 +497,15 @@ fn nf_09_negative_control_one_sided_barrier_loses_a_wakeup() {
     // NF-07 and NF-08 each ask for a barrier: one fence alone does not forbid store buffering
     // (C11 needs a SeqCst fence, or a SeqCst access, on both sides). Without the drain, a
     // barrier on only the GPU side or only the CPU side still loses a wake-up.
-    for p in [
-        Protections {
-            gpu_barrier: true,
-            cpu_barrier: false,
-            drain: false,
-        },
-        Protections {
-            gpu_barrier: false,
-            cpu_barrier: true,
-            drain: false,
-        },
-    ] {
+    let gpu_only = Protections {
+        cpu_barrier: false,
+        ..BARRIERS_ONLY
+    };
+    let cpu_only = Protections {
+        gpu_barrier: false,
+        ..BARRIERS_ONLY
+    };
+    for p in [gpu_only, cpu_only] {
         let msg = explore_expecting_violation(single_signal(), p);
         println!("{p:?}, violation found by loom:\n{msg}");
         assert!(

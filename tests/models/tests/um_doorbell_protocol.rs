@@ -22,8 +22,6 @@
 //! disconnect: status first, then the remap. The negative control swaps them and loom finds the
 //! lost submission: the UMD rings the dummy page, then still reads `CONNECTED`.
 
-use std::panic::{self, AssertUnwindSafe};
-
 use loom::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
@@ -187,17 +185,8 @@ fn um_19_doorbell_victimisation_never_loses_a_submission() {
 /// `CONNECTED`; loom must find that interleaving.
 #[test]
 fn um_19_negative_control_remap_before_status_loses_a_submission() {
-    let run =
-        std::thread::spawn(|| panic::catch_unwind(AssertUnwindSafe(|| model(|| execution(false)))))
-            .join()
-            .expect("model thread");
-    let msg = match run {
-        Ok(()) => panic!("loom found no lost submission with remap-before-status, but one exists"),
-        Err(p) => p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|m| (*m).to_owned()))
-            .unwrap_or_default(),
+    let Err(msg) = rvgpu_models::run_isolated(|| model(|| execution(false))) else {
+        panic!("loom found no lost submission with remap-before-status, but one exists")
     };
     assert!(msg.contains("lost submission"), "unexpected failure: {msg}");
 }
