@@ -294,11 +294,29 @@ mod tests {
             ("null stream", c, ptr::null(), d.len(), inval),
             ("no dwords", c, d.as_ptr(), 0, inval),
             ("odd count", c, d.as_ptr(), d.len() - 1, inval),
-            ("past the buffer", c, d.as_ptr(), MAX_CONTEXT_DWORDS + 1, inval),
+            (
+                "past the buffer",
+                c,
+                d.as_ptr(),
+                MAX_CONTEXT_DWORDS + 1,
+                inval,
+            ),
             ("malformed", c, bad_header.as_ptr(), 2, inval),
             ("INDIRECT", c, indirect.as_ptr(), indirect.len(), inval),
-            ("forged", forged, d.as_ptr(), d.len(), RvgpuStatus::InvalidHandle),
-            ("an adapter", a.cast(), d.as_ptr(), d.len(), RvgpuStatus::InvalidHandle),
+            (
+                "forged",
+                forged,
+                d.as_ptr(),
+                d.len(),
+                RvgpuStatus::InvalidHandle,
+            ),
+            (
+                "an adapter",
+                a.cast(),
+                d.as_ptr(),
+                d.len(),
+                RvgpuStatus::InvalidHandle,
+            ),
         ];
         for (what, ctx, p, n, want) in cases {
             // SAFETY: every stream is valid for its count, or refused before it is read

@@ -440,16 +440,15 @@ pub(crate) mod tests {
         for _ in 0..3 {
             c.submit(&[half]).expect("submit");
         }
-        let vas: Vec<u64> = m
-            .0
-            .borrow()
-            .log
-            .iter()
-            .filter_map(|e| match e {
-                Ev::Submit(_, va, ..) => Some(*va),
-                _ => None,
-            })
-            .collect();
+        let vas: Vec<u64> =
+            m.0.borrow()
+                .log
+                .iter()
+                .filter_map(|e| match e {
+                    Ev::Submit(_, va, ..) => Some(*va),
+                    _ => None,
+                })
+                .collect();
         assert_eq!(vas, [CB_VA, CB_VA + COMMAND_BUFFER_SIZE / 2, CB_VA]);
     }
 
@@ -470,6 +469,9 @@ pub(crate) mod tests {
         assert_eq!(c.submit(&[fill(1)]), Err(SubmitError::Kmt(removed)));
         c.submit(&[fill(2)]).expect("submit");
         let last = m.0.borrow().log.last().cloned();
-        assert!(matches!(last, Some(Ev::Submit(_, CB_VA, 32, _))), "{last:?}");
+        assert!(
+            matches!(last, Some(Ev::Submit(_, CB_VA, 32, _))),
+            "{last:?}"
+        );
     }
 }

@@ -24,9 +24,9 @@ mod capi_va;
 #[cfg(windows)]
 mod capi_windows;
 pub mod d3d_runtime;
-pub mod dma;
 #[cfg(all(windows, feature = "dll", not(test)))]
 mod dll_windows;
+pub mod dma;
 #[cfg(windows)]
 pub mod etw_windows;
 pub mod fence;

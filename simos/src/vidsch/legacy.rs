@@ -455,14 +455,24 @@ impl Machine {
         let mut left = u64::from(bytes);
         while left > 0 {
             let (pa, in_page) = mmu
-                .translate_page(a.device.memory(), root, at, Access::Execute, Privilege::User)
+                .translate_page(
+                    a.device.memory(),
+                    root,
+                    at,
+                    Access::Execute,
+                    Privilege::User,
+                )
                 .ok()?;
             let n = in_page.min(left);
             if n < 8 {
                 return None;
             }
             let n = n - n % 8;
-            words.extend(a.device.memory().read_words(pa, usize::try_from(n / 8).ok()?)?);
+            words.extend(
+                a.device
+                    .memory()
+                    .read_words(pa, usize::try_from(n / 8).ok()?)?,
+            );
             at = at.checked_add(n)?;
             left -= n;
         }
