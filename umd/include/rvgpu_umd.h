@@ -213,11 +213,11 @@ RvgpuStatus rvgpu_va_free(RvgpuAdapter *adapter, uint64_t base, uint64_t size);
    dword_count command dwords (as for rvgpu_submit; at most 16384, no INDIRECT), copies them
    into the command buffer and submits them; there is no progress value: completion is seen in
    the memory the commands write. The buffer is reused in turn, so keep less than 64 KiB of
-   work in flight on one context. RVGPU_STATUS_DEVICE_LOST: the OS reset the work and put the
-   device in error; destroy the context. NULL pointers, an empty, odd, oversized or malformed
-   stream are RVGPU_STATUS_INVALID_ARGUMENT; a destroyed, forged or other-kind handle
-   RVGPU_STATUS_INVALID_HANDLE. Thread-safe: calls on one context are serialized; distinct
-   contexts may submit from different threads at once. */
+   work in flight on one context. A context whose device the OS put in error (a timeout and
+   reset) returns RVGPU_STATUS_DEVICE_LOST: destroy it. NULL pointers, an empty, odd,
+   oversized or malformed stream are RVGPU_STATUS_INVALID_ARGUMENT; a destroyed, forged or
+   other-kind handle is RVGPU_STATUS_INVALID_HANDLE. Thread-safe: calls on one context are
+   serialized; distinct contexts may submit from different threads at once. */
 RvgpuStatus rvgpu_context_create(RvgpuAdapter *adapter, uint32_t node, RvgpuContext **out_context);
 RvgpuStatus rvgpu_context_submit(RvgpuContext *context, const uint32_t *commands, size_t dword_count);
 RvgpuStatus rvgpu_context_destroy(RvgpuContext *context);
