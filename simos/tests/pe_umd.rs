@@ -447,12 +447,12 @@ fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
-/// TDR-02, the kernel-mode DMA path of the shipped DLL: `rvgpu_context_create`
+/// UM-01, classic kernel-mode submission from the shipped DLL: `rvgpu_context_create`
 /// (`D3DKMTCreateContextVirtual` and a command buffer), `rvgpu_context_submit` copies a FILL
 /// into the command buffer and submits it with `D3DKMTSubmitCommand`; VidSch gives it the
 /// node's next fence ID, the KMD runs it, the buffer holds the pattern.
 #[test]
-fn tdr_02_the_shipped_dll_runs_a_dma_buffer_through_d3dkmtsubmitcommand() {
+fn um_01_the_shipped_dll_runs_a_dma_buffer_through_d3dkmtsubmitcommand() {
     let m = pe_machine();
     let p = UserProcess::new(m.clone(), umd());
     let mut adapter = 0u64;
@@ -549,7 +549,7 @@ fn raw_context(p: &Arc<UserProcess>) -> u32 {
 /// unmapped VA; what the UMD does not use is STATUS_NOT_SUPPORTED. A length of 0 succeeds
 /// and submits nothing, as 24H2 does.
 #[test]
-fn d3dkmtsubmitcommand_refuses_what_windows_refuses() {
+fn um_01_d3dkmtsubmitcommand_refuses_what_windows_refuses() {
     const NOT_SUPPORTED: u64 = 0xC000_00BB;
     let m = pe_machine();
     let p = UserProcess::new(m.clone(), umd());

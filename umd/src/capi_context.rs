@@ -195,9 +195,9 @@ mod tests {
         }])
     }
 
-    /// TDR-02, the kernel-mode DMA path through the C API: create, submit, destroy.
+    /// UM-01, classic kernel-mode submission through the C API: create, submit, destroy.
     #[test]
-    fn tdr_02_the_c_api_creates_submits_and_destroys_a_dma_context() {
+    fn um_01_the_c_api_creates_submits_and_destroys_a_dma_context() {
         let m = Mock::default();
         let a = adapter(&m);
         let mut c = ptr::null_mut();
@@ -224,7 +224,7 @@ mod tests {
     /// Attacker's input to `rvgpu_context_create`: a null out-pointer, a null, forged or
     /// other-kind adapter handle; the out-pointer is null after each failure.
     #[test]
-    fn ddi_03_context_create_refuses_bad_arguments() {
+    fn um_01_context_create_refuses_bad_arguments() {
         let m = Mock::default();
         let a = adapter(&m);
         // SAFETY: a null out-pointer is checked first.
@@ -272,7 +272,7 @@ mod tests {
     /// truncated packet, an INDIRECT, a forged, other-kind or destroyed handle. Nothing
     /// reaches the thunk.
     #[test]
-    fn ddi_03_context_submit_and_destroy_refuse_bad_arguments() {
+    fn um_01_context_submit_and_destroy_refuse_bad_arguments() {
         let m = Mock::default();
         let a = adapter(&m);
         let mut c = ptr::null_mut();

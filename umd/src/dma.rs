@@ -361,11 +361,11 @@ pub(crate) mod tests {
         out
     }
 
-    /// TDR-02, the kernel-mode DMA path: a context copies each packet list into its command
+    /// UM-01, classic kernel-mode submission: a context copies each packet list into its command
     /// buffer and submits that range by GPU VA; the next list goes after it; close destroys
     /// the context, then the buffer, once.
     #[test]
-    fn tdr_02_a_dma_context_submits_its_packets_by_gpu_va() {
+    fn um_01_a_dma_context_submits_its_packets_by_gpu_va() {
         let m = Mock::default();
         let mut c = DmaContext::new(m.clone(), 1).expect("context");
         assert_eq!(c.node(), 1);
@@ -394,7 +394,7 @@ pub(crate) mod tests {
     /// Attacker's input to `submit`: nothing, a NOP of length 0, an INDIRECT, more than the
     /// command buffer; each refused before any thunk, and the context still works after.
     #[test]
-    fn tdr_02_a_dma_context_refuses_what_a_dma_buffer_cannot_carry() {
+    fn um_01_a_dma_context_refuses_what_a_dma_buffer_cannot_carry() {
         let m = Mock::default();
         let mut c = DmaContext::new(m.clone(), 0).expect("context");
         let big = Command::Nop {
@@ -431,7 +431,7 @@ pub(crate) mod tests {
 
     /// A list that does not fit after the last one goes back to the start of the buffer.
     #[test]
-    fn a_dma_context_reuses_its_command_buffer_in_turn() {
+    fn um_01_a_dma_context_reuses_its_command_buffer_in_turn() {
         let m = Mock::default();
         let mut c = DmaContext::new(m.clone(), 0).expect("context");
         let half = Command::Nop {
@@ -455,7 +455,7 @@ pub(crate) mod tests {
     /// A failed thunk leaves nothing behind: no context without its buffer; a refused
     /// submission is the OS's status and does not advance the buffer.
     #[test]
-    fn a_failed_thunk_leaves_nothing_behind() {
+    fn um_01_a_failed_thunk_leaves_nothing_behind() {
         let m = Mock::default();
         m.0.borrow_mut().fail_alloc = Some(crate::kmt::STATUS_NO_MEMORY);
         assert_eq!(
