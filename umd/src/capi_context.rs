@@ -195,26 +195,37 @@ mod tests {
         }])
     }
 
+    /// `rvgpu_context_create` with a valid out-pointer: the status and what it holds after.
+    fn create(a: *mut RvgpuAdapter, node: u32) -> (RvgpuStatus, *mut RvgpuContext) {
+        let mut c: *mut RvgpuContext = crate::capi::handle(0xdead);
+        // SAFETY: a valid out-pointer; the adapter handle is never dereferenced.
+        let r = unsafe { rvgpu_context_create(a, node, &raw mut c) };
+        (r, c)
+    }
+
+    /// `rvgpu_context_submit` of `count` dwords at `p`.
+    fn submit(c: *mut RvgpuContext, p: *const u32, count: usize) -> RvgpuStatus {
+        // SAFETY: every caller passes a stream valid for `count` dwords, or one the call
+        // refuses before reading it (null, or a count above the bound).
+        unsafe { rvgpu_context_submit(c, p, count) }
+    }
+
+    fn destroy(c: *mut RvgpuContext) -> RvgpuStatus {
+        // SAFETY: a handle only; it is never dereferenced.
+        unsafe { rvgpu_context_destroy(c) }
+    }
+
     /// UM-01, classic kernel-mode submission through the C API: create, submit, destroy.
     #[test]
     fn um_01_the_c_api_creates_submits_and_destroys_a_dma_context() {
         let m = Mock::default();
         let a = adapter(&m);
-        let mut c = ptr::null_mut();
-        // SAFETY: valid out-pointer.
-        assert_eq!(
-            unsafe { rvgpu_context_create(a, 2, &raw mut c) },
-            RvgpuStatus::Ok
-        );
+        let (r, c) = create(a, 2);
+        assert_eq!(r, RvgpuStatus::Ok);
         assert!(!c.is_null());
         let d = fill();
-        // SAFETY: `d` is valid for its length.
-        assert_eq!(
-            unsafe { rvgpu_context_submit(c, d.as_ptr(), d.len()) },
-            RvgpuStatus::Ok
-        );
-        // SAFETY: a handle only.
-        assert_eq!(unsafe { rvgpu_context_destroy(c) }, RvgpuStatus::Ok);
+        assert_eq!(submit(c, d.as_ptr(), d.len()), RvgpuStatus::Ok);
+        assert_eq!(destroy(c), RvgpuStatus::Ok);
         let log = m.0.borrow().log.clone();
         assert_eq!(log.first(), Some(&Ev::Context(2)));
         assert!(log.iter().any(|e| matches!(e, Ev::Submit(CTX, ..))));
@@ -222,65 +233,52 @@ mod tests {
     }
 
     /// Attacker's input to `rvgpu_context_create`: a null out-pointer, a null, forged or
-    /// other-kind adapter handle; the out-pointer is null after each failure.
+    /// other-kind adapter handle; the out-pointer is null after each failure. The OS refusing
+    /// the context is its status.
     #[test]
     fn um_01_context_create_refuses_bad_arguments() {
         let m = Mock::default();
         let a = adapter(&m);
-        // SAFETY: a null out-pointer is checked first.
-        assert_eq!(
-            unsafe { rvgpu_context_create(a, 0, ptr::null_mut()) },
-            RvgpuStatus::InvalidArgument
-        );
+        // SAFETY: a null out-pointer is checked before anything is written.
+        let r = unsafe { rvgpu_context_create(a, 0, ptr::null_mut()) };
+        assert_eq!(r, RvgpuStatus::InvalidArgument);
         let forged: *mut RvgpuAdapter = crate::capi::handle(0x1234_5678);
         for (what, adapter, want) in [
             ("null", ptr::null_mut(), RvgpuStatus::InvalidArgument),
             ("forged", forged, RvgpuStatus::InvalidHandle),
         ] {
-            let mut c: *mut RvgpuContext = crate::capi::handle(0xdead);
-            // SAFETY: valid out-pointer.
-            let r = unsafe { rvgpu_context_create(adapter, 0, &raw mut c) };
+            let (r, c) = create(adapter, 0);
             assert_eq!(r, want, "{what}");
             assert!(c.is_null(), "{what}: the out-pointer was not cleared");
         }
-        // A context handle is not an adapter.
-        let mut c = ptr::null_mut();
-        // SAFETY: valid out-pointer.
+        let (r, c) = create(a, 0);
+        assert_eq!(r, RvgpuStatus::Ok);
+        let (r, c2) = create(c.cast(), 0);
         assert_eq!(
-            unsafe { rvgpu_context_create(a, 0, &raw mut c) },
-            RvgpuStatus::Ok
+            (r, c2.is_null()),
+            (RvgpuStatus::InvalidHandle, true),
+            "a context as adapter"
         );
-        let mut c2 = ptr::null_mut();
-        // SAFETY: valid out-pointer.
-        assert_eq!(
-            unsafe { rvgpu_context_create(c.cast(), 0, &raw mut c2) },
-            RvgpuStatus::InvalidHandle
-        );
-        // The OS refusing the context (a bad node) is its status; nothing is left.
         m.0.borrow_mut().fail_context = Some(crate::kmt::NtStatus(0xC000_000D_u32 as i32));
-        // SAFETY: valid out-pointer.
+        let (r, c2) = create(a, 99);
         assert_eq!(
-            unsafe { rvgpu_context_create(a, 99, &raw mut c2) },
-            RvgpuStatus::KernelError
+            (r, c2.is_null()),
+            (RvgpuStatus::KernelError, true),
+            "a bad node"
         );
-        // SAFETY: a handle only.
-        assert_eq!(unsafe { rvgpu_context_destroy(c) }, RvgpuStatus::Ok);
+        assert_eq!(destroy(c), RvgpuStatus::Ok);
     }
 
     /// Attacker's input to `rvgpu_context_submit` and `rvgpu_context_destroy`: null context
-    /// or stream, no dwords, an odd count, a count past the command buffer, a malformed or
-    /// truncated packet, an INDIRECT, a forged, other-kind or destroyed handle. Nothing
-    /// reaches the thunk.
+    /// or stream, no dwords, an odd count, a count past the command buffer, a malformed
+    /// packet, an INDIRECT, a forged, other-kind or destroyed handle. Nothing reaches the
+    /// thunk.
     #[test]
     fn um_01_context_submit_and_destroy_refuse_bad_arguments() {
         let m = Mock::default();
         let a = adapter(&m);
-        let mut c = ptr::null_mut();
-        // SAFETY: valid out-pointer.
-        assert_eq!(
-            unsafe { rvgpu_context_create(a, 0, &raw mut c) },
-            RvgpuStatus::Ok
-        );
+        let (r, c) = create(a, 0);
+        assert_eq!(r, RvgpuStatus::Ok);
         let d = fill();
         let indirect = dwords(&[Command::Indirect {
             addr: 0x1000,
@@ -289,6 +287,7 @@ mod tests {
         let bad_header = [0xFFFF_FFFFu32, 0xFFFF_FFFF];
         let forged: *mut RvgpuContext = crate::capi::handle(0x7777_0000_0500_0FFF);
         let inval = RvgpuStatus::InvalidArgument;
+        let bad = RvgpuStatus::InvalidHandle;
         let cases: [(&str, *mut RvgpuContext, *const u32, usize, RvgpuStatus); 9] = [
             ("null context", ptr::null_mut(), d.as_ptr(), d.len(), inval),
             ("null stream", c, ptr::null(), d.len(), inval),
@@ -303,39 +302,18 @@ mod tests {
             ),
             ("malformed", c, bad_header.as_ptr(), 2, inval),
             ("INDIRECT", c, indirect.as_ptr(), indirect.len(), inval),
-            (
-                "forged",
-                forged,
-                d.as_ptr(),
-                d.len(),
-                RvgpuStatus::InvalidHandle,
-            ),
-            (
-                "an adapter",
-                a.cast(),
-                d.as_ptr(),
-                d.len(),
-                RvgpuStatus::InvalidHandle,
-            ),
+            ("forged", forged, d.as_ptr(), d.len(), bad),
+            ("an adapter", a.cast(), d.as_ptr(), d.len(), bad),
         ];
         for (what, ctx, p, n, want) in cases {
-            // SAFETY: every stream is valid for its count, or refused before it is read
-            // (null, or a count above the bound).
-            assert_eq!(unsafe { rvgpu_context_submit(ctx, p, n) }, want, "{what}");
+            assert_eq!(submit(ctx, p, n), want, "{what}");
         }
         assert!(!m.0.borrow().log.iter().any(|e| matches!(e, Ev::Submit(..))));
-        // SAFETY: handles only.
-        unsafe {
-            assert_eq!(rvgpu_context_destroy(ptr::null_mut()), inval);
-            assert_eq!(rvgpu_context_destroy(forged), RvgpuStatus::InvalidHandle);
-            assert_eq!(rvgpu_context_destroy(a.cast()), RvgpuStatus::InvalidHandle);
-            assert_eq!(rvgpu_context_destroy(c), RvgpuStatus::Ok);
-            assert_eq!(rvgpu_context_destroy(c), RvgpuStatus::InvalidHandle);
-            assert_eq!(
-                rvgpu_context_submit(c, d.as_ptr(), d.len()),
-                RvgpuStatus::InvalidHandle,
-                "a destroyed context"
-            );
-        }
+        assert_eq!(destroy(ptr::null_mut()), inval);
+        assert_eq!(destroy(forged), bad);
+        assert_eq!(destroy(a.cast()), bad);
+        assert_eq!(destroy(c), RvgpuStatus::Ok);
+        assert_eq!(destroy(c), bad, "destroyed twice");
+        assert_eq!(submit(c, d.as_ptr(), d.len()), bad, "a destroyed context");
     }
 }
