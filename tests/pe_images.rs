@@ -313,7 +313,9 @@ fn umd_image_is_a_user_mode_dll_exporting_the_api() {
     );
 
     let exported: BTreeSet<String> = exports(data, &file).into_iter().map(|(n, _)| n).collect();
-    let capi = std::fs::read_to_string(root().join("umd/src/capi.rs")).unwrap();
+    let capi = ["umd/src/capi.rs", "umd/src/capi_context.rs"]
+        .map(|f| std::fs::read_to_string(root().join(f)).unwrap())
+        .concat();
     let api: BTreeSet<String> = capi
         .lines()
         .filter_map(|l| {

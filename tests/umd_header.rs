@@ -1,5 +1,6 @@
-//! `umd/include/rvgpu_umd.h` must declare exactly the C API that `umd/src/capi.rs` exports,
-//! with the same parameter and return types, and the same status values.
+//! `umd/include/rvgpu_umd.h` must declare exactly the C API that `umd/src/capi.rs` and
+//! `umd/src/capi_context.rs` export, with the same parameter and return types, and the same
+//! status values.
 
 // Host-side test code: the kernel no-panic lints do not apply.
 #![allow(
@@ -50,9 +51,9 @@ fn normalize(c: &str) -> String {
         .replace("* ", "*")
 }
 
-/// name -> (return type, [parameter types]) from capi.rs.
+/// name -> (return type, [parameter types]) from capi.rs and capi_context.rs.
 fn rust_api() -> BTreeMap<String, (String, Vec<String>)> {
-    let src = read("umd/src/capi.rs");
+    let src = read("umd/src/capi.rs") + &read("umd/src/capi_context.rs");
     let mut out = BTreeMap::new();
     let mut rest = src.as_str();
     while let Some(i) = rest.find("extern \"C\" fn ") {

@@ -85,7 +85,7 @@ fn dwords(cmds: &[Command]) -> Vec<u32> {
     out
 }
 
-/// The DLL binds every import to the simulated OS: the 24 gdi32 thunks it links against, the
+/// The DLL binds every import to the simulated OS: the 25 gdi32 thunks it links against, the
 /// kernel32 routines of its runtime (heap, SRW locks, events, waits, module lookup), advapi32's
 /// ETW registration and ntdll's C-library routines; its exports are the C API.
 /// Opens the adapter and creates a user-mode queue through the DLL's C API: (adapter, queue).
@@ -120,7 +120,7 @@ fn the_dll_binds_its_imports_to_the_simulated_os() {
         .iter()
         .filter(|i| i.starts_with("gdi32.dll!"))
         .count();
-    assert_eq!(gdi, 24, "{imports:?}");
+    assert_eq!(gdi, 25, "{imports:?}");
     for needed in [
         "gdi32.dll!D3DKMTOpenAdapterFromLuid",
         "gdi32.dll!D3DKMTSubmitCommandToHwQueue",
@@ -442,6 +442,187 @@ fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
         OK,
         "a range freed twice"
     );
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// UM-01, classic kernel-mode submission from the shipped DLL: `rvgpu_context_create`
+/// (`D3DKMTCreateContextVirtual` and a command buffer), `rvgpu_context_submit` copies a FILL
+/// into the command buffer and submits it with `D3DKMTSubmitCommand`; VidSch gives it the
+/// node's next fence ID, the KMD runs it, the buffer holds the pattern.
+#[test]
+fn um_01_the_shipped_dll_runs_a_dma_buffer_through_d3dkmtsubmitcommand() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let mut adapter = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut adapter)]),
+        OK
+    );
+    let (buffer, va) = buffer_4k(&p, adapter);
+    let mut ctx = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_context_create", &[adapter, 0, addr(&mut ctx)]),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    let (s0, _) = m.legacy_fences(0, 0);
+    let d = dwords(&[Command::Fill {
+        dst: va + 16,
+        bytes: 8,
+        pattern: 0xD0A_0002,
+    }]);
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_context_submit",
+            &[ctx, d.as_ptr() as u64, d.len() as u64]
+        ),
+        OK,
+        "{}",
+        log_of(&m)
+    );
+    assert_eq!(p.calls("D3DKMTSubmitCommand"), 1);
+    let (s1, _) = m.legacy_fences(0, 0);
+    assert_eq!(s1, s0 + 1, "one new fence ID");
+    let t0 = std::time::Instant::now();
+    while m.legacy_fences(0, 0).1 < s1 {
+        assert!(t0.elapsed().as_secs() < 20, "fence ID {s1} never completed");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut data = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_lock", &[buffer, 1, 0, 0, addr(&mut data)]),
+        OK
+    );
+    // SAFETY: the lock's view of the 4 KiB buffer; word 2 is inside it.
+    let got = unsafe { (data as *const u64).add(2).read_volatile() };
+    assert_eq!(got, 0xD0A_0002);
+    assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
+    assert_eq!(call(&p, "rvgpu_context_destroy", &[ctx]), OK);
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_context_submit",
+            &[ctx, d.as_ptr() as u64, d.len() as u64]
+        ),
+        8,
+        "RVGPU_STATUS_INVALID_HANDLE after the destroy"
+    );
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// A `D3DKMT_SUBMITCOMMAND` (0x180 bytes, 8-aligned) naming `context`.
+fn submit_command(context: u32, commands: u64, length: u32) -> [u64; 48] {
+    let mut s = [0u64; 48];
+    s[0] = commands;
+    s[1] = u64::from(length); // Flags 0
+    s[3] = 1; // BroadcastContextCount
+    s[3] |= u64::from(context) << 32; // BroadcastContext[0] at byte 28
+    s
+}
+
+/// Sets the u32 at byte `at` of a structure built as words.
+fn set_u32(s: &mut [u64; 48], at: usize, v: u32) {
+    let (w, shift) = (at / 8, (at % 8) * 8);
+    s[w] = (s[w] & !(0xFFFF_FFFFu64 << shift)) | (u64::from(v) << shift);
+}
+
+/// A context of `p`'s device through `D3DKMTCreateContextVirtual`.
+fn raw_context(p: &Arc<UserProcess>) -> u32 {
+    let device = p.devices()[0].device;
+    let mut c = [0u32; 10];
+    c[0] = device;
+    assert_eq!(
+        thunk(p, "D3DKMTCreateContextVirtual", c.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    c[8]
+}
+
+/// `D3DKMTSubmitCommand` given what Windows refuses returns its status and submits nothing
+/// (no fence ID is taken): no or too many broadcast contexts, primaries on a render-only
+/// adapter, private data the KMD did not ask for, a context of no process or of another
+/// process, a length not a multiple of the 8-byte word or past the DMA buffer size, an
+/// unmapped VA; what the UMD does not use is STATUS_NOT_SUPPORTED. A length of 0 succeeds
+/// and submits nothing, as 24H2 does.
+#[test]
+fn um_01_d3dkmtsubmitcommand_refuses_what_windows_refuses() {
+    const NOT_SUPPORTED: u64 = 0xC000_00BB;
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let (adapter, _) = open_queue(&p);
+    let (_, va) = buffer_4k(&p, adapter);
+    let ctx = raw_context(&p);
+    let q = UserProcess::new(m.clone(), umd());
+    open_queue(&q);
+    let other = raw_context(&q);
+    let before = m.legacy_fences(0, 0);
+    let inval = STATUS_INVALID_PARAMETER;
+    type Edit = fn(&mut [u64; 48]);
+    let cases: [(&str, u32, u64, u32, Edit, u64); 13] = [
+        (
+            "no broadcast context",
+            ctx,
+            va,
+            8,
+            |s| set_u32(s, 24, 0),
+            inval,
+        ),
+        (
+            "65 broadcast contexts",
+            ctx,
+            va,
+            8,
+            |s| set_u32(s, 24, 65),
+            inval,
+        ),
+        (
+            "two broadcast contexts",
+            ctx,
+            va,
+            8,
+            |s| set_u32(s, 24, 2),
+            NOT_SUPPORTED,
+        ),
+        ("a primary", ctx, va, 8, |s| set_u32(s, 300, 1), inval),
+        ("private data", ctx, va, 8, |s| set_u32(s, 296, 8), inval),
+        (
+            "NullRendering",
+            ctx,
+            va,
+            8,
+            |s| set_u32(s, 12, 1),
+            NOT_SUPPORTED,
+        ),
+        (
+            "a history buffer",
+            ctx,
+            va,
+            8,
+            |s| set_u32(s, 368, 1),
+            NOT_SUPPORTED,
+        ),
+        ("no such context", 0x1234, va, 8, |_| {}, inval),
+        ("another process's context", other, va, 8, |_| {}, inval),
+        ("a length of 12", ctx, va, 12, |_| {}, inval),
+        ("past 64 KiB", ctx, va, 64 * 1024 + 8, |_| {}, inval),
+        ("an unaligned VA", ctx, va + 4, 8, |_| {}, inval),
+        ("an unmapped VA", ctx, 0x1000, 8, |_| {}, inval),
+    ];
+    for (what, c, at, len, edit, want) in cases {
+        let mut s = submit_command(c, at, len);
+        edit(&mut s);
+        let r = thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64);
+        assert_eq!(r, want, "{what}: {r:#x}");
+    }
+    let mut s = submit_command(ctx, va, 0);
+    assert_eq!(
+        thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64),
+        STATUS_SUCCESS,
+        "a length of 0"
+    );
+    assert_eq!(m.legacy_fences(0, 0), before, "something was submitted");
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
@@ -906,11 +1087,12 @@ fn every_thunk_given_garbage_returns_an_error_status() {
     ] {
         thunks.push(t.to_string());
     }
-    assert_eq!(thunks.len(), 30);
-    static RO: [u8; 256] = [0; 256];
+    assert_eq!(thunks.len(), 31);
+    // Larger than every structure (`D3DKMT_SUBMITCOMMAND`'s 0x180 bytes the largest).
+    static RO: [u8; 512] = [0; 512];
     for t in &thunks {
-        let mut zeros = [0u8; 256];
-        let mut ones = [0xFFu8; 256];
+        let mut zeros = [0u8; 512];
+        let mut ones = [0xFFu8; 512];
         for (what, arg) in [
             ("null", 0),
             ("unmapped", 0x10),

@@ -89,6 +89,7 @@ typedef struct RvgpuAdapter RvgpuAdapter;
 typedef struct RvgpuQueue RvgpuQueue;
 typedef struct RvgpuFence RvgpuFence;
 typedef struct RvgpuBuffer RvgpuBuffer;
+typedef struct RvgpuContext RvgpuContext;
 
 /* How rvgpu_queue_create makes a queue. */
 typedef struct RvgpuQueueDesc {
@@ -204,6 +205,22 @@ RvgpuStatus rvgpu_buffer_copy(RvgpuQueue *queue, RvgpuBuffer *src, uint64_t src_
 RvgpuStatus rvgpu_va_reserve(RvgpuAdapter *adapter, uint64_t base, uint64_t size, uint64_t *out_va);
 RvgpuStatus rvgpu_buffer_map_va(RvgpuBuffer *buffer, uint64_t va, uint64_t first_page, uint64_t page_count);
 RvgpuStatus rvgpu_va_free(RvgpuAdapter *adapter, uint64_t base, uint64_t size);
+
+/* Kernel-mode DMA contexts: work scheduled by the OS one DMA buffer at a time
+   (D3DKMTSubmitCommand), as the D3D runtime submits on a context without hardware queues.
+   rvgpu_context_create makes a context on node `node` of the adapter's device with a 64 KiB
+   command buffer (*out_context is NULL on failure). rvgpu_context_submit validates
+   dword_count command dwords (as for rvgpu_submit; at most 16384, no INDIRECT), copies them
+   into the command buffer and submits them; there is no progress value: completion is seen in
+   the memory the commands write. The buffer is reused in turn, so keep less than 64 KiB of
+   work in flight on one context. A context whose device the OS put in error (a timeout and
+   reset) returns RVGPU_STATUS_DEVICE_LOST: destroy it. NULL pointers, an empty, odd,
+   oversized or malformed stream are RVGPU_STATUS_INVALID_ARGUMENT; a destroyed, forged or
+   other-kind handle is RVGPU_STATUS_INVALID_HANDLE. Thread-safe: calls on one context are
+   serialized; distinct contexts may submit from different threads at once. */
+RvgpuStatus rvgpu_context_create(RvgpuAdapter *adapter, uint32_t node, RvgpuContext **out_context);
+RvgpuStatus rvgpu_context_submit(RvgpuContext *context, const uint32_t *commands, size_t dword_count);
+RvgpuStatus rvgpu_context_destroy(RvgpuContext *context);
 
 /* A static English name for any status value ("unknown status" for other values). */
 const char *rvgpu_status_string(uint32_t status);

@@ -1,7 +1,7 @@
-//! The C API's handles: every object an application holds (adapter, queue, fence, buffer) is
-//! a token into the process's table of live objects, never a pointer the DLL dereferences. A
-//! token carries its object's kind, slot and generation, so a call given a destroyed
-//! (stale), forged or wrong-kind handle finds no live object and returns
+//! The C API's handles: every object an application holds (adapter, queue, fence, buffer,
+//! context) is a token into the process's table of live objects, never a pointer the DLL
+//! dereferences. A token carries its object's kind, slot and generation, so a call given a
+//! destroyed (stale), forged or wrong-kind handle finds no live object and returns
 //! `RVGPU_STATUS_INVALID_HANDLE` instead of touching freed memory.
 //!
 //! The table holds nothing but the objects: no call's meaning depends on it (there is no
@@ -30,6 +30,7 @@ pub(crate) enum Kind {
     Queue = 2,
     Fence = 3,
     Buffer = 4,
+    Context = 5,
 }
 
 /// A value behind a spin lock. Calls on one object are short (a ring write, a thunk); a wait

@@ -548,6 +548,18 @@ pub trait Kmt {
     ) -> Result<(), NtStatus>;
     /// `D3DKMTWaitForSynchronizationObjectFromCpu` on one fence and value, blocking.
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
+    /// `D3DKMTSubmitCommand`: `command_bytes` of commands at `command_buffer_gpu` (a GPU VA
+    /// of the UMD's process) as one DMA buffer of `context` (a context without hardware
+    /// queues: the kernel-mode DMA path, [`crate::dma`]). Default: `STATUS_NOT_SUPPORTED`.
+    fn submit_command(
+        &self,
+        context: KmtHandle,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        let _ = (context, command_buffer_gpu, command_bytes);
+        Err(STATUS_NOT_SUPPORTED)
+    }
 
     // MF-03, the OS-scheduled half: GPU waits and software signal packets on a kernel-mode
     // hardware queue, scheduled by the OS (no packet in the command stream). Default bodies keep

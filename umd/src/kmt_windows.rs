@@ -14,7 +14,8 @@
 //!
 //! **Where the thunks come from.**
 //! - Up to WDDM 3.1 (`D3DKMTOpenAdapterFromLuid`, `D3DKMTCreateDevice`,
-//!   `D3DKMTCreateContextVirtual`, `D3DKMTCreateHwQueue`, `D3DKMTSubmitCommandToHwQueue`,
+//!   `D3DKMTCreateContextVirtual`, `D3DKMTSubmitCommand`, `D3DKMTCreateHwQueue`,
+//!   `D3DKMTSubmitCommandToHwQueue`,
 //!   `D3DKMTCreateAllocation2`, `D3DKMTLock2`, `D3DKMTUnlock2`, `D3DKMTDestroyAllocation2`,
 //!   `D3DKMTInvalidateCache`, `D3DKMTMakeResident`, `D3DKMTEvict`, `D3DKMTCreatePagingQueue`,
 //!   `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress`,
@@ -51,20 +52,20 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTDestroyPagingQueue, D3DKMTDestroySynchronizationObject, D3DKMTEvict,
     D3DKMTFreeGpuVirtualAddress, D3DKMTInvalidateCache, D3DKMTLock2, D3DKMTMakeResident,
     D3DKMTMapGpuVirtualAddress, D3DKMTReserveGpuVirtualAddress,
-    D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTSubmitSignalSyncObjectsToHwQueue,
-    D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2, D3DKMTUpdateGpuVirtualAddress,
-    D3DKMTWaitForSynchronizationObjectFromCpu, D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE,
-    D3DDDI_MAKERESIDENT, D3DDDI_MAPGPUVIRTUALADDRESS, D3DDDI_MONITORED_FENCE,
-    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DDDI_RESERVEGPUVIRTUALADDRESS,
-    D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION, D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION,
-    D3DKMT_CREATECONTEXTVIRTUAL, D3DKMT_CREATEDEVICE, D3DKMT_CREATEHWQUEUE,
-    D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2,
-    D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE,
-    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_EVICT, D3DKMT_FREEGPUVIRTUALADDRESS,
-    D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
-    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
-    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS,
-    D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+    D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTSubmitCommand,
+    D3DKMTSubmitSignalSyncObjectsToHwQueue, D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2,
+    D3DKMTUpdateGpuVirtualAddress, D3DKMTWaitForSynchronizationObjectFromCpu,
+    D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MAKERESIDENT,
+    D3DDDI_MAPGPUVIRTUALADDRESS, D3DDDI_MONITORED_FENCE, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL,
+    D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
+    D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL,
+    D3DKMT_CREATEDEVICE, D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE,
+    D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYCONTEXT,
+    D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYHWQUEUE, D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_EVICT,
+    D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
+    D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU, D3DKMT_SUBMITCOMMAND, D3DKMT_SUBMITCOMMANDTOHWQUEUE,
+    D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE, D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
+    D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
 };
 use windows_sys::Win32::Foundation::{LUID, NTSTATUS, STATUS_NO_MEMORY, STATUS_PENDING};
 use windows_sys::Win32::System::Threading::{
@@ -1518,6 +1519,24 @@ impl Kmt for WinKmt {
 
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         self.wait(fence, value)
+    }
+
+    fn submit_command(
+        &self,
+        context: KmtHandle,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        let mut args = D3DKMT_SUBMITCOMMAND {
+            Commands: command_buffer_gpu,
+            CommandLength: command_bytes,
+            BroadcastContextCount: 1,
+            ..Default::default()
+        };
+        args.BroadcastContext[0] = context;
+        // SAFETY: a valid argument structure naming one context, without private data,
+        // primaries or history buffers.
+        check(unsafe { D3DKMTSubmitCommand(&args) })
     }
 
     /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue` (windows-sys; MF-03): the objects go in

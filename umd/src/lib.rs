@@ -1,7 +1,8 @@
 //! rvgpu user-mode driver (UMD): the C API (`capi`), native-fence command encoding (`fence`)
 //! and fence logging with its "queued" events (`fencelog`),
 //! the ring writer (`ring`), the kernel-thunk trait (`kmt`), the portable user-mode and
-//! kernel-mode submission core over it (`submit`) and, on Windows, the D3DKMT
+//! kernel-mode submission core over it (`submit`), kernel-mode DMA contexts (`dma`) and, on
+//! Windows, the D3DKMT
 //! implementation of the trait (`kmt_windows`).
 //!
 //! `no_std` + `alloc` so that the DLL links for `x86_64-pc-windows-msvc` without the Windows
@@ -14,6 +15,7 @@ extern crate alloc;
 pub mod capi;
 #[cfg(any(windows, test))]
 mod capi_buffer;
+pub mod capi_context;
 #[cfg(any(windows, test))]
 mod capi_handles;
 #[cfg(windows)]
@@ -24,6 +26,7 @@ mod capi_windows;
 pub mod d3d_runtime;
 #[cfg(all(windows, feature = "dll", not(test)))]
 mod dll_windows;
+pub mod dma;
 #[cfg(windows)]
 pub mod etw_windows;
 pub mod fence;

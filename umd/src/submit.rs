@@ -281,6 +281,14 @@ macro_rules! forward_kmt {
             fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
                 (**self).wait_for_fence(fence, value)
             }
+            fn submit_command(
+                &self,
+                context: KmtHandle,
+                command_buffer_gpu: u64,
+                command_bytes: u32,
+            ) -> Result<(), NtStatus> {
+                (**self).submit_command(context, command_buffer_gpu, command_bytes)
+            }
             fn submit_wait_to_hw_queue(
                 &self,
                 queue: KmtHandle,

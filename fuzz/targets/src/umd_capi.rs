@@ -12,6 +12,7 @@ use core::ffi::c_void;
 use std::ptr;
 
 use rvgpu_umd::capi::{self, RvgpuAdapter, RvgpuBuffer, RvgpuFence, RvgpuQueue, RvgpuStatus};
+use rvgpu_umd::capi_context::{self as ctx, RvgpuContext};
 
 use crate::input::{Input, Writer};
 
@@ -52,6 +53,7 @@ pub fn run(data: &[u8]) {
     let queue = fake_ptr.cast::<RvgpuQueue>();
     let fence = fake_ptr.cast::<RvgpuFence>();
     let buffer = fake_ptr.cast::<RvgpuBuffer>();
+    let context = fake_ptr.cast::<RvgpuContext>();
     for _ in 0..MAX_CALLS {
         if inp.is_empty() {
             break;
@@ -368,6 +370,39 @@ pub fn run(data: &[u8]) {
                             inp.u64(),
                             ptr_or_null(nulls >> 5, fake_ptr),
                         ),
+                    );
+                    let mut out_context: *mut RvgpuContext = ptr::null_mut();
+                    check(
+                        "context_create",
+                        ctx::rvgpu_context_create(
+                            ptr_or_null(nulls >> 6, adapter),
+                            inp.u32(),
+                            ptr_or_null(nulls >> 7, &mut out_context),
+                        ),
+                    );
+                    assert!(out_context.is_null(), "a context handle was produced");
+                    // A stream of up to 16 dwords, and a count no larger (the C contract).
+                    let d: Vec<u32> = inp
+                        .bytes(64)
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect();
+                    let n = usize::from(inp.u8()) % (d.len() + 1);
+                    check(
+                        "context_submit",
+                        ctx::rvgpu_context_submit(
+                            ptr_or_null(nulls, context),
+                            if nulls & 2 == 0 {
+                                d.as_ptr()
+                            } else {
+                                ptr::null()
+                            },
+                            n,
+                        ),
+                    );
+                    check(
+                        "context_destroy",
+                        ctx::rvgpu_context_destroy(ptr_or_null(nulls >> 1, context)),
                     );
                 }
                 _ => {

@@ -22,7 +22,9 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::DXGK_SUBMITCOMMANDFLAGS;
 use rvgpu_ddi::tdr::*;
+use rvgpu_device::device::mmu::{Mmu, Privilege};
 use rvgpu_hw::cmd::Command;
+use rvgpu_hw::mmu::Access;
 use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -37,6 +39,10 @@ use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 
 /// Kernel-mode DMA buffers in flight per node (docs/tdr.md#the-simulated-os: the KMD's ring holds 1024).
 pub const IN_FLIGHT_LIMIT: u32 = 256;
+
+/// Most bytes of one `D3DKMTSubmitCommand` here: the DMA buffer size the KMD reports for its
+/// contexts (`DXGK_CONTEXTINFO::DmaBufferSize`, `rvgpu_kmd::context::LEGACY_DMA_BUFFER_SIZE`).
+pub const MAX_COMMAND_BYTES: u32 = 64 * 1024;
 
 pub(crate) fn encode(cmds: &[Command]) -> Result<Vec<u64>, SimError> {
     let mut words = Vec::new();
@@ -386,6 +392,91 @@ impl Machine {
         let words = encode(cmds)?;
         let pk = process_packet(self, &a, p.pid, &words, device, kmd)?;
         submit_new(self, &a, node, pk)
+    }
+
+    /// `D3DKMTSubmitCommand` of process `p`'s command buffer at GPU VA `va`, `bytes` long, on
+    /// its context `context`: the words are read through the process's page tables (as its
+    /// GPU would fetch them) and submitted as one DMA buffer as [`Self::submit_legacy`] does.
+    /// Returns the fence ID, or `None` when `bytes` is 0. The rules, INVALID_PARAMETER unless
+    /// said:
+    /// - a context that is not `p`'s: 24H2 `DxgkSubmitCommandInternal` @0x1402A4B90 looks
+    ///   `BroadcastContext[0]` up in the caller's handle table and fails an unknown one with
+    ///   STATUS_INVALID_PARAMETER;
+    /// - `bytes` 0 submits nothing and succeeds (the same function calls
+    ///   `DXGCONTEXT::SubmitCommand` only for a non-zero `CommandLength`);
+    /// - the device in error: STATUS_DEVICE_REMOVED, as [`Self::submit_legacy`];
+    /// - `va` or `bytes` not a multiple of 8 (the packets' word), `bytes` above
+    ///   [`MAX_COMMAND_BYTES`], or a page of the range the process's tables do not map for
+    ///   command fetch: Windows passes `Commands`/`CommandLength` on unchecked
+    ///   (`DXGCONTEXT::SubmitCommand` @0x1402A6890 copies them into VidSch's submit data) and
+    ///   the GPU would fault; this OS reads the words at submission, so it refuses them
+    ///   (the simulation's own rule, UNVERIFIED against Windows).
+    pub fn submit_legacy_va(
+        &self,
+        p: &UmsProcess,
+        context: KmtHandle,
+        va: u64,
+        bytes: u32,
+    ) -> Result<Option<u32>, SimError> {
+        let bad = SimError::DdiFailed(STATUS_INVALID_PARAMETER);
+        let a = self.adapter_shared(p.adapter)?.clone();
+        let (kmd, node, device, in_error) = ums::tdr_context(&a, context).ok_or(bad.clone())?;
+        if device != p.device {
+            return Err(bad);
+        }
+        if bytes == 0 {
+            return Ok(None);
+        }
+        if in_error {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        if !va.is_multiple_of(8) || !bytes.is_multiple_of(8) || bytes > MAX_COMMAND_BYTES {
+            return Err(bad);
+        }
+        let words = self.read_process_words(&a, p.pid, va, bytes).ok_or(bad)?;
+        let pk = process_packet(self, &a, p.pid, &words, device, kmd)?;
+        submit_new(self, &a, node, pk).map(Some)
+    }
+
+    /// `bytes / 8` words at `va` of process `pid`, each page translated for command fetch
+    /// with user privilege; `None` if a page is not mapped so.
+    fn read_process_words(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        va: u64,
+        bytes: u32,
+    ) -> Option<Vec<u64>> {
+        let (_, segment, root) = lock(&a.vidmm).process(pid)?;
+        let root = crate::vidmm::mmu::segment_pa(a, segment, root)?;
+        let mmu = Mmu::new();
+        let mut words = Vec::with_capacity(usize::try_from(bytes / 8).ok()?);
+        let mut at = va;
+        let mut left = u64::from(bytes);
+        while left > 0 {
+            let (pa, in_page) = mmu
+                .translate_page(
+                    a.device.memory(),
+                    root,
+                    at,
+                    Access::Execute,
+                    Privilege::User,
+                )
+                .ok()?;
+            let n = in_page.min(left);
+            if n < 8 {
+                return None;
+            }
+            let n = n - n % 8;
+            words.extend(
+                a.device
+                    .memory()
+                    .read_words(pa, usize::try_from(n / 8).ok()?)?,
+            );
+            at = at.checked_add(n)?;
+            left -= n;
+        }
+        Some(words)
     }
 
     /// Submits `cmds` on the system context of adapter `i`, node `node` (no owning device).

@@ -8,7 +8,7 @@
 //! buffers are `rvgpu_buffer_*`, queues `rvgpu_queue_create` (user-mode or kernel-mode), work
 //! `rvgpu_queue_submit` of packets with fence wait and signal lists and `rvgpu_buffer_fill` /
 //! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`, shared fences `rvgpu_fence_share` /
-//! `rvgpu_fence_open`. Around it the harness reads and steers the simulated OS and device
+//! `rvgpu_fence_open`, kernel-mode DMA contexts `rvgpu_context_*` (`dll_dma`). Around it the harness reads and steers the simulated OS and device
 //! (`dll_os`: the OS's records, power, device loss, injected faults, the OS's copy of the
 //! driver's caps, process exits). What neither can do is a capability this backend does not
 //! list, so the runner skips the case naming it.
@@ -107,6 +107,7 @@ impl crate::backend::Backend for DllBackend {
                 Capability::UmdFences,
                 Capability::FenceLogs,
                 Capability::GpuVaPlacement,
+                Capability::DmaContexts,
             ])
         } else {
             // Its queues and fences are user-mode queues and native fences.
@@ -139,6 +140,7 @@ impl crate::backend::Backend for DllBackend {
             recorder: None,
             idle_f1: config.idle_f1_ticks > 0,
             va_ranges: Vec::new(),
+            dma: Vec::new(),
         }))
     }
 }
@@ -203,6 +205,8 @@ pub(super) struct DllSession {
     idle_f1: bool,
     /// GPU VA ranges reserved through `GpuVaPlacement`: (process, base, bytes) (`dll_gpuva`).
     pub(super) va_ranges: Vec<(usize, u64, u64)>,
+    /// Kernel-mode DMA contexts made through `DmaContexts` (`dll_dma`).
+    pub(super) dma: Vec<super::dll_dma::DContext>,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
     pub(super) recorder: Option<Arc<rvgpu_simos::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).
@@ -566,6 +570,7 @@ impl DllSession {
             }
         }
 
+        note(self.destroy_contexts_of(p));
         for f in self.fence.take_live_of(p) {
             note(self.ok(p, "rvgpu_fence_destroy", &[f]));
         }
@@ -714,6 +719,7 @@ impl Session for DllSession {
         as_bug_checks / as_bug_checks_ref: crate::backend::BugChecks,
         as_step / as_step_ref: crate::backend::StepMode,
         as_gpu_va: crate::backend::GpuVaPlacement,
+        as_dma_contexts: crate::backend::DmaContexts,
     }
 }
 
@@ -883,7 +889,7 @@ fn churn_lane(
 }
 
 /// Commands as the C API takes them: each 64-bit word as two dwords, low half first.
-fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
+pub(super) fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
     let mut out = Vec::new();
     for c in cmds {
         let mut words = [0u64; 16];

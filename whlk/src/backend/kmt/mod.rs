@@ -22,6 +22,8 @@
 #[cfg(target_os = "linux")]
 pub mod dll;
 #[cfg(target_os = "linux")]
+mod dll_dma;
+#[cfg(target_os = "linux")]
 mod dll_fences;
 #[cfg(target_os = "linux")]
 mod dll_gpuva;

@@ -98,6 +98,7 @@ pub(super) fn import(name: &str) -> Option<Handler> {
         "D3DKMTCreateHwQueue" => thunk!(create_hw_queue),
         "D3DKMTDestroyHwQueue" => thunk!(destroy_hw_queue),
         "D3DKMTSubmitCommandToHwQueue" => thunk!(submit_command_to_hw_queue),
+        "D3DKMTSubmitCommand" => thunk!(submit_command),
         "D3DKMTCreateAllocation2" => thunk!(create_allocation2),
         "D3DKMTDestroyAllocation2" => thunk!(destroy_allocation2),
         "D3DKMTLock2" => thunk!(lock2),
@@ -293,6 +294,27 @@ struct SubmitCommandToHwQueue {
     written_primaries: u64,
 }
 
+/// `D3DKMT_SUBMITCOMMAND` (d3dkmthk.h of WDK 10.0.22621: 64 broadcast contexts, 16 written
+/// primaries; 24H2 `DxgkSubmitCommandInternal` @0x1402A4B90 captures its 0x180 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct SubmitCommand {
+    commands: u64,
+    command_length: u32,
+    flags: u32,
+    present_history_token: u64,
+    broadcast_context_count: u32,
+    broadcast_context: [u32; 64],
+    _pad0: u32,
+    p_private_driver_data: u64,
+    private_driver_data_size: u32,
+    num_primaries: u32,
+    written_primaries: [u32; 16],
+    num_history_buffers: u32,
+    _pad1: u32,
+    history_buffer_array: u64,
+}
+
 /// `D3DKMT_CREATEALLOCATION`.
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -486,6 +508,11 @@ const _: () = {
     assert!(offset_of!(CreateHwQueue, progress_fence_gpu_va) == 40);
     assert!(size_of::<SubmitCommandToHwQueue>() == 56);
     assert!(offset_of!(SubmitCommandToHwQueue, written_primaries) == 48);
+    assert!(offset_of!(SubmitCommand, broadcast_context_count) == 24);
+    assert!(offset_of!(SubmitCommand, p_private_driver_data) == 288);
+    assert!(offset_of!(SubmitCommand, written_primaries) == 304);
+    assert!(offset_of!(SubmitCommand, history_buffer_array) == 376);
+    assert!(size_of::<SubmitCommand>() == 0x180);
     assert!(size_of::<CreateAllocation>() == 72);
     assert!(offset_of!(CreateAllocation, p_private_runtime_data) == 16);
     assert!(offset_of!(CreateAllocation, private_driver_data_size) == 40);
@@ -779,6 +806,39 @@ fn submit_command_to_hw_queue(p: &UserProcess, at: u64) -> Status {
             a.command_length,
         )
         .map_err(nt)
+}
+
+/// `D3DKMTSubmitCommand`: one command buffer at a GPU VA of this process on one of its
+/// contexts (the kernel-mode DMA path, [`crate::Machine::submit_legacy_va`], which holds the
+/// rules on the context, the length and the VA). The structure's own rules, in 24H2's order,
+/// STATUS_INVALID_PARAMETER unless said:
+/// - `BroadcastContextCount` 0 or above 64 (`DxgkSubmitCommandInternal` @0x1402A4B90);
+/// - `NumPrimaries` above 16 (the same); any primary at all, since the adapter is
+///   render-only (as [`submit_command_to_hw_queue`]);
+/// - `PrivateDriverDataSize` above what the KMD asked for its contexts, which is none
+///   (`DXGCONTEXT::SubmitCommand` @0x1402A6890);
+/// - more than one broadcast context, history buffers or flags (`NullRendering`,
+///   `PresentRedirected`, `NoKmdAccess`): STATUS_NOT_SUPPORTED, features the UMD does not
+///   use (the bridge's rule).
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_submitcommand>
+fn submit_command(p: &UserProcess, at: u64) -> Status {
+    let a: SubmitCommand = args(at)?;
+    if a.broadcast_context_count == 0 || a.broadcast_context_count > 64 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    if a.num_primaries != 0 || a.private_driver_data_size != 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    if a.broadcast_context_count != 1 || a.num_history_buffers != 0 || a.flags != 0 {
+        return Err(STATUS_NOT_SUPPORTED);
+    }
+    let ctx = a.broadcast_context[0];
+    let d = p.owner(ctx)?;
+    p.machine
+        .submit_legacy_va(&d.sim, ctx, a.commands, a.command_length)
+        .map(|_| ())
+        .map_err(|e| sim_status(&e))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,100 @@
+//! [`DmaContexts`] through rvgpu_umd.dll's C API: `rvgpu_context_create` on the process's
+//! adapter, `rvgpu_context_submit` of the work encoded as the queue submissions encode it,
+//! `rvgpu_context_destroy` when the process closes.
+//!
+//! An application learns no fence ID from `D3DKMTSubmitCommand`; the cases compare VidSch's
+//! IDs, so the harness reads the one the submission got from the OS's record (the
+//! [`TdrTrace`] view every DLL session has): the node's last submitted ID, which the call
+//! must have advanced, of a DMA buffer of this process's device.
+
+use super::dll::DllSession;
+use crate::backend::{ContextRef, DmaContexts, Failure, ProcessRef, TdrTrace, Work};
+
+/// A context the harness made: its process, `RvgpuContext*` (`None` once destroyed) and node.
+#[derive(Debug)]
+pub(super) struct DContext {
+    process: usize,
+    handle: Option<u64>,
+    node: u32,
+}
+
+impl DllSession {
+    /// Destroys process `p`'s live contexts (before its adapter closes); the first failure.
+    pub(super) fn destroy_contexts_of(&mut self, p: usize) -> Result<(), Failure> {
+        let mut first = Ok(());
+        let live: Vec<u64> = self
+            .dma
+            .iter_mut()
+            .filter(|c| c.process == p)
+            .filter_map(|c| c.handle.take())
+            .collect();
+        for h in live {
+            let r = self.ok(p, "rvgpu_context_destroy", &[h]);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
+
+impl DmaContexts for DllSession {
+    fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure> {
+        let (_, adapter) = self.process(p.0)?;
+        let mut c = 0u64;
+        self.ok(
+            p.0,
+            "rvgpu_context_create",
+            &[adapter, u64::from(node), &raw mut c as u64],
+        )?;
+        self.dma.push(DContext {
+            process: p.0,
+            handle: Some(c),
+            node,
+        });
+        Ok(ContextRef(self.dma.len() - 1))
+    }
+
+    fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure> {
+        let d = self
+            .dma
+            .get(c.0)
+            .ok_or_else(|| Failure::Backend(format!("no context {}", c.0)))?;
+        let (p, node) = (d.process, d.node);
+        let h = d
+            .handle
+            .ok_or_else(|| Failure::Backend(format!("context {} is destroyed", c.0)))?;
+        let adapter = self
+            .processes
+            .get(p)
+            .map(|d| d.adapter)
+            .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
+        let cmds = crate::backend::encode_work(work, |b, o, n| self.buffer_address(b, o, n))?;
+        let dwords = super::dll::dwords(&cmds)?;
+        let (before, _) = self.dma_fences(adapter, node)?;
+        self.ok(
+            p,
+            "rvgpu_context_submit",
+            &[h, dwords.as_ptr() as u64, dwords.len() as u64],
+        )?;
+        let (id, _) = self.dma_fences(adapter, node)?;
+        if id == before {
+            return Err(Failure::Backend(format!(
+                "rvgpu_context_submit succeeded but node {node}'s fence ID stayed {id}"
+            )));
+        }
+        let device = self.os_device(p)?.device;
+        let other = self
+            .machine()
+            .legacy_in_flight(adapter, node)
+            .into_iter()
+            .find(|&(f, _, dev)| f == id && dev != Some(device));
+        if let Some((_, paging, dev)) = other {
+            return Err(Failure::Backend(format!(
+                "node {node}'s last fence ID {id} is not this context's DMA buffer (paging \
+                 {paging}, device {dev:?})"
+            )));
+        }
+        Ok(id)
+    }
+}
