@@ -468,13 +468,36 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
     out
 }
 
-/// Finds the integer `pub const`s of one source file (`pub const NAME: T = <literal>;` on one
-/// line; anything else, e.g. an expression, is left out).
+/// Finds the integer `pub const`s of one source file: `pub const NAME: T = <literal>;` (on one
+/// line or wrapped after `=`) and the enumerators of `c_enum!` blocks (see [`EnumScan`]); a
+/// value written as anything else, e.g. an expression, is left out.
 pub fn scan_ddi_consts(module: &str, text: &str) -> Vec<DdiConst> {
     let mut out = Vec::new();
     let mut skip = None;
+    let mut c_enum: Option<EnumScan> = None;
     let mut lines = text.lines();
     while let Some(first) = lines.next() {
+        if let Some(scan) = c_enum.as_mut() {
+            let trimmed = first.trim();
+            if let Some(CheckMode::Skip(why)) = parse_marker(trimmed) {
+                skip = Some(why);
+            } else if let Some((name, value)) = scan.line(trimmed) {
+                out.push(DdiConst {
+                    module: module.to_string(),
+                    name,
+                    value,
+                    skip: skip.take(),
+                });
+            }
+            if scan.done {
+                c_enum = None;
+            }
+            continue;
+        }
+        if first.starts_with("c_enum!") {
+            c_enum = Some(EnumScan::default());
+            continue;
+        }
         // rustfmt wraps long constants after `=`: join the statement up to its `;`.
         let mut joined;
         let mut line = first;
@@ -522,6 +545,69 @@ pub fn scan_ddi_consts(module: &str, text: &str) -> Vec<DdiConst> {
         }
     }
     out
+}
+
+/// Reads a `c_enum!` block line by line, as rvgpu-ddi writes it:
+///
+/// ```text
+/// c_enum! {
+///     /// docs
+///     pub type E = i32 {
+///         /// docs
+///         A,
+///         // wdk-layout-check: skip: <why>
+///         B = 4,
+///         C,
+///     }
+/// }
+/// ```
+///
+/// One enumerator a line; as in C (and in the macro), an enumerator without `= value` is its
+/// predecessor plus one and the first is 0. After a value the scanner cannot read, the implicit
+/// ones that follow are left out too.
+#[derive(Debug, Default)]
+pub struct EnumScan {
+    /// Inside an enum's `{ .. }`.
+    in_body: bool,
+    /// The value of an enumerator written without one.
+    next: Option<i128>,
+    /// The block's closing brace was read.
+    pub done: bool,
+}
+
+impl EnumScan {
+    /// Takes the next (trimmed) line of the block; returns the enumerator it declares, if any.
+    pub fn line(&mut self, line: &str) -> Option<(String, i128)> {
+        if line.starts_with("//") || line.starts_with("#[") || line.is_empty() {
+            return None;
+        }
+        if line.starts_with('}') {
+            if self.in_body {
+                self.in_body = false;
+            } else {
+                self.done = true;
+            }
+            return None;
+        }
+        if line.starts_with("pub type ") && line.ends_with('{') {
+            self.in_body = true;
+            self.next = Some(0);
+            return None;
+        }
+        if !self.in_body {
+            return None;
+        }
+        let entry = line.strip_suffix(',').unwrap_or(line);
+        let (name, value) = match entry.split_once('=') {
+            Some((name, value)) => (name.trim(), parse_int(value)),
+            None => (entry.trim(), self.next),
+        };
+        if !is_ident(name) {
+            return None;
+        }
+        self.next = value.and_then(|v| v.checked_add(1));
+        value.map(|v| (name.to_string(), v))
+    }
 }
 
 /// Scans a crate's `src` directory (module paths from file paths: `lib.rs` is the root,

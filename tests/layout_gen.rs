@@ -394,3 +394,64 @@ fn compares_top_level_integer_constants() {
     assert!(g.code.contains("::x::m::HEX_DEFINE as i128 == 65540"));
     assert!(g.unchecked.iter().any(|u| u.contains("NEWER: skipped")));
 }
+
+/// `c_enum!` blocks as rvgpu-ddi writes them: implicit values count on from the last explicit
+/// one (from 0 at the start of each enum), markers and comments inside the block apply as
+/// above a `pub const`, and a value the scanner cannot read leaves the implicit ones after it
+/// out rather than guessing.
+const DDI_ENUMS: &str = r#"
+c_enum! {
+    /// First enum.
+    pub type FIRST = i32 {
+        /// Zero.
+        FIRST_A,
+        FIRST_B,
+        // A plain comment.
+        FIRST_C = 0x10,
+        FIRST_D,
+    }
+
+    /// Second enum, in the same block.
+    pub type SECOND = u32 {
+        SECOND_A,
+        // wdk-layout-check: skip: newer enumerator
+        SECOND_B,
+        SECOND_C = OTHER + 1,
+        SECOND_D,
+        SECOND_E = 7,
+    }
+}
+pub const AFTER: u32 = 9;
+"#;
+
+#[test]
+fn reads_c_enum_blocks_with_implicit_values() {
+    let consts = scan_ddi_consts("m", DDI_ENUMS);
+    let got: Vec<(&str, i128, bool)> = consts
+        .iter()
+        .map(|c| (c.name.as_str(), c.value, c.skip.is_some()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("FIRST_A", 0, false),
+            ("FIRST_B", 1, false),
+            ("FIRST_C", 16, false),
+            ("FIRST_D", 17, false),
+            ("SECOND_A", 0, false),
+            ("SECOND_B", 1, true),
+            ("SECOND_E", 7, false),
+            ("AFTER", 9, false),
+        ]
+    );
+    let wdk = parse_bindgen("pub const FIRST_D: _FIRST = 17;\npub const SECOND_A: u32 = 0;\n");
+    let mut g = layout_gen::Generated::default();
+    let missing = generate_consts(&wdk, &consts, "x", &mut g);
+    assert_eq!(g.assertions, 2);
+    assert!(
+        g.code.contains("::x::m::FIRST_D as i128 == 17"),
+        "{}",
+        g.code
+    );
+    assert_eq!(missing.len(), 5);
+}

@@ -13,43 +13,46 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, extern_fn, layout, reserved_flags};
+use crate::macros::{bitfield, c_enum, c_type, extern_fn, layout, reserved_flags};
 
-/// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_feature_id>
-pub type DXGK_FEATURE_ID = i32;
+c_enum! {
+    /// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_feature_id>
+    pub type DXGK_FEATURE_ID = i32 {
+        /// Hardware-accelerated GPU scheduling (driver category).
+        DXGK_FEATURE_HWSCH,
+        /// Hardware flip queue.
+        DXGK_FEATURE_HWFLIPQUEUE,
+        /// LDA in GPU paravirtualisation.
+        DXGK_FEATURE_LDA_GPUPV,
+        /// KMD signals CPU events.
+        DXGK_FEATURE_KMD_SIGNAL_CPU_EVENT,
+        /// User-mode work submission.
+        DXGK_FEATURE_USER_MODE_SUBMISSION,
+        /// Share backing store with KMD.
+        DXGK_FEATURE_SHARE_BACKING_STORE_WITH_KMD,
+        /// Sample feature for testing.
+        DXGK_FEATURE_SAMPLE = 31,
+        /// Page-based memory manager.
+        DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER,
+        /// Kernel-mode testing interface.
+        DXGK_FEATURE_KERNEL_MODE_TESTING,
+        /// 64K page-table demotion fix.
+        DXGK_FEATURE_64K_PT_DEMOTION_FIX,
+        /// GPU-PV present on hardware queue fix.
+        DXGK_FEATURE_GPUPV_PRESENT_HWQUEUE,
+        /// GPU VA with IoMmu.
+        DXGK_FEATURE_GPUVAIOMMU,
+        /// Native GPU fences (driver category, sub-ID 37; values from a bindgen run over WDK
+        /// headers and the `DXGK_DRIVER_FEATURE` reference page).
+        DXGK_FEATURE_NATIVE_FENCE,
+    }
+}
 /// Shift of the category field of a [`DXGK_FEATURE_ID`].
 pub const DXGK_FEATURE_ID_CATEGORY_SHIFT: u32 = 28;
 /// Mask of the sub-ID field of a [`DXGK_FEATURE_ID`].
 pub const DXGK_FEATURE_ID_MASK: u32 = 0x0FFF_FFFF;
-/// Hardware-accelerated GPU scheduling (driver category).
-pub const DXGK_FEATURE_HWSCH: DXGK_FEATURE_ID = 0;
-/// Hardware flip queue.
-pub const DXGK_FEATURE_HWFLIPQUEUE: DXGK_FEATURE_ID = 1;
-/// LDA in GPU paravirtualisation.
-pub const DXGK_FEATURE_LDA_GPUPV: DXGK_FEATURE_ID = 2;
-/// KMD signals CPU events.
-pub const DXGK_FEATURE_KMD_SIGNAL_CPU_EVENT: DXGK_FEATURE_ID = 3;
-/// User-mode work submission.
-pub const DXGK_FEATURE_USER_MODE_SUBMISSION: DXGK_FEATURE_ID = 4;
-/// Share backing store with KMD.
-pub const DXGK_FEATURE_SHARE_BACKING_STORE_WITH_KMD: DXGK_FEATURE_ID = 5;
-/// Sample feature for testing.
-pub const DXGK_FEATURE_SAMPLE: DXGK_FEATURE_ID = 31;
-/// Page-based memory manager.
-pub const DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER: DXGK_FEATURE_ID = 32;
-/// Kernel-mode testing interface.
-pub const DXGK_FEATURE_KERNEL_MODE_TESTING: DXGK_FEATURE_ID = 33;
-/// 64K page-table demotion fix.
-pub const DXGK_FEATURE_64K_PT_DEMOTION_FIX: DXGK_FEATURE_ID = 34;
-/// GPU-PV present on hardware queue fix.
-pub const DXGK_FEATURE_GPUPV_PRESENT_HWQUEUE: DXGK_FEATURE_ID = 35;
-/// GPU VA with IoMmu.
-pub const DXGK_FEATURE_GPUVAIOMMU: DXGK_FEATURE_ID = 36;
-/// Native GPU fences (driver category, sub-ID 37; values from a bindgen run over WDK headers
-/// and the `DXGK_DRIVER_FEATURE` reference page).
-pub const DXGK_FEATURE_NATIVE_FENCE: DXGK_FEATURE_ID = 37;
 
 /// `DXGK_FEATURE_VERSION`: a 16-bit feature version.
 ///

@@ -34,8 +34,8 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::macros::{
-    c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags, union_debug,
-    zeroed_default,
+    c_enum, c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags,
+    union_debug, zeroed_default,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -199,28 +199,32 @@ pub type PDXGKDDI_UPDATEHWCONTEXTSTATE = DDI_FN<*const DXGKARG_UPDATEHWCONTEXTST
 // Scheduling log (WDDM 2.4)
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGK_SCHEDULING_LOG_OPERATION`: what a scheduling log entry records
-/// ([`DXGK_SCHEDULING_LOG_ENTRY::OperationType`], declared `UINT` there). Each operation has
-/// its own arm of the entry's payload union.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_operation>
-pub type DXGK_SCHEDULING_LOG_OPERATION = i32;
-/// A context changed state ([`DXGK_SCHEDULING_LOG_ENTRY_0::ContextStateChange`]).
-pub const DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE: DXGK_SCHEDULING_LOG_OPERATION = 0;
+c_enum! {
+    /// `DXGK_SCHEDULING_LOG_OPERATION`: what a scheduling log entry records
+    /// ([`DXGK_SCHEDULING_LOG_ENTRY::OperationType`], declared `UINT` there). Each operation has
+    /// its own arm of the entry's payload union.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_operation>
+    pub type DXGK_SCHEDULING_LOG_OPERATION = i32 {
+        /// A context changed state ([`DXGK_SCHEDULING_LOG_ENTRY_0::ContextStateChange`]).
+        DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE,
+    }
 
-/// `DXGK_SCHEDULING_LOG_CONTEXT_STATE`: execution state of a context as the GPU scheduler logs
-/// it.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_context_state>
-pub type DXGK_SCHEDULING_LOG_CONTEXT_STATE = i32;
-/// No work pending on the context.
-pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_IDLE: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 0;
-/// The context is executing on the GPU.
-pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_RUNNING: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 1;
-/// Work is pending but the context is not executing.
-pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 2;
-/// Ready and already chosen as the next context to run, but not started yet (optional state).
-pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY_STANDBY: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 3;
+    /// `DXGK_SCHEDULING_LOG_CONTEXT_STATE`: execution state of a context as the GPU scheduler logs
+    /// it.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_context_state>
+    pub type DXGK_SCHEDULING_LOG_CONTEXT_STATE = i32 {
+        /// No work pending on the context.
+        DXGK_SCHEDULING_LOG_CONTEXT_STATE_IDLE,
+        /// The context is executing on the GPU.
+        DXGK_SCHEDULING_LOG_CONTEXT_STATE_RUNNING,
+        /// Work is pending but the context is not executing.
+        DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY,
+        /// Ready and already chosen as the next context to run, but not started yet (optional state).
+        DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY_STANDBY,
+    }
+}
 
 c_type! {
     /// `DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE`: payload of a context-state-change log entry.
@@ -417,20 +421,23 @@ pub type PDXGKDDI_SETSCHEDULINGLOGBUFFER = DDI_FN<*const DXGKARG_SETSCHEDULINGLO
 // Priority bands and context scheduling properties (WDDM 2.4)
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGK_SCHEDULING_PRIORITY_BAND`: the scheduler's priority bands, lowest first.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_priority_band>
-pub type DXGK_SCHEDULING_PRIORITY_BAND = i32;
-/// Background work; never preempts another band.
-pub const DXGK_SCHEDULING_PRIORITY_BAND_IDLE: DXGK_SCHEDULING_PRIORITY_BAND = 0;
-/// Ordinary work.
-pub const DXGK_SCHEDULING_PRIORITY_BAND_NORMAL: DXGK_SCHEDULING_PRIORITY_BAND = 1;
-/// Work of the application that has the focus.
-pub const DXGK_SCHEDULING_PRIORITY_BAND_FOCUS: DXGK_SCHEDULING_PRIORITY_BAND = 2;
-/// Realtime work.
-pub const DXGK_SCHEDULING_PRIORITY_BAND_REALTIME: DXGK_SCHEDULING_PRIORITY_BAND = 3;
-/// Number of bands (length of the per-band arrays of [`DXGKARG_SETUPPRIORITYBANDS`]).
-pub const DXGK_SCHEDULING_PRIORITY_BAND_COUNT: DXGK_SCHEDULING_PRIORITY_BAND = 4;
+c_enum! {
+    /// `DXGK_SCHEDULING_PRIORITY_BAND`: the scheduler's priority bands, lowest first.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_priority_band>
+    pub type DXGK_SCHEDULING_PRIORITY_BAND = i32 {
+        /// Background work; never preempts another band.
+        DXGK_SCHEDULING_PRIORITY_BAND_IDLE,
+        /// Ordinary work.
+        DXGK_SCHEDULING_PRIORITY_BAND_NORMAL,
+        /// Work of the application that has the focus.
+        DXGK_SCHEDULING_PRIORITY_BAND_FOCUS,
+        /// Realtime work.
+        DXGK_SCHEDULING_PRIORITY_BAND_REALTIME,
+        /// Number of bands (length of the per-band arrays of [`DXGKARG_SETUPPRIORITYBANDS`]).
+        DXGK_SCHEDULING_PRIORITY_BAND_COUNT,
+    }
+}
 
 c_type! {
     /// `DXGKARG_SETUPPRIORITYBANDS`: adapter-wide priority band configuration (104 bytes). Arrays

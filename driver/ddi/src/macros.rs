@@ -314,6 +314,35 @@ macro_rules! extern_fn {
 
 pub(crate) use extern_fn;
 
+/// Declares C enums as Rust spells them: `pub type E = i32 { A, B = 4, C, }` is `pub type E =
+/// i32;` and one `pub const` of type `E` per enumerator, each with its doc comment. As in C, an
+/// enumerator without `= value` is its predecessor plus one, and the first is 0. One invocation
+/// may hold several enums. build/layout_gen.rs reads these blocks in this form (one enumerator
+/// a line) to compare every value with the WDK headers; a `// wdk-layout-check: skip: <why>`
+/// line above an enumerator leaves it out.
+macro_rules! c_enum {
+    (@values $ty:ident, $next:expr;) => {};
+    (@values $ty:ident, $next:expr; $(#[$meta:meta])* $name:ident = $value:expr, $($rest:tt)*) => {
+        $(#[$meta])*
+        pub const $name: $ty = $value;
+        $crate::macros::c_enum!(@values $ty, $name + 1; $($rest)*);
+    };
+    (@values $ty:ident, $next:expr; $(#[$meta:meta])* $name:ident, $($rest:tt)*) => {
+        $(#[$meta])*
+        pub const $name: $ty = $next;
+        $crate::macros::c_enum!(@values $ty, $name + 1; $($rest)*);
+    };
+    ($( $(#[$meta:meta])* pub type $ty:ident = $repr:ty { $($body:tt)* } )+) => {
+        $(
+            $(#[$meta])*
+            pub type $ty = $repr;
+            $crate::macros::c_enum!(@values $ty, 0; $($body)*);
+        )+
+    };
+}
+
+pub(crate) use c_enum;
+
 /// Declares a DDI or callback pointer type whose signature is not bound yet.
 macro_rules! unbound_fn {
     ($name:ident, $page:literal) => {
@@ -490,3 +519,33 @@ macro_rules! assert_fields_fill_word {
 
 #[cfg(test)]
 pub(crate) use assert_fields_fill_word;
+
+#[cfg(test)]
+mod tests {
+    c_enum! {
+        /// Sample.
+        pub type SAMPLE = i32 {
+            /// 0.
+            SAMPLE_A,
+            SAMPLE_B,
+            SAMPLE_C = 0x10,
+            SAMPLE_D,
+        }
+
+        /// A second enum in the same block starts again at 0.
+        pub type OTHER = u32 {
+            OTHER_A,
+            OTHER_B = 7,
+        }
+    }
+
+    #[test]
+    fn c_enum_counts_on_from_the_last_explicit_value() {
+        assert_eq!([SAMPLE_A, SAMPLE_B, SAMPLE_C, SAMPLE_D], [0, 1, 0x10, 0x11]);
+        assert_eq!([OTHER_A, OTHER_B], [0, 7]);
+        // Real lists: after a jump (33), across a comment (41), after a jump to 31 (37).
+        assert_eq!(crate::adapter::DXGKQAITYPE_SCANOUT_CAPS, 33);
+        assert_eq!(crate::adapter::DXGKQAITYPE_SCATTER_RESERVE, 41);
+        assert_eq!(crate::feature::DXGK_FEATURE_NATIVE_FENCE, 37);
+    }
+}
