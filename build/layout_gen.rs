@@ -375,10 +375,45 @@ fn parse_marker(line: &str) -> Option<CheckMode> {
     }
 }
 
+/// The fields of the two types `index_word_union!(UNION, PARTS, ..)` declares (rvgpu-ddi's
+/// macros.rs), as it declares them: the split-view struct `PARTS`, then `UNION`.
+pub const INDEX_WORD_FIELDS: [&[&str]; 2] = [
+    &["FirstFreeEntryIndex", "WraparoundCount"],
+    &["Anonymous", "AtomicWraparoundAndEntryIndex"],
+];
+
+/// The types of one `index_word_union!(UNION, PARTS, ..)` invocation (`args` is its text, on
+/// one line or several).
+fn index_word_types(module: &str, args: &str, mode: &CheckMode) -> Vec<DdiType> {
+    let inner = args.split_once('(').map_or("", |(_, rest)| {
+        rest.rsplit_once(')').map_or(rest, |(a, _)| a)
+    });
+    let names: Vec<&str> = inner.split(',').map(str::trim).take(2).collect();
+    let [union, parts] = names[..] else {
+        return Vec::new();
+    };
+    if !is_ident(union) || !is_ident(parts) {
+        return Vec::new();
+    }
+    [parts, union]
+        .iter()
+        .zip(INDEX_WORD_FIELDS)
+        .map(|(name, fields)| DdiType {
+            module: module.to_string(),
+            name: (*name).to_string(),
+            fields: fields.iter().map(|f| (*f).to_string()).collect(),
+            opaque: false,
+            mode: mode.clone(),
+        })
+        .collect()
+}
+
 /// Finds the `#[repr(C)]` structs and unions with named fields in one source file, including
-/// the tables declared through `ddi_table!` (a `header { .. }` and a `slots { .. }` list).
+/// the tables declared through `ddi_table!` (a `header { .. }` and a `slots { .. }` list) and
+/// the types of `index_word_union!` (see [`INDEX_WORD_FIELDS`]).
 pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
     let mut out = Vec::new();
+    let mut index_word: Option<String> = None;
     let mut repr_c = false;
     let mut in_table_macro = false;
     let mut mode = CheckMode::Full;
@@ -416,6 +451,16 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
                 if is_ident(name) {
                     ty.fields.push(name.to_string());
                 }
+            }
+            continue;
+        }
+        if line.starts_with("index_word_union!") || index_word.is_some() {
+            let args = index_word.get_or_insert_with(String::new);
+            args.push_str(line);
+            if line.ends_with(';') {
+                out.extend(index_word_types(module, args, &mode));
+                index_word = None;
+                mode = CheckMode::Full;
             }
             continue;
         }

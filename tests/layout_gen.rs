@@ -455,3 +455,33 @@ fn reads_c_enum_blocks_with_implicit_values() {
     );
     assert_eq!(missing.len(), 5);
 }
+
+#[test]
+fn index_word_union_declares_its_two_types() {
+    let text = "index_word_union!(\n    LOG_0,\n    LOG_0_0,\n    LOG,\n    \"https://x\"\n);\n\
+                // wdk-layout-check: skip: newer\n\
+                index_word_union!(NEW_0, NEW_0_0, NEW, \"https://y\");\n";
+    let ddi = scan_ddi_source("m", text);
+    let got: Vec<(&str, Vec<&str>, bool)> = ddi
+        .iter()
+        .map(|t| {
+            let fields = t.fields.iter().map(String::as_str).collect();
+            (
+                t.name.as_str(),
+                fields,
+                matches!(t.mode, CheckMode::Skip(_)),
+            )
+        })
+        .collect();
+    let parts = vec!["FirstFreeEntryIndex", "WraparoundCount"];
+    let word = vec!["Anonymous", "AtomicWraparoundAndEntryIndex"];
+    assert_eq!(
+        got,
+        [
+            ("LOG_0_0", parts.clone(), false),
+            ("LOG_0", word.clone(), false),
+            ("NEW_0_0", parts, true),
+            ("NEW_0", word, true),
+        ]
+    );
+}

@@ -385,47 +385,11 @@ c_enum! {
     }
 }
 
-c_type! {
-    /// The split view of [`DXGK_NATIVE_FENCE_LOG_HEADER_0`] (anonymous struct in C).
-    ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
-    #[size(8)]
-    #[repr(C)]
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct DXGK_NATIVE_FENCE_LOG_HEADER_0_0 {
-        /// Index of the first free entry (the `LowPart` of `AtomicWraparoundAndEntryIndex`).
-        #[offset(0)]
-        pub FirstFreeEntryIndex: u32,
-        /// Number of times the writer wrapped around (the `HighPart`).
-        #[offset(4)]
-        pub WraparoundCount: u32,
-    }
-}
-
-c_type! {
-    /// The anonymous union at the start of [`DXGK_NATIVE_FENCE_LOG_HEADER`]: the index and
-    /// wraparound count, or both as one 64-bit word so a writer can update them atomically.
-    ///
-    /// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
-    /// (`u64`, same size and 8-byte alignment).
-    ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
-    #[size(8)]
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    pub union DXGK_NATIVE_FENCE_LOG_HEADER_0 {
-        /// Split view.
-        #[offset(0)]
-        pub Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0_0,
-        /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
-        #[offset(0)]
-        pub AtomicWraparoundAndEntryIndex: u64,
-    }
-}
-
 index_word_union!(
     DXGK_NATIVE_FENCE_LOG_HEADER_0,
-    DXGK_NATIVE_FENCE_LOG_HEADER_0_0
+    DXGK_NATIVE_FENCE_LOG_HEADER_0_0,
+    DXGK_NATIVE_FENCE_LOG_HEADER,
+    "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header"
 );
 
 c_type! {

@@ -243,46 +243,12 @@ c_type! {
     }
 }
 
-c_type! {
-    /// The split view of [`DXGK_SCHEDULING_LOG_HEADER_0`] (anonymous struct in C).
-    ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
-    #[size(8)]
-    #[repr(C)]
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct DXGK_SCHEDULING_LOG_HEADER_0_0 {
-        /// Index of the next entry the GPU will write (low half of the 64-bit word).
-        #[offset(0)]
-        pub FirstFreeEntryIndex: u32,
-        /// How many times the writer wrapped around to entry 0 (high half).
-        #[offset(4)]
-        pub WraparoundCount: u32,
-    }
-}
-
-c_type! {
-    /// The anonymous union at the start of [`DXGK_SCHEDULING_LOG_HEADER`]: write index and
-    /// wraparound count, or both as one 64-bit word so the writer can advance them in one atomic
-    /// store and a reader can snapshot them consistently.
-    ///
-    /// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
-    /// (`u64`, same size and 8-byte alignment).
-    ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
-    #[size(8)]
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    pub union DXGK_SCHEDULING_LOG_HEADER_0 {
-        /// Split view.
-        #[offset(0)]
-        pub Anonymous: DXGK_SCHEDULING_LOG_HEADER_0_0,
-        /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
-        #[offset(0)]
-        pub AtomicWraparoundAndEntryIndex: u64,
-    }
-}
-
-index_word_union!(DXGK_SCHEDULING_LOG_HEADER_0, DXGK_SCHEDULING_LOG_HEADER_0_0);
+index_word_union!(
+    DXGK_SCHEDULING_LOG_HEADER_0,
+    DXGK_SCHEDULING_LOG_HEADER_0_0,
+    DXGK_SCHEDULING_LOG_HEADER,
+    "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header"
+);
 
 c_type! {
     /// `DXGK_SCHEDULING_LOG_HEADER`: header of a scheduling log buffer (32 bytes). The OS hands

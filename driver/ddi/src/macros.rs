@@ -419,13 +419,51 @@ macro_rules! opaque_types {
 
 pub(crate) use opaque_types;
 
-/// The methods and traits of a log header's leading union (`union { struct { UINT
-/// FirstFreeEntryIndex; UINT WraparoundCount; }; ULARGE_INTEGER AtomicWraparoundAndEntryIndex;
-/// }`, as both `DXGK_NATIVE_FENCE_LOG_HEADER` and `DXGK_SCHEDULING_LOG_HEADER` begin):
-/// constructors from the two halves or the 64-bit word, both views, and `Default`, `Debug`,
-/// `PartialEq`/`Eq` through the word. `$parts` is the split-view struct.
+/// A log header's leading union (`union { struct { UINT FirstFreeEntryIndex; UINT
+/// WraparoundCount; }; ULARGE_INTEGER AtomicWraparoundAndEntryIndex; }`, as both
+/// `DXGK_NATIVE_FENCE_LOG_HEADER` and `DXGK_SCHEDULING_LOG_HEADER` begin):
+/// `index_word_union!(UNION, PARTS, HEADER, "page")` declares the split-view struct `PARTS`
+/// (the anonymous struct) and `UNION` with their layout assertions, constructors from the two
+/// halves or the 64-bit word, both views, and `Default`, `Debug`, `PartialEq`/`Eq` through the
+/// word. `AtomicWraparoundAndEntryIndex` is bound as the `ULARGE_INTEGER`'s `QuadPart` (`u64`,
+/// same size and 8-byte alignment). build/layout_gen.rs knows the two types' fields to compare
+/// them with the WDK's.
 macro_rules! index_word_union {
-    ($union:ident, $parts:ident) => {
+    ($union:ident, $parts:ident, $header:ident, $page:literal $(,)?) => {
+        #[doc = concat!("The split view of [`", stringify!($union), "`] (anonymous struct in C).")]
+        #[doc = ""]
+        #[doc = concat!("<", $page, ">")]
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $parts {
+            /// Index of the next entry the writer fills (low half of the 64-bit word).
+            pub FirstFreeEntryIndex: u32,
+            /// How many times the writer wrapped around to entry 0 (high half).
+            pub WraparoundCount: u32,
+        }
+        $crate::macros::layout!(
+            $parts,
+            size = 8,
+            FirstFreeEntryIndex = 0,
+            WraparoundCount = 4
+        );
+
+        #[doc = concat!("The anonymous union at the start of [`", stringify!($header), "`]: the \
+            write index and wraparound count, or both as one 64-bit word so the writer can \
+            advance them in one atomic store and a reader can snapshot them consistently.")]
+        #[doc = ""]
+        #[doc = concat!("<", $page, ">")]
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        pub union $union {
+            /// Split view.
+            pub Anonymous: $parts,
+            /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
+            pub AtomicWraparoundAndEntryIndex: u64,
+        }
+        // A union's fields all start at 0: its size is the one thing to assert.
+        $crate::macros::layout!($union, size = 8);
+
         impl $union {
             /// Builds the union from its two halves.
             pub const fn from_parts(first_free_entry_index: u32, wraparound_count: u32) -> Self {
