@@ -382,6 +382,16 @@ pub const INDEX_WORD_FIELDS: [&[&str]; 2] = [
     &["Anonymous", "AtomicWraparoundAndEntryIndex"],
 ];
 
+/// The members of the WDM `INTERFACE` header that `interface_table!` (rvgpu-ddi's macros.rs)
+/// puts before a table's listed fields.
+pub const INTERFACE_HEADER_FIELDS: [&str; 5] = [
+    "Size",
+    "Version",
+    "Context",
+    "InterfaceReference",
+    "InterfaceDereference",
+];
+
 /// The types of one `index_word_union!(UNION, PARTS, ..)` invocation (`args` is its text, on
 /// one line or several).
 fn index_word_types(module: &str, args: &str, mode: &CheckMode) -> Vec<DdiType> {
@@ -410,12 +420,14 @@ fn index_word_types(module: &str, args: &str, mode: &CheckMode) -> Vec<DdiType> 
 
 /// Finds the `#[repr(C)]` structs and unions with named fields in one source file, including
 /// the tables declared through `ddi_table!` (a `header { .. }` and a `slots { .. }` list) and
-/// the types of `index_word_union!` (see [`INDEX_WORD_FIELDS`]).
+/// the types of `index_word_union!` (see [`INDEX_WORD_FIELDS`]) and the tables of
+/// `interface_table!` (see [`INTERFACE_HEADER_FIELDS`]).
 pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
     let mut out = Vec::new();
     let mut index_word: Option<String> = None;
     let mut repr_c = false;
     let mut in_table_macro = false;
+    let mut interface_header = false;
     let mut mode = CheckMode::Full;
     let mut current: Option<DdiType> = None;
     let mut depth = 0usize;
@@ -472,6 +484,10 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
             in_table_macro = true;
             continue;
         }
+        if line.starts_with("interface_table!") {
+            interface_header = true;
+            continue;
+        }
         if line.starts_with("#[repr(C") {
             repr_c = true;
             continue;
@@ -490,10 +506,15 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
             let rest = decl[name.len()..].trim();
             // Named-field, non-generic types only.
             if !name.is_empty() && rest.starts_with('{') {
+                let header: &[&str] = if interface_header {
+                    &INTERFACE_HEADER_FIELDS
+                } else {
+                    &[]
+                };
                 let ty = DdiType {
                     module: module.to_string(),
                     name,
-                    fields: Vec::new(),
+                    fields: header.iter().map(|f| (*f).to_string()).collect(),
                     opaque: false,
                     mode: std::mem::take(&mut mode),
                 };
@@ -508,6 +529,7 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
         }
         repr_c = false;
         in_table_macro = false;
+        interface_header = false;
         mode = CheckMode::Full;
     }
     out

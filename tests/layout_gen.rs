@@ -485,3 +485,53 @@ fn index_word_union_declares_its_two_types() {
         ]
     );
 }
+
+#[test]
+fn interface_table_fields_follow_the_interface_header() {
+    let text = r#"
+interface_table! {
+    /// Header only.
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct INTERFACE {}
+}
+
+interface_table! {
+    /// A table.
+    // wdk-layout-check: skip: newer
+    #[size(40)]
+    #[repr(C)]
+    pub struct TABLE {
+        /// A function.
+        #[offset(32)]
+        pub Function: PFN,
+    }
+}
+
+c_type! {
+    #[size(4)]
+    #[repr(C)]
+    pub struct PLAIN {
+        #[offset(0)]
+        pub Value: u32,
+    }
+}
+"#;
+    let ddi = scan_ddi_source("m", text);
+    let header = [
+        "Size",
+        "Version",
+        "Context",
+        "InterfaceReference",
+        "InterfaceDereference",
+    ];
+    assert_eq!(ddi.len(), 3);
+    assert_eq!(ddi[0].name, "INTERFACE");
+    assert_eq!(ddi[0].fields, header);
+    assert_eq!(ddi[1].name, "TABLE");
+    assert_eq!(ddi[1].fields[..5], header);
+    assert_eq!(ddi[1].fields[5..], ["Function"]);
+    assert!(matches!(ddi[1].mode, CheckMode::Skip(_)));
+    assert_eq!(ddi[2].fields, ["Value"]);
+}

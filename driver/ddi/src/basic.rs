@@ -7,7 +7,7 @@
 
 use core::ffi::c_void;
 
-use crate::macros::{c_enum, c_type, extern_fn, opaque_types, union_debug};
+use crate::macros::{c_enum, c_type, extern_fn, interface_table, opaque_types, union_debug};
 
 /// `NTSTATUS`: a kernel status code; negative values are errors. See [`crate::ntstatus`].
 pub type NTSTATUS = i32;
@@ -248,30 +248,15 @@ extern_fn! {
     pub type PINTERFACE_DEREFERENCE = fn(Context: PVOID);
 }
 
-c_type! {
-    /// `INTERFACE`: the common header of every query-interface table (wdm.h).
+interface_table! {
+    /// `INTERFACE`: the common header of every query-interface table (wdm.h); `Size` counts the
+    /// whole table.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_interface>
     #[size(32)]
     #[repr(C)]
     #[derive(Clone, Copy, Debug)]
-    pub struct INTERFACE {
-        /// Size of the whole interface structure in bytes.
-        #[offset(0)]
-        pub Size: u16,
-        /// Interface version.
-        #[offset(2)]
-        pub Version: u16,
-        /// Context passed to the reference functions.
-        #[offset(8)]
-        pub Context: PVOID,
-        /// Reference function.
-        #[offset(16)]
-        pub InterfaceReference: PINTERFACE_REFERENCE,
-        /// Dereference function.
-        #[offset(24)]
-        pub InterfaceDereference: PINTERFACE_DEREFERENCE,
-    }
+    pub struct INTERFACE {}
 }
 /// `PINTERFACE`.
 pub type PINTERFACE = *mut INTERFACE;

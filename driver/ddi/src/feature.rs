@@ -13,7 +13,7 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_enum, c_type, extern_fn, layout, reserved_flags};
+use crate::macros::{bitfield, c_enum, c_type, extern_fn, interface_table, layout, reserved_flags};
 
 c_enum! {
     /// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
@@ -158,29 +158,16 @@ pub type DXGKCB_QUERYFEATUREINTERFACE = DDI_FN<*mut DXGKARGCB_QUERYFEATUREINTERF
 /// `DXGK_FEATURE_INTERFACE_VERSION_1`.
 pub const DXGK_FEATURE_INTERFACE_VERSION_1: USHORT = 1;
 
-c_type! {
+interface_table! {
     /// `DXGK_FEATURE_INTERFACE`: returned by `DxgkCbQueryServices` for `DxgkServicesFeature`.
+    ///
+    /// `Version` is [`DXGK_FEATURE_INTERFACE_VERSION_1`].
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgk_feature_interface>
     #[size(48)]
     #[repr(C)]
     #[derive(Clone, Copy, Debug)]
     pub struct DXGK_FEATURE_INTERFACE {
-        /// Size of this structure.
-        #[offset(0)]
-        pub Size: USHORT,
-        /// [`DXGK_FEATURE_INTERFACE_VERSION_1`].
-        #[offset(2)]
-        pub Version: USHORT,
-        /// Interface context.
-        #[offset(8)]
-        pub Context: PVOID,
-        /// Reference.
-        #[offset(16)]
-        pub InterfaceReference: PINTERFACE_REFERENCE,
-        /// Dereference.
-        #[offset(24)]
-        pub InterfaceDereference: PINTERFACE_DEREFERENCE,
         /// Feature query.
         #[offset(32)]
         pub IsFeatureEnabled: DXGKCB_ISFEATUREENABLED2,
@@ -351,9 +338,12 @@ pub type PDXGKDDI_QUERYFEATURESUPPORT = DDI_FN<*mut DXGKARG_QUERYFEATURESUPPORT>
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeatureinterface>
 pub type PDXGKDDI_QUERYFEATUREINTERFACE = DDI_FN<*mut DXGKARG_QUERYFEATUREINTERFACE>;
 
-c_type! {
+interface_table! {
     /// `DXGKDDI_FEATURE_INTERFACE`: the KMD's interface through which Dxgkrnl queries its feature
     /// support (version 1, 48 bytes).
+    ///
+    /// `Version` is [`DXGKDDI_FEATURE_INTERFACE_VERSION_1`]; `Context` is the adapter context,
+    /// passed to every function.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgkddi_feature_interface>
     // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
@@ -361,21 +351,6 @@ c_type! {
     #[repr(C)]
     #[derive(Clone, Copy, Debug)]
     pub struct DXGKDDI_FEATURE_INTERFACE {
-        /// Size of this structure.
-        #[offset(0)]
-        pub Size: USHORT,
-        /// [`DXGKDDI_FEATURE_INTERFACE_VERSION_1`].
-        #[offset(2)]
-        pub Version: USHORT,
-        /// Passed to every function below (the adapter context).
-        #[offset(8)]
-        pub Context: PVOID,
-        /// Reference.
-        #[offset(16)]
-        pub InterfaceReference: PINTERFACE_REFERENCE,
-        /// Dereference.
-        #[offset(24)]
-        pub InterfaceDereference: PINTERFACE_DEREFERENCE,
         /// Feature support query.
         #[offset(32)]
         pub QueryFeatureSupport: PDXGKDDI_QUERYFEATURESUPPORT,

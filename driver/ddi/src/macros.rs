@@ -231,6 +231,47 @@ macro_rules! c_type {
 
 pub(crate) use c_type;
 
+/// Declares a query-interface table: a [`c_type!`] struct that begins with the members of the
+/// WDM `INTERFACE` header (`Size`, `Version`, `Context`, `InterfaceReference`,
+/// `InterfaceDereference`, at 0, 2, 8, 16 and 24 on x86_64), followed by the listed fields.
+/// build/layout_gen.rs knows the header's members to compare them with the WDK's.
+macro_rules! interface_table {
+    (
+        $(#[doc = $doc:literal])*
+        #[size($size:literal)]
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[doc = $fdoc:literal])* #[offset($off:literal)] pub $field:ident : $fty:ty, )*
+        }
+    ) => {
+        $crate::macros::c_type! {
+            $(#[doc = $doc])*
+            #[size($size)]
+            $(#[$meta])*
+            pub struct $name {
+                /// Size of the whole structure in bytes.
+                #[offset(0)]
+                pub Size: $crate::basic::USHORT,
+                /// Interface version.
+                #[offset(2)]
+                pub Version: $crate::basic::USHORT,
+                /// Context passed to every function of the table.
+                #[offset(8)]
+                pub Context: $crate::basic::PVOID,
+                /// Reference function.
+                #[offset(16)]
+                pub InterfaceReference: $crate::basic::PINTERFACE_REFERENCE,
+                /// Dereference function.
+                #[offset(24)]
+                pub InterfaceDereference: $crate::basic::PINTERFACE_DEREFERENCE,
+                $( $(#[doc = $fdoc])* #[offset($off)] pub $field: $fty, )*
+            }
+        }
+    };
+}
+
+pub(crate) use interface_table;
+
 /// Declares a DDI function table (`DRIVER_INITIALIZATION_DATA`, `DXGKRNL_INTERFACE`): a
 /// `#[repr(C)]` struct of header fields followed by pointer-sized slots, plus
 /// `SLOT_NAMES` (slot names in declaration order), `SLOT_CHECKS` (one "is non-null" predicate
