@@ -375,12 +375,59 @@ fn parse_marker(line: &str) -> Option<CheckMode> {
     }
 }
 
+/// The fields of the two types `index_word_union!(UNION, PARTS, ..)` declares (rvgpu-ddi's
+/// macros.rs), as it declares them: the split-view struct `PARTS`, then `UNION`.
+pub const INDEX_WORD_FIELDS: [&[&str]; 2] = [
+    &["FirstFreeEntryIndex", "WraparoundCount"],
+    &["Anonymous", "AtomicWraparoundAndEntryIndex"],
+];
+
+/// The members of the WDM `INTERFACE` header that `interface_table!` (rvgpu-ddi's macros.rs)
+/// puts before a table's listed fields.
+pub const INTERFACE_HEADER_FIELDS: [&str; 5] = [
+    "Size",
+    "Version",
+    "Context",
+    "InterfaceReference",
+    "InterfaceDereference",
+];
+
+/// The types of one `index_word_union!(UNION, PARTS, ..)` invocation (`args` is its text, on
+/// one line or several).
+fn index_word_types(module: &str, args: &str, mode: &CheckMode) -> Vec<DdiType> {
+    let inner = args.split_once('(').map_or("", |(_, rest)| {
+        rest.rsplit_once(')').map_or(rest, |(a, _)| a)
+    });
+    let names: Vec<&str> = inner.split(',').map(str::trim).take(2).collect();
+    let [union, parts] = names[..] else {
+        return Vec::new();
+    };
+    if !is_ident(union) || !is_ident(parts) {
+        return Vec::new();
+    }
+    [parts, union]
+        .iter()
+        .zip(INDEX_WORD_FIELDS)
+        .map(|(name, fields)| DdiType {
+            module: module.to_string(),
+            name: (*name).to_string(),
+            fields: fields.iter().map(|f| (*f).to_string()).collect(),
+            opaque: false,
+            mode: mode.clone(),
+        })
+        .collect()
+}
+
 /// Finds the `#[repr(C)]` structs and unions with named fields in one source file, including
-/// the tables declared through `ddi_table!` (a `header { .. }` and a `slots { .. }` list).
+/// the tables declared through `ddi_table!` (a `header { .. }` and a `slots { .. }` list) and
+/// the types of `index_word_union!` (see [`INDEX_WORD_FIELDS`]) and the tables of
+/// `interface_table!` (see [`INTERFACE_HEADER_FIELDS`]).
 pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
     let mut out = Vec::new();
+    let mut index_word: Option<String> = None;
     let mut repr_c = false;
     let mut in_table_macro = false;
+    let mut interface_header = false;
     let mut mode = CheckMode::Full;
     let mut current: Option<DdiType> = None;
     let mut depth = 0usize;
@@ -419,12 +466,26 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
             }
             continue;
         }
+        if line.starts_with("index_word_union!") || index_word.is_some() {
+            let args = index_word.get_or_insert_with(String::new);
+            args.push_str(line);
+            if line.ends_with(';') {
+                out.extend(index_word_types(module, args, &mode));
+                index_word = None;
+                mode = CheckMode::Full;
+            }
+            continue;
+        }
         if let Some(m) = parse_marker(line) {
             mode = m;
             continue;
         }
         if line.starts_with("ddi_table!") {
             in_table_macro = true;
+            continue;
+        }
+        if line.starts_with("interface_table!") {
+            interface_header = true;
             continue;
         }
         if line.starts_with("#[repr(C") {
@@ -445,10 +506,15 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
             let rest = decl[name.len()..].trim();
             // Named-field, non-generic types only.
             if !name.is_empty() && rest.starts_with('{') {
+                let header: &[&str] = if interface_header {
+                    &INTERFACE_HEADER_FIELDS
+                } else {
+                    &[]
+                };
                 let ty = DdiType {
                     module: module.to_string(),
                     name,
-                    fields: Vec::new(),
+                    fields: header.iter().map(|f| (*f).to_string()).collect(),
                     opaque: false,
                     mode: std::mem::take(&mut mode),
                 };
@@ -463,18 +529,42 @@ pub fn scan_ddi_source(module: &str, text: &str) -> Vec<DdiType> {
         }
         repr_c = false;
         in_table_macro = false;
+        interface_header = false;
         mode = CheckMode::Full;
     }
     out
 }
 
-/// Finds the integer `pub const`s of one source file (`pub const NAME: T = <literal>;` on one
-/// line; anything else, e.g. an expression, is left out).
+/// Finds the integer `pub const`s of one source file: `pub const NAME: T = <literal>;` (on one
+/// line or wrapped after `=`) and the enumerators of `c_enum!` blocks (see [`EnumScan`]); a
+/// value written as anything else, e.g. an expression, is left out.
 pub fn scan_ddi_consts(module: &str, text: &str) -> Vec<DdiConst> {
     let mut out = Vec::new();
     let mut skip = None;
+    let mut c_enum: Option<EnumScan> = None;
     let mut lines = text.lines();
     while let Some(first) = lines.next() {
+        if let Some(scan) = c_enum.as_mut() {
+            let trimmed = first.trim();
+            if let Some(CheckMode::Skip(why)) = parse_marker(trimmed) {
+                skip = Some(why);
+            } else if let Some((name, value)) = scan.line(trimmed) {
+                out.push(DdiConst {
+                    module: module.to_string(),
+                    name,
+                    value,
+                    skip: skip.take(),
+                });
+            }
+            if scan.done {
+                c_enum = None;
+            }
+            continue;
+        }
+        if first.starts_with("c_enum!") {
+            c_enum = Some(EnumScan::default());
+            continue;
+        }
         // rustfmt wraps long constants after `=`: join the statement up to its `;`.
         let mut joined;
         let mut line = first;
@@ -522,6 +612,69 @@ pub fn scan_ddi_consts(module: &str, text: &str) -> Vec<DdiConst> {
         }
     }
     out
+}
+
+/// Reads a `c_enum!` block line by line, as rvgpu-ddi writes it:
+///
+/// ```text
+/// c_enum! {
+///     /// docs
+///     pub type E = i32 {
+///         /// docs
+///         A,
+///         // wdk-layout-check: skip: <why>
+///         B = 4,
+///         C,
+///     }
+/// }
+/// ```
+///
+/// One enumerator a line; as in C (and in the macro), an enumerator without `= value` is its
+/// predecessor plus one and the first is 0. After a value the scanner cannot read, the implicit
+/// ones that follow are left out too.
+#[derive(Debug, Default)]
+pub struct EnumScan {
+    /// Inside an enum's `{ .. }`.
+    in_body: bool,
+    /// The value of an enumerator written without one.
+    next: Option<i128>,
+    /// The block's closing brace was read.
+    pub done: bool,
+}
+
+impl EnumScan {
+    /// Takes the next (trimmed) line of the block; returns the enumerator it declares, if any.
+    pub fn line(&mut self, line: &str) -> Option<(String, i128)> {
+        if line.starts_with("//") || line.starts_with("#[") || line.is_empty() {
+            return None;
+        }
+        if line.starts_with('}') {
+            if self.in_body {
+                self.in_body = false;
+            } else {
+                self.done = true;
+            }
+            return None;
+        }
+        if line.starts_with("pub type ") && line.ends_with('{') {
+            self.in_body = true;
+            self.next = Some(0);
+            return None;
+        }
+        if !self.in_body {
+            return None;
+        }
+        let entry = line.strip_suffix(',').unwrap_or(line);
+        let (name, value) = match entry.split_once('=') {
+            Some((name, value)) => (name.trim(), parse_int(value)),
+            None => (entry.trim(), self.next),
+        };
+        if !is_ident(name) {
+            return None;
+        }
+        self.next = value.and_then(|v| v.checked_add(1));
+        value.map(|v| (name.to_string(), v))
+    }
 }
 
 /// Scans a crate's `src` directory (module paths from file paths: `lib.rs` is the root,

@@ -391,3 +391,144 @@ fn compares_top_level_integer_constants() {
     assert!(g.code.contains("::x::m::HEX_DEFINE as i128 == 65540"));
     assert!(g.unchecked.iter().any(|u| u.contains("NEWER: skipped")));
 }
+
+/// `c_enum!` blocks as rvgpu-ddi writes them: implicit values count on from the last explicit
+/// one (from 0 at the start of each enum), markers and comments inside the block apply as
+/// above a `pub const`, and a value the scanner cannot read leaves the implicit ones after it
+/// out rather than guessing.
+const DDI_ENUMS: &str = r#"
+c_enum! {
+    /// First enum.
+    pub type FIRST = i32 {
+        /// Zero.
+        FIRST_A,
+        FIRST_B,
+        // A plain comment.
+        FIRST_C = 0x10,
+        FIRST_D,
+    }
+
+    /// Second enum, in the same block.
+    pub type SECOND = u32 {
+        SECOND_A,
+        // wdk-layout-check: skip: newer enumerator
+        SECOND_B,
+        SECOND_C = OTHER + 1,
+        SECOND_D,
+        SECOND_E = 7,
+    }
+}
+pub const AFTER: u32 = 9;
+"#;
+
+#[test]
+fn reads_c_enum_blocks_with_implicit_values() {
+    let consts = scan_ddi_consts("m", DDI_ENUMS);
+    let got: Vec<(&str, i128, bool)> = consts
+        .iter()
+        .map(|c| (c.name.as_str(), c.value, c.skip.is_some()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("FIRST_A", 0, false),
+            ("FIRST_B", 1, false),
+            ("FIRST_C", 16, false),
+            ("FIRST_D", 17, false),
+            ("SECOND_A", 0, false),
+            ("SECOND_B", 1, true),
+            ("SECOND_E", 7, false),
+            ("AFTER", 9, false),
+        ]
+    );
+    let wdk = parse_bindgen("pub const FIRST_D: _FIRST = 17;\npub const SECOND_A: u32 = 0;\n");
+    let mut g = layout_gen::Generated::default();
+    let missing = generate_consts(&wdk, &consts, "x", &mut g);
+    assert_eq!(g.assertions, 2);
+    assert!(
+        g.code.contains("::x::m::FIRST_D as i128 == 17"),
+        "{}",
+        g.code
+    );
+    assert_eq!(missing.len(), 5);
+}
+
+#[test]
+fn index_word_union_declares_its_two_types() {
+    let text = "index_word_union!(\n    LOG_0,\n    LOG_0_0,\n    LOG,\n    \"https://x\"\n);\n\
+                // wdk-layout-check: skip: newer\n\
+                index_word_union!(NEW_0, NEW_0_0, NEW, \"https://y\");\n";
+    let ddi = scan_ddi_source("m", text);
+    let got: Vec<(&str, Vec<&str>, bool)> = ddi
+        .iter()
+        .map(|t| {
+            let fields = t.fields.iter().map(String::as_str).collect();
+            (
+                t.name.as_str(),
+                fields,
+                matches!(t.mode, CheckMode::Skip(_)),
+            )
+        })
+        .collect();
+    let parts = vec!["FirstFreeEntryIndex", "WraparoundCount"];
+    let word = vec!["Anonymous", "AtomicWraparoundAndEntryIndex"];
+    assert_eq!(
+        got,
+        [
+            ("LOG_0_0", parts.clone(), false),
+            ("LOG_0", word.clone(), false),
+            ("NEW_0_0", parts, true),
+            ("NEW_0", word, true),
+        ]
+    );
+}
+
+#[test]
+fn interface_table_fields_follow_the_interface_header() {
+    let text = r#"
+interface_table! {
+    /// Header only.
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct INTERFACE {}
+}
+
+interface_table! {
+    /// A table.
+    // wdk-layout-check: skip: newer
+    #[size(40)]
+    #[repr(C)]
+    pub struct TABLE {
+        /// A function.
+        #[offset(32)]
+        pub Function: PFN,
+    }
+}
+
+c_type! {
+    #[size(4)]
+    #[repr(C)]
+    pub struct PLAIN {
+        #[offset(0)]
+        pub Value: u32,
+    }
+}
+"#;
+    let ddi = scan_ddi_source("m", text);
+    let header = [
+        "Size",
+        "Version",
+        "Context",
+        "InterfaceReference",
+        "InterfaceDereference",
+    ];
+    assert_eq!(ddi.len(), 3);
+    assert_eq!(ddi[0].name, "INTERFACE");
+    assert_eq!(ddi[0].fields, header);
+    assert_eq!(ddi[1].name, "TABLE");
+    assert_eq!(ddi[1].fields[..5], header);
+    assert_eq!(ddi[1].fields[5..], ["Function"]);
+    assert!(matches!(ddi[1].mode, CheckMode::Skip(_)));
+    assert_eq!(ddi[2].fields, ["Value"]);
+}

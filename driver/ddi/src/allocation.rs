@@ -21,7 +21,8 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::macros::{
-    bitfield, c_type, extern_fn, flag_word, layout, opaque_types, union_debug, zeroed_default,
+    bitfield, c_enum, c_type, extern_fn, flag_word, layout, opaque_types, union_debug,
+    zeroed_default,
 };
 use crate::memory::D3DGPU_PHYSICAL_ADDRESS;
 
@@ -29,25 +30,29 @@ use crate::memory::D3DGPU_PHYSICAL_ADDRESS;
 // Small shared D3DDDI types (d3dukmdt.h)
 // ---------------------------------------------------------------------------------------------
 
-/// `D3DDDIFORMAT`: surface format (a C enum; `D3DFMT`-compatible values and FourCCs).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_d3dddiformat>
-pub type D3DDDIFORMAT = i32;
-/// Format unknown or not applicable.
-pub const D3DDDIFMT_UNKNOWN: D3DDDIFORMAT = 0;
+c_enum! {
+    /// `D3DDDIFORMAT`: surface format (a C enum; `D3DFMT`-compatible values and FourCCs).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_d3dddiformat>
+    pub type D3DDDIFORMAT = i32 {
+        /// Format unknown or not applicable.
+        D3DDDIFMT_UNKNOWN,
+    }
 
-/// `D3DDDI_ROTATION`: display rotation.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_d3dddi_rotation>
-pub type D3DDDI_ROTATION = i32;
-/// Not rotated.
-pub const D3DDDI_ROTATION_IDENTITY: D3DDDI_ROTATION = 1;
-/// 90 degrees.
-pub const D3DDDI_ROTATION_90: D3DDDI_ROTATION = 2;
-/// 180 degrees.
-pub const D3DDDI_ROTATION_180: D3DDDI_ROTATION = 3;
-/// 270 degrees.
-pub const D3DDDI_ROTATION_270: D3DDDI_ROTATION = 4;
+    /// `D3DDDI_ROTATION`: display rotation.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_d3dddi_rotation>
+    pub type D3DDDI_ROTATION = i32 {
+        /// Not rotated.
+        D3DDDI_ROTATION_IDENTITY = 1,
+        /// 90 degrees.
+        D3DDDI_ROTATION_90,
+        /// 180 degrees.
+        D3DDDI_ROTATION_180,
+        /// 270 degrees.
+        D3DDDI_ROTATION_270,
+    }
+}
 
 c_type! {
     /// `D3DDDI_RATIONAL`: a fraction (refresh rates).
@@ -719,20 +724,23 @@ pub type PDXGKDDI_DESCRIBEALLOCATION = DDI_FN<*mut DXGKARG_DESCRIBEALLOCATION>;
 // DxgkDdiGetStandardAllocationDriverData
 // ---------------------------------------------------------------------------------------------
 
-/// `D3DKMDT_STANDARDALLOCATION_TYPE` (d3dkmdt.h): kind of standard allocation.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_d3dkmdt_standardallocation_type>
-pub type D3DKMDT_STANDARDALLOCATION_TYPE = i32;
-/// Shared primary surface.
-pub const D3DKMDT_STANDARDALLOCATION_SHAREDPRIMARYSURFACE: D3DKMDT_STANDARDALLOCATION_TYPE = 1;
-/// Shadow surface.
-pub const D3DKMDT_STANDARDALLOCATION_SHADOWSURFACE: D3DKMDT_STANDARDALLOCATION_TYPE = 2;
-/// Staging surface.
-pub const D3DKMDT_STANDARDALLOCATION_STAGINGSURFACE: D3DKMDT_STANDARDALLOCATION_TYPE = 3;
-/// GDI surface (WIN7+).
-pub const D3DKMDT_STANDARDALLOCATION_GDISURFACE: D3DKMDT_STANDARDALLOCATION_TYPE = 4;
-/// Virtual GPU surface (WDDM 2.1+).
-pub const D3DKMDT_STANDARDALLOCATION_VGPU: D3DKMDT_STANDARDALLOCATION_TYPE = 5;
+c_enum! {
+    /// `D3DKMDT_STANDARDALLOCATION_TYPE` (d3dkmdt.h): kind of standard allocation.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_d3dkmdt_standardallocation_type>
+    pub type D3DKMDT_STANDARDALLOCATION_TYPE = i32 {
+        /// Shared primary surface.
+        D3DKMDT_STANDARDALLOCATION_SHAREDPRIMARYSURFACE = 1,
+        /// Shadow surface.
+        D3DKMDT_STANDARDALLOCATION_SHADOWSURFACE,
+        /// Staging surface.
+        D3DKMDT_STANDARDALLOCATION_STAGINGSURFACE,
+        /// GDI surface (WIN7+).
+        D3DKMDT_STANDARDALLOCATION_GDISURFACE,
+        /// Virtual GPU surface (WDDM 2.1+).
+        D3DKMDT_STANDARDALLOCATION_VGPU,
+    }
+}
 
 opaque_types! {
     /// `D3DKMDT_SHAREDPRIMARYSURFACEDATA`.

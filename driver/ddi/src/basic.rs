@@ -7,7 +7,7 @@
 
 use core::ffi::c_void;
 
-use crate::macros::{c_type, extern_fn, opaque_types, union_debug};
+use crate::macros::{c_enum, c_type, extern_fn, interface_table, opaque_types, union_debug};
 
 /// `NTSTATUS`: a kernel status code; negative values are errors. See [`crate::ntstatus`].
 pub type NTSTATUS = i32;
@@ -248,30 +248,15 @@ extern_fn! {
     pub type PINTERFACE_DEREFERENCE = fn(Context: PVOID);
 }
 
-c_type! {
-    /// `INTERFACE`: the common header of every query-interface table (wdm.h).
+interface_table! {
+    /// `INTERFACE`: the common header of every query-interface table (wdm.h); `Size` counts the
+    /// whole table.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ns-wdm-_interface>
     #[size(32)]
     #[repr(C)]
     #[derive(Clone, Copy, Debug)]
-    pub struct INTERFACE {
-        /// Size of the whole interface structure in bytes.
-        #[offset(0)]
-        pub Size: u16,
-        /// Interface version.
-        #[offset(2)]
-        pub Version: u16,
-        /// Context passed to the reference functions.
-        #[offset(8)]
-        pub Context: PVOID,
-        /// Reference function.
-        #[offset(16)]
-        pub InterfaceReference: PINTERFACE_REFERENCE,
-        /// Dereference function.
-        #[offset(24)]
-        pub InterfaceDereference: PINTERFACE_DEREFERENCE,
-    }
+    pub struct INTERFACE {}
 }
 /// `PINTERFACE`.
 pub type PINTERFACE = *mut INTERFACE;
@@ -284,45 +269,52 @@ extern_fn! {
     pub type PKSYNCHRONIZE_ROUTINE = fn(SynchronizeContext: PVOID) -> BOOLEAN;
 }
 
-/// `DEVICE_POWER_STATE` (wdm.h).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-_device_power_state>
-pub type DEVICE_POWER_STATE = i32;
-/// Unspecified power state.
-pub const PowerDeviceUnspecified: DEVICE_POWER_STATE = 0;
-/// D0 (working).
-pub const PowerDeviceD0: DEVICE_POWER_STATE = 1;
-/// D1.
-pub const PowerDeviceD1: DEVICE_POWER_STATE = 2;
-/// D2.
-pub const PowerDeviceD2: DEVICE_POWER_STATE = 3;
-/// D3 (off).
-pub const PowerDeviceD3: DEVICE_POWER_STATE = 4;
-/// Sentinel.
-pub const PowerDeviceMaximum: DEVICE_POWER_STATE = 5;
+c_enum! {
+    /// `DEVICE_POWER_STATE` (wdm.h).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-_device_power_state>
+    pub type DEVICE_POWER_STATE = i32 {
+        /// Unspecified power state.
+        PowerDeviceUnspecified,
+        /// D0 (working).
+        PowerDeviceD0,
+        /// D1.
+        PowerDeviceD1,
+        /// D2.
+        PowerDeviceD2,
+        /// D3 (off).
+        PowerDeviceD3,
+        /// Sentinel.
+        PowerDeviceMaximum,
+    }
+}
 
 /// `POWER_ACTION` (wdm.h); the values are opaque to this driver.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-power_action>
 pub type POWER_ACTION = i32;
 
-/// `MEMORY_CACHING_TYPE` (wdm.h).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-_memory_caching_type>
-pub type MEMORY_CACHING_TYPE = i32;
-/// Uncached.
-pub const MmNonCached: MEMORY_CACHING_TYPE = 0;
-/// Write-back cached.
-pub const MmCached: MEMORY_CACHING_TYPE = 1;
-/// Write-combined.
-pub const MmWriteCombined: MEMORY_CACHING_TYPE = 2;
+c_enum! {
+    /// `MEMORY_CACHING_TYPE` (wdm.h).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-_memory_caching_type>
+    pub type MEMORY_CACHING_TYPE = i32 {
+        /// Uncached.
+        MmNonCached,
+        /// Write-back cached.
+        MmCached,
+        /// Write-combined.
+        MmWriteCombined,
+    }
 
-/// `INTERFACE_TYPE` (bus type of a resource list, wdm.h).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-_interface_type>
-pub type INTERFACE_TYPE = i32;
-/// PCI bus.
-pub const PCIBus: INTERFACE_TYPE = 5;
+    /// `INTERFACE_TYPE` (bus type of a resource list, wdm.h).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/wdm/ne-wdm-_interface_type>
+    pub type INTERFACE_TYPE = i32 {
+        /// PCI bus.
+        PCIBus = 5,
+    }
+}
 
 /// `CM_RESOURCE_TYPE` values of [`CM_PARTIAL_RESOURCE_DESCRIPTOR::Type`] (wdm.h).
 pub mod cm_resource_type {

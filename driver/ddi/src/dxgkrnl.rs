@@ -15,29 +15,33 @@ use crate::basic::*;
 use crate::feature::DXGKCB_QUERYFEATURESUPPORT;
 use crate::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use crate::macros::{
-    c_type, ddi_table, extern_fn, flag_word, layout, reserved_flags, unbound_fn, zeroed_default,
+    c_enum, c_type, ddi_table, extern_fn, flag_word, layout, reserved_flags, unbound_fn,
+    zeroed_default,
 };
 
-/// `DXGK_SERVICES`: interfaces obtainable with `DxgkCbQueryServices`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ne-dispmprt-dxgk_services>
-pub type DXGK_SERVICES = i32;
-/// AGP interface.
-pub const DxgkServicesAgp: DXGK_SERVICES = 0;
-/// Debug report interface.
-pub const DxgkServicesDebugReport: DXGK_SERVICES = 1;
-/// Timed operation interface.
-pub const DxgkServicesTimedOperation: DXGK_SERVICES = 2;
-/// Serial peripheral bus interface.
-pub const DxgkServicesSPB: DXGK_SERVICES = 3;
-/// Reserved (basic display driver).
-pub const DxgkServicesBDD: DXGK_SERVICES = 4;
-/// Firmware table interface.
-pub const DxgkServicesFirmwareTable: DXGK_SERVICES = 5;
-/// Reserved (indirect display).
-pub const DxgkServicesIDD: DXGK_SERVICES = 6;
-/// Feature interface ([`crate::feature::DXGK_FEATURE_INTERFACE`], WDDM 3.2).
-pub const DxgkServicesFeature: DXGK_SERVICES = 7;
+c_enum! {
+    /// `DXGK_SERVICES`: interfaces obtainable with `DxgkCbQueryServices`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ne-dispmprt-dxgk_services>
+    pub type DXGK_SERVICES = i32 {
+        /// AGP interface.
+        DxgkServicesAgp,
+        /// Debug report interface.
+        DxgkServicesDebugReport,
+        /// Timed operation interface.
+        DxgkServicesTimedOperation,
+        /// Serial peripheral bus interface.
+        DxgkServicesSPB,
+        /// Reserved (basic display driver).
+        DxgkServicesBDD,
+        /// Firmware table interface.
+        DxgkServicesFirmwareTable,
+        /// Reserved (indirect display).
+        DxgkServicesIDD,
+        /// Feature interface ([`crate::feature::DXGK_FEATURE_INTERFACE`], WDDM 3.2).
+        DxgkServicesFeature,
+    }
+}
 
 extern_fn! {
     /// `DXGKDDI_PROTECTED_CALLBACK`: run by `DxgkCbExcludeAdapterAccess` with the adapter quiesced.
@@ -146,15 +150,18 @@ extern_fn! {
     ) -> NTSTATUS;
 }
 
-/// `DXGK_HANDLE_TYPE` (d3dkmddi.h).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_handle_type>
-pub type DXGK_HANDLE_TYPE = i32;
-// UNVERIFIED: the two values below are from memory, not checked against a header copy.
-/// Allocation handle.
-pub const DXGK_HANDLE_ALLOCATION: DXGK_HANDLE_TYPE = 1;
-/// Resource handle.
-pub const DXGK_HANDLE_RESOURCE: DXGK_HANDLE_TYPE = 2;
+c_enum! {
+    /// `DXGK_HANDLE_TYPE` (d3dkmddi.h).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_handle_type>
+    pub type DXGK_HANDLE_TYPE = i32 {
+        // UNVERIFIED: the two values below are from memory, not checked against a header copy.
+        /// Allocation handle.
+        DXGK_HANDLE_ALLOCATION = 1,
+        /// Resource handle.
+        DXGK_HANDLE_RESOURCE,
+    }
+}
 
 flag_word! {
     /// `DXGKCB_GETHANDLEDATAFLAGS`.
@@ -251,20 +258,23 @@ extern_fn! {
     ) -> NTSTATUS;
 }
 
-/// `D3DDDI_DOORBELLSTATUS` (d3dukmdt.h): doorbell connection state written to the status page.
-///
-/// Names as in the windows-sys metadata build of d3dukmdt.h (the prose documentation spells
-/// them `D3DDDI_DOORBELL_STATUS_*`).
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_doorbellstatus>
-pub type D3DDDI_DOORBELLSTATUS = i32;
-/// Connected.
-pub const D3DDDI_DOORBELLSTATUS_CONNECTED: D3DDDI_DOORBELLSTATUS = 0;
-/// Connected; the UMD must also call `D3DKMTNotifyWorkSubmission`.
-pub const D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD: D3DDDI_DOORBELLSTATUS = 1;
-/// Disconnected; reconnect and retry.
-pub const D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY: D3DDDI_DOORBELLSTATUS = 2;
-/// Disconnected for good (device lost).
-pub const D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT: D3DDDI_DOORBELLSTATUS = 3;
+c_enum! {
+    /// `D3DDDI_DOORBELLSTATUS` (d3dukmdt.h): doorbell connection state written to the status page.
+    ///
+    /// Names as in the windows-sys metadata build of d3dukmdt.h (the prose documentation spells
+    /// them `D3DDDI_DOORBELL_STATUS_*`).
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_doorbellstatus>
+    pub type D3DDDI_DOORBELLSTATUS = i32 {
+        /// Connected.
+        D3DDDI_DOORBELLSTATUS_CONNECTED,
+        /// Connected; the UMD must also call `D3DKMTNotifyWorkSubmission`.
+        D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
+        /// Disconnected; reconnect and retry.
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+        /// Disconnected for good (device lost).
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+    }
+}
 
 reserved_flags! {
     /// `DXGKARGCB_DISCONNECTDOORBELL_FLAGS`: all reserved.

@@ -13,43 +13,46 @@
 use core::ffi::c_void;
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, extern_fn, layout, reserved_flags};
+use crate::macros::{bitfield, c_enum, c_type, extern_fn, interface_table, layout, reserved_flags};
 
-/// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_feature_id>
-pub type DXGK_FEATURE_ID = i32;
+c_enum! {
+    /// `DXGK_FEATURE_ID`: a feature category in the upper 4 bits, a sub-ID in the lower 28.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_feature_id>
+    pub type DXGK_FEATURE_ID = i32 {
+        /// Hardware-accelerated GPU scheduling (driver category).
+        DXGK_FEATURE_HWSCH,
+        /// Hardware flip queue.
+        DXGK_FEATURE_HWFLIPQUEUE,
+        /// LDA in GPU paravirtualisation.
+        DXGK_FEATURE_LDA_GPUPV,
+        /// KMD signals CPU events.
+        DXGK_FEATURE_KMD_SIGNAL_CPU_EVENT,
+        /// User-mode work submission.
+        DXGK_FEATURE_USER_MODE_SUBMISSION,
+        /// Share backing store with KMD.
+        DXGK_FEATURE_SHARE_BACKING_STORE_WITH_KMD,
+        /// Sample feature for testing.
+        DXGK_FEATURE_SAMPLE = 31,
+        /// Page-based memory manager.
+        DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER,
+        /// Kernel-mode testing interface.
+        DXGK_FEATURE_KERNEL_MODE_TESTING,
+        /// 64K page-table demotion fix.
+        DXGK_FEATURE_64K_PT_DEMOTION_FIX,
+        /// GPU-PV present on hardware queue fix.
+        DXGK_FEATURE_GPUPV_PRESENT_HWQUEUE,
+        /// GPU VA with IoMmu.
+        DXGK_FEATURE_GPUVAIOMMU,
+        /// Native GPU fences (driver category, sub-ID 37; values from a bindgen run over WDK
+        /// headers and the `DXGK_DRIVER_FEATURE` reference page).
+        DXGK_FEATURE_NATIVE_FENCE,
+    }
+}
 /// Shift of the category field of a [`DXGK_FEATURE_ID`].
 pub const DXGK_FEATURE_ID_CATEGORY_SHIFT: u32 = 28;
 /// Mask of the sub-ID field of a [`DXGK_FEATURE_ID`].
 pub const DXGK_FEATURE_ID_MASK: u32 = 0x0FFF_FFFF;
-/// Hardware-accelerated GPU scheduling (driver category).
-pub const DXGK_FEATURE_HWSCH: DXGK_FEATURE_ID = 0;
-/// Hardware flip queue.
-pub const DXGK_FEATURE_HWFLIPQUEUE: DXGK_FEATURE_ID = 1;
-/// LDA in GPU paravirtualisation.
-pub const DXGK_FEATURE_LDA_GPUPV: DXGK_FEATURE_ID = 2;
-/// KMD signals CPU events.
-pub const DXGK_FEATURE_KMD_SIGNAL_CPU_EVENT: DXGK_FEATURE_ID = 3;
-/// User-mode work submission.
-pub const DXGK_FEATURE_USER_MODE_SUBMISSION: DXGK_FEATURE_ID = 4;
-/// Share backing store with KMD.
-pub const DXGK_FEATURE_SHARE_BACKING_STORE_WITH_KMD: DXGK_FEATURE_ID = 5;
-/// Sample feature for testing.
-pub const DXGK_FEATURE_SAMPLE: DXGK_FEATURE_ID = 31;
-/// Page-based memory manager.
-pub const DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER: DXGK_FEATURE_ID = 32;
-/// Kernel-mode testing interface.
-pub const DXGK_FEATURE_KERNEL_MODE_TESTING: DXGK_FEATURE_ID = 33;
-/// 64K page-table demotion fix.
-pub const DXGK_FEATURE_64K_PT_DEMOTION_FIX: DXGK_FEATURE_ID = 34;
-/// GPU-PV present on hardware queue fix.
-pub const DXGK_FEATURE_GPUPV_PRESENT_HWQUEUE: DXGK_FEATURE_ID = 35;
-/// GPU VA with IoMmu.
-pub const DXGK_FEATURE_GPUVAIOMMU: DXGK_FEATURE_ID = 36;
-/// Native GPU fences (driver category, sub-ID 37; values from a bindgen run over WDK headers
-/// and the `DXGK_DRIVER_FEATURE` reference page).
-pub const DXGK_FEATURE_NATIVE_FENCE: DXGK_FEATURE_ID = 37;
 
 /// `DXGK_FEATURE_VERSION`: a 16-bit feature version.
 ///
@@ -155,29 +158,16 @@ pub type DXGKCB_QUERYFEATUREINTERFACE = DDI_FN<*mut DXGKARGCB_QUERYFEATUREINTERF
 /// `DXGK_FEATURE_INTERFACE_VERSION_1`.
 pub const DXGK_FEATURE_INTERFACE_VERSION_1: USHORT = 1;
 
-c_type! {
+interface_table! {
     /// `DXGK_FEATURE_INTERFACE`: returned by `DxgkCbQueryServices` for `DxgkServicesFeature`.
+    ///
+    /// `Version` is [`DXGK_FEATURE_INTERFACE_VERSION_1`].
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgk_feature_interface>
     #[size(48)]
     #[repr(C)]
     #[derive(Clone, Copy, Debug)]
     pub struct DXGK_FEATURE_INTERFACE {
-        /// Size of this structure.
-        #[offset(0)]
-        pub Size: USHORT,
-        /// [`DXGK_FEATURE_INTERFACE_VERSION_1`].
-        #[offset(2)]
-        pub Version: USHORT,
-        /// Interface context.
-        #[offset(8)]
-        pub Context: PVOID,
-        /// Reference.
-        #[offset(16)]
-        pub InterfaceReference: PINTERFACE_REFERENCE,
-        /// Dereference.
-        #[offset(24)]
-        pub InterfaceDereference: PINTERFACE_DEREFERENCE,
         /// Feature query.
         #[offset(32)]
         pub IsFeatureEnabled: DXGKCB_ISFEATUREENABLED2,
@@ -348,9 +338,12 @@ pub type PDXGKDDI_QUERYFEATURESUPPORT = DDI_FN<*mut DXGKARG_QUERYFEATURESUPPORT>
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeatureinterface>
 pub type PDXGKDDI_QUERYFEATUREINTERFACE = DDI_FN<*mut DXGKARG_QUERYFEATUREINTERFACE>;
 
-c_type! {
+interface_table! {
     /// `DXGKDDI_FEATURE_INTERFACE`: the KMD's interface through which Dxgkrnl queries its feature
     /// support (version 1, 48 bytes).
+    ///
+    /// `Version` is [`DXGKDDI_FEATURE_INTERFACE_VERSION_1`]; `Context` is the adapter context,
+    /// passed to every function.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-dxgkddi_feature_interface>
     // wdk-layout-check: skip: WDDM 3.2, absent from 10.0.22621
@@ -358,21 +351,6 @@ c_type! {
     #[repr(C)]
     #[derive(Clone, Copy, Debug)]
     pub struct DXGKDDI_FEATURE_INTERFACE {
-        /// Size of this structure.
-        #[offset(0)]
-        pub Size: USHORT,
-        /// [`DXGKDDI_FEATURE_INTERFACE_VERSION_1`].
-        #[offset(2)]
-        pub Version: USHORT,
-        /// Passed to every function below (the adapter context).
-        #[offset(8)]
-        pub Context: PVOID,
-        /// Reference.
-        #[offset(16)]
-        pub InterfaceReference: PINTERFACE_REFERENCE,
-        /// Dereference.
-        #[offset(24)]
-        pub InterfaceDereference: PINTERFACE_DEREFERENCE,
         /// Feature support query.
         #[offset(32)]
         pub QueryFeatureSupport: PDXGKDDI_QUERYFEATURESUPPORT,

@@ -17,7 +17,7 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::macros::{
-    c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags,
+    c_enum, c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags,
     zeroed_default,
 };
 
@@ -61,15 +61,18 @@ c_type! {
 /// and the SDK-generated bindings (`SizeConst = 64`).
 pub const D3DDDI_NATIVE_FENCE_PDD_SIZE: usize = 64;
 
-/// `D3DDDI_NATIVEFENCE_TYPE`: kind of native fence (storage placement and CPU access).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_nativefence_type>
-pub type D3DDDI_NATIVEFENCE_TYPE = i32;
-/// Full CPU and GPU interoperability; current and monitored values in system memory (or the
-/// monitored value in local memory for the "optimized" variant).
-pub const D3DDDI_NATIVEFENCE_TYPE_DEFAULT: D3DDDI_NATIVEFENCE_TYPE = 0;
-/// Engine-to-engine synchronisation only: no CPU access, no CPU wait/signal.
-pub const D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU: D3DDDI_NATIVEFENCE_TYPE = 1;
+c_enum! {
+    /// `D3DDDI_NATIVEFENCE_TYPE`: kind of native fence (storage placement and CPU access).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_nativefence_type>
+    pub type D3DDDI_NATIVEFENCE_TYPE = i32 {
+        /// Full CPU and GPU interoperability; current and monitored values in system memory (or the
+        /// monitored value in local memory for the "optimized" variant).
+        D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+        /// Engine-to-engine synchronisation only: no CPU access, no CPU wait/signal.
+        D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU,
+    }
+}
 
 c_type! {
     /// `D3DDDI_NATIVEFENCEMAPPING`: a native fence's mappings in the caller's process (returned to
@@ -359,66 +362,34 @@ c_type! {
 // Native fence logs (d3dukmdt.h) and their DDIs (d3dkmddi.h)
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGK_NATIVE_FENCE_LOG_TYPE`: which operations a log buffer records.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_native_fence_log_type>
-pub type DXGK_NATIVE_FENCE_LOG_TYPE = i32;
-/// The log records waits.
-pub const DXGK_NATIVE_FENCE_LOG_TYPE_WAITS: DXGK_NATIVE_FENCE_LOG_TYPE = 1;
-/// The log records signals.
-pub const DXGK_NATIVE_FENCE_LOG_TYPE_SIGNALS: DXGK_NATIVE_FENCE_LOG_TYPE = 2;
-
-/// `DXGK_NATIVE_FENCE_LOG_OPERATION`: the operation of one log entry
-/// ([`DXGK_NATIVE_FENCE_LOG_ENTRY::OperationType`], declared `UINT` there).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_native_fence_log_operation>
-pub type DXGK_NATIVE_FENCE_LOG_OPERATION = i32;
-/// A signal executed on the GPU.
-pub const DXGK_NATIVE_FENCE_LOG_OPERATION_SIGNAL_EXECUTED: DXGK_NATIVE_FENCE_LOG_OPERATION = 0;
-/// A wait was satisfied on the GPU.
-pub const DXGK_NATIVE_FENCE_LOG_OPERATION_WAIT_UNBLOCKED: DXGK_NATIVE_FENCE_LOG_OPERATION = 1;
-
-c_type! {
-    /// The split view of [`DXGK_NATIVE_FENCE_LOG_HEADER_0`] (anonymous struct in C).
+c_enum! {
+    /// `DXGK_NATIVE_FENCE_LOG_TYPE`: which operations a log buffer records.
     ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
-    #[size(8)]
-    #[repr(C)]
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct DXGK_NATIVE_FENCE_LOG_HEADER_0_0 {
-        /// Index of the first free entry (the `LowPart` of `AtomicWraparoundAndEntryIndex`).
-        #[offset(0)]
-        pub FirstFreeEntryIndex: u32,
-        /// Number of times the writer wrapped around (the `HighPart`).
-        #[offset(4)]
-        pub WraparoundCount: u32,
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_native_fence_log_type>
+    pub type DXGK_NATIVE_FENCE_LOG_TYPE = i32 {
+        /// The log records waits.
+        DXGK_NATIVE_FENCE_LOG_TYPE_WAITS = 1,
+        /// The log records signals.
+        DXGK_NATIVE_FENCE_LOG_TYPE_SIGNALS,
     }
-}
 
-c_type! {
-    /// The anonymous union at the start of [`DXGK_NATIVE_FENCE_LOG_HEADER`]: the index and
-    /// wraparound count, or both as one 64-bit word so a writer can update them atomically.
+    /// `DXGK_NATIVE_FENCE_LOG_OPERATION`: the operation of one log entry
+    /// ([`DXGK_NATIVE_FENCE_LOG_ENTRY::OperationType`], declared `UINT` there).
     ///
-    /// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
-    /// (`u64`, same size and 8-byte alignment).
-    ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header>
-    #[size(8)]
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    pub union DXGK_NATIVE_FENCE_LOG_HEADER_0 {
-        /// Split view.
-        #[offset(0)]
-        pub Anonymous: DXGK_NATIVE_FENCE_LOG_HEADER_0_0,
-        /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
-        #[offset(0)]
-        pub AtomicWraparoundAndEntryIndex: u64,
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-dxgk_native_fence_log_operation>
+    pub type DXGK_NATIVE_FENCE_LOG_OPERATION = i32 {
+        /// A signal executed on the GPU.
+        DXGK_NATIVE_FENCE_LOG_OPERATION_SIGNAL_EXECUTED,
+        /// A wait was satisfied on the GPU.
+        DXGK_NATIVE_FENCE_LOG_OPERATION_WAIT_UNBLOCKED,
     }
 }
 
 index_word_union!(
     DXGK_NATIVE_FENCE_LOG_HEADER_0,
-    DXGK_NATIVE_FENCE_LOG_HEADER_0_0
+    DXGK_NATIVE_FENCE_LOG_HEADER_0_0,
+    DXGK_NATIVE_FENCE_LOG_HEADER,
+    "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-dxgk_native_fence_log_header"
 );
 
 c_type! {

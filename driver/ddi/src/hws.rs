@@ -34,8 +34,8 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::macros::{
-    c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags, union_debug,
-    zeroed_default,
+    c_enum, c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags,
+    union_debug, zeroed_default,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -199,28 +199,32 @@ pub type PDXGKDDI_UPDATEHWCONTEXTSTATE = DDI_FN<*const DXGKARG_UPDATEHWCONTEXTST
 // Scheduling log (WDDM 2.4)
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGK_SCHEDULING_LOG_OPERATION`: what a scheduling log entry records
-/// ([`DXGK_SCHEDULING_LOG_ENTRY::OperationType`], declared `UINT` there). Each operation has
-/// its own arm of the entry's payload union.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_operation>
-pub type DXGK_SCHEDULING_LOG_OPERATION = i32;
-/// A context changed state ([`DXGK_SCHEDULING_LOG_ENTRY_0::ContextStateChange`]).
-pub const DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE: DXGK_SCHEDULING_LOG_OPERATION = 0;
+c_enum! {
+    /// `DXGK_SCHEDULING_LOG_OPERATION`: what a scheduling log entry records
+    /// ([`DXGK_SCHEDULING_LOG_ENTRY::OperationType`], declared `UINT` there). Each operation has
+    /// its own arm of the entry's payload union.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_operation>
+    pub type DXGK_SCHEDULING_LOG_OPERATION = i32 {
+        /// A context changed state ([`DXGK_SCHEDULING_LOG_ENTRY_0::ContextStateChange`]).
+        DXGK_SCHEDULING_LOG_OPERATION_CONTEXT_STATE_CHANGE,
+    }
 
-/// `DXGK_SCHEDULING_LOG_CONTEXT_STATE`: execution state of a context as the GPU scheduler logs
-/// it.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_context_state>
-pub type DXGK_SCHEDULING_LOG_CONTEXT_STATE = i32;
-/// No work pending on the context.
-pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_IDLE: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 0;
-/// The context is executing on the GPU.
-pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_RUNNING: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 1;
-/// Work is pending but the context is not executing.
-pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 2;
-/// Ready and already chosen as the next context to run, but not started yet (optional state).
-pub const DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY_STANDBY: DXGK_SCHEDULING_LOG_CONTEXT_STATE = 3;
+    /// `DXGK_SCHEDULING_LOG_CONTEXT_STATE`: execution state of a context as the GPU scheduler logs
+    /// it.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_log_context_state>
+    pub type DXGK_SCHEDULING_LOG_CONTEXT_STATE = i32 {
+        /// No work pending on the context.
+        DXGK_SCHEDULING_LOG_CONTEXT_STATE_IDLE,
+        /// The context is executing on the GPU.
+        DXGK_SCHEDULING_LOG_CONTEXT_STATE_RUNNING,
+        /// Work is pending but the context is not executing.
+        DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY,
+        /// Ready and already chosen as the next context to run, but not started yet (optional state).
+        DXGK_SCHEDULING_LOG_CONTEXT_STATE_READY_STANDBY,
+    }
+}
 
 c_type! {
     /// `DXGK_SCHEDULING_LOG_CONTEXT_STATE_CHANGE`: payload of a context-state-change log entry.
@@ -239,46 +243,12 @@ c_type! {
     }
 }
 
-c_type! {
-    /// The split view of [`DXGK_SCHEDULING_LOG_HEADER_0`] (anonymous struct in C).
-    ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
-    #[size(8)]
-    #[repr(C)]
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-    pub struct DXGK_SCHEDULING_LOG_HEADER_0_0 {
-        /// Index of the next entry the GPU will write (low half of the 64-bit word).
-        #[offset(0)]
-        pub FirstFreeEntryIndex: u32,
-        /// How many times the writer wrapped around to entry 0 (high half).
-        #[offset(4)]
-        pub WraparoundCount: u32,
-    }
-}
-
-c_type! {
-    /// The anonymous union at the start of [`DXGK_SCHEDULING_LOG_HEADER`]: write index and
-    /// wraparound count, or both as one 64-bit word so the writer can advance them in one atomic
-    /// store and a reader can snapshot them consistently.
-    ///
-    /// `AtomicWraparoundAndEntryIndex` is a `ULARGE_INTEGER` in C; it is bound as its `QuadPart`
-    /// (`u64`, same size and 8-byte alignment).
-    ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header>
-    #[size(8)]
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    pub union DXGK_SCHEDULING_LOG_HEADER_0 {
-        /// Split view.
-        #[offset(0)]
-        pub Anonymous: DXGK_SCHEDULING_LOG_HEADER_0_0,
-        /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
-        #[offset(0)]
-        pub AtomicWraparoundAndEntryIndex: u64,
-    }
-}
-
-index_word_union!(DXGK_SCHEDULING_LOG_HEADER_0, DXGK_SCHEDULING_LOG_HEADER_0_0);
+index_word_union!(
+    DXGK_SCHEDULING_LOG_HEADER_0,
+    DXGK_SCHEDULING_LOG_HEADER_0_0,
+    DXGK_SCHEDULING_LOG_HEADER,
+    "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgk_scheduling_log_header"
+);
 
 c_type! {
     /// `DXGK_SCHEDULING_LOG_HEADER`: header of a scheduling log buffer (32 bytes). The OS hands
@@ -417,20 +387,23 @@ pub type PDXGKDDI_SETSCHEDULINGLOGBUFFER = DDI_FN<*const DXGKARG_SETSCHEDULINGLO
 // Priority bands and context scheduling properties (WDDM 2.4)
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGK_SCHEDULING_PRIORITY_BAND`: the scheduler's priority bands, lowest first.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_priority_band>
-pub type DXGK_SCHEDULING_PRIORITY_BAND = i32;
-/// Background work; never preempts another band.
-pub const DXGK_SCHEDULING_PRIORITY_BAND_IDLE: DXGK_SCHEDULING_PRIORITY_BAND = 0;
-/// Ordinary work.
-pub const DXGK_SCHEDULING_PRIORITY_BAND_NORMAL: DXGK_SCHEDULING_PRIORITY_BAND = 1;
-/// Work of the application that has the focus.
-pub const DXGK_SCHEDULING_PRIORITY_BAND_FOCUS: DXGK_SCHEDULING_PRIORITY_BAND = 2;
-/// Realtime work.
-pub const DXGK_SCHEDULING_PRIORITY_BAND_REALTIME: DXGK_SCHEDULING_PRIORITY_BAND = 3;
-/// Number of bands (length of the per-band arrays of [`DXGKARG_SETUPPRIORITYBANDS`]).
-pub const DXGK_SCHEDULING_PRIORITY_BAND_COUNT: DXGK_SCHEDULING_PRIORITY_BAND = 4;
+c_enum! {
+    /// `DXGK_SCHEDULING_PRIORITY_BAND`: the scheduler's priority bands, lowest first.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_scheduling_priority_band>
+    pub type DXGK_SCHEDULING_PRIORITY_BAND = i32 {
+        /// Background work; never preempts another band.
+        DXGK_SCHEDULING_PRIORITY_BAND_IDLE,
+        /// Ordinary work.
+        DXGK_SCHEDULING_PRIORITY_BAND_NORMAL,
+        /// Work of the application that has the focus.
+        DXGK_SCHEDULING_PRIORITY_BAND_FOCUS,
+        /// Realtime work.
+        DXGK_SCHEDULING_PRIORITY_BAND_REALTIME,
+        /// Number of bands (length of the per-band arrays of [`DXGKARG_SETUPPRIORITYBANDS`]).
+        DXGK_SCHEDULING_PRIORITY_BAND_COUNT,
+    }
+}
 
 c_type! {
     /// `DXGKARG_SETUPPRIORITYBANDS`: adapter-wide priority band configuration (104 bytes). Arrays

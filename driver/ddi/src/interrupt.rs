@@ -1,63 +1,67 @@
 //! Interrupt notification: `DxgkCbNotifyInterrupt` argument and related enums (d3dkmddi.h).
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, flag_word, layout, union_debug};
+use crate::macros::{bitfield, c_enum, c_type, flag_word, layout, union_debug};
 
-/// `DXGK_INTERRUPT_TYPE`: kind of event reported with `DxgkCbNotifyInterrupt`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_interrupt_type>
-pub type DXGK_INTERRUPT_TYPE = i32;
-/// A DMA buffer completed (`DmaCompleted`).
-pub const DXGK_INTERRUPT_DMA_COMPLETED: DXGK_INTERRUPT_TYPE = 1;
-/// A preemption request completed (`DmaPreempted`).
-pub const DXGK_INTERRUPT_DMA_PREEMPTED: DXGK_INTERRUPT_TYPE = 2;
-/// CRTC vsync (`CrtcVsync`).
-pub const DXGK_INTERRUPT_CRTC_VSYNC: DXGK_INTERRUPT_TYPE = 3;
-/// A DMA buffer faulted (`DmaFaulted`).
-pub const DXGK_INTERRUPT_DMA_FAULTED: DXGK_INTERRUPT_TYPE = 4;
-/// Display-only vsync (WIN8+).
-pub const DXGK_INTERRUPT_DISPLAYONLY_VSYNC: DXGK_INTERRUPT_TYPE = 5;
-/// Display-only present progress (WIN8+).
-pub const DXGK_INTERRUPT_DISPLAYONLY_PRESENT_PROGRESS: DXGK_INTERRUPT_TYPE = 6;
-/// Vsync with multiplane overlay (WDDM 1.3+).
-pub const DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY: DXGK_INTERRUPT_TYPE = 7;
-/// Miracast chunk processed (WDDM 1.3+).
-pub const DXGK_INTERRUPT_MICACAST_CHUNK_PROCESSING_COMPLETE: DXGK_INTERRUPT_TYPE = 8;
-/// GPU page fault (WDDM 2.0+, `DmaPageFaulted`).
-pub const DXGK_INTERRUPT_DMA_PAGE_FAULTED: DXGK_INTERRUPT_TYPE = 9;
-/// Vsync with multiplane overlay 2 (WDDM 2.1+).
-pub const DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY2: DXGK_INTERRUPT_TYPE = 10;
-/// Monitored fence signaled (WDDM 2.2+).
-pub const DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED: DXGK_INTERRUPT_TYPE = 11;
-/// Hardware queue page fault (WDDM 2.2+).
-pub const DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED: DXGK_INTERRUPT_TYPE = 12;
-/// Hardware context list switch completed (WDDM 2.2+).
-pub const DXGK_INTERRUPT_HWCONTEXTLIST_SWITCH_COMPLETED: DXGK_INTERRUPT_TYPE = 13;
-/// Periodic monitored fence signaled (WDDM 2.2+).
-pub const DXGK_INTERRUPT_PERIODIC_MONITORED_FENCE_SIGNALED: DXGK_INTERRUPT_TYPE = 14;
-/// Scheduling log interrupt (WDDM 2.4+).
-pub const DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT: DXGK_INTERRUPT_TYPE = 15;
-/// GPU engine timeout (WDDM 2.4+).
-pub const DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT: DXGK_INTERRUPT_TYPE = 16;
-/// Context suspension completed (WDDM 2.4+).
-pub const DXGK_INTERRUPT_SUSPEND_CONTEXT_COMPLETED: DXGK_INTERRUPT_TYPE = 17;
-/// Vsync with multiplane overlay 3 (WDDM 2.9+).
-pub const DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY3: DXGK_INTERRUPT_TYPE = 18;
-/// Native fences signaled (WDDM 3.1+, `NativeFenceSignaled`).
-pub const DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED: DXGK_INTERRUPT_TYPE = 19;
-/// GPU engine state change (WDDM 3.1+, `EngineStateChange`).
-pub const DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE: DXGK_INTERRUPT_TYPE = 20;
+c_enum! {
+    /// `DXGK_INTERRUPT_TYPE`: kind of event reported with `DxgkCbNotifyInterrupt`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_interrupt_type>
+    pub type DXGK_INTERRUPT_TYPE = i32 {
+        /// A DMA buffer completed (`DmaCompleted`).
+        DXGK_INTERRUPT_DMA_COMPLETED = 1,
+        /// A preemption request completed (`DmaPreempted`).
+        DXGK_INTERRUPT_DMA_PREEMPTED,
+        /// CRTC vsync (`CrtcVsync`).
+        DXGK_INTERRUPT_CRTC_VSYNC,
+        /// A DMA buffer faulted (`DmaFaulted`).
+        DXGK_INTERRUPT_DMA_FAULTED,
+        /// Display-only vsync (WIN8+).
+        DXGK_INTERRUPT_DISPLAYONLY_VSYNC,
+        /// Display-only present progress (WIN8+).
+        DXGK_INTERRUPT_DISPLAYONLY_PRESENT_PROGRESS,
+        /// Vsync with multiplane overlay (WDDM 1.3+).
+        DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY,
+        /// Miracast chunk processed (WDDM 1.3+).
+        DXGK_INTERRUPT_MICACAST_CHUNK_PROCESSING_COMPLETE,
+        /// GPU page fault (WDDM 2.0+, `DmaPageFaulted`).
+        DXGK_INTERRUPT_DMA_PAGE_FAULTED,
+        /// Vsync with multiplane overlay 2 (WDDM 2.1+).
+        DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY2,
+        /// Monitored fence signaled (WDDM 2.2+).
+        DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED,
+        /// Hardware queue page fault (WDDM 2.2+).
+        DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED,
+        /// Hardware context list switch completed (WDDM 2.2+).
+        DXGK_INTERRUPT_HWCONTEXTLIST_SWITCH_COMPLETED,
+        /// Periodic monitored fence signaled (WDDM 2.2+).
+        DXGK_INTERRUPT_PERIODIC_MONITORED_FENCE_SIGNALED,
+        /// Scheduling log interrupt (WDDM 2.4+).
+        DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT,
+        /// GPU engine timeout (WDDM 2.4+).
+        DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT,
+        /// Context suspension completed (WDDM 2.4+).
+        DXGK_INTERRUPT_SUSPEND_CONTEXT_COMPLETED,
+        /// Vsync with multiplane overlay 3 (WDDM 2.9+).
+        DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY3,
+        /// Native fences signaled (WDDM 3.1+, `NativeFenceSignaled`).
+        DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED,
+        /// GPU engine state change (WDDM 3.1+, `EngineStateChange`).
+        DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE,
+    }
 
-/// `DXGK_ENGINE_STATE`: new state reported with `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-dxgk_engine_state>
-pub type DXGK_ENGINE_STATE = i32;
-/// The engine is active.
-pub const DXGK_ENGINE_STATE_ACTIVE: DXGK_ENGINE_STATE = 0;
-/// The engine is going to the F1 power state.
-pub const DXGK_ENGINE_STATE_TRANSITION_TO_F1: DXGK_ENGINE_STATE = 1;
-/// The engine is hung.
-pub const DXGK_ENGINE_STATE_HUNG: DXGK_ENGINE_STATE = 2;
+    /// `DXGK_ENGINE_STATE`: new state reported with `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-dxgk_engine_state>
+    pub type DXGK_ENGINE_STATE = i32 {
+        /// The engine is active.
+        DXGK_ENGINE_STATE_ACTIVE,
+        /// The engine is going to the F1 power state.
+        DXGK_ENGINE_STATE_TRANSITION_TO_F1,
+        /// The engine is hung.
+        DXGK_ENGINE_STATE_HUNG,
+    }
+}
 
 flag_word! {
     /// `DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS`.
@@ -235,57 +239,62 @@ c_type! {
     }
 }
 
-/// `DXGK_PAGE_FAULT_FLAGS` (d3dkmdt.h): a C enum used as a bit mask in the page-fault arms'
-/// `PageFaultFlags`.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_dxgk_page_fault_flags>
-pub type DXGK_PAGE_FAULT_FLAGS = i32;
-/// The faulting access was a write.
-pub const DXGK_PAGE_FAULT_WRITE: DXGK_PAGE_FAULT_FLAGS = 0x1;
-/// The faulting packet's fence is unknown (`FaultedFenceId` is not meaningful).
-pub const DXGK_PAGE_FAULT_FENCE_INVALID: DXGK_PAGE_FAULT_FLAGS = 0x2;
-/// Recovery needs a full adapter reset.
-pub const DXGK_PAGE_FAULT_ADAPTER_RESET_REQUIRED: DXGK_PAGE_FAULT_FLAGS = 0x4;
-/// Recovery needs an engine reset.
-pub const DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED: DXGK_PAGE_FAULT_FLAGS = 0x8;
-/// The whole system cannot continue; the OS bug-checks.
-pub const DXGK_PAGE_FAULT_FATAL_HARDWARE_ERROR: DXGK_PAGE_FAULT_FLAGS = 0x10;
-/// The faulting VA was mapped through the IoMmu (clear: through the GPU MMU).
-pub const DXGK_PAGE_FAULT_IOMMU: DXGK_PAGE_FAULT_FLAGS = 0x20;
-/// Hardware queue unknown but the hardware context is (WDDM 2.2+).
-pub const DXGK_PAGE_FAULT_HW_CONTEXT_VALID: DXGK_PAGE_FAULT_FLAGS = 0x40;
-/// Queue and context unknown but the process is (WDDM 2.2+).
-pub const DXGK_PAGE_FAULT_PROCESS_HANDLE_VALID: DXGK_PAGE_FAULT_FLAGS = 0x80;
+c_enum! {
+    /// `DXGK_PAGE_FAULT_FLAGS` (d3dkmdt.h): a C enum used as a bit mask in the page-fault arms'
+    /// `PageFaultFlags`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_dxgk_page_fault_flags>
+    pub type DXGK_PAGE_FAULT_FLAGS = i32 {
+        /// The faulting access was a write.
+        DXGK_PAGE_FAULT_WRITE = 0x1,
+        /// The faulting packet's fence is unknown (`FaultedFenceId` is not meaningful).
+        DXGK_PAGE_FAULT_FENCE_INVALID = 0x2,
+        /// Recovery needs a full adapter reset.
+        DXGK_PAGE_FAULT_ADAPTER_RESET_REQUIRED = 0x4,
+        /// Recovery needs an engine reset.
+        DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED = 0x8,
+        /// The whole system cannot continue; the OS bug-checks.
+        DXGK_PAGE_FAULT_FATAL_HARDWARE_ERROR = 0x10,
+        /// The faulting VA was mapped through the IoMmu (clear: through the GPU MMU).
+        DXGK_PAGE_FAULT_IOMMU = 0x20,
+        /// Hardware queue unknown but the hardware context is (WDDM 2.2+).
+        DXGK_PAGE_FAULT_HW_CONTEXT_VALID = 0x40,
+        /// Queue and context unknown but the process is (WDDM 2.2+).
+        DXGK_PAGE_FAULT_PROCESS_HANDLE_VALID = 0x80,
+    }
 
-/// `DXGK_RENDER_PIPELINE_STAGE` (d3dkmdt.h): pipeline stage of a page fault.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_dxgk_render_pipeline_stage>
-pub type DXGK_RENDER_PIPELINE_STAGE = i32;
-/// Unknown stage.
-pub const DXGK_RENDER_PIPELINE_STAGE_UNKNOWN: DXGK_RENDER_PIPELINE_STAGE = 0;
-/// Input assembler.
-pub const DXGK_RENDER_PIPELINE_STAGE_INPUT_ASSEMBLER: DXGK_RENDER_PIPELINE_STAGE = 1;
-/// Vertex shader.
-pub const DXGK_RENDER_PIPELINE_STAGE_VERTEX_SHADER: DXGK_RENDER_PIPELINE_STAGE = 2;
-/// Geometry shader.
-pub const DXGK_RENDER_PIPELINE_STAGE_GEOMETRY_SHADER: DXGK_RENDER_PIPELINE_STAGE = 3;
-/// Stream output.
-pub const DXGK_RENDER_PIPELINE_STAGE_STREAM_OUTPUT: DXGK_RENDER_PIPELINE_STAGE = 4;
-/// Rasterizer.
-pub const DXGK_RENDER_PIPELINE_STAGE_RASTERIZER: DXGK_RENDER_PIPELINE_STAGE = 5;
-/// Pixel shader.
-pub const DXGK_RENDER_PIPELINE_STAGE_PIXEL_SHADER: DXGK_RENDER_PIPELINE_STAGE = 6;
-/// Output merger.
-pub const DXGK_RENDER_PIPELINE_STAGE_OUTPUT_MERGER: DXGK_RENDER_PIPELINE_STAGE = 7;
+    /// `DXGK_RENDER_PIPELINE_STAGE` (d3dkmdt.h): pipeline stage of a page fault.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_dxgk_render_pipeline_stage>
+    pub type DXGK_RENDER_PIPELINE_STAGE = i32 {
+        /// Unknown stage.
+        DXGK_RENDER_PIPELINE_STAGE_UNKNOWN,
+        /// Input assembler.
+        DXGK_RENDER_PIPELINE_STAGE_INPUT_ASSEMBLER,
+        /// Vertex shader.
+        DXGK_RENDER_PIPELINE_STAGE_VERTEX_SHADER,
+        /// Geometry shader.
+        DXGK_RENDER_PIPELINE_STAGE_GEOMETRY_SHADER,
+        /// Stream output.
+        DXGK_RENDER_PIPELINE_STAGE_STREAM_OUTPUT,
+        /// Rasterizer.
+        DXGK_RENDER_PIPELINE_STAGE_RASTERIZER,
+        /// Pixel shader.
+        DXGK_RENDER_PIPELINE_STAGE_PIXEL_SHADER,
+        /// Output merger.
+        DXGK_RENDER_PIPELINE_STAGE_OUTPUT_MERGER,
+    }
 
-/// `DXGK_GENERAL_ERROR_CODE` (d3dkmdt.h): [`DXGK_FAULT_ERROR_CODE::GeneralErrorCode`].
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_dxgk_general_error_code>
-pub type DXGK_GENERAL_ERROR_CODE = i32;
-/// A page fault.
-pub const DXGK_GENERAL_ERROR_PAGE_FAULT: DXGK_GENERAL_ERROR_CODE = 0;
-/// An invalid instruction.
-pub const DXGK_GENERAL_ERROR_INVALID_INSTRUCTION: DXGK_GENERAL_ERROR_CODE = 1;
+    /// `DXGK_GENERAL_ERROR_CODE` (d3dkmdt.h): [`DXGK_FAULT_ERROR_CODE::GeneralErrorCode`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-_dxgk_general_error_code>
+    pub type DXGK_GENERAL_ERROR_CODE = i32 {
+        /// A page fault.
+        DXGK_GENERAL_ERROR_PAGE_FAULT,
+        /// An invalid instruction.
+        DXGK_GENERAL_ERROR_INVALID_INSTRUCTION,
+    }
+}
 
 /// `DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN`: `FaultedPrimitiveAPISequenceNumber` when the
 /// draw is not known.

@@ -11,24 +11,27 @@
 //! at 0x68).
 
 use crate::basic::*;
-use crate::macros::{c_type, flag_word, union_debug};
+use crate::macros::{c_enum, c_type, flag_word, union_debug};
 
-/// `D3DDDI_TESTCOMMANDBUFFEROP`: what a test command buffer does.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_testcommandbufferop>
-pub type D3DDDI_TESTCOMMANDBUFFEROP = u32;
-/// Not specified.
-pub const D3DDDI_TESTCOMMANDBUFFEROP_INVALID: D3DDDI_TESTCOMMANDBUFFEROP = 0;
-/// Copy (`D3DDDI_TESTCOMMANDBUFFER_COPY`).
-pub const D3DDDI_TESTCOMMANDBUFFEROP_COPY: D3DDDI_TESTCOMMANDBUFFEROP = 1;
-/// Fill (`D3DDDI_TESTCOMMANDBUFFER_FILL`).
-pub const D3DDDI_TESTCOMMANDBUFFEROP_FILL: D3DDDI_TESTCOMMANDBUFFEROP = 2;
-/// A hung engine: an infinite loop that must not be preemptible.
-pub const D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_LOOP: D3DDDI_TESTCOMMANDBUFFEROP = 3;
-/// A long-running command for preemption tests: an infinite loop that must be preemptible.
-pub const D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_PREEMPTABLE_LOOP: D3DDDI_TESTCOMMANDBUFFEROP = 4;
-/// One past the last operation.
-pub const D3DDDI_TESTCOMMANDBUFFEROP_MAX: D3DDDI_TESTCOMMANDBUFFEROP = 5;
+c_enum! {
+    /// `D3DDDI_TESTCOMMANDBUFFEROP`: what a test command buffer does.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_testcommandbufferop>
+    pub type D3DDDI_TESTCOMMANDBUFFEROP = u32 {
+        /// Not specified.
+        D3DDDI_TESTCOMMANDBUFFEROP_INVALID,
+        /// Copy (`D3DDDI_TESTCOMMANDBUFFER_COPY`).
+        D3DDDI_TESTCOMMANDBUFFEROP_COPY,
+        /// Fill (`D3DDDI_TESTCOMMANDBUFFER_FILL`).
+        D3DDDI_TESTCOMMANDBUFFEROP_FILL,
+        /// A hung engine: an infinite loop that must not be preemptible.
+        D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_LOOP,
+        /// A long-running command for preemption tests: an infinite loop that must be preemptible.
+        D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_PREEMPTABLE_LOOP,
+        /// One past the last operation.
+        D3DDDI_TESTCOMMANDBUFFEROP_MAX,
+    }
+}
 
 c_type! {
     /// `D3DDDI_TESTCOMMANDBUFFER_COPY`: copy `NumBytes` (a multiple of 4) between GPU VAs.
@@ -235,12 +238,15 @@ c_type! {
     }
 }
 
-/// `D3DDDI_DRIVERESCAPETYPE`: the known driver escapes (`D3DDDI_ESCAPEFLAGS::DriverKnownEscape`).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_d3dddi_driverescapetype>
-pub type D3DDDI_DRIVERESCAPETYPE = u32;
-/// Builds a test command buffer ([`D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`]).
-pub const D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER: D3DDDI_DRIVERESCAPETYPE = 3;
+c_enum! {
+    /// `D3DDDI_DRIVERESCAPETYPE`: the known driver escapes (`D3DDDI_ESCAPEFLAGS::DriverKnownEscape`).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_d3dddi_driverescapetype>
+    pub type D3DDDI_DRIVERESCAPETYPE = u32 {
+        /// Builds a test command buffer ([`D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`]).
+        D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER = 3,
+    }
+}
 
 c_type! {
     /// `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`: the escape's private data (x64 layout; the

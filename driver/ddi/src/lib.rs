@@ -4,7 +4,8 @@
 //!
 //! Conventions:
 //! * type and field names are the C names (`DXGK_DRIVERCAPS::HighestAcceptableAddress`);
-//! * C enums are `pub type X = i32` plus `pub const` values;
+//! * C enums are `pub type X = i32` plus one `pub const` per enumerator, declared through
+//!   `c_enum!` with C's implicit values;
 //! * anonymous C unions/structs become a field `Anonymous` (`Anonymous2`, ...) of type
 //!   `<PARENT>_0` (`_1`, ...), as in windows-rs; named members of anonymous aggregates that
 //!   need their own Rust type are named `<PARENT>_<Member>`;

@@ -231,6 +231,47 @@ macro_rules! c_type {
 
 pub(crate) use c_type;
 
+/// Declares a query-interface table: a [`c_type!`] struct that begins with the members of the
+/// WDM `INTERFACE` header (`Size`, `Version`, `Context`, `InterfaceReference`,
+/// `InterfaceDereference`, at 0, 2, 8, 16 and 24 on x86_64), followed by the listed fields.
+/// build/layout_gen.rs knows the header's members to compare them with the WDK's.
+macro_rules! interface_table {
+    (
+        $(#[doc = $doc:literal])*
+        #[size($size:literal)]
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[doc = $fdoc:literal])* #[offset($off:literal)] pub $field:ident : $fty:ty, )*
+        }
+    ) => {
+        $crate::macros::c_type! {
+            $(#[doc = $doc])*
+            #[size($size)]
+            $(#[$meta])*
+            pub struct $name {
+                /// Size of the whole structure in bytes.
+                #[offset(0)]
+                pub Size: $crate::basic::USHORT,
+                /// Interface version.
+                #[offset(2)]
+                pub Version: $crate::basic::USHORT,
+                /// Context passed to every function of the table.
+                #[offset(8)]
+                pub Context: $crate::basic::PVOID,
+                /// Reference function.
+                #[offset(16)]
+                pub InterfaceReference: $crate::basic::PINTERFACE_REFERENCE,
+                /// Dereference function.
+                #[offset(24)]
+                pub InterfaceDereference: $crate::basic::PINTERFACE_DEREFERENCE,
+                $( $(#[doc = $fdoc])* #[offset($off)] pub $field: $fty, )*
+            }
+        }
+    };
+}
+
+pub(crate) use interface_table;
+
 /// Declares a DDI function table (`DRIVER_INITIALIZATION_DATA`, `DXGKRNL_INTERFACE`): a
 /// `#[repr(C)]` struct of header fields followed by pointer-sized slots, plus
 /// `SLOT_NAMES` (slot names in declaration order), `SLOT_CHECKS` (one "is non-null" predicate
@@ -314,6 +355,35 @@ macro_rules! extern_fn {
 
 pub(crate) use extern_fn;
 
+/// Declares C enums as Rust spells them: `pub type E = i32 { A, B = 4, C, }` is `pub type E =
+/// i32;` and one `pub const` of type `E` per enumerator, each with its doc comment. As in C, an
+/// enumerator without `= value` is its predecessor plus one, and the first is 0. One invocation
+/// may hold several enums. build/layout_gen.rs reads these blocks in this form (one enumerator
+/// a line) to compare every value with the WDK headers; a `// wdk-layout-check: skip: <why>`
+/// line above an enumerator leaves it out.
+macro_rules! c_enum {
+    (@values $ty:ident, $next:expr;) => {};
+    (@values $ty:ident, $next:expr; $(#[$meta:meta])* $name:ident = $value:expr, $($rest:tt)*) => {
+        $(#[$meta])*
+        pub const $name: $ty = $value;
+        $crate::macros::c_enum!(@values $ty, $name + 1; $($rest)*);
+    };
+    (@values $ty:ident, $next:expr; $(#[$meta:meta])* $name:ident, $($rest:tt)*) => {
+        $(#[$meta])*
+        pub const $name: $ty = $next;
+        $crate::macros::c_enum!(@values $ty, $name + 1; $($rest)*);
+    };
+    ($( $(#[$meta:meta])* pub type $ty:ident = $repr:ty { $($body:tt)* } )+) => {
+        $(
+            $(#[$meta])*
+            pub type $ty = $repr;
+            $crate::macros::c_enum!(@values $ty, 0; $($body)*);
+        )+
+    };
+}
+
+pub(crate) use c_enum;
+
 /// Declares a DDI or callback pointer type whose signature is not bound yet.
 macro_rules! unbound_fn {
     ($name:ident, $page:literal) => {
@@ -390,13 +460,51 @@ macro_rules! opaque_types {
 
 pub(crate) use opaque_types;
 
-/// The methods and traits of a log header's leading union (`union { struct { UINT
-/// FirstFreeEntryIndex; UINT WraparoundCount; }; ULARGE_INTEGER AtomicWraparoundAndEntryIndex;
-/// }`, as both `DXGK_NATIVE_FENCE_LOG_HEADER` and `DXGK_SCHEDULING_LOG_HEADER` begin):
-/// constructors from the two halves or the 64-bit word, both views, and `Default`, `Debug`,
-/// `PartialEq`/`Eq` through the word. `$parts` is the split-view struct.
+/// A log header's leading union (`union { struct { UINT FirstFreeEntryIndex; UINT
+/// WraparoundCount; }; ULARGE_INTEGER AtomicWraparoundAndEntryIndex; }`, as both
+/// `DXGK_NATIVE_FENCE_LOG_HEADER` and `DXGK_SCHEDULING_LOG_HEADER` begin):
+/// `index_word_union!(UNION, PARTS, HEADER, "page")` declares the split-view struct `PARTS`
+/// (the anonymous struct) and `UNION` with their layout assertions, constructors from the two
+/// halves or the 64-bit word, both views, and `Default`, `Debug`, `PartialEq`/`Eq` through the
+/// word. `AtomicWraparoundAndEntryIndex` is bound as the `ULARGE_INTEGER`'s `QuadPart` (`u64`,
+/// same size and 8-byte alignment). build/layout_gen.rs knows the two types' fields to compare
+/// them with the WDK's.
 macro_rules! index_word_union {
-    ($union:ident, $parts:ident) => {
+    ($union:ident, $parts:ident, $header:ident, $page:literal $(,)?) => {
+        #[doc = concat!("The split view of [`", stringify!($union), "`] (anonymous struct in C).")]
+        #[doc = ""]
+        #[doc = concat!("<", $page, ">")]
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $parts {
+            /// Index of the next entry the writer fills (low half of the 64-bit word).
+            pub FirstFreeEntryIndex: u32,
+            /// How many times the writer wrapped around to entry 0 (high half).
+            pub WraparoundCount: u32,
+        }
+        $crate::macros::layout!(
+            $parts,
+            size = 8,
+            FirstFreeEntryIndex = 0,
+            WraparoundCount = 4
+        );
+
+        #[doc = concat!("The anonymous union at the start of [`", stringify!($header), "`]: the \
+            write index and wraparound count, or both as one 64-bit word so the writer can \
+            advance them in one atomic store and a reader can snapshot them consistently.")]
+        #[doc = ""]
+        #[doc = concat!("<", $page, ">")]
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        pub union $union {
+            /// Split view.
+            pub Anonymous: $parts,
+            /// Both halves as one word (`ULARGE_INTEGER::QuadPart`).
+            pub AtomicWraparoundAndEntryIndex: u64,
+        }
+        // A union's fields all start at 0: its size is the one thing to assert.
+        $crate::macros::layout!($union, size = 8);
+
         impl $union {
             /// Builds the union from its two halves.
             pub const fn from_parts(first_free_entry_index: u32, wraparound_count: u32) -> Self {
@@ -490,3 +598,33 @@ macro_rules! assert_fields_fill_word {
 
 #[cfg(test)]
 pub(crate) use assert_fields_fill_word;
+
+#[cfg(test)]
+mod tests {
+    c_enum! {
+        /// Sample.
+        pub type SAMPLE = i32 {
+            /// 0.
+            SAMPLE_A,
+            SAMPLE_B,
+            SAMPLE_C = 0x10,
+            SAMPLE_D,
+        }
+
+        /// A second enum in the same block starts again at 0.
+        pub type OTHER = u32 {
+            OTHER_A,
+            OTHER_B = 7,
+        }
+    }
+
+    #[test]
+    fn c_enum_counts_on_from_the_last_explicit_value() {
+        assert_eq!([SAMPLE_A, SAMPLE_B, SAMPLE_C, SAMPLE_D], [0, 1, 0x10, 0x11]);
+        assert_eq!([OTHER_A, OTHER_B], [0, 7]);
+        // Real lists: after a jump (33), across a comment (41), after a jump to 31 (37).
+        assert_eq!(crate::adapter::DXGKQAITYPE_SCANOUT_CAPS, 33);
+        assert_eq!(crate::adapter::DXGKQAITYPE_SCATTER_RESERVE, 41);
+        assert_eq!(crate::feature::DXGK_FEATURE_NATIVE_FENCE, 37);
+    }
+}

@@ -6,7 +6,7 @@
 //! these.
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_type, flag_word, layout, union_debug};
+use crate::macros::{bitfield, c_enum, c_type, flag_word, layout, union_debug};
 
 flag_word! {
     /// `DXGK_SEGMENTFLAGS`: properties of one memory segment.
@@ -208,16 +208,19 @@ impl Default for DXGK_QUERYSEGMENTOUT4 {
     }
 }
 
-/// `DXGK_PAGETABLEUPDATEMODE`: how VidMm addresses page tables in UpdatePageTable operations.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_pagetableupdatemode>
-pub type DXGK_PAGETABLEUPDATEMODE = i32;
-/// The CPU writes page tables through a CPU virtual address.
-pub const DXGK_PAGETABLEUPDATE_CPU_VIRTUAL: DXGK_PAGETABLEUPDATEMODE = 0;
-/// The GPU writes page tables through GPU virtual addresses.
-pub const DXGK_PAGETABLEUPDATE_GPU_VIRTUAL: DXGK_PAGETABLEUPDATEMODE = 1;
-/// The GPU writes page tables through physical addresses.
-pub const DXGK_PAGETABLEUPDATE_GPU_PHYSICAL: DXGK_PAGETABLEUPDATEMODE = 2;
+c_enum! {
+    /// `DXGK_PAGETABLEUPDATEMODE`: how VidMm addresses page tables in UpdatePageTable operations.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_pagetableupdatemode>
+    pub type DXGK_PAGETABLEUPDATEMODE = i32 {
+        /// The CPU writes page tables through a CPU virtual address.
+        DXGK_PAGETABLEUPDATE_CPU_VIRTUAL,
+        /// The GPU writes page tables through GPU virtual addresses.
+        DXGK_PAGETABLEUPDATE_GPU_VIRTUAL,
+        /// The GPU writes page tables through physical addresses.
+        DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,
+    }
+}
 
 flag_word! {
     /// First word of `DXGK_GPUMMUCAPS`.
@@ -374,14 +377,17 @@ c_type! {
     }
 }
 
-/// `DXGK_PTE_PAGE_SIZE`: page size of the level below, in [`DXGK_PTE_0::PageTablePageSize`].
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_dxgk_pte_page_size>
-pub type DXGK_PTE_PAGE_SIZE = i32;
-/// The lower level maps 4 KiB pages.
-pub const DXGK_PTE_PAGE_TABLE_PAGE_4KB: DXGK_PTE_PAGE_SIZE = 0;
-/// The lower level maps 64 KiB pages.
-pub const DXGK_PTE_PAGE_TABLE_PAGE_64KB: DXGK_PTE_PAGE_SIZE = 1;
+c_enum! {
+    /// `DXGK_PTE_PAGE_SIZE`: page size of the level below, in [`DXGK_PTE_0::PageTablePageSize`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-_dxgk_pte_page_size>
+    pub type DXGK_PTE_PAGE_SIZE = i32 {
+        /// The lower level maps 4 KiB pages.
+        DXGK_PTE_PAGE_TABLE_PAGE_4KB,
+        /// The lower level maps 64 KiB pages.
+        DXGK_PTE_PAGE_TABLE_PAGE_64KB,
+    }
+}
 
 bitfield! {
     /// First word of [`DXGK_PTE`] (C: an anonymous union of a 64-bit bit-field struct and the
@@ -759,16 +765,19 @@ c_type! {
     }
 }
 
-/// `DXGK_MEMORY_TRANSFER_DIRECTION`: [`DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL::TransferDirection`].
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_memory_transfer_direction>
-pub type DXGK_MEMORY_TRANSFER_DIRECTION = i32;
-/// Local (video) memory to system memory.
-pub const DXGK_MEMORY_TRANSFER_LOCAL_TO_SYSTEM: DXGK_MEMORY_TRANSFER_DIRECTION = 0;
-/// System memory to local memory.
-pub const DXGK_MEMORY_TRANSFER_SYSTEM_TO_LOCAL: DXGK_MEMORY_TRANSFER_DIRECTION = 1;
-/// Local memory to local memory.
-pub const DXGK_MEMORY_TRANSFER_LOCAL_TO_LOCAL: DXGK_MEMORY_TRANSFER_DIRECTION = 2;
+c_enum! {
+    /// `DXGK_MEMORY_TRANSFER_DIRECTION`: [`DXGK_BUILDPAGINGBUFFER_TRANSFERVIRTUAL::TransferDirection`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_memory_transfer_direction>
+    pub type DXGK_MEMORY_TRANSFER_DIRECTION = i32 {
+        /// Local (video) memory to system memory.
+        DXGK_MEMORY_TRANSFER_LOCAL_TO_SYSTEM,
+        /// System memory to local memory.
+        DXGK_MEMORY_TRANSFER_SYSTEM_TO_LOCAL,
+        /// Local memory to local memory.
+        DXGK_MEMORY_TRANSFER_LOCAL_TO_LOCAL,
+    }
+}
 
 flag_word! {
     /// `DXGK_TRANSFERVIRTUALFLAGS` (the C whole-word member is named `Flags`; `Value` here).

@@ -10,7 +10,9 @@
 //! `OutputDataSize` of 336).
 
 use crate::basic::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
-use crate::macros::{bitfield, c_type, extern_fn, flag_word, layout, union_debug, zeroed_default};
+use crate::macros::{
+    bitfield, c_enum, c_type, extern_fn, flag_word, layout, union_debug, zeroed_default,
+};
 
 /// `DXGK_FSTATE_UNKNOWN_POWER`: an unknown `NominalPower`.
 pub const DXGK_FSTATE_UNKNOWN_POWER: u32 = 0xFFFF_FFFF;
@@ -44,28 +46,31 @@ c_type! {
     }
 }
 
-/// `DXGK_POWER_COMPONENT_TYPE` (C enum).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_power_component_type>
-pub type DXGK_POWER_COMPONENT_TYPE = i32;
-/// An engine (a node): `EngineDesc.NodeIndex` names it.
-pub const DXGK_POWER_COMPONENT_ENGINE: DXGK_POWER_COMPONENT_TYPE = 0;
-/// A monitor.
-pub const DXGK_POWER_COMPONENT_MONITOR: DXGK_POWER_COMPONENT_TYPE = 1;
-/// A monitor refresh.
-pub const DXGK_POWER_COMPONENT_MONITOR_REFRESH: DXGK_POWER_COMPONENT_TYPE = 2;
-/// A memory segment.
-pub const DXGK_POWER_COMPONENT_MEMORY: DXGK_POWER_COMPONENT_TYPE = 3;
-/// Memory refresh.
-pub const DXGK_POWER_COMPONENT_MEMORY_REFRESH: DXGK_POWER_COMPONENT_TYPE = 4;
-/// Another component.
-pub const DXGK_POWER_COMPONENT_OTHER: DXGK_POWER_COMPONENT_TYPE = 5;
-/// The D3 transition component.
-pub const DXGK_POWER_COMPONENT_D3_TRANSITION: DXGK_POWER_COMPONENT_TYPE = 6;
-/// A shared component.
-pub const DXGK_POWER_COMPONENT_SHARED: DXGK_POWER_COMPONENT_TYPE = 7;
-/// One past the last type (WDDM 2.2+ headers).
-pub const DXGK_POWER_COMPONENT_MAX: DXGK_POWER_COMPONENT_TYPE = 8;
+c_enum! {
+    /// `DXGK_POWER_COMPONENT_TYPE` (C enum).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_power_component_type>
+    pub type DXGK_POWER_COMPONENT_TYPE = i32 {
+        /// An engine (a node): `EngineDesc.NodeIndex` names it.
+        DXGK_POWER_COMPONENT_ENGINE,
+        /// A monitor.
+        DXGK_POWER_COMPONENT_MONITOR,
+        /// A monitor refresh.
+        DXGK_POWER_COMPONENT_MONITOR_REFRESH,
+        /// A memory segment.
+        DXGK_POWER_COMPONENT_MEMORY,
+        /// Memory refresh.
+        DXGK_POWER_COMPONENT_MEMORY_REFRESH,
+        /// Another component.
+        DXGK_POWER_COMPONENT_OTHER,
+        /// The D3 transition component.
+        DXGK_POWER_COMPONENT_D3_TRANSITION,
+        /// A shared component.
+        DXGK_POWER_COMPONENT_SHARED,
+        /// One past the last type (WDDM 2.2+ headers).
+        DXGK_POWER_COMPONENT_MAX,
+    }
+}
 
 c_type! {
     /// The one-`UINT` descriptions of `DXGK_POWER_COMPONENT_MAPPING`'s anonymous union (the C

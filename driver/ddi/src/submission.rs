@@ -32,7 +32,8 @@ use core::ffi::c_void;
 use crate::basic::*;
 use crate::dxgkrnl::D3DDDI_DOORBELLSTATUS;
 use crate::macros::{
-    bitfield, c_type, extern_fn, flag_word, layout, reserved_flags, union_debug, zeroed_default,
+    bitfield, c_enum, c_type, extern_fn, flag_word, layout, reserved_flags, union_debug,
+    zeroed_default,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -291,35 +292,38 @@ pub type PDXGKDDI_RESUMECONTEXT = DDI_FN<*const DXGKARG_RESUMECONTEXT>;
 /// `DXGK_MAX_METADATA_NAME_LENGTH`: WCHARs in [`DXGK_NODEMETADATA::FriendlyName`].
 pub const DXGK_MAX_METADATA_NAME_LENGTH: usize = 32;
 
-/// `DXGK_ENGINE_TYPE`: kind of engine a node is.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-dxgk_engine_type>
-pub type DXGK_ENGINE_TYPE = i32;
-/// Other (give `FriendlyName`).
-pub const DXGK_ENGINE_TYPE_OTHER: DXGK_ENGINE_TYPE = 0;
-/// 3D.
-pub const DXGK_ENGINE_TYPE_3D: DXGK_ENGINE_TYPE = 1;
-/// Video decode.
-pub const DXGK_ENGINE_TYPE_VIDEO_DECODE: DXGK_ENGINE_TYPE = 2;
-/// Video encode.
-pub const DXGK_ENGINE_TYPE_VIDEO_ENCODE: DXGK_ENGINE_TYPE = 3;
-/// Video processing.
-pub const DXGK_ENGINE_TYPE_VIDEO_PROCESSING: DXGK_ENGINE_TYPE = 4;
-/// Scene assembly.
-pub const DXGK_ENGINE_TYPE_SCENE_ASSEMBLY: DXGK_ENGINE_TYPE = 5;
-/// Copy.
-pub const DXGK_ENGINE_TYPE_COPY: DXGK_ENGINE_TYPE = 6;
-/// Overlay.
-pub const DXGK_ENGINE_TYPE_OVERLAY: DXGK_ENGINE_TYPE = 7;
-/// Crypto.
-pub const DXGK_ENGINE_TYPE_CRYPTO: DXGK_ENGINE_TYPE = 8;
-/// Video codec (listed on the current reference page; absent from older headers).
-pub const DXGK_ENGINE_TYPE_VIDEO_CODEC: DXGK_ENGINE_TYPE = 9;
-/// One past the last value: 10 per the current page (implicit values, with `VIDEO_CODEC`
-/// before it). The 10.0.22621 header ends at `CRYPTO`, giving 9. Do not report it as an
-/// engine type.
-// wdk-layout-check: skip: 22621 predates DXGK_ENGINE_TYPE_VIDEO_CODEC (its MAX is 9)
-pub const DXGK_ENGINE_TYPE_MAX: DXGK_ENGINE_TYPE = 10;
+c_enum! {
+    /// `DXGK_ENGINE_TYPE`: kind of engine a node is.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmdt/ne-d3dkmdt-dxgk_engine_type>
+    pub type DXGK_ENGINE_TYPE = i32 {
+        /// Other (give `FriendlyName`).
+        DXGK_ENGINE_TYPE_OTHER,
+        /// 3D.
+        DXGK_ENGINE_TYPE_3D,
+        /// Video decode.
+        DXGK_ENGINE_TYPE_VIDEO_DECODE,
+        /// Video encode.
+        DXGK_ENGINE_TYPE_VIDEO_ENCODE,
+        /// Video processing.
+        DXGK_ENGINE_TYPE_VIDEO_PROCESSING,
+        /// Scene assembly.
+        DXGK_ENGINE_TYPE_SCENE_ASSEMBLY,
+        /// Copy.
+        DXGK_ENGINE_TYPE_COPY,
+        /// Overlay.
+        DXGK_ENGINE_TYPE_OVERLAY,
+        /// Crypto.
+        DXGK_ENGINE_TYPE_CRYPTO,
+        /// Video codec (listed on the current reference page; absent from older headers).
+        DXGK_ENGINE_TYPE_VIDEO_CODEC,
+        /// One past the last value: 10 per the current page (implicit values, with `VIDEO_CODEC`
+        /// before it). The 10.0.22621 header ends at `CRYPTO`, giving 9. Do not report it as an
+        /// engine type.
+        // wdk-layout-check: skip: 22621 predates DXGK_ENGINE_TYPE_VIDEO_CODEC (its MAX is 9)
+        DXGK_ENGINE_TYPE_MAX,
+    }
+}
 
 bitfield! {
     /// `DXGK_NODEMETADATA_FLAGS` (d3dkmdt.h): engine capabilities. The user-mode submission bit

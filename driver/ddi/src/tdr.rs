@@ -22,7 +22,7 @@
 //! `DependentNodeOrdinalMask`, `CurrentFence`, and updates `pDmaBuffer` / `MultipassOffset`).
 
 use crate::basic::*;
-use crate::macros::{c_type, flag_word, reserved_flags, union_debug, zeroed_default};
+use crate::macros::{c_enum, c_type, flag_word, reserved_flags, union_debug, zeroed_default};
 use crate::memory::{
     DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES, DXGK_BUILDPAGINGBUFFER_FILLVIRTUAL,
     DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
@@ -208,25 +208,28 @@ c_type! {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo>
 pub type PDXGKDDI_COLLECTDBGINFO = DDI_FN<*const DXGKARG_COLLECTDBGINFO>;
 
-/// `DXGK_TDR_TYPE`: what kind of timeout a `DxgkDdiCollectDbgInfo2` call reports.
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-dxgk_tdr_type>
-pub type DXGK_TDR_TYPE = i32;
-/// `DXGK_TDR_TYPE_UNKNOWN`: reserved, never passed.
-pub const DXGK_TDR_TYPE_UNKNOWN: DXGK_TDR_TYPE = 0;
-/// `DXGK_TDR_TYPE_FORCED`: forced through the TDR debug-control escape.
-pub const DXGK_TDR_TYPE_FORCED: DXGK_TDR_TYPE = 1;
-/// `DXGK_TDR_TYPE_PREEMPT_TIMEOUT`: adapter reset of a driver without engine reset.
-pub const DXGK_TDR_TYPE_PREEMPT_TIMEOUT: DXGK_TDR_TYPE = 2;
-/// `DXGK_TDR_TYPE_ENGINE_TIMEOUT`: one engine did not finish its work or preemption in time;
-/// `TdrPayload` is a [`DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT`].
-pub const DXGK_TDR_TYPE_ENGINE_TIMEOUT: DXGK_TDR_TYPE = 6;
-/// `DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED`: an engine timeout turned into an adapter reset.
-pub const DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED: DXGK_TDR_TYPE = 9;
-/// `DXGK_TDR_TYPE_PAGE_FAULT`: a GPU page fault.
-pub const DXGK_TDR_TYPE_PAGE_FAULT: DXGK_TDR_TYPE = 10;
-/// `DXGK_TDR_TYPE_ENGINE_PAGE_FAULT`: an engine's page fault.
-pub const DXGK_TDR_TYPE_ENGINE_PAGE_FAULT: DXGK_TDR_TYPE = 12;
+c_enum! {
+    /// `DXGK_TDR_TYPE`: what kind of timeout a `DxgkDdiCollectDbgInfo2` call reports.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-dxgk_tdr_type>
+    pub type DXGK_TDR_TYPE = i32 {
+        /// `DXGK_TDR_TYPE_UNKNOWN`: reserved, never passed.
+        DXGK_TDR_TYPE_UNKNOWN,
+        /// `DXGK_TDR_TYPE_FORCED`: forced through the TDR debug-control escape.
+        DXGK_TDR_TYPE_FORCED,
+        /// `DXGK_TDR_TYPE_PREEMPT_TIMEOUT`: adapter reset of a driver without engine reset.
+        DXGK_TDR_TYPE_PREEMPT_TIMEOUT,
+        /// `DXGK_TDR_TYPE_ENGINE_TIMEOUT`: one engine did not finish its work or preemption in time;
+        /// `TdrPayload` is a [`DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT`].
+        DXGK_TDR_TYPE_ENGINE_TIMEOUT = 6,
+        /// `DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED`: an engine timeout turned into an adapter reset.
+        DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED = 9,
+        /// `DXGK_TDR_TYPE_PAGE_FAULT`: a GPU page fault.
+        DXGK_TDR_TYPE_PAGE_FAULT,
+        /// `DXGK_TDR_TYPE_ENGINE_PAGE_FAULT`: an engine's page fault.
+        DXGK_TDR_TYPE_ENGINE_PAGE_FAULT = 12,
+    }
+}
 
 c_type! {
     /// `DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT`: the payload of an engine timeout.
@@ -313,22 +316,25 @@ pub type PDXGKDDI_COLLECTDBGINFO2 = DDI_FN<*mut DXGKARG_COLLECTDBGINFO2>;
 // Legacy (OS-scheduled) submission
 // ---------------------------------------------------------------------------------------------
 
-/// `D3DDDI_FLIPINTERVAL_TYPE` (d3dukmdt.h): vsyncs between flips (implicit values 0..=5).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_flipinterval_type>
-pub type D3DDDI_FLIPINTERVAL_TYPE = i32;
-/// Flip at once, no vsync wait.
-pub const D3DDDI_FLIPINTERVAL_IMMEDIATE: D3DDDI_FLIPINTERVAL_TYPE = 0;
-/// Every vsync.
-pub const D3DDDI_FLIPINTERVAL_ONE: D3DDDI_FLIPINTERVAL_TYPE = 1;
-/// Every second vsync.
-pub const D3DDDI_FLIPINTERVAL_TWO: D3DDDI_FLIPINTERVAL_TYPE = 2;
-/// Every third vsync.
-pub const D3DDDI_FLIPINTERVAL_THREE: D3DDDI_FLIPINTERVAL_TYPE = 3;
-/// Every fourth vsync.
-pub const D3DDDI_FLIPINTERVAL_FOUR: D3DDDI_FLIPINTERVAL_TYPE = 4;
-/// Immediate, tearing allowed.
-pub const D3DDDI_FLIPINTERVAL_IMMEDIATE_ALLOW_TEARING: D3DDDI_FLIPINTERVAL_TYPE = 5;
+c_enum! {
+    /// `D3DDDI_FLIPINTERVAL_TYPE` (d3dukmdt.h): vsyncs between flips (implicit values 0..=5).
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ne-d3dukmdt-d3dddi_flipinterval_type>
+    pub type D3DDDI_FLIPINTERVAL_TYPE = i32 {
+        /// Flip at once, no vsync wait.
+        D3DDDI_FLIPINTERVAL_IMMEDIATE,
+        /// Every vsync.
+        D3DDDI_FLIPINTERVAL_ONE,
+        /// Every second vsync.
+        D3DDDI_FLIPINTERVAL_TWO,
+        /// Every third vsync.
+        D3DDDI_FLIPINTERVAL_THREE,
+        /// Every fourth vsync.
+        D3DDDI_FLIPINTERVAL_FOUR,
+        /// Immediate, tearing allowed.
+        D3DDDI_FLIPINTERVAL_IMMEDIATE_ALLOW_TEARING,
+    }
+}
 
 c_type! {
     /// Anonymous union of [`DXGKARG_SUBMITCOMMAND`]: the submitting device (drivers that do not
@@ -552,56 +558,59 @@ pub type PDXGKDDI_QUERYCURRENTFENCE = DDI_FN<*mut DXGKARG_QUERYCURRENTFENCE>;
 // Paging buffers
 // ---------------------------------------------------------------------------------------------
 
-/// `DXGK_BUILDPAGINGBUFFER_OPERATION`: [`DXGKARG_BUILDPAGINGBUFFER::Operation`].
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_buildpagingbuffer_operation>
-pub type DXGK_BUILDPAGINGBUFFER_OPERATION = i32;
-/// Move allocation content ([`DXGKARG_BUILDPAGINGBUFFER_0::Transfer`]).
-pub const DXGK_OPERATION_TRANSFER: DXGK_BUILDPAGINGBUFFER_OPERATION = 0;
-/// Fill with a 32-bit pattern ([`DXGKARG_BUILDPAGINGBUFFER_0::Fill`]).
-pub const DXGK_OPERATION_FILL: DXGK_BUILDPAGINGBUFFER_OPERATION = 1;
-/// Allocation discarded from a segment.
-pub const DXGK_OPERATION_DISCARD_CONTENT: DXGK_BUILDPAGINGBUFFER_OPERATION = 2;
-/// Read a physical address.
-pub const DXGK_OPERATION_READ_PHYSICAL: DXGK_BUILDPAGINGBUFFER_OPERATION = 3;
-/// Write a physical address.
-pub const DXGK_OPERATION_WRITE_PHYSICAL: DXGK_BUILDPAGINGBUFFER_OPERATION = 4;
-/// Map an MDL into an aperture segment.
-pub const DXGK_OPERATION_MAP_APERTURE_SEGMENT: DXGK_BUILDPAGINGBUFFER_OPERATION = 5;
-/// Unmap an aperture segment range.
-pub const DXGK_OPERATION_UNMAP_APERTURE_SEGMENT: DXGK_BUILDPAGINGBUFFER_OPERATION = 6;
-/// Transfer through the alternate (lock) VA.
-pub const DXGK_OPERATION_SPECIAL_LOCK_TRANSFER: DXGK_BUILDPAGINGBUFFER_OPERATION = 7;
-/// Transfer by GPU VA.
-pub const DXGK_OPERATION_VIRTUAL_TRANSFER: DXGK_BUILDPAGINGBUFFER_OPERATION = 8;
-/// Fill by GPU VA.
-pub const DXGK_OPERATION_VIRTUAL_FILL: DXGK_BUILDPAGINGBUFFER_OPERATION = 9;
-/// Initialise a context allocation (Windows 8+).
-pub const DXGK_OPERATION_INIT_CONTEXT_RESOURCE: DXGK_BUILDPAGINGBUFFER_OPERATION = 10;
-/// Update a page table (WDDM 2.0+).
-pub const DXGK_OPERATION_UPDATE_PAGE_TABLE: DXGK_BUILDPAGINGBUFFER_OPERATION = 11;
-/// Flush TLBs of a root page table (WDDM 2.0+).
-pub const DXGK_OPERATION_FLUSH_TLB: DXGK_BUILDPAGINGBUFFER_OPERATION = 12;
-/// Update a context or device allocation (WDDM 2.0+).
-pub const DXGK_OPERATION_UPDATE_CONTEXT_ALLOCATION: DXGK_BUILDPAGINGBUFFER_OPERATION = 13;
-/// Copy page table entries (WDDM 2.0+).
-pub const DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES: DXGK_BUILDPAGINGBUFFER_OPERATION = 14;
-/// Allocation residency changed (WDDM 2.0+).
-pub const DXGK_OPERATION_NOTIFY_RESIDENCY: DXGK_BUILDPAGINGBUFFER_OPERATION = 15;
-/// Signal a monitored fence (WDDM 2.2+).
-pub const DXGK_OPERATION_SIGNAL_MONITORED_FENCE: DXGK_BUILDPAGINGBUFFER_OPERATION = 16;
-/// Map an ADL into an aperture segment (WDDM 3.0+).
-pub const DXGK_OPERATION_MAP_APERTURE_SEGMENT2: DXGK_BUILDPAGINGBUFFER_OPERATION = 17;
-/// Fence residency changed (WDDM 2.9+).
-pub const DXGK_OPERATION_NOTIFY_FENCE_RESIDENCY: DXGK_BUILDPAGINGBUFFER_OPERATION = 18;
-/// WDDM 3.2.
-pub const DXGK_OPERATION_MAP_MMU: DXGK_BUILDPAGINGBUFFER_OPERATION = 19;
-/// WDDM 3.2.
-pub const DXGK_OPERATION_UNMAP_MMU: DXGK_BUILDPAGINGBUFFER_OPERATION = 20;
-/// WDDM 3.2.
-pub const DXGK_OPERATION_NOTIFY_RESIDENCY2: DXGK_BUILDPAGINGBUFFER_OPERATION = 21;
-/// Allocation notification (WDDM 3.2).
-pub const DXGK_OPERATION_NOTIFY_ALLOC: DXGK_BUILDPAGINGBUFFER_OPERATION = 22;
+c_enum! {
+    /// `DXGK_BUILDPAGINGBUFFER_OPERATION`: [`DXGKARG_BUILDPAGINGBUFFER::Operation`].
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ne-d3dkmddi-_dxgk_buildpagingbuffer_operation>
+    pub type DXGK_BUILDPAGINGBUFFER_OPERATION = i32 {
+        /// Move allocation content ([`DXGKARG_BUILDPAGINGBUFFER_0::Transfer`]).
+        DXGK_OPERATION_TRANSFER,
+        /// Fill with a 32-bit pattern ([`DXGKARG_BUILDPAGINGBUFFER_0::Fill`]).
+        DXGK_OPERATION_FILL,
+        /// Allocation discarded from a segment.
+        DXGK_OPERATION_DISCARD_CONTENT,
+        /// Read a physical address.
+        DXGK_OPERATION_READ_PHYSICAL,
+        /// Write a physical address.
+        DXGK_OPERATION_WRITE_PHYSICAL,
+        /// Map an MDL into an aperture segment.
+        DXGK_OPERATION_MAP_APERTURE_SEGMENT,
+        /// Unmap an aperture segment range.
+        DXGK_OPERATION_UNMAP_APERTURE_SEGMENT,
+        /// Transfer through the alternate (lock) VA.
+        DXGK_OPERATION_SPECIAL_LOCK_TRANSFER,
+        /// Transfer by GPU VA.
+        DXGK_OPERATION_VIRTUAL_TRANSFER,
+        /// Fill by GPU VA.
+        DXGK_OPERATION_VIRTUAL_FILL,
+        /// Initialise a context allocation (Windows 8+).
+        DXGK_OPERATION_INIT_CONTEXT_RESOURCE,
+        /// Update a page table (WDDM 2.0+).
+        DXGK_OPERATION_UPDATE_PAGE_TABLE,
+        /// Flush TLBs of a root page table (WDDM 2.0+).
+        DXGK_OPERATION_FLUSH_TLB,
+        /// Update a context or device allocation (WDDM 2.0+).
+        DXGK_OPERATION_UPDATE_CONTEXT_ALLOCATION,
+        /// Copy page table entries (WDDM 2.0+).
+        DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES,
+        /// Allocation residency changed (WDDM 2.0+).
+        DXGK_OPERATION_NOTIFY_RESIDENCY,
+        /// Signal a monitored fence (WDDM 2.2+).
+        DXGK_OPERATION_SIGNAL_MONITORED_FENCE,
+        /// Map an ADL into an aperture segment (WDDM 3.0+).
+        DXGK_OPERATION_MAP_APERTURE_SEGMENT2,
+        /// Fence residency changed (WDDM 2.9+).
+        DXGK_OPERATION_NOTIFY_FENCE_RESIDENCY,
+        /// WDDM 3.2.
+        DXGK_OPERATION_MAP_MMU,
+        /// WDDM 3.2.
+        DXGK_OPERATION_UNMAP_MMU,
+        /// WDDM 3.2.
+        DXGK_OPERATION_NOTIFY_RESIDENCY2,
+        /// Allocation notification (WDDM 3.2).
+        DXGK_OPERATION_NOTIFY_ALLOC,
+    }
+}
 
 flag_word! {
     /// `DXGK_TRANSFERFLAGS`: kind of transfer in [`DXGKARG_BUILDPAGINGBUFFER_Transfer::Flags`].
