@@ -124,6 +124,24 @@ pub fn passive<R>(
     call(a, routine, address, At::Level(Irql::Passive), f)
 }
 
+/// Calls `f(handle, arg)`, a DDI of the common `(HANDLE, A)` shape, at PASSIVE_LEVEL
+/// ([`passive`]): the adapter's context or a driver object's handle, and the argument block.
+///
+/// # Safety
+///
+/// `f` is the driver's DDI for `routine`; `handle` is the handle it takes; `arg`, and every
+/// buffer it names, is valid (and outlives the call) as that DDI requires.
+pub unsafe fn passive_with<A, R>(
+    a: &AdapterShared,
+    routine: Routine,
+    f: unsafe extern "system" fn(HANDLE, A) -> R,
+    handle: HANDLE,
+    arg: A,
+) -> Result<R, SimError> {
+    // SAFETY: the caller's contract.
+    passive(a, routine, f as usize, || unsafe { f(handle, arg) })
+}
+
 /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a
 /// halted machine, enforces the IRQL rule of `routine`, runs `f` in the machine's context and
 /// reports a halt that happened during the call.

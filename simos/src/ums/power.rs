@@ -379,10 +379,8 @@ pub(super) fn suspend_context(
         contextSuspendFence: fence,
     };
     let ctx = a.context();
-    let status = ddi::passive(a, Routine::DxgkDdiSuspendContext, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let status = unsafe { ddi::passive_with(a, Routine::DxgkDdiSuspendContext, f, ctx, &args) }?;
     if status == STATUS_PENDING {
         return Err(sim_err(
             a,
@@ -419,10 +417,8 @@ pub(super) fn resume_context(
         hContext: kmd as HANDLE,
     };
     let ctx = a.context();
-    let status = ddi::passive(a, Routine::DxgkDdiResumeContext, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let status = unsafe { ddi::passive_with(a, Routine::DxgkDdiResumeContext, f, ctx, &args) }?;
     check_status(status)?;
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {

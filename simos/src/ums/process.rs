@@ -233,10 +233,9 @@ impl Machine {
             hKmdProcess: kmd_process.map_or(std::ptr::null_mut(), |k| k as HANDLE),
         };
         let ctx = a.context();
-        let status = ddi::passive(&a, Routine::DxgkDdiCreateDevice, f as usize, || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &mut args) }
-        })?;
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        let status =
+            unsafe { ddi::passive_with(&a, Routine::DxgkDdiCreateDevice, f, ctx, &mut args) }?;
         // BR-91 (the statuses column of the rule table): another status is "an invalid
         // NTSTATUS code" in the triage log; the status still goes to the caller.
         if !bringup::status_allowed("DxgkDdiCreateDevice", status) {

@@ -279,11 +279,10 @@ fn one_pass(
         DmaBufferWriteOffset: 0,
     };
     let ctx = a.context();
-    let status = ddi::passive(a, Routine::DxgkDdiBuildPagingBuffer, f as usize, || {
-        // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize bytes and a
-        // valid argument block.
-        unsafe { f(ctx, &mut args) }
-    })?;
+    // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize bytes and a
+    // valid argument block.
+    let status =
+        unsafe { ddi::passive_with(a, Routine::DxgkDdiBuildPagingBuffer, f, ctx, &mut args) }?;
     Ok(Pass {
         status,
         words,

@@ -752,10 +752,9 @@ fn ddi_destroy_process(a: &AdapterShared, kmd: usize) -> Result<(), SimError> {
         return Ok(());
     };
     let ctx = a.context();
-    let st = ddi::passive(a, Routine::DxgkDdiDestroyProcess, f as usize, || {
-        // SAFETY: the driver's DDI with its context and its own process handle.
-        unsafe { f(ctx, kmd as HANDLE) }
-    })?;
+    // SAFETY: the driver's DDI with its context and its own process handle.
+    let st =
+        unsafe { ddi::passive_with(a, Routine::DxgkDdiDestroyProcess, f, ctx, kmd as HANDLE) }?;
     ddi::check_status(st)
 }
 
@@ -776,10 +775,8 @@ fn ddi_create_process(
         ..Default::default()
     };
     let ctx = a.context();
-    let st = ddi::passive(a, Routine::DxgkDdiCreateProcess, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &mut args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiCreateProcess, f, ctx, &mut args) }?;
     ddi::check_status(st)?;
     let kmd = args.hKmdProcess as usize;
     if kmd == 0 {
@@ -818,10 +815,8 @@ pub(crate) fn set_root(
         NumEntries: g.entries() as u32,
     };
     let ctx = a.context();
-    ddi::passive(a, Routine::DxgkDdiSetRootPageTable, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    unsafe { ddi::passive_with(a, Routine::DxgkDdiSetRootPageTable, f, ctx, &args) }?;
     Ok(())
 }
 

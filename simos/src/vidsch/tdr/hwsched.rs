@@ -63,10 +63,8 @@ pub(crate) fn recover_hw_node(
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
-    let st = ddi::passive(a, Routine::DxgkDdiResumeHwEngine, resume as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { resume(ctx, &mut rs) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiResumeHwEngine, resume, ctx, &mut rs) }?;
     lock(&sh.os)
         .events
         .push(TdrEvent::ResumeHwEngine { node, status: st });

@@ -72,15 +72,9 @@ pub(super) fn dependent_group(
         DependentNodeOrdinalMask: 0,
     };
     let ctx = a.context();
-    let st = ddi::passive(
-        a,
-        Routine::DxgkDdiQueryDependentEngineGroup,
-        f as usize,
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &mut g) }
-        },
-    )?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let st =
+        unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryDependentEngineGroup, f, ctx, &mut g) }?;
     Ok((st, g.DependentNodeOrdinalMask))
 }
 
@@ -150,10 +144,9 @@ pub(crate) fn recover_node(
             EngineOrdinal: 0,
             EngineStatus: DXGK_ENGINESTATUS::default(),
         };
-        let st = ddi::passive(a, Routine::DxgkDdiQueryEngineStatus, qes as usize, || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { qes(ctx, &mut q) }
-        })?;
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        let st =
+            unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryEngineStatus, qes, ctx, &mut q) }?;
         if !NT_SUCCESS(st) {
             return Err(sim_err(
                 a,
