@@ -142,6 +142,24 @@ pub unsafe fn passive_with<A, R>(
     passive(a, routine, f as usize, || unsafe { f(handle, arg) })
 }
 
+/// Calls `f(arg)`, a DDI whose one parameter is its argument block (the handles are inside it),
+/// at `at` ([`call`]).
+///
+/// # Safety
+///
+/// `f` is the driver's DDI for `routine`; `arg`, and every buffer it names, is valid (and
+/// outlives the call) as that DDI requires.
+pub unsafe fn call_arg<A, R>(
+    a: &AdapterShared,
+    routine: Routine,
+    at: At,
+    f: unsafe extern "system" fn(A) -> R,
+    arg: A,
+) -> Result<R, SimError> {
+    // SAFETY: the caller's contract.
+    call(a, routine, f as usize, at, || unsafe { f(arg) })
+}
+
 /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a
 /// halted machine, enforces the IRQL rule of `routine`, runs `f` in the machine's context and
 /// reports a halt that happened during the call.
@@ -209,6 +227,18 @@ pub(crate) fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, Sim
         .get()
         .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
 }
+
+/// Slot `$slot` of adapter `$a`'s table, read in place: "no driver loaded" without a table,
+/// [`missing`] when the slot is empty.
+macro_rules! required_slot {
+    ($a:expr, $slot:ident) => {
+        $a.table
+            .slot(|t| t.$slot)
+            .ok_or_else(|| $crate::error::SimError::Simulation("no driver loaded".into()))
+            .and_then(|f| f.ok_or_else(|| $crate::dxgkrnl::ddi::missing(stringify!($slot))))
+    };
+}
+pub(crate) use required_slot;
 
 /// A slot the OS needs is empty (no halt: the caller reports it).
 pub(crate) fn missing(name: &str) -> SimError {

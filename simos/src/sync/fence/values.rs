@@ -133,11 +133,7 @@ fn update_monitored_call(
     entries: &[(usize, u64, *mut c_void)],
     with_cpu_vas: bool,
 ) -> Result<(), SimError> {
-    let f = a
-        .table
-        .slot(|t| t.DxgkDdiUpdateMonitoredValues)
-        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))?
-        .ok_or_else(|| missing("DxgkDdiUpdateMonitoredValues"))?;
+    let f = ddi::required_slot!(a, DxgkDdiUpdateMonitoredValues)?;
     let mut handles = Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut());
     let mut values = Buf::collect(entries.iter().map(|e| e.1), 0);
     let mut vas = Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut());
@@ -154,17 +150,17 @@ fn update_monitored_call(
         Reserved: [0; 28],
     };
     let status = synchronized(a, "UpdateMonitoredValues", || {
-        ddi::call(
-            a,
-            Routine::DxgkDdiUpdateMonitoredValues,
-            f as usize,
-            At::Level(Irql::Device),
-            || {
-                // SAFETY: the driver's DDI with three arrays of NumFences entries that live
-                // across the call; the MonitoredValue addresses are OS fence storage.
-                unsafe { f(&args) }
-            },
-        )
+        // SAFETY: the driver's DDI with three arrays of NumFences entries that live
+        // across the call; the MonitoredValue addresses are OS fence storage.
+        unsafe {
+            ddi::call_arg(
+                a,
+                Routine::DxgkDdiUpdateMonitoredValues,
+                At::Level(Irql::Device),
+                f,
+                &args,
+            )
+        }
     })?;
     lock(&a.fence_os).update_monitored_calls += 1;
     check_update_status(a, status, 0x12, entries.first().map_or(0, |e| e.0))
@@ -198,11 +194,7 @@ fn update_current_call(
     notification_only: bool,
     with_cpu_vas: bool,
 ) -> Result<(), SimError> {
-    let f = a
-        .table
-        .slot(|t| t.DxgkDdiUpdateCurrentValuesFromCpu)
-        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))?
-        .ok_or_else(|| missing("DxgkDdiUpdateCurrentValuesFromCpu"))?;
+    let f = ddi::required_slot!(a, DxgkDdiUpdateCurrentValuesFromCpu)?;
     let mut handles = Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut());
     let mut values = Buf::collect(entries.iter().map(|e| e.1), 0);
     let mut vas = Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut());
