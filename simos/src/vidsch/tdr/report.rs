@@ -9,37 +9,26 @@ use super::*;
 pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA) {
     // SAFETY (all arms): `InterruptType` selects the union member the driver filled (already
     // validated by `decode`); every member is plain data.
-    let (node, report, fence) = match data.InterruptType {
+    let (node, report) = match data.InterruptType {
         DXGK_INTERRUPT_DMA_COMPLETED => {
             let d = unsafe { data.Anonymous.DmaCompleted };
-            (
-                d.NodeOrdinal,
-                Report::Completed(d.SubmissionFenceId),
-                d.SubmissionFenceId,
-            )
+            (d.NodeOrdinal, Report::Completed(d.SubmissionFenceId))
         }
         DXGK_INTERRUPT_DMA_PREEMPTED => {
             let d = unsafe { data.Anonymous.DmaPreempted };
-            (
-                d.NodeOrdinal,
-                Report::Preempted(d.PreemptionFenceId, d.LastCompletedFenceId),
-                d.PreemptionFenceId,
-            )
+            let last = d.LastCompletedFenceId;
+            (d.NodeOrdinal, Report::Preempted(d.PreemptionFenceId, last))
         }
         DXGK_INTERRUPT_DMA_FAULTED => {
             let d = unsafe { data.Anonymous.DmaFaulted };
-            (
-                d.NodeOrdinal,
-                Report::Faulted(d.FaultedFenceId),
-                d.FaultedFenceId,
-            )
+            (d.NodeOrdinal, Report::Faulted(d.FaultedFenceId))
         }
         DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE => {
             let d = unsafe { data.Anonymous.EngineStateChange };
             if d.NewState != DXGK_ENGINE_STATE_HUNG {
                 return;
             }
-            (d.NodeOrdinal, Report::Hung, 0)
+            (d.NodeOrdinal, Report::Hung)
         }
         _ => return,
     };
@@ -54,7 +43,7 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
         os.events.push(TdrEvent::IgnoredInterrupt {
             node,
             interrupt_type: data.InterruptType,
-            fence,
+            fence: report.fence(),
         });
         return;
     }
