@@ -69,6 +69,32 @@ impl<T: Copy> Buf<T> {
     }
 }
 
+/// The three parallel arrays of an update DDI, from `(handle, value, kernel CPU VA)` entries.
+struct Arrays {
+    handles: Buf<HANDLE>,
+    values: Buf<u64>,
+    vas: Buf<*mut c_void>,
+}
+
+impl Arrays {
+    fn of(entries: &[(usize, u64, *mut c_void)]) -> Self {
+        Self {
+            handles: Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut()),
+            values: Buf::collect(entries.iter().map(|e| e.1), 0),
+            vas: Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut()),
+        }
+    }
+
+    /// The kernel CPU VAs, or NULL when the call passes none.
+    fn cpu_vas(&mut self, with: bool) -> *mut *mut c_void {
+        if with {
+            self.vas.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        }
+    }
+}
+
 /// `DxgkDdiUpdateMonitoredValues` for `(global, value, MonitoredValue kernel VA)` entries, at
 /// device IRQL under the adapter's interrupt lock (synchronised with the ISR, NF-07).
 ///
@@ -134,17 +160,11 @@ fn update_monitored_call(
     with_cpu_vas: bool,
 ) -> Result<(), SimError> {
     let f = ddi::required_slot!(a, DxgkDdiUpdateMonitoredValues)?;
-    let mut handles = Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut());
-    let mut values = Buf::collect(entries.iter().map(|e| e.1), 0);
-    let mut vas = Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut());
+    let mut arrays = Arrays::of(entries);
     let args = DXGKARG_UPDATEMONITOREDVALUES {
-        NativeFenceArray: handles.as_mut_ptr(),
-        UpdatedValueArray: values.as_mut_ptr(),
-        MonitoredValueKernelCpuVa: if with_cpu_vas {
-            vas.as_mut_ptr()
-        } else {
-            std::ptr::null_mut()
-        },
+        NativeFenceArray: arrays.handles.as_mut_ptr(),
+        UpdatedValueArray: arrays.values.as_mut_ptr(),
+        MonitoredValueKernelCpuVa: arrays.cpu_vas(with_cpu_vas),
         NumFences: entries.len() as u32,
         Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS::default(),
         Reserved: [0; 28],
@@ -195,9 +215,7 @@ fn update_current_call(
     with_cpu_vas: bool,
 ) -> Result<(), SimError> {
     let f = ddi::required_slot!(a, DxgkDdiUpdateCurrentValuesFromCpu)?;
-    let mut handles = Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut());
-    let mut values = Buf::collect(entries.iter().map(|e| e.1), 0);
-    let mut vas = Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut());
+    let mut arrays = Arrays::of(entries);
     type Flags = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS;
     let flags = if notification_only {
         Flags::from_value(Flags::mask(Flags::NotificationOnly))
@@ -205,13 +223,9 @@ fn update_current_call(
         Flags::default()
     };
     let args = DXGKARG_UPDATECURRENTVALUESFROMCPU {
-        NativeFenceArray: handles.as_mut_ptr(),
-        UpdatedValueArray: values.as_mut_ptr(),
-        CurrentValueKernelCpuVa: if with_cpu_vas {
-            vas.as_mut_ptr()
-        } else {
-            std::ptr::null_mut()
-        },
+        NativeFenceArray: arrays.handles.as_mut_ptr(),
+        UpdatedValueArray: arrays.values.as_mut_ptr(),
+        CurrentValueKernelCpuVa: arrays.cpu_vas(with_cpu_vas),
         NumFences: entries.len() as u32,
         Flags: flags,
         Reserved: [0; 28],
