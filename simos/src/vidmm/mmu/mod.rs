@@ -133,6 +133,17 @@ fn sim(msg: String) -> SimError {
     SimError::Simulation(msg)
 }
 
+/// Slot `$slot` of adapter `$a`'s table, which the driver of a GpuMmu adapter fills: an empty
+/// one (or no table) is a simulation error.
+macro_rules! gpummu_ddi {
+    ($a:expr, $slot:ident) => {
+        $a.table
+            .get()
+            .and_then(|t| t.$slot)
+            .ok_or_else(|| sim(concat!("GpuMmu adapter without ", stringify!($slot)).into()))
+    };
+}
+
 fn va_error(e: VaError) -> SimError {
     match e {
         VaError::NoTables => SimError::DdiFailed(STATUS_NO_MEMORY),
@@ -764,11 +775,7 @@ fn ddi_create_process(
     pid: ProcessId,
     flags: DXGK_CREATEPROCESSFLAGS,
 ) -> Result<usize, SimError> {
-    let f = a
-        .table
-        .get()
-        .and_then(|t| t.DxgkDdiCreateProcess)
-        .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiCreateProcess".into()))?;
+    let f = gpummu_ddi!(a, DxgkDdiCreateProcess)?;
     let mut args = DXGKARG_CREATEPROCESS {
         hDxgkProcess: (0x5000_0000 + pid.0 as usize) as HANDLE,
         Flags: flags,
@@ -800,11 +807,7 @@ pub(crate) fn set_root(
     let Some(g) = geometry(a) else {
         return Ok(());
     };
-    let f = a
-        .table
-        .get()
-        .and_then(|t| t.DxgkDdiSetRootPageTable)
-        .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiSetRootPageTable".into()))?;
+    let f = gpummu_ddi!(a, DxgkDdiSetRootPageTable)?;
     let args = DXGKARG_SETROOTPAGETABLE {
         hContext: context_kmd as HANDLE,
         Address: D3DGPU_PHYSICAL_ADDRESS {
