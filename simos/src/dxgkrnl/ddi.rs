@@ -4,9 +4,10 @@
 //! refuses on a halted machine, enforces the routine's IRQL rule on entry, calls, and checks the
 //! IRQL on return (0xC8 on a mismatch; Windows' 0x113 for the DDIs behind Dxgkrnl's `Ddi*`
 //! wrappers, [`Wrapper::IrqlChecked`] in the rule table, under
-//! `OsConfig::ddi_irql_mismatch_is_0x113`). The slot lookup stays with the
-//! caller (its message and the point where a missing slot is noticed differ per DDI); the
-//! status helpers below map what the DDI returned.
+//! `OsConfig::ddi_irql_mismatch_is_0x113`). [`passive_with`] and [`call_arg`] are the two
+//! common DDI shapes over it. The slot lookup stays with the caller (its message and the
+//! point where a missing slot is noticed differ per DDI; [`required_slot!`] is the usual
+//! one); the status helpers below map what the DDI returned.
 
 use std::cell::Cell;
 use std::sync::Arc;
