@@ -46,6 +46,9 @@ use crate::dxgkrnl::state::{LogLine, MachineState};
 use crate::error::SimError;
 use crate::lock::lock;
 
+/// The loop of one of an adapter's simulation threads (threaded mode), until its stop flag.
+type ThreadBody = fn(Arc<AdapterShared>, Arc<AtomicBool>);
+
 /// The driver's adapter table is driver-wide with [`rvgpu_kmd::MAX_ADAPTERS`] slots,
 /// and every machine of the test process loads the same driver: live adapters of all machines
 /// together must fit. A machine holds permits for its adapters from creation until it is
@@ -209,7 +212,7 @@ impl Machine {
             // (DxgkDdiDpcRoutine may run for several adapters at once), so cross-adapter races
             // in driver state must not be hidden by a shared thread.
             for a in &adapters {
-                let bodies: [(&str, fn(Arc<AdapterShared>, Arc<AtomicBool>)); 4] = [
+                let bodies: [(&str, ThreadBody); 4] = [
                     ("interrupt", interrupt::interrupt_thread),
                     ("dpc", interrupt::dpc_thread),
                     // VidSch's PASSIVE worker (F1 transitions, UM-13).
