@@ -284,6 +284,16 @@ impl<'m> SimKmt<'m> {
         Ok(a)
     }
 
+    /// A D3DKMT call that is one thunk on this process's device: [`Self::thunk`], then `f` with
+    /// the adapter and the device handle, its error as the caller's status.
+    fn on_device<T>(
+        &self,
+        f: impl FnOnce(&AdapterShared, KmtHandle) -> Result<T, SimError>,
+    ) -> Result<T, NtStatus> {
+        let a = self.thunk()?;
+        f(&a, self.p.device).map_err(status)
+    }
+
     fn adapter(&self) -> Result<Arc<AdapterShared>, NtStatus> {
         self.m
             .adapter_shared(self.p.adapter)
@@ -320,8 +330,7 @@ impl<'m> SimKmt<'m> {
         &self,
         initial: u64,
     ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
-        let a = self.thunk()?;
-        ums::create_sync_fence(self.m, &a, self.p.device, initial).map_err(status)
+        self.on_device(|a, device| ums::create_sync_fence(self.m, a, device, initial))
     }
 
     /// `D3DKMTDestroySynchronizationObject` of a fence from
@@ -393,13 +402,11 @@ impl Kmt for SimKmt<'_> {
     type Fence = SimFence;
 
     fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
-        let a = self.thunk()?;
-        ums::create_context(&a, self.p.device, node).map_err(status)
+        self.on_device(|a, device| ums::create_context(a, device, node))
     }
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        ums::destroy_context_thunk(&a, self.p.device, context).map_err(status)
+        self.on_device(|a, device| ums::destroy_context_thunk(a, device, context))
     }
 
     fn create_hw_queue(
@@ -427,8 +434,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        ums::destroy_hw_queue_thunk(self.m, &a, self.p.device, queue).map_err(status)
+        self.on_device(|a, device| ums::destroy_hw_queue_thunk(self.m, a, device, queue))
     }
 
     fn create_allocation_as(
@@ -465,8 +471,9 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        crate::vidmm::allocation::unlock_allocation(&a, self.p.device, allocation).map_err(status)
+        self.on_device(|a, device| {
+            crate::vidmm::allocation::unlock_allocation(a, device, allocation)
+        })
     }
 
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
@@ -542,16 +549,15 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
-        let a = self.thunk()?;
-        self.m
-            .residency_evict(
-                &a,
-                self.p.device,
+        self.on_device(|a, device| {
+            self.m.residency_evict(
+                a,
+                device,
                 allocations,
                 flags.evict_only_if_necessary,
                 flags.not_written_to,
             )
-            .map_err(status)
+        })
     }
 
     /// AL-06 (22631 dxgkrnl DxgkInvalidateCache, dxgmms2 VIDMM_GLOBAL::InvalidateCache): a
@@ -613,15 +619,11 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        self.m
-            .paging_queue_destroy(&a, self.p.device, queue)
-            .map_err(status)
+        self.on_device(|a, device| self.m.paging_queue_destroy(a, device, queue))
     }
 
     fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
-        let a = self.thunk()?;
-        self.m.gpu_va_reserve(&a, self.p.device, *r).map_err(status)
+        self.on_device(|a, device| self.m.gpu_va_reserve(a, device, *r))
     }
 
     fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
@@ -636,10 +638,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        self.m
-            .gpu_va_free(&a, self.p.device, base, size)
-            .map_err(status)
+        self.on_device(|a, device| self.m.gpu_va_free(a, device, base, size))
     }
 
     /// `vidmm::va`: applied before the thunk returns, after the fence reached
@@ -669,8 +668,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        ums::connect_doorbell(&a, self.p.device, doorbell).map_err(status)
+        self.on_device(|a, device| ums::connect_doorbell(a, device, doorbell))
     }
 
     fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
@@ -681,8 +679,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        ums::notify_work_submission(&a, self.p.device, doorbell).map_err(status)
+        self.on_device(|a, device| ums::notify_work_submission(a, device, doorbell))
     }
 
     fn submit_command_to_hw_queue(
@@ -692,17 +689,17 @@ impl Kmt for SimKmt<'_> {
         command_buffer_gpu: u64,
         command_bytes: u32,
     ) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        ums::submit_command(
-            self.m,
-            &a,
-            self.p.device,
-            queue,
-            progress_fence_value,
-            command_buffer_gpu,
-            command_bytes,
-        )
-        .map_err(status)
+        self.on_device(|a, device| {
+            ums::submit_command(
+                self.m,
+                a,
+                device,
+                queue,
+                progress_fence_value,
+                command_buffer_gpu,
+                command_bytes,
+            )
+        })
     }
 
     // Native fences with a D3DKMT handle and the CPU clock (docs/logs.md#simulated-os).
@@ -763,8 +760,7 @@ impl Kmt for SimKmt<'_> {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        ums::submit_wait_to_hw_queue(self.m, &a, self.p.device, queue, fences).map_err(status)
+        self.on_device(|a, device| ums::submit_wait_to_hw_queue(self.m, a, device, queue, fences))
     }
 
     fn submit_signal_to_hw_queue(
@@ -772,8 +768,7 @@ impl Kmt for SimKmt<'_> {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        ums::submit_signal_to_hw_queue(self.m, &a, self.p.device, queue, fences).map_err(status)
+        self.on_device(|a, device| ums::submit_signal_to_hw_queue(self.m, a, device, queue, fences))
     }
 
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {

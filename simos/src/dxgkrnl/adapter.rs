@@ -237,6 +237,18 @@ static HANDLES: Mutex<Vec<(usize, Weak<AdapterShared>)>> = Mutex::new(Vec::new()
 /// Adapters by MiniportDeviceContext (for test hooks standing in for driver code).
 static CONTEXTS: Mutex<Vec<(usize, Weak<AdapterShared>)>> = Mutex::new(Vec::new());
 
+/// The live adapter registered under `key` in `table`.
+fn live_entry(
+    table: &Mutex<Vec<(usize, Weak<AdapterShared>)>>,
+    key: *mut c_void,
+) -> Option<Arc<AdapterShared>> {
+    let key = key as usize;
+    lock(table)
+        .iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, w)| w.upgrade())
+}
+
 thread_local! {
     /// Adapter whose interrupt lock this thread holds (address), 0 if none.
     static IN_INTERRUPT_LOCK: Cell<usize> = const { Cell::new(0) };
@@ -408,20 +420,12 @@ impl AdapterShared {
 
     /// The adapter behind a `DeviceHandle`, if it is a live one.
     pub fn from_handle(h: *mut c_void) -> Option<Arc<Self>> {
-        let h = h as usize;
-        lock(&HANDLES)
-            .iter()
-            .find(|(k, _)| *k == h)
-            .and_then(|(_, w)| w.upgrade())
+        live_entry(&HANDLES, h)
     }
 
     /// The adapter whose miniport context is `ctx`.
     pub fn from_context(ctx: *mut c_void) -> Option<Arc<Self>> {
-        let c = ctx as usize;
-        lock(&CONTEXTS)
-            .iter()
-            .find(|(k, _)| *k == c)
-            .and_then(|(_, w)| w.upgrade())
+        live_entry(&CONTEXTS, ctx)
     }
 
     /// MiniportDeviceContext from AddDevice.

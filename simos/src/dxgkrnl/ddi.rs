@@ -4,9 +4,10 @@
 //! refuses on a halted machine, enforces the routine's IRQL rule on entry, calls, and checks the
 //! IRQL on return (0xC8 on a mismatch; Windows' 0x113 for the DDIs behind Dxgkrnl's `Ddi*`
 //! wrappers, [`Wrapper::IrqlChecked`] in the rule table, under
-//! `OsConfig::ddi_irql_mismatch_is_0x113`). The slot lookup stays with the
-//! caller (its message and the point where a missing slot is noticed differ per DDI); the
-//! status helpers below map what the DDI returned.
+//! `OsConfig::ddi_irql_mismatch_is_0x113`). [`passive_with`] and [`call_arg`] are the two
+//! common DDI shapes over it. The slot lookup stays with the caller (its message and the
+//! point where a missing slot is noticed differ per DDI; [`required_slot!`] is the usual
+//! one); the status helpers below map what the DDI returned.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -124,6 +125,42 @@ pub fn passive<R>(
     call(a, routine, address, At::Level(Irql::Passive), f)
 }
 
+/// Calls `f(handle, arg)`, a DDI of the common `(HANDLE, A)` shape, at PASSIVE_LEVEL
+/// ([`passive`]): the adapter's context or a driver object's handle, and the argument block.
+///
+/// # Safety
+///
+/// `f` is the driver's DDI for `routine`; `handle` is the handle it takes; `arg`, and every
+/// buffer it names, is valid (and outlives the call) as that DDI requires.
+pub unsafe fn passive_with<A, R>(
+    a: &AdapterShared,
+    routine: Routine,
+    f: unsafe extern "system" fn(HANDLE, A) -> R,
+    handle: HANDLE,
+    arg: A,
+) -> Result<R, SimError> {
+    // SAFETY: the caller's contract.
+    passive(a, routine, f as usize, || unsafe { f(handle, arg) })
+}
+
+/// Calls `f(arg)`, a DDI whose one parameter is its argument block (the handles are inside it),
+/// at `at` ([`call`]).
+///
+/// # Safety
+///
+/// `f` is the driver's DDI for `routine`; `arg`, and every buffer it names, is valid (and
+/// outlives the call) as that DDI requires.
+pub unsafe fn call_arg<A, R>(
+    a: &AdapterShared,
+    routine: Routine,
+    at: At,
+    f: unsafe extern "system" fn(A) -> R,
+    arg: A,
+) -> Result<R, SimError> {
+    // SAFETY: the caller's contract.
+    call(a, routine, f as usize, at, || unsafe { f(arg) })
+}
+
 /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a
 /// halted machine, enforces the IRQL rule of `routine`, runs `f` in the machine's context and
 /// reports a halt that happened during the call.
@@ -191,6 +228,18 @@ pub(crate) fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, Sim
         .get()
         .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
 }
+
+/// Slot `$slot` of adapter `$a`'s table, read in place: "no driver loaded" without a table,
+/// [`missing`] when the slot is empty.
+macro_rules! required_slot {
+    ($a:expr, $slot:ident) => {
+        $a.table
+            .slot(|t| t.$slot)
+            .ok_or_else(|| $crate::error::SimError::Simulation("no driver loaded".into()))
+            .and_then(|f| f.ok_or_else(|| $crate::dxgkrnl::ddi::missing(stringify!($slot))))
+    };
+}
+pub(crate) use required_slot;
 
 /// A slot the OS needs is empty (no halt: the caller reports it).
 pub(crate) fn missing(name: &str) -> SimError {

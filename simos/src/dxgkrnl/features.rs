@@ -269,15 +269,16 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
             ..Default::default()
         };
         let ctx = iface.Context;
-        let st = ddi::passive(
-            a,
-            Routine::DxgkDdiQueryFeatureSupport,
-            support as usize,
-            || {
-                // SAFETY: the driver's function with its interface context and a valid block.
-                unsafe { support(ctx, &mut args) }
-            },
-        )?;
+        // SAFETY: the driver's function with its interface context and a valid block.
+        let st = unsafe {
+            ddi::passive_with(
+                a,
+                Routine::DxgkDdiQueryFeatureSupport,
+                support,
+                ctx,
+                &mut args,
+            )
+        }?;
         let claimed = NT_SUCCESS(st) && args.SupportedByDriver != 0;
         let (min, max) = (args.MinSupportedVersion, args.MaxSupportedVersion);
         // [M] DXGKARG_QUERYFEATURESUPPORT: a supported feature has non-zero versions with
@@ -327,11 +328,9 @@ fn query_interface(
             InterfaceSpecificData: std::ptr::null_mut(),
             DeviceUid: 0,
         };
-        let st = ddi::passive(a, Routine::DxgkDdiQueryInterface, q as usize, || {
-            // SAFETY: the driver's DDI with its context and a request naming a 56-byte
-            // buffer that outlives the call.
-            unsafe { q(ctx, &mut req) }
-        })?;
+        // SAFETY: the driver's DDI with its context and a request naming a 56-byte
+        // buffer that outlives the call.
+        let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryInterface, q, ctx, &mut req) }?;
         Ok(NT_SUCCESS(st).then_some(buf))
     };
     if ask(56, 2)?.is_some() {

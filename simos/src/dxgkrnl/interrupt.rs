@@ -312,53 +312,58 @@ pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
     }
 }
 
+/// A simulation thread's loop: runs `step` until `stop`, at once again when it did something,
+/// else when `wake` is notified (or after 20 ms).
+fn serve(stop: &AtomicBool, wake: &Wake, mut step: impl FnMut() -> bool) {
+    let mut seen = wake.generation();
+    while !stop.load(Ordering::Acquire) {
+        if !step() {
+            seen = wake.wait(seen, Duration::from_millis(20));
+        }
+    }
+}
+
 /// The interrupt "CPU" of one adapter of a threaded machine: services its line.
 pub fn interrupt_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
-    let mut seen = a.irq_wake.generation();
-    while !stop.load(Ordering::Acquire) {
+    serve(&stop, &a.irq_wake, || {
         let forced = a.take_forced_interrupt();
-        if let Serviced::Ran(_) = service_interrupt(&a, forced) {
-            // A PCI board re-arms its masked INTx here (nothing for the in-process line).
-            a.device.end_of_interrupt();
-            continue;
-        }
-        seen = a.irq_wake.wait(seen, Duration::from_millis(20));
-    }
+        let Serviced::Ran(_) = service_interrupt(&a, forced) else {
+            return false;
+        };
+        // A PCI board re-arms its masked INTx here (nothing for the in-process line).
+        a.device.end_of_interrupt();
+        true
+    });
 }
 
 /// The DPC thread of one adapter of a threaded machine: runs its queued DPCs one at a time.
 pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
-    let mut seen = a.dpc_wake.generation();
-    while !stop.load(Ordering::Acquire) {
-        if service_dpc(&a) {
-            // After the DPC, not with the interrupt: the waiters it released run first. And
-            // only when the worker has something to look at (work the DPC left, or TDR
-            // detection, which follows the fences the DPC reported): a wake-up it does not
-            // need is a system call here and a thread competing with the released waiter.
-            if crate::vidsch::tdr::enabled_anywhere() || crate::ums::has_work(&a) {
-                a.wake.notify();
-            }
-            continue;
+    serve(&stop, &a.dpc_wake, || {
+        if !service_dpc(&a) {
+            return false;
         }
-        seen = a.dpc_wake.wait(seen, Duration::from_millis(20));
-    }
+        // After the DPC, not with the interrupt: the waiters it released run first. And only
+        // when the worker has something to look at (work the DPC left, or TDR detection, which
+        // follows the fences the DPC reported): a wake-up it does not need is a system call
+        // here and a thread competing with the released waiter.
+        if crate::vidsch::tdr::enabled_anywhere() || crate::ums::has_work(&a) {
+            a.wake.notify();
+        }
+        true
+    });
 }
 
 /// VidSch's PASSIVE worker of one adapter of a threaded machine: runs the work the DPC queued
 /// (engine F1 transitions, UM-13) at PASSIVE_LEVEL.
 pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
-    let mut seen = a.wake.generation();
-    while !stop.load(Ordering::Acquire) {
+    serve(&stop, &a.wake, || {
         if crate::ums::has_work(&a) {
             let _m = MachineContext::enter(a.state.clone());
             if crate::ums::run_passive_work(&a) {
-                continue;
+                return true;
             }
         }
         // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
-        if crate::vidsch::tdr::run_passive(&a) {
-            continue;
-        }
-        seen = a.wake.wait(seen, Duration::from_millis(20));
-    }
+        crate::vidsch::tdr::run_passive(&a)
+    });
 }

@@ -131,6 +131,21 @@ pub fn raise(b: BugCheck) {
     }
 }
 
+/// Raises 0xA `IRQL_NOT_LESS_OR_EQUAL` when the caller's IRQL is above `max`, the documented
+/// maximum of kernel routine `routine` (parameters: `routine`, the IRQL, 8 (execute), `routine`;
+/// 0 for a routine with no address on the host). Returns whether it raised.
+pub fn irql_above(max: Irql, routine: u64) -> bool {
+    let current = current_irql();
+    if current <= max {
+        return false;
+    }
+    raise(BugCheck::new(
+        bugcheck::IRQL_NOT_LESS_OR_EQUAL,
+        [routine, kirql(current), 8, routine],
+    ));
+    true
+}
+
 /// Bug checks raised on threads without a current machine.
 pub fn orphan_bugchecks() -> Vec<BugCheck> {
     lock(&ORPHAN_FAULTS).clone()

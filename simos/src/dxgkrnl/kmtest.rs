@@ -99,16 +99,17 @@ pub(crate) fn query_interface(
         Interface: (&raw mut out).cast(),
     };
     let ctx = iface.Context;
-    let st = ddi::passive(
-        a,
-        Routine::DxgkDdiQueryFeatureInterface,
-        query as usize,
-        || {
-            // SAFETY: the driver's function with its interface context and a block naming an
-            // 8-byte interface buffer that outlives the call.
-            unsafe { query(ctx, &mut args) }
-        },
-    )?;
+    // SAFETY: the driver's function with its interface context and a block naming an
+    // 8-byte interface buffer that outlives the call.
+    let st = unsafe {
+        ddi::passive_with(
+            a,
+            Routine::DxgkDdiQueryFeatureInterface,
+            query,
+            ctx,
+            &mut args,
+        )
+    }?;
     if !NT_SUCCESS(st) || args.InterfaceSize < size || out.pfnBuildTestCommandBuffer.is_none() {
         a.observer().triage(format!(
             "kernel-mode testing interface: status {st:#x}, size {}: not usable",
@@ -268,16 +269,17 @@ impl Machine {
             },
         };
         let ctx = a.context();
-        let st = ddi::passive(
-            &a,
-            Routine::DxgkDdiBuildTestCommandBuffer,
-            build as usize,
-            || {
-                // SAFETY: the driver's function with its adapter context and an argument block
-                // whose buffers (of the sizes it names) outlive the call.
-                unsafe { build(ctx, &mut args) }
-            },
-        )?;
+        // SAFETY: the driver's function with its adapter context and an argument block
+        // whose buffers (of the sizes it names) outlive the call.
+        let st = unsafe {
+            ddi::passive_with(
+                &a,
+                Routine::DxgkDdiBuildTestCommandBuffer,
+                build,
+                ctx,
+                &mut args,
+            )
+        }?;
         crate::dxgkrnl::bringup::triage_status(&a, Routine::DxgkDdiBuildTestCommandBuffer, st);
         if !NT_SUCCESS(st) {
             return Ok(st);

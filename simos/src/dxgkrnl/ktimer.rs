@@ -35,9 +35,9 @@ use std::time::Instant;
 use rvgpu_kmd::platform::{Irql, TimerRoutine};
 
 use crate::dxgkrnl::adapter::{all_adapters, AdapterShared};
-use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
+use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::kernel::{
-    check_return_irql, current_irql, current_machine, raise, IrqlScope, MachineContext,
+    check_return_irql, current_machine, irql_above, IrqlScope, MachineContext,
 };
 use crate::lock::lock;
 
@@ -159,21 +159,9 @@ fn adapter_of_current_ddi() -> Option<Arc<AdapterShared>> {
         .find(|a| Arc::as_ptr(a) as usize == inside)
 }
 
-fn irql_above(max: Irql, routine: usize) -> bool {
-    let current = current_irql();
-    if current <= max {
-        return false;
-    }
-    raise(BugCheck::new(
-        bugcheck::IRQL_NOT_LESS_OR_EQUAL,
-        [routine as u64, kirql(current), 8, routine as u64],
-    ));
-    true
-}
-
 /// `KeSetTimerEx` with a DPC: see the module documentation.
 pub fn arm(timer: &SimTimer, period_ms: u32, routine: TimerRoutine, context: *const ()) -> bool {
-    if irql_above(Irql::Dispatch, arm as *const () as usize) {
+    if irql_above(Irql::Dispatch, arm as *const () as u64) {
         return false;
     }
     let Some(a) = adapter_of_current_ddi() else {
@@ -237,7 +225,7 @@ pub(crate) fn wait_not_running(armed: &Armed) {
 
 /// `KeCancelTimer` then `KeFlushQueuedDpcs`: see the module documentation.
 pub fn cancel(timer: &SimTimer) {
-    if irql_above(Irql::Passive, cancel as *const () as usize) {
+    if irql_above(Irql::Passive, cancel as *const () as u64) {
         return;
     }
     if let Some(armed) = cancel_set(timer) {

@@ -749,17 +749,9 @@ impl Machine {
         // device, then the paging process itself.
         crate::vidsch::system::destroy(a, t)?;
         crate::vidmm::mmu::close_paging_process(a)?;
-        let ctx = a.context();
-        let status = ddi::call(
-            a,
-            Routine::DxgkDdiStopDevice,
-            stop as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's StopDevice with its context.
-                unsafe { stop(ctx) }
-            },
-        );
+        // SAFETY: the driver's StopDevice with its context.
+        let status =
+            unsafe { ddi::call_arg(a, Routine::DxgkDdiStopDevice, At::Caller, stop, a.context()) };
         // Disconnect the interrupt and flush DPCs whatever StopDevice said (IoDisconnectInterrupt
         // and KeFlushQueuedDpcs follow the stop in Dxgkrnl).
         a.connected.store(false, Ordering::Release);
@@ -814,16 +806,12 @@ impl Machine {
                 return Err(SimError::Simulation(msg));
             };
             let ctx = a.context();
+            let removal = rvgpu_ddi::adapter::DxgkRemovalPnPNotify;
             // The return status is ignored for a removal while running (the DDI's page).
-            let _ = ddi::passive(
-                &a,
-                Routine::DxgkDdiNotifySurpriseRemoval,
-                f as usize,
-                || {
-                    // SAFETY: the driver's DDI with its context.
-                    unsafe { f(ctx, rvgpu_ddi::adapter::DxgkRemovalPnPNotify) }
-                },
-            )?;
+            // SAFETY: the driver's DDI with its context.
+            let _ = unsafe {
+                ddi::passive_with(&a, Routine::DxgkDdiNotifySurpriseRemoval, f, ctx, removal)
+            }?;
         }
         self.device_removed(i)
     }
@@ -839,18 +827,17 @@ impl Machine {
         let remove = t
             .DxgkDdiRemoveDevice
             .ok_or_else(|| self.misuse("no RemoveDevice".into()))?;
-        let ctx = a.context();
-        let status = ddi::call(
-            &a,
-            Routine::DxgkDdiRemoveDevice,
-            remove as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's RemoveDevice with its context; nothing calls the driver for
-                // this adapter afterwards.
-                unsafe { remove(ctx) }
-            },
-        )?;
+        // SAFETY: the driver's RemoveDevice with its context; nothing calls the driver for this
+        // adapter afterwards.
+        let status = unsafe {
+            ddi::call_arg(
+                &a,
+                Routine::DxgkDdiRemoveDevice,
+                At::Caller,
+                remove,
+                a.context(),
+            )
+        }?;
         check_status(status)?;
         // The driver freed its adapter: a kernel timer still set in it is 0xC7.
         if let Err(b) = crate::dxgkrnl::ktimer::check_removed(&a) {

@@ -46,6 +46,9 @@ use crate::dxgkrnl::state::{LogLine, MachineState};
 use crate::error::SimError;
 use crate::lock::lock;
 
+/// The loop of one of an adapter's simulation threads (threaded mode), until its stop flag.
+type ThreadBody = fn(Arc<AdapterShared>, Arc<AtomicBool>);
+
 /// The driver's adapter table is driver-wide with [`rvgpu_kmd::MAX_ADAPTERS`] slots,
 /// and every machine of the test process loads the same driver: live adapters of all machines
 /// together must fit. A machine holds permits for its adapters from creation until it is
@@ -209,33 +212,29 @@ impl Machine {
             // (DxgkDdiDpcRoutine may run for several adapters at once), so cross-adapter races
             // in driver state must not be hidden by a shared thread.
             for a in &adapters {
-                let (ai, s) = (a.clone(), stop.clone());
-                let isr = std::thread::Builder::new()
-                    .name(format!("simos-m{}-a{}-interrupt", state.id(), a.index))
-                    .spawn(move || interrupt::interrupt_thread(ai, s));
-                let (ad, s) = (a.clone(), stop.clone());
-                let dpc = std::thread::Builder::new()
-                    .name(format!("simos-m{}-a{}-dpc", state.id(), a.index))
-                    .spawn(move || interrupt::dpc_thread(ad, s));
-                // VidSch's PASSIVE worker (F1 transitions, UM-13).
-                let (aw, s) = (a.clone(), stop.clone());
-                let worker = std::thread::Builder::new()
-                    .name(format!("simos-m{}-a{}-worker", state.id(), a.index))
-                    .spawn(move || interrupt::worker_thread(aw, s));
-                // Kernel timer DPCs on a processor of their own (dxgkrnl::ktimer).
-                let (at, s) = (a.clone(), stop.clone());
-                let timer = std::thread::Builder::new()
-                    .name(format!("simos-m{}-a{}-timer", state.id(), a.index))
-                    .spawn(move || crate::dxgkrnl::ktimer::timer_thread(at, s));
-                match (isr, dpc, worker, timer) {
-                    (Ok(i), Ok(d), Ok(w), Ok(t)) => threads.extend([i, d, w, t]),
-                    (i, d, w, t) => {
-                        threads
-                            .extend(i.ok().into_iter().chain(d.ok()).chain(w.ok()).chain(t.ok()));
-                        state.raise_sim_error(
-                            "could not spawn the interrupt, DPC, worker and timer threads",
-                        );
+                let bodies: [(&str, ThreadBody); 4] = [
+                    ("interrupt", interrupt::interrupt_thread),
+                    ("dpc", interrupt::dpc_thread),
+                    // VidSch's PASSIVE worker (F1 transitions, UM-13).
+                    ("worker", interrupt::worker_thread),
+                    // Kernel timer DPCs on a processor of their own (dxgkrnl::ktimer).
+                    ("timer", crate::dxgkrnl::ktimer::timer_thread),
+                ];
+                let mut spawned = true;
+                for (role, body) in bodies {
+                    let (a, s) = (a.clone(), stop.clone());
+                    match std::thread::Builder::new()
+                        .name(format!("simos-m{}-a{}-{role}", state.id(), a.index))
+                        .spawn(move || body(a, s))
+                    {
+                        Ok(t) => threads.push(t),
+                        Err(_) => spawned = false,
                     }
+                }
+                if !spawned {
+                    state.raise_sim_error(
+                        "could not spawn the interrupt, DPC, worker and timer threads",
+                    );
                 }
             }
         }

@@ -105,14 +105,9 @@ fn workspace_root() -> PathBuf {
 /// its path; once per process. An image given by `RVGPU_SYS` is used as it is.
 pub fn build_image() -> Result<PathBuf, String> {
     static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            if let Some(p) = std::env::var_os("RVGPU_SYS") {
-                return Ok(PathBuf::from(p));
-            }
-            build_cdylib("rvgpu", &[], &[], "rvgpu.dll", "rvgpu.sys")
-        })
-        .clone()
+    given_or_built(&BUILT, "RVGPU_SYS", || {
+        build_cdylib("rvgpu", &[], &[], "rvgpu.dll", "rvgpu.sys")
+    })
 }
 
 /// Builds `rvgpu_umd.dll` as `scripts/package.sh` does (the `dll` feature, no C runtime, no
@@ -120,29 +115,39 @@ pub fn build_image() -> Result<PathBuf, String> {
 /// returns its path; once per process. A DLL given by `RVGPU_UMD_DLL` is used as it is.
 pub fn build_umd() -> Result<PathBuf, String> {
     static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            if let Some(p) = std::env::var_os("RVGPU_UMD_DLL") {
-                return Ok(PathBuf::from(p));
-            }
-            build_cdylib(
-                "rvgpu-umd",
-                &["--features", "dll"],
-                &[
-                    "-C",
-                    "link-arg=/NODEFAULTLIB",
-                    "-C",
-                    "link-arg=/NOENTRY",
-                    "-C",
-                    "link-arg=/DEBUG:FULL",
-                    "-C",
-                    "link-arg=/PDBALTPATH:%_PDB%",
-                    "-C",
-                    "link-arg=/OPT:REF,ICF",
-                ],
-                "rvgpu_umd.dll",
-                "rvgpu_umd.dll",
-            )
+    given_or_built(&BUILT, "RVGPU_UMD_DLL", || {
+        build_cdylib(
+            "rvgpu-umd",
+            &["--features", "dll"],
+            &[
+                "-C",
+                "link-arg=/NODEFAULTLIB",
+                "-C",
+                "link-arg=/NOENTRY",
+                "-C",
+                "link-arg=/DEBUG:FULL",
+                "-C",
+                "link-arg=/PDBALTPATH:%_PDB%",
+                "-C",
+                "link-arg=/OPT:REF,ICF",
+            ],
+            "rvgpu_umd.dll",
+            "rvgpu_umd.dll",
+        )
+    })
+}
+
+/// The file environment variable `var` names, else what `build` builds; once per process
+/// (`built` keeps the answer).
+fn given_or_built(
+    built: &std::sync::OnceLock<Result<PathBuf, String>>,
+    var: &str,
+    build: impl FnOnce() -> Result<PathBuf, String>,
+) -> Result<PathBuf, String> {
+    built
+        .get_or_init(|| match std::env::var_os(var) {
+            Some(p) => Ok(PathBuf::from(p)),
+            None => build(),
         })
         .clone()
 }

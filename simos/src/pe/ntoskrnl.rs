@@ -22,7 +22,7 @@ use rvgpu_kmd::platform::{Irql, Level};
 use super::cpu::{self, StubResult};
 use super::PeImage;
 use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
-use crate::dxgkrnl::kernel::{self, current_irql, current_machine, raise};
+use crate::dxgkrnl::kernel::{self, current_irql, current_machine, irql_above, raise};
 use crate::dxgkrnl::ktimer;
 use crate::dxgkrnl::state::lock;
 
@@ -217,19 +217,6 @@ pub fn bind(module: &str, name: &str) -> Option<Binding> {
 
 fn ret(v: u64) -> StubResult {
     StubResult::Return(v)
-}
-
-/// 0xA when the caller's IRQL is above `max` (the routine's documented maximum).
-fn irql_above(max: Irql, routine: u64) -> bool {
-    let current = current_irql();
-    if current <= max {
-        return false;
-    }
-    raise(BugCheck::new(
-        bugcheck::IRQL_NOT_LESS_OR_EQUAL,
-        [0, kirql(current), 8, routine],
-    ));
-    true
 }
 
 /// A UTF-16 `UNICODE_STRING` at `p`, or `None` for a malformed one.

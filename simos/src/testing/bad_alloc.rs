@@ -20,11 +20,10 @@ pub fn install_no_aperture_for_cpu_visible(t: &mut DRIVER_INITIALIZATION_DATA) {
 }
 
 unsafe extern "system" fn create(h: HANDLE, args: *mut DXGKARG_CREATEALLOCATION) -> NTSTATUS {
-    let Some(real) = REAL.get().copied().flatten() else {
+    // SAFETY: the OS's handle and arguments, passed through.
+    let Some(status) = (unsafe { super::call_real(&REAL, h, args) }) else {
         return STATUS_NOT_IMPLEMENTED;
     };
-    // SAFETY: the driver's own DDI with the OS's arguments.
-    let status = unsafe { real(h, args) };
     // SAFETY: the OS's argument block (or null).
     if let Some(a) = unsafe { args.as_ref() } {
         for i in 0..a.NumAllocations as usize {

@@ -21,11 +21,10 @@ pub fn install_bad_native_fence_caps(t: &mut DRIVER_INITIALIZATION_DATA) {
 }
 
 unsafe extern "system" fn query(h: HANDLE, args: *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS {
-    let Some(real) = REAL.get().copied().flatten() else {
+    // SAFETY: the OS's handle and arguments, passed through.
+    let Some(status) = (unsafe { super::call_real(&REAL, h, args) }) else {
         return STATUS_NOT_IMPLEMENTED;
     };
-    // SAFETY: the driver's own DDI with the OS's arguments.
-    let status = unsafe { real(h, args) };
     // SAFETY: the OS's argument block (or null).
     if let Some(a) = unsafe { args.as_ref() } {
         if a.Type == DXGKQAITYPE_NATIVE_FENCE_CAPS && !a.pOutputData.is_null() {

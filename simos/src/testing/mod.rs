@@ -37,6 +37,22 @@ static DRIVER_ISR: OnceLock<unsafe extern "system" fn(PVOID, ULONG) -> BOOLEAN> 
 /// The driver's own DPC routine, recorded as [`DRIVER_ISR`] is.
 static DRIVER_DPC: OnceLock<unsafe extern "system" fn(PVOID)> = OnceLock::new();
 
+/// The driver's real `(HANDLE, A)` DDI that a table hook saved in `real`, called with the
+/// arguments the OS passed the hook; `None` when the hook saved none.
+///
+/// # Safety
+///
+/// `h` and `args` are what the OS passed the hook that stands in for that DDI.
+pub(crate) unsafe fn call_real<A>(
+    real: &OnceLock<DDI_FN<A>>,
+    h: HANDLE,
+    args: A,
+) -> Option<NTSTATUS> {
+    let f = real.get().copied().flatten()?;
+    // SAFETY: the driver's own DDI with the OS's arguments (the caller's contract).
+    Some(unsafe { f(h, args) })
+}
+
 /// Called by the loader with the table DriverEntry registered, before any test hook.
 pub(crate) fn record_driver_isr(t: &rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) {
     if let Some(f) = t.DxgkDdiInterruptRoutine {

@@ -19,7 +19,24 @@ pub enum Misreport {
     Minus(u32),
 }
 
-type ResetFn = unsafe extern "system" fn(HANDLE, *mut DXGKARG_RESETENGINE) -> NTSTATUS;
+/// Calls the real DDI a wrapper saved in `real` with the OS's `(ctx, args)`: `None` when none is
+/// saved or `args` is null.
+///
+/// # Safety
+///
+/// `real` holds 0 or the address of the driver's DDI of type `(HANDLE, *mut T) -> NTSTATUS`,
+/// saved from its validated table; `ctx` and `args` are what the OS passed the wrapper.
+unsafe fn call_saved<T>(real: &AtomicUsize, ctx: HANDLE, args: *mut T) -> Option<NTSTATUS> {
+    type Ddi<T> = unsafe extern "system" fn(HANDLE, *mut T) -> NTSTATUS;
+    let real = real.load(Ordering::Acquire);
+    if real == 0 || args.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract: a DDI of this type.
+    let f = unsafe { std::mem::transmute::<usize, Ddi<T>>(real) };
+    // SAFETY: the OS's context and argument block, passed through.
+    Some(unsafe { f(ctx, args) })
+}
 
 /// The driver's real routine (the same function for every machine of the process).
 static REAL: AtomicUsize = AtomicUsize::new(0);
@@ -31,14 +48,10 @@ unsafe extern "system" fn misreporting_reset_engine(
     ctx: HANDLE,
     args: *mut DXGKARG_RESETENGINE,
 ) -> NTSTATUS {
-    let real = REAL.load(Ordering::Acquire);
-    if real == 0 || args.is_null() {
+    // SAFETY: `REAL` holds the driver's DxgkDdiResetEngine; the OS's context and arguments.
+    let Some(st) = (unsafe { call_saved(&REAL, ctx, args) }) else {
         return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
-    }
-    // SAFETY: `real` is the driver's DxgkDdiResetEngine saved from its validated table.
-    let f: ResetFn = unsafe { std::mem::transmute::<usize, ResetFn>(real) };
-    // SAFETY: the OS's context and argument block, passed through.
-    let st = unsafe { f(ctx, args) };
+    };
     if st >= 0 {
         // SAFETY: non-null argument block owned by the caller for the call.
         let a = unsafe { &mut *args };
@@ -63,8 +76,6 @@ pub fn misreport_aborted(t: &mut DRIVER_INITIALIZATION_DATA, how: Misreport) {
     t.DxgkDdiResetEngine = Some(misreporting_reset_engine);
 }
 
-type ResumeFn = unsafe extern "system" fn(HANDLE, *mut DXGKARG_RESUMEHWENGINE) -> NTSTATUS;
-
 /// The driver's real `DxgkDdiResumeHwEngine`, and how long the wrapper stays in the DDI
 /// after it returned (milliseconds). Process-wide, as above.
 static REAL_RESUME: AtomicUsize = AtomicUsize::new(0);
@@ -76,14 +87,11 @@ unsafe extern "system" fn lingering_resume(
     ctx: HANDLE,
     args: *mut DXGKARG_RESUMEHWENGINE,
 ) -> NTSTATUS {
-    let real = REAL_RESUME.load(Ordering::Acquire);
-    if real == 0 || args.is_null() {
+    // SAFETY: `REAL_RESUME` holds the driver's DxgkDdiResumeHwEngine; the OS's context and
+    // arguments.
+    let Some(st) = (unsafe { call_saved(&REAL_RESUME, ctx, args) }) else {
         return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
-    }
-    // SAFETY: `real` is the driver's DxgkDdiResumeHwEngine saved from its validated table.
-    let f: ResumeFn = unsafe { std::mem::transmute::<usize, ResumeFn>(real) };
-    // SAFETY: the OS's context and argument block, passed through.
-    let st = unsafe { f(ctx, args) };
+    };
     let ms = RESUME_LINGER_MS.load(Ordering::Acquire);
     let stepped = RESUME_STEPS.load(Ordering::Acquire);
     match crate::dxgkrnl::adapter::AdapterShared::from_context(ctx) {

@@ -55,9 +55,6 @@ unsafe extern "system" fn query(h: HANDLE, args: *const DXGKARG_QUERYADAPTERINFO
     if unsafe { args.as_ref() }.is_some_and(|a| a.Type == DXGKQAITYPE_USERMODESUBMISSION_CAPS) {
         return STATUS_NOT_SUPPORTED;
     }
-    match REAL_QAI.get().copied().flatten() {
-        // SAFETY: the driver's own DDI with the OS's arguments.
-        Some(real) => unsafe { real(h, args) },
-        None => STATUS_NOT_IMPLEMENTED,
-    }
+    // SAFETY: the OS's handle and arguments, passed through.
+    unsafe { super::call_real(&REAL_QAI, h, args) }.unwrap_or(STATUS_NOT_IMPLEMENTED)
 }

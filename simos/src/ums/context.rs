@@ -130,10 +130,16 @@ pub(crate) fn create_context_raw(
     };
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    let status = ddi::passive(a, Routine::DxgkDdiCreateContext, f as usize, || {
-        // SAFETY: the driver's DDI with its device handle and a valid argument block.
-        unsafe { f(kmd_device as HANDLE, &mut args) }
-    })?;
+    // SAFETY: the driver's DDI with its device handle and a valid argument block.
+    let status = unsafe {
+        ddi::passive_with(
+            a,
+            Routine::DxgkDdiCreateContext,
+            f,
+            kmd_device as HANDLE,
+            &mut args,
+        )
+    }?;
     check_status(status)?;
     let kmd = args.hContext as usize;
     // BR-65/BR-67 ([D] DXGCONTEXT::Initialize → EnsurePriviledgedDmaPool): a context that does

@@ -315,10 +315,7 @@ pub(super) fn run_hwq_work(a: &AdapterShared) -> bool {
     };
     for q in &due {
         if let Err(e) = pump(a, *q) {
-            if !a.state.is_halted() {
-                a.state
-                    .raise_sim_error(format!("queue {q:#x}: held work failed: {e}"));
-            }
+            worker_step_failed(a, format!("queue {q:#x}: held work failed: {e}"));
             break;
         }
     }

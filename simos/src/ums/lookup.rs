@@ -96,4 +96,46 @@ impl UmsOs {
         self.device_live(device)?;
         Ok(d)
     }
+
+    /// The handles of `device`'s contexts.
+    pub(super) fn contexts_of_device(&self, device: KmtHandle) -> Vec<KmtHandle> {
+        owned_by(self.contexts.values().map(|c| (c.handle, c.device)), device)
+    }
+
+    /// The handles of `device`'s hardware queues.
+    pub(super) fn queues_of_device(&self, device: KmtHandle) -> Vec<KmtHandle> {
+        owned_by(self.queues.values().map(|q| (q.handle, q.device)), device)
+    }
+
+    /// The handles of `device`'s doorbells.
+    pub(super) fn doorbells_of_device(&self, device: KmtHandle) -> Vec<KmtHandle> {
+        owned_by(
+            self.doorbells.values().map(|d| (d.handle, d.device)),
+            device,
+        )
+    }
+
+    /// The handles of `device`'s allocations.
+    pub(super) fn allocations_of_device(&self, device: KmtHandle) -> Vec<KmtHandle> {
+        owned_by(
+            self.allocations.iter().map(|(h, al)| (*h, al.device)),
+            device,
+        )
+    }
+
+    /// The monitored fences process `pid` owns.
+    pub(super) fn fences_of_process(&self, pid: ProcessId) -> Vec<KmtHandle> {
+        owned_by(self.fence_owner.iter().map(|(h, p)| (*h, *p)), pid)
+    }
+}
+
+/// The handles among `objects`, `(handle, owner)` pairs, whose owner is `owner`.
+fn owned_by<O: PartialEq>(
+    objects: impl Iterator<Item = (KmtHandle, O)>,
+    owner: O,
+) -> Vec<KmtHandle> {
+    objects
+        .filter(|(_, o)| *o == owner)
+        .map(|(h, _)| h)
+        .collect()
 }

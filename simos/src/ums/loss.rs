@@ -145,12 +145,7 @@ pub(crate) fn tdr_device_error(
             }
             None => return Ok(Vec::new()),
         };
-        let dbs: Vec<KmtHandle> = os
-            .doorbells
-            .values()
-            .filter(|d| d.device == device)
-            .map(|d| d.handle)
-            .collect();
+        let dbs = os.doorbells_of_device(device);
         (dbs, process)
     };
     for d in &dbs {

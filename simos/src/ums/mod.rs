@@ -559,6 +559,14 @@ pub(crate) fn dev_guard<'a>(a: &'a AdapterShared, dl: &'a Mutex<()>) -> DevGuard
     }
 }
 
+/// A step of VidSch's worker failed: a simulation error, unless the machine halted already
+/// (the halt is why it failed, and stays the machine's fault).
+pub(super) fn worker_step_failed(a: &AdapterShared, what: String) {
+    if !a.state.is_halted() {
+        a.state.raise_sim_error(what);
+    }
+}
+
 /// DDI `name`, which a driver that `since` (has doorbells, created a doorbell, has hardware
 /// queues) must implement: a missing one is the driver's bug, a simulation error.
 pub(super) fn needed<F>(

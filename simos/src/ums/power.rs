@@ -70,10 +70,7 @@ fn run_page_faults(a: &AdapterShared) -> bool {
         lock(&a.ums).events.push(UmsEvent::PageFault { queue, va });
         let _x = exclusive(a);
         if let Err(e) = tdr_device_error(a, device) {
-            if !a.state.is_halted() {
-                a.state
-                    .raise_sim_error(format!("putting device {device} in error failed: {e}"));
-            }
+            worker_step_failed(a, format!("putting device {device} in error failed: {e}"));
             return did;
         }
         lock(&a.ums).events.push(UmsEvent::DeviceError { device });
@@ -104,10 +101,7 @@ pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
         did = true;
         let _x = exclusive(a);
         if let Err(e) = engine_to_f1(a, node) {
-            if !a.state.is_halted() {
-                a.state
-                    .raise_sim_error(format!("engine {node} F1 transition failed: {e}"));
-            }
+            worker_step_failed(a, format!("engine {node} F1 transition failed: {e}"));
             return did;
         }
     }
@@ -163,10 +157,7 @@ fn run_deferred_f1(a: &AdapterShared) -> bool {
         }
         did = true;
         if let Err(e) = engine_to_f1(a, node) {
-            if !a.state.is_halted() {
-                a.state
-                    .raise_sim_error(format!("engine {node} F1 transition failed: {e}"));
-            }
+            worker_step_failed(a, format!("engine {node} F1 transition failed: {e}"));
             return did;
         }
     }
@@ -379,10 +370,8 @@ pub(super) fn suspend_context(
         contextSuspendFence: fence,
     };
     let ctx = a.context();
-    let status = ddi::passive(a, Routine::DxgkDdiSuspendContext, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let status = unsafe { ddi::passive_with(a, Routine::DxgkDdiSuspendContext, f, ctx, &args) }?;
     if status == STATUS_PENDING {
         return Err(sim_err(
             a,
@@ -419,10 +408,8 @@ pub(super) fn resume_context(
         hContext: kmd as HANDLE,
     };
     let ctx = a.context();
-    let status = ddi::passive(a, Routine::DxgkDdiResumeContext, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let status = unsafe { ddi::passive_with(a, Routine::DxgkDdiResumeContext, f, ctx, &args) }?;
     check_status(status)?;
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {

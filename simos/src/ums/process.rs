@@ -16,12 +16,7 @@ pub(super) fn teardown(
     if !wait {
         charge(a, &dl, device)?;
     }
-    let queues: Vec<KmtHandle> = lock(&a.ums)
-        .queues
-        .values()
-        .filter(|q| q.device == device)
-        .map(|q| q.handle)
-        .collect();
+    let queues = lock(&a.ums).queues_of_device(device);
     for q in queues {
         let doorbell = lock(&a.ums).queues.get(&q).and_then(|q| q.doorbell);
         if let Some(d) = doorbell {
@@ -44,13 +39,7 @@ pub(super) fn teardown(
     let _g = dev_guard(a, &dl);
     {
         let mut os = lock(&a.ums);
-        let allocs: Vec<KmtHandle> = os
-            .allocations
-            .iter()
-            .filter(|(_, al)| al.device == device)
-            .map(|(h, _)| *h)
-            .collect();
-        for h in allocs {
+        for h in os.allocations_of_device(device) {
             free_alloc(&mut os, h);
         }
     }
@@ -66,12 +55,7 @@ pub(super) fn teardown(
         m.gpu_va_teardown(a, device, pid)?;
     }
     let _g = dev_guard(a, &dl);
-    let ctxs: Vec<KmtHandle> = lock(&a.ums)
-        .contexts
-        .values()
-        .filter(|c| c.device == device)
-        .map(|c| c.handle)
-        .collect();
+    let ctxs = lock(&a.ums).contexts_of_device(device);
     for c in ctxs {
         destroy_context(a, c)?;
     }
@@ -110,11 +94,7 @@ fn charge(a: &AdapterShared, dl: &Mutex<()>, device: KmtHandle) -> Result<(), Si
         };
         d.in_error = true;
         os.events.push(UmsEvent::DeviceError { device });
-        os.contexts
-            .values()
-            .filter(|c| c.device == device)
-            .map(|c| c.handle)
-            .collect()
+        os.contexts_of_device(device)
     };
     for c in ctxs {
         let state = lock(&a.ums).contexts.get(&c).map(|c| c.suspended);
@@ -137,12 +117,7 @@ fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Re
     let Some(pid) = lock(&a.ums).devices.get(&device).map(|d| d.process) else {
         return Ok(());
     };
-    let sync: Vec<KmtHandle> = lock(&a.ums)
-        .fence_owner
-        .iter()
-        .filter(|(_, p)| **p == pid)
-        .map(|(h, _)| *h)
-        .collect();
+    let sync = lock(&a.ums).fences_of_process(pid);
     for h in sync {
         super::held::destroy_sync_fence(m, a, device, h)?;
     }
@@ -233,10 +208,9 @@ impl Machine {
             hKmdProcess: kmd_process.map_or(std::ptr::null_mut(), |k| k as HANDLE),
         };
         let ctx = a.context();
-        let status = ddi::passive(&a, Routine::DxgkDdiCreateDevice, f as usize, || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &mut args) }
-        })?;
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        let status =
+            unsafe { ddi::passive_with(&a, Routine::DxgkDdiCreateDevice, f, ctx, &mut args) }?;
         // BR-91 (the statuses column of the rule table): another status is "an invalid
         // NTSTATUS code" in the triage log; the status still goes to the caller.
         if !bringup::status_allowed("DxgkDdiCreateDevice", status) {

@@ -326,11 +326,9 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
         ..Default::default()
     };
     let ctx = a.context();
-    let st = ddi::passive(a, Routine::DxgkDdiCreateAllocation, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block whose
-        // one info and private data outlive the call.
-        unsafe { f(ctx, &mut args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block whose
+    // one info and private data outlive the call.
+    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiCreateAllocation, f, ctx, &mut args) }?;
     ddi::check_status(st)?;
     let kmd = info.hAllocation as usize;
     if kmd == 0 || info.Size == 0 {
@@ -383,10 +381,8 @@ fn destroy_kmd_allocation(a: &AdapterShared, kmd: usize) -> Result<(), SimError>
         ..Default::default()
     };
     let ctx = a.context();
-    let st = ddi::passive(a, Routine::DxgkDdiDestroyAllocation, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid block naming its handle.
-        unsafe { f(ctx, &args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid block naming its handle.
+    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiDestroyAllocation, f, ctx, &args) }?;
     if st < 0 {
         let msg = format!(
             "driver bug: DxgkDdiDestroyAllocation of its own allocation failed ({:#010x})",

@@ -9,11 +9,10 @@ use rvgpu_ddi::ntstatus::*;
 
 use crate::dxgkrnl::adapter::Contiguous;
 use crate::dxgkrnl::bugcheck::{self, BugCheck};
-use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel;
 use crate::lock::lock;
 
-use crate::dxgkrnl::callbacks::enter;
+use crate::dxgkrnl::callbacks::enter_status;
 use crate::machine::Machine;
 
 /// `DxgkCbAllocateContiguousMemory` (PASSIVE): system memory from the machine's `Memory`,
@@ -22,16 +21,12 @@ pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
     handle: HANDLE,
     args: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
 ) -> NTSTATUS {
-    let Some(a) = enter(
-        Routine::DxgkCbAllocateContiguousMemory,
+    let a = enter_status!(
+        DxgkCbAllocateContiguousMemory,
         handle,
-        allocate_contiguous_memory as *const () as usize,
-    ) else {
-        return STATUS_UNSUCCESSFUL;
-    };
-    if args.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
+        allocate_contiguous_memory,
+        args
+    );
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { &mut *args };
     let Some(alloc) = a
@@ -60,16 +55,12 @@ pub(crate) unsafe extern "system" fn free_contiguous_memory(
     handle: HANDLE,
     args: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
 ) -> NTSTATUS {
-    let Some(a) = enter(
-        Routine::DxgkCbFreeContiguousMemory,
+    let a = enter_status!(
+        DxgkCbFreeContiguousMemory,
         handle,
-        free_contiguous_memory as *const () as usize,
-    ) else {
-        return STATUS_UNSUCCESSFUL;
-    };
-    if args.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
+        free_contiguous_memory,
+        args
+    );
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { args.read() };
     let key = args.hMemoryHandle as usize;

@@ -119,18 +119,8 @@ impl Machine {
         dma_bytes: u32,
     ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
         let side = |s: &TransferSide<'_>| match s {
-            TransferSide::Segment(id, addr) => DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
-                SegmentId: *id,
-                Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
-                    SegmentAddress: LARGE_INTEGER {
-                        QuadPart: *addr as i64,
-                    },
-                },
-            },
-            TransferSide::Mdl(m) => DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
-                SegmentId: 0,
-                Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 { pMdl: m.as_ptr() },
-            },
+            TransferSide::Segment(id, addr) => segment_side(*id, *addr),
+            TransferSide::Mdl(m) => mdl_side(m.as_ptr()),
         };
         let op = DXGKARG_BUILDPAGINGBUFFER_0 {
             Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
@@ -155,11 +145,7 @@ impl Machine {
         dma_bytes: u32,
     ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let f = a
-            .table
-            .get()
-            .and_then(|t| t.DxgkDdiBuildPagingBuffer)
-            .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
+        let f = build_ddi(&a)?;
         let mut out = Vec::new();
         let mut multipass = 0u32;
         let system = crate::vidsch::system::context(&a, crate::vidmm::mmu::paging_node(&a));
@@ -194,11 +180,7 @@ impl Machine {
         op: &mut DXGKARG_BUILDPAGINGBUFFER_0,
         owners: Vec<KmtHandle>,
     ) -> Result<Vec<u32>, SimError> {
-        let f = a
-            .table
-            .get()
-            .and_then(|t| t.DxgkDdiBuildPagingBuffer)
-            .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
+        let f = build_ddi(a)?;
         let mut ids = Vec::new();
         let mut multipass = 0u32;
         // Each pass is one buffer of the paging pool, of the driver's PagingBufferSize
@@ -243,6 +225,37 @@ impl Machine {
     }
 }
 
+/// One side of a TRANSFER: `addr` in segment `id`.
+pub(crate) fn segment_side(id: u32, addr: u64) -> DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+    DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+        SegmentId: id,
+        Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
+            SegmentAddress: LARGE_INTEGER {
+                QuadPart: addr as i64,
+            },
+        },
+    }
+}
+
+/// One side of a TRANSFER: the system pages `mdl` describes (segment 0).
+pub(crate) fn mdl_side(mdl: PMDL) -> DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+    DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
+        SegmentId: 0,
+        Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 { pMdl: mdl },
+    }
+}
+
+/// `DxgkDdiBuildPagingBuffer`'s type.
+type BuildFn = unsafe extern "system" fn(HANDLE, *mut DXGKARG_BUILDPAGINGBUFFER) -> NTSTATUS;
+
+/// The driver's `DxgkDdiBuildPagingBuffer`: without one, paging is `STATUS_NOT_SUPPORTED`.
+fn build_ddi(a: &AdapterShared) -> Result<BuildFn, SimError> {
+    a.table
+        .get()
+        .and_then(|t| t.DxgkDdiBuildPagingBuffer)
+        .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))
+}
+
 /// What one `DxgkDdiBuildPagingBuffer` call returned.
 struct Pass {
     status: NTSTATUS,
@@ -258,7 +271,7 @@ struct Pass {
 /// `system` as the paging context (the arguments VidMm fills for every pass).
 fn one_pass(
     a: &AdapterShared,
-    f: unsafe extern "system" fn(HANDLE, *mut DXGKARG_BUILDPAGINGBUFFER) -> NTSTATUS,
+    f: BuildFn,
     system: usize,
     operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
     op: DXGKARG_BUILDPAGINGBUFFER_0,
@@ -279,11 +292,10 @@ fn one_pass(
         DmaBufferWriteOffset: 0,
     };
     let ctx = a.context();
-    let status = ddi::passive(a, Routine::DxgkDdiBuildPagingBuffer, f as usize, || {
-        // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize bytes and a
-        // valid argument block.
-        unsafe { f(ctx, &mut args) }
-    })?;
+    // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize bytes and a
+    // valid argument block.
+    let status =
+        unsafe { ddi::passive_with(a, Routine::DxgkDdiBuildPagingBuffer, f, ctx, &mut args) }?;
     Ok(Pass {
         status,
         words,

@@ -881,20 +881,10 @@ impl Machine {
                     None => None,
                 };
             let side = |s: &Side| match s {
-                Side::Segment(id, addr) => DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
-                    SegmentId: *id,
-                    Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
-                        SegmentAddress: LARGE_INTEGER {
-                            QuadPart: *addr as i64,
-                        },
-                    },
-                },
-                Side::Pages(_) => DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
-                    SegmentId: 0,
-                    Anonymous: DXGKARG_BUILDPAGINGBUFFER_Transfer_Source_0 {
-                        pMdl: mdl.as_ref().map_or(std::ptr::null_mut(), Mdl::as_ptr),
-                    },
-                },
+                Side::Segment(id, addr) => super::paging::segment_side(*id, *addr),
+                Side::Pages(_) => {
+                    super::paging::mdl_side(mdl.as_ref().map_or(std::ptr::null_mut(), Mdl::as_ptr))
+                }
             };
             let flags = DXGK_TRANSFERFLAGS::default()
                 .with(DXGK_TRANSFERFLAGS::TransferStart, u32::from(off == 0))

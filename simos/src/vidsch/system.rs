@@ -67,15 +67,16 @@ pub(crate) fn create(
         hKmdProcess: crate::vidmm::mmu::paging_process_kmd(a).unwrap_or(0) as HANDLE,
     };
     let ctx = a.context();
-    let status = ddi::passive(
-        a,
-        Routine::DxgkDdiCreateDevice,
-        create_device as usize,
-        || {
-            // SAFETY: the driver's DDI with its adapter context and a valid argument block.
-            unsafe { create_device(ctx, &mut args) }
-        },
-    )?;
+    // SAFETY: the driver's DDI with its adapter context and a valid argument block.
+    let status = unsafe {
+        ddi::passive_with(
+            a,
+            Routine::DxgkDdiCreateDevice,
+            create_device,
+            ctx,
+            &mut args,
+        )
+    }?;
     if status < 0 {
         return Ok(Err(refused("DxgkDdiCreateDevice (system device)", status)));
     }

@@ -8,16 +8,12 @@ pub(super) unsafe extern "system" fn get_device_information(
     handle: HANDLE,
     info: PDXGK_DEVICE_INFO,
 ) -> NTSTATUS {
-    let Some(a) = enter(
-        Routine::DxgkCbGetDeviceInformation,
+    let a = enter_status!(
+        DxgkCbGetDeviceInformation,
         handle,
-        get_device_information as *const () as usize,
-    ) else {
-        return STATUS_UNSUCCESSFUL;
-    };
-    if info.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
+        get_device_information,
+        info
+    );
     let r = &a.resources;
     let out = DXGK_DEVICE_INFO {
         MiniportDeviceContext: a.context(),
@@ -174,13 +170,7 @@ pub(super) unsafe extern "system" fn map_memory(
     _cache: MEMORY_CACHING_TYPE,
     virtual_address: *mut PVOID,
 ) -> NTSTATUS {
-    let Some(a) = enter(
-        Routine::DxgkCbMapMemory,
-        handle,
-        map_memory as *const () as usize,
-    ) else {
-        return STATUS_UNSUCCESSFUL;
-    };
+    let a = enter_status!(DxgkCbMapMemory, handle, map_memory);
     if virtual_address.is_null() || length == 0 || in_io_space != 0 {
         return STATUS_INVALID_PARAMETER;
     }
@@ -231,13 +221,7 @@ pub(super) unsafe extern "system" fn map_memory(
 /// adapter is what MmUnmapIoSpace under Driver Verifier rejects: 0xC4 with the "freeing an
 /// address not returned by an allocate call" subtype.
 pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
-    let Some(a) = enter(
-        Routine::DxgkCbUnmapMemory,
-        handle,
-        unmap_memory as *const () as usize,
-    ) else {
-        return STATUS_UNSUCCESSFUL;
-    };
+    let a = enter_status!(DxgkCbUnmapMemory, handle, unmap_memory);
     let key = va as usize;
     let live = {
         let mut maps = lock(&a.mappings);

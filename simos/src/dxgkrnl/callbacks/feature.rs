@@ -42,16 +42,7 @@ pub(super) unsafe extern "system" fn query_services(
     services: DXGK_SERVICES,
     interface: PINTERFACE,
 ) -> NTSTATUS {
-    let Some(a) = enter(
-        Routine::DxgkCbQueryServices,
-        handle,
-        query_services as *const () as usize,
-    ) else {
-        return STATUS_UNSUCCESSFUL;
-    };
-    if interface.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
+    let a = enter_status!(DxgkCbQueryServices, handle, query_services, interface);
     if services != DxgkServicesFeature {
         return STATUS_NOT_SUPPORTED;
     }
@@ -84,16 +75,7 @@ pub(super) unsafe extern "system" fn is_feature_enabled(
     handle: HANDLE,
     args: *mut DXGKARGCB_ISFEATUREENABLED2,
 ) -> NTSTATUS {
-    let Some(a) = enter(
-        Routine::DxgkCbIsFeatureEnabled,
-        handle,
-        is_feature_enabled as *const () as usize,
-    ) else {
-        return STATUS_UNSUCCESSFUL;
-    };
-    if args.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
+    let a = enter_status!(DxgkCbIsFeatureEnabled, handle, is_feature_enabled, args);
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { &mut *args };
     a.observer().feature_queried(args.FeatureId);
@@ -122,16 +104,12 @@ pub(super) unsafe extern "system" fn query_feature_interface(
     handle: HANDLE,
     args: *mut DXGKARGCB_QUERYFEATUREINTERFACE,
 ) -> NTSTATUS {
-    let Some(a) = enter(
-        Routine::DxgkCbQueryFeatureInterface,
+    let a = enter_status!(
+        DxgkCbQueryFeatureInterface,
         handle,
-        query_feature_interface as *const () as usize,
-    ) else {
-        return STATUS_UNSUCCESSFUL;
-    };
-    if args.is_null() {
-        return STATUS_INVALID_PARAMETER;
-    }
+        query_feature_interface,
+        args
+    );
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { &mut *args };
     if args.FeatureId != DXGK_FEATURE_NATIVE_FENCE || !a.native_fence_enabled() {

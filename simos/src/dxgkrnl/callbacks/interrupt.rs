@@ -40,13 +40,7 @@ pub(super) unsafe extern "system" fn synchronize_execution(
     message_number: ULONG,
     return_value: *mut BOOLEAN,
 ) -> NTSTATUS {
-    let Some(a) = enter(
-        Routine::DxgkCbSynchronizeExecution,
-        handle,
-        synchronize_execution as *const () as usize,
-    ) else {
-        return STATUS_UNSUCCESSFUL;
-    };
+    let a = enter_status!(DxgkCbSynchronizeExecution, handle, synchronize_execution);
     let Some(routine) = routine else {
         return STATUS_INVALID_PARAMETER;
     };

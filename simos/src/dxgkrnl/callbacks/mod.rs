@@ -83,6 +83,31 @@ pub(crate) fn enter(
     }
 }
 
+/// The entry of a callback that returns an `NTSTATUS`: [`enter`] for `Routine::$routine` at the
+/// callback's own address, returning `STATUS_UNSUCCESSFUL` from the callback when the machine
+/// halted; with `$args`, then `STATUS_INVALID_PARAMETER` when that argument pointer is null.
+/// Evaluates to the adapter.
+macro_rules! enter_status {
+    ($routine:ident, $handle:expr, $callback:ident) => {
+        match $crate::dxgkrnl::callbacks::enter(
+            $crate::dxgkrnl::irql::Routine::$routine,
+            $handle,
+            $callback as *const () as usize,
+        ) {
+            Some(a) => a,
+            None => return ::rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL,
+        }
+    };
+    ($routine:ident, $handle:expr, $callback:ident, $args:ident) => {{
+        let a = $crate::dxgkrnl::callbacks::enter_status!($routine, $handle, $callback);
+        if $args.is_null() {
+            return ::rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
+        }
+        a
+    }};
+}
+pub(crate) use enter_status;
+
 // ---------------------------------------------------------------------------------------------
 // Stubs for callbacks the simulation does not implement.
 

@@ -400,6 +400,24 @@ fn is_dbcs_lead_byte_ex(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     Return(0)
 }
 
+/// A converter's checks of its arguments (a known code page, a source, a room that is not
+/// negative) and its [`input`]; `None`, with `ERROR_INVALID_PARAMETER`, when one fails.
+fn converter_input<T: zerocopy::FromBytes + Default + PartialEq + Copy>(
+    p: &ExeProcess,
+    cp: u32,
+    src: u64,
+    count: i32,
+    room: i32,
+) -> Option<Vec<T>> {
+    let v = (known_cp(cp) && src != 0 && room >= 0)
+        .then(|| input(src, count).ok())
+        .flatten();
+    if v.is_none() {
+        p.set_last_error(ERROR_INVALID_PARAMETER);
+    }
+    v
+}
+
 /// The input string of a converter: `count` units at `at`, or up to and with the NUL
 /// when `count` is -1.
 fn input<T: zerocopy::FromBytes + Default + PartialEq + Copy>(
@@ -431,12 +449,7 @@ fn input<T: zerocopy::FromBytes + Default + PartialEq + Copy>(
 fn multi_byte_to_wide_char(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     let (cp, flags, src, count, dst, room) =
         (w[0] as u32, w[1], w[2], w[3] as i32, w[4], w[5] as i32);
-    if !known_cp(cp) || src == 0 || room < 0 {
-        p.set_last_error(ERROR_INVALID_PARAMETER);
-        return Return(0);
-    }
-    let Ok(bytes) = input::<u8>(src, count) else {
-        p.set_last_error(ERROR_INVALID_PARAMETER);
+    let Some(bytes) = converter_input::<u8>(p, cp, src, count, room) else {
         return Return(0);
     };
     let out: Vec<u16> = if cp == CP_UTF8 {
@@ -460,12 +473,7 @@ fn multi_byte_to_wide_char(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
 fn wide_char_to_multi_byte(p: &Arc<ExeProcess>, w: &[u64; 12]) -> StubResult {
     let (cp, src, count, dst, room, used) =
         (w[0] as u32, w[2], w[3] as i32, w[4], w[5] as i32, w[7]);
-    if !known_cp(cp) || src == 0 || room < 0 {
-        p.set_last_error(ERROR_INVALID_PARAMETER);
-        return Return(0);
-    }
-    let Ok(units) = input::<u16>(src, count) else {
-        p.set_last_error(ERROR_INVALID_PARAMETER);
+    let Some(units) = converter_input::<u16>(p, cp, src, count, room) else {
         return Return(0);
     };
     let mut defaulted = false;

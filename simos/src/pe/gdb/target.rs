@@ -191,26 +191,13 @@ pub(super) fn read_memory(addr: u64, buf: &mut [u8]) -> Result<usize, ()> {
     usize::try_from(n).ok().filter(|&n| n > 0).ok_or(())
 }
 
-/// Writes `data` into this process at `addr` (only where the process may write).
+/// Writes `data` into this process at `addr` (only where the process may write: the copy the
+/// thunks use for user memory, which fails instead of faulting).
 fn write_memory(addr: u64, data: &[u8]) -> Result<(), ()> {
     if data.is_empty() {
         return Ok(());
     }
-    let local = libc::iovec {
-        iov_base: data.as_ptr().cast_mut().cast(),
-        iov_len: data.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as usize as *mut libc::c_void,
-        iov_len: data.len(),
-    };
-    // SAFETY: as in read_memory; the kernel writes only what the process may write.
-    let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
-    if usize::try_from(n).ok() == Some(data.len()) {
-        Ok(())
-    } else {
-        Err(())
-    }
+    crate::pe::umd::guest::write_bytes(addr, data).map_err(|_| ())
 }
 
 /// EFAULT, the errno of a bad address.

@@ -148,30 +148,30 @@ fn covered(addr: u64, len: usize, perm: u8) -> bool {
 
 /// Reads a NUL-terminated UTF-16 string of at most `max` units from `addr`.
 pub fn read_wstr(addr: u64, max: usize) -> Result<Vec<u16>, Bad> {
-    let mut out = Vec::new();
-    let mut at = addr;
-    while out.len() < max {
-        let c: u16 = read(at)?;
-        if c == 0 {
-            return Ok(out);
-        }
-        out.push(c);
-        at = at.checked_add(2).ok_or(Bad::Fault)?;
-    }
-    Err(Bad::Fault)
+    read_until_nul(addr, max)
 }
 
 /// Reads a NUL-terminated byte string of at most `max` bytes from `addr`.
 pub fn read_cstr(addr: u64, max: usize) -> Result<Vec<u8>, Bad> {
+    read_until_nul(addr, max)
+}
+
+/// Reads `T`s from `addr` up to a zero one (not included), at most `max` of them.
+fn read_until_nul<T: FromBytes + Default + PartialEq>(
+    addr: u64,
+    max: usize,
+) -> Result<Vec<T>, Bad> {
     let mut out = Vec::new();
     let mut at = addr;
     while out.len() < max {
-        let c: u8 = read(at)?;
-        if c == 0 {
+        let c: T = read(at)?;
+        if c == T::default() {
             return Ok(out);
         }
         out.push(c);
-        at = at.checked_add(1).ok_or(Bad::Fault)?;
+        at = at
+            .checked_add(core::mem::size_of::<T>() as u64)
+            .ok_or(Bad::Fault)?;
     }
     Err(Bad::Fault)
 }

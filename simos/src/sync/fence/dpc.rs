@@ -111,19 +111,8 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
         os.dpc_resamples += v.len() as u64;
         (v, all)
     };
-    let (mut objs, all) = objs;
-    for o in from_logs {
-        if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
-            objs.push(o);
-        }
-    }
-    let _via = ViaScope::enter(if all {
-        ReleaseVia::Scan
-    } else {
-        ReleaseVia::Resample
-    });
-    let r = settle_batch(a, &mut objs).and_then(|()| objs.iter().try_for_each(|o| propagate(o)));
-    if let Err(e) = r {
+    let (objs, all) = objs;
+    if let Err(e) = super::logs::settle_merged(a, objs, from_logs, all) {
         // A DPC that runs while StopDevice disconnects the interrupt cannot update
         // MonitoredValue any more; that is the stop, not a driver fault.
         if !a.state.is_halted() && a.connected.load(Ordering::Acquire) {

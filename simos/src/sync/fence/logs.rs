@@ -11,13 +11,25 @@ pub(crate) fn settle_after_drain(
     objs: Vec<Arc<FenceObj>>,
     scan: bool,
 ) -> Result<(), SimError> {
-    let mut objs = objs;
-    if scan {
-        let all: Vec<Arc<FenceObj>> = scan_set(&lock(&a.fence_os));
-        for o in all {
-            if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
-                objs.push(o);
-            }
+    let all = if scan {
+        scan_set(&lock(&a.fence_os))
+    } else {
+        Vec::new()
+    };
+    settle_merged(a, objs, all, scan)
+}
+
+/// Settles `objs` and those of `more` not among them, then propagates them; the releases count
+/// as a `Scan`'s when `scan`, else as a `Resample`'s.
+pub(super) fn settle_merged(
+    a: &AdapterShared,
+    mut objs: Vec<Arc<FenceObj>>,
+    more: Vec<Arc<FenceObj>>,
+    scan: bool,
+) -> Result<(), SimError> {
+    for o in more {
+        if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
+            objs.push(o);
         }
     }
     let _via = ViaScope::enter(if scan {

@@ -96,7 +96,7 @@ use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
-use crate::dxgkrnl::ddi::{self, check_status, missing, table, At};
+use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::notify::Notification;
 use crate::error::SimError;

@@ -166,13 +166,8 @@ impl Machine {
         shared_cv: Option<Slot>,
     ) -> Result<NativeFence, SimError> {
         self.fence_reap_maps(a)?;
-        let t = table(a)?;
-        let create = t
-            .DxgkDdiCreateNativeFence
-            .ok_or_else(|| missing("DxgkDdiCreateNativeFence"))?;
-        let open = t
-            .DxgkDdiOpenNativeFence
-            .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
+        let create = ddi::required_slot!(a, DxgkDdiCreateNativeFence)?;
+        let open = ddi::required_slot!(a, DxgkDdiOpenNativeFence)?;
         needs_device(a, process)?;
         let cross = shared_cv.is_some();
         if cross && desc.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
@@ -370,9 +365,7 @@ impl Machine {
 
     /// `DxgkDdiDestroyNativeFence` and the OS bookkeeping after it.
     pub(super) fn destroy_global(&self, a: &AdapterShared, obj: &FenceObj) -> Result<(), SimError> {
-        let destroy = table(a)?
-            .DxgkDdiDestroyNativeFence
-            .ok_or_else(|| missing("DxgkDdiDestroyNativeFence"))?;
+        let destroy = ddi::required_slot!(a, DxgkDdiDestroyNativeFence)?;
         let mut args = DXGKARG_DESTROYNATIVEFENCE {
             hGlobalNativeFence: obj.global as HANDLE,
             Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
@@ -403,9 +396,7 @@ impl Machine {
             // Only a shareable object has an NT handle another process could open it by.
             return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
         }
-        let open = table(&a)?
-            .DxgkDdiOpenNativeFence
-            .ok_or_else(|| missing("DxgkDdiOpenNativeFence"))?;
+        let open = ddi::required_slot!(&a, DxgkDdiOpenNativeFence)?;
         needs_device(&a, process)?;
         self.fence_reap_maps(&a)?;
         // The process's own VAs first: the open names them. Not under the settle
@@ -555,9 +546,7 @@ impl Machine {
 
     /// Close (and for the last instance Destroy) of `fence`, with the OS bookkeeping.
     fn close_instance(&self, a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), SimError> {
-        let close = table(a)?
-            .DxgkDdiCloseNativeFence
-            .ok_or_else(|| missing("DxgkDdiCloseNativeFence"))?;
+        let close = ddi::required_slot!(a, DxgkDdiCloseNativeFence)?;
         let obj = &fence.obj;
         let _s = lock(&obj.settle_lock);
         if !lock(&obj.st).instances.contains_key(&fence.local) {
@@ -624,9 +613,7 @@ impl Machine {
         monitored_gpu: u64,
     ) -> Result<NTSTATUS, SimError> {
         let a = self.fence_adapter(i)?;
-        let create = table(&a)?
-            .DxgkDdiCreateNativeFence
-            .ok_or_else(|| missing("DxgkDdiCreateNativeFence"))?;
+        let create = ddi::required_slot!(&a, DxgkDdiCreateNativeFence)?;
         let global = next_handle();
         let mut args = DXGKARG_CREATENATIVEFENCE {
             hGlobalNativeFence: global as HANDLE,
@@ -650,9 +637,7 @@ impl Machine {
     /// of the driver's refusal of out-of-order calls). Returns the driver's status.
     pub fn ddi_destroy_native_fence(&self, global: usize) -> Result<NTSTATUS, SimError> {
         let a = self.adapter_shared(0)?.clone();
-        let destroy = table(&a)?
-            .DxgkDdiDestroyNativeFence
-            .ok_or_else(|| missing("DxgkDdiDestroyNativeFence"))?;
+        let destroy = ddi::required_slot!(&a, DxgkDdiDestroyNativeFence)?;
         let mut args = DXGKARG_DESTROYNATIVEFENCE {
             hGlobalNativeFence: global as HANDLE,
             Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
@@ -664,9 +649,7 @@ impl Machine {
     /// Raw `DxgkDdiCloseNativeFence` on adapter `i` (see [`Machine::ddi_destroy_native_fence`]).
     pub fn ddi_close_native_fence(&self, i: usize, local: usize) -> Result<NTSTATUS, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let close = table(&a)?
-            .DxgkDdiCloseNativeFence
-            .ok_or_else(|| missing("DxgkDdiCloseNativeFence"))?;
+        let close = ddi::required_slot!(&a, DxgkDdiCloseNativeFence)?;
         let mut args = DXGKARG_CLOSENATIVEFENCE {
             hLocalNativeFence: local as HANDLE,
             Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
@@ -699,14 +682,14 @@ fn destroy_call(
     destroy: unsafe extern "system" fn(*mut DXGKARG_DESTROYNATIVEFENCE) -> NTSTATUS,
     args: &mut DXGKARG_DESTROYNATIVEFENCE,
 ) -> Result<NTSTATUS, SimError> {
-    ddi::call(
-        a,
-        Routine::DxgkDdiDestroyNativeFence,
-        destroy as usize,
-        At::Caller,
-        || {
-            // SAFETY: the driver's DDI with a valid argument block.
-            unsafe { destroy(args) }
-        },
-    )
+    // SAFETY: the driver's DDI with a valid argument block.
+    unsafe {
+        ddi::call_arg(
+            a,
+            Routine::DxgkDdiDestroyNativeFence,
+            At::Caller,
+            destroy,
+            args,
+        )
+    }
 }

@@ -69,6 +69,32 @@ impl<T: Copy> Buf<T> {
     }
 }
 
+/// The three parallel arrays of an update DDI, from `(handle, value, kernel CPU VA)` entries.
+struct Arrays {
+    handles: Buf<HANDLE>,
+    values: Buf<u64>,
+    vas: Buf<*mut c_void>,
+}
+
+impl Arrays {
+    fn of(entries: &[(usize, u64, *mut c_void)]) -> Self {
+        Self {
+            handles: Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut()),
+            values: Buf::collect(entries.iter().map(|e| e.1), 0),
+            vas: Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut()),
+        }
+    }
+
+    /// The kernel CPU VAs, or NULL when the call passes none.
+    fn cpu_vas(&mut self, with: bool) -> *mut *mut c_void {
+        if with {
+            self.vas.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        }
+    }
+}
+
 /// `DxgkDdiUpdateMonitoredValues` for `(global, value, MonitoredValue kernel VA)` entries, at
 /// device IRQL under the adapter's interrupt lock (synchronised with the ISR, NF-07).
 ///
@@ -133,38 +159,28 @@ fn update_monitored_call(
     entries: &[(usize, u64, *mut c_void)],
     with_cpu_vas: bool,
 ) -> Result<(), SimError> {
-    let f = a
-        .table
-        .slot(|t| t.DxgkDdiUpdateMonitoredValues)
-        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))?
-        .ok_or_else(|| missing("DxgkDdiUpdateMonitoredValues"))?;
-    let mut handles = Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut());
-    let mut values = Buf::collect(entries.iter().map(|e| e.1), 0);
-    let mut vas = Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut());
+    let f = ddi::required_slot!(a, DxgkDdiUpdateMonitoredValues)?;
+    let mut arrays = Arrays::of(entries);
     let args = DXGKARG_UPDATEMONITOREDVALUES {
-        NativeFenceArray: handles.as_mut_ptr(),
-        UpdatedValueArray: values.as_mut_ptr(),
-        MonitoredValueKernelCpuVa: if with_cpu_vas {
-            vas.as_mut_ptr()
-        } else {
-            std::ptr::null_mut()
-        },
+        NativeFenceArray: arrays.handles.as_mut_ptr(),
+        UpdatedValueArray: arrays.values.as_mut_ptr(),
+        MonitoredValueKernelCpuVa: arrays.cpu_vas(with_cpu_vas),
         NumFences: entries.len() as u32,
         Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS::default(),
         Reserved: [0; 28],
     };
     let status = synchronized(a, "UpdateMonitoredValues", || {
-        ddi::call(
-            a,
-            Routine::DxgkDdiUpdateMonitoredValues,
-            f as usize,
-            At::Level(Irql::Device),
-            || {
-                // SAFETY: the driver's DDI with three arrays of NumFences entries that live
-                // across the call; the MonitoredValue addresses are OS fence storage.
-                unsafe { f(&args) }
-            },
-        )
+        // SAFETY: the driver's DDI with three arrays of NumFences entries that live
+        // across the call; the MonitoredValue addresses are OS fence storage.
+        unsafe {
+            ddi::call_arg(
+                a,
+                Routine::DxgkDdiUpdateMonitoredValues,
+                At::Level(Irql::Device),
+                f,
+                &args,
+            )
+        }
     })?;
     lock(&a.fence_os).update_monitored_calls += 1;
     check_update_status(a, status, 0x12, entries.first().map_or(0, |e| e.0))
@@ -198,14 +214,8 @@ fn update_current_call(
     notification_only: bool,
     with_cpu_vas: bool,
 ) -> Result<(), SimError> {
-    let f = a
-        .table
-        .slot(|t| t.DxgkDdiUpdateCurrentValuesFromCpu)
-        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))?
-        .ok_or_else(|| missing("DxgkDdiUpdateCurrentValuesFromCpu"))?;
-    let mut handles = Buf::collect(entries.iter().map(|e| e.0 as HANDLE), std::ptr::null_mut());
-    let mut values = Buf::collect(entries.iter().map(|e| e.1), 0);
-    let mut vas = Buf::collect(entries.iter().map(|e| e.2), std::ptr::null_mut());
+    let f = ddi::required_slot!(a, DxgkDdiUpdateCurrentValuesFromCpu)?;
+    let mut arrays = Arrays::of(entries);
     type Flags = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS;
     let flags = if notification_only {
         Flags::from_value(Flags::mask(Flags::NotificationOnly))
@@ -213,13 +223,9 @@ fn update_current_call(
         Flags::default()
     };
     let args = DXGKARG_UPDATECURRENTVALUESFROMCPU {
-        NativeFenceArray: handles.as_mut_ptr(),
-        UpdatedValueArray: values.as_mut_ptr(),
-        CurrentValueKernelCpuVa: if with_cpu_vas {
-            vas.as_mut_ptr()
-        } else {
-            std::ptr::null_mut()
-        },
+        NativeFenceArray: arrays.handles.as_mut_ptr(),
+        UpdatedValueArray: arrays.values.as_mut_ptr(),
+        CurrentValueKernelCpuVa: arrays.cpu_vas(with_cpu_vas),
         NumFences: entries.len() as u32,
         Flags: flags,
         Reserved: [0; 28],

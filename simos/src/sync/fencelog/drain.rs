@@ -17,17 +17,17 @@ pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, Sim
         Flags: DXGKARG_UPDATENATIVEFENCELOGS_FLAGS::default(),
         Reserved: [0; 32],
     };
-    ddi::call(
-        a,
-        Routine::DxgkDdiUpdateNativeFenceLogs,
-        f as usize,
-        At::Level(Irql::Dispatch),
-        || {
-            // SAFETY: the driver's DDI with an argument block whose handle array lives across
-            // the call.
-            unsafe { f(&args) }
-        },
-    )
+    // SAFETY: the driver's DDI with an argument block whose handle array lives across
+    // the call.
+    unsafe {
+        ddi::call_arg(
+            a,
+            Routine::DxgkDdiUpdateNativeFenceLogs,
+            At::Level(Irql::Dispatch),
+            f,
+            &args,
+        )
+    }
 }
 
 /// `DxgkDdiSetNativeFenceLogBuffer` for `buf` of queue `kmd` at DISPATCH_LEVEL.
@@ -50,17 +50,17 @@ pub fn set_log_buffer(
         Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::default(),
         Reserved: [0; 32],
     };
-    ddi::call(
-        a,
-        Routine::DxgkDdiSetNativeFenceLogBuffer,
-        f as usize,
-        At::Level(Irql::Dispatch),
-        || {
-            // SAFETY: the driver's DDI with a valid argument block; the buffer is OS memory
-            // that lives for the machine's life.
-            unsafe { f(&args) }
-        },
-    )
+    // SAFETY: the driver's DDI with a valid argument block; the buffer is OS memory
+    // that lives for the machine's life.
+    unsafe {
+        ddi::call_arg(
+            a,
+            Routine::DxgkDdiSetNativeFenceLogBuffer,
+            At::Level(Irql::Dispatch),
+            f,
+            &args,
+        )
+    }
 }
 
 pub(super) fn emit(a: &AdapterShared, e: TraceEvent) {

@@ -248,6 +248,19 @@ mod tests {
         (mem, LogBuffer::init(alloc, kind, n))
     }
 
+    /// A buffer of `n` entries of `kind` and a reader at its start.
+    fn log(kind: LogKind, n: u64) -> (Arc<Memory>, LogBuffer, LogState) {
+        let (m, b) = buf(kind, n);
+        let s = LogState::new(b.clone());
+        (m, b, s)
+    }
+
+    /// Reads everything the header says was written (there must be something).
+    fn read_all(s: &mut LogState) -> Result<Read, String> {
+        let c = s.peek().unwrap().unwrap();
+        s.read(c)
+    }
+
     fn sig(v: u64, t: u64) -> LogEntry {
         LogEntry {
             fence_value: v,
@@ -260,9 +273,8 @@ mod tests {
 
     #[test]
     fn log_02_reads_in_index_order_and_advances() {
-        let (_m, b) = buf(LogKind::Signal, 4);
+        let (_m, b, mut s) = log(LogKind::Signal, 4);
         let p = Producer::new(&b);
-        let mut s = LogState::new(b.clone());
         assert_eq!(s.peek(), Ok(None));
         for n in 0..3 {
             p.write(n, &sig(u64::from(n) + 1, 10 + u64::from(n)));
@@ -279,29 +291,25 @@ mod tests {
 
     #[test]
     fn log_05_lap_without_loss_is_not_overflow() {
-        let (_m, b) = buf(LogKind::Signal, 4);
+        let (_m, b, mut s) = log(LogKind::Signal, 4);
         let p = Producer::new(&b);
-        let mut s = LogState::new(b.clone());
         for n in 0..3 {
             p.write(n, &sig(1, 1));
         }
-        let c = s.peek().unwrap().unwrap();
-        s.read(c).unwrap();
+        read_all(&mut s).unwrap();
         // Three more: crosses the lap boundary (wraparound 0 -> 1) without losing any.
         for n in 3..6 {
             p.write(n, &sig(2, 2));
         }
-        let c = s.peek().unwrap().unwrap();
-        let r = s.read(c).unwrap();
+        let r = read_all(&mut s).unwrap();
         assert_eq!(r.lost, None);
         assert_eq!(r.entries.len(), 3);
     }
 
     #[test]
     fn log_05_overflow_reports_the_lost_range() {
-        let (_m, b) = buf(LogKind::Signal, 4);
+        let (_m, b, mut s) = log(LogKind::Signal, 4);
         let p = Producer::new(&b);
-        let mut s = LogState::new(b.clone());
         for n in 0..10 {
             p.write(n, &sig(u64::from(n), u64::from(n)));
         }
@@ -319,9 +327,8 @@ mod tests {
     fn log_05_overwrite_during_read_is_detected() {
         // A writer that races the read: after the pre-flush count (4 of 4 slots used), two more
         // entries land before the re-check; their slots held indices 0 and 1.
-        let (_m, b) = buf(LogKind::Signal, 4);
+        let (_m, b, mut s) = log(LogKind::Signal, 4);
         let p = Producer::new(&b);
-        let mut s = LogState::new(b.clone());
         for n in 0..4 {
             p.write(n, &sig(u64::from(n), 1));
         }
@@ -335,8 +342,7 @@ mod tests {
         assert_eq!(r.entries.iter().map(|e| e.0).collect::<Vec<_>>(), vec![3]);
         assert_eq!(s.cursor, 4);
         // The next read picks up 4 and 5.
-        let c = s.peek().unwrap().unwrap();
-        let r = s.read(c).unwrap();
+        let r = read_all(&mut s).unwrap();
         assert_eq!(
             r.entries.iter().map(|e| e.0).collect::<Vec<_>>(),
             vec![4, 5]
@@ -399,37 +405,31 @@ mod tests {
 
     #[test]
     fn log_06_zero_and_repeated_timestamps_accepted() {
-        let (_m, b) = buf(LogKind::Signal, 8);
+        let (_m, b, mut s) = log(LogKind::Signal, 8);
         let p = Producer::new(&b);
-        let mut s = LogState::new(b.clone());
         for (n, t) in [(0u32, 5u64), (1, 5), (2, 0), (3, 6)] {
             p.write(n, &sig(1, t));
         }
-        let c = s.peek().unwrap().unwrap();
-        assert_eq!(s.read(c).unwrap().entries.len(), 4);
+        assert_eq!(read_all(&mut s).unwrap().entries.len(), 4);
         assert_eq!(s.last_end, 6);
     }
 
     #[test]
     fn log_06_backwards_timestamp_is_an_error() {
-        let (_m, b) = buf(LogKind::Signal, 8);
+        let (_m, b, mut s) = log(LogKind::Signal, 8);
         let p = Producer::new(&b);
-        let mut s = LogState::new(b.clone());
         p.write(0, &sig(1, 9));
         p.write(1, &sig(1, 8));
-        let c = s.peek().unwrap().unwrap();
-        let e = s.read(c).unwrap_err();
+        let e = read_all(&mut s).unwrap_err();
         assert!(e.contains("LOG-06"), "{e}");
     }
 
     #[test]
     fn log_03_wrong_operation_type_is_bad() {
-        let (_m, b) = buf(LogKind::Wait, 8);
+        let (_m, b, mut s) = log(LogKind::Wait, 8);
         let p = Producer::new(&b);
-        let mut s = LogState::new(b.clone());
         p.write(0, &sig(1, 1));
-        let c = s.peek().unwrap().unwrap();
-        let r = s.read(c).unwrap();
+        let r = read_all(&mut s).unwrap();
         assert_eq!(r.bad, vec![0]);
         assert!(r.entries.is_empty());
     }

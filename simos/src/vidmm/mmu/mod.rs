@@ -133,6 +133,17 @@ fn sim(msg: String) -> SimError {
     SimError::Simulation(msg)
 }
 
+/// Slot `$slot` of adapter `$a`'s table, which the driver of a GpuMmu adapter fills: an empty
+/// one (or no table) is a simulation error.
+macro_rules! gpummu_ddi {
+    ($a:expr, $slot:ident) => {
+        $a.table
+            .get()
+            .and_then(|t| t.$slot)
+            .ok_or_else(|| sim(concat!("GpuMmu adapter without ", stringify!($slot)).into()))
+    };
+}
+
 fn va_error(e: VaError) -> SimError {
     match e {
         VaError::NoTables => SimError::DdiFailed(STATUS_NO_MEMORY),
@@ -752,10 +763,9 @@ fn ddi_destroy_process(a: &AdapterShared, kmd: usize) -> Result<(), SimError> {
         return Ok(());
     };
     let ctx = a.context();
-    let st = ddi::passive(a, Routine::DxgkDdiDestroyProcess, f as usize, || {
-        // SAFETY: the driver's DDI with its context and its own process handle.
-        unsafe { f(ctx, kmd as HANDLE) }
-    })?;
+    // SAFETY: the driver's DDI with its context and its own process handle.
+    let st =
+        unsafe { ddi::passive_with(a, Routine::DxgkDdiDestroyProcess, f, ctx, kmd as HANDLE) }?;
     ddi::check_status(st)
 }
 
@@ -765,21 +775,15 @@ fn ddi_create_process(
     pid: ProcessId,
     flags: DXGK_CREATEPROCESSFLAGS,
 ) -> Result<usize, SimError> {
-    let f = a
-        .table
-        .get()
-        .and_then(|t| t.DxgkDdiCreateProcess)
-        .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiCreateProcess".into()))?;
+    let f = gpummu_ddi!(a, DxgkDdiCreateProcess)?;
     let mut args = DXGKARG_CREATEPROCESS {
         hDxgkProcess: (0x5000_0000 + pid.0 as usize) as HANDLE,
         Flags: flags,
         ..Default::default()
     };
     let ctx = a.context();
-    let st = ddi::passive(a, Routine::DxgkDdiCreateProcess, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &mut args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiCreateProcess, f, ctx, &mut args) }?;
     ddi::check_status(st)?;
     let kmd = args.hKmdProcess as usize;
     if kmd == 0 {
@@ -803,11 +807,7 @@ pub(crate) fn set_root(
     let Some(g) = geometry(a) else {
         return Ok(());
     };
-    let f = a
-        .table
-        .get()
-        .and_then(|t| t.DxgkDdiSetRootPageTable)
-        .ok_or_else(|| sim("GpuMmu adapter without DxgkDdiSetRootPageTable".into()))?;
+    let f = gpummu_ddi!(a, DxgkDdiSetRootPageTable)?;
     let args = DXGKARG_SETROOTPAGETABLE {
         hContext: context_kmd as HANDLE,
         Address: D3DGPU_PHYSICAL_ADDRESS {
@@ -818,10 +818,8 @@ pub(crate) fn set_root(
         NumEntries: g.entries() as u32,
     };
     let ctx = a.context();
-    ddi::passive(a, Routine::DxgkDdiSetRootPageTable, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    unsafe { ddi::passive_with(a, Routine::DxgkDdiSetRootPageTable, f, ctx, &args) }?;
     Ok(())
 }
 

@@ -87,20 +87,9 @@ impl Machine {
         bytes: u64,
         tag: LeafTag,
     ) -> Result<(), SimError> {
-        let Some(serial) = system_serial(a) else {
-            return Ok(());
-        };
-        let _serial = lock(&serial);
-        let first = pa - pa % 4096;
-        let end = pa
-            .checked_add(bytes.max(1))
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
-        let mut page = first;
-        while page < end {
-            self.vidmm_map_os_page(a, PAGING_PID, page, tag)?;
-            page += 4096;
-        }
-        Ok(())
+        each_system_page(a, pa, bytes, |page| {
+            self.vidmm_map_os_page(a, PAGING_PID, page, tag)
+        })
     }
 
     /// Unmaps what the OS retired ([`retire_system`]) from the paging process and frees it.
@@ -131,22 +120,38 @@ impl Machine {
         pa: u64,
         bytes: u64,
     ) -> Result<(), SimError> {
-        let Some(serial) = system_serial(a) else {
-            return Ok(());
-        };
-        let _serial = lock(&serial);
-        let first = pa - pa % 4096;
-        let pages = (pa + bytes.max(1) - first).div_ceil(4096);
-        for i in 0..pages {
-            let va = first + i * 4096;
+        each_system_page(a, pa, bytes, |va| {
             if a.device.is_lost() {
                 self.vidmm_forget(a, PAGING_PID, va, 1);
+                Ok(())
             } else {
-                self.vidmm_unmap(a, PAGING_PID, va, 1, LeafTag::default())?;
+                self.vidmm_unmap(a, PAGING_PID, va, 1, LeafTag::default())
             }
-        }
-        Ok(())
+        })
     }
+}
+
+/// Runs `each` on every page of `[pa, pa + bytes)` (at least one) under the system space's
+/// serial lock; nothing on an adapter without a paging process.
+fn each_system_page(
+    a: &AdapterShared,
+    pa: u64,
+    bytes: u64,
+    mut each: impl FnMut(u64) -> Result<(), SimError>,
+) -> Result<(), SimError> {
+    let Some(serial) = system_serial(a) else {
+        return Ok(());
+    };
+    let _serial = lock(&serial);
+    let end = pa
+        .checked_add(bytes.max(1))
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+    let mut page = pa - pa % 4096;
+    while page < end {
+        each(page)?;
+        page += 4096;
+    }
+    Ok(())
 }
 
 /// The first half of the paging process ([D] `VIDMM_PAGING_PROCESS::InitPagingProcess`, before

@@ -889,14 +889,9 @@ impl Machine {
         a: &AdapterShared,
         h: KmtHandle,
     ) -> Result<(), SimError> {
-        let maps = lock(&a.gpuva).maps_of(h);
-        for (pid, start, va, m) in maps.into_iter().filter(|x| x.3.live) {
-            self.va_unmap_pages(a, pid, va, m.pages, tag(&m, va))?;
-            if let Some(m) = lock(&a.gpuva).map_mut(pid, start, va) {
-                m.live = false;
-            }
-        }
-        Ok(())
+        self.set_maps_live(a, h, false, |pid, va, m| {
+            self.va_unmap_pages(a, pid, va, m.pages, tag(m, va))
+        })
     }
 
     /// Residency hook: allocation `h`'s pages are now `all` (page by page); its mappings
@@ -907,12 +902,26 @@ impl Machine {
         h: KmtHandle,
         all: &[Phys],
     ) -> Result<(), SimError> {
-        let maps = lock(&a.gpuva).maps_of(h);
-        for (pid, start, va, m) in maps.into_iter().filter(|x| !x.3.live) {
+        self.set_maps_live(a, h, true, |pid, va, m| {
             let phys = pages_at(all, m.offset, m.pages).ok_or_else(bad)?;
-            self.vidmm_map_at(a, pid, va, &phys, m.attrs, tag(&m, va))?;
+            self.vidmm_map_at(a, pid, va, &phys, m.attrs, tag(m, va))
+        })
+    }
+
+    /// Runs `change` (with the process, the VA and the mapping) on each mapping of allocation
+    /// `h` whose `live` differs from `live`, then sets it.
+    fn set_maps_live(
+        &self,
+        a: &AdapterShared,
+        h: KmtHandle,
+        live: bool,
+        mut change: impl FnMut(ProcessId, u64, &UserMap) -> Result<(), SimError>,
+    ) -> Result<(), SimError> {
+        let maps = lock(&a.gpuva).maps_of(h);
+        for (pid, start, va, m) in maps.into_iter().filter(|x| x.3.live != live) {
+            change(pid, va, &m)?;
             if let Some(m) = lock(&a.gpuva).map_mut(pid, start, va) {
-                m.live = true;
+                m.live = live;
             }
         }
         Ok(())

@@ -126,10 +126,8 @@ impl Machine {
             pExtension: &mut ext,
         };
         let ctx = a.context();
-        let st = ddi::passive(&a, Routine::DxgkDdiCollectDbgInfo, f as usize, || {
-            // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-            unsafe { f(ctx, &args) }
-        })?;
+        // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+        let st = unsafe { ddi::passive_with(&a, Routine::DxgkDdiCollectDbgInfo, f, ctx, &args) }?;
         check_status(st)?;
         let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
@@ -162,10 +160,9 @@ impl Machine {
             TdrPayload: std::ptr::null_mut(),
         };
         let ctx = a.context();
-        let st = ddi::passive(&a, Routine::DxgkDdiCollectDbgInfo2, f as usize, || {
-            // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-            unsafe { f(ctx, &mut args) }
-        })?;
+        // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+        let st =
+            unsafe { ddi::passive_with(&a, Routine::DxgkDdiCollectDbgInfo2, f, ctx, &mut args) }?;
         if buf[size..].iter().any(|b| *b != GUARD) {
             return Err(sim_err(
                 &a,

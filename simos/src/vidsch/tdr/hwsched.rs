@@ -13,6 +13,29 @@ use rvgpu_ddi::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
 
 use crate::vidsch::hws::HwsCall;
 
+/// The two engine DDIs of the recovery.
+#[derive(Clone, Copy)]
+enum EngineDdi {
+    Reset,
+    Resume,
+}
+
+/// Records what an engine DDI returned for `node`, in TDR's events and the HWS call log.
+fn record(a: &AdapterShared, sh: &TdrShared, ddi: EngineDdi, node: u32, status: NTSTATUS) {
+    let (event, call) = match ddi {
+        EngineDdi::Reset => (
+            TdrEvent::ResetHwEngine { node, status },
+            HwsCall::ResetHwEngine { node, status },
+        ),
+        EngineDdi::Resume => (
+            TdrEvent::ResumeHwEngine { node, status },
+            HwsCall::ResumeHwEngine { node, status },
+        ),
+    };
+    lock(&sh.os).events.push(event);
+    lock(&a.hws).calls.push(call);
+}
+
 /// Step 8 onwards of the TDR-05 sequence for a hardware-scheduled `node`.
 pub(crate) fn recover_hw_node(
     a: &AdapterShared,
@@ -42,12 +65,7 @@ pub(crate) fn recover_hw_node(
     });
     let invalidated = lock(&sh.os).end_reset();
     let st = st?;
-    lock(&sh.os)
-        .events
-        .push(TdrEvent::ResetHwEngine { node, status: st });
-    lock(&a.hws)
-        .calls
-        .push(HwsCall::ResetHwEngine { node, status: st });
+    record(a, sh, EngineDdi::Reset, node, st);
     let mut errored: BTreeSet<KmtHandle> = invalidated.iter().copied().collect();
     if flush_after_reset {
         // 24H2 `VidSchiResetHwEngine`: KeFlushQueuedDpcs right after the reset.
@@ -63,16 +81,9 @@ pub(crate) fn recover_hw_node(
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
-    let st = ddi::passive(a, Routine::DxgkDdiResumeHwEngine, resume as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { resume(ctx, &mut rs) }
-    })?;
-    lock(&sh.os)
-        .events
-        .push(TdrEvent::ResumeHwEngine { node, status: st });
-    lock(&a.hws)
-        .calls
-        .push(HwsCall::ResumeHwEngine { node, status: st });
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiResumeHwEngine, resume, ctx, &mut rs) }?;
+    record(a, sh, EngineDdi::Resume, node, st);
     if st != STATUS_SUCCESS {
         return promote(a, sh, gate, errored);
     }

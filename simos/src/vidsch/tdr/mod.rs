@@ -312,6 +312,16 @@ enum Report {
     Hung,
 }
 
+impl Report {
+    /// The fence the report names (the preemption fence of a preemption; 0 for a hang).
+    fn fence(self) -> u32 {
+        match self {
+            Report::Completed(f) | Report::Preempted(f, _) | Report::Faulted(f) => f,
+            Report::Hung => 0,
+        }
+    }
+}
+
 /// The OS's TDR and kernel-mode scheduling state of one adapter.
 #[derive(Debug)]
 pub(crate) struct TdrOs {

@@ -72,15 +72,9 @@ pub(super) fn dependent_group(
         DependentNodeOrdinalMask: 0,
     };
     let ctx = a.context();
-    let st = ddi::passive(
-        a,
-        Routine::DxgkDdiQueryDependentEngineGroup,
-        f as usize,
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &mut g) }
-        },
-    )?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let st =
+        unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryDependentEngineGroup, f, ctx, &mut g) }?;
     Ok((st, g.DependentNodeOrdinalMask))
 }
 
@@ -150,10 +144,9 @@ pub(crate) fn recover_node(
             EngineOrdinal: 0,
             EngineStatus: DXGK_ENGINESTATUS::default(),
         };
-        let st = ddi::passive(a, Routine::DxgkDdiQueryEngineStatus, qes as usize, || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { qes(ctx, &mut q) }
-        })?;
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        let st =
+            unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryEngineStatus, qes, ctx, &mut q) }?;
         if !NT_SUCCESS(st) {
             return Err(sim_err(
                 a,
@@ -481,16 +474,18 @@ pub(crate) fn adapter_reset(
             a.state.raise_bugcheck(b);
             SimError::Bugcheck(b)
         };
-        let rft = t
-            .DxgkDdiResetFromTimeout
-            .ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
-        let st = ddi::passive(a, Routine::DxgkDdiResetFromTimeout, rft as usize, || {
+        // ResetFromTimeout and RestartFromTimeout: missing or failing, either is 0x116.
+        let adapter_ddi = |f: rvgpu_ddi::init::PDXGKDDI_RESETFROMTIMEOUT, routine: Routine| {
+            let f = f.ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
             // SAFETY: the driver's DDI with its context.
-            unsafe { rft(ctx) }
-        })?;
-        if !NT_SUCCESS(st) {
-            return Err(fail(rft as usize, st));
-        }
+            let st = ddi::passive(a, routine, f as usize, || unsafe { f(ctx) })?;
+            if NT_SUCCESS(st) {
+                Ok(())
+            } else {
+                Err(fail(f as usize, st))
+            }
+        };
+        adapter_ddi(t.DxgkDdiResetFromTimeout, Routine::DxgkDdiResetFromTimeout)?;
         // Every node C := S; in-flight packets dropped, their devices in error.
         let mut freed = Vec::new();
         {
@@ -526,16 +521,10 @@ pub(crate) fn adapter_reset(
                 errored.insert(q.device);
             }
         }
-        let rst = t
-            .DxgkDdiRestartFromTimeout
-            .ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
-        let st = ddi::passive(a, Routine::DxgkDdiRestartFromTimeout, rst as usize, || {
-            // SAFETY: the driver's DDI with its context.
-            unsafe { rst(ctx) }
-        })?;
-        if !NT_SUCCESS(st) {
-            return Err(fail(rst as usize, st));
-        }
+        adapter_ddi(
+            t.DxgkDdiRestartFromTimeout,
+            Routine::DxgkDdiRestartFromTimeout,
+        )?;
         let mut os = lock(&sh.os);
         os.events.push(TdrEvent::Restarted);
         os.adapter_resets += 1;

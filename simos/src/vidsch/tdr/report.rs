@@ -9,37 +9,26 @@ use super::*;
 pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA) {
     // SAFETY (all arms): `InterruptType` selects the union member the driver filled (already
     // validated by `decode`); every member is plain data.
-    let (node, report, fence) = match data.InterruptType {
+    let (node, report) = match data.InterruptType {
         DXGK_INTERRUPT_DMA_COMPLETED => {
             let d = unsafe { data.Anonymous.DmaCompleted };
-            (
-                d.NodeOrdinal,
-                Report::Completed(d.SubmissionFenceId),
-                d.SubmissionFenceId,
-            )
+            (d.NodeOrdinal, Report::Completed(d.SubmissionFenceId))
         }
         DXGK_INTERRUPT_DMA_PREEMPTED => {
             let d = unsafe { data.Anonymous.DmaPreempted };
-            (
-                d.NodeOrdinal,
-                Report::Preempted(d.PreemptionFenceId, d.LastCompletedFenceId),
-                d.PreemptionFenceId,
-            )
+            let last = d.LastCompletedFenceId;
+            (d.NodeOrdinal, Report::Preempted(d.PreemptionFenceId, last))
         }
         DXGK_INTERRUPT_DMA_FAULTED => {
             let d = unsafe { data.Anonymous.DmaFaulted };
-            (
-                d.NodeOrdinal,
-                Report::Faulted(d.FaultedFenceId),
-                d.FaultedFenceId,
-            )
+            (d.NodeOrdinal, Report::Faulted(d.FaultedFenceId))
         }
         DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE => {
             let d = unsafe { data.Anonymous.EngineStateChange };
             if d.NewState != DXGK_ENGINE_STATE_HUNG {
                 return;
             }
-            (d.NodeOrdinal, Report::Hung, 0)
+            (d.NodeOrdinal, Report::Hung)
         }
         _ => return,
     };
@@ -54,7 +43,7 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
         os.events.push(TdrEvent::IgnoredInterrupt {
             node,
             interrupt_type: data.InterruptType,
-            fence,
+            fence: report.fence(),
         });
         return;
     }
@@ -82,16 +71,8 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
                 if id > n.s || id < n.c {
                     let (c, s) = (n.c, n.s);
                     drop(os);
-                    a.state.push_log(
-                        rvgpu_kmd::platform::Level::Error,
-                        format!("DmaCompleted({id}) on node {node} outside [C={c}, S={s}]"),
-                    );
-                    a.state.raise_bugcheck(BugCheck::video_scheduler(
-                        vidsch::DRIVER_REPORTED_INVALID_FENCE_ID,
-                        u64::from(id),
-                        DXGK_INTERRUPT_DMA_COMPLETED as u32 as u64,
-                        u64::from(node),
-                    ));
+                    let why = format!("DmaCompleted({id}) on node {node} outside [C={c}, S={s}]");
+                    invalid_fence(a, why, id, DXGK_INTERRUPT_DMA_COMPLETED, node);
                     return;
                 }
                 n.c = id;
@@ -109,19 +90,11 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
                 if last != n.c {
                     let c = n.c;
                     drop(os);
-                    a.state.push_log(
-                        rvgpu_kmd::platform::Level::Error,
-                        format!(
-                            "DmaPreempted({id}) on node {node}: LastCompletedFenceId {last} \
-                             but the OS's last completed is {c}"
-                        ),
+                    let why = format!(
+                        "DmaPreempted({id}) on node {node}: LastCompletedFenceId {last} but the \
+                         OS's last completed is {c}"
                     );
-                    a.state.raise_bugcheck(BugCheck::video_scheduler(
-                        vidsch::DRIVER_REPORTED_INVALID_FENCE_ID,
-                        u64::from(last),
-                        DXGK_INTERRUPT_DMA_PREEMPTED as u32 as u64,
-                        u64::from(node),
-                    ));
+                    invalid_fence(a, why, last, DXGK_INTERRUPT_DMA_PREEMPTED, node);
                     return;
                 }
                 n.preempted = Some((id, last));
@@ -134,6 +107,18 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
     for b in freed {
         crate::vidsch::legacy::free_dma(a, b);
     }
+}
+
+/// A report naming `fence` where the OS's (C, S) bookkeeping rules it out: `why` logged, then
+/// bug check 0x119 `DRIVER_REPORTED_INVALID_FENCE_ID` (the fence, the interrupt type, the node).
+fn invalid_fence(a: &AdapterShared, why: String, fence: u32, ty: DXGK_INTERRUPT_TYPE, node: u32) {
+    a.state.push_log(rvgpu_kmd::platform::Level::Error, why);
+    a.state.raise_bugcheck(BugCheck::video_scheduler(
+        vidsch::DRIVER_REPORTED_INVALID_FENCE_ID,
+        u64::from(fence),
+        ty as u32 as u64,
+        u64::from(node),
+    ));
 }
 
 /// `DxgkCbInvalidateHwContext` (PASSIVE_LEVEL): accepted only while this adapter is inside

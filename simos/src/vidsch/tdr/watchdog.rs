@@ -148,11 +148,10 @@ pub(super) fn query_current_fence(a: &AdapterShared, node: u32) -> Option<u32> {
         EngineOrdinal: 0,
     };
     let ctx = a.context();
-    let status = ddi::passive(a, Routine::DxgkDdiQueryCurrentFence, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &mut args) }
-    })
-    .ok()?;
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let status =
+        unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryCurrentFence, f, ctx, &mut args) }
+            .ok()?;
     NT_SUCCESS(status).then_some(args.CurrentFence)
 }
 
@@ -204,10 +203,8 @@ pub(super) fn collect_dbg_info(
         pExtension: &mut ext,
     };
     let ctx = a.context();
-    let status = ddi::passive(a, Routine::DxgkDdiCollectDbgInfo, f as usize, || {
-        // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-        unsafe { f(ctx, &args) }
-    })?;
+    // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
+    let status = unsafe { ddi::passive_with(a, Routine::DxgkDdiCollectDbgInfo, f, ctx, &args) }?;
     if buf[SIZE..].iter().any(|b| *b != GUARD) {
         return Err(sim_err(
             a,
@@ -279,11 +276,10 @@ pub(super) fn collect_dbg_info_24h2(
         TdrPayload: (&mut payload as *mut DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT).cast(),
     };
     let ctx = a.context();
-    let status = ddi::passive(a, Routine::DxgkDdiCollectDbgInfo2, f as usize, || {
-        // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes, an
-        // extension and a payload of TdrPayloadSize bytes, all alive for the call.
-        unsafe { f(ctx, &mut args) }
-    })?;
+    // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes, an
+    // extension and a payload of TdrPayloadSize bytes, all alive for the call.
+    let status =
+        unsafe { ddi::passive_with(a, Routine::DxgkDdiCollectDbgInfo2, f, ctx, &mut args) }?;
     if buf[SIZE..] != CANARY[..] || ext.canary != *CANARY {
         return Err(sim_err(
             a,
