@@ -216,8 +216,8 @@ RvgpuStatus rvgpu_va_free(RvgpuAdapter *adapter, uint64_t base, uint64_t size);
    the memory the commands write. Any amount of work may be in flight: the context reuses
    command-buffer space only once the GPU consumed it, so a submission may block until then
    (bounded by the OS's wait; a failed wait is its status and submits nothing, and the call
-   may be repeated). A context whose device the OS put in error (a timeout and reset) returns
-   RVGPU_STATUS_DEVICE_LOST: destroy it. NULL pointers, an empty, odd,
+   may be repeated). A context whose device the OS put in error (a timeout and reset)
+   returns RVGPU_STATUS_DEVICE_LOST: destroy it. NULL pointers, an empty, odd,
    oversized or malformed stream are RVGPU_STATUS_INVALID_ARGUMENT; a destroyed, forged or
    other-kind handle is RVGPU_STATUS_INVALID_HANDLE. Thread-safe: calls on one context are
    serialized; distinct contexts may submit from different threads at once. */
