@@ -254,9 +254,12 @@ impl<K: Kmt> DmaContext<K> {
         Ok(())
     }
 
-    /// Destroys the context (VidSch finishes or drops its queued DMA buffers first), then its
-    /// fence and its command buffer (VidMm keeps the memory until the queued work is done).
-    /// The first failure is returned, the rest still done; a second close does nothing.
+    /// Destroys the context, then its fence and its command buffer. The context goes first:
+    /// destroying it blocks until its queued work is finished (the runtime's
+    /// `pfnDestroyContextCb`, <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dumddi/nc-d3dumddi-pfnd3dddi_destroycontextcb>),
+    /// so no fence signal of it is left to run, and VidMm keeps the buffer's memory until the
+    /// queued work is done. The first failure is returned, the rest still done; a second close
+    /// does nothing.
     pub fn close(&mut self) -> Result<(), SubmitError> {
         if core::mem::replace(&mut self.closed, true) {
             return Ok(());
