@@ -37,9 +37,10 @@
  * that cannot account for a use returns RVGPU_STATUS_INVALID_ARGUMENT); uses by a queue since
  * destroyed are over.
  *
- * Threading: every call is thread-safe. Calls on one queue, or one buffer, are serialized by
- * that object's lock; rvgpu_queue_wait and rvgpu_fence_wait wait without it, so one thread may
- * wait while another submits. Destroying an object while another thread uses it is safe: the
+ * Threading: every call is thread-safe. Calls on one queue, one buffer or one context are
+ * serialized by that object's lock; rvgpu_queue_wait and rvgpu_fence_wait wait without it, so
+ * one thread may wait while another submits; rvgpu_context_submit waits for command-buffer
+ * space with its context's lock held. Destroying an object while another thread uses it is safe: the
  * other call finishes, later calls get RVGPU_STATUS_INVALID_HANDLE.
  *
  * Off Windows (the host build used by tests) rvgpu_open_adapter returns
@@ -208,13 +209,15 @@ RvgpuStatus rvgpu_va_free(RvgpuAdapter *adapter, uint64_t base, uint64_t size);
 
 /* Kernel-mode DMA contexts: work scheduled by the OS one DMA buffer at a time
    (D3DKMTSubmitCommand), as the D3D runtime submits on a context without hardware queues.
-   rvgpu_context_create makes a context on node `node` of the adapter's device with a 64 KiB
+   rvgpu_context_create makes a context on node `node` of the adapter's device with its
    command buffer (*out_context is NULL on failure). rvgpu_context_submit validates
    dword_count command dwords (as for rvgpu_submit; at most 16384, no INDIRECT), copies them
    into the command buffer and submits them; there is no progress value: completion is seen in
-   the memory the commands write. The buffer is reused in turn, so keep less than 64 KiB of
-   work in flight on one context. A context whose device the OS put in error (a timeout and
-   reset) returns RVGPU_STATUS_DEVICE_LOST: destroy it. NULL pointers, an empty, odd,
+   the memory the commands write. Any amount of work may be in flight: the context reuses
+   command-buffer space only once the GPU consumed it, so a submission may block until then
+   (bounded by the OS's wait; a failed wait is its status and submits nothing, and the call
+   may be repeated). A context whose device the OS put in error (a timeout and reset)
+   returns RVGPU_STATUS_DEVICE_LOST: destroy it. NULL pointers, an empty, odd,
    oversized or malformed stream are RVGPU_STATUS_INVALID_ARGUMENT; a destroyed, forged or
    other-kind handle is RVGPU_STATUS_INVALID_HANDLE. Thread-safe: calls on one context are
    serialized; distinct contexts may submit from different threads at once. */

@@ -7,8 +7,9 @@
 //! Every argument is checked before a handle is looked up: a null pointer, a null handle, an
 //! empty, odd, oversized or malformed command stream is `RVGPU_STATUS_INVALID_ARGUMENT`; a
 //! destroyed, forged or other-kind handle `RVGPU_STATUS_INVALID_HANDLE` (`capi_handles`).
-//! Calls on one context are serialized by its lock; different contexts may be used from
-//! different threads at once.
+//! Calls on one context are serialized by its lock (a submission that waits for the GPU to
+//! consume command-buffer space, [`crate::dma`], waits with it held); different contexts may
+//! be used from different threads at once.
 #![allow(clippy::missing_safety_doc)] // each function documents its contract as "Safety" below
 
 use crate::capi::{parse_commands, RvgpuAdapter, RvgpuStatus};
@@ -112,8 +113,10 @@ pub unsafe extern "C" fn rvgpu_context_create(
 
 /// Submits `dword_count` command dwords (rvgpu packets, 64-bit words low dword first, at
 /// most [`MAX_CONTEXT_DWORDS`]; no INDIRECT) as one DMA buffer of the context. They are
-/// validated before anything is written. `RVGPU_STATUS_DEVICE_LOST`: the OS put the context's
-/// device in error (a timeout and reset); destroy the context.
+/// validated before anything is written. Blocks while the words would go over earlier
+/// submissions the GPU has not consumed yet (a failed wait is the OS's status, nothing is
+/// submitted). `RVGPU_STATUS_DEVICE_LOST`: the OS put the context's device in error (a
+/// timeout and reset); destroy the context.
 ///
 /// # Safety
 /// `commands` must be null or valid for reading `dword_count` dwords.

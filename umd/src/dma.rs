@@ -7,20 +7,30 @@
 //! packet list into the command buffer and submits that range by its GPU VA;
 //! [`DmaContext::close`] destroys the context, then the buffer.
 //!
-//! The context has no progress fence the UMD can read, so the command buffer is used as a
-//! ring of [`COMMAND_BUFFER_SIZE`] bytes: a submission goes after the previous one, and back
-//! to the start when it does not fit. A submission's words stay untouched until about that
-//! many bytes were submitted after it; an application keeps less than that in flight on one
-//! context (the simulated OS copies the words at submission, so there this never matters).
+//! A submission's words stay in the buffer until the GPU ran them (on Windows the GPU reads a
+//! DMA buffer when it executes it, not when it is submitted), so the command buffer is a ring
+//! with completion tracking: each submission ends with a GPU signal of a native fence the
+//! context owns to the submission's number ([`Tracking::Fence`]); the context records each
+//! submission's range and number, and before writing over a range waits (on the CPU,
+//! `D3DKMTWaitForSynchronizationObjectFromCpu`) until the fence reached the number of the last
+//! earlier submission overlapping it, never a later one. On an adapter whose OS or driver
+//! offers no native fence ([`Tracking::Rotate`]) a range is never written twice: when the ring
+//! is full the context makes a new command buffer and destroys the old one, which VidMm frees
+//! only once the device's queued work is done.
 
+use alloc::collections::VecDeque;
 use rvgpu_hw::cmd::Command;
 
+use crate::fence::NativeFence;
 use crate::kmt::{Allocation, AllocationCpu, AllocationKind, Kmt, KmtHandle};
 use crate::ring::for_each_word;
 use crate::submit::SubmitError;
 
-/// Bytes of a context's command buffer, and so of one submission at most.
+/// Bytes of packets one submission carries at most.
 pub const COMMAND_BUFFER_SIZE: u64 = 64 * 1024;
+
+/// Bytes of a context's command buffer: one largest submission and its fence signal fit.
+pub const COMMAND_BUFFER_ALLOCATION: u64 = COMMAND_BUFFER_SIZE + 4096;
 
 /// A packet a DMA buffer cannot carry: one that does not encode whole (a NOP of length 0, a
 /// WRITE_DATA, whose data words a [`Command`] does not hold) or an INDIRECT (the KMD runs
@@ -32,15 +42,46 @@ fn refused(c: &Command) -> bool {
     )
 }
 
+/// Bytes `cmds` encode to (saturating; the caller bounds it).
+fn encoded_bytes(cmds: &[Command]) -> u64 {
+    cmds.iter()
+        .map(|c| u64::try_from(c.len()).unwrap_or(u64::MAX))
+        .fold(0u64, u64::saturating_add)
+        .saturating_mul(8)
+}
+
+/// One submission whose words may still be unread: `[start, end)` of the command buffer,
+/// consumed once the fence reached `value`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    start: u64,
+    end: u64,
+    value: u64,
+}
+
+/// How the context learns that the GPU consumed a submission's words.
+#[derive(Debug)]
+pub enum Tracking {
+    /// A native fence of the context's device: submission `n` signals it to `n`.
+    Fence(NativeFence),
+    /// No fence: the ring is replaced instead of reused.
+    Rotate,
+}
+
 /// One kernel-mode DMA context and its command buffer.
 pub struct DmaContext<K: Kmt> {
     kmt: K,
     context: KmtHandle,
     node: u32,
     cb: Allocation<K::Mem>,
+    tracking: Tracking,
+    /// Submissions whose fence value was not yet seen reached, oldest first.
+    in_flight: VecDeque<Span>,
+    /// The highest fence value seen reached.
+    done: u64,
     /// Where the next submission's words go.
     head: u64,
-    /// Submissions made.
+    /// Submissions made (the last fence value signalled).
     submitted: u64,
     closed: bool,
 }
@@ -50,32 +91,44 @@ impl<K: Kmt> core::fmt::Debug for DmaContext<K> {
         f.debug_struct("DmaContext")
             .field("context", &self.context)
             .field("node", &self.node)
+            .field("tracking", &self.tracking)
             .field("head", &self.head)
             .field("submitted", &self.submitted)
+            .field("done", &self.done)
             .field("closed", &self.closed)
             .finish_non_exhaustive()
     }
 }
 
 impl<K: Kmt> DmaContext<K> {
-    /// A context on `node` and its command buffer; nothing is left behind on failure.
+    /// A context on `node`, its command buffer and its fence ([`Tracking::Rotate`] when the
+    /// OS creates no native fence); nothing is left behind on failure.
     pub fn new(kmt: K, node: u32) -> Result<Self, SubmitError> {
         let context = kmt.create_context(node)?;
-        match kmt.create_allocation_as(COMMAND_BUFFER_SIZE, AllocationKind::Commands) {
-            Ok(cb) => Ok(Self {
-                kmt,
-                context,
-                node,
-                cb,
-                head: 0,
-                submitted: 0,
-                closed: false,
-            }),
+        let cb = match kmt.create_allocation_as(COMMAND_BUFFER_ALLOCATION, AllocationKind::Commands)
+        {
+            Ok(cb) => cb,
             Err(e) => {
                 let _ = kmt.destroy_context(context);
-                Err(e.into())
+                return Err(e.into());
             }
-        }
+        };
+        let tracking = match kmt.create_native_fence(0) {
+            Ok(f) => Tracking::Fence(f),
+            Err(_) => Tracking::Rotate,
+        };
+        Ok(Self {
+            kmt,
+            context,
+            node,
+            cb,
+            tracking,
+            in_flight: VecDeque::new(),
+            done: 0,
+            head: 0,
+            submitted: 0,
+            closed: false,
+        })
     }
 
     /// The context's D3DKMT handle.
@@ -93,10 +146,17 @@ impl<K: Kmt> DmaContext<K> {
         self.submitted
     }
 
+    /// How it tracks completion.
+    pub fn tracking(&self) -> &Tracking {
+        &self.tracking
+    }
+
     /// Submits `cmds` as one DMA buffer. Refused before anything is written: an empty list
     /// or a packet [`refused`] (`BadCommand`), more than [`COMMAND_BUFFER_SIZE`] bytes
-    /// (`TooLarge`), a closed context (`Lost`). A failed thunk is `Kmt(status)`
-    /// (`STATUS_DEVICE_REMOVED` once the context's device is in error).
+    /// (`TooLarge`), a closed context (`Lost`). When the words would go over an earlier
+    /// submission's the GPU may not have read yet, first waits for it; a failed wait or
+    /// thunk is `Kmt(status)` (`STATUS_DEVICE_REMOVED` once the context's device is in
+    /// error) and changes nothing, so the call may be repeated.
     pub fn submit(&mut self, cmds: &[Command]) -> Result<(), SubmitError> {
         if self.closed {
             return Err(SubmitError::Lost);
@@ -104,21 +164,23 @@ impl<K: Kmt> DmaContext<K> {
         if cmds.is_empty() || cmds.iter().any(refused) {
             return Err(SubmitError::BadCommand);
         }
-        let bytes = cmds
-            .iter()
-            .map(|c| u64::try_from(c.len()).unwrap_or(u64::MAX))
-            .fold(0u64, u64::saturating_add)
-            .saturating_mul(8);
-        if bytes > self.cb.size.min(COMMAND_BUFFER_SIZE) {
+        let bytes = encoded_bytes(cmds);
+        if bytes > COMMAND_BUFFER_SIZE {
             return Err(SubmitError::TooLarge);
         }
-        let len = u32::try_from(bytes).map_err(|_| SubmitError::TooLarge)?;
-        if self.head.saturating_add(bytes) > self.cb.size {
-            self.head = 0;
+        let value = self.submitted.checked_add(1).ok_or(SubmitError::Lost)?;
+        let signal = match &self.tracking {
+            Tracking::Fence(f) => Some(f.signal(value)),
+            Tracking::Rotate => None,
+        };
+        let total = bytes.saturating_add(signal.as_ref().map_or(0, |s| encoded_bytes(&[*s])));
+        if total > self.cb.size {
+            return Err(SubmitError::TooLarge);
         }
-        let start = self.head;
+        let len = u32::try_from(total).map_err(|_| SubmitError::TooLarge)?;
+        let start = self.place(total)?;
         let mut off = start;
-        for c in cmds {
+        for c in cmds.iter().chain(signal.as_ref()) {
             let whole = for_each_word(c, |w| {
                 self.cb.mem.store(off, w);
                 off = off.saturating_add(8);
@@ -134,20 +196,83 @@ impl<K: Kmt> DmaContext<K> {
             .ok_or(SubmitError::TooLarge)?;
         self.kmt.submit_command(self.context, at, len)?;
         self.head = off;
-        self.submitted = self.submitted.saturating_add(1);
+        self.submitted = value;
+        if signal.is_some() {
+            self.in_flight.push_back(Span {
+                start,
+                end: off,
+                value,
+            });
+        }
         Ok(())
     }
 
-    /// Destroys the context, then its command buffer (VidMm keeps the memory until the
-    /// context's queued work is done). The first failure is returned, the rest still done;
-    /// a second close does nothing.
+    /// Where `total` bytes go, once no unread earlier submission is there: after the last
+    /// submission, or at the start when they do not fit.
+    fn place(&mut self, total: u64) -> Result<u64, SubmitError> {
+        let wraps = self.head.saturating_add(total) > self.cb.size;
+        let fence = match &self.tracking {
+            Tracking::Fence(f) => f.kmt,
+            Tracking::Rotate => {
+                if wraps {
+                    self.replace_buffer()?;
+                }
+                return Ok(self.head);
+            }
+        };
+        let start = if wraps { 0 } else { self.head };
+        let end = start.saturating_add(total);
+        // Submissions complete in order, so the last overlapping one covers the rest.
+        let need = self
+            .in_flight
+            .iter()
+            .filter(|s| s.start < end && start < s.end)
+            .map(|s| s.value)
+            .max();
+        if let Some(v) = need {
+            if v > self.done {
+                self.kmt.wait_for_fence(fence, v)?;
+                self.done = v;
+            }
+        }
+        let done = self.done;
+        self.in_flight.retain(|s| s.value > done);
+        Ok(start)
+    }
+
+    /// [`Tracking::Rotate`]: a new command buffer in place of the full one. The old one is
+    /// destroyed without `AssumeNotInUse`, so VidMm frees it once the work reading it is done;
+    /// when no new one can be made the old one stays and the status is returned.
+    fn replace_buffer(&mut self) -> Result<(), SubmitError> {
+        let fresh = self
+            .kmt
+            .create_allocation_as(COMMAND_BUFFER_ALLOCATION, AllocationKind::Commands)?;
+        let old = core::mem::replace(&mut self.cb, fresh);
+        self.head = 0;
+        // A failure leaves the old buffer to the device's destruction; this one is usable.
+        let _ = self.kmt.destroy_allocation(old.handle);
+        Ok(())
+    }
+
+    /// Destroys the context, then its fence and its command buffer. The context goes first:
+    /// destroying it blocks until its queued work is finished (the runtime's
+    /// `pfnDestroyContextCb`, <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dumddi/nc-d3dumddi-pfnd3dddi_destroycontextcb>),
+    /// so no fence signal of it is left to run, and VidMm keeps the buffer's memory until the
+    /// queued work is done. The first failure is returned, the rest still done; a second close
+    /// does nothing.
     pub fn close(&mut self) -> Result<(), SubmitError> {
         if core::mem::replace(&mut self.closed, true) {
             return Ok(());
         }
         let c = self.kmt.destroy_context(self.context);
+        let f = match &self.tracking {
+            Tracking::Fence(f) => self.kmt.destroy_native_fence(f.kmt),
+            Tracking::Rotate => Ok(()),
+        };
         let a = self.kmt.destroy_allocation(self.cb.handle);
+        self.in_flight.clear();
         c?;
+        f?;
         a?;
         Ok(())
     }
@@ -180,6 +305,10 @@ pub(crate) mod tests {
         AllocGone(KmtHandle),
         /// (context, GPU VA, bytes, the words there at the call)
         Submit(KmtHandle, u64, u32, Vec<u64>),
+        Fence,
+        FenceGone(KmtHandle),
+        /// (fence, value) of a CPU wait
+        Wait(KmtHandle, u64),
     }
 
     #[derive(Debug, Default)]
@@ -190,15 +319,35 @@ pub(crate) mod tests {
         pub(crate) fail_context: Option<NtStatus>,
         pub(crate) fail_alloc: Option<NtStatus>,
         pub(crate) fail_submit: Option<NtStatus>,
+        pub(crate) fail_wait: Option<NtStatus>,
+        /// The OS creates no native fence.
+        pub(crate) no_native_fence: bool,
+        /// Allocations made (the next one's handle is `CB` plus this).
+        allocs: u32,
     }
 
-    /// The mock: contexts are handle 0x40, the command buffer 0x80 at GPU VA 0x10_0000.
+    /// The mock: contexts are handle 0x40, the first command buffer 0x80 (the next 0x81, ...)
+    /// at GPU VA 0x10_0000, the native fence 0xC0.
     #[derive(Clone, Debug, Default)]
     pub(crate) struct Mock(pub(crate) Rc<RefCell<World>>);
 
     pub(crate) const CTX: KmtHandle = 0x40;
     pub(crate) const CB: KmtHandle = 0x80;
     pub(crate) const CB_VA: u64 = 0x10_0000;
+    pub(crate) const FENCE: KmtHandle = 0xC0;
+
+    /// The mock's native fence.
+    pub(crate) fn fence() -> NativeFence {
+        NativeFence {
+            kmt: FENCE,
+            gpu: crate::fence::GpuFence {
+                current: rvgpu_hw::addr::GpuVa::new(0x20_0000),
+                monitored: rvgpu_hw::addr::GpuVa::new(0x20_0008),
+                tag: 7,
+            },
+            current_value_cpu: 0,
+        }
+    }
 
     #[derive(Clone, Debug)]
     pub(crate) struct Mem(Rc<[AtomicU64]>);
@@ -274,8 +423,10 @@ pub(crate) mod tests {
             w.log.push(Ev::Alloc(size));
             let words: Rc<[AtomicU64]> = (0..size / 8).map(|_| AtomicU64::new(0)).collect();
             w.mem = Some(words.clone());
+            let n = w.allocs;
+            w.allocs += 1;
             Ok(Allocation {
-                handle: CB,
+                handle: CB + n,
                 gpu_va: CB_VA,
                 size,
                 mem: Mem(words),
@@ -312,8 +463,23 @@ pub(crate) mod tests {
         ) -> Result<(), NtStatus> {
             Err(NO)
         }
-        fn wait_for_fence(&self, _fence: KmtHandle, _value: u64) -> Result<(), NtStatus> {
-            Err(NO)
+        fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+            let mut w = self.0.borrow_mut();
+            w.log.push(Ev::Wait(fence, value));
+            w.fail_wait.take().map_or(Ok(()), Err)
+        }
+        fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+            assert_eq!(initial_value, 0);
+            let mut w = self.0.borrow_mut();
+            if w.no_native_fence {
+                return Err(NO);
+            }
+            w.log.push(Ev::Fence);
+            Ok(fence())
+        }
+        fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+            self.0.borrow_mut().log.push(Ev::FenceGone(fence));
+            Ok(())
         }
         fn submit_command(
             &self,
@@ -361,20 +527,57 @@ pub(crate) mod tests {
         out
     }
 
+    /// The words of the fence signal the mock's context ends submission `value` with.
+    fn signal(value: u64) -> Vec<u64> {
+        words(&[fence().signal(value)])
+    }
+
+    /// Every `Submit` (without its words) and `Wait` of the log, in order.
+    fn submits_and_waits(m: &Mock) -> Vec<Ev> {
+        m.0.borrow()
+            .log
+            .iter()
+            .filter(|e| matches!(e, Ev::Submit(..) | Ev::Wait(..)))
+            .map(|e| match e {
+                Ev::Submit(c, va, n, _) => Ev::Submit(*c, *va, *n, Vec::new()),
+                other => other.clone(),
+            })
+            .collect()
+    }
+
+    fn sub(va: u64, bytes: u64) -> Ev {
+        Ev::Submit(CTX, va, bytes as u32, Vec::new())
+    }
+
+    /// A NOP list of `bytes` bytes.
+    fn nop(bytes: u64) -> Command {
+        Command::Nop {
+            len: u16::try_from(bytes / 8).unwrap_or(u16::MAX),
+        }
+    }
+
     /// UM-01, classic kernel-mode submission: a context copies each packet list into its command
-    /// buffer and submits that range by GPU VA; the next list goes after it; close destroys
-    /// the context, then the buffer, once.
+    /// buffer, ends it with a GPU signal of its fence to the submission's number and submits
+    /// that range by GPU VA; the next list goes after it; close destroys the context, its
+    /// fence, then the buffer, once.
     #[test]
     fn um_01_a_dma_context_submits_its_packets_by_gpu_va() {
         let m = Mock::default();
         let mut c = DmaContext::new(m.clone(), 1).expect("context");
         assert_eq!(c.node(), 1);
+        assert!(matches!(c.tracking(), Tracking::Fence(_)));
         let a = [fill(1), Command::Hang];
         c.submit(&a).expect("first");
         let b = [fill(2)];
         c.submit(&b).expect("second");
         assert_eq!(c.submitted(), 2);
-        let first = 8 * words(&a).len() as u64;
+        let with = |cmds: &[Command], v: u64| {
+            let mut w = words(cmds);
+            w.extend(signal(v));
+            w
+        };
+        let (wa, wb) = (with(&a, 1), with(&b, 2));
+        let first = 8 * wa.len() as u64;
         c.close().expect("close");
         c.close().expect("a second close does nothing");
         drop(c);
@@ -382,24 +585,25 @@ pub(crate) mod tests {
             m.0.borrow().log,
             [
                 Ev::Context(1),
-                Ev::Alloc(COMMAND_BUFFER_SIZE),
-                Ev::Submit(CTX, CB_VA, first as u32, words(&a)),
-                Ev::Submit(CTX, CB_VA + first, 8 * words(&b).len() as u32, words(&b)),
+                Ev::Alloc(COMMAND_BUFFER_ALLOCATION),
+                Ev::Fence,
+                Ev::Submit(CTX, CB_VA, first as u32, wa),
+                Ev::Submit(CTX, CB_VA + first, 8 * wb.len() as u32, wb),
                 Ev::ContextGone(CTX),
+                Ev::FenceGone(FENCE),
                 Ev::AllocGone(CB),
             ]
         );
     }
 
     /// Attacker's input to `submit`: nothing, a NOP of length 0, an INDIRECT, more than the
-    /// command buffer; each refused before any thunk, and the context still works after.
+    /// command buffer; each refused before any thunk, and the context still works after
+    /// (with a list of exactly the largest size).
     #[test]
     fn um_01_a_dma_context_refuses_what_a_dma_buffer_cannot_carry() {
         let m = Mock::default();
         let mut c = DmaContext::new(m.clone(), 0).expect("context");
-        let big = Command::Nop {
-            len: u16::try_from(COMMAND_BUFFER_SIZE / 8).unwrap_or(u16::MAX),
-        };
+        let big = nop(COMMAND_BUFFER_SIZE);
         for (what, cmds, want) in [
             ("empty", alloc::vec![], SubmitError::BadCommand),
             (
@@ -424,36 +628,94 @@ pub(crate) mod tests {
             assert_eq!(c.submit(&cmds), Err(want), "{what}");
         }
         assert!(!m.0.borrow().log.iter().any(|e| matches!(e, Ev::Submit(..))));
-        c.submit(&[fill(3)]).expect("still works");
+        c.submit(&[big]).expect("the largest list, with its signal");
         c.close().expect("close");
         assert_eq!(c.submit(&[fill(4)]), Err(SubmitError::Lost));
     }
 
-    /// A list that does not fit after the last one goes back to the start of the buffer.
+    /// A list that does not fit after the last one goes back to the start of the buffer, but
+    /// only once the fence reached the number of the earlier submission it overlaps, not of a
+    /// later one; the next waits for the one after. Lists that overlap nothing unread wait
+    /// for nothing. Without a native fence the context never writes over a submission: when
+    /// the buffer is full it makes a new one and destroys the old (VidMm frees it after the
+    /// queued work); no new buffer is the OS's status, and the next call tries again.
     #[test]
-    fn um_01_a_dma_context_reuses_its_command_buffer_in_turn() {
+    fn um_01_a_dma_context_reuses_only_what_the_gpu_consumed() {
         let m = Mock::default();
         let mut c = DmaContext::new(m.clone(), 0).expect("context");
-        let half = Command::Nop {
-            len: u16::try_from(COMMAND_BUFFER_SIZE / 16).unwrap_or(u16::MAX),
-        };
-        for _ in 0..3 {
+        let half = nop(COMMAND_BUFFER_SIZE / 2);
+        let s = COMMAND_BUFFER_SIZE / 2 + 8 * signal(1).len() as u64;
+        for _ in 0..4 {
             c.submit(&[half]).expect("submit");
         }
-        let vas: Vec<u64> =
-            m.0.borrow()
-                .log
-                .iter()
-                .filter_map(|e| match e {
-                    Ev::Submit(_, va, ..) => Some(*va),
-                    _ => None,
-                })
-                .collect();
-        assert_eq!(vas, [CB_VA, CB_VA + COMMAND_BUFFER_SIZE / 2, CB_VA]);
+        assert_eq!(
+            submits_and_waits(&m),
+            [
+                sub(CB_VA, s),
+                sub(CB_VA + s, s),
+                Ev::Wait(FENCE, 1),
+                sub(CB_VA, s),
+                Ev::Wait(FENCE, 2),
+                sub(CB_VA + s, s),
+            ]
+        );
+        let small = Mock::default();
+        let mut c = DmaContext::new(small.clone(), 0).expect("context");
+        for v in 0..100 {
+            c.submit(&[fill(v)]).expect("submit");
+        }
+        assert!(!small
+            .0
+            .borrow()
+            .log
+            .iter()
+            .any(|e| matches!(e, Ev::Wait(..))));
+        {
+            let m = Mock::default();
+            m.0.borrow_mut().no_native_fence = true;
+            let mut c = DmaContext::new(m.clone(), 0).expect("context");
+            assert!(matches!(c.tracking(), Tracking::Rotate));
+            let half = nop(COMMAND_BUFFER_SIZE / 2);
+            c.submit(&[half]).expect("first");
+            c.submit(&[half]).expect("second");
+            m.0.borrow_mut().fail_alloc = Some(crate::kmt::STATUS_NO_MEMORY);
+            assert_eq!(
+                c.submit(&[half]),
+                Err(SubmitError::Kmt(crate::kmt::STATUS_NO_MEMORY))
+            );
+            c.submit(&[half]).expect("third");
+            c.close().expect("close");
+            let h = COMMAND_BUFFER_SIZE / 2;
+            let log: Vec<Ev> =
+                m.0.borrow()
+                    .log
+                    .iter()
+                    .map(|e| match e {
+                        Ev::Submit(c, va, n, _) => Ev::Submit(*c, *va, *n, Vec::new()),
+                        other => other.clone(),
+                    })
+                    .collect();
+            assert_eq!(
+                log,
+                [
+                    Ev::Context(0),
+                    Ev::Alloc(COMMAND_BUFFER_ALLOCATION),
+                    sub(CB_VA, h),
+                    sub(CB_VA + h, h),
+                    Ev::Alloc(COMMAND_BUFFER_ALLOCATION),
+                    Ev::AllocGone(CB),
+                    sub(CB_VA, h),
+                    Ev::ContextGone(CTX),
+                    Ev::AllocGone(CB + 1),
+                ]
+            );
+        }
     }
 
     /// A failed thunk leaves nothing behind: no context without its buffer; a refused
-    /// submission is the OS's status and does not advance the buffer.
+    /// submission is the OS's status and does not advance the buffer; a failed wait for
+    /// command-buffer space (a timeout, or the device removed) is the OS's status, nothing is
+    /// written or submitted, and the context stays usable: the next call waits again.
     #[test]
     fn um_01_a_failed_thunk_leaves_nothing_behind() {
         let m = Mock::default();
@@ -470,8 +732,31 @@ pub(crate) mod tests {
         c.submit(&[fill(2)]).expect("submit");
         let last = m.0.borrow().log.last().cloned();
         assert!(
-            matches!(last, Some(Ev::Submit(_, CB_VA, 32, _))),
+            matches!(last, Some(Ev::Submit(_, CB_VA, 72, _))),
             "{last:?}"
         );
+        {
+            let m = Mock::default();
+            let mut c = DmaContext::new(m.clone(), 0).expect("context");
+            let half = nop(COMMAND_BUFFER_SIZE / 2);
+            c.submit(&[half]).expect("first");
+            c.submit(&[half]).expect("second");
+            m.0.borrow_mut().fail_wait = Some(removed);
+            let before = submits_and_waits(&m).len();
+            assert_eq!(c.submit(&[half]), Err(SubmitError::Kmt(removed)));
+            assert_eq!(
+                crate::capi::status_from_submit(SubmitError::Kmt(removed)),
+                crate::capi::RvgpuStatus::DeviceLost
+            );
+            let log = submits_and_waits(&m);
+            assert_eq!(log[before..], [Ev::Wait(FENCE, 1)], "no submission");
+            assert_eq!(c.submitted(), 2);
+            c.submit(&[half]).expect("after the failed wait");
+            let s = COMMAND_BUFFER_SIZE / 2 + 8 * signal(1).len() as u64;
+            assert_eq!(
+                submits_and_waits(&m)[before + 1..],
+                [Ev::Wait(FENCE, 1), sub(CB_VA, s)]
+            );
+        }
     }
 }
