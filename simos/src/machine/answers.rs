@@ -145,6 +145,39 @@ pub enum HwsTdr {
     DbgInfoFirst,
 }
 
+/// What a hardware queue's progress fence is (`D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressFence {
+    /// 24H2 and 25H2: `K:DXGHWQUEUE::Initialize` (@0x1402BBA30) creates a monitored fence
+    /// (`D3DDDI_MONITORED_FENCE`) for every kernel-submission queue and never sets the flag;
+    /// `K:DxgkCreateHwQueueInternal` (@0x1402BAF98) returns its handle, CPU VA and GPU VA.
+    /// A user-mode-submission queue gets no progress fence there at all
+    /// (`K:DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C zeroes the three DDI
+    /// fields, and the API writes none back); the simulation still gives it a monitored one.
+    Monitored,
+    /// 26H1: `K:DXGCONTEXT::CreateHwQueue` (@0x14034F208) sets the flag on an adapter cap and
+    /// `K:DXGHWQUEUE::Initialize` (@0x14034F800) creates a native fence and passes its driver
+    /// handle; user-mode-submission queues keep a monitored one here (26H1 moved them to
+    /// another API).
+    NativeKernelQueues,
+    /// The pages (`DXGKARG_CREATEHWQUEUE` remarks): on a GPU with native fences the
+    /// kernel-submission queue's progress fence is native and the flag is set in the DDI and in
+    /// `D3DKMT_CREATEHWQUEUE::Flags`; a user-mode-submission queue's is native "by definition".
+    NativeEveryQueue,
+}
+
+impl ProgressFence {
+    /// Whether a queue (`user_mode`: created with `UserModeSubmission`) on an adapter with
+    /// native fences gets a native progress fence.
+    pub fn native(self, user_mode: bool) -> bool {
+        match self {
+            Self::Monitored => false,
+            Self::NativeKernelQueues => !user_mode,
+            Self::NativeEveryQueue => true,
+        }
+    }
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -168,6 +201,8 @@ pub struct Reading {
     pub submit_failure: SubmitFailure,
     /// A hardware-scheduled node's TDR.
     pub hws_tdr: HwsTdr,
+    /// A hardware queue's progress fence.
+    pub progress_fence: ProgressFence,
 }
 
 impl Reading {
@@ -183,13 +218,16 @@ impl Reading {
         os_disconnects: OsDisconnects::OnDestroyOnly,
         submit_failure: SubmitFailure::DeviceError,
         hws_tdr: HwsTdr::DbgInfoBeforeReset,
+        progress_fence: ProgressFence::Monitored,
     };
 
-    /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed.
+    /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
+    /// kernel-submission queue's progress fence is native.
     pub const W26H1: Self = Self {
         name: "26h1",
         system_vas: SystemVas::Mapped,
         value_updates: ValueUpdates::OneAtATimeWithCpuVa,
+        progress_fence: ProgressFence::NativeKernelQueues,
         ..Self::W24H2
     };
 
@@ -205,6 +243,7 @@ impl Reading {
         os_disconnects: OsDisconnects::OnPowerAndReset,
         submit_failure: SubmitFailure::ReturnedToCaller,
         hws_tdr: HwsTdr::DbgInfoFirst,
+        progress_fence: ProgressFence::NativeEveryQueue,
     };
 
     /// Every named reading.

@@ -272,6 +272,10 @@ struct QueueObj {
     user_mode: bool,
     fence: KmtHandle,
     progress: MonitoredFence,
+    /// The native fence the OS made the progress fence
+    /// ([`crate::machine::answers::ProgressFence`]): over `progress`'s value, whose monitored
+    /// view keeps the OS's own waits.
+    native_progress: Option<crate::sync::fence::NativeFence>,
     /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode
     /// queues: the last value the OS submitted.
     last_queued: Arc<AtomicU64>,
