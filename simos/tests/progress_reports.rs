@@ -173,7 +173,7 @@ fn run_reading(reading: Reading, batches: u64) -> (usize, usize, u64, bool) {
 }
 
 #[test]
-fn log_08_progress_of_a_native_progress_fence_adds_a_native_report_per_batch_under_the_pages() {
+fn log_08_a_native_progress_fence_adds_a_native_report_per_batch_with_the_pages_answers() {
     let (native, monitored, isrs, is_native) = run_reading(Reading::PAGES, 100);
     assert!(is_native, "the pages: a user-mode queue's progress fence is native");
     eprintln!("pages: 100 batches -> {native} native, {monitored} monitored, {isrs} ISRs");
@@ -195,8 +195,12 @@ fn log_08_a_user_mode_queue_keeps_a_monitored_progress_fence_under_24h2_and_26h1
 /// A kernel-submission queue created, given `batches` waited-for batches, and closed under
 /// `reading`: whether its progress fence was native, and the native fences live while it
 /// existed and after.
-fn kernel_queue(reading: Reading) -> (bool, usize, usize) {
-    let m = machine_reading(Mode::Step, true, reading);
+fn kernel_queue(reading: Reading, native_fences: bool) -> (bool, usize, usize) {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = reading;
+    cfg.os.native_fence_feature = native_fences;
+    let m = started(cfg);
+    assert_eq!(m.native_fence_caps(0).is_some(), native_fences);
     let p = m.create_process(0).expect("process");
     let live = || m.fence_live_counts(0).0 .0;
     let base = live();
@@ -231,7 +235,9 @@ fn kernel_queue(reading: Reading) -> (bool, usize, usize) {
 
 #[test]
 fn a_kernel_submission_queue_has_a_native_progress_fence_under_26h1_and_the_pages_only() {
-    assert_eq!(kernel_queue(Reading::W24H2), (false, 0, 0), "24H2");
-    assert_eq!(kernel_queue(Reading::W26H1), (true, 1, 0), "26H1");
-    assert_eq!(kernel_queue(Reading::PAGES), (true, 1, 0), "pages");
+    assert_eq!(kernel_queue(Reading::W24H2, true), (false, 0, 0), "24H2");
+    assert_eq!(kernel_queue(Reading::W26H1, true), (true, 1, 0), "26H1");
+    assert_eq!(kernel_queue(Reading::PAGES, true), (true, 1, 0), "pages");
+    // Only a GPU with native fences gets one.
+    assert_eq!(kernel_queue(Reading::PAGES, false), (false, 0, 0), "no native fences");
 }

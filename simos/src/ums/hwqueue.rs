@@ -62,9 +62,12 @@ pub(super) fn destroy_hw_queue(
             ));
         }
     }
-    // A native progress fence goes with its queue, before the value's monitored view.
-    let n = native.map_or(Ok(()), |n| m.destroy_native_fence(&n));
-    let r = m.destroy_monitored_fence(&fence).and(n);
+    // A native progress fence goes with its queue, once the thunk's locks are released (its
+    // pages leave the process by paging, which must not run under them).
+    if let Some(n) = native {
+        lock(&a.ums).retired_progress.push(n);
+    }
+    let r = m.destroy_monitored_fence(&fence);
     // MF-03: another queue's GPU wait on this progress fence no longer holds it.
     kick_all(a);
     r
@@ -348,6 +351,16 @@ pub(crate) fn create_hw_queue(
     })
 }
 
+/// Destroys the native progress fences of the queues destroyed so far
+/// ([`destroy_hw_queue`]); called without the thunk's locks.
+pub(super) fn reap_progress_fences(m: &Machine, a: &AdapterShared) -> Result<(), SimError> {
+    let retired = std::mem::take(&mut lock(&a.ums).retired_progress);
+    retired
+        .iter()
+        .map(|n| m.destroy_native_fence(n))
+        .fold(Ok(()), Result::and)
+}
+
 pub(crate) fn destroy_hw_queue_thunk(
     m: &Machine,
     a: &AdapterShared,
@@ -360,7 +373,9 @@ pub(crate) fn destroy_hw_queue_thunk(
         lock(&a.ums).queue_of(device, h)?;
         destroy_hw_queue(m, a, h)?;
     }
-    // Its log buffers leave the paging process now that the thunk's locks are released.
+    // Its log buffers leave the paging process now that the thunk's locks are released, and
+    // its native progress fence goes.
+    reap_progress_fences(m, a)?;
     m.reap_system_pages(a)
 }
 

@@ -452,6 +452,9 @@ pub struct UmsOs {
     destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
     /// The driver's handles of destroyed queues (a late page-fault report may name one).
     destroyed_queues: std::collections::HashSet<usize>,
+    /// Native progress fences of destroyed queues, destroyed once the thunk's locks are
+    /// released (their pages leave the process by paging, [`hwqueue::reap_progress_fences`]).
+    retired_progress: Vec<crate::sync::fence::NativeFence>,
     /// PASSIVE work the DPC queued (engine F1 requests).
     work: VecDeque<u32>,
     /// Page faults reported at DPC time, for PASSIVE: (driver queue handle, VA).
@@ -484,6 +487,7 @@ impl Default for UmsOs {
             events: Vec::new(),
             destroyed_doorbells: std::collections::HashMap::new(),
             destroyed_queues: std::collections::HashSet::new(),
+            retired_progress: Vec::new(),
             work: VecDeque::new(),
             faulted: VecDeque::new(),
         }
