@@ -6,14 +6,14 @@
 //! report per batch is a per-completion cost on every queue.
 //!
 //! Which kind the OS makes a queue's progress fence follows the machine's reading
-//! (`ProgressFence`): 24H2 never sets `NativeProgressFence`; 26H1 sets it for
-//! kernel-submission queues and the pages for every queue on a GPU with native fences.
+//! (`ProgressFence`): 24H2 never sets `NativeProgressFence`; 26H1 and the pages set it for
+//! kernel-submission queues on a GPU with native fences; tests give user-mode queues one too.
 
 mod common;
 
 use common::*;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::machine::answers::Reading;
+use rvgpu_simos::machine::answers::{ProgressFence, Reading};
 use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, Notification, UmsEvent};
 use rvgpu_umd::submit::UserQueue;
 
@@ -139,7 +139,10 @@ fn progress_without_native_progress_fence_reports_no_native_fence_without_cap() 
 /// whether the queue's progress fence was native.
 fn run_reading(reading: Reading, batches: u64) -> (usize, usize, u64, bool) {
     let m = machine_reading(Mode::Step, true, reading);
-    assert!(m.native_fence_caps(0).is_some(), "the GPU has native fences");
+    assert!(
+        m.native_fence_caps(0).is_some(),
+        "the GPU has native fences"
+    );
     let p = m.create_process(0).expect("process");
     let mut q = UserQueue::new(m.kmt(&p), &config(0)).expect("queue");
     let queue = m
@@ -173,21 +176,32 @@ fn run_reading(reading: Reading, batches: u64) -> (usize, usize, u64, bool) {
 }
 
 #[test]
-fn log_08_a_native_progress_fence_adds_a_native_report_per_batch_with_the_pages_answers() {
-    let (native, monitored, isrs, is_native) = run_reading(Reading::PAGES, 100);
-    assert!(is_native, "the pages: a user-mode queue's progress fence is native");
-    eprintln!("pages: 100 batches -> {native} native, {monitored} monitored, {isrs} ISRs");
+fn log_08_a_native_progress_fence_adds_a_native_report_per_batch() {
+    let reading = Reading {
+        progress_fence: ProgressFence::NativeEveryQueue,
+        ..Reading::PAGES
+    };
+    let (native, monitored, isrs, is_native) = run_reading(reading, 100);
+    assert!(is_native, "every queue's progress fence is native");
+    eprintln!("native: 100 batches -> {native} native, {monitored} monitored, {isrs} ISRs");
     assert_eq!(native, 100, "one NULL native report per batch completion");
     assert_eq!(monitored, 100, "and the monitored-fence report");
     assert_eq!(isrs, 100, "one interrupt per batch (PROGRESS_IRQ)");
 }
 
 #[test]
-fn log_08_a_user_mode_queue_keeps_a_monitored_progress_fence_under_24h2_and_26h1() {
-    for r in [Reading::W24H2, Reading::W26H1] {
+fn log_08_a_user_mode_queue_keeps_a_monitored_progress_fence_under_every_reading() {
+    for r in Reading::ALL {
         let (native, monitored, isrs, is_native) = run_reading(r, 100);
-        assert!(!is_native, "{}: no NativeProgressFence for a user-mode queue", r.name);
-        eprintln!("{}: 100 batches -> {native} native, {monitored} monitored, {isrs} ISRs", r.name);
+        assert!(
+            !is_native,
+            "{}: no NativeProgressFence for a user-mode queue",
+            r.name
+        );
+        eprintln!(
+            "{}: 100 batches -> {native} native, {monitored} monitored, {isrs} ISRs",
+            r.name
+        );
         assert_eq!((native, monitored, isrs), (0, 100, 100), "{}", r.name);
     }
 }
@@ -224,7 +238,11 @@ fn kernel_queue(reading: Reading, native_fences: bool) -> (bool, usize, usize) {
         m.run_until_idle().expect("idle");
         q.wait(v).expect("wait");
         if let Some(n) = &native {
-            assert_eq!(n.current_value(), v, "the native fence carries the progress");
+            assert_eq!(
+                n.current_value(),
+                v,
+                "the native fence carries the progress"
+            );
         }
     }
     q.close().expect("close");
@@ -239,5 +257,9 @@ fn a_kernel_submission_queue_has_a_native_progress_fence_under_26h1_and_the_page
     assert_eq!(kernel_queue(Reading::W26H1, true), (true, 1, 0), "26H1");
     assert_eq!(kernel_queue(Reading::PAGES, true), (true, 1, 0), "pages");
     // Only a GPU with native fences gets one.
-    assert_eq!(kernel_queue(Reading::PAGES, false), (false, 0, 0), "no native fences");
+    assert_eq!(
+        kernel_queue(Reading::PAGES, false),
+        (false, 0, 0),
+        "no native fences"
+    );
 }

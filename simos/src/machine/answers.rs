@@ -155,14 +155,16 @@ pub enum ProgressFence {
     /// (`K:DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C zeroes the three DDI
     /// fields, and the API writes none back); the simulation still gives it a monitored one.
     Monitored,
-    /// 26H1: `K:DXGCONTEXT::CreateHwQueue` (@0x14034F208) sets the flag on an adapter cap and
-    /// `K:DXGHWQUEUE::Initialize` (@0x14034F800) creates a native fence and passes its driver
-    /// handle; user-mode-submission queues keep a monitored one here (26H1 moved them to
-    /// another API).
+    /// 26H1 and the pages: on a GPU with native fences a kernel-submission queue's progress
+    /// fence is native, the flag set in the DDI and returned in `D3DKMT_CREATEHWQUEUE::Flags`
+    /// (26H1 `K:DXGCONTEXT::CreateHwQueue` @0x14034F208 sets it on an adapter cap,
+    /// `K:DXGHWQUEUE::Initialize` @0x14034F800 creates the native fence and passes its driver
+    /// handle; the `DXGKARG_CREATEHWQUEUE` remarks). User-mode-submission queues keep a
+    /// monitored one: 26H1 moved them to another API, and the pages make theirs native in
+    /// `DxgkDdiCreateHwQueueForUserModeSubmission`, a DDI no header defines.
     NativeKernelQueues,
-    /// The pages (`DXGKARG_CREATEHWQUEUE` remarks): on a GPU with native fences the
-    /// kernel-submission queue's progress fence is native and the flag is set in the DDI and in
-    /// `D3DKMT_CREATEHWQUEUE::Flags`; a user-mode-submission queue's is native "by definition".
+    /// The pages' user-mode half as well: every queue's progress fence native. Chosen by tests
+    /// only (`OsConfig::reading`); no reading plays it.
     NativeEveryQueue,
 }
 
@@ -243,7 +245,7 @@ impl Reading {
         os_disconnects: OsDisconnects::OnPowerAndReset,
         submit_failure: SubmitFailure::ReturnedToCaller,
         hws_tdr: HwsTdr::DbgInfoFirst,
-        progress_fence: ProgressFence::NativeEveryQueue,
+        progress_fence: ProgressFence::NativeKernelQueues,
     };
 
     /// Every named reading.

@@ -738,7 +738,10 @@ fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
     p.record(q.progress_fence, owner);
     guest::write_bytes(a.p_private_driver_data, &pdd).map_err(bad)?;
     put(at, offset_of!(CreateHwQueue, h_hw_queue), &q.handle)?;
-    if p.machine.hw_queue_native_progress(d.sim.adapter, q.handle).is_some() {
+    if p.machine
+        .hw_queue_native_progress(d.sim.adapter, q.handle)
+        .is_some()
+    {
         // The pages (`DXGKARG_CREATEHWQUEUE` remarks) and 26H1 (`K:DxgkCreateHwQueueInternal`
         // copies the flags back): the runtime learns the progress fence is native.
         let flags = a.flags | CREATEHWQUEUE_NATIVE_PROGRESS_FENCE;
