@@ -5,21 +5,27 @@
 //! every log on the engine and, with the optimized cap (LOG-08), resample native fences, so a
 //! report per batch is a per-completion cost on every queue.
 //!
-//! The simulated OS creates every hardware queue with a monitored progress fence (it never
-//! sets `NativeProgressFence`), so the native-progress-fence case is covered by the KMD's
-//! unit tests (`fence::report` and `log`), not here.
+//! Which kind the OS makes a queue's progress fence follows the machine's reading
+//! (`ProgressFence`): 24H2 never sets `NativeProgressFence`; 26H1 and the pages set it for
+//! kernel-submission queues on a GPU with native fences; tests give user-mode queues one too.
 
 mod common;
 
 use common::*;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, Notification};
+use rvgpu_simos::machine::answers::{ProgressFence, Reading};
+use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, Notification, UmsEvent};
 use rvgpu_umd::submit::UserQueue;
 
 const BATCHES: u64 = 1000;
 
 fn machine(mode: Mode, optimized: bool) -> Machine {
+    machine_reading(mode, optimized, Reading::W24H2)
+}
+
+fn machine_reading(mode: Mode, optimized: bool, reading: Reading) -> Machine {
     let mut cfg = MachineConfig::single(mode);
+    cfg.os.reading = reading;
     let mut a = AdapterConfig::dgpu();
     a.device.optimized_fence_irq = optimized;
     cfg.adapters = vec![a];
@@ -126,4 +132,134 @@ fn progress_without_native_progress_fence_reports_no_native_fence_threaded() {
 #[test]
 fn progress_without_native_progress_fence_reports_no_native_fence_without_cap() {
     run(Mode::Threaded, false);
+}
+
+/// `batches` batches on one user-mode queue of node 0 under `reading`, each waited for:
+/// (native-fence notifications, monitored-fence notifications, ISR calls) they caused, and
+/// whether the queue's progress fence was native.
+fn run_reading(reading: Reading, batches: u64) -> (usize, usize, u64, bool) {
+    let m = machine_reading(Mode::Step, true, reading);
+    assert!(
+        m.native_fence_caps(0).is_some(),
+        "the GPU has native fences"
+    );
+    let p = m.create_process(0).expect("process");
+    let mut q = UserQueue::new(m.kmt(&p), &config(0)).expect("queue");
+    let queue = m
+        .ums_events(0)
+        .iter()
+        .find_map(|e| match *e {
+            UmsEvent::CreateHwQueue {
+                queue,
+                user_mode: true,
+                ..
+            } => Some(queue),
+            _ => None,
+        })
+        .expect("a user-mode queue");
+    let native = m.hw_queue_native_progress(0, queue).is_some();
+    m.run_until_idle().expect("idle");
+    let before = counts(&m);
+    let isr = m.interrupt_counts(0).0;
+    for i in 0..batches {
+        let v = q.submit(&[Command::Nop { len: 1 }]).expect("submit");
+        m.run_until_idle().expect("idle");
+        if let Err(e) = q.wait(v) {
+            panic!("wait {i}: {e:?}; fault {:?}", m.fault());
+        }
+    }
+    m.run_until_idle().expect("idle");
+    let after = counts(&m);
+    let isrs = m.interrupt_counts(0).0 - isr;
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+    (after.0 - before.0, after.1 - before.1, isrs, native)
+}
+
+#[test]
+fn log_08_a_native_progress_fence_adds_a_native_report_per_batch() {
+    let reading = Reading {
+        progress_fence: ProgressFence::NativeEveryQueue,
+        ..Reading::PAGES
+    };
+    let (native, monitored, isrs, is_native) = run_reading(reading, 100);
+    assert!(is_native, "every queue's progress fence is native");
+    eprintln!("native: 100 batches -> {native} native, {monitored} monitored, {isrs} ISRs");
+    assert_eq!(native, 100, "one NULL native report per batch completion");
+    assert_eq!(monitored, 100, "and the monitored-fence report");
+    assert_eq!(isrs, 100, "one interrupt per batch (PROGRESS_IRQ)");
+}
+
+#[test]
+fn log_08_a_user_mode_queue_keeps_a_monitored_progress_fence_under_every_reading() {
+    for r in Reading::ALL {
+        let (native, monitored, isrs, is_native) = run_reading(r, 100);
+        assert!(
+            !is_native,
+            "{}: no NativeProgressFence for a user-mode queue",
+            r.name
+        );
+        eprintln!(
+            "{}: 100 batches -> {native} native, {monitored} monitored, {isrs} ISRs",
+            r.name
+        );
+        assert_eq!((native, monitored, isrs), (0, 100, 100), "{}", r.name);
+    }
+}
+
+/// A kernel-submission queue created, given `batches` waited-for batches, and closed under
+/// `reading`: whether its progress fence was native, and the native fences live while it
+/// existed and after.
+fn kernel_queue(reading: Reading, native_fences: bool) -> (bool, usize, usize) {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = reading;
+    cfg.os.native_fence_feature = native_fences;
+    let m = started(cfg);
+    assert_eq!(m.native_fence_caps(0).is_some(), native_fences);
+    let p = m.create_process(0).expect("process");
+    let live = || m.fence_live_counts(0).0 .0;
+    let base = live();
+    let mut q = rvgpu_umd::submit::KernelQueue::new(m.kmt(&p), &config(0)).expect("queue");
+    let queue = m
+        .ums_events(0)
+        .iter()
+        .find_map(|e| match *e {
+            UmsEvent::CreateHwQueue {
+                queue,
+                user_mode: false,
+                ..
+            } => Some(queue),
+            _ => None,
+        })
+        .expect("a kernel-submission queue");
+    let native = m.hw_queue_native_progress(0, queue);
+    let during = live() - base;
+    for _ in 0..3 {
+        let v = q.submit(&[Command::Nop { len: 1 }]).expect("submit");
+        m.run_until_idle().expect("idle");
+        q.wait(v).expect("wait");
+        if let Some(n) = &native {
+            assert_eq!(
+                n.current_value(),
+                v,
+                "the native fence carries the progress"
+            );
+        }
+    }
+    q.close().expect("close");
+    m.run_until_idle().expect("idle");
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+    (native.is_some(), during, live() - base)
+}
+
+#[test]
+fn a_kernel_submission_queue_has_a_native_progress_fence_under_26h1_and_the_pages_only() {
+    assert_eq!(kernel_queue(Reading::W24H2, true), (false, 0, 0), "24H2");
+    assert_eq!(kernel_queue(Reading::W26H1, true), (true, 1, 0), "26H1");
+    assert_eq!(kernel_queue(Reading::PAGES, true), (true, 1, 0), "pages");
+    // Only a GPU with native fences gets one.
+    assert_eq!(
+        kernel_queue(Reading::PAGES, false),
+        (false, 0, 0),
+        "no native fences"
+    );
 }

@@ -145,6 +145,41 @@ pub enum HwsTdr {
     DbgInfoFirst,
 }
 
+/// What a hardware queue's progress fence is (`D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressFence {
+    /// 24H2 and 25H2: `K:DXGHWQUEUE::Initialize` (@0x1402BBA30) creates a monitored fence
+    /// (`D3DDDI_MONITORED_FENCE`) for every kernel-submission queue and never sets the flag;
+    /// `K:DxgkCreateHwQueueInternal` (@0x1402BAF98) returns its handle, CPU VA and GPU VA.
+    /// A user-mode-submission queue gets no progress fence there at all
+    /// (`K:DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C zeroes the three DDI
+    /// fields, and the API writes none back); the simulation still gives it a monitored one.
+    Monitored,
+    /// 26H1 and the pages: on a GPU with native fences a kernel-submission queue's progress
+    /// fence is native, the flag set in the DDI and returned in `D3DKMT_CREATEHWQUEUE::Flags`
+    /// (26H1 `K:DXGCONTEXT::CreateHwQueue` @0x14034F208 sets it on an adapter cap,
+    /// `K:DXGHWQUEUE::Initialize` @0x14034F800 creates the native fence and passes its driver
+    /// handle; the `DXGKARG_CREATEHWQUEUE` remarks). User-mode-submission queues keep a
+    /// monitored one: 26H1 moved them to another API, and the pages make theirs native in
+    /// `DxgkDdiCreateHwQueueForUserModeSubmission`, a DDI no header defines.
+    NativeKernelQueues,
+    /// The pages' user-mode half as well: every queue's progress fence native. Chosen by tests
+    /// only (`OsConfig::reading`); no reading plays it.
+    NativeEveryQueue,
+}
+
+impl ProgressFence {
+    /// Whether a queue (`user_mode`: created with `UserModeSubmission`) on an adapter with
+    /// native fences gets a native progress fence.
+    pub fn native(self, user_mode: bool) -> bool {
+        match self {
+            Self::Monitored => false,
+            Self::NativeKernelQueues => !user_mode,
+            Self::NativeEveryQueue => true,
+        }
+    }
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -168,6 +203,8 @@ pub struct Reading {
     pub submit_failure: SubmitFailure,
     /// A hardware-scheduled node's TDR.
     pub hws_tdr: HwsTdr,
+    /// A hardware queue's progress fence.
+    pub progress_fence: ProgressFence,
 }
 
 impl Reading {
@@ -183,13 +220,16 @@ impl Reading {
         os_disconnects: OsDisconnects::OnDestroyOnly,
         submit_failure: SubmitFailure::DeviceError,
         hws_tdr: HwsTdr::DbgInfoBeforeReset,
+        progress_fence: ProgressFence::Monitored,
     };
 
-    /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed.
+    /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
+    /// kernel-submission queue's progress fence is native.
     pub const W26H1: Self = Self {
         name: "26h1",
         system_vas: SystemVas::Mapped,
         value_updates: ValueUpdates::OneAtATimeWithCpuVa,
+        progress_fence: ProgressFence::NativeKernelQueues,
         ..Self::W24H2
     };
 
@@ -205,6 +245,7 @@ impl Reading {
         os_disconnects: OsDisconnects::OnPowerAndReset,
         submit_failure: SubmitFailure::ReturnedToCaller,
         hws_tdr: HwsTdr::DbgInfoFirst,
+        progress_fence: ProgressFence::NativeKernelQueues,
     };
 
     /// Every named reading.

@@ -24,6 +24,10 @@ pub(super) fn destroy_hw_queue(
             q.submit_lock.clone(),
         )
     };
+    let native = lock(&a.ums)
+        .queues
+        .get(&h)
+        .and_then(|q| q.native_progress.clone());
     // MF-03: held work never reaches the KMD; the queue's GPU waits are dropped.
     drop_held_work(a, h);
     let _q = lock(&lock_q);
@@ -57,6 +61,11 @@ pub(super) fn destroy_hw_queue(
                 ),
             ));
         }
+    }
+    // A native progress fence goes with its queue, once the thunk's locks are released (its
+    // pages leave the process by paging, which must not run under them).
+    if let Some(n) = native {
+        lock(&a.ums).retired_progress.push(n);
     }
     let r = m.destroy_monitored_fence(&fence);
     // MF-03: another queue's GPU wait on this progress fence no longer holds it.
@@ -144,6 +153,18 @@ impl Machine {
             .map(|q| (q.last_queued.load(Ordering::Acquire), q.progress.value()))
     }
 
+    /// Whether the OS made `queue`'s progress fence a native fence (`NativeProgressFence`,
+    /// [`crate::machine::answers::ProgressFence`]): the native fence, if so.
+    pub fn hw_queue_native_progress(
+        &self,
+        i: usize,
+        queue: KmtHandle,
+    ) -> Option<crate::sync::fence::NativeFence> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.queues.get(&queue)?.native_progress.clone()
+    }
+
     /// UM-16: whether the OS sees work pending on the queue.
     pub fn hw_queue_has_work(&self, i: usize, queue: KmtHandle) -> bool {
         self.hw_queue_progress(i, queue).is_some_and(|(l, c)| l > c)
@@ -198,12 +219,42 @@ pub(crate) fn create_hw_queue(
             return Err(e);
         }
     };
+    // Which kind the progress fence is (`answers::ProgressFence`): native only on a GPU with native
+    // fences (26H1 `K:DXGHWQUEUE::Initialize` @0x14034F800; the `DXGKARG_CREATEHWQUEUE`
+    // remarks). The OS's own waits stay on the monitored view of the same value, so the
+    // native fence's MonitoredValue is held at 0 (every signal reaches the OS: an answer an OS
+    // may always give, NF-18's mechanism); the driver sees a native fence it created.
+    let native = a.os.reading.progress_fence.native(user_mode) && lock(&a.fence_os).caps.is_some();
+    let native_progress = if native {
+        match m.open_monitored_fence_as_native(&progress, a.index, pid) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                crate::sync::fencelog::free_queue_logs(a, logs);
+                let _ = m.destroy_monitored_fence(&progress);
+                return Err(e);
+            }
+        }
+    } else {
+        None
+    };
+    let undo = |logs| -> Result<(), SimError> {
+        crate::sync::fencelog::free_queue_logs(a, logs);
+        let r = native_progress
+            .as_ref()
+            .map_or(Ok(()), |n| m.destroy_native_fence(n));
+        m.destroy_monitored_fence(&progress).and(r)
+    };
     let mut args = DXGKARG_CREATEHWQUEUE {
         hHwQueue: kernel_handle(h) as HANDLE,
-        Flags: D3DDDI_CREATEHWQUEUEFLAGS::default().with(
-            D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission,
-            u32::from(user_mode),
-        ),
+        Flags: D3DDDI_CREATEHWQUEUEFLAGS::default()
+            .with(
+                D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission,
+                u32::from(user_mode),
+            )
+            .with(
+                D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence,
+                u32::from(native_progress.is_some()),
+            ),
         PrivateDriverDataSize: pdd.len() as u32,
         pPrivateDriverData: if pdd.is_empty() {
             std::ptr::null_mut()
@@ -216,7 +267,11 @@ pub(crate) fn create_hw_queue(
         HwQueueProgressFenceCPUVirtualAddress: progress.kernel_va() as PVOID,
         HwQueueProgressFenceGPUVirtualAddress: progress.gpu_va(),
     };
-    args.Anonymous.hHwQueueProgressFence = fence_h;
+    match &native_progress {
+        // The pages: with the flag set the driver reads the native fence's driver handle.
+        Some(n) => args.Anonymous.hHwQueueNativeProgressFence = n.global_handle() as HANDLE,
+        None => args.Anonymous.hHwQueueProgressFence = fence_h,
+    }
     let dl = device_lock(a, device)?;
     let seq = dev_guard(a, &dl);
     let status = ddi::passive(a, Routine::DxgkDdiCreateHwQueue, f as usize, || {
@@ -228,15 +283,13 @@ pub(crate) fn create_hw_queue(
         Ok(s) => s,
         Err(e) => {
             drop(seq);
-            crate::sync::fencelog::free_queue_logs(a, logs);
-            let _ = m.destroy_monitored_fence(&progress);
+            let _ = undo(logs);
             return Err(e);
         }
     };
     if !NT_SUCCESS(status) {
         drop(seq);
-        crate::sync::fencelog::free_queue_logs(a, logs);
-        m.destroy_monitored_fence(&progress)?;
+        undo(logs)?;
         return Err(SimError::DdiFailed(status));
     }
     let kmd = args.hHwQueue as usize;
@@ -264,6 +317,7 @@ pub(crate) fn create_hw_queue(
             user_mode,
             fence: fence_h,
             progress: progress.clone(),
+            native_progress,
             last_queued: Arc::new(AtomicU64::new(0)),
             doorbell: None,
             queue_id,
@@ -297,6 +351,16 @@ pub(crate) fn create_hw_queue(
     })
 }
 
+/// Destroys the native progress fences of the queues destroyed so far
+/// ([`destroy_hw_queue`]); called without the thunk's locks.
+pub(super) fn reap_progress_fences(m: &Machine, a: &AdapterShared) -> Result<(), SimError> {
+    let retired = std::mem::take(&mut lock(&a.ums).retired_progress);
+    retired
+        .iter()
+        .map(|n| m.destroy_native_fence(n))
+        .fold(Ok(()), Result::and)
+}
+
 pub(crate) fn destroy_hw_queue_thunk(
     m: &Machine,
     a: &AdapterShared,
@@ -309,7 +373,9 @@ pub(crate) fn destroy_hw_queue_thunk(
         lock(&a.ums).queue_of(device, h)?;
         destroy_hw_queue(m, a, h)?;
     }
-    // Its log buffers leave the paging process now that the thunk's locks are released.
+    // Its log buffers leave the paging process now that the thunk's locks are released, and
+    // its native progress fence goes.
+    reap_progress_fences(m, a)?;
     m.reap_system_pages(a)
 }
 

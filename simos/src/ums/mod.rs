@@ -272,6 +272,10 @@ struct QueueObj {
     user_mode: bool,
     fence: KmtHandle,
     progress: MonitoredFence,
+    /// The native fence the OS made the progress fence
+    /// ([`crate::machine::answers::ProgressFence`]): over `progress`'s value, whose monitored
+    /// view keeps the OS's own waits.
+    native_progress: Option<crate::sync::fence::NativeFence>,
     /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode
     /// queues: the last value the OS submitted.
     last_queued: Arc<AtomicU64>,
@@ -448,6 +452,9 @@ pub struct UmsOs {
     destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
     /// The driver's handles of destroyed queues (a late page-fault report may name one).
     destroyed_queues: std::collections::HashSet<usize>,
+    /// Native progress fences of destroyed queues, destroyed once the thunk's locks are
+    /// released (their pages leave the process by paging, [`hwqueue::reap_progress_fences`]).
+    retired_progress: Vec<crate::sync::fence::NativeFence>,
     /// PASSIVE work the DPC queued (engine F1 requests).
     work: VecDeque<u32>,
     /// Page faults reported at DPC time, for PASSIVE: (driver queue handle, VA).
@@ -480,6 +487,7 @@ impl Default for UmsOs {
             events: Vec::new(),
             destroyed_doorbells: std::collections::HashMap::new(),
             destroyed_queues: std::collections::HashSet::new(),
+            retired_progress: Vec::new(),
             work: VecDeque::new(),
             faulted: VecDeque::new(),
         }

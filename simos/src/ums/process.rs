@@ -47,6 +47,7 @@ pub(super) fn teardown(
     // Unmapped and given back before the contexts and the device go (VidMm's order); the
     // queues' log buffers leave the paging process too.
     m.reap_allocations(a)?;
+    super::hwqueue::reap_progress_fences(m, a)?;
     m.reap_system_pages(a)?;
     // Its paging queues (with their fences) and the VA ranges it reserved or mapped: the
     // allocations are gone, so they map nothing now.

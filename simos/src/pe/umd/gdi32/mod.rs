@@ -741,6 +741,8 @@ fn destroy_context(p: &UserProcess, at: u64) -> Status {
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
 const CREATEHWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;
+/// `D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`.
+const CREATEHWQUEUE_NATIVE_PROGRESS_FENCE: u32 = 1 << 5;
 
 /// `D3DKMTCreateHwQueue`: the private data goes to the KMD and comes back (in/out); the
 /// progress fence's CPU address is the OS's fence value itself.
@@ -763,6 +765,15 @@ fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
     p.record(q.progress_fence, owner);
     guest::write_bytes(a.p_private_driver_data, &pdd).map_err(bad)?;
     put(at, offset_of!(CreateHwQueue, h_hw_queue), &q.handle)?;
+    if p.machine
+        .hw_queue_native_progress(d.sim.adapter, q.handle)
+        .is_some()
+    {
+        // The pages (`DXGKARG_CREATEHWQUEUE` remarks) and 26H1 (`K:DxgkCreateHwQueueInternal`
+        // copies the flags back): the runtime learns the progress fence is native.
+        let flags = a.flags | CREATEHWQUEUE_NATIVE_PROGRESS_FENCE;
+        put(at, offset_of!(CreateHwQueue, flags), &flags)?;
+    }
     put(
         at,
         offset_of!(CreateHwQueue, h_progress_fence),
