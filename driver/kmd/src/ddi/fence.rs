@@ -10,46 +10,26 @@ use rvgpu_ddi::fence::{
 
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
-use super::thunk::{OnAdapter, OnAdapterMut, OnArgs};
-use crate::adapter::Adapter;
+use super::thunk::generic_ddis;
 use crate::fence;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus, Status};
 
-/// DxgkDdiCreateNativeFence (PASSIVE).
-pub(super) enum CreateNativeFence {}
-impl<P: Platform> OnAdapterMut<P> for CreateNativeFence {
-    type Args = DXGKARG_CREATENATIVEFENCE;
-    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        fence::create(a, args)
-    }
-}
-
-/// DxgkDdiOpenNativeFence (PASSIVE).
-pub(super) enum OpenNativeFence {}
-impl<P: Platform> OnAdapter<P> for OpenNativeFence {
-    type Args = DXGKARG_OPENNATIVEFENCE;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        fence::open(a, args)
-    }
-}
-
-/// DxgkDdiCloseNativeFence (PASSIVE).
-pub(super) enum CloseNativeFence {}
-impl<P: Platform> OnAdapter<P> for CloseNativeFence {
-    type Args = DXGKARG_CLOSENATIVEFENCE;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        fence::close(a, args)
-    }
-}
-
-/// DxgkDdiDestroyNativeFence (PASSIVE).
-pub(super) enum DestroyNativeFence {}
-impl<P: Platform> OnArgs<P> for DestroyNativeFence {
-    type Args = DXGKARG_DESTROYNATIVEFENCE;
-    fn call(args: &Self::Args) -> Result<(), Status> {
-        fence::destroy::<P>(args)
-    }
+generic_ddis! {
+    /// DxgkDdiCreateNativeFence (PASSIVE).
+    CreateNativeFence: OnAdapterMut<DXGKARG_CREATENATIVEFENCE> => fence::create;
+    /// DxgkDdiOpenNativeFence (PASSIVE).
+    OpenNativeFence: OnAdapter<DXGKARG_OPENNATIVEFENCE> => fence::open;
+    /// DxgkDdiCloseNativeFence (PASSIVE).
+    CloseNativeFence: OnAdapter<DXGKARG_CLOSENATIVEFENCE> => fence::close;
+    /// DxgkDdiDestroyNativeFence (PASSIVE).
+    DestroyNativeFence: OnArgs<DXGKARG_DESTROYNATIVEFENCE> => fence::destroy::<P>;
+    /// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL, LOG-01).
+    SetNativeFenceLogBuffer: OnArgs<DXGKARG_SETNATIVEFENCELOGBUFFER> =>
+        crate::log::ddi::set_log_buffer::<P>;
+    /// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL, LOG-07).
+    UpdateNativeFenceLogs: OnArgs<DXGKARG_UPDATENATIVEFENCELOGS> =>
+        crate::log::ddi::update_logs::<P>;
 }
 
 /// The two update DDIs' shared shape: an argument block naming three arrays of `NumFences`
@@ -112,22 +92,4 @@ pub(super) unsafe extern "system" fn update<P: Platform, A: Update<P>>(args: *co
     // SAFETY: the OS passes three arrays of NumFences entries, valid for the call.
     let arrays = unsafe { fence::FenceArrays::new(handles, values, cpu, n) };
     to_ntstatus(args.apply(&arrays))
-}
-
-/// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL, LOG-01).
-pub(super) enum SetNativeFenceLogBuffer {}
-impl<P: Platform> OnArgs<P> for SetNativeFenceLogBuffer {
-    type Args = DXGKARG_SETNATIVEFENCELOGBUFFER;
-    fn call(args: &Self::Args) -> Result<(), Status> {
-        crate::log::ddi::set_log_buffer::<P>(args)
-    }
-}
-
-/// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL, LOG-07).
-pub(super) enum UpdateNativeFenceLogs {}
-impl<P: Platform> OnArgs<P> for UpdateNativeFenceLogs {
-    type Args = DXGKARG_UPDATENATIVEFENCELOGS;
-    fn call(args: &Self::Args) -> Result<(), Status> {
-        crate::log::ddi::update_logs::<P>(args)
-    }
 }

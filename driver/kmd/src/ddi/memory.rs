@@ -10,31 +10,17 @@ use rvgpu_ddi::allocation::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS, SIZE_T};
 
-use super::thunk::{Call, OnAdapterMut, OnContextWith};
-use crate::adapter::Adapter;
+use super::thunk::{generic_ddis, Call};
 use crate::allocation;
 use crate::platform::Platform;
 use crate::process;
-use crate::status::{self, to_ntstatus, Status};
+use crate::status::{self, to_ntstatus};
 
-/// DxgkDdiCreateProcess (PASSIVE).
-pub(super) enum CreateProcess {}
-impl<P: Platform> OnAdapterMut<P> for CreateProcess {
-    type Args = DXGKARG_CREATEPROCESS;
-    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        process::ddi::create(a, args)
-    }
-}
-
-/// DxgkDdiDestroyProcess (PASSIVE).
-pub(super) enum DestroyProcess {}
-impl<P: Platform> OnContextWith<P> for DestroyProcess {
-    type Arg = HANDLE;
-    type Out = NTSTATUS;
-    const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
-    fn call(a: &Adapter<P>, h_process: HANDLE) -> NTSTATUS {
-        to_ntstatus(process::ddi::destroy(a, h_process))
-    }
+generic_ddis! {
+    /// DxgkDdiCreateProcess (PASSIVE).
+    CreateProcess: OnAdapterMut<DXGKARG_CREATEPROCESS> => process::ddi::create;
+    /// DxgkDdiDestroyProcess (PASSIVE).
+    DestroyProcess: OnContextWith<HANDLE> => process::ddi::destroy;
 }
 
 /// DxgkDdiGetRootPageTableSize (PASSIVE): bytes of the root table (0 for a broken call).

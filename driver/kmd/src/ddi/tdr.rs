@@ -12,82 +12,36 @@ use rvgpu_ddi::tdr::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
-use super::thunk::{Call, OnAdapter, OnAdapterMut, OnContext};
-use crate::adapter::Adapter;
+use super::thunk::{generic_ddis, Call};
 use crate::platform::Platform;
 use crate::reset;
-use crate::status::{self, to_ntstatus, Status};
+use crate::status::{self, to_ntstatus};
 
-/// DxgkDdiQueryDependentEngineGroup (PASSIVE, first level).
-pub(super) enum QueryDependentEngineGroup {}
-impl<P: Platform> OnAdapterMut<P> for QueryDependentEngineGroup {
-    type Args = DXGKARG_QUERYDEPENDENTENGINEGROUP;
-    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        reset::ddi::query_dependent_engine_group(a, args)
-    }
-}
-
-/// DxgkDdiQueryEngineStatus (PASSIVE, first level).
-pub(super) enum QueryEngineStatus {}
-impl<P: Platform> OnAdapterMut<P> for QueryEngineStatus {
-    type Args = DXGKARG_QUERYENGINESTATUS;
-    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        reset::ddi::query_engine_status(a, args)
-    }
-}
-
-/// DxgkDdiResetEngine (PASSIVE, first level).
-pub(super) enum ResetEngine {}
-impl<P: Platform> OnAdapterMut<P> for ResetEngine {
-    type Args = DXGKARG_RESETENGINE;
-    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        reset::ddi::reset_engine(a, args)
-    }
-}
-
-/// DxgkDdiSetupPriorityBands (PASSIVE).
-pub(super) enum SetupPriorityBands {}
-impl<P: Platform> OnAdapter<P> for SetupPriorityBands {
-    type Args = DXGKARG_SETUPPRIORITYBANDS;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        crate::hws::ddi::setup_priority_bands(a, args)
-    }
-}
-
-/// DxgkDdiSetSchedulingLogBuffer (PASSIVE).
-pub(super) enum SetSchedulingLogBuffer {}
-impl<P: Platform> OnAdapter<P> for SetSchedulingLogBuffer {
-    type Args = DXGKARG_SETSCHEDULINGLOGBUFFER;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        crate::hws::ddi::set_scheduling_log_buffer(a, args)
-    }
-}
-
-/// DxgkDdiSetContextSchedulingProperties (PASSIVE).
-pub(super) enum SetContextSchedulingProperties {}
-impl<P: Platform> OnAdapter<P> for SetContextSchedulingProperties {
-    type Args = DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        crate::hws::ddi::set_context_scheduling_properties(a, args)
-    }
-}
-
-/// DxgkDdiResetHwEngine (PASSIVE).
-pub(super) enum ResetHwEngine {}
-impl<P: Platform> OnAdapter<P> for ResetHwEngine {
-    type Args = DXGKARG_RESETHWENGINE;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        reset::ddi::reset_hw_engine(a, args)
-    }
-}
-
-/// DxgkDdiResumeHwEngine (PASSIVE).
-pub(super) enum ResumeHwEngine {}
-impl<P: Platform> OnAdapter<P> for ResumeHwEngine {
-    type Args = DXGKARG_RESUMEHWENGINE;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        reset::ddi::resume_hw_engine(a, args)
-    }
+generic_ddis! {
+    /// DxgkDdiQueryDependentEngineGroup (PASSIVE, first level).
+    QueryDependentEngineGroup: OnAdapterMut<DXGKARG_QUERYDEPENDENTENGINEGROUP> =>
+        reset::ddi::query_dependent_engine_group;
+    /// DxgkDdiQueryEngineStatus (PASSIVE, first level).
+    QueryEngineStatus: OnAdapterMut<DXGKARG_QUERYENGINESTATUS> => reset::ddi::query_engine_status;
+    /// DxgkDdiResetEngine (PASSIVE, first level).
+    ResetEngine: OnAdapterMut<DXGKARG_RESETENGINE> => reset::ddi::reset_engine;
+    /// DxgkDdiSetupPriorityBands (PASSIVE).
+    SetupPriorityBands: OnAdapter<DXGKARG_SETUPPRIORITYBANDS> =>
+        crate::hws::ddi::setup_priority_bands;
+    /// DxgkDdiSetSchedulingLogBuffer (PASSIVE).
+    SetSchedulingLogBuffer: OnAdapter<DXGKARG_SETSCHEDULINGLOGBUFFER> =>
+        crate::hws::ddi::set_scheduling_log_buffer;
+    /// DxgkDdiSetContextSchedulingProperties (PASSIVE).
+    SetContextSchedulingProperties: OnAdapter<DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES> =>
+        crate::hws::ddi::set_context_scheduling_properties;
+    /// DxgkDdiResetHwEngine (PASSIVE).
+    ResetHwEngine: OnAdapter<DXGKARG_RESETHWENGINE> => reset::ddi::reset_hw_engine;
+    /// DxgkDdiResumeHwEngine (PASSIVE).
+    ResumeHwEngine: OnAdapter<DXGKARG_RESUMEHWENGINE> => reset::ddi::resume_hw_engine;
+    /// DxgkDdiResetFromTimeout (PASSIVE; no other DDI except the F-state power DDIs runs).
+    ResetFromTimeout: OnContext => reset::ddi::reset_from_timeout;
+    /// DxgkDdiRestartFromTimeout (PASSIVE).
+    RestartFromTimeout: OnContext => reset::ddi::restart_from_timeout;
 }
 
 /// DxgkDdiCollectDbgInfo (level 0; PASSIVE for the TDR reasons, any IRQL otherwise).
@@ -128,24 +82,4 @@ pub(super) unsafe extern "system" fn collect_dbg_info2<P: Platform>(
         })
         .flatten();
     to_ntstatus(crate::dbginfo::collect2(a, args, buf, payload))
-}
-
-/// DxgkDdiResetFromTimeout (PASSIVE; no other DDI except the F-state power DDIs runs).
-pub(super) enum ResetFromTimeout {}
-impl<P: Platform> OnContext<P> for ResetFromTimeout {
-    type Out = NTSTATUS;
-    const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
-    fn call(a: &Adapter<P>) -> NTSTATUS {
-        to_ntstatus(reset::ddi::reset_from_timeout(a))
-    }
-}
-
-/// DxgkDdiRestartFromTimeout (PASSIVE).
-pub(super) enum RestartFromTimeout {}
-impl<P: Platform> OnContext<P> for RestartFromTimeout {
-    type Out = NTSTATUS;
-    const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
-    fn call(a: &Adapter<P>) -> NTSTATUS {
-        to_ntstatus(reset::ddi::restart_from_timeout(a))
-    }
 }

@@ -18,8 +18,9 @@
 //! sizes and calls the module holding the logic.
 //! The common shapes are whole thunks here ([`on_adapter`], [`on_adapter_mut`], [`on_args`],
 //! [`on_handle_mut`], [`on_context`], [`on_context_with`]): a DDI of that shape names only its
-//! logic, through one of the traits. A DDI the profiling scripts or a debugger session name keeps a thunk of its own
-//! (scripts/callgrind-*.sh toggle on the symbol; a generic thunk's symbol does not name the DDI).
+//! logic, through one of the traits ([`generic_ddis`] declares such DDIs). A DDI the profiling
+//! scripts or a debugger session name keeps a thunk of its own (scripts/callgrind-*.sh toggle
+//! on the symbol; a generic thunk's symbol does not name the DDI).
 
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -184,6 +185,112 @@ pub(super) trait OnHandleMut<P: Platform> {
     /// The logic, with the call's handle and arguments.
     fn call(h: HANDLE, args: &mut Self::Args) -> Result<(), Status>;
 }
+
+/// Declares DDIs whose whole thunk is one of this module's generic ones: for each, the marker
+/// type the DDI table instantiates the thunk with (named after the DDI, as the PDB shows it)
+/// and the function holding its logic. The forms, by trait:
+///
+/// - `Name: OnAdapter<ARGS> => logic;` (likewise `OnAdapterMut`, `OnArgs`, `OnHandleMut`):
+///   `logic` takes what the trait's `call` takes and returns `Result<(), Status>`;
+/// - `Name: OnContext => logic;` and `Name: OnContextWith<ARG> => logic;`: an NTSTATUS DDI,
+///   STATUS_INVALID_PARAMETER for a null context, `logic` returning `Result<(), Status>`;
+/// - `Name: OnContext -> () => logic;`: a DDI without a result, nothing done for a null context.
+///
+/// Inside `logic`, `P` names the platform.
+macro_rules! generic_ddis {
+    () => {};
+    ($(#[$doc:meta])* $name:ident: OnAdapter<$args:ty> => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnAdapter<P> for $name {
+            type Args = $args;
+            fn call(
+                a: &$crate::adapter::Adapter<P>,
+                args: &$args,
+            ) -> Result<(), $crate::status::Status> {
+                $logic(a, args)
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$doc:meta])* $name:ident: OnAdapterMut<$args:ty> => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnAdapterMut<P> for $name {
+            type Args = $args;
+            fn call(
+                a: &$crate::adapter::Adapter<P>,
+                args: &mut $args,
+            ) -> Result<(), $crate::status::Status> {
+                $logic(a, args)
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$doc:meta])* $name:ident: OnArgs<$args:ty> => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnArgs<P> for $name {
+            type Args = $args;
+            fn call(args: &$args) -> Result<(), $crate::status::Status> {
+                $logic(args)
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$doc:meta])* $name:ident: OnHandleMut<$args:ty> => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnHandleMut<P> for $name {
+            type Args = $args;
+            fn call(
+                h: rvgpu_ddi::HANDLE,
+                args: &mut $args,
+            ) -> Result<(), $crate::status::Status> {
+                $logic(h, args)
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$doc:meta])* $name:ident: OnContext => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnContext<P> for $name {
+            type Out = rvgpu_ddi::NTSTATUS;
+            const NO_ADAPTER: rvgpu_ddi::NTSTATUS = $crate::status::INVALID_PARAMETER.code();
+            fn call(a: &$crate::adapter::Adapter<P>) -> rvgpu_ddi::NTSTATUS {
+                $crate::status::to_ntstatus($logic(a))
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$doc:meta])* $name:ident: OnContext -> () => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnContext<P> for $name {
+            type Out = ();
+            const NO_ADAPTER: () = ();
+            fn call(a: &$crate::adapter::Adapter<P>) {
+                $logic(a)
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$doc:meta])* $name:ident: OnContextWith<$arg:ty> => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnContextWith<P> for $name {
+            type Arg = $arg;
+            type Out = rvgpu_ddi::NTSTATUS;
+            const NO_ADAPTER: rvgpu_ddi::NTSTATUS = $crate::status::INVALID_PARAMETER.code();
+            fn call(a: &$crate::adapter::Adapter<P>, arg: $arg) -> rvgpu_ddi::NTSTATUS {
+                $crate::status::to_ntstatus($logic(a, arg))
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+}
+pub(super) use generic_ddis;
 
 /// A pointer to an argument block the logic only reads, whether the DDI's signature declares
 /// it `const` or `mut` (some declare `mut` a block the driver never writes).
