@@ -26,6 +26,20 @@ generic_ddis! {
     SuspendContext: OnAdapter<DXGKARG_SUSPENDCONTEXT> => context::ddi::suspend_context;
     /// DxgkDdiResumeContext (PASSIVE).
     ResumeContext: OnAdapter<DXGKARG_RESUMECONTEXT> => context::ddi::resume_context;
+    /// DxgkDdiCreateHwQueue (PASSIVE): the handle is our context handle.
+    CreateHwQueue: OnHandleMut<DXGKARG_CREATEHWQUEUE> => |call, h_context, args| {
+        // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at `pPrivateDriverData` (a
+        // kernel copy of the UMD's buffer) for the call.
+        let data = call.buffer(args.pPrivateDriverData, args.PrivateDriverDataSize);
+        hwqueue::ddi::create::<P>(h_context, args, data)
+    };
+    /// DxgkDdiCreateDoorbell (PASSIVE).
+    CreateDoorbell: OnArgsMut<DXGKARG_CREATEDOORBELL> => |call, args| {
+        // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at `PrivateDriverData` for the
+        // call.
+        let data = call.buffer(args.PrivateDriverData, args.PrivateDriverDataSize);
+        doorbell::ddi::create::<P>(args, data)
+    };
     /// DxgkDdiDisconnectDoorbell (PASSIVE).
     DisconnectDoorbell: OnArgs<DXGKARG_DISCONNECTDOORBELL> => doorbell::ddi::disconnect::<P>;
     /// DxgkDdiDestroyDoorbell (PASSIVE).
@@ -45,24 +59,6 @@ pub(super) unsafe extern "system" fn destroy_context<P: Platform>(h_context: HAN
     to_ntstatus(context::ddi::destroy_context::<P>(h_context))
 }
 
-/// DxgkDdiCreateHwQueue (PASSIVE): `h_context` is our context handle.
-pub(super) unsafe extern "system" fn create_hw_queue<P: Platform>(
-    h_context: HANDLE,
-    args: *mut DXGKARG_CREATEHWQUEUE,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    match call.args_mut(args) {
-        Some(args) => {
-            // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
-            // `pPrivateDriverData` (a kernel copy of the UMD's buffer) for the call.
-            let data = call.buffer(args.pPrivateDriverData, args.PrivateDriverDataSize);
-            to_ntstatus(hwqueue::ddi::create::<P>(h_context, args, data))
-        }
-        None => status::INVALID_PARAMETER.code(),
-    }
-}
-
 /// DxgkDdiDestroyHwQueue (PASSIVE).
 pub(super) unsafe extern "system" fn destroy_hw_queue<P: Platform>(h_queue: HANDLE) -> NTSTATUS {
     to_ntstatus(hwqueue::ddi::destroy::<P>(h_queue))
@@ -78,23 +74,6 @@ pub(super) unsafe extern "system" fn submit_command_to_hw_queue<P: Platform>(
     let call = unsafe { Call::new() };
     match call.adapter_and::<P, _>(h_adapter, args) {
         Some((a, args)) => to_ntstatus(submit::ddi::submit(a, args)),
-        None => status::INVALID_PARAMETER.code(),
-    }
-}
-
-/// DxgkDdiCreateDoorbell (PASSIVE).
-pub(super) unsafe extern "system" fn create_doorbell<P: Platform>(
-    args: *mut DXGKARG_CREATEDOORBELL,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    match call.args_mut(args) {
-        Some(args) => {
-            // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at
-            // `PrivateDriverData` for the call.
-            let data = call.buffer(args.PrivateDriverData, args.PrivateDriverDataSize);
-            to_ntstatus(doorbell::ddi::create::<P>(args, data))
-        }
         None => status::INVALID_PARAMETER.code(),
     }
 }

@@ -10,12 +10,12 @@ use rvgpu_ddi::tdr::{
     DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGKARG_QUERYDEPENDENTENGINEGROUP,
     DXGKARG_QUERYENGINESTATUS, DXGKARG_RESETENGINE, DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT,
 };
-use rvgpu_ddi::{HANDLE, NTSTATUS};
 
 use super::thunk::{generic_ddis, Call};
+use crate::adapter::Adapter;
 use crate::platform::Platform;
 use crate::reset;
-use crate::status::{self, to_ntstatus};
+use crate::status::Status;
 
 generic_ddis! {
     /// DxgkDdiQueryDependentEngineGroup (PASSIVE, first level).
@@ -42,36 +42,26 @@ generic_ddis! {
     ResetFromTimeout: OnContext => reset::ddi::reset_from_timeout;
     /// DxgkDdiRestartFromTimeout (PASSIVE).
     RestartFromTimeout: OnContext => reset::ddi::restart_from_timeout;
+    /// DxgkDdiCollectDbgInfo (level 0; PASSIVE for the TDR reasons, any IRQL otherwise).
+    CollectDbgInfo: OnAdapter<DXGKARG_COLLECTDBGINFO> => |call, a, args| {
+        // Dxgkrnl provides `BufferSize` writable bytes at `pBuffer` for the call
+        // (DXGKARG_COLLECTDBGINFO: "the maximum size, in bytes, to copy to the buffer").
+        let buf = call.buffer(args.pBuffer, args.BufferSize);
+        crate::dbginfo::collect(a, args, buf)
+    };
+    /// DxgkDdiCollectDbgInfo2 (level 0, as DxgkDdiCollectDbgInfo; WDDM 3.2, preferred by 24H2).
+    /// The block is only read.
+    CollectDbgInfo2: OnAdapter<DXGKARG_COLLECTDBGINFO2> =>
+        |call, a, args| collect_dbg_info2(call, a, args);
 }
 
-/// DxgkDdiCollectDbgInfo (level 0; PASSIVE for the TDR reasons, any IRQL otherwise).
-pub(super) unsafe extern "system" fn collect_dbg_info<P: Platform>(
-    h_adapter: HANDLE,
-    args: *const DXGKARG_COLLECTDBGINFO,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    let Some((a, args)) = call.adapter_and::<P, _>(h_adapter, args) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    // Dxgkrnl provides `BufferSize` writable bytes at `pBuffer` for the call
-    // (DXGKARG_COLLECTDBGINFO: "the maximum size, in bytes, to copy to the buffer").
-    let buf = call.buffer(args.pBuffer, args.BufferSize);
-    to_ntstatus(crate::dbginfo::collect(a, args, buf))
-}
-
-/// DxgkDdiCollectDbgInfo2 (level 0, as DxgkDdiCollectDbgInfo; WDDM 3.2, preferred by 24H2).
-pub(super) unsafe extern "system" fn collect_dbg_info2<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_COLLECTDBGINFO2,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    // The block is only read.
-    let Some((a, args)) = call.adapter_and::<P, _>(h_adapter, args.cast_const()) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    // As for collect_dbg_info: `BufferSize` writable bytes at `pBuffer`.
+/// DxgkDdiCollectDbgInfo2's logic.
+fn collect_dbg_info2<P: Platform>(
+    call: Call<'_>,
+    a: &Adapter<P>,
+    args: &DXGKARG_COLLECTDBGINFO2,
+) -> Result<(), Status> {
+    // As for CollectDbgInfo: `BufferSize` writable bytes at `pBuffer`.
     let buf = call.buffer(args.pBuffer, args.BufferSize);
     // The OS's payload of `TdrPayloadSize` bytes, valid for the call when non-null: used when
     // it holds the structure and is 8-aligned.
@@ -81,5 +71,5 @@ pub(super) unsafe extern "system" fn collect_dbg_info2<P: Platform>(
             call.object::<DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>(args.TdrPayload, args.TdrPayloadSize)
         })
         .flatten();
-    to_ntstatus(crate::dbginfo::collect2(a, args, buf, payload))
+    crate::dbginfo::collect2(a, args, buf, payload)
 }
