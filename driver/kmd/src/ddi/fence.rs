@@ -41,37 +41,35 @@ pub(super) trait Update<P: Platform> {
     fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status>;
 }
 
-/// DxgkDdiUpdateMonitoredValues (device IRQL).
-impl<P: Platform> Update<P> for DXGKARG_UPDATEMONITOREDVALUES {
-    fn arrays(&self) -> (*const HANDLE, *const u64, *const *mut c_void, u32) {
-        let va = self.MonitoredValueKernelCpuVa;
-        (
-            self.NativeFenceArray,
-            self.UpdatedValueArray,
-            va,
-            self.NumFences,
-        )
-    }
-    fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status> {
-        fence::update_monitored::<P>(self, arrays)
-    }
+/// Implements [`Update`] for an update DDI's argument block: the field holding its kernel CPU
+/// addresses, and its logic in crate::fence.
+macro_rules! update_ddi {
+    ($(#[$d:meta])* $args:ty, $cpu_va:ident, $logic:ident) => {
+        $(#[$d])*
+        impl<P: Platform> Update<P> for $args {
+            fn arrays(&self) -> (*const HANDLE, *const u64, *const *mut c_void, u32) {
+                let va = self.$cpu_va;
+                (self.NativeFenceArray, self.UpdatedValueArray, va, self.NumFences)
+            }
+            fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status> {
+                fence::$logic::<P>(self, arrays)
+            }
+        }
+    };
 }
 
-/// DxgkDdiUpdateCurrentValuesFromCpu (DISPATCH).
-impl<P: Platform> Update<P> for DXGKARG_UPDATECURRENTVALUESFROMCPU {
-    fn arrays(&self) -> (*const HANDLE, *const u64, *const *mut c_void, u32) {
-        let va = self.CurrentValueKernelCpuVa;
-        (
-            self.NativeFenceArray,
-            self.UpdatedValueArray,
-            va,
-            self.NumFences,
-        )
-    }
-    fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status> {
-        fence::update_current::<P>(self, arrays)
-    }
-}
+update_ddi!(
+    /// DxgkDdiUpdateMonitoredValues (device IRQL).
+    DXGKARG_UPDATEMONITOREDVALUES,
+    MonitoredValueKernelCpuVa,
+    update_monitored
+);
+update_ddi!(
+    /// DxgkDdiUpdateCurrentValuesFromCpu (DISPATCH).
+    DXGKARG_UPDATECURRENTVALUESFROMCPU,
+    CurrentValueKernelCpuVa,
+    update_current
+);
 
 /// DxgkDdiUpdateMonitoredValues. A thunk of its own: scripts/callgrind-fences.sh measures it
 /// by name.

@@ -50,10 +50,8 @@ pub(super) unsafe extern "system" fn get_root_page_table_size<P: Platform>(
 ) -> SIZE_T {
     // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
     let call = unsafe { Call::new() };
-    match call.adapter_and_mut::<P, _>(h_adapter, args) {
-        Some((_, args)) => process::ddi::root_size(args),
-        None => 0,
-    }
+    call.adapter_and_mut::<P, _>(h_adapter, args)
+        .map_or(0, |(_, args)| process::ddi::root_size(args))
 }
 
 /// DxgkDdiSetRootPageTable (PASSIVE, no status: a refused request is logged).

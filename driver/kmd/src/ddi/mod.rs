@@ -121,7 +121,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiSubmitCommandVirtual: Some(on_adapter::<P, node::SubmitCommandVirtual, _>),
         DxgkDdiPreemptCommand: Some(on_adapter::<P, node::PreemptCommand, _>),
         DxgkDdiQueryCurrentFence: Some(on_adapter_mut::<P, node::QueryCurrentFence>),
-        DxgkDdiBuildPagingBuffer: Some(node::build_paging_buffer::<P>),
+        DxgkDdiBuildPagingBuffer: Some(on_adapter_mut::<P, node::BuildPagingBuffer>),
         DxgkDdiPresent: Some(node::present),
         DxgkDdiControlInterrupt: Some(node::control_interrupt),
         DxgkDdiCreateProcess: Some(on_adapter_mut::<P, memory::CreateProcess>),

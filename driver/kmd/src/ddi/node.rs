@@ -10,7 +10,6 @@ use rvgpu_ddi::{BOOLEAN, HANDLE, NTSTATUS};
 
 use super::thunk::{generic_ddis, Call};
 use crate::node;
-use crate::platform::Platform;
 use crate::status::{self, to_ntstatus};
 
 generic_ddis! {
@@ -23,19 +22,10 @@ generic_ddis! {
     PreemptCommand: OnAdapter<DXGKARG_PREEMPTCOMMAND> => node::ddi::preempt_command;
     /// DxgkDdiQueryCurrentFence (IRQL not on the page; DISPATCH-safe).
     QueryCurrentFence: OnAdapterMut<DXGKARG_QUERYCURRENTFENCE> => node::ddi::query_current_fence;
-}
-
-/// DxgkDdiBuildPagingBuffer (PASSIVE per the public headers).
-pub(super) unsafe extern "system" fn build_paging_buffer<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_BUILDPAGINGBUFFER,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    match call.adapter_and_mut::<P, _>(h_adapter, args) {
-        Some((a, args)) => crate::paging::build_paging_buffer(a, args),
-        None => status::INVALID_PARAMETER.code(),
-    }
+    /// DxgkDdiBuildPagingBuffer (PASSIVE per the public headers). Its logic answers success or
+    /// a failure status (crate::paging), which the round trip through `Result` keeps.
+    BuildPagingBuffer: OnAdapterMut<DXGKARG_BUILDPAGINGBUFFER> =>
+        |_, a, args| status::check(crate::paging::build_paging_buffer(a, args));
 }
 
 /// DxgkDdiPresent (PASSIVE): refused, rvgpu has nothing to present with (`crate::present`).
