@@ -9,6 +9,7 @@ use rvgpu_ddi::HANDLE;
 
 use crate::adapter::Adapter;
 use crate::handle::{Handle, Kind};
+use crate::kmem::SortedMap;
 use crate::platform::Platform;
 use crate::runlist;
 use crate::sched::ddi::with_adapter;
@@ -63,15 +64,22 @@ pub fn create_device<P: Platform>(
 pub fn destroy_device<P: Platform>(h_device: HANDLE) -> Result<(), Status> {
     with_adapter::<P, _>(h_device, Kind::Device, |_, live, h| {
         let mut s = live.sched.lock();
-        if !s.devices.contains_key(&h) {
-            return Err(status::INVALID_HANDLE);
-        }
-        if s.contexts.values().any(|c| c.device == h) {
-            return Err(status::INVALID_DEVICE_STATE);
-        }
-        s.devices.remove(&h);
-        Ok(())
+        let in_use = s.contexts.values().any(|c| c.device == h);
+        remove_unused(&mut s.devices, h, in_use)
     })
+}
+
+/// Removes object `h` from `map` once nothing refers to it: STATUS_INVALID_HANDLE for an
+/// unknown handle, STATUS_INVALID_DEVICE_STATE while it is `in_use`.
+fn remove_unused<V>(map: &mut SortedMap<Handle, V>, h: Handle, in_use: bool) -> Result<(), Status> {
+    if !map.contains_key(&h) {
+        return Err(status::INVALID_HANDLE);
+    }
+    if in_use {
+        return Err(status::INVALID_DEVICE_STATE);
+    }
+    map.remove(&h);
+    Ok(())
 }
 
 /// DxgkDdiCreateContext (PASSIVE): `NodeOrdinal` is the engine.
@@ -115,13 +123,9 @@ pub fn create_context<P: Platform>(
         let owner = s.process_of_device(device);
         let free = MAX_CONTEXTS.saturating_sub(s.contexts.len());
         let held = &*s;
-        if !live
-            .quotas
+        live.quotas
             .contexts
-            .grants(free, owner.map(|p| move || held.contexts_of_process(p)))
-        {
-            return Err(status::NO_MEMORY);
-        }
+            .admit(free, owner.map(|p| move || held.contexts_of_process(p)))?;
         s.contexts.try_insert::<P>(
             h,
             Context {
@@ -157,14 +161,8 @@ pub fn create_context<P: Platform>(
 pub fn destroy_context<P: Platform>(h_context: HANDLE) -> Result<(), Status> {
     with_adapter::<P, _>(h_context, Kind::Context, |_, live, h| {
         let mut s = live.sched.lock();
-        if !s.contexts.contains_key(&h) {
-            return Err(status::INVALID_HANDLE);
-        }
-        if s.queues.values().any(|q| q.context == h) {
-            return Err(status::INVALID_DEVICE_STATE);
-        }
-        s.contexts.remove(&h);
-        Ok(())
+        let in_use = s.queues.values().any(|q| q.context == h);
+        remove_unused(&mut s.contexts, h, in_use)
     })
 }
 
@@ -177,12 +175,9 @@ fn set_suspended<P: Platform>(
     let live = a.started()?;
     let h = Handle::decode_on(h_context, Kind::Context, a.table_slot())?;
     let mut s = live.sched.lock();
-    let ctx = s.contexts.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
-    if ctx.suspended == suspended {
+    let Some(engine) = s.set_context(h, |c| &mut c.suspended, suspended)? else {
         return Ok(());
-    }
-    ctx.suspended = suspended;
-    let engine = ctx.engine;
+    };
     let r = runlist::commit_context(&live.regs, &s, engine, h);
     if suspended {
         // Taking work off a device that is gone succeeds: it runs nothing any more.

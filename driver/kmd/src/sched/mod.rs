@@ -16,6 +16,7 @@ use crate::dma::DmaBuffer;
 use crate::doorbell::{Doorbell, Physical};
 use crate::handle::Handle;
 use crate::hwqueue::{HwQueue, QueueIds};
+use crate::status::{self, Status};
 
 pub mod ddi;
 
@@ -135,6 +136,25 @@ impl Sched {
     #[cfg(test)]
     pub fn new(doorbells: u32, global: bool, runlists: Vec<DmaBuffer>) -> Self {
         Self::with_physical(Physical::new(doorbells, global), runlists)
+    }
+
+    /// Sets one field of context `h` (`field` picks it) to `v`: the context's engine when that
+    /// changed the field, `None` when it held `v` already (STATUS_INVALID_HANDLE for an unknown
+    /// context).
+    pub fn set_context<T: PartialEq>(
+        &mut self,
+        h: Handle,
+        field: impl FnOnce(&mut Context) -> &mut T,
+        v: T,
+    ) -> Result<Option<u32>, Status> {
+        let ctx = self.contexts.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
+        let engine = ctx.engine;
+        let slot = field(ctx);
+        if *slot == v {
+            return Ok(None);
+        }
+        *slot = v;
+        Ok(Some(engine))
     }
 
     /// Whether queue `q` belongs in its engine's runlist: it has a ring (kernel-mode queues
