@@ -274,12 +274,9 @@ mod tests {
     use super::*;
     use crate::context::{Context, Device};
     use crate::doorbell::Doorbell;
-    use crate::handle::{Handle, Kind};
+    use crate::handle::fixtures::h;
+    use crate::handle::Kind;
     use crate::hwqueue::{HwQueue, Ring};
-
-    fn h(kind: Kind, n: u64) -> Handle {
-        Handle::new(0, kind, n).unwrap()
-    }
 
     fn ring(n: u64) -> Ring {
         Ring {

@@ -13,6 +13,7 @@ use crate::kmem::SortedMap;
 use crate::platform::Platform;
 use crate::runlist;
 use crate::sched::ddi::with_adapter;
+use crate::sched::Sched;
 use crate::status::{self, Status};
 
 use super::{Context, Device, LEGACY_DMA_BUFFER_SIZE, MAX_CONTEXTS, MAX_DEVICES};
@@ -62,24 +63,34 @@ pub fn create_device<P: Platform>(
 
 /// DxgkDdiDestroyDevice (PASSIVE): only once its contexts are gone.
 pub fn destroy_device<P: Platform>(h_device: HANDLE) -> Result<(), Status> {
-    with_adapter::<P, _>(h_device, Kind::Device, |_, live, h| {
-        let mut s = live.sched.lock();
-        let in_use = s.contexts.values().any(|c| c.device == h);
-        remove_unused(&mut s.devices, h, in_use)
-    })
+    destroy_unused::<P, _>(
+        h_device,
+        Kind::Device,
+        |s| &mut s.devices,
+        |s, h| s.contexts.values().any(|c| c.device == h),
+    )
 }
 
-/// Removes object `h` from `map` once nothing refers to it: STATUS_INVALID_HANDLE for an
-/// unknown handle, STATUS_INVALID_DEVICE_STATE while it is `in_use`.
-fn remove_unused<V>(map: &mut SortedMap<Handle, V>, h: Handle, in_use: bool) -> Result<(), Status> {
-    if !map.contains_key(&h) {
-        return Err(status::INVALID_HANDLE);
-    }
-    if in_use {
-        return Err(status::INVALID_DEVICE_STATE);
-    }
-    map.remove(&h);
-    Ok(())
+/// Destroys the object `raw` names (of `kind`, kept in the map `objects` picks) once nothing
+/// refers to it: STATUS_INVALID_HANDLE for an unknown handle, STATUS_INVALID_DEVICE_STATE
+/// while `in_use` (the OS destroys an object's children first).
+fn destroy_unused<P: Platform, V>(
+    raw: HANDLE,
+    kind: Kind,
+    objects: fn(&mut Sched) -> &mut SortedMap<Handle, V>,
+    in_use: fn(&Sched, Handle) -> bool,
+) -> Result<(), Status> {
+    with_adapter::<P, _>(raw, kind, |_, live, h| {
+        let mut s = live.sched.lock();
+        if !objects(&mut s).contains_key(&h) {
+            return Err(status::INVALID_HANDLE);
+        }
+        if in_use(&s, h) {
+            return Err(status::INVALID_DEVICE_STATE);
+        }
+        objects(&mut s).remove(&h);
+        Ok(())
+    })
 }
 
 /// DxgkDdiCreateContext (PASSIVE): `NodeOrdinal` is the engine.
@@ -159,11 +170,12 @@ pub fn create_context<P: Platform>(
 
 /// DxgkDdiDestroyContext (PASSIVE): only once its hardware queues are gone.
 pub fn destroy_context<P: Platform>(h_context: HANDLE) -> Result<(), Status> {
-    with_adapter::<P, _>(h_context, Kind::Context, |_, live, h| {
-        let mut s = live.sched.lock();
-        let in_use = s.queues.values().any(|q| q.context == h);
-        remove_unused(&mut s.contexts, h, in_use)
-    })
+    destroy_unused::<P, _>(
+        h_context,
+        Kind::Context,
+        |s| &mut s.contexts,
+        |s, h| s.queues.values().any(|q| q.context == h),
+    )
 }
 
 /// Sets a context's suspended state and recommits its engine's runlist if that changed.

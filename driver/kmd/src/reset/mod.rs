@@ -391,9 +391,8 @@ mod tests {
     #[test]
     fn um_10_blame_errors_only_the_guilty_device() {
         use crate::context::{Context, Device};
-        use crate::handle::Kind;
+        use crate::handle::{fixtures::h, Kind};
         use crate::hwqueue::{HwQueue, Ring};
-        let h = |k, n| Handle::new(0, k, n).unwrap();
         let mut s = Sched::new(4, false, alloc::vec::Vec::new());
         let (guilty_dev, innocent_dev) = (h(Kind::Device, 1), h(Kind::Device, 2));
         for d in [guilty_dev, innocent_dev] {

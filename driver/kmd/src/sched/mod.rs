@@ -186,13 +186,10 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::fixtures::h;
     use crate::handle::Kind;
     use crate::hwqueue::Ring;
     use rvgpu_hw::addr::GpuVa;
-
-    fn h(kind: Kind, n: u64) -> Handle {
-        Handle::new(0, kind, n).unwrap()
-    }
 
     fn queue(ctx: u64, engine: u32, ring: bool) -> HwQueue {
         HwQueue {
