@@ -70,7 +70,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiUnload: Some(pnp::unload::<P>),
         DxgkDdiQueryInterface: Some(query::query_interface::<P>),
         DxgkDdiControlEtwLogging: Some(pnp::control_etw_logging),
-        DxgkDdiQueryAdapterInfo: Some(query::query_adapter_info::<P>),
+        DxgkDdiQueryAdapterInfo: Some(on_adapter::<P, query::QueryAdapterInfo, _>),
         DxgkDdiCreateNativeFence: Some(on_adapter_mut::<P, fence::CreateNativeFence>),
         DxgkDdiDestroyNativeFence: Some(on_args::<P, fence::DestroyNativeFence, _>),
         DxgkDdiOpenNativeFence: Some(on_adapter::<P, fence::OpenNativeFence, _>),

@@ -80,6 +80,9 @@ generic_ddis! {
     /// of the main table).
     QueryFeatureInterface: OnAdapterMut<DXGKARG_QUERYFEATUREINTERFACE> =>
         |call, _, q| query_feature_interface::<P>(call, q);
+    /// DxgkDdiQueryAdapterInfo (PASSIVE).
+    QueryAdapterInfo: OnAdapter<DXGKARG_QUERYADAPTERINFO> =>
+        |call, a, args| query_adapter_info(call, a, args);
     /// `pfnBuildTestCommandBuffer` of the kernel-mode testing interface (PASSIVE):
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer>.
     BuildTestCommandBuffer: OnAdapterMut<DXGKARG_BUILDTESTCOMMANDBUFFER> => |call, a, args| {
@@ -124,24 +127,21 @@ fn query_feature_interface<P: Platform>(
     Ok(())
 }
 
-/// DxgkDdiQueryAdapterInfo (PASSIVE): the request's buffers resolved once
+/// DxgkDdiQueryAdapterInfo's logic: the request's buffers resolved once
 /// ([`crate::qai::Request`]), then answered by `caps`.
-pub(super) unsafe extern "system" fn query_adapter_info<P: Platform>(
-    h_adapter: HANDLE,
-    args: *const DXGKARG_QUERYADAPTERINFO,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    let Some((a, args)) = call.adapter_and::<P, _>(h_adapter, args) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    // SAFETY: the same contract for the buffers the block names (`Request::from_os`).
+fn query_adapter_info<P: Platform>(
+    _: Call<'_>,
+    a: &Adapter<P>,
+    args: &DXGKARG_QUERYADAPTERINFO,
+) -> Result<(), Status> {
+    // SAFETY: the buffers the block names are under the contract of the call whose `Call` this
+    // holds (`Request::from_os`).
     let mut q = unsafe { Request::from_os(args) };
-    to_ntstatus(match a.live() {
+    match a.live() {
         Some(live) => caps::query(live, &mut q),
         // Before StartDevice only the types Dxgkrnl sends at that stage have an answer.
         None => caps::query_pre_start(&mut q).unwrap_or(Err(status::INVALID_DEVICE_STATE)),
-    })
+    }
 }
 
 /// DxgkDdiGetNodeMetadata (PASSIVE).

@@ -82,10 +82,7 @@ pub fn set_scheduling_log_buffer<P: Platform>(
     args: &DXGKARG_SETSCHEDULINGLOGBUFFER,
 ) -> Result<(), Status> {
     let live = started_hws(a)?;
-    let node = args.NodeOrdinal;
-    if node >= live.identity.config.engines || args.EngineOrdinal != 0 {
-        return Err(status::INVALID_PARAMETER);
-    }
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     if args.NumberOfEntries == 0 || args.NumberOfEntries > schedlog::ENTRIES_MAX {
         return Err(status::INVALID_PARAMETER);
     }

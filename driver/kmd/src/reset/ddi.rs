@@ -71,15 +71,6 @@ pub fn per_engine_tdr<P: Platform>(live: &Live<P>) -> bool {
 // The DDIs
 // ---------------------------------------------------------------------------------------------
 
-/// Checks `(NodeOrdinal, EngineOrdinal)`: a node of this adapter, and physical adapter 0 (one
-/// physical adapter, TDR-02).
-fn check_node<P: Platform>(live: &Live<P>, node: u32, engine: u32) -> Result<u32, Status> {
-    if engine != 0 || node >= live.identity.config.engines {
-        return Err(status::INVALID_PARAMETER);
-    }
-    Ok(node)
-}
-
 /// DxgkDdiQueryDependentEngineGroup (PASSIVE, first level). The page says it "must return
 /// STATUS_SUCCESS"; only arguments the OS never sends (an unknown node, EngineOrdinal ≠ 0)
 /// are refused.
@@ -88,7 +79,7 @@ pub fn query_dependent_engine_group<P: Platform>(
     args: &mut DXGKARG_QUERYDEPENDENTENGINEGROUP,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_TIMEOUT, || {
         [a.table_slot().into(), node.into()]
     });
@@ -102,7 +93,7 @@ pub fn query_engine_status<P: Platform>(
     args: &mut DXGKARG_QUERYENGINESTATUS,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let raw = live.regs.read_at::<regs::EngineStatusReg>(node).raw();
     args.EngineStatus = DXGK_ENGINESTATUS::default()
         .with(DXGK_ENGINESTATUS::Responsive, u32::from(responsive(raw)));
@@ -241,7 +232,7 @@ pub fn reset_engine<P: Platform>(
     args: &mut DXGKARG_RESETENGINE,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let (last, guilty) = {
         let (mut s, answer) = lock_and_reset(a, live, node)?;
         // Step 2: a hardware queue named by RESET_QUEUE puts its device in error first, so
@@ -337,7 +328,7 @@ pub fn reset_hw_engine<P: Platform>(
     args: &rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
 ) -> Result<(), Status> {
     let live = crate::hws::ddi::started_hws(a)?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let guilty = {
         let (mut s, answer) = lock_and_reset(a, live, node)?;
         s.hws_held |= bit(node);
@@ -387,7 +378,7 @@ pub fn resume_hw_engine<P: Platform>(
     args: &rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
 ) -> Result<(), Status> {
     let live = crate::hws::ddi::started_hws(a)?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let bit = bit(node);
     let mut s = live.sched.lock();
     if s.hws_held & bit == 0 {
