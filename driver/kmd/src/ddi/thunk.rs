@@ -207,11 +207,12 @@ pub(super) trait OnHandleMut<P: Platform> {
 /// type the DDI table instantiates the thunk with (named after the DDI, as the PDB shows it)
 /// and its logic. The forms, by trait:
 ///
-/// - `Name: OnAdapter<ARGS> => logic;` (likewise the other traits with an argument block):
+/// - `Name: OnAdapter<ARGS> => logic;` (likewise `OnAdapterMut`, `OnArgs`, `OnHandleMut`):
 ///   `logic` takes what the trait's `call` takes but the [`Call`], and returns
 ///   `Result<(), Status>`;
-/// - `Name: OnAdapter<ARGS> => |call, a, args| body;`: the trait's `call` written out, for logic
-///   that resolves the buffers the arguments name through the [`Call`];
+/// - `Name: OnAdapter<ARGS> => |call, a, args| body;` (any trait with an argument block): the
+///   trait's `call` written out, for logic that resolves the buffers the arguments name
+///   through the [`Call`];
 /// - `Name: OnContext => logic;` and `Name: OnContextWith<ARG> => logic;`: an NTSTATUS DDI,
 ///   STATUS_INVALID_PARAMETER for a null context, `logic` returning `Result<(), Status>`;
 /// - `Name: OnContext -> () => logic;`: a DDI without a result, nothing done for a null context.
