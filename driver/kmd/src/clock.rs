@@ -46,9 +46,7 @@ pub fn calibrate<P: Platform>(
     out: &mut DXGKARG_CALIBRATEGPUCLOCK,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    if node >= live.identity.config.engines || engine_ordinal != 0 {
-        return Err(status::INVALID_PARAMETER);
-    }
+    live.node(node, engine_ordinal)?;
     if !live.regs.is_powered() {
         // Out of D0 GPU_CLOCK reads all-ones: no sample to give.
         return Err(status::INVALID_DEVICE_STATE);

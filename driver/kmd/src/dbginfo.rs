@@ -408,26 +408,20 @@ mod tests {
             }
             .to_reg()
         };
-        assert_eq!(
-            dump_state(reg(EngineState::Hung, true, false)),
-            tdrdump::ENGINE_HUNG
-        );
-        assert_eq!(
-            dump_state(reg(EngineState::Active, true, false)),
-            tdrdump::ENGINE_RUNNING
-        );
-        assert_eq!(
-            dump_state(reg(EngineState::Active, false, false)),
-            tdrdump::ENGINE_IDLE
-        );
-        assert_eq!(
-            dump_state(reg(EngineState::Idle, true, true)),
-            tdrdump::ENGINE_RESET
-        );
-        assert_eq!(
-            dump_state(reg(EngineState::Resetting, false, false)),
-            tdrdump::ENGINE_RESET
-        );
+        // (state, has work, held) -> the dump's engine state.
+        for (state, has_work, held, want) in [
+            (EngineState::Hung, true, false, tdrdump::ENGINE_HUNG),
+            (EngineState::Active, true, false, tdrdump::ENGINE_RUNNING),
+            (EngineState::Active, false, false, tdrdump::ENGINE_IDLE),
+            (EngineState::Idle, true, true, tdrdump::ENGINE_RESET),
+            (EngineState::Resetting, false, false, tdrdump::ENGINE_RESET),
+        ] {
+            assert_eq!(
+                dump_state(reg(state, has_work, held)),
+                want,
+                "{state:?}, has_work {has_work}, held {held}"
+            );
+        }
         assert_eq!(dump_state(u32::MAX), tdrdump::ENGINE_UNKNOWN);
         assert_eq!(dump_state(0xF), tdrdump::ENGINE_UNKNOWN);
         assert_eq!(progress_value(0), None);

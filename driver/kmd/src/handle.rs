@@ -124,6 +124,27 @@ impl Minter {
     }
 }
 
+/// Handles for host unit tests: objects on the adapter in slot 0.
+#[cfg(test)]
+pub mod fixtures {
+    use super::{Handle, Kind};
+
+    /// The `seq`-th object of `kind`.
+    pub fn h(kind: Kind, seq: u64) -> Handle {
+        Handle::new(0, kind, seq).expect("a valid test handle")
+    }
+
+    /// The `seq`-th process.
+    pub fn process(seq: u64) -> Handle {
+        h(Kind::Process, seq)
+    }
+
+    /// The `seq`-th doorbell.
+    pub fn doorbell(seq: u64) -> Handle {
+        h(Kind::Doorbell, seq)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

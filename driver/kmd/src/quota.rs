@@ -13,6 +13,7 @@
 use core::ffi::c_void;
 
 use crate::platform::Platform;
+use crate::status::{self, Status};
 
 /// The rule of one pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +111,16 @@ impl Share {
             return true;
         }
         mine.is_none_or(|count| count() < self.first)
+    }
+
+    /// [`Self::grants`] as a status: STATUS_NO_MEMORY, what Dxgkrnl accepts from the creating
+    /// DDIs, when refused.
+    pub fn admit(&self, free: usize, mine: Option<impl FnOnce() -> usize>) -> Result<(), Status> {
+        if self.grants(free, mine) {
+            Ok(())
+        } else {
+            Err(status::NO_MEMORY)
+        }
     }
 }
 

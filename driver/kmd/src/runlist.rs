@@ -269,19 +269,15 @@ pub fn commit_context<P: Platform>(
     result
 }
 
+/// Hardware queues for host unit tests (here and in crate::reset).
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::context::{Context, Device};
-    use crate::doorbell::Doorbell;
-    use crate::handle::{Handle, Kind};
+pub(crate) mod fixtures {
+    use crate::handle::fixtures::h;
+    use crate::handle::Kind;
     use crate::hwqueue::{HwQueue, Ring};
 
-    fn h(kind: Kind, n: u64) -> Handle {
-        Handle::new(0, kind, n).unwrap()
-    }
-
-    fn ring(n: u64) -> Ring {
+    /// The `n`-th test ring: at `n` MiB, its control block 512 KiB above.
+    pub fn ring(n: u64) -> Ring {
         Ring {
             base: rvgpu_hw::addr::GpuVa::new(n.wrapping_mul(0x10_0000)),
             size: 4096,
@@ -289,7 +285,8 @@ mod tests {
         }
     }
 
-    fn queue(ctx: u64, engine: u32, id: u32, ring: Option<Ring>, user: bool) -> HwQueue {
+    /// A queue of context `ctx` (a test handle) on `engine`, with hardware id `id`.
+    pub fn queue(ctx: u64, engine: u32, id: u32, ring: Option<Ring>, user: bool) -> HwQueue {
         HwQueue {
             os_handle: 0,
             context: h(Kind::Context, ctx),
@@ -307,6 +304,16 @@ mod tests {
             logs: crate::log::QueueLogs::default(),
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{queue, ring};
+    use super::*;
+    use crate::context::{Context, Device};
+    use crate::doorbell::Doorbell;
+    use crate::handle::fixtures::h;
+    use crate::handle::Kind;
 
     /// Two contexts on engine 0 (one suspended later), one on engine 1.
     fn state() -> Sched {

@@ -123,6 +123,15 @@ impl<P: Platform> Live<P> {
         os && device && self.ddis.native_fence && self.ddis.fence_logs
     }
 
+    /// A DDI's `(NodeOrdinal, EngineOrdinal)`: a node of this adapter, on physical adapter 0
+    /// (one engine per node, TDR-02); STATUS_INVALID_PARAMETER otherwise.
+    pub fn node(&self, node: u32, engine_ordinal: u32) -> Result<u32, Status> {
+        if node >= self.identity.config.engines || engine_ordinal != 0 {
+            return Err(status::INVALID_PARAMETER);
+        }
+        Ok(node)
+    }
+
     /// The part of the adapter the memory model's answers read ([`crate::gpummu`]).
     pub fn mmu(&self) -> crate::gpummu::Mmu<'_> {
         crate::gpummu::Mmu {

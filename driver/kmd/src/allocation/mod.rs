@@ -226,13 +226,9 @@ pub fn parse(bytes: &[u8]) -> Result<Allocation, Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handle::Kind;
+    use crate::handle::fixtures::process;
 
     const P: u64 = rvgpu_hw::PAGE_SIZE;
-
-    fn process(n: u64) -> Handle {
-        Handle::new(0, Kind::Process, n).unwrap()
-    }
 
     /// Runs of one place merge, an unmap in the middle splits, and past
     /// MAX_MAPPINGS nothing more is recorded (the doorbell then refuses that place).

@@ -9,9 +9,11 @@ use rvgpu_ddi::HANDLE;
 
 use crate::adapter::Adapter;
 use crate::handle::{Handle, Kind};
+use crate::kmem::SortedMap;
 use crate::platform::Platform;
 use crate::runlist;
 use crate::sched::ddi::with_adapter;
+use crate::sched::Sched;
 use crate::status::{self, Status};
 
 use super::{Context, Device, LEGACY_DMA_BUFFER_SIZE, MAX_CONTEXTS, MAX_DEVICES};
@@ -61,15 +63,32 @@ pub fn create_device<P: Platform>(
 
 /// DxgkDdiDestroyDevice (PASSIVE): only once its contexts are gone.
 pub fn destroy_device<P: Platform>(h_device: HANDLE) -> Result<(), Status> {
-    with_adapter::<P, _>(h_device, Kind::Device, |_, live, h| {
+    destroy_unused::<P, _>(
+        h_device,
+        Kind::Device,
+        |s| &mut s.devices,
+        |s, h| s.contexts.values().any(|c| c.device == h),
+    )
+}
+
+/// Destroys the object `raw` names (of `kind`, kept in the map `objects` picks) once nothing
+/// refers to it: STATUS_INVALID_HANDLE for an unknown handle, STATUS_INVALID_DEVICE_STATE
+/// while `in_use` (the OS destroys an object's children first).
+fn destroy_unused<P: Platform, V>(
+    raw: HANDLE,
+    kind: Kind,
+    objects: fn(&mut Sched) -> &mut SortedMap<Handle, V>,
+    in_use: fn(&Sched, Handle) -> bool,
+) -> Result<(), Status> {
+    with_adapter::<P, _>(raw, kind, |_, live, h| {
         let mut s = live.sched.lock();
-        if !s.devices.contains_key(&h) {
+        if !objects(&mut s).contains_key(&h) {
             return Err(status::INVALID_HANDLE);
         }
-        if s.contexts.values().any(|c| c.device == h) {
+        if in_use(&s, h) {
             return Err(status::INVALID_DEVICE_STATE);
         }
-        s.devices.remove(&h);
+        objects(&mut s).remove(&h);
         Ok(())
     })
 }
@@ -115,13 +134,9 @@ pub fn create_context<P: Platform>(
         let owner = s.process_of_device(device);
         let free = MAX_CONTEXTS.saturating_sub(s.contexts.len());
         let held = &*s;
-        if !live
-            .quotas
+        live.quotas
             .contexts
-            .grants(free, owner.map(|p| move || held.contexts_of_process(p)))
-        {
-            return Err(status::NO_MEMORY);
-        }
+            .admit(free, owner.map(|p| move || held.contexts_of_process(p)))?;
         s.contexts.try_insert::<P>(
             h,
             Context {
@@ -155,17 +170,12 @@ pub fn create_context<P: Platform>(
 
 /// DxgkDdiDestroyContext (PASSIVE): only once its hardware queues are gone.
 pub fn destroy_context<P: Platform>(h_context: HANDLE) -> Result<(), Status> {
-    with_adapter::<P, _>(h_context, Kind::Context, |_, live, h| {
-        let mut s = live.sched.lock();
-        if !s.contexts.contains_key(&h) {
-            return Err(status::INVALID_HANDLE);
-        }
-        if s.queues.values().any(|q| q.context == h) {
-            return Err(status::INVALID_DEVICE_STATE);
-        }
-        s.contexts.remove(&h);
-        Ok(())
-    })
+    destroy_unused::<P, _>(
+        h_context,
+        Kind::Context,
+        |s| &mut s.contexts,
+        |s, h| s.queues.values().any(|q| q.context == h),
+    )
 }
 
 /// Sets a context's suspended state and recommits its engine's runlist if that changed.
@@ -177,12 +187,9 @@ fn set_suspended<P: Platform>(
     let live = a.started()?;
     let h = Handle::decode_on(h_context, Kind::Context, a.table_slot())?;
     let mut s = live.sched.lock();
-    let ctx = s.contexts.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
-    if ctx.suspended == suspended {
+    let Some(engine) = s.set_context(h, |c| &mut c.suspended, suspended)? else {
         return Ok(());
-    }
-    ctx.suspended = suspended;
-    let engine = ctx.engine;
+    };
     let r = runlist::commit_context(&live.regs, &s, engine, h);
     if suspended {
         // Taking work off a device that is gone succeeds: it runs nothing any more.

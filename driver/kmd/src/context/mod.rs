@@ -65,14 +65,11 @@ pub const MAX_CONTEXTS: usize = 16_384;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::fixtures::h;
     use crate::handle::Kind;
     use crate::hwqueue::{HwQueue, Ring};
     use crate::process::Process;
     use crate::sched::Sched;
-
-    fn h(kind: Kind, n: u64) -> Handle {
-        Handle::new(0, kind, n).unwrap()
-    }
 
     /// One device (of process 1 when `process`), one context on engine 0, one queue with a
     /// ring.

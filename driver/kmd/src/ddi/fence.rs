@@ -10,46 +10,26 @@ use rvgpu_ddi::fence::{
 
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
-use super::thunk::{OnAdapter, OnAdapterMut, OnArgs};
-use crate::adapter::Adapter;
+use super::thunk::generic_ddis;
 use crate::fence;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus, Status};
 
-/// DxgkDdiCreateNativeFence (PASSIVE).
-pub(super) enum CreateNativeFence {}
-impl<P: Platform> OnAdapterMut<P> for CreateNativeFence {
-    type Args = DXGKARG_CREATENATIVEFENCE;
-    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        fence::create(a, args)
-    }
-}
-
-/// DxgkDdiOpenNativeFence (PASSIVE).
-pub(super) enum OpenNativeFence {}
-impl<P: Platform> OnAdapter<P> for OpenNativeFence {
-    type Args = DXGKARG_OPENNATIVEFENCE;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        fence::open(a, args)
-    }
-}
-
-/// DxgkDdiCloseNativeFence (PASSIVE).
-pub(super) enum CloseNativeFence {}
-impl<P: Platform> OnAdapter<P> for CloseNativeFence {
-    type Args = DXGKARG_CLOSENATIVEFENCE;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        fence::close(a, args)
-    }
-}
-
-/// DxgkDdiDestroyNativeFence (PASSIVE).
-pub(super) enum DestroyNativeFence {}
-impl<P: Platform> OnArgs<P> for DestroyNativeFence {
-    type Args = DXGKARG_DESTROYNATIVEFENCE;
-    fn call(args: &Self::Args) -> Result<(), Status> {
-        fence::destroy::<P>(args)
-    }
+generic_ddis! {
+    /// DxgkDdiCreateNativeFence (PASSIVE).
+    CreateNativeFence: OnAdapterMut<DXGKARG_CREATENATIVEFENCE> => fence::create;
+    /// DxgkDdiOpenNativeFence (PASSIVE).
+    OpenNativeFence: OnAdapter<DXGKARG_OPENNATIVEFENCE> => fence::open;
+    /// DxgkDdiCloseNativeFence (PASSIVE).
+    CloseNativeFence: OnAdapter<DXGKARG_CLOSENATIVEFENCE> => fence::close;
+    /// DxgkDdiDestroyNativeFence (PASSIVE).
+    DestroyNativeFence: OnArgs<DXGKARG_DESTROYNATIVEFENCE> => fence::destroy::<P>;
+    /// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL, LOG-01).
+    SetNativeFenceLogBuffer: OnArgs<DXGKARG_SETNATIVEFENCELOGBUFFER> =>
+        crate::log::ddi::set_log_buffer::<P>;
+    /// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL, LOG-07).
+    UpdateNativeFenceLogs: OnArgs<DXGKARG_UPDATENATIVEFENCELOGS> =>
+        crate::log::ddi::update_logs::<P>;
 }
 
 /// The two update DDIs' shared shape: an argument block naming three arrays of `NumFences`
@@ -61,37 +41,35 @@ pub(super) trait Update<P: Platform> {
     fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status>;
 }
 
-/// DxgkDdiUpdateMonitoredValues (device IRQL).
-impl<P: Platform> Update<P> for DXGKARG_UPDATEMONITOREDVALUES {
-    fn arrays(&self) -> (*const HANDLE, *const u64, *const *mut c_void, u32) {
-        let va = self.MonitoredValueKernelCpuVa;
-        (
-            self.NativeFenceArray,
-            self.UpdatedValueArray,
-            va,
-            self.NumFences,
-        )
-    }
-    fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status> {
-        fence::update_monitored::<P>(self, arrays)
-    }
+/// Implements [`Update`] for an update DDI's argument block: the field holding its kernel CPU
+/// addresses, and its logic in crate::fence.
+macro_rules! update_ddi {
+    ($(#[$d:meta])* $args:ty, $cpu_va:ident, $logic:ident) => {
+        $(#[$d])*
+        impl<P: Platform> Update<P> for $args {
+            fn arrays(&self) -> (*const HANDLE, *const u64, *const *mut c_void, u32) {
+                let va = self.$cpu_va;
+                (self.NativeFenceArray, self.UpdatedValueArray, va, self.NumFences)
+            }
+            fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status> {
+                fence::$logic::<P>(self, arrays)
+            }
+        }
+    };
 }
 
-/// DxgkDdiUpdateCurrentValuesFromCpu (DISPATCH).
-impl<P: Platform> Update<P> for DXGKARG_UPDATECURRENTVALUESFROMCPU {
-    fn arrays(&self) -> (*const HANDLE, *const u64, *const *mut c_void, u32) {
-        let va = self.CurrentValueKernelCpuVa;
-        (
-            self.NativeFenceArray,
-            self.UpdatedValueArray,
-            va,
-            self.NumFences,
-        )
-    }
-    fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status> {
-        fence::update_current::<P>(self, arrays)
-    }
-}
+update_ddi!(
+    /// DxgkDdiUpdateMonitoredValues (device IRQL).
+    DXGKARG_UPDATEMONITOREDVALUES,
+    MonitoredValueKernelCpuVa,
+    update_monitored
+);
+update_ddi!(
+    /// DxgkDdiUpdateCurrentValuesFromCpu (DISPATCH).
+    DXGKARG_UPDATECURRENTVALUESFROMCPU,
+    CurrentValueKernelCpuVa,
+    update_current
+);
 
 /// DxgkDdiUpdateMonitoredValues. A thunk of its own: scripts/callgrind-fences.sh measures it
 /// by name.
@@ -112,22 +90,4 @@ pub(super) unsafe extern "system" fn update<P: Platform, A: Update<P>>(args: *co
     // SAFETY: the OS passes three arrays of NumFences entries, valid for the call.
     let arrays = unsafe { fence::FenceArrays::new(handles, values, cpu, n) };
     to_ntstatus(args.apply(&arrays))
-}
-
-/// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL, LOG-01).
-pub(super) enum SetNativeFenceLogBuffer {}
-impl<P: Platform> OnArgs<P> for SetNativeFenceLogBuffer {
-    type Args = DXGKARG_SETNATIVEFENCELOGBUFFER;
-    fn call(args: &Self::Args) -> Result<(), Status> {
-        crate::log::ddi::set_log_buffer::<P>(args)
-    }
-}
-
-/// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL, LOG-07).
-pub(super) enum UpdateNativeFenceLogs {}
-impl<P: Platform> OnArgs<P> for UpdateNativeFenceLogs {
-    type Args = DXGKARG_UPDATENATIVEFENCELOGS;
-    fn call(args: &Self::Args) -> Result<(), Status> {
-        crate::log::ddi::update_logs::<P>(args)
-    }
 }

@@ -10,31 +10,37 @@ use rvgpu_ddi::allocation::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS, SIZE_T};
 
-use super::thunk::{Call, OnAdapterMut, OnContextWith};
+use super::thunk::{generic_ddis, Call};
 use crate::adapter::Adapter;
 use crate::allocation;
 use crate::platform::Platform;
 use crate::process;
-use crate::status::{self, to_ntstatus, Status};
+use crate::status::{self, Status};
 
-/// DxgkDdiCreateProcess (PASSIVE).
-pub(super) enum CreateProcess {}
-impl<P: Platform> OnAdapterMut<P> for CreateProcess {
-    type Args = DXGKARG_CREATEPROCESS;
-    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        process::ddi::create(a, args)
-    }
-}
-
-/// DxgkDdiDestroyProcess (PASSIVE).
-pub(super) enum DestroyProcess {}
-impl<P: Platform> OnContextWith<P> for DestroyProcess {
-    type Arg = HANDLE;
-    type Out = NTSTATUS;
-    const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
-    fn call(a: &Adapter<P>, h_process: HANDLE) -> NTSTATUS {
-        to_ntstatus(process::ddi::destroy(a, h_process))
-    }
+generic_ddis! {
+    /// DxgkDdiCreateProcess (PASSIVE).
+    CreateProcess: OnAdapterMut<DXGKARG_CREATEPROCESS> => process::ddi::create;
+    /// DxgkDdiDestroyProcess (PASSIVE).
+    DestroyProcess: OnContextWith<HANDLE> => process::ddi::destroy;
+    /// DxgkDdiCreateAllocation (PASSIVE).
+    CreateAllocation: OnAdapterMut<DXGKARG_CREATEALLOCATION> =>
+        |call, a, args| create_allocation(call, a, args);
+    /// DxgkDdiDestroyAllocation (PASSIVE).
+    DestroyAllocation: OnAdapter<DXGKARG_DESTROYALLOCATION> => |call, a, args| {
+        // Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
+        let list = call.array(args.pAllocationList.cast_mut(), args.NumAllocations);
+        allocation::ddi::destroy(a, list.ok_or(status::INVALID_PARAMETER)?)
+    };
+    /// DxgkDdiOpenAllocation (PASSIVE): the argument block is const in the header, but the
+    /// driver writes `hDeviceSpecificAllocation` into each info of the OS's array.
+    OpenAllocation: OnHandle<DXGKARG_OPENALLOCATION> =>
+        |call, h_device, args| open_allocation::<P>(call, h_device, args);
+    /// DxgkDdiCloseAllocation (PASSIVE).
+    CloseAllocation: OnHandle<DXGKARG_CLOSEALLOCATION> => |call, h_device, args| {
+        // Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
+        let list = call.array(args.pOpenHandleList.cast_mut(), args.NumAllocations);
+        allocation::ddi::close::<P>(h_device, list.ok_or(status::INVALID_PARAMETER)?)
+    };
 }
 
 /// DxgkDdiGetRootPageTableSize (PASSIVE): bytes of the root table (0 for a broken call).
@@ -44,10 +50,8 @@ pub(super) unsafe extern "system" fn get_root_page_table_size<P: Platform>(
 ) -> SIZE_T {
     // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
     let call = unsafe { Call::new() };
-    match call.adapter_and_mut::<P, _>(h_adapter, args) {
-        Some((_, args)) => process::ddi::root_size(args),
-        None => 0,
-    }
+    call.adapter_and_mut::<P, _>(h_adapter, args)
+        .map_or(0, |(_, args)| process::ddi::root_size(args))
 }
 
 /// DxgkDdiSetRootPageTable (PASSIVE, no status: a refused request is logged).
@@ -70,46 +74,6 @@ pub(super) unsafe extern "system" fn set_root_page_table<P: Platform>(
     }
 }
 
-/// DxgkDdiCreateAllocation (PASSIVE).
-pub(super) unsafe extern "system" fn create_allocation<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_CREATEALLOCATION,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    let Some((a, args)) = call.adapter_and_mut::<P, _>(h_adapter, args) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    // Dxgkrnl's array of NumAllocations infos, valid and ours for the call.
-    let Some(infos) = call.array(args.pAllocationInfo, args.NumAllocations) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    let private = |i: &DXGK_ALLOCATIONINFO| {
-        // Each info's private data is `PrivateDriverDataSize` bytes the OS copied
-        // from user mode and keeps for the call; read only.
-        call.read_only(i.pPrivateDriverData, i.PrivateDriverDataSize)
-    };
-    to_ntstatus(allocation::ddi::create(a, args, infos, private))
-}
-
-/// DxgkDdiDestroyAllocation (PASSIVE).
-pub(super) unsafe extern "system" fn destroy_allocation<P: Platform>(
-    h_adapter: HANDLE,
-    args: *const DXGKARG_DESTROYALLOCATION,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    let Some((a, args)) = call.adapter_and::<P, _>(h_adapter, args) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    // Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
-    let list = call.array(args.pAllocationList.cast_mut(), args.NumAllocations);
-    match list {
-        Some(list) => to_ntstatus(allocation::ddi::destroy(a, list)),
-        None => status::INVALID_PARAMETER.code(),
-    }
-}
-
 /// DxgkDdiDescribeAllocation (PASSIVE): rvgpu has no primaries or display surfaces.
 pub(super) unsafe extern "system" fn describe_allocation(
     _h_adapter: HANDLE,
@@ -127,43 +91,34 @@ pub(super) unsafe extern "system" fn get_standard_allocation_driver_data(
     status::NOT_SUPPORTED.code()
 }
 
-/// DxgkDdiOpenAllocation (PASSIVE): the argument block is const in the header, but the
-/// driver writes `hDeviceSpecificAllocation` into each info of the OS's array.
-pub(super) unsafe extern "system" fn open_allocation<P: Platform>(
+/// DxgkDdiCreateAllocation's logic.
+fn create_allocation<P: Platform>(
+    call: Call<'_>,
+    a: &Adapter<P>,
+    args: &mut DXGKARG_CREATEALLOCATION,
+) -> Result<(), Status> {
+    // Dxgkrnl's array of NumAllocations infos, valid and ours for the call.
+    let infos = call.array(args.pAllocationInfo, args.NumAllocations);
+    let private = |i: &DXGK_ALLOCATIONINFO| {
+        // Each info's private data is `PrivateDriverDataSize` bytes the OS copied
+        // from user mode and keeps for the call; read only.
+        call.read_only(i.pPrivateDriverData, i.PrivateDriverDataSize)
+    };
+    allocation::ddi::create(a, args, infos.ok_or(status::INVALID_PARAMETER)?, private)
+}
+
+/// DxgkDdiOpenAllocation's logic.
+fn open_allocation<P: Platform>(
+    call: Call<'_>,
     h_device: HANDLE,
-    args: *const DXGKARG_OPENALLOCATION,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    let Some(args) = call.args(args) else {
-        return status::INVALID_PARAMETER.code();
-    };
+    args: &DXGKARG_OPENALLOCATION,
+) -> Result<(), Status> {
     // Dxgkrnl's array of NumAllocations open infos, writable for the call.
-    let Some(infos) = call.array(args.pOpenAllocation, args.NumAllocations) else {
-        return status::INVALID_PARAMETER.code();
-    };
+    let infos = call.array(args.pOpenAllocation, args.NumAllocations);
     let private = |i: &DXGK_OPENALLOCATIONINFO| {
         // The allocation's private data, `PrivateDriverDataSize` bytes the OS keeps
         // for the call; read only.
         call.read_only(i.pPrivateDriverData, i.PrivateDriverDataSize)
     };
-    to_ntstatus(allocation::ddi::open::<P>(h_device, infos, private))
-}
-
-/// DxgkDdiCloseAllocation (PASSIVE).
-pub(super) unsafe extern "system" fn close_allocation<P: Platform>(
-    h_device: HANDLE,
-    args: *const DXGKARG_CLOSEALLOCATION,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    let Some(args) = call.args(args) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    // Dxgkrnl's list of NumAllocations handles, valid for the call; read only.
-    let list = call.array(args.pOpenHandleList.cast_mut(), args.NumAllocations);
-    match list {
-        Some(list) => to_ntstatus(allocation::ddi::close::<P>(h_device, list)),
-        None => status::INVALID_PARAMETER.code(),
-    }
+    allocation::ddi::open::<P>(h_device, infos.ok_or(status::INVALID_PARAMETER)?, private)
 }

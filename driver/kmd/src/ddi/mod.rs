@@ -33,7 +33,10 @@ use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, DXGKDDI_INTERFACE_VERSION};
 
 use crate::platform::Platform;
 use crate::status;
-use thunk::{on_adapter, on_adapter_mut, on_args, on_context, on_context_with, on_handle_mut};
+use thunk::{
+    on_adapter, on_adapter_mut, on_args, on_args_mut, on_context, on_context_with, on_handle,
+    on_handle_mut,
+};
 
 /// The slot after `DxgkDdiNotifyWorkSubmission` (byte 1368): `DxgkDdiFlushHwQueue` on
 /// Microsoft's reference page and in pre-release headers, `Reserved4` in the 26100 WDK. The
@@ -67,7 +70,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiUnload: Some(pnp::unload::<P>),
         DxgkDdiQueryInterface: Some(query::query_interface::<P>),
         DxgkDdiControlEtwLogging: Some(pnp::control_etw_logging),
-        DxgkDdiQueryAdapterInfo: Some(query::query_adapter_info::<P>),
+        DxgkDdiQueryAdapterInfo: Some(on_adapter::<P, query::QueryAdapterInfo, _>),
         DxgkDdiCreateNativeFence: Some(on_adapter_mut::<P, fence::CreateNativeFence>),
         DxgkDdiDestroyNativeFence: Some(on_args::<P, fence::DestroyNativeFence, _>),
         DxgkDdiOpenNativeFence: Some(on_adapter::<P, fence::OpenNativeFence, _>),
@@ -81,10 +84,10 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiGetNodeMetadata: Some(query::get_node_metadata::<P>),
         DxgkDdiSuspendContext: Some(on_adapter::<P, submission::SuspendContext, _>),
         DxgkDdiResumeContext: Some(on_adapter::<P, submission::ResumeContext, _>),
-        DxgkDdiCreateHwQueue: Some(submission::create_hw_queue::<P>),
+        DxgkDdiCreateHwQueue: Some(on_handle_mut::<P, submission::CreateHwQueue>),
         DxgkDdiDestroyHwQueue: Some(submission::destroy_hw_queue::<P>),
         DxgkDdiSubmitCommandToHwQueue: Some(submission::submit_command_to_hw_queue::<P>),
-        DxgkDdiCreateDoorbell: Some(submission::create_doorbell::<P>),
+        DxgkDdiCreateDoorbell: Some(on_args_mut::<P, submission::CreateDoorbell>),
         DxgkDdiConnectDoorbell: Some(submission::connect_doorbell::<P>),
         DxgkDdiDisconnectDoorbell: Some(on_args::<P, submission::DisconnectDoorbell, _>),
         DxgkDdiDestroyDoorbell: Some(on_args::<P, submission::DestroyDoorbell, _>),
@@ -103,8 +106,8 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         ),
         DxgkDdiResetHwEngine: Some(on_adapter::<P, tdr::ResetHwEngine, _>),
         DxgkDdiResumeHwEngine: Some(on_adapter::<P, tdr::ResumeHwEngine, _>),
-        DxgkDdiCollectDbgInfo: Some(tdr::collect_dbg_info::<P>),
-        DxgkDdiCollectDbgInfo2: Some(tdr::collect_dbg_info2::<P>),
+        DxgkDdiCollectDbgInfo: Some(on_adapter::<P, tdr::CollectDbgInfo, _>),
+        DxgkDdiCollectDbgInfo2: Some(on_adapter::<P, tdr::CollectDbgInfo2, _>),
         DxgkDdiResetFromTimeout: Some(on_context::<P, tdr::ResetFromTimeout>),
         DxgkDdiRestartFromTimeout: Some(on_context::<P, tdr::RestartFromTimeout>),
         DxgkDdiSetNativeFenceLogBuffer: Some(on_args::<P, fence::SetNativeFenceLogBuffer, _>),
@@ -118,19 +121,19 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiSubmitCommandVirtual: Some(on_adapter::<P, node::SubmitCommandVirtual, _>),
         DxgkDdiPreemptCommand: Some(on_adapter::<P, node::PreemptCommand, _>),
         DxgkDdiQueryCurrentFence: Some(on_adapter_mut::<P, node::QueryCurrentFence>),
-        DxgkDdiBuildPagingBuffer: Some(node::build_paging_buffer::<P>),
+        DxgkDdiBuildPagingBuffer: Some(on_adapter_mut::<P, node::BuildPagingBuffer>),
         DxgkDdiPresent: Some(node::present),
         DxgkDdiControlInterrupt: Some(node::control_interrupt),
         DxgkDdiCreateProcess: Some(on_adapter_mut::<P, memory::CreateProcess>),
         DxgkDdiDestroyProcess: Some(on_context_with::<P, memory::DestroyProcess>),
         DxgkDdiGetRootPageTableSize: Some(memory::get_root_page_table_size::<P>),
         DxgkDdiSetRootPageTable: Some(memory::set_root_page_table::<P>),
-        DxgkDdiCreateAllocation: Some(memory::create_allocation::<P>),
-        DxgkDdiDestroyAllocation: Some(memory::destroy_allocation::<P>),
+        DxgkDdiCreateAllocation: Some(on_adapter_mut::<P, memory::CreateAllocation>),
+        DxgkDdiDestroyAllocation: Some(on_adapter::<P, memory::DestroyAllocation, _>),
         DxgkDdiDescribeAllocation: Some(memory::describe_allocation),
         DxgkDdiGetStandardAllocationDriverData: Some(memory::get_standard_allocation_driver_data),
-        DxgkDdiOpenAllocation: Some(memory::open_allocation::<P>),
-        DxgkDdiCloseAllocation: Some(memory::close_allocation::<P>),
+        DxgkDdiOpenAllocation: Some(on_handle::<P, memory::OpenAllocation, _>),
+        DxgkDdiCloseAllocation: Some(on_handle::<P, memory::CloseAllocation, _>),
         ..Default::default()
     }
 }

@@ -8,59 +8,24 @@ use rvgpu_ddi::tdr::{
 };
 use rvgpu_ddi::{BOOLEAN, HANDLE, NTSTATUS};
 
-use super::thunk::{Call, OnAdapter, OnAdapterMut};
-use crate::adapter::Adapter;
+use super::thunk::{generic_ddis, Call};
 use crate::node;
-use crate::platform::Platform;
-use crate::status::{self, to_ntstatus, Status};
+use crate::status::{self, to_ntstatus};
 
-/// DxgkDdiSubmitCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2).
-pub(super) enum SubmitCommand {}
-impl<P: Platform> OnAdapter<P> for SubmitCommand {
-    type Args = DXGKARG_SUBMITCOMMAND;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        node::ddi::submit_command(a, args)
-    }
-}
-
-/// DxgkDdiSubmitCommandVirtual (IRQL not on the page; DISPATCH-safe).
-pub(super) enum SubmitCommandVirtual {}
-impl<P: Platform> OnAdapter<P> for SubmitCommandVirtual {
-    type Args = DXGKARG_SUBMITCOMMANDVIRTUAL;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        node::ddi::submit_command_virtual(a, args)
-    }
-}
-
-/// DxgkDdiPreemptCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2).
-pub(super) enum PreemptCommand {}
-impl<P: Platform> OnAdapter<P> for PreemptCommand {
-    type Args = DXGKARG_PREEMPTCOMMAND;
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status> {
-        node::ddi::preempt_command(a, args)
-    }
-}
-
-/// DxgkDdiQueryCurrentFence (IRQL not on the page; DISPATCH-safe).
-pub(super) enum QueryCurrentFence {}
-impl<P: Platform> OnAdapterMut<P> for QueryCurrentFence {
-    type Args = DXGKARG_QUERYCURRENTFENCE;
-    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status> {
-        node::ddi::query_current_fence(a, args)
-    }
-}
-
-/// DxgkDdiBuildPagingBuffer (PASSIVE per the public headers).
-pub(super) unsafe extern "system" fn build_paging_buffer<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_BUILDPAGINGBUFFER,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    match call.adapter_and_mut::<P, _>(h_adapter, args) {
-        Some((a, args)) => crate::paging::build_paging_buffer(a, args),
-        None => status::INVALID_PARAMETER.code(),
-    }
+generic_ddis! {
+    /// DxgkDdiSubmitCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2).
+    SubmitCommand: OnAdapter<DXGKARG_SUBMITCOMMAND> => node::ddi::submit_command;
+    /// DxgkDdiSubmitCommandVirtual (IRQL not on the page; DISPATCH-safe).
+    SubmitCommandVirtual: OnAdapter<DXGKARG_SUBMITCOMMANDVIRTUAL> =>
+        node::ddi::submit_command_virtual;
+    /// DxgkDdiPreemptCommand (DISPATCH_LEVEL; an error status is bug check 0x119 / 0x2).
+    PreemptCommand: OnAdapter<DXGKARG_PREEMPTCOMMAND> => node::ddi::preempt_command;
+    /// DxgkDdiQueryCurrentFence (IRQL not on the page; DISPATCH-safe).
+    QueryCurrentFence: OnAdapterMut<DXGKARG_QUERYCURRENTFENCE> => node::ddi::query_current_fence;
+    /// DxgkDdiBuildPagingBuffer (PASSIVE per the public headers). Its logic answers success or
+    /// a failure status (crate::paging), which the round trip through `Result` keeps.
+    BuildPagingBuffer: OnAdapterMut<DXGKARG_BUILDPAGINGBUFFER> =>
+        |_, a, args| status::check(crate::paging::build_paging_buffer(a, args));
 }
 
 /// DxgkDdiPresent (PASSIVE): refused, rvgpu has nothing to present with (`crate::present`).

@@ -13,12 +13,24 @@ use rvgpu_ddi::{
 };
 
 use super::table::Filled;
-use super::thunk::{Call, OnContext, OnContextWith};
+use super::thunk::{generic_ddis, Call};
 use crate::adapter::Adapter;
 use crate::dxgk::Dxgk;
 use crate::globals::ADAPTERS;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus};
+
+generic_ddis! {
+    /// DxgkDdiStopDevice (PASSIVE).
+    StopDevice: OnContext => Adapter::stop;
+    /// DxgkDdiDpcRoutine (DISPATCH).
+    DpcRoutine: OnContext -> () => Adapter::dpc;
+    /// DxgkDdiResetDevice (any IRQL, before a bug check or soft reboot).
+    ResetDevice: OnContext -> () => Adapter::reset_device;
+    /// DxgkDdiNotifySurpriseRemoval (level zero: may overlap other DDIs).
+    NotifySurpriseRemoval: OnContextWith<DXGK_SURPRISE_REMOVAL_TYPE> =>
+        crate::removal::notify_surprise_removal;
+}
 
 /// DxgkDdiAddDevice (PASSIVE): allocate the adapter context.
 pub(super) unsafe extern "system" fn add_device<P: Platform>(
@@ -81,16 +93,6 @@ pub(super) unsafe extern "system" fn start_device<P: Platform>(
     to_ntstatus(r)
 }
 
-/// DxgkDdiStopDevice (PASSIVE).
-pub(super) enum StopDevice {}
-impl<P: Platform> OnContext<P> for StopDevice {
-    type Out = NTSTATUS;
-    const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
-    fn call(a: &Adapter<P>) -> NTSTATUS {
-        to_ntstatus(a.stop())
-    }
-}
-
 /// DxgkDdiRemoveDevice (PASSIVE): frees the context.
 pub(super) unsafe extern "system" fn remove_device<P: Platform>(ctx: PVOID) -> NTSTATUS {
     // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
@@ -133,16 +135,6 @@ pub(super) unsafe extern "system" fn interrupt_routine<P: Platform>(
     match call.adapter::<P>(ctx) {
         Some(a) => BOOLEAN::from(a.interrupt()),
         None => 0,
-    }
-}
-
-/// DxgkDdiDpcRoutine (DISPATCH).
-pub(super) enum DpcRoutine {}
-impl<P: Platform> OnContext<P> for DpcRoutine {
-    type Out = ();
-    const NO_ADAPTER: () = ();
-    fn call(a: &Adapter<P>) {
-        a.dpc();
     }
 }
 
@@ -223,27 +215,6 @@ pub(super) unsafe extern "system" fn notify_acpi_event(
     // Checked non-null above.
     call.put(acpi_flags, 0);
     status::SUCCESS
-}
-
-/// DxgkDdiResetDevice (any IRQL, before a bug check or soft reboot).
-pub(super) enum ResetDevice {}
-impl<P: Platform> OnContext<P> for ResetDevice {
-    type Out = ();
-    const NO_ADAPTER: () = ();
-    fn call(a: &Adapter<P>) {
-        a.reset_device();
-    }
-}
-
-/// DxgkDdiNotifySurpriseRemoval (level zero: may overlap other DDIs).
-pub(super) enum NotifySurpriseRemoval {}
-impl<P: Platform> OnContextWith<P> for NotifySurpriseRemoval {
-    type Arg = DXGK_SURPRISE_REMOVAL_TYPE;
-    type Out = NTSTATUS;
-    const NO_ADAPTER: NTSTATUS = status::INVALID_PARAMETER.code();
-    fn call(a: &Adapter<P>, kind: DXGK_SURPRISE_REMOVAL_TYPE) -> NTSTATUS {
-        to_ntstatus(crate::removal::notify_surprise_removal(a, kind))
-    }
 }
 
 /// DxgkDdiUnload (PASSIVE): ends the ETW provider's registration (the only driver-wide state).

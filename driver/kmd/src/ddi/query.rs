@@ -13,11 +13,12 @@ use rvgpu_ddi::kmtest::{DXGKARG_BUILDTESTCOMMANDBUFFER, DXGKDDI_KERNELMODETESTIN
 use rvgpu_ddi::submission::DXGKARG_GETNODEMETADATA;
 use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID, UINT};
 
-use super::thunk::Call;
+use super::thunk::{generic_ddis, on_adapter_mut, Call};
+use crate::adapter::Adapter;
 use crate::caps;
 use crate::platform::Platform;
 use crate::qai::Request;
-use crate::status::{self, to_ntstatus};
+use crate::status::{self, to_ntstatus, Status};
 
 /// DxgkDdiQueryInterface (PASSIVE): rvgpu exports one interface, the WDDM 3.2 feature interface
 /// (`GUID_WDDM_INTERFACE_FEATURE`, version 1) through which Dxgkrnl learns which features the
@@ -57,8 +58,8 @@ pub(super) unsafe extern "system" fn query_interface<P: Platform>(
         Context: ctx,
         InterfaceReference: Some(feature_interface_reference),
         InterfaceDereference: Some(feature_interface_reference),
-        QueryFeatureSupport: Some(query_feature_support::<P>),
-        QueryFeatureInterface: Some(query_feature_interface::<P>),
+        QueryFeatureSupport: Some(on_adapter_mut::<P, QueryFeatureSupport>),
+        QueryFeatureInterface: Some(on_adapter_mut::<P, QueryFeatureInterface>),
     };
     // Dxgkrnl provides `Size` (>= the interface's size, checked) writable bytes at `Interface`.
     call.write(q.Interface.cast(), usize::from(q.Size), out);
@@ -70,17 +71,32 @@ pub(super) unsafe extern "system" fn query_interface<P: Platform>(
 /// (it drops the interface before RemoveDevice), so there is nothing to count.
 pub(super) unsafe extern "system" fn feature_interface_reference(_context: PVOID) {}
 
-/// DxgkDdiQueryFeatureSupport (PASSIVE): which versions of a feature the driver implements.
-pub(super) unsafe extern "system" fn query_feature_support<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_QUERYFEATURESUPPORT,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    // The interface's context is our own adapter context.
-    let Some((_, args)) = call.adapter_and_mut::<P, _>(h_adapter, args) else {
-        return status::INVALID_PARAMETER.code();
+generic_ddis! {
+    /// DxgkDdiQueryFeatureSupport (PASSIVE): which versions of a feature the driver implements.
+    /// The interface's context is our own adapter context.
+    QueryFeatureSupport: OnAdapterMut<DXGKARG_QUERYFEATURESUPPORT> => query_feature_support;
+    /// DxgkDdiQueryFeatureInterface (PASSIVE): the kernel-mode testing interface
+    /// ([`crate::kmtest`]) is rvgpu's one driver-side feature interface (native fences use DDIs
+    /// of the main table).
+    QueryFeatureInterface: OnAdapterMut<DXGKARG_QUERYFEATUREINTERFACE> =>
+        |call, _, q| query_feature_interface::<P>(call, q);
+    /// DxgkDdiQueryAdapterInfo (PASSIVE).
+    QueryAdapterInfo: OnAdapter<DXGKARG_QUERYADAPTERINFO> =>
+        |call, a, args| query_adapter_info(call, a, args);
+    /// `pfnBuildTestCommandBuffer` of the kernel-mode testing interface (PASSIVE):
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer>.
+    BuildTestCommandBuffer: OnAdapterMut<DXGKARG_BUILDTESTCOMMANDBUFFER> => |call, a, args| {
+        // The DMA buffer and its size obey the contract for buffers (super::thunk).
+        let out = call.buffer(args.pDmaBuffer, args.DmaBufferSize);
+        crate::kmtest::build_into(a, args, out)
     };
+}
+
+/// DxgkDdiQueryFeatureSupport's logic.
+fn query_feature_support<P: Platform>(
+    _: &Adapter<P>,
+    args: &mut DXGKARG_QUERYFEATURESUPPORT,
+) -> Result<(), Status> {
     let (min, max, supported) = match crate::features::driver_support(args.FeatureId) {
         Some((min, max)) => (min, max, 1),
         None => (0, 0, 0),
@@ -89,74 +105,43 @@ pub(super) unsafe extern "system" fn query_feature_support<P: Platform>(
     args.MaxSupportedVersion = max;
     args.SupportedByDriver = supported;
     args.SupportedOnCurrentConfig = supported;
-    status::SUCCESS
+    Ok(())
 }
 
-/// DxgkDdiQueryFeatureInterface (PASSIVE): the kernel-mode testing interface
-/// ([`crate::kmtest`]) is rvgpu's one driver-side feature interface (native fences use DDIs of
-/// the main table).
-pub(super) unsafe extern "system" fn query_feature_interface<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_QUERYFEATUREINTERFACE,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    // The interface's context is our own adapter context.
-    let Some((_, q)) = call.adapter_and_mut::<P, _>(h_adapter, args) else {
-        return status::INVALID_PARAMETER.code();
-    };
+/// DxgkDdiQueryFeatureInterface's logic.
+fn query_feature_interface<P: Platform>(
+    call: Call<'_>,
+    q: &mut DXGKARG_QUERYFEATUREINTERFACE,
+) -> Result<(), Status> {
     if q.FeatureId != rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING {
-        return status::NOT_SUPPORTED.code();
+        return Err(status::NOT_SUPPORTED);
     }
-    let size = match crate::kmtest::interface_request(q) {
-        Ok(size) => size,
-        Err(e) => return e.code(),
-    };
+    let size = crate::kmtest::interface_request(q)?;
     let iface = DXGKDDI_KERNELMODETESTINGINTERFACE {
-        pfnBuildTestCommandBuffer: Some(build_test_command_buffer::<P>),
+        pfnBuildTestCommandBuffer: Some(on_adapter_mut::<P, BuildTestCommandBuffer>),
     };
     // Dxgkrnl provides `InterfaceSize` writable bytes at `Interface` (checked non-null and >=
     // the interface's size by `interface_request`).
     call.write(q.Interface, usize::from(q.InterfaceSize), iface);
     q.InterfaceSize = size;
-    status::SUCCESS
+    Ok(())
 }
 
-/// `pfnBuildTestCommandBuffer` of the kernel-mode testing interface (PASSIVE):
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer>.
-unsafe extern "system" fn build_test_command_buffer<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_BUILDTESTCOMMANDBUFFER,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    // hAdapter is our adapter context.
-    let Some((a, args)) = call.adapter_and_mut::<P, _>(h_adapter, args) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    // the DMA buffer and its size obey the contract for buffers (super::thunk).
-    let out = call.buffer(args.pDmaBuffer, args.DmaBufferSize);
-    to_ntstatus(crate::kmtest::build_into(a, args, out))
-}
-
-/// DxgkDdiQueryAdapterInfo (PASSIVE): the request's buffers resolved once
+/// DxgkDdiQueryAdapterInfo's logic: the request's buffers resolved once
 /// ([`crate::qai::Request`]), then answered by `caps`.
-pub(super) unsafe extern "system" fn query_adapter_info<P: Platform>(
-    h_adapter: HANDLE,
-    args: *const DXGKARG_QUERYADAPTERINFO,
-) -> NTSTATUS {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    let Some((a, args)) = call.adapter_and::<P, _>(h_adapter, args) else {
-        return status::INVALID_PARAMETER.code();
-    };
-    // SAFETY: the same contract for the buffers the block names (`Request::from_os`).
+fn query_adapter_info<P: Platform>(
+    _: Call<'_>,
+    a: &Adapter<P>,
+    args: &DXGKARG_QUERYADAPTERINFO,
+) -> Result<(), Status> {
+    // SAFETY: the buffers the block names are under the contract of the call whose `Call` this
+    // holds (`Request::from_os`).
     let mut q = unsafe { Request::from_os(args) };
-    to_ntstatus(match a.live() {
+    match a.live() {
         Some(live) => caps::query(live, &mut q),
         // Before StartDevice only the types Dxgkrnl sends at that stage have an answer.
         None => caps::query_pre_start(&mut q).unwrap_or(Err(status::INVALID_DEVICE_STATE)),
-    })
+    }
 }
 
 /// DxgkDdiGetNodeMetadata (PASSIVE).

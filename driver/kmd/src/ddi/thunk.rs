@@ -17,8 +17,9 @@
 //! lifetime ends with the call, or `None` for null, without further `unsafe`; it then checks
 //! sizes and calls the module holding the logic.
 //! The common shapes are whole thunks here ([`on_adapter`], [`on_adapter_mut`], [`on_args`],
-//! [`on_handle_mut`], [`on_context`], [`on_context_with`]): a DDI of that shape names only its
-//! logic, through one of the traits. A DDI the profiling scripts or a debugger session name keeps a thunk of its own
+//! [`on_args_mut`], [`on_handle`], [`on_handle_mut`], [`on_context`], [`on_context_with`]): a
+//! DDI of that shape names only its logic, through one of the traits ([`generic_ddis`] declares
+//! such DDIs). A DDI the profiling scripts or a debugger session name keeps a thunk of its own
 //! (scripts/callgrind-*.sh toggle on the symbol; a generic thunk's symbol does not name the DDI).
 
 use core::ffi::c_void;
@@ -155,16 +156,17 @@ impl<'a> Call<'a> {
 pub(super) trait OnAdapter<P: Platform> {
     /// The argument block the signature declares.
     type Args;
-    /// The logic, with the call's adapter and arguments.
-    fn call(a: &Adapter<P>, args: &Self::Args) -> Result<(), Status>;
+    /// The logic, with the call (for the buffers the arguments name), its adapter and
+    /// arguments.
+    fn call(call: Call<'_>, a: &Adapter<P>, args: &Self::Args) -> Result<(), Status>;
 }
 
 /// A DDI `(hAdapter, ARGS*) -> NTSTATUS` whose thunk only resolves both.
 pub(super) trait OnAdapterMut<P: Platform> {
     /// The argument block the signature declares.
     type Args;
-    /// The logic, with the call's adapter and arguments.
-    fn call(a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status>;
+    /// The logic, with the call, its adapter and arguments.
+    fn call(call: Call<'_>, a: &Adapter<P>, args: &mut Self::Args) -> Result<(), Status>;
 }
 
 /// A DDI `(const ARGS*) -> NTSTATUS` without an adapter handle (the logic finds the adapter
@@ -172,18 +174,151 @@ pub(super) trait OnAdapterMut<P: Platform> {
 pub(super) trait OnArgs<P: Platform> {
     /// The argument block the signature declares.
     type Args;
-    /// The logic, with the call's arguments.
-    fn call(args: &Self::Args) -> Result<(), Status>;
+    /// The logic, with the call and its arguments.
+    fn call(call: Call<'_>, args: &Self::Args) -> Result<(), Status>;
 }
 
-/// A DDI `(handle, ARGS*) -> NTSTATUS` whose first argument is a KMD handle other than the
-/// adapter (a device, a context), passed on for the logic to decode.
+/// A DDI `(ARGS*) -> NTSTATUS` without an adapter handle, whose block the logic writes.
+pub(super) trait OnArgsMut<P: Platform> {
+    /// The argument block the signature declares.
+    type Args;
+    /// The logic, with the call and its arguments.
+    fn call(call: Call<'_>, args: &mut Self::Args) -> Result<(), Status>;
+}
+
+/// A DDI `(handle, const ARGS*) -> NTSTATUS` whose first argument is a KMD handle other than
+/// the adapter (a device, a context), passed on for the logic to decode.
+pub(super) trait OnHandle<P: Platform> {
+    /// The argument block the signature declares.
+    type Args;
+    /// The logic, with the call, its handle and arguments.
+    fn call(call: Call<'_>, h: HANDLE, args: &Self::Args) -> Result<(), Status>;
+}
+
+/// A DDI `(handle, ARGS*) -> NTSTATUS`: as [`OnHandle`], with a block the logic writes.
 pub(super) trait OnHandleMut<P: Platform> {
     /// The argument block the signature declares.
     type Args;
-    /// The logic, with the call's handle and arguments.
-    fn call(h: HANDLE, args: &mut Self::Args) -> Result<(), Status>;
+    /// The logic, with the call, its handle and arguments.
+    fn call(call: Call<'_>, h: HANDLE, args: &mut Self::Args) -> Result<(), Status>;
 }
+
+/// Declares DDIs whose whole thunk is one of this module's generic ones: for each, the marker
+/// type the DDI table instantiates the thunk with (named after the DDI, as the PDB shows it)
+/// and its logic. The forms, by trait:
+///
+/// - `Name: OnAdapter<ARGS> => logic;` (likewise `OnAdapterMut`, `OnArgs`, `OnHandleMut`):
+///   `logic` takes what the trait's `call` takes but the [`Call`], and returns
+///   `Result<(), Status>`;
+/// - `Name: OnAdapter<ARGS> => |call, a, args| body;` (any trait with an argument block): the
+///   trait's `call` written out, for logic that resolves the buffers the arguments name
+///   through the [`Call`];
+/// - `Name: OnContext => logic;` and `Name: OnContextWith<ARG> => logic;`: an NTSTATUS DDI,
+///   STATUS_INVALID_PARAMETER for a null context, `logic` returning `Result<(), Status>`;
+/// - `Name: OnContext -> () => logic;`: a DDI without a result, nothing done for a null context.
+///
+/// Inside `logic` and `body`, `P` names the platform.
+macro_rules! generic_ddis {
+    () => {};
+    ($(#[$d:meta])* $name:ident: OnAdapter<$t:ty> =>
+        |$c:tt, $a:tt, $x:tt| $body:expr; $($rest:tt)*) => {
+        generic_ddis!(@one OnAdapter $(#[$d])* $name<$t>
+            |$c, $a: &$crate::adapter::Adapter<P>, $x: &$t| $body);
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$d:meta])* $name:ident: OnAdapter<$t:ty> => $f:path; $($rest:tt)*) => {
+        generic_ddis! { $(#[$d])* $name: OnAdapter<$t> => |_, a, args| $f(a, args); $($rest)* }
+    };
+    ($(#[$d:meta])* $name:ident: OnAdapterMut<$t:ty> =>
+        |$c:tt, $a:tt, $x:tt| $body:expr; $($rest:tt)*) => {
+        generic_ddis!(@one OnAdapterMut $(#[$d])* $name<$t>
+            |$c, $a: &$crate::adapter::Adapter<P>, $x: &mut $t| $body);
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$d:meta])* $name:ident: OnAdapterMut<$t:ty> => $f:path; $($rest:tt)*) => {
+        generic_ddis! { $(#[$d])* $name: OnAdapterMut<$t> => |_, a, args| $f(a, args); $($rest)* }
+    };
+    ($(#[$d:meta])* $name:ident: OnArgs<$t:ty> =>
+        |$c:tt, $x:tt| $body:expr; $($rest:tt)*) => {
+        generic_ddis!(@one OnArgs $(#[$d])* $name<$t> |$c, $x: &$t| $body);
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$d:meta])* $name:ident: OnArgs<$t:ty> => $f:path; $($rest:tt)*) => {
+        generic_ddis! { $(#[$d])* $name: OnArgs<$t> => |_, args| $f(args); $($rest)* }
+    };
+    ($(#[$d:meta])* $name:ident: OnArgsMut<$t:ty> =>
+        |$c:tt, $x:tt| $body:expr; $($rest:tt)*) => {
+        generic_ddis!(@one OnArgsMut $(#[$d])* $name<$t> |$c, $x: &mut $t| $body);
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$d:meta])* $name:ident: OnHandle<$t:ty> =>
+        |$c:tt, $h:tt, $x:tt| $body:expr; $($rest:tt)*) => {
+        generic_ddis!(@one OnHandle $(#[$d])* $name<$t>
+            |$c, $h: rvgpu_ddi::HANDLE, $x: &$t| $body);
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$d:meta])* $name:ident: OnHandleMut<$t:ty> =>
+        |$c:tt, $h:tt, $x:tt| $body:expr; $($rest:tt)*) => {
+        generic_ddis!(@one OnHandleMut $(#[$d])* $name<$t>
+            |$c, $h: rvgpu_ddi::HANDLE, $x: &mut $t| $body);
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$d:meta])* $name:ident: OnHandleMut<$t:ty> => $f:path; $($rest:tt)*) => {
+        generic_ddis! { $(#[$d])* $name: OnHandleMut<$t> => |_, h, args| $f(h, args); $($rest)* }
+    };
+    (@one $tr:ident $(#[$d:meta])* $name:ident<$t:ty>
+        |$c:tt, $($p:tt: $pt:ty),*| $body:expr) => {
+        $(#[$d])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::$tr<P> for $name {
+            type Args = $t;
+            fn call(
+                $c: $crate::ddi::thunk::Call<'_>,
+                $($p: $pt),*
+            ) -> Result<(), $crate::status::Status> {
+                $body
+            }
+        }
+    };
+    ($(#[$doc:meta])* $name:ident: OnContext => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnContext<P> for $name {
+            type Out = rvgpu_ddi::NTSTATUS;
+            const NO_ADAPTER: rvgpu_ddi::NTSTATUS = $crate::status::INVALID_PARAMETER.code();
+            fn call(a: &$crate::adapter::Adapter<P>) -> rvgpu_ddi::NTSTATUS {
+                $crate::status::to_ntstatus($logic(a))
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$doc:meta])* $name:ident: OnContext -> () => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnContext<P> for $name {
+            type Out = ();
+            const NO_ADAPTER: () = ();
+            fn call(a: &$crate::adapter::Adapter<P>) {
+                $logic(a)
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+    ($(#[$doc:meta])* $name:ident: OnContextWith<$arg:ty> => $logic:path; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub(super) enum $name {}
+        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnContextWith<P> for $name {
+            type Arg = $arg;
+            type Out = rvgpu_ddi::NTSTATUS;
+            const NO_ADAPTER: rvgpu_ddi::NTSTATUS = $crate::status::INVALID_PARAMETER.code();
+            fn call(a: &$crate::adapter::Adapter<P>, arg: $arg) -> rvgpu_ddi::NTSTATUS {
+                $crate::status::to_ntstatus($logic(a, arg))
+            }
+        }
+        generic_ddis! { $($rest)* }
+    };
+}
+pub(super) use generic_ddis;
 
 /// A pointer to an argument block the logic only reads, whether the DDI's signature declares
 /// it `const` or `mut` (some declare `mut` a block the driver never writes).
@@ -214,7 +349,7 @@ where
     // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
     let call = unsafe { Call::new() };
     match call.adapter_and::<P, _>(h_adapter, args.read_only()) {
-        Some((a, args)) => to_ntstatus(D::call(a, args)),
+        Some((a, args)) => to_ntstatus(D::call(call, a, args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -227,7 +362,7 @@ pub(super) unsafe extern "system" fn on_adapter_mut<P: Platform, D: OnAdapterMut
     // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
     let call = unsafe { Call::new() };
     match call.adapter_and_mut::<P, _>(h_adapter, args) {
-        Some((a, args)) => to_ntstatus(D::call(a, args)),
+        Some((a, args)) => to_ntstatus(D::call(call, a, args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -242,7 +377,34 @@ where
     // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
     let call = unsafe { Call::new() };
     match call.args(args.read_only()) {
-        Some(args) => to_ntstatus(D::call(args)),
+        Some(args) => to_ntstatus(D::call(call, args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// The thunk of an [`OnArgsMut`] DDI: STATUS_INVALID_PARAMETER for a null pointer.
+pub(super) unsafe extern "system" fn on_args_mut<P: Platform, D: OnArgsMut<P>>(
+    args: *mut D::Args,
+) -> NTSTATUS {
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    match call.args_mut(args) {
+        Some(args) => to_ntstatus(D::call(call, args)),
+        None => status::INVALID_PARAMETER.code(),
+    }
+}
+
+/// The thunk of an [`OnHandle`] DDI: STATUS_INVALID_PARAMETER for a null block.
+pub(super) unsafe extern "system" fn on_handle<P, D, A>(h: HANDLE, args: A) -> NTSTATUS
+where
+    P: Platform,
+    D: OnHandle<P>,
+    A: ReadArgs<D::Args>,
+{
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    match call.args(args.read_only()) {
+        Some(args) => to_ntstatus(D::call(call, h, args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }
@@ -255,7 +417,7 @@ pub(super) unsafe extern "system" fn on_handle_mut<P: Platform, D: OnHandleMut<P
     // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
     let call = unsafe { Call::new() };
     match call.args_mut(args) {
-        Some(args) => to_ntstatus(D::call(h, args)),
+        Some(args) => to_ntstatus(D::call(call, h, args)),
         None => status::INVALID_PARAMETER.code(),
     }
 }

@@ -299,11 +299,7 @@ pub fn check_ring(r: &Ring) -> Result<(), Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handle::Kind;
-
-    fn db(n: u64) -> Handle {
-        Handle::new(0, Kind::Doorbell, n).unwrap()
-    }
+    use crate::handle::fixtures::doorbell as db;
 
     #[test]
     fn free_pages_first_lowest_index() {

@@ -213,13 +213,9 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
     let free = (registry::MAX_FENCES as usize).saturating_sub(table.len());
     let owner = process.map(crate::handle::Handle::raw);
     let held = &*table;
-    if !live
-        .quotas
+    live.quotas
         .fences
-        .grants(free, owner.map(|p| move || held.opens_of_process(p)))
-    {
-        return Err(status::NO_MEMORY);
-    }
+        .admit(free, owner.map(|p| move || held.opens_of_process(p)))?;
     table
         .open::<P>(g, l, args.hDevice as usize, owner.unwrap_or(0))
         .map_err(table_status)?;

@@ -120,12 +120,8 @@ impl FencePages {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handle::Kind;
+    use crate::handle::fixtures::process;
     use crate::kmem::Host;
-
-    fn process(n: u64) -> Handle {
-        Handle::new(0, Kind::Process, n).unwrap()
-    }
 
     #[test]
     fn nf_11_a_recorded_page_resolves_each_aligned_value_in_it() {

@@ -82,10 +82,7 @@ pub fn set_scheduling_log_buffer<P: Platform>(
     args: &DXGKARG_SETSCHEDULINGLOGBUFFER,
 ) -> Result<(), Status> {
     let live = started_hws(a)?;
-    let node = args.NodeOrdinal;
-    if node >= live.identity.config.engines || args.EngineOrdinal != 0 {
-        return Err(status::INVALID_PARAMETER);
-    }
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     if args.NumberOfEntries == 0 || args.NumberOfEntries > schedlog::ENTRIES_MAX {
         return Err(status::INVALID_PARAMETER);
     }
@@ -119,12 +116,9 @@ pub fn set_context_scheduling_properties<P: Platform>(
     let h = Handle::decode_on(args.hContext, Kind::Context, a.table_slot())?;
     let priority = ContextPriority::from_properties(args).ok_or(status::INVALID_PARAMETER)?;
     let mut s = live.sched.lock();
-    let ctx = s.contexts.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
-    if ctx.priority == priority {
+    let Some(engine) = s.set_context(h, |c| &mut c.priority, priority)? else {
         return Ok(());
-    }
-    ctx.priority = priority;
-    let engine = ctx.engine;
+    };
     let listed = s.queues.values().any(|q| q.context == h && s.runnable(q));
     if listed {
         runlist::commit_context(&live.regs, &s, engine, h)?;

@@ -19,15 +19,6 @@ use crate::submit;
 
 use super::{check_range, MAX_WORDS};
 
-/// Validated node ordinal of a started adapter (`EngineOrdinal` must be 0: one engine per
-/// node, docs/tdr.md TDR-02).
-fn node_of<P: Platform>(live: &Live<P>, node: u32, engine_ordinal: u32) -> Result<u32, Status> {
-    if node >= live.identity.config.engines || engine_ordinal != 0 {
-        return Err(status::INVALID_PARAMETER);
-    }
-    Ok(node)
-}
-
 /// The KMD context `raw` names on this adapter and node with its process's root page table
 /// (0: none set), or `None` for a null handle.
 fn context_on<P: Platform>(
@@ -114,7 +105,7 @@ pub fn submit_command<P: Platform>(
     args: &DXGKARG_SUBMITCOMMAND,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let (start, end) = (
         args.DmaBufferSubmissionStartOffset,
         args.DmaBufferSubmissionEndOffset,
@@ -195,7 +186,7 @@ pub fn submit_command_virtual<P: Platform>(
     args: &DXGKARG_SUBMITCOMMANDVIRTUAL,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     if args.hContext.is_null() {
         return Err(status::INVALID_HANDLE);
     }
@@ -235,7 +226,7 @@ pub fn preempt_command<P: Platform>(
     args: &DXGKARG_PREEMPTCOMMAND,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     if args
         .Flags
         .get(rvgpu_ddi::tdr::DXGK_PREEMPTCOMMANDFLAGS::Reserved)
@@ -272,7 +263,7 @@ pub fn query_current_fence<P: Platform>(
     args: &mut DXGKARG_QUERYCURRENTFENCE,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = node_of(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let dxgk = live.dxgk;
     let mut notified = false;
     let current = live.synchronized(|isr| {

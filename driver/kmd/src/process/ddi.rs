@@ -181,11 +181,8 @@ pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Stat
 mod tests {
     use super::*;
     use crate::context::{Context, Device};
+    use crate::handle::fixtures::h;
     use crate::handle::Kind;
-
-    fn h(kind: Kind, n: u64) -> Handle {
-        Handle::new(0, kind, n).unwrap()
-    }
 
     fn process(id: u32) -> Process {
         Process {

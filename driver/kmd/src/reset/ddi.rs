@@ -50,7 +50,9 @@ use crate::device;
 use crate::klog;
 use crate::platform::Platform;
 use crate::runlist;
+use crate::sched::Sched;
 use crate::status::{self, Status};
+use crate::sync::SpinGuard;
 
 // ---------------------------------------------------------------------------------------------
 // Caps (TDR-01)
@@ -69,15 +71,6 @@ pub fn per_engine_tdr<P: Platform>(live: &Live<P>) -> bool {
 // The DDIs
 // ---------------------------------------------------------------------------------------------
 
-/// Checks `(NodeOrdinal, EngineOrdinal)`: a node of this adapter, and physical adapter 0 (one
-/// physical adapter, TDR-02).
-fn check_node<P: Platform>(live: &Live<P>, node: u32, engine: u32) -> Result<u32, Status> {
-    if engine != 0 || node >= live.identity.config.engines {
-        return Err(status::INVALID_PARAMETER);
-    }
-    Ok(node)
-}
-
 /// DxgkDdiQueryDependentEngineGroup (PASSIVE, first level). The page says it "must return
 /// STATUS_SUCCESS"; only arguments the OS never sends (an unknown node, EngineOrdinal ≠ 0)
 /// are refused.
@@ -86,7 +79,7 @@ pub fn query_dependent_engine_group<P: Platform>(
     args: &mut DXGKARG_QUERYDEPENDENTENGINEGROUP,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_TIMEOUT, || {
         [a.table_slot().into(), node.into()]
     });
@@ -100,7 +93,7 @@ pub fn query_engine_status<P: Platform>(
     args: &mut DXGKARG_QUERYENGINESTATUS,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let raw = live.regs.read_at::<regs::EngineStatusReg>(node).raw();
     args.EngineStatus = DXGK_ENGINESTATUS::default()
         .with(DXGK_ENGINESTATUS::Responsive, u32::from(responsive(raw)));
@@ -158,6 +151,51 @@ fn reset_failed<P: Platform>(a: &Adapter<P>, node: u32, e: Status) -> Status {
     e
 }
 
+/// The start of either engine-reset DDI on a checked `node`: its `TDR_ENGINE_RESET` event,
+/// then the scheduler lock and the engine reset ([`reset_hw`]). A failed reset releases the
+/// lock before it is counted and logged ([`reset_failed`]).
+fn lock_and_reset<'l, P: Platform>(
+    a: &Adapter<P>,
+    live: &'l Live<P>,
+    node: u32,
+) -> Result<(SpinGuard<'l, P, Sched>, DeviceAnswer), Status> {
+    crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_ENGINE_RESET, || {
+        [a.table_slot().into(), node.into()]
+    });
+    let s = live.sched.lock();
+    match reset_hw(a, live, node) {
+        Ok(answer) => Ok((s, answer)),
+        Err(e) => {
+            drop(s);
+            Err(reset_failed(a, node, e))
+        }
+    }
+}
+
+/// The bit of engine `e` in an engine mask (none for an engine past the mask).
+fn bit(e: u32) -> u64 {
+    1u64.checked_shl(e).unwrap_or(0)
+}
+
+/// Commits the runlist of each engine in `engines` but those in `skip` (both masks): the
+/// engines a guilty device's queues have just left ([`blame`]).
+fn recommit<P: Platform>(live: &Live<P>, s: &Sched, engines: u64, skip: u64) {
+    for e in 0..live.identity.config.engines {
+        if engines & bit(e) != 0 && skip & bit(e) == 0 {
+            let _ = runlist::commit(&live.regs, s, e);
+        }
+    }
+}
+
+/// The end of a successful engine reset (either DDI), the scheduler lock released: counted,
+/// and the guilty context, if any, invalidated.
+fn reset_done<P: Platform>(a: &Adapter<P>, live: &Live<P>, node: u32, guilty: Option<Guilty>) {
+    a.tdr.engine_reset(node);
+    if let Some(g) = guilty {
+        invalidate(a, live, g);
+    }
+}
+
 /// `DxgkCbInvalidateHwContext` for the guilty context (PASSIVE_LEVEL, no lock held). Its
 /// failure changes nothing the OS relies on: the device's queues are out of every runlist
 /// already.
@@ -194,19 +232,9 @@ pub fn reset_engine<P: Platform>(
     args: &mut DXGKARG_RESETENGINE,
 ) -> Result<(), Status> {
     let live = a.started()?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
-    crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_ENGINE_RESET, || {
-        [a.table_slot().into(), node.into()]
-    });
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let (last, guilty) = {
-        let mut s = live.sched.lock();
-        let answer = match reset_hw(a, live, node) {
-            Ok(v) => v,
-            Err(e) => {
-                drop(s);
-                return Err(reset_failed(a, node, e));
-            }
-        };
+        let (mut s, answer) = lock_and_reset(a, live, node)?;
         // Step 2: a hardware queue named by RESET_QUEUE puts its device in error first, so
         // that none of its queues is listed by the commits below (the aborted queue itself
         // was dropped by the device; listed again it would re-enter at its HANG).
@@ -258,11 +286,7 @@ pub fn reset_engine<P: Platform>(
         s.nodes.set_parked(node, false);
         let commit = runlist::commit(&live.regs, &s, node);
         if let Some((_, engines)) = blamed {
-            for e in 0..live.identity.config.engines {
-                if e != node && engines & 1u64.checked_shl(e).unwrap_or(0) != 0 {
-                    let _ = runlist::commit(&live.regs, &s, e);
-                }
-            }
+            recommit(live, &s, engines, bit(node));
         }
         drop(s);
         parked?;
@@ -270,11 +294,8 @@ pub fn reset_engine<P: Platform>(
         (last?, blamed.map(|(g, _)| g))
     };
     args.LastAbortedFenceId = last;
-    a.tdr.engine_reset(node);
     a.tdr.set_last_aborted(node, last);
-    if let Some(g) = guilty {
-        invalidate(a, live, g);
-    }
+    reset_done(a, live, node, guilty);
     klog!(
         P,
         Info,
@@ -307,21 +328,10 @@ pub fn reset_hw_engine<P: Platform>(
     args: &rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
 ) -> Result<(), Status> {
     let live = crate::hws::ddi::started_hws(a)?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
-    crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_ENGINE_RESET, || {
-        [a.table_slot().into(), node.into()]
-    });
-    let bit = 1u64.checked_shl(node).unwrap_or(0);
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let guilty = {
-        let mut s = live.sched.lock();
-        let answer = match reset_hw(a, live, node) {
-            Ok(v) => v,
-            Err(e) => {
-                drop(s);
-                return Err(reset_failed(a, node, e));
-            }
-        };
-        s.hws_held |= bit;
+        let (mut s, answer) = lock_and_reset(a, live, node)?;
+        s.hws_held |= bit(node);
         let node_queue = s.nodes.queue_id(node);
         let node_ring_lost = Some(answer.queue) == node_queue
             || (answer.queue == NO_QUEUE
@@ -345,20 +355,11 @@ pub fn reset_hw_engine<P: Platform>(
             None
         };
         if let Some((_, engines)) = blamed {
-            let held = s.hws_held;
-            for e in 0..live.identity.config.engines {
-                let b = 1u64.checked_shl(e).unwrap_or(0);
-                if engines & b != 0 && held & b == 0 {
-                    let _ = runlist::commit(&live.regs, &s, e);
-                }
-            }
+            recommit(live, &s, engines, s.hws_held);
         }
         blamed.map(|(g, _)| g)
     };
-    a.tdr.engine_reset(node);
-    if let Some(g) = guilty {
-        invalidate(a, live, g);
-    }
+    reset_done(a, live, node, guilty);
     klog!(
         P,
         Info,
@@ -377,8 +378,8 @@ pub fn resume_hw_engine<P: Platform>(
     args: &rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
 ) -> Result<(), Status> {
     let live = crate::hws::ddi::started_hws(a)?;
-    let node = check_node(live, args.NodeOrdinal, args.EngineOrdinal)?;
-    let bit = 1u64.checked_shl(node).unwrap_or(0);
+    let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
+    let bit = bit(node);
     let mut s = live.sched.lock();
     if s.hws_held & bit == 0 {
         // Resume without a reset: nothing is held; the OS only calls it after a successful

@@ -391,9 +391,9 @@ mod tests {
     #[test]
     fn um_10_blame_errors_only_the_guilty_device() {
         use crate::context::{Context, Device};
-        use crate::handle::Kind;
-        use crate::hwqueue::{HwQueue, Ring};
-        let h = |k, n| Handle::new(0, k, n).unwrap();
+        use crate::handle::{fixtures::h, Kind};
+        use crate::hwqueue::Ring;
+        use crate::runlist::fixtures::queue;
         let mut s = Sched::new(4, false, alloc::vec::Vec::new());
         let (guilty_dev, innocent_dev) = (h(Kind::Device, 1), h(Kind::Device, 2));
         for d in [guilty_dev, innocent_dev] {
@@ -432,25 +432,8 @@ mod tests {
             control: rvgpu_hw::addr::GpuVa::new(0x20_0000),
         };
         for (n, ctx, engine, id) in [(20, 10, 0, 5), (21, 11, 1, 6), (22, 12, 0, 7)] {
-            s.queues.insert(
-                h(Kind::Queue, n),
-                HwQueue {
-                    os_handle: 0,
-                    context: h(Kind::Context, ctx),
-                    engine,
-                    id,
-                    priority: 0,
-                    user_mode: true,
-                    progress_gpu: rvgpu_hw::addr::GpuVa::new(0x9000),
-                    progress_cpu: 0,
-                    last_submitted: 0,
-                    native_progress: false,
-                    ring: Some(ring),
-                    kernel: None,
-                    doorbell: None,
-                    logs: crate::log::QueueLogs::default(),
-                },
-            );
+            s.queues
+                .insert(h(Kind::Queue, n), queue(ctx, engine, id, Some(ring), true));
         }
         assert_eq!(blame(&mut s, 1, 5), None, "queue 5 is on engine 0, not 1");
         assert_eq!(blame(&mut s, 0, 1234), None, "unknown queue id");

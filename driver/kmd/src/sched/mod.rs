@@ -16,6 +16,7 @@ use crate::dma::DmaBuffer;
 use crate::doorbell::{Doorbell, Physical};
 use crate::handle::Handle;
 use crate::hwqueue::{HwQueue, QueueIds};
+use crate::status::{self, Status};
 
 pub mod ddi;
 
@@ -137,6 +138,25 @@ impl Sched {
         Self::with_physical(Physical::new(doorbells, global), runlists)
     }
 
+    /// Sets one field of context `h` (`field` picks it) to `v`: the context's engine when that
+    /// changed the field, `None` when it held `v` already (STATUS_INVALID_HANDLE for an unknown
+    /// context).
+    pub fn set_context<T: PartialEq>(
+        &mut self,
+        h: Handle,
+        field: impl FnOnce(&mut Context) -> &mut T,
+        v: T,
+    ) -> Result<Option<u32>, Status> {
+        let ctx = self.contexts.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
+        let engine = ctx.engine;
+        let slot = field(ctx);
+        if *slot == v {
+            return Ok(None);
+        }
+        *slot = v;
+        Ok(Some(engine))
+    }
+
     /// Whether queue `q` belongs in its engine's runlist: it has a ring (kernel-mode queues
     /// from creation, user-mode queues while they have a doorbell), its context is not
     /// suspended, its device is not in error (a queue of it hung an engine, UM-10), and, in a
@@ -166,13 +186,10 @@ impl Sched {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::fixtures::h;
     use crate::handle::Kind;
     use crate::hwqueue::Ring;
     use rvgpu_hw::addr::GpuVa;
-
-    fn h(kind: Kind, n: u64) -> Handle {
-        Handle::new(0, kind, n).unwrap()
-    }
 
     fn queue(ctx: u64, engine: u32, ring: bool) -> HwQueue {
         HwQueue {
