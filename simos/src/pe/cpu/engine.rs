@@ -33,6 +33,8 @@ pub(super) struct Engine {
     specials_seen: Cell<u64>,
     /// Count ranges hooked so far.
     counted: Cell<usize>,
+    /// The count of host code changes this processor has forgotten translations for.
+    pub(super) code_seen: Cell<u64>,
     pub(super) stack: usize,
 }
 
@@ -58,6 +60,7 @@ impl Engine {
             mapped: RefCell::new(BTreeMap::new()),
             specials_seen: Cell::new(0),
             counted: Cell::new(0),
+            code_seen: Cell::new(super::code::changes()),
             stack,
         });
         let me = (&*eng as *const Engine).cast_mut().cast::<c_void>();
