@@ -328,6 +328,12 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                 };
                 return fault(e, BugCheck::new(code, [status, rip, 0, 0]));
             }
+            Some(Exit::Resume { at }) => {
+                if rip == at {
+                    e.skip_debug_at.set(Some(at));
+                }
+                pc = rip;
+            }
             Some(Exit::Invalid) if user => return user_exception(0xC000_001D, 0, rip),
             Some(Exit::Invalid) => {
                 return fault(

@@ -1,12 +1,12 @@
 //! Code changed behind the processors' back: memory written by the host (the debugger's
 //! patch) rather than by a processor, which the emulator's translations of it do not see.
 //!
-//! Each processor forgets all of its translations before it next starts executing, on its own
-//! thread (a processor's translation cache is touched only while it is not executing). Whole
-//! flushes, not ranges: libunicorn 2.0.1's ranged removal (`uc_ctl_remove_cache`) leaves a
-//! processor's blocks in place once it has mapped more than one range, and patches are rare.
-//! Limit: a processor already executing (inside one `uc_emu_start`, waiting in a hook) keeps
-//! its old translations until it stops at its next stub call or return.
+//! Each processor forgets all of its translations before it next executes, on its own thread
+//! (a processor's translation cache is touched only while it is not executing): at its next
+//! `uc_emu_start`, or — under a debugger, whose hook sees every instruction — by leaving the
+//! emulator before its next instruction and resuming there ([`super::engine::Exit::Resume`]).
+//! Whole flushes, not ranges: libunicorn 2.0.1's ranged removal (`uc_ctl_remove_cache`) leaves
+//! a processor's blocks in place once it has mapped more than one range, and patches are rare.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

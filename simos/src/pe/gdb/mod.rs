@@ -15,9 +15,8 @@
 //! whole image is stopped, as a kernel debugger stops every processor of a Windows machine.
 //! Every processor is a thread of the debugger (thread id = processor number); breakpoints and
 //! single steps are the instruction hook's, so the image's bytes are never changed. A memory
-//! write the debugger makes (a patch) makes every processor flush its translations before it
-//! next starts executing (`cpu/code.rs`); the processor stopped in the debugger runs on with
-//! its old ones until it next leaves the emulator (a call out of the image, or its return).
+//! write the debugger makes (a patch) makes every processor flush its translations before its
+//! next instruction (`cpu/code.rs`), so a patch of code that already ran runs at once.
 //! The debugger's interrupt is looked for every `POLL_EVERY` instructions, so it stops the
 //! image only while image code runs. A bug check raised while the image runs (its own fault,
 //! or a routine it called) stops the debugger with a signal before the bug check is raised
