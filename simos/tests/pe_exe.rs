@@ -298,3 +298,38 @@ fn an_unmodelled_import_fails_the_exe_load_with_its_name() {
     assert!(e.contains("rvgpu_umd.dll!rvgpu_buffer_copX"), "{e}");
     assert!(e.contains("does not export"), "{e}");
 }
+
+/// Reads the processor's `gs` base in a kernel-mode call (`rdmsr IA32_GS_BASE`).
+fn gs_base_in_a_kernel_call() -> u64 {
+    use rvgpu_simos::pe::{arena, cpu};
+    static PROBE_CODE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let f = *PROBE_CODE.get_or_init(|| {
+        // mov ecx, 0xC0000101; rdmsr; shl rdx, 32; or rax, rdx; ret
+        let code = [
+            0xB9u8, 0x01, 0x01, 0x00, 0xC0, 0x0F, 0x32, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0,
+            0xC3,
+        ];
+        let f = arena::alloc(code.len(), arena::Access::ReadWrite).expect("arena");
+        // SAFETY: fresh read-write memory of at least `code.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), f as *mut u8, code.len()) };
+        cpu::register_range(f, code.len(), cpu::Range::Ram);
+        f
+    });
+    cpu::call(f, &[]).expect("the probe ran")
+}
+
+/// A program's calls point `gs` at its TEB only while they run: after the process ends (its
+/// TEB freed), a kernel-mode call on the processor that ran it sees the `gs` base kernel code
+/// had before, not the program's TEB.
+#[test]
+fn a_programs_gs_base_ends_with_its_calls() {
+    if !have_mingw() {
+        return;
+    }
+    let exe = program("crt_probe_gs", PROBE, &["-D__USE_MINGW_ANSI_STDIO=0"]);
+    let m = machine(DriverBuild::Linux);
+    let before = gs_base_in_a_kernel_call();
+    let p = ExeProcess::load(m.clone(), umd(), &exe, &["none"]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.run().expect("ran").exit, ExitStatus::Code(42));
+    assert_eq!(gs_base_in_a_kernel_call(), before);
+}

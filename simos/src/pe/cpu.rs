@@ -42,6 +42,7 @@ use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::kernel;
 use crate::dxgkrnl::state::lock;
 
+mod code;
 mod count;
 mod engine;
 mod memory;
@@ -50,6 +51,7 @@ mod stack;
 mod stubs;
 mod window;
 
+pub use code::code_changed;
 pub use count::{
     counting, executed, executed_user, register_count_range, register_user_count_range,
 };
@@ -153,6 +155,9 @@ pub enum Stop {
 
 const ARG_REGS: [i32; 4] = [reg::RCX, reg::RDX, reg::R8, reg::R9];
 
+/// The segment bases a call may change and every call restores.
+const SEGMENT_BASES: [i32; 2] = [reg::FS_BASE, reg::GS_BASE];
+
 /// Calls the image's function at `addr` with `args` (Windows x64 convention) on this thread's
 /// processor; returns RAX. A fault in the image is raised as the bug check Windows would
 /// raise, on the current machine.
@@ -181,7 +186,14 @@ fn call_in(addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
     if !held {
         acquire();
     }
+    // The segment bases are the caller's: what the called code sets (a program's trampoline
+    // points `gs` at its TEB) ends with the call, so a processor never keeps a base into
+    // memory the call's owner frees afterwards.
+    let bases = SEGMENT_BASES.map(|r| engine.read(r));
     let r = run(&engine, addr, args, user);
+    for (r, v) in SEGMENT_BASES.iter().zip(bases) {
+        engine.write(*r, v);
+    }
     stack::measure(addr, entry_rsp(&engine, args.len()), engine.stack);
     if !held {
         release();
@@ -217,6 +229,7 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
     let mut pc = addr as u64;
     loop {
         e.exit.set(None);
+        e.forget_changed_code();
         // SAFETY: the instance is ours; `until` is the sentinel.
         let err = unsafe { (e.api.emu_start)(e.uc, pc, sentinel, 0, 0) };
         let rip = e.read(reg::RIP);
@@ -314,6 +327,12 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                     _ => (KMODE_EXCEPTION_NOT_HANDLED, 0xC000_0005),
                 };
                 return fault(e, BugCheck::new(code, [status, rip, 0, 0]));
+            }
+            Some(Exit::Resume { at }) => {
+                if rip == at {
+                    e.skip_debug_at.set(Some(at));
+                }
+                pc = rip;
             }
             Some(Exit::Invalid) if user => return user_exception(0xC000_001D, 0, rip),
             Some(Exit::Invalid) => {

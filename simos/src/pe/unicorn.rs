@@ -65,7 +65,15 @@ pub mod reg {
     pub const R13: i32 = 111;
     pub const R14: i32 = 112;
     pub const R15: i32 = 113;
+    /// `UC_X86_REG_FS_BASE`: the `fs` segment's base (`IA32_FS_BASE`).
+    pub const FS_BASE: i32 = 250;
+    /// `UC_X86_REG_GS_BASE`: the `gs` segment's base (`IA32_GS_BASE`).
+    pub const GS_BASE: i32 = 251;
 }
+
+/// `UC_CTL_WRITE(UC_CTL_TB_FLUSH, 0)`: `uc_ctl` forgets every translated block, so the next
+/// execution anywhere translates the bytes as they are now (`uc_ctl_flush_tb`).
+pub const CTL_FLUSH_TB: c_int = 10 | (1 << 30);
 
 /// `uc_cb_mmio_read_t`.
 pub type MmioRead = unsafe extern "C" fn(Uc, u64, u32, *mut c_void) -> u64;
@@ -100,6 +108,7 @@ pub struct Api {
     ) -> c_int,
     pub emu_start: unsafe extern "C" fn(Uc, u64, u64, u64, usize) -> c_int,
     pub emu_stop: unsafe extern "C" fn(Uc) -> c_int,
+    pub ctl: unsafe extern "C" fn(Uc, c_int, ...) -> c_int,
     pub hook_add: unsafe extern "C" fn(
         Uc,
         *mut usize,
@@ -180,6 +189,7 @@ fn load() -> Result<Api, String> {
         mmio_map: sym!(b"uc_mmio_map\0"),
         emu_start: sym!(b"uc_emu_start\0"),
         emu_stop: sym!(b"uc_emu_stop\0"),
+        ctl: sym!(b"uc_ctl\0"),
         hook_add: sym!(b"uc_hook_add\0"),
         _lib: lib,
     })

@@ -17,7 +17,15 @@ use crate::pe::unicorn::{self, hook, Api, HookCode, Uc};
 pub(super) enum Exit {
     Interrupt(u32),
     Invalid,
-    Fault { addr: u64, kind: i32 },
+    Fault {
+        addr: u64,
+        kind: i32,
+    },
+    /// The debugger changed memory while the processor was stopped before the instruction at
+    /// `at`: it left the emulator to forget its translations and go on from where it is.
+    Resume {
+        at: u64,
+    },
 }
 
 pub(super) const STACK: usize = 512 * 1024;
@@ -33,6 +41,11 @@ pub(super) struct Engine {
     specials_seen: Cell<u64>,
     /// Count ranges hooked so far.
     counted: Cell<usize>,
+    /// The count of host code changes this processor has forgotten translations for.
+    pub(super) code_seen: Cell<u64>,
+    /// The instruction the debugger's hook lets pass once (where the processor resumes after
+    /// a [`Exit::Resume`]: the hook already ran there).
+    pub(super) skip_debug_at: Cell<Option<u64>>,
     pub(super) stack: usize,
 }
 
@@ -58,6 +71,8 @@ impl Engine {
             mapped: RefCell::new(BTreeMap::new()),
             specials_seen: Cell::new(0),
             counted: Cell::new(0),
+            code_seen: Cell::new(super::code::changes()),
+            skip_debug_at: Cell::new(None),
             stack,
         });
         let me = (&*eng as *const Engine).cast_mut().cast::<c_void>();
@@ -266,10 +281,20 @@ unsafe extern "C" fn on_interrupt(uc: Uc, intno: u32, user: *mut c_void) {
     unsafe { (e.api.emu_stop)(uc) };
 }
 
-unsafe extern "C" fn on_debug(_uc: Uc, addr: u64, _size: u32, user: *mut c_void) {
+unsafe extern "C" fn on_debug(uc: Uc, addr: u64, _size: u32, user: *mut c_void) {
     // SAFETY: as in on_interrupt.
     let e = unsafe { &*user.cast::<Engine>() };
+    if e.skip_debug_at.take() == Some(addr) {
+        return;
+    }
     gdb::at_instruction(e.processor(), addr);
+    if e.code_seen.get() != super::code::changes() {
+        // The debugger wrote memory while this processor was stopped here: it stops before
+        // the instruction and resumes afresh (`run`), so a patch runs at once.
+        e.exit.set(Some(Exit::Resume { at: addr }));
+        // SAFETY: stopping the instance this hook runs on.
+        unsafe { (e.api.emu_stop)(uc) };
+    }
 }
 
 unsafe extern "C" fn on_invalid(_uc: Uc, user: *mut c_void) -> bool {

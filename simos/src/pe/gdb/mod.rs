@@ -14,11 +14,13 @@
 //! instructions (waiting for the lock, or in host code that has to take it to go on), so the
 //! whole image is stopped, as a kernel debugger stops every processor of a Windows machine.
 //! Every processor is a thread of the debugger (thread id = processor number); breakpoints and
-//! single steps are the instruction hook's, so the image's bytes are never changed (a memory
-//! write into code already translated is not seen by the emulator). The debugger's interrupt
-//! is looked for every `POLL_EVERY` instructions, so it stops the image only while image
-//! code runs. A bug check raised while the image runs (its own fault, or a routine it called)
-//! stops the debugger with a signal before the bug check is raised (`monitor bugcheck`).
+//! single steps are the instruction hook's, so the image's bytes are never changed. A memory
+//! write the debugger makes (a patch) makes every processor flush its translations before its
+//! next instruction (`cpu/code.rs`), so a patch of code that already ran runs at once.
+//! The debugger's interrupt is looked for every `POLL_EVERY` instructions, so it stops the
+//! image only while image code runs. A bug check raised while the image runs (its own fault,
+//! or a routine it called) stops the debugger with a signal before the bug check is raised
+//! (`monitor bugcheck`).
 //!
 //! **Untrusted input.** Line noise and packets with a bad checksum never reach the protocol
 //! library (`framing`); what the packets ask for is bounded here: memory goes through

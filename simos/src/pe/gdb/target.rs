@@ -193,11 +193,15 @@ pub(super) fn read_memory(addr: u64, buf: &mut [u8]) -> Result<usize, ()> {
 
 /// Writes `data` into this process at `addr` (only where the process may write: the copy the
 /// thunks use for user memory, which fails instead of faulting).
-fn write_memory(addr: u64, data: &[u8]) -> Result<(), ()> {
+pub(super) fn write_memory(addr: u64, data: &[u8]) -> Result<(), ()> {
     if data.is_empty() {
         return Ok(());
     }
-    crate::pe::umd::guest::write_bytes(addr, data).map_err(|_| ())
+    crate::pe::umd::guest::write_bytes(addr, data).map_err(|_| ())?;
+    // The processors run host memory mapped in place: a write the emulator did not make (a
+    // patch of code that already ran) is seen only by a fresh translation.
+    crate::pe::cpu::code_changed();
+    Ok(())
 }
 
 /// EFAULT, the errno of a bad address.

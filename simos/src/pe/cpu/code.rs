@@ -1,0 +1,41 @@
+//! Code changed behind the processors' back: memory written by the host (the debugger's
+//! patch) rather than by a processor, which the emulator's translations of it do not see.
+//!
+//! Each processor forgets all of its translations before it next executes, on its own thread
+//! (a processor's translation cache is touched only while it is not executing): at its next
+//! `uc_emu_start`, or — under a debugger, whose hook sees every instruction — by leaving the
+//! emulator before its next instruction and resuming there ([`super::engine::Exit::Resume`]).
+//! Whole flushes, not ranges: libunicorn 2.0.1's ranged removal (`uc_ctl_remove_cache`) leaves
+//! a processor's blocks in place once it has mapped more than one range, and patches are rare.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::engine::Engine;
+use crate::pe::unicorn;
+
+/// How many times the host has changed code; each processor keeps the count it last saw.
+static CHANGES: AtomicU64 = AtomicU64::new(0);
+
+/// Notes that the host wrote guest memory that may hold code: every processor translates
+/// afresh before it next executes.
+pub fn code_changed() {
+    CHANGES.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The current count (a new processor has nothing to forget).
+pub(super) fn changes() -> u64 {
+    CHANGES.load(Ordering::Acquire)
+}
+
+impl Engine {
+    /// Forgets this processor's translations if code changed since it last looked.
+    pub(super) fn forget_changed_code(&self) {
+        let now = CHANGES.load(Ordering::Acquire);
+        if self.code_seen.get() != now {
+            // SAFETY: the flush request takes no arguments; the instance is ours and is not
+            // executing (called between `uc_emu_start`s on its own thread).
+            unsafe { (self.api.ctl)(self.uc, unicorn::CTL_FLUSH_TB) };
+            self.code_seen.set(now);
+        }
+    }
+}
