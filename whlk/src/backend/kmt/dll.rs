@@ -116,12 +116,6 @@ impl crate::backend::Backend for DllBackend {
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
-        if let Some(m) = config.misbehaviour {
-            return Err(Failure::Unsupported(format!(
-                "{m:?}: a stand-in for part of the driver, which only the simulation backend \
-                 loads (this one starts the machine with the real driver, as PnP does)"
-            )));
-        }
         let (m, render_only) = super::sim::machine_after_starts(config, true)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),

@@ -11,7 +11,7 @@ use rvgpu_simos::{Machine, MachineConfig, Mode, UmsProcess};
 use super::{KmtMachine, KmtPlatform};
 use crate::backend::nth;
 use crate::backend::sim::kmt::SessKmt;
-use crate::backend::sim::{failure, machine_config};
+use crate::backend::sim::{failure, load_driver_as, machine_config};
 use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig};
 
 /// A machine as PnP leaves a Windows test machine for `config`: the driver loaded and every
@@ -44,7 +44,8 @@ pub(super) fn machine_after_starts(
         ExecMode::Threaded => Mode::Threaded,
     };
     let mut m = Machine::new(mc);
-    m.load_driver().map_err(failure)?;
+    // A misbehaving driver reaches here only through a backend with `FaultInjection`.
+    load_driver_as(&mut m, config.misbehaviour)?;
     let starts = (0..m.adapter_count())
         .map(|i| {
             m.start_adapter(i)

@@ -512,6 +512,33 @@ pub(crate) fn caps(c: &DXGK_DRIVERCAPS) -> DriverCaps {
     }
 }
 
+/// Loads the driver into `m`, with the stand-in for part of it that `misbehaviour` names (the
+/// sim and DLL backends: a misbehaving driver is the machine's, whoever the client is).
+pub(crate) fn load_driver_as(
+    m: &mut Machine,
+    misbehaviour: Option<Misbehaviour>,
+) -> Result<(), Failure> {
+    match misbehaviour {
+        None => m.load_driver(),
+        Some(Misbehaviour::IsrReportsUnknownFenceHandle) => m.load_driver_with(|t| {
+            t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)
+        }),
+        Some(Misbehaviour::IsrCallsPassiveCallback) => m.load_driver_with(|t| {
+            t.DxgkDdiInterruptRoutine = Some(testing::isr_calls_passive_callback)
+        }),
+        Some(Misbehaviour::ResetEngineMisreportsAbortedFence(d)) => m.load_driver_with(move |t| {
+            let how = if d >= 0 {
+                Misreport::Plus(d.unsigned_abs())
+            } else {
+                Misreport::Minus(d.unsigned_abs())
+            };
+            testing_tdr::misreport_aborted(t, how);
+        }),
+        Some(Misbehaviour::NoResetEngineDdi) => m.load_driver_with(|t| t.DxgkDdiResetEngine = None),
+    }
+    .map_err(failure)
+}
+
 impl Session for SimSession {
     fn adapter_count(&self) -> usize {
         self.machine.adapter_count()
@@ -519,30 +546,7 @@ impl Session for SimSession {
 
     fn load_driver(&mut self) -> Result<(), Failure> {
         let misbehaviour = self.misbehaviour;
-        let m = self.machine_mut()?;
-        match misbehaviour {
-            None => m.load_driver(),
-            Some(Misbehaviour::IsrReportsUnknownFenceHandle) => m.load_driver_with(|t| {
-                t.DxgkDdiInterruptRoutine = Some(testing::isr_reports_unknown_fence_handle)
-            }),
-            Some(Misbehaviour::IsrCallsPassiveCallback) => m.load_driver_with(|t| {
-                t.DxgkDdiInterruptRoutine = Some(testing::isr_calls_passive_callback)
-            }),
-            Some(Misbehaviour::ResetEngineMisreportsAbortedFence(d)) => {
-                m.load_driver_with(move |t| {
-                    let how = if d >= 0 {
-                        Misreport::Plus(d.unsigned_abs())
-                    } else {
-                        Misreport::Minus(d.unsigned_abs())
-                    };
-                    testing_tdr::misreport_aborted(t, how);
-                })
-            }
-            Some(Misbehaviour::NoResetEngineDdi) => {
-                m.load_driver_with(|t| t.DxgkDdiResetEngine = None)
-            }
-        }
-        .map_err(failure)
+        load_driver_as(self.machine_mut()?, misbehaviour)
     }
 
     fn start_adapter(&mut self, i: usize) -> Result<StartedAdapter, Failure> {
