@@ -805,7 +805,7 @@ mod tests {
     /// (the undo runs once) and the caller gets the handle table's status; a handle that is
     /// made undoes nothing.
     #[test]
-    fn nf13_a_fence_without_a_kmt_handle_is_destroyed_with_the_failure() {
+    fn nf_13_a_fence_without_a_kmt_handle_is_destroyed_with_the_failure() {
         let mut undone = 0;
         let got: Result<KmtHandle, NtStatus> = handle_or_undo(
             Err(SimError::DdiFailed(

@@ -113,7 +113,7 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
 /// earlier case's session before it; its application learns of the abort on every guilty
 /// queue before the session ends.
 #[test]
-fn um10_guilty_device_aborted_passes_run_alone() {
+fn um_10_guilty_device_aborted_passes_run_alone() {
     let b = DllBackend::new(None).unwrap_or_else(|e| panic!("{e}"));
     let all = rvgpu_whlk::cases::all();
     let only = rvgpu_whlk::runner::select(&all, Some("Tdr.GuiltyDeviceAborted"));
