@@ -111,7 +111,8 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
 
 /// UM-10 through the DLL: the guilty-device case passes when it is the only case run, with no
 /// earlier case's session before it; its application learns of the abort on every guilty
-/// queue before the session ends.
+/// queue, so that destroying them at the session's end waits for no hung batch and fails
+/// nothing.
 #[test]
 fn um_10_guilty_device_aborted_passes_run_alone() {
     let b = DllBackend::new(None).unwrap_or_else(|e| panic!("{e}"));
@@ -124,4 +125,5 @@ fn um_10_guilty_device_aborted_passes_run_alone() {
         [&Outcome::Pass],
         "{reports:?}"
     );
+    assert_eq!(b.teardown_failures(), Vec::<String>::new());
 }
