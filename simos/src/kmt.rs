@@ -75,6 +75,14 @@ fn not_in_table(s: NtStatus) -> NtStatus {
     }
 }
 
+/// `got`'s value, or its error as a status after `undo` ran (the object made for it goes).
+fn handle_or_undo<T>(got: Result<T, SimError>, undo: impl FnOnce()) -> Result<T, NtStatus> {
+    got.map_err(|e| {
+        undo();
+        status(e)
+    })
+}
+
 fn status(e: SimError) -> NtStatus {
     match e {
         SimError::DdiFailed(s) => NtStatus(s),
@@ -212,13 +220,16 @@ impl<'m> SimKmt<'m> {
     /// gets no handle is destroyed again.
     #[cfg(target_os = "linux")]
     fn with_raw_kmt_handle(&self, f: NativeFence) -> Result<(KmtHandle, NativeFence), NtStatus> {
-        match self.m.native_fence_kmt_handle(&f) {
-            Ok(h) => Ok((h, f)),
-            Err(e) => {
-                let _ = self.m.destroy_native_fence(&f);
-                Err(status(e))
-            }
-        }
+        let h = self.kmt_handle_or_destroy(&f)?;
+        Ok((h, f))
+    }
+
+    /// A new D3DKMT handle for `f`; a fence that gets none is destroyed again (no object
+    /// without a handle outlives the failed create or open).
+    fn kmt_handle_or_destroy(&self, f: &NativeFence) -> Result<KmtHandle, NtStatus> {
+        handle_or_undo(self.m.native_fence_kmt_handle(f), || {
+            let _ = self.m.destroy_native_fence(f);
+        })
     }
 
     /// `D3DKMTCreateNativeFence` of a default-type fence as the OS returns it to a user-mode
@@ -260,7 +271,7 @@ impl<'m> SimKmt<'m> {
 
     /// Gives `f` a D3DKMT handle and builds the UMD's view of it.
     fn with_kmt_handle(&self, f: NativeFence) -> Result<UmdNativeFence, NtStatus> {
-        let h = self.m.native_fence_kmt_handle(&f).map_err(status)?;
+        let h = self.kmt_handle_or_destroy(&f)?;
         let pdd = f.pdd();
         // D3DDDI_NATIVEFENCEMAPPING: this process's VAs, and the CPU's view of
         // CurrentValue (the OS's page itself here: user and kernel share memory).
@@ -783,5 +794,32 @@ impl Kmt for SimKmt<'_> {
             WaitOutcome::TimedOut => Err(NtStatus(STATUS_IO_TIMEOUT)),
             WaitOutcome::Abandoned => Err(NtStatus(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NF-13 local handles: a fence whose D3DKMT handle cannot be made is destroyed again
+    /// (the undo runs once) and the caller gets the handle table's status; a handle that is
+    /// made undoes nothing.
+    #[test]
+    fn nf_13_a_fence_without_a_kmt_handle_is_destroyed_with_the_failure() {
+        let mut undone = 0;
+        let got: Result<KmtHandle, NtStatus> = handle_or_undo(
+            Err(SimError::DdiFailed(
+                rvgpu_ddi::ntstatus::STATUS_INSUFFICIENT_RESOURCES,
+            )),
+            || undone += 1,
+        );
+        assert_eq!(
+            got,
+            Err(NtStatus(rvgpu_ddi::ntstatus::STATUS_INSUFFICIENT_RESOURCES))
+        );
+        assert_eq!(undone, 1);
+        let got = handle_or_undo(Ok::<KmtHandle, SimError>(0xC000_0040), || undone += 1);
+        assert_eq!(got, Ok(0xC000_0040));
+        assert_eq!(undone, 1);
     }
 }

@@ -116,3 +116,22 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
     }
     assert!(xml.contains("kmt-sim-umd-pe"), "{xml}");
 }
+
+/// UM-10 through the DLL: the guilty-device case passes when it is the only case run, with no
+/// earlier case's session before it; its application learns of the abort on every guilty
+/// queue, so that destroying them at the session's end waits for no hung batch and fails
+/// nothing.
+#[test]
+fn um_10_guilty_device_aborted_passes_run_alone() {
+    let b = DllBackend::new(None).unwrap_or_else(|e| panic!("{e}"));
+    let all = rvgpu_whlk::cases::all();
+    let only = rvgpu_whlk::runner::select(&all, Some("Tdr.GuiltyDeviceAborted"));
+    assert_eq!(only.len(), 1);
+    let reports = rvgpu_whlk::runner::run_all(&only, &b);
+    assert_eq!(
+        reports.iter().map(|r| &r.outcome).collect::<Vec<_>>(),
+        [&Outcome::Pass],
+        "{reports:?}"
+    );
+    assert_eq!(b.teardown_failures(), Vec::<String>::new());
+}

@@ -1170,7 +1170,12 @@ fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
             "device errors: guilty only expected: {ev:?}"
         );
     }
-    guilty_refused(&mut *s, hq1, th, "UM-10")?;
+    // Every queue of the guilty device refuses work, the hung one included: the application
+    // learns of the abort from each, and destroys them without waiting for the hung batch
+    // (whose progress never comes).
+    for q in [hq, hq1] {
+        guilty_refused(&mut *s, q, th, "UM-10")?;
+    }
     for q in [oq0, oq1] {
         let st = s.ums_ref()?.doorbell_status(q)?;
         ensure!(

@@ -57,6 +57,9 @@ fn status_name(s: u64) -> &'static str {
 #[derive(Debug)]
 pub struct DllBackend {
     image: Arc<UmdImage>,
+    /// What failed when sessions ended and their processes cleaned up (see
+    /// [`DllBackend::teardown_failures`]).
+    teardown: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl DllBackend {
@@ -70,7 +73,17 @@ impl DllBackend {
         };
         Ok(Self {
             image: UmdImage::load(&path)?,
+            teardown: Arc::default(),
         })
+    }
+
+    /// The calls that failed as ended sessions' processes destroyed what they held and closed
+    /// their adapters (a case passes or fails before its session ends; this is what its end
+    /// left behind).
+    pub fn teardown_failures(&self) -> Vec<String> {
+        self.teardown
+            .lock()
+            .map_or_else(|p| p.into_inner().clone(), |v| v.clone())
     }
 
     /// The DLL's path.
@@ -120,6 +133,7 @@ impl crate::backend::Backend for DllBackend {
         Ok(Box::new(DllSession {
             m: Arc::new(m),
             image: self.image.clone(),
+            teardown: self.teardown.clone(),
             render_only,
             opened: Vec::new(),
             processes: Vec::new(),
@@ -182,6 +196,8 @@ struct Gate {
 pub(super) struct DllSession {
     m: Arc<Machine>,
     image: Arc<UmdImage>,
+    /// The backend's record of failed clean-ups.
+    teardown: Arc<std::sync::Mutex<Vec<String>>>,
     /// Per adapter, whether PnP's start left it render-only, or why the start failed.
     render_only: Vec<Result<bool, Failure>>,
     opened: Vec<bool>,
@@ -724,7 +740,10 @@ impl Drop for DllSession {
         self.fence.stop();
         for p in 0..self.processes.len() {
             if self.processes.get(p).is_some_and(|d| d.live.is_some()) {
-                let _ = self.close_process(p);
+                if let Err(e) = self.close_process(p) {
+                    let mut t = self.teardown.lock().unwrap_or_else(|e| e.into_inner());
+                    t.push(format!("process {p}: {e:?}"));
+                }
             }
         }
     }
