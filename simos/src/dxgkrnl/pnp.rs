@@ -245,14 +245,14 @@ impl Machine {
         *lock(&a.interface) = Some(crate::dxgkrnl::adapter::SendTable(*iface));
         // From here the driver holds the DeviceHandle and may queue DPCs.
         a.handle_valid.store(true, Ordering::Release);
-        *lock(&a.dpc_gate) = true;
+        *lock(&a.irq.dpc_gate) = true;
         let (mut sources, mut children) = (u32::MAX, u32::MAX);
         // BR-20: Dxgkrnl connects the interrupt before StartDevice ([D] DpiFdoStartAdapter), so
         // the ISR may run before and during the start, with nothing mapped yet.
-        a.connected.store(true, Ordering::Release);
-        a.irq_wake.notify();
+        a.irq.connected.store(true, Ordering::Release);
+        a.irq.irq_wake.notify();
         // The DPC gate opened above: a DPC queued before it may run now.
-        a.dpc_wake.notify();
+        a.irq.dpc_wake.notify();
         let ctx = a.context();
         let status = ddi::call(
             &a,
@@ -275,8 +275,8 @@ impl Machine {
         );
         if !matches!(status, Ok(s) if s >= 0) {
             // A failed start: the interrupt is disconnected and no DPC may run for it any more.
-            a.connected.store(false, Ordering::Release);
-            drop(lock(&a.interrupt_lock));
+            a.irq.connected.store(false, Ordering::Release);
+            drop(lock(&a.irq.interrupt_lock));
             let _ = interrupt::flush_dpcs(&a, self.config.mode == Mode::Threaded);
         }
         check_status(status?)?;
@@ -754,9 +754,9 @@ impl Machine {
             unsafe { ddi::call_arg(a, Routine::DxgkDdiStopDevice, At::Caller, stop, a.context()) };
         // Disconnect the interrupt and flush DPCs whatever StopDevice said (IoDisconnectInterrupt
         // and KeFlushQueuedDpcs follow the stop in Dxgkrnl).
-        a.connected.store(false, Ordering::Release);
+        a.irq.connected.store(false, Ordering::Release);
         // Any ISR that was waiting for the lock re-checks `connected` once it has it.
-        drop(lock(&a.interrupt_lock));
+        drop(lock(&a.irq.interrupt_lock));
         let flushed = interrupt::flush_dpcs(a, self.config.mode == Mode::Threaded);
         *lock(&a.life) = Life::Stopped;
         crate::vidsch::hws::release(a);

@@ -155,7 +155,7 @@ impl Machine {
         let mut adapters: Vec<Arc<AdapterShared>> = Vec::new();
         for (i, ac) in config.adapters.iter().enumerate() {
             // The interrupt thread sleeps on the line's wake (the DPC thread and the
-            // worker on the adapter's own, AdapterShared::dpc_wake and ::wake).
+            // worker on the adapter's own, Interrupts::dpc_wake and AdapterShared::wake).
             let irq_wake = Arc::new(Wake::default());
             let line = Arc::new(SimLine::new(irq_wake.clone()));
             let (board, emulated): (Arc<dyn Board>, Option<Arc<Device>>) = match (&config.pci, i) {
@@ -328,7 +328,7 @@ impl Machine {
     pub fn pending_notifications(&self, i: usize) -> Vec<Processed> {
         self.adapters
             .get(i)
-            .map(|a| lock(&a.pending).clone())
+            .map(|a| lock(&a.irq.pending).clone())
             .unwrap_or_default()
     }
 
@@ -526,8 +526,8 @@ impl Drop for Machine {
         }
         self.stop.store(true, Ordering::Release);
         for a in &self.adapters {
-            a.irq_wake.notify();
-            a.dpc_wake.notify();
+            a.irq.irq_wake.notify();
+            a.irq.dpc_wake.notify();
             a.wake.notify();
             a.timers.wake.notify();
         }
@@ -535,7 +535,7 @@ impl Drop for Machine {
             let _ = h.join();
         }
         for a in &self.adapters {
-            a.connected.store(false, Ordering::Release);
+            a.irq.connected.store(false, Ordering::Release);
             a.device.stop();
             for (va, n) in lock(&a.mappings).drain() {
                 for _ in 0..n {

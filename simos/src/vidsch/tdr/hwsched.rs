@@ -135,7 +135,7 @@ fn sync_node_ring(a: &AdapterShared, sh: &TdrShared, node: u32) {
         }
         os.isr.push((node, Report::Completed(f)));
     }
-    a.tdr_reports.store(true, Ordering::Release);
+    a.irq.tdr_reports.store(true, Ordering::Release);
     dpc_process(a);
 }
 
