@@ -7,7 +7,7 @@
 //! (never by dereferencing a handle the driver passes), so a bad handle is caught.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, Weak};
 use rvgpu_ddi::adapter::DXGK_DRIVERCAPS;
 use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_device::{Device, SysAlloc};
+use rvgpu_device::Device;
 
 use crate::machine::Board;
 
@@ -26,6 +26,7 @@ use crate::dxgkrnl::observer::Observer;
 use crate::dxgkrnl::state::MachineState;
 use crate::lock::lock;
 use crate::machine::{AdapterConfig, OsConfig};
+use crate::vidmm::state::VidMmState;
 
 /// The driver's table as copied by the simulated `DxgkInitialize`, shared by the machine and
 /// its adapters.
@@ -76,16 +77,6 @@ unsafe impl<T> Send for SendTable<T> {}
 // SAFETY: as above; readers only copy the table.
 unsafe impl<T> Sync for SendTable<T> {}
 
-/// What freed contiguous memory is filled with while in quarantine.
-pub const FREED_POISON: u64 = 0xF4EE_D0F4_EED0_F4EE;
-
-/// A contiguous allocation handed to the driver.
-#[derive(Debug)]
-pub struct Contiguous {
-    /// The memory (kept alive while the driver owns it).
-    pub alloc: SysAlloc,
-}
-
 /// Per-adapter OS state. Shared between the machine, the interrupt/DPC threads and the
 /// callbacks.
 pub struct AdapterShared {
@@ -113,18 +104,11 @@ pub struct AdapterShared {
     pub life: Mutex<Life>,
     /// Dxgkrnl's interrupt and DPC state ([`crate::dxgkrnl::interrupt`]).
     pub irq: Interrupts,
+    /// VidMm's state ([`crate::vidmm::state`]).
+    pub mm: VidMmState,
     /// The `DeviceHandle` is valid: from StartDevice until RemoveDevice. A callback with the
     /// handle of a removed adapter is a use of freed Dxgkrnl memory (0x50).
     pub handle_valid: AtomicBool,
-    /// Contiguous allocations by VA.
-    pub contiguous: Mutex<HashMap<usize, Contiguous>>,
-    /// Freed contiguous allocations, kept alive and poisoned ([`FREED_POISON`]) so that a
-    /// driver writing through a stale pointer is caught at Unload instead of corrupting
-    /// memory someone else owns.
-    pub quarantine: Mutex<Vec<(usize, Contiguous)>>,
-    /// Live BAR mappings: VA → number of mappings at that VA (two mappings of the same
-    /// VRAM range share a VA and need two unmaps).
-    pub mappings: Mutex<HashMap<usize, usize>>,
     /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
     pub native_fences: Mutex<HashSet<usize>>,
     /// The OS's native-fence objects, storage and DPC work of this adapter ([`crate::sync::fence`]).
@@ -136,17 +120,6 @@ pub struct AdapterShared {
     pub interface: Mutex<Option<SendTable<DXGKRNL_INTERFACE>>>,
     /// Driver caps read at start.
     pub caps: Mutex<Option<DXGK_DRIVERCAPS>>,
-    /// What VidMm learnt of the adapter's memory at start ([`crate::vidmm::model`]).
-    pub memory_model: Mutex<crate::vidmm::model::MemoryModel>,
-    /// VidMm's GPU VA spaces and page-table heap ([`crate::vidmm::mmu`]).
-    pub vidmm: Mutex<crate::vidmm::mmu::VidMm>,
-    /// VidMm's residency: where each user allocation lives and who needs it resident
-    /// ([`crate::vidmm::residency`]). Held for a whole residency operation, paging included,
-    /// as VidMm serialises its own.
-    pub residency: Mutex<crate::vidmm::residency::State>,
-    /// Paging queues and the GPU VA ranges processes reserve and map through the D3DKMT
-    /// thunks ([`crate::vidmm::va`]). Taken after `residency`, before `vidmm`.
-    pub gpuva: Mutex<crate::vidmm::va::State>,
     /// VidSch's system device and per-node system contexts (BR-66, [`crate::vidsch::system`]).
     pub system: Mutex<crate::vidsch::system::SystemObjects>,
     /// VidSch's hardware-scheduling state: node set-up calls, scheduling logs, context bands
@@ -323,19 +296,13 @@ impl AdapterShared {
             context: AtomicPtr::new(std::ptr::null_mut()),
             life: Mutex::new(Life::Absent),
             irq: Interrupts::new(line, msi, irq_wake, storm_min_ticks),
+            mm: VidMmState::default(),
             handle_valid: AtomicBool::new(false),
-            contiguous: Mutex::new(HashMap::new()),
-            quarantine: Mutex::new(Vec::new()),
-            mappings: Mutex::new(HashMap::new()),
             native_fences: Mutex::new(HashSet::new()),
             fence_os: Mutex::new(crate::sync::fence::FenceOs::default()),
             feature_refs: AtomicI64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
-            memory_model: Mutex::new(Default::default()),
-            vidmm: Mutex::new(Default::default()),
-            residency: Mutex::new(Default::default()),
-            gpuva: Mutex::new(Default::default()),
             system: Mutex::new(Default::default()),
             hws: Mutex::new(Default::default()),
             features: Mutex::new(Default::default()),

@@ -307,7 +307,7 @@ impl Machine {
         // BR-61/62/64/68: VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
         match crate::vidmm::model::query(&a, &t, &caps)? {
-            Ok(model) => *lock(&a.memory_model) = model,
+            Ok(model) => *lock(&a.mm.memory_model) = model,
             Err(v) => rules.push(v),
         }
         if let Some(v) = rules.into_iter().next() {
@@ -858,8 +858,8 @@ impl Machine {
             self.state.raise_sim_error(msg.clone());
             return Err(SimError::Simulation(msg));
         }
-        let mappings: usize = lock(&a.mappings).values().sum();
-        let contiguous = lock(&a.contiguous).len();
+        let mappings: usize = lock(&a.mm.mappings).values().sum();
+        let contiguous = lock(&a.mm.contiguous).len();
         let refs = a.feature_refs.load(Ordering::Acquire);
         if mappings != 0 || contiguous != 0 || refs != 0 {
             let msg = format!(
@@ -901,7 +901,7 @@ impl Machine {
         let leaked: usize = self
             .adapters
             .iter()
-            .map(|a| lock(&a.contiguous).len() + lock(&a.mappings).values().sum::<usize>())
+            .map(|a| lock(&a.mm.contiguous).len() + lock(&a.mm.mappings).values().sum::<usize>())
             .sum();
         // The PE image's own pool is tracked the same way (ExAllocatePool2 in the simulated
         // kernel): a block still allocated after Unload is the 0x62 leak, with its count.
@@ -915,11 +915,12 @@ impl Machine {
         // Freed contiguous memory must still hold the poison: a write after free is what
         // special pool catches (0xD5).
         for a in &self.adapters {
-            let q = std::mem::take(&mut *lock(&a.quarantine));
+            let q = std::mem::take(&mut *lock(&a.mm.quarantine));
             for (va, c) in &q {
-                let dirty = c.alloc.words().iter().position(|w| {
-                    w.load(Ordering::Acquire) != crate::dxgkrnl::adapter::FREED_POISON
-                });
+                let dirty =
+                    c.alloc.words().iter().position(|w| {
+                        w.load(Ordering::Acquire) != crate::vidmm::state::FREED_POISON
+                    });
                 if let Some(i) = dirty {
                     let b = BugCheck::new(
                         bugcheck::DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL,

@@ -399,7 +399,7 @@ impl Machine {
     pub fn segments(&self, i: usize) -> Vec<rvgpu_ddi::memory::DXGK_SEGMENTDESCRIPTOR4> {
         self.adapters
             .get(i)
-            .map_or(Vec::new(), |a| lock(&a.memory_model).segments.clone())
+            .map_or(Vec::new(), |a| lock(&a.mm.memory_model).segments.clone())
     }
 
     /// The driver's DDI table as adapter `i` received it at load.
@@ -417,7 +417,9 @@ impl Machine {
 
     /// What VidMm learnt of adapter `i`'s memory at start (segments, GPU MMU caps).
     pub fn memory_model(&self, i: usize) -> Option<crate::vidmm::model::MemoryModel> {
-        self.adapters.get(i).map(|a| lock(&a.memory_model).clone())
+        self.adapters
+            .get(i)
+            .map(|a| lock(&a.mm.memory_model).clone())
     }
 
     /// Registers `handle` as a live native fence of adapter `i` (what CreateNativeFence will
@@ -537,12 +539,12 @@ impl Drop for Machine {
         for a in &self.adapters {
             a.irq.connected.store(false, Ordering::Release);
             a.device.stop();
-            for (va, n) in lock(&a.mappings).drain() {
+            for (va, n) in lock(&a.mm.mappings).drain() {
                 for _ in 0..n {
                     kernel::unmap_window(va);
                 }
             }
-            for (va, _) in lock(&a.contiguous).drain() {
+            for (va, _) in lock(&a.mm.contiguous).drain() {
                 kernel::unregister_dma(va);
             }
         }
