@@ -27,6 +27,7 @@ use crate::dxgkrnl::state::MachineState;
 use crate::lock::lock;
 use crate::machine::{AdapterConfig, OsConfig};
 use crate::vidmm::state::VidMmState;
+use crate::vidsch::state::VidSchState;
 
 /// The driver's table as copied by the simulated `DxgkInitialize`, shared by the machine and
 /// its adapters.
@@ -89,10 +90,6 @@ pub struct AdapterShared {
     pub device: Arc<dyn Board>,
     /// The same device when it is the in-process emulated one (fault injection, snapshots).
     pub emulated: Option<Arc<Device>>,
-    /// Wakes VidSch's PASSIVE worker (work was posted; the DPC thread after a DPC that left
-    /// it something, or after each DPC while TDR detection is on). Three wakes, so that an
-    /// interrupt on the way to a CPU waiter does not wake every simulation thread at once.
-    pub wake: Arc<Wake>,
     /// Configuration.
     pub config: AdapterConfig,
     /// OS switches.
@@ -106,6 +103,8 @@ pub struct AdapterShared {
     pub irq: Interrupts,
     /// VidMm's state ([`crate::vidmm::state`]).
     pub mm: VidMmState,
+    /// VidSch's state ([`crate::vidsch::state`]).
+    pub sch: VidSchState,
     /// The `DeviceHandle` is valid: from StartDevice until RemoveDevice. A callback with the
     /// handle of a removed adapter is a use of freed Dxgkrnl memory (0x50).
     pub handle_valid: AtomicBool,
@@ -120,11 +119,6 @@ pub struct AdapterShared {
     pub interface: Mutex<Option<SendTable<DXGKRNL_INTERFACE>>>,
     /// Driver caps read at start.
     pub caps: Mutex<Option<DXGK_DRIVERCAPS>>,
-    /// VidSch's system device and per-node system contexts (BR-66, [`crate::vidsch::system`]).
-    pub system: Mutex<crate::vidsch::system::SystemObjects>,
-    /// VidSch's hardware-scheduling state: node set-up calls, scheduling logs, context bands
-    /// ([`crate::vidsch::hws`]).
-    pub hws: Mutex<crate::vidsch::hws::HwsOs>,
     /// The feature database negotiated before StartDevice ([`crate::dxgkrnl::features`]).
     pub features: Mutex<crate::dxgkrnl::features::FeatureDb>,
     /// What tests observe of the adapter (counters and logs the OS decides nothing on).
@@ -289,7 +283,6 @@ impl AdapterShared {
             state,
             device,
             emulated,
-            wake: Arc::new(Wake::default()),
             config,
             os,
             table,
@@ -297,14 +290,13 @@ impl AdapterShared {
             life: Mutex::new(Life::Absent),
             irq: Interrupts::new(line, msi, irq_wake, storm_min_ticks),
             mm: VidMmState::default(),
+            sch: VidSchState::default(),
             handle_valid: AtomicBool::new(false),
             native_fences: Mutex::new(HashSet::new()),
             fence_os: Mutex::new(crate::sync::fence::FenceOs::default()),
             feature_refs: AtomicI64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
-            system: Mutex::new(Default::default()),
-            hws: Mutex::new(Default::default()),
             features: Mutex::new(Default::default()),
             observer: Observer::default(),
             timers: crate::dxgkrnl::ktimer::Timers::new(step),

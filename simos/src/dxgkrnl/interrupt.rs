@@ -423,7 +423,7 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
         // follows the fences the DPC reported): a wake-up it does not need is a system call
         // here and a thread competing with the released waiter.
         if crate::vidsch::tdr::enabled_anywhere() || crate::ums::has_work(&a) {
-            a.wake.notify();
+            a.sch.wake.notify();
         }
         true
     });
@@ -432,7 +432,7 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
 /// VidSch's PASSIVE worker of one adapter of a threaded machine: runs the work the DPC queued
 /// (engine F1 transitions, UM-13) at PASSIVE_LEVEL.
 pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
-    serve(&stop, &a.wake, || {
+    serve(&stop, &a.sch.wake, || {
         if crate::ums::has_work(&a) {
             let _m = MachineContext::enter(a.state.clone());
             if crate::ums::run_passive_work(&a) {

@@ -155,7 +155,7 @@ impl Machine {
         let mut adapters: Vec<Arc<AdapterShared>> = Vec::new();
         for (i, ac) in config.adapters.iter().enumerate() {
             // The interrupt thread sleeps on the line's wake (the DPC thread and the
-            // worker on the adapter's own, Interrupts::dpc_wake and AdapterShared::wake).
+            // worker on the adapter's own, Interrupts::dpc_wake and VidSchState::wake).
             let irq_wake = Arc::new(Wake::default());
             let line = Arc::new(SimLine::new(irq_wake.clone()));
             let (board, emulated): (Arc<dyn Board>, Option<Arc<Device>>) = match (&config.pci, i) {
@@ -530,7 +530,7 @@ impl Drop for Machine {
         for a in &self.adapters {
             a.irq.irq_wake.notify();
             a.irq.dpc_wake.notify();
-            a.wake.notify();
+            a.sch.wake.notify();
             a.timers.wake.notify();
         }
         for h in self.threads.drain(..) {

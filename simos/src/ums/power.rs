@@ -12,7 +12,7 @@ pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
     if state == DXGK_ENGINE_STATE_TRANSITION_TO_F1 {
         os.work.push_back(node);
         drop(os);
-        a.wake.notify();
+        a.sch.wake.notify();
     }
 }
 
@@ -23,7 +23,7 @@ pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
 /// UNVERIFIED on Windows.
 pub(crate) fn note_page_fault(a: &AdapterShared, queue_kmd: usize, va: u64) {
     lock(&a.ums).faulted.push_back((queue_kmd, va));
-    a.wake.notify();
+    a.sch.wake.notify();
 }
 
 /// Whether PASSIVE work is pending.

@@ -33,7 +33,7 @@ fn record(a: &AdapterShared, sh: &TdrShared, ddi: EngineDdi, node: u32, status: 
         ),
     };
     lock(&sh.os).events.push(event);
-    lock(&a.hws).calls.push(call);
+    lock(&a.sch.hws).calls.push(call);
 }
 
 /// Step 8 onwards of the TDR-05 sequence for a hardware-scheduled `node`.
