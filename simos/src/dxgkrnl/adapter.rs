@@ -1,6 +1,8 @@
-//! One simulated adapter: the emulated device plus everything Dxgkrnl keeps per adapter
-//! (miniport context, interrupt connection and lock, queued DPC, notifications, contiguous
-//! allocations, BAR mappings, native fence handles, the callback table handed to the driver).
+//! One simulated adapter: the emulated device plus everything the OS keeps per adapter
+//! (miniport context, native fence handles, the callback table handed to the driver), with
+//! each component's own state in that component's struct: interrupts and DPCs
+//! ([`crate::dxgkrnl::interrupt::Interrupts`]), VidMm ([`crate::vidmm::state::VidMmState`])
+//! and VidSch ([`crate::vidsch::state::VidSchState`]).
 //!
 //! The `DeviceHandle` the driver gets in `DXGKRNL_INTERFACE` is the address of the
 //! [`AdapterShared`]; callbacks turn it back into the adapter through a process-wide registry
