@@ -611,7 +611,7 @@ impl Kmt for SimKmt<'_> {
     /// model), not from the device configuration: the OS knows only the driver's answer.
     fn io_coherent(&self) -> bool {
         self.adapter()
-            .map_or(true, |a| lock(&a.memory_model).io_coherent())
+            .map_or(true, |a| lock(&a.mm.memory_model).io_coherent())
     }
 
     /// `vidmm::va`: a paging queue of this process's device with its paging

@@ -110,7 +110,7 @@ unsafe extern "system" fn isr_records_disconnect(ctx: PVOID, msg: u32) -> BOOLEA
     // SAFETY: our own arguments, passed on (the driver services the device).
     unsafe { testing::driver_isr(ctx, msg) };
     if let Some(a) = AdapterShared::from_context(ctx) {
-        if !a.connected.load(Ordering::SeqCst) {
+        if !a.irq.connected.load(Ordering::SeqCst) {
             ISR_AFTER_DISCONNECT.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -127,7 +127,7 @@ unsafe extern "system" fn hold_until_disconnected(handle: PVOID) -> BOOLEAN {
     HOLDING.store(true, Ordering::SeqCst);
     let deadline = Instant::now() + Duration::from_secs(5);
     if let Some(a) = AdapterShared::from_handle(handle) {
-        while a.connected.load(Ordering::SeqCst) && Instant::now() < deadline {
+        while a.irq.connected.load(Ordering::SeqCst) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
     }

@@ -1,31 +1,35 @@
-//! One simulated adapter: the emulated device plus everything Dxgkrnl keeps per adapter
-//! (miniport context, interrupt connection and lock, queued DPC, notifications, contiguous
-//! allocations, BAR mappings, native fence handles, the callback table handed to the driver).
+//! One simulated adapter: the emulated device plus everything the OS keeps per adapter
+//! (miniport context, native fence handles, the callback table handed to the driver), with
+//! each component's own state in that component's struct: interrupts and DPCs
+//! ([`crate::dxgkrnl::interrupt::Interrupts`]), VidMm ([`crate::vidmm::state::VidMmState`])
+//! and VidSch ([`crate::vidsch::state::VidSchState`]).
 //!
 //! The `DeviceHandle` the driver gets in `DXGKRNL_INTERFACE` is the address of the
 //! [`AdapterShared`]; callbacks turn it back into the adapter through a process-wide registry
 //! (never by dereferencing a handle the driver passes), so a bad handle is caught.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rvgpu_ddi::adapter::DXGK_DRIVERCAPS;
 use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_device::{Device, SysAlloc};
+use rvgpu_device::Device;
 
 use crate::machine::Board;
 
-use crate::dxgkrnl::interrupt::{CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::dxgkrnl::interrupt::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
 use crate::dxgkrnl::line::{SimLine, Wake};
 use crate::dxgkrnl::notify::{Notification, Processed};
 use crate::dxgkrnl::observer::Observer;
 use crate::dxgkrnl::state::MachineState;
 use crate::lock::lock;
 use crate::machine::{AdapterConfig, OsConfig};
+use crate::vidmm::state::VidMmState;
+use crate::vidsch::state::VidSchState;
 
 /// The driver's table as copied by the simulated `DxgkInitialize`, shared by the machine and
 /// its adapters.
@@ -76,16 +80,6 @@ unsafe impl<T> Send for SendTable<T> {}
 // SAFETY: as above; readers only copy the table.
 unsafe impl<T> Sync for SendTable<T> {}
 
-/// What freed contiguous memory is filled with while in quarantine.
-pub const FREED_POISON: u64 = 0xF4EE_D0F4_EED0_F4EE;
-
-/// A contiguous allocation handed to the driver.
-#[derive(Debug)]
-pub struct Contiguous {
-    /// The memory (kept alive while the driver owns it).
-    pub alloc: SysAlloc,
-}
-
 /// Per-adapter OS state. Shared between the machine, the interrupt/DPC threads and the
 /// callbacks.
 pub struct AdapterShared {
@@ -98,18 +92,6 @@ pub struct AdapterShared {
     pub device: Arc<dyn Board>,
     /// The same device when it is the in-process emulated one (fault injection, snapshots).
     pub emulated: Option<Arc<Device>>,
-    /// Its interrupt line.
-    pub line: Arc<SimLine>,
-    /// The interrupt is message-signalled (`AdapterConfig::msi`): one ISR call per message.
-    pub msi: bool,
-    /// Wakes the interrupt thread (the line rose, an interrupt was forced or connected).
-    pub irq_wake: Arc<Wake>,
-    /// Wakes the DPC thread (a DPC was queued, a flush waits for one).
-    pub dpc_wake: Arc<Wake>,
-    /// Wakes VidSch's PASSIVE worker (work was posted; the DPC thread after a DPC that left
-    /// it something, or after each DPC while TDR detection is on). Three wakes, so that an
-    /// interrupt on the way to a CPU waiter does not wake every simulation thread at once.
-    pub wake: Arc<Wake>,
     /// Configuration.
     pub config: AdapterConfig,
     /// OS switches.
@@ -119,45 +101,15 @@ pub struct AdapterShared {
     context: AtomicPtr<c_void>,
     /// PnP state.
     pub life: Mutex<Life>,
-    /// Interrupt connected (after StartDevice, until StopDevice).
-    pub connected: AtomicBool,
-    /// The interrupt spin lock the ISR and SynchronizeExecution routines run under.
-    pub interrupt_lock: Mutex<()>,
-    /// A DPC is queued.
-    pub dpc_queued: AtomicBool,
-    /// A DPC was queued under the interrupt lock and is held until the lock is released
-    /// ([`InterruptLockGuard`] then wakes the DPC thread). A DPC queued from an ISR or a
-    /// synchronised routine goes to the current processor's queue and runs when that
-    /// processor's IRQL drops below DISPATCH_LEVEL ("Organization of DPC Queues", the
-    /// kernel-mode architecture guide), so it never starts while the code that queued it still
-    /// holds the interrupt lock. Woken at once, the DPC thread started it on the other CPU
-    /// during the ISR, and met the ISR's locks on the way.
-    pub dpc_held: AtomicBool,
-    /// The ISR captured a DMA-fence node report for VidSch's DPC-time bookkeeping
-    /// (`vidsch::tdr`); a DPC without one skips the TDR registry (a registry lock
-    /// and lookup on every DPC on the way to a CPU waiter).
-    pub tdr_reports: AtomicBool,
-    /// The DPC gate: held while the driver's DPC routine runs (so a flush can wait for a
-    /// running DPC, as `KeFlushQueuedDpcs` does); the value says whether DPCs may run at all
-    /// (false before StartDevice and once StopDevice flushed them).
-    pub dpc_gate: Mutex<bool>,
+    /// Dxgkrnl's interrupt and DPC state ([`crate::dxgkrnl::interrupt`]).
+    pub irq: Interrupts,
+    /// VidMm's state ([`crate::vidmm::state`]).
+    pub mm: VidMmState,
+    /// VidSch's state ([`crate::vidsch::state`]).
+    pub sch: VidSchState,
     /// The `DeviceHandle` is valid: from StartDevice until RemoveDevice. A callback with the
     /// handle of a removed adapter is a use of freed Dxgkrnl memory (0x50).
     pub handle_valid: AtomicBool,
-    /// A test asked for one interrupt as on a shared line.
-    forced_interrupt: AtomicBool,
-    /// Reported by the ISR, waiting for `DxgkCbNotifyDpc`.
-    pub pending: Mutex<Vec<Processed>>,
-    next_seq: AtomicU64,
-    /// Contiguous allocations by VA.
-    pub contiguous: Mutex<HashMap<usize, Contiguous>>,
-    /// Freed contiguous allocations, kept alive and poisoned ([`FREED_POISON`]) so that a
-    /// driver writing through a stale pointer is caught at Unload instead of corrupting
-    /// memory someone else owns.
-    pub quarantine: Mutex<Vec<(usize, Contiguous)>>,
-    /// Live BAR mappings: VA → number of mappings at that VA (two mappings of the same
-    /// VRAM range share a VA and need two unmaps).
-    pub mappings: Mutex<HashMap<usize, usize>>,
     /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
     pub native_fences: Mutex<HashSet<usize>>,
     /// The OS's native-fence objects, storage and DPC work of this adapter ([`crate::sync::fence`]).
@@ -169,22 +121,6 @@ pub struct AdapterShared {
     pub interface: Mutex<Option<SendTable<DXGKRNL_INTERFACE>>>,
     /// Driver caps read at start.
     pub caps: Mutex<Option<DXGK_DRIVERCAPS>>,
-    /// What VidMm learnt of the adapter's memory at start ([`crate::vidmm::model`]).
-    pub memory_model: Mutex<crate::vidmm::model::MemoryModel>,
-    /// VidMm's GPU VA spaces and page-table heap ([`crate::vidmm::mmu`]).
-    pub vidmm: Mutex<crate::vidmm::mmu::VidMm>,
-    /// VidMm's residency: where each user allocation lives and who needs it resident
-    /// ([`crate::vidmm::residency`]). Held for a whole residency operation, paging included,
-    /// as VidMm serialises its own.
-    pub residency: Mutex<crate::vidmm::residency::State>,
-    /// Paging queues and the GPU VA ranges processes reserve and map through the D3DKMT
-    /// thunks ([`crate::vidmm::va`]). Taken after `residency`, before `vidmm`.
-    pub gpuva: Mutex<crate::vidmm::va::State>,
-    /// VidSch's system device and per-node system contexts (BR-66, [`crate::vidsch::system`]).
-    pub system: Mutex<crate::vidsch::system::SystemObjects>,
-    /// VidSch's hardware-scheduling state: node set-up calls, scheduling logs, context bands
-    /// ([`crate::vidsch::hws`]).
-    pub hws: Mutex<crate::vidsch::hws::HwsOs>,
     /// The feature database negotiated before StartDevice ([`crate::dxgkrnl::features`]).
     pub features: Mutex<crate::dxgkrnl::features::FeatureDb>,
     /// What tests observe of the adapter (counters and logs the OS decides nothing on).
@@ -211,13 +147,6 @@ pub struct AdapterShared {
     pub ums_seq: std::sync::RwLock<()>,
     /// Serialises power-component F-state changes (one caller per component at a time).
     pub ums_fstate: Mutex<()>,
-    unclaimed_run: AtomicU64,
-    claimed_run: AtomicU64,
-    /// GPU clock when the current run of ISR calls with the device still requesting began
-    /// (`u64::MAX`: no run).
-    storm_since: AtomicU64,
-    /// Shortest run (GPU ticks) that counts as a storm (see [`crate::dxgkrnl::interrupt`]).
-    storm_min_ticks: u64,
     /// The adapter's keys as the package's install wrote them (a PE machine's load,
     /// `crate::install`); `None` until then.
     pub(crate) installed_keys: Mutex<Option<crate::install::AdapterKeys>>,
@@ -283,10 +212,10 @@ pub struct InterruptLockGuard<'a> {
 impl Drop for InterruptLockGuard<'_> {
     fn drop(&mut self) {
         IN_INTERRUPT_LOCK.with(|c| c.set(self.previous));
-        let release = self.a.dpc_held.swap(false, Ordering::AcqRel);
+        let release = self.a.irq.dpc_held.swap(false, Ordering::AcqRel);
         drop(self.guard.take());
         if release {
-            self.a.dpc_wake.notify();
+            self.a.irq.dpc_wake.notify();
         }
     }
 }
@@ -356,40 +285,20 @@ impl AdapterShared {
             state,
             device,
             emulated,
-            line,
-            msi,
-            irq_wake,
-            dpc_wake: Arc::new(Wake::default()),
-            wake: Arc::new(Wake::default()),
             config,
             os,
             table,
             context: AtomicPtr::new(std::ptr::null_mut()),
             life: Mutex::new(Life::Absent),
-            connected: AtomicBool::new(false),
-            interrupt_lock: Mutex::new(()),
-            dpc_queued: AtomicBool::new(false),
-            dpc_held: AtomicBool::new(false),
-            tdr_reports: AtomicBool::new(false),
-            dpc_gate: Mutex::new(false),
+            irq: Interrupts::new(line, msi, irq_wake, storm_min_ticks),
+            mm: VidMmState::default(),
+            sch: VidSchState::default(),
             handle_valid: AtomicBool::new(false),
-            forced_interrupt: AtomicBool::new(false),
-            pending: Mutex::new(Vec::new()),
-            next_seq: AtomicU64::new(0),
-            contiguous: Mutex::new(HashMap::new()),
-            quarantine: Mutex::new(Vec::new()),
-            mappings: Mutex::new(HashMap::new()),
             native_fences: Mutex::new(HashSet::new()),
             fence_os: Mutex::new(crate::sync::fence::FenceOs::default()),
             feature_refs: AtomicI64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
-            memory_model: Mutex::new(Default::default()),
-            vidmm: Mutex::new(Default::default()),
-            residency: Mutex::new(Default::default()),
-            gpuva: Mutex::new(Default::default()),
-            system: Mutex::new(Default::default()),
-            hws: Mutex::new(Default::default()),
             features: Mutex::new(Default::default()),
             observer: Observer::default(),
             timers: crate::dxgkrnl::ktimer::Timers::new(step),
@@ -401,10 +310,6 @@ impl AdapterShared {
             ums: Mutex::new(crate::ums::UmsOs::default()),
             ums_seq: std::sync::RwLock::new(()),
             ums_fstate: Mutex::new(()),
-            unclaimed_run: AtomicU64::new(0),
-            claimed_run: AtomicU64::new(0),
-            storm_since: AtomicU64::new(u64::MAX),
-            storm_min_ticks,
             installed_keys: Mutex::new(None),
         });
         let mut h = lock(&HANDLES);
@@ -445,9 +350,9 @@ impl AdapterShared {
 
     /// Takes the interrupt lock (the ISR, synchronised routines, UpdateMonitoredValues) and
     /// marks the thread as holding it; a DPC queued under it runs once it is released
-    /// ([`Self::dpc_held`]).
+    /// ([`Interrupts::dpc_held`]).
     pub fn lock_interrupt(&self) -> InterruptLockGuard<'_> {
-        let guard = Some(lock(&self.interrupt_lock));
+        let guard = Some(lock(&self.irq.interrupt_lock));
         let me = self as *const Self as usize;
         InterruptLockGuard {
             a: self,
@@ -462,7 +367,6 @@ impl AdapterShared {
         IN_INTERRUPT_LOCK.with(|c| c.get() == self as *const Self as usize)
     }
 
-    /// Asks the interrupt servicer for one ISR call regardless of the line.
     /// Whether the OS enabled `DXGK_FEATURE_NATIVE_FENCE` for this adapter (NF-10): the
     /// negotiated state, not just the OS's policy.
     pub fn native_fence_enabled(&self) -> bool {
@@ -471,14 +375,15 @@ impl AdapterShared {
             .is_some()
     }
 
+    /// Asks the interrupt servicer for one ISR call regardless of the line.
     pub fn force_interrupt(&self) {
-        self.forced_interrupt.store(true, Ordering::Release);
-        self.irq_wake.notify();
+        self.irq.forced_interrupt.store(true, Ordering::Release);
+        self.irq.irq_wake.notify();
     }
 
     /// Takes a pending forced interrupt.
     pub fn take_forced_interrupt(&self) -> bool {
-        self.forced_interrupt.swap(false, Ordering::AcqRel)
+        self.irq.forced_interrupt.swap(false, Ordering::AcqRel)
     }
 
     /// Storm bookkeeping after an ISR call: `requesting` is whether the device still requests
@@ -491,35 +396,35 @@ impl AdapterShared {
             self.reset_storm_counters();
             return None;
         }
-        let since = match self.storm_since.load(Ordering::Relaxed) {
+        let since = match self.irq.storm_since.load(Ordering::Relaxed) {
             u64::MAX => {
-                self.storm_since.store(now, Ordering::Relaxed);
+                self.irq.storm_since.store(now, Ordering::Relaxed);
                 now
             }
             t => t,
         };
-        let long_enough = now.saturating_sub(since) >= self.storm_min_ticks;
+        let long_enough = now.saturating_sub(since) >= self.irq.storm_min_ticks;
         if claimed {
-            self.unclaimed_run.store(0, Ordering::Relaxed);
-            let n = self.claimed_run.fetch_add(1, Ordering::Relaxed) + 1;
+            self.irq.unclaimed_run.store(0, Ordering::Relaxed);
+            let n = self.irq.claimed_run.fetch_add(1, Ordering::Relaxed) + 1;
             (n >= CLAIMED_STORM_LIMIT && long_enough).then_some(n)
         } else {
-            let n = self.unclaimed_run.fetch_add(1, Ordering::Relaxed) + 1;
+            let n = self.irq.unclaimed_run.fetch_add(1, Ordering::Relaxed) + 1;
             (n >= UNCLAIMED_STORM_LIMIT && long_enough).then_some(n)
         }
     }
 
     /// The device stopped requesting: no storm in progress.
     pub fn reset_storm_counters(&self) {
-        self.unclaimed_run.store(0, Ordering::Relaxed);
-        self.claimed_run.store(0, Ordering::Relaxed);
-        self.storm_since.store(u64::MAX, Ordering::Relaxed);
+        self.irq.unclaimed_run.store(0, Ordering::Relaxed);
+        self.irq.claimed_run.store(0, Ordering::Relaxed);
+        self.irq.storm_since.store(u64::MAX, Ordering::Relaxed);
     }
 
     /// Queues a validated notification for the next `DxgkCbNotifyDpc`.
     pub fn push_pending(&self, n: Notification) {
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        lock(&self.pending).push(Processed {
+        let seq = self.irq.next_seq.fetch_add(1, Ordering::Relaxed);
+        lock(&self.irq.pending).push(Processed {
             seq,
             notification: n,
         });
@@ -527,7 +432,7 @@ impl AdapterShared {
 
     /// Moves every pending notification to the processed log (what VidSch does at DPC time).
     pub fn process_pending(&self) -> usize {
-        let mut drained: Vec<Processed> = std::mem::take(&mut *lock(&self.pending));
+        let mut drained: Vec<Processed> = std::mem::take(&mut *lock(&self.irq.pending));
         let n = drained.len();
         // VidSch's DPC-time fence work is recorded here and done when the driver's DPC
         // returns ([`crate::sync::fence::process_dpc_work`]).
@@ -549,7 +454,7 @@ impl AdapterShared {
         self.observer.processed(drained.drain(..));
         // The emptied buffer goes back (unless the ISR already started a new one), so the next
         // ISR's push does not allocate at DIRQL (one allocation per interrupt).
-        let mut pending = lock(&self.pending);
+        let mut pending = lock(&self.irq.pending);
         if pending.is_empty() {
             std::mem::swap(&mut *pending, &mut drained);
         }

@@ -17,8 +17,8 @@
 //! Threaded mode runs these on an interrupt thread and a DPC thread per adapter; step mode
 //! calls them inline from [`crate::Machine::run_steps`]. Same functions, same IRQL bookkeeping.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 use rvgpu_kmd::platform::Irql;
@@ -28,6 +28,7 @@ use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
 pub use crate::dxgkrnl::line::{SimLine, Wake};
+use crate::dxgkrnl::notify::Processed;
 use crate::error::Fault;
 use crate::lock::lock;
 
@@ -53,6 +54,81 @@ pub fn storm_min_ticks(cfg: &rvgpu_device::DeviceConfig) -> u64 {
     }
 }
 
+/// The adapter's interrupt and DPC state as Dxgkrnl keeps it: the line and how it signals, the
+/// connection, the interrupt spin lock, the queued DPC and its gate, the notifications the ISR
+/// reported for the next DPC, and the storm bookkeeping. Held by the adapter
+/// ([`AdapterShared::irq`]); the ISR, the DPC and the callbacks they make share it.
+#[derive(Debug)]
+pub struct Interrupts {
+    /// Its interrupt line.
+    pub line: Arc<SimLine>,
+    /// The interrupt is message-signalled (`AdapterConfig::msi`): one ISR call per message.
+    pub msi: bool,
+    /// Wakes the interrupt thread (the line rose, an interrupt was forced or connected).
+    pub irq_wake: Arc<Wake>,
+    /// Wakes the DPC thread (a DPC was queued, a flush waits for one).
+    pub dpc_wake: Arc<Wake>,
+    /// Interrupt connected (after StartDevice, until StopDevice).
+    pub connected: AtomicBool,
+    /// The interrupt spin lock the ISR and SynchronizeExecution routines run under.
+    pub interrupt_lock: Mutex<()>,
+    /// A DPC is queued.
+    pub dpc_queued: AtomicBool,
+    /// A DPC was queued under the interrupt lock and is held until the lock is released
+    /// ([`crate::dxgkrnl::adapter::InterruptLockGuard`] then wakes the DPC thread). A DPC
+    /// queued from an ISR or a synchronised routine goes to the current processor's queue and
+    /// runs when that processor's IRQL drops below DISPATCH_LEVEL ("Organization of DPC
+    /// Queues", the kernel-mode architecture guide), so it never starts while the code that
+    /// queued it still holds the interrupt lock. Woken at once, the DPC thread started it on
+    /// the other CPU during the ISR, and met the ISR's locks on the way.
+    pub dpc_held: AtomicBool,
+    /// The ISR captured a DMA-fence node report for VidSch's DPC-time bookkeeping
+    /// (`vidsch::tdr`); a DPC without one skips the TDR registry (a registry lock
+    /// and lookup on every DPC on the way to a CPU waiter).
+    pub tdr_reports: AtomicBool,
+    /// The DPC gate: held while the driver's DPC routine runs (so a flush can wait for a
+    /// running DPC, as `KeFlushQueuedDpcs` does); the value says whether DPCs may run at all
+    /// (false before StartDevice and once StopDevice flushed them).
+    pub dpc_gate: Mutex<bool>,
+    /// A test asked for one interrupt as on a shared line.
+    pub(super) forced_interrupt: AtomicBool,
+    /// Reported by the ISR, waiting for `DxgkCbNotifyDpc`.
+    pub pending: Mutex<Vec<Processed>>,
+    pub(super) next_seq: AtomicU64,
+    pub(super) unclaimed_run: AtomicU64,
+    pub(super) claimed_run: AtomicU64,
+    /// GPU clock when the current run of ISR calls with the device still requesting began
+    /// (`u64::MAX`: no run).
+    pub(super) storm_since: AtomicU64,
+    /// Shortest run (GPU ticks) that counts as a storm (see [`crate::dxgkrnl::interrupt`]).
+    pub(super) storm_min_ticks: u64,
+}
+
+impl Interrupts {
+    /// A disconnected interrupt on `line`, woken through `irq_wake`, with no DPC queued and
+    /// DPCs gated off.
+    pub fn new(line: Arc<SimLine>, msi: bool, irq_wake: Arc<Wake>, storm_min_ticks: u64) -> Self {
+        Self {
+            line,
+            msi,
+            irq_wake,
+            dpc_wake: Arc::new(Wake::default()),
+            connected: AtomicBool::new(false),
+            interrupt_lock: Mutex::new(()),
+            dpc_queued: AtomicBool::new(false),
+            dpc_held: AtomicBool::new(false),
+            tdr_reports: AtomicBool::new(false),
+            dpc_gate: Mutex::new(false),
+            forced_interrupt: AtomicBool::new(false),
+            pending: Mutex::new(Vec::new()),
+            next_seq: AtomicU64::new(0),
+            unclaimed_run: AtomicU64::new(0),
+            claimed_run: AtomicU64::new(0),
+            storm_since: AtomicU64::new(u64::MAX),
+            storm_min_ticks,
+        }
+    }
+}
 /// What one interrupt service did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Serviced {
@@ -65,10 +141,10 @@ pub enum Serviced {
 /// Runs the ISR once if the adapter's interrupt is connected and the line is asserted (or
 /// `forced`: a test raising one interrupt as on a shared line). Checks for storms.
 pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
-    if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
+    if a.state.is_halted() || !a.irq.connected.load(Ordering::Acquire) {
         return Serviced::Idle;
     }
-    if a.msi {
+    if a.irq.msi {
         return service_message(a, forced);
     }
     // The line as a level: the latch the device's deliverer drives and, where the board can
@@ -78,7 +154,7 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
     // ISR ran again and again after clearing its cause (about 300 unclaimed calls per
     // interrupt in the threaded wake bench). A request that rises again under a
     // latch still high wakes this servicer anyway (the device's `Drive::Remind`).
-    let level = a.line.asserted() && a.device.request_level() != Some(false);
+    let level = a.irq.line.asserted() && a.device.request_level() != Some(false);
     if !forced && !level {
         a.reset_storm_counters();
         return Serviced::Idle;
@@ -89,7 +165,7 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
     if !forced && run.returned_ok {
         // The device's own level, not only the line: the line may lag the device by a
         // deliverer that has not run yet.
-        let requesting = a.line.asserted() && a.device.interrupt_pending();
+        let requesting = a.irq.line.asserted() && a.device.interrupt_pending();
         if let Some(count) = a.storm_check(run.claimed, requesting, a.device.gpu_clock()) {
             a.state.raise_bugcheck(BugCheck::new(
                 bugcheck::HARDWARE_INTERRUPT_STORM,
@@ -105,7 +181,7 @@ pub fn service_interrupt(a: &AdapterShared, forced: bool) -> Serviced {
 /// no level, so there is no storm to detect: an ISR that leaves its causes pending simply
 /// hears nothing more until the device sends another message.
 fn service_message(a: &AdapterShared, forced: bool) -> Serviced {
-    if !a.line.take_message() && !forced {
+    if !a.irq.line.take_message() && !forced {
         return Serviced::Idle;
     }
     run_isr(a).map_or(Serviced::Idle, |r| Serviced::Ran(r.claimed))
@@ -137,7 +213,7 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     // Re-check under the lock: StopDevice disconnects the interrupt and then takes the lock
     // once, so an ISR that was waiting for it must not run after the disconnect
     // (IoDisconnectInterruptEx guarantees the ISR is not running and will not run again).
-    if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
+    if a.state.is_halted() || !a.irq.connected.load(Ordering::Acquire) {
         return None;
     }
     let _irql = IrqlScope::enter(Irql::Device);
@@ -191,14 +267,14 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
 pub fn service_dpc(a: &AdapterShared) -> bool {
     // Queued, then held: in this order (the queue sets them the other way round).
     if a.state.is_halted()
-        || !a.dpc_queued.load(Ordering::Acquire)
-        || a.dpc_held.load(Ordering::Acquire)
+        || !a.irq.dpc_queued.load(Ordering::Acquire)
+        || a.irq.dpc_held.load(Ordering::Acquire)
     {
         return false;
     }
-    let gate = lock(&a.dpc_gate);
+    let gate = lock(&a.irq.dpc_gate);
     if !*gate {
-        if a.dpc_queued.swap(false, Ordering::AcqRel) {
+        if a.irq.dpc_queued.swap(false, Ordering::AcqRel) {
             a.state.raise_sim_error(format!(
                 "a DPC was queued on adapter {} after its DPCs were flushed at StopDevice \
                  (or before StartDevice); the simulation will not call the driver's DPC for a \
@@ -208,7 +284,7 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
         }
         return false;
     }
-    if a.state.is_halted() || !a.dpc_queued.swap(false, Ordering::AcqRel) {
+    if a.state.is_halted() || !a.irq.dpc_queued.swap(false, Ordering::AcqRel) {
         return false;
     }
     let Some(dpc) = a.table.slot(|t| t.DxgkDdiDpcRoutine).flatten() else {
@@ -269,8 +345,8 @@ pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
         if let Some(f) = a.state.fault() {
             return Err(f);
         }
-        let mut gate = lock(&a.dpc_gate);
-        if a.dpc_queued.load(Ordering::Acquire) {
+        let mut gate = lock(&a.irq.dpc_gate);
+        if a.irq.dpc_queued.load(Ordering::Acquire) {
             drop(gate);
             let msg = format!("adapter {}: the DPC keeps queueing itself", a.index);
             a.state.raise_sim_error(msg.clone());
@@ -284,15 +360,15 @@ pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
         if let Some(f) = a.state.fault() {
             return Err(f);
         }
-        if !a.dpc_queued.load(Ordering::Acquire) {
-            let gate = match a.dpc_gate.try_lock() {
+        if !a.irq.dpc_queued.load(Ordering::Acquire) {
+            let gate = match a.irq.dpc_gate.try_lock() {
                 Ok(g) => Some(g),
                 Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
                 Err(TryLockError::WouldBlock) => None,
             };
             // Holding the gate: no DPC of this adapter is running; none is queued either.
             if let Some(mut g) = gate {
-                if !a.dpc_queued.load(Ordering::Acquire) {
+                if !a.irq.dpc_queued.load(Ordering::Acquire) {
                     *g = false;
                     return Ok(());
                 }
@@ -307,7 +383,7 @@ pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
             a.state.raise_sim_error(msg.clone());
             return Err(Fault::Simulation(msg));
         }
-        a.dpc_wake.notify();
+        a.irq.dpc_wake.notify();
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -325,7 +401,7 @@ fn serve(stop: &AtomicBool, wake: &Wake, mut step: impl FnMut() -> bool) {
 
 /// The interrupt "CPU" of one adapter of a threaded machine: services its line.
 pub fn interrupt_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
-    serve(&stop, &a.irq_wake, || {
+    serve(&stop, &a.irq.irq_wake, || {
         let forced = a.take_forced_interrupt();
         let Serviced::Ran(_) = service_interrupt(&a, forced) else {
             return false;
@@ -338,7 +414,7 @@ pub fn interrupt_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
 
 /// The DPC thread of one adapter of a threaded machine: runs its queued DPCs one at a time.
 pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
-    serve(&stop, &a.dpc_wake, || {
+    serve(&stop, &a.irq.dpc_wake, || {
         if !service_dpc(&a) {
             return false;
         }
@@ -347,7 +423,7 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
         // follows the fences the DPC reported): a wake-up it does not need is a system call
         // here and a thread competing with the released waiter.
         if crate::vidsch::tdr::enabled_anywhere() || crate::ums::has_work(&a) {
-            a.wake.notify();
+            a.sch.wake.notify();
         }
         true
     });
@@ -356,7 +432,7 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
 /// VidSch's PASSIVE worker of one adapter of a threaded machine: runs the work the DPC queued
 /// (engine F1 transitions, UM-13) at PASSIVE_LEVEL.
 pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
-    serve(&stop, &a.wake, || {
+    serve(&stop, &a.sch.wake, || {
         if crate::ums::has_work(&a) {
             let _m = MachineContext::enter(a.state.clone());
             if crate::ums::run_passive_work(&a) {

@@ -245,14 +245,14 @@ impl Machine {
         *lock(&a.interface) = Some(crate::dxgkrnl::adapter::SendTable(*iface));
         // From here the driver holds the DeviceHandle and may queue DPCs.
         a.handle_valid.store(true, Ordering::Release);
-        *lock(&a.dpc_gate) = true;
+        *lock(&a.irq.dpc_gate) = true;
         let (mut sources, mut children) = (u32::MAX, u32::MAX);
         // BR-20: Dxgkrnl connects the interrupt before StartDevice ([D] DpiFdoStartAdapter), so
         // the ISR may run before and during the start, with nothing mapped yet.
-        a.connected.store(true, Ordering::Release);
-        a.irq_wake.notify();
+        a.irq.connected.store(true, Ordering::Release);
+        a.irq.irq_wake.notify();
         // The DPC gate opened above: a DPC queued before it may run now.
-        a.dpc_wake.notify();
+        a.irq.dpc_wake.notify();
         let ctx = a.context();
         let status = ddi::call(
             &a,
@@ -275,8 +275,8 @@ impl Machine {
         );
         if !matches!(status, Ok(s) if s >= 0) {
             // A failed start: the interrupt is disconnected and no DPC may run for it any more.
-            a.connected.store(false, Ordering::Release);
-            drop(lock(&a.interrupt_lock));
+            a.irq.connected.store(false, Ordering::Release);
+            drop(lock(&a.irq.interrupt_lock));
             let _ = interrupt::flush_dpcs(&a, self.config.mode == Mode::Threaded);
         }
         check_status(status?)?;
@@ -307,7 +307,7 @@ impl Machine {
         // BR-61/62/64/68: VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
         match crate::vidmm::model::query(&a, &t, &caps)? {
-            Ok(model) => *lock(&a.memory_model) = model,
+            Ok(model) => *lock(&a.mm.memory_model) = model,
             Err(v) => rules.push(v),
         }
         if let Some(v) = rules.into_iter().next() {
@@ -754,9 +754,9 @@ impl Machine {
             unsafe { ddi::call_arg(a, Routine::DxgkDdiStopDevice, At::Caller, stop, a.context()) };
         // Disconnect the interrupt and flush DPCs whatever StopDevice said (IoDisconnectInterrupt
         // and KeFlushQueuedDpcs follow the stop in Dxgkrnl).
-        a.connected.store(false, Ordering::Release);
+        a.irq.connected.store(false, Ordering::Release);
         // Any ISR that was waiting for the lock re-checks `connected` once it has it.
-        drop(lock(&a.interrupt_lock));
+        drop(lock(&a.irq.interrupt_lock));
         let flushed = interrupt::flush_dpcs(a, self.config.mode == Mode::Threaded);
         *lock(&a.life) = Life::Stopped;
         crate::vidsch::hws::release(a);
@@ -858,8 +858,8 @@ impl Machine {
             self.state.raise_sim_error(msg.clone());
             return Err(SimError::Simulation(msg));
         }
-        let mappings: usize = lock(&a.mappings).values().sum();
-        let contiguous = lock(&a.contiguous).len();
+        let mappings: usize = lock(&a.mm.mappings).values().sum();
+        let contiguous = lock(&a.mm.contiguous).len();
         let refs = a.feature_refs.load(Ordering::Acquire);
         if mappings != 0 || contiguous != 0 || refs != 0 {
             let msg = format!(
@@ -901,7 +901,7 @@ impl Machine {
         let leaked: usize = self
             .adapters
             .iter()
-            .map(|a| lock(&a.contiguous).len() + lock(&a.mappings).values().sum::<usize>())
+            .map(|a| lock(&a.mm.contiguous).len() + lock(&a.mm.mappings).values().sum::<usize>())
             .sum();
         // The PE image's own pool is tracked the same way (ExAllocatePool2 in the simulated
         // kernel): a block still allocated after Unload is the 0x62 leak, with its count.
@@ -915,11 +915,12 @@ impl Machine {
         // Freed contiguous memory must still hold the poison: a write after free is what
         // special pool catches (0xD5).
         for a in &self.adapters {
-            let q = std::mem::take(&mut *lock(&a.quarantine));
+            let q = std::mem::take(&mut *lock(&a.mm.quarantine));
             for (va, c) in &q {
-                let dirty = c.alloc.words().iter().position(|w| {
-                    w.load(Ordering::Acquire) != crate::dxgkrnl::adapter::FREED_POISON
-                });
+                let dirty =
+                    c.alloc.words().iter().position(|w| {
+                        w.load(Ordering::Acquire) != crate::vidmm::state::FREED_POISON
+                    });
                 if let Some(i) = dirty {
                     let b = BugCheck::new(
                         bugcheck::DRIVER_PAGE_FAULT_IN_FREED_SPECIAL_POOL,

@@ -155,7 +155,7 @@ impl Machine {
         let mut adapters: Vec<Arc<AdapterShared>> = Vec::new();
         for (i, ac) in config.adapters.iter().enumerate() {
             // The interrupt thread sleeps on the line's wake (the DPC thread and the
-            // worker on the adapter's own, AdapterShared::dpc_wake and ::wake).
+            // worker on the adapter's own, Interrupts::dpc_wake and VidSchState::wake).
             let irq_wake = Arc::new(Wake::default());
             let line = Arc::new(SimLine::new(irq_wake.clone()));
             let (board, emulated): (Arc<dyn Board>, Option<Arc<Device>>) = match (&config.pci, i) {
@@ -328,7 +328,7 @@ impl Machine {
     pub fn pending_notifications(&self, i: usize) -> Vec<Processed> {
         self.adapters
             .get(i)
-            .map(|a| lock(&a.pending).clone())
+            .map(|a| lock(&a.irq.pending).clone())
             .unwrap_or_default()
     }
 
@@ -399,7 +399,7 @@ impl Machine {
     pub fn segments(&self, i: usize) -> Vec<rvgpu_ddi::memory::DXGK_SEGMENTDESCRIPTOR4> {
         self.adapters
             .get(i)
-            .map_or(Vec::new(), |a| lock(&a.memory_model).segments.clone())
+            .map_or(Vec::new(), |a| lock(&a.mm.memory_model).segments.clone())
     }
 
     /// The driver's DDI table as adapter `i` received it at load.
@@ -417,7 +417,9 @@ impl Machine {
 
     /// What VidMm learnt of adapter `i`'s memory at start (segments, GPU MMU caps).
     pub fn memory_model(&self, i: usize) -> Option<crate::vidmm::model::MemoryModel> {
-        self.adapters.get(i).map(|a| lock(&a.memory_model).clone())
+        self.adapters
+            .get(i)
+            .map(|a| lock(&a.mm.memory_model).clone())
     }
 
     /// Registers `handle` as a live native fence of adapter `i` (what CreateNativeFence will
@@ -526,23 +528,23 @@ impl Drop for Machine {
         }
         self.stop.store(true, Ordering::Release);
         for a in &self.adapters {
-            a.irq_wake.notify();
-            a.dpc_wake.notify();
-            a.wake.notify();
+            a.irq.irq_wake.notify();
+            a.irq.dpc_wake.notify();
+            a.sch.wake.notify();
             a.timers.wake.notify();
         }
         for h in self.threads.drain(..) {
             let _ = h.join();
         }
         for a in &self.adapters {
-            a.connected.store(false, Ordering::Release);
+            a.irq.connected.store(false, Ordering::Release);
             a.device.stop();
-            for (va, n) in lock(&a.mappings).drain() {
+            for (va, n) in lock(&a.mm.mappings).drain() {
                 for _ in 0..n {
                     kernel::unmap_window(va);
                 }
             }
-            for (va, _) in lock(&a.contiguous).drain() {
+            for (va, _) in lock(&a.mm.contiguous).drain() {
                 kernel::unregister_dma(va);
             }
         }

@@ -9,7 +9,7 @@ impl Machine {
     /// threaded mode: on the interrupt thread.
     pub fn raise_interrupt(&self, i: usize) -> Result<(), SimError> {
         let a = self.adapter(i)?;
-        if !a.connected.load(Ordering::Acquire) {
+        if !a.irq.connected.load(Ordering::Acquire) {
             // Both modes: nothing can deliver an interrupt to a disconnected ISR.
             return Err(self.misuse(format!("adapter {i}'s interrupt is not connected")));
         }

@@ -144,13 +144,13 @@ pub(crate) fn create_context_raw(
     let kmd = args.hContext as usize;
     // BR-65/BR-67 ([D] DXGCONTEXT::Initialize → EnsurePriviledgedDmaPool): a context that does
     // not run in GPU VA gets a privileged DMA pool from the segments the driver named.
-    let uses_gpu_va = lock(&a.memory_model).gpummu.is_some()
+    let uses_gpu_va = lock(&a.mm.memory_model).gpummu.is_some()
         && lock(&a.ums)
             .node_metadata
             .get(node as usize)
             .is_some_and(|m| m.GpuMmuSupported != 0);
     if !uses_gpu_va {
-        let model = lock(&a.memory_model).clone();
+        let model = lock(&a.mm.memory_model).clone();
         if let Err(e) = crate::vidmm::dmapool::privileged_pool(&model, false, &args.ContextInfo) {
             let f = table(a)?.DxgkDdiDestroyContext;
             destroy_kmd_object(a, Routine::DxgkDdiDestroyContext, "context", f, kmd)?;

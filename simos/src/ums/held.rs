@@ -18,7 +18,7 @@ use super::*;
 /// Returns a resume for a VidSch-side waiter: kicks `sched` and wakes the worker.
 pub(super) fn kicker(a: &AdapterShared, sched: &Arc<HwqSched>) -> impl FnOnce() + Send + 'static {
     let w = Arc::downgrade(sched);
-    let wake = a.wake.clone();
+    let wake = a.sch.wake.clone();
     move || {
         if let Some(s) = w.upgrade() {
             s.kick();
@@ -438,7 +438,7 @@ pub(super) fn kick_all(a: &AdapterShared) {
     for q in lock(&a.ums).queues.values() {
         q.sched.kick();
     }
-    a.wake.notify();
+    a.sch.wake.notify();
 }
 
 impl Machine {

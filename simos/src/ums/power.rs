@@ -12,7 +12,7 @@ pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
     if state == DXGK_ENGINE_STATE_TRANSITION_TO_F1 {
         os.work.push_back(node);
         drop(os);
-        a.wake.notify();
+        a.sch.wake.notify();
     }
 }
 
@@ -23,7 +23,7 @@ pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
 /// UNVERIFIED on Windows.
 pub(crate) fn note_page_fault(a: &AdapterShared, queue_kmd: usize, va: u64) {
     lock(&a.ums).faulted.push_back((queue_kmd, va));
-    a.wake.notify();
+    a.sch.wake.notify();
 }
 
 /// Whether PASSIVE work is pending.
@@ -83,7 +83,7 @@ pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
     // The D3 trim pages from inside the power sequence, which holds it exclusively: the
     // worker's PASSIVE items (F1 transitions take the same sequence) wait until it is over
     // rather than deadlock this thread in step mode.
-    if lock(&a.vidmm).power_thread == Some(std::thread::current().id()) {
+    if lock(&a.mm.vidmm).power_thread == Some(std::thread::current().id()) {
         return false;
     }
     let mut did = run_hwq_work(a);
@@ -189,7 +189,7 @@ fn node_busy(a: &AdapterShared, node: u32) -> bool {
     active
         || scheds.iter().any(|s| !lock(&s.st).list.is_empty())
         || crate::vidsch::tdr::node_has_pending(a, node)
-        || lock(&a.vidmm).paging_busy()
+        || lock(&a.mm.vidmm).paging_busy()
 }
 
 /// An active reference on a node's power component (PoFx `SetPowerComponentActive` /
@@ -447,7 +447,7 @@ pub(super) fn resume_power_suspended(a: &AdapterShared) -> Result<(), SimError> 
 /// power-down now would leave that wait behind a disabled interrupt).
 pub(super) fn pending_work(a: &AdapterShared) -> bool {
     // VidMm's paging in flight holds the GPU in D0 as well.
-    lock(&a.vidmm).paging_busy()
+    lock(&a.mm.vidmm).paging_busy()
         || lock(&a.ums).queues.values().any(|q| {
             q.last_queued.load(Ordering::Acquire) > q.progress.value()
                 || !q.progress.pending_waits().is_empty()
@@ -460,7 +460,7 @@ pub(super) fn pending_work(a: &AdapterShared) -> bool {
 /// backs out meanwhile (a GPU in D3 runs no paging buffer).
 pub(crate) fn paging_power(a: &AdapterShared) -> Result<PagingPower<'_>, SimError> {
     {
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         if v.power_thread == Some(std::thread::current().id()) {
             v.paging_begin();
             return Ok(PagingPower { a });
@@ -474,7 +474,7 @@ pub(crate) fn paging_power(a: &AdapterShared) -> Result<PagingPower<'_>, SimErro
         }
         let _s = shared(a);
         if lock(&a.ums).power != Power::D3 {
-            lock(&a.vidmm).paging_begin();
+            lock(&a.mm.vidmm).paging_begin();
             return Ok(PagingPower { a });
         }
     }
@@ -487,7 +487,7 @@ pub(crate) struct PagingPower<'a> {
 
 impl Drop for PagingPower<'_> {
     fn drop(&mut self) {
-        lock(&self.a.vidmm).paging_end();
+        lock(&self.a.mm.vidmm).paging_end();
     }
 }
 

@@ -152,7 +152,7 @@ impl Machine {
                 Some(d) => d.process,
             }
         };
-        let gpummu = lock(&a.vidmm).process(pid).is_some();
+        let gpummu = lock(&a.mm.vidmm).process(pid).is_some();
         let mut info = Described {
             cpu_visible: true,
             ..Described::default()
@@ -167,7 +167,7 @@ impl Machine {
             // aligned so that, with the driver's `SysMemLargePageSupported`, VidMm can map it
             // with large pages.
             let align = {
-                let model = lock(&a.memory_model);
+                let model = lock(&a.mm.memory_model);
                 match (model.large_pages(), model.geometry()) {
                     (Some(l), Some(g)) if l.system && bytes >= g.large_page() => g.large_page(),
                     _ => PAGE,
@@ -179,7 +179,7 @@ impl Machine {
                 .alloc_system(bytes, align)
                 .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
             let pages = alloc.len / PAGE;
-            let (apertures, _) = lock(&a.memory_model).aperture_sets();
+            let (apertures, _) = lock(&a.mm.memory_model).aperture_sets();
             let aperture = d.write_segments & apertures != 0;
             let order = crate::vidmm::residency::local_order(
                 a,
@@ -221,7 +221,7 @@ impl Machine {
                 }
             };
             Self::residency_track(
-                &mut lock(&a.residency),
+                &mut lock(&a.mm.residency),
                 h,
                 pid,
                 device,
@@ -244,7 +244,7 @@ impl Machine {
             (alloc, None)
         };
         let gpu_va = mapped.map_or(alloc.bus_addr, |m| m.va);
-        let cache = (info.cached && !lock(&a.memory_model).io_coherent())
+        let cache = (info.cached && !lock(&a.mm.memory_model).io_coherent())
             .then(|| Arc::new(CpuCache::new(alloc.clone())));
         lock(&a.ums).allocations.insert(
             h,
@@ -347,7 +347,7 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
         write_segments: info.SupportedWriteSegmentSet,
         preferred: info.PreferredSegment.Value,
     };
-    let (apertures, coherent_apertures) = lock(&a.memory_model).aperture_sets();
+    let (apertures, coherent_apertures) = lock(&a.mm.memory_model).aperture_sets();
     // AL-04, VidMm's checks of the driver's answer (22631 dxgmms2
     // VIDMM_GLOBAL::VerifySupportedSegmentSetAndAdjustFlags, INVALID_PARAMETER each):
     // - a CpuVisible allocation lists an aperture segment, whatever the CPU visibility of

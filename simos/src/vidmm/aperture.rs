@@ -107,7 +107,7 @@ impl Ranges {
 
 /// The aperture segment's id, size and whether it is cache-coherent.
 fn aperture(a: &AdapterShared) -> Result<(u32, u64, bool), SimError> {
-    let model = lock(&a.memory_model);
+    let model = lock(&a.mm.memory_model);
     (1..=model.segments.len() as u32)
         .find_map(|id| {
             let s = model.segment(id)?;
@@ -146,7 +146,7 @@ impl Machine {
         let (segment, size, coherent) = aperture(a)?;
         let n = pages.len() as u64;
         let mdl = Mdl::of_pages(pages).ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
-        let offset = lock(&a.vidmm)
+        let offset = lock(&a.mm.vidmm)
             .aperture
             .alloc(size, n * PAGE)
             .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
@@ -172,7 +172,7 @@ impl Machine {
             owners,
         );
         drop(mdl);
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         if let Err(e) = r {
             v.aperture.release(size, offset, n * PAGE);
             return Err(e);
@@ -200,7 +200,7 @@ impl Machine {
     ) -> Result<(), SimError> {
         let (_, size, _) = aperture(a)?;
         let dummy = {
-            let mut v = lock(&a.vidmm);
+            let mut v = lock(&a.mm.vidmm);
             match v.aperture.dummy {
                 Some(d) => d,
                 None => {
@@ -237,7 +237,7 @@ impl Machine {
             &mut op,
             owners,
         )?;
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         for i in 0..range.pages {
             v.aperture.mapped.remove(&(range.offset + i * PAGE));
         }

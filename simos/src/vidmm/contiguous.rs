@@ -7,10 +7,10 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::*;
 use rvgpu_ddi::ntstatus::*;
 
-use crate::dxgkrnl::adapter::Contiguous;
 use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::kernel;
 use crate::lock::lock;
+use crate::vidmm::state::Contiguous;
 
 use crate::dxgkrnl::callbacks::enter_status;
 use crate::machine::Machine;
@@ -45,7 +45,7 @@ pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
     kernel::register_dma(va, alloc.len as usize, alloc.bus_addr);
     args.hMemoryHandle = va as HANDLE;
     args.pMemory = va as PVOID;
-    lock(&a.contiguous).insert(va, Contiguous { alloc });
+    lock(&a.mm.contiguous).insert(va, Contiguous { alloc });
     STATUS_SUCCESS
 }
 
@@ -64,7 +64,7 @@ pub(crate) unsafe extern "system" fn free_contiguous_memory(
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { args.read() };
     let key = args.hMemoryHandle as usize;
-    let Some(c) = lock(&a.contiguous).remove(&key) else {
+    let Some(c) = lock(&a.mm.contiguous).remove(&key) else {
         a.state.raise_bugcheck(BugCheck::verifier(
             bugcheck::verifier::FREE_BAD_ADDRESS,
             key as u64,
@@ -78,9 +78,9 @@ pub(crate) unsafe extern "system" fn free_contiguous_memory(
     // Quarantine: the backing stays alive (a stale CPU pointer is still memory-safe) and
     // poisoned; Unload checks the poison.
     for w in c.alloc.words() {
-        w.store(crate::dxgkrnl::adapter::FREED_POISON, Ordering::Release);
+        w.store(crate::vidmm::state::FREED_POISON, Ordering::Release);
     }
-    lock(&a.quarantine).push((key, c));
+    lock(&a.mm.quarantine).push((key, c));
     STATUS_SUCCESS
 }
 
@@ -89,6 +89,6 @@ impl Machine {
     /// process's life).
     pub fn contiguous_allocations(&self, i: usize) -> usize {
         self.adapter_shared(i)
-            .map_or(0, |a| lock(&a.contiguous).len())
+            .map_or(0, |a| lock(&a.mm.contiguous).len())
     }
 }

@@ -83,7 +83,7 @@ impl Machine {
             )));
         }
         let has = {
-            let v = lock(&a.vidmm);
+            let v = lock(&a.mm.vidmm);
             match v.processes.get(&pid) {
                 None => return Ok(None),
                 Some(p) => p.arena.is_some(),
@@ -92,7 +92,7 @@ impl Machine {
         if !has {
             self.dma_arena_create(a, pid)?;
         }
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         let Some(arena) = v.processes.get_mut(&pid).and_then(|p| p.arena.as_mut()) else {
             return Ok(None);
         };
@@ -125,7 +125,7 @@ impl Machine {
             }
         };
         let lost = {
-            let mut v = lock(&a.vidmm);
+            let mut v = lock(&a.mm.vidmm);
             match v.processes.get_mut(&pid) {
                 Some(p) if p.arena.is_none() => {
                     p.arena = Some(Arena {
@@ -152,7 +152,7 @@ impl Machine {
 /// Returns the buffer at `bus` to its arena; false if no arena of `a` holds it (a buffer of
 /// the system space, freed by the caller).
 pub(crate) fn dma_release(a: &AdapterShared, bus: u64) -> bool {
-    let mut v = lock(&a.vidmm);
+    let mut v = lock(&a.mm.vidmm);
     for p in v.processes.values_mut() {
         if let Some(arena) = p.arena.as_mut().filter(|ar| ar.contains(bus)) {
             let first = (bus - arena.backing.bus_addr) / PAGE;
@@ -165,7 +165,7 @@ pub(crate) fn dma_release(a: &AdapterShared, bus: u64) -> bool {
 
 /// The arena of a process being destroyed: its VA and backing, for unmapping and freeing.
 pub(crate) fn dma_arena_take(a: &AdapterShared, pid: ProcessId) -> Option<(u64, SysAlloc)> {
-    let mut v = lock(&a.vidmm);
+    let mut v = lock(&a.mm.vidmm);
     let arena = v.processes.get_mut(&pid)?.arena.take()?;
     Some((arena.va, arena.backing))
 }

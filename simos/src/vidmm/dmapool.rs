@@ -53,7 +53,7 @@ pub fn verify_segment_set(model: &MemoryModel, set: u32) -> Result<(), String> {
 /// BR-65(b): the paging pool, created when the paging process is initialised (after the
 /// system devices, before the paging fences and VA space). `Err(v)` fails the start.
 pub(crate) fn init_paging_pool(a: &AdapterShared) -> Result<(), Violation> {
-    let model = lock(&a.memory_model).clone();
+    let model = lock(&a.mm.memory_model).clone();
     let segment = model.paging_buffer_segment;
     if segment != 0 {
         if let Err(why) = verify_segment_set(&model, 1 << (segment - 1).min(31)) {
@@ -80,7 +80,7 @@ pub(crate) fn init_paging_pool(a: &AdapterShared) -> Result<(), Violation> {
 /// The size of every paging buffer VidMm hands to `DxgkDdiBuildPagingBuffer`: the driver's
 /// `PagingBufferSize` (the paging pool's buffer size).
 pub(crate) fn paging_buffer_bytes(a: &AdapterShared) -> u32 {
-    lock(&a.memory_model).paging_buffer_size
+    lock(&a.mm.memory_model).paging_buffer_size
 }
 
 /// BR-65(c) and BR-67: the privileged DMA pool of a context that gets one, from what the

@@ -101,7 +101,7 @@ impl Machine {
         pa: u64,
         tag: LeafTag,
     ) -> Result<u64, SimError> {
-        if lock(&a.memory_model).geometry().is_none() {
+        if lock(&a.mm.memory_model).geometry().is_none() {
             return Ok(pa);
         }
         let page = page_of(pa);
@@ -131,7 +131,7 @@ impl Machine {
             .caps
             .map(|c| (c.MinimumAddress, c.MaximumAddress));
         let va = {
-            let mut v = lock(&a.vidmm);
+            let mut v = lock(&a.mm.vidmm);
             let Some(p) = v.processes.get_mut(&pid) else {
                 return Ok(0);
             };
@@ -212,7 +212,7 @@ impl Machine {
         let _one = lock(&serial);
         // One lock at a time: the books are the serial lock's.
         let retired = std::mem::take(&mut lock(&a.fence_os).maps.retired);
-        let gone = |pid: ProcessId| !lock(&a.vidmm).has_process(pid);
+        let gone = |pid: ProcessId| !lock(&a.mm.vidmm).has_process(pid);
         let mut due = Vec::new();
         let mut keep = Vec::new();
         for r in retired {
@@ -270,7 +270,7 @@ impl Machine {
         let Ok(a) = self.adapter_shared(i) else {
             return (0, 0);
         };
-        if !lock(&a.vidmm).has_process(pid) {
+        if !lock(&a.mm.vidmm).has_process(pid) {
             return (0, 0);
         }
         let os = lock(&a.fence_os);

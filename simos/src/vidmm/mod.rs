@@ -20,6 +20,7 @@ pub mod mmu;
 pub mod model;
 pub mod paging;
 pub mod residency;
+pub mod state;
 pub mod va;
 
 impl crate::machine::Machine {

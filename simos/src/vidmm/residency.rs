@@ -180,7 +180,7 @@ impl From<SimError> for MakeResidentFail {
     }
 }
 
-/// Per-adapter residency state (behind `AdapterShared::residency`).
+/// Per-adapter residency state (behind `VidMmState::residency`).
 #[derive(Debug, Default)]
 pub struct State {
     heaps: Option<Vec<Heap>>,
@@ -265,7 +265,7 @@ impl Heap {
 /// 1/[`TABLE_SHARE`] of the page-table segment) and below local native-fence storage (the top
 /// 1/`LOCAL_FENCE_VRAM_DIVISOR` of VRAM).
 fn init_heaps(a: &AdapterShared) -> Vec<Heap> {
-    let model = lock(&a.memory_model);
+    let model = lock(&a.mm.memory_model);
     let vram = a.device.memory().vram_size();
     let fence_floor = vram - vram / crate::sync::fence::LOCAL_FENCE_VRAM_DIVISOR;
     let table_segment = model.geometry().map(|g| g.segment);
@@ -308,7 +308,7 @@ fn heap<'s>(st: &'s mut State, a: &AdapterShared, segment: u32) -> Option<&'s mu
 /// The address VidMm gives the driver for `offset` in local segment `segment`: the
 /// segment's `BaseAddress` plus the offset (DXGK_SEGMENTDESCRIPTOR4).
 fn segment_address(a: &AdapterShared, segment: u32, offset: u64) -> u64 {
-    lock(&a.memory_model).segment_base(segment).unwrap_or(0) + offset
+    lock(&a.mm.memory_model).segment_base(segment).unwrap_or(0) + offset
 }
 
 /// Bytes of local memory `pid` requires resident (its residency requirement in VRAM).
@@ -345,7 +345,7 @@ pub(crate) fn local_order(
     if cpu_visible {
         return Vec::new();
     }
-    let (apertures, _) = lock(&a.memory_model).aperture_sets();
+    let (apertures, _) = lock(&a.mm.memory_model).aperture_sets();
     let local = |id: u32| {
         id != 0 && id <= 32 && set & (1 << (id - 1)) != 0 && apertures & (1 << (id - 1)) == 0
     };
@@ -366,7 +366,7 @@ impl Machine {
     /// an allocation VidMm does not track, e.g. on an adapter without GPU VA).
     pub fn allocation_residency(&self, i: usize, h: KmtHandle) -> Option<(Place, u32)> {
         let a = self.adapter_shared(i).ok()?;
-        let st = lock(&a.residency);
+        let st = lock(&a.mm.residency);
         st.entries.get(&h).map(|e| (e.place, e.count))
     }
 
@@ -374,7 +374,7 @@ impl Machine {
     /// scattered backing store of its own (tests; `None` otherwise).
     pub fn allocation_backing_pages(&self, i: usize, h: KmtHandle) -> Option<Vec<u64>> {
         let a = self.adapter_shared(i).ok()?;
-        let st = lock(&a.residency);
+        let st = lock(&a.mm.residency);
         match &st.entries.get(&h)?.backing {
             Backing::Pages(p) => Some(p.iter().map(|p| p.bus_addr).collect()),
             Backing::Own => None,
@@ -444,7 +444,7 @@ impl Machine {
             }
         }
         let large = {
-            let model = lock(&a.memory_model);
+            let model = lock(&a.mm.memory_model);
             match (model.large_pages(), model.geometry()) {
                 (Some(_), Some(g)) => g.large_page(),
                 _ => 0,
@@ -609,7 +609,7 @@ impl Machine {
         handles: &[KmtHandle],
         cant_trim_further: bool,
     ) -> Result<(), MakeResidentFail> {
-        let mut st = lock(&a.residency);
+        let mut st = lock(&a.mm.residency);
         let pid = self.check_handles(a, device, handles)?;
         let mut unique = handles.to_vec();
         unique.sort_unstable();
@@ -673,7 +673,7 @@ impl Machine {
         not_written_to: bool,
     ) -> Result<u64, SimError> {
         let pid = {
-            let mut st = lock(&a.residency);
+            let mut st = lock(&a.mm.residency);
             let pid = self.check_handles(a, device, handles)?;
             let mut take: HashMap<KmtHandle, u32> = HashMap::new();
             for &h in handles {
@@ -706,7 +706,7 @@ impl Machine {
             pid
         };
         self.residency_tick(a)?;
-        let st = lock(&a.residency);
+        let st = lock(&a.mm.residency);
         Ok(self
             .config()
             .os
@@ -744,7 +744,7 @@ impl Machine {
     /// VidMm's entry work: evicts what was released without `EvictOnlyIfNecessary` and whose
     /// work has finished.
     pub(crate) fn residency_tick(&self, a: &AdapterShared) -> Result<(), SimError> {
-        let mut st = lock(&a.residency);
+        let mut st = lock(&a.mm.residency);
         let due: Vec<KmtHandle> = {
             let os = lock(&a.ums);
             st.entries
@@ -770,10 +770,10 @@ impl Machine {
     pub(crate) fn residency_trim_for_d3(&self, a: &AdapterShared) -> Result<(), SimError> {
         // A residency operation waiting for the power sequence holds the residency lock: the
         // trim is optional, so it gives way rather than deadlock.
-        let Ok(mut st) = a.residency.try_lock() else {
+        let Ok(mut st) = a.mm.residency.try_lock() else {
             return Ok(());
         };
-        lock(&a.vidmm).power_thread = Some(std::thread::current().id());
+        lock(&a.mm.vidmm).power_thread = Some(std::thread::current().id());
         let r = (|| {
             let idle: Vec<KmtHandle> = st
                 .entries
@@ -786,7 +786,7 @@ impl Machine {
             }
             Ok(())
         })();
-        lock(&a.vidmm).power_thread = None;
+        lock(&a.mm.vidmm).power_thread = None;
         r
     }
 
@@ -798,7 +798,7 @@ impl Machine {
         a: &AdapterShared,
         h: KmtHandle,
     ) -> Result<bool, SimError> {
-        let mut st = lock(&a.residency);
+        let mut st = lock(&a.mm.residency);
         let Some((place, pid, va, pages, bytes, t)) = st
             .entries
             .get(&h)
@@ -940,7 +940,7 @@ fn undo(st: &mut State, raised: Vec<(KmtHandle, Option<Idle>)>) {
 
 /// Returns VRAM to its segment's heap, poisoned first.
 fn release_local(a: &AdapterShared, st: &mut State, segment: u32, offset: u64, bytes: u64) {
-    let base = lock(&a.memory_model).segment_base(segment).unwrap_or(0);
+    let base = lock(&a.mm.memory_model).segment_base(segment).unwrap_or(0);
     let first = ((base + offset) / 8) as usize;
     let n = (bytes / 8) as usize;
     if let Some(words) = a.device.memory().vram_words().get(first..first + n) {

@@ -240,7 +240,7 @@ pub(crate) fn node_queue_counts(a: &AdapterShared, node: u32) -> (u32, u32) {
 }
 
 pub(crate) fn is_hw_node(a: &AdapterShared, node: u32) -> bool {
-    lock(&a.hws).is_hw_node(node)
+    lock(&a.sch.hws).is_hw_node(node)
 }
 
 fn node_flags(a: &AdapterShared, node: u32) -> DXGK_NODEMETADATA_FLAGS {
@@ -270,7 +270,7 @@ pub(crate) fn initialize_nodes(
             .collect()
     };
     {
-        let mut h = lock(&a.hws);
+        let mut h = lock(&a.sch.hws);
         release_logs(a, &mut h);
         *h = HwsOs {
             hw_nodes: nodes.clone(),
@@ -297,7 +297,7 @@ pub(crate) fn initialize_nodes(
                 &args,
             )
         }?;
-        lock(&a.hws)
+        lock(&a.sch.hws)
             .calls
             .push(HwsCall::SetupPriorityBands { node, args, status });
         if let Some(s) = status.filter(|s| *s < 0 && *s != STATUS_NOT_IMPLEMENTED) {
@@ -357,17 +357,19 @@ pub(crate) fn initialize_nodes(
                 &args,
             )
         }?;
-        lock(&a.hws).calls.push(HwsCall::SetSchedulingLogBuffer {
-            node,
-            entries: n,
-            interrupt_entry,
-            cpu_va: args.LogBufferCpuVa as usize,
-            gpu_va: args.LogBufferGpuVa,
-            status,
-        });
+        lock(&a.sch.hws)
+            .calls
+            .push(HwsCall::SetSchedulingLogBuffer {
+                node,
+                entries: n,
+                interrupt_entry,
+                cpu_va: args.LogBufferCpuVa as usize,
+                gpu_va: args.LogBufferGpuVa,
+                status,
+            });
         match status {
             Some(s) if s >= 0 => {
-                let _ = lock(&a.hws).logs.insert(
+                let _ = lock(&a.sch.hws).logs.insert(
                     node,
                     NodeLog {
                         alloc,
@@ -405,13 +407,13 @@ fn release_logs(a: &AdapterShared, h: &mut HwsOs) {
 
 /// After the adapter stopped: the logs are freed (the device no longer writes them).
 pub(crate) fn release(a: &AdapterShared) {
-    let mut h = lock(&a.hws);
+    let mut h = lock(&a.sch.hws);
     release_logs(a, &mut h);
 }
 
 /// Teardown: every log is read one last time.
 pub(crate) fn drain_all(a: &AdapterShared) {
-    let nodes: Vec<u32> = lock(&a.hws).logs.keys().copied().collect();
+    let nodes: Vec<u32> = lock(&a.sch.hws).logs.keys().copied().collect();
     for n in nodes {
         read_log(a, n);
     }
@@ -420,7 +422,7 @@ pub(crate) fn drain_all(a: &AdapterShared) {
 /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT` for `node` (DPC time).
 pub(crate) fn log_interrupt(a: &AdapterShared, node: u32) {
     let (hws_adapter, has_log) = {
-        let mut h = lock(&a.hws);
+        let mut h = lock(&a.sch.hws);
         let has = match h.logs.get_mut(&node) {
             Some(l) => {
                 l.stats.interrupts += 1;
@@ -448,7 +450,7 @@ pub(crate) fn log_interrupt(a: &AdapterShared, node: u32) {
 pub(crate) fn read_log(a: &AdapterShared, node: u32) {
     let mut violations = Vec::new();
     {
-        let mut h = lock(&a.hws);
+        let mut h = lock(&a.sch.hws);
         let HwsOs { logs, known, .. } = &mut *h;
         let Some(l) = logs.get_mut(&node) else {
             return;
@@ -597,7 +599,7 @@ pub(crate) fn context_created(
     if !is_hw_node(a, node) {
         return Ok(());
     }
-    lock(&a.hws).known.insert(
+    lock(&a.sch.hws).known.insert(
         kmd,
         KnownContext {
             context,
@@ -615,7 +617,7 @@ pub(crate) fn context_destroying(a: &AdapterShared, kmd: usize, node: u32) {
         return;
     }
     read_log(a, node);
-    if let Some(k) = lock(&a.hws).known.get_mut(&kmd) {
+    if let Some(k) = lock(&a.sch.hws).known.get_mut(&kmd) {
         k.destroyed = true;
     }
 }
@@ -646,7 +648,7 @@ fn set_properties(
     }?;
     // [D] VidSchiCreateHwContextInternal ignores the status; the caller of a priority change
     // gets it.
-    lock(&a.hws)
+    lock(&a.sch.hws)
         .calls
         .push(HwsCall::SetContextSchedulingProperties {
             context,
@@ -678,20 +680,20 @@ impl Machine {
     /// Every HWS call the OS made on adapter `i`, in order.
     pub fn hws_calls(&self, i: usize) -> Vec<HwsCall> {
         self.adapter(i)
-            .map_or_else(|_| Vec::new(), |a| lock(&a.hws).calls.clone())
+            .map_or_else(|_| Vec::new(), |a| lock(&a.sch.hws).calls.clone())
     }
 
     /// The hardware-scheduled nodes of adapter `i`.
     pub fn hws_nodes(&self, i: usize) -> Vec<u32> {
         self.adapter(i)
-            .map_or_else(|_| Vec::new(), |a| lock(&a.hws).hw_nodes.clone())
+            .map_or_else(|_| Vec::new(), |a| lock(&a.sch.hws).hw_nodes.clone())
     }
 
     /// Reads `node`'s scheduling log now and returns every entry the OS accepted so far.
     pub fn scheduling_log(&self, i: usize, node: u32) -> Result<Vec<SchedLogEntry>, SimError> {
         let a = self.adapter(i)?;
         read_log(a, node);
-        let h = lock(&a.hws);
+        let h = lock(&a.sch.hws);
         let l = h
             .logs
             .get(&node)
@@ -702,7 +704,7 @@ impl Machine {
     /// `node`'s log counters (without reading the log) and its `InterruptEntry`.
     pub fn scheduling_log_stats(&self, i: usize, node: u32) -> Option<(SchedLogStats, u32)> {
         let a = self.adapter(i).ok()?;
-        let h = lock(&a.hws);
+        let h = lock(&a.sch.hws);
         h.logs.get(&node).map(|l| (l.stats, l.interrupt_entry))
     }
 
@@ -726,7 +728,7 @@ impl Machine {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
         set_properties(a, context, kmd, p)?;
-        match lock(&a.hws).calls.last() {
+        match lock(&a.sch.hws).calls.last() {
             Some(HwsCall::SetContextSchedulingProperties {
                 status: Some(s), ..
             }) if *s < 0 => Err(SimError::DdiFailed(*s)),

@@ -306,7 +306,7 @@ fn process_packet(
                 };
                 return packet_at(a, dma, words, false, Some(device), context_kmd, Vec::new());
             }
-            None if !lock(&a.vidmm).has_process(pid) => {
+            None if !lock(&a.mm.vidmm).has_process(pid) => {
                 return new_packet(a, words, false, Some(device), context_kmd, Vec::new())
             }
             // The arena is full of buffers in flight: wait for retirements.
@@ -447,7 +447,7 @@ impl Machine {
         va: u64,
         bytes: u32,
     ) -> Option<Vec<u64>> {
-        let (_, segment, root) = lock(&a.vidmm).process(pid)?;
+        let (_, segment, root) = lock(&a.mm.vidmm).process(pid)?;
         let root = crate::vidmm::mmu::segment_pa(a, segment, root)?;
         let mmu = Mmu::new();
         let mut words = Vec::with_capacity(usize::try_from(bytes / 8).ok()?);

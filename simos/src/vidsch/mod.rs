@@ -3,5 +3,6 @@
 
 pub mod hws;
 pub mod legacy;
+pub mod state;
 pub mod system;
 pub mod tdr;

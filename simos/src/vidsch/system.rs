@@ -88,7 +88,7 @@ pub(crate) fn create(
         device,
         std::iter::empty(),
     )?;
-    lock(&a.system).device = device;
+    lock(&a.sch.system).device = device;
     for node in 0..nodes {
         let mut args = DXGKARG_CREATECONTEXT {
             hContext: std::ptr::null_mut(),
@@ -117,7 +117,7 @@ pub(crate) fn create(
             )));
         }
         let h = args.hContext as usize;
-        let mut sys = lock(&a.system);
+        let mut sys = lock(&a.sch.system);
         crate::ums::check_kmd_handle(
             a,
             "DxgkDdiCreateContext (system context)",
@@ -133,7 +133,7 @@ pub(crate) fn create(
 /// The driver's handle of node `node`'s system context (0 before start or after stop, when
 /// nothing may be submitted anyway).
 pub(crate) fn context(a: &AdapterShared, node: u32) -> usize {
-    lock(&a.system)
+    lock(&a.sch.system)
         .contexts
         .get(node as usize)
         .copied()
@@ -143,7 +143,7 @@ pub(crate) fn context(a: &AdapterShared, node: u32) -> usize {
 /// Destroys the system contexts, then the system device (adapter stop; destruction in
 /// Dxgkrnl's order, children first).
 pub(crate) fn destroy(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<(), SimError> {
-    let objects = std::mem::take(&mut *lock(&a.system));
+    let objects = std::mem::take(&mut *lock(&a.sch.system));
     for h in objects.contexts {
         crate::ums::destroy_kmd_object(
             a,

@@ -211,7 +211,9 @@ pub(super) unsafe extern "system" fn map_memory(
         );
         return STATUS_INVALID_PARAMETER;
     };
-    *lock(&a.mappings).entry(va.as_ptr() as usize).or_insert(0) += 1;
+    *lock(&a.mm.mappings)
+        .entry(va.as_ptr() as usize)
+        .or_insert(0) += 1;
     // SAFETY: checked non-null; the driver's out-parameter.
     unsafe { virtual_address.write(va.as_ptr().cast()) };
     STATUS_SUCCESS
@@ -224,7 +226,7 @@ pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> 
     let a = enter_status!(DxgkCbUnmapMemory, handle, unmap_memory);
     let key = va as usize;
     let live = {
-        let mut maps = lock(&a.mappings);
+        let mut maps = lock(&a.mm.mappings);
         match maps.get_mut(&key) {
             Some(n) => {
                 *n = n.saturating_sub(1);
@@ -245,7 +247,7 @@ pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> 
         ));
         return STATUS_INVALID_PARAMETER;
     }
-    if !lock(&a.mappings).contains_key(&key) {
+    if !lock(&a.mm.mappings).contains_key(&key) {
         // BAR2 trap windows are never shared, so the last unmap of the base ends it.
         lock(&a.doorbell_windows).remove(&key);
     }

@@ -17,16 +17,16 @@ pub(super) unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
         return 0;
     };
     // Held before it is queued: a DPC thread that sees it queued also sees it held
-    // (`AdapterShared::dpc_held`); it runs once the interrupt lock is released.
+    // (`Interrupts::dpc_held`); it runs once the interrupt lock is released.
     let held = a.holds_interrupt_lock();
     if held {
-        a.dpc_held.store(true, Ordering::Release);
+        a.irq.dpc_held.store(true, Ordering::Release);
     }
-    if a.dpc_queued.swap(true, Ordering::AcqRel) {
+    if a.irq.dpc_queued.swap(true, Ordering::AcqRel) {
         return 0;
     }
     if !held {
-        a.dpc_wake.notify();
+        a.irq.dpc_wake.notify();
     }
     1
 }
@@ -48,14 +48,14 @@ pub(super) unsafe extern "system" fn synchronize_execution(
         // Line-based interrupt: the message number must be zero.
         return STATUS_INVALID_PARAMETER;
     }
-    if !a.connected.load(Ordering::Acquire) {
+    if !a.irq.connected.load(Ordering::Acquire) {
         return STATUS_UNSUCCESSFUL;
     }
     let result = {
         let _guard = a.lock_interrupt();
         // Re-check under the lock: the interrupt may have been disconnected (or the machine
         // halted) while this caller waited for it.
-        if a.state.is_halted() || !a.connected.load(Ordering::Acquire) {
+        if a.state.is_halted() || !a.irq.connected.load(Ordering::Acquire) {
             return STATUS_UNSUCCESSFUL;
         }
         let _irql = IrqlScope::enter(Irql::Device);

@@ -115,7 +115,7 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
     if let Err(e) = super::logs::settle_merged(a, objs, from_logs, all) {
         // A DPC that runs while StopDevice disconnects the interrupt cannot update
         // MonitoredValue any more; that is the stop, not a driver fault.
-        if !a.state.is_halted() && a.connected.load(Ordering::Acquire) {
+        if !a.state.is_halted() && a.irq.connected.load(Ordering::Acquire) {
             a.state.raise_sim_error(format!(
                 "DPC-time processing of native fences on adapter {}: {e}",
                 a.index

@@ -365,7 +365,7 @@ impl Machine {
             .filter_map(|p| p.owner)
             .collect();
         let alive: BTreeSet<ProcessId> = {
-            let v = lock(&a.vidmm);
+            let v = lock(&a.mm.vidmm);
             owners.into_iter().filter(|p| v.has_process(*p)).collect()
         };
         let due = {

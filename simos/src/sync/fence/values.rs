@@ -127,7 +127,7 @@ fn synchronized(
     f: impl FnOnce() -> Result<NTSTATUS, SimError>,
 ) -> Result<NTSTATUS, SimError> {
     let _guard = a.lock_interrupt();
-    if !a.connected.load(Ordering::Acquire) {
+    if !a.irq.connected.load(Ordering::Acquire) {
         return Err(SimError::Simulation(format!(
             "adapter {}'s interrupt is not connected: no {what}",
             a.index

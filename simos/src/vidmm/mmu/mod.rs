@@ -126,7 +126,7 @@ impl VidMm {
 }
 
 fn geometry(a: &AdapterShared) -> Option<Geometry> {
-    lock(&a.memory_model).geometry()
+    lock(&a.mm.memory_model).geometry()
 }
 
 fn sim(msg: String) -> SimError {
@@ -153,7 +153,7 @@ fn va_error(e: VaError) -> SimError {
 
 /// The device physical address of `offset` in local segment `segment`.
 pub(crate) fn segment_pa(a: &AdapterShared, segment: u32, offset: u64) -> Option<u64> {
-    let base = lock(&a.memory_model).segment_base(segment)?;
+    let base = lock(&a.mm.memory_model).segment_base(segment)?;
     rvgpu_hw::addr::VRAM_BASE
         .checked_add(base)?
         .checked_add(offset)
@@ -177,7 +177,7 @@ impl Machine {
     pub fn gpu_translate(&self, i: usize, pid: ProcessId, va: u64) -> Option<(u64, u64)> {
         let a = self.adapter_shared(i).ok()?;
         let root = {
-            let v = lock(&a.vidmm);
+            let v = lock(&a.mm.vidmm);
             let p = v.processes.get(&pid)?;
             segment_pa(a, p.space.geometry.segment, p.space.root)?
         };
@@ -223,8 +223,8 @@ impl Machine {
     ) -> Result<(), SimError> {
         let g = geometry(a).ok_or_else(|| sim("VA space on a non-GpuMmu adapter".into()))?;
         let (space, init) = {
-            let mut v = lock(&a.vidmm);
-            let size = lock(&a.memory_model)
+            let mut v = lock(&a.mm.vidmm);
+            let size = lock(&a.mm.memory_model)
                 .segment(g.segment)
                 .map_or(0, |s| s.Size as u64);
             let heap = v
@@ -232,7 +232,7 @@ impl Machine {
                 .get_or_insert_with(|| TableHeap::new(0, size / TABLE_SHARE, g.table_bytes));
             AddressSpace::new(g, heap, base).map_err(va_error)?
         };
-        lock(&a.vidmm).processes.insert(
+        lock(&a.mm.vidmm).processes.insert(
             pid,
             VmProcess {
                 kmd,
@@ -269,7 +269,7 @@ impl Machine {
             }
             a.device.memory().free_system(backing.bus_addr);
         }
-        let left = lock(&a.vidmm)
+        let left = lock(&a.mm.vidmm)
             .processes
             .get(&pid)
             .map(|p| p.space.mapped())
@@ -310,7 +310,7 @@ impl Machine {
         pid: ProcessId,
         bytes: u64,
     ) -> Result<u64, SimError> {
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         let p = v.space_of(pid)?;
         p.space.reserve(bytes).map_err(va_error)
     }
@@ -328,12 +328,12 @@ impl Machine {
         tag: LeafTag,
     ) -> Result<(), SimError> {
         let starts = if tag.large_pages {
-            lock(&a.memory_model).large_pages()
+            lock(&a.mm.memory_model).large_pages()
         } else {
             None
         };
         let (kmd, updates) = {
-            let mut v = lock(&a.vidmm);
+            let mut v = lock(&a.mm.vidmm);
             let v = &mut *v;
             let heap = v
                 .heap
@@ -367,7 +367,7 @@ impl Machine {
         va: u64,
         bytes: u64,
     ) -> Result<Vec<(u32, u64, u64)>, SimError> {
-        let v = lock(&a.vidmm);
+        let v = lock(&a.mm.vidmm);
         let Some(p) = v.processes.get(&pid) else {
             return Ok(vec![(0, va, bytes)]);
         };
@@ -406,7 +406,7 @@ impl Machine {
         let va = pa - pa % 4096;
         let phys = phys_of(a, va).ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
         let (kmd, updates) = {
-            let mut v = lock(&a.vidmm);
+            let mut v = lock(&a.mm.vidmm);
             let v = &mut *v;
             // A process with no VA space on this adapter (it never opened it) maps nothing.
             let (Some(p), Some(heap)) = (v.processes.get_mut(&pid), v.heap.as_mut()) else {
@@ -427,7 +427,7 @@ impl Machine {
         if let Err(e) = self.vidmm_run(a, kmd, &updates, tag.based_at(va)) {
             // The driver did not map it (e.g. out of memory): VidMm's books must not say it
             // did, or a retry would skip the page.
-            let mut v = lock(&a.vidmm);
+            let mut v = lock(&a.mm.vidmm);
             if let Some(p) = v.processes.get_mut(&pid) {
                 let _ = p.space.unmap(va, 1);
                 let _ = p.space.free(va);
@@ -462,7 +462,7 @@ impl Machine {
         tag: LeafTag,
     ) -> Result<(), SimError> {
         let (kmd, root, updates) = {
-            let mut v = lock(&a.vidmm);
+            let mut v = lock(&a.mm.vidmm);
             let p = v.space_of(pid)?;
             let u = p.space.unmap(va, pages).map_err(va_error)?;
             (p.kmd, (p.space.geometry.segment, p.space.root), u)
@@ -479,7 +479,7 @@ impl Machine {
         pid: ProcessId,
         va: u64,
     ) -> Result<(), SimError> {
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         if let Some(p) = v.processes.get_mut(&pid) {
             p.space.free(va).map_err(va_error)?;
         }
@@ -489,7 +489,7 @@ impl Machine {
     /// Drops `pages` pages at `va` of `pid` from VidMm's books without paging (the device is
     /// lost and runs nothing; its tables go with the process).
     pub(crate) fn vidmm_forget(&self, a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) {
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         if let Some(p) = v.processes.get_mut(&pid) {
             let _ = p.space.unmap(va, pages);
             let _ = p.space.free(va);
@@ -669,7 +669,7 @@ impl Machine {
         va: u64,
         pages: u64,
     ) -> Result<(), SimError> {
-        let v = lock(&a.vidmm);
+        let v = lock(&a.mm.vidmm);
         let Some(p) = v.processes.get(&pid) else {
             return Ok(());
         };
@@ -734,7 +734,7 @@ impl Machine {
 /// Forgets `pid`'s VA space (nothing may be mapped in it any more), `DxgkDdiDestroyProcess`,
 /// and returns its tables to the heap.
 fn drop_space(a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
-    let Some(p) = lock(&a.vidmm).processes.remove(&pid) else {
+    let Some(p) = lock(&a.mm.vidmm).processes.remove(&pid) else {
         return Ok(());
     };
     if p.space.mapped_pages() != 0 {
@@ -745,7 +745,7 @@ fn drop_space(a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
         )));
     }
     ddi_destroy_process(a, p.kmd)?;
-    let mut v = lock(&a.vidmm);
+    let mut v = lock(&a.mm.vidmm);
     if pid == PAGING_PID {
         v.paging_kmd = None;
     }
@@ -801,7 +801,7 @@ pub(crate) fn set_root(
     pid: ProcessId,
     context_kmd: usize,
 ) -> Result<(), SimError> {
-    let Some((_, segment, root)) = lock(&a.vidmm).process(pid) else {
+    let Some((_, segment, root)) = lock(&a.mm.vidmm).process(pid) else {
         return Ok(());
     };
     let Some(g) = geometry(a) else {
@@ -831,7 +831,7 @@ pub(crate) fn phys_of(a: &AdapterShared, va: u64) -> Option<Phys> {
         return Some((0, va));
     }
     let off = va - vram;
-    let model = lock(&a.memory_model);
+    let model = lock(&a.mm.memory_model);
     (1..=model.segments.len() as u32).find_map(|id| {
         let s = model.segment(id)?;
         let base = model.segment_base(id)?;

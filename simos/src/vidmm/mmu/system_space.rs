@@ -10,7 +10,7 @@ use super::*;
 /// unmaps it through the driver, so the CMP never reaches memory that was reused.
 pub(crate) fn retire_system(a: &AdapterShared, bus: u64, bytes: u64) {
     {
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         if v.has_process(PAGING_PID) {
             v.retired_system.push((bus, bytes));
             return;
@@ -25,9 +25,9 @@ pub(crate) fn retire_system(a: &AdapterShared, bus: u64, bytes: u64) {
 /// `DxgkDdiDestroyProcess`, and its tables go back to the heap. The driver drops the system
 /// root and its translations when the process goes.
 pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
-    if lock(&a.vidmm).has_process(PAGING_PID) {
+    if lock(&a.mm.vidmm).has_process(PAGING_PID) {
         let retired = {
-            let mut v = lock(&a.vidmm);
+            let mut v = lock(&a.mm.vidmm);
             if let Some(p) = v.processes.get_mut(&PAGING_PID) {
                 for (va, pages) in p.space.mapped() {
                     let _ = p.space.unmap(va, pages);
@@ -42,7 +42,7 @@ pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
         return drop_space(a, PAGING_PID);
     }
     // Opened but its space never built (a start that failed in between).
-    let kmd = lock(&a.vidmm).paging_kmd.take();
+    let kmd = lock(&a.mm.vidmm).paging_kmd.take();
     match kmd {
         Some(kmd) => ddi_destroy_process(a, kmd),
         None => Ok(()),
@@ -95,7 +95,7 @@ impl Machine {
     /// Unmaps what the OS retired ([`retire_system`]) from the paging process and frees it.
     /// Called where no thunk or adapter sequencing lock is held (paging takes them).
     pub(crate) fn reap_system_pages(&self, a: &AdapterShared) -> Result<(), SimError> {
-        let retired = std::mem::take(&mut lock(&a.vidmm).retired_system);
+        let retired = std::mem::take(&mut lock(&a.mm.vidmm).retired_system);
         let mut first_err = None;
         for (bus, bytes) in retired {
             match self.vidmm_unmap_system(a, bus, bytes) {
@@ -104,7 +104,7 @@ impl Machine {
                 }
                 Err(e) => {
                     // Possibly still mapped: never reuse it (adapter stop frees it).
-                    lock(&a.vidmm).retired_system.push((bus, bytes));
+                    lock(&a.mm.vidmm).retired_system.push((bus, bytes));
                     first_err.get_or_insert(e);
                 }
             }
@@ -164,18 +164,18 @@ pub(crate) fn open_paging_process(a: &AdapterShared) -> Result<(), SimError> {
     }
     let flags = DXGK_CREATEPROCESSFLAGS::default().with(DXGK_CREATEPROCESSFLAGS::SystemProcess, 1);
     let kmd = ddi_create_process(a, PAGING_PID, flags)?;
-    lock(&a.vidmm).paging_kmd = Some(kmd);
+    lock(&a.mm.vidmm).paging_kmd = Some(kmd);
     Ok(())
 }
 
 /// The driver's handle of the paging process, once opened.
 pub(crate) fn paging_process_kmd(a: &AdapterShared) -> Option<usize> {
-    lock(&a.vidmm).paging_kmd
+    lock(&a.mm.vidmm).paging_kmd
 }
 
 /// The lock that orders changes to the system space, or `None` on an adapter without a paging
 /// process (nothing to map there).
 fn system_serial(a: &AdapterShared) -> Option<std::sync::Arc<std::sync::Mutex<()>>> {
-    let v = lock(&a.vidmm);
+    let v = lock(&a.mm.vidmm);
     v.has_process(PAGING_PID).then(|| v.system_serial.clone())
 }

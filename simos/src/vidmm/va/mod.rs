@@ -92,7 +92,7 @@ struct Vad {
     maps: BTreeMap<u64, UserMap>,
 }
 
-/// Per-adapter state (behind `AdapterShared::gpuva`).
+/// Per-adapter state (behind `VidMmState::gpuva`).
 #[derive(Debug, Default)]
 pub struct State {
     queues: BTreeMap<KmtHandle, PagingQueue>,
@@ -187,14 +187,14 @@ fn device_pid(a: &AdapterShared, device: KmtHandle) -> Result<ProcessId, SimErro
 
 /// The top of the VA space (exclusive).
 fn va_limit(a: &AdapterShared, pid: ProcessId) -> Option<u64> {
-    let v = lock(&a.vidmm);
+    let v = lock(&a.mm.vidmm);
     let p = v.processes.get(&pid)?;
     Some(1u64 << p.space.geometry.va_bits())
 }
 
 /// Whether the driver writes zero PTEs (`DXGK_GPUMMUCAPS::ZeroInPteSupported`).
 fn zero_in_pte(a: &AdapterShared) -> bool {
-    lock(&a.memory_model)
+    lock(&a.mm.memory_model)
         .gpummu
         .as_ref()
         .is_some_and(|(caps, _)| caps.Flags.get(DXGK_GPUMMUCAPS_FLAGS::ZeroInPteSupported) != 0)
@@ -207,7 +207,7 @@ impl Machine {
         let Ok(a) = self.adapter_shared(i) else {
             return (0, 0, 0);
         };
-        let st = lock(&a.gpuva);
+        let st = lock(&a.mm.gpuva);
         let vads = st.vads.values().map(BTreeMap::len).sum();
         let maps = st
             .vads
@@ -228,7 +228,7 @@ impl Machine {
         access: Access,
     ) -> Option<Result<(u64, u64), Fault>> {
         let a = self.adapter_shared(i).ok()?;
-        let (_, segment, root) = lock(&a.vidmm).process(pid)?;
+        let (_, segment, root) = lock(&a.mm.vidmm).process(pid)?;
         let root = crate::vidmm::mmu::segment_pa(a, segment, root)?;
         Some(Mmu::new().translate_page(a.device.memory(), root, va, access, Privilege::User))
     }
@@ -278,9 +278,9 @@ impl Machine {
         if r.minimum >= max || max - r.minimum < r.size {
             return Err(bad());
         }
-        let _res = lock(&a.residency);
+        let _res = lock(&a.mm.residency);
         let va = self.va_claim(a, pid, r.base, r.size, r.minimum, max, RESERVE_ALIGN)?;
-        lock(&a.gpuva).vads.entry(pid).or_default().insert(
+        lock(&a.mm.gpuva).vads.entry(pid).or_default().insert(
             va,
             Vad {
                 len: r.size,
@@ -304,7 +304,7 @@ impl Machine {
         max: u64,
         align: u64,
     ) -> Result<u64, SimError> {
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         let p = v.processes.get_mut(&pid).ok_or_else(bad)?;
         let va = if base != 0 {
             if base < USER_VA_FLOOR {
@@ -345,7 +345,7 @@ impl Machine {
         r: MapGpuVa,
     ) -> Result<(u64, u64), SimError> {
         let pid = device_pid(a, device)?;
-        match lock(&a.gpuva).queues.get(&r.paging_queue) {
+        match lock(&a.mm.gpuva).queues.get(&r.paging_queue) {
             Some(q) if q.device == device => {}
             _ => return Err(bad()),
         }
@@ -362,7 +362,7 @@ impl Machine {
         }
         let no_access = prot & PROTECTION_NO_ACCESS != 0;
         // Held for the whole operation: where the allocation is cannot change meanwhile.
-        let res = lock(&a.residency);
+        let res = lock(&a.mm.residency);
         let target = if no_access {
             None
         } else {
@@ -398,7 +398,7 @@ impl Machine {
         }
         // Where: inside one of the process's ranges, or a new range on free space.
         let inside = if r.base != 0 {
-            lock(&a.gpuva).vad_holding(pid, r.base, len)
+            lock(&a.mm.gpuva).vad_holding(pid, r.base, len)
         } else {
             None
         };
@@ -411,7 +411,7 @@ impl Machine {
                     return Err(unsuccessful());
                 }
                 let va = self.va_claim(a, pid, r.base, len, r.minimum, max, PAGE)?;
-                lock(&a.gpuva).vads.entry(pid).or_default().insert(
+                lock(&a.mm.gpuva).vads.entry(pid).or_default().insert(
                     va,
                     Vad {
                         len,
@@ -467,7 +467,7 @@ impl Machine {
                 self.vidmm_map_at(a, pid, va, &phys, m.attrs, tag(&m, va))?;
                 m.live = true;
             }
-            let mut st = lock(&a.gpuva);
+            let mut st = lock(&a.mm.gpuva);
             if let Some(vad) = st.vads.get_mut(&pid).and_then(|v| v.get_mut(&start)) {
                 vad.maps.insert(va, m);
             }
@@ -487,7 +487,7 @@ impl Machine {
     ) -> Result<(), SimError> {
         let end = va + pages * PAGE;
         let hit: Vec<(u64, UserMap)> = {
-            let st = lock(&a.gpuva);
+            let st = lock(&a.mm.gpuva);
             let Some(vad) = st.vads.get(&pid).and_then(|v| v.get(&start)) else {
                 return Ok(());
             };
@@ -504,7 +504,7 @@ impl Machine {
             if m.live {
                 self.va_unmap_pages(a, pid, cut_lo, cut_pages, tag(&m, m_va))?;
             }
-            let mut st = lock(&a.gpuva);
+            let mut st = lock(&a.mm.gpuva);
             let Some(vad) = st.vads.get_mut(&pid).and_then(|v| v.get_mut(&start)) else {
                 continue;
             };
@@ -543,7 +543,7 @@ impl Machine {
         t: LeafTag,
     ) -> Result<(), SimError> {
         if a.device.is_lost() {
-            if let Some(p) = lock(&a.vidmm).processes.get_mut(&pid) {
+            if let Some(p) = lock(&a.mm.vidmm).processes.get_mut(&pid) {
                 let _ = p.space.unmap(va, pages);
             }
             return Ok(());
@@ -703,7 +703,7 @@ impl Machine {
             hi = hi.max(end);
         }
         let reserved = |lo: u64, hi: u64| -> Result<u64, SimError> {
-            let st = lock(&a.gpuva);
+            let st = lock(&a.mm.gpuva);
             let start = st.vad_holding(pid, lo, hi - lo).ok_or_else(bad)?;
             match st.vads.get(&pid).and_then(|v| v.get(&start)) {
                 Some(v) if !v.by_map => Ok(start),
@@ -729,7 +729,7 @@ impl Machine {
         }
         {
             // Held for the whole update: where allocations are cannot change meanwhile.
-            let res = lock(&a.residency);
+            let res = lock(&a.mm.residency);
             for step in steps {
                 match step {
                     Step::Map {
@@ -756,7 +756,7 @@ impl Machine {
                         // What the source maps now, each piece at its place in `dst`.
                         let end = src + pages * PAGE;
                         let pieces: Vec<(u64, UserMap)> = {
-                            let st = lock(&a.gpuva);
+                            let st = lock(&a.mm.gpuva);
                             st.vads
                                 .get(&pid)
                                 .and_then(|v| v.get(&src_start))
@@ -844,8 +844,8 @@ impl Machine {
         if base == 0 {
             return Err(bad());
         }
-        let _res = lock(&a.residency);
-        if !lock(&a.gpuva)
+        let _res = lock(&a.mm.residency);
+        if !lock(&a.mm.gpuva)
             .vads
             .get(&pid)
             .is_some_and(|v| v.contains_key(&base))
@@ -862,7 +862,7 @@ impl Machine {
         pid: ProcessId,
         start: u64,
     ) -> Result<(), SimError> {
-        let len = lock(&a.gpuva)
+        let len = lock(&a.mm.gpuva)
             .vads
             .get(&pid)
             .and_then(|v| v.get(&start))
@@ -871,11 +871,11 @@ impl Machine {
             return Ok(());
         };
         self.va_clear(a, pid, start, start, len / PAGE)?;
-        if let Some(v) = lock(&a.gpuva).vads.get_mut(&pid) {
+        if let Some(v) = lock(&a.mm.gpuva).vads.get_mut(&pid) {
             v.remove(&start);
         }
         // The TLB was flushed with each unmap above: the VA may be reused now.
-        let mut v = lock(&a.vidmm);
+        let mut v = lock(&a.mm.vidmm);
         if let Some(p) = v.processes.get_mut(&pid) {
             let _ = p.space.free(start);
         }
@@ -917,10 +917,10 @@ impl Machine {
         live: bool,
         mut change: impl FnMut(ProcessId, u64, &UserMap) -> Result<(), SimError>,
     ) -> Result<(), SimError> {
-        let maps = lock(&a.gpuva).maps_of(h);
+        let maps = lock(&a.mm.gpuva).maps_of(h);
         for (pid, start, va, m) in maps.into_iter().filter(|x| x.3.live != live) {
             change(pid, va, &m)?;
-            if let Some(m) = lock(&a.gpuva).map_mut(pid, start, va) {
+            if let Some(m) = lock(&a.mm.gpuva).map_mut(pid, start, va) {
                 m.live = live;
             }
         }
@@ -935,10 +935,10 @@ impl Machine {
         a: &AdapterShared,
         h: KmtHandle,
     ) -> Result<(), SimError> {
-        let maps = lock(&a.gpuva).maps_of(h);
+        let maps = lock(&a.mm.gpuva).maps_of(h);
         for (pid, start, va, m) in maps {
             self.va_clear(a, pid, start, va, m.pages)?;
-            let empty_by_map = lock(&a.gpuva)
+            let empty_by_map = lock(&a.mm.gpuva)
                 .vads
                 .get(&pid)
                 .and_then(|v| v.get(&start))
@@ -959,7 +959,7 @@ impl Machine {
         device: KmtHandle,
         pid: ProcessId,
     ) -> Result<(), SimError> {
-        let queues: Vec<KmtHandle> = lock(&a.gpuva)
+        let queues: Vec<KmtHandle> = lock(&a.mm.gpuva)
             .queues
             .iter()
             .filter(|(_, q)| q.device == device)
@@ -968,8 +968,8 @@ impl Machine {
         for q in queues {
             self.paging_queue_destroy(a, device, q)?;
         }
-        let _res = lock(&a.residency);
-        let starts: Vec<u64> = lock(&a.gpuva)
+        let _res = lock(&a.mm.residency);
+        let starts: Vec<u64> = lock(&a.mm.gpuva)
             .vads
             .get(&pid)
             .map(|v| v.keys().copied().collect())
@@ -977,7 +977,7 @@ impl Machine {
         for s in starts {
             self.va_release_range(a, pid, s)?;
         }
-        lock(&a.gpuva).vads.remove(&pid);
+        lock(&a.mm.gpuva).vads.remove(&pid);
         Ok(())
     }
 }

@@ -36,7 +36,7 @@ impl Machine {
         }
         let (fence, fence_obj) = crate::ums::create_sync_fence(self, a, device, 0)?;
         let h = crate::ums::new_kmt_handle(pid)?;
-        lock(&a.gpuva).queues.insert(
+        lock(&a.mm.gpuva).queues.insert(
             h,
             PagingQueue {
                 device,
@@ -60,7 +60,7 @@ impl Machine {
         queue: KmtHandle,
     ) -> Result<(), SimError> {
         let q = {
-            let mut st = lock(&a.gpuva);
+            let mut st = lock(&a.mm.gpuva);
             match st.queues.get(&queue) {
                 Some(q) if q.device == device => {}
                 _ => return Err(bad()),
@@ -80,7 +80,7 @@ impl Machine {
         queue: KmtHandle,
     ) -> Result<u64, SimError> {
         let (f, value) = {
-            let mut st = lock(&a.gpuva);
+            let mut st = lock(&a.mm.gpuva);
             let q = st.queues.get_mut(&queue).ok_or_else(bad)?;
             q.value += 1;
             (q.fence_obj.clone(), q.value)
@@ -105,7 +105,7 @@ impl Machine {
         queue: KmtHandle,
         page: impl FnOnce(&Self) -> Result<(), crate::vidmm::residency::MakeResidentFail>,
     ) -> Result<u64, crate::vidmm::residency::MakeResidentFail> {
-        match lock(&a.gpuva).queues.get(&queue) {
+        match lock(&a.mm.gpuva).queues.get(&queue) {
             Some(q) if q.device == device => {}
             _ => return Err(bad().into()),
         }

@@ -33,7 +33,7 @@ fn record(a: &AdapterShared, sh: &TdrShared, ddi: EngineDdi, node: u32, status: 
         ),
     };
     lock(&sh.os).events.push(event);
-    lock(&a.hws).calls.push(call);
+    lock(&a.sch.hws).calls.push(call);
 }
 
 /// Step 8 onwards of the TDR-05 sequence for a hardware-scheduled `node`.
@@ -135,7 +135,7 @@ fn sync_node_ring(a: &AdapterShared, sh: &TdrShared, node: u32) {
         }
         os.isr.push((node, Report::Completed(f)));
     }
-    a.tdr_reports.store(true, Ordering::Release);
+    a.irq.tdr_reports.store(true, Ordering::Release);
     dpc_process(a);
 }
 

@@ -7,7 +7,7 @@ use super::*;
 /// here on the node's reports are ignored (24H2 drops its native-fence reports likewise,
 /// `VidSchiSetHwNodeResettingStateAtISR`).
 pub(super) fn snapshot_node(a: &AdapterShared, sh: &TdrShared, node: u32) -> (u32, u32) {
-    let _il = lock(&a.interrupt_lock);
+    let _il = lock(&a.irq.interrupt_lock);
     let _irql = IrqlScope::enter(Irql::Device);
     let mut os = lock(&sh.os);
     let n = os.node(node);

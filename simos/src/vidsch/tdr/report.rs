@@ -50,13 +50,13 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
     os.isr.push((node, report));
     drop(os);
     // Release: the DPC that sees the flag sees the report (it is also under `os`).
-    a.tdr_reports.store(true, Ordering::Release);
+    a.irq.tdr_reports.store(true, Ordering::Release);
 }
 
 /// VidSch's DPC-time processing of the captured node reports (from `DxgkCbNotifyDpc`).
 pub(crate) fn dpc_process(a: &AdapterShared) {
     // A report captured after this swap sets the flag again: the next DPC takes it.
-    if !a.tdr_reports.swap(false, Ordering::AcqRel) {
+    if !a.irq.tdr_reports.swap(false, Ordering::AcqRel) {
         return;
     }
     let Some(sh) = existing(a) else { return };

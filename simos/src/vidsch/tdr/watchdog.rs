@@ -334,7 +334,7 @@ pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> 
                 break;
             }
         }
-        if !a.state.is_halted() && a.dpc_queued.load(Ordering::Acquire) {
+        if !a.state.is_halted() && a.irq.dpc_queued.load(Ordering::Acquire) {
             return Err(sim_err(
                 a,
                 format!("adapter {}: TDR: the DPC keeps queueing itself", a.index),
@@ -344,9 +344,9 @@ pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> 
     }
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        if !a.dpc_queued.load(Ordering::Acquire) {
-            if let Ok(g) = a.dpc_gate.try_lock() {
-                if !a.dpc_queued.load(Ordering::Acquire) {
+        if !a.irq.dpc_queued.load(Ordering::Acquire) {
+            if let Ok(g) = a.irq.dpc_gate.try_lock() {
+                if !a.irq.dpc_queued.load(Ordering::Acquire) {
                     drop(g);
                     return Ok(());
                 }
@@ -358,7 +358,7 @@ pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> 
                 "TDR: the DPC flush did not finish in 5 s".into(),
             ));
         }
-        a.dpc_wake.notify();
+        a.irq.dpc_wake.notify();
         std::thread::sleep(Duration::from_micros(200));
     }
 }
