@@ -720,7 +720,8 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
         Self::native_fence(node, engine, 0, core::ptr::null_mut(), h_hw_queue)
     }
 
-    /// The `NativeFenceSignaled` arm, fence array and queue as given.
+    /// The `NativeFenceSignaled` arm, fence array and queue as given. Built in place, not
+    /// zeroed first: the ISR builds one per signal, and the OS reads only this arm.
     fn native_fence(
         node: UINT,
         engine: UINT,
@@ -728,14 +729,18 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
         fences: *mut HANDLE,
         h_hw_queue: HANDLE,
     ) -> Self {
-        let mut d = Self::zeroed(DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED);
-        d.Anonymous.NativeFenceSignaled = DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
-            NodeOrdinal: node,
-            EngineOrdinal: engine,
-            SignaledNativeFenceCount: count,
-            pSignaledNativeFenceArray: fences,
-            hHWQueue: h_hw_queue,
-        };
-        d
+        Self {
+            InterruptType: DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED,
+            Anonymous: DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+                NativeFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled {
+                    NodeOrdinal: node,
+                    EngineOrdinal: engine,
+                    SignaledNativeFenceCount: count,
+                    pSignaledNativeFenceArray: fences,
+                    hHWQueue: h_hw_queue,
+                },
+            },
+            Flags: DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::default(),
+        }
     }
 }
