@@ -135,18 +135,7 @@ fn log_01_os_sets_both_logs_at_queue_creation() {
     assert_ne!(w, s);
     // A kernel-mode queue gets no logs (seed: the OS gives them none).
     let kq = okk(&m, KernelQueue::new(m.kmt(&p), &config(0)));
-    let kh = m
-        .ums_events(0)
-        .iter()
-        .find_map(|e| match *e {
-            UmsEvent::CreateHwQueue {
-                queue,
-                user_mode: false,
-                ..
-            } => Some(queue),
-            _ => None,
-        })
-        .unwrap();
+    let kh = last_hw_queue(&m, false).unwrap();
     assert!(m.hw_queue_log(0, kh, LogKind::Signal).is_none());
     drop(kq);
 }

@@ -14,7 +14,7 @@ mod common;
 use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::machine::answers::{ProgressFence, Reading};
-use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, Notification, UmsEvent};
+use rvgpu_simos::{AdapterConfig, Machine, MachineConfig, Mode, Notification};
 use rvgpu_umd::submit::UserQueue;
 
 const BATCHES: u64 = 1000;
@@ -145,18 +145,7 @@ fn run_reading(reading: Reading, batches: u64) -> (usize, usize, u64, bool) {
     );
     let p = m.create_process(0).expect("process");
     let mut q = UserQueue::new(m.kmt(&p), &config(0)).expect("queue");
-    let queue = m
-        .ums_events(0)
-        .iter()
-        .find_map(|e| match *e {
-            UmsEvent::CreateHwQueue {
-                queue,
-                user_mode: true,
-                ..
-            } => Some(queue),
-            _ => None,
-        })
-        .expect("a user-mode queue");
+    let queue = last_hw_queue(&m, true).expect("a user-mode queue");
     let native = m.hw_queue_native_progress(0, queue).is_some();
     m.run_until_idle().expect("idle");
     let before = counts(&m);
@@ -219,18 +208,7 @@ fn kernel_queue(reading: Reading, native_fences: bool) -> (bool, usize, usize) {
     let live = || m.fence_live_counts(0).0 .0;
     let base = live();
     let mut q = rvgpu_umd::submit::KernelQueue::new(m.kmt(&p), &config(0)).expect("queue");
-    let queue = m
-        .ums_events(0)
-        .iter()
-        .find_map(|e| match *e {
-            UmsEvent::CreateHwQueue {
-                queue,
-                user_mode: false,
-                ..
-            } => Some(queue),
-            _ => None,
-        })
-        .expect("a kernel-submission queue");
+    let queue = last_hw_queue(&m, false).expect("a kernel-submission queue");
     let native = m.hw_queue_native_progress(0, queue);
     let during = live() - base;
     for _ in 0..3 {

@@ -900,18 +900,7 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
-    let queue = match events_of(&m).iter().rev().find(|e| {
-        matches!(
-            e,
-            UmsEvent::CreateHwQueue {
-                user_mode: true,
-                ..
-            }
-        )
-    }) {
-        Some(UmsEvent::CreateHwQueue { queue, .. }) => *queue,
-        _ => panic!("no user-mode queue created"),
-    };
+    let queue = last_hw_queue(&m, true).expect("no user-mode queue created");
     let v = okk(&m, q.submit(&[fill(&t, 1), fill(&t, 2)]));
     assert_eq!(m.hw_queue_progress(0, queue), Some((v, 0)));
     assert!(m.hw_queue_has_work(0, queue));

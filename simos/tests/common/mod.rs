@@ -22,7 +22,8 @@ use rvgpu_hw::pdd::{DoorbellPdd, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimKmt, SimMem};
 use rvgpu_simos::{
-    AdapterConfig, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, UmsProcess,
+    AdapterConfig, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, UmsEvent,
+    UmsProcess,
 };
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Doorbell, Kmt, KmtHandle};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmitError, UserQueue};
@@ -450,4 +451,17 @@ pub fn contiguous(m: &Machine, bytes: usize) -> (DXGKRNL_INTERFACE, HANDLE, PVOI
         diagnostics(m)
     );
     (iface, h, p)
+}
+
+/// The D3DKMT handle of the hardware queue the OS created last on adapter 0 with
+/// `UserModeSubmission` set as `user_mode` says, from its record.
+pub fn last_hw_queue(m: &Machine, user_mode: bool) -> Option<KmtHandle> {
+    m.ums_events(0).iter().rev().find_map(|e| match *e {
+        UmsEvent::CreateHwQueue {
+            queue,
+            user_mode: u,
+            ..
+        } if u == user_mode => Some(queue),
+        _ => None,
+    })
 }
