@@ -713,6 +713,18 @@ impl Kmt for SimKmt<'_> {
         })
     }
 
+    fn submit_command(
+        &self,
+        context: KmtHandle,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        self.m
+            .submit_legacy_va(&self.p, context, command_buffer_gpu, command_bytes)
+            .map(|_| ())
+            .map_err(status)
+    }
+
     // Native fences with a D3DKMT handle and the CPU clock (docs/logs.md#simulated-os).
 
     fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus> {

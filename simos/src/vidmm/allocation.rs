@@ -52,6 +52,9 @@ pub(crate) struct AllocObj {
     /// `AssumeNotInUse`: each progress fence and the value it must reach before VidMm frees
     /// the memory.
     pub(crate) deferred: Vec<QueuedWork>,
+    /// AL-03 on the kernel-mode DMA path: the last packet the owning device had in flight
+    /// then (`vidsch::legacy::device_dma_work`), which may run this allocation's words.
+    pub(crate) deferred_dma: Option<u64>,
     /// What the driver said of it in `DXGK_ALLOCATIONINFO` (AL-04).
     pub(crate) info: Described,
     /// The CPU cache over a `Cached` allocation's memory when the adapter is not I/O coherent
@@ -62,7 +65,7 @@ pub(crate) struct AllocObj {
 impl AllocObj {
     /// Whether the work VidMm deferred the destruction for has completed (AL-03).
     fn deferred_done(&self, os: &UmsOs) -> bool {
-        self.deferred.iter().all(|w| w.done(os))
+        self.deferred_dma.is_none() && self.deferred.iter().all(|w| w.done(os))
     }
 }
 
@@ -256,6 +259,7 @@ impl Machine {
                 refs: 0,
                 closed: false,
                 deferred: Vec::new(),
+                deferred_dma: None,
                 info,
                 cache,
             },
@@ -272,8 +276,25 @@ impl Machine {
             // AL-03: destructions deferred behind queued work whose work has now completed.
             // (Windows' VidMm does this from its worker when the fences signal; here it runs
             // at VidMm's next entry, which changes when memory returns, never whether it
-            // returns before the work ends.)
+            // returns before the work ends.) The DMA packets are VidSch's: looked at with no
+            // VidMm lock held.
+            let waiting: Vec<(KmtHandle, KmtHandle, u64)> = lock(&a.ums)
+                .allocations
+                .iter()
+                .filter(|(_, al)| al.closed)
+                .filter_map(|(h, al)| Some((*h, al.device, al.deferred_dma?)))
+                .collect();
+            let ran: Vec<KmtHandle> = waiting
+                .into_iter()
+                .filter(|&(_, d, last)| crate::vidsch::legacy::device_dma_done(a, d, last))
+                .map(|(h, _, _)| h)
+                .collect();
             let mut os = lock(&a.ums);
+            for h in ran {
+                if let Some(al) = os.allocations.get_mut(&h) {
+                    al.deferred_dma = None;
+                }
+            }
             let done: Vec<KmtHandle> = os
                 .allocations
                 .iter()
@@ -452,6 +473,11 @@ pub(crate) fn destroy_allocation2(
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
+    let deferred_dma = if assume_not_in_use {
+        None
+    } else {
+        crate::vidsch::legacy::device_dma_work(a, device)
+    };
     let mut os = lock(&a.ums);
     let deferred = if assume_not_in_use {
         Vec::new()
@@ -466,10 +492,11 @@ pub(crate) fn destroy_allocation2(
         return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     };
     // `queued_work` lists only queues with work outstanding: an empty list is "not in use".
-    if al.refs > 0 || !deferred.is_empty() {
+    if al.refs > 0 || !deferred.is_empty() || deferred_dma.is_some() {
         // UM-07: a live doorbell holds it; AL-03: queued work may use it. The memory goes
         // when both are over.
         al.deferred = deferred;
+        al.deferred_dma = deferred_dma;
         al.closed = true;
         return Ok(());
     }

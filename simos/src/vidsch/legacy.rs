@@ -3,9 +3,12 @@
 //! submission path VidMm's paging buffers ([`crate::vidmm::paging`]) take with `Flags.Paging` on
 //! the system context.
 //!
-//! - DMA buffers live in contiguous system memory of the machine (`Memory::alloc_system`);
-//!   `DmaBufferPhysicalAddress` and `DmaBufferVirtualAddress` are the same bus address (v1's
-//!   identity addressing). A buffer is freed when its fence ID is retired.
+//! - A process's `D3DKMTSubmitCommand` hands the KMD the UMD's own command buffer by its GPU
+//!   VA (`DxgkDdiSubmitCommandVirtual`), with no copy: the GPU reads the words when it runs
+//!   the packet, and again when a reset resubmits it ([`Machine::submit_legacy_va`]).
+//! - The OS's own DMA buffers (paging, system context) live in contiguous system memory
+//!   (`Memory::alloc_system`), submitted by physical address and freed when their fence ID
+//!   is retired.
 //! - Fence IDs are per node, u32, +1 per submission, never reused (wrap is out of scope, Q5).
 //!   In flight per node at most [`IN_FLIGHT_LIMIT`]: a submission beyond it waits (step mode:
 //!   rounds; threaded: polls) for completions.
@@ -92,7 +95,7 @@ fn submit_packet(
     // "DxgkDdiSubmitCommandVirtual ... submit a DMA buffer to a context that supports
     // virtual addressing", d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual); the OS's own
     // buffers by physical address through SubmitCommand.
-    let call = if p.dma.va != 0 {
+    let call = if let Some(va) = p.dma.va() {
         let f = t.DxgkDdiSubmitCommandVirtual.ok_or_else(|| {
             SimError::Simulation("GpuMmu driver has no DxgkDdiSubmitCommandVirtual".into())
         })?;
@@ -100,7 +103,7 @@ fn submit_packet(
             f,
             DXGKARG_SUBMITCOMMANDVIRTUAL {
                 hContext: p.context_kmd as HANDLE,
-                DmaBufferVirtualAddress: p.dma.va,
+                DmaBufferVirtualAddress: va,
                 DmaBufferSize: p.bytes,
                 pDmaBufferPrivateData: std::ptr::null_mut(),
                 DmaBufferPrivateDataSize: 0,
@@ -114,6 +117,10 @@ fn submit_packet(
             },
         )
     } else {
+        let (bus_addr, len) = match p.dma {
+            DmaBuf::System { bus_addr, len } => (bus_addr, len),
+            _ => return Err(SimError::Simulation("a DMA buffer with no address".into())),
+        };
         let f = t
             .DxgkDdiSubmitCommand
             .ok_or_else(|| SimError::Simulation("driver has no DxgkDdiSubmitCommand".into()))?;
@@ -125,9 +132,9 @@ fn submit_packet(
                 },
                 DmaBufferSegmentId: 0,
                 DmaBufferPhysicalAddress: LARGE_INTEGER {
-                    QuadPart: p.dma.bus_addr as i64,
+                    QuadPart: bus_addr as i64,
                 },
-                DmaBufferSize: p.dma.len as u32,
+                DmaBufferSize: len as u32,
                 DmaBufferSubmissionStartOffset: 0,
                 DmaBufferSubmissionEndOffset: p.bytes,
                 pDmaBufferPrivateData: std::ptr::null_mut(),
@@ -139,7 +146,7 @@ fn submit_packet(
                 FlipInterval: D3DDDI_FLIPINTERVAL_IMMEDIATE,
                 Flags: flags,
                 EngineOrdinal: 0,
-                DmaBufferVirtualAddress: p.dma.bus_addr,
+                DmaBufferVirtualAddress: bus_addr,
                 NodeOrdinal: node,
             },
         )
@@ -169,7 +176,7 @@ fn submit_packet(
                 at,
                 || {
                     // SAFETY: the driver's DDI with its context and a valid argument block; the
-                    // buffer stays mapped in the process until the fence ID is retired.
+                    // buffer's memory outlives the fence ID (AL-03 defers a destruction).
                     unsafe { f(ctx, &args) }
                 },
             )?
@@ -252,10 +259,9 @@ pub(crate) fn new_packet(
             rvgpu_hw::PAGE_SIZE,
         )
         .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
-    let dma = DmaBuf {
+    let dma = DmaBuf::System {
         bus_addr: alloc.bus_addr,
         len: alloc.len,
-        va: 0,
     };
     packet_at(a, dma, words, paging, device, context_kmd, owners)
 }
@@ -269,12 +275,16 @@ fn packet_at(
     context_kmd: usize,
     owners: Vec<KmtHandle>,
 ) -> Result<Packet, SimError> {
-    if a.device.memory().write_words(dma.bus_addr, words).is_none() {
-        free_dma(a, dma.bus_addr);
+    let (DmaBuf::System { bus_addr, .. } | DmaBuf::Arena { bus_addr, .. }) = dma else {
+        return Err(SimError::Simulation("no OS memory to write".into()));
+    };
+    if a.device.memory().write_words(bus_addr, words).is_none() {
+        free_dma(a, dma);
         return Err(SimError::Simulation("DMA buffer write failed".into()));
     }
     Ok(Packet {
         id: 0,
+        serial: 0,
         paging,
         device,
         context_kmd,
@@ -284,8 +294,9 @@ fn packet_at(
     })
 }
 
-/// A process's DMA buffer holding `words`: on a GpuMmu adapter in the process's arena
-/// (`crate::vidmm::dmabuf`), submitted by its GPU VA; otherwise as [`new_packet`].
+/// A DMA buffer of process `pid` holding `words` ([`Machine::submit_legacy`]): on a GpuMmu
+/// adapter in the process's arena (`crate::vidmm::dmabuf`), submitted by its GPU VA;
+/// otherwise as [`new_packet`].
 fn process_packet(
     m: &Machine,
     a: &AdapterShared,
@@ -299,9 +310,8 @@ fn process_packet(
     loop {
         match m.dma_carve(a, pid, bytes)? {
             Some(c) => {
-                let dma = DmaBuf {
+                let dma = DmaBuf::Arena {
                     bus_addr: c.bus_addr,
-                    len: c.len,
                     va: c.va,
                 };
                 return packet_at(a, dma, words, false, Some(device), context_kmd, Vec::new());
@@ -332,10 +342,17 @@ fn process_packet(
 }
 
 /// Frees a DMA buffer after its fence ID retired (or it was dropped): back to its process's
-/// arena, or the OS's own system memory.
-pub(crate) fn free_dma(a: &AdapterShared, bus_addr: u64) {
-    if !crate::vidmm::dmabuf::dma_release(a, bus_addr) {
-        a.device.memory().free_system(bus_addr);
+/// arena, or the OS's own system memory; a process's own buffer is the process's.
+pub(crate) fn free_dma(a: &AdapterShared, dma: DmaBuf) {
+    match dma {
+        DmaBuf::System { bus_addr, .. } => {
+            a.device.memory().free_system(bus_addr);
+        }
+        // An arena gone with its process was freed whole.
+        DmaBuf::Arena { bus_addr, .. } => {
+            crate::vidmm::dmabuf::dma_release(a, bus_addr);
+        }
+        DmaBuf::Process { .. } => {}
     }
 }
 
@@ -350,15 +367,17 @@ pub(crate) fn submit_new(
     let _g = sh.gate.read().unwrap_or_else(|e| e.into_inner());
     let _order = lock(&sh.submit);
     if p.device.is_some_and(|d| ums::tdr_device_in_error(a, d)) {
-        free_dma(a, p.dma.bus_addr);
+        free_dma(a, p.dma);
         return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
     }
-    p.id = {
+    (p.id, p.serial) = {
         let mut os = lock(&sh.os);
+        os.serial += 1;
+        let serial = os.serial;
         let n = os.node(node);
         let id = n.next_id;
         n.next_id = n.next_id.wrapping_add(1).max(1);
-        id
+        (id, serial)
     };
     // UM-13: VidSch activates the node's power component before it submits (F0 first; the
     // packet is recorded in flight before the reference goes, so F1 waits for its retirement).
@@ -395,8 +414,12 @@ impl Machine {
     }
 
     /// `D3DKMTSubmitCommand` of process `p`'s command buffer at GPU VA `va`, `bytes` long, on
-    /// its context `context`: the words are read through the process's page tables (as its
-    /// GPU would fetch them) and submitted as one DMA buffer as [`Self::submit_legacy`] does.
+    /// its context `context`. VidSch hands the KMD that buffer itself, with no copy:
+    /// `DxgkDdiSubmitCommandVirtual` with `DmaBufferVirtualAddress` = `va` (a VA of the
+    /// submitting process, the DXGKARG_SUBMITCOMMANDVIRTUAL page), as 24H2
+    /// `DXGCONTEXT::SubmitCommand` @0x1402A6890 keeps only `Commands` and `CommandLength` in
+    /// VidSch's submit data (it copies the private driver data alone). The GPU reads the words
+    /// when it runs the packet, so what the process writes there until then is what runs.
     /// Returns the fence ID, or `None` when `bytes` is 0. The rules, INVALID_PARAMETER unless
     /// said:
     /// - a context that is not `p`'s: 24H2 `DxgkSubmitCommandInternal` @0x1402A4B90 looks
@@ -407,10 +430,9 @@ impl Machine {
     /// - the device in error: STATUS_DEVICE_REMOVED, as [`Self::submit_legacy`];
     /// - `va` or `bytes` not a multiple of 8 (the packets' word), `bytes` above
     ///   [`MAX_COMMAND_BYTES`], or a page of the range the process's tables do not map for
-    ///   command fetch: Windows passes `Commands`/`CommandLength` on unchecked
-    ///   (`DXGCONTEXT::SubmitCommand` @0x1402A6890 copies them into VidSch's submit data) and
-    ///   the GPU would fault; this OS reads the words at submission, so it refuses them
-    ///   (the simulation's own rule, UNVERIFIED against Windows).
+    ///   command fetch with user privilege: Windows passes them on unchecked and the GPU would
+    ///   fault; this OS refuses them at submission (the simulation's own rule, UNVERIFIED
+    ///   against Windows). A range unmapped after the check faults on the GPU.
     pub fn submit_legacy_va(
         &self,
         p: &UmsProcess,
@@ -433,50 +455,20 @@ impl Machine {
         if !va.is_multiple_of(8) || !bytes.is_multiple_of(8) || bytes > MAX_COMMAND_BYTES {
             return Err(bad);
         }
-        let words = self.read_process_words(&a, p.pid, va, bytes).ok_or(bad)?;
-        let pk = process_packet(self, &a, p.pid, &words, device, kmd)?;
-        submit_new(self, &a, node, pk).map(Some)
-    }
-
-    /// `bytes / 8` words at `va` of process `pid`, each page translated for command fetch
-    /// with user privilege; `None` if a page is not mapped so.
-    fn read_process_words(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-        bytes: u32,
-    ) -> Option<Vec<u64>> {
-        let (_, segment, root) = lock(&a.mm.vidmm).process(pid)?;
-        let root = crate::vidmm::mmu::segment_pa(a, segment, root)?;
-        let mmu = Mmu::new();
-        let mut words = Vec::with_capacity(usize::try_from(bytes / 8).ok()?);
-        let mut at = va;
-        let mut left = u64::from(bytes);
-        while left > 0 {
-            let (pa, in_page) = mmu
-                .translate_page(
-                    a.device.memory(),
-                    root,
-                    at,
-                    Access::Execute,
-                    Privilege::User,
-                )
-                .ok()?;
-            let n = in_page.min(left);
-            if n < 8 {
-                return None;
-            }
-            let n = n - n % 8;
-            words.extend(
-                a.device
-                    .memory()
-                    .read_words(pa, usize::try_from(n / 8).ok()?)?,
-            );
-            at = at.checked_add(n)?;
-            left -= n;
+        if !fetchable(&a, p.pid, va, bytes) {
+            return Err(bad);
         }
-        Some(words)
+        let pk = Packet {
+            id: 0,
+            serial: 0,
+            paging: false,
+            device: Some(device),
+            context_kmd: kmd,
+            owners: Vec::new(),
+            dma: DmaBuf::Process { va },
+            bytes,
+        };
+        submit_new(self, &a, node, pk).map(Some)
     }
 
     /// Submits `cmds` on the system context of adapter `i`, node `node` (no owning device).
@@ -543,6 +535,71 @@ impl Machine {
         ddi::check_status(st)?;
         Ok(args.CurrentFence)
     }
+}
+
+/// Whether every page of `bytes` at `va` in process `pid` translates for command fetch with
+/// user privilege, as the GPU will fetch it (nothing is read).
+fn fetchable(a: &AdapterShared, pid: ProcessId, va: u64, bytes: u32) -> bool {
+    let Some((_, segment, root)) = lock(&a.mm.vidmm).process(pid) else {
+        return false;
+    };
+    let Some(root) = crate::vidmm::mmu::segment_pa(a, segment, root) else {
+        return false;
+    };
+    let mmu = Mmu::new();
+    let mut at = va;
+    let mut left = u64::from(bytes);
+    while left > 0 {
+        let Ok((_, in_page)) = mmu.translate_page(
+            a.device.memory(),
+            root,
+            at,
+            Access::Execute,
+            Privilege::User,
+        ) else {
+            return false;
+        };
+        let n = in_page.min(left);
+        if n == 0 {
+            return false;
+        }
+        match at.checked_add(n) {
+            Some(next) => at = next,
+            None => return false,
+        }
+        left -= n;
+    }
+    true
+}
+
+/// AL-03 on this path: the last packet (its [`Packet::serial`]) `device` has in flight, whose
+/// words may come from an allocation being destroyed; `None` when none is.
+pub(crate) fn device_dma_work(a: &AdapterShared, device: KmtHandle) -> Option<u64> {
+    let sh = tdr::existing(a)?;
+    let os = lock(&sh.os);
+    os.nodes
+        .iter()
+        .flat_map(|n| n.pending.values())
+        .filter(|p| p.device == Some(device))
+        .map(|p| p.serial)
+        .max()
+}
+
+/// Whether every packet of `device` up to serial `last` has left VidSch (retired, or dropped
+/// with its device in error). Never during a recovery, which holds the packets it resubmits
+/// outside the pending lists.
+pub(crate) fn device_dma_done(a: &AdapterShared, device: KmtHandle, last: u64) -> bool {
+    let Some(sh) = tdr::existing(a) else {
+        return true;
+    };
+    let Ok(_gate) = sh.gate.try_read() else {
+        return false;
+    };
+    let os = lock(&sh.os);
+    !os.nodes
+        .iter()
+        .flat_map(|n| n.pending.values())
+        .any(|p| p.device == Some(device) && p.serial <= last)
 }
 
 /// Adapter-wide resets of `a` so far.

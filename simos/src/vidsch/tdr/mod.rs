@@ -252,14 +252,30 @@ impl Default for TdrConfig {
     }
 }
 
-/// Where a kernel-mode DMA buffer is: its bus address (the CPU writes it there) and, for a
-/// process's buffer on a GpuMmu adapter, its GPU VA in that process (submitted with
-/// `DxgkDdiSubmitCommandVirtual`; 0: an OS buffer submitted by physical address).
+/// Where the GPU fetches a kernel-mode DMA buffer from.
 #[derive(Clone, Copy, Debug)]
-pub struct DmaBuf {
-    pub bus_addr: u64,
-    pub len: u64,
-    pub va: u64,
+pub enum DmaBuf {
+    /// The OS's own buffer in contiguous system memory (paging buffers, the system context),
+    /// submitted by physical address and freed when its fence ID retires.
+    System { bus_addr: u64, len: u64 },
+    /// A buffer the OS wrote into the process's arena (`crate::vidmm::dmabuf`,
+    /// `Machine::submit_legacy`), submitted by its GPU VA and returned to the arena when its
+    /// fence ID retires.
+    Arena { bus_addr: u64, va: u64 },
+    /// The process's own command buffer (`D3DKMTSubmitCommand`), submitted by its GPU VA: the
+    /// OS holds no copy, the GPU reads the words when it runs the packet.
+    Process { va: u64 },
+}
+
+impl DmaBuf {
+    /// The GPU VA in the submitting process (`DxgkDdiSubmitCommandVirtual`); `None` for a
+    /// buffer submitted by physical address.
+    pub fn va(&self) -> Option<u64> {
+        match *self {
+            Self::System { .. } => None,
+            Self::Arena { va, .. } | Self::Process { va } => Some(va),
+        }
+    }
 }
 
 /// A kernel-mode DMA buffer in flight.
@@ -267,6 +283,8 @@ pub struct DmaBuf {
 pub struct Packet {
     /// Fence ID.
     pub id: u32,
+    /// Submission order on the adapter, kept across resubmissions (which change `id`).
+    pub serial: u64,
     /// `Flags.Paging`.
     pub paging: bool,
     /// The submitting device (`None`: the system context).
@@ -276,7 +294,7 @@ pub struct Packet {
     pub context_kmd: usize,
     /// Devices owning the allocations it references (paging: TDR-08).
     pub owners: Vec<KmtHandle>,
-    /// The DMA buffer (contiguous system memory).
+    /// The DMA buffer.
     pub dma: DmaBuf,
     /// Bytes of commands in it.
     pub bytes: u32,
@@ -343,6 +361,8 @@ pub(crate) struct TdrOs {
     pub adapter_resets: u64,
     /// The last `DxgkDdiCollectDbgInfo2` dump, as Windows keeps it.
     pub last_dump: Option<TdrDump>,
+    /// The last [`Packet::serial`] given.
+    pub serial: u64,
 }
 
 impl TdrOs {
@@ -369,6 +389,7 @@ impl TdrOs {
             resets: 0,
             adapter_resets: 0,
             last_dump: None,
+            serial: 0,
         }
     }
 
@@ -474,7 +495,7 @@ pub(crate) fn node_has_pending(a: &AdapterShared, node: u32) -> bool {
     })
 }
 
-fn existing(a: &AdapterShared) -> Option<Arc<TdrShared>> {
+pub(crate) fn existing(a: &AdapterShared) -> Option<Arc<TdrShared>> {
     if REGISTERED.load(Ordering::Acquire) == 0 {
         return None;
     }

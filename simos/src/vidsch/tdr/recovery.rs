@@ -286,7 +286,7 @@ pub(crate) fn recover_node(
         let mut freed = Vec::new();
         for k in &retired {
             if let Some(p) = n.pending.remove(k) {
-                freed.push(p.dma.bus_addr);
+                freed.push(p.dma);
             }
         }
         let faulted = n.faulted_fence.take();
@@ -325,7 +325,7 @@ pub(crate) fn recover_node(
             if p.paging {
                 promote = Some(p.owners.clone());
             }
-            freed.push(p.dma.bus_addr);
+            freed.push(p.dma);
         }
         drop(os);
         for b in freed {
@@ -386,7 +386,7 @@ pub(crate) fn recover_node(
                     node: rn,
                     fence: old,
                 });
-                crate::vidsch::legacy::free_dma(a, p.dma.bus_addr);
+                crate::vidsch::legacy::free_dma(a, p.dma);
                 continue;
             }
             let new = {
@@ -496,7 +496,7 @@ pub(crate) fn adapter_reset(
                     if let Some(d) = p.device {
                         errored.insert(d);
                     }
-                    freed.push((i as u32, p.id, p.dma.bus_addr));
+                    freed.push((i as u32, p.id, p.dma));
                 }
                 n.c = n.s;
                 n.ignore_irq = false;

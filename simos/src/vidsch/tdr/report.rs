@@ -80,7 +80,7 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
                 let done: Vec<u32> = n.pending.range(..=id).map(|(k, _)| *k).collect();
                 for k in &done {
                     if let Some(p) = n.pending.remove(k) {
-                        freed.push(p.dma.bus_addr);
+                        freed.push(p.dma);
                     }
                 }
                 os.completed.extend(done.iter().map(|k| (node, *k)));
