@@ -1,15 +1,14 @@
-//! DMA buffers of kernel-mode submissions in the submitting process's address space.
+//! DMA buffers the simulation writes for a process (`Machine::submit_legacy`, a command list
+//! instead of a UMD's command buffer) in that process's address space.
 //!
 //! On a GpuMmu adapter VidSch submits a process's DMA buffer with
 //! `DxgkDdiSubmitCommandVirtual`: `DmaBufferVirtualAddress` is a GPU VA of that process, and
 //! the buffer runs with that process's reach (the KMD runs it through INDIRECT_VM with the
-//! context's root, hardware.md 12.4). The buffer therefore has to be mapped in the process.
-//! Mapping on every submission would put paging traffic (and a wait for it) in front of
-//! every DMA buffer, and unmapping at retirement cannot happen at DPC time; a UMD reuses its
-//! command buffers instead. VidMm here does the same: each process gets one arena of system
-//! memory, mapped once (read-only for the GPU) when it first submits, carved per buffer and
-//! returned page by page as fence IDs retire. The arena is unmapped and freed with the
-//! process.
+//! context's root, hardware.md 12.4). `D3DKMTSubmitCommand` names the UMD's own buffer
+//! (`crate::vidsch::legacy`); a command list has none, so it is written here, as a UMD would
+//! write its command buffer: each process gets one arena of system memory, mapped once
+//! (read-only for the GPU) when it first submits, carved per buffer and returned page by page
+//! as fence IDs retire. The arena is unmapped and freed with the process.
 
 use std::collections::BTreeMap;
 

@@ -176,7 +176,8 @@ fn submit_packet(
                 at,
                 || {
                     // SAFETY: the driver's DDI with its context and a valid argument block; the
-                    // buffer's memory outlives the fence ID (AL-03 defers a destruction).
+                    // buffer stays mapped in the process until the fence ID is retired (an
+                    // arena's until then; a UMD's, whose destruction AL-03 defers).
                     unsafe { f(ctx, &args) }
                 },
             )?
@@ -263,26 +264,7 @@ pub(crate) fn new_packet(
         bus_addr: alloc.bus_addr,
         len: alloc.len,
     };
-    packet_at(a, dma, words, paging, device, context_kmd, owners)
-}
-
-fn packet_at(
-    a: &AdapterShared,
-    dma: DmaBuf,
-    words: &[u64],
-    paging: bool,
-    device: Option<KmtHandle>,
-    context_kmd: usize,
-    owners: Vec<KmtHandle>,
-) -> Result<Packet, SimError> {
-    let (DmaBuf::System { bus_addr, .. } | DmaBuf::Arena { bus_addr, .. }) = dma else {
-        return Err(SimError::Simulation("no OS memory to write".into()));
-    };
-    if a.device.memory().write_words(bus_addr, words).is_none() {
-        free_dma(a, dma);
-        return Err(SimError::Simulation("DMA buffer write failed".into()));
-    }
-    Ok(Packet {
+    let p = Packet {
         id: 0,
         serial: 0,
         paging,
@@ -290,8 +272,38 @@ fn packet_at(
         context_kmd,
         owners,
         dma,
-        bytes: (words.len() * 8) as u32,
-    })
+        bytes: 0,
+    };
+    written(a, p, alloc.bus_addr, words)
+}
+
+/// A render packet of `device`'s context `context_kmd`: `bytes` of commands at `dma`.
+fn render_packet(dma: DmaBuf, bytes: u32, device: KmtHandle, context_kmd: usize) -> Packet {
+    Packet {
+        id: 0,
+        serial: 0,
+        paging: false,
+        device: Some(device),
+        context_kmd,
+        owners: Vec::new(),
+        dma,
+        bytes,
+    }
+}
+
+/// `p` with `words` written at `bus_addr`, its buffer in OS memory (freed on failure).
+fn written(
+    a: &AdapterShared,
+    mut p: Packet,
+    bus_addr: u64,
+    words: &[u64],
+) -> Result<Packet, SimError> {
+    if a.device.memory().write_words(bus_addr, words).is_none() {
+        free_dma(a, p.dma);
+        return Err(SimError::Simulation("DMA buffer write failed".into()));
+    }
+    p.bytes = (words.len() * 8) as u32;
+    Ok(p)
 }
 
 /// A DMA buffer of process `pid` holding `words` ([`Machine::submit_legacy`]): on a GpuMmu
@@ -314,7 +326,8 @@ fn process_packet(
                     bus_addr: c.bus_addr,
                     va: c.va,
                 };
-                return packet_at(a, dma, words, false, Some(device), context_kmd, Vec::new());
+                let p = render_packet(dma, 0, device, context_kmd);
+                return written(a, p, c.bus_addr, words);
             }
             None if !lock(&a.mm.vidmm).has_process(pid) => {
                 return new_packet(a, words, false, Some(device), context_kmd, Vec::new())
@@ -458,16 +471,7 @@ impl Machine {
         if !fetchable(&a, p.pid, va, bytes) {
             return Err(bad);
         }
-        let pk = Packet {
-            id: 0,
-            serial: 0,
-            paging: false,
-            device: Some(device),
-            context_kmd: kmd,
-            owners: Vec::new(),
-            dma: DmaBuf::Process { va },
-            bytes,
-        };
+        let pk = render_packet(DmaBuf::Process { va }, bytes, device, kmd);
         submit_new(self, &a, node, pk).map(Some)
     }
 
