@@ -62,7 +62,6 @@ impl Arena {
 pub struct Carved {
     pub bus_addr: u64,
     pub va: u64,
-    pub len: u64,
 }
 
 impl Machine {
@@ -98,7 +97,6 @@ impl Machine {
         Ok(arena.carve(pages).map(|first| Carved {
             bus_addr: arena.backing.bus_addr + first * PAGE,
             va: arena.va + first * PAGE,
-            len: pages * PAGE,
         }))
     }
 
