@@ -436,11 +436,15 @@ impl Kmt for SimKmt<'_> {
             private_data,
         )
         .map_err(status)?;
+        let (Some(fence), Some(progress)) = (q.fence, q.progress) else {
+            let _ = self.destroy_hw_queue(q.handle);
+            return Err(NtStatus(rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED));
+        };
         Ok(HwQueue {
             handle: q.handle,
-            progress_fence: q.fence,
-            progress_gpu: q.progress.gpu_va(),
-            progress_cpu: SimFence { fence: q.progress },
+            progress_fence: fence,
+            progress_gpu: progress.gpu_va(),
+            progress_cpu: SimFence { fence: progress },
         })
     }
 

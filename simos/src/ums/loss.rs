@@ -57,10 +57,23 @@ pub(crate) struct TdrQueue {
     pub node: u32,
     pub queue_id: Option<u32>,
     pub last_queued: u64,
-    pub completed: u64,
+    /// The progress fence's value; `None` without one (the OS cannot tell the queue's work).
+    pub completed: Option<u64>,
     pub suspended: bool,
     /// Its device is in error (its work will never complete; not watched).
     pub device_in_error: bool,
+}
+
+impl TdrQueue {
+    /// UM-16: work the OS can see outstanding (never without a progress fence).
+    pub fn known_work(&self) -> bool {
+        self.completed.is_some_and(|c| self.last_queued > c)
+    }
+
+    /// Watched for a stall: known work, not suspended, its device not in error.
+    pub fn watched_busy(&self) -> bool {
+        !self.suspended && !self.device_in_error && self.known_work()
+    }
 }
 
 /// Every hardware queue of the adapter with its progress (UM-16 view).
@@ -74,7 +87,7 @@ pub(crate) fn tdr_queues(a: &AdapterShared) -> Vec<TdrQueue> {
             node: q.node,
             queue_id: q.queue_id,
             last_queued: q.last_queued.load(Ordering::Acquire),
-            completed: q.progress.value(),
+            completed: q.completed(),
             suspended: os
                 .contexts
                 .get(&q.context)

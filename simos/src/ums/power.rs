@@ -33,7 +33,10 @@ pub(crate) fn has_work(a: &AdapterShared) -> bool {
         || !os.faulted.is_empty()
         || !os.f1_deferred.is_empty()
         || (os.hwq_due.load(Ordering::Acquire)
-            && os.queues.values().any(|q| q.sched.due(&q.progress, false)))
+            && os
+                .queues
+                .values()
+                .any(|q| q.sched.due(q.progress.as_ref(), false)))
 }
 
 /// PASSIVE: puts the device of each page-faulted queue in error (UM-10). A report naming a
@@ -175,7 +178,7 @@ fn node_busy(a: &AdapterShared, node: u32) -> bool {
                 .queues
                 .values()
                 .filter(|q| q.node == node)
-                .any(|q| q.last_queued.load(Ordering::Acquire) > q.progress.value());
+                .any(QueueObj::known_work);
         let scheds: Vec<_> = os
             .queues
             .values()
@@ -449,8 +452,10 @@ pub(super) fn pending_work(a: &AdapterShared) -> bool {
     // VidMm's paging in flight holds the GPU in D0 as well.
     lock(&a.mm.vidmm).paging_busy()
         || lock(&a.ums).queues.values().any(|q| {
-            q.last_queued.load(Ordering::Acquire) > q.progress.value()
-                || !q.progress.pending_waits().is_empty()
+            q.known_work()
+                || q.progress
+                    .as_ref()
+                    .is_some_and(|p| !p.pending_waits().is_empty())
         })
 }
 

@@ -137,7 +137,8 @@ fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Re
 }
 
 /// UM-17 step 2: waits until the queue's progress fence reaches its last queued value; false
-/// when it does not within the OS's wait (both values are the process's to write).
+/// when it does not within the OS's wait (both values are the process's to write). A queue
+/// without a progress fence is not waited for ([`crate::machine::answers::UmsProgress::None`]).
 pub(super) fn wait_queue_idle(
     m: &Machine,
     a: &AdapterShared,
@@ -148,7 +149,10 @@ pub(super) fn wait_queue_idle(
         let Some(q) = os.queues.get(&q) else {
             return Ok(true);
         };
-        (q.progress.clone(), q.last_queued.load(Ordering::Acquire))
+        let Some(fence) = q.progress.clone() else {
+            return Ok(true);
+        };
+        (fence, q.last_queued.load(Ordering::Acquire))
     };
     if fence.value() >= last {
         lock(&a.ums).events.push(UmsEvent::WaitedIdle {
