@@ -19,6 +19,7 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::DoorbellPdd;
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
+use rvgpu_simos::machine::answers::UmsProgress;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
     DoorbellState, Machine, MachineConfig, Mode, NativeFenceDesc, Power, SimError, UmsEvent,
@@ -892,8 +893,16 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
 // ---------------------------------------------------------------------------------------------
 // UM-16, UM-17, UM-18: progress fence and process exit.
 
-/// UM-16: the UMD stores N+1 at the last-queued address before it rings; the OS sees the
-/// queue has work until the GPU writes N+1 to the progress fence.
+/// Whether the machine's OS gives user-mode queues a progress fence (the pages) or none
+/// (24H2, `UmsProgress`): the suite runs under both (`under_the_pages!`).
+fn ums_progress_given(m: &Machine) -> bool {
+    m.os_config().reading.ums_progress == UmsProgress::Given
+}
+
+/// UM-16: where the OS gives a user-mode queue a progress fence (the pages), the UMD stores
+/// N+1 at the last-queued address before it rings and the OS sees the queue has work until
+/// the GPU writes N+1 to the progress fence. 24H2 gives none: the OS sees no work on the
+/// queue, and the UMD's own progress fence still marks completion.
 #[test]
 fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
     let m = with_doorbells(Mode::Step, 4);
@@ -902,18 +911,30 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let queue = last_hw_queue(&m, true).expect("no user-mode queue created");
     let v = okk(&m, q.submit(&[fill(&t, 1), fill(&t, 2)]));
-    assert_eq!(m.hw_queue_progress(0, queue), Some((v, 0)));
-    assert!(m.hw_queue_has_work(0, queue));
+    if ums_progress_given(&m) {
+        assert!(m.hw_queue_progress_fence(0, queue).is_some());
+        assert_eq!(m.hw_queue_progress(0, queue), Some((v, 0)));
+        assert!(m.hw_queue_has_work(0, queue));
+    } else {
+        assert_eq!(m.hw_queue_progress_fence(0, queue), None);
+        assert_eq!(m.hw_queue_progress(0, queue), None);
+        assert!(!m.hw_queue_has_work(0, queue));
+    }
     okk(&m, q.wait(v));
+    assert_eq!(t.mem.load(0), 2);
     assert!(!m.hw_queue_has_work(0, queue));
-    assert_eq!(m.hw_queue_progress(0, queue), Some((v, v)));
+    if ums_progress_given(&m) {
+        assert_eq!(m.hw_queue_progress(0, queue), Some((v, v)));
+    }
     drop(q);
     exits_clean(&m, &p);
 }
 
-/// UM-17: normal exit: per queue the doorbell is disconnected, the OS waits for the last
-/// queued progress value, then destroys doorbell and queue; allocations, contexts and the
-/// device follow. The queue has left the runlist when its destroy returns.
+/// UM-17: normal exit: per queue the doorbell is disconnected, then doorbell and queue are
+/// destroyed; allocations, contexts and the device follow. Where the OS gave the queue a
+/// progress fence (the pages) it waits for the last queued value between disconnect and
+/// destroy; 24H2 waits for nothing (`K:DXGHWQUEUE::DestroyCoreState`), so the queue may die
+/// with work queued. Either way it has left the runlist when its destroy returns.
 #[test]
 fn um_17_normal_exit_disconnects_waits_then_destroys() {
     let m = with_doorbells(Mode::Step, 4);
@@ -933,21 +954,26 @@ fn um_17_normal_exit_disconnects_waits_then_destroys() {
     let wait = position(
         &ev,
         |e| matches!(e, UmsEvent::WaitedIdle { value, .. } if *value == last),
-    )
-    .expect("waited for the last queued value");
+    );
     let ddb = position(&ev, |e| matches!(e, UmsEvent::DestroyDoorbell { .. })).unwrap();
     let dq = position(&ev, |e| matches!(e, UmsEvent::DestroyHwQueue { .. })).unwrap();
     let free = position(&ev, |e| matches!(e, UmsEvent::FreeAllocation { .. })).unwrap();
     let dc = position(&ev, |e| matches!(e, UmsEvent::DestroyContext { .. })).unwrap();
     let dd = position(&ev, |e| matches!(e, UmsEvent::DestroyDevice { .. })).unwrap();
     assert!(
-        disc < wait && wait < ddb && ddb < dq && dq < free && free < dc && dc < dd,
+        disc < ddb && ddb < dq && dq < free && free < dc && dc < dd,
         "{ev:#?}"
     );
+    if ums_progress_given(&m) {
+        let wait = wait.expect("waited for the last queued value");
+        assert!(disc < wait && wait < ddb, "{ev:#?}");
+        assert_eq!(t.mem.load(0), 15, "all work ran before the teardown");
+    } else {
+        assert_eq!(wait, None, "24H2 cannot wait for user-mode work: {ev:#?}");
+    }
     assert!(!ev
         .iter()
         .any(|e| matches!(e, UmsEvent::SuspendContext { .. })));
-    assert_eq!(t.mem.load(0), 15, "all work ran before the teardown");
     assert!(m
         .device(0)
         .unwrap()
