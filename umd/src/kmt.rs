@@ -23,6 +23,8 @@ pub struct NtStatus(pub i32);
 
 /// `STATUS_NOT_SUPPORTED`: what the default bodies of the optional thunks return.
 pub const STATUS_NOT_SUPPORTED: NtStatus = NtStatus(0xC000_00BB_u32 as i32);
+/// `STATUS_INVALID_PARAMETER`.
+pub const STATUS_INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D_u32 as i32);
 /// `STATUS_NO_MEMORY`.
 pub const STATUS_NO_MEMORY: NtStatus = NtStatus(0xC000_0017_u32 as i32);
 /// `STATUS_INSUFFICIENT_RESOURCES`: among others, what the KMD's `SubmitCommandToHwQueue`
@@ -68,7 +70,8 @@ pub trait DoorbellCpu {
     fn set_last_queued(&self, value: u64);
 }
 
-/// Read-only CPU view of a fence value (`HwQueueProgressFenceCPUVirtualAddress`).
+/// Read-only CPU view of a fence value (`HwQueueProgressFenceCPUVirtualAddress`, a paging
+/// fence's, or a native fence's CurrentValue).
 pub trait FenceCpu {
     /// The fence's current value.
     fn value(&self) -> u64;
@@ -339,17 +342,33 @@ pub trait AllocationCpu {
     }
 }
 
+/// The progress fence `D3DKMTCreateHwQueue` returned for a queue.
+#[derive(Debug)]
+pub struct QueueProgress<F> {
+    /// `hHwQueueProgressFence` (a monitored fence).
+    pub fence: KmtHandle,
+    /// Read-only CPU mapping of its value (`HwQueueProgressFenceCPUVirtualAddress`).
+    pub cpu: F,
+    /// Its GPU VA (the KMD programs it as the queue's `progress_fence`).
+    pub gpu: u64,
+}
+
 /// What `D3DKMTCreateHwQueue` returns.
 #[derive(Debug)]
 pub struct HwQueue<F> {
     /// The queue handle.
     pub handle: KmtHandle,
-    /// The OS-created progress fence (a monitored fence).
-    pub progress_fence: KmtHandle,
-    /// Read-only CPU mapping of the progress fence value.
-    pub progress_cpu: F,
-    /// GPU VA of the progress fence (the KMD programs it as the queue's `progress_fence`).
-    pub progress_gpu: u64,
+    /// The OS-created progress fence; `None` when the OS returned none, which 24H2 does for
+    /// every user-mode-submission queue (`DxgkCreateHwQueueInternal` copies the three outputs
+    /// back only for kernel-submission queues). Microsoft's pages give every queue one.
+    pub progress: Option<QueueProgress<F>>,
+}
+
+impl<F> HwQueue<F> {
+    /// The progress fence's handle, if the OS gave the queue one.
+    pub fn progress_fence(&self) -> Option<KmtHandle> {
+        self.progress.as_ref().map(|p| p.fence)
+    }
 }
 
 /// What `D3DKMTCreateDoorbell` returns.
@@ -367,7 +386,7 @@ pub trait Kmt {
     type Mem: AllocationCpu + Clone;
     /// CPU views of a doorbell.
     type Doorbell: DoorbellCpu;
-    /// CPU view of a progress fence.
+    /// CPU view of a fence value.
     type Fence: FenceCpu;
 
     /// `D3DKMTCreateContextVirtual` (a context on node `node` of the UMD's device).
@@ -597,6 +616,13 @@ pub trait Kmt {
     /// private data ([`NativeFence::new`]). Default: `STATUS_NOT_SUPPORTED`.
     fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
         let _ = initial_value;
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// A read-only CPU view of `fence`'s CurrentValue (its `current_value_cpu` in this
+    /// process), for waiting on a fence the UMD created like on a progress fence. Default:
+    /// `STATUS_NOT_SUPPORTED`.
+    fn native_fence_cpu(&self, fence: &NativeFence) -> Result<Self::Fence, NtStatus> {
+        let _ = fence;
         Err(STATUS_NOT_SUPPORTED)
     }
     /// [`create_native_fence`](Self::create_native_fence) of a fence other processes may open
