@@ -343,7 +343,7 @@ pub trait AllocationCpu {
 }
 
 /// The progress fence `D3DKMTCreateHwQueue` returned for a queue.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueProgress<F> {
     /// `hHwQueueProgressFence` (a monitored fence).
     pub fence: KmtHandle,
@@ -369,6 +369,33 @@ impl<F> HwQueue<F> {
     pub fn progress_fence(&self) -> Option<KmtHandle> {
         self.progress.as_ref().map(|p| p.fence)
     }
+}
+
+/// The progress fence outputs of `D3DKMTCreateHwQueue` (`hHwQueueProgressFence` and its CPU
+/// and GPU VAs, the CPU VA as an address) as the UMD accepts them. All three zero on a
+/// user-mode queue is a queue without one (`None`): 24H2's
+/// `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1C0315730 clears them before
+/// `DdiCreateHwQueue` and `DxgkCreateHwQueueInternal` returns them only for kernel-submission
+/// queues. Otherwise the handle must be non-zero and the CPU VA non-null and 8-aligned (the
+/// UMD reads the value through it); a kernel-mode queue must have one, as it completes only
+/// through it. A refusal is `STATUS_INVALID_PARAMETER`.
+pub fn checked_progress(
+    user_mode: bool,
+    fence: KmtHandle,
+    cpu_va: usize,
+    gpu_va: u64,
+) -> Result<Option<QueueProgress<usize>>, NtStatus> {
+    if user_mode && fence == 0 && cpu_va == 0 && gpu_va == 0 {
+        return Ok(None);
+    }
+    if fence == 0 || cpu_va == 0 || !cpu_va.is_multiple_of(8) {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    Ok(Some(QueueProgress {
+        fence,
+        cpu: cpu_va,
+        gpu: gpu_va,
+    }))
 }
 
 /// What `D3DKMTCreateDoorbell` returns.
@@ -712,5 +739,46 @@ pub fn allocation_private_data(size: u64, kind: AllocationKind) -> AllocationPdd
         kind: kind as u32,
         flags: rvgpu_hw::pdd::ALLOCATION_CPU_VISIBLE,
         reserved: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// UM-05: the progress fence outputs of `D3DKMTCreateHwQueue` the UMD accepts. None at all
+    /// is a user-mode queue without one (24H2); anything half-given, a null or misaligned CPU
+    /// VA, or a kernel-mode queue without one is refused.
+    #[test]
+    fn um_05_progress_fence_outputs_accepted_by_queue_kind() {
+        let given = Some(QueueProgress {
+            fence: 7,
+            cpu: 0x1000,
+            gpu: 0x2000,
+        });
+        let bad = Err(STATUS_INVALID_PARAMETER);
+        type Outputs = (bool, KmtHandle, usize, u64);
+        let cases: [(&str, Outputs, Result<_, NtStatus>); 9] = [
+            ("user mode, all given", (true, 7, 0x1000, 0x2000), Ok(given)),
+            (
+                "kernel mode, all given",
+                (false, 7, 0x1000, 0x2000),
+                Ok(given),
+            ),
+            ("user mode, none (24H2)", (true, 0, 0, 0), Ok(None)),
+            ("kernel mode, none", (false, 0, 0, 0), bad),
+            ("handle without a CPU VA", (true, 7, 0, 0x2000), bad),
+            ("misaligned CPU VA", (true, 7, 0x1004, 0x2000), bad),
+            (
+                "misaligned CPU VA, kernel mode",
+                (false, 7, 0x1001, 0x2000),
+                bad,
+            ),
+            ("CPU VA without a handle", (true, 0, 0x1000, 0x2000), bad),
+            ("GPU VA without a handle", (true, 0, 0, 0x2000), bad),
+        ];
+        for (what, (user, fence, cpu, gpu), want) in cases {
+            assert_eq!(checked_progress(user, fence, cpu, gpu), want, "{what}");
+        }
     }
 }

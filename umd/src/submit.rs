@@ -1163,8 +1163,13 @@ impl<K: Kmt> UserQueue<K> {
         };
         let context = kmt.create_context(config.node)?;
         partial.context = Some(context);
-        let (HwQueue { handle: queue, progress }, queue_id) =
-            create_hw_queue(&kmt, context, true, config.priority)?;
+        let (
+            HwQueue {
+                handle: queue,
+                progress,
+            },
+            queue_id,
+        ) = create_hw_queue(&kmt, context, true, config.priority)?;
         partial.queue = Some(queue);
         let progress = match progress {
             Some(p) => Progress::Os(p),
@@ -1187,12 +1192,8 @@ impl<K: Kmt> UserQueue<K> {
         // The KMD takes the ring and its control block from the allocations; the private data
         // says how much of the ring allocation is ring (16 bytes at most, BR-96).
         let mut pdd = DoorbellPdd::for_ring(size);
-        let doorbell = kmt.create_doorbell(
-            queue,
-            ring.handle,
-            control.handle,
-            pdd.as_mut_bytes(),
-        )?;
+        let doorbell =
+            kmt.create_doorbell(queue, ring.handle, control.handle, pdd.as_mut_bytes())?;
         partial.doorbell = Some(doorbell.handle);
         let ring_value =
             DoorbellValue::from_u32(pdd.ring_value).ok_or(SubmitError::BadPrivateData)?;

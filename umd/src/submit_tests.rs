@@ -237,7 +237,9 @@ impl World {
             self.executed.push((false, cmd));
             i += len;
         }
-        let f = self.queues[&queue].fence.expect("a kernel-mode queue's progress fence");
+        let f = self.queues[&queue]
+            .fence
+            .expect("a kernel-mode queue's progress fence");
         self.fences.insert(f, value);
     }
 
@@ -2302,8 +2304,12 @@ fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_sig
     let m = without_os_progress();
     let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
     let own = native_fences(&m);
-    assert_eq!(own, vec![q.progress_fence()], "exactly one fence of its own");
-    let fence = m.w().native.iter().map(|(va, _)| *va).next().unwrap();
+    assert_eq!(
+        own,
+        vec![q.progress_fence()],
+        "exactly one fence of its own"
+    );
+    let fence = *m.w().native.keys().next().unwrap();
     for n in 1..=3u64 {
         m.clear_log();
         let v = q.submit(&[fill(n)]).unwrap();
@@ -2339,7 +2345,11 @@ fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_sig
             .collect();
         assert_eq!(
             tail,
-            [&Ev::LastQueued(n), &Ev::WritePtr(n * 72), &Ev::Doorbell(n * 72)],
+            [
+                &Ev::LastQueued(n),
+                &Ev::WritePtr(n * 72),
+                &Ev::Doorbell(n * 72)
+            ],
             "UM-16: last-queued, write pointer, doorbell"
         );
         q.wait(v).unwrap();
