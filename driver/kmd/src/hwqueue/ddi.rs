@@ -294,10 +294,25 @@ mod tests {
             ("kernel mode, none", false, (0, 0, 0), bad),
             ("user mode, given (pages)", true, (5, 0x1000, 0x8000), given),
             ("kernel mode, given", false, (5, 0x1000, 0x8000), given),
-            ("user mode, misaligned GPU VA", true, (5, 0x1000, 0x8004), bad),
-            ("kernel mode, misaligned GPU VA", false, (5, 0x1000, 0x8001), bad),
+            (
+                "user mode, misaligned GPU VA",
+                true,
+                (5, 0x1000, 0x8004),
+                bad,
+            ),
+            (
+                "kernel mode, misaligned GPU VA",
+                false,
+                (5, 0x1000, 0x8001),
+                bad,
+            ),
             ("user mode, handle without VAs", true, (5, 0, 0), bad),
-            ("user mode, CPU VA without a GPU VA", true, (0, 0x1000, 0), bad),
+            (
+                "user mode, CPU VA without a GPU VA",
+                true,
+                (0, 0x1000, 0),
+                bad,
+            ),
         ];
         for (what, user, (h, cpu, gpu), want) in cases {
             assert_eq!(progress_fence(&args(h, cpu, gpu), user), want, "{what}");
