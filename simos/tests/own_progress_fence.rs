@@ -153,10 +153,10 @@ fn um_16_user_mode_queue_without_an_os_progress_fence_completes_on_its_own_nativ
     exits_clean(&m, &p);
 }
 
-/// The CPU view [`SimKmt`] gives of a native fence reads its CurrentValue; a handle that is not
-/// the process's is refused.
+/// UM-16's waits on the own fence: the CPU view [`SimKmt`] gives of a native fence reads its
+/// CurrentValue and a CPU wait takes its handle; another process's handle is refused.
 #[test]
-fn nf_01_sim_thunks_read_and_wait_on_a_native_fence() {
+fn um_16_sim_thunks_read_and_wait_on_a_native_fence() {
     let m = with_doorbells(Mode::Step, 4);
     let (p, k) = user_process(&m);
     let f = okk(&m, k.create_native_fence(3));

@@ -776,7 +776,8 @@ fn small(ring_size: u32) -> QueueConfig {
 }
 
 /// UM-16: the five stores of a submission, in order: the commands into the ring, PROGRESS(N+1)
-/// into the ring, N+1 at the last-queued address, write_ptr (release), the doorbell.
+/// into the ring (the OS gave a progress fence), N+1 at the last-queued address, write_ptr
+/// (release), the doorbell.
 #[test]
 fn um_16_five_stores_in_order() {
     let m = Mock::new();
@@ -830,6 +831,10 @@ fn um_16_five_stores_in_order() {
     }
     assert_eq!(fills(&m), vec![(true, 1), (true, 2), (true, 3)]);
     assert_eq!(q.completed(), 3);
+    assert!(
+        native_fences(&m).is_empty(),
+        "the OS's progress fence (Microsoft's pages): no fence of its own"
+    );
     m.check();
 }
 
@@ -2296,8 +2301,8 @@ fn native_fences(m: &Mock) -> Vec<KmtHandle> {
 }
 
 /// UM-16 without an OS progress fence: the queue creates one native fence and closes each
-/// batch with its conditional FENCE_SIGNAL(N+1) (NF-03: no interrupt unless a CPU waits),
-/// never PROGRESS; N+1 still goes to the last-queued address before the write pointer and the
+/// batch with its conditional FENCE_SIGNAL(N+1) (no interrupt unless a CPU waits), never
+/// PROGRESS; N+1 still goes to the last-queued address before the write pointer and the
 /// doorbell; waits and completion read the fence.
 #[test]
 fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_signal() {
@@ -2362,38 +2367,6 @@ fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_sig
         "no PROGRESS in the ring"
     );
     assert_eq!(fills(&m), vec![(true, 1), (true, 2), (true, 3)]);
-    m.check();
-}
-
-/// UM-16 with the OS's progress fence (Microsoft's pages): no fence of its own, batches still
-/// close with PROGRESS.
-#[test]
-fn um_16_with_an_os_progress_fence_batches_close_with_progress() {
-    let m = Mock::new();
-    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
-    assert!(native_fences(&m).is_empty());
-    assert_eq!(Some(q.progress_fence()), m.0.borrow().user_fence());
-    let v = q.submit(&[fill(1)]).unwrap();
-    q.wait(v).unwrap();
-    let words: Vec<u64> = m
-        .log()
-        .iter()
-        .filter_map(|e| match e {
-            Ev::RingWord(_, w) => Some(*w),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        decode(&words[4..]).unwrap(),
-        Command::Progress {
-            irq: true,
-            value: 1
-        }
-    );
-    assert!(!m
-        .executed()
-        .iter()
-        .any(|(_, c)| matches!(c, Command::FenceSignal { .. })));
     m.check();
 }
 
@@ -2530,10 +2503,10 @@ fn um_05_creation_failure_undoes_the_own_progress_fence() {
     assert_eq!(undone, ["queue", "context"]);
 }
 
-/// The closing FENCE_SIGNAL encoded once and patched per batch is exactly the fence's
+/// UM-16: the closing FENCE_SIGNAL encoded once and patched per batch is exactly the fence's
 /// conditional signal of that value, and only it closes a batch.
 #[test]
-fn nf_03_pre_encoded_closing_signal_is_the_fences_signal() {
+fn um_16_pre_encoded_closing_signal_is_the_fences_signal() {
     let m = Mock::new();
     let f = m.create_native_fence(0).unwrap();
     let p = Progress::own(f, m.native_fence_cpu(&f).unwrap()).unwrap();

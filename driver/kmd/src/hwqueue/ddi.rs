@@ -282,7 +282,7 @@ mod tests {
         a
     }
 
-    /// UM-05 / UM-16: the progress fence arguments of DxgkDdiCreateHwQueue. A user-mode queue
+    /// UM-05: the progress fence arguments of DxgkDdiCreateHwQueue. A user-mode queue
     /// may have none (all three zero, as 24H2 creates it), a kernel-mode queue may not; a
     /// half-given fence or a misaligned GPU VA is refused.
     #[test]
