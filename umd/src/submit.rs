@@ -360,10 +360,6 @@ fn batch_bytes(cmds: &[Command]) -> u64 {
     words.saturating_mul(8)
 }
 
-/// Bytes of the [`progress_words`] packet that closes a user-mode batch on the OS's progress
-/// fence.
-const PROGRESS_BYTES: u64 = 16;
-
 /// Words of the FENCE_SIGNAL that closes a user-mode batch on the queue's own native fence.
 const SIGNAL_WORDS: usize = 5;
 /// Which of them holds the value.
@@ -433,14 +429,56 @@ fn report(trace: Option<&Arc<dyn FenceTrace>>, ops: &[crate::fencelog::QueuedOp]
     }
 }
 
-/// The packet that closes one user-mode batch: PROGRESS or the own fence's FENCE_SIGNAL.
+/// The packet that closes each user-mode batch, PROGRESS or the own fence's FENCE_SIGNAL,
+/// encoded once: per batch only its value word changes (the submission hot path).
 #[derive(Clone, Copy, Debug)]
 struct ClosingPacket {
     words: [u64; SIGNAL_WORDS],
     len: usize,
+    /// Which word holds the value.
+    value_at: usize,
 }
 
 impl ClosingPacket {
+    /// `PROGRESS(value)` on the OS's progress fence.
+    fn progress() -> Self {
+        let [h, v] = progress_words(0);
+        Self {
+            words: [h, v, 0, 0, 0],
+            len: 2,
+            value_at: 1,
+        }
+    }
+
+    /// The conditional FENCE_SIGNAL of `fence`.
+    fn signal(fence: &NativeFence) -> Result<Self, SubmitError> {
+        let mut words = [0u64; SIGNAL_WORDS];
+        match fence.signal(0).encode(&mut words) {
+            Some(SIGNAL_WORDS) => Ok(Self {
+                words,
+                len: SIGNAL_WORDS,
+                value_at: SIGNAL_VALUE_WORD,
+            }),
+            _ => Err(SubmitError::BadCommand),
+        }
+    }
+
+    /// Its length in bytes.
+    #[inline]
+    fn bytes(&self) -> u64 {
+        (self.len as u64).saturating_mul(8)
+    }
+
+    /// Makes it close the batch of progress value `value`.
+    #[inline]
+    fn set_value(&mut self, value: u64) {
+        if let Some(w) = self.words.get_mut(self.value_at) {
+            *w = value;
+        }
+    }
+
+    /// Its words.
+    #[inline]
     fn words(&self) -> &[u64] {
         self.words.get(..self.len).unwrap_or(&[])
     }
@@ -456,21 +494,15 @@ enum Progress<F> {
     /// fence arguments of a user-mode queue before `DdiCreateHwQueue`). Each batch ends with
     /// its FENCE_SIGNAL, whose conditional interrupt fires only when a CPU waiter raised
     /// MonitoredValue (NF-03): no interrupt per batch.
-    Own {
-        fence: NativeFence,
-        cpu: F,
-        /// The closing FENCE_SIGNAL, encoded once; the value word is set per batch.
-        signal: [u64; SIGNAL_WORDS],
-    },
+    Own { fence: NativeFence, cpu: F },
 }
 
 impl<F: FenceCpu> Progress<F> {
-    /// Progress on `fence`, which the queue created.
-    fn own(fence: NativeFence, cpu: F) -> Result<Self, SubmitError> {
-        let mut signal = [0u64; SIGNAL_WORDS];
-        match fence.signal(0).encode(&mut signal) {
-            Some(SIGNAL_WORDS) => Ok(Self::Own { fence, cpu, signal }),
-            _ => Err(SubmitError::BadCommand),
+    /// The packet that closes each batch.
+    fn closing_packet(&self) -> Result<ClosingPacket, SubmitError> {
+        match self {
+            Self::Os(_) => Ok(ClosingPacket::progress()),
+            Self::Own { fence, .. } => ClosingPacket::signal(fence),
         }
     }
 
@@ -488,37 +520,6 @@ impl<F: FenceCpu> Progress<F> {
         match self {
             Self::Os(p) => p.cpu.value(),
             Self::Own { cpu, .. } => cpu.value(),
-        }
-    }
-
-    /// Bytes of the packet that closes a batch.
-    #[inline]
-    fn closing_bytes(&self) -> u64 {
-        match self {
-            Self::Os(_) => PROGRESS_BYTES,
-            Self::Own { .. } => SIGNAL_WORDS as u64 * 8,
-        }
-    }
-
-    /// The packet that closes the batch of progress value `value`.
-    #[inline]
-    fn closing(&self, value: u64) -> ClosingPacket {
-        match self {
-            Self::Os(_) => {
-                let [h, v] = progress_words(value);
-                ClosingPacket {
-                    words: [h, v, 0, 0, 0],
-                    len: 2,
-                }
-            }
-            Self::Own { signal, .. } => {
-                let mut words = *signal;
-                words[SIGNAL_VALUE_WORD] = value;
-                ClosingPacket {
-                    words,
-                    len: SIGNAL_WORDS,
-                }
-            }
         }
     }
 
@@ -1060,6 +1061,8 @@ pub struct UserQueue<K: Kmt> {
     queue: KmtHandle,
     /// What its batches complete on.
     progress: Progress<K::Fence>,
+    /// The packet that closes each batch.
+    closing: ClosingPacket,
     queue_id: u32,
     ring: Allocation<K::Mem>,
     control: Allocation<K::Mem>,
@@ -1176,9 +1179,13 @@ impl<K: Kmt> UserQueue<K> {
             None => {
                 let fence = kmt.create_native_fence(0)?;
                 partial.fence = Some(fence.kmt);
-                Progress::own(fence, kmt.native_fence_cpu(&fence)?)?
+                Progress::Own {
+                    cpu: kmt.native_fence_cpu(&fence)?,
+                    fence,
+                }
             }
         };
+        let closing = progress.closing_packet()?;
         let ring =
             kmt.create_allocation_as(u64::from(size), crate::kmt::AllocationKind::Commands)?;
         partial.allocations[0] = Some(ring.handle);
@@ -1223,6 +1230,7 @@ impl<K: Kmt> UserQueue<K> {
             context,
             queue,
             progress,
+            closing,
             queue_id,
             ring,
             control,
@@ -1329,16 +1337,16 @@ impl<K: Kmt> UserQueue<K> {
             return self.submit_kernel_path(cmds);
         }
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
-        let bytes = cmd_bytes.saturating_add(self.progress.closing_bytes());
+        let bytes = cmd_bytes.saturating_add(self.closing.bytes());
         if bytes > u64::from(self.config.ring_size) {
             return Err(SubmitError::TooLarge);
         }
         // Back-pressure: never overwrite unconsumed packets. `push_batch` checks the room
         // against the read pointer the writer last loaded (the CMP only moves it forward, so
         // that room is always there) and loads ring control only when that says "full".
-        let tail = self.progress.closing(value);
+        self.closing.set_value(value);
         loop {
-            match self.writer.push_batch(cmds, tail.words(), bytes) {
+            match self.writer.push_batch(cmds, self.closing.words(), bytes) {
                 Ok(true) => break,
                 Ok(false) => {
                     self.wait_for_space(bytes)?;

@@ -2083,7 +2083,7 @@ fn um_16_in_flight_stays_bounded_when_the_ring_never_fills() {
     let m = Mock::new();
     let cfg = QueueConfig::default();
     let mut q = UserQueue::new(&m, &cfg).unwrap();
-    let batch = 8 * (fill(1).len() as u64) + PROGRESS_BYTES;
+    let batch = 8 * (fill(1).len() as u64) + ClosingPacket::progress().bytes();
     let holds = u64::from(cfg.ring_size) / batch;
     let mut most = 0;
     for n in 1..=5 * holds {
@@ -2226,12 +2226,15 @@ fn mf_03_default_thunks_are_not_supported() {
 /// it is the packet's real length, so the room it reserves is exactly what it writes.
 #[test]
 fn user_mode_batch_reserves_the_closing_progress_packet_length() {
-    assert_eq!(PROGRESS_BYTES, 8 * progress_words(u64::MAX).len() as u64);
+    let mut closing = ClosingPacket::progress();
+    assert_eq!(closing.bytes(), 8 * progress_words(u64::MAX).len() as u64);
     for value in [1, u64::MAX] {
         let mut encoded = [0u64; 2];
         let packet = Command::Progress { irq: true, value };
         assert_eq!(packet.encode(&mut encoded), Some(2));
         assert_eq!(progress_words(value), encoded, "the pre-encoded PROGRESS");
+        closing.set_value(value);
+        assert_eq!(closing.words(), encoded, "the closing packet");
     }
     assert_eq!(
         checked_batch_bytes(&[fill(1), Command::Nop { len: 3 }]),
@@ -2509,10 +2512,14 @@ fn um_05_creation_failure_undoes_the_own_progress_fence() {
 fn um_16_pre_encoded_closing_signal_is_the_fences_signal() {
     let m = Mock::new();
     let f = m.create_native_fence(0).unwrap();
-    let p = Progress::own(f, m.native_fence_cpu(&f).unwrap()).unwrap();
-    assert_eq!(p.closing_bytes(), 40);
+    let p = Progress::Own {
+        fence: f,
+        cpu: m.native_fence_cpu(&f).unwrap(),
+    };
+    let mut c = p.closing_packet().unwrap();
+    assert_eq!(c.bytes(), 40);
     for value in [1, 0x1234_5678_9ABC, u64::MAX] {
-        let c = p.closing(value);
+        c.set_value(value);
         assert_eq!(decode(c.words()).unwrap(), f.signal(value));
         assert_eq!(p.closes(&f.signal(value)), Some(value));
     }
