@@ -429,36 +429,27 @@ fn report(trace: Option<&Arc<dyn FenceTrace>>, ops: &[crate::fencelog::QueuedOp]
     }
 }
 
-/// The packet that closes each user-mode batch, PROGRESS or the own fence's FENCE_SIGNAL,
-/// encoded once: per batch only its value word changes (the submission hot path).
+/// The packet that closes each user-mode batch, encoded once: per batch only its value word
+/// changes (the submission hot path).
 #[derive(Clone, Copy, Debug)]
-struct ClosingPacket {
-    words: [u64; SIGNAL_WORDS],
-    len: usize,
-    /// Which word holds the value.
-    value_at: usize,
+enum ClosingPacket {
+    /// `PROGRESS(value)` on the OS's progress fence.
+    Progress([u64; 2]),
+    /// The conditional FENCE_SIGNAL of the queue's own fence.
+    Signal([u64; SIGNAL_WORDS]),
 }
 
 impl ClosingPacket {
     /// `PROGRESS(value)` on the OS's progress fence.
     fn progress() -> Self {
-        let [h, v] = progress_words(0);
-        Self {
-            words: [h, v, 0, 0, 0],
-            len: 2,
-            value_at: 1,
-        }
+        Self::Progress(progress_words(0))
     }
 
     /// The conditional FENCE_SIGNAL of `fence`.
     fn signal(fence: &NativeFence) -> Result<Self, SubmitError> {
         let mut words = [0u64; SIGNAL_WORDS];
         match fence.signal(0).encode(&mut words) {
-            Some(SIGNAL_WORDS) => Ok(Self {
-                words,
-                len: SIGNAL_WORDS,
-                value_at: SIGNAL_VALUE_WORD,
-            }),
+            Some(SIGNAL_WORDS) => Ok(Self::Signal(words)),
             _ => Err(SubmitError::BadCommand),
         }
     }
@@ -466,21 +457,28 @@ impl ClosingPacket {
     /// Its length in bytes.
     #[inline]
     fn bytes(&self) -> u64 {
-        (self.len as u64).saturating_mul(8)
+        match self {
+            Self::Progress(w) => size_of_val(w) as u64,
+            Self::Signal(w) => size_of_val(w) as u64,
+        }
     }
 
     /// Makes it close the batch of progress value `value`.
     #[inline]
     fn set_value(&mut self, value: u64) {
-        if let Some(w) = self.words.get_mut(self.value_at) {
-            *w = value;
+        match self {
+            Self::Progress(w) => w[1] = value,
+            Self::Signal(w) => w[SIGNAL_VALUE_WORD] = value,
         }
     }
 
     /// Its words.
     #[inline]
     fn words(&self) -> &[u64] {
-        self.words.get(..self.len).unwrap_or(&[])
+        match self {
+            Self::Progress(w) => w,
+            Self::Signal(w) => w,
+        }
     }
 }
 
