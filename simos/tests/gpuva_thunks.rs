@@ -840,7 +840,7 @@ fn ring_mapped_twice_doorbell_uses_any_current_mapping() {
         &p.k,
         (&ring, &control),
         &db,
-        q.progress_fence,
+        q.progress_fence().unwrap(),
         &[Command::Fill {
             dst: target.gpu_va,
             bytes: 8,

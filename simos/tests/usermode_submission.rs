@@ -27,6 +27,7 @@ use rvgpu_simos::{
 };
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, FenceCpu, HwQueue, Kmt, NtStatus,
+    QueueProgress,
 };
 use rvgpu_umd::submit::{KernelQueue, SubmissionPath, UserQueue};
 use zerocopy::IntoBytes;
@@ -68,6 +69,16 @@ struct RawQueue {
     control: Allocation<SimMem>,
     doorbell: Doorbell<SimDoorbell>,
     pdd: DoorbellPdd,
+}
+
+impl RawQueue {
+    /// The progress fence the OS gave the queue.
+    fn progress(&self) -> &QueueProgress<SimFence> {
+        self.queue
+            .progress
+            .as_ref()
+            .expect("the OS's progress fence")
+    }
 }
 
 fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
@@ -368,7 +379,7 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
     // Reconnect (victimising b) and the work written meanwhile runs.
     okk(&m, k.connect_doorbell(a.doorbell.handle));
     a.doorbell.cpu.ring(8 * (n + n2) as u64);
-    okk(&m, k.wait_for_fence(a.queue.progress_fence, 1));
+    okk(&m, k.wait_for_fence(a.progress().fence, 1));
     assert_eq!(t.mem.load(0), 0xAB);
     exits_clean(&m, &p);
 }
@@ -821,7 +832,7 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
     okk(&m, k.connect_doorbell(q.doorbell.handle));
     let wp = write_ring(&q, 0, &[fill(&t, 1)], 1);
     q.doorbell.cpu.ring(wp);
-    okk(&m, k.wait_for_fence(q.queue.progress_fence, 1));
+    okk(&m, k.wait_for_fence(q.progress().fence, 1));
     ok(&m, m.suspend_context(&p, q.context));
     let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
     assert!(
@@ -843,14 +854,10 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
     let wp = write_ring(&q, wp, &[fill(&t, 2)], 2);
     q.doorbell.cpu.ring(wp);
     ok(&m, m.run_until_idle());
-    assert_eq!(
-        q.queue.progress_cpu.value(),
-        1,
-        "nothing runs while suspended"
-    );
+    assert_eq!(q.progress().cpu.value(), 1, "nothing runs while suspended");
     assert_eq!(t.mem.load(0), 1);
     ok(&m, m.resume_context(&p, q.context));
-    okk(&m, k.wait_for_fence(q.queue.progress_fence, 2));
+    okk(&m, k.wait_for_fence(q.progress().fence, 2));
     assert_eq!(
         t.mem.load(0),
         2,
@@ -882,7 +889,7 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
     assert!(events_of(&m).contains(&UmsEvent::NotifyWorkSubmission {
         doorbell: q.doorbell.handle
     }));
-    okk(&m, k.wait_for_fence(q.queue.progress_fence, 1));
+    okk(&m, k.wait_for_fence(q.progress().fence, 1));
     assert_eq!(t.mem.load(0), 9);
     let _ = wp;
     okk(&m, k.destroy_doorbell(q.doorbell.handle));
@@ -1719,9 +1726,9 @@ fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
     okk(&m, k.connect_doorbell(a.doorbell.handle));
     a.doorbell.cpu.ring(wp);
     ok(&m, m.run_until_idle());
-    assert_eq!(a.queue.progress_cpu.value(), 0, "suspended: nothing ran");
+    assert_eq!(a.progress().cpu.value(), 0, "suspended: nothing ran");
     ok(&m, m.resume_context(&p, a.context));
-    okk(&m, k.wait_for_fence(a.queue.progress_fence, 1));
+    okk(&m, k.wait_for_fence(a.progress().fence, 1));
     assert_eq!(t.mem.load(0), 0x11);
     exits_clean(&m, &p);
 }
@@ -1840,7 +1847,7 @@ fn lying_exit(mode: Mode, lie: Lie) {
     okk(&m, k.connect_doorbell(q.doorbell.handle));
     let wp = write_ring(&q, 0, &[fill(&t, 7)], 5);
     q.doorbell.cpu.ring(wp);
-    okk(&m, k.wait_for_fence(q.queue.progress_fence, 5));
+    okk(&m, k.wait_for_fence(q.progress().fence, 5));
     match lie {
         Lie::LastQueuedMax => q.doorbell.cpu.set_last_queued(u64::MAX),
         Lie::ProgressBack => {
@@ -1852,7 +1859,7 @@ fn lying_exit(mode: Mode, lie: Lie) {
             }
             // Until the GPU wrote the fence back (threaded mode: the device runs on its own).
             let t0 = std::time::Instant::now();
-            while q.queue.progress_cpu.value() != 0 {
+            while q.progress().cpu.value() != 0 {
                 assert!(
                     t0.elapsed() < Duration::from_secs(10),
                     "PROGRESS 0 never ran"

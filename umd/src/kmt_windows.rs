@@ -74,11 +74,11 @@ use windows_sys::Win32::System::Threading::{
 
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
-    Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
-    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
-    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa,
-    UpdateGpuVaOp, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP, UPDATE_GPU_VA_MAP_PROTECT,
-    UPDATE_GPU_VA_UNMAP,
+    checked_progress, Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell,
+    DoorbellCpu, DoorbellStatus, EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError,
+    MakeResidentFlags, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue,
+    QueueProgress, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP,
+    UPDATE_GPU_VA_MAP_PROTECT, UPDATE_GPU_VA_UNMAP,
 };
 
 /// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
@@ -702,7 +702,8 @@ impl DoorbellCpu for WinDoorbell {
     }
 }
 
-/// Read-only CPU view of a progress fence.
+/// Read-only CPU view of a fence value: a progress fence's, a paging fence's or a native
+/// fence's CurrentValue.
 #[derive(Debug)]
 pub struct WinFence {
     value: *const u64,
@@ -710,9 +711,11 @@ pub struct WinFence {
 
 impl FenceCpu for WinFence {
     fn value(&self) -> u64 {
-        // SAFETY: `HwQueueProgressFenceCPUVirtualAddress`, a read-only 8-aligned OS mapping of
-        // the fence value that lives as long as the queue (checked at creation). An atomic
-        // load of a lock-free size is allowed on read-only memory.
+        // SAFETY: `HwQueueProgressFenceCPUVirtualAddress`, `FenceValueCPUVirtualAddress` or a
+        // native fence's `CurrentValueCpuVa`: a read-only 8-aligned OS mapping of the value
+        // (checked non-null and aligned where the view is made) that lives as long as the
+        // queue or fence, which outlive the view. An atomic load of a lock-free size is
+        // allowed on read-only memory.
         unsafe { AtomicU64::from_ptr(self.value.cast_mut()) }.load(Ordering::Acquire)
     }
 }
@@ -1198,21 +1201,32 @@ impl Kmt for WinKmt {
         // SAFETY: valid argument structure; the private data buffer is live and writable for
         // its length during the call (in/out).
         check(unsafe { D3DKMTCreateHwQueue(&mut args) })?;
-        let Some(value) = aligned::<u64>(args.HwQueueProgressFenceCPUVirtualAddress) else {
-            let d = D3DKMT_DESTROYHWQUEUE {
-                hHwQueue: args.hHwQueue,
-            };
-            // SAFETY: the queue just created.
-            unsafe { D3DKMTDestroyHwQueue(&d) };
-            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        let progress = match checked_progress(
+            user_mode_submission,
+            args.hHwQueueProgressFence,
+            args.HwQueueProgressFenceCPUVirtualAddress as usize,
+            args.HwQueueProgressFenceGPUVirtualAddress,
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                let d = D3DKMT_DESTROYHWQUEUE {
+                    hHwQueue: args.hHwQueue,
+                };
+                // SAFETY: the queue just created.
+                unsafe { D3DKMTDestroyHwQueue(&d) };
+                return Err(e);
+            }
         };
         Ok(HwQueue {
             handle: args.hHwQueue,
-            progress_fence: args.hHwQueueProgressFence,
-            progress_cpu: WinFence {
-                value: value.cast_const(),
-            },
-            progress_gpu: args.HwQueueProgressFenceGPUVirtualAddress,
+            progress: progress.map(|p| QueueProgress {
+                fence: p.fence,
+                // Checked non-null and 8-aligned: the OS's read-only mapping of the value.
+                cpu: WinFence {
+                    value: p.cpu as *const u64,
+                },
+                gpu: p.gpu,
+            }),
         })
     }
 
@@ -1589,6 +1603,18 @@ impl Kmt for WinKmt {
     /// unusable the fence is destroyed again and `STATUS_INVALID_PARAMETER` returned.
     fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
         self.native_fence_of(self.create_native_fence_mapped(initial_value)?)
+    }
+
+    /// The fence's `CurrentValueCpuVa` from its `D3DDDI_NATIVEFENCEMAPPING`, checked non-null
+    /// and 8-aligned.
+    fn native_fence_cpu(&self, fence: &NativeFence) -> Result<WinFence, NtStatus> {
+        let current = fence.current_value_cpu;
+        if current == 0 || !current.is_multiple_of(8) {
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        Ok(WinFence {
+            value: current as *const u64,
+        })
     }
 
     fn create_shareable_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
