@@ -21,6 +21,15 @@ use rvgpu_umd::kmt::{
 };
 use rvgpu_umd::submit::{SubmissionPath, UserQueue};
 
+/// Each `fn name(&self, args) -> R;` calls the same thunk of the wrapped [`SimKmt`].
+macro_rules! forward {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(fn $name(&self $(, $arg: $ty)*) -> $ret {
+            self.0.$name($($arg),*)
+        })*
+    };
+}
+
 /// [`SimKmt`], but a user-mode queue comes back without the OS's progress fence.
 #[derive(Clone, Copy, Debug)]
 struct NoUserProgress<'m>(SimKmt<'m>);
@@ -44,69 +53,21 @@ impl Kmt for NoUserProgress<'_> {
         }
         Ok(q)
     }
-    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
-        self.0.create_context(node)
-    }
-    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        self.0.destroy_context(context)
-    }
-    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        self.0.destroy_hw_queue(queue)
-    }
-    fn create_allocation_as(
-        &self,
-        size: u64,
-        kind: AllocationKind,
-    ) -> Result<Allocation<SimMem>, NtStatus> {
-        self.0.create_allocation_as(size, kind)
-    }
-    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        self.0.destroy_allocation(allocation)
-    }
-    fn create_doorbell(
-        &self,
-        queue: KmtHandle,
-        ring: KmtHandle,
-        ring_control: KmtHandle,
-        private_data: &mut [u8],
-    ) -> Result<Doorbell<SimDoorbell>, NtStatus> {
-        self.0
-            .create_doorbell(queue, ring, ring_control, private_data)
-    }
-    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.0.connect_doorbell(doorbell)
-    }
-    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.0.destroy_doorbell(doorbell)
-    }
-    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.0.notify_work_submission(doorbell)
-    }
-    fn submit_command_to_hw_queue(
-        &self,
-        queue: KmtHandle,
-        progress_fence_value: u64,
-        command_buffer_gpu: u64,
-        command_bytes: u32,
-    ) -> Result<(), NtStatus> {
-        self.0.submit_command_to_hw_queue(
-            queue,
-            progress_fence_value,
-            command_buffer_gpu,
-            command_bytes,
-        )
-    }
-    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        self.0.wait_for_fence(fence, value)
-    }
-    fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
-        self.0.create_native_fence(initial_value)
-    }
-    fn native_fence_cpu(&self, fence: &NativeFence) -> Result<SimFence, NtStatus> {
-        self.0.native_fence_cpu(fence)
-    }
-    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        self.0.destroy_native_fence(fence)
+    forward! {
+        fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus>;
+        fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
+        fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
+        fn create_allocation_as(&self, size: u64, kind: AllocationKind) -> Result<Allocation<SimMem>, NtStatus>;
+        fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus>;
+        fn create_doorbell(&self, queue: KmtHandle, ring: KmtHandle, control: KmtHandle, pdd: &mut [u8]) -> Result<Doorbell<SimDoorbell>, NtStatus>;
+        fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+        fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+        fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
+        fn submit_command_to_hw_queue(&self, queue: KmtHandle, value: u64, gpu: u64, bytes: u32) -> Result<(), NtStatus>;
+        fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
+        fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus>;
+        fn native_fence_cpu(&self, fence: &NativeFence) -> Result<SimFence, NtStatus>;
+        fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus>;
     }
 }
 

@@ -252,6 +252,20 @@ impl World {
     }
 }
 
+/// The native fence the mock creates with handle `h`.
+fn mock_native_fence(h: KmtHandle) -> NativeFence {
+    let current = 0xE000_0000 + u64::from(h) * 16;
+    NativeFence {
+        kmt: h,
+        gpu: crate::fence::GpuFence {
+            current: rvgpu_hw::addr::GpuVa::new(current),
+            monitored: rvgpu_hw::addr::GpuVa::new(current + 8),
+            tag: u64::from(h),
+        },
+        current_value_cpu: 0,
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Mock(Rc<RefCell<World>>);
 
@@ -710,17 +724,9 @@ impl Kmt for Mock {
         }
         let h = w.handle();
         w.fences.insert(h, initial_value);
-        let current = 0xE000_0000 + u64::from(h) * 16;
-        w.native.insert(current, h);
-        Ok(NativeFence {
-            kmt: h,
-            gpu: crate::fence::GpuFence {
-                current: rvgpu_hw::addr::GpuVa::new(current),
-                monitored: rvgpu_hw::addr::GpuVa::new(current + 8),
-                tag: u64::from(h),
-            },
-            current_value_cpu: 0,
-        })
+        let f = mock_native_fence(h);
+        w.native.insert(f.gpu.current.get(), h);
+        Ok(f)
     }
     fn native_fence_cpu(&self, fence: &NativeFence) -> Result<MockFence, NtStatus> {
         if !self.0.borrow().fences.contains_key(&fence.kmt) {
@@ -1099,36 +1105,50 @@ fn um_16_ring_wraps_around() {
 }
 
 /// UM-16: a full ring waits on the progress fence (for the oldest batch whose consumption
-/// frees enough) and never overwrites unconsumed commands.
+/// frees enough) and never overwrites unconsumed commands: the OS's fence, or the queue's own
+/// when the OS gave none (its handle in the wait and in `wait_target`).
 #[test]
 fn um_16_full_ring_waits_on_the_progress_fence() {
-    let m = Mock::new();
-    m.w().auto = false; // the device runs only when a wait lets time pass
-    let mut q = UserQueue::new(&m, &small(256)).unwrap();
-    let fence = q.progress_fence();
-    for n in 1..=5u64 {
-        assert_eq!(q.submit(&[fill(n)]).unwrap(), n); // 5 x 48 = 240 bytes
+    // (which fence, the mock, batches of one FILL that fit the 256-byte ring)
+    let cases = [
+        ("the OS's", Mock::new(), 5),          // 5 x (32 + 16) = 240 bytes
+        ("its own", without_os_progress(), 3), // 3 x (32 + 40) = 216 bytes
+    ];
+    for (which, m, fit) in cases {
+        m.w().auto = false; // the device runs only when a wait lets time pass
+        let mut q = UserQueue::new(&m, &small(256)).unwrap();
+        let fence = q.progress_fence();
+        for n in 1..=fit {
+            assert_eq!(q.submit(&[fill(n)]).unwrap(), n, "{which}");
+        }
+        assert!(
+            !m.log().iter().any(|e| matches!(e, Ev::Wait { .. })),
+            "{which}"
+        );
+        assert_eq!(q.wait_target(2), Ok(Some((fence, 2))), "{which}");
+        m.clear_log();
+        let next = fit + 1;
+        assert_eq!(q.submit(&[fill(next)]).unwrap(), next, "{which}");
+        let log = m.log();
+        let wait = log
+            .iter()
+            .position(|e| *e == Ev::Wait { fence, value: 1 })
+            .unwrap_or_else(|| panic!("{which}: waited for batch 1"));
+        let first_store = log
+            .iter()
+            .position(|e| matches!(e, Ev::RingWord(..)))
+            .unwrap();
+        assert!(wait < first_store, "{which}: waited before writing");
+        // Too big for the ring even when empty.
+        let big: Vec<Command> = (0..64).map(fill).collect();
+        assert_eq!(q.submit(&big), Err(SubmitError::TooLarge), "{which}");
+        m.w().run_all();
+        q.wait(next).unwrap();
+        assert_eq!(q.wait_target(next), Ok(None), "{which}");
+        let all: Vec<_> = (1..=next).map(|n| (true, n)).collect();
+        assert_eq!(fills(&m), all, "{which}");
+        m.check();
     }
-    assert!(!m.log().iter().any(|e| matches!(e, Ev::Wait { .. })));
-    m.clear_log();
-    assert_eq!(q.submit(&[fill(6)]).unwrap(), 6);
-    let log = m.log();
-    let wait = log
-        .iter()
-        .position(|e| *e == Ev::Wait { fence, value: 1 })
-        .expect("waited for batch 1");
-    let first_store = log
-        .iter()
-        .position(|e| matches!(e, Ev::RingWord(..)))
-        .unwrap();
-    assert!(wait < first_store, "waited before writing");
-    // Too big for the ring even when empty.
-    let big: Vec<Command> = (0..64).map(fill).collect();
-    assert_eq!(q.submit(&big), Err(SubmitError::TooLarge));
-    m.w().run_all();
-    q.wait(6).unwrap();
-    assert_eq!(fills(&m), (1..=6).map(|n| (true, n)).collect::<Vec<_>>());
-    m.check();
 }
 
 /// UM-16 back-pressure with a device that consumes a little at a time, over many wraps.
@@ -2317,7 +2337,7 @@ fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_sig
         vec![q.progress_fence()],
         "exactly one fence of its own"
     );
-    let fence = *m.w().native.keys().next().unwrap();
+    let fence = mock_native_fence(own[0]);
     for n in 1..=3u64 {
         m.clear_log();
         let v = q.submit(&[fill(n)]).unwrap();
@@ -2332,21 +2352,11 @@ fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_sig
             .collect();
         assert_eq!(words.len(), 4 + 5, "FILL, then the 5-word FENCE_SIGNAL");
         assert_eq!(decode(&words[..4]).unwrap(), fill(n));
-        match decode(&words[4..]).unwrap() {
-            Command::FenceSignal {
-                flags,
-                value_addr,
-                value,
-                monitored_addr,
-                report_tag,
-            } => {
-                assert_eq!(flags, rvgpu_hw::cmd::SIGNAL_CONDITIONAL_IRQ, "NF-03");
-                assert_eq!((value_addr, value), (fence, n), "N+1 to its CurrentValue");
-                assert_eq!(monitored_addr, fence + 8);
-                assert_eq!(report_tag, u64::from(own[0]));
-            }
-            other => panic!("batch {n} closed with {other:?}"),
-        }
+        assert_eq!(
+            decode(&words[4..]).unwrap(),
+            fence.signal(n),
+            "batch {n}: the fence's conditional signal of N+1"
+        );
         let tail: Vec<&Ev> = log
             .iter()
             .filter(|e| matches!(e, Ev::LastQueued(_) | Ev::WritePtr(_) | Ev::Doorbell(_)))
@@ -2370,38 +2380,6 @@ fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_sig
         "no PROGRESS in the ring"
     );
     assert_eq!(fills(&m), vec![(true, 1), (true, 2), (true, 3)]);
-    m.check();
-}
-
-/// UM-16 back-pressure on the own fence: a full ring waits on it (its handle, the oldest batch
-/// whose consumption frees enough) before writing; `wait_target` names it.
-#[test]
-fn um_16_full_ring_waits_on_the_own_progress_fence() {
-    let m = without_os_progress();
-    m.w().auto = false;
-    let mut q = UserQueue::new(&m, &small(256)).unwrap();
-    let fence = q.progress_fence();
-    for n in 1..=3u64 {
-        assert_eq!(q.submit(&[fill(n)]).unwrap(), n); // 3 x 72 = 216 bytes
-    }
-    assert_eq!(q.wait_target(2), Ok(Some((fence, 2))));
-    assert_eq!(q.completed(), 0);
-    m.clear_log();
-    assert_eq!(q.submit(&[fill(4)]).unwrap(), 4);
-    let log = m.log();
-    let wait = log
-        .iter()
-        .position(|e| *e == Ev::Wait { fence, value: 1 })
-        .expect("waited for batch 1 on the own fence");
-    let first_store = log
-        .iter()
-        .position(|e| matches!(e, Ev::RingWord(..)))
-        .unwrap();
-    assert!(wait < first_store, "waited before writing");
-    m.w().run_all();
-    q.wait(4).unwrap();
-    assert_eq!(q.wait_target(4), Ok(None));
-    assert_eq!(fills(&m), (1..=4).map(|n| (true, n)).collect::<Vec<_>>());
     m.check();
 }
 
