@@ -1053,6 +1053,9 @@ pub struct UserQueue<K: Kmt> {
     timeline: crate::usage::TimelineId,
     /// Set when the queue is destroyed ([`crate::usage::Timeline::retired_flag`]).
     retired: alloc::sync::Arc<core::sync::atomic::AtomicBool>,
+    /// Allocations destroyed while this queue's work (which the OS cannot see) still used
+    /// them ([`UserQueue::retain_until`]).
+    retained: crate::retain::RetainList,
     config: QueueConfig,
     context: KmtHandle,
     /// The user-mode hardware queue.
@@ -1243,7 +1246,32 @@ impl<K: Kmt> UserQueue<K> {
             trace: None,
             lost: false,
             closed: false,
+            retained: crate::retain::RetainList::default(),
         })
+    }
+
+    /// Whether the OS sees this queue's work: it gave the queue its progress fence (the
+    /// pages), so VidMm defers destroying memory the work uses (AL-03). 24H2 gives a
+    /// user-mode queue none; after a fallback the later work is the kernel-mode queue's, but
+    /// earlier batches stay unseen.
+    pub fn os_sees_work(&self) -> bool {
+        matches!(self.progress, Progress::Os(_))
+    }
+
+    /// AL-03 done by the UMD for work the OS cannot see ([`crate::retain`]): holds `r` until
+    /// this queue completes `value` (or is destroyed). Never blocks but in the rare case that
+    /// there is no room to hold it (then it waits for `value` and lets go at once).
+    pub fn retain_until(&self, r: alloc::sync::Arc<crate::retain::Retained>, value: u64) {
+        if let Err(r) = self.retained.push(r, value) {
+            let _ = self.wait(value);
+            let _ = r.release(&self.kmt);
+        }
+        self.reap_retained();
+    }
+
+    /// Lets go of the retained allocations whose work completed.
+    pub fn reap_retained(&self) {
+        self.retained.reap(&self.kmt, self.completed(), self.closed);
     }
 
     /// Submits `cmds` (UM-16, UM-19); returns the progress value that marks their completion.
@@ -1325,6 +1353,9 @@ impl<K: Kmt> UserQueue<K> {
     fn submit_batch(&mut self, cmds: &[Command]) -> Result<(u64, SubmissionPath), SubmitError> {
         if self.lost {
             return Err(SubmitError::Lost);
+        }
+        if !self.retained.is_empty() {
+            self.reap_retained();
         }
         // One pass over the batch: refuse what does not encode, and its length.
         let cmd_bytes = checked_batch_bytes(cmds)?;
@@ -1614,6 +1645,9 @@ impl<K: Kmt> UserQueue<K> {
         if let Some((fence, v)) = self.wait_target(value)? {
             self.kmt.wait_for_fence(fence, v)?;
         }
+        if !self.retained.is_empty() {
+            self.reap_retained();
+        }
         Ok(())
     }
 
@@ -1759,6 +1793,8 @@ impl<K: Kmt> UserQueue<K> {
         }
         note(q);
         note(fq);
+        // The queue is off the hardware: what it retained is free (`closed` is set).
+        self.reap_retained();
         // After the queue: no batch of it can signal the fence any more.
         if let Progress::Own { fence, .. } = &self.progress {
             note(self.kmt.destroy_native_fence(fence.kmt));

@@ -55,12 +55,17 @@ pub(super) fn teardown(
     if let Some(pid) = pid {
         m.gpu_va_teardown(a, device, pid)?;
     }
-    let _g = dev_guard(a, &dl);
+    let g = dev_guard(a, &dl);
     let ctxs = lock(&a.ums).contexts_of_device(device);
     for c in ctxs {
         destroy_context(a, c)?;
     }
+    // A native fence's pages leave the process by paging, which takes the shared power lock
+    // itself: not under the device guard (a second shared acquisition behind a waiting
+    // writer would deadlock, as for the VA space below).
+    drop(g);
     close_process_fences(m, a, device)?;
+    let _g = dev_guard(a, &dl);
     let kmd = lock(&a.ums).device(device)?.kmd;
     let f = table(a)?.DxgkDdiDestroyDevice;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
