@@ -519,6 +519,8 @@ impl DllSession {
             completed,
             queue_id: id as u32,
             scheduled: None,
+            // The C API does not say (an application has no use for it).
+            os_sees_work: None,
         })
     }
 
