@@ -122,7 +122,10 @@ fn one_submission_events(m: &Machine) -> Vec<(String, Vec<(String, String)>)> {
             ),
         ]);
     }
-    v.push(ev("HwQueueDestroy", &[("Queue", "handle"), ("QueueId", "2")]));
+    v.push(ev(
+        "HwQueueDestroy",
+        &[("Queue", "handle"), ("QueueId", "2")],
+    ));
     v
 }
 

@@ -45,6 +45,10 @@ impl Machine {
         for f in fences {
             self.signal_monitored_fence_from_cpu(&f, u64::MAX)?;
         }
+        // CPU waits on the adapter's native fences end as removed: nothing can signal them
+        // now (24H2 gives the driver no CPU address to store a value at, and the GPU is gone).
+        // A user-mode queue's own progress fence is one (where the OS gave the queue none).
+        crate::sync::fence::abandon_cpu_waits(&a);
         Ok(())
     }
 }
