@@ -670,7 +670,8 @@ impl AllocationCpu for WinMem {
 pub struct WinDoorbell {
     doorbell: *mut u64,
     status: *const i32,
-    last_queued: *mut u64,
+    /// `None`: the OS keeps no last-queued value for the queue (24H2).
+    last_queued: Option<*mut u64>,
 }
 
 impl DoorbellCpu for WinDoorbell {
@@ -695,10 +696,11 @@ impl DoorbellCpu for WinDoorbell {
     }
 
     fn set_last_queued(&self, value: u64) {
+        let Some(cell) = self.last_queued else { return };
         // SAFETY: `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress`, a writable 64-bit
         // OS location that lives as long as the doorbell; checked non-null and 8-aligned at
         // creation; the OS reads it concurrently, so the store is atomic.
-        unsafe { AtomicU64::from_ptr(self.last_queued) }.store(value, Ordering::Release);
+        unsafe { AtomicU64::from_ptr(cell) }.store(value, Ordering::Release);
     }
 }
 
@@ -1468,10 +1470,17 @@ impl Kmt for WinKmt {
         // SAFETY: the released D3DKMT_CREATE_DOORBELL layout (asserted above); the private
         // data buffer is live and writable for its length during the call.
         check(unsafe { call_with(Wddm32Thunk::CreateDoorbell, &mut args) })?;
+        // 24H2 never writes the last-queued address (`DxgkCreateDoorbellInternal`
+        // @0x1401D8A50): we read back the null we passed, and the queue has no such cell.
+        let last = args.HwQueueProgressFenceLastQueuedValueCPUVirtualAddress;
         let views = (
             aligned::<u64>(args.DoorbellCPUVirtualAddress),
             aligned::<i32>(args.DoorbellStatusCPUVirtualAddress),
-            aligned::<u64>(args.HwQueueProgressFenceLastQueuedValueCPUVirtualAddress),
+            if last.is_null() {
+                Some(None)
+            } else {
+                aligned::<u64>(last).map(Some)
+            },
         );
         let (Some(doorbell), Some(status), Some(last_queued)) = views else {
             let _ = self.destroy_doorbell(args.hDoorbell);
