@@ -30,6 +30,8 @@ pub const STATUS_NO_MEMORY: NtStatus = NtStatus(0xC000_0017_u32 as i32);
 /// `STATUS_INSUFFICIENT_RESOURCES`: among others, what the KMD's `SubmitCommandToHwQueue`
 /// answers while the queue's kernel ring has no room.
 pub const STATUS_INSUFFICIENT_RESOURCES: NtStatus = NtStatus(0xC000_009A_u32 as i32);
+/// `STATUS_DEVICE_REMOVED`: the device is gone or in error (UM-10).
+pub const STATUS_DEVICE_REMOVED: NtStatus = NtStatus(0xC000_02B6_u32 as i32);
 
 /// `D3DDDI_DOORBELLSTATUS` values the UMD reads from the doorbell status page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

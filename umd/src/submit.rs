@@ -1535,7 +1535,7 @@ impl<K: Kmt> UserQueue<K> {
             // Not a value this queue wrote: the OS reports the device removed this way (as
             // D3D12 fences read UINT64_MAX then). What ran is unknown: recreate (UM-10).
             self.lost = true;
-            return Err(SubmitError::Lost);
+            return Err(SubmitError::Kmt(crate::kmt::STATUS_DEVICE_REMOVED));
         }
         let batches = match self.unconsumed_batches() {
             Ok(b) => b,

@@ -1259,7 +1259,8 @@ fn um_10_device_lost_then_recreate() {
 }
 
 /// UM-10: after device removal the OS may report the progress fence as UINT64_MAX; the
-/// fallback must not take that as "everything ran" and go on silently.
+/// fallback must not take that as "everything ran" and go on silently: the device is removed,
+/// and the queue is lost.
 #[test]
 fn um_10_removed_fence_value_is_device_loss() {
     let m = Mock::new();
@@ -1269,8 +1270,12 @@ fn um_10_removed_fence_value_is_device_loss() {
     let f = q.progress_fence();
     m.w().fences.insert(f, u64::MAX);
     m.w().status_script = [DoorbellStatus::DisconnectedAbort].into();
-    assert_eq!(q.submit(&[fill(2)]), Err(SubmitError::Lost));
+    assert_eq!(
+        q.submit(&[fill(2)]),
+        Err(SubmitError::Kmt(crate::kmt::STATUS_DEVICE_REMOVED))
+    );
     assert!(q.is_lost());
+    assert_eq!(q.submit(&[fill(3)]), Err(SubmitError::Lost));
     assert!(fills(&m).is_empty());
 }
 
