@@ -345,13 +345,10 @@ fn evict_only_if_necessary(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
 
 /// UM-14: at D0→D3, after suspending contexts and disconnecting doorbells, VidMm moves the
 /// VRAM allocations no device requires out; required ones stay. Work after D0 sees both
-/// intact (the trimmed one once made resident again). An OS that sees the user-mode queue's
-/// work (the pages): 24H2 does not power down under a queue it cannot see.
+/// intact (the trimmed one once made resident again).
 #[test]
 fn um_14_d3_evicts_vram_allocations_no_device_requires() {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
-    let m = started(cfg);
+    let m = started(MachineConfig::single(Mode::Step));
     let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let kept = gpu_only(&m, &k, BYTES);

@@ -69,15 +69,45 @@ struct RawQueue {
     control: Allocation<SimMem>,
     doorbell: Doorbell<SimDoorbell>,
     pdd: DoorbellPdd,
+    /// What the test's batches complete on where the OS gave the queue no progress fence
+    /// (24H2), as the UMD's own progress fence would.
+    done: rvgpu_umd::fence::NativeFence,
 }
 
 impl RawQueue {
-    /// The progress fence the OS gave the queue.
+    /// The progress fence the OS gave the queue (the pages).
     fn progress(&self) -> &QueueProgress<SimFence> {
         self.queue
             .progress
             .as_ref()
             .expect("the OS's progress fence")
+    }
+
+    /// The packet that closes a batch with `value`: `PROGRESS` to the OS's progress fence, or
+    /// a signal of [`RawQueue::done`].
+    fn closing(&self, value: u64) -> Command {
+        match &self.queue.progress {
+            Some(_) => Command::Progress { irq: true, value },
+            None => self.done.gpu.signal(value),
+        }
+    }
+
+    /// The fence [`RawQueue::closing`] signals, to wait on.
+    fn done_fence(&self) -> rvgpu_umd::kmt::KmtHandle {
+        self.queue
+            .progress
+            .as_ref()
+            .map_or(self.done.kmt, |p| p.fence)
+    }
+
+    /// That fence's value.
+    fn done_value(&self, m: &Machine) -> u64 {
+        match &self.queue.progress {
+            Some(p) => p.cpu.value(),
+            None => m
+                .native_fence_by_kmt(0, self.done.kmt)
+                .map_or(0, |f| f.current_value()),
+        }
     }
 }
 
@@ -100,6 +130,7 @@ fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
             pdd.as_mut_bytes(),
         ),
     );
+    let done = okk(m, k.create_native_fence(0));
     RawQueue {
         context,
         queue,
@@ -108,6 +139,7 @@ fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
         control,
         doorbell,
         pdd,
+        done,
     }
 }
 
@@ -358,12 +390,7 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
     for (i, word) in w.iter().take(n).enumerate() {
         a.ring.mem.store(8 * i as u64, *word);
     }
-    let n2 = Command::Progress {
-        irq: true,
-        value: 1,
-    }
-    .encode(&mut w)
-    .unwrap();
+    let n2 = a.closing(1).encode(&mut w).unwrap();
     for (i, word) in w.iter().take(n2).enumerate() {
         a.ring.mem.store(8 * (n + i) as u64, *word);
     }
@@ -379,7 +406,7 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
     // Reconnect (victimising b) and the work written meanwhile runs.
     okk(&m, k.connect_doorbell(a.doorbell.handle));
     a.doorbell.cpu.ring(8 * (n + n2) as u64);
-    okk(&m, k.wait_for_fence(a.progress().fence, 1));
+    okk(&m, k.wait_for_fence(a.done_fence(), 1));
     assert_eq!(t.mem.load(0), 0xAB);
     exits_clean(&m, &p);
 }
@@ -802,11 +829,12 @@ fn um_14_disconnect_doorbell_callback_inside_set_power_state_is_a_driver_bug() {
 // ---------------------------------------------------------------------------------------------
 // UM-11, UM-12: suspend and resume.
 
-/// Writes `cmds` then `PROGRESS(value)` into a raw queue's ring at byte `at` (no wrap), stores
-/// the last-queued value and publishes the write pointer; returns the new write pointer.
+/// Writes `cmds` then the closing packet ([`RawQueue::closing`]) into a raw queue's ring at
+/// byte `at` (no wrap), stores the last-queued value and publishes the write pointer; returns
+/// the new write pointer.
 fn write_ring(q: &RawQueue, at: u64, cmds: &[Command], value: u64) -> u64 {
     let mut off = at;
-    let progress = Command::Progress { irq: true, value };
+    let progress = q.closing(value);
     for c in cmds.iter().chain(std::iter::once(&progress)) {
         let mut w = [0u64; 8];
         let n = c.encode(&mut w).unwrap();
@@ -832,7 +860,7 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
     okk(&m, k.connect_doorbell(q.doorbell.handle));
     let wp = write_ring(&q, 0, &[fill(&t, 1)], 1);
     q.doorbell.cpu.ring(wp);
-    okk(&m, k.wait_for_fence(q.progress().fence, 1));
+    okk(&m, k.wait_for_fence(q.done_fence(), 1));
     ok(&m, m.suspend_context(&p, q.context));
     let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
     assert!(
@@ -854,10 +882,10 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
     let wp = write_ring(&q, wp, &[fill(&t, 2)], 2);
     q.doorbell.cpu.ring(wp);
     ok(&m, m.run_until_idle());
-    assert_eq!(q.progress().cpu.value(), 1, "nothing runs while suspended");
+    assert_eq!(q.done_value(&m), 1, "nothing runs while suspended");
     assert_eq!(t.mem.load(0), 1);
     ok(&m, m.resume_context(&p, q.context));
-    okk(&m, k.wait_for_fence(q.progress().fence, 2));
+    okk(&m, k.wait_for_fence(q.done_fence(), 2));
     assert_eq!(
         t.mem.load(0),
         2,
@@ -889,7 +917,7 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
     assert!(events_of(&m).contains(&UmsEvent::NotifyWorkSubmission {
         doorbell: q.doorbell.handle
     }));
-    okk(&m, k.wait_for_fence(q.progress().fence, 1));
+    okk(&m, k.wait_for_fence(q.done_fence(), 1));
     assert_eq!(t.mem.load(0), 9);
     let _ = wp;
     okk(&m, k.destroy_doorbell(q.doorbell.handle));
@@ -1726,9 +1754,9 @@ fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
     okk(&m, k.connect_doorbell(a.doorbell.handle));
     a.doorbell.cpu.ring(wp);
     ok(&m, m.run_until_idle());
-    assert_eq!(a.progress().cpu.value(), 0, "suspended: nothing ran");
+    assert_eq!(a.done_value(&m), 0, "suspended: nothing ran");
     ok(&m, m.resume_context(&p, a.context));
-    okk(&m, k.wait_for_fence(a.progress().fence, 1));
+    okk(&m, k.wait_for_fence(a.done_fence(), 1));
     assert_eq!(t.mem.load(0), 0x11);
     exits_clean(&m, &p);
 }
@@ -1829,8 +1857,15 @@ enum Lie {
     ProgressBack,
 }
 
+/// The lies are in what the OS reads of a user-mode queue's progress (UM-16, UM-17): an OS
+/// that gives the queue its progress fence and last-queued cell (24H2 gives neither, so has
+/// nothing to be lied to about).
 fn lying_exit(mode: Mode, lie: Lie) {
     let mut cfg = MachineConfig::single(mode);
+    cfg.os.reading = rvgpu_simos::machine::answers::Reading {
+        ums_progress: UmsProgress::Given,
+        ..rvgpu_simos::machine::answers::Reading::from_env()
+    };
     cfg.adapters[0].device.doorbells = 4;
     // Threaded mode waits in real time: a short exit wait keeps the test short, long enough
     // for the victim's own waits on a loaded machine.
@@ -1847,7 +1882,7 @@ fn lying_exit(mode: Mode, lie: Lie) {
     okk(&m, k.connect_doorbell(q.doorbell.handle));
     let wp = write_ring(&q, 0, &[fill(&t, 7)], 5);
     q.doorbell.cpu.ring(wp);
-    okk(&m, k.wait_for_fence(q.progress().fence, 5));
+    okk(&m, k.wait_for_fence(q.done_fence(), 5));
     match lie {
         Lie::LastQueuedMax => q.doorbell.cpu.set_last_queued(u64::MAX),
         Lie::ProgressBack => {
@@ -1859,7 +1894,7 @@ fn lying_exit(mode: Mode, lie: Lie) {
             }
             // Until the GPU wrote the fence back (threaded mode: the device runs on its own).
             let t0 = std::time::Instant::now();
-            while q.progress().cpu.value() != 0 {
+            while q.done_value(&m) != 0 {
                 assert!(
                     t0.elapsed() < Duration::from_secs(10),
                     "PROGRESS 0 never ran"

@@ -301,21 +301,6 @@ impl QueueObj {
         self.completed()
             .is_some_and(|c| self.last_queued.load(Ordering::Acquire) > c)
     }
-
-    /// For the D3 decision: work the OS sees, or a queue whose work it cannot see and that
-    /// has a doorbell its UMD can ring (24H2: no progress fence). [model] The decompiled 24H2
-    /// neither reads such a queue's progress nor disconnects its doorbell at D3, so a
-    /// power-down under it would strand what its ring holds until something else brings the
-    /// adapter back; the simulation keeps it in D0 while such a queue can submit, rather than
-    /// guess. (At F1 the KMD keeps an engine with a connected doorbell powered.)
-    fn may_be_busy(&self, os: &UmsOs) -> bool {
-        self.known_work()
-            || (self.progress.is_none()
-                && self
-                    .doorbell
-                    .and_then(|d| os.doorbells.get(&d))
-                    .is_some_and(|d| d.state != DoorbellState::Aborted))
-    }
 }
 
 /// One entry of a kernel-mode queue's OS-side list (MF-03).

@@ -443,8 +443,7 @@ pub(super) fn resume_power_suspended(a: &AdapterShared) -> Result<(), SimError> 
     Ok(())
 }
 
-/// UM-16: whether any queue of the adapter has work the OS has not seen complete (or may have
-/// work it cannot see, [`QueueObj::may_be_busy`]): its last
+/// UM-16: whether any queue of the adapter has work the OS has not seen complete: its last
 /// queued progress value is ahead of the progress fence, or a CPU wait on the fence is still
 /// pending (VidSch learns of completion through the DPC's fence processing, not by reading the
 /// value: a signal whose interrupt has not been processed yet is not complete for it, and a
@@ -456,7 +455,7 @@ pub(super) fn pending_work(a: &AdapterShared) -> bool {
     }
     let os = lock(&a.ums);
     let busy = os.queues.values().any(|q| {
-        q.may_be_busy(&os)
+        q.known_work()
             || q.progress
                 .as_ref()
                 .is_some_and(|p| !p.pending_waits().is_empty())
