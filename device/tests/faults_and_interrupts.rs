@@ -108,6 +108,19 @@ fn fault_bad_argument() {
     assert_eq!(f.arg0, FaultCode::BadArgument as u64);
 }
 
+/// UM-16: a queue whose descriptor names no progress fence (`progress_fence` 0) has none:
+/// PROGRESS there is `BadArgument`, not a store to address 0.
+#[test]
+fn um_16_progress_without_a_progress_fence_is_bad_argument() {
+    let mut rig = Rig::step();
+    let f = fault_with(&mut rig, |rig, q| {
+        q.desc.progress_fence = rvgpu_hw::addr::GpuVa::NULL;
+        rig.push(q, &[progress_irq(5)]);
+    });
+    // A store to 0 would fault BadAddress (0 is outside the system window).
+    assert_eq!((f.arg0, f.arg1), (FaultCode::BadArgument as u64, 0));
+}
+
 #[test]
 fn fault_nop_with_flags() {
     let mut rig = Rig::step();

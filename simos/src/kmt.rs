@@ -11,7 +11,8 @@
 //! stores and the GPU's reads are data-race free), except a cached view on an adapter that
 //! does not snoop CPU caches, which goes through the allocation's [`CpuCache`] (AL-06); the
 //! doorbell page is the OS mapping object ([`SimDoorbell`]: dummy page or physical doorbell,
-//! UM-09); the progress fence is a read-only view of the OS's monitored fence ([`SimFence`]).
+//! UM-09); a fence value is a read-only view of the OS's monitored fence or of a native fence's
+//! CurrentValue ([`SimFence`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -21,8 +22,8 @@ use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
     EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
-    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa,
-    UpdateGpuVaOp,
+    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, QueueProgress, ReserveGpuVa,
+    UpdateGpuVa, UpdateGpuVaOp,
 };
 
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -155,24 +156,34 @@ impl DoorbellCpu for SimDoorbell {
     }
 }
 
-/// Read-only CPU view of a progress fence.
+/// Read-only CPU view of a fence value: a monitored fence the OS made (a progress or paging
+/// fence), or a native fence's CurrentValue.
 #[derive(Clone, Debug)]
-pub struct SimFence {
-    fence: MonitoredFence,
+pub enum SimFence {
+    /// A monitored fence.
+    Monitored(MonitoredFence),
+    /// A native fence of the process.
+    Native(NativeFence),
 }
 
 impl SimFence {
-    /// The OS's fence behind the view (its CPU address is what the PE bridge hands a user-mode
-    /// image as the fence's `…CPUVirtualAddress`).
+    /// The CPU address of the value (what the PE bridge hands a user-mode image as the
+    /// fence's `…CPUVirtualAddress`: user and kernel share memory here).
     #[cfg(target_os = "linux")]
-    pub(crate) fn monitored(&self) -> &MonitoredFence {
-        &self.fence
+    pub(crate) fn cpu_va(&self) -> usize {
+        match self {
+            Self::Monitored(f) => f.kernel_va(),
+            Self::Native(f) => f.current_value_kernel_va(),
+        }
     }
 }
 
 impl FenceCpu for SimFence {
     fn value(&self) -> u64 {
-        self.fence.value()
+        match self {
+            Self::Monitored(f) => f.value(),
+            Self::Native(f) => f.current_value(),
+        }
     }
 }
 
@@ -436,11 +447,15 @@ impl Kmt for SimKmt<'_> {
             private_data,
         )
         .map_err(status)?;
+        // 24H2 gives a user-mode queue no progress fence (`UmsProgress::None`).
+        let progress = q.fence.zip(q.progress).map(|(fence, p)| QueueProgress {
+            fence,
+            gpu: p.gpu_va(),
+            cpu: SimFence::Monitored(p),
+        });
         Ok(HwQueue {
             handle: q.handle,
-            progress_fence: q.fence,
-            progress_gpu: q.progress.gpu_va(),
-            progress_cpu: SimFence { fence: q.progress },
+            progress,
         })
     }
 
@@ -625,7 +640,7 @@ impl Kmt for SimKmt<'_> {
         Ok(PagingQueue {
             handle,
             fence,
-            fence_cpu: SimFence { fence: f },
+            fence_cpu: SimFence::Monitored(f),
         })
     }
 
@@ -732,6 +747,12 @@ impl Kmt for SimKmt<'_> {
         self.create_fence(initial_value, false)
     }
 
+    /// This process's instance of the fence with the D3DKMT handle `fence.kmt` (the view reads
+    /// CurrentValue, the same word its `current_value_cpu` maps).
+    fn native_fence_cpu(&self, fence: &UmdNativeFence) -> Result<SimFence, NtStatus> {
+        self.own_native_fence(fence.kmt).map(SimFence::Native)
+    }
+
     fn create_shareable_native_fence(
         &self,
         initial_value: u64,
@@ -794,14 +815,19 @@ impl Kmt for SimKmt<'_> {
         self.on_device(|a, device| ums::submit_signal_to_hw_queue(self.m, a, device, queue, fences))
     }
 
+    /// A monitored fence of the process's device, or one of its native fences (the thunk
+    /// takes both kinds of synchronization object).
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.thunk()?;
-        let f = ums::fence_of(&a, self.p.device, fence).ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
-        match self
-            .m
-            .wait_monitored_fence(&f, value, self.m.os_config().wait_timeout)
-            .map_err(status)?
-        {
+        let timeout = self.m.os_config().wait_timeout;
+        let outcome = match ums::fence_of(&a, self.p.device, fence) {
+            Some(f) => self.m.wait_monitored_fence(&f, value, timeout),
+            None => {
+                let f = self.own_native_fence(fence)?;
+                self.m.wait_native_fence(&f, value, timeout)
+            }
+        };
+        match outcome.map_err(status)? {
             WaitOutcome::Satisfied => Ok(()),
             WaitOutcome::TimedOut => Err(NtStatus(STATUS_IO_TIMEOUT)),
             WaitOutcome::Abandoned => Err(NtStatus(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED)),

@@ -27,6 +27,7 @@ use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent};
 use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::kmt::{AllocationCpu, Kmt, KmtHandle};
+use rvgpu_umd::retain::Retained;
 use rvgpu_umd::submit::{KernelQueue, SubmitError, UserQueue};
 use rvgpu_umd::usage::{
     self, Batch, Buffer, LockError, LockFlags, Timeline, TimelineId, TrackedQueue,
@@ -63,6 +64,18 @@ impl Timeline for Queue<'_> {
         match self {
             Self::User(q) => Timeline::wait_target(q, value),
             Self::Kernel(q) => Timeline::wait_target(q, value),
+        }
+    }
+    fn os_sees_work(&self) -> bool {
+        match self {
+            Self::User(q) => Timeline::os_sees_work(q),
+            Self::Kernel(q) => Timeline::os_sees_work(q),
+        }
+    }
+    fn retain_until(&self, r: &std::sync::Arc<Retained>, value: u64) -> bool {
+        match self {
+            Self::User(q) => Timeline::retain_until(q, r, value),
+            Self::Kernel(q) => Timeline::retain_until(q, r, value),
         }
     }
 }

@@ -17,9 +17,11 @@ use rvgpu_hw::pdd::{
     ALLOCATION_PDD_VERSION, PDD_MAGIC,
 };
 use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::machine::answers::UmsProgress;
 use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent};
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, DestroyFlags, Kmt, KmtHandle, NtStatus};
-use rvgpu_umd::submit::{SubmitError, UserQueue};
+use rvgpu_umd::retain::Retained;
+use rvgpu_umd::submit::{KernelQueue, SubmitError, UserQueue};
 use rvgpu_umd::usage::{
     self, Batch, Buffer, LockError, LockFlags, Timeline, TimelineId, TrackedQueue,
 };
@@ -212,6 +214,12 @@ impl<T: Timeline> Timeline for Counting<'_, T> {
         self.targets.set(self.targets.get() + 1);
         self.q.wait_target(value)
     }
+    fn os_sees_work(&self) -> bool {
+        self.q.os_sees_work()
+    }
+    fn retain_until(&self, r: &std::sync::Arc<Retained>, value: u64) -> bool {
+        self.q.retain_until(r, value)
+    }
 }
 
 /// AL-02: without DO_NOT_WAIT a lock of a busy allocation blocks until the GPU work that uses
@@ -374,18 +382,13 @@ fn pdd(size: u64, flags: u32) -> AllocationPdd {
 
 /// Queues on `q`, behind `gate`, a GPU FILL of `a`'s 4 KiB with `NEW`, and runs the machine
 /// until idle (the work waits at the gate); returns the work's progress value.
-fn fill_behind(
-    m: &Machine,
-    q: &mut UserQueue<&SimKmt<'_>>,
-    gate: &Gate,
-    a: &Allocation<SimMem>,
-) -> u64 {
+fn fill_behind(m: &Machine, q: &mut dyn TrackedQueue, gate: &Gate, a: &Allocation<SimMem>) -> u64 {
     let fill = Command::Fill {
         dst: a.gpu_va,
         bytes: 4096,
         pattern: NEW,
     };
-    let v = okk(m, q.submit(&[gate.wait(), fill]));
+    let v = okk(m, q.submit_commands(&[gate.wait(), fill]));
     ok(m, m.run_until_idle());
     v
 }
@@ -395,37 +398,51 @@ fn freed(m: &Machine, h: KmtHandle) -> bool {
         .contains(&UmsEvent::FreeAllocation { allocation: h })
 }
 
+/// Whether the OS sees a user-mode queue's work (it gave the queue a progress fence: the
+/// pages); 24H2 does not, and VidMm's AL-03 then covers kernel-mode queues only.
+fn os_sees_user_mode_work(m: &Machine) -> bool {
+    m.os_config().reading.ums_progress == UmsProgress::Given
+}
+
 /// AL-03: an allocation destroyed while work queued before the call still uses it is freed
 /// only after that work completes: the destroy returns at once, the work writes the
-/// allocation normally, and VidMm frees it afterwards.
+/// allocation normally, and VidMm frees it afterwards. For work the OS sees: a kernel-mode
+/// queue's, and a user-mode queue's where the OS gave it a progress fence.
 #[test]
 fn al_03_destruction_waits_for_queued_work() {
     let m = step_machine();
     let (p, k) = user_process(&m);
-    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
-    let gate = Gate::new(&m, &k);
-    let a = okk(&m, k.create_allocation(4096));
-    let mem = a.mem.clone();
-    let v = fill_behind(&m, &mut q, &gate, &a);
-    okk(&m, k.destroy_allocation(a.handle));
-    assert!(!freed(&m, a.handle), "freed under queued work");
-    // The handle is gone for the UMD at once.
-    assert_eq!(
-        k.lock2(a.handle).err(),
-        Some(NtStatus(STATUS_INVALID_PARAMETER))
-    );
+    let mut queues: Vec<Box<dyn TrackedQueue + '_>> =
+        vec![Box::new(okk(&m, KernelQueue::new(&k, &config(0))))];
+    if os_sees_user_mode_work(&m) {
+        queues.push(Box::new(okk(&m, UserQueue::new(&k, &config(0)))));
+    }
+    for mut q in queues {
+        let gate = Gate::new(&m, &k);
+        let a = okk(&m, k.create_allocation(4096));
+        let mem = a.mem.clone();
+        let v = fill_behind(&m, &mut *q, &gate, &a);
+        okk(&m, k.destroy_allocation(a.handle));
+        assert!(!freed(&m, a.handle), "freed under queued work");
+        // The handle is gone for the UMD at once.
+        assert_eq!(
+            k.lock2(a.handle).err(),
+            Some(NtStatus(STATUS_INVALID_PARAMETER))
+        );
 
-    gate.open(&m, &k);
-    okk(&m, q.wait(v));
-    assert_eq!(words(&mem, 512), vec![NEW; 512], "the work wrote it");
-    assert!(!m
-        .ums_events(0)
-        .contains(&UmsEvent::DeviceError { device: p.device }));
-    // VidMm's next entry frees it.
-    let b = okk(&m, k.create_allocation(4096));
-    assert!(freed(&m, a.handle), "not freed after the work completed");
-    okk(&m, k.destroy_allocation(b.handle));
-    okk(&m, q.close());
+        gate.open(&m, &k);
+        if let Some((f, fv)) = okk(&m, q.wait_target(v)) {
+            okk(&m, k.wait_for_fence(f, fv));
+        }
+        assert_eq!(words(&mem, 512), vec![NEW; 512], "the work wrote it");
+        assert!(!m
+            .ums_events(0)
+            .contains(&UmsEvent::DeviceError { device: p.device }));
+        // VidMm's next entry frees it.
+        let b = okk(&m, k.create_allocation(4096));
+        assert!(freed(&m, a.handle), "not freed after the work completed");
+        okk(&m, k.destroy_allocation(b.handle));
+    }
     no_fault(&m);
 }
 
@@ -499,7 +516,8 @@ fn al_02_uses_on_a_destroyed_queue_are_over() {
 }
 
 /// AL-03 through the UMD: `Buffer::destroy` tells VidMm AssumeNotInUse for a backing it knows
-/// idle (freed at once) and leaves a busy one to the deferred path.
+/// idle (freed at once) and leaves a busy one to the deferred path: VidMm's where the OS sees
+/// the queue's work, the queue's own where it does not (24H2), freed once the work completed.
 #[test]
 fn al_03_umd_destroys_idle_backings_at_once_and_defers_busy_ones() {
     let m = step_machine();
@@ -524,6 +542,56 @@ fn al_03_umd_destroys_idle_backings_at_once_and_defers_busy_ones() {
     assert!(freed(&m, hb));
     okk(&m, k.destroy_allocation(b.handle));
     okk(&m, q.close());
+    no_fault(&m);
+}
+
+/// AL-03 where the OS cannot see user-mode work (24H2): a buffer destroyed while two
+/// user-mode queues' gated work still uses it is held by both, and destroyed only once the
+/// second has completed; nothing faults. (Where the OS sees the work, VidMm defers instead.)
+#[test]
+fn al_03_a_buffer_busy_on_two_blind_queues_lives_until_both_completed() {
+    let m = step_machine();
+    let (_p, k) = user_process(&m);
+    let mut qa = okk(&m, UserQueue::new(&k, &config(0)));
+    let mut qb = okk(&m, UserQueue::new(&k, &config(0)));
+    if os_sees_user_mode_work(&m) {
+        assert!(qa.os_sees_work() && qb.os_sees_work());
+        return;
+    }
+    assert!(!qa.os_sees_work() && !qb.os_sees_work());
+    let (ga, gb) = (Gate::new(&m, &k), Gate::new(&m, &k));
+    let busy = okk(&m, Buffer::new(&k, 4096, 0));
+    let mut va = 0;
+    let mut vb = 0;
+    for (q, gate, v, off) in [(&mut qa, &ga, &mut va, 0), (&mut qb, &gb, &mut vb, 2048)] {
+        let mut batch = Batch::new();
+        batch.command(gate.wait());
+        okk(&m, batch.fill(&busy, off, 2048, NEW));
+        *v = okk(&m, usage::submit(q, batch));
+    }
+    ok(&m, m.run_until_idle());
+    let h = busy.handle();
+    okk(&m, busy.destroy(&k, &[&qa, &qb]));
+    let settle = |m: &Machine| {
+        // VidMm frees deferred allocations at its next entry.
+        let b = okk(m, k.create_allocation(4096));
+        okk(m, k.destroy_allocation(b.handle));
+    };
+    settle(&m);
+    assert!(!freed(&m, h), "freed under queued work");
+    gb.open(&m, &k);
+    okk(&m, qb.wait(vb));
+    settle(&m);
+    assert!(
+        !freed(&m, h),
+        "freed while the other queue's work still uses it"
+    );
+    ga.open(&m, &k);
+    okk(&m, qa.wait(va));
+    settle(&m);
+    assert!(freed(&m, h), "not freed after both queues completed");
+    okk(&m, qa.close());
+    okk(&m, qb.close());
     no_fault(&m);
 }
 
@@ -629,3 +697,5 @@ fn al_05_no_cpu_host_aperture() {
     assert!(t.DxgkDdiMapCpuHostAperture.is_none());
     assert!(t.DxgkDdiUnmapCpuHostAperture.is_none());
 }
+
+under_the_pages!();

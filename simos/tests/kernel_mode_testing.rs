@@ -85,7 +85,7 @@ fn kt_fill_then_copy_on_a_hardware_queue_read_back() {
         ),
     );
     let _c1 = run(&m, &k, &q, &fill, 1);
-    okk(&m, k.wait_for_fence(q.progress_fence, 1));
+    okk(&m, k.wait_for_fence(q.progress_fence().unwrap(), 1));
     assert_eq!(t.mem.load(0), 0xC0DE_F00D_C0DE_F00D);
     assert_eq!(t.mem.load(4088), 0xC0DE_F00D_C0DE_F00D);
     assert_eq!(t.mem.load(4096), 0, "nothing past NumBytes");
@@ -99,7 +99,7 @@ fn kt_fill_then_copy_on_a_hardware_queue_read_back() {
         ),
     );
     let _c2 = run(&m, &k, &q, &copy, 2);
-    okk(&m, k.wait_for_fence(q.progress_fence, 2));
+    okk(&m, k.wait_for_fence(q.progress_fence().unwrap(), 2));
     assert_eq!(t.mem.load(4096 + 8), 0xC0DE_F00D_C0DE_F00D);
     no_fault(&m);
 }

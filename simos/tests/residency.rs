@@ -202,10 +202,14 @@ fn residency_gpu_access_to_evicted_allocation_faults() {
 }
 
 /// Evict waits for the work queued before it: an allocation a gated batch still uses stays
-/// in VRAM until that batch has run, then leaves.
+/// in VRAM until that batch has run, then leaves. Work the OS sees: a user-mode queue's where
+/// the OS gave it a progress fence (the pages; 24H2 sees none of it, and the UMD keeps what
+/// such work uses resident itself).
 #[test]
 fn residency_eviction_waits_for_queued_work() {
-    let m = started(MachineConfig::single(Mode::Step));
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    let m = started(cfg);
     let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let gate = okk(&m, k.create_native_fence(0));

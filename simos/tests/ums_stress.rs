@@ -90,6 +90,18 @@ impl Drop for SeedGuard {
     }
 }
 
+/// The stress checks the OS's view of every queue's progress (UM-16) and its power-downs
+/// under that work (UM-13, UM-14): the pages' flows, where the OS gives user-mode queues their
+/// progress fence (24H2 gives none, windows-bringup.md §8a). Under `RVGPU_OS_READING` the
+/// rest of that reading stays.
+fn pages_reading() -> rvgpu_simos::machine::answers::Reading {
+    use rvgpu_simos::machine::answers::{Reading, UmsProgress};
+    Reading {
+        ums_progress: UmsProgress::Given,
+        ..Reading::from_env()
+    }
+}
+
 fn tail_log(m: &Machine) -> String {
     let log = m.driver_log();
     let from = log.len().saturating_sub(40);
@@ -560,6 +572,7 @@ fn run_step(seed: u64, scale: u64) {
     let steps = 3000 * scale;
     let slots = 64 + 48 * scale;
     let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = pages_reading();
     cfg.adapters[0].device.doorbells = DOORBELLS;
     cfg.adapters[0].device.idle_f1_ticks = F1_TICKS;
     let mut machine = Machine::new(cfg);
@@ -778,6 +791,7 @@ fn ums_stress_threaded() {
     let victim = NPROC - 1;
     let rounds = 120 * scale;
     let mut cfg = MachineConfig::single(Mode::Threaded);
+    cfg.os.reading = pages_reading();
     cfg.adapters[0].device.doorbells = 4;
     cfg.adapters[0].device.idle_f1_ticks = 200_000;
     let mut machine = Machine::new(cfg);

@@ -19,6 +19,7 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::DoorbellPdd;
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
+use rvgpu_simos::machine::answers::UmsProgress;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
     DoorbellState, Machine, MachineConfig, Mode, NativeFenceDesc, Power, SimError, UmsEvent,
@@ -26,6 +27,7 @@ use rvgpu_simos::{
 };
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, FenceCpu, HwQueue, Kmt, NtStatus,
+    QueueProgress,
 };
 use rvgpu_umd::submit::{KernelQueue, SubmissionPath, UserQueue};
 use zerocopy::IntoBytes;
@@ -67,6 +69,46 @@ struct RawQueue {
     control: Allocation<SimMem>,
     doorbell: Doorbell<SimDoorbell>,
     pdd: DoorbellPdd,
+    /// What the test's batches complete on where the OS gave the queue no progress fence
+    /// (24H2), as the UMD's own progress fence would.
+    done: rvgpu_umd::fence::NativeFence,
+}
+
+impl RawQueue {
+    /// The progress fence the OS gave the queue (the pages).
+    fn progress(&self) -> &QueueProgress<SimFence> {
+        self.queue
+            .progress
+            .as_ref()
+            .expect("the OS's progress fence")
+    }
+
+    /// The packet that closes a batch with `value`: `PROGRESS` to the OS's progress fence, or
+    /// a signal of [`RawQueue::done`].
+    fn closing(&self, value: u64) -> Command {
+        match &self.queue.progress {
+            Some(_) => Command::Progress { irq: true, value },
+            None => self.done.gpu.signal(value),
+        }
+    }
+
+    /// The fence [`RawQueue::closing`] signals, to wait on.
+    fn done_fence(&self) -> rvgpu_umd::kmt::KmtHandle {
+        self.queue
+            .progress
+            .as_ref()
+            .map_or(self.done.kmt, |p| p.fence)
+    }
+
+    /// That fence's value.
+    fn done_value(&self, m: &Machine) -> u64 {
+        match &self.queue.progress {
+            Some(p) => p.cpu.value(),
+            None => m
+                .native_fence_by_kmt(0, self.done.kmt)
+                .map_or(0, |f| f.current_value()),
+        }
+    }
 }
 
 fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
@@ -88,6 +130,7 @@ fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
             pdd.as_mut_bytes(),
         ),
     );
+    let done = okk(m, k.create_native_fence(0));
     RawQueue {
         context,
         queue,
@@ -96,6 +139,7 @@ fn raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
         control,
         doorbell,
         pdd,
+        done,
     }
 }
 
@@ -346,12 +390,7 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
     for (i, word) in w.iter().take(n).enumerate() {
         a.ring.mem.store(8 * i as u64, *word);
     }
-    let n2 = Command::Progress {
-        irq: true,
-        value: 1,
-    }
-    .encode(&mut w)
-    .unwrap();
+    let n2 = a.closing(1).encode(&mut w).unwrap();
     for (i, word) in w.iter().take(n2).enumerate() {
         a.ring.mem.store(8 * (n + i) as u64, *word);
     }
@@ -367,7 +406,7 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
     // Reconnect (victimising b) and the work written meanwhile runs.
     okk(&m, k.connect_doorbell(a.doorbell.handle));
     a.doorbell.cpu.ring(8 * (n + n2) as u64);
-    okk(&m, k.wait_for_fence(a.queue.progress_fence, 1));
+    okk(&m, k.wait_for_fence(a.done_fence(), 1));
     assert_eq!(t.mem.load(0), 0xAB);
     exits_clean(&m, &p);
 }
@@ -790,11 +829,12 @@ fn um_14_disconnect_doorbell_callback_inside_set_power_state_is_a_driver_bug() {
 // ---------------------------------------------------------------------------------------------
 // UM-11, UM-12: suspend and resume.
 
-/// Writes `cmds` then `PROGRESS(value)` into a raw queue's ring at byte `at` (no wrap), stores
-/// the last-queued value and publishes the write pointer; returns the new write pointer.
+/// Writes `cmds` then the closing packet ([`RawQueue::closing`]) into a raw queue's ring at
+/// byte `at` (no wrap), stores the last-queued value and publishes the write pointer; returns
+/// the new write pointer.
 fn write_ring(q: &RawQueue, at: u64, cmds: &[Command], value: u64) -> u64 {
     let mut off = at;
-    let progress = Command::Progress { irq: true, value };
+    let progress = q.closing(value);
     for c in cmds.iter().chain(std::iter::once(&progress)) {
         let mut w = [0u64; 8];
         let n = c.encode(&mut w).unwrap();
@@ -820,7 +860,7 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
     okk(&m, k.connect_doorbell(q.doorbell.handle));
     let wp = write_ring(&q, 0, &[fill(&t, 1)], 1);
     q.doorbell.cpu.ring(wp);
-    okk(&m, k.wait_for_fence(q.queue.progress_fence, 1));
+    okk(&m, k.wait_for_fence(q.done_fence(), 1));
     ok(&m, m.suspend_context(&p, q.context));
     let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
     assert!(
@@ -842,14 +882,10 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
     let wp = write_ring(&q, wp, &[fill(&t, 2)], 2);
     q.doorbell.cpu.ring(wp);
     ok(&m, m.run_until_idle());
-    assert_eq!(
-        q.queue.progress_cpu.value(),
-        1,
-        "nothing runs while suspended"
-    );
+    assert_eq!(q.done_value(&m), 1, "nothing runs while suspended");
     assert_eq!(t.mem.load(0), 1);
     ok(&m, m.resume_context(&p, q.context));
-    okk(&m, k.wait_for_fence(q.queue.progress_fence, 2));
+    okk(&m, k.wait_for_fence(q.done_fence(), 2));
     assert_eq!(
         t.mem.load(0),
         2,
@@ -881,7 +917,7 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
     assert!(events_of(&m).contains(&UmsEvent::NotifyWorkSubmission {
         doorbell: q.doorbell.handle
     }));
-    okk(&m, k.wait_for_fence(q.queue.progress_fence, 1));
+    okk(&m, k.wait_for_fence(q.done_fence(), 1));
     assert_eq!(t.mem.load(0), 9);
     let _ = wp;
     okk(&m, k.destroy_doorbell(q.doorbell.handle));
@@ -892,8 +928,16 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
 // ---------------------------------------------------------------------------------------------
 // UM-16, UM-17, UM-18: progress fence and process exit.
 
-/// UM-16: the UMD stores N+1 at the last-queued address before it rings; the OS sees the
-/// queue has work until the GPU writes N+1 to the progress fence.
+/// Whether the machine's OS gives user-mode queues a progress fence (the pages) or none
+/// (24H2, `UmsProgress`): the suite runs under both (`under_the_pages!`).
+fn ums_progress_given(m: &Machine) -> bool {
+    m.os_config().reading.ums_progress == UmsProgress::Given
+}
+
+/// UM-16: where the OS gives a user-mode queue a progress fence (the pages), the UMD stores
+/// N+1 at the last-queued address before it rings and the OS sees the queue has work until
+/// the GPU writes N+1 to the progress fence. 24H2 gives none: the OS sees no work on the
+/// queue, and the UMD's own progress fence still marks completion.
 #[test]
 fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
     let m = with_doorbells(Mode::Step, 4);
@@ -902,18 +946,30 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let queue = last_hw_queue(&m, true).expect("no user-mode queue created");
     let v = okk(&m, q.submit(&[fill(&t, 1), fill(&t, 2)]));
-    assert_eq!(m.hw_queue_progress(0, queue), Some((v, 0)));
-    assert!(m.hw_queue_has_work(0, queue));
+    if ums_progress_given(&m) {
+        assert!(m.hw_queue_progress_fence(0, queue).is_some());
+        assert_eq!(m.hw_queue_progress(0, queue), Some((v, 0)));
+        assert!(m.hw_queue_has_work(0, queue));
+    } else {
+        assert_eq!(m.hw_queue_progress_fence(0, queue), None);
+        assert_eq!(m.hw_queue_progress(0, queue), None);
+        assert!(!m.hw_queue_has_work(0, queue));
+    }
     okk(&m, q.wait(v));
+    assert_eq!(t.mem.load(0), 2);
     assert!(!m.hw_queue_has_work(0, queue));
-    assert_eq!(m.hw_queue_progress(0, queue), Some((v, v)));
+    if ums_progress_given(&m) {
+        assert_eq!(m.hw_queue_progress(0, queue), Some((v, v)));
+    }
     drop(q);
     exits_clean(&m, &p);
 }
 
-/// UM-17: normal exit: per queue the doorbell is disconnected, the OS waits for the last
-/// queued progress value, then destroys doorbell and queue; allocations, contexts and the
-/// device follow. The queue has left the runlist when its destroy returns.
+/// UM-17: normal exit: per queue the doorbell is disconnected, then doorbell and queue are
+/// destroyed; allocations, contexts and the device follow. Where the OS gave the queue a
+/// progress fence (the pages) it waits for the last queued value between disconnect and
+/// destroy; 24H2 waits for nothing (`K:DXGHWQUEUE::DestroyCoreState`), so the queue may die
+/// with work queued. Either way it has left the runlist when its destroy returns.
 #[test]
 fn um_17_normal_exit_disconnects_waits_then_destroys() {
     let m = with_doorbells(Mode::Step, 4);
@@ -933,21 +989,26 @@ fn um_17_normal_exit_disconnects_waits_then_destroys() {
     let wait = position(
         &ev,
         |e| matches!(e, UmsEvent::WaitedIdle { value, .. } if *value == last),
-    )
-    .expect("waited for the last queued value");
+    );
     let ddb = position(&ev, |e| matches!(e, UmsEvent::DestroyDoorbell { .. })).unwrap();
     let dq = position(&ev, |e| matches!(e, UmsEvent::DestroyHwQueue { .. })).unwrap();
     let free = position(&ev, |e| matches!(e, UmsEvent::FreeAllocation { .. })).unwrap();
     let dc = position(&ev, |e| matches!(e, UmsEvent::DestroyContext { .. })).unwrap();
     let dd = position(&ev, |e| matches!(e, UmsEvent::DestroyDevice { .. })).unwrap();
     assert!(
-        disc < wait && wait < ddb && ddb < dq && dq < free && free < dc && dc < dd,
+        disc < ddb && ddb < dq && dq < free && free < dc && dc < dd,
         "{ev:#?}"
     );
+    if ums_progress_given(&m) {
+        let wait = wait.expect("waited for the last queued value");
+        assert!(disc < wait && wait < ddb, "{ev:#?}");
+        assert_eq!(t.mem.load(0), 15, "all work ran before the teardown");
+    } else {
+        assert_eq!(wait, None, "24H2 cannot wait for user-mode work: {ev:#?}");
+    }
     assert!(!ev
         .iter()
         .any(|e| matches!(e, UmsEvent::SuspendContext { .. })));
-    assert_eq!(t.mem.load(0), 15, "all work ran before the teardown");
     assert!(m
         .device(0)
         .unwrap()
@@ -1693,9 +1754,9 @@ fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
     okk(&m, k.connect_doorbell(a.doorbell.handle));
     a.doorbell.cpu.ring(wp);
     ok(&m, m.run_until_idle());
-    assert_eq!(a.queue.progress_cpu.value(), 0, "suspended: nothing ran");
+    assert_eq!(a.done_value(&m), 0, "suspended: nothing ran");
     ok(&m, m.resume_context(&p, a.context));
-    okk(&m, k.wait_for_fence(a.queue.progress_fence, 1));
+    okk(&m, k.wait_for_fence(a.done_fence(), 1));
     assert_eq!(t.mem.load(0), 0x11);
     exits_clean(&m, &p);
 }
@@ -1796,8 +1857,15 @@ enum Lie {
     ProgressBack,
 }
 
+/// The lies are in what the OS reads of a user-mode queue's progress (UM-16, UM-17): an OS
+/// that gives the queue its progress fence and last-queued cell (24H2 gives neither, so has
+/// nothing to be lied to about).
 fn lying_exit(mode: Mode, lie: Lie) {
     let mut cfg = MachineConfig::single(mode);
+    cfg.os.reading = rvgpu_simos::machine::answers::Reading {
+        ums_progress: UmsProgress::Given,
+        ..rvgpu_simos::machine::answers::Reading::from_env()
+    };
     cfg.adapters[0].device.doorbells = 4;
     // Threaded mode waits in real time: a short exit wait keeps the test short, long enough
     // for the victim's own waits on a loaded machine.
@@ -1814,7 +1882,7 @@ fn lying_exit(mode: Mode, lie: Lie) {
     okk(&m, k.connect_doorbell(q.doorbell.handle));
     let wp = write_ring(&q, 0, &[fill(&t, 7)], 5);
     q.doorbell.cpu.ring(wp);
-    okk(&m, k.wait_for_fence(q.queue.progress_fence, 5));
+    okk(&m, k.wait_for_fence(q.done_fence(), 5));
     match lie {
         Lie::LastQueuedMax => q.doorbell.cpu.set_last_queued(u64::MAX),
         Lie::ProgressBack => {
@@ -1826,7 +1894,7 @@ fn lying_exit(mode: Mode, lie: Lie) {
             }
             // Until the GPU wrote the fence back (threaded mode: the device runs on its own).
             let t0 = std::time::Instant::now();
-            while q.queue.progress_cpu.value() != 0 {
+            while q.done_value(&m) != 0 {
                 assert!(
                     t0.elapsed() < Duration::from_secs(10),
                     "PROGRESS 0 never ran"

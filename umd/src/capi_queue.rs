@@ -247,6 +247,21 @@ impl<K: Kmt> Timeline for CapiQueue<K> {
     fn retired_flag(&self) -> Option<Arc<AtomicBool>> {
         Some(self.retired.clone())
     }
+    fn os_sees_work(&self) -> bool {
+        match &self.queue {
+            Some(AnyQueue::User(q)) => q.os_sees_work(),
+            _ => true,
+        }
+    }
+    fn retain_until(&self, r: &Arc<crate::retain::Retained>, value: u64) -> bool {
+        match &self.queue {
+            Some(AnyQueue::User(q)) => {
+                q.retain_until(r.clone(), value);
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 impl<K: Kmt> TrackedQueue for CapiQueue<K> {

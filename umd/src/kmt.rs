@@ -23,11 +23,15 @@ pub struct NtStatus(pub i32);
 
 /// `STATUS_NOT_SUPPORTED`: what the default bodies of the optional thunks return.
 pub const STATUS_NOT_SUPPORTED: NtStatus = NtStatus(0xC000_00BB_u32 as i32);
+/// `STATUS_INVALID_PARAMETER`.
+pub const STATUS_INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D_u32 as i32);
 /// `STATUS_NO_MEMORY`.
 pub const STATUS_NO_MEMORY: NtStatus = NtStatus(0xC000_0017_u32 as i32);
 /// `STATUS_INSUFFICIENT_RESOURCES`: among others, what the KMD's `SubmitCommandToHwQueue`
 /// answers while the queue's kernel ring has no room.
 pub const STATUS_INSUFFICIENT_RESOURCES: NtStatus = NtStatus(0xC000_009A_u32 as i32);
+/// `STATUS_DEVICE_REMOVED`: the device is gone or in error (UM-10).
+pub const STATUS_DEVICE_REMOVED: NtStatus = NtStatus(0xC000_02B6_u32 as i32);
 
 /// `D3DDDI_DOORBELLSTATUS` values the UMD reads from the doorbell status page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,7 +72,8 @@ pub trait DoorbellCpu {
     fn set_last_queued(&self, value: u64);
 }
 
-/// Read-only CPU view of a fence value (`HwQueueProgressFenceCPUVirtualAddress`).
+/// Read-only CPU view of a fence value (`HwQueueProgressFenceCPUVirtualAddress`, a paging
+/// fence's, or a native fence's CurrentValue).
 pub trait FenceCpu {
     /// The fence's current value.
     fn value(&self) -> u64;
@@ -339,17 +344,60 @@ pub trait AllocationCpu {
     }
 }
 
+/// The progress fence `D3DKMTCreateHwQueue` returned for a queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueProgress<F> {
+    /// `hHwQueueProgressFence` (a monitored fence).
+    pub fence: KmtHandle,
+    /// Read-only CPU mapping of its value (`HwQueueProgressFenceCPUVirtualAddress`).
+    pub cpu: F,
+    /// Its GPU VA (the KMD programs it as the queue's `progress_fence`).
+    pub gpu: u64,
+}
+
 /// What `D3DKMTCreateHwQueue` returns.
 #[derive(Debug)]
 pub struct HwQueue<F> {
     /// The queue handle.
     pub handle: KmtHandle,
-    /// The OS-created progress fence (a monitored fence).
-    pub progress_fence: KmtHandle,
-    /// Read-only CPU mapping of the progress fence value.
-    pub progress_cpu: F,
-    /// GPU VA of the progress fence (the KMD programs it as the queue's `progress_fence`).
-    pub progress_gpu: u64,
+    /// The OS-created progress fence; `None` when the OS returned none, which 24H2 does for
+    /// every user-mode-submission queue (`DxgkCreateHwQueueInternal` copies the three outputs
+    /// back only for kernel-submission queues). Microsoft's pages give every queue one.
+    pub progress: Option<QueueProgress<F>>,
+}
+
+impl<F> HwQueue<F> {
+    /// The progress fence's handle, if the OS gave the queue one.
+    pub fn progress_fence(&self) -> Option<KmtHandle> {
+        self.progress.as_ref().map(|p| p.fence)
+    }
+}
+
+/// The progress fence outputs of `D3DKMTCreateHwQueue` (`hHwQueueProgressFence` and its CPU
+/// and GPU VAs, the CPU VA as an address) as the UMD accepts them. All three zero on a
+/// user-mode queue is a queue without one (`None`): 24H2's
+/// `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1C0315730 clears them before
+/// `DdiCreateHwQueue` and `DxgkCreateHwQueueInternal` returns them only for kernel-submission
+/// queues. Otherwise the handle must be non-zero and the CPU VA non-null and 8-aligned (the
+/// UMD reads the value through it); a kernel-mode queue must have one, as it completes only
+/// through it. A refusal is `STATUS_INVALID_PARAMETER`.
+pub fn checked_progress(
+    user_mode: bool,
+    fence: KmtHandle,
+    cpu_va: usize,
+    gpu_va: u64,
+) -> Result<Option<QueueProgress<usize>>, NtStatus> {
+    if user_mode && fence == 0 && cpu_va == 0 && gpu_va == 0 {
+        return Ok(None);
+    }
+    if fence == 0 || cpu_va == 0 || !cpu_va.is_multiple_of(8) {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    Ok(Some(QueueProgress {
+        fence,
+        cpu: cpu_va,
+        gpu: gpu_va,
+    }))
 }
 
 /// What `D3DKMTCreateDoorbell` returns.
@@ -367,7 +415,7 @@ pub trait Kmt {
     type Mem: AllocationCpu + Clone;
     /// CPU views of a doorbell.
     type Doorbell: DoorbellCpu;
-    /// CPU view of a progress fence.
+    /// CPU view of a fence value.
     type Fence: FenceCpu;
 
     /// `D3DKMTCreateContextVirtual` (a context on node `node` of the UMD's device).
@@ -599,6 +647,13 @@ pub trait Kmt {
         let _ = initial_value;
         Err(STATUS_NOT_SUPPORTED)
     }
+    /// A read-only CPU view of `fence`'s CurrentValue (its `current_value_cpu` in this
+    /// process), for waiting on a fence the UMD created like on a progress fence. Default:
+    /// `STATUS_NOT_SUPPORTED`.
+    fn native_fence_cpu(&self, fence: &NativeFence) -> Result<Self::Fence, NtStatus> {
+        let _ = fence;
+        Err(STATUS_NOT_SUPPORTED)
+    }
     /// [`create_native_fence`](Self::create_native_fence) of a fence other processes may open
     /// once it is shared ([`share_native_fence`](Self::share_native_fence)); a fence created
     /// the plain way is private to this process. Default: `STATUS_NOT_SUPPORTED`.
@@ -686,5 +741,46 @@ pub fn allocation_private_data(size: u64, kind: AllocationKind) -> AllocationPdd
         kind: kind as u32,
         flags: rvgpu_hw::pdd::ALLOCATION_CPU_VISIBLE,
         reserved: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// UM-05: the progress fence outputs of `D3DKMTCreateHwQueue` the UMD accepts. None at all
+    /// is a user-mode queue without one (24H2); anything half-given, a null or misaligned CPU
+    /// VA, or a kernel-mode queue without one is refused.
+    #[test]
+    fn um_05_progress_fence_outputs_accepted_by_queue_kind() {
+        let given = Some(QueueProgress {
+            fence: 7,
+            cpu: 0x1000,
+            gpu: 0x2000,
+        });
+        let bad = Err(STATUS_INVALID_PARAMETER);
+        type Outputs = (bool, KmtHandle, usize, u64);
+        let cases: [(&str, Outputs, Result<_, NtStatus>); 9] = [
+            ("user mode, all given", (true, 7, 0x1000, 0x2000), Ok(given)),
+            (
+                "kernel mode, all given",
+                (false, 7, 0x1000, 0x2000),
+                Ok(given),
+            ),
+            ("user mode, none (24H2)", (true, 0, 0, 0), Ok(None)),
+            ("kernel mode, none", (false, 0, 0, 0), bad),
+            ("handle without a CPU VA", (true, 7, 0, 0x2000), bad),
+            ("misaligned CPU VA", (true, 7, 0x1004, 0x2000), bad),
+            (
+                "misaligned CPU VA, kernel mode",
+                (false, 7, 0x1001, 0x2000),
+                bad,
+            ),
+            ("CPU VA without a handle", (true, 0, 0x1000, 0x2000), bad),
+            ("GPU VA without a handle", (true, 0, 0, 0x2000), bad),
+        ];
+        for (what, (user, fence, cpu, gpu), want) in cases {
+            assert_eq!(checked_progress(user, fence, cpu, gpu), want, "{what}");
+        }
     }
 }

@@ -74,11 +74,11 @@ use windows_sys::Win32::System::Threading::{
 
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
-    Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
-    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
-    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa,
-    UpdateGpuVaOp, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP, UPDATE_GPU_VA_MAP_PROTECT,
-    UPDATE_GPU_VA_UNMAP,
+    checked_progress, Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell,
+    DoorbellCpu, DoorbellStatus, EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError,
+    MakeResidentFlags, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue,
+    QueueProgress, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP,
+    UPDATE_GPU_VA_MAP_PROTECT, UPDATE_GPU_VA_UNMAP,
 };
 
 /// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
@@ -670,7 +670,8 @@ impl AllocationCpu for WinMem {
 pub struct WinDoorbell {
     doorbell: *mut u64,
     status: *const i32,
-    last_queued: *mut u64,
+    /// `None`: the OS keeps no last-queued value for the queue (24H2).
+    last_queued: Option<*mut u64>,
 }
 
 impl DoorbellCpu for WinDoorbell {
@@ -695,14 +696,16 @@ impl DoorbellCpu for WinDoorbell {
     }
 
     fn set_last_queued(&self, value: u64) {
+        let Some(cell) = self.last_queued else { return };
         // SAFETY: `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress`, a writable 64-bit
         // OS location that lives as long as the doorbell; checked non-null and 8-aligned at
         // creation; the OS reads it concurrently, so the store is atomic.
-        unsafe { AtomicU64::from_ptr(self.last_queued) }.store(value, Ordering::Release);
+        unsafe { AtomicU64::from_ptr(cell) }.store(value, Ordering::Release);
     }
 }
 
-/// Read-only CPU view of a progress fence.
+/// Read-only CPU view of a fence value: a progress fence's, a paging fence's or a native
+/// fence's CurrentValue.
 #[derive(Debug)]
 pub struct WinFence {
     value: *const u64,
@@ -710,9 +713,11 @@ pub struct WinFence {
 
 impl FenceCpu for WinFence {
     fn value(&self) -> u64 {
-        // SAFETY: `HwQueueProgressFenceCPUVirtualAddress`, a read-only 8-aligned OS mapping of
-        // the fence value that lives as long as the queue (checked at creation). An atomic
-        // load of a lock-free size is allowed on read-only memory.
+        // SAFETY: `HwQueueProgressFenceCPUVirtualAddress`, `FenceValueCPUVirtualAddress` or a
+        // native fence's `CurrentValueCpuVa`: a read-only 8-aligned OS mapping of the value
+        // (checked non-null and aligned where the view is made) that lives as long as the
+        // queue or fence, which outlive the view. An atomic load of a lock-free size is
+        // allowed on read-only memory.
         unsafe { AtomicU64::from_ptr(self.value.cast_mut()) }.load(Ordering::Acquire)
     }
 }
@@ -1198,21 +1203,32 @@ impl Kmt for WinKmt {
         // SAFETY: valid argument structure; the private data buffer is live and writable for
         // its length during the call (in/out).
         check(unsafe { D3DKMTCreateHwQueue(&mut args) })?;
-        let Some(value) = aligned::<u64>(args.HwQueueProgressFenceCPUVirtualAddress) else {
-            let d = D3DKMT_DESTROYHWQUEUE {
-                hHwQueue: args.hHwQueue,
-            };
-            // SAFETY: the queue just created.
-            unsafe { D3DKMTDestroyHwQueue(&d) };
-            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        let progress = match checked_progress(
+            user_mode_submission,
+            args.hHwQueueProgressFence,
+            args.HwQueueProgressFenceCPUVirtualAddress as usize,
+            args.HwQueueProgressFenceGPUVirtualAddress,
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                let d = D3DKMT_DESTROYHWQUEUE {
+                    hHwQueue: args.hHwQueue,
+                };
+                // SAFETY: the queue just created.
+                unsafe { D3DKMTDestroyHwQueue(&d) };
+                return Err(e);
+            }
         };
         Ok(HwQueue {
             handle: args.hHwQueue,
-            progress_fence: args.hHwQueueProgressFence,
-            progress_cpu: WinFence {
-                value: value.cast_const(),
-            },
-            progress_gpu: args.HwQueueProgressFenceGPUVirtualAddress,
+            progress: progress.map(|p| QueueProgress {
+                fence: p.fence,
+                // Checked non-null and 8-aligned: the OS's read-only mapping of the value.
+                cpu: WinFence {
+                    value: p.cpu as *const u64,
+                },
+                gpu: p.gpu,
+            }),
         })
     }
 
@@ -1454,10 +1470,17 @@ impl Kmt for WinKmt {
         // SAFETY: the released D3DKMT_CREATE_DOORBELL layout (asserted above); the private
         // data buffer is live and writable for its length during the call.
         check(unsafe { call_with(Wddm32Thunk::CreateDoorbell, &mut args) })?;
+        // 24H2 never writes the last-queued address (`DxgkCreateDoorbellInternal`
+        // @0x1401D8A50): we read back the null we passed, and the queue has no such cell.
+        let last = args.HwQueueProgressFenceLastQueuedValueCPUVirtualAddress;
         let views = (
             aligned::<u64>(args.DoorbellCPUVirtualAddress),
             aligned::<i32>(args.DoorbellStatusCPUVirtualAddress),
-            aligned::<u64>(args.HwQueueProgressFenceLastQueuedValueCPUVirtualAddress),
+            if last.is_null() {
+                Some(None)
+            } else {
+                aligned::<u64>(last).map(Some)
+            },
         );
         let (Some(doorbell), Some(status), Some(last_queued)) = views else {
             let _ = self.destroy_doorbell(args.hDoorbell);
@@ -1589,6 +1612,18 @@ impl Kmt for WinKmt {
     /// unusable the fence is destroyed again and `STATUS_INVALID_PARAMETER` returned.
     fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
         self.native_fence_of(self.create_native_fence_mapped(initial_value)?)
+    }
+
+    /// The fence's `CurrentValueCpuVa` from its `D3DDDI_NATIVEFENCEMAPPING`, checked non-null
+    /// and 8-aligned.
+    fn native_fence_cpu(&self, fence: &NativeFence) -> Result<WinFence, NtStatus> {
+        let current = fence.current_value_cpu;
+        if current == 0 || !current.is_multiple_of(8) {
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        Ok(WinFence {
+            value: current as *const u64,
+        })
     }
 
     fn create_shareable_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {

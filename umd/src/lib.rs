@@ -34,6 +34,7 @@ pub mod fencelog;
 pub mod kmt;
 #[cfg(windows)]
 pub mod kmt_windows;
+pub mod retain;
 pub mod ring;
 pub mod submit;
 pub mod usage;

@@ -10,6 +10,10 @@
 //!   doorbell ([`DoorbellPdd`]: the ring size in, `ring_value` and `queue_id` out; the KMD takes
 //!   the ring's addresses from the two allocations), and
 //!   connects the doorbell.
+//! - **Progress fence.** Microsoft's pages give every queue a monitored progress fence; 24H2
+//!   gives a user-mode queue none. Then the queue creates a native fence of its own and closes
+//!   each batch with that fence's conditional `FENCE_SIGNAL(N+1)` instead of `PROGRESS(N+1)`
+//!   (an interrupt only when a CPU waits, NF-03); waits and completion read that fence.
 //! - [`UserQueue::submit`] follows UM-16 exactly: pick `N+1`; append the commands and
 //!   `PROGRESS(N+1)` to the ring (waiting on the progress fence while the ring is full, never
 //!   overwriting unconsumed packets); store `N+1` at the last-queued address; publish
@@ -21,7 +25,7 @@
 //!   queue off the runlist atomically (docs/usermode-submission.md, "Runlists"), so the ring is
 //!   quiescent: everything before the CMP's read pointer ran, nothing after it will. The
 //!   unconsumed packets between the read and write pointers are decoded and resubmitted, batch
-//!   by batch (a batch ends with its `PROGRESS`), through a second hardware queue created
+//!   by batch (a batch ends with its closing packet), through a second hardware queue created
 //!   without `UserModeSubmission` ([`KernelQueue`]'s machinery). Progress values stay one
 //!   sequence for the caller: a value the user-mode queue had completed is complete; a later
 //!   one maps to the kernel-mode queue's own progress value for that batch.
@@ -56,7 +60,8 @@ use crate::fencelog::{
 };
 use crate::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
-    KmtHandle, NtStatus, RingView, STATUS_INSUFFICIENT_RESOURCES,
+    KmtHandle, NtStatus, QueueProgress, RingView, STATUS_INSUFFICIENT_RESOURCES,
+    STATUS_INVALID_PARAMETER,
 };
 use crate::ring::{for_each_word, RingError, RingWriter};
 
@@ -306,6 +311,9 @@ macro_rules! forward_kmt {
             fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
                 (**self).create_native_fence(initial_value)
             }
+            fn native_fence_cpu(&self, fence: &NativeFence) -> Result<Self::Fence, NtStatus> {
+                (**self).native_fence_cpu(fence)
+            }
             fn create_shareable_native_fence(
                 &self,
                 initial_value: u64,
@@ -352,8 +360,10 @@ fn batch_bytes(cmds: &[Command]) -> u64 {
     words.saturating_mul(8)
 }
 
-/// Bytes of the [`progress_words`] packet that closes every user-mode batch.
-const PROGRESS_BYTES: u64 = 16;
+/// Words of the FENCE_SIGNAL that closes a user-mode batch on the queue's own native fence.
+const SIGNAL_WORDS: usize = 5;
+/// Which of them holds the value.
+const SIGNAL_VALUE_WORD: usize = 2;
 
 /// [`check_commands`] and [`batch_bytes`] in one pass (the user-mode hot path).
 fn checked_batch_bytes(cmds: &[Command]) -> Result<u64, SubmitError> {
@@ -419,6 +429,112 @@ fn report(trace: Option<&Arc<dyn FenceTrace>>, ops: &[crate::fencelog::QueuedOp]
     }
 }
 
+/// The packet that closes each user-mode batch, encoded once: per batch only its value word
+/// changes (the submission hot path).
+#[derive(Clone, Copy, Debug)]
+enum ClosingPacket {
+    /// `PROGRESS(value)` on the OS's progress fence.
+    Progress([u64; 2]),
+    /// The conditional FENCE_SIGNAL of the queue's own fence.
+    Signal([u64; SIGNAL_WORDS]),
+}
+
+impl ClosingPacket {
+    /// `PROGRESS(value)` on the OS's progress fence.
+    fn progress() -> Self {
+        Self::Progress(progress_words(0))
+    }
+
+    /// The conditional FENCE_SIGNAL of `fence`.
+    fn signal(fence: &NativeFence) -> Result<Self, SubmitError> {
+        let mut words = [0u64; SIGNAL_WORDS];
+        match fence.signal(0).encode(&mut words) {
+            Some(SIGNAL_WORDS) => Ok(Self::Signal(words)),
+            _ => Err(SubmitError::BadCommand),
+        }
+    }
+
+    /// Its length in bytes.
+    #[inline]
+    fn bytes(&self) -> u64 {
+        match self {
+            Self::Progress(w) => size_of_val(w) as u64,
+            Self::Signal(w) => size_of_val(w) as u64,
+        }
+    }
+
+    /// Makes it close the batch of progress value `value`.
+    #[inline]
+    fn set_value(&mut self, value: u64) {
+        match self {
+            Self::Progress(w) => w[1] = value,
+            Self::Signal(w) => w[SIGNAL_VALUE_WORD] = value,
+        }
+    }
+
+    /// Its words.
+    #[inline]
+    fn words(&self) -> &[u64] {
+        match self {
+            Self::Progress(w) => w,
+            Self::Signal(w) => w,
+        }
+    }
+}
+
+/// Where a user-mode queue's batches report their completion.
+enum Progress<F> {
+    /// The OS's progress fence (Microsoft's pages give every queue one): each batch ends with
+    /// an interrupting `PROGRESS`.
+    Os(QueueProgress<F>),
+    /// The queue's own native fence, when the OS gave the queue no progress fence (24H2:
+    /// `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1C0315730 zeroes the three progress
+    /// fence arguments of a user-mode queue before `DdiCreateHwQueue`). Each batch ends with
+    /// its FENCE_SIGNAL, whose conditional interrupt fires only when a CPU waiter raised
+    /// MonitoredValue (NF-03): no interrupt per batch.
+    Own { fence: NativeFence, cpu: F },
+}
+
+impl<F: FenceCpu> Progress<F> {
+    /// The packet that closes each batch.
+    fn closing_packet(&self) -> Result<ClosingPacket, SubmitError> {
+        match self {
+            Self::Os(_) => Ok(ClosingPacket::progress()),
+            Self::Own { fence, .. } => ClosingPacket::signal(fence),
+        }
+    }
+
+    /// The fence's D3DKMT handle (what CPU waits name).
+    fn fence(&self) -> KmtHandle {
+        match self {
+            Self::Os(p) => p.fence,
+            Self::Own { fence, .. } => fence.kmt,
+        }
+    }
+
+    /// The fence's current value.
+    #[inline]
+    fn value(&self) -> u64 {
+        match self {
+            Self::Os(p) => p.cpu.value(),
+            Self::Own { cpu, .. } => cpu.value(),
+        }
+    }
+
+    /// The progress value `cmd` reports if it is the packet that closes a batch.
+    fn closes(&self, cmd: &Command) -> Option<u64> {
+        match (self, cmd) {
+            (Self::Os(_), Command::Progress { value, .. }) => Some(*value),
+            (Self::Own { fence, .. }, Command::FenceSignal { value, .. })
+                if *cmd == fence.signal(*value) =>
+            {
+                Some(*value)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Creates a hardware queue with rvgpu's private data; returns it with the queue id.
 fn create_hw_queue<K: Kmt>(
     kmt: &K,
@@ -456,7 +572,10 @@ struct CommandBuffer<M> {
 /// A kernel-mode hardware queue and its command buffers, without the thunks (its owner passes
 /// them): shared by [`KernelQueue`] and the fallback of [`UserQueue`].
 struct KernelPath<K: Kmt> {
-    queue: HwQueue<K::Fence>,
+    /// The kernel-mode hardware queue.
+    queue: KmtHandle,
+    /// Its progress fence (the OS gives every kernel-mode queue one).
+    progress: QueueProgress<K::Fence>,
     queue_id: u32,
     /// A ring of equally sized buffers (never empty), filled in turn.
     cbs: Vec<CommandBuffer<K::Mem>>,
@@ -472,7 +591,7 @@ struct KernelPath<K: Kmt> {
 impl<K: Kmt> core::fmt::Debug for KernelPath<K> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("KernelPath")
-            .field("queue", &self.queue.handle)
+            .field("queue", &self.queue)
             .field("queue_id", &self.queue_id)
             .field("command_buffers", &self.cbs.len())
             .field("cur", &self.cur)
@@ -487,13 +606,20 @@ impl<K: Kmt> KernelPath<K> {
         if cfg.command_buffer_size < 8 || !cfg.command_buffer_size.is_multiple_of(8) {
             return Err(SubmitError::BadConfig);
         }
-        let (queue, queue_id) = create_hw_queue(kmt, context, false, cfg.priority)?;
+        let (HwQueue { handle, progress }, queue_id) =
+            create_hw_queue(kmt, context, false, cfg.priority)?;
+        let Some(progress) = progress else {
+            // A kernel-mode queue completes only through its progress fence.
+            let _ = kmt.destroy_hw_queue(handle);
+            return Err(STATUS_INVALID_PARAMETER.into());
+        };
         match kmt.create_allocation_as(
             cfg.command_buffer_size,
             crate::kmt::AllocationKind::Commands,
         ) {
             Ok(alloc) => Ok(Self {
-                queue,
+                queue: handle,
+                progress,
                 queue_id,
                 cbs: alloc::vec![CommandBuffer { alloc, last_use: 0 }],
                 cur: 0,
@@ -501,7 +627,7 @@ impl<K: Kmt> KernelPath<K> {
                 last: 0,
             }),
             Err(e) => {
-                let _ = kmt.destroy_hw_queue(queue.handle);
+                let _ = kmt.destroy_hw_queue(handle);
                 Err(e.into())
             }
         }
@@ -536,12 +662,12 @@ impl<K: Kmt> KernelPath<K> {
                 }
                 // No memory for another: wait for the oldest, as with every buffer busy.
                 Err(_) => {
-                    kmt.wait_for_fence(self.queue.progress_fence, busy)?;
+                    kmt.wait_for_fence(self.progress.fence, busy)?;
                     self.cur = next;
                 }
             }
         } else {
-            kmt.wait_for_fence(self.queue.progress_fence, busy)?;
+            kmt.wait_for_fence(self.progress.fence, busy)?;
             self.cur = next;
         }
         self.head = 0;
@@ -549,7 +675,7 @@ impl<K: Kmt> KernelPath<K> {
     }
 
     fn completed(&self) -> u64 {
-        self.queue.progress_cpu.value()
+        self.progress.cpu.value()
     }
 
     /// One `SubmitCommandToHwQueue` with the next progress value. While the KMD refuses it for
@@ -564,7 +690,7 @@ impl<K: Kmt> KernelPath<K> {
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
         let mut rounds = self.last.saturating_sub(self.completed());
         loop {
-            match kmt.submit_command_to_hw_queue(self.queue.handle, value, gpu, len) {
+            match kmt.submit_command_to_hw_queue(self.queue, value, gpu, len) {
                 Ok(()) => break,
                 Err(e) if e == STATUS_INSUFFICIENT_RESOURCES && rounds > 0 => {
                     let done = self.completed();
@@ -572,7 +698,7 @@ impl<K: Kmt> KernelPath<K> {
                         return Err(e.into());
                     }
                     rounds -= 1;
-                    kmt.wait_for_fence(self.queue.progress_fence, done.saturating_add(1))?;
+                    kmt.wait_for_fence(self.progress.fence, done.saturating_add(1))?;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -666,7 +792,7 @@ impl<K: Kmt> KernelPath<K> {
         if self.completed() >= value {
             return Ok(None);
         }
-        Ok(Some((self.queue.progress_fence, value)))
+        Ok(Some((self.progress.fence, value)))
     }
 
     fn wait(&self, kmt: &K, value: u64) -> Result<(), SubmitError> {
@@ -678,7 +804,7 @@ impl<K: Kmt> KernelPath<K> {
 
     /// Queue first, then its command buffers.
     fn destroy(&self, kmt: &K) -> Result<(), SubmitError> {
-        let q = kmt.destroy_hw_queue(self.queue.handle);
+        let q = kmt.destroy_hw_queue(self.queue);
         let a = self.destroy_buffers(kmt);
         q?;
         a?;
@@ -813,7 +939,7 @@ impl<K: Kmt> KernelQueue<K> {
     /// waits for the queue's last submission).
     pub fn gpu_wait_monitored(&mut self, fence: KmtHandle, value: u64) -> Result<(), SubmitError> {
         self.kmt
-            .submit_wait_to_hw_queue(self.path.queue.handle, &[(fence, value)])?;
+            .submit_wait_to_hw_queue(self.path.queue, &[(fence, value)])?;
         Ok(())
     }
 
@@ -829,19 +955,19 @@ impl<K: Kmt> KernelQueue<K> {
         value: u64,
     ) -> Result<(), SubmitError> {
         self.kmt
-            .submit_signal_to_hw_queue(self.path.queue.handle, &[(fence, value)])?;
+            .submit_signal_to_hw_queue(self.path.queue, &[(fence, value)])?;
         Ok(())
     }
 
     /// The kernel-mode hardware queue's D3DKMT handle.
     pub fn queue_handle(&self) -> KmtHandle {
-        self.path.queue.handle
+        self.path.queue
     }
 
     /// The queue's progress fence (a monitored fence's D3DKMT handle: another queue may wait
     /// on it with [`gpu_wait_monitored`](Self::gpu_wait_monitored)).
     pub fn progress_fence(&self) -> KmtHandle {
-        self.path.queue.progress_fence
+        self.path.progress.fence
     }
 
     /// The device's queue id (from [`HwQueuePdd`]).
@@ -927,9 +1053,17 @@ pub struct UserQueue<K: Kmt> {
     timeline: crate::usage::TimelineId,
     /// Set when the queue is destroyed ([`crate::usage::Timeline::retired_flag`]).
     retired: alloc::sync::Arc<core::sync::atomic::AtomicBool>,
+    /// Allocations destroyed while this queue's work (which the OS cannot see) still used
+    /// them ([`UserQueue::retain_until`]).
+    retained: crate::retain::RetainList,
     config: QueueConfig,
     context: KmtHandle,
-    queue: HwQueue<K::Fence>,
+    /// The user-mode hardware queue.
+    queue: KmtHandle,
+    /// What its batches complete on.
+    progress: Progress<K::Fence>,
+    /// The packet that closes each batch.
+    closing: ClosingPacket,
     queue_id: u32,
     ring: Allocation<K::Mem>,
     control: Allocation<K::Mem>,
@@ -939,8 +1073,8 @@ pub struct UserQueue<K: Kmt> {
     writer: RingWriter<RingView<K::Mem>>,
     /// The last progress value picked (N).
     last: u64,
-    /// `(progress value, write pointer after its PROGRESS)` of batches in the ring that the
-    /// CMP may not have consumed yet.
+    /// `(progress value, write pointer after its closing packet)` of batches in the ring that
+    /// the CMP may not have consumed yet.
     in_flight: VecDeque<(u64, u64)>,
     /// The doorbell could not be connected at creation: fall back at the first submission.
     connect_failed: bool,
@@ -958,6 +1092,8 @@ struct Partial<'a, K: Kmt> {
     kmt: &'a K,
     context: Option<KmtHandle>,
     queue: Option<KmtHandle>,
+    /// The queue's own progress fence (when the OS gave it none).
+    fence: Option<KmtHandle>,
     allocations: [Option<KmtHandle>; 2],
     doorbell: Option<KmtHandle>,
 }
@@ -966,6 +1102,7 @@ impl<K: Kmt> Partial<'_, K> {
     fn disarm(&mut self) {
         self.context = None;
         self.queue = None;
+        self.fence = None;
         self.allocations = [None, None];
         self.doorbell = None;
     }
@@ -978,6 +1115,9 @@ impl<K: Kmt> Drop for Partial<'_, K> {
         }
         if let Some(q) = self.queue {
             let _ = self.kmt.destroy_hw_queue(q);
+        }
+        if let Some(f) = self.fence {
+            let _ = self.kmt.destroy_native_fence(f);
         }
         for a in self.allocations.iter().flatten() {
             let _ = self.kmt.destroy_allocation(*a);
@@ -992,7 +1132,8 @@ impl<K: Kmt> core::fmt::Debug for UserQueue<K> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("UserQueue")
             .field("context", &self.context)
-            .field("queue", &self.queue.handle)
+            .field("queue", &self.queue)
+            .field("progress_fence", &self.progress.fence())
             .field("queue_id", &self.queue_id)
             .field("doorbell", &self.doorbell.as_ref().map(|d| d.handle))
             .field("ring_value", &self.ring_value)
@@ -1006,8 +1147,9 @@ impl<K: Kmt> core::fmt::Debug for UserQueue<K> {
 }
 
 impl<K: Kmt> UserQueue<K> {
-    /// Creates context, user-mode hardware queue, ring and ring control, and doorbell, and
-    /// connects the doorbell. A failed connect (or a doorbell that reads
+    /// Creates context, user-mode hardware queue (and, if the OS gave it no progress fence, a
+    /// native fence of its own for that), ring and ring control, and doorbell, and connects
+    /// the doorbell. A failed connect (or a doorbell that reads
     /// `DISCONNECTED_ABORT`) is not an error: the queue then submits through the kernel-mode
     /// path from its first submission on (UM-19).
     pub fn new(kmt: K, config: &QueueConfig) -> Result<Self, SubmitError> {
@@ -1019,13 +1161,32 @@ impl<K: Kmt> UserQueue<K> {
             kmt: &kmt,
             context: None,
             queue: None,
+            fence: None,
             allocations: [None, None],
             doorbell: None,
         };
         let context = kmt.create_context(config.node)?;
         partial.context = Some(context);
-        let (queue, queue_id) = create_hw_queue(&kmt, context, true, config.priority)?;
-        partial.queue = Some(queue.handle);
+        let (
+            HwQueue {
+                handle: queue,
+                progress,
+            },
+            queue_id,
+        ) = create_hw_queue(&kmt, context, true, config.priority)?;
+        partial.queue = Some(queue);
+        let progress = match progress {
+            Some(p) => Progress::Os(p),
+            None => {
+                let fence = kmt.create_native_fence(0)?;
+                partial.fence = Some(fence.kmt);
+                Progress::Own {
+                    cpu: kmt.native_fence_cpu(&fence)?,
+                    fence,
+                }
+            }
+        };
+        let closing = progress.closing_packet()?;
         let ring =
             kmt.create_allocation_as(u64::from(size), crate::kmt::AllocationKind::Commands)?;
         partial.allocations[0] = Some(ring.handle);
@@ -1039,12 +1200,8 @@ impl<K: Kmt> UserQueue<K> {
         // The KMD takes the ring and its control block from the allocations; the private data
         // says how much of the ring allocation is ring (16 bytes at most, BR-96).
         let mut pdd = DoorbellPdd::for_ring(size);
-        let doorbell = kmt.create_doorbell(
-            queue.handle,
-            ring.handle,
-            control.handle,
-            pdd.as_mut_bytes(),
-        )?;
+        let doorbell =
+            kmt.create_doorbell(queue, ring.handle, control.handle, pdd.as_mut_bytes())?;
         partial.doorbell = Some(doorbell.handle);
         let ring_value =
             DoorbellValue::from_u32(pdd.ring_value).ok_or(SubmitError::BadPrivateData)?;
@@ -1073,6 +1230,8 @@ impl<K: Kmt> UserQueue<K> {
             config: *config,
             context,
             queue,
+            progress,
+            closing,
             queue_id,
             ring,
             control,
@@ -1087,7 +1246,32 @@ impl<K: Kmt> UserQueue<K> {
             trace: None,
             lost: false,
             closed: false,
+            retained: crate::retain::RetainList::default(),
         })
+    }
+
+    /// Whether the OS sees this queue's work: it gave the queue its progress fence (the
+    /// pages), so VidMm defers destroying memory the work uses (AL-03). 24H2 gives a
+    /// user-mode queue none; after a fallback the later work is the kernel-mode queue's, but
+    /// earlier batches stay unseen.
+    pub fn os_sees_work(&self) -> bool {
+        matches!(self.progress, Progress::Os(_))
+    }
+
+    /// AL-03 done by the UMD for work the OS cannot see ([`crate::retain`]): holds `r` until
+    /// this queue completes `value` (or is destroyed). Never blocks but in the rare case that
+    /// there is no room to hold it (then it waits for `value` and lets go at once).
+    pub fn retain_until(&self, r: alloc::sync::Arc<crate::retain::Retained>, value: u64) {
+        if let Err(r) = self.retained.push(r, value) {
+            let _ = self.wait(value);
+            let _ = r.release(&self.kmt);
+        }
+        self.reap_retained();
+    }
+
+    /// Lets go of the retained allocations whose work completed.
+    pub fn reap_retained(&self) {
+        self.retained.reap(&self.kmt, self.completed(), self.closed);
     }
 
     /// Submits `cmds` (UM-16, UM-19); returns the progress value that marks their completion.
@@ -1170,6 +1354,9 @@ impl<K: Kmt> UserQueue<K> {
         if self.lost {
             return Err(SubmitError::Lost);
         }
+        if !self.retained.is_empty() {
+            self.reap_retained();
+        }
         // One pass over the batch: refuse what does not encode, and its length.
         let cmd_bytes = checked_batch_bytes(cmds)?;
         if self.connect_failed && self.fallback.is_none() {
@@ -1179,16 +1366,16 @@ impl<K: Kmt> UserQueue<K> {
             return self.submit_kernel_path(cmds);
         }
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
-        let bytes = cmd_bytes.saturating_add(PROGRESS_BYTES);
+        let bytes = cmd_bytes.saturating_add(self.closing.bytes());
         if bytes > u64::from(self.config.ring_size) {
             return Err(SubmitError::TooLarge);
         }
         // Back-pressure: never overwrite unconsumed packets. `push_batch` checks the room
         // against the read pointer the writer last loaded (the CMP only moves it forward, so
         // that room is always there) and loads ring control only when that says "full".
-        let tail = progress_words(value);
+        self.closing.set_value(value);
         loop {
-            match self.writer.push_batch(cmds, &tail, bytes) {
+            match self.writer.push_batch(cmds, self.closing.words(), bytes) {
                 Ok(true) => break,
                 Ok(false) => {
                     self.wait_for_space(bytes)?;
@@ -1205,7 +1392,8 @@ impl<K: Kmt> UserQueue<K> {
                 Err(e) => return Err(e.into()),
             }
         }
-        // UM-16 1: N+1 (picked above). 2: the commands and PROGRESS(N+1) went into the ring.
+        // UM-16 1: N+1 (picked above). 2: the commands and the packet that writes N+1 to the
+        // progress fence went into the ring.
         self.last = value;
         let end = self.writer.write_ptr();
         // Drop batches before the read pointer last loaded, so the list stays bounded by what
@@ -1301,8 +1489,8 @@ impl<K: Kmt> UserQueue<K> {
         if self.fallback.is_some() {
             return Ok(());
         }
-        if self.queue.progress_cpu.value() < target {
-            self.kmt.wait_for_fence(self.queue.progress_fence, target)?;
+        if self.progress.value() < target {
+            self.kmt.wait_for_fence(self.progress.fence(), target)?;
         }
         for _ in 0..READ_PTR_POLLS {
             if self.writer.free()? >= bytes {
@@ -1342,12 +1530,12 @@ impl<K: Kmt> UserQueue<K> {
                 return Err(SubmitError::Lost);
             }
         }
-        let user_completed = self.queue.progress_cpu.value();
+        let user_completed = self.progress.value();
         if user_completed > self.last {
             // Not a value this queue wrote: the OS reports the device removed this way (as
             // D3D12 fences read UINT64_MAX then). What ran is unknown: recreate (UM-10).
             self.lost = true;
-            return Err(SubmitError::Lost);
+            return Err(SubmitError::Kmt(crate::kmt::STATUS_DEVICE_REMOVED));
         }
         let batches = match self.unconsumed_batches() {
             Ok(b) => b,
@@ -1388,7 +1576,8 @@ impl<K: Kmt> UserQueue<K> {
     }
 
     /// Decodes the packets between the read and write pointers of the (quiescent) ring into
-    /// batches, each with the progress value of its closing PROGRESS packet.
+    /// batches, each with the progress value of its closing packet (PROGRESS, or the own
+    /// fence's FENCE_SIGNAL).
     #[allow(clippy::type_complexity)]
     fn unconsumed_batches(&self) -> Result<Vec<(u64, Vec<Command>)>, SubmitError> {
         let corrupt = SubmitError::Ring(RingError::Corrupt);
@@ -1412,11 +1601,9 @@ impl<K: Kmt> UserQueue<K> {
             }
             let cmd = decode(&packet).map_err(|_| corrupt)?;
             ptr = ptr.saturating_add(len.saturating_mul(8));
-            match cmd {
-                Command::Progress { value, .. } => {
-                    batches.push((value, core::mem::take(&mut current)));
-                }
-                other => current.push(other),
+            match self.progress.closes(&cmd) {
+                Some(value) => batches.push((value, core::mem::take(&mut current))),
+                None => current.push(cmd),
             }
         }
         if ptr != end || !current.is_empty() {
@@ -1458,6 +1645,9 @@ impl<K: Kmt> UserQueue<K> {
         if let Some((fence, v)) = self.wait_target(value)? {
             self.kmt.wait_for_fence(fence, v)?;
         }
+        if !self.retained.is_empty() {
+            self.reap_retained();
+        }
         Ok(())
     }
 
@@ -1469,8 +1659,7 @@ impl<K: Kmt> UserQueue<K> {
             return Err(SubmitError::NotSubmitted);
         }
         match &self.fallback {
-            None => Ok((self.queue.progress_cpu.value() < value)
-                .then_some((self.queue.progress_fence, value))),
+            None => Ok((self.progress.value() < value).then_some((self.progress.fence(), value))),
             Some(fb) => {
                 if value <= fb.user_completed {
                     return Ok(None);
@@ -1488,7 +1677,7 @@ impl<K: Kmt> UserQueue<K> {
     /// The highest progress value known complete (non-blocking).
     pub fn completed(&self) -> u64 {
         match &self.fallback {
-            None => self.queue.progress_cpu.value().min(self.last),
+            None => self.progress.value().min(self.last),
             Some(fb) => {
                 let done = fb.path.completed();
                 let mut known = fb.user_completed.min(self.last);
@@ -1547,9 +1736,10 @@ impl<K: Kmt> UserQueue<K> {
         self.ring_value
     }
 
-    /// The user-mode queue's progress fence handle.
+    /// The handle of the fence the user-mode queue's batches complete on: the OS's progress
+    /// fence, or the queue's own native fence when the OS gave it none.
     pub fn progress_fence(&self) -> KmtHandle {
-        self.queue.progress_fence
+        self.progress.fence()
     }
 
     /// The configuration it was created with.
@@ -1575,8 +1765,8 @@ impl<K: Kmt> UserQueue<K> {
         destroyed
     }
 
-    /// Doorbell, hardware queues, allocations, context; every step is attempted, the first
-    /// failure is reported.
+    /// Doorbell, hardware queues, the queue's own progress fence, allocations, context; every
+    /// step is attempted, the first failure is reported.
     fn teardown(&mut self) -> Result<(), SubmitError> {
         if core::mem::replace(&mut self.closed, true) {
             return Ok(());
@@ -1590,11 +1780,11 @@ impl<K: Kmt> UserQueue<K> {
         if let Some(db) = self.doorbell.take() {
             note(self.kmt.destroy_doorbell(db.handle));
         }
-        let q = self.kmt.destroy_hw_queue(self.queue.handle);
+        let q = self.kmt.destroy_hw_queue(self.queue);
         let fq = self
             .fallback
             .as_ref()
-            .map_or(Ok(()), |fb| self.kmt.destroy_hw_queue(fb.path.queue.handle));
+            .map_or(Ok(()), |fb| self.kmt.destroy_hw_queue(fb.path.queue));
         // Once destroyed, the queue is off the hardware (its work completed or never runs):
         // uses recorded on it are over.
         if q.is_ok() && fq.is_ok() {
@@ -1603,6 +1793,12 @@ impl<K: Kmt> UserQueue<K> {
         }
         note(q);
         note(fq);
+        // The queue is off the hardware: what it retained is free (`closed` is set).
+        self.reap_retained();
+        // After the queue: no batch of it can signal the fence any more.
+        if let Progress::Own { fence, .. } = &self.progress {
+            note(self.kmt.destroy_native_fence(fence.kmt));
+        }
         note(self.kmt.destroy_allocation(self.ring.handle));
         note(self.kmt.destroy_allocation(self.control.handle));
         if let Some(fb) = &self.fallback {

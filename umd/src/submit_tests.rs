@@ -14,7 +14,7 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, Kmt,
-    KmtHandle, NtStatus,
+    KmtHandle, NtStatus, QueueProgress, STATUS_NO_MEMORY,
 };
 
 const STATUS_INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D_u32 as i32);
@@ -38,6 +38,7 @@ enum Ev {
     DestroyHwQueue(KmtHandle),
     DestroyAllocation(KmtHandle),
     DestroyContext(KmtHandle),
+    DestroyNativeFence(KmtHandle),
     /// A store to the user-mode ring (word index, value).
     RingWord(u64, u64),
     LastQueued(u64),
@@ -77,7 +78,8 @@ struct Alloc {
 #[derive(Debug)]
 struct Queue {
     user_mode: bool,
-    fence: KmtHandle,
+    /// Its OS progress fence (`None`: the OS gave it none).
+    fence: Option<KmtHandle>,
 }
 
 #[derive(Debug)]
@@ -87,6 +89,13 @@ struct World {
     allocs: HashMap<KmtHandle, Alloc>,
     queues: HashMap<KmtHandle, Queue>,
     fences: HashMap<KmtHandle, u64>,
+    /// Native fences created, by the GPU VA of their CurrentValue.
+    native: HashMap<u64, KmtHandle>,
+    /// Fail the next native fence creation.
+    fail_create_native_fence: bool,
+    /// User-mode queues get a progress fence from the OS (Microsoft's pages); `false`: none,
+    /// as 24H2 gives them.
+    os_progress: bool,
     log: Vec<Ev>,
     /// What the mock KMD answers in the doorbell's private data.
     ring_value: u32,
@@ -140,7 +149,7 @@ impl World {
     }
 
     fn user_fence(&self) -> Option<KmtHandle> {
-        self.user_queue.map(|q| self.queues[&q].fence)
+        self.user_queue.and_then(|q| self.queues[&q].fence)
     }
 
     fn control(&self) -> Option<KmtHandle> {
@@ -172,9 +181,20 @@ impl World {
             let packet: Vec<u64> = (0..u64::from(h.len)).map(|i| at(read + 8 * i)).collect();
             let cmd = decode(&packet).expect("ring packet");
             match cmd {
-                Command::Progress { value, .. } => {
-                    let f = self.user_fence().unwrap();
-                    self.fences.insert(f, value);
+                Command::Progress { value, .. } => match self.user_fence() {
+                    Some(f) => {
+                        self.fences.insert(f, value);
+                    }
+                    // The device: a queue without a progress fence faults (BadArgument).
+                    None => self.fault = Some("PROGRESS on a queue without a progress fence"),
+                },
+                Command::FenceSignal {
+                    value_addr, value, ..
+                } => {
+                    if let Some(&f) = self.native.get(&value_addr) {
+                        self.fences.insert(f, value);
+                    }
+                    self.executed.push((true, cmd));
                 }
                 other => self.executed.push((true, other)),
             }
@@ -217,7 +237,9 @@ impl World {
             self.executed.push((false, cmd));
             i += len;
         }
-        let f = self.queues[&queue].fence;
+        let f = self.queues[&queue]
+            .fence
+            .expect("a kernel-mode queue's progress fence");
         self.fences.insert(f, value);
     }
 
@@ -227,6 +249,20 @@ impl World {
         while let Some((q, v, g, b)) = self.km_pending.pop_front() {
             self.run_km(q, v, g, b);
         }
+    }
+}
+
+/// The native fence the mock creates with handle `h`.
+fn mock_native_fence(h: KmtHandle) -> NativeFence {
+    let current = 0xE000_0000 + u64::from(h) * 16;
+    NativeFence {
+        kmt: h,
+        gpu: crate::fence::GpuFence {
+            current: rvgpu_hw::addr::GpuVa::new(current),
+            monitored: rvgpu_hw::addr::GpuVa::new(current + 8),
+            tag: u64::from(h),
+        },
+        current_value_cpu: 0,
     }
 }
 
@@ -241,6 +277,9 @@ impl Mock {
             allocs: HashMap::new(),
             queues: HashMap::new(),
             fences: HashMap::new(),
+            native: HashMap::new(),
+            fail_create_native_fence: false,
+            os_progress: true,
             log: Vec::new(),
             ring_value: DoorbellValue::WritePtr as u32,
             queue_id: 0,
@@ -451,8 +490,10 @@ impl Kmt for Mock {
         w.next_queue_id += 1;
         private_data.copy_from_slice(pdd.as_bytes());
         let h = w.handle();
-        let fence = w.handle();
-        w.fences.insert(fence, 0);
+        let fence = (w.os_progress || !user_mode_submission).then(|| w.handle());
+        if let Some(f) = fence {
+            w.fences.insert(f, 0);
+        }
         w.queues.insert(
             h,
             Queue {
@@ -470,12 +511,14 @@ impl Kmt for Mock {
         });
         Ok(HwQueue {
             handle: h,
-            progress_fence: fence,
-            progress_cpu: MockFence {
-                w: self.0.clone(),
-                h: fence,
-            },
-            progress_gpu: 0xF000_0000 + u64::from(fence) * 8,
+            progress: fence.map(|fence| QueueProgress {
+                fence,
+                cpu: MockFence {
+                    w: self.0.clone(),
+                    h: fence,
+                },
+                gpu: 0xF000_0000 + u64::from(fence) * 8,
+            }),
         })
     }
     fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
@@ -676,17 +719,29 @@ impl Kmt for Mock {
     }
     fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
         let mut w = self.w();
+        if std::mem::take(&mut w.fail_create_native_fence) {
+            return Err(STATUS_NO_MEMORY);
+        }
         let h = w.handle();
         w.fences.insert(h, initial_value);
-        Ok(NativeFence {
-            kmt: h,
-            gpu: crate::fence::GpuFence {
-                current: rvgpu_hw::addr::GpuVa::new(0xE000_0000 + u64::from(h) * 16),
-                monitored: rvgpu_hw::addr::GpuVa::new(0xE000_0008 + u64::from(h) * 16),
-                tag: u64::from(h),
-            },
-            current_value_cpu: 0,
+        let f = mock_native_fence(h);
+        w.native.insert(f.gpu.current.get(), h);
+        Ok(f)
+    }
+    fn native_fence_cpu(&self, fence: &NativeFence) -> Result<MockFence, NtStatus> {
+        if !self.0.borrow().fences.contains_key(&fence.kmt) {
+            return Err(STATUS_INVALID_PARAMETER);
+        }
+        Ok(MockFence {
+            w: self.0.clone(),
+            h: fence.kmt,
         })
+    }
+    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        let mut w = self.w();
+        w.native.retain(|_, h| *h != fence);
+        w.log.push(Ev::DestroyNativeFence(fence));
+        Ok(())
     }
     fn cpu_timestamp(&self) -> u64 {
         let mut w = self.w();
@@ -727,7 +782,8 @@ fn small(ring_size: u32) -> QueueConfig {
 }
 
 /// UM-16: the five stores of a submission, in order: the commands into the ring, PROGRESS(N+1)
-/// into the ring, N+1 at the last-queued address, write_ptr (release), the doorbell.
+/// into the ring (the OS gave a progress fence), N+1 at the last-queued address, write_ptr
+/// (release), the doorbell.
 #[test]
 fn um_16_five_stores_in_order() {
     let m = Mock::new();
@@ -781,6 +837,10 @@ fn um_16_five_stores_in_order() {
     }
     assert_eq!(fills(&m), vec![(true, 1), (true, 2), (true, 3)]);
     assert_eq!(q.completed(), 3);
+    assert!(
+        native_fences(&m).is_empty(),
+        "the OS's progress fence (Microsoft's pages): no fence of its own"
+    );
     m.check();
 }
 
@@ -931,7 +991,7 @@ fn um_19_connect_failure_at_creation_falls_back() {
             _ => None,
         })
         .unwrap();
-    let kernel_fence = m.0.borrow().queues[&kernel_queue].fence;
+    let kernel_fence = m.0.borrow().queues[&kernel_queue].fence.unwrap();
     assert_eq!(q.wait_target(2), Ok(Some((kernel_fence, 2))));
     assert_eq!(q.completed(), 0);
     q.wait(2).unwrap();
@@ -990,7 +1050,7 @@ fn um_19_abort_resubmits_only_unconsumed_packets() {
         .log()
         .iter()
         .find_map(|e| match e {
-            Ev::KmSubmit { queue, .. } => Some(m.0.borrow().queues[queue].fence),
+            Ev::KmSubmit { queue, .. } => m.0.borrow().queues[queue].fence,
             _ => None,
         })
         .unwrap();
@@ -1045,36 +1105,50 @@ fn um_16_ring_wraps_around() {
 }
 
 /// UM-16: a full ring waits on the progress fence (for the oldest batch whose consumption
-/// frees enough) and never overwrites unconsumed commands.
+/// frees enough) and never overwrites unconsumed commands: the OS's fence, or the queue's own
+/// when the OS gave none (its handle in the wait and in `wait_target`).
 #[test]
 fn um_16_full_ring_waits_on_the_progress_fence() {
-    let m = Mock::new();
-    m.w().auto = false; // the device runs only when a wait lets time pass
-    let mut q = UserQueue::new(&m, &small(256)).unwrap();
-    let fence = q.progress_fence();
-    for n in 1..=5u64 {
-        assert_eq!(q.submit(&[fill(n)]).unwrap(), n); // 5 x 48 = 240 bytes
+    // (which fence, the mock, batches of one FILL that fit the 256-byte ring)
+    let cases = [
+        ("the OS's", Mock::new(), 5),          // 5 x (32 + 16) = 240 bytes
+        ("its own", without_os_progress(), 3), // 3 x (32 + 40) = 216 bytes
+    ];
+    for (which, m, fit) in cases {
+        m.w().auto = false; // the device runs only when a wait lets time pass
+        let mut q = UserQueue::new(&m, &small(256)).unwrap();
+        let fence = q.progress_fence();
+        for n in 1..=fit {
+            assert_eq!(q.submit(&[fill(n)]).unwrap(), n, "{which}");
+        }
+        assert!(
+            !m.log().iter().any(|e| matches!(e, Ev::Wait { .. })),
+            "{which}"
+        );
+        assert_eq!(q.wait_target(2), Ok(Some((fence, 2))), "{which}");
+        m.clear_log();
+        let next = fit + 1;
+        assert_eq!(q.submit(&[fill(next)]).unwrap(), next, "{which}");
+        let log = m.log();
+        let wait = log
+            .iter()
+            .position(|e| *e == Ev::Wait { fence, value: 1 })
+            .unwrap_or_else(|| panic!("{which}: waited for batch 1"));
+        let first_store = log
+            .iter()
+            .position(|e| matches!(e, Ev::RingWord(..)))
+            .unwrap();
+        assert!(wait < first_store, "{which}: waited before writing");
+        // Too big for the ring even when empty.
+        let big: Vec<Command> = (0..64).map(fill).collect();
+        assert_eq!(q.submit(&big), Err(SubmitError::TooLarge), "{which}");
+        m.w().run_all();
+        q.wait(next).unwrap();
+        assert_eq!(q.wait_target(next), Ok(None), "{which}");
+        let all: Vec<_> = (1..=next).map(|n| (true, n)).collect();
+        assert_eq!(fills(&m), all, "{which}");
+        m.check();
     }
-    assert!(!m.log().iter().any(|e| matches!(e, Ev::Wait { .. })));
-    m.clear_log();
-    assert_eq!(q.submit(&[fill(6)]).unwrap(), 6);
-    let log = m.log();
-    let wait = log
-        .iter()
-        .position(|e| *e == Ev::Wait { fence, value: 1 })
-        .expect("waited for batch 1");
-    let first_store = log
-        .iter()
-        .position(|e| matches!(e, Ev::RingWord(..)))
-        .unwrap();
-    assert!(wait < first_store, "waited before writing");
-    // Too big for the ring even when empty.
-    let big: Vec<Command> = (0..64).map(fill).collect();
-    assert_eq!(q.submit(&big), Err(SubmitError::TooLarge));
-    m.w().run_all();
-    q.wait(6).unwrap();
-    assert_eq!(fills(&m), (1..=6).map(|n| (true, n)).collect::<Vec<_>>());
-    m.check();
 }
 
 /// UM-16 back-pressure with a device that consumes a little at a time, over many wraps.
@@ -1185,7 +1259,8 @@ fn um_10_device_lost_then_recreate() {
 }
 
 /// UM-10: after device removal the OS may report the progress fence as UINT64_MAX; the
-/// fallback must not take that as "everything ran" and go on silently.
+/// fallback must not take that as "everything ran" and go on silently: the device is removed,
+/// and the queue is lost.
 #[test]
 fn um_10_removed_fence_value_is_device_loss() {
     let m = Mock::new();
@@ -1195,8 +1270,12 @@ fn um_10_removed_fence_value_is_device_loss() {
     let f = q.progress_fence();
     m.w().fences.insert(f, u64::MAX);
     m.w().status_script = [DoorbellStatus::DisconnectedAbort].into();
-    assert_eq!(q.submit(&[fill(2)]), Err(SubmitError::Lost));
+    assert_eq!(
+        q.submit(&[fill(2)]),
+        Err(SubmitError::Kmt(crate::kmt::STATUS_DEVICE_REMOVED))
+    );
     assert!(q.is_lost());
+    assert_eq!(q.submit(&[fill(3)]), Err(SubmitError::Lost));
     assert!(fills(&m).is_empty());
 }
 
@@ -2010,8 +2089,11 @@ fn log_thunks_forward_through_references() {
     let arc = Arc::new(m.clone());
     assert_eq!(Kmt::cpu_timestamp_frequency(&arc), 10_000_000);
     assert!(Kmt::create_native_fence(&arc, 0).is_ok());
+    let f = Kmt::create_native_fence(&arc, 4).unwrap();
+    assert_eq!(Kmt::native_fence_cpu(&arc, &f).unwrap().value(), 4);
+    assert_eq!(Kmt::native_fence_cpu(&by_ref, &f).unwrap().value(), 4);
     assert_eq!(
-        Kmt::destroy_native_fence(&arc, 1),
+        Kmt::share_native_fence(&arc, 1),
         Err(crate::kmt::STATUS_NOT_SUPPORTED),
         "the default body"
     );
@@ -2026,7 +2108,7 @@ fn um_16_in_flight_stays_bounded_when_the_ring_never_fills() {
     let m = Mock::new();
     let cfg = QueueConfig::default();
     let mut q = UserQueue::new(&m, &cfg).unwrap();
-    let batch = 8 * (fill(1).len() as u64) + PROGRESS_BYTES;
+    let batch = 8 * (fill(1).len() as u64) + ClosingPacket::progress().bytes();
     let holds = u64::from(cfg.ring_size) / batch;
     let mut most = 0;
     for n in 1..=5 * holds {
@@ -2169,12 +2251,15 @@ fn mf_03_default_thunks_are_not_supported() {
 /// it is the packet's real length, so the room it reserves is exactly what it writes.
 #[test]
 fn user_mode_batch_reserves_the_closing_progress_packet_length() {
-    assert_eq!(PROGRESS_BYTES, 8 * progress_words(u64::MAX).len() as u64);
+    let mut closing = ClosingPacket::progress();
+    assert_eq!(closing.bytes(), 8 * progress_words(u64::MAX).len() as u64);
     for value in [1, u64::MAX] {
         let mut encoded = [0u64; 2];
         let packet = Command::Progress { irq: true, value };
         assert_eq!(packet.encode(&mut encoded), Some(2));
         assert_eq!(progress_words(value), encoded, "the pre-encoded PROGRESS");
+        closing.set_value(value);
+        assert_eq!(closing.words(), encoded, "the closing packet");
     }
     assert_eq!(
         checked_batch_bytes(&[fill(1), Command::Nop { len: 3 }]),
@@ -2225,4 +2310,209 @@ fn pointer_thunks_forward_the_gpu_va_thunks() {
     #[allow(clippy::arc_with_non_send_sync)]
     let shared = alloc::sync::Arc::new(Mock(m.0.clone()));
     check(&shared);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A user-mode queue the OS gave no progress fence (24H2)
+// ---------------------------------------------------------------------------------------------
+
+/// A mock OS that gives user-mode queues no progress fence, as 24H2 does.
+fn without_os_progress() -> Mock {
+    let m = Mock::new();
+    m.w().os_progress = false;
+    m
+}
+
+/// The native fences the queue created, by handle.
+fn native_fences(m: &Mock) -> Vec<KmtHandle> {
+    m.0.borrow().native.values().copied().collect()
+}
+
+/// UM-16 without an OS progress fence: the queue creates one native fence and closes each
+/// batch with its conditional FENCE_SIGNAL(N+1) (no interrupt unless a CPU waits), never
+/// PROGRESS; N+1 still goes to the last-queued address before the write pointer and the
+/// doorbell; waits and completion read the fence.
+#[test]
+fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_signal() {
+    let m = without_os_progress();
+    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    let own = native_fences(&m);
+    assert_eq!(
+        own,
+        vec![q.progress_fence()],
+        "exactly one fence of its own"
+    );
+    let fence = mock_native_fence(own[0]);
+    for n in 1..=3u64 {
+        m.clear_log();
+        let v = q.submit(&[fill(n)]).unwrap();
+        assert_eq!(v, n);
+        let log = m.log();
+        let words: Vec<u64> = log
+            .iter()
+            .filter_map(|e| match e {
+                Ev::RingWord(_, w) => Some(*w),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(words.len(), 4 + 5, "FILL, then the 5-word FENCE_SIGNAL");
+        assert_eq!(decode(&words[..4]).unwrap(), fill(n));
+        assert_eq!(
+            decode(&words[4..]).unwrap(),
+            fence.signal(n),
+            "batch {n}: the fence's conditional signal of N+1"
+        );
+        let tail: Vec<&Ev> = log
+            .iter()
+            .filter(|e| matches!(e, Ev::LastQueued(_) | Ev::WritePtr(_) | Ev::Doorbell(_)))
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                &Ev::LastQueued(n),
+                &Ev::WritePtr(n * 72),
+                &Ev::Doorbell(n * 72)
+            ],
+            "UM-16: last-queued, write pointer, doorbell"
+        );
+        q.wait(v).unwrap();
+        assert_eq!(q.completed(), n, "read from the own fence");
+    }
+    assert!(
+        !m.executed()
+            .iter()
+            .any(|(_, c)| matches!(c, Command::Progress { .. })),
+        "no PROGRESS in the ring"
+    );
+    assert_eq!(fills(&m), vec![(true, 1), (true, 2), (true, 3)]);
+    m.check();
+}
+
+/// UM-19 with the own fence: the fallback finds the batch ends by the own fence's closing
+/// FENCE_SIGNAL and resubmits only what the CMP had not consumed, without those signals.
+#[test]
+fn um_19_abort_resubmits_batches_closed_by_the_own_fence() {
+    let m = without_os_progress();
+    m.w().auto = false;
+    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    let a = q.submit(&[fill(1), fill(2)]).unwrap();
+    let b = q.submit(&[fill(3)]).unwrap();
+    // The CMP runs FILL 1, FILL 2 and the closing signal of batch 1, then the device is lost.
+    m.w().run_ring(Some(3));
+    assert_eq!(q.completed(), a);
+    m.w().status_script = [DoorbellStatus::DisconnectedAbort].into();
+    m.w().auto = true;
+    let c = q.submit(&[fill(4)]).unwrap();
+    assert_eq!((a, b, c), (1, 2, 3));
+    q.wait(c).unwrap();
+    assert_eq!(q.completed(), 3);
+    assert_eq!(
+        fills(&m),
+        vec![(true, 1), (true, 2), (false, 3), (false, 4)],
+        "each FILL once, in order"
+    );
+    assert!(
+        !m.executed()
+            .iter()
+            .any(|(user, c)| !user && matches!(c, Command::FenceSignal { .. })),
+        "the closing signals stay behind"
+    );
+    m.check();
+}
+
+/// UM-17 with the own fence: close waits on it, then destroys it after the hardware queue.
+#[test]
+fn um_17_close_destroys_the_own_progress_fence_after_the_queue() {
+    let m = without_os_progress();
+    m.w().auto = false;
+    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    let fence = q.progress_fence();
+    q.submit(&[fill(1)]).unwrap();
+    m.clear_log();
+    q.close().unwrap();
+    let log = m.log();
+    assert_eq!(log[0], Ev::Wait { fence, value: 1 });
+    let at = |pred: &dyn Fn(&Ev) -> bool| log.iter().position(pred).unwrap();
+    let queue = at(&|e| matches!(e, Ev::DestroyHwQueue(_)));
+    let own = at(&|e| *e == Ev::DestroyNativeFence(fence));
+    let context = at(&|e| matches!(e, Ev::DestroyContext(_)));
+    assert!(queue < own && own < context, "{log:?}");
+    assert_eq!(
+        log.iter()
+            .filter(|e| matches!(e, Ev::DestroyNativeFence(_)))
+            .count(),
+        1
+    );
+    assert!(native_fences(&m).is_empty());
+    m.check();
+}
+
+/// UM-05 creation without an OS progress fence: a step failing after the own fence was
+/// created destroys it (after the queue); a failed fence creation undoes the queue and the
+/// context and leaves no fence.
+#[test]
+fn um_05_creation_failure_undoes_the_own_progress_fence() {
+    let m = without_os_progress();
+    m.w().fail_create_doorbell = true;
+    assert_eq!(
+        UserQueue::new(&m, &QueueConfig::default()).err(),
+        Some(SubmitError::Kmt(STATUS_INVALID_PARAMETER))
+    );
+    let log = m.log();
+    let queue = log
+        .iter()
+        .position(|e| matches!(e, Ev::DestroyHwQueue(_)))
+        .unwrap();
+    let own = log
+        .iter()
+        .position(|e| matches!(e, Ev::DestroyNativeFence(_)))
+        .expect("the own fence destroyed");
+    assert!(queue < own);
+    assert!(native_fences(&m).is_empty());
+
+    let m = without_os_progress();
+    m.w().fail_create_native_fence = true;
+    assert_eq!(
+        UserQueue::new(&m, &QueueConfig::default()).err(),
+        Some(SubmitError::Kmt(STATUS_NO_MEMORY))
+    );
+    let undone: Vec<&str> = m
+        .log()
+        .iter()
+        .filter_map(|e| match e {
+            Ev::DestroyHwQueue(_) => Some("queue"),
+            Ev::DestroyContext(_) => Some("context"),
+            Ev::DestroyNativeFence(_) | Ev::DestroyAllocation(_) => Some("other"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(undone, ["queue", "context"]);
+}
+
+/// UM-16: the closing FENCE_SIGNAL encoded once and patched per batch is exactly the fence's
+/// conditional signal of that value, and only it closes a batch.
+#[test]
+fn um_16_pre_encoded_closing_signal_is_the_fences_signal() {
+    let m = Mock::new();
+    let f = m.create_native_fence(0).unwrap();
+    let p = Progress::Own {
+        fence: f,
+        cpu: m.native_fence_cpu(&f).unwrap(),
+    };
+    let mut c = p.closing_packet().unwrap();
+    assert_eq!(c.bytes(), 40);
+    for value in [1, 0x1234_5678_9ABC, u64::MAX] {
+        c.set_value(value);
+        assert_eq!(decode(c.words()).unwrap(), f.signal(value));
+        assert_eq!(p.closes(&f.signal(value)), Some(value));
+    }
+    let other = m.create_native_fence(0).unwrap();
+    assert_eq!(p.closes(&other.signal(1)), None, "another fence's signal");
+    assert_eq!(
+        p.closes(&Command::Progress {
+            irq: true,
+            value: 1
+        }),
+        None
+    );
 }

@@ -43,6 +43,7 @@ use crate::kmt::{
     Allocation, AllocationCpu, DestroyFlags, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags,
     NtStatus,
 };
+use crate::retain::Retained;
 use crate::submit::{KernelQueue, SubmitError, UserQueue};
 
 /// Identifies one queue's progress sequence for as long as the process runs (never reused,
@@ -72,6 +73,17 @@ pub trait Timeline {
     fn retired_flag(&self) -> Option<Arc<AtomicBool>> {
         None
     }
+    /// Whether the OS sees the queue's work, so that VidMm defers destroying memory it uses
+    /// (AL-03). 24H2 does not see a user-mode queue's ([`UserQueue::os_sees_work`]).
+    fn os_sees_work(&self) -> bool {
+        true
+    }
+    /// Holds retained allocation `r` until the queue completes `value` ([`crate::retain`]);
+    /// false if the queue cannot (the caller then waits for `value` and lets go itself).
+    fn retain_until(&self, r: &Arc<Retained>, value: u64) -> bool {
+        let _ = (r, value);
+        false
+    }
 }
 
 /// A [`Timeline`] that takes batches.
@@ -81,8 +93,9 @@ pub trait TrackedQueue: Timeline {
 }
 
 macro_rules! timeline_for {
-    ($q:ident) => {
+    ($q:ident { $($extra:item)* }) => {
         impl<K: Kmt> Timeline for $q<K> {
+            $($extra)*
             fn timeline_id(&self) -> TimelineId {
                 self.timeline()
             }
@@ -103,8 +116,16 @@ macro_rules! timeline_for {
         }
     };
 }
-timeline_for!(UserQueue);
-timeline_for!(KernelQueue);
+timeline_for!(UserQueue {
+    fn os_sees_work(&self) -> bool {
+        UserQueue::os_sees_work(self)
+    }
+    fn retain_until(&self, r: &Arc<Retained>, value: u64) -> bool {
+        UserQueue::retain_until(self, r.clone(), value);
+        true
+    }
+});
+timeline_for!(KernelQueue {});
 
 /// How a buffer is locked (the C API's `RVGPU_LOCK_*` values).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -490,7 +511,9 @@ impl<M: AllocationCpu + Clone> Buffer<M> {
     }
 
     /// Destroys every backing: the ones the UMD knows idle with `AssumeNotInUse`, the others
-    /// through VidMm's deferred destruction (AL-03). Never blocks.
+    /// through VidMm's deferred destruction (AL-03). A backing that work the OS cannot see
+    /// still uses ([`Timeline::os_sees_work`]: 24H2's user-mode queues) is held by each such
+    /// queue and destroyed when the last is done with it ([`crate::retain`]). Never blocks.
     pub fn destroy<K: Kmt<Mem = M>>(
         self,
         kmt: &K,
@@ -499,20 +522,48 @@ impl<M: AllocationCpu + Clone> Buffer<M> {
         let i = self.inner.into_inner();
         let mut first = Ok(());
         for b in core::iter::once(i.current).chain(i.retired) {
-            // A use on a queue the caller did not name: let VidMm decide.
-            let idle = b.idle(timelines).unwrap_or(false);
-            let r = kmt.destroy_allocation2(
-                b.alloc.handle,
-                DestroyFlags {
-                    assume_not_in_use: idle,
-                },
-            );
+            let r = destroy_backing(kmt, &b, timelines);
             if first.is_ok() {
-                first = r.map_err(LockError::from);
+                first = r;
             }
         }
         first
     }
+}
+
+/// [`Buffer::destroy`] of one backing.
+fn destroy_backing<K: Kmt, M>(
+    kmt: &K,
+    b: &Backing<M>,
+    timelines: &[&dyn Timeline],
+) -> Result<(), LockError> {
+    let handle = b.alloc.handle;
+    // A use on a queue the caller did not name: let VidMm decide.
+    let pending = b.pending(timelines, true).ok();
+    let idle = pending.as_ref().is_some_and(Vec::is_empty);
+    let blind: Vec<(&dyn Timeline, u64)> = pending
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(t, _)| !t.os_sees_work())
+        .collect();
+    if !blind.is_empty() {
+        // Every such queue holds it; the last to finish destroys it.
+        let r = Retained::new(handle, blind.len());
+        for (t, value) in blind {
+            if !t.retain_until(&r, value) {
+                wait_all(kmt, &[(t, value)])?;
+                r.release(kmt)?;
+            }
+        }
+        return Ok(());
+    }
+    kmt.destroy_allocation2(
+        handle,
+        DestroyFlags {
+            assume_not_in_use: idle,
+        },
+    )
+    .map_err(LockError::from)
 }
 
 /// Retired backings whose work completed: keep a few as spares, destroy the rest (known idle,

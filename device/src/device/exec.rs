@@ -482,6 +482,11 @@ impl Core {
                 self.complete(e, q, len)
             }
             Command::Progress { irq, value } => {
+                // A queue whose descriptor names no progress fence has none (a user-mode queue
+                // the OS gave none): nothing to write, the packet is malformed there.
+                if d.progress_fence.is_null() {
+                    return Err(Fault::new(FaultCode::BadArgument, GpuVa::NULL));
+                }
                 // Release: the progress fence says "everything before is done". The
                 // descriptor's progress fence is the OS's monitored fence at its VA in the
                 // queue's process (DXGKARG_CREATEHWQUEUE.HwQueueProgressFenceGPUVirtualAddress),

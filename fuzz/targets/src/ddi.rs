@@ -438,12 +438,10 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let full = w.clone();
     out.push(("umq-doorbell".to_string(), w.finish()));
     let mut w = full.clone();
-    // Progress packet (opcode 5) at ring offset 0, then the write pointer 16.
+    // A two-word NOP at ring offset 0, then the write pointer 16 (no PROGRESS: 24H2 gives a
+    // user-mode queue no progress fence for it to write).
     let progress = {
-        let c = rvgpu_hw::cmd::Command::Progress {
-            irq: true,
-            value: 1,
-        };
+        let c = rvgpu_hw::cmd::Command::Nop { len: 2 };
         let mut b = [0u64; 2];
         let _ = c.encode(&mut b);
         b

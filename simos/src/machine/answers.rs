@@ -151,9 +151,7 @@ pub enum ProgressFence {
     /// 24H2 and 25H2: `K:DXGHWQUEUE::Initialize` (@0x1402BBA30) creates a monitored fence
     /// (`D3DDDI_MONITORED_FENCE`) for every kernel-submission queue and never sets the flag;
     /// `K:DxgkCreateHwQueueInternal` (@0x1402BAF98) returns its handle, CPU VA and GPU VA.
-    /// A user-mode-submission queue gets no progress fence there at all
-    /// (`K:DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C zeroes the three DDI
-    /// fields, and the API writes none back); the simulation still gives it a monitored one.
+    /// User-mode-submission queues: [`UmsProgress`].
     Monitored,
     /// 26H1 and the pages: on a GPU with native fences a kernel-submission queue's progress
     /// fence is native, the flag set in the DDI and returned in `D3DKMT_CREATEHWQUEUE::Flags`
@@ -178,6 +176,26 @@ impl ProgressFence {
             Self::NativeEveryQueue => true,
         }
     }
+}
+
+/// Whether a user-mode-submission queue has a progress fence the OS knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UmsProgress {
+    /// 24H2 and 25H2: none. `K:DXGHWQUEUE::InitializeForUserModeSubmission` (@0x1401DA74C;
+    /// 25H2 @0x1401D54A0) zeroes `hHwQueueProgressFence` and both VAs before
+    /// `DdiCreateHwQueue`; `K:DxgkCreateHwQueueInternal` (@0x1402BAF98) writes them back only
+    /// for kernel-submission queues; `K:DxgkCreateDoorbellInternal` (@0x1401D8A50) never writes
+    /// `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress`. So the OS cannot tell such a
+    /// queue has work: nothing waits for it at destroy (`K:DXGHWQUEUE::DestroyCoreState`
+    /// @0x1402CDD74 disconnects the doorbell and calls `DdiDestroyHwQueue`; `M:VidSchFlushHwQueue`
+    /// @0x140102CB0 waits for kernel-submitted packets only), no watchdog watches it (a hang
+    /// reaches VidSch only as the driver's engine report), no free or power-down waits for it.
+    None,
+    /// The pages (UM-16, UM-17): a monitored progress fence and a last-queued cell, which the OS
+    /// reads to tell the queue has work. 26H1 moved user-mode queues to an API of their own
+    /// (`K:DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401E2F50, a native progress fence
+    /// and a last-queued page), which no header defines; its reading keeps this answer.
+    Given,
 }
 
 /// One answer to each disagreement.
@@ -205,6 +223,8 @@ pub struct Reading {
     pub hws_tdr: HwsTdr,
     /// A hardware queue's progress fence.
     pub progress_fence: ProgressFence,
+    /// A user-mode-submission queue's progress fence.
+    pub ums_progress: UmsProgress,
 }
 
 impl Reading {
@@ -221,6 +241,7 @@ impl Reading {
         submit_failure: SubmitFailure::DeviceError,
         hws_tdr: HwsTdr::DbgInfoBeforeReset,
         progress_fence: ProgressFence::Monitored,
+        ums_progress: UmsProgress::None,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -230,6 +251,7 @@ impl Reading {
         system_vas: SystemVas::Mapped,
         value_updates: ValueUpdates::OneAtATimeWithCpuVa,
         progress_fence: ProgressFence::NativeKernelQueues,
+        ums_progress: UmsProgress::Given,
         ..Self::W24H2
     };
 
@@ -246,6 +268,7 @@ impl Reading {
         submit_failure: SubmitFailure::ReturnedToCaller,
         hws_tdr: HwsTdr::DbgInfoFirst,
         progress_fence: ProgressFence::NativeKernelQueues,
+        ums_progress: UmsProgress::Given,
     };
 
     /// Every named reading.

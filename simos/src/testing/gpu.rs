@@ -495,7 +495,10 @@ impl KernelGpuQueue {
             engine,
             context,
             queue: q.handle,
-            progress: q.progress,
+            // A kernel-mode queue always has a progress fence.
+            progress: q.progress.ok_or(SimError::DdiFailed(
+                rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED,
+            ))?,
             cb,
             cb_va,
             head: 0,

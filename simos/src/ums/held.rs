@@ -51,7 +51,11 @@ pub(super) fn mf03_queue(
         // for it (UNVERIFIED what Windows returns; the docs list STATUS_INVALID_PARAMETER).
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
-    Ok((q.sched.clone(), q.progress.clone()))
+    let progress = q
+        .progress
+        .clone()
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+    Ok((q.sched.clone(), progress))
 }
 
 /// The monitored fences behind D3DKMT handles; `signal`: progress fences are refused (only
@@ -70,7 +74,7 @@ pub(super) fn mf03_fences(
     objects
         .iter()
         .map(|&(h, v)| {
-            if signal && os.queues.values().any(|q| q.fence == h) {
+            if signal && os.queues.values().any(|q| q.fence == Some(h)) {
                 return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
             }
             // Another process's handle names nothing here (per-process handle tables).
@@ -160,15 +164,16 @@ pub(super) enum PumpStep {
 /// dropped, signal packets at the head are armed (or signalled), submissions at the head go to
 /// the KMD in order. Runs on the thunk's thread or VidSch's worker, never at DPC time.
 pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> {
+    // Only a queue with a progress fence (a kernel-mode one) has a list.
     let Some((sched, progress, last, device)) = ({
         let os = lock(&a.ums);
-        os.queues.get(&queue).map(|q| {
-            (
+        os.queues.get(&queue).and_then(|q| {
+            Some((
                 q.sched.clone(),
-                q.progress.clone(),
+                q.progress.clone()?,
                 q.last_queued.clone(),
                 q.device,
-            )
+            ))
         })
     }) else {
         return Ok(());
@@ -301,7 +306,7 @@ pub(super) fn run_hwq_work(a: &AdapterShared) -> bool {
             .queues
             .values()
             .filter(|q| {
-                let due = q.sched.due(&q.progress, true);
+                let due = q.sched.due(q.progress.as_ref(), true);
                 retry |= q.sched.retry_pending();
                 due
             })
@@ -328,7 +333,7 @@ pub(super) fn drop_held_work(a: &AdapterShared, h: KmtHandle) {
     let Some((sched, progress)) = lock(&a.ums)
         .queues
         .get(&h)
-        .map(|q| (q.sched.clone(), q.progress.clone()))
+        .and_then(|q| Some((q.sched.clone(), q.progress.clone()?)))
     else {
         return;
     };
@@ -415,7 +420,7 @@ pub(crate) fn destroy_sync_fence(
 ) -> Result<(), SimError> {
     let f = {
         let mut os = lock(&a.ums);
-        if os.queues.values().any(|q| q.fence == h) {
+        if os.queues.values().any(|q| q.fence == Some(h)) {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
         let pid = os.devices.get(&device).map(|d| d.process);

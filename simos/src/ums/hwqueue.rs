@@ -2,7 +2,7 @@
 //! native fence logs.
 
 use super::*;
-use crate::machine::answers::SubmitFailure;
+use crate::machine::answers::{SubmitFailure, UmsProgress};
 
 pub(super) fn destroy_hw_queue(
     m: &Machine,
@@ -40,8 +40,10 @@ pub(super) fn destroy_hw_queue(
         let mut os = lock(&a.ums);
         os.queues.remove(&h);
         os.destroyed_queues.insert(kmd);
-        os.fences.remove(&fence_h);
-        os.fence_owner.remove(&fence_h);
+        if let Some(f) = fence_h {
+            os.fences.remove(&f);
+            os.fence_owner.remove(&f);
+        }
         os.events.push(UmsEvent::DestroyHwQueue { queue: h });
     }
     if let Some(id) = queue_id {
@@ -67,7 +69,7 @@ pub(super) fn destroy_hw_queue(
     if let Some(n) = native {
         lock(&a.ums).retired_progress.push(n);
     }
-    let r = m.destroy_monitored_fence(&fence);
+    let r = fence.map_or(Ok(()), |f| m.destroy_monitored_fence(&f));
     // MF-03: another queue's GPU wait on this progress fence no longer holds it.
     kick_all(a);
     r
@@ -144,13 +146,21 @@ impl Machine {
     }
 
     /// UM-16: (last queued progress value, completed progress value) of a queue; the queue
-    /// has work while the first is ahead.
+    /// has work while the first is ahead. `None` for a queue without a progress fence
+    /// ([`crate::machine::answers::UmsProgress::None`]).
     pub fn hw_queue_progress(&self, i: usize, queue: KmtHandle) -> Option<(u64, u64)> {
         let a = self.adapter_shared(i).ok()?;
         let os = lock(&a.ums);
-        os.queues
-            .get(&queue)
-            .map(|q| (q.last_queued.load(Ordering::Acquire), q.progress.value()))
+        let q = os.queues.get(&queue)?;
+        Some((q.last_queued.load(Ordering::Acquire), q.completed()?))
+    }
+
+    /// Whether the OS gave `queue` a progress fence (`D3DKMTCreateHwQueue`'s
+    /// `hHwQueueProgressFence`): the handle, if so.
+    pub fn hw_queue_progress_fence(&self, i: usize, queue: KmtHandle) -> Option<KmtHandle> {
+        let a = self.adapter_shared(i).ok()?;
+        let os = lock(&a.ums);
+        os.queues.get(&queue)?.fence
     }
 
     /// Whether the OS made `queue`'s progress fence a native fence (`NativeProgressFence`,
@@ -171,11 +181,12 @@ impl Machine {
     }
 }
 
-/// What `D3DKMTCreateHwQueue` returns.
+/// What `D3DKMTCreateHwQueue` returns: the progress fence's handle and the fence, unless the
+/// queue has none ([`UmsProgress::None`]).
 pub(crate) struct CreatedQueue {
     pub handle: KmtHandle,
-    pub fence: KmtHandle,
-    pub progress: MonitoredFence,
+    pub fence: Option<KmtHandle>,
+    pub progress: Option<MonitoredFence>,
 }
 
 pub(crate) fn create_hw_queue(
@@ -209,14 +220,17 @@ pub(crate) fn create_hw_queue(
         .DxgkDdiCreateHwQueue
         .map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
-    let fence_h = new_handle(pid)?;
     // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
     let logs = crate::sync::fencelog::alloc_queue_logs(m, a, user_mode)?;
-    let progress = match m.create_monitored_fence(a.index, pid, 0) {
-        Ok(p) => p,
-        Err(e) => {
-            crate::sync::fencelog::free_queue_logs(a, logs);
-            return Err(e);
+    let progress = if user_mode && a.os.reading.ums_progress == UmsProgress::None {
+        None
+    } else {
+        match m.create_monitored_fence(a.index, pid, 0) {
+            Ok(p) => Some((new_handle(pid)?, p)),
+            Err(e) => {
+                crate::sync::fencelog::free_queue_logs(a, logs);
+                return Err(e);
+            }
         }
     };
     // Which kind the progress fence is (`answers::ProgressFence`): native only on a GPU with native
@@ -225,24 +239,26 @@ pub(crate) fn create_hw_queue(
     // native fence's MonitoredValue is held at 0 (every signal reaches the OS: an answer an OS
     // may always give, NF-18's mechanism); the driver sees a native fence it created.
     let native = a.os.reading.progress_fence.native(user_mode) && lock(&a.fence_os).caps.is_some();
-    let native_progress = if native {
-        match m.open_monitored_fence_as_native(&progress, a.index, pid) {
+    let native_progress = match &progress {
+        Some((_, p)) if native => match m.open_monitored_fence_as_native(p, a.index, pid) {
             Ok(n) => Some(n),
             Err(e) => {
                 crate::sync::fencelog::free_queue_logs(a, logs);
-                let _ = m.destroy_monitored_fence(&progress);
+                let _ = m.destroy_monitored_fence(p);
                 return Err(e);
             }
-        }
-    } else {
-        None
+        },
+        _ => None,
     };
     let undo = |logs| -> Result<(), SimError> {
         crate::sync::fencelog::free_queue_logs(a, logs);
         let r = native_progress
             .as_ref()
             .map_or(Ok(()), |n| m.destroy_native_fence(n));
-        m.destroy_monitored_fence(&progress).and(r)
+        progress
+            .as_ref()
+            .map_or(Ok(()), |(_, p)| m.destroy_monitored_fence(p))
+            .and(r)
     };
     let mut args = DXGKARG_CREATEHWQUEUE {
         hHwQueue: kernel_handle(h) as HANDLE,
@@ -261,16 +277,21 @@ pub(crate) fn create_hw_queue(
         } else {
             pdd.as_mut_ptr().cast()
         },
+        // No progress fence: all three zero (`UmsProgress::None`).
         Anonymous: DXGKARG_CREATEHWQUEUE_0 {
             hHwQueueNativeProgressFence: std::ptr::null_mut(),
         },
-        HwQueueProgressFenceCPUVirtualAddress: progress.kernel_va() as PVOID,
-        HwQueueProgressFenceGPUVirtualAddress: progress.gpu_va(),
+        HwQueueProgressFenceCPUVirtualAddress: std::ptr::null_mut(),
+        HwQueueProgressFenceGPUVirtualAddress: 0,
     };
-    match &native_progress {
-        // The pages: with the flag set the driver reads the native fence's driver handle.
-        Some(n) => args.Anonymous.hHwQueueNativeProgressFence = n.global_handle() as HANDLE,
-        None => args.Anonymous.hHwQueueProgressFence = fence_h,
+    if let Some((fence_h, p)) = &progress {
+        args.HwQueueProgressFenceCPUVirtualAddress = p.kernel_va() as PVOID;
+        args.HwQueueProgressFenceGPUVirtualAddress = p.gpu_va();
+        match &native_progress {
+            // The pages: with the flag set the driver reads the native fence's driver handle.
+            Some(n) => args.Anonymous.hHwQueueNativeProgressFence = n.global_handle() as HANDLE,
+            None => args.Anonymous.hHwQueueProgressFence = *fence_h,
+        }
     }
     let dl = device_lock(a, device)?;
     let seq = dev_guard(a, &dl);
@@ -315,8 +336,8 @@ pub(crate) fn create_hw_queue(
             context,
             node,
             user_mode,
-            fence: fence_h,
-            progress: progress.clone(),
+            fence: progress.as_ref().map(|(f, _)| *f),
+            progress: progress.as_ref().map(|(_, p)| p.clone()),
             native_progress,
             last_queued: Arc::new(AtomicU64::new(0)),
             doorbell: None,
@@ -328,9 +349,11 @@ pub(crate) fn create_hw_queue(
             }),
         },
     );
-    os.fences.insert(fence_h, progress.clone());
-    if let Some(pid) = os.devices.get(&device).map(|d| d.process) {
-        os.fence_owner.insert(fence_h, pid);
+    if let Some((fence_h, p)) = &progress {
+        os.fences.insert(*fence_h, p.clone());
+        if let Some(pid) = os.devices.get(&device).map(|d| d.process) {
+            os.fence_owner.insert(*fence_h, pid);
+        }
     }
     os.events.push(UmsEvent::CreateHwQueue {
         queue: h,
@@ -346,8 +369,8 @@ pub(crate) fn create_hw_queue(
     }
     Ok(CreatedQueue {
         handle: h,
-        fence: fence_h,
-        progress,
+        fence: progress.as_ref().map(|(f, _)| *f),
+        progress: progress.map(|(_, p)| p),
     })
 }
 
@@ -432,6 +455,11 @@ pub(super) fn submit_raw_at(
         let q = os.queue_of(device, queue)?;
         (q.kmd, q.progress.clone(), q.submit_lock.clone())
     };
+    // A queue without a progress fence is a user-mode one: the driver refuses it (UM-05) and
+    // is told so by zero fence addresses.
+    let (progress_gpu, progress_cpu) = progress.as_ref().map_or((0, std::ptr::null_mut()), |p| {
+        (p.gpu_va(), p.kernel_va() as PVOID)
+    });
     let _q = lock(&lock_q);
     let f = table(a)?
         .DxgkDdiSubmitCommandToHwQueue
@@ -444,8 +472,8 @@ pub(super) fn submit_raw_at(
         DmaBufferPrivateDataSize: 0,
         pDmaBufferPrivateData: std::ptr::null_mut(),
         Flags: DXGK_SUBMITCOMMANDFLAGS::default(),
-        HwQueueProgressFenceGpuVa: progress.gpu_va(),
-        HwQueueProgressFenceCpuVa: progress.kernel_va() as PVOID,
+        HwQueueProgressFenceGpuVa: progress_gpu,
+        HwQueueProgressFenceCpuVa: progress_cpu,
     };
     let ctx = a.context();
     ddi::call(

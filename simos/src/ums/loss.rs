@@ -45,6 +45,10 @@ impl Machine {
         for f in fences {
             self.signal_monitored_fence_from_cpu(&f, u64::MAX)?;
         }
+        // CPU waits on the adapter's native fences end as removed: nothing can signal them
+        // now (24H2 gives the driver no CPU address to store a value at, and the GPU is gone).
+        // A user-mode queue's own progress fence is one (where the OS gave the queue none).
+        crate::sync::fence::abandon_cpu_waits(&a);
         Ok(())
     }
 }
@@ -57,10 +61,23 @@ pub(crate) struct TdrQueue {
     pub node: u32,
     pub queue_id: Option<u32>,
     pub last_queued: u64,
-    pub completed: u64,
+    /// The progress fence's value; `None` without one (the OS cannot tell the queue's work).
+    pub completed: Option<u64>,
     pub suspended: bool,
     /// Its device is in error (its work will never complete; not watched).
     pub device_in_error: bool,
+}
+
+impl TdrQueue {
+    /// UM-16: work the OS can see outstanding (never without a progress fence).
+    pub fn known_work(&self) -> bool {
+        self.completed.is_some_and(|c| self.last_queued > c)
+    }
+
+    /// Watched for a stall: known work, not suspended, its device not in error.
+    pub fn watched_busy(&self) -> bool {
+        !self.suspended && !self.device_in_error && self.known_work()
+    }
 }
 
 /// Every hardware queue of the adapter with its progress (UM-16 view).
@@ -74,7 +91,7 @@ pub(crate) fn tdr_queues(a: &AdapterShared) -> Vec<TdrQueue> {
             node: q.node,
             queue_id: q.queue_id,
             last_queued: q.last_queued.load(Ordering::Acquire),
-            completed: q.progress.value(),
+            completed: q.completed(),
             suspended: os
                 .contexts
                 .get(&q.context)

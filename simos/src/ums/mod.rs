@@ -270,8 +270,10 @@ struct QueueObj {
     context: KmtHandle,
     node: u32,
     user_mode: bool,
-    fence: KmtHandle,
-    progress: MonitoredFence,
+    /// The progress fence's handle and the fence; `None` for a user-mode queue on an OS that
+    /// gives it none ([`crate::machine::answers::UmsProgress::None`]).
+    fence: Option<KmtHandle>,
+    progress: Option<MonitoredFence>,
     /// The native fence the OS made the progress fence
     /// ([`crate::machine::answers::ProgressFence`]): over `progress`'s value, whose monitored
     /// view keeps the OS's own waits.
@@ -285,6 +287,20 @@ struct QueueObj {
     /// MF-03: the OS-side list of this kernel-mode queue (GPU waits, held submissions, signal
     /// packets).
     sched: Arc<HwqSched>,
+}
+
+impl QueueObj {
+    /// The progress fence's value, if the OS gave the queue one.
+    fn completed(&self) -> Option<u64> {
+        self.progress.as_ref().map(MonitoredFence::value)
+    }
+
+    /// UM-16: whether the OS can see work outstanding on the queue (never, without a progress
+    /// fence).
+    fn known_work(&self) -> bool {
+        self.completed()
+            .is_some_and(|c| self.last_queued.load(Ordering::Acquire) > c)
+    }
 }
 
 /// One entry of a kernel-mode queue's OS-side list (MF-03).
@@ -342,7 +358,7 @@ impl HwqSched {
     }
 
     /// Whether VidSch's worker has something to do for this queue (`take`: clears the kick).
-    fn due(&self, progress: &MonitoredFence, take: bool) -> bool {
+    fn due(&self, progress: Option<&MonitoredFence>, take: bool) -> bool {
         let kicked = if take {
             self.kicked.swap(false, Ordering::AcqRel)
         } else {
@@ -351,7 +367,7 @@ impl HwqSched {
         kicked
             || lock(&self.st)
                 .retry_at
-                .is_some_and(|v| progress.value() >= v)
+                .is_some_and(|v| progress.is_some_and(|p| p.value() >= v))
     }
 }
 
@@ -651,9 +667,10 @@ pub(crate) fn queued_work(os: &UmsOs, device: KmtHandle) -> Vec<QueuedWork> {
         .filter(|q| q.device == device)
         .filter_map(|q| {
             let v = q.last_queued.load(std::sync::atomic::Ordering::Acquire);
-            (q.progress.value() < v).then(|| QueuedWork {
+            let fence = q.progress.as_ref()?;
+            (fence.value() < v).then(|| QueuedWork {
                 queue: q.handle,
-                fence: q.progress.clone(),
+                fence: fence.clone(),
                 value: v,
             })
         })

@@ -33,7 +33,10 @@ pub(crate) fn has_work(a: &AdapterShared) -> bool {
         || !os.faulted.is_empty()
         || !os.f1_deferred.is_empty()
         || (os.hwq_due.load(Ordering::Acquire)
-            && os.queues.values().any(|q| q.sched.due(&q.progress, false)))
+            && os
+                .queues
+                .values()
+                .any(|q| q.sched.due(q.progress.as_ref(), false)))
 }
 
 /// PASSIVE: puts the device of each page-faulted queue in error (UM-10). A report naming a
@@ -175,7 +178,7 @@ fn node_busy(a: &AdapterShared, node: u32) -> bool {
                 .queues
                 .values()
                 .filter(|q| q.node == node)
-                .any(|q| q.last_queued.load(Ordering::Acquire) > q.progress.value());
+                .any(QueueObj::known_work);
         let scheds: Vec<_> = os
             .queues
             .values()
@@ -447,11 +450,17 @@ pub(super) fn resume_power_suspended(a: &AdapterShared) -> Result<(), SimError> 
 /// power-down now would leave that wait behind a disabled interrupt).
 pub(super) fn pending_work(a: &AdapterShared) -> bool {
     // VidMm's paging in flight holds the GPU in D0 as well.
-    lock(&a.mm.vidmm).paging_busy()
-        || lock(&a.ums).queues.values().any(|q| {
-            q.last_queued.load(Ordering::Acquire) > q.progress.value()
-                || !q.progress.pending_waits().is_empty()
-        })
+    if lock(&a.mm.vidmm).paging_busy() {
+        return true;
+    }
+    let os = lock(&a.ums);
+    let busy = os.queues.values().any(|q| {
+        q.known_work()
+            || q.progress
+                .as_ref()
+                .is_some_and(|p| !p.pending_waits().is_empty())
+    });
+    busy
 }
 
 /// VidMm's power reference for paging (a GPU in D3 runs nothing, so VidMm brings the adapter to

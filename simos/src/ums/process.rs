@@ -55,12 +55,17 @@ pub(super) fn teardown(
     if let Some(pid) = pid {
         m.gpu_va_teardown(a, device, pid)?;
     }
-    let _g = dev_guard(a, &dl);
+    let g = dev_guard(a, &dl);
     let ctxs = lock(&a.ums).contexts_of_device(device);
     for c in ctxs {
         destroy_context(a, c)?;
     }
+    // A native fence's pages leave the process by paging, which takes the shared power lock
+    // itself: not under the device guard (a second shared acquisition behind a waiting
+    // writer would deadlock, as for the VA space below).
+    drop(g);
     close_process_fences(m, a, device)?;
+    let _g = dev_guard(a, &dl);
     let kmd = lock(&a.ums).device(device)?.kmd;
     let f = table(a)?.DxgkDdiDestroyDevice;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
@@ -137,7 +142,8 @@ fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Re
 }
 
 /// UM-17 step 2: waits until the queue's progress fence reaches its last queued value; false
-/// when it does not within the OS's wait (both values are the process's to write).
+/// when it does not within the OS's wait (both values are the process's to write). A queue
+/// without a progress fence is not waited for ([`crate::machine::answers::UmsProgress::None`]).
 pub(super) fn wait_queue_idle(
     m: &Machine,
     a: &AdapterShared,
@@ -148,7 +154,10 @@ pub(super) fn wait_queue_idle(
         let Some(q) = os.queues.get(&q) else {
             return Ok(true);
         };
-        (q.progress.clone(), q.last_queued.load(Ordering::Acquire))
+        let Some(fence) = q.progress.clone() else {
+            return Ok(true);
+        };
+        (fence, q.last_queued.load(Ordering::Acquire))
     };
     if fence.value() >= last {
         lock(&a.ums).events.push(UmsEvent::WaitedIdle {

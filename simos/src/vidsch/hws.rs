@@ -234,7 +234,7 @@ impl HwsOs {
 pub(crate) fn node_queue_counts(a: &AdapterShared, node: u32) -> (u32, u32) {
     let ready = crate::ums::tdr_queues(a)
         .iter()
-        .filter(|q| q.node == node && !q.suspended && q.last_queued > q.completed)
+        .filter(|q| q.node == node && !q.suspended && q.known_work())
         .count();
     (0, u32::try_from(ready).unwrap_or(u32::MAX))
 }

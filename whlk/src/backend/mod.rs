@@ -435,6 +435,11 @@ pub struct UmQueueInfo {
     /// Whether the queue is in its engine's runlist now (`None`: the backend cannot see
     /// runlists; a Windows backend cannot).
     pub scheduled: Option<bool>,
+    /// Whether the OS sees the queue's work: it gave the queue its progress fence (a
+    /// kernel-mode queue; a user-mode one under Microsoft's pages). 24H2 gives a user-mode
+    /// queue none, so nothing of the OS waits for or watches its work. `None`: the backend
+    /// cannot tell.
+    pub os_sees_work: Option<bool>,
 }
 
 /// What the adapter reported for user-mode submission at start (UM-03, UM-04).

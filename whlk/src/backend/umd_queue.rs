@@ -101,7 +101,7 @@ impl<K: Kmt> UmdQueue<K> {
 
     /// The UMD's view of the queue (no runlist: the UMD does not see it).
     pub(crate) fn info(&self) -> UmQueueInfo {
-        let (path, lost, id) = match self {
+        let (path, lost, id, seen) = match self {
             Self::User(q) => (
                 match q.path() {
                     SubmissionPath::UserMode => SubmitPath::UserMode,
@@ -109,8 +109,9 @@ impl<K: Kmt> UmdQueue<K> {
                 },
                 q.is_lost(),
                 q.queue_id(),
+                q.os_sees_work(),
             ),
-            Self::Kernel(q) => (SubmitPath::KernelMode, false, q.queue_id()),
+            Self::Kernel(q) => (SubmitPath::KernelMode, false, q.queue_id(), true),
         };
         let (last_submitted, completed) = self.progress();
         UmQueueInfo {
@@ -120,6 +121,7 @@ impl<K: Kmt> UmdQueue<K> {
             completed,
             queue_id: id,
             scheduled: None,
+            os_sees_work: Some(seen),
         }
     }
 

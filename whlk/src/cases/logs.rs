@@ -103,6 +103,7 @@ pub const CASES: &[Case] = &[
             Capability::UmdFences,
             Capability::FenceLogs,
             Capability::NativeFences,
+            Capability::StepMode,
         ],
         optional: &[],
         run: recreate_log_mid_run,

@@ -43,6 +43,37 @@ fn write_pdd(data: Option<&mut [u8]>, pdd: &HwQueuePdd) {
     }
 }
 
+/// The queue's progress fence from the create arguments: the GPU VA its PROGRESS packets write
+/// and the OS's kernel CPU VA of the value, or `None` for a queue without one.
+///
+/// Microsoft's pages give every queue a progress fence. 24H2 gives a user-mode-submission
+/// queue none: `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1C0315730 zeroes the fence
+/// union and both VAs (24 bytes) before `DdiCreateHwQueue`. Such a queue is accepted with all
+/// three zero (its descriptor names no progress fence; the UMD completes its batches on a fence
+/// of its own); a kernel-mode queue completes only through its progress fence and must have
+/// one. A GPU VA that is given must be 8-aligned.
+fn progress_fence(
+    args: &DXGKARG_CREATEHWQUEUE,
+    user_mode: bool,
+) -> Result<Option<(GpuVa, usize)>, Status> {
+    let gpu = GpuVa::new(args.HwQueueProgressFenceGPUVirtualAddress);
+    let cpu = args.HwQueueProgressFenceCPUVirtualAddress as usize;
+    // SAFETY: both members of the union are plain data over initialised bytes, and the
+    // pointer-sized one covers all of them: any bit pattern is a valid value.
+    let handle = unsafe { args.Anonymous.hHwQueueNativeProgressFence };
+    if gpu.is_null() {
+        return if user_mode && cpu == 0 && handle.is_null() {
+            Ok(None)
+        } else {
+            Err(status::INVALID_PARAMETER)
+        };
+    }
+    if !gpu.is_aligned(rvgpu_hw::addr::ACCESS_ALIGN) {
+        return Err(status::INVALID_PARAMETER);
+    }
+    Ok(Some((gpu, cpu)))
+}
+
 /// Allocates and zeroes a kernel-mode queue's ring and ring control (PASSIVE).
 fn alloc_kernel_ring<P: Platform>(dxgk: &Dxgk) -> Result<KernelRing, Status> {
     let bytes = u64::from(KERNEL_RING_BYTES).saturating_add(rvgpu_hw::PAGE_SIZE);
@@ -85,10 +116,8 @@ pub(crate) fn create<P: Platform>(
         let native_progress = args
             .Flags
             .is_set(D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence);
-        let progress_gpu = GpuVa::new(args.HwQueueProgressFenceGPUVirtualAddress);
-        if progress_gpu.is_null() || !progress_gpu.is_aligned(rvgpu_hw::addr::ACCESS_ALIGN) {
-            return Err(status::INVALID_PARAMETER);
-        }
+        let (progress_gpu, progress_cpu) =
+            progress_fence(args, user_mode)?.unwrap_or((GpuVa::NULL, 0));
         let pdd = read_pdd(data.as_deref())?;
         let priority = pdd.map_or(0, |p| p.priority.min(HW_QUEUE_PRIORITY_MAX));
         let h = a.new_handle(Kind::Queue)?;
@@ -108,7 +137,7 @@ pub(crate) fn create<P: Platform>(
             priority,
             user_mode,
             progress_gpu,
-            progress_cpu: args.HwQueueProgressFenceCPUVirtualAddress as usize,
+            progress_cpu,
             last_submitted: 0,
             native_progress,
             ring,
@@ -237,4 +266,56 @@ pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(handle: usize, cpu: usize, gpu: u64) -> DXGKARG_CREATEHWQUEUE {
+        let mut a = DXGKARG_CREATEHWQUEUE {
+            HwQueueProgressFenceCPUVirtualAddress: core::ptr::without_provenance_mut(cpu),
+            HwQueueProgressFenceGPUVirtualAddress: gpu,
+            ..Default::default()
+        };
+        a.Anonymous.hHwQueueNativeProgressFence = core::ptr::without_provenance_mut(handle);
+        a
+    }
+
+    /// UM-05: the progress fence arguments of DxgkDdiCreateHwQueue. A user-mode queue
+    /// may have none (all three zero, as 24H2 creates it), a kernel-mode queue may not; a
+    /// half-given fence or a misaligned GPU VA is refused.
+    #[test]
+    fn um_05_progress_fence_required_only_for_kernel_mode_queues() {
+        let bad = Err(status::INVALID_PARAMETER);
+        let given = Ok(Some((GpuVa::new(0x8000), 0x1000)));
+        let cases = [
+            ("user mode, none (24H2)", true, (0, 0, 0), Ok(None)),
+            ("kernel mode, none", false, (0, 0, 0), bad),
+            ("user mode, given (pages)", true, (5, 0x1000, 0x8000), given),
+            ("kernel mode, given", false, (5, 0x1000, 0x8000), given),
+            (
+                "user mode, misaligned GPU VA",
+                true,
+                (5, 0x1000, 0x8004),
+                bad,
+            ),
+            (
+                "kernel mode, misaligned GPU VA",
+                false,
+                (5, 0x1000, 0x8001),
+                bad,
+            ),
+            ("user mode, handle without VAs", true, (5, 0, 0), bad),
+            (
+                "user mode, CPU VA without a GPU VA",
+                true,
+                (0, 0x1000, 0),
+                bad,
+            ),
+        ];
+        for (what, user, (h, cpu, gpu), want) in cases {
+            assert_eq!(progress_fence(&args(h, cpu, gpu), user), want, "{what}");
+        }
+    }
 }

@@ -93,7 +93,8 @@ pub struct HwQueue {
     pub priority: u32,
     /// Created with `UserModeSubmission`.
     pub user_mode: bool,
-    /// GPU VA of the progress fence value.
+    /// GPU VA of the progress fence value; null for a user-mode queue the OS gave none
+    /// ([`ddi`]'s `progress_fence`): its descriptor then names none.
     pub progress_gpu: GpuVa,
     /// The OS's kernel CPU VA of the progress fence value (read only, valid while the queue
     /// lives; 0 if none was given): what the TDR dump reads as last completed.

@@ -75,7 +75,7 @@ pub use self::monitored::*;
 pub use self::settle::*;
 pub use self::storage::*;
 pub use self::values::*;
-pub(crate) use self::wait::signal_process_fences_to_max;
+pub(crate) use self::wait::{abandon_cpu_waits, signal_process_fences_to_max};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::c_void;

@@ -84,6 +84,12 @@ impl Machine {
         timeout: Duration,
     ) -> Result<WaitOutcome, SimError> {
         let ev = self.wait_native_fence_event(fence, value)?;
+        // A wait that is not satisfied yet on an adapter that is gone could never end: it ends
+        // as removed at once ([`abandon_cpu_waits`]).
+        if ev.outcome().is_none() && self.fence_adapter(fence.adapter())?.device.is_lost() {
+            lock(&fence.obj.st).waiters.retain(|w| !w.event.same(&ev));
+            return Ok(WaitOutcome::Abandoned);
+        }
         if let Some(o) = self.drive_wait(&ev, timeout)? {
             return Ok(o);
         }
@@ -121,6 +127,18 @@ impl Machine {
             settle(&fence.obj)?;
         }
         propagate(&fence.obj)
+    }
+}
+
+/// The adapter is gone (surprise removal): every pending CPU wait on its native fences ends
+/// [`WaitOutcome::Abandoned`] (the thunk's `STATUS_DEVICE_REMOVED`), as a destroy would end it.
+pub(crate) fn abandon_cpu_waits(a: &AdapterShared) {
+    let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+    for obj in objs {
+        let waiters = std::mem::take(&mut lock(&obj.st).waiters);
+        for w in waiters {
+            w.event.set(WaitOutcome::Abandoned);
+        }
     }
 }
 

@@ -103,9 +103,9 @@ pub(crate) fn recover_node(
     // Step 4: the snapshot at device IRQL.
     let (s_snap, c_snap) = snapshot_node(a, sh, node);
     // Step 5.
-    let queue_work = ums::tdr_queues(a).iter().any(|q| {
-        q.node == node && !q.suspended && !q.device_in_error && q.last_queued > q.completed
-    });
+    let queue_work = ums::tdr_queues(a)
+        .iter()
+        .any(|q| q.node == node && q.watched_busy());
     if s_snap == c_snap && !queue_work {
         let mut os = lock(&sh.os);
         os.node(node).ignore_irq = false;
@@ -517,7 +517,7 @@ pub(crate) fn adapter_reset(
             crate::vidsch::legacy::free_dma(a, b);
         }
         for q in ums::tdr_queues(a) {
-            if !q.device_in_error && q.last_queued > q.completed {
+            if !q.device_in_error && q.known_work() {
                 errored.insert(q.device);
             }
         }

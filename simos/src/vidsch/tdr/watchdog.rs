@@ -93,14 +93,15 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
             cause = Some(Cause::DmaTimeout);
         } else {
             for q in queues.iter().filter(|q| q.node == node) {
-                let busy = !q.suspended && !q.device_in_error && q.last_queued > q.completed;
-                let e = n.watch.entry(q.handle).or_insert((q.completed, now));
-                if !busy || e.0 != q.completed {
-                    *e = (q.completed, now);
+                let busy = q.watched_busy();
+                let completed = q.completed.unwrap_or(0);
+                let e = n.watch.entry(q.handle).or_insert((completed, now));
+                if !busy || e.0 != completed {
+                    *e = (completed, now);
                     continue;
                 }
                 if now.saturating_sub(e.1) >= timeout {
-                    *e = (q.completed, now);
+                    *e = (completed, now);
                     cause = Some(Cause::HwQueueStalled { queue: q.handle });
                     break;
                 }

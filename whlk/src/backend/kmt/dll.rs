@@ -508,8 +508,12 @@ impl DllSession {
         let mut st = [0u64; 5];
         self.ok(p, "rvgpu_queue_status", &[h, st.as_mut_ptr() as u64])?;
         let [submitted, completed, _dropped, kind_lost, id] = st;
+        let kernel = kind_lost as u32 == 1;
+        // The C API does not say (an application has no use for it); the OS's reading does.
+        let given = self.machine().os_config().reading.ums_progress
+            == rvgpu_simos::machine::answers::UmsProgress::Given;
         Ok(UmQueueInfo {
-            path: if kind_lost as u32 == 1 {
+            path: if kernel {
                 SubmitPath::KernelMode
             } else {
                 SubmitPath::UserMode
@@ -519,6 +523,7 @@ impl DllSession {
             completed,
             queue_id: id as u32,
             scheduled: None,
+            os_sees_work: Some(kernel || given),
         })
     }
 

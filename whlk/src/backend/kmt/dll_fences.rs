@@ -12,6 +12,7 @@
 //! so that the session can stop it when it ends; on a step-mode machine they are the
 //! application's own event form (`rvgpu_fence_wait_async` on a Win32 event).
 
+use rvgpu_simos::machine::answers::UmsProgress;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -323,15 +324,19 @@ impl Fences for DllSession {
         self.ok(p, "rvgpu_fence_signal", &[h, value])
     }
 
-    /// Step mode (where cases count the machine's interrupts exactly): refused, since every
-    /// batch of the DLL's queues ends with an interrupting PROGRESS packet (CPU waits on the
-    /// queue's progress fence wake by it), so no application's queue signals a fence without
-    /// interrupting.
+    /// Step mode (where cases count the machine's interrupts exactly): refused where the OS
+    /// gives user-mode queues their progress fence (the pages), since every batch of the DLL's
+    /// queues then ends with an interrupting PROGRESS packet (CPU waits on that fence wake by
+    /// it), so no application's queue signals a fence without interrupting. Where it gives
+    /// none (24H2) a batch ends with a conditional signal of the queue's own native fence,
+    /// which interrupts only for a waiter, as the cases expect of any fence.
     fn gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
-        if self.stepped() {
+        let given = self.machine().os_config().reading.ums_progress == UmsProgress::Given;
+        if self.stepped() && given {
             return Err(Failure::Unsupported(
-                "a GPU queue whose fence signals alone decide the interrupts: every batch of \
-                 rvgpu_umd.dll's queues ends with an interrupting PROGRESS packet"
+                "a GPU queue whose fence signals alone decide the interrupts: where the OS \
+                 gives user-mode queues a progress fence, every batch of rvgpu_umd.dll's \
+                 queues ends with an interrupting PROGRESS packet"
                     .into(),
             ));
         }

@@ -202,6 +202,7 @@ impl Kmt for SessKmt {
         fn submit_wait_to_hw_queue(&self, queue: KmtHandle, fences: &[(KmtHandle, u64)]) -> Result<(), NtStatus>;
         fn submit_signal_to_hw_queue(&self, queue: KmtHandle, fences: &[(KmtHandle, u64)]) -> Result<(), NtStatus>;
         fn create_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus>;
+        fn native_fence_cpu(&self, fence: &UmdNativeFence) -> Result<SimFence, NtStatus>;
         fn create_shareable_native_fence(&self, initial_value: u64) -> Result<UmdNativeFence, NtStatus>;
         fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus>;
         fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus>;

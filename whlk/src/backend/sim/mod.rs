@@ -298,6 +298,10 @@ fn umd_failure(m: &Machine, e: SubmitError) -> Failure {
     }
     match e {
         SubmitError::Kmt(NtStatus(s)) => Failure::DdiFailed(s),
+        // The UMD found the device removed (its progress fence read a value it never wrote,
+        // as the OS signals a removed device's fences): what the C API reports as
+        // RVGPU_STATUS_DEVICE_LOST, and the DLL backend as this status.
+        SubmitError::Lost => Failure::DdiFailed(STATUS_DEVICE_REMOVED),
         other => Failure::Backend(format!("UMD: {other:?}")),
     }
 }

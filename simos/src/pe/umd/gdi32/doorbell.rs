@@ -107,11 +107,19 @@ pub(super) fn create_doorbell(p: &UserProcess, at: u64) -> Status {
         offset_of!(CreateDoorbell, doorbell_status_cpu_va),
         &(base + PAGE as u64),
     )?;
-    put(
-        at,
-        offset_of!(CreateDoorbell, last_queued_value_cpu_va),
-        &(base + 2 * PAGE as u64),
-    )?;
+    // A queue without a progress fence has no last-queued cell: 24H2's
+    // `K:DxgkCreateDoorbellInternal` (@0x1401D8A50) never writes the field, so the caller reads
+    // back what it passed (`UmsProgress::None`).
+    if k.machine()
+        .hw_queue_progress_fence(k.process().adapter, a.h_hw_queue)
+        .is_some()
+    {
+        put(
+            at,
+            offset_of!(CreateDoorbell, last_queued_value_cpu_va),
+            &(base + 2 * PAGE as u64),
+        )?;
+    }
     put(at, offset_of!(CreateDoorbell, h_doorbell), &db.handle)
 }
 

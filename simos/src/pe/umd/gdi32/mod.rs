@@ -687,7 +687,7 @@ fn create_paging_queue(p: &UserProcess, at: u64) -> Status {
     }
     let q = p.kmt(d).create_paging_queue(a.priority).map_err(nt)?;
     let (h, fence) = (q.handle, q.fence);
-    let cpu = q.fence_cpu.monitored().kernel_va() as u64;
+    let cpu = q.fence_cpu.cpu_va() as u64;
     {
         let mut hs = lock(&p.handles);
         hs.owner.insert(h, a.h_device);
@@ -762,7 +762,9 @@ fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
         .map_err(nt)?;
     let owner = d.sim.device;
     p.record(q.handle, owner);
-    p.record(q.progress_fence, owner);
+    if let Some(f) = q.progress_fence() {
+        p.record(f, owner);
+    }
     guest::write_bytes(a.p_private_driver_data, &pdd).map_err(bad)?;
     put(at, offset_of!(CreateHwQueue, h_hw_queue), &q.handle)?;
     if p.machine
@@ -774,18 +776,15 @@ fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
         let flags = a.flags | CREATEHWQUEUE_NATIVE_PROGRESS_FENCE;
         put(at, offset_of!(CreateHwQueue, flags), &flags)?;
     }
-    put(
-        at,
-        offset_of!(CreateHwQueue, h_progress_fence),
-        &q.progress_fence,
-    )?;
-    let cpu = q.progress_cpu.monitored().kernel_va() as u64;
+    // No progress fence (24H2's user-mode queues, `DxgkCreateHwQueueInternal`): all three
+    // outputs zero.
+    let (fence, cpu, gpu) = q
+        .progress
+        .as_ref()
+        .map_or((0, 0, 0), |p| (p.fence, p.cpu.cpu_va() as u64, p.gpu));
+    put(at, offset_of!(CreateHwQueue, h_progress_fence), &fence)?;
     put(at, offset_of!(CreateHwQueue, progress_fence_cpu_va), &cpu)?;
-    put(
-        at,
-        offset_of!(CreateHwQueue, progress_fence_gpu_va),
-        &q.progress_gpu,
-    )
+    put(at, offset_of!(CreateHwQueue, progress_fence_gpu_va), &gpu)
 }
 
 /// `D3DKMTDestroyHwQueue`.

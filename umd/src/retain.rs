@@ -1,0 +1,83 @@
+//! AL-03 done by the UMD for work the OS cannot see. VidMm defers destroying an allocation
+//! behind the queued work it knows of; 24H2 knows none of a user-mode queue's (it gives the
+//! queue no progress fence), so an allocation that such work still uses is kept past its
+//! destroy by each of those queues and destroyed when the last of them is done with it.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cell::RefCell;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::kmt::{DestroyFlags, Kmt, KmtHandle, NtStatus};
+
+/// An allocation its owner destroyed while queues' work still uses it.
+#[derive(Debug)]
+pub struct Retained {
+    alloc: KmtHandle,
+    /// Queues still holding it.
+    holders: AtomicUsize,
+}
+
+impl Retained {
+    /// `alloc`, held by `holders` queues.
+    pub fn new(alloc: KmtHandle, holders: usize) -> Arc<Self> {
+        Arc::new(Self {
+            alloc,
+            holders: AtomicUsize::new(holders),
+        })
+    }
+
+    /// One holder is done with it; the last destroys it. Work the OS does see may still use
+    /// it: VidMm decides when it goes (no `AssumeNotInUse`).
+    pub fn release<K: Kmt>(&self, kmt: &K) -> Result<(), NtStatus> {
+        // AcqRel: the last holder's destroy follows every holder's release.
+        if self.holders.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return Ok(());
+        }
+        kmt.destroy_allocation2(
+            self.alloc,
+            DestroyFlags {
+                assume_not_in_use: false,
+            },
+        )
+    }
+}
+
+/// What one queue holds: retained allocations, each with the progress value after which the
+/// queue lets go of it.
+#[derive(Debug, Default)]
+pub struct RetainList(RefCell<Vec<(Arc<Retained>, u64)>>);
+
+impl RetainList {
+    /// Holds `r` until `value`; gives it back if there is no room to.
+    pub fn push(&self, r: Arc<Retained>, value: u64) -> Result<(), Arc<Retained>> {
+        let Ok(mut list) = self.0.try_borrow_mut() else {
+            return Err(r);
+        };
+        if list.try_reserve(1).is_err() {
+            return Err(r);
+        }
+        list.push((r, value));
+        Ok(())
+    }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.0.try_borrow().is_ok_and(|l| l.is_empty())
+    }
+
+    /// Lets go of what the queue completed (`done`), or of everything (`all`: the queue is
+    /// off the hardware).
+    pub fn reap<K: Kmt>(&self, kmt: &K, done: u64, all: bool) {
+        let Ok(mut list) = self.0.try_borrow_mut() else {
+            return;
+        };
+        list.retain(|(r, value)| {
+            if !all && *value > done {
+                return true;
+            }
+            let _ = r.release(kmt);
+            false
+        });
+    }
+}
