@@ -27,7 +27,6 @@ use rvgpu_simos::{
 };
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, FenceCpu, HwQueue, Kmt, NtStatus,
-    QueueProgress,
 };
 use rvgpu_umd::submit::{KernelQueue, SubmissionPath, UserQueue};
 use zerocopy::IntoBytes;
@@ -75,14 +74,6 @@ struct RawQueue {
 }
 
 impl RawQueue {
-    /// The progress fence the OS gave the queue (the pages).
-    fn progress(&self) -> &QueueProgress<SimFence> {
-        self.queue
-            .progress
-            .as_ref()
-            .expect("the OS's progress fence")
-    }
-
     /// The packet that closes a batch with `value`: `PROGRESS` to the OS's progress fence, or
     /// a signal of [`RawQueue::done`].
     fn closing(&self, value: u64) -> Command {
