@@ -12,7 +12,7 @@
 //! - `kernel` (baseline of `user`): K × `KernelQueue::submit` of the same FILL, drained the
 //!   same way: one `D3DKMTSubmitCommandToHwQueue` → `DxgkDdiSubmitCommandToHwQueue` each.
 //! - `floor` (the floor of `user`): the same ring words as `user` (the FILL and the
-//!   closing PROGRESS, pre-encoded but for the value word), the last-queued value, the write pointer and the
+//!   closing packet, pre-encoded but for the value word), the last-queued value, the write pointer and the
 //!   doorbell store with its status read, stored directly into a queue built from the thunks
 //!   (`cg_floor_submit`): what any user-mode submission must do, with the same doorbell trap.
 //! - `victim`: one physical doorbell, 64 user-mode queues (doorbells created beforehand; other
@@ -65,21 +65,22 @@ fn cg_kernel_submit(q: &mut KernelQueue<SimKmt<'_>>, cmds: &[Command]) -> u64 {
     }
 }
 
-/// The floor of one user-mode submission: `words` into the ring at the write pointer, the
-/// last-queued value, the write pointer, the doorbell and its status.
+/// The floor of one user-mode submission: `words` into the ring at the write pointer (word
+/// `value_at`, the closing packet's value, replaced by `value`), the last-queued value, the
+/// write pointer, the doorbell and its status.
 #[inline(never)]
 fn cg_floor_submit(
     ring: &SimMem,
     control: &SimMem,
     db: &SimDoorbell,
-    words: &[u64],
+    (words, value_at): (&[u64], usize),
     wptr: &mut u64,
     value: u64,
     ring_word: Option<u64>,
 ) {
-    // The batch's words, then the closing PROGRESS's value word.
-    for w in words.iter().chain(std::iter::once(&value)) {
-        ring.store(*wptr & 4095, *w);
+    for (i, w) in words.iter().enumerate() {
+        let w = if i == value_at { value } else { *w };
+        ring.store(*wptr & 4095, w);
         *wptr = wptr.wrapping_add(8);
     }
     db.set_last_queued(value);
@@ -166,26 +167,40 @@ fn main() {
                 bytes: 64,
                 pattern: 0x55,
             };
-            let progress = Command::Progress {
-                irq: true,
-                value: 1,
+            let q = raw_queue(&m, &k);
+            // The closing packet the UMD writes: PROGRESS where the OS gave the queue its
+            // progress fence, else the conditional signal of a native fence of its own (24H2).
+            const MARK: u64 = 0x5EED_0F00_0000_0001;
+            let own = (m.hw_queue_progress_fence(0, q.queue).is_none())
+                .then(|| okk(&m, k.create_native_fence(0)));
+            let closing = match &own {
+                None => Command::Progress {
+                    irq: true,
+                    value: MARK,
+                },
+                Some(f) => f.signal(MARK),
             };
             let mut words = [0u64; 16];
             let n = fill.encode(&mut words).expect("FILL encodes");
-            let pw = progress.encode(&mut words[n..]).expect("PROGRESS encodes");
-            assert_eq!(words[n + pw - 1], 1, "PROGRESS ends with its value");
-            // The value word is stored by `cg_floor_submit`.
-            let words = &words[..n + pw - 1];
-            let q = raw_queue(&m, &k);
+            let cw = closing
+                .encode(&mut words[n..])
+                .expect("the closing packet encodes");
+            let value_at = n + words[n..n + cw]
+                .iter()
+                .position(|w| *w == MARK)
+                .expect("the closing packet carries its value");
+            let words = (&words[..n + cw], value_at);
             okk(&m, k.destroy_doorbell(q.doorbell));
             let (db, pdd) = create_doorbell_pdd(&m, &k, &q);
             okk(&m, k.connect_doorbell(db.handle));
             // The KMD says what the doorbell is rung with (0: the write pointer).
             let ring_word = (pdd.ring_value != 0).then_some(u64::from(pdd.queue_id));
             let mut wptr = 0u64;
+            // What the 4 KiB ring holds unconsumed (85 batches closed by PROGRESS, 56 by a
+            // signal), at most half the chunk.
+            let per_run = (4096 / (8 * words.0.len() as u64) - 1).min(CHUNK / 2);
             while submits < k_ops {
-                // Half the chunk: its 4 KiB ring holds 85 of these batches.
-                for _ in 0..(CHUNK / 2).min(k_ops - submits) {
+                for _ in 0..per_run.min(k_ops - submits) {
                     submits += 1;
                     cg_floor_submit(
                         &q.ring.mem,
