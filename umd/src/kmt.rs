@@ -376,7 +376,7 @@ impl<F> HwQueue<F> {
 /// The progress fence outputs of `D3DKMTCreateHwQueue` (`hHwQueueProgressFence` and its CPU
 /// and GPU VAs, the CPU VA as an address) as the UMD accepts them. All three zero on a
 /// user-mode queue is a queue without one (`None`): 24H2's
-/// `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1C0315730 clears them before
+/// `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C clears them before
 /// `DdiCreateHwQueue` and `DxgkCreateHwQueueInternal` returns them only for kernel-submission
 /// queues. Otherwise the handle must be non-zero and the CPU VA non-null and 8-aligned (the
 /// UMD reads the value through it); a kernel-mode queue must have one, as it completes only

@@ -488,7 +488,7 @@ enum Progress<F> {
     /// an interrupting `PROGRESS`.
     Os(QueueProgress<F>),
     /// The queue's own native fence, when the OS gave the queue no progress fence (24H2:
-    /// `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1C0315730 zeroes the three progress
+    /// `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C zeroes the three progress
     /// fence arguments of a user-mode queue before `DdiCreateHwQueue`). Each batch ends with
     /// its FENCE_SIGNAL, whose conditional interrupt fires only when a CPU waiter raised
     /// MonitoredValue (NF-03): no interrupt per batch.

@@ -47,7 +47,7 @@ fn write_pdd(data: Option<&mut [u8]>, pdd: &HwQueuePdd) {
 /// and the OS's kernel CPU VA of the value, or `None` for a queue without one.
 ///
 /// Microsoft's pages give every queue a progress fence. 24H2 gives a user-mode-submission
-/// queue none: `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1C0315730 zeroes the fence
+/// queue none: `DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C zeroes the fence
 /// union and both VAs (24 bytes) before `DdiCreateHwQueue`. Such a queue is accepted with all
 /// three zero (its descriptor names no progress fence; the UMD completes its batches on a fence
 /// of its own); a kernel-mode queue completes only through its progress fence and must have
