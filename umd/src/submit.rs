@@ -49,7 +49,10 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rvgpu_hw::addr::GpuVa;
-use rvgpu_hw::cmd::{decode, decode_header, header, Command, Opcode, MAX_INDIRECT, PROGRESS_IRQ};
+use rvgpu_hw::cmd::{
+    decode, decode_header, header, Command, Opcode, FENCE_SIGNAL_VALUE_WORD, MAX_INDIRECT,
+    PROGRESS_IRQ,
+};
 use rvgpu_hw::pdd::{DoorbellPdd, DoorbellValue, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::{RingControl, RING_MAX, RING_MIN};
 use zerocopy::{FromBytes, IntoBytes};
@@ -361,9 +364,10 @@ fn batch_bytes(cmds: &[Command]) -> u64 {
 }
 
 /// Words of the FENCE_SIGNAL that closes a user-mode batch on the queue's own native fence.
-const SIGNAL_WORDS: usize = 5;
-/// Which of them holds the value.
-const SIGNAL_VALUE_WORD: usize = 2;
+const SIGNAL_WORDS: usize = match Opcode::FenceSignal.fixed_len() {
+    Some(n) => n as usize,
+    None => 0,
+};
 
 /// [`check_commands`] and [`batch_bytes`] in one pass (the user-mode hot path).
 fn checked_batch_bytes(cmds: &[Command]) -> Result<u64, SubmitError> {
@@ -468,7 +472,7 @@ impl ClosingPacket {
     fn set_value(&mut self, value: u64) {
         match self {
             Self::Progress(w) => w[1] = value,
-            Self::Signal(w) => w[SIGNAL_VALUE_WORD] = value,
+            Self::Signal(w) => w[FENCE_SIGNAL_VALUE_WORD] = value,
         }
     }
 

@@ -94,6 +94,10 @@ pub const SIGNAL_CONDITIONAL_IRQ: u8 = 1 << 0;
 pub const SIGNAL_ALWAYS_IRQ: u8 = 1 << 1;
 /// PROGRESS flag: post a PROGRESS event and raise [`crate::regs::IntCause::PROGRESS`].
 pub const PROGRESS_IRQ: u8 = 1 << 0;
+/// The word of an encoded FENCE_SIGNAL that holds the value (header, value address, value,
+/// MonitoredValue address, report tag): what a writer that encodes the packet once changes
+/// per use.
+pub const FENCE_SIGNAL_VALUE_WORD: usize = 2;
 /// LOG_WRITE flag: bit 0 selects the log: 0 = wait log, 1 = signal log.
 pub const LOG_SIGNAL: u8 = 1 << 0;
 
@@ -486,6 +490,23 @@ impl Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fence_signal_value_word_holds_the_value() {
+        let mut w = [0u64; 5];
+        let c = Command::FenceSignal {
+            flags: SIGNAL_CONDITIONAL_IRQ,
+            value_addr: 0x1000,
+            value: 0xABCD,
+            monitored_addr: 0x2000,
+            report_tag: 7,
+        };
+        assert_eq!(
+            c.encode(&mut w),
+            Opcode::FenceSignal.fixed_len().map(usize::from)
+        );
+        assert_eq!(w[FENCE_SIGNAL_VALUE_WORD], 0xABCD);
+    }
 
     fn all() -> Vec<Command> {
         vec![
