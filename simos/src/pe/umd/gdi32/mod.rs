@@ -776,15 +776,24 @@ fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
         let flags = a.flags | CREATEHWQUEUE_NATIVE_PROGRESS_FENCE;
         put(at, offset_of!(CreateHwQueue, flags), &flags)?;
     }
-    // No progress fence (24H2's user-mode queues, `DxgkCreateHwQueueInternal`): all three
-    // outputs zero.
-    let (fence, cpu, gpu) = q
-        .progress
-        .as_ref()
-        .map_or((0, 0, 0), |p| (p.fence, p.cpu.cpu_va() as u64, p.gpu));
-    put(at, offset_of!(CreateHwQueue, h_progress_fence), &fence)?;
+    // No progress fence (24H2's user-mode queues): `K:DxgkCreateHwQueueInternal` (@0x1402BAF98)
+    // writes the three outputs back only for kernel-submission queues, so the caller reads
+    // what it passed.
+    let Some(progress) = &q.progress else {
+        return Ok(());
+    };
+    put(
+        at,
+        offset_of!(CreateHwQueue, h_progress_fence),
+        &progress.fence,
+    )?;
+    let cpu = progress.cpu.cpu_va() as u64;
     put(at, offset_of!(CreateHwQueue, progress_fence_cpu_va), &cpu)?;
-    put(at, offset_of!(CreateHwQueue, progress_fence_gpu_va), &gpu)
+    put(
+        at,
+        offset_of!(CreateHwQueue, progress_fence_gpu_va),
+        &progress.gpu,
+    )
 }
 
 /// `D3DKMTDestroyHwQueue`.
