@@ -66,6 +66,12 @@ impl RetainList {
         self.0.try_borrow().is_ok_and(|l| l.is_empty())
     }
 
+    /// [`RetainList::is_empty`]'s negation for an owner with exclusive access (no borrow
+    /// flag to check: the submission path).
+    pub fn holds_any(&mut self) -> bool {
+        !self.0.get_mut().is_empty()
+    }
+
     /// Lets go of what the queue completed (`done`), or of everything (`all`: the queue is
     /// off the hardware).
     pub fn reap<K: Kmt>(&self, kmt: &K, done: u64, all: bool) {

@@ -1358,7 +1358,7 @@ impl<K: Kmt> UserQueue<K> {
         if self.lost {
             return Err(SubmitError::Lost);
         }
-        if !self.retained.is_empty() {
+        if self.retained.holds_any() {
             self.reap_retained();
         }
         // One pass over the batch: refuse what does not encode, and its length.
