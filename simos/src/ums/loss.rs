@@ -48,7 +48,7 @@ impl Machine {
         // CPU waits on the adapter's native fences end as removed: nothing can signal them
         // now (24H2 gives the driver no CPU address to store a value at, and the GPU is gone).
         // A user-mode queue's own progress fence is one (where the OS gave the queue none).
-        crate::sync::fence::abandon_cpu_waits(&a);
+        crate::sync::fence::abandon_cpu_waits(&a.fence_os);
         Ok(())
     }
 }

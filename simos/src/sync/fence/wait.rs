@@ -132,8 +132,11 @@ impl Machine {
 
 /// The adapter is gone (surprise removal): every pending CPU wait on its native fences ends
 /// [`WaitOutcome::Abandoned`] (the thunk's `STATUS_DEVICE_REMOVED`), as a destroy would end it.
-pub(crate) fn abandon_cpu_waits(a: &AdapterShared) {
-    let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+/// UNVERIFIED for `D3DKMTWaitForSynchronizationObjectFromCpu`, whose page lists no such
+/// status; the page of `D3DKMTWaitForSynchronizationObject` gives `STATUS_DEVICE_REMOVED` for
+/// a stopped adapter.
+pub(crate) fn abandon_cpu_waits(fence_os: &Mutex<FenceOs>) {
+    let objs: Vec<Arc<FenceObj>> = lock(fence_os).objs.values().cloned().collect();
     for obj in objs {
         let waiters = std::mem::take(&mut lock(&obj.st).waiters);
         for w in waiters {
