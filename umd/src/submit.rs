@@ -1493,7 +1493,9 @@ impl<K: Kmt> UserQueue<K> {
         if self.fallback.is_some() {
             return Ok(());
         }
-        self.wait_progress(target)?;
+        if self.progress.value() < target {
+            self.kmt.wait_for_fence(self.progress.fence(), target)?;
+        }
         for _ in 0..READ_PTR_POLLS {
             if self.writer.free()? >= bytes {
                 self.prune_in_flight();
@@ -1504,19 +1506,6 @@ impl<K: Kmt> UserQueue<K> {
         // The fence says the space is free but the read pointer never got there.
         self.lost = true;
         Err(SubmitError::Lost)
-    }
-
-    /// Blocks until the queue's own progress fence (not a fallback's) reaches `target`. The
-    /// fence's value decides: a wait that fails while the value already got there (the OS
-    /// missed the wake-up) is not an error.
-    fn wait_progress(&self, target: u64) -> Result<(), SubmitError> {
-        if self.progress.value() >= target {
-            return Ok(());
-        }
-        match self.kmt.wait_for_fence(self.progress.fence(), target) {
-            Err(_) if self.progress.value() >= target => Ok(()),
-            r => Ok(r?),
-        }
     }
 
     /// Drops the batches before the read pointer the writer last loaded (no load of its own).
@@ -1658,12 +1647,7 @@ impl<K: Kmt> UserQueue<K> {
     /// completed.
     pub fn wait(&self, value: u64) -> Result<(), SubmitError> {
         if let Some((fence, v)) = self.wait_target(value)? {
-            // The fence's value decides ([`UserQueue::wait_progress`]).
-            if let Err(e) = self.kmt.wait_for_fence(fence, v) {
-                if self.completed() < value {
-                    return Err(e.into());
-                }
-            }
+            self.kmt.wait_for_fence(fence, v)?;
         }
         if !self.retained.is_empty() {
             self.reap_retained();
