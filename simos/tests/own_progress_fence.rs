@@ -10,6 +10,7 @@
 
 mod common;
 
+use common::own_progress::NoUserProgress;
 use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
@@ -20,56 +21,6 @@ use rvgpu_umd::kmt::{
     NtStatus,
 };
 use rvgpu_umd::submit::{SubmissionPath, UserQueue};
-
-/// Each `fn name(&self, args) -> R;` calls the same thunk of the wrapped [`SimKmt`].
-macro_rules! forward {
-    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
-        $(fn $name(&self $(, $arg: $ty)*) -> $ret {
-            self.0.$name($($arg),*)
-        })*
-    };
-}
-
-/// [`SimKmt`], but a user-mode queue comes back without the OS's progress fence.
-#[derive(Clone, Copy, Debug)]
-struct NoUserProgress<'m>(SimKmt<'m>);
-
-impl Kmt for NoUserProgress<'_> {
-    type Mem = SimMem;
-    type Doorbell = SimDoorbell;
-    type Fence = SimFence;
-
-    fn create_hw_queue(
-        &self,
-        context: KmtHandle,
-        user_mode_submission: bool,
-        private_data: &mut [u8],
-    ) -> Result<HwQueue<SimFence>, NtStatus> {
-        let mut q = self
-            .0
-            .create_hw_queue(context, user_mode_submission, private_data)?;
-        if user_mode_submission {
-            q.progress = None;
-        }
-        Ok(q)
-    }
-    forward! {
-        fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus>;
-        fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
-        fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
-        fn create_allocation_as(&self, size: u64, kind: AllocationKind) -> Result<Allocation<SimMem>, NtStatus>;
-        fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus>;
-        fn create_doorbell(&self, queue: KmtHandle, ring: KmtHandle, control: KmtHandle, pdd: &mut [u8]) -> Result<Doorbell<SimDoorbell>, NtStatus>;
-        fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
-        fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
-        fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
-        fn submit_command_to_hw_queue(&self, queue: KmtHandle, value: u64, gpu: u64, bytes: u32) -> Result<(), NtStatus>;
-        fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
-        fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus>;
-        fn native_fence_cpu(&self, fence: &NativeFence) -> Result<SimFence, NtStatus>;
-        fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus>;
-    }
-}
 
 /// UM-16 / NF-03: without the OS's progress fence the queue creates a native fence, its
 /// batches run and close with that fence's signal, which interrupts no one while no CPU

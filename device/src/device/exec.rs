@@ -41,7 +41,7 @@ use rvgpu_hw::cmd::{
     decode, decode_header, Command, LogKind, Opcode, MAX_TRANSFER, SIGNAL_ALWAYS_IRQ,
     SIGNAL_CONDITIONAL_IRQ,
 };
-use rvgpu_hw::event::{EventKind, EventRecord, FaultCode, FLAG_LEGACY_SIGNAL, NO_TAG};
+use rvgpu_hw::event::{EventKind, EventRecord, FaultCode, FLAG_LEGACY_SIGNAL, FLAG_LOGGED, NO_TAG};
 use rvgpu_hw::fence::{needs_interrupt, wait_satisfied};
 use rvgpu_hw::log::{
     entry_offset, header_after, LogEntry, ENTRIES_PER_BUFFER, HEADER_ATOMIC, LOG_BUFFER_SIZE,
@@ -370,6 +370,12 @@ impl Core {
                 // otherwise it runs (and faults) on its own.
                 // In a buffer, only a LOG_WRITE in the same buffer is looked at.
                 let fused = self.peek_signal_log(&d, src, pos.wrapping_add(len), avail - len);
+                // The record says "logged" only for an entry of this signal's value: one that
+                // logs another value (a producer's mistake, or a ring hiding the signal
+                // behind an entry) leaves the signal to a report the OS cannot read past.
+                let logged = fused
+                    .as_ref()
+                    .is_some_and(|(_, entry, _)| entry.fence_value == value);
                 {
                     let _sig = lock(&self.signal_lock);
                     // Release: publishes this queue's earlier work to whoever reads the value.
@@ -396,7 +402,13 @@ impl Core {
                             EventRecord {
                                 kind: EventKind::FenceSignaled as u8,
                                 engine: e as u8,
-                                flags: if always { FLAG_LEGACY_SIGNAL } else { 0 },
+                                flags: if always {
+                                    FLAG_LEGACY_SIGNAL
+                                } else if logged {
+                                    FLAG_LOGGED
+                                } else {
+                                    0
+                                },
                                 queue_id: if self.cfg.optimized_fence_irq
                                     && !self.faults.anonymous_fence_events()
                                 {

@@ -19,6 +19,12 @@ pub const NO_TAG: u64 = u64::MAX;
 /// a monitored-fence signal (MF-04) rather than a native one.
 pub const FLAG_LEGACY_SIGNAL: u16 = 1 << 0;
 
+/// [`EventRecord::flags`] of a FenceSignaled record: the signal-log `LOG_WRITE` right behind
+/// the signal ran as part of it, before the interrupt decision, and logs the value the signal
+/// stored. Without it no log holds the signal, whatever queue ran it, so a report that names
+/// only the queue would hide it (docs/hardware.md §8.2).
+pub const FLAG_LOGGED: u16 = 1 << 1;
+
 wire_enum! {
     /// Kinds of event records.
     pub enum EventKind: u8, from_u8 {

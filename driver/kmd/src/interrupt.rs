@@ -32,6 +32,9 @@ pub enum DeviceEvent {
         monitored_addr: GpuVa,
         /// An always-interrupt (legacy monitored-fence) signal.
         legacy: bool,
+        /// The device wrote the signal's log entry before deciding the interrupt
+        /// (`FLAG_LOGGED`): the running queue's signal log holds it.
+        logged: bool,
     },
     /// PROGRESS with interrupt: DMA completed up to `value` on `queue`.
     Progress { engine: u32, queue: u32, value: u64 },
@@ -75,6 +78,7 @@ impl DeviceEvent {
                 value: r.arg1,
                 monitored_addr: GpuVa::new(r.arg2),
                 legacy: r.flags & rvgpu_hw::event::FLAG_LEGACY_SIGNAL != 0,
+                logged: r.flags & rvgpu_hw::event::FLAG_LOGGED != 0,
             },
             EventKind::Progress => Self::Progress {
                 engine,

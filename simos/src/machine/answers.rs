@@ -198,6 +198,23 @@ pub enum UmsProgress {
     Given,
 }
 
+/// What VidSch reads at DPC time for an optimized native-fence report (LOG-08), beyond the
+/// signal entries themselves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogReport {
+    /// 24H2: `M:VidSchiProcessNativeFenceSignaledDpc` (@0x140044BE0) reads the named queue's
+    /// signal log from its cached position and unwaits each entry's fence; it scans every
+    /// native fence of the node (`UnwaitFencesFromNativeFenceSignaledDpc` with no fence) when
+    /// the log has no new entry, when it wrapped past the cached position, or when an entry's
+    /// handle names no fence of the process; a NULL `hHWQueue` is that scan at once. Entries
+    /// are not checked against the fence's value.
+    ScanWhenLogSaysNothing,
+    /// The pages (LOG-05, LOG-08): the named queue's log is read since the last read; a NULL
+    /// `hHWQueue` reads the logs of every queue on the engine; a scan only on overflow or
+    /// with `EvaluateLegacyMonitoredFences`. A report the logs cannot explain releases nobody.
+    LogsOnly,
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -225,6 +242,8 @@ pub struct Reading {
     pub progress_fence: ProgressFence,
     /// A user-mode-submission queue's progress fence.
     pub ums_progress: UmsProgress,
+    /// What an optimized native-fence report makes VidSch read.
+    pub log_report: LogReport,
 }
 
 impl Reading {
@@ -242,6 +261,7 @@ impl Reading {
         hws_tdr: HwsTdr::DbgInfoBeforeReset,
         progress_fence: ProgressFence::Monitored,
         ums_progress: UmsProgress::None,
+        log_report: LogReport::ScanWhenLogSaysNothing,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -269,6 +289,7 @@ impl Reading {
         hws_tdr: HwsTdr::DbgInfoFirst,
         progress_fence: ProgressFence::NativeKernelQueues,
         ums_progress: UmsProgress::Given,
+        log_report: LogReport::LogsOnly,
     };
 
     /// Every named reading.

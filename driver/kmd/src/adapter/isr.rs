@@ -120,19 +120,31 @@ impl<P: Platform> Adapter<P> {
                     fence_reports = true;
                     batch.legacy(engine, &mut emit);
                 }
-                DeviceEvent::FenceSignaled { engine, queue, .. } if live.optimized_fence_irq => {
-                    // LOG-08: name the queue that ran the signal; its signal log has the entry
-                    // (LOG-04). Otherwise NULL, plus a full scan if a log read could miss it.
+                DeviceEvent::FenceSignaled {
+                    engine,
+                    queue,
+                    logged,
+                    ..
+                } if live.optimized_fence_irq => {
+                    // LOG-08: name the queue that ran the signal only when the device wrote
+                    // its entry before deciding (LOG-04, `FLAG_LOGGED`): the OS reads that
+                    // queue's log and nothing else, so any other record (whatever it groups
+                    // with in this pass) is NULL plus a full scan (hardware.md 7.3).
                     fence_reports = true;
                     let slot = self.table_slot();
                     let (hw_queue, evaluate) = match live.queue_irq.lookup(slot, queue) {
-                        crate::log::QueueLookup::Named(h) => (Some(h.as_handle().addr()), false),
-                        crate::log::QueueLookup::Logless => (None, true),
-                        // An anonymous event: a full scan only if some queue of the
-                        // engine has no logs. An id outside the table (a node ring, or a
-                        // queue destroyed since) may have run any signal: full scan.
+                        crate::log::QueueLookup::Named(h) if logged => {
+                            (Some(h.as_handle().addr()), false)
+                        }
+                        crate::log::QueueLookup::Named(_) | crate::log::QueueLookup::Logless => {
+                            (None, true)
+                        }
+                        // An anonymous event: a logged signal is in some log of the engine, read
+                        // for a NULL report; a full scan otherwise, or if some queue of the
+                        // engine has no logs. An id outside the table (a node ring, or a queue
+                        // destroyed since) may have run any signal: full scan.
                         crate::log::QueueLookup::Unknown if queue == rvgpu_hw::queue::NO_QUEUE => {
-                            (None, live.queue_irq.engine_has_logless(engine))
+                            (None, !logged || live.queue_irq.engine_has_logless(engine))
                         }
                         crate::log::QueueLookup::Unknown => (None, true),
                     };

@@ -10,8 +10,11 @@
 //! Events are batched per engine as they are drained (the device posts them in order per
 //! engine, usually one engine at a time), with a fixed array on the ISR's stack.
 
-/// Handles per report; more in one batch turns the report into NULL.
-pub const MAX_NAMED: usize = 16;
+/// Handles per report; more in one batch turns the report into NULL. 24H2 copies at most 8
+/// at ISR time and turns a longer array into "scan" itself
+/// (`M:VidSchiProcessIsrNativeFenceSignaled` @0x140052784); saying NULL here means the same on
+/// every reading.
+pub const MAX_NAMED: usize = 8;
 
 /// One report to hand to `DxgkCbNotifyInterrupt`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

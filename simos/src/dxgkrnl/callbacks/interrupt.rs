@@ -4,6 +4,9 @@
 use super::*;
 use crate::machine::answers::DpcFenceWork;
 
+/// Most fence handles 24H2 keeps from one native-fence report.
+const MAX_REPORTED_FENCES: u32 = 8;
+
 /// `DxgkCbQueueDpc` (any IRQL): at most one DPC queued per adapter. Unlike
 /// `DxgkCbNotifyInterrupt` it does not require the interrupt lock: Microsoft documents it as
 /// callable at any level (it is KeInsertQueueDpc underneath), so a driver may queue its DPC
@@ -187,7 +190,12 @@ pub(super) fn decode(
             } else {
                 None
             };
-            let fences = if optimized || d.pSignaledNativeFenceArray.is_null() {
+            // 24H2 copies at most 8 handles at ISR time and makes a longer array a scan
+            // (`M:VidSchiProcessIsrNativeFenceSignaled` @0x140052784); the pages set no limit.
+            let fences = if optimized
+                || d.pSignaledNativeFenceArray.is_null()
+                || d.SignaledNativeFenceCount > MAX_REPORTED_FENCES
+            {
                 None
             } else {
                 let n = d.SignaledNativeFenceCount as usize;

@@ -19,9 +19,17 @@ pub(crate) fn note_notifications<'a>(
                 ..
             } => {
                 // LOG-08: with the optimized cap the OS reads hHWQueue, not the array.
+                let scan_on_null = a.os.reading.log_report == LogReport::ScanWhenLogSaysNothing;
                 match hw_queue {
                     Some(h) => {
                         os.log_req.named.insert(*h);
+                    }
+                    None if scan_on_null => {
+                        // 24H2 ([`LogReport::ScanWhenLogSaysNothing`]): every native fence of
+                        // the node; EvaluateLegacyMonitoredFences adds the legacy ones (NF-14).
+                        os.work_all = true;
+                        os.legacy_work |= *evaluate_legacy;
+                        os.log_req.engines.insert(*node);
                     }
                     None if *evaluate_legacy => {
                         // NULL + EvaluateLegacyMonitoredFences: every waiter (nflags); the
@@ -158,8 +166,9 @@ pub(crate) fn log_drain_locked(
             Some(o) => {
                 // LOG-04: the device writes the value before its entry, so an honest entry is
                 // never ahead of the fence (values only grow). One that is comes from a
-                // hostile LOG_WRITE or a faulty device: it releases nobody; the fences are
-                // scanned instead.
+                // hostile LOG_WRITE or a faulty device: it releases nothing by itself; the
+                // fence is resampled, as 24H2 unwaits an entry's fence by its CurrentValue
+                // (`M:VidSchiProcessNativeFenceSignaledDpc` @0x140044BE0), and nothing more.
                 let cv = o.cv.load();
                 if cv < s.value {
                     let mut os = lock(&a.fence_os);
@@ -173,7 +182,9 @@ pub(crate) fn log_drain_locked(
                             s.queue_id, s.index, s.handle, s.value
                         ),
                     );
-                    scan = true;
+                    if !touched.iter().any(|x| Arc::ptr_eq(x, &o)) {
+                        touched.push(o);
+                    }
                     continue;
                 }
                 release_from_log(
@@ -190,8 +201,9 @@ pub(crate) fn log_drain_locked(
                 }
             }
             // A handle that does not resolve (a fence created without a D3DKMT handle, or a
-            // UMD payload error): fall back to the scan.
-            None => scan = true,
+            // UMD payload error): 24H2 stops reading and scans the node; the pages say
+            // nothing, so nothing is released ([`LogReport`]).
+            None => scan |= a.os.reading.log_report == LogReport::ScanWhenLogSaysNothing,
         }
     }
     if scan && !d.scan_all {

@@ -101,7 +101,7 @@ use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::notify::Notification;
 use crate::error::SimError;
 use crate::lock::lock;
-use crate::machine::answers::{CpuUpdateIrql, SystemVas, ValueUpdates};
+use crate::machine::answers::{CpuUpdateIrql, LogReport, SystemVas, ValueUpdates};
 use crate::machine::{Machine, Mode};
 use crate::sync::trace::ReleaseVia;
 

@@ -128,9 +128,12 @@ pub fn drain(
         };
         let w = peek(&mut l.wait);
         let s = peek(&mut l.signal);
-        if s.is_none() && req.named.contains(&q.kmd) {
-            // A named queue without a new signal entry: the signal that interrupted is not in
-            // its log (index wrap, a KMD mistake): scan (docs/logs.md#simulated-os).
+        if s.is_none()
+            && req.named.contains(&q.kmd)
+            && a.os.reading.log_report == LogReport::ScanWhenLogSaysNothing
+        {
+            // A named queue without a new signal entry: 24H2 scans the node
+            // ([`LogReport::ScanWhenLogSaysNothing`]); under the pages nothing is released.
             out.scan_all = true;
         }
         if w.is_some() || s.is_some() {

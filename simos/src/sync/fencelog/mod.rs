@@ -67,6 +67,7 @@ use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::error::SimError;
 use crate::lock::lock;
+use crate::machine::answers::LogReport;
 use crate::sync::process_id::ProcessId;
 use crate::sync::trace::{qpc, TraceEvent};
 
