@@ -158,9 +158,9 @@ const KNOWN_GAPS: &[&str] = &[
 /// every slot the driver fills is mandatory. A new optional DDI must be added here with a reason
 /// (`every_filled_slot_is_mandatory_or_justified` fails otherwise).
 const OPTIONAL_IMPLEMENTED: &[(&str, &str)] = &[
-    ("DxgkDdiCollectDbgInfo2", "optional in WDDM 3.2 (the OS calls DxgkDdiCollectDbgInfo without it); 24H2 calls it instead of CollectDbgInfo before a hardware-scheduled node's reset (docs/windows-bringup.md section 8a); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2"),
+    ("DxgkDdiCollectDbgInfo2", "optional in WDDM 3.2 (the OS calls DxgkDdiCollectDbgInfo without it); 24H2 calls it instead of CollectDbgInfo before a hardware-scheduled node's reset (docs/windows-bringup.md section 13); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2"),
     ("DxgkDdiNotifySurpriseRemoval", "optional since WDDM 1.2, called only with SupportSurpriseRemoval(InHibernation) in the caps (docs/robustness.md section 3); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal"),
-    ("Reserved4", "the slot after DxgkDdiNotifyWorkSubmission (DxgkDdiFlushHwQueue on Microsoft's reference page): the 22631 kernel refuses a user-mode-submission node without it ([D] ADAPTER_RENDER::Initialize, triage event 1290) and never calls it; filled with a function that returns STATUS_NOT_SUPPORTED (docs/windows-bringup.md section 10 question 2); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data"),
+    ("Reserved4", "the slot after DxgkDdiNotifyWorkSubmission (DxgkDdiFlushHwQueue on Microsoft's reference page): the 22631 kernel refuses a user-mode-submission node without it ([D] ADAPTER_RENDER::Initialize, triage event 1290) and never calls it; filled with a function that returns STATUS_NOT_SUPPORTED (docs/windows-bringup.md section 15 question 2); https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data"),
 ];
 
 /// Slots that were considered and deliberately left out of [`MANDATORY`], with the reason. Not

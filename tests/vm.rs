@@ -1,7 +1,7 @@
 //! the driver stack inside a Linux VM, across QEMU's PCIe, against the emulated GPU
 //! served by `rvgpu-vfu` over vfio-user.
 //!
-//! Runs `device/vfu/vm/run-guest-smoke.sh` (docs/test-machine.md, "QEMU with rvgpu-vfu"): a
+//! Runs `device/vfu/vm/run-guest-smoke.sh` (docs/qemu-guest.md, "The Linux guest"): a
 //! Debian trixie chroot with QEMU from trixie-backports (made once under `target/vm`), the
 //! server and the static guest programs (built into `target/vm/cargo`, apart from the test
 //! command's own target directory), a busybox initramfs, a TCG boot, and the guest's closing

@@ -16,7 +16,7 @@
 //!   every signal with SIGNAL_ALWAYS_IRQ (one interrupt per signal);
 //! - (d) waits staggered through each segment on 16 fences, under Microsoft's pages and under
 //!   24H2's MonitoredValue, which is never raised while waits remain (docs/windows-bringup.md
-//!   windows-bringup.md §8a): the interrupt storm that costs, and the reports that make the OS scan every fence.
+//!   windows-bringup.md §13): the interrupt storm that costs, and the reports that make the OS scan every fence.
 //!
 //! `cargo bench -p rvgpu-simos --bench fence_interrupts` prints the table. N defaults to
 //! 1,000,000 (20,000 with `--test`); `RVGPU_BENCH_SIGNALS` overrides it.

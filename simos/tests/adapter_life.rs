@@ -249,7 +249,7 @@ fn callback_with_a_removed_adapters_handle_is_0x50() {
 
 /// M4: a DDI that returns at a raised IRQL stops the machine, and the simulation's thread is
 /// back at PASSIVE afterwards. By default with Windows' 0x113 / 0x10 for a DDI behind Dxgkrnl's
-/// `Ddi*` wrappers (startup_questions.rs, windows-bringup.md §10 Q10); with that answer off, with the
+/// `Ddi*` wrappers (startup_questions.rs, windows-bringup.md §15 Q10); with that answer off, with the
 /// simulation's own 0xC8 IRQL_UNEXPECTED_VALUE (current 2, expected 0), checked here.
 #[test]
 fn ddi_returning_at_raised_irql_is_0xc8() {

@@ -321,7 +321,7 @@ fn br_73_user_mode_submission_with_hws_off_is_refused() {
     refused(start_lying(cfg(true, true, false), ums, false), "BR-73");
 }
 
-/// windows-bringup.md §10 question 2: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368). rvgpu
+/// windows-bringup.md §15 question 2: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368). rvgpu
 /// fills it, so it starts with user-mode submission under the 22631 rule
 /// (`ums_requires_slot_1368 = true`) and the WDDM 3.2 builds' (the default), and the slot's
 /// function refuses any call with `STATUS_NOT_SUPPORTED`. What each rule does to a driver that

@@ -1,4 +1,4 @@
-//! IN-, CA- and CI- rules (docs/windows-bringup.md §1b): the test-signed package installed on
+//! IN-, CA- and CI- rules (docs/windows-bringup.md §1): the test-signed package installed on
 //! a simulated machine as `pnputil /add-driver rvgpu.inf /install` installs it, and the
 //! service started as Windows starts it. The package installs and loads; each broken package
 //! or machine is refused with Windows' code, and a refused install leaves the registry and the

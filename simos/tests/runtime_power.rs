@@ -1,6 +1,6 @@
 //! Runtime power management end to end (UM-13): the power components the KMD
 //! reports at start and the rules the simulated Dxgkrnl applies to them (BR-100…BR-109,
-//! docs/windows-bringup.md §6a), and the engine really gated in F1 on the emulated GPU: work
+//! docs/windows-bringup.md §10), and the engine really gated in F1 on the emulated GPU: work
 //! that reaches a gated engine does not run, the OS's kernel path brings the node to F0 first,
 //! and a driver that leaves its engine gated is caught.
 

@@ -1,4 +1,4 @@
-//! The open start-up questions of docs/windows-bringup.md §10 that the later
+//! The open start-up questions of docs/windows-bringup.md §15 that the later
 //! (WDDM 3.2) builds of the decompiled kernel settle, and what the simulated OS does with each
 //! answer. [D24] below is docs/windows-bringup.md's tag for those builds.
 
@@ -28,7 +28,7 @@ fn machine() -> Machine {
     Machine::new(MachineConfig::single(Mode::Step))
 }
 
-/// windows-bringup.md §10 question 1, the table size: [D24] `DpiGetDriverDataSizeFromVersion` copies 1,376 bytes
+/// windows-bringup.md §15 question 1, the table size: [D24] `DpiGetDriverDataSizeFromVersion` copies 1,376 bytes
 /// for 0x10004..0x11000 (through the slot at byte 1368) and the whole 1,544-byte table from
 /// 0x11001 on, with no upper limit.
 #[test]
@@ -50,7 +50,7 @@ fn q1_every_interface_from_0x11001_is_copied_whole() {
     assert!(c.DxgkDdiOpenNativeFence.is_none() && c.DxgkDdiCloseNativeFence.is_none());
 }
 
-/// windows-bringup.md §10 question 1, the versions accepted: rvgpu starts, with user-mode submission, whichever
+/// windows-bringup.md §15 question 1, the versions accepted: rvgpu starts, with user-mode submission, whichever
 /// 3.2 value it declares (the preview SDK's 0x11002, the 26100 WDK's 0x11007, the first 3.2
 /// table size 0x11001, a later 0x11008): no build read refuses a version for being new.
 #[test]
@@ -66,7 +66,7 @@ fn q1_rvgpu_starts_declaring_any_wddm_3_2_interface_version() {
     }
 }
 
-/// windows-bringup.md §10 question 1, what is refused: below the Vista floor at load (BR-01, REVISION_MISMATCH),
+/// windows-bringup.md §15 question 1, what is refused: below the Vista floor at load (BR-01, REVISION_MISMATCH),
 /// a WDDM 2.0 pre-release at start (BR-32, INVALID_PARAMETER), both as before.
 #[test]
 fn q1_old_interfaces_are_still_refused_with_windows_status() {
@@ -86,7 +86,7 @@ fn q1_old_interfaces_are_still_refused_with_windows_status() {
     }
 }
 
-/// windows-bringup.md §10 question 2: the default OS follows the WDDM 3.2 builds, which no longer check the slot
+/// windows-bringup.md §15 question 2: the default OS follows the WDDM 3.2 builds, which no longer check the slot
 /// at byte 1368 for a user-mode-submission node, so a driver that leaves it NULL starts with
 /// user-mode submission; under the 22631 configuration it is refused (BR-73).
 #[test]
@@ -114,9 +114,9 @@ fn q2_default_os_does_not_require_the_slot_after_notify_work_submission() {
 }
 
 thread_local! {
-    /// windows-bringup.md §10 Q4: the segment count the driver's counting call reports instead of its own.
+    /// windows-bringup.md §15 Q4: the segment count the driver's counting call reports instead of its own.
     static SEGMENT_COUNT: Cell<Option<u32>> = const { Cell::new(None) };
-    /// windows-bringup.md §10 Q6: `(Size, Version)` of every `DxgkDdiQueryInterface` request the driver saw.
+    /// windows-bringup.md §15 Q6: `(Size, Version)` of every `DxgkDdiQueryInterface` request the driver saw.
     static INTERFACE_SIZES: RefCell<Vec<(u16, u16)>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -152,7 +152,7 @@ fn start_with_segments(os: OsConfig, count: Option<u32>) -> (Machine, Result<(),
     (m, r)
 }
 
-/// windows-bringup.md §10 question 4: the WDDM 3.2 builds refuse an adapter that reports no segments ([D24]
+/// windows-bringup.md §15 question 4: the WDDM 3.2 builds refuse an adapter that reports no segments ([D24]
 /// dxgmms2 `CreatePhysicalAdapterSegments` @ 0x14009B368 and @ 0x1400B14D0: STATUS_UNSUCCESSFUL
 /// after the counting call, so no VidMm and the start fails with STATUS_NO_MEMORY), and
 /// nothing there exempts an IoMmu-only adapter. That is the default OS.
@@ -163,7 +163,7 @@ fn q4_zero_segments_are_refused_with_no_memory() {
     refused(r, "BR-62", STATUS_NO_MEMORY);
 }
 
-/// windows-bringup.md §10 question 4, the 22631 answer (`OsConfig::zero_segments_accepted`): VidMm checks only
+/// windows-bringup.md §15 question 4, the 22631 answer (`OsConfig::zero_segments_accepted`): VidMm checks only
 /// the upper bound, so a zero count is not what refuses the adapter. rvgpu with its count
 /// forced to 0 still does not start there, for a later rule: no descriptors are asked for, so
 /// its paging-buffer size is never reported and the paging pool has no buffers (BR-65).
@@ -183,7 +183,7 @@ fn q4_22631_does_not_refuse_the_zero_count_itself() {
     }
 }
 
-/// windows-bringup.md §10 question 4, what rvgpu survives: it always reports the aperture segment (and a local
+/// windows-bringup.md §15 question 4, what rvgpu survives: it always reports the aperture segment (and a local
 /// one per VRAM region), so it starts, with user-mode submission, under either answer.
 #[test]
 fn q4_rvgpu_starts_under_either_answer() {
@@ -216,7 +216,7 @@ unsafe extern "system" fn recording_query_interface(ctx: PVOID, q: PQUERY_INTERF
     unsafe { real(ctx, q) }
 }
 
-/// windows-bringup.md §10 question 6: the 184-byte interface `DXGADAPTER::Initialize` asks for is
+/// windows-bringup.md §15 question 6: the 184-byte interface `DXGADAPTER::Initialize` asks for is
 /// `GUID_AGP_BUS_INTERFACE_STANDARD` (Size 0xB8, Version 5), sent as IRP_MN_QUERY_INTERFACE to
 /// the adapter's FDO ([D] and [D24] `DXGADAPTER::CallDriverQueryInterface`); Dxgkrnl's FDO
 /// handler answers five interfaces of its own and passes every other one down the device
@@ -275,11 +275,11 @@ fn irql_0x113_machine() -> Machine {
     Machine::new(c)
 }
 
-/// windows-bringup.md §10 question 10: a DDI behind one of Dxgkrnl's `Ddi*` wrappers that returns at another
+/// windows-bringup.md §15 question 10: a DDI behind one of Dxgkrnl's `Ddi*` wrappers that returns at another
 /// IRQL gets a Critical watchdog record 0x113 / 0x10 ([D] `ADAPTER_RENDER::DdiCreateHwQueue`
 /// and 164 other wrappers, [D24] `ADAPTER_RENDER::DdiCreateNativeFence`), and a Critical record
 /// bug-checks with its first word as the code (dxgmms2's triage callback for 0x10E / 23, and
-/// the 0x10E / 0x49 a 26100 machine stopped with: docs/windows-bringup.md §10 Q10). Under
+/// the 0x10E / 0x49 a 26100 machine stopped with: docs/windows-bringup.md §15 Q10). Under
 /// `OsConfig::ddi_irql_mismatch_is_0x113` the machine stops with 0x113 (0x10, the DDI, IRQL at
 /// the call, IRQL at the return) instead of the simulation's 0xC8.
 #[test]
@@ -303,7 +303,7 @@ fn q10_ddi_wrapper_irql_mismatch_is_0x113() {
     assert_eq!(rvgpu_simos::dxgkrnl::kernel::current_irql(), Irql::Passive);
 }
 
-/// windows-bringup.md §10 question 10, the other side: the PnP-layer wrappers (`DpiDxgkDdiStartDevice` and the
+/// windows-bringup.md §15 question 10, the other side: the PnP-layer wrappers (`DpiDxgkDdiStartDevice` and the
 /// other `DpiDxgkDdi*` of 22631) compare no IRQL, so a StartDevice that returns raised is
 /// still caught by the simulation's 0xC8 under the same configuration.
 #[test]

@@ -92,7 +92,7 @@ impl Drop for SeedGuard {
 
 /// The stress checks the OS's view of every queue's progress (UM-16) and its power-downs
 /// under that work (UM-13, UM-14): the pages' flows, where the OS gives user-mode queues their
-/// progress fence (24H2 gives none, windows-bringup.md §8a). Under `RVGPU_OS_READING` the
+/// progress fence (24H2 gives none, windows-bringup.md §13). Under `RVGPU_OS_READING` the
 /// rest of that reading stays.
 fn pages_reading() -> rvgpu_simos::machine::answers::Reading {
     use rvgpu_simos::machine::answers::{Reading, UmsProgress};

@@ -36,7 +36,7 @@ use zerocopy::IntoBytes;
 
 /// A started machine playing Microsoft's pages (`Reading::PAGES`): for the UM-13/UM-14 power
 /// flows in which the OS disconnects every doorbell before F1 and D3 and a reconnect powers the
-/// GPU up. 24H2 disconnects none (docs/windows-bringup.md §8a); with it a UMD's ring in D3hot is
+/// GPU up. 24H2 disconnects none (docs/windows-bringup.md §13); with it a UMD's ring in D3hot is
 /// dropped and its work waits for the next power-up by other means
 /// (`um_14_doorbells_left_connected_at_d3_are_counted_and_their_work_runs_at_d0`).
 fn pages_machine(mode: Mode, f: impl FnOnce(&mut rvgpu_simos::AdapterConfig)) -> Machine {

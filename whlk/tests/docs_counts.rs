@@ -1,12 +1,14 @@
 //! What the documents say about the harness's cases, checked against the case registry: the
-//! README's count of cases, and docs/test-machine.md's list of the cases that run on a Windows
-//! test machine (those that pass over the simulated D3DKMT thunks, `--backend kmt-sim`).
+//! README's count of cases, docs/test-machine.md's list of the cases that run on a Windows test
+//! machine (those that pass over the simulated D3DKMT thunks, `--backend kmt-sim`) and of the
+//! Windows backend's capabilities, and docs/qemu-guest.md's list of the guest's cases.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use rvgpu_whlk::backend::kmt::sim::SimPlatform;
-use rvgpu_whlk::backend::kmt::KmtBackend;
+use rvgpu_whlk::backend::kmt::{KmtBackend, KmtMachine, KmtPlatform};
+use rvgpu_whlk::backend::{Backend, Capability, Failure, SessionConfig};
 use rvgpu_whlk::case::Outcome;
 use rvgpu_whlk::{cases, runner};
 
@@ -69,16 +71,79 @@ fn test_machine_page_lists_exactly_the_cases_a_d3dkmt_program_runs() {
     );
 }
 
+/// The simulated thunks on a machine whose Dxgkrnl left native fences off.
+struct WithoutNativeFences(SimPlatform);
+
+impl KmtPlatform for WithoutNativeFences {
+    type Kmt = <SimPlatform as KmtPlatform>::Kmt;
+
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn open(
+        &self,
+        config: &SessionConfig,
+    ) -> Result<Box<dyn KmtMachine<Kmt = Self::Kmt>>, Failure> {
+        self.0.open(config)
+    }
+
+    fn native_fences(&self) -> bool {
+        false
+    }
+}
+
+/// The bold names (`**Name**`) of `text`.
+fn bold(text: &str) -> BTreeSet<String> {
+    text.split("**")
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// docs/test-machine.md's paragraph "It offers …" names the Windows backend's capabilities:
+/// those before "otherwise" with native fences enabled, those after without.
 #[test]
-fn test_machine_page_lists_the_pci_subset() {
+fn test_machine_page_lists_the_windows_backends_capabilities() {
+    let page = doc("docs/test-machine.md");
+    let para = page
+        .split("\n\n")
+        .find(|p| p.contains("It offers"))
+        .expect("docs/test-machine.md: the paragraph with `It offers`");
+    let para = &para[para.find("It offers").unwrap_or(0)..];
+    let (with, without) = para
+        .split_once("otherwise")
+        .expect("`otherwise` before the capabilities without native fences");
+    let names = |b: &dyn Backend| -> BTreeSet<String> {
+        b.capabilities()
+            .iter()
+            .map(|c| c.name().to_owned())
+            .collect()
+    };
+    let on = KmtBackend::new(SimPlatform);
+    assert!(
+        on.capabilities().contains(Capability::NativeFences),
+        "the default reading enables native fences"
+    );
+    assert_eq!(bold(with), names(&on), "with native fences: {para}");
+    assert_eq!(
+        bold(without),
+        names(&KmtBackend::new(WithoutNativeFences(SimPlatform))),
+        "without native fences: {para}"
+    );
+}
+
+#[test]
+fn qemu_guest_page_lists_the_pci_subset() {
     let listed = case_names(
-        &doc("docs/test-machine.md"),
+        &doc("docs/qemu-guest.md"),
         "`--subset pci` is `PCI_SUBSET`",
         "The test passes when",
     );
     let subset: BTreeSet<String> = cases::PCI_SUBSET.iter().map(|s| s.to_string()).collect();
     assert_eq!(
         listed, subset,
-        "docs/test-machine.md's table of the `pci` subset against `cases::PCI_SUBSET`"
+        "docs/qemu-guest.md's table of the `pci` subset against `cases::PCI_SUBSET`"
     );
 }

@@ -1,5 +1,5 @@
 //! Guest-side smoke check of the rvgpu function behind `rvgpu-vfu`, run inside a Linux VM
-//! (docs/test-machine.md, "QEMU with rvgpu-vfu"): finds the function in sysfs, maps BAR0 and
+//! (docs/qemu-guest.md, "The Linux guest"): finds the function in sysfs, maps BAR0 and
 //! BAR2 (`resource0`, `resource2`), takes DMA memory from a physical range the kernel was told
 //! to leave alone (`memmap=1M$0x10000000`, reached through `/dev/mem`), brings the device up,
 //! runs a PROGRESS packet through a doorbell and one through QUEUE_KICK, waits for the

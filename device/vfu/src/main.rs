@@ -1,6 +1,6 @@
 //! `rvgpu-vfu --socket PATH`: serves one rvgpu function over vfio-user until killed, one
 //! client at a time (QEMU: `-device '{"driver":"vfio-user-pci","socket":{"type":"unix",
-//! "path":"PATH"}}'` with shared guest RAM; docs/test-machine.md).
+//! "path":"PATH"}}'` with shared guest RAM; docs/qemu-guest.md).
 
 use std::path::PathBuf;
 

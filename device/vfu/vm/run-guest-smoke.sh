@@ -2,7 +2,7 @@
 # Boots a Linux guest under QEMU (TCG) with the rvgpu function served by rvgpu-vfu, and runs
 # inside it the guest_smoke example and then the real driver stack: rvgpu-whlk with the sim
 # backend on the PCI board (`--board pci --subset pci`: the real KMD, the simulated OS and the
-# UMD driving the function across QEMU's PCIe; docs/test-machine.md, "QEMU with rvgpu-vfu").
+# UMD driving the function across QEMU's PCIe; docs/qemu-guest.md, "The Linux guest").
 # Run by tests/vm.rs. Needs root (debootstrap, chroot, mount) and the Debian mirror.
 #
 #   device/vfu/vm/run-guest-smoke.sh [WORKDIR]      (default /work/vm)

@@ -201,14 +201,16 @@ c_type! {
     /// `DXGKARG_OPENNATIVEFENCE`: argument of `DxgkDdiOpenNativeFence` (one per process / device
     /// that opens the fence, including the creating one).
     ///
-    /// UNVERIFIED: two layouts are published. The current en-us reference page (syntax generated
-    /// from a recent header) has `pPrivateDriverData[D3DDDI_NATIVE_FENCE_PDD_SIZE]` between `Flags`
-    /// and `Reserved` (144 bytes, bound here); the Microsoft docs source, the older localized pages
+    /// Two layouts are published. The current en-us reference page (syntax generated from a
+    /// recent header) has `pPrivateDriverData[D3DDDI_NATIVE_FENCE_PDD_SIZE]` between `Flags` and
+    /// `Reserved` (144 bytes, bound here); the Microsoft docs source, the older localized pages
     /// and SDK-generated bindings (smourier/DirectN) have no `pPrivateDriverData` (80 bytes, see
-    /// [`DXGKARG_OPENNATIVEFENCE_SIZE_WITHOUT_PDD`]). Which one the 10.0.26100 header / a 24H2
-    /// dxgkrnl uses could not be confirmed. The first 44 bytes (handles, VAs, `Flags`) are the same
-    /// in both; a driver must not read `pPrivateDriverData` or `Reserved` unless it knows the OS
-    /// passes the larger structure.
+    /// [`DXGKARG_OPENNATIVEFENCE_SIZE_WITHOUT_PDD`]). 24H2 passes the 144-byte one:
+    /// `DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC (nohuto/decompiled-pseudocode, 11-24H2 at
+    /// 47643d2d3267a3915bcb22adebae1a7734bba79f, dxgkrnl) builds it on the stack as five 8-byte
+    /// fields (the fence's driver handle, the device sync object, the device's driver handle, the
+    /// CurrentValue and MonitoredValue GPU VAs) followed by a 104-byte tail it zeroes: `Flags`,
+    /// `pPrivateDriverData` and `Reserved` all 0.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-dxgkarg_opennativefence>
     #[size(144)]
@@ -233,7 +235,7 @@ c_type! {
         /// In: flags.
         #[offset(40)]
         pub Flags: DXGK_OPENNATIVEFENCE_FLAGS,
-        /// Private driver data (UNVERIFIED, see the type documentation).
+        /// Private driver data (24H2 passes zeros, see the type documentation).
         #[offset(44)]
         pub pPrivateDriverData: [BYTE; D3DDDI_NATIVE_FENCE_PDD_SIZE],
         /// Reserved.

@@ -216,7 +216,7 @@ fn check_adapter_index(q: &Request<'_>, required: bool) -> Result<(), Status> {
 /// adapter, the paging node DRIVERCAPS names, GpuMmu as MemoryManagementCaps claims it, and the
 /// handle Dxgkrnl gave at start. No IoMmu, move paging, VPR or virtual copy engine. Dxgkrnl
 /// asks with the size of the interface version it negotiated (20, 24 or 32 bytes,
-/// docs/windows-bringup.md §3): the driver answers the prefix that fits.
+/// docs/windows-bringup.md §5): the driver answers the prefix that fits.
 pub fn physical_adapter_caps<P: Platform>(
     live: &Live<P>,
     q: &mut Request<'_>,

@@ -101,7 +101,7 @@ pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
 /// 22631 then copies its own full table (1,376 bytes) for everything from 0x10004, while the
 /// WDDM 3.2 builds ([D24], `DpiInitializeEx` passing 1,544 as the full size) copy 1,376 bytes
 /// for 0x10004..0x11000 and the whole 1,544-byte table for every version from 0x11001 on. The
-/// function never fails, so no version is refused for being newer than the kernel (windows-bringup.md §10 Q1).
+/// function never fails, so no version is refused for being newer than the kernel (windows-bringup.md §15 Q1).
 pub fn driver_data_size(version: u32) -> usize {
     const SIZES: &[(u32, usize)] = &[
         (0x2001, 496),
@@ -210,7 +210,7 @@ pub const RENDER_CORE_DDIS: &[&str] =
     &rules::slot_names::<{ rules::slot_count(Slot::RenderCore) }>(Slot::RenderCore);
 
 /// The caps and DDI-table rules of adapter creation, in Windows' order (docs/windows-bringup.md
-/// windows-bringup.md §4: [D] `DXGADAPTER::Initialize` up to the render core, then [D] `CreateRenderCore` and the
+/// windows-bringup.md §6: [D] `DXGADAPTER::Initialize` up to the render core, then [D] `CreateRenderCore` and the
 /// start of `ADAPTER_RENDER::Initialize`). Returns every violation, in order; the first one is
 /// what the start fails with. BR-54 runs after the render core is initialised
 /// ([`check_after_render_core`]).
@@ -772,7 +772,7 @@ pub struct UmsEnablement {
 /// `slot_1368`: whether the slot after `DxgkDdiNotifyWorkSubmission` (`DxgkDdiFlushHwQueue` /
 /// `Reserved4`) must be filled too, as [D] `ADAPTER_RENDER::Initialize` of 22631 requires
 /// (`OsConfig::ums_requires_slot_1368`, off by default: the [D24] builds check only the five
-/// published DDIs, docs/windows-bringup.md §10 question 2).
+/// published DDIs, docs/windows-bringup.md §15 question 2).
 pub fn check_node_ums(
     node: u32,
     flags: DXGK_NODEMETADATA_FLAGS,

@@ -111,7 +111,7 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
         log(format!("{}: {}", v.rule, v.why));
         return v.status;
     }
-    // windows-bringup.md §10 question 1: no ceiling. [D24] `DpiGetDriverDataSizeFromVersion` never fails and gives
+    // windows-bringup.md §15 question 1: no ceiling. [D24] `DpiGetDriverDataSizeFromVersion` never fails and gives
     // every interface from 0x11001 on (the preview SDK's 0x11002, the 26100 WDK's 0x11007, any
     // later one) the whole 1,544-byte table; [D24] `DpiInitializeInternal` refuses only what is
     // below 0x104E (BR-01). Later rules read the version as Windows does (BR-32, BR-34).

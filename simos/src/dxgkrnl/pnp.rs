@@ -65,7 +65,7 @@ impl Machine {
 
     /// Like [`Machine::load_driver`], but `edit` changes the table the driver hands to
     /// `DxgkInitialize` *before* Dxgkrnl copies and checks it: a driver built differently (for
-    /// instance declaring another interface version, windows-bringup.md §10 question 1).
+    /// instance declaring another interface version, windows-bringup.md §15 question 1).
     pub fn load_driver_as_built(
         &mut self,
         edit: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
@@ -109,7 +109,7 @@ impl Machine {
         }
         // The image comes from the package: installed as `pnputil /add-driver /install` does
         // (INF, catalog, trust), then the service start's code integrity and kernel loader
-        // checks (LD-01..LD-05) on the driver-store copy (docs/windows-bringup.md §1a, §1b,
+        // checks (LD-01..LD-05) on the driver-store copy (docs/windows-bringup.md §2, §1,
         // `crate::install`).
         #[cfg(target_os = "linux")]
         let pe = match &self.config.driver {
@@ -292,7 +292,7 @@ impl Machine {
         *lock(&a.caps) = Some(caps);
         // BR-58, BR-37: the physical adapters' caps, asked right after DRIVERCAPS.
         let physical = self.query_physical_adapter_caps(&a, &t, &caps)?;
-        // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §4), in order.
+        // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §6), in order.
         // BR-35: the UMD name from the adapter's software key (read in DpiGetAdapterInfo).
         let facts = bringup::StartFacts {
             sources,
@@ -655,7 +655,7 @@ impl Machine {
     }
 
     /// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 ([D] `DXGADAPTER::Initialize`,
-    /// docs/windows-bringup.md §3 step 4): asked only of a WDDM 2.0+ driver of interface
+    /// docs/windows-bringup.md §5 step 4): asked only of a WDDM 2.0+ driver of interface
     /// 0x5005 or later, with the output size of the interface version (32 bytes from 0xC003,
     /// 24 from 0x6000, else 20). A failure is tolerated (Windows then uses defaults and skips
     /// the rules that read the answer): `None`.

@@ -1,6 +1,6 @@
 //! Runtime power management at adapter start and stop: what Dxgkrnl's
 //! `DXGADAPTER::InitializePowerManagement` asks and checks, `StartRuntimePowerManagement`'s and
-//! `Stop`'s notifications (docs/windows-bringup.md §6a, BR-100…BR-109). Every rule cites its
+//! `Stop`'s notifications (docs/windows-bringup.md §10, BR-100…BR-109). Every rule cites its
 //! source: [D] = decompiled Windows 11 22631 `dxgkrnl.sys` / `dxgmms2.sys`
 //! (`nohuto/decompiled-pseudocode` @ 43a01f5), [M] = Microsoft's reference pages.
 //!

@@ -41,7 +41,7 @@ pub struct IrqlRule {
 pub enum Wrapper {
     /// Through one of Dxgkrnl's `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrappers, which compare
     /// the IRQL before and after the call and write a Critical watchdog record 0x113 / 0x10 on a
-    /// mismatch (BR-24, docs/windows-bringup.md §10 Q10). Each DDI marked so has such a wrapper
+    /// mismatch (BR-24, docs/windows-bringup.md §15 Q10). Each DDI marked so has such a wrapper
     /// in the 22631 pseudocode ([D]: 165 wrappers carry `WdLogSingleEntry5(0, 0x113, 0x10, …)`,
     /// among them `DdiQueryAdapterInfo`, `DdiCreateHwQueue`, `DdiBuildPagingBuffer`,
     /// `DdiCreateProcess`), `DxgkDdiCreateNativeFence` in the WDDM 3.2 builds ([D24]

@@ -68,7 +68,7 @@ pub fn load_checks(
             ),
         ));
     }
-    // LD-01..LD-05: the kernel loader on the file (docs/windows-bringup.md §1a); the PE
+    // LD-01..LD-05: the kernel loader on the file (docs/windows-bringup.md §2); the PE
     // machine exists only on Linux hosts.
     #[cfg(target_os = "linux")]
     crate::pe::loader::check_driver_image(&data, memory_integrity).map_err(|r| Refusal {

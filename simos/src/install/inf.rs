@@ -383,7 +383,7 @@ fn amd64_decoration_build(decoration: &str) -> Option<u32> {
     Some(parts.get(4).and_then(|p| p.parse().ok()).unwrap_or(0))
 }
 
-/// IN-02..IN-13 on `inf` for `target` (see docs/windows-bringup.md §1b).
+/// IN-02..IN-13 on `inf` for `target` (see docs/windows-bringup.md §1).
 pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
     let dirid = |id: u32| match id {
         // "Using Dirids": 13 is the driver-store folder, the only destination a Driver

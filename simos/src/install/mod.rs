@@ -1,5 +1,5 @@
 //! Installing the driver package as Windows does (`pnputil /add-driver rvgpu.inf /install`),
-//! and starting its service: the stage before `DriverEntry` (docs/windows-bringup.md §1b).
+//! and starting its service: the stage before `DriverEntry` (docs/windows-bringup.md §1).
 //!
 //! [`System`] is what installing touches on one simulated machine: its registry, its driver
 //! store, its certificate stores (Root, TrustedPublisher) and its test-signing setting.
@@ -32,7 +32,7 @@ use crate::dxgkrnl::registry::{RegKey, RegValue, REG_EXPAND_SZ, REG_SZ};
 use self::registry::Registry;
 
 /// Why Windows refuses the package or the driver: where (`PnP`, `InfVerif`, `CI`,
-/// `loader`), the rule (docs/windows-bringup.md §1b, §1a), Windows' code (a SetupAPI error,
+/// `loader`), the rule (docs/windows-bringup.md §1, §2), Windows' code (a SetupAPI error,
 /// an HRESULT or an NTSTATUS), the device's problem code when the device shows one, and what
 /// was wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]

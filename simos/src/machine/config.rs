@@ -70,7 +70,7 @@ pub struct OsConfig {
     pub hwsch_feature: bool,
     /// The OS's policy for `DXGK_FEATURE_USER_MODE_SUBMISSION`.
     pub ums_feature: bool,
-    /// windows-bringup.md §10 question 2 (BR-73): does a user-mode-submission node need the slot after
+    /// windows-bringup.md §15 question 2 (BR-73): does a user-mode-submission node need the slot after
     /// `DxgkDdiNotifyWorkSubmission` (byte 1368, `DxgkDdiFlushHwQueue` / `Reserved4`) filled?
     /// `true` is the 22631 kernel ([D] `ADAPTER_RENDER::Initialize`, six slots checked at
     /// adapter +1520..+1560 with the table copied at +192, triage event 1290). `false`, the
@@ -79,7 +79,7 @@ pub struct OsConfig {
     /// sits at +200 there and the five slots checked, +1528..+1560, are the four doorbell DDIs
     /// and `DxgkDdiNotifyWorkSubmission`; byte 1368 is not among them.
     pub ums_requires_slot_1368: bool,
-    /// windows-bringup.md §10 question 4 (BR-62): may a physical adapter report no segments
+    /// windows-bringup.md §15 question 4 (BR-62): may a physical adapter report no segments
     /// (`DXGK_QUERYSEGMENTOUT4.NbSegment` = 0)? `true` is the 22631 kernel: [D]
     /// `VidMmiQuerySegmentInfo4` and `VIDMM_GLOBAL::Init` check only the upper bound (32), and
     /// an adapter with GPU VA gets VidMm's implicit system-memory segment besides. `false`, the
@@ -88,7 +88,7 @@ pub struct OsConfig {
     /// before the descriptors are asked for, VidMm is not created and the start fails with
     /// `STATUS_NO_MEMORY`. Neither build exempts an IoMmu-only adapter.
     pub zero_segments_accepted: bool,
-    /// windows-bringup.md §10 question 10 (BR-24): how a DDI that returns at another IRQL than it was called at
+    /// windows-bringup.md §15 question 10 (BR-24): how a DDI that returns at another IRQL than it was called at
     /// stops the machine. `false`: the simulation's own 0xC8 `IRQL_UNEXPECTED_VALUE`
     /// (`bugcheck::irql_unexpected::SIM_DDI`). `true` (default): Windows' code,
     /// 0x113 `VIDEO_DXGKRNL_FATAL_ERROR` with parameter 1 = 0x10, for the DDIs Dxgkrnl calls
@@ -96,7 +96,7 @@ pub struct OsConfig {
     /// `ADAPTER_RENDER::DdiCreateHwQueue`, [D24] `ADAPTER_RENDER::DdiCreateNativeFence` @
     /// 0x140425BF0: `WdLogSingleEntry5(0, 0x113, 0x10, adapter, IRQL before, IRQL after)`, a
     /// watchdog record of the Critical category, which bug-checks with its first word as the
-    /// code: docs/windows-bringup.md §10 Q10). The PnP-layer wrappers (`DpiDxgkDdi*`:
+    /// code: docs/windows-bringup.md §15 Q10). The PnP-layer wrappers (`DpiDxgkDdi*`:
     /// AddDevice, StartDevice, …) make no such check, so those DDIs keep 0xC8.
     pub ddi_irql_mismatch_is_0x113: bool,
     /// IRQL the OS calls `DxgkDdiSubmitCommandToHwQueue` at. Microsoft allows PASSIVE_LEVEL or

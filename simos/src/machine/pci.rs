@@ -1,6 +1,6 @@
 //! The GPU as a PCI function a Linux guest sees: the [`Board`] for running the real
 //! driver, the simulated OS and the UMD inside a VM whose rvgpu function `rvgpu-vfu` serves
-//! across QEMU's PCIe (docs/test-machine.md, "The driver stack in the guest").
+//! across QEMU's PCIe (docs/qemu-guest.md, "The Linux guest").
 //!
 //! - **BAR0** (`resource0`, mapped from sysfs): every register access is one volatile 32- or
 //!   64-bit load or store, which QEMU traps and forwards to the server.

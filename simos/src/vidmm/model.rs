@@ -1,5 +1,5 @@
 //! VidMm's initialisation from the driver's answers (VidMmiInit, `ADAPTER_RENDER::Initialize`
-//! in the decompiled 23H2 dxgkrnl; docs/windows-bringup.md §5): the segments
+//! in the decompiled 23H2 dxgkrnl; docs/windows-bringup.md §9): the segments
 //! (`DXGKQAITYPE_QUERYSEGMENT4`, BR-61/62/64) and, for a GPU-VA adapter, the GPU MMU caps
 //! and one page-table level descriptor per level (`DXGKQAITYPE_GPUMMUCAPS`,
 //! `DXGKQAITYPE_PAGETABLELEVELDESC`, BR-68). What it learns is the [`MemoryModel`] the rest of
@@ -214,7 +214,7 @@ pub(crate) fn query(
             format!("{n} segments reported (at most 32)"),
         )));
     }
-    // BR-62, windows-bringup.md §10 Q4: at least one segment. [D24] dxgmms2 `CreatePhysicalAdapterSegments`
+    // BR-62, windows-bringup.md §15 Q4: at least one segment. [D24] dxgmms2 `CreatePhysicalAdapterSegments`
     // (@ 0x14009B368 and @ 0x1400B14D0, the two later builds read) refuses a zero count with
     // STATUS_UNSUCCESSFUL right after the counting call, whatever the memory model (no IoMmu
     // exemption); VIDMM_GLOBAL::Init fails, VidMmiInit returns no VidMm and the start fails

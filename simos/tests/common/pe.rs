@@ -65,7 +65,7 @@ macro_rules! against_the_pe_image {
 
 /// Runs every test of this binary (but `skips`) again in a child process whose machines play
 /// Microsoft's pages where the decompiled 24H2 code disagrees with them
-/// (`RVGPU_OS_READING=pages`, docs/windows-bringup.md §8a), on the Linux build and, with
+/// (`RVGPU_OS_READING=pages`, docs/windows-bringup.md §13), on the Linux build and, with
 /// `image`, on `rvgpu.sys` too. Does nothing inside such a child or a run that chose its build.
 #[allow(dead_code)]
 pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
@@ -110,14 +110,14 @@ pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
 #[macro_export]
 macro_rules! under_the_pages {
     ($($skip:literal => $why:literal),* $(,)?) => {
-        /// Every test of this file again, the OS playing Microsoft's pages (windows-bringup.md §8a).
+        /// Every test of this file again, the OS playing Microsoft's pages (windows-bringup.md §13).
         #[test]
         fn under_the_pages() {
             $crate::common::pe::rerun_under_the_pages(&[$(($skip, $why)),*], false);
         }
     };
     (image $(, $skip:literal => $why:literal)* $(,)?) => {
-        /// Every test of this file again, the OS playing Microsoft's pages (windows-bringup.md §8a), on both builds.
+        /// Every test of this file again, the OS playing Microsoft's pages (windows-bringup.md §13), on both builds.
         #[test]
         fn under_the_pages() {
             $crate::common::pe::rerun_under_the_pages(&[$(($skip, $why)),*], true);

@@ -109,7 +109,7 @@ pub struct SessionConfig {
     pub validate_wddm_caps: bool,
     /// The OS disconnects every doorbell before F1 and D3 and on device loss, as Microsoft's
     /// pages describe (UM-13, UM-14); Windows 11 24H2 disconnects none
-    /// (docs/windows-bringup.md §8a). Only a backend that builds its machine can ask for it.
+    /// (docs/windows-bringup.md §13). Only a backend that builds its machine can ask for it.
     pub os_disconnects_doorbells: bool,
 }
 

@@ -292,7 +292,7 @@ fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
     let e10 = s.fences()?.cpu_wait_event(f, 10)?;
     let e5 = s.fences()?.cpu_wait_event(f, 5)?;
     // Windows writes the lowest awaited value minus one (Microsoft's pages, NF-02) or the
-    // value itself (24H2, docs/windows-bringup.md §8a): either is correct, and decides what
+    // value itself (24H2, docs/windows-bringup.md §13): either is correct, and decides what
     // follows a partial release (re-armed for the next wait, or left as it is).
     let first = s.fence_internals_ref()?.fence_values(f)?.monitored;
     ensure!(

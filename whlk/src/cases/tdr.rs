@@ -1144,7 +1144,7 @@ fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
             .skip(m)
             .collect();
         // The pages disconnect the guilty doorbells through the KMD; 24H2 only writes the
-        // status, checked above (docs/windows-bringup.md §8a). A disconnect, if any, is ABORT.
+        // status, checked above (docs/windows-bringup.md §13). A disconnect, if any, is ABORT.
         for q in [hq, hq1] {
             ensure!(
                 !ev.iter().any(|e| matches!(

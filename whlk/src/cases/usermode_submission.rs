@@ -1052,7 +1052,7 @@ fn normal_exit(b: &dyn Backend) -> CaseResult {
     let last = submit_tickets(&mut *s, uq, &tu, 0..16)?;
     submit_tickets(&mut *s, kq, &tk, 0..4)?;
     // 24H2 gives the user-mode queue no progress fence: the OS cannot wait for its work, and
-    // destroys the queue with whatever is left of it (windows-bringup.md §8a).
+    // destroys the queue with whatever is left of it (windows-bringup.md §13).
     let os_waits = s.ums_ref()?.queue_info(uq)?.os_sees_work != Some(false);
     let m = mark(&*s)?;
     s.ums()?.end_process(p, ProcessEnd::Normal)?;
@@ -1218,7 +1218,7 @@ fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
         s.os_trace_ref()?.doorbell_mapping(q)?.is_none(),
         "an aborted doorbell still maps the physical page"
     );
-    // The pages have the OS disconnect it through the KMD; 24H2 only writes the status (windows-bringup.md §8a
+    // The pages have the OS disconnect it through the KMD; 24H2 only writes the status (windows-bringup.md §13
     // of docs/windows-bringup.md). Either way a disconnect, if any, says ABORT.
     let ev = events_since(&*s, m)?;
     ensure!(

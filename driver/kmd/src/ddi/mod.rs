@@ -43,7 +43,7 @@ use thunk::{
 /// 22631 kernel refuses a user-mode-submission node unless it is filled ([D]
 /// `ADAPTER_RENDER::Initialize`, triage event 1290, `STATUS_INVALID_PARAMETER`) and never calls
 /// it; its signature is not published. Filled so that the node starts under either reading
-/// (docs/windows-bringup.md §10, question 2); if a kernel ever calls it, it refuses and reads
+/// (docs/windows-bringup.md §15, question 2); if a kernel ever calls it, it refuses and reads
 /// nothing (an x64 callee may ignore whatever it is passed).
 unsafe extern "system" fn flush_hw_queue_slot() -> rvgpu_ddi::NTSTATUS {
     status::NOT_SUPPORTED.code()

@@ -1,7 +1,7 @@
 //! Runtime power management (UM-13): one power component per node, each the F-state of one
 //! engine's `POWER` register (docs/hardware.md 4.3).
 //!
-//! What Windows does with it (docs/windows-bringup.md §6a, BR-100…BR-109):
+//! What Windows does with it (docs/windows-bringup.md §10, BR-100…BR-109):
 //! - Only with `DXGK_DRIVERCAPS::SupportRuntimePowerManagement` set does Dxgkrnl ask for
 //!   power components, once per physical adapter, after DRIVERCAPS and after the render core
 //!   (VidSch) exists: `DXGKQAITYPE_NUMPOWERCOMPONENTS` (4-byte output; input: the 4-byte

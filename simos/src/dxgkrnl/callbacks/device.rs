@@ -62,7 +62,7 @@ impl D3Hot {
 
     /// Whether BAR2 (doorbell) accesses reach the device; counts one that does not apart: UMDs
     /// make those, through doorbells the OS left connected into D3 (24H2, docs/windows-bringup.md
-    /// windows-bringup.md §8a), and the work they announce runs when the queues resume.
+    /// windows-bringup.md §13), and the work they announce runs when the queues resume.
     pub fn decoding_doorbell(&self) -> bool {
         let on = self.on.load(Ordering::Acquire);
         if on {
