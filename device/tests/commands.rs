@@ -389,6 +389,43 @@ fn log_04_fence_event_visible_implies_log_in_memory() {
     assert_eq!(rig.dev.completed_commands(0), 2);
 }
 
+/// NF-15 / LOG-04: a FenceSignaled record says "logged" exactly when the device ran the
+/// signal-log LOG_WRITE of the signal's value inside the signal: not for a signal with no
+/// LOG_WRITE behind it, nor for one whose LOG_WRITE logs another value.
+#[test]
+fn nf_15_fence_record_is_flagged_logged_only_for_its_own_entry() {
+    use rvgpu_hw::event::FLAG_LOGGED;
+    let mut rig = Rig::step();
+    let f = rig.fence(0);
+    rig.mem.write_u64(f.mv, 0).unwrap();
+    let mut q = rig.queue_committed(0, 1);
+    let cases: [(&[Command], u16); 3] = [
+        (
+            &[
+                signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 3),
+                log_write(LogKind::Signal, 0, 3, 1),
+            ],
+            FLAG_LOGGED,
+        ),
+        (&[signal(f, 2, cmd::SIGNAL_CONDITIONAL_IRQ, 3)], 0),
+        (
+            &[
+                signal(f, 3, cmd::SIGNAL_CONDITIONAL_IRQ, 3),
+                log_write(LogKind::Signal, 1, 3, 7),
+            ],
+            0,
+        ),
+    ];
+    for (cmds, flags) in cases {
+        rig.submit(&mut q, cmds);
+        rig.run();
+        let (_, evs) = rig.isr();
+        let fence = of_kind(&evs, EventKind::FenceSignaled);
+        assert_eq!(fence.len(), 1, "{cmds:?}");
+        assert_eq!(fence[0].flags, flags, "{cmds:?}");
+    }
+}
+
 #[test]
 fn timestamps_are_monotonic() {
     let mut rig = Rig::step();
