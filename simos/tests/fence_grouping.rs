@@ -16,8 +16,9 @@ use common::*;
 use std::time::Duration;
 
 use rvgpu_device::IrqDelay;
-use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
+use rvgpu_hw::cmd::{Command, LogKind, SIGNAL_CONDITIONAL_IRQ};
 use rvgpu_simos::kmt::SimKmt;
+use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{Machine, Mode, NativeFence, SimEvent, UmsProcess, WaitOutcome};
 use rvgpu_umd::fence::NativeFence as UmdFence;
 use rvgpu_umd::fencelog::Op;
@@ -172,54 +173,63 @@ fn shared<'m>(m: &'m Machine) -> Shared<'m> {
     }
 }
 
-/// NF-15 across processes (the attacker's test): A's ring signals the shared fence with a raw
-/// conditional FENCE_SIGNAL and no LOG_WRITE, in the same ISR pass as a logged signal of one of
-/// A's own fences. A cannot hide the shared fence's signal from B: B's waiter is released.
-#[test]
-fn nf_15_an_unlogged_signal_of_a_shared_fence_cannot_hide_behind_a_logged_one() {
+/// The attacker's test: `ring` fills A's ring from the shared fence and one of A's own fences
+/// (whose waiter is armed), then calls the check it is given while its queue lives: every
+/// record reaches one ISR pass and, whatever A wrote, B's waiter on the shared fence is
+/// released.
+fn a_cannot_hide_the_shared_signal(
+    ring: impl FnOnce(&Machine, &Shared<'_>, &UmdFence, &NativeFence, &dyn Fn()),
+) {
     let m = machine(Mode::Step);
     let sh = shared(&m);
-    let (mut q, _own) = own_queue(&m, sh.ka);
     let (x, xo) = fence(&m, &sh.ka);
     let wx = wait(&m, &xo, 1);
-    okk(
-        &m,
-        q.submit_ops(&[unlogged_signal(&sh.s_a, 1), Op::Signal(&x, 1)]),
-    );
-    let passes = run_grouped(&m, 2, &[&wx, &sh.b_waits]);
-    assert_eq!(passes, 1, "both records reached one ISR pass");
-    assert!(released(&wx));
-    assert!(released(&sh.b_waits), "B's waiter on the shared fence");
-    drop(q);
+    let check = || {
+        let passes = run_grouped(&m, 2, &[&wx, &sh.b_waits]);
+        assert_eq!(passes, 1, "every record reached one ISR pass");
+        assert!(released(&wx), "A's own waiter");
+        assert!(released(&sh.b_waits), "B's waiter on the shared fence");
+    };
+    ring(&m, &sh, &x, &xo, &check);
     ok(&m, m.exit_process(&sh.b));
     exits_clean(&m, &sh.a);
 }
 
-/// NF-15: a ring that writes the shared fence's signal followed by a LOG_WRITE of another value
-/// cannot make the device call the signal logged: B's waiter is released.
+/// NF-15 across processes: A signals the shared fence with a raw conditional FENCE_SIGNAL and
+/// no LOG_WRITE, in the same ISR pass as a logged signal of one of its own fences.
+#[test]
+fn nf_15_an_unlogged_signal_of_a_shared_fence_cannot_hide_behind_a_logged_one() {
+    a_cannot_hide_the_shared_signal(|m, sh, x, _, check| {
+        let (mut q, _own) = own_queue(m, sh.ka);
+        okk(
+            m,
+            q.submit_ops(&[unlogged_signal(&sh.s_a, 1), Op::Signal(x, 1)]),
+        );
+        check();
+    });
+}
+
+/// NF-15 across processes: A's raw ring follows the shared fence's signal with a signal-log
+/// LOG_WRITE naming its own fence with another value, then logs its own fence's signal: the
+/// device does not call the shared fence's signal logged.
 #[test]
 fn nf_15_a_log_entry_of_another_value_does_not_count_as_the_signals_entry() {
-    let m = machine(Mode::Step);
-    let sh = shared(&m);
-    let (mut q, _own) = own_queue(&m, sh.ka);
-    let (x, xo) = fence(&m, &sh.ka);
-    let wx = wait(&m, &xo, 1);
-    // Op::Signal(&x, 7) logs value 7; the raw signal of S just before it stores 1, and its own
-    // LOG_WRITE would have to be the next packet: here it is x's signal, so S is unlogged.
-    okk(
-        &m,
-        q.submit_ops(&[
-            Op::Signal(&x, 1),
-            unlogged_signal(&sh.s_a, 1),
-            Op::Signal(&x, 7),
-        ]),
-    );
-    run_grouped(&m, 2, &[&wx, &sh.b_waits]);
-    assert!(released(&wx));
-    assert!(released(&sh.b_waits), "B's waiter on the shared fence");
-    drop(q);
-    ok(&m, m.exit_process(&sh.b));
-    exits_clean(&m, &sh.a);
+    a_cannot_hide_the_shared_signal(|m, sh, x, xo, check| {
+        let s_a = m.native_fence_by_kmt(0, sh.s_a.kmt).expect("A's instance");
+        let mut q = ok(m, GpuQueue::new_in(m, sh.a, 0));
+        let entry = |index, value| Command::LogWrite {
+            log: LogKind::Signal,
+            index,
+            fence_handle: x.kmt,
+            fence_value: value,
+        };
+        ok(m, q.signal(&s_a, 1));
+        ok(m, q.push(entry(0, 7)));
+        ok(m, q.signal(xo, 1));
+        ok(m, q.push(entry(1, 1)));
+        ok(m, q.kick());
+        check();
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

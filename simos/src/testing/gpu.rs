@@ -295,7 +295,9 @@ impl GpuQueue {
         })
     }
 
-    fn push(&mut self, c: Command) -> Result<(), SimError> {
+    /// Queues any packet as is, as a hostile or hand-written ring would (a LOG_WRITE of the
+    /// test's choosing included). Call [`GpuQueue::kick`] to submit.
+    pub fn push(&mut self, c: Command) -> Result<(), SimError> {
         let mut words = [0u64; 8];
         let n = c.encode(&mut words).ok_or_else(|| sim("encode"))?;
         let size = u64::from(RING_BYTES);
