@@ -301,7 +301,7 @@ fn staggered(n: u64, waiters: u64, reading: Reading) -> (Row, u64) {
                 if fences.as_ref().is_none_or(|v| v.len() > 8))
         })
         .count() as u64;
-    let name = match (reading.monitored_value.kept_while_waiting(), waiters) {
+    let name = match (reading.monitored_value.raises_over_waits(), waiters) {
         (true, 1) => "(d) 16 fences, 1 staggered waiter each, 24H2",
         (true, _) => "(d) 16 fences, 4 staggered waiters each, 24H2",
         (false, 1) => "(d) 16 fences, 1 staggered waiter each, pages",

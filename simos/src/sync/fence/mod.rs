@@ -374,6 +374,10 @@ struct Waiter {
     value: u64,
     event: SimEvent,
     resume: Option<Resume>,
+    /// A new wait raised MonitoredValue above this one while it was pending and not reached
+    /// (24H2, [`crate::machine::answers::MonitoredValue::RaisedByNewWaits`]): no interrupt is
+    /// due when the fence reaches it, so its release may come late.
+    raised_over: bool,
 }
 
 #[derive(Debug)]
@@ -387,6 +391,8 @@ struct ObjState {
     waiters: Vec<Waiter>,
     /// The MonitoredValue the OS last gave the driver.
     mv_os: u64,
+    /// The last value signalled from the CPU (24H2's new-wait rule compares against it).
+    last_cpu_signal: u64,
     /// Cross-adapter: MonitoredValue held at 0 (NF-16).
     hold_zero: bool,
     /// D3DKMT handles of this fence (a log entry names the fence by one), with the
