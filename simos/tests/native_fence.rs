@@ -892,3 +892,52 @@ fn gpu_fixture_queues_share_the_engine_with_the_kmds_queues() {
 against_the_pe_image!();
 
 under_the_pages!(image);
+
+/// MF-04 under 24H2's MonitoredValue (threaded): a thread blocked in the thunk's CPU wait for
+/// 5 while another thread's wait for 8 raises MonitoredValue over it (CurrentValue had reached
+/// MonitoredValue, 3). The GPU then signals 6: no interrupt is due before 8, which never
+/// comes. The thunk's wait, bounded like the UMD's, ends with success within a slice or two:
+/// the re-read of CurrentValue after the slice ends it as a counted late wake (or the next
+/// slice's re-registration, W ≤ MonitoredValue, lowers MonitoredValue and is released at
+/// once). One unbounded OS wait stays blocked until the OS's timeout and fails. Under the pages
+/// nothing is raised.
+#[test]
+fn mf_04_a_thunk_wait_raised_over_ends_as_a_counted_late_wake() {
+    use rvgpu_umd::kmt::Kmt;
+    let m = started(MachineConfig::single(Mode::Threaded));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let process = q.process();
+    let k = m.kmt(&process);
+    let uf = k.create_native_fence(0).expect("thunk fence");
+    let f = match k.native_fence_cpu(&uf).expect("OS fence") {
+        rvgpu_simos::kmt::SimFence::Native(f) => f,
+        rvgpu_simos::kmt::SimFence::Monitored(_) => panic!("a native fence"),
+    };
+    let e3 = ok(&m, m.wait_native_fence_event(&f, 3));
+    let late_before = rvgpu_umd::wait::late_wakes();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| m.kmt(&process).wait_for_fence(uf.kmt, 5));
+        while !f.pending_waits().contains(&5) {
+            std::thread::yield_now();
+        }
+        ok(&m, q.signal(&f, 3));
+        ok(&m, q.kick());
+        assert_eq!(
+            e3.wait(Duration::from_secs(10)),
+            Some(WaitOutcome::Satisfied)
+        );
+        let _e8 = ok(&m, m.wait_native_fence_event(&f, 8));
+        for v in 4..=6 {
+            ok(&m, q.signal(&f, v));
+        }
+        ok(&m, q.kick());
+        let r = waiter.join().expect("waiter thread");
+        assert_eq!(r, Ok(()), "the bounded wait ends once the fence reads 5");
+    });
+    assert!(f.current_value() >= 5);
+    let late = rvgpu_umd::wait::late_wakes() - late_before;
+    assert!(late <= 1, "{late} late wakes for one wait");
+    if !kept(&m) {
+        assert_eq!(m.late_wakes(0).raised_over, 0, "the pages never raise");
+    }
+}
