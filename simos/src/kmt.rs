@@ -827,11 +827,18 @@ impl Kmt for SimKmt<'_> {
             Some(f) => self.m.wait_monitored_fence(&f, value, timeout),
             None => {
                 let f = self.own_native_fence(fence)?;
-                let slice = Duration::from_nanos(rvgpu_umd::wait::SLICE_NS);
+                let step = self.m.config().mode == crate::Mode::Step;
+                // Step mode drives the machine until nothing can change (kernel timers due
+                // within the timeout included): one slice of the whole timeout, then the
+                // re-check.
+                let slice = if step {
+                    timeout
+                } else {
+                    Duration::from_nanos(rvgpu_umd::wait::SLICE_NS)
+                };
                 let slices = u64::try_from(timeout.as_nanos())
                     .ok()
                     .and_then(rvgpu_umd::wait::slices_in);
-                let step = self.m.config().mode == crate::Mode::Step;
                 let woken = rvgpu_umd::wait::bounded(
                     value,
                     slices,

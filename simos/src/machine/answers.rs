@@ -37,7 +37,7 @@ pub enum MonitoredValue {
     /// Releasing waits (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8) sets M := u64::MAX
     /// when none remain and otherwise leaves it alone (it only logs when the lowest remaining
     /// is above M): every later signal interrupts until the last waiter is gone, or a new wait
-    /// raises M.
+    /// raises M. The 25H2 and 26H1 readings keep it (nothing read there says otherwise).
     RaisedByNewWaits,
     /// The pages (`DxgkDdiUpdateMonitoredValues`, NF-02, NF-04): W − 1 for the lowest pending
     /// wait, re-armed to the next one as waits are released; never above a pending wait.

@@ -495,7 +495,13 @@ pub(crate) fn bounded_wait(
 ) -> Result<WaitOutcome, SimError> {
     use rvgpu_umd::wait::{bounded, slices_in, Slice, Woken, SLICE_NS, STATUS_TIMEOUT};
     let step = m.config().mode == Mode::Step;
-    let slice = Duration::from_nanos(SLICE_NS).min(timeout);
+    // Step mode drives the machine until nothing can change (timers due within the timeout
+    // included): one slice of the whole timeout, then the re-check.
+    let slice = if step {
+        timeout
+    } else {
+        Duration::from_nanos(SLICE_NS).min(timeout)
+    };
     let slices = u64::try_from(timeout.as_nanos()).ok().and_then(slices_in);
     let mut ended: Option<Result<WaitOutcome, SimError>> = None;
     let r = bounded(
