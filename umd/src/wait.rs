@@ -1,4 +1,5 @@
-//! CPU waits on native fences that survive a late wake (docs/logs.md#umd, "Late wakes").
+//! CPU waits on native fences that survive a late wake (docs/performance.md, "Interrupt storms
+//! and late wakes").
 //!
 //! On 24H2 a new wait on a native fence sets its MonitoredValue to its own value when the
 //! fence's CurrentValue already passed MonitoredValue (`M:VidSchSubmitWaitFromCpu`
