@@ -888,17 +888,20 @@ impl WinKmt {
         }
     }
 
-    /// CurrentValue of a native fence of this device, read through its CPU mapping.
+    /// CurrentValue of a native fence of this device, read through its CPU mapping. The read
+    /// happens under the map's lock, and a destroy takes the fence out of the map under the
+    /// same lock before the OS unmaps the value: no read of an unmapped value.
     fn native_value(&self, fence: KmtHandle) -> Option<u64> {
-        let cpu = self.native_cpu.with(|m| m.get(&fence).copied())?;
-        let p = cpu as usize as *const u64;
-        if p.is_null() || !p.is_aligned() {
-            return None;
-        }
-        // SAFETY: a `CurrentValueCpuVa` the OS returned for this fence (checked non-null and
-        // 8-aligned at create or open), read-only and mapped until the fence is destroyed,
-        // which removes it from `native_cpu` first. Atomic load of a lock-free size.
-        Some(unsafe { AtomicU64::from_ptr(p.cast_mut()) }.load(Ordering::Acquire))
+        self.native_cpu.with(|m| {
+            let p = *m.get(&fence)? as usize as *const u64;
+            if p.is_null() || !p.is_aligned() {
+                return None;
+            }
+            // SAFETY: a `CurrentValueCpuVa` the OS returned for this fence (checked non-null
+            // and 8-aligned at create or open), read-only and mapped while it is in the map
+            // (see above). Atomic load of a lock-free size.
+            Some(unsafe { AtomicU64::from_ptr(p.cast_mut()) }.load(Ordering::Acquire))
+        })
     }
 
     fn destroy_alloc(&self, allocation: KmtHandle, flags: DestroyFlags) -> Result<(), NtStatus> {
