@@ -14,9 +14,16 @@
 //!   batch;
 //! - (c) baseline: a legacy monitored fence (MF-03) on an adapter without native fences,
 //!   every signal with SIGNAL_ALWAYS_IRQ (one interrupt per signal);
-//! - (d) waits staggered through each segment on 16 fences, under Microsoft's pages and under
-//!   24H2's MonitoredValue, which is never raised while waits remain (docs/windows-bringup.md
-//!   windows-bringup.md §13): the interrupt storm that costs, and the reports that make the OS scan every fence.
+//! - (d) waits staggered through each segment on 16 fences, all registered before the segment,
+//!   under Microsoft's pages and under 24H2's MonitoredValue, which releases never move while
+//!   waits remain (docs/windows-bringup.md §13): the interrupt storm that costs, and the
+//!   reports that make the OS scan every fence;
+//! - (e) the same number of waits arriving as the fence runs, evenly through the segment,
+//!   each for a value one and a half arrivals ahead (a pipelined frame loop, another thread
+//!   waiting on each frame): 24H2 raises MonitoredValue over the pending lower wait whenever
+//!   CurrentValue already passed MonitoredValue, so that wait gets no interrupt at its value
+//!   and is released late, by the next arrival's unwait or a signal reaching the raised value
+//!   (late wakes, counted by the OS: [`rvgpu_simos::LateWakes`]).
 //!
 //! `cargo bench -p rvgpu-simos --bench fence_interrupts` prints the table. N defaults to
 //! 1,000,000 (20,000 with `--test`); `RVGPU_BENCH_SIGNALS` overrides it.
@@ -36,7 +43,7 @@ use rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED;
 use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue, RING_BYTES};
 use rvgpu_simos::{
-    Machine, MachineConfig, Mode, NativeFenceDesc, Notification, SimError, SimEvent,
+    LateWakes, Machine, MachineConfig, Mode, NativeFenceDesc, Notification, SimError, SimEvent,
 };
 
 /// Signals per segment in configuration (b).
@@ -237,7 +244,7 @@ const STAGGER_FENCES: usize = 16;
 /// wait until the last is released, so every signal in between interrupts too. Counted: ISR
 /// calls, and reports that make the OS scan every fence (NULL, or more than 8 named, which
 /// 24H2's `VidSchiProcessIsrNativeFenceSignaled` turns into a scan).
-fn staggered(n: u64, waiters: u64, reading: Reading) -> (Row, u64) {
+fn staggered(n: u64, waiters: u64, reading: Reading, arriving: bool) -> (Row, u64, LateWakes) {
     let t = Instant::now();
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.reading = reading;
@@ -265,7 +272,39 @@ fn staggered(n: u64, waiters: u64, reading: Reading) -> (Row, u64) {
     let per_fence = (n / nf).max(1);
     let mut released = 0u64;
     let mut from = 1u64;
-    while from <= per_fence {
+    while arriving && from <= per_fence {
+        let to = per_fence.min(from + SEGMENT - 1);
+        let span = to - from + 1;
+        // Arrival k (0-based) at value from-1 + span*k/waiters waits for one and a half
+        // arrivals ahead (capped at the segment's end).
+        let at = |k: u64| from - 1 + (span * k).div_ceil(waiters);
+        let mut waits: Vec<SimEvent> = Vec::new();
+        for k in 0..waiters {
+            let target = (at(k + 1) + span / waiters / 2).min(to);
+            for f in &fences {
+                waits.push(ok(&m, m.wait_native_fence_event(f, target)));
+            }
+            let mut v = at(k) + 1;
+            let stop = at(k + 1);
+            while v <= stop {
+                let end = stop.min(v + PER_FILL / nf - 1);
+                for x in v..=end {
+                    for f in &fences {
+                        ok(&m, q.signal(f, x));
+                    }
+                }
+                ok(&m, q.kick());
+                let drained = ok(&m, m.run_until(1_000_000, Duration::ZERO, |_| q.drained()));
+                assert!(drained, "queue did not drain");
+                v = end + 1;
+            }
+            ok(&m, m.run_until_idle());
+        }
+        assert!(waits.iter().all(SimEvent::is_signaled), "lost wake-up");
+        released += 1;
+        from = to + 1;
+    }
+    while !arriving && from <= per_fence {
         let to = per_fence.min(from + SEGMENT - 1);
         let span = to - from + 1;
         let waits: Vec<SimEvent> = fences
@@ -301,11 +340,10 @@ fn staggered(n: u64, waiters: u64, reading: Reading) -> (Row, u64) {
                 if fences.as_ref().is_none_or(|v| v.len() > 8))
         })
         .count() as u64;
-    let name = match (reading.monitored_value.kept_while_waiting(), waiters) {
-        (true, 1) => "(d) 16 fences, 1 staggered waiter each, 24H2",
-        (true, _) => "(d) 16 fences, 4 staggered waiters each, 24H2",
-        (false, 1) => "(d) 16 fences, 1 staggered waiter each, pages",
-        (false, _) => "(d) 16 fences, 4 staggered waiters each, pages",
+    let name = if arriving {
+        "(e) waits arriving, 1.5 ahead"
+    } else {
+        "(d) waits registered up front"
     };
     (
         Row {
@@ -317,6 +355,7 @@ fn staggered(n: u64, waiters: u64, reading: Reading) -> (Row, u64) {
             seconds: t.elapsed().as_secs_f64(),
         },
         scans,
+        m.late_wakes(0),
     )
 }
 
@@ -368,23 +407,33 @@ fn main() {
         "(d): {STAGGER_FENCES} fences signalled round-robin, N/{STAGGER_FENCES} values each; \
          waits spread over each {SEGMENT}-value segment"
     );
-    println!("| configuration | ISR calls | per signal | full-scan reports | wall s |");
-    println!("|---|---:|---:|---:|---:|");
-    for (waiters, reading) in [
-        (1, Reading::PAGES),
-        (1, Reading::W24H2),
-        (4, Reading::PAGES),
-        (4, Reading::W24H2),
-    ] {
-        let (r, scans) = staggered(n, waiters, reading);
-        println!(
-            "| {} | {} | {} | {} | {:.1} |",
-            r.name,
-            r.isr_calls,
-            ratio(r.isr_calls, n),
-            scans,
-            r.seconds
-        );
+    println!(
+        "| pattern | waits per fence and segment | reading | ISR calls | per signal | full-scan reports | raised over | late wakes | late by (mean, max values) | wall s |"
+    );
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---|---:|");
+    for arriving in [false, true] {
+        for waiters in [1, 4, 16] {
+            if arriving && waiters == 1 {
+                // One wait per segment arrives up front either way.
+                continue;
+            }
+            for reading in [Reading::PAGES, Reading::W24H2] {
+                let (r, scans, late) = staggered(n, waiters, reading, arriving);
+                println!(
+                    "| {} | {waiters} | {} | {} | {} | {} | {} | {} | {}, {} | {:.1} |",
+                    r.name,
+                    reading.name,
+                    r.isr_calls,
+                    ratio(r.isr_calls, n),
+                    scans,
+                    late.raised_over,
+                    late.late,
+                    ratio(late.late_values, late.late),
+                    late.late_max,
+                    r.seconds
+                );
+            }
+        }
     }
     let c = rows[2].isr_calls;
     println!();

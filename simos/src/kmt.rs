@@ -16,6 +16,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
 use rvgpu_device::SysAlloc;
@@ -816,7 +817,9 @@ impl Kmt for SimKmt<'_> {
     }
 
     /// A monitored fence of the process's device, or one of its native fences (the thunk
-    /// takes both kinds of synchronization object).
+    /// takes both kinds of synchronization object). A native fence is waited on as the UMD
+    /// waits on Windows: in bounded slices, re-reading CurrentValue after each slice the OS did
+    /// not end (`rvgpu_umd::wait`; a late wake is counted there), within the OS's wait timeout.
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.thunk()?;
         let timeout = self.m.os_config().wait_timeout;
@@ -824,7 +827,38 @@ impl Kmt for SimKmt<'_> {
             Some(f) => self.m.wait_monitored_fence(&f, value, timeout),
             None => {
                 let f = self.own_native_fence(fence)?;
-                self.m.wait_native_fence(&f, value, timeout)
+                let step = self.m.config().mode == crate::Mode::Step;
+                // Step mode drives the machine until nothing can change (kernel timers due
+                // within the timeout included): one slice of the whole timeout, then the
+                // re-check.
+                let slice = if step {
+                    timeout
+                } else {
+                    Duration::from_nanos(rvgpu_umd::wait::SLICE_NS)
+                };
+                let slices = u64::try_from(timeout.as_nanos())
+                    .ok()
+                    .and_then(rvgpu_umd::wait::slices_in);
+                let woken = rvgpu_umd::wait::bounded(
+                    value,
+                    slices,
+                    || match self.m.wait_native_fence(&f, value, slice).map_err(status)? {
+                        WaitOutcome::Satisfied => Ok(rvgpu_umd::wait::Slice::Released),
+                        WaitOutcome::TimedOut if step => Ok(rvgpu_umd::wait::Slice::Idle),
+                        WaitOutcome::TimedOut => Ok(rvgpu_umd::wait::Slice::Pending),
+                        WaitOutcome::Abandoned => {
+                            Err(NtStatus(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED))
+                        }
+                    },
+                    || f.current_value(),
+                );
+                return woken.map(|_| ()).map_err(|e| {
+                    if e.0 == rvgpu_umd::wait::STATUS_TIMEOUT {
+                        NtStatus(STATUS_IO_TIMEOUT)
+                    } else {
+                        e
+                    }
+                });
             }
         };
         match outcome.map_err(status)? {

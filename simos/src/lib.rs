@@ -45,7 +45,7 @@ pub use machine::{
 };
 pub use rvgpu_kmd::platform::Irql;
 pub use sync::fence::{
-    MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,
+    LateWakes, MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,
 };
 pub use sync::trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
 pub use ums::{DoorbellInfo, DoorbellState, Power, UmsEvent, UmsProcess};

@@ -14,8 +14,8 @@ use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::testing::spy;
 use rvgpu_simos::{
-    Irql, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification, ProcessId,
-    SimError, SimEvent, WaitOutcome,
+    Irql, LateWakes, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification,
+    ProcessId, SimError, SimEvent, TraceEvent, WaitOutcome,
 };
 use rvgpu_umd::submit::{QueueConfig, UserQueue};
 
@@ -89,13 +89,16 @@ fn isr_count(m: &Machine, i: usize) -> u64 {
 /// The MonitoredValue the machine's OS arms for the lowest wait `w` (NF-02: the pages say
 /// `w - 1`, 24H2 writes `w`; docs/windows-bringup.md, "Where the code and the pages disagree").
 fn armed(m: &Machine, w: u64) -> u64 {
-    m.os_config().reading.monitored_value.for_wait(w)
+    m.os_config()
+        .reading
+        .monitored_value
+        .on_new_wait(u64::MAX, w, 0, 0, w)
 }
 
 /// Whether the machine's OS keeps MonitoredValue where it is while waits remain (24H2) rather
 /// than re-arming it for the next one (NF-04, the pages).
 fn kept(m: &Machine) -> bool {
-    m.os_config().reading.monitored_value.kept_while_waiting()
+    m.os_config().reading.monitored_value.raises_over_waits()
 }
 
 fn fence_reports(m: &Machine, i: usize) -> Vec<Option<Vec<usize>>> {
@@ -149,6 +152,69 @@ fn nf_02_monitored_value_tracks_lowest_waiter() {
     let e = ok(&m, m.wait_native_fence_event(&f, 50));
     assert!(e.is_signaled());
     assert_eq!(f.monitored_value(), u64::MAX);
+}
+
+/// NF-04 under each reading: waits for 3 and 5, the fence signalled to 3 (the first is
+/// released), then a wait for 8. 24H2's code raises MonitoredValue to 8 because CurrentValue
+/// reached it (3): the wait for 5 gets no interrupt at 5, stays pending while the fence reads
+/// 6, and is released late when a signal reaches 8, counted and traced. The pages re-arm for 5
+/// and release it on time.
+#[test]
+fn nf_04_a_new_wait_raises_monitored_value_over_a_pending_one_under_24h2_only() {
+    let m = step_array_reports();
+    let (mut q, f) = queue_and_fence(&m);
+    ok(&m, m.run_until_idle());
+    let rec = std::sync::Arc::new(rvgpu_simos::sync::trace::Recorder::default());
+    let rec_sink: std::sync::Arc<dyn rvgpu_simos::TraceSink> = rec.clone();
+    m.set_trace_sink(rec_sink);
+    let e3 = ok(&m, m.wait_native_fence_event(&f, 3));
+    let e5 = ok(&m, m.wait_native_fence_event(&f, 5));
+    ok(&m, q.signal(&f, 3));
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert!(e3.is_signaled() && !e5.is_signaled());
+    let e8 = ok(&m, m.wait_native_fence_event(&f, 8));
+    for v in 4..=6 {
+        ok(&m, q.signal(&f, v));
+    }
+    ok(&m, q.kick());
+    ok(&m, m.run_until_idle());
+    assert_eq!(f.current_value(), 6);
+    let late = m.late_wakes(0);
+    if kept(&m) {
+        assert_eq!(f.monitored_value(), 8, "raised over the wait for 5");
+        assert!(!e5.is_signaled(), "no interrupt is due before 8");
+        assert_eq!((late.raises, late.raised_over, late.late), (1, 1, 0));
+        assert!(rec.events().iter().any(|e| matches!(
+            e,
+            TraceEvent::MonitoredValueRaised {
+                from: 3,
+                to: 8,
+                waits_below: 1,
+                ..
+            }
+        )));
+        ok(&m, q.signal(&f, 8));
+        ok(&m, q.kick());
+        ok(&m, m.run_until_idle());
+        assert!(e5.is_signaled() && e8.is_signaled());
+        let late = m.late_wakes(0);
+        assert_eq!((late.late, late.late_values, late.late_max), (1, 3, 3));
+        assert!(rec.events().iter().any(|e| matches!(
+            e,
+            TraceEvent::LateWake {
+                value: 5,
+                reached: 8,
+                ..
+            }
+        )));
+    } else {
+        assert!(e5.is_signaled(), "re-armed for 5: released on time");
+        assert!(!e8.is_signaled());
+        assert_eq!(f.monitored_value(), armed(&m, 8));
+        assert_eq!(late, LateWakes::default());
+    }
+    assert_eq!(f.monitored_value() == u64::MAX, e8.is_signaled());
 }
 
 /// NF-03, NF-04: a GPU signal with a CPU waiter raises exactly the interrupt needed; the DPC
@@ -826,3 +892,52 @@ fn gpu_fixture_queues_share_the_engine_with_the_kmds_queues() {
 against_the_pe_image!();
 
 under_the_pages!(image);
+
+/// MF-04 under 24H2's MonitoredValue (threaded): a thread blocked in the thunk's CPU wait for
+/// 5 while another thread's wait for 8 raises MonitoredValue over it (CurrentValue had reached
+/// MonitoredValue, 3). The GPU then signals 6: no interrupt is due before 8, which never
+/// comes. The thunk's wait, bounded like the UMD's, ends with success within a slice or two:
+/// the re-read of CurrentValue after the slice ends it as a counted late wake (or the next
+/// slice's re-registration, W ≤ MonitoredValue, lowers MonitoredValue and is released at
+/// once). One unbounded OS wait stays blocked until the OS's timeout and fails. Under the pages
+/// nothing is raised.
+#[test]
+fn mf_04_a_thunk_wait_raised_over_ends_as_a_counted_late_wake() {
+    use rvgpu_umd::kmt::Kmt;
+    let m = started(MachineConfig::single(Mode::Threaded));
+    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let process = q.process();
+    let k = m.kmt(&process);
+    let uf = k.create_native_fence(0).expect("thunk fence");
+    let f = match k.native_fence_cpu(&uf).expect("OS fence") {
+        rvgpu_simos::kmt::SimFence::Native(f) => f,
+        rvgpu_simos::kmt::SimFence::Monitored(_) => panic!("a native fence"),
+    };
+    let e3 = ok(&m, m.wait_native_fence_event(&f, 3));
+    let late_before = rvgpu_umd::wait::late_wakes();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| m.kmt(&process).wait_for_fence(uf.kmt, 5));
+        while !f.pending_waits().contains(&5) {
+            std::thread::yield_now();
+        }
+        ok(&m, q.signal(&f, 3));
+        ok(&m, q.kick());
+        assert_eq!(
+            e3.wait(Duration::from_secs(10)),
+            Some(WaitOutcome::Satisfied)
+        );
+        let _e8 = ok(&m, m.wait_native_fence_event(&f, 8));
+        for v in 4..=6 {
+            ok(&m, q.signal(&f, v));
+        }
+        ok(&m, q.kick());
+        let r = waiter.join().expect("waiter thread");
+        assert_eq!(r, Ok(()), "the bounded wait ends once the fence reads 5");
+    });
+    assert!(f.current_value() >= 5);
+    let late = rvgpu_umd::wait::late_wakes() - late_before;
+    assert!(late <= 1, "{late} late wakes for one wait");
+    if !kept(&m) {
+        assert_eq!(m.late_wakes(0).raised_over, 0, "the pages never raise");
+    }
+}

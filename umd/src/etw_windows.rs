@@ -209,6 +209,71 @@ impl FenceTrace for EtwFenceTrace {
     }
 }
 
+/// Event metadata of `LateWake`: a CPU wait on native fence `Fence` for `Value` that the OS had
+/// not released when the fence read `Current` (>= `Value`) after a slice ([`crate::wait`]).
+static LATE_META: [u8; 35] = blob(&[
+    &[0],
+    b"LateWake\0",
+    b"Fence\0",
+    &[TLG_IN_UINT32],
+    b"Value\0",
+    &[TLG_IN_UINT64],
+    b"Current\0",
+    &[TLG_IN_UINT64],
+]);
+
+/// `TRACE_LEVEL_WARNING`.
+const LEVEL_WARNING: u8 = 3;
+
+static LATE_EVENT: EVENT_DESCRIPTOR = EVENT_DESCRIPTOR {
+    Id: 0,
+    Version: 0,
+    Channel: CHANNEL_TRACELOGGING,
+    Level: LEVEL_WARNING,
+    Opcode: 0,
+    Task: 0,
+    Keyword: 0,
+};
+
+/// Writes a `LateWake` event of the `rvgpu.Umd` provider (registered for the call: late wakes
+/// are rare, and a wait has no queue whose registration it could use).
+pub fn late_wake(fence: u32, value: u64, current: u64) {
+    let Some(t) = EtwFenceTrace::register() else {
+        return;
+    };
+    // SAFETY: a live registration handle; a pure query.
+    if !unsafe { EventProviderEnabled(t.handle, LEVEL_WARNING, 0) } {
+        return;
+    }
+    let data = [
+        descriptor(
+            PROVIDER_META.as_ptr().cast(),
+            PROVIDER_META.len(),
+            EVENT_DATA_DESCRIPTOR_TYPE_PROVIDER_METADATA,
+        ),
+        descriptor(
+            LATE_META.as_ptr().cast(),
+            LATE_META.len(),
+            EVENT_DATA_DESCRIPTOR_TYPE_EVENT_METADATA,
+        ),
+        field(&fence),
+        field(&value),
+        field(&current),
+    ];
+    // SAFETY: every descriptor points to memory that lives for the call (statics, arguments);
+    // no activity ids.
+    unsafe {
+        EventWriteTransfer(
+            t.handle,
+            &LATE_EVENT,
+            ptr::null(),
+            ptr::null(),
+            u32::try_from(data.len()).unwrap_or(0),
+            data.as_ptr(),
+        )
+    };
+}
+
 impl Drop for EtwFenceTrace {
     fn drop(&mut self) {
         // SAFETY: the registration made in `register`, unregistered once.

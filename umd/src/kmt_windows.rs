@@ -829,6 +829,9 @@ pub struct WinKmt {
     paging_queue: u32,
     paging_fence: u32,
     sizes: Sizes,
+    /// The `CurrentValueCpuVa` of each native fence this device created or opened: a CPU wait
+    /// on one re-reads it after every slice ([`crate::wait`]).
+    native_cpu: Sizes,
 }
 
 impl WinKmt {
@@ -864,6 +867,7 @@ impl WinKmt {
             paging_queue: pq.hPagingQueue,
             paging_fence: pq.hSyncObject,
             sizes: Sizes::new(),
+            native_cpu: Sizes::new(),
         })
     }
 
@@ -878,8 +882,26 @@ impl WinKmt {
     }
 
     fn wait(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        // Null event: the call blocks until the fence reaches the value.
-        self.wait_async(fence, value, ptr::null_mut())
+        match self.wait_timeout(fence, value, u64::MAX)? {
+            WaitOutcome::Reached => Ok(()),
+            WaitOutcome::TimedOut => Err(NtStatus(crate::wait::STATUS_TIMEOUT)),
+        }
+    }
+
+    /// CurrentValue of a native fence of this device, read through its CPU mapping. The read
+    /// happens under the map's lock, and a destroy takes the fence out of the map under the
+    /// same lock before the OS unmaps the value: no read of an unmapped value.
+    fn native_value(&self, fence: KmtHandle) -> Option<u64> {
+        self.native_cpu.with(|m| {
+            let p = *m.get(&fence)? as usize as *const u64;
+            if p.is_null() || !p.is_aligned() {
+                return None;
+            }
+            // SAFETY: a `CurrentValueCpuVa` the OS returned for this fence (checked non-null
+            // and 8-aligned at create or open), read-only and mapped while it is in the map
+            // (see above). Atomic load of a lock-free size.
+            Some(unsafe { AtomicU64::from_ptr(p.cast_mut()) }.load(Ordering::Acquire))
+        })
     }
 
     fn destroy_alloc(&self, allocation: KmtHandle, flags: DestroyFlags) -> Result<(), NtStatus> {
@@ -976,8 +998,11 @@ impl WinKmt {
     ) -> Result<WaitOutcome, NtStatus> {
         use windows_sys::Win32::Foundation::{CloseHandle, WAIT_OBJECT_0, WAIT_TIMEOUT};
         use windows_sys::Win32::System::Threading::{CreateEventW, WaitForSingleObject};
-        if timeout_ns == u64::MAX {
-            return self.wait(fence, value).map(|()| WaitOutcome::Reached);
+        if timeout_ns == u64::MAX && self.native_value(fence).is_none() {
+            // Null event: the call blocks until the fence reaches the value.
+            return self
+                .wait_async(fence, value, ptr::null_mut())
+                .map(|()| WaitOutcome::Reached);
         }
         // SAFETY: default security, manual reset, initially non-signalled, unnamed.
         let event = unsafe { CreateEventW(ptr::null(), 1, 0, ptr::null()) };
@@ -987,6 +1012,33 @@ impl WinKmt {
         // With an event the call returns at once and the OS signals the event later.
         let registered = self.wait_async(fence, value, event);
         let outcome = registered.and_then(|()| {
+            // A native fence: bounded slices, re-reading CurrentValue after each (24H2 can
+            // raise MonitoredValue over this wait; a late wake is counted and traced).
+            if self.native_value(fence).is_some() {
+                let slice_ms = timeout_ms(crate::wait::SLICE_NS);
+                let r = crate::wait::bounded(
+                    value,
+                    crate::wait::slices_in(timeout_ns),
+                    || {
+                        // SAFETY: a valid event handle owned by this function.
+                        match unsafe { WaitForSingleObject(event, slice_ms) } {
+                            WAIT_OBJECT_0 => Ok(crate::wait::Slice::Released),
+                            WAIT_TIMEOUT => Ok(crate::wait::Slice::Pending),
+                            _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
+                        }
+                    },
+                    || self.native_value(fence).unwrap_or(0),
+                );
+                return match r {
+                    Ok(crate::wait::Woken::Released) => Ok(WaitOutcome::Reached),
+                    Ok(crate::wait::Woken::Late { current }) => {
+                        crate::etw_windows::late_wake(fence, value, current);
+                        Ok(WaitOutcome::Reached)
+                    }
+                    Err(NtStatus(crate::wait::STATUS_TIMEOUT)) => Ok(WaitOutcome::TimedOut),
+                    Err(e) => Err(e),
+                };
+            }
             // SAFETY: a valid event handle owned by this function.
             match unsafe { WaitForSingleObject(event, timeout_ms(timeout_ns)) } {
                 WAIT_OBJECT_0 => Ok(WaitOutcome::Reached),
@@ -1062,6 +1114,8 @@ impl WinKmt {
             return Err(NtStatus(STATUS_INVALID_PARAMETER));
         };
         let m = &args.Info.NativeFenceMapping;
+        let cpu = current as u64;
+        self.native_cpu.with(|t| t.insert(args.hSyncObject, cpu));
         Ok(WinNativeFence {
             handle: args.hSyncObject,
             current: current.cast_const(),
@@ -1132,6 +1186,7 @@ impl WinKmt {
 
     /// `D3DKMTDestroySynchronizationObject`.
     pub fn destroy_sync_object(&self, object: KmtHandle) -> Result<(), NtStatus> {
+        self.native_cpu.with(|t| t.remove(&object));
         let args = D3DKMT_DESTROYSYNCHRONIZATIONOBJECT {
             hSyncObject: object,
         };
@@ -1685,7 +1740,11 @@ impl Kmt for WinKmt {
             cpu,
             NativeFence::new(args.hSyncObject, &mapping, &args.PrivateDriverData),
         ) {
-            (Some(_), Ok(n)) => Ok(n),
+            (Some(p), Ok(n)) => {
+                let cpu = p as u64;
+                self.native_cpu.with(|t| t.insert(args.hSyncObject, cpu));
+                Ok(n)
+            }
             _ => {
                 let _ = self.destroy_sync_object(args.hSyncObject);
                 Err(NtStatus(STATUS_INVALID_PARAMETER))

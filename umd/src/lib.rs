@@ -38,3 +38,4 @@ pub mod retain;
 pub mod ring;
 pub mod submit;
 pub mod usage;
+pub mod wait;

@@ -362,6 +362,12 @@ fn main() -> ExitCode {
         );
     }
     print!("{}", report::table(backend.name(), &reports));
+    // Waits the OS had not released when the fence already read their value (24H2 raising
+    // MonitoredValue over them), ended by the bounded re-check: counted, never silent.
+    println!(
+        "late wakes (CPU waits ended by their re-check of CurrentValue): {}",
+        rvgpu_umd::wait::late_wakes()
+    );
     if let Some(path) = &cli.junit {
         if let Err(e) = std::fs::write(path, junit::render(backend.name(), &reports)) {
             eprintln!("rvgpu-whlk: cannot write {}: {e}", path.display());

@@ -24,31 +24,59 @@ pub enum SystemVas {
     Mapped,
 }
 
-/// What the OS writes into MonitoredValue for a CPU wait on value W.
+/// How the OS moves a native fence's MonitoredValue as waits come and go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MonitoredValue {
-    /// 24H2: `M:VidSchSubmitWaitFromCpu` (@0x14000DF30) and
-    /// `M:VidSchiAcquireSyncObjectForHwQueue` (@0x14000396C) write W itself, and
-    /// `M:VidSchiUnwaitNativeFenceWaiters` (@0x1400458E8) never raises it while waiters
-    /// remain: every later signal of the fence interrupts until the last waiter is gone.
-    AwaitedKeptWhileWaiting,
+    /// 24H2, for a fence that is not cross-adapter (M: MonitoredValue, C: CurrentValue, W: the
+    /// new wait's value). A new wait, CPU (`M:VidSchSubmitWaitFromCpu` @0x14000DF30) or GPU
+    /// (`M:VidSchiAcquireSyncObjectForHwQueue` @0x14000396C, after its "already reached"
+    /// test), sets M := W (`M:VidSchiUpdateNativeFenceMonitoredValue` @0x140045ECC) when
+    /// `W <= M || C >= M` and W is above the last value signalled from the CPU; otherwise it
+    /// only logs. So a wait arriving after C passed M *raises* M above lower waits still
+    /// pending, which then get no interrupt until a signal reaches the new M (a late wake).
+    /// Releasing waits (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8) sets M := u64::MAX
+    /// when none remain and otherwise leaves it alone (it only logs when the lowest remaining
+    /// is above M): every later signal interrupts until the last waiter is gone, or a new wait
+    /// raises M. The 25H2 and 26H1 readings keep it (nothing read there says otherwise).
+    RaisedByNewWaits,
     /// The pages (`DxgkDdiUpdateMonitoredValues`, NF-02, NF-04): W − 1 for the lowest pending
-    /// wait, re-armed to the next one as waits are released.
+    /// wait, re-armed to the next one as waits are released; never above a pending wait.
     BelowAwaitedRearmed,
 }
 
 impl MonitoredValue {
-    /// The MonitoredValue for the lowest pending wait `w`.
-    pub fn for_wait(self, w: u64) -> u64 {
+    /// MonitoredValue once a wait for `w` is queued, from `m` (the value the OS gave last),
+    /// `current` (CurrentValue), `last_cpu_signal` (the last value signalled from the CPU) and
+    /// `lowest` (the lowest pending wait, `w` included). Releasing satisfied waits follows
+    /// ([`Self::after_release`]).
+    pub fn on_new_wait(
+        self,
+        m: u64,
+        w: u64,
+        current: u64,
+        last_cpu_signal: u64,
+        lowest: u64,
+    ) -> u64 {
         match self {
-            Self::AwaitedKeptWhileWaiting => w,
-            Self::BelowAwaitedRearmed => w.saturating_sub(1),
+            Self::RaisedByNewWaits if (w <= m || current >= m) && w > last_cpu_signal => w,
+            Self::RaisedByNewWaits => m,
+            Self::BelowAwaitedRearmed => lowest.saturating_sub(1),
         }
     }
 
-    /// Whether the OS lowers MonitoredValue only (never raises it while a wait is pending).
-    pub fn kept_while_waiting(self) -> bool {
-        self == Self::AwaitedKeptWhileWaiting
+    /// MonitoredValue after satisfied waits were released, from `m` and the lowest wait still
+    /// pending.
+    pub fn after_release(self, m: u64, lowest: Option<u64>) -> u64 {
+        match (self, lowest) {
+            (_, None) => u64::MAX,
+            (Self::RaisedByNewWaits, Some(_)) => m,
+            (Self::BelowAwaitedRearmed, Some(w)) => w.saturating_sub(1),
+        }
+    }
+
+    /// Whether a new wait can leave MonitoredValue above waits still pending (late wakes).
+    pub fn raises_over_waits(self) -> bool {
+        self == Self::RaisedByNewWaits
     }
 }
 
@@ -251,7 +279,7 @@ impl Reading {
     pub const W24H2: Self = Self {
         name: "24h2",
         system_vas: SystemVas::NotPassed,
-        monitored_value: MonitoredValue::AwaitedKeptWhileWaiting,
+        monitored_value: MonitoredValue::RaisedByNewWaits,
         value_updates: ValueUpdates::OneAtATimeNoCpuVa,
         cpu_update_irql: CpuUpdateIrql::DeviceUnderInterruptLock,
         dpc_fence_work: DpcFenceWork::InsideNotifyDpc,
@@ -349,10 +377,68 @@ mod tests {
         assert_eq!(Reading::parse("23h2"), None);
     }
 
+    /// NF-02 (the pages): MonitoredValue is the lowest pending wait − 1, whatever the
+    /// fence's value and the order the waits came in.
     #[test]
-    fn nf_02_monitored_value_for_a_wait_under_each_reading() {
-        assert_eq!(MonitoredValue::AwaitedKeptWhileWaiting.for_wait(5), 5);
-        assert_eq!(MonitoredValue::BelowAwaitedRearmed.for_wait(5), 4);
-        assert_eq!(MonitoredValue::BelowAwaitedRearmed.for_wait(0), 0);
+    fn nf_02_pages_monitored_value_is_below_the_lowest_pending_wait() {
+        let p = MonitoredValue::BelowAwaitedRearmed;
+        assert_eq!(p.on_new_wait(u64::MAX, 5, 0, 0, 5), 4);
+        assert_eq!(
+            p.on_new_wait(4, 9, 7, 0, 5),
+            4,
+            "a higher wait leaves it at the lowest"
+        );
+        assert_eq!(p.on_new_wait(4, 3, 0, 0, 3), 2);
+        assert_eq!(p.on_new_wait(u64::MAX, 0, 0, 0, 0), 0);
+    }
+
+    /// NF-04 (the pages): as waits are released MonitoredValue is re-armed for the next one,
+    /// and with none left no signal needs an interrupt.
+    #[test]
+    fn nf_04_pages_monitored_value_is_rearmed_for_the_next_wait() {
+        let p = MonitoredValue::BelowAwaitedRearmed;
+        assert_eq!(p.after_release(4, Some(9)), 8);
+        assert_eq!(p.after_release(4, None), u64::MAX);
+        assert!(!p.raises_over_waits());
+    }
+
+    /// NF-02 (24H2's code): a new wait lowers MonitoredValue to itself, and raises it to
+    /// itself when CurrentValue already passed it, over lower waits still pending; a wait at
+    /// or below the last CPU-signalled value, or above M while C is below M, changes nothing.
+    #[test]
+    fn nf_02_24h2_a_new_wait_sets_monitored_value_when_below_it_or_when_it_is_passed() {
+        let c = MonitoredValue::RaisedByNewWaits;
+        assert_eq!(c.on_new_wait(u64::MAX, 5, 0, 0, 5), 5, "first wait");
+        assert_eq!(c.on_new_wait(9, 5, 0, 0, 5), 5, "lower wait lowers it");
+        assert_eq!(
+            c.on_new_wait(5, 9, 3, 0, 5),
+            5,
+            "C below M: a higher wait only logs"
+        );
+        assert_eq!(
+            c.on_new_wait(5, 9, 5, 0, 7),
+            9,
+            "C reached M: raised over the wait at 7"
+        );
+        assert_eq!(
+            c.on_new_wait(5, 9, 6, 9, 7),
+            5,
+            "not above the last CPU signal"
+        );
+        assert!(c.raises_over_waits());
+    }
+
+    /// NF-04 (24H2's code): releasing waits never moves MonitoredValue while any remain,
+    /// lowest remaining above or below it, and sets u64::MAX when none do.
+    #[test]
+    fn nf_04_24h2_releases_leave_monitored_value_until_no_wait_remains() {
+        let c = MonitoredValue::RaisedByNewWaits;
+        assert_eq!(c.after_release(5, Some(9)), 5);
+        assert_eq!(
+            c.after_release(9, Some(7)),
+            9,
+            "never lowered to a wait left below"
+        );
+        assert_eq!(c.after_release(9, None), u64::MAX);
     }
 }

@@ -112,6 +112,28 @@ pub enum TraceEvent {
         via: ReleaseVia,
         qpc: u64,
     },
+    /// A new wait raised the fence's MonitoredValue from `from` to `to` over `waits_below`
+    /// pending waits not yet reached (24H2's rule, docs/windows-bringup.md §13): none of them
+    /// gets an interrupt before the fence reaches `to`.
+    MonitoredValueRaised {
+        adapter: usize,
+        fence_kmt: u32,
+        process: ProcessId,
+        from: u64,
+        to: u64,
+        waits_below: u32,
+        qpc: u64,
+    },
+    /// A wait MonitoredValue had been raised over was released after the fence passed its
+    /// `value`: `reached` is the CurrentValue the OS released it at.
+    LateWake {
+        adapter: usize,
+        fence_kmt: u32,
+        process: ProcessId,
+        value: u64,
+        reached: u64,
+        qpc: u64,
+    },
     /// One `DxgkDdiCalibrateGpuClock` answer: GPU counter `gpu` at CPU counter `cpu` (QPC
     /// ticks), `bracket` = QPC ticks the OS's call took (the uncertainty).
     Calibration {

@@ -21,9 +21,10 @@
 //!   pages of its own. Pages are never returned while the machine lives: a destroyed fence's
 //!   slot may still be the target of queued GPU work (Dxgkrnl defers such frees until the work
 //!   retires; the simulation defers them to the machine's end).
-//! - **MonitoredValue (NF-02, NF-04, NF-07).** Per fence the pending CPU waits; the OS value is
-//!   (lowest pending value − 1), or `u64::MAX` with none, or 0 held for a cross-adapter fence
-//!   (NF-16). Whenever it changes, `DxgkDdiUpdateMonitoredValues` runs at device IRQL under
+//! - **MonitoredValue (NF-02, NF-04, NF-07).** Per fence the pending CPU waits; the OS value
+//!   follows the reading ([`crate::machine::answers::MonitoredValue`]: the pages' lowest
+//!   pending value − 1, or 24H2's value of the wait that set it, raised by new waits), is
+//!   `u64::MAX` with none, or 0 held for a cross-adapter fence (NF-16). Whenever it changes, `DxgkDdiUpdateMonitoredValues` runs at device IRQL under
 //!   the adapter's interrupt lock (synchronised with the ISR); after it returns the OS
 //!   resamples CurrentValue and releases satisfied waits, and repeats until the value is
 //!   stable (`settle`).
@@ -374,6 +375,10 @@ struct Waiter {
     value: u64,
     event: SimEvent,
     resume: Option<Resume>,
+    /// A new wait raised MonitoredValue above this one while it was pending and not reached
+    /// (24H2, [`crate::machine::answers::MonitoredValue::RaisedByNewWaits`]): no interrupt is
+    /// due when the fence reaches it, so its release may come late.
+    raised_over: bool,
 }
 
 #[derive(Debug)]
@@ -387,6 +392,8 @@ struct ObjState {
     waiters: Vec<Waiter>,
     /// The MonitoredValue the OS last gave the driver.
     mv_os: u64,
+    /// The last value signalled from the CPU (24H2's new-wait rule compares against it).
+    last_cpu_signal: u64,
     /// Cross-adapter: MonitoredValue held at 0 (NF-16).
     hold_zero: bool,
     /// D3DKMT handles of this fence (a log entry names the fence by one), with the

@@ -348,6 +348,7 @@ impl Machine {
                 value,
                 event: ev.clone(),
                 resume,
+                raised_over: false,
             });
         }
         f.obj.release();

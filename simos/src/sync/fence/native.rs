@@ -146,6 +146,12 @@ impl Machine {
         })
     }
 
+    /// What MonitoredValue raised over pending waits cost on adapter `i` so far ([`LateWakes`]).
+    pub fn late_wakes(&self, i: usize) -> LateWakes {
+        self.adapter_shared(i)
+            .map_or(LateWakes::default(), |a| lock(&a.fence_os).late_wakes)
+    }
+
     /// Creates a native fence on adapter `i` for `process` (NF-05, NF-11, NF-12, NF-13):
     /// storage, `DxgkDdiCreateNativeFence`, then `DxgkDdiOpenNativeFence` for the creator.
     pub fn create_native_fence(
@@ -274,6 +280,7 @@ impl Machine {
                 destroyed: false,
                 waiters: Vec::new(),
                 mv_os: mv_init,
+                last_cpu_signal: 0,
                 hold_zero: cross,
                 kmt_handles: Vec::new(),
                 peers: Vec::new(),

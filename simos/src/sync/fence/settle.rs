@@ -3,6 +3,26 @@
 
 use super::*;
 
+/// What 24H2's raising of MonitoredValue over pending waits cost on one adapter: the
+/// simulation's count (Windows keeps none). A wait is *raised over* when a new wait lifts
+/// MonitoredValue above it while it is pending and not reached (no interrupt is then due at its
+/// value); it is a *late wake* when the OS releases it after the fence went past its value.
+/// A raised-over wait that its waiter ended itself (a bounded re-check saw the value) is the
+/// waiter's to count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LateWakes {
+    /// New waits that raised MonitoredValue over at least one pending wait.
+    pub raises: u64,
+    /// Pending waits left below a raised MonitoredValue.
+    pub raised_over: u64,
+    /// Raised-over waits released after CurrentValue passed their value.
+    pub late: u64,
+    /// Sum over those of (CurrentValue at release − awaited value).
+    pub late_values: u64,
+    /// The largest such difference.
+    pub late_max: u64,
+}
+
 /// Releases satisfied waits and brings MonitoredValue to what the pending waits need,
 /// calling `DxgkDdiUpdateMonitoredValues` whenever it changes and resampling CurrentValue
 /// after each call (NF-02, NF-04, NF-07).
@@ -11,11 +31,129 @@ pub(super) fn settle(obj: &FenceObj) -> Result<(), SimError> {
         return Ok(());
     };
     let _s = lock(&obj.settle_lock);
+    settle_locked(obj, &a)
+}
+
+/// [`settle`] with the fence's settle lock held.
+fn settle_locked(obj: &FenceObj, a: &AdapterShared) -> Result<(), SimError> {
     loop {
         match resample(obj) {
             None => return Ok(()),
-            Some(v) => update_monitored(&a, &[(obj.global, v, obj.mv.kva())])?,
+            Some(v) => update_monitored(a, &[(obj.global, v, obj.mv.kva())])?,
         }
+    }
+}
+
+/// Queues a new CPU wait on `obj` and sets MonitoredValue as the reading does for a new wait
+/// ([`crate::machine::answers::MonitoredValue::on_new_wait`]; 24H2: `M:VidSchSubmitWaitFromCpu`
+/// @0x14000DF30 decides before it links the waiter), then releases what is satisfied
+/// (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8, [`settle`]).
+pub(super) fn queue_wait(obj: &FenceObj, waiter: Waiter) -> Result<(), SimError> {
+    let Some(a) = obj.adapter.upgrade() else {
+        return Err(SimError::Simulation("the fence's adapter is gone".into()));
+    };
+    let _s = lock(&obj.settle_lock);
+    let update = {
+        let mut st = lock(&obj.st);
+        if st.destroyed {
+            return Err(SimError::Simulation("the fence was destroyed".into()));
+        }
+        let w = waiter.value;
+        st.waiters.push(waiter);
+        let lowest = st.waiters.iter().map(|x| x.value).min().unwrap_or(w);
+        let cv = obj.cv.load();
+        let m = if st.hold_zero {
+            0
+        } else {
+            obj.mv_rule
+                .on_new_wait(st.mv_os, w, cv, st.last_cpu_signal, lowest)
+        };
+        if m == st.mv_os {
+            None
+        } else {
+            if st.mv_os != u64::MAX && m > st.mv_os {
+                raise_over(obj, &mut st, m, cv);
+            }
+            st.mv_os = m;
+            note_scan(obj, &mut st);
+            Some(m)
+        }
+    };
+    if let Some(m) = update {
+        update_monitored(&a, &[(obj.global, m, obj.mv.kva())])?;
+    }
+    settle_locked(obj, &a)
+}
+
+/// MonitoredValue goes from `st.mv_os` up to `to` with CurrentValue at `cv`: marks the pending
+/// waits it passes over (not reached, below `to`), counts them and traces the raise.
+fn raise_over(obj: &FenceObj, st: &mut ObjState, to: u64, cv: u64) {
+    let mut below = 0u64;
+    for w in st.waiters.iter_mut() {
+        if !w.raised_over && w.value > cv && w.value < to {
+            w.raised_over = true;
+            below += 1;
+        }
+    }
+    if below == 0 {
+        return;
+    }
+    let Some(a) = obj.adapter.upgrade() else {
+        return;
+    };
+    let mut os = lock(&a.fence_os);
+    os.late_wakes.raises += 1;
+    os.late_wakes.raised_over += below;
+    let Some(sink) = os.trace.0.clone() else {
+        return;
+    };
+    drop(os);
+    let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
+    sink.event(&crate::sync::trace::TraceEvent::MonitoredValueRaised {
+        adapter: obj.adapter_index,
+        fence_kmt,
+        process,
+        from: st.mv_os,
+        to,
+        waits_below: u32::try_from(below).unwrap_or(u32::MAX),
+        qpc: crate::sync::trace::qpc(),
+    });
+}
+
+/// Counts and traces the late wakes among `done`, released with CurrentValue at `cv`.
+fn note_late(obj: &FenceObj, st: &ObjState, done: &[Waiter], cv: u64) {
+    let late: Vec<&Waiter> = done
+        .iter()
+        .filter(|w| w.raised_over && cv > w.value)
+        .collect();
+    if late.is_empty() {
+        return;
+    }
+    let Some(a) = obj.adapter.upgrade() else {
+        return;
+    };
+    let mut os = lock(&a.fence_os);
+    for w in &late {
+        let by = cv - w.value;
+        os.late_wakes.late += 1;
+        os.late_wakes.late_values = os.late_wakes.late_values.saturating_add(by);
+        os.late_wakes.late_max = os.late_wakes.late_max.max(by);
+    }
+    let Some(sink) = os.trace.0.clone() else {
+        return;
+    };
+    drop(os);
+    let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
+    let now = crate::sync::trace::qpc();
+    for w in late {
+        sink.event(&crate::sync::trace::TraceEvent::LateWake {
+            adapter: obj.adapter_index,
+            fence_kmt,
+            process,
+            value: w.value,
+            reached: cv,
+            qpc: now,
+        });
     }
 }
 
@@ -41,22 +179,20 @@ pub(super) fn resample(obj: &FenceObj) -> Option<u64> {
     if st.destroyed {
         return None;
     }
-    let done = release_satisfied(&mut st.waiters, obj.cv.load());
+    let cv = obj.cv.load();
+    let done = release_satisfied(&mut st.waiters, cv);
     if !done.is_empty() {
         trace_released(obj, &st, &done);
+        note_late(obj, &st, &done, cv);
     }
     let lowest = st.waiters.iter().map(|w| w.value).min();
+    // NF-02/NF-04 (the pages): the lowest pending wait − 1. 24H2
+    // (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8): unchanged while waits remain,
+    // u64::MAX once none does.
     let desired = if st.hold_zero {
         0
     } else {
-        match lowest {
-            None => u64::MAX,
-            // 24H2 (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8) never raises it while
-            // waits remain: every later signal interrupts until the last one is released.
-            Some(w) if obj.mv_rule.kept_while_waiting() => obj.mv_rule.for_wait(w).min(st.mv_os),
-            // NF-02/NF-04 (the pages): the lowest pending wait − 1.
-            Some(w) => obj.mv_rule.for_wait(w),
-        }
+        obj.mv_rule.after_release(st.mv_os, lowest)
     };
     let r = if desired == st.mv_os {
         None
@@ -154,6 +290,7 @@ pub(super) fn release_from_log(obj: &FenceObj, value: u64, via: ReleaseVia) {
     let done = release_satisfied(&mut st.waiters, value);
     if !done.is_empty() {
         trace_released(obj, &st, &done);
+        note_late(obj, &st, &done, value);
     }
 }
 

@@ -46,6 +46,9 @@ pub struct FenceOs {
     pub update_current_calls: u64,
     /// Fence resamples done at DPC time (one per fence per DPC).
     pub dpc_resamples: u64,
+    /// MonitoredValue raised over pending waits, and the late wakes that cost
+    /// ([`LateWakes`]).
+    pub late_wakes: LateWakes,
     /// Every hardware queue of the adapter with its logs ([`crate::sync::fencelog`]).
     pub(crate) logs: Arc<crate::sync::fencelog::LogTable>,
     /// The log drain's counters.

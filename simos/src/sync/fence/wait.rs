@@ -17,21 +17,22 @@ impl Machine {
         no_cpu_access(fence, "wait")?;
         let ev = SimEvent::default();
         {
-            let st = &mut *lock(&fence.obj.st);
+            let st = lock(&fence.obj.st);
             if st.destroyed || !st.instances.contains_key(&fence.local) {
                 return Err(SimError::Simulation(
                     "the fence instance is not open".into(),
                 ));
             }
-            st.waiters.push(Waiter {
-                value,
-                event: ev.clone(),
-                resume: None,
-            });
         }
+        let waiter = Waiter {
+            value,
+            event: ev.clone(),
+            resume: None,
+            raised_over: false,
+        };
         {
             let _via = ViaScope::enter(ReleaseVia::Immediate);
-            settle(&fence.obj)?;
+            queue_wait(&fence.obj, waiter)?;
         }
         Ok(ev)
     }
@@ -113,12 +114,14 @@ impl Machine {
         let a = self.fence_adapter(fence.adapter())?;
         {
             let _s = lock(&fence.obj.settle_lock);
-            let st = lock(&fence.obj.st);
+            let mut st = lock(&fence.obj.st);
             if st.destroyed || !st.instances.contains_key(&fence.local) {
                 return Err(SimError::Simulation(
                     "the fence instance is not open".into(),
                 ));
             }
+            // What 24H2's new-wait rule compares against (`M:VidSchSubmitWaitFromCpu`).
+            st.last_cpu_signal = value;
             drop(st);
             update_current(&a, &[(fence.obj.global, value, fence.obj.cv.kva())], false)?;
         }

@@ -181,6 +181,35 @@ fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
                     "CPU wait F{fence_kmt:#x}≥{value} released by a fallback scan of every fence"
                 ),
             }),
+            TraceEvent::MonitoredValueRaised {
+                adapter,
+                fence_kmt,
+                from,
+                to,
+                waits_below,
+                qpc,
+                ..
+            } => tl.markers.push(Marker {
+                adapter,
+                queue_id: None,
+                qpc,
+                text: format!(
+                    "F{fence_kmt:#x} MonitoredValue raised {from}→{to} over {waits_below} pending wait(s)"
+                ),
+            }),
+            TraceEvent::LateWake {
+                adapter,
+                fence_kmt,
+                value,
+                reached,
+                qpc,
+                ..
+            } => tl.markers.push(Marker {
+                adapter,
+                queue_id: None,
+                qpc,
+                text: format!("late wake: CPU wait F{fence_kmt:#x}≥{value} released at {reached}"),
+            }),
             _ => {}
         }
     }
@@ -254,9 +283,7 @@ impl UmdFences for SimSession {
         timeout: Duration,
     ) -> Result<WaitResult, Failure> {
         let os = self.um_fence(f)?.os.clone();
-        let r = self
-            .machine
-            .wait_native_fence(&os, value, timeout)
+        let r = super::bounded_wait(&self.machine, &os, value, timeout)
             .map(wait_result)
             .map_err(failure)?;
         self.check_fault()?;
