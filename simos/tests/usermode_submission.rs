@@ -36,9 +36,9 @@ use zerocopy::IntoBytes;
 
 /// A started machine playing Microsoft's pages (`Reading::PAGES`): for the UM-13/UM-14 power
 /// flows in which the OS disconnects every doorbell before F1 and D3 and a reconnect powers the
-/// GPU up. 24H2 disconnects none (docs/windows-bringup.md §8a); with it a UMD's ring in D3hot is
-/// dropped and its work waits for the next power-up by other means
-/// (`um_14_doorbells_left_connected_at_d3_are_counted_and_their_work_runs_at_d0`).
+/// GPU up. 24H2 disconnects none (docs/windows-bringup.md §8a); with it the driver's hold on
+/// each connected doorbell's engine keeps the GPU in D0
+/// (`um_14_doorbells_left_connected_hold_the_gpu_in_d0_and_their_work_runs`).
 fn pages_machine(mode: Mode, f: impl FnOnce(&mut rvgpu_simos::AdapterConfig)) -> Machine {
     let mut cfg = rvgpu_simos::MachineConfig::single(mode);
     f(&mut cfg.adapters[0]);
@@ -647,7 +647,9 @@ fn um_14_shared_line_interrupt_in_d3_is_declined_and_the_gpu_comes_back() {
 /// does not show the full runlist commit at D0 to be needed.)
 #[test]
 fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
-    let m = with_doorbells(Mode::Step, 4);
+    // The pages' OS disconnects the doorbells before D3; on 24H2 a connected doorbell holds
+    // its engine and the GPU never reaches D3 with one (next test).
+    let m = pages_machine(Mode::Step, |a| a.device.doorbells = 4);
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
@@ -684,21 +686,21 @@ fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
     exits_clean(&m, &p);
 }
 
-/// UM-14 against a Dxgkrnl that skips the doorbell disconnects before D3 (as the pre-release
-/// user-mode submission of 10.0.22631 did, docs/usermode-submission.md). The KMD does not call
-/// back from `SetPowerState(D3)` (the simulated OS flags that, see the next test); it counts
-/// the doorbells still connected for CollectDbgInfo. The UMD's ring in D3 reaches the function
-/// in D3hot and is dropped, but nothing is lost: the contexts were suspended, and at D0 the
-/// resumed queue loads its write pointer and runs the work.
+/// UM-14 against a Dxgkrnl that skips the doorbell disconnects before D3 (24H2, and the
+/// pre-release user-mode submission of 10.0.22631, docs/usermode-submission.md). Each connected
+/// doorbell holds its engine's power component (the driver's `DxgkCbSetPowerComponentActive`),
+/// and PoFx powers the device down only once every component is idle: the runtime power-down
+/// backs out (the contexts it suspended resumed), the GPU stays in D0, and a ring runs at once,
+/// never reaching a function in D3hot.
 #[test]
-fn um_14_doorbells_left_connected_at_d3_are_counted_and_their_work_runs_at_d0() {
+fn um_14_doorbells_left_connected_hold_the_gpu_in_d0_and_their_work_runs() {
     // Dedicated doorbells, then one global page the process's doorbells share.
     for global in [false, true] {
-        doorbells_left_connected_at_d3(global);
+        doorbells_left_connected_hold_d0(global);
     }
 }
 
-fn doorbells_left_connected_at_d3(global: bool) {
+fn doorbells_left_connected_hold_d0(global: bool) {
     let m = machine_with(Mode::Step, |a| {
         a.device.doorbells = 4;
         a.device.global_doorbell = global;
@@ -711,41 +713,23 @@ fn doorbells_left_connected_at_d3(global: bool) {
         submit_wait(&m, q, &[fill(&t, i as u64 + 1)]);
     }
     assert!(
-        ok(&m, m.power_down_leaving_doorbells(0)),
-        "idle: powered down"
+        !ok(&m, m.power_down_leaving_doorbells(0)),
+        "global {global}: held components keep the GPU up"
     );
-    let text = ok(&m, m.collect_dbg_info(0, 0x117));
-    assert!(
-        text.lines().any(|l| l == "power d3_doorbells_connected=2"),
-        "global {global}: both doorbells were still connected at D3, and counted: {text}"
-    );
-    assert!(
-        !events_of(&m)
-            .iter()
-            .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })),
-        "global {global}: the KMD called no DxgkCbDisconnectDoorbell"
-    );
-    assert_eq!(ok(&m, m.d3hot_accesses(0)), 0, "the driver touched nothing");
-    let v = okk(&m, q1.submit(&[fill(&t, 7)]));
+    assert_eq!(m.power_state(0), Some(Power::D0));
+    let ev = events_of(&m);
     assert_eq!(
-        ok(&m, m.d3hot_doorbell_rings(0)),
-        1,
-        "global {global}: the UMD's ring reached the function in D3hot"
+        ev.iter()
+            .filter(|e| matches!(e, UmsEvent::SuspendContext { .. }))
+            .count(),
+        ev.iter()
+            .filter(|e| matches!(e, UmsEvent::ResumeContext { .. }))
+            .count(),
+        "global {global}: every context the power-down suspended is resumed"
     );
-    ok(&m, m.run_until_idle());
-    assert_eq!(t.mem.load(0), 2, "global {global}: nothing ran in D3");
-    ok(&m, m.power_up(0));
-    okk(&m, q1.wait(v));
-    assert_eq!(
-        t.mem.load(0),
-        7,
-        "global {global}: the work rung in D3 ran after D0"
-    );
-    assert_eq!(
-        ok(&m, m.d3hot_doorbell_rings(0)),
-        1,
-        "nothing more in D3hot"
-    );
+    submit_wait(&m, &mut q1, &[fill(&t, 7)]);
+    assert_eq!(t.mem.load(0), 7, "global {global}");
+    assert_eq!(ok(&m, m.d3hot_doorbell_rings(0)), 0, "nothing in D3hot");
     assert_eq!(ok(&m, m.d3hot_accesses(0)), 0, "the driver touched nothing");
     drop((q0, q1));
     exits_clean(&m, &p);
@@ -1545,10 +1529,14 @@ fn um_13_threaded_f1_while_submitting() {
         ok(&m, m.exit_process(p));
     }
     let ev = events_of(&m);
+    // By the pages the OS disconnects the doorbells and the idle engine goes to F1; on 24H2
+    // the connected doorbells hold their engines and the requests are declined.
     assert!(
-        ev.iter()
-            .any(|e| matches!(e, UmsEvent::SetFState { fstate: 1, .. })),
-        "an engine went to F1"
+        ev.iter().any(|e| matches!(
+            e,
+            UmsEvent::SetFState { fstate: 1, .. } | UmsEvent::F1Declined { .. }
+        )),
+        "an engine asked for F1 and the OS answered"
     );
     no_fault(&m);
 }

@@ -432,6 +432,7 @@ mod tests {
                 queue: h(Kind::Queue, 12),
                 physical: Some(3),
                 callbacks: 0,
+                held: None,
             },
         );
         assert_eq!(ids(&s, 0), vec![5, 6, 7]);

@@ -119,6 +119,18 @@ pub enum OsDisconnects {
     OnPowerAndReset,
 }
 
+/// Whether the OS brings a doorbell's node to F0 when the doorbell connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectPower {
+    /// 24H2: no. `K:DXGDOORBELL::Connect`@0x1401D7B90 calls `DdiConnectDoorbell` and maps the
+    /// page, with no power reference; an engine the driver needs powered is the driver's to
+    /// hold (`DxgkCbSetPowerComponentActive`).
+    DriverHolds,
+    /// The pages (UM-13): "a UMD reconnect brings it back to F0"; the OS holds the node
+    /// active through the connect.
+    OsBringsF0,
+}
+
 /// What a failed `DxgkDdiSubmitCommandToHwQueue` does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SubmitFailure {
@@ -217,6 +229,8 @@ pub struct Reading {
     pub victim_disconnect: VictimDisconnect,
     /// OS-initiated doorbell disconnects.
     pub os_disconnects: OsDisconnects,
+    /// Power at a doorbell connect.
+    pub connect_power: ConnectPower,
     /// A failed kernel-mode submission.
     pub submit_failure: SubmitFailure,
     /// A hardware-scheduled node's TDR.
@@ -238,6 +252,7 @@ impl Reading {
         dpc_fence_work: DpcFenceWork::InsideNotifyDpc,
         victim_disconnect: VictimDisconnect::CallsDriverDisconnect,
         os_disconnects: OsDisconnects::OnDestroyOnly,
+        connect_power: ConnectPower::DriverHolds,
         submit_failure: SubmitFailure::DeviceError,
         hws_tdr: HwsTdr::DbgInfoBeforeReset,
         progress_fence: ProgressFence::Monitored,
@@ -265,6 +280,7 @@ impl Reading {
         dpc_fence_work: DpcFenceWork::AfterDpcReturns,
         victim_disconnect: VictimDisconnect::StatusOnly,
         os_disconnects: OsDisconnects::OnPowerAndReset,
+        connect_power: ConnectPower::OsBringsF0,
         submit_failure: SubmitFailure::ReturnedToCaller,
         hws_tdr: HwsTdr::DbgInfoFirst,
         progress_fence: ProgressFence::NativeKernelQueues,

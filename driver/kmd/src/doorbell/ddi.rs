@@ -23,6 +23,11 @@
 //!   stays in the runlist. `DestroyDoorbell` disconnects if needed and takes the queue off the
 //!   runlist; the ring is the UMD's and may be freed afterwards.
 //! - `NotifyWorkSubmission` kicks the queue.
+//! - Power: a connect first holds the engine's power component active (F0 before the page is
+//!   bound); the reference is given back at an OS disconnect or the destroy. A victim keeps
+//!   it: the kick after its callback may have collected work no one else powers the engine
+//!   for (24H2 sees no user-mode queue's work), so its engine stays up until its UMD
+//!   reconnects or the OS disconnects or destroys the doorbell.
 //! - At `SetPowerState(D3)` the KMD counts doorbells still connected ([`connected_at_d3`]):
 //!   UM-14 has Dxgkrnl disconnect them all first; the driver does not call back from there.
 //!
@@ -142,6 +147,7 @@ pub(crate) fn create<P: Platform>(
                 queue: qh,
                 physical: None,
                 callbacks: 0,
+                held: None,
             },
         )?;
         if let Some(q) = s.queues.get_mut(&qh) {
@@ -209,7 +215,15 @@ pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), St
             return Err(status::NOT_SUPPORTED);
         }
         let base = live.doorbell_va.ok_or(status::INSUFFICIENT_RESOURCES)?;
-        let (page, queue) = connect_page(live, h)?;
+        // The engine is powered before the queue can fetch a ring through the page.
+        hold_for(live, h)?;
+        let (page, queue) = match connect_page(live, h) {
+            Ok(c) => c,
+            Err(e) => {
+                release_unconnected(live, h);
+                return Err(e);
+            }
+        };
         let off = u64::from(page).saturating_mul(rvgpu_hw::PAGE_SIZE);
         let off = usize::try_from(off).map_err(|_| status::INVALID_PARAMETER)?;
         // An address inside our BAR2 mapping, handed to Dxgkrnl (never dereferenced here).
@@ -226,6 +240,53 @@ pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), St
         }
         Ok(())
     })
+}
+
+/// Takes an active reference on the power component of doorbell `h`'s engine unless it holds
+/// one (power module documentation, "Held components"). No lock is held across the callback:
+/// the OS may call `DxgkDdiSetPowerComponentFState` (F0) before it returns.
+fn hold_for<P: Platform>(live: &Live<P>, h: Handle) -> Result<(), Status> {
+    let engine = {
+        let s = live.sched.lock();
+        let d = s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?;
+        if d.held.is_some() {
+            return Ok(());
+        }
+        s.queues.get(&d.queue).ok_or(status::INVALID_HANDLE)?.engine
+    };
+    if !crate::power::ddi::hold(live, engine) {
+        return Ok(());
+    }
+    let extra = {
+        let mut s = live.sched.lock();
+        match s.doorbells.get_mut(&h) {
+            Some(d) if d.held.is_none() => {
+                d.held = Some(engine);
+                false
+            }
+            // A concurrent connect took one first, or the doorbell was destroyed meanwhile.
+            _ => true,
+        }
+    };
+    if extra {
+        crate::power::ddi::release(live, engine);
+    }
+    Ok(())
+}
+
+/// Gives back doorbell `h`'s power reference (no lock held) after a connect that left it
+/// without a page.
+fn release_unconnected<P: Platform>(live: &Live<P>, h: Handle) {
+    let engine = {
+        let mut s = live.sched.lock();
+        match s.doorbells.get_mut(&h) {
+            Some(d) if d.physical.is_none() => d.held.take(),
+            _ => None,
+        }
+    };
+    if let Some(e) = engine {
+        crate::power::ddi::release(live, e);
+    }
 }
 
 /// Connects doorbell `h` and returns its page and its queue (the victimisation protocol of
@@ -482,16 +543,6 @@ pub fn connected_at_d3<P: Platform>(live: &Live<P>) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// Whether a doorbell of a queue on `engine` is connected (bound to a physical doorbell): a
-/// ring can then reach the engine without the OS making it F0 first (`power::ddi::set_fstate`).
-pub fn connected_on_engine<P: Platform>(live: &Live<P>, engine: u32) -> bool {
-    let s = live.sched.lock();
-    let connected = s.doorbells.values().any(|d| {
-        d.physical.is_some() && s.queues.get(&d.queue).is_some_and(|q| q.engine == engine)
-    });
-    connected
-}
-
 /// DxgkDdiDisconnectDoorbell (PASSIVE; succeeds for every doorbell of ours).
 pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), Status> {
     sched::ddi::with_adapter::<P, _>(args.hDoorbell, Kind::Doorbell, |_, live, h| {
@@ -499,6 +550,7 @@ pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), 
         let d = s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?;
         let (queue, victim) = (d.queue, d.callbacks > 0);
         disconnect_locked(live, &mut s, h);
+        let held = s.doorbells.get_mut(&h).and_then(|d| d.held.take());
         // Collect a ring that hit the unbound page before this kick: the UMD's status page
         // says CONNECTED until Dxgkrnl updates it after this returns, so the UMD will not ring
         // again for that work. A ring after the kick and before Dxgkrnl's remap is still
@@ -510,6 +562,12 @@ pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), 
             if let Some(q) = s.queues.get(&queue) {
                 live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
             }
+        }
+        drop(s);
+        // The OS disconnects before it powers the engine down (the pages) or destroys the
+        // doorbell: the engine is free to idle; a reconnect takes the reference again.
+        if let Some(e) = held {
+            crate::power::ddi::release(live, e);
         }
         Ok(())
     })
@@ -545,6 +603,10 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYDOORBELL) -> Result<(), Status
         if let Some((e, id)) = engine {
             // Only empties the queue's slot, which cannot fail for lack of room.
             let _ = runlist::commit_slot(&live.regs, &s, e, id, Some(d.queue));
+        }
+        drop(s);
+        if let Some(e) = d.held {
+            crate::power::ddi::release(live, e);
         }
         Ok(())
     })

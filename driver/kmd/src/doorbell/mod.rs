@@ -25,6 +25,9 @@ pub struct Doorbell {
     /// Victimisation callbacks (`DxgkCbDisconnectDoorbell`) naming this doorbell that are in
     /// flight: `DestroyDoorbell` waits for them (module doc, "Destroy waits").
     pub callbacks: u32,
+    /// The engine whose power component this doorbell holds active (taken at its first
+    /// connect, given back at an OS disconnect or its destroy: `crate::power::ddi::hold`).
+    pub held: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
