@@ -801,6 +801,54 @@ fn um_14_disconnect_doorbell_callback_inside_set_power_state_is_a_driver_bug() {
     );
 }
 
+/// UM-15, a teardown the OS does not retry: `DxgkDdiDestroyHwQueue` of a queue whose doorbell is
+/// still connected succeeds (24H2 `K:ADAPTER_RENDER::DdiDestroyHwQueue`@0x1403B4F34 logs a
+/// failure and frees its queue all the same, so a refusal leaks it). The queue leaves the
+/// device's runlist, its doorbell's page is unbound and the engine's power reference given
+/// back; the doorbell's own destroy then succeeds, and both handles are dead afterwards.
+#[test]
+fn um_15_destroy_hw_queue_with_a_connected_doorbell_is_never_refused() {
+    use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_SUCCESS};
+    use rvgpu_hw::mmio::MmioBus;
+    let m = with_doorbells(Mode::Step, 4);
+    let (p, k) = user_process(&m);
+    let q = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let page = m
+        .doorbell_info(0, q.doorbell.handle)
+        .and_then(|d| d.mapped_page)
+        .expect("connected");
+    let dev = m.device(0).expect("device");
+    assert!(dev.queue(q.queue_id).is_some(), "in a runlist");
+    let st = ok(&m, m.ddi_destroy_hw_queue(&p, q.queue.handle));
+    assert_eq!(st, STATUS_SUCCESS);
+    assert!(dev.queue(q.queue_id).is_none(), "off the runlist");
+    let bind = rvgpu_hw::regs::doorbell_bind_reg(page).expect("bind register");
+    assert_eq!(dev.read32(bind), rvgpu_hw::queue::NO_QUEUE, "page unbound");
+    assert!(
+        m.ums_events(0).iter().any(|e| matches!(
+            e,
+            UmsEvent::DriverComponentRef {
+                node: 0,
+                active: false,
+                count: 0
+            }
+        )),
+        "the engine's reference given back: {:#?}",
+        m.ums_events(0)
+    );
+    let again = ok(&m, m.ddi_destroy_hw_queue(&p, q.queue.handle));
+    assert_eq!(again, STATUS_INVALID_HANDLE);
+    let d = ok(&m, m.ddi_destroy_doorbell(&p, q.doorbell.handle));
+    assert_eq!(d, STATUS_SUCCESS);
+    let d = ok(&m, m.ddi_destroy_doorbell(&p, q.doorbell.handle));
+    assert_eq!(d, STATUS_INVALID_HANDLE);
+    no_fault(&m);
+    // The OS still holds both objects (the DDIs were called behind its back): its own teardown
+    // would call them again.
+    std::mem::forget(q);
+}
+
 // ---------------------------------------------------------------------------------------------
 // UM-11, UM-12: suspend and resume.
 

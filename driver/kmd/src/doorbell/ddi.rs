@@ -520,6 +520,51 @@ fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
     }
 }
 
+/// DxgkDdiDestroyHwQueue of a queue that still has doorbells (a refusal would leak it: 24H2
+/// `K:ADAPTER_RENDER::DdiDestroyHwQueue`@0x1403B4F34 logs a failure and frees its queue all
+/// the same): each doorbell naming `queue` gives up its page and its power reference, so the
+/// device can ring nothing through it. The doorbell objects stay until the OS destroys them.
+/// The caller releases the returned references (counted per engine) once the lock is dropped.
+pub(crate) fn detach_queue<P: Platform>(
+    live: &Live<P>,
+    s: &mut Sched,
+    queue: Handle,
+) -> [u32; rvgpu_hw::regs::ENGINE_MAX as usize] {
+    let mut held = [0u32; rvgpu_hw::regs::ENGINE_MAX as usize];
+    // Each pass clears one doorbell's page and reference, so the loop ends.
+    loop {
+        let next = s
+            .doorbells
+            .iter()
+            .find(|(_, d)| d.queue == queue && (d.physical.is_some() || d.held.is_some()))
+            .map(|(h, _)| *h);
+        let Some(h) = next else {
+            break;
+        };
+        disconnect_locked(live, s, h);
+        let engine = s.doorbells.get_mut(&h).and_then(|d| d.held.take());
+        if let Some(n) = engine
+            .and_then(|e| usize::try_from(e).ok())
+            .and_then(|e| held.get_mut(e))
+        {
+            *n = n.saturating_add(1);
+        }
+    }
+    held
+}
+
+/// Gives back the references [`detach_queue`] took off the doorbells (no lock held).
+pub(crate) fn release_detached<P: Platform>(
+    live: &Live<P>,
+    held: [u32; rvgpu_hw::regs::ENGINE_MAX as usize],
+) {
+    for (e, n) in (0u32..).zip(held) {
+        for _ in 0..n {
+            crate::power::ddi::release(live, e);
+        }
+    }
+}
+
 /// D3 entry: how many doorbells are still connected (bound to a physical doorbell). UM-14
 /// (Microsoft's user-mode submission page) has Dxgkrnl disconnect every doorbell before
 /// `SetPowerState(D3)`, which leaves none; a count above zero on a test machine says this
