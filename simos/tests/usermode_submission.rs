@@ -19,7 +19,7 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::DoorbellPdd;
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
-use rvgpu_simos::machine::answers::UmsProgress;
+use rvgpu_simos::machine::answers::{Teardown, UmsProgress};
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
     DoorbellState, Machine, MachineConfig, Mode, NativeFenceDesc, Power, SimError, UmsEvent,
@@ -43,6 +43,18 @@ fn pages_machine(mode: Mode, f: impl FnOnce(&mut rvgpu_simos::AdapterConfig)) ->
     let mut cfg = rvgpu_simos::MachineConfig::single(mode);
     f(&mut cfg.adapters[0]);
     cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    started(cfg)
+}
+
+/// A started machine with 4 doorbells tearing devices down in the pages' order (UM-17, UM-18:
+/// queues first), the other answers as the environment's reading has them.
+fn queues_first(mode: Mode) -> Machine {
+    let mut cfg = rvgpu_simos::MachineConfig::single(mode);
+    cfg.adapters[0].device.doorbells = 4;
+    cfg.os.reading = rvgpu_simos::machine::answers::Reading {
+        teardown: Teardown::QueuesFirst,
+        ..rvgpu_simos::machine::answers::Reading::from_env()
+    };
     started(cfg)
 }
 
@@ -849,6 +861,165 @@ fn um_15_destroy_hw_queue_with_a_connected_doorbell_is_never_refused() {
     std::mem::forget(q);
 }
 
+/// UM-17, UM-18 in 24H2's order (`Teardown::AllocationsFirst`, `K:DXGDEVICE::DestroyAllDeviceState`
+/// @0x1403A7C64): the exit and the kill of a process whose user-mode queue is connected and
+/// blocked on a gate free its allocations (the ring among them) before the doorbell and the
+/// queue are destroyed, put no device in error and suspend nothing. The driver stops the queue
+/// when its ring allocation goes, so nothing faults, and the teardown leaves nothing behind.
+#[test]
+fn um_17_18_exit_and_kill_free_allocations_before_queues_in_24h2_order() {
+    for kill in [false, true] {
+        let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
+        cfg.adapters[0].device.doorbells = 4;
+        cfg.os.reading = rvgpu_simos::machine::answers::Reading {
+            teardown: Teardown::AllocationsFirst,
+            ..rvgpu_simos::machine::answers::Reading::from_env()
+        };
+        let m = started(cfg);
+        let (p, k) = user_process(&m);
+        let gate = target(&m, &k);
+        let t = target(&m, &k);
+        let q = raw_queue(&m, &k, 0);
+        okk(&m, k.connect_doorbell(q.doorbell.handle));
+        let wp = write_ring(
+            &q,
+            0,
+            &[
+                Command::FenceWait {
+                    addr: gate.gpu_va,
+                    value: 1,
+                },
+                fill(&t, 7),
+            ],
+            1,
+        );
+        q.doorbell.cpu.ring(wp);
+        ok(&m, m.run_steps(100));
+        let ring = q.ring.handle;
+        m.clear_ums_events(0);
+        let r = if kill {
+            m.kill_process(&p)
+        } else {
+            m.exit_process(&p)
+        };
+        assert_eq!(r, Ok(()), "kill {kill}: {}", diagnostics(&m));
+        let ev = events_of(&m);
+        let freed = position(&ev, |e| *e == UmsEvent::FreeAllocation { allocation: ring })
+            .unwrap_or_else(|| panic!("kill {kill}: ring freed: {ev:#?}"));
+        let db = position(&ev, |e| matches!(e, UmsEvent::DestroyDoorbell { .. }))
+            .unwrap_or_else(|| panic!("kill {kill}: doorbell destroyed: {ev:#?}"));
+        let hq = position(&ev, |e| matches!(e, UmsEvent::DestroyHwQueue { .. }))
+            .unwrap_or_else(|| panic!("kill {kill}: queue destroyed: {ev:#?}"));
+        assert!(
+            freed < db && db < hq,
+            "kill {kill}: allocations, doorbell, queue: {ev:#?}"
+        );
+        assert!(
+            !ev.iter().any(|e| matches!(
+                e,
+                UmsEvent::DeviceError { .. } | UmsEvent::SuspendContext { .. }
+            )),
+            "kill {kill}: no device error, no suspend: {ev:#?}"
+        );
+        assert!(
+            m.device(0).unwrap().queue(q.queue_id).is_none(),
+            "kill {kill}: off the runlist"
+        );
+        assert_eq!(t.mem.load(0), 0, "kill {kill}: the gated fill never ran");
+        no_fault(&m);
+        std::mem::forget((q, gate, t));
+    }
+}
+
+/// UM-18, isolation across reuse: process A is killed with user-mode work queued behind a gate
+/// while VidMm hands freed pages out again first (as Windows' memory manager does). Process B
+/// then gets pages A's ring, ring control and buffers had, and writes into all of them what
+/// would open A's gate; A's queue, stopped when its allocations went, never runs: B's memory
+/// keeps B's values, A's queue is in no runlist, B's own work runs. Under both teardown orders.
+fn killed_queue_never_touches_reused_pages(mode: Mode) {
+    let mut cfg = rvgpu_simos::MachineConfig::single(mode);
+    cfg.adapters[0].device.doorbells = 4;
+    cfg.os.reuse_freed_pages_first = true;
+    let m = started(cfg);
+    let (a, ka) = user_process(&m);
+    let gate = target(&m, &ka);
+    let t = target(&m, &ka);
+    let q = raw_queue(&m, &ka, 0);
+    okk(&m, ka.connect_doorbell(q.doorbell.handle));
+    let wp = write_ring(
+        &q,
+        0,
+        &[
+            Command::FenceWait {
+                addr: gate.gpu_va,
+                value: 1,
+            },
+            fill(&t, 7),
+        ],
+        1,
+    );
+    q.doorbell.cpu.ring(wp);
+    if mode == Mode::Step {
+        ok(&m, m.run_steps(100));
+    }
+    let range = |mem: &SimMem| {
+        let al = mem.alloc();
+        (al.bus_addr, al.bus_addr + al.len)
+    };
+    let freed: Vec<(u64, u64)> = [&q.ring, &q.control, &gate, &t]
+        .iter()
+        .map(|al| range(&al.mem))
+        .collect();
+    let qid = q.queue_id;
+    ok(&m, m.kill_process(&a));
+    assert!(
+        m.device(0).unwrap().queue(qid).is_none(),
+        "A's queue left the runlist"
+    );
+    std::mem::forget((q, gate, t));
+    let (b, kb) = user_process(&m);
+    let bufs: Vec<Allocation<SimMem>> = (0..16).map(|_| target(&m, &kb)).collect();
+    let reused = bufs.iter().any(|buf| {
+        let (lo, hi) = range(&buf.mem);
+        freed.iter().any(|&(flo, fhi)| lo < fhi && flo < hi)
+    });
+    assert!(reused, "B got some of A's freed pages");
+    for buf in &bufs {
+        for w in 0..512u64 {
+            buf.mem.store(w * 8, 1);
+        }
+    }
+    if mode == Mode::Step {
+        ok(&m, m.run_steps(500));
+    } else {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for buf in &bufs {
+        assert!(
+            (0..512u64).all(|w| buf.mem.load(w * 8) == 1),
+            "nothing of A's ran on B's pages"
+        );
+    }
+    assert!(
+        m.device(0).unwrap().queue(qid).is_none(),
+        "A's queue ran no more"
+    );
+    work_runs(&m, kb, 5);
+    no_fault(&m);
+    drop(bufs);
+    exits_clean(&m, &b);
+}
+
+#[test]
+fn um_18_killed_queue_never_touches_reused_pages_step() {
+    killed_queue_never_touches_reused_pages(Mode::Step);
+}
+
+#[test]
+fn um_18_killed_queue_never_touches_reused_pages_threaded() {
+    killed_queue_never_touches_reused_pages(Mode::Threaded);
+}
+
 // ---------------------------------------------------------------------------------------------
 // UM-11, UM-12: suspend and resume.
 
@@ -995,7 +1166,7 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
 /// with work queued. Either way it has left the runlist when its destroy returns.
 #[test]
 fn um_17_normal_exit_disconnects_waits_then_destroys() {
-    let m = with_doorbells(Mode::Step, 4);
+    let m = queues_first(Mode::Step);
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
@@ -1046,7 +1217,7 @@ fn um_17_normal_exit_disconnects_waits_then_destroys() {
 /// waiting for pending work.
 #[test]
 fn um_18_abnormal_exit_suspends_first_and_does_not_wait() {
-    let m = with_doorbells(Mode::Step, 4);
+    let m = queues_first(Mode::Step);
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
@@ -1891,6 +2062,7 @@ fn lying_exit(mode: Mode, lie: Lie) {
     let mut cfg = MachineConfig::single(mode);
     cfg.os.reading = rvgpu_simos::machine::answers::Reading {
         ums_progress: UmsProgress::Given,
+        teardown: Teardown::QueuesFirst,
         ..rvgpu_simos::machine::answers::Reading::from_env()
     };
     cfg.adapters[0].device.doorbells = 4;

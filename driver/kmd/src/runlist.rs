@@ -433,6 +433,7 @@ mod tests {
                 physical: Some(3),
                 callbacks: 0,
                 held: None,
+                allocations: [h(Kind::Allocation, 1), h(Kind::Allocation, 2)],
             },
         );
         assert_eq!(ids(&s, 0), vec![5, 6, 7]);

@@ -24,10 +24,8 @@
 //!   runlist; the ring is the UMD's and may be freed afterwards.
 //! - `NotifyWorkSubmission` kicks the queue.
 //! - Power: a connect first holds the engine's power component active (F0 before the page is
-//!   bound); the reference is given back at an OS disconnect or the destroy. A victim keeps
-//!   it: the kick after its callback may have collected work no one else powers the engine
-//!   for (24H2 sees no user-mode queue's work), so its engine stays up until its UMD
-//!   reconnects or the OS disconnects or destroys the doorbell.
+//!   bound); the reference is given back whenever the doorbell loses its page (OS disconnect,
+//!   victimisation once the callback returned and the victim's queue was kicked, destroy).
 //! - At `SetPowerState(D3)` the KMD counts doorbells still connected ([`connected_at_d3`]):
 //!   UM-14 has Dxgkrnl disconnect them all first; the driver does not call back from there.
 //!
@@ -128,9 +126,9 @@ pub(crate) fn create<P: Platform>(
         // The ring is where VidMm mapped the allocations the OS names, in the queue's process
         // (a device without a GPU process has no user-mode queues to ring: UMS needs GPU VA,
         // BR-71/73).
-        let ring = crate::allocation::ddi::ring_from_allocations(
-            a,
-            &s,
+        let ring = crate::allocation::ring_from_allocations(
+            a.table_slot(),
+            &s.allocations,
             process,
             args.hRingBuffer,
             args.hRingBufferControl,
@@ -140,6 +138,12 @@ pub(crate) fn create<P: Platform>(
             return Err(status::INVALID_DEVICE_STATE);
         }
         let (engine, queue_id) = (q.engine, q.id);
+        // `ring_from_allocations` decoded both handles already.
+        let allocations = [args.hRingBuffer, args.hRingBufferControl]
+            .map(|raw| Handle::decode_on(raw, Kind::Allocation, a.table_slot()));
+        let [Ok(ring_alloc), Ok(control_alloc)] = allocations else {
+            return Err(status::INVALID_PARAMETER);
+        };
         s.doorbells.try_insert::<P>(
             h,
             Doorbell {
@@ -148,6 +152,7 @@ pub(crate) fn create<P: Platform>(
                 physical: None,
                 callbacks: 0,
                 held: None,
+                allocations: [ring_alloc, control_alloc],
             },
         )?;
         if let Some(q) = s.queues.get_mut(&qh) {
@@ -334,8 +339,9 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle),
         tell_victim::<P>(live, c);
     }
     let mut s = live.sched.lock();
+    let mut held = [0u32; rvgpu_hw::regs::ENGINE_MAX as usize];
     if let Some(c) = &call {
-        victim_returned(live, &mut s, c.victim);
+        count_held(&mut held, victim_returned(live, &mut s, c.victim));
     }
     let ours = s.physical.owner(page) == Some((h, true));
     let current = s.doorbells.get(&h).map(|d| (d.physical, d.queue));
@@ -368,6 +374,8 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle),
         (false, Some(Some(other))) => Ok(other),
         (false, _) => Err(status::INVALID_HANDLE),
     };
+    drop(s);
+    release_detached(live, held);
     r.map(|page| (page, d.queue))
 }
 
@@ -434,12 +442,13 @@ fn connect_global<P: Platform>(
         tell_victim::<P>(live, c);
     }
     let mut s = live.sched.lock();
+    let mut held = [0u32; rvgpu_hw::regs::ENGINE_MAX as usize];
     for c in &calls {
-        victim_returned(live, &mut s, c.victim);
+        count_held(&mut held, victim_returned(live, &mut s, c.victim));
     }
     let ours = s.physical.claimed_by(page, h);
     let current = s.doorbells.get(&h).map(|d| d.physical);
-    match (ours, current) {
+    let r = match (ours, current) {
         // Still ours and still wanted: the page now rings this process's queues.
         (true, Some(None)) => {
             s.physical.complete_claim(page);
@@ -456,7 +465,10 @@ fn connect_global<P: Platform>(
         }
         (false, Some(Some(other))) => Ok(other),
         (false, _) => Err(status::INVALID_HANDLE),
-    }
+    };
+    drop(s);
+    release_detached(live, held);
+    r
 }
 
 /// The victimising callback for `victim` has returned: it may be destroyed again, and its
@@ -464,14 +476,31 @@ fn connect_global<P: Platform>(
 /// status (`K:DXGDOORBELL::Disconnect`), so a ring in between lands on the dummy page while
 /// the UMD still reads `CONNECTED` and will not ring again; the status is written by now, so
 /// this kick collects that work (every later ring reads the new status and reconnects).
-fn victim_returned<P: Platform>(live: &Live<P>, s: &mut Sched, victim: Handle) {
-    let Some(v) = s.doorbells.get_mut(&victim) else {
-        return;
-    };
+///
+/// Returns the engine whose power reference the victim gives back (once the caller has dropped
+/// the lock): a doorbell without a page holds none.
+fn victim_returned<P: Platform>(live: &Live<P>, s: &mut Sched, victim: Handle) -> Option<u32> {
+    let v = s.doorbells.get_mut(&victim)?;
     v.callbacks = v.callbacks.saturating_sub(1);
     let queue = v.queue;
+    let held = if v.physical.is_none() {
+        v.held.take()
+    } else {
+        None
+    };
     if let Some(q) = s.queues.get(&queue) {
         live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
+    }
+    held
+}
+
+/// Adds a reference [`victim_returned`] gave back to `held` (counts per engine).
+fn count_held(held: &mut [u32; rvgpu_hw::regs::ENGINE_MAX as usize], engine: Option<u32>) {
+    if let Some(n) = engine
+        .and_then(|e| usize::try_from(e).ok())
+        .and_then(|e| held.get_mut(e))
+    {
+        *n = n.saturating_add(1);
     }
 }
 
@@ -551,6 +580,47 @@ pub(crate) fn detach_queue<P: Platform>(
         }
     }
     held
+}
+
+/// DxgkDdiDestroyAllocation of allocation `alloc` (caller holds the lock): every user-mode
+/// queue running a ring in it (ring or ring control) leaves its runlist and its doorbells are
+/// detached ([`detach_queue`]), so the device reads none of it again once the DDI returns.
+/// 24H2 destroys a device's allocations before its queues (`K:DXGDEVICE::DestroyAllDeviceState`
+/// @0x1403A7C64: `DrainAllocations`, then `DestroyDevice`@0x1402CE23C) and the doorbell keeps no
+/// reference on them (`K:DXGDOORBELL::Initialize`@0x1401D9E74). The queue stays until the OS
+/// destroys it; it runs nothing. References to give back are added to `held`.
+pub(crate) fn stop_queues_on<P: Platform>(
+    live: &Live<P>,
+    s: &mut Sched,
+    alloc: Handle,
+    held: &mut [u32; rvgpu_hw::regs::ENGINE_MAX as usize],
+) {
+    loop {
+        let next = s
+            .doorbells
+            .iter()
+            .filter(|(_, d)| d.allocations.contains(&alloc))
+            .find(|(h, d)| {
+                s.queues
+                    .get(&d.queue)
+                    .is_some_and(|q| q.doorbell == Some(**h) && q.ring.is_some())
+            })
+            .map(|(_, d)| d.queue);
+        let Some(queue) = next else {
+            return;
+        };
+        let slot = s.queues.get_mut(&queue).map(|q| {
+            q.ring = None;
+            (q.engine, q.id)
+        });
+        if let Some((engine, id)) = slot {
+            // Only empties the queue's slot, which cannot fail for lack of room.
+            let _ = runlist::commit_slot(&live.regs, s, engine, id, Some(queue));
+        }
+        for (n, more) in held.iter_mut().zip(detach_queue(live, s, queue)) {
+            *n = n.saturating_add(more);
+        }
+    }
 }
 
 /// Gives back the references [`detach_queue`] took off the doorbells (no lock held).
