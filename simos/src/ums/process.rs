@@ -55,10 +55,21 @@ fn teardown_allocations_first(
     let dl = device_lock(a, device)?;
     let queues = lock(&a.ums).queues_of_device(device);
     // `FlushScheduler` (`M:VidSchFlushDevice`@0x1400B5320): the work VidSch tracked, that is
-    // the queues with a progress fence. What does not complete within the OS's wait is left
+    // the queues with a progress fence. A device in error has none pending: its registered
+    // sync objects were set always-signalled when it was marked
+    // (`M:VidSchiSignalRegisteredSyncObjects`@0x14003B848, `SetToAlwaysSignaled`@0x14003B954).
+    // What does not complete within the OS's wait is left, and the rest is not waited for
     // (the destroy goes on; its memory is the device's own).
-    for &q in &queues {
-        wait_queue_idle(m, a, q)?;
+    let in_error = lock(&a.ums)
+        .devices
+        .get(&device)
+        .is_some_and(|d| d.in_error);
+    if !in_error {
+        for &q in &queues {
+            if !wait_queue_idle(m, a, q)? {
+                break;
+            }
+        }
     }
     // `DrainResources`, `DrainAllocations`: unmapped, destroyed in the driver, given back.
     drain_allocations(m, a, &dl, device)?;
