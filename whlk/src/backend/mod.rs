@@ -112,8 +112,8 @@ pub struct SessionConfig {
     /// (docs/windows-bringup.md §8a). Only a backend that builds its machine can ask for it.
     pub os_disconnects_doorbells: bool,
     /// The OS tears a device down in the pages' order (UM-17, UM-18: per queue, then the
-    /// allocations); Windows 11 24H2 frees the allocations first (docs/windows-bringup.md
-    /// §8a). Only a backend that builds its machine can ask for it.
+    /// allocations); Windows 11 24H2 frees the allocations first
+    /// (docs/windows-bringup.md §8a). Only a backend that builds its machine can ask for it.
     pub pages_teardown: bool,
 }
 
