@@ -43,7 +43,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use rvgpu_hw::addr::{SYSMEM_LIMIT, VRAM_BASE};
@@ -243,6 +243,9 @@ struct SystemRam {
     pool: Option<Pool>,
     /// The bus range allocations are placed in: `[SYSMEM_START, SYSMEM_LIMIT)`, or the pool's.
     window: (u64, u64),
+    /// [`Memory::set_freed_first`]: allocations take the lowest fitting gap, so a freed range
+    /// is handed out again at once.
+    freed_first: AtomicBool,
 }
 
 /// Physical memory as one device sees it: the machine's system RAM plus the device's own
@@ -305,6 +308,7 @@ impl Memory {
             used: AtomicU64::new(0),
             pool: None,
             window: (SYSMEM_START, limit.clamp(SYSMEM_START, SYSMEM_LIMIT)),
+            freed_first: AtomicBool::new(false),
         })
     }
 
@@ -347,6 +351,7 @@ impl Memory {
                     backing: pool,
                 }),
                 window: (pool_base, end),
+                freed_first: AtomicBool::new(false),
             }),
             vram: Words::Mapped(vram),
             vram_size,
@@ -413,6 +418,14 @@ impl Memory {
         self.sys.cap.store(bytes, Ordering::Relaxed);
     }
 
+    /// Reuse policy: with `on`, each allocation takes the lowest gap that fits, so freed pages
+    /// are handed out again first, as Windows' memory manager reuses a freed physical page at
+    /// once; off (the default), next fit (module documentation). The policy under which a
+    /// stale device access lands in another owner's memory soonest.
+    pub fn set_freed_first(&self, on: bool) {
+        self.sys.freed_first.store(on, Ordering::Relaxed);
+    }
+
     /// Bytes of system RAM currently allocated.
     pub fn system_used(&self) -> u64 {
         self.sys.used.load(Ordering::Relaxed)
@@ -448,7 +461,12 @@ impl Memory {
         if total > self.sys.cap.load(Ordering::Relaxed) {
             return None;
         }
-        let bus_addr = next_fit(&map.regions, map.next, (base, limit), len, align)?;
+        let cursor = if self.sys.freed_first.load(Ordering::Relaxed) {
+            base
+        } else {
+            map.next
+        };
+        let bus_addr = next_fit(&map.regions, cursor, (base, limit), len, align)?;
         let words = match &self.sys.pool {
             Some(pool) => {
                 let start = usize::try_from((bus_addr - pool.base) / 8).ok()?;

@@ -345,10 +345,14 @@ fn evict_only_if_necessary(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
 
 /// UM-14: at D0→D3, after suspending contexts and disconnecting doorbells, VidMm moves the
 /// VRAM allocations no device requires out; required ones stay. Work after D0 sees both
-/// intact (the trimmed one once made resident again).
+/// intact (the trimmed one once made resident again). The pages' OS: on 24H2 the connected
+/// doorbell holds its engine and the GPU stays in D0 (usermode_submission.rs,
+/// `um_14_doorbells_left_connected_hold_the_gpu_in_d0_and_their_work_runs`).
 #[test]
 fn um_14_d3_evicts_vram_allocations_no_device_requires() {
-    let m = started(MachineConfig::single(Mode::Step));
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    let m = started(cfg);
     let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let kept = gpu_only(&m, &k, BYTES);

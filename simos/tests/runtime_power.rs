@@ -6,7 +6,7 @@
 
 mod common;
 
-use rvgpu_simos::machine::answers::OsDisconnects;
+use rvgpu_simos::machine::answers::{ConnectPower, OsDisconnects};
 
 use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
@@ -531,11 +531,13 @@ fn out_unchanged(m: &Machine) -> bool {
 }
 
 /// UM-13, F1 only when idle: a queue blocked on a GPU wait leaves the engine idle, so the
-/// engine asks for F1; the OS (by the pages) disconnects the node's doorbell but sees the queue's last-queued
-/// progress value ahead of its fence and keeps the node in F0 (`F1Declined`; the engine must
-/// not be gated under a queue that still has work). Once the wait is satisfied and the work
-/// completes, the deferred F1 follows; the next submission reconnects, F0 first, and runs.
-/// 24H2, which sees none of the queue's work, grants F1 at once; the engine stays ungated.
+/// engine asks for F1, and the node stays in F0 (`F1Declined`; the engine must not be gated
+/// under a queue that still has work). By the pages the OS disconnects the node's doorbell
+/// and sees the queue's last-queued progress value ahead of its fence; 24H2's OS sees none of
+/// the queue's work, but the driver holds the engine's component for the connected doorbell.
+/// Once the wait is satisfied and the work completes, the deferred F1 follows by the pages
+/// (the next submission reconnects, F0 first, and runs); on 24H2 the connected doorbell keeps
+/// the engine in F0 and the next ring runs at once.
 #[test]
 fn um_13_f1_waits_until_a_blocked_queue_completes() {
     use rvgpu_umd::submit::UserQueue;
@@ -558,25 +560,14 @@ fn um_13_f1_waits_until_a_blocked_queue_completes() {
             .iter()
             .any(|e| matches!(e, UmsEvent::F1Declined { node: 0 }))
     };
-    if q.os_sees_work() {
-        for _ in 0..50 {
-            if declined(&m) {
-                break;
-            }
-            ok(&m, m.run_steps(20));
+    for _ in 0..50 {
+        if declined(&m) {
+            break;
         }
-        assert!(declined(&m), "{:#?}", m.ums_events(0));
-        assert_eq!(m.engine_fstate(0, 0), Some(0), "busy node stays F0");
-    } else {
-        // 24H2 gave the queue no progress fence: the OS cannot see it has work and lets the
-        // idle engine go to F1; the KMD keeps an engine with a connected doorbell ungated.
-        until_f1(&m, 0);
-        assert!(!m.device(0).unwrap().engine_snapshot(0).unwrap().gated);
-        // What follows is the pages' story (the deferred F1 after the work completes).
-        std::mem::forget(q);
-        no_fault(&m);
-        return;
+        ok(&m, m.run_steps(20));
     }
+    assert!(declined(&m), "{:#?}", m.ums_events(0));
+    assert_eq!(m.engine_fstate(0, 0), Some(0), "busy node stays F0");
     assert!(!m.device(0).unwrap().engine_snapshot(0).unwrap().gated);
     // Satisfy the wait (a CPU write, then WAIT_RESCAN: hardware.md 5.4).
     t.mem.store(512, 1);
@@ -588,20 +579,100 @@ fn um_13_f1_waits_until_a_blocked_queue_completes() {
     }
     okk(&m, q.wait(v));
     assert_eq!(t.mem.load(0), 7);
-    until_f1(&m, 0);
-    // Gated where the OS disconnected the node's doorbells first (the pages); on 24H2, which
-    // disconnects none, the KMD keeps an engine with a connected doorbell powered in F1 so
-    // the next ring reaches it.
     let disconnects = m.os_config().reading.os_disconnects == OsDisconnects::OnPowerAndReset;
-    assert_eq!(
-        m.device(0).unwrap().engine_snapshot(0).unwrap().gated,
-        disconnects
-    );
+    if disconnects {
+        until_f1(&m, 0);
+        assert!(m.device(0).unwrap().engine_snapshot(0).unwrap().gated);
+    } else {
+        ok(&m, m.run_steps(500));
+        assert_eq!(m.engine_fstate(0, 0), Some(0), "the driver holds the node");
+        assert!(!m.device(0).unwrap().engine_snapshot(0).unwrap().gated);
+    }
     submit_wait(&m, &mut q, &[fill(&t, 0, 8)]);
     assert_eq!(t.mem.load(0), 8);
-    // The reconnect made the node F0 first; a doorbell never disconnected (24H2) needs no
-    // reconnect, and the OS's F-state stays F1 while the ungated engine runs.
-    assert_eq!(m.engine_fstate(0, 0), Some(if disconnects { 0 } else { 1 }));
+    assert_eq!(m.engine_fstate(0, 0), Some(0));
+    no_fault(&m);
+}
+
+/// UM-13, UM-14, held components: a connected doorbell holds its engine's power component
+/// (the driver's `DxgkCbSetPowerComponentActive` at connect) and PoFx powers the device down
+/// only once every component is idle. With an idle user-mode queue connected, the runtime
+/// power-down backs out where the OS disconnects no doorbell (24H2); where it disconnects them
+/// first (the pages) the driver gives the reference back and the adapter goes to D3. Either
+/// way the queue's next ring runs with no other wake-up.
+#[test]
+fn um_14_connected_idle_queue_holds_its_engine_and_its_next_ring_runs() {
+    use rvgpu_simos::Power;
+    use rvgpu_umd::submit::UserQueue;
+    let m = machine_with(Mode::Step, |_| {});
+    let (_p, k) = user_process(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    let mut q = okk(&m, UserQueue::new(k, &config(0)));
+    submit_wait(&m, &mut q, &[fill(&t, 0, 1)]);
+    let disconnects = m.os_config().reading.os_disconnects == OsDisconnects::OnPowerAndReset;
+    let down = ok(&m, m.power_down(0));
+    assert_eq!(down, disconnects, "{:#?}", m.ums_events(0));
+    let state = if disconnects { Power::D3 } else { Power::D0 };
+    assert_eq!(m.power_state(0), Some(state));
+    let v = okk(&m, q.submit(&[fill(&t, 0, 2)]));
+    ok(&m, m.run_steps(200));
+    assert_eq!(t.mem.load(0), 2, "the ring after the power-down ran");
+    okk(&m, q.wait(v));
+    no_fault(&m);
+}
+
+/// UM-13, held components: a doorbell connecting to an engine in F1 has the driver power the
+/// engine up (its `DxgkCbSetPowerComponentActive` returns with the component in F0) before the
+/// first ring is fetched; 24H2's connect brings no F0 itself. The reference is given back at
+/// the doorbell's destroy, after which the idle engine goes to F1 again.
+#[test]
+fn um_13_connect_to_an_engine_in_f1_powers_it_before_the_first_ring() {
+    use rvgpu_umd::submit::UserQueue;
+    let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
+    let (_p, k) = user_process(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    until_f1(&m, 0);
+    assert!(m.device(0).unwrap().engine_snapshot(0).unwrap().gated);
+    m.clear_ums_events(0);
+    let mut q = okk(&m, UserQueue::new(k, &config(0)));
+    submit_wait(&m, &mut q, &[fill(&t, 0, 3)]);
+    assert_eq!(t.mem.load(0), 3);
+    let ev = m.ums_events(0);
+    let held = ev
+        .iter()
+        .position(|e| {
+            matches!(
+                e,
+                UmsEvent::DriverComponentRef {
+                    node: 0,
+                    active: true,
+                    ..
+                }
+            )
+        })
+        .unwrap_or_else(|| panic!("the driver took a reference: {ev:#?}"));
+    let conn = ev
+        .iter()
+        .position(|e| matches!(e, UmsEvent::ConnectDoorbell { .. }))
+        .unwrap_or_else(|| panic!("connected: {ev:#?}"));
+    let f0 = f_state(&ev, 0, 0).unwrap_or_else(|| panic!("F0: {ev:#?}"));
+    assert!(
+        held < conn && f0 < conn,
+        "reference and F0 before the connect: {ev:#?}"
+    );
+    if m.os_config().reading.connect_power == ConnectPower::DriverHolds {
+        assert!(held < f0, "the driver's reference brought F0: {ev:#?}");
+    }
+    okk(&m, q.close());
+    assert!(m.ums_events(0).iter().any(|e| matches!(
+        e,
+        UmsEvent::DriverComponentRef {
+            node: 0,
+            active: false,
+            count: 0
+        }
+    )));
+    until_f1(&m, 0);
     no_fault(&m);
 }
 

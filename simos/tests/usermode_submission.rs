@@ -19,7 +19,7 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::DoorbellPdd;
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
-use rvgpu_simos::machine::answers::UmsProgress;
+use rvgpu_simos::machine::answers::{Teardown, UmsProgress};
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
     DoorbellState, Machine, MachineConfig, Mode, NativeFenceDesc, Power, SimError, UmsEvent,
@@ -36,13 +36,25 @@ use zerocopy::IntoBytes;
 
 /// A started machine playing Microsoft's pages (`Reading::PAGES`): for the UM-13/UM-14 power
 /// flows in which the OS disconnects every doorbell before F1 and D3 and a reconnect powers the
-/// GPU up. 24H2 disconnects none (docs/windows-bringup.md §13); with it a UMD's ring in D3hot is
-/// dropped and its work waits for the next power-up by other means
-/// (`um_14_doorbells_left_connected_at_d3_are_counted_and_their_work_runs_at_d0`).
+/// GPU up. 24H2 disconnects none (docs/windows-bringup.md §13); with it the driver's hold on
+/// each connected doorbell's engine keeps the GPU in D0
+/// (`um_14_doorbells_left_connected_hold_the_gpu_in_d0_and_their_work_runs`).
 fn pages_machine(mode: Mode, f: impl FnOnce(&mut rvgpu_simos::AdapterConfig)) -> Machine {
     let mut cfg = rvgpu_simos::MachineConfig::single(mode);
     f(&mut cfg.adapters[0]);
     cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    started(cfg)
+}
+
+/// A started machine with 4 doorbells tearing devices down in the pages' order (UM-17, UM-18:
+/// queues first), the other answers as the environment's reading has them.
+fn queues_first(mode: Mode) -> Machine {
+    let mut cfg = rvgpu_simos::MachineConfig::single(mode);
+    cfg.adapters[0].device.doorbells = 4;
+    cfg.os.reading = rvgpu_simos::machine::answers::Reading {
+        teardown: Teardown::QueuesFirst,
+        ..rvgpu_simos::machine::answers::Reading::from_env()
+    };
     started(cfg)
 }
 
@@ -647,7 +659,9 @@ fn um_14_shared_line_interrupt_in_d3_is_declined_and_the_gpu_comes_back() {
 /// does not show the full runlist commit at D0 to be needed.)
 #[test]
 fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
-    let m = with_doorbells(Mode::Step, 4);
+    // The pages' OS disconnects the doorbells before D3; on 24H2 a connected doorbell holds
+    // its engine and the GPU never reaches D3 with one (next test).
+    let m = pages_machine(Mode::Step, |a| a.device.doorbells = 4);
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
@@ -684,21 +698,21 @@ fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
     exits_clean(&m, &p);
 }
 
-/// UM-14 against a Dxgkrnl that skips the doorbell disconnects before D3 (as the pre-release
-/// user-mode submission of 10.0.22631 did, docs/usermode-submission.md). The KMD does not call
-/// back from `SetPowerState(D3)` (the simulated OS flags that, see the next test); it counts
-/// the doorbells still connected for CollectDbgInfo. The UMD's ring in D3 reaches the function
-/// in D3hot and is dropped, but nothing is lost: the contexts were suspended, and at D0 the
-/// resumed queue loads its write pointer and runs the work.
+/// UM-14 against a Dxgkrnl that skips the doorbell disconnects before D3 (24H2, and the
+/// pre-release user-mode submission of 10.0.22631, docs/usermode-submission.md). Each connected
+/// doorbell holds its engine's power component (the driver's `DxgkCbSetPowerComponentActive`),
+/// and PoFx powers the device down only once every component is idle: the runtime power-down
+/// backs out (the contexts it suspended resumed), the GPU stays in D0, and a ring runs at once,
+/// never reaching a function in D3hot.
 #[test]
-fn um_14_doorbells_left_connected_at_d3_are_counted_and_their_work_runs_at_d0() {
+fn um_14_doorbells_left_connected_hold_the_gpu_in_d0_and_their_work_runs() {
     // Dedicated doorbells, then one global page the process's doorbells share.
     for global in [false, true] {
-        doorbells_left_connected_at_d3(global);
+        doorbells_left_connected_hold_d0(global);
     }
 }
 
-fn doorbells_left_connected_at_d3(global: bool) {
+fn doorbells_left_connected_hold_d0(global: bool) {
     let m = machine_with(Mode::Step, |a| {
         a.device.doorbells = 4;
         a.device.global_doorbell = global;
@@ -711,41 +725,23 @@ fn doorbells_left_connected_at_d3(global: bool) {
         submit_wait(&m, q, &[fill(&t, i as u64 + 1)]);
     }
     assert!(
-        ok(&m, m.power_down_leaving_doorbells(0)),
-        "idle: powered down"
+        !ok(&m, m.power_down_leaving_doorbells(0)),
+        "global {global}: held components keep the GPU up"
     );
-    let text = ok(&m, m.collect_dbg_info(0, 0x117));
-    assert!(
-        text.lines().any(|l| l == "power d3_doorbells_connected=2"),
-        "global {global}: both doorbells were still connected at D3, and counted: {text}"
-    );
-    assert!(
-        !events_of(&m)
-            .iter()
-            .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })),
-        "global {global}: the KMD called no DxgkCbDisconnectDoorbell"
-    );
-    assert_eq!(ok(&m, m.d3hot_accesses(0)), 0, "the driver touched nothing");
-    let v = okk(&m, q1.submit(&[fill(&t, 7)]));
+    assert_eq!(m.power_state(0), Some(Power::D0));
+    let ev = events_of(&m);
     assert_eq!(
-        ok(&m, m.d3hot_doorbell_rings(0)),
-        1,
-        "global {global}: the UMD's ring reached the function in D3hot"
+        ev.iter()
+            .filter(|e| matches!(e, UmsEvent::SuspendContext { .. }))
+            .count(),
+        ev.iter()
+            .filter(|e| matches!(e, UmsEvent::ResumeContext { .. }))
+            .count(),
+        "global {global}: every context the power-down suspended is resumed"
     );
-    ok(&m, m.run_until_idle());
-    assert_eq!(t.mem.load(0), 2, "global {global}: nothing ran in D3");
-    ok(&m, m.power_up(0));
-    okk(&m, q1.wait(v));
-    assert_eq!(
-        t.mem.load(0),
-        7,
-        "global {global}: the work rung in D3 ran after D0"
-    );
-    assert_eq!(
-        ok(&m, m.d3hot_doorbell_rings(0)),
-        1,
-        "nothing more in D3hot"
-    );
+    submit_wait(&m, &mut q1, &[fill(&t, 7)]);
+    assert_eq!(t.mem.load(0), 7, "global {global}");
+    assert_eq!(ok(&m, m.d3hot_doorbell_rings(0)), 0, "nothing in D3hot");
     assert_eq!(ok(&m, m.d3hot_accesses(0)), 0, "the driver touched nothing");
     drop((q0, q1));
     exits_clean(&m, &p);
@@ -815,6 +811,213 @@ fn um_14_disconnect_doorbell_callback_inside_set_power_state_is_a_driver_bug() {
         fault.contains("DxgkCbDisconnectDoorbell: called from inside DxgkDdiSetPowerState"),
         "the callback inside SetPowerState(D3) stops the machine: {fault}"
     );
+}
+
+/// UM-15, a teardown the OS does not retry: `DxgkDdiDestroyHwQueue` of a queue whose doorbell is
+/// still connected succeeds (24H2 `K:ADAPTER_RENDER::DdiDestroyHwQueue`@0x1403B4F34 logs a
+/// failure and frees its queue all the same, so a refusal leaks it). The queue leaves the
+/// device's runlist, its doorbell's page is unbound and the engine's power reference given
+/// back; the doorbell's own destroy then succeeds, and both handles are dead afterwards.
+#[test]
+fn um_15_destroy_hw_queue_with_a_connected_doorbell_is_never_refused() {
+    use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_SUCCESS};
+    use rvgpu_hw::mmio::MmioBus;
+    let m = with_doorbells(Mode::Step, 4);
+    let (p, k) = user_process(&m);
+    let q = raw_queue(&m, &k, 0);
+    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let page = m
+        .doorbell_info(0, q.doorbell.handle)
+        .and_then(|d| d.mapped_page)
+        .expect("connected");
+    let dev = m.device(0).expect("device");
+    assert!(dev.queue(q.queue_id).is_some(), "in a runlist");
+    let st = ok(&m, m.ddi_destroy_hw_queue(&p, q.queue.handle));
+    assert_eq!(st, STATUS_SUCCESS);
+    assert!(dev.queue(q.queue_id).is_none(), "off the runlist");
+    let bind = rvgpu_hw::regs::doorbell_bind_reg(page).expect("bind register");
+    assert_eq!(dev.read32(bind), rvgpu_hw::queue::NO_QUEUE, "page unbound");
+    assert!(
+        m.ums_events(0).iter().any(|e| matches!(
+            e,
+            UmsEvent::DriverComponentRef {
+                node: 0,
+                active: false,
+                count: 0
+            }
+        )),
+        "the engine's reference given back: {:#?}",
+        m.ums_events(0)
+    );
+    let again = ok(&m, m.ddi_destroy_hw_queue(&p, q.queue.handle));
+    assert_eq!(again, STATUS_INVALID_HANDLE);
+    let d = ok(&m, m.ddi_destroy_doorbell(&p, q.doorbell.handle));
+    assert_eq!(d, STATUS_SUCCESS);
+    let d = ok(&m, m.ddi_destroy_doorbell(&p, q.doorbell.handle));
+    assert_eq!(d, STATUS_INVALID_HANDLE);
+    no_fault(&m);
+    // The OS still holds both objects (the DDIs were called behind its back): its own teardown
+    // would call them again.
+    std::mem::forget(q);
+}
+
+/// UM-17, UM-18 in 24H2's order (`Teardown::AllocationsFirst`, `K:DXGDEVICE::DestroyAllDeviceState`
+/// @0x1403A7C64): the exit and the kill of a process whose user-mode queue is connected and
+/// blocked on a gate free its allocations (the ring among them) before the doorbell and the
+/// queue are destroyed, put no device in error and suspend nothing. The driver stops the queue
+/// when its ring allocation goes, so nothing faults, and the teardown leaves nothing behind.
+#[test]
+fn um_17_18_exit_and_kill_free_allocations_before_queues_in_24h2_order() {
+    for kill in [false, true] {
+        let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
+        cfg.adapters[0].device.doorbells = 4;
+        cfg.os.reading = rvgpu_simos::machine::answers::Reading {
+            teardown: Teardown::AllocationsFirst,
+            ..rvgpu_simos::machine::answers::Reading::from_env()
+        };
+        let m = started(cfg);
+        let (p, k) = user_process(&m);
+        let gate = target(&m, &k);
+        let t = target(&m, &k);
+        let q = raw_queue(&m, &k, 0);
+        okk(&m, k.connect_doorbell(q.doorbell.handle));
+        let wp = write_ring(
+            &q,
+            0,
+            &[
+                Command::FenceWait {
+                    addr: gate.gpu_va,
+                    value: 1,
+                },
+                fill(&t, 7),
+            ],
+            1,
+        );
+        q.doorbell.cpu.ring(wp);
+        ok(&m, m.run_steps(100));
+        let ring = q.ring.handle;
+        m.clear_ums_events(0);
+        let r = if kill {
+            m.kill_process(&p)
+        } else {
+            m.exit_process(&p)
+        };
+        assert_eq!(r, Ok(()), "kill {kill}: {}", diagnostics(&m));
+        let ev = events_of(&m);
+        let freed = position(&ev, |e| *e == UmsEvent::FreeAllocation { allocation: ring })
+            .unwrap_or_else(|| panic!("kill {kill}: ring freed: {ev:#?}"));
+        let db = position(&ev, |e| matches!(e, UmsEvent::DestroyDoorbell { .. }))
+            .unwrap_or_else(|| panic!("kill {kill}: doorbell destroyed: {ev:#?}"));
+        let hq = position(&ev, |e| matches!(e, UmsEvent::DestroyHwQueue { .. }))
+            .unwrap_or_else(|| panic!("kill {kill}: queue destroyed: {ev:#?}"));
+        assert!(
+            freed < db && db < hq,
+            "kill {kill}: allocations, doorbell, queue: {ev:#?}"
+        );
+        assert!(
+            !ev.iter().any(|e| matches!(
+                e,
+                UmsEvent::DeviceError { .. } | UmsEvent::SuspendContext { .. }
+            )),
+            "kill {kill}: no device error, no suspend: {ev:#?}"
+        );
+        assert!(
+            m.device(0).unwrap().queue(q.queue_id).is_none(),
+            "kill {kill}: off the runlist"
+        );
+        assert_eq!(t.mem.load(0), 0, "kill {kill}: the gated fill never ran");
+        no_fault(&m);
+        std::mem::forget((q, gate, t));
+    }
+}
+
+/// UM-18, isolation across reuse: process A is killed with user-mode work queued behind a gate
+/// while VidMm hands freed pages out again first (as Windows' memory manager does). Process B
+/// then gets pages A's ring, ring control and buffers had, and writes into all of them what
+/// would open A's gate; A's queue, stopped when its allocations went, never runs: B's memory
+/// keeps B's values, A's queue is in no runlist, B's own work runs. Under both teardown orders.
+fn killed_queue_never_touches_reused_pages(mode: Mode) {
+    let mut cfg = rvgpu_simos::MachineConfig::single(mode);
+    cfg.adapters[0].device.doorbells = 4;
+    cfg.os.reuse_freed_pages_first = true;
+    let m = started(cfg);
+    let (a, ka) = user_process(&m);
+    let gate = target(&m, &ka);
+    let t = target(&m, &ka);
+    let q = raw_queue(&m, &ka, 0);
+    okk(&m, ka.connect_doorbell(q.doorbell.handle));
+    let wp = write_ring(
+        &q,
+        0,
+        &[
+            Command::FenceWait {
+                addr: gate.gpu_va,
+                value: 1,
+            },
+            fill(&t, 7),
+        ],
+        1,
+    );
+    q.doorbell.cpu.ring(wp);
+    if mode == Mode::Step {
+        ok(&m, m.run_steps(100));
+    }
+    let range = |mem: &SimMem| {
+        let al = mem.alloc();
+        (al.bus_addr, al.bus_addr + al.len)
+    };
+    let freed: Vec<(u64, u64)> = [&q.ring, &q.control, &gate, &t]
+        .iter()
+        .map(|al| range(&al.mem))
+        .collect();
+    let qid = q.queue_id;
+    ok(&m, m.kill_process(&a));
+    assert!(
+        m.device(0).unwrap().queue(qid).is_none(),
+        "A's queue left the runlist"
+    );
+    std::mem::forget((q, gate, t));
+    let (b, kb) = user_process(&m);
+    let bufs: Vec<Allocation<SimMem>> = (0..16).map(|_| target(&m, &kb)).collect();
+    let reused = bufs.iter().any(|buf| {
+        let (lo, hi) = range(&buf.mem);
+        freed.iter().any(|&(flo, fhi)| lo < fhi && flo < hi)
+    });
+    assert!(reused, "B got some of A's freed pages");
+    for buf in &bufs {
+        for w in 0..512u64 {
+            buf.mem.store(w * 8, 1);
+        }
+    }
+    if mode == Mode::Step {
+        ok(&m, m.run_steps(500));
+    } else {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for buf in &bufs {
+        assert!(
+            (0..512u64).all(|w| buf.mem.load(w * 8) == 1),
+            "nothing of A's ran on B's pages"
+        );
+    }
+    assert!(
+        m.device(0).unwrap().queue(qid).is_none(),
+        "A's queue ran no more"
+    );
+    work_runs(&m, kb, 5);
+    no_fault(&m);
+    drop(bufs);
+    exits_clean(&m, &b);
+}
+
+#[test]
+fn um_18_killed_queue_never_touches_reused_pages_step() {
+    killed_queue_never_touches_reused_pages(Mode::Step);
+}
+
+#[test]
+fn um_18_killed_queue_never_touches_reused_pages_threaded() {
+    killed_queue_never_touches_reused_pages(Mode::Threaded);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -963,7 +1166,7 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
 /// with work queued. Either way it has left the runlist when its destroy returns.
 #[test]
 fn um_17_normal_exit_disconnects_waits_then_destroys() {
-    let m = with_doorbells(Mode::Step, 4);
+    let m = queues_first(Mode::Step);
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
@@ -1014,7 +1217,7 @@ fn um_17_normal_exit_disconnects_waits_then_destroys() {
 /// waiting for pending work.
 #[test]
 fn um_18_abnormal_exit_suspends_first_and_does_not_wait() {
-    let m = with_doorbells(Mode::Step, 4);
+    let m = queues_first(Mode::Step);
     let (p, k) = user_process(&m);
     let t = target(&m, &k);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
@@ -1545,10 +1748,14 @@ fn um_13_threaded_f1_while_submitting() {
         ok(&m, m.exit_process(p));
     }
     let ev = events_of(&m);
+    // By the pages the OS disconnects the doorbells and the idle engine goes to F1; on 24H2
+    // the connected doorbells hold their engines and the requests are declined.
     assert!(
-        ev.iter()
-            .any(|e| matches!(e, UmsEvent::SetFState { fstate: 1, .. })),
-        "an engine went to F1"
+        ev.iter().any(|e| matches!(
+            e,
+            UmsEvent::SetFState { fstate: 1, .. } | UmsEvent::F1Declined { .. }
+        )),
+        "an engine asked for F1 and the OS answered"
     );
     no_fault(&m);
 }
@@ -1855,6 +2062,7 @@ fn lying_exit(mode: Mode, lie: Lie) {
     let mut cfg = MachineConfig::single(mode);
     cfg.os.reading = rvgpu_simos::machine::answers::Reading {
         ums_progress: UmsProgress::Given,
+        teardown: Teardown::QueuesFirst,
         ..rvgpu_simos::machine::answers::Reading::from_env()
     };
     cfg.adapters[0].device.doorbells = 4;

@@ -364,6 +364,23 @@ extern_fn! {
     ) -> NTSTATUS;
 }
 
+extern_fn! {
+    /// `DXGKCB_SETPOWERCOMPONENTACTIVE` (PASSIVE_LEVEL; WDDM 1.2+): `VOID (IN_CONST_HANDLE
+    /// hAdapter, UINT ComponentIndex)`. Adds one active reference to the component; PoFx puts
+    /// it in a lower F-state only at count zero, and the component is in F0 when the call
+    /// returns (24H2 `K:DXGADAPTER::SetPowerComponentActiveCB`@0x1400258A4 activates it
+    /// blocking). `DxgkDdiSetPowerComponentFState` may run meanwhile, on another thread.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentactive>
+    pub type DXGKCB_SETPOWERCOMPONENTACTIVE = fn(hAdapter: HANDLE, ComponentIndex: UINT);
+    /// `DXGKCB_SETPOWERCOMPONENTIDLE` (PASSIVE_LEVEL for an engine component; WDDM 1.2+): `VOID
+    /// (IN_CONST_HANDLE hAdapter, UINT ComponentIndex)`. Drops one active reference; each call
+    /// pairs with an earlier `DXGKCB_SETPOWERCOMPONENTACTIVE`.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentidle>
+    pub type DXGKCB_SETPOWERCOMPONENTIDLE = fn(hAdapter: HANDLE, ComponentIndex: UINT);
+}
+
 ddi_table! {
     /// `DXGKRNL_INTERFACE`: the Dxgkrnl callbacks handed to `DxgkDdiStartDevice` (dispmprt.h):
     /// `Size`, `Version`, `DeviceHandle` and 70 callback pointers through WDDM 3.1's
@@ -610,8 +627,6 @@ unbound_fn!(DXGKCB_QUERYMONITORINTERFACE, "https://learn.microsoft.com/en-us/win
 unbound_fn!(DXGKCB_GETCAPTUREADDRESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_getcaptureaddress");
 unbound_fn!(DXGKCB_CREATECONTEXTALLOCATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_createcontextallocation");
 unbound_fn!(DXGKCB_DESTROYCONTEXTALLOCATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_destroycontextallocation");
-unbound_fn!(DXGKCB_SETPOWERCOMPONENTACTIVE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentactive");
-unbound_fn!(DXGKCB_SETPOWERCOMPONENTIDLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentidle");
 unbound_fn!(DXGKCB_ACQUIRE_POST_DISPLAY_OWNERSHIP, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkcb_acquire_post_display_ownership");
 unbound_fn!(DXGKCB_POWERRUNTIMECONTROLREQUEST, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_powerruntimecontrolrequest");
 unbound_fn!(DXGKCB_SETPOWERCOMPONENTLATENCY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentlatency");

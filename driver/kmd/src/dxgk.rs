@@ -161,6 +161,31 @@ impl Dxgk {
         status::check(unsafe { f(&mut args) })
     }
 
+    /// DxgkCbSetPowerComponentActive (PASSIVE: call it with no lock held, since
+    /// `DxgkDdiSetPowerComponentFState` may run meanwhile): one more active reference on power
+    /// component `component`, which is in F0 when this returns. Returns whether the callback
+    /// was there to call (a missing slot takes no reference, so no Idle may follow).
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentactive>
+    pub fn set_power_component_active(&self, component: u32) -> bool {
+        let Some(f) = self.raw.DxgkCbSetPowerComponentActive else {
+            return false;
+        };
+        // SAFETY: a Dxgkrnl callback with its own adapter handle and a component index the
+        // driver reported.
+        unsafe { f(self.raw.DeviceHandle, component) };
+        true
+    }
+
+    /// DxgkCbSetPowerComponentIdle (PASSIVE for an engine component): drops one active
+    /// reference taken by [`Dxgk::set_power_component_active`].
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentidle>
+    pub fn set_power_component_idle(&self, component: u32) {
+        if let Some(f) = self.raw.DxgkCbSetPowerComponentIdle {
+            // SAFETY: as above; pairs with an earlier Active on the same component.
+            unsafe { f(self.raw.DeviceHandle, component) };
+        }
+    }
+
     /// DxgkCbInvalidateHwContext (PASSIVE: call it with no spin lock held): tells Dxgkrnl that
     /// the context `h_context` caused an engine hang and lost its state in the reset; the OS
     /// puts its device in error and submits nothing more from it (docs/tdr.md#the-kmd step 5,

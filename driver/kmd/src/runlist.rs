@@ -432,6 +432,8 @@ mod tests {
                 queue: h(Kind::Queue, 12),
                 physical: Some(3),
                 callbacks: 0,
+                held: None,
+                allocations: [h(Kind::Allocation, 1), h(Kind::Allocation, 2)],
             },
         );
         assert_eq!(ids(&s, 0), vec![5, 6, 7]);

@@ -347,6 +347,12 @@ rules! {
         // "can be called at any IRQL".
         DxgkCbLogEtwEvent => at(P, DIRQL, "dispmprt/nc-dispmprt-dxgkcb_log_etw_event");
         DxgkCbDisconnectDoorbell => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_disconnectdoorbell");
+        DxgkCbSetPowerComponentActive =>
+            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentactive");
+        // "IRQL <= DISPATCH_LEVEL ... DISPATCH_LEVEL only if the component type is
+        // DXGK_POWER_COMPONENT_OTHER": an engine component's is PASSIVE_LEVEL.
+        DxgkCbSetPowerComponentIdle =>
+            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentidle");
         // PINTERFACE_REFERENCE / PINTERFACE_DEREFERENCE: "IRQL <= DISPATCH_LEVEL".
         /// `INTERFACE::InterfaceReference` of an interface the OS handed out.
         InterfaceReference => at(P, D, "wdm/nc-wdm-pinterface_reference");

@@ -147,6 +147,37 @@ pub enum OsDisconnects {
     OnPowerAndReset,
 }
 
+/// Whether the OS brings a doorbell's node to F0 when the doorbell connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectPower {
+    /// 24H2: no. `K:DXGDOORBELL::Connect`@0x1401D7B90 calls `DdiConnectDoorbell` and maps the
+    /// page, with no power reference; an engine the driver needs powered is the driver's to
+    /// hold (`DxgkCbSetPowerComponentActive`).
+    DriverHolds,
+    /// The pages (UM-13): "a UMD reconnect brings it back to F0"; the OS holds the node
+    /// active through the connect.
+    OsBringsF0,
+}
+
+/// The order of a device's teardown (process exit, kill, PnP stop).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Teardown {
+    /// 24H2: `K:DXGDEVICE::DestroyAllDeviceState`@0x1403A7C64 (reached from
+    /// `K:DXGPROCESS::Destroy`@0x14034D4E0 for an exit or a kill alike): `FlushScheduler`, which
+    /// waits only for work VidSch tracks (`M:VidSchFlushDevice`@0x1400B5320: no user-mode queue's
+    /// work, [`UmsProgress::None`]), then `DrainResources` and `DrainAllocations` (the device's
+    /// allocations destroyed, a running queue's ring among them), then
+    /// `DXGDEVICE::DestroyDevice`@0x1402CE23C: contexts with their queues
+    /// (`K:DXGHWQUEUE::DestroyCoreState`@0x1402CDD74: the doorbell's
+    /// `DXGDOORBELL::DestroyCoreState`@0x1401D804C, then `DdiDestroyHwQueue`) and
+    /// `DdiDestroyDevice`. No device error, no suspend, no wait for a user-mode queue.
+    AllocationsFirst,
+    /// The pages (UM-17, UM-18): per queue the doorbell disconnected, the queue waited for
+    /// (exit) or its device put in error and suspended (kill), doorbell and queue destroyed;
+    /// then the allocations.
+    QueuesFirst,
+}
+
 /// What a failed `DxgkDdiSubmitCommandToHwQueue` does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SubmitFailure {
@@ -262,6 +293,10 @@ pub struct Reading {
     pub victim_disconnect: VictimDisconnect,
     /// OS-initiated doorbell disconnects.
     pub os_disconnects: OsDisconnects,
+    /// Power at a doorbell connect.
+    pub connect_power: ConnectPower,
+    /// A device's teardown order.
+    pub teardown: Teardown,
     /// A failed kernel-mode submission.
     pub submit_failure: SubmitFailure,
     /// A hardware-scheduled node's TDR.
@@ -285,6 +320,8 @@ impl Reading {
         dpc_fence_work: DpcFenceWork::InsideNotifyDpc,
         victim_disconnect: VictimDisconnect::CallsDriverDisconnect,
         os_disconnects: OsDisconnects::OnDestroyOnly,
+        connect_power: ConnectPower::DriverHolds,
+        teardown: Teardown::AllocationsFirst,
         submit_failure: SubmitFailure::DeviceError,
         hws_tdr: HwsTdr::DbgInfoBeforeReset,
         progress_fence: ProgressFence::Monitored,
@@ -313,6 +350,8 @@ impl Reading {
         dpc_fence_work: DpcFenceWork::AfterDpcReturns,
         victim_disconnect: VictimDisconnect::StatusOnly,
         os_disconnects: OsDisconnects::OnPowerAndReset,
+        connect_power: ConnectPower::OsBringsF0,
+        teardown: Teardown::QueuesFirst,
         submit_failure: SubmitFailure::ReturnedToCaller,
         hws_tdr: HwsTdr::DbgInfoFirst,
         progress_fence: ProgressFence::NativeKernelQueues,

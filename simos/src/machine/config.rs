@@ -61,6 +61,11 @@ impl WindowsBuild {
 /// OS feature switches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OsConfig {
+    /// VidMm's reuse of freed system pages: `true` hands a freed page out again first, as
+    /// Windows' memory manager does (`rvgpu_device::Memory::set_freed_first`); `false` (the
+    /// default) keeps the emulated bus's next fit, which leaves a freed range unused as long as
+    /// it can.
+    pub reuse_freed_pages_first: bool,
     /// The OS's policy for `DXGK_FEATURE_NATIVE_FENCE` (NF-10): `false` is a registry
     /// override or build that turns it off whatever the driver supports.
     pub native_fence_feature: bool,
@@ -173,6 +178,7 @@ pub struct OsConfig {
 impl Default for OsConfig {
     fn default() -> Self {
         Self {
+            reuse_freed_pages_first: false,
             native_fence_feature: true,
             hwsch_feature: true,
             ums_feature: true,

@@ -147,6 +147,7 @@ impl Machine {
         // `Machine::memory` shows at `VRAM_BASE`).
         let vram0 = config.adapters.first().map_or(0, |a| a.device.vram_size);
         let mut memory = Memory::new(vram0);
+        memory.set_freed_first(config.os.reuse_freed_pages_first);
         let table = Arc::new(DriverTable::default());
         let device_mode = match config.mode {
             Mode::Threaded => rvgpu_device::Mode::Threaded,

@@ -2,6 +2,7 @@
 //! disconnect, destroy, and the work-submission ping.
 
 use super::*;
+use crate::machine::answers::ConnectPower;
 
 /// An OS-initiated disconnect of a connected doorbell: the status page gets `reason`, the CPU
 /// VA the dummy page, then `DxgkDdiDisconnectDoorbell`.
@@ -183,8 +184,13 @@ pub(super) fn connect_ddi(
 ) -> Result<(), SimError> {
     let woke = lock(&a.ums).power == Power::D3;
     power_up_if_needed(a)?;
-    // UM-13: a connect brings the node to F0 first and holds it there through the connect.
-    let _active = node_active(a, node)?;
+    // UM-13 (the pages): a connect brings the node to F0 first and holds it there through the
+    // connect. 24H2 takes no power reference (`ConnectPower::DriverHolds`): the engine is the
+    // driver's to power (`DxgkCbSetPowerComponentActive`).
+    let _active = match a.os.reading.connect_power {
+        ConnectPower::OsBringsF0 => Some(node_active(a, node)?),
+        ConnectPower::DriverHolds => None,
+    };
     let f = needed_ddi!(a, DxgkDdiConnectDoorbell, "created a doorbell")?;
     let mut args = DXGKARG_CONNECTDOORBELL {
         hDoorbell: kmd as HANDLE,

@@ -73,6 +73,10 @@ pub enum UmsEvent {
         fstate: u32,
         called: bool,
     },
+    /// The driver took (`active`) or gave back an active reference on the node's power
+    /// component (`DxgkCbSetPowerComponentActive` / `Idle`); `count` is the driver's count
+    /// after the call.
+    DriverComponentRef { node: u32, active: bool, count: u32 },
     /// An F1 request found the node busy after its doorbells were disconnected: the node
     /// stays in F0 (UM-13: F1 only when idle).
     F1Declined { node: u32 },

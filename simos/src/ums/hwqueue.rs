@@ -419,6 +419,44 @@ impl Machine {
     }
 }
 
+impl Machine {
+    /// Raw `DxgkDdiDestroyHwQueue` on `queue` of `p`'s device, the OS's own objects left as
+    /// they are (tests proving the KMD never refuses a teardown Windows does not retry, whatever
+    /// the order). Returns the driver's status.
+    pub fn ddi_destroy_hw_queue(
+        &self,
+        p: &UmsProcess,
+        queue: KmtHandle,
+    ) -> Result<NTSTATUS, SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        let kmd = lock(&a.ums).live_queue_of(p.device, queue)?.kmd;
+        let f = needed_ddi!(&a, DxgkDdiDestroyHwQueue, "created a queue")?;
+        ddi::passive(&a, Routine::DxgkDdiDestroyHwQueue, f as usize, || {
+            // SAFETY: the driver's DDI with its own handle of a queue it created.
+            unsafe { f(kmd as HANDLE) }
+        })
+    }
+
+    /// Raw `DxgkDdiDestroyDoorbell` on `doorbell` of `p`'s device, the OS's own objects left as
+    /// they are (see [`Machine::ddi_destroy_hw_queue`]). Returns the driver's status.
+    pub fn ddi_destroy_doorbell(
+        &self,
+        p: &UmsProcess,
+        doorbell: KmtHandle,
+    ) -> Result<NTSTATUS, SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        let kmd = lock(&a.ums).doorbell_of(p.device, doorbell)?.kmd;
+        let f = needed_ddi!(&a, DxgkDdiDestroyDoorbell, "created a doorbell")?;
+        let mut args = DXGKARG_DESTROYDOORBELL {
+            hDoorbell: kmd as HANDLE,
+        };
+        ddi::passive(&a, Routine::DxgkDdiDestroyDoorbell, f as usize, || {
+            // SAFETY: the driver's DDI with a valid argument block naming its own doorbell.
+            unsafe { f(&mut args) }
+        })
+    }
+}
+
 pub(super) fn submit_raw(
     m: &Machine,
     a: &AdapterShared,

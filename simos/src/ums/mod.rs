@@ -429,6 +429,9 @@ pub struct UmsOs {
     /// Active references per node (PoFx `SetPowerComponentActive`): kernel-path submissions
     /// and doorbell connects in progress hold the node in F0 ([`node_active`]).
     node_active: Vec<u32>,
+    /// Active references the driver holds per node (`DxgkCbSetPowerComponentActive` minus
+    /// `Idle` on the node's component): with one held the node stays F0 and the adapter D0.
+    driver_active: Vec<u32>,
     /// Nodes whose F1 request found them busy: F1 follows once the OS sees them idle (PoFx
     /// idles a component when its last active reference goes), unless new work arrives
     /// first (the engine then asks again when it next idles).
@@ -487,6 +490,7 @@ impl Default for UmsOs {
             fstate: Vec::new(),
             node_component: Vec::new(),
             node_active: Vec::new(),
+            driver_active: Vec::new(),
             f1_deferred: Vec::new(),
             power_components: Vec::new(),
             devices: BTreeMap::new(),

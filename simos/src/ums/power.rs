@@ -190,6 +190,10 @@ fn node_busy(a: &AdapterShared, node: u32) -> bool {
     // Held submissions (MF-03), read without the OS lock (the pump takes them in the other
     // order).
     active
+        || lock(&a.ums)
+            .driver_active
+            .get(node as usize)
+            .is_some_and(|&n| n > 0)
         || scheds.iter().any(|s| !lock(&s.st).list.is_empty())
         || crate::vidsch::tdr::node_has_pending(a, node)
         || lock(&a.mm.vidmm).paging_busy()
@@ -230,6 +234,119 @@ pub(crate) fn node_active(a: &AdapterShared, node: u32) -> Result<NodeActive<'_>
     set_fstate_locked(a, node, 0)?;
     check_not_gated(a, node)?;
     Ok(active)
+}
+
+/// The node whose engine component is `component` (a `DXGK_POWER_COMPONENT_INDEX` the driver
+/// reported), if runtime power management is started; a driver bug otherwise is reported.
+fn component_node(a: &AdapterShared, routine: &str, component: u32) -> Option<u32> {
+    let (started, node) = {
+        let os = lock(&a.ums);
+        let node = os
+            .node_component
+            .iter()
+            .position(|c| *c == Some(component))
+            .and_then(|n| u32::try_from(n).ok());
+        (os.runtime_pm, node)
+    };
+    if !started {
+        // 24H2 `K:DXGADAPTER::SetPowerComponentActiveCB`@0x1400258A4 (and the Idle worker
+        // @0x140011C70, which returns without a PoFx handle) only log a call made while
+        // runtime power management is off: nothing changes.
+        a.observer().triage(format!(
+            "{routine}: component {component:#x} while runtime power management is off (ignored)"
+        ));
+        return None;
+    }
+    if node.is_none() {
+        // 24H2 logs an index past the component count as a fatal dxgkrnl error
+        // (`WdLogSingleEntry5(0, 0x113, 0x17, ...)` in SetPowerComponentActiveCB).
+        a.state.raise_sim_error(format!(
+            "driver bug: {routine} names power component {component:#x}, which the driver \
+             never reported"
+        ));
+    }
+    node
+}
+
+/// `DxgkCbSetPowerComponentActive`: one more active reference on the node's component, which
+/// PoFx brings to F0 before the call returns (24H2
+/// `K:DXGADAPTER::SetPowerComponentActiveCBWorker`@0x140025BF0 counts the reference and, on the
+/// first, calls `PoFxActivateComponent` with the blocking flag that
+/// `SetPowerComponentActiveCB`@0x1400258A4 passes; [M] nc-d3dkmddi-dxgkcb_setpowercomponentactive:
+/// "after this function returns, the driver can change the component's hardware settings").
+pub(crate) fn cb_component_active(a: &AdapterShared, component: u32) {
+    let Some(node) = component_node(a, "DxgkCbSetPowerComponentActive", component) else {
+        return;
+    };
+    if lock(&a.ums).power == Power::D3 {
+        // PoFx would ask for D0 first (a component is active only in D0); every path that
+        // lets the driver call this (a doorbell connect) brings the adapter to D0 first.
+        a.state.raise_sim_error(format!(
+            "not simulated: DxgkCbSetPowerComponentActive (node {node}) with the adapter in D3"
+        ));
+        return;
+    }
+    let _f = lock(&a.ums_fstate);
+    let count = {
+        let mut os = lock(&a.ums);
+        let Some(n) = os.driver_active.get_mut(node as usize) else {
+            return;
+        };
+        *n = n.saturating_add(1);
+        let count = *n;
+        os.events.push(UmsEvent::DriverComponentRef {
+            node,
+            active: true,
+            count,
+        });
+        count
+    };
+    if count == 1 {
+        if let Err(e) = set_fstate_locked(a, node, 0).and_then(|()| check_not_gated(a, node)) {
+            a.state.raise_sim_error(e.to_string());
+        }
+    }
+}
+
+/// `DxgkCbSetPowerComponentIdle`: drops one active reference; at zero PoFx may idle the
+/// component (an F1 request the reference held back runs then). An Idle without an Active is a
+/// driver bug ([M] nc-d3dkmddi-dxgkcb_setpowercomponentidle: "each call to this function must
+/// be paired with a call to DXGKCB_SETPOWERCOMPONENTACTIVE"; 24H2
+/// `K:DXGADAPTER::SetPowerComponentIdleCBWorker`@0x140011C70 decrements without a check).
+pub(crate) fn cb_component_idle(a: &AdapterShared, component: u32) {
+    let Some(node) = component_node(a, "DxgkCbSetPowerComponentIdle", component) else {
+        return;
+    };
+    let mut os = lock(&a.ums);
+    let Some(n) = os.driver_active.get_mut(node as usize) else {
+        return;
+    };
+    if *n == 0 {
+        drop(os);
+        a.state.raise_sim_error(format!(
+            "driver bug: DxgkCbSetPowerComponentIdle on node {node}'s component, which the \
+             driver holds no active reference on"
+        ));
+        return;
+    }
+    *n -= 1;
+    let count = *n;
+    os.events.push(UmsEvent::DriverComponentRef {
+        node,
+        active: false,
+        count,
+    });
+    drop(os);
+    if count == 0 {
+        a.sch.wake.notify();
+    }
+}
+
+/// Whether the driver holds any engine component active: PoFx powers the device down only
+/// once every component is idle ([M] nf-wdm-pofxsetdeviceidletimeout: the device-idle timeout
+/// runs "from when the last component of the device enters the idle condition").
+fn driver_holds_a_component(a: &AdapterShared) -> bool {
+    lock(&a.ums).driver_active.iter().any(|&n| n > 0)
 }
 
 /// The device's engine `node` must not be power-gated while the OS holds it in F0.
@@ -587,7 +704,7 @@ impl Machine {
                 os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
             }
         }
-        if pending_work(&a) {
+        if pending_work(&a) || driver_holds_a_component(&a) {
             resume_power_suspended(&a)?;
             return Ok(false);
         }

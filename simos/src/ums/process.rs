@@ -2,6 +2,7 @@
 //! teardown the OS does before an adapter stops.
 
 use super::*;
+use crate::machine::answers::Teardown;
 
 /// Destroys everything of `device` in order, then the device; `wait`: normal exit (UM-17),
 /// else abnormal (UM-18: in error, contexts suspended first, no waits).
@@ -11,6 +12,9 @@ pub(super) fn teardown(
     device: KmtHandle,
     wait: bool,
 ) -> Result<(), SimError> {
+    if a.os.reading.teardown == Teardown::AllocationsFirst {
+        return teardown_allocations_first(m, a, device);
+    }
     let dl = device_lock(a, device)?;
     let mut wait = wait;
     if !wait {
@@ -36,7 +40,64 @@ pub(super) fn teardown(
         }
         destroy_hw_queue(m, a, q)?;
     }
-    let _g = dev_guard(a, &dl);
+    drain_allocations(m, a, &dl, device)?;
+    destroy_device_rest(m, a, &dl, device)
+}
+
+/// 24H2's order ([`Teardown::AllocationsFirst`]), for an exit and a kill alike: VidSch's flush
+/// (queues with a progress fence only), the device's allocations destroyed while its user-mode
+/// queues may still run, then each queue with its doorbell, then the rest.
+fn teardown_allocations_first(
+    m: &Machine,
+    a: &AdapterShared,
+    device: KmtHandle,
+) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
+    let queues = lock(&a.ums).queues_of_device(device);
+    // `FlushScheduler` (`M:VidSchFlushDevice`@0x1400B5320): the work VidSch tracked, that is
+    // the queues with a progress fence. A device in error has none pending: its registered
+    // sync objects were set always-signalled when it was marked
+    // (`M:VidSchiSignalRegisteredSyncObjects`@0x14003B848, `SetToAlwaysSignaled`@0x14003B954).
+    // What does not complete within the OS's wait is left, and the rest is not waited for
+    // (the destroy goes on; its memory is the device's own).
+    let in_error = lock(&a.ums)
+        .devices
+        .get(&device)
+        .is_some_and(|d| d.in_error);
+    if !in_error {
+        for &q in &queues {
+            if !wait_queue_idle(m, a, q)? {
+                break;
+            }
+        }
+    }
+    // `DrainResources`, `DrainAllocations`: unmapped, destroyed in the driver, given back.
+    drain_allocations(m, a, &dl, device)?;
+    // `DXGDEVICE::DestroyDevice`@0x1402CE23C, each queue through
+    // `DXGHWQUEUE::DestroyCoreState`@0x1402CDD74: its doorbell disconnected if connected and
+    // destroyed (`DXGDOORBELL::DestroyCoreState`@0x1401D804C, status ABORT), then
+    // `DdiDestroyHwQueue`.
+    for q in queues {
+        let _g = dev_guard(a, &dl);
+        let doorbell = lock(&a.ums).queues.get(&q).and_then(|q| q.doorbell);
+        if let Some(d) = doorbell {
+            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
+            destroy_doorbell(a, d)?;
+        }
+        destroy_hw_queue(m, a, q)?;
+    }
+    destroy_device_rest(m, a, &dl, device)
+}
+
+/// The device's allocations taken out of the process and reaped (unmapped, destroyed in the
+/// driver, their memory given back).
+fn drain_allocations(
+    m: &Machine,
+    a: &AdapterShared,
+    dl: &Mutex<()>,
+    device: KmtHandle,
+) -> Result<(), SimError> {
+    let _g = dev_guard(a, dl);
     {
         let mut os = lock(&a.ums);
         for h in os.allocations_of_device(device) {
@@ -48,14 +109,24 @@ pub(super) fn teardown(
     // queues' log buffers leave the paging process too.
     m.reap_allocations(a)?;
     super::hwqueue::reap_progress_fences(m, a)?;
-    m.reap_system_pages(a)?;
+    m.reap_system_pages(a)
+}
+
+/// What follows the queues and allocations in either order: the device's VA ranges, contexts,
+/// fences, `DxgkDdiDestroyDevice`, its process's GPU VA space.
+fn destroy_device_rest(
+    m: &Machine,
+    a: &AdapterShared,
+    dl: &Mutex<()>,
+    device: KmtHandle,
+) -> Result<(), SimError> {
     // Its paging queues (with their fences) and the VA ranges it reserved or mapped: the
     // allocations are gone, so they map nothing now.
     let pid = lock(&a.ums).devices.get(&device).map(|d| d.process);
     if let Some(pid) = pid {
         m.gpu_va_teardown(a, device, pid)?;
     }
-    let g = dev_guard(a, &dl);
+    let g = dev_guard(a, dl);
     let ctxs = lock(&a.ums).contexts_of_device(device);
     for c in ctxs {
         destroy_context(a, c)?;
@@ -65,7 +136,7 @@ pub(super) fn teardown(
     // writer would deadlock, as for the VA space below).
     drop(g);
     close_process_fences(m, a, device)?;
-    let _g = dev_guard(a, &dl);
+    let _g = dev_guard(a, dl);
     let kmd = lock(&a.ums).device(device)?.kmd;
     let f = table(a)?.DxgkDdiDestroyDevice;
     destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
@@ -266,16 +337,18 @@ impl Machine {
         crate::kmt::SimKmt::new(self, *p)
     }
 
-    /// UM-17: normal process exit. Per queue: disconnect the doorbell, wait for the last
-    /// queued progress value, destroy doorbell and queue; then the allocations, contexts and
-    /// the device.
+    /// UM-17: normal process exit. By the pages, per queue: disconnect the doorbell, wait for
+    /// the last queued progress value, destroy doorbell and queue; then the allocations,
+    /// contexts and the device. 24H2 destroys the allocations first
+    /// ([`crate::machine::answers::Teardown`]).
     pub fn exit_process(&self, p: &UmsProcess) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
         teardown(self, &a, p.device, true)
     }
 
-    /// UM-18: abnormal process exit. The device is marked in error, every context suspended,
-    /// every doorbell disconnected, everything destroyed without waiting.
+    /// UM-18: abnormal process exit. By the pages the device is marked in error, every context
+    /// suspended, every doorbell disconnected, everything destroyed without waiting; 24H2 runs
+    /// its exit order ([`crate::machine::answers::Teardown`]).
     pub fn kill_process(&self, p: &UmsProcess) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
         teardown(self, &a, p.device, false)

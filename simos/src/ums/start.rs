@@ -154,6 +154,7 @@ pub(crate) fn query_at_start(
     os.runtime_pm = false;
     os.node_component = vec![None; nodes as usize];
     os.node_active = vec![0; nodes as usize];
+    os.driver_active = vec![0; nodes as usize];
     os.power_components = Vec::new();
     os.power = Power::D0;
     os.fstate = vec![0; nodes as usize];

@@ -111,6 +111,10 @@ pub struct SessionConfig {
     /// pages describe (UM-13, UM-14); Windows 11 24H2 disconnects none
     /// (docs/windows-bringup.md §13). Only a backend that builds its machine can ask for it.
     pub os_disconnects_doorbells: bool,
+    /// The OS tears a device down in the pages' order (UM-17, UM-18: per queue, then the
+    /// allocations); Windows 11 24H2 frees the allocations first
+    /// (docs/windows-bringup.md §13). Only a backend that builds its machine can ask for it.
+    pub pages_teardown: bool,
 }
 
 impl SessionConfig {
@@ -132,6 +136,7 @@ impl SessionConfig {
             per_engine_reset: None,
             validate_wddm_caps: false,
             os_disconnects_doorbells: false,
+            pages_teardown: false,
         }
     }
 
@@ -150,6 +155,7 @@ impl SessionConfig {
             || self.per_engine_reset.is_some()
             || self.validate_wddm_caps
             || self.os_disconnects_doorbells
+            || self.pages_teardown
     }
 }
 

@@ -1043,7 +1043,11 @@ fn d3_and_back(b: &dyn Backend) -> CaseResult {
 // UM-17, UM-18, UM-10.
 
 fn normal_exit(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
+    // The pages' order; 24H2 frees the allocations first (simos `Teardown`).
+    let mut s = session(b, ExecMode::Step, |c| {
+        c.doorbells = Some(4);
+        c.pages_teardown = true;
+    })?;
     let (p, buf) = process_with_buffer(&mut *s)?;
     let tu = Tickets::new(&mut *s, buf, 0, 16)?;
     let tk = Tickets::new(&mut *s, buf, 1024, 4)?;
@@ -1110,7 +1114,11 @@ fn normal_exit(b: &dyn Backend) -> CaseResult {
 }
 
 fn abnormal_exit(b: &dyn Backend) -> CaseResult {
-    let mut s = session(b, ExecMode::Step, doorbells(4))?;
+    // The pages' order; 24H2 frees the allocations first (simos `Teardown`).
+    let mut s = session(b, ExecMode::Step, |c| {
+        c.doorbells = Some(4);
+        c.pages_teardown = true;
+    })?;
     let victim = s.ums()?.open_process(0)?;
     let other = s.ums()?.open_process(0)?;
     // The killed process's work waits on a gate in its own memory (its queues reach nothing

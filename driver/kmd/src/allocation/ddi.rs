@@ -8,8 +8,6 @@ use rvgpu_ddi::allocation::{
     DXGK_SEGMENTPREFERENCE,
 };
 use rvgpu_ddi::HANDLE;
-use rvgpu_hw::addr::GpuVa;
-use rvgpu_hw::pdd::AllocationKind;
 
 use crate::adapter::{Adapter, Live};
 use crate::gpummu;
@@ -175,11 +173,15 @@ pub fn destroy<P: Platform>(a: &Adapter<P>, handles: &[HANDLE]) -> Result<(), St
             _ => return Err(status::INVALID_HANDLE),
         }
     }
+    let mut held = [0u32; rvgpu_hw::regs::ENGINE_MAX as usize];
     for raw in handles {
         if let Ok(h) = Handle::decode_on(*raw, Kind::Allocation, slot) {
+            crate::doorbell::ddi::stop_queues_on(live, &mut s, h, &mut held);
             s.allocations.remove(&h);
         }
     }
+    drop(s);
+    crate::doorbell::ddi::release_detached(live, held);
     Ok(())
 }
 
@@ -323,51 +325,4 @@ pub fn note_mapping<P: Platform>(
         let hi = lo.saturating_add(entries).min(pages);
         al.mapped.add(process, base, lo, hi);
     }
-}
-
-/// The ring of a user-mode queue's doorbell, from the allocations `DXGKARG_CREATEDOORBELL`
-/// names: the ring starts where VidMm has the ring allocation (`Commands`, not GPU
-/// read-only) mapped in the queue's `process`, the control block where it has the
-/// ring-control allocation mapped; both must be the process's own creations (not opened).
-/// An allocation mapped at several places serves from any of them that maps its first bytes
-/// (the ring's `size`, the control block) contiguously, the earliest recorded first; one
-/// mapped nowhere in the process is refused. Everything else about the ring is
-/// [`crate::doorbell::check_ring`].
-pub fn ring_from_allocations<P: Platform>(
-    a: &Adapter<P>,
-    s: &crate::sched::Sched,
-    process: Option<Handle>,
-    h_ring: HANDLE,
-    h_control: HANDLE,
-    size: u32,
-) -> Result<crate::hwqueue::Ring, Status> {
-    let slot = a.table_slot();
-    let process = process.ok_or(status::INVALID_PARAMETER)?;
-    let get = |h: HANDLE, kind: AllocationKind| {
-        let h = Handle::decode_on(h, Kind::Allocation, slot)?;
-        s.allocations
-            .get(&h)
-            .filter(|al| al.opened_by.is_none() && al.kind == kind)
-            .ok_or(status::INVALID_PARAMETER)
-    };
-    let r = get(h_ring, AllocationKind::Commands)?;
-    let c = get(h_control, AllocationKind::RingControl)?;
-    if r.gpu_read_only || u64::from(size) > r.size {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let base = r
-        .mapped
-        .base_covering(process, u64::from(size))
-        .ok_or(status::INVALID_PARAMETER)?;
-    let control = c
-        .mapped
-        .base_covering(process, rvgpu_hw::queue::RingControl::SIZE)
-        .ok_or(status::INVALID_PARAMETER)?;
-    let ring = crate::hwqueue::Ring {
-        base: GpuVa::new(base),
-        size,
-        control: GpuVa::new(control),
-    };
-    crate::doorbell::check_ring(&ring)?;
-    Ok(ring)
 }

@@ -20,8 +20,10 @@ use rvgpu_hw::pdd::{
 };
 use zerocopy::FromBytes;
 
-use crate::handle::Handle;
+use crate::handle::{Handle, Kind};
 use crate::status::{self, Status};
+use rvgpu_ddi::HANDLE;
+use rvgpu_hw::addr::GpuVa;
 
 pub mod ddi;
 
@@ -221,6 +223,52 @@ pub fn parse(bytes: &[u8]) -> Result<Allocation, Status> {
         opened_by: None,
         mapped: Mappings::default(),
     })
+}
+
+/// The ring of a user-mode queue's doorbell, from the allocations `DXGKARG_CREATEDOORBELL`
+/// names: the ring starts where VidMm has the ring allocation (`Commands`, not GPU
+/// read-only) mapped in the queue's `process`, the control block where it has the
+/// ring-control allocation mapped; both must be the process's own creations (not opened).
+/// An allocation mapped at several places serves from any of them that maps its first bytes
+/// (the ring's `size`, the control block) contiguously, the earliest recorded first; one
+/// mapped nowhere in the process is refused. Everything else about the ring is
+/// [`crate::doorbell::check_ring`].
+pub fn ring_from_allocations(
+    slot: u8,
+    allocations: &crate::kmem::SortedMap<Handle, Allocation>,
+    process: Option<Handle>,
+    h_ring: HANDLE,
+    h_control: HANDLE,
+    size: u32,
+) -> Result<crate::hwqueue::Ring, Status> {
+    let process = process.ok_or(status::INVALID_PARAMETER)?;
+    let get = |h: HANDLE, kind: AllocationKind| {
+        let h = Handle::decode_on(h, Kind::Allocation, slot)?;
+        allocations
+            .get(&h)
+            .filter(|al| al.opened_by.is_none() && al.kind == kind)
+            .ok_or(status::INVALID_PARAMETER)
+    };
+    let r = get(h_ring, AllocationKind::Commands)?;
+    let c = get(h_control, AllocationKind::RingControl)?;
+    if r.gpu_read_only || u64::from(size) > r.size {
+        return Err(status::INVALID_PARAMETER);
+    }
+    let base = r
+        .mapped
+        .base_covering(process, u64::from(size))
+        .ok_or(status::INVALID_PARAMETER)?;
+    let control = c
+        .mapped
+        .base_covering(process, rvgpu_hw::queue::RingControl::SIZE)
+        .ok_or(status::INVALID_PARAMETER)?;
+    let ring = crate::hwqueue::Ring {
+        base: GpuVa::new(base),
+        size,
+        control: GpuVa::new(control),
+    };
+    crate::doorbell::check_ring(&ring)?;
+    Ok(ring)
 }
 
 #[cfg(test)]

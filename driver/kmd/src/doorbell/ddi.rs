@@ -23,6 +23,9 @@
 //!   stays in the runlist. `DestroyDoorbell` disconnects if needed and takes the queue off the
 //!   runlist; the ring is the UMD's and may be freed afterwards.
 //! - `NotifyWorkSubmission` kicks the queue.
+//! - Power: a connect first holds the engine's power component active (F0 before the page is
+//!   bound); the reference is given back whenever the doorbell loses its page (OS disconnect,
+//!   victimisation once the callback returned and the victim's queue was kicked, destroy).
 //! - At `SetPowerState(D3)` the KMD counts doorbells still connected ([`connected_at_d3`]):
 //!   UM-14 has Dxgkrnl disconnect them all first; the driver does not call back from there.
 //!
@@ -123,9 +126,9 @@ pub(crate) fn create<P: Platform>(
         // The ring is where VidMm mapped the allocations the OS names, in the queue's process
         // (a device without a GPU process has no user-mode queues to ring: UMS needs GPU VA,
         // BR-71/73).
-        let ring = crate::allocation::ddi::ring_from_allocations(
-            a,
-            &s,
+        let ring = crate::allocation::ring_from_allocations(
+            a.table_slot(),
+            &s.allocations,
             process,
             args.hRingBuffer,
             args.hRingBufferControl,
@@ -135,6 +138,12 @@ pub(crate) fn create<P: Platform>(
             return Err(status::INVALID_DEVICE_STATE);
         }
         let (engine, queue_id) = (q.engine, q.id);
+        // `ring_from_allocations` decoded both handles already.
+        let allocations = [args.hRingBuffer, args.hRingBufferControl]
+            .map(|raw| Handle::decode_on(raw, Kind::Allocation, a.table_slot()));
+        let [Ok(ring_alloc), Ok(control_alloc)] = allocations else {
+            return Err(status::INVALID_PARAMETER);
+        };
         s.doorbells.try_insert::<P>(
             h,
             Doorbell {
@@ -142,6 +151,8 @@ pub(crate) fn create<P: Platform>(
                 queue: qh,
                 physical: None,
                 callbacks: 0,
+                held: None,
+                allocations: [ring_alloc, control_alloc],
             },
         )?;
         if let Some(q) = s.queues.get_mut(&qh) {
@@ -209,7 +220,15 @@ pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), St
             return Err(status::NOT_SUPPORTED);
         }
         let base = live.doorbell_va.ok_or(status::INSUFFICIENT_RESOURCES)?;
-        let (page, queue) = connect_page(live, h)?;
+        // The engine is powered before the queue can fetch a ring through the page.
+        hold_for(live, h)?;
+        let (page, queue) = match connect_page(live, h) {
+            Ok(c) => c,
+            Err(e) => {
+                release_unconnected(live, h);
+                return Err(e);
+            }
+        };
         let off = u64::from(page).saturating_mul(rvgpu_hw::PAGE_SIZE);
         let off = usize::try_from(off).map_err(|_| status::INVALID_PARAMETER)?;
         // An address inside our BAR2 mapping, handed to Dxgkrnl (never dereferenced here).
@@ -226,6 +245,53 @@ pub fn connect<P: Platform>(args: &mut DXGKARG_CONNECTDOORBELL) -> Result<(), St
         }
         Ok(())
     })
+}
+
+/// Takes an active reference on the power component of doorbell `h`'s engine unless it holds
+/// one (power module documentation, "Held components"). No lock is held across the callback:
+/// the OS may call `DxgkDdiSetPowerComponentFState` (F0) before it returns.
+fn hold_for<P: Platform>(live: &Live<P>, h: Handle) -> Result<(), Status> {
+    let engine = {
+        let s = live.sched.lock();
+        let d = s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?;
+        if d.held.is_some() {
+            return Ok(());
+        }
+        s.queues.get(&d.queue).ok_or(status::INVALID_HANDLE)?.engine
+    };
+    if !crate::power::ddi::hold(live, engine) {
+        return Ok(());
+    }
+    let extra = {
+        let mut s = live.sched.lock();
+        match s.doorbells.get_mut(&h) {
+            Some(d) if d.held.is_none() => {
+                d.held = Some(engine);
+                false
+            }
+            // A concurrent connect took one first, or the doorbell was destroyed meanwhile.
+            _ => true,
+        }
+    };
+    if extra {
+        crate::power::ddi::release(live, engine);
+    }
+    Ok(())
+}
+
+/// Gives back doorbell `h`'s power reference (no lock held) after a connect that left it
+/// without a page.
+fn release_unconnected<P: Platform>(live: &Live<P>, h: Handle) {
+    let engine = {
+        let mut s = live.sched.lock();
+        match s.doorbells.get_mut(&h) {
+            Some(d) if d.physical.is_none() => d.held.take(),
+            _ => None,
+        }
+    };
+    if let Some(e) = engine {
+        crate::power::ddi::release(live, e);
+    }
 }
 
 /// Connects doorbell `h` and returns its page and its queue (the victimisation protocol of
@@ -273,8 +339,9 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle),
         tell_victim::<P>(live, c);
     }
     let mut s = live.sched.lock();
+    let mut held = [0u32; rvgpu_hw::regs::ENGINE_MAX as usize];
     if let Some(c) = &call {
-        victim_returned(live, &mut s, c.victim);
+        count_held(&mut held, victim_returned(live, &mut s, c.victim));
     }
     let ours = s.physical.owner(page) == Some((h, true));
     let current = s.doorbells.get(&h).map(|d| (d.physical, d.queue));
@@ -307,6 +374,8 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle),
         (false, Some(Some(other))) => Ok(other),
         (false, _) => Err(status::INVALID_HANDLE),
     };
+    drop(s);
+    release_detached(live, held);
     r.map(|page| (page, d.queue))
 }
 
@@ -373,12 +442,13 @@ fn connect_global<P: Platform>(
         tell_victim::<P>(live, c);
     }
     let mut s = live.sched.lock();
+    let mut held = [0u32; rvgpu_hw::regs::ENGINE_MAX as usize];
     for c in &calls {
-        victim_returned(live, &mut s, c.victim);
+        count_held(&mut held, victim_returned(live, &mut s, c.victim));
     }
     let ours = s.physical.claimed_by(page, h);
     let current = s.doorbells.get(&h).map(|d| d.physical);
-    match (ours, current) {
+    let r = match (ours, current) {
         // Still ours and still wanted: the page now rings this process's queues.
         (true, Some(None)) => {
             s.physical.complete_claim(page);
@@ -395,7 +465,10 @@ fn connect_global<P: Platform>(
         }
         (false, Some(Some(other))) => Ok(other),
         (false, _) => Err(status::INVALID_HANDLE),
-    }
+    };
+    drop(s);
+    release_detached(live, held);
+    r
 }
 
 /// The victimising callback for `victim` has returned: it may be destroyed again, and its
@@ -403,14 +476,31 @@ fn connect_global<P: Platform>(
 /// status (`K:DXGDOORBELL::Disconnect`), so a ring in between lands on the dummy page while
 /// the UMD still reads `CONNECTED` and will not ring again; the status is written by now, so
 /// this kick collects that work (every later ring reads the new status and reconnects).
-fn victim_returned<P: Platform>(live: &Live<P>, s: &mut Sched, victim: Handle) {
-    let Some(v) = s.doorbells.get_mut(&victim) else {
-        return;
-    };
+///
+/// Returns the engine whose power reference the victim gives back (once the caller has dropped
+/// the lock): a doorbell without a page holds none.
+fn victim_returned<P: Platform>(live: &Live<P>, s: &mut Sched, victim: Handle) -> Option<u32> {
+    let v = s.doorbells.get_mut(&victim)?;
     v.callbacks = v.callbacks.saturating_sub(1);
     let queue = v.queue;
+    let held = if v.physical.is_none() {
+        v.held.take()
+    } else {
+        None
+    };
     if let Some(q) = s.queues.get(&queue) {
         live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
+    }
+    held
+}
+
+/// Adds a reference [`victim_returned`] gave back to `held` (counts per engine).
+fn count_held(held: &mut [u32; rvgpu_hw::regs::ENGINE_MAX as usize], engine: Option<u32>) {
+    if let Some(n) = engine
+        .and_then(|e| usize::try_from(e).ok())
+        .and_then(|e| held.get_mut(e))
+    {
+        *n = n.saturating_add(1);
     }
 }
 
@@ -459,6 +549,92 @@ fn disconnect_locked<P: Platform>(live: &Live<P>, s: &mut Sched, h: Handle) {
     }
 }
 
+/// DxgkDdiDestroyHwQueue of a queue that still has doorbells (a refusal would leak it: 24H2
+/// `K:ADAPTER_RENDER::DdiDestroyHwQueue`@0x1403B4F34 logs a failure and frees its queue all
+/// the same): each doorbell naming `queue` gives up its page and its power reference, so the
+/// device can ring nothing through it. The doorbell objects stay until the OS destroys them.
+/// The caller releases the returned references (counted per engine) once the lock is dropped.
+pub(crate) fn detach_queue<P: Platform>(
+    live: &Live<P>,
+    s: &mut Sched,
+    queue: Handle,
+) -> [u32; rvgpu_hw::regs::ENGINE_MAX as usize] {
+    let mut held = [0u32; rvgpu_hw::regs::ENGINE_MAX as usize];
+    // Each pass clears one doorbell's page and reference, so the loop ends.
+    loop {
+        let next = s
+            .doorbells
+            .iter()
+            .find(|(_, d)| d.queue == queue && (d.physical.is_some() || d.held.is_some()))
+            .map(|(h, _)| *h);
+        let Some(h) = next else {
+            break;
+        };
+        disconnect_locked(live, s, h);
+        let engine = s.doorbells.get_mut(&h).and_then(|d| d.held.take());
+        if let Some(n) = engine
+            .and_then(|e| usize::try_from(e).ok())
+            .and_then(|e| held.get_mut(e))
+        {
+            *n = n.saturating_add(1);
+        }
+    }
+    held
+}
+
+/// DxgkDdiDestroyAllocation of allocation `alloc` (caller holds the lock): every user-mode
+/// queue running a ring in it (ring or ring control) leaves its runlist and its doorbells are
+/// detached ([`detach_queue`]), so the device reads none of it again once the DDI returns.
+/// 24H2 destroys a device's allocations before its queues (`K:DXGDEVICE::DestroyAllDeviceState`
+/// @0x1403A7C64: `DrainAllocations`, then `DestroyDevice`@0x1402CE23C) and the doorbell keeps no
+/// reference on them (`K:DXGDOORBELL::Initialize`@0x1401D9E74). The queue stays until the OS
+/// destroys it; it runs nothing. References to give back are added to `held`.
+pub(crate) fn stop_queues_on<P: Platform>(
+    live: &Live<P>,
+    s: &mut Sched,
+    alloc: Handle,
+    held: &mut [u32; rvgpu_hw::regs::ENGINE_MAX as usize],
+) {
+    loop {
+        let next = s
+            .doorbells
+            .iter()
+            .filter(|(_, d)| d.allocations.contains(&alloc))
+            .find(|(h, d)| {
+                s.queues
+                    .get(&d.queue)
+                    .is_some_and(|q| q.doorbell == Some(**h) && q.ring.is_some())
+            })
+            .map(|(_, d)| d.queue);
+        let Some(queue) = next else {
+            return;
+        };
+        let slot = s.queues.get_mut(&queue).map(|q| {
+            q.ring = None;
+            (q.engine, q.id)
+        });
+        if let Some((engine, id)) = slot {
+            // Only empties the queue's slot, which cannot fail for lack of room.
+            let _ = runlist::commit_slot(&live.regs, s, engine, id, Some(queue));
+        }
+        for (n, more) in held.iter_mut().zip(detach_queue(live, s, queue)) {
+            *n = n.saturating_add(more);
+        }
+    }
+}
+
+/// Gives back the references [`detach_queue`] took off the doorbells (no lock held).
+pub(crate) fn release_detached<P: Platform>(
+    live: &Live<P>,
+    held: [u32; rvgpu_hw::regs::ENGINE_MAX as usize],
+) {
+    for (e, n) in (0u32..).zip(held) {
+        for _ in 0..n {
+            crate::power::ddi::release(live, e);
+        }
+    }
+}
+
 /// D3 entry: how many doorbells are still connected (bound to a physical doorbell). UM-14
 /// (Microsoft's user-mode submission page) has Dxgkrnl disconnect every doorbell before
 /// `SetPowerState(D3)`, which leaves none; a count above zero on a test machine says this
@@ -482,16 +658,6 @@ pub fn connected_at_d3<P: Platform>(live: &Live<P>) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-/// Whether a doorbell of a queue on `engine` is connected (bound to a physical doorbell): a
-/// ring can then reach the engine without the OS making it F0 first (`power::ddi::set_fstate`).
-pub fn connected_on_engine<P: Platform>(live: &Live<P>, engine: u32) -> bool {
-    let s = live.sched.lock();
-    let connected = s.doorbells.values().any(|d| {
-        d.physical.is_some() && s.queues.get(&d.queue).is_some_and(|q| q.engine == engine)
-    });
-    connected
-}
-
 /// DxgkDdiDisconnectDoorbell (PASSIVE; succeeds for every doorbell of ours).
 pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), Status> {
     sched::ddi::with_adapter::<P, _>(args.hDoorbell, Kind::Doorbell, |_, live, h| {
@@ -499,6 +665,7 @@ pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), 
         let d = s.doorbells.get(&h).ok_or(status::INVALID_HANDLE)?;
         let (queue, victim) = (d.queue, d.callbacks > 0);
         disconnect_locked(live, &mut s, h);
+        let held = s.doorbells.get_mut(&h).and_then(|d| d.held.take());
         // Collect a ring that hit the unbound page before this kick: the UMD's status page
         // says CONNECTED until Dxgkrnl updates it after this returns, so the UMD will not ring
         // again for that work. A ring after the kick and before Dxgkrnl's remap is still
@@ -510,6 +677,12 @@ pub fn disconnect<P: Platform>(args: &DXGKARG_DISCONNECTDOORBELL) -> Result<(), 
             if let Some(q) = s.queues.get(&queue) {
                 live.regs.write_at(q.engine, regs::QueueKick::new(q.id));
             }
+        }
+        drop(s);
+        // The OS disconnects before it powers the engine down (the pages) or destroys the
+        // doorbell: the engine is free to idle; a reconnect takes the reference again.
+        if let Some(e) = held {
+            crate::power::ddi::release(live, e);
         }
         Ok(())
     })
@@ -545,6 +718,10 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYDOORBELL) -> Result<(), Status
         if let Some((e, id)) = engine {
             // Only empties the queue's slot, which cannot fail for lack of room.
             let _ = runlist::commit_slot(&live.regs, &s, e, id, Some(d.queue));
+        }
+        drop(s);
+        if let Some(e) = d.held {
+            crate::power::ddi::release(live, e);
         }
         Ok(())
     })

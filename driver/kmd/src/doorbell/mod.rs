@@ -25,6 +25,12 @@ pub struct Doorbell {
     /// Victimisation callbacks (`DxgkCbDisconnectDoorbell`) naming this doorbell that are in
     /// flight: `DestroyDoorbell` waits for them (module doc, "Destroy waits").
     pub callbacks: u32,
+    /// The engine whose power component this doorbell holds active while it has a page (taken
+    /// at connect, given back when it loses the page: `crate::power::ddi::hold`).
+    pub held: Option<u32>,
+    /// The allocations of its ring and ring control: destroying either stops the queue
+    /// (`crate::allocation::ddi::destroy`).
+    pub allocations: [Handle; 2],
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -269,7 +275,7 @@ impl Physical {
 /// The device's rules for a ring (hardware.md 5.1, 12.3): a power-of-two size in range,
 /// an 8-aligned base, a 64-aligned control block, both inside the GPU VA range and not
 /// overlapping. Where they may point is decided by the allocations that hold them
-/// ([`crate::allocation::ddi::ring_from_allocations`]).
+/// ([`crate::allocation::ring_from_allocations`]).
 pub fn check_ring(r: &Ring) -> Result<(), Status> {
     let bad = Err(status::INVALID_PARAMETER);
     if !r.size.is_power_of_two() || !(RING_MIN..=RING_MAX).contains(&r.size) {

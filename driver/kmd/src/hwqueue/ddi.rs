@@ -232,16 +232,20 @@ fn insert<P: Platform>(
     Ok((id, engine))
 }
 
-/// DxgkDdiDestroyHwQueue (PASSIVE): only once its doorbell is gone. The queue leaves the
-/// runlist before its ring is freed.
+/// DxgkDdiDestroyHwQueue (PASSIVE): never refused for a queue of ours (Windows frees its queue
+/// whatever the driver answers: 24H2 `K:ADAPTER_RENDER::DdiDestroyHwQueue`@0x1403B4F34 only
+/// logs a failure). Doorbells still naming it are detached first
+/// ([`crate::doorbell::ddi::detach_queue`]). The queue leaves the runlist before its ring is
+/// freed.
 pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
     sched::ddi::with_adapter::<P, _>(h_queue, Kind::Queue, |_, live, h| {
-        let (kernel, id, engine) = {
+        let (kernel, id, engine, held) = {
             let mut s = live.sched.lock();
-            let q = s.queues.get(&h).ok_or(status::INVALID_HANDLE)?;
-            if q.doorbell.is_some() {
-                return Err(status::INVALID_DEVICE_STATE);
+            if !s.queues.contains_key(&h) {
+                return Err(status::INVALID_HANDLE);
             }
+            let held = crate::doorbell::ddi::detach_queue(live, &mut s, h);
+            let q = s.queues.get(&h).ok_or(status::INVALID_HANDLE)?;
             let was_runnable = s.runnable(q);
             let Some(q) = s.queues.remove(&h) else {
                 return Err(status::INVALID_HANDLE);
@@ -251,8 +255,9 @@ pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
                 // the id is freed after the queue has left the device either way.
                 let _ = runlist::commit_slot(&live.regs, &s, q.engine, q.id, None);
             }
-            (q.kernel, q.id, q.engine)
+            (q.kernel, q.id, q.engine, held)
         };
+        crate::doorbell::ddi::release_detached(live, held);
         // LOG-08: the ISR's table entry is cleared under the interrupt lock, so no ISR still
         // holds this queue's handle when we return (and the OS frees the queue); the id is
         // reused only after that.

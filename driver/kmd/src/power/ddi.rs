@@ -8,7 +8,7 @@ use rvgpu_ddi::power::{
     GUID_DXGKDDI_POWER_MANAGEMENT_STARTED, GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED,
 };
 use rvgpu_ddi::GUID;
-use rvgpu_hw::engine::ENGINE_POWER_STATES;
+use rvgpu_hw::engine::{ENGINE_POWER_F0, ENGINE_POWER_STATES};
 use rvgpu_hw::regs::{self, Caps, ENGINE_MAX};
 
 use super::component;
@@ -34,13 +34,48 @@ fn count<P: Platform>(live: &Live<P>) -> u32 {
 
 /// RestartFromTimeout: the adapter reset powered every engine up (hardware.md 10.3); the OS
 /// still holds the F-states it set, so they are programmed again, before any runlist commit.
+/// An engine whose component the driver holds stays powered whatever F-state was recorded.
 pub fn restore<P: Platform>(live: &Live<P>) {
     if !supported(live) {
         return;
     }
     for e in 0..live.identity.config.engines.min(ENGINE_MAX) {
-        live.regs
-            .write_at(e, regs::EnginePower::new(live.power.fstate(e)));
+        let f = if live.power.held(e) > 0 {
+            ENGINE_POWER_F0
+        } else {
+            live.power.fstate(e)
+        };
+        live.regs.write_at(e, regs::EnginePower::new(f));
+    }
+}
+
+/// Takes an active reference on `engine`'s component (PASSIVE, no lock held): the engine is
+/// powered when this returns (module documentation of [`super`], "Held components"). Returns
+/// whether a reference was taken, to be given back with [`release`] exactly once.
+pub fn hold<P: Platform>(live: &Live<P>, engine: u32) -> bool {
+    if !supported(live) || engine >= count(live) {
+        return false;
+    }
+    let Some(slot) = live.power.held_slot(engine) else {
+        return false;
+    };
+    if !live.dxgk.set_power_component_active(engine) {
+        return false;
+    }
+    slot.fetch_add(1, Ordering::AcqRel);
+    true
+}
+
+/// Gives back a reference [`hold`] took (PASSIVE, no lock held).
+pub fn release<P: Platform>(live: &Live<P>, engine: u32) {
+    let Some(slot) = live.power.held_slot(engine) else {
+        return;
+    };
+    let dropped = slot
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+        .is_ok();
+    if dropped {
+        live.dxgk.set_power_component_idle(engine);
     }
 }
 
@@ -89,19 +124,14 @@ pub fn set_fstate<P: Platform>(a: &Adapter<P>, component: u32, fstate: u32) -> R
     crate::etw::events::emit::<P, 3>(&crate::etw::events::POWER_FSTATE, || {
         [a.table_slot().into(), component.into(), fstate.into()]
     });
-    // Windows 24H2 disconnects no doorbell before F1 (the pages say it does, UM-14;
-    // docs/windows-bringup.md, "Where the code and the pages disagree"): a ring on a
-    // connected doorbell of a gated engine would wait for an F0 nobody asks for. So an engine
-    // with a connected doorbell is not gated; the OS's F1 stands, at F0's power.
-    if fstate != 0 && crate::doorbell::ddi::connected_on_engine(live, engine) {
-        return Ok(());
-    }
+    // An engine with a connected doorbell is never sent to F1: the driver holds its component
+    // active ([`hold`]), and PoFx idles a component only at reference count zero.
     live.regs.write_at(engine, regs::EnginePower::new(fstate));
     Ok(())
 }
 
 /// DxgkDdiPowerRuntimeControlRequest: Dxgkrnl's three notifications succeed (nothing to do:
-/// rvgpu calls no power-runtime callback); anything else is not a control code of rvgpu's.
+/// rvgpu sends no control request); anything else is not a control code of rvgpu's.
 pub fn control_request<P: Platform>(a: &Adapter<P>, code: &GUID) -> Result<(), Status> {
     // Before the start (PREPARE_TO_START comes after StartDevice, [D]
     // DpiFdoStartAdapter → StartRuntimePowerManagement) there is no adapter to notify.

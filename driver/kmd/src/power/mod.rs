@@ -35,6 +35,14 @@
 //!   `DXGADAPTER::DdiPowerRuntimeControlRequest`): the notifications succeed, every other
 //!   code (rvgpu defines none with a PEP) is `STATUS_INVALID_PARAMETER`.
 //!
+//! Held components: while a doorbell of a user-mode queue is connected, the driver holds its
+//! engine's component active (`DxgkCbSetPowerComponentActive` at connect, `Idle` when the
+//! doorbell loses its page: disconnect, victimisation, destroy). A ring can reach a connected
+//! queue at any time and no OS path brings the engine to F0 for it (24H2 takes no power
+//! reference in `K:DXGDOORBELL::Connect`@0x1401D7B90); PoFx moves a component to a lower
+//! F-state only at reference count zero ([M] nc-d3dkmddi-dxgkcb_setpowercomponentactive), and
+//! the device to D3 only once every component is idle ([M] nf-wdm-pofxsetdeviceidletimeout).
+//!
 //! State: the F-state the OS last set, per engine, in an atomic (written before the register,
 //! so a concurrent adapter reset, which may run beside these DDIs, is followed by
 //! [`ddi::restore`] in RestartFromTimeout with the latest value). D3 changes neither the register
@@ -73,21 +81,34 @@ const NODE_NUMBERS: [&[u8]; ENGINE_MAX as usize] = [
     b"15",
 ];
 
-/// The F-state the OS last set for each engine (index = node = component).
+/// The F-state the OS last set for each engine (index = node = component), and the active
+/// references the driver holds on each engine's component ([`ddi::hold`]).
 #[derive(Debug)]
 pub struct EnginePower {
     fstate: [AtomicU32; ENGINE_MAX as usize],
+    held: [AtomicU32; ENGINE_MAX as usize],
 }
 
 impl Default for EnginePower {
     fn default() -> Self {
         Self {
             fstate: core::array::from_fn(|_| AtomicU32::new(ENGINE_POWER_F0)),
+            held: core::array::from_fn(|_| AtomicU32::new(0)),
         }
     }
 }
 
 impl EnginePower {
+    /// The active references the driver holds on `engine`'s component.
+    pub fn held(&self, engine: u32) -> u32 {
+        self.held_slot(engine)
+            .map_or(0, |h| h.load(Ordering::Acquire))
+    }
+
+    fn held_slot(&self, engine: u32) -> Option<&AtomicU32> {
+        usize::try_from(engine).ok().and_then(|e| self.held.get(e))
+    }
+
     /// The F-state the OS last set for `engine` (F0 for an engine it never named).
     pub fn fstate(&self, engine: u32) -> u32 {
         usize::try_from(engine)

@@ -225,7 +225,6 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
         DxgkCbGetHandleParent, DxgkCbEnumHandleChildren, DxgkCbQueryVidPnInterface,
         DxgkCbQueryMonitorInterface, DxgkCbGetCaptureAddress, DxgkCbExcludeAdapterAccess,
         DxgkCbCreateContextAllocation, DxgkCbDestroyContextAllocation,
-        DxgkCbSetPowerComponentActive, DxgkCbSetPowerComponentIdle,
         DxgkCbAcquirePostDisplayOwnership, DxgkCbPowerRuntimeControlRequest,
         DxgkCbSetPowerComponentLatency, DxgkCbSetPowerComponentResidency,
         DxgkCbCompleteFStateTransition, DxgkCbCompletePStateTransition,
@@ -246,6 +245,8 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
     );
     i.DxgkCbQueryFeatureSupport = Some(query_feature_support);
     i.DxgkCbDisconnectDoorbell = Some(disconnect_doorbell);
+    i.DxgkCbSetPowerComponentActive = Some(set_power_component_active);
+    i.DxgkCbSetPowerComponentIdle = Some(set_power_component_idle);
     // TDR: the guilty context of an engine reset (crate::vidsch::tdr).
     i.DxgkCbInvalidateHwContext = Some(crate::vidsch::tdr::cb_invalidate_hw_context);
     i
@@ -260,6 +261,32 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
 /// and queue handles identify it.
 unsafe extern "system" fn disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
     crate::ums::cb_disconnect_doorbell(args)
+}
+
+/// `DxgkCbSetPowerComponentActive` (PASSIVE_LEVEL): one more active reference on a power
+/// component, which is in F0 when it returns ([`crate::ums::cb_component_active`]).
+unsafe extern "system" fn set_power_component_active(handle: HANDLE, component: u32) {
+    let Some(a) = enter(
+        Routine::DxgkCbSetPowerComponentActive,
+        handle,
+        set_power_component_active as *const () as usize,
+    ) else {
+        return;
+    };
+    crate::ums::cb_component_active(&a, component);
+}
+
+/// `DxgkCbSetPowerComponentIdle` (PASSIVE_LEVEL for an engine component): drops one active
+/// reference ([`crate::ums::cb_component_idle`]).
+unsafe extern "system" fn set_power_component_idle(handle: HANDLE, component: u32) {
+    let Some(a) = enter(
+        Routine::DxgkCbSetPowerComponentIdle,
+        handle,
+        set_power_component_idle as *const () as usize,
+    ) else {
+        return;
+    };
+    crate::ums::cb_component_idle(&a, component);
 }
 
 /// Code address of the `DxgkCbDisconnectDoorbell` callback (bug-check parameters).

@@ -81,6 +81,9 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
     if config.os_disconnects_doorbells {
         mc.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
     }
+    if config.pages_teardown {
+        mc.os.reading.teardown = rvgpu_simos::machine::answers::Teardown::QueuesFirst;
+    }
     if let Some(n) = config.log_entries {
         mc.os.log_entries = n;
     }
