@@ -175,11 +175,43 @@ impl Sched {
             })
     }
 
+    /// The space a DMA buffer submitted on context `ctx` runs in (docs/robustness.md, "Whose
+    /// buffer runs where"): `Some(root)` for a context of a GPU process other than the system
+    /// one, whose buffers run under its root with user privilege (INDIRECT_VM); `None` for the
+    /// OS's own contexts (the system process, or a device without a GPU process), whose
+    /// buffers the OS addresses. A process context without a root (VidMm has not set one, or
+    /// the driver refused it) is STATUS_INVALID_DEVICE_STATE: its buffer would run in the
+    /// identity space, on the bus, with kernel privilege.
+    pub fn buffer_root(&self, ctx: &Handle) -> Result<Option<u64>, Status> {
+        buffer_root(&self.contexts, &self.devices, &self.processes, ctx)
+    }
+
     /// Queues on `engine` that belong in its runlist, in handle (creation) order.
     pub fn runlist_entries(&self, engine: u32) -> impl Iterator<Item = &HwQueue> + '_ {
         self.queues
             .values()
             .filter(move |q| q.engine == engine && self.runnable(q))
+    }
+}
+
+/// [`Sched::buffer_root`] over the tables it reads (for a caller holding another table
+/// mutably).
+pub fn buffer_root(
+    contexts: &SortedMap<Handle, Context>,
+    devices: &SortedMap<Handle, Device>,
+    processes: &SortedMap<Handle, crate::process::Process>,
+    ctx: &Handle,
+) -> Result<Option<u64>, Status> {
+    let c = contexts.get(ctx).ok_or(status::INVALID_HANDLE)?;
+    let process = devices
+        .get(&c.device)
+        .and_then(|d| d.process)
+        .and_then(|p| processes.get(&p))
+        .is_some_and(|p| !p.system);
+    match (process, c.root) {
+        (false, _) => Ok(None),
+        (true, 0) => Err(status::INVALID_DEVICE_STATE),
+        (true, root) => Ok(Some(root)),
     }
 }
 
@@ -281,6 +313,26 @@ mod tests {
         assert_eq!(s.queues_of_process(p), 3);
         assert_eq!(s.contexts_of_process(h(Kind::Process, 8)), 0);
         assert_eq!(s.queues_of_process(h(Kind::Process, 8)), 0);
+    }
+
+    /// A process's DMA buffer runs under its context's root (user privilege); the OS's contexts
+    /// keep their own space; a process context without a root is refused, never run on the bus.
+    #[test]
+    fn a_process_buffer_runs_under_its_root_and_a_rootless_process_context_is_refused() {
+        let mut s = state();
+        assert_eq!(s.buffer_root(&h(Kind::Context, 1)), Ok(Some(0x4000)));
+        assert_eq!(s.buffer_root(&h(Kind::Context, 3)), Ok(None), "no process");
+        assert_eq!(
+            s.buffer_root(&h(Kind::Context, 9)),
+            Err(status::INVALID_HANDLE)
+        );
+        s.contexts.get_mut(&h(Kind::Context, 1)).unwrap().root = 0;
+        assert_eq!(
+            s.buffer_root(&h(Kind::Context, 1)),
+            Err(status::INVALID_DEVICE_STATE)
+        );
+        s.processes.get_mut(&h(Kind::Process, 7)).unwrap().system = true;
+        assert_eq!(s.buffer_root(&h(Kind::Context, 1)), Ok(None), "the OS's");
     }
 
     /// UM-11: an engine's runlist holds its runnable queues in handle order: none without a

@@ -1,7 +1,8 @@
 //! Kernel-mode submission: `DxgkDdiSubmitCommandToHwQueue` (UM-01, docs/hardware.md 5.6).
 //!
-//! The KMD appends to the queue's own ring `INDIRECT(DmaBufferVirtualAddress, DmaBufferSize)`
-//! (split into several INDIRECTs of at most `cmd::MAX_INDIRECT` bytes for a bigger buffer)
+//! The KMD appends to the queue's own ring `INDIRECT_VM(DmaBufferVirtualAddress,
+//! DmaBufferSize, root)` under the queue's process's root (a plain INDIRECT for the OS's
+//! queues), split into several of at most `cmd::MAX_INDIRECT` bytes for a bigger buffer,
 //! and `PROGRESS(PROGRESS_IRQ, HwQueueProgressFenceId)`, stores `write_ptr` with release
 //! ordering and writes the queue id to the engine's `QUEUE_KICK` (hardware.md 8.5, P1..P4).
 //! The PROGRESS makes the device post a `Progress` event, which the ISR reports as a
@@ -45,18 +46,6 @@ pub fn submit<P: Platform>(
         }
         let null_rendering = args.Flags.is_set(DXGK_SUBMITCOMMANDFLAGS::NullRendering);
         let mut words = [0u64; MAX_WORDS];
-        // A kernel-mode hardware queue runs in its process's space already (its descriptor's
-        // root): a plain INDIRECT.
-        let n = encode(
-            addr,
-            bytes,
-            0,
-            args.HwQueueProgressFenceId,
-            null_rendering,
-            &mut words,
-        )
-        .ok_or(status::INVALID_PARAMETER)?;
-        let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
         let mut guard = live.sched.lock();
         // One lookup of the queue; the device check reads the other tables beside it.
         let s = &mut *guard;
@@ -69,6 +58,22 @@ pub fn submit<P: Platform>(
             // UM-05: user-mode queues are fed through their doorbell only.
             return Err(status::INVALID_PARAMETER);
         }
+        // The buffer is the queue's process's: it runs under that process's root with user
+        // privilege (INDIRECT_VM), not with the kernel privilege of the queue's own ring; the
+        // OS's queues keep their space (plain INDIRECT). A process queue without a root is
+        // refused (docs/robustness.md, "Whose buffer runs where").
+        let root = crate::sched::buffer_root(&s.contexts, &s.devices, &s.processes, &q.context)?
+            .unwrap_or(0);
+        let n = encode(
+            addr,
+            bytes,
+            root,
+            args.HwQueueProgressFenceId,
+            null_rendering,
+            &mut words,
+        )
+        .ok_or(status::INVALID_PARAMETER)?;
+        let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
         let k = q.kernel.as_mut().ok_or(status::INVALID_DEVICE_STATE)?;
         // Earlier submissions held back go first; this one joins them if they still do not
         // fit or the ring is full (Windows turns a failure here into a device error, so a full
