@@ -183,7 +183,7 @@ impl Sched {
     /// the driver refused it) is STATUS_INVALID_DEVICE_STATE: its buffer would run in the
     /// identity space, on the bus, with kernel privilege.
     pub fn buffer_root(&self, ctx: &Handle) -> Result<Option<u64>, Status> {
-        buffer_root(&self.contexts, &self.devices, &self.processes, ctx)
+        buffer_root(&self.contexts, &self.devices, ctx).1
     }
 
     /// Queues on `engine` that belong in its runlist, in handle (creation) order.
@@ -195,24 +195,22 @@ impl Sched {
 }
 
 /// [`Sched::buffer_root`] over the tables it reads (for a caller holding another table
-/// mutably).
+/// mutably), with the device's error state read on the way (UM-10): `(in error, root)`.
 pub fn buffer_root(
     contexts: &SortedMap<Handle, Context>,
     devices: &SortedMap<Handle, Device>,
-    processes: &SortedMap<Handle, crate::process::Process>,
     ctx: &Handle,
-) -> Result<Option<u64>, Status> {
-    let c = contexts.get(ctx).ok_or(status::INVALID_HANDLE)?;
-    let process = devices
-        .get(&c.device)
-        .and_then(|d| d.process)
-        .and_then(|p| processes.get(&p))
-        .is_some_and(|p| !p.system);
-    match (process, c.root) {
+) -> (bool, Result<Option<u64>, Status>) {
+    let Some(c) = contexts.get(ctx) else {
+        return (false, Err(status::INVALID_HANDLE));
+    };
+    let d = devices.get(&c.device);
+    let root = match (d.is_some_and(|d| d.user_process), c.root) {
         (false, _) => Ok(None),
         (true, 0) => Err(status::INVALID_DEVICE_STATE),
         (true, root) => Ok(Some(root)),
-    }
+    };
+    (d.is_some_and(|d| d.in_error), root)
 }
 
 #[cfg(test)]
@@ -267,6 +265,7 @@ mod tests {
                     system: false,
                     in_error: false,
                     process,
+                    user_process: process.is_some(),
                 },
             );
         }
@@ -331,7 +330,7 @@ mod tests {
             s.buffer_root(&h(Kind::Context, 1)),
             Err(status::INVALID_DEVICE_STATE)
         );
-        s.processes.get_mut(&h(Kind::Process, 7)).unwrap().system = true;
+        s.devices.get_mut(&h(Kind::Device, 1)).unwrap().user_process = false;
         assert_eq!(s.buffer_root(&h(Kind::Context, 1)), Ok(None), "the OS's");
     }
 

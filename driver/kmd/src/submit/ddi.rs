@@ -52,20 +52,21 @@ pub fn submit<P: Platform>(
         // One lookup of the queue; the device check reads the other tables beside it.
         let s = &mut *guard;
         let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
+        // The buffer is the queue's process's: it runs under that process's root with user
+        // privilege (INDIRECT_VM), not with the kernel privilege of the queue's own ring; the
+        // OS's queues keep their space (plain INDIRECT). A process queue without a root is
+        // refused (docs/robustness.md, "Whose buffer runs where"). One walk of the context and
+        // device tables answers that and the device's error state.
+        let (in_error, root) = crate::sched::buffer_root(&s.contexts, &s.devices, &q.context);
         // UM-10: nothing more from a device put in error by an engine reset.
-        if crate::reset::queue_device_in_error(&s.contexts, &s.devices, q) {
+        if in_error {
             return Err(status::DEVICE_REMOVED);
         }
         if q.user_mode {
             // UM-05: user-mode queues are fed through their doorbell only.
             return Err(status::INVALID_PARAMETER);
         }
-        // The buffer is the queue's process's: it runs under that process's root with user
-        // privilege (INDIRECT_VM), not with the kernel privilege of the queue's own ring; the
-        // OS's queues keep their space (plain INDIRECT). A process queue without a root is
-        // refused (docs/robustness.md, "Whose buffer runs where").
-        let root = crate::sched::buffer_root(&s.contexts, &s.devices, &s.processes, &q.context)?
-            .unwrap_or(0);
+        let root = root?.unwrap_or(0);
         let n = encode(
             addr,
             bytes,
