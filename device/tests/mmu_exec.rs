@@ -1628,3 +1628,30 @@ fn indirect_vm_fence_wait_belongs_to_the_buffers_root() {
         }
     }
 }
+
+/// TLB_INVALIDATE is the kernel's: inside an INDIRECT_VM buffer (a process's DMA buffer, user
+/// privilege) it faults BadArgument before acting; the packets before it keep their effects,
+/// the ones after it never run.
+#[test]
+fn tlb_invalidate_inside_an_indirect_vm_buffer_faults() {
+    let (mut rig, p) = process_rig();
+    let mut k = identity_kqueue(&mut rig, 0, 1);
+    rig.commit(0, &[&k.q]);
+    let bytes = put_buffer(
+        &rig,
+        p.buf,
+        &encode(&[
+            fill(DATA_VA, 0x11),
+            Command::TlbInvalidate { root: 0 },
+            fill(DATA_VA + 8, 0x22),
+        ]),
+    );
+    submit(&rig, &mut k, &[ivm(BUF_VA, bytes, p.pt.root)]);
+    rig.run();
+    let f = faults(&rig.drain());
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].arg0, FaultCode::BadArgument as u64);
+    assert_eq!(rig.value(p.data), 0x11, "the packet before ran");
+    assert_eq!(rig.value(p.data + 8), 0, "nothing after it");
+    assert_eq!(snap(&rig, 1).unwrap().fault, Some(FaultCode::BadArgument));
+}

@@ -257,6 +257,137 @@ fn nf_01_user_queue_cannot_write_monitored_value() {
     no_fault(&m);
 }
 
+/// A DMA buffer runs with its process's privilege on a kernel-mode hardware queue too
+/// (`D3DKMTSubmitCommandToHwQueue`): a FILL across a native fence's MonitoredValue, which a
+/// process may map but only the OS may write (NF-01), faults at MonitoredValue as it would on
+/// a user-mode queue and never lands; the device goes to error, whose fences the OS then
+/// signals to `u64::MAX`.
+#[test]
+fn nf_01_kernel_mode_queue_buffer_cannot_write_monitored_value() {
+    const PATTERN: u64 = 0x0BAD_0BAD_0BAD_0BAD;
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.doorbells = 4;
+    cfg.os.reading = Reading::W26H1;
+    let m = started(cfg);
+    let v = process(&m);
+    let f = ok(
+        &m,
+        m.create_native_fence(0, v.p.pid, NativeFenceDesc::default()),
+    );
+    let waiter = ok(&m, m.wait_native_fence_event(&f, 5));
+    assert_ne!(f.monitored_value(), u64::MAX, "the CPU waiter armed it");
+    let context = okk(&m, v.k.create_context(0));
+    let mut pdd = hw_queue_pdd();
+    let q = okk(
+        &m,
+        v.k.create_hw_queue(context, false, zerocopy::IntoBytes::as_mut_bytes(&mut pdd)),
+    );
+    let buf = okk(
+        &m,
+        v.k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
+    );
+    let mut words = [0u64; 8];
+    let n = Command::Fill {
+        dst: f.monitored_value_va(),
+        bytes: 8,
+        pattern: PATTERN,
+    }
+    .encode(&mut words)
+    .unwrap();
+    for (i, w) in words[..n].iter().enumerate() {
+        buf.mem.store(i as u64 * 8, *w);
+    }
+    match v
+        .k
+        .submit_command_to_hw_queue(q.handle, 1, buf.gpu_va, (n * 8) as u32)
+    {
+        Ok(()) => {}
+        Err(st) if st.0 == STATUS_DEVICE_REMOVED => {}
+        Err(e) => panic!("submit: {e:?}; {}", diagnostics(&m)),
+    }
+    let va = faulted(&m, &v.p);
+    assert_eq!(va, f.monitored_value_va(), "the fault names MonitoredValue");
+    assert_ne!(
+        f.monitored_value(),
+        PATTERN,
+        "the buffer's write never landed"
+    );
+    assert_eq!(
+        f.current_value(),
+        u64::MAX,
+        "the OS ended the device's fences"
+    );
+    assert!(waiter.is_signaled());
+    drop(q);
+    ok(&m, m.kill_process(&v.p));
+    no_fault(&m);
+}
+
+/// The driver's `DxgkDdiSetRootPageTable`, while [`ROOTS_REFUSED`] is false.
+static SET_ROOT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+/// Set: the stand-in gives process contexts no root (as if the driver refused it).
+static ROOTS_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+type SetRoot = unsafe extern "system" fn(
+    rvgpu_ddi::HANDLE,
+    *const rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
+);
+
+unsafe extern "system" fn set_root_until_refused(
+    h: rvgpu_ddi::HANDLE,
+    args: *const rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
+) {
+    if ROOTS_REFUSED.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    // SAFETY: the address is the driver's DxgkDdiSetRootPageTable, stored as a `SetRoot`
+    // before the machine started; called with the OS's own arguments.
+    unsafe {
+        let f: SetRoot = std::mem::transmute(*SET_ROOT.get().unwrap());
+        f(h, args)
+    }
+}
+
+/// A process context without a root page table (the driver never accepted one) never runs a
+/// buffer on the bus: its kernel-mode queue's submission is refused (on 24H2 the device then
+/// goes to error), and the FILL it holds, aimed at the process's own buffer, never lands.
+#[test]
+fn a_process_context_without_a_root_runs_no_buffer() {
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        let real = t.DxgkDdiSetRootPageTable.expect("a GpuMmu driver");
+        let _ = SET_ROOT.set(real as usize);
+        t.DxgkDdiSetRootPageTable = Some(set_root_until_refused);
+    });
+    ROOTS_REFUSED.store(true, std::sync::atomic::Ordering::SeqCst);
+    let v = process(&m);
+    let context = okk(&m, v.k.create_context(0));
+    let mut pdd = hw_queue_pdd();
+    let q = okk(
+        &m,
+        v.k.create_hw_queue(context, false, zerocopy::IntoBytes::as_mut_bytes(&mut pdd)),
+    );
+    let cmds = okk(
+        &m,
+        v.k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
+    );
+    let mut words = [0u64; 8];
+    let n = fill(&v.buf, 0, 0xBAD).encode(&mut words).unwrap();
+    for (i, w) in words[..n].iter().enumerate() {
+        cmds.mem.store(i as u64 * 8, *w);
+    }
+    let r =
+        v.k.submit_command_to_hw_queue(q.handle, 1, cmds.gpu_va, (n * 8) as u32);
+    ok(&m, m.run_until_idle());
+    let in_error = m
+        .ums_events(0)
+        .contains(&UmsEvent::DeviceError { device: v.p.device });
+    assert!(r.is_err() || in_error, "{r:?}; {}", diagnostics(&m));
+    untouched(&m, &v.buf);
+    drop(q);
+    ok(&m, m.kill_process(&v.p));
+    no_fault(&m);
+}
+
 /// Unmap, then access: after the UMD destroys an allocation (VidMm unmaps it and flushes the
 /// TLB through the driver's paging buffers), the old VA faults; the GPU never uses the stale
 /// translation, and the freed memory is never written.

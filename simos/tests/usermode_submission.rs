@@ -2040,6 +2040,65 @@ fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
     exits_clean(&m, &p);
 }
 
+/// UM-01: a full kernel-mode ring is never a device loss for a well-behaved process. Its first
+/// DMA buffer waits on a native fence it signals later from the CPU; the 2,000 small buffers it
+/// submits meanwhile are all accepted (held back beyond the ring, within the process's backlog
+/// quota, docs/usermode-submission.md) and all run once it signals.
+#[test]
+fn um_01_a_full_kernel_mode_ring_holds_submissions_behind_a_gpu_wait() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (p, k) = user_process(&m);
+    let f = ok(
+        &m,
+        m.create_native_fence(0, p.pid, NativeFenceDesc::default()),
+    );
+    let context = okk(&m, k.create_context(0));
+    let mut pdd = hw_queue_pdd();
+    let q = okk(&m, k.create_hw_queue(context, false, pdd.as_mut_bytes()));
+    let t = okk(&m, k.create_allocation(4096));
+    let buffer = |cmds: &[Command]| {
+        let b = okk(&m, k.create_allocation_as(4096, AllocationKind::Commands));
+        let mut words = [0u64; 16];
+        let mut n = 0;
+        for c in cmds {
+            n += c.encode(&mut words[n..]).unwrap();
+        }
+        for (i, w) in words[..n].iter().enumerate() {
+            b.mem.store(i as u64 * 8, *w);
+        }
+        (b, (n * 8) as u32)
+    };
+    let (wait, wait_bytes) = buffer(&[Command::FenceWait {
+        addr: f.current_value_va(),
+        value: 1,
+    }]);
+    okk(
+        &m,
+        k.submit_command_to_hw_queue(q.handle, 1, wait.gpu_va, wait_bytes),
+    );
+    let (small, small_bytes) = buffer(&[Command::Fill {
+        dst: t.gpu_va,
+        bytes: 8,
+        pattern: 7,
+    }]);
+    for v in 2..=2001u64 {
+        if let Err(e) = k.submit_command_to_hw_queue(q.handle, v, small.gpu_va, small_bytes) {
+            panic!("submission {v} refused: {e:?}; {}", diagnostics(&m));
+        }
+    }
+    assert!(
+        !m.ums_events(0)
+            .iter()
+            .any(|e| matches!(e, UmsEvent::DeviceError { .. })),
+        "no device error"
+    );
+    ok(&m, m.signal_native_fence_from_cpu(&f, 1));
+    okk(&m, k.wait_for_fence(q.progress_fence().unwrap(), 2001));
+    assert_eq!(t.mem.load(0), 7);
+    drop(q);
+    exits_clean(&m, &p);
+}
+
 against_the_pe_image!();
 
 // ---------------------------------------------------------------------------------------------

@@ -30,8 +30,7 @@ impl Retained {
     /// One holder is done with it; the last destroys it. Work the OS does see may still use
     /// it: VidMm decides when it goes (no `AssumeNotInUse`).
     pub fn release<K: Kmt>(&self, kmt: &K) -> Result<(), NtStatus> {
-        // AcqRel: the last holder's destroy follows every holder's release.
-        if self.holders.fetch_sub(1, Ordering::AcqRel) != 1 {
+        if !self.let_go() {
             return Ok(());
         }
         kmt.destroy_allocation2(
@@ -40,6 +39,17 @@ impl Retained {
                 assume_not_in_use: false,
             },
         )
+    }
+}
+
+impl Retained {
+    /// One holder lets go: `true` for the last one, exactly once. A release with no holder
+    /// left changes nothing (never below zero, so never a second destroy).
+    fn let_go(&self) -> bool {
+        // AcqRel: the last holder's destroy follows every holder's release.
+        self.holders
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok_and(|before| before == 1)
     }
 }
 
@@ -85,5 +95,21 @@ impl RetainList {
             let _ = r.release(kmt);
             false
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// AL-03: the last of its holders, and only it, destroys a retained allocation; a release
+    /// past the last never goes below zero nor destroys twice.
+    #[test]
+    fn al03_only_the_last_holder_lets_go_and_never_below_zero() {
+        let r = Retained::new(7, 2);
+        assert!(!r.let_go());
+        assert!(r.let_go(), "the last holder");
+        assert!(!r.let_go(), "none left: no second destroy");
+        assert_eq!(r.holders.load(Ordering::Relaxed), 0);
     }
 }

@@ -547,15 +547,21 @@ fn destroy_backing<K: Kmt, M>(
         .filter(|(t, _)| !t.os_sees_work())
         .collect();
     if !blind.is_empty() {
-        // Every such queue holds it; the last to finish destroys it.
+        // Every such queue holds it; the last to finish destroys it. A queue that cannot hold
+        // it is waited for here and lets go even if the wait failed (its work is over or will
+        // never run), so the count always reaches zero; the first error is returned.
         let r = Retained::new(handle, blind.len());
+        let mut first = Ok(());
         for (t, value) in blind {
             if !t.retain_until(&r, value) {
-                wait_all(kmt, &[(t, value)])?;
-                r.release(kmt)?;
+                let waited = wait_all(kmt, &[(t, value)]);
+                let released = r.release(kmt).map_err(LockError::from);
+                if first.is_ok() {
+                    first = waited.and(released);
+                }
             }
         }
-        return Ok(());
+        return first;
     }
     kmt.destroy_allocation2(
         handle,

@@ -120,24 +120,34 @@ pub fn try_boxed_slice<P: Platform, T>(
     try_from_fn::<P, T>(n, f).map(Vec::into_boxed_slice)
 }
 
-/// A first-in first-out list of word runs (one run per submission), with fallible growth and a
-/// bound on the runs it holds. Runs leave from the front; the words move down on each
-/// removal, which is cheap for the few runs a full ring holds back.
+/// A first-in first-out list of word runs (one run per submission), with fallible growth.
+/// Runs leave from the front by moving a cursor; the consumed prefix is dropped once it is
+/// half of what is held, so a removal costs amortised O(1) entries moved, however long the
+/// list (it is drained at DISPATCH_LEVEL). What it may hold is the caller's quota
+/// ([`BACKLOG_PROCESS_BYTES`]).
 #[derive(Clone, Debug, Default)]
 pub struct Backlog {
     words: Vec<u64>,
     runs: Vec<usize>,
+    /// Words of `words` already taken.
+    head: usize,
+    /// Runs of `runs` already taken.
+    first: usize,
 }
 
-/// Runs a [`Backlog`] holds at most.
-pub const BACKLOG_RUNS: usize = 1024;
+/// Bytes of backlog one process may hold across its kernel-mode queues: far above what an
+/// application queues behind a wait (docs/usermode-submission.md).
+pub const BACKLOG_PROCESS_BYTES: usize = 4 << 20;
+
+/// Bytes a held submission of `words` words costs against [`BACKLOG_PROCESS_BYTES`]: its words
+/// and its length.
+pub const fn backlog_cost(words: usize) -> usize {
+    words.saturating_add(1).saturating_mul(8)
+}
 
 impl Backlog {
     /// Appends one run; on failure nothing changed.
     pub fn try_push<P: Platform>(&mut self, run: &[u64]) -> Result<(), NoMemory> {
-        if self.runs.len() >= BACKLOG_RUNS {
-            return Err(NoMemory);
-        }
         if self.words.capacity().saturating_sub(self.words.len()) < run.len() {
             try_reserve::<P, u64>(&mut self.words, run.len().max(64))?;
         }
@@ -151,27 +161,53 @@ impl Backlog {
 
     /// The oldest run.
     pub fn front(&self) -> Option<&[u64]> {
-        let n = *self.runs.first()?;
-        self.words.get(..n)
+        let n = *self.runs.get(self.first)?;
+        self.words.get(self.head..self.head.checked_add(n)?)
     }
 
     /// Drops the oldest run.
     pub fn pop_front(&mut self) {
-        if self.runs.is_empty() {
+        let Some(&n) = self.runs.get(self.first) else {
             return;
+        };
+        self.head = self.head.saturating_add(n).min(self.words.len());
+        self.first = self.first.saturating_add(1);
+        if self.first >= self.runs.len() {
+            self.words.clear();
+            self.runs.clear();
+            (self.head, self.first) = (0, 0);
+        } else if self.first >= self.runs.len() / 2 {
+            // Half taken: the rest moves down once (amortised over the runs taken).
+            #[cfg(test)]
+            count_moves(
+                self.words
+                    .len()
+                    .saturating_sub(self.head)
+                    .saturating_add(self.runs.len().saturating_sub(self.first)),
+            );
+            self.words.drain(..self.head);
+            self.runs.drain(..self.first);
+            (self.head, self.first) = (0, 0);
         }
-        let n = self.runs.remove(0);
-        self.words.drain(..n.min(self.words.len()));
     }
 
     /// Runs held.
     pub fn len(&self) -> usize {
-        self.runs.len()
+        self.runs.len().saturating_sub(self.first)
     }
 
     /// Whether nothing is held.
     pub fn is_empty(&self) -> bool {
-        self.runs.is_empty()
+        self.len() == 0
+    }
+
+    /// What the held runs cost against [`BACKLOG_PROCESS_BYTES`] ([`backlog_cost`] each).
+    pub fn bytes(&self) -> usize {
+        self.words
+            .len()
+            .saturating_sub(self.head)
+            .saturating_add(self.len())
+            .saturating_mul(8)
     }
 }
 
@@ -298,6 +334,8 @@ impl<K: Ord, V> SortedMap<K, V> {
         if i >= self.values.len() {
             return None;
         }
+        #[cfg(test)]
+        count_moves(self.keys.len().saturating_sub(i).saturating_sub(1));
         self.keys.remove(i);
         Some(self.values.remove(i))
     }
@@ -332,17 +370,30 @@ impl<K: Ord, V> SortedMap<K, V> {
         self.values.into_iter()
     }
 
-    /// Keeps the entries `f` accepts (never allocates).
+    /// Keeps the entries `f` accepts (never allocates). One pass, linear in the entries: each
+    /// kept entry moves at most once, to the end of the kept ones (their order stays), and
+    /// the rejected ones are dropped together at the end.
     pub fn retain(&mut self, mut f: impl FnMut(&K, &mut V) -> bool) {
-        let mut i = 0;
-        while let (Some(k), Some(v)) = (self.keys.get(i), self.values.get_mut(i)) {
-            if f(k, v) {
-                i = i.saturating_add(1);
-            } else {
-                self.keys.remove(i);
-                self.values.remove(i);
+        let n = self.keys.len().min(self.values.len());
+        let mut kept = 0usize;
+        for i in 0..n {
+            let keep = match (self.keys.get(i), self.values.get_mut(i)) {
+                (Some(k), Some(v)) => f(k, v),
+                _ => true,
+            };
+            if keep {
+                if kept != i {
+                    // `kept < i < n`: both in bounds. Everything in `kept..i` was rejected.
+                    self.keys.swap(kept, i);
+                    self.values.swap(kept, i);
+                    #[cfg(test)]
+                    count_moves(1);
+                }
+                kept = kept.saturating_add(1);
             }
         }
+        self.keys.truncate(kept);
+        self.values.truncate(kept);
     }
 }
 
@@ -368,6 +419,21 @@ std::thread_local! {
     static BUDGET: core::cell::Cell<u32> = const { core::cell::Cell::new(u32::MAX) };
     /// Allocations [`Host`] was asked for on this thread.
     static ASKED: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+    /// Entries a [`SortedMap`] removal moved on this thread (the exact work of a removal,
+    /// what the tests of bounded work at raised IRQL count).
+    static MOVES: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+/// Counts `n` entries moved by a removal ([`MOVES`]).
+#[cfg(test)]
+fn count_moves(n: usize) {
+    MOVES.with(|m| m.set(m.get().saturating_add(n as u64)));
+}
+
+/// Entries [`SortedMap`] removals moved on this thread since the last call (and resets it).
+#[cfg(test)]
+pub(crate) fn take_moves() -> u64 {
+    MOVES.with(|m| m.replace(0))
 }
 
 // SAFETY: the MMIO functions perform no access at all (there is no device).

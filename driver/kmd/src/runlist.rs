@@ -326,6 +326,7 @@ mod tests {
                 system: false,
                 in_error: false,
                 process: None,
+                user_process: false,
             },
         );
         for (n, engine) in [(1, 0), (2, 0), (3, 1)] {

@@ -7,12 +7,14 @@
 //!
 //! Targets: [`gpu_ring`] (device + command decoder), [`gpu_device`] (the device under
 //! arbitrary registers, user-mode queues and page tables), [`ddi`] (DDIs with user-mode private
-//! data through the simulated OS), [`kmd_events`] (event ring and fence logs with arbitrary
+//! data through the simulated OS), [`dma_buffer`] (a process's DMA buffer on a kernel-mode queue
+//! and a node context), [`kmd_events`] (event ring and fence logs with arbitrary
 //! GPU-written contents), [`umd_capi`] (the UMD's C API), [`vfu_backend`] (the vfio-user
 //! server's message handling, as a hostile client drives it).
 
 pub mod commands;
 pub mod ddi;
+pub mod dma_buffer;
 pub mod gpu_device;
 pub mod gpu_ring;
 pub mod input;
@@ -49,6 +51,11 @@ pub const TARGETS: &[Target] = &[
         name: "ddi",
         run: ddi::run,
         seeds: ddi::seeds,
+    },
+    Target {
+        name: "dma_buffer",
+        run: dma_buffer::run,
+        seeds: dma_buffer::seeds,
     },
     Target {
         name: "kmd_events",

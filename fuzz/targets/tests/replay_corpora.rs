@@ -58,3 +58,8 @@ fn fuzz_corpus_umd_capi_replays_clean() {
 fn fuzz_corpus_vfu_backend_replays_clean() {
     replay("vfu_backend");
 }
+
+#[test]
+fn fuzz_corpus_dma_buffer_replays_clean() {
+    replay("dma_buffer");
+}

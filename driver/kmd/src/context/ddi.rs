@@ -47,6 +47,9 @@ pub fn create_device<P: Platform>(
         }
         Some(p)
     };
+    let user_process = process
+        .and_then(|p| s.processes.get(&p))
+        .is_some_and(|p| !p.system);
     s.devices.try_insert::<P>(
         h,
         Device {
@@ -54,6 +57,7 @@ pub fn create_device<P: Platform>(
             system: flags.is_set(DXGK_CREATEDEVICEFLAGS::SystemDevice),
             in_error: false,
             process,
+            user_process,
         },
     )?;
     drop(s);

@@ -31,6 +31,9 @@ pub struct Device {
     pub in_error: bool,
     /// The GPU process (`DXGKARG_CREATEDEVICE::hKmdProcess`), if the OS named one.
     pub process: Option<Handle>,
+    /// `process` is a GPU process other than the system one (known at creation): its DMA
+    /// buffers run under its contexts' roots ([`crate::sched::buffer_root`]).
+    pub user_process: bool,
 }
 
 /// A GPU context.
@@ -90,6 +93,7 @@ mod tests {
                 system: false,
                 in_error: false,
                 process: Some(h(Kind::Process, 1)),
+                user_process: !system_process,
             },
         );
         s.contexts.insert(

@@ -159,6 +159,9 @@ pub(crate) fn packets(c: &D3DDDI_TESTCOMMANDBUFFER, target: Target) -> Result<Pa
         }
         D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_LOOP => Ok(Packets::One(Command::Hang)),
         D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_PREEMPTABLE_LOOP => match target {
+            // Without a progress fence (24H2 gives user-mode queues none) the wait would be
+            // at VA 0, a word the process may map and write: refused.
+            Target::Queue { progress } if progress.is_null() => Err(status::INVALID_PARAMETER),
             Target::Queue { progress } => Ok(Packets::One(Command::FenceWait {
                 addr: progress.get(),
                 value: u64::MAX,
@@ -246,6 +249,17 @@ mod tests {
                 addr: 0x10_0000,
                 value: u64::MAX
             }
+        );
+        // A queue the OS gave no progress fence (24H2's user-mode queues): the wait would be
+        // at VA 0, a word the process may map and write. Refused.
+        assert_eq!(
+            packets(
+                &D3DDDI_TESTCOMMANDBUFFER::op(D3DDDI_TESTCOMMANDBUFFEROP_INFINITE_PREEMPTABLE_LOOP),
+                Target::Queue {
+                    progress: GpuVa::new(0)
+                }
+            ),
+            Err(status::INVALID_PARAMETER)
         );
         // A context's node ring is preempted only by draining: no preemptible loop there.
         assert_eq!(

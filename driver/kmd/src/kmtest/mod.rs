@@ -12,7 +12,8 @@
 //! - INFINITE_PREEMPTABLE_LOOP, hardware queues only: `FENCE_WAIT` for `u64::MAX` on the
 //!   queue's own progress fence, which the queue's `PROGRESS` packets never reach. The queue is
 //!   blocked, not hung: the engine runs every other queue (higher priority first) and the wait
-//!   never ends. A context's buffers run on its node's ring, which every context of the engine
+//!   never ends. A queue without a progress fence (24H2's user-mode queues) is refused: the
+//!   wait would be at VA 0, which the process may map and write. A context's buffers run on its node's ring, which every context of the engine
 //!   shares and which is preempted only by draining (crate::node), so there a preemptible
 //!   infinite loop cannot exist: refused.
 //!

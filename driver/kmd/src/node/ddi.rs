@@ -19,13 +19,17 @@ use crate::submit;
 
 use super::{check_range, MAX_WORDS};
 
-/// The KMD context `raw` names on this adapter and node with its process's root page table
-/// (0: none set), or `None` for a null handle.
+/// The KMD context `raw` names on this adapter and node, or `None` for a null handle, with
+/// the root its buffers run under: with `virtual_buffer` (a buffer at a VA of the context's
+/// process), that process's root ([`crate::sched::Sched::buffer_root`]: a process context
+/// without one is refused), else 0 (the ring's own space, for buffers the OS addresses
+/// physically).
 fn context_on<P: Platform>(
     a: &Adapter<P>,
     live: &Live<P>,
     raw: rvgpu_ddi::HANDLE,
     node: u32,
+    virtual_buffer: bool,
 ) -> Result<Option<(Handle, u64)>, Status> {
     if raw.is_null() {
         return Ok(None);
@@ -36,7 +40,12 @@ fn context_on<P: Platform>(
     if c.engine != node {
         return Err(status::INVALID_PARAMETER);
     }
-    Ok(Some((h, c.root)))
+    let root = if virtual_buffer {
+        s.buffer_root(&h)?.unwrap_or(0)
+    } else {
+        0
+    };
+    Ok(Some((h, root)))
 }
 
 /// Whose DMA buffer a submission is: the context (`None`: the system context) and the root
@@ -160,7 +169,7 @@ pub fn submit_command<P: Platform>(
     if raw.is_null() {
         return Err(status::INVALID_PARAMETER);
     }
-    let context = context_on(a, live, raw, node)?;
+    let context = context_on(a, live, raw, node, false)?;
     push(
         live,
         node,
@@ -199,7 +208,9 @@ pub fn submit_command_virtual<P: Platform>(
     let bytes = u64::from(args.DmaBufferSize);
     let addr = GpuVa::new(args.DmaBufferVirtualAddress);
     check_range(addr, bytes)?;
-    let context = context_on(a, live, args.hContext, node)?;
+    // A process's buffer runs in its space (INDIRECT_VM with the context's root, user
+    // privilege); a process context without a root is refused, never run on the bus.
+    let context = context_on(a, live, args.hContext, node, true)?;
     push(
         live,
         node,
@@ -207,7 +218,6 @@ pub fn submit_command_virtual<P: Platform>(
         bytes,
         args.SubmissionFenceId,
         args.Flags,
-        // A process's buffer runs in its space (INDIRECT_VM with the context's root).
         Owner {
             context: context.map(|(h, _)| h),
             root: context.map_or(0, |(_, r)| r),

@@ -220,6 +220,7 @@ mod tests {
                     system: false,
                     in_error: false,
                     process,
+                    user_process: process.is_some(),
                 },
             );
         }

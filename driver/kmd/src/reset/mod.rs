@@ -404,6 +404,7 @@ mod tests {
                     system: false,
                     in_error: false,
                     process: None,
+                    user_process: false,
                 },
             );
         }

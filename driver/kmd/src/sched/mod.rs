@@ -175,12 +175,42 @@ impl Sched {
             })
     }
 
+    /// The space a DMA buffer submitted on context `ctx` runs in (docs/robustness.md, "Whose
+    /// buffer runs where"): `Some(root)` for a context of a GPU process other than the system
+    /// one, whose buffers run under its root with user privilege (INDIRECT_VM); `None` for the
+    /// OS's own contexts (the system process, or a device without a GPU process), whose
+    /// buffers the OS addresses. A process context without a root (VidMm has not set one, or
+    /// the driver refused it) is STATUS_INVALID_DEVICE_STATE: its buffer would run in the
+    /// identity space, on the bus, with kernel privilege.
+    pub fn buffer_root(&self, ctx: &Handle) -> Result<Option<u64>, Status> {
+        buffer_root(&self.contexts, &self.devices, ctx).1
+    }
+
     /// Queues on `engine` that belong in its runlist, in handle (creation) order.
     pub fn runlist_entries(&self, engine: u32) -> impl Iterator<Item = &HwQueue> + '_ {
         self.queues
             .values()
             .filter(move |q| q.engine == engine && self.runnable(q))
     }
+}
+
+/// [`Sched::buffer_root`] over the tables it reads (for a caller holding another table
+/// mutably), with the device's error state read on the way (UM-10): `(in error, root)`.
+pub fn buffer_root(
+    contexts: &SortedMap<Handle, Context>,
+    devices: &SortedMap<Handle, Device>,
+    ctx: &Handle,
+) -> (bool, Result<Option<u64>, Status>) {
+    let Some(c) = contexts.get(ctx) else {
+        return (false, Err(status::INVALID_HANDLE));
+    };
+    let d = devices.get(&c.device);
+    let root = match (d.is_some_and(|d| d.user_process), c.root) {
+        (false, _) => Ok(None),
+        (true, 0) => Err(status::INVALID_DEVICE_STATE),
+        (true, root) => Ok(Some(root)),
+    };
+    (d.is_some_and(|d| d.in_error), root)
 }
 
 #[cfg(test)]
@@ -235,6 +265,7 @@ mod tests {
                     system: false,
                     in_error: false,
                     process,
+                    user_process: process.is_some(),
                 },
             );
         }
@@ -281,6 +312,26 @@ mod tests {
         assert_eq!(s.queues_of_process(p), 3);
         assert_eq!(s.contexts_of_process(h(Kind::Process, 8)), 0);
         assert_eq!(s.queues_of_process(h(Kind::Process, 8)), 0);
+    }
+
+    /// A process's DMA buffer runs under its context's root (user privilege); the OS's contexts
+    /// keep their own space; a process context without a root is refused, never run on the bus.
+    #[test]
+    fn a_process_buffer_runs_under_its_root_and_a_rootless_process_context_is_refused() {
+        let mut s = state();
+        assert_eq!(s.buffer_root(&h(Kind::Context, 1)), Ok(Some(0x4000)));
+        assert_eq!(s.buffer_root(&h(Kind::Context, 3)), Ok(None), "no process");
+        assert_eq!(
+            s.buffer_root(&h(Kind::Context, 9)),
+            Err(status::INVALID_HANDLE)
+        );
+        s.contexts.get_mut(&h(Kind::Context, 1)).unwrap().root = 0;
+        assert_eq!(
+            s.buffer_root(&h(Kind::Context, 1)),
+            Err(status::INVALID_DEVICE_STATE)
+        );
+        s.devices.get_mut(&h(Kind::Device, 1)).unwrap().user_process = false;
+        assert_eq!(s.buffer_root(&h(Kind::Context, 1)), Ok(None), "the OS's");
     }
 
     /// UM-11: an engine's runlist holds its runnable queues in handle order: none without a

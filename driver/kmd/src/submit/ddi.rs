@@ -1,14 +1,16 @@
 //! Kernel-mode submission: `DxgkDdiSubmitCommandToHwQueue` (UM-01, docs/hardware.md 5.6).
 //!
-//! The KMD appends to the queue's own ring `INDIRECT(DmaBufferVirtualAddress, DmaBufferSize)`
-//! (split into several INDIRECTs of at most `cmd::MAX_INDIRECT` bytes for a bigger buffer)
+//! The KMD appends to the queue's own ring `INDIRECT_VM(DmaBufferVirtualAddress,
+//! DmaBufferSize, root)` under the queue's process's root (a plain INDIRECT for the OS's
+//! queues), split into several of at most `cmd::MAX_INDIRECT` bytes for a bigger buffer,
 //! and `PROGRESS(PROGRESS_IRQ, HwQueueProgressFenceId)`, stores `write_ptr` with release
 //! ordering and writes the queue id to the engine's `QUEUE_KICK` (hardware.md 8.5, P1..P4).
 //! The PROGRESS makes the device post a `Progress` event, which the ISR reports as a
 //! monitored-fence signal so the OS reads the progress fence.
 //!
-//! Nothing blocks: a ring without room for the whole submission refuses it with an NTSTATUS
-//! (the OS resubmits once earlier work has completed); a user-mode queue refuses it with
+//! Nothing blocks (the GPU may be waiting for a CPU signal the caller makes only after this
+//! returns): a ring without room holds the submission back, within the process's backlog quota
+//! ([`hold`]), and the DPC appends it once the CMP frees room; a user-mode queue refuses it with
 //! `STATUS_INVALID_PARAMETER` (UM-05). Submissions to one queue are serialised by the
 //! scheduler lock, which also keeps the queue alive while its ring is written.
 
@@ -20,6 +22,7 @@ use rvgpu_hw::regs;
 use super::{append, drain, encode, MAX_WORDS};
 use crate::adapter::{Adapter, Live};
 use crate::handle::{Handle, Kind};
+use crate::kmem::{backlog_cost, BACKLOG_PROCESS_BYTES};
 use crate::platform::Platform;
 use crate::status::{self, Status};
 
@@ -45,30 +48,35 @@ pub fn submit<P: Platform>(
         }
         let null_rendering = args.Flags.is_set(DXGK_SUBMITCOMMANDFLAGS::NullRendering);
         let mut words = [0u64; MAX_WORDS];
-        // A kernel-mode hardware queue runs in its process's space already (its descriptor's
-        // root): a plain INDIRECT.
-        let n = encode(
-            addr,
-            bytes,
-            0,
-            args.HwQueueProgressFenceId,
-            null_rendering,
-            &mut words,
-        )
-        .ok_or(status::INVALID_PARAMETER)?;
-        let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
         let mut guard = live.sched.lock();
         // One lookup of the queue; the device check reads the other tables beside it.
         let s = &mut *guard;
         let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
+        // The buffer is the queue's process's: it runs under that process's root with user
+        // privilege (INDIRECT_VM), not with the kernel privilege of the queue's own ring; the
+        // OS's queues keep their space (plain INDIRECT). A process queue without a root is
+        // refused (docs/robustness.md, "Whose buffer runs where"). One walk of the context and
+        // device tables answers that and the device's error state.
+        let (in_error, root) = crate::sched::buffer_root(&s.contexts, &s.devices, &q.context);
         // UM-10: nothing more from a device put in error by an engine reset.
-        if crate::reset::queue_device_in_error(&s.contexts, &s.devices, q) {
+        if in_error {
             return Err(status::DEVICE_REMOVED);
         }
         if q.user_mode {
             // UM-05: user-mode queues are fed through their doorbell only.
             return Err(status::INVALID_PARAMETER);
         }
+        let root = root?.unwrap_or(0);
+        let n = encode(
+            addr,
+            bytes,
+            root,
+            args.HwQueueProgressFenceId,
+            null_rendering,
+            &mut words,
+        )
+        .ok_or(status::INVALID_PARAMETER)?;
+        let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
         let k = q.kernel.as_mut().ok_or(status::INVALID_DEVICE_STATE)?;
         // Earlier submissions held back go first; this one joins them if they still do not
         // fit or the ring is full (Windows turns a failure here into a device error, so a full
@@ -76,13 +84,18 @@ pub fn submit<P: Platform>(
         if !k.backlog.is_empty() {
             drain(k);
         }
-        if !k.backlog.is_empty() || append(k, packets) == Err(status::INSUFFICIENT_RESOURCES) {
-            k.backlog
-                .try_push::<P>(packets)
-                .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+        let held =
+            !k.backlog.is_empty() || append(k, packets) == Err(status::INSUFFICIENT_RESOURCES);
+        let q = if held {
+            // The slow path (the ring is full): the process's quota, then the queue again.
+            let context = q.context;
+            hold::<P>(s, &h, context, packets)?;
             live.backlogged
                 .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        }
+            s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?
+        } else {
+            q
+        };
         q.last_submitted = args.HwQueueProgressFenceId;
         // Read here, not before the ring is written: nothing is kept live across those calls.
         let (engine, id) = (q.engine, q.id);
@@ -94,6 +107,41 @@ pub fn submit<P: Platform>(
         live.regs.write_at(engine, regs::QueueKick::new(id));
         Ok(())
     }
+}
+
+/// Holds `packets` back on queue `h` (of `context`): refused with
+/// STATUS_INSUFFICIENT_RESOURCES when the queue's process would hold more than
+/// [`BACKLOG_PROCESS_BYTES`] across its kernel-mode queues (a scan of the queues, on the
+/// full-ring path only), or when the pool is exhausted; nothing changes then.
+fn hold<P: Platform>(
+    s: &mut crate::sched::Sched,
+    h: &Handle,
+    context: Handle,
+    packets: &[u64],
+) -> Result<(), Status> {
+    let process_of = |c: &Handle| {
+        s.contexts
+            .get(c)
+            .and_then(|c| s.devices.get(&c.device))
+            .and_then(|d| d.process)
+    };
+    let process = process_of(&context);
+    let held = s
+        .queues
+        .values()
+        .filter(|o| process_of(&o.context) == process)
+        .filter_map(|o| o.kernel.as_ref())
+        .fold(0usize, |sum, k| sum.saturating_add(k.backlog.bytes()));
+    if held.saturating_add(backlog_cost(packets.len())) > BACKLOG_PROCESS_BYTES {
+        return Err(status::INSUFFICIENT_RESOURCES);
+    }
+    s.queues
+        .get_mut(h)
+        .and_then(|q| q.kernel.as_mut())
+        .ok_or(status::INVALID_DEVICE_STATE)?
+        .backlog
+        .try_push::<P>(packets)
+        .map_err(|_| status::INSUFFICIENT_RESOURCES)
 }
 
 /// The DPC's part (DISPATCH): every kernel-mode queue with held-back submissions appends what
@@ -292,16 +340,66 @@ mod tests {
         assert_eq!(k.buf.load((280 / 8) % 32, Ordering::Relaxed), Some(7));
     }
 
+    /// The backlog keeps its runs in order and what it holds is what it costs; taking runs
+    /// from the front moves amortised O(1) words each, however long it is (exact counts).
     #[test]
-    fn a_backlog_is_bounded() {
-        let mut b = crate::kmem::Backlog::default();
-        for _ in 0..crate::kmem::BACKLOG_RUNS {
-            b.try_push::<crate::kmem::Host>(&[1, 2]).unwrap();
-        }
-        assert!(b.try_push::<crate::kmem::Host>(&[1, 2]).is_err());
-        assert_eq!(b.front(), Some(&[1u64, 2][..]));
-        b.pop_front();
-        assert_eq!(b.len(), crate::kmem::BACKLOG_RUNS - 1);
+    fn a_backlog_keeps_order_and_its_cost_and_pops_in_amortised_constant_moves() {
+        let per_pop = |n: usize| {
+            let mut b = crate::kmem::Backlog::default();
+            for i in 0..n as u64 {
+                b.try_push::<crate::kmem::Host>(&[i; 6]).unwrap();
+            }
+            assert_eq!(b.bytes(), n * crate::kmem::backlog_cost(6));
+            crate::kmem::take_moves();
+            for i in 0..n as u64 {
+                assert_eq!(b.front(), Some(&[i; 6][..]));
+                b.pop_front();
+            }
+            assert!(b.is_empty() && b.bytes() == 0 && b.front().is_none());
+            crate::kmem::take_moves() as f64 / n as f64
+        };
+        let (small, big) = (per_pop(10_000), per_pop(100_000));
+        assert!(
+            small <= 14.0 && big <= 14.0,
+            "words moved per pop: {small} at 10^4, {big} at 10^5"
+        );
+    }
+
+    /// The figures docs/usermode-submission.md states for a full kernel-mode ring: small
+    /// submissions (one INDIRECT_VM) a ring holds, and what a process's backlog quota holds
+    /// behind a wait of those and of the largest.
+    #[test]
+    fn um_01_the_documented_backlog_figures_are_the_drivers() {
+        let mut w = [0u64; MAX_WORDS];
+        let small = super::encode(GpuVa::new(0x1000), 8, 0x2000, 1, false, &mut w).unwrap();
+        let ring = crate::hwqueue::KERNEL_RING_BYTES as usize / (small * 8);
+        let quota = crate::kmem::BACKLOG_PROCESS_BYTES;
+        let held_small = quota / crate::kmem::backlog_cost(small);
+        let held_largest = quota / crate::kmem::backlog_cost(MAX_WORDS);
+        let thousands = |n: usize| {
+            let s = n.to_string();
+            let mut out = String::new();
+            for (i, c) in s.chars().enumerate() {
+                if i > 0 && (s.len() - i).is_multiple_of(3) {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            out
+        };
+        let doc = include_str!("../../../../docs/usermode-submission.md").replace("\n  ", " ");
+        let stated = format!(
+            "holds at most {} MiB (`kmem::BACKLOG_PROCESS_BYTES`, 8 bytes per word and per \
+             submission): past a ring's {} small submissions, {} more, or {} of the largest",
+            quota >> 20,
+            thousands(ring),
+            thousands(held_small),
+            thousands(held_largest)
+        );
+        assert!(
+            doc.contains(&stated),
+            "docs/usermode-submission.md should say: {stated}"
+        );
     }
 
     #[test]
