@@ -13,13 +13,8 @@ mod common;
 use common::own_progress::NoUserProgress;
 use common::*;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_simos::Mode;
-use rvgpu_umd::fence::NativeFence;
-use rvgpu_umd::kmt::{
-    Allocation, AllocationCpu, AllocationKind, Doorbell, FenceCpu, HwQueue, Kmt, KmtHandle,
-    NtStatus,
-};
+use rvgpu_umd::kmt::{AllocationCpu, FenceCpu, Kmt};
 use rvgpu_umd::submit::{SubmissionPath, UserQueue};
 
 /// UM-16 / NF-03: without the OS's progress fence the queue creates a native fence, its
