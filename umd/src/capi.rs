@@ -507,6 +507,17 @@ fn out<T>(r: Result<T, RvgpuStatus>, write: impl FnOnce(T)) -> RvgpuStatus {
     }
 }
 
+/// Reads one dword of every 4 KiB of `dwords` (the first and the last included), so that
+/// memory the caller did not map faults before the caller's objects are held.
+#[inline(always)]
+fn touch(dwords: &[u32]) {
+    for d in dwords.iter().step_by(1024).chain(dwords.last()) {
+        // SAFETY: a reference into the caller's slice: valid for one read. Volatile so the
+        // read happens here, whatever the optimizer sees of its value.
+        let _ = unsafe { core::ptr::read_volatile(d) };
+    }
+}
+
 /// A C array as a slice (`count` 0 allows a null array; NULL with a count is refused).
 ///
 /// # Safety
@@ -695,6 +706,9 @@ pub unsafe extern "C" fn rvgpu_submit(
     let Some(dwords) = (unsafe { list(commands, dword_count) }) else {
         return RvgpuStatus::InvalidArgument;
     };
+    // Every page of the stream touched before the queue is pinned and locked: a stream
+    // pointer into nowhere faults here, with nothing held (a fault cannot unpin).
+    touch(dwords);
     // Validated packet by packet on its way into the ring (`packets`): nothing is published
     // or rung unless the whole stream is valid.
     let stream = Dwords(dwords);

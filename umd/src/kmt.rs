@@ -698,6 +698,12 @@ pub trait Kmt {
         let _ = fence;
         Err(STATUS_NOT_SUPPORTED)
     }
+    /// `D3DKMTSignalSynchronizationObjectFromCpu` of one fence (a native or monitored fence's
+    /// D3DKMT handle) to `value`. Default: `STATUS_NOT_SUPPORTED`.
+    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        let _ = (fence, value);
+        Err(STATUS_NOT_SUPPORTED)
+    }
     /// The CPU timestamp of the "queued" event (`QueuedOp::qpc`): `QueryPerformanceCounter` on
     /// Windows, `rvgpu_simos::qpc()` in the simulation, so that it is on the clock the KMD's
     /// `DxgkDdiCalibrateGpuClock` reports. Default: 0 (no clock; the timeline then has no

@@ -1828,6 +1828,10 @@ impl Kmt for WinKmt {
     }
 
     /// `D3DKMTDestroySynchronizationObject`.
+    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        WinKmt::signal_from_cpu(self, fence, value)
+    }
+
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
         self.destroy_sync_object(fence)
     }

@@ -10,6 +10,9 @@
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
 
+#[cfg(target_endian = "little")]
+use zerocopy::{FromBytes, IntoBytes};
+
 use rvgpu_hw::cmd::{
     decode, decode_header, header, Command, Header, LogKind, Opcode, LOG_SIGNAL, MAX_INDIRECT,
     MAX_TRANSFER, PROGRESS_IRQ, SIGNAL_ALWAYS_IRQ, SIGNAL_CONDITIONAL_IRQ,
@@ -173,10 +176,18 @@ impl Packets for [Command] {
 #[derive(Clone, Copy, Debug)]
 pub struct Dwords<'a>(pub &'a [u32]);
 
-/// The 64-bit word of a (low, high) dword pair at `at` dwords into `d`.
+/// The 64-bit word of a (low, high) dword pair at `at` dwords into `d`: one 8-byte load from
+/// the caller's memory where the target is little-endian (its low dword's address first, so a
+/// stream pointer into nowhere faults there).
 #[inline(always)]
 fn pair(d: &[u32], at: usize) -> Option<u64> {
-    match d.get(at..at.checked_add(2)?)? {
+    let p = d.get(at..at.checked_add(2)?)?;
+    #[cfg(target_endian = "little")]
+    {
+        u64::read_from_bytes(p.as_bytes()).ok()
+    }
+    #[cfg(not(target_endian = "little"))]
+    match p {
         &[lo, hi] => Some(u64::from(lo) | (u64::from(hi) << 32)),
         _ => None,
     }
@@ -249,9 +260,7 @@ impl Packets for Dwords<'_> {
                 }
             } else {
                 for p in args.chunks_exact(2) {
-                    if let &[lo, hi] = p {
-                        out.put(u64::from(lo) | (u64::from(hi) << 32));
-                    }
+                    out.put(pair(p, 0).unwrap_or(0));
                 }
             }
             rest = after;
