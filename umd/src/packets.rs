@@ -193,10 +193,14 @@ fn pair(d: &[u32], at: usize) -> Option<u64> {
     }
 }
 
+/// A packet found in a stream: its header word, header and dwords, and the rest of the
+/// stream.
+type Packet<'a> = (u64, Header, &'a [u32], &'a [u32]);
+
 /// The packet at the start of `rest` (dwords): its header word, header and dwords, and what
 /// follows it; every argument checked as the hardware's decoder checks it.
 #[inline(always)]
-fn packet(rest: &[u32]) -> Result<(u64, Header, &[u32], &[u32]), Refused> {
+fn packet(rest: &[u32]) -> Result<Packet<'_>, Refused> {
     let bad = Refused::Bad;
     let first = pair(rest, 0).ok_or(bad)?;
     let h = decode_header(first).map_err(|_| bad)?;
@@ -533,7 +537,7 @@ mod tests {
     /// Decoding packet by packet with the hardware's decoder, as the C API did before its
     /// streams went into the ring in one pass: the reference the one-pass check must match.
     fn reference_parse(dwords: &[u32]) -> Option<Vec<Command>> {
-        if dwords.len() % 2 != 0 {
+        if !dwords.len().is_multiple_of(2) {
             return None;
         }
         let words: Vec<u64> = dwords
