@@ -511,10 +511,17 @@ fn out<T>(r: Result<T, RvgpuStatus>, write: impl FnOnce(T)) -> RvgpuStatus {
 /// memory the caller did not map faults before the caller's objects are held.
 #[inline(always)]
 fn touch(dwords: &[u32]) {
-    for d in dwords.iter().step_by(1024).chain(dwords.last()) {
+    let read = |d: &u32| {
         // SAFETY: a reference into the caller's slice: valid for one read. Volatile so the
         // read happens here, whatever the optimizer sees of its value.
         let _ = unsafe { core::ptr::read_volatile(d) };
+    };
+    if let (Some(first), Some(last)) = (dwords.first(), dwords.last()) {
+        read(first);
+        if dwords.len() > 1024 {
+            dwords.iter().step_by(1024).for_each(read);
+        }
+        read(last);
     }
 }
 

@@ -10,9 +10,6 @@
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
 
-#[cfg(target_endian = "little")]
-use zerocopy::{FromBytes, IntoBytes};
-
 use rvgpu_hw::cmd::{
     decode, decode_header, header, Command, Header, LogKind, Opcode, LOG_SIGNAL, MAX_INDIRECT,
     MAX_TRANSFER, PROGRESS_IRQ, SIGNAL_ALWAYS_IRQ, SIGNAL_CONDITIONAL_IRQ,
@@ -176,18 +173,10 @@ impl Packets for [Command] {
 #[derive(Clone, Copy, Debug)]
 pub struct Dwords<'a>(pub &'a [u32]);
 
-/// The 64-bit word of a (low, high) dword pair at `at` dwords into `d`: one 8-byte load from
-/// the caller's memory where the target is little-endian (its low dword's address first, so a
-/// stream pointer into nowhere faults there).
+/// The 64-bit word of a (low, high) dword pair at `at` dwords into `d`.
 #[inline(always)]
 fn pair(d: &[u32], at: usize) -> Option<u64> {
-    let p = d.get(at..at.checked_add(2)?)?;
-    #[cfg(target_endian = "little")]
-    {
-        u64::read_from_bytes(p.as_bytes()).ok()
-    }
-    #[cfg(not(target_endian = "little"))]
-    match p {
+    match d.get(at..at.checked_add(2)?)? {
         &[lo, hi] => Some(u64::from(lo) | (u64::from(hi) << 32)),
         _ => None,
     }
