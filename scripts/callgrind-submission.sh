@@ -18,8 +18,6 @@
 #                        buffer copy, D3DKMTSubmitCommandToHwQueue in the simulated OS, and the
 #                        KMD's DxgkDdiSubmitCommandToHwQueue;
 #   - rvgpu_kmd::ddi::submission::submit_command_to_hw_queue = that KMD DDI alone;
-#   - cg_cpu_signal    = Kmt::signal_from_cpu of a native fence (the Rust UMD's CPU signal,
-#                        the counterpart of the DLL's rvgpu_fence_signal): thunk and OS;
 #   - cg_floor_submit  = the floor of cg_user_submit: the same ring words, the
 #                        last-queued value, the write pointer, the same doorbell store and its
 #                        status read, with no UMD logic;
@@ -74,7 +72,6 @@ per() {
 SCALE_ENV=""
 read -r -a USER <<<"$(per user 'ums_callgrind::cg_user_submit*' submits)"
 read -r -a FLOOR <<<"$(per floor 'ums_callgrind::cg_floor_submit*' submits)"
-read -r -a CPU_SIGNAL <<<"$(per cpusignal 'ums_callgrind::cg_cpu_signal*' submits)"
 read -r -a KERNEL <<<"$(per kernel 'ums_callgrind::cg_kernel_submit*' submits)"
 read -r -a KMD_SUBMIT <<<"$(per kernel 'rvgpu_kmd::ddi::submission::submit_command_to_hw_queue*' ddi_calls)"
 read -r -a THUNK_COST <<<"$(per kernel 'rvgpu_simos::kmt::charge_thunk_cost*' submits)"
@@ -92,7 +89,6 @@ echo "| operation | total | own | device | OS | platform |"
 echo "|---|---:|---:|---:|---:|---:|"
 row "UserQueue::submit, one FILL (user mode)" "${USER[*]}"
 row "floor: the same stores + the same doorbell store" "${FLOOR[*]}"
-row "Kmt::signal_from_cpu, a native fence (CPU signal: UMD + thunk)" "${CPU_SIGNAL[*]}"
 row "KernelQueue::submit, one FILL (UMD + thunk + KMD)" "${KERNEL[*]}"
 row "of which DxgkDdiSubmitCommandToHwQueue" "${KMD_SUBMIT[*]}"
 row "of which the modelled system call + thunk cost" "${THUNK_COST[*]}"
