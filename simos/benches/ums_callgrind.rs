@@ -15,7 +15,7 @@
 //!   closing packet, pre-encoded but for the value word), the last-queued value, the write pointer and the
 //!   doorbell store with its status read, stored directly into a queue built from the thunks
 //!   (`cg_floor_submit`): what any user-mode submission must do, with the same doorbell trap.
-//! - `cpusignal`: K × `Kmt::signal_from_cpu` of a native fence to its next value
+//! - `cpusignal`: K × `Kmt::signal_native_from_cpu` of a native fence to its next value
 //!   (`cg_cpu_signal`, the Rust UMD's CPU fence signal: the counterpart of the DLL's
 //!   `rvgpu_fence_signal`); `submits` counts them.
 //! - `victim`: one physical doorbell, 64 user-mode queues (doorbells created beforehand; other
@@ -92,10 +92,10 @@ fn cg_floor_submit(
     std::hint::black_box(db.status());
 }
 
-/// `Kmt::signal_from_cpu` (`D3DKMTSignalSynchronizationObjectFromCpu`).
+/// `Kmt::signal_native_from_cpu` (`D3DKMTSignalSynchronizationObjectFromCpu`).
 #[inline(never)]
 fn cg_cpu_signal(k: &SimKmt<'_>, fence: KmtHandle, value: u64) {
-    if let Err(e) = k.signal_from_cpu(fence, value) {
+    if let Err(e) = k.signal_native_from_cpu(fence, value) {
         panic!("CPU signal: {e:?}");
     }
 }

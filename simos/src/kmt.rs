@@ -777,7 +777,7 @@ impl Kmt for SimKmt<'_> {
         self.with_kmt_handle(mine)
     }
 
-    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+    fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         self.signal_fence_from_cpu(fence, value)
     }
 

@@ -700,7 +700,7 @@ pub trait Kmt {
     }
     /// `D3DKMTSignalSynchronizationObjectFromCpu` of one fence (a native or monitored fence's
     /// D3DKMT handle) to `value`. Default: `STATUS_NOT_SUPPORTED`.
-    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+    fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let _ = (fence, value);
         Err(STATUS_NOT_SUPPORTED)
     }

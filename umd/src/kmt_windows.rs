@@ -1828,7 +1828,7 @@ impl Kmt for WinKmt {
     }
 
     /// `D3DKMTDestroySynchronizationObject`.
-    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+    fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         WinKmt::signal_from_cpu(self, fence, value)
     }
 

@@ -336,8 +336,12 @@ macro_rules! forward_kmt {
             fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
                 (**self).destroy_native_fence(fence)
             }
-            fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-                (**self).signal_from_cpu(fence, value)
+            fn signal_native_from_cpu(
+                &self,
+                fence: KmtHandle,
+                value: u64,
+            ) -> Result<(), NtStatus> {
+                (**self).signal_native_from_cpu(fence, value)
             }
             fn cpu_timestamp(&self) -> u64 {
                 (**self).cpu_timestamp()
