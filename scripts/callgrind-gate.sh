@@ -2,7 +2,8 @@
 # Instruction-count regression gate: runs scripts/callgrind-submission.sh,
 # scripts/callgrind-fences.sh (K = 200, scaling tables off) and scripts/pe-instructions.sh
 # (rvgpu.sys's own count per DDI in the emulator: ISR, DPC, UpdateMonitoredValues,
-# SubmitCommandToHwQueue, ConnectDoorbell) and compares the total and own
+# SubmitCommandToHwQueue, ConnectDoorbell), counts rvgpu_umd.dll's own instructions per
+# rvgpu_submit, rvgpu_queue_submit and rvgpu_fence_signal in the emulator, and compares the total and own
 # (driver or UMD) instruction counts of every row with the committed baseline
 # scripts/callgrind-baseline.txt. Fails when a figure grew by more than 10 %; a figure that
 # shrank by more than 10 % is reported, so the baseline can be re-blessed to keep the gain.
@@ -42,6 +43,13 @@ done >"$CURRENT"
 bash "$ROOT/scripts/pe-instructions.sh" "$K" |
     awk '/^  Dxgk/ && $NF ~ /^[0-9]+$/ { n = $NF; sub(/ +[0-9]+$/, ""); sub(/^ +/, ""); print "rvgpu.sys: " $0 "|" n "|" n }' \
     >>"$CURRENT"
+# "rvgpu_umd.dll: call|n|n" per call: the shipped DLL's own instructions in the emulator
+# (simos/tests/pe_umd.rs `dll_instructions`, exact for a build), beside the Rust UMD's rows.
+(cd "$ROOT" && RVGPU_PE_COUNT=1 cargo test -q -p rvgpu-simos --test pe_umd -- --ignored \
+    --nocapture dll_instructions) 2>/dev/null |
+    awk '/^rvgpu_umd.dll: [0-9.]+ instructions per / {
+        n = sprintf("%.0f", $2); sub(/^rvgpu_umd.dll: [0-9.]+ instructions per /, "")
+        print "rvgpu_umd.dll: " $0 "|" n "|" n }' >>"$CURRENT"
 # "bus|path|reads|writes" per call, from the device model's counts (not from callgrind).
 (cd "$ROOT" && RVGPU_BUS_GATE=1 cargo test -q -p rvgpu-simos --test bus_cost -- --nocapture \
     bus_cost_of_each_hot_path) | grep '^bus|' >>"$CURRENT"

@@ -15,6 +15,9 @@
 //!   closing packet, pre-encoded but for the value word), the last-queued value, the write pointer and the
 //!   doorbell store with its status read, stored directly into a queue built from the thunks
 //!   (`cg_floor_submit`): what any user-mode submission must do, with the same doorbell trap.
+//! - `cpusignal`: K × `Kmt::signal_native_from_cpu` of a native fence to its next value
+//!   (`cg_cpu_signal`, the Rust UMD's CPU fence signal: the counterpart of the DLL's
+//!   `rvgpu_fence_signal`); `submits` counts them.
 //! - `victim`: one physical doorbell, 64 user-mode queues (doorbells created beforehand; other
 //!   numbers with `RVGPU_CALLGRIND_DOORBELLS` and `RVGPU_CALLGRIND_QUEUES`, the scaling table);
 //!   K connects round-robin after a first round that connects every queue once:
@@ -89,6 +92,14 @@ fn cg_floor_submit(
     std::hint::black_box(db.status());
 }
 
+/// `Kmt::signal_native_from_cpu` (`D3DKMTSignalSynchronizationObjectFromCpu`).
+#[inline(never)]
+fn cg_cpu_signal(k: &SimKmt<'_>, fence: KmtHandle, value: u64) {
+    if let Err(e) = k.signal_native_from_cpu(fence, value) {
+        panic!("CPU signal: {e:?}");
+    }
+}
+
 /// `D3DKMTConnectDoorbell` (the simulated OS, the KMD's DDI and its callback).
 #[inline(never)]
 fn cg_connect(k: &SimKmt<'_>, doorbell: KmtHandle) {
@@ -154,6 +165,19 @@ fn main() {
                 ddi_calls = submits;
                 okk(&m, q.close());
             }
+            ok(&m, m.exit_process(&p));
+            assert!(m.fault().is_none(), "{:?}", m.fault());
+        }
+        "cpusignal" => {
+            let m = with_doorbells(Mode::Step, 4);
+            let p = ok(&m, m.create_process(0));
+            let k = m.kmt(&p);
+            let f = okk(&m, k.create_native_fence(0));
+            while submits < k_ops {
+                submits += 1;
+                cg_cpu_signal(&k, f.kmt, submits);
+            }
+            okk(&m, k.destroy_native_fence(f.kmt));
             ok(&m, m.exit_process(&p));
             assert!(m.fault().is_none(), "{:?}", m.fault());
         }

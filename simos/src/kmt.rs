@@ -778,6 +778,10 @@ impl Kmt for SimKmt<'_> {
         self.with_kmt_handle(mine)
     }
 
+    fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        self.signal_fence_from_cpu(fence, value)
+    }
+
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
         self.own_native_fence(fence).map_err(not_in_table)?;
         let f = self

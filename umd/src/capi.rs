@@ -25,8 +25,8 @@
 //!   and every other call validates its arguments and refuses its handles.
 //!
 //! Command streams are rvgpu packets (docs/hardware.md, "Command set"): 64-bit words, each
-//! passed as two 32-bit dwords, low half first; they are decoded and validated before anything
-//! is written ([`parse_commands`]).
+//! passed as two 32-bit dwords, low half first; each packet is validated before its words go
+//! into the ring, and nothing is published unless all are valid ([`crate::packets`]).
 //!
 //! Buffers (AL-01 … AL-03; `capi_buffer`): `rvgpu_buffer_lock` maps a buffer with
 //! `RVGPU_LOCK_*` flags (the values of [`LockFlags`]) and names the queues whose work may use
@@ -48,9 +48,10 @@ use alloc::vec::Vec;
 use core::ffi::{c_char, c_void};
 use core::ptr;
 
-use rvgpu_hw::cmd::{decode, decode_header, Command};
+use rvgpu_hw::cmd::Command;
 
 use crate::kmt::NtStatus;
+use crate::packets::{Dwords, Packets};
 use crate::submit::SubmitError;
 use crate::usage::LockFlags;
 
@@ -299,46 +300,10 @@ pub struct RvgpuBuffer {
 /// a WRITE_DATA: a [`Command`] carries no data words, so the UMD could only pass one on with
 /// its data lost (page-table writes belong to the kernel's paging buffers anyway).
 pub fn parse_commands(dwords: &[u32]) -> Result<Vec<Command>, RvgpuStatus> {
-    let bad = RvgpuStatus::InvalidArgument;
-    if !dwords.len().is_multiple_of(2) {
-        return Err(bad);
-    }
-    let word = |i: usize| dwords.get(2 * i..2 * i + 2).map(dword_pair);
-    // Decoded from the caller's dwords (no copy of the whole stream); a short batch's list
-    // never grows (every packet is at least a word).
-    let mut out = Vec::with_capacity((dwords.len() / 2).min(16));
-    let mut packet = [0u64; 8];
-    let mut long = Vec::new();
-    let mut i = 0usize;
-    while let Some(first) = word(i) {
-        let len = usize::from(decode_header(first).map_err(|_| bad)?.len);
-        // Short packets (all but long NOPs and WRITE_DATA) in a buffer on the stack.
-        let words = if len <= packet.len() {
-            packet.get_mut(..len).ok_or(bad)?
-        } else {
-            long.resize(len, 0);
-            long.as_mut_slice()
-        };
-        let end = i.checked_add(len).ok_or(bad)?;
-        let src = dwords.get(2 * i..2 * end).ok_or(bad)?;
-        for (w, pair) in words.iter_mut().zip(src.chunks_exact(2)) {
-            *w = dword_pair(pair);
-        }
-        match decode(words).map_err(|_| bad)? {
-            Command::WriteData { .. } => return Err(bad),
-            c => out.push(c),
-        }
-        i = end;
-    }
-    Ok(out)
-}
-
-/// The 64-bit word of a (low, high) dword pair.
-fn dword_pair(pair: &[u32]) -> u64 {
-    match pair {
-        &[lo, hi] => u64::from(lo) | (u64::from(hi) << 32),
-        _ => 0,
-    }
+    Dwords(dwords)
+        .commands()
+        .map(alloc::borrow::Cow::into_owned)
+        .map_err(|_| RvgpuStatus::InvalidArgument)
 }
 
 /// A validated batch: the packets and the (fence handle, value) lists.
@@ -377,7 +342,7 @@ mod imp {
     pub fn submit(_q: usize, _b: &Batch) -> Result<u64, RvgpuStatus> {
         Err(NONE)
     }
-    pub fn submit_commands(_q: usize, _c: &[rvgpu_hw::cmd::Command]) -> Result<u64, RvgpuStatus> {
+    pub fn submit_dwords(_q: usize, _c: crate::packets::Dwords<'_>) -> Result<u64, RvgpuStatus> {
         Err(NONE)
     }
     pub fn queue_wait(_q: usize, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
@@ -539,6 +504,24 @@ fn out<T>(r: Result<T, RvgpuStatus>, write: impl FnOnce(T)) -> RvgpuStatus {
             RvgpuStatus::Ok
         }
         Err(e) => e,
+    }
+}
+
+/// Reads one dword of every 4 KiB of `dwords` (the first and the last included), so that
+/// memory the caller did not map faults before the caller's objects are held.
+#[inline(always)]
+fn touch(dwords: &[u32]) {
+    let read = |d: &u32| {
+        // SAFETY: a reference into the caller's slice: valid for one read. Volatile so the
+        // read happens here, whatever the optimizer sees of its value.
+        let _ = unsafe { core::ptr::read_volatile(d) };
+    };
+    if let (Some(first), Some(last)) = (dwords.first(), dwords.last()) {
+        read(first);
+        if dwords.len() > 1024 {
+            dwords.iter().step_by(1024).for_each(read);
+        }
+        read(last);
     }
 }
 
@@ -721,8 +704,7 @@ pub unsafe extern "C" fn rvgpu_submit(
     if commands.is_null() || dword_count == 0 {
         return RvgpuStatus::InvalidArgument;
     }
-    // `rvgpu_queue_submit` without fence lists: the same checks in the same order, without
-    // building the lists.
+    // `rvgpu_queue_submit` without fence lists: the same checks, without building the lists.
     // SAFETY: forwarded caller contract.
     if !unsafe { clear(out_progress, 0) } || queue.is_null() {
         return RvgpuStatus::InvalidArgument;
@@ -731,14 +713,23 @@ pub unsafe extern "C" fn rvgpu_submit(
     let Some(dwords) = (unsafe { list(commands, dword_count) }) else {
         return RvgpuStatus::InvalidArgument;
     };
-    let cmds = match parse_commands(dwords) {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
-    // SAFETY: accepted by `clear`.
-    out(imp::submit_commands(h(queue), &cmds), |v| unsafe {
-        put(out_progress, v)
-    })
+    // Every page of the stream touched before the queue is pinned and locked: a stream
+    // pointer into nowhere faults here, with nothing held (a fault cannot unpin).
+    touch(dwords);
+    // Validated packet by packet on its way into the ring (`packets`): nothing is published
+    // or rung unless the whole stream is valid.
+    let stream = Dwords(dwords);
+    match imp::submit_dwords(h(queue), stream) {
+        Ok(v) => {
+            // SAFETY: accepted by `clear`.
+            unsafe { put(out_progress, v) };
+            RvgpuStatus::Ok
+        }
+        // A malformed stream is INVALID_ARGUMENT whatever else is wrong (a stale handle, a
+        // lost queue), as when streams were decoded before the queue was looked up.
+        Err(_) if stream.words().is_err() => RvgpuStatus::InvalidArgument,
+        Err(e) => e,
+    }
 }
 
 /// Submits one batch: the GPU waits until every fence of `desc->waits` reached its value,

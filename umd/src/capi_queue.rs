@@ -13,6 +13,7 @@ use crate::capi_buffer::AdapterState;
 use crate::capi_handles::Shared;
 use crate::fencelog::{FenceTrace, Op, QueuedOp};
 use crate::kmt::{DoorbellStatus, Kmt, KmtHandle};
+use crate::packets::Packets;
 use crate::submit::{KernelQueue, QueueConfig, SubmissionPath, SubmitError, UserQueue};
 use crate::usage::{Timeline, TimelineId, TrackedQueue};
 
@@ -165,6 +166,27 @@ impl<K: Kmt> CapiQueue<K> {
             Some(AnyQueue::Kernel(q)) => q.submit_ops(ops),
             None => Err(SubmitError::Lost),
         };
+        self.note(r)
+    }
+
+    /// One batch of packets checked on their way into the ring (`rvgpu_submit`); a
+    /// kernel-mode queue decodes them into its command buffer.
+    pub(crate) fn submit_packets<P: Packets + ?Sized>(
+        &mut self,
+        batch: &P,
+    ) -> Result<u64, SubmitError> {
+        let r = match &mut self.queue {
+            Some(AnyQueue::User(q)) => q.submit_packets(batch),
+            Some(AnyQueue::Kernel(q)) => match batch.commands() {
+                Ok(cmds) => q.submit(&cmds),
+                Err(_) => Err(SubmitError::BadCommand),
+            },
+            None => Err(SubmitError::Lost),
+        };
+        // A queue reports its loss with an error: a submission that went in changes nothing.
+        if r.is_ok() && !self.lost {
+            return r;
+        }
         self.note(r)
     }
 

@@ -23,6 +23,7 @@ use crate::fence::NativeFence;
 use crate::fencelog::{FenceTrace, LogKind, Op};
 use crate::kmt::{Kmt, KmtHandle, NtStatus};
 use crate::kmt_windows::{WaitOutcome, WinKmt};
+use crate::packets::Dwords;
 use crate::submit::QueueConfig;
 
 type K = Arc<WinKmt>;
@@ -30,10 +31,12 @@ type Adapter = AdapterObj<K>;
 type Queue = CapiQueue<K>;
 
 /// What an `RvgpuFence` names: the process's handle to a native fence and its mapping.
+/// Read-only, so it needs no lock: a call reads it while its lookup pins it
+/// ([`handles::with_object`]), and `fence_destroy` destroys the fence only after taking it out
+/// of the table, which waits for those calls.
 struct Fence {
     kmt: K,
-    /// `None` once destroyed (a call that looked the handle up before finds it gone).
-    fence: Option<NativeFence>,
+    fence: NativeFence,
     /// Created `RVGPU_FENCE_SHAREABLE` (only such a fence has an NT handle to give).
     shareable: bool,
 }
@@ -63,20 +66,16 @@ fn adapter(a: usize) -> Result<(K, Arc<AdapterState>), RvgpuStatus> {
     Ok((g.kmt.clone(), g.state.clone()))
 }
 
-/// The fence's thunks and handle, copied out under its lock.
+/// The fence's thunks and handle, copied out.
 fn fence(f: usize) -> Result<(K, NativeFence), RvgpuStatus> {
-    let obj = handles::get::<Fence>(Kind::Fence, f)?;
-    let g = obj.lock();
-    let nf = g.fence.ok_or(RvgpuStatus::InvalidHandle)?;
-    Ok((g.kmt.clone(), nf))
+    handles::with_object::<Fence, _>(Kind::Fence, f, |o| (o.kmt.clone(), o.fence))
 }
 
-/// The fence's current value, read under its lock: `fence_destroy` unmaps the value under the
-/// same lock, so a destroyed fence is `InvalidHandle`, never a read of freed memory.
+/// The fence's current value, read while its lookup pins it: `fence_destroy` unmaps the value
+/// only after taking the fence out of the table, so a destroyed fence is `InvalidHandle`,
+/// never a read of freed memory.
 fn fence_now(f: usize) -> Result<u64, RvgpuStatus> {
-    let obj = handles::get::<Fence>(Kind::Fence, f)?;
-    let g = obj.lock();
-    current_value(g.fence.as_ref().ok_or(RvgpuStatus::InvalidHandle)?)
+    handles::with_object::<Fence, _>(Kind::Fence, f, |o| current_value(&o.fence))?
 }
 
 /// The fence's current value through its CPU mapping.
@@ -148,7 +147,15 @@ pub fn destroy_queue(q: usize) -> RvgpuStatus {
     }
 }
 
-/// A batch of packets without fence operations (`rvgpu_submit`).
+/// A C caller's packets (`rvgpu_submit`), checked on their way into the ring; the queue is
+/// looked up without a lock and locked for the submission.
+pub fn submit_dwords(q: usize, stream: Dwords<'_>) -> Result<u64, RvgpuStatus> {
+    handles::with::<Queue, _>(Kind::Queue, q, |obj| {
+        obj.lock().submit_packets(&stream).map_err(from_submit)
+    })?
+}
+
+/// A batch of packets without fence operations.
 pub fn submit_commands(q: usize, cmds: &[Command]) -> Result<u64, RvgpuStatus> {
     let obj = handles::get::<Queue>(Kind::Queue, q)?;
     let mut g = obj.lock();
@@ -163,7 +170,7 @@ pub fn submit(q: usize, b: &Batch) -> Result<u64, RvgpuStatus> {
     // Every fence resolved before the queue is touched: a bad handle changes nothing.
     let resolve = |l: &[(usize, u64)]| -> Result<Vec<(NativeFence, u64)>, RvgpuStatus> {
         l.iter()
-            .map(|&(f, v)| fence(f).map(|(_, nf)| (nf, v)))
+            .map(|&(f, v)| handles::with_object::<Fence, _>(Kind::Fence, f, |o| (o.fence, v)))
             .collect()
     };
     let waits = resolve(&b.waits)?;
@@ -242,11 +249,11 @@ fn add_fence(kmt: K, nf: NativeFence, shareable: bool) -> Result<usize, RvgpuSta
         let _ = kmt.destroy_native_fence(nf.kmt);
         return Err(from_nt(NtStatus(STATUS_INVALID_PARAMETER)));
     }
-    handles::insert(
+    handles::insert_object(
         Kind::Fence,
         Fence {
             kmt,
-            fence: Some(nf),
+            fence: nf,
             shareable,
         },
     )
@@ -278,15 +285,9 @@ pub fn fence_open(a: usize, nt: usize) -> Result<usize, RvgpuStatus> {
 }
 
 pub fn fence_share(f: usize) -> Result<usize, RvgpuStatus> {
-    let (kmt, nf, shareable) = {
-        let obj = handles::get::<Fence>(Kind::Fence, f)?;
-        let g = obj.lock();
-        (
-            g.kmt.clone(),
-            g.fence.ok_or(RvgpuStatus::InvalidHandle)?,
-            g.shareable,
-        )
-    };
+    let (kmt, nf, shareable) = handles::with_object::<Fence, _>(Kind::Fence, f, |o| {
+        (o.kmt.clone(), o.fence, o.shareable)
+    })?;
     if !shareable {
         return Err(RvgpuStatus::InvalidArgument);
     }
@@ -294,11 +295,13 @@ pub fn fence_share(f: usize) -> Result<usize, RvgpuStatus> {
     usize::try_from(nt).map_err(|_| RvgpuStatus::KernelError)
 }
 
+/// The thunk is called while the lookup pins the fence (no lock, no reference count): a
+/// concurrent destroy waits for it.
 pub fn fence_signal(f: usize, value: u64) -> RvgpuStatus {
-    match fence(f) {
-        Ok((kmt, nf)) => status(kmt.signal_from_cpu(nf.kmt, value).map_err(from_nt)),
-        Err(e) => e,
-    }
+    handles::with_object::<Fence, _>(Kind::Fence, f, |o| {
+        status(o.kmt.signal_from_cpu(o.fence.kmt, value).map_err(from_nt))
+    })
+    .unwrap_or_else(|e| e)
 }
 
 pub fn fence_value(f: usize) -> Result<u64, RvgpuStatus> {
@@ -306,13 +309,17 @@ pub fn fence_value(f: usize) -> Result<u64, RvgpuStatus> {
 }
 
 pub fn fence_wait(f: usize, value: u64, timeout_ns: u64) -> RvgpuStatus {
-    let (kmt, nf) = match fence(f) {
-        Ok(x) => x,
+    // The fast path: a fence already at `value` is one lookup and one load, no kernel call.
+    let looked =
+        handles::with_object::<Fence, _>(Kind::Fence, f, |o| match current_value(&o.fence) {
+            Ok(v) if v >= value => None,
+            _ => Some((o.kmt.clone(), o.fence)),
+        });
+    let (kmt, nf) = match looked {
+        Ok(None) => return RvgpuStatus::Ok,
+        Ok(Some(x)) => x,
         Err(e) => return e,
     };
-    if fence_now(f).is_ok_and(|v| v >= value) {
-        return RvgpuStatus::Ok;
-    }
     match wait(&kmt, nf.kmt, value, timeout_ns) {
         // The OS also ends the wait when the fence is destroyed meanwhile (by another thread):
         // that wait is abandoned, not satisfied.
@@ -338,14 +345,11 @@ pub fn fence_wait_async(f: usize, value: u64, event: usize) -> RvgpuStatus {
     }
 }
 
+/// Once taken out of the table (no call is reading it then) the fence is destroyed; a call
+/// that copied its handle out earlier gets the OS's refusal.
 pub fn fence_destroy(f: usize) -> RvgpuStatus {
-    let obj = match handles::take::<Fence>(Kind::Fence, f) {
-        Ok(o) => o,
-        Err(e) => return e,
-    };
-    let mut g = obj.lock();
-    match g.fence.take() {
-        Some(nf) => status(g.kmt.destroy_sync_object(nf.kmt).map_err(from_nt)),
-        None => RvgpuStatus::InvalidHandle,
+    match handles::take_object::<Fence>(Kind::Fence, f) {
+        Ok(o) => status(o.kmt.destroy_sync_object(o.fence.kmt).map_err(from_nt)),
+        Err(e) => e,
     }
 }

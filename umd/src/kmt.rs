@@ -336,6 +336,13 @@ pub trait AllocationCpu {
     fn store(&self, offset: u64, value: u64);
     /// Loads the word at byte offset `offset` (Acquire).
     fn load(&self, offset: u64) -> u64;
+    /// Stores `value` at word `index` (byte offset `8 * index`), as [`store`](Self::store).
+    #[inline]
+    fn store_word(&self, index: u64, value: u64) {
+        if let Some(offset) = index.checked_mul(8) {
+            self.store(offset, value);
+        }
+    }
     /// The start of the CPU mapping, for callers that hand it on (the C API's buffer locks).
     /// Default: null, for implementations whose memory has no address in this process (the
     /// simulated machine).
@@ -691,6 +698,12 @@ pub trait Kmt {
         let _ = fence;
         Err(STATUS_NOT_SUPPORTED)
     }
+    /// `D3DKMTSignalSynchronizationObjectFromCpu` of one fence (a native or monitored fence's
+    /// D3DKMT handle) to `value`. Default: `STATUS_NOT_SUPPORTED`.
+    fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        let _ = (fence, value);
+        Err(STATUS_NOT_SUPPORTED)
+    }
     /// The CPU timestamp of the "queued" event (`QueuedOp::qpc`): `QueryPerformanceCounter` on
     /// Windows, `rvgpu_simos::qpc()` in the simulation, so that it is on the clock the KMD's
     /// `DxgkDdiCalibrateGpuClock` reports. Default: 0 (no clock; the timeline then has no
@@ -716,10 +729,9 @@ pub struct RingView<M> {
 }
 
 impl<M: AllocationCpu> RingMemory for RingView<M> {
+    #[inline]
     fn store_word(&self, index: u64, value: u64) {
-        if let Some(off) = index.checked_mul(8) {
-            self.ring.store(off, value);
-        }
+        self.ring.store_word(index, value);
     }
     fn load_read_ptr(&self) -> u64 {
         self.control.load(rvgpu_hw::queue::RingControl::READ_PTR)

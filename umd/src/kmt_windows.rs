@@ -660,6 +660,20 @@ impl AllocationCpu for WinMem {
     fn load(&self, offset: u64) -> u64 {
         self.word(offset).map_or(0, |w| w.load(Ordering::Acquire))
     }
+    #[inline]
+    fn store_word(&self, index: u64, value: u64) {
+        // The ring's stores: one bound check per word (no alignment to check).
+        if index < self.size / 8 {
+            if let Ok(i) = usize::try_from(index) {
+                // SAFETY: `base` is the CPU mapping of `size` bytes that `Lock2` returned and
+                // `i` is below `size / 8`, so the word stays inside the mapping.
+                let p = unsafe { self.base.add(i) };
+                // SAFETY: as in `word`: 8-aligned, mapped until the allocation is destroyed,
+                // accessed only atomically.
+                unsafe { AtomicU64::from_ptr(p) }.store(value, Ordering::Release);
+            }
+        }
+    }
     fn cpu_ptr(&self) -> *mut u8 {
         self.base.cast()
     }
@@ -1873,6 +1887,10 @@ impl Kmt for WinKmt {
     }
 
     /// `D3DKMTDestroySynchronizationObject`.
+    fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        WinKmt::signal_from_cpu(self, fence, value)
+    }
+
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
         self.destroy_sync_object(fence)
     }

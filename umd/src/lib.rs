@@ -1,6 +1,6 @@
 //! rvgpu user-mode driver (UMD): the C API (`capi`), native-fence command encoding (`fence`)
 //! and fence logging with its "queued" events (`fencelog`),
-//! the ring writer (`ring`), the kernel-thunk trait (`kmt`), the portable user-mode and
+//! the ring writer (`ring`) and the one-pass packet check that feeds it (`packets`), the kernel-thunk trait (`kmt`), the portable user-mode and
 //! kernel-mode submission core over it (`submit`), kernel-mode DMA contexts (`dma`) and, on
 //! Windows, the D3DKMT
 //! implementation of the trait (`kmt_windows`).
@@ -34,6 +34,7 @@ pub mod fencelog;
 pub mod kmt;
 #[cfg(windows)]
 pub mod kmt_windows;
+pub mod packets;
 pub mod retain;
 pub mod ring;
 pub mod submit;

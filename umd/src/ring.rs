@@ -14,6 +14,8 @@
 use rvgpu_hw::cmd::{header, Command, Opcode};
 use rvgpu_hw::queue::{ring_free, RING_MAX, RING_MIN};
 
+use crate::packets::{Packets, Refused, WordSink};
+
 /// Calls `put` with each encoded word of `cmd` (long NOP padding included); `false` if the
 /// command does not encode (a zero-length NOP).
 pub(crate) fn for_each_word(cmd: &Command, mut put: impl FnMut(u64)) -> bool {
@@ -231,6 +233,43 @@ impl<M: RingMemory> RingWriter<M> {
         }
     }
 
+    /// Free bytes by the read pointer last loaded (no load of ring control): never more than
+    /// the real free space.
+    #[inline]
+    pub fn known_free(&self) -> u64 {
+        ring_free(self.size, self.read_ptr, self.write_ptr).unwrap_or(0)
+    }
+
+    /// Appends the packets of `batch`, validated as they are stored (one pass), and then the
+    /// pre-encoded words of `tail` (the batch's closing packet), all within `room` bytes from
+    /// the write pointer, or nothing: on a refusal the write pointer stays where it was (the
+    /// words stored lie in free, unpublished space). `room` must not exceed the free space
+    /// ([`known_free`](Self::known_free), or what [`reserve`](Self::reserve) accepted).
+    #[inline]
+    pub fn push_packets<P: Packets + ?Sized>(
+        &mut self,
+        batch: &P,
+        tail: &[u64],
+        room: u64,
+    ) -> Result<(), Refused> {
+        let mut sink = RingSink {
+            mem: &self.mem,
+            mask: self.mask,
+            ptr: self.write_ptr,
+            room: room / 8,
+            taken: 0,
+        };
+        batch.store(&mut sink)?;
+        if !sink.take(tail.len() as u64) {
+            return Err(Refused::Room);
+        }
+        for &w in tail {
+            sink.put(w);
+        }
+        self.write_ptr = sink.ptr;
+        Ok(())
+    }
+
     fn bytes_of(cmds: &[Command]) -> Result<u64, RingError> {
         let total: usize = cmds.iter().map(Command::len).sum();
         Ok(u64::try_from(total)
@@ -243,6 +282,41 @@ impl<M: RingMemory> RingWriter<M> {
     pub fn publish(&mut self) -> u64 {
         self.mem.store_write_ptr(self.write_ptr);
         self.write_ptr
+    }
+}
+
+/// Stores words from a write pointer into a ring, within a budget of words.
+struct RingSink<'a, M: RingMemory> {
+    mem: &'a M,
+    mask: u64,
+    ptr: u64,
+    /// Words not yet reserved.
+    room: u64,
+    /// Words reserved and not yet stored.
+    taken: u64,
+}
+
+impl<M: RingMemory> WordSink for RingSink<'_, M> {
+    #[inline(always)]
+    fn take(&mut self, n: u64) -> bool {
+        match self.room.checked_sub(n) {
+            Some(left) => {
+                self.room = left;
+                self.taken = self.taken.wrapping_add(n);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline(always)]
+    fn put(&mut self, word: u64) {
+        if self.taken == 0 {
+            return;
+        }
+        self.taken -= 1;
+        self.mem.store_word((self.ptr / 8) & self.mask, word);
+        self.ptr = self.ptr.wrapping_add(8);
     }
 }
 

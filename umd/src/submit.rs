@@ -66,6 +66,7 @@ use crate::kmt::{
     KmtHandle, NtStatus, QueueProgress, RingView, STATUS_INSUFFICIENT_RESOURCES,
     STATUS_INVALID_PARAMETER,
 };
+use crate::packets::{Packets, Refused};
 use crate::ring::{for_each_word, RingError, RingWriter};
 
 /// Why a queue operation failed.
@@ -335,6 +336,13 @@ macro_rules! forward_kmt {
             fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
                 (**self).destroy_native_fence(fence)
             }
+            fn signal_native_from_cpu(
+                &self,
+                fence: KmtHandle,
+                value: u64,
+            ) -> Result<(), NtStatus> {
+                (**self).signal_native_from_cpu(fence, value)
+            }
             fn cpu_timestamp(&self) -> u64 {
                 (**self).cpu_timestamp()
             }
@@ -368,18 +376,6 @@ const SIGNAL_WORDS: usize = match Opcode::FenceSignal.fixed_len() {
     Some(n) => n as usize,
     None => 0,
 };
-
-/// [`check_commands`] and [`batch_bytes`] in one pass (the user-mode hot path).
-fn checked_batch_bytes(cmds: &[Command]) -> Result<u64, SubmitError> {
-    let mut words = 0u64;
-    for c in cmds {
-        if !encodes_whole(c) {
-            return Err(SubmitError::BadCommand);
-        }
-        words = words.saturating_add(u64::try_from(c.len()).unwrap_or(u64::MAX));
-    }
-    Ok(words.saturating_mul(8))
-}
 
 /// Whether `c` encodes as a whole packet: not a NOP of length 0, nor a WRITE_DATA (a
 /// [`Command`] does not carry its data words; page-table writes are the kernel's).
@@ -1310,7 +1306,7 @@ impl<K: Kmt> UserQueue<K> {
         let user_mode = self.fallback.is_none();
         let queue_id = self.carrier_queue_id();
         let mut e = expand_ops(ops, self.cursor, user_mode, queue_id, qpc)?;
-        let (value, path) = self.submit_batch(&e.cmds)?;
+        let (value, path) = self.submit_batch(&e.cmds[..])?;
         if path == SubmissionPath::UserMode {
             self.cursor = e.cursor;
         } else if user_mode {
@@ -1353,51 +1349,48 @@ impl<K: Kmt> UserQueue<K> {
             .map_or(self.queue_id, |fb| fb.path.queue_id)
     }
 
-    /// [`submit`](Self::submit), also saying which path carried the batch.
-    fn submit_batch(&mut self, cmds: &[Command]) -> Result<(u64, SubmissionPath), SubmitError> {
-        if self.lost {
-            return Err(SubmitError::Lost);
-        }
-        if self.retained.holds_any() {
-            self.reap_retained();
-        }
-        // One pass over the batch: refuse what does not encode, and its length.
-        let cmd_bytes = checked_batch_bytes(cmds)?;
-        if self.connect_failed && self.fallback.is_none() {
-            self.fall_back()?;
-        }
-        if self.fallback.is_some() {
-            return self.submit_kernel_path(cmds);
-        }
-        let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
-        let bytes = cmd_bytes.saturating_add(self.closing.bytes());
-        if bytes > u64::from(self.config.ring_size) {
-            return Err(SubmitError::TooLarge);
-        }
-        // Back-pressure: never overwrite unconsumed packets. `push_batch` checks the room
-        // against the read pointer the writer last loaded (the CMP only moves it forward, so
-        // that room is always there) and loads ring control only when that says "full".
-        self.closing.set_value(value);
-        loop {
-            match self.writer.push_batch(cmds, self.closing.words(), bytes) {
-                Ok(true) => break,
-                Ok(false) => {
-                    self.wait_for_space(bytes)?;
-                    if self.fallback.is_some() {
-                        return self.submit_kernel_path(cmds);
-                    }
+    /// Submits the packets of `batch` as they are checked on their way into the ring (the
+    /// C API's dwords, [`crate::packets::Dwords`]); returns the progress value that marks
+    /// their completion. As [`submit`](Self::submit) otherwise.
+    pub fn submit_packets<P: Packets + ?Sized>(&mut self, batch: &P) -> Result<u64, SubmitError> {
+        self.submit_batch(batch).map(|(value, _)| value)
+    }
+
+    /// [`submit`](Self::submit), also saying which path carried the batch. The hot path (a
+    /// connected queue, room for the batch by the read pointer last loaded, nothing
+    /// retained): one pass checks the packets and stores them with the closing packet, then
+    /// the batch is published; anything else takes
+    /// [`submit_batch_slow`](Self::submit_batch_slow). Nothing is stored before the room is
+    /// known to be there.
+    #[inline]
+    fn submit_batch<P: Packets + ?Sized>(
+        &mut self,
+        batch: &P,
+    ) -> Result<(u64, SubmissionPath), SubmitError> {
+        let usual = !self.lost && !self.connect_failed && self.fallback.is_none();
+        if usual && !self.retained.holds_any() {
+            let fits = batch.size().and_then(|words| {
+                let bytes = words.saturating_mul(8).saturating_add(self.closing.bytes());
+                (bytes <= self.writer.known_free()).then_some(bytes)
+            });
+            if let (Some(bytes), Some(value)) = (fits, self.last.checked_add(1)) {
+                self.closing.set_value(value);
+                match self.writer.push_packets(batch, self.closing.words(), bytes) {
+                    Ok(()) => return self.publish(value),
+                    Err(Refused::Bad) => return Err(SubmitError::BadCommand),
+                    // Not the length it said: refused below.
+                    Err(Refused::Room) => {}
                 }
-                Err(RingError::Full) => {
-                    // Longer than the room it reserved: cannot be, the length came from the
-                    // same commands.
-                    self.lost = true;
-                    return Err(RingError::Full.into());
-                }
-                Err(e) => return Err(e.into()),
             }
         }
-        // UM-16 1: N+1 (picked above). 2: the commands and the packet that writes N+1 to the
-        // progress fence went into the ring.
+        self.submit_batch_slow(batch)
+    }
+
+    /// The batch of `value`, in the ring up to the write pointer: UM-16 steps 3 to 5.
+    #[inline(always)]
+    fn publish(&mut self, value: u64) -> Result<(u64, SubmissionPath), SubmitError> {
+        // UM-16 1: N+1 (picked by the caller). 2: the commands and the packet that writes
+        // N+1 to the progress fence went into the ring.
         self.last = value;
         let end = self.writer.write_ptr();
         // Drop batches before the read pointer last loaded, so the list stays bounded by what
@@ -1411,6 +1404,67 @@ impl<K: Kmt> UserQueue<K> {
         self.writer.publish();
         self.ring_and_check()?;
         Ok((value, SubmissionPath::UserMode))
+    }
+
+    /// Every other case of [`submit_batch`](Self::submit_batch): a lost queue, retained
+    /// allocations to reap, a fallback, a ring too full by the read pointer last loaded.
+    #[cold]
+    fn submit_batch_slow<P: Packets + ?Sized>(
+        &mut self,
+        batch: &P,
+    ) -> Result<(u64, SubmissionPath), SubmitError> {
+        if self.lost {
+            return Err(SubmitError::Lost);
+        }
+        if self.retained.holds_any() {
+            self.reap_retained();
+        }
+        // Refuse what does not encode, and its length.
+        let cmd_bytes = batch
+            .words()
+            .map_err(|_| SubmitError::BadCommand)?
+            .saturating_mul(8);
+        if self.connect_failed && self.fallback.is_none() {
+            self.fall_back()?;
+        }
+        if self.fallback.is_some() {
+            return self.submit_kernel_packets(batch);
+        }
+        let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
+        let bytes = cmd_bytes.saturating_add(self.closing.bytes());
+        if bytes > u64::from(self.config.ring_size) {
+            return Err(SubmitError::TooLarge);
+        }
+        // Back-pressure: never overwrite unconsumed packets. `reserve` checks the room
+        // against the read pointer the writer last loaded (the CMP only moves it forward, so
+        // that room is always there) and loads ring control only when that says "full".
+        self.closing.set_value(value);
+        while !self.writer.reserve(bytes)? {
+            self.wait_for_space(bytes)?;
+            if self.fallback.is_some() {
+                return self.submit_kernel_packets(batch);
+            }
+        }
+        if self
+            .writer
+            .push_packets(batch, self.closing.words(), bytes)
+            .is_err()
+        {
+            // Longer than the room it reserved, or refused after it was measured: cannot
+            // be, the length came from the same packets.
+            self.lost = true;
+            return Err(RingError::Full.into());
+        }
+        self.publish(value)
+    }
+
+    /// The kernel-mode path of a batch (after a fallback).
+    fn submit_kernel_packets<P: Packets + ?Sized>(
+        &mut self,
+        batch: &P,
+    ) -> Result<(u64, SubmissionPath), SubmitError> {
+        let cmds = batch.commands().map_err(|_| SubmitError::BadCommand)?;
+        self.submit_kernel_path(&cmds)
     }
 
     fn submit_kernel_path(

@@ -2261,23 +2261,21 @@ fn user_mode_batch_reserves_the_closing_progress_packet_length() {
         closing.set_value(value);
         assert_eq!(closing.words(), encoded, "the closing packet");
     }
+    use crate::packets::{Packets, Refused};
     assert_eq!(
-        checked_batch_bytes(&[fill(1), Command::Nop { len: 3 }]),
-        Ok(8 * (fill(1).len() as u64 + 3))
+        [fill(1), Command::Nop { len: 3 }][..].words(),
+        Ok(fill(1).len() as u64 + 3)
     );
     assert_eq!(
-        checked_batch_bytes(&[fill(1), Command::Nop { len: 0 }]),
-        Err(SubmitError::BadCommand)
+        [fill(1), Command::Nop { len: 0 }][..].words(),
+        Err(Refused::Bad)
     );
     // A WRITE_DATA would go out without its data words: refused on both paths.
     let write = Command::WriteData {
         dst: 0x1000,
         count: 1,
     };
-    assert_eq!(
-        checked_batch_bytes(&[fill(1), write]),
-        Err(SubmitError::BadCommand)
-    );
+    assert_eq!([fill(1), write][..].words(), Err(Refused::Bad));
     assert_eq!(check_commands(&[write]), Err(SubmitError::BadCommand));
 }
 
