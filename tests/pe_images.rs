@@ -35,7 +35,9 @@ use object::{LittleEndian as LE, Object, ObjectSection};
 mod setup;
 
 const SYS_BUDGET: u64 = 512 * 1024;
-const DLL_BUDGET: u64 = 256 * 1024;
+/// The DLL is about 261 KiB: the one-pass packet check, the lock-free handle table and the
+/// bounded CPU wait with its ETW event; the budget catches a crate or formatting pulled in.
+const DLL_BUDGET: u64 = 288 * 1024;
 /// The harness carries the whole simulation too (`--backend sim` works on Windows); ~5 MiB.
 const EXE_BUDGET: u64 = 12 * 1024 * 1024;
 
