@@ -51,7 +51,7 @@ fn pool_bytes_per_100_objects_do_not_grow() {
     const FIGURES: [(&str, usize); 4] = [
         ("native fence", 13_408),
         ("context", 5_952),
-        ("hardware queue", 32_768),
+        ("hardware queue", 34_816),
         ("process", 7_936),
     ];
     for (kind, figure) in FIGURES {
