@@ -42,8 +42,10 @@ pub mod macros;
 )]
 pub mod abi;
 pub mod adapter;
+mod adapterinfo;
 pub mod allocation;
 pub mod basic;
+mod drivercaps;
 pub mod dxgkrnl;
 pub mod feature;
 pub mod fence;
@@ -54,8 +56,10 @@ pub mod kmtest;
 pub mod mdl;
 pub mod memory;
 pub mod ntstatus;
+mod pagingbuffer;
 pub mod power;
 pub mod present;
+mod process;
 pub mod submission;
 pub mod tdr;
 
