@@ -2,7 +2,7 @@
 //!
 //! Each accessor says once which arm is live and why reading it is defined; the rest of the
 //! driver takes plain values. (Arrays and buffers the OS passes by pointer become slices in the
-//! DDI thunks, `crate::ddi`.)
+//! DDI thunks, `crate::thunk`.)
 
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGK_CREATEDEVICEFLAGS};
 use rvgpu_ddi::tdr::{

@@ -15,6 +15,49 @@ use crate::dxgk::Dxgk;
 use crate::platform::Platform;
 use crate::status::{self, Status};
 
+/// The kernel CPU addresses of 64-bit words the OS owns and passes for the driver to store to
+/// during one call (the fence values of the update DDIs): each is checked (non-null, 8-byte
+/// aligned) before it is used, and stored to atomically, as the GPU may access it meanwhile.
+#[derive(Clone, Copy, Debug)]
+pub struct OsWords<'a> {
+    vas: &'a [*mut core::ffi::c_void],
+}
+
+impl<'a> OsWords<'a> {
+    /// Wraps the OS's array of word addresses.
+    ///
+    /// # Safety
+    /// Each non-null, 8-byte-aligned address in `vas` must be valid for atomic 64-bit writes
+    /// for `'a` (the call's contract, `crate::thunk::contract`).
+    #[inline]
+    pub unsafe fn new(vas: &'a [*mut core::ffi::c_void]) -> Self {
+        Self { vas }
+    }
+
+    /// Word `i`, if its address is present, non-null and 8-byte aligned.
+    #[inline]
+    fn word(&self, i: u32) -> Option<&'a AtomicU64> {
+        let va = *self.vas.get(usize::try_from(i).ok()?)?;
+        if va.is_null() || !(va as usize).is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: non-null and aligned, so valid for atomic writes for 'a (`new`'s contract).
+        Some(unsafe { &*va.cast_const().cast::<AtomicU64>() })
+    }
+
+    /// Whether word `i` may be stored to.
+    #[inline]
+    pub fn valid(&self, i: u32) -> bool {
+        self.word(i).is_some()
+    }
+
+    /// Atomic store of `v` to word `i`; false (nothing stored) if it may not be.
+    #[inline]
+    pub fn store(&self, i: u32, v: u64, order: Ordering) -> bool {
+        self.word(i).map(|w| w.store(v, order)).is_some()
+    }
+}
+
 /// A contiguous, device-visible buffer: kernel VA, bus address, size in bytes (a multiple of
 /// 8), and the Dxgkrnl handle that frees it.
 #[derive(Debug)]

@@ -23,7 +23,6 @@ mod caps;
 mod clock;
 mod context;
 mod dbginfo;
-mod ddi;
 mod device;
 mod dma;
 mod doorbell;
@@ -59,18 +58,19 @@ mod sched;
 mod status;
 mod submit;
 mod sync;
+mod thunk;
 mod watchdog;
 
 // The crate's surface: the platform contract (implemented by the image and the simulated
 // OS), the DRIVER_INITIALIZATION_DATA the image hands to Dxgkrnl, and the few items the
 // simulated OS and the tests need. Everything else is reached only through the DDI table.
 pub use adapter::{Adapter, DISPLAY_ADAPTER_HW_ID};
-pub use ddi::initialization_data;
 pub use globals::MAX_ADAPTERS;
+pub use thunk::initialization_data;
 
 /// TDR-01's advertisement rule for device caps `caps` with the driver's own table: whether
 /// StartDevice would set `SupportPerEngineTDR` (for the tests of the table, without an adapter).
 pub fn per_engine_tdr_for<P: platform::Platform>(caps: rvgpu_hw::regs::Caps) -> bool {
-    let ddis = ddi::table::Filled::of(&initialization_data::<P>());
+    let ddis = thunk::table::Filled::of(&initialization_data::<P>());
     reset::per_engine_tdr_rule(caps, ddis.per_engine_tdr)
 }

@@ -50,7 +50,7 @@ impl<'a> Request<'a> {
     /// The request `args` describes.
     ///
     /// # Safety
-    /// `args` obeys Dxgkrnl's pointer contract for the call (`crate::ddi::thunk`): its input and
+    /// `args` obeys Dxgkrnl's pointer contract for the call (`crate::thunk::contract`): its input and
     /// output buffers are null or hold `InputDataSize`/`OutputDataSize` bytes, readable and
     /// writable respectively, the driver's alone for `'a`; and when `Type` is
     /// `DXGKQAITYPE_QUERYSEGMENT4`, the descriptor array the output block names holds

@@ -9,7 +9,6 @@ use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicPtr, Ordering};
 
 use super::isr::watchdog_tick;
-use crate::ddi::table::Filled;
 use crate::device;
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
@@ -27,6 +26,7 @@ use crate::runlist;
 use crate::sched::Sched;
 use crate::status::{self, Status};
 use crate::sync::SpinLock;
+use crate::thunk::table::Filled;
 
 use super::{
     Adapter, IsrCell, IsrState, Lifecycle, Live, PowerState, DISPLAY_ADAPTER_HW_ID, POWER_D0,

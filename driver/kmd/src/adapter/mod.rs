@@ -18,7 +18,6 @@ use core::ffi::c_void;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
-use crate::ddi::table::Filled;
 use crate::device::DeviceIdentity;
 use crate::dxgk::Dxgk;
 use crate::features::Features;
@@ -34,6 +33,7 @@ use crate::resources::Resources;
 use crate::sched::Sched;
 use crate::status::{self, Status};
 use crate::sync::SpinLock;
+use crate::thunk::table::Filled;
 
 mod bring_up;
 mod isr;

@@ -375,7 +375,7 @@ mod tests {
     }
 
     /// TDR-01: the capability needs the device bit and the four DDIs
-    /// (`ddi::table` checks that one missing slot clears the group).
+    /// (`thunk::table` checks that one missing slot clears the group).
     #[test]
     fn tdr_01_per_engine_tdr_needs_the_device_bit_and_all_four_ddis() {
         let dev = Caps::ATOMIC64 | Caps::PER_ENGINE_RESET;

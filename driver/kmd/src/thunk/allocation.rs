@@ -1,27 +1,19 @@
-//! The memory-model DDI entry points: processes, root page tables, allocations.
-//! Same rules as the other thunks (`super::thunk`): turn raw pointers into references, check
-//! sizes and nulls, call the module that holds the logic, return an NTSTATUS.
+//! Allocations (crate::allocation): create, destroy, open, close, and the describe and
+//! standard-data DDIs a render-only adapter refuses.
 
-use rvgpu_ddi::allocation::{
-    DXGKARG_CLOSEALLOCATION, DXGKARG_CREATEALLOCATION, DXGKARG_CREATEPROCESS,
-    DXGKARG_DESCRIBEALLOCATION, DXGKARG_DESTROYALLOCATION, DXGKARG_GETROOTPAGETABLESIZE,
-    DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA, DXGKARG_OPENALLOCATION, DXGKARG_SETROOTPAGETABLE,
-    DXGK_ALLOCATIONINFO, DXGK_OPENALLOCATIONINFO,
-};
-use rvgpu_ddi::{HANDLE, NTSTATUS, SIZE_T};
-
-use super::thunk::{generic_ddis, Call};
+use super::contract::{generic_ddis, own_thunks, Call};
 use crate::adapter::Adapter;
 use crate::allocation;
 use crate::platform::Platform;
-use crate::process;
 use crate::status::{self, Status};
+use rvgpu_ddi::allocation::{
+    DXGKARG_CLOSEALLOCATION, DXGKARG_CREATEALLOCATION, DXGKARG_DESCRIBEALLOCATION,
+    DXGKARG_DESTROYALLOCATION, DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA, DXGKARG_OPENALLOCATION,
+    DXGK_ALLOCATIONINFO, DXGK_OPENALLOCATIONINFO,
+};
+use rvgpu_ddi::{HANDLE, NTSTATUS};
 
 generic_ddis! {
-    /// DxgkDdiCreateProcess (PASSIVE).
-    CreateProcess: OnAdapterMut<DXGKARG_CREATEPROCESS> => process::ddi::create;
-    /// DxgkDdiDestroyProcess (PASSIVE).
-    DestroyProcess: OnContextWith<HANDLE> => process::ddi::destroy;
     /// DxgkDdiCreateAllocation (PASSIVE).
     CreateAllocation: OnAdapterMut<DXGKARG_CREATEALLOCATION> =>
         |call, a, args| create_allocation(call, a, args);
@@ -43,52 +35,27 @@ generic_ddis! {
     };
 }
 
-/// DxgkDdiGetRootPageTableSize (PASSIVE): bytes of the root table (0 for a broken call).
-pub(super) unsafe extern "system" fn get_root_page_table_size<P: Platform>(
-    h_adapter: HANDLE,
-    args: *mut DXGKARG_GETROOTPAGETABLESIZE,
-) -> SIZE_T {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    call.adapter_and_mut::<P, _>(h_adapter, args)
-        .map_or(0, |(_, args)| process::ddi::root_size(args))
-}
-
-/// DxgkDdiSetRootPageTable (PASSIVE, no status: a refused request is logged).
-pub(super) unsafe extern "system" fn set_root_page_table<P: Platform>(
-    _h_adapter: HANDLE,
-    args: *const DXGKARG_SETROOTPAGETABLE,
-) {
-    // SAFETY: a DDI thunk resolving its call's pointers (super::thunk::Call::new).
-    let call = unsafe { Call::new() };
-    let Some(args) = call.args(args) else {
-        return;
-    };
-    if let Err(e) = process::ddi::set_root::<P>(args) {
-        crate::klog!(
-            P,
-            Error,
-            "rvgpu: SetRootPageTable refused: {:#010x}",
-            e.code()
-        );
+own_thunks! {
+    /// DxgkDdiDescribeAllocation (PASSIVE): rvgpu has no primaries or display surfaces.
+    fn describe_allocation(
+        _,
+        _h_adapter: HANDLE,
+        _args: *mut DXGKARG_DESCRIBEALLOCATION,
+    ) -> NTSTATUS {
+        status::NOT_SUPPORTED.code()
     }
 }
 
-/// DxgkDdiDescribeAllocation (PASSIVE): rvgpu has no primaries or display surfaces.
-pub(super) unsafe extern "system" fn describe_allocation(
-    _h_adapter: HANDLE,
-    _args: *mut DXGKARG_DESCRIBEALLOCATION,
-) -> NTSTATUS {
-    status::NOT_SUPPORTED.code()
-}
-
-/// DxgkDdiGetStandardAllocationDriverData (PASSIVE): no shared primary, shadow, staging or
-/// GDI surfaces on a render-only adapter.
-pub(super) unsafe extern "system" fn get_standard_allocation_driver_data(
-    _h_adapter: HANDLE,
-    _args: *mut DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA,
-) -> NTSTATUS {
-    status::NOT_SUPPORTED.code()
+own_thunks! {
+    /// DxgkDdiGetStandardAllocationDriverData (PASSIVE): no shared primary, shadow, staging or
+    /// GDI surfaces on a render-only adapter.
+    fn get_standard_allocation_driver_data(
+        _,
+        _h_adapter: HANDLE,
+        _args: *mut DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA,
+    ) -> NTSTATUS {
+        status::NOT_SUPPORTED.code()
+    }
 }
 
 /// DxgkDdiCreateAllocation's logic.

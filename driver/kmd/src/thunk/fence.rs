@@ -1,17 +1,16 @@
-//! The native-fence DDIs (crate::fence) and the native fence logs (docs/logs.md#kmd,
-//! crate::log).
+//! The native-fence DDIs (crate::fence::ddi).
 
 use core::ffi::c_void;
 use rvgpu_ddi::fence::{
     DXGKARG_CLOSENATIVEFENCE, DXGKARG_CREATENATIVEFENCE, DXGKARG_DESTROYNATIVEFENCE,
-    DXGKARG_OPENNATIVEFENCE, DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATECURRENTVALUESFROMCPU,
-    DXGKARG_UPDATEMONITOREDVALUES, DXGKARG_UPDATENATIVEFENCELOGS,
+    DXGKARG_OPENNATIVEFENCE, DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
 };
 
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
-use super::thunk::generic_ddis;
-use crate::fence;
+use super::contract::{generic_ddis, own_thunks, Call};
+use crate::fence::ddi::{self as fence, FenceArrays};
+use crate::fence::MAX_FENCES_PER_UPDATE;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus, Status};
 
@@ -24,12 +23,6 @@ generic_ddis! {
     CloseNativeFence: OnAdapter<DXGKARG_CLOSENATIVEFENCE> => fence::close;
     /// DxgkDdiDestroyNativeFence (PASSIVE).
     DestroyNativeFence: OnArgs<DXGKARG_DESTROYNATIVEFENCE> => fence::destroy::<P>;
-    /// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL, LOG-01).
-    SetNativeFenceLogBuffer: OnArgs<DXGKARG_SETNATIVEFENCELOGBUFFER> =>
-        crate::log::ddi::set_log_buffer::<P>;
-    /// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL, LOG-07).
-    UpdateNativeFenceLogs: OnArgs<DXGKARG_UPDATENATIVEFENCELOGS> =>
-        crate::log::ddi::update_logs::<P>;
 }
 
 /// The two update DDIs' shared shape: an argument block naming three arrays of `NumFences`
@@ -38,11 +31,11 @@ pub(super) trait Update<P: Platform> {
     /// The handle, value and kernel-CPU-address arrays and their length.
     fn arrays(&self) -> (*const HANDLE, *const u64, *const *mut c_void, u32);
     /// The logic.
-    fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status>;
+    fn apply(&self, arrays: &FenceArrays<'_>) -> Result<(), Status>;
 }
 
 /// Implements [`Update`] for an update DDI's argument block: the field holding its kernel CPU
-/// addresses, and its logic in crate::fence.
+/// addresses, and its logic in crate::fence::ddi.
 macro_rules! update_ddi {
     ($(#[$d:meta])* $args:ty, $cpu_va:ident, $logic:ident) => {
         $(#[$d])*
@@ -51,7 +44,7 @@ macro_rules! update_ddi {
                 let va = self.$cpu_va;
                 (self.NativeFenceArray, self.UpdatedValueArray, va, self.NumFences)
             }
-            fn apply(&self, arrays: &fence::FenceArrays<'_>) -> Result<(), Status> {
+            fn apply(&self, arrays: &FenceArrays<'_>) -> Result<(), Status> {
                 fence::$logic::<P>(self, arrays)
             }
         }
@@ -71,23 +64,35 @@ update_ddi!(
     update_current
 );
 
-/// DxgkDdiUpdateMonitoredValues. A thunk of its own: scripts/callgrind-fences.sh measures it
-/// by name.
-pub(super) unsafe extern "system" fn update_monitored_values<P: Platform>(
-    args: *const DXGKARG_UPDATEMONITOREDVALUES,
-) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk), passed on.
-    unsafe { update::<P, _>(args) }
+own_thunks! {
+    /// DxgkDdiUpdateMonitoredValues. A thunk of its own: scripts/callgrind-fences.sh measures it
+    /// by name.
+    fn update_monitored_values<P: Platform>(
+        call,
+        args: *const DXGKARG_UPDATEMONITOREDVALUES,
+    ) -> NTSTATUS {
+        update_with::<P, _>(call, args)
+    }
+
+    /// The thunk of both update DDIs.
+    fn update<P: Platform, A: Update<P>>(call, args: *const A) -> NTSTATUS {
+        update_with::<P, _>(call, args)
+    }
 }
 
-/// The thunk of both update DDIs.
-pub(super) unsafe extern "system" fn update<P: Platform, A: Update<P>>(args: *const A) -> NTSTATUS {
-    // SAFETY: Dxgkrnl's pointer contract (super::thunk).
-    let Some(args) = (unsafe { args.as_ref() }) else {
+/// An update DDI: its three arrays of NumFences entries resolved (valid for the call), then
+/// its logic.
+#[inline]
+fn update_with<P: Platform, A: Update<P>>(call: Call<'_>, args: *const A) -> NTSTATUS {
+    let Some(args) = call.args(args) else {
         return status::INVALID_PARAMETER.code();
     };
     let (handles, values, cpu, n) = args.arrays();
-    // SAFETY: the OS passes three arrays of NumFences entries, valid for the call.
-    let arrays = unsafe { fence::FenceArrays::new(handles, values, cpu, n) };
+    let max = MAX_FENCES_PER_UPDATE;
+    let arrays = FenceArrays::new(
+        call.slice(handles, n, max),
+        call.slice(values, n, max),
+        call.os_words(cpu, n, max),
+    );
     to_ntstatus(args.apply(&arrays))
 }

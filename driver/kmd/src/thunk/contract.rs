@@ -25,10 +25,14 @@
 use core::ffi::c_void;
 use core::marker::PhantomData;
 
-use rvgpu_ddi::{HANDLE, NTSTATUS};
+use alloc::boxed::Box;
+
+use rvgpu_ddi::{HANDLE, NTSTATUS, PDEVICE_OBJECT, PVOID};
 
 use crate::adapter::Adapter;
 use crate::allocation::MAX_PER_CALL;
+use crate::dma::OsWords;
+use crate::globals::ADAPTERS;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus, Status};
 
@@ -115,6 +119,28 @@ impl<'a> Call<'a> {
         let n = usize::try_from(n).ok()?;
         // SAFETY: non-null, so `n` elements the driver's alone for the call (`Call::new`).
         Some(unsafe { core::slice::from_raw_parts_mut(p, n) })
+    }
+
+    /// A read-only OS array of `n` `T`s as a slice (`None` for a null array, more than `max`
+    /// elements, or none).
+    #[inline]
+    pub(super) fn slice<T>(self, p: *const T, n: u32, max: u32) -> Option<&'a [T]> {
+        if p.is_null() || n == 0 || n > max {
+            return None;
+        }
+        let n = usize::try_from(n).ok()?;
+        // SAFETY: non-null, so `n` readable elements for the call (`Call::new`).
+        Some(unsafe { core::slice::from_raw_parts(p, n) })
+    }
+
+    /// An OS array of `n` kernel CPU addresses of 64-bit words the call lets the driver store
+    /// to, as [`OsWords`] (`None` as for [`Call::slice`]).
+    #[inline]
+    pub(super) fn os_words(self, p: *const *mut c_void, n: u32, max: u32) -> Option<OsWords<'a>> {
+        let vas = self.slice(p, n, max)?;
+        // SAFETY: each address the OS passes is null or a word writable for the call (the
+        // pages of the update DDIs; `Call::new`); OsWords checks null and alignment.
+        Some(unsafe { OsWords::new(vas) })
     }
 
     /// A structure at the start of a buffer of `len` bytes, if the buffer is non-null, holds
@@ -270,10 +296,10 @@ macro_rules! generic_ddis {
         |$c:tt, $($p:tt: $pt:ty),*| $body:expr) => {
         $(#[$d])*
         pub(super) enum $name {}
-        impl<P: $crate::platform::Platform> $crate::ddi::thunk::$tr<P> for $name {
+        impl<P: $crate::platform::Platform> $crate::thunk::contract::$tr<P> for $name {
             type Args = $t;
             fn call(
-                $c: $crate::ddi::thunk::Call<'_>,
+                $c: $crate::thunk::contract::Call<'_>,
                 $($p: $pt),*
             ) -> Result<(), $crate::status::Status> {
                 $body
@@ -283,7 +309,7 @@ macro_rules! generic_ddis {
     ($(#[$doc:meta])* $name:ident: OnContext => $logic:path; $($rest:tt)*) => {
         $(#[$doc])*
         pub(super) enum $name {}
-        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnContext<P> for $name {
+        impl<P: $crate::platform::Platform> $crate::thunk::contract::OnContext<P> for $name {
             type Out = rvgpu_ddi::NTSTATUS;
             const NO_ADAPTER: rvgpu_ddi::NTSTATUS = $crate::status::INVALID_PARAMETER.code();
             fn call(a: &$crate::adapter::Adapter<P>) -> rvgpu_ddi::NTSTATUS {
@@ -295,7 +321,7 @@ macro_rules! generic_ddis {
     ($(#[$doc:meta])* $name:ident: OnContext -> () => $logic:path; $($rest:tt)*) => {
         $(#[$doc])*
         pub(super) enum $name {}
-        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnContext<P> for $name {
+        impl<P: $crate::platform::Platform> $crate::thunk::contract::OnContext<P> for $name {
             type Out = ();
             const NO_ADAPTER: () = ();
             fn call(a: &$crate::adapter::Adapter<P>) {
@@ -307,7 +333,7 @@ macro_rules! generic_ddis {
     ($(#[$doc:meta])* $name:ident: OnContextWith<$arg:ty> => $logic:path; $($rest:tt)*) => {
         $(#[$doc])*
         pub(super) enum $name {}
-        impl<P: $crate::platform::Platform> $crate::ddi::thunk::OnContextWith<P> for $name {
+        impl<P: $crate::platform::Platform> $crate::thunk::contract::OnContextWith<P> for $name {
             type Arg = $arg;
             type Out = rvgpu_ddi::NTSTATUS;
             const NO_ADAPTER: rvgpu_ddi::NTSTATUS = $crate::status::INVALID_PARAMETER.code();
@@ -319,6 +345,28 @@ macro_rules! generic_ddis {
     };
 }
 pub(super) use generic_ddis;
+
+/// Declares DDIs with a thunk of their own (a signature no generic thunk has, or a symbol the
+/// profiling scripts and debugger sessions name): each `fn name<G: Bound>(call, arg: T, ..) ->
+/// R { body }` becomes `unsafe extern "system" fn name(arg: T, ..) -> R` whose body runs with
+/// `call`, the [`Call`] of its call (`_` when the body resolves no pointer). The one `unsafe`
+/// of every such thunk is here: a DDI thunk resolving its call's pointers is what [`Call::new`]
+/// asks of its caller.
+macro_rules! own_thunks {
+    () => {};
+    ($(#[$d:meta])* fn $name:ident $(<$($g:ident: $b:path),+>)?
+        ($call:tt $(, $a:tt: $t:ty)* $(,)?) $(-> $r:ty)? $body:block $($rest:tt)*) => {
+        $(#[$d])*
+        #[allow(unsafe_code)]
+        pub(super) unsafe extern "system" fn $name $(<$($g: $b),+>)? ($($a: $t),*) $(-> $r)? {
+            // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+            let $call = unsafe { $crate::thunk::contract::Call::new() };
+            $body
+        }
+        own_thunks! { $($rest)* }
+    };
+}
+pub(super) use own_thunks;
 
 /// A pointer to an argument block the logic only reads, whether the DDI's signature declares
 /// it `const` or `mut` (some declare `mut` a block the driver never writes).
@@ -467,4 +515,57 @@ pub(super) unsafe extern "system" fn on_context_with<P: Platform, D: OnContextWi
         Some(a) => D::call(a, arg),
         None => D::NO_ADAPTER,
     }
+}
+
+/// DxgkDdiAddDevice (PASSIVE): makes the adapter context, the first term of the contract (the
+/// context's lifetime is this module's, from here to [`remove_device`]).
+#[allow(unsafe_code)]
+pub(super) unsafe extern "system" fn add_device<P: Platform>(
+    pdo: PDEVICE_OBJECT,
+    context: *mut PVOID,
+) -> NTSTATUS {
+    if pdo.is_null() || context.is_null() {
+        return status::INVALID_PARAMETER.code();
+    }
+    // Pool exhaustion fails AddDevice cleanly: PnP start-up convention,
+    // STATUS_INSUFFICIENT_RESOURCES, as for a full adapter table below.
+    let Ok(adapter) = Adapter::<P>::try_new(pdo.cast()) else {
+        return status::INSUFFICIENT_RESOURCES.code();
+    };
+    let Ok(boxed) = crate::kmem::try_box::<P, _>(adapter) else {
+        return status::INSUFFICIENT_RESOURCES.code();
+    };
+    // Owned by Dxgkrnl's context from here until RemoveDevice frees it.
+    let adapter: &Adapter<P> = Box::leak(boxed);
+    let raw = core::ptr::from_ref(adapter);
+    let Some(slot) = ADAPTERS.register(raw) else {
+        // SAFETY: `raw` came from Box::leak above and was published nowhere.
+        drop(unsafe { Box::from_raw(raw.cast_mut()) });
+        return status::INSUFFICIENT_RESOURCES.code();
+    };
+    adapter.set_table_slot(slot);
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    // `context` was checked non-null above.
+    call.put(context, raw.cast_mut().cast());
+    status::SUCCESS
+}
+
+/// DxgkDdiRemoveDevice (PASSIVE): frees the context [`add_device`] made.
+#[allow(unsafe_code)]
+pub(super) unsafe extern "system" fn remove_device<P: Platform>(ctx: PVOID) -> NTSTATUS {
+    // SAFETY: a DDI thunk resolving its call's pointers (Call::new).
+    let call = unsafe { Call::new() };
+    let Some(a) = call.adapter::<P>(ctx) else {
+        return status::INVALID_PARAMETER.code();
+    };
+    if let Err(e) = a.remove() {
+        return e.code();
+    }
+    // No reader can reach the adapter through the table once this returns.
+    ADAPTERS.unregister(a.table_slot());
+    // SAFETY: `ctx` came from Box::leak in add_device; Dxgkrnl calls nothing with it after
+    // RemoveDevice, and `remove` checked the adapter is stopped.
+    drop(unsafe { Box::from_raw(ctx.cast::<Adapter<P>>()) });
+    status::SUCCESS
 }

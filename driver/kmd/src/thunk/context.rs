@@ -1,0 +1,42 @@
+//! Devices and contexts (crate::context). Handles other than hAdapter are numbers the driver
+//! decodes and looks up (crate::sched), so a bad one is an NTSTATUS.
+
+use super::contract::{generic_ddis, own_thunks};
+use crate::context;
+use crate::platform::Platform;
+use crate::status::to_ntstatus;
+use rvgpu_ddi::submission::{
+    DXGKARG_CREATECONTEXT, DXGKARG_CREATEDEVICE, DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT,
+};
+use rvgpu_ddi::{HANDLE, NTSTATUS};
+
+generic_ddis! {
+    /// DxgkDdiCreateDevice (PASSIVE).
+    CreateDevice: OnAdapterMut<DXGKARG_CREATEDEVICE> => context::ddi::create_device;
+    /// DxgkDdiCreateContext (PASSIVE).
+    CreateContext: OnHandleMut<DXGKARG_CREATECONTEXT> => context::ddi::create_context::<P>;
+    /// DxgkDdiSuspendContext (PASSIVE).
+    SuspendContext: OnAdapter<DXGKARG_SUSPENDCONTEXT> => context::ddi::suspend_context;
+    /// DxgkDdiResumeContext (PASSIVE).
+    ResumeContext: OnAdapter<DXGKARG_RESUMECONTEXT> => context::ddi::resume_context;
+}
+
+own_thunks! {
+    /// DxgkDdiDestroyDevice (PASSIVE).
+    fn destroy_device<P: Platform>(
+        _,
+        h_device: HANDLE,
+    ) -> NTSTATUS {
+        to_ntstatus(context::ddi::destroy_device::<P>(h_device))
+    }
+}
+
+own_thunks! {
+    /// DxgkDdiDestroyContext (PASSIVE).
+    fn destroy_context<P: Platform>(
+        _,
+        h_context: HANDLE,
+    ) -> NTSTATUS {
+        to_ntstatus(context::ddi::destroy_context::<P>(h_context))
+    }
+}

@@ -1,0 +1,28 @@
+//! Hardware queues (crate::hwqueue).
+
+use super::contract::{generic_ddis, own_thunks};
+use crate::hwqueue;
+use crate::platform::Platform;
+use crate::status::to_ntstatus;
+use rvgpu_ddi::submission::DXGKARG_CREATEHWQUEUE;
+use rvgpu_ddi::{HANDLE, NTSTATUS};
+
+generic_ddis! {
+    /// DxgkDdiCreateHwQueue (PASSIVE): the handle is our context handle.
+    CreateHwQueue: OnHandleMut<DXGKARG_CREATEHWQUEUE> => |call, h_context, args| {
+        // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at `pPrivateDriverData` (a
+        // kernel copy of the UMD's buffer) for the call.
+        let data = call.buffer(args.pPrivateDriverData, args.PrivateDriverDataSize);
+        hwqueue::ddi::create::<P>(h_context, args, data)
+    };
+}
+
+own_thunks! {
+    /// DxgkDdiDestroyHwQueue (PASSIVE).
+    fn destroy_hw_queue<P: Platform>(
+        _,
+        h_queue: HANDLE,
+    ) -> NTSTATUS {
+        to_ntstatus(hwqueue::ddi::destroy::<P>(h_queue))
+    }
+}

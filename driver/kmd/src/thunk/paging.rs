@@ -1,0 +1,12 @@
+//! Paging buffers (crate::paging).
+
+use super::contract::generic_ddis;
+use crate::status::{self};
+use rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER;
+
+generic_ddis! {
+    /// DxgkDdiBuildPagingBuffer (PASSIVE per the public headers). Its logic answers success or
+    /// a failure status (crate::paging), which the round trip through `Result` keeps.
+    BuildPagingBuffer: OnAdapterMut<DXGKARG_BUILDPAGINGBUFFER> =>
+        |_, a, args| status::check(crate::paging::build_paging_buffer(a, args));
+}

@@ -1,0 +1,23 @@
+//! User-mode submission to a hardware queue (crate::submit).
+
+use super::contract::own_thunks;
+use crate::platform::Platform;
+use crate::status::{self, to_ntstatus};
+use crate::submit;
+use rvgpu_ddi::submission::DXGKARG_SUBMITCOMMANDTOHWQUEUE;
+use rvgpu_ddi::{HANDLE, NTSTATUS};
+
+own_thunks! {
+    /// DxgkDdiSubmitCommandToHwQueue (PASSIVE). A thunk of its own: scripts/callgrind-submission.sh
+    /// measures it by name.
+    fn submit_command_to_hw_queue<P: Platform>(
+        call,
+        h_adapter: HANDLE,
+        args: *const DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+    ) -> NTSTATUS {
+        match call.adapter_and::<P, _>(h_adapter, args) {
+            Some((a, args)) => to_ntstatus(submit::ddi::submit(a, args)),
+            None => status::INVALID_PARAMETER.code(),
+        }
+    }
+}
