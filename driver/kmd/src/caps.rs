@@ -18,8 +18,8 @@ use rvgpu_ddi::PHYSICAL_ADDRESS;
 use rvgpu_hw::engine::{ENGINE_COMPUTE, ENGINE_COPY};
 
 use crate::adapter::Live;
+use crate::args::Request;
 use crate::platform::Platform;
-use crate::qai::Request;
 use crate::status::{self, Status};
 
 /// `DXGK_DRIVERCAPS` for a render-only WDDM 3.2 adapter with hardware scheduling.
@@ -399,9 +399,7 @@ mod tests {
 
     /// The request `a` describes; used within the statement that makes it.
     fn req(a: &DXGKARG_QUERYADAPTERINFO) -> Request<'_> {
-        // SAFETY: `args` points at the test's live buffers of the sizes it states, used by
-        // nothing else while the request lives.
-        unsafe { Request::from_os(a) }
+        Request::from_test(a)
     }
 
     /// sizeof(DXGK_DRIVERCAPS) on x64 as clang computes it from the 10.0.22621 d3dkmddi.h with

@@ -88,6 +88,18 @@ impl DmaBuffer {
         }
     }
 
+    /// `bytes` (a multiple of 8) of zeroed host memory, leaked, at a made-up bus address: a
+    /// buffer for the tests of the code that only runs the CPU side.
+    #[cfg(test)]
+    pub fn leak_host(bytes: u64, bus: BusAddr) -> Self {
+        let words = usize::try_from(bytes / 8).unwrap();
+        let mem: &'static mut [u64] =
+            alloc::boxed::Box::leak(alloc::vec![0u64; words].into_boxed_slice());
+        let va = NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: leaked (never freed), 8-aligned, `bytes` long, accessed atomically only.
+        unsafe { Self::from_raw(va, bus, bytes, 0) }
+    }
+
     /// `bytes` of zeroed, physically contiguous memory from `DxgkCbAllocateContiguousMemory`
     /// (PASSIVE), with its bus address. Nothing is kept on failure: memory whose bus address
     /// the platform cannot tell is freed again (`STATUS_INSUFFICIENT_RESOURCES`).

@@ -36,8 +36,8 @@ use rvgpu_hw::mmu;
 use rvgpu_hw::regs::Caps;
 
 use crate::aperture::Aperture;
+use crate::args::{write_bytes, Request};
 use crate::device::DeviceIdentity;
-use crate::qai::{write_bytes, Request};
 use crate::resources::Resources;
 use crate::status::{self, Status};
 
@@ -313,8 +313,7 @@ fn entry_target(m: Mmu<'_>, e: &DXGK_PTE, level: u8) -> Result<(u64, bool, bool)
     if large && level != mmu::LARGE_LEVEL {
         return Err(status::INVALID_PARAMETER);
     }
-    // SAFETY: both arms of the address union are the same u64.
-    let frame = unsafe { e.Anonymous2.PageAddress };
+    let frame = crate::args::pte_frame(e);
     let offset = frame
         .checked_mul(mmu::PAGE_4K)
         .ok_or(status::INVALID_PARAMETER)?;

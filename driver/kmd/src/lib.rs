@@ -48,7 +48,6 @@ pub mod platform;
 mod power;
 mod present;
 mod process;
-mod qai;
 mod quota;
 mod removal;
 mod reset;

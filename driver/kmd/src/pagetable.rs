@@ -167,9 +167,8 @@ pub fn update<P: Platform>(
     if first >= n {
         return Err(status::INVALID_PARAMETER);
     }
-    // SAFETY: the table address arm is the one UpdateMode (GPU_PHYSICAL, checked) names; it
-    // is plain data.
-    let at = unsafe { op.PageTableAddress.Anonymous.GpuPhysical };
+    // The table address arm UpdateMode (GPU_PHYSICAL, checked) names.
+    let at = crate::args::gpu_physical_table(op);
     let table = process::ddi::table_address(live, &at)?;
     let who = Mapping::of(a, live, op)?;
     let policy = match who {

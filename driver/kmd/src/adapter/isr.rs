@@ -510,10 +510,7 @@ fn notify_fences<P: Platform>(live: &Live<P>, r: Report<'_>) {
 mod tests {
     use super::*;
     use crate::handle::{Handle, Kind};
-    use rvgpu_ddi::interrupt::{
-        DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED, DXGK_PAGE_FAULT_WRITE,
-        DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN,
-    };
+    use rvgpu_ddi::interrupt::{DXGK_PAGE_FAULT_WRITE, DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN};
     use rvgpu_hw::mmu::{Access, FaultInfo, FaultReason};
 
     fn fault(access: Access, level: u8) -> u64 {
@@ -531,9 +528,7 @@ mod tests {
     fn a_queue_page_fault_names_the_queue_engine_address_access_and_level() {
         let h = Handle::new(3, Kind::Queue, 7).unwrap();
         let d = hw_queue_page_faulted(h, 2, 0x7000_1000, fault(Access::Write, 1));
-        assert_eq!(d.InterruptType, DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED);
-        // SAFETY: the union member the interrupt type names, as the OS reads it.
-        let f = unsafe { d.Anonymous.HwQueuePageFaulted };
+        let f = crate::args::notify::hw_queue_page_faulted(&d);
         assert_eq!(f.FaultedHwQueue, h.as_handle());
         assert_eq!(f.NodeOrdinal, 2);
         assert_eq!(f.FaultedVirtualAddress, 0x7000_1000);
@@ -551,13 +546,14 @@ mod tests {
         let h = Handle::new(1, Kind::Queue, 1).unwrap();
         for info in [fault(Access::Read, 3), fault(Access::Execute, 2), u64::MAX] {
             let d = hw_queue_page_faulted(h, 0, 0x1000, info);
-            // SAFETY: as above.
-            let f = unsafe { d.Anonymous.HwQueuePageFaulted };
+            let f = crate::args::notify::hw_queue_page_faulted(&d);
             assert_eq!(f.PageFaultFlags, 0, "{info:#x}");
         }
         // An undecodable record gives no level rather than a guessed one.
         let d = hw_queue_page_faulted(h, 0, 0x1000, u64::MAX);
-        // SAFETY: as above.
-        assert_eq!(unsafe { d.Anonymous.HwQueuePageFaulted }.PageTableLevel, 0);
+        assert_eq!(
+            crate::args::notify::hw_queue_page_faulted(&d).PageTableLevel,
+            0
+        );
     }
 }

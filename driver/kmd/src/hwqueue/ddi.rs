@@ -58,9 +58,7 @@ fn progress_fence(
 ) -> Result<Option<(GpuVa, usize)>, Status> {
     let gpu = GpuVa::new(args.HwQueueProgressFenceGPUVirtualAddress);
     let cpu = args.HwQueueProgressFenceCPUVirtualAddress as usize;
-    // SAFETY: both members of the union are plain data over initialised bytes, and the
-    // pointer-sized one covers all of them: any bit pattern is a valid value.
-    let handle = unsafe { args.Anonymous.hHwQueueNativeProgressFence };
+    let handle = crate::args::hw_queue_native_progress_fence(args);
     if gpu.is_null() {
         return if user_mode && cpu == 0 && handle.is_null() {
             Ok(None)

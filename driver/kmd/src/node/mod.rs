@@ -488,18 +488,13 @@ pub(crate) fn check_range(addr: GpuVa, bytes: u64) -> Result<(), Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rvgpu_ddi::interrupt::{DXGK_INTERRUPT_DMA_COMPLETED, DXGK_INTERRUPT_DMA_FAULTED};
     use rvgpu_hw::addr::BusAddr;
     use rvgpu_hw::cmd::{decode, Command};
 
     /// A node ring over leaked host memory (bus address made up; only the CPU side runs).
     fn host_ring(engine: u32, queue_id: u32, size: u32, capacity: usize) -> NodeRing {
         let bytes = u64::from(size) + rvgpu_hw::PAGE_SIZE;
-        let words = usize::try_from(bytes / 8).unwrap();
-        let mem: &'static mut [u64] = Box::leak(vec![0u64; words].into_boxed_slice());
-        let va = core::ptr::NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
-        // SAFETY: leaked (never freed), 8-aligned, `bytes` long, accessed atomically only.
-        let buf = unsafe { DmaBuffer::from_raw(va, BusAddr::new(0x40_0000), bytes, 0) };
+        let buf = DmaBuffer::leak_host(bytes, BusAddr::new(0x40_0000));
         NodeRing {
             engine,
             queue_id,
@@ -546,9 +541,7 @@ mod tests {
     }
 
     fn completed(d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA) -> (u32, u32) {
-        assert_eq!(d.InterruptType, DXGK_INTERRUPT_DMA_COMPLETED);
-        // SAFETY: the type says DmaCompleted.
-        let c = unsafe { d.Anonymous.DmaCompleted };
+        let c = crate::args::notify::dma_completed(d);
         (c.SubmissionFenceId, c.NodeOrdinal)
     }
 
@@ -681,9 +674,7 @@ mod tests {
         };
         assert!(r.on_event(fault, &mut |d| out.push(*d)));
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].InterruptType, DXGK_INTERRUPT_DMA_FAULTED);
-        // SAFETY: the type says DmaFaulted.
-        let f = unsafe { out[0].Anonymous.DmaFaulted };
+        let f = crate::args::notify::dma_faulted(&out[0]);
         assert_eq!(
             (f.FaultedFenceId, f.Status, f.NodeOrdinal),
             (12, DMA_FAULT_STATUS, 0)

@@ -13,8 +13,8 @@ use rvgpu_hw::regs::{self, Caps, ENGINE_MAX};
 
 use super::component;
 use crate::adapter::{Adapter, Live};
+use crate::args::Request;
 use crate::platform::Platform;
-use crate::qai::Request;
 use crate::status::{self, Status};
 
 /// Whether the adapter does runtime power management: the device can gate its engines. The

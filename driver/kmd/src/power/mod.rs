@@ -199,8 +199,7 @@ mod tests {
                 c.ComponentMapping.ComponentType,
                 DXGK_POWER_COMPONENT_ENGINE
             );
-            // SAFETY: test read of the one-UINT union.
-            let mapped = unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex };
+            let mapped = crate::args::engine_node_index(&c);
             assert_eq!(mapped, node);
             assert_eq!(c.Flags.Value, 0);
             assert_eq!(c.ProviderCount, 0);

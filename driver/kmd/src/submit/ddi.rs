@@ -252,17 +252,10 @@ mod tests {
     /// side is exercised).
     fn host_ring(size: u32) -> KernelRing {
         let words = (size as usize).saturating_add(4096) / 8;
-        let mem: &'static mut [u64] = Box::leak(vec![0u64; words].into_boxed_slice());
-        let va = core::ptr::NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
-        // SAFETY: leaked (never freed), 8-aligned, `words * 8` bytes, accessed atomically only.
-        let buf = unsafe {
-            crate::dma::DmaBuffer::from_raw(
-                va,
-                rvgpu_hw::addr::BusAddr::new(0x10_0000),
-                (words as u64).saturating_mul(8),
-                0,
-            )
-        };
+        let buf = crate::dma::DmaBuffer::leak_host(
+            (words as u64).saturating_mul(8),
+            rvgpu_hw::addr::BusAddr::new(0x10_0000),
+        );
         KernelRing {
             buf,
             size,

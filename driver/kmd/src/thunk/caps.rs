@@ -5,7 +5,6 @@ use super::contract::{generic_ddis, own_thunks, Call};
 use crate::adapter::Adapter;
 use crate::caps;
 use crate::platform::Platform;
-use crate::qai::Request;
 use crate::status::{self, Status};
 use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
 use rvgpu_ddi::submission::DXGKARG_GETNODEMETADATA;
@@ -42,15 +41,13 @@ own_thunks! {
 }
 
 /// DxgkDdiQueryAdapterInfo's logic: the request's buffers resolved once
-/// ([`crate::qai::Request`]), then answered by `caps`.
+/// ([`crate::args::Request`]), then answered by `caps`.
 fn query_adapter_info<P: Platform>(
-    _: Call<'_>,
+    call: Call<'_>,
     a: &Adapter<P>,
     args: &DXGKARG_QUERYADAPTERINFO,
 ) -> Result<(), Status> {
-    // SAFETY: the buffers the block names are under the contract of the call whose `Call` this
-    // holds (`Request::from_os`).
-    let mut q = unsafe { Request::from_os(args) };
+    let mut q = call.qai_request(args);
     match a.live() {
         Some(live) => caps::query(live, &mut q),
         // Before StartDevice only the types Dxgkrnl sends at that stage have an answer.

@@ -30,7 +30,10 @@ use alloc::boxed::Box;
 use rvgpu_ddi::{HANDLE, NTSTATUS, PDEVICE_OBJECT, PVOID};
 
 use crate::adapter::Adapter;
+use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
+
 use crate::allocation::MAX_PER_CALL;
+use crate::args::Request;
 use crate::dma::OsWords;
 use crate::globals::ADAPTERS;
 use crate::platform::Platform;
@@ -141,6 +144,13 @@ impl<'a> Call<'a> {
         // SAFETY: each address the OS passes is null or a word writable for the call (the
         // pages of the update DDIs; `Call::new`); OsWords checks null and alignment.
         Some(unsafe { OsWords::new(vas) })
+    }
+
+    /// A DxgkDdiQueryAdapterInfo request with its buffers resolved.
+    pub(super) fn qai_request(self, args: &'a DXGKARG_QUERYADAPTERINFO) -> Request<'a> {
+        // SAFETY: the buffers the block names are the call's (`Call::new`), as
+        // `Request::from_os` asks.
+        unsafe { Request::from_os(args) }
     }
 
     /// A structure at the start of a buffer of `len` bytes, if the buffer is non-null, holds
