@@ -125,6 +125,16 @@ pub(crate) fn transfer_side(side: &DXGKARG_BUILDPAGINGBUFFER_Transfer_Source) ->
     TransferSide::Segment(side.SegmentId, quad(&a))
 }
 
+/// The range of a memory descriptor of a resource list (`CmResourceTypeMemory` or
+/// `CmResourceTypeMemoryLarge`, which the caller checked).
+pub(crate) fn memory_range(
+    d: &rvgpu_ddi::CM_PARTIAL_RESOURCE_DESCRIPTOR,
+) -> rvgpu_ddi::CM_PARTIAL_RESOURCE_DESCRIPTOR_RANGE {
+    // SAFETY: for memory types the union holds a range (all variants share the Start/Length
+    // layout); every arm is plain data.
+    unsafe { d.u.Memory }
+}
+
 /// The page frame of a `DXGK_PTE`.
 #[inline]
 pub(crate) fn pte_frame(e: &rvgpu_ddi::memory::DXGK_PTE) -> u64 {

@@ -6,6 +6,7 @@
 //! Reference: <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgkrnl_interface>.
 
 use core::ffi::c_void;
+use core::mem::size_of;
 use core::ptr::{self, NonNull};
 
 use rvgpu_ddi::adapter::DXGK_DEVICE_INFO;
@@ -14,8 +15,16 @@ use rvgpu_ddi::dxgkrnl::{
     DXGKARGCB_DISCONNECTDOORBELL_FLAGS, DXGKARGCB_FREECONTIGUOUSMEMORY, DXGKRNL_INTERFACE,
 };
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-use rvgpu_ddi::{NTSTATUS, PHYSICAL_ADDRESS};
+use rvgpu_ddi::{CM_PARTIAL_RESOURCE_DESCRIPTOR, NTSTATUS, PHYSICAL_ADDRESS};
 
+use rvgpu_ddi::feature::{
+    DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1, DXGKARGCB_ISFEATUREENABLED2,
+    DXGKARGCB_QUERYFEATUREINTERFACE, DXGKCBINT_FEATURE_NATIVEFENCE_1, DXGK_FEATURE_ID,
+    DXGK_FEATURE_INTERFACE, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_VERSION,
+    DXGK_ISFEATUREENABLED_RESULT_0,
+};
+
+use crate::resources::{self, ResourceError, ResourceList, Resources};
 use crate::status::{self, Status};
 
 /// `MmNonCached` in `MEMORY_CACHING_TYPE`: registers are mapped uncached.
@@ -59,7 +68,7 @@ impl Dxgk {
     }
 
     /// DxgkCbGetDeviceInformation (PASSIVE).
-    pub fn device_information(&self) -> Result<DXGK_DEVICE_INFO, Status> {
+    pub fn device_information(&self) -> Result<DeviceInfo, Status> {
         let f = self
             .raw
             .DxgkCbGetDeviceInformation
@@ -67,7 +76,14 @@ impl Dxgk {
         let mut info = DXGK_DEVICE_INFO::default();
         // SAFETY: a Dxgkrnl callback called with its own handle and a valid out pointer.
         let st = unsafe { f(self.raw.DeviceHandle, &mut info) };
-        status::check(st).map(|()| info)
+        status::check(st).map(|()| DeviceInfo(info))
+    }
+
+    /// The adapter's translated resources, parsed from the list `info` (as
+    /// [`Dxgk::device_information`] returned it) points at.
+    pub fn resources(&self, info: &DeviceInfo) -> Result<Resources, ResourceError> {
+        let list = OsResourceList(info.0.TranslatedResourceList.cast());
+        resources::parse((!list.0.is_null()).then_some(&list as &dyn ResourceList))
     }
 
     /// DxgkCbMapMemory for a register BAR (PASSIVE): kernel mapping, uncached.
@@ -273,5 +289,120 @@ impl Dxgk {
         // for the duration of the call (the caller's contract).
         let st: NTSTATUS = unsafe { f(self.raw.DeviceHandle, Some(routine), context, 0, &mut ret) };
         status::check(st).map(|()| ret != 0)
+    }
+}
+
+/// Dxgkrnl's feature interface (`DXGK_FEATURE_INTERFACE`, from DxgkCbQueryServices), referenced
+/// until [`FeatureInterface::release`]: its calls made safe, as the callbacks above.
+#[derive(Debug)]
+pub struct FeatureInterface(DXGK_FEATURE_INTERFACE);
+
+// SAFETY: the interface is a table of Dxgkrnl function pointers and an opaque context that
+// Dxgkrnl documents as usable from any thread at PASSIVE_LEVEL.
+unsafe impl Send for FeatureInterface {}
+// SAFETY: as above; the driver only calls through it at PASSIVE_LEVEL.
+unsafe impl Sync for FeatureInterface {}
+
+impl FeatureInterface {
+    /// The negotiated version of feature `id`, if the OS enabled it.
+    pub fn is_enabled(&self, id: DXGK_FEATURE_ID) -> Option<DXGK_FEATURE_VERSION> {
+        let i = &self.0;
+        let f = i.IsFeatureEnabled?;
+        let mut args = DXGKARGCB_ISFEATUREENABLED2 {
+            FeatureId: id,
+            ..Default::default()
+        };
+        // SAFETY: the interface's own function with its own context and a valid argument
+        // block; PASSIVE_LEVEL (StartDevice).
+        let st = unsafe { f(i.Context, &mut args) };
+        let enabled = args
+            .Result
+            .Anonymous
+            .is_set(DXGK_ISFEATUREENABLED_RESULT_0::Enabled);
+        (status::check(st).is_ok() && enabled).then_some(args.Result.Version)
+    }
+
+    /// The OS's native-fence capabilities, through the native-fence callback interface of
+    /// `version`.
+    pub fn native_fence_caps(
+        &self,
+        version: DXGK_FEATURE_VERSION,
+    ) -> Option<DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1> {
+        let i = &self.0;
+        let query = i.QueryFeatureInterface?;
+        let mut table = DXGKCBINT_FEATURE_NATIVEFENCE_1::default();
+        let mut args = DXGKARGCB_QUERYFEATUREINTERFACE {
+            FeatureId: DXGK_FEATURE_NATIVE_FENCE,
+            Version: version,
+            InterfaceSize: u16::try_from(size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>()).ok()?,
+            Interface: (&raw mut table).cast::<c_void>(),
+        };
+        // SAFETY: the interface's own function; `table` is a writable buffer of the size we
+        // declare and outlives the call.
+        let st = unsafe { query(i.Context, &mut args) };
+        status::check(st).ok()?;
+        let get_caps = table.GetOSCaps?;
+        let mut os_caps = DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::default();
+        // SAFETY: the OS-provided function with a valid out structure.
+        status::check(unsafe { get_caps(&mut os_caps) }).ok()?;
+        Some(os_caps)
+    }
+
+    /// Dereferences the interface (StopDevice).
+    pub fn release(self) {
+        if let Some(deref) = self.0.InterfaceDereference {
+            // SAFETY: balances the reference DxgkCbQueryServices took for us.
+            unsafe { deref(self.0.Context) };
+        }
+    }
+}
+
+impl Dxgk {
+    /// DxgkCbQueryServices(DxgkServicesFeature): the feature interface, referenced.
+    pub fn feature_interface(&self) -> Result<FeatureInterface, Status> {
+        let mut i = DXGK_FEATURE_INTERFACE::default();
+        // SAFETY: `i` is a DXGK_FEATURE_INTERFACE whose header (set by Default) declares its
+        // own size and version, as DxgkServicesFeature expects.
+        unsafe {
+            self.query_services(rvgpu_ddi::dxgkrnl::DxgkServicesFeature, (&raw mut i).cast())
+        }?;
+        if i.IsFeatureEnabled.is_none() {
+            return Err(status::NOT_SUPPORTED);
+        }
+        Ok(FeatureInterface(i))
+    }
+}
+
+/// What DxgkCbGetDeviceInformation answered: the structure, whose resource list is valid while
+/// the adapter is (read through [`Dxgk::resources`]).
+#[derive(Debug)]
+pub struct DeviceInfo(DXGK_DEVICE_INFO);
+
+impl DeviceInfo {
+    /// The physical device object.
+    pub fn physical_device_object(&self) -> *mut c_void {
+        self.0.PhysicalDeviceObject.cast()
+    }
+}
+
+/// The OS's translated resource list, read at the offsets the parser computes from its counts.
+struct OsResourceList(*const u8);
+
+impl OsResourceList {
+    /// Reads a plain-data `T` at byte offset `off`, unaligned (the list is packed).
+    fn read_at<T: Copy>(&self, off: usize) -> T {
+        // SAFETY: the list is the OS's DXGK_DEVICE_INFO::TranslatedResourceList, valid for
+        // reads as far as its own counts describe, and `resources::parse` reads only there; a
+        // packed plain-data structure, read unaligned.
+        unsafe { self.0.wrapping_add(off).cast::<T>().read_unaligned() }
+    }
+}
+
+impl ResourceList for OsResourceList {
+    fn count(&self, off: usize) -> u32 {
+        self.read_at(off)
+    }
+    fn descriptor(&self, off: usize) -> CM_PARTIAL_RESOURCE_DESCRIPTOR {
+        self.read_at(off)
     }
 }

@@ -17,19 +17,13 @@
 //! with the OS's software scheduler and kernel-mode submission only.
 //! Reference: <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/querying-wddm-feature-support-and-enablement>.
 
-use core::ffi::c_void;
-use core::mem::size_of;
-
 use rvgpu_ddi::feature::{
-    DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1, DXGKARGCB_ISFEATUREENABLED2,
-    DXGKARGCB_QUERYFEATUREINTERFACE, DXGKCBINT_FEATURE_NATIVEFENCE_1, DXGK_FEATURE_HWSCH,
-    DXGK_FEATURE_ID, DXGK_FEATURE_INTERFACE, DXGK_FEATURE_KERNEL_MODE_TESTING,
-    DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION, DXGK_FEATURE_VERSION,
-    DXGK_ISFEATUREENABLED_RESULT_0,
+    DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1, DXGK_FEATURE_HWSCH, DXGK_FEATURE_ID,
+    DXGK_FEATURE_KERNEL_MODE_TESTING, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION,
+    DXGK_FEATURE_VERSION,
 };
 
-use crate::dxgk::Dxgk;
-use crate::status::{self, Status};
+use crate::dxgk::{Dxgk, FeatureInterface};
 
 /// The versions of `id` the driver implements (`DxgkDdiQueryFeatureSupport`), or `None`.
 ///
@@ -69,7 +63,7 @@ pub struct NativeFenceFeature {
 #[derive(Debug, Default)]
 pub struct Features {
     /// The feature interface, held (referenced) for the adapter's life.
-    interface: Option<DXGK_FEATURE_INTERFACE>,
+    interface: Option<FeatureInterface>,
     /// Negotiated version of `DXGK_FEATURE_HWSCH`, if the OS enabled it.
     pub hwsch: Option<DXGK_FEATURE_VERSION>,
     /// Negotiated version of `DXGK_FEATURE_USER_MODE_SUBMISSION`, if the OS enabled it.
@@ -80,12 +74,6 @@ pub struct Features {
     pub kernel_mode_testing: Option<DXGK_FEATURE_VERSION>,
 }
 
-// SAFETY: the interface is a table of Dxgkrnl function pointers and an opaque context that
-// Dxgkrnl documents as usable from any thread at PASSIVE_LEVEL.
-unsafe impl Send for Features {}
-// SAFETY: as above; the driver only calls through it at PASSIVE_LEVEL.
-unsafe impl Sync for Features {}
-
 impl Features {
     /// Queries the OS at StartDevice. An OS without the feature interface (older than the
     /// features the driver needs) yields no features rather than an error: the driver then
@@ -94,78 +82,29 @@ impl Features {
         let Ok(interface) = dxgk.feature_interface() else {
             return Self::default();
         };
-        let hwsch = Self::is_enabled(&interface, DXGK_FEATURE_HWSCH);
-        let user_mode_submission = Self::is_enabled(&interface, DXGK_FEATURE_USER_MODE_SUBMISSION);
+        let hwsch = interface.is_enabled(DXGK_FEATURE_HWSCH);
+        let user_mode_submission = interface.is_enabled(DXGK_FEATURE_USER_MODE_SUBMISSION);
         let native_fence = Self::negotiate_native_fence(&interface);
+        let kernel_mode_testing = interface.is_enabled(DXGK_FEATURE_KERNEL_MODE_TESTING);
         Self {
             interface: Some(interface),
             hwsch,
             user_mode_submission,
             native_fence,
-            kernel_mode_testing: Self::is_enabled(&interface, DXGK_FEATURE_KERNEL_MODE_TESTING),
+            kernel_mode_testing,
         }
     }
 
-    fn is_enabled(i: &DXGK_FEATURE_INTERFACE, id: DXGK_FEATURE_ID) -> Option<DXGK_FEATURE_VERSION> {
-        let f = i.IsFeatureEnabled?;
-        let mut args = DXGKARGCB_ISFEATUREENABLED2 {
-            FeatureId: id,
-            ..Default::default()
-        };
-        // SAFETY: the interface's own function with its own context and a valid argument
-        // block; PASSIVE_LEVEL (StartDevice).
-        let st = unsafe { f(i.Context, &mut args) };
-        let enabled = args
-            .Result
-            .Anonymous
-            .is_set(DXGK_ISFEATUREENABLED_RESULT_0::Enabled);
-        (status::check(st).is_ok() && enabled).then_some(args.Result.Version)
-    }
-
-    fn negotiate_native_fence(i: &DXGK_FEATURE_INTERFACE) -> Option<NativeFenceFeature> {
-        let version = Self::is_enabled(i, DXGK_FEATURE_NATIVE_FENCE)?;
-        let query = i.QueryFeatureInterface?;
-        let mut table = DXGKCBINT_FEATURE_NATIVEFENCE_1::default();
-        let mut args = DXGKARGCB_QUERYFEATUREINTERFACE {
-            FeatureId: DXGK_FEATURE_NATIVE_FENCE,
-            Version: version,
-            InterfaceSize: u16::try_from(size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>()).ok()?,
-            Interface: (&raw mut table).cast::<c_void>(),
-        };
-        // SAFETY: the interface's own function; `table` is a writable buffer of the size we
-        // declare and outlives the call.
-        let st = unsafe { query(i.Context, &mut args) };
-        status::check(st).ok()?;
-        let get_caps = table.GetOSCaps?;
-        let mut os_caps = DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::default();
-        // SAFETY: the OS-provided function with a valid out structure.
-        status::check(unsafe { get_caps(&mut os_caps) }).ok()?;
+    fn negotiate_native_fence(i: &FeatureInterface) -> Option<NativeFenceFeature> {
+        let version = i.is_enabled(DXGK_FEATURE_NATIVE_FENCE)?;
+        let os_caps = i.native_fence_caps(version)?;
         Some(NativeFenceFeature { version, os_caps })
     }
 
     /// Releases the feature interface (StopDevice).
     pub fn release(&mut self) {
         if let Some(i) = self.interface.take() {
-            if let Some(deref) = i.InterfaceDereference {
-                // SAFETY: balances the reference DxgkCbQueryServices took for us.
-                unsafe { deref(i.Context) };
-            }
+            i.release();
         }
-    }
-}
-
-impl Dxgk {
-    /// DxgkCbQueryServices(DxgkServicesFeature): the feature interface, referenced.
-    pub fn feature_interface(&self) -> Result<DXGK_FEATURE_INTERFACE, Status> {
-        let mut i = DXGK_FEATURE_INTERFACE::default();
-        // SAFETY: `i` is a DXGK_FEATURE_INTERFACE whose header (set by Default) declares its
-        // own size and version, as DxgkServicesFeature expects.
-        unsafe {
-            self.query_services(rvgpu_ddi::dxgkrnl::DxgkServicesFeature, (&raw mut i).cast())
-        }?;
-        if i.IsFeatureEnabled.is_none() {
-            return Err(status::NOT_SUPPORTED);
-        }
-        Ok(i)
     }
 }

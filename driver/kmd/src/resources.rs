@@ -63,15 +63,14 @@ pub enum ResourceError {
     NoInterrupt,
 }
 
-/// Reads a plain-data `T` at byte offset `off` of `base`, unaligned (the list is packed).
-///
-/// # Safety
-/// `base + off` must be inside one allocation and valid for reading a `T`.
-unsafe fn read_at<T: Copy>(base: *const u8, off: usize) -> T {
-    // SAFETY: inside the allocation (the caller's contract).
-    let p = unsafe { base.add(off) };
-    // SAFETY: valid for reading a `T` (the caller's contract); unaligned read.
-    unsafe { p.cast::<T>().read_unaligned() }
+/// A resource list the OS passed, read field by field: [`crate::dxgk`] reads the OS's list
+/// (its counts describe how far it is valid), the parser checks every count against the
+/// limits before it reads on.
+pub trait ResourceList {
+    /// The `u32` at byte offset `off` of the list (a count).
+    fn count(&self, off: usize) -> u32;
+    /// The partial descriptor at byte offset `off` of the list.
+    fn descriptor(&self, off: usize) -> CM_PARTIAL_RESOURCE_DESCRIPTOR;
 }
 
 /// Parses the translated resource list.
@@ -79,18 +78,11 @@ unsafe fn read_at<T: Copy>(base: *const u8, off: usize) -> T {
 /// Memory ranges are assigned in order of appearance: the first one at least
 /// `rvgpu_hw::pci::MMIO_SIZE` long and exactly that size is BAR0; of the remaining ones the
 /// first is the doorbell aperture and the second VRAM (PCI reports BARs in BAR order).
-///
-/// # Safety
-/// `list` must be null or point to a resource list that is valid for reads as far as its own
-/// counts describe (the OS guarantees this for `DXGK_DEVICE_INFO::TranslatedResourceList`).
-pub unsafe fn parse(list: *const CM_RESOURCE_LIST) -> Result<Resources, ResourceError> {
-    if list.is_null() {
-        return Err(ResourceError::Null);
-    }
-    let base = list.cast::<u8>();
-    // SAFETY: `list` is valid for at least its Count field (contract above); read_unaligned
-    // because the structure may be packed.
-    let full_count = unsafe { read_at::<u32>(base, offset_of!(CM_RESOURCE_LIST, Count)) };
+/// `list` is `None` for a null list. A read is made only at offsets inside the list as its
+/// own counts describe it.
+pub fn parse(list: Option<&dyn ResourceList>) -> Result<Resources, ResourceError> {
+    let list = list.ok_or(ResourceError::Null)?;
+    let full_count = list.count(offset_of!(CM_RESOURCE_LIST, Count));
     if full_count > MAX_FULL {
         return Err(ResourceError::TooMany);
     }
@@ -105,8 +97,7 @@ pub unsafe fn parse(list: *const CM_RESOURCE_LIST) -> Result<Resources, Resource
         let count_off = plist
             .checked_add(offset_of!(CM_PARTIAL_RESOURCE_LIST, Count))
             .ok_or(ResourceError::TooMany)?;
-        // SAFETY: inside the list as described by its counts (contract above).
-        let partial_count = unsafe { read_at::<u32>(base, count_off) };
+        let partial_count = list.count(count_off);
         if partial_count > MAX_PARTIAL {
             return Err(ResourceError::TooMany);
         }
@@ -114,14 +105,10 @@ pub unsafe fn parse(list: *const CM_RESOURCE_LIST) -> Result<Resources, Resource
             .checked_add(offset_of!(CM_PARTIAL_RESOURCE_LIST, PartialDescriptors))
             .ok_or(ResourceError::TooMany)?;
         for _ in 0..partial_count {
-            // SAFETY: inside the list as described by its counts; unaligned read of a packed
-            // plain-data structure.
-            let d = unsafe { read_at::<CM_PARTIAL_RESOURCE_DESCRIPTOR>(base, desc_off) };
+            let d = list.descriptor(desc_off);
             match d.Type {
                 TYPE_MEMORY | TYPE_MEMORY_LARGE => {
-                    // SAFETY: for memory types the union holds a range (all variants share
-                    // the Start/Length layout).
-                    let range = unsafe { d.u.Memory };
+                    let range = crate::args::memory_range(&d);
                     let shift = match d.Flags {
                         f if d.Type == TYPE_MEMORY_LARGE && f & LARGE_64 != 0 => 32,
                         f if d.Type == TYPE_MEMORY_LARGE && f & LARGE_48 != 0 => 16,
@@ -129,8 +116,7 @@ pub unsafe fn parse(list: *const CM_RESOURCE_LIST) -> Result<Resources, Resource
                         _ => 0,
                     };
                     let r = MemRange {
-                        // SAFETY: PHYSICAL_ADDRESS is a union over a 64-bit quad part.
-                        start: unsafe { range.Start.QuadPart } as u64,
+                        start: crate::args::quad(&{ range.Start }) as u64,
                         length: u64::from(range.Length) << shift,
                     };
                     if !found_mmio && r.length == rvgpu_hw::pci::MMIO_SIZE {

@@ -21,7 +21,7 @@ use crate::kmem::{self, NoMemory};
 use crate::mmio::Regs;
 use crate::node;
 use crate::platform::Platform;
-use crate::resources::{self, Resources};
+use crate::resources::Resources;
 use crate::runlist;
 use crate::sched::Sched;
 use crate::status::{self, Status};
@@ -102,9 +102,9 @@ impl<P: Platform> Adapter<P> {
 
     fn bring_up(&self, dxgk: Dxgk, ddis: Filled) -> Result<Box<Live<P>>, Status> {
         let info = dxgk.device_information()?;
-        let quotas = crate::quota::Quotas::read::<P>(info.PhysicalDeviceObject.cast());
-        // SAFETY: Dxgkrnl's DXGK_DEVICE_INFO points at a valid translated resource list.
-        let res = unsafe { resources::parse(info.TranslatedResourceList) }
+        let quotas = crate::quota::Quotas::read::<P>(info.physical_device_object().cast());
+        let res = dxgk
+            .resources(&info)
             .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
         let va = dxgk.map_registers(res.mmio.start, res.mmio.length)?;
         let len = usize::try_from(res.mmio.length).map_err(|_| status::INSUFFICIENT_RESOURCES)?;

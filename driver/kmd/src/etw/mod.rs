@@ -115,8 +115,9 @@ fn update(change: impl FnOnce(&Switches)) {
 }
 
 /// The enable callback ETW calls when a session enables or disables the provider (from
-/// inside `EtwRegister` too, if one already listens). PASSIVE_LEVEL.
-unsafe extern "system" fn enable_callback(
+/// inside `EtwRegister` too, if one already listens). PASSIVE_LEVEL. It reads none of its
+/// pointers, so it is a safe function.
+extern "system" fn enable_callback(
     _source: *const Guid,
     control_code: u32,
     level: u8,
@@ -242,18 +243,15 @@ mod tests {
     fn ddi_04_enable_callback_and_dxgkrnl_switch_set_the_gate() {
         use events::{on, HWQUEUE_CREATE, KW_HWQUEUE, NATIVE_FENCE_SIGNAL, TDR_RESTART};
         let session = |code: u32, level: u8, any: u64| {
-            // SAFETY: the callback reads none of its pointers.
-            unsafe {
-                enable_callback(
-                    core::ptr::null(),
-                    code,
-                    level,
-                    any,
-                    0,
-                    core::ptr::null(),
-                    core::ptr::null_mut(),
-                )
-            }
+            enable_callback(
+                core::ptr::null(),
+                code,
+                level,
+                any,
+                0,
+                core::ptr::null(),
+                core::ptr::null_mut(),
+            )
         };
         assert!(!on(&HWQUEUE_CREATE), "no session");
         session(CONTROL_ENABLE, 4, KW_HWQUEUE);
