@@ -8,14 +8,14 @@
 //! lists of fence waits and signals, reads queue and device status and the queue's record of
 //! its fence operations. Every call returns an [`RvgpuStatus`].
 //!
-//! Handles are tokens into the table of live objects (`capi_handles`): a null handle is
+//! Handles are tokens into the table of live objects (`handles`): a null handle is
 //! `InvalidArgument`, a destroyed, forged or wrong-kind one `InvalidHandle`; neither is ever
 //! dereferenced. Every pointer argument is checked for null before use; a non-null pointer
 //! must be valid for what the call documents (C cannot say more).
 //!
 //! Status:
-//! - **On Windows** the calls are implemented (`capi_windows`) over the D3DKMT thunks and
-//!   the portable queue core (`capi_queue`: [`UserQueue`](crate::submit::UserQueue) with its
+//! - **On Windows** the calls are implemented (`windows`) over the D3DKMT thunks and
+//!   the portable queue core (`queue`: [`UserQueue`](crate::submit::UserQueue) with its
 //!   kernel-mode fallback, or [`KernelQueue`](crate::submit::KernelQueue)). This is compiled
 //!   by the Windows cross-build only; it runs in the x86-64 emulator over the simulated OS's
 //!   thunks (docs/pe-image.md, `simos/tests/pe_umd.rs`, `rvgpu-whlk --backend kmt-sim --umd
@@ -28,60 +28,47 @@
 //! passed as two 32-bit dwords, low half first; each packet is validated before its words go
 //! into the ring, and nothing is published unless all are valid ([`crate::packets`]).
 //!
-//! Buffers (AL-01 … AL-03; `capi_buffer`): `rvgpu_buffer_lock` maps a buffer with
+//! Buffers (AL-01 … AL-03; `buffer`): `rvgpu_buffer_lock` maps a buffer with
 //! `RVGPU_LOCK_*` flags (the values of [`LockFlags`]) and names the queues whose work may use
 //! it, since the UMD tracks use per queue; a busy buffer locked with `RVGPU_LOCK_DO_NOT_WAIT`
 //! returns [`RvgpuStatus::WasStillDrawing`]. GPU work is tracked when it goes through
 //! `rvgpu_buffer_fill` / `rvgpu_buffer_copy`; packets of `rvgpu_submit` and
 //! `rvgpu_queue_submit` are not.
 //!
-//! GPU VAs (`capi_va`): an application may reserve a range of the adapter's GPU VA space at an
+//! GPU VAs (`va`): an application may reserve a range of the adapter's GPU VA space at an
 //! address it chooses, map buffer pages there and free it (`rvgpu_va_*`,
 //! `rvgpu_buffer_map_va`).
 //!
 //! Threading: every call may be made from any thread. Calls on one queue or one buffer are
 //! serialized by the object's lock; waits (`rvgpu_queue_wait`, `rvgpu_fence_wait`) are made
 //! without it, so one thread may wait while another submits.
+
 #![allow(clippy::missing_safety_doc)] // each function documents its contract as "Safety" below
 
-use alloc::vec::Vec;
-use core::ffi::{c_char, c_void};
-use core::ptr;
-
-use rvgpu_hw::cmd::Command;
-
-use crate::kmt::NtStatus;
-use crate::packets::{Dwords, Packets};
-use crate::submit::SubmitError;
-use crate::usage::LockFlags;
-
+mod args;
+#[cfg(any(windows, test))]
+pub(crate) mod buffer;
+#[cfg(test)]
+mod buffer_tests;
+#[cfg(any(windows, test))]
+pub(crate) mod handles;
+#[cfg(not(windows))]
+mod host;
+#[cfg(test)]
+mod mock;
 #[cfg(windows)]
-use crate::capi_windows as imp;
+mod queue;
+#[cfg(test)]
+mod tests;
+mod types;
+mod va;
+#[cfg(windows)]
+mod windows;
 
-/// Result of every API call.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RvgpuStatus {
-    /// Success.
-    Ok = 0,
-    /// A pointer was null or a value out of range.
-    InvalidArgument = 1,
-    /// Not implemented on this build (see the module documentation).
-    NotImplemented = 2,
-    /// The adapter was removed or reset: destroy the queue and create a new one.
-    DeviceLost = 3,
-    /// A wait timed out.
-    Timeout = 4,
-    /// Out of memory.
-    OutOfMemory = 5,
-    /// A kernel thunk failed for another reason.
-    KernelError = 6,
-    /// A lock with `RVGPU_LOCK_DO_NOT_WAIT` found the buffer in use by queued work
-    /// (D3D's `WasStillDrawing`); nothing was locked.
-    WasStillDrawing = 7,
-    /// A handle names no live object of its kind (destroyed, forged, or another kind's).
-    InvalidHandle = 8,
-}
+pub(crate) use args::handle;
+pub use types::*;
+
+use crate::usage::LockFlags;
 
 /// Lock for reading: waits for the GPU's queued writes.
 pub const RVGPU_LOCK_READ: u32 = 0x1;
@@ -123,278 +110,31 @@ const _: () = assert!(
             == LockFlags::ALL.0
 );
 
-/// How `rvgpu_queue_create` makes a queue.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RvgpuQueueDesc {
-    /// Engine (node ordinal).
-    pub node: u32,
-    /// `RVGPU_QUEUE_USER_MODE` or `RVGPU_QUEUE_KERNEL_MODE`.
-    pub kind: u32,
-    /// Scheduling priority (the driver clamps it).
-    pub priority: u32,
-    /// Bytes of the user-mode ring, and of the kernel-mode command buffer: a power of two
-    /// from 256 bytes to 16 MiB; 0 for the default, 64 KiB.
-    pub ring_size: u32,
-}
+use alloc::vec::Vec;
+use core::ffi::c_void;
+use core::ptr;
 
-/// A fence and a value: one entry of a wait or signal list.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RvgpuFenceValue {
-    /// The fence.
-    pub fence: *mut RvgpuFence,
-    /// The value waited for or signalled.
-    pub value: u64,
-}
+use crate::packets::{Dwords, Packets};
 
-/// One batch for `rvgpu_queue_submit`: the GPU waits for every `waits` entry, runs the
-/// commands, then signals every `signals` entry. Each list may be empty (its pointer NULL).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RvgpuSubmitDesc {
-    /// Command dwords (rvgpu packets, 64-bit words low dword first).
-    pub commands: *const u32,
-    /// Number of dwords (even).
-    pub dword_count: usize,
-    /// Fences the GPU waits for before the commands.
-    pub waits: *const RvgpuFenceValue,
-    /// Entries of `waits`.
-    pub wait_count: usize,
-    /// Fences the GPU signals after the commands.
-    pub signals: *const RvgpuFenceValue,
-    /// Entries of `signals`.
-    pub signal_count: usize,
-}
+use args::{clear, h, list, out, put, queue_tokens, touch};
 
-/// What `rvgpu_queue_status` reports.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RvgpuQueueStatus {
-    /// The last progress value submitted (0: none).
-    pub submitted: u64,
-    /// The progress value the GPU completed.
-    pub completed: u64,
-    /// Fence log entries dropped because they were not read in time.
-    pub dropped_log_entries: u64,
-    /// The path batches take now: `RVGPU_QUEUE_USER_MODE` or `RVGPU_QUEUE_KERNEL_MODE` (a
-    /// user-mode queue the driver moved to its fallback reports kernel mode).
-    pub kind: u32,
-    /// Non-zero once the device was lost for this queue: destroy it and create a new one.
-    pub lost: u32,
-    /// The device's id of the queue (what the fence log entries carry).
-    pub queue_id: u32,
-    /// What a user-mode queue's doorbell status page says (`D3DDDI_DOORBELLSTATUS`: 0
-    /// connected, 1 connected with notification, 2 disconnected, retry, 3 disconnected,
-    /// abort); -1 for a queue without a doorbell.
-    pub doorbell_status: i32,
-}
-
-/// What `rvgpu_buffer_status` reports.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RvgpuBufferStatus {
-    /// GPU virtual address of the current memory (a `RVGPU_LOCK_DISCARD` rename changes it).
-    pub gpu_va: u64,
-    /// Renames so far (`RVGPU_LOCK_DISCARD` locks of a busy buffer).
-    pub renames: u64,
-    /// Locks that blocked on GPU work.
-    pub lock_waits: u64,
-    /// Pieces of memory that exist: the current one and renamed ones the GPU still uses.
-    pub backings: u64,
-}
-
-/// What `rvgpu_device_status` reports.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RvgpuDeviceStatus {
-    /// Non-zero once a queue of the adapter found the device lost or reset.
-    pub lost: u32,
-    /// Queues of the adapter whose work a device reset or loss aborted (each counted once).
-    pub reset_count: u32,
-}
-
-/// One fence operation a queue submitted (`rvgpu_queue_read_fence_log`): the application's
-/// side of the device's native fence logs, joined with the OS's entries on
-/// `(queue_id, kind, index)`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RvgpuFenceLogEntry {
-    /// The fence value waited for or signalled.
-    pub value: u64,
-    /// CPU timestamp (QueryPerformanceCounter ticks) taken before the batch was written.
-    pub cpu_timestamp: u64,
-    /// The device's queue id.
-    pub queue_id: u32,
-    /// `RVGPU_FENCE_LOG_WAIT` or `RVGPU_FENCE_LOG_SIGNAL`.
-    pub kind: u32,
-    /// The free-running index of its log entry; meaningful when `logged` is non-zero.
-    pub index: u32,
-    /// Non-zero when the device writes a log entry for it (user-mode path only).
-    pub logged: u32,
-    /// The fence's D3DKMT handle in this process (the log entry's `hNativeFence`).
-    pub os_fence: u32,
-    /// Always 0.
-    pub reserved: u32,
-}
-
-/// NTSTATUS → API status.
-pub fn status_from_nt(s: NtStatus) -> RvgpuStatus {
-    // The bit patterns of the NTSTATUS values (negative as i32).
-    const STATUS_NO_MEMORY: u32 = 0xC000_0017;
-    const STATUS_INSUFFICIENT_RESOURCES: u32 = 0xC000_009A;
-    const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
-    const STATUS_DEVICE_REMOVED: u32 = 0xC000_02B6;
-    const STATUS_TIMEOUT: u32 = 0x0000_0102;
-    const STATUS_INVALID_HANDLE: u32 = 0xC000_0008;
-    match s.0 as u32 {
-        STATUS_NO_MEMORY | STATUS_INSUFFICIENT_RESOURCES => RvgpuStatus::OutOfMemory,
-        STATUS_NOT_SUPPORTED => RvgpuStatus::NotImplemented,
-        STATUS_DEVICE_REMOVED => RvgpuStatus::DeviceLost,
-        STATUS_TIMEOUT => RvgpuStatus::Timeout,
-        STATUS_INVALID_HANDLE => RvgpuStatus::InvalidHandle,
-        _ => RvgpuStatus::KernelError,
-    }
-}
-
-/// Submission error → API status.
-pub fn status_from_submit(e: SubmitError) -> RvgpuStatus {
-    match e {
-        SubmitError::Kmt(s) => status_from_nt(s),
-        SubmitError::Lost => RvgpuStatus::DeviceLost,
-        SubmitError::TooLarge
-        | SubmitError::BadCommand
-        | SubmitError::BadConfig
-        | SubmitError::NotSubmitted => RvgpuStatus::InvalidArgument,
-        SubmitError::Ring(_) | SubmitError::BadPrivateData => RvgpuStatus::KernelError,
-    }
-}
-
-/// Opaque adapter handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct RvgpuAdapter {
-    _private: [u8; 0],
-}
-/// Opaque hardware-queue handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct RvgpuQueue {
-    _private: [u8; 0],
-}
-/// Opaque native-fence handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct RvgpuFence {
-    _private: [u8; 0],
-}
-/// Opaque buffer handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct RvgpuBuffer {
-    _private: [u8; 0],
-}
-
-/// Decodes a command stream of `dwords` (pairs forming little-endian 64-bit words) into
-/// packets; `InvalidArgument` if the count is odd or a packet is malformed or cut short, or is
-/// a WRITE_DATA: a [`Command`] carries no data words, so the UMD could only pass one on with
-/// its data lost (page-table writes belong to the kernel's paging buffers anyway).
-pub fn parse_commands(dwords: &[u32]) -> Result<Vec<Command>, RvgpuStatus> {
-    Dwords(dwords)
-        .commands()
-        .map(alloc::borrow::Cow::into_owned)
-        .map_err(|_| RvgpuStatus::InvalidArgument)
-}
-
-/// A validated batch: the packets and the (fence handle, value) lists.
-#[derive(Debug, Default)]
-#[cfg_attr(not(windows), allow(dead_code))] // read by the Windows implementation only
-pub(crate) struct Batch {
-    pub(crate) cmds: Vec<Command>,
-    pub(crate) waits: Vec<(usize, u64)>,
-    pub(crate) signals: Vec<(usize, u64)>,
-}
-
-/// No D3DKMT off Windows: nothing can be opened, so no handle of these kinds ever exists and
-/// each call refuses the one it is given (after `capi` checked it is non-null).
 #[cfg(not(windows))]
-mod imp {
-    use super::RvgpuStatus;
-    use super::{Batch, RvgpuDeviceStatus, RvgpuFenceLogEntry, RvgpuQueueDesc, RvgpuQueueStatus};
-
-    const NONE: RvgpuStatus = RvgpuStatus::InvalidHandle;
-
-    pub fn open_adapter(_low: u32, _high: i32) -> Result<usize, RvgpuStatus> {
-        Err(RvgpuStatus::NotImplemented)
-    }
-    pub fn close_adapter(_a: usize) -> RvgpuStatus {
-        NONE
-    }
-    pub fn device_status(_a: usize) -> Result<RvgpuDeviceStatus, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn create_queue(_a: usize, _d: &RvgpuQueueDesc) -> Result<usize, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn destroy_queue(_q: usize) -> RvgpuStatus {
-        NONE
-    }
-    pub fn submit(_q: usize, _b: &Batch) -> Result<u64, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn submit_dwords(_q: usize, _c: crate::packets::Dwords<'_>) -> Result<u64, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn queue_wait(_q: usize, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
-        NONE
-    }
-    pub fn queue_status(_q: usize) -> Result<RvgpuQueueStatus, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn read_fence_log(
-        _q: usize,
-        _out: &mut [RvgpuFenceLogEntry],
-    ) -> Result<usize, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn fence_create(_a: usize, _initial: u64, _flags: u32) -> Result<usize, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn fence_open(_a: usize, _nt: usize) -> Result<usize, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn fence_share(_f: usize) -> Result<usize, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn fence_signal(_f: usize, _value: u64) -> RvgpuStatus {
-        NONE
-    }
-    pub fn fence_value(_f: usize) -> Result<u64, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn fence_wait(_f: usize, _value: u64, _timeout_ns: u64) -> RvgpuStatus {
-        NONE
-    }
-    pub fn fence_wait_async(_f: usize, _value: u64, _event: usize) -> RvgpuStatus {
-        NONE
-    }
-    pub fn fence_destroy(_f: usize) -> RvgpuStatus {
-        NONE
-    }
-}
+use host as imp;
+#[cfg(windows)]
+use windows as imp;
 
 /// The buffer calls over the types behind the handles: `WinKmt` and its queues on Windows,
 /// the mocks of the unit tests on the host.
 #[cfg(any(windows, test))]
 mod buf_imp {
-    use crate::capi_buffer as core_;
+    use super::buffer as core_;
 
     #[cfg(windows)]
     type K = alloc::sync::Arc<crate::kmt_windows::WinKmt>;
     #[cfg(windows)]
-    type Q = crate::capi_queue::CapiQueue<K>;
+    type Q = super::queue::CapiQueue<K>;
     #[cfg(all(test, not(windows)))]
-    use super::buffer_tests::{MockKmt as K, MockQueue as Q};
+    use super::mock::{MockKmt as K, MockQueue as Q};
 
     pub fn create_(a: usize, size: u64) -> Result<usize, super::RvgpuStatus> {
         core_::create::<K>(a, size)
@@ -484,92 +224,6 @@ mod buf_imp {
     ) -> Result<u64, RvgpuStatus> {
         Err(NONE)
     }
-}
-
-/// A handle's token (never dereferenced).
-fn h<T>(p: *mut T) -> usize {
-    p.addr()
-}
-
-/// A token as a handle of type `T`.
-pub(crate) fn handle<T>(token: usize) -> *mut T {
-    ptr::without_provenance_mut(token)
-}
-
-/// `r`'s error, or `Ok` after `write` stored its value.
-fn out<T>(r: Result<T, RvgpuStatus>, write: impl FnOnce(T)) -> RvgpuStatus {
-    match r {
-        Ok(v) => {
-            write(v);
-            RvgpuStatus::Ok
-        }
-        Err(e) => e,
-    }
-}
-
-/// Reads one dword of every 4 KiB of `dwords` (the first and the last included), so that
-/// memory the caller did not map faults before the caller's objects are held.
-#[inline(always)]
-fn touch(dwords: &[u32]) {
-    let read = |d: &u32| {
-        // SAFETY: a reference into the caller's slice: valid for one read. Volatile so the
-        // read happens here, whatever the optimizer sees of its value.
-        let _ = unsafe { core::ptr::read_volatile(d) };
-    };
-    if let (Some(first), Some(last)) = (dwords.first(), dwords.last()) {
-        read(first);
-        if dwords.len() > 1024 {
-            dwords.iter().step_by(1024).for_each(read);
-        }
-        read(last);
-    }
-}
-
-/// A C array as a slice (`count` 0 allows a null array; NULL with a count is refused).
-///
-/// # Safety
-/// `p` is null or valid for reading `count` elements for the slice's lifetime.
-unsafe fn list<'a, T>(p: *const T, count: usize) -> Option<&'a [T]> {
-    if count == 0 {
-        return Some(&[]);
-    }
-    if p.is_null() || count > isize::MAX as usize / core::mem::size_of::<T>().max(1) {
-        return None;
-    }
-    // SAFETY: non-null and readable for `count` entries per the caller's contract.
-    Some(unsafe { core::slice::from_raw_parts(p, count) })
-}
-
-/// A C array of queue handles as their tokens.
-///
-/// # Safety
-/// As for [`list`].
-unsafe fn queue_tokens(queues: *const *mut RvgpuQueue, count: usize) -> Option<Vec<usize>> {
-    // SAFETY: forwarded caller contract.
-    let l = unsafe { list(queues, count) }?;
-    Some(l.iter().map(|q| h(*q)).collect())
-}
-
-/// Clears an out-pointer if it is non-null; reports whether it was.
-///
-/// # Safety
-/// `out` is null or valid for one write of `T`.
-unsafe fn clear<T: Copy>(out: *mut T, zero: T) -> bool {
-    if out.is_null() {
-        return false;
-    }
-    // SAFETY: non-null and writable per the caller's contract.
-    unsafe { out.write(zero) };
-    true
-}
-
-/// Writes `v` through an out-pointer [`clear`] accepted.
-///
-/// # Safety
-/// `out` is non-null and valid for one write of `T`.
-unsafe fn put<T>(out: *mut T, v: T) {
-    // SAFETY: the caller's contract.
-    unsafe { out.write(v) };
 }
 
 /// Opens the rvgpu adapter with the given LUID.
@@ -1202,23 +856,23 @@ pub unsafe extern "C" fn rvgpu_buffer_copy(
     out(r, |v| unsafe { put(out_progress, v) })
 }
 
-/// The GPU VA calls over the types behind the handles (`capi_va`): `WinKmt` on Windows, the
+/// The GPU VA calls over the types behind the handles (`va`): `WinKmt` on Windows, the
 /// unit tests' mock on the host.
 #[cfg(any(windows, test))]
 mod va_imp {
     #[cfg(windows)]
     type K = alloc::sync::Arc<crate::kmt_windows::WinKmt>;
     #[cfg(all(test, not(windows)))]
-    use super::buffer_tests::MockKmt as K;
+    use super::mock::MockKmt as K;
 
     pub fn reserve(a: usize, base: u64, size: u64) -> Result<u64, super::RvgpuStatus> {
-        crate::capi_va::reserve::<K>(a, base, size)
+        super::va::reserve::<K>(a, base, size)
     }
     pub fn map(b: usize, va: u64, first: u64, pages: u64) -> Result<(), super::RvgpuStatus> {
-        crate::capi_va::map::<K>(b, va, first, pages)
+        super::va::map::<K>(b, va, first, pages)
     }
     pub fn free(a: usize, base: u64, size: u64) -> Result<(), super::RvgpuStatus> {
-        crate::capi_va::free::<K>(a, base, size)
+        super::va::free::<K>(a, base, size)
     }
 }
 
@@ -1255,7 +909,7 @@ pub unsafe extern "C" fn rvgpu_va_reserve(
     if !unsafe { clear(out_va, 0) } || adapter.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    if let Err(e) = crate::capi_va::check_reserve(base, size) {
+    if let Err(e) = va::check_reserve(base, size) {
         return e;
     }
     // SAFETY: accepted by `clear`.
@@ -1281,7 +935,7 @@ pub unsafe extern "C" fn rvgpu_buffer_map_va(
     if buffer.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    if let Err(e) = crate::capi_va::check_map(va, first_page, page_count) {
+    if let Err(e) = va::check_map(va, first_page, page_count) {
         return e;
     }
     out(va_imp::map(h(buffer), va, first_page, page_count), |()| {})
@@ -1302,206 +956,8 @@ pub unsafe extern "C" fn rvgpu_va_free(
     if adapter.is_null() {
         return RvgpuStatus::InvalidArgument;
     }
-    if let Err(e) = crate::capi_va::check_free(base, size) {
+    if let Err(e) = va::check_free(base, size) {
         return e;
     }
     out(va_imp::free(h(adapter), base, size), |()| {})
 }
-
-/// A static, NUL-terminated English name for a status value ("unknown status" for a value
-/// that is none).
-#[unsafe(no_mangle)]
-pub extern "C" fn rvgpu_status_string(status: u32) -> *const c_char {
-    // A `u32`, not the enum: a C caller may pass any integer, and a Rust enum with a value
-    // outside its variants would be undefined behaviour.
-    let s: &'static core::ffi::CStr = match status {
-        0 => c"ok",
-        1 => c"invalid argument",
-        2 => c"not implemented",
-        3 => c"device lost",
-        4 => c"timeout",
-        5 => c"out of memory",
-        6 => c"kernel call failed",
-        7 => c"was still drawing",
-        8 => c"invalid handle",
-        _ => c"unknown status",
-    };
-    s.as_ptr()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn null_arguments_are_rejected_before_anything_else() {
-        // SAFETY: null pointers are part of each function's contract.
-        let open = unsafe { rvgpu_open_adapter(0, 0, ptr::null_mut()) };
-        assert_eq!(open, RvgpuStatus::InvalidArgument);
-        // SAFETY: as above.
-        let close = unsafe { rvgpu_close_adapter(ptr::null_mut()) };
-        assert_eq!(close, RvgpuStatus::InvalidArgument);
-        // SAFETY: as above.
-        let submit = unsafe { rvgpu_submit(ptr::null_mut(), ptr::null(), 0, ptr::null_mut()) };
-        assert_eq!(submit, RvgpuStatus::InvalidArgument);
-        // SAFETY: as above.
-        let wait = unsafe { rvgpu_fence_wait(ptr::null_mut(), 1, 0) };
-        assert_eq!(wait, RvgpuStatus::InvalidArgument);
-    }
-
-    /// NF-13's entry points with what an attacker passes: NULLs are `InvalidArgument`, a
-    /// forged fence, adapter or NT handle is `InvalidHandle`, and the out-parameters are
-    /// cleared either way.
-    #[test]
-    fn nf_13_sharing_refuses_null_and_forged_handles() {
-        let forged = 0x5A5A_5A58usize as *mut RvgpuFence;
-        let mut nt: *mut c_void = 0x1234 as *mut c_void;
-        // SAFETY: a valid out-pointer; the handle is only looked up.
-        let s = unsafe { rvgpu_fence_share(forged, &mut nt) };
-        assert_eq!((s, nt), (RvgpuStatus::InvalidHandle, ptr::null_mut()));
-        // SAFETY: null pointers are part of the contract.
-        let s = unsafe { rvgpu_fence_share(ptr::null_mut(), &mut nt) };
-        assert_eq!(s, RvgpuStatus::InvalidArgument);
-        // SAFETY: as above.
-        let s = unsafe { rvgpu_fence_share(forged, ptr::null_mut()) };
-        assert_eq!(s, RvgpuStatus::InvalidArgument);
-        let adapter = 0x5A5A_5A58usize as *mut RvgpuAdapter;
-        let mut f: *mut RvgpuFence = forged;
-        // SAFETY: a valid out-pointer; handles are only looked up.
-        let s = unsafe { rvgpu_fence_open(adapter, 0x44 as *mut c_void, &mut f) };
-        assert_eq!((s, f), (RvgpuStatus::InvalidHandle, ptr::null_mut()));
-        for (a, h) in [
-            (ptr::null_mut(), 0x44 as *mut c_void),
-            (adapter, ptr::null_mut()),
-        ] {
-            f = forged;
-            // SAFETY: as above.
-            let s = unsafe { rvgpu_fence_open(a, h, &mut f) };
-            assert_eq!((s, f), (RvgpuStatus::InvalidArgument, ptr::null_mut()));
-        }
-        // SAFETY: as above.
-        let s = unsafe { rvgpu_fence_open(adapter, 0x44 as *mut c_void, ptr::null_mut()) };
-        assert_eq!(s, RvgpuStatus::InvalidArgument);
-    }
-
-    /// MF-04's event form with what an attacker passes: a NULL fence or event is
-    /// `InvalidArgument`, a forged fence `InvalidHandle`.
-    #[test]
-    fn mf_04_async_wait_refuses_null_and_forged_handles() {
-        let forged = 0x5A5A_5A58usize as *mut RvgpuFence;
-        let event = 0x44 as *mut c_void;
-        // SAFETY: handles are only looked up; nulls are part of the contract.
-        let s = unsafe { rvgpu_fence_wait_async(ptr::null_mut(), 1, event) };
-        assert_eq!(s, RvgpuStatus::InvalidArgument);
-        // SAFETY: as above.
-        let s = unsafe { rvgpu_fence_wait_async(forged, 1, ptr::null_mut()) };
-        assert_eq!(s, RvgpuStatus::InvalidArgument);
-        // SAFETY: as above.
-        let s = unsafe { rvgpu_fence_wait_async(forged, 1, event) };
-        assert_eq!(s, RvgpuStatus::InvalidHandle);
-    }
-
-    #[test]
-    fn command_streams_are_decoded_and_validated() {
-        use rvgpu_hw::cmd::Command;
-        let fill = Command::Fill {
-            dst: 0x1000,
-            bytes: 8,
-            pattern: 0x1122_3344_5566_7788,
-        };
-        let mut words = [0u64; 6];
-        fill.encode(&mut words[..4]).unwrap();
-        Command::Timestamp { addr: 0x2000 }
-            .encode(&mut words[4..])
-            .unwrap();
-        let dwords: Vec<u32> = words
-            .iter()
-            .flat_map(|w| [*w as u32, (*w >> 32) as u32])
-            .collect();
-        assert_eq!(
-            parse_commands(&dwords).unwrap(),
-            vec![fill, Command::Timestamp { addr: 0x2000 }]
-        );
-        assert_eq!(
-            parse_commands(&dwords[..11]),
-            Err(RvgpuStatus::InvalidArgument),
-            "odd dword count"
-        );
-        assert_eq!(
-            parse_commands(&dwords[..10]),
-            Err(RvgpuStatus::InvalidArgument),
-            "packet cut short"
-        );
-        assert_eq!(
-            parse_commands(&[0xFF, 0]),
-            Err(RvgpuStatus::InvalidArgument),
-            "bad opcode"
-        );
-        // A well-formed WRITE_DATA is refused, not passed on with its data words lost.
-        let mut wd = [0u64; 3];
-        rvgpu_hw::cmd::write_data(0x3000, &[0xDEAD_BEEF], &mut wd).unwrap();
-        let wd: Vec<u32> = wd
-            .iter()
-            .flat_map(|w| [*w as u32, (*w >> 32) as u32])
-            .collect();
-        assert_eq!(
-            parse_commands(&wd),
-            Err(RvgpuStatus::InvalidArgument),
-            "WRITE_DATA"
-        );
-        // A packet longer than the stack buffer (a 12-word NOP), then a short one, and the
-        // same NOP cut short.
-        let mut long = [0u64; 12];
-        Command::Nop { len: 12 }.encode(&mut long).unwrap();
-        let long: Vec<u32> = long
-            .iter()
-            .chain(&words[4..])
-            .flat_map(|w| [*w as u32, (*w >> 32) as u32])
-            .collect();
-        assert_eq!(
-            parse_commands(&long).unwrap(),
-            vec![
-                Command::Nop { len: 12 },
-                Command::Timestamp { addr: 0x2000 }
-            ]
-        );
-        assert_eq!(
-            parse_commands(&long[..22]),
-            Err(RvgpuStatus::InvalidArgument),
-            "long packet cut short"
-        );
-        // A NULL queue is refused before the stream is looked at.
-        let mut progress = 7u64;
-        // SAFETY: valid stream and out-pointer; the null queue is part of the contract.
-        let st = unsafe {
-            rvgpu_submit(
-                ptr::null_mut(),
-                dwords.as_ptr(),
-                dwords.len(),
-                &mut progress,
-            )
-        };
-        assert_eq!(st, RvgpuStatus::InvalidArgument);
-        // SAFETY: null is part of the contract.
-        let st = unsafe { rvgpu_queue_wait(ptr::null_mut(), 1, 0) };
-        assert_eq!(st, RvgpuStatus::InvalidArgument);
-    }
-
-    #[test]
-    #[cfg(not(windows))]
-    fn unimplemented_calls_say_so_and_clear_outputs() {
-        // Off Windows there is no D3DKMT to open an adapter with.
-        let mut adapter: *mut RvgpuAdapter = 8 as *mut RvgpuAdapter;
-        // SAFETY: `adapter` is a valid out-pointer.
-        let st = unsafe { rvgpu_open_adapter(1, 0, &mut adapter) };
-        assert_eq!(st, RvgpuStatus::NotImplemented);
-        assert!(adapter.is_null());
-        // SAFETY: returns a static C string.
-        let name = unsafe { core::ffi::CStr::from_ptr(rvgpu_status_string(st as u32)) };
-        assert_eq!(name.to_str().unwrap(), "not implemented");
-    }
-}
-
-#[cfg(test)]
-#[path = "capi_buffer_tests.rs"]
-mod buffer_tests;

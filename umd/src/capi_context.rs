@@ -6,7 +6,7 @@
 //!
 //! Every argument is checked before a handle is looked up: a null pointer, a null handle, an
 //! empty, odd, oversized or malformed command stream is `RVGPU_STATUS_INVALID_ARGUMENT`; a
-//! destroyed, forged or other-kind handle `RVGPU_STATUS_INVALID_HANDLE` (`capi_handles`).
+//! destroyed, forged or other-kind handle `RVGPU_STATUS_INVALID_HANDLE` (`capi::handles`).
 //! Calls on one context are serialized by its lock (a submission that waits for the GPU to
 //! consume command-buffer space, [`crate::dma`], waits with it held); different contexts may
 //! be used from different threads at once.
@@ -29,9 +29,9 @@ pub const MAX_CONTEXT_DWORDS: usize = (COMMAND_BUFFER_SIZE / 4) as usize;
 /// [`crate::dma`]'s tests on the host's unit tests.
 #[cfg(any(windows, test))]
 mod imp {
+    use crate::capi::buffer::AdapterObj;
+    use crate::capi::handles::{self as handles, Kind};
     use crate::capi::{status_from_submit, RvgpuStatus};
-    use crate::capi_buffer::AdapterObj;
-    use crate::capi_handles::{self as handles, Kind};
     use crate::dma::DmaContext;
     use rvgpu_hw::cmd::Command;
 
@@ -157,8 +157,8 @@ pub unsafe extern "C" fn rvgpu_context_destroy(context: *mut RvgpuContext) -> Rv
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi_buffer::{AdapterObj, AdapterState};
-    use crate::capi_handles::{self as handles, Kind};
+    use crate::capi::buffer::{AdapterObj, AdapterState};
+    use crate::capi::handles::{self as handles, Kind};
     use crate::dma::tests::{Ev, Mock, CTX};
     use alloc::sync::Arc;
     use alloc::vec::Vec;

@@ -13,7 +13,7 @@ use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use zerocopy::FromBytes;
 
-use crate::kmt::KmtHandle;
+use crate::nt::KmtHandle;
 
 /// Why private driver data is not a usable native fence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

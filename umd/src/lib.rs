@@ -13,16 +13,7 @@
 extern crate alloc;
 
 pub mod capi;
-#[cfg(any(windows, test))]
-mod capi_buffer;
 pub mod capi_context;
-#[cfg(any(windows, test))]
-mod capi_handles;
-#[cfg(windows)]
-mod capi_queue;
-mod capi_va;
-#[cfg(windows)]
-mod capi_windows;
 pub mod d3d_runtime;
 #[cfg(all(windows, feature = "dll", not(test)))]
 mod dll_windows;
@@ -34,6 +25,7 @@ pub mod fencelog;
 pub mod kmt;
 #[cfg(windows)]
 pub mod kmt_windows;
+pub mod nt;
 pub mod packets;
 pub mod retain;
 pub mod ring;

@@ -11,8 +11,8 @@ use alloc::borrow::Cow;
 use alloc::vec::Vec;
 
 use rvgpu_hw::cmd::{
-    decode, decode_header, header, Command, Header, LogKind, Opcode, LOG_SIGNAL, MAX_INDIRECT,
-    MAX_TRANSFER, PROGRESS_IRQ, SIGNAL_ALWAYS_IRQ, SIGNAL_CONDITIONAL_IRQ,
+    allowed_flags, decode, decode_header, header, indirect_ok, ranges_overlap, root_ok,
+    transfer_ok, Command, Header, LogKind, Opcode, LOG_SIGNAL, PROGRESS_IRQ,
 };
 
 /// Why a one-pass store stopped.
@@ -195,25 +195,23 @@ fn packet(rest: &[u32]) -> Result<Packet<'_>, Refused> {
     let h = decode_header(first).map_err(|_| bad)?;
     let (packet, after) = rest.split_at_checked(usize::from(h.len) * 2).ok_or(bad)?;
     let arg = |k: usize| pair(packet, k * 2).ok_or(bad);
-    let transfer = |bytes: u64| bytes != 0 && bytes.is_multiple_of(8) && bytes <= MAX_TRANSFER;
-    let indirect = |bytes: u64| bytes != 0 && bytes.is_multiple_of(8) && bytes <= MAX_INDIRECT;
+    // The hardware decoder's own rules (`rvgpu_hw::cmd`), applied without decoding.
+    if h.flags & !allowed_flags(h.opcode) != 0 {
+        return Err(bad);
+    }
     let ok = match h.opcode {
-        Opcode::FenceSignal => h.flags & !(SIGNAL_CONDITIONAL_IRQ | SIGNAL_ALWAYS_IRQ) == 0,
-        Opcode::LogWrite => h.flags & !LOG_SIGNAL == 0,
-        Opcode::Progress => h.flags & !PROGRESS_IRQ == 0,
         // A WRITE_DATA would reach the GPU without the kernel's say (and a `Command` cannot
         // carry its data): the UMD passes none on.
         Opcode::WriteData => false,
-        _ if h.flags != 0 => false,
-        Opcode::Fill => transfer(arg(2)?),
+        Opcode::Fill => transfer_ok(arg(2)?),
         Opcode::Copy => {
             let (src, dst, bytes) = (arg(1)?, arg(2)?, arg(3)?);
-            transfer(bytes) && !(src < dst.saturating_add(bytes) && dst < src.saturating_add(bytes))
+            transfer_ok(bytes) && !ranges_overlap(src, dst, bytes)
         }
-        Opcode::Indirect => indirect(arg(2)?),
+        Opcode::Indirect => indirect_ok(arg(2)?),
         Opcode::IndirectVm => {
             let root = arg(3)?;
-            indirect(arg(2)?) && root != 0 && root.is_multiple_of(rvgpu_hw::mmu::TABLE_SIZE)
+            indirect_ok(arg(2)?) && root_ok(root)
         }
         _ => true,
     };
@@ -296,6 +294,7 @@ impl Packets for Dwords<'_> {
 mod tests {
     use super::*;
     use alloc::vec;
+    use rvgpu_hw::cmd::SIGNAL_CONDITIONAL_IRQ;
 
     /// A sink into a vector with a word budget.
     struct VecSink {

@@ -32,7 +32,7 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cell::RefCell;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::{
@@ -44,20 +44,8 @@ use crate::kmt::{
     NtStatus,
 };
 use crate::retain::Retained;
+pub use crate::submit::TimelineId;
 use crate::submit::{KernelQueue, SubmitError, UserQueue};
-
-/// Identifies one queue's progress sequence for as long as the process runs (never reused,
-/// unlike kernel handles).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TimelineId(u64);
-
-impl TimelineId {
-    /// A new, never-used id.
-    pub fn fresh() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        Self(NEXT.fetch_add(1, Ordering::Relaxed))
-    }
-}
 
 /// A queue whose progress values order the work a buffer's uses are recorded against.
 pub trait Timeline {

@@ -6,15 +6,13 @@
 //! `Features\37\Enabled` value, which `inf/rvgpu.inf` writes, and 26H1 does not support it at
 //! all (`rvgpu_simos::dxgkrnl::features`, BR-110..112). Under such a Windows the driver still
 //! starts and every case that needs no native fence passes (kernel-mode submission, monitored
-//! fences); the rest are skipped with the reason ([`Capability::NativeFences`]).
+//! fences); the rest are skipped with the reason (`Capability::NativeFences`).
 
 use std::sync::RwLock;
 
 use rvgpu_ddi::feature::*;
 use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::{Machine, MachineConfig, Mode, WindowsBuild};
-
-use crate::backend::Capability;
 
 /// The Windows the simulated machines play.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,9 +98,10 @@ pub fn native_fences() -> bool {
     on
 }
 
-/// Why a simulated backend lacks `c` under the current Windows, if it does.
-pub fn lacks(c: Capability) -> Option<String> {
-    (c == Capability::NativeFences && !native_fences()).then(|| {
+/// Why a simulated backend lacks native fences (`Capability::NativeFences`) under the current
+/// Windows, if it does.
+pub fn why_no_native_fences() -> Option<String> {
+    (!native_fences()).then(|| {
         let os = current();
         if os.build == WindowsBuild::W26H1 {
             "needs native fences: Windows 26H1 does not support them".into()

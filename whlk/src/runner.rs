@@ -86,7 +86,7 @@ pub fn select_by<'a>(
 }
 
 /// Why `backend` cannot run `case`, if it cannot: the capabilities it lacks, or what the
-/// Windows under test did not enable ([`crate::os::lacks`]).
+/// Windows under test did not enable ([`crate::os::why_no_native_fences`]).
 pub fn missing(case: &Case, backend: &dyn Backend) -> Option<String> {
     let caps = backend.capabilities();
     let lacks = Capabilities::of(case.needs).difference(caps);
@@ -98,7 +98,7 @@ pub fn missing(case: &Case, backend: &dyn Backend) -> Option<String> {
     let os = if caps.contains(Capability::NativeFences) {
         None
     } else {
-        crate::os::lacks(Capability::NativeFences)
+        crate::os::why_no_native_fences()
     };
     Some(match os {
         Some(why) if lacks == Capabilities::of(&[Capability::NativeFences]) => why,

@@ -230,19 +230,12 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
         return Err(FaultCode::BadLength);
     }
     let arg = |i: usize| words.get(i).copied().ok_or(FaultCode::BadLength);
-    let flagless = !matches!(
-        h.opcode,
-        Opcode::FenceSignal | Opcode::LogWrite | Opcode::Progress
-    );
-    if flagless && h.flags != 0 {
+    if h.flags & !allowed_flags(h.opcode) != 0 {
         return Err(FaultCode::BadArgument);
     }
     Ok(match h.opcode {
         Opcode::Nop => Command::Nop { len: h.len },
         Opcode::FenceSignal => {
-            if h.flags & !(SIGNAL_CONDITIONAL_IRQ | SIGNAL_ALWAYS_IRQ) != 0 {
-                return Err(FaultCode::BadArgument);
-            }
             Command::FenceSignal {
                 flags: h.flags,
                 value_addr: arg(1)?,
@@ -256,9 +249,6 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
             value: arg(2)?,
         },
         Opcode::LogWrite => {
-            if h.flags & !LOG_SIGNAL != 0 {
-                return Err(FaultCode::BadArgument);
-            }
             let w = arg(1)?;
             Command::LogWrite {
                 log: if h.flags & LOG_SIGNAL != 0 {
@@ -273,9 +263,6 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
         }
         Opcode::Timestamp => Command::Timestamp { addr: arg(1)? },
         Opcode::Progress => {
-            if h.flags & !PROGRESS_IRQ != 0 {
-                return Err(FaultCode::BadArgument);
-            }
             Command::Progress {
                 irq: h.flags & PROGRESS_IRQ != 0,
                 value: arg(1)?,
@@ -284,8 +271,7 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
         Opcode::Copy => {
             let (src, dst, bytes) = (arg(1)?, arg(2)?, arg(3)?);
             check_transfer(bytes)?;
-            let overlap = src < dst.saturating_add(bytes) && dst < src.saturating_add(bytes);
-            if overlap {
+            if ranges_overlap(src, dst, bytes) {
                 return Err(FaultCode::BadArgument);
             }
             Command::Copy { src, dst, bytes }
@@ -302,17 +288,17 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
         Opcode::Hang => Command::Hang,
         Opcode::Indirect => {
             let (addr, bytes) = (arg(1)?, arg(2)?);
-            if bytes == 0 || !bytes.is_multiple_of(8) || bytes > MAX_INDIRECT {
+            if !indirect_ok(bytes) {
                 return Err(FaultCode::BadArgument);
             }
             Command::Indirect { addr, bytes }
         }
         Opcode::IndirectVm => {
             let (addr, bytes, root) = (arg(1)?, arg(2)?, arg(3)?);
-            if bytes == 0 || !bytes.is_multiple_of(8) || bytes > MAX_INDIRECT {
+            if !indirect_ok(bytes) {
                 return Err(FaultCode::BadArgument);
             }
-            if root == 0 || !root.is_multiple_of(crate::mmu::TABLE_SIZE) {
+            if !root_ok(root) {
                 return Err(FaultCode::BadArgument);
             }
             Command::IndirectVm { addr, bytes, root }
@@ -350,10 +336,48 @@ pub fn write_data(dst: u64, data: &[u64], out: &mut [u64]) -> Option<usize> {
 }
 
 fn check_transfer(bytes: u64) -> Result<(), FaultCode> {
-    if bytes == 0 || !bytes.is_multiple_of(8) || bytes > MAX_TRANSFER {
+    if !transfer_ok(bytes) {
         return Err(FaultCode::BadArgument);
     }
     Ok(())
+}
+
+// The argument rules of `decode`, one function each, so that a checker that validates packets
+// without decoding them (the UMD's one-pass store) applies the same ones.
+
+/// The header flags `op` accepts; any other bit set is `BadArgument`.
+#[inline]
+pub const fn allowed_flags(op: Opcode) -> u8 {
+    match op {
+        Opcode::FenceSignal => SIGNAL_CONDITIONAL_IRQ | SIGNAL_ALWAYS_IRQ,
+        Opcode::LogWrite => LOG_SIGNAL,
+        Opcode::Progress => PROGRESS_IRQ,
+        _ => 0,
+    }
+}
+
+/// A FILL or COPY length: non-zero, a multiple of 8, at most [`MAX_TRANSFER`].
+#[inline]
+pub const fn transfer_ok(bytes: u64) -> bool {
+    bytes != 0 && bytes.is_multiple_of(8) && bytes <= MAX_TRANSFER
+}
+
+/// An INDIRECT or INDIRECT_VM length: non-zero, a multiple of 8, at most [`MAX_INDIRECT`].
+#[inline]
+pub const fn indirect_ok(bytes: u64) -> bool {
+    bytes != 0 && bytes.is_multiple_of(8) && bytes <= MAX_INDIRECT
+}
+
+/// Whether COPY's source and destination ranges overlap (a COPY must not).
+#[inline]
+pub const fn ranges_overlap(src: u64, dst: u64, bytes: u64) -> bool {
+    src < dst.saturating_add(bytes) && dst < src.saturating_add(bytes)
+}
+
+/// An INDIRECT_VM page-table root: non-zero and table-aligned.
+#[inline]
+pub const fn root_ok(root: u64) -> bool {
+    root != 0 && root.is_multiple_of(crate::mmu::TABLE_SIZE)
 }
 
 impl Command {

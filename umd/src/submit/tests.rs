@@ -3,7 +3,13 @@
 //! scripted doorbell statuses and thunk failures. Tests are named after the requirement IDs
 //! (docs/usermode-submission.md, requirements UM-xx).
 
-use super::*;
+use super::batch::*;
+use super::config::*;
+use super::kernel::*;
+use super::progress::*;
+use super::user::*;
+use crate::kmt::STATUS_INSUFFICIENT_RESOURCES;
+use rvgpu_hw::queue::RingControl;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;

@@ -9,8 +9,8 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rvgpu_hw::cmd::Command;
 
-use crate::capi_buffer::AdapterState;
-use crate::capi_handles::Shared;
+use crate::capi::buffer::AdapterState;
+use crate::capi::handles::Shared;
 use crate::fencelog::{FenceTrace, Op, QueuedOp};
 use crate::kmt::{DoorbellStatus, Kmt, KmtHandle};
 use crate::packets::Packets;

@@ -21,7 +21,7 @@ use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::capi::RvgpuStatus;
+use crate::capi::types::RvgpuStatus;
 
 /// The kind of object a handle names (bits 24..32 of the token).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

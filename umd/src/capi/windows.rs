@@ -1,5 +1,5 @@
-//! The C API on Windows: the objects behind the handles (`capi_handles`) over [`WinKmt`]
-//! and the portable queue core ([`CapiQueue`]; the buffer objects are `capi_buffer`'s).
+//! The C API on Windows: the objects behind the handles (`handles`) over [`WinKmt`]
+//! and the portable queue core ([`CapiQueue`]; the buffer objects are `buffer`'s).
 //! Compiled by the Windows cross-build only; run in the x86-64 emulator over the simulated
 //! OS's thunks, never yet on Windows (see `capi`).
 
@@ -10,14 +10,18 @@ use rvgpu_hw::cmd::Command;
 
 use windows_sys::Win32::Foundation::LUID;
 
-use crate::capi::{
+// The flag values are defined beside the exports, where the header test reads them.
+use crate::capi::buffer::{AdapterObj, AdapterState};
+use crate::capi::handles::{self as handles, Kind};
+use crate::capi::queue::CapiQueue;
+use crate::capi::types::{
     status_from_nt as from_nt, status_from_submit as from_submit, Batch, RvgpuDeviceStatus,
-    RvgpuFenceLogEntry, RvgpuQueueDesc, RvgpuQueueStatus, RvgpuStatus, RVGPU_FENCE_LOG_SIGNAL,
-    RVGPU_FENCE_LOG_WAIT, RVGPU_FENCE_SHAREABLE, RVGPU_QUEUE_KERNEL_MODE, RVGPU_QUEUE_USER_MODE,
+    RvgpuFenceLogEntry, RvgpuQueueDesc, RvgpuQueueStatus, RvgpuStatus,
 };
-use crate::capi_buffer::{AdapterObj, AdapterState};
-use crate::capi_handles::{self as handles, Kind};
-use crate::capi_queue::CapiQueue;
+use crate::capi::{
+    RVGPU_FENCE_LOG_SIGNAL, RVGPU_FENCE_LOG_WAIT, RVGPU_FENCE_SHAREABLE, RVGPU_QUEUE_KERNEL_MODE,
+    RVGPU_QUEUE_USER_MODE,
+};
 use crate::etw_windows::EtwFenceTrace;
 use crate::fence::NativeFence;
 use crate::fencelog::{FenceTrace, LogKind, Op};

@@ -7,7 +7,7 @@
 //! (`Arc<WinKmt>` on Windows, the unit tests' mock on the host); `capi` checks the arguments
 //! with [`check_reserve`], [`check_map`] and [`check_free`] before any handle is looked up.
 
-use crate::capi::RvgpuStatus;
+use crate::capi::types::RvgpuStatus;
 
 /// The page size of a mapping (`SizeInPages`, `OffsetInPages`).
 pub(crate) const PAGE: u64 = 4096;
@@ -51,12 +51,12 @@ pub(crate) use imp::{free, map, reserve};
 
 #[cfg(any(windows, test))]
 mod imp {
-    use crate::capi::{status_from_nt, RvgpuStatus};
-    use crate::capi_buffer::{self, AdapterObj};
-    use crate::capi_handles::{self as handles, Kind};
+    use crate::capi::buffer::{self, AdapterObj};
+    use crate::capi::handles::{self as handles, Kind};
+    use crate::capi::types::{status_from_nt, RvgpuStatus};
     use crate::kmt::{GpuVaProtection, Kmt, MapGpuVa, ReserveGpuVa};
 
-    use super::PAGE;
+    use crate::capi::va::PAGE;
 
     fn adapter_kmt<K: Kmt + Clone + 'static>(a: usize) -> Result<K, RvgpuStatus> {
         Ok(handles::get::<AdapterObj<K>>(Kind::Adapter, a)?
@@ -89,7 +89,7 @@ mod imp {
         first_page: u64,
         pages: u64,
     ) -> Result<(), RvgpuStatus> {
-        let (kmt, allocation, size) = capi_buffer::backing::<K>(b)?;
+        let (kmt, allocation, size) = buffer::backing::<K>(b)?;
         let end = first_page
             .checked_add(pages)
             .ok_or(RvgpuStatus::InvalidArgument)?;

@@ -1,9 +1,9 @@
 //! The objects behind the C API's handles and its buffer calls (AL-01 … AL-03),
 //! generic over the kernel thunks `K` and the queue type `Q`: on Windows `K` is
-//! `Arc<WinKmt>` and `Q` the portable `UserQueue` over it (`capi_windows`); the unit tests run
-//! the same code over a mock (`capi_buffer_tests`). `capi` validates the C arguments first,
+//! `Arc<WinKmt>` and `Q` the portable `UserQueue` over it (`windows`); the unit tests run
+//! the same code over a mock (`buffer_tests`). `capi` validates the C arguments first,
 //! so every handle reaching this module is non-zero; each is looked up in the handle table
-//! (`capi_handles`), which refuses a stale or wrong-kind one.
+//! (`handles`), which refuses a stale or wrong-kind one.
 //!
 //! A buffer is a [`usage::Buffer`] plus the thunks it was created with (a clone: the buffer
 //! keeps the device alive, as queues and fences do). GPU work that should be tracked goes
@@ -17,8 +17,8 @@ use alloc::vec::Vec;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU32};
 
-use crate::capi::{status_from_nt, status_from_submit, RvgpuStatus};
-use crate::capi_handles::{self as handles, Guard, Kind, Shared};
+use crate::capi::handles::{self as handles, Guard, Kind, Shared};
+use crate::capi::types::{status_from_nt, status_from_submit, RvgpuStatus};
 use crate::kmt::{AllocationCpu, Kmt};
 use crate::usage::{self, Batch, Buffer, LockError, LockFlags, Timeline, TrackedQueue};
 
@@ -145,12 +145,12 @@ pub(crate) fn gpu_va<K: Kmt + 'static>(b: usize) -> Result<u64, RvgpuStatus> {
 
 pub(crate) fn status<K: Kmt + 'static>(
     b: usize,
-) -> Result<crate::capi::RvgpuBufferStatus, RvgpuStatus> {
+) -> Result<crate::capi::types::RvgpuBufferStatus, RvgpuStatus> {
     let obj = buffer::<K>(b)?;
     let g = obj.lock();
     let buf = g.buf()?;
     let st = buf.stats();
-    Ok(crate::capi::RvgpuBufferStatus {
+    Ok(crate::capi::types::RvgpuBufferStatus {
         gpu_va: buf.gpu_va(),
         renames: st.renames,
         lock_waits: st.waits,

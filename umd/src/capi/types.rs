@@ -1,0 +1,250 @@
+//! The C ABI's vocabulary: the status every call returns, the flag values, the descriptors
+//! and records passed by pointer, the opaque handle types, and the checks that turn a caller's
+//! command stream into packets.
+
+use alloc::vec::Vec;
+use core::ffi::c_char;
+
+use rvgpu_hw::cmd::Command;
+
+use crate::kmt::NtStatus;
+use crate::packets::{Dwords, Packets};
+use crate::submit::SubmitError;
+
+/// Result of every API call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RvgpuStatus {
+    /// Success.
+    Ok = 0,
+    /// A pointer was null or a value out of range.
+    InvalidArgument = 1,
+    /// Not implemented on this build (see the module documentation).
+    NotImplemented = 2,
+    /// The adapter was removed or reset: destroy the queue and create a new one.
+    DeviceLost = 3,
+    /// A wait timed out.
+    Timeout = 4,
+    /// Out of memory.
+    OutOfMemory = 5,
+    /// A kernel thunk failed for another reason.
+    KernelError = 6,
+    /// A lock with `RVGPU_LOCK_DO_NOT_WAIT` found the buffer in use by queued work
+    /// (D3D's `WasStillDrawing`); nothing was locked.
+    WasStillDrawing = 7,
+    /// A handle names no live object of its kind (destroyed, forged, or another kind's).
+    InvalidHandle = 8,
+}
+
+/// How `rvgpu_queue_create` makes a queue.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuQueueDesc {
+    /// Engine (node ordinal).
+    pub node: u32,
+    /// `RVGPU_QUEUE_USER_MODE` or `RVGPU_QUEUE_KERNEL_MODE`.
+    pub kind: u32,
+    /// Scheduling priority (the driver clamps it).
+    pub priority: u32,
+    /// Bytes of the user-mode ring, and of the kernel-mode command buffer: a power of two
+    /// from 256 bytes to 16 MiB; 0 for the default, 64 KiB.
+    pub ring_size: u32,
+}
+
+/// A fence and a value: one entry of a wait or signal list.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RvgpuFenceValue {
+    /// The fence.
+    pub fence: *mut RvgpuFence,
+    /// The value waited for or signalled.
+    pub value: u64,
+}
+
+/// One batch for `rvgpu_queue_submit`: the GPU waits for every `waits` entry, runs the
+/// commands, then signals every `signals` entry. Each list may be empty (its pointer NULL).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RvgpuSubmitDesc {
+    /// Command dwords (rvgpu packets, 64-bit words low dword first).
+    pub commands: *const u32,
+    /// Number of dwords (even).
+    pub dword_count: usize,
+    /// Fences the GPU waits for before the commands.
+    pub waits: *const RvgpuFenceValue,
+    /// Entries of `waits`.
+    pub wait_count: usize,
+    /// Fences the GPU signals after the commands.
+    pub signals: *const RvgpuFenceValue,
+    /// Entries of `signals`.
+    pub signal_count: usize,
+}
+
+/// What `rvgpu_queue_status` reports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuQueueStatus {
+    /// The last progress value submitted (0: none).
+    pub submitted: u64,
+    /// The progress value the GPU completed.
+    pub completed: u64,
+    /// Fence log entries dropped because they were not read in time.
+    pub dropped_log_entries: u64,
+    /// The path batches take now: `RVGPU_QUEUE_USER_MODE` or `RVGPU_QUEUE_KERNEL_MODE` (a
+    /// user-mode queue the driver moved to its fallback reports kernel mode).
+    pub kind: u32,
+    /// Non-zero once the device was lost for this queue: destroy it and create a new one.
+    pub lost: u32,
+    /// The device's id of the queue (what the fence log entries carry).
+    pub queue_id: u32,
+    /// What a user-mode queue's doorbell status page says (`D3DDDI_DOORBELLSTATUS`: 0
+    /// connected, 1 connected with notification, 2 disconnected, retry, 3 disconnected,
+    /// abort); -1 for a queue without a doorbell.
+    pub doorbell_status: i32,
+}
+
+/// What `rvgpu_buffer_status` reports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuBufferStatus {
+    /// GPU virtual address of the current memory (a `RVGPU_LOCK_DISCARD` rename changes it).
+    pub gpu_va: u64,
+    /// Renames so far (`RVGPU_LOCK_DISCARD` locks of a busy buffer).
+    pub renames: u64,
+    /// Locks that blocked on GPU work.
+    pub lock_waits: u64,
+    /// Pieces of memory that exist: the current one and renamed ones the GPU still uses.
+    pub backings: u64,
+}
+
+/// What `rvgpu_device_status` reports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuDeviceStatus {
+    /// Non-zero once a queue of the adapter found the device lost or reset.
+    pub lost: u32,
+    /// Queues of the adapter whose work a device reset or loss aborted (each counted once).
+    pub reset_count: u32,
+}
+
+/// One fence operation a queue submitted (`rvgpu_queue_read_fence_log`): the application's
+/// side of the device's native fence logs, joined with the OS's entries on
+/// `(queue_id, kind, index)`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuFenceLogEntry {
+    /// The fence value waited for or signalled.
+    pub value: u64,
+    /// CPU timestamp (QueryPerformanceCounter ticks) taken before the batch was written.
+    pub cpu_timestamp: u64,
+    /// The device's queue id.
+    pub queue_id: u32,
+    /// `RVGPU_FENCE_LOG_WAIT` or `RVGPU_FENCE_LOG_SIGNAL`.
+    pub kind: u32,
+    /// The free-running index of its log entry; meaningful when `logged` is non-zero.
+    pub index: u32,
+    /// Non-zero when the device writes a log entry for it (user-mode path only).
+    pub logged: u32,
+    /// The fence's D3DKMT handle in this process (the log entry's `hNativeFence`).
+    pub os_fence: u32,
+    /// Always 0.
+    pub reserved: u32,
+}
+
+/// NTSTATUS → API status.
+pub fn status_from_nt(s: NtStatus) -> RvgpuStatus {
+    // The bit patterns of the NTSTATUS values (negative as i32).
+    const STATUS_NO_MEMORY: u32 = 0xC000_0017;
+    const STATUS_INSUFFICIENT_RESOURCES: u32 = 0xC000_009A;
+    const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
+    const STATUS_DEVICE_REMOVED: u32 = 0xC000_02B6;
+    const STATUS_TIMEOUT: u32 = 0x0000_0102;
+    const STATUS_INVALID_HANDLE: u32 = 0xC000_0008;
+    match s.0 as u32 {
+        STATUS_NO_MEMORY | STATUS_INSUFFICIENT_RESOURCES => RvgpuStatus::OutOfMemory,
+        STATUS_NOT_SUPPORTED => RvgpuStatus::NotImplemented,
+        STATUS_DEVICE_REMOVED => RvgpuStatus::DeviceLost,
+        STATUS_TIMEOUT => RvgpuStatus::Timeout,
+        STATUS_INVALID_HANDLE => RvgpuStatus::InvalidHandle,
+        _ => RvgpuStatus::KernelError,
+    }
+}
+
+/// Submission error → API status.
+pub fn status_from_submit(e: SubmitError) -> RvgpuStatus {
+    match e {
+        SubmitError::Kmt(s) => status_from_nt(s),
+        SubmitError::Lost => RvgpuStatus::DeviceLost,
+        SubmitError::TooLarge
+        | SubmitError::BadCommand
+        | SubmitError::BadConfig
+        | SubmitError::NotSubmitted => RvgpuStatus::InvalidArgument,
+        SubmitError::Ring(_) | SubmitError::BadPrivateData => RvgpuStatus::KernelError,
+    }
+}
+
+/// Opaque adapter handle.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RvgpuAdapter {
+    _private: [u8; 0],
+}
+/// Opaque hardware-queue handle.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RvgpuQueue {
+    _private: [u8; 0],
+}
+/// Opaque native-fence handle.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RvgpuFence {
+    _private: [u8; 0],
+}
+/// Opaque buffer handle.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RvgpuBuffer {
+    _private: [u8; 0],
+}
+
+/// Decodes a command stream of `dwords` (pairs forming little-endian 64-bit words) into
+/// packets; `InvalidArgument` if the count is odd or a packet is malformed or cut short, or is
+/// a WRITE_DATA: a [`Command`] carries no data words, so the UMD could only pass one on with
+/// its data lost (page-table writes belong to the kernel's paging buffers anyway).
+pub fn parse_commands(dwords: &[u32]) -> Result<Vec<Command>, RvgpuStatus> {
+    Dwords(dwords)
+        .commands()
+        .map(alloc::borrow::Cow::into_owned)
+        .map_err(|_| RvgpuStatus::InvalidArgument)
+}
+
+/// A validated batch: the packets and the (fence handle, value) lists.
+#[derive(Debug, Default)]
+#[cfg_attr(not(windows), allow(dead_code))] // read by the Windows implementation only
+pub(crate) struct Batch {
+    pub(crate) cmds: Vec<Command>,
+    pub(crate) waits: Vec<(usize, u64)>,
+    pub(crate) signals: Vec<(usize, u64)>,
+}
+
+/// A static, NUL-terminated English name for a status value ("unknown status" for a value
+/// that is none).
+#[unsafe(no_mangle)]
+pub extern "C" fn rvgpu_status_string(status: u32) -> *const c_char {
+    // A `u32`, not the enum: a C caller may pass any integer, and a Rust enum with a value
+    // outside its variants would be undefined behaviour.
+    let s: &'static core::ffi::CStr = match status {
+        0 => c"ok",
+        1 => c"invalid argument",
+        2 => c"not implemented",
+        3 => c"device lost",
+        4 => c"timeout",
+        5 => c"out of memory",
+        6 => c"kernel call failed",
+        7 => c"was still drawing",
+        8 => c"invalid handle",
+        _ => c"unknown status",
+    };
+    s.as_ptr()
+}

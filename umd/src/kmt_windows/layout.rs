@@ -1,0 +1,372 @@
+//! The structures of the WDDM 3.2 thunks (the released d3dkmthk.h layout, which windows-sys
+//! lacks), the layouts of the windows-sys structures the other thunks take, checked, and
+//! their flag values.
+
+use core::ffi::c_void;
+use core::ptr;
+
+use windows_sys::Wdk::Graphics::Direct3D::{
+    D3DDDI_ALLOCATIONINFO2, D3DDDI_MAKERESIDENT, D3DDDI_MAPGPUVIRTUALADDRESS,
+    D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
+    D3DKMT_CREATEALLOCATION, D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2,
+    D3DKMT_EVICT, D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
+    D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS,
+};
+
+use crate::kmt::{
+    UpdateGpuVaOp, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP, UPDATE_GPU_VA_MAP_PROTECT,
+    UPDATE_GPU_VA_UNMAP,
+};
+
+// ---------------------------------------------------------------------------------------------
+// WDDM 3.2 doorbell thunks: structures (released d3dkmthk.h layout) and run-time lookup
+// ---------------------------------------------------------------------------------------------
+
+/// `D3DKMT_CREATE_DOORBELL`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_create_doorbell>
+/// (`D3DKMT_PTR` members are plain pointers on x64.)
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtCreateDoorbell {
+    pub hHwQueue: u32,
+    pub hRingBuffer: u32,
+    pub hRingBufferControl: u32,
+    /// `D3DKMT_CREATE_DOORBELL_FLAGS` (bit 0 RequireSecondaryCpuVA, bit 1
+    /// ResizeRingBufferOperation):
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_create_doorbell_flags>
+    pub Flags: u32,
+    pub PrivateDriverDataSize: u32,
+    pub PrivateDriverData: *mut c_void,
+    pub DoorbellCPUVirtualAddress: *mut c_void,
+    pub DoorbellSecondaryCPUVirtualAddress: *mut c_void,
+    pub DoorbellStatusCPUVirtualAddress: *mut c_void,
+    pub HwQueueProgressFenceLastQueuedValueCPUVirtualAddress: *mut c_void,
+    pub hDoorbell: u32,
+}
+
+/// `D3DKMT_CONNECT_DOORBELL` (`Flags` is `D3DKMT_CONNECT_DOORBELL_FLAGS`, all reserved):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_connect_doorbell>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtConnectDoorbell {
+    pub hDoorbell: u32,
+    pub Flags: u32,
+}
+
+/// `D3DKMT_DESTROY_DOORBELL`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_destroy_doorbell>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtDestroyDoorbell {
+    pub hDoorbell: u32,
+}
+
+/// `D3DKMT_NOTIFY_WORK_SUBMISSION` (`Flags` is `D3DKMT_NOTIFY_WORK_SUBMISSION_FLAGS`, all
+/// reserved):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_notify_work_submission>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtNotifyWorkSubmission {
+    pub hDoorbell: u32,
+    pub Flags: u32,
+}
+
+/// `D3DDDI_NATIVEFENCEMAPPING`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefencemapping>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dddiNativeFenceMapping {
+    pub CurrentValueCpuVa: *mut c_void,
+    pub CurrentValueGpuVa: u64,
+    pub MonitoredValueGpuVa: u64,
+    pub Reserved: [u8; 32],
+}
+
+impl D3dddiNativeFenceMapping {
+    /// All zeros: what the caller passes in for the OS to fill.
+    pub(super) const EMPTY: Self = Self {
+        CurrentValueCpuVa: ptr::null_mut(),
+        CurrentValueGpuVa: 0,
+        MonitoredValueGpuVa: 0,
+        Reserved: [0; 32],
+    };
+}
+
+/// `D3DDDI_NATIVEFENCEINFO`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefenceinfo>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dddiNativeFenceInfo {
+    pub InitialFenceValue: u64,
+    pub EngineAffinity: u32,
+    /// `D3DDDI_NATIVEFENCE_TYPE` (0 = `D3DDDI_NATIVEFENCE_TYPE_DEFAULT`).
+    pub Type: i32,
+    /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`.
+    pub Flags: u32,
+    pub NativeFenceMapping: D3dddiNativeFenceMapping,
+    pub Reserved: [u8; 28],
+}
+
+/// `D3DDDI_NATIVE_FENCE_PDD_SIZE` (rvgpu_ddi::fence has the same value, from the design page).
+pub const NATIVE_FENCE_PDD_SIZE: usize = 64;
+
+/// `D3DKMT_CREATENATIVEFENCE`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_createnativefence>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtCreateNativeFence {
+    pub hDevice: u32,
+    pub hSyncObject: u32,
+    pub PrivateDriverData: [u8; NATIVE_FENCE_PDD_SIZE],
+    pub Info: D3dddiNativeFenceInfo,
+    /// `D3DKMT_CREATENATIVEFENCE_FLAGS`.
+    pub Flags: u32,
+    pub Reserved: [u8; 28],
+}
+
+/// `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE`:
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_opennativefencefromnthandle>
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Debug)]
+pub struct D3dkmtOpenNativeFenceFromNtHandle {
+    pub hNtHandle: *mut c_void,
+    pub hDevice: u32,
+    pub EngineAffinity: u32,
+    /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`.
+    pub Flags: u32,
+    pub hSyncObject: u32,
+    pub NativeFenceMapping: D3dddiNativeFenceMapping,
+    pub PrivateDriverData: [u8; NATIVE_FENCE_PDD_SIZE],
+    pub Reserved: [u8; 32],
+}
+
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::Shared` (bit 0): the fence may be shared by NT handle.
+pub(super) const SYNC_FLAG_SHARED: u32 = 1 << 0;
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::NtSecuritySharing` (bit 1): shared through
+/// `D3DKMTShareObjects` (an NT handle) rather than a global handle.
+pub(super) const SYNC_FLAG_NT_SECURITY_SHARING: u32 = 1 << 1;
+/// `GENERIC_ALL`: what a D3D runtime asks for when it shares a sync object by NT handle.
+pub(super) const GENERIC_ALL: u32 = 0x1000_0000;
+
+/// Compile-time layout checks of one structure: `layout!(T { Field: offset, ... } size N)`
+/// asserts `offset_of!(T, Field) == offset` for each field listed and `size_of::<T>() == N`
+/// (either part may be left out).
+macro_rules! layout {
+    ($t:ident $({ $($field:ident: $off:literal),* $(,)? })? $(size $size:literal)?) => {
+        $($(assert!(core::mem::offset_of!($t, $field) == $off);)*)?
+        $(assert!(core::mem::size_of::<$t>() == $size);)?
+    };
+}
+
+// The GPU VA thunks' structures come from windows-sys; their layout checked against the
+// 22621 SDK's d3dukmdt.h / d3dkmthk.h (every D3DKMT_ALIGN64 member 8-aligned).
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    layout!(D3DDDI_MAPGPUVIRTUALADDRESS {
+        hAllocation: 32,
+        Protection: 56,
+        VirtualAddress: 88,
+        PagingFenceValue: 96,
+    } size 104);
+    layout!(D3DDDI_RESERVEGPUVIRTUALADDRESS { Size: 32, VirtualAddress: 56 } size 72);
+    layout!(D3DKMT_FREEGPUVIRTUALADDRESS size 24);
+    // D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION: the type, then a 56-byte union (MapProtect's
+    // members, hAllocation padded to 8); 22631 dxgkrnl copies operations at a 64-byte stride
+    // and reads a MAP's hAllocation at offset 24.
+    layout!(D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION { Anonymous: 8 } size 64);
+    layout!(D3DKMT_UPDATEGPUVIRTUALADDRESS { Operations: 16, FenceValue: 40, Flags: 48 } size 56);
+};
+
+/// `D3DKMT_UPDATEGPUVIRTUALADDRESS::Flags.DoNotWait` (bit 0).
+pub(super) const UPDATE_GPU_VA_DO_NOT_WAIT: u32 = 1 << 0;
+
+/// One operation as the thunk takes it (the union member its type names).
+pub(super) fn update_operation(op: &UpdateGpuVaOp) -> D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION {
+    use windows_sys::Wdk::Graphics::Direct3D::{
+        D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_0,
+        D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_1, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_2,
+        D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_3,
+    };
+    let mut protection = D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE::default();
+    protection.Anonymous.Value = op.protection.0;
+    let mut out = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION {
+        OperationType: op.operation_type,
+        ..Default::default()
+    };
+    match op.operation_type {
+        UPDATE_GPU_VA_MAP => {
+            out.Anonymous.Map = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_0 {
+                BaseAddress: op.base,
+                SizeInBytes: op.size,
+                hAllocation: op.allocation,
+                AllocationOffsetInBytes: op.allocation_offset,
+                AllocationSizeInBytes: op.allocation_size,
+            };
+        }
+        UPDATE_GPU_VA_MAP_PROTECT => {
+            out.Anonymous.MapProtect = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_1 {
+                BaseAddress: op.base,
+                SizeInBytes: op.size,
+                hAllocation: op.allocation,
+                AllocationOffsetInBytes: op.allocation_offset,
+                AllocationSizeInBytes: op.allocation_size,
+                Protection: protection,
+                DriverProtection: op.driver_protection,
+            };
+        }
+        UPDATE_GPU_VA_UNMAP => {
+            out.Anonymous.Unmap = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_2 {
+                BaseAddress: op.base,
+                SizeInBytes: op.size,
+                Protection: protection,
+            };
+        }
+        UPDATE_GPU_VA_COPY => {
+            out.Anonymous.Copy = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_0_3 {
+                SourceAddress: op.base,
+                SizeInBytes: op.size,
+                DestAddress: op.dest,
+            };
+        }
+        // Any other type goes as it is: the OS refuses it.
+        _ => {}
+    }
+    out
+}
+
+// Sizes and offsets below are computed from the documented member lists under the x64 C
+// layout rules (`D3DKMT_ALIGN64` members 8-aligned); no Windows SDK header was available here
+// to compare against.
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    layout!(D3dkmtCreateDoorbell {
+        PrivateDriverData: 24,
+        DoorbellStatusCPUVirtualAddress: 48,
+        HwQueueProgressFenceLastQueuedValueCPUVirtualAddress: 56,
+        hDoorbell: 64,
+    } size 72);
+    assert!(core::mem::align_of::<D3dkmtCreateDoorbell>() == 8);
+    layout!(D3dkmtConnectDoorbell size 8);
+    layout!(D3dkmtDestroyDoorbell size 4);
+    layout!(D3dkmtNotifyWorkSubmission size 8);
+    layout!(D3dddiNativeFenceMapping size 56);
+    layout!(D3dddiNativeFenceInfo { NativeFenceMapping: 24 } size 112);
+    layout!(D3dkmtCreateNativeFence { Info: 72, Flags: 184 } size 216);
+    layout!(D3dkmtOpenNativeFenceFromNtHandle {
+        hDevice: 8,
+        hSyncObject: 20,
+        NativeFenceMapping: 24,
+        PrivateDriverData: 80,
+    } size 176);
+};
+
+// windows-sys' `D3DKMT_CREATESYNCHRONIZATIONOBJECT2` against the Windows SDK's d3dkmthk.h and
+// d3dukmdt.h (x64): `Info` 8-aligned because its union has `D3DKMT_ALIGN64` members and a
+// 64-byte `Reserved[8]` arm; in the monitored-fence arm the initial value, CPU address, GPU
+// address and engine affinity follow each other at 8-byte steps.
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use windows_sys::Wdk::Graphics::Direct3D::{
+        D3DDDI_SYNCHRONIZATIONOBJECTINFO2, D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4,
+    };
+    layout!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2 { Anonymous: 8, SharedHandle: 72 } size 80);
+    layout!(D3DDDI_SYNCHRONIZATIONOBJECTINFO2_0_4 {
+        FenceValueCPUVirtualAddress: 8,
+        FenceValueGPUVirtualAddress: 16,
+        EngineAffinity: 24,
+    });
+    layout!(D3DKMT_CREATESYNCHRONIZATIONOBJECT2 { Info: 8, hSyncObject: 88 } size 96);
+};
+
+// The windows-sys structures of the allocation and residency thunks, checked against the
+// member lists of d3dkmthk.h / d3dukmdt.h in the Windows SDK (x64 rules: pointers,
+// `D3DKMT_ALIGN64` and `SIZE_T` members 8 bytes and 8-aligned; flag unions one UINT):
+// - D3DKMT_CREATEALLOCATION:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_createallocation>
+// - D3DDDI_ALLOCATIONINFO2:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_allocationinfo2>
+// - D3DKMT_LOCK2:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_lock2>
+// - D3DKMT_UNLOCK2:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_unlock2>
+// - D3DKMT_DESTROYALLOCATION2:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_destroyallocation2>
+// - D3DDDICB_DESTROYALLOCATION2FLAGS:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddicb_destroyallocation2flags>
+// - D3DKMT_INVALIDATECACHE:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_invalidatecache>
+// - D3DDDI_MAKERESIDENT:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_makeresident>
+// - D3DDDI_MAKERESIDENT_FLAGS:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_makeresident_flags>
+// - D3DKMT_EVICT:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_evict>
+// - D3DDDI_EVICT_FLAGS:
+//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_evict_flags>
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use windows_sys::Wdk::Graphics::Direct3D::{
+        D3DDDICB_DESTROYALLOCATION2FLAGS, D3DDDI_EVICT_FLAGS, D3DDDI_MAKERESIDENT_FLAGS,
+    };
+    layout!(D3DKMT_CREATEALLOCATION {
+        pPrivateRuntimeData: 16,
+        PrivateDriverDataSize: 40,
+        NumAllocations: 44,
+        Anonymous2: 48,
+        Flags: 56,
+        hPrivateRuntimeResourceHandle: 64,
+    } size 72);
+    layout!(D3DDDI_ALLOCATIONINFO2 {
+        pPrivateDriverData: 16,
+        PrivateDriverDataSize: 24,
+        Flags: 32,
+        GpuVirtualAddress: 40,
+        Reserved: 56,
+    } size 96);
+    layout!(D3DKMT_LOCK2 { Flags: 8, pData: 16 } size 24);
+    layout!(D3DKMT_UNLOCK2 { hAllocation: 4 } size 8);
+    layout!(D3DKMT_DESTROYALLOCATION2 {
+        phAllocationList: 8,
+        AllocationCount: 16,
+        Flags: 20,
+    } size 24);
+    layout!(D3DDDICB_DESTROYALLOCATION2FLAGS size 4);
+    layout!(D3DKMT_INVALIDATECACHE { Offset: 8, Length: 16 } size 24);
+    layout!(D3DDDI_MAKERESIDENT {
+        NumAllocations: 4,
+        AllocationList: 8,
+        PriorityList: 16,
+        Flags: 24,
+        PagingFenceValue: 32,
+        NumBytesToTrim: 40,
+    } size 48);
+    layout!(D3DDDI_MAKERESIDENT_FLAGS size 4);
+    layout!(D3DKMT_EVICT {
+        NumAllocations: 4,
+        AllocationList: 8,
+        Flags: 16,
+        NumBytesToTrim: 24,
+    } size 32);
+    layout!(D3DDDI_EVICT_FLAGS size 4);
+};
+
+/// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse` (bit 0).
+pub(super) const DESTROY_ASSUME_NOT_IN_USE: u32 = 1 << 0;
+/// `D3DDDI_MAKERESIDENT_FLAGS::CantTrimFurther` (bit 0).
+pub(super) const MAKERESIDENT_CANT_TRIM_FURTHER: u32 = 1 << 0;
+/// `D3DDDI_EVICT_FLAGS::EvictOnlyIfNecessary` (bit 0).
+pub(super) const EVICT_ONLY_IF_NECESSARY: u32 = 1 << 0;
+/// `D3DDDI_EVICT_FLAGS::NotWrittenTo` (bit 1).
+pub(super) const EVICT_NOT_WRITTEN_TO: u32 = 1 << 1;
+
+/// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission` (bit 4):
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_createhwqueueflags>
+pub const CREATEHWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;

@@ -1,0 +1,744 @@
+//! [`Kmt`] for [`WinKmt`]: each trait call as its D3DKMT thunk.
+
+use core::ffi::c_void;
+use core::ptr;
+
+use windows_sys::Wdk::Graphics::Direct3D::{
+    D3DKMTCreateAllocation2, D3DKMTCreateContextVirtual, D3DKMTCreatePagingQueue,
+    D3DKMTDestroyContext, D3DKMTDestroyPagingQueue, D3DKMTEvict, D3DKMTFreeGpuVirtualAddress,
+    D3DKMTInvalidateCache, D3DKMTLock2, D3DKMTMapGpuVirtualAddress, D3DKMTReserveGpuVirtualAddress,
+    D3DKMTSubmitCommand, D3DKMTSubmitSignalSyncObjectsToHwQueue,
+    D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2, D3DKMTUpdateGpuVirtualAddress,
+    D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MAPGPUVIRTUALADDRESS,
+    D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
+    D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL,
+    D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE,
+    D3DKMT_EVICT, D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
+    D3DKMT_SUBMITCOMMAND, D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
+    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS,
+};
+use windows_sys::Wdk::Graphics::Direct3D::{
+    D3DKMTCreateHwQueue, D3DKMTDestroyHwQueue, D3DKMTSubmitCommandToHwQueue,
+};
+use windows_sys::Win32::Foundation::{NTSTATUS, STATUS_NO_MEMORY, STATUS_PENDING};
+
+use super::device::*;
+use super::gdi32::*;
+use super::layout::*;
+use super::status::*;
+use super::views::*;
+use crate::fence::{FenceMapping, NativeFence};
+use crate::kmt::{
+    checked_progress, Allocation, AllocationPdd, DestroyFlags, Doorbell, EvictFlags, HwQueue, Kmt,
+    KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus,
+    PagingFence, PagingQueue, QueueProgress, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
+};
+
+/// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
+pub(super) const SYNC_CHUNK: usize = 16;
+
+/// Calls `submit` with the handle and value arrays of each chunk of at most [`SYNC_CHUNK`]
+/// of `fences` and their count, stopping at the first failure; no fences at all is
+/// `STATUS_INVALID_PARAMETER`.
+pub(super) fn in_sync_chunks(
+    fences: &[(KmtHandle, u64)],
+    mut submit: impl FnMut(&[u32; SYNC_CHUNK], &[u64; SYNC_CHUNK], u32) -> NTSTATUS,
+) -> Result<(), NtStatus> {
+    if fences.is_empty() {
+        return Err(NtStatus(STATUS_INVALID_PARAMETER));
+    }
+    for chunk in fences.chunks(SYNC_CHUNK) {
+        let mut handles = [0u32; SYNC_CHUNK];
+        let mut values = [0u64; SYNC_CHUNK];
+        let mut n = 0u32;
+        for ((h, v), (dh, dv)) in chunk.iter().zip(handles.iter_mut().zip(values.iter_mut())) {
+            *dh = *h;
+            *dv = *v;
+            n += 1;
+        }
+        check(submit(&handles, &values, n))?;
+    }
+    Ok(())
+}
+
+impl Kmt for WinKmt {
+    type Mem = WinMem;
+    type Doorbell = WinDoorbell;
+    type Fence = WinFence;
+
+    fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+        let mut args = D3DKMT_CREATECONTEXTVIRTUAL {
+            hDevice: self.device,
+            NodeOrdinal: node,
+            // 0: the node's default engine.
+            EngineAffinity: 0,
+            ClientHint: D3DKMT_CLIENTHINT_UNKNOWN,
+            ..Default::default()
+        };
+        // SAFETY: a valid argument structure; the thunk writes `hContext` back (the header
+        // declares the parameter const, so the pointer is derived from a mutable borrow).
+        check(unsafe { D3DKMTCreateContextVirtual(ptr::addr_of_mut!(args).cast_const()) })?;
+        Ok(args.hContext)
+    }
+
+    fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
+        let args = D3DKMT_DESTROYCONTEXT { hContext: context };
+        // SAFETY: valid argument structure; D3DKMT validates the handle.
+        check(unsafe { D3DKMTDestroyContext(&args) })
+    }
+
+    fn create_hw_queue(
+        &self,
+        context: KmtHandle,
+        user_mode_submission: bool,
+        private_data: &mut [u8],
+    ) -> Result<HwQueue<WinFence>, NtStatus> {
+        let mut args = D3DKMT_CREATEHWQUEUE {
+            hHwContext: context,
+            PrivateDriverDataSize: u32::try_from(private_data.len())
+                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+            pPrivateDriverData: private_data.as_mut_ptr().cast(),
+            ..Default::default()
+        };
+        args.Flags.Anonymous.Value = if user_mode_submission {
+            CREATEHWQUEUE_USER_MODE_SUBMISSION
+        } else {
+            0
+        };
+        // SAFETY: valid argument structure; the private data buffer is live and writable for
+        // its length during the call (in/out).
+        check(unsafe { D3DKMTCreateHwQueue(&mut args) })?;
+        let progress = match checked_progress(
+            user_mode_submission,
+            args.hHwQueueProgressFence,
+            args.HwQueueProgressFenceCPUVirtualAddress as usize,
+            args.HwQueueProgressFenceGPUVirtualAddress,
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                let d = D3DKMT_DESTROYHWQUEUE {
+                    hHwQueue: args.hHwQueue,
+                };
+                // SAFETY: the queue just created.
+                unsafe { D3DKMTDestroyHwQueue(&d) };
+                return Err(e);
+            }
+        };
+        Ok(HwQueue {
+            handle: args.hHwQueue,
+            progress: progress.map(|p| QueueProgress {
+                fence: p.fence,
+                // Checked non-null and 8-aligned: the OS's read-only mapping of the value.
+                cpu: WinFence {
+                    value: p.cpu as *const u64,
+                },
+                gpu: p.gpu,
+            }),
+        })
+    }
+
+    fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        let args = D3DKMT_DESTROYHWQUEUE { hHwQueue: queue };
+        // SAFETY: valid argument structure; D3DKMT validates the handle.
+        check(unsafe { D3DKMTDestroyHwQueue(&args) })
+    }
+
+    /// [`create_allocation_pdd`](Kmt::create_allocation_pdd), then
+    /// [`make_resident`](Kmt::make_resident) (waiting for the paging fence: the ring and the
+    /// command buffers are used by the GPU at once), then [`lock2`](Kmt::lock2) for the CPU
+    /// mapping. The allocation is destroyed again if a step fails.
+    fn create_allocation_as(
+        &self,
+        size: u64,
+        kind: crate::kmt::AllocationKind,
+    ) -> Result<Allocation<WinMem>, NtStatus> {
+        let m = self.create_allocation_pdd(&crate::kmt::allocation_private_data(size, kind))?;
+        let handle = m.handle;
+        // Until it is made resident nothing has touched it, so VidMm may free it at once;
+        // after that, paging work may be queued on it: let VidMm wait.
+        let fail = |e: NtStatus, untouched: bool| {
+            let _ = self.destroy_alloc(
+                handle,
+                DestroyFlags {
+                    assume_not_in_use: untouched,
+                },
+            );
+            Err(e)
+        };
+        let paging = match self.make_resident(&[handle], MakeResidentFlags::default()) {
+            Ok(p) => p,
+            Err(MakeResidentError::OverBudget { .. }) => {
+                return fail(NtStatus(STATUS_NO_MEMORY), true);
+            }
+            Err(MakeResidentError::Status(e)) => return fail(e, true),
+        };
+        if let Err(e) = self.wait(paging.fence, paging.value) {
+            return fail(e, false);
+        }
+        match self.lock2(handle) {
+            Ok(mem) => Ok(Allocation {
+                handle,
+                gpu_va: m.gpu_va,
+                size,
+                mem,
+            }),
+            Err(e) => fail(e, false),
+        }
+    }
+
+    fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        self.destroy_alloc(allocation, DestroyFlags::default())
+    }
+
+    /// `D3DKMTCreateAllocation2` with the UMD's private data: handle, GPU VA and the size the
+    /// KMD gives it (`DxgkDdiCreateAllocation` rounds to whole pages). Needs an OS-assigned
+    /// GPU VA in `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress`; without one (the v1 KMD, see the
+    /// module documentation) it returns `STATUS_NOT_SUPPORTED`.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
+    fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
+        let size = pdd
+            .size
+            .checked_next_multiple_of(rvgpu_hw::PAGE_SIZE)
+            .filter(|s| *s != 0)
+            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
+        // The thunk takes a mutable pointer to the private data (in/out in the DDI).
+        let mut pdd = *pdd;
+        let mut info = D3DDDI_ALLOCATIONINFO2 {
+            pPrivateDriverData: (&raw mut pdd).cast(),
+            PrivateDriverDataSize: core::mem::size_of_val(&pdd) as u32,
+            ..Default::default()
+        };
+        let mut args = D3DKMT_CREATEALLOCATION {
+            hDevice: self.device,
+            NumAllocations: 1,
+            ..Default::default()
+        };
+        args.Anonymous2.pAllocationInfo2 = &mut info;
+        // SAFETY: valid argument structure; `info` and `pdd` outlive the call and `info`
+        // receives the handle and GPU VA.
+        check(unsafe { D3DKMTCreateAllocation2(&mut args) })?;
+        let handle = info.hAllocation;
+        let gpu_va = info.GpuVirtualAddress;
+        if gpu_va == 0 || !gpu_va.is_multiple_of(64) {
+            let _ = self.destroy_alloc(
+                handle,
+                DestroyFlags {
+                    assume_not_in_use: true,
+                },
+            );
+            return Err(NtStatus(STATUS_NOT_SUPPORTED));
+        }
+        self.sizes.with(|m| m.insert(handle, size));
+        Ok(MappedGpu {
+            handle,
+            gpu_va,
+            size,
+        })
+    }
+
+    /// `D3DKMTLock2` of an allocation from [`create_allocation_pdd`](Kmt::create_allocation_pdd)
+    /// (its size bounds the view; another handle is `STATUS_INVALID_PARAMETER`).
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtlock2>
+    fn lock2(&self, allocation: KmtHandle) -> Result<WinMem, NtStatus> {
+        let size = self
+            .sizes
+            .with(|m| m.get(&allocation).copied())
+            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
+        let mut lock = D3DKMT_LOCK2 {
+            hDevice: self.device,
+            hAllocation: allocation,
+            ..Default::default()
+        };
+        // SAFETY: valid argument structure; the OS writes `pData`.
+        check(unsafe { D3DKMTLock2(&mut lock) })?;
+        let Some(base) = aligned::<u64>(lock.pData) else {
+            let _ = self.unlock2(allocation);
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        Ok(WinMem { base, size })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtunlock2>
+    fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
+        let args = D3DKMT_UNLOCK2 {
+            hDevice: self.device,
+            hAllocation: allocation,
+        };
+        // SAFETY: valid argument structure; D3DKMT validates the handle.
+        check(unsafe { D3DKMTUnlock2(&args) })
+    }
+
+    /// `D3DKMTDestroyAllocation2`, with `AssumeNotInUse` when the flags say so (after ending
+    /// the UMD's `Lock2` view).
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyallocation2>
+    fn destroy_allocation2(
+        &self,
+        allocation: KmtHandle,
+        flags: DestroyFlags,
+    ) -> Result<(), NtStatus> {
+        self.destroy_alloc(allocation, flags)
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtinvalidatecache>
+    fn invalidate_cache(
+        &self,
+        allocation: KmtHandle,
+        offset: u64,
+        length: u64,
+    ) -> Result<(), NtStatus> {
+        let bad = || NtStatus(STATUS_INVALID_PARAMETER);
+        let args = D3DKMT_INVALIDATECACHE {
+            hDevice: self.device,
+            hAllocation: allocation,
+            Offset: usize::try_from(offset).map_err(|_| bad())?,
+            Length: usize::try_from(length).map_err(|_| bad())?,
+        };
+        // SAFETY: valid argument structure; D3DKMT validates the handle and the range.
+        check(unsafe { D3DKMTInvalidateCache(&args) })
+    }
+
+    /// No thunk tells a UMD whether the GPU snoops the CPU's caches (the KMD reports it to the
+    /// OS only: `NoCacheCoherentApertureMemory`, segment `CacheCoherent`). x86 and x64 systems
+    /// must be I/O coherent (Dxgkrnl refuses a non-coherent aperture there), so they are
+    /// coherent here; anywhere else the UMD assumes not, which costs cache maintenance but is
+    /// correct either way.
+    fn io_coherent(&self) -> bool {
+        cfg!(any(target_arch = "x86_64", target_arch = "x86"))
+    }
+
+    /// `D3DKMTMakeResident` on the device's paging queue (see
+    /// [`make_resident_on`](Kmt::make_resident_on)).
+    fn make_resident(
+        &self,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        make_resident_with(self.paging_queue, self.paging_fence, allocations, flags)
+    }
+
+    /// `D3DKMTMakeResident` on `queue`. `STATUS_PENDING` is success: the paging fence
+    /// reaches `PagingFenceValue` once the allocations are in place (the caller waits).
+    /// `STATUS_NO_MEMORY` is the over-budget answer, with `NumBytesToTrim`.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
+    fn make_resident_on(
+        &self,
+        queue: &PagingQueue<WinFence>,
+        allocations: &[KmtHandle],
+        flags: MakeResidentFlags,
+    ) -> Result<PagingFence, MakeResidentError> {
+        make_resident_with(queue.handle, queue.fence, allocations, flags)
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtevict>
+    fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
+        let mut args = D3DKMT_EVICT {
+            hDevice: self.device,
+            NumAllocations: u32::try_from(allocations.len())
+                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+            AllocationList: allocations.as_ptr(),
+            ..Default::default()
+        };
+        let mut bits = 0;
+        if flags.evict_only_if_necessary {
+            bits |= EVICT_ONLY_IF_NECESSARY;
+        }
+        if flags.not_written_to {
+            bits |= EVICT_NOT_WRITTEN_TO;
+        }
+        args.Flags.Anonymous.Value = bits;
+        // SAFETY: the list points to the caller's handles, which outlive the call.
+        check(unsafe { D3DKMTEvict(&mut args) })?;
+        Ok(args.NumBytesToTrim)
+    }
+
+    fn create_doorbell(
+        &self,
+        queue: KmtHandle,
+        ring: KmtHandle,
+        ring_control: KmtHandle,
+        private_data: &mut [u8],
+    ) -> Result<Doorbell<WinDoorbell>, NtStatus> {
+        let mut args = D3dkmtCreateDoorbell {
+            hHwQueue: queue,
+            hRingBuffer: ring,
+            hRingBufferControl: ring_control,
+            Flags: 0,
+            PrivateDriverDataSize: u32::try_from(private_data.len())
+                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+            PrivateDriverData: private_data.as_mut_ptr().cast(),
+            DoorbellCPUVirtualAddress: ptr::null_mut(),
+            DoorbellSecondaryCPUVirtualAddress: ptr::null_mut(),
+            DoorbellStatusCPUVirtualAddress: ptr::null_mut(),
+            HwQueueProgressFenceLastQueuedValueCPUVirtualAddress: ptr::null_mut(),
+            hDoorbell: 0,
+        };
+        // SAFETY: the released D3DKMT_CREATE_DOORBELL layout (asserted above); the private
+        // data buffer is live and writable for its length during the call.
+        check(unsafe { call_with(Wddm32Thunk::CreateDoorbell, &mut args) })?;
+        // 24H2 never writes the last-queued address (`DxgkCreateDoorbellInternal`
+        // @0x1401D8A50): we read back the null we passed, and the queue has no such cell.
+        let last = args.HwQueueProgressFenceLastQueuedValueCPUVirtualAddress;
+        let views = (
+            aligned::<u64>(args.DoorbellCPUVirtualAddress),
+            aligned::<i32>(args.DoorbellStatusCPUVirtualAddress),
+            if last.is_null() {
+                Some(None)
+            } else {
+                aligned::<u64>(last).map(Some)
+            },
+        );
+        let (Some(doorbell), Some(status), Some(last_queued)) = views else {
+            let _ = self.destroy_doorbell(args.hDoorbell);
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        Ok(Doorbell {
+            handle: args.hDoorbell,
+            cpu: WinDoorbell {
+                doorbell,
+                status: status.cast_const(),
+                last_queued,
+            },
+        })
+    }
+
+    fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        let mut args = D3dkmtConnectDoorbell {
+            hDoorbell: doorbell,
+            Flags: 0,
+        };
+        // SAFETY: the D3DKMT_CONNECT_DOORBELL layout (asserted above).
+        check(unsafe { call_with(Wddm32Thunk::ConnectDoorbell, &mut args) })
+    }
+
+    fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        let mut args = D3dkmtDestroyDoorbell {
+            hDoorbell: doorbell,
+        };
+        // SAFETY: the D3DKMT_DESTROY_DOORBELL layout (asserted above).
+        check(unsafe { call_with(Wddm32Thunk::DestroyDoorbell, &mut args) })
+    }
+
+    fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
+        let mut args = D3dkmtNotifyWorkSubmission {
+            hDoorbell: doorbell,
+            Flags: 0,
+        };
+        // SAFETY: the D3DKMT_NOTIFY_WORK_SUBMISSION layout (asserted above).
+        check(unsafe { call_with(Wddm32Thunk::NotifyWorkSubmission, &mut args) })
+    }
+
+    fn submit_command_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        progress_fence_value: u64,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        let args = D3DKMT_SUBMITCOMMANDTOHWQUEUE {
+            hHwQueue: queue,
+            HwQueueProgressFenceId: progress_fence_value,
+            CommandBuffer: command_buffer_gpu,
+            CommandLength: command_bytes,
+            ..Default::default()
+        };
+        // SAFETY: valid argument structure without private data or primaries.
+        check(unsafe { D3DKMTSubmitCommandToHwQueue(&args) })
+    }
+
+    fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        self.wait(fence, value)
+    }
+
+    fn submit_command(
+        &self,
+        context: KmtHandle,
+        command_buffer_gpu: u64,
+        command_bytes: u32,
+    ) -> Result<(), NtStatus> {
+        let mut args = D3DKMT_SUBMITCOMMAND {
+            Commands: command_buffer_gpu,
+            CommandLength: command_bytes,
+            BroadcastContextCount: 1,
+            ..Default::default()
+        };
+        args.BroadcastContext[0] = context;
+        // SAFETY: a valid argument structure naming one context, without private data,
+        // primaries or history buffers.
+        check(unsafe { D3DKMTSubmitCommand(&args) })
+    }
+
+    /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue` (windows-sys; MF-03): the objects go in
+    /// chunks of [`SYNC_CHUNK`] (waiting on each chunk in turn is waiting on all).
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitwaitforsyncobjectstohwqueue>
+    fn submit_wait_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        in_sync_chunks(fences, |handles, values, n| {
+            let args = D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE {
+                hHwQueue: queue,
+                ObjectCount: n,
+                ObjectHandleArray: handles.as_ptr(),
+                FenceValueArray: values.as_ptr(),
+            };
+            // SAFETY: valid argument structure; both arrays hold `n` entries and live across
+            // the call.
+            unsafe { D3DKMTSubmitWaitForSyncObjectsToHwQueue(&args) }
+        })
+    }
+
+    /// `D3DKMTSubmitSignalSyncObjectsToHwQueue` (windows-sys; MF-03). The structure has no
+    /// `hHwQueue`: the queue is the one entry of `BroadcastHwQueueArray`; `Flags` zero.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitsignalsyncobjectstohwqueue>
+    fn submit_signal_to_hw_queue(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        let queues = [queue];
+        in_sync_chunks(fences, |handles, values, n| {
+            let args = D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE {
+                BroadcastHwQueueCount: 1,
+                BroadcastHwQueueArray: queues.as_ptr(),
+                ObjectCount: n,
+                ObjectHandleArray: handles.as_ptr(),
+                FenceValueArray: values.as_ptr(),
+                ..Default::default()
+            };
+            // SAFETY: valid argument structure; the arrays hold 1 and `n` entries and live
+            // across the call.
+            unsafe { D3DKMTSubmitSignalSyncObjectsToHwQueue(&args) }
+        })
+    }
+
+    /// `D3DKMTCreateNativeFence` ([`WinKmt::create_native_fence_mapped`]): the GPU VAs from
+    /// the OS's mapping, the tag from the KMD's private data (`GpuFence::new`); if either is
+    /// unusable the fence is destroyed again and `STATUS_INVALID_PARAMETER` returned.
+    fn create_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+        self.native_fence_of(self.create_native_fence_mapped(initial_value)?)
+    }
+
+    /// The fence's `CurrentValueCpuVa` from its `D3DDDI_NATIVEFENCEMAPPING`, checked non-null
+    /// and 8-aligned.
+    fn native_fence_cpu(&self, fence: &NativeFence) -> Result<WinFence, NtStatus> {
+        let current = fence.current_value_cpu;
+        if current == 0 || !current.is_multiple_of(8) {
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        Ok(WinFence {
+            value: current as *const u64,
+        })
+    }
+
+    fn create_shareable_native_fence(&self, initial_value: u64) -> Result<NativeFence, NtStatus> {
+        self.native_fence_of(self.create_native_fence_with(
+            initial_value,
+            SYNC_FLAG_SHARED | SYNC_FLAG_NT_SECURITY_SHARING,
+        )?)
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>
+    /// of one native fence, no object attributes (an unnamed handle).
+    fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
+        use windows_sys::Wdk::Graphics::Direct3D::D3DKMTShareObjects;
+        let objects = [fence];
+        let mut nt: windows_sys::Win32::Foundation::HANDLE = ptr::null_mut();
+        // SAFETY: one handle in `objects`, no attributes, `nt` a writable HANDLE on this frame.
+        check(unsafe {
+            D3DKMTShareObjects(1, objects.as_ptr(), ptr::null(), GENERIC_ALL, &mut nt)
+        })?;
+        if nt.is_null() {
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        Ok(nt as u64)
+    }
+
+    fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus> {
+        use windows_sys::Win32::Foundation::CloseHandle;
+        // SAFETY: CloseHandle takes any value; one this process does not hold fails.
+        if unsafe { CloseHandle(handle as usize as *mut c_void) } == 0 {
+            return Err(NtStatus(STATUS_INVALID_HANDLE));
+        }
+        Ok(())
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopennativefencefromnthandle>
+    /// on this device: this process's handle and its own mapping of the fence.
+    fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
+        let mut args = D3dkmtOpenNativeFenceFromNtHandle {
+            hNtHandle: shared as usize as *mut c_void,
+            hDevice: self.device,
+            EngineAffinity: 0,
+            Flags: 0,
+            hSyncObject: 0,
+            NativeFenceMapping: D3dddiNativeFenceMapping::EMPTY,
+            PrivateDriverData: [0; NATIVE_FENCE_PDD_SIZE],
+            Reserved: [0; 32],
+        };
+        // SAFETY: the documented D3DKMT_OPENNATIVEFENCEFROMNTHANDLE layout (asserted above),
+        // on this stack frame.
+        check(unsafe { call_with(Wddm32Thunk::OpenNativeFenceFromNtHandle, &mut args) })?;
+        let m = &args.NativeFenceMapping;
+        let cpu = aligned::<u64>(m.CurrentValueCpuVa);
+        let mapping = FenceMapping {
+            current_value_cpu: cpu.map_or(0, |p| p as usize),
+            current_value_gpu: m.CurrentValueGpuVa,
+            monitored_value_gpu: m.MonitoredValueGpuVa,
+        };
+        match (
+            cpu,
+            NativeFence::new(args.hSyncObject, &mapping, &args.PrivateDriverData),
+        ) {
+            (Some(p), Ok(n)) => {
+                let cpu = p as u64;
+                self.native_cpu.with(|t| t.insert(args.hSyncObject, cpu));
+                Ok(n)
+            }
+            _ => {
+                let _ = self.destroy_sync_object(args.hSyncObject);
+                Err(NtStatus(STATUS_INVALID_PARAMETER))
+            }
+        }
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatepagingqueue>
+    /// (`PhysicalAdapterIndex` 0; the fence's CPU view is `FenceValueCPUVirtualAddress`).
+    fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<WinFence>, NtStatus> {
+        let mut pq = D3DKMT_CREATEPAGINGQUEUE {
+            hDevice: self.device,
+            Priority: priority,
+            ..Default::default()
+        };
+        // SAFETY: a valid, initialised argument structure on the stack.
+        check(unsafe { D3DKMTCreatePagingQueue(&mut pq) })?;
+        let Some(value) = aligned::<u64>(pq.FenceValueCPUVirtualAddress) else {
+            let mut d = D3DDDI_DESTROYPAGINGQUEUE {
+                hPagingQueue: pq.hPagingQueue,
+            };
+            // SAFETY: the queue just created.
+            unsafe { D3DKMTDestroyPagingQueue(&mut d) };
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        };
+        Ok(PagingQueue {
+            handle: pq.hPagingQueue,
+            fence: pq.hSyncObject,
+            fence_cpu: WinFence {
+                value: value.cast_const(),
+            },
+        })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroypagingqueue>
+    fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+        let mut d = D3DDDI_DESTROYPAGINGQUEUE {
+            hPagingQueue: queue,
+        };
+        // SAFETY: a valid argument structure; D3DKMT validates the handle.
+        check(unsafe { D3DKMTDestroyPagingQueue(&mut d) })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtreservegpuvirtualaddress>
+    /// From user mode the first member is the adapter (`hAdapter`), not a paging queue.
+    fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
+        let mut args = D3DDDI_RESERVEGPUVIRTUALADDRESS {
+            BaseAddress: r.base,
+            MinimumAddress: r.minimum,
+            MaximumAddress: r.maximum,
+            Size: r.size,
+            ..Default::default()
+        };
+        args.Anonymous1.hAdapter = self.adapter;
+        args.Anonymous2.ReservationType = r.reservation_type;
+        // SAFETY: a valid, initialised argument structure; the thunk writes VirtualAddress.
+        check(unsafe { D3DKMTReserveGpuVirtualAddress(&mut args) })?;
+        Ok(args.VirtualAddress)
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmapgpuvirtualaddress>
+    /// `STATUS_PENDING` is success: the mapping is usable once the paging fence reaches
+    /// `PagingFenceValue`.
+    fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
+        let mut args = D3DDDI_MAPGPUVIRTUALADDRESS {
+            hPagingQueue: r.paging_queue,
+            BaseAddress: r.base,
+            MinimumAddress: r.minimum,
+            MaximumAddress: r.maximum,
+            hAllocation: r.allocation,
+            OffsetInPages: r.offset_in_pages,
+            SizeInPages: r.size_in_pages,
+            ..Default::default()
+        };
+        args.Protection.Anonymous.Value = r.protection.0;
+        // SAFETY: a valid, initialised argument structure; the thunk writes the outputs.
+        let st = unsafe { D3DKMTMapGpuVirtualAddress(&mut args) };
+        if st != STATUS_PENDING {
+            check(st)?;
+        }
+        Ok(MappedGpuVa {
+            va: args.VirtualAddress,
+            paging_fence_value: args.PagingFenceValue,
+        })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtupdategpuvirtualaddress>
+    /// Returns once the update is queued; the fence reaches `FenceValue + 1` when it is done.
+    /// At most 64 operations per call here (a stack array; more is `STATUS_INVALID_PARAMETER`).
+    fn update_gpu_va(&self, u: &UpdateGpuVa, ops: &[UpdateGpuVaOp]) -> Result<(), NtStatus> {
+        const MAX_OPS: usize = 64;
+        if ops.len() > MAX_OPS {
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        }
+        let mut list = [D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION::default(); MAX_OPS];
+        for (slot, op) in list.iter_mut().zip(ops) {
+            *slot = update_operation(op);
+        }
+        let mut args = D3DKMT_UPDATEGPUVIRTUALADDRESS {
+            hDevice: self.device,
+            hContext: u.context,
+            hFenceObject: u.fence,
+            // Bounded by MAX_OPS above.
+            NumOperations: ops.len() as u32,
+            Operations: list.as_mut_ptr(),
+            FenceValue: u.fence_value,
+            ..Default::default()
+        };
+        if u.do_not_wait {
+            args.Flags.Value = UPDATE_GPU_VA_DO_NOT_WAIT;
+        }
+        // SAFETY: `Operations` points to `NumOperations` initialised entries on this stack
+        // frame, which outlives the call; the thunk copies them before it returns.
+        check(unsafe { D3DKMTUpdateGpuVirtualAddress(&args) })
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtfreegpuvirtualaddress>
+    fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
+        let args = D3DKMT_FREEGPUVIRTUALADDRESS {
+            hAdapter: self.adapter,
+            BaseAddress: base,
+            Size: size,
+        };
+        // SAFETY: a valid argument structure on the stack.
+        check(unsafe { D3DKMTFreeGpuVirtualAddress(&args) })
+    }
+
+    /// `D3DKMTDestroySynchronizationObject`.
+    fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        WinKmt::signal_from_cpu(self, fence, value)
+    }
+
+    fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        self.destroy_sync_object(fence)
+    }
+
+    /// `QueryPerformanceCounter` (the clock `DxgkDdiCalibrateGpuClock` reports the CPU side
+    /// in); 0 if it fails (it does not on Windows XP and later).
+    fn cpu_timestamp(&self) -> u64 {
+        performance_query(windows_sys::Win32::System::Performance::QueryPerformanceCounter)
+    }
+
+    /// `QueryPerformanceFrequency`.
+    fn cpu_timestamp_frequency(&self) -> u64 {
+        performance_query(windows_sys::Win32::System::Performance::QueryPerformanceFrequency)
+    }
+}

@@ -1,0 +1,485 @@
+//! The kernel-mode path: command buffers submitted through `D3DKMTSubmitCommandToHwQueue`
+//! ([`KernelQueue`], UM-01; also the user-mode queue's fallback).
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use rvgpu_hw::addr::GpuVa;
+use rvgpu_hw::cmd::{Command, MAX_INDIRECT};
+
+use super::batch::*;
+use super::config::*;
+use super::progress::*;
+use crate::fencelog::{FenceTrace, LogCursor, Op};
+use crate::kmt::{
+    Allocation, AllocationCpu, FenceCpu, HwQueue, Kmt, KmtHandle, NtStatus, QueueProgress,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER,
+};
+use crate::ring::for_each_word;
+
+// ---------------------------------------------------------------------------------------------
+// Kernel-mode path
+// ---------------------------------------------------------------------------------------------
+
+/// Most command buffers a kernel-mode path keeps. A full buffer is replaced by the next one in
+/// the ring if the GPU is done with it, else by a new one while there are fewer than this:
+/// work queued behind a wait the caller itself will signal later (a CPU-signalled fence) does
+/// not block the caller's next submissions until that many buffers are in flight.
+pub(super) const MAX_COMMAND_BUFFERS: usize = 8;
+
+/// One command buffer of a [`KernelPath`] and the last progress value whose commands are in it.
+pub(super) struct CommandBuffer<M> {
+    pub(super) alloc: Allocation<M>,
+    pub(super) last_use: u64,
+}
+
+/// A kernel-mode hardware queue and its command buffers, without the thunks (its owner passes
+/// them): shared by [`KernelQueue`] and the fallback of [`UserQueue`].
+pub(super) struct KernelPath<K: Kmt> {
+    /// The kernel-mode hardware queue.
+    pub(super) queue: KmtHandle,
+    /// Its progress fence (the OS gives every kernel-mode queue one).
+    pub(super) progress: QueueProgress<K::Fence>,
+    pub(super) queue_id: u32,
+    /// A ring of equally sized buffers (never empty), filled in turn.
+    pub(super) cbs: Vec<CommandBuffer<K::Mem>>,
+    /// The buffer being filled.
+    pub(super) cur: usize,
+    /// Next free byte of the current buffer. Everything in `[0, head)` may still be read by
+    /// the GPU; a buffer is reused from 0 only after its last submission completed.
+    pub(super) head: u64,
+    /// The last progress value submitted on this queue.
+    pub(super) last: u64,
+}
+
+impl<K: Kmt> core::fmt::Debug for KernelPath<K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("KernelPath")
+            .field("queue", &self.queue)
+            .field("queue_id", &self.queue_id)
+            .field("command_buffers", &self.cbs.len())
+            .field("cur", &self.cur)
+            .field("head", &self.head)
+            .field("last", &self.last)
+            .finish()
+    }
+}
+
+impl<K: Kmt> KernelPath<K> {
+    pub(super) fn create(
+        kmt: &K,
+        context: KmtHandle,
+        cfg: &QueueConfig,
+    ) -> Result<Self, SubmitError> {
+        if cfg.command_buffer_size < 8 || !cfg.command_buffer_size.is_multiple_of(8) {
+            return Err(SubmitError::BadConfig);
+        }
+        let (HwQueue { handle, progress }, queue_id) =
+            create_hw_queue(kmt, context, false, cfg.priority)?;
+        let Some(progress) = progress else {
+            // A kernel-mode queue completes only through its progress fence.
+            let _ = kmt.destroy_hw_queue(handle);
+            return Err(STATUS_INVALID_PARAMETER.into());
+        };
+        match kmt.create_allocation_as(
+            cfg.command_buffer_size,
+            crate::kmt::AllocationKind::Commands,
+        ) {
+            Ok(alloc) => Ok(Self {
+                queue: handle,
+                progress,
+                queue_id,
+                cbs: alloc::vec![CommandBuffer { alloc, last_use: 0 }],
+                cur: 0,
+                head: 0,
+                last: 0,
+            }),
+            Err(e) => {
+                let _ = kmt.destroy_hw_queue(handle);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Largest command buffer of one submission.
+    pub(super) fn max_bytes(&self) -> u64 {
+        self.cb_size().min(MAX_INDIRECT)
+    }
+
+    /// Size of every command buffer (the first one's; the others are made alike).
+    pub(super) fn cb_size(&self) -> u64 {
+        self.cbs.first().map_or(0, |c| c.alloc.size)
+    }
+
+    /// Moves to a buffer the GPU is done with: the next in the ring, a new one (up to
+    /// [`MAX_COMMAND_BUFFERS`]), or, with every buffer busy, the next after its last
+    /// submission completes (the oldest work, not all of the queue's).
+    pub(super) fn next_buffer(&mut self, kmt: &K) -> Result<(), SubmitError> {
+        let done = self.completed();
+        let next = self.cur.saturating_add(1) % self.cbs.len().max(1);
+        let busy = self.cbs.get(next).map_or(0, |c| c.last_use);
+        if busy <= done {
+            self.cur = next;
+        } else if self.cbs.len() < MAX_COMMAND_BUFFERS {
+            match kmt.create_allocation_as(self.cb_size(), crate::kmt::AllocationKind::Commands) {
+                Ok(alloc) => {
+                    // Inserted after the current one, so the ring stays in submission order.
+                    let at = self.cur.saturating_add(1);
+                    self.cbs.insert(at, CommandBuffer { alloc, last_use: 0 });
+                    self.cur = at;
+                }
+                // No memory for another: wait for the oldest, as with every buffer busy.
+                Err(_) => {
+                    kmt.wait_for_fence(self.progress.fence, busy)?;
+                    self.cur = next;
+                }
+            }
+        } else {
+            kmt.wait_for_fence(self.progress.fence, busy)?;
+            self.cur = next;
+        }
+        self.head = 0;
+        Ok(())
+    }
+
+    pub(super) fn completed(&self) -> u64 {
+        self.progress.cpu.value()
+    }
+
+    /// One `SubmitCommandToHwQueue` with the next progress value. While the KMD refuses it for
+    /// room (`STATUS_INSUFFICIENT_RESOURCES`: its ring is full) and earlier work is outstanding,
+    /// waits for the *oldest* outstanding submission and retries: waiting for all of them could
+    /// block on work that itself waits for something this thread has yet to do. Each round
+    /// retires at least one submission, so the rounds are bounded by the work in flight.
+    pub(super) fn submit_one(
+        &mut self,
+        kmt: &K,
+        gpu: GpuVa,
+        bytes: u64,
+    ) -> Result<u64, SubmitError> {
+        let len = u32::try_from(bytes).map_err(|_| SubmitError::TooLarge)?;
+        // The D3DKMT layer takes the raw address.
+        let gpu = gpu.get();
+        let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
+        let mut rounds = self.last.saturating_sub(self.completed());
+        loop {
+            match kmt.submit_command_to_hw_queue(self.queue, value, gpu, len) {
+                Ok(()) => break,
+                Err(e) if e == STATUS_INSUFFICIENT_RESOURCES && rounds > 0 => {
+                    let done = self.completed();
+                    if done >= self.last {
+                        return Err(e.into());
+                    }
+                    rounds -= 1;
+                    kmt.wait_for_fence(self.progress.fence, done.saturating_add(1))?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.last = value;
+        Ok(value)
+    }
+
+    /// Copies `cmds` (no INDIRECT among them) into the command buffer and submits them.
+    pub(super) fn submit_copied(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
+        let bytes = batch_bytes(cmds);
+        if bytes == 0 || bytes > self.max_bytes() {
+            return Err(SubmitError::TooLarge);
+        }
+        if self.head.saturating_add(bytes) > self.cb_size() {
+            self.next_buffer(kmt)?;
+        }
+        let cur = self.cur;
+        let cb = &mut self.cbs.get_mut(cur).ok_or(SubmitError::Lost)?.alloc;
+        let start = self.head;
+        let mut off = start;
+        for c in cmds {
+            let ok = for_each_word(c, |w| {
+                cb.mem.store(off, w);
+                off = off.saturating_add(8);
+            });
+            if !ok {
+                return Err(SubmitError::TooLarge);
+            }
+        }
+        // The command buffer's own address plus an offset inside it.
+        let at = GpuVa::new(cb.gpu_va)
+            .checked_add(start)
+            .ok_or(SubmitError::TooLarge)?;
+        self.head = off;
+        let value = self.submit_one(kmt, at, bytes)?;
+        if let Some(c) = self.cbs.get_mut(cur) {
+            c.last_use = value;
+        }
+        Ok(value)
+    }
+
+    /// Submits a batch: runs of plain packets are copied into the command buffer; an INDIRECT
+    /// becomes its own submission of the buffer it names (the KMD wraps every submission in an
+    /// INDIRECT, and INDIRECTs do not nest). Returns the progress value of the last
+    /// submission; an empty batch is one NOP.
+    pub(super) fn submit(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
+        check_commands(cmds)?;
+        if cmds.is_empty() {
+            return self.submit_copied(kmt, &[Command::Nop { len: 1 }]);
+        }
+        // Check sizes before anything is submitted, so a refused batch submits nothing.
+        let mut run: u64 = 0;
+        for c in cmds {
+            match c {
+                Command::Indirect { bytes, .. } => {
+                    if *bytes == 0 || !bytes.is_multiple_of(8) || *bytes > MAX_INDIRECT {
+                        return Err(SubmitError::TooLarge);
+                    }
+                    run = 0;
+                }
+                other => {
+                    run = run.saturating_add(batch_bytes(core::slice::from_ref(other)));
+                    if run > self.max_bytes() {
+                        return Err(SubmitError::TooLarge);
+                    }
+                }
+            }
+        }
+        let mut last = self.last;
+        let mut start = 0usize;
+        for (i, c) in cmds.iter().enumerate() {
+            if let Command::Indirect { addr, bytes } = c {
+                if let Some(run) = cmds.get(start..i).filter(|r| !r.is_empty()) {
+                    self.submit_copied(kmt, run)?;
+                }
+                last = self.submit_one(kmt, GpuVa::new(*addr), *bytes)?;
+                start = i.saturating_add(1);
+            }
+        }
+        if let Some(run) = cmds.get(start..).filter(|r| !r.is_empty()) {
+            last = self.submit_copied(kmt, run)?;
+        }
+        Ok(last)
+    }
+
+    pub(super) fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
+        if value > self.last {
+            return Err(SubmitError::NotSubmitted);
+        }
+        if self.completed() >= value {
+            return Ok(None);
+        }
+        Ok(Some((self.progress.fence, value)))
+    }
+
+    pub(super) fn wait(&self, kmt: &K, value: u64) -> Result<(), SubmitError> {
+        if let Some((fence, v)) = self.wait_target(value)? {
+            kmt.wait_for_fence(fence, v)?;
+        }
+        Ok(())
+    }
+
+    /// Queue first, then its command buffers.
+    pub(super) fn destroy(&self, kmt: &K) -> Result<(), SubmitError> {
+        let q = kmt.destroy_hw_queue(self.queue);
+        let a = self.destroy_buffers(kmt);
+        q?;
+        a?;
+        Ok(())
+    }
+
+    /// Destroys every command buffer; the first failure is returned, the rest still destroyed.
+    pub(super) fn destroy_buffers(&self, kmt: &K) -> Result<(), NtStatus> {
+        let mut first = Ok(());
+        for c in &self.cbs {
+            let r = kmt.destroy_allocation(c.alloc.handle);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
+
+/// A kernel-mode hardware queue (UM-01): commands are copied into a command buffer and
+/// submitted with `SubmitCommandToHwQueue`; the KMD appends `PROGRESS(value)` itself. Progress
+/// values are `1, 2, ...`; a batch with INDIRECT packets takes one value per submission it
+/// needs, and [`submit`](Self::submit) returns the last.
+pub struct KernelQueue<K: Kmt> {
+    pub(super) kmt: K,
+    /// Its progress sequence, for usage tracking ([`crate::usage`]).
+    pub(super) timeline: TimelineId,
+    /// Set when the queue is destroyed ([`crate::usage::Timeline::retired_flag`]).
+    pub(super) retired: alloc::sync::Arc<core::sync::atomic::AtomicBool>,
+    pub(super) context: KmtHandle,
+    pub(super) path: KernelPath<K>,
+    pub(super) trace: Option<Arc<dyn FenceTrace>>,
+    pub(super) closed: bool,
+}
+
+impl<K: Kmt> core::fmt::Debug for KernelQueue<K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("KernelQueue")
+            .field("context", &self.context)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Kmt> KernelQueue<K> {
+    /// Creates a context on `config.node`, a hardware queue without `UserModeSubmission` and
+    /// a command buffer of `config.command_buffer_size` bytes.
+    pub fn new(kmt: K, config: &QueueConfig) -> Result<Self, SubmitError> {
+        let context = kmt.create_context(config.node)?;
+        match KernelPath::create(&kmt, context, config) {
+            Ok(path) => Ok(Self {
+                kmt,
+                timeline: TimelineId::fresh(),
+                retired: alloc::sync::Arc::new(core::sync::atomic::AtomicBool::new(false)),
+                context,
+                path,
+                trace: None,
+                closed: false,
+            }),
+            Err(e) => {
+                let _ = kmt.destroy_context(context);
+                Err(e)
+            }
+        }
+    }
+
+    /// Submits `cmds`; returns the progress value that marks their completion. The commands
+    /// go to the GPU as they are: a LOG_WRITE among them faults the queue (`NoLog`: kernel-mode
+    /// queues have no logs).
+    pub fn submit(&mut self, cmds: &[Command]) -> Result<u64, SubmitError> {
+        self.path.submit(&self.kmt, cmds)
+    }
+
+    /// Submits native-fence operations and packets (docs/logs.md#umd). A kernel-mode queue has
+    /// no logs, so no LOG_WRITE is emitted; each signal and wait is still reported to the
+    /// [`FenceTrace`] (with `logged: false`) once the batch is submitted.
+    pub fn submit_ops(&mut self, ops: &[Op<'_>]) -> Result<u64, SubmitError> {
+        let qpc = trace_timestamp(&self.kmt, self.trace.as_ref());
+        let e = expand_ops(ops, LogCursor::new(), false, self.path.queue_id, qpc)?;
+        let value = self.path.submit(&self.kmt, &e.cmds)?;
+        report(self.trace.as_ref(), &e.ops);
+        Ok(value)
+    }
+
+    /// Installs (or with `None` removes) the receiver of the "queued" events.
+    pub fn set_fence_trace(&mut self, trace: Option<Arc<dyn FenceTrace>>) {
+        self.trace = trace;
+    }
+
+    /// Blocks until the progress fence reaches `value`.
+    pub fn wait(&self, value: u64) -> Result<(), SubmitError> {
+        self.path.wait(&self.kmt, value)
+    }
+
+    /// What to wait on for `value`: `None` if it completed, else the progress fence and the
+    /// value it must reach (for callers that wait with a timeout themselves).
+    pub fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
+        self.path.wait_target(value)
+    }
+
+    /// The progress fence's current value.
+    pub fn completed(&self) -> u64 {
+        self.path.completed()
+    }
+
+    /// Its progress sequence's id ([`crate::usage::Timeline`]).
+    pub fn timeline(&self) -> TimelineId {
+        self.timeline
+    }
+
+    /// Set once the queue is destroyed (its work is over then).
+    pub fn retired_flag(&self) -> alloc::sync::Arc<core::sync::atomic::AtomicBool> {
+        alloc::sync::Arc::clone(&self.retired)
+    }
+
+    /// The last progress value submitted.
+    pub fn last_submitted(&self) -> u64 {
+        self.path.last
+    }
+
+    /// MF-03 GPU wait, OS-scheduled: every batch submitted after this call waits until
+    /// `fence` (a monitored fence's D3DKMT handle) reaches `value`
+    /// (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`, the hardware-queue form of
+    /// `WaitForSynchronizationObjectFromGpu`). Returns at once.
+    ///
+    /// MF-03 asks the UMD to flush its pending work first. This queue has none: every
+    /// [`submit`](Self::submit) hands its batch to the OS before it returns (a command buffer is
+    /// never kept back), so the batches before the wait are already ahead of it in the OS's
+    /// list and the flush is the thunk alone. The wait holds only later work of this queue; the
+    /// GPU is not blocked, and a CPU [`wait`](Self::wait) on a value submitted behind an
+    /// unsatisfied GPU wait blocks until it is satisfied (as does a command-buffer wrap, which
+    /// waits for the queue's last submission).
+    pub fn gpu_wait_monitored(&mut self, fence: KmtHandle, value: u64) -> Result<(), SubmitError> {
+        self.kmt
+            .submit_wait_to_hw_queue(self.path.queue, &[(fence, value)])?;
+        Ok(())
+    }
+
+    /// MF-03 GPU signal for an engine that cannot write the fence through its VA: a software
+    /// signal packet (`D3DKMTSubmitSignalSyncObjectsToHwQueue`, the hardware-queue form of
+    /// `SignalSynchronizationObjectFromGpu`): the OS sets `fence` to `value` once every batch
+    /// submitted before this call completed. Returns at once. An engine that can write the
+    /// fence signals it in the stream instead: `Command::FenceSignal` to the fence's GPU VA in a
+    /// [`submit`](Self::submit) batch (the fence-write command).
+    pub fn gpu_signal_monitored_os(
+        &mut self,
+        fence: KmtHandle,
+        value: u64,
+    ) -> Result<(), SubmitError> {
+        self.kmt
+            .submit_signal_to_hw_queue(self.path.queue, &[(fence, value)])?;
+        Ok(())
+    }
+
+    /// The kernel-mode hardware queue's D3DKMT handle.
+    pub fn queue_handle(&self) -> KmtHandle {
+        self.path.queue
+    }
+
+    /// The queue's progress fence (a monitored fence's D3DKMT handle: another queue may wait
+    /// on it with [`gpu_wait_monitored`](Self::gpu_wait_monitored)).
+    pub fn progress_fence(&self) -> KmtHandle {
+        self.path.progress.fence
+    }
+
+    /// The device's queue id (from [`HwQueuePdd`]).
+    pub fn queue_id(&self) -> u32 {
+        self.path.queue_id
+    }
+
+    /// The thunks.
+    pub fn kmt(&self) -> &K {
+        &self.kmt
+    }
+
+    /// Waits for the last submission, then destroys queue, command buffer and context.
+    pub fn close(mut self) -> Result<(), SubmitError> {
+        let waited = self.wait(self.path.last);
+        let destroyed = self.teardown();
+        waited?;
+        destroyed
+    }
+
+    pub(super) fn teardown(&mut self) -> Result<(), SubmitError> {
+        if core::mem::replace(&mut self.closed, true) {
+            return Ok(());
+        }
+        let p = self.path.destroy(&self.kmt);
+        if p.is_ok() {
+            // As for a user-mode queue: a destroyed queue no longer runs.
+            self.retired
+                .store(true, core::sync::atomic::Ordering::Release);
+        }
+        let c = self.kmt.destroy_context(self.context);
+        p?;
+        c?;
+        Ok(())
+    }
+}
+
+impl<K: Kmt> Drop for KernelQueue<K> {
+    fn drop(&mut self) {
+        let _ = self.teardown();
+    }
+}
