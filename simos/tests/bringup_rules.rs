@@ -1,20 +1,19 @@
 //! The simulated Dxgkrnl's start-up rules (docs/windows-bringup.md, BR-nn). For each
 //! rule, a driver that breaks it is refused the way Windows refuses it (rule, status), and the
-//! real rvgpu passes every rule with Windows' default policies.
+//! real rvgpu passes every rule with Windows' default policies. The legacy feature path's rules
+//! (BR-78, BR-80 … BR-82) are `feature_negotiation`'s; the edited starts are `common::start_edits`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 mod common;
-use common::{real_qai, refused, start_with_qai_hook};
+use common::refused;
+use common::start_edits::*;
 
 use rvgpu_ddi::adapter::{
-    DXGK_DRIVERCAPS_MiscCaps, DXGKARG_HISTORYBUFFERPRECISION, DXGKARG_QUERYADAPTERINFO,
-    DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGKQAITYPE_PHYSICALADAPTERCAPS,
-    DXGK_DRIVERCAPS, DXGK_FLIPCAPS, DXGK_PHYSICALADAPTERCAPS, DXGK_PHYSICALADAPTERFLAGS,
-    DXGK_VIDMMCAPS_0, DXGK_VIDSCHCAPS,
+    DXGK_DRIVERCAPS_MiscCaps, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGKQAITYPE_PHYSICALADAPTERCAPS,
+    DXGK_DRIVERCAPS, DXGK_FLIPCAPS, DXGK_PHYSICALADAPTERFLAGS, DXGK_VIDMMCAPS_0, DXGK_VIDSCHCAPS,
 };
-use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, PDXGKDDI_GETNODEMETADATA};
-use rvgpu_ddi::memory::{DXGK_GPUMMUCAPS, DXGK_QUERYSEGMENTOUT4};
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
 use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_USERMODESUBMISSION_CAPS};
 use rvgpu_ddi::{HANDLE, NTSTATUS};
@@ -22,165 +21,6 @@ use rvgpu_simos::dxgkrnl::bringup::{
     self, STATUS_DEVICE_CONFIGURATION_ERROR, STATUS_REVISION_MISMATCH,
 };
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
-
-type CapsEdit = Box<dyn Fn(&mut DXGK_DRIVERCAPS)>;
-type PhysicalEdit = Box<dyn Fn(&mut DXGK_PHYSICALADAPTERCAPS)>;
-
-thread_local! {
-    // The start-time queries run on the test thread, so per-thread hooks keep parallel tests
-    // apart.
-    static CAPS_EDIT: RefCell<Option<CapsEdit>> = const { RefCell::new(None) };
-    static PHYSICAL_EDIT: RefCell<Option<PhysicalEdit>> = const { RefCell::new(None) };
-    static PRECISION: Cell<Option<u32>> = const { Cell::new(None) };
-    static REFUSE_TYPE: Cell<Option<i32>> = const { Cell::new(None) };
-    static SEGMENT_COUNT: Cell<Option<u32>> = const { Cell::new(None) };
-    static MMU_LEVELS: Cell<Option<u32>> = const { Cell::new(None) };
-    static UEFI_RANGES: Cell<Option<[u32; 2]>> = const { Cell::new(None) };
-    static FIRST_SEGMENT_FLAGS: Cell<u32> = const { Cell::new(0) };
-    /// BR-65: `(PagingBufferSegmentId, PagingBufferSize)` instead of the driver's.
-    static PAGING_POOL: Cell<Option<(u32, u32)>> = const { Cell::new(None) };
-    static UMS_CAPS_EDIT: Cell<Option<fn(&mut DXGK_USERMODESUBMISSION_CAPS)>> =
-        const { Cell::new(None) };
-    /// BR-55: the answer to FRAMEBUFFERSAVESIZE instead of the driver's (status, size).
-    static FB_SAVE: Cell<Option<(NTSTATUS, u64)>> = const { Cell::new(None) };
-}
-
-/// The driver's QueryAdapterInfo, with the test's edits applied to its answers.
-unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS {
-    // SAFETY: the OS's argument block.
-    let ty = unsafe { (*args).Type };
-    if REFUSE_TYPE.get() == Some(ty) {
-        return STATUS_NOT_SUPPORTED;
-    }
-    if let (Some((status, size)), rvgpu_ddi::adapter::DXGKQAITYPE_FRAMEBUFFERSAVESIZE) =
-        (FB_SAVE.get(), ty)
-    {
-        // SAFETY: the OS's 8-byte output block for this query.
-        unsafe { (*args).pOutputData.cast::<u64>().write_unaligned(size) };
-        return status;
-    }
-    // SAFETY: forwarded unchanged.
-    let s = unsafe { real_qai(h, args) };
-    if s >= 0 && ty == DXGKQAITYPE_DRIVERCAPS {
-        // SAFETY: a DRIVERCAPS answer is a DXGK_DRIVERCAPS the OS sized for it.
-        let caps = unsafe { &mut *(*args).pOutputData.cast::<DXGK_DRIVERCAPS>() };
-        CAPS_EDIT.with(|e| {
-            if let Some(f) = e.borrow().as_ref() {
-                f(caps);
-            }
-        });
-    }
-    if s >= 0 && ty == DXGKQAITYPE_PHYSICALADAPTERCAPS {
-        // SAFETY: the OS sized the output for a (possibly shorter) DXGK_PHYSICALADAPTERCAPS;
-        // the simulated OS always gives the whole structure's storage.
-        let caps = unsafe { &mut *(*args).pOutputData.cast::<DXGK_PHYSICALADAPTERCAPS>() };
-        PHYSICAL_EDIT.with(|e| {
-            if let Some(f) = e.borrow().as_ref() {
-                f(caps);
-            }
-        });
-    }
-    if s >= 0 && ty == rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4 {
-        // SAFETY: a QUERYSEGMENT4 answer is the OS's DXGK_QUERYSEGMENTOUT4; in the filling call
-        // its array holds NbSegment descriptors at the stated stride.
-        unsafe {
-            let out = &*(*args).pOutputData.cast::<DXGK_QUERYSEGMENTOUT4>();
-            let first = out
-                .pSegmentDescriptor
-                .cast::<rvgpu_ddi::memory::DXGK_SEGMENTDESCRIPTOR4>();
-            if !first.is_null() && out.NbSegment > 0 {
-                (*first).Flags.Value |= FIRST_SEGMENT_FLAGS.get();
-            }
-            if let (Some(r), false) = (UEFI_RANGES.get(), out.pSegmentDescriptor.is_null()) {
-                for (i, n) in r.iter().enumerate().take(out.NbSegment as usize) {
-                    let d = out
-                        .pSegmentDescriptor
-                        .add(i * out.SegmentDescriptorStride)
-                        .cast::<rvgpu_ddi::memory::DXGK_SEGMENTDESCRIPTOR4>();
-                    (*d).NumUEFIFrameBufferRanges = *n;
-                }
-            }
-        }
-        if let Some((segment, size)) = PAGING_POOL.get() {
-            // SAFETY: a QUERYSEGMENT4 answer is the OS's DXGK_QUERYSEGMENTOUT4.
-            let out = unsafe { &mut *(*args).pOutputData.cast::<DXGK_QUERYSEGMENTOUT4>() };
-            out.PagingBufferSegmentId = segment;
-            out.PagingBufferSize = size;
-        }
-        if let Some(n) = SEGMENT_COUNT.get() {
-            // SAFETY: a QUERYSEGMENT4 answer is the OS's DXGK_QUERYSEGMENTOUT4.
-            unsafe { (*(*args).pOutputData.cast::<DXGK_QUERYSEGMENTOUT4>()).NbSegment = n };
-        }
-    }
-    if s >= 0 && ty == rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS {
-        if let Some(n) = MMU_LEVELS.get() {
-            // SAFETY: a GPUMMUCAPS answer is the OS's DXGK_GPUMMUCAPS.
-            unsafe { (*(*args).pOutputData.cast::<DXGK_GPUMMUCAPS>()).PageTableLevelCount = n };
-        }
-    }
-    if s >= 0 && ty == rvgpu_ddi::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS {
-        if let Some(edit) = UMS_CAPS_EDIT.get() {
-            // SAFETY: a USERMODESUBMISSION_CAPS answer is the OS's 28-byte block.
-            edit(unsafe { &mut *(*args).pOutputData.cast::<DXGK_USERMODESUBMISSION_CAPS>() });
-        }
-    }
-    if s >= 0 && ty == DXGKQAITYPE_HISTORYBUFFERPRECISION {
-        if let Some(bits) = PRECISION.get() {
-            // SAFETY: the OS's 4-byte output block.
-            unsafe {
-                (*args)
-                    .pOutputData
-                    .cast::<DXGKARG_HISTORYBUFFERPRECISION>()
-                    .write_unaligned(DXGKARG_HISTORYBUFFERPRECISION {
-                        PrecisionBits: bits,
-                    })
-            };
-        }
-    }
-    s
-}
-
-/// A step-mode machine; `validate_wddm_caps` is Windows' `ValidateWDDMCaps` (off by default).
-fn machine(validate_wddm_caps: bool) -> Machine {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.validate_wddm_caps = validate_wddm_caps;
-    Machine::new(cfg)
-}
-
-/// Loads rvgpu with its QueryAdapterInfo answers edited, and `table` applied to its table.
-fn start_with(
-    edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
-    table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
-) -> (Machine, Result<(), SimError>) {
-    start_with_policy(false, edit, table)
-}
-
-/// [`start_with`] with `ValidateWDDMCaps` set as given.
-fn start_with_policy(
-    validate_wddm_caps: bool,
-    edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
-    table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
-) -> (Machine, Result<(), SimError>) {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.validate_wddm_caps = validate_wddm_caps;
-    start_with_config(cfg, edit, table)
-}
-
-/// [`start_with`] on a machine built from `cfg`.
-fn start_with_config(
-    cfg: MachineConfig,
-    edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
-    table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
-) -> (Machine, Result<(), SimError>) {
-    CAPS_EDIT.with(|e| *e.borrow_mut() = Some(Box::new(edit)));
-    let mut m = Machine::new(cfg);
-    let r = start_with_qai_hook(&mut m, edited_qai, table);
-    CAPS_EDIT.with(|e| *e.borrow_mut() = None);
-    (m, r)
-}
-
-fn no_edit(_: &mut DXGK_DRIVERCAPS) {}
-fn no_table(_: &mut DRIVER_INITIALIZATION_DATA) {}
 
 /// rvgpu passes every start-up rule with Windows' default policies, and its statuses stay within
 /// the wrappers' allow-lists (BR-23).
@@ -348,17 +188,6 @@ fn br_36_wddm2_driver_must_be_multi_engine_aware() {
     refused(r, "BR-36", STATUS_INVALID_PARAMETER);
 }
 
-/// [`start_with`] with `physical` editing the driver's PHYSICALADAPTERCAPS answer.
-fn start_with_physical(
-    edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
-    physical: impl Fn(&mut DXGK_PHYSICALADAPTERCAPS) + 'static,
-) -> (Machine, Result<(), SimError>) {
-    PHYSICAL_EDIT.with(|e| *e.borrow_mut() = Some(Box::new(physical)));
-    let out = start_with(edit, no_table);
-    PHYSICAL_EDIT.with(|e| *e.borrow_mut() = None);
-    out
-}
-
 /// BR-58: rvgpu answers DXGKQAITYPE_PHYSICALADAPTERCAPS as DRIVERCAPS describes the
 /// adapter: every node, the same paging node, GpuMmu, the start's device handle, no virtual
 /// copy engine.
@@ -486,18 +315,6 @@ fn br_40_cross_adapter_tiers_build_on_each_other() {
     r.expect("all three tiers");
 }
 
-unsafe extern "system" fn stub_ddi() -> NTSTATUS {
-    STATUS_SUCCESS
-}
-
-/// A non-null slot value for table-shape rules (never called: the start is refused first).
-fn stub<F>() -> Option<F> {
-    let f: unsafe extern "system" fn() -> NTSTATUS = stub_ddi;
-    // SAFETY: both are non-null `extern "system"` function pointers of the same size; the
-    // value is only tested for presence by the OS under test, never called.
-    Some(unsafe { std::mem::transmute_copy::<_, F>(&f) })
-}
-
 #[test]
 fn br_46_diagnostic_ddis_come_as_a_pair() {
     let (_, r) = start_with(no_edit, |t| t.DxgkDdiQueryDiagnosticTypesSupport = stub());
@@ -511,47 +328,6 @@ fn br_48_overlay_ddis_all_or_none() {
         t.DxgkDdiDestroyOverlay = stub();
     });
     refused(r, "BR-48", STATUS_REVISION_MISMATCH);
-}
-
-type NodeEdit = fn(&mut DXGK_NODEMETADATA);
-
-thread_local! {
-    static NODE_EDIT: Cell<Option<NodeEdit>> = const { Cell::new(None) };
-}
-static REAL_NODE_METADATA: std::sync::OnceLock<PDXGKDDI_GETNODEMETADATA> =
-    std::sync::OnceLock::new();
-
-/// rvgpu's GetNodeMetadata with the test's edit applied to every node's answer.
-unsafe extern "system" fn edited_node_metadata(
-    h: HANDLE,
-    node: u32,
-    out: *mut DXGK_NODEMETADATA,
-) -> NTSTATUS {
-    let Some(Some(real)) = REAL_NODE_METADATA.get().copied() else {
-        return STATUS_NOT_SUPPORTED;
-    };
-    // SAFETY: forwarded unchanged.
-    let s = unsafe { real(h, node, out) };
-    if s >= 0 {
-        if let Some(edit) = NODE_EDIT.get() {
-            // SAFETY: the OS's 74-byte entry (align 1), just filled by the driver.
-            edit(unsafe { &mut *out });
-        }
-    }
-    s
-}
-
-fn start_with_node_edit(
-    caps: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
-    edit: NodeEdit,
-) -> Result<(), SimError> {
-    NODE_EDIT.set(Some(edit));
-    let (_, r) = start_with(caps, |t| {
-        let _ = REAL_NODE_METADATA.set(t.DxgkDdiGetNodeMetadata);
-        t.DxgkDdiGetNodeMetadata = Some(edited_node_metadata);
-    });
-    NODE_EDIT.set(None);
-    r
 }
 
 #[test]
@@ -764,9 +540,6 @@ static REAL_BUILD: std::sync::OnceLock<rvgpu_ddi::tdr::PDXGKDDI_BUILDPAGINGBUFFE
 /// the DMA segment sets of every context it created.
 static BR65_SYSTEM_CONTEXTS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
 static CONTEXT_DMA_SETS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
-static BR65_REAL_CREATE_CONTEXT: std::sync::OnceLock<
-    rvgpu_ddi::submission::PDXGKDDI_CREATECONTEXT,
-> = std::sync::OnceLock::new();
 
 unsafe extern "system" fn spy_build_paging(
     ctx: HANDLE,
@@ -784,7 +557,7 @@ unsafe extern "system" fn spy_create_context(
     device: HANDLE,
     args: *mut rvgpu_ddi::submission::DXGKARG_CREATECONTEXT,
 ) -> NTSTATUS {
-    let real = BR65_REAL_CREATE_CONTEXT
+    let real = REAL_CREATE_CONTEXT
         .get()
         .copied()
         .flatten()
@@ -821,7 +594,7 @@ fn br_65_67_paging_buffers_and_context_dma_segments() {
     let (m, r) = start_with(no_edit, |t| {
         let _ = REAL_BUILD.set(t.DxgkDdiBuildPagingBuffer);
         t.DxgkDdiBuildPagingBuffer = Some(spy_build_paging);
-        let _ = BR65_REAL_CREATE_CONTEXT.set(t.DxgkDdiCreateContext);
+        let _ = REAL_CREATE_CONTEXT.set(t.DxgkDdiCreateContext);
         t.DxgkDdiCreateContext = Some(spy_create_context);
     });
     PAGING_POOL.set(None);
@@ -972,6 +745,7 @@ fn br_20_isr_before_start_device_claims_nothing() {
 // ---------------------------------------------------------------------------------------------
 // BR-66: the system device and contexts (VidSchCreateSystemDevices).
 
+/// The driver's own CreateContext, for the stand-ins that wrap it (BR-65, BR-66).
 static REAL_CREATE_CONTEXT: std::sync::OnceLock<rvgpu_ddi::submission::PDXGKDDI_CREATECONTEXT> =
     std::sync::OnceLock::new();
 static REAL_SUBMIT: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_SUBMITCOMMAND> =
@@ -1461,8 +1235,6 @@ fn br_76_user_mode_submission_caps_rules() {
 }
 
 static CONTEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-static REAL_START_DEVICE: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_START_DEVICE> =
-    std::sync::OnceLock::new();
 
 /// rvgpu's StartDevice, remembering the MiniportDeviceContext (so the test can call a DDI).
 unsafe extern "system" fn start_remembering_context(
@@ -1512,233 +1284,6 @@ fn br_66_submit_command_without_a_context_is_invalid_parameter() {
     });
     assert_eq!(s, STATUS_INVALID_PARAMETER);
     assert!(m.bugcheck().is_none() && m.fault().is_none());
-}
-
-// ---------------------------------------------------------------------------------------------
-// BR-78, BR-80..82: the legacy feature path and the kernel block list.
-
-thread_local! {
-    /// What the legacy driver stand-in asks `DxgkCbQueryFeatureSupport` before StartDevice:
-    /// (feature, support state).
-    static LEGACY_ASK: RefCell<Vec<(i32, u32)>> = const { RefCell::new(Vec::new()) };
-    /// The answers: (status, Enabled).
-    static LEGACY_ANSWERS: RefCell<Vec<(NTSTATUS, u8)>> = const { RefCell::new(Vec::new()) };
-}
-static REAL_QUERY_INTERFACE: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_QUERY_INTERFACE> =
-    std::sync::OnceLock::new();
-
-/// rvgpu's QueryInterface without `GUID_WDDM_INTERFACE_FEATURE`: a driver of the legacy path.
-unsafe extern "system" fn query_interface_without_features(
-    ctx: *mut std::ffi::c_void,
-    q: *mut rvgpu_ddi::adapter::QUERY_INTERFACE,
-) -> NTSTATUS {
-    // SAFETY: the OS's request block; its GUID pointer is valid for the call.
-    let guid = unsafe { q.as_ref().and_then(|q| q.InterfaceType.as_ref()) };
-    if guid == Some(&rvgpu_ddi::feature::GUID_WDDM_INTERFACE_FEATURE) {
-        return STATUS_NOT_SUPPORTED;
-    }
-    let Some(Some(real)) = REAL_QUERY_INTERFACE.get().copied() else {
-        return STATUS_NOT_SUPPORTED;
-    };
-    // SAFETY: forwarded unchanged.
-    unsafe { real(ctx, q) }
-}
-
-/// rvgpu's StartDevice, preceded by the legacy queries of [`LEGACY_ASK`] (what a driver
-/// without the feature interface does at the start of its StartDevice).
-unsafe extern "system" fn start_asking_legacy(
-    ctx: *mut std::ffi::c_void,
-    info: *mut rvgpu_ddi::adapter::DXGK_START_INFO,
-    iface: *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
-    sources: *mut u32,
-    children: *mut u32,
-) -> NTSTATUS {
-    // SAFETY: the OS's callback table, valid for the call.
-    let Some(i) = (unsafe { iface.as_ref() }) else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    let ask = LEGACY_ASK.with(|a| a.borrow().clone());
-    for (id, state) in ask {
-        let mut args = rvgpu_ddi::feature::DXGKARGCB_QUERYFEATURESUPPORT {
-            DeviceHandle: i.DeviceHandle,
-            FeatureId: id,
-            DriverSupportState: state,
-            Enabled: 0xCD,
-        };
-        let f = i
-            .DxgkCbQueryFeatureSupport
-            .expect("DxgkCbQueryFeatureSupport");
-        // SAFETY: the OS's callback with its own handle and a live argument block.
-        let s = unsafe { f(&mut args) };
-        LEGACY_ANSWERS.with(|a| a.borrow_mut().push((s, args.Enabled)));
-    }
-    let Some(Some(real)) = REAL_START_DEVICE.get().copied() else {
-        return STATUS_NOT_SUPPORTED;
-    };
-    // SAFETY: forwarded unchanged.
-    unsafe { real(ctx, info, iface, sources, children) }
-}
-
-/// Starts rvgpu as a legacy-path driver on a machine from `cfg`: no feature interface, the
-/// `ask` queries at the start of StartDevice, `node` applied to its node metadata. Returns the
-/// machine, the start's result and the answers.
-fn start_legacy(
-    cfg: MachineConfig,
-    ask: &[(i32, u32)],
-    node: Option<NodeEdit>,
-) -> (Machine, Result<(), SimError>, Vec<(NTSTATUS, u8)>) {
-    LEGACY_ASK.with(|a| *a.borrow_mut() = ask.to_vec());
-    LEGACY_ANSWERS.with(|a| a.borrow_mut().clear());
-    NODE_EDIT.set(node);
-    let (m, r) = start_with_config(cfg, no_edit, |t| {
-        let _ = REAL_QUERY_INTERFACE.set(t.DxgkDdiQueryInterface);
-        t.DxgkDdiQueryInterface = Some(query_interface_without_features);
-        let _ = REAL_START_DEVICE.set(t.DxgkDdiStartDevice);
-        t.DxgkDdiStartDevice = Some(start_asking_legacy);
-        let _ = REAL_NODE_METADATA.set(t.DxgkDdiGetNodeMetadata);
-        t.DxgkDdiGetNodeMetadata = Some(edited_node_metadata);
-    });
-    NODE_EDIT.set(None);
-    let answers = LEGACY_ANSWERS.with(|a| std::mem::take(&mut *a.borrow_mut()));
-    (m, r, answers)
-}
-
-fn context_scheduling_nodes(m: &Machine) -> usize {
-    m.node_metadata(0)
-        .iter()
-        .filter(|md| {
-            md.Flags
-                .is_set(rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported)
-        })
-        .count()
-}
-
-fn claim_context_scheduling(md: &mut DXGK_NODEMETADATA) {
-    md.Flags = md.Flags.with(
-        rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported,
-        1,
-    );
-}
-
-const HWSCH: i32 = rvgpu_ddi::feature::DXGK_FEATURE_HWSCH;
-const UMS: i32 = rvgpu_ddi::feature::DXGK_FEATURE_USER_MODE_SUBMISSION;
-const EXPERIMENTAL: u32 = rvgpu_ddi::feature::DXGK_FEATURE_SUPPORT_EXPERIMENTAL;
-const STABLE: u32 = rvgpu_ddi::feature::DXGK_FEATURE_SUPPORT_STABLE;
-const ALWAYS_ON: u32 = rvgpu_ddi::feature::DXGK_FEATURE_SUPPORT_ALWAYS_ON;
-
-/// BR-80/81: a driver without the feature interface that asks `DxgkCbQueryFeatureSupport` for
-/// HWSCH and USER_MODE_SUBMISSION as *stable* gets both on a default machine (`HwSchMode` 0),
-/// and the adapter's HWS bit lets its nodes claim context scheduling (BR-72). NATIVE_FENCE
-/// cannot be enabled on this path, so rvgpu claims no user-mode submission. Without the query
-/// the OS enables nothing.
-#[test]
-fn br_80_legacy_query_enables_hws_for_a_stable_driver() {
-    let cfg = || MachineConfig::single(Mode::Step);
-    let (m, r, answers) = start_legacy(cfg(), &[(HWSCH, STABLE), (UMS, STABLE)], None);
-    r.expect("legacy driver with HWS");
-    assert_eq!(answers, [(STATUS_SUCCESS, 1), (STATUS_SUCCESS, 1)]);
-    let db = m.feature_db(0);
-    assert!(!db.driver_interface);
-    assert!(db.version(HWSCH).is_some() && db.version(UMS).is_some());
-    assert!(db
-        .version(rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE)
-        .is_none());
-    assert!(
-        context_scheduling_nodes(&m) > 0,
-        "HWS nodes once HWSCH is enabled"
-    );
-    let (m, r, answers) = start_legacy(cfg(), &[], None);
-    r.expect("legacy driver without HWS");
-    assert!(answers.is_empty());
-    assert_eq!(m.feature_db(0).version(HWSCH), None);
-    assert_eq!(context_scheduling_nodes(&m), 0);
-}
-
-/// BR-80 policy: `HwSchMode` = 1 keeps a stable driver's HWS off (and a node that claims
-/// context scheduling anyway fails BR-72); always-on is enabled whatever the mode; an
-/// experimental claim is enabled only with `HwSchTreatExperimentalAsStable`.
-#[test]
-fn br_80_hw_sch_mode_and_experimental_policy() {
-    let mode = |m: u32, treat: bool| {
-        let mut cfg = MachineConfig::single(Mode::Step);
-        cfg.os.hw_sch_mode = m;
-        cfg.os.hw_sch_treat_experimental_as_stable = treat;
-        cfg
-    };
-    let (_, r, answers) = start_legacy(mode(1, false), &[(HWSCH, STABLE)], None);
-    r.expect("HWS off: the driver schedules itself");
-    assert_eq!(answers, [(STATUS_SUCCESS, 0)]);
-    let (_, r, _) = start_legacy(
-        mode(1, false),
-        &[(HWSCH, STABLE)],
-        Some(claim_context_scheduling),
-    );
-    refused(r, "BR-72", STATUS_INVALID_PARAMETER);
-    let (_, _, answers) = start_legacy(mode(2, false), &[(HWSCH, STABLE)], None);
-    assert_eq!(answers, [(STATUS_SUCCESS, 1)]);
-    let (_, _, answers) = start_legacy(mode(1, false), &[(HWSCH, ALWAYS_ON)], None);
-    assert_eq!(answers, [(STATUS_SUCCESS, 1)]);
-    let (_, _, answers) = start_legacy(mode(0, false), &[(HWSCH, EXPERIMENTAL)], None);
-    assert_eq!(answers, [(STATUS_SUCCESS, 0)]);
-    let (m, r, answers) = start_legacy(mode(0, true), &[(HWSCH, EXPERIMENTAL)], None);
-    r.expect("experimental treated as stable");
-    assert_eq!(answers, [(STATUS_SUCCESS, 1)]);
-    assert!(context_scheduling_nodes(&m) > 0);
-}
-
-/// BR-82: support state 0 and unknown feature IDs are `INVALID_PARAMETER` (Enabled FALSE);
-/// the IDs the legacy table treats as always on answer TRUE. 24H2 knows only IDs 0…5:
-/// GPUVAIOMMU (36) and NATIVE_FENCE (37) are refused.
-#[test]
-fn br_82_legacy_query_refuses_state_0_and_unknown_features() {
-    let (_, r, answers) = start_legacy(
-        MachineConfig::single(Mode::Step),
-        &[
-            (HWSCH, 0),
-            (6, STABLE),
-            (36, STABLE),
-            (37, STABLE),
-            (3, STABLE),
-        ],
-        None,
-    );
-    r.expect("the refused queries do not fail the start");
-    assert_eq!(
-        answers,
-        [
-            (STATUS_INVALID_PARAMETER, 0),
-            (STATUS_INVALID_PARAMETER, 0),
-            (STATUS_INVALID_PARAMETER, 0),
-            (STATUS_INVALID_PARAMETER, 0),
-            (STATUS_SUCCESS, 1),
-        ]
-    );
-}
-
-/// BR-78: a `DISABLE_HWSCH` kernel block-list entry turns hardware scheduling off on both
-/// paths: rvgpu (feature interface) starts without HWS, a legacy always-on claim is answered
-/// FALSE, and a node claiming context scheduling anyway fails BR-72.
-#[test]
-fn br_78_block_list_entry_turns_hws_off() {
-    let blocked = || {
-        let mut cfg = MachineConfig::single(Mode::Step);
-        cfg.os.block_list_disable_hwsch = true;
-        cfg
-    };
-    let (m, r) = start_with_config(blocked(), no_edit, no_table);
-    r.expect("rvgpu without HWS");
-    assert_eq!(m.feature_db(0).version(HWSCH), None);
-    assert_eq!(context_scheduling_nodes(&m), 0);
-    let (_, r, answers) = start_legacy(blocked(), &[(HWSCH, ALWAYS_ON)], None);
-    r.expect("legacy driver without HWS");
-    assert_eq!(answers, [(STATUS_SUCCESS, 0)]);
-    NODE_EDIT.set(Some(claim_context_scheduling));
-    let (_, r) = start_with_config(blocked(), no_edit, |t| {
-        let _ = REAL_NODE_METADATA.set(t.DxgkDdiGetNodeMetadata);
-        t.DxgkDdiGetNodeMetadata = Some(edited_node_metadata);
-    });
-    NODE_EDIT.set(None);
-    refused(r, "BR-72", STATUS_INVALID_PARAMETER);
 }
 
 // ---------------------------------------------------------------------------------------------

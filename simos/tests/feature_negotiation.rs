@@ -2,17 +2,19 @@
 //! the OS learns what the driver supports through the driver's feature interface
 //! (DxgkDdiQueryInterface, GUID_WDDM_INTERFACE_FEATURE), enables features by its policy and
 //! their dependencies, and the driver advertises caps and node flags only for what was
-//! enabled. A driver that advertises more is refused at start.
+//! enabled. A driver that advertises more is refused at start. A driver without the feature
+//! interface asks `DxgkCbQueryFeatureSupport` instead (the legacy path, BR-78, BR-80 … BR-82).
 
 mod common;
+use common::start_edits::*;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use rvgpu_ddi::adapter::{DXGK_VIDSCHCAPS, PQUERY_INTERFACE};
 use rvgpu_ddi::feature::{
     DXGK_FEATURE_HWSCH, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION,
 };
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
 use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS};
 use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID};
 use rvgpu_simos::dxgkrnl::features::{decide, DriverSupport};
@@ -351,6 +353,233 @@ fn slot_1368_rvgpu_starts_under_either_answer() {
     // NTSTATUS (x64: extra arguments are ignored by the callee).
     let f: unsafe extern "system" fn() -> NTSTATUS = unsafe { std::mem::transmute(t.Reserved4) };
     assert_eq!(unsafe { f() }, STATUS_NOT_SUPPORTED);
+}
+
+// ---------------------------------------------------------------------------------------------
+// BR-78, BR-80..82: the legacy feature path and the kernel block list.
+
+thread_local! {
+    /// What the legacy driver stand-in asks `DxgkCbQueryFeatureSupport` before StartDevice:
+    /// (feature, support state).
+    static LEGACY_ASK: RefCell<Vec<(i32, u32)>> = const { RefCell::new(Vec::new()) };
+    /// The answers: (status, Enabled).
+    static LEGACY_ANSWERS: RefCell<Vec<(NTSTATUS, u8)>> = const { RefCell::new(Vec::new()) };
+}
+static REAL_QUERY_INTERFACE: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_QUERY_INTERFACE> =
+    std::sync::OnceLock::new();
+
+/// rvgpu's QueryInterface without `GUID_WDDM_INTERFACE_FEATURE`: a driver of the legacy path.
+unsafe extern "system" fn query_interface_without_features(
+    ctx: *mut std::ffi::c_void,
+    q: *mut rvgpu_ddi::adapter::QUERY_INTERFACE,
+) -> NTSTATUS {
+    // SAFETY: the OS's request block; its GUID pointer is valid for the call.
+    let guid = unsafe { q.as_ref().and_then(|q| q.InterfaceType.as_ref()) };
+    if guid == Some(&rvgpu_ddi::feature::GUID_WDDM_INTERFACE_FEATURE) {
+        return STATUS_NOT_SUPPORTED;
+    }
+    let Some(Some(real)) = REAL_QUERY_INTERFACE.get().copied() else {
+        return STATUS_NOT_SUPPORTED;
+    };
+    // SAFETY: forwarded unchanged.
+    unsafe { real(ctx, q) }
+}
+
+/// rvgpu's StartDevice, preceded by the legacy queries of [`LEGACY_ASK`] (what a driver
+/// without the feature interface does at the start of its StartDevice).
+unsafe extern "system" fn start_asking_legacy(
+    ctx: *mut std::ffi::c_void,
+    info: *mut rvgpu_ddi::adapter::DXGK_START_INFO,
+    iface: *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
+    sources: *mut u32,
+    children: *mut u32,
+) -> NTSTATUS {
+    // SAFETY: the OS's callback table, valid for the call.
+    let Some(i) = (unsafe { iface.as_ref() }) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    let ask = LEGACY_ASK.with(|a| a.borrow().clone());
+    for (id, state) in ask {
+        let mut args = rvgpu_ddi::feature::DXGKARGCB_QUERYFEATURESUPPORT {
+            DeviceHandle: i.DeviceHandle,
+            FeatureId: id,
+            DriverSupportState: state,
+            Enabled: 0xCD,
+        };
+        let f = i
+            .DxgkCbQueryFeatureSupport
+            .expect("DxgkCbQueryFeatureSupport");
+        // SAFETY: the OS's callback with its own handle and a live argument block.
+        let s = unsafe { f(&mut args) };
+        LEGACY_ANSWERS.with(|a| a.borrow_mut().push((s, args.Enabled)));
+    }
+    let Some(Some(real)) = REAL_START_DEVICE.get().copied() else {
+        return STATUS_NOT_SUPPORTED;
+    };
+    // SAFETY: forwarded unchanged.
+    unsafe { real(ctx, info, iface, sources, children) }
+}
+
+/// Starts rvgpu as a legacy-path driver on a machine from `cfg`: no feature interface, the
+/// `ask` queries at the start of StartDevice, `node` applied to its node metadata. Returns the
+/// machine, the start's result and the answers.
+fn start_legacy(
+    cfg: MachineConfig,
+    ask: &[(i32, u32)],
+    node: Option<NodeEdit>,
+) -> (Machine, Result<(), SimError>, Vec<(NTSTATUS, u8)>) {
+    LEGACY_ASK.with(|a| *a.borrow_mut() = ask.to_vec());
+    LEGACY_ANSWERS.with(|a| a.borrow_mut().clear());
+    NODE_EDIT.set(node);
+    let (m, r) = start_with_config(cfg, no_edit, |t| {
+        let _ = REAL_QUERY_INTERFACE.set(t.DxgkDdiQueryInterface);
+        t.DxgkDdiQueryInterface = Some(query_interface_without_features);
+        let _ = REAL_START_DEVICE.set(t.DxgkDdiStartDevice);
+        t.DxgkDdiStartDevice = Some(start_asking_legacy);
+        let _ = REAL_NODE_METADATA.set(t.DxgkDdiGetNodeMetadata);
+        t.DxgkDdiGetNodeMetadata = Some(edited_node_metadata);
+    });
+    NODE_EDIT.set(None);
+    let answers = LEGACY_ANSWERS.with(|a| std::mem::take(&mut *a.borrow_mut()));
+    (m, r, answers)
+}
+
+fn context_scheduling_nodes(m: &Machine) -> usize {
+    m.node_metadata(0)
+        .iter()
+        .filter(|md| {
+            md.Flags
+                .is_set(rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported)
+        })
+        .count()
+}
+
+fn claim_context_scheduling(md: &mut DXGK_NODEMETADATA) {
+    md.Flags = md.Flags.with(
+        rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported,
+        1,
+    );
+}
+
+const HWSCH: i32 = rvgpu_ddi::feature::DXGK_FEATURE_HWSCH;
+const UMS: i32 = rvgpu_ddi::feature::DXGK_FEATURE_USER_MODE_SUBMISSION;
+const EXPERIMENTAL: u32 = rvgpu_ddi::feature::DXGK_FEATURE_SUPPORT_EXPERIMENTAL;
+const STABLE: u32 = rvgpu_ddi::feature::DXGK_FEATURE_SUPPORT_STABLE;
+const ALWAYS_ON: u32 = rvgpu_ddi::feature::DXGK_FEATURE_SUPPORT_ALWAYS_ON;
+
+/// BR-80/81: a driver without the feature interface that asks `DxgkCbQueryFeatureSupport` for
+/// HWSCH and USER_MODE_SUBMISSION as *stable* gets both on a default machine (`HwSchMode` 0),
+/// and the adapter's HWS bit lets its nodes claim context scheduling (BR-72). NATIVE_FENCE
+/// cannot be enabled on this path, so rvgpu claims no user-mode submission. Without the query
+/// the OS enables nothing.
+#[test]
+fn br_80_legacy_query_enables_hws_for_a_stable_driver() {
+    let cfg = || MachineConfig::single(Mode::Step);
+    let (m, r, answers) = start_legacy(cfg(), &[(HWSCH, STABLE), (UMS, STABLE)], None);
+    r.expect("legacy driver with HWS");
+    assert_eq!(answers, [(STATUS_SUCCESS, 1), (STATUS_SUCCESS, 1)]);
+    let db = m.feature_db(0);
+    assert!(!db.driver_interface);
+    assert!(db.version(HWSCH).is_some() && db.version(UMS).is_some());
+    assert!(db
+        .version(rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE)
+        .is_none());
+    assert!(
+        context_scheduling_nodes(&m) > 0,
+        "HWS nodes once HWSCH is enabled"
+    );
+    let (m, r, answers) = start_legacy(cfg(), &[], None);
+    r.expect("legacy driver without HWS");
+    assert!(answers.is_empty());
+    assert_eq!(m.feature_db(0).version(HWSCH), None);
+    assert_eq!(context_scheduling_nodes(&m), 0);
+}
+
+/// BR-80 policy: `HwSchMode` = 1 keeps a stable driver's HWS off (and a node that claims
+/// context scheduling anyway fails BR-72); always-on is enabled whatever the mode; an
+/// experimental claim is enabled only with `HwSchTreatExperimentalAsStable`.
+#[test]
+fn br_80_hw_sch_mode_and_experimental_policy() {
+    let mode = |m: u32, treat: bool| {
+        let mut cfg = MachineConfig::single(Mode::Step);
+        cfg.os.hw_sch_mode = m;
+        cfg.os.hw_sch_treat_experimental_as_stable = treat;
+        cfg
+    };
+    let (_, r, answers) = start_legacy(mode(1, false), &[(HWSCH, STABLE)], None);
+    r.expect("HWS off: the driver schedules itself");
+    assert_eq!(answers, [(STATUS_SUCCESS, 0)]);
+    let (_, r, _) = start_legacy(
+        mode(1, false),
+        &[(HWSCH, STABLE)],
+        Some(claim_context_scheduling),
+    );
+    common::refused(r, "BR-72", STATUS_INVALID_PARAMETER);
+    let (_, _, answers) = start_legacy(mode(2, false), &[(HWSCH, STABLE)], None);
+    assert_eq!(answers, [(STATUS_SUCCESS, 1)]);
+    let (_, _, answers) = start_legacy(mode(1, false), &[(HWSCH, ALWAYS_ON)], None);
+    assert_eq!(answers, [(STATUS_SUCCESS, 1)]);
+    let (_, _, answers) = start_legacy(mode(0, false), &[(HWSCH, EXPERIMENTAL)], None);
+    assert_eq!(answers, [(STATUS_SUCCESS, 0)]);
+    let (m, r, answers) = start_legacy(mode(0, true), &[(HWSCH, EXPERIMENTAL)], None);
+    r.expect("experimental treated as stable");
+    assert_eq!(answers, [(STATUS_SUCCESS, 1)]);
+    assert!(context_scheduling_nodes(&m) > 0);
+}
+
+/// BR-82: support state 0 and unknown feature IDs are `INVALID_PARAMETER` (Enabled FALSE);
+/// the IDs the legacy table treats as always on answer TRUE. 24H2 knows only IDs 0…5:
+/// GPUVAIOMMU (36) and NATIVE_FENCE (37) are refused.
+#[test]
+fn br_82_legacy_query_refuses_state_0_and_unknown_features() {
+    let (_, r, answers) = start_legacy(
+        MachineConfig::single(Mode::Step),
+        &[
+            (HWSCH, 0),
+            (6, STABLE),
+            (36, STABLE),
+            (37, STABLE),
+            (3, STABLE),
+        ],
+        None,
+    );
+    r.expect("the refused queries do not fail the start");
+    assert_eq!(
+        answers,
+        [
+            (STATUS_INVALID_PARAMETER, 0),
+            (STATUS_INVALID_PARAMETER, 0),
+            (STATUS_INVALID_PARAMETER, 0),
+            (STATUS_INVALID_PARAMETER, 0),
+            (STATUS_SUCCESS, 1),
+        ]
+    );
+}
+
+/// BR-78: a `DISABLE_HWSCH` kernel block-list entry turns hardware scheduling off on both
+/// paths: rvgpu (feature interface) starts without HWS, a legacy always-on claim is answered
+/// FALSE, and a node claiming context scheduling anyway fails BR-72.
+#[test]
+fn br_78_block_list_entry_turns_hws_off() {
+    let blocked = || {
+        let mut cfg = MachineConfig::single(Mode::Step);
+        cfg.os.block_list_disable_hwsch = true;
+        cfg
+    };
+    let (m, r) = start_with_config(blocked(), no_edit, no_table);
+    r.expect("rvgpu without HWS");
+    assert_eq!(m.feature_db(0).version(HWSCH), None);
+    assert_eq!(context_scheduling_nodes(&m), 0);
+    let (_, r, answers) = start_legacy(blocked(), &[(HWSCH, ALWAYS_ON)], None);
+    r.expect("legacy driver without HWS");
+    assert_eq!(answers, [(STATUS_SUCCESS, 0)]);
+    NODE_EDIT.set(Some(claim_context_scheduling));
+    let (_, r) = start_with_config(blocked(), no_edit, |t| {
+        let _ = REAL_NODE_METADATA.set(t.DxgkDdiGetNodeMetadata);
+        t.DxgkDdiGetNodeMetadata = Some(edited_node_metadata);
+    });
+    NODE_EDIT.set(None);
+    common::refused(r, "BR-72", STATUS_INVALID_PARAMETER);
 }
 
 against_the_pe_image!();

@@ -2,6 +2,8 @@
 //! of the OS around it. Shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod spaces;
+
 use rvgpu_hw::addr::{BusAddr, GpuVa};
 use rvgpu_hw::mmu::{self, PageAttrs, Pte};
 use std::sync::atomic::Ordering;

@@ -8,6 +8,9 @@
 pub mod own_progress;
 pub mod pe;
 pub mod residency;
+pub mod start_edits;
+pub mod tdr;
+pub mod ums;
 
 use rvgpu_umd::kmt::AllocationKind;
 use std::cell::Cell;
