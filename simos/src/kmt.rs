@@ -27,9 +27,9 @@ use rvgpu_umd::kmt::{
     UpdateGpuVa, UpdateGpuVaOp,
 };
 
+use crate::base::error::SimError;
+use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::lock;
-use crate::error::SimError;
 use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, NativeFence, NativeFenceDesc, WaitOutcome};
@@ -795,11 +795,11 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn cpu_timestamp(&self) -> u64 {
-        crate::sync::trace::qpc()
+        crate::base::clock::qpc()
     }
 
     fn cpu_timestamp_frequency(&self) -> u64 {
-        crate::sync::trace::QPC_HZ
+        crate::base::clock::QPC_HZ
     }
 
     // MF-03: OS-scheduled GPU waits and signals on kernel-mode hardware queues.

@@ -18,12 +18,12 @@
 //! parameters ([`dxgkrnl::bugcheck`]); the test sees `Err(SimError::Bugcheck(..))` from every
 //! call.
 
+pub mod base;
 pub mod dxgkrnl;
-pub mod error;
+pub use crate::base::error;
 pub mod etw;
 pub mod install;
 pub mod kmt;
-mod lock;
 pub mod machine;
 pub mod ob;
 #[cfg(target_os = "linux")]

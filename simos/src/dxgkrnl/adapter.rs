@@ -21,12 +21,12 @@ use rvgpu_device::Device;
 
 use crate::machine::Board;
 
+use crate::base::line::{SimLine, Wake};
+use crate::base::lock::lock;
+use crate::base::notify::{Notification, Processed};
+use crate::base::observer::Observer;
 use crate::dxgkrnl::interrupt::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
-use crate::dxgkrnl::line::{SimLine, Wake};
-use crate::dxgkrnl::notify::{Notification, Processed};
-use crate::dxgkrnl::observer::Observer;
 use crate::dxgkrnl::state::MachineState;
-use crate::lock::lock;
 use crate::machine::{AdapterConfig, OsConfig};
 use crate::vidmm::state::VidMmState;
 use crate::vidsch::state::VidSchState;

@@ -21,13 +21,13 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Irql;
 
+use crate::base::bugcheck;
+use crate::base::error::SimError;
+use crate::base::irql::{self, Routine};
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bugcheck;
-use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{self, current_irql, IrqlScope, MachineContext};
 use crate::dxgkrnl::rules::Wrapper;
 use crate::dxgkrnl::state::MachineState;
-use crate::error::SimError;
 
 /// The IRQL the OS calls a DDI at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,7 +235,7 @@ macro_rules! required_slot {
     ($a:expr, $slot:ident) => {
         $a.table
             .slot(|t| t.$slot)
-            .ok_or_else(|| $crate::error::SimError::Simulation("no driver loaded".into()))
+            .ok_or_else(|| $crate::base::error::SimError::Simulation("no driver loaded".into()))
             .and_then(|f| f.ok_or_else(|| $crate::dxgkrnl::ddi::missing(stringify!($slot))))
     };
 }

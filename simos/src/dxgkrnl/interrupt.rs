@@ -23,14 +23,14 @@ use std::time::{Duration, Instant};
 
 use rvgpu_kmd::platform::Irql;
 
+use crate::base::bugcheck::{self, BugCheck};
+use crate::base::error::Fault;
+use crate::base::irql::{self, Routine};
+pub use crate::base::line::{SimLine, Wake};
+use crate::base::lock::lock;
+use crate::base::notify::Processed;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bugcheck::{self, BugCheck};
-use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
-pub use crate::dxgkrnl::line::{SimLine, Wake};
-use crate::dxgkrnl::notify::Processed;
-use crate::error::Fault;
-use crate::lock::lock;
 
 /// Consecutive unclaimed ISR calls with the device still requesting before 0xF2.
 pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;

@@ -34,9 +34,9 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use rvgpu_hw::mmio::{MmioBus, TrapWindow};
 use rvgpu_kmd::platform::{Irql, Level, Platform};
 
-use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
+use crate::base::bugcheck::{self, kirql, BugCheck};
+use crate::base::lock::lock;
 use crate::dxgkrnl::state::MachineState;
-use crate::lock::lock;
 
 thread_local! {
     static IRQL: Cell<Irql> = const { Cell::new(Irql::Passive) };
@@ -584,10 +584,10 @@ unsafe impl Platform for SimKernel {
         m.etw().deliver(guid, descriptor, &parts);
     }
 
-    /// The simulation's QPC ([`crate::sync::trace::qpc`], 10 MHz), the clock the UMD's
+    /// The simulation's QPC ([`crate::base::clock::qpc`], 10 MHz), the clock the UMD's
     /// queued events use too.
     fn query_performance_counter() -> (u64, u64) {
-        (crate::sync::trace::qpc(), crate::sync::trace::QPC_HZ)
+        (crate::base::clock::qpc(), crate::base::clock::QPC_HZ)
     }
 
     /// The adapter's software key as the INF wrote it and the machine's configuration changed

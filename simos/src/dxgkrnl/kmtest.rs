@@ -45,12 +45,12 @@ use rvgpu_ddi::kmtest::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 
+use crate::base::error::SimError;
+use crate::base::irql::Routine;
+use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::features::FeatureDb;
-use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::state::lock;
-use crate::error::SimError;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
 use crate::ums::{KmtHandle, TestTarget};

@@ -34,12 +34,12 @@ use std::time::Instant;
 
 use rvgpu_kmd::platform::{Irql, TimerRoutine};
 
+use crate::base::bugcheck::{self, BugCheck};
+use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{all_adapters, AdapterShared};
-use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::kernel::{
     check_return_irql, current_machine, irql_above, IrqlScope, MachineContext,
 };
-use crate::lock::lock;
 
 /// The driver's timer storage (`Platform::Timer` of [`crate::dxgkrnl::kernel::SimKernel`]):
 /// the set timer it stands for, if any.
@@ -311,8 +311,8 @@ pub fn check_removed(a: &AdapterShared) -> Result<(), BugCheck> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::irql::Routine;
     use crate::dxgkrnl::ddi::{self, At};
-    use crate::dxgkrnl::irql::Routine;
     use crate::{MachineConfig, Mode, SimError};
 
     static RUNS: AtomicU64 = AtomicU64::new(0);

@@ -4,21 +4,21 @@
 
 pub mod adapter;
 pub mod bringup;
-pub mod bugcheck;
+pub use crate::base::bugcheck;
 pub mod callbacks;
 pub mod ddi;
 pub mod features;
 pub mod interrupt;
-pub mod irql;
+pub use crate::base::irql;
 pub mod kernel;
 pub mod kmdver;
 pub mod kmtest;
 pub mod ktimer;
-pub mod line;
+pub use crate::base::line;
 pub mod load;
-pub mod lowres;
-pub mod notify;
-pub mod observer;
+pub use crate::base::lowres;
+pub use crate::base::notify;
+pub use crate::base::observer;
 pub mod pnp;
 pub mod power;
 pub mod registry;

@@ -9,18 +9,18 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_kmd::platform::Irql;
 
+use crate::base::bugcheck::{self, BugCheck};
+use crate::base::error::SimError;
+use crate::base::irql::Routine;
+use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
-use crate::dxgkrnl::bugcheck::{self, BugCheck};
 use crate::dxgkrnl::callbacks;
 use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::dxgkrnl::interrupt;
-use crate::dxgkrnl::irql::Routine;
 use crate::dxgkrnl::kernel::{self, SimKernel};
 use crate::dxgkrnl::load::{self, TableHook};
 use crate::dxgkrnl::resources::opaque;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::{AdapterInfo, Machine, Mode};
 
 /// The byte the OS pre-fills the `DXGK_DRIVERCAPS` buffer with before QueryAdapterInfo.
@@ -99,7 +99,7 @@ impl Machine {
         let state = self.state.clone();
         let _ctx = kernel::MachineContext::enter(state.clone());
         // DriverEntry runs at PASSIVE_LEVEL (DRIVER_INITIALIZE).
-        if let Err(b) = crate::dxgkrnl::irql::check(
+        if let Err(b) = crate::base::irql::check(
             Routine::DriverEntry,
             kernel::current_irql(),
             load::sim_dxgk_initialize as *const () as usize,

@@ -11,9 +11,9 @@ use std::sync::Mutex;
 
 use rvgpu_kmd::platform::Level;
 
-use crate::dxgkrnl::bugcheck::BugCheck;
-pub use crate::error::Fault;
-pub(crate) use crate::lock::lock;
+use crate::base::bugcheck::BugCheck;
+pub use crate::base::error::Fault;
+pub(crate) use crate::base::lock::lock;
 
 /// One line of the driver's debug output (DbgPrintEx).
 #[derive(Clone, Debug, PartialEq, Eq)]

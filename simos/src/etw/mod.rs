@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 
 use rvgpu_kmd::etw::EnableCallback;
 
-use crate::dxgkrnl::state::{lock, MachineState};
+use crate::base::lock::lock;
+use crate::dxgkrnl::state::MachineState;
 pub use decode::{DecodeError, Decoded, Value};
 pub use rvgpu_kmd::etw::Guid;
 
@@ -69,7 +70,7 @@ impl Enable {
 /// One recorded event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
-    /// The simulation's QPC when it was written ([`crate::sync::trace::qpc`]).
+    /// The simulation's QPC when it was written ([`crate::base::clock::qpc`]).
     pub qpc: u64,
     /// The registration's provider GUID.
     pub guid: Guid,
@@ -127,7 +128,7 @@ impl Session {
             data,
         ) {
             Ok(decoded) => lock(&self.events).push(Event {
-                qpc: crate::sync::trace::qpc(),
+                qpc: crate::base::clock::qpc(),
                 guid,
                 decoded,
             }),

@@ -31,7 +31,7 @@ use std::sync::Mutex;
 
 use rvgpu_device::SysAlloc;
 
-use crate::lock::lock;
+use crate::base::lock::lock;
 
 /// Bytes of one cache line.
 pub const LINE: u64 = 64;

@@ -36,15 +36,15 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_device::{Device, DeviceConfig, Memory};
 use rvgpu_kmd::platform::Irql;
 
+use crate::base::bugcheck::BugCheck;
+use crate::base::error::SimError;
+use crate::base::line::{SimLine, Wake};
+use crate::base::lock::lock;
+use crate::base::notify::Processed;
 use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
-use crate::dxgkrnl::bugcheck::BugCheck;
 use crate::dxgkrnl::interrupt::{self, Serviced};
 use crate::dxgkrnl::kernel::{self, IrqlScope};
-use crate::dxgkrnl::line::{SimLine, Wake};
-use crate::dxgkrnl::notify::Processed;
 use crate::dxgkrnl::state::{LogLine, MachineState};
-use crate::error::SimError;
-use crate::lock::lock;
 
 /// The loop of one of an adapter's simulation threads (threaded mode), until its stop flag.
 type ThreadBody = fn(Arc<AdapterShared>, Arc<AtomicBool>);

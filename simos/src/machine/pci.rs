@@ -45,7 +45,7 @@ use rvgpu_hw::regs::{self, Caps, DeviceStatus};
 
 use super::board::Board;
 use super::config::PciSpec;
-use crate::dxgkrnl::line::SimLine;
+use crate::base::line::SimLine;
 
 /// PCI command register: memory space, bus master, INTx disable (PCI Local Bus 3.0, 6.2.2).
 const CMD_MEMORY: u16 = 1 << 1;
@@ -536,7 +536,7 @@ impl Drop for PciBoard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dxgkrnl::line::Wake;
+    use crate::base::line::Wake;
 
     fn temp(name: &str, bytes: &[u8]) -> (PathBuf, File) {
         let p = std::env::temp_dir().join(format!("rvgpu-pci-{}-{name}", std::process::id()));

@@ -9,7 +9,7 @@
 
 use std::sync::Mutex;
 
-use crate::dxgkrnl::state::lock;
+use crate::base::lock::lock;
 
 /// Size of the reservation: address space only (no memory is committed until a range is used).
 const RESERVATION: usize = 1 << 38;

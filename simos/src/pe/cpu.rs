@@ -38,9 +38,9 @@ use std::sync::{Condvar, Mutex};
 use super::arena;
 use super::gdb;
 use super::unicorn::{self, reg};
-use crate::dxgkrnl::bugcheck::{self, BugCheck};
+use crate::base::bugcheck::{self, BugCheck};
+use crate::base::lock::lock;
 use crate::dxgkrnl::kernel;
-use crate::dxgkrnl::state::lock;
 
 mod code;
 mod count;

@@ -37,8 +37,9 @@ use rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
 use self::cpu::{Stop, StubResult, Stubs};
+use crate::base::lock::lock;
 use crate::dxgkrnl::kernel;
-use crate::dxgkrnl::state::{lock, MachineState};
+use crate::dxgkrnl::state::MachineState;
 
 /// Which build of the driver a machine runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

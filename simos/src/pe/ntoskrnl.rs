@@ -3,7 +3,7 @@
 //! The image imports 24 routines (src/ntos.rs, src/rt.rs; `memcmp` as well if the compiler
 //! ever references it). Each is bound to a stub that runs
 //! the simulated kernel's version: the pool through Verifier's low-resources injector
-//! ([`crate::dxgkrnl::lowres`]), timers and DPCs through the simulated kernel's timers
+//! ([`crate::base::lowres`]), timers and DPCs through the simulated kernel's timers
 //! ([`crate::dxgkrnl::ktimer`]), `KeBugCheckEx` as the machine's bug check with its code and
 //! parameters, and the Dxgkrnl registration path (`ZwLoadDriver`, `IoGetDeviceObjectPointer`,
 //! the `IOCTL_VIDEO_DDI_FUNC_REGISTER` IRP) answered as the running dxgkrnl answers it, and
@@ -21,10 +21,10 @@ use rvgpu_kmd::platform::{Irql, Level};
 
 use super::cpu::{self, StubResult};
 use super::PeImage;
-use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
+use crate::base::bugcheck::{self, kirql, BugCheck};
+use crate::base::lock::lock;
 use crate::dxgkrnl::kernel::{self, current_irql, current_machine, irql_above, raise};
 use crate::dxgkrnl::ktimer;
-use crate::dxgkrnl::state::lock;
 
 const STATUS_SUCCESS: u64 = 0;
 const STATUS_INVALID_PARAMETER: u64 = 0xC000_000D;
@@ -579,9 +579,9 @@ fn mm_get_physical_address(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 fn ke_query_performance_counter(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     if w[0] != 0 {
         // SAFETY: the image's out-pointer (checked non-null).
-        unsafe { (w[0] as *mut u64).write_unaligned(crate::sync::trace::QPC_HZ) };
+        unsafe { (w[0] as *mut u64).write_unaligned(crate::base::clock::QPC_HZ) };
     }
-    ret(crate::sync::trace::qpc())
+    ret(crate::base::clock::qpc())
 }
 
 // --- timers and DPCs ------------------------------------------------------------------------

@@ -3,5 +3,5 @@
 
 pub mod fence;
 pub mod fencelog;
-pub mod process_id;
+pub use crate::base::process_id;
 pub mod trace;

@@ -17,28 +17,16 @@
 //!   the last, extrapolation with `qpc_hz / gpu_hz` from the nearest sample.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 use rvgpu_hw::log::LogEntry;
 use rvgpu_umd::fencelog::{FenceTrace, QueuedOp};
 
 pub use rvgpu_hw::cmd::LogKind;
 
-use crate::lock::lock;
-use crate::sync::process_id::ProcessId;
-
-/// Ticks per second of [`qpc`] (what `QueryPerformanceFrequency` returns in the simulation).
-pub const QPC_HZ: u64 = 10_000_000;
-
-/// The simulation's `QueryPerformanceCounter`: 10 MHz ticks since a process-wide epoch (the
-/// first call), plus one so that 0 keeps meaning "no clock". Monotonic.
-pub fn qpc() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    let e = EPOCH.get_or_init(Instant::now);
-    let ns = e.elapsed().as_nanos();
-    u64::try_from(ns / 100).unwrap_or(u64::MAX - 1) + 1
-}
+pub use crate::base::clock::{qpc, QPC_HZ};
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 
 /// How a CPU wait on a native fence was released (docs/logs.md#the-gpu-timeline).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -40,8 +40,8 @@ use rvgpu_hw::queue::RingControl;
 use rvgpu_umd::kmt::KmtHandle;
 use zerocopy::IntoBytes;
 
+use crate::base::error::SimError;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::error::SimError;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, NativeFence};
 use crate::ums::{self, DoorbellCpuState, UmsProcess};
@@ -172,7 +172,7 @@ macro_rules! queue_common {
         }
 
         /// The process id of the queue's process (where fences the queue names are opened).
-        pub fn pid(&self) -> crate::sync::process_id::ProcessId {
+        pub fn pid(&self) -> crate::base::process_id::ProcessId {
             self.process.pid
         }
 

@@ -24,8 +24,8 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 
+use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::lock::lock;
 
 /// A native fence handle the OS never hands out.
 pub const BAD_FENCE_HANDLE: usize = 0x0BAD_F00D;

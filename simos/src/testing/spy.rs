@@ -13,7 +13,7 @@ use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Irql;
 
-use crate::lock::lock;
+use crate::base::lock::lock;
 
 /// One observed call.
 #[derive(Clone, Debug, PartialEq, Eq)]

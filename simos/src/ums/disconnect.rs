@@ -55,14 +55,14 @@ pub(super) fn run_test_hook() {
 pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
     let addr = crate::dxgkrnl::callbacks::disconnect_doorbell_address();
     if let Err(b) =
-        crate::dxgkrnl::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
+        crate::base::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
     {
         crate::dxgkrnl::kernel::raise(b);
         return STATUS_UNSUCCESSFUL;
     }
     if args.is_null() {
         crate::dxgkrnl::kernel::raise(crate::BugCheck::new(
-            crate::dxgkrnl::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
         return STATUS_INVALID_PARAMETER;

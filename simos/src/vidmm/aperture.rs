@@ -28,9 +28,9 @@ use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
+use crate::base::error::SimError;
+use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::Machine;
 use crate::ums::KmtHandle;
 use crate::vidmm::mdl::Mdl;

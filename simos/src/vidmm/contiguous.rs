@@ -7,9 +7,9 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::*;
 use rvgpu_ddi::ntstatus::*;
 
-use crate::dxgkrnl::bugcheck::{self, BugCheck};
+use crate::base::bugcheck::{self, BugCheck};
+use crate::base::lock::lock;
 use crate::dxgkrnl::kernel;
-use crate::lock::lock;
 use crate::vidmm::state::Contiguous;
 
 use crate::dxgkrnl::callbacks::enter_status;

@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use rvgpu_device::SysAlloc;
 
 use super::gpuva::MapAttrs;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::process_id::ProcessId;
 
 /// Pages of one process's arena (1 MiB: 256 single-page buffers in flight).
 pub(crate) const ARENA_PAGES: u64 = 256;

@@ -34,11 +34,11 @@ use std::sync::{Arc, Mutex};
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::KmtHandle;
 
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::process_id::ProcessId;
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::mmu::{phys_of, LeafTag};
 

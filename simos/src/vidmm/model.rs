@@ -12,10 +12,10 @@ use rvgpu_ddi::memory::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 
+use crate::base::error::SimError;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::{Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
 use crate::dxgkrnl::ddi::{self, At};
-use crate::error::SimError;
 use crate::vidmm::gpuva::Geometry;
 
 /// What VidMm knows of the adapter's memory after start.

@@ -42,11 +42,11 @@ use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::process_id::ProcessId;
 use crate::ums::{KmtHandle, QueuedWork};
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::mmu::{paging_node, LeafTag, TABLE_SHARE};

@@ -30,13 +30,13 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmu::Access;
 use rvgpu_kmd::platform::Irql;
 
+use crate::base::error::SimError;
+use crate::base::irql::Routine;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
-use crate::dxgkrnl::irql::Routine;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::{Machine, Mode};
-use crate::sync::process_id::ProcessId;
 use crate::ums::{self, KmtHandle, UmsProcess};
 use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::dxgkrnl::line::Wake;
+use crate::base::line::Wake;
 
 /// VidSch's state for one adapter.
 #[derive(Debug, Default)]

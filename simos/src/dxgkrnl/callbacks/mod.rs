@@ -3,7 +3,7 @@
 //! Every slot the bindings have is filled: the callbacks bring-up needs are simulated below;
 //! every other slot points at a stub that halts the machine with "callback X not simulated"
 //! (never a silent success). Each simulated callback first checks the caller's IRQL against
-//! [`crate::dxgkrnl::irql`] and resolves `DeviceHandle` through the adapter registry; an unknown handle
+//! [`crate::base::irql`] and resolves `DeviceHandle` through the adapter registry; an unknown handle
 //! is what Dxgkrnl would dereference as garbage: bug check 0x50.
 //!
 //! Callbacks never unwind into the driver: a violation records the bug check and the callback
@@ -32,13 +32,13 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::pci;
 use rvgpu_kmd::platform::Irql;
 
+use crate::base::bugcheck::{self, vidsch, BugCheck};
+use crate::base::irql::{self, Routine};
+use crate::base::lock::lock;
+use crate::base::notify::{self, Notification};
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
-use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{self, current_irql, current_machine, IrqlScope};
-use crate::dxgkrnl::notify::{self, Notification};
 use crate::dxgkrnl::resources;
-use crate::lock::lock;
 
 // ---------------------------------------------------------------------------------------------
 // Entry checks.
@@ -90,7 +90,7 @@ pub(crate) fn enter(
 macro_rules! enter_status {
     ($routine:ident, $handle:expr, $callback:ident) => {
         match $crate::dxgkrnl::callbacks::enter(
-            $crate::dxgkrnl::irql::Routine::$routine,
+            $crate::base::irql::Routine::$routine,
             $handle,
             $callback as *const () as usize,
         ) {

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use super::super::umd::guest;
 use super::{format, ExeProcess, Handler};
-use crate::dxgkrnl::state::lock;
+use crate::base::lock::lock;
 use crate::pe::cpu::{StubResult, STATUS_ACCESS_VIOLATION};
 use zerocopy::IntoBytes;
 

@@ -35,7 +35,7 @@ use object::LittleEndian as LE;
 use super::cpu::{self, Stop, StubResult, Stubs};
 use super::umd::{guest, UmdImage, UserProcess};
 use super::{arena, image};
-use crate::dxgkrnl::state::lock;
+use crate::base::lock::lock;
 use crate::Machine;
 
 /// A routine of the simulated system DLLs the program calls, with its arguments.

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use super::super::umd::guest::{self, Bad};
 use super::{format, kernel32, layout, Binding, ExeProcess};
-use crate::dxgkrnl::state::lock;
+use crate::base::lock::lock;
 use crate::pe::cpu::{StubResult, STATUS_ACCESS_VIOLATION};
 use crate::pe::ntoskrnl;
 

@@ -44,7 +44,7 @@ use gdbstub::stub::state_machine::GdbStubStateMachine;
 use gdbstub::stub::{GdbStub, MultiThreadStopReason};
 
 use super::unicorn::Uc;
-use crate::dxgkrnl::state::lock;
+use crate::base::lock::lock;
 use framing::{Frame, Framing};
 use target::Stopped;
 

@@ -24,7 +24,7 @@ use gdbstub_arch::x86::reg::X86_64CoreRegs;
 use gdbstub_arch::x86::X86_64_SSE;
 
 use super::{Processor, BREAKPOINTS, BREAKPOINT_COUNT, LAST_BUGCHECK, PROCESSORS, STEP};
-use crate::dxgkrnl::state::lock;
+use crate::base::lock::lock;
 use crate::pe::unicorn::{self, reg, Uc};
 
 /// The target while stopped: `current` is the processor that stopped.

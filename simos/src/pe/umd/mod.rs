@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use super::cpu::{self, Stop, StubResult, Stubs};
 use super::{image, ntoskrnl, unicorn};
-use crate::dxgkrnl::state::lock;
+use crate::base::lock::lock;
 use crate::Machine;
 
 /// A mapped DLL (once per process per file, like the driver image): its code, its bound

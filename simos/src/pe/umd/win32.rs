@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use super::gdi32::{wait_group, WaitGroup};
 use super::guest;
 use super::UserProcess;
-use crate::dxgkrnl::state::lock;
+use crate::base::lock::lock;
 use crate::pe::cpu::{StubResult, STATUS_ACCESS_VIOLATION};
 
 /// The process heap's handle (any non-null value: the DLL only passes it back).
@@ -129,16 +129,16 @@ fn store_i64(at: u64, v: u64) -> StubResult {
 }
 
 /// `QueryPerformanceCounter(lpPerformanceCount)`: the simulated OS's QPC, the clock its fence
-/// log calibrations use (`crate::sync::trace::qpc`).
+/// log calibrations use (`crate::base::clock::qpc`).
 /// <https://learn.microsoft.com/en-us/windows/win32/api/profileapi/nf-profileapi-queryperformancecounter>
 fn query_performance_counter(_: &UserProcess, w: &[u64; 12]) -> StubResult {
-    store_i64(w[0], crate::sync::trace::qpc())
+    store_i64(w[0], crate::base::clock::qpc())
 }
 
 /// `QueryPerformanceFrequency(lpFrequency)`.
 /// <https://learn.microsoft.com/en-us/windows/win32/api/profileapi/nf-profileapi-queryperformancefrequency>
 fn query_performance_frequency(_: &UserProcess, w: &[u64; 12]) -> StubResult {
-    store_i64(w[0], crate::sync::trace::QPC_HZ)
+    store_i64(w[0], crate::base::clock::QPC_HZ)
 }
 
 /// `HeapAlloc(hHeap, dwFlags, dwBytes)`: NULL on failure (no HEAP_GENERATE_EXCEPTIONS).

@@ -96,12 +96,12 @@ use rvgpu_device::{Memory, SysAlloc};
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 
+use crate::base::error::SimError;
+use crate::base::irql::Routine;
+use crate::base::lock::lock;
+use crate::base::notify::Notification;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::ddi::{self, check_status, At};
-use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::notify::Notification;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::answers::{CpuUpdateIrql, LogReport, SystemVas, ValueUpdates};
 use crate::machine::{Machine, Mode};
 use crate::sync::trace::ReleaseVia;
@@ -123,7 +123,7 @@ fn next_handle() -> usize {
     NEXT_HANDLE.fetch_add(0x10, Ordering::Relaxed)
 }
 
-pub use crate::sync::process_id::ProcessId;
+pub use crate::base::process_id::ProcessId;
 
 /// What [`Machine::create_native_fence`] creates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

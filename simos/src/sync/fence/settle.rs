@@ -116,7 +116,7 @@ fn raise_over(obj: &FenceObj, st: &mut ObjState, to: u64, cv: u64) {
         from: st.mv_os,
         to,
         waits_below: u32::try_from(below).unwrap_or(u32::MAX),
-        qpc: crate::sync::trace::qpc(),
+        qpc: crate::base::clock::qpc(),
     });
 }
 
@@ -144,7 +144,7 @@ fn note_late(obj: &FenceObj, st: &ObjState, done: &[Waiter], cv: u64) {
     };
     drop(os);
     let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
-    let now = crate::sync::trace::qpc();
+    let now = crate::base::clock::qpc();
     for w in late {
         sink.event(&crate::sync::trace::TraceEvent::LateWake {
             adapter: obj.adapter_index,
@@ -266,7 +266,7 @@ pub(super) fn trace_released(obj: &FenceObj, st: &ObjState, done: &[Waiter]) {
     };
     let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
     let via = VIA.with(|c| c.get());
-    let now = crate::sync::trace::qpc();
+    let now = crate::base::clock::qpc();
     for w in done {
         sink.event(&crate::sync::trace::TraceEvent::WaitReleased {
             adapter: obj.adapter_index,

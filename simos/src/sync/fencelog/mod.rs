@@ -29,7 +29,7 @@
 //!   reads `hHWQueue` and ignores the fence array; at ISR time a non-NULL `hHWQueue` must be a
 //!   live queue of the adapter on the reported node ([`LogTable::check_isr_queue`], else bug
 //!   check 0x119 with the simulation's subtype
-//!   [`crate::dxgkrnl::bugcheck::vidsch::SIM_INVALID_HW_QUEUE`]). Without the cap `hHWQueue` is not read.
+//!   [`crate::base::bugcheck::vidsch::SIM_INVALID_HW_QUEUE`]). Without the cap `hHWQueue` is not read.
 //!
 //! [`LogState`] is pure (memory words only) so it can be unit-tested and benchmarked with
 //! synthetic buffers; [`Producer`] writes entries and headers exactly as the device does.
@@ -62,14 +62,15 @@ use rvgpu_kmd::platform::Irql;
 
 pub use rvgpu_hw::cmd::LogKind;
 
+use crate::base::clock::qpc;
+use crate::base::error::SimError;
+use crate::base::irql::Routine;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
-use crate::dxgkrnl::irql::Routine;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::answers::LogReport;
-use crate::sync::process_id::ProcessId;
-use crate::sync::trace::{qpc, TraceEvent};
+use crate::sync::trace::TraceEvent;
 
 /// Entries per log the OS allocates by default (a full 4 KiB buffer).
 pub const DEFAULT_LOG_ENTRIES: u64 = ENTRIES_PER_BUFFER;

@@ -22,13 +22,13 @@ use rvgpu_ddi::tdr::*;
 use rvgpu_device::device::mmu::Mmu;
 use rvgpu_hw::mmu::FaultReason;
 
+use crate::base::error::SimError;
+use crate::base::irql::Routine;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::dxgkrnl::irql::Routine;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::Machine;
-use crate::sync::process_id::ProcessId;
 use crate::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
 };

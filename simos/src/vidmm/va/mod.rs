@@ -29,12 +29,12 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_device::device::mmu::{Fault, Mmu, Privilege};
 use rvgpu_hw::mmu::Access;
 
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
-use crate::sync::process_id::ProcessId;
 use crate::ums::KmtHandle;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::leaf::LeafTag;

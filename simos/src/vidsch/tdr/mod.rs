@@ -80,13 +80,13 @@ use rvgpu_ddi::tdr::*;
 use rvgpu_device::Device;
 use rvgpu_kmd::platform::Irql;
 
+use crate::base::bugcheck::{self, vidsch, BugCheck};
+use crate::base::error::SimError;
+use crate::base::irql::{self, Routine};
+use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
 use crate::dxgkrnl::ddi::{self, check_status, sim_err, table, At};
-use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::kernel::{current_irql, IrqlScope};
-use crate::error::SimError;
-use crate::lock::lock;
 use crate::machine::{Machine, Mode};
 use crate::ums::{self, KmtHandle};
 

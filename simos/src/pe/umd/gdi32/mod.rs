@@ -28,7 +28,7 @@ use rvgpu_umd::kmt::{DestroyFlags, Kmt, MakeResidentError, MakeResidentFlags};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::{guest, Device, UserProcess};
-use crate::dxgkrnl::state::lock;
+use crate::base::lock::lock;
 use crate::kmt::SimKmt;
 use crate::pe::cpu::{self, StubResult};
 use crate::sync::fence::{SimEvent, WaitOutcome};

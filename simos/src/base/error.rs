@@ -5,7 +5,7 @@ use core::fmt;
 
 use rvgpu_ddi::NTSTATUS;
 
-use crate::dxgkrnl::bugcheck::BugCheck;
+use crate::base::bugcheck::BugCheck;
 
 /// Why a machine halted.
 #[derive(Clone, Debug, PartialEq, Eq)]

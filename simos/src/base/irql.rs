@@ -10,12 +10,12 @@
 //! - *below* the lowest allowed level (say `DxgkCbNotifyInterrupt` outside the ISR):
 //!   [`IRQL_NOT_GREATER_OR_EQUAL`] (0x9).
 //!
-//! [`IRQL_NOT_LESS_OR_EQUAL`]: crate::dxgkrnl::bugcheck::IRQL_NOT_LESS_OR_EQUAL
-//! [`IRQL_NOT_GREATER_OR_EQUAL`]: crate::dxgkrnl::bugcheck::IRQL_NOT_GREATER_OR_EQUAL
+//! [`IRQL_NOT_LESS_OR_EQUAL`]: crate::base::bugcheck::IRQL_NOT_LESS_OR_EQUAL
+//! [`IRQL_NOT_GREATER_OR_EQUAL`]: crate::base::bugcheck::IRQL_NOT_GREATER_OR_EQUAL
 
 use rvgpu_kmd::platform::Irql;
 
-use crate::dxgkrnl::bugcheck::{self, kirql, BugCheck};
+use crate::base::bugcheck::{self, kirql, BugCheck};
 pub use crate::dxgkrnl::rules::{IrqlRule, Routine};
 
 /// Checks that `routine` may run at `current`; `address` is the routine's code address (for the

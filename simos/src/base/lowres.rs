@@ -13,7 +13,7 @@
 
 use std::sync::Mutex;
 
-use crate::lock::lock;
+use crate::base::lock::lock;
 
 /// Which of the driver's pool allocations fail. Allocations are numbered from 0 in the order
 /// the driver asks, counting from when the mode was set ([`crate::Machine::set_low_resources`]).

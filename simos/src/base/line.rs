@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rvgpu_device::InterruptLine;
 
-use crate::lock::lock;
+use crate::base::lock::lock;
 
 /// A generation counter with a condvar: "something happened, look again".
 #[derive(Debug, Default)]
