@@ -44,6 +44,7 @@ pub mod abi;
 pub mod adapter;
 pub mod allocation;
 pub mod basic;
+pub mod catalog;
 pub mod dxgkrnl;
 pub mod feature;
 pub mod fence;
