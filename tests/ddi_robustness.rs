@@ -24,6 +24,7 @@ use rvgpu_ddi::adapter::{
     DxgkAcpiEvent, DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGK_CHILD_DESCRIPTOR,
     DXGK_QUERYADAPTERINFOFLAGS,
 };
+use rvgpu_ddi::catalog::{self, OnNull};
 use rvgpu_ddi::fence::{
     DXGKARG_CREATENATIVEFENCE, DXGKARG_DESTROYNATIVEFENCE, DXGKARG_UPDATECURRENTVALUESFROMCPU,
     DXGKARG_UPDATEMONITOREDVALUES,
@@ -136,13 +137,63 @@ const BAD_PARAMETER: NTSTATUS = STATUS_INVALID_PARAMETER;
 const BAD_HANDLE: NTSTATUS = STATUS_INVALID_HANDLE;
 const BAD_STATE: NTSTATUS = STATUS_INVALID_DEVICE_STATE;
 
+/// What a row of [`refused!`] expects: a status, or [`ON_NULL`].
+#[derive(Clone, Copy)]
+enum Want {
+    Status(NTSTATUS),
+    OnNull,
+}
+
+/// The failure the DDI catalog states for the slot's NULL arguments (`Ddi::on_null`).
+const ON_NULL: Want = Want::OnNull;
+
+impl From<NTSTATUS> for Want {
+    fn from(s: NTSTATUS) -> Self {
+        Self::Status(s)
+    }
+}
+
+/// The status `want` names for `slot`.
+#[track_caller]
+fn wanted(slot: &str, want: impl Into<Want>) -> NTSTATUS {
+    match want.into() {
+        Want::Status(s) => s,
+        Want::OnNull => {
+            let answer = catalog::find(slot).map(|d| d.on_null);
+            let status = match answer {
+                Some(OnNull::Fails(s)) => Some(s),
+                _ => None,
+            };
+            assert!(
+                status.is_some(),
+                "{slot}: the catalog states no failure for NULL arguments: {answer:?}"
+            );
+            status.unwrap_or(STATUS_SUCCESS)
+        }
+    }
+}
+
+/// The catalog states these answers to NULL arguments for the slots that return no status
+/// (checked where the test calls them).
+#[track_caller]
+fn catalog_says(answers: &[(&str, OnNull)]) {
+    for &(slot, answer) in answers {
+        assert_eq!(
+            catalog::find(slot).map(|r| r.on_null),
+            Some(answer),
+            "{slot}"
+        );
+    }
+}
+
 /// A NULL pointer of whatever type the slot's parameter has.
 fn nil<T>() -> *mut T {
     ptr::null_mut()
 }
 
 /// Rows of the robustness table: each calls the filled slot `d.$slot` with the given
-/// arguments and asserts it failed with `$want` (`$case` names the row in the message).
+/// arguments and asserts it failed with `$want`, a status or [`ON_NULL`] (`$case` names the row
+/// in the message).
 ///
 /// The arguments of every row obey the one contract the expansion's `unsafe` relies on: each
 /// is NULL, a plain value, an object handle (which the driver decodes and looks up, never
@@ -154,7 +205,8 @@ macro_rules! refused {
             let f = $d.$slot.expect(concat!(stringify!($slot), " filled"));
             // SAFETY: the row's arguments obey the macro's contract (above).
             let s = unsafe { f($($arg),*) };
-            expect_status(stringify!($slot).trim_start_matches("DxgkDdi"), $case, s, $want);
+            let want = wanted(stringify!($slot), $want);
+            expect_status(stringify!($slot).trim_start_matches("DxgkDdi"), $case, s, want);
         )+
     }};
 }
@@ -299,6 +351,14 @@ fn every_filled_slot_has_a_robustness_case() {
         missing.is_empty(),
         "filled slots without a NULL-argument case in tests/ddi_robustness.rs: {missing:?}"
     );
+    let unstated: Vec<_> = rvgpu_ddi::init::filled_slots(&d)
+        .filter(|&(n, set)| set && catalog::find(n).is_none_or(|r| r.on_null == OnNull::Unstated))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(
+        unstated.is_empty(),
+        "filled slots whose answer to NULL arguments the catalog does not state: {unstated:?}"
+    );
 }
 
 #[test]
@@ -308,7 +368,7 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
 
     // DxgkDdiAddDevice: NULL PDO and/or NULL out pointer.
     refused! { d;
-        DxgkDdiAddDevice(nil(), nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiAddDevice(nil(), nil()) => ON_NULL, "NULL, NULL";
     }
     let mut out: PVOID = null;
     refused! { d;
@@ -323,18 +383,18 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
 
     // DxgkDdiStartDevice: NULL context and NULL out/in pointers.
     refused! { d;
-        DxgkDdiStartDevice(null, nil(), nil(), nil(), nil()) => BAD_PARAMETER, "NULL ctx";
+        DxgkDdiStartDevice(null, nil(), nil(), nil(), nil()) => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiStopDevice / DxgkDdiRemoveDevice: NULL context.
     refused! { d;
-        DxgkDdiStopDevice(null) => BAD_PARAMETER, "NULL ctx";
-        DxgkDdiRemoveDevice(null) => BAD_PARAMETER, "NULL ctx";
+        DxgkDdiStopDevice(null) => ON_NULL, "NULL ctx";
+        DxgkDdiRemoveDevice(null) => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiDispatchIoRequest.
     refused! { d;
-        DxgkDdiDispatchIoRequest(null, 0, nil()) => BAD_PARAMETER, "NULL ctx";
+        DxgkDdiDispatchIoRequest(null, 0, nil()) => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiInterruptRoutine (BOOLEAN): a NULL context is not our interrupt.
@@ -350,34 +410,34 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
 
     // DxgkDdiQueryChildRelations.
     refused! { d;
-        DxgkDdiQueryChildRelations(null, nil(), 0) => BAD_PARAMETER, "NULL ctx";
+        DxgkDdiQueryChildRelations(null, nil(), 0) => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiQueryChildStatus.
     refused! { d;
-        DxgkDdiQueryChildStatus(null, nil(), 0) => BAD_PARAMETER, "NULL ctx";
+        DxgkDdiQueryChildStatus(null, nil(), 0) => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiQueryDeviceDescriptor.
     refused! { d;
-        DxgkDdiQueryDeviceDescriptor(null, 0, nil()) => BAD_PARAMETER, "NULL ctx";
+        DxgkDdiQueryDeviceDescriptor(null, 0, nil()) => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiSetPowerState.
     refused! { d;
         DxgkDdiSetPowerState(null, DISPLAY_ADAPTER_HW_ID, PowerDeviceD0, 0)
-            => BAD_PARAMETER, "NULL ctx";
+            => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiNotifyAcpiEvent.
     refused! { d;
-        DxgkDdiNotifyAcpiEvent(null, DxgkAcpiEvent, 0, null, nil()) => BAD_PARAMETER, "NULL ctx";
+        DxgkDdiNotifyAcpiEvent(null, DxgkAcpiEvent, 0, null, nil()) => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiNotifySurpriseRemoval: NULL context.
     refused! { d;
         DxgkDdiNotifySurpriseRemoval(null, rvgpu_ddi::adapter::DxgkRemovalPnPNotify)
-            => BAD_PARAMETER, "NULL ctx";
+            => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiResetDevice (void), DxgkDdiUnload (void), DxgkDdiControlEtwLogging (void).
@@ -395,64 +455,72 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
     // SAFETY: plain values.
     unsafe { f(1, u32::MAX, u8::MAX) };
 
+    catalog_says(&[
+        ("DxgkDdiInterruptRoutine", OnNull::NotClaimed),
+        ("DxgkDdiDpcRoutine", OnNull::Returns),
+        ("DxgkDdiResetDevice", OnNull::Returns),
+        ("DxgkDdiUnload", OnNull::Returns),
+        ("DxgkDdiControlEtwLogging", OnNull::Returns),
+    ]);
+
     // DxgkDdiQueryInterface.
     refused! { d;
-        DxgkDdiQueryInterface(null, nil()) => BAD_PARAMETER, "NULL ctx";
+        DxgkDdiQueryInterface(null, nil()) => ON_NULL, "NULL ctx";
     }
 
     // DxgkDdiQueryAdapterInfo: NULL hAdapter and NULL argument block.
     refused! { d;
-        DxgkDdiQueryAdapterInfo(null, nil()) => BAD_PARAMETER, "NULL hAdapter";
+        DxgkDdiQueryAdapterInfo(null, nil()) => ON_NULL, "NULL hAdapter";
     }
 
     // Native-fence DDIs: NULL adapter and/or NULL argument blocks.
     refused! { d;
-        DxgkDdiCreateNativeFence(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiOpenNativeFence(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiCloseNativeFence(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiDestroyNativeFence(nil()) => BAD_PARAMETER, "NULL";
-        DxgkDdiUpdateMonitoredValues(nil()) => BAD_PARAMETER, "NULL";
-        DxgkDdiUpdateCurrentValuesFromCpu(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiCreateNativeFence(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiOpenNativeFence(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiCloseNativeFence(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiDestroyNativeFence(nil()) => ON_NULL, "NULL";
+        DxgkDdiUpdateMonitoredValues(nil()) => ON_NULL, "NULL";
+        DxgkDdiUpdateCurrentValuesFromCpu(nil()) => ON_NULL, "NULL";
     }
 
     // TDR (TDR-01, TDR-09): NULL adapter and/or NULL argument blocks.
     refused! { d;
-        DxgkDdiQueryDependentEngineGroup(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiQueryEngineStatus(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiResetEngine(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiQueryDependentEngineGroup(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiQueryEngineStatus(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiResetEngine(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let mut reset = DXGKARG_RESETENGINE::default();
     refused! { d;
         DxgkDdiResetEngine(null, &mut reset) => BAD_PARAMETER, "NULL hAdapter";
-        DxgkDdiCollectDbgInfo(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiCollectDbgInfo2(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiResetFromTimeout(null) => BAD_PARAMETER, "NULL";
-        DxgkDdiRestartFromTimeout(null) => BAD_PARAMETER, "NULL";
+        DxgkDdiCollectDbgInfo(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiCollectDbgInfo2(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiResetFromTimeout(null) => ON_NULL, "NULL";
+        DxgkDdiRestartFromTimeout(null) => ON_NULL, "NULL";
     }
 
     // Devices, contexts, hardware queues, doorbells: NULL adapter, NULL argument blocks, and
     // NULL object handles (which the driver decodes, never dereferences).
     refused! { d;
-        DxgkDdiCreateDevice(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiDestroyDevice(null) => BAD_HANDLE, "NULL";
-        DxgkDdiCreateContext(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiDestroyContext(null) => BAD_HANDLE, "NULL";
-        DxgkDdiGetNodeMetadata(null, 0, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiSuspendContext(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiResumeContext(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiCreateHwQueue(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiCreateDevice(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiDestroyDevice(null) => ON_NULL, "NULL";
+        DxgkDdiCreateContext(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiDestroyContext(null) => ON_NULL, "NULL";
+        DxgkDdiGetNodeMetadata(null, 0, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiSuspendContext(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiResumeContext(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiCreateHwQueue(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let mut queue = DXGKARG_CREATEHWQUEUE::default();
     refused! { d;
         DxgkDdiCreateHwQueue(null, &mut queue) => BAD_HANDLE, "NULL hHwContext";
-        DxgkDdiDestroyHwQueue(null) => BAD_HANDLE, "NULL";
-        DxgkDdiSubmitCommandToHwQueue(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiCreateDoorbell(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiDestroyHwQueue(null) => ON_NULL, "NULL";
+        DxgkDdiSubmitCommandToHwQueue(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiCreateDoorbell(nil()) => ON_NULL, "NULL";
     }
     let mut create = DXGKARG_CREATEDOORBELL::default();
     refused! { d;
         DxgkDdiCreateDoorbell(&mut create) => BAD_HANDLE, "NULL hHwQueue";
-        DxgkDdiConnectDoorbell(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiConnectDoorbell(nil()) => ON_NULL, "NULL";
     }
     let mut connect = DXGKARG_CONNECTDOORBELL::default();
     refused! { d;
@@ -463,17 +531,17 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
         "a refused connect returned an address"
     );
     refused! { d;
-        DxgkDdiDisconnectDoorbell(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiDisconnectDoorbell(nil()) => ON_NULL, "NULL";
     }
     let mut disconnect = DXGKARG_DISCONNECTDOORBELL::default();
     refused! { d;
         DxgkDdiDisconnectDoorbell(&mut disconnect) => BAD_HANDLE, "NULL hDoorbell";
-        DxgkDdiDestroyDoorbell(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiDestroyDoorbell(nil()) => ON_NULL, "NULL";
     }
     let mut destroy = DXGKARG_DESTROYDOORBELL::default();
     refused! { d;
         DxgkDdiDestroyDoorbell(&mut destroy) => BAD_HANDLE, "NULL hDoorbell";
-        DxgkDdiNotifyWorkSubmission(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiNotifyWorkSubmission(nil()) => ON_NULL, "NULL";
     }
     let mut notify = DXGKARG_NOTIFYWORKSUBMISSION::default();
     refused! { d;
@@ -910,11 +978,11 @@ fn node_ring_ddis_validate_their_arguments() {
     let null: HANDLE = ptr::null_mut();
 
     refused! { d;
-        DxgkDdiSubmitCommand(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiSubmitCommandVirtual(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiPreemptCommand(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiQueryCurrentFence(null, nil()) => BAD_PARAMETER, "NULL, NULL";
-        DxgkDdiBuildPagingBuffer(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiSubmitCommand(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiSubmitCommandVirtual(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiPreemptCommand(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiQueryCurrentFence(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiBuildPagingBuffer(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let mut qcf = DXGKARG_QUERYCURRENTFENCE::default();
     refused! { d;
@@ -991,7 +1059,7 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
         .DxgkDdiSetNativeFenceLogBuffer
         .expect("SetNativeFenceLogBuffer filled");
     refused! { d;
-        DxgkDdiSetNativeFenceLogBuffer(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiSetNativeFenceLogBuffer(nil()) => ON_NULL, "NULL";
     }
     // A whole 4 KiB log buffer with the header the OS writes (Type = SIGNALS, 84 entries).
     let mut buf = vec![0u64; 512];
@@ -1045,7 +1113,7 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
         .DxgkDdiUpdateNativeFenceLogs
         .expect("UpdateNativeFenceLogs filled");
     refused! { d;
-        DxgkDdiUpdateNativeFenceLogs(nil()) => BAD_PARAMETER, "NULL";
+        DxgkDdiUpdateNativeFenceLogs(nil()) => ON_NULL, "NULL";
     }
     let none = DXGKARG_UPDATENATIVEFENCELOGS::default();
     // SAFETY: a live local naming no queue.
@@ -1072,7 +1140,7 @@ fn log_01_log_07_native_fence_log_and_clock_arguments() {
     }
 
     refused! { d;
-        DxgkDdiCalibrateGpuClock(nil(), 0, 0, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiCalibrateGpuClock(nil(), 0, 0, nil()) => ON_NULL, "NULL, NULL";
     }
     let mut pdo_stand_in = 0u64;
     let a = AdapterCtx::added(&d, &mut pdo_stand_in);
@@ -1112,7 +1180,6 @@ fn gpummu_memory_ddis_validate_their_arguments() {
         DXGKARG_DESTROYALLOCATION, DXGKARG_GETROOTPAGETABLESIZE, DXGKARG_OPENALLOCATION,
         DXGKARG_SETROOTPAGETABLE,
     };
-    use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
     let d = table();
     let null: HANDLE = ptr::null_mut();
     let junk: HANDLE = ptr::without_provenance_mut::<c_void>(0x1234);
@@ -1122,7 +1189,7 @@ fn gpummu_memory_ddis_validate_their_arguments() {
     let set_root = d.DxgkDdiSetRootPageTable.expect("SetRootPageTable filled");
 
     refused! { d;
-        DxgkDdiCreateProcess(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiCreateProcess(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let mut cp = DXGKARG_CREATEPROCESS::default();
     refused! { d;
@@ -1130,7 +1197,7 @@ fn gpummu_memory_ddis_validate_their_arguments() {
     }
     assert!(cp.hKmdProcess.is_null(), "nothing handed out");
     refused! { d;
-        DxgkDdiDestroyProcess(null, junk) => BAD_PARAMETER, "NULL adapter";
+        DxgkDdiDestroyProcess(null, junk) => ON_NULL, "NULL adapter";
     }
     let mut rs = DXGKARG_GETROOTPAGETABLESIZE::default();
     // SAFETY: NULL adapter, a live local argument block.
@@ -1146,27 +1213,31 @@ fn gpummu_memory_ddis_validate_their_arguments() {
     };
     // SAFETY: a live local argument block naming no context.
     unsafe { set_root(null, &sr) };
+    catalog_says(&[
+        ("DxgkDdiGetRootPageTableSize", OnNull::Zero),
+        ("DxgkDdiSetRootPageTable", OnNull::Returns),
+    ]);
 
     refused! { d;
-        DxgkDdiCreateAllocation(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiCreateAllocation(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let mut ca = DXGKARG_CREATEALLOCATION::default();
     refused! { d;
         DxgkDdiCreateAllocation(null, &mut ca) => BAD_PARAMETER, "NULL adapter";
-        DxgkDdiDestroyAllocation(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiDestroyAllocation(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let da = DXGKARG_DESTROYALLOCATION::default();
     refused! { d;
         DxgkDdiDestroyAllocation(null, &da) => BAD_PARAMETER, "NULL adapter";
         // Render-only: no standard or display allocations at all.
-        DxgkDdiDescribeAllocation(null, nil()) => STATUS_NOT_SUPPORTED, "any";
-        DxgkDdiGetStandardAllocationDriverData(null, nil()) => STATUS_NOT_SUPPORTED, "any";
-        DxgkDdiOpenAllocation(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiDescribeAllocation(null, nil()) => ON_NULL, "any";
+        DxgkDdiGetStandardAllocationDriverData(null, nil()) => ON_NULL, "any";
+        DxgkDdiOpenAllocation(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let oa = DXGKARG_OPENALLOCATION::default();
     refused! { d;
         DxgkDdiOpenAllocation(junk, &oa) => BAD_PARAMETER, "no infos";
-        DxgkDdiCloseAllocation(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiCloseAllocation(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let list = [junk];
     let cl = DXGKARG_CLOSEALLOCATION {
@@ -1195,7 +1266,7 @@ fn hws_ddis_validate_their_arguments() {
 
     let bands = DXGKARG_SETUPPRIORITYBANDS::default();
     refused! { d;
-        DxgkDdiSetupPriorityBands(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiSetupPriorityBands(null, nil()) => ON_NULL, "NULL, NULL";
         DxgkDdiSetupPriorityBands(ctx, nil()) => BAD_PARAMETER, "NULL args";
         DxgkDdiSetupPriorityBands(ctx, &bands) => BAD_STATE, "unstarted";
     }
@@ -1206,18 +1277,18 @@ fn hws_ddis_validate_their_arguments() {
         ..Default::default()
     };
     refused! { d;
-        DxgkDdiSetSchedulingLogBuffer(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiSetSchedulingLogBuffer(null, nil()) => ON_NULL, "NULL, NULL";
         DxgkDdiSetSchedulingLogBuffer(ctx, &log) => BAD_STATE, "unstarted";
     }
 
     let props = DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES::default();
     refused! { d;
-        DxgkDdiSetContextSchedulingProperties(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiSetContextSchedulingProperties(null, nil()) => ON_NULL, "NULL, NULL";
         DxgkDdiSetContextSchedulingProperties(ctx, &props) => BAD_STATE, "unstarted";
     }
 
     refused! { d;
-        DxgkDdiResetHwEngine(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiResetHwEngine(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let mut reset = DXGKARG_RESETHWENGINE::default();
     refused! { d;
@@ -1225,7 +1296,7 @@ fn hws_ddis_validate_their_arguments() {
     }
 
     refused! { d;
-        DxgkDdiResumeHwEngine(null, nil()) => BAD_PARAMETER, "NULL, NULL";
+        DxgkDdiResumeHwEngine(null, nil()) => ON_NULL, "NULL, NULL";
     }
     let mut resume = DXGKARG_RESUMEHWENGINE::default();
     refused! { d;
@@ -1240,7 +1311,7 @@ fn hws_ddis_validate_their_arguments() {
 #[test]
 fn render_core_present_and_control_interrupt_refuse_everything() {
     use rvgpu_ddi::interrupt::{DXGK_INTERRUPT_CRTC_VSYNC, DXGK_INTERRUPT_DMA_COMPLETED};
-    use rvgpu_ddi::ntstatus::{STATUS_ILLEGAL_INSTRUCTION, STATUS_UNSUCCESSFUL};
+    use rvgpu_ddi::ntstatus::STATUS_ILLEGAL_INSTRUCTION;
     use rvgpu_ddi::present::{DXGKARG_PRESENT, DXGK_PRESENTFLAGS};
 
     let d = table();
@@ -1258,7 +1329,7 @@ fn render_core_present_and_control_interrupt_refuse_everything() {
     };
     let start = args.pDmaBuffer;
     refused! { d;
-        DxgkDdiPresent(null, nil()) => BAD_HANDLE, "NULL, NULL";
+        DxgkDdiPresent(null, nil()) => ON_NULL, "NULL, NULL";
     }
     // A context handle is opaque to this DDI's refusal; any non-null value stands in for one.
     let h_context: HANDLE = ptr::from_mut(&mut pdo_stand_in).cast();
@@ -1270,7 +1341,7 @@ fn render_core_present_and_control_interrupt_refuse_everything() {
 
     refused! { d;
         DxgkDdiControlInterrupt(null, DXGK_INTERRUPT_CRTC_VSYNC, 1)
-            => STATUS_UNSUCCESSFUL, "NULL adapter";
+            => ON_NULL, "NULL adapter";
     }
     for (ty, enable) in [
         (DXGK_INTERRUPT_CRTC_VSYNC, 1),
@@ -1301,7 +1372,7 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
     let ctx = a.ctx;
 
     refused! { d;
-        DxgkDdiSetPowerComponentFState(null, 0, 0) => BAD_PARAMETER, "NULL";
+        DxgkDdiSetPowerComponentFState(null, 0, 0) => ON_NULL, "NULL";
     }
     for (component, fstate) in [(0, 0), (0, 1), (u32::MAX, u32::MAX), (0x1_0000, 0)] {
         refused! { d;
@@ -1312,7 +1383,7 @@ fn um_13_runtime_power_ddis_validate_their_arguments() {
     let mut ret = 55usize;
     refused! { d;
         DxgkDdiPowerRuntimeControlRequest(null, nil(), nil(), 0, nil(), 0, &mut ret)
-            => BAD_PARAMETER, "NULL";
+            => ON_NULL, "NULL";
     }
     assert_eq!(ret, 0, "BytesReturned cleared");
     refused! { d;

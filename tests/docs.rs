@@ -673,27 +673,18 @@ fn ddi_rows(doc: &str, heading: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The first string of each tuple in the list `name` of tests/ddi_table.rs.
-fn ddi_table_list(name: &str) -> BTreeSet<String> {
-    let source = read("tests/ddi_table.rs");
-    let start = source
-        .find(&format!("const {name}: &[(&str, &str)] = &["))
-        .unwrap_or_else(|| panic!("tests/ddi_table.rs: no {name}"));
-    let body = &source[start..];
-    let body = &body[..body.find("\n];").expect("end of list")];
-    body.lines()
-        .map(str::trim)
-        .filter_map(|l| l.strip_prefix("(\""))
-        .filter_map(|l| l.split('"').next())
-        .map(str::to_owned)
+/// The slots of class `class` in the DDI catalog (`rvgpu_ddi::catalog`).
+fn ddi_table_list(class: rvgpu_ddi::catalog::Class) -> BTreeSet<String> {
+    rvgpu_ddi::catalog::of_class(class)
+        .map(|d| d.name.to_owned())
         .collect()
 }
 
 #[test]
 fn ddi_status_lists_what_the_table_fills() {
     let doc = read("docs/ddi-status.md");
-    let mandatory = ddi_table_list("MANDATORY");
-    let optional = ddi_table_list("OPTIONAL_IMPLEMENTED");
+    let mandatory = ddi_table_list(rvgpu_ddi::catalog::Class::Mandatory);
+    let optional = ddi_table_list(rvgpu_ddi::catalog::Class::Optional);
     assert!(mandatory.len() > 50, "{mandatory:?}");
     let filled: BTreeSet<String> =
         rvgpu_ddi::init::filled_slots(&rvgpu_kmd::initialization_data::<common::NullPlatform>())

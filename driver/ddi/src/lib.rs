@@ -45,6 +45,7 @@ pub mod adapter;
 mod adapterinfo;
 pub mod allocation;
 pub mod basic;
+pub mod catalog;
 mod drivercaps;
 pub mod dxgkrnl;
 pub mod feature;

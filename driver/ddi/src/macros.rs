@@ -275,7 +275,8 @@ pub(crate) use interface_table;
 /// Declares a DDI function table (`DRIVER_INITIALIZATION_DATA`, `DXGKRNL_INTERFACE`): a
 /// `#[repr(C)]` struct of header fields followed by pointer-sized slots, plus
 /// `SLOT_NAMES` (slot names in declaration order), `SLOT_CHECKS` (one "is non-null" predicate
-/// per slot, same order) and a `Default` with every slot null. Names and struct come from one
+/// per slot, same order), `SLOT_CLEARS` (one setter per slot that empties it) and a `Default`
+/// with every slot null. Names and struct come from one
 /// list so they cannot drift apart.
 macro_rules! ddi_table {
     (
@@ -307,6 +308,11 @@ macro_rules! ddi_table {
             /// One predicate per slot (header order): whether the slot is non-null.
             pub const SLOT_CHECKS: &'static [fn(&$name) -> bool] =
                 &[$(|t: &$name| $crate::basic::DdiSlot::is_filled(&t.$field)),*];
+
+            /// One setter per slot (header order) that empties it (tests that take one slot
+            /// out of a table).
+            pub const SLOT_CLEARS: &'static [fn(&mut $name)] =
+                &[$(|t: &mut $name| t.$field = $crate::basic::DdiSlot::NULL),*];
 
             /// `(slot name, is non-null)` for every slot, in header order.
             pub fn slots(&self) -> impl Iterator<Item = (&'static str, bool)> + '_ {

@@ -11,19 +11,19 @@
 //! - **statuses**: the statuses the DDI's wrapper accepts; another one goes to the adapter's
 //!   triage log ([`Statuses`]).
 //!
-//! The comment above a row says where a rule that is not on the reference page comes from. The
-//! [`Routine`] enum is generated from the same rows, in their order.
+//! A DDI's rules are its row of the DDI catalog (`rvgpu_ddi::catalog`), where each rule names
+//! its source: a DDI's row here is its name alone, which places it in [`Routine`]'s order. The
+//! callbacks' rows are written here; the comment above a row says where a rule that is not on
+//! the reference page comes from. The [`Routine`] enum is generated from the same rows, in
+//! their order.
 
-use rvgpu_ddi::ntstatus::*;
-use rvgpu_ddi::NTSTATUS;
+use rvgpu_ddi::catalog::{self, Ddi, Level};
 use rvgpu_kmd::platform::Irql;
 
-/// `STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST` (ntstatus.h 0xC01E0116): the one failure status
-/// Dxgkrnl's `DdiSetPowerComponentFState` wrapper accepts besides success.
-pub const STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST: NTSTATUS = 0xC01E_0116_u32 as NTSTATUS;
-
-/// `STATUS_BUFFER_OVERFLOW` (ntstatus.h 0x80000005; a warning: not `NT_SUCCESS`).
-pub const STATUS_BUFFER_OVERFLOW: NTSTATUS = 0x8000_0005_u32 as NTSTATUS;
+pub use rvgpu_ddi::catalog::{
+    Slot, Statuses, Wrapper, MS, STATUS_BUFFER_OVERFLOW, STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST,
+};
+use rvgpu_ddi::NTSTATUS;
 
 /// The levels a routine may run at, inclusive, and where the rule is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,47 +34,6 @@ pub struct IrqlRule {
     pub max: Irql,
     /// Microsoft reference page (appended to [`MS`]).
     pub reference: &'static str,
-}
-
-/// How Windows wraps a DDI call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wrapper {
-    /// Through one of Dxgkrnl's `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrappers, which compare
-    /// the IRQL before and after the call and write a Critical watchdog record 0x113 / 0x10 on a
-    /// mismatch (BR-24, docs/windows-bringup.md §15 Q10). Each DDI marked so has such a wrapper
-    /// in the 22631 pseudocode ([D]: 165 wrappers carry `WdLogSingleEntry5(0, 0x113, 0x10, …)`,
-    /// among them `DdiQueryAdapterInfo`, `DdiCreateHwQueue`, `DdiBuildPagingBuffer`,
-    /// `DdiCreateProcess`), `DxgkDdiCreateNativeFence` in the WDDM 3.2 builds ([D24]
-    /// `ADAPTER_RENDER::DdiCreateNativeFence` @ 0x140425BF0).
-    IrqlChecked,
-    /// No IRQL comparison known: the PnP-layer wrappers (`DpiDxgkDdiAddDevice`,
-    /// `DpiDxgkDdiStartDevice`, … `DpiDxgkDdiUnload`, `DpiDxgkDdiQueryInterface`) have none,
-    /// DDIs not confirmed in either are left here, and callbacks have no DDI wrapper.
-    Unchecked,
-}
-
-/// The start-up rule that requires a slot of the driver's table (docs/windows-bringup.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
-    /// No list rule names the slot.
-    None,
-    /// BR-02 ([D] `DpiInitializeInternal`): `DxgkInitialize` requires it.
-    Load,
-    /// BR-02: `DxgkInitialize` requires one of the slots so marked.
-    LoadOneOf,
-    /// BR-56 ([D] `CreateRenderCore`): one of the DDIs whose presence makes a render core.
-    RenderCore,
-    /// BR-73: a node with user-mode submission needs it.
-    Doorbell,
-}
-
-/// The statuses a DDI's wrapper accepts, and the rule that says so.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Statuses {
-    /// The rule (`BR-nn`).
-    pub rule: &'static str,
-    /// The accepted statuses; another is logged to the triage log (not refused).
-    pub allowed: &'static [NTSTATUS],
 }
 
 /// Every rule of one routine or slot.
@@ -91,9 +50,6 @@ pub struct Rules {
     /// The statuses the wrapper accepts (`None`: all).
     pub statuses: Option<Statuses>,
 }
-
-/// The prefix of every [`IrqlRule::reference`].
-pub const MS: &str = "https://learn.microsoft.com/windows-hardware/drivers/ddi/";
 
 const P: Irql = Irql::Passive;
 const D: Irql = Irql::Dispatch;
@@ -114,11 +70,37 @@ const fn at(min: Irql, max: Irql, reference: &'static str) -> Rules {
     }
 }
 
-/// A slot the simulated OS never calls, named by a slot or status rule.
-const fn uncalled() -> Rules {
+const fn level(l: Level) -> Irql {
+    match l {
+        Level::Passive => Irql::Passive,
+        Level::Dispatch => Irql::Dispatch,
+        Level::Device => Irql::Device,
+    }
+}
+
+/// The rules of catalog row `d`.
+const fn from_catalog(d: &Ddi) -> Rules {
     Rules {
-        irql: None,
-        ..at(P, P, "")
+        name: d.name,
+        irql: match d.irql {
+            Some(r) => Some(IrqlRule {
+                min: level(r.min),
+                max: level(r.max),
+                reference: d.page,
+            }),
+            None => None,
+        },
+        wrapper: d.wrapper,
+        slot: d.slot,
+        statuses: d.statuses,
+    }
+}
+
+/// The rules of the catalog's row `name` (a compile error if there is none).
+const fn catalog_row(name: &'static str) -> Rules {
+    match catalog::find(name) {
+        Some(d) => from_catalog(d),
+        None => panic!("a DDI without a catalog row"),
     }
 }
 
@@ -126,32 +108,25 @@ impl Rules {
     const fn named(self, name: &'static str) -> Self {
         Self { name, ..self }
     }
+}
 
-    const fn ddi_wrapper(self) -> Self {
-        Self {
-            wrapper: Wrapper::IrqlChecked,
-            ..self
-        }
-    }
-
-    const fn slot(self, slot: Slot) -> Self {
-        Self { slot, ..self }
-    }
-
-    const fn statuses(self, rule: &'static str, allowed: &'static [NTSTATUS]) -> Self {
-        Self {
-            statuses: Some(Statuses { rule, allowed }),
-            ..self
-        }
-    }
+/// One row of [`RULES`]: the catalog's for a DDI, `$row` for a callback.
+macro_rules! row {
+    ($name:ident) => {
+        catalog_row(stringify!($name))
+    };
+    ($name:ident, $row:expr) => {
+        $row.named(stringify!($name))
+    };
 }
 
 /// Generates [`Routine`] from the `calls` rows and [`RULES`] from all rows, `calls` first (so
-/// that `RULES[routine as usize]` is the routine's row).
+/// that `RULES[routine as usize]` is the routine's row). A row that is a name alone is a DDI:
+/// its rules are its catalog row.
 macro_rules! rules {
     (
-        calls { $( $(#[$doc:meta])* $name:ident => $row:expr; )* }
-        slots_only { $( $slot:ident => $srow:expr; )* }
+        calls { $( $(#[$doc:meta])* $name:ident $(=> $row:expr)?; )* }
+        slots_only { $( $slot:ident, )* }
     ) => {
         /// A routine whose rules the simulation checks: a DDI (OS → driver) or a callback
         /// (driver → OS).
@@ -169,8 +144,8 @@ macro_rules! rules {
         /// The rule table: the routines in [`Routine`] order, then the slots only start-up or
         /// status rules name.
         pub const RULES: &[Rules] = &[
-            $( $row.named(stringify!($name)), )*
-            $( $srow.named(stringify!($slot)), )*
+            $( row!($name $(, $row)?), )*
+            $( catalog_row(stringify!($slot)), )*
         ];
     };
 }
@@ -180,141 +155,51 @@ rules! {
         /// The driver's `DriverEntry` (`DRIVER_INITIALIZE`).
         DriverEntry => at(P, P, "wdm/nc-wdm-driver_initialize");
         // DDIs the OS calls.
-        DxgkDdiAddDevice => at(P, P, "dispmprt/nc-dispmprt-dxgkddi_add_device").slot(Slot::Load);
-        DxgkDdiStartDevice =>
-            at(P, P, "dispmprt/nc-dispmprt-dxgkddi_start_device").slot(Slot::Load);
-        DxgkDdiStopDevice => at(P, P, "dispmprt/nc-dispmprt-dxgkddi_stop_device").slot(Slot::Load);
-        DxgkDdiRemoveDevice =>
-            at(P, P, "dispmprt/nc-dispmprt-dxgkddi_remove_device").slot(Slot::Load);
-        DxgkDdiDispatchIoRequest =>
-            at(P, P, "dispmprt/nc-dispmprt-dxgkddi_dispatch_io_request").slot(Slot::Load);
-        DxgkDdiInterruptRoutine =>
-            at(DIRQL, DIRQL, "dispmprt/nc-dispmprt-dxgkddi_interrupt_routine").slot(Slot::Load);
-        DxgkDdiDpcRoutine => at(D, D, "dispmprt/nc-dispmprt-dxgkddi_dpc_routine").slot(Slot::Load);
-        DxgkDdiQueryChildRelations =>
-            at(P, P, "dispmprt/nc-dispmprt-dxgkddi_query_child_relations").slot(Slot::Load);
-        DxgkDdiQueryChildStatus =>
-            at(P, P, "dispmprt/nc-dispmprt-dxgkddi_query_child_status").slot(Slot::LoadOneOf);
-        DxgkDdiQueryDeviceDescriptor =>
-            at(P, P, "dispmprt/nc-dispmprt-dxgkddi_query_device_descriptor").slot(Slot::Load);
-        DxgkDdiSetPowerState =>
-            at(P, P, "dispmprt/nc-dispmprt-dxgkddi_set_power_state").slot(Slot::Load);
-        DxgkDdiNotifyAcpiEvent => at(P, P, "dispmprt/nc-dispmprt-dxgkddi_notify_acpi_event");
-        // "can be called at any IRQL" (it runs on the bug-check path too).
-        DxgkDdiResetDevice =>
-            at(P, DIRQL, "dispmprt/nc-dispmprt-dxgkddi_reset_device").slot(Slot::Load);
-        // The page gives no IRQL; PnP delivers surprise removal at PASSIVE_LEVEL
-        // (UNVERIFIED).
-        DxgkDdiNotifySurpriseRemoval =>
-            at(P, P, "dispmprt/nc-dispmprt-dxgkddi_notify_surprise_removal");
-        DxgkDdiUnload => at(P, P, "dispmprt/nc-dispmprt-dxgkddi_unload").slot(Slot::Load);
-        DxgkDdiControlEtwLogging => at(P, P, "dispmprt/nc-dispmprt-dxgkddi_control_etw_logging");
-        DxgkDdiQueryInterface => at(P, P, "dispmprt/nc-dispmprt-dxgkddi_query_interface");
-        DxgkDdiQueryFeatureSupport => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeaturesupport");
-        DxgkDdiQueryFeatureInterface =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryfeatureinterface");
-        // KT-8 ([D24] ADAPTER_RENDER::DdiBuildTestCommandBuffer @ 0x1401A12AC): an IRQL-checked
-        // wrapper that logs any status but these three as "an invalid NTSTATUS code".
-        DxgkDdiBuildTestCommandBuffer =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer")
-                .ddi_wrapper()
-                .statuses("KT-8", &[
-                    STATUS_SUCCESS,
-                    STATUS_BUFFER_OVERFLOW,
-                    STATUS_INVALID_PARAMETER,
-                ]);
-        DxgkDdiQueryAdapterInfo =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryadapterinfo")
-                .ddi_wrapper()
-                .statuses("BR-23", &[
-                    STATUS_SUCCESS,
-                    STATUS_INVALID_PARAMETER,
-                    STATUS_NOT_IMPLEMENTED,
-                    STATUS_NO_MEMORY,
-                ]);
-        DxgkDdiCreateNativeFence =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createnativefence").ddi_wrapper();
-        DxgkDdiOpenNativeFence => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_opennativefence");
-        DxgkDdiCloseNativeFence => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_closenativefence");
-        DxgkDdiDestroyNativeFence => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroynativefence");
-        // Device IRQL, synchronised with the ISR (NF-07).
-        DxgkDdiUpdateMonitoredValues =>
-            at(DIRQL, DIRQL, "d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitoredvalues");
-        // The page says DISPATCH_LEVEL (NF-17); 24H2 calls it at device IRQL under the
-        // interrupt lock (`M:VidSchiUpdateNativeFenceCurrentValue` @0x140045B14,
-        // `DpSynchronizeExecution`; crate::machine::answers::CpuUpdateIrql).
-        DxgkDdiUpdateCurrentValuesFromCpu =>
-            at(D, DIRQL, "d3dkmddi/nc-d3dkmddi-dxgkddi_updatecurrentvaluesfromcpu");
+        DxgkDdiAddDevice;
+        DxgkDdiStartDevice;
+        DxgkDdiStopDevice;
+        DxgkDdiRemoveDevice;
+        DxgkDdiDispatchIoRequest;
+        DxgkDdiInterruptRoutine;
+        DxgkDdiDpcRoutine;
+        DxgkDdiQueryChildRelations;
+        DxgkDdiQueryChildStatus;
+        DxgkDdiQueryDeviceDescriptor;
+        DxgkDdiSetPowerState;
+        DxgkDdiNotifyAcpiEvent;
+        DxgkDdiResetDevice;
+        DxgkDdiNotifySurpriseRemoval;
+        DxgkDdiUnload;
+        DxgkDdiControlEtwLogging;
+        DxgkDdiQueryInterface;
+        DxgkDdiQueryFeatureSupport;
+        DxgkDdiQueryFeatureInterface;
+        DxgkDdiBuildTestCommandBuffer;
+        DxgkDdiQueryAdapterInfo;
+        DxgkDdiCreateNativeFence;
+        DxgkDdiOpenNativeFence;
+        DxgkDdiCloseNativeFence;
+        DxgkDdiDestroyNativeFence;
+        DxgkDdiUpdateMonitoredValues;
+        DxgkDdiUpdateCurrentValuesFromCpu;
         // User-mode submission: devices, contexts, queues, doorbells, power.
-        DxgkDdiGetNodeMetadata =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_getnodemetadata")
-                .ddi_wrapper()
-                .statuses("BR-23", &[STATUS_SUCCESS, STATUS_INVALID_PARAMETER]);
-        // BR-91 ([D] ADAPTER_RENDER::DdiCreateDevice): anything but SUCCESS or NO_MEMORY is
-        // "an invalid NTSTATUS code" in the triage log; the status still goes to the caller.
-        DxgkDdiCreateDevice =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createdevice")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore)
-                .statuses("BR-91", &[STATUS_SUCCESS, STATUS_NO_MEMORY]);
-        DxgkDdiDestroyDevice =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroydevice")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        DxgkDdiCreateContext =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createcontext")
-                .ddi_wrapper()
-                .statuses("BR-23", &[STATUS_SUCCESS, STATUS_NO_MEMORY]);
-        DxgkDdiDestroyContext =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroycontext").ddi_wrapper();
-        // The reference pages of Suspend/ResumeContext give no IRQL; VidSch calls them from
-        // its scheduler worker thread at PASSIVE_LEVEL, which is what the simulation allows
-        // (a driver that relies on more is outside anything documented).
-        DxgkDdiSuspendContext =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_suspendcontext").ddi_wrapper();
-        DxgkDdiResumeContext =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resumecontext").ddi_wrapper();
-        DxgkDdiCreateHwQueue =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createhwqueue")
-                .ddi_wrapper()
-                .statuses("BR-23", &[STATUS_SUCCESS, STATUS_NOT_IMPLEMENTED, STATUS_NO_MEMORY]);
-        DxgkDdiDestroyHwQueue =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroyhwqueue").ddi_wrapper();
-        // "PASSIVE_LEVEL or DISPATCH_LEVEL".
-        DxgkDdiSubmitCommandToHwQueue =>
-            at(P, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandtohwqueue").ddi_wrapper();
-        DxgkDdiCreateDoorbell =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createdoorbell")
-                .ddi_wrapper()
-                .slot(Slot::Doorbell)
-                .statuses("BR-23", &[STATUS_SUCCESS, STATUS_NOT_IMPLEMENTED, STATUS_NO_MEMORY]);
-        DxgkDdiConnectDoorbell =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_connectdoorbell")
-                .ddi_wrapper()
-                .slot(Slot::Doorbell)
-                .statuses("BR-23", &[STATUS_SUCCESS, STATUS_NOT_IMPLEMENTED, STATUS_NO_MEMORY]);
-        DxgkDdiDisconnectDoorbell =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_disconnectdoorbell")
-                .ddi_wrapper()
-                .slot(Slot::Doorbell);
-        DxgkDdiDestroyDoorbell =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroydoorbell")
-                .ddi_wrapper()
-                .slot(Slot::Doorbell);
-        DxgkDdiNotifyWorkSubmission =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_notifyworksubmission")
-                .ddi_wrapper()
-                .slot(Slot::Doorbell);
-        // "<= DISPATCH_LEVEL".
-        DxgkDdiSetPowerComponentFState =>
-            at(P, D, "d3dkmddi/nc-d3dkmddi-dxgkddisetpowercomponentfstate")
-                .ddi_wrapper()
-                .statuses("BR-108", &[STATUS_SUCCESS, STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST]);
-        // "req.irql: <=DISPATCH_LEVEL".
-        DxgkDdiPowerRuntimeControlRequest =>
-            at(P, D, "d3dkmddi/nc-d3dkmddi-dxgkddipowerruntimecontrolrequest")
-                .ddi_wrapper()
-                .statuses("BR-107", &[STATUS_SUCCESS, STATUS_INVALID_PARAMETER]);
+        DxgkDdiGetNodeMetadata;
+        DxgkDdiCreateDevice;
+        DxgkDdiDestroyDevice;
+        DxgkDdiCreateContext;
+        DxgkDdiDestroyContext;
+        DxgkDdiSuspendContext;
+        DxgkDdiResumeContext;
+        DxgkDdiCreateHwQueue;
+        DxgkDdiDestroyHwQueue;
+        DxgkDdiSubmitCommandToHwQueue;
+        DxgkDdiCreateDoorbell;
+        DxgkDdiConnectDoorbell;
+        DxgkDdiDisconnectDoorbell;
+        DxgkDdiDestroyDoorbell;
+        DxgkDdiNotifyWorkSubmission;
+        DxgkDdiSetPowerComponentFState;
+        DxgkDdiPowerRuntimeControlRequest;
         /// The driver's `SynchronizeRoutine` passed to `DxgkCbSynchronizeExecution`.
         SynchronizeRoutine => at(DIRQL, DIRQL, "wdm/nc-wdm-ksynchronize_routine");
         // Callbacks the driver calls.
@@ -359,133 +244,54 @@ rules! {
         /// `INTERFACE::InterfaceDereference`.
         InterfaceDereference => at(P, D, "wdm/nc-wdm-pinterface_dereference");
         // Legacy (kernel-mode) scheduling and TDR (docs/tdr.md#the-simulated-os).
-        //
-        // "DISPATCH_LEVEL"; an error status is bug check 0x119 subtype 0x2.
-        DxgkDdiSubmitCommand =>
-            at(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommand")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        // The page gives no IRQL (UNVERIFIED, docs/tdr.md Q5); VidSch submits from its
-        // DPC-level scheduler like SubmitCommand, so at most DISPATCH_LEVEL.
-        DxgkDdiSubmitCommandVirtual =>
-            at(P, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual").ddi_wrapper();
-        DxgkDdiPreemptCommand =>
-            at(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_preemptcommand")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        // PASSIVE per the public header (UNVERIFIED, docs/tdr.md Q5).
-        DxgkDdiQueryCurrentFence =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_querycurrentfence")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        // PASSIVE per the public header (UNVERIFIED, docs/tdr.md Q5).
-        DxgkDdiBuildPagingBuffer =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_buildpagingbuffer")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        DxgkDdiQueryDependentEngineGroup =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_querydependentenginegroup").ddi_wrapper();
-        DxgkDdiQueryEngineStatus =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_queryenginestatus").ddi_wrapper();
-        DxgkDdiResetEngine => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resetengine").ddi_wrapper();
-        // Any IRQL in general; PASSIVE_LEVEL for the two timeout reasons (the only ones the
-        // simulation passes).
-        DxgkDdiCollectDbgInfo =>
-            at(P, DIRQL, "d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo").ddi_wrapper();
-        DxgkDdiCollectDbgInfo2 =>
-            at(P, DIRQL, "d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2").ddi_wrapper();
-        DxgkDdiResetFromTimeout =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resetfromtimeout")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        DxgkDdiRestartFromTimeout =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_restartfromtimeout")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
+        DxgkDdiSubmitCommand;
+        DxgkDdiSubmitCommandVirtual;
+        DxgkDdiPreemptCommand;
+        DxgkDdiQueryCurrentFence;
+        DxgkDdiBuildPagingBuffer;
+        DxgkDdiQueryDependentEngineGroup;
+        DxgkDdiQueryEngineStatus;
+        DxgkDdiResetEngine;
+        DxgkDdiCollectDbgInfo;
+        DxgkDdiCollectDbgInfo2;
+        DxgkDdiResetFromTimeout;
+        DxgkDdiRestartFromTimeout;
         DxgkCbInvalidateHwContext => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext");
         // Hardware scheduling (`crate::vidsch::hws`).
-        DxgkDdiSetupPriorityBands =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_setupprioritybands").ddi_wrapper();
-        DxgkDdiSetSchedulingLogBuffer =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_setschedulinglogbuffer").ddi_wrapper();
-        DxgkDdiSetContextSchedulingProperties =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_setcontextschedulingproperties").ddi_wrapper();
-        DxgkDdiResetHwEngine =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resethwengine").ddi_wrapper();
-        DxgkDdiResumeHwEngine =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_resumehwengine").ddi_wrapper();
+        DxgkDdiSetupPriorityBands;
+        DxgkDdiSetSchedulingLogBuffer;
+        DxgkDdiSetContextSchedulingProperties;
+        DxgkDdiResetHwEngine;
+        DxgkDdiResumeHwEngine;
         // Native fence logs and GPU clock.
-        //
-        // The OS calls the three at DISPATCH_LEVEL (docs/logs.md#simulated-os).
-        DxgkDdiSetNativeFenceLogBuffer =>
-            at(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer");
-        DxgkDdiUpdateNativeFenceLogs =>
-            at(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs");
-        DxgkDdiCalibrateGpuClock =>
-            at(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_calibrategpuclock").ddi_wrapper();
+        DxgkDdiSetNativeFenceLogBuffer;
+        DxgkDdiUpdateNativeFenceLogs;
+        DxgkDdiCalibrateGpuClock;
         // GpuMmu memory model (docs/memory.md).
-        DxgkDdiCreateProcess =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createprocess").ddi_wrapper();
-        DxgkDdiDestroyProcess =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprocess").ddi_wrapper();
-        DxgkDdiSetRootPageTable =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_setrootpagetable").ddi_wrapper();
-        DxgkDdiGetRootPageTableSize =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_getrootpagetablesize").ddi_wrapper();
-        DxgkDdiCreateAllocation =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_createallocation").slot(Slot::RenderCore);
-        DxgkDdiDestroyAllocation =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_destroyallocation")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        DxgkDdiDescribeAllocation =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_describeallocation")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        DxgkDdiGetStandardAllocationDriverData =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_getstandardallocationdriverdata")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        DxgkDdiOpenAllocation =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_openallocationinfo")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
-        DxgkDdiCloseAllocation =>
-            at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_closeallocation")
-                .ddi_wrapper()
-                .slot(Slot::RenderCore);
+        DxgkDdiCreateProcess;
+        DxgkDdiDestroyProcess;
+        DxgkDdiSetRootPageTable;
+        DxgkDdiGetRootPageTableSize;
+        DxgkDdiCreateAllocation;
+        DxgkDdiDestroyAllocation;
+        DxgkDdiDescribeAllocation;
+        DxgkDdiGetStandardAllocationDriverData;
+        DxgkDdiOpenAllocation;
+        DxgkDdiCloseAllocation;
     }
     slots_only {
-        DxgkDdiQueryConnectionChange => uncalled().slot(Slot::LoadOneOf);
-        DxgkDdiAcquireSwizzlingRange => uncalled().slot(Slot::RenderCore);
-        DxgkDdiReleaseSwizzlingRange => uncalled().slot(Slot::RenderCore);
-        DxgkDdiPatch => uncalled().slot(Slot::RenderCore);
-        DxgkDdiRender => uncalled().slot(Slot::RenderCore);
-        DxgkDdiRenderKm => uncalled().slot(Slot::RenderCore);
-        // [D] `ADAPTER_RENDER::DdiPresent`.
-        DxgkDdiPresent =>
-            uncalled()
-                .slot(Slot::RenderCore)
-                .statuses("BR-23", &[
-                    STATUS_SUCCESS,
-                    STATUS_INVALID_HANDLE,
-                    STATUS_NO_MEMORY,
-                    STATUS_ILLEGAL_INSTRUCTION,
-                    STATUS_PRIVILEGED_INSTRUCTION,
-                    STATUS_INSUFFICIENT_RESOURCES,
-                    STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER,
-                    STATUS_GRAPHICS_CANNOTCOLORCONVERT,
-                    STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
-                ]);
-        DxgkDdiCreateOverlay => uncalled().slot(Slot::RenderCore);
-        DxgkDdiUpdateOverlay => uncalled().slot(Slot::RenderCore);
-        DxgkDdiFlipOverlay => uncalled().slot(Slot::RenderCore);
-        DxgkDdiDestroyOverlay => uncalled().slot(Slot::RenderCore);
-        // [D] `DXGADAPTER::DdiControlInterrupt`.
-        DxgkDdiControlInterrupt =>
-            uncalled()
-                .statuses("BR-23", &[STATUS_SUCCESS, STATUS_UNSUCCESSFUL, STATUS_NOT_IMPLEMENTED]);
-
+        DxgkDdiQueryConnectionChange,
+        DxgkDdiAcquireSwizzlingRange,
+        DxgkDdiReleaseSwizzlingRange,
+        DxgkDdiPatch,
+        DxgkDdiRender,
+        DxgkDdiRenderKm,
+        DxgkDdiPresent,
+        DxgkDdiCreateOverlay,
+        DxgkDdiUpdateOverlay,
+        DxgkDdiFlipOverlay,
+        DxgkDdiDestroyOverlay,
+        DxgkDdiControlInterrupt,
     }
 }
 
@@ -591,6 +397,17 @@ mod tests {
                 "{}",
                 r.name
             );
+        }
+    }
+
+    /// Every catalog row with a rule the OS enforces (an IRQL, a start-up slot rule or a
+    /// status rule) is a row of the table, with the catalog's rules.
+    #[test]
+    fn the_table_has_every_catalog_row_the_os_enforces() {
+        for d in catalog::CATALOG {
+            if d.irql.is_some() || d.slot != Slot::None || d.statuses.is_some() {
+                assert_eq!(by_name(d.name), Some(&from_catalog(d)), "{}", d.name);
+            }
         }
     }
 

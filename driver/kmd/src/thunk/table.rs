@@ -93,6 +93,34 @@ mod tests {
         }
     }
 
+    /// Each flag reads exactly the slots of its group in the DDI catalog
+    /// (`rvgpu_ddi::catalog::Group`): taking out a slot of the group clears the flag, taking out
+    /// any other slot leaves it set.
+    #[test]
+    fn each_group_is_the_catalogs() {
+        use rvgpu_ddi::catalog::{of_group, Group};
+        let full = super::super::initialization_data::<TestKernel>();
+        let groups = [
+            (
+                Group::NativeFence,
+                (|f| f.native_fence) as fn(Filled) -> bool,
+            ),
+            (Group::FenceLogs, |f| f.fence_logs),
+            (Group::PerEngineTdr, |f| f.per_engine_tdr),
+            (Group::Hws, |f| f.hws),
+        ];
+        let slots = DRIVER_INITIALIZATION_DATA::SLOT_NAMES.iter();
+        for (name, clear) in slots.zip(DRIVER_INITIALIZATION_DATA::SLOT_CLEARS) {
+            let mut t = full;
+            clear(&mut t);
+            let f = Filled::of(&t);
+            for (group, flag) in groups {
+                let member = of_group(group).any(|d| d.name == *name);
+                assert_eq!(flag(f), !member, "{name} and {group:?}");
+            }
+        }
+    }
+
     /// NF-12 and the HWS group: one missing slot clears the group.
     #[test]
     fn nf_12_and_hws_groups_need_every_slot() {
