@@ -15,10 +15,10 @@ use std::time::Duration;
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
-use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::kmt::{SimFence, SimKmt, SimMem};
 use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc, UmsEvent, UmsProcess};
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, HwQueue, Kmt};
 use rvgpu_umd::submit::{SubmitError, UserQueue};
 
 const PATTERN: u64 = 0xA11C_E5A1_A11C_E5A1;
@@ -39,6 +39,31 @@ fn process(m: &Machine) -> Proc<'_> {
         buf.mem.store(off, PATTERN);
     }
     Proc { p, k, buf }
+}
+
+/// A kernel-mode hardware queue of `v`'s process on node 0 and a command buffer of it holding
+/// `cmd`: the queue, the buffer and the command's size in bytes.
+fn queue_with_buffer(
+    m: &Machine,
+    v: &Proc<'_>,
+    cmd: Command,
+) -> (HwQueue<SimFence>, Allocation<SimMem>, u32) {
+    let context = okk(m, v.k.create_context(0));
+    let mut pdd = hw_queue_pdd();
+    let q = okk(
+        m,
+        v.k.create_hw_queue(context, false, zerocopy::IntoBytes::as_mut_bytes(&mut pdd)),
+    );
+    let buf = okk(
+        m,
+        v.k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
+    );
+    let mut words = [0u64; 8];
+    let n = cmd.encode(&mut words).unwrap();
+    for (i, w) in words[..n].iter().enumerate() {
+        buf.mem.store(i as u64 * 8, *w);
+    }
+    (q, buf, (n * 8) as u32)
 }
 
 fn untouched(m: &Machine, b: &Allocation<SimMem>) {
@@ -276,30 +301,15 @@ fn nf_01_kernel_mode_queue_buffer_cannot_write_monitored_value() {
     );
     let waiter = ok(&m, m.wait_native_fence_event(&f, 5));
     assert_ne!(f.monitored_value(), u64::MAX, "the CPU waiter armed it");
-    let context = okk(&m, v.k.create_context(0));
-    let mut pdd = hw_queue_pdd();
-    let q = okk(
-        &m,
-        v.k.create_hw_queue(context, false, zerocopy::IntoBytes::as_mut_bytes(&mut pdd)),
-    );
-    let buf = okk(
-        &m,
-        v.k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
-    );
-    let mut words = [0u64; 8];
-    let n = Command::Fill {
+    let fill = Command::Fill {
         dst: f.monitored_value_va(),
         bytes: 8,
         pattern: PATTERN,
-    }
-    .encode(&mut words)
-    .unwrap();
-    for (i, w) in words[..n].iter().enumerate() {
-        buf.mem.store(i as u64 * 8, *w);
-    }
+    };
+    let (q, buf, bytes) = queue_with_buffer(&m, &v, fill);
     match v
         .k
-        .submit_command_to_hw_queue(q.handle, 1, buf.gpu_va, (n * 8) as u32)
+        .submit_command_to_hw_queue(q.handle, 1, buf.gpu_va, bytes)
     {
         Ok(()) => {}
         Err(st) if st.0 == STATUS_DEVICE_REMOVED => {}
@@ -360,23 +370,9 @@ fn a_process_context_without_a_root_runs_no_buffer() {
     });
     ROOTS_REFUSED.store(true, std::sync::atomic::Ordering::SeqCst);
     let v = process(&m);
-    let context = okk(&m, v.k.create_context(0));
-    let mut pdd = hw_queue_pdd();
-    let q = okk(
-        &m,
-        v.k.create_hw_queue(context, false, zerocopy::IntoBytes::as_mut_bytes(&mut pdd)),
-    );
-    let cmds = okk(
-        &m,
-        v.k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
-    );
-    let mut words = [0u64; 8];
-    let n = fill(&v.buf, 0, 0xBAD).encode(&mut words).unwrap();
-    for (i, w) in words[..n].iter().enumerate() {
-        cmds.mem.store(i as u64 * 8, *w);
-    }
+    let (q, cmds, bytes) = queue_with_buffer(&m, &v, fill(&v.buf, 0, 0xBAD));
     let r =
-        v.k.submit_command_to_hw_queue(q.handle, 1, cmds.gpu_va, (n * 8) as u32);
+        v.k.submit_command_to_hw_queue(q.handle, 1, cmds.gpu_va, bytes);
     ok(&m, m.run_until_idle());
     let in_error = m
         .ums_events(0)
