@@ -41,6 +41,23 @@ fn process(m: &Machine) -> Proc<'_> {
     Proc { p, k, buf }
 }
 
+/// A step-mode machine with 4 doorbells whose OS names a native fence's storage at create
+/// (26H1, the pages).
+fn w26h1_machine() -> Machine {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.doorbells = 4;
+    cfg.os.reading = Reading::W26H1;
+    started(cfg)
+}
+
+/// A native fence of `v`'s process.
+fn native_fence(m: &Machine, v: &Proc<'_>) -> rvgpu_simos::NativeFence {
+    ok(
+        m,
+        m.create_native_fence(0, v.p.pid, NativeFenceDesc::default()),
+    )
+}
+
 /// A kernel-mode hardware queue of `v`'s process on node 0 and a command buffer of it holding
 /// `cmd`: the queue, the buffer and the command's size in bytes.
 fn queue_with_buffer(
@@ -242,15 +259,9 @@ fn every_address_carrying_command_faults_on_foreign_memory() {
 /// pages apart and both are user pages (docs/robustness.md, "Native fences on 24H2").
 #[test]
 fn nf_01_user_queue_cannot_write_monitored_value() {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.adapters[0].device.doorbells = 4;
-    cfg.os.reading = Reading::W26H1;
-    let m = started(cfg);
+    let m = w26h1_machine();
     let v = process(&m);
-    let f = ok(
-        &m,
-        m.create_native_fence(0, v.p.pid, NativeFenceDesc::default()),
-    );
+    let f = native_fence(&m, &v);
     let pdd = f.pdd();
     let mut q = okk(&m, UserQueue::new(v.k, &config(0)));
     let done = okk(
@@ -290,15 +301,9 @@ fn nf_01_user_queue_cannot_write_monitored_value() {
 #[test]
 fn nf_01_kernel_mode_queue_buffer_cannot_write_monitored_value() {
     const PATTERN: u64 = 0x0BAD_0BAD_0BAD_0BAD;
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.adapters[0].device.doorbells = 4;
-    cfg.os.reading = Reading::W26H1;
-    let m = started(cfg);
+    let m = w26h1_machine();
     let v = process(&m);
-    let f = ok(
-        &m,
-        m.create_native_fence(0, v.p.pid, NativeFenceDesc::default()),
-    );
+    let f = native_fence(&m, &v);
     let waiter = ok(&m, m.wait_native_fence_event(&f, 5));
     assert_ne!(f.monitored_value(), u64::MAX, "the CPU waiter armed it");
     let fill = Command::Fill {
