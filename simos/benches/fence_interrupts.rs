@@ -83,18 +83,18 @@ fn machine(native: bool) -> Machine {
     m
 }
 
-/// Signals values `from..=to` through `q` in ring-sized fills, running the machine until the
-/// queue drains after each fill.
+/// Signals values `from..=to` through `q` in fills of `per_fill` values (`push` writes one
+/// value's packets), running the machine until the queue drains after each fill.
 fn signal_range(
     m: &Machine,
     q: &mut GpuQueue,
-    from: u64,
-    to: u64,
+    (from, to): (u64, u64),
+    per_fill: u64,
     mut push: impl FnMut(&mut GpuQueue, u64) -> Result<(), SimError>,
 ) {
     let mut v = from;
     while v <= to {
-        let end = to.min(v + PER_FILL - 1);
+        let end = to.min(v + per_fill - 1);
         for x in v..=end {
             ok(m, push(q, x));
         }
@@ -145,7 +145,7 @@ fn native_no_waiter(n: u64) -> Row {
     ok(&m, m.run_until_idle());
     let base = m.interrupt_counts(0).0;
     let claimed_base = CLAIMED.load(Ordering::Relaxed);
-    signal_range(&m, &mut q, 1, n, |q, v| q.signal(&f, v));
+    signal_range(&m, &mut q, (1, n), PER_FILL, |q, v| q.signal(&f, v));
     assert_eq!(f.current_value(), n);
     let (isr, notes) = counts(&m, base);
     Row {
@@ -177,7 +177,7 @@ fn native_batched_waiters(n: u64) -> Row {
         let batch: Vec<SimEvent> = (0..BATCH)
             .map(|_| ok(&m, m.wait_native_fence_event(&f, to)))
             .collect();
-        signal_range(&m, &mut q, from, to, |q, v| q.signal(&f, v));
+        signal_range(&m, &mut q, (from, to), PER_FILL, |q, v| q.signal(&f, v));
         assert!(
             batch.iter().all(SimEvent::is_signaled),
             "lost wake-up in the batch waiting for {to}"
@@ -270,6 +270,8 @@ fn staggered(n: u64, waiters: u64, reading: Reading, arriving: bool) -> (Row, u6
     let notes_base = m.notifications(0).len();
     let nf = STAGGER_FENCES as u64;
     let per_fence = (n / nf).max(1);
+    // One value written to every fence.
+    let every_fence = |q: &mut GpuQueue, x: u64| fences.iter().try_for_each(|f| q.signal(f, x));
     let mut released = 0u64;
     let mut from = 1u64;
     while arriving && from <= per_fence {
@@ -284,21 +286,13 @@ fn staggered(n: u64, waiters: u64, reading: Reading, arriving: bool) -> (Row, u6
             for f in &fences {
                 waits.push(ok(&m, m.wait_native_fence_event(f, target)));
             }
-            let mut v = at(k) + 1;
-            let stop = at(k + 1);
-            while v <= stop {
-                let end = stop.min(v + PER_FILL / nf - 1);
-                for x in v..=end {
-                    for f in &fences {
-                        ok(&m, q.signal(f, x));
-                    }
-                }
-                ok(&m, q.kick());
-                let drained = ok(&m, m.run_until(1_000_000, Duration::ZERO, |_| q.drained()));
-                assert!(drained, "queue did not drain");
-                v = end + 1;
-            }
-            ok(&m, m.run_until_idle());
+            signal_range(
+                &m,
+                &mut q,
+                (at(k) + 1, at(k + 1)),
+                PER_FILL / nf,
+                every_fence,
+            );
         }
         assert!(waits.iter().all(SimEvent::is_signaled), "lost wake-up");
         released += 1;
@@ -312,20 +306,7 @@ fn staggered(n: u64, waiters: u64, reading: Reading, arriving: bool) -> (Row, u6
             .flat_map(|f| (1..=waiters).map(move |k| (f, from - 1 + (span * k).div_ceil(waiters))))
             .map(|(f, v)| ok(&m, m.wait_native_fence_event(f, v)))
             .collect();
-        let mut v = from;
-        while v <= to {
-            let end = to.min(v + PER_FILL / nf - 1);
-            for x in v..=end {
-                for f in &fences {
-                    ok(&m, q.signal(f, x));
-                }
-            }
-            ok(&m, q.kick());
-            let drained = ok(&m, m.run_until(1_000_000, Duration::ZERO, |_| q.drained()));
-            assert!(drained, "queue did not drain");
-            v = end + 1;
-        }
-        ok(&m, m.run_until_idle());
+        signal_range(&m, &mut q, (from, to), PER_FILL / nf, every_fence);
         assert!(waits.iter().all(SimEvent::is_signaled), "lost wake-up");
         released += 1;
         from = to + 1;

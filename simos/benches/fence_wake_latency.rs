@@ -171,6 +171,21 @@ impl Samples {
         self.0.lock().expect("samples").push(d);
     }
 
+    /// Benchmarks `once` (one wake, returning its latency) as `name`, keeping every latency.
+    fn bench(&self, c: &mut Criterion, name: &str, mut once: impl FnMut() -> Duration) {
+        c.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let d = once();
+                    self.push(d);
+                    total += d;
+                }
+                total
+            });
+        });
+    }
+
     /// (median, mean, count) in µs.
     fn stats(&self) -> (f64, f64, usize) {
         let mut v = self.0.lock().expect("samples").clone();
@@ -224,17 +239,11 @@ fn main() {
         })
     };
     {
-        c.bench_function("fence_wake_latency/native_fence_gpu_signal", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let d = native_once();
-                    native.push(d);
-                    total += d;
-                }
-                total
-            });
-        });
+        native.bench(
+            &mut c,
+            "fence_wake_latency/native_fence_gpu_signal",
+            &mut native_once,
+        );
     }
 
     {
@@ -245,22 +254,14 @@ fn main() {
             let mut g = cv.wait_while(g, |set| !*set).expect("wait");
             *g = false;
         });
-        c.bench_function("fence_wake_latency/bare_condvar", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let d = waiter.once(pair.clone(), || {
-                        let (lock, cv) = &*pair;
-                        let t0 = Instant::now();
-                        *lock.lock().expect("lock") = true;
-                        cv.notify_one();
-                        t0
-                    });
-                    bare.push(d);
-                    total += d;
-                }
-                total
-            });
+        bare.bench(&mut c, "fence_wake_latency/bare_condvar", || {
+            waiter.once(pair.clone(), || {
+                let (lock, cv) = &*pair;
+                let t0 = Instant::now();
+                *lock.lock().expect("lock") = true;
+                cv.notify_one();
+                t0
+            })
         });
     }
 
@@ -280,17 +281,7 @@ fn main() {
         seen += 1;
         d
     };
-    c.bench_function("fence_wake_latency/bare_chain", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let d = chain_once();
-                chain.push(d);
-                total += d;
-            }
-            total
-        });
-    });
+    chain.bench(&mut c, "fence_wake_latency/bare_chain", &mut chain_once);
 
     c.final_summary();
 

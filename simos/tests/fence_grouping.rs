@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::fences::{fence, wait};
 use common::own_progress::NoUserProgress;
 use common::*;
 use std::time::Duration;
@@ -33,17 +34,6 @@ fn machine(mode: Mode) -> Machine {
         "the default adapter names the queue"
     );
     m
-}
-
-/// A native fence of `k`'s process: its UMD view and the OS's instance.
-fn fence(m: &Machine, k: &SimKmt<'_>) -> (UmdFence, NativeFence) {
-    let f = okk(m, k.create_native_fence(0));
-    let os = m.native_fence_by_kmt(0, f.kmt).expect("registered");
-    (f, os)
-}
-
-fn wait(m: &Machine, f: &NativeFence, v: u64) -> SimEvent {
-    okk(m, m.wait_native_fence_event(f, v))
 }
 
 /// A user-mode queue of `k`'s process that closes its batches with its own native fence (24H2's

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::fences::{fence, wait};
 use common::*;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -13,7 +14,6 @@ use std::sync::Arc;
 use rvgpu_hw::cmd::{Command, LogKind};
 use rvgpu_hw::log::{LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 use rvgpu_simos::dxgkrnl::irql::Routine;
-use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::sync::fencelog::{LogCounters, Producer};
 use rvgpu_simos::sync::trace::{Recorder, TraceEvent};
 use rvgpu_simos::{
@@ -22,7 +22,6 @@ use rvgpu_simos::{
 };
 use rvgpu_umd::fence::NativeFence as UmdFence;
 use rvgpu_umd::fencelog::Op;
-use rvgpu_umd::kmt::Kmt;
 use rvgpu_umd::submit::{KernelQueue, UserQueue};
 
 // ---------------------------------------------------------------------------------------------
@@ -55,17 +54,6 @@ fn queue_handle(m: &Machine, id: u32) -> u32 {
             _ => None,
         })
         .expect("queue created")
-}
-
-/// A native fence with a D3DKMT handle (UMD view) and the OS's instance of it.
-fn fence(m: &Machine, k: &SimKmt<'_>) -> (UmdFence, NativeFence) {
-    let f = okk(m, k.create_native_fence(0));
-    let os = m.native_fence_by_kmt(0, f.kmt).expect("registered");
-    (f, os)
-}
-
-fn wait(m: &Machine, f: &NativeFence, v: u64) -> SimEvent {
-    okk(m, m.wait_native_fence_event(f, v))
 }
 
 fn idle(m: &Machine) {

@@ -15,10 +15,10 @@ use std::time::Duration;
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
-use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::kmt::{SimFence, SimKmt, SimMem};
 use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc, UmsEvent, UmsProcess};
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, HwQueue, Kmt};
 use rvgpu_umd::submit::{SubmitError, UserQueue};
 
 const PATTERN: u64 = 0xA11C_E5A1_A11C_E5A1;
@@ -39,6 +39,48 @@ fn process(m: &Machine) -> Proc<'_> {
         buf.mem.store(off, PATTERN);
     }
     Proc { p, k, buf }
+}
+
+/// A step-mode machine with 4 doorbells whose OS names a native fence's storage at create
+/// (26H1, the pages).
+fn w26h1_machine() -> Machine {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.doorbells = 4;
+    cfg.os.reading = Reading::W26H1;
+    started(cfg)
+}
+
+/// A native fence of `v`'s process.
+fn native_fence(m: &Machine, v: &Proc<'_>) -> rvgpu_simos::NativeFence {
+    ok(
+        m,
+        m.create_native_fence(0, v.p.pid, NativeFenceDesc::default()),
+    )
+}
+
+/// A kernel-mode hardware queue of `v`'s process on node 0 and a command buffer of it holding
+/// `cmd`: the queue, the buffer and the command's size in bytes.
+fn queue_with_buffer(
+    m: &Machine,
+    v: &Proc<'_>,
+    cmd: Command,
+) -> (HwQueue<SimFence>, Allocation<SimMem>, u32) {
+    let context = okk(m, v.k.create_context(0));
+    let mut pdd = hw_queue_pdd();
+    let q = okk(
+        m,
+        v.k.create_hw_queue(context, false, zerocopy::IntoBytes::as_mut_bytes(&mut pdd)),
+    );
+    let buf = okk(
+        m,
+        v.k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
+    );
+    let mut words = [0u64; 8];
+    let n = cmd.encode(&mut words).unwrap();
+    for (i, w) in words[..n].iter().enumerate() {
+        buf.mem.store(i as u64 * 8, *w);
+    }
+    (q, buf, (n * 8) as u32)
 }
 
 fn untouched(m: &Machine, b: &Allocation<SimMem>) {
@@ -217,15 +259,9 @@ fn every_address_carrying_command_faults_on_foreign_memory() {
 /// pages apart and both are user pages (docs/robustness.md, "Native fences on 24H2").
 #[test]
 fn nf_01_user_queue_cannot_write_monitored_value() {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.adapters[0].device.doorbells = 4;
-    cfg.os.reading = Reading::W26H1;
-    let m = started(cfg);
+    let m = w26h1_machine();
     let v = process(&m);
-    let f = ok(
-        &m,
-        m.create_native_fence(0, v.p.pid, NativeFenceDesc::default()),
-    );
+    let f = native_fence(&m, &v);
     let pdd = f.pdd();
     let mut q = okk(&m, UserQueue::new(v.k, &config(0)));
     let done = okk(
@@ -265,41 +301,20 @@ fn nf_01_user_queue_cannot_write_monitored_value() {
 #[test]
 fn nf_01_kernel_mode_queue_buffer_cannot_write_monitored_value() {
     const PATTERN: u64 = 0x0BAD_0BAD_0BAD_0BAD;
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.adapters[0].device.doorbells = 4;
-    cfg.os.reading = Reading::W26H1;
-    let m = started(cfg);
+    let m = w26h1_machine();
     let v = process(&m);
-    let f = ok(
-        &m,
-        m.create_native_fence(0, v.p.pid, NativeFenceDesc::default()),
-    );
+    let f = native_fence(&m, &v);
     let waiter = ok(&m, m.wait_native_fence_event(&f, 5));
     assert_ne!(f.monitored_value(), u64::MAX, "the CPU waiter armed it");
-    let context = okk(&m, v.k.create_context(0));
-    let mut pdd = hw_queue_pdd();
-    let q = okk(
-        &m,
-        v.k.create_hw_queue(context, false, zerocopy::IntoBytes::as_mut_bytes(&mut pdd)),
-    );
-    let buf = okk(
-        &m,
-        v.k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
-    );
-    let mut words = [0u64; 8];
-    let n = Command::Fill {
+    let fill = Command::Fill {
         dst: f.monitored_value_va(),
         bytes: 8,
         pattern: PATTERN,
-    }
-    .encode(&mut words)
-    .unwrap();
-    for (i, w) in words[..n].iter().enumerate() {
-        buf.mem.store(i as u64 * 8, *w);
-    }
+    };
+    let (q, buf, bytes) = queue_with_buffer(&m, &v, fill);
     match v
         .k
-        .submit_command_to_hw_queue(q.handle, 1, buf.gpu_va, (n * 8) as u32)
+        .submit_command_to_hw_queue(q.handle, 1, buf.gpu_va, bytes)
     {
         Ok(()) => {}
         Err(st) if st.0 == STATUS_DEVICE_REMOVED => {}
@@ -360,23 +375,9 @@ fn a_process_context_without_a_root_runs_no_buffer() {
     });
     ROOTS_REFUSED.store(true, std::sync::atomic::Ordering::SeqCst);
     let v = process(&m);
-    let context = okk(&m, v.k.create_context(0));
-    let mut pdd = hw_queue_pdd();
-    let q = okk(
-        &m,
-        v.k.create_hw_queue(context, false, zerocopy::IntoBytes::as_mut_bytes(&mut pdd)),
-    );
-    let cmds = okk(
-        &m,
-        v.k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
-    );
-    let mut words = [0u64; 8];
-    let n = fill(&v.buf, 0, 0xBAD).encode(&mut words).unwrap();
-    for (i, w) in words[..n].iter().enumerate() {
-        cmds.mem.store(i as u64 * 8, *w);
-    }
+    let (q, cmds, bytes) = queue_with_buffer(&m, &v, fill(&v.buf, 0, 0xBAD));
     let r =
-        v.k.submit_command_to_hw_queue(q.handle, 1, cmds.gpu_va, (n * 8) as u32);
+        v.k.submit_command_to_hw_queue(q.handle, 1, cmds.gpu_va, bytes);
     ok(&m, m.run_until_idle());
     let in_error = m
         .ums_events(0)
