@@ -657,6 +657,32 @@ fn tdr_um10_guilty_doorbells_abort() {
     no_fault(&m);
 }
 
+/// UM-10 as 24H2 puts a device in error: each monitored fence of the guilty device, its
+/// queues' own among them, reads u64::MAX and its pending CPU waits are released
+/// (`_VIDSCH_SYNC_OBJECT::SetToAlwaysSignaled`@0x14003B954 from `VidSchiMarkDeviceAsError`);
+/// the other device's fence and its wait are untouched.
+#[test]
+fn tdr_um10_guilty_devices_monitored_fences_read_max_and_release_their_waits() {
+    let m = tdr_machine(Mode::Step, |a| a.device.doorbells = 8);
+    let h = ok(&m, m.create_process(0));
+    let (_o, ko) = user_process(&m);
+    let kh = m.kmt(&h);
+    let (_, guilty) = okk(&m, kh.create_monitored_fence(0));
+    let (_, innocent) = okk(&m, ko.create_monitored_fence(0));
+    let gw = ok(&m, m.wait_monitored_fence_event(&guilty, 5));
+    let iw = ok(&m, m.wait_monitored_fence_event(&innocent, 5));
+    let mut hq = okk(&m, UserQueue::new(kh, &config(0)));
+    okk(&m, hq.submit(&[Command::Hang]));
+    run_until(&m, "reset", |m| resets(m) == 1);
+    assert_eq!(guilty.value(), u64::MAX, "the guilty device's fence");
+    assert_eq!(gw.outcome(), Some(rvgpu_simos::WaitOutcome::Satisfied));
+    assert_eq!(innocent.value(), 0, "the other device's fence moved");
+    assert_eq!(iw.outcome(), None, "the other device's wait ended");
+    ok(&m, m.signal_monitored_fence_from_cpu(&innocent, 5));
+    assert_eq!(iw.outcome(), Some(rvgpu_simos::WaitOutcome::Satisfied));
+    no_fault(&m);
+}
+
 /// A reset during heavy user-mode traffic from other processes (seeded): 4 processes × 2
 /// queues (both nodes) submit continuously, one process hangs node 0; every other submission
 /// completes exactly once, in order per queue.

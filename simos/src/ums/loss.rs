@@ -175,6 +175,30 @@ pub(crate) fn tdr_device_error(
     }
     // The device's native fences go to u64::MAX (`M:VidSchiMarkDeviceAsError`).
     crate::sync::fence::signal_process_fences_to_max(a, process)?;
+    // So do its monitored fences, its queues' progress fences among them: 24H2
+    // `M:_VIDSCH_SYNC_OBJECT::SetToAlwaysSignaled`@0x14003B954 writes -1 into a 64-bit
+    // monitored fence's value and releases its waiters (`VidSchiUnwaitMonitoredFences`), for
+    // every sync object registered with the device (`VidSchiSignalRegisteredSyncObjects`
+    // @0x14003B848, from `VidSchiMarkDeviceAsError`@0x14001FF30). A CPU wait on a hung batch
+    // of the device then ends at once instead of at the OS's wait limit.
+    let monitored: Vec<MonitoredFence> = {
+        let os = lock(&a.ums);
+        let queues = os
+            .queues
+            .values()
+            .filter(|q| q.device == device)
+            .filter_map(|q| q.progress.clone());
+        let own = os
+            .fences
+            .iter()
+            .filter(|(h, _)| os.fence_owner.get(h) == Some(&process))
+            .map(|(_, f)| f.clone());
+        queues.chain(own).collect()
+    };
+    for f in monitored {
+        // A fence destroyed meanwhile has no waiter left to release.
+        let _ = f.os_signal(u64::MAX);
+    }
     Ok(dbs)
 }
 

@@ -174,6 +174,9 @@ pub trait KernelModeTesting {
     /// Waits up to `timeout` for the queue's submissions up to `value` to complete (a
     /// monitored fence the OS signals after them).
     fn wait(&mut self, q: TestQueue, value: u64, timeout: Duration) -> Result<WaitResult, Failure>;
+    /// What the fence [`KernelModeTesting::wait`] waits on reads now (its
+    /// `FenceValueCPUVirtualAddress`): `u64::MAX` once the OS put the queue's device in error.
+    fn done_value(&self, q: TestQueue) -> Result<u64, Failure>;
     /// A monitored fence of `p` at 0.
     fn create_fence(&mut self, p: TestProcess) -> Result<TestFence, Failure>;
     /// Later submissions to `q` wait (on the OS's side) until `f` reaches `value`.
@@ -411,6 +414,11 @@ impl<T: TestingHost> KernelModeTesting for T {
         k.wait_timeout(done, value, timeout)
             .map(wait_result)
             .map_err(|s| self.test_failure(s))
+    }
+
+    fn done_value(&self, q: TestQueue) -> Result<u64, Failure> {
+        use rvgpu_umd::kmt::FenceCpu;
+        Ok(self.testing_ref().queue(q)?.done.value.value())
     }
 
     fn create_fence(&mut self, p: TestProcess) -> Result<TestFence, Failure> {

@@ -332,10 +332,19 @@ fn hang_recovered_guilty_only(b: &dyn Backend) -> CaseResult {
         0x1DD0_C3E7,
         "the innocent queue's FILL behind the hang (no recovery?)",
     )?;
+    // Windows either leaves the hung submission's fence where it was or, putting the guilty
+    // device in error, writes u64::MAX into each of its monitored fences and releases their
+    // waits (24H2 `SetToAlwaysSignaled`, what D3D12 reports as a removed device's completed
+    // value). Either way the fence never reads the hung submission's own value.
     let r = s.kmtest()?.wait(gq, hv, HELD)?;
+    let reads = s.kmtest()?.done_value(gq)?;
     ensure!(
-        r != WaitResult::Satisfied,
-        "the hung submission reports completion"
+        r != WaitResult::Satisfied || reads == u64::MAX,
+        "the hung submission reports completion: its fence reads {reads:#x}"
+    );
+    ensure!(
+        reads < hv || reads == u64::MAX,
+        "the hung submission's fence reads {reads:#x}, at or past its value {hv:#x}"
     );
     if let Some(rec) = observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))? {
         ensure!(
