@@ -1221,6 +1221,24 @@ fn dll_instructions_per_user_mode_submit() {
     let (c2, i2) = p.instructions("rvgpu_fence_signal").expect("counted");
     let per = (i2 - i1) as f64 / (c2 - c1) as f64;
     println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_fence_signal");
+    // A CPU wait for a value the fence already holds: the fast path, no kernel call.
+    let waits = p.calls("D3DKMTWaitForSynchronizationObjectFromCpu");
+    let reached = |n: usize| {
+        for _ in 0..n {
+            assert_eq!(call(&p, "rvgpu_fence_wait", &[fence, value, u64::MAX]), OK);
+        }
+    };
+    reached(100);
+    let (c1, i1) = p.instructions("rvgpu_fence_wait").expect("counted");
+    reached(100);
+    let (c2, i2) = p.instructions("rvgpu_fence_wait").expect("counted");
+    let per = (i2 - i1) as f64 / (c2 - c1) as f64;
+    assert_eq!(
+        p.calls("D3DKMTWaitForSynchronizationObjectFromCpu"),
+        waits,
+        "a wait for a reached value called the OS"
+    );
+    println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_fence_wait of a reached value");
     assert_eq!(call(&p, "rvgpu_fence_destroy", &[fence]), OK);
     assert_eq!(call(&p, "rvgpu_buffer_destroy", &[b, 0, 0]), OK);
     assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
