@@ -31,17 +31,21 @@ use rvgpu_ddi::{HANDLE, NTSTATUS, PDEVICE_OBJECT, PVOID};
 
 use crate::adapter::Adapter;
 use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
+use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_LOG_BUFFER;
+use rvgpu_ddi::mdl::{MDL, MDL_PFN_ARRAY_OFFSET, PFN_NUMBER, PMDL};
 
 use crate::allocation::MAX_PER_CALL;
 use crate::args::Request;
 use crate::dma::OsWords;
 use crate::globals::ADAPTERS;
+use crate::log::HeaderView;
+use crate::mdl::MdlPages;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus, Status};
 
 /// One DDI call's pointers under Dxgkrnl's contract (module docs), for the call's duration `'a`.
 #[derive(Clone, Copy)]
-pub(super) struct Call<'a>(PhantomData<&'a ()>);
+pub(crate) struct Call<'a>(PhantomData<&'a ()>);
 
 impl<'a> Call<'a> {
     /// The contract of the call the caller is in.
@@ -52,6 +56,13 @@ impl<'a> Call<'a> {
     /// blocks name, resolved at most once while a `&mut` made from it lives.
     pub(super) unsafe fn new() -> Self {
         Self(PhantomData)
+    }
+
+    /// A call for the unit tests, whose pointers are to their own live memory of the sizes
+    /// they state.
+    #[cfg(test)]
+    pub(crate) fn for_test() -> Call<'static> {
+        Call(PhantomData)
     }
 
     /// The adapter behind a context, or `None` for null.
@@ -144,6 +155,84 @@ impl<'a> Call<'a> {
         // SAFETY: each address the OS passes is null or a word writable for the call (the
         // pages of the update DDIs; `Call::new`); OsWords checks null and alignment.
         Some(unsafe { OsWords::new(vas) })
+    }
+
+    /// Reads a native fence log's header through the OS's CPU VA of the buffer
+    /// (`LogBufferCpuVa`, readable for the call): null or unaligned is INVALID_PARAMETER.
+    pub(crate) fn log_header(
+        self,
+        p: *const DXGK_NATIVE_FENCE_LOG_BUFFER,
+    ) -> Result<HeaderView, Status> {
+        if p.is_null() || !p.addr().is_multiple_of(8) {
+            return Err(status::INVALID_PARAMETER);
+        }
+        // SAFETY: non-null and aligned (checked), and pointing at a header (`Call::new`), so
+        // the field projections stay inside it.
+        let ty = unsafe { &raw const (*p).Header.Type };
+        // SAFETY: as above.
+        let n = unsafe { &raw const (*p).Header.NumberOfEntries };
+        // SAFETY: readable for the call (`Call::new`). Volatile: the buffer is shared with the
+        // OS and the device.
+        let log_type = unsafe { core::ptr::read_volatile(ty) };
+        // SAFETY: as above.
+        let number_of_entries = unsafe { core::ptr::read_volatile(n) };
+        Ok(HeaderView {
+            log_type: u32::try_from(log_type).unwrap_or(u32::MAX),
+            number_of_entries,
+        })
+    }
+
+    /// Reads the MDL at `mdl`, which the OS built for this call (its header and the `Size`
+    /// bytes it declares, header included, readable and unchanged during the call; nothing
+    /// else about its contents is assumed).
+    pub(crate) fn mdl_pages(self, mdl: PMDL) -> Result<MdlPages<'a>, Status> {
+        if mdl.is_null() || !(mdl as usize).is_multiple_of(core::mem::align_of::<MDL>()) {
+            return Err(status::INVALID_PARAMETER);
+        }
+        // SAFETY: non-null and aligned (checked); the header is readable (`Call::new`). MDL
+        // is plain data, every bit pattern valid.
+        let header = unsafe { core::ptr::read(mdl) };
+        // `Size` is the byte length of header + array (wdm.h); read as unsigned so a value
+        // with the top bit set is a large size that the span check still bounds.
+        let size = usize::from(u16::from_ne_bytes(header.Size.to_ne_bytes()));
+        let entries = size
+            .checked_sub(MDL_PFN_ARRAY_OFFSET)
+            .and_then(|b| b.checked_div(core::mem::size_of::<PFN_NUMBER>()))
+            .ok_or(status::INVALID_PARAMETER)?;
+        // `MmGetMdlPfnArray` is the address just past the header (inside or one past the
+        // `Size` bytes, which include the header); the array is 8-aligned because the header
+        // is 8-aligned and 48 bytes long.
+        let array = mdl
+            .cast::<u8>()
+            .wrapping_add(MDL_PFN_ARRAY_OFFSET)
+            .cast::<PFN_NUMBER>();
+        // SAFETY: `entries` whole, aligned PFN_NUMBERs at `array` fit in the `Size` bytes
+        // readable for the call, unchanged during it.
+        let pfns = unsafe { core::slice::from_raw_parts(array, entries) };
+        MdlPages::new(pfns, header.ByteOffset, header.ByteCount)
+    }
+
+    /// The OS's writable buffer of `words` 64-bit words at `p` (a DMA buffer handed in for
+    /// the driver to fill during the call), or `None` for null or unaligned.
+    pub(crate) fn words_mut(self, p: *mut c_void, words: usize) -> Option<&'a mut [u64]> {
+        if p.is_null() || !(p as usize).is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: non-null and 8-aligned (checked); `words` words the driver's alone for the
+        // call (`Call::new`: the caller passes no more than the OS handed in).
+        Some(unsafe { core::slice::from_raw_parts_mut(p.cast::<u64>(), words) })
+    }
+
+    /// Element `i` of the OS's array of `n` `T`s at `p`, read unaligned (plain data): `None`
+    /// for null or `i` not below `n`.
+    #[inline]
+    pub(crate) fn element<T: Copy>(self, p: *const T, i: usize, n: usize) -> Option<T> {
+        if p.is_null() || i >= n {
+            return None;
+        }
+        // SAFETY: `i < n`, so the element is inside the array the call's block names
+        // (`Call::new`), readable for the call; unaligned read of plain data.
+        Some(unsafe { p.wrapping_add(i).read_unaligned() })
     }
 
     /// A DxgkDdiQueryAdapterInfo request with its buffers resolved.

@@ -23,7 +23,7 @@ mod allocation;
 mod caps;
 mod clock;
 mod context;
-mod contract;
+pub(crate) mod contract;
 mod dbginfo;
 mod doorbell;
 mod features;
