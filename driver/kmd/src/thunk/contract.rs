@@ -36,7 +36,7 @@ use rvgpu_ddi::mdl::{MDL, MDL_PFN_ARRAY_OFFSET, PFN_NUMBER, PMDL};
 
 use crate::allocation::MAX_PER_CALL;
 use crate::args::Request;
-use crate::dma::OsWords;
+use crate::dma::{OsWord, OsWords};
 use crate::globals::ADAPTERS;
 use crate::log::HeaderView;
 use crate::mdl::MdlPages;
@@ -233,6 +233,14 @@ impl<'a> Call<'a> {
         // SAFETY: `i < n`, so the element is inside the array the call's block names
         // (`Call::new`), readable for the call; unaligned read of plain data.
         Some(unsafe { p.wrapping_add(i).read_unaligned() })
+    }
+
+    /// The kernel CPU address of a word an object's creation names for the object's life (a
+    /// hardware queue's progress fence value: Dxgkrnl keeps it mapped until the queue is
+    /// destroyed, DXGKARG_CREATEHWQUEUE's page).
+    pub(super) fn queue_word(self, va: *mut c_void) -> OsWord {
+        // SAFETY: 0 or the OS's mapping of the word, readable while the queue lives (above).
+        unsafe { OsWord::new(va as usize) }
     }
 
     /// A DxgkDdiQueryAdapterInfo request with its buffers resolved.
