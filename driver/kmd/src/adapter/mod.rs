@@ -36,7 +36,9 @@ use crate::status::{self, Status};
 use crate::sync::SpinLock;
 use crate::thunk::table::Filled;
 
+#[deny(unsafe_code)]
 mod bring_up;
+#[deny(unsafe_code)]
 mod isr;
 
 /// Where the adapter is in its PnP life.

@@ -23,6 +23,7 @@ mod allocation;
 mod caps;
 mod clock;
 mod context;
+#[allow(unsafe_code)]
 pub(crate) mod contract;
 mod dbginfo;
 mod doorbell;
