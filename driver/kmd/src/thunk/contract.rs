@@ -4,8 +4,9 @@
 //! whole `DRIVER_INITIALIZATION_DATA` table is under):
 //!
 //! - the adapter context (`MiniportDeviceContext`, `hAdapter`, a feature interface's
-//!   `Context`) is null or the one [`super::adapter`]'s AddDevice returned, and Dxgkrnl calls
-//!   nothing with it after RemoveDevice returns;
+//!   `Context`) is null or the one AddDevice returned ([`add_device`], here, as is
+//!   [`remove_device`], which frees it), and Dxgkrnl calls nothing with it after RemoveDevice
+//!   returns;
 //! - an argument block, out pointer or argument array is null or valid, aligned and the
 //!   driver's alone (nothing else reads or writes it) for the duration of the call: readable
 //!   when the signature declares it `const`, readable and writable when it declares it `mut`;
@@ -15,7 +16,12 @@
 //! [`Call`] is that contract as a value: a thunk makes one (its `unsafe` block, the promise
 //! that the pointers it resolves are its call's) and turns each pointer into a reference whose
 //! lifetime ends with the call, or `None` for null, without further `unsafe`; it then checks
-//! sizes and calls the module holding the logic.
+//! sizes and calls the module holding the logic. The OS's arrays and buffers that argument
+//! blocks name are resolved through it too, into typed values the logic takes: slices
+//! ([`Call::slice`], [`Call::array`]), the fence value words of the update DDIs
+//! ([`Call::os_words`]), an MDL's pages ([`Call::mdl_pages`]), a paging DMA buffer
+//! ([`Call::words_mut`]), page-table entries ([`Call::element`]), a log header
+//! ([`Call::log_header`]), a QueryAdapterInfo request ([`Call::qai_request`]).
 //! The common shapes are whole thunks here ([`on_adapter`], [`on_adapter_mut`], [`on_args`],
 //! [`on_args_mut`], [`on_handle`], [`on_handle_mut`], [`on_context`], [`on_context_with`]): a
 //! DDI of that shape names only its logic, through one of the traits ([`generic_ddis`] declares
