@@ -29,7 +29,7 @@
 //! [cdi]: https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo
 
 use core::fmt::{self, Write};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
 
 use rvgpu_ddi::tdr::{
     DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT,
@@ -213,18 +213,6 @@ fn dump_state(raw: u32) -> u32 {
     }
 }
 
-/// Reads a progress fence value through the OS's kernel mapping `va` (0: none given).
-fn progress_value(va: usize) -> Option<u64> {
-    if va == 0 || !va.is_multiple_of(8) {
-        return None;
-    }
-    // SAFETY: `va` is the OS's kernel CPU VA of the queue's progress fence value
-    // (DXGKARG_CREATEHWQUEUE::HwQueueProgressFenceCPUVirtualAddress), 8-aligned (checked),
-    // valid while the queue lives; the caller holds the scheduler lock, under which the queue
-    // cannot be destroyed. The GPU writes it concurrently, so it is read atomically.
-    Some(unsafe { (*(va as *const AtomicU64)).load(Ordering::Acquire) })
-}
-
 /// The record of engine `e`. `sched`: the scheduler state if its lock was free; `payload`: the
 /// OS's engine-timeout payload.
 fn engine_record<P: Platform>(
@@ -306,7 +294,9 @@ fn engine_record<P: Platform>(
             d.last_submitted = q.last_submitted;
             d.valid |= tdrdump::VALID_WRITE_PTR | tdrdump::VALID_SUBMITTED;
         }
-        if let Some(v) = progress_value(q.progress_cpu) {
+        // The OS's kernel mapping of the queue's progress fence value: the caller holds the
+        // scheduler lock, under which the queue cannot be destroyed.
+        if let Some(v) = q.progress_cpu.load(Ordering::Acquire) {
             d.last_completed = v;
             d.valid |= tdrdump::VALID_COMPLETED;
         }
@@ -424,6 +414,7 @@ mod tests {
         }
         assert_eq!(dump_state(u32::MAX), tdrdump::ENGINE_UNKNOWN);
         assert_eq!(dump_state(0xF), tdrdump::ENGINE_UNKNOWN);
+        let progress_value = |va| crate::dma::OsWord::for_test(va).load(Ordering::Acquire);
         assert_eq!(progress_value(0), None);
         assert_eq!(progress_value(0x1001), None, "misaligned");
     }

@@ -58,6 +58,42 @@ impl<'a> OsWords<'a> {
     }
 }
 
+/// The kernel CPU address of a 64-bit word the OS keeps mapped for as long as an object of
+/// the driver's lives (a hardware queue's progress fence value), read atomically (the GPU
+/// writes it). 0 is none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OsWord(usize);
+
+impl OsWord {
+    /// No word.
+    pub const NONE: Self = Self(0);
+
+    /// Wraps the address `va` the OS passed.
+    ///
+    /// # Safety
+    /// `va` is 0, or a kernel CPU address whose 64-bit word (when 8-aligned) is readable for as
+    /// long as the value is kept (the object it describes lives).
+    pub unsafe fn new(va: usize) -> Self {
+        Self(va)
+    }
+
+    /// A word at an address the tests make up (never read unless aligned and non-zero).
+    #[cfg(test)]
+    pub fn for_test(va: usize) -> Self {
+        Self(va)
+    }
+
+    /// Atomic load of the word; `None` for none or a misaligned address.
+    pub fn load(&self, order: Ordering) -> Option<u64> {
+        if self.0 == 0 || !self.0.is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: non-zero and 8-aligned (checked), so readable while kept (`new`'s contract);
+        // read atomically, as the GPU writes it concurrently.
+        Some(unsafe { (*(self.0 as *const AtomicU64)).load(order) })
+    }
+}
+
 /// A contiguous, device-visible buffer: kernel VA, bus address, size in bytes (a multiple of
 /// 8), and the Dxgkrnl handle that frees it.
 #[derive(Debug)]

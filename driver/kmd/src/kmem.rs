@@ -21,6 +21,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::platform::Platform;
 use crate::status::{self, Status};
@@ -109,6 +110,83 @@ pub fn try_from_fn<P: Platform, T>(
         let _ = push_reserved(&mut v, f(i));
     }
     Ok(v)
+}
+
+/// A boxed value published through an atomic pointer and replaced by newer ones. A replaced
+/// value stays alive, chained behind its successor, until the `Retaining` is dropped, so a
+/// reader's reference lives as long as its borrow of the `Retaining` (readers never block and
+/// never free; the memory of the replaced values is given back at once, at drop).
+pub struct Retaining<T> {
+    current: AtomicPtr<Retained<T>>,
+    /// Owns the values: `Send`/`Sync` as a `Box<T>` is.
+    _owns: core::marker::PhantomData<Box<T>>,
+}
+
+/// A value and the one it replaced.
+struct Retained<T> {
+    value: T,
+    older: *mut Retained<T>,
+}
+
+impl<T> Drop for Retained<T> {
+    fn drop(&mut self) {
+        if !self.older.is_null() {
+            // SAFETY: `older` came from `Box::into_raw` and only this node owns it; nodes are
+            // dropped only through `Retaining::drop` (`&mut`), when no reader is left.
+            drop(unsafe { Box::from_raw(self.older) });
+        }
+    }
+}
+
+impl<T> Retaining<T> {
+    /// Publishes `value` (allocates).
+    pub fn try_new<P: Platform>(value: T) -> Result<Self, NoMemory> {
+        let node = try_box::<P, _>(Retained {
+            value,
+            older: core::ptr::null_mut(),
+        })?;
+        Ok(Self {
+            current: AtomicPtr::new(Box::into_raw(node)),
+            _owns: core::marker::PhantomData,
+        })
+    }
+
+    /// The current value. Acquire pairs with the publishing Release store: what was written
+    /// to a value before it was published is visible.
+    #[inline]
+    pub fn get(&self) -> &T {
+        // SAFETY: `current` always holds a valid pointer from `Box::into_raw` (set by
+        // `try_new`, replaced by `try_replace` with another such pointer); a replaced node
+        // stays owned by its successor's `older` chain and is freed only by `Drop`, which needs
+        // `&mut self`, so the node outlives this borrow of `self`.
+        unsafe { &(*self.current.load(Ordering::Acquire)).value }
+    }
+
+    /// Publishes `value` in place of the current one, which stays alive for the readers still
+    /// on it (allocates; the caller serialises writers). On error nothing changed.
+    pub fn try_replace<P: Platform>(&self, value: T) -> Result<(), NoMemory> {
+        let mut node = try_box::<P, _>(Retained {
+            value,
+            older: core::ptr::null_mut(),
+        })?;
+        // Linked only once allocated: a node that failed to allocate would drop (and free) its
+        // `older`.
+        node.older = self.current.load(Ordering::Relaxed);
+        // Release: the new value's contents are visible to a reader that loads the pointer.
+        self.current.store(Box::into_raw(node), Ordering::Release);
+        Ok(())
+    }
+}
+
+impl<T> Drop for Retaining<T> {
+    fn drop(&mut self) {
+        let p = core::mem::replace(self.current.get_mut(), core::ptr::null_mut());
+        if !p.is_null() {
+            // SAFETY: `current` holds a pointer from `Box::into_raw`, and `&mut self` means no
+            // reader holds it any more; the older nodes go with it.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 /// A boxed slice of `n` elements made by `f(i)`.

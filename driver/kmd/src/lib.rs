@@ -13,37 +13,50 @@
         clippy::disallowed_macros
     )
 )]
+// `unsafe` only where memory is not Rust's: the ten modules marked `allow(unsafe_code)` below
+// and in `thunk` (the platform contract, MMIO, DMA and OS-owned words, the pool, the spin lock,
+// the adapter table, the adapter's live state, Dxgkrnl's callbacks, the argument unions and
+// Dxgkrnl's pointer contract); every other module is refused it.
+#![deny(unsafe_code)]
 extern crate alloc;
 
+#[allow(unsafe_code)]
 mod adapter;
 mod allocation;
 mod aperture;
+#[allow(unsafe_code)]
 mod args;
 mod caps;
 mod clock;
 mod context;
 mod dbginfo;
 mod device;
+#[allow(unsafe_code)]
 mod dma;
 mod doorbell;
+#[allow(unsafe_code)]
 mod dxgk;
 pub mod etw;
 mod features;
 mod fence;
+#[allow(unsafe_code)]
 mod globals;
 mod gpummu;
 mod handle;
 mod hwqueue;
 mod hws;
 mod interrupt;
+#[allow(unsafe_code)]
 mod kmem;
 mod kmtest;
 mod log;
 mod mdl;
+#[allow(unsafe_code)]
 mod mmio;
 mod node;
 mod pagetable;
 mod paging;
+#[allow(unsafe_code)]
 pub mod platform;
 mod power;
 mod present;
@@ -56,6 +69,7 @@ mod runlist;
 mod sched;
 mod status;
 mod submit;
+#[allow(unsafe_code)]
 mod sync;
 mod thunk;
 mod watchdog;

@@ -10,7 +10,7 @@
 //! and the simulated platform has no DMA remapping. A platform that remaps DMA would
 //! need the pages mapped for the device first (`DxgkCbMapMdlToIoMmu`); not built.
 
-use rvgpu_ddi::mdl::{MDL, MDL_PFN_ARRAY_OFFSET, PFN_NUMBER, PMDL};
+use rvgpu_ddi::mdl::PFN_NUMBER;
 
 use crate::status::{self, Status};
 
@@ -50,37 +50,6 @@ impl<'a> MdlPages<'a> {
             byte_offset,
             byte_count,
         })
-    }
-
-    /// Reads the MDL at `mdl`.
-    ///
-    /// # Safety
-    /// `mdl` is null or points at an MDL the OS built for this call: its header and the
-    /// `Size` bytes it declares (header included) are readable and do not change during the
-    /// call. Nothing else about its contents is assumed.
-    pub(crate) unsafe fn read(mdl: PMDL) -> Result<Self, Status> {
-        if mdl.is_null() || !(mdl as usize).is_multiple_of(core::mem::align_of::<MDL>()) {
-            return Err(status::INVALID_PARAMETER);
-        }
-        // SAFETY: non-null and aligned (checked); the caller guarantees the header is
-        // readable. MDL is plain data, every bit pattern valid.
-        let header = unsafe { core::ptr::read(mdl) };
-        // `Size` is the byte length of header + array (wdm.h); read as unsigned so a value
-        // with the top bit set is a large size that the span check below still bounds.
-        let size = usize::from(u16::from_ne_bytes(header.Size.to_ne_bytes()));
-        let entries = size
-            .checked_sub(MDL_PFN_ARRAY_OFFSET)
-            .and_then(|b| b.checked_div(core::mem::size_of::<PFN_NUMBER>()))
-            .ok_or(status::INVALID_PARAMETER)?;
-        // SAFETY: `MmGetMdlPfnArray` is the address just past the header (inside or one past
-        // the `Size` bytes, which include the header); `entries` whole
-        // PFN_NUMBERs fit in the `Size` bytes the caller guarantees readable; the array is
-        // 8-aligned because the header is 8-aligned and 48 bytes long.
-        let array = unsafe { mdl.cast::<u8>().add(MDL_PFN_ARRAY_OFFSET) }.cast::<PFN_NUMBER>();
-        // SAFETY: as above: `entries` readable, aligned PFN_NUMBERs at `array`, unchanged
-        // during the call.
-        let pfns = unsafe { core::slice::from_raw_parts(array, entries) };
-        Self::new(pfns, header.ByteOffset, header.ByteCount)
     }
 
     /// The paging location `bytes` long that starts `page_offset` pages into the MDL's
@@ -197,18 +166,20 @@ mod tests {
         words[5] = 3 * 4096; // ByteCount; ByteOffset 0
         words[6] = 0x10;
         words[7] = 0x20;
+        // `w` holds a header and the 16 bytes of array its Size declares (or less: Size is
+        // what bounds the read).
+        let call = crate::thunk::contract::Call::for_test();
         let read = |w: &mut [u64; 8]| {
-            // SAFETY: `w` holds a header and the 16 bytes of array its Size declares (or
-            // less: Size is what bounds the read).
-            unsafe { MdlPages::read(w.as_mut_ptr().cast::<MDL>()) }.map(|m| m.pfns.to_vec())
+            call.mdl_pages(w.as_mut_ptr().cast::<rvgpu_ddi::mdl::MDL>())
+                .map(|m| m.pfns.to_vec())
         };
         assert!(read(&mut words).is_err());
         words[5] = 2 * 4096;
         assert_eq!(read(&mut words).unwrap(), vec![0x10, 0x20]);
         words[1] = 40; // Size smaller than the header
         assert!(read(&mut words).is_err());
-        // SAFETY: null is refused before any read.
-        assert!(unsafe { MdlPages::read(core::ptr::null_mut()) }.is_err());
+        // Null is refused before any read.
+        assert!(call.mdl_pages(core::ptr::null_mut()).is_err());
     }
 
     #[test]

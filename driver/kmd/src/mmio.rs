@@ -9,7 +9,9 @@ use core::ptr::NonNull;
 use rvgpu_hw::register::{Fixed, Indexed, Readable, RegRaw, Register, Width, Writable};
 use rvgpu_hw::regs::{self, DeviceStatus};
 
+use crate::dxgk::Dxgk;
 use crate::platform::Platform;
+use crate::status::{self, Status};
 
 /// [`Regs`] state: the device is gone (surprise removal, or a read showed
 /// `DEVICE_STATUS.LOST`); reads return all-ones as a dead device's would, for good.
@@ -56,6 +58,17 @@ impl<P: Platform> Regs<P> {
             state: core::sync::atomic::AtomicU8::new(0),
             _platform: PhantomData,
         }
+    }
+
+    /// Maps BAR0 (`start`, `length` bytes) through DxgkCbMapMemory; the mapping's address is
+    /// returned too, for the DxgkCbUnmapMemory that ends it (when the adapter stops, or its
+    /// start fails after this).
+    pub fn map(dxgk: &Dxgk, start: u64, length: u64) -> Result<(Self, NonNull<u8>), Status> {
+        let va = dxgk.map_registers(start, length)?;
+        let len = usize::try_from(length).map_err(|_| status::INSUFFICIENT_RESOURCES)?;
+        // SAFETY: `va` maps BAR0 for `len` bytes until the caller unmaps it, after dropping
+        // this value.
+        Ok((unsafe { Self::new(va, len) }, va))
     }
 
     /// From now on no access touches the hardware (after surprise removal "any

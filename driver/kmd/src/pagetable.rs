@@ -33,6 +33,7 @@ use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::process;
 use crate::status::{self, Status};
+use crate::thunk::contract::Call;
 
 /// Most ranges one COPYPAGETABLEENTRIES may carry (a table's worth).
 const MAX_COPY_RANGES: u32 = 512;
@@ -140,6 +141,7 @@ pub struct Pass {
 
 /// UPDATEPAGETABLE from entry `first` on, into `out`.
 pub fn update<P: Platform>(
+    call: Call<'_>,
     a: &Adapter<P>,
     live: &Live<P>,
     op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
@@ -157,6 +159,7 @@ pub fn update<P: Platform>(
         return Err(status::INVALID_PARAMETER);
     }
     let n = op.NumPageTableEntries;
+    let entries = usize::try_from(n).unwrap_or(0);
     let end = op
         .StartIndex
         .checked_add(n)
@@ -192,11 +195,10 @@ pub fn update<P: Platform>(
             let idx = usize::try_from(next)
                 .unwrap_or(usize::MAX)
                 .saturating_add(i);
-            // SAFETY: VidMm's array holds NumPageTableEntries entries (checked `idx < n`), so
-            // the element pointer is inside it.
-            let at = unsafe { op.pPageTableEntries.add(idx) };
-            // SAFETY: `at` points at one of VidMm's entries; read unaligned, plain integers.
-            let mut e: DXGK_PTE = unsafe { at.read_unaligned() };
+            // VidMm's array holds NumPageTableEntries entries (`idx < n`, checked).
+            let mut e: DXGK_PTE = call
+                .element(op.pPageTableEntries, idx, entries)
+                .ok_or(status::INVALID_PARAMETER)?;
             if let Some(p) = policy {
                 // The allocation's own limits apply whatever VidMm asked.
                 e = e.with_read_only(e.read_only() || p.gpu_read_only);
@@ -215,8 +217,10 @@ pub fn update<P: Platform>(
         written = written.saturating_add(w);
         next = next.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
     }
-    // SAFETY: the array holds at least one entry (NumPageTableEntries > 0, checked).
-    let e0: DXGK_PTE = unsafe { op.pPageTableEntries.read_unaligned() };
+    // The array holds at least one entry (NumPageTableEntries > 0, checked).
+    let e0: DXGK_PTE = call
+        .element(op.pPageTableEntries, 0, entries)
+        .ok_or(status::INVALID_PARAMETER)?;
     // Pages each entry maps: leaves map one; level-1 entries map a large page each when they
     // are large pages or VidMm names an allocation (a large page being unmapped); other
     // entries link tables and map nothing themselves.
@@ -246,7 +250,7 @@ pub fn update<P: Platform>(
         );
     }
     if level == 0 && first == 0 && written > 0 && matches!(who, Mapping::UnplacedNativeFence) {
-        note_fence_pages(a, live, op);
+        note_fence_pages(call, a, live, op);
     }
     if written == 0 {
         return Ok(Pass {
@@ -264,6 +268,7 @@ pub fn update<P: Platform>(
 /// fence's first open resolves its values through them. A record that does not fit is
 /// dropped; that open then fails.
 fn note_fence_pages<P: Platform>(
+    call: Call<'_>,
     a: &Adapter<P>,
     live: &Live<P>,
     op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
@@ -272,13 +277,13 @@ fn note_fence_pages<P: Platform>(
         return;
     };
     let mut fences = live.fences.lock();
+    let entries = usize::try_from(op.NumPageTableEntries).unwrap_or(0);
     for i in 0..op.NumPageTableEntries {
         let idx = usize::try_from(i).unwrap_or(usize::MAX);
-        // SAFETY: VidMm's array holds NumPageTableEntries entries (checked by `update`), so the
-        // element pointer is inside it.
-        let at = unsafe { op.pPageTableEntries.add(idx) };
-        // SAFETY: `at` points at one of VidMm's entries; read unaligned, plain integers.
-        let e: DXGK_PTE = unsafe { at.read_unaligned() };
+        // VidMm's array holds NumPageTableEntries entries (checked by `update`).
+        let Some(e) = call.element::<DXGK_PTE>(op.pPageTableEntries, idx, entries) else {
+            break;
+        };
         let va = op
             .FirstPteVirtualAddress
             .saturating_add(u64::from(i).saturating_mul(mmu::PAGE_4K));
@@ -332,6 +337,7 @@ fn table_va<P: Platform>(live: &Live<P>, va: u64, start: u32, count: u32) -> Res
 
 /// COPYPAGETABLEENTRIES from range `first` on: one COPY per range.
 pub fn copy<P: Platform>(
+    call: Call<'_>,
     live: &Live<P>,
     op: &DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES,
     first: u32,
@@ -347,10 +353,11 @@ pub fn copy<P: Platform>(
     let mut next = first;
     while next < op.NumRanges {
         let idx = usize::try_from(next).map_err(|_| status::INVALID_PARAMETER)?;
-        // SAFETY: VidMm's array holds NumRanges ranges (checked `idx < NumRanges`).
-        let at = unsafe { op.pRanges.add(idx) };
-        // SAFETY: `at` points at one of VidMm's ranges; plain data, read unaligned.
-        let r = unsafe { at.read_unaligned() };
+        // VidMm's array holds NumRanges ranges (`idx < NumRanges`, checked).
+        let ranges = usize::try_from(op.NumRanges).unwrap_or(0);
+        let r = call
+            .element(op.pRanges, idx, ranges)
+            .ok_or(status::INVALID_PARAMETER)?;
         let n = r.NumPageTableEntries;
         if n == 0 {
             return Err(status::INVALID_PARAMETER);

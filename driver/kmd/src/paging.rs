@@ -41,9 +41,10 @@ use rvgpu_hw::cmd::{Command, MAX_TRANSFER};
 use crate::adapter::Adapter;
 use crate::aperture::Aperture;
 use crate::args::{PagingOperation, TransferSide};
-use crate::mdl::{MdlPages, Pages};
+use crate::mdl::Pages;
 use crate::platform::Platform;
 use crate::status::{self, Status};
+use crate::thunk::contract::Call;
 
 /// Words of one COPY / FILL packet.
 const PACKET_WORDS: usize = 4;
@@ -261,6 +262,7 @@ fn segment_location<'a, P: Platform>(
 /// `VIDMM_GLOBAL::MapVideoApertureSegmentInternal` passes the allocation's MDL). Only the
 /// table changes; nothing is written to the paging buffer.
 fn map_aperture<P: Platform>(
+    call: Call<'_>,
     live: &crate::adapter::Live<P>,
     m: &rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
 ) -> NTSTATUS {
@@ -277,10 +279,9 @@ fn map_aperture<P: Platform>(
     ) else {
         return bad;
     };
-    // SAFETY: VidMm passes an MDL it built for this operation (the page: `pMdl`); it stays
-    // valid and unchanged until the call returns, and `MdlPages::read` reads only the header
-    // and the array its `Size` declares.
-    let pages = match unsafe { MdlPages::read(m.pMdl) } {
+    // VidMm passes an MDL it built for this operation (the page: `pMdl`); it stays valid and
+    // unchanged until the call returns.
+    let pages = match call.mdl_pages(m.pMdl) {
         Ok(p) => p,
         Err(e) => return e.code(),
     };
@@ -332,6 +333,7 @@ fn unmap_aperture<P: Platform>(
 /// - Both sides MDLs (system memory to system memory) is not something VidMm asks of the
 ///   GPU here (UNVERIFIED): `STATUS_NOT_SUPPORTED`.
 fn operation<'a, P: Platform>(
+    call: Call<'a>,
     live: &'a crate::adapter::Live<P>,
     args: &'a DXGKARG_BUILDPAGINGBUFFER,
 ) -> Result<Op<'a>, NTSTATUS> {
@@ -374,11 +376,10 @@ fn operation<'a, P: Platform>(
                         segment_location(live, id, a, bytes)
                     }
                     TransferSide::Mdl(mdl) => {
-                        // SAFETY: VidMm passes an MDL it built for this operation (the
-                        // page: "a pointer to a buffer that contains the MDL"); it stays
-                        // valid and unchanged until the call returns, and `MdlPages::read`
-                        // reads only the header and the array its `Size` declares.
-                        let pages = unsafe { MdlPages::read(mdl) }.map_err(|e| e.code())?;
+                        // VidMm passes an MDL it built for this operation (the page: "a
+                        // pointer to a buffer that contains the MDL"); it stays valid and
+                        // unchanged until the call returns.
+                        let pages = call.mdl_pages(mdl).map_err(|e| e.code())?;
                         pages
                             .range(t.MdlOffset, bytes)
                             .map(Loc::Pages)
@@ -401,6 +402,7 @@ fn operation<'a, P: Platform>(
 /// an operation rvgpu does not build, `STATUS_INVALID_PARAMETER`, or
 /// `STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER` (see the module doc).
 pub fn build_paging_buffer<P: Platform>(
+    call: Call<'_>,
     a: &Adapter<P>,
     args: &mut DXGKARG_BUILDPAGINGBUFFER,
 ) -> NTSTATUS {
@@ -410,9 +412,9 @@ pub fn build_paging_buffer<P: Platform>(
     match crate::args::paging_operation(args) {
         PagingOperation::UpdatePageTable(_)
         | PagingOperation::FlushTlb(_)
-        | PagingOperation::CopyPageTableEntries(_) => return build_gpummu(a, live, args),
+        | PagingOperation::CopyPageTableEntries(_) => return build_gpummu(call, a, live, args),
         PagingOperation::MapAperture(m) if crate::gpummu::supported(live.mmu()) => {
-            return map_aperture(live, &m)
+            return map_aperture(call, live, &m)
         }
         PagingOperation::UnmapAperture(u) if crate::gpummu::supported(live.mmu()) => {
             return unmap_aperture(live, &u)
@@ -421,7 +423,7 @@ pub fn build_paging_buffer<P: Platform>(
     }
     // The operation borrows what the OS passed; `args` itself is updated below.
     let input = *args;
-    let op = match operation(live, &input) {
+    let op = match operation(call, live, &input) {
         Ok(op) => op,
         Err(e) => return e,
     };
@@ -441,15 +443,17 @@ pub fn build_paging_buffer<P: Platform>(
     if words < PACKET_WORDS {
         return STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
     }
-    // SAFETY: the OS hands `DmaSize` bytes of writable paging buffer (`DmaBufferWriteOffset` of
-    // which precede `pDmaBuffer` under one reading of the page, so `avail` bytes from
-    // `pDmaBuffer` are inside it under both); `pDmaBuffer` is 8-aligned (checked) and nothing
-    // else writes the buffer during the call.
-    let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u64>(), words) };
+    // The OS hands `DmaSize` bytes of writable paging buffer (`DmaBufferWriteOffset` of which
+    // precede `pDmaBuffer` under one reading of the page, so `avail` bytes from `pDmaBuffer`
+    // are inside it under both); `pDmaBuffer` is 8-aligned (checked) and nothing else writes
+    // the buffer during the call.
+    let Some(out) = call.words_mut(buf, words) else {
+        return status::INVALID_PARAMETER.code();
+    };
     let (n, next) = encode(&op, first, out);
     let bytes = n.saturating_mul(8);
-    // SAFETY: `bytes` ≤ `avail`: still inside (or one past the end of) the buffer.
-    args.pDmaBuffer = unsafe { buf.cast::<u8>().add(bytes) }.cast();
+    // `bytes` ≤ `avail`: still inside (or one past the end of) the buffer.
+    args.pDmaBuffer = buf.cast::<u8>().wrapping_add(bytes).cast();
     args.DmaBufferWriteOffset = args
         .DmaBufferWriteOffset
         .saturating_add(u32::try_from(bytes).unwrap_or(u32::MAX));
@@ -463,6 +467,7 @@ pub fn build_paging_buffer<P: Platform>(
 
 /// The GpuMmu operations ([`crate::pagetable`]) into the OS's paging buffer.
 fn build_gpummu<P: Platform>(
+    call: Call<'_>,
     a: &Adapter<P>,
     live: &crate::adapter::Live<P>,
     args: &mut DXGKARG_BUILDPAGINGBUFFER,
@@ -477,14 +482,16 @@ fn build_gpummu<P: Platform>(
     }
     let avail = args.DmaSize.saturating_sub(args.DmaBufferWriteOffset);
     let words = usize::try_from(avail / 8).unwrap_or(0);
-    // SAFETY: as in `build_paging_buffer`: `avail` writable bytes from the 8-aligned
-    // `pDmaBuffer`, nothing else writes the buffer during the call.
-    let out = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u64>(), words) };
+    // As in `build_paging_buffer`: `avail` writable bytes from the 8-aligned `pDmaBuffer`,
+    // nothing else writes the buffer during the call.
+    let Some(out) = call.words_mut(buf, words) else {
+        return status::INVALID_PARAMETER.code();
+    };
     let first = args.MultipassOffset;
     let pass = match crate::args::paging_operation(args) {
-        PagingOperation::UpdatePageTable(op) => pagetable::update(a, live, &op, first, out),
+        PagingOperation::UpdatePageTable(op) => pagetable::update(call, a, live, &op, first, out),
         PagingOperation::FlushTlb(op) => pagetable::flush(live, &op, out),
-        PagingOperation::CopyPageTableEntries(op) => pagetable::copy(live, &op, first, out),
+        PagingOperation::CopyPageTableEntries(op) => pagetable::copy(call, live, &op, first, out),
         _ => return STATUS_NOT_SUPPORTED,
     };
     let pass = match pass {
@@ -496,8 +503,8 @@ fn build_gpummu<P: Platform>(
         return STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
     }
     let bytes = pass.words.saturating_mul(8);
-    // SAFETY: `bytes` ≤ `avail`: still inside (or one past the end of) the buffer.
-    args.pDmaBuffer = unsafe { buf.cast::<u8>().add(bytes) }.cast();
+    // `bytes` ≤ `avail`: still inside (or one past the end of) the buffer.
+    args.pDmaBuffer = buf.cast::<u8>().wrapping_add(bytes).cast();
     args.DmaBufferWriteOffset = args
         .DmaBufferWriteOffset
         .saturating_add(u32::try_from(bytes).unwrap_or(u32::MAX));

@@ -295,7 +295,7 @@ pub(crate) mod fixtures {
             priority: 0,
             user_mode: user,
             progress_gpu: rvgpu_hw::addr::GpuVa::new(0x9000),
-            progress_cpu: 0,
+            progress_cpu: crate::dma::OsWord::NONE,
             last_submitted: 0,
             native_progress: false,
             ring,

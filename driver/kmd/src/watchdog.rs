@@ -28,7 +28,6 @@
 //! A device that is gone (all-ones, or registers cut off after surprise removal) is left to
 //! the removal path: the watchdog neither touches it nor reports anything.
 
-use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use crate::platform::Platform;
@@ -76,28 +75,34 @@ impl<P: Platform> core::fmt::Debug for Watchdog<P> {
 }
 
 impl<P: Platform> Watchdog<P> {
-    /// Arms the timer unless it is armed already. Returns whether a timer is running.
-    ///
-    /// # Safety
-    /// `self` must not move, and `routine(context)` must stay sound to call, until
-    /// [`Watchdog::disarm`] has returned.
-    pub unsafe fn arm(
-        &self,
-        routine: crate::platform::TimerRoutine,
-        context: *const c_void,
-    ) -> bool {
+    /// Starts arming the timer: false if it is armed already (nothing to do). The timer
+    /// itself is armed by the adapter ([`crate::adapter`]), whose address is its context.
+    pub fn begin_arm(&self) -> bool {
         if self.armed.swap(true, Ordering::AcqRel) {
-            return true;
+            return false;
         }
         // Nothing seen yet: the first look only records.
         self.last_pending.store(0, Ordering::Relaxed);
-        // SAFETY: the caller keeps `self` (and so the timer) in place and `context` valid
-        // until `disarm`, which cancels the timer; `armed` was clear, so it is not armed.
-        let running = unsafe { P::timer_arm(&self.timer, PERIOD_MS, routine, context) };
+        true
+    }
+
+    /// The timer, for the adapter to arm after [`Watchdog::begin_arm`].
+    pub fn timer(&self) -> &P::Timer {
+        &self.timer
+    }
+
+    /// Ends arming: `running` is whether the platform's timer runs (a platform without
+    /// kernel timers leaves the watchdog disarmed). Returns `running`.
+    pub fn end_arm(&self, running: bool) -> bool {
         if !running {
             self.armed.store(false, Ordering::Release);
         }
         running
+    }
+
+    /// Whether the timer is armed.
+    pub fn is_armed(&self) -> bool {
+        self.armed.load(Ordering::Relaxed)
     }
 
     /// Disarms the timer and waits out a tick in progress (PASSIVE_LEVEL).
@@ -152,15 +157,5 @@ mod tests {
         assert!(!w.look(0b1, 6), "pending again, first sight");
         assert_eq!(w.recoveries.load(Ordering::Relaxed), 0);
         assert_eq!(w.looks.load(Ordering::Relaxed), 4);
-    }
-
-    #[test]
-    fn a_platform_without_timers_leaves_the_watchdog_disarmed() {
-        unsafe fn never(_: *const c_void) {}
-        let w = Watchdog::<Host>::default();
-        // SAFETY: `w` outlives the (never running) timer.
-        assert!(!unsafe { w.arm(never, core::ptr::null()) });
-        assert!(!w.armed.load(Ordering::Relaxed));
-        w.disarm();
     }
 }

@@ -4,11 +4,9 @@
 
 use alloc::boxed::Box;
 use core::cell::UnsafeCell;
-use core::ffi::c_void;
-use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::ptr::NonNull;
+use core::sync::atomic::Ordering;
 
-use super::isr::watchdog_tick;
 use crate::device;
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
@@ -106,10 +104,7 @@ impl<P: Platform> Adapter<P> {
         let res = dxgk
             .resources(&info)
             .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
-        let va = dxgk.map_registers(res.mmio.start, res.mmio.length)?;
-        let len = usize::try_from(res.mmio.length).map_err(|_| status::INSUFFICIENT_RESOURCES)?;
-        // SAFETY: `va` maps BAR0 for `len` bytes until we unmap it in `tear_down`/below.
-        let regs = unsafe { Regs::<P>::new(va, len) };
+        let (regs, va) = Regs::<P>::map(&dxgk, res.mmio.start, res.mmio.length)?;
         let identity = match device::probe(&regs) {
             Ok(id) => id,
             Err(e) => {
@@ -294,24 +289,7 @@ impl<P: Platform> Adapter<P> {
                 return Err(status::INVALID_DEVICE_STATE);
             }
         }
-        let raw = self.live.load(Ordering::Acquire);
-        if raw.is_null() {
-            return Err(status::INVALID_DEVICE_STATE);
-        }
-        // Before anything is torn down: afterwards no watchdog tick runs or will run.
-        self.watchdog.disarm();
-        // SAFETY: published by `start`, still published (only `stop` clears it, and Dxgkrnl
-        // serialises StopDevice with itself).
-        let dxgk = unsafe { (*raw).dxgk };
-        // SAFETY: as above.
-        unsafe { (*raw).regs.write(rvgpu_hw::regs::IntEnable::new(0)) };
-        // Unpublish at device IRQL: once this returns no ISR holds or will load the pointer.
-        let ctx = ptr::from_ref(&self.live).cast_mut().cast::<c_void>();
-        // SAFETY: `unpublish::<P>` expects exactly this context: our `live` slot, which
-        // outlives the call.
-        unsafe { dxgk.synchronize(unpublish::<P>, ctx) }?;
-        // SAFETY: `raw` came from Box::into_raw in `start` and is unreachable by the ISR now.
-        let live = unsafe { Box::from_raw(raw) };
+        let live = self.unpublish_live()?;
         // Fences the OS left behind die with this start; their handles must not route later
         // DDIs (or a restart's creates) to them.
         for h in live.fences.lock().handles() {
@@ -438,23 +416,6 @@ impl<P: Platform> Adapter<P> {
         Ok(())
     }
 
-    /// Arms the interrupt watchdog ([`crate::watchdog`]) with this adapter as its context
-    /// (StartDevice, D0, RestartFromTimeout; a no-op if it is armed).
-    pub(crate) fn arm_watchdog(&self) {
-        let ctx = ptr::from_ref(self).cast::<c_void>();
-        // SAFETY: the adapter is the MiniportDeviceContext, which does not move between
-        // AddDevice and RemoveDevice; `stop` and `set_power` disarm (flushing a tick in
-        // progress) before the started state goes away, and RemoveDevice needs a stopped
-        // adapter, so `watchdog_tick::<P>` never sees a freed adapter.
-        if !unsafe { self.watchdog.arm(watchdog_tick::<P>, ctx) } {
-            klog!(
-                P,
-                Warning,
-                "rvgpu: no kernel timer: the interrupt watchdog is off"
-            );
-        }
-    }
-
     /// ResetDevice: called at high IRQL before a bug check or a soft reboot; must not block or
     /// allocate. Silences the device so it stops interrupting and DMAing.
     pub fn reset_device(&self) {
@@ -464,12 +425,4 @@ impl<P: Platform> Adapter<P> {
             live.regs.write(rvgpu_hw::regs::EventWbAddr::new(0));
         }
     }
-}
-
-/// Synchronised routine for `stop`: clears the published pointer at device IRQL.
-unsafe extern "system" fn unpublish<P: Platform>(ctx: *mut c_void) -> u8 {
-    // SAFETY: `stop` passes a pointer to its adapter's `live` field, alive for the call.
-    let slot = unsafe { &*ctx.cast::<AtomicPtr<Live<P>>>() };
-    slot.store(ptr::null_mut(), Ordering::Release);
-    1
 }

@@ -3,7 +3,6 @@
 //! reports; the DPC finishes what may not run at device IRQL; the watchdog services a delivery
 //! lost with nothing after it.
 
-use core::ffi::c_void;
 use core::ptr;
 use core::sync::atomic::Ordering;
 
@@ -26,7 +25,7 @@ use super::{Adapter, Live};
 impl<P: Platform> Adapter<P> {
     /// The watchdog's look, under the interrupt lock: services a delivery lost with nothing
     /// after it by running the ISR. Returns whether it did.
-    fn watchdog_look(&self) -> bool {
+    pub(super) fn watchdog_look(&self) -> bool {
         let Some(live) = self.live() else {
             return false;
         };
@@ -65,8 +64,7 @@ impl<P: Platform> Adapter<P> {
             self.stats.isr_unclaimed.fetch_add(1, Ordering::Relaxed);
             return false;
         };
-        // SAFETY: the ISR holds the interrupt lock (IsrCell's invariant).
-        let isr = unsafe { &mut *live.isr.0.get() };
+        let isr = live.isr_state_in_isr();
         let (ring, registry, nodes) = (&mut isr.ring, &isr.fences, &mut isr.nodes);
         // Node-ring reports (DmaCompleted / DmaPreempted / DmaFaulted, docs/tdr.md#the-kmd).
         let mut node_emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| live.dxgk.notify_interrupt(d);
@@ -294,29 +292,6 @@ impl<P: Platform> Adapter<P> {
             crate::submit::ddi::drain_backlog(live);
         }
     }
-}
-
-/// The watchdog timer's routine (DISPATCH_LEVEL): one look under the interrupt lock.
-///
-/// # Safety
-/// `context` is the adapter that armed the timer (see `Adapter::arm_watchdog`).
-pub(super) unsafe fn watchdog_tick<P: Platform>(context: *const c_void) {
-    // SAFETY: the caller's contract.
-    let adapter = unsafe { &*context.cast::<Adapter<P>>() };
-    let Some(live) = adapter.live() else {
-        return;
-    };
-    let ctx = context.cast_mut();
-    // SAFETY: `watchdog_look_sync::<P>` expects exactly this context, the live adapter. A
-    // failed call (the interrupt not connected yet, or disconnected) just skips this look.
-    let _ = unsafe { live.dxgk.synchronize(watchdog_look_sync::<P>, ctx) };
-}
-
-/// `DxgkCbSynchronizeExecution` routine for [`watchdog_tick`].
-unsafe extern "system" fn watchdog_look_sync<P: Platform>(context: *mut c_void) -> u8 {
-    // SAFETY: `watchdog_tick` passes the adapter, alive for the call.
-    let adapter = unsafe { &*context.cast_const().cast::<Adapter<P>>() };
-    u8::from(adapter.watchdog_look())
 }
 
 /// A `Fault` naming a queue the driver knows on that engine: with `CAPS.QUEUE_STATE` the

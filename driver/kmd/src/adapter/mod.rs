@@ -26,6 +26,7 @@ use crate::fence::registry::Registry;
 use crate::fence::table::FenceTable;
 use crate::handle::{Handle, Kind, Minter};
 use crate::interrupt::{EventGuard, EventRing};
+use crate::klog;
 use crate::kmem::NoMemory;
 use crate::mmio::Regs;
 use crate::platform::Platform;
@@ -35,7 +36,9 @@ use crate::status::{self, Status};
 use crate::sync::SpinLock;
 use crate::thunk::table::Filled;
 
+#[deny(unsafe_code)]
 mod bring_up;
+#[deny(unsafe_code)]
 mod isr;
 
 /// Where the adapter is in its PnP life.
@@ -139,6 +142,17 @@ impl<P: Platform> Live<P> {
             resources: &self.resources,
             aperture: &self.aperture,
         }
+    }
+
+    /// The ISR's state, for the ISR ([`Adapter::interrupt`]), which runs holding the interrupt
+    /// lock: directly from DxgkDdiInterruptRoutine, or from the watchdog's look through
+    /// DxgkCbSynchronizeExecution. Nothing else calls it.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    fn isr_state_in_isr(&self) -> &mut IsrState {
+        // SAFETY: the ISR holds the interrupt lock (IsrCell's invariant) and takes this
+        // reference once per run.
+        unsafe { &mut *self.isr.0.get() }
     }
 
     /// Runs `f` on the ISR's state under the interrupt lock (DxgkCbSynchronizeExecution), so
@@ -303,8 +317,104 @@ impl<P: Platform> Adapter<P> {
         unsafe { p.as_ref() }
     }
 
+    /// StopDevice's unpublishing: the watchdog disarmed, interrupts off, the live state taken
+    /// out of reach of the ISR under the interrupt lock, and handed back to be torn down.
+    fn unpublish_live(&self) -> Result<alloc::boxed::Box<Live<P>>, Status> {
+        let raw = self.live.load(Ordering::Acquire);
+        if raw.is_null() {
+            return Err(status::INVALID_DEVICE_STATE);
+        }
+        // Before anything is torn down: afterwards no watchdog tick runs or will run.
+        self.watchdog.disarm();
+        // SAFETY: published by `start`, still published (only `stop` clears it, and Dxgkrnl
+        // serialises StopDevice with itself).
+        let dxgk = unsafe { (*raw).dxgk };
+        // SAFETY: as above.
+        unsafe { (*raw).regs.write(rvgpu_hw::regs::IntEnable::new(0)) };
+        // Unpublish at device IRQL: once this returns no ISR holds or will load the pointer.
+        let ctx = ptr::from_ref(&self.live).cast_mut().cast::<c_void>();
+        // SAFETY: `unpublish::<P>` expects exactly this context: our `live` slot, which
+        // outlives the call.
+        unsafe { dxgk.synchronize(unpublish::<P>, ctx) }?;
+        // SAFETY: `raw` came from Box::into_raw in `start` and is unreachable by the ISR now.
+        let live = unsafe { alloc::boxed::Box::from_raw(raw) };
+        Ok(live)
+    }
+
+    /// Arms the interrupt watchdog ([`crate::watchdog`]) with this adapter as its context
+    /// (StartDevice, D0, RestartFromTimeout; a no-op if it is armed). Returns whether a timer
+    /// is running.
+    pub(crate) fn arm_watchdog(&self) -> bool {
+        let running = !self.watchdog.begin_arm() || {
+            let ctx = ptr::from_ref(self).cast::<c_void>();
+            let timer = self.watchdog.timer();
+            let period = crate::watchdog::PERIOD_MS;
+            // SAFETY: the adapter is the MiniportDeviceContext, which does not move between
+            // AddDevice and RemoveDevice; `stop` and `set_power` disarm (flushing a tick in
+            // progress) before the started state goes away, and RemoveDevice needs a stopped
+            // adapter, so `watchdog_tick::<P>` never sees a freed adapter; `begin_arm` found
+            // the timer not armed.
+            let r = unsafe { P::timer_arm(timer, period, watchdog_tick::<P>, ctx) };
+            self.watchdog.end_arm(r)
+        };
+        if !running {
+            klog!(
+                P,
+                Warning,
+                "rvgpu: no kernel timer: the interrupt watchdog is off"
+            );
+        }
+        running
+    }
+
     /// The started adapter, or `STATUS_INVALID_DEVICE_STATE` (for DDIs that need one).
     pub fn started(&self) -> Result<&Live<P>, Status> {
         self.live().ok_or(status::INVALID_DEVICE_STATE)
+    }
+}
+
+/// Synchronised routine for `stop`: clears the published pointer at device IRQL.
+unsafe extern "system" fn unpublish<P: Platform>(ctx: *mut c_void) -> u8 {
+    // SAFETY: `stop` passes a pointer to its adapter's `live` field, alive for the call.
+    let slot = unsafe { &*ctx.cast::<AtomicPtr<Live<P>>>() };
+    slot.store(ptr::null_mut(), Ordering::Release);
+    1
+}
+
+/// The watchdog timer's routine (DISPATCH_LEVEL): one look under the interrupt lock.
+///
+/// # Safety
+/// `context` is the adapter that armed the timer (see `Adapter::arm_watchdog`).
+unsafe fn watchdog_tick<P: Platform>(context: *const c_void) {
+    // SAFETY: the caller's contract.
+    let adapter = unsafe { &*context.cast::<Adapter<P>>() };
+    let Some(live) = adapter.live() else {
+        return;
+    };
+    let ctx = context.cast_mut();
+    // SAFETY: `watchdog_look_sync::<P>` expects exactly this context, the live adapter. A
+    // failed call (the interrupt not connected yet, or disconnected) just skips this look.
+    let _ = unsafe { live.dxgk.synchronize(watchdog_look_sync::<P>, ctx) };
+}
+
+/// `DxgkCbSynchronizeExecution` routine for [`watchdog_tick`].
+unsafe extern "system" fn watchdog_look_sync<P: Platform>(context: *mut c_void) -> u8 {
+    // SAFETY: `watchdog_tick` passes the adapter, alive for the call.
+    let adapter = unsafe { &*context.cast_const().cast::<Adapter<P>>() };
+    u8::from(adapter.watchdog_look())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kmem::Host;
+
+    #[test]
+    fn a_platform_without_timers_leaves_the_watchdog_disarmed() {
+        let a = Adapter::<Host>::try_new(ptr::null_mut()).unwrap();
+        // The adapter outlives the (never running) timer.
+        assert!(!a.arm_watchdog());
+        assert!(!a.watchdog.is_armed());
+        a.watchdog.disarm();
     }
 }

@@ -117,7 +117,7 @@ mod tests {
                 priority: 0,
                 user_mode: false,
                 progress_gpu: rvgpu_hw::addr::GpuVa::new(0x9000),
-                progress_cpu: 0,
+                progress_cpu: crate::dma::OsWord::NONE,
                 last_submitted: 0,
                 native_progress: false,
                 ring: Some(Ring {

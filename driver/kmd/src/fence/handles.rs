@@ -16,7 +16,7 @@
 //! - The table grows: when an insert finds no room (more than two handles per
 //!   bucket on average, or the handle's bucket full), the writer builds a table with twice the
 //!   buckets outside any lock a reader holds ([`HandleMap::try_grow`], fallible), copies the
-//!   live entries and publishes it with one pointer store. A reader that loaded the old table
+//!   live entries and publishes it with one pointer store ([`kmem::Retaining`]). A reader that loaded the old table
 //!   finishes on it (it saw the map as it was before the publish, as if it had run earlier);
 //!   old tables are therefore never freed while the map lives (they are at most as large as
 //!   the current one together), so a reader never needs a lock or a reference count.
@@ -24,11 +24,10 @@
 use alloc::boxed::Box;
 #[cfg(test)]
 use alloc::vec::Vec;
-use core::ptr;
-use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use rvgpu_hw::addr::GpuVa;
 
-use crate::kmem::{self, NoMemory};
+use crate::kmem::{self, NoMemory, Retaining};
 use crate::platform::Platform;
 
 const EMPTY: usize = 0;
@@ -57,39 +56,21 @@ struct Entry {
     words: [AtomicU64; 2],
 }
 
-/// One generation of the table; `older` keeps the tables it replaced alive.
+/// One generation of the table ([`Retaining`] keeps the ones it replaced alive).
 struct Table {
     entries: Box<[Entry]>,
     buckets: usize,
-    /// The table this one replaced, or null. A raw pointer, not a `Box`: readers that loaded
-    /// it before the switch may still hold shared references into it, which a `Box` (unique
-    /// ownership) must not have beside it.
-    older: *mut Table,
-}
-
-impl Drop for Table {
-    fn drop(&mut self) {
-        if !self.older.is_null() {
-            // SAFETY: `older` came from `Box::into_raw` and only this table owns it; tables are
-            // dropped only through `HandleMap::drop` (`&mut`), when no reader is left.
-            drop(unsafe { Box::from_raw(self.older) });
-        }
-    }
 }
 
 impl Table {
-    fn try_new<P: Platform>(buckets: usize) -> Result<Box<Self>, NoMemory> {
+    fn try_new<P: Platform>(buckets: usize) -> Result<Self, NoMemory> {
         let n = buckets.checked_mul(BUCKET).ok_or(NoMemory)?;
         let entries = kmem::try_boxed_slice::<P, _>(n, |_| Entry {
             key: AtomicUsize::new(EMPTY),
             value: AtomicU64::new(0),
             words: [AtomicU64::new(0), AtomicU64::new(0)],
         })?;
-        kmem::try_box::<P, _>(Self {
-            entries,
-            buckets,
-            older: ptr::null_mut(),
-        })
+        Ok(Self { entries, buckets })
     }
 
     /// The entries of `handle`'s bucket. Handles are pointer-like (aligned), so mix first.
@@ -116,9 +97,9 @@ impl Table {
 
 /// The map.
 pub struct HandleMap {
-    /// The current table: from `Box::into_raw`, replaced only by [`HandleMap::try_grow`], freed
-    /// (with every older table) only by `Drop`.
-    table: AtomicPtr<Table>,
+    /// The current table, replaced only by [`HandleMap::try_grow`]; a replaced one stays alive
+    /// for the readers still on it until the map is dropped.
+    table: Retaining<Table>,
     /// Most live handles (the adapter's fence limit).
     limit: usize,
     live: AtomicUsize,
@@ -130,17 +111,6 @@ impl core::fmt::Debug for HandleMap {
             .field("buckets", &self.current().buckets)
             .field("live", &self.live.load(Ordering::Relaxed))
             .finish()
-    }
-}
-
-impl Drop for HandleMap {
-    fn drop(&mut self) {
-        let p = core::mem::replace(self.table.get_mut(), ptr::null_mut());
-        if !p.is_null() {
-            // SAFETY: `table` holds a pointer from `Box::into_raw` (see the field), and `&mut
-            // self` means no reader holds it any more; the older tables go with it.
-            drop(unsafe { Box::from_raw(p) });
-        }
     }
 }
 
@@ -184,19 +154,15 @@ impl HandleMap {
             .ok_or(NoMemory)?;
         let t = Table::try_new::<P>(buckets)?;
         Ok(Self {
-            table: AtomicPtr::new(Box::into_raw(t)),
+            table: Retaining::try_new::<P>(t)?,
             limit,
             live: AtomicUsize::new(0),
         })
     }
 
+    #[inline]
     fn current(&self) -> &Table {
-        // SAFETY: `table` always holds a valid pointer from `Box::into_raw` (set by `try_new`,
-        // replaced by `try_grow` with another such pointer); a replaced table stays owned by
-        // its successor's `older` chain and is freed only by `Drop`, which needs `&mut self`,
-        // so the table outlives this borrow of `self`. Acquire pairs with the publishing
-        // Release store: the copied entries are visible.
-        unsafe { &*self.table.load(Ordering::Acquire) }
+        self.table.get()
     }
 
     /// Live entries.
@@ -265,13 +231,11 @@ impl HandleMap {
                 break t;
             }
         };
-        let mut new = new;
-        // The current table moves into the new one's chain, which keeps it alive for readers
-        // still on it until `Drop`.
-        new.older = self.table.load(Ordering::Relaxed);
-        // Release: the copied entries are visible to a reader that loads the new pointer.
-        self.table.store(Box::into_raw(new), Ordering::Release);
-        Ok(())
+        // The current table stays alive, behind the new one, for readers still on it; the
+        // copied entries are visible to a reader that loads the new one.
+        self.table
+            .try_replace::<P>(new)
+            .map_err(|_| GrowError::NoMemory)
     }
 
     /// Copies every live entry of `from` into the empty table `to`; `false` if one did not fit.

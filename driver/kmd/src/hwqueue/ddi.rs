@@ -11,6 +11,7 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use super::{HwQueue, KernelRing, KERNEL_RING_BYTES, QUEUE_ID_LIMIT};
 use crate::dma::DmaBuffer;
+use crate::dma::OsWord;
 use crate::dxgk::Dxgk;
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
@@ -91,10 +92,13 @@ fn alloc_kernel_ring<P: Platform>(dxgk: &Dxgk) -> Result<KernelRing, Status> {
 /// nodes advertise user-mode submission (Windows checks both before calling, BR-94/95); the
 /// driver refuses the rest itself rather than run a queue it told the OS it has no scheduler
 /// for.
+/// `progress_word`: the OS's kernel mapping of the progress fence value
+/// (`HwQueueProgressFenceCPUVirtualAddress`, as the thunk resolved it).
 pub(crate) fn create<P: Platform>(
     h_context: HANDLE,
     args: &mut DXGKARG_CREATEHWQUEUE,
     data: Option<&mut [u8]>,
+    progress_word: OsWord,
 ) -> Result<(), Status> {
     sched::ddi::with_adapter::<P, _>(h_context, Kind::Context, |a, live, context| {
         let known = D3DDDI_CREATEHWQUEUEFLAGS::mask(D3DDDI_CREATEHWQUEUEFLAGS::Reserved);
@@ -114,8 +118,8 @@ pub(crate) fn create<P: Platform>(
         let native_progress = args
             .Flags
             .is_set(D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence);
-        let (progress_gpu, progress_cpu) =
-            progress_fence(args, user_mode)?.unwrap_or((GpuVa::NULL, 0));
+        let (progress_gpu, progress_cpu) = progress_fence(args, user_mode)?
+            .map_or((GpuVa::NULL, OsWord::NONE), |(gpu, _)| (gpu, progress_word));
         let pdd = read_pdd(data.as_deref())?;
         let priority = pdd.map_or(0, |p| p.priority.min(HW_QUEUE_PRIORITY_MAX));
         let h = a.new_handle(Kind::Queue)?;

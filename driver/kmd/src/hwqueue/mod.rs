@@ -98,7 +98,7 @@ pub struct HwQueue {
     pub progress_gpu: GpuVa,
     /// The OS's kernel CPU VA of the progress fence value (read only, valid while the queue
     /// lives; 0 if none was given): what the TDR dump reads as last completed.
-    pub progress_cpu: usize,
+    pub progress_cpu: crate::dma::OsWord,
     /// Kernel-mode queues: the progress fence value of the last accepted submission.
     pub last_submitted: u64,
     /// Created with `D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`: the progress fence is a
@@ -303,7 +303,7 @@ mod tests {
             priority: 3,
             user_mode: true,
             progress_gpu: rvgpu_hw::addr::GpuVa::new(0x8000),
-            progress_cpu: 0,
+            progress_cpu: crate::dma::OsWord::NONE,
             last_submitted: 0,
             native_progress: false,
             ring: None,

@@ -17,13 +17,16 @@ use crate::runlist;
 use crate::sched::ddi::with_adapter;
 use crate::status::{self, Status};
 
-use super::{dedup_ids, read_header, seq_of, validate};
+use super::{dedup_ids, seq_of, validate, HeaderView};
 
 /// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL; LOG-01, LOG-09). Any failure leaves the
-/// queue unchanged.
-pub fn set_log_buffer<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Result<(), Status> {
-    // SAFETY: `LogBufferCpuVa` is the OS's kernel mapping of the buffer, valid for the call.
-    let header = unsafe { read_header(args.LogBufferCpuVa) }?;
+/// queue unchanged. `header`: the buffer's header as the thunk read it through
+/// `LogBufferCpuVa`, the OS's kernel mapping of the buffer (refused if unreadable).
+pub fn set_log_buffer<P: Platform>(
+    args: &DXGKARG_SETNATIVEFENCELOGBUFFER,
+    header: Result<HeaderView, Status>,
+) -> Result<(), Status> {
+    let header = header?;
     with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
         let (kind, buf) = validate(
             args.NumberOfEntries,
@@ -65,17 +68,16 @@ pub fn set_log_buffer<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Re
 
 /// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL; LOG-07): one `LOG_FLUSH` per listed queue
 /// (consecutive duplicates once). Unknown handles make the call return INVALID_HANDLE after
-/// the valid ones were flushed.
-pub fn update_logs<P: Platform>(args: &DXGKARG_UPDATENATIVEFENCELOGS) -> Result<(), Status> {
+/// the valid ones were flushed. `handles`: the `NumberOfQueues` handles at `hHWQueue`, as the
+/// thunk resolved them (`None` for a null array).
+pub fn update_logs<P: Platform>(
+    args: &DXGKARG_UPDATENATIVEFENCELOGS,
+    handles: Option<&[HANDLE]>,
+) -> Result<(), Status> {
     if args.NumberOfQueues == 0 {
         return Ok(());
     }
-    if args.hHWQueue.is_null() {
-        return Err(status::INVALID_PARAMETER);
-    }
-    let n = usize::try_from(args.NumberOfQueues).map_err(|_| status::INVALID_PARAMETER)?;
-    // SAFETY: the OS passes `NumberOfQueues` handles at the non-null `hHWQueue` for the call.
-    let handles = unsafe { core::slice::from_raw_parts(args.hHWQueue.cast_const(), n) };
+    let handles = handles.ok_or(status::INVALID_PARAMETER)?;
     let mut result = Ok(());
     let mut rest = handles;
     while let Some(first) = rest.first() {

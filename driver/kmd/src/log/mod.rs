@@ -24,7 +24,6 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use rvgpu_hw::addr::GpuVa;
 
-use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_LOG_BUFFER;
 use rvgpu_hw::log::{ENTRIES_PER_BUFFER, LOG_BUFFER_SIZE, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
 use rvgpu_hw::queue::{NO_QUEUE, RUNLIST_MAX};
 
@@ -137,31 +136,6 @@ pub fn validate(
             entries: number_of_entries,
         },
     ))
-}
-
-/// Reads the header through the OS's CPU VA: null or unaligned is INVALID_PARAMETER.
-///
-/// # Safety
-/// A non-null `p` must point at a readable `DXGK_NATIVE_FENCE_LOG_BUFFER` header (the OS's
-/// contract for `LogBufferCpuVa` during the call).
-unsafe fn read_header(p: *const DXGK_NATIVE_FENCE_LOG_BUFFER) -> Result<HeaderView, Status> {
-    if p.is_null() || !p.addr().is_multiple_of(8) {
-        return Err(status::INVALID_PARAMETER);
-    }
-    // SAFETY: non-null and aligned (checked), and pointing at a header (the function
-    // contract), so the field projections stay inside it.
-    let ty = unsafe { &raw const (*p).Header.Type };
-    // SAFETY: as above.
-    let n = unsafe { &raw const (*p).Header.NumberOfEntries };
-    // SAFETY: readable per the function contract. Volatile: the buffer is shared with the OS
-    // and the device.
-    let log_type = unsafe { core::ptr::read_volatile(ty) };
-    // SAFETY: as above.
-    let number_of_entries = unsafe { core::ptr::read_volatile(n) };
-    Ok(HeaderView {
-        log_type: u32::try_from(log_type).unwrap_or(u32::MAX),
-        number_of_entries,
-    })
 }
 
 /// Drops consecutive repeats of the same queue id (unknown handles are kept).
@@ -387,6 +361,7 @@ impl QueueIrqTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_LOG_BUFFER;
 
     /// `validate` with a raw GPU address, as the OS passes it.
     fn validate(
@@ -460,12 +435,12 @@ mod tests {
             let got = validate(n, hdr(ty, hn), gpu_va, 1 << 20);
             assert_eq!(got.unwrap_err(), bad, "{what}");
         }
-        // The CPU VA checks (null, unaligned) come before any lock.
-        // SAFETY: null and unaligned pointers are rejected without being read.
-        assert_eq!(unsafe { read_header(core::ptr::null()) }.unwrap_err(), bad);
+        // The CPU VA checks (null, unaligned) come before any lock; such pointers are
+        // rejected without being read.
+        let call = crate::thunk::contract::Call::for_test();
+        assert_eq!(call.log_header(core::ptr::null()).unwrap_err(), bad);
         let p = core::ptr::without_provenance::<DXGK_NATIVE_FENCE_LOG_BUFFER>(0x1004);
-        // SAFETY: as above.
-        assert_eq!(unsafe { read_header(p) }.unwrap_err(), bad);
+        assert_eq!(call.log_header(p).unwrap_err(), bad);
     }
 
     #[test]
@@ -474,8 +449,10 @@ mod tests {
         words[1] = u64::from(LOG_TYPE_SIGNALS);
         words[2] = 84;
         let p = words.as_ptr().cast::<DXGK_NATIVE_FENCE_LOG_BUFFER>();
-        // SAFETY: `words` holds a whole 40-byte header, 8-aligned.
-        let h = unsafe { read_header(p) }.unwrap();
+        // `words` holds a whole 40-byte header, 8-aligned.
+        let h = crate::thunk::contract::Call::for_test()
+            .log_header(p)
+            .unwrap();
         assert_eq!(h, hdr(LOG_TYPE_SIGNALS, 84));
     }
 

@@ -230,7 +230,7 @@ mod tests {
             priority: 0,
             user_mode: !ring,
             progress_gpu: GpuVa::new(0x9000),
-            progress_cpu: 0,
+            progress_cpu: crate::dma::OsWord::NONE,
             last_submitted: 0,
             native_progress: false,
             ring: ring.then_some(Ring {

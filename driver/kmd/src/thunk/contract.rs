@@ -4,8 +4,9 @@
 //! whole `DRIVER_INITIALIZATION_DATA` table is under):
 //!
 //! - the adapter context (`MiniportDeviceContext`, `hAdapter`, a feature interface's
-//!   `Context`) is null or the one [`super::adapter`]'s AddDevice returned, and Dxgkrnl calls
-//!   nothing with it after RemoveDevice returns;
+//!   `Context`) is null or the one AddDevice returned ([`add_device`], here, as is
+//!   [`remove_device`], which frees it), and Dxgkrnl calls nothing with it after RemoveDevice
+//!   returns;
 //! - an argument block, out pointer or argument array is null or valid, aligned and the
 //!   driver's alone (nothing else reads or writes it) for the duration of the call: readable
 //!   when the signature declares it `const`, readable and writable when it declares it `mut`;
@@ -15,7 +16,12 @@
 //! [`Call`] is that contract as a value: a thunk makes one (its `unsafe` block, the promise
 //! that the pointers it resolves are its call's) and turns each pointer into a reference whose
 //! lifetime ends with the call, or `None` for null, without further `unsafe`; it then checks
-//! sizes and calls the module holding the logic.
+//! sizes and calls the module holding the logic. The OS's arrays and buffers that argument
+//! blocks name are resolved through it too, into typed values the logic takes: slices
+//! ([`Call::slice`], [`Call::array`]), the fence value words of the update DDIs
+//! ([`Call::os_words`]), an MDL's pages ([`Call::mdl_pages`]), a paging DMA buffer
+//! ([`Call::words_mut`]), page-table entries ([`Call::element`]), a log header
+//! ([`Call::log_header`]), a QueryAdapterInfo request ([`Call::qai_request`]).
 //! The common shapes are whole thunks here ([`on_adapter`], [`on_adapter_mut`], [`on_args`],
 //! [`on_args_mut`], [`on_handle`], [`on_handle_mut`], [`on_context`], [`on_context_with`]): a
 //! DDI of that shape names only its logic, through one of the traits ([`generic_ddis`] declares
@@ -31,17 +37,21 @@ use rvgpu_ddi::{HANDLE, NTSTATUS, PDEVICE_OBJECT, PVOID};
 
 use crate::adapter::Adapter;
 use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
+use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_LOG_BUFFER;
+use rvgpu_ddi::mdl::{MDL, MDL_PFN_ARRAY_OFFSET, PFN_NUMBER, PMDL};
 
 use crate::allocation::MAX_PER_CALL;
 use crate::args::Request;
-use crate::dma::OsWords;
+use crate::dma::{OsWord, OsWords};
 use crate::globals::ADAPTERS;
+use crate::log::HeaderView;
+use crate::mdl::MdlPages;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus, Status};
 
 /// One DDI call's pointers under Dxgkrnl's contract (module docs), for the call's duration `'a`.
 #[derive(Clone, Copy)]
-pub(super) struct Call<'a>(PhantomData<&'a ()>);
+pub(crate) struct Call<'a>(PhantomData<&'a ()>);
 
 impl<'a> Call<'a> {
     /// The contract of the call the caller is in.
@@ -52,6 +62,13 @@ impl<'a> Call<'a> {
     /// blocks name, resolved at most once while a `&mut` made from it lives.
     pub(super) unsafe fn new() -> Self {
         Self(PhantomData)
+    }
+
+    /// A call for the unit tests, whose pointers are to their own live memory of the sizes
+    /// they state.
+    #[cfg(test)]
+    pub(crate) fn for_test() -> Call<'static> {
+        Call(PhantomData)
     }
 
     /// The adapter behind a context, or `None` for null.
@@ -144,6 +161,92 @@ impl<'a> Call<'a> {
         // SAFETY: each address the OS passes is null or a word writable for the call (the
         // pages of the update DDIs; `Call::new`); OsWords checks null and alignment.
         Some(unsafe { OsWords::new(vas) })
+    }
+
+    /// Reads a native fence log's header through the OS's CPU VA of the buffer
+    /// (`LogBufferCpuVa`, readable for the call): null or unaligned is INVALID_PARAMETER.
+    pub(crate) fn log_header(
+        self,
+        p: *const DXGK_NATIVE_FENCE_LOG_BUFFER,
+    ) -> Result<HeaderView, Status> {
+        if p.is_null() || !p.addr().is_multiple_of(8) {
+            return Err(status::INVALID_PARAMETER);
+        }
+        // SAFETY: non-null and aligned (checked), and pointing at a header (`Call::new`), so
+        // the field projections stay inside it.
+        let ty = unsafe { &raw const (*p).Header.Type };
+        // SAFETY: as above.
+        let n = unsafe { &raw const (*p).Header.NumberOfEntries };
+        // SAFETY: readable for the call (`Call::new`). Volatile: the buffer is shared with the
+        // OS and the device.
+        let log_type = unsafe { core::ptr::read_volatile(ty) };
+        // SAFETY: as above.
+        let number_of_entries = unsafe { core::ptr::read_volatile(n) };
+        Ok(HeaderView {
+            log_type: u32::try_from(log_type).unwrap_or(u32::MAX),
+            number_of_entries,
+        })
+    }
+
+    /// Reads the MDL at `mdl`, which the OS built for this call (its header and the `Size`
+    /// bytes it declares, header included, readable and unchanged during the call; nothing
+    /// else about its contents is assumed).
+    pub(crate) fn mdl_pages(self, mdl: PMDL) -> Result<MdlPages<'a>, Status> {
+        if mdl.is_null() || !(mdl as usize).is_multiple_of(core::mem::align_of::<MDL>()) {
+            return Err(status::INVALID_PARAMETER);
+        }
+        // SAFETY: non-null and aligned (checked); the header is readable (`Call::new`). MDL
+        // is plain data, every bit pattern valid.
+        let header = unsafe { core::ptr::read(mdl) };
+        // `Size` is the byte length of header + array (wdm.h); read as unsigned so a value
+        // with the top bit set is a large size that the span check still bounds.
+        let size = usize::from(u16::from_ne_bytes(header.Size.to_ne_bytes()));
+        let entries = size
+            .checked_sub(MDL_PFN_ARRAY_OFFSET)
+            .and_then(|b| b.checked_div(core::mem::size_of::<PFN_NUMBER>()))
+            .ok_or(status::INVALID_PARAMETER)?;
+        // `MmGetMdlPfnArray` is the address just past the header (inside or one past the
+        // `Size` bytes, which include the header); the array is 8-aligned because the header
+        // is 8-aligned and 48 bytes long.
+        let array = mdl
+            .cast::<u8>()
+            .wrapping_add(MDL_PFN_ARRAY_OFFSET)
+            .cast::<PFN_NUMBER>();
+        // SAFETY: `entries` whole, aligned PFN_NUMBERs at `array` fit in the `Size` bytes
+        // readable for the call, unchanged during it.
+        let pfns = unsafe { core::slice::from_raw_parts(array, entries) };
+        MdlPages::new(pfns, header.ByteOffset, header.ByteCount)
+    }
+
+    /// The OS's writable buffer of `words` 64-bit words at `p` (a DMA buffer handed in for
+    /// the driver to fill during the call), or `None` for null or unaligned.
+    pub(crate) fn words_mut(self, p: *mut c_void, words: usize) -> Option<&'a mut [u64]> {
+        if p.is_null() || !(p as usize).is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: non-null and 8-aligned (checked); `words` words the driver's alone for the
+        // call (`Call::new`: the caller passes no more than the OS handed in).
+        Some(unsafe { core::slice::from_raw_parts_mut(p.cast::<u64>(), words) })
+    }
+
+    /// Element `i` of the OS's array of `n` `T`s at `p`, read unaligned (plain data): `None`
+    /// for null or `i` not below `n`.
+    #[inline]
+    pub(crate) fn element<T: Copy>(self, p: *const T, i: usize, n: usize) -> Option<T> {
+        if p.is_null() || i >= n {
+            return None;
+        }
+        // SAFETY: `i < n`, so the element is inside the array the call's block names
+        // (`Call::new`), readable for the call; unaligned read of plain data.
+        Some(unsafe { p.wrapping_add(i).read_unaligned() })
+    }
+
+    /// The kernel CPU address of a word an object's creation names for the object's life (a
+    /// hardware queue's progress fence value: Dxgkrnl keeps it mapped until the queue is
+    /// destroyed, DXGKARG_CREATEHWQUEUE's page).
+    pub(super) fn queue_word(self, va: *mut c_void) -> OsWord {
+        // SAFETY: 0 or the OS's mapping of the word, readable while the queue lives (above).
+        unsafe { OsWord::new(va as usize) }
     }
 
     /// A DxgkDdiQueryAdapterInfo request with its buffers resolved.

@@ -13,7 +13,9 @@ generic_ddis! {
         // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at `pPrivateDriverData` (a
         // kernel copy of the UMD's buffer) for the call.
         let data = call.buffer(args.pPrivateDriverData, args.PrivateDriverDataSize);
-        hwqueue::ddi::create::<P>(h_context, args, data)
+        // The progress fence value's kernel mapping, kept while the queue lives.
+        let word = call.queue_word(args.HwQueueProgressFenceCPUVirtualAddress);
+        hwqueue::ddi::create::<P>(h_context, args, data, word)
     };
 }
 

@@ -1,4 +1,5 @@
-//! The native fence logs (docs/logs.md#kmd; crate::log::ddi).
+//! The native fence logs (docs/logs.md#kmd; crate::log::ddi): the header and the handle
+//! array the OS passes by pointer are resolved here.
 
 use rvgpu_ddi::fence::{DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATENATIVEFENCELOGS};
 
@@ -6,9 +7,14 @@ use super::contract::generic_ddis;
 
 generic_ddis! {
     /// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL, LOG-01).
-    SetNativeFenceLogBuffer: OnArgs<DXGKARG_SETNATIVEFENCELOGBUFFER> =>
-        crate::log::ddi::set_log_buffer::<P>;
+    SetNativeFenceLogBuffer: OnArgs<DXGKARG_SETNATIVEFENCELOGBUFFER> => |call, args| {
+        // `LogBufferCpuVa` is the OS's kernel mapping of the buffer, valid for the call.
+        crate::log::ddi::set_log_buffer::<P>(args, call.log_header(args.LogBufferCpuVa))
+    };
     /// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL, LOG-07).
-    UpdateNativeFenceLogs: OnArgs<DXGKARG_UPDATENATIVEFENCELOGS> =>
-        crate::log::ddi::update_logs::<P>;
+    UpdateNativeFenceLogs: OnArgs<DXGKARG_UPDATENATIVEFENCELOGS> => |call, args| {
+        // The OS passes `NumberOfQueues` handles at `hHWQueue` for the call.
+        let handles = call.slice(args.hHWQueue.cast_const(), args.NumberOfQueues, u32::MAX);
+        crate::log::ddi::update_logs::<P>(args, handles)
+    };
 }

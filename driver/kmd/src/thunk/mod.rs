@@ -23,7 +23,8 @@ mod allocation;
 mod caps;
 mod clock;
 mod context;
-mod contract;
+#[allow(unsafe_code)]
+pub(crate) mod contract;
 mod dbginfo;
 mod doorbell;
 mod features;

@@ -8,5 +8,5 @@ generic_ddis! {
     /// DxgkDdiBuildPagingBuffer (PASSIVE per the public headers). Its logic answers success or
     /// a failure status (crate::paging), which the round trip through `Result` keeps.
     BuildPagingBuffer: OnAdapterMut<DXGKARG_BUILDPAGINGBUFFER> =>
-        |_, a, args| status::check(crate::paging::build_paging_buffer(a, args));
+        |call, a, args| status::check(crate::paging::build_paging_buffer(call, a, args));
 }
