@@ -3,7 +3,7 @@
 # counted by callgrind (repeatable: the same numbers on every run of the same build).
 #
 # Runs the bench binary simos/benches/fence_callgrind.rs under
-#   valgrind --tool=callgrind --toggle-collect='rvgpu_kmd::ddi::<function>*'
+#   valgrind --tool=callgrind --toggle-collect='rvgpu_kmd::thunk::<function>*'
 # so that only instructions executed inside the driver's DDI (inclusive: everything it calls,
 # the OS callbacks it makes included) are counted; scripts/callgrind-split.py then splits each
 # profile into the driver's own code, the emulated device's MMIO traps and the simulated OS's
@@ -29,12 +29,12 @@ callgrind_start callgrind-fences fence_callgrind "${1:-1000}"
 
 # run MODE OPS FUNCTION -> prints
 # "<Ir> <driver> <device> <os> <platform> <umv_calls> <isr_calls> <null_calls>"
-# (the split by scripts/callgrind-split.py). FUNCTION is a DDI thunk of rvgpu_kmd::ddi
+# (the split by scripts/callgrind-split.py). FUNCTION is a DDI thunk of rvgpu_kmd::thunk
 # (`group::thunk`), or a full path (starting with "rvgpu").
 run() {
     local mode="$1" ops="$2" func="$3" sym line split umv isr null
     local file="$OUT/cg.$1.$2.${3//:/_}.${SCALE_ENV#*=}"
-    sym="rvgpu_kmd::ddi::${func}"
+    sym="rvgpu_kmd::thunk::${func}"
     [[ "$func" == rvgpu* ]] && sym="$func"
     line="$(profile "$mode" "$ops" "$file" "${sym}*")"
     split="$(python3 "$ROOT/scripts/callgrind-split.py" "$file" "^${sym}")"
@@ -55,8 +55,8 @@ per() {
 NULL_FN="rvgpu_simos::sync::fence::dpc::process_dpc_work"
 SCALE_ENV=""
 read -r -a UMV <<<"$(per native fence::update_monitored_values umv)"
-read -r -a ISR <<<"$(per native pnp::interrupt_routine isr)"
-read -r -a LEGACY_ISR <<<"$(per legacy pnp::interrupt_routine isr)"
+read -r -a ISR <<<"$(per native adapter::interrupt_routine isr)"
+read -r -a LEGACY_ISR <<<"$(per legacy adapter::interrupt_routine isr)"
 
 echo
 echo "Instructions per call; driver = the KMD's own code (with what it inlines), device ="
@@ -94,7 +94,7 @@ if [ "${RVGPU_CALLGRIND_SCALE:-1}" != 0 ]; then
     for N in ${RVGPU_CALLGRIND_SCALE_FENCES:-1000 100000}; do
         SCALE_ENV="RVGPU_CALLGRIND_FENCES=$((N - 1))"
         read -r -a U <<<"$(per native fence::update_monitored_values umv)"
-        read -r -a I <<<"$(per native pnp::interrupt_routine isr)"
+        read -r -a I <<<"$(per native adapter::interrupt_routine isr)"
         read -r -a Z <<<"$(per null "$NULL_FN" null)"
         echo "| $N | ${U[0]} | ${U[1]} | ${I[0]} | ${I[1]} | ${Z[0]} |"
         if [ "${#FIRST[@]}" = 0 ]; then

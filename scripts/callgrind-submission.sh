@@ -17,7 +17,7 @@
 #   - cg_kernel_submit = KernelQueue::submit of the same FILL (baseline): the UMD's command
 #                        buffer copy, D3DKMTSubmitCommandToHwQueue in the simulated OS, and the
 #                        KMD's DxgkDdiSubmitCommandToHwQueue;
-#   - rvgpu_kmd::ddi::submission::submit_command_to_hw_queue = that KMD DDI alone;
+#   - rvgpu_kmd::thunk::submit::submit_command_to_hw_queue = that KMD DDI alone;
 #   - cg_floor_submit  = the floor of cg_user_submit: the same ring words, the
 #                        last-queued value, the write pointer, the same doorbell store and its
 #                        status read, with no UMD logic;
@@ -26,7 +26,7 @@
 #     split below rather than from a function of its own;
 #   - cg_connect       = D3DKMTConnectDoorbell (simulated OS + DxgkDdiConnectDoorbell, with the
 #                        DxgkCbDisconnectDoorbell callback when it victimises), and
-#     rvgpu_kmd::ddi::submission::connect_doorbell = the KMD DDI alone (callback included), each with
+#     rvgpu_kmd::thunk::doorbell::connect_doorbell = the KMD DDI alone (callback included), each with
 #     64 queues on 1 physical doorbell (every connect victimises) and with a free physical
 #     doorbell (baseline).
 # The GPU is in step mode: it runs (outside the toggled functions) only between chunks of 128
@@ -73,12 +73,12 @@ SCALE_ENV=""
 read -r -a USER <<<"$(per user 'ums_callgrind::cg_user_submit*' submits)"
 read -r -a FLOOR <<<"$(per floor 'ums_callgrind::cg_floor_submit*' submits)"
 read -r -a KERNEL <<<"$(per kernel 'ums_callgrind::cg_kernel_submit*' submits)"
-read -r -a KMD_SUBMIT <<<"$(per kernel 'rvgpu_kmd::ddi::submission::submit_command_to_hw_queue*' ddi_calls)"
+read -r -a KMD_SUBMIT <<<"$(per kernel 'rvgpu_kmd::thunk::submit::submit_command_to_hw_queue*' ddi_calls)"
 read -r -a THUNK_COST <<<"$(per kernel 'rvgpu_simos::kmt::charge_thunk_cost*' submits)"
 read -r -a VICTIM <<<"$(per victim 'ums_callgrind::cg_connect*' connects)"
 read -r -a FREE <<<"$(per free 'ums_callgrind::cg_connect*' connects)"
-read -r -a KMD_VICTIM <<<"$(per victim 'rvgpu_kmd::ddi::submission::connect_doorbell*' ddi_calls)"
-read -r -a KMD_FREE <<<"$(per free 'rvgpu_kmd::ddi::submission::connect_doorbell*' ddi_calls)"
+read -r -a KMD_VICTIM <<<"$(per victim 'rvgpu_kmd::thunk::doorbell::connect_doorbell*' ddi_calls)"
+read -r -a KMD_FREE <<<"$(per free 'rvgpu_kmd::thunk::doorbell::connect_doorbell*' ddi_calls)"
 
 echo
 echo "Instructions per operation; own = the UMD's or KMD's own code (with what it inlines),"
@@ -117,7 +117,7 @@ run2() {
     file="$OUT/cg2.$mode.$ops.$(echo "$SCALE_ENV" | tr -c 'a-zA-Z0-9_' '_')"
     line="$(profile "$mode" "$ops" "$file" 'ums_callgrind::cg_connect*')"
     n="$(echo "$line" | sed -n "s/.* connects=\([0-9]*\).*/\1/p")"
-    for root in 'ums_callgrind::cg_connect*' 'rvgpu_kmd::ddi::submission::connect_doorbell*'; do
+    for root in 'ums_callgrind::cg_connect*' 'rvgpu_kmd::thunk::doorbell::connect_doorbell*'; do
         python3 "$ROOT/scripts/callgrind-split.py" "$file" "$(root_re "$root")" \
             $([ "$root" = 'ums_callgrind::cg_connect*' ] || echo --within) | figures "${n:-0}"
     done

@@ -16,8 +16,8 @@ use rvgpu_simos::pe::{gdb, DriverBuild};
 use rvgpu_simos::{Irql, MachineConfig, Mode, NativeFenceDesc};
 
 /// The DDI `DxgkDdiCreateNativeFence` points at: the thunk instantiated for the Windows platform
-/// and the create-native-fence DDI (driver/kmd/src/ddi/mod.rs), as the PDB names it.
-const CREATE_NATIVE_FENCE: &str = "rvgpu_kmd::ddi::thunk::on_adapter_mut<enum2$<rvgpu::platform::windows::WinKernel>,enum2$<rvgpu_kmd::ddi::fence::CreateNativeFence> >";
+/// and the create-native-fence DDI (driver/kmd/src/thunk/fence.rs), as the PDB names it.
+const CREATE_NATIVE_FENCE: &str = "rvgpu_kmd::thunk::contract::on_adapter_mut<enum2$<rvgpu::platform::windows::WinKernel>,enum2$<rvgpu_kmd::thunk::fence::CreateNativeFence> >";
 
 /// How long LLDB may take (it is killed after).
 const LLDB_LIMIT: Duration = Duration::from_secs(60);
