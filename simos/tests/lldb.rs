@@ -182,8 +182,8 @@ fn lldb_stops_in_the_native_fence_ddi_reads_the_adapter_and_catches_a_bug_check(
         "the backtrace does not name the DDI\n{out}"
     );
     assert!(
-        out.contains("rvgpu.sys`rvgpu_kmd::fence::create(a="),
-        "the backtrace does not show the inlined fence::create\n{out}"
+        out.contains("rvgpu.sys`rvgpu_kmd::fence::ddi::create(a="),
+        "the backtrace does not show the inlined fence::ddi::create\n{out}"
     );
     let adapter = hex_after(&out, "(h_adapter=").expect("the DDI's adapter argument");
     let slot0 = hex_after(&out, "ADAPTERS.slots[0].ptr.p.value =").expect("slot 0 of the table");
