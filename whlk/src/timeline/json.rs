@@ -1,7 +1,7 @@
 //! The Chrome trace-event JSON writer.
 
-use super::layout::*;
-use super::model::*;
+use super::layout::{layout, ETW_PID};
+use super::model::{OpKind, Timeline};
 use std::fmt::Write as _;
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 //! The events of the file, laid out once for both writers.
 
-use super::model::*;
+use super::model::{Calibration, ClockMap, EtwMark, FenceOp, OpKind, Timeline};
 use std::collections::BTreeMap;
 
 // ---------------------------------------------------------------------------------------------

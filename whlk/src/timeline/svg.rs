@@ -1,7 +1,7 @@
 //! The SVG picture of the same events.
 
-use super::layout::*;
-use super::model::*;
+use super::layout::{layout, OpBox};
+use super::model::{OpKind, Timeline};
 use std::fmt::Write as _;
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rvgpu_simos::Machine;
 
-use super::dll::*;
+use super::dll::{dwords, DllSession};
 use super::dll_usermode::stream_lane;
 use crate::backend::{DriverCaps, Failure, StreamLane, StreamReport, SubmissionCaps};
 

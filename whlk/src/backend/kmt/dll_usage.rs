@@ -1,7 +1,7 @@
 //! [`AllocationUsage`] through the DLL: buffers locked, filled and copied with the UMD's usage
 //! tracking (`rvgpu_buffer_*`), their words read and written through the lock's view.
 
-use super::dll::*;
+use super::dll::{status_name, DBuffer, DllSession, OK, WAS_STILL_DRAWING};
 use crate::backend::{
     AllocationUsage, BufferRef, Failure, LockOutcome, ProcessRef, TrackedInfo, TrackedRef,
     TrackedWork, UmQueueRef,

@@ -8,7 +8,10 @@ use std::time::Duration;
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
 
-use super::dll::*;
+use super::dll::{
+    dwords, status_name, DProcess, DQueue, DllSession, FenceList, DEVICE_LOST, LOCK_READ,
+    LOCK_WRITE, OK, TIMEOUT,
+};
 use crate::backend::{
     BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, ProcessEnd, ProcessRef, StreamLane,
     StreamReport, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,

@@ -8,7 +8,10 @@ use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
 use super::super::common::{fill, no_fault, session};
-use super::fixtures::*;
+use super::fixtures::{
+    all_done, errored, expect_0x119_a, process_with_context, resets, software_scheduled,
+    tdr_session, until, BUF, STEP,
+};
 
 // ---------------------------------------------------------------------------------------------
 // TDR-06, TDR-07.

@@ -5,7 +5,10 @@ use crate::case::CaseResult;
 use crate::ensure;
 
 use super::super::common::{fill, no_fault, pos};
-use super::fixtures::*;
+use super::fixtures::{
+    adapter_resets, all_done, errored, expect_fences, process_with_context, software_scheduled,
+    tdr_session, until, BUF, REASON_PROMOTED, STEP,
+};
 
 // ---------------------------------------------------------------------------------------------
 // TDR-08, TDR-09.

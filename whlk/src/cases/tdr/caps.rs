@@ -7,7 +7,10 @@ use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
 use super::super::common::{fill, no_fault, session};
-use super::fixtures::*;
+use super::fixtures::{
+    all_done, resets, software_scheduled, until, BUF, STEP, VIDEO_ENGINE_TIMEOUT_DETECTED,
+    VIDEO_TDR_TIMEOUT_DETECTED,
+};
 
 // ---------------------------------------------------------------------------------------------
 // TDR-01, TDR-02.

@@ -10,7 +10,7 @@ use crate::case::CaseResult;
 use crate::ensure;
 
 use super::super::common::{fill, no_fault, observe, session, wait};
-use super::fixtures::*;
+use super::fixtures::{errored, guilty_refused, settled_probe, tdr_session, until, BUF, STEP};
 
 // ---------------------------------------------------------------------------------------------
 // Other engines and other processes keep running (UM-10).

@@ -6,7 +6,11 @@ use crate::case::CaseResult;
 use crate::ensure;
 
 use super::super::common::{fill, no_fault, pos};
-use super::fixtures::*;
+use super::fixtures::{
+    adapter_resets, all_done, expect_fences, process_with_context, resets, software_scheduled,
+    tdr_session, until, BUF, REASON_ENGINE_TIMEOUT, STATUS_DEVICE_REMOVED, STEP,
+    VIDEO_ENGINE_TIMEOUT_DETECTED,
+};
 
 // ---------------------------------------------------------------------------------------------
 // TDR-03 … TDR-05.

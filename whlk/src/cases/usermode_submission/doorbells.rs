@@ -6,7 +6,10 @@ use crate::case::CaseResult;
 use crate::ensure;
 
 use super::super::common::{observe, pos, session, wait};
-use super::fixtures::*;
+use super::fixtures::{
+    count, doorbells, end_normally, events_since, expect_path, expect_status, mark,
+    process_with_buffer, submit_tickets, trace, user_queue, Tickets,
+};
 
 // ---------------------------------------------------------------------------------------------
 // UM-19, UM-20, UM-21, UM-09.

@@ -7,7 +7,10 @@ use crate::case::CaseResult;
 use crate::ensure;
 
 use super::super::common::{fill, no_fault, pos, session, wait};
-use super::fixtures::*;
+use super::fixtures::{
+    doorbells, end_normally, events_since, expect_path, expect_status, mark, process_with_buffer,
+    settle, submit_tickets, user_queue, Tickets, BUF,
+};
 
 // ---------------------------------------------------------------------------------------------
 // UM-17, UM-18, UM-10.

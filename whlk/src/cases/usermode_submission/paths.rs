@@ -7,7 +7,11 @@ use crate::case::CaseResult;
 use crate::ensure;
 
 use super::super::common::{fill, observe, session, wait};
-use super::fixtures::*;
+use super::fixtures::{
+    count, end_normally, enough_doorbells, expect_path, expect_status, mark, process_with_buffer,
+    settle, submit_tickets, trace, user_queue, Tickets, BUF, STATUS_INVALID_PARAMETER,
+    STATUS_NOT_SUPPORTED,
+};
 
 // ---------------------------------------------------------------------------------------------
 // UM-03, UM-04.

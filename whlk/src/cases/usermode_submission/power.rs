@@ -7,7 +7,10 @@ use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
 use super::super::common::{fill, pos, session, wait};
-use super::fixtures::*;
+use super::fixtures::{
+    count, doorbells, end_normally, events_since, expect_path, expect_status, mark,
+    process_with_buffer, settle, submit_tickets, user_queue, Tickets, BUF, TRANSITION_TO_F1,
+};
 
 // ---------------------------------------------------------------------------------------------
 // UM-11 … UM-14.

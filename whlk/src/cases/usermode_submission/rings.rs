@@ -7,7 +7,10 @@ use crate::case::CaseResult;
 use crate::ensure;
 
 use super::super::common::{no_fault, observe, session, wait};
-use super::fixtures::*;
+use super::fixtures::{
+    count, doorbells, end_normally, expect_path, expect_status, mark, process_with_buffer,
+    submit_tickets, trace, user_queue, Tickets,
+};
 
 // ---------------------------------------------------------------------------------------------
 // UM-07, UM-08.
