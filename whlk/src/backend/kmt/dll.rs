@@ -140,7 +140,7 @@ impl crate::backend::Backend for DllBackend {
             tracked: Vec::new(),
             queues: Vec::new(),
             gates: Vec::new(),
-            fence: super::dll_fences::FenceState::default(),
+            fence: super::dll_state::FenceState::default(),
             suspended: Vec::new(),
             testing: Default::default(),
             um_fences: Vec::new(),
@@ -205,7 +205,7 @@ pub(super) struct DllSession {
     pub(super) tracked: Vec<Option<DBuffer>>,
     pub(super) queues: Vec<DQueue>,
     pub(super) gates: Vec<Gate>,
-    pub(super) fence: super::dll_fences::FenceState,
+    pub(super) fence: super::dll_state::FenceState,
     /// Contexts the OS suspended, by process (OsControl).
     pub(super) suspended: Vec<(usize, u32)>,
     /// Fences made through `UmdFences`: (process, `RvgpuFence*`).
@@ -215,7 +215,7 @@ pub(super) struct DllSession {
     /// GPU VA ranges reserved through `GpuVaPlacement`: (process, base, bytes) (`dll_gpuva`).
     pub(super) va_ranges: Vec<(usize, u64, u64)>,
     /// Kernel-mode DMA contexts made through `DmaContexts` (`dll_dma`).
-    pub(super) dma: Vec<super::dll_dma::DContext>,
+    pub(super) dma: Vec<super::dll_state::DContext>,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
     pub(super) recorder: Option<Arc<rvgpu_simos::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).

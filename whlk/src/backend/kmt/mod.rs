@@ -34,6 +34,8 @@ mod dll_logs;
 #[cfg(target_os = "linux")]
 mod dll_os;
 #[cfg(target_os = "linux")]
+mod dll_state;
+#[cfg(target_os = "linux")]
 mod dll_usage;
 #[cfg(target_os = "linux")]
 mod dll_usermode;

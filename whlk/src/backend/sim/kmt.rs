@@ -295,7 +295,7 @@ impl KmtSync for SessKmt {
         timeout: std::time::Duration,
     ) -> Result<FenceWait, NtStatus> {
         if let Some(f) = self.native_fence(fence) {
-            return super::bounded_wait(&self.m, &f, value, timeout)
+            return super::wait::bounded_wait(&self.m, &f, value, timeout)
                 .map(fence_wait)
                 .map_err(sim_status);
         }
