@@ -134,7 +134,7 @@ fn header_declares_the_exported_functions() {
 
 #[test]
 fn status_values_agree() {
-    let src = read("umd/src/capi.rs");
+    let src = read("umd/src/capi/types.rs");
     let enum_body = src
         .split("pub enum RvgpuStatus {")
         .nth(1)

@@ -1,9 +1,10 @@
-//! rvgpu user-mode driver (UMD): the C API (`capi`), native-fence command encoding (`fence`)
-//! and fence logging with its "queued" events (`fencelog`),
-//! the ring writer (`ring`) and the one-pass packet check that feeds it (`packets`), the kernel-thunk trait (`kmt`), the portable user-mode and
-//! kernel-mode submission core over it (`submit`), kernel-mode DMA contexts (`dma`) and, on
-//! Windows, the D3DKMT
-//! implementation of the trait (`kmt_windows`).
+//! rvgpu user-mode driver (UMD), bottom-up: NT's handle and statuses (`nt`); native-fence
+//! command encoding (`fence`); the one-pass packet check (`packets`) and the ring writer it
+//! feeds (`ring`); the kernel-thunk trait (`kmt`); fence logging with its "queued" events
+//! (`fencelog`); the portable user-mode and kernel-mode submission core over the thunks
+//! (`submit`); usage tracking of buffers over the queues (`usage`); kernel-mode DMA contexts
+//! (`dma`); the C API on top (`capi`, `capi_context`); on Windows, the D3DKMT implementation of
+//! the thunk trait (`kmt_windows`).
 //!
 //! `no_std` + `alloc` so that the DLL links for `x86_64-pc-windows-msvc` without the Windows
 //! SDK's CRT (the DLL's global allocator is the process heap, `dll_windows`; see

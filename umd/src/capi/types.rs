@@ -3,7 +3,6 @@
 //! command stream into packets.
 
 use alloc::vec::Vec;
-use core::ffi::c_char;
 
 use rvgpu_hw::cmd::Command;
 
@@ -226,25 +225,4 @@ pub(crate) struct Batch {
     pub(crate) cmds: Vec<Command>,
     pub(crate) waits: Vec<(usize, u64)>,
     pub(crate) signals: Vec<(usize, u64)>,
-}
-
-/// A static, NUL-terminated English name for a status value ("unknown status" for a value
-/// that is none).
-#[unsafe(no_mangle)]
-pub extern "C" fn rvgpu_status_string(status: u32) -> *const c_char {
-    // A `u32`, not the enum: a C caller may pass any integer, and a Rust enum with a value
-    // outside its variants would be undefined behaviour.
-    let s: &'static core::ffi::CStr = match status {
-        0 => c"ok",
-        1 => c"invalid argument",
-        2 => c"not implemented",
-        3 => c"device lost",
-        4 => c"timeout",
-        5 => c"out of memory",
-        6 => c"kernel call failed",
-        7 => c"was still drawing",
-        8 => c"invalid handle",
-        _ => c"unknown status",
-    };
-    s.as_ptr()
 }

@@ -20,10 +20,13 @@ use windows_sys::Win32::System::Threading::{
     AcquireSRWLockExclusive, ReleaseSRWLockExclusive, SRWLOCK,
 };
 
-use super::gdi32::*;
-use super::layout::*;
-use super::status::*;
-use super::views::*;
+use super::gdi32::{call_with, close_adapter, open_adapter, Wddm32Thunk};
+use super::layout::{
+    D3dddiNativeFenceInfo, D3dddiNativeFenceMapping, D3dkmtCreateNativeFence,
+    DESTROY_ASSUME_NOT_IN_USE, MAKERESIDENT_CANT_TRIM_FURTHER, NATIVE_FENCE_PDD_SIZE,
+};
+use super::status::{check, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER};
+use super::views::aligned;
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
     DestroyFlags, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, NtStatus, PagingFence,

@@ -22,11 +22,17 @@ use windows_sys::Wdk::Graphics::Direct3D::{
 };
 use windows_sys::Win32::Foundation::{NTSTATUS, STATUS_NO_MEMORY, STATUS_PENDING};
 
-use super::device::*;
-use super::gdi32::*;
-use super::layout::*;
-use super::status::*;
-use super::views::*;
+use super::device::{make_resident_with, WinKmt};
+use super::gdi32::{call_with, Wddm32Thunk};
+use super::layout::{
+    update_operation, D3dddiNativeFenceMapping, D3dkmtConnectDoorbell, D3dkmtCreateDoorbell,
+    D3dkmtDestroyDoorbell, D3dkmtNotifyWorkSubmission, D3dkmtOpenNativeFenceFromNtHandle,
+    CREATEHWQUEUE_USER_MODE_SUBMISSION, EVICT_NOT_WRITTEN_TO, EVICT_ONLY_IF_NECESSARY, GENERIC_ALL,
+    NATIVE_FENCE_PDD_SIZE, SYNC_FLAG_NT_SECURITY_SHARING, SYNC_FLAG_SHARED,
+    UPDATE_GPU_VA_DO_NOT_WAIT,
+};
+use super::status::{check, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use super::views::{aligned, performance_query, WinDoorbell, WinFence, WinMem};
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
     checked_progress, Allocation, AllocationPdd, DestroyFlags, Doorbell, EvictFlags, HwQueue, Kmt,

@@ -5,7 +5,7 @@ use alloc::sync::Arc;
 
 use rvgpu_hw::cmd::{header, Command, Opcode, PROGRESS_IRQ};
 
-use super::config::*;
+use super::config::SubmitError;
 use crate::fencelog::{expand, Expanded, FenceTrace, LogCursor, Op};
 use crate::kmt::Kmt;
 

@@ -7,9 +7,9 @@ use alloc::vec::Vec;
 use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, MAX_INDIRECT};
 
-use super::batch::*;
-use super::config::*;
-use super::progress::*;
+use super::batch::{batch_bytes, check_commands, expand_ops, report, trace_timestamp};
+use super::config::{QueueConfig, SubmitError, TimelineId};
+use super::progress::create_hw_queue;
 use crate::fencelog::{FenceTrace, LogCursor, Op};
 use crate::kmt::{
     Allocation, AllocationCpu, FenceCpu, HwQueue, Kmt, KmtHandle, NtStatus, QueueProgress,

@@ -5,8 +5,8 @@ use rvgpu_hw::cmd::{Command, FENCE_SIGNAL_VALUE_WORD};
 use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::batch::*;
-use super::config::*;
+use super::batch::{progress_words, SIGNAL_WORDS};
+use super::config::SubmitError;
 use crate::fence::NativeFence;
 use crate::kmt::{FenceCpu, HwQueue, Kmt, KmtHandle, QueueProgress};
 

@@ -10,10 +10,10 @@ use rvgpu_hw::pdd::{DoorbellPdd, DoorbellValue};
 use rvgpu_hw::queue::{RingControl, RING_MAX, RING_MIN};
 use zerocopy::IntoBytes;
 
-use super::batch::*;
-use super::config::*;
-use super::kernel::*;
-use super::progress::*;
+use super::batch::{expand_ops, report, trace_timestamp};
+use super::config::{QueueConfig, SubmissionPath, SubmitError, TimelineId};
+use super::kernel::KernelPath;
+use super::progress::{create_hw_queue, ClosingPacket, Progress};
 use crate::fencelog::{has_log_writes, without_log_writes, FenceTrace, LogCursor, Op};
 use crate::kmt::{
     Allocation, AllocationCpu, Doorbell, DoorbellCpu, DoorbellStatus, HwQueue, Kmt, KmtHandle,

@@ -24,76 +24,9 @@ use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationKind, HwQueue, Kmt, KmtHandle, NtStatus,
 };
 
-use super::kmt::{FenceWait, KmtSync, MonitoredSync};
+pub use super::kmt::sync::TestThunks;
+use super::kmt::sync::{FenceWait, KmtSync, MonitoredSync};
 use super::{nth, Failure, WaitResult};
-
-/// The thunks beyond [`KmtSync`] that the capability needs.
-pub trait TestThunks {
-    /// `D3DKMTEscape` with `DriverKnownEscape`: `data` is a
-    /// `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER` whose pointers name `dma` and `private`.
-    fn escape_build_test_command_buffer(
-        &self,
-        data: &mut [u8],
-        dma: &mut [u8],
-        private: &mut [u8],
-    ) -> Result<(), NtStatus>;
-
-    /// Whether the OS enabled `DXGK_FEATURE_KERNEL_MODE_TESTING` for the adapter
-    /// (`D3DKMTIsFeatureEnabled`).
-    fn kernel_mode_testing_enabled(&self) -> Result<bool, NtStatus>;
-
-    /// Makes sure timeout detection and recovery is on for the adapter: always so on Windows;
-    /// the simulated OS's TDR is opt-in per adapter.
-    fn arm_tdr(&self) -> Result<(), NtStatus>;
-}
-
-impl TestThunks for super::sim::kmt::SessKmt {
-    fn escape_build_test_command_buffer(
-        &self,
-        data: &mut [u8],
-        dma: &mut [u8],
-        private: &mut [u8],
-    ) -> Result<(), NtStatus> {
-        let (m, p) = self.parts();
-        let st = m
-            .escape_build_test_command_buffer(p.adapter, p.pid, data, dma, private)
-            .map_err(|_| NtStatus(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL))?;
-        if st == 0 {
-            Ok(())
-        } else {
-            Err(NtStatus(st))
-        }
-    }
-
-    fn kernel_mode_testing_enabled(&self) -> Result<bool, NtStatus> {
-        let (m, p) = self.parts();
-        Ok(m.feature_db(p.adapter)
-            .version(rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING)
-            .is_some())
-    }
-
-    fn arm_tdr(&self) -> Result<(), NtStatus> {
-        let (m, p) = self.parts();
-        // Threaded: wall-clock limits long enough that a loaded host does not time out
-        // innocent work (Windows' TdrDelay is 2 s), short enough for a quick case.
-        let t = super::TdrTimeouts {
-            timeout: Duration::from_millis(500),
-            preempt_timeout: Duration::from_millis(50),
-            ..super::TdrTimeouts::fast()
-        };
-        m.enable_tdr(
-            p.adapter,
-            rvgpu_simos::TdrConfig {
-                timeout_steps: t.timeout_steps,
-                timeout: t.timeout,
-                preempt_steps: t.preempt_steps,
-                preempt_timeout: t.preempt_timeout,
-                ..rvgpu_simos::TdrConfig::default()
-            },
-        )
-        .map_err(|_| NtStatus(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL))
-    }
-}
 
 /// A vendor-neutral test command (`D3DDDI_TESTCOMMANDBUFFER`).
 #[derive(Clone, Copy, Debug)]

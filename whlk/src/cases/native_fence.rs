@@ -13,6 +13,25 @@ use crate::ensure;
 
 use super::common::no_fault;
 
+/// Native fences stepped, with the OS's trace and the fences' internals.
+const STEPPED_INTERNALS: &[Capability] = &[
+    Capability::Fences,
+    Capability::OsTrace,
+    Capability::StepMode,
+    Capability::NativeFences,
+    Capability::FenceInternals,
+];
+/// The seed's cross-adapter tables: two configured adapters, native and monitored fences, stepped.
+const CROSS_ADAPTER: &[Capability] = &[
+    Capability::Fences,
+    Capability::CrossAdapterFences,
+    Capability::StepMode,
+    Capability::ConfiguredMachine,
+    Capability::NativeFences,
+    Capability::FenceInternals,
+    Capability::MonitoredFences,
+];
+
 /// The cases of this area.
 pub const CASES: &[Case] = &[
     Case {
@@ -47,13 +66,7 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-03", "NF-04", "NF-07"],
         summary: "a GPU signal crossing a CPU waiter's value raises one interrupt; the DPC \
                   releases the wait and re-arms MonitoredValue",
-        needs: &[
-            Capability::Fences,
-            Capability::OsTrace,
-            Capability::StepMode,
-            Capability::NativeFences,
-            Capability::FenceInternals,
-        ],
+        needs: STEPPED_INTERNALS,
         optional: &[Capability::BugChecks],
         run: cpu_wait_gpu_signal,
     },
@@ -61,13 +74,7 @@ pub const CASES: &[Case] = &[
         name: "NativeFence.NoWaiterNoInterrupt",
         requirements: &["NF-03"],
         summary: "100 GPU signals of a fence nobody waits on raise no interrupt",
-        needs: &[
-            Capability::Fences,
-            Capability::OsTrace,
-            Capability::StepMode,
-            Capability::NativeFences,
-            Capability::FenceInternals,
-        ],
+        needs: STEPPED_INTERNALS,
         optional: &[],
         run: no_waiter_no_interrupt,
     },
@@ -103,13 +110,7 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-17"],
         summary: "a CPU signal unblocks a GPU FENCE_WAIT with no interrupt; the queue's later \
                   signal lands",
-        needs: &[
-            Capability::Fences,
-            Capability::OsTrace,
-            Capability::StepMode,
-            Capability::NativeFences,
-            Capability::FenceInternals,
-        ],
+        needs: STEPPED_INTERNALS,
         optional: &[],
         run: cpu_signal_releases_gpu_wait,
     },
@@ -149,15 +150,7 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-18"],
         summary: "seed table 2a (iGPU without native fences): the fence opens as a monitored \
                   fence on the iGPU; an iGPU CPU wait is released by a dGPU GPU signal",
-        needs: &[
-            Capability::Fences,
-            Capability::CrossAdapterFences,
-            Capability::StepMode,
-            Capability::ConfiguredMachine,
-            Capability::NativeFences,
-            Capability::FenceInternals,
-            Capability::MonitoredFences,
-        ],
+        needs: CROSS_ADAPTER,
         optional: &[],
         run: scenario2a,
     },
@@ -166,15 +159,7 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-18"],
         summary: "seed table 2b: an iGPU CPU signal of the monitored fence releases a dGPU GPU \
                   wait (NotificationOnly)",
-        needs: &[
-            Capability::Fences,
-            Capability::CrossAdapterFences,
-            Capability::StepMode,
-            Capability::ConfiguredMachine,
-            Capability::NativeFences,
-            Capability::FenceInternals,
-            Capability::MonitoredFences,
-        ],
+        needs: CROSS_ADAPTER,
         optional: &[],
         run: scenario2b,
     },

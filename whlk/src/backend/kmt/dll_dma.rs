@@ -8,15 +8,8 @@
 //! must have advanced, of a DMA buffer of this process's device.
 
 use super::dll::DllSession;
+use super::dll_state::DContext;
 use crate::backend::{ContextRef, DmaContexts, Failure, ProcessRef, TdrTrace, Work};
-
-/// A context the harness made: its process, `RvgpuContext*` (`None` once destroyed) and node.
-#[derive(Debug)]
-pub(super) struct DContext {
-    process: usize,
-    handle: Option<u64>,
-    node: u32,
-}
 
 impl DllSession {
     /// Destroys process `p`'s live contexts (before its adapter closes); the first failure.

@@ -13,12 +13,12 @@
 //! application's own event form (`rvgpu_fence_wait_async` on a Win32 event).
 
 use rvgpu_simos::machine::answers::UmsProgress;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::dll::{DllSession, FenceList};
+use super::dll_state::{DEvent, DFence, Pending};
 use super::fences::{set, FenceQueueState, FenceQueues};
 use crate::backend::{EventRef, Failure, FenceRef, FenceValues, Fences, QueueRef, WaitResult};
 
@@ -32,63 +32,6 @@ const SHAREABLE: u64 = 1;
 
 /// How long one slice of an event-form wait blocks in the DLL.
 const EVENT_SLICE: Duration = Duration::from_millis(100);
-
-struct DFence {
-    process: usize,
-    /// `RvgpuFence*`.
-    handle: u64,
-    /// The D3DKMT handle the DLL got for it (how the OS names this process's instance), if
-    /// one appeared.
-    kmt: Option<u32>,
-    destroyed: bool,
-}
-
-#[derive(Clone, Copy)]
-pub(super) enum Pending {
-    Signal(usize, u64),
-    Wait(usize, u64),
-}
-
-struct DEvent {
-    outcome: Arc<(Mutex<Option<WaitResult>>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
-    /// Step mode: the wait `rvgpu_fence_wait_async` registered instead of a thread:
-    /// (process, its Win32 event, `RvgpuFence*`, value).
-    registered: Option<(usize, u64, u64, u64)>,
-}
-
-/// The fence state of a session.
-#[derive(Default)]
-pub(super) struct FenceState {
-    queues: FenceQueueState<Pending>,
-    fences: Vec<DFence>,
-    events: Vec<DEvent>,
-    stop: Arc<AtomicBool>,
-}
-
-impl FenceState {
-    /// Stops and joins the event threads (the session ends).
-    pub(super) fn stop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        for e in &mut self.events {
-            if let Some(t) = e.thread.take() {
-                let _ = t.join();
-            }
-        }
-    }
-
-    /// The live fence handles of process `p`, now to be destroyed with it.
-    pub(super) fn take_live_of(&mut self, p: usize) -> Vec<u64> {
-        self.fences
-            .iter_mut()
-            .filter(|f| f.process == p && !f.destroyed)
-            .map(|f| {
-                f.destroyed = true;
-                f.handle
-            })
-            .collect()
-    }
-}
 
 pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)

@@ -24,6 +24,8 @@ pub mod dll;
 #[cfg(target_os = "linux")]
 mod dll_dma;
 #[cfg(target_os = "linux")]
+mod dll_engine;
+#[cfg(target_os = "linux")]
 mod dll_fences;
 #[cfg(target_os = "linux")]
 mod dll_gpuva;
@@ -31,9 +33,16 @@ mod dll_gpuva;
 mod dll_logs;
 #[cfg(target_os = "linux")]
 mod dll_os;
+#[cfg(target_os = "linux")]
+mod dll_state;
+#[cfg(target_os = "linux")]
+mod dll_usage;
+#[cfg(target_os = "linux")]
+mod dll_usermode;
 mod fences;
 mod gpuva;
 pub mod sim;
+pub mod sync;
 mod usage;
 #[cfg(windows)]
 pub mod windows;
@@ -44,10 +53,10 @@ use std::time::{Duration, Instant};
 use rvgpu_hw::cmd::Command;
 use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::fencelog::Op;
-use rvgpu_umd::kmt::{
-    Allocation, AllocationCpu, DoorbellStatus as UmdDoorbell, FenceCpu, Kmt, KmtHandle, NtStatus,
-};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, DoorbellStatus as UmdDoorbell, Kmt, NtStatus};
 use rvgpu_umd::submit::SubmitError;
+
+pub use sync::{FenceWait, KmtSync, MonitoredSync};
 
 use super::lanes::{self, churn_lane};
 use super::{
@@ -60,57 +69,6 @@ use super::{
 const STATUS_TIMEOUT: i32 = 0x0000_0102;
 const STATUS_IO_TIMEOUT: i32 = 0xC000_00B5_u32 as i32;
 const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
-
-/// How a CPU wait with a timeout ended ([`KmtSync::wait_timeout`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FenceWait {
-    /// The fence reached the value.
-    Reached,
-    /// The timeout passed first.
-    TimedOut,
-    /// The fence went away while waiting (destroyed, device lost).
-    Abandoned,
-}
-
-/// A legacy monitored fence (MF-01) as `D3DKMTCreateSynchronizationObject2` returns it.
-#[derive(Debug)]
-pub struct MonitoredSync<V> {
-    /// The sync object handle.
-    pub handle: KmtHandle,
-    /// `FenceValueGPUVirtualAddress` in the device's process.
-    pub value_gpu: u64,
-    /// The read-only CPU mapping of the value.
-    pub value: V,
-}
-
-/// The sync-object thunks the fence cases need beyond the UMD's [`Kmt`] (which has only what
-/// the UMD's queues use): CPU signals, CPU waits with a timeout, monitored fences and the CPU
-/// mappings of fence values. On Windows they are `rvgpu_umd::kmt_windows::WinKmt`'s own
-/// D3DKMT calls; in the simulation the simulated OS's.
-pub trait KmtSync: Kmt {
-    /// A monitored fence's read-only CPU mapping of its value (`FenceValueCPUVirtualAddress`),
-    /// valid while its device lives.
-    type Value: FenceCpu + Send + Sync + 'static;
-
-    /// `D3DKMTCreateSynchronizationObject2` of a `D3DDDI_MONITORED_FENCE`.
-    fn create_monitored_fence(&self, initial: u64) -> Result<MonitoredSync<Self::Value>, NtStatus>;
-
-    /// `D3DKMTSignalSynchronizationObjectFromCpu` of one native or monitored fence.
-    fn signal_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
-
-    /// `D3DKMTWaitForSynchronizationObjectFromCpu` on one fence, up to `timeout`.
-    fn wait_timeout(
-        &self,
-        fence: KmtHandle,
-        value: u64,
-        timeout: Duration,
-    ) -> Result<FenceWait, NtStatus>;
-
-    /// The kernel-mode testing thunks ([`super::testing::TestThunks`]); by default none.
-    fn testing(&self) -> Option<&dyn super::testing::TestThunks> {
-        None
-    }
-}
 
 /// Where the D3DKMT backend gets its adapters and thunks.
 pub trait KmtPlatform: Send + Sync {

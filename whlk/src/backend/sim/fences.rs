@@ -59,7 +59,7 @@ impl Fences for SimSession {
         value: u64,
         timeout: Duration,
     ) -> Result<WaitResult, Failure> {
-        super::bounded_wait(&self.machine, self.fence(f)?, value, timeout)
+        super::wait::bounded_wait(&self.machine, self.fence(f)?, value, timeout)
             .map(wait_result)
             .map_err(failure)
     }

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_simos::{Machine, MonitoredFence, SimError, UmsProcess, WaitOutcome};
@@ -17,7 +18,8 @@ use rvgpu_umd::kmt::{
     MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
 };
 
-use crate::backend::kmt::{FenceWait, KmtSync, MonitoredSync};
+use crate::backend::kmt::sync::TestThunks;
+use crate::backend::kmt::sync::{FenceWait, KmtSync, MonitoredSync};
 
 /// What the UMD created through one [`SessKmt`] (one harness queue).
 #[derive(Debug, Default)]
@@ -262,7 +264,7 @@ impl SessKmt {
 impl KmtSync for SessKmt {
     type Value = SimMonitoredValue;
 
-    fn testing(&self) -> Option<&dyn crate::backend::testing::TestThunks> {
+    fn testing(&self) -> Option<&dyn TestThunks> {
         Some(self)
     }
 
@@ -293,7 +295,7 @@ impl KmtSync for SessKmt {
         timeout: std::time::Duration,
     ) -> Result<FenceWait, NtStatus> {
         if let Some(f) = self.native_fence(fence) {
-            return super::bounded_wait(&self.m, &f, value, timeout)
+            return super::wait::bounded_wait(&self.m, &f, value, timeout)
                 .map(fence_wait)
                 .map_err(sim_status);
         }
@@ -302,5 +304,53 @@ impl KmtSync for SessKmt {
             .wait_monitored_fence(&f, value, timeout)
             .map(fence_wait)
             .map_err(sim_status)
+    }
+}
+
+impl TestThunks for SessKmt {
+    fn escape_build_test_command_buffer(
+        &self,
+        data: &mut [u8],
+        dma: &mut [u8],
+        private: &mut [u8],
+    ) -> Result<(), NtStatus> {
+        let (m, p) = self.parts();
+        let st = m
+            .escape_build_test_command_buffer(p.adapter, p.pid, data, dma, private)
+            .map_err(|_| NtStatus(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL))?;
+        if st == 0 {
+            Ok(())
+        } else {
+            Err(NtStatus(st))
+        }
+    }
+
+    fn kernel_mode_testing_enabled(&self) -> Result<bool, NtStatus> {
+        let (m, p) = self.parts();
+        Ok(m.feature_db(p.adapter)
+            .version(rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING)
+            .is_some())
+    }
+
+    fn arm_tdr(&self) -> Result<(), NtStatus> {
+        let (m, p) = self.parts();
+        // Threaded: wall-clock limits long enough that a loaded host does not time out
+        // innocent work (Windows' TdrDelay is 2 s), short enough for a quick case.
+        let t = crate::backend::TdrTimeouts {
+            timeout: Duration::from_millis(500),
+            preempt_timeout: Duration::from_millis(50),
+            ..crate::backend::TdrTimeouts::fast()
+        };
+        m.enable_tdr(
+            p.adapter,
+            rvgpu_simos::TdrConfig {
+                timeout_steps: t.timeout_steps,
+                timeout: t.timeout,
+                preempt_steps: t.preempt_steps,
+                preempt_timeout: t.preempt_timeout,
+                ..rvgpu_simos::TdrConfig::default()
+            },
+        )
+        .map_err(|_| NtStatus(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL))
     }
 }

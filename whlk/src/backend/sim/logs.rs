@@ -283,7 +283,7 @@ impl UmdFences for SimSession {
         timeout: Duration,
     ) -> Result<WaitResult, Failure> {
         let os = self.um_fence(f)?.os.clone();
-        let r = super::bounded_wait(&self.machine, &os, value, timeout)
+        let r = super::wait::bounded_wait(&self.machine, &os, value, timeout)
             .map(wait_result)
             .map_err(failure)?;
         self.check_fault()?;

@@ -1,0 +1,208 @@
+//! The kernel-mode queue (UM-01, UM-05) and thunks shared by pointer.
+
+use super::*;
+
+/// UM-01: a full command buffer does not make a kernel-mode submission wait for the queue's
+/// earlier work (which may be held behind a fence the caller signals later): the path moves on
+/// to a new buffer, up to eight, and with all eight busy waits only for the oldest one.
+#[test]
+fn um_01_kernel_mode_command_buffers_rotate_before_waiting() {
+    let m = Mock::new();
+    m.w().auto = false; // the device runs only when a wait lets time pass
+    let cfg = QueueConfig {
+        command_buffer_size: 64,
+        ..Default::default()
+    };
+    let mut q = KernelQueue::new(&m, &cfg).unwrap();
+    let fence = q.progress_fence();
+    m.clear_log();
+    // Two 32-byte batches per buffer: 16 batches fill eight buffers.
+    for n in 1..=16u64 {
+        assert_eq!(q.submit(&[fill(n)]).unwrap(), n);
+    }
+    let log = m.log();
+    assert!(!log.iter().any(|e| matches!(e, Ev::Wait { .. })), "{log:?}");
+    let created = log
+        .iter()
+        .filter(|e| matches!(e, Ev::CreateAllocation(_)))
+        .count();
+    assert_eq!(created, 7, "seven more buffers");
+    let starts: std::collections::BTreeSet<u64> = log
+        .iter()
+        .filter_map(|e| match e {
+            Ev::KmSubmit { gpu, .. } => Some(*gpu),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), 16, "no command bytes reused while in flight");
+    m.clear_log();
+    // The seventeenth waits for the oldest buffer's last batch (2), not for all 16.
+    assert_eq!(q.submit(&[fill(17)]).unwrap(), 17);
+    assert!(
+        m.log().contains(&Ev::Wait { fence, value: 2 }),
+        "{:?}",
+        m.log()
+    );
+    m.w().run_all();
+    q.wait(17).unwrap();
+    assert_eq!(fills(&m), (1..=17).map(|n| (false, n)).collect::<Vec<_>>());
+    q.close().unwrap();
+    m.check();
+}
+
+/// UM-01: when the KMD's kernel ring is full (`STATUS_INSUFFICIENT_RESOURCES`), the UMD waits
+/// for the oldest outstanding submission only, then retries; any other refusal is returned at
+/// once, with nothing waited for.
+#[test]
+fn um_01_kernel_ring_full_waits_for_the_oldest_only() {
+    let m = Mock::new();
+    m.w().auto = false;
+    m.w().km_ring_slots = Some(3);
+    let cfg = QueueConfig {
+        command_buffer_size: 4096,
+        ..Default::default()
+    };
+    let mut q = KernelQueue::new(&m, &cfg).unwrap();
+    let fence = q.progress_fence();
+    for n in 1..=3u64 {
+        assert_eq!(q.submit(&[fill(n)]).unwrap(), n);
+    }
+    m.clear_log();
+    assert_eq!(q.submit(&[fill(4)]).unwrap(), 4);
+    let waits: Vec<_> = m
+        .log()
+        .into_iter()
+        .filter(|e| matches!(e, Ev::Wait { .. }))
+        .collect();
+    assert_eq!(waits, vec![Ev::Wait { fence, value: 1 }], "{:?}", m.log());
+    // A refusal that is not for room: returned, no wait.
+    m.w().fail_km_submit = true;
+    m.clear_log();
+    assert_eq!(
+        q.submit(&[fill(5)]),
+        Err(SubmitError::Kmt(STATUS_DEVICE_REMOVED))
+    );
+    assert!(!m.log().iter().any(|e| matches!(e, Ev::Wait { .. })));
+    m.w().fail_km_submit = false;
+    m.w().run_all();
+    q.wait(4).unwrap();
+    assert_eq!(fills(&m), (1..=4).map(|n| (false, n)).collect::<Vec<_>>());
+    q.close().unwrap();
+    m.check();
+}
+
+/// UM-01: a kernel-mode queue on its own: commands copied into the command buffer, one
+/// SubmitCommandToHwQueue per batch with progress values 1, 2, ...; an INDIRECT becomes its
+/// own submission (INDIRECTs do not nest); the command buffer is reused after the GPU is done.
+#[test]
+fn um_01_kernel_mode_queue() {
+    let m = Mock::new();
+    let cfg = QueueConfig {
+        command_buffer_size: 64,
+        ..Default::default()
+    };
+    let mut q = KernelQueue::new(&m, &cfg).unwrap();
+    assert_eq!(q.submit(&[fill(1)]).unwrap(), 1);
+    let Some(Ev::KmSubmit {
+        value: 1,
+        bytes: 32,
+        gpu: cb_start,
+        ..
+    }) = m.log().last().cloned()
+    else {
+        panic!("one submission of 32 bytes with value 1");
+    };
+    // A caller-owned buffer with one FILL, called through INDIRECT.
+    let buf = m.create_allocation(32).unwrap();
+    let mut words = [0u64; 4];
+    fill(100).encode(&mut words).unwrap();
+    for (i, w) in words.iter().enumerate() {
+        buf.mem.store(i as u64 * 8, *w);
+    }
+    m.clear_log();
+    let v = q
+        .submit(&[
+            fill(2),
+            Command::Indirect {
+                addr: buf.gpu_va,
+                bytes: 32,
+            },
+            fill(3),
+        ])
+        .unwrap();
+    assert_eq!(v, 4, "three submissions");
+    let subs: Vec<(u64, u64, u32)> = m
+        .log()
+        .into_iter()
+        .filter_map(|e| match e {
+            Ev::KmSubmit {
+                value, gpu, bytes, ..
+            } => Some((value, gpu, bytes)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(subs.len(), 3);
+    assert_eq!(subs[1], (3, buf.gpu_va, 32), "the INDIRECT's own buffer");
+    assert_eq!(subs[0], (2, cb_start + 32, 32));
+    assert_eq!(
+        subs[2],
+        (4, cb_start, 32),
+        "the 64-byte buffer wrapped to its start"
+    );
+    q.wait(v).unwrap();
+    assert_eq!(q.completed(), 4);
+    assert_eq!(
+        fills(&m),
+        vec![(false, 1), (false, 2), (false, 100), (false, 3)]
+    );
+    assert_eq!(
+        q.submit(&[Command::Nop { len: 0 }]),
+        Err(SubmitError::BadCommand)
+    );
+    let too_big: Vec<Command> = (0..3).map(fill).collect();
+    assert_eq!(q.submit(&too_big), Err(SubmitError::TooLarge));
+    assert_eq!(q.wait(99), Err(SubmitError::NotSubmitted));
+    m.clear_log();
+    q.close().unwrap();
+    let kinds: Vec<&str> = m
+        .log()
+        .iter()
+        .filter_map(|e| match e {
+            Ev::DestroyHwQueue(_) => Some("queue"),
+            Ev::DestroyAllocation(_) => Some("alloc"),
+            Ev::DestroyContext(_) => Some("context"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["queue", "alloc", "context"]);
+    m.check();
+}
+
+/// UM-05: the UMD never uses the kernel-mode path on its user-mode queue (the mock faults if
+/// it does), also across a fallback.
+#[test]
+fn um_05_user_mode_queue_never_takes_the_kernel_path() {
+    let m = Mock::new();
+    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    let user = m.0.borrow().user_queue.unwrap();
+    q.submit(&[fill(1)]).unwrap();
+    m.w().status_script = [DoorbellStatus::DisconnectedAbort].into();
+    q.submit(&[fill(2)]).unwrap();
+    q.submit(&[fill(3)]).unwrap();
+    assert!(!m
+        .log()
+        .iter()
+        .any(|e| matches!(e, Ev::KmSubmit { queue, .. } if *queue == user)));
+    m.check();
+}
+
+/// The thunks can be shared through `Arc` (the C API does).
+#[test]
+#[allow(clippy::arc_with_non_send_sync)] // single-threaded test of the blanket impl
+fn thunks_shared_through_arc() {
+    let m = std::sync::Arc::new(Mock::new());
+    let mut q = UserQueue::new(m.clone(), &QueueConfig::default()).unwrap();
+    let v = q.submit(&[fill(1)]).unwrap();
+    q.wait(v).unwrap();
+    assert_eq!(fills(&m), vec![(true, 1)]);
+}

@@ -1,0 +1,411 @@
+//! [`UserModeSubmission`] through the DLL: user-mode and kernel-mode queues
+//! (`rvgpu_queue_create`), batches with fence lists (`rvgpu_queue_submit`), waits, and the
+//! streaming and churning lanes on their own threads.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rvgpu_simos::pe::umd::UserProcess;
+use rvgpu_simos::Machine;
+
+use super::dll::{
+    dwords, status_name, DProcess, DQueue, DllSession, FenceList, DEVICE_LOST, LOCK_READ,
+    LOCK_WRITE, OK, TIMEOUT,
+};
+use crate::backend::{
+    BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, ProcessEnd, ProcessRef, StreamLane,
+    StreamReport, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
+};
+
+/// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order. A lane
+/// that stops after a recovery learns of it from the OS's counters on `m` (the harness
+/// steering the application, as the simulation backend does).
+pub(super) fn stream_lane(
+    m: &Machine,
+    adapter: usize,
+    lane: &StreamLane,
+    up: &Arc<UserProcess>,
+    h: u64,
+    batches: &[Vec<u32>],
+) -> StreamReport {
+    let mut rep = StreamReport {
+        submitted: 0,
+        last_value: 0,
+        recovered_at: None,
+        error: None,
+    };
+    let call = |name: &str, args: &[u64]| -> Result<u64, String> {
+        up.call(name, args)
+            .map(|v| v & 0xFFFF_FFFF)
+            .map_err(|e| format!("{name}: {e:?}"))
+    };
+    std::thread::sleep(lane.start_after);
+    for d in batches {
+        if crate::backend::sim::usermode::lane_done_after_recovery(m, adapter, lane, &mut rep) {
+            break;
+        }
+        if lane.max_in_flight > 0 {
+            let t0 = std::time::Instant::now();
+            loop {
+                let mut st = [0u64; 5];
+                match call("rvgpu_queue_status", &[h, st.as_mut_ptr() as u64]) {
+                    Ok(OK) => {}
+                    Ok(s) => {
+                        rep.error = Some(format!("rvgpu_queue_status returned {}", status_name(s)));
+                        return rep;
+                    }
+                    Err(e) => {
+                        rep.error = Some(e);
+                        return rep;
+                    }
+                }
+                if st[0].saturating_sub(st[1]) < lane.max_in_flight {
+                    break;
+                }
+                if t0.elapsed() > Duration::from_secs(20) {
+                    rep.error = Some(format!("batch {}: in flight for 20 s", rep.submitted));
+                    return rep;
+                }
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+        let desc: [u64; 6] = [d.as_ptr() as u64, d.len() as u64, 0, 0, 0, 0];
+        let mut v = 0u64;
+        match call(
+            "rvgpu_queue_submit",
+            &[h, desc.as_ptr() as u64, &raw mut v as u64],
+        ) {
+            Ok(OK) => {
+                rep.submitted += 1;
+                rep.last_value = v;
+            }
+            Ok(s) => {
+                rep.error = Some(format!("batch {}: {}", rep.submitted, status_name(s)));
+                return rep;
+            }
+            Err(e) => {
+                rep.error = Some(e);
+                return rep;
+            }
+        }
+    }
+    if lane.wait && rep.last_value > 0 {
+        match call("rvgpu_queue_wait", &[h, rep.last_value, u64::MAX]) {
+            Ok(OK) => {}
+            Ok(s) => rep.error = Some(format!("waiting: {}", status_name(s))),
+            Err(e) => rep.error = Some(e),
+        }
+    }
+    rep
+}
+
+/// One [`ChurnLane`] on its own thread.
+pub(super) fn churn_lane(
+    lane: &ChurnLane,
+    up: &Arc<UserProcess>,
+    adapter: u64,
+    batches: &[Vec<u32>],
+) -> ChurnReport {
+    let mut rep = ChurnReport {
+        rounds_done: 0,
+        kernel_mode_rounds: 0,
+        error: None,
+    };
+    let call = |name: &str, args: &[u64]| -> Result<(), String> {
+        match up.call(name, args).map(|v| v & 0xFFFF_FFFF) {
+            Ok(OK) => Ok(()),
+            Ok(s) => Err(format!("{name} returned {}", status_name(s))),
+            Err(e) => Err(format!("{name}: {e:?}")),
+        }
+    };
+    let per = usize::try_from(lane.batches_per_round).unwrap_or(usize::MAX);
+    for round in 0..lane.rounds {
+        let r = (|| -> Result<bool, String> {
+            // RvgpuQueueDesc: node, user mode, priority 0, 4 KiB ring.
+            let desc: [u32; 4] = [lane.node, 0, 0, 4096];
+            let mut q = 0u64;
+            call(
+                "rvgpu_queue_create",
+                &[adapter, desc.as_ptr() as u64, &raw mut q as u64],
+            )?;
+            let first = usize::try_from(round)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(per);
+            let mut last = 0u64;
+            let mut result = Ok(());
+            for d in batches.iter().skip(first).take(per) {
+                let desc: [u64; 6] = [d.as_ptr() as u64, d.len() as u64, 0, 0, 0, 0];
+                result = call(
+                    "rvgpu_queue_submit",
+                    &[q, desc.as_ptr() as u64, &raw mut last as u64],
+                );
+                if result.is_err() {
+                    break;
+                }
+            }
+            if result.is_ok() && last > 0 {
+                result = call("rvgpu_queue_wait", &[q, last, u64::MAX]);
+            }
+            let mut st = [0u64; 5];
+            let status = call("rvgpu_queue_status", &[q, st.as_mut_ptr() as u64]);
+            let closed = call("rvgpu_destroy_queue", &[q]);
+            result.and(status).and(closed)?;
+            Ok(st[3] as u32 == 1)
+        })();
+        match r {
+            Ok(kernel) => {
+                rep.rounds_done += 1;
+                rep.kernel_mode_rounds += u32::from(kernel);
+            }
+            Err(e) => {
+                rep.error = Some(format!("round {round}: {e}"));
+                return rep;
+            }
+        }
+    }
+    rep
+}
+
+impl UserModeSubmission for DllSession {
+    /// The node metadata and user-mode submission caps the driver reported to the OS (the
+    /// OS's record, read by the harness).
+    fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
+        self.started(i)?;
+        let up = UserProcess::new(self.m.clone(), self.image.clone());
+        let luid = rvgpu_simos::dxgkrnl::pnp::adapter_luid(i);
+        let mut adapter = 0u64;
+        let r = up
+            .call(
+                "rvgpu_open_adapter",
+                &[
+                    u64::from(luid.LowPart),
+                    u64::from(luid.HighPart as u32),
+                    &raw mut adapter as u64,
+                ],
+            )
+            .map_err(|e| Failure::Backend(format!("rvgpu_open_adapter: {e:?}")))?;
+        if r & 0xFFFF_FFFF != OK {
+            return Err(Failure::Backend(format!(
+                "rvgpu_open_adapter returned {}",
+                status_name(r & 0xFFFF_FFFF)
+            )));
+        }
+        let device = up.devices().first().map_or(0, |d| d.device);
+        self.processes.push(DProcess {
+            adapter: i,
+            live: Some((up, adapter)),
+            device,
+        });
+        Ok(ProcessRef(self.processes.len() - 1))
+    }
+
+    fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
+        self.process(p.0)?;
+        self.exit_process(p.0, how)
+    }
+
+    fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
+        let d = self.new_buffer(p, bytes)?;
+        self.buffers.push(Some(d));
+        let b = BufferRef(self.buffers.len() - 1);
+        self.with_view(b, LOCK_WRITE, |base, size| {
+            for i in 0..usize::try_from(size / 8).unwrap_or(0) {
+                // SAFETY: the lock's view of `size` bytes; word `i` is inside it.
+                unsafe { base.add(i).write_volatile(0) };
+            }
+        })?;
+        Ok(b)
+    }
+
+    fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
+        let i = self.word(b, offset)?;
+        // SAFETY: the lock's view; word `i` checked inside the buffer.
+        self.with_view(b, LOCK_READ, |base, _| unsafe {
+            base.add(i).read_volatile()
+        })
+    }
+
+    /// The store happens; a GPU wait queued on the word (a gate) is released by signalling
+    /// the gate's fence to the value from the CPU.
+    fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
+        let i = self.word(b, offset)?;
+        // SAFETY: the lock's view; word `i` checked inside the buffer.
+        self.with_view(b, LOCK_WRITE, |base, _| unsafe {
+            base.add(i).write_volatile(value)
+        })?;
+        let Some(fence) = self
+            .gates
+            .iter()
+            .find(|g| g.buffer == b.0 && g.offset == offset)
+            .map(|g| g.fence)
+        else {
+            return Ok(());
+        };
+        let p = self.buffer(b)?.process;
+        self.ok(p, "rvgpu_fence_signal", &[fence, value])
+    }
+
+    fn create_queue(
+        &mut self,
+        p: ProcessRef,
+        node: u32,
+        kind: SubmitPath,
+    ) -> Result<UmQueueRef, Failure> {
+        let (_, adapter) = self.process(p.0)?;
+        // RvgpuQueueDesc: node, kind, priority, ring size (4 KiB: the rings the cases wrap).
+        let kind = u32::from(kind == SubmitPath::KernelMode);
+        let desc: [u32; 4] = [node, kind, 0, 4096];
+        let before = self.process(p.0)?.0.objects();
+        let mut q = 0u64;
+        self.ok(
+            p.0,
+            "rvgpu_queue_create",
+            &[adapter, desc.as_ptr() as u64, &raw mut q as u64],
+        )?;
+        let objects = self
+            .process(p.0)?
+            .0
+            .objects()
+            .into_iter()
+            .filter(|h| before.binary_search(h).is_err())
+            .collect();
+        let info = self.status_of(p.0, q)?;
+        self.queues.push(DQueue {
+            process: p.0,
+            handle: Some(q),
+            info,
+            objects,
+        });
+        Ok(UmQueueRef(self.queues.len() - 1))
+    }
+
+    fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
+        let (p, h) = self.queue(q)?;
+        // A `WaitAtLeast` is a GPU wait on the word's gate fence: it opens a new batch, since
+        // a batch's waits come before its packets.
+        let mut batches: Vec<(FenceList, Vec<Work>)> = vec![(Vec::new(), Vec::new())];
+        for w in work {
+            if let Work::WaitAtLeast {
+                buffer,
+                offset,
+                value,
+            } = *w
+            {
+                let fence = self.gate(p, buffer, offset)?;
+                if batches.last().is_some_and(|b| !b.1.is_empty()) {
+                    batches.push((Vec::new(), Vec::new()));
+                }
+                if let Some(b) = batches.last_mut() {
+                    b.0.push((fence, value));
+                }
+            } else if let Some(b) = batches.last_mut() {
+                b.1.push(*w);
+            }
+        }
+        let mut last = None;
+        for (waits, items) in &batches {
+            let cmds =
+                crate::backend::encode_work(items, |b, off, bytes| self.address(b, off, bytes))?;
+            if cmds.is_empty() && waits.is_empty() {
+                continue;
+            }
+            last = Some(self.submit_batch(p, h, &cmds, waits, &[])?);
+        }
+        last.ok_or_else(|| Failure::Backend("nothing to submit".into()))
+    }
+
+    fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
+        let (p, h) = self.queue(q)?;
+        match self.call(p, "rvgpu_queue_wait", &[h, value, u64::MAX])? {
+            OK => Ok(WaitResult::Satisfied),
+            TIMEOUT if self.fault().is_none() => Ok(WaitResult::TimedOut),
+            DEVICE_LOST if self.fault().is_none() => Ok(WaitResult::Abandoned),
+            s => Err(self.fault().unwrap_or_else(|| {
+                Failure::Backend(format!("rvgpu_queue_wait returned {}", status_name(s)))
+            })),
+        }
+    }
+
+    fn queue_info(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+        let d = self
+            .queues
+            .get(q.0)
+            .ok_or_else(|| Failure::Backend(format!("no queue {}", q.0)))?;
+        match d.handle {
+            Some(h) => self.status_of(d.process, h),
+            None => Ok(d.info),
+        }
+    }
+
+    fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+        let (p, h) = self.queue(q)?;
+        let info = self.status_of(p, h)?;
+        self.drain_fence_log(p, h)?;
+        if let Some(d) = self.queues.get_mut(q.0) {
+            d.handle = None;
+            d.info = info;
+        }
+        self.ok(p, "rvgpu_destroy_queue", &[h])
+    }
+
+    fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        let (p, h) = self.queue(q)?;
+        let mut st = [0u64; 5];
+        self.ok(p, "rvgpu_queue_status", &[h, st.as_mut_ptr() as u64])?;
+        Ok(match (st[4] >> 32) as u32 as i32 {
+            0 => DoorbellStatus::Connected,
+            1 => DoorbellStatus::ConnectedNotify,
+            2 => DoorbellStatus::DisconnectedRetry,
+            3 => DoorbellStatus::DisconnectedAbort,
+            -1 => {
+                return Err(Failure::Backend(format!(
+                    "queue {} has no doorbell (a kernel-mode queue)",
+                    q.0
+                )))
+            }
+            x => DoorbellStatus::Other(x),
+        })
+    }
+
+    /// One thread per lane (step mode: one lane after another), each making its queues one
+    /// after another through the C API:
+    /// `rvgpu_queue_create`, its batches by `rvgpu_queue_submit`, `rvgpu_queue_wait`,
+    /// `rvgpu_queue_status` (which path the queue ended on), `rvgpu_destroy_queue`.
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let (up, adapter) = self.process(lane.process.0)?;
+            let batches = lane
+                .work
+                .iter()
+                .map(|w| {
+                    crate::backend::encode_work(w, |b, o, n| self.address(b, o, n))
+                        .and_then(|c| dwords(&c))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((lane, up, adapter, batches));
+        }
+        if self.stepped() {
+            return Ok(jobs
+                .iter()
+                .map(|(lane, up, a, batches)| churn_lane(lane, up, *a, batches))
+                .collect());
+        }
+        Ok(std::thread::scope(|sc| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|(lane, up, a, batches)| sc.spawn(move || churn_lane(lane, up, *a, batches)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|t| {
+                    t.join().unwrap_or_else(|_| ChurnReport {
+                        rounds_done: 0,
+                        kernel_mode_rounds: 0,
+                        error: Some("the lane's thread panicked".into()),
+                    })
+                })
+                .collect()
+        }))
+    }
+}

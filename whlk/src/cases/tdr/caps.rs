@@ -1,0 +1,134 @@
+//! The driver's TDR caps, per engine (TDR-01, TDR-02).
+
+use crate::backend::{
+    Backend, ExecMode, Failure, Misbehaviour, SessionConfig, TdrStep, TdrTimeouts,
+};
+use crate::case::{CaseError, CaseResult};
+use crate::ensure;
+
+use super::super::common::{fill, no_fault, session};
+use super::fixtures::{
+    all_done, resets, software_scheduled, until, BUF, STEP, VIDEO_ENGINE_TIMEOUT_DETECTED,
+    VIDEO_TDR_TIMEOUT_DETECTED,
+};
+
+// ---------------------------------------------------------------------------------------------
+// TDR-01, TDR-02.
+
+pub(super) fn per_engine_caps(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Step, |_| {})?;
+    ensure!(
+        s.kmd_caps()?.driver_caps(0)?.per_engine_tdr,
+        "a PER_ENGINE_RESET device with the four DDIs: SupportPerEngineTDR is 0"
+    );
+    // Without PER_ENGINE_RESET the driver cannot claim per-engine TDR, and a Windows that
+    // validates WDDM caps does not start a WDDM 1.2+ hardware adapter without it
+    // (docs/windows-bringup.md BR-52).
+    let mut cfg = SessionConfig::new(ExecMode::Step);
+    cfg.per_engine_reset = Some(false);
+    cfg.validate_wddm_caps = true;
+    let mut s = b.open(&cfg)?;
+    s.load_driver()?;
+    match s.start_adapter(0) {
+        Err(Failure::Backend(m)) if m.contains("BR-52") && m.contains("SupportPerEngineTDR") => {}
+        other => ensure!(
+            false,
+            "a device without PER_ENGINE_RESET: expected the start refused (BR-52), got {other:?}"
+        ),
+    }
+    drop(s);
+    let mut cfg = SessionConfig::new(ExecMode::Step);
+    cfg.misbehaviour = Some(Misbehaviour::NoResetEngineDdi);
+    let mut s = b.open(&cfg)?;
+    s.load_driver()?;
+    match s.start_adapter(0) {
+        Err(Failure::Backend(m)) if m.contains("DxgkDdiResetEngine") => {}
+        Err(Failure::Unsupported(m)) => return Err(CaseError::Skip(m)),
+        other => ensure!(
+            false,
+            "start with SupportPerEngineTDR and no DxgkDdiResetEngine: {other:?}"
+        ),
+    }
+    Ok(())
+}
+
+pub(super) fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Threaded, software_scheduled)?;
+    s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
+    for reason in [VIDEO_TDR_TIMEOUT_DETECTED, VIDEO_ENGINE_TIMEOUT_DETECTED] {
+        let t = s.direct_ddi()?.collect_dbg_info(0, reason)?;
+        ensure!(
+            !t.is_empty() && t.len() < 4096,
+            "CollectDbgInfo({reason:#x}) outside a TDR returned {} bytes",
+            t.len()
+        );
+    }
+    let r = s.direct_ddi()?.collect_dbg_info_under_reset(0, 0)?;
+    ensure!(
+        r.calls > 0,
+        "no CollectDbgInfo call returned while the reset was pending"
+    );
+    ensure!(
+        r.min_len > 0 && r.max_len < 4096,
+        "CollectDbgInfo text of {}..{} bytes (buffer 4096)",
+        r.min_len,
+        r.max_len
+    );
+    ensure!(
+        r.caps_queries == 200,
+        "{} of 200 QueryAdapterInfo calls returned",
+        r.caps_queries
+    );
+    let ev = s.tdr_trace_ref()?.tdr_steps(0)?;
+    ensure!(
+        ev.iter().any(|e| matches!(
+            e,
+            TdrStep::CollectDbgInfo { reason: VIDEO_ENGINE_TIMEOUT_DETECTED, bytes } if *bytes > 0
+        )),
+        "the OS's own CollectDbgInfo(0x141) of the reset is missing or empty: {ev:?}"
+    );
+    ensure!(
+        resets(&*s) == 1,
+        "resets {:?}",
+        s.tdr_trace_ref()?.tdr_recoveries(0)
+    );
+    no_fault(&*s)
+}
+
+pub(super) fn nodes_and_affinity(b: &dyn Backend) -> CaseResult {
+    for engines in [1u32, 2, 16] {
+        let mut s = session(b, ExecMode::Step, |c| c.engines = Some(engines))?;
+        let caps = s.kmd_caps()?.driver_caps(0)?;
+        ensure!(
+            caps.nodes == engines,
+            "{engines} engines: DRIVERCAPS reports {} nodes",
+            caps.nodes
+        );
+        let p = s.ums()?.open_process(0)?;
+        let t = s.ums()?.create_buffer(p, BUF)?;
+        for n in 0..engines {
+            let mask = s.direct_ddi()?.dependent_engine_group(0, n)?;
+            ensure!(
+                mask == 1u64 << n,
+                "{engines} engines: node {n}'s dependent group {mask:#x}, expected {:#x}",
+                1u64 << n
+            );
+            let c = s.dma_contexts()?.create_context(p, n)?;
+            s.dma_contexts()?
+                .submit_dma(c, &[fill(t, 8 * u64::from(n), 0x100 + u64::from(n))])?;
+        }
+        let nodes = engines;
+        until(&mut *s, STEP, "DMA buffers on every node", |s| {
+            (0..nodes).all(|n| all_done(s, n))
+        })?;
+        for n in 0..engines {
+            let got = s.ums_ref()?.read_buffer(t, 8 * u64::from(n))?;
+            ensure!(
+                got == 0x100 + u64::from(n),
+                "{engines} engines: node {n}'s DMA buffer did not run ({got:#x})"
+            );
+        }
+        no_fault(&*s)?;
+    }
+    Ok(())
+}
