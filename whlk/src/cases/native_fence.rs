@@ -321,7 +321,11 @@ fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     let expected = match armed {
         3 => 1,
         2 => 2,
-        m => return Err(CaseError::Fail(format!("MonitoredValue {m} for a wait for 3"))),
+        m => {
+            return Err(CaseError::Fail(format!(
+                "MonitoredValue {m} for a wait for 3"
+            )))
+        }
     };
     for v in 1..=5 {
         s.fences()?.gpu_signal(q, f, v)?;
