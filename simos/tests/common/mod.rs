@@ -357,15 +357,28 @@ pub fn start_with_qai_hook(
     hook: Qai,
     table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
 ) -> Result<(), SimError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    m.load_driver_with(move |t| {
-        let _ = tx.send(t.DxgkDdiQueryAdapterInfo);
+    REAL_QAI.set(load_hooked(m, move |t| {
+        let real = t.DxgkDdiQueryAdapterInfo;
         t.DxgkDdiQueryAdapterInfo = Some(hook);
         table(t);
+        real
+    }));
+    m.start_adapter(0).map(|_| ())
+}
+
+/// Loads rvgpu on `m` with `hook` applied to its initialization table, and returns what `hook`
+/// took from the table (the driver's own routines, kept by the test's thread: the hook runs on
+/// the loader's).
+pub fn load_hooked<T: Send + 'static>(
+    m: &mut Machine,
+    hook: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    m.load_driver_with(move |t| {
+        let _ = tx.send(hook(t));
     })
     .expect("load");
-    REAL_QAI.set(rx.recv().expect("hook ran"));
-    m.start_adapter(0).map(|_| ())
+    rx.recv().expect("hook ran")
 }
 
 /// Asserts that a start was refused for `rule` with `status`.
