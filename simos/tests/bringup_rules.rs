@@ -6,8 +6,8 @@
 use std::cell::Cell;
 
 mod common;
-use common::{load_hooked, refused};
 use common::start_edits::*;
+use common::{load_hooked, refused};
 
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGKQAITYPE_PHYSICALADAPTERCAPS,

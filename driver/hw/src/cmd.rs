@@ -235,15 +235,13 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
     }
     Ok(match h.opcode {
         Opcode::Nop => Command::Nop { len: h.len },
-        Opcode::FenceSignal => {
-            Command::FenceSignal {
-                flags: h.flags,
-                value_addr: arg(1)?,
-                value: arg(2)?,
-                monitored_addr: arg(3)?,
-                report_tag: arg(4)?,
-            }
-        }
+        Opcode::FenceSignal => Command::FenceSignal {
+            flags: h.flags,
+            value_addr: arg(1)?,
+            value: arg(2)?,
+            monitored_addr: arg(3)?,
+            report_tag: arg(4)?,
+        },
         Opcode::FenceWait => Command::FenceWait {
             addr: arg(1)?,
             value: arg(2)?,
@@ -262,12 +260,10 @@ pub fn decode(words: &[u64]) -> Result<Command, FaultCode> {
             }
         }
         Opcode::Timestamp => Command::Timestamp { addr: arg(1)? },
-        Opcode::Progress => {
-            Command::Progress {
-                irq: h.flags & PROGRESS_IRQ != 0,
-                value: arg(1)?,
-            }
-        }
+        Opcode::Progress => Command::Progress {
+            irq: h.flags & PROGRESS_IRQ != 0,
+            value: arg(1)?,
+        },
         Opcode::Copy => {
             let (src, dst, bytes) = (arg(1)?, arg(2)?, arg(3)?);
             check_transfer(bytes)?;
