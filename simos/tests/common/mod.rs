@@ -183,6 +183,23 @@ impl Rng {
     }
 }
 
+/// Knuth's MMIX linear congruential generator, answering the high 31 bits of its state: a
+/// seeded stress run draws the same values on every machine.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    const MULTIPLIER: u64 = 6364136223846793005;
+    const INCREMENT: u64 = 1442695040888963407;
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(Self::MULTIPLIER)
+            .wrapping_add(Self::INCREMENT);
+        self.0 >> 33
+    }
+}
+
 /// A queue on `node` with a 4 KiB ring and 4 KiB command buffers.
 pub fn config(node: u32) -> QueueConfig {
     QueueConfig {
