@@ -701,7 +701,7 @@ fn tdr_reset_under_user_mode_traffic() {
     let mut hung = false;
     for round in 0..3000u64 {
         for (i, node, q, n) in queues.iter_mut() {
-            if rng.next() % 3 != 0 || *n >= 1024 {
+            if !rng.next().is_multiple_of(3) || *n >= 1024 {
                 continue;
             }
             let slot = u64::from(*node) * 1024 + *n;
