@@ -234,30 +234,21 @@ mod wdk {
         let mut generated = layout_gen::generate(&wdk, &ddi, "rvgpu_ddi");
         let missing = layout_gen::generate_consts(&wdk, &consts, "rvgpu_ddi", &mut generated);
         let mut report = format!(
-            "headers: {}\nassertions: {}\n\n# compared types ({})\n",
+            "headers: {}\nassertions: {}\n",
             include.display(),
-            generated.assertions,
-            generated.checked.len()
+            generated.assertions
         );
-        for line in &generated.checked {
-            report.push_str(line);
-            report.push('\n');
-        }
-        report.push_str(&format!(
-            "\n# not compared ({})\n",
-            generated.unchecked.len()
-        ));
-        for line in &generated.unchecked {
-            report.push_str(line);
-            report.push('\n');
-        }
-        report.push_str(&format!(
-            "\n# constants not in these headers ({})\n",
-            missing.len()
-        ));
-        for line in &missing {
-            report.push_str(line);
-            report.push('\n');
+        let sections = [
+            ("compared types", &generated.checked),
+            ("not compared", &generated.unchecked),
+            ("constants not in these headers", &missing),
+        ];
+        for (title, lines) in sections {
+            report.push_str(&format!("\n# {title} ({})\n", lines.len()));
+            for line in lines {
+                report.push_str(line);
+                report.push('\n');
+            }
         }
         let _ = fs::write(out_dir.join("wdk_layout_report.txt"), report);
         if fs::write(out_dir.join("wdk_layout.rs"), generated.code).is_ok() {

@@ -195,14 +195,17 @@ pub fn res_file(v: &ImageVersion<'_>) -> Vec<u8> {
 
 // --- reading an image's version back ---------------------------------------------------
 
+/// The `N` bytes of `b` at `at`, if `b` holds them all.
+fn bytes_at<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
+    b.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
 fn rd16(b: &[u8], at: usize) -> Option<u16> {
-    let s = b.get(at..at.checked_add(2)?)?;
-    Some(u16::from_le_bytes([s[0], s[1]]))
+    bytes_at(b, at).map(u16::from_le_bytes)
 }
 
 fn rd32(b: &[u8], at: usize) -> Option<u32> {
-    let s = b.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    bytes_at(b, at).map(u32::from_le_bytes)
 }
 
 /// An image's sections as (virtual address, virtual size, file offset, file size), and its

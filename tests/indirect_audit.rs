@@ -4,14 +4,9 @@
 //! every test a row names exists.
 
 // Host-side test code: the kernel no-panic lints do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::string_slice,
-    clippy::arithmetic_side_effects
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::indexing_slicing, clippy::string_slice)]
+#![allow(clippy::arithmetic_side_effects)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

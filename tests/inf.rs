@@ -6,14 +6,9 @@
 
 // Host-side test code: the kernel no-panic lints do not apply to a parser that only ever reads
 // our own INF and whose failures are test failures.
-#![allow(
-    clippy::arithmetic_side_effects,
-    clippy::string_slice,
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::indexing_slicing, clippy::string_slice)]
+#![allow(clippy::arithmetic_side_effects)]
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -43,7 +43,8 @@ use rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED;
 use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue, RING_BYTES};
 use rvgpu_simos::{
-    LateWakes, Machine, MachineConfig, Mode, NativeFenceDesc, Notification, SimError, SimEvent,
+    LateWakes, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification, SimError,
+    SimEvent,
 };
 
 /// Signals per segment in configuration (b).
@@ -72,6 +73,11 @@ unsafe extern "system" fn counting_isr(ctx: PVOID, message: ULONG) -> BOOLEAN {
 fn machine(native: bool) -> Machine {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.native_fence_feature = native;
+    machine_from(cfg)
+}
+
+/// A started machine built from `cfg`, its driver's ISR behind [`counting_isr`].
+fn machine_from(cfg: MachineConfig) -> Machine {
     let mut m = Machine::new(cfg);
     m.load_driver_with(|t| {
         let _ = REAL_ISR.set(t.DxgkDdiInterruptRoutine);
@@ -133,43 +139,61 @@ fn counts(m: &Machine, base: u64) -> (u64, u64) {
     (isr, n)
 }
 
-fn native_no_waiter(n: u64) -> Row {
-    let t = Instant::now();
-    let m = machine(true);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = ok(
-        &m,
-        m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
-    );
-    // Set-up maps the queue and the fence (paging interrupts): counted from here on.
-    ok(&m, m.run_until_idle());
-    let base = m.interrupt_counts(0).0;
-    let claimed_base = CLAIMED.load(Ordering::Relaxed);
-    signal_range(&m, &mut q, (1, n), PER_FILL, |q, v| q.signal(&f, v));
-    assert_eq!(f.current_value(), n);
-    let (isr, notes) = counts(&m, base);
-    Row {
-        name: "(a) native fence, no CPU waiter",
-        isr_calls: isr,
-        claimed: CLAIMED.load(Ordering::Relaxed) - claimed_base,
-        notifications: notes,
-        released_batches: None,
-        seconds: t.elapsed().as_secs_f64(),
+/// Where a row's counting starts: its start time, and the interrupts and claims before it.
+struct Counted {
+    t: Instant,
+    base: u64,
+    claimed_base: u64,
+}
+
+impl Counted {
+    /// Runs `m` idle first: set-up maps the queue and the fence (paging interrupts), which
+    /// the row does not count.
+    fn from_idle(t: Instant, m: &Machine) -> Self {
+        ok(m, m.run_until_idle());
+        Self {
+            t,
+            base: m.interrupt_counts(0).0,
+            claimed_base: CLAIMED.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The row of what `m` counted since [`Self::from_idle`].
+    fn row(&self, m: &Machine, name: &'static str, released_batches: Option<u64>) -> Row {
+        let (isr, notes) = counts(m, self.base);
+        Row {
+            name,
+            isr_calls: isr,
+            claimed: CLAIMED.load(Ordering::Relaxed) - self.claimed_base,
+            notifications: notes,
+            released_batches,
+            seconds: self.t.elapsed().as_secs_f64(),
+        }
     }
 }
 
-fn native_batched_waiters(n: u64) -> Row {
+/// A native-fence machine with a user-mode queue and one native fence, counting from idle.
+fn native_rig() -> (Machine, GpuQueue, NativeFence, Counted) {
     let t = Instant::now();
     let m = machine(true);
-    let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
+    let q = ok(&m, GpuQueue::new(&m, 0, 0));
     let f = ok(
         &m,
         m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
     );
-    // Set-up maps the queue and the fence (paging interrupts): counted from here on.
-    ok(&m, m.run_until_idle());
-    let base = m.interrupt_counts(0).0;
-    let claimed_base = CLAIMED.load(Ordering::Relaxed);
+    let counted = Counted::from_idle(t, &m);
+    (m, q, f, counted)
+}
+
+fn native_no_waiter(n: u64) -> Row {
+    let (m, mut q, f, counted) = native_rig();
+    signal_range(&m, &mut q, (1, n), PER_FILL, |q, v| q.signal(&f, v));
+    assert_eq!(f.current_value(), n);
+    counted.row(&m, "(a) native fence, no CPU waiter", None)
+}
+
+fn native_batched_waiters(n: u64) -> Row {
+    let (m, mut q, f, counted) = native_rig();
     let mut released = 0u64;
     let mut from = 1u64;
     while from <= n {
@@ -186,15 +210,7 @@ fn native_batched_waiters(n: u64) -> Row {
         from = to + 1;
     }
     assert_eq!(f.monitored_value(), u64::MAX, "nobody waits at the end");
-    let (isr, notes) = counts(&m, base);
-    Row {
-        name: "(b) native fence, batched CPU waiters",
-        isr_calls: isr,
-        claimed: CLAIMED.load(Ordering::Relaxed) - claimed_base,
-        notifications: notes,
-        released_batches: Some(released),
-        seconds: t.elapsed().as_secs_f64(),
-    }
+    counted.row(&m, "(b) native fence, batched CPU waiters", Some(released))
 }
 
 fn legacy(n: u64) -> Row {
@@ -206,10 +222,7 @@ fn legacy(n: u64) -> Row {
     // PROGRESS interrupt (one per PER_FILL signals, counted in this row).
     let mut q = ok(&m, KernelGpuQueue::new(&m, 0, 0));
     let f = ok(&m, m.create_monitored_fence(0, q.process().pid, 0));
-    // Set-up maps the queue and the fence (paging interrupts): counted from here on.
-    ok(&m, m.run_until_idle());
-    let base = m.interrupt_counts(0).0;
-    let claimed_base = CLAIMED.load(Ordering::Relaxed);
+    let counted = Counted::from_idle(t, &m);
     let mut v = 1;
     while v <= n {
         let end = n.min(v + PER_FILL - 1);
@@ -223,15 +236,7 @@ fn legacy(n: u64) -> Row {
     }
     ok(&m, m.run_until_idle());
     assert_eq!(f.value(), n);
-    let (isr, notes) = counts(&m, base);
-    Row {
-        name: "(c) legacy monitored fence (baseline)",
-        isr_calls: isr,
-        claimed: CLAIMED.load(Ordering::Relaxed) - claimed_base,
-        notifications: notes,
-        released_batches: None,
-        seconds: t.elapsed().as_secs_f64(),
-    }
+    counted.row(&m, "(c) legacy monitored fence (baseline)", None)
 }
 
 /// Fences signalled round-robin in configuration (d).
@@ -248,13 +253,7 @@ fn staggered(n: u64, waiters: u64, reading: Reading, arriving: bool) -> (Row, u6
     let t = Instant::now();
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.reading = reading;
-    let mut m = Machine::new(cfg);
-    m.load_driver_with(|t| {
-        let _ = REAL_ISR.set(t.DxgkDdiInterruptRoutine);
-        t.DxgkDdiInterruptRoutine = Some(counting_isr);
-    })
-    .expect("load");
-    m.start_adapter(0).expect("start");
+    let m = machine_from(cfg);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let fences: Vec<_> = (0..STAGGER_FENCES)
         .map(|_| {

@@ -95,21 +95,14 @@ fn threaded_run(tdr: TdrConfig) -> Threaded {
     let (kh, ko, kc) = (m.kmt(&hp), m.kmt(&op), m.kmt(&cp));
     // Hardware-scheduled (the default): the hang and the innocent work are hardware queues on
     // engine 0, reset through DxgkDdiResetHwEngine.
-    let q0 = QueueConfig {
-        node: 0,
-        ring_size: 4096,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
-    };
+    let q0 = config(0);
     let mut hq = UserQueue::new(kh, &q0).unwrap();
     let mut oq = UserQueue::new(ko, &q0).unwrap();
     let t = ko.create_allocation(4096).unwrap();
     let ct = kc.create_allocation(8 * 65536).unwrap();
     let cfg = QueueConfig {
-        node: 1,
         ring_size: 16384,
-        command_buffer_size: 4096,
-        ..QueueConfig::default()
+        ..config(1)
     };
     let mut copy = UserQueue::new(kc, &cfg).unwrap();
     // Commands the UMD adds per one-FILL submission (calibration, outside the windows).

@@ -19,12 +19,11 @@ use rvgpu_hw::cmd::{decode, Command};
 use rvgpu_simos::vidmm::aperture::{ApertureRange, FIRST_OFFSET};
 use rvgpu_simos::vidmm::mdl::Mdl;
 use rvgpu_simos::vidmm::paging::TransferSide;
-use rvgpu_simos::{Machine, Mode, SimError};
+use rvgpu_simos::{Machine, Mode, SimError, UmsProcess};
 use rvgpu_umd::kmt::Kmt;
 
 const PAGE: u64 = 4096;
 
-/// `n` system pages, each its own allocation (so not adjacent), as bus addresses.
 /// `n` scattered pages that VidMm has mapped into the aperture, and the range they occupy.
 fn mapped_in_aperture(m: &Machine, n: usize) -> (Vec<u64>, ApertureRange) {
     let pages = scattered(m, n);
@@ -32,6 +31,14 @@ fn mapped_in_aperture(m: &Machine, n: usize) -> (Vec<u64>, ApertureRange) {
     (pages, range)
 }
 
+/// A process, then two pages [`mapped_in_aperture`]: what the UPDATEPAGETABLE tests map.
+fn process_and_two_mapped_pages(m: &Machine) -> (UmsProcess, Vec<u64>, ApertureRange) {
+    let p = ok(m, m.create_process(0));
+    let (pages, range) = mapped_in_aperture(m, 2);
+    (p, pages, range)
+}
+
+/// `n` system pages, each its own allocation (so not adjacent), as bus addresses.
 fn scattered(m: &Machine, n: usize) -> Vec<u64> {
     let d = m.device(0).unwrap();
     (0..n)
@@ -188,8 +195,7 @@ fn map_aperture_then_transfer_and_fill_reach_the_mapped_pages() {
 #[test]
 fn update_page_table_with_aperture_segment_maps_the_mapped_pages() {
     let m = machine_with(Mode::Step, |_| {});
-    let p = ok(&m, m.create_process(0));
-    let (pages, range) = mapped_in_aperture(&m, 2);
+    let (p, pages, range) = process_and_two_mapped_pages(&m);
     let va = ok(&m, m.map_aperture_range_into(&p, range));
     ok(&m, m.page_in(&p, 0, va, 2 * PAGE, 0x1234_5678));
     wait_node(&m, 0);
@@ -205,8 +211,7 @@ fn update_page_table_with_aperture_segment_maps_the_mapped_pages() {
 #[test]
 fn unmap_aperture_then_use_is_refused() {
     let m = machine_with(Mode::Step, |_| {});
-    let p = ok(&m, m.create_process(0));
-    let (pages, range) = mapped_in_aperture(&m, 2);
+    let (p, pages, range) = process_and_two_mapped_pages(&m);
     ok(&m, m.aperture_unmap_range(0, range));
     let r = ok(
         &m,

@@ -6,8 +6,8 @@
 use std::cell::Cell;
 
 mod common;
-use common::refused;
 use common::start_edits::*;
+use common::{load_hooked, refused};
 
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGKQAITYPE_HISTORYBUFFERPRECISION, DXGKQAITYPE_PHYSICALADAPTERCAPS,
@@ -724,13 +724,11 @@ unsafe extern "system" fn start_after_an_interrupt(
 #[test]
 fn br_20_isr_before_start_device_claims_nothing() {
     let mut m = machine(false);
-    let (tx, rx) = std::sync::mpsc::channel();
-    m.load_driver_with(move |t| {
-        let _ = tx.send((t.DxgkDdiStartDevice, t.DxgkDdiInterruptRoutine));
+    let (start, isr) = load_hooked(&mut m, |t| {
+        let real = (t.DxgkDdiStartDevice, t.DxgkDdiInterruptRoutine);
         t.DxgkDdiStartDevice = Some(start_after_an_interrupt);
-    })
-    .expect("load");
-    let (start, isr) = rx.recv().expect("hook ran");
+        real
+    });
     REAL_START.set(Some((start.expect("StartDevice"), isr.expect("ISR"))));
     let r = m.start_adapter(0);
     assert!(r.is_ok(), "{r:?}");
@@ -1238,7 +1236,7 @@ static CONTEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 
 /// rvgpu's StartDevice, remembering the MiniportDeviceContext (so the test can call a DDI).
 unsafe extern "system" fn start_remembering_context(
-    ctx: *mut std::ffi::c_void,
+    ctx: rvgpu_ddi::PVOID,
     info: *mut rvgpu_ddi::adapter::DXGK_START_INFO,
     iface: *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
     sources: *mut u32,

@@ -6,6 +6,7 @@
 //! interface asks `DxgkCbQueryFeatureSupport` instead (the legacy path, BR-78, BR-80 … BR-82).
 
 mod common;
+use common::load_hooked;
 use common::start_edits::*;
 
 use std::cell::{Cell, RefCell};
@@ -269,13 +270,9 @@ fn start_lying(c: MachineConfig, force: u32, drop_gpu_va: bool) -> Result<(), Si
     FORCE_FLAGS.set(force);
     DROP_GPU_VA.set(drop_gpu_va);
     let mut m = Machine::new(c);
-    let (tx, rx) = std::sync::mpsc::channel();
-    m.load_driver_with(move |t| {
-        let _ = tx.send(t.DxgkDdiGetNodeMetadata);
-        t.DxgkDdiGetNodeMetadata = Some(lying_node_metadata);
-    })
-    .expect("load");
-    REAL_MD.set(rx.recv().expect("hook ran"));
+    REAL_MD.set(load_hooked(&mut m, |t| {
+        t.DxgkDdiGetNodeMetadata.replace(lying_node_metadata)
+    }));
     let r = m.start_adapter(0).map(|_| ());
     FORCE_FLAGS.set(0);
     DROP_GPU_VA.set(false);

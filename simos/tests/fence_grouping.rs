@@ -36,14 +36,26 @@ fn machine(mode: Mode) -> Machine {
     m
 }
 
+/// A user-mode queue whose batches close on its own native fence.
+type OwnQueue<'m> = UserQueue<NoUserProgress<'m>>;
+
 /// A user-mode queue of `k`'s process that closes its batches with its own native fence (24H2's
 /// user-mode queue, under every reading), and the OS's instance of that fence.
-fn own_queue<'m>(m: &'m Machine, k: SimKmt<'m>) -> (UserQueue<NoUserProgress<'m>>, NativeFence) {
+fn own_queue<'m>(m: &'m Machine, k: SimKmt<'m>) -> (OwnQueue<'m>, NativeFence) {
     let q = okk(m, UserQueue::new(NoUserProgress(k), &config(0)));
     let own = m
         .native_fence_by_kmt(0, q.progress_fence())
         .expect("the queue's own fence");
     (q, own)
+}
+
+/// [`own_queue`], then one native fence of the same process (the UMD's and the OS's instance).
+fn own_queue_and_fence<'m>(
+    m: &'m Machine,
+    k: SimKmt<'m>,
+) -> (OwnQueue<'m>, NativeFence, (UmdFence, NativeFence)) {
+    let (q, own) = own_queue(m, k);
+    (q, own, fence(m, &k))
 }
 
 /// The conditional FENCE_SIGNAL of `f` with no LOG_WRITE after it (a raw packet any ring may
@@ -84,8 +96,7 @@ fn released(e: &SimEvent) -> bool {
 fn nf_15_logged_signal_and_unlogged_progress_signal_in_one_pass_release_both_waiters() {
     let m = machine(Mode::Step);
     let (p, k) = user_process(&m);
-    let (mut q, own) = own_queue(&m, k);
-    let (f, fo) = fence(&m, &k);
+    let (mut q, own, (f, fo)) = own_queue_and_fence(&m, k);
     let (wf, wp) = (wait(&m, &fo, 1), wait(&m, &own, 1));
     let v = okk(&m, q.submit_ops(&[Op::Signal(&f, 1)]));
     assert_eq!(v, 1);
@@ -105,8 +116,7 @@ fn nf_15_logged_signal_and_unlogged_progress_signal_in_one_pass_release_both_wai
 fn nf_15_late_interrupts_release_a_progress_waiter_under_threaded_grouping() {
     let m = machine(Mode::Threaded);
     let (p, k) = user_process(&m);
-    let (mut q, own) = own_queue(&m, k);
-    let (f, fo) = fence(&m, &k);
+    let (mut q, own, (f, fo)) = own_queue_and_fence(&m, k);
     let wf = wait(&m, &fo, 40);
     let wp = wait(&m, &own, 37);
     let dev = m.device(0).expect("device").clone();

@@ -952,17 +952,6 @@ fn log_09_queue_creation_fails_if_log_set_fails() {
 // ---------------------------------------------------------------------------------------------
 // Stress: releases from logs = releases by scanning.
 
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-}
-
 /// (released set, set a scan releases, counters, waits released through a log).
 type StressResult = (
     BTreeSet<(usize, u64)>,

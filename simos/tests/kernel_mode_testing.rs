@@ -10,16 +10,22 @@ use rvgpu_ddi::kmtest::*;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS};
 use rvgpu_hw::pdd::AllocationKind;
 use rvgpu_simos::dxgkrnl::kmtest::{escape_data, escape_sizes, STATUS_BUFFER_OVERFLOW};
-use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::kmt::{SimFence, SimKmt, SimMem};
 use rvgpu_simos::{Machine, MachineConfig, Mode};
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, HwQueue, Kmt, KmtHandle, NtStatus};
 use zerocopy::IntoBytes;
 
-fn queue<'m>(m: &Machine, k: &SimKmt<'m>) -> (KmtHandle, HwQueue<rvgpu_simos::kmt::SimFence>) {
+/// What each escape test runs on: a kernel-mode hardware queue of `k`'s on a new context, and
+/// a `target_size`-byte allocation for the built commands to write.
+fn queue(
+    m: &Machine,
+    k: &SimKmt<'_>,
+    target_size: u64,
+) -> (KmtHandle, HwQueue<SimFence>, Allocation<SimMem>) {
     let context = okk(m, k.create_context(0));
     let mut qp = hw_queue_pdd();
     let q = okk(m, k.create_hw_queue(context, false, qp.as_mut_bytes()));
-    (context, q)
+    (context, q, okk(m, k.create_allocation(target_size)))
 }
 
 /// Builds `cmd` through the escape with a 4 KiB buffer: the bytes, or the escape's status.
@@ -43,7 +49,7 @@ fn build(
 fn run(
     m: &Machine,
     k: &SimKmt<'_>,
-    q: &HwQueue<rvgpu_simos::kmt::SimFence>,
+    q: &HwQueue<SimFence>,
     bytes: &[u8],
     value: u64,
 ) -> Allocation<SimMem> {
@@ -73,8 +79,7 @@ fn kt_feature_is_negotiated_and_the_builder_is_held() {
 fn kt_fill_then_copy_on_a_hardware_queue_read_back() {
     let m = started(MachineConfig::single(Mode::Step));
     let (_p, k) = user_process(&m);
-    let (_, q) = queue(&m, &k);
-    let t = okk(&m, k.create_allocation(8192));
+    let (_, q, t) = queue(&m, &k, 8192);
     let fill = okk(
         &m,
         build(
@@ -109,8 +114,7 @@ fn kt_fill_then_copy_on_a_hardware_queue_read_back() {
 fn kt_os_refuses_bad_escapes_before_the_driver() {
     let m = started(MachineConfig::single(Mode::Step));
     let (_p, k) = user_process(&m);
-    let (context, q) = queue(&m, &k);
-    let t = okk(&m, k.create_allocation(4096));
+    let (context, q, t) = queue(&m, &k, 4096);
     let fill = D3DDDI_TESTCOMMANDBUFFER::fill(t.gpu_va, 64, 1);
     let invalid = Err(NtStatus(STATUS_INVALID_PARAMETER));
     let mut dma = vec![0u8; 4096];
@@ -180,8 +184,7 @@ fn kt_escape_needs_test_signing() {
     cfg.os.test_signing = false;
     let m = started(cfg);
     let (_p, k) = user_process(&m);
-    let (_, q) = queue(&m, &k);
-    let t = okk(&m, k.create_allocation(4096));
+    let (_, q, t) = queue(&m, &k, 4096);
     assert_eq!(
         build(
             &k,
@@ -199,8 +202,7 @@ fn kt_escape_needs_test_signing() {
 fn kt_driver_refusals_and_size_negotiation() {
     let m = started(MachineConfig::single(Mode::Step));
     let (_p, k) = user_process(&m);
-    let (context, q) = queue(&m, &k);
-    let t = okk(&m, k.create_allocation(4096));
+    let (context, q, t) = queue(&m, &k, 4096);
     let invalid = Err(NtStatus(STATUS_INVALID_PARAMETER));
     // Not a multiple of 4; a multiple of 4 the device cannot move; outside the 48-bit space.
     for (what, cmd) in [

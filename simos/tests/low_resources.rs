@@ -285,6 +285,22 @@ fn sweep<S, T>(
 /// adapter start put in it (one per node, BR-66).
 const GROWTH_BATCH: usize = 4;
 
+/// [`GROWTH_BATCH`] objects from `make`; a failure part-way destroys (`undo`) the ones already
+/// made and is the answer.
+fn batch<T>(mut make: impl FnMut() -> Result<T, i32>, undo: impl FnMut(T)) -> Result<Vec<T>, i32> {
+    let mut made = Vec::new();
+    for _ in 0..GROWTH_BATCH {
+        match make() {
+            Ok(t) => made.push(t),
+            Err(s) => {
+                made.into_iter().for_each(undo);
+                return Err(s);
+            }
+        }
+    }
+    Ok(made)
+}
+
 #[test]
 fn low_resources_create_device_fails_cleanly_at_every_allocation() {
     let _serial = serial();
@@ -295,28 +311,15 @@ fn low_resources_create_device_fails_cleanly_at_every_allocation() {
         "CreateProcess+CreateDevice",
         |_| (),
         |m, ()| {
-            let mut made = Vec::new();
-            for _ in 0..GROWTH_BATCH {
-                match m.create_process(0) {
-                    Ok(p) => made.push(p),
-                    Err(e) => {
-                        for p in made {
-                            ok(m, m.exit_process(&p));
-                        }
-                        return Err(match e {
-                            SimError::DdiFailed(s) => s,
-                            other => panic!("{other}"),
-                        });
-                    }
-                }
-            }
-            Ok(made)
+            let made = || {
+                m.create_process(0).map_err(|e| match e {
+                    SimError::DdiFailed(s) => s,
+                    other => panic!("{other}"),
+                })
+            };
+            batch(made, |p| ok(m, m.exit_process(&p)))
         },
-        |m, (), made| {
-            for p in made {
-                ok(m, m.exit_process(&p));
-            }
-        },
+        |m, (), made| made.into_iter().for_each(|p| ok(m, m.exit_process(&p))),
         |_, ()| {},
     );
     assert!(points >= 1, "a process entry: {points}");
@@ -331,25 +334,10 @@ fn low_resources_create_context_fails_cleanly_at_every_allocation() {
         "CreateContext",
         |_, _| (),
         |m, k, ()| {
-            let mut made = Vec::new();
-            for _ in 0..GROWTH_BATCH {
-                match k.create_context(0) {
-                    Ok(c) => made.push(c),
-                    Err(e) => {
-                        for c in made {
-                            okk(m, k.destroy_context(c));
-                        }
-                        return Err(status_of(e));
-                    }
-                }
-            }
-            Ok(made)
+            let made = || k.create_context(0).map_err(status_of);
+            batch(made, |c| okk(m, k.destroy_context(c)))
         },
-        |m, k, (), made| {
-            for c in made {
-                okk(m, k.destroy_context(c));
-            }
-        },
+        |m, k, (), made| made.into_iter().for_each(|c| okk(m, k.destroy_context(c))),
     );
 }
 

@@ -24,7 +24,7 @@ use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::vidmm::mdl::Mdl;
 use rvgpu_simos::vidmm::paging::TransferSide;
 use rvgpu_simos::vidmm::residency::Place;
-use rvgpu_simos::{Machine, MachineConfig, Mode};
+use rvgpu_simos::{Machine, MachineConfig, Mode, UmsProcess};
 use rvgpu_umd::kmt::{EvictFlags, Kmt, MappedGpu};
 use rvgpu_umd::submit::UserQueue;
 
@@ -69,16 +69,7 @@ fn pressure_evicts_and_pages_back_through_mdl_transfers() {
     let (_p, k) = user_process(&m);
     let (_p2, k2) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
-    let mut held = Vec::new();
-    loop {
-        let a = gpu_only(&m, &k, MIB);
-        if !matches!(place(&m, &a), Place::Local { .. }) {
-            okk(&m, k.destroy_allocation(a.handle));
-            break;
-        }
-        held.push(a);
-        assert!(held.len() < 64, "VRAM never fills");
-    }
+    let held = fill_vram(&m, &k, MIB);
     let a = &held[0];
     let backing = m.allocation_backing_pages(0, a.handle).expect("scattered");
     assert_eq!(backing.len() as u64, MIB / PAGE);
@@ -150,6 +141,14 @@ fn scattered_pages(m: &Machine) -> Vec<u64> {
     vec![a, b, b + PAGE, c, d]
 }
 
+/// What the hand-built MDL tests start from: a user process (kept alive by the caller), the
+/// [`vram_location`] of one of its allocations, and [`scattered_pages`].
+fn mdl_rig(m: &Machine) -> (UmsProcess, (u32, u64), Vec<u64>) {
+    let (p, k) = user_process(m);
+    let location = vram_location(m, &k);
+    (p, location, scattered_pages(m))
+}
+
 /// Through the real DDI: a TRANSFER from an MDL starts `MdlOffset` pages into it,
 /// the segment side moves by `TransferOffset` (the MDL side does not), every physically
 /// contiguous run is one COPY, and with a paging buffer that holds one packet the driver
@@ -157,9 +156,7 @@ fn scattered_pages(m: &Machine) -> Vec<u64> {
 #[test]
 fn build_paging_buffer_mdl_transfer_offsets_and_multipass() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = user_process(&m);
-    let (segment, seg) = vram_location(&m, &k);
-    let pages = scattered_pages(&m);
+    let (_p, (segment, seg), pages) = mdl_rig(&m);
     let mdl = Mdl::of_pages(&pages).expect("mdl");
     let bytes = 3 * PAGE + 64;
     let vram = VRAM_BASE + seg + 2 * PAGE;
@@ -251,9 +248,7 @@ fn build_paging_buffer_mdl_transfer_offsets_and_multipass() {
 #[test]
 fn malformed_mdl_is_refused_without_panic() {
     let m = started(MachineConfig::single(Mode::Step));
-    let (_p, k) = user_process(&m);
-    let (segment, seg) = vram_location(&m, &k);
-    let pages = scattered_pages(&m);
+    let (_p, (segment, seg), pages) = mdl_rig(&m);
     let pfns: Vec<u64> = pages.iter().map(|p| p / PAGE).collect();
     let refused = |mdl: &Mdl, mdl_offset: u32, bytes: u64| {
         let passes = ok(

@@ -295,16 +295,7 @@ fn residency_vram_pressure_evicts_idle_allocations_first_released_first() {
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     // Fill VRAM's allocation space (a quarter of the default 16 MiB) with 1 MiB allocations.
     let big = 1 << 20;
-    let mut held = Vec::new();
-    loop {
-        let a = gpu_only(&m, &k, big);
-        if !is_local(place(&m, &a)) {
-            okk(&m, k.destroy_allocation(a.handle));
-            break;
-        }
-        held.push(a);
-        assert!(held.len() < 64, "VRAM never fills");
-    }
+    let held = fill_vram(&m, &k, big);
     assert!(held.len() >= 2);
     gpu_fill(&m, &mut q, &held[0], PATTERN);
     evict_only_if_necessary(&m, &k, &held[1]);

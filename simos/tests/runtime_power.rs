@@ -283,14 +283,11 @@ unsafe extern "system" fn recorded_control(
 #[test]
 fn br_107_runtime_power_notifications_and_ddi_robustness() {
     let mut m = Machine::new(MachineConfig::single(Mode::Step));
-    let (tx, rx) = std::sync::mpsc::channel();
-    m.load_driver_with(move |t| {
+    let (fstate, qai) = load_hooked(&mut m, |t| {
         *REAL_CONTROL.lock().unwrap() = t.DxgkDdiPowerRuntimeControlRequest;
-        let _ = tx.send((t.DxgkDdiSetPowerComponentFState, t.DxgkDdiQueryAdapterInfo));
         t.DxgkDdiPowerRuntimeControlRequest = Some(recorded_control);
-    })
-    .expect("load");
-    let (fstate, qai) = rx.recv().expect("hook ran");
+        (t.DxgkDdiSetPowerComponentFState, t.DxgkDdiQueryAdapterInfo)
+    });
     let (fstate, qai) = (fstate.expect("filled"), qai.expect("filled"));
     m.start_adapter(0).expect("start");
     {

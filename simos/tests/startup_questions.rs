@@ -204,14 +204,33 @@ fn q4_rvgpu_starts_under_either_answer() {
 }
 
 type QueryInterface = unsafe extern "system" fn(PVOID, PQUERY_INTERFACE) -> NTSTATUS;
-static REAL_QUERY_INTERFACE: OnceLock<QueryInterface> = OnceLock::new();
+static QUERY_INTERFACE: Interposed<QueryInterface> = Interposed {
+    real: OnceLock::new(),
+    wrapper: recording_query_interface,
+};
+
+/// A routine of the driver's table replaced by `wrapper`, which calls the driver's own (`real`).
+struct Interposed<F: 'static> {
+    real: OnceLock<F>,
+    wrapper: F,
+}
+
+impl<F: Copy> Interposed<F> {
+    /// Puts the wrapper in the table's `slot` if the driver filled it, keeping its routine.
+    fn install(&self, slot: &mut Option<F>) {
+        if let Some(own) = *slot {
+            let _ = self.real.set(own);
+            *slot = Some(self.wrapper);
+        }
+    }
+}
 
 /// The driver's DxgkDdiQueryInterface, recording each request's size and version.
 unsafe extern "system" fn recording_query_interface(ctx: PVOID, q: PQUERY_INTERFACE) -> NTSTATUS {
     // SAFETY: the OS's request block for the call.
     let (size, version) = unsafe { ((*q).Size, (*q).Version) };
     INTERFACE_SIZES.with(|v| v.borrow_mut().push((size, version)));
-    let real = REAL_QUERY_INTERFACE.get().expect("real QueryInterface");
+    let real = QUERY_INTERFACE.real.get().expect("real QueryInterface");
     // SAFETY: forwarded unchanged.
     unsafe { real(ctx, q) }
 }
@@ -227,13 +246,8 @@ unsafe extern "system" fn recording_query_interface(ctx: PVOID, q: PQUERY_INTERF
 fn q6_the_184_byte_interface_never_reaches_the_miniport() {
     INTERFACE_SIZES.with(|v| v.borrow_mut().clear());
     let mut m = machine();
-    m.load_driver_with(|t| {
-        if let Some(real) = t.DxgkDdiQueryInterface {
-            let _ = REAL_QUERY_INTERFACE.set(real);
-            t.DxgkDdiQueryInterface = Some(recording_query_interface);
-        }
-    })
-    .expect("load");
+    m.load_driver_with(|t| QUERY_INTERFACE.install(&mut t.DxgkDdiQueryInterface))
+        .expect("load");
     if let Err(e) = m.start_adapter(0) {
         panic!("start: {e}; log {:#?}", m.driver_log());
     }
@@ -252,7 +266,10 @@ type StartDevice = unsafe extern "system" fn(
     *mut ULONG,
     *mut ULONG,
 ) -> NTSTATUS;
-static REAL_START_DEVICE: OnceLock<StartDevice> = OnceLock::new();
+static START_DEVICE: Interposed<StartDevice> = Interposed {
+    real: OnceLock::new(),
+    wrapper: start_device_leaks_dispatch,
+};
 
 /// The driver's DxgkDdiStartDevice, returning at DISPATCH_LEVEL.
 unsafe extern "system" fn start_device_leaks_dispatch(
@@ -262,7 +279,7 @@ unsafe extern "system" fn start_device_leaks_dispatch(
     sources: *mut ULONG,
     children: *mut ULONG,
 ) -> NTSTATUS {
-    let real = REAL_START_DEVICE.get().expect("real StartDevice");
+    let real = START_DEVICE.real.get().expect("real StartDevice");
     // SAFETY: forwarded unchanged.
     let s = unsafe { real(ctx, info, iface, sources, children) };
     let _old = SimKernel::raise_to_dispatch();
@@ -309,13 +326,8 @@ fn q10_ddi_wrapper_irql_mismatch_is_0x113() {
 #[test]
 fn q10_pnp_ddis_keep_the_simulations_0xc8() {
     let mut m = irql_0x113_machine();
-    m.load_driver_with(|t| {
-        if let Some(real) = t.DxgkDdiStartDevice {
-            let _ = REAL_START_DEVICE.set(real);
-            t.DxgkDdiStartDevice = Some(start_device_leaks_dispatch);
-        }
-    })
-    .expect("load");
+    m.load_driver_with(|t| START_DEVICE.install(&mut t.DxgkDdiStartDevice))
+        .expect("load");
     match m.start_adapter(0).map(|_| ()) {
         Err(SimError::Bugcheck(b)) => {
             assert_eq!(b.code, bugcheck::IRQL_UNEXPECTED_VALUE, "{b}");

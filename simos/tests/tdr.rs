@@ -689,13 +689,7 @@ fn tdr_um10_guilty_devices_monitored_fences_read_max_and_release_their_waits() {
 #[test]
 fn tdr_reset_under_user_mode_traffic() {
     let m = tdr_machine(Mode::Step, |a| a.device.doorbells = 16);
-    let mut seed: u64 = 0x7D2_0007;
-    let mut rnd = move || {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        seed >> 33
-    };
+    let mut rng = Lcg(0x7D2_0007);
     let procs: Vec<_> = (0..4).map(|_| ok(&m, m.create_process(0))).collect();
     let kmts: Vec<SimKmt<'_>> = procs.iter().map(|p| m.kmt(p)).collect();
     let targets: Vec<_> = kmts
@@ -733,7 +727,7 @@ fn tdr_reset_under_user_mode_traffic() {
     let mut hung = false;
     for round in 0..3000u64 {
         for (i, node, q, n) in queues.iter_mut() {
-            if rnd() % 3 != 0 || *n >= 1024 {
+            if !rng.next().is_multiple_of(3) || *n >= 1024 {
                 continue;
             }
             let slot = u64::from(*node) * 1024 + *n;

@@ -641,34 +641,41 @@ impl Drop for Device {
     }
 }
 
-impl MmioBus for Device {
-    fn read32(&self, offset: usize) -> u32 {
+impl Device {
+    /// One counted MMIO read: `frozen` (all ones) while the device is frozen, else `read`.
+    #[inline]
+    fn bus_read<T>(&self, frozen: T, read: impl FnOnce(&Core) -> T) -> T {
         self.traffic.read();
         if self.core.is_frozen() {
-            return u32::MAX;
+            return frozen;
         }
-        self.core.read32(offset)
+        read(&self.core)
+    }
+
+    /// One counted MMIO write: dropped while the device is frozen.
+    #[inline]
+    fn bus_write(&self, write: impl FnOnce(&Core)) {
+        self.traffic.write();
+        if !self.core.is_frozen() {
+            write(&self.core);
+        }
+    }
+}
+
+impl MmioBus for Device {
+    fn read32(&self, offset: usize) -> u32 {
+        self.bus_read(u32::MAX, |c| c.read32(offset))
     }
 
     fn write32(&self, offset: usize, value: u32) {
-        self.traffic.write();
-        if !self.core.is_frozen() {
-            self.core.write32(offset, value);
-        }
+        self.bus_write(|c| c.write32(offset, value));
     }
 
     fn read64(&self, offset: usize) -> u64 {
-        self.traffic.read();
-        if self.core.is_frozen() {
-            return u64::MAX;
-        }
-        self.core.read64(offset)
+        self.bus_read(u64::MAX, |c| c.read64(offset))
     }
 
     fn write64(&self, offset: usize, value: u64) {
-        self.traffic.write();
-        if !self.core.is_frozen() {
-            self.core.write64(offset, value);
-        }
+        self.bus_write(|c| c.write64(offset, value));
     }
 }

@@ -183,6 +183,23 @@ impl Rng {
     }
 }
 
+/// Knuth's MMIX linear congruential generator, answering the high 31 bits of its state: a
+/// seeded stress run draws the same values on every machine.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    const MULTIPLIER: u64 = 6364136223846793005;
+    const INCREMENT: u64 = 1442695040888963407;
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(Self::MULTIPLIER)
+            .wrapping_add(Self::INCREMENT);
+        self.0 >> 33
+    }
+}
+
 /// A queue on `node` with a 4 KiB ring and 4 KiB command buffers.
 pub fn config(node: u32) -> QueueConfig {
     QueueConfig {
@@ -357,15 +374,28 @@ pub fn start_with_qai_hook(
     hook: Qai,
     table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
 ) -> Result<(), SimError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    m.load_driver_with(move |t| {
-        let _ = tx.send(t.DxgkDdiQueryAdapterInfo);
+    REAL_QAI.set(load_hooked(m, move |t| {
+        let real = t.DxgkDdiQueryAdapterInfo;
         t.DxgkDdiQueryAdapterInfo = Some(hook);
         table(t);
+        real
+    }));
+    m.start_adapter(0).map(|_| ())
+}
+
+/// Loads rvgpu on `m` with `hook` applied to its initialization table, and returns what `hook`
+/// took from the table (the driver's own routines, kept by the test's thread: the hook runs on
+/// the loader's).
+pub fn load_hooked<T: Send + 'static>(
+    m: &mut Machine,
+    hook: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    m.load_driver_with(move |t| {
+        let _ = tx.send(hook(t));
     })
     .expect("load");
-    REAL_QAI.set(rx.recv().expect("hook ran"));
-    m.start_adapter(0).map(|_| ())
+    rx.recv().expect("hook ran")
 }
 
 /// Asserts that a start was refused for `rule` with `status`.

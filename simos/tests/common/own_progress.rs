@@ -6,13 +6,30 @@ use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::kmt::{Allocation, AllocationKind, Doorbell, HwQueue, Kmt, KmtHandle, NtStatus};
 
-/// Each `fn name(&self, args) -> R;` calls the same thunk of the wrapped [`SimKmt`].
+/// Each `fn name(&self, args) -> R;` calls the same thunk of the wrapped [`SimKmt`];
+/// `fn name(&self, args) -> R, then edit;` passes its answer through `edit` (which may read the
+/// arguments).
 macro_rules! forward {
-    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty $(, then $edit:expr)?;)*) => {
         $(fn $name(&self $(, $arg: $ty)*) -> $ret {
-            self.0.$name($($arg),*)
+            let answer = self.0.$name($($arg),*);
+            $(let answer = $edit(answer);)?
+            answer
         })*
     };
+}
+
+/// The edit of `D3DKMTCreateHwQueue`'s answer: a user-mode queue loses its progress fence.
+fn without_user_progress(
+    user_mode: bool,
+) -> impl Fn(Result<HwQueue<SimFence>, NtStatus>) -> Result<HwQueue<SimFence>, NtStatus> {
+    move |answer| {
+        let mut q = answer?;
+        if user_mode {
+            q.progress = None;
+        }
+        Ok(q)
+    }
 }
 
 /// [`SimKmt`], but a user-mode queue comes back without the OS's progress fence.
@@ -24,21 +41,8 @@ impl Kmt for NoUserProgress<'_> {
     type Doorbell = SimDoorbell;
     type Fence = SimFence;
 
-    fn create_hw_queue(
-        &self,
-        context: KmtHandle,
-        user_mode_submission: bool,
-        private_data: &mut [u8],
-    ) -> Result<HwQueue<SimFence>, NtStatus> {
-        let mut q = self
-            .0
-            .create_hw_queue(context, user_mode_submission, private_data)?;
-        if user_mode_submission {
-            q.progress = None;
-        }
-        Ok(q)
-    }
     forward! {
+        fn create_hw_queue(&self, context: KmtHandle, user_mode_submission: bool, private_data: &mut [u8]) -> Result<HwQueue<SimFence>, NtStatus>, then without_user_progress(user_mode_submission);
         fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus>;
         fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
         fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;

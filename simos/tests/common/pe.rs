@@ -141,6 +141,21 @@ pub fn package_with_driver_image(
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Asserts that `load` refuses `image` with its import `name` renamed to `renamed` (see
+/// [`with_renamed_import`], written to `file`), naming the import as `named` (`module!renamed`).
+#[allow(dead_code)]
+pub fn assert_unknown_import_refused<T: std::fmt::Debug>(
+    load: impl FnOnce(&std::path::Path) -> Result<T, String>,
+    image: &std::path::Path,
+    (name, renamed): (&str, &str),
+    file: &str,
+    named: &str,
+) {
+    let path = with_renamed_import(image, name, renamed, file);
+    let e = load(&path).expect_err("an unknown import must fail the load");
+    assert!(e.contains(named), "{e}");
+}
+
 /// `image` (a PE file) written to `CARGO_TARGET_TMPDIR/<file>` with its import `name` renamed
 /// to `renamed` (same length): an import no simulated module exports.
 #[allow(dead_code)]

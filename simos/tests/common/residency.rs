@@ -18,6 +18,21 @@ pub fn gpu_only(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
     a
 }
 
+/// [`gpu_only`] allocations of `size` until VRAM is full: every one returned is in VRAM; the
+/// first that did not fit is destroyed again.
+pub fn fill_vram(m: &Machine, k: &SimKmt<'_>, size: u64) -> Vec<MappedGpu> {
+    let mut held = Vec::new();
+    loop {
+        let a = gpu_only(m, k, size);
+        if !matches!(place(m, &a), Place::Local { .. }) {
+            okk(m, k.destroy_allocation(a.handle));
+            return held;
+        }
+        held.push(a);
+        assert!(held.len() < 64, "VRAM never fills");
+    }
+}
+
 /// `D3DKMTMakeResident` of `a` alone, which must succeed.
 pub fn make_resident(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
     okk(

@@ -138,9 +138,14 @@ unsafe extern "system" fn edited_qai(h: HANDLE, args: *const DXGKARG_QUERYADAPTE
 
 /// A step-mode machine; `validate_wddm_caps` is Windows' `ValidateWDDMCaps` (off by default).
 pub fn machine(validate_wddm_caps: bool) -> Machine {
+    Machine::new(step_config(validate_wddm_caps))
+}
+
+/// The configuration of [`machine`].
+fn step_config(validate_wddm_caps: bool) -> MachineConfig {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.validate_wddm_caps = validate_wddm_caps;
-    Machine::new(cfg)
+    cfg
 }
 
 /// Loads rvgpu with its QueryAdapterInfo answers edited, and `table` applied to its table.
@@ -157,9 +162,7 @@ pub fn start_with_policy(
     edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static,
     table: impl FnOnce(&mut DRIVER_INITIALIZATION_DATA) + Send + 'static,
 ) -> (Machine, Result<(), SimError>) {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.validate_wddm_caps = validate_wddm_caps;
-    start_with_config(cfg, edit, table)
+    start_with_config(step_config(validate_wddm_caps), edit, table)
 }
 
 /// [`start_with`] on a machine built from `cfg`.

@@ -776,14 +776,9 @@ pub fn check_file_versions(dir: &Path, facts: &InfFacts) -> Vec<String> {
             "DriverVer {driver_ver:?} is not MM/DD/YYYY,a.b.c.d"
         )];
     };
+    // The four 16-bit fields of a 64-bit file version, high to low.
     let dotted = |v: u64| {
-        format!(
-            "{}.{}.{}.{}",
-            (v >> 48) & 0xFFFF,
-            (v >> 32) & 0xFFFF,
-            (v >> 16) & 0xFFFF,
-            v & 0xFFFF
-        )
+        version_res::dotted([48, 32, 16, 0].map(|s| u16::try_from((v >> s) & 0xFFFF).unwrap_or(0)))
     };
     let mut problems = Vec::new();
     for name in &facts.source_files {
