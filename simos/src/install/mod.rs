@@ -466,7 +466,9 @@ pub fn default_adapter_keys() -> AdapterKeys {
     #[cfg(target_os = "linux")]
     {
         static PACKAGE: std::sync::OnceLock<AdapterKeys> = std::sync::OnceLock::new();
-        if let crate::pe::DriverBuild::Pe(path) = crate::pe::DriverBuild::from_env() {
+        if let crate::pe::driver_build::DriverBuild::Pe(path) =
+            crate::pe::driver_build::DriverBuild::from_env()
+        {
             return PACKAGE
                 .get_or_init(|| {
                     let installed = install_package(path.as_deref(), 26100, true, true);

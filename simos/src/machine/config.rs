@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// Default of [`crate::OsConfig::thunk_cost`]: 500 rounds, about 2,000 instructions in the
+/// release build (the round is four instructions; `scripts/callgrind-submission.sh` reports
+/// the measured count). A D3DKMT call on Windows costs a system call (with the kernel's
+/// page-table isolation, a few hundred ns) plus Dxgkrnl's entry work (argument capture, handle
+/// table lookups, locks, ETW), together about 1–3 µs by estimate; 2,000
+/// instructions is the low end of that (about 1 µs at two instructions per ns), so the kernel
+/// path is not charged more than it plausibly costs.
+pub const DEFAULT_THUNK_COST: u32 = 500;
+
 /// How the machine runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -145,7 +154,7 @@ pub struct OsConfig {
     /// The modelled cost of a D3DKMT call's user→kernel transition (system call and
     /// the Dxgkrnl thunk's entry work), charged by every thunk of [`crate::kmt::SimKmt`] as
     /// this many rounds of [`crate::kmt::charge_thunk_cost`] (0: none). Default
-    /// [`crate::kmt::DEFAULT_THUNK_COST`]; docs/performance.md gives the reasoning.
+    /// [`DEFAULT_THUNK_COST`]; docs/performance.md gives the reasoning.
     pub thunk_cost: u32,
     /// Where the decompiled 24H2 code and Microsoft's pages disagree about the native-fence,
     /// doorbell and hardware-queue flows: the answer this machine plays (default: 24H2, or
@@ -196,7 +205,7 @@ impl Default for OsConfig {
             hw_sch_treat_experimental_as_stable: false,
             block_list_disable_hwsch: false,
             vram_budget: None,
-            thunk_cost: crate::kmt::DEFAULT_THUNK_COST,
+            thunk_cost: DEFAULT_THUNK_COST,
             reading: super::answers::Reading::from_env(),
             disable_version_mismatch_check: false,
             windows_build: WindowsBuild::W24H2,
@@ -291,9 +300,9 @@ pub struct MachineConfig {
     /// device in this process (`machine::pci`). Threaded mode, one adapter.
     pub pci: Option<PciSpec>,
     /// Which build of the driver the machine loads: the Linux build linked in, or `rvgpu.sys`
-    /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::pe::DriverBuild::from_env`]).
+    /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::pe::driver_build::DriverBuild::from_env`]).
     #[cfg(target_os = "linux")]
-    pub driver: crate::pe::DriverBuild,
+    pub driver: crate::pe::driver_build::DriverBuild,
 }
 
 /// Where the PCI function and the DMA memory are (`machine::pci`).
@@ -317,7 +326,7 @@ impl MachineConfig {
             adapters: vec![AdapterConfig::dgpu()],
             pci: None,
             #[cfg(target_os = "linux")]
-            driver: crate::pe::DriverBuild::from_env(),
+            driver: crate::pe::driver_build::DriverBuild::from_env(),
         }
     }
 
@@ -329,7 +338,7 @@ impl MachineConfig {
             adapters: vec![AdapterConfig::igpu(), AdapterConfig::dgpu()],
             pci: None,
             #[cfg(target_os = "linux")]
-            driver: crate::pe::DriverBuild::from_env(),
+            driver: crate::pe::driver_build::DriverBuild::from_env(),
         }
     }
 
@@ -347,7 +356,7 @@ impl MachineConfig {
             adapters: vec![dgpu],
             pci: None,
             #[cfg(target_os = "linux")]
-            driver: crate::pe::DriverBuild::from_env(),
+            driver: crate::pe::driver_build::DriverBuild::from_env(),
         }
     }
 
@@ -361,7 +370,7 @@ impl MachineConfig {
             adapters: vec![igpu, AdapterConfig::dgpu()],
             pci: None,
             #[cfg(target_os = "linux")]
-            driver: crate::pe::DriverBuild::from_env(),
+            driver: crate::pe::driver_build::DriverBuild::from_env(),
         }
     }
 }

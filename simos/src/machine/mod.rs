@@ -41,9 +41,10 @@ use crate::base::error::SimError;
 use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::Processed;
+use crate::base::processor::IrqlScope;
 use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
 use crate::dxgkrnl::interrupt::{self, Serviced};
-use crate::dxgkrnl::kernel::{self, IrqlScope};
+use crate::dxgkrnl::kernel::{self};
 use crate::dxgkrnl::state::{LogLine, MachineState};
 
 /// The loop of one of an adapter's simulation threads (threaded mode), until its stop flag.
