@@ -61,7 +61,7 @@ pub struct MachineState {
     /// into the state.
     on_halt: Mutex<Vec<HaltHook>>,
     /// Verifier's low-resources simulation for the driver's pool.
-    pool: super::lowres::PoolInjector,
+    pool: crate::base::lowres::PoolInjector,
     /// The machine's ETW session ([`crate::etw`]).
     etw: crate::etw::session::Session,
     /// The driver image this machine runs, when it runs `rvgpu.sys` in the emulator rather
@@ -95,7 +95,7 @@ impl MachineState {
             fault: Mutex::new(None),
             log: Mutex::new(Vec::new()),
             on_halt: Mutex::new(Vec::new()),
-            pool: super::lowres::PoolInjector::default(),
+            pool: crate::base::lowres::PoolInjector::default(),
             #[cfg(target_os = "linux")]
             pe: std::sync::OnceLock::new(),
         }
@@ -135,7 +135,7 @@ impl MachineState {
     }
 
     /// The driver's pool: Verifier's low-resources simulation and the allocation count.
-    pub fn pool(&self) -> &super::lowres::PoolInjector {
+    pub fn pool(&self) -> &crate::base::lowres::PoolInjector {
         &self.pool
     }
 

@@ -16,6 +16,7 @@ pub mod answers;
 pub(crate) mod board;
 mod config;
 pub mod cpucache;
+pub(crate) mod os;
 #[cfg(target_os = "linux")]
 pub mod pci;
 mod run;
@@ -23,6 +24,7 @@ mod run;
 pub use self::board::Board;
 
 pub use self::config::*;
+pub use self::os::*;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
