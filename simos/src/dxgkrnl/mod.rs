@@ -25,6 +25,7 @@ pub mod observer;
 pub mod pnp;
 pub mod power;
 pub mod registry;
+pub mod regkey;
 pub mod resources;
 pub mod rules;
 pub mod state;

@@ -27,7 +27,7 @@ pub mod registry;
 
 use std::path::{Path, PathBuf};
 
-use crate::dxgkrnl::registry::value::{RegKey, RegValue, REG_EXPAND_SZ, REG_SZ};
+use crate::dxgkrnl::regkey::{RegKey, RegValue, REG_EXPAND_SZ, REG_SZ};
 
 use self::registry::Registry;
 
@@ -433,9 +433,9 @@ pub fn build_number(w: crate::machine::os::WindowsBuild) -> u32 {
 pub fn stamped_repository_inf() -> String {
     let driver_ver = format!(
         "DriverVer   = 01/01/2026,{}",
-        crate::dxgkrnl::registry::value::inf_driver_version()
+        crate::dxgkrnl::regkey::inf_driver_version()
     );
-    crate::dxgkrnl::registry::value::RVGPU_INF
+    crate::dxgkrnl::regkey::RVGPU_INF
         .lines()
         .map(|l| {
             if l.trim_start().to_ascii_lowercase().starts_with("driverver") {

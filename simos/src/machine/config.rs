@@ -1,5 +1,6 @@
 //! What a machine is built from: the mode (threaded or step), the OS settings, the adapters.
 
+pub use super::board::PciSpec;
 use super::*;
 
 /// Default of [`crate::OsConfig::thunk_cost`]: 500 rounds, about 2,000 instructions in the
@@ -130,18 +131,6 @@ pub struct MachineConfig {
     /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::pe::driver_build::DriverBuild::from_env`]).
     #[cfg(target_os = "linux")]
     pub driver: crate::pe::driver_build::DriverBuild,
-}
-
-/// Where the PCI function and the DMA memory are (`machine::pci`).
-#[derive(Clone, Debug)]
-pub struct PciSpec {
-    /// The function's sysfs directory (`/sys/bus/pci/devices/…`); `None`: the first
-    /// `1234:5256` function.
-    pub sysfs: Option<std::path::PathBuf>,
-    /// Physical (= bus) address of the memory the kernel left alone (`memmap=SIZE$BASE`).
-    pub dma_base: u64,
-    /// Its size in bytes.
-    pub dma_size: u64,
 }
 
 impl MachineConfig {

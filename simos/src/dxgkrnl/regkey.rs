@@ -106,7 +106,7 @@ impl RegKey {
 }
 
 /// `inf/rvgpu.inf` as built into the simulation (the registry default is what it writes).
-pub const RVGPU_INF: &str = include_str!("../../../../inf/rvgpu.inf");
+pub const RVGPU_INF: &str = include_str!("../../../inf/rvgpu.inf");
 
 /// BR-14: the version part of the `DriverVer` scripts/package.sh stamps into the INF (the
 /// workspace version with a build number of 0), which Windows stores as the device's
