@@ -37,18 +37,9 @@ use crate::ums::{self, DoorbellCpuState, UmsProcess};
 use rvgpu_umd::fence::{FenceMapping, NativeFence as UmdNativeFence};
 use zerocopy::IntoBytes;
 
-/// `STATUS_IO_TIMEOUT`: a blocking wait that timed out (threaded mode) or could never be
-/// satisfied (step mode: the machine went idle).
-pub const STATUS_IO_TIMEOUT: i32 = 0xC000_00B5_u32 as i32;
+pub use crate::base::error::STATUS_IO_TIMEOUT;
 
-/// Default of [`crate::OsConfig::thunk_cost`]: 500 rounds, about 2,000 instructions in the
-/// release build (the round is four instructions; `scripts/callgrind-submission.sh` reports
-/// the measured count). A D3DKMT call on Windows costs a system call (with the kernel's
-/// page-table isolation, a few hundred ns) plus Dxgkrnl's entry work (argument capture, handle
-/// table lookups, locks, ETW), together about 1–3 µs by estimate; 2,000
-/// instructions is the low end of that (about 1 µs at two instructions per ns), so the kernel
-/// path is not charged more than it plausibly costs.
-pub const DEFAULT_THUNK_COST: u32 = 500;
+pub use crate::machine::DEFAULT_THUNK_COST;
 
 /// Burns `rounds` rounds of a loop the compiler cannot remove: the modelled system-call and
 /// thunk-entry cost of one D3DKMT call ([`crate::OsConfig::thunk_cost`]). Deterministic, so

@@ -24,8 +24,8 @@ use crate::machine::Board;
 use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::{Notification, Processed};
-use crate::base::observer::Observer;
 use crate::dxgkrnl::interrupt::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::dxgkrnl::observer::Observer;
 use crate::dxgkrnl::state::MachineState;
 use crate::machine::{AdapterConfig, OsConfig};
 use crate::vidmm::state::VidMmState;
@@ -237,7 +237,12 @@ impl AdapterShared {
     /// database): what the install wrote, with the configuration's edits on top
     /// ([`crate::install::AdapterKeys::with_edits`]).
     pub fn registry_keys(&self) -> crate::install::AdapterKeys {
-        crate::install::AdapterKeys::with_edits(lock(&self.installed_keys).as_ref(), &self.config)
+        let configured = crate::install::AdapterKeys {
+            software_key: self.config.software_key.clone(),
+            driver_version: self.config.driver_version.clone(),
+            user_mode_driver_name: self.config.user_mode_driver_name.clone(),
+        };
+        crate::install::AdapterKeys::with_edits(lock(&self.installed_keys).as_ref(), configured)
     }
 
     /// A new adapter (registered under its handle).

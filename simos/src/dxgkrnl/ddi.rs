@@ -23,9 +23,11 @@ use rvgpu_kmd::platform::Irql;
 
 use crate::base::bugcheck;
 use crate::base::error::SimError;
-use crate::base::irql::{self, Routine};
+use crate::base::processor;
+use crate::base::processor::{current_irql, IrqlScope};
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::kernel::{self, current_irql, IrqlScope, MachineContext};
+use crate::dxgkrnl::context::MachineContext;
+use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::rules::Wrapper;
 use crate::dxgkrnl::state::MachineState;
 
@@ -195,7 +197,7 @@ fn call_driver_checked<R>(
     let _routine = InRoutine::enter(routine);
     let r = f();
     let returned = current_irql();
-    if let Err(b) = kernel::check_return_irql(
+    if let Err(b) = processor::check_return_irql(
         entry,
         bugcheck::irql_unexpected::SIM_DDI,
         address as u64,

@@ -18,10 +18,10 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
+use crate::dxgkrnl::irql::Routine;
 
 /// Driver features the OS asks about, in its order.
 pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
@@ -300,7 +300,7 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         let ctx = iface.Context;
         // In the machine's context, as every call into the driver (a fault in it is raised on
         // this machine).
-        let _m = crate::dxgkrnl::kernel::MachineContext::enter(a.state.clone());
+        let _m = crate::dxgkrnl::context::MachineContext::enter(a.state.clone());
         // SAFETY: the driver's own dereference with its context (the OS is done with it).
         unsafe { deref(ctx) };
     }

@@ -25,12 +25,13 @@ use rvgpu_kmd::platform::Irql;
 
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::error::Fault;
-use crate::base::irql::{self, Routine};
 pub use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::Processed;
+use crate::base::processor::{check_return_irql, current_irql, IrqlScope};
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::kernel::{check_return_irql, current_irql, IrqlScope, MachineContext};
+use crate::dxgkrnl::context::MachineContext;
+use crate::dxgkrnl::irql::{self, Routine};
 
 /// Consecutive unclaimed ISR calls with the device still requesting before 0xF2.
 pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;

@@ -25,7 +25,6 @@
 //! harmless value; the DDI wrapper that called the driver sees the halted machine when the
 //! driver returns.
 
-use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ptr::NonNull;
@@ -36,120 +35,12 @@ use rvgpu_kmd::platform::{Irql, Level, Platform};
 
 use crate::base::bugcheck::{self, kirql, BugCheck};
 use crate::base::lock::lock;
-use crate::dxgkrnl::state::MachineState;
-
-thread_local! {
-    static IRQL: Cell<Irql> = const { Cell::new(Irql::Passive) };
-    static CURRENT: RefCell<Option<Arc<MachineState>>> = const { RefCell::new(None) };
-}
-
-/// The IRQL of the calling (simulated) processor.
-pub fn current_irql() -> Irql {
-    IRQL.with(Cell::get)
-}
-
-/// Checks that a routine the simulation called (entered at `expected`) returned at the same
-/// IRQL. On a mismatch the thread is put back to `expected` (the simulation's own bookkeeping
-/// must not inherit the driver's leak) and the 0xC8 Windows raises is returned.
-pub fn check_return_irql(
-    expected: Irql,
-    unique: u64,
-    p2: u64,
-    p3: u64,
-    p4: u64,
-) -> Result<(), BugCheck> {
-    let current = current_irql();
-    if current == expected {
-        return Ok(());
-    }
-    IRQL.with(|c| c.set(expected));
-    Err(BugCheck::irql_unexpected(
-        current, expected, unique, p2, p3, p4,
-    ))
-}
-
-/// Sets the calling thread's IRQL for the lifetime of the guard (the simulation's own
-/// transitions: entering the ISR, a DPC, a DDI).
-#[derive(Debug)]
-pub struct IrqlScope {
-    previous: Irql,
-}
-
-impl IrqlScope {
-    /// Switches the thread to `irql` until the guard drops.
-    pub fn enter(irql: Irql) -> Self {
-        let previous = IRQL.with(|c| c.replace(irql));
-        Self { previous }
-    }
-}
-
-impl Drop for IrqlScope {
-    fn drop(&mut self) {
-        IRQL.with(|c| c.set(self.previous));
-    }
-}
-
-/// Makes a machine the calling thread's current machine for the lifetime of the guard, so
-/// kernel services and callbacks called without (or with a bad) adapter handle know whom to
-/// bug-check.
-#[derive(Debug)]
-pub struct MachineContext {
-    previous: Option<Arc<MachineState>>,
-}
-
-impl MachineContext {
-    /// Enters `state`'s context.
-    pub fn enter(state: Arc<MachineState>) -> Self {
-        let previous = CURRENT.with(|c| c.replace(Some(state)));
-        Self { previous }
-    }
-}
-
-impl Drop for MachineContext {
-    fn drop(&mut self) {
-        let previous = self.previous.take();
-        CURRENT.with(|c| *c.borrow_mut() = previous);
-    }
-}
-
-/// The calling thread's current machine.
-pub fn current_machine() -> Option<Arc<MachineState>> {
-    CURRENT.with(|c| c.borrow().clone())
-}
-
-/// Faults raised on threads that had no current machine (a test calling driver code directly).
-static ORPHAN_FAULTS: Mutex<Vec<BugCheck>> = Mutex::new(Vec::new());
-
-/// Records a bug check on the current machine (or in the orphan list).
-pub fn raise(b: BugCheck) {
-    match current_machine() {
-        Some(m) => m.raise_bugcheck(b),
-        None => {
-            eprintln!("rvgpu-simos: bug check outside any machine: {b}");
-            lock(&ORPHAN_FAULTS).push(b);
-        }
-    }
-}
-
-/// Raises 0xA `IRQL_NOT_LESS_OR_EQUAL` when the caller's IRQL is above `max`, the documented
-/// maximum of kernel routine `routine` (parameters: `routine`, the IRQL, 8 (execute), `routine`;
-/// 0 for a routine with no address on the host). Returns whether it raised.
-pub fn irql_above(max: Irql, routine: u64) -> bool {
-    let current = current_irql();
-    if current <= max {
-        return false;
-    }
-    raise(BugCheck::new(
-        bugcheck::IRQL_NOT_LESS_OR_EQUAL,
-        [routine, kirql(current), 8, routine],
-    ));
-    true
-}
-
-/// Bug checks raised on threads without a current machine.
-pub fn orphan_bugchecks() -> Vec<BugCheck> {
-    lock(&ORPHAN_FAULTS).clone()
-}
+// The thread's IRQL and current machine: their own modules; re-exported where the services
+// that use them have always been.
+pub use crate::base::processor::{check_return_irql, current_irql, set_irql, IrqlScope};
+pub use crate::dxgkrnl::context::{
+    current_machine, current_machine_halted, irql_above, orphan_bugchecks, raise, MachineContext,
+};
 
 // ---------------------------------------------------------------------------------------------
 // BAR windows.
@@ -229,8 +120,8 @@ pub fn map_trap_window(bus: &Arc<dyn MmioBus + Send + Sync>, len: usize) -> NonN
     let own = NonNull::from(window).cast::<u8>();
     #[cfg(target_os = "linux")]
     let base = current_machine()
-        .filter(|m| m.runs_pe())
-        .and_then(|_| crate::pe::window_range(len))
+        .and_then(|m| m.pe().cloned())
+        .and_then(|image| image.window_range(len))
         .unwrap_or(own);
     #[cfg(not(target_os = "linux"))]
     let base = own;
@@ -336,11 +227,6 @@ pub fn window_access(base: usize, offset: usize, width: usize, write: Option<u64
     }
 }
 
-/// Sets the calling processor's IRQL (the PE image writing CR8).
-pub fn set_irql(irql: Irql) {
-    IRQL.with(|c| c.set(irql));
-}
-
 /// Whether `base` is a live mapping.
 pub fn is_mapped(base: usize) -> bool {
     windows_read().contains_key(&base)
@@ -350,7 +236,7 @@ pub fn is_mapped(base: usize) -> bool {
 /// On a halted machine (the calling thread's) nothing is resolved and nothing is raised: the
 /// access reads all-ones / is dropped, as nothing runs after a bug check.
 fn resolve(base: NonNull<u8>, offset: usize, width: usize, write: bool) -> Option<WindowKind> {
-    if CURRENT.with(|c| c.borrow().as_ref().is_some_and(|m| m.is_halted())) {
+    if current_machine_halted() {
         return None;
     }
     let b = base.as_ptr() as usize;
@@ -524,7 +410,7 @@ unsafe impl Platform for SimKernel {
             // not make things worse.
             return current;
         }
-        IRQL.with(|c| c.set(Irql::Dispatch));
+        set_irql(Irql::Dispatch);
         current
     }
 
@@ -539,7 +425,7 @@ unsafe impl Platform for SimKernel {
             ));
             return;
         }
-        IRQL.with(|c| c.set(previous));
+        set_irql(previous);
     }
 
     fn bus_address(va: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr> {
@@ -553,12 +439,12 @@ unsafe impl Platform for SimKernel {
         callback: rvgpu_kmd::etw::EnableCallback,
         context: *mut core::ffi::c_void,
     ) -> Result<u64, i32> {
-        let cb = crate::etw::Callback::Host(callback, context as usize);
-        Ok(crate::etw::register(*provider, Some(cb)))
+        let cb = crate::etw::session::Callback::Host(callback, context as usize);
+        Ok(crate::etw::session::register(*provider, Some(cb)))
     }
 
     fn etw_unregister(handle: u64) {
-        crate::etw::unregister(handle);
+        crate::etw::session::unregister(handle);
     }
 
     /// The event goes to the writing thread's machine's session.
@@ -568,7 +454,7 @@ unsafe impl Platform for SimKernel {
         data: &[rvgpu_kmd::etw::EventDataDescriptor],
     ) {
         let Some(m) = current_machine() else { return };
-        let Some(guid) = crate::etw::provider_of(handle) else {
+        let Some(guid) = crate::etw::session::provider_of(handle) else {
             return;
         };
         let parts: Vec<(u8, &[u8])> = data
@@ -632,6 +518,7 @@ unsafe impl Platform for SimKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dxgkrnl::state::MachineState;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     struct Regs(AtomicU32);

@@ -46,11 +46,11 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::features::FeatureDb;
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
 use crate::ums::{KmtHandle, TestTarget};

@@ -36,10 +36,9 @@ use rvgpu_kmd::platform::{Irql, TimerRoutine};
 
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
+use crate::base::processor::{check_return_irql, IrqlScope};
 use crate::dxgkrnl::adapter::{all_adapters, AdapterShared};
-use crate::dxgkrnl::kernel::{
-    check_return_irql, current_machine, irql_above, IrqlScope, MachineContext,
-};
+use crate::dxgkrnl::context::{current_machine, irql_above, MachineContext};
 
 /// The driver's timer storage (`Platform::Timer` of [`crate::dxgkrnl::kernel::SimKernel`]):
 /// the set timer it stands for, if any.
@@ -311,8 +310,8 @@ pub fn check_removed(a: &AdapterShared) -> Result<(), BugCheck> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::irql::Routine;
     use crate::dxgkrnl::ddi::{self, At};
+    use crate::dxgkrnl::irql::Routine;
     use crate::{MachineConfig, Mode, SimError};
 
     static RUNS: AtomicU64 = AtomicU64::new(0);

@@ -6,8 +6,9 @@
 
 use std::cell::RefCell;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use rvgpu_ddi::basic::{BOOLEAN, PVOID, ULONG};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
@@ -115,10 +116,29 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
     // every interface from 0x11001 on (the preview SDK's 0x11002, the 26100 WDK's 0x11007, any
     // later one) the whole 1,544-byte table; [D24] `DpiInitializeInternal` refuses only what is
     // below 0x104E (BR-01). Later rules read the version as Windows does (BR-32, BR-34).
-    crate::testing::record_driver_isr(&table);
+    record_driver_isr(&table);
     if let Some(hook) = loading.hook {
         hook(&mut table);
     }
     loading.table.set(Some(table));
     STATUS_SUCCESS
+}
+
+/// The driver's own ISR as DriverEntry registered it, recorded by the loader before a test's
+/// hook replaces the slot (one driver per test process, so one function for every machine).
+pub(crate) static DRIVER_ISR: OnceLock<unsafe extern "system" fn(PVOID, ULONG) -> BOOLEAN> =
+    OnceLock::new();
+
+/// The driver's own DPC routine, recorded as [`DRIVER_ISR`] is.
+pub(crate) static DRIVER_DPC: OnceLock<unsafe extern "system" fn(PVOID)> = OnceLock::new();
+
+/// Called by the loader with the table DriverEntry registered, before any test hook (the
+/// stand-ins in `crate::testing` call the recorded routines).
+fn record_driver_isr(t: &rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) {
+    if let Some(f) = t.DxgkDdiInterruptRoutine {
+        let _ = DRIVER_ISR.set(f);
+    }
+    if let Some(f) = t.DxgkDdiDpcRoutine {
+        let _ = DRIVER_DPC.set(f);
+    }
 }

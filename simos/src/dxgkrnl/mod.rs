@@ -1,15 +1,18 @@
 //! Dxgkrnl, the DirectX graphics kernel: driver load (`DxgkInitialize`), adapter life (PnP),
-//! the one way the OS calls a DDI, the IRQL model, interrupts and DPCs, bug checks, the
-//! `DXGKRNL_INTERFACE` callbacks and the host kernel the driver runs on ([`kernel::SimKernel`]).
+//! the one way the OS calls a DDI, the IRQL check against the rule table, interrupts and DPCs,
+//! the `DXGKRNL_INTERFACE` callbacks and the host kernel the driver runs on
+//! ([`kernel::SimKernel`]). What every layer needs (locks, errors, bug checks, the thread's
+//! IRQL) is in [`crate::base`], re-exported here under the names it has always had.
 
 pub mod adapter;
 pub mod bringup;
 pub use crate::base::bugcheck;
 pub mod callbacks;
+pub mod context;
 pub mod ddi;
 pub mod features;
 pub mod interrupt;
-pub use crate::base::irql;
+pub mod irql;
 pub mod kernel;
 pub mod kmdver;
 pub mod kmtest;
@@ -18,10 +21,11 @@ pub use crate::base::line;
 pub mod load;
 pub use crate::base::lowres;
 pub use crate::base::notify;
-pub use crate::base::observer;
+pub mod observer;
 pub mod pnp;
 pub mod power;
 pub mod registry;
+pub mod regkey;
 pub mod resources;
 pub mod rules;
 pub mod state;

@@ -11,14 +11,16 @@ use rvgpu_kmd::platform::Irql;
 
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
+use crate::base::processor;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::callbacks;
+use crate::dxgkrnl::context;
 use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::dxgkrnl::interrupt;
-use crate::dxgkrnl::kernel::{self, SimKernel};
+use crate::dxgkrnl::irql::Routine;
+use crate::dxgkrnl::kernel::SimKernel;
 use crate::dxgkrnl::load::{self, TableHook};
 use crate::dxgkrnl::resources::opaque;
 use crate::machine::{AdapterInfo, Machine, Mode};
@@ -97,11 +99,11 @@ impl Machine {
         let driver_object = opaque(&self.driver_object);
         let registry_path = (&self.registry_path.0 as *const UNICODE_STRING).cast::<c_void>();
         let state = self.state.clone();
-        let _ctx = kernel::MachineContext::enter(state.clone());
+        let _ctx = context::MachineContext::enter(state.clone());
         // DriverEntry runs at PASSIVE_LEVEL (DRIVER_INITIALIZE).
-        if let Err(b) = crate::base::irql::check(
+        if let Err(b) = crate::dxgkrnl::irql::check(
             Routine::DriverEntry,
-            kernel::current_irql(),
+            processor::current_irql(),
             load::sim_dxgk_initialize as *const () as usize,
         ) {
             state.raise_bugcheck(b);
@@ -113,7 +115,7 @@ impl Machine {
         // `crate::install`).
         #[cfg(target_os = "linux")]
         let pe = match &self.config.driver {
-            crate::pe::DriverBuild::Pe(package) => {
+            crate::pe::driver_build::DriverBuild::Pe(package) => {
                 let loaded = crate::install::install_and_load(package.as_deref(), &self.config.os)
                     .map_err(|e| SimError::Simulation(format!("installing rvgpu: {e}")))?;
                 let image = match loaded {
@@ -140,7 +142,7 @@ impl Machine {
                         .map_err(|e| SimError::Simulation(format!("loading rvgpu.sys: {e}")))?,
                 )
             }
-            crate::pe::DriverBuild::Linux => None,
+            crate::pe::driver_build::DriverBuild::Linux => None,
         };
         #[cfg(target_os = "linux")]
         let knows_win8 = self.config.os.dxgkrnl_knows_win8_initialize;
@@ -164,7 +166,7 @@ impl Machine {
                 )
             }
         });
-        if let Err(b) = kernel::check_return_irql(
+        if let Err(b) = processor::check_return_irql(
             Irql::Passive,
             bugcheck::irql_unexpected::SIM_DDI,
             rvgpu::driver_entry::<SimKernel> as *const () as usize as u64,

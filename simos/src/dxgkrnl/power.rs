@@ -27,10 +27,10 @@ use rvgpu_ddi::power::*;
 use rvgpu_ddi::{GUID, HANDLE, NTSTATUS};
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::{triage_status, Violation};
 use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
 
 pub use crate::dxgkrnl::rules::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST;
 

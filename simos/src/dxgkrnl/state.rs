@@ -2,7 +2,7 @@
 //!
 //! Shared by every thread of one simulated machine (test threads, the interrupt "CPU", the DPC
 //! thread) and reachable from kernel services through the thread's current context
-//! ([`crate::dxgkrnl::kernel::MachineContext`]). Once halted, a machine stays halted: the first fault is
+//! ([`crate::dxgkrnl::context::MachineContext`]). Once halted, a machine stays halted: the first fault is
 //! the one reported, later ones are only logged, because on Windows nothing runs after
 //! `KeBugCheckEx`.
 
@@ -24,6 +24,33 @@ pub struct LogLine {
     pub text: String,
 }
 
+/// The driver image a machine runs in the emulator (`crate::pe::PeImage`) as the OS below the
+/// PE loader sees it: what Dxgkrnl asks of it. The loader gets its own type back with
+/// [`DriverImage::into_any`].
+#[cfg(target_os = "linux")]
+pub trait DriverImage: Send + Sync {
+    /// The image's path.
+    fn path(&self) -> &std::path::Path;
+    /// Pool the image holds: (bytes, blocks).
+    fn pool_in_use(&self) -> (usize, usize);
+    /// Leaves the driver's pool allocated when this instance goes.
+    fn keep_pool(&self);
+    /// The feature interface the image returned, with forwarders to its code.
+    fn translate_feature_interface(
+        &self,
+        f: rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE,
+    ) -> rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE;
+    /// The image's `pfnBuildTestCommandBuffer` as a forwarder the OS can call.
+    fn translate_build_test_command_buffer(
+        &self,
+        f: rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER,
+    ) -> rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER;
+    /// A register window for the image: address space the emulator routes to the device.
+    fn window_range(&self, len: usize) -> Option<std::ptr::NonNull<u8>>;
+    /// The image as its own type.
+    fn into_any(self: std::sync::Arc<Self>) -> std::sync::Arc<dyn std::any::Any + Send + Sync>;
+}
+
 /// Health and debug output of one machine.
 pub struct MachineState {
     id: u64,
@@ -34,13 +61,13 @@ pub struct MachineState {
     /// into the state.
     on_halt: Mutex<Vec<HaltHook>>,
     /// Verifier's low-resources simulation for the driver's pool.
-    pool: super::lowres::PoolInjector,
+    pool: crate::base::lowres::PoolInjector,
     /// The machine's ETW session ([`crate::etw`]).
-    etw: crate::etw::Session,
+    etw: crate::etw::session::Session,
     /// The driver image this machine runs, when it runs `rvgpu.sys` in the emulator rather
     /// than the Linux build ([`crate::pe`]).
     #[cfg(target_os = "linux")]
-    pe: std::sync::OnceLock<std::sync::Arc<crate::pe::PeImage>>,
+    pe: std::sync::OnceLock<std::sync::Arc<dyn DriverImage>>,
 }
 
 /// What runs when a machine halts.
@@ -63,12 +90,12 @@ impl MachineState {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Self {
             id,
-            etw: crate::etw::Session::new(id),
+            etw: crate::etw::session::Session::new(id),
             halted: AtomicBool::new(false),
             fault: Mutex::new(None),
             log: Mutex::new(Vec::new()),
             on_halt: Mutex::new(Vec::new()),
-            pool: super::lowres::PoolInjector::default(),
+            pool: crate::base::lowres::PoolInjector::default(),
             #[cfg(target_os = "linux")]
             pe: std::sync::OnceLock::new(),
         }
@@ -76,13 +103,13 @@ impl MachineState {
 
     /// The PE image this machine runs, if it runs one.
     #[cfg(target_os = "linux")]
-    pub fn pe(&self) -> Option<&std::sync::Arc<crate::pe::PeImage>> {
+    pub fn pe(&self) -> Option<&std::sync::Arc<dyn DriverImage>> {
         self.pe.get()
     }
 
     /// Makes this machine run `image` (once, before the driver loads).
     #[cfg(target_os = "linux")]
-    pub(crate) fn set_pe(&self, image: std::sync::Arc<crate::pe::PeImage>) {
+    pub(crate) fn set_pe(&self, image: std::sync::Arc<dyn DriverImage>) {
         let _ = self.pe.set(image);
     }
 
@@ -108,12 +135,12 @@ impl MachineState {
     }
 
     /// The driver's pool: Verifier's low-resources simulation and the allocation count.
-    pub fn pool(&self) -> &super::lowres::PoolInjector {
+    pub fn pool(&self) -> &crate::base::lowres::PoolInjector {
         &self.pool
     }
 
     /// The machine's ETW session.
-    pub fn etw(&self) -> &crate::etw::Session {
+    pub fn etw(&self) -> &crate::etw::session::Session {
         &self.etw
     }
 

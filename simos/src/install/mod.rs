@@ -27,7 +27,7 @@ pub mod registry;
 
 use std::path::{Path, PathBuf};
 
-use crate::dxgkrnl::registry::{RegKey, RegValue, REG_EXPAND_SZ, REG_SZ};
+use crate::dxgkrnl::regkey::{RegKey, RegValue, REG_EXPAND_SZ, REG_SZ};
 
 use self::registry::Registry;
 
@@ -385,20 +385,12 @@ impl AdapterKeys {
         }
     }
 
-    /// The keys Dxgkrnl reads on an adapter configured as `config`: a machine configuration
+    /// The keys Dxgkrnl reads on an adapter whose configuration holds `configured`: a machine configuration
     /// starts from [`default_adapter_keys`] (what installing the driver writes) and a test may
     /// edit a value, as an administrator edits the registry after the install. Each value left
     /// at that default is the one `installed` wrote (when a package was installed), an edited
     /// one is the edit.
-    pub fn with_edits(
-        installed: Option<&AdapterKeys>,
-        config: &crate::machine::AdapterConfig,
-    ) -> AdapterKeys {
-        let configured = AdapterKeys {
-            software_key: config.software_key.clone(),
-            driver_version: config.driver_version.clone(),
-            user_mode_driver_name: config.user_mode_driver_name.clone(),
-        };
+    pub fn with_edits(installed: Option<&AdapterKeys>, configured: AdapterKeys) -> AdapterKeys {
         let Some(installed) = installed else {
             return configured;
         };
@@ -427,8 +419,8 @@ impl AdapterKeys {
 
 /// The build number of a Windows build the simulated OS plays: 26100 (24H2), 26200 (25H2),
 /// 28000 (26H1; the number of its first releases, [I]).
-pub fn build_number(w: crate::machine::WindowsBuild) -> u32 {
-    use crate::machine::WindowsBuild as W;
+pub fn build_number(w: crate::machine::os::WindowsBuild) -> u32 {
+    use crate::machine::os::WindowsBuild as W;
     match w {
         W::W24H2 => 26100,
         W::W25H2 => 26200,
@@ -441,9 +433,9 @@ pub fn build_number(w: crate::machine::WindowsBuild) -> u32 {
 pub fn stamped_repository_inf() -> String {
     let driver_ver = format!(
         "DriverVer   = 01/01/2026,{}",
-        crate::dxgkrnl::registry::inf_driver_version()
+        crate::dxgkrnl::regkey::inf_driver_version()
     );
-    crate::dxgkrnl::registry::RVGPU_INF
+    crate::dxgkrnl::regkey::RVGPU_INF
         .lines()
         .map(|l| {
             if l.trim_start().to_ascii_lowercase().starts_with("driverver") {
@@ -466,7 +458,9 @@ pub fn default_adapter_keys() -> AdapterKeys {
     #[cfg(target_os = "linux")]
     {
         static PACKAGE: std::sync::OnceLock<AdapterKeys> = std::sync::OnceLock::new();
-        if let crate::pe::DriverBuild::Pe(path) = crate::pe::DriverBuild::from_env() {
+        if let crate::pe::driver_build::DriverBuild::Pe(path) =
+            crate::pe::driver_build::DriverBuild::from_env()
+        {
             return PACKAGE
                 .get_or_init(|| {
                     let installed = install_package(path.as_deref(), 26100, true, true);
@@ -530,7 +524,7 @@ pub fn install_package(
 #[cfg(target_os = "linux")]
 pub fn install_and_load(
     package: Option<&Path>,
-    os: &crate::machine::OsConfig,
+    os: &crate::machine::os::OsConfig,
 ) -> Result<Result<(PathBuf, AdapterKeys), Refusal>, String> {
     let installed = install_package(
         package,

@@ -128,3 +128,15 @@ impl Board for Device {
         Device::engine_gated(self, engine)
     }
 }
+
+/// Where the PCI function and the DMA memory are (`machine::pci`).
+#[derive(Clone, Debug)]
+pub struct PciSpec {
+    /// The function's sysfs directory (`/sys/bus/pci/devices/…`); `None`: the first
+    /// `1234:5256` function.
+    pub sysfs: Option<std::path::PathBuf>,
+    /// Physical (= bus) address of the memory the kernel left alone (`memmap=SIZE$BASE`).
+    pub dma_base: u64,
+    /// Its size in bytes.
+    pub dma_size: u64,
+}

@@ -16,6 +16,7 @@ pub mod answers;
 pub(crate) mod board;
 mod config;
 pub mod cpucache;
+pub(crate) mod os;
 #[cfg(target_os = "linux")]
 pub mod pci;
 mod run;
@@ -23,6 +24,7 @@ mod run;
 pub use self::board::Board;
 
 pub use self::config::*;
+pub use self::os::*;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -41,9 +43,10 @@ use crate::base::error::SimError;
 use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::Processed;
+use crate::base::processor::IrqlScope;
 use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
 use crate::dxgkrnl::interrupt::{self, Serviced};
-use crate::dxgkrnl::kernel::{self, IrqlScope};
+use crate::dxgkrnl::kernel::{self};
 use crate::dxgkrnl::state::{LogLine, MachineState};
 
 /// The loop of one of an adapter's simulation threads (threaded mode), until its stop flag.

@@ -44,7 +44,7 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::regs::{self, Caps, DeviceStatus};
 
 use super::board::Board;
-use super::config::PciSpec;
+use super::board::PciSpec;
 use crate::base::line::SimLine;
 
 /// PCI command register: memory space, bus master, INTx disable (PCI Local Bus 3.0, 6.2.2).

@@ -2,6 +2,7 @@
 //! on the calling thread), and the thread context and IRQL helpers tests use.
 
 use super::*;
+use crate::dxgkrnl::context;
 
 impl Machine {
     /// Raises one interrupt on adapter `i` regardless of the device (as another device on a
@@ -167,8 +168,8 @@ impl Machine {
 
     /// Makes this machine the calling thread's current machine until the guard drops (tests
     /// that call a callback from the `DXGKRNL_INTERFACE` as driver code would).
-    pub fn enter_context(&self) -> kernel::MachineContext {
-        kernel::MachineContext::enter(self.state.clone())
+    pub fn enter_context(&self) -> context::MachineContext {
+        context::MachineContext::enter(self.state.clone())
     }
 
     /// Runs `f` on the calling thread at `irql` (tests that check IRQL enforcement).

@@ -40,7 +40,7 @@ use super::gdb;
 use super::unicorn::{self, reg};
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
-use crate::dxgkrnl::kernel;
+use crate::dxgkrnl::context;
 
 mod code;
 mod count;
@@ -175,7 +175,7 @@ pub fn call_user(addr: usize, args: &[u64]) -> Result<u64, Stop> {
 }
 
 fn call_in(addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
-    if kernel::current_machine().is_some_and(|m| m.is_halted()) {
+    if context::current_machine().is_some_and(|m| m.is_halted()) {
         return Err(Stop::Halted);
     }
     let engine = match lock(&POOL).pop() {
@@ -271,7 +271,7 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                     );
                 }
                 let result = outside(|| f(&words));
-                if kernel::current_machine().is_some_and(|m| m.is_halted()) {
+                if context::current_machine().is_some_and(|m| m.is_halted()) {
                     halted_in_call(e);
                     return Err(Stop::Halted);
                 }
@@ -408,7 +408,7 @@ fn fault(e: &Engine, b: BugCheck) -> Result<u64, Stop> {
         Some((base, _, Range::Ram)) => format!("rvgpu.sys+{:#x}", rip - base),
         _ => format!("{rip:#x}"),
     };
-    if let Some(m) = kernel::current_machine() {
+    if let Some(m) = context::current_machine() {
         m.push_log(
             rvgpu_kmd::platform::Level::Error,
             format!("PE image: {} at {at}", b.name()),
@@ -418,7 +418,7 @@ fn fault(e: &Engine, b: BugCheck) -> Result<u64, Stop> {
         eprintln!("[pe] fault {b} at {at}");
     }
     gdb::bug_check(e.processor(), format!("{b} at {at}"), signal_of(&b));
-    kernel::raise(b);
+    context::raise(b);
     Err(Stop::Halted)
 }
 
@@ -438,7 +438,7 @@ fn signal_of(b: &BugCheck) -> gdb::Signal {
 /// A bug check a routine the image called raised (the machine is halted): the debugger
 /// stops at the call first.
 fn halted_in_call(e: &Engine) {
-    if let Some(b) = kernel::current_machine().and_then(|m| m.bugcheck()) {
+    if let Some(b) = context::current_machine().and_then(|m| m.bugcheck()) {
         gdb::bug_check(
             e.processor(),
             format!("{b}, raised in a routine the image called"),

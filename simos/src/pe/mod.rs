@@ -17,6 +17,7 @@
 
 pub mod arena;
 pub mod cpu;
+pub mod driver_build;
 pub mod exe;
 pub mod gdb;
 pub mod image;
@@ -38,63 +39,10 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
 use self::cpu::{Stop, StubResult, Stubs};
 use crate::base::lock::lock;
-use crate::dxgkrnl::kernel;
-use crate::dxgkrnl::state::MachineState;
-
-/// Which build of the driver a machine runs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum DriverBuild {
-    /// The driver's Rust code compiled for this host and linked into the simulation.
-    #[default]
-    Linux,
-    /// `rvgpu.sys` itself, run in the x86-64 emulator, installed from a driver package as
-    /// Windows installs it (`crate::install`): the package directory at this path (what
-    /// `scripts/package.sh --test-sign` writes), or (`None`) the workspace's test-signed
-    /// package, made on first use (`crate::install::package::test_signed`).
-    Pe(Option<PathBuf>),
-}
-
-static DEFAULT: RwLock<Option<DriverBuild>> = RwLock::new(None);
-
-impl DriverBuild {
-    /// The default for new machines: what [`DriverBuild::set_default`] chose, else
-    /// `RVGPU_DRIVER` (`pe`, or `pe:DIR` for a package directory), else the Linux build.
-    pub fn from_env() -> Self {
-        if let Some(d) = DEFAULT.read().unwrap_or_else(|p| p.into_inner()).clone() {
-            return d;
-        }
-        match std::env::var("RVGPU_DRIVER") {
-            Ok(v) if v.starts_with("pe") => Self::parse(&v).unwrap_or(Self::Pe(None)),
-            _ => Self::Linux,
-        }
-    }
-
-    /// Makes `d` the build every machine configured from now on loads (the harness's
-    /// `--driver`).
-    pub fn set_default(d: DriverBuild) {
-        *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(d);
-    }
-
-    /// A short name (`linux`, `pe`).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Linux => "linux",
-            Self::Pe(_) => "pe",
-        }
-    }
-
-    /// Parses `linux`, `pe` or `pe:DIR` (a package directory).
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "linux" => Ok(Self::Linux),
-            "pe" => Ok(Self::Pe(None)),
-            _ => match s.strip_prefix("pe:") {
-                Some(p) => Ok(Self::Pe(Some(PathBuf::from(p)))),
-                None => Err(format!("unknown driver build {s} (linux, pe, pe:DIR)")),
-            },
-        }
-    }
-}
+use crate::base::processor;
+use crate::dxgkrnl::context;
+use crate::dxgkrnl::state::{DriverImage, MachineState};
+pub use driver_build::DriverBuild;
 
 /// The workspace's root (where `scripts/package.sh` lives).
 fn workspace_root() -> PathBuf {
@@ -222,7 +170,7 @@ struct Loaded {
 /// What the image's imports and the `DxgkInitialize` stub run on: the calling thread's
 /// machine's instance.
 fn current_image() -> Option<Arc<PeImage>> {
-    kernel::current_machine().and_then(|m| m.pe().cloned())
+    context::current_machine().and_then(|m| image_of(&m))
 }
 
 /// A mapped file: path, length and modification time.
@@ -650,14 +598,14 @@ struct PeDdi;
 
 impl Callee for PeDdi {
     fn call(id: usize, args: &[u64]) -> u64 {
-        let Some(m) = kernel::current_machine() else {
+        let Some(m) = context::current_machine() else {
             eprintln!(
                 "rvgpu-simos: a DDI of the PE image was called outside any machine: {id} {}",
                 std::backtrace::Backtrace::force_capture()
             );
             return 0;
         };
-        let Some(img) = m.pe().cloned() else {
+        let Some(img) = image_of(&m) else {
             m.raise_sim_error("a PE forwarder ran on a machine without a PE image");
             return 0;
         };
@@ -866,7 +814,7 @@ extern "C" fn print_counts() {
 impl crate::Machine {
     /// The PE image this machine runs, if it runs one.
     pub fn pe_image(&self) -> Option<Arc<PeImage>> {
-        self.state.pe().cloned()
+        image_of(&self.state)
     }
 
     /// Calls what the image's import `name` is bound to, with `args`, on an emulated processor
@@ -879,13 +827,57 @@ impl crate::Machine {
         irql: rvgpu_kmd::platform::Irql,
         args: &[u64],
     ) -> Option<Result<u64, Stop>> {
-        let img = self.state.pe()?;
+        let img = image_of(&self.state)?;
         let import = img.loaded.image.imports.iter().find(|i| i.name == name)?;
         // SAFETY: an IAT entry of the mapped image (bound at load).
         let target = unsafe { (import.iat as *const u64).read_unaligned() } as usize;
-        let _m = kernel::MachineContext::enter(self.state.clone());
-        let _irql = kernel::IrqlScope::enter(irql);
+        let _m = context::MachineContext::enter(self.state.clone());
+        let _irql = processor::IrqlScope::enter(irql);
         Some(cpu::call(target, args))
+    }
+}
+
+/// The image `state`'s machine runs, if it runs one.
+fn image_of(state: &MachineState) -> Option<Arc<PeImage>> {
+    state
+        .pe()
+        .cloned()
+        .and_then(|image| image.into_any().downcast::<PeImage>().ok())
+}
+
+impl DriverImage for PeImage {
+    fn path(&self) -> &Path {
+        PeImage::path(self)
+    }
+
+    fn pool_in_use(&self) -> (usize, usize) {
+        PeImage::pool_in_use(self)
+    }
+
+    fn keep_pool(&self) {
+        PeImage::keep_pool(self);
+    }
+
+    fn translate_feature_interface(
+        &self,
+        f: DXGKDDI_FEATURE_INTERFACE,
+    ) -> DXGKDDI_FEATURE_INTERFACE {
+        PeImage::translate_feature_interface(self, f)
+    }
+
+    fn translate_build_test_command_buffer(
+        &self,
+        f: rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER,
+    ) -> rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER {
+        PeImage::translate_build_test_command_buffer(self, f)
+    }
+
+    fn window_range(&self, len: usize) -> Option<NonNull<u8>> {
+        window_range(len)
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
     }
 }
 

@@ -23,7 +23,9 @@ use super::cpu::{self, StubResult};
 use super::PeImage;
 use crate::base::bugcheck::{self, kirql, BugCheck};
 use crate::base::lock::lock;
-use crate::dxgkrnl::kernel::{self, current_irql, current_machine, irql_above, raise};
+use crate::base::processor::current_irql;
+use crate::dxgkrnl::context::{current_machine, irql_above, raise};
+use crate::dxgkrnl::kernel::{self};
 use crate::dxgkrnl::ktimer;
 
 const STATUS_SUCCESS: u64 = 0;
@@ -800,7 +802,11 @@ fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     if callback == 0 && context != 0 {
         return ret(STATUS_INVALID_PARAMETER);
     }
-    let cb = (callback != 0).then_some(crate::etw::Callback::Pe(callback as usize, context));
+    let cb = (callback != 0).then_some(crate::etw::Callback::Pe(
+        callback as usize,
+        context,
+        run_etw_callback,
+    ));
     // The handle is written before the callback runs, as the decompiled routine stores it
     // before calling the callback.
     crate::etw::register_then(guid, cb, |h| {
@@ -884,4 +890,10 @@ fn etw_write_transfer(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     };
     m.etw().deliver(guid, &descriptor, &parts);
     ret(STATUS_SUCCESS)
+}
+
+/// Runs an ETW enable callback of the image on the emulated processor (a fault in it is raised
+/// on the machine by the emulator).
+fn run_etw_callback(routine: usize, args: &[u64]) {
+    let _ = super::cpu::call(routine, args);
 }

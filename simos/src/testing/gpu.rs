@@ -129,7 +129,7 @@ impl Kicker {
     /// it only rings, so work rung on a disconnected doorbell runs at the queue's next
     /// connect. A failure shows as the machine's fault.
     pub fn kick(&self) {
-        let passive = crate::dxgkrnl::kernel::current_irql() == Irql::Passive;
+        let passive = crate::base::processor::current_irql() == Irql::Passive;
         let _ = self.bell.ring(self.write_ptr, passive);
     }
 }

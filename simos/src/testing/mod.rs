@@ -26,16 +26,10 @@ use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::load::{DRIVER_DPC, DRIVER_ISR};
 
 /// A native fence handle the OS never hands out.
 pub const BAD_FENCE_HANDLE: usize = 0x0BAD_F00D;
-
-/// The driver's own ISR as DriverEntry registered it, recorded by the loader before a test's
-/// hook replaces the slot (one driver per test process, so one function for every machine).
-static DRIVER_ISR: OnceLock<unsafe extern "system" fn(PVOID, ULONG) -> BOOLEAN> = OnceLock::new();
-
-/// The driver's own DPC routine, recorded as [`DRIVER_ISR`] is.
-static DRIVER_DPC: OnceLock<unsafe extern "system" fn(PVOID)> = OnceLock::new();
 
 /// The driver's real `(HANDLE, A)` DDI that a table hook saved in `real`, called with the
 /// arguments the OS passed the hook; `None` when the hook saved none.
@@ -51,16 +45,6 @@ pub(crate) unsafe fn call_real<A>(
     let f = real.get().copied().flatten()?;
     // SAFETY: the driver's own DDI with the OS's arguments (the caller's contract).
     Some(unsafe { f(h, args) })
-}
-
-/// Called by the loader with the table DriverEntry registered, before any test hook.
-pub(crate) fn record_driver_isr(t: &rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) {
-    if let Some(f) = t.DxgkDdiInterruptRoutine {
-        let _ = DRIVER_ISR.set(f);
-    }
-    if let Some(f) = t.DxgkDdiDpcRoutine {
-        let _ = DRIVER_DPC.set(f);
-    }
 }
 
 /// Runs the driver's own DPC routine (what [`driver_isr`] is for the ISR).

@@ -6,7 +6,7 @@ use crate::machine::answers::VictimDisconnect;
 /// The adapters of the calling thread's machine whose OS knows `handle` as a doorbell (KMD or
 /// OS handle); the adapter whose DDI the thread is inside first.
 pub(super) fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
-    let me = crate::dxgkrnl::kernel::current_machine().map(|m| m.id());
+    let me = crate::dxgkrnl::context::current_machine().map(|m| m.id());
     let inside = ddi::inside();
     let mut v: Vec<Arc<AdapterShared>> = crate::dxgkrnl::adapter::all_adapters()
         .into_iter()
@@ -19,7 +19,7 @@ pub(super) fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
 
 /// The D3DKMT handle of a destroyed doorbell `handle` named, on the calling thread's machine.
 pub(super) fn destroyed_doorbell(handle: usize) -> Option<KmtHandle> {
-    let me = crate::dxgkrnl::kernel::current_machine().map(|m| m.id());
+    let me = crate::dxgkrnl::context::current_machine().map(|m| m.id());
     crate::dxgkrnl::adapter::all_adapters()
         .into_iter()
         .filter(|a| Some(a.state.id()) == me)
@@ -39,7 +39,7 @@ pub fn before_next_disconnect_callback(machine_id: u64, f: impl FnOnce() + Send 
 }
 
 pub(super) fn run_test_hook() {
-    let Some(id) = crate::dxgkrnl::kernel::current_machine().map(|m| m.id()) else {
+    let Some(id) = crate::dxgkrnl::context::current_machine().map(|m| m.id()) else {
         return;
     };
     let hook = {
@@ -55,13 +55,13 @@ pub(super) fn run_test_hook() {
 pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
     let addr = crate::dxgkrnl::callbacks::disconnect_doorbell_address();
     if let Err(b) =
-        crate::base::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
+        crate::dxgkrnl::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
     {
-        crate::dxgkrnl::kernel::raise(b);
+        crate::dxgkrnl::context::raise(b);
         return STATUS_UNSUCCESSFUL;
     }
     if args.is_null() {
-        crate::dxgkrnl::kernel::raise(crate::BugCheck::new(
+        crate::dxgkrnl::context::raise(crate::BugCheck::new(
             crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
@@ -72,7 +72,7 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
     let (hq, hd) = (args.hHwQueue as usize, args.hDoorbell as usize);
     let reason = args.DisconnectReason;
     let fail = |msg: String| {
-        match crate::dxgkrnl::kernel::current_machine() {
+        match crate::dxgkrnl::context::current_machine() {
             Some(m) => m.raise_sim_error(format!("driver bug: DxgkCbDisconnectDoorbell: {msg}")),
             None => eprintln!("rvgpu-simos: DxgkCbDisconnectDoorbell outside a machine: {msg}"),
         }

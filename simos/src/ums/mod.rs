@@ -37,7 +37,7 @@
 //!   (dedicated model) `DOORBELL_BIND[page]` must name the queue when the connect returns.
 //!   Every disconnect writes the status before the dummy page; an OS-initiated one does both
 //!   before `DxgkDdiDisconnectDoorbell` (lossless; the documented after-return order is not).
-//! - `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL, [`crate::base::irql`]): the reason must be one of the
+//! - `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL, [`crate::dxgkrnl::irql`]): the reason must be one of the
 //!   `DISCONNECTED_*` values and the handles must name a live doorbell and its queue, else the
 //!   callback returns `STATUS_INVALID_PARAMETER` (what Windows documents) and the machine halts
 //!   with a simulation error naming the driver bug. Disconnecting an already disconnected
@@ -137,13 +137,13 @@ use rvgpu_kmd::platform::Irql;
 use zerocopy::FromBytes;
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
+use crate::base::processor::current_irql;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table, At};
-use crate::dxgkrnl::kernel::current_irql;
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, SimEvent, WaitOutcome};
 

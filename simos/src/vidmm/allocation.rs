@@ -18,10 +18,10 @@ use rvgpu_ddi::HANDLE;
 use rvgpu_device::SysAlloc;
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, QueuedWork, UmsEvent, UmsOs};

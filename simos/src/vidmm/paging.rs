@@ -7,9 +7,9 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::ums::{KmtHandle, UmsProcess};
 use crate::vidsch::legacy::{new_packet, submit_new};

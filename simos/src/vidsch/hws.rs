@@ -56,10 +56,10 @@ use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_device::SysAlloc;
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::ums::KmtHandle;
 

@@ -31,11 +31,11 @@ use rvgpu_hw::mmu::Access;
 use rvgpu_kmd::platform::Irql;
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::{Machine, Mode};
 use crate::ums::{self, KmtHandle, UmsProcess};
 use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};

@@ -16,11 +16,11 @@ use rvgpu_ddi::submission::{
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::Violation;
 use crate::dxgkrnl::ddi::{self};
+use crate::dxgkrnl::irql::Routine;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
 /// The driver's handles of the system device and its per-node contexts.

@@ -143,7 +143,7 @@ pub(super) unsafe extern "system" fn native_fence_get_os_caps(
         current_irql(),
         native_fence_get_os_caps as *const () as usize,
     ) {
-        kernel::raise(b);
+        context::raise(b);
         return STATUS_UNSUCCESSFUL;
     }
     if args.is_null() {
@@ -171,7 +171,7 @@ pub(super) unsafe extern "system" fn query_feature_support(
     // SAFETY: the driver's argument block (or null).
     let Some(args) = (unsafe { args.as_mut() }) else {
         if let Err(b) = irql::check(Routine::DxgkCbQueryFeatureSupport, current_irql(), address) {
-            kernel::raise(b);
+            context::raise(b);
         }
         return STATUS_INVALID_PARAMETER;
     };

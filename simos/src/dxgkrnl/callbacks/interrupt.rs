@@ -2,6 +2,8 @@
 //! `DxgkCbNotifyDpc`, `DxgkCbSynchronizeExecution`, `DxgkCbLogEtwEvent`.
 
 use super::*;
+use crate::base::processor;
+use crate::dxgkrnl::context;
 use crate::machine::answers::DpcFenceWork;
 
 /// Most fence handles 24H2 keeps from one native-fence report.
@@ -65,7 +67,7 @@ pub(super) unsafe extern "system" fn synchronize_execution(
         // SAFETY: the driver's synchronize routine with its own context, under the interrupt
         // lock at device IRQL, as KeSynchronizeExecution runs it.
         let r = unsafe { routine(context) };
-        if let Err(b) = kernel::check_return_irql(
+        if let Err(b) = processor::check_return_irql(
             Irql::Device,
             bugcheck::irql_unexpected::SIM_SYNCHRONIZE_ROUTINE,
             routine as usize as u64,
@@ -336,6 +338,6 @@ pub(super) unsafe extern "system" fn log_etw_event(
         current_irql(),
         log_etw_event as *const () as usize,
     ) {
-        kernel::raise(b);
+        context::raise(b);
     }
 }

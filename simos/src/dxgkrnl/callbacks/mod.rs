@@ -3,7 +3,7 @@
 //! Every slot the bindings have is filled: the callbacks bring-up needs are simulated below;
 //! every other slot points at a stub that halts the machine with "callback X not simulated"
 //! (never a silent success). Each simulated callback first checks the caller's IRQL against
-//! [`crate::base::irql`] and resolves `DeviceHandle` through the adapter registry; an unknown handle
+//! [`crate::dxgkrnl::irql`] and resolves `DeviceHandle` through the adapter registry; an unknown handle
 //! is what Dxgkrnl would dereference as garbage: bug check 0x50.
 //!
 //! Callbacks never unwind into the driver: a violation records the bug check and the callback
@@ -16,6 +16,7 @@ mod interrupt;
 pub use self::device::*;
 use self::feature::*;
 use self::interrupt::*;
+use crate::dxgkrnl::context;
 use crate::vidmm::contiguous::{allocate_contiguous_memory, free_contiguous_memory};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,11 +34,12 @@ use rvgpu_hw::pci;
 use rvgpu_kmd::platform::Irql;
 
 use crate::base::bugcheck::{self, vidsch, BugCheck};
-use crate::base::irql::{self, Routine};
 use crate::base::lock::lock;
 use crate::base::notify::{self, Notification};
+use crate::base::processor::{current_irql, IrqlScope};
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::kernel::{self, current_irql, current_machine, IrqlScope};
+use crate::dxgkrnl::context::current_machine;
+use crate::dxgkrnl::irql::{self, Routine};
 use crate::dxgkrnl::resources;
 
 // ---------------------------------------------------------------------------------------------
@@ -55,7 +57,7 @@ pub(crate) fn enter(
     // thread need not be inside a simulated call), else on the thread's current machine.
     let raise = |b: BugCheck| match &adapter {
         Some(a) => a.state.raise_bugcheck(b),
-        None => kernel::raise(b),
+        None => context::raise(b),
     };
     if let Err(b) = irql::check(routine, current_irql(), address) {
         raise(b);
@@ -74,7 +76,7 @@ pub(crate) fn enter(
         Some(a) if !a.state.is_halted() => Some(a),
         Some(_) => None,
         None => {
-            kernel::raise(BugCheck::new(
+            context::raise(BugCheck::new(
                 bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
                 [handle as usize as u64, 0, address as u64, 0],
             ));
@@ -90,7 +92,7 @@ pub(crate) fn enter(
 macro_rules! enter_status {
     ($routine:ident, $handle:expr, $callback:ident) => {
         match $crate::dxgkrnl::callbacks::enter(
-            $crate::base::irql::Routine::$routine,
+            $crate::dxgkrnl::irql::Routine::$routine,
             $handle,
             $callback as *const () as usize,
         ) {

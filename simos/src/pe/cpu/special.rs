@@ -8,7 +8,8 @@ use std::sync::{Arc, RwLock};
 use rvgpu_kmd::platform::Irql;
 
 use super::outside;
-use crate::dxgkrnl::{bugcheck, kernel};
+use crate::base::bugcheck;
+use crate::base::processor;
 use crate::pe::image::Special;
 use crate::pe::unicorn::{self, reg, Uc};
 
@@ -82,11 +83,11 @@ pub(super) unsafe extern "C" fn on_special(uc: Uc, addr: u64, _size: u32, user: 
     };
     match kind {
         Special::ReadCr8 { reg: r } => {
-            write(r, bugcheck::kirql(kernel::current_irql()));
+            write(r, bugcheck::kirql(processor::current_irql()));
             write(reg::RIP, addr + u64::from(len));
         }
         Special::WriteCr8 { reg: r } => {
-            kernel::set_irql(irql_from_cr8(read(r)));
+            processor::set_irql(irql_from_cr8(read(r)));
             write(reg::RIP, addr + u64::from(len));
         }
         Special::Pause => outside(std::thread::yield_now),

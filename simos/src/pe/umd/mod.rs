@@ -284,7 +284,7 @@ impl UserProcess {
     fn run(self: &Arc<Self>, addr: usize, args: &[u64]) -> Result<u64, Stop> {
         let prev = CURRENT.with(|c| c.replace(Some(self.clone())));
         // User mode runs at PASSIVE_LEVEL.
-        let _irql = crate::dxgkrnl::kernel::IrqlScope::enter(rvgpu_kmd::platform::Irql::Passive);
+        let _irql = crate::base::processor::IrqlScope::enter(rvgpu_kmd::platform::Irql::Passive);
         let before = cpu::executed_user();
         let r = cpu::call_user(addr, args);
         if cpu::counting() {

@@ -97,11 +97,11 @@ use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::base::notify::Notification;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::ddi::{self, check_status, At};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::{CpuUpdateIrql, LogReport, SystemVas, ValueUpdates};
 use crate::machine::{Machine, Mode};
 use crate::sync::trace::ReleaseVia;

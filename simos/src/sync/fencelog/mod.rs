@@ -64,11 +64,11 @@ pub use rvgpu_hw::cmd::LogKind;
 
 use crate::base::clock::qpc;
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::LogReport;
 use crate::sync::trace::TraceEvent;
 

@@ -23,11 +23,11 @@ use rvgpu_device::device::mmu::Mmu;
 use rvgpu_hw::mmu::FaultReason;
 
 use crate::base::error::SimError;
-use crate::base::irql::Routine;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,

@@ -720,7 +720,7 @@ impl Machine {
             match self.wait_monitored_fence(&fence, u.fence_value, self.os_config().wait_timeout)? {
                 crate::sync::fence::WaitOutcome::Satisfied => {}
                 crate::sync::fence::WaitOutcome::TimedOut => {
-                    return Err(SimError::DdiFailed(crate::kmt::STATUS_IO_TIMEOUT))
+                    return Err(SimError::DdiFailed(crate::base::error::STATUS_IO_TIMEOUT))
                 }
                 crate::sync::fence::WaitOutcome::Abandoned => {
                     return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED))

@@ -82,11 +82,11 @@ use rvgpu_kmd::platform::Irql;
 
 use crate::base::bugcheck::{self, vidsch, BugCheck};
 use crate::base::error::SimError;
-use crate::base::irql::{self, Routine};
 use crate::base::lock::lock;
+use crate::base::processor::{current_irql, IrqlScope};
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, sim_err, table, At};
-use crate::dxgkrnl::kernel::{current_irql, IrqlScope};
+use crate::dxgkrnl::irql::{self, Routine};
 use crate::machine::{Machine, Mode};
 use crate::ums::{self, KmtHandle};
 

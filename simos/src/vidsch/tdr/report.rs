@@ -131,7 +131,7 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
     let addr = cb_invalidate_hw_context as *const () as usize;
     if args.is_null() {
         // Dxgkrnl reads the argument block: a NULL pointer faults in the kernel.
-        crate::dxgkrnl::kernel::raise(BugCheck::new(
+        crate::dxgkrnl::context::raise(BugCheck::new(
             bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
@@ -145,7 +145,7 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
              OS passed to DxgkDdiStartDevice",
             args.hAdapter as usize
         );
-        match crate::dxgkrnl::kernel::current_machine() {
+        match crate::dxgkrnl::context::current_machine() {
             Some(m) => m.raise_sim_error(msg),
             None => eprintln!("rvgpu-simos: {msg} (outside a machine)"),
         }

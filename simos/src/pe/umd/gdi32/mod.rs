@@ -42,7 +42,7 @@ const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
 const STATUS_NO_MEMORY: u32 = 0xC000_0017;
 /// What a blocking CPU wait returns when the simulated OS's wait limit passes (the same
 /// status [`crate::kmt::SimKmt`]'s waits return).
-const STATUS_IO_TIMEOUT: u32 = crate::kmt::STATUS_IO_TIMEOUT as u32;
+const STATUS_IO_TIMEOUT: u32 = crate::base::error::STATUS_IO_TIMEOUT as u32;
 
 /// Most objects per CPU signal or wait here: the 32 of `D3DDDI_MAX_OBJECT_WAITED_ON` /
 /// `D3DDDI_MAX_OBJECT_SIGNALED` (d3dukmdt.h), the arrays of the context-based sync thunks.
