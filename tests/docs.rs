@@ -883,6 +883,34 @@ const BASELINE_ROWS: &[(&str, &str, usize, &str, usize)] = &[
         "rvgpu.sys: DxgkDdiDpcRoutine (signal)",
         0,
     ),
+    (
+        "## The shipped image",
+        "`rvgpu_submit`, one FILL",
+        2,
+        "rvgpu_umd.dll: rvgpu_submit (one FILL, user mode)",
+        0,
+    ),
+    (
+        "## The shipped image",
+        "`rvgpu_queue_submit`, one GPU fence signal",
+        2,
+        "rvgpu_umd.dll: rvgpu_queue_submit of one GPU signal",
+        0,
+    ),
+    (
+        "## The shipped image",
+        "`rvgpu_fence_signal` (CPU)",
+        2,
+        "rvgpu_umd.dll: rvgpu_fence_signal",
+        0,
+    ),
+    (
+        "## The shipped image",
+        "`rvgpu_fence_wait`, a value already reached (no kernel call)",
+        2,
+        "rvgpu_umd.dll: rvgpu_fence_wait of a reached value",
+        0,
+    ),
 ];
 
 /// The instruction counts and bus accesses docs/performance.md gives are the baseline's.
@@ -1412,17 +1440,92 @@ fn section_references_name_real_sections() {
     none_bad(&bad, "section references that lead nowhere");
 }
 
-/// The import circles docs/architecture.md describes are those `scripts/kmd-cycles.py` finds:
-/// none, in the paragraph that begins "No import circle remains", or the modules of the one
-/// that remains, named in the paragraph that begins "One import circle remains".
+/// `scripts/import-cycles.py` with `args`: its report, after checking it ran.
+fn import_cycles(args: &[&str]) -> (bool, String) {
+    let out = Command::new("python3")
+        .arg(root().join("scripts/import-cycles.py"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("python3 runs scripts/import-cycles.py");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("modules:"),
+        "import-cycles.py printed no figures: {out:?}"
+    );
+    (out.status.success(), text)
+}
+
+/// The layering docs/architecture.md states ("Layers"): no import circle joins two top-level
+/// modules of the driver core, the simulated OS, the UMD or the harness, and none inside one
+/// top-level module has more than 3 files; except, while it lasts, the simulated OS's one circle
+/// that the paragraph beginning "One import circle remains in the simulated OS" names module by
+/// module (so it can neither grow nor shrink without the page saying so).
+#[test]
+fn no_import_circle_joins_top_level_modules() {
+    let (ok, text) = import_cycles(&["--check"]);
+    let doc = read("docs/architecture.md");
+    for dir in ["driver/kmd/src", "simos/src", "umd/src", "whlk/src"] {
+        assert!(
+            text.contains(&format!("{dir}: modules:")),
+            "{dir} not checked: {text}"
+        );
+        assert!(
+            names(&doc, dir),
+            "docs/architecture.md's layers do not name {dir}"
+        );
+    }
+    let named: BTreeSet<String> = doc
+        .split("\n\n")
+        .find(|p| p.starts_with("One import circle remains in the simulated OS"))
+        .unwrap_or_default()
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|n| !n.contains('/') && !n.ends_with(".py"))
+        .map(str::to_owned)
+        .collect();
+    // The circles that break the rule, each as its set of modules, with its crate.
+    let mut dir = "";
+    let mut broken: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for line in text.lines() {
+        if let Some((d, _)) = line.split_once(": modules:") {
+            dir = d;
+        } else if let Some(c) = line.trim().strip_prefix("circle of ") {
+            let mods: BTreeSet<String> = c
+                .split_once(':')
+                .map(|(_, m)| m)
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            let tops: BTreeSet<&str> = mods
+                .iter()
+                .map(|m| m.split("::").next().unwrap_or(""))
+                .collect();
+            if tops.len() > 1 || mods.len() > 3 {
+                broken.push((dir.to_owned(), mods));
+            }
+        }
+    }
+    if named.is_empty() {
+        assert!(ok && broken.is_empty(), "{text}");
+        return;
+    }
+    assert!(
+        broken.len() == 1 && broken[0].0 == "simos/src" && broken[0].1 == named,
+        "the circles that break the layering are not the one docs/architecture.md names \
+         ({named:?}):\n{text}"
+    );
+}
+
+/// The import circles docs/architecture.md describes for the driver core are those
+/// `scripts/import-cycles.py` finds there: none, in the paragraph that begins "No import circle
+/// remains", or the modules of the one that remains, named in the paragraph that begins "One
+/// import circle remains between the KMD".
 #[test]
 fn architecture_names_the_driver_cores_import_circle() {
-    let out = Command::new("python3")
-        .arg(root().join("scripts/kmd-cycles.py"))
-        .output()
-        .expect("python3 runs scripts/kmd-cycles.py");
-    assert!(out.status.success(), "kmd-cycles.py: {out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (_, text) = import_cycles(&["driver/kmd/src"]);
     let found: BTreeSet<String> = text
         .lines()
         .filter_map(|l| l.trim().strip_prefix("circle of "))
@@ -1439,15 +1542,15 @@ fn architecture_names_the_driver_cores_import_circle() {
     if found.is_empty() {
         assert!(
             text.contains("circles: 0;") && para("No import circle remains").is_some(),
-            "kmd-cycles.py found no circle: docs/architecture.md must say so ({text})"
+            "import-cycles.py found no circle in the KMD: docs/architecture.md must say so ({text})"
         );
         assert!(
-            para("One import circle remains").is_none(),
-            "docs/architecture.md names a circle kmd-cycles.py does not find"
+            para("One import circle remains between the KMD").is_none(),
+            "docs/architecture.md names a circle import-cycles.py does not find"
         );
         return;
     }
-    let named: BTreeSet<String> = para("One import circle remains")
+    let named: BTreeSet<String> = para("One import circle remains between the KMD")
         .unwrap_or_default()
         .split('`')
         .skip(1)
@@ -1456,4 +1559,104 @@ fn architecture_names_the_driver_cores_import_circle() {
         .map(str::to_owned)
         .collect();
     assert_eq!(named, found, "docs/architecture.md names another circle");
+}
+
+/// docs/architecture.md's "Where is" table answers the questions a newcomer asks first, each row
+/// pointing at places that exist (every backticked path is also checked by
+/// `paths_in_the_documents_exist`).
+#[test]
+fn architecture_where_is_table_points_into_the_tree() {
+    let doc = read("docs/architecture.md");
+    let section = doc
+        .split("\n## Where is")
+        .nth(1)
+        .expect("docs/architecture.md: a \"## Where is …\" section");
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let rows = table_rows(section);
+    let mut bad = Vec::new();
+    for topic in [
+        "native fence",
+        "doorbell",
+        "the simulated OS's rules",
+        "readings",
+        "harness case",
+    ] {
+        let Some(row) = rows
+            .iter()
+            .find(|r| r.to_lowercase().contains(&topic.to_lowercase()))
+        else {
+            bad.push(format!("no row about {topic:?}"));
+            continue;
+        };
+        let places: Vec<&str> = row
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|p| p.contains('/'))
+            .collect();
+        if places.is_empty() {
+            bad.push(format!("the row about {topic:?} names no path: {row}"));
+        }
+        for p in places {
+            let p = p.split("::").next().unwrap_or(p);
+            if !root().join(p).exists() {
+                bad.push(format!("{p} (row about {topic:?}) does not exist"));
+            }
+        }
+    }
+    none_bad(&bad, "docs/architecture.md's \"Where is\" table");
+}
+
+/// The driver core's files with `unsafe` code are those docs/architecture.md lists under "The
+/// driver core's boundary", at most ten, each allowed explicitly under the crate's deny.
+#[test]
+fn architecture_lists_the_driver_cores_unsafe_files() {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root().join("driver/kmd/src"), &mut files);
+    let code = |l: &str| {
+        let l = l.split("//").next().unwrap_or("");
+        l.contains("unsafe {") || l.contains("unsafe fn") || l.contains("unsafe impl")
+    };
+    let found: BTreeSet<String> = files
+        .iter()
+        .filter(|p| {
+            read(&p.strip_prefix(root()).unwrap().to_string_lossy())
+                .lines()
+                .any(code)
+        })
+        .map(|p| {
+            p.strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let doc = read("docs/architecture.md");
+    let section = doc
+        .split("\n### The driver core's boundary")
+        .nth(1)
+        .expect("docs/architecture.md: ### The driver core's boundary");
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let named: BTreeSet<String> = table_rows(section)
+        .iter()
+        .filter_map(|r| r.split('`').nth(1))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(found, named, "driver/kmd/src files with unsafe code");
+    assert!(found.len() <= 10, "{} files with unsafe code", found.len());
+    let lib = read("driver/kmd/src/lib.rs");
+    assert!(
+        lib.contains("#![deny(unsafe_code)]"),
+        "the driver core denies unsafe_code"
+    );
 }
