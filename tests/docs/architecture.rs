@@ -311,3 +311,25 @@ fn architecture_lists_the_driver_cores_unsafe_files() {
         "the driver core denies unsafe_code"
     );
 }
+
+/// Files a reader can take in: no Rust source file over 1,000 lines, no test file (under a
+/// `tests` or `benches` directory, or a `tests.rs`/`*_tests.rs` unit-test module) over 1,500.
+#[test]
+fn no_file_a_newcomer_dreads() {
+    let mut bad = Vec::new();
+    for file in tree_files().into_iter().filter(|f| f.ends_with(".rs")) {
+        let Ok(text) = std::fs::read_to_string(root().join(&file)) else {
+            continue;
+        };
+        let name = file.rsplit('/').next().unwrap_or("");
+        let test = file.split('/').any(|c| c == "tests" || c == "benches")
+            || name == "tests.rs"
+            || name.ends_with("_tests.rs");
+        let limit = if test { 1500 } else { 1000 };
+        let n = text.lines().count();
+        if n > limit {
+            bad.push(format!("{file}: {n} lines (limit {limit})"));
+        }
+    }
+    none_bad(&bad, "files over their size limit");
+}

@@ -1,0 +1,370 @@
+//! The D3DKMT argument blocks the thunks decode (x64). Padding is explicit, so each is plain
+//! bytes both ways; the layouts the DLL's side asserts are asserted again here.
+
+use std::mem::{offset_of, size_of};
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// `D3DKMT_OPENADAPTERFROMLUID`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct OpenAdapterFromLuid {
+    pub(super) luid_low: u32,
+    pub(super) luid_high: i32,
+    pub(super) h_adapter: u32,
+}
+
+/// A structure whose first member is the one handle it carries (`D3DKMT_CLOSEADAPTER`,
+/// `D3DKMT_DESTROYDEVICE`, `D3DKMT_DESTROYCONTEXT`, `D3DKMT_DESTROYHWQUEUE`,
+/// `D3DDDI_DESTROYPAGINGQUEUE`, `D3DKMT_DESTROYSYNCHRONIZATIONOBJECT`,
+/// `D3DKMT_DESTROY_DOORBELL`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct OneHandle {
+    pub(super) handle: u32,
+}
+
+/// A doorbell handle and reserved flags (`D3DKMT_CONNECT_DOORBELL`,
+/// `D3DKMT_NOTIFY_WORK_SUBMISSION`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct HandleFlags {
+    pub(super) handle: u32,
+    pub(super) flags: u32,
+}
+
+/// `D3DKMT_CREATEDEVICE` (user mode passes `hAdapter` in the adapter union).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct CreateDevice {
+    pub(super) h_adapter: u32,
+    pub(super) adapter_union_high: u32,
+    pub(super) flags: u32,
+    pub(super) h_device: u32,
+    pub(super) p_command_buffer: u64,
+    pub(super) command_buffer_size: u32,
+    pub(super) _pad0: u32,
+    pub(super) p_allocation_list: u64,
+    pub(super) allocation_list_size: u32,
+    pub(super) _pad1: u32,
+    pub(super) p_patch_location_list: u64,
+    pub(super) patch_location_list_size: u32,
+    pub(super) _pad2: u32,
+}
+
+/// `D3DKMT_CREATEPAGINGQUEUE`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct CreatePagingQueue {
+    pub(super) h_device: u32,
+    pub(super) priority: i32,
+    pub(super) h_paging_queue: u32,
+    pub(super) h_sync_object: u32,
+    pub(super) fence_value_cpu_va: u64,
+    pub(super) physical_adapter_index: u32,
+    pub(super) _pad: u32,
+}
+
+/// `D3DKMT_CREATECONTEXTVIRTUAL`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct CreateContextVirtual {
+    pub(super) h_device: u32,
+    pub(super) node_ordinal: u32,
+    pub(super) engine_affinity: u32,
+    pub(super) flags: u32,
+    pub(super) p_private_driver_data: u64,
+    pub(super) private_driver_data_size: u32,
+    pub(super) client_hint: u32,
+    pub(super) h_context: u32,
+    pub(super) _pad: u32,
+}
+
+/// `D3DKMT_CREATEHWQUEUE`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct CreateHwQueue {
+    pub(super) h_hw_context: u32,
+    pub(super) flags: u32,
+    pub(super) private_driver_data_size: u32,
+    pub(super) _pad: u32,
+    pub(super) p_private_driver_data: u64,
+    pub(super) h_hw_queue: u32,
+    pub(super) h_progress_fence: u32,
+    pub(super) progress_fence_cpu_va: u64,
+    pub(super) progress_fence_gpu_va: u64,
+}
+
+/// `D3DKMT_SUBMITCOMMANDTOHWQUEUE`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct SubmitCommandToHwQueue {
+    pub(super) h_hw_queue: u32,
+    pub(super) _pad0: u32,
+    pub(super) progress_fence_id: u64,
+    pub(super) command_buffer: u64,
+    pub(super) command_length: u32,
+    pub(super) private_driver_data_size: u32,
+    pub(super) p_private_driver_data: u64,
+    pub(super) num_primaries: u32,
+    pub(super) _pad1: u32,
+    pub(super) written_primaries: u64,
+}
+
+/// `D3DKMT_SUBMITCOMMAND` (d3dkmthk.h of WDK 10.0.22621: 64 broadcast contexts, 16 written
+/// primaries; 24H2 `DxgkSubmitCommandInternal` @0x1402A4B90 captures its 0x180 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct SubmitCommand {
+    pub(super) commands: u64,
+    pub(super) command_length: u32,
+    pub(super) flags: u32,
+    pub(super) present_history_token: u64,
+    pub(super) broadcast_context_count: u32,
+    pub(super) broadcast_context: [u32; 64],
+    pub(super) _pad0: u32,
+    pub(super) p_private_driver_data: u64,
+    pub(super) private_driver_data_size: u32,
+    pub(super) num_primaries: u32,
+    pub(super) written_primaries: [u32; 16],
+    pub(super) num_history_buffers: u32,
+    pub(super) _pad1: u32,
+    pub(super) history_buffer_array: u64,
+}
+
+/// `D3DKMT_CREATEALLOCATION`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct CreateAllocation {
+    pub(super) h_device: u32,
+    pub(super) h_resource: u32,
+    pub(super) h_global_share: u32,
+    pub(super) _pad0: u32,
+    pub(super) p_private_runtime_data: u64,
+    pub(super) private_runtime_data_size: u32,
+    pub(super) _pad1: u32,
+    pub(super) p_standard_allocation: u64,
+    pub(super) private_driver_data_size: u32,
+    pub(super) num_allocations: u32,
+    pub(super) p_allocation_info2: u64,
+    pub(super) flags: u32,
+    pub(super) _pad2: u32,
+    pub(super) h_private_runtime_resource: u64,
+}
+
+/// `D3DDDI_ALLOCATIONINFO2`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct AllocationInfo2 {
+    pub(super) h_allocation: u32,
+    pub(super) _pad0: u32,
+    pub(super) system_mem: u64,
+    pub(super) p_private_driver_data: u64,
+    pub(super) private_driver_data_size: u32,
+    pub(super) vidpn_source_id: u32,
+    pub(super) flags: u32,
+    pub(super) _pad1: u32,
+    pub(super) gpu_virtual_address: u64,
+    pub(super) priority: u32,
+    pub(super) _pad2: u32,
+    pub(super) reserved: [u64; 5],
+}
+
+/// `D3DKMT_DESTROYALLOCATION2`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct DestroyAllocation2 {
+    pub(super) h_device: u32,
+    pub(super) h_resource: u32,
+    pub(super) ph_allocation_list: u64,
+    pub(super) allocation_count: u32,
+    pub(super) flags: u32,
+}
+
+/// `D3DKMT_LOCK2`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct Lock2 {
+    pub(super) h_device: u32,
+    pub(super) h_allocation: u32,
+    pub(super) flags: u32,
+    pub(super) _pad: u32,
+    pub(super) p_data: u64,
+}
+
+/// `D3DKMT_UNLOCK2`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct Unlock2 {
+    pub(super) h_device: u32,
+    pub(super) h_allocation: u32,
+}
+
+/// `D3DDDI_MAKERESIDENT`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct MakeResident {
+    pub(super) h_paging_queue: u32,
+    pub(super) num_allocations: u32,
+    pub(super) allocation_list: u64,
+    pub(super) priority_list: u64,
+    pub(super) flags: u32,
+    pub(super) _pad: u32,
+    pub(super) paging_fence_value: u64,
+    pub(super) num_bytes_to_trim: u64,
+}
+
+/// `D3DKMT_INVALIDATECACHE`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct InvalidateCache {
+    pub(super) h_device: u32,
+    pub(super) h_allocation: u32,
+    pub(super) offset: u64,
+    pub(super) length: u64,
+}
+
+/// `D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct SignalFromCpu {
+    pub(super) h_device: u32,
+    pub(super) object_count: u32,
+    pub(super) object_handle_array: u64,
+    pub(super) fence_value_array: u64,
+    pub(super) flags: u32,
+    pub(super) _pad: u32,
+}
+
+/// `D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU`.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct WaitFromCpu {
+    pub(super) h_device: u32,
+    pub(super) object_count: u32,
+    pub(super) object_handle_array: u64,
+    pub(super) fence_value_array: u64,
+    pub(super) h_async_event: u64,
+    pub(super) flags: u32,
+    pub(super) _pad: u32,
+}
+
+/// `D3DKMT_CREATE_DOORBELL` (released layout, as `kmt_windows::D3dkmtCreateDoorbell`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct CreateDoorbell {
+    pub(super) h_hw_queue: u32,
+    pub(super) h_ring_buffer: u32,
+    pub(super) h_ring_buffer_control: u32,
+    pub(super) flags: u32,
+    pub(super) private_driver_data_size: u32,
+    pub(super) _pad0: u32,
+    pub(super) private_driver_data: u64,
+    pub(super) doorbell_cpu_va: u64,
+    pub(super) doorbell_secondary_cpu_va: u64,
+    pub(super) doorbell_status_cpu_va: u64,
+    pub(super) last_queued_value_cpu_va: u64,
+    pub(super) h_doorbell: u32,
+    pub(super) _pad1: u32,
+}
+
+/// `D3DKMT_CREATENATIVEFENCE` with its `D3DDDI_NATIVEFENCEINFO` and
+/// `D3DDDI_NATIVEFENCEMAPPING` (as `kmt_windows::D3dkmtCreateNativeFence`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct CreateNativeFence {
+    pub(super) h_device: u32,
+    pub(super) h_sync_object: u32,
+    pub(super) private_driver_data: [u8; 64],
+    pub(super) initial_fence_value: u64,
+    pub(super) engine_affinity: u32,
+    pub(super) fence_type: u32,
+    pub(super) info_flags: u32,
+    pub(super) _pad0: u32,
+    pub(super) current_value_cpu_va: u64,
+    pub(super) current_value_gpu_va: u64,
+    pub(super) monitored_value_gpu_va: u64,
+    pub(super) mapping_reserved: [u8; 32],
+    pub(super) info_reserved: [u8; 28],
+    pub(super) _pad1: u32,
+    pub(super) flags: u32,
+    pub(super) reserved: [u8; 28],
+}
+
+/// `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE` (as `kmt_windows::D3dkmtOpenNativeFenceFromNtHandle`).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub(super) struct OpenNativeFenceFromNtHandle {
+    pub(super) h_nt_handle: u64,
+    pub(super) h_device: u32,
+    pub(super) engine_affinity: u32,
+    pub(super) flags: u32,
+    pub(super) h_sync_object: u32,
+    pub(super) current_value_cpu_va: u64,
+    pub(super) current_value_gpu_va: u64,
+    pub(super) monitored_value_gpu_va: u64,
+    pub(super) mapping_reserved: [u8; 32],
+    pub(super) private_driver_data: [u8; 64],
+    pub(super) reserved: [u8; 32],
+}
+
+// The layouts the DLL's side asserts (umd/src/kmt_windows/layout.rs; windows-sys for the others).
+const _: () = {
+    assert!(size_of::<OpenAdapterFromLuid>() == 12);
+    assert!(offset_of!(OpenNativeFenceFromNtHandle, h_sync_object) == 20);
+    assert!(offset_of!(OpenNativeFenceFromNtHandle, private_driver_data) == 80);
+    assert!(size_of::<OpenNativeFenceFromNtHandle>() == 176);
+    assert!(size_of::<CreateDevice>() == 64);
+    assert!(offset_of!(CreateDevice, h_device) == 12);
+    assert!(size_of::<CreatePagingQueue>() == 32);
+    assert!(offset_of!(CreatePagingQueue, fence_value_cpu_va) == 16);
+    assert!(size_of::<CreateContextVirtual>() == 40);
+    assert!(offset_of!(CreateContextVirtual, h_context) == 32);
+    assert!(size_of::<CreateHwQueue>() == 48);
+    assert!(offset_of!(CreateHwQueue, p_private_driver_data) == 16);
+    assert!(offset_of!(CreateHwQueue, progress_fence_gpu_va) == 40);
+    assert!(size_of::<SubmitCommandToHwQueue>() == 56);
+    assert!(offset_of!(SubmitCommandToHwQueue, written_primaries) == 48);
+    assert!(offset_of!(SubmitCommand, broadcast_context_count) == 24);
+    assert!(offset_of!(SubmitCommand, p_private_driver_data) == 288);
+    assert!(offset_of!(SubmitCommand, written_primaries) == 304);
+    assert!(offset_of!(SubmitCommand, history_buffer_array) == 376);
+    assert!(size_of::<SubmitCommand>() == 0x180);
+    assert!(size_of::<CreateAllocation>() == 72);
+    assert!(offset_of!(CreateAllocation, p_private_runtime_data) == 16);
+    assert!(offset_of!(CreateAllocation, private_driver_data_size) == 40);
+    assert!(offset_of!(CreateAllocation, num_allocations) == 44);
+    assert!(offset_of!(CreateAllocation, p_allocation_info2) == 48);
+    assert!(offset_of!(CreateAllocation, flags) == 56);
+    assert!(offset_of!(CreateAllocation, h_private_runtime_resource) == 64);
+    assert!(size_of::<AllocationInfo2>() == 96);
+    assert!(offset_of!(AllocationInfo2, p_private_driver_data) == 16);
+    assert!(offset_of!(AllocationInfo2, private_driver_data_size) == 24);
+    assert!(offset_of!(AllocationInfo2, flags) == 32);
+    assert!(offset_of!(AllocationInfo2, gpu_virtual_address) == 40);
+    assert!(offset_of!(AllocationInfo2, reserved) == 56);
+    assert!(size_of::<DestroyAllocation2>() == 24);
+    assert!(offset_of!(DestroyAllocation2, ph_allocation_list) == 8);
+    assert!(offset_of!(DestroyAllocation2, flags) == 20);
+    assert!(size_of::<Lock2>() == 24);
+    assert!(offset_of!(Lock2, p_data) == 16);
+    assert!(size_of::<Unlock2>() == 8);
+    assert!(size_of::<MakeResident>() == 48);
+    assert!(offset_of!(MakeResident, flags) == 24);
+    assert!(offset_of!(MakeResident, paging_fence_value) == 32);
+    assert!(offset_of!(MakeResident, num_bytes_to_trim) == 40);
+    assert!(size_of::<InvalidateCache>() == 24);
+    assert!(size_of::<SignalFromCpu>() == 32);
+    assert!(size_of::<WaitFromCpu>() == 40);
+    assert!(offset_of!(WaitFromCpu, h_async_event) == 24);
+    assert!(offset_of!(WaitFromCpu, flags) == 32);
+    assert!(size_of::<CreateDoorbell>() == 72);
+    assert!(offset_of!(CreateDoorbell, private_driver_data) == 24);
+    assert!(offset_of!(CreateDoorbell, doorbell_status_cpu_va) == 48);
+    assert!(offset_of!(CreateDoorbell, last_queued_value_cpu_va) == 56);
+    assert!(offset_of!(CreateDoorbell, h_doorbell) == 64);
+    assert!(offset_of!(CreateNativeFence, initial_fence_value) == 72);
+    assert!(offset_of!(CreateNativeFence, current_value_cpu_va) == 96);
+    assert!(offset_of!(CreateNativeFence, flags) == 184);
+    assert!(size_of::<CreateNativeFence>() == 216);
+};
