@@ -19,6 +19,9 @@
 //! are treated as AcqRel (loom reports false alarms for them, pinned by a test), and
 //! load-buffering executions are not explored (a shape these protocols do not have).
 //!
+//! `tests/nf_17_fence_store_pair.rs`: the KMD's `FENCE_STORE_ADDR` / `FENCE_STORE` pair from
+//! writers at device IRQL and at DISPATCH_LEVEL never stores a value in another fence's word.
+//!
 //! The models are the crate's integration tests; the library holds only what they share,
 //! [`run_isolated`].
 //! Run: `cargo test -p rvgpu-models`.

@@ -21,7 +21,7 @@ use super::table::{Fence, TableError};
 use crate::adapter::{Adapter, Live};
 use crate::dma::OsWords;
 use crate::globals::{ADAPTERS, MAX_ADAPTERS};
-use crate::platform::Platform;
+use crate::platform::{Irql, Platform};
 use crate::status::{self, Status};
 
 use super::{registry, storage, MAX_FENCES_PER_UPDATE};
@@ -381,7 +381,7 @@ pub(crate) fn update_monitored<P: Platform>(
             // 24H2: no CPU address; the device stores the word (hardware.md 8.3). A fence
             // never opened has no known word, and no waiter either.
             if let Some((slot, (_, mv))) = locate_words::<P>(h as usize) {
-                fence_store::<P>(slot, mv, v);
+                fence_store::<P>(slot, mv, v)?;
             }
         }
     }
@@ -391,15 +391,39 @@ pub(crate) fn update_monitored<P: Platform>(
 }
 
 /// `FENCE_STORE` of `value` at the physical fence word `pa` on adapter `slot` (hardware.md
-/// 8.3). Callers are the update DDIs, which the OS serialises under the interrupt lock, so
-/// the address/value pair is never interleaved with another.
-fn fence_store<P: Platform>(slot: u8, pa: u64, value: u64) {
-    ADAPTERS.with(slot, |a: &Adapter<P>| {
-        if let Some(live) = a.live() {
-            live.regs.write(regs::FenceStoreAddr::new(pa));
-            live.regs.write(regs::FenceStore::new(value));
-        }
-    });
+/// 8.3). The device latches the address, so the pair must never interleave with another
+/// writer's pair on the adapter: ADDR_a, ADDR_b, VALUE_b, VALUE_a would store one fence's
+/// value in another's word. Every pair is therefore issued under the adapter's interrupt lock:
+/// - at device IRQL the caller already holds it: the OS calls the update DDIs there only
+///   from `DxgkCbSynchronizeExecution` of the fence's adapter (24H2 for both DDIs), and the
+///   ISR never stores. The pair is written directly; one IRQL read is all this path adds.
+/// - below it (UpdateCurrentValuesFromCpu at DISPATCH_LEVEL, as the pages have it) the pair
+///   runs as a `DxgkCbSynchronizeExecution` routine, so it excludes the ISR, the OS's
+///   synchronised calls and other processors alike.
+///
+/// No deadlock: the lock is taken only below device IRQL, where the caller cannot hold it (a
+/// holder runs at device IRQL until it releases), and nothing else is held inside; a plain
+/// driver spinlock instead would be waited for at device IRQL by the OS's synchronised call
+/// interrupting its holder on the same processor. A failed synchronisation (interrupt not
+/// connected: the adapter is stopping) stores nothing and is the caller's failure.
+fn fence_store<P: Platform>(slot: u8, pa: u64, value: u64) -> Result<(), Status> {
+    ADAPTERS
+        .with(slot, |a: &Adapter<P>| {
+            let Some(live) = a.live() else {
+                return Ok(());
+            };
+            let pair = || {
+                live.regs.write(regs::FenceStoreAddr::new(pa));
+                live.regs.write(regs::FenceStore::new(value));
+            };
+            if P::current_irql() >= Irql::Device {
+                pair();
+                Ok(())
+            } else {
+                live.synchronized(|_| pair())
+            }
+        })
+        .unwrap_or(Ok(()))
 }
 
 /// Runs `f` on each started adapter whose slot bit is set in `mask`.
@@ -416,7 +440,8 @@ fn sync_adapters<P: Platform>(mask: u32, f: impl Fn(&Live<P>)) {
 }
 
 /// DxgkDdiUpdateCurrentValuesFromCpu (DISPATCH by the pages; device IRQL under the
-/// interrupt lock on 24H2, so nothing here takes a lock or waits): a CPU signal (NF-17), or with
+/// interrupt lock on 24H2, where nothing here takes a lock or waits; at DISPATCH a device store
+/// takes the interrupt lock, [`fence_store`]): a CPU signal (NF-17), or with
 /// `NotificationOnly` a signal that already happened elsewhere (a cross-adapter fence, NF-16).
 /// Either way the CMP re-evaluates the GPU waits on the fence (WAIT_RESCAN), with no round
 /// trip through the OS.
@@ -466,7 +491,7 @@ pub(crate) fn update_current<P: Platform>(
                     v,
                 ) {
                     fence(Ordering::SeqCst);
-                    fence_store::<P>(loc.adapter, cv, v);
+                    fence_store::<P>(loc.adapter, cv, v)?;
                     continue;
                 }
             }
