@@ -422,6 +422,7 @@ fn um_17_18_exit_and_kill_free_allocations_before_queues_in_24h2_order() {
             ..rvgpu_simos::machine::answers::Reading::from_env()
         };
         let m = started(cfg);
+        let before = m.contiguous_allocations(0);
         let (p, k) = user_process(&m);
         let (gate, t, q) = gated_queue(&m, &k);
         ok(&m, m.run_steps(100));
@@ -456,6 +457,11 @@ fn um_17_18_exit_and_kill_free_allocations_before_queues_in_24h2_order() {
             "kill {kill}: off the runlist"
         );
         assert_eq!(t.mem.load(0), 0, "kill {kill}: the gated fill never ran");
+        assert_eq!(
+            m.contiguous_allocations(0),
+            before,
+            "kill {kill}: the KMD kept memory of the process"
+        );
         no_fault(&m);
         std::mem::forget((q, gate, t));
     }
