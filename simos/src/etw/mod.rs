@@ -28,6 +28,8 @@ pub use decode::{DecodeError, Decoded, Value};
 #[cfg(test)]
 use session::combined;
 use session::ENABLES;
+// The PE emulator's ntoskrnl registers the image's providers through these.
+#[cfg(target_os = "linux")]
 pub(crate) use session::{provider_of, register_then, unregister, Callback};
 pub use session::{registrations, Enable, Event, Guid, Session};
 
