@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::KmtHandle;
+use super::state::KmtHandle;
 
 /// Objects by handle: O(1) lookup, iteration in increasing handle order.
 pub(crate) struct HandleMap<V> {
