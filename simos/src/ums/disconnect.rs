@@ -11,6 +11,7 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::submission::{DXGKARG_DISCONNECTDOORBELL, DXGKARG_DISCONNECTDOORBELL_FLAGS};
 
+use super::handles::KmtHandle;
 use crate::base::lock::lock;
 use crate::base::processor::current_irql;
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -19,7 +20,7 @@ use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::VictimDisconnect;
 
 use super::events::UmsEvent;
-use super::state::{kernel_handle, DoorbellState, KmtHandle};
+use super::state::{kernel_handle, DoorbellState};
 
 /// The adapters of the calling thread's machine whose OS knows `handle` as a doorbell (KMD or
 /// OS handle); the adapter whose DDI the thread is inside first.

@@ -21,6 +21,8 @@ use rvgpu_ddi::submission::{
     DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
 };
 
+use super::handles::KmtHandle;
+use super::mapping::PAGE;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -35,9 +37,7 @@ use super::kmd::{check_kmd_handle, needed_ddi};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::mapping::{DoorbellCpuState, DummyPage, Mapping};
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
-use super::state::{
-    kernel_handle, new_handle, DoorbellInfo, DoorbellObj, DoorbellState, KmtHandle, Power, PAGE,
-};
+use super::state::{kernel_handle, new_handle, DoorbellInfo, DoorbellObj, DoorbellState, Power};
 
 /// An OS-initiated disconnect of a connected doorbell: the status page gets `reason`, the CPU
 /// VA the dummy page, then `DxgkDdiDisconnectDoorbell`.

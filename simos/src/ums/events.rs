@@ -4,10 +4,9 @@
 use rvgpu_ddi::basic::{DEVICE_POWER_STATE, NTSTATUS};
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS;
 
+use super::handles::KmtHandle;
 use crate::base::lock::lock;
 use crate::machine::Machine;
-
-use super::state::KmtHandle;
 
 /// One OS step, recorded in order per adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
 
+use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
@@ -30,7 +31,7 @@ use super::kmd::worker_step_failed;
 use super::locks::exclusive;
 use super::loss::tdr_device_in_error;
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
-use super::state::{new_handle, HwqSched, KmtHandle, Pending, Power, Signal};
+use super::state::{new_handle, HwqSched, Pending, Power, Signal};
 
 /// Returns a resume for a VidSch-side waiter: kicks `sched` and wakes the worker.
 pub(super) fn kicker(a: &AdapterShared, sched: &Arc<HwqSched>) -> impl FnOnce() + Send + 'static {

@@ -17,6 +17,7 @@ use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 use zerocopy::FromBytes;
 
+use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -31,9 +32,7 @@ use super::held::{drop_held_work, kick_all};
 use super::kmd::{check_kmd_handle, destroy_kmd_object, needed_ddi};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
-use super::state::{
-    kernel_handle, new_handle, HwqSched, KmtHandle, Pending, Power, QueueObj, UmsProcess,
-};
+use super::state::{kernel_handle, new_handle, HwqSched, Pending, Power, QueueObj, UmsProcess};
 
 pub(super) fn destroy_hw_queue(
     m: &Machine,

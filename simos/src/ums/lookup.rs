@@ -5,10 +5,11 @@
 
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_HANDLE};
 
+use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
 
-use super::state::{ContextObj, DeviceObj, DoorbellObj, KmtHandle, QueueObj, UmsOs};
+use super::state::{ContextObj, DeviceObj, DoorbellObj, QueueObj, UmsOs};
 
 /// A handle that names no object of the caller's.
 pub(crate) fn invalid_handle() -> SimError {

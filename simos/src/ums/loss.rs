@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
 
+use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -15,7 +16,7 @@ use crate::sync::fence::MonitoredFence;
 use super::doorbell::os_disconnect;
 use super::events::UmsEvent;
 use super::locks::exclusive;
-use super::state::{kernel_handle, DoorbellState, KmtHandle, Suspended, UmsOs};
+use super::state::{kernel_handle, DoorbellState, Suspended, UmsOs};
 
 impl Machine {
     /// UM-10: device loss. Every doorbell of adapter `i` ends `DISCONNECTED_ABORT` (connected

@@ -9,7 +9,8 @@ use rvgpu_hw::mmio::MmioBus;
 
 use crate::base::lock::lock;
 
-use super::state::PAGE;
+/// The page size of doorbell and dummy pages.
+pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
 /// The dummy page a disconnected doorbell's CPU VA points at.
 #[derive(Debug)]

@@ -9,6 +9,7 @@ use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
 use rvgpu_ddi::ntstatus::STATUS_PENDING;
 use rvgpu_ddi::submission::{DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT};
 
+use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
@@ -25,8 +26,7 @@ use super::kmd::{needed_ddi, worker_step_failed};
 use super::locks::{dev_guard, device_lock, exclusive, shared};
 use super::loss::tdr_device_error;
 use super::state::{
-    DoorbellState, KmtHandle, Power, QueueObj, Suspended, UmsProcess, DISPLAY_ADAPTER_HW_ID,
-    POWER_ACTION_NONE,
+    DoorbellState, Power, QueueObj, Suspended, UmsProcess, DISPLAY_ADAPTER_HW_ID, POWER_ACTION_NONE,
 };
 
 /// Records what the DPC reported (called from `DxgkCbNotifyDpc`, DISPATCH_LEVEL): F1 requests

@@ -11,6 +11,7 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CREATEDEVICEFLAGS};
 
+use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -31,7 +32,7 @@ use super::kmd::{check_kmd_handle, destroy_kmd_object};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::power::{power_up_if_needed, resume_power_suspended, suspend_context};
 use super::state::{
-    kernel_handle, new_handle, DeviceObj, KmtHandle, Power, Suspended, UmsProcess, NEXT_PROCESS,
+    kernel_handle, new_handle, DeviceObj, Power, Suspended, UmsProcess, NEXT_PROCESS,
 };
 
 /// Destroys everything of `device` in order, then the device; `wait`: normal exit (UM-17),

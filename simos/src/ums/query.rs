@@ -1,11 +1,12 @@
 //! What other components ask of the user-mode objects: queued work, queues, fences, counts.
 
+use super::handles::KmtHandle;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::sync::fence::MonitoredFence;
 
-use super::state::{KmtHandle, UmsOs};
+use super::state::UmsOs;
 
 /// AL-03: the work queued on `device`'s hardware queues now, as (progress fence, value it
 /// must reach) for each queue with outstanding work. A user-mode queue's value is the UMD's

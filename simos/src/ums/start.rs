@@ -9,6 +9,7 @@ use rvgpu_ddi::submission::{
 };
 use rvgpu_kmd::platform::Irql;
 
+use super::mapping::PAGE;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
@@ -17,7 +18,7 @@ use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 
-use super::state::{Power, PAGE};
+use super::state::Power;
 
 /// Queries `DxgkDdiGetNodeMetadata` for every node (UM-03, BR-70). `Err(SimError::Rejected)`
 /// when GetNodeMetadata fails for a valid node.

@@ -19,18 +19,13 @@ use crate::sync::fence::{MonitoredFence, SimEvent};
 use crate::vidmm::allocation::AllocObj;
 
 use super::events::UmsEvent;
-use super::handles::HandleMap;
+use super::handles::{HandleMap, KmtHandle};
 use super::mapping::DoorbellCpuState;
-
-pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
 /// `DISPLAY_ADAPTER_HW_ID`: the device UID SetPowerState uses for the adapter itself.
 pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;
 /// `PowerActionNone`: runtime (not system-wide) power transitions.
 pub const POWER_ACTION_NONE: POWER_ACTION = 0;
-
-/// A D3DKMT handle (what the UMD holds).
-pub type KmtHandle = u32;
 
 /// Processes.
 pub(super) static NEXT_PROCESS: AtomicU32 = AtomicU32::new(0x1000);

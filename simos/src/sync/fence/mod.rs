@@ -60,8 +60,8 @@
 //! updates are batched (one `UpdateMonitoredValues` call names every fence it re-arms); a
 //! CPU wait or signal updates its own fence only.
 
-mod dpc;
-mod logs;
+pub(crate) mod dpc;
+pub(crate) mod logs;
 mod monitored;
 mod native;
 mod settle;
@@ -71,7 +71,6 @@ mod values;
 mod wait;
 
 pub(crate) use self::dpc::*;
-pub(crate) use self::logs::*;
 pub use self::monitored::*;
 pub use self::settle::*;
 pub use self::storage::*;

@@ -4,10 +4,10 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use super::event::VIA;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::sync::fence::VIA;
 use crate::sync::trace::ReleaseVia;
 
 use super::event::{ViaScope, WaitOutcome};

@@ -20,7 +20,8 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table};
 use crate::dxgkrnl::irql::Routine;
-use crate::ums::{self, KmtHandle};
+use crate::ums;
+use crate::ums::handles::KmtHandle;
 use crate::vidsch::hws::HwsCall;
 
 use super::recovery::{

@@ -5,11 +5,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::ums::handles::KmtHandle;
 use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::interrupt::DXGK_INTERRUPT_TYPE;
 use rvgpu_device::Device;
-
-use crate::ums::KmtHandle;
 
 /// Why the OS reset (docs/tdr.md#the-simulated-os). Only 9's value is from the seed; the others are the
 /// simulation's (UNVERIFIED).
