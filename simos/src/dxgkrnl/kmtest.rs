@@ -53,7 +53,8 @@ use crate::dxgkrnl::features::FeatureDb;
 use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
-use crate::ums::{KmtHandle, TestTarget};
+use crate::ums::handles::KmtHandle;
+use crate::ums::TestTarget;
 
 /// The driver's `pfnBuildTestCommandBuffer` as the feature database keeps it (compared by
 /// address).

@@ -1,6 +1,20 @@
 //! D3D contexts on a node (`DxgkDdiCreateContext`, `DxgkDdiDestroyContext`).
 
-use super::*;
+use rvgpu_ddi::basic::HANDLE;
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
+use rvgpu_ddi::submission::{DXGKARG_CREATECONTEXT, DXGK_CONTEXTINFO, DXGK_CREATECONTEXTFLAGS};
+
+use super::handles::KmtHandle;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
+use crate::dxgkrnl::irql::Routine;
+
+use super::events::UmsEvent;
+use super::kmd::{check_kmd_handle, destroy_kmd_object};
+use super::locks::{dev_guard, device_lock};
+use super::state::{new_handle, ContextObj, Suspended, UmsProcess};
 
 pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
     let kmd = {

@@ -1,7 +1,26 @@
 //! `DxgkCbDisconnectDoorbell`, the callback a KMD disconnects a doorbell with.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
+use rvgpu_ddi::dxgkrnl::{
+    D3DDDI_DOORBELLSTATUS, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY, DXGKARGCB_DISCONNECTDOORBELL,
+};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
+use rvgpu_ddi::submission::{DXGKARG_DISCONNECTDOORBELL, DXGKARG_DISCONNECTDOORBELL_FLAGS};
+
+use super::handles::KmtHandle;
+use crate::base::lock::lock;
+use crate::base::processor::current_irql;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi;
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::VictimDisconnect;
+
+use super::events::UmsEvent;
+use super::state::{kernel_handle, DoorbellState};
 
 /// The adapters of the calling thread's machine whose OS knows `handle` as a doorbell (KMD or
 /// OS handle); the adapter whose DDI the thread is inside first.
@@ -248,6 +267,7 @@ fn used_after_destroy(hd: usize, dead: KmtHandle) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::{from_kernel_handle, UmsOs};
     use super::*;
 
     /// `DxgkCbDisconnectDoorbell` resolves an OS kernel handle by computing its

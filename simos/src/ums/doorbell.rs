@@ -1,8 +1,43 @@
 //! Doorbells: create, connect (with the BAR2 and binding checks of UM-09), OS-initiated
 //! disconnect, destroy, and the work-submission ping.
 
-use super::*;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
+use rvgpu_ddi::dxgkrnl::{
+    D3DDDI_DOORBELLSTATUS, D3DDDI_DOORBELLSTATUS_CONNECTED,
+    D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+};
+use rvgpu_ddi::ntstatus::{
+    NT_SUCCESS, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
+};
+use rvgpu_ddi::submission::{
+    DXGKARG_CONNECTDOORBELL, DXGKARG_CONNECTDOORBELL_FLAGS, DXGKARG_CREATEDOORBELL,
+    DXGKARG_CREATEDOORBELL_FLAGS, DXGKARG_DESTROYDOORBELL, DXGKARG_DISCONNECTDOORBELL,
+    DXGKARG_DISCONNECTDOORBELL_FLAGS, DXGKARG_NOTIFYWORKSUBMISSION,
+    DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
+};
+
+use super::handles::KmtHandle;
+use super::mapping::PAGE;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::ConnectPower;
+use crate::machine::Machine;
+use crate::vidmm::allocation::release_alloc;
+
+use super::events::UmsEvent;
+use super::kmd::{check_kmd_handle, needed_ddi};
+use super::locks::{dev_guard, device_lock, exclusive};
+use super::mapping::{DoorbellCpuState, DummyPage, Mapping};
+use super::power::{node_active, power_up_if_needed, resume_power_suspended};
+use super::state::{kernel_handle, new_handle, DoorbellInfo, DoorbellObj, DoorbellState, Power};
 
 /// An OS-initiated disconnect of a connected doorbell: the status page gets `reason`, the CPU
 /// VA the dummy page, then `DxgkDdiDisconnectDoorbell`.

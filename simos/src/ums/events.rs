@@ -1,7 +1,12 @@
 //! The OS steps of the user-mode-submission layer, recorded per adapter so tests can check
 //! sequences in order.
 
-use super::*;
+use rvgpu_ddi::basic::{DEVICE_POWER_STATE, NTSTATUS};
+use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS;
+
+use super::handles::KmtHandle;
+use crate::base::lock::lock;
+use crate::machine::Machine;
 
 /// One OS step, recorded in order per adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,7 +10,8 @@
 
 use std::collections::HashMap;
 
-use super::KmtHandle;
+/// A D3DKMT handle (what the UMD holds).
+pub type KmtHandle = u32;
 
 /// Objects by handle: O(1) lookup, iteration in increasing handle order.
 pub(crate) struct HandleMap<V> {

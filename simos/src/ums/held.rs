@@ -13,7 +13,25 @@
 //! last value accepted before it (every earlier submission completed); it does not hold later
 //! work. Nothing in the driver is involved beyond the submissions themselves.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
+
+use super::handles::KmtHandle;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::machine::Machine;
+use crate::sync::fence::{MonitoredFence, WaitOutcome};
+
+use super::events::UmsEvent;
+use super::hwqueue::{queue_node, submit_raw_at};
+use super::kmd::worker_step_failed;
+use super::locks::exclusive;
+use super::loss::tdr_device_in_error;
+use super::power::{node_active, power_up_if_needed, resume_power_suspended};
+use super::state::{new_handle, HwqSched, Pending, Power, Signal};
 
 /// Returns a resume for a VidSch-side waiter: kicks `sched` and wakes the worker.
 pub(super) fn kicker(a: &AdapterShared, sched: &Arc<HwqSched>) -> impl FnOnce() + Send + 'static {

@@ -1,8 +1,38 @@
 //! Hardware queues: create, destroy, the progress fence, kernel-mode submission and the queue's
 //! native fence logs.
 
-use super::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rvgpu_ddi::basic::{HANDLE, NTSTATUS, PVOID};
+use rvgpu_ddi::ntstatus::{
+    NT_SUCCESS, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_NOT_IMPLEMENTED,
+    STATUS_NOT_SUPPORTED,
+};
+use rvgpu_ddi::submission::{
+    D3DDDI_CREATEHWQUEUEFLAGS, DXGKARG_CREATEHWQUEUE, DXGKARG_CREATEHWQUEUE_0,
+    DXGKARG_DESTROYDOORBELL, DXGKARG_SUBMITCOMMANDTOHWQUEUE, DXGK_SUBMITCOMMANDFLAGS,
+};
+use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
+use rvgpu_kmd::platform::Irql;
+use zerocopy::FromBytes;
+
+use super::handles::KmtHandle;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, check_status, not_supported, sim_err, table, At};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::{SubmitFailure, UmsProgress};
+use crate::machine::Machine;
+use crate::sync::fence::MonitoredFence;
+
+use super::events::UmsEvent;
+use super::held::{drop_held_work, kick_all};
+use super::kmd::{check_kmd_handle, destroy_kmd_object, needed_ddi};
+use super::locks::{dev_guard, device_lock, exclusive};
+use super::power::{node_active, power_up_if_needed, resume_power_suspended};
+use super::state::{kernel_handle, new_handle, HwqSched, Pending, Power, QueueObj, UmsProcess};
 
 pub(super) fn destroy_hw_queue(
     m: &Machine,

@@ -1,8 +1,10 @@
 //! The objects the kernel-mode testing escape names ([`crate::dxgkrnl::kmtest`]): a context or
 //! hardware queue of the calling process, by D3DKMT handle.
 
-use super::{KmtHandle, UmsOs};
+use super::handles::KmtHandle;
 use crate::sync::fence::ProcessId;
+
+use super::state::UmsOs;
 
 /// What a D3DKMT handle names for the escape, with the KMD's handle of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

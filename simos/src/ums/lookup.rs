@@ -3,7 +3,13 @@
 //! the caller's is `STATUS_INVALID_HANDLE` (Windows' per-process handle tables answer so); an
 //! object of a device in error is `STATUS_DEVICE_REMOVED`, checked after the handle.
 
-use super::*;
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_HANDLE};
+
+use super::handles::KmtHandle;
+use crate::base::error::SimError;
+use crate::base::process_id::ProcessId;
+
+use super::state::{ContextObj, DeviceObj, DoorbellObj, QueueObj, UmsOs};
 
 /// A handle that names no object of the caller's.
 pub(crate) fn invalid_handle() -> SimError {

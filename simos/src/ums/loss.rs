@@ -1,8 +1,22 @@
 //! Device loss (UM-10) and what TDR recovery needs from this layer: the queues, contexts and
 //! devices it resets or puts in error.
 
-use super::*;
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
+
+use super::handles::KmtHandle;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::answers::OsDisconnects;
+use crate::machine::Machine;
+use crate::sync::fence::MonitoredFence;
+
+use super::doorbell::os_disconnect;
+use super::events::UmsEvent;
+use super::locks::exclusive;
+use super::state::{kernel_handle, DoorbellState, Suspended, UmsOs};
 
 impl Machine {
     /// UM-10: device loss. Every doorbell of adapter `i` ends `DISCONNECTED_ABORT` (connected

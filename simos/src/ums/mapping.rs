@@ -1,7 +1,16 @@
 //! The doorbell's CPU-visible mapping (what the process maps): the physical doorbell page while
 //! connected, the dummy page otherwise (UM-09).
 
-use super::*;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS;
+use rvgpu_hw::mmio::MmioBus;
+
+use crate::base::lock::lock;
+
+/// The page size of doorbell and dummy pages.
+pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
 /// The dummy page a disconnected doorbell's CPU VA points at.
 #[derive(Debug)]

@@ -1,8 +1,33 @@
 //! Power for user-mode submission: engine F1 transitions (UM-13, VidSch's PASSIVE worker) and
 //! the adapter's D3 power-down and power-up with context suspend and resume (UM-14, UM-16).
 
-use super::*;
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::basic::{PowerDeviceD0, PowerDeviceD3, DEVICE_POWER_STATE, HANDLE};
+use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY;
+use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
+use rvgpu_ddi::ntstatus::STATUS_PENDING;
+use rvgpu_ddi::submission::{DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT};
+
+use super::handles::KmtHandle;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::bringup;
+use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::OsDisconnects;
+use crate::machine::Machine;
+
+use super::doorbell::os_disconnect;
+use super::events::UmsEvent;
+use super::held::run_hwq_work;
+use super::kmd::{needed_ddi, worker_step_failed};
+use super::locks::{dev_guard, device_lock, exclusive, shared};
+use super::loss::tdr_device_error;
+use super::state::{
+    DoorbellState, Power, QueueObj, Suspended, UmsProcess, DISPLAY_ADAPTER_HW_ID, POWER_ACTION_NONE,
+};
 
 /// Records what the DPC reported (called from `DxgkCbNotifyDpc`, DISPATCH_LEVEL): F1 requests
 /// become PASSIVE work for VidSch's worker.

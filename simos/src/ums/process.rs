@@ -1,8 +1,39 @@
 //! Processes and their D3D device: create, orderly exit (UM-17), kill (UM-18), and the
 //! teardown the OS does before an adapter stops.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use rvgpu_ddi::basic::HANDLE;
+use rvgpu_ddi::dxgkrnl::{
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+};
+use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
+use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CREATEDEVICEFLAGS};
+
+use super::handles::KmtHandle;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::bringup;
+use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
+use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::Teardown;
+use crate::machine::Machine;
+use crate::sync::fence::WaitOutcome;
+use crate::vidmm::allocation::free_alloc;
+
+use super::context::destroy_context;
+use super::doorbell::{destroy_doorbell, os_disconnect};
+use super::events::UmsEvent;
+use super::hwqueue::destroy_hw_queue;
+use super::kmd::{check_kmd_handle, destroy_kmd_object};
+use super::locks::{dev_guard, device_lock, exclusive};
+use super::power::{power_up_if_needed, resume_power_suspended, suspend_context};
+use super::state::{
+    kernel_handle, new_handle, DeviceObj, Power, Suspended, UmsProcess, NEXT_PROCESS,
+};
 
 /// Destroys everything of `device` in order, then the device; `wait`: normal exit (UM-17),
 /// else abnormal (UM-18: in error, contexts suspended first, no waits).

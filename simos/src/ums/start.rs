@@ -1,6 +1,24 @@
 //! Adapter start for user-mode submission: node metadata and the submission caps (UM-03, UM-04).
 
-use super::*;
+use rvgpu_ddi::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_INVALID_PARAMETER, STATUS_NOT_IMPLEMENTED};
+use rvgpu_ddi::submission::{
+    DXGK_USERMODESUBMISSION_CAPS_Flags, DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS,
+    DXGK_USERMODESUBMISSION_CAPS,
+};
+use rvgpu_kmd::platform::Irql;
+
+use super::mapping::PAGE;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::bringup;
+use crate::dxgkrnl::ddi::{self, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::machine::Machine;
+
+use super::state::Power;
 
 /// Queries `DxgkDdiGetNodeMetadata` for every node (UM-03, BR-70). `Err(SimError::Rejected)`
 /// when GetNodeMetadata fails for a valid node.

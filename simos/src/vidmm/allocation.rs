@@ -24,7 +24,8 @@ use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::irql::Routine;
 use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
-use crate::ums::{dev_guard, device_lock, new_handle, KmtHandle, QueuedWork, UmsEvent, UmsOs};
+use crate::ums::handles::KmtHandle;
+use crate::ums::{dev_guard, device_lock, new_handle, QueuedWork, UmsEvent, UmsOs};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 

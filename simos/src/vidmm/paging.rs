@@ -11,7 +11,8 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
-use crate::ums::{KmtHandle, UmsProcess};
+use crate::ums::handles::KmtHandle;
+use crate::ums::UmsProcess;
 use crate::vidsch::legacy::{new_packet, submit_new};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;

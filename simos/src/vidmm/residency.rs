@@ -47,7 +47,8 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
-use crate::ums::{KmtHandle, QueuedWork};
+use crate::ums::handles::KmtHandle;
+use crate::ums::QueuedWork;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::mmu::{paging_node, LeafTag, TABLE_SHARE};
 

@@ -61,7 +61,7 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table};
 use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
-use crate::ums::KmtHandle;
+use crate::ums::handles::KmtHandle;
 
 /// `processQuantumForBand` etc. of [D] `VidSchiInitializeNode` (100 ns units).
 pub const DEFAULT_GRACE_PERIOD_FOR_BAND: [u64; 4] = [0, 0, 10_000, 0];

@@ -37,7 +37,8 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::dxgkrnl::irql::Routine;
 use crate::machine::{Machine, Mode};
-use crate::ums::{self, KmtHandle, UmsProcess};
+use crate::ums::handles::KmtHandle;
+use crate::ums::{self, UmsProcess};
 use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 
 /// Kernel-mode DMA buffers in flight per node (docs/tdr.md#the-simulated-os: the KMD's ring holds 1024).

@@ -1,7 +1,22 @@
 //! VidSch's DPC-time fence work: what a DPC's notifications named, the resample after the
 //! driver's DPC returns (NF-04, NF-14), and the native fence log drain it triggers.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU;
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::notify::Notification;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::machine::answers::LogReport;
+use crate::sync::trace::ReleaseVia;
+
+use super::monitored::LegacyObj;
+use super::settle::{release_from_log, scan_set};
+use super::state::{FenceObj, NativeFence};
 
 /// Records the fence work a DPC's notifications ask for (called from `DxgkCbNotifyDpc`).
 pub(crate) fn note_notifications<'a>(

@@ -1,7 +1,19 @@
 //! The fence side of native fence logs: settling after a drain, D3DKMT handles of
 //! native fences, the trace sink.
 
-use super::*;
+use std::sync::Arc;
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::machine::Machine;
+use crate::sync::trace::ReleaseVia;
+
+use super::dpc::{log_drain, maybe_calibrate};
+use super::event::ViaScope;
+use super::settle::{propagate, scan_set, settle_batch};
+use super::state::{FenceObj, NativeFence};
 
 /// Settles `objs` after a log drain (re-arm MonitoredValue, resample), attributing the releases
 /// of the resample to `Scan` when `scan` (every fence of the adapter's scan set is then

@@ -1,7 +1,24 @@
 //! Legacy monitored fences (MF-01 … MF-04, WDDM 2.0), for an adapter without native fences and
 //! across adapters with one.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_DEFAULT;
+use rvgpu_ddi::ntstatus::STATUS_NO_MEMORY;
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::dxgkrnl::adapter::Life;
+use crate::machine::Machine;
+
+use super::event::{SimEvent, WaitOutcome};
+use super::settle::{notify_natives, refresh_scan, release_satisfied, settle};
+use super::state::{
+    next_handle, FenceObj, NativeFence, NativeFenceDesc, Resume, Slot, Waiter, KIND_LEGACY,
+};
 
 /// The OS's legacy monitored fence: one 64-bit value the GPU writes through its GPU VA and
 /// the CPU only reads; no driver DDI is involved (v1 maps system memory identity, so the

@@ -1,7 +1,35 @@
 //! Native fence objects through their life (NF-12, NF-13): create, open (also across
 //! adapters), close and destroy, and the raw DDI forms the strictness tests call.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use rvgpu_ddi::basic::HANDLE;
+use rvgpu_ddi::fence::{
+    D3DDDI_NATIVEFENCE_TYPE, D3DDDI_NATIVEFENCE_TYPE_DEFAULT, D3DDDI_NATIVE_FENCE_PDD_SIZE,
+    DXGKARG_CLOSENATIVEFENCE, DXGKARG_CREATENATIVEFENCE, DXGKARG_CREATENATIVEFENCE_FLAGS,
+    DXGKARG_DESTROYNATIVEFENCE, DXGKARG_OPENNATIVEFENCE, DXGK_CLOSENATIVEFENCE_FLAGS,
+    DXGK_DESTROYNATIVEFENCE_FLAGS, DXGK_NATIVE_FENCE_CAPS, DXGK_OPENNATIVEFENCE_FLAGS,
+};
+use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_HANDLE, STATUS_NO_MEMORY};
+use rvgpu_ddi::NTSTATUS;
+use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::ddi::{self, check_status, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::machine::answers::SystemVas;
+use crate::machine::Machine;
+
+use super::event::WaitOutcome;
+use super::settle::{refresh_scan, settle, LateWakes};
+use super::state::{
+    next_handle, FenceObj, NativeFence, NativeFenceDesc, ObjState, ProcessVas, Slot, Value,
+    KIND_CURRENT, KIND_MONITORED,
+};
 
 pub(super) fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePdd {
     let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);

@@ -1,7 +1,19 @@
 //! Releasing satisfied waits and re-arming MonitoredValue (NF-02, NF-07), and propagating a
 //! cross-adapter fence's value to the other adapters (NF-16).
 
-use super::*;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use super::event::VIA;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::sync::trace::ReleaseVia;
+
+use super::event::{ViaScope, WaitOutcome};
+use super::state::{FenceObj, ObjState, Waiter};
+use super::storage::FenceOs;
+use super::values::{update_current, update_monitored};
 
 /// What 24H2's raising of MonitoredValue over pending waits cost on one adapter: the
 /// simulation's count (Windows keeps none). A wait is *raised over* when a new wait lifts
@@ -371,6 +383,7 @@ pub(super) fn notify_natives(peers: &[Arc<FenceObj>], cv: u64) -> Result<(), Sim
 
 #[cfg(test)]
 mod tests {
+    use super::super::state::NativeFenceDesc;
     use super::*;
     use crate::{MachineConfig, Mode};
 

@@ -8,8 +8,16 @@
 //! Each handle holds a reference on the OS's fence object: the fence outlives its instances
 //! while a handle to it is open. Every failure a process can cause is an NTSTATUS.
 
-use super::*;
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::machine::Machine;
 use crate::ob::NtObject;
+
+use super::monitored::MonitoredFence;
+use super::state::{NativeFence, ProcessVas};
 
 impl Machine {
     /// `D3DKMTShareObjects` of `fence` (its process's instance): a new NT handle in that

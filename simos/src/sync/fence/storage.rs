@@ -1,7 +1,26 @@
 //! Where fence values live (NF-05, NF-06): system-memory slots packed at the caps' stride, and
 //! the local-memory pages of `INTRA_GPU` fences.
 
-use super::*;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rvgpu_ddi::fence::{
+    D3DDDI_NATIVEFENCE_TYPE, D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU, DXGK_NATIVE_FENCE_CAPS,
+};
+use rvgpu_device::{Memory, SysAlloc};
+
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::machine::Machine;
+
+use super::monitored::LegacyObj;
+use super::settle::LateWakes;
+use super::state::{
+    FenceObj, LocalSlot, NativeFence, Slot, Value, KIND_LEGACY, LOCAL_FENCE_VRAM_DIVISOR, PAGE,
+};
 
 #[derive(Debug)]
 pub(super) struct Cursor {

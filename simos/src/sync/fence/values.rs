@@ -1,7 +1,28 @@
 //! The fence DDIs the OS calls outside an object's life: the caps query and check,
 //! `DxgkDdiUpdateMonitoredValues` and `DxgkDdiUpdateCurrentValuesFromCpu`.
 
-use super::*;
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::adapter::DXGKQAITYPE_NATIVE_FENCE_CAPS;
+use rvgpu_ddi::basic::HANDLE;
+use rvgpu_ddi::fence::{
+    DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
+    DXGKARG_UPDATEMONITOREDVALUES_FLAGS, DXGK_NATIVE_FENCE_CAPS,
+    DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
+};
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::NTSTATUS;
+use rvgpu_kmd::platform::Irql;
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, check_status, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::machine::answers::{CpuUpdateIrql, ValueUpdates};
+
+use super::state::PAGE;
 
 /// Checks the caps the OS relies on: a stride that is a non-zero multiple of 8 (64-bit
 /// values, NF-05), at most a page. `MapToGpuSystemProcess` is not a condition: where the OS

@@ -1,6 +1,21 @@
 //! CPU waits on native fences (MF-04) in event and blocking form, and CPU signals (NF-17).
 
-use super::*;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::machine::{Machine, Mode};
+use crate::sync::trace::ReleaseVia;
+
+use super::dpc::no_cpu_access;
+use super::event::{SimEvent, ViaScope, WaitOutcome};
+use super::settle::{propagate, queue_wait, settle};
+use super::state::{FenceObj, NativeFence, Waiter};
+use super::storage::FenceOs;
+use super::values::update_current;
 
 impl Machine {
     /// The event form of a CPU wait (MF-04): registers a wait for CurrentValue >= `value`,

@@ -126,8 +126,8 @@ pub(crate) fn queue_destroying(a: &AdapterShared, kmd: usize) -> Result<(), SimE
     if lock(&q.logs).is_none() {
         return Ok(());
     }
-    let (objs, scan) = crate::sync::fence::log_drain(a, &DrainRequest::default(), &[q])?;
-    crate::sync::fence::settle_after_drain(a, objs, scan)
+    let (objs, scan) = crate::sync::fence::dpc::log_drain(a, &DrainRequest::default(), &[q])?;
+    crate::sync::fence::logs::settle_after_drain(a, objs, scan)
 }
 
 /// After `DxgkDdiDestroyHwQueue` returned: forgets the queue and frees its logs. A retired
@@ -191,7 +191,7 @@ pub(crate) fn recreate(
     let new = alloc_log(m, a, kind, entries)?;
     let serial = lock(&table.drain_lock);
     let forced = [q.clone()];
-    let drained = crate::sync::fence::log_drain_locked(a, &DrainRequest::default(), &forced)
+    let drained = crate::sync::fence::dpc::log_drain_locked(a, &DrainRequest::default(), &forced)
         .and_then(|d| match set_log_buffer(a, kmd, &new) {
             Ok(0) => Ok(d),
             Ok(s) => Err(SimError::DdiFailed(s)),
@@ -206,7 +206,7 @@ pub(crate) fn recreate(
         }
     };
     let (objs2, scan2) =
-        crate::sync::fence::log_drain_locked(a, &DrainRequest::default(), &forced)?;
+        crate::sync::fence::dpc::log_drain_locked(a, &DrainRequest::default(), &forced)?;
     let at = {
         let mut g = lock(&q.logs);
         let l = g
@@ -238,7 +238,7 @@ pub(crate) fn recreate(
     );
     let mut all = objs;
     all.extend(objs2);
-    crate::sync::fence::settle_after_drain(a, all, scan || scan2)
+    crate::sync::fence::logs::settle_after_drain(a, all, scan || scan2)
 }
 
 /// Checks every retired log buffer of adapter `a` (machine end, tests).

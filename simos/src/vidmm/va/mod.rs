@@ -35,7 +35,7 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
-use crate::ums::KmtHandle;
+use crate::ums::handles::KmtHandle;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::leaf::LeafTag;
 // The requests as the UMD's `Kmt` trait states them (`D3DDDI_RESERVEGPUVIRTUALADDRESS`,

@@ -1,6 +1,26 @@
 //! The TDR caps check at start and the test-facing TDR API of [`Machine`].
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rvgpu_ddi::basic::NTSTATUS;
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
+use rvgpu_ddi::tdr::{
+    DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGKARG_COLLECTDBGINFO_EXT,
+    DXGK_TDR_TYPE_FORCED, VIDEO_ENGINE_TIMEOUT_DETECTED,
+};
+use rvgpu_device::Device;
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
+use crate::dxgkrnl::irql::Routine;
+use crate::machine::{Machine, Mode};
+
+use super::recovery::{dependent_group, recover_node};
+use super::registry::{shared, ENABLED};
+use super::state::{Cause, PauseHook, TdrConfig, TdrDump, TdrEvent, TdrReason};
 
 /// TDR-01: `SupportPerEngineTDR` set with any of the four per-engine DDIs null fails the
 /// adapter start (the OS would call a null pointer).

@@ -8,10 +8,29 @@
 //! `DxgkCbInvalidateHwContext` is accepted during `DxgkDdiResetHwEngine`; the invalidated
 //! contexts' devices go in error (UM-10), or the stalled queue's device when the KMD named none.
 
-use super::*;
-use rvgpu_ddi::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 
+use rvgpu_ddi::basic::NTSTATUS;
+use rvgpu_ddi::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
+use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_SUCCESS};
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, table};
+use crate::dxgkrnl::irql::Routine;
+use crate::ums;
+use crate::ums::handles::KmtHandle;
 use crate::vidsch::hws::HwsCall;
+
+use super::recovery::{
+    adapter_reset, error_devices, invalidated_none_and_stalled, pause_before_reset,
+    query_dependent_group, snapshot_node,
+};
+use super::report::dpc_process;
+use super::state::{Report, TdrEvent, TdrReason, TdrShared};
+use super::watchdog::{collect_dbg_info_24h2, flush_dpcs, query_current_fence};
 
 /// The two engine DDIs of the recovery.
 #[derive(Clone, Copy)]

@@ -1,7 +1,29 @@
 //! Recovery: per-engine reset (`DxgkDdiResetEngine`) with the fence bookkeeping of TDR-04, and
 //! the adapter-wide reset (`ResetFromTimeout`, `RestartFromTimeout`).
 
-use super::*;
+use std::collections::BTreeSet;
+
+use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
+use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::tdr::{
+    DXGKARG_QUERYDEPENDENTENGINEGROUP, DXGKARG_QUERYENGINESTATUS, DXGKARG_RESETENGINE,
+    DXGK_ENGINESTATUS, VIDEO_ENGINE_TIMEOUT_DETECTED, VIDEO_TDR_TIMEOUT_DETECTED,
+};
+use rvgpu_kmd::platform::Irql;
+
+use crate::base::bugcheck::{self, vidsch, BugCheck};
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::processor::IrqlScope;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, sim_err, table};
+use crate::dxgkrnl::irql::Routine;
+use crate::ums;
+use crate::ums::handles::KmtHandle;
+
+use super::hwsched::{recover_hw_node, recover_hw_node_24h2};
+use super::state::{Packet, TdrEvent, TdrReason, TdrShared};
+use super::watchdog::{collect_dbg_info, flush_dpcs};
 
 /// The node's (submitted, completed) snapshot at device IRQL under the interrupt lock; from
 /// here on the node's reports are ignored (24H2 drops its native-fence reports likewise,

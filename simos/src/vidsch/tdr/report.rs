@@ -1,7 +1,26 @@
 //! TDR at ISR and DPC time: node reports recorded under the interrupt lock, processed when the
 //! driver's DPC returns; and `DxgkCbInvalidateHwContext` during a reset.
 
-use super::*;
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::basic::NTSTATUS;
+use rvgpu_ddi::dxgkrnl::DXGKARGCB_INVALIDATEHWCONTEXT;
+use rvgpu_ddi::interrupt::{
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_ENGINE_STATE_HUNG, DXGK_INTERRUPT_DMA_COMPLETED,
+    DXGK_INTERRUPT_DMA_FAULTED, DXGK_INTERRUPT_DMA_PREEMPTED,
+    DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE, DXGK_INTERRUPT_TYPE,
+};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
+
+use crate::base::bugcheck::{self, vidsch, BugCheck};
+use crate::base::lock::lock;
+use crate::base::processor::current_irql;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::irql::{self, Routine};
+use crate::ums;
+
+use super::registry::{existing, shared};
+use super::state::{Report, TdrEvent};
 
 /// Called by `DxgkCbNotifyInterrupt` (device IRQL, interrupt lock held) with a validated
 /// report: node reports are captured for [`dpc_process`], or recorded as ignored while the

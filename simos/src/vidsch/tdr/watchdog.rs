@@ -1,7 +1,29 @@
 //! VidSch's PASSIVE TDR worker: detection, the preemption timer, and the DDIs recovery starts
 //! with (preempt, collect debug info) plus the DPC flush it waits on.
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rvgpu_ddi::basic::NTSTATUS;
+use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NO_MEMORY, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
+use rvgpu_ddi::tdr::{
+    DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGKARG_COLLECTDBGINFO_EXT,
+    DXGKARG_PREEMPTCOMMAND, DXGKARG_QUERYCURRENTFENCE, DXGK_PREEMPTCOMMANDFLAGS,
+    DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT, DXGK_TDR_TYPE_ENGINE_TIMEOUT, VIDEO_ENGINE_TIMEOUT_DETECTED,
+};
+use rvgpu_kmd::platform::Irql;
+
+use crate::base::bugcheck::{vidsch, BugCheck};
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, sim_err, table, At};
+use crate::dxgkrnl::irql::Routine;
+use crate::ums;
+
+use super::recovery::recover_node;
+use super::registry::{existing, ENABLED};
+use super::state::{Cause, TdrDump, TdrEvent, TdrShared};
 
 /// VidSch's TDR work for one adapter: detection, the preemption timer, recovery. Returns
 /// whether it did anything. Step mode: called once per round (the round counter is the clock).

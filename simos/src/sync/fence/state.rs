@@ -1,0 +1,360 @@
+//! The OS's fence objects: native-fence descriptions, value slots, waiters and the shared
+//! object behind every handle of one fence.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use rvgpu_ddi::fence::{D3DDDI_NATIVEFENCE_TYPE, D3DDDI_NATIVEFENCE_TYPE_DEFAULT};
+use rvgpu_device::{Memory, SysAlloc};
+use rvgpu_hw::pdd::NativeFencePdd;
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::dxgkrnl::adapter::AdapterShared;
+
+use super::event::SimEvent;
+use super::monitored::LegacyObj;
+
+pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+pub(super) const KIND_CURRENT: u8 = 0;
+pub(super) const KIND_MONITORED: u8 = 1;
+pub(super) const KIND_LEGACY: u8 = 2;
+/// Most of VRAM the OS takes for local fence pages (NF-06): the top half, the rest stays free
+/// for whatever else tests place in VRAM.
+pub(crate) const LOCAL_FENCE_VRAM_DIVISOR: u64 = 2;
+
+/// Next OS handle (global and local native-fence handles share the space). Process-wide:
+/// the driver's handle map is driver-wide and many machines run in one test process.
+/// Starts far from small integers and from [`crate::testing::BAD_FENCE_HANDLE`].
+pub(super) static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(0x7_0000_0000);
+
+pub(super) fn next_handle() -> usize {
+    NEXT_HANDLE.fetch_add(0x10, Ordering::Relaxed)
+}
+
+/// What [`Machine::create_native_fence`] creates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NativeFenceDesc {
+    /// Initial CurrentValue.
+    pub initial: u64,
+    /// Shareable with other processes (own pages, NF-05).
+    pub shareable: bool,
+    /// `D3DDDI_NATIVEFENCE_TYPE`.
+    pub fence_type: D3DDDI_NATIVEFENCE_TYPE,
+}
+
+impl NativeFenceDesc {
+    /// A cross-adapter fence's object on another adapter (NF-16): shareable, default type, at
+    /// 0 (it shares the first adapter's CurrentValue).
+    pub(crate) const CROSS_ADAPTER_PEER: Self = Self {
+        initial: 0,
+        shareable: true,
+        fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+    };
+}
+
+impl Default for NativeFenceDesc {
+    fn default() -> Self {
+        Self {
+            initial: 0,
+            shareable: false,
+            fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+        }
+    }
+}
+
+/// One 64-bit fence value in OS-allocated system memory.
+#[derive(Clone, Debug)]
+pub(super) struct Slot {
+    pub(super) alloc: SysAlloc,
+    pub(super) off: u64,
+}
+
+impl Slot {
+    pub(super) fn gpu(&self) -> u64 {
+        self.alloc.bus_addr + self.off
+    }
+
+    pub(super) fn kva(&self) -> *mut c_void {
+        // The allocation's pointer has provenance over all of it; `off` is inside it.
+        self.alloc
+            .cpu_ptr()
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add(self.off as usize)
+            .cast()
+    }
+
+    pub(super) fn load(&self) -> u64 {
+        self.alloc
+            .word(self.off)
+            .map_or(0, |w| w.load(Ordering::SeqCst))
+    }
+
+    pub(super) fn store(&self, v: u64) {
+        if let Some(w) = self.alloc.word(self.off) {
+            w.store(v, Ordering::SeqCst);
+        }
+    }
+}
+
+/// One 64-bit fence value in local memory (NF-06): VRAM page `page` (byte offset), `off` in it.
+#[derive(Clone, Debug)]
+pub(super) struct LocalSlot {
+    pub(super) mem: Arc<Memory>,
+    pub(super) page: u64,
+    pub(super) off: u64,
+}
+
+impl LocalSlot {
+    pub(super) fn vram_off(&self) -> u64 {
+        self.page + self.off
+    }
+
+    pub(super) fn word(&self) -> Option<&std::sync::atomic::AtomicU64> {
+        self.mem
+            .vram_words()
+            .get(usize::try_from(self.vram_off() / 8).ok()?)
+    }
+}
+
+/// Where a native fence value lives (NF-06).
+#[derive(Clone, Debug)]
+pub(super) enum Value {
+    System(Slot),
+    Local(LocalSlot),
+}
+
+impl Value {
+    pub(super) fn gpu(&self) -> u64 {
+        match self {
+            Self::System(s) => s.gpu(),
+            Self::Local(l) => rvgpu_hw::addr::VRAM_BASE + l.vram_off(),
+        }
+    }
+
+    /// The kernel CPU address: for local memory, the BAR4 view of the same bytes.
+    pub(super) fn kva(&self) -> *mut c_void {
+        match self {
+            Self::System(s) => s.kva(),
+            Self::Local(l) => l.mem.vram_cpu_ptr().map_or(std::ptr::null_mut(), |p| {
+                p.as_ptr()
+                    .cast::<u8>()
+                    .wrapping_add(l.vram_off() as usize)
+                    .cast()
+            }),
+        }
+    }
+
+    pub(super) fn load(&self) -> u64 {
+        match self {
+            Self::System(s) => s.load(),
+            Self::Local(l) => l.word().map_or(0, |w| w.load(Ordering::SeqCst)),
+        }
+    }
+
+    pub(super) fn store(&self, v: u64) {
+        match self {
+            Self::System(s) => s.store(v),
+            Self::Local(l) => {
+                if let Some(w) = l.word() {
+                    w.store(v, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    pub(super) fn is_local(&self) -> bool {
+        matches!(self, Self::Local(_))
+    }
+
+    /// The system-memory slot, or the simulation error for a local value where only system
+    /// memory may be (NF-06, NF-16: a value shared across adapters is in system memory).
+    pub(super) fn system(&self, what: &str) -> Result<&Slot, SimError> {
+        match self {
+            Self::System(s) => Ok(s),
+            Self::Local(_) => Err(SimError::Simulation(format!(
+                "NF-06/NF-16: {what} needs the fence's CurrentValue in system memory, but it is \
+                 in local memory"
+            ))),
+        }
+    }
+}
+
+/// What VidSch does when a GPU-side wait on a legacy monitored fence is satisfied: resume
+/// the software context's submission (MF-03, `WaitForSynchronizationObjectFromGpu`).
+pub(super) struct Resume(pub(super) Box<dyn FnOnce() + Send>);
+
+impl std::fmt::Debug for Resume {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Resume")
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct Waiter {
+    pub(super) value: u64,
+    pub(super) event: SimEvent,
+    pub(super) resume: Option<Resume>,
+    /// A new wait raised MonitoredValue above this one while it was pending and not reached
+    /// (24H2, [`crate::machine::answers::MonitoredValue::RaisedByNewWaits`]): no interrupt is
+    /// due when the fence reaches it, so its release may come late.
+    pub(super) raised_over: bool,
+}
+
+#[derive(Debug)]
+pub(super) struct ObjState {
+    /// Open instances: local handle → process.
+    pub(super) instances: BTreeMap<usize, ProcessId>,
+    /// NT handles to the fence (`crate::ob`): each keeps the object alive without an
+    /// instance, as on Windows.
+    pub(super) nt_refs: usize,
+    pub(super) destroyed: bool,
+    pub(super) waiters: Vec<Waiter>,
+    /// The MonitoredValue the OS last gave the driver.
+    pub(super) mv_os: u64,
+    /// The last value signalled from the CPU (24H2's new-wait rule compares against it).
+    pub(super) last_cpu_signal: u64,
+    /// Cross-adapter: MonitoredValue held at 0 (NF-16).
+    pub(super) hold_zero: bool,
+    /// D3DKMT handles of this fence (a log entry names the fence by one), with the
+    /// process that holds each.
+    pub(super) kmt_handles: Vec<(u32, ProcessId)>,
+    /// Cross-adapter peers: the same fence on other adapters.
+    pub(super) peers: Vec<Arc<FenceObj>>,
+    /// The same fence opened as a legacy monitored fence on adapters without native fences
+    /// (NF-18).
+    pub(super) legacy_peers: Vec<Arc<LegacyObj>>,
+    /// Last CurrentValue propagated to the peers.
+    pub(super) last_propagated: u64,
+    /// In the adapter's scan set (`FenceOs::scan`).
+    pub(super) scanned: bool,
+}
+
+/// The OS's native-fence object on one adapter.
+#[derive(Debug)]
+pub struct FenceObj {
+    pub(super) adapter: Weak<AdapterShared>,
+    pub(super) adapter_index: usize,
+    pub(super) global: usize,
+    pub(super) creator: ProcessId,
+    pub(super) shareable: bool,
+    pub(super) fence_type: D3DDDI_NATIVEFENCE_TYPE,
+    pub(super) cv: Value,
+    pub(super) mv: Value,
+    pub(super) pdd: NativeFencePdd,
+    /// What the OS writes as MonitoredValue, and whether it re-arms it (the machine's
+    /// reading at create, [`crate::machine::answers::MonitoredValue`]).
+    pub(super) mv_rule: crate::machine::answers::MonitoredValue,
+    /// Serialises MonitoredValue updates and destruction of this fence.
+    pub(super) settle_lock: Mutex<()>,
+    pub(super) st: Mutex<ObjState>,
+}
+
+/// A process's instance of a native fence (its local handle).
+#[derive(Clone, Debug)]
+pub struct NativeFence {
+    pub(super) obj: Arc<FenceObj>,
+    pub(super) process: ProcessId,
+    pub(super) local: usize,
+    /// Where VidMm mapped the values in `process` (`D3DDDI_NATIVEFENCEMAPPING`).
+    pub(super) va: ProcessVas,
+}
+
+/// A fence's CurrentValue and MonitoredValue VAs in one process (0: not mapped, the process
+/// has no address space on the adapter).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessVas {
+    pub current: u64,
+    pub monitored: u64,
+}
+
+impl NativeFence {
+    /// Adapter index.
+    pub fn adapter(&self) -> usize {
+        self.obj.adapter_index
+    }
+    /// `hGlobalNativeFence`.
+    pub fn global_handle(&self) -> usize {
+        self.obj.global
+    }
+    /// This instance's `hLocalNativeFence`.
+    pub fn local_handle(&self) -> usize {
+        self.local
+    }
+    /// Owning process of this instance.
+    pub fn process(&self) -> ProcessId {
+        self.process
+    }
+    /// Process that created the fence.
+    pub fn creator(&self) -> ProcessId {
+        self.obj.creator
+    }
+    /// Shareable?
+    pub fn shareable(&self) -> bool {
+        self.obj.shareable
+    }
+    /// `D3DDDI_NATIVEFENCE_TYPE`.
+    pub fn fence_type(&self) -> D3DDDI_NATIVEFENCE_TYPE {
+        self.obj.fence_type
+    }
+    /// System-process GPU VA of CurrentValue (also its device address: VidMm maps the OS's
+    /// pages there in the paging process).
+    pub fn current_value_gpu(&self) -> u64 {
+        self.obj.cv.gpu()
+    }
+    /// System-process GPU VA of MonitoredValue (also its device address).
+    pub fn monitored_value_gpu(&self) -> u64 {
+        self.obj.mv.gpu()
+    }
+    /// CurrentValue's GPU VA in this instance's process (`CurrentValueGpuVa` of the
+    /// `D3DDDI_NATIVEFENCEMAPPING` the create or open thunk returns).
+    pub fn current_value_va(&self) -> u64 {
+        self.va.current
+    }
+    /// MonitoredValue's GPU VA in this instance's process (`MonitoredValueGpuVa`).
+    pub fn monitored_value_va(&self) -> u64 {
+        self.va.monitored
+    }
+    /// CurrentValue lives in local memory (NF-06).
+    pub fn current_value_is_local(&self) -> bool {
+        self.obj.cv.is_local()
+    }
+
+    /// MonitoredValue lives in local memory (NF-06).
+    pub fn monitored_value_is_local(&self) -> bool {
+        self.obj.mv.is_local()
+    }
+
+    /// Kernel CPU VA of CurrentValue.
+    pub fn current_value_kernel_va(&self) -> usize {
+        self.obj.cv.kva() as usize
+    }
+    /// Kernel CPU VA of MonitoredValue.
+    pub fn monitored_value_kernel_va(&self) -> usize {
+        self.obj.mv.kva() as usize
+    }
+    /// The private driver data create returned (validated).
+    pub fn pdd(&self) -> NativeFencePdd {
+        self.obj.pdd
+    }
+    /// CurrentValue as the CPU reads it now.
+    pub fn current_value(&self) -> u64 {
+        self.obj.cv.load()
+    }
+    /// MonitoredValue as stored in memory now (what the driver wrote).
+    pub fn monitored_value(&self) -> u64 {
+        self.obj.mv.load()
+    }
+    /// Values of the pending CPU waits.
+    pub fn pending_waits(&self) -> Vec<u64> {
+        lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
+    }
+    /// Whether the OS object was destroyed.
+    pub fn is_destroyed(&self) -> bool {
+        lock(&self.obj.st).destroyed
+    }
+}

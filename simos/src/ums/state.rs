@@ -1,0 +1,430 @@
+//! The OS's user-mode-submission objects and their adapter-wide table ([`UmsOs`]), D3DKMT
+//! and OS kernel handles.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rvgpu_ddi::basic::POWER_ACTION;
+use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS;
+use rvgpu_ddi::submission::{
+    DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS, DXGK_USERMODESUBMISSION_CAPS,
+};
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::sync::fence::{MonitoredFence, SimEvent};
+use crate::vidmm::allocation::AllocObj;
+
+use super::events::UmsEvent;
+use super::handles::{HandleMap, KmtHandle};
+use super::mapping::DoorbellCpuState;
+
+/// `DISPLAY_ADAPTER_HW_ID`: the device UID SetPowerState uses for the adapter itself.
+pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;
+/// `PowerActionNone`: runtime (not system-wide) power transitions.
+pub const POWER_ACTION_NONE: POWER_ACTION = 0;
+
+/// Processes.
+pub(super) static NEXT_PROCESS: AtomicU32 = AtomicU32::new(0x1000);
+
+/// A new D3DKMT handle in `process`'s handle table ([`crate::ob::LocalHandles`]: Windows'
+/// values, unique among live processes of the whole test process, as many machines share it).
+pub(crate) fn new_handle(process: ProcessId) -> Result<KmtHandle, SimError> {
+    crate::ob::local_handles()
+        .allocate(process)
+        .map_err(SimError::DdiFailed)
+}
+
+/// A new D3DKMT handle (native fences get one from the same table).
+pub(crate) fn new_kmt_handle(process: ProcessId) -> Result<KmtHandle, SimError> {
+    new_handle(process)
+}
+
+/// The table adapter handles of user-mode images come from: the PE bridge opens an adapter
+/// before the process has a device, and the simulated OS's processes are its devices.
+#[cfg(target_os = "linux")]
+pub(super) const ADAPTER_OPENERS: ProcessId = ProcessId(1);
+
+/// A new adapter handle for a user-mode image (`D3DKMTOpenAdapterFromLuid`).
+#[cfg(target_os = "linux")]
+pub(crate) fn new_adapter_handle() -> Result<KmtHandle, SimError> {
+    new_handle(ADAPTER_OPENERS)
+}
+
+/// The OS kernel handle of the object with D3DKMT handle `h` (what the KMD gets as input).
+pub fn kernel_handle(h: KmtHandle) -> usize {
+    KERNEL_HANDLE_BASE | ((h as usize) << 4)
+}
+
+pub(super) const KERNEL_HANDLE_BASE: usize = 0x7D00_0000_0000;
+
+/// The D3DKMT handle whose [`kernel_handle`] is `k`, if `k` is one.
+pub(super) fn from_kernel_handle(k: usize) -> Option<KmtHandle> {
+    let h = KmtHandle::try_from((k & !KERNEL_HANDLE_BASE) >> 4).ok()?;
+    (kernel_handle(h) == k).then_some(h)
+}
+
+impl UmsOs {
+    /// The live doorbells `handle` names, as the KMD's handle or the OS kernel handle, in
+    /// D3DKMT handle order (an index lookup, not a scan of every doorbell).
+    pub(super) fn doorbells_named(&self, handle: usize) -> Vec<KmtHandle> {
+        let mut v: Vec<KmtHandle> = self
+            .doorbell_by_kmd
+            .range((handle, KmtHandle::MIN)..=(handle, KmtHandle::MAX))
+            .map(|&(_, h)| h)
+            .collect();
+        if let Some(h) = from_kernel_handle(handle).filter(|h| self.doorbells.contains_key(h)) {
+            if !v.contains(&h) {
+                v.push(h);
+                v.sort_unstable();
+            }
+        }
+        v
+    }
+}
+
+/// Doorbell connection state as the OS sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoorbellState {
+    /// Created or disconnected (`DISCONNECTED_RETRY` on the status page).
+    Disconnected,
+    /// Connected to physical doorbell `page`.
+    Connected {
+        /// BAR2 page.
+        page: u32,
+    },
+    /// Disconnected for good (`DISCONNECTED_ABORT`).
+    Aborted,
+}
+
+#[derive(Debug)]
+pub(crate) struct DeviceObj {
+    pub(crate) kmd: usize,
+    /// Serialises the thunks of this device (Dxgkrnl's per-device lock).
+    pub(super) lock: Arc<Mutex<()>>,
+    pub(crate) process: ProcessId,
+    pub(crate) in_error: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Suspended {
+    No,
+    /// By a power-down (resumed at power-up).
+    Power,
+    /// By [`Machine::suspend_context`] (resumed by [`Machine::resume_context`]).
+    Os,
+    /// By an abnormal exit (never resumed).
+    Exit,
+}
+
+#[derive(Debug)]
+pub(super) struct ContextObj {
+    pub(super) handle: KmtHandle,
+    pub(super) kmd: usize,
+    pub(super) device: KmtHandle,
+    pub(super) node: u32,
+    pub(super) suspended: Suspended,
+    pub(super) suspend_fence: u64,
+    /// Created with `HwQueueSupported` (BR-92/94).
+    pub(super) hw_queue: bool,
+}
+
+#[derive(Debug)]
+pub(super) struct QueueObj {
+    pub(super) handle: KmtHandle,
+    pub(super) kmd: usize,
+    pub(super) device: KmtHandle,
+    pub(super) context: KmtHandle,
+    pub(super) node: u32,
+    pub(super) user_mode: bool,
+    /// The progress fence's handle and the fence; `None` for a user-mode queue on an OS that
+    /// gives it none ([`crate::machine::answers::UmsProgress::None`]).
+    pub(super) fence: Option<KmtHandle>,
+    pub(super) progress: Option<MonitoredFence>,
+    /// The native fence the OS made the progress fence
+    /// ([`crate::machine::answers::ProgressFence`]): over `progress`'s value, whose monitored
+    /// view keeps the OS's own waits.
+    pub(super) native_progress: Option<crate::sync::fence::NativeFence>,
+    /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode
+    /// queues: the last value the OS submitted.
+    pub(super) last_queued: Arc<AtomicU64>,
+    pub(super) doorbell: Option<KmtHandle>,
+    pub(super) queue_id: Option<u32>,
+    pub(super) submit_lock: Arc<Mutex<()>>,
+    /// MF-03: the OS-side list of this kernel-mode queue (GPU waits, held submissions, signal
+    /// packets).
+    pub(super) sched: Arc<HwqSched>,
+}
+
+impl QueueObj {
+    /// The progress fence's value, if the OS gave the queue one.
+    pub(super) fn completed(&self) -> Option<u64> {
+        self.progress.as_ref().map(MonitoredFence::value)
+    }
+
+    /// UM-16: whether the OS can see work outstanding on the queue (never, without a progress
+    /// fence).
+    pub(super) fn known_work(&self) -> bool {
+        self.completed()
+            .is_some_and(|c| self.last_queued.load(Ordering::Acquire) > c)
+    }
+}
+
+/// One entry of a kernel-mode queue's OS-side list (MF-03).
+#[derive(Debug)]
+pub(super) enum Pending {
+    /// A `SubmitCommandToHwQueue` the OS holds behind an earlier GPU wait.
+    Submit { value: u64, gpu: u64, bytes: u32 },
+    /// A GPU wait (`SubmitWaitForSyncObjectsToHwQueue`, one entry per object): holds every later
+    /// entry until `fence` reaches `value`. `event` is the VidSch-side waiter on the fence
+    /// (its resume queues [`pump`] on VidSch's worker).
+    Wait {
+        fence: MonitoredFence,
+        handle: KmtHandle,
+        value: u64,
+        event: SimEvent,
+    },
+    /// A signal packet (`SubmitSignalSyncObjectsToHwQueue`).
+    Signal(Signal),
+}
+
+/// A signal packet: signals `fences` once the queue's progress fence reaches `after` (the last
+/// progress value accepted before it: every earlier submission completed).
+#[derive(Debug)]
+pub(super) struct Signal {
+    pub(super) fences: Vec<(MonitoredFence, KmtHandle, u64)>,
+    pub(super) after: u64,
+    /// The waiter on the progress fence for `after` (if it had not been reached).
+    pub(super) event: Option<SimEvent>,
+}
+
+/// The OS-side scheduling state of one kernel-mode queue (MF-03).
+#[derive(Debug, Default)]
+pub(super) struct HwqSched {
+    /// Serialises [`pump`] runs (the thunk's thread and VidSch's worker): entries reach the KMD
+    /// in order.
+    pub(super) pump: Mutex<()>,
+    /// A GPU wait or a signal's predecessors were satisfied: VidSch's worker pumps the queue.
+    pub(super) kicked: std::sync::atomic::AtomicBool,
+    pub(super) st: Mutex<HwqSchedState>,
+    /// The adapter's "some queue may be due" hint ([`UmsOs::hwq_due`]), set with every kick
+    /// and ring-full retry, so the worker looks at the queues only when one may need it.
+    pub(super) due_hint: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl HwqSched {
+    /// Kicks the queue: VidSch's worker pumps it at its next run.
+    pub(super) fn kick(&self) {
+        self.kicked.store(true, Ordering::Release);
+        self.due_hint.store(true, Ordering::Release);
+    }
+
+    /// A ring-full retry is pending (the worker polls the progress fence for it).
+    pub(super) fn retry_pending(&self) -> bool {
+        lock(&self.st).retry_at.is_some()
+    }
+
+    /// Whether VidSch's worker has something to do for this queue (`take`: clears the kick).
+    pub(super) fn due(&self, progress: Option<&MonitoredFence>, take: bool) -> bool {
+        let kicked = if take {
+            self.kicked.swap(false, Ordering::AcqRel)
+        } else {
+            self.kicked.load(Ordering::Acquire)
+        };
+        kicked
+            || lock(&self.st)
+                .retry_at
+                .is_some_and(|v| progress.is_some_and(|p| p.value() >= v))
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct HwqSchedState {
+    pub(super) list: VecDeque<Pending>,
+    /// Signals at the head of the list whose earlier submissions are with the KMD but not
+    /// complete; they do not hold later work.
+    pub(super) armed: Vec<Signal>,
+    /// The last progress value the OS accepted for the queue (submitted or held).
+    pub(super) accepted: u64,
+    /// A held submission the KMD refused (its ring was full) is retried once the queue's
+    /// progress fence reaches this value (the worker polls it).
+    pub(super) retry_at: Option<u64>,
+    /// The queue is being destroyed: nothing more goes to the KMD.
+    pub(super) dead: bool,
+}
+
+#[derive(Debug)]
+pub(super) struct DoorbellObj {
+    pub(super) handle: KmtHandle,
+    pub(super) kmd: usize,
+    pub(super) device: KmtHandle,
+    pub(super) queue: KmtHandle,
+    pub(super) ring: KmtHandle,
+    pub(super) control: KmtHandle,
+    pub(super) state: DoorbellState,
+    /// A `DxgkDdiConnectDoorbell` is in flight: `Some(None)`; the KMD disconnected the
+    /// doorbell (callback) before the OS committed that connect: `Some(Some(reason))`.
+    pub(super) connecting: Option<Option<D3DDDI_DOORBELLSTATUS>>,
+    pub(super) cpu: Arc<DoorbellCpuState>,
+}
+
+/// Power state of the adapter as the OS drives it (UM-14).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Power {
+    /// D0.
+    D0,
+    /// D3 (after [`Machine::power_down`]).
+    D3,
+}
+
+/// Per-adapter user-mode submission state of the OS.
+#[derive(Debug)]
+pub struct UmsOs {
+    /// `DxgkDdiGetNodeMetadata` per node, from adapter start (empty without the DDI).
+    pub node_metadata: Vec<DXGK_NODEMETADATA>,
+    /// `DXGKQAITYPE_USERMODESUBMISSION_CAPS` from adapter start, if answered.
+    pub caps: Option<DXGK_USERMODESUBMISSION_CAPS>,
+    /// Runtime power management started (`dxgkrnl::power`: the cap set, at least one
+    /// component registered, `PREPARE_TO_START`/`STARTED` sent).
+    pub(super) runtime_pm: bool,
+    pub(super) power: Power,
+    /// Each node's F-state as PoFx holds it (0 = F0); every node starts in F0.
+    pub(super) fstate: Vec<u32>,
+    /// Node → the `DXGK_POWER_COMPONENT_INDEX` of its engine component, if the driver
+    /// registered one (`dxgkrnl::power`).
+    pub(super) node_component: Vec<Option<u32>>,
+    /// Active references per node (PoFx `SetPowerComponentActive`): kernel-path submissions
+    /// and doorbell connects in progress hold the node in F0 ([`node_active`]).
+    pub(super) node_active: Vec<u32>,
+    /// Active references the driver holds per node (`DxgkCbSetPowerComponentActive` minus
+    /// `Idle` on the node's component): with one held the node stays F0 and the adapter D0.
+    pub(super) driver_active: Vec<u32>,
+    /// Nodes whose F1 request found them busy: F1 follows once the OS sees them idle (PoFx
+    /// idles a component when its last active reference goes), unless new work arrives
+    /// first (the engine then asks again when it next idles).
+    pub(super) f1_deferred: Vec<u32>,
+    /// The power components the driver registered at start.
+    pub(super) power_components: Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT>,
+    pub(crate) devices: BTreeMap<KmtHandle, DeviceObj>,
+    pub(super) contexts: BTreeMap<KmtHandle, ContextObj>,
+    pub(super) queues: HandleMap<QueueObj>,
+    pub(crate) allocations: BTreeMap<KmtHandle, AllocObj>,
+    /// Allocations no one references any more, waiting for VidMm to unmap and free them
+    /// ([`crate::machine::Machine::reap_allocations`]).
+    pub(crate) reaped: Vec<AllocObj>,
+    /// Held by whoever is releasing what `reaped` held, for the whole loop: a reap that
+    /// returns has seen every allocation freed before it called released, also those another
+    /// thread took first. A process exit counts on that before it unmaps what its space still
+    /// maps and drops the space.
+    pub(crate) reap_serial: Arc<Mutex<()>>,
+    pub(super) doorbells: HandleMap<DoorbellObj>,
+    /// The live doorbells by the KMD's handle, `(kmd handle, D3DKMT handle)`, so
+    /// that `DxgkCbDisconnectDoorbell` finds its doorbell without scanning every doorbell
+    /// (a victimising connect cost grew with the queues). Ordered like `doorbells`, so two
+    /// doorbells the driver gave one handle resolve as a scan would (the lower handle).
+    pub(super) doorbell_by_kmd: std::collections::BTreeSet<(usize, KmtHandle)>,
+    pub(super) fences: BTreeMap<KmtHandle, MonitoredFence>,
+    /// Some kernel-mode queue may be due for VidSch's worker (kicked, or a ring-full retry
+    /// pending): without it the worker and the idle check skip the queues, which they
+    /// scanned at every run (setting up N queues cost O(N²)).
+    pub(super) hwq_due: Arc<std::sync::atomic::AtomicBool>,
+    /// The process each fence handle belongs to: D3DKMT handles are per process, so another
+    /// process naming the same number names nothing (B signalled and waited A's
+    /// fences by guessing handles).
+    pub(super) fence_owner: BTreeMap<KmtHandle, ProcessId>,
+    pub(crate) events: Vec<UmsEvent>,
+    /// Handles (the KMD's and the OS kernel handle) of destroyed doorbells -> D3DKMT handle,
+    /// for the callback's diagnostics (a handle used after its destroy returned).
+    pub(super) destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
+    /// The driver's handles of destroyed queues (a late page-fault report may name one).
+    pub(super) destroyed_queues: std::collections::HashSet<usize>,
+    /// Native progress fences of destroyed queues, destroyed once the thunk's locks are
+    /// released (their pages leave the process by paging, [`hwqueue::reap_progress_fences`]).
+    pub(super) retired_progress: Vec<crate::sync::fence::NativeFence>,
+    /// PASSIVE work the DPC queued (engine F1 requests).
+    pub(super) work: VecDeque<u32>,
+    /// Page faults reported at DPC time, for PASSIVE: (driver queue handle, VA).
+    pub(crate) faulted: VecDeque<(usize, u64)>,
+}
+
+impl Default for UmsOs {
+    fn default() -> Self {
+        Self {
+            node_metadata: Vec::new(),
+            caps: None,
+            runtime_pm: false,
+            power: Power::D0,
+            fstate: Vec::new(),
+            node_component: Vec::new(),
+            node_active: Vec::new(),
+            driver_active: Vec::new(),
+            f1_deferred: Vec::new(),
+            power_components: Vec::new(),
+            devices: BTreeMap::new(),
+            contexts: BTreeMap::new(),
+            queues: HandleMap::default(),
+            allocations: BTreeMap::new(),
+            reaped: Vec::new(),
+            reap_serial: Arc::new(Mutex::new(())),
+            doorbells: HandleMap::default(),
+            doorbell_by_kmd: std::collections::BTreeSet::new(),
+            fences: BTreeMap::new(),
+            hwq_due: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            fence_owner: BTreeMap::new(),
+            events: Vec::new(),
+            destroyed_doorbells: std::collections::HashMap::new(),
+            destroyed_queues: std::collections::HashSet::new(),
+            retired_progress: Vec::new(),
+            work: VecDeque::new(),
+            faulted: VecDeque::new(),
+        }
+    }
+}
+
+impl UmsOs {
+    pub(super) fn node_ums(&self, node: u32) -> bool {
+        self.node_metadata
+            .get(node as usize)
+            .is_some_and(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
+    }
+
+    pub(super) fn doorbell_size(&self) -> Option<u32> {
+        self.caps.map(|c| c.DoorbellSizeInBytes).filter(|s| *s != 0)
+    }
+}
+
+/// A simulated process with its D3D device on one adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UmsProcess {
+    /// Adapter index.
+    pub adapter: usize,
+    /// Process id.
+    pub pid: ProcessId,
+    /// The D3D device's D3DKMT handle.
+    pub device: KmtHandle,
+}
+
+/// What the OS knows of a doorbell (tests).
+#[derive(Clone, Debug)]
+pub struct DoorbellInfo {
+    /// State.
+    pub state: DoorbellState,
+    /// The status page.
+    pub status: D3DDDI_DOORBELLSTATUS,
+    /// Physical page the process mapping points at (`None`: dummy page).
+    pub mapped_page: Option<u32>,
+    /// The KMD's handle.
+    pub kmd_handle: usize,
+    /// The OS kernel handle.
+    pub os_handle: usize,
+    /// Its queue.
+    pub queue: KmtHandle,
+    /// (stores to the dummy page, stores to a physical doorbell).
+    pub writes: (u64, u64),
+}
+
+/// How long a blocking thunk wait waits by default.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
