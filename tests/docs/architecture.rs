@@ -107,6 +107,41 @@ fn import_cycles(args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// The circles in `import-cycles.py`'s report: each as (its crate's source directory, its
+/// modules).
+fn circles(report: &str) -> Vec<(String, BTreeSet<String>)> {
+    let mut dir = "";
+    let mut out = Vec::new();
+    for line in report.lines() {
+        if let Some((d, _)) = line.split_once(": modules:") {
+            dir = d;
+        } else if let Some((_, mods)) = line
+            .trim()
+            .strip_prefix("circle of ")
+            .and_then(|c| c.split_once(':'))
+        {
+            out.push((
+                dir.to_owned(),
+                mods.split_whitespace().map(str::to_owned).collect(),
+            ));
+        }
+    }
+    out
+}
+
+/// The modules a paragraph of docs/architecture.md beginning with `start` names in backticks.
+fn named_modules(doc: &str, start: &str) -> BTreeSet<String> {
+    doc.split("\n\n")
+        .find(|p| p.starts_with(start))
+        .unwrap_or_default()
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|n| !n.contains('/') && !n.ends_with(".py"))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The layering docs/architecture.md states ("Layers"): no import circle joins two top-level
 /// modules of the driver core, the simulated OS, the UMD or the harness, and none inside one
 /// top-level module has more than 3 files; except, while it lasts, the simulated OS's one circle
@@ -126,39 +161,19 @@ fn no_import_circle_joins_top_level_modules() {
             "docs/architecture.md's layers do not name {dir}"
         );
     }
-    let named: BTreeSet<String> = doc
-        .split("\n\n")
-        .find(|p| p.starts_with("One import circle remains in the simulated OS"))
-        .unwrap_or_default()
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|n| !n.contains('/') && !n.ends_with(".py"))
-        .map(str::to_owned)
-        .collect();
-    // The circles that break the rule, each as its set of modules, with its crate.
-    let mut dir = "";
-    let mut broken: Vec<(String, BTreeSet<String>)> = Vec::new();
-    for line in text.lines() {
-        if let Some((d, _)) = line.split_once(": modules:") {
-            dir = d;
-        } else if let Some(c) = line.trim().strip_prefix("circle of ") {
-            let mods: BTreeSet<String> = c
-                .split_once(':')
-                .map(|(_, m)| m)
-                .unwrap_or_default()
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect();
+    let named = named_modules(&doc, "One import circle remains in the simulated OS");
+    // The circles that break the rule (the script's `--check`): over two top-level modules, or
+    // of more than 3 files.
+    let broken: Vec<(String, BTreeSet<String>)> = circles(&text)
+        .into_iter()
+        .filter(|(_, mods)| {
             let tops: BTreeSet<&str> = mods
                 .iter()
                 .map(|m| m.split("::").next().unwrap_or(""))
                 .collect();
-            if tops.len() > 1 || mods.len() > 3 {
-                broken.push((dir.to_owned(), mods));
-            }
-        }
-    }
+            tops.len() > 1 || mods.len() > 3
+        })
+        .collect();
     if named.is_empty() {
         assert!(ok && broken.is_empty(), "{text}");
         return;
@@ -177,17 +192,7 @@ fn no_import_circle_joins_top_level_modules() {
 #[test]
 fn architecture_names_the_driver_cores_import_circle() {
     let (_, text) = import_cycles(&["driver/kmd/src"]);
-    let found: BTreeSet<String> = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("circle of "))
-        .flat_map(|l| {
-            l.split_once(':')
-                .map(|(_, m)| m)
-                .unwrap_or_default()
-                .split_whitespace()
-        })
-        .map(str::to_owned)
-        .collect();
+    let found: BTreeSet<String> = circles(&text).into_iter().flat_map(|(_, m)| m).collect();
     let doc = read("docs/architecture.md");
     let para = |start: &str| doc.split("\n\n").find(|p| p.starts_with(start));
     if found.is_empty() {
@@ -201,14 +206,7 @@ fn architecture_names_the_driver_cores_import_circle() {
         );
         return;
     }
-    let named: BTreeSet<String> = para("One import circle remains between the KMD")
-        .unwrap_or_default()
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|n| !n.contains('/') && !n.ends_with(".py"))
-        .map(str::to_owned)
-        .collect();
+    let named = named_modules(&doc, "One import circle remains between the KMD");
     assert_eq!(named, found, "docs/architecture.md names another circle");
 }
 
@@ -262,35 +260,14 @@ fn architecture_where_is_table_points_into_the_tree() {
 /// driver core's boundary", at most ten, each allowed explicitly under the crate's deny.
 #[test]
 fn architecture_lists_the_driver_cores_unsafe_files() {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(&root().join("driver/kmd/src"), &mut files);
     let code = |l: &str| {
         let l = l.split("//").next().unwrap_or("");
         l.contains("unsafe {") || l.contains("unsafe fn") || l.contains("unsafe impl")
     };
-    let found: BTreeSet<String> = files
-        .iter()
-        .filter(|p| {
-            read(&p.strip_prefix(root()).unwrap().to_string_lossy())
-                .lines()
-                .any(code)
-        })
-        .map(|p| {
-            p.strip_prefix(root())
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
+    let found: BTreeSet<String> = tree_files()
+        .into_iter()
+        .filter(|f| f.starts_with("driver/kmd/src/") && f.ends_with(".rs"))
+        .filter(|f| read(f).lines().any(code))
         .collect();
     let doc = read("docs/architecture.md");
     let section = doc
