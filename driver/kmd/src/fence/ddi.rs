@@ -366,8 +366,6 @@ pub(crate) fn update_monitored<P: Platform>(
         }
         adapters |= 1u32.checked_shl(u32::from(loc.adapter)).unwrap_or(0);
     }
-    // Read once per call: whether the device stores below run under the interrupt lock already.
-    let synchronized = !stores && P::current_irql() >= Irql::Device;
     for i in 0..n {
         let Some(v) = arrays.updated(i) else {
             continue;
@@ -383,7 +381,7 @@ pub(crate) fn update_monitored<P: Platform>(
             // 24H2: no CPU address; the device stores the word (hardware.md 8.3). A fence
             // never opened has no known word, and no waiter either.
             if let Some((slot, (_, mv))) = locate_words::<P>(h as usize) {
-                fence_store::<P>(slot, mv, v, synchronized)?;
+                fence_store::<P>(slot, mv, v)?;
             }
         }
     }
@@ -396,9 +394,9 @@ pub(crate) fn update_monitored<P: Platform>(
 /// 8.3). The device latches the address, so the pair must never interleave with another
 /// writer's pair on the adapter: ADDR_a, ADDR_b, VALUE_b, VALUE_a would store one fence's
 /// value in another's word. Every pair is therefore issued under the adapter's interrupt lock:
-/// - at device IRQL (`synchronized`, read once per DDI call) the caller already holds it: the
-///   OS calls the update DDIs there only from `DxgkCbSynchronizeExecution` of the fence's
-///   adapter (24H2 for both DDIs), and the ISR never stores. The pair is written directly.
+/// - at device IRQL the caller already holds it: the OS calls the update DDIs there only
+///   from `DxgkCbSynchronizeExecution` of the fence's adapter (24H2 for both DDIs), and the
+///   ISR never stores. The pair is written directly; one IRQL read is all this path adds.
 /// - below it (UpdateCurrentValuesFromCpu at DISPATCH_LEVEL, as the pages have it) the pair
 ///   runs as a `DxgkCbSynchronizeExecution` routine, so it excludes the ISR, the OS's
 ///   synchronised calls and other processors alike.
@@ -408,12 +406,7 @@ pub(crate) fn update_monitored<P: Platform>(
 /// driver spinlock instead would be waited for at device IRQL by the OS's synchronised call
 /// interrupting its holder on the same processor. A failed synchronisation (interrupt not
 /// connected: the adapter is stopping) stores nothing and is the caller's failure.
-fn fence_store<P: Platform>(
-    slot: u8,
-    pa: u64,
-    value: u64,
-    synchronized: bool,
-) -> Result<(), Status> {
+fn fence_store<P: Platform>(slot: u8, pa: u64, value: u64) -> Result<(), Status> {
     ADAPTERS
         .with(slot, |a: &Adapter<P>| {
             let Some(live) = a.live() else {
@@ -423,7 +416,7 @@ fn fence_store<P: Platform>(
                 live.regs.write(regs::FenceStoreAddr::new(pa));
                 live.regs.write(regs::FenceStore::new(value));
             };
-            if synchronized {
+            if P::current_irql() >= Irql::Device {
                 pair();
                 Ok(())
             } else {
@@ -480,7 +473,6 @@ pub(crate) fn update_current<P: Platform>(
             arrays.updated(i).ok_or(status::INVALID_PARAMETER)?;
         }
     }
-    let synchronized = !cpu_stores && P::current_irql() >= Irql::Device;
     for i in 0..n {
         let h = arrays.handle(i);
         let Some(loc) = h.and_then(|h| locate::<P>(h as usize)) else {
@@ -499,7 +491,7 @@ pub(crate) fn update_current<P: Platform>(
                     v,
                 ) {
                     fence(Ordering::SeqCst);
-                    fence_store::<P>(loc.adapter, cv, v, synchronized)?;
+                    fence_store::<P>(loc.adapter, cv, v)?;
                     continue;
                 }
             }
