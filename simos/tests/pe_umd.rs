@@ -1238,6 +1238,21 @@ fn dll_instructions_per_user_mode_submit() {
         "a wait for a reached value called the OS"
     );
     println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_fence_wait of a reached value");
+    // The C API's floor: a handle lookup and one load. Every fence call above pays it; a Rust
+    // caller, holding the fence itself, does not.
+    let mut now = 0u64;
+    let mut read = |n: usize| {
+        for _ in 0..n {
+            assert_eq!(call(&p, "rvgpu_fence_value", &[fence, addr(&mut now)]), OK);
+        }
+    };
+    read(100);
+    let (c1, i1) = p.instructions("rvgpu_fence_value").expect("counted");
+    read(100);
+    let (c2, i2) = p.instructions("rvgpu_fence_value").expect("counted");
+    assert_eq!(now, value, "rvgpu_fence_value read another value");
+    let per = (i2 - i1) as f64 / (c2 - c1) as f64;
+    println!("rvgpu_umd.dll: {per:.1} instructions per rvgpu_fence_value");
     assert_eq!(call(&p, "rvgpu_fence_destroy", &[fence]), OK);
     assert_eq!(call(&p, "rvgpu_buffer_destroy", &[b, 0, 0]), OK);
     assert_eq!(call(&p, "rvgpu_destroy_queue", &[q]), OK);
