@@ -418,6 +418,34 @@ impl<K: Ord, V> SortedMap<K, V> {
         Some(self.values.remove(i))
     }
 
+    /// Indexes of the keys in `lo..=hi`: two binary searches.
+    fn span(&self, lo: &K, hi: &K) -> core::ops::Range<usize> {
+        let start = self.keys.partition_point(|k| k < lo);
+        let end = self.keys.partition_point(|k| k <= hi).max(start);
+        start..end
+    }
+
+    /// Entries whose keys are in `lo..=hi` (two binary searches, no walk).
+    pub fn count_in(&self, lo: &K, hi: &K) -> usize {
+        self.span(lo, hi).len()
+    }
+
+    /// Removes the entries whose keys are in `lo..=hi` and returns how many (never allocates).
+    /// Linear in what it removes plus one move of each entry after them, never one
+    /// `Vec::remove` per entry.
+    pub fn remove_in(&mut self, lo: &K, hi: &K) -> usize {
+        let span = self.span(lo, hi);
+        let n = span.len();
+        if n == 0 || span.end > self.keys.len() || span.end > self.values.len() {
+            return 0;
+        }
+        #[cfg(test)]
+        count_moves(self.keys.len().saturating_sub(span.end));
+        self.keys.drain(span.clone());
+        self.values.drain(span);
+        n
+    }
+
     /// Entries in key order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&K, &V)> + '_ {
         self.keys.iter().zip(self.values.iter())

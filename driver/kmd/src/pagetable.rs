@@ -249,8 +249,14 @@ pub fn update<P: Platform>(
             e0.valid(),
         );
     }
-    if level == 0 && first == 0 && written > 0 && matches!(who, Mapping::UnplacedNativeFence) {
-        note_fence_pages(call, a, live, op);
+    if per_entry != 0 && first == 0 && written > 0 && !matches!(who, Mapping::System) {
+        if !e0.valid() {
+            // An unmapping: no fence page stays recorded where nothing is mapped.
+            let pages = u64::from(op.NumPageTableEntries).saturating_mul(per_entry);
+            forget_fence_pages(a, live, op, pages);
+        } else if level == 0 && matches!(who, Mapping::UnplacedNativeFence) {
+            note_fence_pages(call, a, live, op);
+        }
     }
     if written == 0 {
         return Ok(Pass {
@@ -264,9 +270,30 @@ pub fn update<P: Platform>(
     })
 }
 
+/// Drops the records of native-fence pages (`fence::pages`) in the `pages` pages VidMm
+/// unmaps from `op.FirstPteVirtualAddress` of the operation's process: whatever the mapping
+/// was, so that a process's records leave with its fences' pages.
+fn forget_fence_pages<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+    pages: u64,
+) {
+    let Ok(process) = Handle::decode_on(op.hProcess, Kind::Process, a.table_slot()) else {
+        return;
+    };
+    let mut fences = live.fences.lock();
+    if !fences.pages.is_empty() {
+        fences
+            .pages
+            .unmapped(process, op.FirstPteVirtualAddress, pages);
+    }
+}
+
 /// Records where the leaves of an unplaced native fence's mapping point (`fence::pages`): the
-/// fence's first open resolves its values through them. A record that does not fit is
-/// dropped; that open then fails.
+/// fence's first open resolves its values through them. A record that does not fit (the
+/// pool's end, or the process's share of it) is not made; that open then fails with
+/// `STATUS_NO_MEMORY`.
 fn note_fence_pages<P: Platform>(
     call: Call<'_>,
     a: &Adapter<P>,
@@ -292,7 +319,9 @@ fn note_fence_pages<P: Platform>(
         } else {
             None
         };
-        let _ = fences.pages.note::<P>(process, va, phys);
+        let _ = fences
+            .pages
+            .note::<P>(process, va, phys, &live.quotas.fence_pages);
     }
 }
 

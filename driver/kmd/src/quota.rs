@@ -1,11 +1,13 @@
 //! Fair use of the adapter's finite objects between processes.
 //!
-//! The adapter has 4,096 hardware queue ids, room for 16,384 contexts and 2^20 native fences,
-//! shared by every process. Windows limits handles per process but not these: a process that
-//! takes them all would make every other process's first queue, context or fence fail. So the
-//! last few free objects of each pool are a reserve that only a process holding fewer than a
-//! handful may take: a greedy process stops short of the reserve, and every other process
-//! still gets its first objects. The figures are this driver's choice (docs/robustness.md §6):
+//! The adapter has 4,096 hardware queue ids, room for 16,384 contexts, 2^20 native fences and
+//! 65,536 records of native-fence pages (`fence::pages`, on the builds that name no fence
+//! storage), shared by every process. Windows limits handles per process but not these: a
+//! process that takes them all would make every other process's first queue, context or fence
+//! fail. So the last few free objects of each pool are a reserve that only a process holding
+//! fewer than a handful may take: a greedy process stops short of the reserve, and every other
+//! process still gets its first objects (for the page records the whole pool is the reserve:
+//! a bound per process). The figures are this driver's choice (docs/robustness.md §6):
 //! large enough for many newcomers at once, small enough that one application can still use
 //! nearly the whole adapter. Each is a `REG_DWORD` under the adapter's software key, read once
 //! at start ([`Quotas::read`]), so an administrator or a test can change it.
@@ -43,6 +45,17 @@ pub const FENCES: Share = Share {
     first: 64,
 };
 
+/// Records of native-fence pages (`fence::pages::MAX_PAGES`), counted by the pages
+/// of a process's fences mapped into it before their first opens: a shareable fence's two
+/// pages of its own, two per page of a process's packed private fences. The whole pool is
+/// the reserve, so every process holds at most `first`: 512 live shareable fences of its
+/// own making (far more than an application shares; opens of others' fences take none), or
+/// some 260,000 private ones, and 64 processes at their share still fit.
+pub const FENCE_PAGES: Share = Share {
+    reserve: 1 << 16,
+    first: 1024,
+};
+
 /// Every pool's rule, as the adapter uses them while started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Quotas {
@@ -52,6 +65,8 @@ pub struct Quotas {
     pub contexts: Share,
     /// Native fences ([`FENCES`]).
     pub fences: Share,
+    /// Records of native-fence pages ([`FENCE_PAGES`]).
+    pub fence_pages: Share,
 }
 
 impl Default for Quotas {
@@ -60,18 +75,21 @@ impl Default for Quotas {
             queues: QUEUES,
             contexts: CONTEXTS,
             fences: FENCES,
+            fence_pages: FENCE_PAGES,
         }
     }
 }
 
 /// The registry values (under the adapter's software key) that override each figure.
-pub const VALUES: [&str; 6] = [
+pub const VALUES: [&str; 8] = [
     "QueueReserve",
     "QueueFirst",
     "ContextReserve",
     "ContextFirst",
     "FenceReserve",
     "FenceFirst",
+    "FencePageReserve",
+    "FencePageFirst",
 ];
 
 impl Quotas {
@@ -82,13 +100,15 @@ impl Quotas {
     /// device only).
     pub fn read<P: Platform>(pdo: *mut c_void) -> Self {
         let mut q = Self::default();
-        let fields: [&mut usize; 6] = [
+        let fields: [&mut usize; 8] = [
             &mut q.queues.reserve,
             &mut q.queues.first,
             &mut q.contexts.reserve,
             &mut q.contexts.first,
             &mut q.fences.reserve,
             &mut q.fences.first,
+            &mut q.fence_pages.reserve,
+            &mut q.fence_pages.first,
         ];
         for (name, field) in VALUES.iter().zip(fields) {
             if let Some(v) = P::software_key_dword(pdo, name) {
@@ -134,6 +154,49 @@ mod tests {
         let q = Quotas::read::<crate::kmem::Host>(core::ptr::null_mut());
         assert_eq!(q, Quotas::default());
         assert_eq!(q.fences, FENCES);
+    }
+
+    /// A figure with thousands separated by commas, as the docs write them.
+    fn figure(n: usize) -> std::string::String {
+        let digits = std::format!("{n}");
+        let mut out = std::string::String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i != 0 && digits.len().saturating_sub(i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    /// docs/robustness.md §6 states every pool's size and default share as they are here.
+    #[test]
+    fn robustness_md_states_each_share() {
+        let doc = include_str!("../../../docs/robustness.md");
+        let pools = [
+            (QUEUES, crate::hwqueue::QUEUE_ID_LIMIT as usize),
+            (CONTEXTS, crate::context::MAX_CONTEXTS),
+            (FENCES, crate::fence::registry::MAX_FENCES as usize),
+            // The whole pool (`fence::pages` checks that it is).
+            (FENCE_PAGES, FENCE_PAGES.reserve),
+        ];
+        for (names, (share, pool)) in VALUES.chunks(2).zip(pools) {
+            let head = std::format!("| `{}`, `{}` |", names[0], names[1]);
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&head))
+                .unwrap_or_else(|| panic!("docs/robustness.md has no row {head}"));
+            let cells: std::vec::Vec<&str> = row.split('|').map(str::trim).collect();
+            assert!(
+                cells[2].ends_with(&std::format!("({})", figure(pool))),
+                "{row}: the pool holds {pool}"
+            );
+            assert_eq!(
+                cells[3],
+                std::format!("{}, {}", figure(share.reserve), figure(share.first)),
+                "{row}"
+            );
+        }
     }
 
     #[test]

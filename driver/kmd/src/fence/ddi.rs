@@ -77,11 +77,16 @@ pub fn create<P: Platform>(
     // Room in the table first: the steps below change ISR-visible state, and a
     // failure after them would have to undo it.
     table.try_reserve::<P>().map_err(table_status)?;
-    // Room for the page records of its storage (fence::pages), noted when the OS maps it.
-    table
-        .pages
-        .try_reserve::<P>()
-        .map_err(|_| status::NO_MEMORY)?;
+    // Room for the page records of storage the OS did not name (fence::pages), noted when
+    // the OS maps it. Which process will map it no create argument says: a process's share
+    // of the records is applied when they are noted, and its refusal reported at the
+    // creator's open.
+    if cv.is_null() {
+        table
+            .pages
+            .try_reserve::<P>()
+            .map_err(|_| status::NO_MEMORY)?;
+    }
     // Room in the handle map (it grows here, before anything changed).
     if !a.fence_handles.has_room(h) && a.fence_handles.get(h).is_none() {
         a.fence_handles.try_grow::<P>(h).map_err(|e| match e {
@@ -175,8 +180,15 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
             match (cv, mv) {
                 (Some(cv), Some(mv)) if cv != mv => Some((cv, mv)),
                 // Not mapped where the OS says, or the record did not fit: the fence would
-                // be unusable (no CPU signal, no CPU wait), so the open fails cleanly.
-                _ if table.pages.dropped_for_memory() => return Err(status::NO_MEMORY),
+                // be unusable (no CPU signal, no CPU wait), so the open fails cleanly. Past
+                // the process's share of the records (crate::quota) or the pool's end, that
+                // is STATUS_NO_MEMORY, as for the adapter's other shares: the creator's open
+                // failing makes the OS destroy the new fence.
+                _ if table.pages.dropped_for_memory()
+                    || !table.pages.grants(process, &live.quotas.fence_pages) =>
+                {
+                    return Err(status::NO_MEMORY)
+                }
                 _ => return Err(status::INVALID_PARAMETER),
             }
         }
