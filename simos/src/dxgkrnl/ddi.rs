@@ -1,13 +1,19 @@
 //! The one way the simulated Dxgkrnl calls a DDI of the driver's table.
 //!
+//! A call site names the DDI once: [`slot!`] (or [`in_table!`] on a copy of the table, or on
+//! an interface the driver hands out) reads a slot and makes a [`Ddi`], the slot's pointer with
+//! the [`Routine`] of the same name, whose rules every helper below applies. The call site gets
+//! the pointer back only inside the call, so it cannot pair one DDI's pointer with another's
+//! IRQL rule or bug-check parameters. (`DriverEntry` is not in a table: the loader checks its
+//! rule itself.)
+//!
 //! [`call`] sets the IRQL the DDI runs at, marks the adapter whose DDI the thread is inside,
 //! refuses on a halted machine, enforces the routine's IRQL rule on entry, calls, and checks the
 //! IRQL on return (0xC8 on a mismatch; Windows' 0x113 for the DDIs behind Dxgkrnl's `Ddi*`
 //! wrappers, [`Wrapper::IrqlChecked`] in the rule table, under
 //! `OsConfig::ddi_irql_mismatch_is_0x113`). [`passive_with`] and [`call_arg`] are the two
-//! common DDI shapes over it. The slot lookup stays with the caller (its message and the
-//! point where a missing slot is noticed differ per DDI; [`required_slot!`] is the usual
-//! one); the status helpers below map what the DDI returned.
+//! common DDI shapes over it. Where a missing slot is noticed and what it says stays with the
+//! caller ([`slot!`] is the usual one); the status helpers below map what the DDI returned.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -87,15 +93,131 @@ impl Drop for InDdi {
     }
 }
 
-/// Calls a DDI of adapter `a` at `at` (`address` is the DDI's code address, for the bug-check
-/// parameters).
-pub fn call<R>(
-    a: &AdapterShared,
+/// A DDI of the driver's table (or of an interface it hands out) and the routine whose rules
+/// apply to it, both from one slot name: only [`slot!`] and [`in_table!`] make one, from
+/// `t.$slot` and the routine of the catalog row for that slot.
+#[derive(Clone, Copy, Debug)]
+pub struct Ddi<F> {
     routine: Routine,
     address: usize,
+    f: F,
+}
+
+impl<F: Copy> Ddi<F> {
+    /// The constructor of [`in_table!`], which derives `routine` and `f` from one slot name;
+    /// a call written by hand could pair them wrongly (a test checks nothing else calls it).
+    #[doc(hidden)]
+    pub const fn from_slot_name(routine: Routine, address: usize, f: F) -> Self {
+        Self {
+            routine,
+            address,
+            f,
+        }
+    }
+
+    /// The routine whose rules apply to this DDI (the slot's name).
+    pub fn routine(&self) -> Routine {
+        self.routine
+    }
+
+    /// The DDI's code address (bug-check parameters).
+    pub fn address(&self) -> usize {
+        self.address
+    }
+
+    /// The pointer, for a caller that checks the rules itself (the ISR and the DPC, which run
+    /// under their own locks and bug-check codes).
+    pub(crate) fn pointer(&self) -> F {
+        self.f
+    }
+}
+
+#[cfg(test)]
+impl Ddi<()> {
+    /// The OS's own code run as though inside `routine` (no driver code: address 0), for
+    /// tests of what the OS does when a DDI calls back into it.
+    pub(crate) fn pretend(routine: Routine) -> Self {
+        Self {
+            routine,
+            address: 0,
+            f: (),
+        }
+    }
+}
+
+/// The routine of the DDI at member `member` of the driver's table or of an interface it
+/// hands out, by the DDI catalog's row for it (used in a constant by [`in_table!`]: a member
+/// without a rule row, or one two rows name, does not compile, so the OS calls no DDI whose
+/// rules it does not know).
+#[doc(hidden)]
+pub const fn member_routine(member: &str) -> Routine {
+    const fn eq(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let mut found = None;
+    let mut i = 0;
+    while i < Routine::ALL.len() {
+        let r = Routine::ALL[i];
+        if let Some(row) = rvgpu_ddi::catalog::find(r.rules().name) {
+            if eq(row.member, member) {
+                assert!(found.is_none(), "two DDIs at one member name");
+                found = Some(r);
+            }
+        }
+        i += 1;
+    }
+    match found {
+        Some(r) => r,
+        None => panic!("a DDI member without a routine row in the rule table"),
+    }
+}
+
+/// Slot `$slot` of the table `$t` (a `DRIVER_INITIALIZATION_DATA`, or an interface the driver
+/// hands out, or a reference to one) as an `Option<`[`Ddi`]`>`: `None` when the slot is empty.
+macro_rules! in_table {
+    ($t:expr, $slot:ident) => {
+        $t.$slot.map(|f| {
+            $crate::dxgkrnl::ddi::Ddi::from_slot_name(
+                const { $crate::dxgkrnl::ddi::member_routine(stringify!($slot)) },
+                f as usize,
+                f,
+            )
+        })
+    };
+}
+pub(crate) use in_table;
+
+/// Slot `$slot` of adapter `$a`'s table as a [`Ddi`], read in place: "no driver loaded"
+/// without a table, [`missing`] when the slot is empty.
+macro_rules! slot {
+    ($a:expr, $slot:ident) => {
+        $a.table
+            .slot(|t| $crate::dxgkrnl::ddi::in_table!(t, $slot))
+            .ok_or_else(|| $crate::base::error::SimError::Simulation("no driver loaded".into()))
+            .and_then(|f| f.ok_or_else(|| $crate::dxgkrnl::ddi::missing(stringify!($slot))))
+    };
+}
+pub(crate) use slot;
+
+/// Calls DDI `ddi` of adapter `a` at `at`: `f` gets the DDI's pointer and makes the call.
+pub fn call<F: Copy, R>(
+    a: &AdapterShared,
+    ddi: Ddi<F>,
     at: At,
-    f: impl FnOnce() -> R,
+    f: impl FnOnce(F) -> R,
 ) -> Result<R, SimError> {
+    let routine = ddi.routine;
     let _irql = match at {
         At::Caller => None,
         At::Level(l) => Some(IrqlScope::enter(l)),
@@ -109,7 +231,7 @@ pub fn call<R>(
     };
     let fatal_0x113 =
         a.os.ddi_irql_mismatch_is_0x113 && routine.rules().wrapper == Wrapper::IrqlChecked;
-    let r = call_driver_checked(&a.state, routine, address, fatal_0x113, f);
+    let r = call_driver_checked(&a.state, routine, ddi.address, fatal_0x113, || f(ddi.f));
     if outermost {
         a.observer()
             .charge_bus(routine, before, a.device.bus_counts());
@@ -117,62 +239,57 @@ pub fn call<R>(
     r
 }
 
-/// Calls a DDI of adapter `a` at PASSIVE_LEVEL: [`call`] with [`At::Level`]`(Irql::Passive)`.
-pub fn passive<R>(
+/// Calls DDI `ddi` of adapter `a` at PASSIVE_LEVEL: [`call`] with [`At::Level`]`(Irql::Passive)`.
+pub fn passive<F: Copy, R>(
     a: &AdapterShared,
-    routine: Routine,
-    address: usize,
-    f: impl FnOnce() -> R,
+    ddi: Ddi<F>,
+    f: impl FnOnce(F) -> R,
 ) -> Result<R, SimError> {
-    call(a, routine, address, At::Level(Irql::Passive), f)
+    call(a, ddi, At::Level(Irql::Passive), f)
 }
 
-/// Calls `f(handle, arg)`, a DDI of the common `(HANDLE, A)` shape, at PASSIVE_LEVEL
+/// Calls `ddi(handle, arg)`, a DDI of the common `(HANDLE, A)` shape, at PASSIVE_LEVEL
 /// ([`passive`]): the adapter's context or a driver object's handle, and the argument block.
 ///
 /// # Safety
 ///
-/// `f` is the driver's DDI for `routine`; `handle` is the handle it takes; `arg`, and every
-/// buffer it names, is valid (and outlives the call) as that DDI requires.
+/// `handle` is the handle the DDI takes; `arg`, and every buffer it names, is valid (and
+/// outlives the call) as that DDI requires.
 pub unsafe fn passive_with<A, R>(
     a: &AdapterShared,
-    routine: Routine,
-    f: unsafe extern "system" fn(HANDLE, A) -> R,
+    ddi: Ddi<unsafe extern "system" fn(HANDLE, A) -> R>,
     handle: HANDLE,
     arg: A,
 ) -> Result<R, SimError> {
     // SAFETY: the caller's contract.
-    passive(a, routine, f as usize, || unsafe { f(handle, arg) })
+    passive(a, ddi, |f| unsafe { f(handle, arg) })
 }
 
-/// Calls `f(arg)`, a DDI whose one parameter is its argument block (the handles are inside it),
-/// at `at` ([`call`]).
+/// Calls `ddi(arg)`, a DDI whose one parameter is its argument block (the handles are inside
+/// it), at `at` ([`call`]).
 ///
 /// # Safety
 ///
-/// `f` is the driver's DDI for `routine`; `arg`, and every buffer it names, is valid (and
-/// outlives the call) as that DDI requires.
+/// `arg`, and every buffer it names, is valid (and outlives the call) as that DDI requires.
 pub unsafe fn call_arg<A, R>(
     a: &AdapterShared,
-    routine: Routine,
+    ddi: Ddi<unsafe extern "system" fn(A) -> R>,
     at: At,
-    f: unsafe extern "system" fn(A) -> R,
     arg: A,
 ) -> Result<R, SimError> {
     // SAFETY: the caller's contract.
-    call(a, routine, f as usize, at, || unsafe { f(arg) })
+    call(a, ddi, at, |f| unsafe { f(arg) })
 }
 
 /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a
-/// halted machine, enforces the IRQL rule of `routine`, runs `f` in the machine's context and
-/// reports a halt that happened during the call.
-pub fn call_driver<R>(
+/// halted machine, enforces the IRQL rule of its routine, runs `f` with its pointer in the
+/// machine's context and reports a halt that happened during the call.
+pub fn call_driver<F: Copy, R>(
     state: &Arc<MachineState>,
-    routine: Routine,
-    address: usize,
-    f: impl FnOnce() -> R,
+    ddi: Ddi<F>,
+    f: impl FnOnce(F) -> R,
 ) -> Result<R, SimError> {
-    call_driver_checked(state, routine, address, false, f)
+    call_driver_checked(state, ddi.routine, ddi.address, false, || f(ddi.f))
 }
 
 /// [`call_driver`]; with `fatal_0x113` a return at another IRQL raises Windows' 0x113 / 0x10
@@ -231,18 +348,6 @@ pub(crate) fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, Sim
         .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
 }
 
-/// Slot `$slot` of adapter `$a`'s table, read in place: "no driver loaded" without a table,
-/// [`missing`] when the slot is empty.
-macro_rules! required_slot {
-    ($a:expr, $slot:ident) => {
-        $a.table
-            .slot(|t| t.$slot)
-            .ok_or_else(|| $crate::base::error::SimError::Simulation("no driver loaded".into()))
-            .and_then(|f| f.ok_or_else(|| $crate::dxgkrnl::ddi::missing(stringify!($slot))))
-    };
-}
-pub(crate) use required_slot;
-
 /// A slot the OS needs is empty (no halt: the caller reports it).
 pub(crate) fn missing(name: &str) -> SimError {
     SimError::Simulation(format!("the driver's table has no {name}"))
@@ -287,11 +392,15 @@ pub(crate) fn must_succeed(
     }
 }
 
+/// The driver's `DxgkDdiQueryAdapterInfo`, as `slot!(a, DxgkDdiQueryAdapterInfo)` makes it.
+pub(crate) type QueryAdapterInfo =
+    Ddi<unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS>;
+
 /// `DxgkDdiQueryAdapterInfo` of type `ty` into `out` at `at`; returns the driver's status. The
 /// caller pre-fills `out` (a 0xCD pattern) so a field the driver leaves unset stays visible.
 pub(crate) fn query_adapter_info<T>(
     a: &AdapterShared,
-    q: unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS,
+    q: QueryAdapterInfo,
     ty: DXGK_QUERYADAPTERINFOTYPE,
     at: At,
     out: &mut T,
@@ -311,16 +420,157 @@ pub(crate) fn query_adapter_info<T>(
 /// `DxgkDdiQueryAdapterInfo` with a caller-built argument block (input data, odd sizes).
 pub(crate) fn query_adapter_info_args(
     a: &AdapterShared,
-    q: unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS,
+    q: QueryAdapterInfo,
     at: At,
     args: &DXGKARG_QUERYADAPTERINFO,
 ) -> Result<NTSTATUS, SimError> {
     let ctx = a.context();
-    let status = call(a, Routine::DxgkDdiQueryAdapterInfo, q as usize, at, || {
+    let status = call(a, q, at, |q| {
         // SAFETY: the driver's QueryAdapterInfo with its context and buffers the caller keeps
         // alive for the call.
         unsafe { q(ctx, args) }
     })?;
-    crate::dxgkrnl::bringup::triage_status(a, Routine::DxgkDdiQueryAdapterInfo, status);
+    crate::dxgkrnl::bringup::triage_status(a, q.routine(), status);
     Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rvgpu_ddi::abi::{AbiSlot, SlotVisitor};
+    use rvgpu_ddi::feature::{
+        DXGKARG_QUERYFEATUREINTERFACE, DXGKARG_QUERYFEATURESUPPORT, DXGKDDI_FEATURE_INTERFACE,
+    };
+    use rvgpu_ddi::kmtest::{DXGKARG_BUILDTESTCOMMANDBUFFER, DXGKDDI_KERNELMODETESTINGINTERFACE};
+
+    /// Where [`Numbered`] puts slot 0; slot `i` is at `BASE + 16 * i`.
+    const BASE: usize = 0x10_0000;
+
+    /// Fills every slot of a table with an address of its own, so an address tells the slot
+    /// it was read from.
+    struct Numbered;
+
+    impl SlotVisitor for Numbered {
+        fn visit<const ID: usize, S: AbiSlot>(&mut self, slot: &mut S) {
+            if S::CALLABLE {
+                // SAFETY: the table is read for its addresses only, never called.
+                *slot = unsafe { S::from_addr(BASE + 16 * ID) };
+            }
+        }
+    }
+
+    /// Every DDI of the table the OS has a rule for: its [`Ddi`] carries the routine named
+    /// like the slot its pointer came from.
+    #[test]
+    fn a_ddi_carries_the_routine_of_the_slot_it_was_read_from() {
+        let mut t = DRIVER_INITIALIZATION_DATA::default();
+        t.visit_slots(&mut Numbered);
+        let mut seen = Vec::new();
+        macro_rules! each {
+            ($($slot:ident,)*) => {$(
+                let d = in_table!(t, $slot).expect(stringify!($slot));
+                let slot = DRIVER_INITIALIZATION_DATA::SLOT_NAMES[(d.address() - BASE) / 16];
+                assert_eq!(d.routine().rules().name, slot);
+                seen.push(d.routine());
+            )*};
+        }
+        each! {
+            DxgkDdiAddDevice, DxgkDdiStartDevice, DxgkDdiStopDevice, DxgkDdiRemoveDevice,
+            DxgkDdiDispatchIoRequest, DxgkDdiInterruptRoutine, DxgkDdiDpcRoutine,
+            DxgkDdiQueryChildRelations, DxgkDdiQueryChildStatus, DxgkDdiQueryDeviceDescriptor,
+            DxgkDdiSetPowerState, DxgkDdiNotifyAcpiEvent, DxgkDdiResetDevice,
+            DxgkDdiNotifySurpriseRemoval, DxgkDdiUnload, DxgkDdiControlEtwLogging,
+            DxgkDdiQueryInterface, DxgkDdiQueryAdapterInfo, DxgkDdiCreateNativeFence,
+            DxgkDdiOpenNativeFence, DxgkDdiCloseNativeFence, DxgkDdiDestroyNativeFence,
+            DxgkDdiUpdateMonitoredValues, DxgkDdiUpdateCurrentValuesFromCpu,
+            DxgkDdiGetNodeMetadata, DxgkDdiCreateDevice, DxgkDdiDestroyDevice,
+            DxgkDdiCreateContext, DxgkDdiDestroyContext, DxgkDdiSuspendContext,
+            DxgkDdiResumeContext, DxgkDdiCreateHwQueue, DxgkDdiDestroyHwQueue,
+            DxgkDdiSubmitCommandToHwQueue, DxgkDdiCreateDoorbell, DxgkDdiConnectDoorbell,
+            DxgkDdiDisconnectDoorbell, DxgkDdiDestroyDoorbell, DxgkDdiNotifyWorkSubmission,
+            DxgkDdiSetPowerComponentFState, DxgkDdiPowerRuntimeControlRequest,
+            DxgkDdiSubmitCommand, DxgkDdiSubmitCommandVirtual, DxgkDdiPreemptCommand,
+            DxgkDdiQueryCurrentFence, DxgkDdiBuildPagingBuffer, DxgkDdiQueryDependentEngineGroup,
+            DxgkDdiQueryEngineStatus, DxgkDdiResetEngine, DxgkDdiCollectDbgInfo,
+            DxgkDdiCollectDbgInfo2, DxgkDdiResetFromTimeout, DxgkDdiRestartFromTimeout,
+            DxgkDdiSetupPriorityBands, DxgkDdiSetSchedulingLogBuffer,
+            DxgkDdiSetContextSchedulingProperties, DxgkDdiResetHwEngine, DxgkDdiResumeHwEngine,
+            DxgkDdiSetNativeFenceLogBuffer, DxgkDdiUpdateNativeFenceLogs, DxgkDdiCalibrateGpuClock,
+            DxgkDdiCreateProcess, DxgkDdiDestroyProcess, DxgkDdiSetRootPageTable,
+            DxgkDdiGetRootPageTableSize, DxgkDdiCreateAllocation, DxgkDdiDestroyAllocation,
+            DxgkDdiDescribeAllocation, DxgkDdiGetStandardAllocationDriverData,
+            DxgkDdiOpenAllocation, DxgkDdiCloseAllocation,
+        }
+        // The list above is every routine with a slot of the table.
+        for r in Routine::ALL {
+            let has_slot = DRIVER_INITIALIZATION_DATA::SLOT_NAMES.contains(&r.rules().name);
+            assert_eq!(has_slot, seen.contains(r), "{r:?}");
+        }
+    }
+
+    unsafe extern "system" fn support(_: HANDLE, _: *mut DXGKARG_QUERYFEATURESUPPORT) -> NTSTATUS {
+        0
+    }
+    unsafe extern "system" fn interface(
+        _: HANDLE,
+        _: *mut DXGKARG_QUERYFEATUREINTERFACE,
+    ) -> NTSTATUS {
+        0
+    }
+    unsafe extern "system" fn build(_: HANDLE, _: *mut DXGKARG_BUILDTESTCOMMANDBUFFER) -> NTSTATUS {
+        0
+    }
+
+    /// The DDIs the driver hands out in interfaces carry the routine of their catalog row.
+    #[test]
+    fn an_interface_ddi_carries_the_routine_of_its_member() {
+        let feature = DXGKDDI_FEATURE_INTERFACE {
+            QueryFeatureSupport: Some(support),
+            QueryFeatureInterface: Some(interface),
+            Size: 0,
+            Version: 0,
+            Context: std::ptr::null_mut(),
+            InterfaceReference: None,
+            InterfaceDereference: None,
+        };
+        let d = in_table!(feature, QueryFeatureSupport).expect("set");
+        assert_eq!(d.routine(), Routine::DxgkDdiQueryFeatureSupport);
+        assert_eq!(d.address(), support as *const () as usize);
+        let d = in_table!(feature, QueryFeatureInterface).expect("set");
+        assert_eq!(d.routine(), Routine::DxgkDdiQueryFeatureInterface);
+        assert_eq!(d.address(), interface as *const () as usize);
+        let testing = DXGKDDI_KERNELMODETESTINGINTERFACE {
+            pfnBuildTestCommandBuffer: Some(build),
+        };
+        let d = in_table!(testing, pfnBuildTestCommandBuffer).expect("set");
+        assert_eq!(d.routine(), Routine::DxgkDdiBuildTestCommandBuffer);
+        assert_eq!(d.address(), build as *const () as usize);
+    }
+
+    /// Only [`in_table!`] pairs a pointer with a routine: no other code of the crate calls
+    /// the constructor it uses, so no call site can pair one DDI's pointer with another's rule.
+    #[test]
+    fn only_in_table_makes_a_ddi() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let this = root.parent().map(|w| w.join(file!())).expect("workspace");
+        let mut dirs = vec![root.join("src")];
+        let mut users = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            for e in std::fs::read_dir(&dir).expect("read_dir").flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs")
+                    && p != this
+                    && std::fs::read_to_string(&p)
+                        .expect("read")
+                        .contains(concat!("from_slot", "_name"))
+                {
+                    users.push(p);
+                }
+            }
+        }
+        assert!(this.is_file(), "{}", this.display());
+        assert_eq!(users, Vec::<std::path::PathBuf>::new());
+    }
 }

@@ -21,7 +21,6 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::dxgkrnl::irql::Routine;
 
 /// Driver features the OS asks about, in its order.
 pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
@@ -256,8 +255,7 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         return Ok(db);
     };
     db.driver_interface = true;
-    let support = iface
-        .QueryFeatureSupport
+    let support = ddi::in_table!(iface, QueryFeatureSupport)
         .ok_or_else(|| ddi::sim_err(a, "feature interface without QueryFeatureSupport".into()))?;
     for &id in DRIVER_FEATURES {
         let mut args = DXGKARG_QUERYFEATURESUPPORT {
@@ -270,15 +268,7 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         };
         let ctx = iface.Context;
         // SAFETY: the driver's function with its interface context and a valid block.
-        let st = unsafe {
-            ddi::passive_with(
-                a,
-                Routine::DxgkDdiQueryFeatureSupport,
-                support,
-                ctx,
-                &mut args,
-            )
-        }?;
+        let st = unsafe { ddi::passive_with(a, support, ctx, &mut args) }?;
         let claimed = NT_SUCCESS(st) && args.SupportedByDriver != 0;
         let (min, max) = (args.MinSupportedVersion, args.MaxSupportedVersion);
         // [M] DXGKARG_QUERYFEATURESUPPORT: a supported feature has non-zero versions with
@@ -313,7 +303,7 @@ fn query_interface(
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
 ) -> Result<Option<DXGKDDI_FEATURE_INTERFACE>, SimError> {
-    let Some(q) = t.DxgkDdiQueryInterface else {
+    let Some(q) = ddi::in_table!(t, DxgkDdiQueryInterface) else {
         return Ok(None);
     };
     let guid: GUID = GUID_WDDM_INTERFACE_FEATURE;
@@ -330,7 +320,7 @@ fn query_interface(
         };
         // SAFETY: the driver's DDI with its context and a request naming a 56-byte
         // buffer that outlives the call.
-        let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryInterface, q, ctx, &mut req) }?;
+        let st = unsafe { ddi::passive_with(a, q, ctx, &mut req) }?;
         Ok(NT_SUCCESS(st).then_some(buf))
     };
     if ask(56, 2)?.is_some() {

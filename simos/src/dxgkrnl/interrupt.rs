@@ -31,7 +31,7 @@ use crate::base::notify::Processed;
 use crate::base::processor::{check_return_irql, current_irql, IrqlScope};
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::context::MachineContext;
-use crate::dxgkrnl::irql::{self, Routine};
+use crate::dxgkrnl::irql;
 
 /// Consecutive unclaimed ISR calls with the device still requesting before 0xF2.
 pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;
@@ -203,7 +203,11 @@ struct IsrRun {
 /// not called (no ISR, the interrupt disconnected or the machine halted meanwhile, or the
 /// entry check bug-checked).
 fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
-    let Some(isr) = a.table.slot(|t| t.DxgkDdiInterruptRoutine).flatten() else {
+    let Some(isr) = a
+        .table
+        .slot(|t| crate::dxgkrnl::ddi::in_table!(t, DxgkDdiInterruptRoutine))
+        .flatten()
+    else {
         a.state
             .raise_sim_error("interrupt connected but DxgkDdiInterruptRoutine is null");
         return None;
@@ -218,11 +222,7 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
         return None;
     }
     let _irql = IrqlScope::enter(Irql::Device);
-    if let Err(b) = irql::check(
-        Routine::DxgkDdiInterruptRoutine,
-        current_irql(),
-        isr as usize,
-    ) {
+    if let Err(b) = irql::check(isr.routine(), current_irql(), isr.address()) {
         a.state.raise_bugcheck(b);
         return None;
     }
@@ -234,18 +234,17 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     // SAFETY: `isr` is the driver's DxgkDdiInterruptRoutine from its validated table; `ctx`
     // is the MiniportDeviceContext its AddDevice returned; we hold the interrupt lock at
     // device IRQL, as Windows calls an ISR.
-    let claimed = unsafe { isr(ctx, 0) != 0 };
+    let claimed = unsafe { (isr.pointer())(ctx, 0) != 0 };
     let after = a.device.bus_counts();
     #[cfg(target_os = "linux")]
     if let Some(before) = thread_reads {
         crate::machine::pci::note_isr(crate::machine::pci::thread_reads().wrapping_sub(before));
     }
-    a.observer()
-        .charge_bus(Routine::DxgkDdiInterruptRoutine, before, after);
+    a.observer().charge_bus(isr.routine(), before, after);
     let returned = check_return_irql(
         Irql::Device,
         bugcheck::irql_unexpected::INTERRUPT_SERVICE_ROUTINE,
-        isr as usize as u64,
+        isr.address() as u64,
         ctx as usize as u64,
         0,
     );
@@ -255,7 +254,7 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     Some(IsrRun {
         claimed,
         returned_ok: returned.is_ok(),
-        isr: isr as usize as u64,
+        isr: isr.address() as u64,
         ctx: ctx as usize as u64,
     })
 }
@@ -288,7 +287,11 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     if a.state.is_halted() || !a.irq.dpc_queued.swap(false, Ordering::AcqRel) {
         return false;
     }
-    let Some(dpc) = a.table.slot(|t| t.DxgkDdiDpcRoutine).flatten() else {
+    let Some(dpc) = a
+        .table
+        .slot(|t| crate::dxgkrnl::ddi::in_table!(t, DxgkDdiDpcRoutine))
+        .flatten()
+    else {
         a.state
             .raise_sim_error("DPC queued but DxgkDdiDpcRoutine is null");
         return false;
@@ -296,7 +299,7 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     let ctx = a.context();
     let _m = MachineContext::enter(a.state.clone());
     let _irql = IrqlScope::enter(Irql::Dispatch);
-    if let Err(b) = irql::check(Routine::DxgkDdiDpcRoutine, current_irql(), dpc as usize) {
+    if let Err(b) = irql::check(dpc.routine(), current_irql(), dpc.address()) {
         a.state.raise_bugcheck(b);
         return false;
     }
@@ -304,13 +307,13 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     let before = a.device.bus_counts();
     // SAFETY: the driver's DxgkDdiDpcRoutine from its validated table, with its context, at
     // DISPATCH_LEVEL, one DPC at a time per adapter (under the DPC gate).
-    unsafe { dpc(ctx) };
+    unsafe { (dpc.pointer())(ctx) };
     a.observer()
-        .charge_bus(Routine::DxgkDdiDpcRoutine, before, a.device.bus_counts());
+        .charge_bus(dpc.routine(), before, a.device.bus_counts());
     if let Err(b) = check_return_irql(
         Irql::Dispatch,
         bugcheck::irql_unexpected::SIM_DPC,
-        dpc as usize as u64,
+        dpc.address() as u64,
         ctx as usize as u64,
         0,
     ) {

@@ -50,7 +50,6 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::features::FeatureDb;
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
 use crate::ums::handles::KmtHandle;
@@ -59,11 +58,15 @@ use crate::ums::TestTarget;
 /// The driver's `pfnBuildTestCommandBuffer` as the feature database keeps it (compared by
 /// address).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct BuildFn(pub PDXGKDDI_BUILDTESTCOMMANDBUFFER);
+pub struct BuildFn(pub Option<ddi::Ddi<BuildTestCommandBuffer>>);
+
+/// The pointer type of `pfnBuildTestCommandBuffer`.
+type BuildTestCommandBuffer =
+    unsafe extern "system" fn(rvgpu_ddi::HANDLE, *mut DXGKARG_BUILDTESTCOMMANDBUFFER) -> NTSTATUS;
 
 impl PartialEq for BuildFn {
     fn eq(&self, other: &Self) -> bool {
-        self.0.map(|f| f as usize) == other.0.map(|f| f as usize)
+        self.0.map(|f| f.address()) == other.0.map(|f| f.address())
     }
 }
 impl Eq for BuildFn {}
@@ -82,11 +85,11 @@ pub(crate) fn query_interface(
     a: &AdapterShared,
     iface: &DXGKDDI_FEATURE_INTERFACE,
     db: &FeatureDb,
-) -> Result<PDXGKDDI_BUILDTESTCOMMANDBUFFER, SimError> {
+) -> Result<Option<ddi::Ddi<BuildTestCommandBuffer>>, SimError> {
     let Some(version) = db.version(DXGK_FEATURE_KERNEL_MODE_TESTING) else {
         return Ok(None);
     };
-    let Some(query) = iface.QueryFeatureInterface else {
+    let Some(query) = ddi::in_table!(iface, QueryFeatureInterface) else {
         a.observer()
             .triage("kernel-mode testing enabled without QueryFeatureInterface".into());
         return Ok(None);
@@ -102,15 +105,7 @@ pub(crate) fn query_interface(
     let ctx = iface.Context;
     // SAFETY: the driver's function with its interface context and a block naming an
     // 8-byte interface buffer that outlives the call.
-    let st = unsafe {
-        ddi::passive_with(
-            a,
-            Routine::DxgkDdiQueryFeatureInterface,
-            query,
-            ctx,
-            &mut args,
-        )
-    }?;
+    let st = unsafe { ddi::passive_with(a, query, ctx, &mut args) }?;
     if !NT_SUCCESS(st) || args.InterfaceSize < size || out.pfnBuildTestCommandBuffer.is_none() {
         a.observer().triage(format!(
             "kernel-mode testing interface: status {st:#x}, size {}: not usable",
@@ -121,9 +116,10 @@ pub(crate) fn query_interface(
     // The PE image's routine is its code: the OS calls it through a forwarder.
     #[cfg(target_os = "linux")]
     if let Some(pe) = a.state.pe() {
-        return Ok(pe.translate_build_test_command_buffer(out.pfnBuildTestCommandBuffer));
+        out.pfnBuildTestCommandBuffer =
+            pe.translate_build_test_command_buffer(out.pfnBuildTestCommandBuffer);
     }
-    Ok(out.pfnBuildTestCommandBuffer)
+    Ok(ddi::in_table!(out, pfnBuildTestCommandBuffer))
 }
 
 /// The highest user-mode address + 1 (`MmUserProbeAddress` on x64): a probed range must end
@@ -272,16 +268,8 @@ impl Machine {
         let ctx = a.context();
         // SAFETY: the driver's function with its adapter context and an argument block
         // whose buffers (of the sizes it names) outlive the call.
-        let st = unsafe {
-            ddi::passive_with(
-                &a,
-                Routine::DxgkDdiBuildTestCommandBuffer,
-                build,
-                ctx,
-                &mut args,
-            )
-        }?;
-        crate::dxgkrnl::bringup::triage_status(&a, Routine::DxgkDdiBuildTestCommandBuffer, st);
+        let st = unsafe { ddi::passive_with(&a, build, ctx, &mut args) }?;
+        crate::dxgkrnl::bringup::triage_status(&a, build.routine(), st);
         if !NT_SUCCESS(st) {
             return Ok(st);
         }

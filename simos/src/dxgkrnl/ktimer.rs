@@ -320,10 +320,16 @@ mod tests {
         RUNS.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The OS's timer code run as though the driver called it from a PASSIVE_LEVEL DDI (no
+    /// driver code runs: address 0 in the bug-check parameters).
+    fn inside_a_ddi() -> ddi::Ddi<()> {
+        ddi::Ddi::pretend(Routine::DxgkDdiQueryAdapterInfo)
+    }
+
     /// Arms `timer` from inside a DDI of adapter 0, as the driver does from StartDevice.
     fn arm_in_ddi(m: &crate::Machine, timer: &SimTimer, period: u32, r: TimerRoutine) -> bool {
         let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
-        ddi::passive(&a, Routine::DxgkDdiQueryAdapterInfo, 0, || {
+        ddi::passive(&a, inside_a_ddi(), |()| {
             arm(timer, period, r, std::ptr::null())
         })
         .expect("ddi")
@@ -341,13 +347,9 @@ mod tests {
         let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
         let t = SimTimer::default();
         unsafe fn nothing(_: *const core::ffi::c_void) {}
-        let armed = ddi::call(
-            &a,
-            Routine::DxgkDdiQueryAdapterInfo,
-            0,
-            At::Level(Irql::Device),
-            || arm(&t, 10, nothing, std::ptr::null()),
-        );
+        let armed = ddi::call(&a, inside_a_ddi(), At::Level(Irql::Device), |()| {
+            arm(&t, 10, nothing, std::ptr::null())
+        });
         assert!(matches!(armed, Ok(false) | Err(_)), "{armed:?}");
         assert_eq!(
             m.state.bugcheck().map(|b| b.code),
@@ -362,7 +364,7 @@ mod tests {
         let t: &'static SimTimer = Box::leak(Box::default());
         assert!(arm_in_ddi(&m, t, 10, nothing));
         let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
-        let again = ddi::passive(&a, Routine::DxgkDdiQueryAdapterInfo, 0, || {
+        let again = ddi::passive(&a, inside_a_ddi(), |()| {
             arm(t, 10, nothing, std::ptr::null())
         });
         assert!(

@@ -196,21 +196,14 @@ impl Machine {
             return Err(self.misuse(format!("adapter {i} already started")));
         }
         if life == Life::Absent {
-            let add = t
-                .DxgkDdiAddDevice
+            let add = ddi::in_table!(t, DxgkDdiAddDevice)
                 .ok_or_else(|| self.misuse("no AddDevice".into()))?;
             let pdo = a.resources.pdo();
             let mut ctx: *mut c_void = std::ptr::null_mut();
-            let status = ddi::call(
-                &a,
-                Routine::DxgkDdiAddDevice,
-                add as usize,
-                At::Caller,
-                || {
-                    // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
-                    unsafe { add(pdo, &mut ctx) }
-                },
-            )?;
+            let status = ddi::call(&a, add, At::Caller, |add| {
+                // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
+                unsafe { add(pdo, &mut ctx) }
+            })?;
             check_status(status)?;
             if ctx.is_null() {
                 return Err(self.misuse("AddDevice succeeded with a NULL context".into()));
@@ -226,8 +219,7 @@ impl Machine {
                 return Err(refusal);
             }
         }
-        let start = t
-            .DxgkDdiStartDevice
+        let start = ddi::in_table!(t, DxgkDdiStartDevice)
             .ok_or_else(|| self.misuse("no StartDevice".into()))?;
         let mut start_info = DXGK_START_INFO {
             RequiredDmaQueueEntry: 0,
@@ -256,25 +248,19 @@ impl Machine {
         // The DPC gate opened above: a DPC queued before it may run now.
         a.irq.dpc_wake.notify();
         let ctx = a.context();
-        let status = ddi::call(
-            &a,
-            Routine::DxgkDdiStartDevice,
-            start as usize,
-            At::Caller,
-            || {
-                // SAFETY: the driver's StartDevice with its context and valid pointers to our
-                // start info, callback table and out-parameters, all live during the call.
-                unsafe {
-                    start(
-                        ctx,
-                        &mut start_info,
-                        &mut *iface,
-                        &mut sources,
-                        &mut children,
-                    )
-                }
-            },
-        );
+        let status = ddi::call(&a, start, At::Caller, |start| {
+            // SAFETY: the driver's StartDevice with its context and valid pointers to our
+            // start info, callback table and out-parameters, all live during the call.
+            unsafe {
+                start(
+                    ctx,
+                    &mut start_info,
+                    &mut *iface,
+                    &mut sources,
+                    &mut children,
+                )
+            }
+        });
         if !matches!(status, Ok(s) if s >= 0) {
             // A failed start: the interrupt is disconnected and no DPC may run for it any more.
             a.irq.connected.store(false, Ordering::Release);
@@ -605,7 +591,7 @@ impl Machine {
         a: &AdapterShared,
         t: &DRIVER_INITIALIZATION_DATA,
     ) -> Result<Option<bringup::Violation>, SimError> {
-        let Some(q) = t.DxgkDdiQueryAdapterInfo else {
+        let Some(q) = ddi::in_table!(t, DxgkDdiQueryAdapterInfo) else {
             return Ok(None);
         };
         let mut index = DXGK_QUERYHISTORYBUFFERPRECISIONIN::default();
@@ -638,7 +624,7 @@ impl Machine {
             .MemoryManagementCaps
             .Anonymous
             .is_set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported);
-        let Some(q) = t.DxgkDdiQueryAdapterInfo.filter(|_| secure) else {
+        let Some(q) = ddi::in_table!(t, DxgkDdiQueryAdapterInfo).filter(|_| secure) else {
             return Ok(None);
         };
         let mut index: u32 = 0;
@@ -667,7 +653,7 @@ impl Machine {
         t: &DRIVER_INITIALIZATION_DATA,
         caps: &DXGK_DRIVERCAPS,
     ) -> Result<Option<DXGK_PHYSICALADAPTERCAPS>, SimError> {
-        let Some(q) = t.DxgkDdiQueryAdapterInfo else {
+        let Some(q) = ddi::in_table!(t, DxgkDdiQueryAdapterInfo) else {
             return Ok(None);
         };
         if (caps.WDDMVersion as u32) < 0x2000 || t.Version < 0x5005 {
@@ -708,8 +694,7 @@ impl Machine {
         a: &AdapterShared,
         t: &DRIVER_INITIALIZATION_DATA,
     ) -> Result<DXGK_DRIVERCAPS, SimError> {
-        let q = t
-            .DxgkDdiQueryAdapterInfo
+        let q = ddi::in_table!(t, DxgkDdiQueryAdapterInfo)
             .ok_or_else(|| self.misuse("no QueryAdapterInfo".into()))?;
         // Pre-filled with a 0xCD pattern (what an uninitialised pool buffer looks like under
         // Verifier) so a field the driver leaves unset is visible to the checks in
@@ -740,8 +725,7 @@ impl Machine {
         a: &AdapterShared,
         t: &DRIVER_INITIALIZATION_DATA,
     ) -> Result<(), SimError> {
-        let stop = t
-            .DxgkDdiStopDevice
+        let stop = ddi::in_table!(t, DxgkDdiStopDevice)
             .ok_or_else(|| self.misuse("no StopDevice".into()))?;
         // BR-107: runtime power management stops before the adapter goes ([D] DXGADAPTER::Stop).
         crate::dxgkrnl::power::stop(a, t)?;
@@ -752,8 +736,7 @@ impl Machine {
         crate::vidsch::system::destroy(a, t)?;
         crate::vidmm::mmu::close_paging_process(a)?;
         // SAFETY: the driver's StopDevice with its context.
-        let status =
-            unsafe { ddi::call_arg(a, Routine::DxgkDdiStopDevice, At::Caller, stop, a.context()) };
+        let status = unsafe { ddi::call_arg(a, stop, At::Caller, a.context()) };
         // Disconnect the interrupt and flush DPCs whatever StopDevice said (IoDisconnectInterrupt
         // and KeFlushQueuedDpcs follow the stop in Dxgkrnl).
         a.irq.connected.store(false, Ordering::Release);
@@ -799,7 +782,7 @@ impl Machine {
         let supported = lock(&a.caps).is_some_and(|c| c.SupportSurpriseRemoval != 0);
         if supported {
             let t = self.table()?;
-            let Some(f) = t.DxgkDdiNotifySurpriseRemoval else {
+            let Some(f) = ddi::in_table!(t, DxgkDdiNotifySurpriseRemoval) else {
                 let msg = format!(
                     "adapter {i}: SupportSurpriseRemoval is set but DxgkDdiNotifySurpriseRemoval \
                      is null"
@@ -811,9 +794,7 @@ impl Machine {
             let removal = rvgpu_ddi::adapter::DxgkRemovalPnPNotify;
             // The return status is ignored for a removal while running (the DDI's page).
             // SAFETY: the driver's DDI with its context.
-            let _ = unsafe {
-                ddi::passive_with(&a, Routine::DxgkDdiNotifySurpriseRemoval, f, ctx, removal)
-            }?;
+            let _ = unsafe { ddi::passive_with(&a, f, ctx, removal) }?;
         }
         self.device_removed(i)
     }
@@ -826,20 +807,11 @@ impl Machine {
         if !matches!(life, Life::Stopped | Life::Added) {
             return Err(self.misuse(format!("adapter {i} is {life:?}, not stopped")));
         }
-        let remove = t
-            .DxgkDdiRemoveDevice
+        let remove = ddi::in_table!(t, DxgkDdiRemoveDevice)
             .ok_or_else(|| self.misuse("no RemoveDevice".into()))?;
         // SAFETY: the driver's RemoveDevice with its context; nothing calls the driver for this
         // adapter afterwards.
-        let status = unsafe {
-            ddi::call_arg(
-                &a,
-                Routine::DxgkDdiRemoveDevice,
-                At::Caller,
-                remove,
-                a.context(),
-            )
-        }?;
+        let status = unsafe { ddi::call_arg(&a, remove, At::Caller, a.context()) }?;
         check_status(status)?;
         // The driver freed its adapter: a kernel timer still set in it is 0xC7.
         if let Err(b) = crate::dxgkrnl::ktimer::check_removed(&a) {
@@ -891,10 +863,9 @@ impl Machine {
         {
             return Err(self.misuse(format!("Unload with adapter {} still present", a.index)));
         }
-        let unload = t
-            .DxgkDdiUnload
-            .ok_or_else(|| self.misuse("no Unload".into()))?;
-        ddi::call_driver(&self.state, Routine::DxgkDdiUnload, unload as usize, || {
+        let unload =
+            ddi::in_table!(t, DxgkDdiUnload).ok_or_else(|| self.misuse("no Unload".into()))?;
+        ddi::call_driver(&self.state, unload, |unload| {
             // SAFETY: the driver's Unload, after every adapter was removed.
             unsafe { unload() }
         })?;

@@ -30,7 +30,6 @@ use crate::base::error::SimError;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::{triage_status, Violation};
 use crate::dxgkrnl::ddi::{self, At};
-use crate::dxgkrnl::irql::Routine;
 
 pub use crate::dxgkrnl::rules::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST;
 
@@ -237,8 +236,7 @@ fn query<T: Copy>(
     ty: i32,
     mut input: u32,
 ) -> Result<(NTSTATUS, T), SimError> {
-    let q = t
-        .DxgkDdiQueryAdapterInfo
+    let q = ddi::in_table!(t, DxgkDdiQueryAdapterInfo)
         .ok_or_else(|| SimError::Simulation("no DxgkDdiQueryAdapterInfo".into()))?;
     let mut out = std::mem::MaybeUninit::<T>::uninit();
     // SAFETY: fills the MaybeUninit's storage byte by byte.
@@ -395,31 +393,26 @@ pub(crate) fn notify(
     t: &DRIVER_INITIALIZATION_DATA,
     code: &GUID,
 ) -> Result<(), SimError> {
-    let Some(f) = t.DxgkDdiPowerRuntimeControlRequest else {
+    let Some(f) = ddi::in_table!(t, DxgkDdiPowerRuntimeControlRequest) else {
         return Ok(());
     };
     let ctx = a.context();
-    let status = ddi::passive(
-        a,
-        Routine::DxgkDdiPowerRuntimeControlRequest,
-        f as usize,
-        || {
-            // SAFETY: the driver's DDI with its context and a GUID that outlives the call; no
-            // buffers, as Dxgkrnl passes none for its notifications.
-            unsafe {
-                f(
-                    ctx as HANDLE,
-                    code,
-                    std::ptr::null_mut(),
-                    0,
-                    std::ptr::null_mut(),
-                    0,
-                    std::ptr::null_mut(),
-                )
-            }
-        },
-    )?;
-    triage_status(a, Routine::DxgkDdiPowerRuntimeControlRequest, status);
+    let status = ddi::passive(a, f, |f| {
+        // SAFETY: the driver's DDI with its context and a GUID that outlives the call; no
+        // buffers, as Dxgkrnl passes none for its notifications.
+        unsafe {
+            f(
+                ctx as HANDLE,
+                code,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            )
+        }
+    })?;
+    triage_status(a, f.routine(), status);
     Ok(())
 }
 

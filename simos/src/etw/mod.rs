@@ -73,16 +73,13 @@ impl crate::Machine {
         flags: u32,
         level: u8,
     ) -> Result<(), crate::SimError> {
-        let f = self
-            .table()?
-            .DxgkDdiControlEtwLogging
+        let f = crate::dxgkrnl::ddi::in_table!(self.table()?, DxgkDdiControlEtwLogging)
             .ok_or_else(|| crate::SimError::Simulation("no DxgkDdiControlEtwLogging".into()))?;
         crate::dxgkrnl::ddi::call_driver(
             &self.state,
-            crate::dxgkrnl::rules::Routine::DxgkDdiControlEtwLogging,
-            f as usize,
+            f,
             // SAFETY: the driver's routine with plain values, at PASSIVE_LEVEL.
-            || unsafe { f(u8::from(enable), flags, level) },
+            |f| unsafe { f(u8::from(enable), flags, level) },
         )
     }
 

@@ -9,10 +9,9 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
-use crate::dxgkrnl::irql::Routine;
 
 use super::events::UmsEvent;
-use super::kmd::{check_kmd_handle, destroy_kmd_object};
+use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock};
 use super::state::{new_handle, ContextObj, Suspended, UmsProcess};
 
@@ -28,8 +27,7 @@ pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), Sim
     let (kmd, node) = kmd;
     // What the GPU logged about the context is read while it is alive.
     crate::vidsch::hws::context_destroying(a, kmd, node);
-    let f = table(a)?.DxgkDdiDestroyContext;
-    destroy_kmd_object(a, Routine::DxgkDdiDestroyContext, "context", f, kmd)?;
+    destroy_kmd!(a, table(a)?, DxgkDdiDestroyContext, "context", kmd)?;
     let mut os = lock(&a.ums);
     os.contexts.remove(&h);
     os.events.push(UmsEvent::DestroyContext { context: h });
@@ -126,9 +124,7 @@ pub(crate) fn create_context_raw(
         (d.kmd, d.process)
     };
     let hw_queue = check_context_creation(a, node, flags, virtual_context)?;
-    let f = table(a)?
-        .DxgkDdiCreateContext
-        .map_or_else(not_supported, Ok)?;
+    let f = ddi::in_table!(table(a)?, DxgkDdiCreateContext).map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATECONTEXT {
         hContext: std::ptr::null_mut(),
@@ -145,15 +141,7 @@ pub(crate) fn create_context_raw(
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
     // SAFETY: the driver's DDI with its device handle and a valid argument block.
-    let status = unsafe {
-        ddi::passive_with(
-            a,
-            Routine::DxgkDdiCreateContext,
-            f,
-            kmd_device as HANDLE,
-            &mut args,
-        )
-    }?;
+    let status = unsafe { ddi::passive_with(a, f, kmd_device as HANDLE, &mut args) }?;
     check_status(status)?;
     let kmd = args.hContext as usize;
     // BR-65/BR-67 ([D] DXGCONTEXT::Initialize → EnsurePriviledgedDmaPool): a context that does
@@ -166,8 +154,7 @@ pub(crate) fn create_context_raw(
     if !uses_gpu_va {
         let model = lock(&a.mm.memory_model).clone();
         if let Err(e) = crate::vidmm::dmapool::privileged_pool(&model, false, &args.ContextInfo) {
-            let f = table(a)?.DxgkDdiDestroyContext;
-            destroy_kmd_object(a, Routine::DxgkDdiDestroyContext, "context", f, kmd)?;
+            destroy_kmd!(a, table(a)?, DxgkDdiDestroyContext, "context", kmd)?;
             return Err(e);
         }
     }

@@ -217,7 +217,11 @@ fn disconnect_through_driver(
         }
         d.kmd
     };
-    let Some(f) = a.table.slot(|t| t.DxgkDdiDisconnectDoorbell).flatten() else {
+    let Some(f) = a
+        .table
+        .slot(|t| ddi::in_table!(t, DxgkDdiDisconnectDoorbell))
+        .flatten()
+    else {
         return STATUS_INVALID_PARAMETER;
     };
     let mut args = DXGKARG_DISCONNECTDOORBELL {
@@ -226,7 +230,7 @@ fn disconnect_through_driver(
     };
     // The driver's status is ignored; a simulation error or bug check inside it is already
     // recorded on the machine.
-    let _ = ddi::passive(a, Routine::DxgkDdiDisconnectDoorbell, f as usize, || {
+    let _ = ddi::passive(a, f, |f| {
         // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
         unsafe { f(&mut args) }
     });

@@ -27,7 +27,6 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::ConnectPower;
 use crate::machine::Machine;
 use crate::vidmm::allocation::release_alloc;
@@ -70,7 +69,7 @@ pub(super) fn os_disconnect(
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
     };
-    let status = value_ddi(a, Routine::DxgkDdiDisconnectDoorbell, f, &mut args)?;
+    let status = value_ddi(a, f, &mut args)?;
     must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
     let mut os = lock(&a.ums);
     if let Some(d) = os.doorbells.get_mut(&h) {
@@ -234,7 +233,7 @@ pub(super) fn connect_ddi(
         SecondaryKernelCpuVirtualAddress: std::ptr::null_mut(),
         Status: -1,
     };
-    let status = value_ddi(a, Routine::DxgkDdiConnectDoorbell, f, &mut args)?;
+    let status = value_ddi(a, f, &mut args)?;
     let result = if NT_SUCCESS(status) {
         if args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED
             && args.Status != D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD
@@ -322,7 +321,7 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
     let mut args = DXGKARG_DESTROYDOORBELL {
         hDoorbell: kmd as HANDLE,
     };
-    let status = value_ddi(a, Routine::DxgkDdiDestroyDoorbell, f, &mut args)?;
+    let status = value_ddi(a, f, &mut args)?;
     must_succeed(a, "DxgkDdiDestroyDoorbell", status)?;
     // Once the doorbell is gone the OS drops its references on the ring and ring control (UM-07)
     // and the UMD may free them: a queue still in a runlist would have the CMP read freed
@@ -461,9 +460,7 @@ pub(crate) fn create_doorbell(
             pid,
         )
     };
-    let f = table(a)?
-        .DxgkDdiCreateDoorbell
-        .map_or_else(not_supported, Ok)?;
+    let f = ddi::in_table!(table(a)?, DxgkDdiCreateDoorbell).map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATEDOORBELL {
         hHwQueue: kmd_queue as HANDLE,
@@ -478,7 +475,7 @@ pub(crate) fn create_doorbell(
         hRingBufferControl: kmd_control as HANDLE,
         Flags: DXGKARG_CREATEDOORBELL_FLAGS::default(),
     };
-    let status = ddi::passive(a, Routine::DxgkDdiCreateDoorbell, f as usize, || {
+    let status = ddi::passive(a, f, |f| {
         // SAFETY: the driver's DDI with a valid argument block whose private data buffer
         // lives across the call.
         unsafe { f(&mut args) }
@@ -559,14 +556,13 @@ pub(crate) fn notify_work_submission(
         }
         os.queues.get(&d.queue).map_or(0, |q| q.kmd)
     };
-    let f = table(a)?
-        .DxgkDdiNotifyWorkSubmission
-        .map_or_else(not_supported, Ok)?;
+    let f =
+        ddi::in_table!(table(a)?, DxgkDdiNotifyWorkSubmission).map_or_else(not_supported, Ok)?;
     let mut args = DXGKARG_NOTIFYWORKSUBMISSION {
         hHwQueue: kmd_queue as HANDLE,
         Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::default(),
     };
-    let status = value_ddi(a, Routine::DxgkDdiNotifyWorkSubmission, f, &mut args)?;
+    let status = value_ddi(a, f, &mut args)?;
     must_succeed(a, "DxgkDdiNotifyWorkSubmission", status)?;
     lock(&a.ums)
         .events
@@ -584,11 +580,10 @@ pub(super) fn engine_held(a: &AdapterShared, engine: u32) -> bool {
 /// disconnect, destroy, notify) at PASSIVE_LEVEL; returns the driver's status.
 fn value_ddi<T>(
     a: &AdapterShared,
-    routine: Routine,
-    f: unsafe extern "system" fn(*mut T) -> NTSTATUS,
+    f: ddi::Ddi<unsafe extern "system" fn(*mut T) -> NTSTATUS>,
     args: &mut T,
 ) -> Result<NTSTATUS, SimError> {
-    ddi::passive(a, routine, f as usize, || {
+    ddi::passive(a, f, |f| {
         // SAFETY: the driver's DDI with a valid argument block naming its doorbell or queue.
         unsafe { f(args) }
     })

@@ -22,14 +22,13 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, sim_err, table, At};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::{SubmitFailure, UmsProgress};
 use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
 
 use super::events::UmsEvent;
 use super::held::{drop_held_work, kick_all};
-use super::kmd::{check_kmd_handle, destroy_kmd_object, needed_ddi};
+use super::kmd::{check_kmd_handle, destroy_kmd, needed_ddi};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
 use super::state::{kernel_handle, new_handle, HwqSched, Pending, Power, QueueObj, UmsProcess};
@@ -63,8 +62,7 @@ pub(super) fn destroy_hw_queue(
     let _q = lock(&lock_q);
     // The queue is off the runlist; read what its logs still hold.
     crate::sync::fencelog::queue_destroying(a, kmd)?;
-    let f = table(a)?.DxgkDdiDestroyHwQueue;
-    destroy_kmd_object(a, Routine::DxgkDdiDestroyHwQueue, "queue", f, kmd)?;
+    destroy_kmd!(a, table(a)?, DxgkDdiDestroyHwQueue, "queue", kmd)?;
     crate::sync::fencelog::queue_destroyed(a, kmd)?;
     {
         let mut os = lock(&a.ums);
@@ -246,9 +244,7 @@ pub(crate) fn create_hw_queue(
         // UM-04: user-mode queues only on an adapter that reported its doorbell size.
         return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
     }
-    let f = table(a)?
-        .DxgkDdiCreateHwQueue
-        .map_or_else(not_supported, Ok)?;
+    let f = ddi::in_table!(table(a)?, DxgkDdiCreateHwQueue).map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
     let logs = crate::sync::fencelog::alloc_queue_logs(m, a, user_mode)?;
@@ -325,7 +321,7 @@ pub(crate) fn create_hw_queue(
     }
     let dl = device_lock(a, device)?;
     let seq = dev_guard(a, &dl);
-    let status = ddi::passive(a, Routine::DxgkDdiCreateHwQueue, f as usize, || {
+    let status = ddi::passive(a, f, |f| {
         // SAFETY: the driver's DDI with its context handle and a valid argument block whose
         // private data buffer lives across the call.
         unsafe { f(kmd_ctx as HANDLE, &mut args) }
@@ -461,7 +457,7 @@ impl Machine {
         let a = self.ums_adapter(p.adapter)?;
         let kmd = lock(&a.ums).live_queue_of(p.device, queue)?.kmd;
         let f = needed_ddi!(&a, DxgkDdiDestroyHwQueue, "created a queue")?;
-        ddi::passive(&a, Routine::DxgkDdiDestroyHwQueue, f as usize, || {
+        ddi::passive(&a, f, |f| {
             // SAFETY: the driver's DDI with its own handle of a queue it created.
             unsafe { f(kmd as HANDLE) }
         })
@@ -480,7 +476,7 @@ impl Machine {
         let mut args = DXGKARG_DESTROYDOORBELL {
             hDoorbell: kmd as HANDLE,
         };
-        ddi::passive(&a, Routine::DxgkDdiDestroyDoorbell, f as usize, || {
+        ddi::passive(&a, f, |f| {
             // SAFETY: the driver's DDI with a valid argument block naming its own doorbell.
             unsafe { f(&mut args) }
         })
@@ -529,9 +525,8 @@ pub(super) fn submit_raw_at(
         (p.gpu_va(), p.kernel_va() as PVOID)
     });
     let _q = lock(&lock_q);
-    let f = table(a)?
-        .DxgkDdiSubmitCommandToHwQueue
-        .map_or_else(not_supported, Ok)?;
+    let f =
+        ddi::in_table!(table(a)?, DxgkDdiSubmitCommandToHwQueue).map_or_else(not_supported, Ok)?;
     let args = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
         hHwQueue: kmd as HANDLE,
         HwQueueProgressFenceId: value,
@@ -544,17 +539,11 @@ pub(super) fn submit_raw_at(
         HwQueueProgressFenceCpuVa: progress_cpu,
     };
     let ctx = a.context();
-    ddi::call(
-        a,
-        Routine::DxgkDdiSubmitCommandToHwQueue,
-        f as usize,
-        At::Level(irql),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block naming its
-            // queue.
-            unsafe { f(ctx, &args) }
-        },
-    )
+    ddi::call(a, f, At::Level(irql), |f| {
+        // SAFETY: the driver's DDI with its context and a valid argument block naming its
+        // queue.
+        unsafe { f(ctx, &args) }
+    })
 }
 
 pub(crate) fn submit_command(

@@ -6,7 +6,6 @@ use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
 use crate::base::error::SimError;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, must_succeed, sim_err};
-use crate::dxgkrnl::irql::Routine;
 
 /// A step of VidSch's worker failed: a simulation error, unless the machine halted already
 /// (the halt is why it failed, and stays the machine's fault).
@@ -32,7 +31,7 @@ macro_rules! needed_ddi {
     ($a:expr, $slot:ident, $since:literal) => {
         $crate::ums::kmd::needed(
             $a,
-            $crate::dxgkrnl::ddi::table($a)?.$slot,
+            $crate::dxgkrnl::ddi::in_table!($crate::dxgkrnl::ddi::table($a)?, $slot),
             stringify!($slot),
             $since,
         )
@@ -40,23 +39,36 @@ macro_rules! needed_ddi {
 }
 pub(super) use needed_ddi;
 
-/// Calls a `DxgkDdiDestroy*` that takes only the KMD's handle of a `what` (device, context,
-/// hardware queue) at PASSIVE_LEVEL. The driver created the object, so the DDI must exist, and
-/// it must succeed; either failure is a simulation error.
+/// [`destroy_kmd_object`] with slot `$slot` of table `$t`.
+macro_rules! destroy_kmd {
+    ($a:expr, $t:expr, $slot:ident, $what:expr, $kmd:expr) => {
+        $crate::ums::destroy_kmd_object(
+            $a,
+            $what,
+            stringify!($slot),
+            $crate::dxgkrnl::ddi::in_table!($t, $slot),
+            $kmd,
+        )
+    };
+}
+pub(crate) use destroy_kmd;
+
+/// Calls `DxgkDdiDestroy*` `name`, `f`, that takes only the KMD's handle of a `what` (device,
+/// context, hardware queue) at PASSIVE_LEVEL. The driver created the object, so the DDI must
+/// exist, and it must succeed; either failure is a simulation error.
 pub(crate) fn destroy_kmd_object(
     a: &AdapterShared,
-    routine: Routine,
     what: &str,
-    f: Option<unsafe extern "system" fn(HANDLE) -> NTSTATUS>,
+    name: &str,
+    f: Option<ddi::Ddi<unsafe extern "system" fn(HANDLE) -> NTSTATUS>>,
     kmd: usize,
 ) -> Result<(), SimError> {
-    let name = format!("{routine:?}");
     let f = f.ok_or_else(|| sim_err(a, format!("driver created a {what} but has no {name}")))?;
-    let status = ddi::passive(a, routine, f as usize, || {
+    let status = ddi::passive(a, f, |f| {
         // SAFETY: the driver's DDI with its own handle of the object.
         unsafe { f(kmd as HANDLE) }
     })?;
-    must_succeed(a, &name, status)
+    must_succeed(a, name, status)
 }
 
 /// The handle a create DDI returned: non-null and not the handle of another live object of

@@ -15,7 +15,6 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::OsDisconnects;
 use crate::machine::Machine;
 
@@ -407,21 +406,16 @@ fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), Si
     if current == Some(fstate) || current.is_none() {
         return Ok(());
     }
-    let f = table(a)?.DxgkDdiSetPowerComponentFState;
+    let f = ddi::in_table!(table(a)?, DxgkDdiSetPowerComponentFState);
     let called = match (f, component) {
         (Some(f), Some(component)) => {
             let ctx = a.context();
-            let status = ddi::passive(
-                a,
-                Routine::DxgkDdiSetPowerComponentFState,
-                f as usize,
-                || {
-                    // SAFETY: the driver's DDI with its context, the component index it
-                    // reported and one of the component's F-states.
-                    unsafe { f(ctx, component, fstate) }
-                },
-            )?;
-            bringup::triage_status(a, Routine::DxgkDdiSetPowerComponentFState, status);
+            let status = ddi::passive(a, f, |f| {
+                // SAFETY: the driver's DDI with its context, the component index it
+                // reported and one of the component's F-states.
+                unsafe { f(ctx, component, fstate) }
+            })?;
+            bringup::triage_status(a, f.routine(), status);
             true
         }
         _ => false,
@@ -462,8 +456,7 @@ pub(super) fn set_power_state(
     a: &AdapterShared,
     state: DEVICE_POWER_STATE,
 ) -> Result<(), SimError> {
-    let f = table(a)?
-        .DxgkDdiSetPowerState
+    let f = ddi::in_table!(table(a)?, DxgkDdiSetPowerState)
         .ok_or_else(|| SimError::Simulation("no DxgkDdiSetPowerState".into()))?;
     let ctx = a.context();
     if state == PowerDeviceD0 {
@@ -472,7 +465,7 @@ pub(super) fn set_power_state(
         // the stack (learn.microsoft.com, "Handling Device Power-Up IRPs").
         a.d3hot.set(false);
     }
-    let status = ddi::passive(a, Routine::DxgkDdiSetPowerState, f as usize, || {
+    let status = ddi::passive(a, f, |f| {
         // SAFETY: the driver's DDI with its context and the adapter's device UID.
         unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
     })?;
@@ -516,7 +509,7 @@ pub(super) fn suspend_context(
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
-    let status = unsafe { ddi::passive_with(a, Routine::DxgkDdiSuspendContext, f, ctx, &args) }?;
+    let status = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
     if status == STATUS_PENDING {
         return Err(sim_err(
             a,
@@ -554,7 +547,7 @@ pub(super) fn resume_context(
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
-    let status = unsafe { ddi::passive_with(a, Routine::DxgkDdiResumeContext, f, ctx, &args) }?;
+    let status = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
     check_status(status)?;
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {

@@ -18,7 +18,6 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::Teardown;
 use crate::machine::Machine;
 use crate::sync::fence::WaitOutcome;
@@ -28,7 +27,7 @@ use super::context::destroy_context;
 use super::doorbell::{destroy_doorbell, os_disconnect};
 use super::events::UmsEvent;
 use super::hwqueue::destroy_hw_queue;
-use super::kmd::{check_kmd_handle, destroy_kmd_object};
+use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::power::{power_up_if_needed, resume_power_suspended, suspend_context};
 use super::state::{
@@ -169,8 +168,7 @@ fn destroy_device_rest(
     close_process_fences(m, a, device)?;
     let _g = dev_guard(a, dl);
     let kmd = lock(&a.ums).device(device)?.kmd;
-    let f = table(a)?.DxgkDdiDestroyDevice;
-    destroy_kmd_object(a, Routine::DxgkDdiDestroyDevice, "device", f, kmd)?;
+    destroy_kmd!(a, table(a)?, DxgkDdiDestroyDevice, "device", kmd)?;
     let pid = {
         let mut os = lock(&a.ums);
         let pid = os.devices.remove(&device).map(|d| d.process);
@@ -301,9 +299,7 @@ impl Machine {
     /// A new process with a D3D device on adapter `i` (`DxgkDdiCreateDevice`).
     pub fn create_process(&self, i: usize) -> Result<UmsProcess, SimError> {
         let a = self.ums_adapter(i)?;
-        let f = table(&a)?
-            .DxgkDdiCreateDevice
-            .map_or_else(not_supported, Ok)?;
+        let f = ddi::in_table!(table(&a)?, DxgkDdiCreateDevice).map_or_else(not_supported, Ok)?;
         let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
         // The process's D3DKMT handle table lives as long as this machine.
         self.handles.own_process(pid);
@@ -321,8 +317,7 @@ impl Machine {
         };
         let ctx = a.context();
         // SAFETY: the driver's DDI with its context and a valid argument block.
-        let status =
-            unsafe { ddi::passive_with(&a, Routine::DxgkDdiCreateDevice, f, ctx, &mut args) }?;
+        let status = unsafe { ddi::passive_with(&a, f, ctx, &mut args) }?;
         // BR-91 (the statuses column of the rule table): another status is "an invalid
         // NTSTATUS code" in the triage log; the status still goes to the caller.
         if !bringup::status_allowed("DxgkDdiCreateDevice", status) {

@@ -15,7 +15,6 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, At};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 
 use super::state::Power;
@@ -29,7 +28,7 @@ pub(crate) fn query_node_metadata(
 ) -> Result<Vec<DXGK_NODEMETADATA>, SimError> {
     let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
     let mut metadata = Vec::new();
-    if let Some(get) = t.DxgkDdiGetNodeMetadata {
+    if let Some(get) = ddi::in_table!(t, DxgkDdiGetNodeMetadata) {
         let ctx = a.context();
         // Dxgkrnl passes an entry of its node array, which has the header's stride (74 bytes,
         // packed): the array is filled with 0xCD and followed by guard bytes, so a write past
@@ -43,12 +42,12 @@ pub(crate) fn query_node_metadata(
                 .get_mut(at..)
                 .map(|e| e.as_mut_ptr().cast::<DXGK_NODEMETADATA>())
                 .ok_or_else(|| SimError::Simulation("node array".into()))?;
-            let status = ddi::passive(a, Routine::DxgkDdiGetNodeMetadata, get as usize, || {
+            let status = ddi::passive(a, get, |get| {
                 // SAFETY: the driver's DDI with its context, a valid node and an entry of
                 // `stride` writable bytes in `array`.
                 unsafe { get(ctx, node, entry) }
             })?;
-            bringup::triage_status(a, Routine::DxgkDdiGetNodeMetadata, status);
+            bringup::triage_status(a, get.routine(), status);
             if array[at + stride..].iter().any(|b| *b != 0xCD) {
                 return Err(ddi::sim_err(
                     a,
@@ -89,7 +88,7 @@ pub(crate) fn query_at_start(
         .any(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission));
     // Not asked: treated as a failed query (a node claiming UMS then fails BR-76).
     let mut ums_caps = Err(STATUS_NOT_IMPLEMENTED);
-    if let (true, Some(q)) = (claims, t.DxgkDdiQueryAdapterInfo) {
+    if let (true, Some(q)) = (claims, ddi::in_table!(t, DxgkDdiQueryAdapterInfo)) {
         let mut c = DXGK_USERMODESUBMISSION_CAPS {
             Flags: DXGK_USERMODESUBMISSION_CAPS_Flags::from_value(0xCDCD_CDCD),
             DoorbellSizeInBytes: 0xCDCD_CDCD,

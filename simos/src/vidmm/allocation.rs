@@ -21,7 +21,6 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::ums::handles::KmtHandle;
@@ -333,7 +332,7 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
     let f = a
         .table
         .get()
-        .and_then(|t| t.DxgkDdiCreateAllocation)
+        .and_then(|t| ddi::in_table!(t, DxgkDdiCreateAllocation))
         .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
     // The OS passes its own copy of the UMD's bytes (user memory is never handed to the KMD).
     let mut copy = private.to_vec();
@@ -350,7 +349,7 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block whose
     // one info and private data outlive the call.
-    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiCreateAllocation, f, ctx, &mut args) }?;
+    let st = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
     ddi::check_status(st)?;
     let kmd = info.hAllocation as usize;
     if kmd == 0 || info.Size == 0 {
@@ -393,7 +392,11 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
 
 /// `DxgkDdiDestroyAllocation` of one driver allocation.
 fn destroy_kmd_allocation(a: &AdapterShared, kmd: usize) -> Result<(), SimError> {
-    let Some(f) = a.table.get().and_then(|t| t.DxgkDdiDestroyAllocation) else {
+    let Some(f) = a
+        .table
+        .get()
+        .and_then(|t| ddi::in_table!(t, DxgkDdiDestroyAllocation))
+    else {
         return Ok(());
     };
     let list = [kmd as HANDLE];
@@ -404,7 +407,7 @@ fn destroy_kmd_allocation(a: &AdapterShared, kmd: usize) -> Result<(), SimError>
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid block naming its handle.
-    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiDestroyAllocation, f, ctx, &args) }?;
+    let st = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
     if st < 0 {
         let msg = format!(
             "driver bug: DxgkDdiDestroyAllocation of its own allocation failed ({:#010x})",

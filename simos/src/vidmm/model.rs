@@ -172,7 +172,7 @@ pub(crate) fn query(
             ),
         )));
     }
-    let Some(q) = t.DxgkDdiQueryAdapterInfo else {
+    let Some(q) = ddi::in_table!(t, DxgkDdiQueryAdapterInfo) else {
         return Ok(Ok(MemoryModel::default()));
     };
     let call = |ty: DXGK_QUERYADAPTERINFOTYPE, input: &mut [u8], out: &mut [u8]| {

@@ -9,7 +9,6 @@ use rvgpu_ddi::tdr::*;
 use crate::base::error::SimError;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::ums::handles::KmtHandle;
 use crate::ums::UmsProcess;
@@ -247,13 +246,14 @@ pub(crate) fn mdl_side(mdl: PMDL) -> DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
 }
 
 /// `DxgkDdiBuildPagingBuffer`'s type.
-type BuildFn = unsafe extern "system" fn(HANDLE, *mut DXGKARG_BUILDPAGINGBUFFER) -> NTSTATUS;
+type BuildFn =
+    ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut DXGKARG_BUILDPAGINGBUFFER) -> NTSTATUS>;
 
 /// The driver's `DxgkDdiBuildPagingBuffer`: without one, paging is `STATUS_NOT_SUPPORTED`.
 fn build_ddi(a: &AdapterShared) -> Result<BuildFn, SimError> {
     a.table
         .get()
-        .and_then(|t| t.DxgkDdiBuildPagingBuffer)
+        .and_then(|t| ddi::in_table!(t, DxgkDdiBuildPagingBuffer))
         .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))
 }
 
@@ -295,8 +295,7 @@ fn one_pass(
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize bytes and a
     // valid argument block.
-    let status =
-        unsafe { ddi::passive_with(a, Routine::DxgkDdiBuildPagingBuffer, f, ctx, &mut args) }?;
+    let status = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
     Ok(Pass {
         status,
         words,

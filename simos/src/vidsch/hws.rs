@@ -59,7 +59,6 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::ums::handles::KmtHandle;
 
@@ -289,14 +288,8 @@ pub(crate) fn initialize_nodes(
             targetNormalBandPercentage: a.os.hws_normal_band_percentage,
         };
         // SAFETY: a valid argument block (values only).
-        let status = unsafe {
-            optional_ddi(
-                a,
-                Routine::DxgkDdiSetupPriorityBands,
-                t.DxgkDdiSetupPriorityBands,
-                &args,
-            )
-        }?;
+        let status =
+            unsafe { optional_ddi(a, ddi::in_table!(t, DxgkDdiSetupPriorityBands), &args) }?;
         lock(&a.sch.hws)
             .calls
             .push(HwsCall::SetupPriorityBands { node, args, status });
@@ -349,14 +342,8 @@ pub(crate) fn initialize_nodes(
             InterruptEntry: interrupt_entry,
         };
         // SAFETY: a valid argument block whose buffer stays allocated until the adapter stops.
-        let status = unsafe {
-            optional_ddi(
-                a,
-                Routine::DxgkDdiSetSchedulingLogBuffer,
-                t.DxgkDdiSetSchedulingLogBuffer,
-                &args,
-            )
-        }?;
+        let status =
+            unsafe { optional_ddi(a, ddi::in_table!(t, DxgkDdiSetSchedulingLogBuffer), &args) }?;
         lock(&a.sch.hws)
             .calls
             .push(HwsCall::SetSchedulingLogBuffer {
@@ -641,8 +628,7 @@ fn set_properties(
     let status = unsafe {
         optional_ddi(
             a,
-            Routine::DxgkDdiSetContextSchedulingProperties,
-            table(a)?.DxgkDdiSetContextSchedulingProperties,
+            ddi::in_table!(table(a)?, DxgkDdiSetContextSchedulingProperties),
             &args,
         )
     }?;
@@ -744,15 +730,14 @@ impl Machine {
 /// Every pointer in `args` stays valid for as long as the DDI may use it.
 unsafe fn optional_ddi<T>(
     a: &AdapterShared,
-    routine: Routine,
-    f: Option<unsafe extern "system" fn(HANDLE, *const T) -> NTSTATUS>,
+    f: Option<ddi::Ddi<unsafe extern "system" fn(HANDLE, *const T) -> NTSTATUS>>,
     args: &T,
 ) -> Result<Option<NTSTATUS>, SimError> {
     let Some(f) = f else {
         return Ok(None);
     };
     let ctx = a.context();
-    ddi::passive(a, routine, f as usize, || {
+    ddi::passive(a, f, |f| {
         // SAFETY: the driver's DDI with its context and an argument block valid as the caller
         // guarantees.
         unsafe { f(ctx, args) }

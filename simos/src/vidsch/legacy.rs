@@ -35,7 +35,6 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::{Machine, Mode};
 use crate::ums::handles::KmtHandle;
 use crate::ums::{self, UmsProcess};
@@ -63,11 +62,13 @@ pub(crate) fn encode(cmds: &[Command]) -> Result<Vec<u64>, SimError> {
 /// One kernel-mode submission DDI with its arguments.
 enum Submit {
     Physical(
-        unsafe extern "system" fn(HANDLE, *const DXGKARG_SUBMITCOMMAND) -> NTSTATUS,
+        ddi::Ddi<unsafe extern "system" fn(HANDLE, *const DXGKARG_SUBMITCOMMAND) -> NTSTATUS>,
         DXGKARG_SUBMITCOMMAND,
     ),
     Virtual(
-        unsafe extern "system" fn(HANDLE, *const DXGKARG_SUBMITCOMMANDVIRTUAL) -> NTSTATUS,
+        ddi::Ddi<
+            unsafe extern "system" fn(HANDLE, *const DXGKARG_SUBMITCOMMANDVIRTUAL) -> NTSTATUS,
+        >,
         DXGKARG_SUBMITCOMMANDVIRTUAL,
     ),
 }
@@ -97,7 +98,7 @@ fn submit_packet(
     // virtual addressing", d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual); the OS's own
     // buffers by physical address through SubmitCommand.
     let call = if let Some(va) = p.dma.va() {
-        let f = t.DxgkDdiSubmitCommandVirtual.ok_or_else(|| {
+        let f = ddi::in_table!(t, DxgkDdiSubmitCommandVirtual).ok_or_else(|| {
             SimError::Simulation("GpuMmu driver has no DxgkDdiSubmitCommandVirtual".into())
         })?;
         Submit::Virtual(
@@ -122,8 +123,7 @@ fn submit_packet(
             DmaBuf::System { bus_addr, len } => (bus_addr, len),
             _ => return Err(SimError::Simulation("a DMA buffer with no address".into())),
         };
-        let f = t
-            .DxgkDdiSubmitCommand
+        let f = ddi::in_table!(t, DxgkDdiSubmitCommand)
             .ok_or_else(|| SimError::Simulation("driver has no DxgkDdiSubmitCommand".into()))?;
         Submit::Physical(
             f,
@@ -170,21 +170,15 @@ fn submit_packet(
     // SubmitCommandVirtual UNVERIFIED, docs/tdr.md Q5).
     let status = match call {
         Submit::Virtual(f, args) => {
-            ddi::call(
-                a,
-                Routine::DxgkDdiSubmitCommandVirtual,
-                f as usize,
-                at,
-                || {
-                    // SAFETY: the driver's DDI with its context and a valid argument block; the
-                    // buffer stays mapped in the process until the fence ID is retired (an
-                    // arena's until then; a UMD's, whose destruction AL-03 defers).
-                    unsafe { f(ctx, &args) }
-                },
-            )?
+            ddi::call(a, f, at, |f| {
+                // SAFETY: the driver's DDI with its context and a valid argument block; the
+                // buffer stays mapped in the process until the fence ID is retired (an
+                // arena's until then; a UMD's, whose destruction AL-03 defers).
+                unsafe { f(ctx, &args) }
+            })?
         }
         Submit::Physical(f, args) => {
-            ddi::call(a, Routine::DxgkDdiSubmitCommand, f as usize, at, || {
+            ddi::call(a, f, at, |f| {
                 // SAFETY: the driver's DDI with its context and a valid argument block; the
                 // DMA buffer stays allocated until the fence ID is retired.
                 unsafe { f(ctx, &args) }
@@ -525,7 +519,7 @@ impl Machine {
         let f = a
             .table
             .get()
-            .and_then(|t| t.DxgkDdiQueryCurrentFence)
+            .and_then(|t| ddi::in_table!(t, DxgkDdiQueryCurrentFence))
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
         let mut args = DXGKARG_QUERYCURRENTFENCE {
             CurrentFence: 0,
@@ -533,7 +527,7 @@ impl Machine {
             EngineOrdinal: 0,
         };
         let ctx = a.context();
-        let st = ddi::passive(&a, Routine::DxgkDdiQueryCurrentFence, f as usize, || {
+        let st = ddi::passive(&a, f, |f| {
             // SAFETY: the driver's DDI with its context and a valid argument block.
             unsafe { f(ctx, &mut args) }
         })?;

@@ -20,7 +20,6 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup::Violation;
 use crate::dxgkrnl::ddi::{self};
-use crate::dxgkrnl::irql::Routine;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
 /// The driver's handles of the system device and its per-node contexts.
@@ -50,9 +49,10 @@ pub(crate) fn create(
     t: &DRIVER_INITIALIZATION_DATA,
     nodes: u32,
 ) -> Result<Result<(), Violation>, SimError> {
-    let (Some(create_device), Some(create_context)) =
-        (t.DxgkDdiCreateDevice, t.DxgkDdiCreateContext)
-    else {
+    let (Some(create_device), Some(create_context)) = (
+        ddi::in_table!(t, DxgkDdiCreateDevice),
+        ddi::in_table!(t, DxgkDdiCreateContext),
+    ) else {
         // No render core (BR-47 would have refused a partial one): nothing to schedule.
         return Ok(Ok(()));
     };
@@ -68,15 +68,7 @@ pub(crate) fn create(
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its adapter context and a valid argument block.
-    let status = unsafe {
-        ddi::passive_with(
-            a,
-            Routine::DxgkDdiCreateDevice,
-            create_device,
-            ctx,
-            &mut args,
-        )
-    }?;
+    let status = unsafe { ddi::passive_with(a, create_device, ctx, &mut args) }?;
     if status < 0 {
         return Ok(Err(refused("DxgkDdiCreateDevice (system device)", status)));
     }
@@ -100,15 +92,10 @@ pub(crate) fn create(
             PrivateDriverDataSize: 0,
             ContextInfo: DXGK_CONTEXTINFO::default(),
         };
-        let status = ddi::passive(
-            a,
-            Routine::DxgkDdiCreateContext,
-            create_context as usize,
-            || {
-                // SAFETY: the driver's DDI with its system device and a valid argument block.
-                unsafe { create_context(device as HANDLE, &mut args) }
-            },
-        )?;
+        let status = ddi::passive(a, create_context, |create_context| {
+            // SAFETY: the driver's DDI with its system device and a valid argument block.
+            unsafe { create_context(device as HANDLE, &mut args) }
+        })?;
         if status < 0 {
             destroy(a, t)?;
             return Ok(Err(refused(
@@ -145,22 +132,10 @@ pub(crate) fn context(a: &AdapterShared, node: u32) -> usize {
 pub(crate) fn destroy(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<(), SimError> {
     let objects = std::mem::take(&mut *lock(&a.sch.system));
     for h in objects.contexts {
-        crate::ums::destroy_kmd_object(
-            a,
-            Routine::DxgkDdiDestroyContext,
-            "system context",
-            t.DxgkDdiDestroyContext,
-            h,
-        )?;
+        crate::ums::destroy_kmd!(a, t, DxgkDdiDestroyContext, "system context", h)?;
     }
     if objects.device != 0 {
-        crate::ums::destroy_kmd_object(
-            a,
-            Routine::DxgkDdiDestroyDevice,
-            "system device",
-            t.DxgkDdiDestroyDevice,
-            objects.device,
-        )?;
+        crate::ums::destroy_kmd!(a, t, DxgkDdiDestroyDevice, "system device", objects.device)?;
     }
     Ok(())
 }

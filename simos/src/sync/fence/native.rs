@@ -20,7 +20,6 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::ddi::{self, check_status, At};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::SystemVas;
 use crate::machine::Machine;
 
@@ -200,8 +199,8 @@ impl Machine {
         shared_cv: Option<Slot>,
     ) -> Result<NativeFence, SimError> {
         self.fence_reap_maps(a)?;
-        let create = ddi::required_slot!(a, DxgkDdiCreateNativeFence)?;
-        let open = ddi::required_slot!(a, DxgkDdiOpenNativeFence)?;
+        let create = ddi::slot!(a, DxgkDdiCreateNativeFence)?;
+        let open = ddi::slot!(a, DxgkDdiOpenNativeFence)?;
         needs_device(a, process)?;
         let cross = shared_cv.is_some();
         if cross && desc.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
@@ -281,7 +280,7 @@ impl Machine {
         // Registered before the call: from the moment the driver knows the handle, a report
         // naming it is legitimate.
         lock(&a.native_fences).insert(global);
-        let status = context_call(a, Routine::DxgkDdiCreateNativeFence, create, &mut args);
+        let status = context_call(a, create, &mut args);
         if let Err(e) = status.and_then(check_status) {
             lock(&a.native_fences).remove(&global);
             let mut os = lock(&a.fence_os);
@@ -340,8 +339,7 @@ impl Machine {
         };
         let local = next_handle();
         let mut oargs = open_args(a, global, local, process, va);
-        let r = context_call(a, Routine::DxgkDdiOpenNativeFence, open, &mut oargs)
-            .and_then(check_status);
+        let r = context_call(a, open, &mut oargs).and_then(check_status);
         if let Err(e) = r {
             let _ = self.unmap_fence_pages(a, &obj, process);
             let _ = self.destroy_global(a, &obj);
@@ -400,7 +398,7 @@ impl Machine {
 
     /// `DxgkDdiDestroyNativeFence` and the OS bookkeeping after it.
     pub(super) fn destroy_global(&self, a: &AdapterShared, obj: &FenceObj) -> Result<(), SimError> {
-        let destroy = ddi::required_slot!(a, DxgkDdiDestroyNativeFence)?;
+        let destroy = ddi::slot!(a, DxgkDdiDestroyNativeFence)?;
         let mut args = DXGKARG_DESTROYNATIVEFENCE {
             hGlobalNativeFence: obj.global as HANDLE,
             Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
@@ -431,7 +429,7 @@ impl Machine {
             // Only a shareable object has an NT handle another process could open it by.
             return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
         }
-        let open = ddi::required_slot!(&a, DxgkDdiOpenNativeFence)?;
+        let open = ddi::slot!(&a, DxgkDdiOpenNativeFence)?;
         needs_device(&a, process)?;
         self.fence_reap_maps(&a)?;
         // The process's own VAs first: the open names them. Not under the settle
@@ -452,7 +450,7 @@ impl Machine {
         a: &Arc<AdapterShared>,
         fence: &NativeFence,
         process: ProcessId,
-        open: unsafe extern "system" fn(HANDLE, *mut DXGKARG_OPENNATIVEFENCE) -> NTSTATUS,
+        open: ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut DXGKARG_OPENNATIVEFENCE) -> NTSTATUS>,
         va: ProcessVas,
     ) -> Result<NativeFence, SimError> {
         let _s = lock(&fence.obj.settle_lock);
@@ -461,7 +459,7 @@ impl Machine {
         }
         let local = next_handle();
         let mut args = open_args(a, fence.obj.global, local, process, va);
-        let status = context_call(a, Routine::DxgkDdiOpenNativeFence, open, &mut args)?;
+        let status = context_call(a, open, &mut args)?;
         check_status(status)?;
         lock(&fence.obj.st).instances.insert(local, process);
         Ok(NativeFence {
@@ -581,7 +579,7 @@ impl Machine {
 
     /// Close (and for the last instance Destroy) of `fence`, with the OS bookkeeping.
     fn close_instance(&self, a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), SimError> {
-        let close = ddi::required_slot!(a, DxgkDdiCloseNativeFence)?;
+        let close = ddi::slot!(a, DxgkDdiCloseNativeFence)?;
         let obj = &fence.obj;
         let _s = lock(&obj.settle_lock);
         if !lock(&obj.st).instances.contains_key(&fence.local) {
@@ -595,7 +593,7 @@ impl Machine {
             Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
             Reserved: [0; 32],
         };
-        let status = context_call(a, Routine::DxgkDdiCloseNativeFence, close, &mut args)?;
+        let status = context_call(a, close, &mut args)?;
         check_status(status)?;
         let last = {
             let mut st = lock(&obj.st);
@@ -648,7 +646,7 @@ impl Machine {
         monitored_gpu: u64,
     ) -> Result<NTSTATUS, SimError> {
         let a = self.fence_adapter(i)?;
-        let create = ddi::required_slot!(&a, DxgkDdiCreateNativeFence)?;
+        let create = ddi::slot!(&a, DxgkDdiCreateNativeFence)?;
         let global = next_handle();
         let mut args = DXGKARG_CREATENATIVEFENCE {
             hGlobalNativeFence: global as HANDLE,
@@ -660,7 +658,7 @@ impl Machine {
             Reserved: [0; 32],
         };
         lock(&a.native_fences).insert(global);
-        let status = context_call(&a, Routine::DxgkDdiCreateNativeFence, create, &mut args);
+        let status = context_call(&a, create, &mut args);
         if matches!(status, Ok(s) if s >= 0) {
             let _ = self.ddi_destroy_native_fence(global);
         }
@@ -672,7 +670,7 @@ impl Machine {
     /// of the driver's refusal of out-of-order calls). Returns the driver's status.
     pub fn ddi_destroy_native_fence(&self, global: usize) -> Result<NTSTATUS, SimError> {
         let a = self.adapter_shared(0)?.clone();
-        let destroy = ddi::required_slot!(&a, DxgkDdiDestroyNativeFence)?;
+        let destroy = ddi::slot!(&a, DxgkDdiDestroyNativeFence)?;
         let mut args = DXGKARG_DESTROYNATIVEFENCE {
             hGlobalNativeFence: global as HANDLE,
             Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
@@ -684,13 +682,13 @@ impl Machine {
     /// Raw `DxgkDdiCloseNativeFence` on adapter `i` (see [`Machine::ddi_destroy_native_fence`]).
     pub fn ddi_close_native_fence(&self, i: usize, local: usize) -> Result<NTSTATUS, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let close = ddi::required_slot!(&a, DxgkDdiCloseNativeFence)?;
+        let close = ddi::slot!(&a, DxgkDdiCloseNativeFence)?;
         let mut args = DXGKARG_CLOSENATIVEFENCE {
             hLocalNativeFence: local as HANDLE,
             Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
             Reserved: [0; 32],
         };
-        context_call(&a, Routine::DxgkDdiCloseNativeFence, close, &mut args)
+        context_call(&a, close, &mut args)
     }
 }
 
@@ -699,12 +697,11 @@ impl Machine {
 /// caller's IRQL; returns the driver's status.
 fn context_call<T>(
     a: &AdapterShared,
-    routine: Routine,
-    f: unsafe extern "system" fn(HANDLE, *mut T) -> NTSTATUS,
+    f: ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut T) -> NTSTATUS>,
     args: &mut T,
 ) -> Result<NTSTATUS, SimError> {
     let ctx = a.context();
-    ddi::call(a, routine, f as usize, At::Caller, || {
+    ddi::call(a, f, At::Caller, |f| {
         // SAFETY: the driver's DDI with its context and a valid argument block (the three
         // blocks hold handles, GPU VAs and inline data, no pointers).
         unsafe { f(ctx, args) }
@@ -714,17 +711,9 @@ fn context_call<T>(
 /// `DxgkDdiDestroyNativeFence` with `args` at the caller's IRQL; returns the driver's status.
 fn destroy_call(
     a: &AdapterShared,
-    destroy: unsafe extern "system" fn(*mut DXGKARG_DESTROYNATIVEFENCE) -> NTSTATUS,
+    destroy: ddi::Ddi<unsafe extern "system" fn(*mut DXGKARG_DESTROYNATIVEFENCE) -> NTSTATUS>,
     args: &mut DXGKARG_DESTROYNATIVEFENCE,
 ) -> Result<NTSTATUS, SimError> {
     // SAFETY: the driver's DDI with a valid argument block.
-    unsafe {
-        ddi::call_arg(
-            a,
-            Routine::DxgkDdiDestroyNativeFence,
-            At::Caller,
-            destroy,
-            args,
-        )
-    }
+    unsafe { ddi::call_arg(a, destroy, At::Caller, args) }
 }

@@ -19,7 +19,6 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, At};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::{CpuUpdateIrql, ValueUpdates};
 
 use super::state::PAGE;
@@ -43,8 +42,7 @@ pub(crate) fn query_caps(
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
 ) -> Result<DXGK_NATIVE_FENCE_CAPS, SimError> {
-    let q = t
-        .DxgkDdiQueryAdapterInfo
+    let q = ddi::in_table!(t, DxgkDdiQueryAdapterInfo)
         .ok_or_else(|| SimError::Simulation("no QueryAdapterInfo".into()))?;
     let mut caps = DXGK_NATIVE_FENCE_CAPS {
         MonitoredValueStride: 0xCDCD_CDCD,
@@ -180,7 +178,7 @@ fn update_monitored_call(
     entries: &[(usize, u64, *mut c_void)],
     with_cpu_vas: bool,
 ) -> Result<(), SimError> {
-    let f = ddi::required_slot!(a, DxgkDdiUpdateMonitoredValues)?;
+    let f = ddi::slot!(a, DxgkDdiUpdateMonitoredValues)?;
     let mut arrays = Arrays::of(entries);
     let args = DXGKARG_UPDATEMONITOREDVALUES {
         NativeFenceArray: arrays.handles.as_mut_ptr(),
@@ -193,15 +191,7 @@ fn update_monitored_call(
     let status = synchronized(a, "UpdateMonitoredValues", || {
         // SAFETY: the driver's DDI with three arrays of NumFences entries that live
         // across the call; the MonitoredValue addresses are OS fence storage.
-        unsafe {
-            ddi::call_arg(
-                a,
-                Routine::DxgkDdiUpdateMonitoredValues,
-                At::Level(Irql::Device),
-                f,
-                &args,
-            )
-        }
+        unsafe { ddi::call_arg(a, f, At::Level(Irql::Device), &args) }
     })?;
     lock(&a.fence_os).update_monitored_calls += 1;
     check_update_status(a, status, 0x12, entries.first().map_or(0, |e| e.0))
@@ -235,7 +225,7 @@ fn update_current_call(
     notification_only: bool,
     with_cpu_vas: bool,
 ) -> Result<(), SimError> {
-    let f = ddi::required_slot!(a, DxgkDdiUpdateCurrentValuesFromCpu)?;
+    let f = ddi::slot!(a, DxgkDdiUpdateCurrentValuesFromCpu)?;
     let mut arrays = Arrays::of(entries);
     type Flags = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS;
     let flags = if notification_only {
@@ -254,13 +244,12 @@ fn update_current_call(
     let call = || {
         ddi::call(
             a,
-            Routine::DxgkDdiUpdateCurrentValuesFromCpu,
-            f as usize,
+            f,
             At::Level(match a.os.reading.cpu_update_irql {
                 CpuUpdateIrql::DeviceUnderInterruptLock => Irql::Device,
                 CpuUpdateIrql::Dispatch => Irql::Dispatch,
             }),
-            || {
+            |f| {
                 // SAFETY: as for update_monitored.
                 unsafe { f(&args) }
             },

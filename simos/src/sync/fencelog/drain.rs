@@ -8,7 +8,7 @@ pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, Sim
     let f = a
         .table
         .get()
-        .and_then(|t| t.DxgkDdiUpdateNativeFenceLogs)
+        .and_then(|t| ddi::in_table!(t, DxgkDdiUpdateNativeFenceLogs))
         .ok_or_else(|| SimError::Simulation("no DxgkDdiUpdateNativeFenceLogs".into()))?;
     let mut hs: Vec<HANDLE> = handles.iter().map(|h| *h as HANDLE).collect();
     let args = DXGKARG_UPDATENATIVEFENCELOGS {
@@ -19,15 +19,7 @@ pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, Sim
     };
     // SAFETY: the driver's DDI with an argument block whose handle array lives across
     // the call.
-    unsafe {
-        ddi::call_arg(
-            a,
-            Routine::DxgkDdiUpdateNativeFenceLogs,
-            At::Level(Irql::Dispatch),
-            f,
-            &args,
-        )
-    }
+    unsafe { ddi::call_arg(a, f, At::Level(Irql::Dispatch), &args) }
 }
 
 /// `DxgkDdiSetNativeFenceLogBuffer` for `buf` of queue `kmd` at DISPATCH_LEVEL.
@@ -39,7 +31,7 @@ pub fn set_log_buffer(
     let f = a
         .table
         .get()
-        .and_then(|t| t.DxgkDdiSetNativeFenceLogBuffer)
+        .and_then(|t| ddi::in_table!(t, DxgkDdiSetNativeFenceLogBuffer))
         .ok_or_else(|| SimError::Simulation("no DxgkDdiSetNativeFenceLogBuffer".into()))?;
     let args = DXGKARG_SETNATIVEFENCELOGBUFFER {
         hHwQueue: kmd as HANDLE,
@@ -52,15 +44,7 @@ pub fn set_log_buffer(
     };
     // SAFETY: the driver's DDI with a valid argument block; the buffer is OS memory
     // that lives for the machine's life.
-    unsafe {
-        ddi::call_arg(
-            a,
-            Routine::DxgkDdiSetNativeFenceLogBuffer,
-            At::Level(Irql::Dispatch),
-            f,
-            &args,
-        )
-    }
+    unsafe { ddi::call_arg(a, f, At::Level(Irql::Dispatch), &args) }
 }
 
 pub(super) fn emit(a: &AdapterShared, e: TraceEvent) {
@@ -279,7 +263,7 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
     let f = a
         .table
         .get()
-        .and_then(|t| t.DxgkDdiCalibrateGpuClock)
+        .and_then(|t| ddi::in_table!(t, DxgkDdiCalibrateGpuClock))
         .ok_or_else(|| SimError::Simulation("no DxgkDdiCalibrateGpuClock".into()))?;
     let mut args = rvgpu_ddi::adapter::DXGKARG_CALIBRATEGPUCLOCK {
         GpuFrequency: 0,
@@ -290,16 +274,10 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
     let ctx = a.context();
     let q0 = qpc();
     let status = {
-        ddi::call(
-            a,
-            Routine::DxgkDdiCalibrateGpuClock,
-            f as usize,
-            At::Level(Irql::Dispatch),
-            || {
-                // SAFETY: the driver's DDI with its context and a valid output block.
-                unsafe { f(ctx, node, 0, &mut args) }
-            },
-        )?
+        ddi::call(a, f, At::Level(Irql::Dispatch), |f| {
+            // SAFETY: the driver's DDI with its context and a valid output block.
+            unsafe { f(ctx, node, 0, &mut args) }
+        })?
     };
     let q1 = qpc();
     crate::dxgkrnl::ddi::check_status(status)?;

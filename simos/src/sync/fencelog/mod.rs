@@ -68,7 +68,6 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::answers::LogReport;
 use crate::sync::trace::TraceEvent;
 

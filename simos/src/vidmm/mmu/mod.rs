@@ -27,7 +27,6 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::Machine;
 use crate::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
@@ -139,7 +138,7 @@ macro_rules! gpummu_ddi {
     ($a:expr, $slot:ident) => {
         $a.table
             .get()
-            .and_then(|t| t.$slot)
+            .and_then(|t| $crate::dxgkrnl::ddi::in_table!(t, $slot))
             .ok_or_else(|| sim(concat!("GpuMmu adapter without ", stringify!($slot)).into()))
     };
 }
@@ -759,13 +758,16 @@ fn drop_space(a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
 
 /// `DxgkDdiDestroyProcess` of the driver's process `kmd`.
 fn ddi_destroy_process(a: &AdapterShared, kmd: usize) -> Result<(), SimError> {
-    let Some(f) = a.table.get().and_then(|t| t.DxgkDdiDestroyProcess) else {
+    let Some(f) = a
+        .table
+        .get()
+        .and_then(|t| ddi::in_table!(t, DxgkDdiDestroyProcess))
+    else {
         return Ok(());
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and its own process handle.
-    let st =
-        unsafe { ddi::passive_with(a, Routine::DxgkDdiDestroyProcess, f, ctx, kmd as HANDLE) }?;
+    let st = unsafe { ddi::passive_with(a, f, ctx, kmd as HANDLE) }?;
     ddi::check_status(st)
 }
 
@@ -783,7 +785,7 @@ fn ddi_create_process(
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
-    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiCreateProcess, f, ctx, &mut args) }?;
+    let st = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
     ddi::check_status(st)?;
     let kmd = args.hKmdProcess as usize;
     if kmd == 0 {
@@ -819,7 +821,7 @@ pub(crate) fn set_root(
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
-    unsafe { ddi::passive_with(a, Routine::DxgkDdiSetRootPageTable, f, ctx, &args) }?;
+    unsafe { ddi::passive_with(a, f, ctx, &args) }?;
     Ok(())
 }
 

@@ -15,7 +15,6 @@ use rvgpu_device::Device;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
-use crate::dxgkrnl::irql::Routine;
 use crate::machine::{Machine, Mode};
 
 use super::recovery::{dependent_group, recover_node};
@@ -122,8 +121,7 @@ impl Machine {
     /// `DxgkDdiQueryDependentEngineGroup(node)` at PASSIVE_LEVEL (TDR-02).
     pub fn query_dependent_engine_group(&self, i: usize, node: u32) -> Result<u64, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let f = table(&a)?
-            .DxgkDdiQueryDependentEngineGroup
+        let f = ddi::in_table!(table(&a)?, DxgkDdiQueryDependentEngineGroup)
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
         let (st, mask) = dependent_group(&a, f, node)?;
         check_status(st)?;
@@ -134,8 +132,7 @@ impl Machine {
     /// level-0 test runs it beside other DDIs); returns the text up to the first NUL.
     pub fn collect_dbg_info(&self, i: usize, reason: u32) -> Result<String, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let f = table(&a)?
-            .DxgkDdiCollectDbgInfo
+        let f = ddi::in_table!(table(&a)?, DxgkDdiCollectDbgInfo)
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
         let mut buf = vec![0u8; 4096];
         let mut ext = DXGKARG_COLLECTDBGINFO_EXT::default();
@@ -147,7 +144,7 @@ impl Machine {
         };
         let ctx = a.context();
         // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-        let st = unsafe { ddi::passive_with(&a, Routine::DxgkDdiCollectDbgInfo, f, ctx, &args) }?;
+        let st = unsafe { ddi::passive_with(&a, f, ctx, &args) }?;
         check_status(st)?;
         let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
@@ -163,8 +160,7 @@ impl Machine {
         size: usize,
     ) -> Result<(NTSTATUS, Vec<u8>), SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let f = table(&a)?
-            .DxgkDdiCollectDbgInfo2
+        let f = ddi::in_table!(table(&a)?, DxgkDdiCollectDbgInfo2)
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
         const GUARD: u8 = 0xA5;
         let mut buf = vec![0u8; size + 64];
@@ -181,8 +177,7 @@ impl Machine {
         };
         let ctx = a.context();
         // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-        let st =
-            unsafe { ddi::passive_with(&a, Routine::DxgkDdiCollectDbgInfo2, f, ctx, &mut args) }?;
+        let st = unsafe { ddi::passive_with(&a, f, ctx, &mut args) }?;
         if buf[size..].iter().any(|b| *b != GUARD) {
             return Err(sim_err(
                 &a,

@@ -19,7 +19,6 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table};
-use crate::dxgkrnl::irql::Routine;
 use crate::ums;
 use crate::ums::handles::KmtHandle;
 use crate::vidsch::hws::HwsCall;
@@ -66,7 +65,10 @@ pub(crate) fn recover_hw_node(
 ) -> Result<(), SimError> {
     let t = table(a)?;
     let ctx = a.context();
-    let (Some(reset), Some(resume)) = (t.DxgkDdiResetHwEngine, t.DxgkDdiResumeHwEngine) else {
+    let (Some(reset), Some(resume)) = (
+        ddi::in_table!(t, DxgkDdiResetHwEngine),
+        ddi::in_table!(t, DxgkDdiResumeHwEngine),
+    ) else {
         return promote(a, sh, gate, BTreeSet::new());
     };
     {
@@ -78,7 +80,7 @@ pub(crate) fn recover_hw_node(
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
-    let st = ddi::passive(a, Routine::DxgkDdiResetHwEngine, reset as usize, || {
+    let st = ddi::passive(a, reset, |reset| {
         // SAFETY: the driver's DDI with its context and a valid argument block.
         unsafe { reset(ctx, &mut r) }
     });
@@ -101,7 +103,7 @@ pub(crate) fn recover_hw_node(
         EngineOrdinal: 0,
     };
     // SAFETY: the driver's DDI with its context and a valid argument block.
-    let st = unsafe { ddi::passive_with(a, Routine::DxgkDdiResumeHwEngine, resume, ctx, &mut rs) }?;
+    let st = unsafe { ddi::passive_with(a, resume, ctx, &mut rs) }?;
     record(a, sh, EngineDdi::Resume, node, st);
     if st != STATUS_SUCCESS {
         return promote(a, sh, gate, errored);

@@ -17,7 +17,6 @@ use crate::base::lock::lock;
 use crate::base::processor::IrqlScope;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, sim_err, table};
-use crate::dxgkrnl::irql::Routine;
 use crate::ums;
 use crate::ums::handles::KmtHandle;
 
@@ -75,8 +74,7 @@ pub(super) fn query_dependent_group(
     a: &AdapterShared,
     node: u32,
 ) -> Result<(NTSTATUS, u64), SimError> {
-    let qdeg = table(a)?
-        .DxgkDdiQueryDependentEngineGroup
+    let qdeg = ddi::in_table!(table(a)?, DxgkDdiQueryDependentEngineGroup)
         .ok_or_else(|| sim_err(a, "TDR without DxgkDdiQueryDependentEngineGroup".into()))?;
     dependent_group(a, qdeg, node)
 }
@@ -85,7 +83,9 @@ pub(super) fn query_dependent_group(
 /// (status, mask).
 pub(super) fn dependent_group(
     a: &AdapterShared,
-    f: unsafe extern "system" fn(HANDLE, *mut DXGKARG_QUERYDEPENDENTENGINEGROUP) -> NTSTATUS,
+    f: ddi::Ddi<
+        unsafe extern "system" fn(HANDLE, *mut DXGKARG_QUERYDEPENDENTENGINEGROUP) -> NTSTATUS,
+    >,
     node: u32,
 ) -> Result<(NTSTATUS, u64), SimError> {
     let mut g = DXGKARG_QUERYDEPENDENTENGINEGROUP {
@@ -95,8 +95,7 @@ pub(super) fn dependent_group(
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
-    let st =
-        unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryDependentEngineGroup, f, ctx, &mut g) }?;
+    let st = unsafe { ddi::passive_with(a, f, ctx, &mut g) }?;
     Ok((st, g.DependentNodeOrdinalMask))
 }
 
@@ -160,15 +159,14 @@ pub(crate) fn recover_node(
     lock(&sh.os)
         .events
         .push(TdrEvent::DependentGroup { node, mask });
-    if let Some(qes) = t.DxgkDdiQueryEngineStatus {
+    if let Some(qes) = ddi::in_table!(t, DxgkDdiQueryEngineStatus) {
         let mut q = DXGKARG_QUERYENGINESTATUS {
             NodeOrdinal: node,
             EngineOrdinal: 0,
             EngineStatus: DXGK_ENGINESTATUS::default(),
         };
         // SAFETY: the driver's DDI with its context and a valid argument block.
-        let st =
-            unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryEngineStatus, qes, ctx, &mut q) }?;
+        let st = unsafe { ddi::passive_with(a, qes, ctx, &mut q) }?;
         if !NT_SUCCESS(st) {
             return Err(sim_err(
                 a,
@@ -190,7 +188,7 @@ pub(crate) fn recover_node(
         // A hardware-scheduled node resets through ResetHwEngine/ResumeHwEngine.
         return recover_hw_node(a, sh, node, stalled, _gate, false);
     }
-    let (Some(reset), true) = (t.DxgkDdiResetEngine, per_engine) else {
+    let (Some(reset), true) = (ddi::in_table!(t, DxgkDdiResetEngine), per_engine) else {
         drop(_gate);
         return adapter_reset(a, sh, TdrReason::AdapterTimeout, &[]);
     };
@@ -214,7 +212,7 @@ pub(crate) fn recover_node(
             EngineOrdinal: 0,
             LastAbortedFenceId: 0,
         };
-        let st = ddi::passive(a, Routine::DxgkDdiResetEngine, reset as usize, || {
+        let st = ddi::passive(a, reset, |reset| {
             // SAFETY: the driver's DDI with its context and a valid argument block.
             unsafe { reset(ctx, &mut r) }
         });
@@ -497,17 +495,17 @@ pub(crate) fn adapter_reset(
             SimError::Bugcheck(b)
         };
         // ResetFromTimeout and RestartFromTimeout: missing or failing, either is 0x116.
-        let adapter_ddi = |f: rvgpu_ddi::init::PDXGKDDI_RESETFROMTIMEOUT, routine: Routine| {
+        let adapter_ddi = |f: Option<ddi::Ddi<unsafe extern "system" fn(HANDLE) -> NTSTATUS>>| {
             let f = f.ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
             // SAFETY: the driver's DDI with its context.
-            let st = ddi::passive(a, routine, f as usize, || unsafe { f(ctx) })?;
+            let st = ddi::passive(a, f, |f| unsafe { f(ctx) })?;
             if NT_SUCCESS(st) {
                 Ok(())
             } else {
-                Err(fail(f as usize, st))
+                Err(fail(f.address(), st))
             }
         };
-        adapter_ddi(t.DxgkDdiResetFromTimeout, Routine::DxgkDdiResetFromTimeout)?;
+        adapter_ddi(ddi::in_table!(t, DxgkDdiResetFromTimeout))?;
         // Every node C := S; in-flight packets dropped, their devices in error.
         let mut freed = Vec::new();
         {
@@ -543,10 +541,7 @@ pub(crate) fn adapter_reset(
                 errored.insert(q.device);
             }
         }
-        adapter_ddi(
-            t.DxgkDdiRestartFromTimeout,
-            Routine::DxgkDdiRestartFromTimeout,
-        )?;
+        adapter_ddi(ddi::in_table!(t, DxgkDdiRestartFromTimeout))?;
         let mut os = lock(&sh.os);
         os.events.push(TdrEvent::Restarted);
         os.adapter_resets += 1;

@@ -18,7 +18,6 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, sim_err, table, At};
-use crate::dxgkrnl::irql::Routine;
 use crate::ums;
 
 use super::recovery::recover_node;
@@ -164,7 +163,9 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
 /// completed last, `None` if it failed. A failure is not a bug check: the timeout that follows
 /// handles a node the driver cannot answer for.
 pub(super) fn query_current_fence(a: &AdapterShared, node: u32) -> Option<u32> {
-    let f = table(a).ok().and_then(|t| t.DxgkDdiQueryCurrentFence)?;
+    let f = table(a)
+        .ok()
+        .and_then(|t| ddi::in_table!(t, DxgkDdiQueryCurrentFence))?;
     let mut args = DXGKARG_QUERYCURRENTFENCE {
         CurrentFence: 0,
         NodeOrdinal: node,
@@ -172,15 +173,12 @@ pub(super) fn query_current_fence(a: &AdapterShared, node: u32) -> Option<u32> {
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
-    let status =
-        unsafe { ddi::passive_with(a, Routine::DxgkDdiQueryCurrentFence, f, ctx, &mut args) }
-            .ok()?;
+    let status = unsafe { ddi::passive_with(a, f, ctx, &mut args) }.ok()?;
     NT_SUCCESS(status).then_some(args.CurrentFence)
 }
 
 pub(super) fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
-    let f = table(a)?
-        .DxgkDdiPreemptCommand
+    let f = ddi::in_table!(table(a)?, DxgkDdiPreemptCommand)
         .ok_or_else(|| sim_err(a, "no DxgkDdiPreemptCommand".into()))?;
     let args = DXGKARG_PREEMPTCOMMAND {
         PreemptionFenceId: id,
@@ -189,16 +187,10 @@ pub(super) fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimEr
         Flags: DXGK_PREEMPTCOMMANDFLAGS::default(),
     };
     let ctx = a.context();
-    let status = ddi::call(
-        a,
-        Routine::DxgkDdiPreemptCommand,
-        f as usize,
-        At::Level(Irql::Dispatch),
-        || {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &args) }
-        },
-    )?;
+    let status = ddi::call(a, f, At::Level(Irql::Dispatch), |f| {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { f(ctx, &args) }
+    })?;
     submit_succeeded(a, status, node, id)
 }
 
@@ -209,7 +201,7 @@ pub(super) fn collect_dbg_info(
     reason: u32,
 ) -> Result<(), SimError> {
     // A WDDM KMD must implement it; skipping it would hide a missing DDI from every TDR test.
-    let f = table(a)?.DxgkDdiCollectDbgInfo.ok_or_else(|| {
+    let f = ddi::in_table!(table(a)?, DxgkDdiCollectDbgInfo).ok_or_else(|| {
         sim_err(
             a,
             format!("driver bug: TDR ({reason:#x}) but the driver has no DxgkDdiCollectDbgInfo"),
@@ -227,7 +219,7 @@ pub(super) fn collect_dbg_info(
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-    let status = unsafe { ddi::passive_with(a, Routine::DxgkDdiCollectDbgInfo, f, ctx, &args) }?;
+    let status = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
     if buf[SIZE..].iter().any(|b| *b != GUARD) {
         return Err(sim_err(
             a,
@@ -262,7 +254,7 @@ pub(super) fn collect_dbg_info_24h2(
     sh: &TdrShared,
     node: u32,
 ) -> Result<(), SimError> {
-    let Some(f) = table(a)?.DxgkDdiCollectDbgInfo2 else {
+    let Some(f) = ddi::in_table!(table(a)?, DxgkDdiCollectDbgInfo2) else {
         return collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED);
     };
     const SIZE: usize = 16 << 20;
@@ -301,8 +293,7 @@ pub(super) fn collect_dbg_info_24h2(
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes, an
     // extension and a payload of TdrPayloadSize bytes, all alive for the call.
-    let status =
-        unsafe { ddi::passive_with(a, Routine::DxgkDdiCollectDbgInfo2, f, ctx, &mut args) }?;
+    let status = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
     if buf[SIZE..] != CANARY[..] || ext.canary != *CANARY {
         return Err(sim_err(
             a,
