@@ -21,8 +21,8 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::dxgkrnl::irql::Routine;
-use crate::machine::answers::SystemVas;
 use crate::machine::Machine;
+use crate::os::answers::SystemVas;
 
 use super::event::WaitOutcome;
 use super::settle::{refresh_scan, settle, LateWakes};
