@@ -108,7 +108,7 @@ pub struct Machine {
     pub(crate) registry_path: Box<RegistryPath>,
     pub(crate) loaded: bool,
     /// Every process's NT handle table (objects shared across processes, `crate::ob`).
-    pub(crate) handles: crate::ob::HandleTables,
+    pub(crate) handles: crate::ob::HandleTables<crate::sync::fence::NtObject>,
     _permits: AdapterPermits,
 }
 

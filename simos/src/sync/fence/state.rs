@@ -254,6 +254,13 @@ pub struct FenceObj {
     pub(super) st: Mutex<ObjState>,
 }
 
+/// What an NT handle refers to (an entry of the machine's `crate::ob::HandleTables`).
+#[derive(Clone, Debug)]
+pub enum NtObject {
+    /// A shareable native fence (its OS object on the adapter it was created on).
+    NativeFence(Arc<FenceObj>),
+}
+
 /// A process's instance of a native fence (its local handle).
 #[derive(Clone, Debug)]
 pub struct NativeFence {
