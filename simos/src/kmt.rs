@@ -186,6 +186,13 @@ pub struct SimKmt<'m> {
     p: UmsProcess,
 }
 
+impl Machine {
+    /// The D3DKMT thunks of `p` (what its UMD calls).
+    pub fn kmt(&self, p: &UmsProcess) -> SimKmt<'_> {
+        SimKmt::new(self, *p)
+    }
+}
+
 impl<'m> SimKmt<'m> {
     /// The thunks of `p` on machine `m` (see [`Machine::kmt`]).
     pub fn new(m: &'m Machine, p: UmsProcess) -> Self {

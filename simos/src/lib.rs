@@ -12,7 +12,8 @@
 //! Modules follow the Windows components they stand for: [`dxgkrnl`] (the graphics kernel's
 //! core), [`vidsch`] (scheduling and TDR), [`vidmm`] (memory), [`sync`] (fences and fence logs),
 //! [`ums`] (user-mode submission), [`kmt`] (the D3DKMT thunks); [`machine`] ties them into one
-//! machine and [`testing`] holds driver stand-ins for tests.
+//! machine, [`pnp`] loads the driver and starts and stops its adapters, and [`testing`] holds
+//! driver stand-ins for tests.
 //!
 //! Strictness: where Windows would bug-check, the machine halts with the same code and
 //! parameters ([`dxgkrnl::bugcheck`]); the test sees `Err(SimError::Bugcheck(..))` from every
@@ -26,8 +27,10 @@ pub mod install;
 pub mod kmt;
 pub mod machine;
 pub mod ob;
+pub mod os;
 #[cfg(target_os = "linux")]
 pub mod pe;
+pub mod pnp;
 pub mod sync;
 pub mod testing;
 pub mod ums;

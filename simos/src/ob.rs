@@ -15,12 +15,12 @@
 //! with the values Windows gives them ([`LocalHandles`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use rvgpu_ddi::ntstatus::{STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE};
 use rvgpu_ddi::NTSTATUS;
 
-use crate::sync::fence::{FenceObj, ProcessId};
+use crate::base::process_id::ProcessId;
 
 /// The bits every D3DKMT handle has set. Wine's `dlls/win32u/tests/d3dkmt.c`
 /// (`check_d3dkmt_local`, `is_d3dkmt_handle`), whose `ok()` lines pass on Windows, checks
@@ -130,34 +130,46 @@ impl LocalHandles {
     }
 }
 
-/// What an NT handle refers to.
-#[derive(Clone, Debug)]
-pub enum NtObject {
-    /// A shareable native fence (its OS object on the adapter it was created on).
-    NativeFence(Arc<FenceObj>),
-}
-
 /// NT handles one process may hold here. Windows' own limit is 2^24 per process; a smaller
 /// one keeps a handle-leaking process from growing the simulation without bound, and is
 /// still far above what any test holds.
 pub const HANDLES_PER_PROCESS: usize = 1 << 16;
 
-#[derive(Debug, Default)]
-struct Table {
+#[derive(Debug)]
+struct Table<O> {
     /// Next value; NT handles are multiples of 4 (the low two bits are tag bits).
     next: u64,
-    entries: BTreeMap<u64, NtObject>,
+    entries: BTreeMap<u64, O>,
 }
 
-/// Every process's NT handle table, on one machine.
-#[derive(Debug, Default)]
-pub struct HandleTables {
-    tables: Mutex<HashMap<ProcessId, Table>>,
+impl<O> Default for Table<O> {
+    fn default() -> Self {
+        Self {
+            next: 0,
+            entries: BTreeMap::new(),
+        }
+    }
+}
+
+/// Every process's NT handle table, on one machine. `O` is what a handle refers to: the
+/// object types are the components' (a native fence's is in `crate::sync::fence`).
+#[derive(Debug)]
+pub struct HandleTables<O> {
+    tables: Mutex<HashMap<ProcessId, Table<O>>>,
     /// The machine's processes: their D3DKMT handle tables ([`LocalHandles`]) go with it.
     processes: Mutex<Vec<ProcessId>>,
 }
 
-impl Drop for HandleTables {
+impl<O> Default for HandleTables<O> {
+    fn default() -> Self {
+        Self {
+            tables: Mutex::default(),
+            processes: Mutex::default(),
+        }
+    }
+}
+
+impl<O> Drop for HandleTables<O> {
     fn drop(&mut self) {
         let processes = self.processes.get_mut().unwrap_or_else(|p| p.into_inner());
         for p in processes.drain(..) {
@@ -166,8 +178,8 @@ impl Drop for HandleTables {
     }
 }
 
-impl HandleTables {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProcessId, Table>> {
+impl<O: Clone> HandleTables<O> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ProcessId, Table<O>>> {
         self.tables.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -180,7 +192,7 @@ impl HandleTables {
     }
 
     /// A new handle to `obj` in `process`'s table.
-    pub fn insert(&self, process: ProcessId, obj: NtObject) -> Result<u64, NTSTATUS> {
+    pub fn insert(&self, process: ProcessId, obj: O) -> Result<u64, NTSTATUS> {
         let mut t = self.lock();
         let table = t.entry(process).or_default();
         if table.entries.len() >= HANDLES_PER_PROCESS {
@@ -198,7 +210,7 @@ impl HandleTables {
     }
 
     /// The object handle `h` of `process` refers to.
-    pub fn get(&self, process: ProcessId, h: u64) -> Result<NtObject, NTSTATUS> {
+    pub fn get(&self, process: ProcessId, h: u64) -> Result<O, NTSTATUS> {
         self.lock()
             .get(&process)
             .and_then(|t| t.entries.get(&h))
@@ -207,7 +219,7 @@ impl HandleTables {
     }
 
     /// `CloseHandle`: removes `h` from `process`'s table; returns what it referred to.
-    pub fn remove(&self, process: ProcessId, h: u64) -> Result<NtObject, NTSTATUS> {
+    pub fn remove(&self, process: ProcessId, h: u64) -> Result<O, NTSTATUS> {
         self.lock()
             .get_mut(&process)
             .and_then(|t| t.entries.remove(&h))
@@ -215,7 +227,7 @@ impl HandleTables {
     }
 
     /// Process exit: the whole table goes; returns what its handles referred to.
-    pub fn take_process(&self, process: ProcessId) -> Vec<NtObject> {
+    pub fn take_process(&self, process: ProcessId) -> Vec<O> {
         self.lock()
             .remove(&process)
             .map(|t| t.entries.into_values().collect())

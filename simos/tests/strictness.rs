@@ -261,7 +261,7 @@ fn driver_caps_are_fully_initialised() {
         Ok(c) => c,
         Err(e) => panic!("caps: {e}"),
     };
-    assert_eq!(rvgpu_simos::dxgkrnl::pnp::validate_caps(&caps), Ok(()));
+    assert_eq!(rvgpu_simos::pnp::validate_caps(&caps), Ok(()));
     assert_eq!(caps.GpuEngineTopology.NbAsymetricProcessingNodes, 2);
     assert_eq!(caps.InterruptMessageNumber, 0);
     // SAFETY: PHYSICAL_ADDRESS is a union of integers; any bit pattern is valid.

@@ -183,6 +183,15 @@ thread_local! {
     static IN_INTERRUPT_LOCK: Cell<usize> = const { Cell::new(0) };
 }
 
+/// The LUID Dxgkrnl gives adapter `i` (`DXGK_START_INFO::AdapterLuid`), which user mode opens
+/// it by (`D3DKMTOpenAdapterFromLuid`).
+pub fn adapter_luid(i: usize) -> rvgpu_ddi::basic::LUID {
+    rvgpu_ddi::basic::LUID {
+        LowPart: 0x1000 + i as u32,
+        HighPart: 0,
+    }
+}
+
 /// Every live adapter of every machine in the process.
 pub fn all_adapters() -> Vec<Arc<AdapterShared>> {
     lock(&HANDLES)

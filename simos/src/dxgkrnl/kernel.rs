@@ -439,12 +439,12 @@ unsafe impl Platform for SimKernel {
         callback: rvgpu_kmd::etw::EnableCallback,
         context: *mut core::ffi::c_void,
     ) -> Result<u64, i32> {
-        let cb = crate::etw::session::Callback::Host(callback, context as usize);
-        Ok(crate::etw::session::register(*provider, Some(cb)))
+        let cb = crate::base::etw::session::Callback::Host(callback, context as usize);
+        Ok(crate::base::etw::session::register(*provider, Some(cb)))
     }
 
     fn etw_unregister(handle: u64) {
-        crate::etw::session::unregister(handle);
+        crate::base::etw::session::unregister(handle);
     }
 
     /// The event goes to the writing thread's machine's session.
@@ -454,7 +454,7 @@ unsafe impl Platform for SimKernel {
         data: &[rvgpu_kmd::etw::EventDataDescriptor],
     ) {
         let Some(m) = current_machine() else { return };
-        let Some(guid) = crate::etw::session::provider_of(handle) else {
+        let Some(guid) = crate::base::etw::session::provider_of(handle) else {
             return;
         };
         let parts: Vec<(u8, &[u8])> = data

@@ -1,8 +1,10 @@
-//! Dxgkrnl, the DirectX graphics kernel: driver load (`DxgkInitialize`), adapter life (PnP),
-//! the one way the OS calls a DDI, the IRQL check against the rule table, interrupts and DPCs,
+//! Dxgkrnl, the DirectX graphics kernel: driver load (`DxgkInitialize`), the one way the OS
+//! calls a DDI, the IRQL check against the rule table, interrupts and DPCs,
 //! the `DXGKRNL_INTERFACE` callbacks and the host kernel the driver runs on
 //! ([`kernel::SimKernel`]). What every layer needs (locks, errors, bug checks, the thread's
-//! IRQL) is in [`crate::base`], re-exported here under the names it has always had.
+//! IRQL) is in [`crate::base`], re-exported here under the names it has always had. The adapter's life under the PnP manager
+//! (DriverEntry, start, stop, remove), which installs and loads the image, sits above the
+//! components in `crate::pnp`.
 
 pub mod adapter;
 pub mod bringup;
@@ -22,10 +24,8 @@ pub mod load;
 pub use crate::base::lowres;
 pub use crate::base::notify;
 pub mod observer;
-pub mod pnp;
 pub mod power;
 pub mod registry;
-pub mod regkey;
 pub mod resources;
 pub mod rules;
 pub mod state;

@@ -10,7 +10,7 @@
 //! first string without a terminator is "invalidly formatted", an empty first name "invalid";
 //! both `DEVICE_CONFIGURATION_ERROR`.
 
-pub use crate::dxgkrnl::regkey::{
+pub use crate::base::regkey::{
     inf_driver_version, RegKey, RegValue, REG_DWORD, REG_EXPAND_SZ, REG_MULTI_SZ, REG_SZ, RVGPU_INF,
 };
 

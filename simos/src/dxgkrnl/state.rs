@@ -62,8 +62,8 @@ pub struct MachineState {
     on_halt: Mutex<Vec<HaltHook>>,
     /// Verifier's low-resources simulation for the driver's pool.
     pool: crate::base::lowres::PoolInjector,
-    /// The machine's ETW session ([`crate::etw`]).
-    etw: crate::etw::session::Session,
+    /// The machine's ETW session ([`crate::base::etw`]).
+    etw: crate::base::etw::session::Session,
     /// The driver image this machine runs, when it runs `rvgpu.sys` in the emulator rather
     /// than the Linux build ([`crate::pe`]).
     #[cfg(target_os = "linux")]
@@ -90,7 +90,7 @@ impl MachineState {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Self {
             id,
-            etw: crate::etw::session::Session::new(id),
+            etw: crate::base::etw::session::Session::new(id),
             halted: AtomicBool::new(false),
             fault: Mutex::new(None),
             log: Mutex::new(Vec::new()),
@@ -140,7 +140,7 @@ impl MachineState {
     }
 
     /// The machine's ETW session.
-    pub fn etw(&self) -> &crate::etw::session::Session {
+    pub fn etw(&self) -> &crate::base::etw::session::Session {
         &self.etw
     }
 

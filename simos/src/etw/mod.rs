@@ -1,7 +1,7 @@
 //! ETW, as far as rvgpu needs it: provider registrations (`EtwRegister`/`EtwUnregister`),
 //! sessions that enable providers (their enable callbacks called as Windows calls them), and
 //! the events providers write (`EtwWriteTransfer`), decoded from their TraceLogging metadata
-//! ([`decode`]) as a consumer decodes an .etl on Windows.
+//! ([`crate::base::etw::decode`]) as a consumer decodes an .etl on Windows.
 //!
 //! **Sessions** are per machine ([`Session`], `MachineState::etw`): a session enables a provider
 //! GUID at a level and keywords, and records the events of that provider written on its
@@ -16,11 +16,9 @@
 //! needs one of MatchAny, or MatchAny = 0, and all of MatchAll) are ETW's, from the
 //! EnableTraceEx2 reference page.
 
-pub mod decode;
-pub mod session;
-
 use std::sync::Arc;
 
+use crate::base::etw::{decode, session};
 use crate::base::lock::lock;
 use crate::dxgkrnl::context::MachineContext;
 use crate::dxgkrnl::state::MachineState;

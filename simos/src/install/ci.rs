@@ -1,6 +1,6 @@
 //! Code integrity and the kernel loader when the service starts: the image in the driver
 //! store must be covered by a trusted signature, and a test signature needs test-signing
-//! mode; then the loader's checks on the file (`pe::loader`, LD-01..LD-05).
+//! mode; then the loader's checks on the file ([`super::loader`], LD-01..LD-05).
 //!
 //! Sources: "Kernel-Mode Code Signing Requirements" and "The TESTSIGNING Boot Configuration
 //! Option" (learn.microsoft.com, windows-hardware/drivers/install/): x64 Windows loads a
@@ -71,7 +71,7 @@ pub fn load_checks(
     // LD-01..LD-05: the kernel loader on the file (docs/windows-bringup.md §2); the PE
     // machine exists only on Linux hosts.
     #[cfg(target_os = "linux")]
-    crate::pe::loader::check_driver_image(&data, memory_integrity).map_err(|r| Refusal {
+    super::loader::check_driver_image(&data, memory_integrity).map_err(|r| Refusal {
         stage: "loader",
         rule: r.rule,
         code: r.status,

@@ -17,7 +17,7 @@
 
 use super::codes::*;
 use super::Refusal;
-use crate::dxgkrnl::regkey::{RegValue, REG_EXPAND_SZ, REG_SZ};
+use crate::base::regkey::{RegValue, REG_EXPAND_SZ, REG_SZ};
 
 /// One line of a section: its key (left of `=`, if any) and its fields (right of `=`, split
 /// at commas outside quotes; the whole line when there is no `=`), unsubstituted.

@@ -15,19 +15,21 @@
 //!   leaves registry and store as they were.
 //!
 //! [`System::load`] is the service start: code integrity and the kernel loader on the stored
-//! image ([`ci`]). The simulated Dxgkrnl reads the adapter's values from the registry this
+//! image ([`ci`], [`loader`]). The simulated Dxgkrnl reads the adapter's values from the registry this
 //! wrote ([`Installed::software_key`], [`Installed::driver_version`]).
 
 pub mod catalog;
 pub mod ci;
 pub mod codes;
 pub mod inf;
+#[cfg(target_os = "linux")]
+pub mod loader;
 pub mod package;
 pub mod registry;
 
 use std::path::{Path, PathBuf};
 
-use crate::dxgkrnl::regkey::{RegKey, RegValue, REG_EXPAND_SZ, REG_SZ};
+use crate::base::regkey::{RegKey, RegValue, REG_EXPAND_SZ, REG_SZ};
 
 use self::registry::Registry;
 
@@ -419,8 +421,8 @@ impl AdapterKeys {
 
 /// The build number of a Windows build the simulated OS plays: 26100 (24H2), 26200 (25H2),
 /// 28000 (26H1; the number of its first releases, [I]).
-pub fn build_number(w: crate::machine::os::WindowsBuild) -> u32 {
-    use crate::machine::os::WindowsBuild as W;
+pub fn build_number(w: crate::os::WindowsBuild) -> u32 {
+    use crate::os::WindowsBuild as W;
     match w {
         W::W24H2 => 26100,
         W::W25H2 => 26200,
@@ -433,9 +435,9 @@ pub fn build_number(w: crate::machine::os::WindowsBuild) -> u32 {
 pub fn stamped_repository_inf() -> String {
     let driver_ver = format!(
         "DriverVer   = 01/01/2026,{}",
-        crate::dxgkrnl::regkey::inf_driver_version()
+        crate::base::regkey::inf_driver_version()
     );
-    crate::dxgkrnl::regkey::RVGPU_INF
+    crate::base::regkey::RVGPU_INF
         .lines()
         .map(|l| {
             if l.trim_start().to_ascii_lowercase().starts_with("driverver") {
@@ -458,8 +460,8 @@ pub fn default_adapter_keys() -> AdapterKeys {
     #[cfg(target_os = "linux")]
     {
         static PACKAGE: std::sync::OnceLock<AdapterKeys> = std::sync::OnceLock::new();
-        if let crate::pe::driver_build::DriverBuild::Pe(path) =
-            crate::pe::driver_build::DriverBuild::from_env()
+        if let crate::os::driver_build::DriverBuild::Pe(path) =
+            crate::os::driver_build::DriverBuild::from_env()
         {
             return PACKAGE
                 .get_or_init(|| {
@@ -524,7 +526,7 @@ pub fn install_package(
 #[cfg(target_os = "linux")]
 pub fn install_and_load(
     package: Option<&Path>,
-    os: &crate::machine::os::OsConfig,
+    os: &crate::os::OsConfig,
 ) -> Result<Result<(PathBuf, AdapterKeys), Refusal>, String> {
     let installed = install_package(
         package,

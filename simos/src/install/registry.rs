@@ -4,7 +4,7 @@
 //! `HKLM`; [`Registry::subtree`] gives one key with its subkeys, in the form Dxgkrnl's readers
 //! take (`dxgkrnl::registry`, `dxgkrnl::features`).
 
-use crate::dxgkrnl::regkey::{RegKey, RegValue};
+use crate::base::regkey::{RegKey, RegValue};
 
 /// `SYSTEM\CurrentControlSet\Services`: a service's key (`AddService`).
 pub const SERVICES: &str = r"SYSTEM\CurrentControlSet\Services";

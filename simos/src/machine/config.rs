@@ -34,7 +34,7 @@ impl Default for OsConfig {
             block_list_disable_hwsch: false,
             vram_budget: None,
             thunk_cost: DEFAULT_THUNK_COST,
-            reading: super::answers::Reading::from_env(),
+            reading: crate::os::answers::Reading::from_env(),
             disable_version_mismatch_check: false,
             windows_build: WindowsBuild::W24H2,
             dxgkrnl_knows_win8_initialize: true,
@@ -128,9 +128,9 @@ pub struct MachineConfig {
     /// device in this process (`machine::pci`). Threaded mode, one adapter.
     pub pci: Option<PciSpec>,
     /// Which build of the driver the machine loads: the Linux build linked in, or `rvgpu.sys`
-    /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::pe::driver_build::DriverBuild::from_env`]).
+    /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::os::driver_build::DriverBuild::from_env`]).
     #[cfg(target_os = "linux")]
-    pub driver: crate::pe::driver_build::DriverBuild,
+    pub driver: crate::os::driver_build::DriverBuild,
 }
 
 impl MachineConfig {
@@ -142,7 +142,7 @@ impl MachineConfig {
             adapters: vec![AdapterConfig::dgpu()],
             pci: None,
             #[cfg(target_os = "linux")]
-            driver: crate::pe::driver_build::DriverBuild::from_env(),
+            driver: crate::os::driver_build::DriverBuild::from_env(),
         }
     }
 
@@ -154,7 +154,7 @@ impl MachineConfig {
             adapters: vec![AdapterConfig::igpu(), AdapterConfig::dgpu()],
             pci: None,
             #[cfg(target_os = "linux")]
-            driver: crate::pe::driver_build::DriverBuild::from_env(),
+            driver: crate::os::driver_build::DriverBuild::from_env(),
         }
     }
 
@@ -172,7 +172,7 @@ impl MachineConfig {
             adapters: vec![dgpu],
             pci: None,
             #[cfg(target_os = "linux")]
-            driver: crate::pe::driver_build::DriverBuild::from_env(),
+            driver: crate::os::driver_build::DriverBuild::from_env(),
         }
     }
 
@@ -186,7 +186,7 @@ impl MachineConfig {
             adapters: vec![igpu, AdapterConfig::dgpu()],
             pci: None,
             #[cfg(target_os = "linux")]
-            driver: crate::pe::driver_build::DriverBuild::from_env(),
+            driver: crate::os::driver_build::DriverBuild::from_env(),
         }
     }
 }

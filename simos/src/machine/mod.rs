@@ -12,11 +12,9 @@
 //! / [`Machine::run_steps`]. Every call returns `Err(SimError::Bugcheck)` once the machine has
 //! bug-checked.
 
-pub mod answers;
 pub(crate) mod board;
 mod config;
 pub mod cpucache;
-pub(crate) mod os;
 #[cfg(target_os = "linux")]
 pub mod pci;
 mod run;
@@ -24,7 +22,9 @@ mod run;
 pub use self::board::Board;
 
 pub use self::config::*;
-pub use self::os::*;
+// The readings keep their path under the machine (tests name `machine::answers`).
+pub use crate::os::answers;
+pub use crate::os::*;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -108,7 +108,7 @@ pub struct Machine {
     pub(crate) registry_path: Box<RegistryPath>,
     pub(crate) loaded: bool,
     /// Every process's NT handle table (objects shared across processes, `crate::ob`).
-    pub(crate) handles: crate::ob::HandleTables,
+    pub(crate) handles: crate::ob::HandleTables<crate::sync::fence::NtObject>,
     _permits: AdapterPermits,
 }
 

@@ -17,11 +17,9 @@
 
 pub mod arena;
 pub mod cpu;
-pub mod driver_build;
 pub mod exe;
 pub mod gdb;
 pub mod image;
-pub mod loader;
 pub mod ntoskrnl;
 pub mod umd;
 pub mod unicorn;
@@ -42,7 +40,8 @@ use crate::base::lock::lock;
 use crate::base::processor;
 use crate::dxgkrnl::context;
 use crate::dxgkrnl::state::{DriverImage, MachineState};
-pub use driver_build::DriverBuild;
+pub use crate::install::loader;
+pub use crate::os::driver_build::DriverBuild;
 
 /// The workspace's root (where `scripts/package.sh` lives).
 fn workspace_root() -> PathBuf {

@@ -17,7 +17,7 @@ use crate::base::processor::current_irql;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi;
 use crate::dxgkrnl::irql::Routine;
-use crate::machine::answers::VictimDisconnect;
+use crate::os::answers::VictimDisconnect;
 
 use super::events::UmsEvent;
 use super::state::{kernel_handle, DoorbellState};

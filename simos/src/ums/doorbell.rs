@@ -27,7 +27,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
-use crate::machine::answers::ConnectPower;
+use crate::os::answers::ConnectPower;
 use crate::machine::Machine;
 use crate::vidmm::allocation::release_alloc;
 

@@ -22,7 +22,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, sim_err, table, At};
-use crate::machine::answers::{SubmitFailure, UmsProgress};
+use crate::os::answers::{SubmitFailure, UmsProgress};
 use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
 
@@ -175,7 +175,7 @@ impl Machine {
 
     /// UM-16: (last queued progress value, completed progress value) of a queue; the queue
     /// has work while the first is ahead. `None` for a queue without a progress fence
-    /// ([`crate::machine::answers::UmsProgress::None`]).
+    /// ([`crate::os::answers::UmsProgress::None`]).
     pub fn hw_queue_progress(&self, i: usize, queue: KmtHandle) -> Option<(u64, u64)> {
         let a = self.adapter_shared(i).ok()?;
         let os = lock(&a.ums);
@@ -192,7 +192,7 @@ impl Machine {
     }
 
     /// Whether the OS made `queue`'s progress fence a native fence (`NativeProgressFence`,
-    /// [`crate::machine::answers::ProgressFence`]): the native fence, if so.
+    /// [`crate::os::answers::ProgressFence`]): the native fence, if so.
     pub fn hw_queue_native_progress(
         &self,
         i: usize,

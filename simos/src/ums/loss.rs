@@ -9,8 +9,8 @@ use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::machine::answers::OsDisconnects;
 use crate::machine::Machine;
+use crate::os::answers::OsDisconnects;
 use crate::sync::fence::MonitoredFence;
 
 use super::doorbell::os_disconnect;

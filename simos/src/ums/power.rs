@@ -15,7 +15,7 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
-use crate::machine::answers::OsDisconnects;
+use crate::os::answers::OsDisconnects;
 use crate::machine::Machine;
 
 use super::doorbell::os_disconnect;
@@ -147,7 +147,7 @@ pub(super) fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError>
             .collect()
     };
     // UM-14 (the pages) has the OS disconnect them first; 24H2 does not
-    // (crate::machine::answers::OsDisconnects).
+    // (crate::os::answers::OsDisconnects).
     if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
         for d in targets {
             os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
@@ -681,7 +681,7 @@ impl Machine {
 impl Machine {
     /// UM-14: D0 → D3: every context suspended, every doorbell disconnected
     /// (`DISCONNECTED_RETRY`, by the pages; 24H2 disconnects none,
-    /// [`crate::machine::answers::OsDisconnects`]), then `DxgkDdiSetPowerState(D3)`.
+    /// [`crate::os::answers::OsDisconnects`]), then `DxgkDdiSetPowerState(D3)`.
     ///
     /// A runtime power-down of an idle GPU: the OS uses the progress fences (UM-16) to see that
     /// no queue has work, before it starts and again once every doorbell is disconnected (work

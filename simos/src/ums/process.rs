@@ -18,7 +18,7 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
-use crate::machine::answers::Teardown;
+use crate::os::answers::Teardown;
 use crate::machine::Machine;
 use crate::sync::fence::WaitOutcome;
 use crate::vidmm::allocation::free_alloc;
@@ -243,7 +243,7 @@ fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Re
 
 /// UM-17 step 2: waits until the queue's progress fence reaches its last queued value; false
 /// when it does not within the OS's wait (both values are the process's to write). A queue
-/// without a progress fence is not waited for ([`crate::machine::answers::UmsProgress::None`]).
+/// without a progress fence is not waited for ([`crate::os::answers::UmsProgress::None`]).
 pub(super) fn wait_queue_idle(
     m: &Machine,
     a: &AdapterShared,
@@ -358,15 +358,10 @@ impl Machine {
         })
     }
 
-    /// The D3DKMT thunks of `p` (what its UMD calls).
-    pub fn kmt(&self, p: &UmsProcess) -> crate::kmt::SimKmt<'_> {
-        crate::kmt::SimKmt::new(self, *p)
-    }
-
     /// UM-17: normal process exit. By the pages, per queue: disconnect the doorbell, wait for
     /// the last queued progress value, destroy doorbell and queue; then the allocations,
     /// contexts and the device. 24H2 destroys the allocations first
-    /// ([`crate::machine::answers::Teardown`]).
+    /// ([`crate::os::answers::Teardown`]).
     pub fn exit_process(&self, p: &UmsProcess) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
         teardown(self, &a, p.device, true)
@@ -374,7 +369,7 @@ impl Machine {
 
     /// UM-18: abnormal process exit. By the pages the device is marked in error, every context
     /// suspended, every doorbell disconnected, everything destroyed without waiting; 24H2 runs
-    /// its exit order ([`crate::machine::answers::Teardown`]).
+    /// its exit order ([`crate::os::answers::Teardown`]).
     pub fn kill_process(&self, p: &UmsProcess) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
         teardown(self, &a, p.device, false)

@@ -141,11 +141,11 @@ pub(super) struct QueueObj {
     pub(super) node: u32,
     pub(super) user_mode: bool,
     /// The progress fence's handle and the fence; `None` for a user-mode queue on an OS that
-    /// gives it none ([`crate::machine::answers::UmsProgress::None`]).
+    /// gives it none ([`crate::os::answers::UmsProgress::None`]).
     pub(super) fence: Option<KmtHandle>,
     pub(super) progress: Option<MonitoredFence>,
     /// The native fence the OS made the progress fence
-    /// ([`crate::machine::answers::ProgressFence`]): over `progress`'s value, whose monitored
+    /// ([`crate::os::answers::ProgressFence`]): over `progress`'s value, whose monitored
     /// view keeps the OS's own waits.
     pub(super) native_progress: Option<crate::sync::fence::NativeFence>,
     /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode

@@ -4,7 +4,7 @@
 use super::*;
 use crate::base::processor;
 use crate::dxgkrnl::context;
-use crate::machine::answers::DpcFenceWork;
+use crate::os::answers::DpcFenceWork;
 
 /// Most fence handles 24H2 keeps from one native-fence report.
 const MAX_REPORTED_FENCES: u32 = 8;
@@ -310,7 +310,7 @@ pub(super) unsafe extern "system" fn notify_interrupt(
 /// `DxgkCbNotifyDpc` (DISPATCH): the OS processes what the ISR reported. On 24H2 VidSch's
 /// native-fence work (resample, `DxgkDdiUpdateMonitoredValues`) runs here, inside the
 /// driver's call (`M:VidSchDdiNotifyDpc` @0x1400079E0): a driver lock held across this
-/// callback that those DDIs take deadlocks (crate::machine::answers::DpcFenceWork).
+/// callback that those DDIs take deadlocks (crate::os::answers::DpcFenceWork).
 pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
     let Some(a) = enter(
         Routine::DxgkCbNotifyDpc,

@@ -11,7 +11,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::notify::Notification;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::machine::answers::LogReport;
+use crate::os::answers::LogReport;
 use crate::sync::trace::ReleaseVia;
 
 use super::monitored::LegacyObj;

@@ -22,7 +22,7 @@
 //!   slot may still be the target of queued GPU work (Dxgkrnl defers such frees until the work
 //!   retires; the simulation defers them to the machine's end).
 //! - **MonitoredValue (NF-02, NF-04, NF-07).** Per fence the pending CPU waits; the OS value
-//!   follows the reading ([`crate::machine::answers::MonitoredValue`]: the pages' lowest
+//!   follows the reading ([`crate::os::answers::MonitoredValue`]: the pages' lowest
 //!   pending value − 1, or 24H2's value of the wait that set it, raised by new waits), is
 //!   `u64::MAX` with none, or 0 held for a cross-adapter fence (NF-16). Whenever it changes, `DxgkDdiUpdateMonitoredValues` runs at device IRQL under
 //!   the adapter's interrupt lock (synchronised with the ISR); after it returns the OS

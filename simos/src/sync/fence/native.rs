@@ -20,7 +20,7 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::ddi::{self, check_status, At};
-use crate::machine::answers::SystemVas;
+use crate::os::answers::SystemVas;
 use crate::machine::Machine;
 
 use super::event::WaitOutcome;

@@ -57,7 +57,7 @@ fn settle_locked(obj: &FenceObj, a: &AdapterShared) -> Result<(), SimError> {
 }
 
 /// Queues a new CPU wait on `obj` and sets MonitoredValue as the reading does for a new wait
-/// ([`crate::machine::answers::MonitoredValue::on_new_wait`]; 24H2: `M:VidSchSubmitWaitFromCpu`
+/// ([`crate::os::answers::MonitoredValue::on_new_wait`]; 24H2: `M:VidSchSubmitWaitFromCpu`
 /// @0x14000DF30 decides before it links the waiter), then releases what is satisfied
 /// (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8, [`settle`]).
 pub(super) fn queue_wait(obj: &FenceObj, waiter: Waiter) -> Result<(), SimError> {

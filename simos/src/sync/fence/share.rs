@@ -14,10 +14,9 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
-use crate::ob::NtObject;
 
 use super::monitored::MonitoredFence;
-use super::state::{NativeFence, ProcessVas};
+use super::state::{NativeFence, NtObject, ProcessVas};
 
 impl Machine {
     /// `D3DKMTShareObjects` of `fence` (its process's instance): a new NT handle in that

@@ -200,7 +200,7 @@ pub(super) struct Waiter {
     pub(super) event: SimEvent,
     pub(super) resume: Option<Resume>,
     /// A new wait raised MonitoredValue above this one while it was pending and not reached
-    /// (24H2, [`crate::machine::answers::MonitoredValue::RaisedByNewWaits`]): no interrupt is
+    /// (24H2, [`crate::os::answers::MonitoredValue::RaisedByNewWaits`]): no interrupt is
     /// due when the fence reaches it, so its release may come late.
     pub(super) raised_over: bool,
 }
@@ -247,11 +247,18 @@ pub struct FenceObj {
     pub(super) mv: Value,
     pub(super) pdd: NativeFencePdd,
     /// What the OS writes as MonitoredValue, and whether it re-arms it (the machine's
-    /// reading at create, [`crate::machine::answers::MonitoredValue`]).
-    pub(super) mv_rule: crate::machine::answers::MonitoredValue,
+    /// reading at create, [`crate::os::answers::MonitoredValue`]).
+    pub(super) mv_rule: crate::os::answers::MonitoredValue,
     /// Serialises MonitoredValue updates and destruction of this fence.
     pub(super) settle_lock: Mutex<()>,
     pub(super) st: Mutex<ObjState>,
+}
+
+/// What an NT handle refers to (an entry of the machine's `crate::ob::HandleTables`).
+#[derive(Clone, Debug)]
+pub enum NtObject {
+    /// A shareable native fence (its OS object on the adapter it was created on).
+    NativeFence(Arc<FenceObj>),
 }
 
 /// A process's instance of a native fence (its local handle).

@@ -19,14 +19,14 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, At};
-use crate::machine::answers::{CpuUpdateIrql, ValueUpdates};
+use crate::os::answers::{CpuUpdateIrql, ValueUpdates};
 
 use super::state::PAGE;
 
 /// Checks the caps the OS relies on: a stride that is a non-zero multiple of 8 (64-bit
 /// values, NF-05), at most a page. `MapToGpuSystemProcess` is not a condition: where the OS
 /// honours it (26H1, the pages) it only decides whether create gets system-process VAs, and
-/// 24H2 ignores it ([`crate::machine::answers::SystemVas`]).
+/// 24H2 ignores it ([`crate::os::answers::SystemVas`]).
 pub fn validate_native_fence_caps(c: &DXGK_NATIVE_FENCE_CAPS) -> Result<(), String> {
     let s = u64::from(c.MonitoredValueStride);
     if s == 0 || !s.is_multiple_of(8) || s > PAGE {

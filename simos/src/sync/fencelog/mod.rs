@@ -68,7 +68,7 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
-use crate::machine::answers::LogReport;
+use crate::os::answers::LogReport;
 use crate::sync::trace::TraceEvent;
 
 /// Entries per log the OS allocates by default (a full 4 KiB buffer).

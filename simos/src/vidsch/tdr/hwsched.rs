@@ -160,7 +160,7 @@ fn sync_node_ring(a: &AdapterShared, sh: &TdrShared, node: u32) {
     dpc_process(a);
 }
 
-/// A hardware-scheduled node's TDR in 24H2's order ([`crate::machine::answers::HwsTdr`]): the
+/// A hardware-scheduled node's TDR in 24H2's order ([`crate::os::answers::HwsTdr`]): the
 /// dependent group first (a failure or a mask without the node makes it adapter-wide, as
 /// `VidSchiCheckHwProgress` does with reason 9; an empty mask is bug check 0x119 / 8), the
 /// node's snapshot (its fence reports dropped from here, `VidSchiSetHwNodeResettingStateAtISR`),

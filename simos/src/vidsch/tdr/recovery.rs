@@ -110,7 +110,7 @@ pub(crate) fn recover_node(
 ) -> Result<(), SimError> {
     let step = lock(&sh.os).step;
     let per_engine = lock(&a.caps).is_some_and(|c| c.SupportPerEngineTDR != 0);
-    if a.os.reading.hws_tdr == crate::machine::answers::HwsTdr::DbgInfoBeforeReset
+    if a.os.reading.hws_tdr == crate::os::answers::HwsTdr::DbgInfoBeforeReset
         && per_engine
         && crate::vidsch::hws::is_hw_node(a, node)
     {

@@ -1,5 +1,7 @@
 //! Driver and adapter life as the PnP manager and Dxgkrnl drive it: DriverEntry, AddDevice,
-//! StartDevice (with the caps check), StopDevice, RemoveDevice, Unload.
+//! StartDevice (with the caps check), StopDevice, RemoveDevice, Unload. Above the components
+//! and the loader: a start brings up every component, a load installs the package
+//! (`crate::install`) and maps the image (`crate::pe`).
 
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -13,7 +15,7 @@ use crate::base::bugcheck::{self, BugCheck};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::processor;
-use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::adapter::{adapter_luid, AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::callbacks;
 use crate::dxgkrnl::context;
@@ -115,7 +117,7 @@ impl Machine {
         // `crate::install`).
         #[cfg(target_os = "linux")]
         let pe = match &self.config.driver {
-            crate::pe::driver_build::DriverBuild::Pe(package) => {
+            crate::os::driver_build::DriverBuild::Pe(package) => {
                 let loaded = crate::install::install_and_load(package.as_deref(), &self.config.os)
                     .map_err(|e| SimError::Simulation(format!("installing rvgpu: {e}")))?;
                 let image = match loaded {
@@ -142,7 +144,7 @@ impl Machine {
                         .map_err(|e| SimError::Simulation(format!("loading rvgpu.sys: {e}")))?,
                 )
             }
-            crate::pe::driver_build::DriverBuild::Linux => None,
+            crate::os::driver_build::DriverBuild::Linux => None,
         };
         #[cfg(target_os = "linux")]
         let knows_win8 = self.config.os.dxgkrnl_knows_win8_initialize;
@@ -907,14 +909,5 @@ impl Machine {
         self.table.set(None);
         self.loaded = false;
         Ok(())
-    }
-}
-
-/// The LUID Dxgkrnl gives adapter `i` (`DXGK_START_INFO::AdapterLuid`), which user mode opens
-/// it by (`D3DKMTOpenAdapterFromLuid`).
-pub fn adapter_luid(i: usize) -> LUID {
-    LUID {
-        LowPart: 0x1000 + i as u32,
-        HighPart: 0,
     }
 }

@@ -1,6 +1,6 @@
 //! ETW's state: the per-machine sessions, the process-wide provider registrations and the
 //! enable callbacks they are told through. What sits above a machine (entering its context to
-//! enable or disable a session, Dxgkrnl's `DxgkDdiControlEtwLogging`) is in the parent module.
+//! enable or disable a session, Dxgkrnl's `DxgkDdiControlEtwLogging`) is in `crate::etw`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -63,7 +63,7 @@ pub struct Event {
 #[derive(Debug)]
 pub struct Session {
     machine: u64,
-    pub(super) enables: Mutex<Vec<Enable>>,
+    pub(crate) enables: Mutex<Vec<Enable>>,
     events: Mutex<Vec<Event>>,
     errors: Mutex<Vec<String>>,
 }
@@ -154,12 +154,12 @@ struct Registration {
 
 static REGISTRATIONS: Mutex<Vec<Registration>> = Mutex::new(Vec::new());
 /// Every machine's enables: (machine id, enable).
-pub(super) static ENABLES: Mutex<Vec<(u64, Enable)>> = Mutex::new(Vec::new());
+pub(crate) static ENABLES: Mutex<Vec<(u64, Enable)>> = Mutex::new(Vec::new());
 /// REGHANDLEs are opaque to providers; these look like kernel pointers and are never reused.
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(0xFFFF_C000_0001_0000);
 
 /// The combined enable every machine's sessions ask of `guid`.
-pub(super) fn combined(guid: Guid) -> Option<Enable> {
+pub(crate) fn combined(guid: Guid) -> Option<Enable> {
     let all = lock(&ENABLES);
     let mut it = all.iter().filter(|(_, e)| e.guid == guid).map(|(_, e)| *e);
     let first = it.next()?;

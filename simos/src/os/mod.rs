@@ -1,6 +1,11 @@
 //! The OS a machine plays: how it runs (threads or steps), the CPU architecture, the Windows
 //! build and the OS's switches. Types only (their defaults are in the machine's
-//! configuration), so that the installer can name them without the machine.
+//! configuration), so that the installer can name them without the machine; with them the
+//! readings of Windows the OS follows ([`answers`]) and the driver build it loads
+//! ([`driver_build`]).
+
+pub mod answers;
+pub mod driver_build;
 
 use std::time::Duration;
 
@@ -154,8 +159,8 @@ pub struct OsConfig {
     pub thunk_cost: u32,
     /// Where the decompiled 24H2 code and Microsoft's pages disagree about the native-fence,
     /// doorbell and hardware-queue flows: the answer this machine plays (default: 24H2, or
-    /// `RVGPU_OS_READING`; [`super::answers`]).
-    pub reading: super::answers::Reading,
+    /// `RVGPU_OS_READING`; [`self::answers`]).
+    pub reading: self::answers::Reading,
     /// BR-14: `GraphicsDrivers\DisableVersionMismatchCheck` ([D24] `DpiFdoInitializeFdo` @
     /// 0x140242CBC): set, Dxgkrnl does not compare the KMD's file version with the
     /// package's `DriverVer`. Default off (the value is absent on a stock machine).
