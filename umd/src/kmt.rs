@@ -45,6 +45,11 @@ impl DoorbellStatus {
             x => Self::Unknown(x),
         }
     }
+
+    /// Connected (with or without notify).
+    pub fn is_connected(self) -> bool {
+        matches!(self, Self::Connected | Self::ConnectedNotify)
+    }
 }
 
 /// CPU views of one doorbell, from `D3DKMTCreateDoorbell`.
