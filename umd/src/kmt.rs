@@ -407,6 +407,22 @@ pub struct Doorbell<D> {
     pub cpu: D,
 }
 
+/// Inside `impl Kmt for T`: each `fn name(&self, args) -> R;` listed becomes the thunk that
+/// calls the same thunk of `$to` (an expression of `self`: `(**self)`, `self.0`, ...) with the
+/// same arguments. The pointer impls ([`crate::submit`]), the harness's session thunks and the
+/// unit tests' wrappers forward through it.
+#[macro_export]
+macro_rules! forward_thunks {
+    ($s:ident => $to:expr; $($(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(
+            $(#[$doc])*
+            fn $name(&$s $(, $arg: $ty)*) -> $ret {
+                $to.$name($($arg),*)
+            }
+        )*
+    };
+}
+
 /// The D3DKMT thunks of the user-mode submission path.
 pub trait Kmt {
     /// CPU view of an allocation.
