@@ -214,6 +214,28 @@ pub struct MapGpuVa {
     pub protection: GpuVaProtection,
 }
 
+impl MapGpuVa {
+    /// `pages` pages of `allocation` from page `first_page`, read-write at `base`, on
+    /// `paging_queue`.
+    pub fn read_write(
+        paging_queue: KmtHandle,
+        base: u64,
+        allocation: KmtHandle,
+        first_page: u64,
+        pages: u64,
+    ) -> Self {
+        Self {
+            paging_queue,
+            base,
+            allocation,
+            offset_in_pages: first_page,
+            size_in_pages: pages,
+            protection: GpuVaProtection::WRITE,
+            ..Self::default()
+        }
+    }
+}
+
 /// What a successful `D3DKMTMapGpuVirtualAddress` returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MappedGpuVa {
