@@ -531,6 +531,24 @@ impl DllSession {
         })
     }
 
+    /// The handle of queue `i` if it is process `p`'s and still open.
+    fn open_queue_of(&self, i: usize, p: usize) -> Option<u64> {
+        self.queues
+            .get(i)
+            .filter(|q| q.process == p)
+            .and_then(|q| q.handle)
+    }
+
+    /// Queue `i` is gone: it keeps `info`, its last status (if the DLL could read it).
+    fn forget_queue(&mut self, i: usize, info: Result<UmQueueInfo, Failure>) {
+        if let Some(q) = self.queues.get_mut(i) {
+            q.handle = None;
+            if let Ok(info) = info {
+                q.info = info;
+            }
+        }
+    }
+
     /// Everything of process `p` through the DLL, then the process ends.
     pub(super) fn close_process(&mut self, p: usize) -> Result<(), Failure> {
         let (_, adapter) = self.process(p)?;
@@ -570,22 +588,11 @@ impl DllSession {
             }
         }
         for i in 0..self.queues.len() {
-            let h = self
-                .queues
-                .get(i)
-                .filter(|q| q.process == p)
-                .and_then(|q| q.handle);
-            if let Some(h) = h {
-                if let Ok(info) = self.status_of(p, h) {
-                    if let Some(q) = self.queues.get_mut(i) {
-                        q.info = info;
-                    }
-                }
+            if let Some(h) = self.open_queue_of(i, p) {
+                let info = self.status_of(p, h);
                 note(self.drain_fence_log(p, h));
                 note(self.ok(p, "rvgpu_destroy_queue", &[h]));
-                if let Some(q) = self.queues.get_mut(i) {
-                    q.handle = None;
-                }
+                self.forget_queue(i, info);
             }
         }
 
@@ -615,19 +622,9 @@ impl DllSession {
     pub(super) fn exit_process(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure> {
         let (up, _) = self.process(p)?;
         for i in 0..self.queues.len() {
-            let h = self
-                .queues
-                .get(i)
-                .filter(|q| q.process == p)
-                .and_then(|q| q.handle);
-            if let Some(h) = h {
+            if let Some(h) = self.open_queue_of(i, p) {
                 let info = self.status_of(p, h);
-                if let Some(q) = self.queues.get_mut(i) {
-                    q.handle = None;
-                    if let Ok(info) = info {
-                        q.info = info;
-                    }
-                }
+                self.forget_queue(i, info);
             }
         }
         for d in up.devices() {
