@@ -299,6 +299,30 @@ impl DllSession {
         }
     }
 
+    /// `name(args…, &out)` in process `p`, through [`Self::ok`]: the word the call wrote to
+    /// its last argument.
+    pub(super) fn ok_out(&self, p: usize, name: &str, args: &[u64]) -> Result<u64, Failure> {
+        let mut out = 0u64;
+        let mut all = args.to_vec();
+        all.push(&raw mut out as u64);
+        self.ok(p, name, &all)?;
+        Ok(out)
+    }
+
+    /// `name(adapter, args…, &out)` with process `p`'s adapter handle: the handle of the
+    /// object the call made.
+    pub(super) fn create_on_adapter(
+        &self,
+        p: usize,
+        name: &str,
+        args: &[u64],
+    ) -> Result<u64, Failure> {
+        let (_, adapter) = self.process(p)?;
+        let mut all = vec![adapter];
+        all.extend_from_slice(args);
+        self.ok_out(p, name, &all)
+    }
+
     pub(super) fn buffer(&self, b: BufferRef) -> Result<&DBuffer, Failure> {
         let d = self
             .buffers
@@ -385,19 +409,8 @@ impl DllSession {
     }
 
     pub(super) fn new_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<DBuffer, Failure> {
-        let (_, adapter) = self.process(p.0)?;
-        let mut handle = 0u64;
-        self.ok(
-            p.0,
-            "rvgpu_buffer_create",
-            &[adapter, bytes, &raw mut handle as u64],
-        )?;
-        let mut gpu_va = 0u64;
-        self.ok(
-            p.0,
-            "rvgpu_buffer_gpu_va",
-            &[handle, &raw mut gpu_va as u64],
-        )?;
+        let handle = self.create_on_adapter(p.0, "rvgpu_buffer_create", &[bytes])?;
+        let gpu_va = self.ok_out(p.0, "rvgpu_buffer_gpu_va", &[handle])?;
         Ok(DBuffer {
             process: p.0,
             handle,
@@ -458,13 +471,7 @@ impl DllSession {
             ));
         }
         let initial = self.read_buffer(b, offset)?;
-        let (_, adapter) = self.process(process)?;
-        let mut fence = 0u64;
-        self.ok(
-            process,
-            "rvgpu_fence_create",
-            &[adapter, initial, &raw mut fence as u64],
-        )?;
+        let fence = self.create_on_adapter(process, "rvgpu_fence_create", &[initial])?;
         self.gates.push(Gate {
             process,
             buffer: b.0,
@@ -496,12 +503,7 @@ impl DllSession {
             if s.is_empty() { 0 } else { s.as_ptr() as u64 },
             s.len() as u64,
         ];
-        let mut progress = 0u64;
-        self.ok(
-            p,
-            "rvgpu_queue_submit",
-            &[h, desc.as_ptr() as u64, &raw mut progress as u64],
-        )?;
+        let progress = self.ok_out(p, "rvgpu_queue_submit", &[h, desc.as_ptr() as u64])?;
         self.drain_fence_log(p, h)?;
         Ok(progress)
     }
