@@ -206,13 +206,7 @@ fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_sig
         let v = q.submit(&[fill(n)]).unwrap();
         assert_eq!(v, n);
         let log = m.log();
-        let words: Vec<u64> = log
-            .iter()
-            .filter_map(|e| match e {
-                Ev::RingWord(_, w) => Some(*w),
-                _ => None,
-            })
-            .collect();
+        let words = ring_words(&log);
         assert_eq!(words.len(), 4 + 5, "FILL, then the 5-word FENCE_SIGNAL");
         assert_eq!(decode(&words[..4]).unwrap(), fill(n));
         assert_eq!(
