@@ -50,56 +50,22 @@ impl FenceCpu for NoCpu {
 /// and doorbell thunks of a mock without hardware queues, each `STATUS_NOT_SUPPORTED`.
 macro_rules! no_hw_queues {
     () => {
-        fn create_hw_queue(
-            &self,
-            _context: $crate::kmt::KmtHandle,
-            _user_mode_submission: bool,
-            _private_data: &mut [u8],
-        ) -> Result<$crate::kmt::HwQueue<$crate::mock_parts::NoCpu>, $crate::kmt::NtStatus> {
-            Err($crate::kmt::STATUS_NOT_SUPPORTED)
+        $crate::mock_parts::no_hw_queues! { @each
+            fn create_hw_queue(&self, _context: $crate::kmt::KmtHandle, _user_mode_submission: bool, _private_data: &mut [u8]) -> Result<$crate::kmt::HwQueue<$crate::mock_parts::NoCpu>, $crate::kmt::NtStatus>;
+            fn destroy_hw_queue(&self, _queue: $crate::kmt::KmtHandle) -> Result<(), $crate::kmt::NtStatus>;
+            fn create_doorbell(&self, _queue: $crate::kmt::KmtHandle, _ring: $crate::kmt::KmtHandle, _ring_control: $crate::kmt::KmtHandle, _private_data: &mut [u8]) -> Result<$crate::kmt::Doorbell<$crate::mock_parts::NoCpu>, $crate::kmt::NtStatus>;
+            fn connect_doorbell(&self, _doorbell: $crate::kmt::KmtHandle) -> Result<(), $crate::kmt::NtStatus>;
+            fn destroy_doorbell(&self, _doorbell: $crate::kmt::KmtHandle) -> Result<(), $crate::kmt::NtStatus>;
+            fn notify_work_submission(&self, _doorbell: $crate::kmt::KmtHandle) -> Result<(), $crate::kmt::NtStatus>;
+            fn submit_command_to_hw_queue(&self, _queue: $crate::kmt::KmtHandle, _progress_fence_value: u64, _command_buffer_gpu: u64, _command_bytes: u32) -> Result<(), $crate::kmt::NtStatus>;
         }
-        fn destroy_hw_queue(
-            &self,
-            _queue: $crate::kmt::KmtHandle,
-        ) -> Result<(), $crate::kmt::NtStatus> {
-            Err($crate::kmt::STATUS_NOT_SUPPORTED)
-        }
-        fn create_doorbell(
-            &self,
-            _queue: $crate::kmt::KmtHandle,
-            _ring: $crate::kmt::KmtHandle,
-            _ring_control: $crate::kmt::KmtHandle,
-            _private_data: &mut [u8],
-        ) -> Result<$crate::kmt::Doorbell<$crate::mock_parts::NoCpu>, $crate::kmt::NtStatus> {
-            Err($crate::kmt::STATUS_NOT_SUPPORTED)
-        }
-        fn connect_doorbell(
-            &self,
-            _doorbell: $crate::kmt::KmtHandle,
-        ) -> Result<(), $crate::kmt::NtStatus> {
-            Err($crate::kmt::STATUS_NOT_SUPPORTED)
-        }
-        fn destroy_doorbell(
-            &self,
-            _doorbell: $crate::kmt::KmtHandle,
-        ) -> Result<(), $crate::kmt::NtStatus> {
-            Err($crate::kmt::STATUS_NOT_SUPPORTED)
-        }
-        fn notify_work_submission(
-            &self,
-            _doorbell: $crate::kmt::KmtHandle,
-        ) -> Result<(), $crate::kmt::NtStatus> {
-            Err($crate::kmt::STATUS_NOT_SUPPORTED)
-        }
-        fn submit_command_to_hw_queue(
-            &self,
-            _queue: $crate::kmt::KmtHandle,
-            _progress_fence_value: u64,
-            _command_buffer_gpu: u64,
-            _command_bytes: u32,
-        ) -> Result<(), $crate::kmt::NtStatus> {
-            Err($crate::kmt::STATUS_NOT_SUPPORTED)
-        }
+    };
+    (@each $(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(
+            fn $name(&self $(, $arg: $ty)*) -> $ret {
+                Err($crate::kmt::STATUS_NOT_SUPPORTED)
+            }
+        )*
     };
 }
 pub(crate) use no_hw_queues;
