@@ -20,11 +20,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory, Mode};
-use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl};
+use rvgpu_hw::queue::{QueueDescriptor, QueueFlags};
 use rvgpu_hw::regs;
 
+mod ring;
 mod support;
 
 const SETTLE: Duration = Duration::from_micros(200);
@@ -90,11 +90,7 @@ impl Bench {
             ..Default::default()
         };
         mem.write_words(runlist, &d.to_words()).expect("runlist");
-        let reg = |r| regs::engine_reg(0, r).expect("engine 0");
-        dev.write64(reg(regs::engine::RUNLIST_BASE), runlist);
-        dev.write32(reg(regs::engine::RUNLIST_COUNT), 1);
-        dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
-        dev.write32(regs::doorbell_bind_reg(0).expect("doorbell 0"), 7);
+        ring::commit_engine0(&dev, runlist, 1, 7);
         dev.start();
         Self {
             dev,
@@ -108,27 +104,7 @@ impl Bench {
 
     /// Writes `PROGRESS(v)` and publishes `write_ptr` (no ring yet).
     fn queue_progress(&mut self, v: u64) {
-        let mut words = [0u64; 2];
-        let n = Command::Progress {
-            irq: false,
-            value: v,
-        }
-        .encode(&mut words)
-        .expect("encode");
-        for w in words.iter().take(n) {
-            let off = self.wptr % u64::from(RING);
-            self.mem
-                .store(self.ring + off, *w, Ordering::Relaxed)
-                .expect("ring");
-            self.wptr += 8;
-        }
-        self.mem
-            .store(
-                self.control + RingControl::WRITE_PTR,
-                self.wptr,
-                Ordering::Release,
-            )
-            .expect("write_ptr");
+        self.wptr = ring::queue_progress(&self.mem, self.ring, RING, self.control, self.wptr, v);
     }
 
     /// Rings and returns the time until the progress fence reads `v`.

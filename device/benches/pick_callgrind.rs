@@ -12,10 +12,11 @@ use std::sync::Arc;
 
 use rvgpu_device::{Device, DeviceConfig, LatchLine, Memory};
 use rvgpu_hw::addr::GpuVa;
-use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
-use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
+use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, NO_DOORBELL};
 use rvgpu_hw::regs;
+
+mod ring;
 
 const RING: u32 = 4096;
 
@@ -65,11 +66,7 @@ fn main() {
         mem.write_words(runlist + i as u64 * 128, &d.to_words())
             .expect("runlist");
     }
-    let reg = |r| regs::engine_reg(0, r).expect("engine 0");
-    dev.write64(reg(regs::engine::RUNLIST_BASE), runlist);
-    dev.write32(reg(regs::engine::RUNLIST_COUNT), descs.len() as u32);
-    dev.write32(reg(regs::engine::RUNLIST_COMMIT), 1);
-    dev.write32(regs::doorbell_bind_reg(0).expect("doorbell 0"), 1);
+    ring::commit_engine0(&dev, runlist, descs.len() as u32, 1);
 
     let busy = descs[0];
     let (ring, control, progress) = (
@@ -78,21 +75,8 @@ fn main() {
         busy.progress_fence.get(),
     );
     let mut wptr = 0u64;
-    let mut words = [0u64; 2];
     for v in 1..=ops {
-        let n = Command::Progress {
-            irq: false,
-            value: v,
-        }
-        .encode(&mut words)
-        .expect("encode");
-        for w in words.iter().take(n) {
-            mem.store(ring + wptr % u64::from(RING), *w, Ordering::Relaxed)
-                .expect("ring");
-            wptr += 8;
-        }
-        mem.store(control + RingControl::WRITE_PTR, wptr, Ordering::Release)
-            .expect("write_ptr");
+        wptr = ring::queue_progress(&mem, ring, RING, control, wptr, v);
         dev.doorbell_write(0, wptr);
         while mem.load(progress, Ordering::Acquire) != Some(v) {
             assert!(dev.step(), "the device stopped before PROGRESS({v})");

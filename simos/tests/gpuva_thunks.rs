@@ -63,15 +63,7 @@ fn map(
     off: u64,
     n: u64,
 ) -> MapGpuVa {
-    MapGpuVa {
-        paging_queue: pq.handle,
-        base,
-        allocation: h,
-        offset_in_pages: off,
-        size_in_pages: n,
-        protection: RW,
-        ..MapGpuVa::default()
-    }
+    MapGpuVa::read_write(pq.handle, base, h, off, n)
 }
 
 fn reserve_at(base: u64, size: u64) -> ReserveGpuVa {

@@ -290,7 +290,8 @@ pub(crate) mod tests {
     //! handles in the host unit tests, `capi_context`).
 
     use super::*;
-    use crate::kmt::{Doorbell, DoorbellCpu, DoorbellStatus, FenceCpu, HwQueue, NtStatus};
+    use crate::kmt::NtStatus;
+    use crate::mock_parts::{no_hw_queues, NoCpu, WordsMem};
     use alloc::rc::Rc;
     use alloc::vec::Vec;
     use core::cell::RefCell;
@@ -349,43 +350,12 @@ pub(crate) mod tests {
         }
     }
 
-    #[derive(Clone, Debug)]
-    pub(crate) struct Mem(Rc<[AtomicU64]>);
-
-    impl AllocationCpu for Mem {
-        fn store(&self, offset: u64, value: u64) {
-            if let Some(w) = self.0.get((offset / 8) as usize) {
-                w.store(value, Ordering::Release);
-            }
-        }
-        fn load(&self, offset: u64) -> u64 {
-            self.0
-                .get((offset / 8) as usize)
-                .map_or(0, |w| w.load(Ordering::Acquire))
-        }
-    }
-
-    #[derive(Debug)]
-    pub(crate) struct Nothing;
-    impl DoorbellCpu for Nothing {
-        fn ring(&self, _value: u64) {}
-        fn status(&self) -> DoorbellStatus {
-            DoorbellStatus::DisconnectedAbort
-        }
-        fn set_last_queued(&self, _value: u64) {}
-    }
-    impl FenceCpu for Nothing {
-        fn value(&self) -> u64 {
-            0
-        }
-    }
-
     const NO: NtStatus = crate::kmt::STATUS_NOT_SUPPORTED;
 
     impl Kmt for Mock {
-        type Mem = Mem;
-        type Doorbell = Nothing;
-        type Fence = Nothing;
+        type Mem = WordsMem;
+        type Doorbell = NoCpu;
+        type Fence = NoCpu;
 
         fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
             let mut w = self.0.borrow_mut();
@@ -399,22 +369,12 @@ pub(crate) mod tests {
             self.0.borrow_mut().log.push(Ev::ContextGone(context));
             Ok(())
         }
-        fn create_hw_queue(
-            &self,
-            _context: KmtHandle,
-            _user_mode_submission: bool,
-            _private_data: &mut [u8],
-        ) -> Result<HwQueue<Nothing>, NtStatus> {
-            Err(NO)
-        }
-        fn destroy_hw_queue(&self, _queue: KmtHandle) -> Result<(), NtStatus> {
-            Err(NO)
-        }
+        no_hw_queues!();
         fn create_allocation_as(
             &self,
             size: u64,
             kind: AllocationKind,
-        ) -> Result<Allocation<Mem>, NtStatus> {
+        ) -> Result<Allocation<WordsMem>, NtStatus> {
             assert_eq!(kind, AllocationKind::Commands);
             let mut w = self.0.borrow_mut();
             if let Some(s) = w.fail_alloc.take() {
@@ -429,39 +389,12 @@ pub(crate) mod tests {
                 handle: CB + n,
                 gpu_va: CB_VA,
                 size,
-                mem: Mem(words),
+                mem: WordsMem(words),
             })
         }
         fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
             self.0.borrow_mut().log.push(Ev::AllocGone(allocation));
             Ok(())
-        }
-        fn create_doorbell(
-            &self,
-            _queue: KmtHandle,
-            _ring: KmtHandle,
-            _ring_control: KmtHandle,
-            _private_data: &mut [u8],
-        ) -> Result<Doorbell<Nothing>, NtStatus> {
-            Err(NO)
-        }
-        fn connect_doorbell(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
-            Err(NO)
-        }
-        fn destroy_doorbell(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
-            Err(NO)
-        }
-        fn notify_work_submission(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
-            Err(NO)
-        }
-        fn submit_command_to_hw_queue(
-            &self,
-            _queue: KmtHandle,
-            _progress_fence_value: u64,
-            _command_buffer_gpu: u64,
-            _command_bytes: u32,
-        ) -> Result<(), NtStatus> {
-            Err(NO)
         }
         fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
             let mut w = self.0.borrow_mut();

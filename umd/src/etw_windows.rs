@@ -105,15 +105,21 @@ const CHANNEL_TRACELOGGING: u8 = 11;
 /// `TRACE_LEVEL_VERBOSE`.
 const LEVEL_VERBOSE: u8 = 5;
 
-static EVENT: EVENT_DESCRIPTOR = EVENT_DESCRIPTOR {
-    Id: 0,
-    Version: 0,
-    Channel: CHANNEL_TRACELOGGING,
-    Level: LEVEL_VERBOSE,
-    Opcode: 0,
-    Task: 0,
-    Keyword: 0,
-};
+/// A TraceLogging event's descriptor: only its level tells the events apart (the metadata
+/// names them).
+const fn tracelogging_event(level: u8) -> EVENT_DESCRIPTOR {
+    EVENT_DESCRIPTOR {
+        Id: 0,
+        Version: 0,
+        Channel: CHANNEL_TRACELOGGING,
+        Level: level,
+        Opcode: 0,
+        Task: 0,
+        Keyword: 0,
+    }
+}
+
+static EVENT: EVENT_DESCRIPTOR = tracelogging_event(LEVEL_VERBOSE);
 
 fn descriptor(p: *const c_void, size: usize, kind: u32) -> EVENT_DATA_DESCRIPTOR {
     EVENT_DATA_DESCRIPTOR {
@@ -162,12 +168,60 @@ impl EtwFenceTrace {
         };
         Some(Self { handle })
     }
+
+    /// Whether a consumer listens at `level`.
+    fn enabled(&self, level: u8) -> bool {
+        // SAFETY: a live registration handle; a pure query.
+        unsafe { EventProviderEnabled(self.handle, level, 0) }
+    }
+
+    /// Writes `event`, whose metadata is `meta`, with `fields` (at most [`MAX_FIELDS`]; more
+    /// are dropped) after the provider's and the event's metadata descriptors.
+    fn write(
+        &self,
+        event: &EVENT_DESCRIPTOR,
+        meta: &'static [u8],
+        fields: &[EVENT_DATA_DESCRIPTOR],
+    ) {
+        let mut data = [descriptor(ptr::null(), 0, 0); 2 + MAX_FIELDS];
+        let mut n = 0;
+        let metadata = [
+            descriptor(
+                PROVIDER_META.as_ptr().cast(),
+                PROVIDER_META.len(),
+                EVENT_DATA_DESCRIPTOR_TYPE_PROVIDER_METADATA,
+            ),
+            descriptor(
+                meta.as_ptr().cast(),
+                meta.len(),
+                EVENT_DATA_DESCRIPTOR_TYPE_EVENT_METADATA,
+            ),
+        ];
+        for (d, f) in data.iter_mut().zip(metadata.iter().chain(fields)) {
+            *d = *f;
+            n += 1;
+        }
+        // SAFETY: every descriptor points to memory that lives for the call (statics and the
+        // caller's fields); no activity ids.
+        unsafe {
+            EventWriteTransfer(
+                self.handle,
+                event,
+                ptr::null(),
+                ptr::null(),
+                n,
+                data.as_ptr(),
+            )
+        };
+    }
 }
+
+/// Fields one event has at most.
+const MAX_FIELDS: usize = 7;
 
 impl FenceTrace for EtwFenceTrace {
     fn queued(&self, op: &QueuedOp) {
-        // SAFETY: a live registration handle; a pure query.
-        if !unsafe { EventProviderEnabled(self.handle, LEVEL_VERBOSE, 0) } {
+        if !self.enabled(LEVEL_VERBOSE) {
             return;
         }
         let kind: u32 = match op.kind {
@@ -175,17 +229,7 @@ impl FenceTrace for EtwFenceTrace {
             LogKind::Signal => 1,
         };
         let logged: i32 = i32::from(op.logged);
-        let data = [
-            descriptor(
-                PROVIDER_META.as_ptr().cast(),
-                PROVIDER_META.len(),
-                EVENT_DATA_DESCRIPTOR_TYPE_PROVIDER_METADATA,
-            ),
-            descriptor(
-                EVENT_META.as_ptr().cast(),
-                EVENT_META.len(),
-                EVENT_DATA_DESCRIPTOR_TYPE_EVENT_METADATA,
-            ),
+        let fields = [
             field(&op.queue_id),
             field(&kind),
             field(&op.index),
@@ -194,18 +238,7 @@ impl FenceTrace for EtwFenceTrace {
             field(&op.qpc),
             field(&logged),
         ];
-        // SAFETY: every descriptor points to memory that lives for the call (statics, `op`,
-        // locals); no activity ids.
-        unsafe {
-            EventWriteTransfer(
-                self.handle,
-                &EVENT,
-                ptr::null(),
-                ptr::null(),
-                u32::try_from(data.len()).unwrap_or(0),
-                data.as_ptr(),
-            )
-        };
+        self.write(&EVENT, &EVENT_META, &fields);
     }
 }
 
@@ -225,15 +258,7 @@ static LATE_META: [u8; 35] = blob(&[
 /// `TRACE_LEVEL_WARNING`.
 const LEVEL_WARNING: u8 = 3;
 
-static LATE_EVENT: EVENT_DESCRIPTOR = EVENT_DESCRIPTOR {
-    Id: 0,
-    Version: 0,
-    Channel: CHANNEL_TRACELOGGING,
-    Level: LEVEL_WARNING,
-    Opcode: 0,
-    Task: 0,
-    Keyword: 0,
-};
+static LATE_EVENT: EVENT_DESCRIPTOR = tracelogging_event(LEVEL_WARNING);
 
 /// Writes a `LateWake` event of the `rvgpu.Umd` provider (registered for the call: late wakes
 /// are rare, and a wait has no queue whose registration it could use).
@@ -241,37 +266,13 @@ pub fn late_wake(fence: u32, value: u64, current: u64) {
     let Some(t) = EtwFenceTrace::register() else {
         return;
     };
-    // SAFETY: a live registration handle; a pure query.
-    if !unsafe { EventProviderEnabled(t.handle, LEVEL_WARNING, 0) } {
-        return;
-    }
-    let data = [
-        descriptor(
-            PROVIDER_META.as_ptr().cast(),
-            PROVIDER_META.len(),
-            EVENT_DATA_DESCRIPTOR_TYPE_PROVIDER_METADATA,
-        ),
-        descriptor(
-            LATE_META.as_ptr().cast(),
-            LATE_META.len(),
-            EVENT_DATA_DESCRIPTOR_TYPE_EVENT_METADATA,
-        ),
-        field(&fence),
-        field(&value),
-        field(&current),
-    ];
-    // SAFETY: every descriptor points to memory that lives for the call (statics, arguments);
-    // no activity ids.
-    unsafe {
-        EventWriteTransfer(
-            t.handle,
+    if t.enabled(LEVEL_WARNING) {
+        t.write(
             &LATE_EVENT,
-            ptr::null(),
-            ptr::null(),
-            u32::try_from(data.len()).unwrap_or(0),
-            data.as_ptr(),
-        )
-    };
+            &LATE_META,
+            &[field(&fence), field(&value), field(&current)],
+        );
+    }
 }
 
 impl Drop for EtwFenceTrace {

@@ -45,6 +45,11 @@ impl DoorbellStatus {
             x => Self::Unknown(x),
         }
     }
+
+    /// Connected (with or without notify).
+    pub fn is_connected(self) -> bool {
+        matches!(self, Self::Connected | Self::ConnectedNotify)
+    }
 }
 
 /// CPU views of one doorbell, from `D3DKMTCreateDoorbell`.
@@ -207,6 +212,28 @@ pub struct MapGpuVa {
     pub size_in_pages: u64,
     /// `Protection`.
     pub protection: GpuVaProtection,
+}
+
+impl MapGpuVa {
+    /// `pages` pages of `allocation` from page `first_page`, read-write at `base`, on
+    /// `paging_queue`.
+    pub fn read_write(
+        paging_queue: KmtHandle,
+        base: u64,
+        allocation: KmtHandle,
+        first_page: u64,
+        pages: u64,
+    ) -> Self {
+        Self {
+            paging_queue,
+            base,
+            allocation,
+            offset_in_pages: first_page,
+            size_in_pages: pages,
+            protection: GpuVaProtection::WRITE,
+            ..Self::default()
+        }
+    }
 }
 
 /// What a successful `D3DKMTMapGpuVirtualAddress` returns.
@@ -400,6 +427,22 @@ pub struct Doorbell<D> {
     pub handle: KmtHandle,
     /// Doorbell page, status page and last-queued value.
     pub cpu: D,
+}
+
+/// Inside `impl Kmt for T`: each `fn name(&self, args) -> R;` listed becomes the thunk that
+/// calls the same thunk of `$to` (an expression of `self`: `(**self)`, `self.0`, ...) with the
+/// same arguments. The pointer impls ([`crate::submit`]), the harness's session thunks and the
+/// unit tests' wrappers forward through it.
+#[macro_export]
+macro_rules! forward_thunks {
+    ($s:ident => $to:expr; $($(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        $(
+            $(#[$doc])*
+            fn $name(&$s $(, $arg: $ty)*) -> $ret {
+                $to.$name($($arg),*)
+            }
+        )*
+    };
 }
 
 /// The D3DKMT thunks of the user-mode submission path.

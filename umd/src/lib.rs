@@ -26,6 +26,8 @@ pub mod fencelog;
 pub mod kmt;
 #[cfg(windows)]
 pub mod kmt_windows;
+#[cfg(test)]
+mod mock_parts;
 pub mod nt;
 pub mod packets;
 pub mod retain;

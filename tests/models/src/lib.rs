@@ -23,7 +23,7 @@
 //! writers at device IRQL and at DISPATCH_LEVEL never stores a value in another fence's word.
 //!
 //! The models are the crate's integration tests; the library holds only what they share,
-//! [`run_isolated`].
+//! [`run_isolated`] and the negative controls' [`expect_violation`].
 //! Run: `cargo test -p rvgpu-models`.
 
 use std::panic::{self, AssertUnwindSafe};
@@ -44,4 +44,14 @@ pub fn run_isolated<T: Send + 'static>(
                 .or_else(|| payload.downcast_ref::<&str>().map(|m| (*m).to_owned()))
                 .unwrap_or_else(|| "<non-string panic payload>".to_owned())
         })
+}
+
+/// A negative control: `model` (loom over the protocol without its protection) must fail with
+/// a message containing `needle`; `what` names the violation for the failure when it does not
+/// (`loom found no {what}, but one exists`).
+pub fn expect_violation(model: impl FnOnce() + Send + 'static, what: &str, needle: &str) {
+    let Err(msg) = run_isolated(model) else {
+        panic!("loom found no {what}, but one exists")
+    };
+    assert!(msg.contains(needle), "unexpected failure: {msg}");
 }

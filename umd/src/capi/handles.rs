@@ -471,21 +471,16 @@ mod tests {
                 .map(|_| AtomicBool::new(false))
                 .collect(),
         );
+        // A new probe `id` under a new handle.
+        let insert_probe = |id: usize| {
+            let dropped = dropped.clone();
+            insert(Kind::Context, Probe { id, dropped }).unwrap()
+        };
         // handles[k]: the handle of object `ids[k]` (read by the readers, replaced by the
         // destroyer).
         let handles: StdArc<Vec<(AtomicUsize, AtomicUsize)>> = StdArc::new(
             (0..LIVE_OBJECTS)
-                .map(|id| {
-                    let h = insert(
-                        Kind::Context,
-                        Probe {
-                            id,
-                            dropped: dropped.clone(),
-                        },
-                    )
-                    .unwrap();
-                    (AtomicUsize::new(h), AtomicUsize::new(id))
-                })
+                .map(|id| (AtomicUsize::new(insert_probe(id)), AtomicUsize::new(id)))
                 .collect(),
         );
         let stop = StdArc::new(AtomicBool::new(false));
@@ -530,14 +525,7 @@ mod tests {
                 let old = handles[k].0.load(Ordering::SeqCst);
                 let obj = take::<Probe>(Kind::Context, old).unwrap();
                 let id = round * LIVE_OBJECTS + k;
-                let h = insert(
-                    Kind::Context,
-                    Probe {
-                        id,
-                        dropped: dropped.clone(),
-                    },
-                )
-                .unwrap();
+                let h = insert_probe(id);
                 assert_ne!(h, old);
                 assert!(seen.insert(h, id).is_none(), "a handle came back");
                 handles[k].1.store(id, Ordering::SeqCst);

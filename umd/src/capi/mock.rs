@@ -7,13 +7,13 @@ use rvgpu_hw::cmd::Command;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use crate::kmt::{
-    Allocation, AllocationCpu, AllocationKind, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu,
-    DoorbellStatus, FenceCpu, HwQueue, Kmt, KmtHandle, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus,
-    PagingQueue, ReserveGpuVa, STATUS_NOT_SUPPORTED,
+    Allocation, AllocationKind, AllocationPdd, DestroyFlags, Kmt, KmtHandle, MapGpuVa, MappedGpu,
+    MappedGpuVa, NtStatus, PagingQueue, ReserveGpuVa, STATUS_NOT_SUPPORTED,
 };
+use crate::mock_parts::{no_hw_queues, NoCpu, WordsMem};
 use crate::submit::SubmitError;
 use crate::usage::{Timeline, TimelineId, TrackedQueue};
 
@@ -48,47 +48,8 @@ pub(super) struct World {
 #[derive(Clone, Debug)]
 pub(super) struct MockKmt(pub(super) Rc<RefCell<World>>);
 
-#[derive(Clone, Debug)]
-pub(super) struct MockMem {
-    pub(super) words: Rc<[AtomicU64]>,
-}
-
-impl AllocationCpu for MockMem {
-    fn store(&self, offset: u64, value: u64) {
-        if let Some(w) = self.words.get((offset / 8) as usize) {
-            w.store(value, Ordering::Release);
-        }
-    }
-    fn load(&self, offset: u64) -> u64 {
-        self.words
-            .get((offset / 8) as usize)
-            .map_or(0, |w| w.load(Ordering::Acquire))
-    }
-    fn cpu_ptr(&self) -> *mut u8 {
-        // Atomics have interior mutability: writes through this pointer are allowed.
-        self.words.as_ptr().cast_mut().cast()
-    }
-}
-
-#[derive(Debug)]
-pub(super) struct NoCpu;
-
-impl DoorbellCpu for NoCpu {
-    fn ring(&self, _value: u64) {}
-    fn status(&self) -> DoorbellStatus {
-        DoorbellStatus::DisconnectedAbort
-    }
-    fn set_last_queued(&self, _value: u64) {}
-}
-
-impl FenceCpu for NoCpu {
-    fn value(&self) -> u64 {
-        0
-    }
-}
-
 impl Kmt for MockKmt {
-    type Mem = MockMem;
+    type Mem = WordsMem;
     type Doorbell = NoCpu;
     type Fence = NoCpu;
 
@@ -98,22 +59,12 @@ impl Kmt for MockKmt {
     fn destroy_context(&self, _context: KmtHandle) -> Result<(), NtStatus> {
         Err(STATUS_NOT_SUPPORTED)
     }
-    fn create_hw_queue(
-        &self,
-        _context: KmtHandle,
-        _user_mode_submission: bool,
-        _private_data: &mut [u8],
-    ) -> Result<HwQueue<NoCpu>, NtStatus> {
-        Err(STATUS_NOT_SUPPORTED)
-    }
-    fn destroy_hw_queue(&self, _queue: KmtHandle) -> Result<(), NtStatus> {
-        Err(STATUS_NOT_SUPPORTED)
-    }
+    no_hw_queues!();
     fn create_allocation_as(
         &self,
         _size: u64,
         _kind: AllocationKind,
-    ) -> Result<Allocation<MockMem>, NtStatus> {
+    ) -> Result<Allocation<WordsMem>, NtStatus> {
         Err(STATUS_NOT_SUPPORTED)
     }
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
@@ -133,12 +84,10 @@ impl Kmt for MockKmt {
             size,
         })
     }
-    fn lock2(&self, allocation: KmtHandle) -> Result<MockMem, NtStatus> {
+    fn lock2(&self, allocation: KmtHandle) -> Result<WordsMem, NtStatus> {
         let w = self.0.borrow();
         let (_, words) = w.mem.get(&allocation).ok_or(STATUS_NOT_SUPPORTED)?;
-        Ok(MockMem {
-            words: words.clone(),
-        })
+        Ok(WordsMem(words.clone()))
     }
     fn unlock2(&self, _allocation: KmtHandle) -> Result<(), NtStatus> {
         Ok(())
@@ -164,33 +113,6 @@ impl Kmt for MockKmt {
     }
     fn io_coherent(&self) -> bool {
         self.0.borrow().coherent
-    }
-    fn create_doorbell(
-        &self,
-        _queue: KmtHandle,
-        _ring: KmtHandle,
-        _ring_control: KmtHandle,
-        _private_data: &mut [u8],
-    ) -> Result<Doorbell<NoCpu>, NtStatus> {
-        Err(STATUS_NOT_SUPPORTED)
-    }
-    fn connect_doorbell(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
-        Err(STATUS_NOT_SUPPORTED)
-    }
-    fn destroy_doorbell(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
-        Err(STATUS_NOT_SUPPORTED)
-    }
-    fn notify_work_submission(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
-        Err(STATUS_NOT_SUPPORTED)
-    }
-    fn submit_command_to_hw_queue(
-        &self,
-        _queue: KmtHandle,
-        _progress_fence_value: u64,
-        _command_buffer_gpu: u64,
-        _command_bytes: u32,
-    ) -> Result<(), NtStatus> {
-        Err(STATUS_NOT_SUPPORTED)
     }
     /// The GPU finishes whatever the wait is for (a blocking wait always ends here).
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {

@@ -54,7 +54,7 @@ mod imp {
     use crate::capi::buffer::{self, AdapterObj};
     use crate::capi::handles::{self as handles, Kind};
     use crate::capi::types::{status_from_nt, RvgpuStatus};
-    use crate::kmt::{GpuVaProtection, Kmt, MapGpuVa, ReserveGpuVa};
+    use crate::kmt::{Kmt, MapGpuVa, ReserveGpuVa};
 
     use crate::capi::va::PAGE;
 
@@ -97,15 +97,7 @@ mod imp {
             return Err(RvgpuStatus::InvalidArgument);
         }
         let pq = kmt.create_paging_queue(0).map_err(status_from_nt)?;
-        let r = MapGpuVa {
-            paging_queue: pq.handle,
-            base: va,
-            allocation,
-            offset_in_pages: first_page,
-            size_in_pages: pages,
-            protection: GpuVaProtection::WRITE,
-            ..MapGpuVa::default()
-        };
+        let r = MapGpuVa::read_write(pq.handle, va, allocation, first_page, pages);
         // The mapping may be used once the paging fence reaches its value; the queue goes
         // after that either way.
         let mapped = kmt

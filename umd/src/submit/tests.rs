@@ -773,6 +773,16 @@ fn fill(pattern: u64) -> Command {
     }
 }
 
+/// The words the UMD stored into the ring, in the order of `log`.
+fn ring_words(log: &[Ev]) -> Vec<u64> {
+    log.iter()
+        .filter_map(|e| match e {
+            Ev::RingWord(_, w) => Some(*w),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The FILL patterns the device executed, in order, and on which path.
 fn fills(m: &Mock) -> Vec<(bool, u64)> {
     m.executed()

@@ -3,7 +3,7 @@
 //! Each names the thunks of the process and words a failed call in its own way.
 
 use rvgpu_hw::cmd::Command;
-use rvgpu_umd::kmt::{GpuVaProtection, Kmt, KmtHandle, MapGpuVa, NtStatus, ReserveGpuVa};
+use rvgpu_umd::kmt::{Kmt, KmtHandle, MapGpuVa, NtStatus, ReserveGpuVa};
 
 /// `D3DKMTReserveGpuVirtualAddress` of `bytes` at `base` (0: the OS chooses).
 pub(crate) fn reserve<K: Kmt>(kmt: &K, base: u64, bytes: u64) -> Result<u64, NtStatus> {
@@ -49,15 +49,9 @@ impl PagingQueues {
                 (q.handle, q.fence)
             }
         };
-        let mapped = kmt.map_gpu_va(&MapGpuVa {
-            paging_queue: queue,
-            base: va,
-            allocation,
-            offset_in_pages: first_page,
-            size_in_pages: pages,
-            protection: GpuVaProtection::WRITE,
-            ..MapGpuVa::default()
-        })?;
+        let mapped = kmt.map_gpu_va(&MapGpuVa::read_write(
+            queue, va, allocation, first_page, pages,
+        ))?;
         kmt.wait_for_fence(fence, mapped.paging_fence_value)
     }
 }

@@ -403,27 +403,9 @@ pub enum Work {
     Hang,
 }
 
-/// A doorbell's status page (`D3DDDI_DOORBELLSTATUS`) as the UMD reads it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DoorbellStatus {
-    /// `CONNECTED`.
-    Connected,
-    /// `CONNECTED_NOTIFY_KMD`.
-    ConnectedNotify,
-    /// `DISCONNECTED_RETRY`.
-    DisconnectedRetry,
-    /// `DISCONNECTED_ABORT`.
-    DisconnectedAbort,
-    /// Anything else.
-    Other(i32),
-}
-
-impl DoorbellStatus {
-    /// Connected (with or without notify).
-    pub fn is_connected(self) -> bool {
-        matches!(self, Self::Connected | Self::ConnectedNotify)
-    }
-}
+/// A doorbell's status page (`D3DDDI_DOORBELLSTATUS`) as the UMD reads it (every backend
+/// decodes the raw value with [`DoorbellStatus::from_raw`]).
+pub use rvgpu_umd::kmt::DoorbellStatus;
 
 /// What the UMD knows of a queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -123,13 +123,7 @@ fn log_02_signal_and_log_write_adjacent_in_one_publication() {
         ])
         .unwrap();
         let log = m.log();
-        let words: Vec<u64> = log
-            .iter()
-            .filter_map(|e| match e {
-                Ev::RingWord(_, v) => Some(*v),
-                _ => None,
-            })
-            .collect();
+        let words = ring_words(&log);
         // 5 + 3 (signal, log) + 3 + 3 (wait, log) + 5 + 3 + 2 (progress) words.
         assert_eq!(words.len(), 24);
         let mut cmds = Vec::new();

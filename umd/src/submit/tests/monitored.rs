@@ -79,22 +79,12 @@ fn mf_03_gpu_wait_failure_is_reported() {
 /// Thunks that implement only the required methods: the MF-03 defaults.
 struct NoMf03(Mock);
 
-/// Each listed thunk, forwarded to the mock.
-macro_rules! to_mock {
-    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
-        $(
-            fn $name(&self $(, $arg: $ty)*) -> $ret {
-                self.0.$name($($arg),*)
-            }
-        )*
-    };
-}
-
 impl Kmt for NoMf03 {
     type Mem = MockMem;
     type Doorbell = MockDoorbell;
     type Fence = MockFence;
-    to_mock! {
+    // Each listed thunk, forwarded to the mock.
+    crate::forward_thunks! { self => self.0;
         fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus>;
         fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
         fn create_hw_queue(&self, context: KmtHandle, user_mode_submission: bool, private_data: &mut [u8]) -> Result<HwQueue<MockFence>, NtStatus>;
@@ -216,13 +206,7 @@ fn um_16_without_an_os_progress_fence_batches_close_with_an_own_native_fence_sig
         let v = q.submit(&[fill(n)]).unwrap();
         assert_eq!(v, n);
         let log = m.log();
-        let words: Vec<u64> = log
-            .iter()
-            .filter_map(|e| match e {
-                Ev::RingWord(_, w) => Some(*w),
-                _ => None,
-            })
-            .collect();
+        let words = ring_words(&log);
         assert_eq!(words.len(), 4 + 5, "FILL, then the 5-word FENCE_SIGNAL");
         assert_eq!(decode(&words[..4]).unwrap(), fill(n));
         assert_eq!(

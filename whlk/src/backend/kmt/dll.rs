@@ -299,6 +299,30 @@ impl DllSession {
         }
     }
 
+    /// `name(args…, &out)` in process `p`, through [`Self::ok`]: the word the call wrote to
+    /// its last argument.
+    pub(super) fn ok_out(&self, p: usize, name: &str, args: &[u64]) -> Result<u64, Failure> {
+        let mut out = 0u64;
+        let mut all = args.to_vec();
+        all.push(&raw mut out as u64);
+        self.ok(p, name, &all)?;
+        Ok(out)
+    }
+
+    /// `name(adapter, args…, &out)` with process `p`'s adapter handle: the handle of the
+    /// object the call made.
+    pub(super) fn create_on_adapter(
+        &self,
+        p: usize,
+        name: &str,
+        args: &[u64],
+    ) -> Result<u64, Failure> {
+        let (_, adapter) = self.process(p)?;
+        let mut all = vec![adapter];
+        all.extend_from_slice(args);
+        self.ok_out(p, name, &all)
+    }
+
     pub(super) fn buffer(&self, b: BufferRef) -> Result<&DBuffer, Failure> {
         let d = self
             .buffers
@@ -385,19 +409,8 @@ impl DllSession {
     }
 
     pub(super) fn new_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<DBuffer, Failure> {
-        let (_, adapter) = self.process(p.0)?;
-        let mut handle = 0u64;
-        self.ok(
-            p.0,
-            "rvgpu_buffer_create",
-            &[adapter, bytes, &raw mut handle as u64],
-        )?;
-        let mut gpu_va = 0u64;
-        self.ok(
-            p.0,
-            "rvgpu_buffer_gpu_va",
-            &[handle, &raw mut gpu_va as u64],
-        )?;
+        let handle = self.create_on_adapter(p.0, "rvgpu_buffer_create", &[bytes])?;
+        let gpu_va = self.ok_out(p.0, "rvgpu_buffer_gpu_va", &[handle])?;
         Ok(DBuffer {
             process: p.0,
             handle,
@@ -458,13 +471,7 @@ impl DllSession {
             ));
         }
         let initial = self.read_buffer(b, offset)?;
-        let (_, adapter) = self.process(process)?;
-        let mut fence = 0u64;
-        self.ok(
-            process,
-            "rvgpu_fence_create",
-            &[adapter, initial, &raw mut fence as u64],
-        )?;
+        let fence = self.create_on_adapter(process, "rvgpu_fence_create", &[initial])?;
         self.gates.push(Gate {
             process,
             buffer: b.0,
@@ -496,12 +503,7 @@ impl DllSession {
             if s.is_empty() { 0 } else { s.as_ptr() as u64 },
             s.len() as u64,
         ];
-        let mut progress = 0u64;
-        self.ok(
-            p,
-            "rvgpu_queue_submit",
-            &[h, desc.as_ptr() as u64, &raw mut progress as u64],
-        )?;
+        let progress = self.ok_out(p, "rvgpu_queue_submit", &[h, desc.as_ptr() as u64])?;
         self.drain_fence_log(p, h)?;
         Ok(progress)
     }
@@ -529,6 +531,24 @@ impl DllSession {
             scheduled: None,
             os_sees_work: Some(kernel || given),
         })
+    }
+
+    /// The handle of queue `i` if it is process `p`'s and still open.
+    fn open_queue_of(&self, i: usize, p: usize) -> Option<u64> {
+        self.queues
+            .get(i)
+            .filter(|q| q.process == p)
+            .and_then(|q| q.handle)
+    }
+
+    /// Queue `i` is gone: it keeps `info`, its last status (if the DLL could read it).
+    fn forget_queue(&mut self, i: usize, info: Result<UmQueueInfo, Failure>) {
+        if let Some(q) = self.queues.get_mut(i) {
+            q.handle = None;
+            if let Ok(info) = info {
+                q.info = info;
+            }
+        }
     }
 
     /// Everything of process `p` through the DLL, then the process ends.
@@ -570,22 +590,11 @@ impl DllSession {
             }
         }
         for i in 0..self.queues.len() {
-            let h = self
-                .queues
-                .get(i)
-                .filter(|q| q.process == p)
-                .and_then(|q| q.handle);
-            if let Some(h) = h {
-                if let Ok(info) = self.status_of(p, h) {
-                    if let Some(q) = self.queues.get_mut(i) {
-                        q.info = info;
-                    }
-                }
+            if let Some(h) = self.open_queue_of(i, p) {
+                let info = self.status_of(p, h);
                 note(self.drain_fence_log(p, h));
                 note(self.ok(p, "rvgpu_destroy_queue", &[h]));
-                if let Some(q) = self.queues.get_mut(i) {
-                    q.handle = None;
-                }
+                self.forget_queue(i, info);
             }
         }
 
@@ -615,19 +624,9 @@ impl DllSession {
     pub(super) fn exit_process(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure> {
         let (up, _) = self.process(p)?;
         for i in 0..self.queues.len() {
-            let h = self
-                .queues
-                .get(i)
-                .filter(|q| q.process == p)
-                .and_then(|q| q.handle);
-            if let Some(h) = h {
+            if let Some(h) = self.open_queue_of(i, p) {
                 let info = self.status_of(p, h);
-                if let Some(q) = self.queues.get_mut(i) {
-                    q.handle = None;
-                    if let Ok(info) = info {
-                        q.info = info;
-                    }
-                }
+                self.forget_queue(i, info);
             }
         }
         for d in up.devices() {

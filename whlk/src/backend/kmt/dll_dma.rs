@@ -33,13 +33,7 @@ impl DllSession {
 
 impl DmaContexts for DllSession {
     fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure> {
-        let (_, adapter) = self.process(p.0)?;
-        let mut c = 0u64;
-        self.ok(
-            p.0,
-            "rvgpu_context_create",
-            &[adapter, u64::from(node), &raw mut c as u64],
-        )?;
+        let c = self.create_on_adapter(p.0, "rvgpu_context_create", &[u64::from(node)])?;
         self.dma.push(DContext {
             process: p.0,
             handle: Some(c),

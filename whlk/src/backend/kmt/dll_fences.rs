@@ -99,21 +99,14 @@ impl DllSession {
     /// `rvgpu_fence_share`, `DuplicateHandle` (the harness, as the OS), `rvgpu_fence_open`,
     /// each NT handle closed. Its `RvgpuFence*` in `p`.
     pub(super) fn share_into(&mut self, holder: usize, h: u64, p: usize) -> Result<u64, Failure> {
-        let mut nt = 0u64;
-        self.ok(holder, "rvgpu_fence_share", &[h, &raw mut nt as u64])?;
+        let nt = self.ok_out(holder, "rvgpu_fence_share", &[h])?;
         let (from, to) = (self.nt_process(holder)?, self.nt_process(p)?);
         let dup = self.machine().duplicate_handle(from, nt, to);
         let _ = self.machine().close_nt_handle(from, nt);
         let theirs = dup.map_err(crate::backend::sim::failure)?;
-        let (_, adapter) = self.process(p)?;
-        let mut mine = 0u64;
-        let r = self.ok(
-            p,
-            "rvgpu_fence_open",
-            &[adapter, theirs, &raw mut mine as u64],
-        );
+        let mine = self.create_on_adapter(p, "rvgpu_fence_open", &[theirs]);
         let _ = self.machine().close_nt_handle(to, theirs);
-        r.map(|()| mine)
+        mine
     }
 
     pub(super) fn wait_status(&self, s: u64, what: &str) -> Result<WaitResult, Failure> {
@@ -137,15 +130,9 @@ impl Fences for DllSession {
         shareable: bool,
     ) -> Result<FenceRef, Failure> {
         let p = self.fence_process(i, process)?;
-        let (_, adapter) = self.process(p)?;
         let flags = if shareable { SHAREABLE } else { 0 };
         let before = self.objects_of(p)?;
-        let mut h = 0u64;
-        self.ok(
-            p,
-            "rvgpu_fence_create2",
-            &[adapter, initial, flags, &raw mut h as u64],
-        )?;
+        let h = self.create_on_adapter(p, "rvgpu_fence_create2", &[initial, flags])?;
         Ok(self.add_fence(p, h, &before))
     }
 
@@ -237,10 +224,9 @@ impl Fences for DllSession {
             .min(0xFFFF_FFFE);
         match up.call_import("WaitForSingleObject", &[event, ms]) {
             Ok(0) => {
-                let mut v = 0u64;
                 let reached = self
-                    .ok(p, "rvgpu_fence_value", &[h, &raw mut v as u64])
-                    .is_ok_and(|()| v >= value);
+                    .ok_out(p, "rvgpu_fence_value", &[h])
+                    .is_ok_and(|v| v >= value);
                 Some(if reached {
                     WaitResult::Satisfied
                 } else {
@@ -365,8 +351,7 @@ impl crate::backend::FenceInternals for DllSession {
     /// object, read by the harness.
     fn fence_values(&self, f: FenceRef) -> Result<FenceValues, Failure> {
         let (p, h) = self.native(f)?;
-        let mut current = 0u64;
-        self.ok(p, "rvgpu_fence_value", &[h, &raw mut current as u64])?;
+        let current = self.ok_out(p, "rvgpu_fence_value", &[h])?;
         Ok(FenceValues {
             current,
             monitored: self.os_fence(f)?.monitored_value(),

@@ -9,13 +9,7 @@ use crate::backend::{BufferRef, Failure, GpuVaPlacement, ProcessRef, UmQueueRef}
 
 impl GpuVaPlacement for DllSession {
     fn reserve_va(&mut self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure> {
-        let (_, adapter) = self.process(p.0)?;
-        let mut va = 0u64;
-        self.ok(
-            p.0,
-            "rvgpu_va_reserve",
-            &[adapter, base, bytes, &raw mut va as u64],
-        )?;
+        let va = self.create_on_adapter(p.0, "rvgpu_va_reserve", &[base, bytes])?;
         self.va_ranges.push((p.0, va, bytes));
         Ok(va)
     }

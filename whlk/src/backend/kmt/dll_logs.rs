@@ -136,13 +136,7 @@ impl DllSession {
 
 impl UmdFences for DllSession {
     fn create_um_fence(&mut self, p: ProcessRef, initial: u64) -> Result<UmFenceRef, Failure> {
-        let (_, adapter) = self.process(p.0)?;
-        let mut h = 0u64;
-        self.ok(
-            p.0,
-            "rvgpu_fence_create2",
-            &[adapter, initial, 1, &raw mut h as u64],
-        )?;
+        let h = self.create_on_adapter(p.0, "rvgpu_fence_create2", &[initial, 1])?;
         self.um_fences.push((p.0, h));
         Ok(UmFenceRef(self.um_fences.len() - 1))
     }
@@ -222,9 +216,7 @@ impl UmdFences for DllSession {
 
     fn um_fence_value(&self, f: UmFenceRef) -> Result<u64, Failure> {
         let (p, h) = self.um_fence(f)?;
-        let mut v = 0u64;
-        self.ok(p, "rvgpu_fence_value", &[h, &raw mut v as u64])?;
-        Ok(v)
+        self.ok_out(p, "rvgpu_fence_value", &[h])
     }
 }
 

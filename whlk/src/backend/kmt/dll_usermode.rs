@@ -352,19 +352,13 @@ impl UserModeSubmission for DllSession {
         let (p, h) = self.queue(q)?;
         let mut st = [0u64; 5];
         self.ok(p, "rvgpu_queue_status", &[h, st.as_mut_ptr() as u64])?;
-        Ok(match (st[4] >> 32) as u32 as i32 {
-            0 => DoorbellStatus::Connected,
-            1 => DoorbellStatus::ConnectedNotify,
-            2 => DoorbellStatus::DisconnectedRetry,
-            3 => DoorbellStatus::DisconnectedAbort,
-            -1 => {
-                return Err(Failure::Backend(format!(
-                    "queue {} has no doorbell (a kernel-mode queue)",
-                    q.0
-                )))
-            }
-            x => DoorbellStatus::Other(x),
-        })
+        match (st[4] >> 32) as u32 as i32 {
+            -1 => Err(Failure::Backend(format!(
+                "queue {} has no doorbell (a kernel-mode queue)",
+                q.0
+            ))),
+            raw => Ok(DoorbellStatus::from_raw(raw)),
+        }
     }
 
     /// One thread per lane (step mode: one lane after another), each making its queues one

@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 use rvgpu_hw::cmd::Command;
 use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::fencelog::Op;
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, DoorbellStatus as UmdDoorbell, Kmt, NtStatus};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, NtStatus};
 use rvgpu_umd::submit::SubmitError;
 
 pub use sync::{FenceWait, KmtSync, MonitoredSync};
@@ -587,14 +587,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     /// What the UMD's CPU mapping of the queue's doorbell status page reads.
     fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
         let st = self.queue(q)?.q.as_ref().and_then(KQueue::doorbell_status);
-        st.map(|s| match s {
-            UmdDoorbell::Connected => DoorbellStatus::Connected,
-            UmdDoorbell::ConnectedNotify => DoorbellStatus::ConnectedNotify,
-            UmdDoorbell::DisconnectedRetry => DoorbellStatus::DisconnectedRetry,
-            UmdDoorbell::DisconnectedAbort => DoorbellStatus::DisconnectedAbort,
-            UmdDoorbell::Unknown(x) => DoorbellStatus::Other(x),
-        })
-        .ok_or_else(|| super::umd_queue::no_doorbell(q))
+        st.ok_or_else(|| super::umd_queue::no_doorbell(q))
     }
 
     /// One thread per lane, each making its user-mode queues one after another over its

@@ -12,11 +12,11 @@ use rvgpu_simos::{Irql, Machine, Mode, Notification, Power, SimError, UmsEvent};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
 use super::kmt;
-use super::{caps, doorbell_status, failure, SimSession};
+use super::{caps, failure, SimSession};
 use crate::backend::{
-    BufferRef, BugCheckInfo, BugChecks, DbgInfoRace, DeviceLoss, DirectDdi, DriverCaps,
-    EngineStateChange, Failure, FaultInjection, FenceRef, OsControl, OsEvent, OsTrace, Paging,
-    PowerStatus, ProcessRef, StepMode, UmQueueRef, Work,
+    BufferRef, BugCheckInfo, BugChecks, DbgInfoRace, DeviceLoss, DirectDdi, DoorbellStatus,
+    DriverCaps, EngineStateChange, Failure, FaultInjection, FenceRef, OsControl, OsEvent, OsTrace,
+    Paging, PowerStatus, ProcessRef, StepMode, UmQueueRef, Work,
 };
 
 impl OsTrace for SimSession {
@@ -117,11 +117,11 @@ pub(crate) fn os_events(
                 doorbell, reason, ..
             } => OsEvent::VictimCallback {
                 queue: q(doorbell),
-                reason: doorbell_status(*reason),
+                reason: DoorbellStatus::from_raw(*reason),
             },
             UmsEvent::DisconnectDoorbell { doorbell, reason } => OsEvent::OsDisconnect {
                 queue: q(doorbell),
-                reason: doorbell_status(*reason),
+                reason: DoorbellStatus::from_raw(*reason),
             },
             UmsEvent::NotifyWorkSubmission { doorbell } => OsEvent::Notify { queue: q(doorbell) },
             UmsEvent::Submit { queue, value } => OsEvent::KernelSubmit {

@@ -85,19 +85,6 @@ impl SessKmt {
     }
 }
 
-/// Thunks that go to the simulated OS unchanged: each `fn name(&self, args) -> R;` becomes the
-/// method that calls the same thunk of [`SimKmt`] with the same arguments.
-macro_rules! forward {
-    ($($(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
-        $(
-            $(#[$doc])*
-            fn $name(&self $(, $arg: $ty)*) -> $ret {
-                self.k().$name($($arg),*)
-            }
-        )*
-    };
-}
-
 impl Kmt for SessKmt {
     type Mem = SimMem;
     type Doorbell = SimDoorbell;
@@ -177,7 +164,8 @@ impl Kmt for SessKmt {
         Ok(d)
     }
 
-    forward! {
+    // Thunks that go to the simulated OS's [`SimKmt`] unchanged.
+    rvgpu_umd::forward_thunks! { self => self.k();
         fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
         fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
         // The allocation thunks the UMD's tracked buffers use (`rvgpu_umd::usage::Buffer`).

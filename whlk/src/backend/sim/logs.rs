@@ -173,14 +173,13 @@ fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
                 via: ReleaseVia::Scan,
                 qpc,
                 ..
-            } => tl.markers.push(Marker {
+            } => tl.markers.push(fence_marker(
                 adapter,
-                queue_id: None,
                 qpc,
-                text: format!(
+                format!(
                     "CPU wait F{fence_kmt:#x}≥{value} released by a fallback scan of every fence"
                 ),
-            }),
+            )),
             TraceEvent::MonitoredValueRaised {
                 adapter,
                 fence_kmt,
@@ -189,14 +188,13 @@ fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
                 waits_below,
                 qpc,
                 ..
-            } => tl.markers.push(Marker {
+            } => tl.markers.push(fence_marker(
                 adapter,
-                queue_id: None,
                 qpc,
-                text: format!(
+                format!(
                     "F{fence_kmt:#x} MonitoredValue raised {from}→{to} over {waits_below} pending wait(s)"
                 ),
-            }),
+            )),
             TraceEvent::LateWake {
                 adapter,
                 fence_kmt,
@@ -204,16 +202,25 @@ fn recorded_timeline(rec: &Recorder, label: &str) -> Timeline {
                 reached,
                 qpc,
                 ..
-            } => tl.markers.push(Marker {
+            } => tl.markers.push(fence_marker(
                 adapter,
-                queue_id: None,
                 qpc,
-                text: format!("late wake: CPU wait F{fence_kmt:#x}≥{value} released at {reached}"),
-            }),
+                format!("late wake: CPU wait F{fence_kmt:#x}≥{value} released at {reached}"),
+            )),
             _ => {}
         }
     }
     tl
+}
+
+/// A marker saying `text` at `qpc` of the OS's fence machinery on `adapter` (on no queue).
+fn fence_marker(adapter: usize, qpc: u64, text: String) -> Marker {
+    Marker {
+        adapter,
+        queue_id: None,
+        qpc,
+        text,
+    }
 }
 
 impl UmdFences for SimSession {

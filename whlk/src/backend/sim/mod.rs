@@ -29,10 +29,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rvgpu_ddi::adapter::{DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS};
-use rvgpu_ddi::dxgkrnl::{
-    D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
-    D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
-};
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::{SimMem, STATUS_IO_TIMEOUT};
@@ -51,10 +47,10 @@ use rvgpu_umd::submit::SubmitError;
 use self::kmt::{Created, SessKmt};
 use super::{
     nth, nth_mut, AllocationUsage, Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities,
-    CrossAdapterFences, DirectDdi, DoorbellStatus, DriverCaps, ExecMode, Failure, FaultInjection,
-    FenceLogs, FenceRef, Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef,
-    QueueRef, Session, SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef,
-    UmQueueInfo, UmQueueRef, UmdFences, UserModeSubmission, WaitResult, Work,
+    CrossAdapterFences, DirectDdi, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs,
+    FenceRef, Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef,
+    Session, SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef, UmQueueInfo,
+    UmQueueRef, UmdFences, UserModeSubmission, WaitResult, Work,
 };
 
 /// The simulated backend.
@@ -285,16 +281,6 @@ struct SimUmQueue {
 }
 
 /// The queue configuration of every harness queue: small rings, so long runs wrap.
-fn doorbell_status(raw: i32) -> DoorbellStatus {
-    match raw {
-        D3DDDI_DOORBELLSTATUS_CONNECTED => DoorbellStatus::Connected,
-        D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD => DoorbellStatus::ConnectedNotify,
-        D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY => DoorbellStatus::DisconnectedRetry,
-        D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT => DoorbellStatus::DisconnectedAbort,
-        other => DoorbellStatus::Other(other),
-    }
-}
-
 /// A UMD error as a failure; a machine fault (bug check, driver bug) takes precedence.
 fn umd_failure(m: &Machine, e: SubmitError) -> Failure {
     if let Some(f) = m.fault() {

@@ -13,9 +13,7 @@ use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
 use rvgpu_umd::submit::SubmitError;
 
 use super::kmt::{self, SessKmt};
-use super::{
-    caps, doorbell_status, failure, umd_failure, wait_outcome, SimSession, SimUmQueue, UmdQueue,
-};
+use super::{caps, failure, umd_failure, wait_outcome, SimSession, SimUmQueue, UmdQueue};
 use crate::backend::lanes::{self, churn_lane};
 use crate::backend::{
     nth_mut, BufferRef, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps, EngineIdle, Failure,
@@ -228,7 +226,7 @@ impl UserModeSubmission for SimSession {
         let sq = self.um_queue(q)?;
         let db = kmt::lock(&sq.rec).doorbell;
         db.and_then(|d| self.machine.doorbell_info(self.adapter_of(sq), d))
-            .map(|i| doorbell_status(i.status))
+            .map(|i| DoorbellStatus::from_raw(i.status))
             .ok_or_else(|| crate::backend::umd_queue::no_doorbell(q))
     }
 
