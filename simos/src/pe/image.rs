@@ -30,6 +30,19 @@ pub struct Import {
     pub iat: usize,
 }
 
+/// One section of a mapped image, as its header gives it.
+#[derive(Clone, Debug)]
+pub struct Section {
+    /// The name (`.data`), up to its first NUL.
+    pub name: String,
+    /// Where it starts in the mapping.
+    pub addr: usize,
+    /// `VirtualSize`, bounded by `SizeOfImage`.
+    pub len: usize,
+    /// `Characteristics` (`IMAGE_SCN_*`).
+    pub characteristics: u32,
+}
+
 /// A mapped image.
 #[derive(Debug)]
 pub struct Image {
@@ -48,6 +61,8 @@ pub struct Image {
     /// Named exports (a DLL's): name and address in the mapping. Forwarders are left out
     /// (the images here have none).
     pub exports: Vec<(String, usize)>,
+    /// The sections, in the order of the section table.
+    pub sections: Vec<Section>,
 }
 
 fn uc_reg(r: iced_x86::Register) -> Option<i32> {
@@ -142,8 +157,17 @@ impl Image {
         // SAFETY: [base, base + size) is fresh read-write memory of ours.
         let mem = unsafe { std::slice::from_raw_parts_mut(base as *mut u8, size) };
         mem[..headers].copy_from_slice(&data[..headers]);
+        let mut mapped = Vec::new();
         for s in file.section_table().iter() {
             let va = s.virtual_address.get(LE) as usize;
+            let name = s.raw_name();
+            let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+            mapped.push(Section {
+                name: String::from_utf8_lossy(&name[..end]).into_owned(),
+                addr: base + va,
+                len: (s.virtual_size.get(LE) as usize).min(size.saturating_sub(va)),
+                characteristics: s.characteristics.get(LE),
+            });
             let (off, len) = s.pe_file_range();
             let (off, len) = (off as usize, len as usize);
             let src = data
@@ -284,6 +308,7 @@ impl Image {
             specials,
             functions,
             exports,
+            sections: mapped,
         })
     }
 
