@@ -3,7 +3,7 @@
 //! instructions the emulator must see to (CR8 accesses, `pause`) found.
 
 use object::pe;
-use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, PeFile64};
+use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, PeFile64, SectionTable};
 use object::LittleEndian as LE;
 
 use super::arena;
@@ -142,6 +142,17 @@ fn exports_of(mem: &[u8], base: usize, rva: usize) -> Vec<(String, usize)> {
 impl Image {
     /// Maps `data` (a PE32+ file) at fresh addresses.
     pub fn map(data: &[u8]) -> Result<Self, String> {
+        Self::map_with(data, None)
+    }
+
+    /// Maps `data` again at fresh addresses, with the special instructions of `first` (a
+    /// mapping of the same file) moved to the new base instead of decoding the code anew: the
+    /// code is the same bytes, relocations touch no instruction's opcode.
+    pub fn map_again(data: &[u8], first: &Image) -> Result<Self, String> {
+        Self::map_with(data, Some(first))
+    }
+
+    fn map_with(data: &[u8], first: Option<&Image>) -> Result<Self, String> {
         let file = PeFile64::parse(data).map_err(|e| format!("not a PE32+ image: {e}"))?;
         let nt = file.nt_headers();
         let opt = nt.optional_header();
@@ -259,47 +270,14 @@ impl Image {
         }
         functions.sort_unstable();
         functions.dedup();
-        // Functions from .pdata, and every executable section swept linearly as well: a leaf
-        // function without a stack frame has no unwind entry, and the compiler places no data
-        // in code sections on x64 (jump tables are in .rdata).
-        let mut ranges = functions.clone();
-        for s in file.section_table().iter() {
-            if s.characteristics.get(LE) & pe::IMAGE_SCN_MEM_EXECUTE != 0 {
-                let va = s.virtual_address.get(LE) as usize;
-                let len = (s.virtual_size.get(LE) as usize).min(size.saturating_sub(va));
-                ranges.push((base + va, base + va + len));
-            }
-        }
-        let mut specials = Vec::new();
-        for &(start, end) in &ranges {
-            let code = &mem[start - base..end - base];
-            let mut dec =
-                iced_x86::Decoder::with_ip(64, code, start as u64, iced_x86::DecoderOptions::NONE);
-            while dec.can_decode() {
-                let i = dec.decode();
-                let special = match i.mnemonic() {
-                    iced_x86::Mnemonic::Pause => Some(Special::Pause),
-                    iced_x86::Mnemonic::Mov if i.op0_register() == iced_x86::Register::CR8 => {
-                        Some(Special::WriteCr8 {
-                            reg: uc_reg(i.op1_register())
-                                .ok_or("mov cr8 from an unexpected register")?,
-                        })
-                    }
-                    iced_x86::Mnemonic::Mov if i.op1_register() == iced_x86::Register::CR8 => {
-                        Some(Special::ReadCr8 {
-                            reg: uc_reg(i.op0_register())
-                                .ok_or("mov to an unexpected register from cr8")?,
-                        })
-                    }
-                    _ => None,
-                };
-                if let Some(s) = special {
-                    specials.push((i.ip() as usize, i.len() as u32, s));
-                }
-            }
-        }
-        specials.sort_unstable_by_key(|s| s.0);
-        specials.dedup_by_key(|s| s.0);
+        let specials = match first {
+            Some(f) => f
+                .specials
+                .iter()
+                .map(|&(at, len, s)| (at - f.base + base, len, s))
+                .collect(),
+            None => specials_in(&file.section_table(), mem, base, &functions)?,
+        };
         Ok(Self {
             base,
             size,
@@ -317,4 +295,57 @@ impl Image {
         // SAFETY: `iat` is an 8-byte IAT entry inside the mapped image (from its import table).
         unsafe { (i.iat as *mut u64).write_unaligned(addr as u64) };
     }
+}
+
+/// The instructions the emulator must see to in the image mapped at `base` (`mem`, with
+/// section table `table`, whose `.pdata` functions are `functions`), by address.
+fn specials_in(
+    table: &SectionTable<'_>,
+    mem: &[u8],
+    base: usize,
+    functions: &[(usize, usize)],
+) -> Result<Vec<(usize, u32, Special)>, String> {
+    let size = mem.len();
+    // Functions from .pdata, and every executable section swept linearly as well: a leaf
+    // function without a stack frame has no unwind entry, and the compiler places no data
+    // in code sections on x64 (jump tables are in .rdata).
+    let mut ranges = functions.to_vec();
+    for s in table.iter() {
+        if s.characteristics.get(LE) & pe::IMAGE_SCN_MEM_EXECUTE != 0 {
+            let va = s.virtual_address.get(LE) as usize;
+            let len = (s.virtual_size.get(LE) as usize).min(size.saturating_sub(va));
+            ranges.push((base + va, base + va + len));
+        }
+    }
+    let mut specials = Vec::new();
+    for &(start, end) in &ranges {
+        let code = &mem[start - base..end - base];
+        let mut dec =
+            iced_x86::Decoder::with_ip(64, code, start as u64, iced_x86::DecoderOptions::NONE);
+        while dec.can_decode() {
+            let i = dec.decode();
+            let special = match i.mnemonic() {
+                iced_x86::Mnemonic::Pause => Some(Special::Pause),
+                iced_x86::Mnemonic::Mov if i.op0_register() == iced_x86::Register::CR8 => {
+                    Some(Special::WriteCr8 {
+                        reg: uc_reg(i.op1_register())
+                            .ok_or("mov cr8 from an unexpected register")?,
+                    })
+                }
+                iced_x86::Mnemonic::Mov if i.op1_register() == iced_x86::Register::CR8 => {
+                    Some(Special::ReadCr8 {
+                        reg: uc_reg(i.op0_register())
+                            .ok_or("mov to an unexpected register from cr8")?,
+                    })
+                }
+                _ => None,
+            };
+            if let Some(s) = special {
+                specials.push((i.ip() as usize, i.len() as u32, s));
+            }
+        }
+    }
+    specials.sort_unstable_by_key(|s| s.0);
+    specials.dedup_by_key(|s| s.0);
+    Ok(specials)
 }

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::cpu::{self, Stop, StubResult, Stubs};
-use super::{arena, image, ntoskrnl, unicorn};
+use super::{image, ntoskrnl, unicorn};
 use crate::base::lock::lock;
 use crate::Machine;
 use mapping::Mapping;
@@ -42,14 +42,14 @@ use mapping::Mapping;
 /// by every process's copy (`mapping`; a stub runs for the calling thread's process).
 pub struct UmdImage {
     data: Vec<u8>,
+    /// A first mapping of the file, which never runs: the layout and the special instructions
+    /// every process's copy has.
+    layout: image::Image,
     path: PathBuf,
     _stubs: Arc<Stubs>,
     /// What each import (module, name) is bound to: a stub, or the shared copy of an ntdll
     /// routine's machine code.
     targets: HashMap<(String, String), usize>,
-    /// The imports, as `module!name`, and the named exports.
-    imports: Vec<String>,
-    exports: Vec<String>,
     /// `GetProcAddress(gdi32, name)` answers: the run-time thunks' stubs.
     runtime: HashMap<&'static str, usize>,
 }
@@ -119,16 +119,8 @@ impl UmdImage {
     fn read(path: &Path) -> Result<Self, String> {
         let data = std::fs::read(path)
             .map_err(|e| format!("cannot read the UMD image {}: {e}", path.display()))?;
-        // A first mapping gives the layout every process's copy has; it never runs.
         let layout = image::Image::map(&data)?;
-        let r = Self::bind_all(&layout, data, path);
-        arena::release(layout.base, layout.size);
-        r
-    }
-
-    /// What each import of the image `layout` shows binds to.
-    fn bind_all(layout: &image::Image, data: Vec<u8>, path: &Path) -> Result<Self, String> {
-        if let Some(name) = mapping::writable_shared(layout) {
+        if let Some(name) = mapping::writable_shared(&layout) {
             return Err(format!(
                 "the UMD image's section {name} is writable and shared (IMAGE_SCN_MEM_SHARED): \
                  the simulated OS gives each process its own copy of the DLL at its own address, \
@@ -164,22 +156,17 @@ impl UmdImage {
         }
         Ok(Self {
             data,
+            layout,
             path: path.to_path_buf(),
             _stubs: stubs,
             targets,
-            imports: layout
-                .imports
-                .iter()
-                .map(|i| format!("{}!{}", i.module, i.name))
-                .collect(),
-            exports: layout.exports.iter().map(|(n, _)| n.clone()).collect(),
             runtime,
         })
     }
 
     /// A new copy of the DLL for one process: mapped from the file, its imports bound.
     fn map(&self) -> Result<Mapping, String> {
-        let img = image::Image::map(&self.data)?;
+        let img = image::Image::map_again(&self.data, &self.layout)?;
         for i in &img.imports {
             let at = self
                 .targets
@@ -197,12 +184,16 @@ impl UmdImage {
 
     /// The DLL's imports, as `module!name`.
     pub fn imports(&self) -> Vec<String> {
-        self.imports.clone()
+        self.layout
+            .imports
+            .iter()
+            .map(|i| format!("{}!{}", i.module, i.name))
+            .collect()
     }
 
     /// The DLL's named exports.
     pub fn exports(&self) -> Vec<String> {
-        self.exports.clone()
+        self.layout.exports.iter().map(|(n, _)| n.clone()).collect()
     }
 
     /// `GetProcAddress(gdi32, name)`.
