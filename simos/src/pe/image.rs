@@ -3,7 +3,7 @@
 //! instructions the emulator must see to (CR8 accesses, `pause`) found.
 
 use object::pe;
-use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, PeFile64};
+use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, PeFile64, SectionTable};
 use object::LittleEndian as LE;
 
 use super::arena;
@@ -30,6 +30,19 @@ pub struct Import {
     pub iat: usize,
 }
 
+/// One section of a mapped image, as its header gives it.
+#[derive(Clone, Debug)]
+pub struct Section {
+    /// The name (`.data`), up to its first NUL.
+    pub name: String,
+    /// Where it starts in the mapping.
+    pub addr: usize,
+    /// `VirtualSize`, bounded by `SizeOfImage`.
+    pub len: usize,
+    /// `Characteristics` (`IMAGE_SCN_*`).
+    pub characteristics: u32,
+}
+
 /// A mapped image.
 #[derive(Debug)]
 pub struct Image {
@@ -48,6 +61,8 @@ pub struct Image {
     /// Named exports (a DLL's): name and address in the mapping. Forwarders are left out
     /// (the images here have none).
     pub exports: Vec<(String, usize)>,
+    /// The sections, in the order of the section table.
+    pub sections: Vec<Section>,
 }
 
 fn uc_reg(r: iced_x86::Register) -> Option<i32> {
@@ -127,6 +142,17 @@ fn exports_of(mem: &[u8], base: usize, rva: usize) -> Vec<(String, usize)> {
 impl Image {
     /// Maps `data` (a PE32+ file) at fresh addresses.
     pub fn map(data: &[u8]) -> Result<Self, String> {
+        Self::map_with(data, None)
+    }
+
+    /// Maps `data` again at fresh addresses, with the special instructions of `first` (a
+    /// mapping of the same file) moved to the new base instead of decoding the code anew: the
+    /// code is the same bytes, relocations touch no instruction's opcode.
+    pub fn map_again(data: &[u8], first: &Image) -> Result<Self, String> {
+        Self::map_with(data, Some(first))
+    }
+
+    fn map_with(data: &[u8], first: Option<&Image>) -> Result<Self, String> {
         let file = PeFile64::parse(data).map_err(|e| format!("not a PE32+ image: {e}"))?;
         let nt = file.nt_headers();
         let opt = nt.optional_header();
@@ -142,8 +168,17 @@ impl Image {
         // SAFETY: [base, base + size) is fresh read-write memory of ours.
         let mem = unsafe { std::slice::from_raw_parts_mut(base as *mut u8, size) };
         mem[..headers].copy_from_slice(&data[..headers]);
+        let mut mapped = Vec::new();
         for s in file.section_table().iter() {
             let va = s.virtual_address.get(LE) as usize;
+            let name = s.raw_name();
+            let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+            mapped.push(Section {
+                name: String::from_utf8_lossy(&name[..end]).into_owned(),
+                addr: base + va,
+                len: (s.virtual_size.get(LE) as usize).min(size.saturating_sub(va)),
+                characteristics: s.characteristics.get(LE),
+            });
             let (off, len) = s.pe_file_range();
             let (off, len) = (off as usize, len as usize);
             let src = data
@@ -235,47 +270,14 @@ impl Image {
         }
         functions.sort_unstable();
         functions.dedup();
-        // Functions from .pdata, and every executable section swept linearly as well: a leaf
-        // function without a stack frame has no unwind entry, and the compiler places no data
-        // in code sections on x64 (jump tables are in .rdata).
-        let mut ranges = functions.clone();
-        for s in file.section_table().iter() {
-            if s.characteristics.get(LE) & pe::IMAGE_SCN_MEM_EXECUTE != 0 {
-                let va = s.virtual_address.get(LE) as usize;
-                let len = (s.virtual_size.get(LE) as usize).min(size.saturating_sub(va));
-                ranges.push((base + va, base + va + len));
-            }
-        }
-        let mut specials = Vec::new();
-        for &(start, end) in &ranges {
-            let code = &mem[start - base..end - base];
-            let mut dec =
-                iced_x86::Decoder::with_ip(64, code, start as u64, iced_x86::DecoderOptions::NONE);
-            while dec.can_decode() {
-                let i = dec.decode();
-                let special = match i.mnemonic() {
-                    iced_x86::Mnemonic::Pause => Some(Special::Pause),
-                    iced_x86::Mnemonic::Mov if i.op0_register() == iced_x86::Register::CR8 => {
-                        Some(Special::WriteCr8 {
-                            reg: uc_reg(i.op1_register())
-                                .ok_or("mov cr8 from an unexpected register")?,
-                        })
-                    }
-                    iced_x86::Mnemonic::Mov if i.op1_register() == iced_x86::Register::CR8 => {
-                        Some(Special::ReadCr8 {
-                            reg: uc_reg(i.op0_register())
-                                .ok_or("mov to an unexpected register from cr8")?,
-                        })
-                    }
-                    _ => None,
-                };
-                if let Some(s) = special {
-                    specials.push((i.ip() as usize, i.len() as u32, s));
-                }
-            }
-        }
-        specials.sort_unstable_by_key(|s| s.0);
-        specials.dedup_by_key(|s| s.0);
+        let specials = match first {
+            Some(f) => f
+                .specials
+                .iter()
+                .map(|&(at, len, s)| (at - f.base + base, len, s))
+                .collect(),
+            None => specials_in(&file.section_table(), mem, base, &functions)?,
+        };
         Ok(Self {
             base,
             size,
@@ -284,6 +286,7 @@ impl Image {
             specials,
             functions,
             exports,
+            sections: mapped,
         })
     }
 
@@ -292,4 +295,57 @@ impl Image {
         // SAFETY: `iat` is an 8-byte IAT entry inside the mapped image (from its import table).
         unsafe { (i.iat as *mut u64).write_unaligned(addr as u64) };
     }
+}
+
+/// The instructions the emulator must see to in the image mapped at `base` (`mem`, with
+/// section table `table`, whose `.pdata` functions are `functions`), by address.
+fn specials_in(
+    table: &SectionTable<'_>,
+    mem: &[u8],
+    base: usize,
+    functions: &[(usize, usize)],
+) -> Result<Vec<(usize, u32, Special)>, String> {
+    let size = mem.len();
+    // Functions from .pdata, and every executable section swept linearly as well: a leaf
+    // function without a stack frame has no unwind entry, and the compiler places no data
+    // in code sections on x64 (jump tables are in .rdata).
+    let mut ranges = functions.to_vec();
+    for s in table.iter() {
+        if s.characteristics.get(LE) & pe::IMAGE_SCN_MEM_EXECUTE != 0 {
+            let va = s.virtual_address.get(LE) as usize;
+            let len = (s.virtual_size.get(LE) as usize).min(size.saturating_sub(va));
+            ranges.push((base + va, base + va + len));
+        }
+    }
+    let mut specials = Vec::new();
+    for &(start, end) in &ranges {
+        let code = &mem[start - base..end - base];
+        let mut dec =
+            iced_x86::Decoder::with_ip(64, code, start as u64, iced_x86::DecoderOptions::NONE);
+        while dec.can_decode() {
+            let i = dec.decode();
+            let special = match i.mnemonic() {
+                iced_x86::Mnemonic::Pause => Some(Special::Pause),
+                iced_x86::Mnemonic::Mov if i.op0_register() == iced_x86::Register::CR8 => {
+                    Some(Special::WriteCr8 {
+                        reg: uc_reg(i.op1_register())
+                            .ok_or("mov cr8 from an unexpected register")?,
+                    })
+                }
+                iced_x86::Mnemonic::Mov if i.op1_register() == iced_x86::Register::CR8 => {
+                    Some(Special::ReadCr8 {
+                        reg: uc_reg(i.op0_register())
+                            .ok_or("mov to an unexpected register from cr8")?,
+                    })
+                }
+                _ => None,
+            };
+            if let Some(s) = special {
+                specials.push((i.ip() as usize, i.len() as u32, s));
+            }
+        }
+    }
+    specials.sort_unstable_by_key(|s| s.0);
+    specials.dedup_by_key(|s| s.0);
+    Ok(specials)
 }

@@ -910,18 +910,29 @@ pub(crate) fn place_code(
     img: &image::Image,
     code: &[(image::Import, &'static [u8])],
 ) -> Result<(), String> {
-    let total: usize = code.iter().map(|(_, b)| (b.len() + 15) & !15).sum();
+    let bodies: Vec<&'static [u8]> = code.iter().map(|(_, b)| *b).collect();
+    for ((i, _), at) in code.iter().zip(code_range(&bodies)?) {
+        img.bind(i, at);
+    }
+    Ok(())
+}
+
+/// Copies each routine's machine code into one fresh arena range, 16-byte aligned each;
+/// their addresses, in order.
+pub(crate) fn code_range(code: &[&'static [u8]]) -> Result<Vec<usize>, String> {
+    let total: usize = code.iter().map(|b| (b.len() + 15) & !15).sum();
     if total == 0 {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let base = arena::alloc(total, arena::Access::ReadWrite)?;
     cpu::register_range(base, total, cpu::Range::Ram);
     let mut at = base;
-    for (i, bytes) in code {
+    let mut out = Vec::with_capacity(code.len());
+    for bytes in code {
         // SAFETY: inside the fresh code range just allocated (`total` covers every copy).
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at as *mut u8, bytes.len()) };
-        img.bind(i, at);
+        out.push(at);
         at += (bytes.len() + 15) & !15;
     }
-    Ok(())
+    Ok(out)
 }

@@ -119,6 +119,7 @@ pub struct Api {
         u64,
         ...
     ) -> c_int,
+    pub hook_del: unsafe extern "C" fn(Uc, usize) -> c_int,
     _lib: libloading::Library,
 }
 
@@ -191,6 +192,7 @@ fn load() -> Result<Api, String> {
         emu_stop: sym!(b"uc_emu_stop\0"),
         ctl: sym!(b"uc_ctl\0"),
         hook_add: sym!(b"uc_hook_add\0"),
+        hook_del: sym!(b"uc_hook_del\0"),
         _lib: lib,
     })
 }

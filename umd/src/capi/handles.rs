@@ -143,9 +143,8 @@ impl Entry {
 /// Live objects at most.
 const SLOTS: usize = 4096;
 
-/// A fixed array, not a heap vector: the table outlives every object and must not itself live
-/// in memory a process heap frees (the emulator maps the DLL's data once for all its
-/// simulated processes, docs/pe-image.md).
+/// A fixed array, not a heap vector: a slot never moves (a lookup pins it without a lock, as
+/// below) and the table outlives every object.
 ///
 /// A lookup takes no lock: it pins the slot (one compare-and-swap on its state word, which
 /// also checks the handle's generation and kind) and unpins it when done, so a destroy that

@@ -7,7 +7,7 @@ use std::ffi::c_void;
 
 use super::count::{on_count, COUNT_RANGES};
 use super::memory::{host_mapping, range_of, register_range, round, unregister_range, Range};
-use super::special::{encode, on_special, SPECIALS};
+use super::special::{encode, on_special, SPECIALS, UNREGISTERED};
 use super::window::{mmio_read, mmio_write, on_window_access};
 use super::{arena, gdb, stack};
 use crate::pe::unicorn::{self, hook, Api, HookCode, Uc};
@@ -39,6 +39,10 @@ pub(super) struct Engine {
     /// Host memory mapped so far: start → end.
     mapped: RefCell<BTreeMap<usize, usize>>,
     specials_seen: Cell<u64>,
+    /// The hooks of each registration of special instructions, by registration number.
+    special_hooks: RefCell<BTreeMap<u64, Vec<usize>>>,
+    /// The count of forgotten registrations this processor has deleted the hooks of.
+    unregistered_seen: Cell<u64>,
     /// Count ranges hooked so far.
     counted: Cell<usize>,
     /// The count of host code changes this processor has forgotten translations for.
@@ -70,6 +74,8 @@ impl Engine {
             exit: Cell::new(None),
             mapped: RefCell::new(BTreeMap::new()),
             specials_seen: Cell::new(0),
+            special_hooks: RefCell::new(BTreeMap::new()),
+            unregistered_seen: Cell::new(0),
             counted: Cell::new(0),
             code_seen: Cell::new(super::code::changes()),
             skip_debug_at: Cell::new(None),
@@ -157,8 +163,8 @@ impl Engine {
         unsafe { (self.api.reg_write)(self.uc, r, (&raw const v).cast()) };
     }
 
-    /// A code hook over `[begin, end]` calling `callback` with `user`.
-    fn code_hook(&self, callback: HookCode, user: usize, begin: usize, end: usize) {
+    /// A code hook over `[begin, end]` calling `callback` with `user`; its handle.
+    fn code_hook(&self, callback: HookCode, user: usize, begin: usize, end: usize) -> usize {
         let mut h = 0usize;
         // SAFETY: a code hook (the callback has the type UC_HOOK_CODE calls) over the range;
         // `user` is a plain word, never dereferenced.
@@ -173,20 +179,40 @@ impl Engine {
                 end as u64,
             )
         };
+        h
     }
 
-    /// Installs the instruction hooks of images loaded since the last call.
+    /// Installs the instruction hooks of images loaded since the last call, and deletes those
+    /// of images gone since.
     pub(super) fn sync_specials(&self) {
         let all = SPECIALS.read().unwrap_or_else(|p| p.into_inner());
         let seen = self.specials_seen.get();
         let mut last = seen;
+        let mut hooks = self.special_hooks.borrow_mut();
         for (&seq, sites) in all.range(seen + 1..) {
-            for &(at, len, kind) in sites.iter() {
-                self.code_hook(on_special, encode(len, kind), at, at);
-            }
+            let handles = sites
+                .iter()
+                .map(|&(at, len, kind)| self.code_hook(on_special, encode(len, kind), at, at))
+                .collect();
+            hooks.insert(seq, handles);
             last = seq;
         }
         self.specials_seen.set(last);
+        let gone = UNREGISTERED.load(std::sync::atomic::Ordering::Acquire);
+        if self.unregistered_seen.get() != gone {
+            hooks.retain(|seq, handles| {
+                if all.contains_key(seq) {
+                    return true;
+                }
+                for &h in handles.iter() {
+                    // SAFETY: a hook of this instance, which is not running (called between
+                    // `uc_emu_start`s on its own thread).
+                    unsafe { (self.api.hook_del)(self.uc, h) };
+                }
+                false
+            });
+            self.unregistered_seen.set(gone);
+        }
         let ranges = COUNT_RANGES.read().unwrap_or_else(|p| p.into_inner());
         for &(start, end, user) in ranges.iter().skip(self.counted.get()) {
             self.code_hook(on_count, usize::from(user), start, end - 1);

@@ -14,9 +14,10 @@ use crate::pe::image::Special;
 use crate::pe::unicorn::{self, reg, Uc};
 
 /// The instructions of loaded images the processors handle themselves, by registration
-/// number. A dropped image's entry goes; processors keep its hooks, which can never fire
-/// again (its addresses are never reused) and refer to no memory (the hook's user data is the
-/// instruction's encoded description, not a pointer).
+/// number. A dropped image's entry goes, and each processor deletes its hooks before it next
+/// runs: they could never fire again (its addresses are never reused), but every hook a
+/// processor has costs it time at each instruction it translates, and a process's copy of the
+/// DLL registers its own.
 /// One image's special instructions: (address, length, what).
 pub type Sites = Arc<[(usize, u32, Special)]>;
 
@@ -36,11 +37,18 @@ pub fn register_specials(sites: Sites) -> u64 {
 
 /// Forgets an image's instructions (the image is gone).
 pub fn unregister_specials(seq: u64) {
-    SPECIALS
+    let removed = SPECIALS
         .write()
         .unwrap_or_else(|p| p.into_inner())
-        .remove(&seq);
+        .remove(&seq)
+        .is_some();
+    if removed {
+        UNREGISTERED.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
+
+/// How many registrations have been forgotten; each processor keeps the count it last saw.
+pub(super) static UNREGISTERED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A special instruction as a hook's user data: kind, register and length in one word.
 pub(super) fn encode(len: u32, s: Special) -> usize {

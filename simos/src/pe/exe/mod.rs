@@ -4,10 +4,10 @@
 //! [`ExeProcess::load`] maps the image at fresh addresses and applies its base relocations
 //! (an image without them cannot move, and no address of the arena is its preferred base:
 //! the load fails, as Windows' does when that base is taken), binds its imports — the C API
-//! to the exports of the loaded `rvgpu_umd.dll`, the C runtime to [`msvcrt`], kernel32 to
-//! [`kernel32`] and then to the DLL's own kernel32 routines — and fails with the name of any
-//! import nothing models. It builds the thread's TEB (the `gs` segment of every call into the
-//! image), the image's static TLS block, and runs the TLS callbacks with
+//! to the exports of the process's own copy of `rvgpu_umd.dll`, the C runtime to [`msvcrt`],
+//! kernel32 to [`kernel32`] and then to the DLL's own kernel32 routines — and fails with the
+//! name of any import nothing models. It builds the thread's TEB (the `gs` segment of every
+//! call into the image), the image's static TLS block, and runs the TLS callbacks with
 //! `DLL_PROCESS_ATTACH` before the entry point, as `LdrpInitializeProcess` does.
 //!
 //! [`ExeProcess::run`] runs the entry point (the CRT's `mainCRTStartup`) on an emulated
@@ -57,7 +57,7 @@ enum Binding {
     Dll(usize),
 }
 
-fn bind(module: &str, name: &str, dll: &UmdImage) -> Option<Binding> {
+fn bind(module: &str, name: &str, dll: &UserProcess) -> Option<Binding> {
     match module {
         "rvgpu_umd.dll" => dll.export_address(name).map(Binding::Dll),
         "msvcrt.dll" => msvcrt::import(name),
@@ -344,12 +344,14 @@ impl ExeProcess {
         owned.range(data_block, layout::SIZE);
         let stubs = Stubs::new(img.imports.len() + 4)?;
         owned.stubs = Some(stubs.clone());
+        // The process's own copy of the DLL, whose exports the program's imports name.
+        let umd = UserProcess::try_new(machine, dll)?;
 
         // Bind every import, or fail with the first one nothing models.
         let mut code_parts: Vec<(image::Import, Vec<u8>)> = Vec::new();
         let mut shims = Vec::new();
         for i in &img.imports {
-            match bind(&i.module, &i.name, &dll) {
+            match bind(&i.module, &i.name, &umd) {
                 Some(Binding::Host(h)) => img.bind(i, stubs.add(&i.name, stub_fn(&i.name, h))?),
                 Some(Binding::Win32(h)) => img.bind(i, stubs.add(&i.name, win32_stub(h))?),
                 Some(Binding::Code(b)) => code_parts.push((i.clone(), b.to_vec())),
@@ -396,7 +398,7 @@ impl ExeProcess {
         }
 
         let mut p = Self {
-            umd: UserProcess::new(machine, dll),
+            umd,
             pages: Mutex::new(pages),
             owned,
             data: data_block,

@@ -1,13 +1,14 @@
 //! The shipped user-mode driver under the simulated OS: `rvgpu_umd.dll`, loaded and run in the
 //! same x86-64 emulator as `rvgpu.sys`.
 //!
-//! The DLL is mapped as the Windows loader maps it ([`super::image`]); its imports are bound to
-//! the simulated OS's user-mode side: gdi32's D3DKMT thunks ([`gdi32`]) decode the very
-//! structures the DLL passes and call the simulated thunk layer ([`crate::kmt::SimKmt`] and
-//! what it calls) for the process the DLL belongs to; kernel32's heap, SRW locks, events,
-//! waits and module functions, advapi32's ETW registration ([`win32`]); ntdll's `memcpy`,
-//! `memmove` and `memset` are machine code run in the emulator, as for the driver image. An
-//! import the bridge does not implement fails the load with its name.
+//! Each process maps its own copy of the DLL as the Windows loader maps it ([`super::image`];
+//! `mapping`: its statics are the process's own); its imports are bound to the simulated OS's
+//! user-mode side: gdi32's D3DKMT thunks ([`gdi32`]) decode the very structures the DLL passes
+//! and call the simulated thunk layer ([`crate::kmt::SimKmt`] and what it calls) for the
+//! process the DLL belongs to; kernel32's heap, SRW locks, events, waits and module functions,
+//! advapi32's ETW registration ([`win32`]); ntdll's `memcpy`, `memmove` and `memset` are machine
+//! code run in the emulator, as for the driver image. An import the bridge does not implement
+//! fails the load with its name.
 //!
 //! A [`UserProcess`] is one Windows process that loaded the DLL: its handle tables (adapters,
 //! devices and every object a thunk created, each with the device that owns it), its heap and
@@ -21,6 +22,7 @@
 
 pub mod gdi32;
 pub mod guest;
+mod mapping;
 pub mod win32;
 
 use std::cell::RefCell;
@@ -33,13 +35,21 @@ use super::cpu::{self, Stop, StubResult, Stubs};
 use super::{image, ntoskrnl, unicorn};
 use crate::base::lock::lock;
 use crate::Machine;
+use mapping::Mapping;
 
-/// A mapped DLL (once per process per file, like the driver image): its code, its bound
-/// imports and the stubs of the thunks it finds with `GetProcAddress`.
+/// The DLL file, loaded once per host process per file (like the driver image): its bytes,
+/// what its imports bind to and the stubs of the thunks it finds with `GetProcAddress`, shared
+/// by every process's copy (`mapping`; a stub runs for the calling thread's process).
 pub struct UmdImage {
-    image: image::Image,
+    data: Vec<u8>,
+    /// A first mapping of the file, which never runs: the layout and the special instructions
+    /// every process's copy has.
+    layout: image::Image,
     path: PathBuf,
     _stubs: Arc<Stubs>,
+    /// What each import (module, name) is bound to: a stub, or the shared copy of an ntdll
+    /// routine's machine code.
+    targets: HashMap<(String, String), usize>,
     /// `GetProcAddress(gdi32, name)` answers: the run-time thunks' stubs.
     runtime: HashMap<&'static str, usize>,
 }
@@ -48,7 +58,6 @@ impl std::fmt::Debug for UmdImage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UmdImage")
             .field("path", &self.path)
-            .field("base", &format_args!("{:#x}", self.image.base))
             .finish_non_exhaustive()
     }
 }
@@ -98,30 +107,37 @@ fn stub_fn(name: &'static str, handler: Handler) -> cpu::StubFn {
 }
 
 impl UmdImage {
-    /// The DLL at `path`, mapped once per process (a rebuilt file is mapped anew). Fails with
-    /// the name of an import the simulated OS does not implement, or when the emulator cannot
-    /// be loaded (with the command that installs it).
+    /// The DLL at `path`, read once per host process (a rebuilt file is read anew). Fails with
+    /// the name of an import the simulated OS does not implement, of a section it cannot give
+    /// each process its own copy of, or when the emulator cannot be loaded (with the command
+    /// that installs it).
     pub fn load(path: &Path) -> Result<Arc<Self>, String> {
         unicorn::api()?;
-        LOADED.get(path, "UMD image", Self::map)
+        LOADED.get(path, "UMD image", Self::read)
     }
 
-    fn map(path: &Path) -> Result<Self, String> {
+    fn read(path: &Path) -> Result<Self, String> {
         let data = std::fs::read(path)
             .map_err(|e| format!("cannot read the UMD image {}: {e}", path.display()))?;
-        let img = image::Image::map(&data)?;
-        cpu::register_range(img.base, img.size, cpu::Range::Ram);
-        cpu::register_user_count_range(img.base, img.base + img.size);
-        cpu::register_specials(img.specials.clone().into());
+        let layout = image::Image::map(&data)?;
+        if let Some(name) = mapping::writable_shared(&layout) {
+            return Err(format!(
+                "the UMD image's section {name} is writable and shared (IMAGE_SCN_MEM_SHARED): \
+                 the simulated OS gives each process its own copy of the DLL at its own address, \
+                 so one copy for all cannot be modelled"
+            ));
+        }
         let stubs = Stubs::new(128)?;
-        let mut code_page = Vec::new();
-        for i in &img.imports {
+        let mut targets = HashMap::new();
+        let mut code = Vec::new();
+        for i in &layout.imports {
+            let key = (i.module.clone(), i.name.clone());
             match bind(&i.module, &i.name) {
                 Some(Binding::Host(h)) => {
                     let name: &'static str = Box::leak(i.name.clone().into_boxed_str());
-                    img.bind(i, stubs.add(&i.name, stub_fn(name, h))?);
+                    targets.insert(key, stubs.add(&i.name, stub_fn(name, h))?);
                 }
-                Some(Binding::Code(bytes)) => code_page.push((i.clone(), bytes)),
+                Some(Binding::Code(bytes)) => code.push((key, bytes)),
                 None => {
                     return Err(format!(
                         "the UMD image imports {}!{}, which the simulated OS does not implement",
@@ -130,17 +146,35 @@ impl UmdImage {
                 }
             }
         }
-        super::place_code(&img, &code_page)?;
+        let bodies: Vec<&'static [u8]> = code.iter().map(|(_, b)| *b).collect();
+        for ((key, _), at) in code.into_iter().zip(super::code_range(&bodies)?) {
+            targets.insert(key, at);
+        }
         let mut runtime = HashMap::new();
         for (name, h) in gdi32::RUNTIME {
             runtime.insert(*name, stubs.add(name, stub_fn(name, *h))?);
         }
         Ok(Self {
-            image: img,
+            data,
+            layout,
             path: path.to_path_buf(),
             _stubs: stubs,
+            targets,
             runtime,
         })
+    }
+
+    /// A new copy of the DLL for one process: mapped from the file, its imports bound.
+    fn map(&self) -> Result<Mapping, String> {
+        let img = image::Image::map_again(&self.data, &self.layout)?;
+        for i in &img.imports {
+            let at = self
+                .targets
+                .get(&(i.module.clone(), i.name.clone()))
+                .ok_or_else(|| format!("{}!{} is not bound", i.module, i.name))?;
+            img.bind(i, *at);
+        }
+        Ok(Mapping::new(img))
     }
 
     /// The DLL's path.
@@ -150,7 +184,7 @@ impl UmdImage {
 
     /// The DLL's imports, as `module!name`.
     pub fn imports(&self) -> Vec<String> {
-        self.image
+        self.layout
             .imports
             .iter()
             .map(|i| format!("{}!{}", i.module, i.name))
@@ -159,20 +193,7 @@ impl UmdImage {
 
     /// The DLL's named exports.
     pub fn exports(&self) -> Vec<String> {
-        self.image.exports.iter().map(|(n, _)| n.clone()).collect()
-    }
-
-    /// The address of export `name` (an import of a program that links against the DLL).
-    pub(crate) fn export_address(&self, name: &str) -> Option<usize> {
-        self.export(name)
-    }
-
-    fn export(&self, name: &str) -> Option<usize> {
-        self.image
-            .exports
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, a)| *a)
+        self.layout.exports.iter().map(|(n, _)| n.clone()).collect()
     }
 
     /// `GetProcAddress(gdi32, name)`.
@@ -211,6 +232,9 @@ struct Handles {
 pub struct UserProcess {
     machine: Arc<Machine>,
     image: Arc<UmdImage>,
+    /// The process's own copy of the DLL; `Err`: it could not be mapped (the host's address
+    /// space is exhausted), and every call stops with why.
+    mapping: Result<Mapping, String>,
     handles: Mutex<Handles>,
     win32: win32::Win32State,
     /// Calls per import (tests: which path the DLL took).
@@ -231,11 +255,13 @@ impl std::fmt::Debug for UserProcess {
 }
 
 impl UserProcess {
-    /// A process on `machine` that has loaded `image`.
+    /// A process on `machine` that has loaded `image` (its own copy of it).
     pub fn new(machine: Arc<Machine>, image: Arc<UmdImage>) -> Arc<Self> {
+        let mapping = image.map();
         Arc::new(Self {
             machine,
             image,
+            mapping,
             handles: Mutex::new(Handles::default()),
             win32: win32::Win32State::default(),
             calls: Mutex::new(HashMap::new()),
@@ -244,9 +270,31 @@ impl UserProcess {
         })
     }
 
+    /// A process on `machine` that has loaded `image`, or why its copy could not be mapped.
+    pub(crate) fn try_new(
+        machine: Arc<Machine>,
+        image: Arc<UmdImage>,
+    ) -> Result<Arc<Self>, String> {
+        let p = Self::new(machine, image);
+        match &p.mapping {
+            Ok(_) => Ok(p),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
     /// The machine.
     pub fn machine(&self) -> &Arc<Machine> {
         &self.machine
+    }
+
+    fn mapping(&self) -> Result<&Mapping, Stop> {
+        self.mapping.as_ref().map_err(|e| Stop::Emulator(e.clone()))
+    }
+
+    /// The address of the DLL's export `name` in this process (an import of a program that
+    /// links against the DLL).
+    pub(crate) fn export_address(&self, name: &str) -> Option<usize> {
+        self.mapping.as_ref().ok()?.export(name)
     }
 
     /// Runs the DLL's export `name` with `args` (Windows x64 convention) in user mode on this
@@ -254,7 +302,7 @@ impl UserProcess {
     /// [`Stop::UserException`]; an export the DLL lacks is [`Stop::Emulator`].
     pub fn call(self: &Arc<Self>, name: &str, args: &[u64]) -> Result<u64, Stop> {
         let addr = self
-            .image
+            .mapping()?
             .export(name)
             .ok_or_else(|| Stop::Emulator(format!("the UMD image exports no {name}")))?;
         self.run(addr, args)
@@ -264,8 +312,15 @@ impl UserProcess {
     /// DLL's own call does: on an emulated processor in user mode, for this process (tests of
     /// the thunks' handling of what a DLL may pass).
     pub fn call_import(self: &Arc<Self>, name: &str, args: &[u64]) -> Result<u64, Stop> {
-        let target = match self.image.image.imports.iter().find(|i| i.name == name) {
-            // SAFETY: an IAT entry of the mapped DLL (bound at load).
+        let target = match self
+            .mapping()?
+            .image
+            .imports
+            .iter()
+            .find(|i| i.name == name)
+        {
+            // SAFETY: an IAT entry of this process's copy of the DLL (bound when it was mapped;
+            // the copy lives as long as the process).
             Some(i) => (unsafe { (i.iat as *const u64).read_unaligned() }) as usize,
             None => self
                 .image
@@ -301,7 +356,7 @@ impl UserProcess {
     /// Counting mode (`RVGPU_PE_COUNT=1`): the DLL's own instructions per call of export
     /// `name` so far, as (calls, instructions); `None` when it was not called or not counted.
     pub fn instructions(&self, name: &str) -> Option<(u64, u64)> {
-        let addr = self.image.export(name)?;
+        let addr = self.export_address(name)?;
         lock(&self.instructions).get(&addr).copied()
     }
 
@@ -347,6 +402,20 @@ impl UserProcess {
             .devices
             .values()
             .map(|d| d.sim)
+            .collect()
+    }
+
+    /// The DLL's writable sections as this process sees them now, each as its name and bytes
+    /// (tests: what the DLL's statics hold in this process).
+    pub fn writable_sections(&self) -> Vec<(String, Vec<u8>)> {
+        let Ok(m) = &self.mapping else {
+            return Vec::new();
+        };
+        m.writable()
+            .map(|s| {
+                let bytes = guest::read_bytes(s.addr as u64, s.len).unwrap_or_default();
+                (s.name.clone(), bytes)
+            })
             .collect()
     }
 
