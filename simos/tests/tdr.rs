@@ -50,8 +50,7 @@ fn tdr_02_nodes_and_affinity() {
 #[test]
 fn tdr_05_sequence_step_mode() {
     let m = sw_tdr_machine(Mode::Step, |_| {});
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, k, ctx) = process_with_context(&m);
     let t = okk(&m, k.create_allocation(4096));
     let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 7)]));
     run_until(&m, "first fill", |m| all_done(m, 0));
@@ -115,8 +114,7 @@ fn tdr_05_sequence_step_mode() {
         m.submit_legacy(&p, ctx, &[fill(&t, 0, 8)]).err(),
         Some(SimError::DdiFailed(STATUS_DEVICE_REMOVED))
     );
-    let (q, kq) = user_process(&m);
-    let cq = okk(&m, kq.create_context(0));
+    let (q, kq, cq) = process_with_context(&m);
     let tq = okk(&m, kq.create_allocation(4096));
     let id = ok(&m, m.submit_legacy(&q, cq, &[fill(&tq, 0, 9)]));
     assert!(id > hang);
@@ -131,8 +129,7 @@ fn tdr_05_sequence_step_mode() {
 #[test]
 fn tdr_05_nothing_to_reset() {
     let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::PAGES);
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, k, ctx) = process_with_context(&m);
     let t = okk(&m, k.create_allocation(4096));
     ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
     run_until(&m, "fill", |m| all_done(m, 0));
@@ -211,8 +208,7 @@ fn tdr_03_paging_first_original_ids() {
 fn tdr_04_last_completed_fence() {
     let m = machine_with(Mode::Step, |_| {});
     enable_tdr_steps(&m, 2, 100_000);
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, k, ctx) = process_with_context(&m);
     let t = okk(&m, k.create_allocation(4096));
     let big = okk(&m, k.create_allocation(1 << 20));
     let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
@@ -294,8 +290,7 @@ fn tdr_06_bad_aborted_fence_bugchecks() {
         .expect("load");
     m.start_adapter(0).expect("start");
     enable_tdr(&m, fast());
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, _k, ctx) = process_with_context(&m);
     let hang = ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
     let r = m.run_until(20_000, Duration::from_secs(20), |_| false);
     let b = m
@@ -318,8 +313,7 @@ fn tdr_07_completed_between_snapshot_and_reset() {
     let m = machine_with(Mode::Step, |a| a.hwsch_feature = false);
     // Set up before the two-round timeout is armed: VidMm's paging (mapping the allocation
     // and the process's DMA-buffer arena) takes longer than that.
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, k, ctx) = process_with_context(&m);
     let big = okk(&m, k.create_allocation(4 << 20));
     ok(&m, m.submit_legacy(&p, ctx, &[Command::Nop { len: 1 }]));
     run_until(&m, "warm-up", |m| all_done(m, 0));
@@ -449,8 +443,7 @@ fn tdr_08_paging_hang_promotes() {
 #[test]
 fn tdr_09_failed_reset_falls_back() {
     let m = sw_tdr_machine(Mode::Step, |_| {});
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, _k, ctx) = process_with_context(&m);
     m.device(0).unwrap().fail_next_reset(0);
     let hang = ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
     run_until(&m, "adapter reset", |m| adapter_resets(m) == 1);

@@ -5,6 +5,14 @@
 use super::*;
 use rvgpu_umd::submit::UserQueue;
 
+/// A user-mode process on adapter 0, its thunks and a (legacy, kernel-mode DMA) context on
+/// node 0 (bind in this order: they then drop as separate locals would).
+pub fn process_with_context(m: &Machine) -> (UmsProcess, SimKmt<'_>, KmtHandle) {
+    let (p, k) = user_process(m);
+    let ctx = okk(m, k.create_context(0));
+    (p, k, ctx)
+}
+
 /// Step-mode TDR settings for tests: a short DMA timeout and preemption wait.
 pub fn fast() -> TdrConfig {
     TdrConfig {
