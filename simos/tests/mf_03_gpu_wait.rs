@@ -68,6 +68,29 @@ fn rig(m: &Machine) -> Rig<'_> {
     Rig { p, k, t, fh, f }
 }
 
+/// [`rig`] and a second monitored fence (its handle, the OS's object).
+fn rig_and_second_fence(m: &Machine) -> (Rig<'_>, (KmtHandle, MonitoredFence)) {
+    let rig = rig(m);
+    let second = okk(m, rig.k.create_monitored_fence(0));
+    (rig, second)
+}
+
+/// `bytes` copied within `t`, from offset `src` to offset `dst`.
+fn copy(t: &Allocation<SimMem>, src: u64, dst: u64, bytes: u64) -> Command {
+    Command::Copy {
+        src: t.gpu_va + src,
+        dst: t.gpu_va + dst,
+        bytes,
+    }
+}
+
+/// A kernel-mode queue on engine 0 and its D3DKMT handle.
+fn queue_and_handle<'m>(m: &Machine, k: SimKmt<'m>) -> (KernelQueue<SimKmt<'m>>, KmtHandle) {
+    let q = queue(m, k);
+    let qh = q.queue_handle();
+    (q, qh)
+}
+
 /// A kernel-mode queue on engine 0.
 fn queue<'m>(m: &Machine, k: SimKmt<'m>) -> KernelQueue<SimKmt<'m>> {
     okk(m, KernelQueue::new(k, &config()))
@@ -105,8 +128,7 @@ fn position(m: &Machine, f: impl Fn(&UmsEvent) -> bool) -> usize {
 fn mf_03_gpu_wait_holds_later_work() {
     let m = machine(Mode::Step);
     let Rig { p, k, t, fh, f } = rig(&m);
-    let mut q = queue(&m, k);
-    let qh = q.queue_handle();
+    let (mut q, qh) = queue_and_handle(&m, k);
     let v1 = okk(&m, q.submit(&[fill(&t, 0, 1)]));
     okk(&m, q.gpu_wait_monitored(fh, 5));
     let v2 = okk(&m, q.submit(&[fill(&t, 8, 2)]));
@@ -211,8 +233,7 @@ fn mf_03_fence_write_command() {
 fn mf_03_gpu_signal_after_prior_work() {
     let m = machine(Mode::Step);
     let Rig { p, k, t, fh, f } = rig(&m);
-    let mut q = queue(&m, k);
-    let qh = q.queue_handle();
+    let (mut q, qh) = queue_and_handle(&m, k);
     let mut last = 0;
     for i in 0..4u64 {
         last = okk(&m, q.submit(&[fill64(t.gpu_va + 64 * i, i + 1)]));
@@ -265,20 +286,12 @@ fn mf_03_gpu_signal_after_prior_work() {
 #[test]
 fn mf_03_cross_queue_chain() {
     let m = machine(Mode::Step);
-    let Rig { p, k, t, fh, f } = rig(&m);
-    let (gh, g) = okk(&m, k.create_monitored_fence(0));
+    let (Rig { p, k, t, fh, f }, (gh, g)) = rig_and_second_fence(&m);
     let mut a = queue(&m, k);
     let mut b = queue(&m, k);
     // B first: its wait and the work behind it are queued before A has submitted anything.
     okk(&m, b.gpu_wait_monitored(fh, 1));
-    okk(
-        &m,
-        b.submit(&[Command::Copy {
-            src: t.gpu_va,
-            dst: t.gpu_va + 64,
-            bytes: 64,
-        }]),
-    );
+    okk(&m, b.submit(&[copy(&t, 0, 64, 64)]));
     okk(&m, b.gpu_signal_monitored_os(gh, 1));
     ok(&m, m.run_until_idle());
     assert_eq!((f.value(), g.value()), (0, 0));
@@ -292,14 +305,7 @@ fn mf_03_cross_queue_chain() {
     // Second link: B waits on A's progress fence.
     let va = okk(&m, a.submit(&[fill64(t.gpu_va + 128, 0xB)]));
     okk(&m, b.gpu_wait_monitored(a.progress_fence(), va));
-    okk(
-        &m,
-        b.submit(&[Command::Copy {
-            src: t.gpu_va + 128,
-            dst: t.gpu_va + 192,
-            bytes: 64,
-        }]),
-    );
+    okk(&m, b.submit(&[copy(&t, 128, 192, 64)]));
     okk(&m, b.gpu_signal_monitored_os(gh, 2));
     okk(&m, k.wait_for_fence(gh, 2));
     assert_eq!(t.mem.load(192), 0xB);
@@ -313,10 +319,8 @@ fn mf_03_cross_queue_chain() {
 #[test]
 fn mf_03_destroy_with_pending_wait() {
     let m = machine(Mode::Step);
-    let Rig { p, k, t, fh, f } = rig(&m);
-    let (gh, g) = okk(&m, k.create_monitored_fence(0));
-    let mut q = queue(&m, k);
-    let qh = q.queue_handle();
+    let (Rig { p, k, t, fh, f }, (gh, g)) = rig_and_second_fence(&m);
+    let (mut q, qh) = queue_and_handle(&m, k);
     let v1 = okk(&m, q.submit(&[fill(&t, 0, 1)]));
     okk(&m, q.gpu_wait_monitored(fh, 1));
     okk(&m, q.submit(&[fill(&t, 8, 2)]));
@@ -348,21 +352,13 @@ fn mf_03_destroy_with_pending_wait() {
 #[test]
 fn mf_03_cross_queue_chain_threaded() {
     let m = machine(Mode::Threaded);
-    let Rig { p, k, t, fh, f: _f } = rig(&m);
-    let (gh, _g) = okk(&m, k.create_monitored_fence(0));
+    let (Rig { p, k, t, fh, f: _f }, (gh, _g)) = rig_and_second_fence(&m);
     let mut a = queue(&m, k);
     let mut b = queue(&m, k);
     for i in 1..=40u64 {
         // B is queued first each round, so its work is held until A's signal.
         okk(&m, b.gpu_wait_monitored(fh, i));
-        okk(
-            &m,
-            b.submit(&[Command::Copy {
-                src: t.gpu_va,
-                dst: t.gpu_va + 64,
-                bytes: 8,
-            }]),
-        );
+        okk(&m, b.submit(&[copy(&t, 0, 64, 8)]));
         okk(&m, b.gpu_signal_monitored_os(gh, i));
         okk(&m, a.submit(&[fill(&t, 0, i)]));
         okk(&m, a.gpu_signal_monitored_os(fh, i));
