@@ -105,6 +105,55 @@ fn optimized_cap(m: &Machine) -> bool {
     m.optimized_fence_irq(0)
 }
 
+/// A wait's release through entry `index` of queue `queue_id`'s signal log.
+fn from_signal_log(queue_id: u32, index: u64) -> Option<ReleaseVia> {
+    Some(ReleaseVia::Log {
+        queue_id,
+        kind: LogKind::Signal,
+        index,
+    })
+}
+
+/// A trace recorder installed as the machine's sink.
+fn recorded(m: &Machine) -> Arc<Recorder> {
+    let rec = Recorder::new();
+    m.set_trace_sink(rec.clone());
+    rec
+}
+
+/// What a `NativeFenceSignaled` notification reported.
+struct FenceSignaled {
+    node: u32,
+    optimized: bool,
+    hw_queue: Option<usize>,
+    fences: Option<Vec<usize>>,
+    evaluate_legacy: bool,
+}
+
+/// The `NativeFenceSignaled` notifications adapter 0 processed after its first `before`.
+fn fence_signaled_since(m: &Machine, before: usize) -> Vec<FenceSignaled> {
+    m.notifications(0)[before..]
+        .iter()
+        .filter_map(|p| match &p.notification {
+            rvgpu_simos::Notification::NativeFenceSignaled {
+                node,
+                optimized,
+                hw_queue,
+                fences,
+                evaluate_legacy,
+                ..
+            } => Some(FenceSignaled {
+                node: *node,
+                optimized: *optimized,
+                hw_queue: *hw_queue,
+                fences: fences.clone(),
+                evaluate_legacy: *evaluate_legacy,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A user process with one user-mode queue on engine 0 (`h` its D3DKMT handle) and one native
 /// fence (`f` as the UMD holds it, `fo` as the OS does). Fields drop in order: the fence, the
 /// queue, the process last.
@@ -181,8 +230,7 @@ fn log_01_recreate_mid_run_moves_writes_to_new_buffer() {
     let m = machine(Mode::Step);
     let mut t = one_queue(&m);
     let (uq, f, fo, h, k, p) = (&mut t.q, &t.f, &t.fo, t.h, &t.k, &t.p);
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     let w1 = wait(&m, fo, 3);
     okk(
         &m,
@@ -208,14 +256,7 @@ fn log_01_recreate_mid_run_moves_writes_to_new_buffer() {
     okk(&m, m.signal_native_fence_from_cpu(&go, 1));
     idle(&m);
     assert!(w5.is_signaled());
-    assert_eq!(
-        w5.released_via(),
-        Some(ReleaseVia::Log {
-            queue_id: uq.queue_id(),
-            kind: LogKind::Signal,
-            index: 4
-        })
-    );
+    assert_eq!(w5.released_via(), from_signal_log(uq.queue_id(), 4));
     // Every index read exactly once, in order, across the move; nothing lost.
     let got: Vec<u64> = entries_of(&rec, uq.queue_id(), LogKind::Signal)
         .iter()
@@ -243,8 +284,7 @@ fn log_02_os_reads_entries_in_index_order() {
     let m = machine(Mode::Step);
     let mut t = one_queue(&m);
     let (uq, f, fo) = (&mut t.q, &t.f, &t.fo);
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     let mut v = 0;
     for batch in 0..5 {
         let mut ops = Vec::new();
@@ -275,8 +315,7 @@ fn log_03_entries_match_queued_ops() {
     let m = machine(Mode::Step);
     let (_p, k) = user_process(&m);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     uq.set_fence_trace(Some(Arc::new(rec.for_adapter(0))));
     let (f, fo) = fence(&m, &k);
     let (g, _go) = fence(&m, &k);
@@ -354,8 +393,7 @@ fn log_05_forced_overflow_falls_back_to_scan() {
     let m = machine_with(Mode::Step, |c| c.os.log_entries = 4);
     let mut t = one_queue(&m);
     let (uq, f, fo) = (&mut t.q, &t.f, &t.fo);
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     // Ten signals nobody waits for (MonitoredValue is MAX: no interrupt), then one awaited.
     let ops: Vec<Op<'_>> = (1..=10).map(|v| Op::Signal(f, v)).collect();
     okk(&m, uq.submit_ops(&ops));
@@ -405,8 +443,7 @@ fn log_06_gpu_timestamps_never_go_backwards_per_log() {
     let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let mut b = okk(&m, UserQueue::new(k, &config(1)));
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     let (f, fo) = fence(&m, &k);
     let (g, go) = fence(&m, &k);
     for v in 1..=100u64 {
@@ -627,8 +664,7 @@ fn log_07_drain_order_header_flush_entries() {
     let m = machine(Mode::Step);
     let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     let (f, _fo) = fence(&m, &k);
     okk(&m, a.submit_ops(&[Op::Signal(&f, 1), Op::Signal(&f, 2)]));
     idle(&m);
@@ -659,8 +695,7 @@ fn log_08_seed_example_e1_e4() {
     let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let mut b = okk(&m, UserQueue::new(k, &config(0)));
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     let (f1, f1o) = fence(&m, &k);
     let (f2, f2o) = fence(&m, &k);
     let (g, go) = fence(&m, &k);
@@ -697,18 +732,9 @@ fn log_08_seed_example_e1_e4() {
     let before = m.notifications(0).len();
     okk(&m, a.submit(&batch));
     idle(&m);
-    let notes: Vec<_> = m.notifications(0)[before..]
-        .iter()
-        .filter_map(|p| match &p.notification {
-            rvgpu_simos::Notification::NativeFenceSignaled {
-                node,
-                optimized,
-                hw_queue,
-                fences,
-                ..
-            } => Some((*node, *optimized, *hw_queue, fences.clone())),
-            _ => None,
-        })
+    let notes: Vec<_> = fence_signaled_since(&m, before)
+        .into_iter()
+        .map(|n| (n.node, n.optimized, n.hw_queue, n.fences))
         .collect();
     let ka = m.hw_queue_kmd_by_id(0, a.queue_id()).unwrap();
     // Exactly the four entries of A, in order, all SIGNAL_EXECUTED (kept entries are
@@ -724,13 +750,7 @@ fn log_08_seed_example_e1_e4() {
         ]
     );
     assert_eq!(counters(&m).log_update_calls, 1, "{notes:?}");
-    let via = |i| {
-        Some(ReleaseVia::Log {
-            queue_id: a.queue_id(),
-            kind: LogKind::Signal,
-            index: i,
-        })
-    };
+    let via = |i| from_signal_log(a.queue_id(), i);
     assert_eq!(w1.released_via(), via(0));
     assert_eq!(w2.released_via(), via(1));
     assert_eq!(w3.released_via(), via(2));
@@ -749,14 +769,7 @@ fn log_08_seed_example_e1_e4() {
         // the OS then reads every log-bearing queue of the engine, B's too, so WG is released
         // from B's entry in the same drain.
         assert_eq!(notes[0], (0, false, None, Some(vec![f2o.global_handle()])));
-        assert_eq!(
-            wg.released_via(),
-            Some(ReleaseVia::Log {
-                queue_id: b.queue_id(),
-                kind: LogKind::Signal,
-                index: 0
-            })
-        );
+        assert_eq!(wg.released_via(), from_signal_log(b.queue_id(), 0));
         assert_eq!(
             entries_of(&rec, b.queue_id(), LogKind::Signal),
             vec![(0, g.kmt, 1)]
@@ -771,18 +784,9 @@ fn log_08_seed_example_e1_e4() {
     let before = m.notifications(0).len();
     okk(&m, m.signal_native_fence_from_cpu(&hold_bo, 1));
     idle(&m);
-    let notes2: Vec<_> = m.notifications(0)[before..]
-        .iter()
-        .filter_map(|p| match &p.notification {
-            rvgpu_simos::Notification::NativeFenceSignaled {
-                node,
-                optimized,
-                hw_queue,
-                evaluate_legacy,
-                ..
-            } => Some((*node, *optimized, *hw_queue, *evaluate_legacy)),
-            _ => None,
-        })
+    let notes2: Vec<_> = fence_signaled_since(&m, before)
+        .into_iter()
+        .map(|n| (n.node, n.optimized, n.hw_queue, n.evaluate_legacy))
         .collect();
     eprintln!("E1-E4 second half: {notes2:?}");
     assert_eq!(notes2.len(), 1, "{notes2:?}");
@@ -792,23 +796,9 @@ fn log_08_seed_example_e1_e4() {
             m.last_log_update(0),
             vec![m.hw_queue_kmd_by_id(0, b.queue_id()).unwrap()]
         );
-        assert_eq!(
-            wg.released_via(),
-            Some(ReleaseVia::Log {
-                queue_id: b.queue_id(),
-                kind: LogKind::Signal,
-                index: 0
-            })
-        );
+        assert_eq!(wg.released_via(), from_signal_log(b.queue_id(), 0));
     }
-    assert_eq!(
-        wg2.released_via(),
-        Some(ReleaseVia::Log {
-            queue_id: b.queue_id(),
-            kind: LogKind::Signal,
-            index: 1
-        })
-    );
+    assert_eq!(wg2.released_via(), from_signal_log(b.queue_id(), 1));
     assert!(!w4.is_signaled());
     m.device(0).unwrap().set_anonymous_fence_events(false);
     okk(&m, m.signal_native_fence_from_cpu(&holdo, 1));
@@ -1079,8 +1069,7 @@ fn log_stress_threaded_with_recreate() {
         .map(|i| okk(&m, UserQueue::new(k, &config(i % 2))))
         .collect();
     let fs: Vec<(UmdFence, NativeFence)> = (0..8).map(|_| fence(&m, &k)).collect();
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     for q in qs.iter_mut() {
         q.set_fence_trace(Some(Arc::new(rec.for_adapter(0))));
     }
