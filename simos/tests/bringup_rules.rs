@@ -163,6 +163,18 @@ fn br_33_unknown_wddm_version_is_revision_mismatch() {
     refused(r, "BR-33", STATUS_REVISION_MISMATCH);
 }
 
+/// Calls the driver's own routine saved in `$real` (a `OnceLock` of a table slot) with the
+/// arguments of the stand-in that wraps it; `STATUS_NOT_SUPPORTED` when none was saved.
+macro_rules! forward_to {
+    ($real:ident($($arg:expr),* $(,)?)) => {
+        match $real.get().copied().flatten() {
+            // SAFETY: forwarded unchanged: the stand-in's own arguments, from the OS.
+            Some(real) => unsafe { real($($arg),*) },
+            None => STATUS_NOT_SUPPORTED,
+        }
+    };
+}
+
 /// One `#[test]` per row: a start with the row's edits (`start_with(caps, table)`,
 /// `start_with_physical(caps, physical)` or `start_with_knob(knob, value)`) is refused by the
 /// row's rule with its status, as Windows refuses it.
@@ -717,11 +729,7 @@ unsafe extern "system" fn no_system_context(
     if system {
         return rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
     }
-    match REAL_CREATE_CONTEXT.get().copied().flatten() {
-        // SAFETY: forwarded unchanged.
-        Some(real) => unsafe { real(h, args) },
-        None => STATUS_NOT_SUPPORTED,
-    }
+    forward_to!(REAL_CREATE_CONTEXT(h, args))
 }
 
 /// A driver that cannot make a system context does not start (helios: Code 43 on 26100).
@@ -739,11 +747,8 @@ unsafe extern "system" fn recording_create_context(
     h: HANDLE,
     args: *mut rvgpu_ddi::submission::DXGKARG_CREATECONTEXT,
 ) -> NTSTATUS {
-    let Some(real) = REAL_CREATE_CONTEXT.get().copied().flatten() else {
-        return STATUS_NOT_SUPPORTED;
-    };
-    // SAFETY: forwarded unchanged; the block is read back after the call.
-    let s = unsafe { real(h, args) };
+    // The block is read back after the call.
+    let s = forward_to!(REAL_CREATE_CONTEXT(h, args));
     // SAFETY: the OS's argument block, filled by the driver.
     let a = unsafe { &*args };
     if s >= 0
@@ -776,11 +781,7 @@ unsafe extern "system" fn recording_submit(
     if paging {
         PAGING_SUBMITS.lock().unwrap().push((node, ctx));
     }
-    match REAL_SUBMIT.get().copied().flatten() {
-        // SAFETY: forwarded unchanged.
-        Some(real) => unsafe { real(h, args) },
-        None => STATUS_NOT_SUPPORTED,
-    }
+    forward_to!(REAL_SUBMIT(h, args))
 }
 
 /// Every node gets a system context at start, and VidMm's paging buffers are submitted on
@@ -1186,11 +1187,7 @@ unsafe extern "system" fn start_remembering_context(
     children: *mut u32,
 ) -> NTSTATUS {
     CONTEXT.store(ctx as usize, std::sync::atomic::Ordering::Relaxed);
-    let Some(Some(real)) = REAL_START_DEVICE.get().copied() else {
-        return STATUS_NOT_SUPPORTED;
-    };
-    // SAFETY: forwarded unchanged.
-    unsafe { real(ctx, info, iface, sources, children) }
+    forward_to!(REAL_START_DEVICE(ctx, info, iface, sources, children))
 }
 
 /// BR-66: Windows always names a context in `DxgkDdiSubmitCommand` (its own
