@@ -157,10 +157,18 @@ fn br_32_34_interface_version_rules() {
 
 #[test]
 fn br_33_unknown_wddm_version_is_revision_mismatch() {
-    let (_, r) = start_with(|c| c.WDDMVersion = 0x3300, no_table);
-    refused(r, "BR-33", STATUS_REVISION_MISMATCH);
-    let (_, r) = start_with(|c| c.WDDMVersion = 0, no_table);
-    refused(r, "BR-33", STATUS_REVISION_MISMATCH);
+    caps_refused(
+        |c| c.WDDMVersion = 0x3300,
+        "BR-33",
+        STATUS_REVISION_MISMATCH,
+    );
+    caps_refused(|c| c.WDDMVersion = 0, "BR-33", STATUS_REVISION_MISMATCH);
+}
+
+/// A start with the caps `edit` (the table unedited) is refused by `rule` with `status`.
+fn caps_refused(edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static, rule: &str, status: NTSTATUS) {
+    let (_, r) = start_with(edit, no_table);
+    refused(r, rule, status);
 }
 
 /// Calls the driver's own routine saved in `$real` (a `OnceLock` of a table slot) with the
@@ -378,8 +386,7 @@ fn br_36_multi_engine_rule_is_skipped_without_physical_caps() {
         !matches!(&r, Err(SimError::StartRefused { rule: "BR-36", .. })),
         "{r:?}"
     );
-    let (_, r) = start_with(not_multi, no_table);
-    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
+    caps_refused(not_multi, "BR-36", STATUS_INVALID_PARAMETER);
 }
 
 /// BR-40: each cross-adapter tier needs the tiers below it; a complete set starts.
@@ -394,8 +401,7 @@ fn br_40_cross_adapter_tiers_build_on_each_other() {
         }
     };
     for (b, t, s) in [(0, 1, 0), (0, 0, 1), (1, 0, 1), (0, 1, 1)] {
-        let (_, r) = start_with(tiers(b, t, s), no_table);
-        refused(r, "BR-40", STATUS_INVALID_PARAMETER);
+        caps_refused(tiers(b, t, s), "BR-40", STATUS_INVALID_PARAMETER);
     }
     let (_, r) = start_with(tiers(1, 1, 1), no_table);
     r.expect("all three tiers");
@@ -821,16 +827,15 @@ fn br_36_preemption_awareness_rule_runs_in_the_render_core_after_br_49() {
     };
     // Without physical caps BR-36(a) ("not multi-engine aware") does not run.
     REFUSE_TYPE.set(Some(DXGKQAITYPE_PHYSICALADAPTERCAPS));
-    let (_, r) = start_with(no_multi_engine, no_table);
-    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
-    let (_, r) = start_with(
+    caps_refused(no_multi_engine, "BR-36", STATUS_INVALID_PARAMETER);
+    caps_refused(
         move |c| {
             no_multi_engine(c);
             c.NumberOfSwizzlingRanges = 1;
         },
-        no_table,
+        "BR-49",
+        STATUS_REVISION_MISMATCH,
     );
-    refused(r, "BR-49", STATUS_REVISION_MISMATCH);
     let (_, r) = start_with(
         move |c| {
             no_multi_engine(c);
@@ -845,14 +850,14 @@ fn br_36_preemption_awareness_rule_runs_in_the_render_core_after_br_49() {
 /// BR-33 runs after BR-38 and BR-39 in `DXGADAPTER::Initialize` ([D]).
 #[test]
 fn br_33_unknown_wddm_version_is_checked_after_misc_caps() {
-    let (_, r) = start_with(
+    caps_refused(
         |c| {
             c.WDDMVersion = 0x3300;
             c.MiscCaps.Value |= 1 << 20;
         },
-        no_table,
+        "BR-38",
+        STATUS_INVALID_PARAMETER,
     );
-    refused(r, "BR-38", STATUS_INVALID_PARAMETER);
 }
 
 /// BR-03: Dxgkrnl copies only the bytes the table's version defines; later slots are not seen
@@ -931,27 +936,26 @@ fn br_41_hybrid_flag_rules() {
             .set(DXGK_VIDMMCAPS_0::CrossAdapterResource, 1)
     };
     // Hybrid without cross-adapter resources.
-    let (_, r) = start_with(|c| c.HybridDiscrete = 1, no_table);
-    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
+    caps_refused(|c| c.HybridDiscrete = 1, "BR-41", STATUS_INVALID_PARAMETER);
     // Both kinds at once.
-    let (_, r) = start_with(
+    caps_refused(
         move |c| {
             cross(c);
             c.HybridDiscrete = 1;
             c.HybridIntegrated = 1;
         },
-        no_table,
+        "BR-41",
+        STATUS_INVALID_PARAMETER,
     );
-    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
     // Hybrid integrated on an adapter without outputs (every render-only adapter).
-    let (_, r) = start_with(
+    caps_refused(
         move |c| {
             cross(c);
             c.HybridIntegrated = 1;
         },
-        no_table,
+        "BR-41",
+        STATUS_INVALID_PARAMETER,
     );
-    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
     // Below WDDM 2.0 under ValidateWDDMCaps, before the cross-adapter rules.
     let (_, r) = start_with_policy(
         true,
@@ -1362,8 +1366,7 @@ fn br_45_multi_plane_overlay_needs_planes_and_direct_flip() {
         }
     };
     for (planes, direct) in [(0, 1), (11, 1), (2, 0)] {
-        let (_, r) = start_with(mpo(planes, direct), no_table);
-        refused(r, "BR-45", STATUS_INVALID_PARAMETER);
+        caps_refused(mpo(planes, direct), "BR-45", STATUS_INVALID_PARAMETER);
     }
     let (_, r) = start_with(mpo(10, 1), no_table);
     assert!(
