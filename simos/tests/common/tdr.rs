@@ -13,6 +13,29 @@ pub fn process_with_context(m: &Machine) -> (UmsProcess, SimKmt<'_>, KmtHandle) 
     (p, k, ctx)
 }
 
+/// Two user-mode processes on adapter 0.
+pub fn two_processes(m: &Machine) -> (UmsProcess, UmsProcess) {
+    (ok(m, m.create_process(0)), ok(m, m.create_process(0)))
+}
+
+/// A FILL of `bytes` at `dst` with `pattern`.
+pub fn fill_range(dst: u64, bytes: u64, pattern: u64) -> Command {
+    Command::Fill {
+        dst,
+        bytes,
+        pattern,
+    }
+}
+
+/// The fence IDs of the legacy DMA buffers completed on node 0, in completion order.
+pub fn completed_on_node0(m: &Machine) -> Vec<u32> {
+    m.legacy_completed(0)
+        .into_iter()
+        .filter(|(n, _)| *n == 0)
+        .map(|(_, id)| id)
+        .collect()
+}
+
 /// Step-mode TDR settings for tests: a short DMA timeout and preemption wait.
 pub fn fast() -> TdrConfig {
     TdrConfig {
