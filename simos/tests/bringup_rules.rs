@@ -14,7 +14,9 @@ use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS, DXGK_FLIPCAPS, DXGK_PHYSICALADAPTERFLAGS, DXGK_VIDMMCAPS_0, DXGK_VIDSCHCAPS,
 };
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
+use rvgpu_ddi::ntstatus::{
+    STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_NO_MEMORY, STATUS_SUCCESS,
+};
 use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_USERMODESUBMISSION_CAPS};
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 use rvgpu_simos::dxgkrnl::bringup::{
@@ -155,37 +157,185 @@ fn br_32_34_interface_version_rules() {
 
 #[test]
 fn br_33_unknown_wddm_version_is_revision_mismatch() {
-    let (_, r) = start_with(|c| c.WDDMVersion = 0x3300, no_table);
-    refused(r, "BR-33", STATUS_REVISION_MISMATCH);
-    let (_, r) = start_with(|c| c.WDDMVersion = 0, no_table);
-    refused(r, "BR-33", STATUS_REVISION_MISMATCH);
+    caps_refused(
+        |c| c.WDDMVersion = 0x3300,
+        "BR-33",
+        STATUS_REVISION_MISMATCH,
+    );
+    caps_refused(|c| c.WDDMVersion = 0, "BR-33", STATUS_REVISION_MISMATCH);
 }
 
-#[test]
-fn br_36_preemption_aware_without_multi_engine_is_invalid() {
-    let (_, r) = start_with(
+/// A start with the caps `edit` (the table unedited) is refused by `rule` with `status`.
+fn caps_refused(edit: impl Fn(&mut DXGK_DRIVERCAPS) + 'static, rule: &str, status: NTSTATUS) {
+    let (_, r) = start_with(edit, no_table);
+    refused(r, rule, status);
+}
+
+/// Calls the driver's own routine saved in `$real` (a `OnceLock` of a table slot) with the
+/// arguments of the stand-in that wraps it; `STATUS_NOT_SUPPORTED` when none was saved.
+macro_rules! forward_to {
+    ($real:ident($($arg:expr),* $(,)?)) => {
+        match $real.get().copied().flatten() {
+            // SAFETY: forwarded unchanged: the stand-in's own arguments, from the OS.
+            Some(real) => unsafe { real($($arg),*) },
+            None => STATUS_NOT_SUPPORTED,
+        }
+    };
+}
+
+/// One `#[test]` per row: a start with the row's edits (`start_with(caps, table)`,
+/// `start_with_physical(caps, physical)` or `start_with_knob(knob, value)`) is refused by the
+/// row's rule with its status, as Windows refuses it.
+macro_rules! refused_starts {
+    ($(
+        $(#[$meta:meta])*
+        fn $name:ident() = $start:ident($($edit:expr),+ $(,)?) => $rule:literal, $status:expr;
+    )+) => {
+        $(
+            $(#[$meta])*
+            fn $name() {
+                let (_, r) = $start($($edit),+);
+                refused(r, $rule, $status);
+            }
+        )+
+    };
+}
+
+refused_starts! {
+    #[test]
+    fn br_36_preemption_aware_without_multi_engine_is_invalid() = start_with(
         |c| {
             c.SchedulingCaps.set(DXGK_VIDSCHCAPS::MultiEngineAware, 0);
             c.SchedulingCaps.set(DXGK_VIDSCHCAPS::PreemptionAware, 1);
         },
         no_table,
-    );
-    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
-}
+    ) => "BR-36", STATUS_INVALID_PARAMETER;
 
-#[test]
-fn br_38_reserved_misc_caps_bit_is_invalid() {
-    let (_, r) = start_with(|c| c.MiscCaps.Value |= 1 << 20, no_table);
-    refused(r, "BR-38", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_36_wddm2_driver_must_be_multi_engine_aware() {
-    let (_, r) = start_with(
+    #[test]
+    fn br_36_wddm2_driver_must_be_multi_engine_aware() = start_with(
         |c| c.SchedulingCaps.set(DXGK_VIDSCHCAPS::MultiEngineAware, 0),
         no_table,
-    );
-    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
+    ) => "BR-36", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_36_multi_engine_below_wddm_2_needs_nodes() = start_with(
+        |c| {
+            c.WDDMVersion = 0x1300;
+            c.GpuEngineTopology.NbAsymetricProcessingNodes = 0;
+        },
+        no_table,
+    ) => "BR-36", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_37_at_most_64_nodes_before_wddm_2_5() =
+        start_with_physical(|c| c.WDDMVersion = 0x2400, |p| p.NumExecutionNodes = 65)
+        => "BR-37", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_38_reserved_misc_caps_bit_is_invalid() =
+        start_with(|c| c.MiscCaps.Value |= 1 << 20, no_table) => "BR-38", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_39_independent_vsync_control_needs_control_interrupt3() = start_with(
+        |c| c.MiscCaps.set(DXGK_DRIVERCAPS_MiscCaps::IndependentVidPnVSyncControl, 1),
+        no_table,
+    ) => "BR-39", STATUS_INVALID_PARAMETER;
+
+    /// BR-43: kernel-mode command buffers need DxgkDdiRenderKm.
+    #[test]
+    fn br_43_kernel_mode_command_buffers_need_render_km() =
+        start_with(|c| c.PresentationCaps.Value |= 1 << 2, no_table)
+        => "BR-43", STATUS_INVALID_PARAMETER;
+
+    // rvgpu sets the cap and fills both DDIs (UM-13); without one of them the cap is refused.
+    #[test]
+    fn br_44_runtime_power_management_needs_its_ddis() = start_with(
+        |c| c.SupportRuntimePowerManagement = 1,
+        |t| t.DxgkDdiPowerRuntimeControlRequest = None,
+    ) => "BR-44", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_46_diagnostic_ddis_come_as_a_pair() =
+        start_with(no_edit, |t| t.DxgkDdiQueryDiagnosticTypesSupport = stub())
+        => "BR-46", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_48_overlay_ddis_all_or_none() = start_with(no_edit, |t| {
+        t.DxgkDdiCreateOverlay = stub();
+        t.DxgkDdiDestroyOverlay = stub();
+    }) => "BR-48", STATUS_REVISION_MISMATCH;
+
+    #[test]
+    fn br_49_swizzling_ranges_need_their_ddis() =
+        start_with(|c| c.NumberOfSwizzlingRanges = 1, no_table) => "BR-49", STATUS_REVISION_MISMATCH;
+
+    #[test]
+    fn br_50_non_coherent_aperture_is_invalid_on_x64() =
+        start_with(|c| c.PresentationCaps.Value |= 1 << 29, no_table)
+        => "BR-50", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_51_flip_on_vsync_mmio_is_required_for_wddm2() =
+        start_with(|c| c.FlipCaps.set(DXGK_FLIPCAPS::FlipOnVSyncMmIo, 0), no_table)
+        => "BR-51", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_53_node_metadata_ddi_is_required() =
+        start_with(no_edit, |t| t.DxgkDdiGetNodeMetadata = None) => "BR-53", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_54_stable_power_state_goes_with_calibrate_gpu_clock() =
+        start_with(no_edit, |t| t.DxgkDdiSetStablePowerState = None)
+        => "BR-54", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_57_history_precision_outside_32_to_64_is_configuration_error() =
+        start_with_knob(&PRECISION, Some(10)) => "BR-57", STATUS_DEVICE_CONFIGURATION_ERROR;
+
+    #[test]
+    fn br_58_virtual_copy_engine_must_be_a_node() = start_with_physical(no_edit, |p| {
+        p.Flags.set(DXGK_PHYSICALADAPTERFLAGS::VirtualCopyEngineSupported, 1);
+        p.VirtualCopyNodeIndex = u32::from(p.NumExecutionNodes);
+    }) => "BR-58", STATUS_INVALID_PARAMETER;
+
+    #[test]
+    fn br_58_virtual_copy_engine_needs_iommu_secure_mode() = start_with_physical(no_edit, |p| {
+        p.Flags.set(DXGK_PHYSICALADAPTERFLAGS::VirtualCopyEngineSupported, 1);
+        p.VirtualCopyNodeIndex = 0;
+    }) => "BR-58", STATUS_INVALID_PARAMETER;
+
+    /// BR-61: VidMm cannot be created without the segment answer: the start fails with
+    /// STATUS_NO_MEMORY (VidMmiInit, ADAPTER_RENDER::Initialize).
+    /// BR-60: a driver that cannot address the machine's highest physical page gets no VidMm
+    /// (no IOMMU remapping here), which fails the start with STATUS_NO_MEMORY.
+    #[test]
+    fn br_60_highest_acceptable_address_must_cover_physical_memory() = start_with(
+        |c| c.HighestAcceptableAddress = rvgpu_ddi::basic::LARGE_INTEGER::from_i64(0xFFFF_FFFF),
+        no_table,
+    ) => "BR-60", STATUS_NO_MEMORY;
+
+    #[test]
+    fn br_61_segment_query_failure_fails_the_start_with_no_memory() =
+        start_with_knob(&REFUSE_TYPE, Some(rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4))
+        => "BR-61", STATUS_NO_MEMORY;
+
+    /// BR-62: more than 32 segments is refused (VidMmiQuerySegmentInfo4); VidMmiInit turns the
+    /// failure into STATUS_NO_MEMORY.
+    #[test]
+    fn br_62_more_than_32_segments_is_refused() =
+        start_with_knob(&SEGMENT_COUNT, Some(33)) => "BR-62", STATUS_NO_MEMORY;
+
+    /// BR-64: a segment with SupportsCpuHostAperture may not also be an aperture (InitSegments,
+    /// inside VidMmiInit: NO_MEMORY). rvgpu's first segment is its aperture.
+    #[test]
+    fn br_64_host_aperture_segment_is_not_an_aperture() =
+        start_with_knob(&FIRST_SEGMENT_FLAGS, 1 << 13) => "BR-64", STATUS_NO_MEMORY;
+
+    /// BR-65(a): the paging buffers' segment must be 0 or a reported segment (VIDMM_GLOBAL::Init,
+    /// inside VidMmiInit: NO_MEMORY).
+    #[test]
+    fn br_65_paging_buffer_segment_beyond_the_segments_is_refused() =
+        start_with_knob(&PAGING_POOL, Some((9, 4096))) => "BR-65", STATUS_NO_MEMORY;
 }
 
 /// BR-58: rvgpu answers DXGKQAITYPE_PHYSICALADAPTERCAPS as DRIVERCAPS describes the
@@ -216,32 +366,6 @@ fn br_58_rvgpu_answers_physical_adapter_caps() {
         .is_set(DXGK_PHYSICALADAPTERFLAGS::VirtualCopyEngineSupported));
 }
 
-#[test]
-fn br_58_virtual_copy_engine_must_be_a_node() {
-    let (_, r) = start_with_physical(no_edit, |p| {
-        p.Flags
-            .set(DXGK_PHYSICALADAPTERFLAGS::VirtualCopyEngineSupported, 1);
-        p.VirtualCopyNodeIndex = u32::from(p.NumExecutionNodes);
-    });
-    refused(r, "BR-58", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_58_virtual_copy_engine_needs_iommu_secure_mode() {
-    let (_, r) = start_with_physical(no_edit, |p| {
-        p.Flags
-            .set(DXGK_PHYSICALADAPTERFLAGS::VirtualCopyEngineSupported, 1);
-        p.VirtualCopyNodeIndex = 0;
-    });
-    refused(r, "BR-58", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_37_at_most_64_nodes_before_wddm_2_5() {
-    let (_, r) = start_with_physical(|c| c.WDDMVersion = 0x2400, |p| p.NumExecutionNodes = 65);
-    refused(r, "BR-37", STATUS_INVALID_PARAMETER);
-}
-
 /// BR-36(a) reads the physical adapter's caps: when the driver does not answer them, Windows
 /// uses defaults and does not apply it ([D] `DXGADAPTER::Initialize`).
 #[test]
@@ -262,38 +386,7 @@ fn br_36_multi_engine_rule_is_skipped_without_physical_caps() {
         !matches!(&r, Err(SimError::StartRefused { rule: "BR-36", .. })),
         "{r:?}"
     );
-    let (_, r) = start_with(not_multi, no_table);
-    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_49_swizzling_ranges_need_their_ddis() {
-    let (_, r) = start_with(|c| c.NumberOfSwizzlingRanges = 1, no_table);
-    refused(r, "BR-49", STATUS_REVISION_MISMATCH);
-}
-
-#[test]
-fn br_36_multi_engine_below_wddm_2_needs_nodes() {
-    let (_, r) = start_with(
-        |c| {
-            c.WDDMVersion = 0x1300;
-            c.GpuEngineTopology.NbAsymetricProcessingNodes = 0;
-        },
-        no_table,
-    );
-    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_39_independent_vsync_control_needs_control_interrupt3() {
-    let (_, r) = start_with(
-        |c| {
-            c.MiscCaps
-                .set(DXGK_DRIVERCAPS_MiscCaps::IndependentVidPnVSyncControl, 1)
-        },
-        no_table,
-    );
-    refused(r, "BR-39", STATUS_INVALID_PARAMETER);
+    caps_refused(not_multi, "BR-36", STATUS_INVALID_PARAMETER);
 }
 
 /// BR-40: each cross-adapter tier needs the tiers below it; a complete set starts.
@@ -308,26 +401,10 @@ fn br_40_cross_adapter_tiers_build_on_each_other() {
         }
     };
     for (b, t, s) in [(0, 1, 0), (0, 0, 1), (1, 0, 1), (0, 1, 1)] {
-        let (_, r) = start_with(tiers(b, t, s), no_table);
-        refused(r, "BR-40", STATUS_INVALID_PARAMETER);
+        caps_refused(tiers(b, t, s), "BR-40", STATUS_INVALID_PARAMETER);
     }
     let (_, r) = start_with(tiers(1, 1, 1), no_table);
     r.expect("all three tiers");
-}
-
-#[test]
-fn br_46_diagnostic_ddis_come_as_a_pair() {
-    let (_, r) = start_with(no_edit, |t| t.DxgkDdiQueryDiagnosticTypesSupport = stub());
-    refused(r, "BR-46", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_48_overlay_ddis_all_or_none() {
-    let (_, r) = start_with(no_edit, |t| {
-        t.DxgkDdiCreateOverlay = stub();
-        t.DxgkDdiDestroyOverlay = stub();
-    });
-    refused(r, "BR-48", STATUS_REVISION_MISMATCH);
 }
 
 #[test]
@@ -361,31 +438,6 @@ fn br_75_node_gpu_va_model_must_match_the_adapter() {
         no_table,
     );
     r.expect("IoMmu claimed by the adapter and by no node");
-}
-
-#[test]
-fn br_44_runtime_power_management_needs_its_ddis() {
-    // rvgpu sets the cap and fills both DDIs (UM-13); without one of them the cap is refused.
-    let (_, r) = start_with(
-        |c| c.SupportRuntimePowerManagement = 1,
-        |t| t.DxgkDdiPowerRuntimeControlRequest = None,
-    );
-    refused(r, "BR-44", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_50_non_coherent_aperture_is_invalid_on_x64() {
-    let (_, r) = start_with(|c| c.PresentationCaps.Value |= 1 << 29, no_table);
-    refused(r, "BR-50", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_51_flip_on_vsync_mmio_is_required_for_wddm2() {
-    let (_, r) = start_with(
-        |c| c.FlipCaps.set(DXGK_FLIPCAPS::FlipOnVSyncMmIo, 0),
-        no_table,
-    );
-    refused(r, "BR-51", STATUS_INVALID_PARAMETER);
 }
 
 /// BR-52: with `ValidateWDDMCaps`, each missing WDDM 1.2 render feature is named in the
@@ -425,88 +477,15 @@ fn br_52_mandatory_wddm_1_2_features_only_under_validate_wddm_caps() {
     }
 }
 
-#[test]
-fn br_53_node_metadata_ddi_is_required() {
-    let (_, r) = start_with(no_edit, |t| t.DxgkDdiGetNodeMetadata = None);
-    refused(r, "BR-53", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_54_stable_power_state_goes_with_calibrate_gpu_clock() {
-    let (_, r) = start_with(no_edit, |t| t.DxgkDdiSetStablePowerState = None);
-    refused(r, "BR-54", STATUS_INVALID_PARAMETER);
-}
-
-#[test]
-fn br_57_history_precision_outside_32_to_64_is_configuration_error() {
-    PRECISION.set(Some(10));
-    let (_, r) = start_with(no_edit, no_table);
-    PRECISION.set(None);
-    refused(r, "BR-57", STATUS_DEVICE_CONFIGURATION_ERROR);
-}
-
-/// BR-61: VidMm cannot be created without the segment answer: the start fails with
-/// STATUS_NO_MEMORY (VidMmiInit, ADAPTER_RENDER::Initialize).
-/// BR-60: a driver that cannot address the machine's highest physical page gets no VidMm
-/// (no IOMMU remapping here), which fails the start with STATUS_NO_MEMORY.
-#[test]
-fn br_60_highest_acceptable_address_must_cover_physical_memory() {
-    let (_, r) = start_with(
-        |c| c.HighestAcceptableAddress = rvgpu_ddi::basic::LARGE_INTEGER::from_i64(0xFFFF_FFFF),
-        no_table,
-    );
-    refused(r, "BR-60", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
-}
-
-#[test]
-fn br_61_segment_query_failure_fails_the_start_with_no_memory() {
-    REFUSE_TYPE.set(Some(rvgpu_ddi::adapter::DXGKQAITYPE_QUERYSEGMENT4));
-    let (_, r) = start_with(no_edit, no_table);
-    REFUSE_TYPE.set(None);
-    refused(r, "BR-61", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
-}
-
-/// BR-62: more than 32 segments is refused (VidMmiQuerySegmentInfo4); VidMmiInit turns the
-/// failure into STATUS_NO_MEMORY.
-#[test]
-fn br_62_more_than_32_segments_is_refused() {
-    SEGMENT_COUNT.set(Some(33));
-    let (_, r) = start_with(no_edit, no_table);
-    SEGMENT_COUNT.set(None);
-    refused(r, "BR-62", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
-}
-
 /// BR-68: a GpuMmu adapter must answer GPUMMUCAPS with 2..=6 levels.
 /// BR-63: NumUEFIFrameBufferRanges (byte 92 of the descriptor) is 0 or 1, on one segment at
 /// most; otherwise VidMmiQuerySegmentInfo4 fails and the start with it (NO_MEMORY).
 #[test]
 fn br_63_uefi_frame_buffer_ranges_on_one_segment_at_most() {
     for ranges in [[2, 0], [1, 1]] {
-        UEFI_RANGES.set(Some(ranges));
-        let (_, r) = start_with(no_edit, no_table);
-        UEFI_RANGES.set(None);
-        refused(r, "BR-63", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+        let (_, r) = start_with_knob(&UEFI_RANGES, Some(ranges));
+        refused(r, "BR-63", STATUS_NO_MEMORY);
     }
-}
-
-/// BR-64: a segment with SupportsCpuHostAperture may not also be an aperture (InitSegments,
-/// inside VidMmiInit: NO_MEMORY). rvgpu's first segment is its aperture.
-#[test]
-fn br_64_host_aperture_segment_is_not_an_aperture() {
-    FIRST_SEGMENT_FLAGS.set(1 << 13);
-    let (_, r) = start_with(no_edit, no_table);
-    FIRST_SEGMENT_FLAGS.set(0);
-    refused(r, "BR-64", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
-}
-
-/// BR-65(a): the paging buffers' segment must be 0 or a reported segment (VIDMM_GLOBAL::Init,
-/// inside VidMmiInit: NO_MEMORY).
-#[test]
-fn br_65_paging_buffer_segment_beyond_the_segments_is_refused() {
-    PAGING_POOL.set(Some((9, 4096)));
-    let (_, r) = start_with(no_edit, no_table);
-    PAGING_POOL.set(None);
-    refused(r, "BR-65", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
 }
 
 /// BR-65(b): the paging DMA pool accepts only aperture segments (InitDmaPools →
@@ -514,22 +493,16 @@ fn br_65_paging_buffer_segment_beyond_the_segments_is_refused() {
 /// start with it). rvgpu's segment 2 is CPU-visible VRAM, its segment 1 the aperture.
 #[test]
 fn br_65_paging_buffers_only_in_an_aperture_segment() {
-    PAGING_POOL.set(Some((2, 4096)));
-    let (_, r) = start_with(no_edit, no_table);
-    PAGING_POOL.set(None);
+    let (_, r) = start_with_knob(&PAGING_POOL, Some((2, 4096)));
     refused(r, "BR-65", STATUS_INVALID_PARAMETER);
-    PAGING_POOL.set(Some((1, 4096)));
-    let (m, r) = start_with(no_edit, no_table);
-    PAGING_POOL.set(None);
+    let (m, r) = start_with_knob(&PAGING_POOL, Some((1, 4096)));
     assert!(
         r.is_ok(),
         "an aperture paging segment starts: {r:?}; {:#?}",
         m.driver_log()
     );
-    PAGING_POOL.set(Some((0, 0)));
-    let (_, r) = start_with(no_edit, no_table);
-    PAGING_POOL.set(None);
-    refused(r, "BR-65", rvgpu_ddi::ntstatus::STATUS_NO_MEMORY);
+    let (_, r) = start_with_knob(&PAGING_POOL, Some((0, 0)));
+    refused(r, "BR-65", STATUS_NO_MEMORY);
 }
 
 /// What the BuildPagingBuffer spy saw: `(DmaSize, hSystemContext)` per call.
@@ -636,25 +609,23 @@ fn br_65_67_paging_buffers_and_context_dma_segments() {
 
 #[test]
 fn br_68_gpummu_caps_are_required_and_checked() {
-    REFUSE_TYPE.set(Some(rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS));
-    let (_, r) = start_with(no_edit, no_table);
-    REFUSE_TYPE.set(None);
+    let (_, r) = start_with_knob(
+        &REFUSE_TYPE,
+        Some(rvgpu_ddi::adapter::DXGKQAITYPE_GPUMMUCAPS),
+    );
     refused(r, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR);
-    MMU_LEVELS.set(Some(7));
-    let (_, r) = start_with(no_edit, no_table);
-    MMU_LEVELS.set(None);
+    let (_, r) = start_with_knob(&MMU_LEVELS, Some(7));
     refused(r, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR);
-    REFUSE_TYPE.set(Some(rvgpu_ddi::adapter::DXGKQAITYPE_PAGETABLELEVELDESC));
-    let (_, r) = start_with(no_edit, no_table);
-    REFUSE_TYPE.set(None);
+    let (_, r) = start_with_knob(
+        &REFUSE_TYPE,
+        Some(rvgpu_ddi::adapter::DXGKQAITYPE_PAGETABLELEVELDESC),
+    );
     refused(r, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR);
 }
 
 #[test]
 fn br_23_status_outside_the_allow_list_is_logged_not_refused() {
-    REFUSE_TYPE.set(Some(DXGKQAITYPE_HISTORYBUFFERPRECISION));
-    let (m, r) = start_with(no_edit, no_table);
-    REFUSE_TYPE.set(None);
+    let (m, r) = start_with_knob(&REFUSE_TYPE, Some(DXGKQAITYPE_HISTORYBUFFERPRECISION));
     // The precision query's failure is tolerated (BR-57), its status is not in the list.
     assert_eq!(r, Ok(()));
     let log = m.triage_log(0);
@@ -764,11 +735,7 @@ unsafe extern "system" fn no_system_context(
     if system {
         return rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
     }
-    match REAL_CREATE_CONTEXT.get().copied().flatten() {
-        // SAFETY: forwarded unchanged.
-        Some(real) => unsafe { real(h, args) },
-        None => STATUS_NOT_SUPPORTED,
-    }
+    forward_to!(REAL_CREATE_CONTEXT(h, args))
 }
 
 /// A driver that cannot make a system context does not start (helios: Code 43 on 26100).
@@ -786,11 +753,8 @@ unsafe extern "system" fn recording_create_context(
     h: HANDLE,
     args: *mut rvgpu_ddi::submission::DXGKARG_CREATECONTEXT,
 ) -> NTSTATUS {
-    let Some(real) = REAL_CREATE_CONTEXT.get().copied().flatten() else {
-        return STATUS_NOT_SUPPORTED;
-    };
-    // SAFETY: forwarded unchanged; the block is read back after the call.
-    let s = unsafe { real(h, args) };
+    // The block is read back after the call.
+    let s = forward_to!(REAL_CREATE_CONTEXT(h, args));
     // SAFETY: the OS's argument block, filled by the driver.
     let a = unsafe { &*args };
     if s >= 0
@@ -823,11 +787,7 @@ unsafe extern "system" fn recording_submit(
     if paging {
         PAGING_SUBMITS.lock().unwrap().push((node, ctx));
     }
-    match REAL_SUBMIT.get().copied().flatten() {
-        // SAFETY: forwarded unchanged.
-        Some(real) => unsafe { real(h, args) },
-        None => STATUS_NOT_SUPPORTED,
-    }
+    forward_to!(REAL_SUBMIT(h, args))
 }
 
 /// Every node gets a system context at start, and VidMm's paging buffers are submitted on
@@ -867,16 +827,15 @@ fn br_36_preemption_awareness_rule_runs_in_the_render_core_after_br_49() {
     };
     // Without physical caps BR-36(a) ("not multi-engine aware") does not run.
     REFUSE_TYPE.set(Some(DXGKQAITYPE_PHYSICALADAPTERCAPS));
-    let (_, r) = start_with(no_multi_engine, no_table);
-    refused(r, "BR-36", STATUS_INVALID_PARAMETER);
-    let (_, r) = start_with(
+    caps_refused(no_multi_engine, "BR-36", STATUS_INVALID_PARAMETER);
+    caps_refused(
         move |c| {
             no_multi_engine(c);
             c.NumberOfSwizzlingRanges = 1;
         },
-        no_table,
+        "BR-49",
+        STATUS_REVISION_MISMATCH,
     );
-    refused(r, "BR-49", STATUS_REVISION_MISMATCH);
     let (_, r) = start_with(
         move |c| {
             no_multi_engine(c);
@@ -891,14 +850,14 @@ fn br_36_preemption_awareness_rule_runs_in_the_render_core_after_br_49() {
 /// BR-33 runs after BR-38 and BR-39 in `DXGADAPTER::Initialize` ([D]).
 #[test]
 fn br_33_unknown_wddm_version_is_checked_after_misc_caps() {
-    let (_, r) = start_with(
+    caps_refused(
         |c| {
             c.WDDMVersion = 0x3300;
             c.MiscCaps.Value |= 1 << 20;
         },
-        no_table,
+        "BR-38",
+        STATUS_INVALID_PARAMETER,
     );
-    refused(r, "BR-38", STATUS_INVALID_PARAMETER);
 }
 
 /// BR-03: Dxgkrnl copies only the bytes the table's version defines; later slots are not seen
@@ -977,27 +936,26 @@ fn br_41_hybrid_flag_rules() {
             .set(DXGK_VIDMMCAPS_0::CrossAdapterResource, 1)
     };
     // Hybrid without cross-adapter resources.
-    let (_, r) = start_with(|c| c.HybridDiscrete = 1, no_table);
-    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
+    caps_refused(|c| c.HybridDiscrete = 1, "BR-41", STATUS_INVALID_PARAMETER);
     // Both kinds at once.
-    let (_, r) = start_with(
+    caps_refused(
         move |c| {
             cross(c);
             c.HybridDiscrete = 1;
             c.HybridIntegrated = 1;
         },
-        no_table,
+        "BR-41",
+        STATUS_INVALID_PARAMETER,
     );
-    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
     // Hybrid integrated on an adapter without outputs (every render-only adapter).
-    let (_, r) = start_with(
+    caps_refused(
         move |c| {
             cross(c);
             c.HybridIntegrated = 1;
         },
-        no_table,
+        "BR-41",
+        STATUS_INVALID_PARAMETER,
     );
-    refused(r, "BR-41", STATUS_INVALID_PARAMETER);
     // Below WDDM 2.0 under ValidateWDDMCaps, before the cross-adapter rules.
     let (_, r) = start_with_policy(
         true,
@@ -1037,13 +995,6 @@ fn br_41_hybrid_flag_rules() {
         no_table,
     );
     r.expect("hybrid discrete with cross-adapter resources");
-}
-
-/// BR-43: kernel-mode command buffers need DxgkDdiRenderKm.
-#[test]
-fn br_43_kernel_mode_command_buffers_need_render_km() {
-    let (_, r) = start_with(|c| c.PresentationCaps.Value |= 1 << 2, no_table);
-    refused(r, "BR-43", STATUS_INVALID_PARAMETER);
 }
 
 /// BR-55: IOMMU secure mode makes the OS ask for the frame-buffer save size (its failure fails
@@ -1187,9 +1138,7 @@ fn br_35_user_mode_driver_name_from_the_registry() {
 #[test]
 fn br_76_user_mode_submission_caps_rules() {
     let with = |edit: fn(&mut DXGK_USERMODESUBMISSION_CAPS)| {
-        UMS_CAPS_EDIT.set(Some(edit));
-        let (_, r) = start_with(no_edit, no_table);
-        UMS_CAPS_EDIT.set(None);
+        let (_, r) = start_with_knob(&UMS_CAPS_EDIT, Some(edit));
         r
     };
     refused(
@@ -1224,11 +1173,10 @@ fn br_76_user_mode_submission_caps_rules() {
         Err(SimError::Rejected(why)) => assert!(why.contains("UM-04"), "{why}"),
         other => panic!("expected the UM-04 refusal, got {other:?}"),
     }
-    REFUSE_TYPE.set(Some(
-        rvgpu_ddi::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS,
-    ));
-    let (_, r) = start_with(no_edit, no_table);
-    REFUSE_TYPE.set(None);
+    let (_, r) = start_with_knob(
+        &REFUSE_TYPE,
+        Some(rvgpu_ddi::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS),
+    );
     refused(r, "BR-76", STATUS_NOT_SUPPORTED);
 }
 
@@ -1243,11 +1191,7 @@ unsafe extern "system" fn start_remembering_context(
     children: *mut u32,
 ) -> NTSTATUS {
     CONTEXT.store(ctx as usize, std::sync::atomic::Ordering::Relaxed);
-    let Some(Some(real)) = REAL_START_DEVICE.get().copied() else {
-        return STATUS_NOT_SUPPORTED;
-    };
-    // SAFETY: forwarded unchanged.
-    unsafe { real(ctx, info, iface, sources, children) }
+    forward_to!(REAL_START_DEVICE(ctx, info, iface, sources, children))
 }
 
 /// BR-66: Windows always names a context in `DxgkDdiSubmitCommand` (its own
@@ -1422,8 +1366,7 @@ fn br_45_multi_plane_overlay_needs_planes_and_direct_flip() {
         }
     };
     for (planes, direct) in [(0, 1), (11, 1), (2, 0)] {
-        let (_, r) = start_with(mpo(planes, direct), no_table);
-        refused(r, "BR-45", STATUS_INVALID_PARAMETER);
+        caps_refused(mpo(planes, direct), "BR-45", STATUS_INVALID_PARAMETER);
     }
     let (_, r) = start_with(mpo(10, 1), no_table);
     assert!(

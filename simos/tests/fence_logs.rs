@@ -14,6 +14,7 @@ use std::sync::Arc;
 use rvgpu_hw::cmd::{Command, LogKind};
 use rvgpu_hw::log::{LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 use rvgpu_simos::dxgkrnl::irql::Routine;
+use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::sync::fencelog::{LogCounters, Producer};
 use rvgpu_simos::sync::trace::{Recorder, TraceEvent};
 use rvgpu_simos::{
@@ -104,6 +105,81 @@ fn optimized_cap(m: &Machine) -> bool {
     m.optimized_fence_irq(0)
 }
 
+/// A wait's release through entry `index` of queue `queue_id`'s signal log.
+fn from_signal_log(queue_id: u32, index: u64) -> Option<ReleaseVia> {
+    Some(ReleaseVia::Log {
+        queue_id,
+        kind: LogKind::Signal,
+        index,
+    })
+}
+
+/// A trace recorder installed as the machine's sink.
+fn recorded(m: &Machine) -> Arc<Recorder> {
+    let rec = Recorder::new();
+    m.set_trace_sink(rec.clone());
+    rec
+}
+
+/// What a `NativeFenceSignaled` notification reported.
+struct FenceSignaled {
+    node: u32,
+    optimized: bool,
+    hw_queue: Option<usize>,
+    fences: Option<Vec<usize>>,
+    evaluate_legacy: bool,
+}
+
+/// The `NativeFenceSignaled` notifications adapter 0 processed after its first `before`.
+fn fence_signaled_since(m: &Machine, before: usize) -> Vec<FenceSignaled> {
+    m.notifications(0)[before..]
+        .iter()
+        .filter_map(|p| match &p.notification {
+            rvgpu_simos::Notification::NativeFenceSignaled {
+                node,
+                optimized,
+                hw_queue,
+                fences,
+                evaluate_legacy,
+                ..
+            } => Some(FenceSignaled {
+                node: *node,
+                optimized: *optimized,
+                hw_queue: *hw_queue,
+                fences: fences.clone(),
+                evaluate_legacy: *evaluate_legacy,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A user process with one user-mode queue on engine 0 (`h` its D3DKMT handle) and one native
+/// fence (`f` as the UMD holds it, `fo` as the OS does). Fields drop in order: the fence, the
+/// queue, the process last.
+struct OneQueue<'m> {
+    fo: NativeFence,
+    f: UmdFence,
+    q: UserQueue<SimKmt<'m>>,
+    h: u32,
+    k: SimKmt<'m>,
+    p: UmsProcess,
+}
+
+fn one_queue(m: &Machine) -> OneQueue<'_> {
+    let (p, k) = user_process(m);
+    let q = okk(m, UserQueue::new(k, &config(0)));
+    let (f, fo) = fence(m, &k);
+    let h = queue_handle(m, q.queue_id());
+    OneQueue { q, f, fo, h, k, p }
+}
+
+/// Drains every log of engine 0 (a NULL-hHWQueue report) and checks that nothing halted.
+fn drain_engine0(m: &Machine) {
+    okk(m, m.drain_native_fence_logs(0, &[], &[0]));
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
 // ---------------------------------------------------------------------------------------------
 // LOG-01
 
@@ -152,45 +228,35 @@ fn log_01_set_runs_at_dispatch() {
 #[test]
 fn log_01_recreate_mid_run_moves_writes_to_new_buffer() {
     let m = machine(Mode::Step);
-    let (p, k) = user_process(&m);
-    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let h = queue_handle(&m, uq.queue_id());
-    let (f, fo) = fence(&m, &k);
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
-    let w1 = wait(&m, &fo, 3);
+    let mut t = one_queue(&m);
+    let (uq, f, fo, h, k, p) = (&mut t.q, &t.f, &t.fo, t.h, &t.k, &t.p);
+    let rec = recorded(&m);
+    let w1 = wait(&m, fo, 3);
     okk(
         &m,
-        uq.submit_ops(&[Op::Signal(&f, 1), Op::Signal(&f, 2), Op::Signal(&f, 3)]),
+        uq.submit_ops(&[Op::Signal(f, 1), Op::Signal(f, 2), Op::Signal(f, 3)]),
     );
     idle(&m);
     assert!(w1.is_signaled());
     let old = m.hw_queue_log(0, h, LogKind::Signal).unwrap();
     assert_eq!(old.2, 3, "three entries consumed");
     // Move the signal log (a smaller one) while the queue has work queued behind a GPU wait.
-    let (g, go) = fence(&m, &k);
+    let (g, go) = fence(&m, k);
     okk(
         &m,
-        uq.submit_ops(&[Op::Wait(&g, 1), Op::Signal(&f, 4), Op::Signal(&f, 5)]),
+        uq.submit_ops(&[Op::Wait(&g, 1), Op::Signal(f, 4), Op::Signal(f, 5)]),
     );
     let _ = m.run_steps(4);
-    okk(&m, m.recreate_hw_queue_log(&p, h, LogKind::Signal, 8));
+    okk(&m, m.recreate_hw_queue_log(p, h, LogKind::Signal, 8));
     let new = m.hw_queue_log(0, h, LogKind::Signal).unwrap();
     assert_ne!(new.0, old.0, "new buffer");
     assert_eq!((new.1, new.4), (8, 1));
     assert_eq!(new.2, 3, "cursor carried over");
-    let w5 = wait(&m, &fo, 5);
+    let w5 = wait(&m, fo, 5);
     okk(&m, m.signal_native_fence_from_cpu(&go, 1));
     idle(&m);
     assert!(w5.is_signaled());
-    assert_eq!(
-        w5.released_via(),
-        Some(ReleaseVia::Log {
-            queue_id: uq.queue_id(),
-            kind: LogKind::Signal,
-            index: 4
-        })
-    );
+    assert_eq!(w5.released_via(), from_signal_log(uq.queue_id(), 4));
     // Every index read exactly once, in order, across the move; nothing lost.
     let got: Vec<u64> = entries_of(&rec, uq.queue_id(), LogKind::Signal)
         .iter()
@@ -216,20 +282,18 @@ fn log_01_recreate_mid_run_moves_writes_to_new_buffer() {
 #[test]
 fn log_02_os_reads_entries_in_index_order() {
     let m = machine(Mode::Step);
-    let (_p, k) = user_process(&m);
-    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, fo) = fence(&m, &k);
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let mut t = one_queue(&m);
+    let (uq, f, fo) = (&mut t.q, &t.f, &t.fo);
+    let rec = recorded(&m);
     let mut v = 0;
     for batch in 0..5 {
         let mut ops = Vec::new();
         for _ in 0..=batch {
             v += 1;
-            ops.push(Op::Signal(&f, v));
-            ops.push(Op::Wait(&f, v));
+            ops.push(Op::Signal(f, v));
+            ops.push(Op::Wait(f, v));
         }
-        let ev = wait(&m, &fo, v);
+        let ev = wait(&m, fo, v);
         okk(&m, uq.submit_ops(&ops));
         idle(&m);
         assert!(ev.is_signaled());
@@ -251,8 +315,7 @@ fn log_03_entries_match_queued_ops() {
     let m = machine(Mode::Step);
     let (_p, k) = user_process(&m);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     uq.set_fence_trace(Some(Arc::new(rec.for_adapter(0))));
     let (f, fo) = fence(&m, &k);
     let (g, _go) = fence(&m, &k);
@@ -302,13 +365,12 @@ fn log_04_signal_entry_is_read_by_the_drain_that_releases_its_wait() {
     // (device look-ahead), so the drain of that DPC finds it: every wait is released through
     // the log (or, if a resample got there first in a race, by Resample), never left pending.
     let m = machine(Mode::Threaded);
-    let (_p, k) = user_process(&m);
-    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, fo) = fence(&m, &k);
+    let mut t = one_queue(&m);
+    let (uq, f, fo) = (&mut t.q, &t.f, &t.fo);
     let mut via_log = 0;
     for v in 1..=300u64 {
-        let ev = wait(&m, &fo, v);
-        okk(&m, uq.submit_ops(&[Op::Signal(&f, v)]));
+        let ev = wait(&m, fo, v);
+        okk(&m, uq.submit_ops(&[Op::Signal(f, v)]));
         assert_eq!(
             ev.wait(std::time::Duration::from_secs(10)),
             Some(rvgpu_simos::WaitOutcome::Satisfied),
@@ -329,21 +391,19 @@ fn log_04_signal_entry_is_read_by_the_drain_that_releases_its_wait() {
 #[test]
 fn log_05_forced_overflow_falls_back_to_scan() {
     let m = machine_with(Mode::Step, |c| c.os.log_entries = 4);
-    let (_p, k) = user_process(&m);
-    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, fo) = fence(&m, &k);
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let mut t = one_queue(&m);
+    let (uq, f, fo) = (&mut t.q, &t.f, &t.fo);
+    let rec = recorded(&m);
     // Ten signals nobody waits for (MonitoredValue is MAX: no interrupt), then one awaited.
-    let ops: Vec<Op<'_>> = (1..=10).map(|v| Op::Signal(&f, v)).collect();
+    let ops: Vec<Op<'_>> = (1..=10).map(|v| Op::Signal(f, v)).collect();
     okk(&m, uq.submit_ops(&ops));
     idle(&m);
     // The batch's own progress interrupt reports only its (monitored) progress fence, so no
     // drain reads the log until the awaited signal: 11 entries in 4 slots, read once. Indices
     // 0..=6 were overwritten and 7 is dropped by the re-check (its slot may be rewritten while
     // read, one write may be in flight); 8..=10 are read.
-    let ev = wait(&m, &fo, 11);
-    okk(&m, uq.submit_ops(&[Op::Signal(&f, 11)]));
+    let ev = wait(&m, fo, 11);
+    okk(&m, uq.submit_ops(&[Op::Signal(f, 11)]));
     idle(&m);
     assert!(ev.is_signaled());
     let c = counters(&m);
@@ -383,8 +443,7 @@ fn log_06_gpu_timestamps_never_go_backwards_per_log() {
     let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let mut b = okk(&m, UserQueue::new(k, &config(1)));
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     let (f, fo) = fence(&m, &k);
     let (g, go) = fence(&m, &k);
     for v in 1..=100u64 {
@@ -440,18 +499,23 @@ fn entry(op: u32, h: u32, v: u64, observed: u64, end: u64) -> LogEntry {
 #[test]
 fn log_06_zero_and_repeated_timestamps_accepted() {
     let m = machine(Mode::Step);
-    let (_p, k) = user_process(&m);
-    let a = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, _fo) = fence(&m, &k);
-    let h = queue_handle(&m, a.queue_id());
-    let e = |end| entry(OP_WAIT_UNBLOCKED, f.kmt, 0, 0, end);
-    inject(&m, h, LogKind::Wait, 0, &[e(5), e(5), e(0), e(6)]);
-    let ka = m.hw_queue_kmd_by_id(0, a.queue_id()).unwrap();
-    okk(&m, m.drain_native_fence_logs(0, &[], &[0]));
-    assert!(m.fault().is_none());
-    assert_eq!(m.hw_queue_log(0, h, LogKind::Wait).unwrap().2, 4);
-    assert_eq!(m.hw_queue_log(0, h, LogKind::Wait).unwrap().3, 6);
-    let _ = ka;
+    let t = one_queue(&m);
+    let e = |end| entry(OP_WAIT_UNBLOCKED, t.f.kmt, 0, 0, end);
+    inject(&m, t.h, LogKind::Wait, 0, &[e(5), e(5), e(0), e(6)]);
+    drain_engine0(&m);
+    assert_eq!(m.hw_queue_log(0, t.h, LogKind::Wait).unwrap().2, 4);
+    assert_eq!(m.hw_queue_log(0, t.h, LogKind::Wait).unwrap().3, 6);
+    let _ka = m.hw_queue_kmd_by_id(0, t.q.queue_id()).unwrap();
+}
+
+/// Asserts that the last drain met exactly one untrusted read (the OS scanned instead of
+/// halting; `scanned`: and counted that scan).
+fn one_untrusted_read(m: &Machine, scanned: bool) {
+    let c = counters(m);
+    assert_eq!(c.log_untrusted, 1, "{c:?}");
+    if scanned {
+        assert!(c.log_fallback_scans >= 1, "{c:?}");
+    }
 }
 
 #[test]
@@ -459,19 +523,13 @@ fn log_06_backwards_timestamp_is_untrusted_and_scanned() {
     // Log contents are untrusted (a hostile LOG_WRITE or a faulty device). Windows
     // must not trust them, nor may the OS halt on them: it scans instead.
     let m = machine(Mode::Step);
-    let (_p, k) = user_process(&m);
-    let a = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, _fo) = fence(&m, &k);
-    let h = queue_handle(&m, a.queue_id());
-    let e = |end| entry(OP_WAIT_UNBLOCKED, f.kmt, 0, 0, end);
-    inject(&m, h, LogKind::Wait, 0, &[e(9), e(8)]);
-    okk(&m, m.drain_native_fence_logs(0, &[], &[0]));
-    assert!(m.fault().is_none(), "{:?}", m.fault());
-    let c = counters(&m);
-    assert_eq!(c.log_untrusted, 1, "{c:?}");
-    assert!(c.log_fallback_scans >= 1, "{c:?}");
+    let t = one_queue(&m);
+    let e = |end| entry(OP_WAIT_UNBLOCKED, t.f.kmt, 0, 0, end);
+    inject(&m, t.h, LogKind::Wait, 0, &[e(9), e(8)]);
+    drain_engine0(&m);
+    one_untrusted_read(&m, true);
     // One bad write costs one scan: honest entries after it are read again.
-    inject(&m, h, LogKind::Wait, 2, &[e(10)]);
+    inject(&m, t.h, LogKind::Wait, 2, &[e(10)]);
     okk(&m, m.drain_native_fence_logs(0, &[], &[0]));
     assert_eq!(counters(&m).log_untrusted, 1);
 }
@@ -479,43 +537,28 @@ fn log_06_backwards_timestamp_is_untrusted_and_scanned() {
 #[test]
 fn log_06_wait_observed_after_end_is_untrusted_and_scanned() {
     let m = machine(Mode::Step);
-    let (_p, k) = user_process(&m);
-    let a = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, _fo) = fence(&m, &k);
-    let h = queue_handle(&m, a.queue_id());
-    inject(
-        &m,
-        h,
-        LogKind::Wait,
-        0,
-        &[entry(OP_WAIT_UNBLOCKED, f.kmt, 0, 10, 9)],
-    );
-    okk(&m, m.drain_native_fence_logs(0, &[], &[0]));
-    assert!(m.fault().is_none(), "{:?}", m.fault());
-    assert_eq!(counters(&m).log_untrusted, 1);
+    let t = one_queue(&m);
+    let e = entry(OP_WAIT_UNBLOCKED, t.f.kmt, 0, 10, 9);
+    inject(&m, t.h, LogKind::Wait, 0, &[e]);
+    drain_engine0(&m);
+    one_untrusted_read(&m, false);
 }
 
 #[test]
 fn log_05_header_going_backwards_is_untrusted_and_scanned() {
     let m = machine(Mode::Step);
-    let (_p, k) = user_process(&m);
-    let a = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, _fo) = fence(&m, &k);
-    let h = queue_handle(&m, a.queue_id());
-    let e = entry(OP_WAIT_UNBLOCKED, f.kmt, 0, 0, 1);
-    inject(&m, h, LogKind::Wait, 0, &[e, e, e]);
+    let t = one_queue(&m);
+    let e = entry(OP_WAIT_UNBLOCKED, t.f.kmt, 0, 0, 1);
+    inject(&m, t.h, LogKind::Wait, 0, &[e, e, e]);
     okk(&m, m.drain_native_fence_logs(0, &[], &[0]));
     // A header lowered behind the OS's back (an honest device never does that).
-    let buf = m.hw_queue_log_buffer(0, h, LogKind::Wait).unwrap();
+    let buf = m.hw_queue_log_buffer(0, t.h, LogKind::Wait).unwrap();
     buf.alloc()
         .word(0)
         .unwrap()
         .store(1, std::sync::atomic::Ordering::SeqCst);
-    okk(&m, m.drain_native_fence_logs(0, &[], &[0]));
-    assert!(m.fault().is_none(), "{:?}", m.fault());
-    let c = counters(&m);
-    assert_eq!(c.log_untrusted, 1, "{c:?}");
-    assert!(c.log_fallback_scans >= 1, "{c:?}");
+    drain_engine0(&m);
+    one_untrusted_read(&m, true);
 }
 
 /// Hostile log contents through the real path: a user-mode queue writes signal-log entries
@@ -524,49 +567,45 @@ fn log_05_header_going_backwards_is_untrusted_and_scanned() {
 #[test]
 fn log_hostile_log_write_from_user_queue_never_halts() {
     let m = machine(Mode::Step);
-    let (_p, k) = user_process(&m);
-    let mut a = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, fo) = fence(&m, &k);
-    let ev = wait(&m, &fo, 5);
+    let mut t = one_queue(&m);
+    let ev = wait(&m, &t.fo, 5);
     let forged = |index| Command::LogWrite {
         log: LogKind::Signal,
         index,
-        fence_handle: f.kmt,
+        fence_handle: t.f.kmt,
         fence_value: 5,
     };
-    let v = okk(&m, a.submit(&[forged(1), forged(0)]));
+    let cmds = [forged(1), forged(0)];
+    let v = okk(&m, t.q.submit(&cmds));
     okk(&m, m.run_until_idle());
-    okk(&m, m.drain_native_fence_logs(0, &[], &[0]));
-    assert!(m.fault().is_none(), "{:?}", m.fault());
+    drain_engine0(&m);
     assert!(
-        a.completed() >= v,
+        t.q.completed() >= v,
         "the hostile queue itself still completes"
     );
     assert!(counters(&m).log_untrusted >= 1, "{:?}", counters(&m));
-    assert_eq!(fo.current_value(), 0);
+    assert_eq!(t.fo.current_value(), 0);
     assert!(ev.released_via().is_none(), "released by a forged entry");
+}
+
+/// Moves the fence's current value to `v` behind the OS's back (a CPU-side write it does not
+/// know of, standing in for a signal whose log entry is missing or wrong).
+fn store_current_value(fo: &NativeFence, v: u64) {
+    let cv = fo.current_value_kernel_va() as *const std::sync::atomic::AtomicU64;
+    // SAFETY: the OS's fence storage, live for the machine's life; an atomic store.
+    unsafe { (*cv).store(v, std::sync::atomic::Ordering::SeqCst) };
 }
 
 #[test]
 fn log_03_wrong_operation_type_falls_back_to_scan() {
     let m = machine(Mode::Step);
-    let (_p, k) = user_process(&m);
-    let a = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, fo) = fence(&m, &k);
-    let h = queue_handle(&m, a.queue_id());
-    let ev = wait(&m, &fo, 1);
+    let t = one_queue(&m);
+    let ev = wait(&m, &t.fo, 1);
     // The fence reached 1; its entry claims WAIT_UNBLOCKED in the signal log.
-    okk(&m, m.signal_native_fence_from_cpu(&fo, 0));
-    let cv = fo.current_value_kernel_va() as *const std::sync::atomic::AtomicU64;
-    // SAFETY: the OS's fence storage, live for the machine's life; an atomic store.
-    unsafe { (*cv).store(1, std::sync::atomic::Ordering::SeqCst) };
-    inject(
-        &m,
-        h,
-        LogKind::Signal,
-        0,
-        &[entry(OP_WAIT_UNBLOCKED, f.kmt, 1, 0, 1)],
-    );
+    okk(&m, m.signal_native_fence_from_cpu(&t.fo, 0));
+    store_current_value(&t.fo, 1);
+    let e = entry(OP_WAIT_UNBLOCKED, t.f.kmt, 1, 0, 1);
+    inject(&m, t.h, LogKind::Signal, 0, &[e]);
     okk(&m, m.drain_native_fence_logs(0, &[], &[0]));
     let c = counters(&m);
     assert_eq!((c.log_bad_entries, c.log_fallback_scans), (1, 1), "{c:?}");
@@ -578,21 +617,12 @@ fn log_04_entry_ahead_of_its_value_is_untrusted_and_releases_nobody() {
     // The device writes the value before the entry (LOG-04); an entry naming a value the
     // fence has not reached is untrusted: counted, scanned, and it releases nobody.
     let m = machine(Mode::Step);
-    let (_p, k) = user_process(&m);
-    let a = okk(&m, UserQueue::new(k, &config(0)));
-    let (f, fo) = fence(&m, &k);
-    let ev = wait(&m, &fo, 7);
-    let h = queue_handle(&m, a.queue_id());
-    inject(
-        &m,
-        h,
-        LogKind::Signal,
-        0,
-        &[entry(OP_SIGNAL_EXECUTED, f.kmt, 7, 0, 1)],
-    );
-    okk(&m, m.drain_native_fence_logs(0, &[], &[0]));
-    assert!(m.fault().is_none(), "{:?}", m.fault());
-    assert_eq!(counters(&m).log_untrusted, 1);
+    let t = one_queue(&m);
+    let ev = wait(&m, &t.fo, 7);
+    let e = entry(OP_SIGNAL_EXECUTED, t.f.kmt, 7, 0, 1);
+    inject(&m, t.h, LogKind::Signal, 0, &[e]);
+    drain_engine0(&m);
+    one_untrusted_read(&m, false);
     assert!(
         ev.released_via().is_none(),
         "released by an entry ahead of its value"
@@ -634,8 +664,7 @@ fn log_07_drain_order_header_flush_entries() {
     let m = machine(Mode::Step);
     let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     let (f, _fo) = fence(&m, &k);
     okk(&m, a.submit_ops(&[Op::Signal(&f, 1), Op::Signal(&f, 2)]));
     idle(&m);
@@ -666,8 +695,7 @@ fn log_08_seed_example_e1_e4() {
     let (_p, k) = user_process(&m);
     let mut a = okk(&m, UserQueue::new(k, &config(0)));
     let mut b = okk(&m, UserQueue::new(k, &config(0)));
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     let (f1, f1o) = fence(&m, &k);
     let (f2, f2o) = fence(&m, &k);
     let (g, go) = fence(&m, &k);
@@ -704,18 +732,9 @@ fn log_08_seed_example_e1_e4() {
     let before = m.notifications(0).len();
     okk(&m, a.submit(&batch));
     idle(&m);
-    let notes: Vec<_> = m.notifications(0)[before..]
-        .iter()
-        .filter_map(|p| match &p.notification {
-            rvgpu_simos::Notification::NativeFenceSignaled {
-                node,
-                optimized,
-                hw_queue,
-                fences,
-                ..
-            } => Some((*node, *optimized, *hw_queue, fences.clone())),
-            _ => None,
-        })
+    let notes: Vec<_> = fence_signaled_since(&m, before)
+        .into_iter()
+        .map(|n| (n.node, n.optimized, n.hw_queue, n.fences))
         .collect();
     let ka = m.hw_queue_kmd_by_id(0, a.queue_id()).unwrap();
     // Exactly the four entries of A, in order, all SIGNAL_EXECUTED (kept entries are
@@ -731,13 +750,7 @@ fn log_08_seed_example_e1_e4() {
         ]
     );
     assert_eq!(counters(&m).log_update_calls, 1, "{notes:?}");
-    let via = |i| {
-        Some(ReleaseVia::Log {
-            queue_id: a.queue_id(),
-            kind: LogKind::Signal,
-            index: i,
-        })
-    };
+    let via = |i| from_signal_log(a.queue_id(), i);
     assert_eq!(w1.released_via(), via(0));
     assert_eq!(w2.released_via(), via(1));
     assert_eq!(w3.released_via(), via(2));
@@ -756,14 +769,7 @@ fn log_08_seed_example_e1_e4() {
         // the OS then reads every log-bearing queue of the engine, B's too, so WG is released
         // from B's entry in the same drain.
         assert_eq!(notes[0], (0, false, None, Some(vec![f2o.global_handle()])));
-        assert_eq!(
-            wg.released_via(),
-            Some(ReleaseVia::Log {
-                queue_id: b.queue_id(),
-                kind: LogKind::Signal,
-                index: 0
-            })
-        );
+        assert_eq!(wg.released_via(), from_signal_log(b.queue_id(), 0));
         assert_eq!(
             entries_of(&rec, b.queue_id(), LogKind::Signal),
             vec![(0, g.kmt, 1)]
@@ -778,18 +784,9 @@ fn log_08_seed_example_e1_e4() {
     let before = m.notifications(0).len();
     okk(&m, m.signal_native_fence_from_cpu(&hold_bo, 1));
     idle(&m);
-    let notes2: Vec<_> = m.notifications(0)[before..]
-        .iter()
-        .filter_map(|p| match &p.notification {
-            rvgpu_simos::Notification::NativeFenceSignaled {
-                node,
-                optimized,
-                hw_queue,
-                evaluate_legacy,
-                ..
-            } => Some((*node, *optimized, *hw_queue, *evaluate_legacy)),
-            _ => None,
-        })
+    let notes2: Vec<_> = fence_signaled_since(&m, before)
+        .into_iter()
+        .map(|n| (n.node, n.optimized, n.hw_queue, n.evaluate_legacy))
         .collect();
     eprintln!("E1-E4 second half: {notes2:?}");
     assert_eq!(notes2.len(), 1, "{notes2:?}");
@@ -799,23 +796,9 @@ fn log_08_seed_example_e1_e4() {
             m.last_log_update(0),
             vec![m.hw_queue_kmd_by_id(0, b.queue_id()).unwrap()]
         );
-        assert_eq!(
-            wg.released_via(),
-            Some(ReleaseVia::Log {
-                queue_id: b.queue_id(),
-                kind: LogKind::Signal,
-                index: 0
-            })
-        );
+        assert_eq!(wg.released_via(), from_signal_log(b.queue_id(), 0));
     }
-    assert_eq!(
-        wg2.released_via(),
-        Some(ReleaseVia::Log {
-            queue_id: b.queue_id(),
-            kind: LogKind::Signal,
-            index: 1
-        })
-    );
+    assert_eq!(wg2.released_via(), from_signal_log(b.queue_id(), 1));
     assert!(!w4.is_signaled());
     m.device(0).unwrap().set_anonymous_fence_events(false);
     okk(&m, m.signal_native_fence_from_cpu(&holdo, 1));
@@ -871,17 +854,13 @@ fn log_08_null_hwqueue_reads_every_queue_on_engine() {
 #[test]
 fn log_08_named_queue_without_entry_scans_only_under_24h2() {
     let m = machine(Mode::Step);
-    let (_p, k) = user_process(&m);
-    let a = okk(&m, UserQueue::new(k, &config(0)));
-    let (_f, fo) = fence(&m, &k);
-    let ev = wait(&m, &fo, 5);
+    let t = one_queue(&m);
+    let ev = wait(&m, &t.fo, 5);
     // The fence reached 5 without a log entry (a CPU-side write the OS does not know of,
     // standing in for a signal whose entry is missing).
-    fo.current_value();
-    let cv = fo.current_value_kernel_va() as *const std::sync::atomic::AtomicU64;
-    // SAFETY: the OS's fence storage, live for the machine's life; an atomic store.
-    unsafe { (*cv).store(5, std::sync::atomic::Ordering::SeqCst) };
-    let ka = m.hw_queue_kmd_by_id(0, a.queue_id()).unwrap();
+    t.fo.current_value();
+    store_current_value(&t.fo, 5);
+    let ka = m.hw_queue_kmd_by_id(0, t.q.queue_id()).unwrap();
     okk(&m, m.drain_native_fence_logs(0, &[ka], &[]));
     use rvgpu_simos::machine::answers::{LogReport, Reading};
     if Reading::from_env().log_report == LogReport::ScanWhenLogSaysNothing {
@@ -1090,8 +1069,7 @@ fn log_stress_threaded_with_recreate() {
         .map(|i| okk(&m, UserQueue::new(k, &config(i % 2))))
         .collect();
     let fs: Vec<(UmdFence, NativeFence)> = (0..8).map(|_| fence(&m, &k)).collect();
-    let rec = Recorder::new();
-    m.set_trace_sink(rec.clone());
+    let rec = recorded(&m);
     for q in qs.iter_mut() {
         q.set_fence_trace(Some(Arc::new(rec.for_adapter(0))));
     }

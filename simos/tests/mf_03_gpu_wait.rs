@@ -17,11 +17,11 @@ mod common;
 
 use common::*;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::kmt::SimKmt;
-use rvgpu_simos::ums::{HeldWork, UmsEvent};
-use rvgpu_simos::{Machine, MachineConfig, Mode, WaitOutcome};
+use rvgpu_simos::kmt::{SimKmt, SimMem};
+use rvgpu_simos::ums::{HeldWork, UmsEvent, UmsProcess};
+use rvgpu_simos::{Machine, MachineConfig, Mode, MonitoredFence, WaitOutcome};
 use rvgpu_umd::fence::MonitoredFence as UmdMonitoredFence;
-use rvgpu_umd::kmt::{AllocationCpu, Kmt, KmtHandle, NtStatus};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle, NtStatus};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmitError};
 
 const STATUS_INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D_u32 as i32);
@@ -49,6 +49,71 @@ fn kmd_submits(m: &Machine, queue: KmtHandle) -> Vec<u64> {
         .collect()
 }
 
+/// A process on adapter 0 with a 4 KiB allocation `t` (the batches' target) and a monitored
+/// fence (`fh` its handle, `f` the OS's object): where every test here starts. Destructured
+/// in field order, its parts drop as separate locals would.
+struct Rig<'m> {
+    p: UmsProcess,
+    k: SimKmt<'m>,
+    t: Allocation<SimMem>,
+    fh: KmtHandle,
+    f: MonitoredFence,
+}
+
+fn rig(m: &Machine) -> Rig<'_> {
+    let p = ok(m, m.create_process(0));
+    let k: SimKmt<'_> = m.kmt(&p);
+    let t = okk(m, k.create_allocation(4096));
+    let (fh, f) = okk(m, k.create_monitored_fence(0));
+    Rig { p, k, t, fh, f }
+}
+
+/// [`rig`] and a second monitored fence (its handle, the OS's object).
+fn rig_and_second_fence(m: &Machine) -> (Rig<'_>, (KmtHandle, MonitoredFence)) {
+    let rig = rig(m);
+    let second = okk(m, rig.k.create_monitored_fence(0));
+    (rig, second)
+}
+
+/// `bytes` copied within `t`, from offset `src` to offset `dst`.
+fn copy(t: &Allocation<SimMem>, src: u64, dst: u64, bytes: u64) -> Command {
+    Command::Copy {
+        src: t.gpu_va + src,
+        dst: t.gpu_va + dst,
+        bytes,
+    }
+}
+
+/// A kernel-mode queue on engine 0 and its D3DKMT handle.
+fn queue_and_handle<'m>(m: &Machine, k: SimKmt<'m>) -> (KernelQueue<SimKmt<'m>>, KmtHandle) {
+    let q = queue(m, k);
+    let qh = q.queue_handle();
+    (q, qh)
+}
+
+/// A kernel-mode queue on engine 0.
+fn queue<'m>(m: &Machine, k: SimKmt<'m>) -> KernelQueue<SimKmt<'m>> {
+    okk(m, KernelQueue::new(k, &config()))
+}
+
+/// Closes `queues`, ends `p` normally, and checks that nothing halted.
+fn close_and_exit<'m>(
+    m: &Machine,
+    queues: impl IntoIterator<Item = KernelQueue<SimKmt<'m>>>,
+    p: &UmsProcess,
+) {
+    for q in queues {
+        okk(m, q.close());
+    }
+    exit_cleanly(m, p);
+}
+
+/// Ends `p` normally and checks that nothing halted.
+fn exit_cleanly(m: &Machine, p: &UmsProcess) {
+    ok(m, m.exit_process(p));
+    assert!(m.bugcheck().is_none() && m.fault().is_none());
+}
+
 fn position(m: &Machine, f: impl Fn(&UmsEvent) -> bool) -> usize {
     m.ums_events(0)
         .iter()
@@ -62,11 +127,8 @@ fn position(m: &Machine, f: impl Fn(&UmsEvent) -> bool) -> usize {
 #[test]
 fn mf_03_gpu_wait_holds_later_work() {
     let m = machine(Mode::Step);
-    let (p, k) = user_process(&m);
-    let t = okk(&m, k.create_allocation(4096));
-    let (fh, f) = okk(&m, k.create_monitored_fence(0));
-    let mut q = okk(&m, KernelQueue::new(k, &config()));
-    let qh = q.queue_handle();
+    let Rig { p, k, t, fh, f } = rig(&m);
+    let (mut q, qh) = queue_and_handle(&m, k);
     let v1 = okk(&m, q.submit(&[fill(&t, 0, 1)]));
     okk(&m, q.gpu_wait_monitored(fh, 5));
     let v2 = okk(&m, q.submit(&[fill(&t, 8, 2)]));
@@ -110,9 +172,7 @@ fn mf_03_gpu_wait_holds_later_work() {
     okk(&m, q.gpu_wait_monitored(fh, 5));
     let v4 = okk(&m, q.submit(&[fill(&t, 24, 4)]));
     assert_eq!(kmd_submits(&m, qh).last(), Some(&v4));
-    okk(&m, q.close());
-    ok(&m, m.exit_process(&p));
-    assert!(m.bugcheck().is_none() && m.fault().is_none());
+    close_and_exit(&m, [q], &p);
 }
 
 /// MF-03 + MF-04: the in-stream form on another queue releases a GPU wait: queue B's
@@ -121,11 +181,9 @@ fn mf_03_gpu_wait_holds_later_work() {
 #[test]
 fn mf_03_gpu_wait_released_by_another_queues_fence_write() {
     let m = machine(Mode::Step);
-    let (p, k) = user_process(&m);
-    let t = okk(&m, k.create_allocation(4096));
-    let (fh, f) = okk(&m, k.create_monitored_fence(0));
-    let mut a = okk(&m, KernelQueue::new(k, &config()));
-    let mut b = okk(&m, KernelQueue::new(k, &config()));
+    let Rig { p, k, t, fh, f } = rig(&m);
+    let mut a = queue(&m, k);
+    let mut b = queue(&m, k);
     okk(&m, a.gpu_wait_monitored(fh, 1));
     let va = okk(&m, a.submit(&[fill(&t, 0, 7)]));
     ok(&m, m.run_until_idle());
@@ -143,10 +201,7 @@ fn mf_03_gpu_wait_released_by_another_queues_fence_write() {
     assert!(m.legacy_fence_scans(0) > scans, "released by the DPC scan");
     assert_eq!(t.mem.load(0), 7);
     assert_eq!(kmd_submits(&m, a.queue_handle()), vec![va]);
-    okk(&m, a.close());
-    okk(&m, b.close());
-    ok(&m, m.exit_process(&p));
-    assert!(m.bugcheck().is_none() && m.fault().is_none());
+    close_and_exit(&m, [a, b], &p);
 }
 
 /// MF-03: the GPU signal is a fence-write command in the stream of a kernel-mode queue: it
@@ -155,13 +210,11 @@ fn mf_03_gpu_wait_released_by_another_queues_fence_write() {
 #[test]
 fn mf_03_fence_write_command() {
     let m = machine(Mode::Step);
-    let (p, k) = user_process(&m);
-    let t = okk(&m, k.create_allocation(4096));
-    let (fh, f) = okk(&m, k.create_monitored_fence(0));
+    let Rig { p, k, t, fh, f } = rig(&m);
     let fence = UmdMonitoredFence {
         value_gpu: f.gpu_va(),
     };
-    let mut q = okk(&m, KernelQueue::new(k, &config()));
+    let mut q = queue(&m, k);
     let e = ok(&m, m.wait_monitored_fence_event(&f, 2));
     okk(&m, q.submit(&[fill(&t, 0, 9), fence.signal(2)]));
     assert_eq!(e.outcome(), None, "nothing ran yet");
@@ -171,9 +224,7 @@ fn mf_03_fence_write_command() {
     okk(&m, q.submit(&[fence.signal(3)]));
     okk(&m, k.wait_for_fence(fh, 3));
     assert_eq!(f.value(), 3);
-    okk(&m, q.close());
-    ok(&m, m.exit_process(&p));
-    assert!(m.bugcheck().is_none() && m.fault().is_none());
+    close_and_exit(&m, [q], &p);
 }
 
 /// MF-03: a software signal packet signals only after every earlier batch of its queue
@@ -181,11 +232,8 @@ fn mf_03_fence_write_command() {
 #[test]
 fn mf_03_gpu_signal_after_prior_work() {
     let m = machine(Mode::Step);
-    let (p, k) = user_process(&m);
-    let t = okk(&m, k.create_allocation(4096));
-    let (fh, f) = okk(&m, k.create_monitored_fence(0));
-    let mut q = okk(&m, KernelQueue::new(k, &config()));
-    let qh = q.queue_handle();
+    let Rig { p, k, t, fh, f } = rig(&m);
+    let (mut q, qh) = queue_and_handle(&m, k);
     let mut last = 0;
     for i in 0..4u64 {
         last = okk(&m, q.submit(&[fill64(t.gpu_va + 64 * i, i + 1)]));
@@ -229,9 +277,7 @@ fn mf_03_gpu_signal_after_prior_work() {
         k.submit_wait_to_hw_queue(qh, &[(0xdead_0000, 1)]),
         Err(STATUS_INVALID_PARAMETER)
     );
-    okk(&m, q.close());
-    ok(&m, m.exit_process(&p));
-    assert!(m.bugcheck().is_none() && m.fault().is_none());
+    close_and_exit(&m, [q], &p);
 }
 
 /// MF-03 cross-queue chain: A signals through the OS packet, B waits through the OS packet;
@@ -240,22 +286,12 @@ fn mf_03_gpu_signal_after_prior_work() {
 #[test]
 fn mf_03_cross_queue_chain() {
     let m = machine(Mode::Step);
-    let (p, k) = user_process(&m);
-    let t = okk(&m, k.create_allocation(4096));
-    let (fh, f) = okk(&m, k.create_monitored_fence(0));
-    let (gh, g) = okk(&m, k.create_monitored_fence(0));
-    let mut a = okk(&m, KernelQueue::new(k, &config()));
-    let mut b = okk(&m, KernelQueue::new(k, &config()));
+    let (Rig { p, k, t, fh, f }, (gh, g)) = rig_and_second_fence(&m);
+    let mut a = queue(&m, k);
+    let mut b = queue(&m, k);
     // B first: its wait and the work behind it are queued before A has submitted anything.
     okk(&m, b.gpu_wait_monitored(fh, 1));
-    okk(
-        &m,
-        b.submit(&[Command::Copy {
-            src: t.gpu_va,
-            dst: t.gpu_va + 64,
-            bytes: 64,
-        }]),
-    );
+    okk(&m, b.submit(&[copy(&t, 0, 64, 64)]));
     okk(&m, b.gpu_signal_monitored_os(gh, 1));
     ok(&m, m.run_until_idle());
     assert_eq!((f.value(), g.value()), (0, 0));
@@ -269,21 +305,11 @@ fn mf_03_cross_queue_chain() {
     // Second link: B waits on A's progress fence.
     let va = okk(&m, a.submit(&[fill64(t.gpu_va + 128, 0xB)]));
     okk(&m, b.gpu_wait_monitored(a.progress_fence(), va));
-    okk(
-        &m,
-        b.submit(&[Command::Copy {
-            src: t.gpu_va + 128,
-            dst: t.gpu_va + 192,
-            bytes: 64,
-        }]),
-    );
+    okk(&m, b.submit(&[copy(&t, 128, 192, 64)]));
     okk(&m, b.gpu_signal_monitored_os(gh, 2));
     okk(&m, k.wait_for_fence(gh, 2));
     assert_eq!(t.mem.load(192), 0xB);
-    okk(&m, a.close());
-    okk(&m, b.close());
-    ok(&m, m.exit_process(&p));
-    assert!(m.bugcheck().is_none() && m.fault().is_none());
+    close_and_exit(&m, [a, b], &p);
 }
 
 /// MF-03: a queue destroyed with a pending GPU wait: the OS drops the held submissions (they
@@ -293,12 +319,8 @@ fn mf_03_cross_queue_chain() {
 #[test]
 fn mf_03_destroy_with_pending_wait() {
     let m = machine(Mode::Step);
-    let (p, k) = user_process(&m);
-    let t = okk(&m, k.create_allocation(4096));
-    let (fh, f) = okk(&m, k.create_monitored_fence(0));
-    let (gh, g) = okk(&m, k.create_monitored_fence(0));
-    let mut q = okk(&m, KernelQueue::new(k, &config()));
-    let qh = q.queue_handle();
+    let (Rig { p, k, t, fh, f }, (gh, g)) = rig_and_second_fence(&m);
+    let (mut q, qh) = queue_and_handle(&m, k);
     let v1 = okk(&m, q.submit(&[fill(&t, 0, 1)]));
     okk(&m, q.gpu_wait_monitored(fh, 1));
     okk(&m, q.submit(&[fill(&t, 8, 2)]));
@@ -322,8 +344,7 @@ fn mf_03_destroy_with_pending_wait() {
     assert_eq!(g.value(), 0, "the dropped signal packet never signals");
     okk(&m, k.destroy_monitored_fence(fh));
     okk(&m, k.destroy_monitored_fence(gh));
-    ok(&m, m.exit_process(&p));
-    assert!(m.bugcheck().is_none() && m.fault().is_none());
+    exit_cleanly(&m, &p);
 }
 
 /// MF-03 threaded: real interrupt, DPC and VidSch worker threads; two queues ping-pong through
@@ -331,34 +352,20 @@ fn mf_03_destroy_with_pending_wait() {
 #[test]
 fn mf_03_cross_queue_chain_threaded() {
     let m = machine(Mode::Threaded);
-    let p = ok(&m, m.create_process(0));
-    let k: SimKmt<'_> = m.kmt(&p);
-    let t = okk(&m, k.create_allocation(4096));
-    let (fh, _f) = okk(&m, k.create_monitored_fence(0));
-    let (gh, _g) = okk(&m, k.create_monitored_fence(0));
-    let mut a = okk(&m, KernelQueue::new(k, &config()));
-    let mut b = okk(&m, KernelQueue::new(k, &config()));
+    let (Rig { p, k, t, fh, f: _f }, (gh, _g)) = rig_and_second_fence(&m);
+    let mut a = queue(&m, k);
+    let mut b = queue(&m, k);
     for i in 1..=40u64 {
         // B is queued first each round, so its work is held until A's signal.
         okk(&m, b.gpu_wait_monitored(fh, i));
-        okk(
-            &m,
-            b.submit(&[Command::Copy {
-                src: t.gpu_va,
-                dst: t.gpu_va + 64,
-                bytes: 8,
-            }]),
-        );
+        okk(&m, b.submit(&[copy(&t, 0, 64, 8)]));
         okk(&m, b.gpu_signal_monitored_os(gh, i));
         okk(&m, a.submit(&[fill(&t, 0, i)]));
         okk(&m, a.gpu_signal_monitored_os(fh, i));
         okk(&m, k.wait_for_fence(gh, i));
         assert_eq!(t.mem.load(64), i, "round {i}");
     }
-    okk(&m, a.close());
-    okk(&m, b.close());
-    ok(&m, m.exit_process(&p));
-    assert!(m.bugcheck().is_none() && m.fault().is_none());
+    close_and_exit(&m, [a, b], &p);
 }
 
 /// MF-03: a GPU wait whose fence is destroyed no longer holds its queue (the simulation's
@@ -366,10 +373,8 @@ fn mf_03_cross_queue_chain_threaded() {
 #[test]
 fn mf_03_wait_on_destroyed_fence_releases_the_queue() {
     let m = machine(Mode::Step);
-    let (p, k) = user_process(&m);
-    let t = okk(&m, k.create_allocation(4096));
-    let (fh, _f) = okk(&m, k.create_monitored_fence(0));
-    let mut q = okk(&m, KernelQueue::new(k, &config()));
+    let Rig { p, k, t, fh, f: _f } = rig(&m);
+    let mut q = queue(&m, k);
     okk(&m, q.gpu_wait_monitored(fh, 1));
     let v = okk(&m, q.submit(&[fill(&t, 0, 5)]));
     ok(&m, m.run_until_idle());
@@ -377,7 +382,5 @@ fn mf_03_wait_on_destroyed_fence_releases_the_queue() {
     okk(&m, k.destroy_monitored_fence(fh));
     okk(&m, q.wait(v));
     assert_eq!(t.mem.load(0), 5);
-    okk(&m, q.close());
-    ok(&m, m.exit_process(&p));
-    assert!(m.bugcheck().is_none() && m.fault().is_none());
+    close_and_exit(&m, [q], &p);
 }

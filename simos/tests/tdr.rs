@@ -50,8 +50,7 @@ fn tdr_02_nodes_and_affinity() {
 #[test]
 fn tdr_05_sequence_step_mode() {
     let m = sw_tdr_machine(Mode::Step, |_| {});
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, k, ctx) = process_with_context(&m);
     let t = okk(&m, k.create_allocation(4096));
     let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 7)]));
     run_until(&m, "first fill", |m| all_done(m, 0));
@@ -115,8 +114,7 @@ fn tdr_05_sequence_step_mode() {
         m.submit_legacy(&p, ctx, &[fill(&t, 0, 8)]).err(),
         Some(SimError::DdiFailed(STATUS_DEVICE_REMOVED))
     );
-    let (q, kq) = user_process(&m);
-    let cq = okk(&m, kq.create_context(0));
+    let (q, kq, cq) = process_with_context(&m);
     let tq = okk(&m, kq.create_allocation(4096));
     let id = ok(&m, m.submit_legacy(&q, cq, &[fill(&tq, 0, 9)]));
     assert!(id > hang);
@@ -131,8 +129,7 @@ fn tdr_05_sequence_step_mode() {
 #[test]
 fn tdr_05_nothing_to_reset() {
     let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::PAGES);
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, k, ctx) = process_with_context(&m);
     let t = okk(&m, k.create_allocation(4096));
     ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
     run_until(&m, "fill", |m| all_done(m, 0));
@@ -191,12 +188,7 @@ fn tdr_03_paging_first_original_ids() {
         "render packet gets a new ID > S"
     );
     // Completion order: the paging packets, then the render packet, each once.
-    let done: Vec<u32> = m
-        .legacy_completed(0)
-        .into_iter()
-        .filter(|(n, _)| *n == 0)
-        .map(|(_, id)| id)
-        .collect();
+    let done: Vec<u32> = completed_on_node0(&m);
     let tail: Vec<u32> = done.iter().copied().filter(|id| *id > hang).collect();
     assert_eq!(tail, vec![p1, p2, resub[2].1], "completed {done:?}");
     assert_eq!(tb.mem.load(0), 0x11_0000_0011);
@@ -211,8 +203,7 @@ fn tdr_03_paging_first_original_ids() {
 fn tdr_04_last_completed_fence() {
     let m = machine_with(Mode::Step, |_| {});
     enable_tdr_steps(&m, 2, 100_000);
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, k, ctx) = process_with_context(&m);
     let t = okk(&m, k.create_allocation(4096));
     let big = okk(&m, k.create_allocation(1 << 20));
     let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
@@ -226,15 +217,7 @@ fn tdr_04_last_completed_fence() {
     assert_eq!(ok(&m, m.query_current_fence(0, 0)), f1);
     let f2 = ok(
         &m,
-        m.submit_legacy(
-            &p,
-            ctx,
-            &[Command::Fill {
-                dst: big.gpu_va,
-                bytes: 1 << 20,
-                pattern: 5,
-            }],
-        ),
+        m.submit_legacy(&p, ctx, &[fill_range(big.gpu_va, 1 << 20, 5)]),
     );
     run_until(&m, "preempted", |m| all_done(m, 0));
     let ev = m.tdr_events(0);
@@ -294,8 +277,7 @@ fn tdr_06_bad_aborted_fence_bugchecks() {
         .expect("load");
     m.start_adapter(0).expect("start");
     enable_tdr(&m, fast());
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, _k, ctx) = process_with_context(&m);
     let hang = ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
     let r = m.run_until(20_000, Duration::from_secs(20), |_| false);
     let b = m
@@ -318,8 +300,7 @@ fn tdr_07_completed_between_snapshot_and_reset() {
     let m = machine_with(Mode::Step, |a| a.hwsch_feature = false);
     // Set up before the two-round timeout is armed: VidMm's paging (mapping the allocation
     // and the process's DMA-buffer arena) takes longer than that.
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, k, ctx) = process_with_context(&m);
     let big = okk(&m, k.create_allocation(4 << 20));
     ok(&m, m.submit_legacy(&p, ctx, &[Command::Nop { len: 1 }]));
     run_until(&m, "warm-up", |m| all_done(m, 0));
@@ -340,15 +321,7 @@ fn tdr_07_completed_between_snapshot_and_reset() {
     );
     let id = ok(
         &m,
-        m.submit_legacy(
-            &p,
-            ctx,
-            &[Command::Fill {
-                dst: big.gpu_va,
-                bytes: 4 << 20,
-                pattern: 0x77,
-            }],
-        ),
+        m.submit_legacy(&p, ctx, &[fill_range(big.gpu_va, 4 << 20, 0x77)]),
     );
     run_until(&m, "reset", |m| resets(m) == 1);
     let ev = m.tdr_events(0);
@@ -384,8 +357,7 @@ fn tdr_07_completed_between_snapshot_and_reset() {
 #[test]
 fn tdr_08_paging_hang_promotes() {
     let m = sw_tdr_machine(Mode::Step, |_| {});
-    let owner = ok(&m, m.create_process(0));
-    let idle = ok(&m, m.create_process(0));
+    let (owner, idle) = two_processes(&m);
     let ko = m.kmt(&owner);
     let ki = m.kmt(&idle);
     let big = okk(&m, ko.create_allocation(4 << 20));
@@ -449,8 +421,7 @@ fn tdr_08_paging_hang_promotes() {
 #[test]
 fn tdr_09_failed_reset_falls_back() {
     let m = sw_tdr_machine(Mode::Step, |_| {});
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, _k, ctx) = process_with_context(&m);
     m.device(0).unwrap().fail_next_reset(0);
     let hang = ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
     run_until(&m, "adapter reset", |m| adapter_resets(m) == 1);
@@ -802,23 +773,14 @@ fn tdr_reset_under_user_mode_traffic() {
 #[test]
 fn tdr_dma_faulted_recovers() {
     let m = sw_tdr_machine(Mode::Step, |_| {});
-    let bad = ok(&m, m.create_process(0));
-    let good = ok(&m, m.create_process(0));
+    let (bad, good) = two_processes(&m);
     let (kb, kg) = (m.kmt(&bad), m.kmt(&good));
     let cb = okk(&m, kb.create_context(0));
     let cg = okk(&m, kg.create_context(0));
     let tg = okk(&m, kg.create_allocation(4096));
     let f = ok(
         &m,
-        m.submit_legacy(
-            &bad,
-            cb,
-            &[Command::Fill {
-                dst: 0xF000_0000_0000,
-                bytes: 8,
-                pattern: 1,
-            }],
-        ),
+        m.submit_legacy(&bad, cb, &[fill_range(0xF000_0000_0000, 8, 1)]),
     );
     let g = ok(&m, m.submit_legacy(&good, cg, &[fill(&tg, 0, 0x44)]));
     run_until(&m, "recovered", |m| resets(m) == 1 && all_done(m, 0));
@@ -1072,12 +1034,7 @@ fn tdr_legacy_threaded_submitters() {
             );
         }
     }
-    let done: Vec<u32> = m
-        .legacy_completed(0)
-        .into_iter()
-        .filter(|(n, _)| *n == 0)
-        .map(|(_, id)| id)
-        .collect();
+    let done: Vec<u32> = completed_on_node0(&m);
     let mut sorted = done.clone();
     sorted.sort_unstable();
     sorted.dedup();

@@ -59,8 +59,7 @@ fn tdr_01_caps_require_all_ddis() {
 fn tdr_01_collect_dbg_info_level_zero() {
     let m = machine_with(Mode::Threaded, |a| a.hwsch_feature = false);
     enable_tdr_after(&m, THREADED_TDR_DELAY, Duration::from_millis(5));
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
+    let (p, _k, ctx) = process_with_context(&m);
     std::thread::scope(|s| {
         let collector = s.spawn(|| {
             let mut n = 0usize;

@@ -6,7 +6,10 @@
 
 mod common;
 
-use common::ums::{events_of, fill, pages_machine, position, raw_queue, target, write_ring};
+use common::ums::{
+    connected_raw_queue, events_of, fill, pages_machine, position, process_with_target, target,
+    write_ring,
+};
 use common::*;
 use std::time::Duration;
 
@@ -31,12 +34,10 @@ fn um_13_f1_disconnects_the_engines_doorbells() {
         a.device.doorbells = 4;
         a.device.idle_f1_ticks = 20_000;
     });
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     submit_wait(&m, &mut q0, &[fill(&t, 1)]);
-    let e1 = raw_queue(&m, &k, 1);
-    okk(&m, k.connect_doorbell(e1.doorbell.handle));
+    let e1 = connected_raw_queue(&m, &k, 1);
     ok(&m, m.run_steps(200));
     let ev = events_of(&m);
     let doorbells: Vec<u32> = ev
@@ -102,8 +103,7 @@ fn um_13_f1_disconnects_the_engines_doorbells() {
 #[test]
 fn um_14_d3_suspends_disconnects_and_a_connect_wakes_the_gpu() {
     let m = pages_machine(Mode::Step, |a| a.device.doorbells = 4);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let mut q1 = okk(&m, UserQueue::new(k, &config(1)));
     submit_wait(&m, &mut q0, &[fill(&t, 1)]);
@@ -172,8 +172,7 @@ fn assert_d3hot_untouched(m: &Machine) {
 #[test]
 fn um_14_shared_line_interrupt_in_d3_is_declined_and_the_gpu_comes_back() {
     let m = pages_machine(Mode::Step, |a| a.device.doorbells = 4);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     submit_wait(&m, &mut q, &[fill(&t, 1)]);
     assert!(ok(&m, m.power_down(0)), "idle: powered down");
@@ -200,8 +199,7 @@ fn um_14_queue_closed_in_d3_is_off_the_device_after_d0() {
     // The pages' OS disconnects the doorbells before D3; on 24H2 a connected doorbell holds
     // its engine and the GPU never reaches D3 with one (next test).
     let m = pages_machine(Mode::Step, |a| a.device.doorbells = 4);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let mut q1 = okk(&m, UserQueue::new(k, &config(0)));
     submit_wait(&m, &mut q0, &[fill(&t, 1)]);
@@ -255,8 +253,7 @@ fn doorbells_left_connected_hold_d0(global: bool) {
         a.device.doorbells = 4;
         a.device.global_doorbell = global;
     });
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q0 = okk(&m, UserQueue::new(k, &config(0)));
     let mut q1 = okk(&m, UserQueue::new(k, &config(0)));
     for (i, q) in [&mut q0, &mut q1].into_iter().enumerate() {
@@ -360,10 +357,8 @@ fn um_14_disconnect_doorbell_callback_inside_set_power_state_is_a_driver_bug() {
 #[test]
 fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
     let m = with_doorbells(Mode::Step, 4);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
-    let q = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let (p, k, t) = process_with_target(&m);
+    let q = connected_raw_queue(&m, &k, 0);
     let wp = write_ring(&q, 0, &[fill(&t, 1)], 1);
     q.doorbell.cpu.ring(wp);
     okk(&m, k.wait_for_fence(q.done_fence(), 1));
@@ -507,13 +502,10 @@ fn um_14_threaded_power_down_while_submitting() {
 #[test]
 fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
     let m = with_doorbells(Mode::Step, 1);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
-    let a = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(a.doorbell.handle));
+    let (p, k, t) = process_with_target(&m);
+    let a = connected_raw_queue(&m, &k, 0);
     ok(&m, m.suspend_context(&p, a.context));
-    let b = raw_queue(&m, &k, 1);
-    okk(&m, k.connect_doorbell(b.doorbell.handle));
+    let _b = connected_raw_queue(&m, &k, 1);
     assert_eq!(
         m.doorbell_info(0, a.doorbell.handle).unwrap().status,
         D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
@@ -537,8 +529,7 @@ fn um_11_suspended_queue_victimised_reconnects_and_runs_after_resume() {
 #[test]
 fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
     let m = with_doorbells(Mode::Step, 2);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
     submit_wait(&m, &mut kq, &[fill(&t, 1)]);
     let ctx = events_of(&m)

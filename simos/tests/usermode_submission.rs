@@ -7,8 +7,8 @@
 mod common;
 
 use common::ums::{
-    events_of, fill, gated_queue, position, queues_first, raw_queue, target, ums_progress_given,
-    write_ring,
+    connected_raw_queue, events_of, fill, gated_queue, position, process_with_target, queues_first,
+    raw_queue, target, ums_progress_given, write_ring,
 };
 use common::*;
 use rvgpu_umd::kmt::AllocationKind;
@@ -151,8 +151,7 @@ fn um_04_start_refused_without_usermode_submission_caps() {
 #[test]
 fn um_01_user_and_kernel_mode_submission_together() {
     let m = with_doorbells(Mode::Step, 4);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
     assert_eq!(uq.path(), SubmissionPath::UserMode);
@@ -180,8 +179,7 @@ fn um_01_user_and_kernel_mode_submission_together() {
 #[test]
 fn um_05_user_mode_queue_refuses_kernel_submission() {
     let m = with_doorbells(Mode::Step, 4);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let q = raw_queue(&m, &k, 0);
     let r = k.submit_command_to_hw_queue(q.queue.handle, 1, t.gpu_va, 64);
     assert_eq!(r.err(), Some(NtStatus(STATUS_INVALID_PARAMETER)), "the OS");
@@ -240,8 +238,7 @@ fn um_07_doorbell_holds_its_ring_allocations() {
 #[test]
 fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
     let m = with_doorbells(Mode::Step, 1);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let a = raw_queue(&m, &k, 0);
     let info = m.doorbell_info(0, a.doorbell.handle).unwrap();
     assert_eq!(info.state, DoorbellState::Disconnected);
@@ -258,8 +255,7 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
         Some(0)
     );
     // A second queue takes the only physical doorbell: the first is victimised.
-    let b = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(b.doorbell.handle));
+    let _b = connected_raw_queue(&m, &k, 0);
     let info = m.doorbell_info(0, a.doorbell.handle).unwrap();
     assert_eq!(
         info.mapped_page, None,
@@ -302,10 +298,8 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
 #[test]
 fn um_10_device_loss_aborts_every_doorbell() {
     let m = with_doorbells(Mode::Step, 4);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
-    let raw = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(raw.doorbell.handle));
+    let (p, k, t) = process_with_target(&m);
+    let raw = connected_raw_queue(&m, &k, 0);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     submit_wait(&m, &mut uq, &[fill(&t, 1)]);
     ok(&m, m.device_lost(0));
@@ -336,8 +330,7 @@ fn um_10_device_loss_aborts_every_doorbell() {
 #[test]
 fn um_10_device_removed_queue_lost_and_recreated() {
     let m = with_doorbells(Mode::Step, 2);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     submit_wait(&m, &mut q, &[fill(&t, 1)]);
     ok(&m, m.device_removed(0));
@@ -349,8 +342,7 @@ fn um_10_device_removed_queue_lost_and_recreated() {
     );
     drop(q);
     ok(&m, m.kill_process(&p));
-    let (p2, k2) = user_process(&m);
-    let t2 = target(&m, &k2);
+    let (p2, k2, t2) = process_with_target(&m);
     let mut q2 = okk(&m, UserQueue::new(k2, &config(0)));
     submit_wait(&m, &mut q2, &[fill(&t2, 3)]);
     assert_eq!(t2.mem.load(0), 3);
@@ -370,8 +362,7 @@ fn um_15_destroy_hw_queue_with_a_connected_doorbell_is_never_refused() {
     use rvgpu_hw::mmio::MmioBus;
     let m = with_doorbells(Mode::Step, 4);
     let (p, k) = user_process(&m);
-    let q = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let q = connected_raw_queue(&m, &k, 0);
     let page = m
         .doorbell_info(0, q.doorbell.handle)
         .and_then(|d| d.mapped_page)
@@ -549,10 +540,8 @@ fn um_18_killed_queue_never_touches_reused_pages_threaded() {
 #[test]
 fn um_15_doorbell_ddis_and_notify_work_submission() {
     let m = with_doorbells(Mode::Step, 4);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
-    let q = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let (p, k, t) = process_with_target(&m);
+    let q = connected_raw_queue(&m, &k, 0);
     let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
     let DoorbellState::Connected { page } = info.state else {
         panic!("not connected: {info:?}");
@@ -581,8 +570,7 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
 #[test]
 fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
     let m = with_doorbells(Mode::Step, 4);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let queue = last_hw_queue(&m, true).expect("no user-mode queue created");
     let v = okk(&m, q.submit(&[fill(&t, 1), fill(&t, 2)]));
@@ -605,6 +593,15 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
     exits_clean(&m, &p);
 }
 
+/// Whether device queue `qid` is in none of adapter 0's runlists.
+fn off_the_runlist(m: &Machine, qid: u32) -> bool {
+    m.device(0)
+        .unwrap()
+        .queues()
+        .iter()
+        .all(|s| s.queue_id != qid)
+}
+
 /// UM-17: normal exit: per queue the doorbell is disconnected, then doorbell and queue are
 /// destroyed; allocations, contexts and the device follow. Where the OS gave the queue a
 /// progress fence (the pages) it waits for the last queued value between disconnect and
@@ -613,8 +610,7 @@ fn um_16_progress_fence_tells_the_os_a_queue_has_work() {
 #[test]
 fn um_17_normal_exit_disconnects_waits_then_destroys() {
     let m = queues_first(Mode::Step);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let mut last = 0;
     for i in 0..16 {
@@ -649,12 +645,7 @@ fn um_17_normal_exit_disconnects_waits_then_destroys() {
     assert!(!ev
         .iter()
         .any(|e| matches!(e, UmsEvent::SuspendContext { .. })));
-    assert!(m
-        .device(0)
-        .unwrap()
-        .queues()
-        .iter()
-        .all(|s| s.queue_id != qid));
+    assert!(off_the_runlist(&m, qid));
     no_fault(&m);
 }
 
@@ -664,8 +655,7 @@ fn um_17_normal_exit_disconnects_waits_then_destroys() {
 #[test]
 fn um_18_abnormal_exit_suspends_first_and_does_not_wait() {
     let m = queues_first(Mode::Step);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     // Work that never finishes: the exit must not wait for it.
     okk(
@@ -686,12 +676,7 @@ fn um_18_abnormal_exit_suspends_first_and_does_not_wait() {
     let dd = position(&ev, |e| matches!(e, UmsEvent::DestroyDevice { .. })).unwrap();
     assert!(err < sus && sus < disc && disc < dd, "{ev:#?}");
     assert!(!ev.iter().any(|e| matches!(e, UmsEvent::WaitedIdle { .. })));
-    assert!(m
-        .device(0)
-        .unwrap()
-        .queues()
-        .iter()
-        .all(|s| s.queue_id != qid));
+    assert!(off_the_runlist(&m, qid));
     ok(&m, m.run_until_idle());
     no_fault(&m);
 }
@@ -705,8 +690,7 @@ fn um_20_victimisation_walkthrough() {
     let m = with_doorbells(Mode::Step, 1);
     let (p, k) = user_process(&m);
     // 1. hDoorbell1 on hHwQueue1 is connected to the one physical doorbell: CONNECTED.
-    let q1 = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(q1.doorbell.handle));
+    let q1 = connected_raw_queue(&m, &k, 0);
     let d1 = m.doorbell_info(0, q1.doorbell.handle).unwrap();
     assert_eq!(d1.state, DoorbellState::Connected { page: 0 });
     assert_eq!(d1.mapped_page, Some(0));
@@ -772,8 +756,7 @@ fn um_20_victimisation_walkthrough() {
 #[test]
 fn um_19_three_queues_one_doorbell_all_work_completes() {
     let m = with_doorbells(Mode::Step, 1);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut qs: Vec<_> = (0..3)
         .map(|_| okk(&m, UserQueue::new(k, &config(0))))
         .collect();
@@ -806,8 +789,7 @@ fn um_21_global_doorbell_no_victimisation() {
         a.device.doorbells = 1;
         a.device.global_doorbell = true;
     });
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut qs: Vec<_> = (0..3)
         .map(|_| okk(&m, UserQueue::new(k, &config(0))))
         .collect();
@@ -826,14 +808,7 @@ fn um_21_global_doorbell_no_victimisation() {
     assert!(!ev
         .iter()
         .any(|e| matches!(e, UmsEvent::CallbackDisconnect { .. })));
-    let pages: Vec<u32> = ev
-        .iter()
-        .filter_map(|e| match e {
-            UmsEvent::ConnectDoorbell { page, .. } => Some(*page),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(pages, vec![0, 0, 0]);
+    assert_eq!(connect_pages(&ev), vec![0, 0, 0]);
     drop(qs);
     exits_clean(&m, &p);
 }
@@ -1009,94 +984,99 @@ fn um_19_threaded_two_processes_share_two_doorbells() {
 // ---------------------------------------------------------------------------------------------
 // The OS's own strictness.
 
+/// The disconnect callback's arguments for `q` (the KMD's queue handle is not exposed; the OS
+/// handles are accepted as a pair) and `reason`.
+fn disconnect_args(
+    m: &Machine,
+    q: &common::ums::RawQueue,
+    reason: rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS,
+) -> rvgpu_ddi::dxgkrnl::DXGKARGCB_DISCONNECTDOORBELL {
+    use rvgpu_ddi::dxgkrnl::{DXGKARGCB_DISCONNECTDOORBELL, DXGKARGCB_DISCONNECTDOORBELL_FLAGS};
+    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
+    DXGKARGCB_DISCONNECTDOORBELL {
+        hHwQueue: rvgpu_simos::ums::kernel_handle(q.queue.handle) as _,
+        hDoorbell: info.os_handle as _,
+        Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS::default(),
+        DisconnectReason: reason,
+    }
+}
+
+/// On a fresh machine with one user-mode queue whose doorbell is connected, hands `check` the
+/// OS's `DxgkCbDisconnectDoorbell` and arguments naming that doorbell with `reason`.
+fn with_disconnect_callback(
+    reason: rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS,
+    check: impl FnOnce(
+        &Machine,
+        &common::ums::RawQueue,
+        rvgpu_ddi::dxgkrnl::DXGKCB_DISCONNECTDOORBELL,
+        &mut rvgpu_ddi::dxgkrnl::DXGKARGCB_DISCONNECTDOORBELL,
+    ),
+) {
+    let m = with_doorbells(Mode::Step, 2);
+    let (_p, k) = user_process(&m);
+    let q = connected_raw_queue(&m, &k, 0);
+    let mut args = disconnect_args(&m, &q, reason);
+    let cb = m.interface(0).unwrap().DxgkCbDisconnectDoorbell;
+    check(&m, &q, cb, &mut args);
+}
+
+/// Calls the disconnect callback `cb` with `args` at PASSIVE_LEVEL, as the KMD would.
+fn call_disconnect(
+    m: &Machine,
+    cb: rvgpu_ddi::dxgkrnl::DXGKCB_DISCONNECTDOORBELL,
+    args: &mut rvgpu_ddi::dxgkrnl::DXGKARGCB_DISCONNECTDOORBELL,
+) -> rvgpu_ddi::NTSTATUS {
+    let cb = cb.unwrap();
+    let _c = m.enter_context();
+    // SAFETY: the OS's callback with a valid argument block.
+    unsafe { cb(args) }
+}
+
 /// `DxgkCbDisconnectDoorbell` is PASSIVE_LEVEL: a driver calling it at DISPATCH_LEVEL gets
 /// 0xA, as on Windows; a bad handle or reason is the driver's bug: `STATUS_INVALID_PARAMETER`
 /// and the machine halts naming it.
 #[test]
 fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
-    use rvgpu_ddi::dxgkrnl::{DXGKARGCB_DISCONNECTDOORBELL, DXGKARGCB_DISCONNECTDOORBELL_FLAGS};
     use rvgpu_simos::Irql;
 
     // Bad reason.
-    let m = with_doorbells(Mode::Step, 2);
-    let (_p, k) = user_process(&m);
-    let q = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(q.doorbell.handle));
-    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
-    let cb = m.interface(0).unwrap().DxgkCbDisconnectDoorbell.unwrap();
-    let queue_kmd = {
-        // The KMD's queue handle is not exposed; the OS handles are accepted as a pair.
-        rvgpu_simos::ums::kernel_handle(q.queue.handle)
-    };
-    let mut args = DXGKARGCB_DISCONNECTDOORBELL {
-        hHwQueue: queue_kmd as _,
-        hDoorbell: info.os_handle as _,
-        Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS::default(),
-        DisconnectReason: D3DDDI_DOORBELLSTATUS_CONNECTED,
-    };
-    let s = {
-        let _c = m.enter_context();
-        // SAFETY: the OS's callback with a valid argument block.
-        unsafe { cb(&mut args) }
-    };
-    assert_eq!(s, STATUS_INVALID_PARAMETER);
-    assert!(
-        matches!(m.fault(), Some(SimError::Simulation(msg)) if msg.contains("DisconnectReason"))
-    );
-    drop(m);
+    with_disconnect_callback(D3DDDI_DOORBELLSTATUS_CONNECTED, |m, _q, cb, args| {
+        let s = call_disconnect(m, cb, args);
+        assert_eq!(s, STATUS_INVALID_PARAMETER);
+        assert!(
+            matches!(m.fault(), Some(SimError::Simulation(msg)) if msg.contains("DisconnectReason"))
+        );
+    });
 
     // A good call at DISPATCH_LEVEL: 0xA.
-    let m = with_doorbells(Mode::Step, 2);
-    let (_p, k) = user_process(&m);
-    let q = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(q.doorbell.handle));
-    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
-    let cb = m.interface(0).unwrap().DxgkCbDisconnectDoorbell.unwrap();
-    let mut args = DXGKARGCB_DISCONNECTDOORBELL {
-        hHwQueue: rvgpu_simos::ums::kernel_handle(q.queue.handle) as _,
-        hDoorbell: info.os_handle as _,
-        Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS::default(),
-        DisconnectReason: D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
-    };
-    m.at_irql(Irql::Dispatch, |m| {
-        let _c = m.enter_context();
-        // SAFETY: the OS's callback with a valid argument block.
-        unsafe { cb(&mut args) }
-    });
-    assert_eq!(m.bugcheck().map(|b| b.code), Some(0xA));
-    drop(m);
+    with_disconnect_callback(
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+        |m, _q, cb, args| {
+            m.at_irql(Irql::Dispatch, |m| call_disconnect(m, cb, args));
+            assert_eq!(m.bugcheck().map(|b| b.code), Some(0xA));
+        },
+    );
 
     // A good call at PASSIVE_LEVEL succeeds, and again on the disconnected doorbell.
-    let m = with_doorbells(Mode::Step, 2);
-    let (_p, k) = user_process(&m);
-    let q = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(q.doorbell.handle));
-    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
-    let cb = m.interface(0).unwrap().DxgkCbDisconnectDoorbell.unwrap();
-    let mut args = DXGKARGCB_DISCONNECTDOORBELL {
-        hHwQueue: rvgpu_simos::ums::kernel_handle(q.queue.handle) as _,
-        hDoorbell: info.os_handle as _,
-        Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS::default(),
-        DisconnectReason: D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
-    };
-    for _ in 0..2 {
-        let _c = m.enter_context();
-        // SAFETY: the OS's callback with a valid argument block.
-        let s = unsafe { cb(&mut args) };
-        assert_eq!(s, 0);
-    }
-    let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
-    assert_eq!(info.mapped_page, None);
-    assert_eq!(info.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY);
-    // Bad handle.
-    args.hDoorbell = 0x1234 as _;
-    let s = {
-        let _c = m.enter_context();
-        // SAFETY: the OS's callback with a valid argument block.
-        unsafe { cb(&mut args) }
-    };
-    assert_eq!(s, STATUS_INVALID_PARAMETER);
-    assert!(matches!(m.fault(), Some(SimError::Simulation(msg)) if msg.contains("hDoorbell")));
+    with_disconnect_callback(
+        D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+        |m, q, cb, args| {
+            for _ in 0..2 {
+                let s = call_disconnect(m, cb, args);
+                assert_eq!(s, 0);
+            }
+            let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
+            assert_eq!(info.mapped_page, None);
+            assert_eq!(info.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY);
+            // Bad handle.
+            args.hDoorbell = 0x1234 as _;
+            let s = call_disconnect(m, cb, args);
+            assert_eq!(s, STATUS_INVALID_PARAMETER);
+            assert!(
+                matches!(m.fault(), Some(SimError::Simulation(msg)) if msg.contains("hDoorbell"))
+            );
+        },
+    );
 }
 
 /// The OS enforces destroy order against the UMD: a queue with a doorbell, a context with a
@@ -1175,8 +1155,7 @@ fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
     let pa = ok(&m, m.create_process(0));
     let pb = ok(&m, m.create_process(0));
     let (ka, kb) = (m.kmt(&pa), m.kmt(&pb));
-    let qb = raw_queue(&m, &kb, 0);
-    okk(&m, kb.connect_doorbell(qb.doorbell.handle));
+    let qb = connected_raw_queue(&m, &kb, 0);
     let qa = raw_queue(&m, &ka, 0);
     let victim = qb.doorbell.handle;
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -1226,8 +1205,7 @@ fn um_20_destroy_racing_victimisation_never_uses_a_dead_handle() {
 #[test]
 fn um_16_ring_wraps_many_times() {
     let m = with_doorbells(Mode::Step, 2);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     let mut last = 0;
     for i in 0..400u64 {
@@ -1281,8 +1259,7 @@ fn stop_with_live_processes_tears_them_down_without_leaks() {
 fn um_17_exit_leaves_no_kmd_memory_or_runlist_entries() {
     let m = with_doorbells(Mode::Step, 2);
     let before = m.contiguous_allocations(0);
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
+    let (p, k, t) = process_with_target(&m);
     let mut ids = Vec::new();
     for node in 0..2 {
         let mut uq = okk(&m, UserQueue::new(k, &config(node)));
@@ -1406,15 +1383,12 @@ fn lying_exit(mode: Mode, lie: Lie) {
     // for the victim's own waits on a loaded machine.
     cfg.os.wait_timeout = Duration::from_secs(2);
     let m = started(cfg);
-    let (victim, kv) = user_process(&m);
-    let vt = target(&m, &kv);
+    let (victim, kv, vt) = process_with_target(&m);
     let mut vq = okk(&m, UserQueue::new(kv, &config(0)));
     submit_wait(&m, &mut vq, &[fill(&vt, 1)]);
 
-    let (p, k) = user_process(&m);
-    let t = target(&m, &k);
-    let q = raw_queue(&m, &k, 0);
-    okk(&m, k.connect_doorbell(q.doorbell.handle));
+    let (p, k, t) = process_with_target(&m);
+    let q = connected_raw_queue(&m, &k, 0);
     let wp = write_ring(&q, 0, &[fill(&t, 7)], 5);
     q.doorbell.cpu.ring(wp);
     okk(&m, k.wait_for_fence(q.done_fence(), 5));

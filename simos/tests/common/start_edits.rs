@@ -156,6 +156,18 @@ pub fn start_with(
     start_with_policy(false, edit, table)
 }
 
+/// [`start_with`] with neither caps nor table edited, `knob` (one of the hooks' answers above)
+/// set to `value` for the start only.
+pub fn start_with_knob<T: Copy + Default>(
+    knob: &'static std::thread::LocalKey<Cell<T>>,
+    value: T,
+) -> (Machine, Result<(), SimError>) {
+    knob.set(value);
+    let out = start_with(no_edit, no_table);
+    knob.set(T::default());
+    out
+}
+
 /// [`start_with`] with `ValidateWDDMCaps` set as given.
 pub fn start_with_policy(
     validate_wddm_caps: bool,

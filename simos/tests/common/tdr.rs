@@ -5,6 +5,37 @@
 use super::*;
 use rvgpu_umd::submit::UserQueue;
 
+/// A user-mode process on adapter 0, its thunks and a (legacy, kernel-mode DMA) context on
+/// node 0 (bind in this order: they then drop as separate locals would).
+pub fn process_with_context(m: &Machine) -> (UmsProcess, SimKmt<'_>, KmtHandle) {
+    let (p, k) = user_process(m);
+    let ctx = okk(m, k.create_context(0));
+    (p, k, ctx)
+}
+
+/// Two user-mode processes on adapter 0.
+pub fn two_processes(m: &Machine) -> (UmsProcess, UmsProcess) {
+    (ok(m, m.create_process(0)), ok(m, m.create_process(0)))
+}
+
+/// A FILL of `bytes` at `dst` with `pattern`.
+pub fn fill_range(dst: u64, bytes: u64, pattern: u64) -> Command {
+    Command::Fill {
+        dst,
+        bytes,
+        pattern,
+    }
+}
+
+/// The fence IDs of the legacy DMA buffers completed on node 0, in completion order.
+pub fn completed_on_node0(m: &Machine) -> Vec<u32> {
+    m.legacy_completed(0)
+        .into_iter()
+        .filter(|(n, _)| *n == 0)
+        .map(|(_, id)| id)
+        .collect()
+}
+
 /// Step-mode TDR settings for tests: a short DMA timeout and preemption wait.
 pub fn fast() -> TdrConfig {
     TdrConfig {

@@ -37,6 +37,21 @@ pub fn target(m: &Machine, k: &SimKmt<'_>) -> Allocation<SimMem> {
     okk(m, k.create_allocation(4096))
 }
 
+/// A user-mode process on adapter 0, its thunks and a [`target`] buffer (bind in this order:
+/// they then drop as separate locals would, the buffer first).
+pub fn process_with_target(m: &Machine) -> (UmsProcess, SimKmt<'_>, Allocation<SimMem>) {
+    let (p, k) = user_process(m);
+    let t = target(m, &k);
+    (p, k, t)
+}
+
+/// A [`raw_queue`] on `node` whose doorbell is connected.
+pub fn connected_raw_queue(m: &Machine, k: &SimKmt<'_>, node: u32) -> RawQueue {
+    let q = raw_queue(m, k, node);
+    okk(m, k.connect_doorbell(q.doorbell.handle));
+    q
+}
+
 pub fn fill(t: &Allocation<SimMem>, pattern: u64) -> Command {
     Command::Fill {
         dst: t.gpu_va,
