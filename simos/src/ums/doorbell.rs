@@ -27,8 +27,8 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
-use crate::os::answers::ConnectPower;
 use crate::machine::Machine;
+use crate::os::answers::ConnectPower;
 use crate::vidmm::allocation::release_alloc;
 
 use super::events::UmsEvent;

@@ -22,8 +22,8 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, sim_err, table, At};
-use crate::os::answers::{SubmitFailure, UmsProgress};
 use crate::machine::Machine;
+use crate::os::answers::{SubmitFailure, UmsProgress};
 use crate::sync::fence::MonitoredFence;
 
 use super::events::UmsEvent;

@@ -15,8 +15,8 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
-use crate::os::answers::OsDisconnects;
 use crate::machine::Machine;
+use crate::os::answers::OsDisconnects;
 
 use super::doorbell::os_disconnect;
 use super::events::UmsEvent;

@@ -18,8 +18,8 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
-use crate::os::answers::Teardown;
 use crate::machine::Machine;
+use crate::os::answers::Teardown;
 use crate::sync::fence::WaitOutcome;
 use crate::vidmm::allocation::free_alloc;
 

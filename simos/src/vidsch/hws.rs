@@ -68,8 +68,6 @@ pub const DEFAULT_GRACE_PERIOD_FOR_BAND: [u64; 4] = [0, 0, 10_000, 0];
 pub const DEFAULT_PROCESS_QUANTUM_FOR_BAND: [u64; 4] = [50_000, 50_000, 10_000, 20_000];
 /// See [`DEFAULT_GRACE_PERIOD_FOR_BAND`].
 pub const DEFAULT_PROCESS_GRACE_PERIOD_FOR_BAND: [u64; 4] = [20_000, 20_000, 30_000, 50_000];
-/// Entries of a node's scheduling log ([D] `VidSchCreateSchedulingLogs`: 0x800).
-pub const DEFAULT_SCHED_LOG_ENTRIES: u32 = 0x800;
 /// `quantum` of `DxgkDdiSetContextSchedulingProperties` ([D] `VidSchiUpdateDdiHwContextPriority`).
 pub const CONTEXT_QUANTUM: u64 = 20_000;
 /// `gracePeriodSamePriority` (same source).

@@ -20,8 +20,8 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::ddi::{self, check_status, At};
-use crate::os::answers::SystemVas;
 use crate::machine::Machine;
+use crate::os::answers::SystemVas;
 
 use super::event::WaitOutcome;
 use super::settle::{refresh_scan, settle, LateWakes};

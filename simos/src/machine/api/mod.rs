@@ -1,0 +1,3 @@
+//! The `Machine`'s test-facing methods, by topic, over the components they reach.
+
+mod ums;
