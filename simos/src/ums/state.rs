@@ -11,7 +11,6 @@ use rvgpu_ddi::submission::{
     DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS, DXGK_USERMODESUBMISSION_CAPS,
 };
 
-use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::sync::fence::{MonitoredFence, SimEvent};
@@ -39,7 +38,7 @@ pub(super) const ADAPTER_OPENERS: ProcessId = ProcessId(1);
 
 /// A new adapter handle for a user-mode image (`D3DKMTOpenAdapterFromLuid`).
 #[cfg(target_os = "linux")]
-pub(crate) fn new_adapter_handle() -> Result<KmtHandle, SimError> {
+pub(crate) fn new_adapter_handle() -> Result<KmtHandle, crate::base::error::SimError> {
     new_handle(ADAPTER_OPENERS)
 }
 
