@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use rvgpu_ddi::ntstatus::{STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE};
 use rvgpu_ddi::NTSTATUS;
 
+use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
 
 /// The bits every D3DKMT handle has set. Wine's `dlls/win32u/tests/d3dkmt.c`
@@ -79,6 +80,15 @@ static LOCAL_HANDLES: std::sync::LazyLock<LocalHandles> =
 /// The simulation's D3DKMT handle tables.
 pub fn local_handles() -> &'static LocalHandles {
     &LOCAL_HANDLES
+}
+
+/// A new D3DKMT handle in `process`'s table (Windows' values, unique among live processes of
+/// the whole test process, as many machines share it): the one table UMS objects, native
+/// fences and VidMm's paging queues take their handles from.
+pub(crate) fn new_kmt_handle(process: ProcessId) -> Result<u32, SimError> {
+    local_handles()
+        .allocate(process)
+        .map_err(SimError::DdiFailed)
 }
 
 /// The D3DKMT handle value of entry `index` (0-based) of run `run`.

@@ -1,7 +1,14 @@
 //! What a machine is built from: the mode (threaded or step), the OS settings, the adapters.
 
 pub use super::board::PciSpec;
-use super::*;
+use std::time::Duration;
+
+use rvgpu_ddi::adapter::DXGK_DRIVERCAPS;
+use rvgpu_device::DeviceConfig;
+use rvgpu_hw::log::ENTRIES_PER_BUFFER;
+use rvgpu_kmd::platform::Irql;
+
+use crate::os::{CpuArch, Mode, OsConfig, WindowsBuild};
 
 /// Default of [`crate::OsConfig::thunk_cost`]: 500 rounds, about 2,000 instructions in the
 /// release build (the round is four instructions; `scripts/callgrind-submission.sh` reports
@@ -11,6 +18,15 @@ use super::*;
 /// instructions is the low end of that (about 1 µs at two instructions per ns), so the kernel
 /// path is not charged more than it plausibly costs.
 pub const DEFAULT_THUNK_COST: u32 = 500;
+
+/// How long a blocking thunk wait waits by default.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
+
+/// Entries per log the OS allocates by default (a full 4 KiB buffer).
+pub const DEFAULT_LOG_ENTRIES: u64 = ENTRIES_PER_BUFFER;
+
+/// Entries of a node's scheduling log ([D] `VidSchCreateSchedulingLogs`: 0x800).
+pub const DEFAULT_SCHED_LOG_ENTRIES: u32 = 0x800;
 
 impl Default for OsConfig {
     fn default() -> Self {
@@ -23,10 +39,10 @@ impl Default for OsConfig {
             zero_segments_accepted: false,
             ddi_irql_mismatch_is_0x113: true,
             submit_irql: Irql::Dispatch,
-            wait_timeout: crate::ums::DEFAULT_WAIT,
-            log_entries: crate::sync::fencelog::DEFAULT_LOG_ENTRIES,
+            wait_timeout: DEFAULT_WAIT,
+            log_entries: DEFAULT_LOG_ENTRIES,
             validate_wddm_caps: false,
-            sched_log_entries: crate::vidsch::hws::DEFAULT_SCHED_LOG_ENTRIES,
+            sched_log_entries: DEFAULT_SCHED_LOG_ENTRIES,
             hws_normal_band_percentage: 0,
             cpu_arch: CpuArch::X64,
             hw_sch_mode: 0,

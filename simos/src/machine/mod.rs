@@ -12,6 +12,7 @@
 //! / [`Machine::run_steps`]. Every call returns `Err(SimError::Bugcheck)` once the machine has
 //! bug-checked.
 
+mod api;
 pub(crate) mod board;
 mod config;
 pub mod cpucache;
@@ -31,7 +32,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rvgpu_ddi::adapter::*;
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;

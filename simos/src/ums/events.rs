@@ -5,8 +5,6 @@ use rvgpu_ddi::basic::{DEVICE_POWER_STATE, NTSTATUS};
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS;
 
 use super::handles::KmtHandle;
-use crate::base::lock::lock;
-use crate::machine::Machine;
 
 /// One OS step, recorded in order per adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,19 +128,4 @@ pub enum UmsEvent {
         waits: usize,
         signals: usize,
     },
-}
-
-impl Machine {
-    /// Every OS step of user-mode submission on adapter `i`, in order.
-    pub fn ums_events(&self, i: usize) -> Vec<UmsEvent> {
-        self.adapter_shared(i)
-            .map_or_else(|_| Vec::new(), |a| lock(&a.ums).events.clone())
-    }
-
-    /// Forgets the recorded events of adapter `i`.
-    pub fn clear_ums_events(&self, i: usize) {
-        if let Ok(a) = self.adapter_shared(i) {
-            lock(&a.ums).events.clear();
-        }
-    }
 }

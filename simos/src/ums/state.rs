@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rvgpu_ddi::basic::POWER_ACTION;
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS;
@@ -12,7 +11,6 @@ use rvgpu_ddi::submission::{
     DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS, DXGK_USERMODESUBMISSION_CAPS,
 };
 
-use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::sync::fence::{MonitoredFence, SimEvent};
@@ -30,18 +28,8 @@ pub const POWER_ACTION_NONE: POWER_ACTION = 0;
 /// Processes.
 pub(super) static NEXT_PROCESS: AtomicU32 = AtomicU32::new(0x1000);
 
-/// A new D3DKMT handle in `process`'s handle table ([`crate::ob::LocalHandles`]: Windows'
-/// values, unique among live processes of the whole test process, as many machines share it).
-pub(crate) fn new_handle(process: ProcessId) -> Result<KmtHandle, SimError> {
-    crate::ob::local_handles()
-        .allocate(process)
-        .map_err(SimError::DdiFailed)
-}
-
-/// A new D3DKMT handle (native fences get one from the same table).
-pub(crate) fn new_kmt_handle(process: ProcessId) -> Result<KmtHandle, SimError> {
-    new_handle(process)
-}
+/// A new D3DKMT handle in `process`'s handle table ([`crate::ob::LocalHandles`]).
+pub(crate) use crate::ob::new_kmt_handle as new_handle;
 
 /// The table adapter handles of user-mode images come from: the PE bridge opens an adapter
 /// before the process has a device, and the simulated OS's processes are its devices.
@@ -50,7 +38,7 @@ pub(super) const ADAPTER_OPENERS: ProcessId = ProcessId(1);
 
 /// A new adapter handle for a user-mode image (`D3DKMTOpenAdapterFromLuid`).
 #[cfg(target_os = "linux")]
-pub(crate) fn new_adapter_handle() -> Result<KmtHandle, SimError> {
+pub(crate) fn new_adapter_handle() -> Result<KmtHandle, crate::base::error::SimError> {
     new_handle(ADAPTER_OPENERS)
 }
 
@@ -425,6 +413,3 @@ pub struct DoorbellInfo {
     /// (stores to the dummy page, stores to a physical doorbell).
     pub writes: (u64, u64),
 }
-
-/// How long a blocking thunk wait waits by default.
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);

@@ -45,7 +45,6 @@
 //! ([D] `VidSchiUpdateDdiHwContextPriority`, from `VidSchiCreateHwContextInternal`, which
 //! ignores its status), and again on a priority change ([`Machine::set_context_priority`]).
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 
 use rvgpu_ddi::basic::*;
@@ -53,7 +52,6 @@ use rvgpu_ddi::hws::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
-use rvgpu_device::SysAlloc;
 
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -62,169 +60,19 @@ use crate::dxgkrnl::ddi::{self, table};
 use crate::machine::Machine;
 use crate::ums::handles::KmtHandle;
 
+use super::state::KnownContext;
+pub use super::state::{ContextPriority, HwsCall, HwsOs, NodeLog, SchedLogEntry, SchedLogStats};
+
 /// `processQuantumForBand` etc. of [D] `VidSchiInitializeNode` (100 ns units).
 pub const DEFAULT_GRACE_PERIOD_FOR_BAND: [u64; 4] = [0, 0, 10_000, 0];
 /// See [`DEFAULT_GRACE_PERIOD_FOR_BAND`].
 pub const DEFAULT_PROCESS_QUANTUM_FOR_BAND: [u64; 4] = [50_000, 50_000, 10_000, 20_000];
 /// See [`DEFAULT_GRACE_PERIOD_FOR_BAND`].
 pub const DEFAULT_PROCESS_GRACE_PERIOD_FOR_BAND: [u64; 4] = [20_000, 20_000, 30_000, 50_000];
-/// Entries of a node's scheduling log ([D] `VidSchCreateSchedulingLogs`: 0x800).
-pub const DEFAULT_SCHED_LOG_ENTRIES: u32 = 0x800;
 /// `quantum` of `DxgkDdiSetContextSchedulingProperties` ([D] `VidSchiUpdateDdiHwContextPriority`).
 pub const CONTEXT_QUANTUM: u64 = 20_000;
 /// `gracePeriodSamePriority` (same source).
 pub const CONTEXT_GRACE_SAME_PRIORITY: u64 = 10_000;
-
-/// One HWS call the OS made, in order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HwsCall {
-    /// `DxgkDdiSetupPriorityBands` for `node` (`None` status: NULL slot, not called).
-    SetupPriorityBands {
-        /// The node being initialised.
-        node: u32,
-        /// The argument block.
-        args: DXGKARG_SETUPPRIORITYBANDS,
-        /// The driver's status.
-        status: Option<NTSTATUS>,
-    },
-    /// `DxgkDdiSetSchedulingLogBuffer`.
-    SetSchedulingLogBuffer {
-        /// `NodeOrdinal`.
-        node: u32,
-        /// `NumberOfEntries`.
-        entries: u32,
-        /// `InterruptEntry`.
-        interrupt_entry: u32,
-        /// `LogBufferCpuVa`.
-        cpu_va: usize,
-        /// `LogBufferGpuVa`.
-        gpu_va: u64,
-        /// The driver's status (`None`: NULL slot).
-        status: Option<NTSTATUS>,
-    },
-    /// `DxgkDdiSetContextSchedulingProperties`.
-    SetContextSchedulingProperties {
-        /// The D3DKMT context.
-        context: KmtHandle,
-        /// `hContext` passed (the KMD's handle).
-        kmd: usize,
-        /// `priorityBand`.
-        band: DXGK_SCHEDULING_PRIORITY_BAND,
-        /// `realtimeBandPriorityLevel`.
-        realtime_level: i32,
-        /// `inProcessPriority`.
-        in_process_priority: i32,
-        /// `quantum`.
-        quantum: u64,
-        /// `gracePeriodSamePriority`.
-        grace_same: u64,
-        /// `gracePeriodLowerPriority`.
-        grace_lower: u64,
-        /// The driver's status (`None`: NULL slot).
-        status: Option<NTSTATUS>,
-    },
-    /// `DxgkDdiResetHwEngine` (TDR on a hardware-scheduled node).
-    ResetHwEngine {
-        /// Node.
-        node: u32,
-        /// Status.
-        status: NTSTATUS,
-    },
-    /// `DxgkDdiResumeHwEngine`.
-    ResumeHwEngine {
-        /// Node.
-        node: u32,
-        /// Status.
-        status: NTSTATUS,
-    },
-}
-
-/// One scheduling-log entry the OS accepted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SchedLogEntry {
-    /// Free-running index (`WraparoundCount * NumberOfEntries + slot`).
-    pub index: u64,
-    /// `GpuTimeStamp`.
-    pub timestamp: u64,
-    /// `hKmdContext`.
-    pub kmd_context: usize,
-    /// The D3DKMT context the OS knows under that KMD handle.
-    pub context: KmtHandle,
-    /// `newContextState` (`DXGK_SCHEDULING_LOG_CONTEXT_STATE_*`).
-    pub state: DXGK_SCHEDULING_LOG_CONTEXT_STATE,
-}
-
-/// Counters of one node's log.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SchedLogStats {
-    /// The OS's read position (free-running index).
-    pub read: u64,
-    /// Entries the writer overwrote before the OS read them.
-    pub lost: u64,
-    /// Scheduling-log interrupts received for the node.
-    pub interrupts: u64,
-    /// Entries refused (triage log).
-    pub refused: u64,
-}
-
-/// One node's scheduling log.
-#[derive(Debug)]
-pub struct NodeLog {
-    alloc: SysAlloc,
-    entries: u64,
-    interrupt_entry: u32,
-    last_ts: u64,
-    stats: SchedLogStats,
-    accepted: Vec<SchedLogEntry>,
-}
-
-/// A KMD context the OS created on a hardware-scheduled node.
-#[derive(Clone, Copy, Debug)]
-struct KnownContext {
-    context: KmtHandle,
-    node: u32,
-    /// Set when destroyed: entries read after that naming it are refused.
-    destroyed: bool,
-}
-
-/// A context's scheduling priority as the OS last told the KMD.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ContextPriority {
-    /// `priorityBand`.
-    pub band: DXGK_SCHEDULING_PRIORITY_BAND,
-    /// `inProcessPriority`.
-    pub in_process: i32,
-    /// `realtimeBandPriorityLevel`.
-    pub realtime_level: i32,
-}
-
-impl Default for ContextPriority {
-    fn default() -> Self {
-        Self {
-            band: DXGK_SCHEDULING_PRIORITY_BAND_NORMAL,
-            in_process: 0,
-            realtime_level: 0,
-        }
-    }
-}
-
-/// Per-adapter HWS state.
-#[derive(Debug, Default)]
-pub struct HwsOs {
-    /// Nodes with `ContextSchedulingSupported` (from the metadata at start).
-    pub hw_nodes: Vec<u32>,
-    /// Every HWS call, in order.
-    pub calls: Vec<HwsCall>,
-    logs: BTreeMap<u32, NodeLog>,
-    known: HashMap<usize, KnownContext>,
-}
-
-impl HwsOs {
-    /// Is `node` hardware-scheduled?
-    pub fn is_hw_node(&self, node: u32) -> bool {
-        self.hw_nodes.contains(&node)
-    }
-}
 
 /// Is `node` of `a` hardware-scheduled (its metadata has `ContextSchedulingSupported`)?
 /// For 24H2's engine-timeout payload: (context suspends outstanding on `node`, queues of the

@@ -1,22 +1,191 @@
 //! VidSch's per-adapter state: its system objects, its hardware-scheduling state and the wake
 //! of its PASSIVE worker. Held by the adapter
-//! ([`crate::dxgkrnl::adapter::AdapterShared::sch`]); the operations live in the sibling
-//! modules.
+//! ([`crate::dxgkrnl::adapter::AdapterShared::sch`]), with the types it holds; the operations
+//! live in the sibling modules.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+use rvgpu_ddi::hws::{
+    DXGKARG_SETUPPRIORITYBANDS, DXGK_SCHEDULING_LOG_CONTEXT_STATE, DXGK_SCHEDULING_PRIORITY_BAND,
+    DXGK_SCHEDULING_PRIORITY_BAND_NORMAL,
+};
+use rvgpu_ddi::NTSTATUS;
+use rvgpu_device::SysAlloc;
+
 use crate::base::line::Wake;
+use crate::ums::handles::KmtHandle;
 
 /// VidSch's state for one adapter.
 #[derive(Debug, Default)]
 pub struct VidSchState {
     /// VidSch's system device and per-node system contexts (BR-66, [`crate::vidsch::system`]).
-    pub system: Mutex<crate::vidsch::system::SystemObjects>,
+    pub system: Mutex<SystemObjects>,
     /// VidSch's hardware-scheduling state: node set-up calls, scheduling logs, context bands
     /// ([`crate::vidsch::hws`]).
-    pub hws: Mutex<crate::vidsch::hws::HwsOs>,
+    pub hws: Mutex<HwsOs>,
     /// Wakes VidSch's PASSIVE worker (work was posted; the DPC thread after a DPC that left
     /// it something, or after each DPC while TDR detection is on). Three wakes, so that an
     /// interrupt on the way to a CPU waiter does not wake every simulation thread at once.
     pub wake: Arc<Wake>,
+}
+
+/// The driver's handles of the system device and its per-node contexts.
+#[derive(Clone, Debug, Default)]
+pub struct SystemObjects {
+    /// `DXGKARG_CREATEDEVICE::hDevice` as the driver returned it (0: none).
+    pub device: usize,
+    /// `DXGKARG_CREATECONTEXT::hContext` per node.
+    pub contexts: Vec<usize>,
+}
+
+/// One HWS call the OS made, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HwsCall {
+    /// `DxgkDdiSetupPriorityBands` for `node` (`None` status: NULL slot, not called).
+    SetupPriorityBands {
+        /// The node being initialised.
+        node: u32,
+        /// The argument block.
+        args: DXGKARG_SETUPPRIORITYBANDS,
+        /// The driver's status.
+        status: Option<NTSTATUS>,
+    },
+    /// `DxgkDdiSetSchedulingLogBuffer`.
+    SetSchedulingLogBuffer {
+        /// `NodeOrdinal`.
+        node: u32,
+        /// `NumberOfEntries`.
+        entries: u32,
+        /// `InterruptEntry`.
+        interrupt_entry: u32,
+        /// `LogBufferCpuVa`.
+        cpu_va: usize,
+        /// `LogBufferGpuVa`.
+        gpu_va: u64,
+        /// The driver's status (`None`: NULL slot).
+        status: Option<NTSTATUS>,
+    },
+    /// `DxgkDdiSetContextSchedulingProperties`.
+    SetContextSchedulingProperties {
+        /// The D3DKMT context.
+        context: KmtHandle,
+        /// `hContext` passed (the KMD's handle).
+        kmd: usize,
+        /// `priorityBand`.
+        band: DXGK_SCHEDULING_PRIORITY_BAND,
+        /// `realtimeBandPriorityLevel`.
+        realtime_level: i32,
+        /// `inProcessPriority`.
+        in_process_priority: i32,
+        /// `quantum`.
+        quantum: u64,
+        /// `gracePeriodSamePriority`.
+        grace_same: u64,
+        /// `gracePeriodLowerPriority`.
+        grace_lower: u64,
+        /// The driver's status (`None`: NULL slot).
+        status: Option<NTSTATUS>,
+    },
+    /// `DxgkDdiResetHwEngine` (TDR on a hardware-scheduled node).
+    ResetHwEngine {
+        /// Node.
+        node: u32,
+        /// Status.
+        status: NTSTATUS,
+    },
+    /// `DxgkDdiResumeHwEngine`.
+    ResumeHwEngine {
+        /// Node.
+        node: u32,
+        /// Status.
+        status: NTSTATUS,
+    },
+}
+
+/// One scheduling-log entry the OS accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedLogEntry {
+    /// Free-running index (`WraparoundCount * NumberOfEntries + slot`).
+    pub index: u64,
+    /// `GpuTimeStamp`.
+    pub timestamp: u64,
+    /// `hKmdContext`.
+    pub kmd_context: usize,
+    /// The D3DKMT context the OS knows under that KMD handle.
+    pub context: KmtHandle,
+    /// `newContextState` (`DXGK_SCHEDULING_LOG_CONTEXT_STATE_*`).
+    pub state: DXGK_SCHEDULING_LOG_CONTEXT_STATE,
+}
+
+/// Counters of one node's log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedLogStats {
+    /// The OS's read position (free-running index).
+    pub read: u64,
+    /// Entries the writer overwrote before the OS read them.
+    pub lost: u64,
+    /// Scheduling-log interrupts received for the node.
+    pub interrupts: u64,
+    /// Entries refused (triage log).
+    pub refused: u64,
+}
+
+/// One node's scheduling log.
+#[derive(Debug)]
+pub struct NodeLog {
+    pub(super) alloc: SysAlloc,
+    pub(super) entries: u64,
+    pub(super) interrupt_entry: u32,
+    pub(super) last_ts: u64,
+    pub(super) stats: SchedLogStats,
+    pub(super) accepted: Vec<SchedLogEntry>,
+}
+
+/// A KMD context the OS created on a hardware-scheduled node.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct KnownContext {
+    pub(super) context: KmtHandle,
+    pub(super) node: u32,
+    /// Set when destroyed: entries read after that naming it are refused.
+    pub(super) destroyed: bool,
+}
+
+/// A context's scheduling priority as the OS last told the KMD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextPriority {
+    /// `priorityBand`.
+    pub band: DXGK_SCHEDULING_PRIORITY_BAND,
+    /// `inProcessPriority`.
+    pub in_process: i32,
+    /// `realtimeBandPriorityLevel`.
+    pub realtime_level: i32,
+}
+
+impl Default for ContextPriority {
+    fn default() -> Self {
+        Self {
+            band: DXGK_SCHEDULING_PRIORITY_BAND_NORMAL,
+            in_process: 0,
+            realtime_level: 0,
+        }
+    }
+}
+
+/// Per-adapter HWS state.
+#[derive(Debug, Default)]
+pub struct HwsOs {
+    /// Nodes with `ContextSchedulingSupported` (from the metadata at start).
+    pub hw_nodes: Vec<u32>,
+    /// Every HWS call, in order.
+    pub calls: Vec<HwsCall>,
+    pub(super) logs: BTreeMap<u32, NodeLog>,
+    pub(super) known: HashMap<usize, KnownContext>,
+}
+
+impl HwsOs {
+    /// Is `node` hardware-scheduled?
+    pub fn is_hw_node(&self, node: u32) -> bool {
+        self.hw_nodes.contains(&node)
+    }
 }

@@ -22,14 +22,7 @@ use crate::dxgkrnl::bringup::Violation;
 use crate::dxgkrnl::ddi::{self};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
-/// The driver's handles of the system device and its per-node contexts.
-#[derive(Clone, Debug, Default)]
-pub struct SystemObjects {
-    /// `DXGKARG_CREATEDEVICE::hDevice` as the driver returned it (0: none).
-    pub device: usize,
-    /// `DXGKARG_CREATECONTEXT::hContext` per node.
-    pub contexts: Vec<usize>,
-}
+pub use super::state::SystemObjects;
 
 /// The OS's handle of the system device (what the driver may call back with).
 const SYSTEM_DEVICE_OS_HANDLE: usize = 0x7D5E_0000_0000;

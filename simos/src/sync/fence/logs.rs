@@ -115,7 +115,7 @@ impl Machine {
     /// records (what `D3DKMTCreateNativeFence` returns to the process). Returns the handle.
     pub fn native_fence_kmt_handle(&self, fence: &NativeFence) -> Result<u32, SimError> {
         let a = self.fence_adapter(fence.adapter())?;
-        let h = crate::ums::new_kmt_handle(fence.process)?;
+        let h = crate::ob::new_kmt_handle(fence.process)?;
         lock(&fence.obj.st).kmt_handles.push((h, fence.process));
         lock(&a.fence_os).kmt.insert(h, fence.clone());
         Ok(h)

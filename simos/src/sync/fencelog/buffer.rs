@@ -1,7 +1,36 @@
 //! One log buffer in memory and the OS's reader over it: entries in index order, laps, overflow
 //! and torn-entry detection (docs/logs.md#simulated-os).
 
-use super::*;
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_LOG_BUFFER;
+use rvgpu_device::SysAlloc;
+use rvgpu_hw::cmd::LogKind;
+use rvgpu_hw::log::{
+    header_after, header_count, LogEntry, ENTRIES_OFFSET, LOG_BUFFER_SIZE, LOG_TYPE_SIGNALS,
+    LOG_TYPE_WAITS, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED,
+};
+
+/// Word written over a retired (recreated) log buffer.
+pub const POISON: u64 = 0xDEAD_10C5_DEAD_10C5;
+
+const ENTRY_WORDS: u64 = 6;
+
+/// `DXGK_NATIVE_FENCE_LOG_TYPE` of a kind.
+pub fn log_type(kind: LogKind) -> u32 {
+    match kind {
+        LogKind::Wait => LOG_TYPE_WAITS,
+        LogKind::Signal => LOG_TYPE_SIGNALS,
+    }
+}
+
+/// The operation type an entry of `kind`'s log must have (LOG-03).
+pub fn op_type(kind: LogKind) -> u32 {
+    match kind {
+        LogKind::Wait => OP_WAIT_UNBLOCKED,
+        LogKind::Signal => OP_SIGNAL_EXECUTED,
+    }
+}
 
 /// One log buffer in system memory (4 KiB: 40-byte header, then `entries` 48-byte entries).
 #[derive(Clone, Debug)]

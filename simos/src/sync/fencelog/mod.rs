@@ -43,21 +43,15 @@ pub use self::drain::*;
 pub use self::life::*;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::fence::{
     DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS,
     DXGKARG_UPDATENATIVEFENCELOGS, DXGKARG_UPDATENATIVEFENCELOGS_FLAGS,
-    DXGK_NATIVE_FENCE_LOG_BUFFER,
 };
 use rvgpu_ddi::NTSTATUS;
-use rvgpu_device::SysAlloc;
-use rvgpu_hw::log::{
-    header_after, header_count, LogEntry, ENTRIES_OFFSET, ENTRIES_PER_BUFFER, LOG_BUFFER_SIZE,
-    LOG_TYPE_SIGNALS, LOG_TYPE_WAITS, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED,
-};
+use rvgpu_hw::log::LOG_BUFFER_SIZE;
 use rvgpu_kmd::platform::Irql;
 
 pub use rvgpu_hw::cmd::LogKind;
@@ -70,30 +64,6 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::os::answers::LogReport;
 use crate::sync::trace::TraceEvent;
-
-/// Entries per log the OS allocates by default (a full 4 KiB buffer).
-pub const DEFAULT_LOG_ENTRIES: u64 = ENTRIES_PER_BUFFER;
-
-/// Word written over a retired (recreated) log buffer.
-pub const POISON: u64 = 0xDEAD_10C5_DEAD_10C5;
-
-const ENTRY_WORDS: u64 = 6;
-
-/// `DXGK_NATIVE_FENCE_LOG_TYPE` of a kind.
-pub fn log_type(kind: LogKind) -> u32 {
-    match kind {
-        LogKind::Wait => LOG_TYPE_WAITS,
-        LogKind::Signal => LOG_TYPE_SIGNALS,
-    }
-}
-
-/// The operation type an entry of `kind`'s log must have (LOG-03).
-pub fn op_type(kind: LogKind) -> u32 {
-    match kind {
-        LogKind::Wait => OP_WAIT_UNBLOCKED,
-        LogKind::Signal => OP_SIGNAL_EXECUTED,
-    }
-}
 
 /// Both logs of a queue, and the buffers it retired.
 #[derive(Debug)]
@@ -242,6 +212,8 @@ pub struct Drained {
 mod tests {
     use super::*;
     use rvgpu_device::Memory;
+    use rvgpu_hw::log::{LogEntry, OP_SIGNAL_EXECUTED};
+    use std::sync::atomic::Ordering;
 
     fn buf(kind: LogKind, n: u64) -> (Arc<Memory>, LogBuffer) {
         let mem = Memory::new(1 << 16);

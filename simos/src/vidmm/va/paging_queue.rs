@@ -35,7 +35,7 @@ impl Machine {
             return Err(bad());
         }
         let (fence, fence_obj) = crate::ums::create_sync_fence(self, a, device, 0)?;
-        let h = crate::ums::new_kmt_handle(pid)?;
+        let h = crate::ob::new_kmt_handle(pid)?;
         lock(&a.mm.gpuva).queues.insert(
             h,
             PagingQueue {

@@ -61,6 +61,7 @@ mod report;
 mod watchdog;
 
 pub(crate) use self::control::*;
+pub(crate) use self::recovery::{dependent_group, recover_node};
 pub(crate) use self::report::*;
 pub(crate) use self::watchdog::*;
 mod registry;

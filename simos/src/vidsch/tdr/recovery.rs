@@ -81,7 +81,7 @@ pub(super) fn query_dependent_group(
 
 /// The driver's `DxgkDdiQueryDependentEngineGroup` (`f`) for `node` at PASSIVE_LEVEL:
 /// (status, mask).
-pub(super) fn dependent_group(
+pub(crate) fn dependent_group(
     a: &AdapterShared,
     f: ddi::Ddi<
         unsafe extern "system" fn(HANDLE, *mut DXGKARG_QUERYDEPENDENTENGINEGROUP) -> NTSTATUS,

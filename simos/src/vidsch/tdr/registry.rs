@@ -18,7 +18,7 @@ pub(super) static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 /// Registered adapters (a DPC of a machine that never used TDR or kernel-mode submission
 /// does not even take the registry lock).
 pub(super) static REGISTERED: AtomicUsize = AtomicUsize::new(0);
-pub(super) static ENABLED: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static ENABLED: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether any adapter has TDR detection on (its worker then looks after every DPC).
 pub(crate) fn enabled_anywhere() -> bool {

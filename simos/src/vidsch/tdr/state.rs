@@ -355,12 +355,12 @@ pub type PauseHook = Box<dyn FnMut(&Arc<Device>) + Send>;
 /// Per-adapter TDR state with its locks.
 pub(crate) struct TdrShared {
     pub os: Mutex<TdrOs>,
-    pub(super) pause: Mutex<Option<PauseHook>>,
+    pub(crate) pause: Mutex<Option<PauseHook>>,
     /// Kernel-mode submissions hold it shared; a recovery holds it exclusively.
     pub gate: RwLock<()>,
     /// VidSch's submission path: a fence ID is assigned and `DxgkDdiSubmitCommand` called
     /// under it, so IDs reach the driver in increasing order (taken after `gate`).
     pub submit: Mutex<()>,
     /// One recovery at a time.
-    pub(super) recovering: Mutex<()>,
+    pub(crate) recovering: Mutex<()>,
 }
