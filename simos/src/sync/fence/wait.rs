@@ -172,12 +172,12 @@ pub(crate) fn signal_process_fences_to_max(
     a: &AdapterShared,
     process: ProcessId,
 ) -> Result<(), SimError> {
-    let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os)
-        .objs
-        .values()
-        .filter(|o| lock(&o.st).instances.values().any(|p| *p == process))
-        .cloned()
-        .collect();
+    // A fence's state is locked before the adapter's fence table, never under it (a settle
+    // holds the state and reads the table's trace sink): the table is copied first.
+    let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+    let objs = objs
+        .into_iter()
+        .filter(|o| lock(&o.st).instances.values().any(|p| *p == process));
     let mut result = Ok(());
     for obj in objs {
         let r = (|| {
