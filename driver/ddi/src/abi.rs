@@ -210,25 +210,10 @@ pub trait SlotVisitor {
 pub const fn slot_index(names: &[&str], name: &str) -> usize {
     let mut i = 0;
     while i < names.len() {
-        if str_eq(names[i], name) {
+        if crate::catalog::str_eq(names[i], name) {
             return i;
         }
         i += 1;
     }
     panic!("unknown slot")
-}
-
-const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }

@@ -151,26 +151,12 @@ impl Ddi<()> {
 /// rules it does not know).
 #[doc(hidden)]
 pub const fn member_routine(member: &str) -> Routine {
-    const fn eq(a: &str, b: &str) -> bool {
-        let (a, b) = (a.as_bytes(), b.as_bytes());
-        if a.len() != b.len() {
-            return false;
-        }
-        let mut i = 0;
-        while i < a.len() {
-            if a[i] != b[i] {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    }
     let mut found = None;
     let mut i = 0;
     while i < Routine::ALL.len() {
         let r = Routine::ALL[i];
         if let Some(row) = rvgpu_ddi::catalog::find(r.rules().name) {
-            if eq(row.member, member) {
+            if rvgpu_ddi::catalog::str_eq(row.member, member) {
                 assert!(found.is_none(), "two DDIs at one member name");
                 found = Some(r);
             }

@@ -314,8 +314,8 @@ mod rows;
 
 pub use rows::CATALOG;
 
-/// `a == b`, in a constant.
-const fn str_eq(a: &str, b: &str) -> bool {
+/// `a == b`, in a constant (`str`'s `==` is not `const`).
+pub const fn str_eq(a: &str, b: &str) -> bool {
     let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
     loop {
         match (a, b) {
