@@ -323,10 +323,7 @@ mod tests {
             dev,
             Device {
                 os_handle: 1,
-                system: false,
-                in_error: false,
-                process: None,
-                user_process: false,
+                ..crate::context::fixtures::device(None)
             },
         );
         for (n, engine) in [(1, 0), (2, 0), (3, 1)] {

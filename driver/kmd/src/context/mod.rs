@@ -65,6 +65,24 @@ pub const MAX_DEVICES: usize = 4096;
 /// Most contexts one adapter keeps.
 pub const MAX_CONTEXTS: usize = 16_384;
 
+/// Devices for host unit tests (here and in the modules that schedule their contexts).
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::Device;
+    use crate::handle::Handle;
+
+    /// A device of `process` (a user process when there is one) without an OS handle.
+    pub fn device(process: Option<Handle>) -> Device {
+        Device {
+            os_handle: 0,
+            system: false,
+            in_error: false,
+            process,
+            user_process: process.is_some(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

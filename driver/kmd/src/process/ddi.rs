@@ -180,7 +180,7 @@ pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Stat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::{Context, Device};
+    use crate::context::Context;
     use crate::handle::fixtures::h;
     use crate::handle::Kind;
 
@@ -213,16 +213,7 @@ mod tests {
         let (p, with, without) = (h(Kind::Process, 1), h(Kind::Device, 2), h(Kind::Device, 3));
         s.processes.insert(p, process(7));
         for (d, process) in [(with, Some(p)), (without, None)] {
-            s.devices.insert(
-                d,
-                Device {
-                    os_handle: 0,
-                    system: false,
-                    in_error: false,
-                    process,
-                    user_process: process.is_some(),
-                },
-            );
+            s.devices.insert(d, crate::context::fixtures::device(process));
         }
         for (n, device) in [(4, with), (5, without)] {
             s.contexts.insert(

@@ -390,23 +390,14 @@ mod tests {
     /// OS handle (or the KMD handle when the OS passed none).
     #[test]
     fn um_10_blame_errors_only_the_guilty_device() {
-        use crate::context::{Context, Device};
+        use crate::context::Context;
         use crate::handle::{fixtures::h, Kind};
         use crate::hwqueue::Ring;
         use crate::runlist::fixtures::queue;
         let mut s = Sched::new(4, false, alloc::vec::Vec::new());
         let (guilty_dev, innocent_dev) = (h(Kind::Device, 1), h(Kind::Device, 2));
         for d in [guilty_dev, innocent_dev] {
-            s.devices.insert(
-                d,
-                Device {
-                    os_handle: 0,
-                    system: false,
-                    in_error: false,
-                    process: None,
-                    user_process: false,
-                },
-            );
+            s.devices.insert(d, crate::context::fixtures::device(None));
         }
         // Contexts: 10 (guilty, engine 0, OS handle 0x77), 11 (guilty, engine 1, no OS
         // handle), 12 (innocent, engine 0).
