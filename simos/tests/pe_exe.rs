@@ -9,11 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use common::*;
+use common::pe::{threaded_machine, umd};
 use rvgpu_simos::pe::exe::{ExeProcess, ExitStatus, Outcome};
-use rvgpu_simos::pe::umd::UmdImage;
 use rvgpu_simos::pe::{build_umd, DriverBuild};
-use rvgpu_simos::{Machine, MachineConfig, Mode};
+use rvgpu_simos::Machine;
 
 const STATUS_ACCESS_VIOLATION: u32 = 0xC000_0005;
 const STATUS_HEAP_CORRUPTION: u32 = 0xC000_0374;
@@ -65,15 +64,6 @@ fn program(name: &str, text: &str, extra: &[&str]) -> PathBuf {
     build(&src, &format!("{name}.exe"), extra)
 }
 
-fn umd() -> Arc<UmdImage> {
-    UmdImage::load(&build_umd().unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn machine(driver: DriverBuild) -> Arc<Machine> {
-    let mut cfg = MachineConfig::single(Mode::Threaded);
-    cfg.driver = driver;
-    Arc::new(started(cfg))
-}
 
 /// Loads and runs `exe` with `args` on `m`.
 fn run(m: &Arc<Machine>, exe: &Path, args: &[&str]) -> Outcome {
@@ -101,7 +91,7 @@ fn um_06_mf_03_the_two_queues_example_runs_on_both_driver_builds() {
         &[],
     );
     for driver in [DriverBuild::Pe(None), DriverBuild::Linux] {
-        let m = machine(driver.clone());
+        let m = threaded_machine(driver.clone());
         let p = ExeProcess::load(m.clone(), umd(), &exe, &[]).unwrap_or_else(|e| panic!("{e}"));
         let out = p.run().unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!(
@@ -140,7 +130,7 @@ fn the_two_queues_example_reports_a_wrong_adapter_and_exits_with_1() {
         "two_queues_luid.exe",
         &[],
     );
-    let m = machine(DriverBuild::Linux);
+    let m = threaded_machine(DriverBuild::Linux);
     let out = run(&m, &exe, &["0x4242"]);
     assert_eq!(out.exit, ExitStatus::Code(1));
     assert!(
@@ -210,7 +200,7 @@ fn a_programs_c_runtime_calls_behave_as_msvcrt() {
     }
     // msvcrt's own printf family (not mingw's replacement).
     let exe = program("crt_probe", PROBE, &["-D__USE_MINGW_ANSI_STDIO=0"]);
-    let m = machine(DriverBuild::Linux);
+    let m = threaded_machine(DriverBuild::Linux);
     let out = run(&m, &exe, &["exit", "7"]);
     assert_eq!(out.exit, ExitStatus::Code(7));
     assert_eq!(out.stdout_text(), "atexit ran\n");
@@ -241,7 +231,7 @@ fn a_bad_pointer_ends_the_process_not_the_host() {
         return;
     }
     let exe = program("crt_probe_bad", PROBE, &["-D__USE_MINGW_ANSI_STDIO=0"]);
-    let m = machine(DriverBuild::Linux);
+    let m = threaded_machine(DriverBuild::Linux);
     for (arg, code) in [
         ("badptr", STATUS_ACCESS_VIOLATION),
         ("badfmt", STATUS_ACCESS_VIOLATION),
@@ -271,7 +261,7 @@ fn an_unmodelled_import_fails_the_exe_load_with_its_name() {
         "extern unsigned long GetTickCount(void);\nint main(void) { return (int)GetTickCount(); }\n",
         &[],
     );
-    let m = machine(DriverBuild::Linux);
+    let m = threaded_machine(DriverBuild::Linux);
     let e = ExeProcess::load(m, umd(), &exe, &[]).expect_err("an unmodelled import");
     assert!(e.contains("kernel32.dll!GetTickCount"), "{e}");
     assert!(e.contains("does not implement"), "{e}");
@@ -293,7 +283,7 @@ fn an_unmodelled_import_fails_the_exe_load_with_its_name() {
     assert!(renamed > 0);
     let path = tmp("two_queues_renamed_import.exe");
     std::fs::write(&path, &bytes).expect("write");
-    let e = ExeProcess::load(machine(DriverBuild::Linux), umd(), &path, &[])
+    let e = ExeProcess::load(threaded_machine(DriverBuild::Linux), umd(), &path, &[])
         .expect_err("an import the DLL does not export");
     assert!(e.contains("rvgpu_umd.dll!rvgpu_buffer_copX"), "{e}");
     assert!(e.contains("does not export"), "{e}");
@@ -327,7 +317,7 @@ fn a_programs_gs_base_ends_with_its_calls() {
         return;
     }
     let exe = program("crt_probe_gs", PROBE, &["-D__USE_MINGW_ANSI_STDIO=0"]);
-    let m = machine(DriverBuild::Linux);
+    let m = threaded_machine(DriverBuild::Linux);
     let before = gs_base_in_a_kernel_call();
     let p = ExeProcess::load(m.clone(), umd(), &exe, &["none"]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p.run().expect("ran").exit, ExitStatus::Code(42));

@@ -8,12 +8,13 @@ mod common;
 
 use std::sync::Arc;
 
+use common::pe::{call, log_of, pe_machine, threaded_machine, umd};
 use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::pe::cpu::Stop;
 use rvgpu_simos::pe::umd::{UmdImage, UserProcess};
 use rvgpu_simos::pe::{build_umd, DriverBuild};
-use rvgpu_simos::{Machine, MachineConfig, Mode};
+use rvgpu_simos::Machine;
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
 const OK: u64 = 0;
@@ -24,40 +25,6 @@ const LUID_LOW: u64 = 0x1000;
 const STATUS_SUCCESS: u64 = 0;
 const STATUS_INVALID_PARAMETER: u64 = 0xC000_000D;
 const STATUS_ACCESS_VIOLATION: u64 = 0xC000_0005;
-
-fn umd() -> Arc<UmdImage> {
-    let path = build_umd().unwrap_or_else(|e| panic!("{e}"));
-    UmdImage::load(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A machine running `rvgpu.sys` in the emulator (threaded, as a Windows machine runs its
-/// GPU, interrupts and DPCs on their own), started.
-fn pe_machine() -> Arc<Machine> {
-    machine(DriverBuild::Pe(None))
-}
-
-/// A started machine (threaded) running `driver`.
-fn machine(driver: DriverBuild) -> Arc<Machine> {
-    let mut cfg = MachineConfig::single(Mode::Threaded);
-    cfg.driver = driver;
-    Arc::new(started(cfg))
-}
-
-/// Calls export `name` of the DLL; a stop (an exception in the DLL) fails the test.
-fn call(p: &Arc<UserProcess>, name: &str, args: &[u64]) -> u64 {
-    match p.call(name, args) {
-        Ok(v) => v as u32 as u64,
-        Err(e) => panic!("{name}: {e:?}\n{}", log_of(p.machine())),
-    }
-}
-
-fn log_of(m: &Machine) -> String {
-    m.driver_log()
-        .iter()
-        .map(|l| format!("{l:?}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 /// Calls thunk `name` (as bound for the DLL) with its argument pointer `arg`; its NTSTATUS.
 fn thunk(p: &Arc<UserProcess>, name: &str, arg: u64) -> u64 {
@@ -162,7 +129,7 @@ fn an_unknown_dll_import_fails_the_load_with_its_name() {
 #[test]
 fn um_06_um_16_um_19_the_shipped_dll_submits_through_its_doorbell() {
     submit_through_the_doorbell(pe_machine());
-    submit_through_the_doorbell(machine(DriverBuild::Linux));
+    submit_through_the_doorbell(threaded_machine(DriverBuild::Linux));
 }
 
 fn submit_through_the_doorbell(m: Arc<Machine>) {
@@ -995,7 +962,7 @@ fn the_shipped_dll_rejects_what_its_parser_rejects() {
 #[test]
 fn um_10_um_19_the_shipped_dll_falls_back_to_kernel_mode_after_device_loss() {
     fall_back_after_device_loss(pe_machine());
-    fall_back_after_device_loss(machine(DriverBuild::Linux));
+    fall_back_after_device_loss(threaded_machine(DriverBuild::Linux));
 }
 
 fn fall_back_after_device_loss(m: Arc<Machine>) {

@@ -8,11 +8,10 @@ mod common;
 
 use std::sync::Arc;
 
+use common::pe::{call, pe_machine, umd};
 use common::*;
-use rvgpu_simos::pe::build_umd;
-use rvgpu_simos::pe::umd::{UmdImage, UserProcess};
-use rvgpu_simos::pe::DriverBuild;
-use rvgpu_simos::{Machine, MachineConfig, Mode};
+use rvgpu_simos::pe::umd::UserProcess;
+use rvgpu_simos::Machine;
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
 const OK: u64 = 0;
@@ -22,28 +21,19 @@ const LUID_LOW: u64 = 0x1000;
 const PATTERN: u64 = 0x0A0A_0A0A_0A0A_0A0A;
 const ATTACK: u64 = 0x0B0B_0B0B_0B0B_0B0B;
 
-fn umd() -> Arc<UmdImage> {
-    let path = build_umd().unwrap_or_else(|e| panic!("{e}"));
-    UmdImage::load(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A started machine (threaded) running `rvgpu.sys` in the emulator.
-fn pe_machine() -> Arc<Machine> {
-    let mut cfg = MachineConfig::single(Mode::Threaded);
-    cfg.driver = DriverBuild::Pe(None);
-    Arc::new(started(cfg))
-}
-
-/// Calls export `name` of the DLL in process `p`; an exception in the DLL fails the test.
-fn call(p: &Arc<UserProcess>, name: &str, args: &[u64]) -> u64 {
-    match p.call(name, args) {
-        Ok(v) => v as u32 as u64,
-        Err(e) => panic!("{name}: {e:?}"),
-    }
-}
-
 fn addr<T>(v: &mut T) -> u64 {
     v as *mut T as u64
+}
+
+/// A started machine with two processes, A and B, each with its own copy of the DLL.
+fn two_processes() -> (Arc<Machine>, Arc<UserProcess>, Arc<UserProcess>) {
+    let m = pe_machine();
+    let img = umd();
+    let (a, b) = (
+        UserProcess::new(m.clone(), img.clone()),
+        UserProcess::new(m.clone(), img),
+    );
+    (m, a, b)
 }
 
 /// Process A's objects, made through the C API.
@@ -131,12 +121,7 @@ fn contents(p: &Arc<UserProcess>, o: &Objects) -> Vec<u64> {
 /// contents, its objects stay open and work, and B holds no device.
 #[test]
 fn another_process_s_c_api_handles_are_invalid_handles_here() {
-    let m = pe_machine();
-    let img = umd();
-    let (a, b) = (
-        UserProcess::new(m.clone(), img.clone()),
-        UserProcess::new(m.clone(), img),
-    );
+    let (m, a, b) = two_processes();
     let o = objects(&a);
     let (objects_before, devices_before) = (a.objects(), a.open_devices());
     let mut out = 0u64;
@@ -207,12 +192,7 @@ fn another_process_s_c_api_handles_are_invalid_handles_here() {
 /// while A opens, uses and closes objects; A's change.
 #[test]
 fn a_dll_static_written_by_one_process_is_not_seen_by_another() {
-    let m = pe_machine();
-    let img = umd();
-    let (a, b) = (
-        UserProcess::new(m.clone(), img.clone()),
-        UserProcess::new(m.clone(), img),
-    );
+    let (m, a, b) = two_processes();
     // B runs the DLL first, so that whatever its first call sets up is in place.
     let mut adapter = 0u64;
     assert_eq!(

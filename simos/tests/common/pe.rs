@@ -3,8 +3,53 @@
 //! (`scripts/package.sh --test-sign`) and loading its `rvgpu.sys` in the x86-64 emulator
 //! instead of the Linux build of the driver, so that a behaviour difference between the two
 //! builds fails a test of the README's test command.
+//!
+//! Also the UMD DLL's fixtures: its image, a threaded machine to load it into, and a call of
+//! one of its exports.
 
 use std::process::Command;
+use std::sync::Arc;
+
+use rvgpu_simos::pe::umd::{UmdImage, UserProcess};
+use rvgpu_simos::pe::{build_umd, DriverBuild};
+use rvgpu_simos::{Machine, MachineConfig, Mode};
+
+/// `rvgpu_umd.dll`, built for the emulator and loaded.
+pub fn umd() -> Arc<UmdImage> {
+    let path = build_umd().unwrap_or_else(|e| panic!("{e}"));
+    UmdImage::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A started machine running `driver`, threaded (as a Windows machine runs its GPU,
+/// interrupts and DPCs on their own).
+pub fn threaded_machine(driver: DriverBuild) -> Arc<Machine> {
+    let mut cfg = MachineConfig::single(Mode::Threaded);
+    cfg.driver = driver;
+    Arc::new(super::started(cfg))
+}
+
+/// A started machine (threaded) running `rvgpu.sys` in the emulator.
+pub fn pe_machine() -> Arc<Machine> {
+    threaded_machine(DriverBuild::Pe(None))
+}
+
+/// Calls export `name` of the DLL in process `p` (its 32-bit result); a stop (an exception in
+/// the DLL) fails the test with the driver's log.
+pub fn call(p: &Arc<UserProcess>, name: &str, args: &[u64]) -> u64 {
+    match p.call(name, args) {
+        Ok(v) => v as u32 as u64,
+        Err(e) => panic!("{name}: {e:?}\n{}", log_of(p.machine())),
+    }
+}
+
+/// The driver's log, one entry a line.
+pub fn log_of(m: &Machine) -> String {
+    m.driver_log()
+        .iter()
+        .map(|l| format!("{l:?}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 /// Runs every test of this binary (but `skips`, each with the reason it cannot run against
 /// the image) in a child process with `RVGPU_DRIVER=pe`, and fails with the child's report if
