@@ -243,18 +243,23 @@ impl DllSession {
 
     /// The simulated OS process behind process `p`'s D3D device (its NT handle table).
     pub(super) fn nt_process(&self, p: usize) -> Result<rvgpu_simos::ProcessId, Failure> {
-        let (up, _) = self.process(p)?;
-        up.nt_processes()
-            .first()
-            .copied()
-            .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))
+        self.behind_device(p, UserProcess::nt_processes)
     }
 
     /// The simulated OS's device behind process `p`'s D3D device (what the harness names when
     /// it acts as the OS on the process).
     pub(super) fn os_device(&self, p: usize) -> Result<rvgpu_simos::UmsProcess, Failure> {
+        self.behind_device(p, UserProcess::devices)
+    }
+
+    /// The first of what `list` gives for process `p` (one per D3D device it opened).
+    fn behind_device<T: Copy>(
+        &self,
+        p: usize,
+        list: impl FnOnce(&UserProcess) -> Vec<T>,
+    ) -> Result<T, Failure> {
         let (up, _) = self.process(p)?;
-        up.devices()
+        list(&up)
             .first()
             .copied()
             .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))
