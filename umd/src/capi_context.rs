@@ -15,11 +15,9 @@
 use crate::capi::{parse_commands, RvgpuAdapter, RvgpuStatus};
 use crate::dma::COMMAND_BUFFER_SIZE;
 
-/// Opaque kernel-mode DMA context handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct RvgpuContext {
-    _private: [u8; 0],
+crate::capi::opaque_handles! {
+    /// Opaque kernel-mode DMA context handle.
+    RvgpuContext;
 }
 
 /// Most dwords of one `rvgpu_context_submit`: a full command buffer.

@@ -182,29 +182,29 @@ pub fn status_from_submit(e: SubmitError) -> RvgpuStatus {
     }
 }
 
-/// Opaque adapter handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct RvgpuAdapter {
-    _private: [u8; 0],
+/// Declares handle types the application holds only pointers to (incomplete types in
+/// rvgpu_umd.h): zero-sized and `#[repr(C)]`, with no value outside this crate.
+macro_rules! opaque_handles {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Debug)]
+        pub struct $name {
+            _private: [u8; 0],
+        }
+    )*};
 }
-/// Opaque hardware-queue handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct RvgpuQueue {
-    _private: [u8; 0],
-}
-/// Opaque native-fence handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct RvgpuFence {
-    _private: [u8; 0],
-}
-/// Opaque buffer handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct RvgpuBuffer {
-    _private: [u8; 0],
+pub(crate) use opaque_handles;
+
+opaque_handles! {
+    /// Opaque adapter handle.
+    RvgpuAdapter;
+    /// Opaque hardware-queue handle.
+    RvgpuQueue;
+    /// Opaque native-fence handle.
+    RvgpuFence;
+    /// Opaque buffer handle.
+    RvgpuBuffer;
 }
 
 /// Decodes a command stream of `dwords` (pairs forming little-endian 64-bit words) into
