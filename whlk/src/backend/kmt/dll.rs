@@ -434,6 +434,21 @@ impl DllSession {
         self.address(b, offset, bytes)
     }
 
+    /// Each batch of `batches` as the C API's command dwords, its buffers at their GPU
+    /// addresses (what a lane of a threaded stream submits).
+    pub(super) fn batch_dwords(
+        &self,
+        batches: &[Vec<crate::backend::Work>],
+    ) -> Result<Vec<Vec<u32>>, Failure> {
+        batches
+            .iter()
+            .map(|w| {
+                crate::backend::encode_work(w, |b, o, n| self.address(b, o, n))
+                    .and_then(|c| dwords(&c))
+            })
+            .collect()
+    }
+
     pub(super) fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
         let d = self.buffer(b)?;
         if offset.checked_add(bytes).is_none_or(|end| end > d.size) {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rvgpu_simos::Machine;
 
-use super::dll::{dwords, DllSession};
+use super::dll::DllSession;
 use super::dll_usermode::stream_lane;
 use crate::backend::{DriverCaps, Failure, StreamLane, StreamReport, SubmissionCaps};
 
@@ -57,14 +57,7 @@ impl crate::backend::Tdr for DllSession {
                     lane.queue.0
                 )));
             }
-            let batches = lane
-                .batches
-                .iter()
-                .map(|w| {
-                    crate::backend::encode_work(w, |b, o, n| self.address(b, o, n))
-                        .and_then(|c| dwords(&c))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let batches = self.batch_dwords(&lane.batches)?;
             let adapter = self
                 .processes
                 .get(p)

@@ -9,8 +9,8 @@ use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
 
 use super::dll::{
-    dwords, status_name, DProcess, DQueue, DllSession, FenceList, DEVICE_LOST, LOCK_READ,
-    LOCK_WRITE, OK, TIMEOUT,
+    status_name, DProcess, DQueue, DllSession, FenceList, DEVICE_LOST, LOCK_READ, LOCK_WRITE, OK,
+    TIMEOUT,
 };
 use crate::backend::{
     BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, ProcessEnd, ProcessRef, StreamLane,
@@ -369,14 +369,7 @@ impl UserModeSubmission for DllSession {
         let mut jobs = Vec::with_capacity(lanes.len());
         for lane in lanes {
             let (up, adapter) = self.process(lane.process.0)?;
-            let batches = lane
-                .work
-                .iter()
-                .map(|w| {
-                    crate::backend::encode_work(w, |b, o, n| self.address(b, o, n))
-                        .and_then(|c| dwords(&c))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let batches = self.batch_dwords(&lane.work)?;
             jobs.push((lane, up, adapter, batches));
         }
         if self.stepped() {
