@@ -175,6 +175,26 @@ pub(super) fn user_queue(
     s.ums()?.create_queue(p, node, SubmitPath::UserMode)
 }
 
+/// A user-mode queue on node 0 and a kernel-mode queue on `kernel_node` for `p`, side by side,
+/// with their ticket sequences in `buf`: `user` tickets at byte 0, `kernel` tickets at
+/// `kernel_base`.
+pub(super) fn user_and_kernel_queues(
+    s: &mut dyn Session,
+    p: ProcessRef,
+    buf: BufferRef,
+    user: u64,
+    (kernel_base, kernel): (u64, u64),
+    kernel_node: u32,
+) -> Result<(UmQueueRef, Tickets, UmQueueRef, Tickets), Failure> {
+    let tu = Tickets::new(s, buf, 0, user)?;
+    let tk = Tickets::new(s, buf, kernel_base, kernel)?;
+    let uq = user_queue(s, p, 0)?;
+    let kq = s
+        .ums()?
+        .create_queue(p, kernel_node, SubmitPath::KernelMode)?;
+    Ok((uq, tu, kq, tk))
+}
+
 pub(super) fn expect_path(
     s: &dyn Session,
     q: UmQueueRef,

@@ -9,7 +9,7 @@ use crate::ensure;
 use super::super::common::{fill, no_fault, pos, session, wait};
 use super::fixtures::{
     doorbells, end_normally, events_since, expect_path, expect_status, mark, process_with_buffer,
-    settle, submit_tickets, user_queue, Tickets, BUF,
+    settle, submit_tickets, user_and_kernel_queues, user_queue, Tickets, BUF,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -22,10 +22,7 @@ pub(super) fn normal_exit(b: &dyn Backend) -> CaseResult {
         c.pages_teardown = true;
     })?;
     let (p, buf) = process_with_buffer(&mut *s)?;
-    let tu = Tickets::new(&mut *s, buf, 0, 16)?;
-    let tk = Tickets::new(&mut *s, buf, 1024, 4)?;
-    let uq = user_queue(&mut *s, p, 0)?;
-    let kq = s.ums()?.create_queue(p, 1, SubmitPath::KernelMode)?;
+    let (uq, tu, kq, tk) = user_and_kernel_queues(&mut *s, p, buf, 16, (1024, 4), 1)?;
     let last = submit_tickets(&mut *s, uq, &tu, 0..16)?;
     submit_tickets(&mut *s, kq, &tk, 0..4)?;
     // 24H2 gives the user-mode queue no progress fence: the OS cannot wait for its work, and

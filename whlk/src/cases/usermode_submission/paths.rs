@@ -9,8 +9,8 @@ use crate::ensure;
 use super::super::common::{fill, observe, session, wait};
 use super::fixtures::{
     count, end_normally, enough_doorbells, expect_path, expect_status, mark, process_with_buffer,
-    settle, submit_tickets, trace, user_queue, Tickets, BUF, STATUS_INVALID_PARAMETER,
-    STATUS_NOT_SUPPORTED,
+    settle, submit_tickets, trace, user_and_kernel_queues, user_queue, Tickets, BUF,
+    STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -79,10 +79,7 @@ pub(super) fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
 pub(super) fn both_paths_together(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, enough_doorbells(4))?;
     let (p, buf) = process_with_buffer(&mut *s)?;
-    let tu = Tickets::new(&mut *s, buf, 0, 16)?;
-    let tk = Tickets::new(&mut *s, buf, 1024, 16)?;
-    let uq = user_queue(&mut *s, p, 0)?;
-    let kq = s.ums()?.create_queue(p, 0, SubmitPath::KernelMode)?;
+    let (uq, tu, kq, tk) = user_and_kernel_queues(&mut *s, p, buf, 16, (1024, 16), 0)?;
     let m = observe(mark(&*s))?;
     let (mut lu, mut lk) = (0, 0);
     for k in 0..16 {

@@ -9,7 +9,8 @@ use crate::ensure;
 use super::super::common::{fill, pos, session, wait};
 use super::fixtures::{
     count, doorbells, end_normally, events_since, expect_path, expect_status, mark,
-    process_with_buffer, settle, submit_tickets, user_queue, Tickets, BUF, TRANSITION_TO_F1,
+    process_with_buffer, settle, submit_tickets, user_and_kernel_queues, user_queue, BUF,
+    TRANSITION_TO_F1,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -18,10 +19,7 @@ use super::fixtures::{
 pub(super) fn suspend_resume(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(4))?;
     let (p, buf) = process_with_buffer(&mut *s)?;
-    let tu = Tickets::new(&mut *s, buf, 0, 3)?;
-    let tk = Tickets::new(&mut *s, buf, 512, 3)?;
-    let uq = user_queue(&mut *s, p, 0)?;
-    let kq = s.ums()?.create_queue(p, 1, SubmitPath::KernelMode)?;
+    let (uq, tu, kq, tk) = user_and_kernel_queues(&mut *s, p, buf, 3, (512, 3), 1)?;
     let v = s.ums()?.submit(uq, &tu.batch(0))?;
     let w = s.ums()?.submit(kq, &tk.batch(0))?;
     wait(&mut *s, uq, v, "before suspend")?;
