@@ -64,7 +64,6 @@ fn program(name: &str, text: &str, extra: &[&str]) -> PathBuf {
     build(&src, &format!("{name}.exe"), extra)
 }
 
-
 /// Loads and runs `exe` with `args` on `m`.
 fn run(m: &Arc<Machine>, exe: &Path, args: &[&str]) -> Outcome {
     let p = ExeProcess::load(m.clone(), umd(), exe, args).unwrap_or_else(|e| panic!("{e}"));

@@ -213,7 +213,8 @@ mod tests {
         let (p, with, without) = (h(Kind::Process, 1), h(Kind::Device, 2), h(Kind::Device, 3));
         s.processes.insert(p, process(7));
         for (d, process) in [(with, Some(p)), (without, None)] {
-            s.devices.insert(d, crate::context::fixtures::device(process));
+            s.devices
+                .insert(d, crate::context::fixtures::device(process));
         }
         for (n, device) in [(4, with), (5, without)] {
             s.contexts.insert(

@@ -258,8 +258,10 @@ mod tests {
             },
         );
         for (n, process) in [(1, Some(h(Kind::Process, 7))), (2, None)] {
-            s.devices
-                .insert(h(Kind::Device, n), crate::context::fixtures::device(process));
+            s.devices.insert(
+                h(Kind::Device, n),
+                crate::context::fixtures::device(process),
+            );
         }
         for (n, dev, engine) in [(1, 1, 0), (2, 1, 1), (3, 2, 0)] {
             s.contexts.insert(
