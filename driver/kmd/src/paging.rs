@@ -775,34 +775,20 @@ mod tests {
 
     #[test]
     fn malformed_operations_are_refused() {
-        let bad = [
-            Op::Fill {
-                dst: Loc::Linear(GpuVa::new(0x1000)),
-                bytes: 12,
-                pattern: 0,
-            },
-            Op::Fill {
-                dst: Loc::Linear(GpuVa::new(0x1004)),
-                bytes: 8,
-                pattern: 0,
-            },
-            Op::Fill {
-                dst: Loc::Linear(GpuVa::new(0)),
-                bytes: 8,
-                pattern: 0,
-            },
-            Op::Fill {
-                dst: Loc::Linear(GpuVa::new(0x1000)),
-                bytes: 0,
-                pattern: 0,
-            },
-            Op::Copy {
-                src: Loc::Linear(GpuVa::new(u64::MAX - 7)),
-                dst: Loc::Linear(GpuVa::new(0x1000)),
-                bytes: 16,
-            },
-        ];
-        for op in bad {
+        // FILLs (destination, bytes): a size not a multiple of 8, a misaligned destination,
+        // address 0, nothing to fill.
+        let fills = [(0x1000, 12), (0x1004, 8), (0, 8), (0x1000, 0)].map(|(dst, bytes)| Op::Fill {
+            dst: Loc::Linear(GpuVa::new(dst)),
+            bytes,
+            pattern: 0,
+        });
+        // A COPY whose source wraps past the top of the address space.
+        let copy = Op::Copy {
+            src: Loc::Linear(GpuVa::new(u64::MAX - 7)),
+            dst: Loc::Linear(GpuVa::new(0x1000)),
+            bytes: 16,
+        };
+        for op in fills.into_iter().chain([copy]) {
             assert_eq!(op.validate(), Err(status::INVALID_PARAMETER), "{op:?}");
         }
     }
