@@ -38,7 +38,6 @@ use common::*;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::Criterion;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::{Machine, MachineConfig, Mode};
@@ -81,11 +80,7 @@ fn timed_chunks<Q>(
 }
 
 fn main() {
-    let mut c = Criterion::default()
-        .sample_size(SAMPLES)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4))
-        .configure_from_args();
+    let mut c = bench_criterion(SAMPLES);
 
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.doorbells = 4;
@@ -206,14 +201,18 @@ fn main() {
 
     c.final_summary();
 
-    let (um, umean, un) = user.stats(SAMPLES, 1e9);
-    let (km, kmean, kn) = kernel.stats(SAMPLES, 1e9);
-    println!();
-    println!("| submission of one FILL (step mode) | median ns | mean ns | submissions measured |");
-    println!("|---|---:|---:|---:|");
-    println!("| user mode: UserQueue::submit (ring + doorbell) | {um:.0} | {umean:.0} | {un} |");
-    println!(
-        "| kernel mode: KernelQueue::submit (D3DKMTSubmitCommandToHwQueue, baseline) | {km:.0} | {kmean:.0} | {kn} |"
+    let [(um, umean, _), (km, kmean, _)] = samples_table(
+        "| submission of one FILL (step mode) | median ns | mean ns | submissions measured |",
+        [
+            ("user mode: UserQueue::submit (ring + doorbell)", &user),
+            (
+                "kernel mode: KernelQueue::submit (D3DKMTSubmitCommandToHwQueue, baseline)",
+                &kernel,
+            ),
+        ],
+        SAMPLES,
+        1e9,
+        0,
     );
     if km > 0.0 && kmean > 0.0 {
         println!(
@@ -232,10 +231,4 @@ fn main() {
         "interleaved, {INTERLEAVED_ROUNDS} rounds of {CHUNK} submissions each: user {mu:.0} ns, \
          kernel {mk:.0} ns (medians), median per-round ratio user / kernel {mr:.3}"
     );
-}
-
-/// Median of `v` (sorted in place).
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }

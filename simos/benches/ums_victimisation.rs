@@ -31,7 +31,6 @@ mod common;
 use common::*;
 use std::time::{Duration, Instant};
 
-use criterion::Criterion;
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::{DoorbellState, Machine, Mode, UmsEvent, UmsProcess};
 use rvgpu_umd::kmt::{Kmt, KmtHandle};
@@ -148,18 +147,8 @@ impl<'m> Rig<'m> {
     }
 }
 
-/// Median of `v` (sorted in place).
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
 fn main() {
-    let mut c = Criterion::default()
-        .sample_size(SAMPLES)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4))
-        .configure_from_args();
+    let mut c = bench_criterion(SAMPLES);
     let one = with_doorbells(Mode::Step, 1);
     let many = with_doorbells(Mode::Step, QUEUES as u32);
     let mut victim_rig = Rig::new(&one);
@@ -211,15 +200,19 @@ fn main() {
     victim_rig.finish();
     free_rig.finish();
 
-    let (vm, vmean, vn) = victim.stats(SAMPLES, 1e6);
-    let (fm, fmean, fn_) = free.stats(SAMPLES, 1e6);
-    println!();
-    println!("| D3DKMTConnectDoorbell (step mode) | median µs | mean µs | connects measured |");
-    println!("|---|---:|---:|---:|");
-    println!(
-        "| 64 queues on 1 physical doorbell: every connect victimises | {vm:.2} | {vmean:.2} | {vn} |"
+    let [(vm, vmean, _), (fm, fmean, _)] = samples_table(
+        "| D3DKMTConnectDoorbell (step mode) | median µs | mean µs | connects measured |",
+        [
+            (
+                "64 queues on 1 physical doorbell: every connect victimises",
+                &victim,
+            ),
+            ("a free physical doorbell (baseline)", &free),
+        ],
+        SAMPLES,
+        1e6,
+        2,
     );
-    println!("| a free physical doorbell (baseline) | {fm:.2} | {fmean:.2} | {fn_} |");
     if fm > 0.0 && fmean > 0.0 {
         println!(
             "ratio victimising / free (criterion samples): median {:.2}, mean {:.2}",

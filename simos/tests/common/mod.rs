@@ -333,6 +333,43 @@ impl Samples {
     }
 }
 
+/// Criterion as the submission benches run it: `samples` samples after 1 s of warm-up, over
+/// 4 s of measurement, the command line's options on top.
+pub fn bench_criterion(samples: usize) -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(samples)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+        .configure_from_args()
+}
+
+/// Prints criterion's measurement of `rows` (what each measures, its samples) as a Markdown
+/// table under `header` (its first line, naming the columns and the unit): per row the median
+/// and mean time per iteration in `1/per_second` seconds with `decimals` digits, and the
+/// iterations, over the last `last` samples. Returns each row's [`Samples::stats`].
+pub fn samples_table<const N: usize>(
+    header: &str,
+    rows: [(&str, &Samples); N],
+    last: usize,
+    per_second: f64,
+    decimals: usize,
+) -> [(f64, f64, u64); N] {
+    println!();
+    println!("{header}");
+    println!("|---|---:|---:|---:|");
+    rows.map(|(what, samples)| {
+        let (median, mean, n) = samples.stats(last, per_second);
+        println!("| {what} | {median:.decimals$} | {mean:.decimals$} | {n} |");
+        (median, mean, n)
+    })
+}
+
+/// Median of `v` (sorted in place); 0 for none.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
 /// A `DxgkDdiQueryAdapterInfo` entry point.
 pub type Qai = unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS;
 
