@@ -31,6 +31,15 @@ pub(super) fn doorbells(n: u32) -> impl FnOnce(&mut SessionConfig) {
     move |c| c.doorbells = Some(n)
 }
 
+/// Exactly `n` doorbells, and processes torn down in the pages' order (24H2 frees the
+/// allocations first: simos `Teardown`).
+pub(super) fn pages_teardown(n: u32) -> impl FnOnce(&mut SessionConfig) {
+    move |c| {
+        doorbells(n)(c);
+        c.pages_teardown = true;
+    }
+}
+
 /// At least `n` doorbells: the case's queues never share one.
 pub(super) fn enough_doorbells(n: u32) -> impl FnOnce(&mut SessionConfig) {
     move |c| c.min_doorbells = Some(n)

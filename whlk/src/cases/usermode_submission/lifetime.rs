@@ -8,19 +8,15 @@ use crate::ensure;
 
 use super::super::common::{fill, no_fault, pos, session, wait};
 use super::fixtures::{
-    doorbells, end_normally, events_since, expect_path, expect_status, mark, process_with_buffer,
-    settle, submit_tickets, user_and_kernel_queues, user_queue, Tickets, BUF,
+    doorbells, end_normally, events_since, expect_path, expect_status, mark, pages_teardown,
+    process_with_buffer, settle, submit_tickets, user_and_kernel_queues, user_queue, Tickets, BUF,
 };
 
 // ---------------------------------------------------------------------------------------------
 // UM-17, UM-18, UM-10.
 
 pub(super) fn normal_exit(b: &dyn Backend) -> CaseResult {
-    // The pages' order; 24H2 frees the allocations first (simos `Teardown`).
-    let mut s = session(b, ExecMode::Step, |c| {
-        c.doorbells = Some(4);
-        c.pages_teardown = true;
-    })?;
+    let mut s = session(b, ExecMode::Step, pages_teardown(4))?;
     let (p, buf) = process_with_buffer(&mut *s)?;
     let (uq, tu, kq, tk) = user_and_kernel_queues(&mut *s, p, buf, 16, (1024, 4), 1)?;
     let last = submit_tickets(&mut *s, uq, &tu, 0..16)?;
@@ -84,11 +80,7 @@ pub(super) fn normal_exit(b: &dyn Backend) -> CaseResult {
 }
 
 pub(super) fn abnormal_exit(b: &dyn Backend) -> CaseResult {
-    // The pages' order; 24H2 frees the allocations first (simos `Teardown`).
-    let mut s = session(b, ExecMode::Step, |c| {
-        c.doorbells = Some(4);
-        c.pages_teardown = true;
-    })?;
+    let mut s = session(b, ExecMode::Step, pages_teardown(4))?;
     let victim = s.ums()?.open_process(0)?;
     let other = s.ums()?.open_process(0)?;
     // The killed process's work waits on a gate in its own memory (its queues reach nothing
