@@ -50,33 +50,41 @@ pub(crate) fn churn_lane<K: Kmt>(
     cmds: &[Vec<Command>],
     err: impl Fn(SubmitError) -> String,
 ) -> ChurnReport {
+    let per = lane.batches_per_round as usize;
+    churn_rounds(lane, |round| {
+        let mut q = UserQueue::new(kmt(), &queue_config(lane.node)).map_err(&err)?;
+        let mut last = 0;
+        for batch in cmds.iter().skip(round * per).take(per) {
+            last = q.submit(batch).map_err(&err)?;
+        }
+        if last > 0 {
+            q.wait(last).map_err(&err)?;
+        }
+        let kernel = q.path() == SubmissionPath::KernelMode;
+        q.close().map_err(&err)?;
+        Ok(kernel)
+    })
+}
+
+/// `lane`'s rounds, counted: `round(r)` runs round `r` and says whether its queue ended on the
+/// kernel-mode path; the first error ends the lane.
+pub(crate) fn churn_rounds(
+    lane: &ChurnLane,
+    mut round: impl FnMut(usize) -> Result<bool, String>,
+) -> ChurnReport {
     let mut report = ChurnReport {
         rounds_done: 0,
         kernel_mode_rounds: 0,
         error: None,
     };
-    let per = lane.batches_per_round as usize;
-    for round in 0..lane.rounds as usize {
-        let r = (|| -> Result<bool, String> {
-            let mut q = UserQueue::new(kmt(), &queue_config(lane.node)).map_err(&err)?;
-            let mut last = 0;
-            for batch in cmds.iter().skip(round * per).take(per) {
-                last = q.submit(batch).map_err(&err)?;
-            }
-            if last > 0 {
-                q.wait(last).map_err(&err)?;
-            }
-            let kernel = q.path() == SubmissionPath::KernelMode;
-            q.close().map_err(&err)?;
-            Ok(kernel)
-        })();
-        match r {
+    for r in 0..lane.rounds as usize {
+        match round(r) {
             Ok(kernel) => {
                 report.rounds_done += 1;
                 report.kernel_mode_rounds += u32::from(kernel);
             }
             Err(e) => {
-                report.error = Some(format!("round {round}: {e}"));
+                report.error = Some(format!("round {r}: {e}"));
                 break;
             }
         }

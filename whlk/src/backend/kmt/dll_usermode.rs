@@ -106,11 +106,6 @@ pub(super) fn churn_lane(
     adapter: u64,
     batches: &[Vec<u32>],
 ) -> ChurnReport {
-    let mut rep = ChurnReport {
-        rounds_done: 0,
-        kernel_mode_rounds: 0,
-        error: None,
-    };
     let call = |name: &str, args: &[u64]| -> Result<(), String> {
         match up.call(name, args).map(|v| v & 0xFFFF_FFFF) {
             Ok(OK) => Ok(()),
@@ -119,51 +114,36 @@ pub(super) fn churn_lane(
         }
     };
     let per = usize::try_from(lane.batches_per_round).unwrap_or(usize::MAX);
-    for round in 0..lane.rounds {
-        let r = (|| -> Result<bool, String> {
-            // RvgpuQueueDesc: node, user mode, priority 0, 4 KiB ring.
-            let desc: [u32; 4] = [lane.node, 0, 0, 4096];
-            let mut q = 0u64;
-            call(
-                "rvgpu_queue_create",
-                &[adapter, desc.as_ptr() as u64, &raw mut q as u64],
-            )?;
-            let first = usize::try_from(round)
-                .unwrap_or(usize::MAX)
-                .saturating_mul(per);
-            let mut last = 0u64;
-            let mut result = Ok(());
-            for d in batches.iter().skip(first).take(per) {
-                let desc: [u64; 6] = [d.as_ptr() as u64, d.len() as u64, 0, 0, 0, 0];
-                result = call(
-                    "rvgpu_queue_submit",
-                    &[q, desc.as_ptr() as u64, &raw mut last as u64],
-                );
-                if result.is_err() {
-                    break;
-                }
-            }
-            if result.is_ok() && last > 0 {
-                result = call("rvgpu_queue_wait", &[q, last, u64::MAX]);
-            }
-            let mut st = [0u64; 5];
-            let status = call("rvgpu_queue_status", &[q, st.as_mut_ptr() as u64]);
-            let closed = call("rvgpu_destroy_queue", &[q]);
-            result.and(status).and(closed)?;
-            Ok(st[3] as u32 == 1)
-        })();
-        match r {
-            Ok(kernel) => {
-                rep.rounds_done += 1;
-                rep.kernel_mode_rounds += u32::from(kernel);
-            }
-            Err(e) => {
-                rep.error = Some(format!("round {round}: {e}"));
-                return rep;
+    crate::backend::lanes::churn_rounds(lane, |round| {
+        // RvgpuQueueDesc: node, user mode, priority 0, 4 KiB ring.
+        let desc: [u32; 4] = [lane.node, 0, 0, 4096];
+        let mut q = 0u64;
+        call(
+            "rvgpu_queue_create",
+            &[adapter, desc.as_ptr() as u64, &raw mut q as u64],
+        )?;
+        let first = round.saturating_mul(per);
+        let mut last = 0u64;
+        let mut result = Ok(());
+        for d in batches.iter().skip(first).take(per) {
+            let desc: [u64; 6] = [d.as_ptr() as u64, d.len() as u64, 0, 0, 0, 0];
+            result = call(
+                "rvgpu_queue_submit",
+                &[q, desc.as_ptr() as u64, &raw mut last as u64],
+            );
+            if result.is_err() {
+                break;
             }
         }
-    }
-    rep
+        if result.is_ok() && last > 0 {
+            result = call("rvgpu_queue_wait", &[q, last, u64::MAX]);
+        }
+        let mut st = [0u64; 5];
+        let status = call("rvgpu_queue_status", &[q, st.as_mut_ptr() as u64]);
+        let closed = call("rvgpu_destroy_queue", &[q]);
+        result.and(status).and(closed)?;
+        Ok(st[3] as u32 == 1)
+    })
 }
 
 impl UserModeSubmission for DllSession {
