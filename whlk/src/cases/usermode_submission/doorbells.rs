@@ -1,7 +1,10 @@
 //! Doorbells: victimisation, reconnect and retry, the global doorbell (UM-19, UM-20, UM-21,
 //! UM-09).
 
-use crate::backend::{Backend, DoorbellStatus, ExecMode, OsEvent, SubmitPath};
+use crate::backend::{
+    Backend, BufferRef, DoorbellStatus, ExecMode, Failure, OsEvent, ProcessRef, Session,
+    SubmitPath, UmQueueRef,
+};
 use crate::case::CaseResult;
 use crate::ensure;
 
@@ -127,17 +130,9 @@ pub(super) fn victimisation_walkthrough(b: &dyn Backend) -> CaseResult {
 pub(super) fn reconnect_and_retry(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, doorbells(1))?;
     let (p, buf) = process_with_buffer(&mut *s)?;
-    let mut qs = Vec::new();
-    for i in 0..3u64 {
-        let t = Tickets::new(&mut *s, buf, 512 * i, 5)?;
-        qs.push((user_queue(&mut *s, p, 0)?, t, 0));
-    }
+    let mut qs = queues_with_tickets(&mut *s, p, buf, 3, 5)?;
     let m = observe(mark(&*s))?;
-    for k in 0..5 {
-        for (q, t, last) in &mut qs {
-            *last = s.ums()?.submit(*q, &t.batch(k))?;
-        }
-    }
+    submit_round_robin(&mut *s, &mut qs, 5)?;
     for (i, (q, t, last)) in qs.iter().enumerate() {
         wait(&mut *s, *q, *last, "three queues on one doorbell")?;
         t.check(&*s, 5, &format!("queue {i}"))?;
@@ -184,16 +179,8 @@ pub(super) fn global_doorbell(b: &dyn Backend) -> CaseResult {
     })?;
     let (p, buf) = process_with_buffer(&mut *s)?;
     let m = observe(mark(&*s))?;
-    let mut qs = Vec::new();
-    for i in 0..3u64 {
-        let t = Tickets::new(&mut *s, buf, 512 * i, 4)?;
-        qs.push((user_queue(&mut *s, p, 0)?, t, 0));
-    }
-    for k in 0..4 {
-        for (q, t, last) in &mut qs {
-            *last = s.ums()?.submit(*q, &t.batch(k))?;
-        }
-    }
+    let mut qs = queues_with_tickets(&mut *s, p, buf, 3, 4)?;
+    submit_round_robin(&mut *s, &mut qs, 4)?;
     for (i, (q, t, last)) in qs.iter().enumerate() {
         wait(&mut *s, *q, *last, "global doorbell")?;
         t.check(&*s, 4, &format!("queue {i}"))?;
@@ -223,4 +210,36 @@ pub(super) fn global_doorbell(b: &dyn Backend) -> CaseResult {
         );
     }
     end_normally(&mut *s, p)
+}
+
+/// `n` user-mode queues of `p` on node 0, each with `count` tickets in `buf` (512 bytes apart)
+/// and the last value submitted on it (none yet: 0).
+fn queues_with_tickets(
+    s: &mut dyn Session,
+    p: ProcessRef,
+    buf: BufferRef,
+    n: u64,
+    count: u64,
+) -> Result<Vec<(UmQueueRef, Tickets, u64)>, Failure> {
+    (0..n)
+        .map(|i| {
+            let t = Tickets::new(s, buf, 512 * i, count)?;
+            Ok((user_queue(s, p, 0)?, t, 0))
+        })
+        .collect()
+}
+
+/// Batches `0..rounds` of every queue's tickets, one queue after another in each round (the
+/// queues take turns on their doorbells); each queue's last value is kept.
+fn submit_round_robin(
+    s: &mut dyn Session,
+    qs: &mut [(UmQueueRef, Tickets, u64)],
+    rounds: u64,
+) -> CaseResult {
+    for k in 0..rounds {
+        for (q, t, last) in qs.iter_mut() {
+            *last = s.ums()?.submit(*q, &t.batch(k))?;
+        }
+    }
+    Ok(())
 }
