@@ -542,6 +542,28 @@ pub(crate) fn take_moves() -> u64 {
     MOVES.with(|m| m.replace(0))
 }
 
+/// Asserts bounded work per item: `run(n)` builds its `n` items, calls [`take_moves`], then
+/// does the work measured; the entries moved per item must stay at most `bound` at both
+/// `sizes` (`what`: what was moved per what, for the message).
+#[cfg(test)]
+pub(crate) fn assert_moves_per_item(
+    what: &str,
+    bound: f64,
+    sizes: [usize; 2],
+    mut run: impl FnMut(usize),
+) {
+    let [small, big] = sizes.map(|n| {
+        run(n);
+        take_moves() as f64 / n as f64
+    });
+    assert!(
+        small <= bound && big <= bound,
+        "{what}: {small} at {} items, {big} at {}",
+        sizes[0],
+        sizes[1]
+    );
+}
+
 // SAFETY: the MMIO functions perform no access at all (there is no device).
 #[cfg(test)]
 unsafe impl Platform for Host {

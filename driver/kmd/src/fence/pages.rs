@@ -218,25 +218,24 @@ mod tests {
     /// table below 10^5).
     #[test]
     fn forgetting_a_process_moves_each_record_at_most_once() {
-        let per_record = |n: u64| {
-            let mut p = FencePages::default();
-            // Process 1's records sort first: removed one at a time, each would move every
-            // record behind it.
-            for i in 0..n {
-                p.note::<Host>(process(1), i * PAGE, Some(PAGE), &ANY)
-                    .unwrap();
-                p.note::<Host>(process(2), i * PAGE, Some(PAGE), &ANY)
-                    .unwrap();
-            }
-            crate::kmem::take_moves();
-            p.forget(process(1));
-            assert_eq!(p.len() as u64, n);
-            crate::kmem::take_moves() as f64 / n as f64
-        };
-        let (small, big) = (per_record(10_000), per_record(30_000));
-        assert!(
-            small <= 1.0 && big <= 1.0,
-            "entries moved per record: {small} at 10^4, {big} at 3 x 10^4"
+        crate::kmem::assert_moves_per_item(
+            "entries moved per record",
+            1.0,
+            [10_000, 30_000],
+            |n| {
+                let mut p = FencePages::default();
+                // Process 1's records sort first: removed one at a time, each would move every
+                // record behind it.
+                for i in 0..n as u64 {
+                    p.note::<Host>(process(1), i * PAGE, Some(PAGE), &ANY)
+                        .unwrap();
+                    p.note::<Host>(process(2), i * PAGE, Some(PAGE), &ANY)
+                        .unwrap();
+                }
+                crate::kmem::take_moves();
+                p.forget(process(1));
+                assert_eq!(p.len(), n);
+            },
         );
     }
 

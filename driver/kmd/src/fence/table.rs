@@ -314,23 +314,22 @@ mod tests {
     /// destroy, the same at 10^4 and 10^5 fences (exact counts of entries moved).
     #[test]
     fn destroying_fences_oldest_first_costs_the_same_per_destroy_at_any_table_size() {
-        let per_destroy = |n: usize| {
-            let mut t = FenceTable::default();
-            for h in 1..=n {
-                t.create::<crate::kmem::Host>(h * 0x10, fence(h as u64))
-                    .unwrap();
-            }
-            crate::kmem::take_moves();
-            for h in 1..=n {
-                t.destroy(h * 0x10).unwrap();
-            }
-            assert!(t.is_empty());
-            crate::kmem::take_moves() as f64 / n as f64
-        };
-        let (small, big) = (per_destroy(10_000), per_destroy(100_000));
-        assert!(
-            small <= 2.0 && big <= 2.0,
-            "entries moved per destroy: {small} at 10^4 fences, {big} at 10^5"
+        crate::kmem::assert_moves_per_item(
+            "entries moved per destroy",
+            2.0,
+            [10_000, 100_000],
+            |n| {
+                let mut t = FenceTable::default();
+                for h in 1..=n {
+                    t.create::<crate::kmem::Host>(h * 0x10, fence(h as u64))
+                        .unwrap();
+                }
+                crate::kmem::take_moves();
+                for h in 1..=n {
+                    t.destroy(h * 0x10).unwrap();
+                }
+                assert!(t.is_empty());
+            },
         );
     }
 

@@ -337,7 +337,7 @@ mod tests {
     /// from the front moves amortised O(1) words each, however long it is (exact counts).
     #[test]
     fn a_backlog_keeps_order_and_its_cost_and_pops_in_amortised_constant_moves() {
-        let per_pop = |n: usize| {
+        crate::kmem::assert_moves_per_item("words moved per pop", 14.0, [10_000, 100_000], |n| {
             let mut b = crate::kmem::Backlog::default();
             for i in 0..n as u64 {
                 b.try_push::<crate::kmem::Host>(&[i; 6]).unwrap();
@@ -349,13 +349,7 @@ mod tests {
                 b.pop_front();
             }
             assert!(b.is_empty() && b.bytes() == 0 && b.front().is_none());
-            crate::kmem::take_moves() as f64 / n as f64
-        };
-        let (small, big) = (per_pop(10_000), per_pop(100_000));
-        assert!(
-            small <= 14.0 && big <= 14.0,
-            "words moved per pop: {small} at 10^4, {big} at 10^5"
-        );
+        });
     }
 
     /// The figures docs/usermode-submission.md states for a full kernel-mode ring: small
