@@ -261,7 +261,7 @@ pub(super) fn maybe_calibrate(a: &AdapterShared) {
 /// `D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU` fences have no CPU wait or signal: the OS refuses both
 /// (Microsoft's D3DDDI_NATIVEFENCE_TYPE and D3DKMTCreateNativeFence references: no UM/KM CPU
 /// access to their values, which live in local memory, NF-06).
-pub(super) fn no_cpu_access(fence: &NativeFence, what: &str) -> Result<(), SimError> {
+pub(crate) fn no_cpu_access(fence: &NativeFence, what: &str) -> Result<(), SimError> {
     if fence.obj.fence_type == D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU {
         return Err(SimError::Simulation(format!(
             "NF-06: CPU {what} on a D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU fence (no CPU access)"
