@@ -16,7 +16,7 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::os::Mode;
 use crate::sync::fence::{
-    logs, monitored, native, share, storage, wait, LateWakes, MonitoredFence, NativeFence,
+    logs, monitored, native, reclaim, share, wait, LateWakes, MonitoredFence, NativeFence,
     NativeFenceDesc, SimEvent, VidMmPages, WaitOutcome,
 };
 use crate::sync::fencelog::{LogCounters, LogTable};
@@ -208,12 +208,12 @@ impl Machine {
     /// VidMm to unmap from the paging process and free (churn leaves the machine's
     /// memory where it started).
     pub(crate) fn retire_empty_fence_pages(&self, a: &AdapterShared) {
-        storage::retire_empty_pages(a);
+        reclaim::retire_empty_pages(a);
     }
 
     /// Process `pid` exited: the pages it packed fence values into can go once empty.
     pub(crate) fn forget_fence_process(&self, a: &AdapterShared, pid: ProcessId) {
-        storage::forget_process(a, pid);
+        reclaim::forget_process(a, pid);
     }
 }
 

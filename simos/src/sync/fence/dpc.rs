@@ -14,9 +14,8 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::os::answers::LogReport;
 use crate::sync::trace::ReleaseVia;
 
-use super::monitored::LegacyObj;
 use super::settle::{release_from_log, scan_set};
-use super::state::{FenceObj, NativeFence};
+use super::state::{FenceObj, LegacyObj, NativeFence};
 
 /// Records the fence work a DPC's notifications ask for (called from `DxgkCbNotifyDpc`).
 pub(crate) fn note_notifications<'a>(

@@ -65,6 +65,7 @@ pub(crate) mod logs;
 pub(crate) mod monitored;
 pub(crate) mod native;
 mod pages;
+pub(crate) mod reclaim;
 mod settle;
 pub(crate) mod share;
 pub(crate) mod storage;
@@ -72,7 +73,6 @@ mod values;
 pub(crate) mod wait;
 
 pub(crate) use self::dpc::*;
-pub use self::monitored::{LegacyObj, MonitoredFence};
 pub(crate) use self::pages::VidMmPages;
 pub use self::settle::*;
 pub use self::storage::FenceOs;

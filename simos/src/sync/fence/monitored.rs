@@ -16,30 +16,12 @@ use crate::dxgkrnl::state::MachineState;
 use super::event::{SimEvent, WaitOutcome};
 use super::native::create_on;
 use super::pages::VidMmPages;
+use super::reclaim::retire_empty_pages;
 use super::settle::{notify_natives, refresh_scan, release_satisfied, settle};
 use super::state::{
-    next_handle, FenceObj, NativeFence, NativeFenceDesc, Resume, Slot, Waiter, KIND_LEGACY,
+    next_handle, FenceObj, LegacyObj, LegacyState, MonitoredFence, NativeFence, NativeFenceDesc,
+    Resume, Waiter, KIND_LEGACY,
 };
-use super::storage::retire_empty_pages;
-
-/// The OS's legacy monitored fence: one 64-bit value the GPU writes through its GPU VA and
-/// the CPU only reads; no driver DDI is involved (v1 maps system memory identity, so the
-/// GPU VA is the bus address).
-#[derive(Debug)]
-pub struct LegacyObj {
-    adapter_index: usize,
-    handle: usize,
-    slot: Slot,
-    pub(super) st: Mutex<LegacyState>,
-}
-
-#[derive(Debug, Default)]
-pub(super) struct LegacyState {
-    destroyed: bool,
-    waiters: Vec<Waiter>,
-    /// Native instances of the same fence on other adapters (NF-18).
-    pub(super) native_peers: Vec<Arc<FenceObj>>,
-}
 
 impl LegacyObj {
     /// Reads the value and releases the satisfied waits (MF-04); resumes the software
@@ -62,39 +44,6 @@ impl LegacyObj {
         self.release();
         let peers = lock(&self.st).native_peers.clone();
         notify_natives(&peers, self.slot.load())
-    }
-}
-
-/// A legacy monitored fence (`hSyncObject`).
-#[derive(Clone, Debug)]
-pub struct MonitoredFence {
-    obj: Arc<LegacyObj>,
-}
-
-impl MonitoredFence {
-    /// Adapter index.
-    pub fn adapter(&self) -> usize {
-        self.obj.adapter_index
-    }
-    /// `hSyncObject`.
-    pub fn handle(&self) -> usize {
-        self.obj.handle
-    }
-    /// The GPU VA (read/write for the GPU).
-    pub fn gpu_va(&self) -> u64 {
-        self.obj.slot.gpu()
-    }
-    /// The value, as the CPU's read-only mapping shows it.
-    pub fn value(&self) -> u64 {
-        self.obj.slot.load()
-    }
-    /// Kernel CPU VA of the value (what `DXGKARG_CREATEHWQUEUE` passes for a progress fence).
-    pub fn kernel_va(&self) -> usize {
-        self.obj.slot.kva() as usize
-    }
-    /// Values of the pending CPU waits.
-    pub fn pending_waits(&self) -> Vec<u64> {
-        lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
     }
 }
 
@@ -142,7 +91,7 @@ pub(crate) fn create(
     }
     let mut os = lock(&a.fence_os);
     let slot = os
-        .alloc_slot(a, process, KIND_LEGACY, false)
+        .alloc_slot(a.device.memory(), process, KIND_LEGACY, false)
         .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
     slot.store(initial);
     let obj = Arc::new(LegacyObj {

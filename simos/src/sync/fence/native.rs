@@ -24,12 +24,12 @@ use crate::os::answers::SystemVas;
 
 use super::event::WaitOutcome;
 use super::pages::VidMmPages;
+use super::reclaim::retire_empty_pages;
 use super::settle::{refresh_scan, settle};
 use super::state::{
     next_handle, FenceObj, NativeFence, NativeFenceDesc, ObjState, ProcessVas, Slot, Value,
     KIND_CURRENT, KIND_MONITORED,
 };
-use super::storage::retire_empty_pages;
 
 pub(super) fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePdd {
     let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
@@ -196,10 +196,16 @@ pub(super) fn create_on(
         let mut os = lock(&a.fence_os);
         let cv = match shared_cv {
             Some(s) => Some(Value::System(s)),
-            None => os.alloc_value(a, process, KIND_CURRENT, desc.shareable, desc.fence_type),
+            None => os.alloc_value(
+                a.device.memory(),
+                process,
+                KIND_CURRENT,
+                desc.shareable,
+                desc.fence_type,
+            ),
         };
         let mv = os.alloc_value(
-            a,
+            a.device.memory(),
             process,
             KIND_MONITORED,
             desc.shareable || cross,

@@ -15,26 +15,6 @@ use super::state::{FenceObj, ObjState, Waiter};
 use super::storage::FenceOs;
 use super::values::{update_current, update_monitored};
 
-/// What 24H2's raising of MonitoredValue over pending waits cost on one adapter: the
-/// simulation's count (Windows keeps none). A wait is *raised over* when a new wait lifts
-/// MonitoredValue above it while it is pending and not reached (no interrupt is then due at its
-/// value); it is a *late wake* when the OS releases it after the fence went past its value.
-/// A raised-over wait that its waiter ended itself (a bounded re-check saw the value) is the
-/// waiter's to count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LateWakes {
-    /// New waits that raised MonitoredValue over at least one pending wait.
-    pub raises: u64,
-    /// Pending waits left below a raised MonitoredValue.
-    pub raised_over: u64,
-    /// Raised-over waits released after CurrentValue passed their value.
-    pub late: u64,
-    /// Sum over those of (CurrentValue at release − awaited value).
-    pub late_values: u64,
-    /// The largest such difference.
-    pub late_max: u64,
-}
-
 /// Releases satisfied waits and brings MonitoredValue to what the pending waits need,
 /// calling `DxgkDdiUpdateMonitoredValues` whenever it changes and resampling CurrentValue
 /// after each call (NF-02, NF-04, NF-07).
