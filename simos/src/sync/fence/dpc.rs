@@ -134,7 +134,7 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
         (v, all)
     };
     let (objs, all) = objs;
-    if let Err(e) = super::logs::settle_merged(a, objs, from_logs, all) {
+    if let Err(e) = super::settle::settle_merged(a, objs, from_logs, all) {
         // A DPC that runs while StopDevice disconnects the interrupt cannot update
         // MonitoredValue any more; that is the stop, not a driver fault.
         if !a.state.is_halted() && a.irq.connected.load(Ordering::Acquire) {

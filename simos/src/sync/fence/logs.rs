@@ -1,5 +1,5 @@
-//! The fence side of native fence logs: settling after a drain, D3DKMT handles of
-//! native fences, the trace sink.
+//! The fence side of native fence logs: D3DKMT handles of native fences, the trace sink,
+//! and draining the logs outside a DPC.
 
 use std::sync::Arc;
 
@@ -8,50 +8,11 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::sync::fencelog::DrainRequest;
-use crate::sync::trace::{ReleaseVia, SinkSlot, TraceSink};
+use crate::sync::trace::{SinkSlot, TraceSink};
 
 use super::dpc::{log_drain, maybe_calibrate};
-use super::event::ViaScope;
-use super::settle::{propagate, scan_set, settle_batch};
-use super::state::{FenceObj, NativeFence};
-
-/// Settles `objs` after a log drain (re-arm MonitoredValue, resample), attributing the releases
-/// of the resample to `Scan` when `scan` (every fence of the adapter's scan set is then
-/// settled).
-pub(crate) fn settle_after_drain(
-    a: &AdapterShared,
-    objs: Vec<Arc<FenceObj>>,
-    scan: bool,
-) -> Result<(), SimError> {
-    let all = if scan {
-        scan_set(&lock(&a.fence_os))
-    } else {
-        Vec::new()
-    };
-    settle_merged(a, objs, all, scan)
-}
-
-/// Settles `objs` and those of `more` not among them, then propagates them; the releases count
-/// as a `Scan`'s when `scan`, else as a `Resample`'s.
-pub(super) fn settle_merged(
-    a: &AdapterShared,
-    mut objs: Vec<Arc<FenceObj>>,
-    more: Vec<Arc<FenceObj>>,
-    scan: bool,
-) -> Result<(), SimError> {
-    for o in more {
-        if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
-            objs.push(o);
-        }
-    }
-    let _via = ViaScope::enter(if scan {
-        ReleaseVia::Scan
-    } else {
-        ReleaseVia::Resample
-    });
-    settle_batch(a, &mut objs)?;
-    objs.iter().try_for_each(|o| propagate(o))
-}
+use super::settle::settle_after_drain;
+use super::state::NativeFence;
 
 /// Installs the OS's trace sink `s` on adapter `a` (docs/logs.md#simulated-os). With a sink
 /// the OS also calibrates the GPU clock at log drains (docs/logs.md#simulated-os).

@@ -1,5 +1,5 @@
-//! Releasing satisfied waits and re-arming MonitoredValue (NF-02, NF-07), and propagating a
-//! cross-adapter fence's value to the other adapters (NF-16).
+//! Releasing satisfied waits and re-arming MonitoredValue (NF-02, NF-07), also after a log
+//! drain, and propagating a cross-adapter fence's value to the other adapters (NF-16).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -359,6 +359,44 @@ pub(super) fn notify_natives(peers: &[Arc<FenceObj>], cv: u64) -> Result<(), Sim
         settle(p)?;
     }
     Ok(())
+}
+
+/// Settles `objs` after a log drain (re-arm MonitoredValue, resample), attributing the releases
+/// of the resample to `Scan` when `scan` (every fence of the adapter's scan set is then
+/// settled).
+pub(crate) fn settle_after_drain(
+    a: &AdapterShared,
+    objs: Vec<Arc<FenceObj>>,
+    scan: bool,
+) -> Result<(), SimError> {
+    let all = if scan {
+        scan_set(&lock(&a.fence_os))
+    } else {
+        Vec::new()
+    };
+    settle_merged(a, objs, all, scan)
+}
+
+/// Settles `objs` and those of `more` not among them, then propagates them; the releases count
+/// as a `Scan`'s when `scan`, else as a `Resample`'s.
+pub(super) fn settle_merged(
+    a: &AdapterShared,
+    mut objs: Vec<Arc<FenceObj>>,
+    more: Vec<Arc<FenceObj>>,
+    scan: bool,
+) -> Result<(), SimError> {
+    for o in more {
+        if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
+            objs.push(o);
+        }
+    }
+    let _via = ViaScope::enter(if scan {
+        ReleaseVia::Scan
+    } else {
+        ReleaseVia::Resample
+    });
+    settle_batch(a, &mut objs)?;
+    objs.iter().try_for_each(|o| propagate(o))
 }
 
 #[cfg(test)]

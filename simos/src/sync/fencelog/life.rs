@@ -2,7 +2,7 @@
 //! retired at destroy and checked for writes after retirement.
 
 use super::*;
-use crate::sync::fence::VidMmPages;
+use crate::sync::fence::pages::VidMmPages;
 
 /// A new log buffer, mapped into the paging process: the CMP writes it at its
 /// `LogBufferSystemProcessGpuVa` (hardware.md 12.4). Mapping pages through the GPU, so the
@@ -127,7 +127,7 @@ pub(crate) fn queue_destroying(a: &AdapterShared, kmd: usize) -> Result<(), SimE
         return Ok(());
     }
     let (objs, scan) = crate::sync::fence::dpc::log_drain(a, &DrainRequest::default(), &[q])?;
-    crate::sync::fence::logs::settle_after_drain(a, objs, scan)
+    crate::sync::fence::settle::settle_after_drain(a, objs, scan)
 }
 
 /// After `DxgkDdiDestroyHwQueue` returned: forgets the queue and frees its logs. A retired
@@ -238,7 +238,7 @@ pub(crate) fn recreate(
     );
     let mut all = objs;
     all.extend(objs2);
-    crate::sync::fence::logs::settle_after_drain(a, all, scan || scan2)
+    crate::sync::fence::settle::settle_after_drain(a, all, scan || scan2)
 }
 
 /// Checks every retired log buffer of adapter `a` (machine end, tests).
