@@ -14,9 +14,8 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::os::answers::LogReport;
 use crate::sync::trace::ReleaseVia;
 
-use super::monitored::LegacyObj;
 use super::settle::{release_from_log, scan_set};
-use super::state::{FenceObj, NativeFence};
+use super::state::{FenceObj, LegacyObj, NativeFence};
 
 /// Records the fence work a DPC's notifications ask for (called from `DxgkCbNotifyDpc`).
 pub(crate) fn note_notifications<'a>(
@@ -135,7 +134,7 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
         (v, all)
     };
     let (objs, all) = objs;
-    if let Err(e) = super::logs::settle_merged(a, objs, from_logs, all) {
+    if let Err(e) = super::settle::settle_merged(a, objs, from_logs, all) {
         // A DPC that runs while StopDevice disconnects the interrupt cannot update
         // MonitoredValue any more; that is the stop, not a driver fault.
         if !a.state.is_halted() && a.irq.connected.load(Ordering::Acquire) {
@@ -261,7 +260,7 @@ pub(super) fn maybe_calibrate(a: &AdapterShared) {
 /// `D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU` fences have no CPU wait or signal: the OS refuses both
 /// (Microsoft's D3DDDI_NATIVEFENCE_TYPE and D3DKMTCreateNativeFence references: no UM/KM CPU
 /// access to their values, which live in local memory, NF-06).
-pub(super) fn no_cpu_access(fence: &NativeFence, what: &str) -> Result<(), SimError> {
+pub(crate) fn no_cpu_access(fence: &NativeFence, what: &str) -> Result<(), SimError> {
     if fence.obj.fence_type == D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU {
         return Err(SimError::Simulation(format!(
             "NF-06: CPU {what} on a D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU fence (no CPU access)"

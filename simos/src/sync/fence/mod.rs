@@ -62,18 +62,20 @@
 
 pub(crate) mod dpc;
 pub(crate) mod logs;
-mod monitored;
-mod native;
-mod settle;
-mod share;
-mod storage;
+pub(crate) mod monitored;
+pub(crate) mod native;
+pub(crate) mod pages;
+pub(crate) mod reclaim;
+pub(crate) mod settle;
+pub(crate) mod share;
+pub(crate) mod storage;
 mod values;
-mod wait;
+pub(crate) mod wait;
 
 pub(crate) use self::dpc::*;
-pub use self::monitored::*;
+pub(crate) use self::pages::VidMmPages;
 pub use self::settle::*;
-pub use self::storage::*;
+pub use self::storage::FenceOs;
 pub use self::values::*;
 pub(crate) use self::wait::{abandon_cpu_waits, signal_process_fences_to_max};
 

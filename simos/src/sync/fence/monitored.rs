@@ -3,7 +3,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_DEFAULT;
 use rvgpu_ddi::ntstatus::STATUS_NO_MEMORY;
@@ -11,33 +10,18 @@ use rvgpu_ddi::ntstatus::STATUS_NO_MEMORY;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::Life;
-use crate::machine::Machine;
+use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::state::MachineState;
 
 use super::event::{SimEvent, WaitOutcome};
+use super::native::create_on;
+use super::pages::VidMmPages;
+use super::reclaim::retire_empty_pages;
 use super::settle::{notify_natives, refresh_scan, release_satisfied, settle};
 use super::state::{
-    next_handle, FenceObj, NativeFence, NativeFenceDesc, Resume, Slot, Waiter, KIND_LEGACY,
+    next_handle, FenceObj, LegacyObj, LegacyState, MonitoredFence, NativeFence, NativeFenceDesc,
+    Resume, Waiter, KIND_LEGACY,
 };
-
-/// The OS's legacy monitored fence: one 64-bit value the GPU writes through its GPU VA and
-/// the CPU only reads; no driver DDI is involved (v1 maps system memory identity, so the
-/// GPU VA is the bus address).
-#[derive(Debug)]
-pub struct LegacyObj {
-    adapter_index: usize,
-    handle: usize,
-    slot: Slot,
-    pub(super) st: Mutex<LegacyState>,
-}
-
-#[derive(Debug, Default)]
-pub(super) struct LegacyState {
-    destroyed: bool,
-    waiters: Vec<Waiter>,
-    /// Native instances of the same fence on other adapters (NF-18).
-    pub(super) native_peers: Vec<Arc<FenceObj>>,
-}
 
 impl LegacyObj {
     /// Reads the value and releases the satisfied waits (MF-04); resumes the software
@@ -63,44 +47,11 @@ impl LegacyObj {
     }
 }
 
-/// A legacy monitored fence (`hSyncObject`).
-#[derive(Clone, Debug)]
-pub struct MonitoredFence {
-    obj: Arc<LegacyObj>,
-}
-
-impl MonitoredFence {
-    /// Adapter index.
-    pub fn adapter(&self) -> usize {
-        self.obj.adapter_index
-    }
-    /// `hSyncObject`.
-    pub fn handle(&self) -> usize {
-        self.obj.handle
-    }
-    /// The GPU VA (read/write for the GPU).
-    pub fn gpu_va(&self) -> u64 {
-        self.obj.slot.gpu()
-    }
-    /// The value, as the CPU's read-only mapping shows it.
-    pub fn value(&self) -> u64 {
-        self.obj.slot.load()
-    }
-    /// Kernel CPU VA of the value (what `DXGKARG_CREATEHWQUEUE` passes for a progress fence).
-    pub fn kernel_va(&self) -> usize {
-        self.obj.slot.kva() as usize
-    }
-    /// Values of the pending CPU waits.
-    pub fn pending_waits(&self) -> Vec<u64> {
-        lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
-    }
-}
-
 // MF-03, OS-scheduled hardware-queue packets (`crate::ums`): VidSch's PASSIVE worker signals
-// and un-waits without a `Machine`.
+// and un-waits without the machine.
 impl MonitoredFence {
     /// The OS writes `value` (never backwards) and releases satisfied waits: what
-    /// [`Machine::signal_monitored_fence_from_cpu`] does, for a software signal packet.
+    /// [`signal_from_cpu`] does, for a software signal packet.
     pub(crate) fn os_signal(&self, value: u64) -> Result<(), SimError> {
         if lock(&self.obj.st).destroyed {
             return Err(SimError::Simulation("monitored fence destroyed".into()));
@@ -111,7 +62,7 @@ impl MonitoredFence {
         self.obj.signalled()
     }
 
-    /// Drops a GPU-side wait ([`Machine::wait_monitored_fence_from_gpu`]) that is still pending:
+    /// Drops a GPU-side wait ([`wait_from_gpu`]) that is still pending:
     /// its resume never runs and its event ends [`WaitOutcome::Abandoned`].
     pub(crate) fn cancel_gpu_wait(&self, ev: &SimEvent) {
         let removed = {
@@ -126,272 +77,246 @@ impl MonitoredFence {
     }
 }
 
-impl Machine {
-    /// Creates a legacy monitored fence on adapter `i` (MF-01): with or without native fences
-    /// on the adapter. The value lives in system memory, packed per process.
-    pub fn create_monitored_fence(
-        &self,
-        i: usize,
-        process: ProcessId,
-        initial: u64,
-    ) -> Result<MonitoredFence, SimError> {
-        let a = self.adapter_shared(i)?.clone();
-        if *lock(&a.life) != Life::Started {
-            return Err(SimError::Simulation(format!("adapter {i} is not started")));
-        }
-        let mut os = lock(&a.fence_os);
-        let slot = os
-            .alloc_slot(&a, process, KIND_LEGACY, false)
-            .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
-        slot.store(initial);
-        let obj = Arc::new(LegacyObj {
-            adapter_index: i,
-            handle: next_handle(),
-            slot,
-            st: Mutex::new(LegacyState::default()),
-        });
-        os.legacy.insert(obj.handle, obj.clone());
-        drop(os);
-        // GpuMmu: the value's page is mapped into the creator's address space at its
-        // system VA, read/write for the GPU (MF-01); a process's commands reach only what
-        // its address space maps.
-        // No allocation behind it: the leaves carry no handle.
-        let tag = crate::vidmm::leaf::LeafTag::default();
-        if let Err(e) = self.vidmm_map_os_page(&a, process, obj.slot.gpu(), tag) {
-            lock(&a.fence_os).legacy.remove(&obj.handle);
-            return Err(e);
-        }
-        Ok(MonitoredFence { obj })
+/// Creates a legacy monitored fence on `a` (MF-01): with or without native fences on the
+/// adapter. The value lives in system memory, packed per process.
+pub(crate) fn create(
+    a: &Arc<AdapterShared>,
+    process: ProcessId,
+    initial: u64,
+    vm: &dyn VidMmPages,
+) -> Result<MonitoredFence, SimError> {
+    let i = a.index;
+    if *lock(&a.life) != Life::Started {
+        return Err(SimError::Simulation(format!("adapter {i} is not started")));
     }
-
-    /// Destroys a legacy monitored fence; pending waits end [`WaitOutcome::Abandoned`].
-    pub fn destroy_monitored_fence(&self, f: &MonitoredFence) -> Result<(), SimError> {
-        let a = self.adapter_shared(f.adapter())?.clone();
-        if lock(&a.fence_os).legacy.remove(&f.obj.handle).is_none() {
-            return Err(SimError::Simulation(
-                "monitored fence already destroyed".into(),
-            ));
-        }
-        let (waiters, natives) = {
-            let mut st = lock(&f.obj.st);
-            st.destroyed = true;
-            (
-                std::mem::take(&mut st.waiters),
-                std::mem::take(&mut st.native_peers),
-            )
-        };
-        for n in natives {
-            lock(&n.st).legacy_peers.retain(|l| !Arc::ptr_eq(l, &f.obj));
-        }
-        for w in waiters {
-            w.event.set(WaitOutcome::Abandoned);
-        }
-        // Its value's page goes back once empty and unmapped (the creator's exit).
-        lock(&a.fence_os).release_slot(&f.obj.slot);
-        self.retire_empty_fence_pages(&a);
-        Ok(())
+    let mut os = lock(&a.fence_os);
+    let slot = os
+        .alloc_slot(a.device.memory(), process, KIND_LEGACY, false)
+        .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
+    slot.store(initial);
+    let obj = Arc::new(LegacyObj {
+        adapter_index: i,
+        handle: next_handle(),
+        slot,
+        st: Mutex::new(LegacyState::default()),
+    });
+    os.legacy.insert(obj.handle, obj.clone());
+    drop(os);
+    // GpuMmu: the value's page is mapped into the creator's address space at its
+    // system VA, read/write for the GPU (MF-01); a process's commands reach only what
+    // its address space maps.
+    // No allocation behind it: the leaves carry no handle.
+    if let Err(e) = vm.map_os_page(a, process, obj.slot.gpu()) {
+        lock(&a.fence_os).legacy.remove(&obj.handle);
+        return Err(e);
     }
+    Ok(MonitoredFence { obj })
+}
 
-    /// `SignalSynchronizationObjectFromCpu` (MF-01): the OS writes the value (the process never
-    /// writes it) and releases satisfied waits. Values never go backwards.
-    pub fn signal_monitored_fence_from_cpu(
-        &self,
-        f: &MonitoredFence,
-        value: u64,
-    ) -> Result<(), SimError> {
-        if let Some(e) = self.state.fault() {
-            return Err(e.into());
-        }
-        if lock(&f.obj.st).destroyed {
+/// Destroys legacy monitored fence `f` of `a`; pending waits end [`WaitOutcome::Abandoned`].
+pub(crate) fn destroy(a: &AdapterShared, f: &MonitoredFence) -> Result<(), SimError> {
+    if lock(&a.fence_os).legacy.remove(&f.obj.handle).is_none() {
+        return Err(SimError::Simulation(
+            "monitored fence already destroyed".into(),
+        ));
+    }
+    let (waiters, natives) = {
+        let mut st = lock(&f.obj.st);
+        st.destroyed = true;
+        (
+            std::mem::take(&mut st.waiters),
+            std::mem::take(&mut st.native_peers),
+        )
+    };
+    for n in natives {
+        lock(&n.st).legacy_peers.retain(|l| !Arc::ptr_eq(l, &f.obj));
+    }
+    for w in waiters {
+        w.event.set(WaitOutcome::Abandoned);
+    }
+    // Its value's page goes back once empty and unmapped (the creator's exit).
+    lock(&a.fence_os).release_slot(&f.obj.slot);
+    retire_empty_pages(a);
+    Ok(())
+}
+
+/// `SignalSynchronizationObjectFromCpu` (MF-01): the OS writes the value (the process never
+/// writes it) and releases satisfied waits. Values never go backwards. `state` is the
+/// machine's: a halted machine refuses it.
+pub(crate) fn signal_from_cpu(
+    state: &MachineState,
+    f: &MonitoredFence,
+    value: u64,
+) -> Result<(), SimError> {
+    if let Some(e) = state.fault() {
+        return Err(e.into());
+    }
+    if lock(&f.obj.st).destroyed {
+        return Err(SimError::Simulation("monitored fence destroyed".into()));
+    }
+    if let Some(w) = f.obj.slot.alloc.word(f.obj.slot.off) {
+        w.fetch_max(value, Ordering::SeqCst);
+    }
+    f.obj.signalled()
+}
+
+/// `WaitForSynchronizationObjectFromGpu` (MF-03): VidSch holds the waiting context until
+/// the value is reached, then resumes it (`resume`). Runs `resume` at once if the value is
+/// already reached.
+pub(crate) fn wait_from_gpu(
+    state: &MachineState,
+    f: &MonitoredFence,
+    value: u64,
+    resume: impl FnOnce() + Send + 'static,
+) -> Result<SimEvent, SimError> {
+    add_waiter(state, f, value, Some(Resume(Box::new(resume))))
+}
+
+/// What [`open_as_monitored`] requires before it looks at the other adapter: `fence` is a
+/// shareable `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` fence.
+pub(crate) fn check_as_monitored(fence: &NativeFence) -> Result<(), SimError> {
+    if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
+        return Err(SimError::Simulation(
+            "only shareable TYPE_DEFAULT fences cross adapters (NF-16)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Opens a shareable TYPE_DEFAULT native fence for `process` on adapter `b` without native
+/// fences ([`check_as_monitored`] passed): it is a regular monitored fence there (NF-18),
+/// sharing the CurrentValue storage; the native instances hold MonitoredValue at 0 so every
+/// signal reaches the OS, which propagates it.
+pub(crate) fn open_as_monitored(
+    fence: &NativeFence,
+    b: &Arc<AdapterShared>,
+    process: ProcessId,
+    vm: &dyn VidMmPages,
+) -> Result<MonitoredFence, SimError> {
+    let adapter = b.index;
+    if *lock(&b.life) != Life::Started {
+        return Err(SimError::Simulation(format!(
+            "adapter {adapter} is not started"
+        )));
+    }
+    if adapter == fence.adapter() || lock(&b.fence_os).caps.is_some() {
+        return Err(SimError::Simulation(format!(
+            "adapter {adapter} has native fences: open the fence as a native fence there"
+        )));
+    }
+    let slot = fence
+        .obj
+        .cv
+        .system("a fence opened on another adapter")?
+        .clone();
+    // Used on the other adapter too: the page stays while this one runs.
+    if let Some(a) = fence.obj.adapter.upgrade() {
+        lock(&a.fence_os).pin(&slot);
+    }
+    let natives: Vec<Arc<FenceObj>> = {
+        let st = lock(&fence.obj.st);
+        let mut v = st.peers.clone();
+        v.push(fence.obj.clone());
+        v
+    };
+    let obj = Arc::new(LegacyObj {
+        adapter_index: adapter,
+        handle: next_handle(),
+        slot,
+        st: Mutex::new(LegacyState {
+            native_peers: natives.clone(),
+            ..LegacyState::default()
+        }),
+    });
+    lock(&b.fence_os).legacy.insert(obj.handle, obj.clone());
+    let cv = fence.obj.cv.load();
+    for n in &natives {
+        let mut st = lock(&n.st);
+        st.legacy_peers.push(obj.clone());
+        st.hold_zero = true;
+        st.last_propagated = cv;
+    }
+    for n in &natives {
+        settle(n)?;
+    }
+    // Mapped into the opening process there, as a monitored fence it created would be.
+    vm.map_os_page(b, process, obj.slot.gpu())?;
+    Ok(MonitoredFence { obj })
+}
+
+/// Opens legacy monitored fence `f` (of adapter `home`, when it is still there) as a native
+/// fence on adapter `b`, which has native fences (NF-18, the reverse direction): the OS
+/// creates the native fence there over the same value storage, with MonitoredValue held at 0.
+pub(crate) fn open_as_native(
+    f: &MonitoredFence,
+    b: &Arc<AdapterShared>,
+    home: Option<&AdapterShared>,
+    process: ProcessId,
+    vm: &dyn VidMmPages,
+) -> Result<NativeFence, SimError> {
+    if let Some(a) = home {
+        lock(&a.fence_os).pin(&f.obj.slot);
+    }
+    let n = create_on(
+        b,
+        process,
+        NativeFenceDesc::CROSS_ADAPTER_PEER,
+        Some(f.obj.slot.clone()),
+        vm,
+    )?;
+    {
+        let mut st = lock(&n.obj.st);
+        st.legacy_peers.push(f.obj.clone());
+        st.last_propagated = f.value();
+    }
+    lock(&f.obj.st).native_peers.push(n.obj.clone());
+    // Its value goes to the legacy fence on every scan (NF-18).
+    refresh_scan(&n.obj);
+    Ok(n)
+}
+
+/// Event form of a CPU wait on a legacy monitored fence (MF-04): released by the DPC-time
+/// scan after a `DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED`, or at once if reached.
+pub(crate) fn wait_event(
+    state: &MachineState,
+    f: &MonitoredFence,
+    value: u64,
+) -> Result<SimEvent, SimError> {
+    add_waiter(state, f, value, None)
+}
+
+/// Queues a waiter for `value` on `f` (resumed with `resume`, if any, when it is reached)
+/// and releases the waiters already satisfied: its event.
+fn add_waiter(
+    state: &MachineState,
+    f: &MonitoredFence,
+    value: u64,
+    resume: Option<Resume>,
+) -> Result<SimEvent, SimError> {
+    if let Some(e) = state.fault() {
+        return Err(e.into());
+    }
+    let ev = SimEvent::default();
+    {
+        let mut st = lock(&f.obj.st);
+        if st.destroyed {
             return Err(SimError::Simulation("monitored fence destroyed".into()));
         }
-        if let Some(w) = f.obj.slot.alloc.word(f.obj.slot.off) {
-            w.fetch_max(value, Ordering::SeqCst);
-        }
-        f.obj.signalled()
-    }
-
-    /// `SignalSynchronizationObjectFromGpu` (MF-03): a software packet; when it reaches the
-    /// head of its software context VidSch writes the value from the CPU. The simulation has no
-    /// software contexts yet, so the packet is at the head at once: same as a CPU signal.
-    pub fn signal_monitored_fence_from_gpu(
-        &self,
-        f: &MonitoredFence,
-        value: u64,
-    ) -> Result<(), SimError> {
-        self.signal_monitored_fence_from_cpu(f, value)
-    }
-
-    /// `WaitForSynchronizationObjectFromGpu` (MF-03): VidSch holds the waiting context until
-    /// the value is reached, then resumes it (`resume`, e.g. submitting the context's held
-    /// work). Runs `resume` at once if the value is already reached.
-    pub fn wait_monitored_fence_from_gpu(
-        &self,
-        f: &MonitoredFence,
-        value: u64,
-        resume: impl FnOnce() + Send + 'static,
-    ) -> Result<SimEvent, SimError> {
-        self.add_monitored_waiter(f, value, Some(Resume(Box::new(resume))))
-    }
-
-    /// Opens a shareable TYPE_DEFAULT native fence for `process` on an adapter without native
-    /// fences: it is a regular monitored fence there (NF-18), sharing the CurrentValue storage; the native
-    /// instances hold MonitoredValue at 0 so every signal reaches the OS, which propagates it.
-    pub fn open_native_fence_as_monitored(
-        &self,
-        fence: &NativeFence,
-        adapter: usize,
-        process: ProcessId,
-    ) -> Result<MonitoredFence, SimError> {
-        if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
-            return Err(SimError::Simulation(
-                "only shareable TYPE_DEFAULT fences cross adapters (NF-16)".into(),
-            ));
-        }
-        let b = self.adapter_shared(adapter)?.clone();
-        if *lock(&b.life) != Life::Started {
-            return Err(SimError::Simulation(format!(
-                "adapter {adapter} is not started"
-            )));
-        }
-        if adapter == fence.adapter() || lock(&b.fence_os).caps.is_some() {
-            return Err(SimError::Simulation(format!(
-                "adapter {adapter} has native fences: open the fence as a native fence there"
-            )));
-        }
-        let slot = fence
-            .obj
-            .cv
-            .system("a fence opened on another adapter")?
-            .clone();
-        // Used on the other adapter too: the page stays while this one runs.
-        if let Some(a) = fence.obj.adapter.upgrade() {
-            lock(&a.fence_os).pin(&slot);
-        }
-        let natives: Vec<Arc<FenceObj>> = {
-            let st = lock(&fence.obj.st);
-            let mut v = st.peers.clone();
-            v.push(fence.obj.clone());
-            v
-        };
-        let obj = Arc::new(LegacyObj {
-            adapter_index: adapter,
-            handle: next_handle(),
-            slot,
-            st: Mutex::new(LegacyState {
-                native_peers: natives.clone(),
-                ..LegacyState::default()
-            }),
+        st.waiters.push(Waiter {
+            value,
+            event: ev.clone(),
+            resume,
+            raised_over: false,
         });
-        lock(&b.fence_os).legacy.insert(obj.handle, obj.clone());
-        let cv = fence.obj.cv.load();
-        for n in &natives {
-            let mut st = lock(&n.st);
-            st.legacy_peers.push(obj.clone());
-            st.hold_zero = true;
-            st.last_propagated = cv;
-        }
-        for n in &natives {
-            settle(n)?;
-        }
-        // Mapped into the opening process there, as a monitored fence it created would be.
-        self.vidmm_map_os_page(
-            &b,
-            process,
-            obj.slot.gpu(),
-            crate::vidmm::leaf::LeafTag::default(),
-        )?;
-        Ok(MonitoredFence { obj })
     }
+    f.obj.release();
+    Ok(ev)
+}
 
-    /// Opens a legacy monitored fence as a native fence on an adapter that has native fences
-    /// (NF-18, the reverse direction): the OS creates the native fence there over the same
-    /// value storage, with MonitoredValue held at 0.
-    pub fn open_monitored_fence_as_native(
-        &self,
-        f: &MonitoredFence,
-        adapter: usize,
-        process: ProcessId,
-    ) -> Result<NativeFence, SimError> {
-        let b = self.fence_adapter(adapter)?;
-        if let Ok(a) = self.adapter_shared(f.adapter()) {
-            lock(&a.fence_os).pin(&f.obj.slot);
-        }
-        let n = self.create_on(
-            &b,
-            process,
-            NativeFenceDesc::CROSS_ADAPTER_PEER,
-            Some(f.obj.slot.clone()),
-        )?;
-        {
-            let mut st = lock(&n.obj.st);
-            st.legacy_peers.push(f.obj.clone());
-            st.last_propagated = f.value();
-        }
-        lock(&f.obj.st).native_peers.push(n.obj.clone());
-        // Its value goes to the legacy fence on every scan (NF-18).
-        refresh_scan(&n.obj);
-        Ok(n)
-    }
-
-    /// Event form of a CPU wait on a legacy monitored fence (MF-04): released by the DPC-time
-    /// scan after a `DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED`, or at once if reached.
-    pub fn wait_monitored_fence_event(
-        &self,
-        f: &MonitoredFence,
-        value: u64,
-    ) -> Result<SimEvent, SimError> {
-        self.add_monitored_waiter(f, value, None)
-    }
-
-    /// Queues a waiter for `value` on `f` (resumed with `resume`, if any, when it is reached)
-    /// and releases the waiters already satisfied: its event.
-    fn add_monitored_waiter(
-        &self,
-        f: &MonitoredFence,
-        value: u64,
-        resume: Option<Resume>,
-    ) -> Result<SimEvent, SimError> {
-        if let Some(e) = self.state.fault() {
-            return Err(e.into());
-        }
-        let ev = SimEvent::default();
-        {
-            let mut st = lock(&f.obj.st);
-            if st.destroyed {
-                return Err(SimError::Simulation("monitored fence destroyed".into()));
-            }
-            st.waiters.push(Waiter {
-                value,
-                event: ev.clone(),
-                resume,
-                raised_over: false,
-            });
-        }
-        f.obj.release();
-        Ok(ev)
-    }
-
-    /// Blocking form (MF-04); step mode drives the machine as
-    /// [`Machine::wait_native_fence`] does.
-    pub fn wait_monitored_fence(
-        &self,
-        f: &MonitoredFence,
-        value: u64,
-        timeout: Duration,
-    ) -> Result<WaitOutcome, SimError> {
-        let ev = self.wait_monitored_fence_event(f, value)?;
-        if let Some(o) = self.drive_wait(&ev, timeout)? {
-            return Ok(o);
-        }
-        lock(&f.obj.st).waiters.retain(|w| !w.event.same(&ev));
-        ev.set(WaitOutcome::TimedOut);
-        Ok(ev.outcome().unwrap_or(WaitOutcome::TimedOut))
-    }
-
-    /// DPC-time legacy scans on adapter `i` so far.
-    pub fn legacy_fence_scans(&self, i: usize) -> u64 {
-        self.adapter_shared(i)
-            .map_or(0, |a| lock(&a.fence_os).legacy_scans)
-    }
+/// A wait `ev` on `f` that timed out is withdrawn; its outcome, [`WaitOutcome::TimedOut`]
+/// unless it was released meanwhile.
+pub(crate) fn withdraw_wait(f: &MonitoredFence, ev: &SimEvent) -> WaitOutcome {
+    lock(&f.obj.st).waiters.retain(|w| !w.event.same(ev));
+    ev.set(WaitOutcome::TimedOut);
+    ev.outcome().unwrap_or(WaitOutcome::TimedOut)
 }

@@ -9,7 +9,7 @@ use rvgpu_ddi::fence::{
     D3DDDI_NATIVEFENCE_TYPE, D3DDDI_NATIVEFENCE_TYPE_DEFAULT, D3DDDI_NATIVE_FENCE_PDD_SIZE,
     DXGKARG_CLOSENATIVEFENCE, DXGKARG_CREATENATIVEFENCE, DXGKARG_CREATENATIVEFENCE_FLAGS,
     DXGKARG_DESTROYNATIVEFENCE, DXGKARG_OPENNATIVEFENCE, DXGK_CLOSENATIVEFENCE_FLAGS,
-    DXGK_DESTROYNATIVEFENCE_FLAGS, DXGK_NATIVE_FENCE_CAPS, DXGK_OPENNATIVEFENCE_FLAGS,
+    DXGK_DESTROYNATIVEFENCE_FLAGS, DXGK_OPENNATIVEFENCE_FLAGS,
 };
 use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_HANDLE, STATUS_NO_MEMORY};
 use rvgpu_ddi::NTSTATUS;
@@ -20,11 +20,12 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::ddi::{self, check_status, At};
-use crate::machine::Machine;
 use crate::os::answers::SystemVas;
 
 use super::event::WaitOutcome;
-use super::settle::{refresh_scan, settle, LateWakes};
+use super::pages::VidMmPages;
+use super::reclaim::retire_empty_pages;
+use super::settle::{refresh_scan, settle};
 use super::state::{
     next_handle, FenceObj, NativeFence, NativeFenceDesc, ObjState, ProcessVas, Slot, Value,
     KIND_CURRENT, KIND_MONITORED,
@@ -92,604 +93,581 @@ fn needs_device(a: &AdapterShared, process: ProcessId) -> Result<(), SimError> {
     Ok(())
 }
 
-impl Machine {
-    pub(super) fn fence_adapter(&self, i: usize) -> Result<Arc<AdapterShared>, SimError> {
-        let a = self.adapter_shared(i)?.clone();
-        if *lock(&a.life) != Life::Started {
-            return Err(SimError::Simulation(format!("adapter {i} is not started")));
-        }
-        if lock(&a.fence_os).caps.is_none() {
-            return Err(SimError::Simulation(format!(
-                "adapter {i} has no native fences (NativeGpuFence not advertised)"
-            )));
-        }
-        Ok(a)
+/// Adapter `a` can hold native fences: it runs and its driver advertised `NativeGpuFence`.
+pub(crate) fn check_native(a: &AdapterShared) -> Result<(), SimError> {
+    let i = a.index;
+    if *lock(&a.life) != Life::Started {
+        return Err(SimError::Simulation(format!("adapter {i} is not started")));
     }
-
-    /// Dxgkrnl's teardown of adapter `i`'s native fences before the device goes away: every
-    /// open instance is closed and every fence destroyed (NF-13 order). Errors are returned
-    /// after trying them all.
-    pub(crate) fn destroy_all_native_fences(&self, i: usize) -> Result<(), SimError> {
-        let a = self.adapter_shared(i)?.clone();
-        let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
-        let mut result = Ok(());
-        for obj in objs {
-            let instances: Vec<(usize, ProcessId)> = lock(&obj.st)
-                .instances
-                .iter()
-                .map(|(l, p)| (*l, *p))
-                .collect();
-            for (local, process) in instances {
-                let f = NativeFence {
-                    obj: obj.clone(),
-                    process,
-                    local,
-                    va: ProcessVas::default(),
-                };
-                if let Err(e) = self.destroy_native_fence(&f) {
-                    result = Err(e);
-                }
-            }
-        }
-        result
+    if lock(&a.fence_os).caps.is_none() {
+        return Err(SimError::Simulation(format!(
+            "adapter {i} has no native fences (NativeGpuFence not advertised)"
+        )));
     }
+    Ok(())
+}
 
-    /// Local-memory (VRAM) fence pages in use on adapter `i` (NF-06).
-    pub fn native_fence_local_pages(&self, i: usize) -> usize {
-        self.adapter_shared(i)
-            .map_or(0, |a| lock(&a.fence_os).local.live.len())
-    }
-
-    /// Fuzzing's leak check: live sync objects of adapter `i` as the OS holds them,
-    /// `(native fences, monitored fences, D3DKMT native-fence handles)`, and the bytes of
-    /// system-memory fence pages (kept for the machine's life, so a leak check subtracts them).
-    pub fn fence_live_counts(&self, i: usize) -> ((usize, usize, usize), u64) {
-        self.adapter_shared(i).map_or(((0, 0, 0), 0), |a| {
-            let os = lock(&a.fence_os);
-            (
-                (os.objs.len(), os.legacy.len(), os.kmt.len()),
-                os.page_bytes(),
-            )
-        })
-    }
-
-    /// The native-fence caps adapter `i` answered at start.
-    pub fn native_fence_caps(&self, i: usize) -> Option<DXGK_NATIVE_FENCE_CAPS> {
-        self.adapter_shared(i)
-            .ok()
-            .and_then(|a| lock(&a.fence_os).caps)
-    }
-
-    /// (UpdateMonitoredValues calls, UpdateCurrentValuesFromCpu calls, DPC-time resamples)
-    /// on adapter `i`.
-    pub fn native_fence_counts(&self, i: usize) -> (u64, u64, u64) {
-        self.adapter_shared(i).map_or((0, 0, 0), |a| {
-            let os = lock(&a.fence_os);
-            (
-                os.update_monitored_calls,
-                os.update_current_calls,
-                os.dpc_resamples,
-            )
-        })
-    }
-
-    /// What MonitoredValue raised over pending waits cost on adapter `i` so far ([`LateWakes`]).
-    pub fn late_wakes(&self, i: usize) -> LateWakes {
-        self.adapter_shared(i)
-            .map_or(LateWakes::default(), |a| lock(&a.fence_os).late_wakes)
-    }
-
-    /// Creates a native fence on adapter `i` for `process` (NF-05, NF-11, NF-12, NF-13):
-    /// storage, `DxgkDdiCreateNativeFence`, then `DxgkDdiOpenNativeFence` for the creator.
-    pub fn create_native_fence(
-        &self,
-        i: usize,
-        process: ProcessId,
-        desc: NativeFenceDesc,
-    ) -> Result<NativeFence, SimError> {
-        let a = self.fence_adapter(i)?;
-        self.create_on(&a, process, desc, None)
-    }
-
-    pub(super) fn create_on(
-        &self,
-        a: &Arc<AdapterShared>,
-        process: ProcessId,
-        desc: NativeFenceDesc,
-        shared_cv: Option<Slot>,
-    ) -> Result<NativeFence, SimError> {
-        self.fence_reap_maps(a)?;
-        let create = ddi::slot!(a, DxgkDdiCreateNativeFence)?;
-        let open = ddi::slot!(a, DxgkDdiOpenNativeFence)?;
-        needs_device(a, process)?;
-        let cross = shared_cv.is_some();
-        if cross && desc.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
-            return Err(SimError::Simulation(
-                "NF-16: a cross-adapter fence is D3DDDI_NATIVEFENCE_TYPE_DEFAULT".into(),
-            ));
-        }
-        let (cv, mv) = {
-            let mut os = lock(&a.fence_os);
-            let cv = match shared_cv {
-                Some(s) => Some(Value::System(s)),
-                None => os.alloc_value(a, process, KIND_CURRENT, desc.shareable, desc.fence_type),
-            };
-            let mv = os.alloc_value(
-                a,
-                process,
-                KIND_MONITORED,
-                desc.shareable || cross,
-                desc.fence_type,
-            );
-            match (cv, mv) {
-                (Some(c), Some(m)) => (c, m),
-                (c, m) => {
-                    for v in c.iter().chain(m.iter()) {
-                        os.release_value(v);
-                    }
-                    // The machine's memory is a resource processes share: a failure to
-                    // the caller, not a halt.
-                    return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
-                }
-            }
-        };
-        if !cross {
-            cv.store(desc.initial);
-        }
-        let mv_init = if cross { 0 } else { u64::MAX };
-        mv.store(mv_init);
-        // NF-11 (`MapToGpuSystemProcess`): where the OS honours the cap (26H1's
-        // `InitializeAdapterObject` @0x140351D48, `VidMmMapPagingProcessGpuVA`; the pages),
-        // VidMm maps both pages into the paging process before the driver learns the
-        // addresses ([D] VIDMM_FENCE_STORAGE_PAGE::GetPagingProcessGpuVA). 24H2 and 25H2
-        // (`K:DXGADAPTERSYNCOBJECT::InitializeAdapterObject` @0x1401839C8) zero the argument
-        // block and pass no VAs. Pages hold many fences and stay mapped while the adapter runs.
-        let pass_vas = self.config().os.reading.system_vas == SystemVas::Mapped
-            && lock(&a.fence_os)
-                .caps
-                .is_some_and(|c| c.MapToGpuSystemProcess != 0);
-        let to_map = if pass_vas {
-            vec![cv.gpu(), mv.gpu()]
-        } else {
-            Vec::new()
-        };
-        for va in to_map {
-            let mapped = self.vidmm_map_system(a, va, 8, Default::default());
-            let mut os = lock(&a.fence_os);
-            match mapped {
-                // Recorded whatever happens next: the page is unmapped before it is freed.
-                Ok(()) => os.paging_mapped(va),
-                Err(e) => {
-                    for v in [&cv, &mv] {
-                        os.release_value(v);
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        let global = next_handle();
-        let mut args = DXGKARG_CREATENATIVEFENCE {
-            hGlobalNativeFence: global as HANDLE,
-            Type: desc.fence_type,
-            CurrentValueSystemProcessGpuVa: if pass_vas { cv.gpu() } else { 0 },
-            MonitoredValueSystemProcessGpuVa: if pass_vas { mv.gpu() } else { 0 },
-            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
-            Flags: DXGKARG_CREATENATIVEFENCE_FLAGS::default(),
-            Reserved: [0; 32],
-        };
-        // Registered before the call: from the moment the driver knows the handle, a report
-        // naming it is legitimate.
-        lock(&a.native_fences).insert(global);
-        let status = context_call(a, create, &mut args);
-        if let Err(e) = status.and_then(check_status) {
-            lock(&a.native_fences).remove(&global);
-            let mut os = lock(&a.fence_os);
-            os.release_value(&cv);
-            os.release_value(&mv);
-            return Err(e);
-        }
-        let pdd = parse_pdd(&args.pPrivateDriverData);
-        let obj = Arc::new(FenceObj {
-            adapter: Arc::downgrade(a),
-            adapter_index: a.index,
-            global,
-            creator: process,
-            shareable: desc.shareable || cross,
-            fence_type: desc.fence_type,
-            cv,
-            mv,
-            pdd,
-            mv_rule: a.os.reading.monitored_value,
-            settle_lock: Mutex::new(()),
-            st: Mutex::new(ObjState {
-                instances: BTreeMap::new(),
-                nt_refs: 0,
-                destroyed: false,
-                waiters: Vec::new(),
-                mv_os: mv_init,
-                last_cpu_signal: 0,
-                hold_zero: cross,
-                kmt_handles: Vec::new(),
-                peers: Vec::new(),
-                legacy_peers: Vec::new(),
-                last_propagated: 0,
-                scanned: false,
-            }),
-        });
-        let bad = if pdd.magic != PDD_MAGIC || pdd.version != NATIVE_FENCE_PDD_VERSION {
-            Some(format!(
-                "CreateNativeFence returned private data with magic {:#x} version {}",
-                pdd.magic, pdd.version
-            ))
-        } else {
-            None
-        };
-        if let Some(msg) = bad {
-            let _ = self.destroy_global(a, &obj);
-            return Err(SimError::Simulation(msg));
-        }
-        // GpuMmu: VidMm maps the values into the creator at VAs of its own before the open,
-        // which names them.
-        let va = match self.map_fence_pages(a, &obj, process) {
-            Ok(va) => va,
-            Err(e) => {
-                let _ = self.destroy_global(a, &obj);
-                return Err(e);
-            }
-        };
-        let local = next_handle();
-        let mut oargs = open_args(a, global, local, process, va);
-        let r = context_call(a, open, &mut oargs).and_then(check_status);
-        if let Err(e) = r {
-            let _ = self.unmap_fence_pages(a, &obj, process);
-            let _ = self.destroy_global(a, &obj);
-            return Err(e);
-        }
-        lock(&obj.st).instances.insert(local, process);
-        lock(&a.fence_os).objs.insert(global, obj.clone());
-        // A cross-adapter fence (MonitoredValue held at 0) is scanned from the start.
-        refresh_scan(&obj);
-        Ok(NativeFence {
-            obj,
-            process,
-            local,
-            va,
-        })
-    }
-
-    /// Maps the fence's CurrentValue and MonitoredValue pages into `process`'s GPU VA space
-    /// (GpuMmu adapters) at VAs VidMm picks in that process (`vidmm::fencemap`), through
-    /// UPDATEPAGETABLE with `NativeFence` set, so the KMD can keep MonitoredValue away from
-    /// user-mode queues (NF-01). Pages shared by packed fences are mapped once per process.
-    /// Returns the values' VAs there: the `D3DDDI_NATIVEFENCEMAPPING` of this process.
-    fn map_fence_pages(
-        &self,
-        a: &AdapterShared,
-        obj: &FenceObj,
-        process: ProcessId,
-    ) -> Result<ProcessVas, SimError> {
-        let tag = crate::vidmm::mmu::LeafTag {
-            handle: obj.global,
-            base_va: 0,
-            native_fence: true,
-            large_pages: false,
-        };
-        let current = self.fence_map_value(a, process, obj.cv.gpu(), tag)?;
-        match self.fence_map_value(a, process, obj.mv.gpu(), tag) {
-            Ok(monitored) => Ok(ProcessVas { current, monitored }),
-            Err(e) => {
-                let _ = self.fence_unmap_value(a, process, obj.cv.gpu());
-                Err(e)
-            }
-        }
-    }
-
-    /// Gives back one instance's use of the fence's pages in `process` (`vidmm::fencemap`:
-    /// unmapped once no queue of the process can still name them).
-    fn unmap_fence_pages(
-        &self,
-        a: &AdapterShared,
-        obj: &FenceObj,
-        process: ProcessId,
-    ) -> Result<(), SimError> {
-        let r = self.fence_unmap_value(a, process, obj.cv.gpu());
-        self.fence_unmap_value(a, process, obj.mv.gpu()).and(r)
-    }
-
-    /// `DxgkDdiDestroyNativeFence` and the OS bookkeeping after it.
-    pub(super) fn destroy_global(&self, a: &AdapterShared, obj: &FenceObj) -> Result<(), SimError> {
-        let destroy = ddi::slot!(a, DxgkDdiDestroyNativeFence)?;
-        let mut args = DXGKARG_DESTROYNATIVEFENCE {
-            hGlobalNativeFence: obj.global as HANDLE,
-            Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
-            Reserved: [0; 32],
-        };
-        let status = destroy_call(a, destroy, &mut args)?;
-        check_status(status)?;
-        // The driver guarantees its ISR can no longer name it (NF-14).
-        lock(&a.native_fences).remove(&obj.global);
-        let mut os = lock(&a.fence_os);
-        os.objs.remove(&obj.global);
-        os.scan.remove(&obj.global);
-        // Local pages go back with the fence (NF-06); system pages stay (module docs).
-        os.release_value(&obj.cv);
-        os.release_value(&obj.mv);
-        Ok(())
-    }
-
-    /// Opens `fence` for `process` on the same adapter (`DxgkDdiOpenNativeFence`, NF-13).
-    /// Another process may open only a shareable fence.
-    pub fn open_native_fence(
-        &self,
-        fence: &NativeFence,
-        process: ProcessId,
-    ) -> Result<NativeFence, SimError> {
-        let a = self.fence_adapter(fence.adapter())?;
-        if process != fence.obj.creator && !fence.obj.shareable {
-            // Only a shareable object has an NT handle another process could open it by.
-            return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
-        }
-        let open = ddi::slot!(&a, DxgkDdiOpenNativeFence)?;
-        needs_device(&a, process)?;
-        self.fence_reap_maps(&a)?;
-        // The process's own VAs first: the open names them. Not under the settle
-        // lock: mapping waits for paging, whose completion the DPC reports, and the DPC
-        // settles fences.
-        let va = self.map_fence_pages(&a, &fence.obj, process)?;
-        let r = self.open_instance(&a, fence, process, open, va);
-        if r.is_err() {
-            let _ = self.unmap_fence_pages(&a, &fence.obj, process);
-        }
-        r
-    }
-
-    /// The OS side of one open: `DxgkDdiOpenNativeFence` with the process's VAs, and the
-    /// instance.
-    fn open_instance(
-        &self,
-        a: &Arc<AdapterShared>,
-        fence: &NativeFence,
-        process: ProcessId,
-        open: ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut DXGKARG_OPENNATIVEFENCE) -> NTSTATUS>,
-        va: ProcessVas,
-    ) -> Result<NativeFence, SimError> {
-        let _s = lock(&fence.obj.settle_lock);
-        if lock(&fence.obj.st).destroyed {
-            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-        }
-        let local = next_handle();
-        let mut args = open_args(a, fence.obj.global, local, process, va);
-        let status = context_call(a, open, &mut args)?;
-        check_status(status)?;
-        lock(&fence.obj.st).instances.insert(local, process);
-        Ok(NativeFence {
-            obj: fence.obj.clone(),
-            process,
-            local,
-            va,
-        })
-    }
-
-    /// Opens a shareable `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` fence on another adapter (NF-16):
-    /// the OS creates the fence there too (its own global handle and MonitoredValue, the same
-    /// CurrentValue in system memory), and holds MonitoredValue at 0 on every adapter for the
-    /// fence's life, so every signal interrupts and the OS can propagate it.
-    pub fn open_native_fence_cross_adapter(
-        &self,
-        fence: &NativeFence,
-        adapter: usize,
-        process: ProcessId,
-    ) -> Result<NativeFence, SimError> {
-        if adapter == fence.adapter() {
-            return Err(SimError::Simulation(
-                "same adapter: use open_native_fence".into(),
-            ));
-        }
-        if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
-            return Err(SimError::Simulation(
-                "cross-adapter fences are shareable D3DDDI_NATIVEFENCE_TYPE_DEFAULT fences (NF-16)"
-                    .into(),
-            ));
-        }
-        let b = self.fence_adapter(adapter)?;
-        let shared_cv = fence.obj.cv.system("a cross-adapter fence")?.clone();
-        // The other adapter's object uses the value too: its page stays while this adapter
-        // runs.
-        if let Some(a) = fence.obj.adapter.upgrade() {
-            lock(&a.fence_os).pin(&shared_cv);
-        }
-        let nb = self.create_on(
-            &b,
-            process,
-            NativeFenceDesc::CROSS_ADAPTER_PEER,
-            Some(shared_cv),
-        )?;
-        // Link every instance of the fence with the new one, and hold the first adapter's
-        // MonitoredValue at 0 from now on.
-        let others: Vec<Arc<FenceObj>> = {
-            let st = lock(&fence.obj.st);
-            let mut v = st.peers.clone();
-            v.push(fence.obj.clone());
-            v
-        };
-        let cv = fence.obj.cv.load();
-        for o in &others {
-            let mut st = lock(&o.st);
-            st.peers.push(nb.obj.clone());
-            st.hold_zero = true;
-            st.last_propagated = cv;
-        }
-        {
-            let mut st = lock(&nb.obj.st);
-            st.peers = others.clone();
-            st.last_propagated = cv;
-        }
-        // The new instance's value goes to the peers on every scan (NF-16).
-        refresh_scan(&nb.obj);
-        for o in &others {
-            settle(o)?;
-        }
-        Ok(nb)
-    }
-
-    /// The native-fence instances `process` still has open on adapter `i`, with or without a
-    /// D3DKMT handle (those opened through the machine's own API have none): its exit closes
-    /// them all, or they would keep their fence alive.
-    pub(crate) fn native_fence_instances_of(
-        &self,
-        i: usize,
-        process: ProcessId,
-    ) -> Vec<NativeFence> {
-        let Ok(a) = self.adapter_shared(i) else {
-            return Vec::new();
-        };
-        let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
-        let mut out = Vec::new();
-        for obj in objs {
-            let locals: Vec<usize> = lock(&obj.st)
-                .instances
-                .iter()
-                .filter(|(_, p)| **p == process)
-                .map(|(l, _)| *l)
-                .collect();
-            out.extend(locals.into_iter().map(|local| NativeFence {
+/// Dxgkrnl's teardown of adapter `a`'s native fences before the device goes away: every
+/// open instance is closed and every fence destroyed (NF-13 order). Errors are returned
+/// after trying them all.
+pub(crate) fn destroy_all(a: &Arc<AdapterShared>, vm: &dyn VidMmPages) -> Result<(), SimError> {
+    let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+    let mut result = Ok(());
+    for obj in objs {
+        let instances: Vec<(usize, ProcessId)> = lock(&obj.st)
+            .instances
+            .iter()
+            .map(|(l, p)| (*l, *p))
+            .collect();
+        for (local, process) in instances {
+            let f = NativeFence {
                 obj: obj.clone(),
                 process,
                 local,
                 va: ProcessVas::default(),
-            }));
+            };
+            // A halted machine refuses every call, this one included.
+            let r = match a.state.fault() {
+                Some(fault) => Err(fault.into()),
+                None => destroy(a, &f, vm),
+            };
+            if let Err(e) = r {
+                result = Err(e);
+            }
         }
-        out
     }
+    result
+}
 
-    /// A process destroys its instance (NF-13): `DxgkDdiCloseNativeFence` for its local
-    /// handle; if it was the last instance, then `DxgkDdiDestroyNativeFence` for the global
-    /// handle. Pending CPU waits of a destroyed fence end [`WaitOutcome::Abandoned`]. An
-    /// instance destroyed twice is refused by the OS (the driver never sees it).
-    pub fn destroy_native_fence(&self, fence: &NativeFence) -> Result<(), SimError> {
-        let a = self.adapter_shared(fence.adapter())?.clone();
-        self.close_instance(&a, fence)?;
-        // The instance's use of the pages in its process ends with it; paging,
-        // so not under the settle lock.
-        let r = self.unmap_fence_pages(&a, &fence.obj, fence.process);
-        // Pages left empty go back once nothing maps them (freed at the next reap).
-        self.retire_empty_fence_pages(&a);
-        r
+/// Local-memory (VRAM) fence pages in use on `a` (NF-06).
+pub(crate) fn local_pages(a: &AdapterShared) -> usize {
+    lock(&a.fence_os).local.live.len()
+}
+
+/// Live sync objects of `a` as the OS holds them, `(native fences, monitored fences, D3DKMT
+/// native-fence handles)`, and the bytes of system-memory fence pages.
+pub(crate) fn live_counts(a: &AdapterShared) -> ((usize, usize, usize), u64) {
+    let os = lock(&a.fence_os);
+    (
+        (os.objs.len(), os.legacy.len(), os.kmt.len()),
+        os.page_bytes(),
+    )
+}
+
+/// (UpdateMonitoredValues calls, UpdateCurrentValuesFromCpu calls, DPC-time resamples) on `a`.
+pub(crate) fn counts(a: &AdapterShared) -> (u64, u64, u64) {
+    let os = lock(&a.fence_os);
+    (
+        os.update_monitored_calls,
+        os.update_current_calls,
+        os.dpc_resamples,
+    )
+}
+
+/// Creates a native fence on `a` for `process` (NF-05, NF-11, NF-12, NF-13): storage,
+/// `DxgkDdiCreateNativeFence`, then `DxgkDdiOpenNativeFence` for the creator.
+pub(crate) fn create(
+    a: &Arc<AdapterShared>,
+    process: ProcessId,
+    desc: NativeFenceDesc,
+    vm: &dyn VidMmPages,
+) -> Result<NativeFence, SimError> {
+    create_on(a, process, desc, None, vm)
+}
+
+pub(super) fn create_on(
+    a: &Arc<AdapterShared>,
+    process: ProcessId,
+    desc: NativeFenceDesc,
+    shared_cv: Option<Slot>,
+    vm: &dyn VidMmPages,
+) -> Result<NativeFence, SimError> {
+    vm.reap_fence_maps(a)?;
+    let create = ddi::slot!(a, DxgkDdiCreateNativeFence)?;
+    let open = ddi::slot!(a, DxgkDdiOpenNativeFence)?;
+    needs_device(a, process)?;
+    let cross = shared_cv.is_some();
+    if cross && desc.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
+        return Err(SimError::Simulation(
+            "NF-16: a cross-adapter fence is D3DDDI_NATIVEFENCE_TYPE_DEFAULT".into(),
+        ));
     }
-
-    /// Close (and for the last instance Destroy) of `fence`, with the OS bookkeeping.
-    fn close_instance(&self, a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), SimError> {
-        let close = ddi::slot!(a, DxgkDdiCloseNativeFence)?;
-        let obj = &fence.obj;
-        let _s = lock(&obj.settle_lock);
-        if !lock(&obj.st).instances.contains_key(&fence.local) {
-            return Err(SimError::Simulation(format!(
-                "local native fence handle {:#x} is not open",
-                fence.local
-            )));
-        }
-        let mut args = DXGKARG_CLOSENATIVEFENCE {
-            hLocalNativeFence: fence.local as HANDLE,
-            Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
-            Reserved: [0; 32],
+    let (cv, mv) = {
+        let mut os = lock(&a.fence_os);
+        let cv = match shared_cv {
+            Some(s) => Some(Value::System(s)),
+            None => os.alloc_value(
+                a.device.memory(),
+                process,
+                KIND_CURRENT,
+                desc.shareable,
+                desc.fence_type,
+            ),
         };
-        let status = context_call(a, close, &mut args)?;
-        check_status(status)?;
-        let last = {
-            let mut st = lock(&obj.st);
-            st.instances.remove(&fence.local);
-            st.instances.is_empty() && st.nt_refs == 0
-        };
-        if !last {
-            return Ok(());
+        let mv = os.alloc_value(
+            a.device.memory(),
+            process,
+            KIND_MONITORED,
+            desc.shareable || cross,
+            desc.fence_type,
+        );
+        match (cv, mv) {
+            (Some(c), Some(m)) => (c, m),
+            (c, m) => {
+                for v in c.iter().chain(m.iter()) {
+                    os.release_value(v);
+                }
+                // The machine's memory is a resource processes share: a failure to
+                // the caller, not a halt.
+                return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
+            }
         }
-        self.destroy_object(a, obj)
+    };
+    if !cross {
+        cv.store(desc.initial);
     }
-
-    /// The last reference (instance or NT handle) to `obj` is gone: `DxgkDdiDestroyNativeFence`
-    /// and the OS's bookkeeping. The caller holds `obj.settle_lock`.
-    pub(super) fn destroy_object(
-        &self,
-        a: &Arc<AdapterShared>,
-        obj: &Arc<FenceObj>,
-    ) -> Result<(), SimError> {
-        self.destroy_global(a, obj)?;
-        let (waiters, peers, legacy) = {
-            let mut st = lock(&obj.st);
-            st.destroyed = true;
-            (
-                std::mem::take(&mut st.waiters),
-                std::mem::take(&mut st.peers),
-                std::mem::take(&mut st.legacy_peers),
-            )
-        };
-        for w in waiters {
-            w.event.set(WaitOutcome::Abandoned);
+    let mv_init = if cross { 0 } else { u64::MAX };
+    mv.store(mv_init);
+    // NF-11 (`MapToGpuSystemProcess`): where the OS honours the cap (26H1's
+    // `InitializeAdapterObject` @0x140351D48, `VidMmMapPagingProcessGpuVA`; the pages),
+    // VidMm maps both pages into the paging process before the driver learns the
+    // addresses ([D] VIDMM_FENCE_STORAGE_PAGE::GetPagingProcessGpuVA). 24H2 and 25H2
+    // (`K:DXGADAPTERSYNCOBJECT::InitializeAdapterObject` @0x1401839C8) zero the argument
+    // block and pass no VAs. Pages hold many fences and stay mapped while the adapter runs.
+    let pass_vas = a.os.reading.system_vas == SystemVas::Mapped
+        && lock(&a.fence_os)
+            .caps
+            .is_some_and(|c| c.MapToGpuSystemProcess != 0);
+    let to_map = if pass_vas {
+        vec![cv.gpu(), mv.gpu()]
+    } else {
+        Vec::new()
+    };
+    for va in to_map {
+        let mapped = vm.map_system(a, va, 8);
+        let mut os = lock(&a.fence_os);
+        match mapped {
+            // Recorded whatever happens next: the page is unmapped before it is freed.
+            Ok(()) => os.paging_mapped(va),
+            Err(e) => {
+                for v in [&cv, &mv] {
+                    os.release_value(v);
+                }
+                return Err(e);
+            }
         }
-        for p in peers {
-            lock(&p.st).peers.retain(|q| !Arc::ptr_eq(q, obj));
-        }
-        for l in legacy {
-            lock(&l.st).native_peers.retain(|q| !Arc::ptr_eq(q, obj));
-        }
-        Ok(())
     }
-
-    /// Raw `DxgkDdiCreateNativeFence` on adapter `i` with storage at the given GPU addresses,
-    /// bypassing the OS's placement (tests of the driver's NF-06 check). A fence the driver
-    /// accepts is destroyed again at once. Returns the driver's create status.
-    pub fn ddi_create_native_fence_at(
-        &self,
-        i: usize,
-        fence_type: D3DDDI_NATIVEFENCE_TYPE,
-        current_gpu: u64,
-        monitored_gpu: u64,
-    ) -> Result<NTSTATUS, SimError> {
-        let a = self.fence_adapter(i)?;
-        let create = ddi::slot!(&a, DxgkDdiCreateNativeFence)?;
-        let global = next_handle();
-        let mut args = DXGKARG_CREATENATIVEFENCE {
-            hGlobalNativeFence: global as HANDLE,
-            Type: fence_type,
-            CurrentValueSystemProcessGpuVa: current_gpu,
-            MonitoredValueSystemProcessGpuVa: monitored_gpu,
-            pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
-            Flags: DXGKARG_CREATENATIVEFENCE_FLAGS::default(),
-            Reserved: [0; 32],
-        };
-        lock(&a.native_fences).insert(global);
-        let status = context_call(&a, create, &mut args);
-        if matches!(status, Ok(s) if s >= 0) {
-            let _ = self.ddi_destroy_native_fence(global);
-        }
+    let global = next_handle();
+    let mut args = DXGKARG_CREATENATIVEFENCE {
+        hGlobalNativeFence: global as HANDLE,
+        Type: desc.fence_type,
+        CurrentValueSystemProcessGpuVa: if pass_vas { cv.gpu() } else { 0 },
+        MonitoredValueSystemProcessGpuVa: if pass_vas { mv.gpu() } else { 0 },
+        pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+        Flags: DXGKARG_CREATENATIVEFENCE_FLAGS::default(),
+        Reserved: [0; 32],
+    };
+    // Registered before the call: from the moment the driver knows the handle, a report
+    // naming it is legitimate.
+    lock(&a.native_fences).insert(global);
+    let status = context_call(a, create, &mut args);
+    if let Err(e) = status.and_then(check_status) {
         lock(&a.native_fences).remove(&global);
-        status
+        let mut os = lock(&a.fence_os);
+        os.release_value(&cv);
+        os.release_value(&mv);
+        return Err(e);
     }
+    let pdd = parse_pdd(&args.pPrivateDriverData);
+    let obj = Arc::new(FenceObj {
+        adapter: Arc::downgrade(a),
+        adapter_index: a.index,
+        global,
+        creator: process,
+        shareable: desc.shareable || cross,
+        fence_type: desc.fence_type,
+        cv,
+        mv,
+        pdd,
+        mv_rule: a.os.reading.monitored_value,
+        settle_lock: Mutex::new(()),
+        st: Mutex::new(ObjState {
+            instances: BTreeMap::new(),
+            nt_refs: 0,
+            destroyed: false,
+            waiters: Vec::new(),
+            mv_os: mv_init,
+            last_cpu_signal: 0,
+            hold_zero: cross,
+            kmt_handles: Vec::new(),
+            peers: Vec::new(),
+            legacy_peers: Vec::new(),
+            last_propagated: 0,
+            scanned: false,
+        }),
+    });
+    let bad = if pdd.magic != PDD_MAGIC || pdd.version != NATIVE_FENCE_PDD_VERSION {
+        Some(format!(
+            "CreateNativeFence returned private data with magic {:#x} version {}",
+            pdd.magic, pdd.version
+        ))
+    } else {
+        None
+    };
+    if let Some(msg) = bad {
+        let _ = destroy_global(a, &obj);
+        return Err(SimError::Simulation(msg));
+    }
+    // GpuMmu: VidMm maps the values into the creator at VAs of its own before the open,
+    // which names them.
+    let va = match map_fence_pages(a, &obj, process, vm) {
+        Ok(va) => va,
+        Err(e) => {
+            let _ = destroy_global(a, &obj);
+            return Err(e);
+        }
+    };
+    let local = next_handle();
+    let mut oargs = open_args(a, global, local, process, va);
+    let r = context_call(a, open, &mut oargs).and_then(check_status);
+    if let Err(e) = r {
+        let _ = unmap_fence_pages(a, &obj, process, vm);
+        let _ = destroy_global(a, &obj);
+        return Err(e);
+    }
+    lock(&obj.st).instances.insert(local, process);
+    lock(&a.fence_os).objs.insert(global, obj.clone());
+    // A cross-adapter fence (MonitoredValue held at 0) is scanned from the start.
+    refresh_scan(&obj);
+    Ok(NativeFence {
+        obj,
+        process,
+        local,
+        va,
+    })
+}
 
-    /// Raw `DxgkDdiDestroyNativeFence` for a global handle, bypassing the OS bookkeeping (tests
-    /// of the driver's refusal of out-of-order calls). Returns the driver's status.
-    pub fn ddi_destroy_native_fence(&self, global: usize) -> Result<NTSTATUS, SimError> {
-        let a = self.adapter_shared(0)?.clone();
-        let destroy = ddi::slot!(&a, DxgkDdiDestroyNativeFence)?;
-        let mut args = DXGKARG_DESTROYNATIVEFENCE {
-            hGlobalNativeFence: global as HANDLE,
-            Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
-            Reserved: [0; 32],
-        };
-        destroy_call(&a, destroy, &mut args)
+/// Maps the fence's CurrentValue and MonitoredValue pages into `process`'s GPU VA space
+/// (GpuMmu adapters) at VAs VidMm picks in that process (`vidmm::fencemap`), through
+/// UPDATEPAGETABLE with `NativeFence` set, so the KMD can keep MonitoredValue away from
+/// user-mode queues (NF-01). Pages shared by packed fences are mapped once per process.
+/// Returns the values' VAs there: the `D3DDDI_NATIVEFENCEMAPPING` of this process.
+fn map_fence_pages(
+    a: &AdapterShared,
+    obj: &FenceObj,
+    process: ProcessId,
+    vm: &dyn VidMmPages,
+) -> Result<ProcessVas, SimError> {
+    let current = vm.map_fence_value(a, process, obj.cv.gpu(), obj.global)?;
+    match vm.map_fence_value(a, process, obj.mv.gpu(), obj.global) {
+        Ok(monitored) => Ok(ProcessVas { current, monitored }),
+        Err(e) => {
+            let _ = vm.unmap_fence_value(a, process, obj.cv.gpu());
+            Err(e)
+        }
     }
+}
 
-    /// Raw `DxgkDdiCloseNativeFence` on adapter `i` (see [`Machine::ddi_destroy_native_fence`]).
-    pub fn ddi_close_native_fence(&self, i: usize, local: usize) -> Result<NTSTATUS, SimError> {
-        let a = self.adapter_shared(i)?.clone();
-        let close = ddi::slot!(&a, DxgkDdiCloseNativeFence)?;
-        let mut args = DXGKARG_CLOSENATIVEFENCE {
-            hLocalNativeFence: local as HANDLE,
-            Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
-            Reserved: [0; 32],
-        };
-        context_call(&a, close, &mut args)
+/// Gives back one instance's use of the fence's pages in `process` (`vidmm::fencemap`:
+/// unmapped once no queue of the process can still name them).
+fn unmap_fence_pages(
+    a: &AdapterShared,
+    obj: &FenceObj,
+    process: ProcessId,
+    vm: &dyn VidMmPages,
+) -> Result<(), SimError> {
+    let r = vm.unmap_fence_value(a, process, obj.cv.gpu());
+    vm.unmap_fence_value(a, process, obj.mv.gpu()).and(r)
+}
+
+/// `DxgkDdiDestroyNativeFence` and the OS bookkeeping after it.
+pub(super) fn destroy_global(a: &AdapterShared, obj: &FenceObj) -> Result<(), SimError> {
+    let destroy = ddi::slot!(a, DxgkDdiDestroyNativeFence)?;
+    let mut args = DXGKARG_DESTROYNATIVEFENCE {
+        hGlobalNativeFence: obj.global as HANDLE,
+        Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
+        Reserved: [0; 32],
+    };
+    let status = destroy_call(a, destroy, &mut args)?;
+    check_status(status)?;
+    // The driver guarantees its ISR can no longer name it (NF-14).
+    lock(&a.native_fences).remove(&obj.global);
+    let mut os = lock(&a.fence_os);
+    os.objs.remove(&obj.global);
+    os.scan.remove(&obj.global);
+    // Local pages go back with the fence (NF-06); system pages stay (module docs).
+    os.release_value(&obj.cv);
+    os.release_value(&obj.mv);
+    Ok(())
+}
+
+/// Opens `fence` for `process` on the same adapter `a` (`DxgkDdiOpenNativeFence`, NF-13).
+/// Another process may open only a shareable fence.
+pub(crate) fn open(
+    a: &Arc<AdapterShared>,
+    fence: &NativeFence,
+    process: ProcessId,
+    vm: &dyn VidMmPages,
+) -> Result<NativeFence, SimError> {
+    if process != fence.obj.creator && !fence.obj.shareable {
+        // Only a shareable object has an NT handle another process could open it by.
+        return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
     }
+    let open = ddi::slot!(a, DxgkDdiOpenNativeFence)?;
+    needs_device(a, process)?;
+    vm.reap_fence_maps(a)?;
+    // The process's own VAs first: the open names them. Not under the settle
+    // lock: mapping waits for paging, whose completion the DPC reports, and the DPC
+    // settles fences.
+    let va = map_fence_pages(a, &fence.obj, process, vm)?;
+    let r = open_instance(a, fence, process, open, va);
+    if r.is_err() {
+        let _ = unmap_fence_pages(a, &fence.obj, process, vm);
+    }
+    r
+}
+
+/// The OS side of one open: `DxgkDdiOpenNativeFence` with the process's VAs, and the
+/// instance.
+fn open_instance(
+    a: &Arc<AdapterShared>,
+    fence: &NativeFence,
+    process: ProcessId,
+    open: ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut DXGKARG_OPENNATIVEFENCE) -> NTSTATUS>,
+    va: ProcessVas,
+) -> Result<NativeFence, SimError> {
+    let _s = lock(&fence.obj.settle_lock);
+    if lock(&fence.obj.st).destroyed {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+    }
+    let local = next_handle();
+    let mut args = open_args(a, fence.obj.global, local, process, va);
+    let status = context_call(a, open, &mut args)?;
+    check_status(status)?;
+    lock(&fence.obj.st).instances.insert(local, process);
+    Ok(NativeFence {
+        obj: fence.obj.clone(),
+        process,
+        local,
+        va,
+    })
+}
+
+/// What [`open_cross_adapter`] requires before it looks at the other adapter: `fence` is
+/// a shareable `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` fence of another adapter than `adapter`.
+pub(crate) fn check_cross_adapter(fence: &NativeFence, adapter: usize) -> Result<(), SimError> {
+    if adapter == fence.adapter() {
+        return Err(SimError::Simulation(
+            "same adapter: use open_native_fence".into(),
+        ));
+    }
+    if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
+        return Err(SimError::Simulation(
+            "cross-adapter fences are shareable D3DDDI_NATIVEFENCE_TYPE_DEFAULT fences (NF-16)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Opens a shareable `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` fence on another adapter `b` (NF-16,
+/// [`check_cross_adapter`] passed): the OS creates the fence there too (its own global handle
+/// and MonitoredValue, the same CurrentValue in system memory), and holds MonitoredValue at 0
+/// on every adapter for the fence's life, so every signal interrupts and the OS can propagate
+/// it.
+pub(crate) fn open_cross_adapter(
+    fence: &NativeFence,
+    b: &Arc<AdapterShared>,
+    process: ProcessId,
+    vm: &dyn VidMmPages,
+) -> Result<NativeFence, SimError> {
+    let shared_cv = fence.obj.cv.system("a cross-adapter fence")?.clone();
+    // The other adapter's object uses the value too: its page stays while this adapter
+    // runs.
+    if let Some(a) = fence.obj.adapter.upgrade() {
+        lock(&a.fence_os).pin(&shared_cv);
+    }
+    let nb = create_on(
+        b,
+        process,
+        NativeFenceDesc::CROSS_ADAPTER_PEER,
+        Some(shared_cv),
+        vm,
+    )?;
+    // Link every instance of the fence with the new one, and hold the first adapter's
+    // MonitoredValue at 0 from now on.
+    let others: Vec<Arc<FenceObj>> = {
+        let st = lock(&fence.obj.st);
+        let mut v = st.peers.clone();
+        v.push(fence.obj.clone());
+        v
+    };
+    let cv = fence.obj.cv.load();
+    for o in &others {
+        let mut st = lock(&o.st);
+        st.peers.push(nb.obj.clone());
+        st.hold_zero = true;
+        st.last_propagated = cv;
+    }
+    {
+        let mut st = lock(&nb.obj.st);
+        st.peers = others.clone();
+        st.last_propagated = cv;
+    }
+    // The new instance's value goes to the peers on every scan (NF-16).
+    refresh_scan(&nb.obj);
+    for o in &others {
+        settle(o)?;
+    }
+    Ok(nb)
+}
+
+/// The native-fence instances `process` still has open on `a`, with or without a
+/// D3DKMT handle (those opened through the machine's own API have none): its exit closes
+/// them all, or they would keep their fence alive.
+pub(crate) fn instances_of(a: &AdapterShared, process: ProcessId) -> Vec<NativeFence> {
+    let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+    let mut out = Vec::new();
+    for obj in objs {
+        let locals: Vec<usize> = lock(&obj.st)
+            .instances
+            .iter()
+            .filter(|(_, p)| **p == process)
+            .map(|(l, _)| *l)
+            .collect();
+        out.extend(locals.into_iter().map(|local| NativeFence {
+            obj: obj.clone(),
+            process,
+            local,
+            va: ProcessVas::default(),
+        }));
+    }
+    out
+}
+
+/// A process destroys its instance (NF-13): `DxgkDdiCloseNativeFence` for its local
+/// handle; if it was the last instance, then `DxgkDdiDestroyNativeFence` for the global
+/// handle. Pending CPU waits of a destroyed fence end [`WaitOutcome::Abandoned`]. An
+/// instance destroyed twice is refused by the OS (the driver never sees it).
+pub(crate) fn destroy(
+    a: &Arc<AdapterShared>,
+    fence: &NativeFence,
+    vm: &dyn VidMmPages,
+) -> Result<(), SimError> {
+    close_instance(a, fence)?;
+    // The instance's use of the pages in its process ends with it; paging,
+    // so not under the settle lock.
+    let r = unmap_fence_pages(a, &fence.obj, fence.process, vm);
+    // Pages left empty go back once nothing maps them (freed at the next reap).
+    retire_empty_pages(a);
+    r
+}
+
+/// Close (and for the last instance Destroy) of `fence`, with the OS bookkeeping.
+fn close_instance(a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), SimError> {
+    let close = ddi::slot!(a, DxgkDdiCloseNativeFence)?;
+    let obj = &fence.obj;
+    let _s = lock(&obj.settle_lock);
+    if !lock(&obj.st).instances.contains_key(&fence.local) {
+        return Err(SimError::Simulation(format!(
+            "local native fence handle {:#x} is not open",
+            fence.local
+        )));
+    }
+    let mut args = DXGKARG_CLOSENATIVEFENCE {
+        hLocalNativeFence: fence.local as HANDLE,
+        Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
+        Reserved: [0; 32],
+    };
+    let status = context_call(a, close, &mut args)?;
+    check_status(status)?;
+    let last = {
+        let mut st = lock(&obj.st);
+        st.instances.remove(&fence.local);
+        st.instances.is_empty() && st.nt_refs == 0
+    };
+    if !last {
+        return Ok(());
+    }
+    destroy_object(a, obj)
+}
+
+/// The last reference (instance or NT handle) to `obj` is gone: `DxgkDdiDestroyNativeFence`
+/// and the OS's bookkeeping. The caller holds `obj.settle_lock`.
+pub(super) fn destroy_object(a: &Arc<AdapterShared>, obj: &Arc<FenceObj>) -> Result<(), SimError> {
+    destroy_global(a, obj)?;
+    let (waiters, peers, legacy) = {
+        let mut st = lock(&obj.st);
+        st.destroyed = true;
+        (
+            std::mem::take(&mut st.waiters),
+            std::mem::take(&mut st.peers),
+            std::mem::take(&mut st.legacy_peers),
+        )
+    };
+    for w in waiters {
+        w.event.set(WaitOutcome::Abandoned);
+    }
+    for p in peers {
+        lock(&p.st).peers.retain(|q| !Arc::ptr_eq(q, obj));
+    }
+    for l in legacy {
+        lock(&l.st).native_peers.retain(|q| !Arc::ptr_eq(q, obj));
+    }
+    Ok(())
+}
+
+/// Raw `DxgkDdiCreateNativeFence` on `a` with storage at the given GPU addresses, bypassing
+/// the OS's placement; a fence the driver accepts is handed to `destroy` (its global handle)
+/// at once. Returns the driver's create status.
+pub(crate) fn ddi_create_at(
+    a: &AdapterShared,
+    fence_type: D3DDDI_NATIVEFENCE_TYPE,
+    current_gpu: u64,
+    monitored_gpu: u64,
+    destroy: impl FnOnce(usize),
+) -> Result<NTSTATUS, SimError> {
+    let create = ddi::slot!(a, DxgkDdiCreateNativeFence)?;
+    let global = next_handle();
+    let mut args = DXGKARG_CREATENATIVEFENCE {
+        hGlobalNativeFence: global as HANDLE,
+        Type: fence_type,
+        CurrentValueSystemProcessGpuVa: current_gpu,
+        MonitoredValueSystemProcessGpuVa: monitored_gpu,
+        pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
+        Flags: DXGKARG_CREATENATIVEFENCE_FLAGS::default(),
+        Reserved: [0; 32],
+    };
+    lock(&a.native_fences).insert(global);
+    let status = context_call(a, create, &mut args);
+    if matches!(status, Ok(s) if s >= 0) {
+        destroy(global);
+    }
+    lock(&a.native_fences).remove(&global);
+    status
+}
+
+/// Raw `DxgkDdiDestroyNativeFence` on `a` for a global handle, bypassing the OS bookkeeping.
+/// Returns the driver's status.
+pub(crate) fn ddi_destroy(a: &AdapterShared, global: usize) -> Result<NTSTATUS, SimError> {
+    let destroy = ddi::slot!(a, DxgkDdiDestroyNativeFence)?;
+    let mut args = DXGKARG_DESTROYNATIVEFENCE {
+        hGlobalNativeFence: global as HANDLE,
+        Flags: DXGK_DESTROYNATIVEFENCE_FLAGS::default(),
+        Reserved: [0; 32],
+    };
+    destroy_call(a, destroy, &mut args)
+}
+
+/// Raw `DxgkDdiCloseNativeFence` on `a` for a local handle. Returns the driver's status.
+pub(crate) fn ddi_close(a: &AdapterShared, local: usize) -> Result<NTSTATUS, SimError> {
+    let close = ddi::slot!(a, DxgkDdiCloseNativeFence)?;
+    let mut args = DXGKARG_CLOSENATIVEFENCE {
+        hLocalNativeFence: local as HANDLE,
+        Flags: DXGK_CLOSENATIVEFENCE_FLAGS::default(),
+        Reserved: [0; 32],
+    };
+    context_call(a, close, &mut args)
 }
 
 /// Calls a native-fence DDI that takes the adapter's context and an argument block

@@ -1,5 +1,5 @@
-//! Releasing satisfied waits and re-arming MonitoredValue (NF-02, NF-07), and propagating a
-//! cross-adapter fence's value to the other adapters (NF-16).
+//! Releasing satisfied waits and re-arming MonitoredValue (NF-02, NF-07), also after a log
+//! drain, and propagating a cross-adapter fence's value to the other adapters (NF-16).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -14,26 +14,6 @@ use super::event::{ViaScope, WaitOutcome};
 use super::state::{FenceObj, ObjState, Waiter};
 use super::storage::FenceOs;
 use super::values::{update_current, update_monitored};
-
-/// What 24H2's raising of MonitoredValue over pending waits cost on one adapter: the
-/// simulation's count (Windows keeps none). A wait is *raised over* when a new wait lifts
-/// MonitoredValue above it while it is pending and not reached (no interrupt is then due at its
-/// value); it is a *late wake* when the OS releases it after the fence went past its value.
-/// A raised-over wait that its waiter ended itself (a bounded re-check saw the value) is the
-/// waiter's to count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LateWakes {
-    /// New waits that raised MonitoredValue over at least one pending wait.
-    pub raises: u64,
-    /// Pending waits left below a raised MonitoredValue.
-    pub raised_over: u64,
-    /// Raised-over waits released after CurrentValue passed their value.
-    pub late: u64,
-    /// Sum over those of (CurrentValue at release − awaited value).
-    pub late_values: u64,
-    /// The largest such difference.
-    pub late_max: u64,
-}
 
 /// Releases satisfied waits and brings MonitoredValue to what the pending waits need,
 /// calling `DxgkDdiUpdateMonitoredValues` whenever it changes and resampling CurrentValue
@@ -379,6 +359,44 @@ pub(super) fn notify_natives(peers: &[Arc<FenceObj>], cv: u64) -> Result<(), Sim
         settle(p)?;
     }
     Ok(())
+}
+
+/// Settles `objs` after a log drain (re-arm MonitoredValue, resample), attributing the releases
+/// of the resample to `Scan` when `scan` (every fence of the adapter's scan set is then
+/// settled).
+pub(crate) fn settle_after_drain(
+    a: &AdapterShared,
+    objs: Vec<Arc<FenceObj>>,
+    scan: bool,
+) -> Result<(), SimError> {
+    let all = if scan {
+        scan_set(&lock(&a.fence_os))
+    } else {
+        Vec::new()
+    };
+    settle_merged(a, objs, all, scan)
+}
+
+/// Settles `objs` and those of `more` not among them, then propagates them; the releases count
+/// as a `Scan`'s when `scan`, else as a `Resample`'s.
+pub(super) fn settle_merged(
+    a: &AdapterShared,
+    mut objs: Vec<Arc<FenceObj>>,
+    more: Vec<Arc<FenceObj>>,
+    scan: bool,
+) -> Result<(), SimError> {
+    for o in more {
+        if !objs.iter().any(|x| Arc::ptr_eq(x, &o)) {
+            objs.push(o);
+        }
+    }
+    let _via = ViaScope::enter(if scan {
+        ReleaseVia::Scan
+    } else {
+        ReleaseVia::Resample
+    });
+    settle_batch(a, &mut objs)?;
+    objs.iter().try_for_each(|o| propagate(o))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! The OS's fence objects: native-fence descriptions, value slots, waiters and the shared
-//! object behind every handle of one fence.
+//! The OS's fence objects: native-fence descriptions, value slots, waiters, the shared
+//! object behind every handle of one fence, legacy monitored fences, and the late-wake counts.
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
@@ -16,7 +16,6 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 
 use super::event::SimEvent;
-use super::monitored::LegacyObj;
 
 pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 pub(super) const KIND_CURRENT: u8 = 0;
@@ -364,4 +363,76 @@ impl NativeFence {
     pub fn is_destroyed(&self) -> bool {
         lock(&self.obj.st).destroyed
     }
+}
+
+/// The OS's legacy monitored fence: one 64-bit value the GPU writes through its GPU VA and
+/// the CPU only reads; no driver DDI is involved (v1 maps system memory identity, so the
+/// GPU VA is the bus address).
+#[derive(Debug)]
+pub struct LegacyObj {
+    pub(super) adapter_index: usize,
+    pub(super) handle: usize,
+    pub(super) slot: Slot,
+    pub(super) st: Mutex<LegacyState>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct LegacyState {
+    pub(super) destroyed: bool,
+    pub(super) waiters: Vec<Waiter>,
+    /// Native instances of the same fence on other adapters (NF-18).
+    pub(super) native_peers: Vec<Arc<FenceObj>>,
+}
+
+/// A legacy monitored fence (`hSyncObject`).
+#[derive(Clone, Debug)]
+pub struct MonitoredFence {
+    pub(super) obj: Arc<LegacyObj>,
+}
+
+impl MonitoredFence {
+    /// Adapter index.
+    pub fn adapter(&self) -> usize {
+        self.obj.adapter_index
+    }
+    /// `hSyncObject`.
+    pub fn handle(&self) -> usize {
+        self.obj.handle
+    }
+    /// The GPU VA (read/write for the GPU).
+    pub fn gpu_va(&self) -> u64 {
+        self.obj.slot.gpu()
+    }
+    /// The value, as the CPU's read-only mapping shows it.
+    pub fn value(&self) -> u64 {
+        self.obj.slot.load()
+    }
+    /// Kernel CPU VA of the value (what `DXGKARG_CREATEHWQUEUE` passes for a progress fence).
+    pub fn kernel_va(&self) -> usize {
+        self.obj.slot.kva() as usize
+    }
+    /// Values of the pending CPU waits.
+    pub fn pending_waits(&self) -> Vec<u64> {
+        lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
+    }
+}
+
+/// What 24H2's raising of MonitoredValue over pending waits cost on one adapter: the
+/// simulation's count (Windows keeps none). A wait is *raised over* when a new wait lifts
+/// MonitoredValue above it while it is pending and not reached (no interrupt is then due at its
+/// value); it is a *late wake* when the OS releases it after the fence went past its value.
+/// A raised-over wait that its waiter ended itself (a bounded re-check saw the value) is the
+/// waiter's to count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LateWakes {
+    /// New waits that raised MonitoredValue over at least one pending wait.
+    pub raises: u64,
+    /// Pending waits left below a raised MonitoredValue.
+    pub raised_over: u64,
+    /// Raised-over waits released after CurrentValue passed their value.
+    pub late: u64,
+    /// Sum over those of (CurrentValue at release − awaited value).
+    pub late_values: u64,
+    /// The largest such difference.
+    pub late_max: u64,
 }

@@ -11,15 +11,11 @@ use rvgpu_ddi::fence::{
 };
 use rvgpu_device::{Memory, SysAlloc};
 
-use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::machine::Machine;
 
-use super::monitored::LegacyObj;
-use super::settle::LateWakes;
 use super::state::{
-    FenceObj, LocalSlot, NativeFence, Slot, Value, KIND_LEGACY, LOCAL_FENCE_VRAM_DIVISOR, PAGE,
+    FenceObj, LateWakes, LegacyObj, LocalSlot, NativeFence, Slot, Value, KIND_LEGACY,
+    LOCAL_FENCE_VRAM_DIVISOR, PAGE,
 };
 
 #[derive(Debug)]
@@ -45,12 +41,12 @@ pub struct FenceOs {
     /// Every system-memory fence page of this adapter, by bus address: the page, its live
     /// values, and the process whose address space maps it at its system VA (legacy monitored
     /// fences' pages; `None` for native-fence pages, which `maps` tracks).
-    pages: HashMap<u64, SysPage>,
+    pub(super) pages: HashMap<u64, SysPage>,
     /// Pages that were shared with another adapter (NF-16, NF-18): kept for the adapter's
     /// life, as the other adapter's objects use the value too.
     pinned: BTreeSet<u64>,
     /// Empty pages waiting until nothing can reach them any more (`free_empty`).
-    empty: BTreeSet<u64>,
+    pub(super) empty: BTreeSet<u64>,
     /// Local-memory fence pages (NF-06).
     pub(super) local: LocalPages,
     pub(super) work_all: bool,
@@ -201,15 +197,15 @@ impl FenceOs {
         out
     }
 
+    /// A system-memory value in `mem` for `process`.
     pub(super) fn alloc_slot(
         &mut self,
-        a: &AdapterShared,
+        mem: &Arc<Memory>,
         process: ProcessId,
         kind: u8,
         shareable: bool,
     ) -> Option<Slot> {
         let stride = self.stride();
-        let mem = a.device.memory();
         // A legacy value's page is mapped into its process at the system VA until exit.
         let owner = (kind == KIND_LEGACY).then_some(process);
         if shareable {
@@ -249,7 +245,7 @@ impl FenceOs {
     /// other fence's in system memory.
     pub(super) fn alloc_value(
         &mut self,
-        a: &AdapterShared,
+        mem: &Arc<Memory>,
         process: ProcessId,
         kind: u8,
         shareable: bool,
@@ -259,10 +255,10 @@ impl FenceOs {
             let stride = self.stride();
             // Kinds 0/1 for system pages, 3/4 for local ones (separate cursors anyway).
             self.local
-                .alloc(a.device.memory(), process, kind, shareable, stride)
+                .alloc(mem, process, kind, shareable, stride)
                 .map(Value::Local)
         } else {
-            self.alloc_slot(a, process, kind, shareable)
+            self.alloc_slot(mem, process, kind, shareable)
                 .map(Value::System)
         }
     }
@@ -282,7 +278,7 @@ pub(super) struct SysPage {
     /// Values handed out of it and not released.
     live: u32,
     /// The process whose address space maps it at its system VA (legacy monitored fences).
-    owner: Option<ProcessId>,
+    pub(super) owner: Option<ProcessId>,
     /// VidMm mapped it into the paging process (`vidmm_map_system`): unmapped before freed.
     paging: bool,
 }
@@ -365,47 +361,6 @@ impl LocalPages {
             self.live.remove(&slot.page);
             self.cursors.retain(|_, (p, _)| *p != slot.page);
             self.free.push(slot.page);
-        }
-    }
-}
-
-impl Machine {
-    /// Hands the empty system fence pages of adapter `a` that nothing can reach any more to
-    /// VidMm to unmap from the paging process and free (churn leaves the machine's
-    /// memory where it started). Takes only the fence and VidMm locks; the freeing itself is
-    /// `reap_system_pages`, where no thunk lock is held.
-    /// Process `pid` exited: the pages it packed fence values into can go once empty.
-    pub(crate) fn forget_fence_process(&self, a: &AdapterShared, pid: ProcessId) {
-        lock(&a.fence_os).forget_process(pid);
-    }
-
-    pub(crate) fn retire_empty_fence_pages(&self, a: &AdapterShared) {
-        // One lock at a time (the fence and VidMm locks are never nested here).
-        let owners: Vec<ProcessId> = lock(&a.fence_os)
-            .pages
-            .values()
-            .filter_map(|p| p.owner)
-            .collect();
-        let alive: BTreeSet<ProcessId> = {
-            let v = lock(&a.mm.vidmm);
-            owners.into_iter().filter(|p| v.has_process(*p)).collect()
-        };
-        let due = {
-            let mut os = lock(&a.fence_os);
-            let mapped: BTreeSet<u64> = os
-                .empty
-                .iter()
-                .copied()
-                .filter(|b| os.maps.maps_page(*b))
-                .collect();
-            os.take_free(|b| mapped.contains(&b), |p| alive.contains(&p))
-        };
-        for (bus, paging) in due {
-            if paging {
-                crate::vidmm::mmu::retire_system(a, bus, PAGE);
-            } else {
-                a.device.memory().free_system(bus);
-            }
         }
     }
 }

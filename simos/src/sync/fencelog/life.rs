@@ -2,13 +2,13 @@
 //! retired at destroy and checked for writes after retirement.
 
 use super::*;
-use crate::machine::Machine;
+use crate::sync::fence::pages::VidMmPages;
 
 /// A new log buffer, mapped into the paging process: the CMP writes it at its
 /// `LogBufferSystemProcessGpuVa` (hardware.md 12.4). Mapping pages through the GPU, so the
 /// caller holds none of the thunk's or the adapter's sequencing locks.
 pub(super) fn alloc_log(
-    m: &Machine,
+    vm: &dyn VidMmPages,
     a: &AdapterShared,
     kind: LogKind,
     entries: u64,
@@ -19,7 +19,7 @@ pub(super) fn alloc_log(
         .alloc_system(LOG_BUFFER_SIZE, rvgpu_hw::PAGE_SIZE)
         .ok_or_else(|| SimError::Simulation("out of system memory for a fence log".into()))?;
     let bus = alloc.bus_addr;
-    if let Err(e) = m.vidmm_map_system(a, bus, LOG_BUFFER_SIZE, Default::default()) {
+    if let Err(e) = vm.map_system(a, bus, LOG_BUFFER_SIZE) {
         a.device.memory().free_system(bus);
         return Err(e);
     }
@@ -27,7 +27,7 @@ pub(super) fn alloc_log(
 }
 
 /// Gives a log buffer back: VidMm unmaps it from the paging process and frees it at its next
-/// safe point ([`Machine::reap_system_pages`]), since callers hold the locks paging needs.
+/// safe point (its `reap_system_pages`), since callers hold the locks paging needs.
 pub(super) fn free_log(a: &AdapterShared, b: &LogBuffer) {
     crate::vidmm::mmu::retire_system(a, b.gpu(), LOG_BUFFER_SIZE);
 }
@@ -35,7 +35,7 @@ pub(super) fn free_log(a: &AdapterShared, b: &LogBuffer) {
 /// The two log buffers of a user-mode queue on an adapter with native fences, made before
 /// `D3DKMTCreateHwQueue` takes its locks (`None` otherwise).
 pub(crate) fn alloc_queue_logs(
-    m: &Machine,
+    vm: &dyn VidMmPages,
     a: &AdapterShared,
     user_mode: bool,
 ) -> Result<Option<(LogBuffer, LogBuffer)>, SimError> {
@@ -44,8 +44,8 @@ pub(crate) fn alloc_queue_logs(
         return Ok(None);
     }
     let entries = a.os.log_entries;
-    let wait = alloc_log(m, a, LogKind::Wait, entries)?;
-    match alloc_log(m, a, LogKind::Signal, entries) {
+    let wait = alloc_log(vm, a, LogKind::Wait, entries)?;
+    match alloc_log(vm, a, LogKind::Signal, entries) {
         Ok(signal) => Ok(Some((wait, signal))),
         Err(e) => {
             free_log(a, &wait);
@@ -127,7 +127,7 @@ pub(crate) fn queue_destroying(a: &AdapterShared, kmd: usize) -> Result<(), SimE
         return Ok(());
     }
     let (objs, scan) = crate::sync::fence::dpc::log_drain(a, &DrainRequest::default(), &[q])?;
-    crate::sync::fence::logs::settle_after_drain(a, objs, scan)
+    crate::sync::fence::settle::settle_after_drain(a, objs, scan)
 }
 
 /// After `DxgkDdiDestroyHwQueue` returned: forgets the queue and frees its logs. A retired
@@ -173,7 +173,7 @@ pub(super) fn check_retired(
 /// new buffer, `DxgkDdiSetNativeFenceLogBuffer`, drain the old buffer once more, carry the
 /// cursor and last timestamp, poison and keep the old buffer.
 pub(crate) fn recreate(
-    m: &Machine,
+    vm: &dyn VidMmPages,
     a: &AdapterShared,
     kmd: usize,
     kind: LogKind,
@@ -188,7 +188,7 @@ pub(crate) fn recreate(
     }
     // The new buffer is mapped into the paging process before the drain lock is taken: the
     // mapping waits for paging buffers, whose completion DPC drains logs under that lock.
-    let new = alloc_log(m, a, kind, entries)?;
+    let new = alloc_log(vm, a, kind, entries)?;
     let serial = lock(&table.drain_lock);
     let forced = [q.clone()];
     let drained = crate::sync::fence::dpc::log_drain_locked(a, &DrainRequest::default(), &forced)
@@ -238,7 +238,7 @@ pub(crate) fn recreate(
     );
     let mut all = objs;
     all.extend(objs2);
-    crate::sync::fence::logs::settle_after_drain(a, all, scan || scan2)
+    crate::sync::fence::settle::settle_after_drain(a, all, scan || scan2)
 }
 
 /// Checks every retired log buffer of adapter `a` (machine end, tests).
