@@ -10,6 +10,7 @@
 pub mod allocation;
 pub mod aperture;
 pub mod contiguous;
+pub mod cpucache;
 pub mod dmabuf;
 pub mod dmapool;
 pub mod fencemap;
