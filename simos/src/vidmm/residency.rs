@@ -46,10 +46,10 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::machine::Machine;
 use crate::ums::handles::KmtHandle;
 use crate::ums::QueuedWork;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
+use crate::vidmm::host::Host;
 use crate::vidmm::mmu::{paging_node, LeafTag, TABLE_SHARE};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
@@ -308,7 +308,7 @@ fn heap<'s>(st: &'s mut State, a: &AdapterShared, segment: u32) -> Option<&'s mu
 
 /// The address VidMm gives the driver for `offset` in local segment `segment`: the
 /// segment's `BaseAddress` plus the offset (DXGK_SEGMENTDESCRIPTOR4).
-fn segment_address(a: &AdapterShared, segment: u32, offset: u64) -> u64 {
+pub(crate) fn segment_address(a: &AdapterShared, segment: u32, offset: u64) -> u64 {
     lock(&a.mm.memory_model).segment_base(segment).unwrap_or(0) + offset
 }
 
@@ -362,559 +362,564 @@ pub(crate) fn local_order(
     order
 }
 
-impl Machine {
-    /// Where allocation `h` of adapter `i` is and its residency count (tests; `None` for
-    /// an allocation VidMm does not track, e.g. on an adapter without GPU VA).
-    pub fn allocation_residency(&self, i: usize, h: KmtHandle) -> Option<(Place, u32)> {
-        let a = self.adapter_shared(i).ok()?;
-        let st = lock(&a.mm.residency);
-        st.entries.get(&h).map(|e| (e.place, e.count))
-    }
+/// Where allocation `h` is and its residency count (`None` for an allocation VidMm does
+/// not track, e.g. on an adapter without GPU VA).
+pub fn allocation_residency(a: &AdapterShared, h: KmtHandle) -> Option<(Place, u32)> {
+    let st = lock(&a.mm.residency);
+    st.entries.get(&h).map(|e| (e.place, e.count))
+}
 
-    /// The bus addresses of allocation `h`'s backing-store pages when VidMm gave it a
-    /// scattered backing store of its own (tests; `None` otherwise).
-    pub fn allocation_backing_pages(&self, i: usize, h: KmtHandle) -> Option<Vec<u64>> {
-        let a = self.adapter_shared(i).ok()?;
-        let st = lock(&a.mm.residency);
-        match &st.entries.get(&h)?.backing {
-            Backing::Pages(p) => Some(p.iter().map(|p| p.bus_addr).collect()),
-            Backing::Own => None,
+/// The bus addresses of allocation `h`'s backing-store pages when VidMm gave it a
+/// scattered backing store of its own (`None` otherwise).
+pub fn allocation_backing_pages(a: &AdapterShared, h: KmtHandle) -> Option<Vec<u64>> {
+    let st = lock(&a.mm.residency);
+    match &st.entries.get(&h)?.backing {
+        Backing::Pages(p) => Some(p.iter().map(|p| p.bus_addr).collect()),
+        Backing::Own => None,
+    }
+}
+
+/// Records a new allocation: not resident, on no residency list, its VA reserved.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn residency_track(
+    st: &mut State,
+    h: KmtHandle,
+    pid: ProcessId,
+    device: KmtHandle,
+    kmd: usize,
+    va: u64,
+    pages: u64,
+    sysmem: u64,
+    backing: Backing,
+    order: Vec<u32>,
+    aperture: bool,
+    place: Place,
+) {
+    st.entries.insert(
+        h,
+        Entry {
+            pid,
+            device,
+            kmd,
+            va,
+            pages,
+            sysmem,
+            backing,
+            order,
+            aperture,
+            place,
+            count: 0,
+            idle_after: Vec::new(),
+            eager: false,
+            dirty: false,
+            idle_since: 0,
+        },
+    );
+}
+
+/// VRAM for `bytes` of `pid` in the first segment of `order` that has room within the
+/// budget (or past it, `over_budget`: a MakeResident with `CantTrimFurther`), evicting idle allocations of that segment (least recently released first) when
+/// it is full.
+fn place_local(
+    host: &dyn Host,
+    a: &AdapterShared,
+    st: &mut State,
+    pid: ProcessId,
+    order: &[u32],
+    bytes: u64,
+    over_budget: bool,
+) -> Result<Option<(u32, u64)>, SimError> {
+    if let (Some(budget), false) = (a.os.vram_budget, over_budget) {
+        if required_local(st, pid) + bytes > budget {
+            return Ok(None);
         }
     }
-
-    /// The segment address VidMm gives the driver for `offset` in segment `segment` of
-    /// adapter `i` (tests).
-    pub fn segment_address(&self, i: usize, segment: u32, offset: u64) -> Option<u64> {
-        let a = self.adapter_shared(i).ok()?;
-        Some(segment_address(a, segment, offset))
-    }
-
-    /// Records a new allocation: not resident, on no residency list, its VA reserved.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn residency_track(
-        st: &mut State,
-        h: KmtHandle,
-        pid: ProcessId,
-        device: KmtHandle,
-        kmd: usize,
-        va: u64,
-        pages: u64,
-        sysmem: u64,
-        backing: Backing,
-        order: Vec<u32>,
-        aperture: bool,
-        place: Place,
-    ) {
-        st.entries.insert(
-            h,
-            Entry {
-                pid,
-                device,
-                kmd,
-                va,
-                pages,
-                sysmem,
-                backing,
-                order,
-                aperture,
-                place,
-                count: 0,
-                idle_after: Vec::new(),
-                eager: false,
-                dirty: false,
-                idle_since: 0,
-            },
-        );
-    }
-
-    /// VRAM for `bytes` of `pid` in the first segment of `order` that has room within the
-    /// budget (or past it, `over_budget`: a MakeResident with `CantTrimFurther`), evicting idle allocations of that segment (least recently released first) when
-    /// it is full.
-    fn place_local(
-        &self,
-        a: &AdapterShared,
-        st: &mut State,
-        pid: ProcessId,
-        order: &[u32],
-        bytes: u64,
-        over_budget: bool,
-    ) -> Result<Option<(u32, u64)>, SimError> {
-        if let (Some(budget), false) = (self.config().os.vram_budget, over_budget) {
-            if required_local(st, pid) + bytes > budget {
-                return Ok(None);
+    let large = {
+        let model = lock(&a.mm.memory_model);
+        match (model.large_pages(), model.geometry()) {
+            (Some(_), Some(g)) => g.large_page(),
+            _ => 0,
+        }
+    };
+    for &segment in order {
+        loop {
+            if let Some(off) = heap(st, a, segment).and_then(|h| h.alloc(bytes, large)) {
+                return Ok(Some((segment, off)));
+            }
+            let victim = {
+                let os = lock(&a.ums);
+                st.entries
+                    .iter()
+                    .filter(|(_, e)| {
+                        matches!(e.place, Place::Local { segment: s, .. } if s == segment)
+                            && e.count == 0
+                            && e.idle_after.iter().all(|w| w.done(&os))
+                    })
+                    .min_by_key(|(_, e)| e.idle_since)
+                    .map(|(h, _)| *h)
+            };
+            match victim {
+                Some(v) => evict_one(host, a, st, v)?,
+                None => break,
             }
         }
-        let large = {
-            let model = lock(&a.mm.memory_model);
-            match (model.large_pages(), model.geometry()) {
-                (Some(_), Some(g)) => g.large_page(),
-                _ => 0,
-            }
-        };
-        for &segment in order {
-            loop {
-                if let Some(off) = heap(st, a, segment).and_then(|h| h.alloc(bytes, large)) {
-                    return Ok(Some((segment, off)));
-                }
-                let victim = {
-                    let os = lock(&a.ums);
-                    st.entries
-                        .iter()
-                        .filter(|(_, e)| {
-                            matches!(e.place, Place::Local { segment: s, .. } if s == segment)
-                                && e.count == 0
-                                && e.idle_after.iter().all(|w| w.done(&os))
-                        })
-                        .min_by_key(|(_, e)| e.idle_since)
-                        .map(|(h, _)| *h)
-                };
-                match victim {
-                    Some(v) => self.evict_one(a, st, v)?,
-                    None => break,
-                }
-            }
-        }
-        Ok(None)
     }
+    Ok(None)
+}
 
-    /// Moves local allocation `h` out of VRAM (module docs: TRANSFER, UPDATEPAGETABLE,
-    /// FLUSHTLB), leaving its VA reserved and unmapped.
-    fn evict_one(&self, a: &AdapterShared, st: &mut State, h: KmtHandle) -> Result<(), SimError> {
-        let Some(e) = st.entries.get(&h) else {
-            return Ok(());
-        };
-        let Place::Local { segment, offset } = e.place else {
-            return Ok(());
-        };
-        let (pid, va, pages, bytes, kmd, device, backing, dirty, t) = (
-            e.pid,
-            e.va,
-            e.pages,
-            e.bytes(),
-            e.kmd,
-            e.device,
-            e.backing_side(),
-            e.dirty,
-            tag(e),
-        );
-        if dirty {
-            self.paging_transfer(
+/// Moves local allocation `h` out of VRAM (module docs: TRANSFER, UPDATEPAGETABLE,
+/// FLUSHTLB), leaving its VA reserved and unmapped.
+fn evict_one(
+    host: &dyn Host,
+    a: &AdapterShared,
+    st: &mut State,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let Some(e) = st.entries.get(&h) else {
+        return Ok(());
+    };
+    let Place::Local { segment, offset } = e.place else {
+        return Ok(());
+    };
+    let (pid, va, pages, bytes, kmd, device, backing, dirty, t) = (
+        e.pid,
+        e.va,
+        e.pages,
+        e.bytes(),
+        e.kmd,
+        e.device,
+        e.backing_side(),
+        e.dirty,
+        tag(e),
+    );
+    if dirty {
+        paging_transfer(
+            host,
+            a,
+            kmd,
+            device,
+            Side::Segment(segment, segment_address(a, segment, offset)),
+            backing,
+            bytes,
+        )?;
+    }
+    crate::vidmm::mmu::vidmm_unmap_keep(host, a, pid, va, pages, t)?;
+    // The VAs the process mapped it at (`vidmm::va`) fault too until it returns.
+    crate::vidmm::va::gpu_va_allocation_evicted(host, a, h)?;
+    release_local(a, st, segment, offset, bytes);
+    if let Some(e) = st.entries.get_mut(&h) {
+        e.place = Place::Evicted;
+        e.dirty = false;
+    }
+    Ok(())
+}
+
+/// Brings evicted allocation `h` back: VRAM if it can have it, else its backing store
+/// through the aperture. `false`: no room anywhere it may live.
+fn residency_page_in(
+    host: &dyn Host,
+    a: &AdapterShared,
+    st: &mut State,
+    h: KmtHandle,
+    over_budget: bool,
+) -> Result<bool, SimError> {
+    let Some(e) = st.entries.get(&h) else {
+        return Ok(false);
+    };
+    if e.place != Place::Evicted {
+        return Ok(true);
+    }
+    let (pid, va, pages, bytes, kmd, device, system, backing, order, aperture, t) = (
+        e.pid,
+        e.va,
+        e.pages,
+        e.bytes(),
+        e.kmd,
+        e.device,
+        e.system_pages(),
+        e.backing_side(),
+        e.order.clone(),
+        e.aperture,
+        tag(e),
+    );
+    let place = match place_local(host, a, st, pid, &order, bytes, over_budget)? {
+        Some((segment, offset)) => {
+            let moved = paging_transfer(
+                host,
                 a,
                 kmd,
                 device,
-                Side::Segment(segment, segment_address(a, segment, offset)),
                 backing,
+                Side::Segment(segment, segment_address(a, segment, offset)),
                 bytes,
-            )?;
-        }
-        self.vidmm_unmap_keep(a, pid, va, pages, t)?;
-        // The VAs the process mapped it at (`vidmm::va`) fault too until it returns.
-        self.gpu_va_allocation_evicted(a, h)?;
-        release_local(a, st, segment, offset, bytes);
-        if let Some(e) = st.entries.get_mut(&h) {
-            e.place = Place::Evicted;
-            e.dirty = false;
-        }
-        Ok(())
-    }
-
-    /// Brings evicted allocation `h` back: VRAM if it can have it, else its backing store
-    /// through the aperture. `false`: no room anywhere it may live.
-    fn residency_page_in(
-        &self,
-        a: &AdapterShared,
-        st: &mut State,
-        h: KmtHandle,
-        over_budget: bool,
-    ) -> Result<bool, SimError> {
-        let Some(e) = st.entries.get(&h) else {
-            return Ok(false);
-        };
-        if e.place != Place::Evicted {
-            return Ok(true);
-        }
-        let (pid, va, pages, bytes, kmd, device, system, backing, order, aperture, t) = (
-            e.pid,
-            e.va,
-            e.pages,
-            e.bytes(),
-            e.kmd,
-            e.device,
-            e.system_pages(),
-            e.backing_side(),
-            e.order.clone(),
-            e.aperture,
-            tag(e),
-        );
-        let place = match self.place_local(a, st, pid, &order, bytes, over_budget)? {
-            Some((segment, offset)) => {
-                let moved = self
-                    .paging_transfer(
-                        a,
-                        kmd,
-                        device,
-                        backing,
-                        Side::Segment(segment, segment_address(a, segment, offset)),
-                        bytes,
-                    )
-                    // The process's own mappings first, its VidMm VA last (the driver
-                    // records where an allocation is from the last mapping at offset 0).
-                    .and_then(|()| {
-                        self.gpu_va_allocation_placed(a, h, &pages_of((segment, offset), pages))
-                    })
-                    .and_then(|()| {
-                        self.vidmm_map_at(
-                            a,
-                            pid,
-                            va,
-                            &pages_of((segment, offset), pages),
-                            MapAttrs::default(),
-                            t,
-                        )
-                    });
-                if let Err(e) = moved {
-                    release_local(a, st, segment, offset, bytes);
-                    return Err(e);
-                }
-                Place::Local { segment, offset }
-            }
-            // Without VRAM, the backing store through the aperture when the segment set
-            // allows it (UNVERIFIED: Windows' placement order beyond the preferred segments).
-            None if aperture => {
-                // The backing store's pages are mapped where they are, page by page with
-                // `Segment` 0, as Windows maps an allocation in system memory ("GPU
-                // segments": without `AccessedPhysically` it is not mapped into the
-                // aperture); no copy.
-                self.gpu_va_allocation_placed(a, h, &system)?;
-                self.vidmm_map_at(a, pid, va, &system, MapAttrs::default(), t)?;
-                Place::Aperture
-            }
-            None => return Ok(false),
-        };
-        if let Some(e) = st.entries.get_mut(&h) {
-            e.place = place;
-            e.dirty = false;
-        }
-        Ok(true)
-    }
-
-    /// `D3DKMTMakeResident` for `device`: all or nothing. Handles that are not the device's
-    /// live allocations (or an empty list, UNVERIFIED) are `STATUS_INVALID_PARAMETER`; a handle
-    /// listed twice counts twice (the page's reference count); past the budget
-    /// (unless `cant_trim_further`) or with no room, `STATUS_NO_MEMORY` with the bytes to
-    /// trim and no count changed.
-    pub(crate) fn residency_make_resident(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        handles: &[KmtHandle],
-        cant_trim_further: bool,
-    ) -> Result<(), MakeResidentFail> {
-        let mut st = lock(&a.mm.residency);
-        let pid = self.check_handles(a, device, handles)?;
-        let mut unique = handles.to_vec();
-        unique.sort_unstable();
-        unique.dedup();
-        // What the requirement grows by in VRAM: allocations not counted now that will be.
-        let need: u64 = unique
-            .iter()
-            .filter_map(|h| st.entries.get(h))
-            .filter(|e| {
-                (e.place == Place::Evicted && !e.order.is_empty())
-                    || (e.count == 0 && matches!(e.place, Place::Local { .. }))
+            )
+            // The process's own mappings first, its VidMm VA last (the driver
+            // records where an allocation is from the last mapping at offset 0).
+            .and_then(|()| {
+                crate::vidmm::va::gpu_va_allocation_placed(
+                    host,
+                    a,
+                    h,
+                    &pages_of((segment, offset), pages),
+                )
             })
-            .map(Entry::bytes)
-            .sum();
-        if let Some(budget) = self.config().os.vram_budget {
-            let total = required_local(&st, pid) + need;
-            if need > 0 && total > budget && !cant_trim_further {
-                return Err(MakeResidentFail::OverBudget(total - budget));
-            }
-        }
-        // Each raised count, with what a 0 -> 1 step cleared, so a failure puts it all back.
-        let mut raised: Vec<(KmtHandle, Option<Idle>)> = Vec::new();
-        for &h in handles {
-            if let Some(e) = st.entries.get_mut(&h) {
-                let was_idle = (e.count == 0).then(|| Idle {
-                    after: core::mem::take(&mut e.idle_after),
-                    eager: core::mem::replace(&mut e.eager, false),
-                    since: e.idle_since,
-                });
-                e.count += 1;
-                raised.push((h, was_idle));
-            }
-        }
-        for &h in &unique {
-            let placed = match self.residency_page_in(a, &mut st, h, cant_trim_further) {
-                Ok(p) => p,
-                Err(e) => {
-                    undo(&mut st, raised);
-                    return Err(e.into());
-                }
-            };
-            if !placed {
-                let bytes = st.entries.get(&h).map_or(0, Entry::bytes);
-                undo(&mut st, raised);
-                // UNVERIFIED on Windows: no room at all reported as over budget by the size
-                // of the allocation that did not fit.
-                return Err(MakeResidentFail::OverBudget(bytes));
-            }
-        }
-        Ok(())
-    }
-
-    /// `D3DKMTEvict` for `device`: all or nothing (a handle that is not the device's live,
-    /// resident-required allocation is `STATUS_INVALID_PARAMETER`). Returns `NumBytesToTrim`.
-    pub(crate) fn residency_evict(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        handles: &[KmtHandle],
-        evict_only_if_necessary: bool,
-        not_written_to: bool,
-    ) -> Result<u64, SimError> {
-        let pid = {
-            let mut st = lock(&a.mm.residency);
-            let pid = self.check_handles(a, device, handles)?;
-            let mut take: HashMap<KmtHandle, u32> = HashMap::new();
-            for &h in handles {
-                *take.entry(h).or_default() += 1;
-            }
-            if take
-                .iter()
-                .any(|(h, n)| st.entries.get(h).is_some_and(|e| e.count < *n))
-            {
-                // UNVERIFIED on Windows: an Evict past the count is refused here rather than
-                // ignored.
-                return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-            }
-            let queued = crate::ums::queued_work(&lock(&a.ums), device);
-            st.tick += 1;
-            let tick = st.tick;
-            for &h in handles {
-                if let Some(e) = st.entries.get_mut(&h) {
-                    e.count -= 1;
-                    // Conservative when Evicts disagree: one without the flag means the GPU
-                    // may have written.
-                    e.dirty |= !not_written_to;
-                    if e.count == 0 {
-                        e.idle_after = queued.clone();
-                        e.eager = !evict_only_if_necessary;
-                        e.idle_since = tick;
-                    }
-                }
-            }
-            pid
-        };
-        self.residency_tick(a)?;
-        let st = lock(&a.mm.residency);
-        Ok(self
-            .config()
-            .os
-            .vram_budget
-            .map_or(0, |b| required_local(&st, pid).saturating_sub(b)))
-    }
-
-    /// Every handle is a live allocation of `device` that VidMm tracks; returns its process.
-    fn check_handles(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        handles: &[KmtHandle],
-    ) -> Result<ProcessId, SimError> {
-        let os = lock(&a.ums);
-        let pid = match os.devices.get(&device) {
-            None => return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
-            Some(d) if d.in_error => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
-            Some(d) => d.process,
-        };
-        let ok = !handles.is_empty()
-            && handles.iter().all(|h| {
-                os.allocations
-                    .get(h)
-                    .is_some_and(|al| al.device == device && !al.closed)
+            .and_then(|()| {
+                crate::vidmm::mmu::vidmm_map_at(
+                    host,
+                    a,
+                    pid,
+                    va,
+                    &pages_of((segment, offset), pages),
+                    MapAttrs::default(),
+                    t,
+                )
             });
-        // Allocations VidMm does not track (an adapter without GPU VA, where they are system
-        // memory used by bus address) have nothing to page and are always resident.
-        if !ok {
+            if let Err(e) = moved {
+                release_local(a, st, segment, offset, bytes);
+                return Err(e);
+            }
+            Place::Local { segment, offset }
+        }
+        // Without VRAM, the backing store through the aperture when the segment set
+        // allows it (UNVERIFIED: Windows' placement order beyond the preferred segments).
+        None if aperture => {
+            // The backing store's pages are mapped where they are, page by page with
+            // `Segment` 0, as Windows maps an allocation in system memory ("GPU
+            // segments": without `AccessedPhysically` it is not mapped into the
+            // aperture); no copy.
+            crate::vidmm::va::gpu_va_allocation_placed(host, a, h, &system)?;
+            crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &system, MapAttrs::default(), t)?;
+            Place::Aperture
+        }
+        None => return Ok(false),
+    };
+    if let Some(e) = st.entries.get_mut(&h) {
+        e.place = place;
+        e.dirty = false;
+    }
+    Ok(true)
+}
+
+/// `D3DKMTMakeResident` for `device`: all or nothing. Handles that are not the device's
+/// live allocations (or an empty list, UNVERIFIED) are `STATUS_INVALID_PARAMETER`; a handle
+/// listed twice counts twice (the page's reference count); past the budget
+/// (unless `cant_trim_further`) or with no room, `STATUS_NO_MEMORY` with the bytes to
+/// trim and no count changed.
+pub(crate) fn residency_make_resident(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+    handles: &[KmtHandle],
+    cant_trim_further: bool,
+) -> Result<(), MakeResidentFail> {
+    let mut st = lock(&a.mm.residency);
+    let pid = check_handles(a, device, handles)?;
+    let mut unique = handles.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    // What the requirement grows by in VRAM: allocations not counted now that will be.
+    let need: u64 = unique
+        .iter()
+        .filter_map(|h| st.entries.get(h))
+        .filter(|e| {
+            (e.place == Place::Evicted && !e.order.is_empty())
+                || (e.count == 0 && matches!(e.place, Place::Local { .. }))
+        })
+        .map(Entry::bytes)
+        .sum();
+    if let Some(budget) = a.os.vram_budget {
+        let total = required_local(&st, pid) + need;
+        if need > 0 && total > budget && !cant_trim_further {
+            return Err(MakeResidentFail::OverBudget(total - budget));
+        }
+    }
+    // Each raised count, with what a 0 -> 1 step cleared, so a failure puts it all back.
+    let mut raised: Vec<(KmtHandle, Option<Idle>)> = Vec::new();
+    for &h in handles {
+        if let Some(e) = st.entries.get_mut(&h) {
+            let was_idle = (e.count == 0).then(|| Idle {
+                after: core::mem::take(&mut e.idle_after),
+                eager: core::mem::replace(&mut e.eager, false),
+                since: e.idle_since,
+            });
+            e.count += 1;
+            raised.push((h, was_idle));
+        }
+    }
+    for &h in &unique {
+        let placed = match residency_page_in(host, a, &mut st, h, cant_trim_further) {
+            Ok(p) => p,
+            Err(e) => {
+                undo(&mut st, raised);
+                return Err(e.into());
+            }
+        };
+        if !placed {
+            let bytes = st.entries.get(&h).map_or(0, Entry::bytes);
+            undo(&mut st, raised);
+            // UNVERIFIED on Windows: no room at all reported as over budget by the size
+            // of the allocation that did not fit.
+            return Err(MakeResidentFail::OverBudget(bytes));
+        }
+    }
+    Ok(())
+}
+
+/// `D3DKMTEvict` for `device`: all or nothing (a handle that is not the device's live,
+/// resident-required allocation is `STATUS_INVALID_PARAMETER`). Returns `NumBytesToTrim`.
+pub(crate) fn residency_evict(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+    handles: &[KmtHandle],
+    evict_only_if_necessary: bool,
+    not_written_to: bool,
+) -> Result<u64, SimError> {
+    let pid = {
+        let mut st = lock(&a.mm.residency);
+        let pid = check_handles(a, device, handles)?;
+        let mut take: HashMap<KmtHandle, u32> = HashMap::new();
+        for &h in handles {
+            *take.entry(h).or_default() += 1;
+        }
+        if take
+            .iter()
+            .any(|(h, n)| st.entries.get(h).is_some_and(|e| e.count < *n))
+        {
+            // UNVERIFIED on Windows: an Evict past the count is refused here rather than
+            // ignored.
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
-        Ok(pid)
-    }
-
-    /// VidMm's entry work: evicts what was released without `EvictOnlyIfNecessary` and whose
-    /// work has finished.
-    pub(crate) fn residency_tick(&self, a: &AdapterShared) -> Result<(), SimError> {
-        let mut st = lock(&a.mm.residency);
-        let due: Vec<KmtHandle> = {
-            let os = lock(&a.ums);
-            st.entries
-                .iter()
-                .filter(|(_, e)| {
-                    e.eager
-                        && e.count == 0
-                        && matches!(e.place, Place::Local { .. })
-                        && e.idle_after.iter().all(|w| w.done(&os))
-                })
-                .map(|(h, _)| *h)
-                .collect()
-        };
-        for h in due {
-            self.evict_one(a, &mut st, h)?;
-        }
-        Ok(())
-    }
-
-    /// UM-14's optional step before D3: every local allocation no device requires leaves
-    /// VRAM. Runs with the adapter's power sequence held exclusively, contexts suspended and
-    /// no work pending, so nothing on the GPU can touch what moves.
-    pub(crate) fn residency_trim_for_d3(&self, a: &AdapterShared) -> Result<(), SimError> {
-        // A residency operation waiting for the power sequence holds the residency lock: the
-        // trim is optional, so it gives way rather than deadlock.
-        let Ok(mut st) = a.mm.residency.try_lock() else {
-            return Ok(());
-        };
-        lock(&a.mm.vidmm).power_thread = Some(std::thread::current().id());
-        let r = (|| {
-            let idle: Vec<KmtHandle> = st
-                .entries
-                .iter()
-                .filter(|(_, e)| e.count == 0 && matches!(e.place, Place::Local { .. }))
-                .map(|(h, _)| *h)
-                .collect();
-            for h in idle {
-                self.evict_one(a, &mut st, h)?;
-            }
-            Ok(())
-        })();
-        lock(&a.mm.vidmm).power_thread = None;
-        r
-    }
-
-    /// Forgets allocation `h` as it is destroyed: unmaps what is mapped (unless the device
-    /// is lost: no paging runs, its tables go with the process), frees the VA and returns its
-    /// VRAM. `false`: VidMm did not track it.
-    pub(crate) fn residency_release(
-        &self,
-        a: &AdapterShared,
-        h: KmtHandle,
-    ) -> Result<bool, SimError> {
-        let mut st = lock(&a.mm.residency);
-        let Some((place, pid, va, pages, bytes, t)) = st
-            .entries
-            .get(&h)
-            .map(|e| (e.place, e.pid, e.va, e.pages, e.bytes(), tag(e)))
-        else {
-            return Ok(false);
-        };
-        // The record goes only once nothing maps the memory: a failed unmap keeps it (and its
-        // VRAM) accounted for. The VAs the process mapped it at go first (`vidmm::va`).
-        self.gpu_va_allocation_destroyed(a, h)?;
-        match (place, a.device.is_lost()) {
-            (_, true) => self.vidmm_forget(a, pid, va, pages),
-            (Place::Evicted, false) => self.vidmm_release_va(a, pid, va)?,
-            (_, false) => self.vidmm_unmap(a, pid, va, pages, t)?,
-        }
-        if let Some(Entry {
-            backing: Backing::Pages(p),
-            ..
-        }) = st.entries.remove(&h)
-        {
-            // Nothing maps these pages and no paging operation is left that names them
-            // (VidMm waits for each transfer).
-            for page in p {
-                a.device.memory().free_system(page.bus_addr);
-            }
-        }
-        if let Place::Local { segment, offset } = place {
-            release_local(a, &mut st, segment, offset, bytes);
-        }
-        Ok(true)
-    }
-
-    /// A paging TRANSFER of `bytes` from `src` to `dst` for `owner`'s allocation `kmd`;
-    /// waits for it.
-    ///
-    /// A system-memory side is `SegmentId` 0 with an MDL of its pages (DXGKARG_BUILDPAGINGBUFFER
-    /// page; GPU segments: the implicit system-memory segment is always id 0). As dxgmms2's
-    /// `VIDMM_GLOBAL::MemoryTransferInternal` does, `MdlOffset` is 0 and the MDL describes the
-    /// range being moved; a range longer than one MDL can list goes in several transfers, each
-    /// with its own MDL and `TransferOffset` = its offset in the allocation, the segment side
-    /// keeping the allocation's address (`VIDMM_MEMORY_SEGMENT::TransferMemorySlow`).
-    /// `TransferStart` / `TransferEnd` mark the first and last part, as `MemoryTransferInternal`
-    /// sets them.
-    fn paging_transfer(
-        &self,
-        a: &AdapterShared,
-        kmd: usize,
-        owner: KmtHandle,
-        src: Side,
-        dst: Side,
-        bytes: u64,
-    ) -> Result<(), SimError> {
-        use crate::vidmm::mdl::{Mdl, MAX_MDL_PAGES};
-        let _power = crate::ums::paging_power(a)?;
-        let node = paging_node(a);
-        let pages = match (&src, &dst) {
-            (Side::Pages(p), _) | (_, Side::Pages(p)) => Some(p.clone()),
-            _ => None,
-        };
-        let part = pages
-            .as_ref()
-            .map_or(bytes, |_| MAX_MDL_PAGES as u64 * PAGE);
-        let mut last = None;
-        let mut off = 0u64;
-        while off < bytes {
-            let len = part.min(bytes - off);
-            // The MDL of this part's pages, alive until the driver has built the operation.
-            let mdl =
-                match &pages {
-                    Some(p) => {
-                        let first = (off / PAGE) as usize;
-                        let n = len.div_ceil(PAGE) as usize;
-                        let range = p.get(first..first + n).ok_or_else(|| {
-                            SimError::Simulation("backing store shorter than the transfer".into())
-                        })?;
-                        Some(Mdl::of_pages(range).ok_or_else(|| {
-                            SimError::Simulation("MDL over its page limit".into())
-                        })?)
-                    }
-                    None => None,
-                };
-            let side = |s: &Side| match s {
-                Side::Segment(id, addr) => super::paging::segment_side(*id, *addr),
-                Side::Pages(_) => {
-                    super::paging::mdl_side(mdl.as_ref().map_or(std::ptr::null_mut(), Mdl::as_ptr))
+        let queued = crate::ums::queued_work(&lock(&a.ums), device);
+        st.tick += 1;
+        let tick = st.tick;
+        for &h in handles {
+            if let Some(e) = st.entries.get_mut(&h) {
+                e.count -= 1;
+                // Conservative when Evicts disagree: one without the flag means the GPU
+                // may have written.
+                e.dirty |= !not_written_to;
+                if e.count == 0 {
+                    e.idle_after = queued.clone();
+                    e.eager = !evict_only_if_necessary;
+                    e.idle_since = tick;
                 }
-            };
-            let flags = DXGK_TRANSFERFLAGS::default()
-                .with(DXGK_TRANSFERFLAGS::TransferStart, u32::from(off == 0))
-                .with(
-                    DXGK_TRANSFERFLAGS::TransferEnd,
-                    u32::from(off + len == bytes),
-                );
-            let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
-                Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
-                    hAllocation: kmd as HANDLE,
-                    TransferOffset: u32::try_from(off)
-                        .map_err(|_| SimError::Simulation("transfer offset past 4 GiB".into()))?,
-                    TransferSize: len as SIZE_T,
-                    Source: side(&src),
-                    Destination: side(&dst),
-                    Flags: flags,
-                    MdlOffset: 0,
-                },
-            };
-            let ids = self.paging_op(a, node, DXGK_OPERATION_TRANSFER, &mut op, vec![owner])?;
-            drop(mdl);
-            last = ids.last().copied().or(last);
-            off += len;
+            }
         }
-        if let Some(id) = last {
-            self.vidmm_wait(a, node, id)?;
+        pid
+    };
+    residency_tick(host, a)?;
+    let st = lock(&a.mm.residency);
+    Ok(a.os
+        .vram_budget
+        .map_or(0, |b| required_local(&st, pid).saturating_sub(b)))
+}
+
+/// Every handle is a live allocation of `device` that VidMm tracks; returns its process.
+fn check_handles(
+    a: &AdapterShared,
+    device: KmtHandle,
+    handles: &[KmtHandle],
+) -> Result<ProcessId, SimError> {
+    let os = lock(&a.ums);
+    let pid = match os.devices.get(&device) {
+        None => return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
+        Some(d) if d.in_error => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+        Some(d) => d.process,
+    };
+    let ok = !handles.is_empty()
+        && handles.iter().all(|h| {
+            os.allocations
+                .get(h)
+                .is_some_and(|al| al.device == device && !al.closed)
+        });
+    // Allocations VidMm does not track (an adapter without GPU VA, where they are system
+    // memory used by bus address) have nothing to page and are always resident.
+    if !ok {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    Ok(pid)
+}
+
+/// VidMm's entry work: evicts what was released without `EvictOnlyIfNecessary` and whose
+/// work has finished.
+pub(crate) fn residency_tick(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
+    let mut st = lock(&a.mm.residency);
+    let due: Vec<KmtHandle> = {
+        let os = lock(&a.ums);
+        st.entries
+            .iter()
+            .filter(|(_, e)| {
+                e.eager
+                    && e.count == 0
+                    && matches!(e.place, Place::Local { .. })
+                    && e.idle_after.iter().all(|w| w.done(&os))
+            })
+            .map(|(h, _)| *h)
+            .collect()
+    };
+    for h in due {
+        evict_one(host, a, &mut st, h)?;
+    }
+    Ok(())
+}
+
+/// UM-14's optional step before D3: every local allocation no device requires leaves
+/// VRAM. Runs with the adapter's power sequence held exclusively, contexts suspended and
+/// no work pending, so nothing on the GPU can touch what moves.
+pub(crate) fn residency_trim_for_d3(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
+    // A residency operation waiting for the power sequence holds the residency lock: the
+    // trim is optional, so it gives way rather than deadlock.
+    let Ok(mut st) = a.mm.residency.try_lock() else {
+        return Ok(());
+    };
+    lock(&a.mm.vidmm).power_thread = Some(std::thread::current().id());
+    let r = (|| {
+        let idle: Vec<KmtHandle> = st
+            .entries
+            .iter()
+            .filter(|(_, e)| e.count == 0 && matches!(e.place, Place::Local { .. }))
+            .map(|(h, _)| *h)
+            .collect();
+        for h in idle {
+            evict_one(host, a, &mut st, h)?;
         }
         Ok(())
+    })();
+    lock(&a.mm.vidmm).power_thread = None;
+    r
+}
+
+/// Forgets allocation `h` as it is destroyed: unmaps what is mapped (unless the device
+/// is lost: no paging runs, its tables go with the process), frees the VA and returns its
+/// VRAM. `false`: VidMm did not track it.
+pub(crate) fn residency_release(
+    host: &dyn Host,
+    a: &AdapterShared,
+    h: KmtHandle,
+) -> Result<bool, SimError> {
+    let mut st = lock(&a.mm.residency);
+    let Some((place, pid, va, pages, bytes, t)) = st
+        .entries
+        .get(&h)
+        .map(|e| (e.place, e.pid, e.va, e.pages, e.bytes(), tag(e)))
+    else {
+        return Ok(false);
+    };
+    // The record goes only once nothing maps the memory: a failed unmap keeps it (and its
+    // VRAM) accounted for. The VAs the process mapped it at go first (`vidmm::va`).
+    crate::vidmm::va::gpu_va_allocation_destroyed(host, a, h)?;
+    match (place, a.device.is_lost()) {
+        (_, true) => crate::vidmm::mmu::vidmm_forget(a, pid, va, pages),
+        (Place::Evicted, false) => crate::vidmm::mmu::vidmm_release_va(a, pid, va)?,
+        (_, false) => crate::vidmm::mmu::vidmm_unmap(host, a, pid, va, pages, t)?,
     }
+    if let Some(Entry {
+        backing: Backing::Pages(p),
+        ..
+    }) = st.entries.remove(&h)
+    {
+        // Nothing maps these pages and no paging operation is left that names them
+        // (VidMm waits for each transfer).
+        for page in p {
+            a.device.memory().free_system(page.bus_addr);
+        }
+    }
+    if let Place::Local { segment, offset } = place {
+        release_local(a, &mut st, segment, offset, bytes);
+    }
+    Ok(true)
+}
+
+/// A paging TRANSFER of `bytes` from `src` to `dst` for `owner`'s allocation `kmd`;
+/// waits for it.
+///
+/// A system-memory side is `SegmentId` 0 with an MDL of its pages (DXGKARG_BUILDPAGINGBUFFER
+/// page; GPU segments: the implicit system-memory segment is always id 0). As dxgmms2's
+/// `VIDMM_GLOBAL::MemoryTransferInternal` does, `MdlOffset` is 0 and the MDL describes the
+/// range being moved; a range longer than one MDL can list goes in several transfers, each
+/// with its own MDL and `TransferOffset` = its offset in the allocation, the segment side
+/// keeping the allocation's address (`VIDMM_MEMORY_SEGMENT::TransferMemorySlow`).
+/// `TransferStart` / `TransferEnd` mark the first and last part, as `MemoryTransferInternal`
+/// sets them.
+fn paging_transfer(
+    host: &dyn Host,
+    a: &AdapterShared,
+    kmd: usize,
+    owner: KmtHandle,
+    src: Side,
+    dst: Side,
+    bytes: u64,
+) -> Result<(), SimError> {
+    use crate::vidmm::mdl::{Mdl, MAX_MDL_PAGES};
+    let _power = crate::ums::paging_power(a)?;
+    let node = paging_node(a);
+    let pages = match (&src, &dst) {
+        (Side::Pages(p), _) | (_, Side::Pages(p)) => Some(p.clone()),
+        _ => None,
+    };
+    let part = pages
+        .as_ref()
+        .map_or(bytes, |_| MAX_MDL_PAGES as u64 * PAGE);
+    let mut last = None;
+    let mut off = 0u64;
+    while off < bytes {
+        let len = part.min(bytes - off);
+        // The MDL of this part's pages, alive until the driver has built the operation.
+        let mdl = match &pages {
+            Some(p) => {
+                let first = (off / PAGE) as usize;
+                let n = len.div_ceil(PAGE) as usize;
+                let range = p.get(first..first + n).ok_or_else(|| {
+                    SimError::Simulation("backing store shorter than the transfer".into())
+                })?;
+                Some(
+                    Mdl::of_pages(range)
+                        .ok_or_else(|| SimError::Simulation("MDL over its page limit".into()))?,
+                )
+            }
+            None => None,
+        };
+        let side = |s: &Side| match s {
+            Side::Segment(id, addr) => super::paging::segment_side(*id, *addr),
+            Side::Pages(_) => {
+                super::paging::mdl_side(mdl.as_ref().map_or(std::ptr::null_mut(), Mdl::as_ptr))
+            }
+        };
+        let flags = DXGK_TRANSFERFLAGS::default()
+            .with(DXGK_TRANSFERFLAGS::TransferStart, u32::from(off == 0))
+            .with(
+                DXGK_TRANSFERFLAGS::TransferEnd,
+                u32::from(off + len == bytes),
+            );
+        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+            Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
+                hAllocation: kmd as HANDLE,
+                TransferOffset: u32::try_from(off)
+                    .map_err(|_| SimError::Simulation("transfer offset past 4 GiB".into()))?,
+                TransferSize: len as SIZE_T,
+                Source: side(&src),
+                Destination: side(&dst),
+                Flags: flags,
+                MdlOffset: 0,
+            },
+        };
+        let ids = crate::vidmm::paging::paging_op(
+            host,
+            a,
+            node,
+            DXGK_OPERATION_TRANSFER,
+            &mut op,
+            vec![owner],
+        )?;
+        drop(mdl);
+        last = ids.last().copied().or(last);
+        off += len;
+    }
+    if let Some(id) = last {
+        crate::vidmm::mmu::vidmm_wait(host, a, node, id)?;
+    }
+    Ok(())
 }
 
 /// What a count reaching zero recorded, kept while a MakeResident may still fail.
