@@ -17,6 +17,7 @@ pub mod dmapool;
 pub mod fencemap;
 pub mod gpuva;
 pub mod host;
+pub mod init;
 pub mod leaf;
 pub mod mdl;
 pub mod mmu;
