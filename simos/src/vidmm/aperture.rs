@@ -30,6 +30,7 @@ use rvgpu_ddi::tdr::*;
 
 use crate::base::error::SimError;
 use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ums::handles::KmtHandle;
 use crate::vidmm::host::Host;
@@ -246,15 +247,15 @@ pub(crate) fn aperture_unmap(
     Ok(())
 }
 
-/// VidMm maps aperture `range` at a new VA of process `p` with aperture-relative entries
+/// VidMm maps aperture `range` at a new VA of process `pid` with aperture-relative entries
 /// (the rules: `Machine::map_aperture_range_into`). Returns the VA.
 pub(crate) fn map_aperture_range_into(
     host: &dyn Host,
     a: &AdapterShared,
-    p: &crate::ums::UmsProcess,
+    pid: ProcessId,
     range: ApertureRange,
 ) -> Result<u64, SimError> {
-    let va = crate::vidmm::mmu::vidmm_reserve(a, p.pid, range.pages * PAGE)?;
+    let va = crate::vidmm::mmu::vidmm_reserve(a, pid, range.pages * PAGE)?;
     let phys: Vec<crate::vidmm::gpuva::Phys> = (0..range.pages)
         .map(|i| (range.segment, range.offset + i * PAGE))
         .collect();
@@ -267,7 +268,7 @@ pub(crate) fn map_aperture_range_into(
     crate::vidmm::mmu::vidmm_map_at(
         host,
         a,
-        p.pid,
+        pid,
         va,
         &phys,
         crate::vidmm::gpuva::MapAttrs::default(),

@@ -7,10 +7,10 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
 use crate::base::error::SimError;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::ums::handles::KmtHandle;
-use crate::ums::UmsProcess;
 use crate::vidmm::host::Host;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
@@ -24,37 +24,41 @@ pub enum TransferSide<'a> {
     Mdl(&'a crate::vidmm::mdl::Mdl),
 }
 
-/// VidMm pages in `bytes` at `gpu_va` of an allocation of process `p` with FILLs on the
+/// VidMm pages in `bytes` at `gpu_va` of an allocation of process `pid` (for `device`) with FILLs on the
 /// system context of `node` (the rules: `Machine::page_in`). Returns the fence IDs.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn page_in(
     host: &dyn Host,
     a: &AdapterShared,
-    p: &UmsProcess,
+    pid: ProcessId,
+    device: KmtHandle,
     node: u32,
     gpu_va: u64,
     bytes: u64,
     pattern: u32,
 ) -> Result<Vec<u32>, SimError> {
     let mut ids = Vec::new();
-    for (segment, addr, len) in crate::vidmm::mmu::vidmm_runs(a, p.pid, gpu_va, bytes)? {
+    for (segment, addr, len) in crate::vidmm::mmu::vidmm_runs(a, pid, gpu_va, bytes)? {
         if segment != 0 {
-            ids.extend(page_fill(host, a, node, p, segment, addr, len, pattern)?);
+            ids.extend(page_fill(
+                host, a, node, device, segment, addr, len, pattern,
+            )?);
             continue;
         }
         let first = addr - addr % PAGE;
         let pages: Vec<u64> = (first..addr + len).step_by(PAGE as usize).collect();
-        let range = crate::vidmm::aperture::aperture_map(host, a, &pages, 0, 0, vec![p.device])?;
+        let range = crate::vidmm::aperture::aperture_map(host, a, &pages, 0, 0, vec![device])?;
         let filled = page_fill(
             host,
             a,
             node,
-            p,
+            device,
             range.segment,
             range.offset + (addr - first),
             len,
             pattern,
         );
-        let unmapped = crate::vidmm::aperture::aperture_unmap(host, a, range, 0, 0, vec![p.device]);
+        let unmapped = crate::vidmm::aperture::aperture_unmap(host, a, range, 0, 0, vec![device]);
         ids.extend(filled?);
         unmapped?;
     }
@@ -67,7 +71,7 @@ fn page_fill(
     host: &dyn Host,
     a: &AdapterShared,
     node: u32,
-    p: &UmsProcess,
+    device: KmtHandle,
     segment: u32,
     addr: u64,
     len: u64,
@@ -86,7 +90,7 @@ fn page_fill(
             },
         },
     };
-    paging_op(host, a, node, DXGK_OPERATION_FILL, &mut op, vec![p.device])
+    paging_op(host, a, node, DXGK_OPERATION_FILL, &mut op, vec![device])
 }
 
 /// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst`, in paging

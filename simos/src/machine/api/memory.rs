@@ -75,7 +75,7 @@ impl Machine {
         range: ApertureRange,
     ) -> Result<u64, SimError> {
         let a = self.adapter_shared(p.adapter)?.clone();
-        aperture::map_aperture_range_into(self, &a, p, range)
+        aperture::map_aperture_range_into(self, &a, p.pid, range)
     }
 
     /// VidMm pages in `bytes` at `gpu_va` of an allocation of process `p`: a FILL with
@@ -100,7 +100,7 @@ impl Machine {
         pattern: u32,
     ) -> Result<Vec<u32>, SimError> {
         let a = self.adapter_shared(p.adapter)?.clone();
-        paging::page_in(self, &a, p, node, gpu_va, bytes, pattern)
+        paging::page_in(self, &a, p.pid, p.device, node, gpu_va, bytes, pattern)
     }
 
     /// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst` with
