@@ -21,8 +21,6 @@
 //! (as `MapTemporaryResource` does for `BeginTemporaryResourceAccess`), fills them through
 //! the aperture and unmaps them ([`crate::vidmm::paging`]).
 
-use std::collections::BTreeMap;
-
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
@@ -35,76 +33,9 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ums::handles::KmtHandle;
 use crate::vidmm::host::Host;
 use crate::vidmm::mdl::Mdl;
+pub use crate::vidmm::mmu::state::{Ranges, FIRST_OFFSET};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
-
-/// The first aperture offset VidMm hands out: neither 0 nor any bus address.
-pub const FIRST_OFFSET: u64 = 0x0123_5000;
-
-/// VidMm's book of the aperture: free ranges (offset → bytes), the dummy page, and which
-/// bus page VidMm had the driver map at each mapped aperture page (the oracle its strict
-/// page-table walk checks a `Segment` = aperture entry against).
-#[derive(Debug, Default)]
-pub struct Ranges {
-    free: Option<BTreeMap<u64, u64>>,
-    dummy: Option<u64>,
-    segment: Option<u32>,
-    mapped: BTreeMap<u64, u64>,
-}
-
-impl Ranges {
-    /// The bus address VidMm mapped at `offset` of aperture segment `segment`, if it did.
-    pub(crate) fn bus_of(&self, segment: u32, offset: u64) -> Option<u64> {
-        if self.segment != Some(segment) {
-            return None;
-        }
-        let page = offset - offset % PAGE;
-        self.mapped.get(&page).map(|b| b + offset % PAGE)
-    }
-
-    /// Whether `segment` is the aperture VidMm mapped pages in.
-    pub(crate) fn is_aperture(&self, segment: u32) -> bool {
-        self.segment == Some(segment)
-    }
-
-    fn free_map(&mut self, size: u64) -> &mut BTreeMap<u64, u64> {
-        self.free.get_or_insert_with(|| {
-            let end = size.min(rvgpu_device::memory::SYSMEM_START);
-            let mut m = BTreeMap::new();
-            if end > FIRST_OFFSET {
-                m.insert(FIRST_OFFSET, end - FIRST_OFFSET);
-            }
-            m
-        })
-    }
-
-    /// First fit of `bytes` (whole pages).
-    fn alloc(&mut self, size: u64, bytes: u64) -> Option<u64> {
-        let free = self.free_map(size);
-        let (&start, &len) = free.iter().find(|(_, &len)| len >= bytes)?;
-        free.remove(&start);
-        if len > bytes {
-            free.insert(start + bytes, len - bytes);
-        }
-        Some(start)
-    }
-
-    fn release(&mut self, size: u64, start: u64, bytes: u64) {
-        let free = self.free_map(size);
-        let (mut start, mut len) = (start, bytes);
-        if let Some(next) = free.remove(&(start + len)) {
-            len += next;
-        }
-        if let Some((&prev, &plen)) = free.range(..start).next_back() {
-            if prev + plen == start {
-                free.remove(&prev);
-                start = prev;
-                len += plen;
-            }
-        }
-        free.insert(start, len);
-    }
-}
 
 /// The aperture segment's id, size and whether it is cache-coherent.
 fn aperture(a: &AdapterShared) -> Result<(u32, u64, bool), SimError> {

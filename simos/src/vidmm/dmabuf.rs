@@ -20,41 +20,9 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::vidmm::host::Host;
+pub(crate) use crate::vidmm::mmu::state::{Arena, ARENA_PAGES};
 
-/// Pages of one process's arena (1 MiB: 256 single-page buffers in flight).
-pub(crate) const ARENA_PAGES: u64 = 256;
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
-
-/// One process's DMA-buffer arena.
-#[derive(Debug)]
-pub struct Arena {
-    backing: SysAlloc,
-    /// GPU VA of the arena's first page in the process.
-    va: u64,
-    /// Carved buffers: first page index → pages.
-    carved: BTreeMap<u64, u64>,
-}
-
-impl Arena {
-    /// First fit of `pages` contiguous free pages.
-    fn carve(&mut self, pages: u64) -> Option<u64> {
-        let mut at = 0u64;
-        for (&start, &len) in &self.carved {
-            if start.saturating_sub(at) >= pages {
-                break;
-            }
-            at = start.saturating_add(len);
-        }
-        (at.checked_add(pages)? <= ARENA_PAGES).then(|| {
-            self.carved.insert(at, pages);
-            at
-        })
-    }
-
-    fn contains(&self, bus: u64) -> bool {
-        bus >= self.backing.bus_addr && bus < self.backing.bus_addr + self.backing.len
-    }
-}
 
 /// A DMA buffer carved from an arena: where the CPU writes it and where the process's GPU
 /// reads it.

@@ -32,8 +32,8 @@ pub struct VidMmState {
     pub mappings: Mutex<HashMap<usize, usize>>,
     /// What VidMm learnt of the adapter's memory at start ([`crate::vidmm::model`]).
     pub memory_model: Mutex<crate::vidmm::model::MemoryModel>,
-    /// VidMm's GPU VA spaces and page-table heap ([`crate::vidmm::mmu`]).
-    pub vidmm: Mutex<crate::vidmm::mmu::VidMm>,
+    /// VidMm's GPU VA spaces and page-table heap ([`crate::vidmm::mmu::state`]).
+    pub vidmm: Mutex<crate::vidmm::mmu::state::VidMm>,
     /// VidMm's residency: where each user allocation lives and who needs it resident
     /// ([`crate::vidmm::residency`]). Held for a whole residency operation, paging included,
     /// as VidMm serialises its own.

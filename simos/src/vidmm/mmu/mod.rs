@@ -11,7 +11,6 @@
 //! operation. A FLUSHTLB the driver did not turn into an invalidation is caught the same way
 //! (the device's TLB must hold nothing of the root afterwards).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use rvgpu_ddi::allocation::*;
@@ -32,7 +31,10 @@ use crate::vidmm::gpuva::{
 };
 use crate::vidmm::host::Host;
 
+pub mod state;
 pub(crate) mod system_space;
+
+pub use self::state::{VidMm, VmProcess};
 
 pub use crate::vidmm::leaf::LeafTag;
 
@@ -55,74 +57,6 @@ const PAGING_VA_BASE: u64 = 0x7000_0000_0000;
 /// holds allocations (`vidmm::residency`) up to the half of VRAM local native-fence storage
 /// takes from the top.
 pub(crate) const TABLE_SHARE: u64 = 4;
-
-/// A process as VidMm knows it.
-#[derive(Debug)]
-pub struct VmProcess {
-    /// `DXGKARG_CREATEPROCESS::hKmdProcess`.
-    pub kmd: usize,
-    pub space: AddressSpace,
-    /// Where its kernel-mode DMA buffers live ([`super::dmabuf`]); made at its first one.
-    pub arena: Option<super::dmabuf::Arena>,
-}
-
-/// Per-adapter GpuMmu state.
-#[derive(Debug, Default)]
-pub struct VidMm {
-    heap: Option<TableHeap>,
-    pub(super) processes: HashMap<ProcessId, VmProcess>,
-    /// Paging sequences in flight (they hold the GPU in D0).
-    busy: u32,
-    /// The thread running a power transition that pages (the D3 trim): it holds
-    /// the adapter's power sequence exclusively and the GPU is in D0, so its paging takes no
-    /// power reference.
-    pub(crate) power_thread: Option<std::thread::ThreadId>,
-    /// The driver's handle of the paging process ([`open_paging_process`]).
-    pub(crate) paging_kmd: Option<usize>,
-    /// The aperture's ranges and dummy page ([`crate::vidmm::aperture`]).
-    pub(crate) aperture: crate::vidmm::aperture::Ranges,
-    /// System memory the OS gave back while mapped in the paging process: unmapped and freed
-    /// at the next safe point ([`system_space::reap_system_pages`]).
-    retired_system: Vec<(u64, u64)>,
-    /// Serialises changes to the paging process's space. Every thread maps into that one
-    /// space (queue and fence creation), and a change's books are updated before its paging
-    /// buffer runs: without this, a thread could write a leaf into a table another thread
-    /// has allocated but not yet linked, and its check would find the page unmapped.
-    system_serial: std::sync::Arc<std::sync::Mutex<()>>,
-}
-
-impl VidMm {
-    /// Whether `pid` has an address space here.
-    pub(crate) fn has_process(&self, pid: ProcessId) -> bool {
-        self.processes.contains_key(&pid)
-    }
-
-    /// `pid`'s address space; a process without one is `STATUS_INVALID_HANDLE`.
-    fn space_of(&mut self, pid: ProcessId) -> Result<&mut VmProcess, SimError> {
-        self.processes
-            .get_mut(&pid)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
-    }
-
-    pub(crate) fn paging_begin(&mut self) {
-        self.busy += 1;
-    }
-
-    pub(crate) fn paging_end(&mut self) {
-        self.busy = self.busy.saturating_sub(1);
-    }
-
-    pub(crate) fn paging_busy(&self) -> bool {
-        self.busy > 0
-    }
-
-    /// The KMD process handle and root (segment, offset) of `pid`, if VidMm has one.
-    pub fn process(&self, pid: ProcessId) -> Option<(usize, u32, u64)> {
-        self.processes
-            .get(&pid)
-            .map(|p| (p.kmd, p.space.geometry.segment, p.space.root))
-    }
-}
 
 fn geometry(a: &AdapterShared) -> Option<Geometry> {
     lock(&a.mm.memory_model).geometry()
