@@ -39,6 +39,6 @@ pub struct VidMmState {
     /// as VidMm serialises its own.
     pub residency: Mutex<crate::vidmm::residency::State>,
     /// Paging queues and the GPU VA ranges processes reserve and map through the D3DKMT
-    /// thunks ([`crate::vidmm::va`]). Taken after `residency`, before `vidmm`.
-    pub gpuva: Mutex<crate::vidmm::va::State>,
+    /// thunks ([`crate::vidmm::va::state`]). Taken after `residency`, before `vidmm`.
+    pub gpuva: Mutex<crate::vidmm::va::state::State>,
 }

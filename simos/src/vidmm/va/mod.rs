@@ -22,7 +22,7 @@
 //! has been reached already: VidMm signals the queue's fence to it before returning (the
 //! "ready to be accessed immediately" case of the D3DKMT pages).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rvgpu_ddi::memory::DXGK_GPUMMUCAPS_FLAGS;
 use rvgpu_ddi::ntstatus::*;
@@ -47,8 +47,10 @@ use rvgpu_umd::kmt::{
 };
 
 pub(crate) mod paging_queue;
+pub mod state;
 
-use paging_queue::PagingQueue;
+pub use self::state::State;
+use self::state::{PagingQueue, UserMap, Vad};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -67,65 +69,6 @@ pub const RESERVE_ALIGN: u64 = 0x1_0000;
 /// process uses (fence storage) at their device address (`vidmm::mmu`'s `VA_BASE`), so that
 /// part of the space is never free for the process.
 pub const USER_VA_FLOOR: u64 = 0x4000_0000_0000;
-
-/// Part of a range that maps pages of one allocation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct UserMap {
-    pages: u64,
-    allocation: KmtHandle,
-    /// The driver's handle (`hAllocation` of the paging operations).
-    kmd: usize,
-    /// First allocation page mapped.
-    offset: u64,
-    attrs: MapAttrs,
-    /// Its entries are in the page tables now (the allocation is resident).
-    live: bool,
-}
-
-/// One range of a process's space (a VIDMM_VAD).
-#[derive(Debug)]
-struct Vad {
-    len: u64,
-    /// Made by Map on free space: it goes with the allocation it was made for.
-    by_map: bool,
-    /// Mapped parts, by VA; the rest of the range has no access.
-    maps: BTreeMap<u64, UserMap>,
-}
-
-/// Per-adapter state (behind `VidMmState::gpuva`).
-#[derive(Debug, Default)]
-pub struct State {
-    queues: BTreeMap<KmtHandle, PagingQueue>,
-    vads: HashMap<ProcessId, BTreeMap<u64, Vad>>,
-}
-
-impl State {
-    /// The range of `pid` holding all of `[va, va + len)`.
-    fn vad_holding(&self, pid: ProcessId, va: u64, len: u64) -> Option<u64> {
-        let (start, vad) = self.vads.get(&pid)?.range(..=va).next_back()?;
-        let end = start.checked_add(vad.len)?;
-        (va.checked_add(len)? <= end).then_some(*start)
-    }
-
-    /// Every mapping of `allocation`: (pid, range start, VA, map).
-    fn maps_of(&self, allocation: KmtHandle) -> Vec<(ProcessId, u64, u64, UserMap)> {
-        let mut out = Vec::new();
-        for (pid, vads) in &self.vads {
-            for (start, vad) in vads {
-                for (va, m) in &vad.maps {
-                    if m.allocation == allocation {
-                        out.push((*pid, *start, *va, *m));
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    fn map_mut(&mut self, pid: ProcessId, start: u64, va: u64) -> Option<&mut UserMap> {
-        self.vads.get_mut(&pid)?.get_mut(&start)?.maps.get_mut(&va)
-    }
-}
 
 fn bad() -> SimError {
     SimError::DdiFailed(STATUS_INVALID_PARAMETER)

@@ -4,19 +4,6 @@
 
 use super::*;
 
-/// A paging queue of a device.
-#[derive(Debug)]
-pub(super) struct PagingQueue {
-    pub(super) device: KmtHandle,
-    #[allow(dead_code)]
-    priority: i32,
-    /// `hSyncObject`: the monitored fence paging work on this queue signals.
-    fence: KmtHandle,
-    fence_obj: MonitoredFence,
-    /// The last paging fence value handed out.
-    value: u64,
-}
-
 /// `D3DKMTCreatePagingQueue` for `device` (22631 DxgkCreatePagingQueueInternal: an
 /// unknown device or a `PhysicalAdapterIndex` past the adapter's count is
 /// INVALID_PARAMETER; the priority is stored as given). Returns the queue, its paging
