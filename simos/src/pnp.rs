@@ -296,7 +296,7 @@ impl Machine {
         let mut rules = bringup::check_caps(&caps, physical.as_ref(), &t, &facts);
         // BR-61/62/64/68: VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
-        match crate::vidmm::model::query(&a, &t, &caps)? {
+        match crate::vidmm::init::query(&a, &t, &caps)? {
             Ok(model) => *lock(&a.mm.memory_model) = model,
             Err(v) => rules.push(v),
         }

@@ -15,12 +15,13 @@
 mod api;
 pub(crate) mod board;
 mod config;
-pub mod cpucache;
 #[cfg(target_os = "linux")]
 pub mod pci;
 mod run;
 
 pub use self::board::Board;
+/// The CPU cache model lives with the allocations it caches; kept reachable here.
+pub use crate::vidmm::cpucache;
 
 pub use self::config::*;
 // The readings keep their path under the machine (tests name `machine::answers`).

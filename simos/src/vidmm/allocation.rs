@@ -21,10 +21,10 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::machine::cpucache::CpuCache;
-use crate::machine::Machine;
 use crate::ums::handles::KmtHandle;
 use crate::ums::{dev_guard, device_lock, new_handle, QueuedWork, UmsEvent, UmsOs};
+use crate::vidmm::cpucache::CpuCache;
+use crate::vidmm::host::Host;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -102,7 +102,7 @@ pub(crate) fn release_alloc(os: &mut UmsOs, h: KmtHandle) {
     }
 }
 
-/// Takes the allocation out of the process's view; [`Machine::reap_allocations`] finishes.
+/// Takes the allocation out of the process's view; [`reap_allocations`] finishes.
 pub(crate) fn free_alloc(os: &mut UmsOs, h: KmtHandle) {
     if let Some(al) = os.allocations.remove(&h) {
         os.reaped.push(al);
@@ -110,219 +110,214 @@ pub(crate) fn free_alloc(os: &mut UmsOs, h: KmtHandle) {
     }
 }
 
-impl Machine {
-    /// Creates an allocation for `device` as the UMD described it in `private` and makes it
-    /// resident, as a runtime does for a new resource (`D3DKMTCreateAllocation2`, then
-    /// `D3DKMTMakeResident`). Returns the handle, the memory and the GPU VA.
-    pub(crate) fn create_allocation(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        size: u64,
-        private: &[u8],
-    ) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
-        let made = self.create_allocation2(a, device, size, private)?;
-        if let Err(e) = self.residency_make_resident(a, device, &[made.0], false) {
-            let _ = destroy_allocation2(a, device, made.0, true);
-            self.reap_allocations(a)?;
-            return Err(match e {
-                crate::vidmm::residency::MakeResidentFail::OverBudget(_) => {
-                    SimError::DdiFailed(STATUS_NO_MEMORY)
-                }
-                crate::vidmm::residency::MakeResidentFail::Failed(e) => e,
-            });
-        }
-        Ok(made)
+/// Creates an allocation for `device` as the UMD described it in `private` and makes it
+/// resident, as a runtime does for a new resource (`D3DKMTCreateAllocation2`, then
+/// `D3DKMTMakeResident`). Returns the handle, the memory and the GPU VA.
+pub(crate) fn create_allocation(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+    size: u64,
+    private: &[u8],
+) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
+    let made = create_allocation2(a, device, size, private)?;
+    if let Err(e) =
+        crate::vidmm::residency::residency_make_resident(host, a, device, &[made.0], false)
+    {
+        let _ = destroy_allocation2(a, device, made.0, true);
+        reap_allocations(host, a)?;
+        return Err(match e {
+            crate::vidmm::residency::MakeResidentFail::OverBudget(_) => {
+                SimError::DdiFailed(STATUS_NO_MEMORY)
+            }
+            crate::vidmm::residency::MakeResidentFail::Failed(e) => e,
+        });
     }
+    Ok(made)
+}
 
-    /// `D3DKMTCreateAllocation2`: an allocation for `device` as the UMD described it in
-    /// `private` (what the thunk carries to the driver), with a GPU VA reserved in the
-    /// device's process. On a GpuMmu adapter it is not resident: it is on no residency list
-    /// until `D3DKMTMakeResident` ("Residency overview"), so its VA is not mapped yet.
-    /// Returns the handle, the memory (the backing store) and the GPU VA.
-    pub(crate) fn create_allocation2(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        size: u64,
-        private: &[u8],
-    ) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
-        let pid = {
-            let os = lock(&a.ums);
-            match os.devices.get(&device) {
-                None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
-                Some(d) if d.in_error => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
-                Some(d) => d.process,
+/// `D3DKMTCreateAllocation2`: an allocation for `device` as the UMD described it in
+/// `private` (what the thunk carries to the driver), with a GPU VA reserved in the
+/// device's process. On a GpuMmu adapter it is not resident: it is on no residency list
+/// until `D3DKMTMakeResident` ("Residency overview"), so its VA is not mapped yet.
+/// Returns the handle, the memory (the backing store) and the GPU VA.
+pub(crate) fn create_allocation2(
+    a: &AdapterShared,
+    device: KmtHandle,
+    size: u64,
+    private: &[u8],
+) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
+    let pid = {
+        let os = lock(&a.ums);
+        match os.devices.get(&device) {
+            None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
+            Some(d) if d.in_error => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+            Some(d) => d.process,
+        }
+    };
+    let gpummu = lock(&a.mm.vidmm).process(pid).is_some();
+    let mut info = Described {
+        cpu_visible: true,
+        ..Described::default()
+    };
+    let h = new_handle(pid)?;
+    let (alloc, mapped) = if gpummu {
+        let d = describe(a, private)?;
+        info = d;
+        let kmd = d.kmd;
+        let bytes = d.size.max(size);
+        // The backing store: where the contents live when not in VRAM. A large one is
+        // aligned so that, with the driver's `SysMemLargePageSupported`, VidMm can map it
+        // with large pages.
+        let align = {
+            let model = lock(&a.mm.memory_model);
+            match (model.large_pages(), model.geometry()) {
+                (Some(l), Some(g)) if l.system && bytes >= g.large_page() => g.large_page(),
+                _ => PAGE,
             }
         };
-        let gpummu = lock(&a.mm.vidmm).process(pid).is_some();
-        let mut info = Described {
-            cpu_visible: true,
-            ..Described::default()
-        };
-        let h = new_handle(pid)?;
-        let (alloc, mapped) = if gpummu {
-            let d = describe(a, private)?;
-            info = d;
-            let kmd = d.kmd;
-            let bytes = d.size.max(size);
-            // The backing store: where the contents live when not in VRAM. A large one is
-            // aligned so that, with the driver's `SysMemLargePageSupported`, VidMm can map it
-            // with large pages.
-            let align = {
-                let model = lock(&a.mm.memory_model);
-                match (model.large_pages(), model.geometry()) {
-                    (Some(l), Some(g)) if l.system && bytes >= g.large_page() => g.large_page(),
-                    _ => PAGE,
-                }
-            };
-            let alloc = a
-                .device
-                .memory()
-                .alloc_system(bytes, align)
-                .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
-            let pages = alloc.len / PAGE;
-            let (apertures, _) = lock(&a.mm.memory_model).aperture_sets();
-            let aperture = d.write_segments & apertures != 0;
-            let order = crate::vidmm::residency::local_order(
-                a,
-                d.write_segments,
-                d.preferred,
-                d.cpu_visible,
-            );
-            // Somewhere VidMm may place it at all, or the creation fails.
-            if order.is_empty() && !aperture {
-                a.device.memory().free_system(alloc.bus_addr);
-                let _ = destroy_kmd_allocation(a, kmd);
-                return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
-            }
-            // What may go to VRAM gets a backing store of its own, scattered pages the
-            // driver is given by MDL; what the CPU maps is its own backing store.
-            let backing = if order.is_empty() {
-                crate::vidmm::residency::Backing::Own
-            } else {
-                match crate::vidmm::residency::backing_pages(a, pages) {
-                    Some(b) => b,
-                    None => {
-                        a.device.memory().free_system(alloc.bus_addr);
-                        let _ = destroy_kmd_allocation(a, kmd);
-                        return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
-                    }
-                }
-            };
-            let va = match self.vidmm_reserve(a, pid, alloc.len) {
-                Ok(va) => va,
-                Err(e) => {
-                    a.device.memory().free_system(alloc.bus_addr);
-                    if let crate::vidmm::residency::Backing::Pages(p) = backing {
-                        for page in p {
-                            a.device.memory().free_system(page.bus_addr);
-                        }
-                    }
-                    let _ = destroy_kmd_allocation(a, kmd);
-                    return Err(e);
-                }
-            };
-            Self::residency_track(
-                &mut lock(&a.mm.residency),
-                h,
-                pid,
-                device,
-                kmd,
-                va,
-                pages,
-                alloc.bus_addr,
-                backing,
-                order,
-                aperture,
-                crate::vidmm::residency::Place::Evicted,
-            );
-            (alloc, Some(Mapped { kmd, va }))
+        let alloc = a
+            .device
+            .memory()
+            .alloc_system(bytes, align)
+            .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
+        let pages = alloc.len / PAGE;
+        let (apertures, _) = lock(&a.mm.memory_model).aperture_sets();
+        let aperture = d.write_segments & apertures != 0;
+        let order =
+            crate::vidmm::residency::local_order(a, d.write_segments, d.preferred, d.cpu_visible);
+        // Somewhere VidMm may place it at all, or the creation fails.
+        if order.is_empty() && !aperture {
+            a.device.memory().free_system(alloc.bus_addr);
+            let _ = destroy_kmd_allocation(a, kmd);
+            return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
+        }
+        // What may go to VRAM gets a backing store of its own, scattered pages the
+        // driver is given by MDL; what the CPU maps is its own backing store.
+        let backing = if order.is_empty() {
+            crate::vidmm::residency::Backing::Own
         } else {
-            let alloc = a
-                .device
-                .memory()
-                .alloc_system(size, PAGE)
-                .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
-            (alloc, None)
-        };
-        let gpu_va = mapped.map_or(alloc.bus_addr, |m| m.va);
-        let cache = (info.cached && !lock(&a.mm.memory_model).io_coherent())
-            .then(|| Arc::new(CpuCache::new(alloc.clone())));
-        lock(&a.ums).allocations.insert(
-            h,
-            AllocObj {
-                handle: h,
-                device,
-                alloc: alloc.clone(),
-                mapped,
-                refs: 0,
-                closed: false,
-                deferred: Vec::new(),
-                deferred_dma: None,
-                info,
-                cache,
-            },
-        );
-        Ok((h, alloc, gpu_va))
-    }
-
-    /// Finishes every allocation dropped since the last call: unmap, DestroyAllocation, free.
-    /// Called with no OS lock held.
-    pub(crate) fn reap_allocations(&self, a: &AdapterShared) -> Result<(), SimError> {
-        // Evictions released without EvictOnlyIfNecessary whose work has finished.
-        self.residency_tick(a)?;
-        {
-            // AL-03: destructions deferred behind queued work whose work has now completed.
-            // (Windows' VidMm does this from its worker when the fences signal; here it runs
-            // at VidMm's next entry, which changes when memory returns, never whether it
-            // returns before the work ends.) The DMA packets are VidSch's: looked at with no
-            // VidMm lock held.
-            let waiting: Vec<(KmtHandle, KmtHandle, u64)> = lock(&a.ums)
-                .allocations
-                .iter()
-                .filter(|(_, al)| al.closed)
-                .filter_map(|(h, al)| Some((*h, al.device, al.deferred_dma?)))
-                .collect();
-            let ran: Vec<KmtHandle> = waiting
-                .into_iter()
-                .filter(|&(_, d, last)| crate::vidsch::legacy::device_dma_done(a, d, last))
-                .map(|(h, _, _)| h)
-                .collect();
-            let mut os = lock(&a.ums);
-            for h in ran {
-                if let Some(al) = os.allocations.get_mut(&h) {
-                    al.deferred_dma = None;
+            match crate::vidmm::residency::backing_pages(a, pages) {
+                Some(b) => b,
+                None => {
+                    a.device.memory().free_system(alloc.bus_addr);
+                    let _ = destroy_kmd_allocation(a, kmd);
+                    return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
                 }
             }
-            let done: Vec<KmtHandle> = os
-                .allocations
-                .iter()
-                .filter(|(_, al)| al.closed && al.refs == 0 && al.deferred_done(&os))
-                .map(|(h, _)| *h)
-                .collect();
-            for h in done {
-                free_alloc(&mut os, h);
+        };
+        let va = match crate::vidmm::mmu::vidmm_reserve(a, pid, alloc.len) {
+            Ok(va) => va,
+            Err(e) => {
+                a.device.memory().free_system(alloc.bus_addr);
+                if let crate::vidmm::residency::Backing::Pages(p) = backing {
+                    for page in p {
+                        a.device.memory().free_system(page.bus_addr);
+                    }
+                }
+                let _ = destroy_kmd_allocation(a, kmd);
+                return Err(e);
+            }
+        };
+        crate::vidmm::residency::residency_track(
+            &mut lock(&a.mm.residency),
+            h,
+            pid,
+            device,
+            kmd,
+            va,
+            pages,
+            alloc.bus_addr,
+            backing,
+            order,
+            aperture,
+            crate::vidmm::residency::Place::Evicted,
+        );
+        (alloc, Some(Mapped { kmd, va }))
+    } else {
+        let alloc = a
+            .device
+            .memory()
+            .alloc_system(size, PAGE)
+            .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
+        (alloc, None)
+    };
+    let gpu_va = mapped.map_or(alloc.bus_addr, |m| m.va);
+    let cache = (info.cached && !lock(&a.mm.memory_model).io_coherent())
+        .then(|| Arc::new(CpuCache::new(alloc.clone())));
+    lock(&a.ums).allocations.insert(
+        h,
+        AllocObj {
+            handle: h,
+            device,
+            alloc: alloc.clone(),
+            mapped,
+            refs: 0,
+            closed: false,
+            deferred: Vec::new(),
+            deferred_dma: None,
+            info,
+            cache,
+        },
+    );
+    Ok((h, alloc, gpu_va))
+}
+
+/// Finishes every allocation dropped since the last call: unmap, DestroyAllocation, free.
+/// Called with no OS lock held.
+pub(crate) fn reap_allocations(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
+    // Evictions released without EvictOnlyIfNecessary whose work has finished.
+    crate::vidmm::residency::residency_tick(host, a)?;
+    {
+        // AL-03: destructions deferred behind queued work whose work has now completed.
+        // (Windows' VidMm does this from its worker when the fences signal; here it runs
+        // at VidMm's next entry, which changes when memory returns, never whether it
+        // returns before the work ends.) The DMA packets are VidSch's: looked at with no
+        // VidMm lock held.
+        let waiting: Vec<(KmtHandle, KmtHandle, u64)> = lock(&a.ums)
+            .allocations
+            .iter()
+            .filter(|(_, al)| al.closed)
+            .filter_map(|(h, al)| Some((*h, al.device, al.deferred_dma?)))
+            .collect();
+        let ran: Vec<KmtHandle> = waiting
+            .into_iter()
+            .filter(|&(_, d, last)| crate::vidsch::legacy::device_dma_done(a, d, last))
+            .map(|(h, _, _)| h)
+            .collect();
+        let mut os = lock(&a.ums);
+        for h in ran {
+            if let Some(al) = os.allocations.get_mut(&h) {
+                al.deferred_dma = None;
             }
         }
-        // One releaser at a time (`UmsOs::reap_serial`): else a process exit could find the
-        // queue empty while another thread still unmaps one of its allocations, then unmap the
-        // same pages (STATUS_INVALID_PARAMETER) or drop the space under the other thread's
-        // unmap (STATUS_INVALID_HANDLE).
-        let serial = lock(&a.ums).reap_serial.clone();
-        let _one = lock(&serial);
-        loop {
-            let Some(al) = lock(&a.ums).reaped.pop() else {
-                return Ok(());
-            };
-            // Every allocation with a GPU VA is in VidMm's residency records, which unmap it;
-            // the driver's allocation goes after that.
-            self.residency_release(a, al.handle)?;
-            if let Some(m) = al.mapped {
-                destroy_kmd_allocation(a, m.kmd)?;
-            }
-            a.device.memory().free_system(al.alloc.bus_addr);
+        let done: Vec<KmtHandle> = os
+            .allocations
+            .iter()
+            .filter(|(_, al)| al.closed && al.refs == 0 && al.deferred_done(&os))
+            .map(|(h, _)| *h)
+            .collect();
+        for h in done {
+            free_alloc(&mut os, h);
         }
+    }
+    // One releaser at a time (`UmsOs::reap_serial`): else a process exit could find the
+    // queue empty while another thread still unmaps one of its allocations, then unmap the
+    // same pages (STATUS_INVALID_PARAMETER) or drop the space under the other thread's
+    // unmap (STATUS_INVALID_HANDLE).
+    let serial = lock(&a.ums).reap_serial.clone();
+    let _one = lock(&serial);
+    loop {
+        let Some(al) = lock(&a.ums).reaped.pop() else {
+            return Ok(());
+        };
+        // Every allocation with a GPU VA is in VidMm's residency records, which unmap it;
+        // the driver's allocation goes after that.
+        crate::vidmm::residency::residency_release(host, a, al.handle)?;
+        if let Some(m) = al.mapped {
+            destroy_kmd_allocation(a, m.kmd)?;
+        }
+        a.device.memory().free_system(al.alloc.bus_addr);
     }
 }
 

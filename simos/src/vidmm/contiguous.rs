@@ -12,8 +12,8 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::kernel;
 use crate::vidmm::state::Contiguous;
 
+use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::callbacks::enter_status;
-use crate::machine::Machine;
 
 /// `DxgkCbAllocateContiguousMemory` (PASSIVE): system memory from the machine's `Memory`,
 /// recorded as the driver's; the tracking handle is the VA.
@@ -84,11 +84,7 @@ pub(crate) unsafe extern "system" fn free_contiguous_memory(
     STATUS_SUCCESS
 }
 
-impl Machine {
-    /// Contiguous allocations the driver holds on adapter `i` now (leak checks around a
-    /// process's life).
-    pub fn contiguous_allocations(&self, i: usize) -> usize {
-        self.adapter_shared(i)
-            .map_or(0, |a| lock(&a.mm.contiguous).len())
-    }
+/// Contiguous allocations the driver holds on the adapter now.
+pub fn contiguous_allocations(a: &AdapterShared) -> usize {
+    lock(&a.mm.contiguous).len()
 }

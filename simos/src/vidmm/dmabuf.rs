@@ -19,42 +19,10 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::machine::Machine;
+use crate::vidmm::host::Host;
+pub(crate) use crate::vidmm::mmu::state::{Arena, ARENA_PAGES};
 
-/// Pages of one process's arena (1 MiB: 256 single-page buffers in flight).
-pub(crate) const ARENA_PAGES: u64 = 256;
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
-
-/// One process's DMA-buffer arena.
-#[derive(Debug)]
-pub struct Arena {
-    backing: SysAlloc,
-    /// GPU VA of the arena's first page in the process.
-    va: u64,
-    /// Carved buffers: first page index → pages.
-    carved: BTreeMap<u64, u64>,
-}
-
-impl Arena {
-    /// First fit of `pages` contiguous free pages.
-    fn carve(&mut self, pages: u64) -> Option<u64> {
-        let mut at = 0u64;
-        for (&start, &len) in &self.carved {
-            if start.saturating_sub(at) >= pages {
-                break;
-            }
-            at = start.saturating_add(len);
-        }
-        (at.checked_add(pages)? <= ARENA_PAGES).then(|| {
-            self.carved.insert(at, pages);
-            at
-        })
-    }
-
-    fn contains(&self, bus: u64) -> bool {
-        bus >= self.backing.bus_addr && bus < self.backing.bus_addr + self.backing.len
-    }
-}
 
 /// A DMA buffer carved from an arena: where the CPU writes it and where the process's GPU
 /// reads it.
@@ -64,86 +32,84 @@ pub struct Carved {
     pub va: u64,
 }
 
-impl Machine {
-    /// A buffer of `bytes` in `pid`'s arena on `a` (made and mapped on first use). `Ok(None)`
-    /// when the process has no GpuMmu address space there (kernel-mode buffers then stay in
-    /// the system space) or the arena is full for now (the caller waits for retirements).
-    pub(crate) fn dma_carve(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        bytes: u64,
-    ) -> Result<Option<Carved>, SimError> {
-        let pages = bytes.div_ceil(PAGE).max(1);
-        if pages > ARENA_PAGES {
-            return Err(SimError::Simulation(format!(
-                "a DMA buffer of {bytes} bytes is larger than the arena"
-            )));
-        }
-        let has = {
-            let v = lock(&a.mm.vidmm);
-            match v.processes.get(&pid) {
-                None => return Ok(None),
-                Some(p) => p.arena.is_some(),
-            }
-        };
-        if !has {
-            self.dma_arena_create(a, pid)?;
-        }
-        let mut v = lock(&a.mm.vidmm);
-        let Some(arena) = v.processes.get_mut(&pid).and_then(|p| p.arena.as_mut()) else {
-            return Ok(None);
-        };
-        Ok(arena.carve(pages).map(|first| Carved {
-            bus_addr: arena.backing.bus_addr + first * PAGE,
-            va: arena.va + first * PAGE,
-        }))
+/// A buffer of `bytes` in `pid`'s arena on `a` (made and mapped on first use). `Ok(None)`
+/// when the process has no GpuMmu address space there (kernel-mode buffers then stay in
+/// the system space) or the arena is full for now (the caller waits for retirements).
+pub(crate) fn dma_carve(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    bytes: u64,
+) -> Result<Option<Carved>, SimError> {
+    let pages = bytes.div_ceil(PAGE).max(1);
+    if pages > ARENA_PAGES {
+        return Err(SimError::Simulation(format!(
+            "a DMA buffer of {bytes} bytes is larger than the arena"
+        )));
     }
+    let has = {
+        let v = lock(&a.mm.vidmm);
+        match v.processes.get(&pid) {
+            None => return Ok(None),
+            Some(p) => p.arena.is_some(),
+        }
+    };
+    if !has {
+        dma_arena_create(host, a, pid)?;
+    }
+    let mut v = lock(&a.mm.vidmm);
+    let Some(arena) = v.processes.get_mut(&pid).and_then(|p| p.arena.as_mut()) else {
+        return Ok(None);
+    };
+    Ok(arena.carve(pages).map(|first| Carved {
+        bus_addr: arena.backing.bus_addr + first * PAGE,
+        va: arena.va + first * PAGE,
+    }))
+}
 
-    fn dma_arena_create(&self, a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
-        let backing = a
-            .device
-            .memory()
-            .alloc_system(ARENA_PAGES * PAGE, PAGE)
-            .ok_or(SimError::DdiFailed(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY))?;
-        let phys: Vec<_> = (0..ARENA_PAGES)
-            .map(|i| (0u32, backing.bus_addr + i * PAGE))
-            .collect();
-        // Read-only for the GPU: the process's commands read their buffers, never write them.
-        let attrs = MapAttrs {
-            read_only: true,
-            no_execute: false,
-        };
-        let va = match self.vidmm_map(a, pid, &phys, attrs, Default::default()) {
-            Ok(va) => va,
-            Err(e) => {
-                a.device.memory().free_system(backing.bus_addr);
-                return Err(e);
-            }
-        };
-        let lost = {
-            let mut v = lock(&a.mm.vidmm);
-            match v.processes.get_mut(&pid) {
-                Some(p) if p.arena.is_none() => {
-                    p.arena = Some(Arena {
-                        backing,
-                        va,
-                        carved: BTreeMap::new(),
-                    });
-                    None
-                }
-                // Another thread of the process made one meanwhile (or the process went):
-                // this one goes back.
-                _ => Some(backing),
-            }
-        };
-        if let Some(backing) = lost {
-            let r = self.vidmm_unmap(a, pid, va, ARENA_PAGES, Default::default());
+fn dma_arena_create(host: &dyn Host, a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
+    let backing = a
+        .device
+        .memory()
+        .alloc_system(ARENA_PAGES * PAGE, PAGE)
+        .ok_or(SimError::DdiFailed(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY))?;
+    let phys: Vec<_> = (0..ARENA_PAGES)
+        .map(|i| (0u32, backing.bus_addr + i * PAGE))
+        .collect();
+    // Read-only for the GPU: the process's commands read their buffers, never write them.
+    let attrs = MapAttrs {
+        read_only: true,
+        no_execute: false,
+    };
+    let va = match crate::vidmm::mmu::vidmm_map(host, a, pid, &phys, attrs, Default::default()) {
+        Ok(va) => va,
+        Err(e) => {
             a.device.memory().free_system(backing.bus_addr);
-            r?;
+            return Err(e);
         }
-        Ok(())
+    };
+    let lost = {
+        let mut v = lock(&a.mm.vidmm);
+        match v.processes.get_mut(&pid) {
+            Some(p) if p.arena.is_none() => {
+                p.arena = Some(Arena {
+                    backing,
+                    va,
+                    carved: BTreeMap::new(),
+                });
+                None
+            }
+            // Another thread of the process made one meanwhile (or the process went):
+            // this one goes back.
+            _ => Some(backing),
+        }
+    };
+    if let Some(backing) = lost {
+        let r = crate::vidmm::mmu::vidmm_unmap(host, a, pid, va, ARENA_PAGES, Default::default());
+        a.device.memory().free_system(backing.bus_addr);
+        r?;
     }
+    Ok(())
 }
 
 /// Returns the buffer at `bus` to its arena; false if no arena of `a` holds it (a buffer of

@@ -17,7 +17,7 @@
 //!   value;
 //! - through the driver's UPDATEPAGETABLE with `NativeFence` and the fence's handle, so the KMD
 //!   keeps MonitoredValue away from user-mode queues (NF-01); unmapped through UPDATEPAGETABLE
-//!   and FLUSHTLB (`Machine::vidmm_unmap`).
+//!   and FLUSHTLB (`mmu::vidmm_unmap`).
 //!
 //! When a page's last count goes, the page is retired, not unmapped at once: GPU work the
 //! process queued before the close may still name it (a signal of a fence destroyed with work
@@ -38,8 +38,8 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::machine::Machine;
 use crate::vidmm::gpuva::MapAttrs;
+use crate::vidmm::host::Host;
 use crate::vidmm::mmu::{phys_of, LeafTag};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
@@ -89,191 +89,189 @@ fn page_of(pa: u64) -> u64 {
     pa - pa % PAGE
 }
 
-impl Machine {
-    /// Maps the page holding the fence value at device address `pa` into `pid` (or counts one
-    /// more use of it) and returns the value's VA there. `tag` names the fence for the
-    /// driver. Without GpuMmu the device addresses memory directly: `pa` itself. `Ok(0)` for
-    /// a process without an address space on this adapter (it has no device here).
-    pub(crate) fn fence_map_value(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        pa: u64,
-        tag: LeafTag,
-    ) -> Result<u64, SimError> {
-        if lock(&a.mm.memory_model).geometry().is_none() {
-            return Ok(pa);
-        }
-        let page = page_of(pa);
-        let serial = lock(&a.fence_os).maps.serial.clone();
-        let _one = lock(&serial);
-        {
-            let mut os = lock(&a.fence_os);
-            let maps = &mut os.maps;
-            if let Some(m) = maps.pages.get_mut(&(pid, page)) {
-                m.refs += 1;
-                return Ok(m.va + pa % PAGE);
-            }
-            // A page retired but not yet unmapped is still there: take it back.
-            if let Some(i) = maps
-                .retired
-                .iter()
-                .position(|r| r.pid == pid && r.page == page)
-            {
-                let r = maps.retired.swap_remove(i);
-                maps.pages
-                    .insert((pid, page), PageMap { va: r.va, refs: 1 });
-                return Ok(r.va + pa % PAGE);
-            }
-        }
-        let phys = phys_of(a, page).ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
-        let bounds = lock(&a.fence_os)
-            .caps
-            .map(|c| (c.MinimumAddress, c.MaximumAddress));
-        let va = {
-            let mut v = lock(&a.mm.vidmm);
-            let Some(p) = v.processes.get_mut(&pid) else {
-                return Ok(0);
-            };
-            match bounds {
-                Some((lo, hi)) if lo != 0 || hi != 0 => {
-                    let hi = if hi == 0 { u64::MAX } else { hi };
-                    let va = p
-                        .space
-                        .free_range_top_down(PAGE, PAGE, lo, hi)
-                        .ok_or_else(|| {
-                            SimError::Simulation(format!(
-                                "no free GPU VA for fence storage inside the caps' \
-                                 [{lo:#x}, {hi:#x}) in process {pid:?}"
-                            ))
-                        })?;
-                    p.space
-                        .reserve_at(va, PAGE)
-                        .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
-                    va
-                }
-                _ => p
-                    .space
-                    .reserve(PAGE)
-                    .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?,
-            }
-        };
-        if let Err(e) = self.vidmm_map_at(a, pid, va, &[phys], MapAttrs::default(), tag) {
-            // Books and tables as before: the driver mapped nothing VidMm will count on.
-            self.vidmm_forget(a, pid, va, 1);
-            return Err(e);
-        }
-        lock(&a.fence_os)
-            .maps
-            .pages
-            .insert((pid, page), PageMap { va, refs: 1 });
-        Ok(va + pa % PAGE)
+/// Maps the page holding the fence value at device address `pa` into `pid` (or counts one
+/// more use of it) and returns the value's VA there. `tag` names the fence for the
+/// driver. Without GpuMmu the device addresses memory directly: `pa` itself. `Ok(0)` for
+/// a process without an address space on this adapter (it has no device here).
+pub(crate) fn fence_map_value(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    pa: u64,
+    tag: LeafTag,
+) -> Result<u64, SimError> {
+    if lock(&a.mm.memory_model).geometry().is_none() {
+        return Ok(pa);
     }
-
-    /// Drops one use of the page holding device address `pa` in `pid`; at the last, retires
-    /// it (module docs) and unmaps what can be unmapped.
-    pub(crate) fn fence_unmap_value(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        pa: u64,
-    ) -> Result<(), SimError> {
-        let page = page_of(pa);
-        let serial = lock(&a.fence_os).maps.serial.clone();
-        {
-            let _one = lock(&serial);
-            let queues = {
-                let ums = lock(&a.ums);
-                crate::ums::process_queues(&ums, pid)
-            };
-            let mut os = lock(&a.fence_os);
-            let maps = &mut os.maps;
-            if let Some(m) = maps.pages.get_mut(&(pid, page)) {
-                m.refs = m.refs.saturating_sub(1);
-                if m.refs == 0 {
-                    let va = m.va;
-                    maps.pages.remove(&(pid, page));
-                    maps.retired.push(Retired {
-                        pid,
-                        page,
-                        va,
-                        queues,
-                    });
-                }
-            }
-        }
-        self.fence_reap_maps(a)
-    }
-
-    /// Unmaps the retired pages whose process's queues of the close are all gone; forgets
-    /// those whose process's address space is gone (its exit unmapped them).
-    pub(crate) fn fence_reap_maps(&self, a: &AdapterShared) -> Result<(), SimError> {
-        let serial = lock(&a.fence_os).maps.serial.clone();
-        let _one = lock(&serial);
-        // One lock at a time: the books are the serial lock's.
-        let retired = std::mem::take(&mut lock(&a.fence_os).maps.retired);
-        let gone = |pid: ProcessId| !lock(&a.mm.vidmm).has_process(pid);
-        let mut due = Vec::new();
-        let mut keep = Vec::new();
-        for r in retired {
-            if gone(r.pid) {
-                continue;
-            }
-            let idle = {
-                let ums = lock(&a.ums);
-                r.queues.iter().all(|q| !crate::ums::queue_alive(&ums, *q))
-            };
-            if idle {
-                due.push(r);
-            } else {
-                keep.push(r);
-            }
-        }
-        let live: Vec<(ProcessId, u64)> = lock(&a.fence_os).maps.pages.keys().copied().collect();
-        let stale: Vec<(ProcessId, u64)> = live.into_iter().filter(|(p, _)| gone(*p)).collect();
-        {
-            let mut os = lock(&a.fence_os);
-            os.maps.retired.extend(keep);
-            // A process that is gone took its pages with it.
-            for k in stale {
-                os.maps.pages.remove(&k);
-            }
-        }
-        let mut result = Ok(());
-        for r in due {
-            if a.device.is_lost() {
-                self.vidmm_forget(a, r.pid, r.va, 1);
-            } else if let Err(e) = self.vidmm_unmap(a, r.pid, r.va, 1, LeafTag::default()) {
-                result = Err(e);
-            }
-        }
-        result
-    }
-
-    /// Process `pid`'s address space is going (its exit): its pages, live and retired, leave
-    /// the books first, under the serial lock. The exit unmaps what its space still maps;
-    /// without this a reap on another thread could unmap a retired page between the exit's
-    /// reading of its mappings and its unmapping of them (the second unmap a bad range), or
-    /// unmap into a space the exit has just dropped (an invalid handle).
-    pub(crate) fn fence_maps_drop_process(&self, a: &AdapterShared, pid: ProcessId) {
-        let serial = lock(&a.fence_os).maps.serial.clone();
-        let _one = lock(&serial);
+    let page = page_of(pa);
+    let serial = lock(&a.fence_os).maps.serial.clone();
+    let _one = lock(&serial);
+    {
         let mut os = lock(&a.fence_os);
-        os.maps.pages.retain(|(p, _), _| *p != pid);
-        os.maps.retired.retain(|r| r.pid != pid);
-    }
-
-    /// Tests and leak checks: native-fence pages mapped into `pid` on adapter `i`,
-    /// as `(in use, retired and not yet unmapped)`; a process whose address space is gone
-    /// has none.
-    pub fn native_fence_mapped_pages(&self, i: usize, pid: ProcessId) -> (usize, usize) {
-        let Ok(a) = self.adapter_shared(i) else {
-            return (0, 0);
-        };
-        if !lock(&a.mm.vidmm).has_process(pid) {
-            return (0, 0);
+        let maps = &mut os.maps;
+        if let Some(m) = maps.pages.get_mut(&(pid, page)) {
+            m.refs += 1;
+            return Ok(m.va + pa % PAGE);
         }
-        let os = lock(&a.fence_os);
-        os.maps.pages_of(pid)
+        // A page retired but not yet unmapped is still there: take it back.
+        if let Some(i) = maps
+            .retired
+            .iter()
+            .position(|r| r.pid == pid && r.page == page)
+        {
+            let r = maps.retired.swap_remove(i);
+            maps.pages
+                .insert((pid, page), PageMap { va: r.va, refs: 1 });
+            return Ok(r.va + pa % PAGE);
+        }
     }
+    let phys = phys_of(a, page).ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+    let bounds = lock(&a.fence_os)
+        .caps
+        .map(|c| (c.MinimumAddress, c.MaximumAddress));
+    let va = {
+        let mut v = lock(&a.mm.vidmm);
+        let Some(p) = v.processes.get_mut(&pid) else {
+            return Ok(0);
+        };
+        match bounds {
+            Some((lo, hi)) if lo != 0 || hi != 0 => {
+                let hi = if hi == 0 { u64::MAX } else { hi };
+                let va = p
+                    .space
+                    .free_range_top_down(PAGE, PAGE, lo, hi)
+                    .ok_or_else(|| {
+                        SimError::Simulation(format!(
+                            "no free GPU VA for fence storage inside the caps' \
+                             [{lo:#x}, {hi:#x}) in process {pid:?}"
+                        ))
+                    })?;
+                p.space
+                    .reserve_at(va, PAGE)
+                    .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+                va
+            }
+            _ => p
+                .space
+                .reserve(PAGE)
+                .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?,
+        }
+    };
+    if let Err(e) =
+        crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &[phys], MapAttrs::default(), tag)
+    {
+        // Books and tables as before: the driver mapped nothing VidMm will count on.
+        crate::vidmm::mmu::vidmm_forget(a, pid, va, 1);
+        return Err(e);
+    }
+    lock(&a.fence_os)
+        .maps
+        .pages
+        .insert((pid, page), PageMap { va, refs: 1 });
+    Ok(va + pa % PAGE)
+}
+
+/// Drops one use of the page holding device address `pa` in `pid`; at the last, retires
+/// it (module docs) and unmaps what can be unmapped.
+pub(crate) fn fence_unmap_value(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    pa: u64,
+) -> Result<(), SimError> {
+    let page = page_of(pa);
+    let serial = lock(&a.fence_os).maps.serial.clone();
+    {
+        let _one = lock(&serial);
+        let queues = {
+            let ums = lock(&a.ums);
+            crate::ums::process_queues(&ums, pid)
+        };
+        let mut os = lock(&a.fence_os);
+        let maps = &mut os.maps;
+        if let Some(m) = maps.pages.get_mut(&(pid, page)) {
+            m.refs = m.refs.saturating_sub(1);
+            if m.refs == 0 {
+                let va = m.va;
+                maps.pages.remove(&(pid, page));
+                maps.retired.push(Retired {
+                    pid,
+                    page,
+                    va,
+                    queues,
+                });
+            }
+        }
+    }
+    fence_reap_maps(host, a)
+}
+
+/// Unmaps the retired pages whose process's queues of the close are all gone; forgets
+/// those whose process's address space is gone (its exit unmapped them).
+pub(crate) fn fence_reap_maps(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
+    let serial = lock(&a.fence_os).maps.serial.clone();
+    let _one = lock(&serial);
+    // One lock at a time: the books are the serial lock's.
+    let retired = std::mem::take(&mut lock(&a.fence_os).maps.retired);
+    let gone = |pid: ProcessId| !lock(&a.mm.vidmm).has_process(pid);
+    let mut due = Vec::new();
+    let mut keep = Vec::new();
+    for r in retired {
+        if gone(r.pid) {
+            continue;
+        }
+        let idle = {
+            let ums = lock(&a.ums);
+            r.queues.iter().all(|q| !crate::ums::queue_alive(&ums, *q))
+        };
+        if idle {
+            due.push(r);
+        } else {
+            keep.push(r);
+        }
+    }
+    let live: Vec<(ProcessId, u64)> = lock(&a.fence_os).maps.pages.keys().copied().collect();
+    let stale: Vec<(ProcessId, u64)> = live.into_iter().filter(|(p, _)| gone(*p)).collect();
+    {
+        let mut os = lock(&a.fence_os);
+        os.maps.retired.extend(keep);
+        // A process that is gone took its pages with it.
+        for k in stale {
+            os.maps.pages.remove(&k);
+        }
+    }
+    let mut result = Ok(());
+    for r in due {
+        if a.device.is_lost() {
+            crate::vidmm::mmu::vidmm_forget(a, r.pid, r.va, 1);
+        } else if let Err(e) =
+            crate::vidmm::mmu::vidmm_unmap(host, a, r.pid, r.va, 1, LeafTag::default())
+        {
+            result = Err(e);
+        }
+    }
+    result
+}
+
+/// Process `pid`'s address space is going (its exit): its pages, live and retired, leave
+/// the books first, under the serial lock. The exit unmaps what its space still maps;
+/// without this a reap on another thread could unmap a retired page between the exit's
+/// reading of its mappings and its unmapping of them (the second unmap a bad range), or
+/// unmap into a space the exit has just dropped (an invalid handle).
+pub(crate) fn fence_maps_drop_process(a: &AdapterShared, pid: ProcessId) {
+    let serial = lock(&a.fence_os).maps.serial.clone();
+    let _one = lock(&serial);
+    let mut os = lock(&a.fence_os);
+    os.maps.pages.retain(|(p, _), _| *p != pid);
+    os.maps.retired.retain(|r| r.pid != pid);
+}
+
+/// Native-fence pages mapped into `pid`, as `(in use, retired and not yet unmapped)`; a
+/// process whose address space is gone has none.
+pub fn native_fence_mapped_pages(a: &AdapterShared, pid: ProcessId) -> (usize, usize) {
+    if !lock(&a.mm.vidmm).has_process(pid) {
+        return (0, 0);
+    }
+    let os = lock(&a.fence_os);
+    os.maps.pages_of(pid)
 }

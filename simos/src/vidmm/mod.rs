@@ -5,15 +5,19 @@
 //! kernel-mode DMA buffers run from (`dmabuf`), and residency: allocations in VRAM, made
 //! resident and evicted through the driver's paging buffers (`residency`), with backing
 //! stores named to the driver by MDL (`mdl`), and the aperture segment's ranges VidMm maps
-//! through the driver (`aperture`).
+//! through the driver (`aperture`). What VidMm needs of the machine above it (submitting and
+//! waiting for paging, the paging queues' fences) it asks through `host`.
 
 pub mod allocation;
 pub mod aperture;
 pub mod contiguous;
+pub mod cpucache;
 pub mod dmabuf;
 pub mod dmapool;
 pub mod fencemap;
 pub mod gpuva;
+pub mod host;
+pub mod init;
 pub mod leaf;
 pub mod mdl;
 pub mod mmu;

@@ -7,16 +7,15 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
 use crate::base::error::SimError;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::machine::Machine;
 use crate::ums::handles::KmtHandle;
-use crate::ums::UmsProcess;
-use crate::vidsch::legacy::{new_packet, submit_new};
+use crate::vidmm::host::Host;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
-/// One side of a TRANSFER that [`Machine::build_transfer`] builds.
+/// One side of a TRANSFER that [`build_transfer`] builds.
 #[derive(Clone, Copy, Debug)]
 pub enum TransferSide<'a> {
     /// A segment id and a segment address (`BaseAddress` + offset).
@@ -25,204 +24,188 @@ pub enum TransferSide<'a> {
     Mdl(&'a crate::vidmm::mdl::Mdl),
 }
 
-impl Machine {
-    /// VidMm pages in `bytes` at `gpu_va` of an allocation of process `p`: a FILL with
-    /// `pattern` built by `DxgkDdiBuildPagingBuffer` and submitted with `Flags.Paging` on the
-    /// system context of `node`. Returns the fence IDs (one per pass).
-    ///
-    /// Paging buffers address memory by segment, not by the process's VA: VidMm knows where
-    /// the allocation's pages are (its address space in GpuMmu). One FILL per physically
-    /// contiguous run. A FILL has no MDL arm (d3dkmddi.h), so pages in system memory are
-    /// first mapped into a range of the aperture (`MAP_APERTURE_SEGMENT`, as
-    /// `VIDMM_APERTURE_SEGMENT::MapTemporaryResource` does), filled through it, and unmapped
-    /// (`UNMAP_APERTURE_SEGMENT`) once the fill is built. Windows unmaps after the paging
-    /// engine has run it ([D] `UnmapApertureRange` waits for the paging engines); this VidMm
-    /// unmaps at once, which only a driver that translates aperture addresses when it builds
-    /// the packets (as rvgpu's does: the device has no GART) survives: stricter, never laxer.
-    pub fn page_in(
-        &self,
-        p: &UmsProcess,
-        node: u32,
-        gpu_va: u64,
-        bytes: u64,
-        pattern: u32,
-    ) -> Result<Vec<u32>, SimError> {
-        let a = self.adapter_shared(p.adapter)?.clone();
-        let mut ids = Vec::new();
-        for (segment, addr, len) in self.vidmm_runs(&a, p.pid, gpu_va, bytes)? {
-            if segment != 0 {
-                ids.extend(self.page_fill(&a, node, p, segment, addr, len, pattern)?);
-                continue;
-            }
-            let first = addr - addr % PAGE;
-            let pages: Vec<u64> = (first..addr + len).step_by(PAGE as usize).collect();
-            let range = self.aperture_map(&a, &pages, 0, 0, vec![p.device])?;
-            let filled = self.page_fill(
-                &a,
-                node,
-                p,
-                range.segment,
-                range.offset + (addr - first),
-                len,
-                pattern,
-            );
-            let unmapped = self.aperture_unmap(&a, range, 0, 0, vec![p.device]);
-            ids.extend(filled?);
-            unmapped?;
+/// VidMm pages in `bytes` at `gpu_va` of an allocation of process `pid` (for `device`) with FILLs on the
+/// system context of `node` (the rules: `Machine::page_in`). Returns the fence IDs.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn page_in(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    device: KmtHandle,
+    node: u32,
+    gpu_va: u64,
+    bytes: u64,
+    pattern: u32,
+) -> Result<Vec<u32>, SimError> {
+    let mut ids = Vec::new();
+    for (segment, addr, len) in crate::vidmm::mmu::vidmm_runs(a, pid, gpu_va, bytes)? {
+        if segment != 0 {
+            ids.extend(page_fill(
+                host, a, node, device, segment, addr, len, pattern,
+            )?);
+            continue;
         }
-        Ok(ids)
+        let first = addr - addr % PAGE;
+        let pages: Vec<u64> = (first..addr + len).step_by(PAGE as usize).collect();
+        let range = crate::vidmm::aperture::aperture_map(host, a, &pages, 0, 0, vec![device])?;
+        let filled = page_fill(
+            host,
+            a,
+            node,
+            device,
+            range.segment,
+            range.offset + (addr - first),
+            len,
+            pattern,
+        );
+        let unmapped = crate::vidmm::aperture::aperture_unmap(host, a, range, 0, 0, vec![device]);
+        ids.extend(filled?);
+        unmapped?;
     }
+    Ok(ids)
+}
 
-    /// One FILL of `len` bytes at `addr` of `segment`.
-    #[allow(clippy::too_many_arguments)]
-    fn page_fill(
-        &self,
-        a: &AdapterShared,
-        node: u32,
-        p: &UmsProcess,
-        segment: u32,
-        addr: u64,
-        len: u64,
-        pattern: u32,
-    ) -> Result<Vec<u32>, SimError> {
-        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
-            Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
-                hAllocation: 0x10 as HANDLE,
-                FillSize: len as SIZE_T,
-                FillPattern: pattern,
-                Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
-                    SegmentId: segment,
-                    SegmentAddress: LARGE_INTEGER {
-                        QuadPart: addr as i64,
-                    },
+/// One FILL of `len` bytes at `addr` of `segment`.
+#[allow(clippy::too_many_arguments)]
+fn page_fill(
+    host: &dyn Host,
+    a: &AdapterShared,
+    node: u32,
+    device: KmtHandle,
+    segment: u32,
+    addr: u64,
+    len: u64,
+    pattern: u32,
+) -> Result<Vec<u32>, SimError> {
+    let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+        Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
+            hAllocation: 0x10 as HANDLE,
+            FillSize: len as SIZE_T,
+            FillPattern: pattern,
+            Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
+                SegmentId: segment,
+                SegmentAddress: LARGE_INTEGER {
+                    QuadPart: addr as i64,
                 },
             },
-        };
-        self.paging_op(a, node, DXGK_OPERATION_FILL, &mut op, vec![p.device])
-    }
+        },
+    };
+    paging_op(host, a, node, DXGK_OPERATION_FILL, &mut op, vec![device])
+}
 
-    /// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst` with
-    /// `DxgkDdiBuildPagingBuffer` on adapter `i`, handing the driver paging buffers of
-    /// `dma_bytes` and calling again while it asks for more room, as VidMm does. Returns each
-    /// call's status and the words it wrote; stops after the first status that is neither
-    /// success nor `STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER` (tests of the driver's MDL
-    /// handling).
-    #[allow(clippy::too_many_arguments)]
-    pub fn build_transfer(
-        &self,
-        i: usize,
-        src: TransferSide<'_>,
-        dst: TransferSide<'_>,
-        bytes: u64,
-        transfer_offset: u32,
-        mdl_offset: u32,
-        dma_bytes: u32,
-    ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
-        let side = |s: &TransferSide<'_>| match s {
-            TransferSide::Segment(id, addr) => segment_side(*id, *addr),
-            TransferSide::Mdl(m) => mdl_side(m.as_ptr()),
-        };
-        let op = DXGKARG_BUILDPAGINGBUFFER_0 {
-            Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
-                hAllocation: 0x10 as HANDLE,
-                TransferOffset: transfer_offset,
-                TransferSize: bytes as SIZE_T,
-                Source: side(&src),
-                Destination: side(&dst),
-                Flags: DXGK_TRANSFERFLAGS::default(),
-                MdlOffset: mdl_offset,
-            },
-        };
-        self.build_paging(i, DXGK_OPERATION_TRANSFER, op, dma_bytes)
-    }
+/// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst`, in paging
+/// buffers of `dma_bytes` (the rules: `Machine::build_transfer`).
+#[allow(clippy::too_many_arguments)]
+pub fn build_transfer(
+    a: &AdapterShared,
+    src: TransferSide<'_>,
+    dst: TransferSide<'_>,
+    bytes: u64,
+    transfer_offset: u32,
+    mdl_offset: u32,
+    dma_bytes: u32,
+) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
+    let side = |s: &TransferSide<'_>| match s {
+        TransferSide::Segment(id, addr) => segment_side(*id, *addr),
+        TransferSide::Mdl(m) => mdl_side(m.as_ptr()),
+    };
+    let op = DXGKARG_BUILDPAGINGBUFFER_0 {
+        Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
+            hAllocation: 0x10 as HANDLE,
+            TransferOffset: transfer_offset,
+            TransferSize: bytes as SIZE_T,
+            Source: side(&src),
+            Destination: side(&dst),
+            Flags: DXGK_TRANSFERFLAGS::default(),
+            MdlOffset: mdl_offset,
+        },
+    };
+    build_paging(a, DXGK_OPERATION_TRANSFER, op, dma_bytes)
+}
 
-    /// As [`Machine::build_transfer`], any operation.
-    pub fn build_paging(
-        &self,
-        i: usize,
-        operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
-        op: DXGKARG_BUILDPAGINGBUFFER_0,
-        dma_bytes: u32,
-    ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
-        let a = self.adapter_shared(i)?.clone();
-        let f = build_ddi(&a)?;
-        let mut out = Vec::new();
-        let mut multipass = 0u32;
-        let system = crate::vidsch::system::context(&a, crate::vidmm::mmu::paging_node(&a));
-        for _ in 0..4096 {
-            let pass = one_pass(&a, f, system, operation, op, multipass, dma_bytes)?;
-            let (st, mut buf) = (pass.status, pass.words);
-            let written = ((pass.write_offset / 8) as usize).min(buf.len());
-            buf.truncate(written);
-            out.push((st, buf));
-            if st != STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER {
-                return Ok(out);
-            }
-            if written == 0 {
-                return Err(SimError::Simulation(
-                    "DxgkDdiBuildPagingBuffer made no progress".into(),
-                ));
-            }
-            multipass = pass.multipass;
+/// As [`build_transfer`], any operation.
+pub fn build_paging(
+    a: &AdapterShared,
+    operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
+    op: DXGKARG_BUILDPAGINGBUFFER_0,
+    dma_bytes: u32,
+) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
+    let f = build_ddi(a)?;
+    let mut out = Vec::new();
+    let mut multipass = 0u32;
+    let system = crate::vidsch::system::context(a, crate::vidmm::mmu::paging_node(a));
+    for _ in 0..4096 {
+        let pass = one_pass(a, f, system, operation, op, multipass, dma_bytes)?;
+        let (st, mut buf) = (pass.status, pass.words);
+        let written = ((pass.write_offset / 8) as usize).min(buf.len());
+        buf.truncate(written);
+        out.push((st, buf));
+        if st != STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER {
+            return Ok(out);
         }
-        Err(SimError::Simulation(
-            "paging operation needs too many passes".into(),
-        ))
-    }
-
-    /// Builds `op` with `DxgkDdiBuildPagingBuffer` (multipass as the driver asks) and submits
-    /// each pass with `Flags.Paging` on the system context of `node`. Returns the fence IDs.
-    pub(crate) fn paging_op(
-        &self,
-        a: &AdapterShared,
-        node: u32,
-        operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
-        op: &mut DXGKARG_BUILDPAGINGBUFFER_0,
-        owners: Vec<KmtHandle>,
-    ) -> Result<Vec<u32>, SimError> {
-        let f = build_ddi(a)?;
-        let mut ids = Vec::new();
-        let mut multipass = 0u32;
-        // Each pass is one buffer of the paging pool, of the driver's PagingBufferSize
-        // (BR-65, `vidmm::dmapool`); a multipass build submits each pass on its own.
-        let bytes = crate::vidmm::dmapool::paging_buffer_bytes(a);
-        // The driver's paging context: the paging node's system context ([D]
-        // VIDMM_GLOBAL::SetupForBuildPagingBuffer, VidSchGetDriverPagingContext).
-        let system = crate::vidsch::system::context(a, node);
-        for _pass in 0..4096 {
-            let pass = one_pass(a, f, system, operation, *op, multipass, bytes)?;
-            let (st, buf) = (pass.status, pass.words);
-            let more = st == STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
-            if !NT_SUCCESS(st) && !more {
-                return Err(SimError::DdiFailed(st));
-            }
-            let written = (pass.write_offset / 8) as usize;
-            if written > buf.len() {
-                let msg = format!(
-                    "driver bug: DxgkDdiBuildPagingBuffer wrote {} bytes into a {} byte buffer",
-                    pass.write_offset, bytes
-                );
-                a.state.raise_sim_error(msg.clone());
-                return Err(SimError::Simulation(msg));
-            }
-            if written > 0 {
-                let pk = new_packet(a, &buf[..written], true, None, system, owners.clone())?;
-                ids.push(submit_new(self, a, node, pk)?);
-            }
-            if !more {
-                return Ok(ids);
-            }
-            if pass.multipass <= multipass && written == 0 {
-                return Err(SimError::Simulation(
-                    "DxgkDdiBuildPagingBuffer made no progress".into(),
-                ));
-            }
-            multipass = pass.multipass;
+        if written == 0 {
+            return Err(SimError::Simulation(
+                "DxgkDdiBuildPagingBuffer made no progress".into(),
+            ));
         }
-        Err(SimError::Simulation(
-            "paging operation needs too many passes".into(),
-        ))
+        multipass = pass.multipass;
     }
+    Err(SimError::Simulation(
+        "paging operation needs too many passes".into(),
+    ))
+}
+
+/// Builds `op` with `DxgkDdiBuildPagingBuffer` (multipass as the driver asks) and submits
+/// each pass with `Flags.Paging` on the system context of `node`. Returns the fence IDs.
+pub(crate) fn paging_op(
+    host: &dyn Host,
+    a: &AdapterShared,
+    node: u32,
+    operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
+    op: &mut DXGKARG_BUILDPAGINGBUFFER_0,
+    owners: Vec<KmtHandle>,
+) -> Result<Vec<u32>, SimError> {
+    let f = build_ddi(a)?;
+    let mut ids = Vec::new();
+    let mut multipass = 0u32;
+    // Each pass is one buffer of the paging pool, of the driver's PagingBufferSize
+    // (BR-65, `vidmm::dmapool`); a multipass build submits each pass on its own.
+    let bytes = crate::vidmm::dmapool::paging_buffer_bytes(a);
+    // The driver's paging context: the paging node's system context ([D]
+    // VIDMM_GLOBAL::SetupForBuildPagingBuffer, VidSchGetDriverPagingContext).
+    let system = crate::vidsch::system::context(a, node);
+    for _pass in 0..4096 {
+        let pass = one_pass(a, f, system, operation, *op, multipass, bytes)?;
+        let (st, buf) = (pass.status, pass.words);
+        let more = st == STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
+        if !NT_SUCCESS(st) && !more {
+            return Err(SimError::DdiFailed(st));
+        }
+        let written = (pass.write_offset / 8) as usize;
+        if written > buf.len() {
+            let msg = format!(
+                "driver bug: DxgkDdiBuildPagingBuffer wrote {} bytes into a {} byte buffer",
+                pass.write_offset, bytes
+            );
+            a.state.raise_sim_error(msg.clone());
+            return Err(SimError::Simulation(msg));
+        }
+        if written > 0 {
+            ids.push(host.submit_paging(a, node, &buf[..written], system, owners.clone())?);
+        }
+        if !more {
+            return Ok(ids);
+        }
+        if pass.multipass <= multipass && written == 0 {
+            return Err(SimError::Simulation(
+                "DxgkDdiBuildPagingBuffer made no progress".into(),
+            ));
+        }
+        multipass = pass.multipass;
+    }
+    Err(SimError::Simulation(
+        "paging operation needs too many passes".into(),
+    ))
 }
 
 /// One side of a TRANSFER: `addr` in segment `id`.

@@ -32,13 +32,13 @@ pub struct VidMmState {
     pub mappings: Mutex<HashMap<usize, usize>>,
     /// What VidMm learnt of the adapter's memory at start ([`crate::vidmm::model`]).
     pub memory_model: Mutex<crate::vidmm::model::MemoryModel>,
-    /// VidMm's GPU VA spaces and page-table heap ([`crate::vidmm::mmu`]).
-    pub vidmm: Mutex<crate::vidmm::mmu::VidMm>,
+    /// VidMm's GPU VA spaces and page-table heap ([`crate::vidmm::mmu::state`]).
+    pub vidmm: Mutex<crate::vidmm::mmu::state::VidMm>,
     /// VidMm's residency: where each user allocation lives and who needs it resident
-    /// ([`crate::vidmm::residency`]). Held for a whole residency operation, paging included,
-    /// as VidMm serialises its own.
-    pub residency: Mutex<crate::vidmm::residency::State>,
+    /// ([`crate::vidmm::residency::state`]). Held for a whole residency operation, paging
+    /// included, as VidMm serialises its own.
+    pub residency: Mutex<crate::vidmm::residency::state::State>,
     /// Paging queues and the GPU VA ranges processes reserve and map through the D3DKMT
-    /// thunks ([`crate::vidmm::va`]). Taken after `residency`, before `vidmm`.
-    pub gpuva: Mutex<crate::vidmm::va::State>,
+    /// thunks ([`crate::vidmm::va::state`]). Taken after `residency`, before `vidmm`.
+    pub gpuva: Mutex<crate::vidmm::va::state::State>,
 }

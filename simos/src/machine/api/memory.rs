@@ -1,6 +1,32 @@
-//! The `Machine`'s methods on memory.
+//! The `Machine`'s methods on memory: each looks its adapter up and calls VidMm
+//! ([`crate::vidmm`]), handing the machine in as VidMm's [`Host`].
 
+use std::time::Duration;
+
+use rvgpu_ddi::basic::NTSTATUS;
+use rvgpu_ddi::tdr::{DXGKARG_BUILDPAGINGBUFFER_0, DXGK_BUILDPAGINGBUFFER_OPERATION};
+use rvgpu_device::device::mmu::Fault;
+use rvgpu_device::SysAlloc;
+use rvgpu_hw::mmu::Access;
+use rvgpu_umd::kmt::{MapGpuVa, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp};
+
+use crate::base::error::SimError;
+use crate::base::process_id::ProcessId;
+use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
+use crate::sync::fence::{MonitoredFence, WaitOutcome};
+use crate::ums::handles::KmtHandle;
+use crate::ums::UmsProcess;
+use crate::vidmm::aperture::ApertureRange;
+use crate::vidmm::dmabuf::Carved;
+use crate::vidmm::host::Host;
+use crate::vidmm::mmu::LeafTag;
+use crate::vidmm::paging::TransferSide;
+use crate::vidmm::residency::{MakeResidentFail, Place};
+use crate::vidmm::va::paging_queue;
+use crate::vidmm::{
+    allocation, aperture, contiguous, dmabuf, fencemap, mmu, paging, residency, va,
+};
 
 impl Machine {
     /// Bytes of the machine's system memory still to be had: its size
@@ -8,5 +34,455 @@ impl Machine {
     /// process hold. Whatever is created and destroyed, it comes back to where it was.
     pub fn system_memory_free(&self) -> u64 {
         self.memory().system_free()
+    }
+
+    /// What the GPU's tables for process `pid` on adapter `i` map at `va`, walked as the
+    /// device walks them: the device address and the size of the page (4 KiB, or 2 MiB for a
+    /// large page). `None`: no such space, or the walk faults (tests).
+    pub fn gpu_translate(&self, i: usize, pid: ProcessId, va: u64) -> Option<(u64, u64)> {
+        mmu::gpu_translate(self.adapter_shared(i).ok()?, pid, va)
+    }
+
+    /// Contiguous allocations the driver holds on adapter `i` now (leak checks around a
+    /// process's life).
+    pub fn contiguous_allocations(&self, i: usize) -> usize {
+        self.adapter_shared(i)
+            .map_or(0, |a| contiguous::contiguous_allocations(a))
+    }
+
+    /// Tests: VidMm maps the system pages `pages` into an aperture range of adapter `i`,
+    /// as for a range it uses itself (no device, no allocation).
+    pub fn aperture_map_pages(&self, i: usize, pages: &[u64]) -> Result<ApertureRange, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        aperture::aperture_map(self, &a, pages, 0, 0, Vec::new())
+    }
+
+    /// Tests: VidMm unmaps `range` of adapter `i` ([`Machine::aperture_map_pages`]).
+    pub fn aperture_unmap_range(&self, i: usize, range: ApertureRange) -> Result<(), SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        aperture::aperture_unmap(self, &a, range, 0, 0, Vec::new())
+    }
+
+    /// Tests: VidMm maps aperture `range` at a new VA of process `p`, with entries whose
+    /// `Segment` is the aperture and whose page addresses are aperture offsets, as Windows
+    /// maps an allocation resident in an aperture segment (one with `AccessedPhysically`,
+    /// which rvgpu's KMD never asks for). Returns the VA. The driver must translate each
+    /// entry through its aperture table; VidMm's strict walk checks the result against the
+    /// pages it had mapped there.
+    pub fn map_aperture_range_into(
+        &self,
+        p: &crate::ums::UmsProcess,
+        range: ApertureRange,
+    ) -> Result<u64, SimError> {
+        let a = self.adapter_shared(p.adapter)?.clone();
+        aperture::map_aperture_range_into(self, &a, p.pid, range)
+    }
+
+    /// VidMm pages in `bytes` at `gpu_va` of an allocation of process `p`: a FILL with
+    /// `pattern` built by `DxgkDdiBuildPagingBuffer` and submitted with `Flags.Paging` on the
+    /// system context of `node`. Returns the fence IDs (one per pass).
+    ///
+    /// Paging buffers address memory by segment, not by the process's VA: VidMm knows where
+    /// the allocation's pages are (its address space in GpuMmu). One FILL per physically
+    /// contiguous run. A FILL has no MDL arm (d3dkmddi.h), so pages in system memory are
+    /// first mapped into a range of the aperture (`MAP_APERTURE_SEGMENT`, as
+    /// `VIDMM_APERTURE_SEGMENT::MapTemporaryResource` does), filled through it, and unmapped
+    /// (`UNMAP_APERTURE_SEGMENT`) once the fill is built. Windows unmaps after the paging
+    /// engine has run it ([D] `UnmapApertureRange` waits for the paging engines); this VidMm
+    /// unmaps at once, which only a driver that translates aperture addresses when it builds
+    /// the packets (as rvgpu's does: the device has no GART) survives: stricter, never laxer.
+    pub fn page_in(
+        &self,
+        p: &UmsProcess,
+        node: u32,
+        gpu_va: u64,
+        bytes: u64,
+        pattern: u32,
+    ) -> Result<Vec<u32>, SimError> {
+        let a = self.adapter_shared(p.adapter)?.clone();
+        paging::page_in(self, &a, p.pid, p.device, node, gpu_va, bytes, pattern)
+    }
+
+    /// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst` with
+    /// `DxgkDdiBuildPagingBuffer` on adapter `i`, handing the driver paging buffers of
+    /// `dma_bytes` and calling again while it asks for more room, as VidMm does. Returns each
+    /// call's status and the words it wrote; stops after the first status that is neither
+    /// success nor `STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER` (tests of the driver's MDL
+    /// handling).
+    #[allow(clippy::too_many_arguments)]
+    pub fn build_transfer(
+        &self,
+        i: usize,
+        src: TransferSide<'_>,
+        dst: TransferSide<'_>,
+        bytes: u64,
+        transfer_offset: u32,
+        mdl_offset: u32,
+        dma_bytes: u32,
+    ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        paging::build_transfer(&a, src, dst, bytes, transfer_offset, mdl_offset, dma_bytes)
+    }
+
+    /// As [`Machine::build_transfer`], any operation.
+    pub fn build_paging(
+        &self,
+        i: usize,
+        operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
+        op: DXGKARG_BUILDPAGINGBUFFER_0,
+        dma_bytes: u32,
+    ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
+        let a = self.adapter_shared(i)?.clone();
+        paging::build_paging(&a, operation, op, dma_bytes)
+    }
+
+    /// Where allocation `h` of adapter `i` is and its residency count (tests; `None` for
+    /// an allocation VidMm does not track, e.g. on an adapter without GPU VA).
+    pub fn allocation_residency(&self, i: usize, h: KmtHandle) -> Option<(Place, u32)> {
+        residency::allocation_residency(self.adapter_shared(i).ok()?, h)
+    }
+
+    /// The bus addresses of allocation `h`'s backing-store pages when VidMm gave it a
+    /// scattered backing store of its own (tests; `None` otherwise).
+    pub fn allocation_backing_pages(&self, i: usize, h: KmtHandle) -> Option<Vec<u64>> {
+        residency::allocation_backing_pages(self.adapter_shared(i).ok()?, h)
+    }
+
+    /// The segment address VidMm gives the driver for `offset` in segment `segment` of
+    /// adapter `i` (tests).
+    pub fn segment_address(&self, i: usize, segment: u32, offset: u64) -> Option<u64> {
+        let a = self.adapter_shared(i).ok()?;
+        Some(residency::segment_address(a, segment, offset))
+    }
+
+    /// Tests and leak checks: native-fence pages mapped into `pid` on adapter `i`,
+    /// as `(in use, retired and not yet unmapped)`; a process whose address space is gone
+    /// has none.
+    pub fn native_fence_mapped_pages(&self, i: usize, pid: ProcessId) -> (usize, usize) {
+        self.adapter_shared(i)
+            .map_or((0, 0), |a| fencemap::native_fence_mapped_pages(a, pid))
+    }
+
+    /// Live paging queues, process VA ranges and mapped parts of adapter `i` (the fuzz
+    /// targets' leak check).
+    pub fn gpuva_live_counts(&self, i: usize) -> (usize, usize, usize) {
+        self.adapter_shared(i)
+            .map_or((0, 0, 0), |a| va::gpuva_live_counts(a))
+    }
+
+    /// What the GPU would do with `va` of process `pid` on adapter `i` for a user-mode queue:
+    /// the device's own walker over the process's page tables (tests: the fault reason).
+    pub fn gpu_va_translate(
+        &self,
+        i: usize,
+        pid: ProcessId,
+        va: u64,
+        access: Access,
+    ) -> Option<Result<(u64, u64), Fault>> {
+        va::gpu_va_translate(self.adapter_shared(i).ok()?, pid, va, access)
+    }
+
+    /// [`paging_queue::paging_queue_make_resident`], `page` given this machine.
+    pub(crate) fn paging_queue_make_resident(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        queue: KmtHandle,
+        page: impl FnOnce(&Self) -> Result<(), MakeResidentFail>,
+    ) -> Result<u64, MakeResidentFail> {
+        paging_queue::paging_queue_make_resident(self, a, device, queue, || page(self))
+    }
+
+    /// [`dmabuf::dma_carve`].
+    pub(crate) fn dma_carve(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        bytes: u64,
+    ) -> Result<Option<Carved>, SimError> {
+        dmabuf::dma_carve(self, a, pid, bytes)
+    }
+
+    /// [`mmu::system_space::vidmm_init_paging_process`].
+    pub(crate) fn vidmm_init_paging_process(&self, a: &AdapterShared) -> Result<(), SimError> {
+        mmu::system_space::vidmm_init_paging_process(self, a)
+    }
+
+    /// [`mmu::system_space::vidmm_map_system`].
+    pub(crate) fn vidmm_map_system(
+        &self,
+        a: &AdapterShared,
+        pa: u64,
+        bytes: u64,
+        tag: LeafTag,
+    ) -> Result<(), SimError> {
+        mmu::system_space::vidmm_map_system(self, a, pa, bytes, tag)
+    }
+
+    /// [`mmu::system_space::reap_system_pages`].
+    pub(crate) fn reap_system_pages(&self, a: &AdapterShared) -> Result<(), SimError> {
+        mmu::system_space::reap_system_pages(self, a)
+    }
+
+    /// [`mmu::system_space::vidmm_unmap_system`].
+    pub(crate) fn vidmm_unmap_system(
+        &self,
+        a: &AdapterShared,
+        pa: u64,
+        bytes: u64,
+    ) -> Result<(), SimError> {
+        mmu::system_space::vidmm_unmap_system(self, a, pa, bytes)
+    }
+
+    /// [`mmu::vidmm_create_process`].
+    pub(crate) fn vidmm_create_process(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+    ) -> Result<Option<usize>, SimError> {
+        mmu::vidmm_create_process(self, a, pid)
+    }
+
+    /// [`mmu::vidmm_destroy_process`].
+    pub(crate) fn vidmm_destroy_process(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+    ) -> Result<(), SimError> {
+        mmu::vidmm_destroy_process(self, a, pid)
+    }
+
+    /// [`mmu::vidmm_map_os_page`].
+    pub(crate) fn vidmm_map_os_page(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        pa: u64,
+        tag: LeafTag,
+    ) -> Result<(), SimError> {
+        mmu::vidmm_map_os_page(self, a, pid, pa, tag)
+    }
+
+    /// [`residency::residency_make_resident`].
+    pub(crate) fn residency_make_resident(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        handles: &[KmtHandle],
+        cant_trim_further: bool,
+    ) -> Result<(), MakeResidentFail> {
+        residency::residency_make_resident(self, a, device, handles, cant_trim_further)
+    }
+
+    /// [`residency::residency_evict`].
+    pub(crate) fn residency_evict(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        handles: &[KmtHandle],
+        evict_only_if_necessary: bool,
+        not_written_to: bool,
+    ) -> Result<u64, SimError> {
+        residency::residency_evict(
+            self,
+            a,
+            device,
+            handles,
+            evict_only_if_necessary,
+            not_written_to,
+        )
+    }
+
+    /// [`residency::residency_trim_for_d3`].
+    pub(crate) fn residency_trim_for_d3(&self, a: &AdapterShared) -> Result<(), SimError> {
+        residency::residency_trim_for_d3(self, a)
+    }
+
+    /// [`allocation::create_allocation`].
+    pub(crate) fn create_allocation(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        size: u64,
+        private: &[u8],
+    ) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
+        allocation::create_allocation(self, a, device, size, private)
+    }
+
+    /// [`allocation::create_allocation2`].
+    pub(crate) fn create_allocation2(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        size: u64,
+        private: &[u8],
+    ) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
+        allocation::create_allocation2(a, device, size, private)
+    }
+
+    /// [`allocation::reap_allocations`].
+    pub(crate) fn reap_allocations(&self, a: &AdapterShared) -> Result<(), SimError> {
+        allocation::reap_allocations(self, a)
+    }
+
+    /// [`fencemap::fence_map_value`].
+    pub(crate) fn fence_map_value(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        pa: u64,
+        tag: LeafTag,
+    ) -> Result<u64, SimError> {
+        fencemap::fence_map_value(self, a, pid, pa, tag)
+    }
+
+    /// [`fencemap::fence_unmap_value`].
+    pub(crate) fn fence_unmap_value(
+        &self,
+        a: &AdapterShared,
+        pid: ProcessId,
+        pa: u64,
+    ) -> Result<(), SimError> {
+        fencemap::fence_unmap_value(self, a, pid, pa)
+    }
+
+    /// [`fencemap::fence_reap_maps`].
+    pub(crate) fn fence_reap_maps(&self, a: &AdapterShared) -> Result<(), SimError> {
+        fencemap::fence_reap_maps(self, a)
+    }
+
+    /// [`va::paging_queue::paging_queue_create`].
+    pub(crate) fn paging_queue_create(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        priority: i32,
+        physical_adapter_index: u32,
+    ) -> Result<(KmtHandle, KmtHandle, MonitoredFence), SimError> {
+        va::paging_queue::paging_queue_create(self, a, device, priority, physical_adapter_index)
+    }
+
+    /// [`va::paging_queue::paging_queue_destroy`].
+    pub(crate) fn paging_queue_destroy(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        queue: KmtHandle,
+    ) -> Result<(), SimError> {
+        va::paging_queue::paging_queue_destroy(self, a, device, queue)
+    }
+
+    /// [`va::gpu_va_reserve`].
+    pub(crate) fn gpu_va_reserve(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        r: ReserveGpuVa,
+    ) -> Result<u64, SimError> {
+        va::gpu_va_reserve(a, device, r)
+    }
+
+    /// [`va::gpu_va_map`].
+    pub(crate) fn gpu_va_map(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        r: MapGpuVa,
+    ) -> Result<(u64, u64), SimError> {
+        va::gpu_va_map(self, a, device, r)
+    }
+
+    /// [`va::gpu_va_update`].
+    pub(crate) fn gpu_va_update(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        u: UpdateGpuVa,
+        ops: &[UpdateGpuVaOp],
+    ) -> Result<(), SimError> {
+        va::gpu_va_update(self, a, device, u, ops)
+    }
+
+    /// [`va::gpu_va_free`].
+    pub(crate) fn gpu_va_free(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        base: u64,
+        size: u64,
+    ) -> Result<(), SimError> {
+        va::gpu_va_free(self, a, device, base, size)
+    }
+
+    /// [`va::gpu_va_teardown`].
+    pub(crate) fn gpu_va_teardown(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        pid: ProcessId,
+    ) -> Result<(), SimError> {
+        va::gpu_va_teardown(self, a, device, pid)
+    }
+}
+
+/// The machine's services VidMm asks for: VidSch's kernel-mode submission, stepping the
+/// machine while paging runs, and the monitored fences of paging queues and GPU VA updates.
+impl Host for Machine {
+    fn submit_paging(
+        &self,
+        a: &AdapterShared,
+        node: u32,
+        words: &[u64],
+        context_kmd: usize,
+        owners: Vec<KmtHandle>,
+    ) -> Result<u32, SimError> {
+        let p = crate::vidsch::legacy::new_packet(a, words, true, None, context_kmd, owners)?;
+        crate::vidsch::legacy::submit_new(self, a, node, p)
+    }
+
+    fn wait_paging(
+        &self,
+        a: &AdapterShared,
+        node: u32,
+        id: u32,
+        max_rounds: usize,
+        timeout: Duration,
+    ) -> Result<bool, SimError> {
+        let i = a.index;
+        self.run_until(max_rounds, timeout, |m| {
+            let (_, c) = m.legacy_fences(i, node);
+            c >= id
+        })
+    }
+
+    fn create_sync_fence(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        initial: u64,
+    ) -> Result<(KmtHandle, MonitoredFence), SimError> {
+        crate::ums::create_sync_fence(self, a, device, initial)
+    }
+
+    fn destroy_sync_fence(
+        &self,
+        a: &AdapterShared,
+        device: KmtHandle,
+        fence: KmtHandle,
+    ) -> Result<(), SimError> {
+        crate::ums::destroy_sync_fence(self, a, device, fence)
+    }
+
+    fn signal_fence_from_cpu(&self, f: &MonitoredFence, value: u64) -> Result<(), SimError> {
+        self.signal_monitored_fence_from_cpu(f, value)
+    }
+
+    fn wait_fence(
+        &self,
+        f: &MonitoredFence,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, SimError> {
+        self.wait_monitored_fence(f, value, timeout)
     }
 }

@@ -11,7 +11,6 @@
 //! operation. A FLUSHTLB the driver did not turn into an invalidation is caught the same way
 //! (the device's TLB must hold nothing of the root afterwards).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use rvgpu_ddi::allocation::*;
@@ -27,12 +26,15 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::machine::Machine;
 use crate::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
 };
+use crate::vidmm::host::Host;
 
-mod system_space;
+pub mod state;
+pub(crate) mod system_space;
+
+pub use self::state::{VidMm, VmProcess};
 
 pub use crate::vidmm::leaf::LeafTag;
 
@@ -45,7 +47,7 @@ pub(crate) use system_space::{
 /// uses (fence storage) at their device address, which is below `VRAM_BASE + VRAM` (< 2 TiB).
 const VA_BASE: u64 = 0x4000_0000_0000;
 const VA_STRIDE: u64 = 0x0010_0000_0000;
-/// VidMm's paging (system) process in its books ([`Machine::vidmm_init_paging_process`]).
+/// VidMm's paging (system) process in its books ([`system_space::vidmm_init_paging_process`]).
 pub(crate) const PAGING_PID: ProcessId = ProcessId(u32::MAX);
 /// Where the paging process's own reservations would start; the OS pages it maps for the
 /// CMP sit at their device addresses, below `VA_BASE`.
@@ -55,74 +57,6 @@ const PAGING_VA_BASE: u64 = 0x7000_0000_0000;
 /// holds allocations (`vidmm::residency`) up to the half of VRAM local native-fence storage
 /// takes from the top.
 pub(crate) const TABLE_SHARE: u64 = 4;
-
-/// A process as VidMm knows it.
-#[derive(Debug)]
-pub struct VmProcess {
-    /// `DXGKARG_CREATEPROCESS::hKmdProcess`.
-    pub kmd: usize,
-    pub space: AddressSpace,
-    /// Where its kernel-mode DMA buffers live ([`super::dmabuf`]); made at its first one.
-    pub arena: Option<super::dmabuf::Arena>,
-}
-
-/// Per-adapter GpuMmu state.
-#[derive(Debug, Default)]
-pub struct VidMm {
-    heap: Option<TableHeap>,
-    pub(super) processes: HashMap<ProcessId, VmProcess>,
-    /// Paging sequences in flight (they hold the GPU in D0).
-    busy: u32,
-    /// The thread running a power transition that pages (the D3 trim): it holds
-    /// the adapter's power sequence exclusively and the GPU is in D0, so its paging takes no
-    /// power reference.
-    pub(crate) power_thread: Option<std::thread::ThreadId>,
-    /// The driver's handle of the paging process ([`open_paging_process`]).
-    pub(crate) paging_kmd: Option<usize>,
-    /// The aperture's ranges and dummy page ([`crate::vidmm::aperture`]).
-    pub(crate) aperture: crate::vidmm::aperture::Ranges,
-    /// System memory the OS gave back while mapped in the paging process: unmapped and freed
-    /// at the next safe point ([`Machine::reap_system_pages`]).
-    retired_system: Vec<(u64, u64)>,
-    /// Serialises changes to the paging process's space. Every thread maps into that one
-    /// space (queue and fence creation), and a change's books are updated before its paging
-    /// buffer runs: without this, a thread could write a leaf into a table another thread
-    /// has allocated but not yet linked, and its check would find the page unmapped.
-    system_serial: std::sync::Arc<std::sync::Mutex<()>>,
-}
-
-impl VidMm {
-    /// Whether `pid` has an address space here.
-    pub(crate) fn has_process(&self, pid: ProcessId) -> bool {
-        self.processes.contains_key(&pid)
-    }
-
-    /// `pid`'s address space; a process without one is `STATUS_INVALID_HANDLE`.
-    fn space_of(&mut self, pid: ProcessId) -> Result<&mut VmProcess, SimError> {
-        self.processes
-            .get_mut(&pid)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
-    }
-
-    pub(crate) fn paging_begin(&mut self) {
-        self.busy += 1;
-    }
-
-    pub(crate) fn paging_end(&mut self) {
-        self.busy = self.busy.saturating_sub(1);
-    }
-
-    pub(crate) fn paging_busy(&self) -> bool {
-        self.busy > 0
-    }
-
-    /// The KMD process handle and root (segment, offset) of `pid`, if VidMm has one.
-    pub fn process(&self, pid: ProcessId) -> Option<(usize, u32, u64)> {
-        self.processes
-            .get(&pid)
-            .map(|p| (p.kmd, p.space.geometry.segment, p.space.root))
-    }
-}
 
 fn geometry(a: &AdapterShared) -> Option<Geometry> {
     lock(&a.mm.memory_model).geometry()
@@ -169,565 +103,557 @@ fn dxgk_pte(e: &OsPte) -> DXGK_PTE {
     DXGK_PTE::from_raw(f.Value, e.page)
 }
 
-impl Machine {
-    /// What the GPU's tables for process `pid` on adapter `i` map at `va`, walked as the
-    /// device walks them: the device address and the size of the page (4 KiB, or 2 MiB for a
-    /// large page). `None`: no such space, or the walk faults (tests).
-    pub fn gpu_translate(&self, i: usize, pid: ProcessId, va: u64) -> Option<(u64, u64)> {
-        let a = self.adapter_shared(i).ok()?;
-        let root = {
-            let v = lock(&a.mm.vidmm);
-            let p = v.processes.get(&pid)?;
-            segment_pa(a, p.space.geometry.segment, p.space.root)?
-        };
-        Mmu::walk_now(a.device.memory(), root, va).ok()
-    }
-
-    /// `DxgkDdiCreateProcess` and a new VA space for `pid` on adapter `a` (a GpuMmu adapter
-    /// only; `Ok(None)` otherwise). Returns the KMD's process handle.
-    pub(crate) fn vidmm_create_process(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-    ) -> Result<Option<usize>, SimError> {
-        let base = VA_BASE + u64::from(pid.0 % 64) * VA_STRIDE;
-        self.vidmm_create_space(a, pid, DXGK_CREATEPROCESSFLAGS::default(), base)
-    }
-
-    /// `DxgkDdiCreateProcess` with `flags`, and a VA space whose reservations start at
-    /// `base`.
-    fn vidmm_create_space(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        flags: DXGK_CREATEPROCESSFLAGS,
-        base: u64,
-    ) -> Result<Option<usize>, SimError> {
-        if geometry(a).is_none() {
-            return Ok(None);
-        }
-        let kmd = ddi_create_process(a, pid, flags)?;
-        self.vidmm_new_space(a, pid, kmd, base)?;
-        Ok(Some(kmd))
-    }
-
-    /// A VA space for `pid` (whose KMD process is `kmd`) with its root initialised through
-    /// the driver's paging buffers.
-    fn vidmm_new_space(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        kmd: usize,
-        base: u64,
-    ) -> Result<(), SimError> {
-        let g = geometry(a).ok_or_else(|| sim("VA space on a non-GpuMmu adapter".into()))?;
-        let (space, init) = {
-            let mut v = lock(&a.mm.vidmm);
-            let size = lock(&a.mm.memory_model)
-                .segment(g.segment)
-                .map_or(0, |s| s.Size as u64);
-            let heap = v
-                .heap
-                .get_or_insert_with(|| TableHeap::new(0, size / TABLE_SHARE, g.table_bytes));
-            AddressSpace::new(g, heap, base).map_err(va_error)?
-        };
-        lock(&a.mm.vidmm).processes.insert(
-            pid,
-            VmProcess {
-                kmd,
-                space,
-                arena: None,
-            },
-        );
-        self.vidmm_run(a, kmd, &[init], LeafTag::default())
-    }
-
-    /// `DxgkDdiDestroyProcess` after the process's last object is gone; its tables return to
-    /// the heap.
-    pub(crate) fn vidmm_destroy_process(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-    ) -> Result<(), SimError> {
-        self.fence_maps_drop_process(a, pid);
-        self.vidmm_unmap_all(a, pid)?;
-        drop_space(a, pid)
-    }
-
-    /// Unmaps everything `pid` has mapped, through the driver (or from VidMm's books only,
-    /// on a lost device).
-    fn vidmm_unmap_all(&self, a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
-        // Its DMA-buffer arena first (one range), then the OS's single pages it mapped for
-        // the process (fence storage).
-        if let Some((va, backing)) = super::dmabuf::dma_arena_take(a, pid) {
-            let pages = super::dmabuf::ARENA_PAGES;
-            if a.device.is_lost() {
-                self.vidmm_forget(a, pid, va, pages);
-            } else {
-                self.vidmm_unmap(a, pid, va, pages, LeafTag::default())?;
-            }
-            a.device.memory().free_system(backing.bus_addr);
-        }
-        let left = lock(&a.mm.vidmm)
-            .processes
-            .get(&pid)
-            .map(|p| p.space.mapped())
-            .unwrap_or_default();
-        for (va, pages) in left {
-            if a.device.is_lost() {
-                self.vidmm_forget(a, pid, va, pages);
-            } else {
-                self.vidmm_unmap(a, pid, va, pages, LeafTag::default())?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Reserves a VA in `pid`'s space and maps `phys` there through the driver. Returns the VA.
-    pub(crate) fn vidmm_map(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        phys: &[Phys],
-        attrs: MapAttrs,
-        tag: LeafTag,
-    ) -> Result<u64, SimError> {
-        let va = self.vidmm_reserve(a, pid, phys.len() as u64 * 4096)?;
-        match self.vidmm_map_at(a, pid, va, phys, attrs, tag) {
-            Ok(()) => Ok(va),
-            Err(e) => {
-                let _ = self.vidmm_release_va(a, pid, va);
-                Err(e)
-            }
-        }
-    }
-
-    /// Reserves `bytes` (whole pages) of VA in `pid`'s space, mapping nothing.
-    pub(crate) fn vidmm_reserve(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        bytes: u64,
-    ) -> Result<u64, SimError> {
-        let mut v = lock(&a.mm.vidmm);
-        let p = v.space_of(pid)?;
-        p.space.reserve(bytes).map_err(va_error)
-    }
-
-    /// Maps `phys` at `va`, which VidMm reserved in `pid`'s space before (a fresh
-    /// reservation, or an evicted allocation's VA when it comes back); with large
-    /// pages where `tag` allows them.
-    pub(crate) fn vidmm_map_at(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-        phys: &[Phys],
-        attrs: MapAttrs,
-        tag: LeafTag,
-    ) -> Result<(), SimError> {
-        let starts = if tag.large_pages {
-            lock(&a.mm.memory_model).large_pages()
-        } else {
-            None
-        };
-        let (kmd, updates) = {
-            let mut v = lock(&a.mm.vidmm);
-            let v = &mut *v;
-            let heap = v
-                .heap
-                .as_mut()
-                .ok_or_else(|| sim("no page-table heap".into()))?;
-            let p = v
-                .processes
-                .get_mut(&pid)
-                .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-            let size = p.space.geometry.large_page();
-            let may_start = |at: Phys| starts.as_ref().is_some_and(|l| l.may_start(at, size));
-            let u = p
-                .space
-                .map_large(va, phys, attrs, heap, may_start)
-                .map_err(va_error)?;
-            (p.kmd, u)
-        };
-        self.vidmm_run(a, kmd, &updates, tag.based_at(va))?;
-        self.vidmm_check(a, pid, va, phys.len() as u64)
-    }
-
-    /// Where `[va, va + bytes)` of `pid` lives, as `(segment id, address in it, bytes)` runs
-    /// of physically contiguous pages: a local segment and its offset, or segment 0 (system
-    /// memory) and the bus address, as the process's page tables map it. Never an aperture
-    /// address: the aperture holds only ranges VidMm maps there (`vidmm::aperture`). A process
-    /// without an address space here uses bus addresses directly.
-    pub(crate) fn vidmm_runs(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-        bytes: u64,
-    ) -> Result<Vec<(u32, u64, u64)>, SimError> {
+/// What the GPU's tables for process `pid` map at `va`, walked as the
+/// device walks them: the device address and the size of the page (4 KiB, or 2 MiB for a
+/// large page). `None`: no such space, or the walk faults (tests).
+pub fn gpu_translate(a: &AdapterShared, pid: ProcessId, va: u64) -> Option<(u64, u64)> {
+    let root = {
         let v = lock(&a.mm.vidmm);
-        let Some(p) = v.processes.get(&pid) else {
-            return Ok(vec![(0, va, bytes)]);
-        };
-        let mut runs: Vec<(u32, u64, u64)> = Vec::new();
-        let mut at = va;
-        let end = va
-            .checked_add(bytes)
+        let p = v.processes.get(&pid)?;
+        segment_pa(a, p.space.geometry.segment, p.space.root)?
+    };
+    Mmu::walk_now(a.device.memory(), root, va).ok()
+}
+
+/// `DxgkDdiCreateProcess` and a new VA space for `pid` on adapter `a` (a GpuMmu adapter
+/// only; `Ok(None)` otherwise). Returns the KMD's process handle.
+pub(crate) fn vidmm_create_process(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+) -> Result<Option<usize>, SimError> {
+    let base = VA_BASE + u64::from(pid.0 % 64) * VA_STRIDE;
+    vidmm_create_space(host, a, pid, DXGK_CREATEPROCESSFLAGS::default(), base)
+}
+
+/// `DxgkDdiCreateProcess` with `flags`, and a VA space whose reservations start at
+/// `base`.
+fn vidmm_create_space(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    flags: DXGK_CREATEPROCESSFLAGS,
+    base: u64,
+) -> Result<Option<usize>, SimError> {
+    if geometry(a).is_none() {
+        return Ok(None);
+    }
+    let kmd = ddi_create_process(a, pid, flags)?;
+    vidmm_new_space(host, a, pid, kmd, base)?;
+    Ok(Some(kmd))
+}
+
+/// A VA space for `pid` (whose KMD process is `kmd`) with its root initialised through
+/// the driver's paging buffers.
+fn vidmm_new_space(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    kmd: usize,
+    base: u64,
+) -> Result<(), SimError> {
+    let g = geometry(a).ok_or_else(|| sim("VA space on a non-GpuMmu adapter".into()))?;
+    let (space, init) = {
+        let mut v = lock(&a.mm.vidmm);
+        let size = lock(&a.mm.memory_model)
+            .segment(g.segment)
+            .map_or(0, |s| s.Size as u64);
+        let heap = v
+            .heap
+            .get_or_insert_with(|| TableHeap::new(0, size / TABLE_SHARE, g.table_bytes));
+        AddressSpace::new(g, heap, base).map_err(va_error)?
+    };
+    lock(&a.mm.vidmm).processes.insert(
+        pid,
+        VmProcess {
+            kmd,
+            space,
+            arena: None,
+        },
+    );
+    vidmm_run(host, a, kmd, &[init], LeafTag::default())
+}
+
+/// `DxgkDdiDestroyProcess` after the process's last object is gone; its tables return to
+/// the heap.
+pub(crate) fn vidmm_destroy_process(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+) -> Result<(), SimError> {
+    crate::vidmm::fencemap::fence_maps_drop_process(a, pid);
+    vidmm_unmap_all(host, a, pid)?;
+    drop_space(a, pid)
+}
+
+/// Unmaps everything `pid` has mapped, through the driver (or from VidMm's books only,
+/// on a lost device).
+fn vidmm_unmap_all(host: &dyn Host, a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
+    // Its DMA-buffer arena first (one range), then the OS's single pages it mapped for
+    // the process (fence storage).
+    if let Some((va, backing)) = super::dmabuf::dma_arena_take(a, pid) {
+        let pages = super::dmabuf::ARENA_PAGES;
+        if a.device.is_lost() {
+            vidmm_forget(a, pid, va, pages);
+        } else {
+            vidmm_unmap(host, a, pid, va, pages, LeafTag::default())?;
+        }
+        a.device.memory().free_system(backing.bus_addr);
+    }
+    let left = lock(&a.mm.vidmm)
+        .processes
+        .get(&pid)
+        .map(|p| p.space.mapped())
+        .unwrap_or_default();
+    for (va, pages) in left {
+        if a.device.is_lost() {
+            vidmm_forget(a, pid, va, pages);
+        } else {
+            vidmm_unmap(host, a, pid, va, pages, LeafTag::default())?;
+        }
+    }
+    Ok(())
+}
+
+/// Reserves a VA in `pid`'s space and maps `phys` there through the driver. Returns the VA.
+pub(crate) fn vidmm_map(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    phys: &[Phys],
+    attrs: MapAttrs,
+    tag: LeafTag,
+) -> Result<u64, SimError> {
+    let va = vidmm_reserve(a, pid, phys.len() as u64 * 4096)?;
+    match vidmm_map_at(host, a, pid, va, phys, attrs, tag) {
+        Ok(()) => Ok(va),
+        Err(e) => {
+            let _ = vidmm_release_va(a, pid, va);
+            Err(e)
+        }
+    }
+}
+
+/// Reserves `bytes` (whole pages) of VA in `pid`'s space, mapping nothing.
+pub(crate) fn vidmm_reserve(
+    a: &AdapterShared,
+    pid: ProcessId,
+    bytes: u64,
+) -> Result<u64, SimError> {
+    let mut v = lock(&a.mm.vidmm);
+    let p = v.space_of(pid)?;
+    p.space.reserve(bytes).map_err(va_error)
+}
+
+/// Maps `phys` at `va`, which VidMm reserved in `pid`'s space before (a fresh
+/// reservation, or an evicted allocation's VA when it comes back); with large
+/// pages where `tag` allows them.
+pub(crate) fn vidmm_map_at(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    va: u64,
+    phys: &[Phys],
+    attrs: MapAttrs,
+    tag: LeafTag,
+) -> Result<(), SimError> {
+    let starts = if tag.large_pages {
+        lock(&a.mm.memory_model).large_pages()
+    } else {
+        None
+    };
+    let (kmd, updates) = {
+        let mut v = lock(&a.mm.vidmm);
+        let v = &mut *v;
+        let heap = v
+            .heap
+            .as_mut()
+            .ok_or_else(|| sim("no page-table heap".into()))?;
+        let p = v
+            .processes
+            .get_mut(&pid)
+            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+        let size = p.space.geometry.large_page();
+        let may_start = |at: Phys| starts.as_ref().is_some_and(|l| l.may_start(at, size));
+        let u = p
+            .space
+            .map_large(va, phys, attrs, heap, may_start)
+            .map_err(va_error)?;
+        (p.kmd, u)
+    };
+    vidmm_run(host, a, kmd, &updates, tag.based_at(va))?;
+    vidmm_check(a, pid, va, phys.len() as u64)
+}
+
+/// Where `[va, va + bytes)` of `pid` lives, as `(segment id, address in it, bytes)` runs
+/// of physically contiguous pages: a local segment and its offset, or segment 0 (system
+/// memory) and the bus address, as the process's page tables map it. Never an aperture
+/// address: the aperture holds only ranges VidMm maps there (`vidmm::aperture`). A process
+/// without an address space here uses bus addresses directly.
+pub(crate) fn vidmm_runs(
+    a: &AdapterShared,
+    pid: ProcessId,
+    va: u64,
+    bytes: u64,
+) -> Result<Vec<(u32, u64, u64)>, SimError> {
+    let v = lock(&a.mm.vidmm);
+    let Some(p) = v.processes.get(&pid) else {
+        return Ok(vec![(0, va, bytes)]);
+    };
+    let mut runs: Vec<(u32, u64, u64)> = Vec::new();
+    let mut at = va;
+    let end = va
+        .checked_add(bytes)
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+    while at < end {
+        let page = at - at % 4096;
+        let leaf = p
+            .space
+            .leaf(page)
             .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
-        while at < end {
-            let page = at - at % 4096;
-            let leaf = p
-                .space
-                .leaf(page)
-                .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
-            let (seg, base) = leaf.phys;
-            let addr = base + (at - page);
-            let len = (page + 4096).min(end) - at;
-            match runs.last_mut() {
-                Some(r) if r.0 == seg && r.1 + r.2 == addr => r.2 += len,
-                _ => runs.push((seg, addr, len)),
-            }
-            at += len;
+        let (seg, base) = leaf.phys;
+        let addr = base + (at - page);
+        let len = (page + 4096).min(end) - at;
+        match runs.last_mut() {
+            Some(r) if r.0 == seg && r.1 + r.2 == addr => r.2 += len,
+            _ => runs.push((seg, addr, len)),
         }
-        Ok(runs)
+        at += len;
     }
+    Ok(runs)
+}
 
-    /// Maps the OS's page at device address `pa` into `pid` at the same VA (fence storage the
-    /// process's queues signal and wait on); nothing if it is mapped already.
-    pub(crate) fn vidmm_map_os_page(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        pa: u64,
-        tag: LeafTag,
-    ) -> Result<(), SimError> {
-        let va = pa - pa % 4096;
-        let phys = phys_of(a, va).ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
-        let (kmd, updates) = {
-            let mut v = lock(&a.mm.vidmm);
-            let v = &mut *v;
-            // A process with no VA space on this adapter (it never opened it) maps nothing.
-            let (Some(p), Some(heap)) = (v.processes.get_mut(&pid), v.heap.as_mut()) else {
-                return Ok(());
-            };
-            if p.space.leaf(va).is_some() {
-                return Ok(());
-            }
-            p.space.reserve_at(va, 4096).map_err(va_error)?;
-            match p.space.map(va, &[phys], MapAttrs::default(), heap) {
-                Ok(u) => (p.kmd, u),
-                Err(e) => {
-                    let _ = p.space.free(va);
-                    return Err(va_error(e));
-                }
-            }
+/// Maps the OS's page at device address `pa` into `pid` at the same VA (fence storage the
+/// process's queues signal and wait on); nothing if it is mapped already.
+pub(crate) fn vidmm_map_os_page(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    pa: u64,
+    tag: LeafTag,
+) -> Result<(), SimError> {
+    let va = pa - pa % 4096;
+    let phys = phys_of(a, va).ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+    let (kmd, updates) = {
+        let mut v = lock(&a.mm.vidmm);
+        let v = &mut *v;
+        // A process with no VA space on this adapter (it never opened it) maps nothing.
+        let (Some(p), Some(heap)) = (v.processes.get_mut(&pid), v.heap.as_mut()) else {
+            return Ok(());
         };
-        if let Err(e) = self.vidmm_run(a, kmd, &updates, tag.based_at(va)) {
-            // The driver did not map it (e.g. out of memory): VidMm's books must not say it
-            // did, or a retry would skip the page.
-            let mut v = lock(&a.mm.vidmm);
-            if let Some(p) = v.processes.get_mut(&pid) {
-                let _ = p.space.unmap(va, 1);
+        if p.space.leaf(va).is_some() {
+            return Ok(());
+        }
+        p.space.reserve_at(va, 4096).map_err(va_error)?;
+        match p.space.map(va, &[phys], MapAttrs::default(), heap) {
+            Ok(u) => (p.kmd, u),
+            Err(e) => {
                 let _ = p.space.free(va);
+                return Err(va_error(e));
             }
-            return Err(e);
         }
-        self.vidmm_check(a, pid, va, 1)
-    }
-
-    /// Unmaps `pages` pages at `va` of `pid` through the driver, flushes the TLB and frees
-    /// the VA.
-    pub(crate) fn vidmm_unmap(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-        pages: u64,
-        tag: LeafTag,
-    ) -> Result<(), SimError> {
-        self.vidmm_unmap_keep(a, pid, va, pages, tag)?;
-        self.vidmm_release_va(a, pid, va)
-    }
-
-    /// Unmaps `pages` pages at `va` of `pid` through the driver and flushes the TLB; the VA
-    /// stays reserved (an evicted allocation keeps its address).
-    pub(crate) fn vidmm_unmap_keep(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-        pages: u64,
-        tag: LeafTag,
-    ) -> Result<(), SimError> {
-        let (kmd, root, updates) = {
-            let mut v = lock(&a.mm.vidmm);
-            let p = v.space_of(pid)?;
-            let u = p.space.unmap(va, pages).map_err(va_error)?;
-            (p.kmd, (p.space.geometry.segment, p.space.root), u)
-        };
-        self.vidmm_run(a, kmd, &updates, tag.based_at(va))?;
-        self.vidmm_flush(a, kmd, root, va, va + pages * 4096)?;
-        self.vidmm_check(a, pid, va, pages)
-    }
-
-    /// Frees the reservation at `va` of `pid` (nothing may be mapped in it).
-    pub(crate) fn vidmm_release_va(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-    ) -> Result<(), SimError> {
+    };
+    if let Err(e) = vidmm_run(host, a, kmd, &updates, tag.based_at(va)) {
+        // The driver did not map it (e.g. out of memory): VidMm's books must not say it
+        // did, or a retry would skip the page.
         let mut v = lock(&a.mm.vidmm);
         if let Some(p) = v.processes.get_mut(&pid) {
-            p.space.free(va).map_err(va_error)?;
-        }
-        Ok(())
-    }
-
-    /// Drops `pages` pages at `va` of `pid` from VidMm's books without paging (the device is
-    /// lost and runs nothing; its tables go with the process).
-    pub(crate) fn vidmm_forget(&self, a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) {
-        let mut v = lock(&a.mm.vidmm);
-        if let Some(p) = v.processes.get_mut(&pid) {
-            let _ = p.space.unmap(va, pages);
+            let _ = p.space.unmap(va, 1);
             let _ = p.space.free(va);
         }
+        return Err(e);
     }
+    vidmm_check(a, pid, va, 1)
+}
 
-    /// Runs `updates` through `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` on the paging node
-    /// and waits for them.
-    fn vidmm_run(
-        &self,
-        a: &AdapterShared,
-        kmd: usize,
-        updates: &[Update],
-        tag: LeafTag,
-    ) -> Result<(), SimError> {
-        let _power = crate::ums::paging_power(a)?;
-        let node = paging_node(a);
-        for _ in 0..3 {
-            let resets = crate::vidsch::legacy::adapter_resets(a);
-            let ids = self.vidmm_run_once(a, node, kmd, updates, tag)?;
-            if !crate::vidsch::legacy::dropped_by_reset(a, node, resets, &ids) {
-                return Ok(());
-            }
-            // An adapter-wide reset dropped part of the batch before it ran (docs/tdr.md:
-            // in-flight packets dropped), so the tables do not hold what VidMm's books say:
-            // VidMm issues the batch again, whole and in order (clears, links, leaves).
-            // Which paging work Windows redoes after ResetFromTimeout is UNVERIFIED.
+/// Unmaps `pages` pages at `va` of `pid` through the driver, flushes the TLB and frees
+/// the VA.
+pub(crate) fn vidmm_unmap(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    va: u64,
+    pages: u64,
+    tag: LeafTag,
+) -> Result<(), SimError> {
+    vidmm_unmap_keep(host, a, pid, va, pages, tag)?;
+    vidmm_release_va(a, pid, va)
+}
+
+/// Unmaps `pages` pages at `va` of `pid` through the driver and flushes the TLB; the VA
+/// stays reserved (an evicted allocation keeps its address).
+pub(crate) fn vidmm_unmap_keep(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    va: u64,
+    pages: u64,
+    tag: LeafTag,
+) -> Result<(), SimError> {
+    let (kmd, root, updates) = {
+        let mut v = lock(&a.mm.vidmm);
+        let p = v.space_of(pid)?;
+        let u = p.space.unmap(va, pages).map_err(va_error)?;
+        (p.kmd, (p.space.geometry.segment, p.space.root), u)
+    };
+    vidmm_run(host, a, kmd, &updates, tag.based_at(va))?;
+    vidmm_flush(host, a, kmd, root, va, va + pages * 4096)?;
+    vidmm_check(a, pid, va, pages)
+}
+
+/// Frees the reservation at `va` of `pid` (nothing may be mapped in it).
+pub(crate) fn vidmm_release_va(a: &AdapterShared, pid: ProcessId, va: u64) -> Result<(), SimError> {
+    let mut v = lock(&a.mm.vidmm);
+    if let Some(p) = v.processes.get_mut(&pid) {
+        p.space.free(va).map_err(va_error)?;
+    }
+    Ok(())
+}
+
+/// Drops `pages` pages at `va` of `pid` from VidMm's books without paging (the device is
+/// lost and runs nothing; its tables go with the process).
+pub(crate) fn vidmm_forget(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) {
+    let mut v = lock(&a.mm.vidmm);
+    if let Some(p) = v.processes.get_mut(&pid) {
+        let _ = p.space.unmap(va, pages);
+        let _ = p.space.free(va);
+    }
+}
+
+/// Runs `updates` through `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` on the paging node
+/// and waits for them.
+fn vidmm_run(
+    host: &dyn Host,
+    a: &AdapterShared,
+    kmd: usize,
+    updates: &[Update],
+    tag: LeafTag,
+) -> Result<(), SimError> {
+    let _power = crate::ums::paging_power(a)?;
+    let node = paging_node(a);
+    for _ in 0..3 {
+        let resets = crate::vidsch::legacy::adapter_resets(a);
+        let ids = vidmm_run_once(host, a, node, kmd, updates, tag)?;
+        if !crate::vidsch::legacy::dropped_by_reset(a, node, resets, &ids) {
+            return Ok(());
         }
-        Err(sim(format!(
-            "paging on node {node} dropped by three adapter resets in a row"
-        )))
+        // An adapter-wide reset dropped part of the batch before it ran (docs/tdr.md:
+        // in-flight packets dropped), so the tables do not hold what VidMm's books say:
+        // VidMm issues the batch again, whole and in order (clears, links, leaves).
+        // Which paging work Windows redoes after ResetFromTimeout is UNVERIFIED.
     }
+    Err(sim(format!(
+        "paging on node {node} dropped by three adapter resets in a row"
+    )))
+}
 
-    /// One pass of [`Machine::vidmm_run`]: the batch built, submitted and waited for; returns
-    /// the fence IDs of its paging buffers.
-    fn vidmm_run_once(
-        &self,
-        a: &AdapterShared,
-        node: u32,
-        kmd: usize,
-        updates: &[Update],
-        tag: LeafTag,
-    ) -> Result<Vec<u32>, SimError> {
-        let mut all = Vec::new();
-        for u in updates {
-            let mut entries: Vec<DXGK_PTE> = u.entries.iter().map(dxgk_pte).collect();
-            let mut flags = DXGK_UPDATEPAGETABLEFLAGS::default();
-            if u.initial {
-                flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate, 1);
-            }
-            // The leaves (and large pages) belong to the tagged object; tables and cleared
-            // tables to nobody.
-            let leaf = u.maps;
-            if leaf && tag.native_fence {
-                flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::NativeFence, 1);
-            }
-            let h_allocation = if leaf { tag.handle } else { 0 };
-            let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
-                UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
-                    PageTableLevel: u32::from(u.level),
-                    hAllocation: h_allocation as HANDLE,
-                    PageTableAddress: DXGK_PAGETABLEUPDATEADDRESS {
-                        Anonymous: DXGK_PAGETABLEUPDATEADDRESS_0 {
-                            GpuPhysical: D3DGPU_PHYSICAL_ADDRESS {
-                                SegmentId: u.segment,
-                                Padding: 0,
-                                SegmentOffset: u.table,
-                            },
+/// One pass of [`vidmm_run`]: the batch built, submitted and waited for; returns
+/// the fence IDs of its paging buffers.
+fn vidmm_run_once(
+    host: &dyn Host,
+    a: &AdapterShared,
+    node: u32,
+    kmd: usize,
+    updates: &[Update],
+    tag: LeafTag,
+) -> Result<Vec<u32>, SimError> {
+    let mut all = Vec::new();
+    for u in updates {
+        let mut entries: Vec<DXGK_PTE> = u.entries.iter().map(dxgk_pte).collect();
+        let mut flags = DXGK_UPDATEPAGETABLEFLAGS::default();
+        if u.initial {
+            flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate, 1);
+        }
+        // The leaves (and large pages) belong to the tagged object; tables and cleared
+        // tables to nobody.
+        let leaf = u.maps;
+        if leaf && tag.native_fence {
+            flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::NativeFence, 1);
+        }
+        let h_allocation = if leaf { tag.handle } else { 0 };
+        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+            UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
+                PageTableLevel: u32::from(u.level),
+                hAllocation: h_allocation as HANDLE,
+                PageTableAddress: DXGK_PAGETABLEUPDATEADDRESS {
+                    Anonymous: DXGK_PAGETABLEUPDATEADDRESS_0 {
+                        GpuPhysical: D3DGPU_PHYSICAL_ADDRESS {
+                            SegmentId: u.segment,
+                            Padding: 0,
+                            SegmentOffset: u.table,
                         },
                     },
-                    pPageTableEntries: entries.as_mut_ptr(),
-                    StartIndex: u.start,
-                    NumPageTableEntries: entries.len() as u32,
-                    Reserved0: 0,
-                    Flags: flags,
-                    DriverProtection: 0,
-                    AllocationOffsetInBytes: if leaf {
-                        u.va.saturating_sub(tag.base_va)
-                    } else {
-                        0
-                    },
-                    hProcess: kmd as HANDLE,
-                    UpdateMode: DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,
-                    pPageTableEntries64KB: std::ptr::null_mut(),
-                    FirstPteVirtualAddress: if leaf { u.va } else { 0 },
                 },
-            };
-            let ids = self.paging_op(
-                a,
-                node,
-                DXGK_OPERATION_UPDATE_PAGE_TABLE,
-                &mut op,
-                Vec::new(),
-            )?;
-            all.extend(ids);
-        }
-        if let Some(id) = all.last() {
-            self.vidmm_wait(a, node, *id)?;
-        }
-        Ok(all)
-    }
-
-    fn vidmm_flush(
-        &self,
-        a: &AdapterShared,
-        kmd: usize,
-        root: (u32, u64),
-        start: u64,
-        end: u64,
-    ) -> Result<(), SimError> {
-        let _power = crate::ums::paging_power(a)?;
-        let node = paging_node(a);
-        let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
-            FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB {
-                RootPageTableAddress: D3DGPU_PHYSICAL_ADDRESS {
-                    SegmentId: root.0,
-                    Padding: 0,
-                    SegmentOffset: root.1,
+                pPageTableEntries: entries.as_mut_ptr(),
+                StartIndex: u.start,
+                NumPageTableEntries: entries.len() as u32,
+                Reserved0: 0,
+                Flags: flags,
+                DriverProtection: 0,
+                AllocationOffsetInBytes: if leaf {
+                    u.va.saturating_sub(tag.base_va)
+                } else {
+                    0
                 },
                 hProcess: kmd as HANDLE,
-                StartVirtualAddress: start,
-                EndVirtualAddress: end,
+                UpdateMode: DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,
+                pPageTableEntries64KB: std::ptr::null_mut(),
+                FirstPteVirtualAddress: if leaf { u.va } else { 0 },
             },
         };
-        for _ in 0..3 {
-            let resets = crate::vidsch::legacy::adapter_resets(a);
-            let ids = self.paging_op(a, node, DXGK_OPERATION_FLUSH_TLB, &mut op, Vec::new())?;
-            if let Some(id) = ids.last() {
-                self.vidmm_wait(a, node, *id)?;
-            }
-            // Dropped by an adapter-wide reset before it ran: issued again (`vidmm_run`).
-            if !crate::vidsch::legacy::dropped_by_reset(a, node, resets, &ids) {
-                break;
-            }
+        let ids = crate::vidmm::paging::paging_op(
+            host,
+            a,
+            node,
+            DXGK_OPERATION_UPDATE_PAGE_TABLE,
+            &mut op,
+            Vec::new(),
+        )?;
+        all.extend(ids);
+    }
+    if let Some(id) = all.last() {
+        vidmm_wait(host, a, node, *id)?;
+    }
+    Ok(all)
+}
+
+fn vidmm_flush(
+    host: &dyn Host,
+    a: &AdapterShared,
+    kmd: usize,
+    root: (u32, u64),
+    start: u64,
+    end: u64,
+) -> Result<(), SimError> {
+    let _power = crate::ums::paging_power(a)?;
+    let node = paging_node(a);
+    let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
+        FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB {
+            RootPageTableAddress: D3DGPU_PHYSICAL_ADDRESS {
+                SegmentId: root.0,
+                Padding: 0,
+                SegmentOffset: root.1,
+            },
+            hProcess: kmd as HANDLE,
+            StartVirtualAddress: start,
+            EndVirtualAddress: end,
+        },
+    };
+    for _ in 0..3 {
+        let resets = crate::vidsch::legacy::adapter_resets(a);
+        let ids = crate::vidmm::paging::paging_op(
+            host,
+            a,
+            node,
+            DXGK_OPERATION_FLUSH_TLB,
+            &mut op,
+            Vec::new(),
+        )?;
+        if let Some(id) = ids.last() {
+            vidmm_wait(host, a, node, *id)?;
         }
-        // The flush ran: the device must hold no translation of the unmapped range (pages
-        // still mapped may be cached again meanwhile by queues that keep running).
-        let pa =
-            segment_pa(a, root.0, root.1).ok_or_else(|| sim("root outside its segment".into()))?;
-        // The TLB is not observable on a PCI board (`None`): checked in-process only.
-        if a.device.tlb_holds(pa, start, end) == Some(true) {
+        // Dropped by an adapter-wide reset before it ran: issued again (`vidmm_run`).
+        if !crate::vidsch::legacy::dropped_by_reset(a, node, resets, &ids) {
+            break;
+        }
+    }
+    // The flush ran: the device must hold no translation of the unmapped range (pages
+    // still mapped may be cached again meanwhile by queues that keep running).
+    let pa = segment_pa(a, root.0, root.1).ok_or_else(|| sim("root outside its segment".into()))?;
+    // The TLB is not observable on a PCI board (`None`): checked in-process only.
+    if a.device.tlb_holds(pa, start, end) == Some(true) {
+        let msg = format!(
+            "driver bug: FLUSHTLB for root {pa:#x} completed but the GPU still caches \
+             translations of [{start:#x}, {end:#x}) (the paging buffer did not invalidate \
+             the TLB)"
+        );
+        a.state.raise_sim_error(msg.clone());
+        return Err(sim(msg));
+    }
+    Ok(())
+}
+
+pub(crate) fn vidmm_wait(
+    host: &dyn Host,
+    a: &AdapterShared,
+    node: u32,
+    id: u32,
+) -> Result<(), SimError> {
+    let done = host.wait_paging(a, node, id, 100_000, Duration::from_secs(10))?;
+    if done {
+        Ok(())
+    } else {
+        Err(sim(format!(
+            "paging buffer {id} on node {node} did not complete"
+        )))
+    }
+}
+
+/// The oracle: every page of `[va, va + pages * 4 KiB)` translates as VidMm asked (or
+/// faults when unmapped), walked with the device's walker from the process's root. Where
+/// VidMm mapped a large page and the walk ends in a large page at the same place, one walk
+/// answers for all of it (both map it linearly); so does a walk that stops at an invalid
+/// entry above the leaves where VidMm maps nothing under that entry.
+fn vidmm_check(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) -> Result<(), SimError> {
+    let v = lock(&a.mm.vidmm);
+    let Some(p) = v.processes.get(&pid) else {
+        return Ok(());
+    };
+    let root = segment_pa(a, p.space.geometry.segment, p.space.root)
+        .ok_or_else(|| sim("root outside its segment".into()))?;
+    let mem = a.device.memory();
+    let end = va + pages * 4096;
+    let mut page = va;
+    while page < end {
+        let walked = Mmu::walk_now(mem, root, page);
+        let got = walked.map(|(pa, _)| pa);
+        let want = p.space.leaf(page);
+        let ok = match (want, got) {
+            (None, Err(_)) => true,
+            (Some(l), Ok(pa)) => {
+                let expect = if l.phys.0 == 0 {
+                    Some(l.phys.1)
+                } else if v.aperture.is_aperture(l.phys.0) {
+                    // An aperture page: the bus page VidMm had the driver map there.
+                    v.aperture.bus_of(l.phys.0, l.phys.1)
+                } else {
+                    segment_pa(a, l.phys.0, l.phys.1)
+                };
+                Some(pa) == expect
+            }
+            _ => false,
+        };
+        if !ok {
             let msg = format!(
-                "driver bug: FLUSHTLB for root {pa:#x} completed but the GPU still caches \
-                 translations of [{start:#x}, {end:#x}) (the paging buffer did not invalidate \
-                 the TLB)"
+                "driver bug: after UPDATEPAGETABLE, process {} VA {page:#x} translates to \
+                 {got:?}; VidMm mapped {want:?}",
+                pid.0
             );
             a.state.raise_sim_error(msg.clone());
             return Err(sim(msg));
         }
-        Ok(())
-    }
-
-    pub(crate) fn vidmm_wait(&self, a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
-        let i = a.index;
-        let done = self.run_until(100_000, Duration::from_secs(10), |m| {
-            let (_, c) = m.legacy_fences(i, node);
-            c >= id
-        })?;
-        if done {
-            Ok(())
-        } else {
-            Err(sim(format!(
-                "paging buffer {id} on node {node} did not complete"
-            )))
-        }
-    }
-
-    /// The oracle: every page of `[va, va + pages * 4 KiB)` translates as VidMm asked (or
-    /// faults when unmapped), walked with the device's walker from the process's root. Where
-    /// VidMm mapped a large page and the walk ends in a large page at the same place, one walk
-    /// answers for all of it (both map it linearly); so does a walk that stops at an invalid
-    /// entry above the leaves where VidMm maps nothing under that entry.
-    fn vidmm_check(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-        pages: u64,
-    ) -> Result<(), SimError> {
-        let v = lock(&a.mm.vidmm);
-        let Some(p) = v.processes.get(&pid) else {
-            return Ok(());
-        };
-        let root = segment_pa(a, p.space.geometry.segment, p.space.root)
-            .ok_or_else(|| sim("root outside its segment".into()))?;
-        let mem = a.device.memory();
-        let end = va + pages * 4096;
-        let mut page = va;
-        while page < end {
-            let walked = Mmu::walk_now(mem, root, page);
-            let got = walked.map(|(pa, _)| pa);
-            let want = p.space.leaf(page);
-            let ok = match (want, got) {
-                (None, Err(_)) => true,
-                (Some(l), Ok(pa)) => {
-                    let expect = if l.phys.0 == 0 {
-                        Some(l.phys.1)
-                    } else if v.aperture.is_aperture(l.phys.0) {
-                        // An aperture page: the bus page VidMm had the driver map there.
-                        v.aperture.bus_of(l.phys.0, l.phys.1)
-                    } else {
-                        segment_pa(a, l.phys.0, l.phys.1)
-                    };
-                    Some(pa) == expect
-                }
-                _ => false,
-            };
-            if !ok {
-                let msg = format!(
-                    "driver bug: after UPDATEPAGETABLE, process {} VA {page:#x} translates to \
-                     {got:?}; VidMm mapped {want:?}",
-                    pid.0
-                );
-                a.state.raise_sim_error(msg.clone());
-                return Err(sim(msg));
+        page = match (walked, p.space.large_at(page)) {
+            (Ok((_, size)), Some(first))
+                if size == p.space.geometry.large_page() && first == page =>
+            {
+                (page + size).min(end)
             }
-            page = match (walked, p.space.large_at(page)) {
-                (Ok((_, size)), Some(first))
-                    if size == p.space.geometry.large_page() && first == page =>
-                {
-                    (page + size).min(end)
+            // An invalid entry above the leaves: the device faults on all it covers, so
+            // when VidMm maps none of that either, one walk answers for it.
+            (Err(f), None) if f.reason == FaultReason::NotPresent && f.level >= 1 => {
+                let bits = p.space.geometry.index_bits * u32::from(f.level);
+                let span = 4096u64.checked_shl(bits).unwrap_or(u64::MAX);
+                let next = (page - page % span).saturating_add(span).min(end);
+                if p.space.any_mapped(page, next) {
+                    page + 4096
+                } else {
+                    next
                 }
-                // An invalid entry above the leaves: the device faults on all it covers, so
-                // when VidMm maps none of that either, one walk answers for it.
-                (Err(f), None) if f.reason == FaultReason::NotPresent && f.level >= 1 => {
-                    let bits = p.space.geometry.index_bits * u32::from(f.level);
-                    let span = 4096u64.checked_shl(bits).unwrap_or(u64::MAX);
-                    let next = (page - page % span).saturating_add(span).min(end);
-                    if p.space.any_mapped(page, next) {
-                        page + 4096
-                    } else {
-                        next
-                    }
-                }
-                _ => page + 4096,
-            };
-        }
-        Ok(())
+            }
+            _ => page + 4096,
+        };
     }
+    Ok(())
 }
 
 /// Forgets `pid`'s VA space (nothing may be mapped in it any more), `DxgkDdiDestroyProcess`,

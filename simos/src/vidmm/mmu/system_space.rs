@@ -6,7 +6,7 @@
 use super::*;
 
 /// Hands `[bus, bus + bytes)` of system memory back: without a paging process it is freed at
-/// once, otherwise it stays allocated (and mapped) until [`Machine::reap_system_pages`]
+/// once, otherwise it stays allocated (and mapped) until [`reap_system_pages`]
 /// unmaps it through the driver, so the CMP never reaches memory that was reused.
 pub(crate) fn retire_system(a: &AdapterShared, bus: u64, bytes: u64) {
     {
@@ -49,86 +49,87 @@ pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
     }
 }
 
-impl Machine {
-    /// The paging process's GPU VA space (BR-65, BR-66 order; [D]
-    /// `VIDMM_GLOBAL::VidMmInitializePagingProcess` → `VIDMM_PAGING_PROCESS::InitPagingProcess`
-    /// → `InitPagingProcessVaSpace`): after the system device and contexts exist, VidMm opens
-    /// the adapter for the system process (`DxgkDdiCreateProcess` with `SystemProcess`),
-    /// builds its tables through the driver's paging buffers, and gives its root to the
-    /// paging node's system context (`VidSchSetPagingNodePageDirectory` →
-    /// `DxgkDdiSetRootPageTable`). From then on the OS's pages the GPU reaches through the
-    /// system space (fence storage, log buffers, scheduling logs) are mapped here
-    /// ([`Machine::vidmm_map_system`]); nothing else is reachable in it. A GpuMmu adapter only.
-    ///
-    /// This is the second half; [`open_paging_process`] (before the system device) is the
-    /// first.
-    pub(crate) fn vidmm_init_paging_process(&self, a: &AdapterShared) -> Result<(), SimError> {
-        let Some(kmd) = paging_process_kmd(a) else {
-            return Ok(());
-        };
-        self.vidmm_new_space(a, PAGING_PID, kmd, PAGING_VA_BASE)?;
-        let node = paging_node(a);
-        let context = crate::vidsch::system::context(a, node);
-        if context == 0 {
-            return Err(sim(format!(
-                "no system context on paging node {node} for the paging process's root"
-            )));
-        }
-        set_root(a, PAGING_PID, context)
+/// The paging process's GPU VA space (BR-65, BR-66 order; [D]
+/// `VIDMM_GLOBAL::VidMmInitializePagingProcess` → `VIDMM_PAGING_PROCESS::InitPagingProcess`
+/// → `InitPagingProcessVaSpace`): after the system device and contexts exist, VidMm opens
+/// the adapter for the system process (`DxgkDdiCreateProcess` with `SystemProcess`),
+/// builds its tables through the driver's paging buffers, and gives its root to the
+/// paging node's system context (`VidSchSetPagingNodePageDirectory` →
+/// `DxgkDdiSetRootPageTable`). From then on the OS's pages the GPU reaches through the
+/// system space (fence storage, log buffers, scheduling logs) are mapped here
+/// ([`vidmm_map_system`]); nothing else is reachable in it. A GpuMmu adapter only.
+///
+/// This is the second half; [`open_paging_process`] (before the system device) is the
+/// first.
+pub(crate) fn vidmm_init_paging_process(
+    host: &dyn Host,
+    a: &AdapterShared,
+) -> Result<(), SimError> {
+    let Some(kmd) = paging_process_kmd(a) else {
+        return Ok(());
+    };
+    crate::vidmm::mmu::vidmm_new_space(host, a, PAGING_PID, kmd, PAGING_VA_BASE)?;
+    let node = paging_node(a);
+    let context = crate::vidsch::system::context(a, node);
+    if context == 0 {
+        return Err(sim(format!(
+            "no system context on paging node {node} for the paging process's root"
+        )));
     }
+    set_root(a, PAGING_PID, context)
+}
 
-    /// Maps the OS's pages covering `[pa, pa + bytes)` (device addresses) into the paging
-    /// process at the same VAs, so the CMP reaches them through the system space; pages
-    /// mapped already stay as they are. Nothing on an adapter without a paging process.
-    pub(crate) fn vidmm_map_system(
-        &self,
-        a: &AdapterShared,
-        pa: u64,
-        bytes: u64,
-        tag: LeafTag,
-    ) -> Result<(), SimError> {
-        each_system_page(a, pa, bytes, |page| {
-            self.vidmm_map_os_page(a, PAGING_PID, page, tag)
-        })
-    }
+/// Maps the OS's pages covering `[pa, pa + bytes)` (device addresses) into the paging
+/// process at the same VAs, so the CMP reaches them through the system space; pages
+/// mapped already stay as they are. Nothing on an adapter without a paging process.
+pub(crate) fn vidmm_map_system(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pa: u64,
+    bytes: u64,
+    tag: LeafTag,
+) -> Result<(), SimError> {
+    each_system_page(a, pa, bytes, |page| {
+        crate::vidmm::mmu::vidmm_map_os_page(host, a, PAGING_PID, page, tag)
+    })
+}
 
-    /// Unmaps what the OS retired ([`retire_system`]) from the paging process and frees it.
-    /// Called where no thunk or adapter sequencing lock is held (paging takes them).
-    pub(crate) fn reap_system_pages(&self, a: &AdapterShared) -> Result<(), SimError> {
-        let retired = std::mem::take(&mut lock(&a.mm.vidmm).retired_system);
-        let mut first_err = None;
-        for (bus, bytes) in retired {
-            match self.vidmm_unmap_system(a, bus, bytes) {
-                Ok(()) => {
-                    a.device.memory().free_system(bus);
-                }
-                Err(e) => {
-                    // Possibly still mapped: never reuse it (adapter stop frees it).
-                    lock(&a.mm.vidmm).retired_system.push((bus, bytes));
-                    first_err.get_or_insert(e);
-                }
+/// Unmaps what the OS retired ([`retire_system`]) from the paging process and frees it.
+/// Called where no thunk or adapter sequencing lock is held (paging takes them).
+pub(crate) fn reap_system_pages(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
+    let retired = std::mem::take(&mut lock(&a.mm.vidmm).retired_system);
+    let mut first_err = None;
+    for (bus, bytes) in retired {
+        match vidmm_unmap_system(host, a, bus, bytes) {
+            Ok(()) => {
+                a.device.memory().free_system(bus);
+            }
+            Err(e) => {
+                // Possibly still mapped: never reuse it (adapter stop frees it).
+                lock(&a.mm.vidmm).retired_system.push((bus, bytes));
+                first_err.get_or_insert(e);
             }
         }
-        first_err.map_or(Ok(()), Err)
     }
+    first_err.map_or(Ok(()), Err)
+}
 
-    /// Unmaps `[pa, pa + bytes)` from the paging process (before the OS frees those pages),
-    /// flushing the TLB so the CMP can no longer reach them.
-    pub(crate) fn vidmm_unmap_system(
-        &self,
-        a: &AdapterShared,
-        pa: u64,
-        bytes: u64,
-    ) -> Result<(), SimError> {
-        each_system_page(a, pa, bytes, |va| {
-            if a.device.is_lost() {
-                self.vidmm_forget(a, PAGING_PID, va, 1);
-                Ok(())
-            } else {
-                self.vidmm_unmap(a, PAGING_PID, va, 1, LeafTag::default())
-            }
-        })
-    }
+/// Unmaps `[pa, pa + bytes)` from the paging process (before the OS frees those pages),
+/// flushing the TLB so the CMP can no longer reach them.
+pub(crate) fn vidmm_unmap_system(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pa: u64,
+    bytes: u64,
+) -> Result<(), SimError> {
+    each_system_page(a, pa, bytes, |va| {
+        if a.device.is_lost() {
+            crate::vidmm::mmu::vidmm_forget(a, PAGING_PID, va, 1);
+            Ok(())
+        } else {
+            crate::vidmm::mmu::vidmm_unmap(host, a, PAGING_PID, va, 1, LeafTag::default())
+        }
+    })
 }
 
 /// Runs `each` on every page of `[pa, pa + bytes)` (at least one) under the system space's

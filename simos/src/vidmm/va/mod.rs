@@ -22,7 +22,7 @@
 //! has been reached already: VidMm signals the queue's fence to it before returning (the
 //! "ready to be accessed immediately" case of the D3DKMT pages).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rvgpu_ddi::memory::DXGK_GPUMMUCAPS_FLAGS;
 use rvgpu_ddi::ntstatus::*;
@@ -33,10 +33,10 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
 use crate::ums::handles::KmtHandle;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
+use crate::vidmm::host::Host;
 use crate::vidmm::leaf::LeafTag;
 // The requests as the UMD's `Kmt` trait states them (`D3DDDI_RESERVEGPUVIRTUALADDRESS`,
 // `D3DDDI_MAPGPUVIRTUALADDRESS`), one definition for both sides of the thunk.
@@ -46,9 +46,11 @@ use rvgpu_umd::kmt::{
     UPDATE_GPU_VA_UNMAP,
 };
 
-mod paging_queue;
+pub(crate) mod paging_queue;
+pub mod state;
 
-use paging_queue::PagingQueue;
+pub use self::state::State;
+use self::state::{PagingQueue, UserMap, Vad};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -67,65 +69,6 @@ pub const RESERVE_ALIGN: u64 = 0x1_0000;
 /// process uses (fence storage) at their device address (`vidmm::mmu`'s `VA_BASE`), so that
 /// part of the space is never free for the process.
 pub const USER_VA_FLOOR: u64 = 0x4000_0000_0000;
-
-/// Part of a range that maps pages of one allocation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct UserMap {
-    pages: u64,
-    allocation: KmtHandle,
-    /// The driver's handle (`hAllocation` of the paging operations).
-    kmd: usize,
-    /// First allocation page mapped.
-    offset: u64,
-    attrs: MapAttrs,
-    /// Its entries are in the page tables now (the allocation is resident).
-    live: bool,
-}
-
-/// One range of a process's space (a VIDMM_VAD).
-#[derive(Debug)]
-struct Vad {
-    len: u64,
-    /// Made by Map on free space: it goes with the allocation it was made for.
-    by_map: bool,
-    /// Mapped parts, by VA; the rest of the range has no access.
-    maps: BTreeMap<u64, UserMap>,
-}
-
-/// Per-adapter state (behind `VidMmState::gpuva`).
-#[derive(Debug, Default)]
-pub struct State {
-    queues: BTreeMap<KmtHandle, PagingQueue>,
-    vads: HashMap<ProcessId, BTreeMap<u64, Vad>>,
-}
-
-impl State {
-    /// The range of `pid` holding all of `[va, va + len)`.
-    fn vad_holding(&self, pid: ProcessId, va: u64, len: u64) -> Option<u64> {
-        let (start, vad) = self.vads.get(&pid)?.range(..=va).next_back()?;
-        let end = start.checked_add(vad.len)?;
-        (va.checked_add(len)? <= end).then_some(*start)
-    }
-
-    /// Every mapping of `allocation`: (pid, range start, VA, map).
-    fn maps_of(&self, allocation: KmtHandle) -> Vec<(ProcessId, u64, u64, UserMap)> {
-        let mut out = Vec::new();
-        for (pid, vads) in &self.vads {
-            for (start, vad) in vads {
-                for (va, m) in &vad.maps {
-                    if m.allocation == allocation {
-                        out.push((*pid, *start, *va, *m));
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    fn map_mut(&mut self, pid: ProcessId, start: u64, va: u64) -> Option<&mut UserMap> {
-        self.vads.get_mut(&pid)?.get_mut(&start)?.maps.get_mut(&va)
-    }
-}
 
 fn bad() -> SimError {
     SimError::DdiFailed(STATUS_INVALID_PARAMETER)
@@ -200,784 +143,767 @@ fn zero_in_pte(a: &AdapterShared) -> bool {
         .is_some_and(|(caps, _)| caps.Flags.get(DXGK_GPUMMUCAPS_FLAGS::ZeroInPteSupported) != 0)
 }
 
-impl Machine {
-    /// Live paging queues, process VA ranges and mapped parts of adapter `i` (the fuzz
-    /// targets' leak check).
-    pub fn gpuva_live_counts(&self, i: usize) -> (usize, usize, usize) {
-        let Ok(a) = self.adapter_shared(i) else {
-            return (0, 0, 0);
-        };
-        let st = lock(&a.mm.gpuva);
-        let vads = st.vads.values().map(BTreeMap::len).sum();
-        let maps = st
-            .vads
-            .values()
-            .flat_map(|v| v.values())
-            .map(|v| v.maps.len())
-            .sum();
-        (st.queues.len(), vads, maps)
-    }
+/// Live paging queues, process VA ranges and mapped parts of the adapter.
+pub fn gpuva_live_counts(a: &AdapterShared) -> (usize, usize, usize) {
+    let st = lock(&a.mm.gpuva);
+    let vads = st.vads.values().map(BTreeMap::len).sum();
+    let maps = st
+        .vads
+        .values()
+        .flat_map(|v| v.values())
+        .map(|v| v.maps.len())
+        .sum();
+    (st.queues.len(), vads, maps)
+}
 
-    /// What the GPU would do with `va` of process `pid` on adapter `i` for a user-mode queue:
-    /// the device's own walker over the process's page tables (tests: the fault reason).
-    pub fn gpu_va_translate(
-        &self,
-        i: usize,
-        pid: ProcessId,
-        va: u64,
-        access: Access,
-    ) -> Option<Result<(u64, u64), Fault>> {
-        let a = self.adapter_shared(i).ok()?;
-        let (_, segment, root) = lock(&a.mm.vidmm).process(pid)?;
-        let root = crate::vidmm::mmu::segment_pa(a, segment, root)?;
-        Some(Mmu::new().translate_page(a.device.memory(), root, va, access, Privilege::User))
-    }
+/// What the GPU would do with `va` of process `pid` for a user-mode queue: the device's own
+/// walker over the process's page tables.
+pub fn gpu_va_translate(
+    a: &AdapterShared,
+    pid: ProcessId,
+    va: u64,
+    access: Access,
+) -> Option<Result<(u64, u64), Fault>> {
+    let (_, segment, root) = lock(&a.mm.vidmm).process(pid)?;
+    let root = crate::vidmm::mmu::segment_pa(a, segment, root)?;
+    Some(Mmu::new().translate_page(a.device.memory(), root, va, access, Privilege::User))
+}
 
-    /// `D3DKMTReserveGpuVirtualAddress` in `device`'s process. The rules, from 22631 dxgkrnl
-    /// DxgkReserveGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmReserveGpuVirtualAddress /
-    /// CVirtualAddressAllocator::AllocateVirtualAddressRange, INVALID_PARAMETER unless said:
-    /// - `ReservationType` past `ZERO` (so `NO_COMMIT` too, from user mode);
-    /// - `ZERO` when the driver has no zero PTEs (`ZeroInPteSupported` = 0; the status is
-    ///   UNVERIFIED: Windows would build zero entries some other way, this VidMm cannot);
-    /// - `BaseAddress` or `Size` not 4 KiB aligned, `Size` 0 or wrapping, `BaseAddress` not
-    ///   64 KiB aligned;
-    /// - `MaximumAddress` 0 means the top of the space; `Minimum >= Maximum` or a window
-    ///   smaller than `Size`;
-    /// - no free range where asked (`BaseAddress` taken, or nothing free in the window):
-    ///   STATUS_UNSUCCESSFUL.
-    ///
-    /// With `BaseAddress` 0 VidMm picks the highest free 64 KiB-aligned range in the window.
-    pub(crate) fn gpu_va_reserve(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        r: ReserveGpuVa,
-    ) -> Result<u64, SimError> {
-        let pid = device_pid(a, device)?;
-        if !(RESERVE_NO_ACCESS..=RESERVE_ZERO).contains(&r.reservation_type) {
-            return Err(bad());
-        }
-        if r.reservation_type == RESERVE_ZERO && !zero_in_pte(a) {
-            return Err(bad());
-        }
-        if r.reservation_type == RESERVE_ZERO {
-            // A driver with zero PTEs: this VidMm does not build them.
-            return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
-        }
-        if !r.base.is_multiple_of(PAGE) || !r.size.is_multiple_of(PAGE) {
-            return Err(bad());
-        }
-        if r.size == 0
-            || r.base.checked_add(r.size).is_none()
-            || !r.base.is_multiple_of(RESERVE_ALIGN)
-        {
-            return Err(bad());
-        }
-        let limit = va_limit(a, pid).ok_or_else(bad)?;
-        let max = if r.maximum == 0 { limit } else { r.maximum };
-        if r.minimum >= max || max - r.minimum < r.size {
-            return Err(bad());
-        }
-        let _res = lock(&a.mm.residency);
-        let va = self.va_claim(a, pid, r.base, r.size, r.minimum, max, RESERVE_ALIGN)?;
-        lock(&a.mm.gpuva).vads.entry(pid).or_default().insert(
-            va,
-            Vad {
-                len: r.size,
-                by_map: false,
-                maps: BTreeMap::new(),
-            },
-        );
-        Ok(va)
+/// `D3DKMTReserveGpuVirtualAddress` in `device`'s process. The rules, from 22631 dxgkrnl
+/// DxgkReserveGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmReserveGpuVirtualAddress /
+/// CVirtualAddressAllocator::AllocateVirtualAddressRange, INVALID_PARAMETER unless said:
+/// - `ReservationType` past `ZERO` (so `NO_COMMIT` too, from user mode);
+/// - `ZERO` when the driver has no zero PTEs (`ZeroInPteSupported` = 0; the status is
+///   UNVERIFIED: Windows would build zero entries some other way, this VidMm cannot);
+/// - `BaseAddress` or `Size` not 4 KiB aligned, `Size` 0 or wrapping, `BaseAddress` not
+///   64 KiB aligned;
+/// - `MaximumAddress` 0 means the top of the space; `Minimum >= Maximum` or a window
+///   smaller than `Size`;
+/// - no free range where asked (`BaseAddress` taken, or nothing free in the window):
+///   STATUS_UNSUCCESSFUL.
+///
+/// With `BaseAddress` 0 VidMm picks the highest free 64 KiB-aligned range in the window.
+pub(crate) fn gpu_va_reserve(
+    a: &AdapterShared,
+    device: KmtHandle,
+    r: ReserveGpuVa,
+) -> Result<u64, SimError> {
+    let pid = device_pid(a, device)?;
+    if !(RESERVE_NO_ACCESS..=RESERVE_ZERO).contains(&r.reservation_type) {
+        return Err(bad());
     }
+    if r.reservation_type == RESERVE_ZERO && !zero_in_pte(a) {
+        return Err(bad());
+    }
+    if r.reservation_type == RESERVE_ZERO {
+        // A driver with zero PTEs: this VidMm does not build them.
+        return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
+    }
+    if !r.base.is_multiple_of(PAGE) || !r.size.is_multiple_of(PAGE) {
+        return Err(bad());
+    }
+    if r.size == 0 || r.base.checked_add(r.size).is_none() || !r.base.is_multiple_of(RESERVE_ALIGN)
+    {
+        return Err(bad());
+    }
+    let limit = va_limit(a, pid).ok_or_else(bad)?;
+    let max = if r.maximum == 0 { limit } else { r.maximum };
+    if r.minimum >= max || max - r.minimum < r.size {
+        return Err(bad());
+    }
+    let _res = lock(&a.mm.residency);
+    let va = va_claim(a, pid, r.base, r.size, r.minimum, max, RESERVE_ALIGN)?;
+    lock(&a.mm.gpuva).vads.entry(pid).or_default().insert(
+        va,
+        Vad {
+            len: r.size,
+            by_map: false,
+            maps: BTreeMap::new(),
+        },
+    );
+    Ok(va)
+}
 
-    /// Reserves `[base, base + len)` (`base` != 0) or the highest free `align`-aligned range
-    /// in `[min, max)` in `pid`'s space.
-    #[allow(clippy::too_many_arguments)]
-    fn va_claim(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        base: u64,
-        len: u64,
-        min: u64,
-        max: u64,
-        align: u64,
-    ) -> Result<u64, SimError> {
-        let mut v = lock(&a.mm.vidmm);
-        let p = v.processes.get_mut(&pid).ok_or_else(bad)?;
-        let va = if base != 0 {
-            if base < USER_VA_FLOOR {
-                return Err(unsuccessful());
-            }
-            base
+/// Reserves `[base, base + len)` (`base` != 0) or the highest free `align`-aligned range
+/// in `[min, max)` in `pid`'s space.
+#[allow(clippy::too_many_arguments)]
+fn va_claim(
+    a: &AdapterShared,
+    pid: ProcessId,
+    base: u64,
+    len: u64,
+    min: u64,
+    max: u64,
+    align: u64,
+) -> Result<u64, SimError> {
+    let mut v = lock(&a.mm.vidmm);
+    let p = v.processes.get_mut(&pid).ok_or_else(bad)?;
+    let va = if base != 0 {
+        if base < USER_VA_FLOOR {
+            return Err(unsuccessful());
+        }
+        base
+    } else {
+        p.space
+            .free_range_top_down(len, align, min.max(USER_VA_FLOOR), max)
+            .ok_or_else(unsuccessful)?
+    };
+    p.space.reserve_at(va, len).map_err(|_| unsuccessful())?;
+    Ok(va)
+}
+
+/// `D3DKMTMapGpuVirtualAddress` in `device`'s process. The rules, from 22631 dxgkrnl
+/// DxgkMapGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal,
+/// INVALID_PARAMETER unless said:
+/// - `hPagingQueue` not a paging queue of the caller's device;
+/// - `Protection.SystemUseOnly` or a reserved bit; `Zero` without zero PTEs (status
+///   UNVERIFIED, as for Reserve);
+/// - unless `Zero` / `NoAccess` (where `hAllocation` is ignored): `hAllocation` not a live
+///   allocation of the paging queue's device;
+/// - `SizeInPages` 0 means the allocation's size (in bytes, as VidMm compares it, so
+///   only with `OffsetInPages` 0); `OffsetInPages` at or past the allocation's end, or
+///   `OffsetInPages + SizeInPages` past it; a `NoAccess` range of 0 pages;
+/// - `BaseAddress` not 4 KiB aligned (D3DDDI_MAPGPUVIRTUALADDRESS); a range that is
+///   neither free nor inside one range of the process: STATUS_UNSUCCESSFUL.
+///
+/// With `BaseAddress` 0 VidMm picks the highest free range in
+/// `[MinimumAddress, MaximumAddress)` (0: no limit), a new range owned by the mapping.
+/// Pages of the range mapped before are unmapped first (remap). Returns the VA and the
+/// paging fence value (already reached).
+pub(crate) fn gpu_va_map(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+    r: MapGpuVa,
+) -> Result<(u64, u64), SimError> {
+    let pid = device_pid(a, device)?;
+    match lock(&a.mm.gpuva).queues.get(&r.paging_queue) {
+        Some(q) if q.device == device => {}
+        _ => return Err(bad()),
+    }
+    let prot = r.protection.0;
+    if prot & PROTECTION_SYSTEM_USE_ONLY != 0 || prot >= 1 << 5 {
+        return Err(bad());
+    }
+    if prot & PROTECTION_ZERO != 0 {
+        return Err(if zero_in_pte(a) {
+            SimError::DdiFailed(STATUS_NOT_SUPPORTED)
         } else {
-            p.space
-                .free_range_top_down(len, align, min.max(USER_VA_FLOOR), max)
-                .ok_or_else(unsuccessful)?
-        };
-        p.space.reserve_at(va, len).map_err(|_| unsuccessful())?;
-        Ok(va)
+            bad()
+        });
     }
-
-    /// `D3DKMTMapGpuVirtualAddress` in `device`'s process. The rules, from 22631 dxgkrnl
-    /// DxgkMapGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal,
-    /// INVALID_PARAMETER unless said:
-    /// - `hPagingQueue` not a paging queue of the caller's device;
-    /// - `Protection.SystemUseOnly` or a reserved bit; `Zero` without zero PTEs (status
-    ///   UNVERIFIED, as for Reserve);
-    /// - unless `Zero` / `NoAccess` (where `hAllocation` is ignored): `hAllocation` not a live
-    ///   allocation of the paging queue's device;
-    /// - `SizeInPages` 0 means the allocation's size (in bytes, as VidMm compares it, so
-    ///   only with `OffsetInPages` 0); `OffsetInPages` at or past the allocation's end, or
-    ///   `OffsetInPages + SizeInPages` past it; a `NoAccess` range of 0 pages;
-    /// - `BaseAddress` not 4 KiB aligned (D3DDDI_MAPGPUVIRTUALADDRESS); a range that is
-    ///   neither free nor inside one range of the process: STATUS_UNSUCCESSFUL.
-    ///
-    /// With `BaseAddress` 0 VidMm picks the highest free range in
-    /// `[MinimumAddress, MaximumAddress)` (0: no limit), a new range owned by the mapping.
-    /// Pages of the range mapped before are unmapped first (remap). Returns the VA and the
-    /// paging fence value (already reached).
-    pub(crate) fn gpu_va_map(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        r: MapGpuVa,
-    ) -> Result<(u64, u64), SimError> {
-        let pid = device_pid(a, device)?;
-        match lock(&a.mm.gpuva).queues.get(&r.paging_queue) {
-            Some(q) if q.device == device => {}
-            _ => return Err(bad()),
-        }
-        let prot = r.protection.0;
-        if prot & PROTECTION_SYSTEM_USE_ONLY != 0 || prot >= 1 << 5 {
-            return Err(bad());
-        }
-        if prot & PROTECTION_ZERO != 0 {
-            return Err(if zero_in_pte(a) {
-                SimError::DdiFailed(STATUS_NOT_SUPPORTED)
-            } else {
-                bad()
-            });
-        }
-        let no_access = prot & PROTECTION_NO_ACCESS != 0;
-        // Held for the whole operation: where the allocation is cannot change meanwhile.
-        let res = lock(&a.mm.residency);
-        let target = if no_access {
-            None
-        } else {
-            let os = lock(&a.ums);
-            let al = os
-                .allocations
-                .get(&r.allocation)
-                .filter(|al| al.device == device && !al.closed)
-                .ok_or_else(bad)?;
-            let kmd = al.mapped.map(|m| m.kmd).ok_or_else(bad)?;
-            Some((al.alloc.len, kmd, res.pages(r.allocation)))
-        };
-        let pages = match target {
-            Some((bytes, _, _)) => {
-                let alloc_pages = bytes / PAGE;
-                let size_bytes = if r.size_in_pages == 0 {
-                    bytes
-                } else {
-                    r.size_in_pages.checked_mul(PAGE).ok_or_else(bad)?
-                };
-                if r.offset_in_pages >= alloc_pages
-                    || alloc_pages - r.offset_in_pages < size_bytes / PAGE
-                {
-                    return Err(bad());
-                }
-                size_bytes / PAGE
-            }
-            None => r.size_in_pages,
-        };
-        let len = pages.checked_mul(PAGE).filter(|l| *l > 0).ok_or_else(bad)?;
-        if !r.base.is_multiple_of(PAGE) || r.base.checked_add(len).is_none() {
-            return Err(bad());
-        }
-        // Where: inside one of the process's ranges, or a new range on free space.
-        let inside = if r.base != 0 {
-            lock(&a.mm.gpuva).vad_holding(pid, r.base, len)
-        } else {
-            None
-        };
-        let (va, start) = match inside {
-            Some(start) => (r.base, start),
-            None => {
-                let limit = va_limit(a, pid).ok_or_else(bad)?;
-                let max = if r.maximum == 0 { limit } else { r.maximum };
-                if r.base == 0 && (r.minimum >= max || max - r.minimum < len) {
-                    return Err(unsuccessful());
-                }
-                let va = self.va_claim(a, pid, r.base, len, r.minimum, max, PAGE)?;
-                lock(&a.mm.gpuva).vads.entry(pid).or_default().insert(
-                    va,
-                    Vad {
-                        len,
-                        by_map: true,
-                        maps: BTreeMap::new(),
-                    },
-                );
-                (va, va)
-            }
-        };
-        let fresh = inside.is_none();
-        let done = self.va_map_into(a, pid, start, va, pages, r, target);
-        if done.is_err() && fresh {
-            // Nothing of a failed Map stays: the range it made goes again.
-            let _ = self.va_release_range(a, pid, start);
-        }
-        done?;
-        drop(res);
-        let value = self.paging_fence_advance(a, r.paging_queue)?;
-        Ok((va, value))
-    }
-
-    /// The mapping step of [`Self::gpu_va_map`]: `[va, va + pages)` of range `start` maps
-    /// `target` (allocation size, driver handle, place) or nothing (`NoAccess`).
-    #[allow(clippy::too_many_arguments)]
-    fn va_map_into(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        start: u64,
-        va: u64,
-        pages: u64,
-        r: MapGpuVa,
-        target: Option<(u64, usize, Option<Vec<Phys>>)>,
-    ) -> Result<(), SimError> {
-        let prot = r.protection.0;
-        // Remap: what the range mapped goes first (unmapped, TLB flushed).
-        self.va_clear(a, pid, start, va, pages)?;
-        if let Some((_, kmd, place)) = target {
-            let mut m = UserMap {
-                pages,
-                allocation: r.allocation,
-                kmd,
-                offset: r.offset_in_pages,
-                attrs: MapAttrs {
-                    read_only: prot & PROTECTION_WRITE == 0,
-                    no_execute: prot & PROTECTION_EXECUTE == 0,
-                },
-                live: false,
-            };
-            if let Some(all) = place {
-                let phys = pages_at(&all, m.offset, pages).ok_or_else(bad)?;
-                self.vidmm_map_at(a, pid, va, &phys, m.attrs, tag(&m, va))?;
-                m.live = true;
-            }
-            let mut st = lock(&a.mm.gpuva);
-            if let Some(vad) = st.vads.get_mut(&pid).and_then(|v| v.get_mut(&start)) {
-                vad.maps.insert(va, m);
-            }
-        }
-        Ok(())
-    }
-
-    /// Unmaps whatever range `start` of `pid` maps in `[va, va + pages)`, keeping the parts
-    /// of each mapping outside it.
-    fn va_clear(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        start: u64,
-        va: u64,
-        pages: u64,
-    ) -> Result<(), SimError> {
-        let end = va + pages * PAGE;
-        let hit: Vec<(u64, UserMap)> = {
-            let st = lock(&a.mm.gpuva);
-            let Some(vad) = st.vads.get(&pid).and_then(|v| v.get(&start)) else {
-                return Ok(());
-            };
-            vad.maps
-                .range(..end)
-                .filter(|(m_va, m)| *m_va + m.pages * PAGE > va)
-                .map(|(m_va, m)| (*m_va, *m))
-                .collect()
-        };
-        for (m_va, m) in hit {
-            let m_end = m_va + m.pages * PAGE;
-            let (cut_lo, cut_hi) = (va.max(m_va), end.min(m_end));
-            let cut_pages = (cut_hi - cut_lo) / PAGE;
-            if m.live {
-                self.va_unmap_pages(a, pid, cut_lo, cut_pages, tag(&m, m_va))?;
-            }
-            let mut st = lock(&a.mm.gpuva);
-            let Some(vad) = st.vads.get_mut(&pid).and_then(|v| v.get_mut(&start)) else {
-                continue;
-            };
-            vad.maps.remove(&m_va);
-            if cut_lo > m_va {
-                vad.maps.insert(
-                    m_va,
-                    UserMap {
-                        pages: (cut_lo - m_va) / PAGE,
-                        ..m
-                    },
-                );
-            }
-            if cut_hi < m_end {
-                vad.maps.insert(
-                    cut_hi,
-                    UserMap {
-                        pages: (m_end - cut_hi) / PAGE,
-                        offset: m.offset + (cut_hi - m_va) / PAGE,
-                        ..m
-                    },
-                );
-            }
-        }
-        Ok(())
-    }
-
-    /// Unmaps pages through the driver (UPDATEPAGETABLE, FLUSHTLB, strict check), keeping the
-    /// VA reserved; a lost device runs no paging, so only VidMm's books change.
-    fn va_unmap_pages(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        va: u64,
-        pages: u64,
-        t: LeafTag,
-    ) -> Result<(), SimError> {
-        if a.device.is_lost() {
-            if let Some(p) = lock(&a.mm.vidmm).processes.get_mut(&pid) {
-                let _ = p.space.unmap(va, pages);
-            }
-            return Ok(());
-        }
-        self.vidmm_unmap_keep(a, pid, va, pages, t)
-    }
-
-    /// `D3DKMTUpdateGpuVirtualAddress` of `device`'s process. The rules, from 22631 dxgkrnl
-    /// DxgkUpdateGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress,
-    /// INVALID_PARAMETER unless said:
-    /// - no operations; `hContext` not a context of the caller's device; `hFenceObject` not a
-    ///   monitored fence of that device;
-    /// - an operation type past `MAP_PROTECT`; a MAP / MAP_PROTECT whose `hAllocation` is 0
-    ///   or not a live allocation of the device;
-    /// - every range: empty, wrapping, not 4 KiB aligned at both ends, or past the top of the
-    ///   space;
-    /// - MAP / MAP_PROTECT: `AllocationOffsetInBytes` / `AllocationSizeInBytes` not 4 KiB
-    ///   aligned; `AllocationSizeInBytes` 0 means `SizeInBytes`, larger than `SizeInBytes` or
-    ///   not dividing it is refused (the allocation range repeats over the VA range); offset +
-    ///   size past the allocation. MAP maps read-write (the D3DDDI_UPDATEGPUVIRTUALADDRESS_MAP
-    ///   page), MAP_PROTECT with its `Protection`, which follows Map's rules here
-    ///   (`SystemUseOnly`, reserved bits and `Zero` refused, `NoAccess` maps nothing;
-    ///   UNVERIFIED: VidMm passes it on unchecked) and a `DriverProtection` that must be 0
-    ///   (this driver defines none; UNVERIFIED);
-    /// - UNMAP without `NoAccess` asks for the zero state (VidMm's range type 6), which a
-    ///   driver without zero PTEs cannot give (status UNVERIFIED, as for Map's `Zero`);
-    /// - COPY: a destination that overlaps its source (22631 refuses it, though the
-    ///   D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_TYPE page says they may intersect);
-    /// - the targets of all operations (MAP, UNMAP ranges and COPY destinations) must lie in
-    ///   one range the process made with Reserve, and all COPY sources in one such range
-    ///   (`CVirtualAddressAllocator::ReferenceReservedZeroVad`: a VAD of the reserved type;
-    ///   ranges Map made for itself do not qualify).
-    ///
-    /// Windows queues the update on the context and returns at once; it runs once
-    /// `hFenceObject` reaches `FenceValue` (unless `DoNotWait`) and then signals the fence to
-    /// `FenceValue + 1` (D3DKMT_UPDATEGPUVIRTUALADDRESS). Paging here completes inside a thunk,
-    /// so the thunk waits for the fence itself (the OS wait timeout; past it
-    /// `STATUS_IO_TIMEOUT` and nothing applied), applies the operations in order through the
-    /// driver, as Map does, and signals `FenceValue + 1` before it returns.
-    pub(crate) fn gpu_va_update(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        u: UpdateGpuVa,
-        ops: &[UpdateGpuVaOp],
-    ) -> Result<(), SimError> {
-        let pid = device_pid(a, device)?;
-        if ops.is_empty() {
-            return Err(bad());
-        }
-        if crate::ums::context_device(a, u.context) != Some(device) {
-            return Err(bad());
-        }
-        let fence = crate::ums::fence_of(a, device, u.fence).ok_or_else(bad)?;
-        let limit = va_limit(a, pid).ok_or_else(bad)?;
-        let range = |base: u64, size: u64| -> Result<(u64, u64), SimError> {
-            let end = base.checked_add(size).ok_or_else(bad)?;
-            if end <= base || !base.is_multiple_of(PAGE) || !end.is_multiple_of(PAGE) || end > limit
-            {
-                return Err(bad());
-            }
-            Ok((base, end))
-        };
-        let mut steps = Vec::new();
-        let (mut lo, mut hi) = (u64::MAX, 0u64);
-        let (mut src_lo, mut src_hi) = (u64::MAX, 0u64);
-        for op in ops {
-            let (base, end) = match op.operation_type {
-                UPDATE_GPU_VA_MAP | UPDATE_GPU_VA_MAP_PROTECT => {
-                    let (base, end) = range(op.base, op.size)?;
-                    let protection = if op.operation_type == UPDATE_GPU_VA_MAP {
-                        GpuVaProtection::WRITE
-                    } else {
-                        let prot = op.protection.0;
-                        if prot & (PROTECTION_SYSTEM_USE_ONLY | PROTECTION_ZERO) != 0
-                            || prot >= 1 << 5
-                            || op.driver_protection != 0
-                        {
-                            return Err(bad());
-                        }
-                        op.protection
-                    };
-                    let bytes = {
-                        let os = lock(&a.ums);
-                        os.allocations
-                            .get(&op.allocation)
-                            .filter(|al| op.allocation != 0 && al.device == device && !al.closed)
-                            .map(|al| al.alloc.len)
-                            .ok_or_else(bad)?
-                    };
-                    let asz = if op.allocation_size == 0 {
-                        op.size
-                    } else {
-                        op.allocation_size
-                    };
-                    if !asz.is_multiple_of(PAGE)
-                        || !op.allocation_offset.is_multiple_of(PAGE)
-                        || asz > op.size
-                        || !op.size.is_multiple_of(asz)
-                        || op
-                            .allocation_offset
-                            .checked_add(asz)
-                            .is_none_or(|e| e > bytes)
-                    {
-                        return Err(bad());
-                    }
-                    let no_access = protection.0 & PROTECTION_NO_ACCESS != 0;
-                    let mut va = base;
-                    while va < end {
-                        steps.push(if no_access {
-                            Step::Unmap {
-                                va,
-                                pages: asz / PAGE,
-                            }
-                        } else {
-                            Step::Map {
-                                va,
-                                pages: asz / PAGE,
-                                allocation: op.allocation,
-                                offset: op.allocation_offset / PAGE,
-                                protection,
-                            }
-                        });
-                        va += asz;
-                    }
-                    (base, end)
-                }
-                UPDATE_GPU_VA_UNMAP => {
-                    let (base, end) = range(op.base, op.size)?;
-                    if op.protection.0 & PROTECTION_NO_ACCESS == 0 {
-                        return Err(bad());
-                    }
-                    steps.push(Step::Unmap {
-                        va: base,
-                        pages: (end - base) / PAGE,
-                    });
-                    (base, end)
-                }
-                UPDATE_GPU_VA_COPY => {
-                    let (dst, dst_end) = range(op.dest, op.size)?;
-                    let (src, src_end) = range(op.base, op.size)?;
-                    if src < dst_end && dst < src_end {
-                        return Err(bad());
-                    }
-                    src_lo = src_lo.min(src);
-                    src_hi = src_hi.max(src_end);
-                    steps.push(Step::Copy {
-                        src,
-                        pages: (src_end - src) / PAGE,
-                        dst,
-                    });
-                    (dst, dst_end)
-                }
-                _ => return Err(bad()),
-            };
-            lo = lo.min(base);
-            hi = hi.max(end);
-        }
-        let reserved = |lo: u64, hi: u64| -> Result<u64, SimError> {
-            let st = lock(&a.mm.gpuva);
-            let start = st.vad_holding(pid, lo, hi - lo).ok_or_else(bad)?;
-            match st.vads.get(&pid).and_then(|v| v.get(&start)) {
-                Some(v) if !v.by_map => Ok(start),
-                _ => Err(bad()),
-            }
-        };
-        let start = reserved(lo, hi)?;
-        let src_start = if src_lo < src_hi {
-            Some(reserved(src_lo, src_hi)?)
-        } else {
-            None
-        };
-        if !u.do_not_wait {
-            match self.wait_monitored_fence(&fence, u.fence_value, self.os_config().wait_timeout)? {
-                crate::sync::fence::WaitOutcome::Satisfied => {}
-                crate::sync::fence::WaitOutcome::TimedOut => {
-                    return Err(SimError::DdiFailed(crate::base::error::STATUS_IO_TIMEOUT))
-                }
-                crate::sync::fence::WaitOutcome::Abandoned => {
-                    return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED))
-                }
-            }
-        }
-        {
-            // Held for the whole update: where allocations are cannot change meanwhile.
-            let res = lock(&a.mm.residency);
-            for step in steps {
-                match step {
-                    Step::Map {
-                        va,
-                        pages,
-                        allocation,
-                        offset,
-                        protection,
-                    } => {
-                        let target = self.va_target(a, &res, device, allocation)?;
-                        let r = MapGpuVa {
-                            allocation,
-                            offset_in_pages: offset,
-                            protection,
-                            ..MapGpuVa::default()
-                        };
-                        self.va_map_into(a, pid, start, va, pages, r, Some(target))?;
-                    }
-                    Step::Unmap { va, pages } => self.va_clear(a, pid, start, va, pages)?,
-                    Step::Copy { src, pages, dst } => {
-                        let Some(src_start) = src_start else {
-                            return Err(bad());
-                        };
-                        // What the source maps now, each piece at its place in `dst`.
-                        let end = src + pages * PAGE;
-                        let pieces: Vec<(u64, UserMap)> = {
-                            let st = lock(&a.mm.gpuva);
-                            st.vads
-                                .get(&pid)
-                                .and_then(|v| v.get(&src_start))
-                                .map(|vad| {
-                                    vad.maps
-                                        .range(..end)
-                                        .filter(|(m_va, m)| **m_va + m.pages * PAGE > src)
-                                        .map(|(m_va, m)| {
-                                            let (c_lo, c_hi) = (
-                                                (*m_va).max(src),
-                                                (*m_va + m.pages * PAGE).min(end),
-                                            );
-                                            let piece = UserMap {
-                                                pages: (c_hi - c_lo) / PAGE,
-                                                offset: m.offset + (c_lo - m_va) / PAGE,
-                                                ..*m
-                                            };
-                                            (dst + (c_lo - src), piece)
-                                        })
-                                        .collect()
-                                })
-                                .unwrap_or_default()
-                        };
-                        self.va_clear(a, pid, start, dst, pages)?;
-                        for (va, m) in pieces {
-                            let target = self.va_target(a, &res, device, m.allocation)?;
-                            let mut prot = GpuVaProtection::READ;
-                            if !m.attrs.read_only {
-                                prot = prot | GpuVaProtection::WRITE;
-                            }
-                            if !m.attrs.no_execute {
-                                prot = prot | GpuVaProtection::EXECUTE;
-                            }
-                            let r = MapGpuVa {
-                                allocation: m.allocation,
-                                offset_in_pages: m.offset,
-                                protection: prot,
-                                ..MapGpuVa::default()
-                            };
-                            self.va_map_into(a, pid, start, va, m.pages, r, Some(target))?;
-                        }
-                    }
-                }
-            }
-        }
-        self.signal_monitored_fence_from_cpu(&fence, u.fence_value.saturating_add(1))
-    }
-
-    /// What [`Self::va_map_into`] needs of a live allocation of `device`: its size, the
-    /// driver's handle and where it is.
-    fn va_target(
-        &self,
-        a: &AdapterShared,
-        res: &crate::vidmm::residency::State,
-        device: KmtHandle,
-        allocation: KmtHandle,
-    ) -> Result<(u64, usize, Option<Vec<Phys>>), SimError> {
+    let no_access = prot & PROTECTION_NO_ACCESS != 0;
+    // Held for the whole operation: where the allocation is cannot change meanwhile.
+    let res = lock(&a.mm.residency);
+    let target = if no_access {
+        None
+    } else {
         let os = lock(&a.ums);
         let al = os
             .allocations
-            .get(&allocation)
+            .get(&r.allocation)
             .filter(|al| al.device == device && !al.closed)
             .ok_or_else(bad)?;
         let kmd = al.mapped.map(|m| m.kmd).ok_or_else(bad)?;
-        Ok((al.alloc.len, kmd, res.pages(allocation)))
+        Some((al.alloc.len, kmd, res.pages(r.allocation)))
+    };
+    let pages = match target {
+        Some((bytes, _, _)) => {
+            let alloc_pages = bytes / PAGE;
+            let size_bytes = if r.size_in_pages == 0 {
+                bytes
+            } else {
+                r.size_in_pages.checked_mul(PAGE).ok_or_else(bad)?
+            };
+            if r.offset_in_pages >= alloc_pages
+                || alloc_pages - r.offset_in_pages < size_bytes / PAGE
+            {
+                return Err(bad());
+            }
+            size_bytes / PAGE
+        }
+        None => r.size_in_pages,
+    };
+    let len = pages.checked_mul(PAGE).filter(|l| *l > 0).ok_or_else(bad)?;
+    if !r.base.is_multiple_of(PAGE) || r.base.checked_add(len).is_none() {
+        return Err(bad());
     }
+    // Where: inside one of the process's ranges, or a new range on free space.
+    let inside = if r.base != 0 {
+        lock(&a.mm.gpuva).vad_holding(pid, r.base, len)
+    } else {
+        None
+    };
+    let (va, start) = match inside {
+        Some(start) => (r.base, start),
+        None => {
+            let limit = va_limit(a, pid).ok_or_else(bad)?;
+            let max = if r.maximum == 0 { limit } else { r.maximum };
+            if r.base == 0 && (r.minimum >= max || max - r.minimum < len) {
+                return Err(unsuccessful());
+            }
+            let va = va_claim(a, pid, r.base, len, r.minimum, max, PAGE)?;
+            lock(&a.mm.gpuva).vads.entry(pid).or_default().insert(
+                va,
+                Vad {
+                    len,
+                    by_map: true,
+                    maps: BTreeMap::new(),
+                },
+            );
+            (va, va)
+        }
+    };
+    let fresh = inside.is_none();
+    let done = va_map_into(host, a, pid, start, va, pages, r, target);
+    if done.is_err() && fresh {
+        // Nothing of a failed Map stays: the range it made goes again.
+        let _ = va_release_range(host, a, pid, start);
+    }
+    done?;
+    drop(res);
+    let value = crate::vidmm::va::paging_queue::paging_fence_advance(host, a, r.paging_queue)?;
+    Ok((va, value))
+}
 
-    /// `D3DKMTFreeGpuVirtualAddress` of `device`'s process (22631 dxgmms2
-    /// VIDMM_GLOBAL::VidMmFreeGpuVirtualAddress, FreeGpuVirtualAddressSystemCommand):
-    /// `BaseAddress` 0, or not the start of one of the process's ranges, is INVALID_PARAMETER;
-    /// otherwise the whole range goes (VidMm finds it by its start and does not look at
-    /// `Size`): every mapped part unmapped through the driver with the TLB flushed, then the
-    /// VA released. The ranges VidMm made itself for `D3DKMTCreateAllocation2` are not the
-    /// process's to free (INVALID_PARAMETER here; Windows' flagged ranges succeed doing
-    /// nothing, UNVERIFIED which applies).
-    pub(crate) fn gpu_va_free(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        base: u64,
-        size: u64,
-    ) -> Result<(), SimError> {
-        let _ = size;
-        let pid = device_pid(a, device)?;
-        if base == 0 {
+/// The mapping step of [`gpu_va_map`]: `[va, va + pages)` of range `start` maps
+/// `target` (allocation size, driver handle, place) or nothing (`NoAccess`).
+#[allow(clippy::too_many_arguments)]
+fn va_map_into(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    start: u64,
+    va: u64,
+    pages: u64,
+    r: MapGpuVa,
+    target: Option<(u64, usize, Option<Vec<Phys>>)>,
+) -> Result<(), SimError> {
+    let prot = r.protection.0;
+    // Remap: what the range mapped goes first (unmapped, TLB flushed).
+    va_clear(host, a, pid, start, va, pages)?;
+    if let Some((_, kmd, place)) = target {
+        let mut m = UserMap {
+            pages,
+            allocation: r.allocation,
+            kmd,
+            offset: r.offset_in_pages,
+            attrs: MapAttrs {
+                read_only: prot & PROTECTION_WRITE == 0,
+                no_execute: prot & PROTECTION_EXECUTE == 0,
+            },
+            live: false,
+        };
+        if let Some(all) = place {
+            let phys = pages_at(&all, m.offset, pages).ok_or_else(bad)?;
+            crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, tag(&m, va))?;
+            m.live = true;
+        }
+        let mut st = lock(&a.mm.gpuva);
+        if let Some(vad) = st.vads.get_mut(&pid).and_then(|v| v.get_mut(&start)) {
+            vad.maps.insert(va, m);
+        }
+    }
+    Ok(())
+}
+
+/// Unmaps whatever range `start` of `pid` maps in `[va, va + pages)`, keeping the parts
+/// of each mapping outside it.
+fn va_clear(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    start: u64,
+    va: u64,
+    pages: u64,
+) -> Result<(), SimError> {
+    let end = va + pages * PAGE;
+    let hit: Vec<(u64, UserMap)> = {
+        let st = lock(&a.mm.gpuva);
+        let Some(vad) = st.vads.get(&pid).and_then(|v| v.get(&start)) else {
+            return Ok(());
+        };
+        vad.maps
+            .range(..end)
+            .filter(|(m_va, m)| *m_va + m.pages * PAGE > va)
+            .map(|(m_va, m)| (*m_va, *m))
+            .collect()
+    };
+    for (m_va, m) in hit {
+        let m_end = m_va + m.pages * PAGE;
+        let (cut_lo, cut_hi) = (va.max(m_va), end.min(m_end));
+        let cut_pages = (cut_hi - cut_lo) / PAGE;
+        if m.live {
+            va_unmap_pages(host, a, pid, cut_lo, cut_pages, tag(&m, m_va))?;
+        }
+        let mut st = lock(&a.mm.gpuva);
+        let Some(vad) = st.vads.get_mut(&pid).and_then(|v| v.get_mut(&start)) else {
+            continue;
+        };
+        vad.maps.remove(&m_va);
+        if cut_lo > m_va {
+            vad.maps.insert(
+                m_va,
+                UserMap {
+                    pages: (cut_lo - m_va) / PAGE,
+                    ..m
+                },
+            );
+        }
+        if cut_hi < m_end {
+            vad.maps.insert(
+                cut_hi,
+                UserMap {
+                    pages: (m_end - cut_hi) / PAGE,
+                    offset: m.offset + (cut_hi - m_va) / PAGE,
+                    ..m
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Unmaps pages through the driver (UPDATEPAGETABLE, FLUSHTLB, strict check), keeping the
+/// VA reserved; a lost device runs no paging, so only VidMm's books change.
+fn va_unmap_pages(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    va: u64,
+    pages: u64,
+    t: LeafTag,
+) -> Result<(), SimError> {
+    if a.device.is_lost() {
+        if let Some(p) = lock(&a.mm.vidmm).processes.get_mut(&pid) {
+            let _ = p.space.unmap(va, pages);
+        }
+        return Ok(());
+    }
+    crate::vidmm::mmu::vidmm_unmap_keep(host, a, pid, va, pages, t)
+}
+
+/// `D3DKMTUpdateGpuVirtualAddress` of `device`'s process. The rules, from 22631 dxgkrnl
+/// DxgkUpdateGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress,
+/// INVALID_PARAMETER unless said:
+/// - no operations; `hContext` not a context of the caller's device; `hFenceObject` not a
+///   monitored fence of that device;
+/// - an operation type past `MAP_PROTECT`; a MAP / MAP_PROTECT whose `hAllocation` is 0
+///   or not a live allocation of the device;
+/// - every range: empty, wrapping, not 4 KiB aligned at both ends, or past the top of the
+///   space;
+/// - MAP / MAP_PROTECT: `AllocationOffsetInBytes` / `AllocationSizeInBytes` not 4 KiB
+///   aligned; `AllocationSizeInBytes` 0 means `SizeInBytes`, larger than `SizeInBytes` or
+///   not dividing it is refused (the allocation range repeats over the VA range); offset +
+///   size past the allocation. MAP maps read-write (the D3DDDI_UPDATEGPUVIRTUALADDRESS_MAP
+///   page), MAP_PROTECT with its `Protection`, which follows Map's rules here
+///   (`SystemUseOnly`, reserved bits and `Zero` refused, `NoAccess` maps nothing;
+///   UNVERIFIED: VidMm passes it on unchecked) and a `DriverProtection` that must be 0
+///   (this driver defines none; UNVERIFIED);
+/// - UNMAP without `NoAccess` asks for the zero state (VidMm's range type 6), which a
+///   driver without zero PTEs cannot give (status UNVERIFIED, as for Map's `Zero`);
+/// - COPY: a destination that overlaps its source (22631 refuses it, though the
+///   D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_TYPE page says they may intersect);
+/// - the targets of all operations (MAP, UNMAP ranges and COPY destinations) must lie in
+///   one range the process made with Reserve, and all COPY sources in one such range
+///   (`CVirtualAddressAllocator::ReferenceReservedZeroVad`: a VAD of the reserved type;
+///   ranges Map made for itself do not qualify).
+///
+/// Windows queues the update on the context and returns at once; it runs once
+/// `hFenceObject` reaches `FenceValue` (unless `DoNotWait`) and then signals the fence to
+/// `FenceValue + 1` (D3DKMT_UPDATEGPUVIRTUALADDRESS). Paging here completes inside a thunk,
+/// so the thunk waits for the fence itself (the OS wait timeout; past it
+/// `STATUS_IO_TIMEOUT` and nothing applied), applies the operations in order through the
+/// driver, as Map does, and signals `FenceValue + 1` before it returns.
+pub(crate) fn gpu_va_update(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+    u: UpdateGpuVa,
+    ops: &[UpdateGpuVaOp],
+) -> Result<(), SimError> {
+    let pid = device_pid(a, device)?;
+    if ops.is_empty() {
+        return Err(bad());
+    }
+    if crate::ums::context_device(a, u.context) != Some(device) {
+        return Err(bad());
+    }
+    let fence = crate::ums::fence_of(a, device, u.fence).ok_or_else(bad)?;
+    let limit = va_limit(a, pid).ok_or_else(bad)?;
+    let range = |base: u64, size: u64| -> Result<(u64, u64), SimError> {
+        let end = base.checked_add(size).ok_or_else(bad)?;
+        if end <= base || !base.is_multiple_of(PAGE) || !end.is_multiple_of(PAGE) || end > limit {
             return Err(bad());
         }
-        let _res = lock(&a.mm.residency);
-        if !lock(&a.mm.gpuva)
-            .vads
-            .get(&pid)
-            .is_some_and(|v| v.contains_key(&base))
-        {
-            return Err(bad());
-        }
-        self.va_release_range(a, pid, base)
+        Ok((base, end))
+    };
+    let mut steps = Vec::new();
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    let (mut src_lo, mut src_hi) = (u64::MAX, 0u64);
+    for op in ops {
+        let (base, end) = match op.operation_type {
+            UPDATE_GPU_VA_MAP | UPDATE_GPU_VA_MAP_PROTECT => {
+                let (base, end) = range(op.base, op.size)?;
+                let protection = if op.operation_type == UPDATE_GPU_VA_MAP {
+                    GpuVaProtection::WRITE
+                } else {
+                    let prot = op.protection.0;
+                    if prot & (PROTECTION_SYSTEM_USE_ONLY | PROTECTION_ZERO) != 0
+                        || prot >= 1 << 5
+                        || op.driver_protection != 0
+                    {
+                        return Err(bad());
+                    }
+                    op.protection
+                };
+                let bytes = {
+                    let os = lock(&a.ums);
+                    os.allocations
+                        .get(&op.allocation)
+                        .filter(|al| op.allocation != 0 && al.device == device && !al.closed)
+                        .map(|al| al.alloc.len)
+                        .ok_or_else(bad)?
+                };
+                let asz = if op.allocation_size == 0 {
+                    op.size
+                } else {
+                    op.allocation_size
+                };
+                if !asz.is_multiple_of(PAGE)
+                    || !op.allocation_offset.is_multiple_of(PAGE)
+                    || asz > op.size
+                    || !op.size.is_multiple_of(asz)
+                    || op
+                        .allocation_offset
+                        .checked_add(asz)
+                        .is_none_or(|e| e > bytes)
+                {
+                    return Err(bad());
+                }
+                let no_access = protection.0 & PROTECTION_NO_ACCESS != 0;
+                let mut va = base;
+                while va < end {
+                    steps.push(if no_access {
+                        Step::Unmap {
+                            va,
+                            pages: asz / PAGE,
+                        }
+                    } else {
+                        Step::Map {
+                            va,
+                            pages: asz / PAGE,
+                            allocation: op.allocation,
+                            offset: op.allocation_offset / PAGE,
+                            protection,
+                        }
+                    });
+                    va += asz;
+                }
+                (base, end)
+            }
+            UPDATE_GPU_VA_UNMAP => {
+                let (base, end) = range(op.base, op.size)?;
+                if op.protection.0 & PROTECTION_NO_ACCESS == 0 {
+                    return Err(bad());
+                }
+                steps.push(Step::Unmap {
+                    va: base,
+                    pages: (end - base) / PAGE,
+                });
+                (base, end)
+            }
+            UPDATE_GPU_VA_COPY => {
+                let (dst, dst_end) = range(op.dest, op.size)?;
+                let (src, src_end) = range(op.base, op.size)?;
+                if src < dst_end && dst < src_end {
+                    return Err(bad());
+                }
+                src_lo = src_lo.min(src);
+                src_hi = src_hi.max(src_end);
+                steps.push(Step::Copy {
+                    src,
+                    pages: (src_end - src) / PAGE,
+                    dst,
+                });
+                (dst, dst_end)
+            }
+            _ => return Err(bad()),
+        };
+        lo = lo.min(base);
+        hi = hi.max(end);
     }
+    let reserved = |lo: u64, hi: u64| -> Result<u64, SimError> {
+        let st = lock(&a.mm.gpuva);
+        let start = st.vad_holding(pid, lo, hi - lo).ok_or_else(bad)?;
+        match st.vads.get(&pid).and_then(|v| v.get(&start)) {
+            Some(v) if !v.by_map => Ok(start),
+            _ => Err(bad()),
+        }
+    };
+    let start = reserved(lo, hi)?;
+    let src_start = if src_lo < src_hi {
+        Some(reserved(src_lo, src_hi)?)
+    } else {
+        None
+    };
+    if !u.do_not_wait {
+        match host.wait_fence(&fence, u.fence_value, a.os.wait_timeout)? {
+            crate::sync::fence::WaitOutcome::Satisfied => {}
+            crate::sync::fence::WaitOutcome::TimedOut => {
+                return Err(SimError::DdiFailed(crate::base::error::STATUS_IO_TIMEOUT))
+            }
+            crate::sync::fence::WaitOutcome::Abandoned => {
+                return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED))
+            }
+        }
+    }
+    {
+        // Held for the whole update: where allocations are cannot change meanwhile.
+        let res = lock(&a.mm.residency);
+        for step in steps {
+            match step {
+                Step::Map {
+                    va,
+                    pages,
+                    allocation,
+                    offset,
+                    protection,
+                } => {
+                    let target = va_target(a, &res, device, allocation)?;
+                    let r = MapGpuVa {
+                        allocation,
+                        offset_in_pages: offset,
+                        protection,
+                        ..MapGpuVa::default()
+                    };
+                    va_map_into(host, a, pid, start, va, pages, r, Some(target))?;
+                }
+                Step::Unmap { va, pages } => va_clear(host, a, pid, start, va, pages)?,
+                Step::Copy { src, pages, dst } => {
+                    let Some(src_start) = src_start else {
+                        return Err(bad());
+                    };
+                    // What the source maps now, each piece at its place in `dst`.
+                    let end = src + pages * PAGE;
+                    let pieces: Vec<(u64, UserMap)> = {
+                        let st = lock(&a.mm.gpuva);
+                        st.vads
+                            .get(&pid)
+                            .and_then(|v| v.get(&src_start))
+                            .map(|vad| {
+                                vad.maps
+                                    .range(..end)
+                                    .filter(|(m_va, m)| **m_va + m.pages * PAGE > src)
+                                    .map(|(m_va, m)| {
+                                        let (c_lo, c_hi) =
+                                            ((*m_va).max(src), (*m_va + m.pages * PAGE).min(end));
+                                        let piece = UserMap {
+                                            pages: (c_hi - c_lo) / PAGE,
+                                            offset: m.offset + (c_lo - m_va) / PAGE,
+                                            ..*m
+                                        };
+                                        (dst + (c_lo - src), piece)
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    };
+                    va_clear(host, a, pid, start, dst, pages)?;
+                    for (va, m) in pieces {
+                        let target = va_target(a, &res, device, m.allocation)?;
+                        let mut prot = GpuVaProtection::READ;
+                        if !m.attrs.read_only {
+                            prot = prot | GpuVaProtection::WRITE;
+                        }
+                        if !m.attrs.no_execute {
+                            prot = prot | GpuVaProtection::EXECUTE;
+                        }
+                        let r = MapGpuVa {
+                            allocation: m.allocation,
+                            offset_in_pages: m.offset,
+                            protection: prot,
+                            ..MapGpuVa::default()
+                        };
+                        va_map_into(host, a, pid, start, va, m.pages, r, Some(target))?;
+                    }
+                }
+            }
+        }
+    }
+    host.signal_fence_from_cpu(&fence, u.fence_value.saturating_add(1))
+}
 
-    /// Unmaps everything range `start` of `pid` maps and releases it.
-    fn va_release_range(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        start: u64,
-    ) -> Result<(), SimError> {
-        let len = lock(&a.mm.gpuva)
+/// What [`va_map_into`] needs of a live allocation of `device`: its size, the
+/// driver's handle and where it is.
+fn va_target(
+    a: &AdapterShared,
+    res: &crate::vidmm::residency::State,
+    device: KmtHandle,
+    allocation: KmtHandle,
+) -> Result<(u64, usize, Option<Vec<Phys>>), SimError> {
+    let os = lock(&a.ums);
+    let al = os
+        .allocations
+        .get(&allocation)
+        .filter(|al| al.device == device && !al.closed)
+        .ok_or_else(bad)?;
+    let kmd = al.mapped.map(|m| m.kmd).ok_or_else(bad)?;
+    Ok((al.alloc.len, kmd, res.pages(allocation)))
+}
+
+/// `D3DKMTFreeGpuVirtualAddress` of `device`'s process (22631 dxgmms2
+/// VIDMM_GLOBAL::VidMmFreeGpuVirtualAddress, FreeGpuVirtualAddressSystemCommand):
+/// `BaseAddress` 0, or not the start of one of the process's ranges, is INVALID_PARAMETER;
+/// otherwise the whole range goes (VidMm finds it by its start and does not look at
+/// `Size`): every mapped part unmapped through the driver with the TLB flushed, then the
+/// VA released. The ranges VidMm made itself for `D3DKMTCreateAllocation2` are not the
+/// process's to free (INVALID_PARAMETER here; Windows' flagged ranges succeed doing
+/// nothing, UNVERIFIED which applies).
+pub(crate) fn gpu_va_free(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+    base: u64,
+    size: u64,
+) -> Result<(), SimError> {
+    let _ = size;
+    let pid = device_pid(a, device)?;
+    if base == 0 {
+        return Err(bad());
+    }
+    let _res = lock(&a.mm.residency);
+    if !lock(&a.mm.gpuva)
+        .vads
+        .get(&pid)
+        .is_some_and(|v| v.contains_key(&base))
+    {
+        return Err(bad());
+    }
+    va_release_range(host, a, pid, base)
+}
+
+/// Unmaps everything range `start` of `pid` maps and releases it.
+fn va_release_range(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+    start: u64,
+) -> Result<(), SimError> {
+    let len = lock(&a.mm.gpuva)
+        .vads
+        .get(&pid)
+        .and_then(|v| v.get(&start))
+        .map(|v| v.len);
+    let Some(len) = len else {
+        return Ok(());
+    };
+    va_clear(host, a, pid, start, start, len / PAGE)?;
+    if let Some(v) = lock(&a.mm.gpuva).vads.get_mut(&pid) {
+        v.remove(&start);
+    }
+    // The TLB was flushed with each unmap above: the VA may be reused now.
+    let mut v = lock(&a.mm.vidmm);
+    if let Some(p) = v.processes.get_mut(&pid) {
+        let _ = p.space.free(start);
+    }
+    Ok(())
+}
+
+/// Residency hook: allocation `h` left its memory (eviction); its mappings fault until it
+/// comes back. Called with the residency lock held.
+pub(crate) fn gpu_va_allocation_evicted(
+    host: &dyn Host,
+    a: &AdapterShared,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    set_maps_live(a, h, false, |pid, va, m| {
+        va_unmap_pages(host, a, pid, va, m.pages, tag(m, va))
+    })
+}
+
+/// Residency hook: allocation `h`'s pages are now `all` (page by page); its mappings
+/// follow. Called with the residency lock held.
+pub(crate) fn gpu_va_allocation_placed(
+    host: &dyn Host,
+    a: &AdapterShared,
+    h: KmtHandle,
+    all: &[Phys],
+) -> Result<(), SimError> {
+    set_maps_live(a, h, true, |pid, va, m| {
+        let phys = pages_at(all, m.offset, m.pages).ok_or_else(bad)?;
+        crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, tag(m, va))
+    })
+}
+
+/// Runs `change` (with the process, the VA and the mapping) on each mapping of allocation
+/// `h` whose `live` differs from `live`, then sets it.
+fn set_maps_live(
+    a: &AdapterShared,
+    h: KmtHandle,
+    live: bool,
+    mut change: impl FnMut(ProcessId, u64, &UserMap) -> Result<(), SimError>,
+) -> Result<(), SimError> {
+    let maps = lock(&a.mm.gpuva).maps_of(h);
+    for (pid, start, va, m) in maps.into_iter().filter(|x| x.3.live != live) {
+        change(pid, va, &m)?;
+        if let Some(m) = lock(&a.mm.gpuva).map_mut(pid, start, va) {
+            m.live = live;
+        }
+    }
+    Ok(())
+}
+
+/// Residency hook: allocation `h` is being destroyed. Every VA it is mapped at is unmapped
+/// (reserved ranges stay, with no access); ranges Map made for it go with it. Called with
+/// the residency lock held.
+pub(crate) fn gpu_va_allocation_destroyed(
+    host: &dyn Host,
+    a: &AdapterShared,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let maps = lock(&a.mm.gpuva).maps_of(h);
+    for (pid, start, va, m) in maps {
+        va_clear(host, a, pid, start, va, m.pages)?;
+        let empty_by_map = lock(&a.mm.gpuva)
             .vads
             .get(&pid)
             .and_then(|v| v.get(&start))
-            .map(|v| v.len);
-        let Some(len) = len else {
-            return Ok(());
-        };
-        self.va_clear(a, pid, start, start, len / PAGE)?;
-        if let Some(v) = lock(&a.mm.gpuva).vads.get_mut(&pid) {
-            v.remove(&start);
+            .is_some_and(|v| v.by_map && v.maps.is_empty());
+        if empty_by_map {
+            va_release_range(host, a, pid, start)?;
         }
-        // The TLB was flushed with each unmap above: the VA may be reused now.
-        let mut v = lock(&a.mm.vidmm);
-        if let Some(p) = v.processes.get_mut(&pid) {
-            let _ = p.space.free(start);
-        }
-        Ok(())
     }
+    Ok(())
+}
 
-    /// Residency hook: allocation `h` left its memory (eviction); its mappings fault until it
-    /// comes back. Called with the residency lock held.
-    pub(crate) fn gpu_va_allocation_evicted(
-        &self,
-        a: &AdapterShared,
-        h: KmtHandle,
-    ) -> Result<(), SimError> {
-        self.set_maps_live(a, h, false, |pid, va, m| {
-            self.va_unmap_pages(a, pid, va, m.pages, tag(m, va))
-        })
+/// Process exit (`device` was its one device): its paging queues and the fences they
+/// own, then every range it still has. Its allocations are gone already, so nothing is
+/// mapped in them any more.
+pub(crate) fn gpu_va_teardown(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+    pid: ProcessId,
+) -> Result<(), SimError> {
+    let queues: Vec<KmtHandle> = lock(&a.mm.gpuva)
+        .queues
+        .iter()
+        .filter(|(_, q)| q.device == device)
+        .map(|(h, _)| *h)
+        .collect();
+    for q in queues {
+        crate::vidmm::va::paging_queue::paging_queue_destroy(host, a, device, q)?;
     }
-
-    /// Residency hook: allocation `h`'s pages are now `all` (page by page); its mappings
-    /// follow. Called with the residency lock held.
-    pub(crate) fn gpu_va_allocation_placed(
-        &self,
-        a: &AdapterShared,
-        h: KmtHandle,
-        all: &[Phys],
-    ) -> Result<(), SimError> {
-        self.set_maps_live(a, h, true, |pid, va, m| {
-            let phys = pages_at(all, m.offset, m.pages).ok_or_else(bad)?;
-            self.vidmm_map_at(a, pid, va, &phys, m.attrs, tag(m, va))
-        })
+    let _res = lock(&a.mm.residency);
+    let starts: Vec<u64> = lock(&a.mm.gpuva)
+        .vads
+        .get(&pid)
+        .map(|v| v.keys().copied().collect())
+        .unwrap_or_default();
+    for s in starts {
+        va_release_range(host, a, pid, s)?;
     }
-
-    /// Runs `change` (with the process, the VA and the mapping) on each mapping of allocation
-    /// `h` whose `live` differs from `live`, then sets it.
-    fn set_maps_live(
-        &self,
-        a: &AdapterShared,
-        h: KmtHandle,
-        live: bool,
-        mut change: impl FnMut(ProcessId, u64, &UserMap) -> Result<(), SimError>,
-    ) -> Result<(), SimError> {
-        let maps = lock(&a.mm.gpuva).maps_of(h);
-        for (pid, start, va, m) in maps.into_iter().filter(|x| x.3.live != live) {
-            change(pid, va, &m)?;
-            if let Some(m) = lock(&a.mm.gpuva).map_mut(pid, start, va) {
-                m.live = live;
-            }
-        }
-        Ok(())
-    }
-
-    /// Residency hook: allocation `h` is being destroyed. Every VA it is mapped at is unmapped
-    /// (reserved ranges stay, with no access); ranges Map made for it go with it. Called with
-    /// the residency lock held.
-    pub(crate) fn gpu_va_allocation_destroyed(
-        &self,
-        a: &AdapterShared,
-        h: KmtHandle,
-    ) -> Result<(), SimError> {
-        let maps = lock(&a.mm.gpuva).maps_of(h);
-        for (pid, start, va, m) in maps {
-            self.va_clear(a, pid, start, va, m.pages)?;
-            let empty_by_map = lock(&a.mm.gpuva)
-                .vads
-                .get(&pid)
-                .and_then(|v| v.get(&start))
-                .is_some_and(|v| v.by_map && v.maps.is_empty());
-            if empty_by_map {
-                self.va_release_range(a, pid, start)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Process exit (`device` was its one device): its paging queues and the fences they
-    /// own, then every range it still has. Its allocations are gone already, so nothing is
-    /// mapped in them any more.
-    pub(crate) fn gpu_va_teardown(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        pid: ProcessId,
-    ) -> Result<(), SimError> {
-        let queues: Vec<KmtHandle> = lock(&a.mm.gpuva)
-            .queues
-            .iter()
-            .filter(|(_, q)| q.device == device)
-            .map(|(h, _)| *h)
-            .collect();
-        for q in queues {
-            self.paging_queue_destroy(a, device, q)?;
-        }
-        let _res = lock(&a.mm.residency);
-        let starts: Vec<u64> = lock(&a.mm.gpuva)
-            .vads
-            .get(&pid)
-            .map(|v| v.keys().copied().collect())
-            .unwrap_or_default();
-        for s in starts {
-            self.va_release_range(a, pid, s)?;
-        }
-        lock(&a.mm.gpuva).vads.remove(&pid);
-        Ok(())
-    }
+    lock(&a.mm.gpuva).vads.remove(&pid);
+    Ok(())
 }

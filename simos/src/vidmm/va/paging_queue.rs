@@ -4,112 +4,97 @@
 
 use super::*;
 
-/// A paging queue of a device.
-#[derive(Debug)]
-pub(super) struct PagingQueue {
-    pub(super) device: KmtHandle,
-    #[allow(dead_code)]
+/// `D3DKMTCreatePagingQueue` for `device` (22631 DxgkCreatePagingQueueInternal: an
+/// unknown device or a `PhysicalAdapterIndex` past the adapter's count is
+/// INVALID_PARAMETER; the priority is stored as given). Returns the queue, its paging
+/// fence's handle and the fence (read-only CPU view, `FenceValueCPUVirtualAddress`).
+pub(crate) fn paging_queue_create(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
     priority: i32,
-    /// `hSyncObject`: the monitored fence paging work on this queue signals.
-    fence: KmtHandle,
-    fence_obj: MonitoredFence,
-    /// The last paging fence value handed out.
-    value: u64,
+    physical_adapter_index: u32,
+) -> Result<(KmtHandle, KmtHandle, MonitoredFence), SimError> {
+    let pid = device_pid(a, device)?;
+    // One physical adapter per adapter here (no linked display adapters).
+    if physical_adapter_index != 0 {
+        return Err(bad());
+    }
+    let (fence, fence_obj) = host.create_sync_fence(a, device, 0)?;
+    let h = crate::ob::new_kmt_handle(pid)?;
+    lock(&a.mm.gpuva).queues.insert(
+        h,
+        PagingQueue {
+            device,
+            priority,
+            fence,
+            fence_obj: fence_obj.clone(),
+            value: 0,
+        },
+    );
+    Ok((h, fence, fence_obj))
 }
 
-impl Machine {
-    /// `D3DKMTCreatePagingQueue` for `device` (22631 DxgkCreatePagingQueueInternal: an
-    /// unknown device or a `PhysicalAdapterIndex` past the adapter's count is
-    /// INVALID_PARAMETER; the priority is stored as given). Returns the queue, its paging
-    /// fence's handle and the fence (read-only CPU view, `FenceValueCPUVirtualAddress`).
-    pub(crate) fn paging_queue_create(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        priority: i32,
-        physical_adapter_index: u32,
-    ) -> Result<(KmtHandle, KmtHandle, MonitoredFence), SimError> {
-        let pid = device_pid(a, device)?;
-        // One physical adapter per adapter here (no linked display adapters).
-        if physical_adapter_index != 0 {
-            return Err(bad());
-        }
-        let (fence, fence_obj) = crate::ums::create_sync_fence(self, a, device, 0)?;
-        let h = crate::ob::new_kmt_handle(pid)?;
-        lock(&a.mm.gpuva).queues.insert(
-            h,
-            PagingQueue {
-                device,
-                priority,
-                fence,
-                fence_obj: fence_obj.clone(),
-                value: 0,
-            },
-        );
-        Ok((h, fence, fence_obj))
-    }
-
-    /// `D3DKMTDestroyPagingQueue`: the queue and its fence ("Destroying the paging queue
-    /// (either implicitly or explicitly) will automatically destroy this sync object",
-    /// D3DKMT_CREATEPAGINGQUEUE). A handle that is not a queue of `device` is
-    /// INVALID_PARAMETER. Paging here finishes inside each thunk, so nothing is pending.
-    pub(crate) fn paging_queue_destroy(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        queue: KmtHandle,
-    ) -> Result<(), SimError> {
-        let q = {
-            let mut st = lock(&a.mm.gpuva);
-            match st.queues.get(&queue) {
-                Some(q) if q.device == device => {}
-                _ => return Err(bad()),
-            }
-            st.queues.remove(&queue).ok_or_else(bad)?
-        };
-        // The UMD may have destroyed the fence through its handle already: nothing left.
-        let _ = crate::ums::destroy_sync_fence(self, a, device, q.fence);
-        Ok(())
-    }
-
-    /// The next paging fence value of `queue`, signalled (the paging this thunk did has
-    /// completed).
-    pub(super) fn paging_fence_advance(
-        &self,
-        a: &AdapterShared,
-        queue: KmtHandle,
-    ) -> Result<u64, SimError> {
-        let (f, value) = {
-            let mut st = lock(&a.mm.gpuva);
-            let q = st.queues.get_mut(&queue).ok_or_else(bad)?;
-            q.value += 1;
-            (q.fence_obj.clone(), q.value)
-        };
-        // A fence the process destroyed through its handle has no one to tell; a halted
-        // machine is reported.
-        if let Err(e) = self.signal_monitored_fence_from_cpu(&f, value) {
-            if self.fault().is_some() {
-                return Err(e);
-            }
-        }
-        Ok(value)
-    }
-
-    /// `D3DKMTMakeResident` on paging queue `queue` of `device`: `queue` checked (not a queue
-    /// of the device: INVALID_PARAMETER), `page` does the residency work, then the queue's
-    /// fence advances to the value returned (the paging is complete).
-    pub(crate) fn paging_queue_make_resident(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        queue: KmtHandle,
-        page: impl FnOnce(&Self) -> Result<(), crate::vidmm::residency::MakeResidentFail>,
-    ) -> Result<u64, crate::vidmm::residency::MakeResidentFail> {
-        match lock(&a.mm.gpuva).queues.get(&queue) {
+/// `D3DKMTDestroyPagingQueue`: the queue and its fence ("Destroying the paging queue
+/// (either implicitly or explicitly) will automatically destroy this sync object",
+/// D3DKMT_CREATEPAGINGQUEUE). A handle that is not a queue of `device` is
+/// INVALID_PARAMETER. Paging here finishes inside each thunk, so nothing is pending.
+pub(crate) fn paging_queue_destroy(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+) -> Result<(), SimError> {
+    let q = {
+        let mut st = lock(&a.mm.gpuva);
+        match st.queues.get(&queue) {
             Some(q) if q.device == device => {}
-            _ => return Err(bad().into()),
+            _ => return Err(bad()),
         }
-        page(self)?;
-        Ok(self.paging_fence_advance(a, queue)?)
+        st.queues.remove(&queue).ok_or_else(bad)?
+    };
+    // The UMD may have destroyed the fence through its handle already: nothing left.
+    let _ = host.destroy_sync_fence(a, device, q.fence);
+    Ok(())
+}
+
+/// The next paging fence value of `queue`, signalled (the paging this thunk did has
+/// completed).
+pub(super) fn paging_fence_advance(
+    host: &dyn Host,
+    a: &AdapterShared,
+    queue: KmtHandle,
+) -> Result<u64, SimError> {
+    let (f, value) = {
+        let mut st = lock(&a.mm.gpuva);
+        let q = st.queues.get_mut(&queue).ok_or_else(bad)?;
+        q.value += 1;
+        (q.fence_obj.clone(), q.value)
+    };
+    // A fence the process destroyed through its handle has no one to tell; a halted
+    // machine is reported.
+    if let Err(e) = host.signal_fence_from_cpu(&f, value) {
+        if a.state.fault().is_some() {
+            return Err(e);
+        }
     }
+    Ok(value)
+}
+
+/// `D3DKMTMakeResident` on paging queue `queue` of `device`: `queue` checked (not a queue
+/// of the device: INVALID_PARAMETER), `page` does the residency work, then the queue's
+/// fence advances to the value returned (the paging is complete).
+pub(crate) fn paging_queue_make_resident(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    page: impl FnOnce() -> Result<(), crate::vidmm::residency::MakeResidentFail>,
+) -> Result<u64, crate::vidmm::residency::MakeResidentFail> {
+    match lock(&a.mm.gpuva).queues.get(&queue) {
+        Some(q) if q.device == device => {}
+        _ => return Err(bad().into()),
+    }
+    page()?;
+    Ok(paging_fence_advance(host, a, queue)?)
 }
