@@ -21,13 +21,13 @@ use rvgpu_ddi::submission::{
     DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
 };
 
-use super::handles::KmtHandle;
 use super::mapping::PAGE;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
 use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::ConnectPower;
 use crate::vidmm::allocation::release_alloc;
 

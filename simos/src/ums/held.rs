@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
 
 use super::events::UmsEvent;

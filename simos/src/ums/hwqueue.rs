@@ -17,12 +17,12 @@ use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 use zerocopy::FromBytes;
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, sim_err, table, At};
 use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::{SubmitFailure, UmsProgress};
 use crate::sync::fence::MonitoredFence;
 

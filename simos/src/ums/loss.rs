@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering;
 
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::OsDisconnects;
 use crate::sync::fence::MonitoredFence;
 

@@ -9,13 +9,13 @@ use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
 use rvgpu_ddi::ntstatus::STATUS_PENDING;
 use rvgpu_ddi::submission::{DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT};
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
 use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::OsDisconnects;
 
 use super::doorbell::os_disconnect;

@@ -11,7 +11,6 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CREATEDEVICEFLAGS};
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -19,6 +18,7 @@ use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
 use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::Teardown;
 use crate::sync::fence::WaitOutcome;
 use crate::vidmm::allocation::free_alloc;

@@ -23,7 +23,7 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::ums::{dev_guard, device_lock, new_handle, QueuedWork, UmsEvent, UmsOs};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;

@@ -32,7 +32,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::vidmm::mdl::Mdl;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;

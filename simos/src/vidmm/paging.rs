@@ -10,7 +10,7 @@ use crate::base::error::SimError;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::machine::Machine;
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::ums::UmsProcess;
 use crate::vidsch::legacy::{new_packet, submit_new};
 

@@ -47,7 +47,7 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::ums::QueuedWork;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::mmu::{paging_node, LeafTag, TABLE_SHARE};

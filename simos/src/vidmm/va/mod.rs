@@ -34,8 +34,8 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::sync::fence::MonitoredFence;
-use crate::ums::handles::KmtHandle;
 use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::leaf::LeafTag;
 // The requests as the UMD's `Kmt` trait states them (`D3DDDI_RESERVEGPUVIRTUALADDRESS`,
