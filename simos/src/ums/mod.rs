@@ -88,6 +88,11 @@
 //!
 //! Every OS step is recorded as a [`UmsEvent`] ([`Machine::ums_events`]) so tests can check
 //! sequences in order.
+//!
+//! **Layering.** UMS's operations take the adapter they run on and, where they need fences,
+//! VidMm or the OS's configuration, a [`UmsHost`] (the machine). The `Machine` methods named
+//! here live with the machine (`machine::api::ums`): each looks the adapter up and calls the
+//! operation.
 
 mod context;
 mod disconnect;
@@ -95,6 +100,7 @@ mod doorbell;
 pub use doorbell::DOORBELL_PRIVATE_DATA_MAX;
 mod events;
 mod held;
+mod host;
 mod hwqueue;
 mod kmd;
 mod kmtest;
@@ -113,6 +119,7 @@ pub use self::disconnect::*;
 pub(crate) use self::doorbell::*;
 pub use self::events::*;
 pub use self::held::*;
+pub(crate) use self::host::UmsHost;
 pub(crate) use self::hwqueue::*;
 pub(crate) use self::kmd::*;
 pub(crate) use self::kmtest::TestTarget;
@@ -120,6 +127,7 @@ pub(crate) use self::locks::*;
 pub(crate) use self::loss::*;
 pub use self::mapping::*;
 pub(crate) use self::power::*;
+pub(crate) use self::process::{create_process, destroy_all_devices, teardown};
 pub(crate) use self::query::*;
 pub(crate) use self::start::*;
 pub use self::state::*;
