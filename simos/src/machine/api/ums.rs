@@ -62,7 +62,7 @@ impl Machine {
     /// A new process with a D3D device on adapter `i` (`DxgkDdiCreateDevice`).
     pub fn create_process(&self, i: usize) -> Result<UmsProcess, SimError> {
         let a = self.ums_adapter(i)?;
-        ums::create_process(self, &a, i)
+        ums::process::create_process(self, &a, i)
     }
 
     /// UM-17: normal process exit. By the pages, per queue: disconnect the doorbell, wait for
@@ -71,7 +71,7 @@ impl Machine {
     /// ([`crate::os::answers::Teardown`]).
     pub fn exit_process(&self, p: &UmsProcess) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
-        ums::teardown(self, &a, p.device, true)
+        ums::process::teardown(self, &a, p.device, true)
     }
 
     /// UM-18: abnormal process exit. By the pages the device is marked in error, every context
@@ -79,13 +79,13 @@ impl Machine {
     /// its exit order ([`crate::os::answers::Teardown`]).
     pub fn kill_process(&self, p: &UmsProcess) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
-        ums::teardown(self, &a, p.device, false)
+        ums::process::teardown(self, &a, p.device, false)
     }
 
     /// Dxgkrnl's teardown of adapter `i`'s processes before a PnP stop (abnormal exits).
     pub(crate) fn destroy_all_devices(&self, i: usize) -> Result<(), SimError> {
         let a = self.adapter_shared(i)?.clone();
-        ums::destroy_all_devices(self, &a)
+        ums::process::destroy_all_devices(self, &a)
     }
 
     /// `D3DKMTCreateContextVirtual` (`virtual_context`) or `D3DKMTCreateContext` on `p`'s
