@@ -51,8 +51,8 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::features::FeatureDb;
 use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::sync::fence::ProcessId;
-use crate::ums::handles::KmtHandle;
 use crate::ums::TestTarget;
 
 /// The driver's `pfnBuildTestCommandBuffer` as the feature database keeps it (compared by

@@ -4,16 +4,16 @@ use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::submission::{DXGKARG_CREATECONTEXT, DXGK_CONTEXTINFO, DXGK_CREATECONTEXTFLAGS};
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
+use crate::ob::KmtHandle;
 
 use super::events::UmsEvent;
 use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock};
-use super::state::{new_handle, ContextObj, Suspended, UmsProcess};
+use super::state::{new_handle, ContextObj, Suspended};
 
 pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
     let kmd = {
@@ -208,20 +208,4 @@ pub(crate) fn context_device(a: &AdapterShared, h: KmtHandle) -> Option<KmtHandl
 /// The KMD handle and node of a context.
 pub(crate) fn context_kmd(a: &AdapterShared, h: KmtHandle) -> Option<(usize, u32)> {
     lock(&a.ums).contexts.get(&h).map(|c| (c.kmd, c.node))
-}
-
-impl crate::Machine {
-    /// `D3DKMTCreateContextVirtual` (`virtual_context`) or `D3DKMTCreateContext` on `p`'s
-    /// device with raw `D3DDDI_CREATECONTEXTFLAGS` (BR-92 tests; a correct runtime's contexts
-    /// come from [`crate::kmt`]).
-    pub fn create_context_raw(
-        &self,
-        p: &UmsProcess,
-        node: u32,
-        flags: u32,
-        virtual_context: bool,
-    ) -> Result<KmtHandle, SimError> {
-        let a = self.adapter_shared(p.adapter)?;
-        create_context_raw(a, p.device, node, flags, virtual_context)
-    }
 }

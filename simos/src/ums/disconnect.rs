@@ -11,12 +11,12 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::submission::{DXGKARG_DISCONNECTDOORBELL, DXGKARG_DISCONNECTDOORBELL_FLAGS};
 
-use super::handles::KmtHandle;
 use crate::base::lock::lock;
 use crate::base::processor::current_irql;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi;
 use crate::dxgkrnl::irql::Routine;
+use crate::ob::KmtHandle;
 use crate::os::answers::VictimDisconnect;
 
 use super::events::UmsEvent;

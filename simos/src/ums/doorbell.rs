@@ -21,13 +21,12 @@ use rvgpu_ddi::submission::{
     DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
 };
 
-use super::handles::KmtHandle;
 use super::mapping::PAGE;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
-use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::ConnectPower;
 use crate::vidmm::allocation::release_alloc;
 
@@ -373,22 +372,19 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
     Ok(())
 }
 
-impl Machine {
-    /// The OS's view of a doorbell.
-    pub fn doorbell_info(&self, i: usize, doorbell: KmtHandle) -> Option<DoorbellInfo> {
-        let a = self.adapter_shared(i).ok()?;
-        let os = lock(&a.ums);
-        let d = os.doorbells.get(&doorbell)?;
-        Some(DoorbellInfo {
-            state: d.state,
-            status: d.cpu.status(),
-            mapped_page: d.cpu.mapped_page(),
-            kmd_handle: d.kmd,
-            os_handle: kernel_handle(d.handle),
-            queue: d.queue,
-            writes: d.cpu.write_counts(),
-        })
-    }
+/// The OS's view of a doorbell.
+pub(crate) fn doorbell_info(a: &AdapterShared, doorbell: KmtHandle) -> Option<DoorbellInfo> {
+    let os = lock(&a.ums);
+    let d = os.doorbells.get(&doorbell)?;
+    Some(DoorbellInfo {
+        state: d.state,
+        status: d.cpu.status(),
+        mapped_page: d.cpu.mapped_page(),
+        kmd_handle: d.kmd,
+        os_handle: kernel_handle(d.handle),
+        queue: d.queue,
+        writes: d.cpu.write_counts(),
+    })
 }
 
 /// The most private data `D3DKMTCreateDoorbell` takes (BR-96, [D] `DxgkCreateDoorbellInternal`

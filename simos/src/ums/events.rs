@@ -4,7 +4,7 @@
 use rvgpu_ddi::basic::{DEVICE_POWER_STATE, NTSTATUS};
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS;
 
-use super::handles::KmtHandle;
+use crate::ob::KmtHandle;
 
 /// One OS step, recorded in order per adapter.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,14 +18,14 @@ use std::sync::Arc;
 
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
-use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
 
 use super::events::UmsEvent;
+use super::host::UmsHost;
 use super::hwqueue::{queue_node, submit_raw_at};
 use super::kmd::worker_step_failed;
 use super::locks::exclusive;
@@ -107,7 +107,7 @@ pub(super) fn mf03_fences(
 
 /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue`: one GPU wait entry per object, in order.
 pub(crate) fn submit_wait_to_hw_queue(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     queue: KmtHandle,
@@ -116,7 +116,7 @@ pub(crate) fn submit_wait_to_hw_queue(
     let (sched, _) = mf03_queue(a, device, queue)?;
     let fences = mf03_fences(a, device, objects, false)?;
     for (fence, handle, value) in fences {
-        let event = m.wait_monitored_fence_from_gpu(&fence, value, kicker(a, &sched))?;
+        let event = m.wait_monitored_fence_from_gpu(&fence, value, Box::new(kicker(a, &sched)))?;
         lock(&sched.st).list.push_back(Pending::Wait {
             fence,
             handle,
@@ -135,7 +135,7 @@ pub(crate) fn submit_wait_to_hw_queue(
 /// `D3DKMTSubmitSignalSyncObjectsToHwQueue` on one queue (the `BroadcastHwQueueArray` of one):
 /// one signal packet for all the objects.
 pub(crate) fn submit_signal_to_hw_queue(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     queue: KmtHandle,
@@ -145,7 +145,7 @@ pub(crate) fn submit_signal_to_hw_queue(
     let fences = mf03_fences(a, device, objects, true)?;
     let after = lock(&sched.st).accepted;
     let event = if progress.value() < after {
-        Some(m.wait_monitored_fence_from_gpu(&progress, after, kicker(a, &sched))?)
+        Some(m.wait_monitored_fence_from_gpu(&progress, after, Box::new(kicker(a, &sched)))?)
     } else {
         None
     };
@@ -394,7 +394,7 @@ pub(super) fn drop_held_work(a: &AdapterShared, h: KmtHandle) {
 /// A legacy monitored fence of `device`'s process with a D3DKMT handle (the handle the MF-03
 /// thunks and `D3DKMTWaitForSynchronizationObjectFromCpu` take).
 pub(crate) fn create_sync_fence(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     initial: u64,
@@ -431,7 +431,7 @@ pub(crate) fn open_sync_fence(
 
 /// Destroys a fence from [`create_sync_fence`] (not a progress fence).
 pub(crate) fn destroy_sync_fence(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     h: KmtHandle,
@@ -464,23 +464,20 @@ pub(super) fn kick_all(a: &AdapterShared) {
     a.sch.wake.notify();
 }
 
-impl Machine {
-    /// MF-03: the OS-side held work of kernel-mode queue `queue` on adapter `i`.
-    pub fn hw_queue_held(&self, i: usize, queue: KmtHandle) -> Option<HeldWork> {
-        let a = self.adapter_shared(i).ok()?.clone();
-        let sched = lock(&a.ums).queues.get(&queue)?.sched.clone();
-        let st = lock(&sched.st);
-        let mut h = HeldWork {
-            signals: st.armed.len(),
-            ..HeldWork::default()
-        };
-        for e in &st.list {
-            match e {
-                Pending::Submit { .. } => h.submissions += 1,
-                Pending::Wait { .. } => h.waits += 1,
-                Pending::Signal(_) => h.signals += 1,
-            }
+/// MF-03: the OS-side held work of kernel-mode queue `queue`.
+pub(crate) fn hw_queue_held(a: &AdapterShared, queue: KmtHandle) -> Option<HeldWork> {
+    let sched = lock(&a.ums).queues.get(&queue)?.sched.clone();
+    let st = lock(&sched.st);
+    let mut h = HeldWork {
+        signals: st.armed.len(),
+        ..HeldWork::default()
+    };
+    for e in &st.list {
+        match e {
+            Pending::Submit { .. } => h.submissions += 1,
+            Pending::Wait { .. } => h.waits += 1,
+            Pending::Signal(_) => h.signals += 1,
         }
-        Some(h)
     }
+    Some(h)
 }

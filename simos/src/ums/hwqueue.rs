@@ -17,24 +17,24 @@ use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 use zerocopy::FromBytes;
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, sim_err, table, At};
-use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::{SubmitFailure, UmsProgress};
 use crate::sync::fence::MonitoredFence;
 
 use super::events::UmsEvent;
 use super::held::{drop_held_work, kick_all};
+use super::host::UmsHost;
 use super::kmd::{check_kmd_handle, destroy_kmd, needed_ddi};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
-use super::state::{kernel_handle, new_handle, HwqSched, Pending, Power, QueueObj, UmsProcess};
+use super::state::{kernel_handle, new_handle, HwqSched, Pending, Power, QueueObj};
 
 pub(super) fn destroy_hw_queue(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     h: KmtHandle,
 ) -> Result<(), SimError> {
@@ -103,110 +103,52 @@ pub(super) fn destroy_hw_queue(
     r
 }
 
-impl Machine {
-    /// The KMD's handle of `queue` (`hHWQueue` in the optimized interrupt).
-    pub fn hw_queue_kmd_handle(&self, i: usize, queue: KmtHandle) -> Option<usize> {
-        let a = self.adapter_shared(i).ok()?;
-        let os = lock(&a.ums);
-        os.queues.get(&queue).map(|q| q.kmd)
-    }
+/// The KMD's handle of `queue` (`hHWQueue` in the optimized interrupt).
+pub(crate) fn hw_queue_kmd_handle(a: &AdapterShared, queue: KmtHandle) -> Option<usize> {
+    lock(&a.ums).queues.get(&queue).map(|q| q.kmd)
+}
 
-    /// LOG-01: Dxgkrnl moves the `kind` log of `queue` to a new buffer of `entries`
-    /// entries while the queue runs (see [`crate::sync::fencelog`]).
-    pub fn recreate_hw_queue_log(
-        &self,
-        p: &UmsProcess,
-        queue: KmtHandle,
-        kind: crate::sync::fencelog::LogKind,
-        entries: u64,
-    ) -> Result<(), SimError> {
-        let a = self.adapter_shared(p.adapter)?.clone();
-        let kmd = {
-            let os = lock(&a.ums);
-            os.queues
-                .get(&queue)
-                .filter(|q| q.device == p.device)
-                .map(|q| q.kmd)
-                .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?
-        };
-        crate::sync::fencelog::recreate(self, &a, kmd, kind, entries)
-    }
+/// The KMD's handle of `queue` if it is a queue of `device` (`STATUS_INVALID_HANDLE` else).
+pub(crate) fn device_queue_kmd_handle(
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+) -> Result<usize, SimError> {
+    let os = lock(&a.ums);
+    os.queues
+        .get(&queue)
+        .filter(|q| q.device == device)
+        .map(|q| q.kmd)
+        .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+}
 
-    /// The OS's log state of `queue`'s `kind` log: `(gpu, entries, cursor, last_end,
-    /// generation)`.
-    pub fn hw_queue_log(
-        &self,
-        i: usize,
-        queue: KmtHandle,
-        kind: crate::sync::fencelog::LogKind,
-    ) -> Option<(u64, u64, u64, u64, u32)> {
-        let a = self.adapter_shared(i).ok()?;
-        let kmd = lock(&a.ums).queues.get(&queue).map(|q| q.kmd)?;
-        let q = lock(&a.fence_os).logs.get(kmd)?;
-        crate::sync::fencelog::log_view(&q, kind)
-    }
+/// The queue id the KMD reported for a hardware queue (from `HwQueuePdd`).
+pub(crate) fn hw_queue_id(a: &AdapterShared, queue: KmtHandle) -> Option<u32> {
+    lock(&a.ums).queues.get(&queue).and_then(|q| q.queue_id)
+}
 
-    /// The current `kind` log buffer of `queue` (tests and benchmarks write entries
-    /// into it with [`crate::sync::fencelog::Producer`], as the device does).
-    pub fn hw_queue_log_buffer(
-        &self,
-        i: usize,
-        queue: KmtHandle,
-        kind: crate::sync::fencelog::LogKind,
-    ) -> Option<crate::sync::fencelog::LogBuffer> {
-        let a = self.adapter_shared(i).ok()?;
-        let kmd = lock(&a.ums).queues.get(&queue).map(|q| q.kmd)?;
-        let q = lock(&a.fence_os).logs.get(kmd)?;
-        let mut g = lock(&q.logs);
-        Some(g.as_mut()?.get_mut(kind).buf.clone())
-    }
+/// UM-16: (last queued progress value, completed progress value) of a queue; the queue
+/// has work while the first is ahead. `None` for a queue without a progress fence
+/// ([`crate::os::answers::UmsProgress::None`]).
+pub(crate) fn hw_queue_progress(a: &AdapterShared, queue: KmtHandle) -> Option<(u64, u64)> {
+    let os = lock(&a.ums);
+    let q = os.queues.get(&queue)?;
+    Some((q.last_queued.load(Ordering::Acquire), q.completed()?))
+}
 
-    /// Every retired (recreated) log buffer of adapter `i` still holds its poison.
-    pub fn check_retired_logs(&self, i: usize) -> Result<(), SimError> {
-        crate::sync::fencelog::check_all_retired(self.adapter_shared(i)?)
-    }
+/// The handle of `queue`'s progress fence (`D3DKMTCreateHwQueue`'s
+/// `hHwQueueProgressFence`), if the OS gave it one.
+pub(crate) fn hw_queue_progress_fence(a: &AdapterShared, queue: KmtHandle) -> Option<KmtHandle> {
+    lock(&a.ums).queues.get(&queue)?.fence
+}
 
-    /// The queue id the KMD reported for a hardware queue (from `HwQueuePdd`).
-    pub fn hw_queue_id(&self, i: usize, queue: KmtHandle) -> Option<u32> {
-        let a = self.adapter_shared(i).ok()?;
-        let os = lock(&a.ums);
-        os.queues.get(&queue).and_then(|q| q.queue_id)
-    }
-
-    /// UM-16: (last queued progress value, completed progress value) of a queue; the queue
-    /// has work while the first is ahead. `None` for a queue without a progress fence
-    /// ([`crate::os::answers::UmsProgress::None`]).
-    pub fn hw_queue_progress(&self, i: usize, queue: KmtHandle) -> Option<(u64, u64)> {
-        let a = self.adapter_shared(i).ok()?;
-        let os = lock(&a.ums);
-        let q = os.queues.get(&queue)?;
-        Some((q.last_queued.load(Ordering::Acquire), q.completed()?))
-    }
-
-    /// Whether the OS gave `queue` a progress fence (`D3DKMTCreateHwQueue`'s
-    /// `hHwQueueProgressFence`): the handle, if so.
-    pub fn hw_queue_progress_fence(&self, i: usize, queue: KmtHandle) -> Option<KmtHandle> {
-        let a = self.adapter_shared(i).ok()?;
-        let os = lock(&a.ums);
-        os.queues.get(&queue)?.fence
-    }
-
-    /// Whether the OS made `queue`'s progress fence a native fence (`NativeProgressFence`,
-    /// [`crate::os::answers::ProgressFence`]): the native fence, if so.
-    pub fn hw_queue_native_progress(
-        &self,
-        i: usize,
-        queue: KmtHandle,
-    ) -> Option<crate::sync::fence::NativeFence> {
-        let a = self.adapter_shared(i).ok()?;
-        let os = lock(&a.ums);
-        os.queues.get(&queue)?.native_progress.clone()
-    }
-
-    /// UM-16: whether the OS sees work pending on the queue.
-    pub fn hw_queue_has_work(&self, i: usize, queue: KmtHandle) -> bool {
-        self.hw_queue_progress(i, queue).is_some_and(|(l, c)| l > c)
-    }
+/// `queue`'s progress fence if the OS made it a native fence (`NativeProgressFence`,
+/// [`crate::os::answers::ProgressFence`]).
+pub(crate) fn hw_queue_native_progress(
+    a: &AdapterShared,
+    queue: KmtHandle,
+) -> Option<crate::sync::fence::NativeFence> {
+    lock(&a.ums).queues.get(&queue)?.native_progress.clone()
 }
 
 /// What `D3DKMTCreateHwQueue` returns: the progress fence's handle and the fence, unless the
@@ -218,7 +160,7 @@ pub(crate) struct CreatedQueue {
 }
 
 pub(crate) fn create_hw_queue(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     context: KmtHandle,
@@ -247,7 +189,7 @@ pub(crate) fn create_hw_queue(
     let f = ddi::in_table!(table(a)?, DxgkDdiCreateHwQueue).map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
-    let logs = crate::sync::fencelog::alloc_queue_logs(m, a, user_mode)?;
+    let logs = m.alloc_queue_logs(a, user_mode)?;
     let progress = if user_mode && a.os.reading.ums_progress == UmsProgress::None {
         None
     } else {
@@ -402,7 +344,7 @@ pub(crate) fn create_hw_queue(
 
 /// Destroys the native progress fences of the queues destroyed so far
 /// ([`destroy_hw_queue`]); called without the thunk's locks.
-pub(super) fn reap_progress_fences(m: &Machine, a: &AdapterShared) -> Result<(), SimError> {
+pub(super) fn reap_progress_fences(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), SimError> {
     let retired = std::mem::take(&mut lock(&a.ums).retired_progress);
     retired
         .iter()
@@ -411,7 +353,7 @@ pub(super) fn reap_progress_fences(m: &Machine, a: &AdapterShared) -> Result<(),
 }
 
 pub(crate) fn destroy_hw_queue_thunk(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     h: KmtHandle,
@@ -428,63 +370,42 @@ pub(crate) fn destroy_hw_queue_thunk(
     m.reap_system_pages(a)
 }
 
-impl Machine {
-    /// Raw `DxgkDdiSubmitCommandToHwQueue` on `queue`, bypassing the OS's UM-05 check (tests
-    /// proving the KMD refuses kernel-mode submission on a user-mode queue). Returns the
-    /// driver's status.
-    pub fn ddi_submit_command_to_hw_queue(
-        &self,
-        p: &UmsProcess,
-        queue: KmtHandle,
-        value: u64,
-        gpu: u64,
-        bytes: u32,
-    ) -> Result<NTSTATUS, SimError> {
-        let a = self.ums_adapter(p.adapter)?;
-        submit_raw(self, &a, p.device, queue, value, gpu, bytes)
-    }
+/// Raw `DxgkDdiDestroyHwQueue` on `queue` of `device`, the OS's own objects left as they are
+/// (tests proving the KMD never refuses a teardown Windows does not retry). Returns the
+/// driver's status.
+pub(crate) fn ddi_destroy_hw_queue(
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+) -> Result<NTSTATUS, SimError> {
+    let kmd = lock(&a.ums).live_queue_of(device, queue)?.kmd;
+    let f = needed_ddi!(a, DxgkDdiDestroyHwQueue, "created a queue")?;
+    ddi::passive(a, f, |f| {
+        // SAFETY: the driver's DDI with its own handle of a queue it created.
+        unsafe { f(kmd as HANDLE) }
+    })
 }
 
-impl Machine {
-    /// Raw `DxgkDdiDestroyHwQueue` on `queue` of `p`'s device, the OS's own objects left as
-    /// they are (tests proving the KMD never refuses a teardown Windows does not retry, whatever
-    /// the order). Returns the driver's status.
-    pub fn ddi_destroy_hw_queue(
-        &self,
-        p: &UmsProcess,
-        queue: KmtHandle,
-    ) -> Result<NTSTATUS, SimError> {
-        let a = self.ums_adapter(p.adapter)?;
-        let kmd = lock(&a.ums).live_queue_of(p.device, queue)?.kmd;
-        let f = needed_ddi!(&a, DxgkDdiDestroyHwQueue, "created a queue")?;
-        ddi::passive(&a, f, |f| {
-            // SAFETY: the driver's DDI with its own handle of a queue it created.
-            unsafe { f(kmd as HANDLE) }
-        })
-    }
-
-    /// Raw `DxgkDdiDestroyDoorbell` on `doorbell` of `p`'s device, the OS's own objects left as
-    /// they are (see [`Machine::ddi_destroy_hw_queue`]). Returns the driver's status.
-    pub fn ddi_destroy_doorbell(
-        &self,
-        p: &UmsProcess,
-        doorbell: KmtHandle,
-    ) -> Result<NTSTATUS, SimError> {
-        let a = self.ums_adapter(p.adapter)?;
-        let kmd = lock(&a.ums).doorbell_of(p.device, doorbell)?.kmd;
-        let f = needed_ddi!(&a, DxgkDdiDestroyDoorbell, "created a doorbell")?;
-        let mut args = DXGKARG_DESTROYDOORBELL {
-            hDoorbell: kmd as HANDLE,
-        };
-        ddi::passive(&a, f, |f| {
-            // SAFETY: the driver's DDI with a valid argument block naming its own doorbell.
-            unsafe { f(&mut args) }
-        })
-    }
+/// Raw `DxgkDdiDestroyDoorbell` on `doorbell` of `device`, the OS's own objects left as they
+/// are (see [`ddi_destroy_hw_queue`]). Returns the driver's status.
+pub(crate) fn ddi_destroy_doorbell(
+    a: &AdapterShared,
+    device: KmtHandle,
+    doorbell: KmtHandle,
+) -> Result<NTSTATUS, SimError> {
+    let kmd = lock(&a.ums).doorbell_of(device, doorbell)?.kmd;
+    let f = needed_ddi!(a, DxgkDdiDestroyDoorbell, "created a doorbell")?;
+    let mut args = DXGKARG_DESTROYDOORBELL {
+        hDoorbell: kmd as HANDLE,
+    };
+    ddi::passive(a, f, |f| {
+        // SAFETY: the driver's DDI with a valid argument block naming its own doorbell.
+        unsafe { f(&mut args) }
+    })
 }
 
-pub(super) fn submit_raw(
-    m: &Machine,
+pub(crate) fn submit_raw(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     queue: KmtHandle,
@@ -547,7 +468,7 @@ pub(super) fn submit_raw_at(
 }
 
 pub(crate) fn submit_command(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     queue: KmtHandle,

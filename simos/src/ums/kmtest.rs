@@ -1,7 +1,7 @@
 //! The objects the kernel-mode testing escape names ([`crate::dxgkrnl::kmtest`]): a context or
 //! hardware queue of the calling process, by D3DKMT handle.
 
-use super::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::sync::fence::ProcessId;
 
 use super::state::UmsOs;

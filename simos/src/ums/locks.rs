@@ -3,10 +3,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
+use crate::ob::KmtHandle;
 
 /// The adapter-wide side of [`AdapterShared::ums_seq`] (power, F1, device loss).
 pub(super) fn exclusive(a: &AdapterShared) -> std::sync::RwLockWriteGuard<'_, ()> {

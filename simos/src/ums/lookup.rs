@@ -5,9 +5,9 @@
 
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_HANDLE};
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
+use crate::ob::KmtHandle;
 
 use super::state::{ContextObj, DeviceObj, DoorbellObj, QueueObj, UmsOs};
 

@@ -5,66 +5,61 @@ use std::sync::atomic::Ordering;
 
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::OsDisconnects;
 use crate::sync::fence::MonitoredFence;
 
 use super::doorbell::os_disconnect;
 use super::events::UmsEvent;
+use super::host::UmsHost;
 use super::locks::exclusive;
 use super::state::{kernel_handle, DoorbellState, Suspended, UmsOs};
 
-impl Machine {
-    /// UM-10: device loss. Every doorbell of adapter `i` ends `DISCONNECTED_ABORT` (connected
-    /// ones are disconnected through the KMD first by the pages; 24H2 only writes the status)
-    /// and cannot be reconnected.
-    pub fn device_lost(&self, i: usize) -> Result<(), SimError> {
-        let a = self.ums_adapter(i)?;
-        let _x = exclusive(&a);
-        let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
-        for d in dbs {
-            if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
-                os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
-            }
-            lock(&a.ums).abort_doorbell(d);
+/// UM-10: device loss. Every doorbell of the adapter ends `DISCONNECTED_ABORT` (connected
+/// ones are disconnected through the KMD first by the pages; 24H2 only writes the status) and
+/// cannot be reconnected.
+pub(crate) fn device_lost(a: &AdapterShared) -> Result<(), SimError> {
+    let _x = exclusive(a);
+    let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
+    for d in dbs {
+        if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
+            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
         }
-        Ok(())
+        lock(&a.ums).abort_doorbell(d);
     }
+    Ok(())
+}
 
-    /// UM-10, device removed: [`Machine::device_lost`], then every D3D device on adapter `i` is
-    /// in error (its thunks return `STATUS_DEVICE_REMOVED`, only destruction works) and every
-    /// progress fence reads `u64::MAX`, releasing its waiters (what D3D12 fences read after a
-    /// removal; UNVERIFIED that Dxgkrnl itself writes the maximum rather than the runtime).
-    pub fn device_removed(&self, i: usize) -> Result<(), SimError> {
-        self.device_lost(i)?;
-        let a = self.ums_adapter(i)?;
-        let fences: Vec<MonitoredFence> = {
-            let _x = exclusive(&a);
-            let mut os = lock(&a.ums);
-            let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
-            for d in devices {
-                if let Some(dv) = os.devices.get_mut(&d) {
-                    if !dv.in_error {
-                        dv.in_error = true;
-                        os.events.push(UmsEvent::DeviceError { device: d });
-                    }
+/// UM-10, device removed, after [`device_lost`]: every D3D device on the adapter is in error
+/// (its thunks return `STATUS_DEVICE_REMOVED`, only destruction works) and every progress
+/// fence reads `u64::MAX`, releasing its waiters (what D3D12 fences read after a removal;
+/// UNVERIFIED that Dxgkrnl itself writes the maximum rather than the runtime).
+pub(crate) fn device_removed(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), SimError> {
+    let fences: Vec<MonitoredFence> = {
+        let _x = exclusive(a);
+        let mut os = lock(&a.ums);
+        let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
+        for d in devices {
+            if let Some(dv) = os.devices.get_mut(&d) {
+                if !dv.in_error {
+                    dv.in_error = true;
+                    os.events.push(UmsEvent::DeviceError { device: d });
                 }
             }
-            os.fences.values().cloned().collect()
-        };
-        for f in fences {
-            self.signal_monitored_fence_from_cpu(&f, u64::MAX)?;
         }
-        // CPU waits on the adapter's native fences end as removed: nothing can signal them
-        // now (24H2 gives the driver no CPU address to store a value at, and the GPU is gone).
-        // A user-mode queue's own progress fence is one (where the OS gave the queue none).
-        crate::sync::fence::abandon_cpu_waits(&a.fence_os);
-        Ok(())
+        os.fences.values().cloned().collect()
+    };
+    for f in fences {
+        m.signal_monitored_fence_from_cpu(&f, u64::MAX)?;
     }
+    // CPU waits on the adapter's native fences end as removed: nothing can signal them
+    // now (24H2 gives the driver no CPU address to store a value at, and the GPU is gone).
+    // A user-mode queue's own progress fence is one (where the OS gave the queue none).
+    crate::sync::fence::abandon_cpu_waits(&a.fence_os);
+    Ok(())
 }
 
 /// A hardware queue as the TDR watchdog sees it.

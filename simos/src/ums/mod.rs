@@ -88,14 +88,19 @@
 //!
 //! Every OS step is recorded as a [`UmsEvent`] ([`Machine::ums_events`]) so tests can check
 //! sequences in order.
+//!
+//! **Layering.** UMS's operations take the adapter they run on and, where they need fences,
+//! VidMm or the OS's configuration, a [`UmsHost`] (the machine). The `Machine` methods named
+//! here live with the machine (`machine::api::ums`): each looks the adapter up and calls the
+//! operation.
 
 mod context;
 mod disconnect;
 mod doorbell;
 pub use doorbell::DOORBELL_PRIVATE_DATA_MAX;
 mod events;
-pub(crate) mod handles;
 mod held;
+mod host;
 mod hwqueue;
 mod kmd;
 mod kmtest;
@@ -104,7 +109,7 @@ mod lookup;
 mod loss;
 mod mapping;
 mod power;
-mod process;
+pub(crate) mod process;
 mod query;
 mod start;
 mod state;
@@ -113,8 +118,8 @@ pub(crate) use self::context::*;
 pub use self::disconnect::*;
 pub(crate) use self::doorbell::*;
 pub use self::events::*;
-pub use self::handles::KmtHandle;
 pub use self::held::*;
+pub(crate) use self::host::UmsHost;
 pub(crate) use self::hwqueue::*;
 pub(crate) use self::kmd::*;
 pub(crate) use self::kmtest::TestTarget;
@@ -125,3 +130,4 @@ pub(crate) use self::power::*;
 pub(crate) use self::query::*;
 pub(crate) use self::start::*;
 pub use self::state::*;
+pub use crate::ob::KmtHandle;

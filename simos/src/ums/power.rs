@@ -9,23 +9,23 @@ use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
 use rvgpu_ddi::ntstatus::STATUS_PENDING;
 use rvgpu_ddi::submission::{DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT};
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
-use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::OsDisconnects;
 
 use super::doorbell::os_disconnect;
 use super::events::UmsEvent;
 use super::held::run_hwq_work;
+use super::host::UmsHost;
 use super::kmd::{needed_ddi, worker_step_failed};
 use super::locks::{dev_guard, device_lock, exclusive, shared};
 use super::loss::tdr_device_error;
 use super::state::{
-    DoorbellState, Power, QueueObj, Suspended, UmsProcess, DISPLAY_ADAPTER_HW_ID, POWER_ACTION_NONE,
+    DoorbellState, Power, QueueObj, Suspended, DISPLAY_ADAPTER_HW_ID, POWER_ACTION_NONE,
 };
 
 /// Records what the DPC reported (called from `DxgkCbNotifyDpc`, DISPATCH_LEVEL): F1 requests
@@ -635,138 +635,98 @@ impl Drop for PagingPower<'_> {
     }
 }
 
-impl Machine {
-    /// Adapter `i`'s power state as the OS drove it.
-    pub fn power_state(&self, i: usize) -> Option<Power> {
-        self.adapter_shared(i).ok().map(|a| lock(&a.ums).power)
-    }
-
-    /// The power components adapter `i`'s driver registered at start (empty without runtime
-    /// power management).
-    pub fn power_components(
-        &self,
-        i: usize,
-    ) -> Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT> {
-        self.adapter_shared(i)
-            .map_or_else(|_| Vec::new(), |a| lock(&a.ums).power_components.clone())
-    }
-
-    /// Whether adapter `i` started runtime power management (`dxgkrnl::power`).
-    pub fn runtime_power_management(&self, i: usize) -> bool {
-        self.adapter_shared(i)
-            .is_ok_and(|a| lock(&a.ums).runtime_pm)
-    }
-
-    /// F-state of node `node`'s power component (0 = F0).
-    pub fn engine_fstate(&self, i: usize, node: u32) -> Option<u32> {
-        let a = self.adapter_shared(i).ok()?;
-        let os = lock(&a.ums);
-        os.fstate.get(node as usize).copied()
-    }
-
-    /// Runs VidSch's PASSIVE work (F1 transitions) now, on the calling thread; threaded
-    /// machines also run it on each adapter's worker thread, step machines in every round.
-    pub fn run_os_work(&self) -> Result<(), SimError> {
-        for i in 0..self.config().adapters.len() {
-            let a = self.adapter_shared(i)?.clone();
-            run_passive_work(&a);
-        }
-        match self.state.fault() {
-            Some(f) => Err(f.into()),
-            None => Ok(()),
-        }
-    }
+/// The adapter's power state as the OS drove it.
+pub(crate) fn power_state(a: &AdapterShared) -> Power {
+    lock(&a.ums).power
 }
 
-impl Machine {
-    /// UM-14: D0 → D3: every context suspended, every doorbell disconnected
-    /// (`DISCONNECTED_RETRY`, by the pages; 24H2 disconnects none,
-    /// [`crate::os::answers::OsDisconnects`]), then `DxgkDdiSetPowerState(D3)`.
-    ///
-    /// A runtime power-down of an idle GPU: the OS uses the progress fences (UM-16) to see that
-    /// no queue has work, before it starts and again once every doorbell is disconnected (work
-    /// rung before the disconnect had its last-queued value stored first). With work pending
-    /// it backs out (contexts resumed; the doorbells stay disconnected, their UMDs reconnect)
-    /// and returns `false`.
-    pub fn power_down(&self, i: usize) -> Result<bool, SimError> {
-        let disconnects = self.ums_adapter(i)?.os.reading.os_disconnects;
-        self.power_down_with(i, disconnects == OsDisconnects::OnPowerAndReset)
-    }
+/// The power components the adapter's driver registered at start (empty without runtime
+/// power management).
+pub(crate) fn power_components(
+    a: &AdapterShared,
+) -> Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT> {
+    lock(&a.ums).power_components.clone()
+}
 
-    /// [`Machine::power_down`] without the OS's doorbell disconnects, whatever the reading:
-    /// what the decompiled dxgkrnl shows in 22631 and in 24H2 (the only callers of
-    /// `DdiDisconnectDoorbell` there are a doorbell's destroy and the victimising callback),
-    /// against UM-14's description. Contexts are still suspended. The UMDs' rings in D3 then
-    /// reach a function in D3hot and are dropped; their work runs when the queues are resumed
-    /// at the next D0.
-    pub fn power_down_leaving_doorbells(&self, i: usize) -> Result<bool, SimError> {
-        self.power_down_with(i, false)
-    }
+/// F-state of node `node`'s power component (0 = F0).
+pub(crate) fn engine_fstate(a: &AdapterShared, node: u32) -> Option<u32> {
+    lock(&a.ums).fstate.get(node as usize).copied()
+}
 
-    fn power_down_with(&self, i: usize, os_disconnects: bool) -> Result<bool, SimError> {
-        let a = self.ums_adapter(i)?;
-        let _x = exclusive(&a);
-        if lock(&a.ums).power == Power::D3 {
-            return Ok(true);
-        }
-        if pending_work(&a) {
-            return Ok(false);
-        }
-        let ctxs: Vec<KmtHandle> = lock(&a.ums).contexts.keys().copied().collect();
-        for c in ctxs {
-            suspend_context(&a, c, Suspended::Power)?;
-        }
-        if os_disconnects {
-            let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
-            for d in dbs {
-                os_disconnect(&a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
-            }
-        }
-        if pending_work(&a) || driver_holds_a_component(&a) {
-            resume_power_suspended(&a)?;
-            return Ok(false);
-        }
-        // UM-14's optional step: with every context off the runlist, VidMm moves what no
-        // device requires out of VRAM (`vidmm::residency`).
-        self.residency_trim_for_d3(&a)?;
-        set_power_state(&a, PowerDeviceD3)?;
-        Ok(true)
+/// UM-14: D0 → D3 of a started adapter, with or without the OS's doorbell disconnects
+/// (`Machine::power_down` says when each applies). `false` when work is pending: the OS backs
+/// out (contexts resumed; disconnected doorbells stay so, their UMDs reconnect).
+pub(crate) fn power_down(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    os_disconnects: bool,
+) -> Result<bool, SimError> {
+    let _x = exclusive(a);
+    if lock(&a.ums).power == Power::D3 {
+        return Ok(true);
     }
+    if pending_work(a) {
+        return Ok(false);
+    }
+    let ctxs: Vec<KmtHandle> = lock(&a.ums).contexts.keys().copied().collect();
+    for c in ctxs {
+        suspend_context(a, c, Suspended::Power)?;
+    }
+    if os_disconnects {
+        let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
+        for d in dbs {
+            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
+        }
+    }
+    if pending_work(a) || driver_holds_a_component(a) {
+        resume_power_suspended(a)?;
+        return Ok(false);
+    }
+    // UM-14's optional step: with every context off the runlist, VidMm moves what no
+    // device requires out of VRAM (`vidmm::residency`).
+    m.residency_trim_for_d3(a)?;
+    set_power_state(a, PowerDeviceD3)?;
+    Ok(true)
+}
 
-    /// `DxgkDdiSuspendContext` on one context of `p` (what VidSch does to move its memory,
-    /// UM-11). Its doorbells stay connected; the KMD takes its queues off the runlist.
-    pub fn suspend_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
-        self.on_own_context(p, context, suspend_context)
-    }
+/// `DxgkDdiSuspendContext` by the OS on context `context` of `device` (UM-11).
+pub(crate) fn suspend_own_context(
+    a: &AdapterShared,
+    device: KmtHandle,
+    context: KmtHandle,
+) -> Result<(), SimError> {
+    on_own_context(a, device, context, suspend_context)
+}
 
-    /// `DxgkDdiResumeContext` on a context [`Machine::suspend_context`] suspended (UM-12).
-    pub fn resume_context(&self, p: &UmsProcess, context: KmtHandle) -> Result<(), SimError> {
-        self.on_own_context(p, context, resume_context)
-    }
+/// `DxgkDdiResumeContext` by the OS on a context it suspended (UM-12).
+pub(crate) fn resume_own_context(
+    a: &AdapterShared,
+    device: KmtHandle,
+    context: KmtHandle,
+) -> Result<(), SimError> {
+    on_own_context(a, device, context, resume_context)
+}
 
-    /// `act` by the OS on context `context` of `p`, under the device's locks (a context of
-    /// another device is `STATUS_INVALID_HANDLE`).
-    fn on_own_context(
-        &self,
-        p: &UmsProcess,
-        context: KmtHandle,
-        act: fn(&AdapterShared, KmtHandle, Suspended) -> Result<(), SimError>,
-    ) -> Result<(), SimError> {
-        let a = self.ums_adapter(p.adapter)?;
-        let dl = device_lock(&a, p.device)?;
-        let _g = dev_guard(&a, &dl);
-        lock(&a.ums).context_of(p.device, context)?;
-        act(&a, context, Suspended::Os)
-    }
+/// `act` by the OS on context `context` of `device`, under the device's locks (a context of
+/// another device is `STATUS_INVALID_HANDLE`).
+fn on_own_context(
+    a: &AdapterShared,
+    device: KmtHandle,
+    context: KmtHandle,
+    act: fn(&AdapterShared, KmtHandle, Suspended) -> Result<(), SimError>,
+) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
+    let _g = dev_guard(a, &dl);
+    lock(&a.ums).context_of(device, context)?;
+    act(a, context, Suspended::Os)
+}
 
-    /// D3 → D0 without a connect (resumes the contexts the power-down suspended).
-    pub fn power_up(&self, i: usize) -> Result<(), SimError> {
-        let a = self.ums_adapter(i)?;
-        let _x = exclusive(&a);
-        if lock(&a.ums).power == Power::D0 {
-            return Ok(());
-        }
-        power_up_if_needed(&a)?;
-        resume_power_suspended(&a)
+/// D3 → D0 without a connect (resumes the contexts the power-down suspended).
+pub(crate) fn power_up(a: &AdapterShared) -> Result<(), SimError> {
+    let _x = exclusive(a);
+    if lock(&a.ums).power == Power::D0 {
+        return Ok(());
     }
+    power_up_if_needed(a)?;
+    resume_power_suspended(a)
 }

@@ -11,14 +11,13 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CREATEDEVICEFLAGS};
 
-use super::handles::KmtHandle;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::{AdapterShared, Life};
+use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
-use crate::machine::Machine;
+use crate::ob::KmtHandle;
 use crate::os::answers::Teardown;
 use crate::sync::fence::WaitOutcome;
 use crate::vidmm::allocation::free_alloc;
@@ -26,6 +25,7 @@ use crate::vidmm::allocation::free_alloc;
 use super::context::destroy_context;
 use super::doorbell::{destroy_doorbell, os_disconnect};
 use super::events::UmsEvent;
+use super::host::UmsHost;
 use super::hwqueue::destroy_hw_queue;
 use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock, exclusive};
@@ -36,8 +36,8 @@ use super::state::{
 
 /// Destroys everything of `device` in order, then the device; `wait`: normal exit (UM-17),
 /// else abnormal (UM-18: in error, contexts suspended first, no waits).
-pub(super) fn teardown(
-    m: &Machine,
+pub(crate) fn teardown(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     wait: bool,
@@ -78,7 +78,7 @@ pub(super) fn teardown(
 /// (queues with a progress fence only), the device's allocations destroyed while its user-mode
 /// queues may still run, then each queue with its doorbell, then the rest.
 fn teardown_allocations_first(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
 ) -> Result<(), SimError> {
@@ -122,7 +122,7 @@ fn teardown_allocations_first(
 /// The device's allocations taken out of the process and reaped (unmapped, destroyed in the
 /// driver, their memory given back).
 fn drain_allocations(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     dl: &Mutex<()>,
     device: KmtHandle,
@@ -145,7 +145,7 @@ fn drain_allocations(
 /// What follows the queues and allocations in either order: the device's VA ranges, contexts,
 /// fences, `DxgkDdiDestroyDevice`, its process's GPU VA space.
 fn destroy_device_rest(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     dl: &Mutex<()>,
     device: KmtHandle,
@@ -219,7 +219,11 @@ fn charge(a: &AdapterShared, dl: &Mutex<()>, device: KmtHandle) -> Result<(), Si
 /// Process exit closes every handle the process still holds (the fuzz targets'
 /// leak check found them kept after exit): its monitored fences (created or opened), its NT
 /// handles, then its native-fence instances, each as the matching close or destroy would.
-fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Result<(), SimError> {
+fn close_process_fences(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    device: KmtHandle,
+) -> Result<(), SimError> {
     let Some(pid) = lock(&a.ums).devices.get(&device).map(|d| d.process) else {
         return Ok(());
     };
@@ -245,7 +249,7 @@ fn close_process_fences(m: &Machine, a: &AdapterShared, device: KmtHandle) -> Re
 /// when it does not within the OS's wait (both values are the process's to write). A queue
 /// without a progress fence is not waited for ([`crate::os::answers::UmsProgress::None`]).
 pub(super) fn wait_queue_idle(
-    m: &Machine,
+    m: &dyn UmsHost,
     a: &AdapterShared,
     q: KmtHandle,
 ) -> Result<bool, SimError> {
@@ -285,105 +289,76 @@ pub(super) fn wait_queue_idle(
     }
 }
 
-impl Machine {
-    pub(super) fn ums_adapter(&self, i: usize) -> Result<Arc<AdapterShared>, SimError> {
-        let a = self.adapter_shared(i)?.clone();
-        if *lock(&a.life) != Life::Started {
-            return Err(SimError::Simulation(format!("adapter {i} is not started")));
-        }
-        Ok(a)
+/// A new process with a D3D device on adapter `i` (`DxgkDdiCreateDevice`).
+pub(crate) fn create_process(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    i: usize,
+) -> Result<UmsProcess, SimError> {
+    let f = ddi::in_table!(table(a)?, DxgkDdiCreateDevice).map_or_else(not_supported, Ok)?;
+    let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
+    // The process's D3DKMT handle table lives as long as this machine.
+    m.own_process(pid);
+    let h = new_handle(pid)?;
+    // WDDM 2.x: the process's GPU VA space exists before its first device, which names
+    // it (DXGKARG_CREATEDEVICE::hKmdProcess).
+    let kmd_process = m.vidmm_create_process(a, pid)?;
+    let mut args = DXGKARG_CREATEDEVICE {
+        hDevice: kernel_handle(h) as HANDLE,
+        Anonymous: DXGKARG_CREATEDEVICE_0 {
+            Flags: DXGK_CREATEDEVICEFLAGS::default(),
+        },
+        Pasid: 0,
+        hKmdProcess: kmd_process.map_or(std::ptr::null_mut(), |k| k as HANDLE),
+    };
+    let ctx = a.context();
+    // SAFETY: the driver's DDI with its context and a valid argument block.
+    let status = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
+    // BR-91 (the statuses column of the rule table): another status is "an invalid
+    // NTSTATUS code" in the triage log; the status still goes to the caller.
+    if !bringup::status_allowed("DxgkDdiCreateDevice", status) {
+        a.observer().triage(format!(
+            "BR-91: DxgkDdiCreateDevice: Driver returned an invalid NTSTATUS code: {:#x}",
+            status as u32
+        ));
     }
-}
-
-impl Machine {
-    /// A new process with a D3D device on adapter `i` (`DxgkDdiCreateDevice`).
-    pub fn create_process(&self, i: usize) -> Result<UmsProcess, SimError> {
-        let a = self.ums_adapter(i)?;
-        let f = ddi::in_table!(table(&a)?, DxgkDdiCreateDevice).map_or_else(not_supported, Ok)?;
-        let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
-        // The process's D3DKMT handle table lives as long as this machine.
-        self.handles.own_process(pid);
-        let h = new_handle(pid)?;
-        // WDDM 2.x: the process's GPU VA space exists before its first device, which names
-        // it (DXGKARG_CREATEDEVICE::hKmdProcess).
-        let kmd_process = self.vidmm_create_process(&a, pid)?;
-        let mut args = DXGKARG_CREATEDEVICE {
-            hDevice: kernel_handle(h) as HANDLE,
-            Anonymous: DXGKARG_CREATEDEVICE_0 {
-                Flags: DXGK_CREATEDEVICEFLAGS::default(),
-            },
-            Pasid: 0,
-            hKmdProcess: kmd_process.map_or(std::ptr::null_mut(), |k| k as HANDLE),
-        };
-        let ctx = a.context();
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        let status = unsafe { ddi::passive_with(&a, f, ctx, &mut args) }?;
-        // BR-91 (the statuses column of the rule table): another status is "an invalid
-        // NTSTATUS code" in the triage log; the status still goes to the caller.
-        if !bringup::status_allowed("DxgkDdiCreateDevice", status) {
-            a.observer().triage(format!(
-                "BR-91: DxgkDdiCreateDevice: Driver returned an invalid NTSTATUS code: {:#x}",
-                status as u32
-            ));
-        }
-        if let Err(e) = check_status(status) {
-            let _ = self.vidmm_destroy_process(&a, pid);
-            return Err(e);
-        }
-        let kmd = args.hDevice as usize;
-        {
-            let mut os = lock(&a.ums);
-            check_kmd_handle(
-                &a,
-                "DxgkDdiCreateDevice",
-                "hDevice",
+    if let Err(e) = check_status(status) {
+        let _ = m.vidmm_destroy_process(a, pid);
+        return Err(e);
+    }
+    let kmd = args.hDevice as usize;
+    {
+        let mut os = lock(&a.ums);
+        check_kmd_handle(
+            a,
+            "DxgkDdiCreateDevice",
+            "hDevice",
+            kmd,
+            os.devices.values().map(|d| d.kmd),
+        )?;
+        os.devices.insert(
+            h,
+            DeviceObj {
                 kmd,
-                os.devices.values().map(|d| d.kmd),
-            )?;
-            os.devices.insert(
-                h,
-                DeviceObj {
-                    kmd,
-                    lock: Arc::new(Mutex::new(())),
-                    process: pid,
-                    in_error: false,
-                },
-            );
-            os.events.push(UmsEvent::CreateDevice { device: h });
-        }
-        Ok(UmsProcess {
-            adapter: i,
-            pid,
-            device: h,
-        })
+                lock: Arc::new(Mutex::new(())),
+                process: pid,
+                in_error: false,
+            },
+        );
+        os.events.push(UmsEvent::CreateDevice { device: h });
     }
-
-    /// UM-17: normal process exit. By the pages, per queue: disconnect the doorbell, wait for
-    /// the last queued progress value, destroy doorbell and queue; then the allocations,
-    /// contexts and the device. 24H2 destroys the allocations first
-    /// ([`crate::os::answers::Teardown`]).
-    pub fn exit_process(&self, p: &UmsProcess) -> Result<(), SimError> {
-        let a = self.ums_adapter(p.adapter)?;
-        teardown(self, &a, p.device, true)
-    }
-
-    /// UM-18: abnormal process exit. By the pages the device is marked in error, every context
-    /// suspended, every doorbell disconnected, everything destroyed without waiting; 24H2 runs
-    /// its exit order ([`crate::os::answers::Teardown`]).
-    pub fn kill_process(&self, p: &UmsProcess) -> Result<(), SimError> {
-        let a = self.ums_adapter(p.adapter)?;
-        teardown(self, &a, p.device, false)
-    }
+    Ok(UmsProcess {
+        adapter: i,
+        pid,
+        device: h,
+    })
 }
 
-impl Machine {
-    /// Dxgkrnl's teardown of adapter `i`'s processes before a PnP stop (abnormal exits).
-    pub(crate) fn destroy_all_devices(&self, i: usize) -> Result<(), SimError> {
-        let a = self.adapter_shared(i)?.clone();
-        let devices: Vec<KmtHandle> = lock(&a.ums).devices.keys().copied().collect();
-        for d in devices {
-            teardown(self, &a, d, false)?;
-        }
-        Ok(())
+/// Dxgkrnl's teardown of the adapter's processes before a PnP stop (abnormal exits).
+pub(crate) fn destroy_all_devices(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), SimError> {
+    let devices: Vec<KmtHandle> = lock(&a.ums).devices.keys().copied().collect();
+    for d in devices {
+        teardown(m, a, d, false)?;
     }
+    Ok(())
 }

@@ -1,9 +1,9 @@
 //! What other components ask of the user-mode objects: queued work, queues, fences, counts.
 
-use super::handles::KmtHandle;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
+use crate::ob::KmtHandle;
 use crate::sync::fence::MonitoredFence;
 
 use super::state::UmsOs;

@@ -15,7 +15,6 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::ddi::{self, At};
-use crate::machine::Machine;
 
 use super::state::Power;
 
@@ -178,15 +177,12 @@ pub(crate) fn query_at_start(
     Ok(())
 }
 
-impl Machine {
-    /// The node metadata adapter `i` reported at start (UM-03).
-    pub fn node_metadata(&self, i: usize) -> Vec<DXGK_NODEMETADATA> {
-        self.adapter_shared(i)
-            .map_or_else(|_| Vec::new(), |a| lock(&a.ums).node_metadata.clone())
-    }
+/// The node metadata the adapter reported at start (UM-03).
+pub(crate) fn node_metadata(a: &AdapterShared) -> Vec<DXGK_NODEMETADATA> {
+    lock(&a.ums).node_metadata.clone()
+}
 
-    /// `DXGK_USERMODESUBMISSION_CAPS` adapter `i` reported at start (UM-04).
-    pub fn usermode_submission_caps(&self, i: usize) -> Option<DXGK_USERMODESUBMISSION_CAPS> {
-        self.adapter_shared(i).ok().and_then(|a| lock(&a.ums).caps)
-    }
+/// `DXGK_USERMODESUBMISSION_CAPS` the adapter reported at start (UM-04).
+pub(crate) fn usermode_submission_caps(a: &AdapterShared) -> Option<DXGK_USERMODESUBMISSION_CAPS> {
+    lock(&a.ums).caps
 }

@@ -17,8 +17,8 @@ use crate::sync::fence::{MonitoredFence, SimEvent};
 use crate::vidmm::allocation::AllocObj;
 
 use super::events::UmsEvent;
-use super::handles::{HandleMap, KmtHandle};
 use super::mapping::DoorbellCpuState;
+use crate::ob::{HandleMap, KmtHandle};
 
 /// `DISPLAY_ADAPTER_HW_ID`: the device UID SetPowerState uses for the adapter itself.
 pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;

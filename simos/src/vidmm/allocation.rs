@@ -21,7 +21,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::ums::{dev_guard, device_lock, new_handle, QueuedWork, UmsEvent, UmsOs};
 use crate::vidmm::cpucache::CpuCache;
 use crate::vidmm::host::Host;

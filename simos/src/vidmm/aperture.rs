@@ -30,7 +30,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::vidmm::host::Host;
 use crate::vidmm::mdl::Mdl;
 pub use crate::vidmm::mmu::state::{Ranges, FIRST_OFFSET};

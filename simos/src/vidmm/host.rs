@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::base::error::SimError;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 
 /// The machine's services VidMm's paging, paging queues and GPU VA updates use.
 pub(crate) trait Host {

@@ -10,7 +10,7 @@ use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::vidmm::host::Host;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;

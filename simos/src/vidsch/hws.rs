@@ -58,7 +58,7 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table};
 use crate::machine::Machine;
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 
 use super::state::KnownContext;
 pub use super::state::{ContextPriority, HwsCall, HwsOs, NodeLog, SchedLogEntry, SchedLogStats};

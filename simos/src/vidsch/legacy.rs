@@ -36,7 +36,7 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
 use crate::machine::{Machine, Mode};
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::ums::{self, UmsProcess};
 use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 

@@ -14,7 +14,7 @@ use rvgpu_ddi::NTSTATUS;
 use rvgpu_device::SysAlloc;
 
 use crate::base::line::Wake;
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 
 /// VidSch's state for one adapter.
 #[derive(Debug, Default)]

@@ -15,7 +15,7 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::ums::UmsProcess;
 use crate::vidmm::aperture::ApertureRange;
 use crate::vidmm::dmabuf::Carved;

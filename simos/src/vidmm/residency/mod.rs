@@ -46,7 +46,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::ums::QueuedWork;
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::base::process_id::ProcessId;
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use crate::ums::QueuedWork;
 use crate::vidmm::gpuva::Phys;
 

@@ -19,8 +19,8 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table};
+use crate::ob::KmtHandle;
 use crate::ums;
-use crate::ums::handles::KmtHandle;
 use crate::vidsch::hws::HwsCall;
 
 use super::recovery::{

@@ -17,8 +17,8 @@ use crate::base::lock::lock;
 use crate::base::processor::IrqlScope;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, sim_err, table};
+use crate::ob::KmtHandle;
 use crate::ums;
-use crate::ums::handles::KmtHandle;
 
 use super::hwsched::{recover_hw_node, recover_hw_node_24h2};
 use super::state::{Packet, TdrEvent, TdrReason, TdrShared};

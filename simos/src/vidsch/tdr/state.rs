@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::ums::handles::KmtHandle;
+use crate::ob::KmtHandle;
 use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::interrupt::DXGK_INTERRUPT_TYPE;
 use rvgpu_device::Device;

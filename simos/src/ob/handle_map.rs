@@ -1,4 +1,4 @@
-//! [`HandleMap`]: the OS's user-mode-submission objects by D3DKMT handle.
+//! [`HandleMap`]: a component's objects by D3DKMT handle (UMS's queues and doorbells).
 //!
 //! A `BTreeMap` made every lookup a few compares deeper as the adapter filled up: a
 //! victimising `D3DKMTConnectDoorbell` looks a doorbell and its queue up several times, and
@@ -10,8 +10,7 @@
 
 use std::collections::HashMap;
 
-/// A D3DKMT handle (what the UMD holds).
-pub type KmtHandle = u32;
+use super::KmtHandle;
 
 /// Objects by handle: O(1) lookup, iteration in increasing handle order.
 pub(crate) struct HandleMap<V> {

@@ -12,7 +12,8 @@
 //! <https://learn.microsoft.com/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>.
 //!
 //! D3DKMT handles (the `D3DKMT_HANDLE`s thunks return) come from a per-process table too,
-//! with the values Windows gives them ([`LocalHandles`]).
+//! with the values Windows gives them ([`LocalHandles`]); a component keeps its objects by
+//! such a handle in a [`HandleMap`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -22,6 +23,12 @@ use rvgpu_ddi::NTSTATUS;
 
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
+
+mod handle_map;
+pub(crate) use handle_map::HandleMap;
+
+/// A D3DKMT handle (what the UMD holds).
+pub type KmtHandle = u32;
 
 /// The bits every D3DKMT handle has set. Wine's `dlls/win32u/tests/d3dkmt.c`
 /// (`check_d3dkmt_local`, `is_d3dkmt_handle`), whose `ok()` lines pass on Windows, checks
@@ -85,7 +92,7 @@ pub fn local_handles() -> &'static LocalHandles {
 /// A new D3DKMT handle in `process`'s table (Windows' values, unique among live processes of
 /// the whole test process, as many machines share it): the one table UMS objects, native
 /// fences and VidMm's paging queues take their handles from.
-pub(crate) fn new_kmt_handle(process: ProcessId) -> Result<u32, SimError> {
+pub(crate) fn new_kmt_handle(process: ProcessId) -> Result<KmtHandle, SimError> {
     local_handles()
         .allocate(process)
         .map_err(SimError::DdiFailed)
