@@ -55,8 +55,10 @@ impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for Locked<'_, T> {
 #[track_caller]
 pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> Locked<'_, T> {
     #[cfg(debug_assertions)]
-    let class = order::Class::of(std::any::type_name::<T>(), std::panic::Location::caller())
-        .map(|c| order::acquiring(c, std::panic::Location::caller()));
+    let class = {
+        let site = std::panic::Location::caller();
+        order::Class::of(std::any::type_name::<T>(), site).map(|c| order::acquiring(c, site))
+    };
     let guard = m.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     Locked {
         guard,
