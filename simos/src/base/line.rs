@@ -50,10 +50,11 @@ impl Wake {
         // Counted under the lock a notify takes: a notify either sees the waiter or bumped
         // the generation before the check below.
         s.waiters = s.waiters.saturating_add(1);
-        let (mut s, _) = self
-            .cv
-            .wait_timeout_while(s, timeout, |s| s.generation == seen)
-            .unwrap_or_else(|p| p.into_inner());
+        let (mut s, _) = crate::base::lock::waiting(s, |s| {
+            self.cv
+                .wait_timeout_while(s, timeout, |s| s.generation == seen)
+                .unwrap_or_else(|p| p.into_inner())
+        });
         s.waiters = s.waiters.saturating_sub(1);
         s.generation
     }

@@ -213,7 +213,7 @@ pub fn holds_any_interrupt_lock() -> bool {
 #[derive(Debug)]
 pub struct InterruptLockGuard<'a> {
     a: &'a AdapterShared,
-    guard: Option<std::sync::MutexGuard<'a, ()>>,
+    guard: Option<crate::base::lock::Locked<'a, ()>>,
     /// [`IN_INTERRUPT_LOCK`] before.
     previous: usize,
 }

@@ -67,11 +67,13 @@ impl AdapterPermits {
     fn acquire(n: usize) -> Self {
         let cap = rvgpu_kmd::MAX_ADAPTERS;
         let g = lock(&LIVE_ADAPTERS);
-        let (mut g, _) = LIVE_ADAPTERS_CV
-            .wait_timeout_while(g, Duration::from_secs(120), |live| {
-                *live > 0 && *live + n > cap
-            })
-            .unwrap_or_else(|p| p.into_inner());
+        let (mut g, _) = crate::base::lock::waiting(g, |g| {
+            LIVE_ADAPTERS_CV
+                .wait_timeout_while(g, Duration::from_secs(120), |live| {
+                    *live > 0 && *live + n > cap
+                })
+                .unwrap_or_else(|p| p.into_inner())
+        });
         *g += n;
         Self(n)
     }

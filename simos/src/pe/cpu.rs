@@ -85,7 +85,10 @@ thread_local! {
 fn acquire() {
     let mut g = lock(&GUEST.held);
     while *g {
-        g = GUEST.free.wait(g).unwrap_or_else(|p| p.into_inner());
+        g = crate::base::lock::waiting(g, |g| {
+            (GUEST.free.wait(g).unwrap_or_else(|p| p.into_inner()), ())
+        })
+        .0;
     }
     *g = true;
     HOLDING.with(|h| h.set(true));

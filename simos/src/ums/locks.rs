@@ -27,7 +27,7 @@ pub(crate) fn device_lock(
 
 /// Held by a thunk: the adapter lock shared, then the device's lock.
 pub(crate) struct DevGuard<'a> {
-    pub(super) _device: std::sync::MutexGuard<'a, ()>,
+    pub(super) _device: crate::base::lock::Locked<'a, ()>,
     pub(super) _adapter: std::sync::RwLockReadGuard<'a, ()>,
 }
 

@@ -94,11 +94,12 @@ impl Locks {
                     if left.is_zero() {
                         return false;
                     }
-                    g = self
-                        .free
-                        .wait_timeout(g, left)
-                        .map(|(g, _)| g)
-                        .unwrap_or_else(|p| p.into_inner().0);
+                    g = crate::base::lock::waiting(g, |g| {
+                        self.free
+                            .wait_timeout(g, left)
+                            .unwrap_or_else(|p| p.into_inner())
+                    })
+                    .0;
                 }
             }
         }

@@ -638,7 +638,7 @@ impl ExeProcess {
     }
 
     /// The image's page protections.
-    pub(crate) fn pages(&self) -> std::sync::MutexGuard<'_, Vec<u32>> {
+    pub(crate) fn pages(&self) -> crate::base::lock::Locked<'_, Vec<u32>> {
         lock(&self.pages)
     }
 

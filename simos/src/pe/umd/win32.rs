@@ -278,14 +278,15 @@ fn wait_for_single_object(p: &UserProcess, w: &[u64; 12]) -> StubResult {
         st.signalled = true;
     }
     if !st.signalled {
-        let (g, _) = ev
-            .cv
-            .wait_timeout_while(
-                st,
-                deadline.saturating_duration_since(Instant::now()),
-                |s| !s.signalled,
-            )
-            .unwrap_or_else(|p| p.into_inner());
+        let (g, _) = crate::base::lock::waiting(st, |st| {
+            ev.cv
+                .wait_timeout_while(
+                    st,
+                    deadline.saturating_duration_since(Instant::now()),
+                    |s| !s.signalled,
+                )
+                .unwrap_or_else(|p| p.into_inner())
+        });
         st = g;
         if !st.signalled {
             return StubResult::Return(WAIT_TIMEOUT);

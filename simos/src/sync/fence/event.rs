@@ -79,11 +79,12 @@ impl SimEvent {
     /// Waits up to `timeout` for the event; `None` if it is still unsignalled.
     pub fn wait(&self, timeout: Duration) -> Option<WaitOutcome> {
         let g = lock(&self.0.state);
-        let (g, _) = self
-            .0
-            .cv
-            .wait_timeout_while(g, timeout, |s| s.is_none())
-            .unwrap_or_else(|p| p.into_inner());
+        let (g, _) = crate::base::lock::waiting(g, |g| {
+            self.0
+                .cv
+                .wait_timeout_while(g, timeout, |s| s.is_none())
+                .unwrap_or_else(|p| p.into_inner())
+        });
         *g
     }
 
