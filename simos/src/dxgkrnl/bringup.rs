@@ -18,7 +18,7 @@ use rvgpu_ddi::NTSTATUS;
 
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::rules::{self, Routine, Slot};
-use crate::machine::CpuArch;
+use crate::os::CpuArch;
 
 /// `STATUS_REVISION_MISMATCH`.
 pub const STATUS_REVISION_MISMATCH: NTSTATUS = 0xC000_0059_u32 as NTSTATUS;

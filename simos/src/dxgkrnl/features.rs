@@ -188,8 +188,8 @@ pub fn configure(id: DXGK_FEATURE_ID, key: &crate::dxgkrnl::registry::RegKey) ->
 /// the database says, and its caller `IsFeatureEnabledUncached` @ 0x140289AE4 enables nothing
 /// the OS does not support; 24H2 and 25H2 have no such gate (their `IsFeatureEnabledUncached`
 /// follows the configuration, BR-110/111).
-pub fn os_supports(build: crate::machine::WindowsBuild, id: DXGK_FEATURE_ID) -> bool {
-    !(build == crate::machine::WindowsBuild::W26H1
+pub fn os_supports(build: crate::os::WindowsBuild, id: DXGK_FEATURE_ID) -> bool {
+    !(build == crate::os::WindowsBuild::W26H1
         && matches!(
             id,
             DXGK_FEATURE_NATIVE_FENCE | DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER

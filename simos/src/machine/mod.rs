@@ -1,8 +1,8 @@
 //! A simulated machine: one physical `Memory`, N adapters (each an emulated device), the
 //! simulated Dxgkrnl, and in threaded mode an interrupt thread and a DPC thread per adapter.
 //!
-//! Each adapter's hardware is a [`Board`]: the emulated device in this process, or (Linux
-//! guest) a PCI function ([`pci`], chosen by [`MachineConfig::pci`]).
+//! Each adapter's hardware is a [`Board`] ([`crate::hal`]): the emulated device in this
+//! process, or (Linux guest) a PCI function ([`pci`], chosen by [`MachineConfig::pci`]).
 //!
 //! The test-facing API: [`Machine::new`] ([`Machine::try_new`]), [`Machine::load_driver`],
 //! [`Machine::start_adapter`],
@@ -13,16 +13,15 @@
 //! bug-checked.
 
 mod api;
-pub(crate) mod board;
-mod config;
 pub mod cpucache;
-#[cfg(target_os = "linux")]
-pub mod pci;
 mod run;
+mod stock;
 
-pub use self::board::Board;
-
-pub use self::config::*;
+// The hardware seam and the PCI board keep their paths under the machine (the harness names
+// `machine::PciSpec` and `machine::pci`).
+pub use crate::hal::board::{Board, PciSpec};
+#[cfg(target_os = "linux")]
+pub use crate::hal::pci;
 // The readings keep their path under the machine (tests name `machine::answers`).
 pub use crate::os::answers;
 pub use crate::os::*;
