@@ -846,12 +846,3 @@ pub fn triage_status(a: &AdapterShared, routine: Routine, status: NTSTATUS) {
         ));
     }
 }
-
-impl crate::machine::Machine {
-    /// Dxgkrnl's triage log of adapter `i`: statuses outside a DDI wrapper's allow-list
-    /// (BR-23).
-    pub fn triage_log(&self, i: usize) -> Vec<String> {
-        self.adapter_shared(i)
-            .map_or_else(|_| Vec::new(), |a| a.observer().triage_log())
-    }
-}

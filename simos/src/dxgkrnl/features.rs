@@ -18,7 +18,6 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
 
 use crate::base::error::SimError;
-use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 
@@ -355,14 +354,6 @@ fn query_interface(
         None => iface,
     };
     Ok(Some(iface))
-}
-
-impl crate::machine::Machine {
-    /// The feature database adapter `i` negotiated at its last start.
-    pub fn feature_db(&self, i: usize) -> FeatureDb {
-        self.adapter_shared(i)
-            .map_or_else(|_| FeatureDb::default(), |a| lock(&a.features).clone())
-    }
 }
 
 /// Feature IDs the legacy `DxgkCbQueryFeatureSupport` knows; any other is

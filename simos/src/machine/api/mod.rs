@@ -1,5 +1,6 @@
 //! The `Machine`'s test-facing methods, by topic, over the components they reach.
 
+mod adapters;
 mod memory;
 mod tdr;
 mod ums;
