@@ -47,6 +47,7 @@ use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
 use crate::dxgkrnl::interrupt::{self, Serviced};
 use crate::dxgkrnl::kernel::{self};
 use crate::dxgkrnl::state::{LogLine, MachineState};
+use crate::dxgkrnl::waiter::{Round, Waiter};
 
 /// The loop of one of an adapter's simulation threads (threaded mode), until its stop flag.
 type ThreadBody = fn(Arc<AdapterShared>, Arc<AtomicBool>);
@@ -442,6 +443,15 @@ impl Machine {
         self.round()
     }
 
+    /// What a component's wait for the GPU needs of this machine: its rounds in step mode, the
+    /// OS's wait timeout.
+    pub(crate) fn waiter(&self) -> Waiter<'_> {
+        Waiter {
+            step: (self.config.mode == Mode::Step).then_some(self as &dyn Round),
+            timeout: self.config.os.wait_timeout,
+        }
+    }
+
     /// [`Machine::round_for_wait`] for a wait that may still spend `budget_ms` of simulated
     /// time. An idle round is not the end while a kernel timer is armed: a driver's timer
     /// (the interrupt watchdog recovering a lost delivery) is pending work, as it
@@ -490,6 +500,12 @@ impl Machine {
 
     pub(crate) fn misuse(&self, msg: String) -> SimError {
         SimError::Simulation(msg)
+    }
+}
+
+impl Round for Machine {
+    fn run_round(&self) -> bool {
+        self.round_for_wait()
     }
 }
 

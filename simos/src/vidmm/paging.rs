@@ -207,7 +207,7 @@ impl Machine {
             }
             if written > 0 {
                 let pk = new_packet(a, &buf[..written], true, None, system, owners.clone())?;
-                ids.push(submit_new(self, a, node, pk)?);
+                ids.push(submit_new(self.waiter(), a, node, pk)?);
             }
             if !more {
                 return Ok(ids);

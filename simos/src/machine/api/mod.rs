@@ -2,5 +2,6 @@
 
 mod adapters;
 mod memory;
+mod scheduling;
 mod tdr;
 mod ums;
