@@ -39,7 +39,7 @@ use zerocopy::IntoBytes;
 
 pub use crate::base::error::STATUS_IO_TIMEOUT;
 
-pub use crate::machine::DEFAULT_THUNK_COST;
+pub use crate::os::DEFAULT_THUNK_COST;
 
 /// Burns `rounds` rounds of a loop the compiler cannot remove: the modelled system-call and
 /// thunk-entry cost of one D3DKMT call ([`crate::OsConfig::thunk_cost`]). Deterministic, so

@@ -23,6 +23,7 @@ pub mod base;
 pub mod dxgkrnl;
 pub use crate::base::error;
 pub mod etw;
+pub mod hal;
 pub mod install;
 pub mod kmt;
 pub mod machine;

@@ -451,7 +451,11 @@ impl Machine {
         }
         // BR-77 (VidSchiInitializeNode) and BR-79 (VidSchCreateSchedulingLogs): priority bands
         // and scheduling logs on every hardware-scheduled node before any work is scheduled.
-        if let Err(e) = crate::vidsch::hws::initialize_nodes(self, &a, &t) {
+        let paging = crate::vidsch::hws::PagingSpace {
+            map: &|pa, n| self.vidmm_map_system(&a, pa, n, Default::default()),
+            unmap: &|pa, n| self.vidmm_unmap_system(&a, pa, n),
+        };
+        if let Err(e) = crate::vidsch::hws::initialize_nodes(&paging, &a, &t) {
             self.state.push_log(
                 rvgpu_kmd::platform::Level::Error,
                 format!("start failed: {e}"),

@@ -19,7 +19,7 @@ use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_device::Device;
 
-use crate::machine::Board;
+use crate::hal::Board;
 
 use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
@@ -27,7 +27,7 @@ use crate::base::notify::{Notification, Processed};
 use crate::dxgkrnl::interrupt::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
 use crate::dxgkrnl::observer::Observer;
 use crate::dxgkrnl::state::MachineState;
-use crate::machine::{AdapterConfig, OsConfig};
+use crate::os::{AdapterConfig, OsConfig};
 use crate::vidmm::state::VidMmState;
 use crate::vidsch::state::VidSchState;
 
@@ -88,7 +88,7 @@ pub struct AdapterShared {
     /// The machine's health.
     pub state: Arc<MachineState>,
     /// The adapter's hardware: the emulated device in this process or a PCI function
-    /// (`machine::Board`).
+    /// (`hal::Board`).
     pub device: Arc<dyn Board>,
     /// The same device when it is the in-process emulated one (fault injection, snapshots).
     pub emulated: Option<Arc<Device>>,

@@ -18,7 +18,7 @@ use rvgpu_ddi::NTSTATUS;
 
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::rules::{self, Routine, Slot};
-use crate::machine::CpuArch;
+use crate::os::CpuArch;
 
 /// `STATUS_REVISION_MISMATCH`.
 pub const STATUS_REVISION_MISMATCH: NTSTATUS = 0xC000_0059_u32 as NTSTATUS;
@@ -844,14 +844,5 @@ pub fn triage_status(a: &AdapterShared, routine: Routine, status: NTSTATUS) {
             "BR-23: {} returned an invalid NTSTATUS {:#010x}",
             rules.name, status as u32
         ));
-    }
-}
-
-impl crate::machine::Machine {
-    /// Dxgkrnl's triage log of adapter `i`: statuses outside a DDI wrapper's allow-list
-    /// (BR-23).
-    pub fn triage_log(&self, i: usize) -> Vec<String> {
-        self.adapter_shared(i)
-            .map_or_else(|_| Vec::new(), |a| a.observer().triage_log())
     }
 }

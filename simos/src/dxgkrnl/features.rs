@@ -18,7 +18,6 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
 
 use crate::base::error::SimError;
-use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 
@@ -188,8 +187,8 @@ pub fn configure(id: DXGK_FEATURE_ID, key: &crate::dxgkrnl::registry::RegKey) ->
 /// the database says, and its caller `IsFeatureEnabledUncached` @ 0x140289AE4 enables nothing
 /// the OS does not support; 24H2 and 25H2 have no such gate (their `IsFeatureEnabledUncached`
 /// follows the configuration, BR-110/111).
-pub fn os_supports(build: crate::machine::WindowsBuild, id: DXGK_FEATURE_ID) -> bool {
-    !(build == crate::machine::WindowsBuild::W26H1
+pub fn os_supports(build: crate::os::WindowsBuild, id: DXGK_FEATURE_ID) -> bool {
+    !(build == crate::os::WindowsBuild::W26H1
         && matches!(
             id,
             DXGK_FEATURE_NATIVE_FENCE | DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER
@@ -355,14 +354,6 @@ fn query_interface(
         None => iface,
     };
     Ok(Some(iface))
-}
-
-impl crate::machine::Machine {
-    /// The feature database adapter `i` negotiated at its last start.
-    pub fn feature_db(&self, i: usize) -> FeatureDb {
-        self.adapter_shared(i)
-            .map_or_else(|_| FeatureDb::default(), |a| lock(&a.features).clone())
-    }
 }
 
 /// Feature IDs the legacy `DxgkCbQueryFeatureSupport` knows; any other is

@@ -230,7 +230,7 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     let before = a.device.bus_counts();
     // A PCI function (the guest test): the ISR's own register reads, reported by the harness.
     #[cfg(target_os = "linux")]
-    let thread_reads = a.emulated.is_none().then(crate::machine::pci::thread_reads);
+    let thread_reads = a.emulated.is_none().then(crate::hal::pci::thread_reads);
     // SAFETY: `isr` is the driver's DxgkDdiInterruptRoutine from its validated table; `ctx`
     // is the MiniportDeviceContext its AddDevice returned; we hold the interrupt lock at
     // device IRQL, as Windows calls an ISR.
@@ -238,7 +238,7 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     let after = a.device.bus_counts();
     #[cfg(target_os = "linux")]
     if let Some(before) = thread_reads {
-        crate::machine::pci::note_isr(crate::machine::pci::thread_reads().wrapping_sub(before));
+        crate::hal::pci::note_isr(crate::hal::pci::thread_reads().wrapping_sub(before));
     }
     a.observer().charge_bus(isr.routine(), before, after);
     let returned = check_return_irql(

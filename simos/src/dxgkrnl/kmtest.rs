@@ -50,7 +50,6 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::dxgkrnl::features::FeatureDb;
-use crate::machine::Machine;
 use crate::ob::KmtHandle;
 use crate::sync::fence::ProcessId;
 use crate::ums::TestTarget;
@@ -181,139 +180,130 @@ pub fn escape_sizes(data: &[u8]) -> Option<(u32, u32)> {
     Some((w(104)?, w(108)?))
 }
 
-impl Machine {
-    /// `D3DKMTEscape` with `D3DDDI_ESCAPEFLAGS::DriverKnownEscape` of process `pid` on adapter
-    /// `adapter`, `data` being the private driver data (a
-    /// `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`, or shorter to be refused). The escape's
-    /// `pDmaBuffer`/`pDmaBufferPrivateData` name the caller's buffers, which are `dma` and
-    /// `private` (the process's memory): a pointer that is not the slice's address, or a size
-    /// beyond the slice, is a buffer the process does not have and faults like a failed probe.
-    /// Returns the escape's status (rules KT-2 … KT-9).
-    pub fn escape_build_test_command_buffer(
-        &self,
-        adapter: usize,
-        pid: ProcessId,
-        data: &mut [u8],
-        dma: &mut [u8],
-        private: &mut [u8],
-    ) -> Result<NTSTATUS, SimError> {
-        let a = self.adapter_shared(adapter)?.clone();
-        // KT-2.
-        let Some(kind) = data.get(..4) else {
-            return Ok(STATUS_INVALID_PARAMETER);
-        };
-        if u32::from_le_bytes([kind[0], kind[1], kind[2], kind[3]])
-            != D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER
-        {
-            // Types 0..2 (allocation and resource translation, CPU event usage) are not
-            // modelled: each needs objects the simulation does not have.
-            return Ok(STATUS_INVALID_PARAMETER);
-        }
-        // KT-3.
-        if !a.os.test_signing {
-            return Ok(STATUS_INVALID_PARAMETER);
-        }
-        // KT-4.
-        if data.len() < ESCAPE_SIZE {
-            return Ok(STATUS_INVALID_PARAMETER);
-        }
-        // SAFETY: `data` holds at least the escape's bytes; it is plain data (integers and a
-        // union of integer structs), read unaligned.
-        let mut esc = unsafe {
-            data.as_ptr()
-                .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
-                .read_unaligned()
-        };
-        // KT-5.
-        let op = esc.Command.Operation;
-        if op == D3DDDI_TESTCOMMANDBUFFEROP_INVALID || op >= D3DDDI_TESTCOMMANDBUFFEROP_MAX {
-            return Ok(STATUS_INVALID_PARAMETER);
-        }
-        // KT-6.
-        if !(TEST_DMA_BUFFER_MIN..=TEST_DMA_BUFFER_MAX).contains(&esc.DmaBufferSize)
-            || esc.DmaBufferPrivateDataSize > TEST_PRIVATE_DATA_MAX
-        {
-            return Ok(STATUS_INVALID_PARAMETER);
-        }
-        // KT-7.
-        let queue = esc.Flags.Value & HARDWARE_QUEUE != 0;
-        let target = lock(&a.ums).test_target(pid, esc.hContext as KmtHandle);
-        let kmd = match (queue, target) {
-            (true, Some(TestTarget::Queue { kmd }))
-            | (false, Some(TestTarget::Context { kmd })) => kmd,
-            _ => return Ok(STATUS_INVALID_PARAMETER),
-        };
-        // KT-1: no function, no escape.
-        let Some(build) = lock(&a.features).build_test_command_buffer.0 else {
-            return Ok(STATUS_NOT_SUPPORTED);
-        };
-        // KT-8: kernel buffers, the KMD's handle, only the HardwareQueue flag.
-        let mut kdma = vec![0u8; esc.DmaBufferSize as usize];
-        let mut kpriv = vec![0u8; esc.DmaBufferPrivateDataSize as usize];
-        let mut args = DXGKARG_BUILDTESTCOMMANDBUFFER {
-            hContext: kmd as rvgpu_ddi::HANDLE,
-            Command: esc.Command,
-            pDmaBuffer: kdma.as_mut_ptr().cast(),
-            pDmaBufferPrivateData: if kpriv.is_empty() {
-                std::ptr::null_mut()
-            } else {
-                kpriv.as_mut_ptr().cast()
-            },
-            DmaBufferSize: esc.DmaBufferSize,
-            DmaBufferPrivateDataSize: esc.DmaBufferPrivateDataSize,
-            Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS {
-                Value: esc.Flags.Value & HARDWARE_QUEUE,
-            },
-        };
-        let ctx = a.context();
-        // SAFETY: the driver's function with its adapter context and an argument block
-        // whose buffers (of the sizes it names) outlive the call.
-        let st = unsafe { ddi::passive_with(&a, build, ctx, &mut args) }?;
-        crate::dxgkrnl::bringup::triage_status(&a, build.routine(), st);
-        if !NT_SUCCESS(st) {
-            return Ok(st);
-        }
-        // KT-9.
-        if args.DmaBufferSize > esc.DmaBufferSize
-            || args.DmaBufferPrivateDataSize > esc.DmaBufferPrivateDataSize
-        {
-            a.observer().triage(format!(
-                "DxgkDdiBuildTestCommandBuffer: driver returned invalid DMA buffer size {} / {}",
-                args.DmaBufferSize, args.DmaBufferPrivateDataSize
-            ));
-            return Ok(STATUS_UNSUCCESSFUL);
-        }
-        let copy_out = |p: u64, user: &mut [u8], from: &[u8], n: u32| -> Result<(), NTSTATUS> {
-            probe(p, n)?;
-            let n = n as usize;
-            if n == 0 {
-                return Ok(());
-            }
-            if p != user.as_ptr() as u64 || n > user.len() {
-                return Err(STATUS_ACCESS_VIOLATION);
-            }
-            user[..n].copy_from_slice(&from[..n]);
-            Ok(())
-        };
-        if let Err(st) = copy_out(esc.pDmaBuffer, dma, &kdma, args.DmaBufferSize) {
-            return Ok(st);
-        }
-        if let Err(st) = copy_out(
-            esc.pDmaBufferPrivateData,
-            private,
-            &kpriv,
-            args.DmaBufferPrivateDataSize,
-        ) {
-            return Ok(st);
-        }
-        esc.DmaBufferSize = args.DmaBufferSize;
-        esc.DmaBufferPrivateDataSize = args.DmaBufferPrivateDataSize;
-        // SAFETY: as the read above; the write stays inside `data` (checked length).
-        unsafe {
-            data.as_mut_ptr()
-                .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
-                .write_unaligned(esc)
-        };
-        Ok(STATUS_SUCCESS)
+/// [`crate::machine::Machine::escape_build_test_command_buffer`] on adapter `a`: the escape of
+/// process `pid`, `data` its private driver data, `dma` and `private` the caller's buffers
+/// (rules KT-2 … KT-9).
+pub fn escape_build_test_command_buffer(
+    a: &AdapterShared,
+    pid: ProcessId,
+    data: &mut [u8],
+    dma: &mut [u8],
+    private: &mut [u8],
+) -> Result<NTSTATUS, SimError> {
+    // KT-2.
+    let Some(kind) = data.get(..4) else {
+        return Ok(STATUS_INVALID_PARAMETER);
+    };
+    if u32::from_le_bytes([kind[0], kind[1], kind[2], kind[3]])
+        != D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER
+    {
+        // Types 0..2 (allocation and resource translation, CPU event usage) are not
+        // modelled: each needs objects the simulation does not have.
+        return Ok(STATUS_INVALID_PARAMETER);
     }
+    // KT-3.
+    if !a.os.test_signing {
+        return Ok(STATUS_INVALID_PARAMETER);
+    }
+    // KT-4.
+    if data.len() < ESCAPE_SIZE {
+        return Ok(STATUS_INVALID_PARAMETER);
+    }
+    // SAFETY: `data` holds at least the escape's bytes; it is plain data (integers and a
+    // union of integer structs), read unaligned.
+    let mut esc = unsafe {
+        data.as_ptr()
+            .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
+            .read_unaligned()
+    };
+    // KT-5.
+    let op = esc.Command.Operation;
+    if op == D3DDDI_TESTCOMMANDBUFFEROP_INVALID || op >= D3DDDI_TESTCOMMANDBUFFEROP_MAX {
+        return Ok(STATUS_INVALID_PARAMETER);
+    }
+    // KT-6.
+    if !(TEST_DMA_BUFFER_MIN..=TEST_DMA_BUFFER_MAX).contains(&esc.DmaBufferSize)
+        || esc.DmaBufferPrivateDataSize > TEST_PRIVATE_DATA_MAX
+    {
+        return Ok(STATUS_INVALID_PARAMETER);
+    }
+    // KT-7.
+    let queue = esc.Flags.Value & HARDWARE_QUEUE != 0;
+    let target = lock(&a.ums).test_target(pid, esc.hContext as KmtHandle);
+    let kmd = match (queue, target) {
+        (true, Some(TestTarget::Queue { kmd })) | (false, Some(TestTarget::Context { kmd })) => kmd,
+        _ => return Ok(STATUS_INVALID_PARAMETER),
+    };
+    // KT-1: no function, no escape.
+    let Some(build) = lock(&a.features).build_test_command_buffer.0 else {
+        return Ok(STATUS_NOT_SUPPORTED);
+    };
+    // KT-8: kernel buffers, the KMD's handle, only the HardwareQueue flag.
+    let mut kdma = vec![0u8; esc.DmaBufferSize as usize];
+    let mut kpriv = vec![0u8; esc.DmaBufferPrivateDataSize as usize];
+    let mut args = DXGKARG_BUILDTESTCOMMANDBUFFER {
+        hContext: kmd as rvgpu_ddi::HANDLE,
+        Command: esc.Command,
+        pDmaBuffer: kdma.as_mut_ptr().cast(),
+        pDmaBufferPrivateData: if kpriv.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            kpriv.as_mut_ptr().cast()
+        },
+        DmaBufferSize: esc.DmaBufferSize,
+        DmaBufferPrivateDataSize: esc.DmaBufferPrivateDataSize,
+        Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS {
+            Value: esc.Flags.Value & HARDWARE_QUEUE,
+        },
+    };
+    let ctx = a.context();
+    // SAFETY: the driver's function with its adapter context and an argument block
+    // whose buffers (of the sizes it names) outlive the call.
+    let st = unsafe { ddi::passive_with(a, build, ctx, &mut args) }?;
+    crate::dxgkrnl::bringup::triage_status(a, build.routine(), st);
+    if !NT_SUCCESS(st) {
+        return Ok(st);
+    }
+    // KT-9.
+    if args.DmaBufferSize > esc.DmaBufferSize
+        || args.DmaBufferPrivateDataSize > esc.DmaBufferPrivateDataSize
+    {
+        a.observer().triage(format!(
+            "DxgkDdiBuildTestCommandBuffer: driver returned invalid DMA buffer size {} / {}",
+            args.DmaBufferSize, args.DmaBufferPrivateDataSize
+        ));
+        return Ok(STATUS_UNSUCCESSFUL);
+    }
+    let copy_out = |p: u64, user: &mut [u8], from: &[u8], n: u32| -> Result<(), NTSTATUS> {
+        probe(p, n)?;
+        let n = n as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        if p != user.as_ptr() as u64 || n > user.len() {
+            return Err(STATUS_ACCESS_VIOLATION);
+        }
+        user[..n].copy_from_slice(&from[..n]);
+        Ok(())
+    };
+    if let Err(st) = copy_out(esc.pDmaBuffer, dma, &kdma, args.DmaBufferSize) {
+        return Ok(st);
+    }
+    if let Err(st) = copy_out(
+        esc.pDmaBufferPrivateData,
+        private,
+        &kpriv,
+        args.DmaBufferPrivateDataSize,
+    ) {
+        return Ok(st);
+    }
+    esc.DmaBufferSize = args.DmaBufferSize;
+    esc.DmaBufferPrivateDataSize = args.DmaBufferPrivateDataSize;
+    // SAFETY: as the read above; the write stays inside `data` (checked length).
+    unsafe {
+        data.as_mut_ptr()
+            .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
+            .write_unaligned(esc)
+    };
+    Ok(STATUS_SUCCESS)
 }

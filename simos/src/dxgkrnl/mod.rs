@@ -29,3 +29,4 @@ pub mod registry;
 pub mod resources;
 pub mod rules;
 pub mod state;
+pub mod waiter;

@@ -1,8 +1,8 @@
 //! A simulated machine: one physical `Memory`, N adapters (each an emulated device), the
 //! simulated Dxgkrnl, and in threaded mode an interrupt thread and a DPC thread per adapter.
 //!
-//! Each adapter's hardware is a [`Board`]: the emulated device in this process, or (Linux
-//! guest) a PCI function ([`pci`], chosen by [`MachineConfig::pci`]).
+//! Each adapter's hardware is a [`Board`] ([`crate::hal`]): the emulated device in this
+//! process, or (Linux guest) a PCI function ([`pci`], chosen by [`MachineConfig::pci`]).
 //!
 //! The test-facing API: [`Machine::new`] ([`Machine::try_new`]), [`Machine::load_driver`],
 //! [`Machine::start_adapter`],
@@ -13,17 +13,17 @@
 //! bug-checked.
 
 mod api;
-pub(crate) mod board;
-mod config;
-#[cfg(target_os = "linux")]
-pub mod pci;
 mod run;
+mod stock;
 
-pub use self::board::Board;
 /// The CPU cache model lives with the allocations it caches; kept reachable here.
 pub use crate::vidmm::cpucache;
 
-pub use self::config::*;
+// The hardware seam and the PCI board keep their paths under the machine (the harness names
+// `machine::PciSpec` and `machine::pci`).
+pub use crate::hal::board::{Board, PciSpec};
+#[cfg(target_os = "linux")]
+pub use crate::hal::pci;
 // The readings keep their path under the machine (tests name `machine::answers`).
 pub use crate::os::answers;
 pub use crate::os::*;
@@ -49,6 +49,7 @@ use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
 use crate::dxgkrnl::interrupt::{self, Serviced};
 use crate::dxgkrnl::kernel::{self};
 use crate::dxgkrnl::state::{LogLine, MachineState};
+use crate::dxgkrnl::waiter::{Round, Waiter};
 
 /// The loop of one of an adapter's simulation threads (threaded mode), until its stop flag.
 type ThreadBody = fn(Arc<AdapterShared>, Arc<AtomicBool>);
@@ -446,6 +447,15 @@ impl Machine {
         self.round()
     }
 
+    /// What a component's wait for the GPU needs of this machine: its rounds in step mode, the
+    /// OS's wait timeout.
+    pub(crate) fn waiter(&self) -> Waiter<'_> {
+        Waiter {
+            step: (self.config.mode == Mode::Step).then_some(self as &dyn Round),
+            timeout: self.config.os.wait_timeout,
+        }
+    }
+
     /// [`Machine::round_for_wait`] for a wait that may still spend `budget_ms` of simulated
     /// time. An idle round is not the end while a kernel timer is armed: a driver's timer
     /// (the interrupt watchdog recovering a lost delivery) is pending work, as it
@@ -494,6 +504,12 @@ impl Machine {
 
     pub(crate) fn misuse(&self, msg: String) -> SimError {
         SimError::Simulation(msg)
+    }
+}
+
+impl Round for Machine {
+    fn run_round(&self) -> bool {
+        self.round_for_wait()
     }
 }
 

@@ -1,11 +1,14 @@
 //! The OS a machine plays: how it runs (threads or steps), the CPU architecture, the Windows
-//! build and the OS's switches. Types only (their defaults are in the machine's
-//! configuration), so that the installer can name them without the machine; with them the
-//! readings of Windows the OS follows ([`answers`]) and the driver build it loads
+//! build and the OS's switches, and what a machine is built from ([`config`]: its adapters, the
+//! switches' defaults). Below the installer and the Dxgkrnl core, which name them; with them
+//! the readings of Windows the OS follows ([`answers`]) and the driver build it loads
 //! ([`driver_build`]).
 
 pub mod answers;
+pub mod config;
 pub mod driver_build;
+
+pub use self::config::*;
 
 use std::time::Duration;
 
@@ -155,7 +158,7 @@ pub struct OsConfig {
     /// The modelled cost of a D3DKMT call's user→kernel transition (system call and
     /// the Dxgkrnl thunk's entry work), charged by every thunk of [`crate::kmt::SimKmt`] as
     /// this many rounds of [`crate::kmt::charge_thunk_cost`] (0: none). Default
-    /// [`DEFAULT_THUNK_COST`](crate::machine::DEFAULT_THUNK_COST); docs/performance.md gives the reasoning.
+    /// [`DEFAULT_THUNK_COST`]; docs/performance.md gives the reasoning.
     pub thunk_cost: u32,
     /// Where the decompiled 24H2 code and Microsoft's pages disagree about the native-fence,
     /// doorbell and hardware-queue flows: the answer this machine plays (default: 24H2, or

@@ -27,7 +27,7 @@
 //! **Scheduling-log processing** ([`read_log`]): on `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`
 //! (DPC time; [D] `VidSchDdiNotifyInterruptWorker` case 0xF queues the node's log work only on
 //! an adapter with hardware scheduling, so on another adapter the report is ignored — recorded
-//! in the triage log here), on [`Machine::scheduling_log`], before a context is destroyed and at
+//! in the triage log here), on [`Machine::scheduling_log`](crate::Machine::scheduling_log), before a context is destroyed and at
 //! teardown. Everything the GPU wrote is untrusted: the header (acquire) must name an index
 //! below `NumberOfEntries` and must not go backwards; each entry must be a
 //! `CONTEXT_STATE_CHANGE` to IDLE, RUNNING or READY of a KMD context the OS created on that
@@ -43,7 +43,7 @@
 //! on a hardware-scheduled node is created, `DxgkDdiSetContextSchedulingProperties` with the
 //! normal band, `quantum` 20000, `gracePeriodSamePriority` 10000, `gracePeriodLowerPriority` 0
 //! ([D] `VidSchiUpdateDdiHwContextPriority`, from `VidSchiCreateHwContextInternal`, which
-//! ignores its status), and again on a priority change ([`Machine::set_context_priority`]).
+//! ignores its status), and again on a priority change ([`Machine::set_context_priority`](crate::Machine::set_context_priority)).
 
 use std::sync::atomic::Ordering;
 
@@ -57,7 +57,6 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, table};
-use crate::machine::Machine;
 use crate::ob::KmtHandle;
 
 use super::state::KnownContext;
@@ -98,9 +97,20 @@ fn node_flags(a: &AdapterShared, node: u32) -> DXGK_NODEMETADATA_FLAGS {
         .unwrap_or_default()
 }
 
+/// VidMm's mapping of system memory into the paging process, which the scheduling logs need
+/// (the CMP writes them in the system space). VidMm calls VidSch there ([D]
+/// `InitPagingProcessVaSpace` → `VidSchRecommitSchedulingLogs`), so VidSch gets the mapping
+/// from its caller rather than naming VidMm.
+pub(crate) struct PagingSpace<'a> {
+    /// Maps `bytes` of system memory at bus address `pa`.
+    pub map: &'a dyn Fn(u64, u64) -> Result<(), SimError>,
+    /// Unmaps them again.
+    pub unmap: &'a dyn Fn(u64, u64) -> Result<(), SimError>,
+}
+
 /// BR-77 and BR-79 after a successful start (see the module doc).
 pub(crate) fn initialize_nodes(
-    m: &crate::machine::Machine,
+    paging: &PagingSpace,
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
 ) -> Result<(), SimError> {
@@ -176,7 +186,7 @@ pub(crate) fn initialize_nodes(
         std::sync::atomic::fence(Ordering::Release);
         // The CMP writes it in the system space: VidMm maps it into the paging process ([D]
         // InitPagingProcessVaSpace → VidSchRecommitSchedulingLogs).
-        if let Err(e) = m.vidmm_map_system(a, alloc.bus_addr, size, Default::default()) {
+        if let Err(e) = (paging.map)(alloc.bus_addr, size) {
             let _ = a.device.memory().free_system(alloc.bus_addr);
             return Err(e);
         }
@@ -217,7 +227,7 @@ pub(crate) fn initialize_nodes(
                 );
             }
             Some(s) if s != STATUS_NOT_IMPLEMENTED => {
-                m.vidmm_unmap_system(a, alloc.bus_addr, size)?;
+                (paging.unmap)(alloc.bus_addr, size)?;
                 let _ = a.device.memory().free_system(alloc.bus_addr);
                 return Err(SimError::StartRefused {
                     rule: "BR-79",
@@ -226,7 +236,7 @@ pub(crate) fn initialize_nodes(
                 });
             }
             _ => {
-                m.vidmm_unmap_system(a, alloc.bus_addr, size)?;
+                (paging.unmap)(alloc.bus_addr, size)?;
                 let _ = a.device.memory().free_system(alloc.bus_addr);
             }
         }
@@ -498,76 +508,45 @@ fn set_properties(
     Ok(())
 }
 
-impl Machine {
-    /// `D3DKMTCreateContextVirtual` on `p`'s device with an explicit `HwQueueSupported`
-    /// (BR-92 tests; a correct runtime's contexts come from [`crate::kmt`]).
-    pub fn create_context_flags(
-        &self,
-        p: &crate::ums::UmsProcess,
-        node: u32,
-        hw_queue_supported: bool,
-    ) -> Result<KmtHandle, SimError> {
-        let a = self.adapter(p.adapter)?;
-        crate::ums::create_context_flags(a, p.device, node, hw_queue_supported)
-    }
+/// Reads `node`'s scheduling log now; every entry the OS accepted so far.
+pub(crate) fn scheduling_log(a: &AdapterShared, node: u32) -> Result<Vec<SchedLogEntry>, SimError> {
+    read_log(a, node);
+    let h = lock(&a.sch.hws);
+    let l = h
+        .logs
+        .get(&node)
+        .ok_or_else(|| SimError::Simulation(format!("node {node} has no scheduling log")))?;
+    Ok(l.accepted.clone())
+}
 
-    /// Every HWS call the OS made on adapter `i`, in order.
-    pub fn hws_calls(&self, i: usize) -> Vec<HwsCall> {
-        self.adapter(i)
-            .map_or_else(|_| Vec::new(), |a| lock(&a.sch.hws).calls.clone())
-    }
+/// `node`'s log counters (without reading the log) and its `InterruptEntry`.
+pub(crate) fn scheduling_log_stats(a: &AdapterShared, node: u32) -> Option<(SchedLogStats, u32)> {
+    let h = lock(&a.sch.hws);
+    h.logs.get(&node).map(|l| (l.stats, l.interrupt_entry))
+}
 
-    /// The hardware-scheduled nodes of adapter `i`.
-    pub fn hws_nodes(&self, i: usize) -> Vec<u32> {
-        self.adapter(i)
-            .map_or_else(|_| Vec::new(), |a| lock(&a.sch.hws).hw_nodes.clone())
+/// A new band / priority for `context`, told to the KMD through
+/// `DxgkDdiSetContextSchedulingProperties`
+/// ([`crate::machine::Machine::set_context_priority`]).
+pub(crate) fn set_context_priority(
+    a: &AdapterShared,
+    context: KmtHandle,
+    p: ContextPriority,
+) -> Result<(), SimError> {
+    let (kmd, node) =
+        crate::ums::context_kmd(a, context).ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    if !is_hw_node(a, node)
+        || !(DXGK_SCHEDULING_PRIORITY_BAND_IDLE..DXGK_SCHEDULING_PRIORITY_BAND_COUNT)
+            .contains(&p.band)
+    {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
-
-    /// Reads `node`'s scheduling log now and returns every entry the OS accepted so far.
-    pub fn scheduling_log(&self, i: usize, node: u32) -> Result<Vec<SchedLogEntry>, SimError> {
-        let a = self.adapter(i)?;
-        read_log(a, node);
-        let h = lock(&a.sch.hws);
-        let l = h
-            .logs
-            .get(&node)
-            .ok_or_else(|| SimError::Simulation(format!("node {node} has no scheduling log")))?;
-        Ok(l.accepted.clone())
-    }
-
-    /// `node`'s log counters (without reading the log) and its `InterruptEntry`.
-    pub fn scheduling_log_stats(&self, i: usize, node: u32) -> Option<(SchedLogStats, u32)> {
-        let a = self.adapter(i).ok()?;
-        let h = lock(&a.sch.hws);
-        h.logs.get(&node).map(|l| (l.stats, l.interrupt_entry))
-    }
-
-    /// D3DKMTSetContextSchedulingPriority-like: a new band / priority for `context`; the KMD is
-    /// told through `DxgkDdiSetContextSchedulingProperties` ([D] `VidSchSetPriorityHwContext`
-    /// → `VidSchiUpdateDdiHwContextPriority`). Contexts on software-scheduled nodes:
-    /// `STATUS_INVALID_PARAMETER` (the simulation's choice).
-    pub fn set_context_priority(
-        &self,
-        i: usize,
-        context: KmtHandle,
-        p: ContextPriority,
-    ) -> Result<(), SimError> {
-        let a = self.adapter(i)?;
-        let (kmd, node) = crate::ums::context_kmd(a, context)
-            .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-        if !is_hw_node(a, node)
-            || !(DXGK_SCHEDULING_PRIORITY_BAND_IDLE..DXGK_SCHEDULING_PRIORITY_BAND_COUNT)
-                .contains(&p.band)
-        {
-            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-        }
-        set_properties(a, context, kmd, p)?;
-        match lock(&a.sch.hws).calls.last() {
-            Some(HwsCall::SetContextSchedulingProperties {
-                status: Some(s), ..
-            }) if *s < 0 => Err(SimError::DdiFailed(*s)),
-            _ => Ok(()),
-        }
+    set_properties(a, context, kmd, p)?;
+    match lock(&a.sch.hws).calls.last() {
+        Some(HwsCall::SetContextSchedulingProperties {
+            status: Some(s), ..
+        }) if *s < 0 => Err(SimError::DdiFailed(*s)),
+        _ => Ok(()),
     }
 }
 

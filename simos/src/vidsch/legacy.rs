@@ -5,7 +5,7 @@
 //!
 //! - A process's `D3DKMTSubmitCommand` hands the KMD the UMD's own command buffer by its GPU
 //!   VA (`DxgkDdiSubmitCommandVirtual`), with no copy: the GPU reads the words when it runs
-//!   the packet, and again when a reset resubmits it ([`Machine::submit_legacy_va`]).
+//!   the packet, and again when a reset resubmits it ([`submit_legacy_va`]).
 //! - The OS's own DMA buffers (paging, system context) live in contiguous system memory
 //!   (`Memory::alloc_system`), submitted by physical address and freed when their fence ID
 //!   is retired.
@@ -35,9 +35,10 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, At};
-use crate::machine::{Machine, Mode};
+use crate::dxgkrnl::waiter::Waiter;
 use crate::ob::KmtHandle;
 use crate::ums::{self, UmsProcess};
+use crate::vidmm::dmabuf::Carved;
 use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
 
 /// Kernel-mode DMA buffers in flight per node (docs/tdr.md#the-simulated-os: the KMD's ring holds 1024).
@@ -203,8 +204,8 @@ pub(crate) fn resubmit(
     submit_packet(a, sh, node, p, true).map(|_| ())
 }
 
-fn wait_for_room(m: &Machine, sh: &TdrShared, node: u32) -> Result<(), SimError> {
-    let deadline = Instant::now() + m.os_config().wait_timeout;
+fn wait_for_room(w: Waiter, a: &AdapterShared, sh: &TdrShared, node: u32) -> Result<(), SimError> {
+    let deadline = Instant::now() + w.timeout;
     loop {
         {
             let mut os = lock(&sh.os);
@@ -213,18 +214,18 @@ fn wait_for_room(m: &Machine, sh: &TdrShared, node: u32) -> Result<(), SimError>
                 return Ok(());
             }
         }
-        if let Some(f) = m.fault() {
-            return Err(f);
+        if let Some(f) = a.state.fault() {
+            return Err(f.into());
         }
-        match m.config().mode {
-            Mode::Step => {
-                if !m.round_for_wait() && Instant::now() >= deadline {
+        match w.step {
+            Some(m) => {
+                if !m.run_round() && Instant::now() >= deadline {
                     return Err(SimError::Simulation(format!(
                         "node {node}: {IN_FLIGHT_LIMIT} DMA buffers in flight and none completes"
                     )));
                 }
             }
-            Mode::Threaded => {
+            None => {
                 if Instant::now() >= deadline {
                     return Err(SimError::Simulation(format!(
                         "node {node}: {IN_FLIGHT_LIMIT} DMA buffers in flight and none completes"
@@ -301,21 +302,22 @@ fn written(
     Ok(p)
 }
 
-/// A DMA buffer of process `pid` holding `words` ([`Machine::submit_legacy`]): on a GpuMmu
-/// adapter in the process's arena (`crate::vidmm::dmabuf`), submitted by its GPU VA;
-/// otherwise as [`new_packet`].
+/// A DMA buffer of process `pid` holding `words` ([`submit_legacy`]): on a GpuMmu
+/// adapter in the process's arena (`crate::vidmm::dmabuf`, `carve` of a size), submitted by
+/// its GPU VA; otherwise as [`new_packet`].
 fn process_packet(
-    m: &Machine,
+    w: Waiter,
     a: &AdapterShared,
+    carve: Carve,
     pid: ProcessId,
     words: &[u64],
     device: KmtHandle,
     context_kmd: usize,
 ) -> Result<Packet, SimError> {
     let bytes = (words.len() * 8).max(8) as u64;
-    let deadline = Instant::now() + m.os_config().wait_timeout;
+    let deadline = Instant::now() + w.timeout;
     loop {
-        match m.dma_carve(a, pid, bytes)? {
+        match carve(bytes)? {
             Some(c) => {
                 let dma = DmaBuf::Arena {
                     bus_addr: c.bus_addr,
@@ -329,12 +331,12 @@ fn process_packet(
             }
             // The arena is full of buffers in flight: wait for retirements.
             None => {
-                if let Some(f) = m.fault() {
-                    return Err(f);
+                if let Some(f) = a.state.fault() {
+                    return Err(f.into());
                 }
-                let progressed = match m.config().mode {
-                    Mode::Step => m.round_for_wait(),
-                    Mode::Threaded => {
+                let progressed = match w.step {
+                    Some(m) => m.run_round(),
+                    None => {
                         std::thread::sleep(Duration::from_micros(200));
                         false
                     }
@@ -365,13 +367,13 @@ pub(crate) fn free_dma(a: &AdapterShared, dma: DmaBuf) {
 }
 
 pub(crate) fn submit_new(
-    m: &Machine,
+    w: Waiter,
     a: &AdapterShared,
     node: u32,
     mut p: Packet,
 ) -> Result<u32, SimError> {
     let sh = tdr::shared(a);
-    wait_for_room(m, &sh, node)?;
+    wait_for_room(w, a, &sh, node)?;
     let _g = sh.gate.read().unwrap_or_else(|e| e.into_inner());
     let _order = lock(&sh.submit);
     if p.device.is_some_and(|d| ums::tdr_device_in_error(a, d)) {
@@ -392,148 +394,128 @@ pub(crate) fn submit_new(
     let active = ums::node_active(a, node)?;
     let r = submit_packet(a, &sh, node, p, false);
     drop(active);
-    match m.fault() {
-        Some(f) => Err(f),
+    match a.state.fault() {
+        Some(f) => Err(f.into()),
         None => r,
     }
 }
 
-impl Machine {
-    /// Submits `cmds` as one DMA buffer of process `p`'s context `context` (created with
-    /// `D3DKMTCreateContext` on a node) through `DxgkDdiSubmitCommand`. Returns the fence ID.
-    pub fn submit_legacy(
-        &self,
-        p: &UmsProcess,
-        context: KmtHandle,
-        cmds: &[Command],
-    ) -> Result<u32, SimError> {
-        let a = self.adapter_shared(p.adapter)?.clone();
-        let (kmd, node, device, in_error) =
-            ums::tdr_context(&a, context).ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
-        if device != p.device {
-            return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
-        }
-        if in_error {
-            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
-        }
-        let words = encode(cmds)?;
-        let pk = process_packet(self, &a, p.pid, &words, device, kmd)?;
-        submit_new(self, &a, node, pk)
-    }
+/// VidMm's carving of a DMA buffer of a size from the submitting process's arena
+/// (`crate::vidmm::dmabuf`): `Ok(None)` when the process has no arena there or it is full for
+/// now.
+pub(crate) type Carve<'a> = &'a dyn Fn(u64) -> Result<Option<Carved>, SimError>;
 
-    /// `D3DKMTSubmitCommand` of process `p`'s command buffer at GPU VA `va`, `bytes` long, on
-    /// its context `context`. VidSch hands the KMD that buffer itself, with no copy:
-    /// `DxgkDdiSubmitCommandVirtual` with `DmaBufferVirtualAddress` = `va` (a VA of the
-    /// submitting process, the DXGKARG_SUBMITCOMMANDVIRTUAL page), as 24H2
-    /// `DXGCONTEXT::SubmitCommand` @0x1402A6890 keeps only `Commands` and `CommandLength` in
-    /// VidSch's submit data (it copies the private driver data alone). The GPU reads the words
-    /// when it runs the packet, so what the process writes there until then is what runs.
-    /// Returns the fence ID, or `None` when `bytes` is 0. The rules, INVALID_PARAMETER unless
-    /// said:
-    /// - a context that is not `p`'s: 24H2 `DxgkSubmitCommandInternal` @0x1402A4B90 looks
-    ///   `BroadcastContext[0]` up in the caller's handle table and fails an unknown one with
-    ///   STATUS_INVALID_PARAMETER;
-    /// - `bytes` 0 submits nothing and succeeds (the same function calls
-    ///   `DXGCONTEXT::SubmitCommand` only for a non-zero `CommandLength`);
-    /// - the device in error: STATUS_DEVICE_REMOVED, as [`Self::submit_legacy`];
-    /// - `va` or `bytes` not a multiple of 8 (the packets' word), `bytes` above
-    ///   [`MAX_COMMAND_BYTES`], or a page of the range the process's tables do not map for
-    ///   command fetch with user privilege: Windows passes them on unchecked and the GPU would
-    ///   fault; this OS refuses them at submission (the simulation's own rule, UNVERIFIED
-    ///   against Windows). A range unmapped after the check faults on the GPU.
-    pub fn submit_legacy_va(
-        &self,
-        p: &UmsProcess,
-        context: KmtHandle,
-        va: u64,
-        bytes: u32,
-    ) -> Result<Option<u32>, SimError> {
-        let bad = SimError::DdiFailed(STATUS_INVALID_PARAMETER);
-        let a = self.adapter_shared(p.adapter)?.clone();
-        let (kmd, node, device, in_error) = ums::tdr_context(&a, context).ok_or(bad.clone())?;
-        if device != p.device {
-            return Err(bad);
-        }
-        if bytes == 0 {
-            return Ok(None);
-        }
-        if in_error {
-            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
-        }
-        if !va.is_multiple_of(8) || !bytes.is_multiple_of(8) || bytes > MAX_COMMAND_BYTES {
-            return Err(bad);
-        }
-        if !fetchable(&a, p.pid, va, bytes) {
-            return Err(bad);
-        }
-        let pk = render_packet(DmaBuf::Process { va }, bytes, device, kmd);
-        submit_new(self, &a, node, pk).map(Some)
+/// `cmds` as one DMA buffer of process `p`'s context `context` through
+/// `DxgkDdiSubmitCommand` ([`crate::machine::Machine::submit_legacy`]); the fence ID.
+pub(crate) fn submit_legacy(
+    w: Waiter,
+    a: &AdapterShared,
+    carve: Carve,
+    p: &UmsProcess,
+    context: KmtHandle,
+    cmds: &[Command],
+) -> Result<u32, SimError> {
+    let (kmd, node, device, in_error) =
+        ums::tdr_context(a, context).ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?;
+    if device != p.device {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     }
+    if in_error {
+        return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+    }
+    let words = encode(cmds)?;
+    let pk = process_packet(w, a, carve, p.pid, &words, device, kmd)?;
+    submit_new(w, a, node, pk)
+}
 
-    /// Submits `cmds` on the system context of adapter `i`, node `node` (no owning device).
-    pub fn submit_system(&self, i: usize, node: u32, cmds: &[Command]) -> Result<u32, SimError> {
-        let a = self.adapter_shared(i)?.clone();
-        let words = encode(cmds)?;
-        let system = crate::vidsch::system::context(&a, node);
-        let pk = new_packet(&a, &words, false, None, system, Vec::new())?;
-        submit_new(self, &a, node, pk)
+/// `D3DKMTSubmitCommand` of process `p`'s buffer at GPU VA `va`, `bytes` long, on its context
+/// `context`, by `DxgkDdiSubmitCommandVirtual` with no copy
+/// ([`crate::machine::Machine::submit_legacy_va`], which gives the rules).
+pub(crate) fn submit_legacy_va(
+    w: Waiter,
+    a: &AdapterShared,
+    p: &UmsProcess,
+    context: KmtHandle,
+    va: u64,
+    bytes: u32,
+) -> Result<Option<u32>, SimError> {
+    let bad = SimError::DdiFailed(STATUS_INVALID_PARAMETER);
+    let (kmd, node, device, in_error) = ums::tdr_context(a, context).ok_or(bad.clone())?;
+    if device != p.device {
+        return Err(bad);
     }
+    if bytes == 0 {
+        return Ok(None);
+    }
+    if in_error {
+        return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+    }
+    if !va.is_multiple_of(8) || !bytes.is_multiple_of(8) || bytes > MAX_COMMAND_BYTES {
+        return Err(bad);
+    }
+    if !fetchable(a, p.pid, va, bytes) {
+        return Err(bad);
+    }
+    let pk = render_packet(DmaBuf::Process { va }, bytes, device, kmd);
+    submit_new(w, a, node, pk).map(Some)
+}
 
-    /// The OS's `(last submitted, last completed)` fence IDs of `node` (TDR-04).
-    pub fn legacy_fences(&self, i: usize, node: u32) -> (u32, u32) {
-        self.adapter_shared(i).map_or((0, 0), |a| {
-            let sh = tdr::shared(a);
-            let mut os = lock(&sh.os);
-            let n = os.node(node);
-            (n.s, n.c)
-        })
-    }
+/// `cmds` on the system context of `node` (no owning device); the fence ID.
+pub(crate) fn submit_system(
+    w: Waiter,
+    a: &AdapterShared,
+    node: u32,
+    cmds: &[Command],
+) -> Result<u32, SimError> {
+    let words = encode(cmds)?;
+    let system = crate::vidsch::system::context(a, node);
+    let pk = new_packet(a, &words, false, None, system, Vec::new())?;
+    submit_new(w, a, node, pk)
+}
 
-    /// Every retired fence ID of adapter `i` as `(node, id)`, in order (completions and IDs a
-    /// reset retired).
-    pub fn legacy_completed(&self, i: usize) -> Vec<(u32, u32)> {
-        self.adapter_shared(i)
-            .map(|a| lock(&tdr::shared(a).os).completed.clone())
-            .unwrap_or_default()
-    }
+/// The OS's `(last submitted, last completed)` fence IDs of `node` (TDR-04).
+pub(crate) fn fences(a: &AdapterShared, node: u32) -> (u32, u32) {
+    let sh = tdr::shared(a);
+    let mut os = lock(&sh.os);
+    let n = os.node(node);
+    (n.s, n.c)
+}
 
-    /// Kernel-mode DMA buffers in flight on `node`: `(fence ID, paging, device)`.
-    pub fn legacy_in_flight(&self, i: usize, node: u32) -> Vec<(u32, bool, Option<KmtHandle>)> {
-        self.adapter_shared(i).map_or_else(
-            |_| Vec::new(),
-            |a| {
-                let sh = tdr::shared(a);
-                let mut os = lock(&sh.os);
-                os.node(node)
-                    .pending
-                    .values()
-                    .map(|p| (p.id, p.paging, p.device))
-                    .collect()
-            },
-        )
-    }
+/// Every retired fence ID as `(node, id)`, in order.
+pub(crate) fn completed(a: &AdapterShared) -> Vec<(u32, u32)> {
+    lock(&tdr::shared(a).os).completed.clone()
+}
 
-    /// `DxgkDdiQueryCurrentFence(node)` at PASSIVE_LEVEL (UNVERIFIED level).
-    pub fn query_current_fence(&self, i: usize, node: u32) -> Result<u32, SimError> {
-        let a = self.adapter_shared(i)?.clone();
-        let f = a
-            .table
-            .get()
-            .and_then(|t| ddi::in_table!(t, DxgkDdiQueryCurrentFence))
-            .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
-        let mut args = DXGKARG_QUERYCURRENTFENCE {
-            CurrentFence: 0,
-            NodeOrdinal: node,
-            EngineOrdinal: 0,
-        };
-        let ctx = a.context();
-        let st = ddi::passive(&a, f, |f| {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { f(ctx, &mut args) }
-        })?;
-        ddi::check_status(st)?;
-        Ok(args.CurrentFence)
-    }
+/// Kernel-mode DMA buffers in flight on `node`: `(fence ID, paging, device)`.
+pub(crate) fn in_flight(a: &AdapterShared, node: u32) -> Vec<(u32, bool, Option<KmtHandle>)> {
+    let sh = tdr::shared(a);
+    let mut os = lock(&sh.os);
+    os.node(node)
+        .pending
+        .values()
+        .map(|p| (p.id, p.paging, p.device))
+        .collect()
+}
+
+/// `DxgkDdiQueryCurrentFence(node)` at PASSIVE_LEVEL (UNVERIFIED level).
+pub(crate) fn query_current_fence(a: &AdapterShared, node: u32) -> Result<u32, SimError> {
+    let f = a
+        .table
+        .get()
+        .and_then(|t| ddi::in_table!(t, DxgkDdiQueryCurrentFence))
+        .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
+    let mut args = DXGKARG_QUERYCURRENTFENCE {
+        CurrentFence: 0,
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+    };
+    let ctx = a.context();
+    let st = ddi::passive(a, f, |f| {
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        unsafe { f(ctx, &mut args) }
+    })?;
+    ddi::check_status(st)?;
+    Ok(args.CurrentFence)
 }
 
 /// Whether every page of `bytes` at `va` in process `pid` translates for command fetch with

@@ -91,7 +91,7 @@ impl D3Hot {
 /// BAR0 as the CPU reaches it: the device's registers, or nothing in D3hot. Holds the board
 /// (the trap window holds this weakly, so a stale mapping still reaches nothing).
 pub struct RegisterBus {
-    pub board: Arc<dyn crate::machine::board::Board>,
+    pub board: Arc<dyn crate::hal::Board>,
     pub d3hot: Arc<D3Hot>,
 }
 
@@ -125,7 +125,7 @@ impl MmioBus for RegisterBus {
 /// BAR2 seen as an MMIO bus: 32/64-bit writes at `page * 4096` ring doorbell `page` (not in
 /// D3hot).
 pub struct DoorbellBus {
-    pub board: Weak<dyn crate::machine::board::Board>,
+    pub board: Weak<dyn crate::hal::Board>,
     pub d3hot: Arc<D3Hot>,
 }
 

@@ -437,7 +437,7 @@ impl Host for Machine {
         owners: Vec<KmtHandle>,
     ) -> Result<u32, SimError> {
         let p = crate::vidsch::legacy::new_packet(a, words, true, None, context_kmd, owners)?;
-        crate::vidsch::legacy::submit_new(self, a, node, p)
+        crate::vidsch::legacy::submit_new(self.waiter(), a, node, p)
     }
 
     fn wait_paging(

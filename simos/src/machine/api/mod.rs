@@ -1,6 +1,8 @@
 //! The `Machine`'s test-facing methods, by topic, over the components they reach.
 
+mod adapters;
 mod fences;
 mod memory;
+mod scheduling;
 mod tdr;
 mod ums;

@@ -129,7 +129,7 @@ impl Board for Device {
     }
 }
 
-/// Where the PCI function and the DMA memory are (`machine::pci`).
+/// Where the PCI function and the DMA memory are (`hal::pci`).
 #[derive(Clone, Debug)]
 pub struct PciSpec {
     /// The function's sysfs directory (`/sys/bus/pci/devices/…`); `None`: the first

@@ -1,6 +1,8 @@
-//! What a machine is built from: the mode (threaded or step), the OS settings, the adapters.
+//! What a machine is built from: the mode (threaded or step), the OS settings, the adapters,
+//! and the OS settings' defaults. The stock adapters and machines
+//! ([`AdapterConfig::dgpu`], [`MachineConfig::single`], …) read what installing the package
+//! wrote, so they are the machine's (`crate::machine`), above the installer.
 
-pub use super::board::PciSpec;
 use std::time::Duration;
 
 use rvgpu_ddi::adapter::DXGK_DRIVERCAPS;
@@ -8,7 +10,9 @@ use rvgpu_device::DeviceConfig;
 use rvgpu_hw::log::ENTRIES_PER_BUFFER;
 use rvgpu_kmd::platform::Irql;
 
-use crate::os::{CpuArch, Mode, OsConfig, WindowsBuild};
+use super::{CpuArch, Mode, OsConfig, WindowsBuild};
+use crate::base::regkey::{RegKey, RegValue};
+use crate::hal::board::PciSpec;
 
 /// Default of [`crate::OsConfig::thunk_cost`]: 500 rounds, about 2,000 instructions in the
 /// release build (the round is four instructions; `scripts/callgrind-submission.sh` reports
@@ -76,7 +80,7 @@ pub struct AdapterConfig {
     pub hwsch_feature: bool,
     /// BR-35: `UserModeDriverName` in the adapter's software key (`None`: absent). Default:
     /// what `inf/rvgpu.inf` writes.
-    pub user_mode_driver_name: Option<crate::dxgkrnl::registry::RegValue>,
+    pub user_mode_driver_name: Option<RegValue>,
     /// The OS grants a message-signalled interrupt (the INF's `MSISupported`, and a function
     /// with an MSI capability): the resource list's interrupt is a message, and the ISR is
     /// called once per message. Default on; a PCI board (the guest's uio_pci_generic) is
@@ -95,40 +99,7 @@ pub struct AdapterConfig {
     /// Dxgkrnl's feature database reads its per-adapter overrides (`Features\<id>`,
     /// `dxgkrnl::features`). Default: what `inf/rvgpu.inf` writes, parsed from the file
     /// ([`crate::dxgkrnl::registry::inf_software_key`]).
-    pub software_key: crate::dxgkrnl::registry::RegKey,
-}
-
-impl AdapterConfig {
-    /// The default device: a discrete GPU with exact fence reports.
-    pub fn dgpu() -> Self {
-        Self {
-            name: "dGPU".into(),
-            device: DeviceConfig::default(),
-            native_fence_feature: true,
-            hwsch_feature: true,
-            user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
-            msi: true,
-            driver_version: Some(crate::dxgkrnl::registry::inf_driver_version()),
-            kmd_file_version: None,
-            software_key: crate::dxgkrnl::registry::inf_software_key().unwrap_or_default(),
-        }
-    }
-
-    /// An integrated-style device: one engine, no exact fence reports (every fence interrupt
-    /// means "scan everything").
-    pub fn igpu() -> Self {
-        Self {
-            name: "iGPU".into(),
-            device: DeviceConfig {
-                engines: 1,
-                doorbells: 4,
-                exact_fence_report: false,
-                optimized_fence_irq: false,
-                ..DeviceConfig::default()
-            },
-            ..Self::dgpu()
-        }
-    }
+    pub software_key: RegKey,
 }
 
 /// A machine's configuration.
@@ -141,70 +112,12 @@ pub struct MachineConfig {
     /// Adapters, in PnP order.
     pub adapters: Vec<AdapterConfig>,
     /// Adapter 0 is a PCI function this (Linux guest) machine sees instead of the emulated
-    /// device in this process (`machine::pci`). Threaded mode, one adapter.
+    /// device in this process (`hal::pci`). Threaded mode, one adapter.
     pub pci: Option<PciSpec>,
     /// Which build of the driver the machine loads: the Linux build linked in, or `rvgpu.sys`
     /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::os::driver_build::DriverBuild::from_env`]).
     #[cfg(target_os = "linux")]
     pub driver: crate::os::driver_build::DriverBuild,
-}
-
-impl MachineConfig {
-    /// One dGPU.
-    pub fn single(mode: Mode) -> Self {
-        Self {
-            mode,
-            os: OsConfig::default(),
-            adapters: vec![AdapterConfig::dgpu()],
-            pci: None,
-            #[cfg(target_os = "linux")]
-            driver: crate::os::driver_build::DriverBuild::from_env(),
-        }
-    }
-
-    /// An iGPU and a dGPU (cross-adapter scenarios, NF-16/NF-18).
-    pub fn igpu_dgpu(mode: Mode) -> Self {
-        Self {
-            mode,
-            os: OsConfig::default(),
-            adapters: vec![AdapterConfig::igpu(), AdapterConfig::dgpu()],
-            pci: None,
-            #[cfg(target_os = "linux")]
-            driver: crate::os::driver_build::DriverBuild::from_env(),
-        }
-    }
-
-    /// AL-06: one dGPU whose DMA does not snoop CPU caches, on an ARM64 Windows (where such an
-    /// adapter may start). Set `os.cpu_arch` back to x64 to see BR-50 refuse it.
-    pub fn arm64_non_coherent(mode: Mode) -> Self {
-        let mut dgpu = AdapterConfig::dgpu();
-        dgpu.device.io_coherent = false;
-        Self {
-            mode,
-            os: OsConfig {
-                cpu_arch: CpuArch::Arm64,
-                ..OsConfig::default()
-            },
-            adapters: vec![dgpu],
-            pci: None,
-            #[cfg(target_os = "linux")]
-            driver: crate::os::driver_build::DriverBuild::from_env(),
-        }
-    }
-
-    /// An iGPU without native fences and a dGPU with them (NF-18 scenarios 2a and 2b).
-    pub fn legacy_igpu_dgpu(mode: Mode) -> Self {
-        let mut igpu = AdapterConfig::igpu();
-        igpu.native_fence_feature = false;
-        Self {
-            mode,
-            os: OsConfig::default(),
-            adapters: vec![igpu, AdapterConfig::dgpu()],
-            pci: None,
-            #[cfg(target_os = "linux")]
-            driver: crate::os::driver_build::DriverBuild::from_env(),
-        }
-    }
 }
 
 /// What a started adapter reported.
