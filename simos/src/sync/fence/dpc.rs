@@ -12,6 +12,8 @@ use crate::base::lock::lock;
 use crate::base::notify::Notification;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::os::answers::LogReport;
+use crate::sync::fencelog::drain as fencelog;
+use crate::sync::fencelog::state::{DrainRequest, QueueLog};
 use crate::sync::trace::ReleaseVia;
 
 use super::settle::{release_from_log, scan_set};
@@ -150,8 +152,8 @@ pub(crate) fn process_dpc_work(a: &AdapterShared) {
 /// re-armed) and whether a fallback scan of every fence is due.
 pub(crate) fn log_drain(
     a: &AdapterShared,
-    req: &crate::sync::fencelog::DrainRequest,
-    forced: &[Arc<crate::sync::fencelog::QueueLog>],
+    req: &DrainRequest,
+    forced: &[Arc<QueueLog>],
 ) -> Result<(Vec<Arc<FenceObj>>, bool), SimError> {
     let table = lock(&a.fence_os).logs.clone();
     let _serial = lock(&table.drain_lock);
@@ -161,11 +163,11 @@ pub(crate) fn log_drain(
 /// [`log_drain`] with the adapter's drain lock held by the caller.
 pub(crate) fn log_drain_locked(
     a: &AdapterShared,
-    req: &crate::sync::fencelog::DrainRequest,
-    forced: &[Arc<crate::sync::fencelog::QueueLog>],
+    req: &DrainRequest,
+    forced: &[Arc<QueueLog>],
 ) -> Result<(Vec<Arc<FenceObj>>, bool), SimError> {
     maybe_calibrate(a);
-    let d = crate::sync::fencelog::drain(a, req, forced)?;
+    let d = fencelog::drain(a, req, forced)?;
     let mut scan = d.scan_all;
     let mut touched: Vec<Arc<FenceObj>> = Vec::new();
     for s in &d.signals {
@@ -251,7 +253,7 @@ pub(super) fn maybe_calibrate(a: &AdapterShared) {
     }
     let nodes = lock(&a.caps).map_or(1, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
     for node in 0..nodes {
-        if crate::sync::fencelog::calibrate(a, node).is_err() {
+        if fencelog::calibrate(a, node).is_err() {
             return;
         }
     }

@@ -1,29 +1,13 @@
-//! The event form of a CPU wait ([`SimEvent`]) and how its release is attributed.
+//! The operations of a CPU wait's event ([`SimEvent`]: signal once, wait, read the outcome)
+//! and how a release is attributed.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::lock::lock;
 use crate::sync::trace::ReleaseVia;
 
-/// How a CPU wait ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WaitOutcome {
-    /// CurrentValue reached the awaited value.
-    Satisfied,
-    /// The timeout passed (threaded) or the machine went idle (step mode).
-    TimedOut,
-    /// The fence was destroyed with the wait pending.
-    Abandoned,
-}
-
-#[derive(Debug, Default)]
-pub(super) struct EventInner {
-    pub(super) state: Mutex<Option<WaitOutcome>>,
-    pub(super) cv: Condvar,
-    /// How a satisfied wait was released (docs/logs.md#simulated-os).
-    pub(super) via: Mutex<Option<ReleaseVia>>,
-}
+use super::state::{SimEvent, WaitOutcome};
 
 thread_local! {
     /// How waits released on this thread right now are attributed ([`ViaScope`]).
@@ -44,10 +28,6 @@ impl Drop for ViaScope {
         VIA.with(|c| c.set(self.0));
     }
 }
-
-/// The event form of a CPU wait (MF-04): becomes signalled once with the wait's outcome.
-#[derive(Clone, Debug, Default)]
-pub struct SimEvent(pub(super) Arc<EventInner>);
 
 impl SimEvent {
     pub(super) fn set(&self, o: WaitOutcome) {

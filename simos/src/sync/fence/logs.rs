@@ -7,7 +7,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
-use crate::sync::fencelog::DrainRequest;
+use crate::sync::fencelog::state::DrainRequest;
 use crate::sync::trace::{SinkSlot, TraceSink};
 
 use super::dpc::{log_drain, maybe_calibrate};

@@ -13,14 +13,13 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::state::MachineState;
 
-use super::event::{SimEvent, WaitOutcome};
 use super::native::create_on;
 use super::pages::VidMmPages;
 use super::reclaim::retire_empty_pages;
 use super::settle::{notify_natives, refresh_scan, release_satisfied, settle};
 use super::state::{
     next_handle, FenceObj, LegacyObj, LegacyState, MonitoredFence, NativeFence, NativeFenceDesc,
-    Resume, Waiter, KIND_LEGACY,
+    Resume, SimEvent, WaitOutcome, Waiter, KIND_LEGACY,
 };
 
 impl LegacyObj {

@@ -22,13 +22,12 @@ use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::os::answers::SystemVas;
 
-use super::event::WaitOutcome;
 use super::pages::VidMmPages;
 use super::reclaim::retire_empty_pages;
 use super::settle::{refresh_scan, settle};
 use super::state::{
     next_handle, FenceObj, NativeFence, NativeFenceDesc, ObjState, ProcessVas, Slot, Value,
-    KIND_CURRENT, KIND_MONITORED,
+    WaitOutcome, KIND_CURRENT, KIND_MONITORED,
 };
 
 pub(super) fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePdd {

@@ -10,8 +10,8 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::sync::trace::ReleaseVia;
 
-use super::event::{ViaScope, WaitOutcome};
-use super::state::{FenceObj, ObjState, Waiter};
+use super::event::ViaScope;
+use super::state::{FenceObj, ObjState, WaitOutcome, Waiter};
 use super::storage::FenceOs;
 use super::values::{update_current, update_monitored};
 

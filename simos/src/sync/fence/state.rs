@@ -1,10 +1,11 @@
-//! The OS's fence objects: native-fence descriptions, value slots, waiters, the shared
-//! object behind every handle of one fence, legacy monitored fences, and the late-wake counts.
+//! The OS's fence objects: native-fence descriptions, value slots, waiters and the event each
+//! signals, the shared object behind every handle of one fence, legacy monitored fences, and
+//! the late-wake counts.
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 
 use rvgpu_ddi::fence::{D3DDDI_NATIVEFENCE_TYPE, D3DDDI_NATIVEFENCE_TYPE_DEFAULT};
 use rvgpu_device::{Memory, SysAlloc};
@@ -14,8 +15,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
-
-use super::event::SimEvent;
+use crate::sync::trace::ReleaseVia;
 
 pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 pub(super) const KIND_CURRENT: u8 = 0;
@@ -192,6 +192,29 @@ impl std::fmt::Debug for Resume {
         f.write_str("Resume")
     }
 }
+
+/// How a CPU wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// CurrentValue reached the awaited value.
+    Satisfied,
+    /// The timeout passed (threaded) or the machine went idle (step mode).
+    TimedOut,
+    /// The fence was destroyed with the wait pending.
+    Abandoned,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct EventInner {
+    pub(super) state: Mutex<Option<WaitOutcome>>,
+    pub(super) cv: Condvar,
+    /// How a satisfied wait was released (docs/logs.md#simulated-os).
+    pub(super) via: Mutex<Option<ReleaseVia>>,
+}
+
+/// The event form of a CPU wait (MF-04): becomes signalled once with the wait's outcome.
+#[derive(Clone, Debug, Default)]
+pub struct SimEvent(pub(super) Arc<EventInner>);
 
 #[derive(Debug)]
 pub(super) struct Waiter {

@@ -65,11 +65,11 @@ pub struct FenceOs {
     /// ([`LateWakes`]).
     pub late_wakes: LateWakes,
     /// Every hardware queue of the adapter with its logs ([`crate::sync::fencelog`]).
-    pub(crate) logs: Arc<crate::sync::fencelog::LogTable>,
+    pub(crate) logs: Arc<crate::sync::fencelog::state::LogTable>,
     /// The log drain's counters.
-    pub log_counters: crate::sync::fencelog::LogCounters,
+    pub log_counters: crate::sync::fencelog::state::LogCounters,
     /// What the DPC's notifications ask the log drain to read.
-    pub(super) log_req: crate::sync::fencelog::DrainRequest,
+    pub(super) log_req: crate::sync::fencelog::state::DrainRequest,
     /// The OS's trace sink.
     pub(crate) trace: crate::sync::trace::SinkSlot,
     /// D3DKMT handle → the process's instance: how a log entry's `hNativeFence`

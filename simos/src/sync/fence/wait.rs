@@ -11,9 +11,9 @@ use crate::dxgkrnl::state::MachineState;
 use crate::sync::trace::ReleaseVia;
 
 use super::dpc::no_cpu_access;
-use super::event::{SimEvent, ViaScope, WaitOutcome};
+use super::event::ViaScope;
 use super::settle::{propagate, queue_wait, settle};
-use super::state::{FenceObj, NativeFence, Waiter};
+use super::state::{FenceObj, NativeFence, SimEvent, WaitOutcome, Waiter};
 use super::storage::FenceOs;
 use super::values::update_current;
 

@@ -1,7 +1,28 @@
 //! The log DDIs (`DxgkDdiUpdateNativeFenceLogs`, `DxgkDdiSetNativeFenceLogBuffer`,
 //! `DxgkDdiCalibrateGpuClock`) and the drain that reads new entries at DPC time.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rvgpu_ddi::basic::HANDLE;
+use rvgpu_ddi::fence::{
+    DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS,
+    DXGKARG_UPDATENATIVEFENCELOGS, DXGKARG_UPDATENATIVEFENCELOGS_FLAGS,
+};
+use rvgpu_ddi::NTSTATUS;
+use rvgpu_hw::cmd::LogKind;
+use rvgpu_kmd::platform::Irql;
+
+use crate::base::clock::qpc;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::dxgkrnl::adapter::AdapterShared;
+use crate::dxgkrnl::ddi::{self, At};
+use crate::os::answers::LogReport;
+use crate::sync::trace::TraceEvent;
+
+use super::buffer::{LogBuffer, LogState};
+use super::state::{DrainRequest, Drained, LogCounters, QueueLog, SignalSeen};
 
 /// `DxgkDdiUpdateNativeFenceLogs` for `handles` at DISPATCH_LEVEL; returns the driver's status.
 pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, SimError> {

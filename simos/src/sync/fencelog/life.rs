@@ -1,8 +1,21 @@
 //! Buffer life (docs/logs.md#simulated-os), called from `crate::ums`: buffers created with a hardware queue,
 //! retired at destroy and checked for writes after retirement.
 
-use super::*;
+use std::sync::{Arc, Mutex};
+
+use rvgpu_hw::cmd::LogKind;
+use rvgpu_hw::log::LOG_BUFFER_SIZE;
+
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::dxgkrnl::adapter::AdapterShared;
 use crate::sync::fence::pages::VidMmPages;
+use crate::sync::trace::TraceEvent;
+
+use super::buffer::{LogBuffer, LogState};
+use super::drain::{emit, set_log_buffer, sim};
+use super::state::{DrainRequest, QueueLog, QueueLogs};
 
 /// A new log buffer, mapped into the paging process: the CMP writes it at its
 /// `LogBufferSystemProcessGpuVa` (hardware.md 12.4). Mapping pages through the GPU, so the
