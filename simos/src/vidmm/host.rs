@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::base::error::SimError;
 use crate::dxgkrnl::adapter::AdapterShared;
-use crate::sync::fence::{MonitoredFence, WaitOutcome};
 use crate::ob::KmtHandle;
+use crate::sync::fence::{MonitoredFence, WaitOutcome};
 
 /// The machine's services VidMm's paging, paging queues and GPU VA updates use.
 pub(crate) trait Host {

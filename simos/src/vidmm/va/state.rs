@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::base::process_id::ProcessId;
-use crate::sync::fence::MonitoredFence;
 use crate::ob::KmtHandle;
+use crate::sync::fence::MonitoredFence;
 use crate::vidmm::gpuva::MapAttrs;
 
 /// Part of a range that maps pages of one allocation.
