@@ -104,14 +104,22 @@ pub(crate) fn waiting<'a, T: ?Sized, R>(
 #[cfg(debug_assertions)]
 mod order {
     use std::cell::RefCell;
-    use std::collections::{HashMap, HashSet};
     use std::io::Write;
     use std::panic::Location;
     use std::sync::Mutex;
 
-    use rvgpu_device::hash::MulHash;
-
     type Site = &'static Location<'static>;
+
+    /// Classes at most (the simulated OS has a few dozen).
+    const CLASSES: usize = 512;
+    /// Ordered pairs of classes at most.
+    const EDGES: usize = 4096;
+    /// Classes one thread holds at once at most (locks of one class held together count once).
+    const DEPTH: usize = 128;
+    const WORDS: usize = CLASSES / 64;
+    /// Entries of a thread's cache of classes, and the probes a lookup makes.
+    const CACHE: usize = 256;
+    const PROBES: usize = 4;
 
     /// What the order is kept between: the guarded value's type, when it is one of the
     /// simulated OS's own (`rvgpu_simos::…`, one kind of object per type). A mutex that guards
@@ -121,89 +129,131 @@ mod order {
     /// standard type (`bool`, a `Vec`, a map) is not ordered at all: many unrelated locks share
     /// such a type, and one class for all of them would report cycles that do not exist.
     ///
-    /// A class is a small number given out once per name ([`Names`]), so the check on every
-    /// acquisition hashes integers, not type names.
-    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-    pub(super) struct Class(u32);
+    /// The record lives in fixed tables and never touches the heap, so the tests that count a
+    /// machine's heap bytes (`simos/tests/low_resources.rs`) do not see it.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub(super) struct Class(u16);
 
     /// A class's name: a type, or the place a unit lock is taken.
-    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+    #[derive(Clone, Copy, PartialEq, Eq)]
     enum Name {
         Type(&'static str),
-        Site(&'static str, u32, u32),
+        Site(Site),
     }
 
     impl std::fmt::Display for Name {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             match self {
                 Name::Type(ty) => write!(f, "Mutex<{ty}>"),
-                Name::Site(file, line, col) => {
-                    write!(f, "the unit lock taken at {file}:{line}:{col}")
-                }
+                Name::Site(site) => write!(f, "the unit lock taken at {site}"),
             }
         }
     }
 
-    /// Every class's name, by number, and the numbers by name.
-    #[derive(Default)]
-    struct Names {
-        by_name: HashMap<Name, Class>,
-        names: Vec<Name>,
-    }
-
-    type Graph = HashMap<Class, HashMap<Class, (Site, Site), MulHash>, MulHash>;
-
-    #[derive(Default)]
+    /// Every class's name, by number; every edge held -> taken as a bit, with where the two
+    /// were taken when it was first seen.
     struct Record {
-        names: Names,
-        /// Edges held -> taken, each with where the two were taken when it was first seen.
-        graph: Graph,
+        names: [Option<Name>; CLASSES],
+        count: usize,
+        after: [[u64; WORDS]; CLASSES],
+        sites: [Option<(u16, u16, Site, Site)>; EDGES],
+        edges: usize,
     }
 
-    static RECORD: Mutex<Option<Record>> = Mutex::new(None);
+    static RECORD: Mutex<Record> = Mutex::new(Record {
+        names: [None; CLASSES],
+        count: 0,
+        after: [[0; WORDS]; CLASSES],
+        sites: [None; EDGES],
+        edges: 0,
+    });
 
     fn record<R>(f: impl FnOnce(&mut Record) -> R) -> R {
-        let mut g = RECORD.lock().unwrap_or_else(|p| p.into_inner());
-        f(g.get_or_insert_with(Record::default))
+        f(&mut RECORD.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Stops the process with `msg` (straight to the file descriptor: the test harness's
+    /// capture of `eprintln!` would be lost with the process).
+    fn stop(msg: &str) -> ! {
+        let _ = std::io::stderr().write_all(msg.as_bytes());
+        std::process::abort()
+    }
+
+    /// The classes one thread holds: each with where it was first taken and how many of its
+    /// locks are held.
+    struct Held {
+        locks: [(u16, Option<Site>, u32); DEPTH],
+        len: usize,
     }
 
     thread_local! {
-        /// The classes this thread holds, in the order taken, with where each was taken.
-        static HELD: RefCell<Vec<(Class, Site)>> = const { RefCell::new(Vec::new()) };
-        /// Edges this thread already checked (the global record is consulted once per edge
-        /// and thread).
-        static SEEN: RefCell<HashSet<(Class, Class), MulHash>> = RefCell::new(HashSet::default());
-        /// Classes this thread already looked up, by the address of their name (a type name
-        /// or a call site is a static: one address per name, as far as this thread sees it).
-        static CLASSES: RefCell<HashMap<usize, Class, MulHash>> = RefCell::new(HashMap::default());
+        static HELD: RefCell<Held> =
+            const { RefCell::new(Held { locks: [(0, None, 0); DEPTH], len: 0 }) };
+        /// Edges this thread already checked (the record is consulted once per edge and
+        /// thread), as bits.
+        static SEEN: RefCell<[[u64; WORDS]; CLASSES]> = const { RefCell::new([[0; WORDS]; CLASSES]) };
+        /// Classes this thread already looked up, by the address of their name (a type name or
+        /// a call site is a static), so that a take consults the record's lock only the first
+        /// time: open addressing, a few probes, an entry overwritten when they are full.
+        static KNOWN: RefCell<[(usize, u16); CACHE]> = const { RefCell::new([(0, 0); CACHE]) };
+    }
+
+    fn bit(m: &[[u64; WORDS]; CLASSES], a: u16, b: u16) -> bool {
+        m.get(usize::from(a))
+            .and_then(|row| row.get(usize::from(b) / 64))
+            .is_some_and(|w| w & (1 << (b % 64)) != 0)
+    }
+
+    fn set(m: &mut [[u64; WORDS]; CLASSES], a: u16, b: u16) {
+        if let Some(w) = m
+            .get_mut(usize::from(a))
+            .and_then(|row| row.get_mut(usize::from(b) / 64))
+        {
+            *w |= 1 << (b % 64);
+        }
     }
 
     impl Class {
         /// The class of a mutex over `ty` taken at `site`, if it is ordered at all.
         pub(super) fn of(ty: &'static str, site: Site) -> Option<Self> {
             let (key, name) = if ty == "()" {
-                (
-                    site as *const Location<'static> as usize,
-                    Name::Site(site.file(), site.line(), site.column()),
-                )
+                (site as *const Location<'static> as usize, Name::Site(site))
             } else if ty.starts_with("rvgpu_simos::") {
                 (ty.as_ptr() as usize, Name::Type(ty))
             } else {
                 return None;
             };
-            let known = CLASSES.with(|c| c.borrow().get(&key).copied());
-            Some(known.unwrap_or_else(|| {
-                let class = record(|r| {
-                    let next = Class(u32::try_from(r.names.names.len()).unwrap_or(u32::MAX));
-                    let class = *r.names.by_name.entry(name).or_insert(next);
-                    if class == next {
-                        r.names.names.push(name);
+            let slot = (key >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - 8);
+            let cached = KNOWN.with(|k| {
+                let k = k.borrow();
+                (0..PROBES).find_map(|i| {
+                    let (k0, id) = k[(slot + i) % CACHE];
+                    (k0 == key).then_some(id)
+                })
+            });
+            if let Some(id) = cached {
+                return Some(Class(id));
+            }
+            let id = record(|r| {
+                let known = r.names[..r.count].iter().position(|n| *n == Some(name));
+                known.unwrap_or_else(|| {
+                    if r.count == CLASSES {
+                        stop("simulated OS lock-order check: more lock classes than it records\n");
                     }
-                    class
-                });
-                CLASSES.with(|c| c.borrow_mut().insert(key, class));
-                class
-            }))
+                    r.names[r.count] = Some(name);
+                    r.count += 1;
+                    r.count - 1
+                })
+            });
+            let id = u16::try_from(id).unwrap_or(u16::MAX);
+            KNOWN.with(|k| {
+                let mut t = k.borrow_mut();
+                let free = (0..PROBES)
+                    .find(|i| t[(slot + i) % CACHE].0 == 0)
+                    .unwrap_or(0);
+                t[(slot + free) % CACHE] = (key, id);
+            });
+            Some(Class(id))
         }
     }
 
@@ -211,49 +261,67 @@ mod order {
     /// a cycle with an order already seen. Checked before blocking, so a real deadlock is
     /// reported rather than hung in.
     pub(super) fn acquiring(class: Class, site: Site) -> Class {
-        let new: Vec<(Class, Site)> = HELD.with(|h| {
+        HELD.with(|h| {
             let h = h.borrow();
-            if h.is_empty() {
-                return Vec::new();
+            for &(held, held_site, _) in &h.locks[..h.len] {
+                if held == class.0 {
+                    continue;
+                }
+                let new = SEEN.with(|s| {
+                    let mut s = s.borrow_mut();
+                    let new = !bit(&s, held, class.0);
+                    set(&mut s, held, class.0);
+                    new
+                });
+                if let (true, Some(held_site)) = (new, held_site) {
+                    add_edge(held, held_site, class.0, site);
+                }
             }
-            SEEN.with(|s| {
-                let mut seen = s.borrow_mut();
-                h.iter()
-                    .filter(|(held, _)| *held != class && seen.insert((*held, class)))
-                    .copied()
-                    .collect()
-            })
         });
-        for (held, held_site) in new {
-            add_edge(held, held_site, class, site);
-        }
         reacquired(class, site);
         class
     }
 
     /// `class` is held again (after a condition-variable wait).
     pub(super) fn reacquired(class: Class, site: Site) {
-        HELD.with(|h| h.borrow_mut().push((class, site)));
+        HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            let len = h.len;
+            if let Some(e) = h.locks[..len].iter_mut().find(|(c, _, _)| *c == class.0) {
+                e.2 += 1;
+                return;
+            }
+            if len == DEPTH {
+                stop(
+                    "simulated OS lock-order check: a thread holds more classes than it records\n",
+                );
+            }
+            h.locks[len] = (class.0, Some(site), 1);
+            h.len += 1;
+        });
     }
 
     /// The last-taken hold of `class` ends (guards may drop in any order).
     pub(super) fn released(class: Class) {
         HELD.with(|h| {
             let mut h = h.borrow_mut();
-            if let Some(i) = h.iter().rposition(|(c, _)| *c == class) {
-                h.remove(i);
+            let len = h.len;
+            if let Some(i) = h.locks[..len].iter().position(|(c, _, _)| *c == class.0) {
+                h.locks[i].2 -= 1;
+                if h.locks[i].2 == 0 {
+                    h.locks.copy_within(i + 1..len, i);
+                    h.len -= 1;
+                }
             }
         });
     }
 
-    fn add_edge(held: Class, held_site: Site, taken: Class, site: Site) {
-        let report = record(|r| {
-            if let Some(path) = path(&r.graph, taken, held) {
-                let name = |c: Class| {
-                    r.names
-                        .names
-                        .get(c.0 as usize)
-                        .map_or_else(|| "?".to_string(), |n| n.to_string())
+    fn add_edge(held: u16, held_site: Site, taken: u16, site: Site) {
+        record(|r| {
+            if let Some(path) = path(r, taken, held) {
+                let name = |c: u16| match r.names.get(usize::from(c)).copied().flatten() {
+                    Some(n) => n.to_string(),
+                    None => "?".to_string(),
                 };
                 let mut msg = format!(
                     "simulated OS lock order violated (Driver Verifier's deadlock detection \
@@ -263,50 +331,63 @@ mod order {
                     name(taken),
                     name(held)
                 );
-                for (a, b, (sa, sb)) in path {
-                    msg.push_str(&format!(
-                        "    {} taken at {sb} while holding {} (taken at {sa})\n",
-                        name(b),
-                        name(a)
-                    ));
+                for (a, b) in path {
+                    let sites = r.sites[..r.edges]
+                        .iter()
+                        .flatten()
+                        .find(|(x, y, _, _)| (*x, *y) == (a, b));
+                    if let Some((_, _, sa, sb)) = sites {
+                        msg.push_str(&format!(
+                            "    {} taken at {sb} while holding {} (taken at {sa})\n",
+                            name(b),
+                            name(a)
+                        ));
+                    }
                 }
-                return Some(msg);
+                stop(&msg);
             }
-            r.graph
-                .entry(held)
-                .or_default()
-                .entry(taken)
-                .or_insert((held_site, site));
-            None
+            if bit(&r.after, held, taken) {
+                return;
+            }
+            if r.edges == EDGES {
+                stop("simulated OS lock-order check: more lock orders than it records\n");
+            }
+            set(&mut r.after, held, taken);
+            r.sites[r.edges] = Some((held, taken, held_site, site));
+            r.edges += 1;
         });
-        if let Some(msg) = report {
-            // Straight to the file descriptor: the test harness's capture of `eprintln!` would
-            // be lost with the process.
-            let _ = std::io::stderr().write_all(msg.as_bytes());
-            std::process::abort();
-        }
     }
 
-    /// The edges of a path `from` -> ... -> `to`, if one exists.
-    fn path(graph: &Graph, from: Class, to: Class) -> Option<Vec<(Class, Class, (Site, Site))>> {
-        let mut parent: HashMap<Class, (Class, (Site, Site))> = HashMap::new();
-        let mut queue = std::collections::VecDeque::from([from]);
-        let mut visited = HashSet::from([from]);
-        while let Some(n) = queue.pop_front() {
+    /// The edges of a path `from` -> ... -> `to` in the record, if one exists (a breadth-first
+    /// search over fixed arrays: reporting is the only time it allocates).
+    fn path(r: &Record, from: u16, to: u16) -> Option<Vec<(u16, u16)>> {
+        let mut parent = [u16::MAX; CLASSES];
+        let mut queue = [0u16; CLASSES];
+        let (mut head, mut tail) = (0, 1);
+        queue[0] = from;
+        let mut visited = [false; CLASSES];
+        visited[usize::from(from) % CLASSES] = true;
+        while head < tail {
+            let n = queue[head];
+            head += 1;
             if n == to {
                 let mut edges = Vec::new();
                 let mut at = to;
-                while let Some(&(p, sites)) = parent.get(&at) {
-                    edges.push((p, at, sites));
+                while at != from {
+                    let p = parent[usize::from(at) % CLASSES];
+                    edges.push((p, at));
                     at = p;
                 }
                 edges.reverse();
                 return Some(edges);
             }
-            for (&next, &sites) in graph.get(&n).into_iter().flatten() {
-                if visited.insert(next) {
-                    parent.insert(next, (n, sites));
-                    queue.push_back(next);
+            for next in 0..r.count {
+                let next16 = u16::try_from(next).unwrap_or(u16::MAX);
+                if bit(&r.after, n, next16) && !visited[next] {
+                    visited[next] = true;
+                    parent[next] = n;
+                    queue[tail] = next16;
+                    tail += 1;
                 }
             }
         }
