@@ -644,18 +644,21 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| self.m.paging_queue_destroy(a, device, queue))
+        self.on_device(|a, device| {
+            crate::vidmm::va::paging_queue::paging_queue_destroy(self.m, a, device, queue)
+        })
     }
 
     fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
-        self.on_device(|a, device| self.m.gpu_va_reserve(a, device, *r))
+        self.on_device(|a, device| crate::vidmm::va::gpu_va_reserve(a, device, *r))
     }
 
     fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
         let a = self.thunk()?;
         // What VidMm released since its last entry goes first (AL-03), as for allocations.
         self.m.reap_allocations(&a).map_err(status)?;
-        let (va, paging_fence_value) = self.m.gpu_va_map(&a, self.p.device, *r).map_err(status)?;
+        let (va, paging_fence_value) =
+            crate::vidmm::va::gpu_va_map(self.m, &a, self.p.device, *r).map_err(status)?;
         Ok(MappedGpuVa {
             va,
             paging_fence_value,
@@ -663,7 +666,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
-        self.on_device(|a, device| self.m.gpu_va_free(a, device, base, size))
+        self.on_device(|a, device| crate::vidmm::va::gpu_va_free(self.m, a, device, base, size))
     }
 
     /// `vidmm::va`: applied before the thunk returns, after the fence reached

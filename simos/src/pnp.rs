@@ -446,14 +446,14 @@ impl Machine {
         if let Err(v) = crate::vidmm::dmapool::init_paging_pool(&a) {
             return self.refuse(&a, &t, v);
         }
-        if let Err(e) = self.vidmm_init_paging_process(&a) {
+        if let Err(e) = crate::vidmm::mmu::system_space::vidmm_init_paging_process(self, &a) {
             return self.paging_process_failed(&a, &t, e);
         }
         // BR-77 (VidSchiInitializeNode) and BR-79 (VidSchCreateSchedulingLogs): priority bands
         // and scheduling logs on every hardware-scheduled node before any work is scheduled.
         let paging = crate::vidsch::hws::PagingSpace {
             map: &|pa, n| self.vidmm_map_system(&a, pa, n, Default::default()),
-            unmap: &|pa, n| self.vidmm_unmap_system(&a, pa, n),
+            unmap: &|pa, n| crate::vidmm::mmu::system_space::vidmm_unmap_system(self, &a, pa, n),
         };
         if let Err(e) = crate::vidsch::hws::initialize_nodes(&paging, &a, &t) {
             self.state.push_log(

@@ -31,7 +31,7 @@ impl VidMmPages for Machine {
     }
 
     fn map_os_page(&self, a: &AdapterShared, pid: ProcessId, pa: u64) -> Result<(), SimError> {
-        self.vidmm_map_os_page(a, pid, pa, LeafTag::default())
+        crate::vidmm::mmu::vidmm_map_os_page(self, a, pid, pa, LeafTag::default())
     }
 
     fn map_fence_value(
@@ -47,7 +47,7 @@ impl VidMmPages for Machine {
             native_fence: true,
             large_pages: false,
         };
-        self.fence_map_value(a, pid, pa, tag)
+        crate::vidmm::fencemap::fence_map_value(self, a, pid, pa, tag)
     }
 
     fn unmap_fence_value(
@@ -56,11 +56,11 @@ impl VidMmPages for Machine {
         pid: ProcessId,
         pa: u64,
     ) -> Result<(), SimError> {
-        self.fence_unmap_value(a, pid, pa)
+        crate::vidmm::fencemap::fence_unmap_value(self, a, pid, pa)
     }
 
     fn reap_fence_maps(&self, a: &AdapterShared) -> Result<(), SimError> {
-        self.fence_reap_maps(a)
+        crate::vidmm::fencemap::fence_reap_maps(self, a)
     }
 }
 

@@ -8,7 +8,7 @@ use rvgpu_ddi::tdr::{DXGKARG_BUILDPAGINGBUFFER_0, DXGK_BUILDPAGINGBUFFER_OPERATI
 use rvgpu_device::device::mmu::Fault;
 use rvgpu_device::SysAlloc;
 use rvgpu_hw::mmu::Access;
-use rvgpu_umd::kmt::{MapGpuVa, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp};
+use rvgpu_umd::kmt::{UpdateGpuVa, UpdateGpuVaOp};
 
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
@@ -18,15 +18,12 @@ use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
 use crate::ums::UmsProcess;
 use crate::vidmm::aperture::ApertureRange;
-use crate::vidmm::dmabuf::Carved;
 use crate::vidmm::host::Host;
 use crate::vidmm::mmu::LeafTag;
 use crate::vidmm::paging::TransferSide;
 use crate::vidmm::residency::{MakeResidentFail, Place};
 use crate::vidmm::va::paging_queue;
-use crate::vidmm::{
-    allocation, aperture, contiguous, dmabuf, fencemap, mmu, paging, residency, va,
-};
+use crate::vidmm::{allocation, aperture, contiguous, fencemap, mmu, paging, residency, va};
 
 impl Machine {
     /// Bytes of the machine's system memory still to be had: its size
@@ -193,21 +190,6 @@ impl Machine {
         paging_queue::paging_queue_make_resident(self, a, device, queue, || page(self))
     }
 
-    /// [`dmabuf::dma_carve`].
-    pub(crate) fn dma_carve(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        bytes: u64,
-    ) -> Result<Option<Carved>, SimError> {
-        dmabuf::dma_carve(self, a, pid, bytes)
-    }
-
-    /// [`mmu::system_space::vidmm_init_paging_process`].
-    pub(crate) fn vidmm_init_paging_process(&self, a: &AdapterShared) -> Result<(), SimError> {
-        mmu::system_space::vidmm_init_paging_process(self, a)
-    }
-
     /// [`mmu::system_space::vidmm_map_system`].
     pub(crate) fn vidmm_map_system(
         &self,
@@ -222,16 +204,6 @@ impl Machine {
     /// [`mmu::system_space::reap_system_pages`].
     pub(crate) fn reap_system_pages(&self, a: &AdapterShared) -> Result<(), SimError> {
         mmu::system_space::reap_system_pages(self, a)
-    }
-
-    /// [`mmu::system_space::vidmm_unmap_system`].
-    pub(crate) fn vidmm_unmap_system(
-        &self,
-        a: &AdapterShared,
-        pa: u64,
-        bytes: u64,
-    ) -> Result<(), SimError> {
-        mmu::system_space::vidmm_unmap_system(self, a, pa, bytes)
     }
 
     /// [`mmu::vidmm_create_process`].
@@ -250,17 +222,6 @@ impl Machine {
         pid: ProcessId,
     ) -> Result<(), SimError> {
         mmu::vidmm_destroy_process(self, a, pid)
-    }
-
-    /// [`mmu::vidmm_map_os_page`].
-    pub(crate) fn vidmm_map_os_page(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        pa: u64,
-        tag: LeafTag,
-    ) -> Result<(), SimError> {
-        mmu::vidmm_map_os_page(self, a, pid, pa, tag)
     }
 
     /// [`residency::residency_make_resident`].
@@ -325,32 +286,6 @@ impl Machine {
         allocation::reap_allocations(self, a)
     }
 
-    /// [`fencemap::fence_map_value`].
-    pub(crate) fn fence_map_value(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        pa: u64,
-        tag: LeafTag,
-    ) -> Result<u64, SimError> {
-        fencemap::fence_map_value(self, a, pid, pa, tag)
-    }
-
-    /// [`fencemap::fence_unmap_value`].
-    pub(crate) fn fence_unmap_value(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        pa: u64,
-    ) -> Result<(), SimError> {
-        fencemap::fence_unmap_value(self, a, pid, pa)
-    }
-
-    /// [`fencemap::fence_reap_maps`].
-    pub(crate) fn fence_reap_maps(&self, a: &AdapterShared) -> Result<(), SimError> {
-        fencemap::fence_reap_maps(self, a)
-    }
-
     /// [`va::paging_queue::paging_queue_create`].
     pub(crate) fn paging_queue_create(
         &self,
@@ -362,36 +297,6 @@ impl Machine {
         va::paging_queue::paging_queue_create(self, a, device, priority, physical_adapter_index)
     }
 
-    /// [`va::paging_queue::paging_queue_destroy`].
-    pub(crate) fn paging_queue_destroy(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        queue: KmtHandle,
-    ) -> Result<(), SimError> {
-        va::paging_queue::paging_queue_destroy(self, a, device, queue)
-    }
-
-    /// [`va::gpu_va_reserve`].
-    pub(crate) fn gpu_va_reserve(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        r: ReserveGpuVa,
-    ) -> Result<u64, SimError> {
-        va::gpu_va_reserve(a, device, r)
-    }
-
-    /// [`va::gpu_va_map`].
-    pub(crate) fn gpu_va_map(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        r: MapGpuVa,
-    ) -> Result<(u64, u64), SimError> {
-        va::gpu_va_map(self, a, device, r)
-    }
-
     /// [`va::gpu_va_update`].
     pub(crate) fn gpu_va_update(
         &self,
@@ -401,17 +306,6 @@ impl Machine {
         ops: &[UpdateGpuVaOp],
     ) -> Result<(), SimError> {
         va::gpu_va_update(self, a, device, u, ops)
-    }
-
-    /// [`va::gpu_va_free`].
-    pub(crate) fn gpu_va_free(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        base: u64,
-        size: u64,
-    ) -> Result<(), SimError> {
-        va::gpu_va_free(self, a, device, base, size)
     }
 
     /// [`va::gpu_va_teardown`].

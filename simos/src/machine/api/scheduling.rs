@@ -77,7 +77,7 @@ impl Machine {
         legacy::submit_legacy(
             self.waiter(),
             &a,
-            &|bytes| self.dma_carve(&a, p.pid, bytes),
+            &|bytes| crate::vidmm::dmabuf::dma_carve(self, &a, p.pid, bytes),
             p,
             context,
             cmds,
