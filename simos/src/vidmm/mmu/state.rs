@@ -65,6 +65,17 @@ impl VidMm {
             .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
     }
 
+    /// Keeps `[bus, bus + bytes)` of system memory the OS gave back while the paging process
+    /// may map it, for [`super::system_space::reap_system_pages`] to unmap and free; `false`
+    /// without a paging process (nothing maps it: the caller frees it at once).
+    pub(crate) fn retire_system(&mut self, bus: u64, bytes: u64) -> bool {
+        if !self.has_process(super::PAGING_PID) {
+            return false;
+        }
+        self.retired_system.push((bus, bytes));
+        true
+    }
+
     pub(crate) fn paging_begin(&mut self) {
         self.busy += 1;
     }
