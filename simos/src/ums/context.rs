@@ -2,7 +2,9 @@
 
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
-use rvgpu_ddi::submission::{DXGKARG_CREATECONTEXT, DXGK_CONTEXTINFO, DXGK_CREATECONTEXTFLAGS};
+use rvgpu_ddi::submission::{
+    DXGKARG_CREATECONTEXT, DXGK_CONTEXTINFO, DXGK_CREATECONTEXTFLAGS, DXGK_NODEMETADATA_FLAGS,
+};
 
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -41,7 +43,7 @@ pub(crate) fn create_context(
     device: KmtHandle,
     node: u32,
 ) -> Result<KmtHandle, SimError> {
-    let hw_queue = crate::vidsch::hws::is_hw_node(a, node);
+    let hw_queue = lock(&a.sch.hws).is_hw_node(node);
     create_context_flags(a, device, node, hw_queue)
 }
 
@@ -82,7 +84,7 @@ fn check_context_creation(
     }
     let hw_queue = flags & HW_QUEUE_SUPPORTED != 0;
     if !hw_queue {
-        crate::vidsch::hws::check_context_flags(a, node, false, false)?;
+        check_context_flags(a, node, false, false)?;
         return Ok(false);
     }
     let refuse = |why: &str| {
@@ -95,7 +97,7 @@ fn check_context_creation(
             "Context passes HwQueueSupported flag set, but the driver WDDM version is < 2.5",
         );
     }
-    crate::vidsch::hws::check_context_flags(a, node, true, false)?;
+    check_context_flags(a, node, true, false)?;
     if !virtual_context {
         return refuse("Only virtual contexts can use HwQueueSupported flag");
     }
@@ -208,4 +210,40 @@ pub(crate) fn context_device(a: &AdapterShared, h: KmtHandle) -> Option<KmtHandl
 /// The KMD handle and node of a context.
 pub(crate) fn context_kmd(a: &AdapterShared, h: KmtHandle) -> Option<(usize, u32)> {
     lock(&a.ums).contexts.get(&h).map(|c| (c.kmd, c.node))
+}
+
+/// BR-92 (context flags against the node; [D] `DXGCONTEXT::Initialize`, every refusal
+/// `STATUS_UNSUCCESSFUL`). `system`: a context the OS creates for itself (exempt).
+pub(crate) fn check_context_flags(
+    a: &AdapterShared,
+    node: u32,
+    hw_queue_supported: bool,
+    system: bool,
+) -> Result<(), SimError> {
+    if system {
+        return Ok(());
+    }
+    let scheduling =
+        node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported);
+    let why = match (hw_queue_supported, scheduling) {
+        (false, true) => {
+            "Context doesn't pass HwQueueSupported flag, but GPU node requires hardware scheduling"
+        }
+        (true, false) => {
+            "Context passes HwQueueSupported flag set, but GPU node doesn't support context \
+             scheduling"
+        }
+        _ => return Ok(()),
+    };
+    a.observer().triage(format!("BR-92: node {node}: {why}"));
+    Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
+}
+
+/// The metadata flags node `node` reported at start.
+pub(super) fn node_flags(a: &AdapterShared, node: u32) -> DXGK_NODEMETADATA_FLAGS {
+    lock(&a.ums)
+        .node_metadata
+        .get(node as usize)
+        .map(|m| m.Flags)
+        .unwrap_or_default()
 }
