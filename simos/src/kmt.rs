@@ -490,14 +490,14 @@ impl Kmt for SimKmt<'_> {
     fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
         let a = self.thunk()?;
         let (alloc, cache) =
-            crate::vidmm::allocation::lock_allocation(&a, self.p.device, allocation)
+            crate::ums::allocation::lock_allocation(&a, self.p.device, allocation)
                 .map_err(status)?;
         Ok(SimMem { alloc, cache })
     }
 
     fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
         self.on_device(|a, device| {
-            crate::vidmm::allocation::unlock_allocation(a, device, allocation)
+            crate::ums::allocation::unlock_allocation(a, device, allocation)
         })
     }
 
@@ -511,7 +511,8 @@ impl Kmt for SimKmt<'_> {
         flags: DestroyFlags,
     ) -> Result<(), NtStatus> {
         let a = self.thunk()?;
-        crate::vidmm::allocation::destroy_allocation2(
+        crate::ums::allocation::destroy_allocation2(
+            self.m,
             &a,
             self.p.device,
             allocation,

@@ -28,7 +28,7 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
 use crate::ob::KmtHandle;
 use crate::os::answers::ConnectPower;
-use crate::vidmm::allocation::release_alloc;
+use super::allocation::release_alloc;
 
 use super::events::UmsEvent;
 use super::kmd::{check_kmd_handle, needed_ddi};

@@ -601,13 +601,14 @@ pub(super) fn pending_work(a: &AdapterShared) -> bool {
 /// VidMm's power reference for paging (a GPU in D3 runs nothing, so VidMm brings the adapter to
 /// D0 before it submits paging work, as for any submission, UM-14): brings it to D0 and counts
 /// the paging work as pending until the returned guard is dropped, so a runtime power-down
-/// backs out meanwhile (a GPU in D3 runs no paging buffer).
-pub(crate) fn paging_power(a: &AdapterShared) -> Result<PagingPower<'_>, SimError> {
+/// backs out meanwhile (a GPU in D3 runs no paging buffer). VidMm's guard
+/// (`vidmm::mmu::PagingPower`) ends the count.
+pub(crate) fn paging_power(a: &AdapterShared) -> Result<(), SimError> {
     {
         let mut v = lock(&a.mm.vidmm);
         if v.power_thread == Some(std::thread::current().id()) {
             v.paging_begin();
-            return Ok(PagingPower { a });
+            return Ok(());
         }
     }
     loop {
@@ -619,19 +620,8 @@ pub(crate) fn paging_power(a: &AdapterShared) -> Result<PagingPower<'_>, SimErro
         let _s = shared(a);
         if lock(&a.ums).power != Power::D3 {
             lock(&a.mm.vidmm).paging_begin();
-            return Ok(PagingPower { a });
+            return Ok(());
         }
-    }
-}
-
-/// See [`paging_power`].
-pub(crate) struct PagingPower<'a> {
-    a: &'a AdapterShared,
-}
-
-impl Drop for PagingPower<'_> {
-    fn drop(&mut self) {
-        lock(&self.a.mm.vidmm).paging_end();
     }
 }
 

@@ -20,7 +20,7 @@ use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
 use crate::ob::KmtHandle;
 use crate::os::answers::Teardown;
 use crate::sync::fence::WaitOutcome;
-use crate::vidmm::allocation::free_alloc;
+use super::allocation::free_alloc;
 
 use super::context::destroy_context;
 use super::doorbell::{destroy_doorbell, os_disconnect};

@@ -139,10 +139,7 @@ pub(crate) fn fence_unmap_value(
     let serial = lock(&a.fence_os).maps.serial.clone();
     {
         let _one = lock(&serial);
-        let queues = {
-            let ums = lock(&a.ums);
-            crate::ums::process_queues(&ums, pid)
-        };
+        let queues = host.process_queues(a, pid);
         let mut os = lock(&a.fence_os);
         let maps = &mut os.maps;
         if let Some(m) = maps.pages.get_mut(&(pid, page)) {
@@ -176,10 +173,7 @@ pub(crate) fn fence_reap_maps(host: &dyn Host, a: &AdapterShared) -> Result<(), 
         if gone(r.pid) {
             continue;
         }
-        let idle = {
-            let ums = lock(&a.ums);
-            r.queues.iter().all(|q| !crate::ums::queue_alive(&ums, *q))
-        };
+        let idle = r.queues.iter().all(|q| !host.queue_alive(a, *q));
         if idle {
             due.push(r);
         } else {

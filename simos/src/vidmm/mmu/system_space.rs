@@ -56,7 +56,7 @@ pub(crate) fn vidmm_init_paging_process(
     };
     crate::vidmm::mmu::vidmm_new_space(host, a, PAGING_PID, kmd, PAGING_VA_BASE)?;
     let node = paging_node(a);
-    let context = crate::vidsch::system::context(a, node);
+    let context = host.paging_context(a, node);
     if context == 0 {
         return Err(sim(format!(
             "no system context on paging node {node} for the paging process's root"
