@@ -423,11 +423,11 @@ impl Kmt for SimKmt<'_> {
     type Fence = SimFence;
 
     fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
-        self.on_device(|a, device| ums::create_context(a, device, node))
+        self.on_device(|a, device| ums::create_context(self.m, a, device, node))
     }
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::destroy_context_thunk(a, device, context))
+        self.on_device(|a, device| ums::destroy_context_thunk(self.m, a, device, context))
     }
 
     fn create_hw_queue(

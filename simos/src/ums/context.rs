@@ -13,11 +13,16 @@ use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
 use crate::ob::KmtHandle;
 
 use super::events::UmsEvent;
+use super::host::UmsHost;
 use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock};
 use super::state::{new_handle, ContextObj, Suspended};
 
-pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
+pub(super) fn destroy_context(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    h: KmtHandle,
+) -> Result<(), SimError> {
     let kmd = {
         let os = lock(&a.ums);
         let c = os.context(h)?;
@@ -28,7 +33,7 @@ pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), Sim
     };
     let (kmd, node) = kmd;
     // What the GPU logged about the context is read while it is alive.
-    crate::vidsch::hws::context_destroying(a, kmd, node);
+    m.context_destroying(a, kmd, node);
     destroy_kmd!(a, table(a)?, DxgkDdiDestroyContext, "context", kmd)?;
     let mut os = lock(&a.ums);
     os.contexts.remove(&h);
@@ -39,23 +44,25 @@ pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), Sim
 /// A context as a correct runtime creates it: `HwQueueSupported` exactly on hardware-scheduled
 /// nodes (BR-92).
 pub(crate) fn create_context(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     node: u32,
 ) -> Result<KmtHandle, SimError> {
     let hw_queue = lock(&a.sch.hws).is_hw_node(node);
-    create_context_flags(a, device, node, hw_queue)
+    create_context_flags(m, a, device, node, hw_queue)
 }
 
 /// `D3DKMTCreateContextVirtual` with the caller's `HwQueueSupported` (BR-92 checked before
 /// any DDI).
 pub(crate) fn create_context_flags(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     node: u32,
     hw_queue: bool,
 ) -> Result<KmtHandle, SimError> {
-    create_context_raw(a, device, node, u32::from(hw_queue) << 4, true)
+    create_context_raw(m, a, device, node, u32::from(hw_queue) << 4, true)
 }
 
 /// `D3DDDI_CREATECONTEXTFLAGS` bits BR-92 reads.
@@ -110,6 +117,7 @@ fn check_context_creation(
 /// `D3DKMTCreateContextVirtual` (`virtual_context`) or `D3DKMTCreateContext` with the
 /// runtime's raw `D3DDDI_CREATECONTEXTFLAGS` (BR-92 checked before any DDI).
 pub(crate) fn create_context_raw(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     node: u32,
@@ -187,11 +195,12 @@ pub(crate) fn create_context_raw(
     os.events.push(UmsEvent::CreateContext { context: h, node });
     drop(os);
     // The KMD learns the context's band ([D] VidSchiCreateHwContextInternal).
-    crate::vidsch::hws::context_created(a, h, kmd, node)?;
+    m.context_created(a, h, kmd, node)?;
     Ok(h)
 }
 
 pub(crate) fn destroy_context_thunk(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     h: KmtHandle,
@@ -199,7 +208,7 @@ pub(crate) fn destroy_context_thunk(
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
     lock(&a.ums).context_of(device, h)?;
-    destroy_context(a, h)
+    destroy_context(m, a, h)
 }
 
 /// The device a context belongs to (`D3DKMTUpdateGpuVirtualAddress`'s `hContext`).

@@ -159,7 +159,7 @@ fn destroy_device_rest(
     let g = dev_guard(a, dl);
     let ctxs = lock(&a.ums).contexts_of_device(device);
     for c in ctxs {
-        destroy_context(a, c)?;
+        destroy_context(m, a, c)?;
     }
     // A native fence's pages leave the process by paging, which takes the shared power lock
     // itself: not under the device guard (a second shared acquisition behind a waiting
