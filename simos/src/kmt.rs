@@ -489,16 +489,13 @@ impl Kmt for SimKmt<'_> {
 
     fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
         let a = self.thunk()?;
-        let (alloc, cache) =
-            crate::ums::allocation::lock_allocation(&a, self.p.device, allocation)
-                .map_err(status)?;
+        let (alloc, cache) = crate::ums::allocation::lock_allocation(&a, self.p.device, allocation)
+            .map_err(status)?;
         Ok(SimMem { alloc, cache })
     }
 
     fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| {
-            crate::ums::allocation::unlock_allocation(a, device, allocation)
-        })
+        self.on_device(|a, device| crate::ums::allocation::unlock_allocation(a, device, allocation))
     }
 
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {

@@ -69,7 +69,9 @@ pub(crate) struct AllocObj {
 impl AllocObj {
     /// Whether the work VidMm deferred the destruction for has completed (AL-03).
     fn deferred_done(&self, os: &UmsOs) -> bool {
-        self.deferred_dma.is_none() && self.deferred
+        self.deferred_dma.is_none()
+            && self
+                .deferred
                 .iter()
                 .all(|w| w.done(|q| os.queues.contains_key(&q)))
     }

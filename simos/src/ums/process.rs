@@ -11,6 +11,7 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CREATEDEVICEFLAGS};
 
+use super::allocation::free_alloc;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -20,7 +21,6 @@ use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
 use crate::ob::KmtHandle;
 use crate::os::answers::Teardown;
 use crate::sync::fence::WaitOutcome;
-use super::allocation::free_alloc;
 
 use super::context::destroy_context;
 use super::doorbell::{destroy_doorbell, os_disconnect};

@@ -16,15 +16,15 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
+use crate::ums::allocation;
 use crate::ums::UmsProcess;
 use crate::vidmm::aperture::ApertureRange;
 use crate::vidmm::host::Host;
 use crate::vidmm::mmu::LeafTag;
 use crate::vidmm::paging::TransferSide;
+use crate::vidmm::residency::state::QueuedWork;
 use crate::vidmm::residency::{MakeResidentFail, Place};
 use crate::vidmm::va::paging_queue;
-use crate::ums::allocation;
-use crate::vidmm::residency::state::QueuedWork;
 use crate::vidmm::{aperture, contiguous, fencemap, mmu, paging, residency, va};
 
 impl Machine {

@@ -302,7 +302,7 @@ impl Machine {
     pub fn run_os_work(&self) -> Result<(), SimError> {
         for i in 0..self.config().adapters.len() {
             let a = self.adapter_shared(i)?.clone();
-            ums::run_passive_work(&a);
+            ums::run_passive_work(&a, &|n| crate::vidsch::tdr::node_has_pending(&a, n));
         }
         match self.state.fault() {
             Some(f) => Err(f.into()),

@@ -38,9 +38,7 @@ pub use self::state::{VidMm, VmProcess};
 
 pub use crate::vidmm::leaf::LeafTag;
 
-pub(crate) use system_space::{
-    close_paging_process, open_paging_process, paging_process_kmd,
-};
+pub(crate) use system_space::{close_paging_process, open_paging_process, paging_process_kmd};
 
 /// First VA of user allocations; each process starts at its own multiple of [`VA_STRIDE`]
 /// above it (see `gpuva`'s module docs). Below it VidMm maps the OS's own pages a process

@@ -602,8 +602,8 @@ pub(crate) fn residency_tick(host: &dyn Host, a: &AdapterShared) -> Result<(), S
                     && e.count == 0
                     && matches!(e.place, Place::Local { .. })
                     && e.idle_after
-                                .iter()
-                                .all(|w| w.done(|q| host.queue_alive(a, q)))
+                        .iter()
+                        .all(|w| w.done(|q| host.queue_alive(a, q)))
             })
             .map(|(h, _)| *h)
             .collect()
