@@ -41,19 +41,9 @@ pub(crate) fn retire_empty_pages(a: &AdapterShared) {
     };
     for (bus, paging) in due {
         if paging {
-            retire_system(a, bus, PAGE);
+            super::pages::retire_system(a, bus, PAGE);
         } else {
             a.device.memory().free_system(bus);
         }
-    }
-}
-
-/// Hands `[bus, bus + bytes)` of system memory back to VidMm: without a paging process it is
-/// freed at once, otherwise it stays allocated (and mapped) until VidMm's `reap_system_pages`
-/// unmaps it through the driver, so the CMP never reaches memory that was reused.
-pub(crate) fn retire_system(a: &AdapterShared, bus: u64, bytes: u64) {
-    let kept = lock(&a.mm.vidmm).retire_system(bus, bytes);
-    if !kept {
-        a.device.memory().free_system(bus);
     }
 }

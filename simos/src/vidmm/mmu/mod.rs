@@ -34,6 +34,7 @@ use crate::vidmm::host::Host;
 pub mod state;
 pub(crate) mod system_space;
 
+pub(crate) use self::state::PAGING_PID;
 pub use self::state::{VidMm, VmProcess};
 
 pub use crate::vidmm::leaf::LeafTag;
@@ -45,8 +46,6 @@ pub(crate) use system_space::{close_paging_process, open_paging_process, paging_
 /// uses (fence storage) at their device address, which is below `VRAM_BASE + VRAM` (< 2 TiB).
 const VA_BASE: u64 = 0x4000_0000_0000;
 const VA_STRIDE: u64 = 0x0010_0000_0000;
-/// VidMm's paging (system) process in its books ([`system_space::vidmm_init_paging_process`]).
-pub(crate) const PAGING_PID: ProcessId = ProcessId(u32::MAX);
 /// Where the paging process's own reservations would start; the OS pages it maps for the
 /// CMP sit at their device addresses, below `VA_BASE`.
 const PAGING_VA_BASE: u64 = 0x7000_0000_0000;
