@@ -423,11 +423,11 @@ impl Kmt for SimKmt<'_> {
     type Fence = SimFence;
 
     fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
-        self.on_device(|a, device| ums::create_context(a, device, node))
+        self.on_device(|a, device| ums::create_context(self.m, a, device, node))
     }
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::destroy_context_thunk(a, device, context))
+        self.on_device(|a, device| ums::destroy_context_thunk(self.m, a, device, context))
     }
 
     fn create_hw_queue(
@@ -489,16 +489,13 @@ impl Kmt for SimKmt<'_> {
 
     fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
         let a = self.thunk()?;
-        let (alloc, cache) =
-            crate::vidmm::allocation::lock_allocation(&a, self.p.device, allocation)
-                .map_err(status)?;
+        let (alloc, cache) = crate::ums::allocation::lock_allocation(&a, self.p.device, allocation)
+            .map_err(status)?;
         Ok(SimMem { alloc, cache })
     }
 
     fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| {
-            crate::vidmm::allocation::unlock_allocation(a, device, allocation)
-        })
+        self.on_device(|a, device| crate::ums::allocation::unlock_allocation(a, device, allocation))
     }
 
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
@@ -511,7 +508,8 @@ impl Kmt for SimKmt<'_> {
         flags: DestroyFlags,
     ) -> Result<(), NtStatus> {
         let a = self.thunk()?;
-        crate::vidmm::allocation::destroy_allocation2(
+        crate::ums::allocation::destroy_allocation2(
+            self.m,
             &a,
             self.p.device,
             allocation,

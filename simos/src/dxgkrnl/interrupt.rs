@@ -438,7 +438,7 @@ pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
     serve(&stop, &a.sch.wake, || {
         if crate::ums::has_work(&a) {
             let _m = MachineContext::enter(a.state.clone());
-            if crate::ums::run_passive_work(&a) {
+            if crate::ums::run_passive_work(&a, &|n| crate::vidsch::tdr::node_has_pending(&a, n)) {
                 return true;
             }
         }

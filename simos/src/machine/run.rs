@@ -86,7 +86,8 @@ impl Machine {
         progress |= self.service_dpcs();
         // VidSch's PASSIVE work (this thread is back at PASSIVE_LEVEL).
         for a in &self.adapters {
-            progress |= crate::ums::run_passive_work(a);
+            progress |=
+                crate::ums::run_passive_work(a, &|n| crate::vidsch::tdr::node_has_pending(a, n));
             // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
             progress |= crate::vidsch::tdr::run_passive(a);
         }

@@ -227,7 +227,7 @@ fn context_and_queue(
     user_mode: bool,
 ) -> Result<(Arc<AdapterShared>, KmtHandle, ums::CreatedQueue, HwQueuePdd), SimError> {
     let a = m.adapter_shared(process.adapter)?.clone();
-    let context = ums::create_context(&a, process.device, engine)?;
+    let context = ums::create_context(m, &a, process.device, engine)?;
     let mut qp = HwQueuePdd {
         magic: PDD_MAGIC,
         version: HW_QUEUE_PDD_VERSION,

@@ -2,7 +2,9 @@
 
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
-use rvgpu_ddi::submission::{DXGKARG_CREATECONTEXT, DXGK_CONTEXTINFO, DXGK_CREATECONTEXTFLAGS};
+use rvgpu_ddi::submission::{
+    DXGKARG_CREATECONTEXT, DXGK_CONTEXTINFO, DXGK_CREATECONTEXTFLAGS, DXGK_NODEMETADATA_FLAGS,
+};
 
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -11,11 +13,16 @@ use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
 use crate::ob::KmtHandle;
 
 use super::events::UmsEvent;
+use super::host::UmsHost;
 use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock};
 use super::state::{new_handle, ContextObj, Suspended};
 
-pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), SimError> {
+pub(super) fn destroy_context(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    h: KmtHandle,
+) -> Result<(), SimError> {
     let kmd = {
         let os = lock(&a.ums);
         let c = os.context(h)?;
@@ -26,7 +33,7 @@ pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), Sim
     };
     let (kmd, node) = kmd;
     // What the GPU logged about the context is read while it is alive.
-    crate::vidsch::hws::context_destroying(a, kmd, node);
+    m.context_destroying(a, kmd, node);
     destroy_kmd!(a, table(a)?, DxgkDdiDestroyContext, "context", kmd)?;
     let mut os = lock(&a.ums);
     os.contexts.remove(&h);
@@ -37,23 +44,25 @@ pub(super) fn destroy_context(a: &AdapterShared, h: KmtHandle) -> Result<(), Sim
 /// A context as a correct runtime creates it: `HwQueueSupported` exactly on hardware-scheduled
 /// nodes (BR-92).
 pub(crate) fn create_context(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     node: u32,
 ) -> Result<KmtHandle, SimError> {
-    let hw_queue = crate::vidsch::hws::is_hw_node(a, node);
-    create_context_flags(a, device, node, hw_queue)
+    let hw_queue = lock(&a.sch.hws).is_hw_node(node);
+    create_context_flags(m, a, device, node, hw_queue)
 }
 
 /// `D3DKMTCreateContextVirtual` with the caller's `HwQueueSupported` (BR-92 checked before
 /// any DDI).
 pub(crate) fn create_context_flags(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     node: u32,
     hw_queue: bool,
 ) -> Result<KmtHandle, SimError> {
-    create_context_raw(a, device, node, u32::from(hw_queue) << 4, true)
+    create_context_raw(m, a, device, node, u32::from(hw_queue) << 4, true)
 }
 
 /// `D3DDDI_CREATECONTEXTFLAGS` bits BR-92 reads.
@@ -82,7 +91,7 @@ fn check_context_creation(
     }
     let hw_queue = flags & HW_QUEUE_SUPPORTED != 0;
     if !hw_queue {
-        crate::vidsch::hws::check_context_flags(a, node, false, false)?;
+        check_context_flags(a, node, false, false)?;
         return Ok(false);
     }
     let refuse = |why: &str| {
@@ -95,7 +104,7 @@ fn check_context_creation(
             "Context passes HwQueueSupported flag set, but the driver WDDM version is < 2.5",
         );
     }
-    crate::vidsch::hws::check_context_flags(a, node, true, false)?;
+    check_context_flags(a, node, true, false)?;
     if !virtual_context {
         return refuse("Only virtual contexts can use HwQueueSupported flag");
     }
@@ -108,6 +117,7 @@ fn check_context_creation(
 /// `D3DKMTCreateContextVirtual` (`virtual_context`) or `D3DKMTCreateContext` with the
 /// runtime's raw `D3DDDI_CREATECONTEXTFLAGS` (BR-92 checked before any DDI).
 pub(crate) fn create_context_raw(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     node: u32,
@@ -185,11 +195,12 @@ pub(crate) fn create_context_raw(
     os.events.push(UmsEvent::CreateContext { context: h, node });
     drop(os);
     // The KMD learns the context's band ([D] VidSchiCreateHwContextInternal).
-    crate::vidsch::hws::context_created(a, h, kmd, node)?;
+    m.context_created(a, h, kmd, node)?;
     Ok(h)
 }
 
 pub(crate) fn destroy_context_thunk(
+    m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     h: KmtHandle,
@@ -197,7 +208,7 @@ pub(crate) fn destroy_context_thunk(
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
     lock(&a.ums).context_of(device, h)?;
-    destroy_context(a, h)
+    destroy_context(m, a, h)
 }
 
 /// The device a context belongs to (`D3DKMTUpdateGpuVirtualAddress`'s `hContext`).
@@ -208,4 +219,40 @@ pub(crate) fn context_device(a: &AdapterShared, h: KmtHandle) -> Option<KmtHandl
 /// The KMD handle and node of a context.
 pub(crate) fn context_kmd(a: &AdapterShared, h: KmtHandle) -> Option<(usize, u32)> {
     lock(&a.ums).contexts.get(&h).map(|c| (c.kmd, c.node))
+}
+
+/// BR-92 (context flags against the node; [D] `DXGCONTEXT::Initialize`, every refusal
+/// `STATUS_UNSUCCESSFUL`). `system`: a context the OS creates for itself (exempt).
+pub(crate) fn check_context_flags(
+    a: &AdapterShared,
+    node: u32,
+    hw_queue_supported: bool,
+    system: bool,
+) -> Result<(), SimError> {
+    if system {
+        return Ok(());
+    }
+    let scheduling =
+        node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported);
+    let why = match (hw_queue_supported, scheduling) {
+        (false, true) => {
+            "Context doesn't pass HwQueueSupported flag, but GPU node requires hardware scheduling"
+        }
+        (true, false) => {
+            "Context passes HwQueueSupported flag set, but GPU node doesn't support context \
+             scheduling"
+        }
+        _ => return Ok(()),
+    };
+    a.observer().triage(format!("BR-92: node {node}: {why}"));
+    Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
+}
+
+/// The metadata flags node `node` reported at start.
+pub(super) fn node_flags(a: &AdapterShared, node: u32) -> DXGK_NODEMETADATA_FLAGS {
+    lock(&a.ums)
+        .node_metadata
+        .get(node as usize)
+        .map(|m| m.Flags)
+        .unwrap_or_default()
 }

@@ -21,6 +21,7 @@ use rvgpu_ddi::submission::{
     DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
 };
 
+use super::allocation::release_alloc;
 use super::mapping::PAGE;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -28,7 +29,6 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
 use crate::ob::KmtHandle;
 use crate::os::answers::ConnectPower;
-use crate::vidmm::allocation::release_alloc;
 
 use super::events::UmsEvent;
 use super::kmd::{check_kmd_handle, needed_ddi};

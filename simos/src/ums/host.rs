@@ -83,6 +83,18 @@ pub(crate) trait UmsHost {
         user_mode: bool,
     ) -> Result<Option<(LogBuffer, LogBuffer)>, SimError>;
 
+    /// After `DxgkDdiCreateContext`: VidSch learns of the context (on a hardware-scheduled
+    /// node it keeps the KMD handle for the scheduling log and tells the KMD the priority).
+    fn context_created(
+        &self,
+        a: &AdapterShared,
+        context: KmtHandle,
+        kmd: usize,
+        node: u32,
+    ) -> Result<(), SimError>;
+    /// Before `DxgkDdiDestroyContext`: VidSch reads what the GPU logged about the context.
+    fn context_destroying(&self, a: &AdapterShared, kmd: usize, node: u32);
+
     /// A new process's GPU address space (its KMD process handle, if any).
     fn vidmm_create_process(
         &self,

@@ -11,7 +11,8 @@ use rvgpu_ddi::ntstatus::{
 };
 use rvgpu_ddi::submission::{
     D3DDDI_CREATEHWQUEUEFLAGS, DXGKARG_CREATEHWQUEUE, DXGKARG_CREATEHWQUEUE_0,
-    DXGKARG_DESTROYDOORBELL, DXGKARG_SUBMITCOMMANDTOHWQUEUE, DXGK_SUBMITCOMMANDFLAGS,
+    DXGKARG_DESTROYDOORBELL, DXGKARG_SUBMITCOMMANDTOHWQUEUE, DXGK_NODEMETADATA_FLAGS,
+    DXGK_SUBMITCOMMANDFLAGS,
 };
 use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
@@ -25,6 +26,7 @@ use crate::ob::KmtHandle;
 use crate::os::answers::{SubmitFailure, UmsProgress};
 use crate::sync::fence::MonitoredFence;
 
+use super::context::node_flags;
 use super::events::UmsEvent;
 use super::held::{drop_held_work, kick_all};
 use super::host::UmsHost;
@@ -181,7 +183,7 @@ pub(crate) fn create_hw_queue(
     };
     // BR-94 ([D] DxgkCreateHwQueueInternal), BR-95 ([D]
     // DXGHWQUEUE::InitializeForUserModeSubmission), before any DDI.
-    crate::vidsch::hws::check_queue(a, node, hw_queue, user_mode)?;
+    check_queue(a, node, hw_queue, user_mode)?;
     if user_mode && !doorbells {
         // UM-04: user-mode queues only on an adapter that reported its doorbell size.
         return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
@@ -543,4 +545,29 @@ pub(crate) fn submit_command(
 /// The node of hardware queue `queue`.
 pub(super) fn queue_node(a: &AdapterShared, queue: KmtHandle) -> Result<u32, SimError> {
     lock(&a.ums).queue(queue).map(|q| q.node)
+}
+
+/// BR-94: a hardware queue needs a context created with `HwQueueSupported`; BR-95: a
+/// user-mode queue needs a node with `UserModeSubmission` (both `STATUS_INVALID_PARAMETER`).
+pub(crate) fn check_queue(
+    a: &AdapterShared,
+    node: u32,
+    context_hw_queue: bool,
+    user_mode: bool,
+) -> Result<(), SimError> {
+    if !context_hw_queue {
+        a.observer().triage(format!(
+            "BR-94: Cannot create HW queue on context (node {node}) that doesn't support \
+             hardware queues."
+        ));
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    if user_mode && !node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission) {
+        a.observer().triage(format!(
+            "BR-95: Cannot create UserModeSubmission capable HWQueue, because Node Ordinal \
+             {node} does not support UserModeSubmission"
+        ));
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    Ok(())
 }

@@ -94,6 +94,7 @@
 //! here live with the machine (`machine::api::ums`): each looks the adapter up and calls the
 //! operation.
 
+pub(crate) mod allocation;
 mod context;
 mod disconnect;
 mod doorbell;
@@ -123,7 +124,6 @@ pub(crate) use self::host::UmsHost;
 pub(crate) use self::hwqueue::*;
 pub(crate) use self::kmd::*;
 pub(crate) use self::kmtest::TestTarget;
-pub(crate) use self::locks::*;
 pub(crate) use self::loss::*;
 pub use self::mapping::*;
 pub(crate) use self::power::*;

@@ -104,9 +104,10 @@ fn run_page_faults(a: &AdapterShared) -> bool {
     }
 }
 
-/// VidSch's PASSIVE worker: runs the queued F1 transitions (UM-13). Returns whether it did
-/// anything.
-pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
+/// VidSch's PASSIVE worker: runs the queued F1 transitions (UM-13). `dma_pending` answers
+/// whether VidSch has a DMA buffer of a node in flight (such a node is not idle). Returns
+/// whether it did anything.
+pub(crate) fn run_passive_work(a: &AdapterShared, dma_pending: &dyn Fn(u32) -> bool) -> bool {
     // The D3 trim pages from inside the power sequence, which holds it exclusively: the
     // worker's PASSIVE items (F1 transitions take the same sequence) wait until it is over
     // rather than deadlock this thread in step mode.
@@ -123,18 +124,22 @@ pub(crate) fn run_passive_work(a: &AdapterShared) -> bool {
             return did;
         }
         let Some(node) = lock(&a.ums).work.pop_front() else {
-            return did | run_deferred_f1(a);
+            return did | run_deferred_f1(a, dma_pending);
         };
         did = true;
         let _x = exclusive(a);
-        if let Err(e) = engine_to_f1(a, node) {
+        if let Err(e) = engine_to_f1(a, node, dma_pending) {
             worker_step_failed(a, format!("engine {node} F1 transition failed: {e}"));
             return did;
         }
     }
 }
 
-pub(super) fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError> {
+pub(super) fn engine_to_f1(
+    a: &AdapterShared,
+    node: u32,
+    dma_pending: &dyn Fn(u32) -> bool,
+) -> Result<(), SimError> {
     let targets: Vec<KmtHandle> = {
         // A node already in F1 has no connected doorbell (a connect sets F0 first); a
         // repeated request finds nothing to disconnect and leaves the F-state as it is.
@@ -157,7 +162,7 @@ pub(super) fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError>
     // when no active reference holds it, and VidSch holds one while it has work for the
     // node): checked under the F-state lock, which every active reference takes too.
     let _f = lock(&a.ums_fstate);
-    if node_busy(a, node) {
+    if node_busy(a, node, dma_pending) {
         let mut os = lock(&a.ums);
         os.events.push(UmsEvent::F1Declined { node });
         if !os.f1_deferred.contains(&node) {
@@ -170,11 +175,11 @@ pub(super) fn engine_to_f1(a: &AdapterShared, node: u32) -> Result<(), SimError>
 }
 
 /// The deferred F1 requests of nodes that are idle now. Returns whether one ran.
-fn run_deferred_f1(a: &AdapterShared) -> bool {
+fn run_deferred_f1(a: &AdapterShared, dma_pending: &dyn Fn(u32) -> bool) -> bool {
     let deferred: Vec<u32> = lock(&a.ums).f1_deferred.clone();
     let mut did = false;
     for node in deferred {
-        if a.state.is_halted() || node_busy(a, node) {
+        if a.state.is_halted() || node_busy(a, node, dma_pending) {
             continue;
         }
         let _x = exclusive(a);
@@ -183,7 +188,7 @@ fn run_deferred_f1(a: &AdapterShared) -> bool {
             continue;
         }
         did = true;
-        if let Err(e) = engine_to_f1(a, node) {
+        if let Err(e) = engine_to_f1(a, node, dma_pending) {
             worker_step_failed(a, format!("engine {node} F1 transition failed: {e}"));
             return did;
         }
@@ -194,7 +199,7 @@ fn run_deferred_f1(a: &AdapterShared) -> bool {
 /// Whether node `node` has work the OS knows of: an active reference, a kernel-mode or held
 /// submission, a queue whose last-queued progress value is ahead of its fence (UM-16), a
 /// VidSch DMA buffer in flight, or VidMm paging in flight.
-fn node_busy(a: &AdapterShared, node: u32) -> bool {
+fn node_busy(a: &AdapterShared, node: u32, dma_pending: &dyn Fn(u32) -> bool) -> bool {
     let (active, scheds) = {
         let os = lock(&a.ums);
         let active = os.node_active.get(node as usize).is_some_and(|&n| n > 0)
@@ -219,7 +224,7 @@ fn node_busy(a: &AdapterShared, node: u32) -> bool {
             .get(node as usize)
             .is_some_and(|&n| n > 0)
         || scheds.iter().any(|s| !lock(&s.st).list.is_empty())
-        || crate::vidsch::tdr::node_has_pending(a, node)
+        || dma_pending(node)
         || lock(&a.mm.vidmm).paging_busy()
 }
 
@@ -601,13 +606,14 @@ pub(super) fn pending_work(a: &AdapterShared) -> bool {
 /// VidMm's power reference for paging (a GPU in D3 runs nothing, so VidMm brings the adapter to
 /// D0 before it submits paging work, as for any submission, UM-14): brings it to D0 and counts
 /// the paging work as pending until the returned guard is dropped, so a runtime power-down
-/// backs out meanwhile (a GPU in D3 runs no paging buffer).
-pub(crate) fn paging_power(a: &AdapterShared) -> Result<PagingPower<'_>, SimError> {
+/// backs out meanwhile (a GPU in D3 runs no paging buffer). VidMm's guard
+/// (`vidmm::mmu::PagingPower`) ends the count.
+pub(crate) fn paging_power(a: &AdapterShared) -> Result<(), SimError> {
     {
         let mut v = lock(&a.mm.vidmm);
         if v.power_thread == Some(std::thread::current().id()) {
             v.paging_begin();
-            return Ok(PagingPower { a });
+            return Ok(());
         }
     }
     loop {
@@ -619,19 +625,8 @@ pub(crate) fn paging_power(a: &AdapterShared) -> Result<PagingPower<'_>, SimErro
         let _s = shared(a);
         if lock(&a.ums).power != Power::D3 {
             lock(&a.mm.vidmm).paging_begin();
-            return Ok(PagingPower { a });
+            return Ok(());
         }
-    }
-}
-
-/// See [`paging_power`].
-pub(crate) struct PagingPower<'a> {
-    a: &'a AdapterShared,
-}
-
-impl Drop for PagingPower<'_> {
-    fn drop(&mut self) {
-        lock(&self.a.mm.vidmm).paging_end();
     }
 }
 

@@ -11,6 +11,7 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CREATEDEVICEFLAGS};
 
+use super::allocation::free_alloc;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -20,7 +21,6 @@ use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
 use crate::ob::KmtHandle;
 use crate::os::answers::Teardown;
 use crate::sync::fence::WaitOutcome;
-use crate::vidmm::allocation::free_alloc;
 
 use super::context::destroy_context;
 use super::doorbell::{destroy_doorbell, os_disconnect};
@@ -159,7 +159,7 @@ fn destroy_device_rest(
     let g = dev_guard(a, dl);
     let ctxs = lock(&a.ums).contexts_of_device(device);
     for c in ctxs {
-        destroy_context(a, c)?;
+        destroy_context(m, a, c)?;
     }
     // A native fence's pages leave the process by paging, which takes the shared power lock
     // itself: not under the device guard (a second shared acquisition behind a waiting

@@ -5,6 +5,7 @@ use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::sync::fence::MonitoredFence;
+use crate::vidmm::residency::state::QueuedWork;
 
 use super::state::UmsOs;
 
@@ -41,21 +42,6 @@ pub(crate) fn process_queues(os: &UmsOs, pid: ProcessId) -> Vec<KmtHandle> {
 /// Whether hardware queue `h` still exists.
 pub(crate) fn queue_alive(os: &UmsOs, h: KmtHandle) -> bool {
     os.queues.contains_key(&h)
-}
-
-/// One queue's outstanding work at a point in time ([`queued_work`]).
-#[derive(Clone, Debug)]
-pub(crate) struct QueuedWork {
-    pub(super) queue: KmtHandle,
-    pub(super) fence: MonitoredFence,
-    pub(super) value: u64,
-}
-
-impl QueuedWork {
-    /// Complete, or no longer able to run: the queue is gone (its destruction ended its work).
-    pub(crate) fn done(&self, os: &UmsOs) -> bool {
-        self.fence.value() >= self.value || !os.queues.contains_key(&self.queue)
-    }
 }
 
 /// The fence behind D3DKMT handle `h` of the process that owns `device`: `None` for a handle

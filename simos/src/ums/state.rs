@@ -14,8 +14,8 @@ use rvgpu_ddi::submission::{
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::sync::fence::{MonitoredFence, SimEvent};
-use crate::vidmm::allocation::AllocObj;
 
+use super::allocation::AllocObj;
 use super::events::UmsEvent;
 use super::mapping::DoorbellCpuState;
 use crate::ob::{HandleMap, KmtHandle};

@@ -22,7 +22,7 @@
 //! invalidation fail every time.
 //!
 //! One cache is shared by every cached view of an allocation (the OS's allocation object holds
-//! it, `vidmm::allocation::AllocObj`), as every CPU of a machine sees one coherent cache
+//! it, `ums::allocation::AllocObj`), as every CPU of a machine sees one coherent cache
 //! hierarchy; the thunk finds it through the allocation handle.
 
 use std::collections::BTreeMap;

@@ -28,62 +28,18 @@
 //! Windows picks is UNVERIFIED; this one never unmaps under a queue that might still use the
 //! page.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
-use rvgpu_umd::kmt::KmtHandle;
 
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
+use crate::sync::fence::maps::{PageMap, Retired};
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;
 use crate::vidmm::mmu::{phys_of, LeafTag};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
-
-#[derive(Debug, Clone, Copy)]
-struct PageMap {
-    va: u64,
-    refs: u32,
-}
-
-#[derive(Debug)]
-struct Retired {
-    pid: ProcessId,
-    page: u64,
-    va: u64,
-    /// The process's hardware queues at the close.
-    queues: Vec<KmtHandle>,
-}
-
-/// One adapter's books of fence pages mapped into processes.
-#[derive(Debug, Default)]
-pub(crate) struct FenceMaps {
-    /// (process, device page of the fence value) → where it is mapped and by how many.
-    pages: HashMap<(ProcessId, u64), PageMap>,
-    retired: Vec<Retired>,
-    /// Serialises map and unmap: the books are updated around paging, which must not run
-    /// under the fence lock (the DPC that reports paging takes it).
-    serial: Arc<Mutex<()>>,
-}
-
-impl FenceMaps {
-    /// Whether any process maps the device page `page` (live or retired).
-    pub(crate) fn maps_page(&self, page: u64) -> bool {
-        self.pages.keys().any(|(_, p)| *p == page) || self.retired.iter().any(|r| r.page == page)
-    }
-
-    /// Pages `pid` has mapped, live and retired.
-    pub(crate) fn pages_of(&self, pid: ProcessId) -> (usize, usize) {
-        (
-            self.pages.keys().filter(|(p, _)| *p == pid).count(),
-            self.retired.iter().filter(|r| r.pid == pid).count(),
-        )
-    }
-}
 
 fn page_of(pa: u64) -> u64 {
     pa - pa % PAGE
@@ -183,10 +139,7 @@ pub(crate) fn fence_unmap_value(
     let serial = lock(&a.fence_os).maps.serial.clone();
     {
         let _one = lock(&serial);
-        let queues = {
-            let ums = lock(&a.ums);
-            crate::ums::process_queues(&ums, pid)
-        };
+        let queues = host.process_queues(a, pid);
         let mut os = lock(&a.fence_os);
         let maps = &mut os.maps;
         if let Some(m) = maps.pages.get_mut(&(pid, page)) {
@@ -220,10 +173,7 @@ pub(crate) fn fence_reap_maps(host: &dyn Host, a: &AdapterShared) -> Result<(), 
         if gone(r.pid) {
             continue;
         }
-        let idle = {
-            let ums = lock(&a.ums);
-            r.queues.iter().all(|q| !crate::ums::queue_alive(&ums, *q))
-        };
+        let idle = r.queues.iter().all(|q| !host.queue_alive(a, *q));
         if idle {
             due.push(r);
         } else {

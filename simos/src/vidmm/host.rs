@@ -5,12 +5,44 @@
 use std::time::Duration;
 
 use crate::base::error::SimError;
+use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
+use crate::vidmm::residency::state::QueuedWork;
 
 /// The machine's services VidMm's paging, paging queues and GPU VA updates use.
 pub(crate) trait Host {
+    /// The driver's handle of node `node`'s system context, the paging context VidMm builds
+    /// paging buffers for ([D] `VidSchGetDriverPagingContext`); 0 before start or after stop.
+    fn paging_context(&self, a: &AdapterShared, node: u32) -> usize;
+
+    /// VidSch's count of adapter-wide resets of `a` so far.
+    fn adapter_resets(&self, a: &AdapterShared) -> u64;
+
+    /// Whether an adapter-wide reset after VidSch's count `before` dropped one of the paging
+    /// buffers `ids` on `node` before it ran.
+    fn dropped_by_reset(&self, a: &AdapterShared, node: u32, before: u64, ids: &[u32]) -> bool;
+
+    /// The last of `device`'s kernel-mode DMA packets VidSch has in flight now, if any.
+    fn device_dma_work(&self, a: &AdapterShared, device: KmtHandle) -> Option<u64>;
+
+    /// Whether every DMA packet of `device` up to serial `last` has left VidSch.
+    fn device_dma_done(&self, a: &AdapterShared, device: KmtHandle, last: u64) -> bool;
+
+    /// Brings the adapter to D0 for paging and counts the paging as pending
+    /// (`VidMm::paging_begin`), so a runtime power-down backs out until VidMm ends it.
+    fn paging_power(&self, a: &AdapterShared) -> Result<(), SimError>;
+
+    /// The work queued on `device`'s hardware queues now (AL-03).
+    fn queued_work(&self, a: &AdapterShared, device: KmtHandle) -> Vec<QueuedWork>;
+
+    /// Whether hardware queue `queue` still exists.
+    fn queue_alive(&self, a: &AdapterShared, queue: KmtHandle) -> bool;
+
+    /// The hardware queues of `pid`'s devices.
+    fn process_queues(&self, a: &AdapterShared, pid: ProcessId) -> Vec<KmtHandle>;
+
     /// Submits the paging buffer `words` on `node` through the system context `context_kmd`
     /// (VidSch's kernel-mode path, `Flags.Paging`), on behalf of `owners`; returns its
     /// fence ID.

@@ -8,7 +8,6 @@
 //! through the driver (`aperture`). What VidMm needs of the machine above it (submitting and
 //! waiting for paging, the paging queues' fences) it asks through `host`.
 
-pub mod allocation;
 pub mod aperture;
 pub mod contiguous;
 pub mod cpucache;

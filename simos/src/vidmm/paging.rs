@@ -96,7 +96,8 @@ fn page_fill(
 /// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst`, in paging
 /// buffers of `dma_bytes` (the rules: `Machine::build_transfer`).
 #[allow(clippy::too_many_arguments)]
-pub fn build_transfer(
+pub(crate) fn build_transfer(
+    host: &dyn Host,
     a: &AdapterShared,
     src: TransferSide<'_>,
     dst: TransferSide<'_>,
@@ -120,11 +121,12 @@ pub fn build_transfer(
             MdlOffset: mdl_offset,
         },
     };
-    build_paging(a, DXGK_OPERATION_TRANSFER, op, dma_bytes)
+    build_paging(host, a, DXGK_OPERATION_TRANSFER, op, dma_bytes)
 }
 
 /// As [`build_transfer`], any operation.
-pub fn build_paging(
+pub(crate) fn build_paging(
+    host: &dyn Host,
     a: &AdapterShared,
     operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
     op: DXGKARG_BUILDPAGINGBUFFER_0,
@@ -133,7 +135,7 @@ pub fn build_paging(
     let f = build_ddi(a)?;
     let mut out = Vec::new();
     let mut multipass = 0u32;
-    let system = crate::vidsch::system::context(a, crate::vidmm::mmu::paging_node(a));
+    let system = host.paging_context(a, crate::vidmm::mmu::paging_node(a));
     for _ in 0..4096 {
         let pass = one_pass(a, f, system, operation, op, multipass, dma_bytes)?;
         let (st, mut buf) = (pass.status, pass.words);
@@ -173,7 +175,7 @@ pub(crate) fn paging_op(
     let bytes = crate::vidmm::dmapool::paging_buffer_bytes(a);
     // The driver's paging context: the paging node's system context ([D]
     // VIDMM_GLOBAL::SetupForBuildPagingBuffer, VidSchGetDriverPagingContext).
-    let system = crate::vidsch::system::context(a, node);
+    let system = host.paging_context(a, node);
     for _pass in 0..4096 {
         let pass = one_pass(a, f, system, operation, *op, multipass, bytes)?;
         let (st, buf) = (pass.status, pass.words);

@@ -36,7 +36,7 @@
 //! are counted as lost. Violations go to the adapter's triage log (`sched-log: …`) and the
 //! offending entry is not returned.
 //!
-//! **Contexts** ([`check_context_flags`], [`context_created`]): BR-92 ([D]
+//! **Contexts** (`ums::check_context_flags`, [`context_created`]): BR-92 ([D]
 //! `DXGCONTEXT::Initialize`, status `STATUS_UNSUCCESSFUL`), BR-94 ([D]
 //! `DxgkCreateHwQueueInternal`, `STATUS_INVALID_PARAMETER`), BR-95 ([D]
 //! `DXGHWQUEUE::InitializeForUserModeSubmission`, `STATUS_INVALID_PARAMETER`); after a context
@@ -87,14 +87,6 @@ pub(crate) fn node_queue_counts(a: &AdapterShared, node: u32) -> (u32, u32) {
 
 pub(crate) fn is_hw_node(a: &AdapterShared, node: u32) -> bool {
     lock(&a.sch.hws).is_hw_node(node)
-}
-
-fn node_flags(a: &AdapterShared, node: u32) -> DXGK_NODEMETADATA_FLAGS {
-    lock(&a.ums)
-        .node_metadata
-        .get(node as usize)
-        .map(|m| m.Flags)
-        .unwrap_or_default()
 }
 
 /// VidMm's mapping of system memory into the paging process, which the scheduling logs need
@@ -379,58 +371,6 @@ pub(crate) fn read_log(a: &AdapterShared, node: u32) {
                 .map(|v| format!("sched-log: node {node}: {v}")),
         );
     }
-}
-
-/// BR-92 (context flags against the node; [D] `DXGCONTEXT::Initialize`, every refusal
-/// `STATUS_UNSUCCESSFUL`). `system`: a context the OS creates for itself (exempt).
-pub(crate) fn check_context_flags(
-    a: &AdapterShared,
-    node: u32,
-    hw_queue_supported: bool,
-    system: bool,
-) -> Result<(), SimError> {
-    if system {
-        return Ok(());
-    }
-    let scheduling =
-        node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported);
-    let why = match (hw_queue_supported, scheduling) {
-        (false, true) => {
-            "Context doesn't pass HwQueueSupported flag, but GPU node requires hardware scheduling"
-        }
-        (true, false) => {
-            "Context passes HwQueueSupported flag set, but GPU node doesn't support context \
-             scheduling"
-        }
-        _ => return Ok(()),
-    };
-    a.observer().triage(format!("BR-92: node {node}: {why}"));
-    Err(SimError::DdiFailed(STATUS_UNSUCCESSFUL))
-}
-
-/// BR-94: a hardware queue needs a context created with `HwQueueSupported`; BR-95: a
-/// user-mode queue needs a node with `UserModeSubmission` (both `STATUS_INVALID_PARAMETER`).
-pub(crate) fn check_queue(
-    a: &AdapterShared,
-    node: u32,
-    context_hw_queue: bool,
-    user_mode: bool,
-) -> Result<(), SimError> {
-    if !context_hw_queue {
-        a.observer().triage(format!(
-            "BR-94: Cannot create HW queue on context (node {node}) that doesn't support \
-             hardware queues."
-        ));
-        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-    }
-    if user_mode && !node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission) {
-        a.observer().triage(format!(
-            "BR-95: Cannot create UserModeSubmission capable HWQueue, because Node Ordinal \
-             {node} does not support UserModeSubmission"
-        ));
-        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-    }
-    Ok(())
 }
 
 /// After `DxgkDdiCreateContext` succeeded for a context on a hardware-scheduled node: the OS

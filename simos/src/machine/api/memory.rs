@@ -16,14 +16,16 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
+use crate::ums::allocation;
 use crate::ums::UmsProcess;
 use crate::vidmm::aperture::ApertureRange;
 use crate::vidmm::host::Host;
 use crate::vidmm::mmu::LeafTag;
 use crate::vidmm::paging::TransferSide;
+use crate::vidmm::residency::state::QueuedWork;
 use crate::vidmm::residency::{MakeResidentFail, Place};
 use crate::vidmm::va::paging_queue;
-use crate::vidmm::{allocation, aperture, contiguous, fencemap, mmu, paging, residency, va};
+use crate::vidmm::{aperture, contiguous, fencemap, mmu, paging, residency, va};
 
 impl Machine {
     /// Bytes of the machine's system memory still to be had: its size
@@ -118,7 +120,16 @@ impl Machine {
         dma_bytes: u32,
     ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        paging::build_transfer(&a, src, dst, bytes, transfer_offset, mdl_offset, dma_bytes)
+        paging::build_transfer(
+            self,
+            &a,
+            src,
+            dst,
+            bytes,
+            transfer_offset,
+            mdl_offset,
+            dma_bytes,
+        )
     }
 
     /// As [`Machine::build_transfer`], any operation.
@@ -130,7 +141,7 @@ impl Machine {
         dma_bytes: u32,
     ) -> Result<Vec<(NTSTATUS, Vec<u64>)>, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        paging::build_paging(&a, operation, op, dma_bytes)
+        paging::build_paging(self, &a, operation, op, dma_bytes)
     }
 
     /// Where allocation `h` of adapter `i` is and its residency count (tests; `None` for
@@ -305,7 +316,11 @@ impl Machine {
         u: UpdateGpuVa,
         ops: &[UpdateGpuVaOp],
     ) -> Result<(), SimError> {
-        va::gpu_va_update(self, a, device, u, ops)
+        let handles = va::UpdateHandles {
+            context_device: crate::ums::context_device(a, u.context),
+            fence: crate::ums::fence_of(a, device, u.fence),
+        };
+        va::gpu_va_update(self, a, device, u, ops, handles)
     }
 
     /// [`va::gpu_va_teardown`].
@@ -322,6 +337,42 @@ impl Machine {
 /// The machine's services VidMm asks for: VidSch's kernel-mode submission, stepping the
 /// machine while paging runs, and the monitored fences of paging queues and GPU VA updates.
 impl Host for Machine {
+    fn paging_power(&self, a: &AdapterShared) -> Result<(), SimError> {
+        crate::ums::paging_power(a)
+    }
+
+    fn queued_work(&self, a: &AdapterShared, device: KmtHandle) -> Vec<QueuedWork> {
+        crate::ums::queued_work(&crate::base::lock::lock(&a.ums), device)
+    }
+
+    fn queue_alive(&self, a: &AdapterShared, queue: KmtHandle) -> bool {
+        crate::ums::queue_alive(&crate::base::lock::lock(&a.ums), queue)
+    }
+
+    fn process_queues(&self, a: &AdapterShared, pid: ProcessId) -> Vec<KmtHandle> {
+        crate::ums::process_queues(&crate::base::lock::lock(&a.ums), pid)
+    }
+
+    fn paging_context(&self, a: &AdapterShared, node: u32) -> usize {
+        crate::vidsch::system::context(a, node)
+    }
+
+    fn adapter_resets(&self, a: &AdapterShared) -> u64 {
+        crate::vidsch::legacy::adapter_resets(a)
+    }
+
+    fn dropped_by_reset(&self, a: &AdapterShared, node: u32, before: u64, ids: &[u32]) -> bool {
+        crate::vidsch::legacy::dropped_by_reset(a, node, before, ids)
+    }
+
+    fn device_dma_work(&self, a: &AdapterShared, device: KmtHandle) -> Option<u64> {
+        crate::vidsch::legacy::device_dma_work(a, device)
+    }
+
+    fn device_dma_done(&self, a: &AdapterShared, device: KmtHandle, last: u64) -> bool {
+        crate::vidsch::legacy::device_dma_done(a, device, last)
+    }
+
     fn submit_paging(
         &self,
         a: &AdapterShared,

@@ -22,7 +22,7 @@ impl Machine {
         hw_queue_supported: bool,
     ) -> Result<KmtHandle, SimError> {
         let a = self.adapter(p.adapter)?;
-        crate::ums::create_context_flags(a, p.device, node, hw_queue_supported)
+        crate::ums::create_context_flags(self, a, p.device, node, hw_queue_supported)
     }
 
     /// Every HWS call the OS made on adapter `i`, in order.

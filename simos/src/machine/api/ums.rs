@@ -99,7 +99,7 @@ impl Machine {
         virtual_context: bool,
     ) -> Result<KmtHandle, SimError> {
         let a = self.adapter_shared(p.adapter)?;
-        ums::create_context_raw(a, p.device, node, flags, virtual_context)
+        ums::create_context_raw(self, a, p.device, node, flags, virtual_context)
     }
 }
 
@@ -302,7 +302,7 @@ impl Machine {
     pub fn run_os_work(&self) -> Result<(), SimError> {
         for i in 0..self.config().adapters.len() {
             let a = self.adapter_shared(i)?.clone();
-            ums::run_passive_work(&a);
+            ums::run_passive_work(&a, &|n| crate::vidsch::tdr::node_has_pending(&a, n));
         }
         match self.state.fault() {
             Some(f) => Err(f.into()),
@@ -361,6 +361,20 @@ impl Machine {
 
 /// The machine's services to UMS: each is the component's operation of the same name.
 impl UmsHost for Machine {
+    fn context_created(
+        &self,
+        a: &AdapterShared,
+        context: KmtHandle,
+        kmd: usize,
+        node: u32,
+    ) -> Result<(), SimError> {
+        crate::vidsch::hws::context_created(a, context, kmd, node)
+    }
+
+    fn context_destroying(&self, a: &AdapterShared, kmd: usize, node: u32) {
+        crate::vidsch::hws::context_destroying(a, kmd, node)
+    }
+
     fn os_config(&self) -> &OsConfig {
         Machine::os_config(self)
     }

@@ -62,6 +62,7 @@
 
 pub(crate) mod dpc;
 pub(crate) mod logs;
+pub(crate) mod maps;
 pub(crate) mod monitored;
 pub(crate) mod native;
 pub(crate) mod pages;

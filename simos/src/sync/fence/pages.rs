@@ -1,8 +1,10 @@
 //! What the fence operations ask of VidMm: the OS's fence-value and log pages mapped into GPU
 //! address spaces. A mapping runs paging work and waits for it, which in step mode only the
-//! whole machine can drive, so the machine provides these (`crate::machine`).
+//! whole machine can drive, so the machine provides these (`crate::machine`). Giving pages
+//! back needs no paging at once: they go on VidMm's list of retired pages ([`retire_system`]).
 
 use crate::base::error::SimError;
+use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 
@@ -32,4 +34,14 @@ pub(crate) trait VidMmPages {
 
     /// Unmaps the retired fence pages nothing can reach any more.
     fn reap_fence_maps(&self, a: &AdapterShared) -> Result<(), SimError>;
+}
+
+/// Hands `[bus, bus + bytes)` of system memory back to VidMm: without a paging process it is
+/// freed at once, otherwise it stays allocated (and mapped) until VidMm's `reap_system_pages`
+/// unmaps it through the driver, so the CMP never reaches memory that was reused.
+pub(crate) fn retire_system(a: &AdapterShared, bus: u64, bytes: u64) {
+    let kept = lock(&a.mm.vidmm).retire_system(bus, bytes);
+    if !kept {
+        a.device.memory().free_system(bus);
+    }
 }

@@ -41,7 +41,7 @@ pub(crate) fn retire_empty_pages(a: &AdapterShared) {
     };
     for (bus, paging) in due {
         if paging {
-            crate::vidmm::mmu::retire_system(a, bus, PAGE);
+            super::pages::retire_system(a, bus, PAGE);
         } else {
             a.device.memory().free_system(bus);
         }

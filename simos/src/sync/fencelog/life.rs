@@ -42,7 +42,7 @@ pub(super) fn alloc_log(
 /// Gives a log buffer back: VidMm unmaps it from the paging process and frees it at its next
 /// safe point (its `reap_system_pages`), since callers hold the locks paging needs.
 pub(super) fn free_log(a: &AdapterShared, b: &LogBuffer) {
-    crate::vidmm::mmu::retire_system(a, b.gpu(), LOG_BUFFER_SIZE);
+    crate::sync::fence::pages::retire_system(a, b.gpu(), LOG_BUFFER_SIZE);
 }
 
 /// The two log buffers of a user-mode queue on an adapter with native fences, made before

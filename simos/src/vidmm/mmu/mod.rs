@@ -34,21 +34,18 @@ use crate::vidmm::host::Host;
 pub mod state;
 pub(crate) mod system_space;
 
+pub(crate) use self::state::PAGING_PID;
 pub use self::state::{VidMm, VmProcess};
 
 pub use crate::vidmm::leaf::LeafTag;
 
-pub(crate) use system_space::{
-    close_paging_process, open_paging_process, paging_process_kmd, retire_system,
-};
+pub(crate) use system_space::{close_paging_process, open_paging_process, paging_process_kmd};
 
 /// First VA of user allocations; each process starts at its own multiple of [`VA_STRIDE`]
 /// above it (see `gpuva`'s module docs). Below it VidMm maps the OS's own pages a process
 /// uses (fence storage) at their device address, which is below `VRAM_BASE + VRAM` (< 2 TiB).
 const VA_BASE: u64 = 0x4000_0000_0000;
 const VA_STRIDE: u64 = 0x0010_0000_0000;
-/// VidMm's paging (system) process in its books ([`system_space::vidmm_init_paging_process`]).
-pub(crate) const PAGING_PID: ProcessId = ProcessId(u32::MAX);
 /// Where the paging process's own reservations would start; the OS pages it maps for the
 /// CMP sit at their device addresses, below `VA_BASE`.
 const PAGING_VA_BASE: u64 = 0x7000_0000_0000;
@@ -57,6 +54,27 @@ const PAGING_VA_BASE: u64 = 0x7000_0000_0000;
 /// holds allocations (`vidmm::residency`) up to the half of VRAM local native-fence storage
 /// takes from the top.
 pub(crate) const TABLE_SHARE: u64 = 4;
+
+/// VidMm's power reference for paging (UMS's `paging_power` rule): the adapter is in D0 and
+/// the paging counts as pending until the guard is dropped.
+pub(crate) fn paging_power<'a>(
+    host: &dyn Host,
+    a: &'a AdapterShared,
+) -> Result<PagingPower<'a>, SimError> {
+    host.paging_power(a)?;
+    Ok(PagingPower { a })
+}
+
+/// See [`paging_power`].
+pub(crate) struct PagingPower<'a> {
+    a: &'a AdapterShared,
+}
+
+impl Drop for PagingPower<'_> {
+    fn drop(&mut self) {
+        lock(&self.a.mm.vidmm).paging_end();
+    }
+}
 
 fn geometry(a: &AdapterShared) -> Option<Geometry> {
     lock(&a.mm.memory_model).geometry()
@@ -429,12 +447,12 @@ fn vidmm_run(
     updates: &[Update],
     tag: LeafTag,
 ) -> Result<(), SimError> {
-    let _power = crate::ums::paging_power(a)?;
+    let _power = paging_power(host, a)?;
     let node = paging_node(a);
     for _ in 0..3 {
-        let resets = crate::vidsch::legacy::adapter_resets(a);
+        let resets = host.adapter_resets(a);
         let ids = vidmm_run_once(host, a, node, kmd, updates, tag)?;
-        if !crate::vidsch::legacy::dropped_by_reset(a, node, resets, &ids) {
+        if !host.dropped_by_reset(a, node, resets, &ids) {
             return Ok(());
         }
         // An adapter-wide reset dropped part of the batch before it ran (docs/tdr.md:
@@ -525,7 +543,7 @@ fn vidmm_flush(
     start: u64,
     end: u64,
 ) -> Result<(), SimError> {
-    let _power = crate::ums::paging_power(a)?;
+    let _power = paging_power(host, a)?;
     let node = paging_node(a);
     let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
         FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB {
@@ -540,7 +558,7 @@ fn vidmm_flush(
         },
     };
     for _ in 0..3 {
-        let resets = crate::vidsch::legacy::adapter_resets(a);
+        let resets = host.adapter_resets(a);
         let ids = crate::vidmm::paging::paging_op(
             host,
             a,
@@ -553,7 +571,7 @@ fn vidmm_flush(
             vidmm_wait(host, a, node, *id)?;
         }
         // Dropped by an adapter-wide reset before it ran: issued again (`vidmm_run`).
-        if !crate::vidsch::legacy::dropped_by_reset(a, node, resets, &ids) {
+        if !host.dropped_by_reset(a, node, resets, &ids) {
             break;
         }
     }

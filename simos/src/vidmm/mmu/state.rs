@@ -14,6 +14,10 @@ use crate::vidmm::gpuva::{AddressSpace, TableHeap};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
+/// VidMm's paging (system) process in its books
+/// ([`super::system_space::vidmm_init_paging_process`]).
+pub(crate) const PAGING_PID: ProcessId = ProcessId(u32::MAX);
+
 /// Pages of one process's arena (1 MiB: 256 single-page buffers in flight).
 pub(crate) const ARENA_PAGES: u64 = 256;
 
@@ -63,6 +67,17 @@ impl VidMm {
         self.processes
             .get_mut(&pid)
             .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
+    }
+
+    /// Keeps `[bus, bus + bytes)` of system memory the OS gave back while the paging process
+    /// may map it, for [`super::system_space::reap_system_pages`] to unmap and free; `false`
+    /// without a paging process (nothing maps it: the caller frees it at once).
+    pub(crate) fn retire_system(&mut self, bus: u64, bytes: u64) -> bool {
+        if !self.has_process(PAGING_PID) {
+            return false;
+        }
+        self.retired_system.push((bus, bytes));
+        true
     }
 
     pub(crate) fn paging_begin(&mut self) {

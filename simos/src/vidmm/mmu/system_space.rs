@@ -5,20 +5,6 @@
 
 use super::*;
 
-/// Hands `[bus, bus + bytes)` of system memory back: without a paging process it is freed at
-/// once, otherwise it stays allocated (and mapped) until [`reap_system_pages`]
-/// unmaps it through the driver, so the CMP never reaches memory that was reused.
-pub(crate) fn retire_system(a: &AdapterShared, bus: u64, bytes: u64) {
-    {
-        let mut v = lock(&a.mm.vidmm);
-        if v.has_process(PAGING_PID) {
-            v.retired_system.push((bus, bytes));
-            return;
-        }
-    }
-    a.device.memory().free_system(bus);
-}
-
 /// Adapter stop, after the system device (which belongs to it) is destroyed: VidMm drops the
 /// paging process's mappings without paging them out (the GPU is being stopped and runs
 /// nothing any more; every table VidMm hands out again is cleared first), then
@@ -70,7 +56,7 @@ pub(crate) fn vidmm_init_paging_process(
     };
     crate::vidmm::mmu::vidmm_new_space(host, a, PAGING_PID, kmd, PAGING_VA_BASE)?;
     let node = paging_node(a);
-    let context = crate::vidsch::system::context(a, node);
+    let context = host.paging_context(a, node);
     if context == 0 {
         return Err(sim(format!(
             "no system context on paging node {node} for the paging process's root"
@@ -94,7 +80,7 @@ pub(crate) fn vidmm_map_system(
     })
 }
 
-/// Unmaps what the OS retired ([`retire_system`]) from the paging process and frees it.
+/// Unmaps what the OS retired (`VidMm::retire_system`) from the paging process and frees it.
 /// Called where no thunk or adapter sequencing lock is held (paging takes them).
 pub(crate) fn reap_system_pages(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
     let retired = std::mem::take(&mut lock(&a.mm.vidmm).retired_system);

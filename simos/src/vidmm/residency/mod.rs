@@ -47,10 +47,11 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
-use crate::ums::QueuedWork;
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;
-use crate::vidmm::mmu::{paging_node, LeafTag, TABLE_SHARE};
+use crate::vidmm::mmu::{paging_node, paging_power, LeafTag, TABLE_SHARE};
+
+use self::state::QueuedWork;
 
 pub mod state;
 
@@ -294,13 +295,14 @@ fn place_local(
                 return Ok(Some((segment, off)));
             }
             let victim = {
-                let os = lock(&a.ums);
                 st.entries
                     .iter()
                     .filter(|(_, e)| {
                         matches!(e.place, Place::Local { segment: s, .. } if s == segment)
                             && e.count == 0
-                            && e.idle_after.iter().all(|w| w.done(&os))
+                            && e.idle_after
+                                .iter()
+                                .all(|w| w.done(|q| host.queue_alive(a, q)))
                     })
                     .min_by_key(|(_, e)| e.idle_since)
                     .map(|(h, _)| *h)
@@ -537,7 +539,7 @@ pub(crate) fn residency_evict(
             // ignored.
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
-        let queued = crate::ums::queued_work(&lock(&a.ums), device);
+        let queued = host.queued_work(a, device);
         st.tick += 1;
         let tick = st.tick;
         for &h in handles {
@@ -593,14 +595,15 @@ fn check_handles(
 pub(crate) fn residency_tick(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
     let mut st = lock(&a.mm.residency);
     let due: Vec<KmtHandle> = {
-        let os = lock(&a.ums);
         st.entries
             .iter()
             .filter(|(_, e)| {
                 e.eager
                     && e.count == 0
                     && matches!(e.place, Place::Local { .. })
-                    && e.idle_after.iter().all(|w| w.done(&os))
+                    && e.idle_after
+                        .iter()
+                        .all(|w| w.done(|q| host.queue_alive(a, q)))
             })
             .map(|(h, _)| *h)
             .collect()
@@ -699,7 +702,7 @@ fn paging_transfer(
     bytes: u64,
 ) -> Result<(), SimError> {
     use crate::vidmm::mdl::{Mdl, MAX_MDL_PAGES};
-    let _power = crate::ums::paging_power(a)?;
+    let _power = paging_power(host, a)?;
     let node = paging_node(a);
     let pages = match (&src, &dst) {
         (Side::Pages(p), _) | (_, Side::Pages(p)) => Some(p.clone()),

@@ -7,10 +7,27 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
-use crate::ums::QueuedWork;
+use crate::sync::fence::MonitoredFence;
 use crate::vidmm::gpuva::Phys;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+
+/// One hardware queue's outstanding work at a point in time (AL-03): its progress fence and
+/// the value it must reach (UMS's `queued_work` lists a device's).
+#[derive(Clone, Debug)]
+pub(crate) struct QueuedWork {
+    pub(crate) queue: KmtHandle,
+    pub(crate) fence: MonitoredFence,
+    pub(crate) value: u64,
+}
+
+impl QueuedWork {
+    /// Complete, or no longer able to run: the queue is gone (its destruction ended its work);
+    /// `queue_alive` answers whether a queue still exists.
+    pub(crate) fn done(&self, queue_alive: impl Fn(KmtHandle) -> bool) -> bool {
+        self.fence.value() >= self.value || !queue_alive(self.queue)
+    }
+}
 
 /// Where an allocation's contents are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

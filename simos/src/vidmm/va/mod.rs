@@ -483,6 +483,14 @@ fn va_unmap_pages(
     crate::vidmm::mmu::vidmm_unmap_keep(host, a, pid, va, pages, t)
 }
 
+/// The objects behind a `D3DKMTUpdateGpuVirtualAddress`'s handles, looked up in the calling
+/// process's tables: the device `hContext` belongs to and the fence `hFenceObject` names
+/// (`None` for a handle that is not the process's).
+pub(crate) struct UpdateHandles {
+    pub(crate) context_device: Option<KmtHandle>,
+    pub(crate) fence: Option<MonitoredFence>,
+}
+
 /// `D3DKMTUpdateGpuVirtualAddress` of `device`'s process. The rules, from 22631 dxgkrnl
 /// DxgkUpdateGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress,
 /// INVALID_PARAMETER unless said:
@@ -515,21 +523,25 @@ fn va_unmap_pages(
 /// so the thunk waits for the fence itself (the OS wait timeout; past it
 /// `STATUS_IO_TIMEOUT` and nothing applied), applies the operations in order through the
 /// driver, as Map does, and signals `FenceValue + 1` before it returns.
+///
+/// `handles` are the objects the caller's handle tables resolve `hContext` and
+/// `hFenceObject` to, as Dxgkrnl references them before VidMm runs the update.
 pub(crate) fn gpu_va_update(
     host: &dyn Host,
     a: &AdapterShared,
     device: KmtHandle,
     u: UpdateGpuVa,
     ops: &[UpdateGpuVaOp],
+    handles: UpdateHandles,
 ) -> Result<(), SimError> {
     let pid = device_pid(a, device)?;
     if ops.is_empty() {
         return Err(bad());
     }
-    if crate::ums::context_device(a, u.context) != Some(device) {
+    if handles.context_device != Some(device) {
         return Err(bad());
     }
-    let fence = crate::ums::fence_of(a, device, u.fence).ok_or_else(bad)?;
+    let fence = handles.fence.ok_or_else(bad)?;
     let limit = va_limit(a, pid).ok_or_else(bad)?;
     let range = |base: u64, size: u64| -> Result<(u64, u64), SimError> {
         let end = base.checked_add(size).ok_or_else(bad)?;

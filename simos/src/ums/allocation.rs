@@ -22,9 +22,13 @@ use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
 use crate::ob::KmtHandle;
-use crate::ums::{dev_guard, device_lock, new_handle, QueuedWork, UmsEvent, UmsOs};
 use crate::vidmm::cpucache::CpuCache;
 use crate::vidmm::host::Host;
+use crate::vidmm::residency::state::QueuedWork;
+
+use super::events::UmsEvent;
+use super::locks::{dev_guard, device_lock};
+use super::state::{new_handle, UmsOs};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -65,7 +69,11 @@ pub(crate) struct AllocObj {
 impl AllocObj {
     /// Whether the work VidMm deferred the destruction for has completed (AL-03).
     fn deferred_done(&self, os: &UmsOs) -> bool {
-        self.deferred_dma.is_none() && self.deferred.iter().all(|w| w.done(os))
+        self.deferred_dma.is_none()
+            && self
+                .deferred
+                .iter()
+                .all(|w| w.done(|q| os.queues.contains_key(&q)))
     }
 }
 
@@ -124,7 +132,7 @@ pub(crate) fn create_allocation(
     if let Err(e) =
         crate::vidmm::residency::residency_make_resident(host, a, device, &[made.0], false)
     {
-        let _ = destroy_allocation2(a, device, made.0, true);
+        let _ = destroy_allocation2(host, a, device, made.0, true);
         reap_allocations(host, a)?;
         return Err(match e {
             crate::vidmm::residency::MakeResidentFail::OverBudget(_) => {
@@ -282,7 +290,7 @@ pub(crate) fn reap_allocations(host: &dyn Host, a: &AdapterShared) -> Result<(),
             .collect();
         let ran: Vec<KmtHandle> = waiting
             .into_iter()
-            .filter(|&(_, d, last)| crate::vidsch::legacy::device_dma_done(a, d, last))
+            .filter(|&(_, d, last)| host.device_dma_done(a, d, last))
             .map(|(h, _, _)| h)
             .collect();
         let mut os = lock(&a.ums);
@@ -465,6 +473,7 @@ pub(crate) fn unlock_allocation(
 /// device queued before the call may still use the allocation and frees it only once that
 /// work completed; with it, at once. The call never blocks.
 pub(crate) fn destroy_allocation2(
+    host: &dyn Host,
     a: &AdapterShared,
     device: KmtHandle,
     h: KmtHandle,
@@ -475,13 +484,13 @@ pub(crate) fn destroy_allocation2(
     let deferred_dma = if assume_not_in_use {
         None
     } else {
-        crate::vidsch::legacy::device_dma_work(a, device)
+        host.device_dma_work(a, device)
     };
     let mut os = lock(&a.ums);
     let deferred = if assume_not_in_use {
         Vec::new()
     } else {
-        crate::ums::queued_work(&os, device)
+        super::query::queued_work(&os, device)
     };
     let Some(al) = os
         .allocations
