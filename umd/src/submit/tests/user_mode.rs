@@ -253,10 +253,7 @@ fn um_19_abort_resubmits_only_unconsumed_packets() {
     let b = q.submit(&[fill(3), fill(4)]).unwrap();
     let c = q.submit(&[fill(5)]).unwrap();
     // The CMP runs FILL 1, FILL 2, PROGRESS(1), FILL 3, then the device is lost.
-    m.w().run_ring(Some(4));
-    assert_eq!(q.completed(), a);
-    m.w().status_script = [DoorbellStatus::DisconnectedAbort].into();
-    m.w().auto = true;
+    device_lost_after(&m, &q, 4, a);
     let d = q.submit(&[fill(6)]).unwrap();
     assert_eq!((a, b, c, d), (1, 2, 3, 4));
     let kernel_fence = m
