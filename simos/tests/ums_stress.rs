@@ -470,6 +470,21 @@ fn exit_everyone(
     check_clean(m, seed);
 }
 
+/// The end of a run with a killed process: nothing of it ran after its teardown, the machine
+/// is clean; the OS's events and their [`victimised_f1_d3`] counts.
+fn settled(
+    m: &Machine,
+    seed: u64,
+    qs: &[Q<'_>],
+    snapshot: &KillSnapshot,
+) -> (Vec<UmsEvent>, (usize, usize, usize)) {
+    check_killed(m, seed, qs, snapshot);
+    check_clean(m, seed);
+    let ev = m.ums_events(0);
+    let counts = victimised_f1_d3(&ev);
+    (ev, counts)
+}
+
 /// How often the run victimised a queue (disconnected its doorbell), moved an engine to F1 and
 /// put the adapter in D3.
 fn victimised_f1_d3(ev: &[UmsEvent]) -> (usize, usize, usize) {
@@ -737,10 +752,7 @@ fn run_step(seed: u64, scale: u64) {
         );
         q.check_complete(seed, i);
     }
-    check_killed(m, seed, &qs, &snapshot);
-    check_clean(m, seed);
-    let ev = m.ums_events(0);
-    let (victimised, f1, d3) = victimised_f1_d3(&ev);
+    let (ev, (victimised, f1, d3)) = settled(m, seed, &qs, &snapshot);
     let killed = count(&ev, |e| matches!(e, UmsEvent::DeviceError { .. }));
     eprintln!(
         "ums_stress step: seed {seed:#x} scale {scale}: {st:?}; victimised {victimised}, F1 {f1}, \
@@ -991,10 +1003,7 @@ fn ums_stress_threaded() {
         );
         q.check_complete(seed, i);
     }
-    check_killed(m, seed, &qs, &snapshot);
-    check_clean(m, seed);
-    let ev = m.ums_events(0);
-    let (victimised, f1, d3) = victimised_f1_d3(&ev);
+    let (_, (victimised, f1, d3)) = settled(m, seed, &qs, &snapshot);
     let fallbacks = qs
         .iter()
         .filter(|q| q.uq.as_ref().unwrap().path() == SubmissionPath::KernelMode)

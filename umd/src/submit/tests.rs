@@ -801,6 +801,16 @@ fn small(ring_size: u32) -> QueueConfig {
     }
 }
 
+/// The CMP of a held device runs `packets` packets of the ring, which completes the queue up to
+/// `completed`; then the device is lost (the next doorbell status is DISCONNECTED_ABORT) and
+/// the device runs on its own again.
+fn device_lost_after(m: &Mock, q: &UserQueue<&Mock>, packets: usize, completed: u64) {
+    m.w().run_ring(Some(packets));
+    assert_eq!(q.completed(), completed);
+    m.w().status_script = [DoorbellStatus::DisconnectedAbort].into();
+    m.w().auto = true;
+}
+
 /// A mock OS that gives user-mode queues no progress fence, as 24H2 does.
 fn without_os_progress() -> Mock {
     let m = Mock::new();

@@ -8,12 +8,7 @@ use super::*;
 #[test]
 fn um_01_kernel_mode_command_buffers_rotate_before_waiting() {
     let m = Mock::new();
-    m.w().auto = false; // the device runs only when a wait lets time pass
-    let cfg = QueueConfig {
-        command_buffer_size: 64,
-        ..Default::default()
-    };
-    let mut q = KernelQueue::new(&m, &cfg).unwrap();
+    let mut q = held_kernel_queue(&m, 64);
     let fence = q.progress_fence();
     m.clear_log();
     // Two 32-byte batches per buffer: 16 batches fill eight buffers.
@@ -43,11 +38,7 @@ fn um_01_kernel_mode_command_buffers_rotate_before_waiting() {
         "{:?}",
         m.log()
     );
-    m.w().run_all();
-    q.wait(17).unwrap();
-    assert_eq!(fills(&m), (1..=17).map(|n| (false, n)).collect::<Vec<_>>());
-    q.close().unwrap();
-    m.check();
+    finish_in_order(&m, q, 17);
 }
 
 /// UM-01: when the KMD's kernel ring is full (`STATUS_INSUFFICIENT_RESOURCES`), the UMD waits
@@ -56,13 +47,8 @@ fn um_01_kernel_mode_command_buffers_rotate_before_waiting() {
 #[test]
 fn um_01_kernel_ring_full_waits_for_the_oldest_only() {
     let m = Mock::new();
-    m.w().auto = false;
     m.w().km_ring_slots = Some(3);
-    let cfg = QueueConfig {
-        command_buffer_size: 4096,
-        ..Default::default()
-    };
-    let mut q = KernelQueue::new(&m, &cfg).unwrap();
+    let mut q = held_kernel_queue(&m, 4096);
     let fence = q.progress_fence();
     for n in 1..=3u64 {
         assert_eq!(q.submit(&[fill(n)]).unwrap(), n);
@@ -84,11 +70,7 @@ fn um_01_kernel_ring_full_waits_for_the_oldest_only() {
     );
     assert!(!m.log().iter().any(|e| matches!(e, Ev::Wait { .. })));
     m.w().fail_km_submit = false;
-    m.w().run_all();
-    q.wait(4).unwrap();
-    assert_eq!(fills(&m), (1..=4).map(|n| (false, n)).collect::<Vec<_>>());
-    q.close().unwrap();
-    m.check();
+    finish_in_order(&m, q, 4);
 }
 
 /// UM-01: a kernel-mode queue on its own: commands copied into the command buffer, one
@@ -205,4 +187,25 @@ fn thunks_shared_through_arc() {
     let v = q.submit(&[fill(1)]).unwrap();
     q.wait(v).unwrap();
     assert_eq!(fills(&m), vec![(true, 1)]);
+}
+
+/// A kernel-mode queue with `command_buffer_size`-byte command buffers on a device that runs
+/// only when a wait lets time pass.
+fn held_kernel_queue(m: &Mock, command_buffer_size: u64) -> KernelQueue<&Mock> {
+    m.w().auto = false;
+    let cfg = QueueConfig {
+        command_buffer_size,
+        ..Default::default()
+    };
+    KernelQueue::new(m, &cfg).unwrap()
+}
+
+/// Lets the device run everything, waits for `last`, and checks that FILLs `1..=last` ran in
+/// order on the kernel-mode path; then closes the queue and checks the mock.
+fn finish_in_order(m: &Mock, q: KernelQueue<&Mock>, last: u64) {
+    m.w().run_all();
+    q.wait(last).unwrap();
+    assert_eq!(fills(m), (1..=last).map(|n| (false, n)).collect::<Vec<_>>());
+    q.close().unwrap();
+    m.check();
 }

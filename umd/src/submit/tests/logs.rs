@@ -29,6 +29,16 @@ fn collector() -> (Arc<Collector>, Option<Arc<dyn FenceTrace>>) {
     (c, Some(t))
 }
 
+/// A native fence and a user-mode queue on a 256-byte ring whose fence trace goes to the
+/// returned collector.
+fn traced_small_queue(m: &Mock) -> (NativeFence, UserQueue<&Mock>, Arc<Collector>) {
+    let f = m.create_native_fence(0).unwrap();
+    let mut q = UserQueue::new(m, &small(256)).unwrap();
+    let (c, t) = collector();
+    q.set_fence_trace(t);
+    (f, q, c)
+}
+
 /// The LOG_WRITEs the device executed: (on the user-mode ring?, log, index, handle, value).
 fn log_writes(m: &Mock) -> Vec<(bool, LogKind, u32, u32, u64)> {
     m.executed()
@@ -190,10 +200,7 @@ fn log_02_signal_and_log_write_adjacent_in_one_publication() {
 #[test]
 fn log_02_too_large_batch_burns_no_index() {
     let m = Mock::new();
-    let f = m.create_native_fence(0).unwrap();
-    let mut q = UserQueue::new(&m, &small(256)).unwrap();
-    let (c, t) = collector();
-    q.set_fence_trace(t);
+    let (f, mut q, c) = traced_small_queue(&m);
     q.submit_ops(&[Op::Signal(&f, 1), Op::Wait(&f, 1)]).unwrap();
     let after_first = q.log_cursor();
     assert_eq!(
@@ -358,10 +365,7 @@ fn log_02_fallback_strips_log_writes() {
 fn log_02_fallback_while_waiting_for_space_uses_no_index() {
     let m = Mock::new();
     m.w().auto = false;
-    let f = m.create_native_fence(0).unwrap();
-    let mut q = UserQueue::new(&m, &small(256)).unwrap();
-    let (c, t) = collector();
-    q.set_fence_trace(t);
+    let (f, mut q, c) = traced_small_queue(&m);
     for v in 1..=3u64 {
         q.submit_ops(&[Op::Signal(&f, v)]).unwrap(); // 10 words each: 240 of 256 bytes
     }

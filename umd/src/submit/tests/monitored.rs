@@ -250,10 +250,7 @@ fn um_19_abort_resubmits_batches_closed_by_the_own_fence() {
     let a = q.submit(&[fill(1), fill(2)]).unwrap();
     let b = q.submit(&[fill(3)]).unwrap();
     // The CMP runs FILL 1, FILL 2 and the closing signal of batch 1, then the device is lost.
-    m.w().run_ring(Some(3));
-    assert_eq!(q.completed(), a);
-    m.w().status_script = [DoorbellStatus::DisconnectedAbort].into();
-    m.w().auto = true;
+    device_lost_after(&m, &q, 3, a);
     let c = q.submit(&[fill(4)]).unwrap();
     assert_eq!((a, b, c), (1, 2, 3));
     q.wait(c).unwrap();

@@ -189,8 +189,7 @@ fn um_19_abort_falls_back_to_kernel_mode() {
 #[test]
 fn um_19_connect_failure_at_creation_falls_back() {
     let m = Mock::new();
-    m.w().connect_script = [Err(STATUS_INVALID_PARAMETER)].into();
-    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    let mut q = connect_refused_at_creation(&m);
     assert_eq!(q.path(), SubmissionPath::KernelMode);
     m.clear_log();
     m.w().auto = false;
@@ -229,11 +228,7 @@ fn um_19_reconnect_failure_falls_back() {
     let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
     m.w().status_script = [DoorbellStatus::DisconnectedRetry].into();
     m.w().connect_script = [Err(STATUS_DEVICE_REMOVED)].into();
-    let v = q.submit(&[fill(1)]).unwrap();
-    assert_eq!(q.path(), SubmissionPath::KernelMode);
-    q.wait(v).unwrap();
-    assert_eq!(fills(&m), vec![(false, 1)]);
-    m.check();
+    one_fill_on_the_kernel_path(&m, &mut q);
 }
 
 /// UM-19: a failed NotifyWorkSubmission is handled like a failed connect.
@@ -243,11 +238,7 @@ fn um_19_notify_failure_falls_back() {
     m.w().connect_status = DoorbellStatus::ConnectedNotify;
     m.w().fail_notify = true;
     let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
-    let v = q.submit(&[fill(1)]).unwrap();
-    assert_eq!(q.path(), SubmissionPath::KernelMode);
-    q.wait(v).unwrap();
-    assert_eq!(fills(&m), vec![(false, 1)]);
-    m.check();
+    one_fill_on_the_kernel_path(&m, &mut q);
 }
 
 /// UM-19: the abort comes after the CMP consumed part of the ring: only the unconsumed packets
@@ -262,10 +253,7 @@ fn um_19_abort_resubmits_only_unconsumed_packets() {
     let b = q.submit(&[fill(3), fill(4)]).unwrap();
     let c = q.submit(&[fill(5)]).unwrap();
     // The CMP runs FILL 1, FILL 2, PROGRESS(1), FILL 3, then the device is lost.
-    m.w().run_ring(Some(4));
-    assert_eq!(q.completed(), a);
-    m.w().status_script = [DoorbellStatus::DisconnectedAbort].into();
-    m.w().auto = true;
+    device_lost_after(&m, &q, 4, a);
     let d = q.submit(&[fill(6)]).unwrap();
     assert_eq!((a, b, c, d), (1, 2, 3, 4));
     let kernel_fence = m
@@ -549,8 +537,7 @@ fn um_17_close_waits_then_destroys_in_order() {
 #[test]
 fn um_17_drop_after_fallback_destroys_everything() {
     let m = Mock::new();
-    m.w().connect_script = [Err(STATUS_INVALID_PARAMETER)].into();
-    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    let mut q = connect_refused_at_creation(&m);
     q.submit(&[fill(1)]).unwrap();
     m.clear_log();
     drop(q);
@@ -605,4 +592,20 @@ fn creation_failure_cleans_up() {
         UserQueue::new(&m, &small(100)).err(),
         Some(SubmitError::BadConfig)
     );
+}
+
+/// After a fallback: a one-FILL batch goes the kernel-mode path and runs once, there.
+fn one_fill_on_the_kernel_path(m: &Mock, q: &mut UserQueue<&Mock>) {
+    let v = q.submit(&[fill(1)]).unwrap();
+    assert_eq!(q.path(), SubmissionPath::KernelMode);
+    q.wait(v).unwrap();
+    assert_eq!(fills(m), vec![(false, 1)]);
+    m.check();
+}
+
+/// A user-mode queue whose doorbell connect failed at creation: it starts on the kernel-mode
+/// path.
+fn connect_refused_at_creation(m: &Mock) -> UserQueue<&Mock> {
+    m.w().connect_script = [Err(STATUS_INVALID_PARAMETER)].into();
+    UserQueue::new(m, &QueueConfig::default()).unwrap()
 }

@@ -109,14 +109,22 @@ impl DllSession {
         mine
     }
 
-    pub(super) fn wait_status(&self, s: u64, what: &str) -> Result<WaitResult, Failure> {
-        match s {
+    /// A CPU wait of process `p` for fence handle `h` (a native or a user-mode fence: the C API
+    /// waits on both alike) to reach `value`, its status read as the wait's result.
+    pub(super) fn fence_wait(
+        &self,
+        p: usize,
+        h: u64,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        match self.call(p, "rvgpu_fence_wait", &[h, value, nanos(timeout)])? {
             OK => Ok(WaitResult::Satisfied),
             TIMEOUT if self.fault().is_none() => Ok(WaitResult::TimedOut),
             DEVICE_LOST | INVALID_HANDLE if self.fault().is_none() => Ok(WaitResult::Abandoned),
-            s => Err(self
-                .fault()
-                .unwrap_or_else(|| Failure::Backend(format!("{what} returned RvgpuStatus {s}")))),
+            s => Err(self.fault().unwrap_or_else(|| {
+                Failure::Backend(format!("rvgpu_fence_wait returned RvgpuStatus {s}"))
+            })),
         }
     }
 }
@@ -244,8 +252,7 @@ impl Fences for DllSession {
         timeout: Duration,
     ) -> Result<WaitResult, Failure> {
         let (p, h) = self.native(f)?;
-        let s = self.call(p, "rvgpu_fence_wait", &[h, value, nanos(timeout)])?;
-        self.wait_status(s, "rvgpu_fence_wait")
+        self.fence_wait(p, h, value, timeout)
     }
 
     fn cpu_signal(&mut self, f: FenceRef, value: u64) -> Result<(), Failure> {

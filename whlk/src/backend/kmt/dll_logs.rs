@@ -15,7 +15,6 @@ use std::time::Duration;
 use rvgpu_umd::fencelog::{FenceTrace, LogKind as UmdLogKind, QueuedOp};
 
 use super::dll::{DllSession, FenceList};
-use super::dll_fences::nanos;
 use crate::backend::sim::failure;
 use crate::backend::sim::logs::{
     hw_kind, os_log_counters, os_queue_logs, recorded_on, start_recording,
@@ -210,8 +209,7 @@ impl UmdFences for DllSession {
         timeout: Duration,
     ) -> Result<WaitResult, Failure> {
         let (p, h) = self.um_fence(f)?;
-        let s = self.call(p, "rvgpu_fence_wait", &[h, value, nanos(timeout)])?;
-        self.wait_status(s, "rvgpu_fence_wait")
+        self.fence_wait(p, h, value, timeout)
     }
 
     fn um_fence_value(&self, f: UmFenceRef) -> Result<u64, Failure> {

@@ -364,14 +364,24 @@ fn create_context_virtual(p: &UserProcess, at: u64) -> Status {
     put(at, offset_of!(CreateContextVirtual, h_context), &h)
 }
 
+/// A destroy thunk whose argument is one handle: `destroy` through the owning device, then this
+/// process forgets the handle.
+fn destroy_one(
+    p: &UserProcess,
+    at: u64,
+    destroy: impl FnOnce(&SimKmt<'_>, u32) -> Result<(), rvgpu_umd::kmt::NtStatus>,
+) -> Status {
+    let a: OneHandle = args(at)?;
+    let d = p.owner(a.handle)?;
+    destroy(&p.kmt(d), a.handle).map_err(nt)?;
+    p.forget(a.handle);
+    Ok(())
+}
+
 /// `D3DKMTDestroyContext`.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroycontext>
 fn destroy_context(p: &UserProcess, at: u64) -> Status {
-    let a: OneHandle = args(at)?;
-    let d = p.owner(a.handle)?;
-    p.kmt(d).destroy_context(a.handle).map_err(nt)?;
-    p.forget(a.handle);
-    Ok(())
+    destroy_one(p, at, |k, h| k.destroy_context(h))
 }
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
@@ -434,11 +444,7 @@ fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
 /// `D3DKMTDestroyHwQueue`.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyhwqueue>
 fn destroy_hw_queue(p: &UserProcess, at: u64) -> Status {
-    let a: OneHandle = args(at)?;
-    let d = p.owner(a.handle)?;
-    p.kmt(d).destroy_hw_queue(a.handle).map_err(nt)?;
-    p.forget(a.handle);
-    Ok(())
+    destroy_one(p, at, |k, h| k.destroy_hw_queue(h))
 }
 
 /// `D3DKMTSubmitCommandToHwQueue` (the kernel-mode path). The adapter is render-only (no

@@ -170,6 +170,20 @@ pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
     }
 }
 
+/// The five offsets [`put_fence`] writes, in argument structure `$t`: a create and an open
+/// of a native fence name their output fields alike.
+macro_rules! fence_offsets {
+    ($t:ty) => {
+        [
+            offset_of!($t, h_sync_object),
+            offset_of!($t, private_driver_data),
+            offset_of!($t, current_value_cpu_va),
+            offset_of!($t, current_value_gpu_va),
+            offset_of!($t, monitored_value_gpu_va),
+        ]
+    };
+}
+
 /// `D3DKMTCreateNativeFence`: the simulated OS's native fence (the KMD's
 /// `DxgkDdiCreateNativeFence`), its private data from the KMD, this process's mapping
 /// (`CurrentValueCpuVa` the OS's page itself, one address space). Only the default type.
@@ -188,18 +202,7 @@ pub(super) fn create_native_fence(p: &UserProcess, at: u64) -> Status {
         .create_native_fence_raw(a.initial_fence_value, a.info_flags & SYNC_FLAG_SHARED != 0)
         .map_err(nt)?;
     p.record(h, d.sim.device);
-    put_fence(
-        at,
-        [
-            offset_of!(CreateNativeFence, h_sync_object),
-            offset_of!(CreateNativeFence, private_driver_data),
-            offset_of!(CreateNativeFence, current_value_cpu_va),
-            offset_of!(CreateNativeFence, current_value_gpu_va),
-            offset_of!(CreateNativeFence, monitored_value_gpu_va),
-        ],
-        h,
-        &f,
-    )
+    put_fence(at, fence_offsets!(CreateNativeFence), h, &f)
 }
 
 /// Writes what a create or an open of native fence `h` (`f`) returns to the caller's
@@ -267,16 +270,5 @@ pub(super) fn open_native_fence_from_nt_handle(p: &UserProcess, at: u64) -> Stat
     let d = p.device(a.h_device)?;
     let (h, f) = p.kmt(d).open_native_fence_raw(a.h_nt_handle).map_err(nt)?;
     p.record(h, d.sim.device);
-    put_fence(
-        at,
-        [
-            offset_of!(OpenNativeFenceFromNtHandle, h_sync_object),
-            offset_of!(OpenNativeFenceFromNtHandle, private_driver_data),
-            offset_of!(OpenNativeFenceFromNtHandle, current_value_cpu_va),
-            offset_of!(OpenNativeFenceFromNtHandle, current_value_gpu_va),
-            offset_of!(OpenNativeFenceFromNtHandle, monitored_value_gpu_va),
-        ],
-        h,
-        &f,
-    )
+    put_fence(at, fence_offsets!(OpenNativeFenceFromNtHandle), h, &f)
 }
