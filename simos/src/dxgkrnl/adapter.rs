@@ -113,7 +113,7 @@ pub struct AdapterShared {
     /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
     pub native_fences: Mutex<HashSet<usize>>,
     /// The OS's native-fence objects, storage and DPC work of this adapter ([`crate::sync::fence`]).
-    pub fence_os: Mutex<crate::sync::fence::FenceOs>,
+    pub fence_os: Mutex<crate::sync::fence::storage::FenceOs>,
     /// References the driver holds on the feature interface (DxgkCbQueryServices takes one,
     /// InterfaceReference/InterfaceDereference adjust it). Must be zero once stopped.
     pub feature_refs: AtomicI64,
@@ -139,7 +139,7 @@ pub struct AdapterShared {
     /// doorbell's kernel VA must lie in one).
     pub doorbell_windows: Mutex<std::collections::BTreeMap<usize, usize>>,
     /// The OS's user-mode submission objects ([`crate::ums`]).
-    pub ums: Mutex<crate::ums::UmsOs>,
+    pub ums: Mutex<crate::ums::state::UmsOs>,
     /// The OS's user-mode submission lock: thunks of one process take it shared (plus their
     /// device's lock), adapter-wide sequences (power, F1, device loss) exclusively, so
     /// different processes reach the KMD concurrently as on Windows. Never held across a
@@ -309,7 +309,7 @@ impl AdapterShared {
             sch: VidSchState::default(),
             handle_valid: AtomicBool::new(false),
             native_fences: Mutex::new(HashSet::new()),
-            fence_os: Mutex::new(crate::sync::fence::FenceOs::default()),
+            fence_os: Mutex::new(crate::sync::fence::storage::FenceOs::default()),
             feature_refs: AtomicI64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
@@ -321,7 +321,7 @@ impl AdapterShared {
             register_bus,
             d3hot,
             doorbell_windows: Mutex::new(std::collections::BTreeMap::new()),
-            ums: Mutex::new(crate::ums::UmsOs::default()),
+            ums: Mutex::new(crate::ums::state::UmsOs::default()),
             ums_seq: std::sync::RwLock::new(()),
             ums_fstate: Mutex::new(()),
             installed_keys: Mutex::new(None),

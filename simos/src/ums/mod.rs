@@ -112,7 +112,7 @@ mod power;
 pub(crate) mod process;
 mod query;
 mod start;
-mod state;
+pub(crate) mod state;
 
 pub(crate) use self::context::*;
 pub use self::disconnect::*;

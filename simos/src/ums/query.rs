@@ -4,6 +4,7 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
+use crate::sync::fence::state::QueuedWork;
 use crate::sync::fence::MonitoredFence;
 
 use super::state::UmsOs;
@@ -41,14 +42,6 @@ pub(crate) fn process_queues(os: &UmsOs, pid: ProcessId) -> Vec<KmtHandle> {
 /// Whether hardware queue `h` still exists.
 pub(crate) fn queue_alive(os: &UmsOs, h: KmtHandle) -> bool {
     os.queues.contains_key(&h)
-}
-
-/// One queue's outstanding work at a point in time ([`queued_work`]).
-#[derive(Clone, Debug)]
-pub(crate) struct QueuedWork {
-    pub(super) queue: KmtHandle,
-    pub(super) fence: MonitoredFence,
-    pub(super) value: u64,
 }
 
 impl QueuedWork {

@@ -28,11 +28,7 @@
 //! Windows picks is UNVERIFIED; this one never unmaps under a queue that might still use the
 //! page.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
-use rvgpu_umd::kmt::KmtHandle;
 
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -41,49 +37,9 @@ use crate::dxgkrnl::adapter::AdapterShared;
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;
 use crate::vidmm::mmu::{phys_of, LeafTag};
+use crate::vidmm::state::{PageMap, Retired};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
-
-#[derive(Debug, Clone, Copy)]
-struct PageMap {
-    va: u64,
-    refs: u32,
-}
-
-#[derive(Debug)]
-struct Retired {
-    pid: ProcessId,
-    page: u64,
-    va: u64,
-    /// The process's hardware queues at the close.
-    queues: Vec<KmtHandle>,
-}
-
-/// One adapter's books of fence pages mapped into processes.
-#[derive(Debug, Default)]
-pub(crate) struct FenceMaps {
-    /// (process, device page of the fence value) → where it is mapped and by how many.
-    pages: HashMap<(ProcessId, u64), PageMap>,
-    retired: Vec<Retired>,
-    /// Serialises map and unmap: the books are updated around paging, which must not run
-    /// under the fence lock (the DPC that reports paging takes it).
-    serial: Arc<Mutex<()>>,
-}
-
-impl FenceMaps {
-    /// Whether any process maps the device page `page` (live or retired).
-    pub(crate) fn maps_page(&self, page: u64) -> bool {
-        self.pages.keys().any(|(_, p)| *p == page) || self.retired.iter().any(|r| r.page == page)
-    }
-
-    /// Pages `pid` has mapped, live and retired.
-    pub(crate) fn pages_of(&self, pid: ProcessId) -> (usize, usize) {
-        (
-            self.pages.keys().filter(|(p, _)| *p == pid).count(),
-            self.retired.iter().filter(|r| r.pid == pid).count(),
-        )
-    }
-}
 
 fn page_of(pa: u64) -> u64 {
     pa - pa % PAGE

@@ -209,7 +209,7 @@ pub(crate) fn open_as_monitored(
         .system("a fence opened on another adapter")?
         .clone();
     // Used on the other adapter too: the page stays while this one runs.
-    if let Some(a) = fence.obj.adapter.upgrade() {
+    if let Some(a) = fence.obj.adapter() {
         lock(&a.fence_os).pin(&slot);
     }
     let natives: Vec<Arc<FenceObj>> = {

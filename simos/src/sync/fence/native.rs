@@ -279,7 +279,7 @@ pub(super) fn create_on(
     }
     let pdd = parse_pdd(&args.pPrivateDriverData);
     let obj = Arc::new(FenceObj {
-        adapter: Arc::downgrade(a),
+        adapter: Arc::downgrade(a) as std::sync::Weak<dyn std::any::Any + Send + Sync>,
         adapter_index: a.index,
         global,
         creator: process,
@@ -483,7 +483,7 @@ pub(crate) fn open_cross_adapter(
     let shared_cv = fence.obj.cv.system("a cross-adapter fence")?.clone();
     // The other adapter's object uses the value too: its page stays while this adapter
     // runs.
-    if let Some(a) = fence.obj.adapter.upgrade() {
+    if let Some(a) = fence.obj.adapter() {
         lock(&a.fence_os).pin(&shared_cv);
     }
     let nb = create_on(

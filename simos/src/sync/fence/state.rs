@@ -14,7 +14,7 @@ use rvgpu_hw::pdd::NativeFencePdd;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
+use crate::ob::KmtHandle;
 use crate::sync::trace::ReleaseVia;
 
 pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
@@ -259,7 +259,10 @@ pub(super) struct ObjState {
 /// The OS's native-fence object on one adapter.
 #[derive(Debug)]
 pub struct FenceObj {
-    pub(super) adapter: Weak<AdapterShared>,
+    /// The adapter the object is on, weak so a fence does not keep it alive, and without its
+    /// type so that this file (held by the adapter) does not import the adapter: the
+    /// operations see it through `FenceObj::adapter` (`settle`).
+    pub(super) adapter: Weak<dyn std::any::Any + Send + Sync>,
     pub(super) adapter_index: usize,
     pub(super) global: usize,
     pub(super) creator: ProcessId,
@@ -438,6 +441,16 @@ impl MonitoredFence {
     pub fn pending_waits(&self) -> Vec<u64> {
         lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
     }
+}
+
+/// One hardware queue's outstanding work at a point in time (`ums::queued_work`): its
+/// progress fence and the value the fence must reach. VidMm defers frees until it is done
+/// (AL-03).
+#[derive(Clone, Debug)]
+pub(crate) struct QueuedWork {
+    pub(crate) queue: KmtHandle,
+    pub(crate) fence: MonitoredFence,
+    pub(crate) value: u64,
 }
 
 /// What 24H2's raising of MonitoredValue over pending waits cost on one adapter: the

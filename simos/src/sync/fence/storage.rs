@@ -81,7 +81,7 @@ pub struct FenceOs {
     /// The KMD handles the last `DxgkDdiUpdateNativeFenceLogs` named (tests).
     pub(crate) last_log_update: Vec<usize>,
     /// The fence pages mapped into each process, at VAs of its own.
-    pub(crate) maps: crate::vidmm::fencemap::FenceMaps,
+    pub(crate) maps: crate::vidmm::state::FenceMaps,
 }
 
 impl FenceOs {

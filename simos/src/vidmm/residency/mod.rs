@@ -47,7 +47,7 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
-use crate::ums::QueuedWork;
+use crate::sync::fence::state::QueuedWork;
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;
 use crate::vidmm::mmu::{paging_node, LeafTag, TABLE_SHARE};
