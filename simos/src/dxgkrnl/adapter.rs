@@ -1,7 +1,7 @@
 //! One simulated adapter: the emulated device plus everything the OS keeps per adapter
 //! (miniport context, native fence handles, the callback table handed to the driver), with
 //! each component's own state in that component's struct: interrupts and DPCs
-//! ([`crate::dxgkrnl::interrupt::Interrupts`]), VidMm ([`crate::vidmm::state::VidMmState`])
+//! ([`crate::dxgkrnl::irq::Interrupts`]), VidMm ([`crate::vidmm::state::VidMmState`])
 //! and VidSch ([`crate::vidsch::state::VidSchState`]).
 //!
 //! The `DeviceHandle` the driver gets in `DXGKRNL_INTERFACE` is the address of the
@@ -24,7 +24,7 @@ use crate::hal::Board;
 use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::{Notification, Processed};
-use crate::dxgkrnl::interrupt::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::dxgkrnl::irq::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
 use crate::dxgkrnl::observer::Observer;
 use crate::dxgkrnl::state::MachineState;
 use crate::os::{AdapterConfig, OsConfig};
@@ -101,7 +101,7 @@ pub struct AdapterShared {
     context: AtomicPtr<c_void>,
     /// PnP state.
     pub life: Mutex<Life>,
-    /// Dxgkrnl's interrupt and DPC state ([`crate::dxgkrnl::interrupt`]).
+    /// Dxgkrnl's interrupt and DPC state ([`crate::dxgkrnl::irq`]).
     pub irq: Interrupts,
     /// VidMm's state ([`crate::vidmm::state`]).
     pub mm: VidMmState,
@@ -122,7 +122,7 @@ pub struct AdapterShared {
     /// Driver caps read at start.
     pub caps: Mutex<Option<DXGK_DRIVERCAPS>>,
     /// The feature database negotiated before StartDevice ([`crate::dxgkrnl::features`]).
-    pub features: Mutex<crate::dxgkrnl::features::FeatureDb>,
+    pub features: Mutex<crate::dxgkrnl::featuredb::FeatureDb>,
     /// What tests observe of the adapter (counters and logs the OS decides nothing on).
     observer: Observer,
     /// Kernel timers the driver set for this adapter ([`crate::dxgkrnl::ktimer`]).
@@ -133,8 +133,8 @@ pub struct AdapterShared {
     pub doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
     /// BAR0 as an MMIO bus (the device's registers), kept alive for trap windows onto it.
     pub register_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
-    /// The function is in D3hot: its BARs do not decode ([`crate::dxgkrnl::callbacks::D3Hot`]).
-    pub d3hot: Arc<crate::dxgkrnl::callbacks::D3Hot>,
+    /// The function is in D3hot: its BARs do not decode ([`crate::hal::bars::D3Hot`]).
+    pub d3hot: Arc<crate::hal::bars::D3Hot>,
     /// Live `DxgkCbMapMemory` mappings of BAR2: base VA -> length (UM-09: a connected
     /// doorbell's kernel VA must lie in one).
     pub doorbell_windows: Mutex<std::collections::BTreeMap<usize, usize>>,
@@ -282,15 +282,15 @@ impl AdapterShared {
             resources.pdo() as usize,
             config.software_key.clone(),
         );
-        let storm_min_ticks = crate::dxgkrnl::interrupt::storm_min_ticks(device.config());
-        let d3hot = Arc::new(crate::dxgkrnl::callbacks::D3Hot::default());
+        let storm_min_ticks = crate::dxgkrnl::irq::storm_min_ticks(device.config());
+        let d3hot = Arc::new(crate::hal::bars::D3Hot::default());
         let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =
-            Arc::new(crate::dxgkrnl::callbacks::DoorbellBus {
+            Arc::new(crate::hal::bars::DoorbellBus {
                 board: Arc::downgrade(&device),
                 d3hot: d3hot.clone(),
             });
         let register_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =
-            Arc::new(crate::dxgkrnl::callbacks::RegisterBus {
+            Arc::new(crate::hal::bars::RegisterBus {
                 board: device.clone(),
                 d3hot: d3hot.clone(),
             });
@@ -444,27 +444,13 @@ impl AdapterShared {
         });
     }
 
-    /// Moves every pending notification to the processed log (what VidSch does at DPC time).
-    pub fn process_pending(&self) -> usize {
+    /// Moves every pending notification to the processed log (what VidSch does at DPC time),
+    /// after `dispatch` handed each to the component that acts on it
+    /// ([`crate::dxgkrnl::interrupt::process_pending`]). Returns how many there were.
+    pub fn drain_pending(&self, dispatch: impl FnOnce(&Self, &[Processed])) -> usize {
         let mut drained: Vec<Processed> = std::mem::take(&mut *lock(&self.irq.pending));
         let n = drained.len();
-        // VidSch's DPC-time fence work is recorded here and done when the driver's DPC
-        // returns ([`crate::sync::fence::process_dpc_work`]).
-        crate::sync::fence::note_notifications(self, drained.iter().map(|p| &p.notification));
-        for p in &drained {
-            if let Notification::EngineStateChange {
-                node, new_state, ..
-            } = p.notification
-            {
-                crate::ums::note_engine_state(self, node, new_state);
-            }
-            if let Notification::HwQueuePageFaulted { queue, va, .. } = p.notification {
-                crate::ums::note_page_fault(self, queue, va);
-            }
-            if let Notification::SchedulingLogInterrupt { node, .. } = p.notification {
-                crate::vidsch::hws::log_interrupt(self, node);
-            }
-        }
+        dispatch(self, &drained);
         self.observer.processed(drained.drain(..));
         // The emptied buffer goes back (unless the ISR already started a new one), so the next
         // ISR's push does not allocate at DIRQL (one allocation per interrupt).
@@ -473,8 +459,6 @@ impl AdapterShared {
             std::mem::swap(&mut *pending, &mut drained);
         }
         drop(pending);
-        // VidSch's DMA fence bookkeeping (crate::vidsch::tdr).
-        crate::vidsch::tdr::dpc_process(self);
         n
     }
 }

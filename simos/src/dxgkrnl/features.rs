@@ -20,6 +20,7 @@ use rvgpu_ddi::ntstatus::NT_SUCCESS;
 use crate::base::error::SimError;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
+pub use crate::dxgkrnl::featuredb::{DriverSupport, FeatureDb};
 
 /// Driver features the OS asks about, in its order.
 pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
@@ -32,39 +33,6 @@ pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
 
 /// The highest version of each feature this simulated OS implements.
 const OS_VERSION: DXGK_FEATURE_VERSION = 1;
-
-/// What the driver answered for one feature.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DriverSupport {
-    /// The feature.
-    pub id: DXGK_FEATURE_ID,
-    /// Versions the driver implements, `None` if it does not.
-    pub versions: Option<(DXGK_FEATURE_VERSION, DXGK_FEATURE_VERSION)>,
-}
-
-/// The adapter's feature database.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FeatureDb {
-    /// The driver exported `GUID_WDDM_INTERFACE_FEATURE` (version 1); `false`: legacy table.
-    pub driver_interface: bool,
-    /// The driver's answers, per feature asked.
-    pub support: Vec<DriverSupport>,
-    /// Enabled features and their negotiated versions.
-    pub enabled: Vec<(DXGK_FEATURE_ID, DXGK_FEATURE_VERSION)>,
-    /// `DxgkCbQueryFeatureSupport` calls (BR-80..82): feature, the driver's support state,
-    /// the OS's answer (`None`: the call failed).
-    pub legacy_queries: Vec<(DXGK_FEATURE_ID, u32, Option<bool>)>,
-    /// `pfnBuildTestCommandBuffer` from the driver's kernel-mode testing interface
-    /// ([`crate::dxgkrnl::kmtest`]), when that feature is enabled.
-    pub build_test_command_buffer: crate::dxgkrnl::kmtest::BuildFn,
-}
-
-impl FeatureDb {
-    /// The negotiated version of `id`, if enabled.
-    pub fn version(&self, id: DXGK_FEATURE_ID) -> Option<DXGK_FEATURE_VERSION> {
-        self.enabled.iter().find(|(f, _)| *f == id).map(|(_, v)| *v)
-    }
-}
 
 /// The OS's policy for a feature on this adapter (registry overrides, the adapter's
 /// configuration): each of the three features the driver can claim follows its machine switch
@@ -283,8 +251,9 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         db.support.push(DriverSupport { id, versions });
     }
     db.enabled = decide(&db.support, |id| os_allows(a, id));
-    db.build_test_command_buffer =
-        crate::dxgkrnl::kmtest::BuildFn(crate::dxgkrnl::kmtest::query_interface(a, &iface, &db)?);
+    db.build_test_command_buffer = crate::dxgkrnl::featuredb::BuildFn(
+        crate::dxgkrnl::kmtest::query_interface(a, &iface, &db)?,
+    );
     if let Some(deref) = iface.InterfaceDereference {
         let ctx = iface.Context;
         // In the machine's context, as every call into the driver (a fault in it is raised on

@@ -49,26 +49,10 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::dxgkrnl::adapter::AdapterShared;
 use crate::dxgkrnl::ddi::{self};
-use crate::dxgkrnl::features::FeatureDb;
+use crate::dxgkrnl::featuredb::{BuildTestCommandBuffer, FeatureDb};
 use crate::ob::KmtHandle;
 use crate::sync::fence::ProcessId;
 use crate::ums::TestTarget;
-
-/// The driver's `pfnBuildTestCommandBuffer` as the feature database keeps it (compared by
-/// address).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BuildFn(pub Option<ddi::Ddi<BuildTestCommandBuffer>>);
-
-/// The pointer type of `pfnBuildTestCommandBuffer`.
-type BuildTestCommandBuffer =
-    unsafe extern "system" fn(rvgpu_ddi::HANDLE, *mut DXGKARG_BUILDTESTCOMMANDBUFFER) -> NTSTATUS;
-
-impl PartialEq for BuildFn {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.map(|f| f.address()) == other.0.map(|f| f.address())
-    }
-}
-impl Eq for BuildFn {}
 
 pub use crate::dxgkrnl::rules::STATUS_BUFFER_OVERFLOW;
 /// `STATUS_ACCESS_VIOLATION`: what the probe of a user buffer raises.

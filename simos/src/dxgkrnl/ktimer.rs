@@ -80,7 +80,7 @@ pub struct Timers {
     /// same processor); due ones run once released.
     held: AtomicBool,
     /// Wakes the threaded machine's timer thread (a timer was set, the machine stops).
-    pub wake: crate::dxgkrnl::interrupt::Wake,
+    pub wake: crate::base::line::Wake,
 }
 
 impl Timers {
@@ -92,7 +92,7 @@ impl Timers {
             epoch: Instant::now(),
             set: Mutex::new(Vec::new()),
             held: AtomicBool::new(false),
-            wake: crate::dxgkrnl::interrupt::Wake::default(),
+            wake: crate::base::line::Wake::default(),
         }
     }
 

@@ -42,7 +42,7 @@ impl Machine {
     }
 
     /// Register (BAR0) accesses the driver made to adapter `i` while its function was in D3hot
-    /// (reads all-ones, writes dropped: [`crate::dxgkrnl::callbacks::D3Hot`]).
+    /// (reads all-ones, writes dropped: [`crate::hal::bars::D3Hot`]).
     pub fn d3hot_accesses(&self, i: usize) -> Result<u64, SimError> {
         Ok(self.adapter(i)?.d3hot.strays())
     }

@@ -319,7 +319,7 @@ pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
     ) else {
         return;
     };
-    a.process_pending();
+    crate::dxgkrnl::interrupt::process_pending(&a);
     if a.os.reading.dpc_fence_work == DpcFenceWork::InsideNotifyDpc && !a.state.is_halted() {
         crate::sync::fence::process_dpc_work(&a);
     }

@@ -13,14 +13,14 @@ mod device;
 mod feature;
 mod interrupt;
 
-pub use self::device::*;
+use self::device::*;
 use self::feature::*;
 use self::interrupt::*;
 use crate::dxgkrnl::context;
 use crate::vidmm::contiguous::{allocate_contiguous_memory, free_contiguous_memory};
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use rvgpu_ddi::adapter::*;
 use rvgpu_ddi::basic::*;
@@ -29,7 +29,6 @@ use rvgpu_ddi::feature::*;
 use rvgpu_ddi::init::DXGKDDI_INTERFACE_VERSION_WDDM3_2;
 use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::ntstatus::*;
-use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::pci;
 use rvgpu_kmd::platform::Irql;
 

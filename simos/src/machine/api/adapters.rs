@@ -5,7 +5,7 @@ use rvgpu_ddi::NTSTATUS;
 
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::features::FeatureDb;
+use crate::dxgkrnl::featuredb::FeatureDb;
 use crate::dxgkrnl::kmtest;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;
