@@ -125,8 +125,8 @@ pub struct AdapterShared {
     pub features: Mutex<crate::dxgkrnl::featuredb::FeatureDb>,
     /// What tests observe of the adapter (counters and logs the OS decides nothing on).
     observer: Observer,
-    /// Kernel timers the driver set for this adapter ([`crate::dxgkrnl::ktimer`]).
-    pub timers: crate::dxgkrnl::ktimer::Timers,
+    /// Kernel timers the driver set for this adapter ([`crate::dxgkrnl::timers`]).
+    pub timers: crate::dxgkrnl::timers::Timers,
     /// Resources the driver gets pointers into (never moves).
     pub resources: Box<crate::dxgkrnl::resources::Resources>,
     /// BAR2 as an MMIO bus (doorbell writes), kept alive for trap windows onto it.
@@ -315,7 +315,7 @@ impl AdapterShared {
             caps: Mutex::new(None),
             features: Mutex::new(Default::default()),
             observer: Observer::default(),
-            timers: crate::dxgkrnl::ktimer::Timers::new(step),
+            timers: crate::dxgkrnl::timers::Timers::new(step),
             resources,
             doorbell_bus,
             register_bus,

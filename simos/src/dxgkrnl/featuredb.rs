@@ -6,7 +6,7 @@ use rvgpu_ddi::feature::{DXGK_FEATURE_ID, DXGK_FEATURE_VERSION};
 use rvgpu_ddi::kmtest::DXGKARG_BUILDTESTCOMMANDBUFFER;
 use rvgpu_ddi::NTSTATUS;
 
-use crate::dxgkrnl::ddi;
+use crate::dxgkrnl::slot::Ddi;
 
 /// What the driver answered for one feature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl FeatureDb {
 /// The driver's `pfnBuildTestCommandBuffer` as the feature database keeps it (compared by
 /// address).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct BuildFn(pub Option<ddi::Ddi<BuildTestCommandBuffer>>);
+pub struct BuildFn(pub Option<Ddi<BuildTestCommandBuffer>>);
 
 /// The pointer type of `pfnBuildTestCommandBuffer`.
 pub(crate) type BuildTestCommandBuffer =

@@ -30,5 +30,7 @@ pub mod power;
 pub mod registry;
 pub mod resources;
 pub mod rules;
+pub mod slot;
 pub mod state;
+pub mod timers;
 pub mod waiter;
