@@ -17,10 +17,10 @@ use rvgpu_ddi::feature::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
 
+use crate::adapter::ddi::{self};
+pub use crate::adapter::featuredb::{DriverSupport, FeatureDb};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self};
-pub use crate::dxgkrnl::featuredb::{DriverSupport, FeatureDb};
 
 /// Driver features the OS asks about, in its order.
 pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
@@ -95,8 +95,8 @@ pub fn feature_subkey(id: DXGK_FEATURE_ID) -> String {
 ///
 /// Only features 32 and 37 are modelled here (the others keep the switches of
 /// [`os_allows`]); for them the result is the default.
-pub fn configure(id: DXGK_FEATURE_ID, key: &crate::dxgkrnl::registry::RegKey) -> FeatureConfig {
-    use crate::dxgkrnl::registry::REG_DWORD;
+pub fn configure(id: DXGK_FEATURE_ID, key: &crate::adapter::registry::RegKey) -> FeatureConfig {
+    use crate::adapter::registry::REG_DWORD;
     let default = FeatureConfig {
         min_version: 1,
         max_version: OS_VERSION,
@@ -251,14 +251,14 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         db.support.push(DriverSupport { id, versions });
     }
     db.enabled = decide(&db.support, |id| os_allows(a, id));
-    db.build_test_command_buffer = crate::dxgkrnl::featuredb::BuildFn(
+    db.build_test_command_buffer = crate::adapter::featuredb::BuildFn(
         crate::dxgkrnl::kmtest::query_interface(a, &iface, &db)?,
     );
     if let Some(deref) = iface.InterfaceDereference {
         let ctx = iface.Context;
         // In the machine's context, as every call into the driver (a fault in it is raised on
         // this machine).
-        let _m = crate::dxgkrnl::context::MachineContext::enter(a.state.clone());
+        let _m = crate::adapter::context::MachineContext::enter(a.state.clone());
         // SAFETY: the driver's own dereference with its context (the OS is done with it).
         unsafe { deref(ctx) };
     }

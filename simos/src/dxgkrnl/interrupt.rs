@@ -23,18 +23,18 @@ use std::time::{Duration, Instant};
 
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::context::MachineContext;
+pub use crate::adapter::irq::{
+    CLAIMED_STORM_LIMIT, STORM_MIN_DURATION, STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT,
+};
+use crate::adapter::irql;
+use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::error::Fault;
 pub use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::Notification;
 use crate::base::processor::{check_return_irql, current_irql, IrqlScope};
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::context::MachineContext;
-pub use crate::dxgkrnl::irq::{
-    CLAIMED_STORM_LIMIT, STORM_MIN_DURATION, STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT,
-};
-use crate::dxgkrnl::irql;
 
 /// What one interrupt service did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +111,7 @@ struct IsrRun {
 fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     let Some(isr) = a
         .table
-        .slot(|t| crate::dxgkrnl::ddi::in_table!(t, DxgkDdiInterruptRoutine))
+        .slot(|t| crate::adapter::ddi::in_table!(t, DxgkDdiInterruptRoutine))
         .flatten()
     else {
         a.state
@@ -223,7 +223,7 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     }
     let Some(dpc) = a
         .table
-        .slot(|t| crate::dxgkrnl::ddi::in_table!(t, DxgkDdiDpcRoutine))
+        .slot(|t| crate::adapter::ddi::in_table!(t, DxgkDdiDpcRoutine))
         .flatten()
     else {
         a.state

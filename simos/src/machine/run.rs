@@ -2,7 +2,7 @@
 //! on the calling thread), and the thread context and IRQL helpers tests use.
 
 use super::*;
-use crate::dxgkrnl::context;
+use crate::adapter::context;
 
 impl Machine {
     /// Raises one interrupt on adapter `i` regardless of the device (as another device on a
@@ -35,7 +35,7 @@ impl Machine {
 
     /// Fault injection: holds back adapter `i`'s kernel-timer DPCs (as a long DPC of another
     /// driver on the same processor would) until called again with `false`; timers that fell
-    /// due meanwhile then run once ([`crate::dxgkrnl::ktimer`]).
+    /// due meanwhile then run once ([`crate::adapter::ktimer`]).
     pub fn hold_timer_dpcs(&self, i: usize, on: bool) -> Result<(), SimError> {
         self.adapter(i)?.timers.hold(on);
         Ok(())
@@ -81,7 +81,7 @@ impl Machine {
         // queues runs in this round.
         for a in &self.adapters {
             a.timers.advance_round();
-            progress |= crate::dxgkrnl::ktimer::service(a);
+            progress |= crate::adapter::ktimer::service(a);
         }
         progress |= self.service_dpcs();
         // VidSch's PASSIVE work (this thread is back at PASSIVE_LEVEL).

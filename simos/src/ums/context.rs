@@ -4,10 +4,10 @@ use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::submission::{DXGKARG_CREATECONTEXT, DXGK_CONTEXTINFO, DXGK_CREATECONTEXTFLAGS};
 
+use crate::adapter::ddi::{self, check_status, not_supported, table};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
 use crate::ob::KmtHandle;
 
 use super::events::UmsEvent;

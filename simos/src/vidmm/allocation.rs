@@ -17,10 +17,10 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::HANDLE;
 use rvgpu_device::SysAlloc;
 
+use crate::adapter::ddi::{self};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self};
 use crate::ob::KmtHandle;
 use crate::ums::{dev_guard, device_lock, new_handle, UmsEvent, UmsOs};
 use crate::vidmm::cpucache::CpuCache;

@@ -26,10 +26,10 @@ use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::vidmm::host::Host;
 use crate::vidmm::mdl::Mdl;

@@ -30,10 +30,10 @@
 
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;
 use crate::vidmm::mmu::{phys_of, LeafTag};

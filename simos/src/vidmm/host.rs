@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
 

@@ -6,10 +6,10 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
+use crate::adapter::ddi::{self};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self};
 use crate::ob::KmtHandle;
 use crate::vidmm::host::Host;
 

@@ -1,6 +1,6 @@
 //! VidMm's per-adapter state: the driver's contiguous memory and BAR mappings, what VidMm
 //! learnt of the adapter's memory, its GPU VA spaces, residency and paging queues. Held by the
-//! adapter ([`crate::dxgkrnl::adapter::AdapterShared::mm`]); the operations live in the
+//! adapter ([`crate::adapter::AdapterShared::mm`]); the operations live in the
 //! sibling modules. Also the objects VidMm keeps in other components' state: user-mode
 //! allocations (in UMS's books, `vidmm::allocation`) and the fence pages mapped into processes
 //! (in the fences' state, `vidmm::fencemap`). A leaf: nothing here imports an operation.

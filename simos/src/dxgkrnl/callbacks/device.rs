@@ -2,7 +2,7 @@
 //! `DxgkCbUnmapMemory`.
 
 use super::*;
-use crate::dxgkrnl::kernel;
+use crate::adapter::kernel;
 
 /// `DxgkCbGetDeviceInformation` (PASSIVE).
 pub(super) unsafe extern "system" fn get_device_information(

@@ -2,8 +2,8 @@
 //! `DxgkCbNotifyDpc`, `DxgkCbSynchronizeExecution`, `DxgkCbLogEtwEvent`.
 
 use super::*;
+use crate::adapter::context;
 use crate::base::processor;
-use crate::dxgkrnl::context;
 use crate::os::answers::DpcFenceWork;
 
 /// Most fence handles 24H2 keeps from one native-fence report.

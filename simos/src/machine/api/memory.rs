@@ -10,9 +10,9 @@ use rvgpu_device::SysAlloc;
 use rvgpu_hw::mmu::Access;
 use rvgpu_umd::kmt::{UpdateGpuVa, UpdateGpuVaOp};
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};

@@ -15,11 +15,11 @@ use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_HANDLE, STATUS_NO
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 
+use crate::adapter::ddi::{self, check_status, At};
+use crate::adapter::{AdapterShared, Life};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::{AdapterShared, Life};
-use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::os::answers::SystemVas;
 
 use super::pages::VidMmPages;

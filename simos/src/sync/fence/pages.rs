@@ -2,9 +2,9 @@
 //! address spaces. A mapping runs paging work and waits for it, which in step mode only the
 //! whole machine can drive, so the machine provides these (`crate::machine`).
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 
 /// VidMm's page mappings, as the fence operations and the fence logs use them.
 pub(crate) trait VidMmPages {

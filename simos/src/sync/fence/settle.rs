@@ -5,9 +5,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::event::VIA;
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::sync::trace::ReleaseVia;
 
 use super::event::ViaScope;

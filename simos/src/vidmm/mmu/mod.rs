@@ -21,11 +21,11 @@ use rvgpu_ddi::tdr::*;
 use rvgpu_device::device::mmu::Mmu;
 use rvgpu_hw::mmu::FaultReason;
 
+use crate::adapter::ddi::{self};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self};
 use crate::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
 };
@@ -72,7 +72,7 @@ macro_rules! gpummu_ddi {
     ($a:expr, $slot:ident) => {
         $a.table
             .get()
-            .and_then(|t| $crate::dxgkrnl::ddi::in_table!(t, $slot))
+            .and_then(|t| $crate::adapter::ddi::in_table!(t, $slot))
             .ok_or_else(|| sim(concat!("GpuMmu adapter without ", stringify!($slot)).into()))
     };
 }

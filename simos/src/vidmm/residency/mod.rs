@@ -42,10 +42,10 @@ use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::sync::fence::state::QueuedWork;
 use crate::vidmm::gpuva::MapAttrs;

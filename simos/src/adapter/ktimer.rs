@@ -33,14 +33,14 @@ use std::sync::{Arc, Mutex, Weak};
 
 use rvgpu_kmd::platform::{Irql, TimerRoutine};
 
+use crate::adapter::context::{current_machine, irql_above, MachineContext};
+pub use crate::adapter::timers::Armed;
+use crate::adapter::{all_adapters, AdapterShared};
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
 use crate::base::processor::{check_return_irql, IrqlScope};
-use crate::dxgkrnl::adapter::{all_adapters, AdapterShared};
-use crate::dxgkrnl::context::{current_machine, irql_above, MachineContext};
-pub use crate::dxgkrnl::timers::Armed;
 
-/// The driver's timer storage (`Platform::Timer` of [`crate::dxgkrnl::kernel::SimKernel`]):
+/// The driver's timer storage (`Platform::Timer` of [`crate::adapter::kernel::SimKernel`]):
 /// the set timer it stands for, if any.
 #[derive(Debug, Default)]
 pub struct SimTimer {
@@ -48,7 +48,7 @@ pub struct SimTimer {
 }
 
 fn adapter_of_current_ddi() -> Option<Arc<AdapterShared>> {
-    let inside = crate::dxgkrnl::ddi::inside();
+    let inside = crate::adapter::ddi::inside();
     if inside == 0 {
         return None;
     }
@@ -209,8 +209,8 @@ pub fn check_removed(a: &AdapterShared) -> Result<(), BugCheck> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dxgkrnl::ddi::{self, At};
-    use crate::dxgkrnl::irql::Routine;
+    use crate::adapter::ddi::{self, At};
+    use crate::adapter::irql::Routine;
     use crate::{MachineConfig, Mode, SimError};
 
     static RUNS: AtomicU64 = AtomicU64::new(0);

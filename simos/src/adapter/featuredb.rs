@@ -6,7 +6,7 @@ use rvgpu_ddi::feature::{DXGK_FEATURE_ID, DXGK_FEATURE_VERSION};
 use rvgpu_ddi::kmtest::DXGKARG_BUILDTESTCOMMANDBUFFER;
 use rvgpu_ddi::NTSTATUS;
 
-use crate::dxgkrnl::slot::Ddi;
+use crate::adapter::slot::Ddi;
 
 /// What the driver answered for one feature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

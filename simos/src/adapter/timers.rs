@@ -1,6 +1,6 @@
 //! An adapter's kernel timers as the adapter holds them: each set timer ([`Armed`]) and the
 //! adapter's timer clock ([`Timers`]). Arming, cancelling and running them is
-//! [`crate::dxgkrnl::ktimer`].
+//! [`crate::adapter::ktimer`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

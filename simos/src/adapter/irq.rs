@@ -34,7 +34,7 @@ pub fn storm_min_ticks(cfg: &rvgpu_device::DeviceConfig) -> u64 {
 /// The adapter's interrupt and DPC state as Dxgkrnl keeps it: the line and how it signals, the
 /// connection, the interrupt spin lock, the queued DPC and its gate, the notifications the ISR
 /// reported for the next DPC, and the storm bookkeeping. Held by the adapter
-/// ([`crate::dxgkrnl::adapter::AdapterShared::irq`]); the ISR, the DPC and the callbacks they make share it.
+/// ([`crate::adapter::AdapterShared::irq`]); the ISR, the DPC and the callbacks they make share it.
 #[derive(Debug)]
 pub struct Interrupts {
     /// Its interrupt line.
@@ -52,7 +52,7 @@ pub struct Interrupts {
     /// A DPC is queued.
     pub dpc_queued: AtomicBool,
     /// A DPC was queued under the interrupt lock and is held until the lock is released
-    /// ([`crate::dxgkrnl::adapter::InterruptLockGuard`] then wakes the DPC thread). A DPC
+    /// ([`crate::adapter::InterruptLockGuard`] then wakes the DPC thread). A DPC
     /// queued from an ISR or a synchronised routine goes to the current processor's queue and
     /// runs when that processor's IRQL drops below DISPATCH_LEVEL ("Organization of DPC
     /// Queues", the kernel-mode architecture guide), so it never starts while the code that

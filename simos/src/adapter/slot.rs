@@ -1,11 +1,11 @@
 //! A DDI as the OS holds it: the slot's pointer paired with the [`Routine`] of the same name
 //! ([`Ddi`]), made only by [`in_table!`] from one slot name. The calls that apply its rules are
-//! [`crate::dxgkrnl::ddi`]; the adapter's feature database keeps one.
+//! [`crate::adapter::ddi`]; the adapter's feature database keeps one.
 
-use crate::dxgkrnl::irql::Routine;
+use crate::adapter::irql::Routine;
 
 /// A DDI of the driver's table (or of an interface it hands out) and the routine whose rules
-/// apply to it, both from one slot name: only [`crate::dxgkrnl::ddi::slot!`] and [`in_table!`] make one, from
+/// apply to it, both from one slot name: only [`crate::adapter::ddi::slot!`] and [`in_table!`] make one, from
 /// `t.$slot` and the routine of the catalog row for that slot.
 #[derive(Clone, Copy, Debug)]
 pub struct Ddi<F> {
@@ -85,8 +85,8 @@ pub const fn member_routine(member: &str) -> Routine {
 macro_rules! in_table {
     ($t:expr, $slot:ident) => {
         $t.$slot.map(|f| {
-            $crate::dxgkrnl::slot::Ddi::from_slot_name(
-                const { $crate::dxgkrnl::slot::member_routine(stringify!($slot)) },
+            $crate::adapter::slot::Ddi::from_slot_name(
+                const { $crate::adapter::slot::member_routine(stringify!($slot)) },
                 f as usize,
                 f,
             )

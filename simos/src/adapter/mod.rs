@@ -1,12 +1,38 @@
-//! One simulated adapter: the emulated device plus everything the OS keeps per adapter
-//! (miniport context, native fence handles, the callback table handed to the driver), with
-//! each component's own state in that component's struct: interrupts and DPCs
-//! ([`crate::dxgkrnl::irq::Interrupts`]), VidMm ([`crate::vidmm::state::VidMmState`])
-//! and VidSch ([`crate::vidsch::state::VidSchState`]).
+//! The adapter core and the DDI gate: Dxgkrnl's lower half, below every component. One
+//! simulated adapter ([`AdapterShared`]: the emulated device plus everything the OS keeps per
+//! adapter, miniport context, native fence handles, the callback table handed to the driver,
+//! and each component's state from that component's leaf: interrupts and DPCs
+//! ([`irq::Interrupts`]), VidMm ([`crate::vidmm::state::VidMmState`]), VidSch
+//! ([`crate::vidsch::state::VidSchState`]), fences and UMS), and what the components use of
+//! Dxgkrnl: the one way to call a DDI ([`ddi`], [`slot`]), the IRQL check against the rule table
+//! ([`irql`], [`rules`]), driver load ([`load`]) and bring-up checks ([`bringup`]), the machine's
+//! health ([`state`]), the thread's machine ([`context`]), the host kernel the driver runs on
+//! ([`kernel::SimKernel`]) with its timers ([`ktimer`]), the registry and resources the driver
+//! reads. Nothing here imports a component's operations; the callbacks, the DPC fan-out and
+//! power, which do, are [`crate::dxgkrnl`], above the components.
 //!
 //! The `DeviceHandle` the driver gets in `DXGKRNL_INTERFACE` is the address of the
 //! [`AdapterShared`]; callbacks turn it back into the adapter through a process-wide registry
 //! (never by dereferencing a handle the driver passes), so a bad handle is caught.
+
+pub mod bringup;
+pub mod context;
+pub mod ddi;
+pub mod featuredb;
+pub mod irq;
+pub mod irql;
+pub mod kernel;
+pub mod kmdver;
+pub mod ktimer;
+pub mod load;
+pub mod observer;
+pub mod registry;
+pub mod resources;
+pub mod rules;
+pub mod slot;
+pub mod state;
+pub mod timers;
+pub mod waiter;
 
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -21,12 +47,12 @@ use rvgpu_device::Device;
 
 use crate::hal::Board;
 
+use crate::adapter::irq::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::adapter::observer::Observer;
+use crate::adapter::state::MachineState;
 use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::{Notification, Processed};
-use crate::dxgkrnl::irq::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
-use crate::dxgkrnl::observer::Observer;
-use crate::dxgkrnl::state::MachineState;
 use crate::os::{AdapterConfig, OsConfig};
 use crate::vidmm::state::VidMmState;
 use crate::vidsch::state::VidSchState;
@@ -101,7 +127,7 @@ pub struct AdapterShared {
     context: AtomicPtr<c_void>,
     /// PnP state.
     pub life: Mutex<Life>,
-    /// Dxgkrnl's interrupt and DPC state ([`crate::dxgkrnl::irq`]).
+    /// Dxgkrnl's interrupt and DPC state ([`crate::adapter::irq`]).
     pub irq: Interrupts,
     /// VidMm's state ([`crate::vidmm::state`]).
     pub mm: VidMmState,
@@ -122,13 +148,13 @@ pub struct AdapterShared {
     /// Driver caps read at start.
     pub caps: Mutex<Option<DXGK_DRIVERCAPS>>,
     /// The feature database negotiated before StartDevice ([`crate::dxgkrnl::features`]).
-    pub features: Mutex<crate::dxgkrnl::featuredb::FeatureDb>,
+    pub features: Mutex<crate::adapter::featuredb::FeatureDb>,
     /// What tests observe of the adapter (counters and logs the OS decides nothing on).
     observer: Observer,
-    /// Kernel timers the driver set for this adapter ([`crate::dxgkrnl::timers`]).
-    pub timers: crate::dxgkrnl::timers::Timers,
+    /// Kernel timers the driver set for this adapter ([`crate::adapter::timers`]).
+    pub timers: crate::adapter::timers::Timers,
     /// Resources the driver gets pointers into (never moves).
-    pub resources: Box<crate::dxgkrnl::resources::Resources>,
+    pub resources: Box<crate::adapter::resources::Resources>,
     /// BAR2 as an MMIO bus (doorbell writes), kept alive for trap windows onto it.
     pub doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
     /// BAR0 as an MMIO bus (the device's registers), kept alive for trap windows onto it.
@@ -231,7 +257,7 @@ impl Drop for InterruptLockGuard<'_> {
 
 impl Drop for AdapterShared {
     fn drop(&mut self) {
-        crate::dxgkrnl::registry::withdraw_software_key(self.resources.pdo() as usize);
+        crate::adapter::registry::withdraw_software_key(self.resources.pdo() as usize);
     }
 }
 
@@ -272,17 +298,17 @@ impl AdapterShared {
         // uio_pci_generic, MSI through the guest test's module); the in-process device
         // offers both.
         let msi = device.message_signalled().unwrap_or(config.msi);
-        let resources = crate::dxgkrnl::resources::Resources::new(
+        let resources = crate::adapter::resources::Resources::new(
             index,
             device.config().doorbells,
             device.memory().vram_size(),
             msi,
         );
-        crate::dxgkrnl::registry::publish_software_key(
+        crate::adapter::registry::publish_software_key(
             resources.pdo() as usize,
             config.software_key.clone(),
         );
-        let storm_min_ticks = crate::dxgkrnl::irq::storm_min_ticks(device.config());
+        let storm_min_ticks = crate::adapter::irq::storm_min_ticks(device.config());
         let d3hot = Arc::new(crate::hal::bars::D3Hot::default());
         let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =
             Arc::new(crate::hal::bars::DoorbellBus {
@@ -315,7 +341,7 @@ impl AdapterShared {
             caps: Mutex::new(None),
             features: Mutex::new(Default::default()),
             observer: Observer::default(),
-            timers: crate::dxgkrnl::timers::Timers::new(step),
+            timers: crate::adapter::timers::Timers::new(step),
             resources,
             doorbell_bus,
             register_bus,

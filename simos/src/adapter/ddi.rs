@@ -27,17 +27,17 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::context::MachineContext;
+use crate::adapter::irql::{self, Routine};
+use crate::adapter::rules::Wrapper;
+pub(crate) use crate::adapter::slot::in_table;
+pub use crate::adapter::slot::{member_routine, Ddi};
+use crate::adapter::state::MachineState;
+use crate::adapter::AdapterShared;
 use crate::base::bugcheck;
 use crate::base::error::SimError;
 use crate::base::processor;
 use crate::base::processor::{current_irql, IrqlScope};
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::context::MachineContext;
-use crate::dxgkrnl::irql::{self, Routine};
-use crate::dxgkrnl::rules::Wrapper;
-pub(crate) use crate::dxgkrnl::slot::in_table;
-pub use crate::dxgkrnl::slot::{member_routine, Ddi};
-use crate::dxgkrnl::state::MachineState;
 
 /// The IRQL the OS calls a DDI at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,9 +100,9 @@ impl Drop for InDdi {
 macro_rules! slot {
     ($a:expr, $slot:ident) => {
         $a.table
-            .slot(|t| $crate::dxgkrnl::ddi::in_table!(t, $slot))
+            .slot(|t| $crate::adapter::ddi::in_table!(t, $slot))
             .ok_or_else(|| $crate::base::error::SimError::Simulation("no driver loaded".into()))
-            .and_then(|f| f.ok_or_else(|| $crate::dxgkrnl::ddi::missing(stringify!($slot))))
+            .and_then(|f| f.ok_or_else(|| $crate::adapter::ddi::missing(stringify!($slot))))
     };
 }
 pub(crate) use slot;
@@ -331,7 +331,7 @@ pub(crate) fn query_adapter_info_args(
         // alive for the call.
         unsafe { q(ctx, args) }
     })?;
-    crate::dxgkrnl::bringup::triage_status(a, q.routine(), status);
+    crate::adapter::bringup::triage_status(a, q.routine(), status);
     Ok(status)
 }
 
