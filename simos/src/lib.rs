@@ -12,8 +12,8 @@
 //! Modules follow the Windows components they stand for: [`adapter`] (the graphics kernel's
 //! core: the adapter and the one way to call a DDI), [`dxgkrnl`] (its callbacks, DPCs and
 //! power), [`vidsch`] (scheduling and TDR), [`vidmm`] (memory), [`sync`] (fences and fence
-//! logs), [`ums`] (user-mode submission), [`kmt`] (the D3DKMT thunks); [`machine`] ties them into one
-//! machine, [`pnp`] loads the driver and starts and stops its adapters, and [`testing`] holds
+//! logs), [`ums`] (user-mode submission), [`kmt`] (the D3DKMT thunks); [`machine`] ties them
+//! into one machine, [`pnp`] loads the driver and starts and stops its adapters, and [`testing`] holds
 //! driver stand-ins for tests.
 //!
 //! Strictness: where Windows would bug-check, the machine halts with the same code and
