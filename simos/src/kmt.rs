@@ -27,9 +27,9 @@ use rvgpu_umd::kmt::{
     UpdateGpuVa, UpdateGpuVaOp,
 };
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::cpucache::CpuCache;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, NativeFence, NativeFenceDesc, WaitOutcome};

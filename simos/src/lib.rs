@@ -1,24 +1,26 @@
 //! rvgpu-simos: the simulated Windows graphics kernel that runs the rvgpu driver on the host.
 //!
 //! A [`Machine`] is one physical memory, N emulated adapters and a simulated Dxgkrnl that calls
-//! the driver exactly the way Windows does: `DriverEntry` → [`dxgkrnl::load::sim_dxgk_initialize`]
+//! the driver exactly the way Windows does: `DriverEntry` → [`adapter::load::sim_dxgk_initialize`]
 //! (the table is validated and copied), then every DDI through that table with real DXGKARG
-//! structures ([`dxgkrnl::ddi`]), at the IRQL Windows uses ([`dxgkrnl::irql`], with every rule of
-//! a DDI in one row of [`dxgkrnl::rules`]), with a
+//! structures ([`adapter::ddi`]), at the IRQL Windows uses ([`adapter::irql`], with every rule of
+//! a DDI in one row of [`adapter::rules`]), with a
 //! [`dxgkrnl::callbacks`] table behind `DXGKRNL_INTERFACE`, interrupts and DPCs serviced by
 //! dedicated threads or inline ([`dxgkrnl::interrupt`]), and the host kernel
-//! [`dxgkrnl::kernel::SimKernel`] as the driver's `Platform`.
+//! [`adapter::kernel::SimKernel`] as the driver's `Platform`.
 //!
-//! Modules follow the Windows components they stand for: [`dxgkrnl`] (the graphics kernel's
-//! core), [`vidsch`] (scheduling and TDR), [`vidmm`] (memory), [`sync`] (fences and fence logs),
-//! [`ums`] (user-mode submission), [`kmt`] (the D3DKMT thunks); [`machine`] ties them into one
-//! machine, [`pnp`] loads the driver and starts and stops its adapters, and [`testing`] holds
+//! Modules follow the Windows components they stand for: [`adapter`] (the graphics kernel's
+//! core: the adapter and the one way to call a DDI), [`dxgkrnl`] (its callbacks, DPCs and
+//! power), [`vidsch`] (scheduling and TDR), [`vidmm`] (memory), [`sync`] (fences and fence
+//! logs), [`ums`] (user-mode submission), [`kmt`] (the D3DKMT thunks); [`machine`] ties them
+//! into one machine, [`pnp`] loads the driver and starts and stops its adapters, and [`testing`] holds
 //! driver stand-ins for tests.
 //!
 //! Strictness: where Windows would bug-check, the machine halts with the same code and
 //! parameters ([`dxgkrnl::bugcheck`]); the test sees `Err(SimError::Bugcheck(..))` from every
 //! call.
 
+pub mod adapter;
 pub mod base;
 pub mod dxgkrnl;
 pub use crate::base::error;
@@ -38,11 +40,11 @@ pub mod ums;
 pub mod vidmm;
 pub mod vidsch;
 
+pub use adapter::kernel::SimKernel;
+pub use adapter::state::LogLine;
 pub use dxgkrnl::bugcheck::BugCheck;
-pub use dxgkrnl::kernel::SimKernel;
 pub use dxgkrnl::lowres::{LowResources, PoolStats};
 pub use dxgkrnl::notify::{Notification, Processed};
-pub use dxgkrnl::state::LogLine;
 pub use error::{Fault, SimError};
 pub use machine::{
     AdapterConfig, AdapterInfo, CpuArch, Machine, MachineConfig, Mode, OsConfig, WindowsBuild,

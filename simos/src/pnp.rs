@@ -11,20 +11,20 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::bringup;
+use crate::adapter::context;
+use crate::adapter::ddi::{self, check_status, At};
+use crate::adapter::irql::Routine;
+use crate::adapter::kernel::SimKernel;
+use crate::adapter::load::{self, TableHook};
+use crate::adapter::resources::opaque;
+use crate::adapter::{adapter_luid, AdapterShared, Life};
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::processor;
-use crate::dxgkrnl::adapter::{adapter_luid, AdapterShared, Life};
-use crate::dxgkrnl::bringup;
 use crate::dxgkrnl::callbacks;
-use crate::dxgkrnl::context;
-use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::dxgkrnl::interrupt;
-use crate::dxgkrnl::irql::Routine;
-use crate::dxgkrnl::kernel::SimKernel;
-use crate::dxgkrnl::load::{self, TableHook};
-use crate::dxgkrnl::resources::opaque;
 use crate::machine::{AdapterInfo, Machine, Mode};
 
 /// The byte the OS pre-fills the `DXGK_DRIVERCAPS` buffer with before QueryAdapterInfo.
@@ -103,7 +103,7 @@ impl Machine {
         let state = self.state.clone();
         let _ctx = context::MachineContext::enter(state.clone());
         // DriverEntry runs at PASSIVE_LEVEL (DRIVER_INITIALIZE).
-        if let Err(b) = crate::dxgkrnl::irql::check(
+        if let Err(b) = crate::adapter::irql::check(
             Routine::DriverEntry,
             processor::current_irql(),
             load::sim_dxgk_initialize as *const () as usize,
@@ -238,7 +238,7 @@ impl Machine {
         let db = crate::dxgkrnl::features::negotiate(&a, &t)?;
         *lock(&a.features) = db;
         let mut iface = Box::new(callbacks::interface_for(&a));
-        *lock(&a.interface) = Some(crate::dxgkrnl::adapter::SendTable(*iface));
+        *lock(&a.interface) = Some(crate::adapter::SendTable(*iface));
         // From here the driver holds the DeviceHandle and may queue DPCs.
         a.handle_valid.store(true, Ordering::Release);
         *lock(&a.irq.dpc_gate) = true;
@@ -287,7 +287,7 @@ impl Machine {
         let facts = bringup::StartFacts {
             sources,
             children,
-            umd_name: crate::dxgkrnl::registry::read_umd_name(
+            umd_name: crate::adapter::registry::read_umd_name(
                 a.registry_keys().user_mode_driver_name.as_ref(),
             ),
             framebuffer_save_size: self.query_framebuffer_save_size(&a, &t, &caps)?,
@@ -517,7 +517,7 @@ impl Machine {
     }
 
     /// BR-14 ([D24] `DpiFdoValidateKmdAndPnpVersionMatch` @ 0x1403F0520, see
-    /// [`crate::dxgkrnl::kmdver`]): a file version that differs from the device's DriverVersion
+    /// [`crate::adapter::kmdver`]): a file version that differs from the device's DriverVersion
     /// and is not exempt fails AddDevice with `STATUS_DEVICE_CONFIGURATION_ERROR` (`Err`: the
     /// refusal to return once the miniport's AddDevice is undone).
     fn check_kmd_version(
@@ -525,7 +525,7 @@ impl Machine {
         a: &AdapterShared,
         t: &DRIVER_INITIALIZATION_DATA,
     ) -> Result<(), SimError> {
-        use crate::dxgkrnl::kmdver;
+        use crate::adapter::kmdver;
         let file = match &a.config.kmd_file_version {
             Some(v) => v.clone(),
             None => self.kmd_file_version(),
@@ -567,9 +567,9 @@ impl Machine {
     fn kmd_file_version(&self) -> Result<u64, String> {
         #[cfg(target_os = "linux")]
         if let Some(pe) = self.state.pe() {
-            return crate::dxgkrnl::kmdver::file_version_of(pe.path());
+            return crate::adapter::kmdver::file_version_of(pe.path());
         }
-        Ok(crate::dxgkrnl::registry::stamped_file_version())
+        Ok(crate::adapter::registry::stamped_file_version())
     }
 
     fn refuse(
@@ -820,7 +820,7 @@ impl Machine {
         let status = unsafe { ddi::call_arg(&a, remove, At::Caller, a.context()) }?;
         check_status(status)?;
         // The driver freed its adapter: a kernel timer still set in it is 0xC7.
-        if let Err(b) = crate::dxgkrnl::ktimer::check_removed(&a) {
+        if let Err(b) = crate::adapter::ktimer::check_removed(&a) {
             self.state.raise_bugcheck(b);
             return Err(SimError::Bugcheck(b));
         }

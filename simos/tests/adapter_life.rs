@@ -13,9 +13,9 @@ use rvgpu_ddi::adapter::DXGK_DEVICE_INFO;
 use rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
 use rvgpu_ddi::{BOOLEAN, HANDLE, NTSTATUS, PVOID};
 use rvgpu_kmd::platform::Platform;
-use rvgpu_simos::dxgkrnl::adapter::AdapterShared;
+use rvgpu_simos::adapter::irql::Routine;
+use rvgpu_simos::adapter::AdapterShared;
 use rvgpu_simos::dxgkrnl::bugcheck::{self, irql_unexpected, BugCheck};
-use rvgpu_simos::dxgkrnl::irql::Routine;
 use rvgpu_simos::testing;
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError, SimKernel};
 
@@ -270,7 +270,7 @@ fn ddi_returning_at_raised_irql_is_0xc8() {
         "{r:?}"
     );
     assert_eq!(expected.params[0], 0x0002_0080);
-    assert_eq!(rvgpu_simos::dxgkrnl::kernel::current_irql(), Irql::Passive);
+    assert_eq!(rvgpu_simos::adapter::kernel::current_irql(), Irql::Passive);
 }
 
 unsafe extern "system" fn isr_leaves_at_passive(ctx: PVOID, msg: u32) -> BOOLEAN {

@@ -162,7 +162,7 @@ fn nf_10_start_fails_when_native_fences_advertised_without_feature() {
 fn dxgk_initialize_rejects_missing_mandatory_slot() {
     let mut m = Machine::new(MachineConfig::single(Mode::Step));
     // The hook runs after validation, so to test validation we check the listed slots instead.
-    assert!(rvgpu_simos::dxgkrnl::bringup::LOAD_SLOTS.contains(&"DxgkDdiInterruptRoutine"));
+    assert!(rvgpu_simos::adapter::bringup::LOAD_SLOTS.contains(&"DxgkDdiInterruptRoutine"));
     if let Err(e) = m.load_driver() {
         panic!("load: {e}");
     }
@@ -191,7 +191,7 @@ fn nf_10_driver_negotiates_native_fence_feature_and_releases_the_interface() {
     );
     assert_eq!(refs, 1, "one reference held while started");
 
-    let table = rvgpu_kmd::initialization_data::<rvgpu_simos::dxgkrnl::kernel::SimKernel>();
+    let table = rvgpu_kmd::initialization_data::<rvgpu_simos::adapter::kernel::SimKernel>();
     let has_ddis = table.DxgkDdiCreateNativeFence.is_some()
         && table.DxgkDdiUpdateMonitoredValues.is_some()
         && table.DxgkDdiUpdateCurrentValuesFromCpu.is_some();

@@ -19,7 +19,7 @@ use rvgpu_ddi::ntstatus::{
 };
 use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_USERMODESUBMISSION_CAPS};
 use rvgpu_ddi::{HANDLE, NTSTATUS};
-use rvgpu_simos::dxgkrnl::bringup::{
+use rvgpu_simos::adapter::bringup::{
     self, STATUS_DEVICE_CONFIGURATION_ERROR, STATUS_REVISION_MISMATCH,
 };
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
@@ -1052,7 +1052,7 @@ fn br_54_runs_after_the_render_core_is_initialised() {
 }
 
 /// A machine whose adapter's software key holds `value` as `UserModeDriverName`.
-fn umd_name_config(value: Option<rvgpu_simos::dxgkrnl::registry::RegValue>) -> MachineConfig {
+fn umd_name_config(value: Option<rvgpu_simos::adapter::registry::RegValue>) -> MachineConfig {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].user_mode_driver_name = value;
     cfg
@@ -1063,8 +1063,8 @@ fn umd_name_config(value: Option<rvgpu_simos::dxgkrnl::registry::RegValue>) -> M
 /// `DEVICE_CONFIGURATION_ERROR`.
 #[test]
 fn br_35_user_mode_driver_name_from_the_registry() {
-    use rvgpu_simos::dxgkrnl::bringup::STATUS_OBJECT_NAME_NOT_FOUND;
-    use rvgpu_simos::dxgkrnl::registry::{self, RegValue, REG_DWORD, REG_MULTI_SZ, REG_SZ};
+    use rvgpu_simos::adapter::bringup::STATUS_OBJECT_NAME_NOT_FOUND;
+    use rvgpu_simos::adapter::registry::{self, RegValue, REG_DWORD, REG_MULTI_SZ, REG_SZ};
     let (_, r) = start_with_config(
         umd_name_config(Some(registry::inf_user_mode_driver_name())),
         no_edit,

@@ -404,7 +404,7 @@ fn map(f: MapFn, handle: PVOID, addr: u64, len: u32) -> (rvgpu_ddi::NTSTATUS, PV
 fn bar_mappings_of_the_same_range_are_reference_counted() {
     let m = step_machine(MachineConfig::single(Mode::Step));
     let (handle, mapf, unmap) = map_callbacks(&m);
-    let vram = rvgpu_simos::dxgkrnl::resources::bar_base(0, rvgpu_hw::pci::BAR_VRAM);
+    let vram = rvgpu_simos::adapter::resources::bar_base(0, rvgpu_hw::pci::BAR_VRAM);
     let (s1, va1) = map(mapf, handle, vram + 0x1000, 0x1000);
     let (s2, va2) = map(mapf, handle, vram + 0x1000, 0x2000);
     assert_eq!((s1, s2), (0, 0));
@@ -414,12 +414,12 @@ fn bar_mappings_of_the_same_range_are_reference_counted() {
         assert_eq!(unmap(handle, va1), 0);
         assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
         assert!(
-            rvgpu_simos::dxgkrnl::kernel::is_mapped(va1 as usize),
+            rvgpu_simos::adapter::kernel::is_mapped(va1 as usize),
             "one mapping left"
         );
         assert_eq!(unmap(handle, va2), 0);
         assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
-        assert!(!rvgpu_simos::dxgkrnl::kernel::is_mapped(va1 as usize));
+        assert!(!rvgpu_simos::adapter::kernel::is_mapped(va1 as usize));
         assert!(unmap(handle, va1) < 0);
     }
     assert_eq!(
@@ -439,7 +439,7 @@ fn nothing_reaches_the_device_after_a_bugcheck() {
     use rvgpu_kmd::platform::Platform;
     let m = step_machine(MachineConfig::single(Mode::Step));
     let (handle, mapf, unmap) = map_callbacks(&m);
-    let bar0 = rvgpu_simos::dxgkrnl::resources::bar_base(0, rvgpu_hw::pci::BAR_MMIO);
+    let bar0 = rvgpu_simos::adapter::resources::bar_base(0, rvgpu_hw::pci::BAR_MMIO);
     let (s, va) = map(mapf, handle, bar0, 0x1000);
     assert_eq!(s, 0);
     let Some(base) = std::ptr::NonNull::new(va.cast::<u8>()) else {

@@ -8,8 +8,8 @@ use rvgpu_ddi::adapter::DXGK_VIDSCHCAPS;
 use rvgpu_ddi::feature::{
     DXGK_FEATURE_HWSCH, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION,
 };
+use rvgpu_simos::adapter::registry::{inf_software_key, RegKey, RegValue, REG_SZ, RVGPU_INF};
 use rvgpu_simos::dxgkrnl::features::{configure, feature_subkey, os_supports};
-use rvgpu_simos::dxgkrnl::registry::{inf_software_key, RegKey, RegValue, REG_SZ, RVGPU_INF};
 use rvgpu_simos::{AdapterInfo, Machine, MachineConfig, Mode, SimError, WindowsBuild};
 
 const NF: i32 = DXGK_FEATURE_NATIVE_FENCE;

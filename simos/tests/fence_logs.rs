@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use rvgpu_hw::cmd::{Command, LogKind};
 use rvgpu_hw::log::{LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
-use rvgpu_simos::dxgkrnl::irql::Routine;
+use rvgpu_simos::adapter::irql::Routine;
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::sync::fencelog::{LogCounters, Producer};
 use rvgpu_simos::sync::trace::{Recorder, TraceEvent};

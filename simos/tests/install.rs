@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rvgpu_simos::dxgkrnl::registry::{inf_driver_version, RegValue, REG_EXPAND_SZ};
+use rvgpu_simos::adapter::registry::{inf_driver_version, RegValue, REG_EXPAND_SZ};
 use rvgpu_simos::install::codes::*;
 use rvgpu_simos::install::package::{self, remake, Catalog, TestPackage};
 use rvgpu_simos::install::registry::{display_software_key, DISPLAY_CLASS_GUID, SERVICES};
@@ -39,7 +39,7 @@ fn sz(s: &str) -> RegValue {
     let mut units: Vec<u16> = s.encode_utf16().collect();
     units.push(0);
     RegValue {
-        ty: rvgpu_simos::dxgkrnl::registry::REG_SZ,
+        ty: rvgpu_simos::adapter::registry::REG_SZ,
         data: units.iter().flat_map(|u| u.to_le_bytes()).collect(),
     }
 }
@@ -423,7 +423,7 @@ fn br_14_driver_ver_unlike_the_file_version_fails_add_device() {
             assert_eq!(rule, "BR-14");
             assert_eq!(
                 status,
-                rvgpu_simos::dxgkrnl::bringup::STATUS_DEVICE_CONFIGURATION_ERROR
+                rvgpu_simos::adapter::bringup::STATUS_DEVICE_CONFIGURATION_ERROR
             );
         }
         other => panic!("expected BR-14, got {other:?}"),

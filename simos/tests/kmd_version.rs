@@ -2,7 +2,7 @@
 //! DriverVersion (the INF's `DriverVer`) when it adds the device, and fails AddDevice with
 //! `STATUS_DEVICE_CONFIGURATION_ERROR` on a difference unless both major numbers are below 21
 //! ([D24] `DpiFdoValidateKmdAndPnpVersionMatch`, `IsKnownMismatchedVersionedDriver`;
-//! `rvgpu_simos::dxgkrnl::kmdver`).
+//! `rvgpu_simos::adapter::kmdver`).
 
 mod common;
 
@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::*;
 use rvgpu_ddi::NTSTATUS;
-use rvgpu_simos::dxgkrnl::bringup::STATUS_DEVICE_CONFIGURATION_ERROR;
-use rvgpu_simos::dxgkrnl::kmdver::{self, file_version, file_version_of, pnp_version};
-use rvgpu_simos::dxgkrnl::registry::{inf_driver_version, stamped_file_version};
+use rvgpu_simos::adapter::bringup::STATUS_DEVICE_CONFIGURATION_ERROR;
+use rvgpu_simos::adapter::kmdver::{self, file_version, file_version_of, pnp_version};
+use rvgpu_simos::adapter::registry::{inf_driver_version, stamped_file_version};
 use rvgpu_simos::pe::{build_image, build_umd, DriverBuild};
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 

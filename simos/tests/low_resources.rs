@@ -28,7 +28,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use common::*;
-use rvgpu_simos::dxgkrnl::kernel;
+use rvgpu_simos::adapter::kernel;
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::{LowResources, Machine, MachineConfig, Mode, SimError};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};

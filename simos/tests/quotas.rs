@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use rvgpu_simos::dxgkrnl::registry::{RegValue, REG_SZ};
+use rvgpu_simos::adapter::registry::{RegValue, REG_SZ};
 use rvgpu_simos::SimError::DdiFailed;
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};

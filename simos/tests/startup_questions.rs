@@ -19,9 +19,9 @@ use rvgpu_ddi::memory::DXGK_QUERYSEGMENTOUT4;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID, ULONG};
 use rvgpu_kmd::platform::Platform;
-use rvgpu_simos::dxgkrnl::bringup::{self, STATUS_REVISION_MISMATCH};
+use rvgpu_simos::adapter::bringup::{self, STATUS_REVISION_MISMATCH};
+use rvgpu_simos::adapter::irql::Routine;
 use rvgpu_simos::dxgkrnl::bugcheck::{self, dxgkrnl_fatal, irql_unexpected, BugCheck};
-use rvgpu_simos::dxgkrnl::irql::Routine;
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, OsConfig, SimError, SimKernel};
 
 fn machine() -> Machine {
@@ -317,7 +317,7 @@ fn q10_ddi_wrapper_irql_mismatch_is_0x113() {
         matches!(r, Err(SimError::Bugcheck(b)) if b == expected),
         "{r:?}"
     );
-    assert_eq!(rvgpu_simos::dxgkrnl::kernel::current_irql(), Irql::Passive);
+    assert_eq!(rvgpu_simos::adapter::kernel::current_irql(), Irql::Passive);
 }
 
 /// windows-bringup.md §15 question 10, the other side: the PnP-layer wrappers (`DpiDxgkDdiStartDevice` and the

@@ -196,8 +196,7 @@ fn storm_needs_the_device_request_and_a_minimum_duration() {
     use rvgpu_simos::dxgkrnl::interrupt::{STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT};
     let m = started(Mode::Step);
     let iface = dxgkrnl_interface(&m);
-    let Some(a) = rvgpu_simos::dxgkrnl::adapter::AdapterShared::from_handle(iface.DeviceHandle)
-    else {
+    let Some(a) = rvgpu_simos::adapter::AdapterShared::from_handle(iface.DeviceHandle) else {
         panic!("no adapter")
     };
     for _ in 0..5 * UNCLAIMED_STORM_LIMIT {

@@ -30,7 +30,7 @@ pub struct BugCheck {
 /// Raised by the simulation when a DDI is entered, or a callback called, below the level Windows
 /// requires for it (for example `DxgkCbNotifyInterrupt` outside the ISR). Parameters (the
 /// simulation's choice; Microsoft documents none): current IRQL, lowest allowed IRQL, the
-/// routine's [`crate::dxgkrnl::irql::Routine`] id, 0.
+/// routine's [`crate::adapter::irql::Routine`] id, 0.
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0x9--irql-not-greater-or-equal>
 pub const IRQL_NOT_GREATER_OR_EQUAL: u32 = 0x9;
 
@@ -179,7 +179,7 @@ pub mod irql_unexpected {
     pub const INTERRUPT_SERVICE_ROUTINE: u64 = 0x3;
     /// Simulation-specific: a DDI returned at another IRQL than it was called at (Windows
     /// catches this where the calling thread next checks its IRQL; the code is the same).
-    /// Parameters: (p1, the DDI, 0, the [`crate::dxgkrnl::irql::Routine`] id).
+    /// Parameters: (p1, the DDI, 0, the [`crate::adapter::irql::Routine`] id).
     pub const SIM_DDI: u64 = 0x80;
     /// Simulation-specific: `DxgkDdiDpcRoutine` returned at another IRQL than DISPATCH_LEVEL.
     /// Parameters: (p1, the DPC routine, the miniport context, 0).
@@ -188,7 +188,7 @@ pub mod irql_unexpected {
     /// than the interrupt's. Parameters: (p1, the routine, its context, 0).
     pub const SIM_SYNCHRONIZE_ROUTINE: u64 = 0x82;
     /// Simulation-specific: a kernel timer's DPC routine returned at another IRQL than
-    /// DISPATCH_LEVEL ([`crate::dxgkrnl::ktimer`]). Parameters: (p1, the routine, its context, 0).
+    /// DISPATCH_LEVEL ([`crate::adapter::ktimer`]). Parameters: (p1, the routine, its context, 0).
     pub const SIM_TIMER_DPC: u64 = 0x83;
 }
 

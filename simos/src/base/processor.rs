@@ -1,7 +1,7 @@
 //! The calling thread as a simulated processor: the IRQL it runs at. The simulation sets it
 //! for each call it makes into the driver (PASSIVE for ordinary DDIs on test threads, DISPATCH
 //! in DPCs, DIRQL in the ISR and in `SynchronizeExecution` routines); the driver's own raises
-//! and lowers go through the host kernel (`crate::dxgkrnl::kernel`).
+//! and lowers go through the host kernel (`crate::adapter::kernel`).
 
 use std::cell::Cell;
 

@@ -17,9 +17,10 @@ use rvgpu_ddi::feature::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
 
+use crate::adapter::ddi::{self};
+pub use crate::adapter::featuredb::{DriverSupport, FeatureDb};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self};
 
 /// Driver features the OS asks about, in its order.
 pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
@@ -32,39 +33,6 @@ pub const DRIVER_FEATURES: &[DXGK_FEATURE_ID] = &[
 
 /// The highest version of each feature this simulated OS implements.
 const OS_VERSION: DXGK_FEATURE_VERSION = 1;
-
-/// What the driver answered for one feature.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DriverSupport {
-    /// The feature.
-    pub id: DXGK_FEATURE_ID,
-    /// Versions the driver implements, `None` if it does not.
-    pub versions: Option<(DXGK_FEATURE_VERSION, DXGK_FEATURE_VERSION)>,
-}
-
-/// The adapter's feature database.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FeatureDb {
-    /// The driver exported `GUID_WDDM_INTERFACE_FEATURE` (version 1); `false`: legacy table.
-    pub driver_interface: bool,
-    /// The driver's answers, per feature asked.
-    pub support: Vec<DriverSupport>,
-    /// Enabled features and their negotiated versions.
-    pub enabled: Vec<(DXGK_FEATURE_ID, DXGK_FEATURE_VERSION)>,
-    /// `DxgkCbQueryFeatureSupport` calls (BR-80..82): feature, the driver's support state,
-    /// the OS's answer (`None`: the call failed).
-    pub legacy_queries: Vec<(DXGK_FEATURE_ID, u32, Option<bool>)>,
-    /// `pfnBuildTestCommandBuffer` from the driver's kernel-mode testing interface
-    /// ([`crate::dxgkrnl::kmtest`]), when that feature is enabled.
-    pub build_test_command_buffer: crate::dxgkrnl::kmtest::BuildFn,
-}
-
-impl FeatureDb {
-    /// The negotiated version of `id`, if enabled.
-    pub fn version(&self, id: DXGK_FEATURE_ID) -> Option<DXGK_FEATURE_VERSION> {
-        self.enabled.iter().find(|(f, _)| *f == id).map(|(_, v)| *v)
-    }
-}
 
 /// The OS's policy for a feature on this adapter (registry overrides, the adapter's
 /// configuration): each of the three features the driver can claim follows its machine switch
@@ -127,8 +95,8 @@ pub fn feature_subkey(id: DXGK_FEATURE_ID) -> String {
 ///
 /// Only features 32 and 37 are modelled here (the others keep the switches of
 /// [`os_allows`]); for them the result is the default.
-pub fn configure(id: DXGK_FEATURE_ID, key: &crate::dxgkrnl::registry::RegKey) -> FeatureConfig {
-    use crate::dxgkrnl::registry::REG_DWORD;
+pub fn configure(id: DXGK_FEATURE_ID, key: &crate::adapter::registry::RegKey) -> FeatureConfig {
+    use crate::adapter::registry::REG_DWORD;
     let default = FeatureConfig {
         min_version: 1,
         max_version: OS_VERSION,
@@ -283,13 +251,14 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
         db.support.push(DriverSupport { id, versions });
     }
     db.enabled = decide(&db.support, |id| os_allows(a, id));
-    db.build_test_command_buffer =
-        crate::dxgkrnl::kmtest::BuildFn(crate::dxgkrnl::kmtest::query_interface(a, &iface, &db)?);
+    db.build_test_command_buffer = crate::adapter::featuredb::BuildFn(
+        crate::dxgkrnl::kmtest::query_interface(a, &iface, &db)?,
+    );
     if let Some(deref) = iface.InterfaceDereference {
         let ctx = iface.Context;
         // In the machine's context, as every call into the driver (a fault in it is raised on
         // this machine).
-        let _m = crate::dxgkrnl::context::MachineContext::enter(a.state.clone());
+        let _m = crate::adapter::context::MachineContext::enter(a.state.clone());
         // SAFETY: the driver's own dereference with its context (the OS is done with it).
         unsafe { deref(ctx) };
     }

@@ -17,119 +17,25 @@
 //! Threaded mode runs these on an interrupt thread and a DPC thread per adapter; step mode
 //! calls them inline from [`crate::Machine::run_steps`]. Same functions, same IRQL bookkeeping.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, TryLockError};
 use std::time::{Duration, Instant};
 
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::context::MachineContext;
+pub use crate::adapter::irq::{
+    CLAIMED_STORM_LIMIT, STORM_MIN_DURATION, STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT,
+};
+use crate::adapter::irql;
+use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::error::Fault;
 pub use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
-use crate::base::notify::Processed;
+use crate::base::notify::Notification;
 use crate::base::processor::{check_return_irql, current_irql, IrqlScope};
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::context::MachineContext;
-use crate::dxgkrnl::irql;
 
-/// Consecutive unclaimed ISR calls with the device still requesting before 0xF2.
-pub const UNCLAIMED_STORM_LIMIT: u64 = 1_000;
-/// Consecutive claimed ISR calls without the request ever dropping before 0xF2 (a livelock:
-/// the ISR says "mine" but never clears the cause).
-pub const CLAIMED_STORM_LIMIT: u64 = 100_000;
-/// Threaded mode: shortest storm, in real time (a preempted device thread that has not yet
-/// lowered a line it was told to lower is not a storm).
-pub const STORM_MIN_DURATION: Duration = Duration::from_millis(100);
-/// Step mode: shortest storm, in device steps (the request survived this many steps of the
-/// device, so it is not a transient of one step).
-pub const STORM_MIN_STEPS: u64 = 3;
-
-/// Shortest storm in GPU clock ticks for a device with `cfg`.
-pub fn storm_min_ticks(cfg: &rvgpu_device::DeviceConfig) -> u64 {
-    match cfg.mode {
-        rvgpu_device::Mode::Step => STORM_MIN_STEPS.saturating_mul(rvgpu_device::STEP_TICKS),
-        rvgpu_device::Mode::Threaded => {
-            u64::from(cfg.clock_hz).saturating_mul(STORM_MIN_DURATION.as_millis() as u64) / 1000
-        }
-    }
-}
-
-/// The adapter's interrupt and DPC state as Dxgkrnl keeps it: the line and how it signals, the
-/// connection, the interrupt spin lock, the queued DPC and its gate, the notifications the ISR
-/// reported for the next DPC, and the storm bookkeeping. Held by the adapter
-/// ([`AdapterShared::irq`]); the ISR, the DPC and the callbacks they make share it.
-#[derive(Debug)]
-pub struct Interrupts {
-    /// Its interrupt line.
-    pub line: Arc<SimLine>,
-    /// The interrupt is message-signalled (`AdapterConfig::msi`): one ISR call per message.
-    pub msi: bool,
-    /// Wakes the interrupt thread (the line rose, an interrupt was forced or connected).
-    pub irq_wake: Arc<Wake>,
-    /// Wakes the DPC thread (a DPC was queued, a flush waits for one).
-    pub dpc_wake: Arc<Wake>,
-    /// Interrupt connected (after StartDevice, until StopDevice).
-    pub connected: AtomicBool,
-    /// The interrupt spin lock the ISR and SynchronizeExecution routines run under.
-    pub interrupt_lock: Mutex<()>,
-    /// A DPC is queued.
-    pub dpc_queued: AtomicBool,
-    /// A DPC was queued under the interrupt lock and is held until the lock is released
-    /// ([`crate::dxgkrnl::adapter::InterruptLockGuard`] then wakes the DPC thread). A DPC
-    /// queued from an ISR or a synchronised routine goes to the current processor's queue and
-    /// runs when that processor's IRQL drops below DISPATCH_LEVEL ("Organization of DPC
-    /// Queues", the kernel-mode architecture guide), so it never starts while the code that
-    /// queued it still holds the interrupt lock. Woken at once, the DPC thread started it on
-    /// the other CPU during the ISR, and met the ISR's locks on the way.
-    pub dpc_held: AtomicBool,
-    /// The ISR captured a DMA-fence node report for VidSch's DPC-time bookkeeping
-    /// (`vidsch::tdr`); a DPC without one skips the TDR registry (a registry lock
-    /// and lookup on every DPC on the way to a CPU waiter).
-    pub tdr_reports: AtomicBool,
-    /// The DPC gate: held while the driver's DPC routine runs (so a flush can wait for a
-    /// running DPC, as `KeFlushQueuedDpcs` does); the value says whether DPCs may run at all
-    /// (false before StartDevice and once StopDevice flushed them).
-    pub dpc_gate: Mutex<bool>,
-    /// A test asked for one interrupt as on a shared line.
-    pub(super) forced_interrupt: AtomicBool,
-    /// Reported by the ISR, waiting for `DxgkCbNotifyDpc`.
-    pub pending: Mutex<Vec<Processed>>,
-    pub(super) next_seq: AtomicU64,
-    pub(super) unclaimed_run: AtomicU64,
-    pub(super) claimed_run: AtomicU64,
-    /// GPU clock when the current run of ISR calls with the device still requesting began
-    /// (`u64::MAX`: no run).
-    pub(super) storm_since: AtomicU64,
-    /// Shortest run (GPU ticks) that counts as a storm (see [`crate::dxgkrnl::interrupt`]).
-    pub(super) storm_min_ticks: u64,
-}
-
-impl Interrupts {
-    /// A disconnected interrupt on `line`, woken through `irq_wake`, with no DPC queued and
-    /// DPCs gated off.
-    pub fn new(line: Arc<SimLine>, msi: bool, irq_wake: Arc<Wake>, storm_min_ticks: u64) -> Self {
-        Self {
-            line,
-            msi,
-            irq_wake,
-            dpc_wake: Arc::new(Wake::default()),
-            connected: AtomicBool::new(false),
-            interrupt_lock: Mutex::new(()),
-            dpc_queued: AtomicBool::new(false),
-            dpc_held: AtomicBool::new(false),
-            tdr_reports: AtomicBool::new(false),
-            dpc_gate: Mutex::new(false),
-            forced_interrupt: AtomicBool::new(false),
-            pending: Mutex::new(Vec::new()),
-            next_seq: AtomicU64::new(0),
-            unclaimed_run: AtomicU64::new(0),
-            claimed_run: AtomicU64::new(0),
-            storm_since: AtomicU64::new(u64::MAX),
-            storm_min_ticks,
-        }
-    }
-}
 /// What one interrupt service did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Serviced {
@@ -205,7 +111,7 @@ struct IsrRun {
 fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     let Some(isr) = a
         .table
-        .slot(|t| crate::dxgkrnl::ddi::in_table!(t, DxgkDdiInterruptRoutine))
+        .slot(|t| crate::adapter::ddi::in_table!(t, DxgkDdiInterruptRoutine))
         .flatten()
     else {
         a.state
@@ -259,6 +165,34 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     })
 }
 
+/// What the OS does with the notifications the ISR reported, at `DxgkCbNotifyDpc`: each goes
+/// to the component that acts on it, then to the processed log, then VidSch does its DMA
+/// fence bookkeeping. Returns how many notifications there were.
+pub fn process_pending(a: &AdapterShared) -> usize {
+    let n = a.drain_pending(|a, drained| {
+        // VidSch's DPC-time fence work is recorded here and done when the driver's DPC
+        // returns ([`crate::sync::fence::process_dpc_work`]).
+        crate::sync::fence::note_notifications(a, drained.iter().map(|p| &p.notification));
+        for p in drained {
+            if let Notification::EngineStateChange {
+                node, new_state, ..
+            } = p.notification
+            {
+                crate::ums::note_engine_state(a, node, new_state);
+            }
+            if let Notification::HwQueuePageFaulted { queue, va, .. } = p.notification {
+                crate::ums::note_page_fault(a, queue, va);
+            }
+            if let Notification::SchedulingLogInterrupt { node, .. } = p.notification {
+                crate::vidsch::hws::log_interrupt(a, node);
+            }
+        }
+    });
+    // VidSch's DMA fence bookkeeping (crate::vidsch::tdr).
+    crate::vidsch::tdr::dpc_process(a);
+    n
+}
+
 /// Runs the adapter's DPC if one is queued. Returns whether it ran.
 ///
 /// The DPC runs under the adapter's DPC gate, so [`flush_dpcs`] can wait for a DPC that is
@@ -289,7 +223,7 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     }
     let Some(dpc) = a
         .table
-        .slot(|t| crate::dxgkrnl::ddi::in_table!(t, DxgkDdiDpcRoutine))
+        .slot(|t| crate::adapter::ddi::in_table!(t, DxgkDdiDpcRoutine))
         .flatten()
     else {
         a.state

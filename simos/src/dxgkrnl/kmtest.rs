@@ -45,32 +45,16 @@ use rvgpu_ddi::kmtest::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 
+use crate::adapter::ddi::{self};
+use crate::adapter::featuredb::{BuildTestCommandBuffer, FeatureDb};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self};
-use crate::dxgkrnl::features::FeatureDb;
 use crate::ob::KmtHandle;
 use crate::sync::fence::ProcessId;
 use crate::ums::TestTarget;
 
-/// The driver's `pfnBuildTestCommandBuffer` as the feature database keeps it (compared by
-/// address).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BuildFn(pub Option<ddi::Ddi<BuildTestCommandBuffer>>);
-
-/// The pointer type of `pfnBuildTestCommandBuffer`.
-type BuildTestCommandBuffer =
-    unsafe extern "system" fn(rvgpu_ddi::HANDLE, *mut DXGKARG_BUILDTESTCOMMANDBUFFER) -> NTSTATUS;
-
-impl PartialEq for BuildFn {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.map(|f| f.address()) == other.0.map(|f| f.address())
-    }
-}
-impl Eq for BuildFn {}
-
-pub use crate::dxgkrnl::rules::STATUS_BUFFER_OVERFLOW;
+pub use crate::adapter::rules::STATUS_BUFFER_OVERFLOW;
 /// `STATUS_ACCESS_VIOLATION`: what the probe of a user buffer raises.
 pub const STATUS_ACCESS_VIOLATION: NTSTATUS = 0xC000_0005_u32 as NTSTATUS;
 /// Size of the escape's private data (x64).
@@ -260,7 +244,7 @@ pub fn escape_build_test_command_buffer(
     // SAFETY: the driver's function with its adapter context and an argument block
     // whose buffers (of the sizes it names) outlive the call.
     let st = unsafe { ddi::passive_with(a, build, ctx, &mut args) }?;
-    crate::dxgkrnl::bringup::triage_status(a, build.routine(), st);
+    crate::adapter::bringup::triage_status(a, build.routine(), st);
     if !NT_SUCCESS(st) {
         return Ok(st);
     }

@@ -26,12 +26,12 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::power::*;
 use rvgpu_ddi::{GUID, HANDLE, NTSTATUS};
 
+use crate::adapter::bringup::{triage_status, Violation};
+use crate::adapter::ddi::{self, At};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bringup::{triage_status, Violation};
-use crate::dxgkrnl::ddi::{self, At};
 
-pub use crate::dxgkrnl::rules::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST;
+pub use crate::adapter::rules::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST;
 
 /// `InitializePowerManagement` keeps at most 0xFFFF components ([D]: "Miniport returned
 /// invalid number of power components").

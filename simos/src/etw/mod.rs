@@ -18,10 +18,10 @@
 
 use std::sync::Arc;
 
+use crate::adapter::context::MachineContext;
+use crate::adapter::state::MachineState;
 use crate::base::etw::{decode, session};
 use crate::base::lock::lock;
-use crate::dxgkrnl::context::MachineContext;
-use crate::dxgkrnl::state::MachineState;
 pub use decode::{DecodeError, Decoded, Value};
 #[cfg(test)]
 use session::combined;
@@ -71,9 +71,9 @@ impl crate::Machine {
         flags: u32,
         level: u8,
     ) -> Result<(), crate::SimError> {
-        let f = crate::dxgkrnl::ddi::in_table!(self.table()?, DxgkDdiControlEtwLogging)
+        let f = crate::adapter::ddi::in_table!(self.table()?, DxgkDdiControlEtwLogging)
             .ok_or_else(|| crate::SimError::Simulation("no DxgkDdiControlEtwLogging".into()))?;
-        crate::dxgkrnl::ddi::call_driver(
+        crate::adapter::ddi::call_driver(
             &self.state,
             f,
             // SAFETY: the driver's routine with plain values, at PASSIVE_LEVEL.

@@ -3,6 +3,7 @@
 //! a Linux guest, by a PCI function ([`pci`]). Below the Dxgkrnl core, which holds each
 //! adapter's board.
 
+pub mod bars;
 pub(crate) mod board;
 #[cfg(target_os = "linux")]
 pub mod pci;

@@ -431,7 +431,7 @@ pub fn build_number(w: crate::os::WindowsBuild) -> u32 {
 }
 
 /// `inf/rvgpu.inf` with `DriverVer` stamped as scripts/package.sh stamps it (a date, and the
-/// workspace version with a 0 build number: `crate::dxgkrnl::registry::inf_driver_version`).
+/// workspace version with a 0 build number: `crate::adapter::registry::inf_driver_version`).
 pub fn stamped_repository_inf() -> String {
     let driver_ver = format!(
         "DriverVer   = 01/01/2026,{}",

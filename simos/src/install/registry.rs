@@ -2,7 +2,7 @@
 //! driver writes it: values by full key path, names and paths compared case-insensitively as
 //! the registry compares them. One [`RegKey`] holds it all, its subkey being the path below
 //! `HKLM`; [`Registry::subtree`] gives one key with its subkeys, in the form Dxgkrnl's readers
-//! take (`dxgkrnl::registry`, `dxgkrnl::features`).
+//! take (`adapter::registry`, `dxgkrnl::features`).
 
 use crate::base::regkey::{RegKey, RegValue};
 

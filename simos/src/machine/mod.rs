@@ -39,17 +39,17 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_device::{Device, DeviceConfig, Memory};
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::kernel::{self};
+use crate::adapter::state::{LogLine, MachineState};
+use crate::adapter::waiter::{Round, Waiter};
+use crate::adapter::{AdapterShared, DriverTable, Life};
 use crate::base::bugcheck::BugCheck;
 use crate::base::error::SimError;
 use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::Processed;
 use crate::base::processor::IrqlScope;
-use crate::dxgkrnl::adapter::{AdapterShared, DriverTable, Life};
 use crate::dxgkrnl::interrupt::{self, Serviced};
-use crate::dxgkrnl::kernel::{self};
-use crate::dxgkrnl::state::{LogLine, MachineState};
-use crate::dxgkrnl::waiter::{Round, Waiter};
 
 /// The loop of one of an adapter's simulation threads (threaded mode), until its stop flag.
 type ThreadBody = fn(Arc<AdapterShared>, Arc<AtomicBool>);
@@ -225,8 +225,8 @@ impl Machine {
                     ("dpc", interrupt::dpc_thread),
                     // VidSch's PASSIVE worker (F1 transitions, UM-13).
                     ("worker", interrupt::worker_thread),
-                    // Kernel timer DPCs on a processor of their own (dxgkrnl::ktimer).
-                    ("timer", crate::dxgkrnl::ktimer::timer_thread),
+                    // Kernel timer DPCs on a processor of their own (adapter::ktimer).
+                    ("timer", crate::adapter::ktimer::timer_thread),
                 ];
                 let mut spawned = true;
                 for (role, body) in bodies {

@@ -2,7 +2,7 @@
 //! on the calling thread), and the thread context and IRQL helpers tests use.
 
 use super::*;
-use crate::dxgkrnl::context;
+use crate::adapter::context;
 
 impl Machine {
     /// Raises one interrupt on adapter `i` regardless of the device (as another device on a
@@ -35,14 +35,14 @@ impl Machine {
 
     /// Fault injection: holds back adapter `i`'s kernel-timer DPCs (as a long DPC of another
     /// driver on the same processor would) until called again with `false`; timers that fell
-    /// due meanwhile then run once ([`crate::dxgkrnl::ktimer`]).
+    /// due meanwhile then run once ([`crate::adapter::ktimer`]).
     pub fn hold_timer_dpcs(&self, i: usize, on: bool) -> Result<(), SimError> {
         self.adapter(i)?.timers.hold(on);
         Ok(())
     }
 
     /// Register (BAR0) accesses the driver made to adapter `i` while its function was in D3hot
-    /// (reads all-ones, writes dropped: [`crate::dxgkrnl::callbacks::D3Hot`]).
+    /// (reads all-ones, writes dropped: [`crate::hal::bars::D3Hot`]).
     pub fn d3hot_accesses(&self, i: usize) -> Result<u64, SimError> {
         Ok(self.adapter(i)?.d3hot.strays())
     }
@@ -81,7 +81,7 @@ impl Machine {
         // queues runs in this round.
         for a in &self.adapters {
             a.timers.advance_round();
-            progress |= crate::dxgkrnl::ktimer::service(a);
+            progress |= crate::adapter::ktimer::service(a);
         }
         progress |= self.service_dpcs();
         // VidSch's PASSIVE work (this thread is back at PASSIVE_LEVEL).

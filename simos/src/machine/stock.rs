@@ -14,11 +14,11 @@ impl AdapterConfig {
             device: DeviceConfig::default(),
             native_fence_feature: true,
             hwsch_feature: true,
-            user_mode_driver_name: Some(crate::dxgkrnl::registry::inf_user_mode_driver_name()),
+            user_mode_driver_name: Some(crate::adapter::registry::inf_user_mode_driver_name()),
             msi: true,
-            driver_version: Some(crate::dxgkrnl::registry::inf_driver_version()),
+            driver_version: Some(crate::adapter::registry::inf_driver_version()),
             kmd_file_version: None,
-            software_key: crate::dxgkrnl::registry::inf_software_key().unwrap_or_default(),
+            software_key: crate::adapter::registry::inf_software_key().unwrap_or_default(),
         }
     }
 

@@ -88,17 +88,17 @@ pub struct AdapterConfig {
     pub msi: bool,
     /// BR-14: the device's `DEVPKEY_Device_DriverVersion`, the version part of the installed
     /// INF's `DriverVer` (`None`: absent). Default: what scripts/package.sh stamps into
-    /// `inf/rvgpu.inf` ([`crate::dxgkrnl::registry::inf_driver_version`]).
+    /// `inf/rvgpu.inf` ([`crate::adapter::registry::inf_driver_version`]).
     pub driver_version: Option<String>,
     /// BR-14: the KMD file's version as Dxgkrnl reads it from its `VS_VERSION_INFO` (`Err`:
     /// the file does not map as an image). `None` (default): the driver build's own — read
     /// from the `rvgpu.sys` a PE machine loads, or for the Linux build the version build.rs
-    /// stamps into `rvgpu.sys` ([`crate::dxgkrnl::registry::stamped_file_version`]).
+    /// stamps into `rvgpu.sys` ([`crate::adapter::registry::stamped_file_version`]).
     pub kmd_file_version: Option<Result<u64, String>>,
     /// The adapter's software key (the `HKR` values of the INF's install section), where
     /// Dxgkrnl's feature database reads its per-adapter overrides (`Features\<id>`,
     /// `dxgkrnl::features`). Default: what `inf/rvgpu.inf` writes, parsed from the file
-    /// ([`crate::dxgkrnl::registry::inf_software_key`]).
+    /// ([`crate::adapter::registry::inf_software_key`]).
     pub software_key: RegKey,
 }
 

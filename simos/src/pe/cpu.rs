@@ -38,9 +38,9 @@ use std::sync::{Condvar, Mutex};
 use super::arena;
 use super::gdb;
 use super::unicorn::{self, reg};
+use crate::adapter::context;
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
-use crate::dxgkrnl::context;
 
 mod code;
 mod count;

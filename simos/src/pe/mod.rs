@@ -8,7 +8,7 @@
 //! Windows (`ZwLoadDriver`, `IoGetDeviceObjectPointer`, `IOCTL_VIDEO_DDI_FUNC_REGISTER`) and
 //! registers its table with the simulated `DxgkInitialize`; each slot it fills is replaced by a
 //! host forwarder of the slot's type ([`rvgpu_ddi::abi`]), so every DDI the simulated Dxgkrnl
-//! calls — through the same [`crate::dxgkrnl::ddi`] path, with the same rules — executes the
+//! calls — through the same [`crate::adapter::ddi`] path, with the same rules — executes the
 //! image's machine code. In the other direction, the `DXGKRNL_INTERFACE` handed to
 //! `DxgkDdiStartDevice` (and the feature interface `DxgkCbQueryServices` returns) point at stubs
 //! that run the simulated callbacks. Register BARs the image maps are emulated MMIO regions
@@ -36,10 +36,10 @@ use rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
 use self::cpu::{Stop, StubResult, Stubs};
+use crate::adapter::context;
+use crate::adapter::state::{DriverImage, MachineState};
 use crate::base::lock::lock;
 use crate::base::processor;
-use crate::dxgkrnl::context;
-use crate::dxgkrnl::state::{DriverImage, MachineState};
 pub use crate::install::loader;
 pub use crate::os::driver_build::DriverBuild;
 
@@ -377,20 +377,20 @@ impl PeImage {
 
     /// The simulated `DxgkInitialize`, reached through the IOCTL's answer: the image's table is
     /// read, every filled slot replaced by a forwarder to the image's code, and the copy handed
-    /// to [`crate::dxgkrnl::load::sim_dxgk_initialize`] — which checks and copies it as for the
+    /// to [`crate::adapter::load::sim_dxgk_initialize`] — which checks and copies it as for the
     /// Linux build.
     fn dxgk_initialize(self: &Arc<Self>, w: &[u64; 12]) -> StubResult {
         let (dobj, reg, table) = (w[0] as *mut c_void, w[1] as *const c_void, w[2]);
         let status = if table == 0 {
             // SAFETY: a null table is one of the cases the simulated DxgkInitialize checks.
-            unsafe { crate::dxgkrnl::load::sim_dxgk_initialize(dobj, reg, std::ptr::null()) }
+            unsafe { crate::adapter::load::sim_dxgk_initialize(dobj, reg, std::ptr::null()) }
         } else {
             // SAFETY: the image passed its DRIVER_INITIALIZATION_DATA (identity-mapped host
             // memory, read as Dxgkrnl reads it: a copy).
             let mut t = unsafe { (table as *const DRIVER_INITIALIZATION_DATA).read_unaligned() };
             t.visit_slots(&mut DdiBridge { image: self });
             // SAFETY: a valid table on this frame for the duration of the call.
-            unsafe { crate::dxgkrnl::load::sim_dxgk_initialize(dobj, reg, &t) }
+            unsafe { crate::adapter::load::sim_dxgk_initialize(dobj, reg, &t) }
         };
         StubResult::Return(status as u32 as u64)
     }

@@ -4,7 +4,7 @@
 //! ever references it). Each is bound to a stub that runs
 //! the simulated kernel's version: the pool through Verifier's low-resources injector
 //! ([`crate::base::lowres`]), timers and DPCs through the simulated kernel's timers
-//! ([`crate::dxgkrnl::ktimer`]), `KeBugCheckEx` as the machine's bug check with its code and
+//! ([`crate::adapter::ktimer`]), `KeBugCheckEx` as the machine's bug check with its code and
 //! parameters, and the Dxgkrnl registration path (`ZwLoadDriver`, `IoGetDeviceObjectPointer`,
 //! the `IOCTL_VIDEO_DDI_FUNC_REGISTER` IRP) answered as the running dxgkrnl answers it, and
 //! ETW's registration and write routines into the simulated ETW ([`crate::etw`]). The
@@ -21,12 +21,12 @@ use rvgpu_kmd::platform::{Irql, Level};
 
 use super::cpu::{self, StubResult};
 use super::PeImage;
+use crate::adapter::context::{current_machine, irql_above, raise};
+use crate::adapter::kernel::{self};
+use crate::adapter::ktimer;
 use crate::base::bugcheck::{self, kirql, BugCheck};
 use crate::base::lock::lock;
 use crate::base::processor::current_irql;
-use crate::dxgkrnl::context::{current_machine, irql_above, raise};
-use crate::dxgkrnl::kernel::{self};
-use crate::dxgkrnl::ktimer;
 
 const STATUS_SUCCESS: u64 = 0;
 const STATUS_INVALID_PARAMETER: u64 = 0xC000_000D;
@@ -516,7 +516,7 @@ fn iof_call_driver(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     lock(&img.kernel.irp_storage).retain(|b| b.as_ptr() as u64 != w[1]);
     let known = code == IOCTL_VIDEO_DDI_FUNC_REGISTER
         || (code == IOCTL_DXGK_INITIALIZE_WIN8
-            && crate::dxgkrnl::load::dxgkrnl_knows_win8_initialize());
+            && crate::adapter::load::dxgkrnl_knows_win8_initialize());
     let (status, info) = if !known {
         (STATUS_INVALID_DEVICE_REQUEST, 0)
     } else if out == 0 || out_len < 8 {

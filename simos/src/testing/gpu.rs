@@ -40,8 +40,8 @@ use rvgpu_hw::queue::RingControl;
 use rvgpu_umd::kmt::KmtHandle;
 use zerocopy::IntoBytes;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, NativeFence};
 use crate::ums::{self, DoorbellCpuState, UmsProcess};

@@ -24,9 +24,9 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 
+use crate::adapter::load::{DRIVER_DPC, DRIVER_ISR};
+use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::load::{DRIVER_DPC, DRIVER_ISR};
 
 /// A native fence handle the OS never hands out.
 pub const BAD_FENCE_HANDLE: usize = 0x0BAD_F00D;
@@ -76,7 +76,7 @@ pub unsafe fn driver_isr(ctx: PVOID, message_number: ULONG) -> BOOLEAN {
 /// misbehave from then on, so the start itself runs as with the real driver).
 pub fn adapter_started(ctx: PVOID) -> bool {
     AdapterShared::from_context(ctx)
-        .is_some_and(|a| *lock(&a.life) == crate::dxgkrnl::adapter::Life::Started)
+        .is_some_and(|a| *lock(&a.life) == crate::adapter::Life::Started)
 }
 
 /// The callback table the OS gave the adapter whose MiniportDeviceContext is `ctx`.

@@ -58,7 +58,7 @@ pub fn on_next_call(id: u64, f: impl FnOnce() + Send + 'static) {
 unsafe extern "system" fn spy_update_monitored(
     args: *const DXGKARG_UPDATEMONITOREDVALUES,
 ) -> NTSTATUS {
-    let id = crate::dxgkrnl::context::current_machine().map_or(u64::MAX, |s| s.id());
+    let id = crate::adapter::context::current_machine().map_or(u64::MAX, |s| s.id());
     let mut fences = Vec::new();
     // SAFETY: the OS's argument block (or null) with NumFences-entry arrays.
     if let Some(a) = unsafe { args.as_ref() } {
@@ -77,7 +77,7 @@ unsafe extern "system" fn spy_update_monitored(
         id,
         UpdateMonitoredCall {
             irql: crate::base::processor::current_irql(),
-            interrupt_lock: crate::dxgkrnl::adapter::holds_any_interrupt_lock(),
+            interrupt_lock: crate::adapter::holds_any_interrupt_lock(),
             fences,
         },
     ));

@@ -94,7 +94,7 @@ unsafe extern "system" fn lingering_resume(
     };
     let ms = RESUME_LINGER_MS.load(Ordering::Acquire);
     let stepped = RESUME_STEPS.load(Ordering::Acquire);
-    match crate::dxgkrnl::adapter::AdapterShared::from_context(ctx) {
+    match crate::adapter::AdapterShared::from_context(ctx) {
         // Step mode: what the device and the interrupt thread would do meanwhile.
         Some(a) if stepped => {
             let Some(dev) = a.emulated.clone() else {

@@ -17,54 +17,20 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::HANDLE;
 use rvgpu_device::SysAlloc;
 
+use crate::adapter::ddi::{self};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self};
 use crate::ob::KmtHandle;
 use crate::vidmm::cpucache::CpuCache;
 use crate::vidmm::host::Host;
-use crate::vidmm::residency::state::QueuedWork;
+use crate::vidmm::state::{AllocObj, Described, Mapped};
 
 use super::events::UmsEvent;
 use super::locks::{dev_guard, device_lock};
 use super::state::{new_handle, UmsOs};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
-
-/// Where VidMm mapped an allocation (GpuMmu adapters).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Mapped {
-    /// The driver's handle (`DXGK_ALLOCATIONINFO::hAllocation`).
-    pub(crate) kmd: usize,
-    pub(crate) va: u64,
-}
-
-#[derive(Debug)]
-pub(crate) struct AllocObj {
-    /// Its own D3DKMT handle (the reaper finds VidMm's residency record by it).
-    pub(crate) handle: KmtHandle,
-    pub(crate) device: KmtHandle,
-    pub(crate) alloc: SysAlloc,
-    pub(crate) mapped: Option<Mapped>,
-    /// Doorbells holding a reference (UM-07).
-    pub(crate) refs: u32,
-    /// The UMD destroyed its handle; the memory waits for the references and for
-    /// [`AllocObj::deferred`].
-    pub(crate) closed: bool,
-    /// AL-03: the work queued on the owning device when the UMD destroyed the handle without
-    /// `AssumeNotInUse`: each progress fence and the value it must reach before VidMm frees
-    /// the memory.
-    pub(crate) deferred: Vec<QueuedWork>,
-    /// AL-03 on the kernel-mode DMA path: the last packet the owning device had in flight
-    /// then (`vidsch::legacy::device_dma_work`), which may run this allocation's words.
-    pub(crate) deferred_dma: Option<u64>,
-    /// What the driver said of it in `DXGK_ALLOCATIONINFO` (AL-04).
-    pub(crate) info: Described,
-    /// The CPU cache over a `Cached` allocation's memory when the adapter is not I/O coherent
-    /// (AL-06): its Lock2 views go through it and `D3DKMTInvalidateCache` finds it here.
-    pub(crate) cache: Option<Arc<CpuCache>>,
-}
 
 impl AllocObj {
     /// Whether the work VidMm deferred the destruction for has completed (AL-03).
@@ -75,24 +41,6 @@ impl AllocObj {
                 .iter()
                 .all(|w| w.done(|q| os.queues.contains_key(&q)))
     }
-}
-
-/// What `DxgkDdiCreateAllocation` answered for one allocation.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Described {
-    /// The driver's handle (`hAllocation`).
-    pub(crate) kmd: usize,
-    pub(crate) size: u64,
-    /// `FlagsWddm2.CpuVisible`.
-    pub(crate) cpu_visible: bool,
-    /// `FlagsWddm2.Cached`.
-    pub(crate) cached: bool,
-    /// `SupportedReadSegmentSet | SupportedWriteSegmentSet` (bit n = segment n + 1).
-    pub(crate) segments: u32,
-    /// `SupportedWriteSegmentSet`: where VidMm may place it (it must be writable there).
-    pub(crate) write_segments: u32,
-    /// `PreferredSegment` (`DXGK_SEGMENTPREFERENCE`, raw).
-    pub(crate) preferred: u32,
 }
 
 /// Drops one doorbell reference; queues the allocation for reaping if the UMD already closed

@@ -6,10 +6,10 @@ use rvgpu_ddi::submission::{
     DXGKARG_CREATECONTEXT, DXGK_CONTEXTINFO, DXGK_CREATECONTEXTFLAGS, DXGK_NODEMETADATA_FLAGS,
 };
 
+use crate::adapter::ddi::{self, check_status, not_supported, table};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
 use crate::ob::KmtHandle;
 
 use super::events::UmsEvent;

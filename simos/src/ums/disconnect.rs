@@ -11,11 +11,11 @@ use rvgpu_ddi::dxgkrnl::{
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::submission::{DXGKARG_DISCONNECTDOORBELL, DXGKARG_DISCONNECTDOORBELL_FLAGS};
 
+use crate::adapter::ddi;
+use crate::adapter::irql::Routine;
+use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::base::processor::current_irql;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi;
-use crate::dxgkrnl::irql::Routine;
 use crate::ob::KmtHandle;
 use crate::os::answers::VictimDisconnect;
 
@@ -25,9 +25,9 @@ use super::state::{kernel_handle, DoorbellState};
 /// The adapters of the calling thread's machine whose OS knows `handle` as a doorbell (KMD or
 /// OS handle); the adapter whose DDI the thread is inside first.
 pub(super) fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
-    let me = crate::dxgkrnl::context::current_machine().map(|m| m.id());
+    let me = crate::adapter::context::current_machine().map(|m| m.id());
     let inside = ddi::inside();
-    let mut v: Vec<Arc<AdapterShared>> = crate::dxgkrnl::adapter::all_adapters()
+    let mut v: Vec<Arc<AdapterShared>> = crate::adapter::all_adapters()
         .into_iter()
         .filter(|a| Some(a.state.id()) == me)
         .filter(|a| !lock(&a.ums).doorbells_named(handle).is_empty())
@@ -38,8 +38,8 @@ pub(super) fn find_doorbell_adapters(handle: usize) -> Vec<Arc<AdapterShared>> {
 
 /// The D3DKMT handle of a destroyed doorbell `handle` named, on the calling thread's machine.
 pub(super) fn destroyed_doorbell(handle: usize) -> Option<KmtHandle> {
-    let me = crate::dxgkrnl::context::current_machine().map(|m| m.id());
-    crate::dxgkrnl::adapter::all_adapters()
+    let me = crate::adapter::context::current_machine().map(|m| m.id());
+    crate::adapter::all_adapters()
         .into_iter()
         .filter(|a| Some(a.state.id()) == me)
         .find_map(|a| lock(&a.ums).destroyed_doorbells.get(&handle).copied())
@@ -58,7 +58,7 @@ pub fn before_next_disconnect_callback(machine_id: u64, f: impl FnOnce() + Send 
 }
 
 pub(super) fn run_test_hook() {
-    let Some(id) = crate::dxgkrnl::context::current_machine().map(|m| m.id()) else {
+    let Some(id) = crate::adapter::context::current_machine().map(|m| m.id()) else {
         return;
     };
     let hook = {
@@ -74,13 +74,13 @@ pub(super) fn run_test_hook() {
 pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
     let addr = crate::dxgkrnl::callbacks::disconnect_doorbell_address();
     if let Err(b) =
-        crate::dxgkrnl::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
+        crate::adapter::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
     {
-        crate::dxgkrnl::context::raise(b);
+        crate::adapter::context::raise(b);
         return STATUS_UNSUCCESSFUL;
     }
     if args.is_null() {
-        crate::dxgkrnl::context::raise(crate::BugCheck::new(
+        crate::adapter::context::raise(crate::BugCheck::new(
             crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
@@ -91,7 +91,7 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
     let (hq, hd) = (args.hHwQueue as usize, args.hDoorbell as usize);
     let reason = args.DisconnectReason;
     let fail = |msg: String| {
-        match crate::dxgkrnl::context::current_machine() {
+        match crate::adapter::context::current_machine() {
             Some(m) => m.raise_sim_error(format!("driver bug: DxgkCbDisconnectDoorbell: {msg}")),
             None => eprintln!("rvgpu-simos: DxgkCbDisconnectDoorbell outside a machine: {msg}"),
         }
@@ -113,7 +113,7 @@ pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) ->
     // the power thread, inside this callback waiting for that context lock, deadlock: the power
     // IRP never completes (bug check 0x9F). Flagged whether or not another thread is there,
     // as Driver Verifier's deadlock detection flags a lock-order inversion.
-    if crate::dxgkrnl::ddi::current_routine() == Some(Routine::DxgkDdiSetPowerState) {
+    if crate::adapter::ddi::current_routine() == Some(Routine::DxgkDdiSetPowerState) {
         return fail(
             "called from inside DxgkDdiSetPowerState: Dxgkrnl's power path holds the adapter's              core resource exclusively there, and doorbell API threads hold the context lock              this callback takes while they wait for that resource (lock-order inversion, a              possible 0x9F deadlock)"
                 .to_string(),

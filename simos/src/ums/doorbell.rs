@@ -23,10 +23,10 @@ use rvgpu_ddi::submission::{
 
 use super::allocation::release_alloc;
 use super::mapping::PAGE;
+use crate::adapter::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
 use crate::ob::KmtHandle;
 use crate::os::answers::ConnectPower;
 

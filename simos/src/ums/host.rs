@@ -10,9 +10,9 @@
 
 use std::time::Duration;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::os::OsConfig;
 use crate::sync::fence::{MonitoredFence, NativeFence, SimEvent, WaitOutcome};

@@ -18,10 +18,10 @@ use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 use zerocopy::FromBytes;
 
+use crate::adapter::ddi::{self, check_status, not_supported, sim_err, table, At};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, check_status, not_supported, sim_err, table, At};
 use crate::ob::KmtHandle;
 use crate::os::answers::{SubmitFailure, UmsProgress};
 use crate::sync::fence::MonitoredFence;

@@ -3,9 +3,9 @@
 
 use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
 
+use crate::adapter::ddi::{self, must_succeed, sim_err};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, must_succeed, sim_err};
 
 /// A step of VidSch's worker failed: a simulation error, unless the machine halted already
 /// (the halt is why it failed, and stays the machine's fault).
@@ -31,7 +31,7 @@ macro_rules! needed_ddi {
     ($a:expr, $slot:ident, $since:literal) => {
         $crate::ums::kmd::needed(
             $a,
-            $crate::dxgkrnl::ddi::in_table!($crate::dxgkrnl::ddi::table($a)?, $slot),
+            $crate::adapter::ddi::in_table!($crate::adapter::ddi::table($a)?, $slot),
             stringify!($slot),
             $since,
         )
@@ -46,7 +46,7 @@ macro_rules! destroy_kmd {
             $a,
             $what,
             stringify!($slot),
-            $crate::dxgkrnl::ddi::in_table!($t, $slot),
+            $crate::adapter::ddi::in_table!($t, $slot),
             $kmd,
         )
     };

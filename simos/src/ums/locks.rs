@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 
 /// The adapter-wide side of [`AdapterShared::ums_seq`] (power, F1, device loss).

@@ -5,9 +5,9 @@ use std::sync::atomic::Ordering;
 
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::os::answers::OsDisconnects;
 use crate::sync::fence::MonitoredFence;

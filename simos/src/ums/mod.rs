@@ -37,7 +37,7 @@
 //!   (dedicated model) `DOORBELL_BIND[page]` must name the queue when the connect returns.
 //!   Every disconnect writes the status before the dummy page; an OS-initiated one does both
 //!   before `DxgkDdiDisconnectDoorbell` (lossless; the documented after-return order is not).
-//! - `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL, [`crate::dxgkrnl::irql`]): the reason must be one of the
+//! - `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL, [`crate::adapter::irql`]): the reason must be one of the
 //!   `DISCONNECTED_*` values and the handles must name a live doorbell and its queue, else the
 //!   callback returns `STATUS_INVALID_PARAMETER` (what Windows documents) and the machine halts
 //!   with a simulation error naming the driver bug. Disconnecting an already disconnected
@@ -113,7 +113,7 @@ mod power;
 pub(crate) mod process;
 mod query;
 mod start;
-mod state;
+pub(crate) mod state;
 
 pub(crate) use self::context::*;
 pub use self::disconnect::*;

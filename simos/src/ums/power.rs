@@ -9,11 +9,11 @@ use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
 use rvgpu_ddi::ntstatus::STATUS_PENDING;
 use rvgpu_ddi::submission::{DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT};
 
+use crate::adapter::bringup;
+use crate::adapter::ddi::{self, check_status, sim_err, table};
+use crate::adapter::{AdapterShared, Life};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::{AdapterShared, Life};
-use crate::dxgkrnl::bringup;
-use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
 use crate::ob::KmtHandle;
 use crate::os::answers::OsDisconnects;
 

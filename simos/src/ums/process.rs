@@ -12,12 +12,12 @@ use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CREATEDEVICEFLAGS};
 
 use super::allocation::free_alloc;
+use crate::adapter::bringup;
+use crate::adapter::ddi::{self, check_status, not_supported, table};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bringup;
-use crate::dxgkrnl::ddi::{self, check_status, not_supported, table};
 use crate::ob::KmtHandle;
 use crate::os::answers::Teardown;
 use crate::sync::fence::WaitOutcome;

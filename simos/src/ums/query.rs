@@ -1,8 +1,8 @@
 //! What other components ask of the user-mode objects: queued work, queues, fences, counts.
 
+use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::sync::fence::MonitoredFence;
 use crate::vidmm::residency::state::QueuedWork;

@@ -10,11 +10,11 @@ use rvgpu_ddi::submission::{
 use rvgpu_kmd::platform::Irql;
 
 use super::mapping::PAGE;
+use crate::adapter::bringup;
+use crate::adapter::ddi::{self, At};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bringup;
-use crate::dxgkrnl::ddi::{self, At};
 
 use super::state::Power;
 

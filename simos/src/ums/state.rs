@@ -13,9 +13,9 @@ use rvgpu_ddi::submission::{
 
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::sync::fence::{MonitoredFence, SimEvent};
+use crate::sync::fence::state::{MonitoredFence, NativeFence, SimEvent};
+use crate::vidmm::state::AllocObj;
 
-use super::allocation::AllocObj;
 use super::events::UmsEvent;
 use super::mapping::DoorbellCpuState;
 use crate::ob::{HandleMap, KmtHandle};
@@ -135,7 +135,7 @@ pub(super) struct QueueObj {
     /// The native fence the OS made the progress fence
     /// ([`crate::os::answers::ProgressFence`]): over `progress`'s value, whose monitored
     /// view keeps the OS's own waits.
-    pub(super) native_progress: Option<crate::sync::fence::NativeFence>,
+    pub(super) native_progress: Option<NativeFence>,
     /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode
     /// queues: the last value the OS submitted.
     pub(super) last_queued: Arc<AtomicU64>,
@@ -331,7 +331,7 @@ pub struct UmsOs {
     pub(super) destroyed_queues: std::collections::HashSet<usize>,
     /// Native progress fences of destroyed queues, destroyed once the thunk's locks are
     /// released (their pages leave the process by paging, [`hwqueue::reap_progress_fences`]).
-    pub(super) retired_progress: Vec<crate::sync::fence::NativeFence>,
+    pub(super) retired_progress: Vec<NativeFence>,
     /// PASSIVE work the DPC queued (engine F1 requests).
     pub(super) work: VecDeque<u32>,
     /// Page faults reported at DPC time, for PASSIVE: (driver queue handle, VA).

@@ -26,10 +26,10 @@ use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::vidmm::host::Host;
 use crate::vidmm::mdl::Mdl;
@@ -94,7 +94,7 @@ pub(crate) fn aperture_map(
             MdlOffset: 0,
         },
     };
-    let node = crate::vidmm::mmu::paging_node(a);
+    let node = crate::vidmm::paging::paging_node(a);
     let r = crate::vidmm::paging::paging_op(
         host,
         a,
@@ -161,7 +161,7 @@ pub(crate) fn aperture_unmap(
             },
         },
     };
-    let node = crate::vidmm::mmu::paging_node(a);
+    let node = crate::vidmm::paging::paging_node(a);
     crate::vidmm::paging::paging_op(
         host,
         a,

@@ -7,12 +7,12 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::*;
 use rvgpu_ddi::ntstatus::*;
 
+use crate::adapter::kernel;
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
-use crate::dxgkrnl::kernel;
 use crate::vidmm::state::Contiguous;
 
-use crate::dxgkrnl::adapter::AdapterShared;
+use crate::adapter::AdapterShared;
 use crate::dxgkrnl::callbacks::enter_status;
 
 /// `DxgkCbAllocateContiguousMemory` (PASSIVE): system memory from the machine's `Memory`,

@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use rvgpu_device::SysAlloc;
 
 use super::gpuva::MapAttrs;
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::vidmm::host::Host;
 pub(crate) use crate::vidmm::mmu::state::{Arena, ARENA_PAGES};
 

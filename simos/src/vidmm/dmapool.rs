@@ -19,11 +19,11 @@ use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_ddi::submission::DXGK_CONTEXTINFO;
 
+use crate::adapter::bringup::Violation;
+use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{BugCheck, VIDEO_MEMORY_MANAGEMENT_INTERNAL};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bringup::Violation;
 use crate::vidmm::model::MemoryModel;
 
 /// The first argument helios saw when a GPU-VA context's privileged pool had no segment

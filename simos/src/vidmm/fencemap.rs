@@ -30,10 +30,10 @@
 
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::sync::fence::maps::{PageMap, Retired};
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;

@@ -12,10 +12,10 @@ use rvgpu_ddi::memory::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 
+use crate::adapter::bringup::{Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
+use crate::adapter::ddi::{self, At};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bringup::{Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
-use crate::dxgkrnl::ddi::{self, At};
 use crate::vidmm::model::MemoryModel;
 
 fn violation(rule: &'static str, status: NTSTATUS, why: String) -> Violation {

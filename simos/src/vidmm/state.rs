@@ -1,12 +1,18 @@
 //! VidMm's per-adapter state: the driver's contiguous memory and BAR mappings, what VidMm
 //! learnt of the adapter's memory, its GPU VA spaces, residency and paging queues. Held by the
-//! adapter ([`crate::dxgkrnl::adapter::AdapterShared::mm`]); the operations live in the
-//! sibling modules.
+//! adapter ([`crate::adapter::AdapterShared::mm`]); the operations live in the
+//! sibling modules. Also the objects VidMm keeps in other components' state: user-mode
+//! allocations (in UMS's books, `ums::allocation`) and the fence pages mapped into processes
+//! (in the fences' state, `sync::fence::maps`). A leaf: nothing here imports an operation.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rvgpu_device::SysAlloc;
+
+use crate::ob::KmtHandle;
+use crate::vidmm::residency::state::QueuedWork;
+use crate::vidmm::cpucache::CpuCache;
 
 /// What freed contiguous memory is filled with while in quarantine.
 pub const FREED_POISON: u64 = 0xF4EE_D0F4_EED0_F4EE;
@@ -42,3 +48,56 @@ pub struct VidMmState {
     /// thunks ([`crate::vidmm::va::state`]). Taken after `residency`, before `vidmm`.
     pub gpuva: Mutex<crate::vidmm::va::state::State>,
 }
+
+/// Where VidMm mapped an allocation (GpuMmu adapters).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mapped {
+    /// The driver's handle (`DXGK_ALLOCATIONINFO::hAllocation`).
+    pub(crate) kmd: usize,
+    pub(crate) va: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct AllocObj {
+    /// Its own D3DKMT handle (the reaper finds VidMm's residency record by it).
+    pub(crate) handle: KmtHandle,
+    pub(crate) device: KmtHandle,
+    pub(crate) alloc: SysAlloc,
+    pub(crate) mapped: Option<Mapped>,
+    /// Doorbells holding a reference (UM-07).
+    pub(crate) refs: u32,
+    /// The UMD destroyed its handle; the memory waits for the references and for
+    /// [`AllocObj::deferred`].
+    pub(crate) closed: bool,
+    /// AL-03: the work queued on the owning device when the UMD destroyed the handle without
+    /// `AssumeNotInUse`: each progress fence and the value it must reach before VidMm frees
+    /// the memory.
+    pub(crate) deferred: Vec<QueuedWork>,
+    /// AL-03 on the kernel-mode DMA path: the last packet the owning device had in flight
+    /// then (`vidsch::legacy::device_dma_work`), which may run this allocation's words.
+    pub(crate) deferred_dma: Option<u64>,
+    /// What the driver said of it in `DXGK_ALLOCATIONINFO` (AL-04).
+    pub(crate) info: Described,
+    /// The CPU cache over a `Cached` allocation's memory when the adapter is not I/O coherent
+    /// (AL-06): its Lock2 views go through it and `D3DKMTInvalidateCache` finds it here.
+    pub(crate) cache: Option<Arc<CpuCache>>,
+}
+
+/// What `DxgkDdiCreateAllocation` answered for one allocation.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Described {
+    /// The driver's handle (`hAllocation`).
+    pub(crate) kmd: usize,
+    pub(crate) size: u64,
+    /// `FlagsWddm2.CpuVisible`.
+    pub(crate) cpu_visible: bool,
+    /// `FlagsWddm2.Cached`.
+    pub(crate) cached: bool,
+    /// `SupportedReadSegmentSet | SupportedWriteSegmentSet` (bit n = segment n + 1).
+    pub(crate) segments: u32,
+    /// `SupportedWriteSegmentSet`: where VidMm may place it (it must be writable there).
+    pub(crate) write_segments: u32,
+    /// `PreferredSegment` (`DXGK_SEGMENTPREFERENCE`, raw).
+    pub(crate) preferred: u32,
+}
+

@@ -30,12 +30,12 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmu::Access;
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::ddi::{self, At};
+use crate::adapter::waiter::Waiter;
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, At};
-use crate::dxgkrnl::waiter::Waiter;
 use crate::ob::KmtHandle;
 use crate::ums::{self, UmsProcess};
 use crate::vidmm::dmabuf::Carved;

@@ -1,6 +1,6 @@
 //! VidSch's per-adapter state: its system objects, its hardware-scheduling state and the wake
 //! of its PASSIVE worker. Held by the adapter
-//! ([`crate::dxgkrnl::adapter::AdapterShared::sch`]), with the types it holds; the operations
+//! ([`crate::adapter::AdapterShared::sch`]), with the types it holds; the operations
 //! live in the sibling modules.
 
 use std::collections::{BTreeMap, HashMap};

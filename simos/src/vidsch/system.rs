@@ -15,11 +15,11 @@ use rvgpu_ddi::submission::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
+use crate::adapter::bringup::Violation;
+use crate::adapter::ddi::{self};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::bringup::Violation;
-use crate::dxgkrnl::ddi::{self};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
 pub use super::state::SystemObjects;

@@ -20,7 +20,7 @@
 //! - **NULL arguments**: what rvgpu's slot answers when called with a NULL context and NULL
 //!   argument pointers ([`OnNull`]).
 //!
-//! The simulated OS's rule table (simos `dxgkrnl::rules`) takes its DDI rows from here; the
+//! The simulated OS's rule table (simos `adapter::rules`) takes its DDI rows from here; the
 //! DDI-table tests, the robustness tests and docs/ddi-status.md are checked against it.
 //! "[D]" cites a decompiled Windows function (docs/windows-bringup.md), "[D24]" one of the
 //! 24H2 build.

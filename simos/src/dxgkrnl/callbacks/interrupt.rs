@@ -2,8 +2,8 @@
 //! `DxgkCbNotifyDpc`, `DxgkCbSynchronizeExecution`, `DxgkCbLogEtwEvent`.
 
 use super::*;
+use crate::adapter::context;
 use crate::base::processor;
-use crate::dxgkrnl::context;
 use crate::os::answers::DpcFenceWork;
 
 /// Most fence handles 24H2 keeps from one native-fence report.
@@ -319,7 +319,7 @@ pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
     ) else {
         return;
     };
-    a.process_pending();
+    crate::dxgkrnl::interrupt::process_pending(&a);
     if a.os.reading.dpc_fence_work == DpcFenceWork::InsideNotifyDpc && !a.state.is_halted() {
         crate::sync::fence::process_dpc_work(&a);
     }

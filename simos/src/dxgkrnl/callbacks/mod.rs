@@ -3,7 +3,7 @@
 //! Every slot the bindings have is filled: the callbacks bring-up needs are simulated below;
 //! every other slot points at a stub that halts the machine with "callback X not simulated"
 //! (never a silent success). Each simulated callback first checks the caller's IRQL against
-//! [`crate::dxgkrnl::irql`] and resolves `DeviceHandle` through the adapter registry; an unknown handle
+//! [`crate::adapter::irql`] and resolves `DeviceHandle` through the adapter registry; an unknown handle
 //! is what Dxgkrnl would dereference as garbage: bug check 0x50.
 //!
 //! Callbacks never unwind into the driver: a violation records the bug check and the callback
@@ -13,14 +13,14 @@ mod device;
 mod feature;
 mod interrupt;
 
-pub use self::device::*;
+use self::device::*;
 use self::feature::*;
 use self::interrupt::*;
-use crate::dxgkrnl::context;
+use crate::adapter::context;
 use crate::vidmm::contiguous::{allocate_contiguous_memory, free_contiguous_memory};
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use rvgpu_ddi::adapter::*;
 use rvgpu_ddi::basic::*;
@@ -29,18 +29,17 @@ use rvgpu_ddi::feature::*;
 use rvgpu_ddi::init::DXGKDDI_INTERFACE_VERSION_WDDM3_2;
 use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::ntstatus::*;
-use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::pci;
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::context::current_machine;
+use crate::adapter::irql::{self, Routine};
+use crate::adapter::resources;
+use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{self, vidsch, BugCheck};
 use crate::base::lock::lock;
 use crate::base::notify::{self, Notification};
 use crate::base::processor::{current_irql, IrqlScope};
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::context::current_machine;
-use crate::dxgkrnl::irql::{self, Routine};
-use crate::dxgkrnl::resources;
 
 // ---------------------------------------------------------------------------------------------
 // Entry checks.
@@ -92,7 +91,7 @@ pub(crate) fn enter(
 macro_rules! enter_status {
     ($routine:ident, $handle:expr, $callback:ident) => {
         match $crate::dxgkrnl::callbacks::enter(
-            $crate::dxgkrnl::irql::Routine::$routine,
+            $crate::adapter::irql::Routine::$routine,
             $handle,
             $callback as *const () as usize,
         ) {

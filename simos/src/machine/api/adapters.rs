@@ -3,9 +3,9 @@
 
 use rvgpu_ddi::NTSTATUS;
 
+use crate::adapter::featuredb::FeatureDb;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::features::FeatureDb;
 use crate::dxgkrnl::kmtest;
 use crate::machine::Machine;
 use crate::sync::fence::ProcessId;

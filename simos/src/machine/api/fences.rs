@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use rvgpu_ddi::fence::{D3DDDI_NATIVEFENCE_TYPE, DXGK_NATIVE_FENCE_CAPS};
 use rvgpu_ddi::NTSTATUS;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::os::Mode;
 use crate::sync::fence::{

@@ -10,9 +10,9 @@ use rvgpu_device::SysAlloc;
 use rvgpu_hw::mmu::Access;
 use rvgpu_umd::kmt::{UpdateGpuVa, UpdateGpuVaOp};
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
@@ -25,7 +25,7 @@ use crate::vidmm::paging::TransferSide;
 use crate::vidmm::residency::state::QueuedWork;
 use crate::vidmm::residency::{MakeResidentFail, Place};
 use crate::vidmm::va::paging_queue;
-use crate::vidmm::{aperture, contiguous, fencemap, mmu, paging, residency, va};
+use crate::vidmm::{aperture, contiguous, fencemap, fill, mmu, paging, process, residency, va};
 
 impl Machine {
     /// Bytes of the machine's system memory still to be had: its size
@@ -99,7 +99,7 @@ impl Machine {
         pattern: u32,
     ) -> Result<Vec<u32>, SimError> {
         let a = self.adapter_shared(p.adapter)?.clone();
-        paging::page_in(self, &a, p.pid, p.device, node, gpu_va, bytes, pattern)
+        fill::page_in(self, &a, p.pid, p.device, node, gpu_va, bytes, pattern)
     }
 
     /// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst` with
@@ -226,13 +226,13 @@ impl Machine {
         mmu::vidmm_create_process(self, a, pid)
     }
 
-    /// [`mmu::vidmm_destroy_process`].
+    /// [`process::vidmm_destroy_process`].
     pub(crate) fn vidmm_destroy_process(
         &self,
         a: &AdapterShared,
         pid: ProcessId,
     ) -> Result<(), SimError> {
-        mmu::vidmm_destroy_process(self, a, pid)
+        process::vidmm_destroy_process(self, a, pid)
     }
 
     /// [`residency::residency_make_resident`].

@@ -12,9 +12,9 @@ use rvgpu_ddi::tdr::{
 };
 use rvgpu_device::Device;
 
+use crate::adapter::ddi::{self, check_status, sim_err, table};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::ddi::{self, check_status, sim_err, table};
 use crate::machine::Machine;
 use crate::os::Mode;
 use crate::vidsch::tdr::{

@@ -8,10 +8,10 @@ use std::time::Duration;
 use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_USERMODESUBMISSION_CAPS};
 
+use crate::adapter::{AdapterShared, Life};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::machine::Machine;
 use crate::ob::KmtHandle;
 use crate::os::answers::OsDisconnects;

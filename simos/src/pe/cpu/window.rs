@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use super::memory::{register_range, Range};
 use super::{arena, outside, trace};
-use crate::dxgkrnl::kernel;
+use crate::adapter::kernel;
 use crate::pe::unicorn::Uc;
 
 /// What an access to a window with its own handler does: `(offset, width, Some(value))` is a

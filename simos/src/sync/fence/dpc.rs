@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::notify::Notification;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::os::answers::LogReport;
 use crate::sync::fencelog::drain as fencelog;
 use crate::sync::fencelog::state::{DrainRequest, QueueLog};

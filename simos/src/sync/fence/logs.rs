@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
+use crate::adapter::{AdapterShared, Life};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::{AdapterShared, Life};
 use crate::sync::fencelog::state::DrainRequest;
 use crate::sync::trace::{SinkSlot, TraceSink};
 

@@ -82,5 +82,5 @@ pub(crate) use self::wait::{abandon_cpu_waits, signal_process_fences_to_max};
 
 pub use crate::base::process_id::ProcessId;
 mod event;
-mod state;
+pub(crate) mod state;
 pub use self::state::*;

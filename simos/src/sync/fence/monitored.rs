@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_DEFAULT;
 use rvgpu_ddi::ntstatus::STATUS_NO_MEMORY;
 
+use crate::adapter::state::MachineState;
+use crate::adapter::{AdapterShared, Life};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::{AdapterShared, Life};
-use crate::dxgkrnl::state::MachineState;
 
 use super::native::create_on;
 use super::pages::VidMmPages;
@@ -209,7 +209,7 @@ pub(crate) fn open_as_monitored(
         .system("a fence opened on another adapter")?
         .clone();
     // Used on the other adapter too: the page stays while this one runs.
-    if let Some(a) = fence.obj.adapter.upgrade() {
+    if let Some(a) = fence.obj.adapter() {
         lock(&a.fence_os).pin(&slot);
     }
     let natives: Vec<Arc<FenceObj>> = {

@@ -15,11 +15,11 @@ use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_HANDLE, STATUS_NO
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
 
+use crate::adapter::ddi::{self, check_status, At};
+use crate::adapter::{AdapterShared, Life};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::{AdapterShared, Life};
-use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::os::answers::SystemVas;
 
 use super::pages::VidMmPages;
@@ -279,7 +279,7 @@ pub(super) fn create_on(
     }
     let pdd = parse_pdd(&args.pPrivateDriverData);
     let obj = Arc::new(FenceObj {
-        adapter: Arc::downgrade(a),
+        adapter: Arc::downgrade(a) as std::sync::Weak<dyn std::any::Any + Send + Sync>,
         adapter_index: a.index,
         global,
         creator: process,
@@ -483,7 +483,7 @@ pub(crate) fn open_cross_adapter(
     let shared_cv = fence.obj.cv.system("a cross-adapter fence")?.clone();
     // The other adapter's object uses the value too: its page stays while this adapter
     // runs.
-    if let Some(a) = fence.obj.adapter.upgrade() {
+    if let Some(a) = fence.obj.adapter() {
         lock(&a.fence_os).pin(&shared_cv);
     }
     let nb = create_on(

@@ -3,10 +3,10 @@
 //! whole machine can drive, so the machine provides these (`crate::machine`). Giving pages
 //! back needs no paging at once: they go on VidMm's list of retired pages ([`retire_system`]).
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 
 /// VidMm's page mappings, as the fence operations and the fence logs use them.
 pub(crate) trait VidMmPages {

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 
 use super::state::PAGE;
 

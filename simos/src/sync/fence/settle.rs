@@ -5,9 +5,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::event::VIA;
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::sync::trace::ReleaseVia;
 
 use super::event::ViaScope;
@@ -15,11 +15,18 @@ use super::state::{FenceObj, ObjState, WaitOutcome, Waiter};
 use super::storage::FenceOs;
 use super::values::{update_current, update_monitored};
 
+impl FenceObj {
+    /// The adapter the object is on, while it lives (the state keeps it untyped).
+    pub(super) fn adapter(&self) -> Option<Arc<AdapterShared>> {
+        self.adapter.upgrade()?.downcast::<AdapterShared>().ok()
+    }
+}
+
 /// Releases satisfied waits and brings MonitoredValue to what the pending waits need,
 /// calling `DxgkDdiUpdateMonitoredValues` whenever it changes and resampling CurrentValue
 /// after each call (NF-02, NF-04, NF-07).
 pub(super) fn settle(obj: &FenceObj) -> Result<(), SimError> {
-    let Some(a) = obj.adapter.upgrade() else {
+    let Some(a) = obj.adapter() else {
         return Ok(());
     };
     let _s = lock(&obj.settle_lock);
@@ -41,7 +48,7 @@ fn settle_locked(obj: &FenceObj, a: &AdapterShared) -> Result<(), SimError> {
 /// @0x14000DF30 decides before it links the waiter), then releases what is satisfied
 /// (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8, [`settle`]).
 pub(super) fn queue_wait(obj: &FenceObj, waiter: Waiter) -> Result<(), SimError> {
-    let Some(a) = obj.adapter.upgrade() else {
+    let Some(a) = obj.adapter() else {
         return Err(SimError::Simulation("the fence's adapter is gone".into()));
     };
     let _s = lock(&obj.settle_lock);
@@ -90,7 +97,7 @@ fn raise_over(obj: &FenceObj, st: &mut ObjState, to: u64, cv: u64) {
     if below == 0 {
         return;
     }
-    let Some(a) = obj.adapter.upgrade() else {
+    let Some(a) = obj.adapter() else {
         return;
     };
     let mut os = lock(&a.fence_os);
@@ -121,7 +128,7 @@ fn note_late(obj: &FenceObj, st: &ObjState, done: &[Waiter], cv: u64) {
     if late.is_empty() {
         return;
     }
-    let Some(a) = obj.adapter.upgrade() else {
+    let Some(a) = obj.adapter() else {
         return;
     };
     let mut os = lock(&a.fence_os);
@@ -218,7 +225,7 @@ pub(super) fn note_scan(obj: &FenceObj, st: &mut ObjState) {
     if want == st.scanned {
         return;
     }
-    let Some(a) = obj.adapter.upgrade() else {
+    let Some(a) = obj.adapter() else {
         return;
     };
     let mut os = lock(&a.fence_os);
@@ -250,7 +257,7 @@ pub(super) fn scan_set(os: &FenceOs) -> Vec<Arc<FenceObj>> {
 
 /// Reports released waits to the adapter's trace sink.
 pub(super) fn trace_released(obj: &FenceObj, st: &ObjState, done: &[Waiter]) {
-    let Some(a) = obj.adapter.upgrade() else {
+    let Some(a) = obj.adapter() else {
         return;
     };
     let Some(sink) = lock(&a.fence_os).trace.0.clone() else {
@@ -343,7 +350,7 @@ pub(super) fn propagate(obj: &FenceObj) -> Result<(), SimError> {
 /// `NotificationOnly` to each native instance in `peers`, then settles its waits (NF-16).
 pub(super) fn notify_natives(peers: &[Arc<FenceObj>], cv: u64) -> Result<(), SimError> {
     for p in peers {
-        let Some(b) = p.adapter.upgrade() else {
+        let Some(b) = p.adapter() else {
             continue;
         };
         {

@@ -102,7 +102,7 @@ fn release(obj: NtObject) -> Result<(), SimError> {
         return Ok(());
     }
     // The adapter may have gone meanwhile (it destroyed every fence as it stopped).
-    let Some(a) = f.adapter.upgrade() else {
+    let Some(a) = f.adapter() else {
         return Ok(());
     };
     destroy_object(&a, &f)

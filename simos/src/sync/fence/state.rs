@@ -14,7 +14,6 @@ use rvgpu_hw::pdd::NativeFencePdd;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::sync::trace::ReleaseVia;
 
 pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
@@ -259,7 +258,10 @@ pub(super) struct ObjState {
 /// The OS's native-fence object on one adapter.
 #[derive(Debug)]
 pub struct FenceObj {
-    pub(super) adapter: Weak<AdapterShared>,
+    /// The adapter the object is on, weak so a fence does not keep it alive, and without its
+    /// type so that this file (held by the adapter) does not import the adapter: the
+    /// operations see it through `FenceObj::adapter` (`settle`).
+    pub(super) adapter: Weak<dyn std::any::Any + Send + Sync>,
     pub(super) adapter_index: usize,
     pub(super) global: usize,
     pub(super) creator: ProcessId,

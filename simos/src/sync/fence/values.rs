@@ -15,10 +15,10 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::ddi::{self, check_status, At};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, check_status, At};
 use crate::os::answers::{CpuUpdateIrql, ValueUpdates};
 
 use super::state::PAGE;

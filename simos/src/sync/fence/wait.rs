@@ -3,11 +3,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::adapter::state::MachineState;
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::state::MachineState;
 use crate::sync::trace::ReleaseVia;
 
 use super::dpc::no_cpu_access;

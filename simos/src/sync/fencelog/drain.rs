@@ -13,11 +13,11 @@ use rvgpu_ddi::NTSTATUS;
 use rvgpu_hw::cmd::LogKind;
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::ddi::{self, At};
+use crate::adapter::AdapterShared;
 use crate::base::clock::qpc;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, At};
 use crate::os::answers::LogReport;
 use crate::sync::trace::TraceEvent;
 
@@ -301,7 +301,7 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
         })?
     };
     let q1 = qpc();
-    crate::dxgkrnl::ddi::check_status(status)?;
+    crate::adapter::ddi::check_status(status)?;
     let hz = u64::from(a.device.config().clock_hz);
     // DXGK_GPUCLOCKDATA is packed: copy the fields out before formatting them.
     let (gpu_frequency, gpu_counter, cpu_counter) = (

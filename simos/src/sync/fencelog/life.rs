@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use rvgpu_hw::cmd::LogKind;
 use rvgpu_hw::log::LOG_BUFFER_SIZE;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::sync::fence::pages::VidMmPages;
 use crate::sync::trace::TraceEvent;
 

@@ -21,15 +21,16 @@ use rvgpu_ddi::tdr::*;
 use rvgpu_device::device::mmu::Mmu;
 use rvgpu_hw::mmu::FaultReason;
 
+use crate::adapter::ddi::{self};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self};
 use crate::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
 };
 use crate::vidmm::host::Host;
+use crate::vidmm::paging::paging_node;
 
 pub mod state;
 pub(crate) mod system_space;
@@ -90,7 +91,7 @@ macro_rules! gpummu_ddi {
     ($a:expr, $slot:ident) => {
         $a.table
             .get()
-            .and_then(|t| $crate::dxgkrnl::ddi::in_table!(t, $slot))
+            .and_then(|t| $crate::adapter::ddi::in_table!(t, $slot))
             .ok_or_else(|| sim(concat!("GpuMmu adapter without ", stringify!($slot)).into()))
     };
 }
@@ -190,47 +191,6 @@ fn vidmm_new_space(
         },
     );
     vidmm_run(host, a, kmd, &[init], LeafTag::default())
-}
-
-/// `DxgkDdiDestroyProcess` after the process's last object is gone; its tables return to
-/// the heap.
-pub(crate) fn vidmm_destroy_process(
-    host: &dyn Host,
-    a: &AdapterShared,
-    pid: ProcessId,
-) -> Result<(), SimError> {
-    crate::vidmm::fencemap::fence_maps_drop_process(a, pid);
-    vidmm_unmap_all(host, a, pid)?;
-    drop_space(a, pid)
-}
-
-/// Unmaps everything `pid` has mapped, through the driver (or from VidMm's books only,
-/// on a lost device).
-fn vidmm_unmap_all(host: &dyn Host, a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
-    // Its DMA-buffer arena first (one range), then the OS's single pages it mapped for
-    // the process (fence storage).
-    if let Some((va, backing)) = super::dmabuf::dma_arena_take(a, pid) {
-        let pages = super::dmabuf::ARENA_PAGES;
-        if a.device.is_lost() {
-            vidmm_forget(a, pid, va, pages);
-        } else {
-            vidmm_unmap(host, a, pid, va, pages, LeafTag::default())?;
-        }
-        a.device.memory().free_system(backing.bus_addr);
-    }
-    let left = lock(&a.mm.vidmm)
-        .processes
-        .get(&pid)
-        .map(|p| p.space.mapped())
-        .unwrap_or_default();
-    for (va, pages) in left {
-        if a.device.is_lost() {
-            vidmm_forget(a, pid, va, pages);
-        } else {
-            vidmm_unmap(host, a, pid, va, pages, LeafTag::default())?;
-        }
-    }
-    Ok(())
 }
 
 /// Reserves a VA in `pid`'s space and maps `phys` there through the driver. Returns the VA.
@@ -676,7 +636,7 @@ fn vidmm_check(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) -> Result
 
 /// Forgets `pid`'s VA space (nothing may be mapped in it any more), `DxgkDdiDestroyProcess`,
 /// and returns its tables to the heap.
-fn drop_space(a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
+pub(crate) fn drop_space(a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
     let Some(p) = lock(&a.mm.vidmm).processes.remove(&pid) else {
         return Ok(());
     };
@@ -786,7 +746,3 @@ pub(crate) fn phys_of(a: &AdapterShared, va: u64) -> Option<Phys> {
     })
 }
 
-/// `DRIVERCAPS.MemoryManagementCaps.PagingNode`.
-pub(crate) fn paging_node(a: &AdapterShared) -> u32 {
-    lock(&a.caps).map_or(0, |c| c.MemoryManagementCaps.PagingNode)
-}

@@ -42,14 +42,15 @@ use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;
-use crate::vidmm::mmu::{paging_node, paging_power, LeafTag, TABLE_SHARE};
+use crate::vidmm::mmu::{paging_power, LeafTag, TABLE_SHARE};
+use crate::vidmm::paging::paging_node;
 
 use self::state::QueuedWork;
 

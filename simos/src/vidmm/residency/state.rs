@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
-use crate::sync::fence::MonitoredFence;
+use crate::sync::fence::state::MonitoredFence;
 use crate::vidmm::gpuva::Phys;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;

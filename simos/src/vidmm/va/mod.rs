@@ -29,10 +29,10 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_device::device::mmu::{Fault, Mmu, Privilege};
 use rvgpu_hw::mmu::Access;
 
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::dxgkrnl::adapter::AdapterShared;
 use crate::ob::KmtHandle;
 use crate::sync::fence::MonitoredFence;
 use crate::vidmm::gpuva::{MapAttrs, Phys};

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
-use crate::sync::fence::MonitoredFence;
+use crate::sync::fence::state::MonitoredFence;
 use crate::vidmm::gpuva::MapAttrs;
 
 /// Part of a range that maps pages of one allocation.

@@ -15,10 +15,10 @@ use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_SUCCESS};
 
+use crate::adapter::ddi::{self, table};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, table};
 use crate::ob::KmtHandle;
 use crate::ums;
 use crate::vidsch::hws::HwsCall;

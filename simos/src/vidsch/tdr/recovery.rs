@@ -11,12 +11,12 @@ use rvgpu_ddi::tdr::{
 };
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::ddi::{self, sim_err, table};
+use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{self, vidsch, BugCheck};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::processor::IrqlScope;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, sim_err, table};
 use crate::ob::KmtHandle;
 use crate::ums;
 

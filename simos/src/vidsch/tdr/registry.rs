@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
+use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
 
 use super::state::{TdrOs, TdrShared};
 
@@ -13,7 +13,7 @@ pub(super) type Key = (u64, usize);
 /// Per (machine id, adapter index); an entry goes when its machine's state is gone (pruned
 /// at the next registration), so the DMA buffers it holds do not outlive the machine.
 pub(super) type Registry =
-    HashMap<Key, (Weak<crate::dxgkrnl::state::MachineState>, Arc<TdrShared>)>;
+    HashMap<Key, (Weak<crate::adapter::state::MachineState>, Arc<TdrShared>)>;
 pub(super) static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 /// Registered adapters (a DPC of a machine that never used TDR or kernel-mode submission
 /// does not even take the registry lock).

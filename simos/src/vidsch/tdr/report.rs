@@ -12,11 +12,11 @@ use rvgpu_ddi::interrupt::{
 };
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
 
+use crate::adapter::irql::{self, Routine};
+use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{self, vidsch, BugCheck};
 use crate::base::lock::lock;
 use crate::base::processor::current_irql;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::irql::{self, Routine};
 use crate::ums;
 
 use super::registry::{existing, shared};
@@ -150,7 +150,7 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
     let addr = cb_invalidate_hw_context as *const () as usize;
     if args.is_null() {
         // Dxgkrnl reads the argument block: a NULL pointer faults in the kernel.
-        crate::dxgkrnl::context::raise(BugCheck::new(
+        crate::adapter::context::raise(BugCheck::new(
             bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
@@ -164,7 +164,7 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
              OS passed to DxgkDdiStartDevice",
             args.hAdapter as usize
         );
-        match crate::dxgkrnl::context::current_machine() {
+        match crate::adapter::context::current_machine() {
             Some(m) => m.raise_sim_error(msg),
             None => eprintln!("rvgpu-simos: {msg} (outside a machine)"),
         }

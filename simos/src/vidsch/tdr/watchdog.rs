@@ -13,11 +13,11 @@ use rvgpu_ddi::tdr::{
 };
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::ddi::{self, sim_err, table, At};
+use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{vidsch, BugCheck};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::ddi::{self, sim_err, table, At};
 use crate::ums;
 
 use super::recovery::recover_node;

@@ -152,7 +152,7 @@ impl UserModeSubmission for DllSession {
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         self.started(i)?;
         let up = UserProcess::new(self.m.clone(), self.image.clone());
-        let luid = rvgpu_simos::dxgkrnl::adapter::adapter_luid(i);
+        let luid = rvgpu_simos::adapter::adapter_luid(i);
         let mut adapter = 0u64;
         let r = up
             .call(

@@ -225,7 +225,7 @@ impl UserProcess {
 
 /// The LUID Dxgkrnl gave adapter `i` at start (`DXGK_START_INFO::AdapterLuid`).
 fn luid_of(i: usize) -> (u32, i32) {
-    let l = crate::dxgkrnl::adapter::adapter_luid(i);
+    let l = crate::adapter::adapter_luid(i);
     (l.LowPart, l.HighPart)
 }
 

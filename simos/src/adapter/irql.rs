@@ -2,7 +2,7 @@
 //! levels the driver may call each Dxgkrnl callback.
 //!
 //! Every DDI wrapper and every callback of the simulation checks its entry against the IRQL
-//! column of the rule table ([`crate::dxgkrnl::rules`]), whose rows cite the Microsoft reference
+//! column of the rule table ([`crate::adapter::rules`]), whose rows cite the Microsoft reference
 //! page each rule comes from. A violation is a bug check ([`check`]):
 //!
 //! - *above* the highest allowed level: PASSIVE_LEVEL routines are pageable code, so running
@@ -15,8 +15,8 @@
 
 use rvgpu_kmd::platform::Irql;
 
+pub use crate::adapter::rules::{IrqlRule, Routine};
 use crate::base::bugcheck::{self, kirql, BugCheck};
-pub use crate::dxgkrnl::rules::{IrqlRule, Routine};
 
 /// Checks that `routine` may run at `current`; `address` is the routine's code address (for the
 /// 0xA parameters). Returns the bug check Windows would raise otherwise.

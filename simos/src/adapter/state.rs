@@ -2,7 +2,7 @@
 //!
 //! Shared by every thread of one simulated machine (test threads, the interrupt "CPU", the DPC
 //! thread) and reachable from kernel services through the thread's current context
-//! ([`crate::dxgkrnl::context::MachineContext`]). Once halted, a machine stays halted: the first fault is
+//! ([`crate::adapter::context::MachineContext`]). Once halted, a machine stays halted: the first fault is
 //! the one reported, later ones are only logged, because on Windows nothing runs after
 //! `KeBugCheckEx`.
 

@@ -30,126 +30,25 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Instant;
 
 use rvgpu_kmd::platform::{Irql, TimerRoutine};
 
+use crate::adapter::context::{current_machine, irql_above, MachineContext};
+pub use crate::adapter::timers::Armed;
+use crate::adapter::{all_adapters, AdapterShared};
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
 use crate::base::processor::{check_return_irql, IrqlScope};
-use crate::dxgkrnl::adapter::{all_adapters, AdapterShared};
-use crate::dxgkrnl::context::{current_machine, irql_above, MachineContext};
 
-/// The driver's timer storage (`Platform::Timer` of [`crate::dxgkrnl::kernel::SimKernel`]):
+/// The driver's timer storage (`Platform::Timer` of [`crate::adapter::kernel::SimKernel`]):
 /// the set timer it stands for, if any.
 #[derive(Debug, Default)]
 pub struct SimTimer {
     set: Mutex<Option<(Weak<AdapterShared>, Arc<Armed>)>>,
 }
 
-/// One set timer.
-pub struct Armed {
-    routine: TimerRoutine,
-    context: usize,
-    period: u64,
-    due: AtomicU64,
-    cancelled: AtomicBool,
-    /// Held while the routine runs: `KeFlushQueuedDpcs` waits on it.
-    running: Mutex<()>,
-    /// The storage's address (0xC7's parameter 2).
-    storage: usize,
-}
-
-impl std::fmt::Debug for Armed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Armed")
-            .field("period", &self.period)
-            .field("due", &self.due.load(Ordering::Relaxed))
-            .finish_non_exhaustive()
-    }
-}
-
-/// One adapter's set timers and their clock.
-#[derive(Debug)]
-pub struct Timers {
-    step: bool,
-    rounds: AtomicU64,
-    epoch: Instant,
-    set: Mutex<Vec<Arc<Armed>>>,
-    /// Fault injection: timer DPCs are held back (as behind another driver's long DPC on the
-    /// same processor); due ones run once released.
-    held: AtomicBool,
-    /// Wakes the threaded machine's timer thread (a timer was set, the machine stops).
-    pub wake: crate::dxgkrnl::interrupt::Wake,
-}
-
-impl Timers {
-    /// Timers on a step-mode (rounds) or threaded (wall clock) machine.
-    pub fn new(step: bool) -> Self {
-        Self {
-            step,
-            rounds: AtomicU64::new(0),
-            epoch: Instant::now(),
-            set: Mutex::new(Vec::new()),
-            held: AtomicBool::new(false),
-            wake: crate::dxgkrnl::interrupt::Wake::default(),
-        }
-    }
-
-    /// Fault injection: holds back (or releases) every timer DPC of this adapter.
-    pub fn hold(&self, on: bool) {
-        self.held.store(on, Ordering::Release);
-        self.wake.notify();
-    }
-
-    /// Milliseconds on this adapter's timer clock.
-    fn now(&self) -> u64 {
-        if self.step {
-            self.rounds.load(Ordering::Acquire)
-        } else {
-            u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-        }
-    }
-
-    /// Step mode: one more round (millisecond) has passed.
-    pub fn advance_round(&self) {
-        self.rounds.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// Timers still set (storage addresses), for the RemoveDevice check.
-    pub fn still_set(&self) -> Vec<usize> {
-        lock(&self.set).iter().map(|t| t.storage).collect()
-    }
-
-    /// Step mode: milliseconds until the next timer that will run is due; `None` when no
-    /// timer is set, timers are held back, or the clock is the wall clock.
-    pub fn next_due_step(&self) -> Option<u64> {
-        if !self.step || self.held.load(Ordering::Acquire) {
-            return None;
-        }
-        self.next_due_in()
-    }
-
-    /// Step mode: `ms` milliseconds pass with nothing to do (a blocking wait skipping idle
-    /// time to the next timer).
-    pub fn skip(&self, ms: u64) {
-        if self.step {
-            self.rounds.fetch_add(ms, Ordering::AcqRel);
-        }
-    }
-
-    /// Milliseconds until the next timer is due (threaded mode's wait), if any is set.
-    pub fn next_due_in(&self) -> Option<u64> {
-        let now = self.now();
-        lock(&self.set)
-            .iter()
-            .map(|t| t.due.load(Ordering::Acquire).saturating_sub(now))
-            .min()
-    }
-}
-
 fn adapter_of_current_ddi() -> Option<Arc<AdapterShared>> {
-    let inside = crate::dxgkrnl::ddi::inside();
+    let inside = crate::adapter::ddi::inside();
     if inside == 0 {
         return None;
     }
@@ -310,8 +209,8 @@ pub fn check_removed(a: &AdapterShared) -> Result<(), BugCheck> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dxgkrnl::ddi::{self, At};
-    use crate::dxgkrnl::irql::Routine;
+    use crate::adapter::ddi::{self, At};
+    use crate::adapter::irql::Routine;
     use crate::{MachineConfig, Mode, SimError};
 
     static RUNS: AtomicU64 = AtomicU64::new(0);

@@ -33,7 +33,7 @@ use std::path::Path;
 
 /// `STATUS_DEVICE_CONFIGURATION_ERROR`, the status `DpiFdoValidateKmdAndPnpVersionMatch`
 /// fails with.
-pub use crate::dxgkrnl::bringup::STATUS_DEVICE_CONFIGURATION_ERROR;
+pub use crate::adapter::bringup::STATUS_DEVICE_CONFIGURATION_ERROR;
 
 /// Why the comparison was not made (Windows then lets the device start).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,7 +94,7 @@ pub fn dotted(v: u64) -> String {
 /// entry if there is one, else the first entry (the simulation does not model the user and
 /// system default languages tried in between).
 pub fn file_version(data: &[u8]) -> Result<u64, String> {
-    crate::dxgkrnl::registry::version_res::read_file_version(data)
+    crate::adapter::registry::version_res::read_file_version(data)
 }
 
 /// The file version of the image at `path` (`Err`: unreadable or not an image).

@@ -14,8 +14,8 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Level;
 
-use crate::dxgkrnl::adapter::DriverTable;
-use crate::dxgkrnl::state::MachineState;
+use crate::adapter::state::MachineState;
+use crate::adapter::DriverTable;
 
 /// A hook that rewrites the table after validation (a test replacing a slot with a
 /// misbehaving routine).
@@ -106,9 +106,9 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
         edit(&mut table);
     }
     // BR-03: Dxgkrnl copies only as much of the table as the version defines.
-    let mut table = crate::dxgkrnl::bringup::table_as_copied(&table);
+    let mut table = crate::adapter::bringup::table_as_copied(&table);
     // BR-01, BR-02 (docs/windows-bringup.md): the version floor and the required slots.
-    if let Err(v) = crate::dxgkrnl::bringup::check_load(&table) {
+    if let Err(v) = crate::adapter::bringup::check_load(&table) {
         log(format!("{}: {}", v.rule, v.why));
         return v.status;
     }

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::state::MachineState;
 use crate::base::bugcheck::{self, kirql, BugCheck};
 use crate::base::lock::lock;
 use crate::base::processor::current_irql;
-use crate::dxgkrnl::state::MachineState;
 
 thread_local! {
     static CURRENT: RefCell<Option<Arc<MachineState>>> = const { RefCell::new(None) };

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use crate::adapter::irql::Routine;
 use crate::base::lock::lock;
 use crate::base::notify::Processed;
-use crate::dxgkrnl::irql::Routine;
 
 /// The observations of one adapter.
 #[derive(Debug, Default)]

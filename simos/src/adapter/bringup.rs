@@ -16,8 +16,8 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS};
 use rvgpu_ddi::NTSTATUS;
 
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::rules::{self, Routine, Slot};
+use crate::adapter::rules::{self, Routine, Slot};
+use crate::adapter::AdapterShared;
 use crate::os::CpuArch;
 
 /// `STATUS_REVISION_MISMATCH`.
@@ -165,7 +165,7 @@ pub fn table_as_copied(t: &DRIVER_INITIALIZATION_DATA) -> DRIVER_INITIALIZATION_
     copy
 }
 
-pub use crate::dxgkrnl::registry::UmdName;
+pub use crate::adapter::registry::UmdName;
 
 /// What adapter creation's caps rules read besides the caps and the table.
 #[derive(Clone, Copy, Debug)]

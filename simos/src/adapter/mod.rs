@@ -1,12 +1,38 @@
-//! One simulated adapter: the emulated device plus everything the OS keeps per adapter
-//! (miniport context, native fence handles, the callback table handed to the driver), with
-//! each component's own state in that component's struct: interrupts and DPCs
-//! ([`crate::dxgkrnl::interrupt::Interrupts`]), VidMm ([`crate::vidmm::state::VidMmState`])
-//! and VidSch ([`crate::vidsch::state::VidSchState`]).
+//! The adapter core and the DDI gate: Dxgkrnl's lower half, below every component. One
+//! simulated adapter ([`AdapterShared`]: the emulated device plus everything the OS keeps per
+//! adapter, miniport context, native fence handles, the callback table handed to the driver,
+//! and each component's state from that component's leaf: interrupts and DPCs
+//! ([`irq::Interrupts`]), VidMm ([`crate::vidmm::state::VidMmState`]), VidSch
+//! ([`crate::vidsch::state::VidSchState`]), fences and UMS), and what the components use of
+//! Dxgkrnl: the one way to call a DDI ([`ddi`], [`slot`]), the IRQL check against the rule table
+//! ([`irql`], [`rules`]), driver load ([`load`]) and bring-up checks ([`bringup`]), the machine's
+//! health ([`state`]), the thread's machine ([`context`]), the host kernel the driver runs on
+//! ([`kernel::SimKernel`]) with its timers ([`ktimer`]), the registry and resources the driver
+//! reads. Nothing here imports a component's operations; the callbacks, the DPC fan-out and
+//! power, which do, are [`crate::dxgkrnl`], above the components.
 //!
 //! The `DeviceHandle` the driver gets in `DXGKRNL_INTERFACE` is the address of the
 //! [`AdapterShared`]; callbacks turn it back into the adapter through a process-wide registry
 //! (never by dereferencing a handle the driver passes), so a bad handle is caught.
+
+pub mod bringup;
+pub mod context;
+pub mod ddi;
+pub mod featuredb;
+pub mod irq;
+pub mod irql;
+pub mod kernel;
+pub mod kmdver;
+pub mod ktimer;
+pub mod load;
+pub mod observer;
+pub mod registry;
+pub mod resources;
+pub mod rules;
+pub mod slot;
+pub mod state;
+pub mod timers;
+pub mod waiter;
 
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -21,12 +47,12 @@ use rvgpu_device::Device;
 
 use crate::hal::Board;
 
+use crate::adapter::irq::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
+use crate::adapter::observer::Observer;
+use crate::adapter::state::MachineState;
 use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::{Notification, Processed};
-use crate::dxgkrnl::interrupt::{Interrupts, CLAIMED_STORM_LIMIT, UNCLAIMED_STORM_LIMIT};
-use crate::dxgkrnl::observer::Observer;
-use crate::dxgkrnl::state::MachineState;
 use crate::os::{AdapterConfig, OsConfig};
 use crate::vidmm::state::VidMmState;
 use crate::vidsch::state::VidSchState;
@@ -101,7 +127,7 @@ pub struct AdapterShared {
     context: AtomicPtr<c_void>,
     /// PnP state.
     pub life: Mutex<Life>,
-    /// Dxgkrnl's interrupt and DPC state ([`crate::dxgkrnl::interrupt`]).
+    /// Dxgkrnl's interrupt and DPC state ([`crate::adapter::irq`]).
     pub irq: Interrupts,
     /// VidMm's state ([`crate::vidmm::state`]).
     pub mm: VidMmState,
@@ -113,7 +139,7 @@ pub struct AdapterShared {
     /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
     pub native_fences: Mutex<HashSet<usize>>,
     /// The OS's native-fence objects, storage and DPC work of this adapter ([`crate::sync::fence`]).
-    pub fence_os: Mutex<crate::sync::fence::FenceOs>,
+    pub fence_os: Mutex<crate::sync::fence::storage::FenceOs>,
     /// References the driver holds on the feature interface (DxgkCbQueryServices takes one,
     /// InterfaceReference/InterfaceDereference adjust it). Must be zero once stopped.
     pub feature_refs: AtomicI64,
@@ -122,24 +148,24 @@ pub struct AdapterShared {
     /// Driver caps read at start.
     pub caps: Mutex<Option<DXGK_DRIVERCAPS>>,
     /// The feature database negotiated before StartDevice ([`crate::dxgkrnl::features`]).
-    pub features: Mutex<crate::dxgkrnl::features::FeatureDb>,
+    pub features: Mutex<crate::adapter::featuredb::FeatureDb>,
     /// What tests observe of the adapter (counters and logs the OS decides nothing on).
     observer: Observer,
-    /// Kernel timers the driver set for this adapter ([`crate::dxgkrnl::ktimer`]).
-    pub timers: crate::dxgkrnl::ktimer::Timers,
+    /// Kernel timers the driver set for this adapter ([`crate::adapter::timers`]).
+    pub timers: crate::adapter::timers::Timers,
     /// Resources the driver gets pointers into (never moves).
-    pub resources: Box<crate::dxgkrnl::resources::Resources>,
+    pub resources: Box<crate::adapter::resources::Resources>,
     /// BAR2 as an MMIO bus (doorbell writes), kept alive for trap windows onto it.
     pub doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
     /// BAR0 as an MMIO bus (the device's registers), kept alive for trap windows onto it.
     pub register_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync>,
-    /// The function is in D3hot: its BARs do not decode ([`crate::dxgkrnl::callbacks::D3Hot`]).
-    pub d3hot: Arc<crate::dxgkrnl::callbacks::D3Hot>,
+    /// The function is in D3hot: its BARs do not decode ([`crate::hal::bars::D3Hot`]).
+    pub d3hot: Arc<crate::hal::bars::D3Hot>,
     /// Live `DxgkCbMapMemory` mappings of BAR2: base VA -> length (UM-09: a connected
     /// doorbell's kernel VA must lie in one).
     pub doorbell_windows: Mutex<std::collections::BTreeMap<usize, usize>>,
     /// The OS's user-mode submission objects ([`crate::ums`]).
-    pub ums: Mutex<crate::ums::UmsOs>,
+    pub ums: Mutex<crate::ums::state::UmsOs>,
     /// The OS's user-mode submission lock: thunks of one process take it shared (plus their
     /// device's lock), adapter-wide sequences (power, F1, device loss) exclusively, so
     /// different processes reach the KMD concurrently as on Windows. Never held across a
@@ -231,7 +257,7 @@ impl Drop for InterruptLockGuard<'_> {
 
 impl Drop for AdapterShared {
     fn drop(&mut self) {
-        crate::dxgkrnl::registry::withdraw_software_key(self.resources.pdo() as usize);
+        crate::adapter::registry::withdraw_software_key(self.resources.pdo() as usize);
     }
 }
 
@@ -272,25 +298,25 @@ impl AdapterShared {
         // uio_pci_generic, MSI through the guest test's module); the in-process device
         // offers both.
         let msi = device.message_signalled().unwrap_or(config.msi);
-        let resources = crate::dxgkrnl::resources::Resources::new(
+        let resources = crate::adapter::resources::Resources::new(
             index,
             device.config().doorbells,
             device.memory().vram_size(),
             msi,
         );
-        crate::dxgkrnl::registry::publish_software_key(
+        crate::adapter::registry::publish_software_key(
             resources.pdo() as usize,
             config.software_key.clone(),
         );
-        let storm_min_ticks = crate::dxgkrnl::interrupt::storm_min_ticks(device.config());
-        let d3hot = Arc::new(crate::dxgkrnl::callbacks::D3Hot::default());
+        let storm_min_ticks = crate::adapter::irq::storm_min_ticks(device.config());
+        let d3hot = Arc::new(crate::hal::bars::D3Hot::default());
         let doorbell_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =
-            Arc::new(crate::dxgkrnl::callbacks::DoorbellBus {
+            Arc::new(crate::hal::bars::DoorbellBus {
                 board: Arc::downgrade(&device),
                 d3hot: d3hot.clone(),
             });
         let register_bus: Arc<dyn rvgpu_hw::mmio::MmioBus + Send + Sync> =
-            Arc::new(crate::dxgkrnl::callbacks::RegisterBus {
+            Arc::new(crate::hal::bars::RegisterBus {
                 board: device.clone(),
                 d3hot: d3hot.clone(),
             });
@@ -309,19 +335,19 @@ impl AdapterShared {
             sch: VidSchState::default(),
             handle_valid: AtomicBool::new(false),
             native_fences: Mutex::new(HashSet::new()),
-            fence_os: Mutex::new(crate::sync::fence::FenceOs::default()),
+            fence_os: Mutex::new(crate::sync::fence::storage::FenceOs::default()),
             feature_refs: AtomicI64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
             features: Mutex::new(Default::default()),
             observer: Observer::default(),
-            timers: crate::dxgkrnl::ktimer::Timers::new(step),
+            timers: crate::adapter::timers::Timers::new(step),
             resources,
             doorbell_bus,
             register_bus,
             d3hot,
             doorbell_windows: Mutex::new(std::collections::BTreeMap::new()),
-            ums: Mutex::new(crate::ums::UmsOs::default()),
+            ums: Mutex::new(crate::ums::state::UmsOs::default()),
             ums_seq: std::sync::RwLock::new(()),
             ums_fstate: Mutex::new(()),
             installed_keys: Mutex::new(None),
@@ -444,27 +470,13 @@ impl AdapterShared {
         });
     }
 
-    /// Moves every pending notification to the processed log (what VidSch does at DPC time).
-    pub fn process_pending(&self) -> usize {
+    /// Moves every pending notification to the processed log (what VidSch does at DPC time),
+    /// after `dispatch` handed each to the component that acts on it
+    /// ([`crate::dxgkrnl::interrupt::process_pending`]). Returns how many there were.
+    pub fn drain_pending(&self, dispatch: impl FnOnce(&Self, &[Processed])) -> usize {
         let mut drained: Vec<Processed> = std::mem::take(&mut *lock(&self.irq.pending));
         let n = drained.len();
-        // VidSch's DPC-time fence work is recorded here and done when the driver's DPC
-        // returns ([`crate::sync::fence::process_dpc_work`]).
-        crate::sync::fence::note_notifications(self, drained.iter().map(|p| &p.notification));
-        for p in &drained {
-            if let Notification::EngineStateChange {
-                node, new_state, ..
-            } = p.notification
-            {
-                crate::ums::note_engine_state(self, node, new_state);
-            }
-            if let Notification::HwQueuePageFaulted { queue, va, .. } = p.notification {
-                crate::ums::note_page_fault(self, queue, va);
-            }
-            if let Notification::SchedulingLogInterrupt { node, .. } = p.notification {
-                crate::vidsch::hws::log_interrupt(self, node);
-            }
-        }
+        dispatch(self, &drained);
         self.observer.processed(drained.drain(..));
         // The emptied buffer goes back (unless the ISR already started a new one), so the next
         // ISR's push does not allocate at DIRQL (one allocation per interrupt).
@@ -473,8 +485,6 @@ impl AdapterShared {
             std::mem::swap(&mut *pending, &mut drained);
         }
         drop(pending);
-        // VidSch's DMA fence bookkeeping (crate::vidsch::tdr).
-        crate::vidsch::tdr::dpc_process(self);
         n
     }
 }

@@ -27,15 +27,17 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::context::MachineContext;
+use crate::adapter::irql::{self, Routine};
+use crate::adapter::rules::Wrapper;
+pub(crate) use crate::adapter::slot::in_table;
+pub use crate::adapter::slot::{member_routine, Ddi};
+use crate::adapter::state::MachineState;
+use crate::adapter::AdapterShared;
 use crate::base::bugcheck;
 use crate::base::error::SimError;
 use crate::base::processor;
 use crate::base::processor::{current_irql, IrqlScope};
-use crate::dxgkrnl::adapter::AdapterShared;
-use crate::dxgkrnl::context::MachineContext;
-use crate::dxgkrnl::irql::{self, Routine};
-use crate::dxgkrnl::rules::Wrapper;
-use crate::dxgkrnl::state::MachineState;
 
 /// The IRQL the OS calls a DDI at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,105 +95,14 @@ impl Drop for InDdi {
     }
 }
 
-/// A DDI of the driver's table (or of an interface it hands out) and the routine whose rules
-/// apply to it, both from one slot name: only [`slot!`] and [`in_table!`] make one, from
-/// `t.$slot` and the routine of the catalog row for that slot.
-#[derive(Clone, Copy, Debug)]
-pub struct Ddi<F> {
-    routine: Routine,
-    address: usize,
-    f: F,
-}
-
-impl<F: Copy> Ddi<F> {
-    /// The constructor of [`in_table!`], which derives `routine` and `f` from one slot name;
-    /// a call written by hand could pair them wrongly (a test checks nothing else calls it).
-    #[doc(hidden)]
-    pub const fn from_slot_name(routine: Routine, address: usize, f: F) -> Self {
-        Self {
-            routine,
-            address,
-            f,
-        }
-    }
-
-    /// The routine whose rules apply to this DDI (the slot's name).
-    pub fn routine(&self) -> Routine {
-        self.routine
-    }
-
-    /// The DDI's code address (bug-check parameters).
-    pub fn address(&self) -> usize {
-        self.address
-    }
-
-    /// The pointer, for a caller that checks the rules itself (the ISR and the DPC, which run
-    /// under their own locks and bug-check codes).
-    pub(crate) fn pointer(&self) -> F {
-        self.f
-    }
-}
-
-#[cfg(test)]
-impl Ddi<()> {
-    /// The OS's own code run as though inside `routine` (no driver code: address 0), for
-    /// tests of what the OS does when a DDI calls back into it.
-    pub(crate) fn pretend(routine: Routine) -> Self {
-        Self {
-            routine,
-            address: 0,
-            f: (),
-        }
-    }
-}
-
-/// The routine of the DDI at member `member` of the driver's table or of an interface it
-/// hands out, by the DDI catalog's row for it (used in a constant by [`in_table!`]: a member
-/// without a rule row, or one two rows name, does not compile, so the OS calls no DDI whose
-/// rules it does not know).
-#[doc(hidden)]
-pub const fn member_routine(member: &str) -> Routine {
-    let mut found = None;
-    let mut i = 0;
-    while i < Routine::ALL.len() {
-        let r = Routine::ALL[i];
-        if let Some(row) = rvgpu_ddi::catalog::find(r.rules().name) {
-            if rvgpu_ddi::catalog::str_eq(row.member, member) {
-                assert!(found.is_none(), "two DDIs at one member name");
-                found = Some(r);
-            }
-        }
-        i += 1;
-    }
-    match found {
-        Some(r) => r,
-        None => panic!("a DDI member without a routine row in the rule table"),
-    }
-}
-
-/// Slot `$slot` of the table `$t` (a `DRIVER_INITIALIZATION_DATA`, or an interface the driver
-/// hands out, or a reference to one) as an `Option<`[`Ddi`]`>`: `None` when the slot is empty.
-macro_rules! in_table {
-    ($t:expr, $slot:ident) => {
-        $t.$slot.map(|f| {
-            $crate::dxgkrnl::ddi::Ddi::from_slot_name(
-                const { $crate::dxgkrnl::ddi::member_routine(stringify!($slot)) },
-                f as usize,
-                f,
-            )
-        })
-    };
-}
-pub(crate) use in_table;
-
 /// Slot `$slot` of adapter `$a`'s table as a [`Ddi`], read in place: "no driver loaded"
 /// without a table, [`missing`] when the slot is empty.
 macro_rules! slot {
     ($a:expr, $slot:ident) => {
         $a.table
-            .slot(|t| $crate::dxgkrnl::ddi::in_table!(t, $slot))
+            .slot(|t| $crate::adapter::ddi::in_table!(t, $slot))
             .ok_or_else(|| $crate::base::error::SimError::Simulation("no driver loaded".into()))
-            .and_then(|f| f.ok_or_else(|| $crate::dxgkrnl::ddi::missing(stringify!($slot))))
+            .and_then(|f| f.ok_or_else(|| $crate::adapter::ddi::missing(stringify!($slot))))
     };
 }
 pub(crate) use slot;
@@ -203,7 +114,7 @@ pub fn call<F: Copy, R>(
     at: At,
     f: impl FnOnce(F) -> R,
 ) -> Result<R, SimError> {
-    let routine = ddi.routine;
+    let routine = ddi.routine();
     let _irql = match at {
         At::Caller => None,
         At::Level(l) => Some(IrqlScope::enter(l)),
@@ -217,7 +128,9 @@ pub fn call<F: Copy, R>(
     };
     let fatal_0x113 =
         a.os.ddi_irql_mismatch_is_0x113 && routine.rules().wrapper == Wrapper::IrqlChecked;
-    let r = call_driver_checked(&a.state, routine, ddi.address, fatal_0x113, || f(ddi.f));
+    let r = call_driver_checked(&a.state, routine, ddi.address(), fatal_0x113, || {
+        f(ddi.pointer())
+    });
     if outermost {
         a.observer()
             .charge_bus(routine, before, a.device.bus_counts());
@@ -275,7 +188,9 @@ pub fn call_driver<F: Copy, R>(
     ddi: Ddi<F>,
     f: impl FnOnce(F) -> R,
 ) -> Result<R, SimError> {
-    call_driver_checked(state, ddi.routine, ddi.address, false, || f(ddi.f))
+    call_driver_checked(state, ddi.routine(), ddi.address(), false, || {
+        f(ddi.pointer())
+    })
 }
 
 /// [`call_driver`]; with `fatal_0x113` a return at another IRQL raises Windows' 0x113 / 0x10
@@ -416,7 +331,7 @@ pub(crate) fn query_adapter_info_args(
         // alive for the call.
         unsafe { q(ctx, args) }
     })?;
-    crate::dxgkrnl::bringup::triage_status(a, q.routine(), status);
+    crate::adapter::bringup::triage_status(a, q.routine(), status);
     Ok(status)
 }
 
@@ -531,32 +446,5 @@ mod tests {
         let d = in_table!(testing, pfnBuildTestCommandBuffer).expect("set");
         assert_eq!(d.routine(), Routine::DxgkDdiBuildTestCommandBuffer);
         assert_eq!(d.address(), build as *const () as usize);
-    }
-
-    /// Only [`in_table!`] pairs a pointer with a routine: no other code of the crate calls
-    /// the constructor it uses, so no call site can pair one DDI's pointer with another's rule.
-    #[test]
-    fn only_in_table_makes_a_ddi() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let this = root.parent().map(|w| w.join(file!())).expect("workspace");
-        let mut dirs = vec![root.join("src")];
-        let mut users = Vec::new();
-        while let Some(dir) = dirs.pop() {
-            for e in std::fs::read_dir(&dir).expect("read_dir").flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    dirs.push(p);
-                } else if p.extension().is_some_and(|x| x == "rs")
-                    && p != this
-                    && std::fs::read_to_string(&p)
-                        .expect("read")
-                        .contains(concat!("from_slot", "_name"))
-                {
-                    users.push(p);
-                }
-            }
-        }
-        assert!(this.is_file(), "{}", this.display());
-        assert_eq!(users, Vec::<std::path::PathBuf>::new());
     }
 }

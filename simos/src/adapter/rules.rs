@@ -4,7 +4,7 @@
 //!
 //! - **IRQL**: the levels Windows calls the DDI at, or the driver may call the callback at, with
 //!   the Microsoft reference page the rule comes from (the "IRQL" line of its Requirements
-//!   table); `crate::dxgkrnl::irql::check` enforces it on every call;
+//!   table); `crate::adapter::irql::check` enforces it on every call;
 //! - **wrapper**: whether Windows calls the DDI through one of Dxgkrnl's IRQL-comparing `Ddi*`
 //!   wrappers ([`Wrapper`]);
 //! - **slot**: the start-up rule that requires the driver's table to fill the slot ([`Slot`]);

@@ -37,10 +37,10 @@ use crate::base::bugcheck::{self, kirql, BugCheck};
 use crate::base::lock::lock;
 // The thread's IRQL and current machine: their own modules; re-exported where the services
 // that use them have always been.
-pub use crate::base::processor::{check_return_irql, current_irql, set_irql, IrqlScope};
-pub use crate::dxgkrnl::context::{
+pub use crate::adapter::context::{
     current_machine, current_machine_halted, irql_above, orphan_bugchecks, raise, MachineContext,
 };
+pub use crate::base::processor::{check_return_irql, current_irql, set_irql, IrqlScope};
 
 // ---------------------------------------------------------------------------------------------
 // BAR windows.
@@ -381,8 +381,8 @@ unsafe impl Platform for SimKernel {
         current_irql()
     }
 
-    /// KTIMER + KDPC ([`crate::dxgkrnl::ktimer`]).
-    type Timer = crate::dxgkrnl::ktimer::SimTimer;
+    /// KTIMER + KDPC ([`crate::adapter::ktimer`]).
+    type Timer = crate::adapter::ktimer::SimTimer;
 
     unsafe fn timer_arm(
         timer: &Self::Timer,
@@ -390,11 +390,11 @@ unsafe impl Platform for SimKernel {
         routine: rvgpu_kmd::platform::TimerRoutine,
         context: *const core::ffi::c_void,
     ) -> bool {
-        crate::dxgkrnl::ktimer::arm(timer, period_ms, routine, context.cast())
+        crate::adapter::ktimer::arm(timer, period_ms, routine, context.cast())
     }
 
     fn timer_cancel(timer: &Self::Timer) {
-        crate::dxgkrnl::ktimer::cancel(timer);
+        crate::adapter::ktimer::cancel(timer);
     }
 
     fn raise_to_dispatch() -> Irql {
@@ -483,7 +483,7 @@ unsafe impl Platform for SimKernel {
     /// `REG_DWORD` of four bytes (learn.microsoft.com, IoOpenDeviceRegistryKey and
     /// KEY_VALUE_PARTIAL_INFORMATION).
     fn software_key_dword(pdo: *mut std::ffi::c_void, name: &str) -> Option<u32> {
-        crate::dxgkrnl::registry::software_key_dword(pdo as usize, name)
+        crate::adapter::registry::software_key_dword(pdo as usize, name)
     }
 
     /// Verifier's IRQL rule for pool (nothing above DISPATCH_LEVEL: the ISR and
@@ -518,7 +518,7 @@ unsafe impl Platform for SimKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dxgkrnl::state::MachineState;
+    use crate::adapter::state::MachineState;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     struct Regs(AtomicU32);

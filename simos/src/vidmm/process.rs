@@ -1,0 +1,52 @@
+//! A process's VidMm state going away (`DxgkDdiDestroyProcess` once its last object is gone):
+//! the fence pages mapped for it, its DMA-buffer arena and whatever else it still maps are
+//! unmapped through the driver, then its page tables are dropped. Above the pieces it tears
+//! down ([`crate::vidmm::fencemap`], [`crate::vidmm::dmabuf`], [`crate::vidmm::mmu`]).
+
+use crate::adapter::AdapterShared;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::vidmm::host::Host;
+use crate::vidmm::mmu::{drop_space, vidmm_forget, vidmm_unmap, LeafTag};
+
+/// `DxgkDdiDestroyProcess` after the process's last object is gone; its tables return to
+/// the heap.
+pub(crate) fn vidmm_destroy_process(
+    host: &dyn Host,
+    a: &AdapterShared,
+    pid: ProcessId,
+) -> Result<(), SimError> {
+    crate::vidmm::fencemap::fence_maps_drop_process(a, pid);
+    vidmm_unmap_all(host, a, pid)?;
+    drop_space(a, pid)
+}
+
+/// Unmaps everything `pid` has mapped, through the driver (or from VidMm's books only,
+/// on a lost device).
+fn vidmm_unmap_all(host: &dyn Host, a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
+    // Its DMA-buffer arena first (one range), then the OS's single pages it mapped for
+    // the process (fence storage).
+    if let Some((va, backing)) = crate::vidmm::dmabuf::dma_arena_take(a, pid) {
+        let pages = crate::vidmm::dmabuf::ARENA_PAGES;
+        if a.device.is_lost() {
+            vidmm_forget(a, pid, va, pages);
+        } else {
+            vidmm_unmap(host, a, pid, va, pages, LeafTag::default())?;
+        }
+        a.device.memory().free_system(backing.bus_addr);
+    }
+    let left = lock(&a.mm.vidmm)
+        .processes
+        .get(&pid)
+        .map(|p| p.space.mapped())
+        .unwrap_or_default();
+    for (va, pages) in left {
+        if a.device.is_lost() {
+            vidmm_forget(a, pid, va, pages);
+        } else {
+            vidmm_unmap(host, a, pid, va, pages, LeafTag::default())?;
+        }
+    }
+    Ok(())
+}
