@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use rvgpu_device::SysAlloc;
 
 use crate::ob::KmtHandle;
-use crate::vidmm::residency::state::QueuedWork;
 use crate::vidmm::cpucache::CpuCache;
+use crate::vidmm::residency::state::QueuedWork;
 
 /// What freed contiguous memory is filled with while in quarantine.
 pub const FREED_POISON: u64 = 0xF4EE_D0F4_EED0_F4EE;
@@ -100,4 +100,3 @@ pub(crate) struct Described {
     /// `PreferredSegment` (`DXGK_SEGMENTPREFERENCE`, raw).
     pub(crate) preferred: u32,
 }
-

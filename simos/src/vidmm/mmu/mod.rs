@@ -745,4 +745,3 @@ pub(crate) fn phys_of(a: &AdapterShared, va: u64) -> Option<Phys> {
         (local && off >= base && off < base + s.Size as u64).then(|| (id, off - base))
     })
 }
-
