@@ -20,18 +20,15 @@
 //! owner tag are 0 here (the simulation has neither).
 
 use crate::base::bugcheck::{self, BugCheck};
-use crate::base::error::SimError;
-use crate::base::lock::lock;
-use crate::dxgkrnl::adapter::AdapterShared;
 
-use super::state::{TdrOs, TdrShared};
+use super::state::TdrOs;
 
 /// Entries of the history (`TdrHistoryIsLimitExhausted` indexes it `& 0x3F`).
 const HISTORY: usize = 64;
 
 /// Parameter 4 of the 0x116 bug check when the limit is exhausted (24H2
 /// `TdrIsRecoveryRequired`).
-pub(crate) const LIMIT_EXHAUSTED: u64 = 13;
+const LIMIT_EXHAUSTED: u64 = 13;
 
 /// `TdrLimitCount` as `TdrInit` reads it.
 fn limit_count(os: &TdrOs) -> usize {
@@ -61,25 +58,22 @@ fn exhausted(os: &TdrOs) -> bool {
     recent >= limit_count(os)
 }
 
-/// Before an adapter-wide reset: bug check 0x116 (…, 13) if the limit is exhausted.
-pub(super) fn check(a: &AdapterShared, sh: &TdrShared) -> Result<(), SimError> {
-    let os = lock(&sh.os);
-    if !exhausted(&os) {
-        return Ok(());
+/// Before an adapter-wide reset: the bug check 0x116 (…, 13) and a log line if the limit is
+/// exhausted (the caller raises it: this module stays below the adapter).
+pub(super) fn check(os: &TdrOs) -> Option<(BugCheck, String)> {
+    if !exhausted(os) {
+        return None;
     }
-    let (count, window, step) = (limit_count(&os), limit_time(&os), os.step);
-    drop(os);
-    let b = BugCheck::new(bugcheck::VIDEO_TDR_FAILURE, [0, 0, 0, LIMIT_EXHAUSTED]);
-    a.state.push_log(
-        rvgpu_kmd::platform::Level::Error,
+    let unit = if os.step { "rounds" } else { "ms" };
+    Some((
+        BugCheck::new(bugcheck::VIDEO_TDR_FAILURE, [0, 0, 0, LIMIT_EXHAUSTED]),
         format!(
-            "adapter timeout after {count} adapter-wide recoveries within TdrLimitTime \
-             ({window} {}): TdrLimitCount exhausted",
-            if step { "rounds" } else { "ms" }
+            "adapter timeout after {} adapter-wide recoveries within TdrLimitTime ({} {unit}): \
+             TdrLimitCount exhausted",
+            limit_count(os),
+            limit_time(os)
         ),
-    );
-    a.state.raise_bugcheck(b);
-    Err(SimError::Bugcheck(b))
+    ))
 }
 
 /// After an adapter-wide recovery: its time enters the history.

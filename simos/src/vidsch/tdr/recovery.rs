@@ -481,7 +481,12 @@ pub(crate) fn adapter_reset(
 ) -> Result<(), SimError> {
     collect_dbg_info(a, sh, VIDEO_TDR_TIMEOUT_DETECTED)?;
     // TdrLimitCount / TdrLimitTime: checked before the adapter is reset, as 24H2 does.
-    limit::check(a, sh)?;
+    let exhausted = limit::check(&lock(&sh.os));
+    if let Some((b, why)) = exhausted {
+        a.state.push_log(rvgpu_kmd::platform::Level::Error, why);
+        a.state.raise_bugcheck(b);
+        return Err(SimError::Bugcheck(b));
+    }
     let t = table(a)?;
     let ctx = a.context();
     let mut errored: BTreeSet<KmtHandle> = extra.iter().copied().collect();
