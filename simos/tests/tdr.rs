@@ -1240,3 +1240,74 @@ fn tdr_q7_blocked_wait_counts_as_timeout() {
 against_the_pe_image!();
 
 under_the_pages!(image);
+
+// ---------------------------------------------------------------------------------------------
+// TDR-09's adapter-wide path and the TdrLimitCount / TdrLimitTime limit (docs/tdr.md).
+
+/// One kernel-mode hang whose engine reset fails (TDR-09): the OS recovers it adapter-wide.
+/// Returns once the recovery is done or the machine stopped.
+fn hang_recovered_adapter_wide(m: &Machine, done: u64) {
+    let (p, _k, ctx) = process_with_context(m);
+    m.device(0).unwrap().fail_next_reset(0);
+    ok(m, m.submit_legacy(&p, ctx, &[Command::Hang]));
+    let r = m.run_until(20_000, Duration::from_secs(20), |m| {
+        adapter_resets(m) == done || m.bugcheck().is_some()
+    });
+    assert!(
+        matches!(r, Ok(true) | Err(SimError::Bugcheck(_))),
+        "hang {done}: {r:?}"
+    );
+}
+
+/// TDR-09 with Windows' TDR limit: five adapter-wide recoveries within `TdrLimitTime` (the
+/// default 5 and 60 s, as rounds in step mode) recover; the sixth hang is bug check 0x116
+/// `VIDEO_TDR_FAILURE` (parameter 4 = 13, 24H2 `TdrIsRecoveryRequired`) instead of a sixth
+/// recovery, and the machine stops.
+#[test]
+fn tdr_09_adapter_resets_beyond_tdr_limit_count_bugcheck_0x116() {
+    let m = sw_tdr_machine(Mode::Step, |_| {});
+    assert_eq!(TdrConfig::default().limit_count, 5);
+    for n in 1..=5 {
+        hang_recovered_adapter_wide(&m, n);
+        assert!(m.bugcheck().is_none(), "recovery {n} is within the limit");
+        assert_eq!(adapter_resets(&m), n);
+    }
+    hang_recovered_adapter_wide(&m, 6);
+    let b = m
+        .bugcheck()
+        .expect("the sixth adapter timeout in the window bug-checks");
+    assert_eq!(b.code, 0x116);
+    assert_eq!(b.params, [0, 0, 0, 13]);
+    assert!(m.device(0).unwrap().is_frozen(), "no sixth recovery");
+}
+
+/// TDR-09 with Windows' TDR limit: adapter-wide recoveries spaced more than `TdrLimitTime`
+/// apart never reach `TdrLimitCount`; engine resets (0x141) do not count at all.
+#[test]
+fn tdr_09_adapter_resets_spaced_beyond_tdr_limit_time_and_engine_resets_recover() {
+    let m = sw_tdr_machine(Mode::Step, |_| {});
+    let window = 1_000;
+    enable_tdr(
+        &m,
+        TdrConfig {
+            limit_count: 2,
+            limit_time_steps: window,
+            ..fast()
+        },
+    );
+    for n in 1..=5 {
+        hang_recovered_adapter_wide(&m, n);
+        assert!(m.bugcheck().is_none(), "recovery {n}: {:?}", m.bugcheck());
+        // Idle past the window before the next hang.
+        let _ = m.run_until(window as usize + 10, Duration::from_secs(20), |_| false);
+    }
+    // Engine timeouts back to back: per-engine resets, none counted.
+    for n in 1..=5 {
+        let (p, _k, ctx) = process_with_context(&m);
+        ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
+        run_until(&m, "engine reset", |m| resets(m) == n);
+    }
+    assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
+    assert_eq!(adapter_resets(&m), 5);
+    no_fault(&m);
+}

@@ -56,6 +56,7 @@
 
 mod control;
 mod hwsched;
+mod limit;
 mod recovery;
 mod report;
 mod watchdog;

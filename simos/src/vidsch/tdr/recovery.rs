@@ -21,6 +21,7 @@ use crate::ob::KmtHandle;
 use crate::ums;
 
 use super::hwsched::{recover_hw_node, recover_hw_node_24h2};
+use super::limit;
 use super::state::{Packet, TdrEvent, TdrReason, TdrShared};
 use super::watchdog::{collect_dbg_info, flush_dpcs};
 
@@ -479,6 +480,13 @@ pub(crate) fn adapter_reset(
     extra: &[KmtHandle],
 ) -> Result<(), SimError> {
     collect_dbg_info(a, sh, VIDEO_TDR_TIMEOUT_DETECTED)?;
+    // TdrLimitCount / TdrLimitTime: checked before the adapter is reset, as 24H2 does.
+    let exhausted = limit::check(&lock(&sh.os));
+    if let Some((b, why)) = exhausted {
+        a.state.push_log(rvgpu_kmd::platform::Level::Error, why);
+        a.state.raise_bugcheck(b);
+        return Err(SimError::Bugcheck(b));
+    }
     let t = table(a)?;
     let ctx = a.context();
     let mut errored: BTreeSet<KmtHandle> = extra.iter().copied().collect();
@@ -545,6 +553,7 @@ pub(crate) fn adapter_reset(
         let mut os = lock(&sh.os);
         os.events.push(TdrEvent::Restarted);
         os.adapter_resets += 1;
+        limit::record(&mut os);
         os.reason = Some(reason);
         let now = os.now();
         for n in os.nodes.iter_mut() {

@@ -1,7 +1,7 @@
 //! What VidSch keeps for timeout detection and recovery: reasons, events, the per-node
 //! schedule of DMA buffers and the adapter's TDR state.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -158,6 +158,15 @@ pub struct TdrConfig {
     pub preempt_timeout: Duration,
     /// Watch hardware queues' progress fences (UM-16) as well as DMA fences.
     pub watch_hw_queues: bool,
+    /// `GraphicsDrivers\TdrLimitCount`: adapter-wide recoveries within [`Self::limit_time`]
+    /// after which the next adapter timeout bug-checks (default 5; read as 1 to 32,
+    /// [`super::limit`]).
+    pub limit_count: u32,
+    /// Threaded mode: `GraphicsDrivers\TdrLimitTime` (default 60 s; read as 5 s to 3600 s).
+    pub limit_time: Duration,
+    /// Step mode: `TdrLimitTime` in rounds. The default, 9000, keeps Windows' ratio of
+    /// `TdrLimitTime` to `TdrDelay` (60 s to 2 s) over the default 300-round timeout.
+    pub limit_time_steps: u64,
 }
 
 impl Default for TdrConfig {
@@ -168,6 +177,9 @@ impl Default for TdrConfig {
             preempt_steps: 20,
             preempt_timeout: Duration::from_millis(20),
             watch_hw_queues: true,
+            limit_count: 5,
+            limit_time: Duration::from_secs(60),
+            limit_time_steps: 9_000,
         }
     }
 }
@@ -283,6 +295,9 @@ pub(crate) struct TdrOs {
     pub last_dump: Option<TdrDump>,
     /// The last [`Packet::serial`] given.
     pub serial: u64,
+    /// When each recent adapter-wide recovery finished ([`Self::now`]), oldest first
+    /// ([`super::limit`]).
+    pub(super) history: VecDeque<u64>,
 }
 
 impl TdrOs {
@@ -310,6 +325,7 @@ impl TdrOs {
             adapter_resets: 0,
             last_dump: None,
             serial: 0,
+            history: VecDeque::new(),
         }
     }
 
