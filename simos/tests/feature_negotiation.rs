@@ -18,7 +18,8 @@ use rvgpu_ddi::feature::{
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_SUCCESS};
 use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS};
 use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID};
-use rvgpu_simos::dxgkrnl::features::{decide, DriverSupport};
+use rvgpu_simos::adapter::featuredb::DriverSupport;
+use rvgpu_simos::dxgkrnl::features::decide;
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 
 fn start(cfg: MachineConfig, no_interface: bool) -> Machine {

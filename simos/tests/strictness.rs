@@ -180,7 +180,7 @@ fn unclaimed_interrupt_storm_is_0xf2() {
             assert_eq!(b.code, bugcheck::HARDWARE_INTERRUPT_STORM, "{b}");
             // At least the limit of consecutive unclaimed calls, over several device steps.
             assert!(
-                b.params[3] >= rvgpu_simos::dxgkrnl::interrupt::UNCLAIMED_STORM_LIMIT,
+                b.params[3] >= rvgpu_simos::adapter::irq::UNCLAIMED_STORM_LIMIT,
                 "{b}"
             );
         }
@@ -193,7 +193,7 @@ fn unclaimed_interrupt_storm_is_0xf2() {
 /// away resets the run, and a run that lasts is.
 #[test]
 fn storm_needs_the_device_request_and_a_minimum_duration() {
-    use rvgpu_simos::dxgkrnl::interrupt::{STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT};
+    use rvgpu_simos::adapter::irq::{STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT};
     let m = started(Mode::Step);
     let iface = dxgkrnl_interface(&m);
     let Some(a) = rvgpu_simos::adapter::AdapterShared::from_handle(iface.DeviceHandle) else {

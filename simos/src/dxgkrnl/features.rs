@@ -18,7 +18,7 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
 
 use crate::adapter::ddi::{self};
-pub use crate::adapter::featuredb::{DriverSupport, FeatureDb};
+use crate::adapter::featuredb::{DriverSupport, FeatureDb};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 

@@ -24,14 +24,11 @@ use std::time::{Duration, Instant};
 use rvgpu_kmd::platform::Irql;
 
 use crate::adapter::context::MachineContext;
-pub use crate::adapter::irq::{
-    CLAIMED_STORM_LIMIT, STORM_MIN_DURATION, STORM_MIN_STEPS, UNCLAIMED_STORM_LIMIT,
-};
 use crate::adapter::irql;
 use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::error::Fault;
-pub use crate::base::line::{SimLine, Wake};
+use crate::base::line::Wake;
 use crate::base::lock::lock;
 use crate::base::notify::Notification;
 use crate::base::processor::{check_return_irql, current_irql, IrqlScope};
