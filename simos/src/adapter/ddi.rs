@@ -95,13 +95,23 @@ impl Drop for InDdi {
     }
 }
 
-/// Slot `$slot` of adapter `$a`'s table as a [`Ddi`], read in place: "no driver loaded"
-/// without a table, [`missing`] when the slot is empty.
-macro_rules! slot {
+/// Slot `$slot` of adapter `$a`'s table as an `Option<`[`Ddi`]`>` (`None`: the slot is
+/// empty), read in place: "no driver loaded" without a table. A call reads one pointer rather
+/// than copying the whole table, which the submission path would pay per call.
+macro_rules! table_slot {
     ($a:expr, $slot:ident) => {
         $a.table
             .slot(|t| $crate::adapter::ddi::in_table!(t, $slot))
             .ok_or_else(|| $crate::base::error::SimError::Simulation("no driver loaded".into()))
+    };
+}
+pub(crate) use table_slot;
+
+/// Slot `$slot` of adapter `$a`'s table as a [`Ddi`], read in place: "no driver loaded"
+/// without a table, [`missing`] when the slot is empty.
+macro_rules! slot {
+    ($a:expr, $slot:ident) => {
+        $crate::adapter::ddi::table_slot!($a, $slot)
             .and_then(|f| f.ok_or_else(|| $crate::adapter::ddi::missing(stringify!($slot))))
     };
 }

@@ -134,7 +134,7 @@ pub(crate) fn create_context_raw(
         (d.kmd, d.process)
     };
     let hw_queue = check_context_creation(a, node, flags, virtual_context)?;
-    let f = ddi::in_table!(table(a)?, DxgkDdiCreateContext).map_or_else(not_supported, Ok)?;
+    let f = ddi::table_slot!(a, DxgkDdiCreateContext)?.map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATECONTEXT {
         hContext: std::ptr::null_mut(),

@@ -23,7 +23,7 @@ use rvgpu_ddi::submission::{
 
 use super::allocation::release_alloc;
 use super::mapping::PAGE;
-use crate::adapter::ddi::{self, check_status, must_succeed, not_supported, sim_err, table};
+use crate::adapter::ddi::{self, check_status, must_succeed, not_supported, sim_err};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -456,7 +456,7 @@ pub(crate) fn create_doorbell(
             pid,
         )
     };
-    let f = ddi::in_table!(table(a)?, DxgkDdiCreateDoorbell).map_or_else(not_supported, Ok)?;
+    let f = ddi::table_slot!(a, DxgkDdiCreateDoorbell)?.map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATEDOORBELL {
         hHwQueue: kmd_queue as HANDLE,
@@ -552,8 +552,7 @@ pub(crate) fn notify_work_submission(
         }
         os.queues.get(&d.queue).map_or(0, |q| q.kmd)
     };
-    let f =
-        ddi::in_table!(table(a)?, DxgkDdiNotifyWorkSubmission).map_or_else(not_supported, Ok)?;
+    let f = ddi::table_slot!(a, DxgkDdiNotifyWorkSubmission)?.map_or_else(not_supported, Ok)?;
     let mut args = DXGKARG_NOTIFYWORKSUBMISSION {
         hHwQueue: kmd_queue as HANDLE,
         Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::default(),

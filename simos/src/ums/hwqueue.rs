@@ -188,7 +188,7 @@ pub(crate) fn create_hw_queue(
         // UM-04: user-mode queues only on an adapter that reported its doorbell size.
         return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
     }
-    let f = ddi::in_table!(table(a)?, DxgkDdiCreateHwQueue).map_or_else(not_supported, Ok)?;
+    let f = ddi::table_slot!(a, DxgkDdiCreateHwQueue)?.map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
     let logs = m.alloc_queue_logs(a, user_mode)?;
@@ -448,8 +448,7 @@ pub(super) fn submit_raw_at(
         (p.gpu_va(), p.kernel_va() as PVOID)
     });
     let _q = lock(&lock_q);
-    let f =
-        ddi::in_table!(table(a)?, DxgkDdiSubmitCommandToHwQueue).map_or_else(not_supported, Ok)?;
+    let f = ddi::table_slot!(a, DxgkDdiSubmitCommandToHwQueue)?.map_or_else(not_supported, Ok)?;
     let args = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
         hHwQueue: kmd as HANDLE,
         HwQueueProgressFenceId: value,

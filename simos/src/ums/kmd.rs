@@ -31,7 +31,7 @@ macro_rules! needed_ddi {
     ($a:expr, $slot:ident, $since:literal) => {
         $crate::ums::kmd::needed(
             $a,
-            $crate::adapter::ddi::in_table!($crate::adapter::ddi::table($a)?, $slot),
+            $crate::adapter::ddi::table_slot!($a, $slot)?,
             stringify!($slot),
             $since,
         )

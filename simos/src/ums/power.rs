@@ -10,7 +10,7 @@ use rvgpu_ddi::ntstatus::STATUS_PENDING;
 use rvgpu_ddi::submission::{DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT};
 
 use crate::adapter::bringup;
-use crate::adapter::ddi::{self, check_status, sim_err, table};
+use crate::adapter::ddi::{self, check_status, sim_err};
 use crate::adapter::{AdapterShared, Life};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -411,7 +411,7 @@ fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), Si
     if current == Some(fstate) || current.is_none() {
         return Ok(());
     }
-    let f = ddi::in_table!(table(a)?, DxgkDdiSetPowerComponentFState);
+    let f = ddi::table_slot!(a, DxgkDdiSetPowerComponentFState)?;
     let called = match (f, component) {
         (Some(f), Some(component)) => {
             let ctx = a.context();
@@ -461,7 +461,7 @@ pub(super) fn set_power_state(
     a: &AdapterShared,
     state: DEVICE_POWER_STATE,
 ) -> Result<(), SimError> {
-    let f = ddi::in_table!(table(a)?, DxgkDdiSetPowerState)
+    let f = ddi::table_slot!(a, DxgkDdiSetPowerState)?
         .ok_or_else(|| SimError::Simulation("no DxgkDdiSetPowerState".into()))?;
     let ctx = a.context();
     if state == PowerDeviceD0 {

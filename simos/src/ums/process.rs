@@ -295,7 +295,7 @@ pub(crate) fn create_process(
     a: &AdapterShared,
     i: usize,
 ) -> Result<UmsProcess, SimError> {
-    let f = ddi::in_table!(table(a)?, DxgkDdiCreateDevice).map_or_else(not_supported, Ok)?;
+    let f = ddi::table_slot!(a, DxgkDdiCreateDevice)?.map_or_else(not_supported, Ok)?;
     let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
     // The process's D3DKMT handle table lives as long as this machine.
     m.own_process(pid);

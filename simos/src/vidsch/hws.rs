@@ -53,7 +53,7 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 
-use crate::adapter::ddi::{self, table};
+use crate::adapter::ddi;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -426,7 +426,7 @@ fn set_properties(
     let status = unsafe {
         optional_ddi(
             a,
-            ddi::in_table!(table(a)?, DxgkDdiSetContextSchedulingProperties),
+            ddi::table_slot!(a, DxgkDdiSetContextSchedulingProperties)?,
             &args,
         )
     }?;

@@ -12,7 +12,7 @@ use rvgpu_ddi::tdr::{
 };
 use rvgpu_device::Device;
 
-use crate::adapter::ddi::{self, check_status, sim_err, table};
+use crate::adapter::ddi::{self, check_status, sim_err};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::machine::Machine;
@@ -87,7 +87,7 @@ impl Machine {
     /// `DxgkDdiQueryDependentEngineGroup(node)` at PASSIVE_LEVEL (TDR-02).
     pub fn query_dependent_engine_group(&self, i: usize, node: u32) -> Result<u64, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let f = ddi::in_table!(table(&a)?, DxgkDdiQueryDependentEngineGroup)
+        let f = ddi::table_slot!(&a, DxgkDdiQueryDependentEngineGroup)?
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
         let (st, mask) = dependent_group(&a, f, node)?;
         check_status(st)?;
@@ -98,7 +98,7 @@ impl Machine {
     /// level-0 test runs it beside other DDIs); returns the text up to the first NUL.
     pub fn collect_dbg_info(&self, i: usize, reason: u32) -> Result<String, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let f = ddi::in_table!(table(&a)?, DxgkDdiCollectDbgInfo)
+        let f = ddi::table_slot!(&a, DxgkDdiCollectDbgInfo)?
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
         let mut buf = vec![0u8; 4096];
         let mut ext = DXGKARG_COLLECTDBGINFO_EXT::default();
@@ -126,7 +126,7 @@ impl Machine {
         size: usize,
     ) -> Result<(NTSTATUS, Vec<u8>), SimError> {
         let a = self.adapter_shared(i)?.clone();
-        let f = ddi::in_table!(table(&a)?, DxgkDdiCollectDbgInfo2)
+        let f = ddi::table_slot!(&a, DxgkDdiCollectDbgInfo2)?
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
         const GUARD: u8 = 0xA5;
         let mut buf = vec![0u8; size + 64];

@@ -75,7 +75,7 @@ pub(super) fn query_dependent_group(
     a: &AdapterShared,
     node: u32,
 ) -> Result<(NTSTATUS, u64), SimError> {
-    let qdeg = ddi::in_table!(table(a)?, DxgkDdiQueryDependentEngineGroup)
+    let qdeg = ddi::table_slot!(a, DxgkDdiQueryDependentEngineGroup)?
         .ok_or_else(|| sim_err(a, "TDR without DxgkDdiQueryDependentEngineGroup".into()))?;
     dependent_group(a, qdeg, node)
 }

@@ -178,7 +178,7 @@ pub(super) fn query_current_fence(a: &AdapterShared, node: u32) -> Option<u32> {
 }
 
 pub(super) fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
-    let f = ddi::in_table!(table(a)?, DxgkDdiPreemptCommand)
+    let f = ddi::table_slot!(a, DxgkDdiPreemptCommand)?
         .ok_or_else(|| sim_err(a, "no DxgkDdiPreemptCommand".into()))?;
     let args = DXGKARG_PREEMPTCOMMAND {
         PreemptionFenceId: id,
@@ -201,7 +201,7 @@ pub(super) fn collect_dbg_info(
     reason: u32,
 ) -> Result<(), SimError> {
     // A WDDM KMD must implement it; skipping it would hide a missing DDI from every TDR test.
-    let f = ddi::in_table!(table(a)?, DxgkDdiCollectDbgInfo).ok_or_else(|| {
+    let f = ddi::table_slot!(a, DxgkDdiCollectDbgInfo)?.ok_or_else(|| {
         sim_err(
             a,
             format!("driver bug: TDR ({reason:#x}) but the driver has no DxgkDdiCollectDbgInfo"),
@@ -254,7 +254,7 @@ pub(super) fn collect_dbg_info_24h2(
     sh: &TdrShared,
     node: u32,
 ) -> Result<(), SimError> {
-    let Some(f) = ddi::in_table!(table(a)?, DxgkDdiCollectDbgInfo2) else {
+    let Some(f) = ddi::table_slot!(a, DxgkDdiCollectDbgInfo2)? else {
         return collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED);
     };
     const SIZE: usize = 16 << 20;
