@@ -12,8 +12,9 @@
 //! Modules follow the Windows components they stand for: [`adapter`] (the graphics kernel's
 //! core: the adapter and the one way to call a DDI), [`dxgkrnl`] (its callbacks, DPCs and
 //! power), [`vidsch`] (scheduling and TDR), [`vidmm`] (memory), [`sync`] (fences and fence
-//! logs), [`ums`] (user-mode submission), [`kmt`] (the D3DKMT thunks); [`machine`] ties them
-//! into one machine, [`pnp`] loads the driver and starts and stops its adapters, and [`testing`] holds
+//! logs), [`ums`] (user-mode submission), [`kmt`] (the D3DKMT thunks); what each component
+//! keeps is in [`state`], below the adapter that holds it; [`machine`] ties them into one
+//! machine, [`pnp`] loads the driver and starts and stops its adapters, and [`testing`] holds
 //! driver stand-ins for tests.
 //!
 //! Strictness: where Windows would bug-check, the machine halts with the same code and
@@ -34,6 +35,7 @@ pub mod os;
 #[cfg(target_os = "linux")]
 pub mod pe;
 pub mod pnp;
+pub mod state;
 pub mod sync;
 pub mod testing;
 pub mod ums;
@@ -50,10 +52,10 @@ pub use machine::{
     AdapterConfig, AdapterInfo, CpuArch, Machine, MachineConfig, Mode, OsConfig, WindowsBuild,
 };
 pub use rvgpu_kmd::platform::Irql;
+pub use state::sync::trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
 pub use sync::fence::{
     LateWakes, MonitoredFence, NativeFence, NativeFenceDesc, ProcessId, SimEvent, WaitOutcome,
 };
-pub use sync::trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
 pub use ums::{DoorbellInfo, DoorbellState, Power, UmsEvent, UmsProcess};
 pub use vidsch::hws::{ContextPriority, HwsCall, SchedLogEntry, SchedLogStats};
 pub use vidsch::tdr::{Cause, TdrConfig, TdrDump, TdrEvent, TdrReason};

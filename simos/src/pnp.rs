@@ -473,7 +473,7 @@ impl Machine {
         *lock(&a.life) = Life::Started;
         if let Some(c) = components {
             // BR-107: StartRuntimePowerManagement once the adapter is up.
-            crate::ums::runtime_pm_registered(&a, c);
+            crate::ums::runtime_pm_registered(&a, c.components, c.node_component);
             crate::dxgkrnl::power::start(&a, &t)?;
         }
         Ok(AdapterInfo {
@@ -898,7 +898,7 @@ impl Machine {
             for (va, c) in &q {
                 let dirty =
                     c.alloc.words().iter().position(|w| {
-                        w.load(Ordering::Acquire) != crate::vidmm::state::FREED_POISON
+                        w.load(Ordering::Acquire) != crate::state::vidmm::FREED_POISON
                     });
                 if let Some(i) = dirty {
                     let b = BugCheck::new(

@@ -15,8 +15,8 @@ use rvgpu_hw::cmd::{Command, LogKind};
 use rvgpu_hw::log::{LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 use rvgpu_simos::adapter::irql::Routine;
 use rvgpu_simos::kmt::SimKmt;
+use rvgpu_simos::state::sync::trace::{Recorder, TraceEvent};
 use rvgpu_simos::sync::fencelog::{LogCounters, Producer};
-use rvgpu_simos::sync::trace::{Recorder, TraceEvent};
 use rvgpu_simos::{
     AdapterConfig, Machine, MachineConfig, Mode, NativeFence, ReleaseVia, SimEvent, UmsEvent,
     UmsProcess,

@@ -164,7 +164,7 @@ fn nf_04_a_new_wait_raises_monitored_value_over_a_pending_one_under_24h2_only() 
     let m = step_array_reports();
     let (mut q, f) = queue_and_fence(&m);
     ok(&m, m.run_until_idle());
-    let rec = std::sync::Arc::new(rvgpu_simos::sync::trace::Recorder::default());
+    let rec = std::sync::Arc::new(rvgpu_simos::state::sync::trace::Recorder::default());
     let rec_sink: std::sync::Arc<dyn rvgpu_simos::TraceSink> = rec.clone();
     m.set_trace_sink(rec_sink);
     let e3 = ok(&m, m.wait_native_fence_event(&f, 3));

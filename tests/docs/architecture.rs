@@ -145,9 +145,7 @@ fn named_modules(doc: &str, start: &str) -> BTreeSet<String> {
 
 /// The layering docs/architecture.md states ("Layers") holds in the driver core, the simulated
 /// OS, the UMD and the harness: no circle that `scripts/import-cycles.py` (where the rule is
-/// written) marks as breaking it; except, while it lasts, the simulated OS's one circle
-/// that the paragraph beginning "One import circle remains in the simulated OS" names module by
-/// module (so it can neither grow nor shrink without the page saying so).
+/// written) marks as breaking it.
 #[test]
 fn no_import_circle_joins_top_level_modules() {
     let (ok, text) = import_cycles(&["--check"]);
@@ -162,22 +160,13 @@ fn no_import_circle_joins_top_level_modules() {
             "docs/architecture.md's layers do not name {dir}"
         );
     }
-    let named = named_modules(&doc, "One import circle remains in the simulated OS");
     // The circles that break the rule, as the script (where the rule is written) marks them.
     let broken: Vec<(String, BTreeSet<String>)> = circles(&text)
         .into_iter()
         .filter(|(_, _, breaks)| *breaks)
         .map(|(dir, mods, _)| (dir, mods))
         .collect();
-    if named.is_empty() {
-        assert!(ok && broken.is_empty(), "{text}");
-        return;
-    }
-    assert!(
-        broken.len() == 1 && broken[0].0 == "simos/src" && broken[0].1 == named,
-        "the circles that break the layering are not the one docs/architecture.md names \
-         ({named:?}):\n{text}"
-    );
+    assert!(ok && broken.is_empty(), "{text}");
 }
 
 /// The import circles docs/architecture.md describes for the driver core are those

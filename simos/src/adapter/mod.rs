@@ -2,8 +2,8 @@
 //! simulated adapter ([`AdapterShared`]: the emulated device plus everything the OS keeps per
 //! adapter, miniport context, native fence handles, the callback table handed to the driver,
 //! and each component's state from that component's leaf: interrupts and DPCs
-//! ([`irq::Interrupts`]), VidMm ([`crate::vidmm::state::VidMmState`]), VidSch
-//! ([`crate::vidsch::state::VidSchState`]), fences and UMS), and what the components use of
+//! ([`irq::Interrupts`]), VidMm ([`crate::state::vidmm::VidMmState`]), VidSch
+//! ([`crate::state::vidsch::VidSchState`]), fences and UMS), and what the components use of
 //! Dxgkrnl: the one way to call a DDI ([`ddi`], [`slot`]), the IRQL check against the rule table
 //! ([`irql`], [`rules`]), driver load ([`load`]) and bring-up checks ([`bringup`]), the machine's
 //! health ([`state`]), the thread's machine ([`context`]), the host kernel the driver runs on
@@ -16,6 +16,7 @@
 //! (never by dereferencing a handle the driver passes), so a bad handle is caught.
 
 pub mod bringup;
+pub mod callback;
 pub mod context;
 pub mod ddi;
 pub mod featuredb;
@@ -54,8 +55,8 @@ use crate::base::line::{SimLine, Wake};
 use crate::base::lock::lock;
 use crate::base::notify::{Notification, Processed};
 use crate::os::{AdapterConfig, OsConfig};
-use crate::vidmm::state::VidMmState;
-use crate::vidsch::state::VidSchState;
+use crate::state::vidmm::VidMmState;
+use crate::state::vidsch::VidSchState;
 
 /// The driver's table as copied by the simulated `DxgkInitialize`, shared by the machine and
 /// its adapters.
@@ -129,9 +130,9 @@ pub struct AdapterShared {
     pub life: Mutex<Life>,
     /// Dxgkrnl's interrupt and DPC state ([`crate::adapter::irq`]).
     pub irq: Interrupts,
-    /// VidMm's state ([`crate::vidmm::state`]).
+    /// VidMm's state ([`crate::state::vidmm`]).
     pub mm: VidMmState,
-    /// VidSch's state ([`crate::vidsch::state`]).
+    /// VidSch's state ([`crate::state::vidsch`]).
     pub sch: VidSchState,
     /// The `DeviceHandle` is valid: from StartDevice until RemoveDevice. A callback with the
     /// handle of a removed adapter is a use of freed Dxgkrnl memory (0x50).
@@ -139,7 +140,7 @@ pub struct AdapterShared {
     /// Native fence handles the OS handed out and has not destroyed (global handles, NF-13).
     pub native_fences: Mutex<HashSet<usize>>,
     /// The OS's native-fence objects, storage and DPC work of this adapter ([`crate::sync::fence`]).
-    pub fence_os: Mutex<crate::sync::fence::storage::FenceOs>,
+    pub fence_os: Mutex<crate::state::sync::storage::FenceOs>,
     /// References the driver holds on the feature interface (DxgkCbQueryServices takes one,
     /// InterfaceReference/InterfaceDereference adjust it). Must be zero once stopped.
     pub feature_refs: AtomicI64,
@@ -165,7 +166,7 @@ pub struct AdapterShared {
     /// doorbell's kernel VA must lie in one).
     pub doorbell_windows: Mutex<std::collections::BTreeMap<usize, usize>>,
     /// The OS's user-mode submission objects ([`crate::ums`]).
-    pub ums: Mutex<crate::ums::state::UmsOs>,
+    pub ums: Mutex<crate::state::ums::UmsOs>,
     /// The OS's user-mode submission lock: thunks of one process take it shared (plus their
     /// device's lock), adapter-wide sequences (power, F1, device loss) exclusively, so
     /// different processes reach the KMD concurrently as on Windows. Never held across a
@@ -335,7 +336,7 @@ impl AdapterShared {
             sch: VidSchState::default(),
             handle_valid: AtomicBool::new(false),
             native_fences: Mutex::new(HashSet::new()),
-            fence_os: Mutex::new(crate::sync::fence::storage::FenceOs::default()),
+            fence_os: Mutex::new(crate::state::sync::storage::FenceOs::default()),
             feature_refs: AtomicI64::new(0),
             interface: Mutex::new(None),
             caps: Mutex::new(None),
@@ -347,7 +348,7 @@ impl AdapterShared {
             register_bus,
             d3hot,
             doorbell_windows: Mutex::new(std::collections::BTreeMap::new()),
-            ums: Mutex::new(crate::ums::state::UmsOs::default()),
+            ums: Mutex::new(crate::state::ums::UmsOs::default()),
             ums_seq: std::sync::RwLock::new(()),
             ums_fstate: Mutex::new(()),
             installed_keys: Mutex::new(None),

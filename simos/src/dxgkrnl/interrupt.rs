@@ -374,6 +374,20 @@ pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
             }
         }
         // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
-        crate::vidsch::tdr::run_passive(&a)
+        crate::vidsch::tdr::run_passive(&a, &InterruptPath)
     });
+}
+
+/// Dxgkrnl's interrupt path as VidSch's TDR runs it inline in step mode
+/// ([`crate::vidsch::tdr::Interrupts`]).
+pub(crate) struct InterruptPath;
+
+impl crate::vidsch::tdr::Interrupts for InterruptPath {
+    fn service_interrupt(&self, a: &AdapterShared) -> bool {
+        matches!(service_interrupt(a, false), Serviced::Ran(_))
+    }
+
+    fn service_dpc(&self, a: &AdapterShared) -> bool {
+        service_dpc(a)
+    }
 }

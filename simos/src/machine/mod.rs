@@ -17,7 +17,7 @@ mod run;
 mod stock;
 
 /// The CPU cache model lives with the allocations it caches; kept reachable here.
-pub use crate::vidmm::cpucache;
+pub use crate::state::vidmm::cpucache;
 
 // The hardware seam and the PCI board keep their paths under the machine (the harness names
 // `machine::PciSpec` and `machine::pci`).
@@ -424,7 +424,7 @@ impl Machine {
     }
 
     /// What VidMm learnt of adapter `i`'s memory at start (segments, GPU MMU caps).
-    pub fn memory_model(&self, i: usize) -> Option<crate::vidmm::model::MemoryModel> {
+    pub fn memory_model(&self, i: usize) -> Option<crate::state::vidmm::model::MemoryModel> {
         self.adapters
             .get(i)
             .map(|a| lock(&a.mm.memory_model).clone())

@@ -89,7 +89,8 @@ impl Machine {
             progress |=
                 crate::ums::run_passive_work(a, &|n| crate::vidsch::tdr::node_has_pending(a, n));
             // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
-            progress |= crate::vidsch::tdr::run_passive(a);
+            progress |=
+                crate::vidsch::tdr::run_passive(a, &crate::dxgkrnl::interrupt::InterruptPath);
         }
         progress
     }

@@ -4,4 +4,3 @@
 pub mod fence;
 pub mod fencelog;
 pub use crate::base::process_id;
-pub mod trace;

@@ -22,13 +22,13 @@ use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
-use crate::vidmm::cpucache::CpuCache;
+use crate::state::vidmm::cpucache::CpuCache;
+use crate::state::vidmm::{AllocObj, Described, Mapped};
 use crate::vidmm::host::Host;
-use crate::vidmm::state::{AllocObj, Described, Mapped};
 
-use super::events::UmsEvent;
 use super::locks::{dev_guard, device_lock};
-use super::state::{new_handle, UmsOs};
+use crate::state::ums::events::UmsEvent;
+use crate::state::ums::{new_handle, UmsOs};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 

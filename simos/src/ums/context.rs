@@ -12,11 +12,11 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
 
-use super::events::UmsEvent;
 use super::host::UmsHost;
 use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock};
-use super::state::{new_handle, ContextObj, Suspended};
+use crate::state::ums::events::UmsEvent;
+use crate::state::ums::{new_handle, ContextObj, Suspended};
 
 pub(super) fn destroy_context(
     m: &dyn UmsHost,

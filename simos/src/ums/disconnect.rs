@@ -8,19 +8,21 @@ use rvgpu_ddi::dxgkrnl::{
     D3DDDI_DOORBELLSTATUS, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
     D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY, DXGKARGCB_DISCONNECTDOORBELL,
 };
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS};
 use rvgpu_ddi::submission::{DXGKARG_DISCONNECTDOORBELL, DXGKARG_DISCONNECTDOORBELL_FLAGS};
 
-use crate::adapter::ddi;
+use crate::adapter::ddi::{self, must_succeed};
 use crate::adapter::irql::Routine;
 use crate::adapter::AdapterShared;
+use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::base::processor::current_irql;
 use crate::ob::KmtHandle;
 use crate::os::answers::VictimDisconnect;
 
-use super::events::UmsEvent;
-use super::state::{kernel_handle, DoorbellState};
+use crate::state::ums::events::UmsEvent;
+use crate::state::ums::{kernel_handle, DoorbellState};
+
+use super::kmd::needed_ddi;
 
 /// The adapters of the calling thread's machine whose OS knows `handle` as a doorbell (KMD or
 /// OS handle); the adapter whose DDI the thread is inside first.
@@ -70,24 +72,62 @@ pub(super) fn run_test_hook() {
     }
 }
 
-/// `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL).
-pub(crate) fn cb_disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
-    let addr = crate::dxgkrnl::callbacks::disconnect_doorbell_address();
-    if let Err(b) =
-        crate::adapter::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
-    {
-        crate::adapter::context::raise(b);
-        return STATUS_UNSUCCESSFUL;
+/// An OS-initiated disconnect of a connected doorbell: the status page gets `reason`, the CPU
+/// VA the dummy page, then `DxgkDdiDisconnectDoorbell`.
+///
+/// Microsoft describes the remap and the status write as happening on return from the DDI.
+/// With that order a UMD that rings after the KMD unbound the page and before the OS wrote the
+/// status hits an unbound page, then reads `CONNECTED`: its work is lost, whatever the KMD
+/// does (the page must be free when the DDI returns). The simulation uses the lossless order
+/// instead: status first (a ring through the still-physical VA still reaches the still-bound
+/// queue, and the UMD then reconnects harmlessly), then the dummy page, then the DDI. The KMD
+/// cannot observe the difference.
+pub(crate) fn os_disconnect(
+    a: &AdapterShared,
+    h: KmtHandle,
+    reason: D3DDDI_DOORBELLSTATUS,
+) -> Result<(), SimError> {
+    let kmd = {
+        let os = lock(&a.ums);
+        match os.doorbells.get(&h) {
+            Some(d) if matches!(d.state, DoorbellState::Connected { .. }) => {
+                d.cpu.status.store(reason, Ordering::Release);
+                d.cpu.to_dummy();
+                d.kmd
+            }
+            _ => return Ok(()),
+        }
+    };
+    let f = needed_ddi!(a, DxgkDdiDisconnectDoorbell, "has doorbells")?;
+    let mut args = DXGKARG_DISCONNECTDOORBELL {
+        hDoorbell: kmd as HANDLE,
+        Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
+    };
+    let status = ddi::passive(a, f, |f| {
+        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
+        unsafe { f(&mut args) }
+    })?;
+    must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
+    let mut os = lock(&a.ums);
+    if let Some(d) = os.doorbells.get_mut(&h) {
+        if d.state != DoorbellState::Aborted {
+            d.state = if reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT {
+                DoorbellState::Aborted
+            } else {
+                DoorbellState::Disconnected
+            };
+        }
     }
-    if args.is_null() {
-        crate::adapter::context::raise(crate::BugCheck::new(
-            crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-            [0, 0, addr as u64, 0],
-        ));
-        return STATUS_INVALID_PARAMETER;
-    }
-    // SAFETY: non-null pointer to the driver's argument block.
-    let args = unsafe { args.read() };
+    os.events.push(UmsEvent::DisconnectDoorbell {
+        doorbell: h,
+        reason,
+    });
+    Ok(())
+}
+
+/// `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL) on the driver's argument block, once the
+/// callback's entry (`crate::dxgkrnl::callbacks`) checked the IRQL and read the block.
+pub(crate) fn cb_disconnect_doorbell(args: &DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
     let (hq, hd) = (args.hHwQueue as usize, args.hDoorbell as usize);
     let reason = args.DisconnectReason;
     let fail = |msg: String| {
@@ -271,8 +311,8 @@ fn used_after_destroy(hd: usize, dead: KmtHandle) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::{from_kernel_handle, UmsOs};
     use super::*;
+    use crate::state::ums::{from_kernel_handle, UmsOs};
 
     /// `DxgkCbDisconnectDoorbell` resolves an OS kernel handle by computing its
     /// D3DKMT handle instead of scanning every doorbell; only real kernel handles map back.

@@ -7,85 +7,35 @@ use std::sync::{Arc, Mutex};
 
 use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
 use rvgpu_ddi::dxgkrnl::{
-    D3DDDI_DOORBELLSTATUS, D3DDDI_DOORBELLSTATUS_CONNECTED,
-    D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
-    D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+    D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
 };
 use rvgpu_ddi::ntstatus::{
     NT_SUCCESS, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
 };
 use rvgpu_ddi::submission::{
     DXGKARG_CONNECTDOORBELL, DXGKARG_CONNECTDOORBELL_FLAGS, DXGKARG_CREATEDOORBELL,
-    DXGKARG_CREATEDOORBELL_FLAGS, DXGKARG_DESTROYDOORBELL, DXGKARG_DISCONNECTDOORBELL,
-    DXGKARG_DISCONNECTDOORBELL_FLAGS, DXGKARG_NOTIFYWORKSUBMISSION,
+    DXGKARG_CREATEDOORBELL_FLAGS, DXGKARG_DESTROYDOORBELL, DXGKARG_NOTIFYWORKSUBMISSION,
     DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
 };
 
 use super::allocation::release_alloc;
-use super::mapping::PAGE;
 use crate::adapter::ddi::{self, check_status, must_succeed, not_supported, sim_err};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
 use crate::os::answers::ConnectPower;
+use crate::state::ums::mapping::PAGE;
 
-use super::events::UmsEvent;
 use super::kmd::{check_kmd_handle, needed_ddi};
 use super::locks::{dev_guard, device_lock, exclusive};
-use super::mapping::{DoorbellCpuState, DummyPage, Mapping};
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
-use super::state::{kernel_handle, new_handle, DoorbellInfo, DoorbellObj, DoorbellState, Power};
-
-/// An OS-initiated disconnect of a connected doorbell: the status page gets `reason`, the CPU
-/// VA the dummy page, then `DxgkDdiDisconnectDoorbell`.
-///
-/// Microsoft describes the remap and the status write as happening on return from the DDI.
-/// With that order a UMD that rings after the KMD unbound the page and before the OS wrote the
-/// status hits an unbound page, then reads `CONNECTED`: its work is lost, whatever the KMD
-/// does (the page must be free when the DDI returns). The simulation uses the lossless order
-/// instead: status first (a ring through the still-physical VA still reaches the still-bound
-/// queue, and the UMD then reconnects harmlessly), then the dummy page, then the DDI. The KMD
-/// cannot observe the difference.
-pub(super) fn os_disconnect(
-    a: &AdapterShared,
-    h: KmtHandle,
-    reason: D3DDDI_DOORBELLSTATUS,
-) -> Result<(), SimError> {
-    let kmd = {
-        let os = lock(&a.ums);
-        match os.doorbells.get(&h) {
-            Some(d) if matches!(d.state, DoorbellState::Connected { .. }) => {
-                d.cpu.status.store(reason, Ordering::Release);
-                d.cpu.to_dummy();
-                d.kmd
-            }
-            _ => return Ok(()),
-        }
-    };
-    let f = needed_ddi!(a, DxgkDdiDisconnectDoorbell, "has doorbells")?;
-    let mut args = DXGKARG_DISCONNECTDOORBELL {
-        hDoorbell: kmd as HANDLE,
-        Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
-    };
-    let status = value_ddi(a, f, &mut args)?;
-    must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
-    let mut os = lock(&a.ums);
-    if let Some(d) = os.doorbells.get_mut(&h) {
-        if d.state != DoorbellState::Aborted {
-            d.state = if reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT {
-                DoorbellState::Aborted
-            } else {
-                DoorbellState::Disconnected
-            };
-        }
-    }
-    os.events.push(UmsEvent::DisconnectDoorbell {
-        doorbell: h,
-        reason,
-    });
-    Ok(())
-}
+use crate::state::ums::events::UmsEvent;
+use crate::state::ums::mapping::{DoorbellCpuState, DummyPage, Mapping};
+use crate::state::ums::{
+    kernel_handle, new_handle, DoorbellInfo, DoorbellObj, DoorbellState, Power,
+};
 
 /// Whether BAR2 page `page` rings queue `id` as the device is programmed: a read of device
 /// state by the simulation (no side effects), the hardware check behind the doorbell DDIs

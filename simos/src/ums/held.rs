@@ -24,14 +24,14 @@ use crate::base::lock::lock;
 use crate::ob::KmtHandle;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
 
-use super::events::UmsEvent;
 use super::host::UmsHost;
 use super::hwqueue::{queue_node, submit_raw_at};
 use super::kmd::worker_step_failed;
 use super::locks::exclusive;
 use super::loss::tdr_device_in_error;
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
-use super::state::{new_handle, HwqSched, Pending, Power, Signal};
+use crate::state::ums::events::UmsEvent;
+use crate::state::ums::{new_handle, HwqSched, Pending, Power, Signal};
 
 /// Returns a resume for a VidSch-side waiter: kicks `sched` and wakes the worker.
 pub(super) fn kicker(a: &AdapterShared, sched: &Arc<HwqSched>) -> impl FnOnce() + Send + 'static {

@@ -27,13 +27,13 @@ use crate::os::answers::{SubmitFailure, UmsProgress};
 use crate::sync::fence::MonitoredFence;
 
 use super::context::node_flags;
-use super::events::UmsEvent;
 use super::held::{drop_held_work, kick_all};
 use super::host::UmsHost;
 use super::kmd::{check_kmd_handle, destroy_kmd, needed_ddi};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
-use super::state::{kernel_handle, new_handle, HwqSched, Pending, Power, QueueObj};
+use crate::state::ums::events::UmsEvent;
+use crate::state::ums::{kernel_handle, new_handle, HwqSched, Pending, Power, QueueObj};
 
 pub(super) fn destroy_hw_queue(
     m: &dyn UmsHost,

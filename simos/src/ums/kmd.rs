@@ -42,7 +42,7 @@ pub(super) use needed_ddi;
 /// [`destroy_kmd_object`] with slot `$slot` of table `$t`.
 macro_rules! destroy_kmd {
     ($a:expr, $t:expr, $slot:ident, $what:expr, $kmd:expr) => {
-        $crate::ums::destroy_kmd_object(
+        $crate::ums::kmd::destroy_kmd_object(
             $a,
             $what,
             stringify!($slot),

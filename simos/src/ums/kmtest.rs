@@ -4,7 +4,7 @@
 use crate::ob::KmtHandle;
 use crate::sync::fence::ProcessId;
 
-use super::state::UmsOs;
+use crate::state::ums::UmsOs;
 
 /// What a D3DKMT handle names for the escape, with the KMD's handle of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
 
-use super::state::{ContextObj, DeviceObj, DoorbellObj, QueueObj, UmsOs};
+use crate::state::ums::{ContextObj, DeviceObj, DoorbellObj, QueueObj, UmsOs};
 
 /// A handle that names no object of the caller's.
 pub(crate) fn invalid_handle() -> SimError {

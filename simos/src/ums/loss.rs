@@ -12,11 +12,11 @@ use crate::ob::KmtHandle;
 use crate::os::answers::OsDisconnects;
 use crate::sync::fence::MonitoredFence;
 
-use super::doorbell::os_disconnect;
-use super::events::UmsEvent;
+use super::disconnect::os_disconnect;
 use super::host::UmsHost;
 use super::locks::exclusive;
-use super::state::{kernel_handle, DoorbellState, Suspended, UmsOs};
+use crate::state::ums::events::UmsEvent;
+use crate::state::ums::{kernel_handle, DoorbellState, Suspended, UmsOs};
 
 /// UM-10: device loss. Every doorbell of the adapter ends `DISCONNECTED_ABORT` (connected
 /// ones are disconnected through the KMD first by the pages; 24H2 only writes the status) and

@@ -1,232 +1,26 @@
-//! Power for user-mode submission: engine F1 transitions (UM-13, VidSch's PASSIVE worker) and
-//! the adapter's D3 power-down and power-up with context suspend and resume (UM-14, UM-16).
-
-use std::sync::atomic::Ordering;
+//! Power for user-mode submission: the engines' power components and their active references
+//! (UM-13) and the adapter's D3 power-down and power-up with context suspend and resume
+//! (UM-14, UM-16). The PASSIVE worker that takes an idle engine to F1 is [`super::worker`].
 
 use rvgpu_ddi::basic::{PowerDeviceD0, PowerDeviceD3, DEVICE_POWER_STATE, HANDLE};
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY;
-use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
 use rvgpu_ddi::ntstatus::STATUS_PENDING;
+use rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT;
 use rvgpu_ddi::submission::{DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT};
 
 use crate::adapter::bringup;
 use crate::adapter::ddi::{self, check_status, sim_err};
-use crate::adapter::{AdapterShared, Life};
+use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
-use crate::os::answers::OsDisconnects;
 
-use super::doorbell::os_disconnect;
-use super::events::UmsEvent;
-use super::held::run_hwq_work;
+use super::disconnect::os_disconnect;
 use super::host::UmsHost;
-use super::kmd::{needed_ddi, worker_step_failed};
+use super::kmd::needed_ddi;
 use super::locks::{dev_guard, device_lock, exclusive, shared};
-use super::loss::tdr_device_error;
-use super::state::{
-    DoorbellState, Power, QueueObj, Suspended, DISPLAY_ADAPTER_HW_ID, POWER_ACTION_NONE,
-};
-
-/// Records what the DPC reported (called from `DxgkCbNotifyDpc`, DISPATCH_LEVEL): F1 requests
-/// become PASSIVE work for VidSch's worker.
-pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
-    let mut os = lock(&a.ums);
-    os.events.push(UmsEvent::EngineState { node, state });
-    if state == DXGK_ENGINE_STATE_TRANSITION_TO_F1 {
-        os.work.push_back(node);
-        drop(os);
-        a.sch.wake.notify();
-    }
-}
-
-/// DPC: a hardware queue's GPU page fault. The device goes to error at PASSIVE
-/// ([`run_passive_work`]): its doorbells `DISCONNECTED_ABORT` (UM-10: device loss "on TDR, GPU
-/// stop, page fault", seed 004). That Windows does this on the
-/// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` report itself, not only at a following TDR, is
-/// UNVERIFIED on Windows.
-pub(crate) fn note_page_fault(a: &AdapterShared, queue_kmd: usize, va: u64) {
-    lock(&a.ums).faulted.push_back((queue_kmd, va));
-    a.sch.wake.notify();
-}
-
-/// Whether PASSIVE work is pending.
-pub(crate) fn has_work(a: &AdapterShared) -> bool {
-    let os = lock(&a.ums);
-    !os.work.is_empty()
-        || !os.faulted.is_empty()
-        || !os.f1_deferred.is_empty()
-        || (os.hwq_due.load(Ordering::Acquire)
-            && os
-                .queues
-                .values()
-                .any(|q| q.sched.due(q.progress.as_ref(), false)))
-}
-
-/// PASSIVE: puts the device of each page-faulted queue in error (UM-10). A report naming a
-/// queue the OS never created is a driver bug.
-fn run_page_faults(a: &AdapterShared) -> bool {
-    let mut did = false;
-    loop {
-        let Some((kmd, va)) = lock(&a.ums).faulted.pop_front() else {
-            return did;
-        };
-        did = true;
-        let found = {
-            let os = lock(&a.ums);
-            // Bound before the block ends: the iterator borrows `os`, which the block's
-            // tail expression would outlive (edition 2021 temporaries).
-            let found = os
-                .queues
-                .values()
-                .find(|q| q.kmd == kmd)
-                .map(|q| (q.handle, q.device));
-            found
-        };
-        let Some((queue, device)) = found else {
-            // The queue may be gone since (destroyed after the fault was posted): nothing
-            // to put in error. A handle the OS never saw is the driver's bug.
-            if !lock(&a.ums).destroyed_queues.contains(&kmd) {
-                a.state.raise_sim_error(format!(
-                    "driver bug: page fault reported for hardware queue {kmd:#x}, which the OS \
-                     never created"
-                ));
-            }
-            continue;
-        };
-        lock(&a.ums).events.push(UmsEvent::PageFault { queue, va });
-        let _x = exclusive(a);
-        if let Err(e) = tdr_device_error(a, device) {
-            worker_step_failed(a, format!("putting device {device} in error failed: {e}"));
-            return did;
-        }
-        lock(&a.ums).events.push(UmsEvent::DeviceError { device });
-    }
-}
-
-/// VidSch's PASSIVE worker: runs the queued F1 transitions (UM-13). `dma_pending` answers
-/// whether VidSch has a DMA buffer of a node in flight (such a node is not idle). Returns
-/// whether it did anything.
-pub(crate) fn run_passive_work(a: &AdapterShared, dma_pending: &dyn Fn(u32) -> bool) -> bool {
-    // The D3 trim pages from inside the power sequence, which holds it exclusively: the
-    // worker's PASSIVE items (F1 transitions take the same sequence) wait until it is over
-    // rather than deadlock this thread in step mode.
-    if lock(&a.mm.vidmm).power_thread == Some(std::thread::current().id()) {
-        return false;
-    }
-    let mut did = run_hwq_work(a);
-    if !a.state.is_halted() && *lock(&a.life) == Life::Started {
-        did |= run_page_faults(a);
-    }
-    loop {
-        // Work queued while the adapter is still starting waits for the start to finish.
-        if a.state.is_halted() || *lock(&a.life) != Life::Started {
-            return did;
-        }
-        let Some(node) = lock(&a.ums).work.pop_front() else {
-            return did | run_deferred_f1(a, dma_pending);
-        };
-        did = true;
-        let _x = exclusive(a);
-        if let Err(e) = engine_to_f1(a, node, dma_pending) {
-            worker_step_failed(a, format!("engine {node} F1 transition failed: {e}"));
-            return did;
-        }
-    }
-}
-
-pub(super) fn engine_to_f1(
-    a: &AdapterShared,
-    node: u32,
-    dma_pending: &dyn Fn(u32) -> bool,
-) -> Result<(), SimError> {
-    let targets: Vec<KmtHandle> = {
-        // A node already in F1 has no connected doorbell (a connect sets F0 first); a
-        // repeated request finds nothing to disconnect and leaves the F-state as it is.
-        let os = lock(&a.ums);
-        os.doorbells
-            .values()
-            .filter(|d| matches!(d.state, DoorbellState::Connected { .. }))
-            .filter(|d| os.queues.get(&d.queue).is_some_and(|q| q.node == node))
-            .map(|d| d.handle)
-            .collect()
-    };
-    // UM-14 (the pages) has the OS disconnect them first; 24H2 does not
-    // (crate::os::answers::OsDisconnects).
-    if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
-        for d in targets {
-            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
-        }
-    }
-    // F1 only when idle (UM-13: "an idle engine asks for F1"; PoFx idles a component only
-    // when no active reference holds it, and VidSch holds one while it has work for the
-    // node): checked under the F-state lock, which every active reference takes too.
-    let _f = lock(&a.ums_fstate);
-    if node_busy(a, node, dma_pending) {
-        let mut os = lock(&a.ums);
-        os.events.push(UmsEvent::F1Declined { node });
-        if !os.f1_deferred.contains(&node) {
-            os.f1_deferred.push(node);
-        }
-        return Ok(());
-    }
-    lock(&a.ums).f1_deferred.retain(|&n| n != node);
-    set_fstate_locked(a, node, 1)
-}
-
-/// The deferred F1 requests of nodes that are idle now. Returns whether one ran.
-fn run_deferred_f1(a: &AdapterShared, dma_pending: &dyn Fn(u32) -> bool) -> bool {
-    let deferred: Vec<u32> = lock(&a.ums).f1_deferred.clone();
-    let mut did = false;
-    for node in deferred {
-        if a.state.is_halted() || node_busy(a, node, dma_pending) {
-            continue;
-        }
-        let _x = exclusive(a);
-        // Still wanted (no work arrived since the check)?
-        if !lock(&a.ums).f1_deferred.contains(&node) {
-            continue;
-        }
-        did = true;
-        if let Err(e) = engine_to_f1(a, node, dma_pending) {
-            worker_step_failed(a, format!("engine {node} F1 transition failed: {e}"));
-            return did;
-        }
-    }
-    did
-}
-
-/// Whether node `node` has work the OS knows of: an active reference, a kernel-mode or held
-/// submission, a queue whose last-queued progress value is ahead of its fence (UM-16), a
-/// VidSch DMA buffer in flight, or VidMm paging in flight.
-fn node_busy(a: &AdapterShared, node: u32, dma_pending: &dyn Fn(u32) -> bool) -> bool {
-    let (active, scheds) = {
-        let os = lock(&a.ums);
-        let active = os.node_active.get(node as usize).is_some_and(|&n| n > 0)
-            || os
-                .queues
-                .values()
-                .filter(|q| q.node == node)
-                .any(QueueObj::known_work);
-        let scheds: Vec<_> = os
-            .queues
-            .values()
-            .filter(|q| q.node == node)
-            .map(|q| q.sched.clone())
-            .collect();
-        (active, scheds)
-    };
-    // Held submissions (MF-03), read without the OS lock (the pump takes them in the other
-    // order).
-    active
-        || lock(&a.ums)
-            .driver_active
-            .get(node as usize)
-            .is_some_and(|&n| n > 0)
-        || scheds.iter().any(|s| !lock(&s.st).list.is_empty())
-        || dma_pending(node)
-        || lock(&a.mm.vidmm).paging_busy()
-}
+use crate::state::ums::events::UmsEvent;
+use crate::state::ums::{Power, Suspended, DISPLAY_ADAPTER_HW_ID, POWER_ACTION_NONE};
 
 /// An active reference on a node's power component (PoFx `SetPowerComponentActive` /
 /// `Idle`, which VidSch takes before it submits to a node and Dxgkrnl before it connects a
@@ -398,7 +192,7 @@ fn check_not_gated(a: &AdapterShared, node: u32) -> Result<(), SimError> {
 /// status outside the wrapper's allow-list (BR-108, [D]
 /// `DXGADAPTER::PowerRuntimeComponentIdleStateCallback_Worker`); a failed F0 shows up as a gated
 /// engine at the next active reference.
-fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError> {
+pub(super) fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError> {
     let (current, component) = {
         let os = lock(&a.ums);
         let component = if os.runtime_pm {
@@ -437,14 +231,19 @@ fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), Si
     Ok(())
 }
 
-/// Start: the components `dxgkrnl::power` registered; runtime power management is started.
-pub(crate) fn runtime_pm_registered(a: &AdapterShared, pc: crate::dxgkrnl::power::PowerComponents) {
+/// Start: the components `dxgkrnl::power` registered (every component in index order, and
+/// each node's engine component); runtime power management is started.
+pub(crate) fn runtime_pm_registered(
+    a: &AdapterShared,
+    components: Vec<DXGK_POWER_RUNTIME_COMPONENT>,
+    node_component: Vec<Option<u32>>,
+) {
     let mut os = lock(&a.ums);
     os.runtime_pm = true;
     let nodes = os.fstate.len();
-    os.node_component = pc.node_component;
+    os.node_component = node_component;
     os.node_component.resize(nodes, None);
-    os.power_components = pc.components;
+    os.power_components = components;
 }
 
 /// Whether runtime power management was started (and not stopped).
@@ -637,9 +436,7 @@ pub(crate) fn power_state(a: &AdapterShared) -> Power {
 
 /// The power components the adapter's driver registered at start (empty without runtime
 /// power management).
-pub(crate) fn power_components(
-    a: &AdapterShared,
-) -> Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT> {
+pub(crate) fn power_components(a: &AdapterShared) -> Vec<DXGK_POWER_RUNTIME_COMPONENT> {
     lock(&a.ums).power_components.clone()
 }
 

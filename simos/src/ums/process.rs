@@ -23,14 +23,15 @@ use crate::os::answers::Teardown;
 use crate::sync::fence::WaitOutcome;
 
 use super::context::destroy_context;
-use super::doorbell::{destroy_doorbell, os_disconnect};
-use super::events::UmsEvent;
+use super::disconnect::os_disconnect;
+use super::doorbell::destroy_doorbell;
 use super::host::UmsHost;
 use super::hwqueue::destroy_hw_queue;
 use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::power::{power_up_if_needed, resume_power_suspended, suspend_context};
-use super::state::{
+use crate::state::ums::events::UmsEvent;
+use crate::state::ums::{
     kernel_handle, new_handle, DeviceObj, Power, Suspended, UmsProcess, NEXT_PROCESS,
 };
 

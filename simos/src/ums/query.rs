@@ -4,10 +4,10 @@ use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
+use crate::state::vidmm::residency::QueuedWork;
 use crate::sync::fence::MonitoredFence;
-use crate::vidmm::residency::state::QueuedWork;
 
-use super::state::UmsOs;
+use crate::state::ums::UmsOs;
 
 /// AL-03: the work queued on `device`'s hardware queues now, as (progress fence, value it
 /// must reach) for each queue with outstanding work. A user-mode queue's value is the UMD's

@@ -9,14 +9,14 @@ use rvgpu_ddi::submission::{
 };
 use rvgpu_kmd::platform::Irql;
 
-use super::mapping::PAGE;
 use crate::adapter::bringup;
 use crate::adapter::ddi::{self, At};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
+use crate::state::ums::mapping::PAGE;
 
-use super::state::Power;
+use crate::state::ums::Power;
 
 /// Queries `DxgkDdiGetNodeMetadata` for every node (UM-03, BR-70). `Err(SimError::Rejected)`
 /// when GetNodeMetadata fails for a valid node.

@@ -31,9 +31,9 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
+pub use crate::state::vidmm::mmu::{Ranges, FIRST_OFFSET};
 use crate::vidmm::host::Host;
 use crate::vidmm::mdl::Mdl;
-pub use crate::vidmm::mmu::state::{Ranges, FIRST_OFFSET};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -187,7 +187,7 @@ pub(crate) fn map_aperture_range_into(
     range: ApertureRange,
 ) -> Result<u64, SimError> {
     let va = crate::vidmm::mmu::vidmm_reserve(a, pid, range.pages * PAGE)?;
-    let phys: Vec<crate::vidmm::gpuva::Phys> = (0..range.pages)
+    let phys: Vec<crate::state::vidmm::gpuva::Phys> = (0..range.pages)
         .map(|i| (range.segment, range.offset + i * PAGE))
         .collect();
     let tag = crate::vidmm::mmu::LeafTag {
@@ -202,7 +202,7 @@ pub(crate) fn map_aperture_range_into(
         pid,
         va,
         &phys,
-        crate::vidmm::gpuva::MapAttrs::default(),
+        crate::state::vidmm::gpuva::MapAttrs::default(),
         tag,
     )?;
     Ok(va)

@@ -10,10 +10,10 @@ use rvgpu_ddi::ntstatus::*;
 use crate::adapter::kernel;
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
-use crate::vidmm::state::Contiguous;
+use crate::state::vidmm::Contiguous;
 
+use crate::adapter::callback::enter_status;
 use crate::adapter::AdapterShared;
-use crate::dxgkrnl::callbacks::enter_status;
 
 /// `DxgkCbAllocateContiguousMemory` (PASSIVE): system memory from the machine's `Memory`,
 /// recorded as the driver's; the tracking handle is the VA.
@@ -78,7 +78,7 @@ pub(crate) unsafe extern "system" fn free_contiguous_memory(
     // Quarantine: the backing stays alive (a stale CPU pointer is still memory-safe) and
     // poisoned; Unload checks the poison.
     for w in c.alloc.words() {
-        w.store(crate::vidmm::state::FREED_POISON, Ordering::Release);
+        w.store(crate::state::vidmm::FREED_POISON, Ordering::Release);
     }
     lock(&a.mm.quarantine).push((key, c));
     STATUS_SUCCESS

@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 
 use rvgpu_device::SysAlloc;
 
-use super::gpuva::MapAttrs;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
+use crate::state::vidmm::gpuva::MapAttrs;
+pub(crate) use crate::state::vidmm::mmu::{Arena, ARENA_PAGES};
 use crate::vidmm::host::Host;
-pub(crate) use crate::vidmm::mmu::state::{Arena, ARENA_PAGES};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 

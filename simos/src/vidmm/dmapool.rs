@@ -24,7 +24,7 @@ use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{BugCheck, VIDEO_MEMORY_MANAGEMENT_INTERNAL};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::vidmm::model::MemoryModel;
+use crate::state::vidmm::model::MemoryModel;
 
 /// The first argument helios saw when a GPU-VA context's privileged pool had no segment
 /// (`docs/archive/INITDMAPOOLS_HANDOVER.md`).

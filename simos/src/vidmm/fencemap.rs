@@ -34,8 +34,8 @@ use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::sync::fence::maps::{PageMap, Retired};
-use crate::vidmm::gpuva::MapAttrs;
+use crate::state::sync::maps::{PageMap, Retired};
+use crate::state::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;
 use crate::vidmm::mmu::{phys_of, LeafTag};
 

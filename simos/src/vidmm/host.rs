@@ -8,8 +8,8 @@ use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
+use crate::state::vidmm::residency::QueuedWork;
 use crate::sync::fence::{MonitoredFence, WaitOutcome};
-use crate::vidmm::residency::state::QueuedWork;
 
 /// The machine's services VidMm's paging, paging queues and GPU VA updates use.
 pub(crate) trait Host {

@@ -16,7 +16,7 @@ use crate::adapter::bringup::{Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
 use crate::adapter::ddi::{self, At};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
-use crate::vidmm::model::MemoryModel;
+use crate::state::vidmm::model::MemoryModel;
 
 fn violation(rule: &'static str, status: NTSTATUS, why: String) -> Violation {
     Violation { rule, status, why }

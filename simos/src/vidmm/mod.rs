@@ -10,20 +10,16 @@
 
 pub mod aperture;
 pub mod contiguous;
-pub mod cpucache;
 pub mod dmabuf;
 pub mod dmapool;
 pub mod fencemap;
 pub mod fill;
-pub mod gpuva;
 pub mod host;
 pub mod init;
 pub mod leaf;
 pub mod mdl;
 pub mod mmu;
-pub mod model;
 pub mod paging;
 pub mod process;
 pub mod residency;
-pub mod state;
 pub mod va;

@@ -59,8 +59,10 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
 
-use super::state::KnownContext;
-pub use super::state::{ContextPriority, HwsCall, HwsOs, NodeLog, SchedLogEntry, SchedLogStats};
+use crate::state::vidsch::KnownContext;
+pub use crate::state::vidsch::{
+    ContextPriority, HwsCall, HwsOs, NodeLog, SchedLogEntry, SchedLogStats,
+};
 
 /// `processQuantumForBand` etc. of [D] `VidSchiInitializeNode` (100 ns units).
 pub const DEFAULT_GRACE_PERIOD_FOR_BAND: [u64; 4] = [0, 0, 10_000, 0];

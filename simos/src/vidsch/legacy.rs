@@ -33,13 +33,15 @@ use rvgpu_kmd::platform::Irql;
 use crate::adapter::ddi::{self, At};
 use crate::adapter::waiter::Waiter;
 use crate::adapter::AdapterShared;
+use crate::base::bugcheck::{vidsch, BugCheck};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
 use crate::ums::{self, UmsProcess};
 use crate::vidmm::dmabuf::Carved;
-use crate::vidsch::tdr::{self, DmaBuf, Packet, TdrShared};
+use crate::vidsch::tdr::registry as tdr;
+use crate::vidsch::tdr::state::{DmaBuf, Packet, TdrEvent, TdrShared};
 
 /// Kernel-mode DMA buffers in flight per node (docs/tdr.md#the-simulated-os: the KMD's ring holds 1024).
 pub const IN_FLIGHT_LIMIT: u32 = 256;
@@ -186,7 +188,7 @@ fn submit_packet(
             })?
         }
     };
-    tdr::submit_succeeded(a, status, node, id)?;
+    submit_succeeded(a, status, node, id)?;
     Ok(id)
 }
 
@@ -596,7 +598,29 @@ pub(crate) fn dropped_by_reset(a: &AdapterShared, node: u32, before: u64, ids: &
     if os.adapter_resets == before || ids.is_empty() {
         return false;
     }
-    os.events.iter().rev().any(|e| {
-        matches!(e, tdr::TdrEvent::Dropped { node: n, fence } if *n == node && ids.contains(fence))
-    })
+    os.events.iter().rev().any(
+        |e| matches!(e, TdrEvent::Dropped { node: n, fence } if *n == node && ids.contains(fence)),
+    )
+}
+
+/// A submission DDI's status (`DxgkDdiSubmitCommand`, `DxgkDdiSubmitCommandVirtual`,
+/// `DxgkDdiPreemptCommand` of fence `id` on `node`): a failure is bug check 0x119 / 0x2
+/// (`DRIVER_SUBMIT_FAILED`, with the status, the node and the fence id), raised here.
+pub(crate) fn submit_succeeded(
+    a: &AdapterShared,
+    status: NTSTATUS,
+    node: u32,
+    id: u32,
+) -> Result<(), SimError> {
+    if NT_SUCCESS(status) {
+        return Ok(());
+    }
+    let b = BugCheck::video_scheduler(
+        vidsch::DRIVER_SUBMIT_FAILED,
+        status as u32 as u64,
+        u64::from(node),
+        u64::from(id),
+    );
+    a.state.raise_bugcheck(b);
+    Err(SimError::Bugcheck(b))
 }

@@ -3,6 +3,5 @@
 
 pub mod hws;
 pub mod legacy;
-pub mod state;
 pub mod system;
 pub mod tdr;

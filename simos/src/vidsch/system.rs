@@ -22,7 +22,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
-pub use super::state::SystemObjects;
+pub use crate::state::vidsch::SystemObjects;
 
 /// The OS's handle of the system device (what the driver may call back with).
 const SYSTEM_DEVICE_OS_HANDLE: usize = 0x7D5E_0000_0000;

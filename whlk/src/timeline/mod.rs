@@ -5,7 +5,7 @@
 //! The input is a [`Timeline`] per case: plain data (hardware queues, one [`FenceOp`] per
 //! logged wait or signal, GPU clock [`Calibration`] samples, [`Marker`]s), so this module is
 //! tested with synthetic data and knows nothing of the backend. The simulated backend fills it
-//! from the OS's trace (`rvgpu_simos::sync::trace`: the UMD's "queued" events joined with the log
+//! from the OS's trace (`rvgpu_simos::state::sync::trace`: the UMD's "queued" events joined with the log
 //! entries the OS drained, and the `DxgkDdiCalibrateGpuClock` samples).
 //!
 //! **Time.** CPU times are QPC ticks (`qpc_hz` per second); GPU times are GPU clock ticks,

@@ -1,8 +1,16 @@
 //! Device information and BAR mappings: `DxgkCbGetDeviceInformation`, `DxgkCbMapMemory`,
 //! `DxgkCbUnmapMemory`.
 
-use super::*;
+use rvgpu_ddi::adapter::*;
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_hw::pci;
+
+use crate::adapter::callback::enter_status;
 use crate::adapter::kernel;
+use crate::adapter::resources;
+use crate::base::bugcheck::{self, BugCheck};
+use crate::base::lock::lock;
 
 /// `DxgkCbGetDeviceInformation` (PASSIVE).
 pub(super) unsafe extern "system" fn get_device_information(

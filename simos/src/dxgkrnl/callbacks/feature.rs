@@ -1,6 +1,17 @@
 //! `DxgkCbQueryServices` and the feature interface behind it (NF-10).
 
-use super::*;
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::*;
+use rvgpu_ddi::feature::*;
+use rvgpu_ddi::ntstatus::*;
+
+use crate::adapter::callback::{enter, enter_status};
+use crate::adapter::context::{self};
+use crate::adapter::irql::{self, Routine};
+use crate::base::lock::lock;
+use crate::base::processor::current_irql;
 
 /// `InterfaceReference` of the feature interface (`PINTERFACE_REFERENCE`, IRQL <=
 /// DISPATCH_LEVEL): the context is the adapter handle. A context that is not a live adapter

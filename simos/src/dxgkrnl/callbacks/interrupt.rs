@@ -1,9 +1,23 @@
 //! Interrupts and DPCs: `DxgkCbNotifyInterrupt` (with the report checks), `DxgkCbQueueDpc`,
 //! `DxgkCbNotifyDpc`, `DxgkCbSynchronizeExecution`, `DxgkCbLogEtwEvent`.
 
-use super::*;
-use crate::adapter::context;
+use std::sync::atomic::Ordering;
+
+use rvgpu_ddi::adapter::*;
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::interrupt::*;
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_kmd::platform::Irql;
+
+use crate::adapter::callback::{enter, enter_status};
+use crate::adapter::context::{self};
+use crate::adapter::irql::{self, Routine};
+use crate::adapter::AdapterShared;
+use crate::base::bugcheck::{self, vidsch, BugCheck};
+use crate::base::lock::lock;
+use crate::base::notify::{self, Notification};
 use crate::base::processor;
+use crate::base::processor::{current_irql, IrqlScope};
 use crate::os::answers::DpcFenceWork;
 
 /// Most fence handles 24H2 keeps from one native-fence report.

@@ -16,98 +16,23 @@ mod interrupt;
 use self::device::*;
 use self::feature::*;
 use self::interrupt::*;
-use crate::adapter::context;
+use crate::adapter::callback::enter;
 use crate::vidmm::contiguous::{allocate_contiguous_memory, free_contiguous_memory};
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use rvgpu_ddi::adapter::*;
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::*;
-use rvgpu_ddi::feature::*;
 use rvgpu_ddi::init::DXGKDDI_INTERFACE_VERSION_WDDM3_2;
-use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::ntstatus::*;
-use rvgpu_hw::pci;
-use rvgpu_kmd::platform::Irql;
 
 use crate::adapter::context::current_machine;
-use crate::adapter::irql::{self, Routine};
-use crate::adapter::resources;
+use crate::adapter::irql::Routine;
 use crate::adapter::AdapterShared;
-use crate::base::bugcheck::{self, vidsch, BugCheck};
-use crate::base::lock::lock;
-use crate::base::notify::{self, Notification};
-use crate::base::processor::{current_irql, IrqlScope};
+use crate::base::processor::current_irql;
 
 // ---------------------------------------------------------------------------------------------
 // Entry checks.
-
-/// Checks the IRQL of `routine` and resolves the handle. `None` means the machine halted (bug
-/// check recorded) and the callback must return its failure value.
-pub(crate) fn enter(
-    routine: Routine,
-    handle: HANDLE,
-    address: usize,
-) -> Option<Arc<AdapterShared>> {
-    let adapter = AdapterShared::from_handle(handle);
-    // A violation is recorded on the adapter's machine when the handle names one (a driver
-    // thread need not be inside a simulated call), else on the thread's current machine.
-    let raise = |b: BugCheck| match &adapter {
-        Some(a) => a.state.raise_bugcheck(b),
-        None => context::raise(b),
-    };
-    if let Err(b) = irql::check(routine, current_irql(), address) {
-        raise(b);
-        return None;
-    }
-    match adapter {
-        // A removed adapter's handle is freed Dxgkrnl memory: the same page fault as a handle
-        // that never existed, on the machine the adapter belonged to.
-        Some(a) if !a.handle_valid.load(Ordering::Acquire) => {
-            a.state.raise_bugcheck(BugCheck::new(
-                bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-                [handle as usize as u64, 0, address as u64, 0],
-            ));
-            None
-        }
-        Some(a) if !a.state.is_halted() => Some(a),
-        Some(_) => None,
-        None => {
-            context::raise(BugCheck::new(
-                bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-                [handle as usize as u64, 0, address as u64, 0],
-            ));
-            None
-        }
-    }
-}
-
-/// The entry of a callback that returns an `NTSTATUS`: [`enter`] for `Routine::$routine` at the
-/// callback's own address, returning `STATUS_UNSUCCESSFUL` from the callback when the machine
-/// halted; with `$args`, then `STATUS_INVALID_PARAMETER` when that argument pointer is null.
-/// Evaluates to the adapter.
-macro_rules! enter_status {
-    ($routine:ident, $handle:expr, $callback:ident) => {
-        match $crate::dxgkrnl::callbacks::enter(
-            $crate::adapter::irql::Routine::$routine,
-            $handle,
-            $callback as *const () as usize,
-        ) {
-            Some(a) => a,
-            None => return ::rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL,
-        }
-    };
-    ($routine:ident, $handle:expr, $callback:ident, $args:ident) => {{
-        let a = $crate::dxgkrnl::callbacks::enter_status!($routine, $handle, $callback);
-        if $args.is_null() {
-            return ::rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
-        }
-        a
-    }};
-}
-pub(crate) use enter_status;
 
 // ---------------------------------------------------------------------------------------------
 // Stubs for callbacks the simulation does not implement.
@@ -261,7 +186,23 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
 /// and writes the reason to its status page ([`crate::ums`]). No adapter handle: the doorbell
 /// and queue handles identify it.
 unsafe extern "system" fn disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
-    crate::ums::cb_disconnect_doorbell(args)
+    let addr = disconnect_doorbell as *const () as usize;
+    if let Err(b) =
+        crate::adapter::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
+    {
+        crate::adapter::context::raise(b);
+        return STATUS_UNSUCCESSFUL;
+    }
+    if args.is_null() {
+        crate::adapter::context::raise(crate::BugCheck::new(
+            crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+            [0, 0, addr as u64, 0],
+        ));
+        return STATUS_INVALID_PARAMETER;
+    }
+    // SAFETY: non-null pointer to the driver's argument block.
+    let args = unsafe { args.read() };
+    crate::ums::cb_disconnect_doorbell(&args)
 }
 
 /// `DxgkCbSetPowerComponentActive` (PASSIVE_LEVEL): one more active reference on a power
@@ -288,9 +229,4 @@ unsafe extern "system" fn set_power_component_idle(handle: HANDLE, component: u3
         return;
     };
     crate::ums::cb_component_idle(&a, component);
-}
-
-/// Code address of the `DxgkCbDisconnectDoorbell` callback (bug-check parameters).
-pub(crate) fn disconnect_doorbell_address() -> usize {
-    disconnect_doorbell as *const () as usize
 }

@@ -15,12 +15,12 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
 use crate::os::Mode;
+use crate::state::sync::trace::TraceSink;
 use crate::sync::fence::{
     logs, monitored, native, reclaim, share, wait, LateWakes, MonitoredFence, NativeFence,
     NativeFenceDesc, SimEvent, VidMmPages, WaitOutcome,
 };
 use crate::sync::fencelog::{LogCounters, LogTable};
-use crate::sync::trace::TraceSink;
 use crate::vidmm::mmu::LeafTag;
 
 /// VidMm's mappings for the fence operations: paging may wait for the GPU, which in step mode

@@ -164,7 +164,13 @@ impl Machine {
             node,
             cause: Cause::DmaTimeout,
         });
-        let r = recover_node(&a, &sh, node, None);
+        let r = recover_node(
+            &a,
+            &sh,
+            node,
+            None,
+            &crate::dxgkrnl::interrupt::InterruptPath,
+        );
         match self.fault() {
             Some(f) => Err(f),
             None => r,

@@ -12,12 +12,12 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::notify::Notification;
 use crate::os::answers::LogReport;
+use crate::state::sync::fencelog::{DrainRequest, QueueLog};
+use crate::state::sync::trace::ReleaseVia;
 use crate::sync::fencelog::drain as fencelog;
-use crate::sync::fencelog::state::{DrainRequest, QueueLog};
-use crate::sync::trace::ReleaseVia;
 
 use super::settle::{release_from_log, scan_set};
-use super::state::{FenceObj, LegacyObj, NativeFence};
+use crate::state::sync::fence::{FenceObj, LegacyObj, NativeFence};
 
 /// Records the fence work a DPC's notifications ask for (called from `DxgkCbNotifyDpc`).
 pub(crate) fn note_notifications<'a>(
@@ -208,7 +208,7 @@ pub(crate) fn log_drain_locked(
                     s.value,
                     ReleaseVia::Log {
                         queue_id: s.queue_id,
-                        kind: crate::sync::trace::LogKind::Signal,
+                        kind: crate::state::sync::trace::LogKind::Signal,
                         index: s.index,
                     },
                 );

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::lock::lock;
-use crate::sync::trace::ReleaseVia;
+use crate::state::sync::trace::ReleaseVia;
 
-use super::state::{SimEvent, WaitOutcome};
+use crate::state::sync::fence::{SimEvent, WaitOutcome};
 
 thread_local! {
     /// How waits released on this thread right now are attributed ([`ViaScope`]).

@@ -7,12 +7,12 @@ use crate::adapter::{AdapterShared, Life};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::sync::fencelog::state::DrainRequest;
-use crate::sync::trace::{SinkSlot, TraceSink};
+use crate::state::sync::fencelog::DrainRequest;
+use crate::state::sync::trace::{SinkSlot, TraceSink};
 
 use super::dpc::{log_drain, maybe_calibrate};
 use super::settle::settle_after_drain;
-use super::state::NativeFence;
+use crate::state::sync::fence::NativeFence;
 
 /// Installs the OS's trace sink `s` on adapter `a` (docs/logs.md#simulated-os). With a sink
 /// the OS also calibrates the GPU clock at log drains (docs/logs.md#simulated-os).

@@ -62,25 +62,22 @@
 
 pub(crate) mod dpc;
 pub(crate) mod logs;
-pub(crate) mod maps;
 pub(crate) mod monitored;
 pub(crate) mod native;
 pub(crate) mod pages;
 pub(crate) mod reclaim;
 pub(crate) mod settle;
 pub(crate) mod share;
-pub(crate) mod storage;
 mod values;
 pub(crate) mod wait;
 
 pub(crate) use self::dpc::*;
 pub(crate) use self::pages::VidMmPages;
 pub use self::settle::*;
-pub use self::storage::FenceOs;
 pub use self::values::*;
 pub(crate) use self::wait::{abandon_cpu_waits, signal_process_fences_to_max};
+pub use crate::state::sync::storage::FenceOs;
 
 pub use crate::base::process_id::ProcessId;
 mod event;
-pub(crate) mod state;
-pub use self::state::*;
+pub use crate::state::sync::fence::*;

@@ -17,7 +17,7 @@ use super::native::create_on;
 use super::pages::VidMmPages;
 use super::reclaim::retire_empty_pages;
 use super::settle::{notify_natives, refresh_scan, release_satisfied, settle};
-use super::state::{
+use crate::state::sync::fence::{
     next_handle, FenceObj, LegacyObj, LegacyState, MonitoredFence, NativeFence, NativeFenceDesc,
     Resume, SimEvent, WaitOutcome, Waiter, KIND_LEGACY,
 };

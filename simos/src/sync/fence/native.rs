@@ -25,7 +25,7 @@ use crate::os::answers::SystemVas;
 use super::pages::VidMmPages;
 use super::reclaim::retire_empty_pages;
 use super::settle::{refresh_scan, settle};
-use super::state::{
+use crate::state::sync::fence::{
     next_handle, FenceObj, NativeFence, NativeFenceDesc, ObjState, ProcessVas, Slot, Value,
     WaitOutcome, KIND_CURRENT, KIND_MONITORED,
 };

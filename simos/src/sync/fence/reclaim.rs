@@ -7,7 +7,7 @@ use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 
-use super::state::PAGE;
+use crate::state::sync::fence::PAGE;
 
 /// Process `pid` exited: the pages it packed fence values into on `a` can go once empty.
 pub(crate) fn forget_process(a: &AdapterShared, pid: ProcessId) {

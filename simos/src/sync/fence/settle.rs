@@ -8,12 +8,12 @@ use super::event::VIA;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::sync::trace::ReleaseVia;
+use crate::state::sync::trace::ReleaseVia;
 
 use super::event::ViaScope;
-use super::state::{FenceObj, ObjState, WaitOutcome, Waiter};
-use super::storage::FenceOs;
 use super::values::{update_current, update_monitored};
+use crate::state::sync::fence::{FenceObj, ObjState, WaitOutcome, Waiter};
+use crate::state::sync::storage::FenceOs;
 
 impl FenceObj {
     /// The adapter the object is on, while it lives (the state keeps it untyped).
@@ -108,15 +108,17 @@ fn raise_over(obj: &FenceObj, st: &mut ObjState, to: u64, cv: u64) {
     };
     drop(os);
     let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
-    sink.event(&crate::sync::trace::TraceEvent::MonitoredValueRaised {
-        adapter: obj.adapter_index,
-        fence_kmt,
-        process,
-        from: st.mv_os,
-        to,
-        waits_below: u32::try_from(below).unwrap_or(u32::MAX),
-        qpc: crate::base::clock::qpc(),
-    });
+    sink.event(
+        &crate::state::sync::trace::TraceEvent::MonitoredValueRaised {
+            adapter: obj.adapter_index,
+            fence_kmt,
+            process,
+            from: st.mv_os,
+            to,
+            waits_below: u32::try_from(below).unwrap_or(u32::MAX),
+            qpc: crate::base::clock::qpc(),
+        },
+    );
 }
 
 /// Counts and traces the late wakes among `done`, released with CurrentValue at `cv`.
@@ -145,7 +147,7 @@ fn note_late(obj: &FenceObj, st: &ObjState, done: &[Waiter], cv: u64) {
     let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
     let now = crate::base::clock::qpc();
     for w in late {
-        sink.event(&crate::sync::trace::TraceEvent::LateWake {
+        sink.event(&crate::state::sync::trace::TraceEvent::LateWake {
             adapter: obj.adapter_index,
             fence_kmt,
             process,
@@ -267,7 +269,7 @@ pub(super) fn trace_released(obj: &FenceObj, st: &ObjState, done: &[Waiter]) {
     let via = VIA.with(|c| c.get());
     let now = crate::base::clock::qpc();
     for w in done {
-        sink.event(&crate::sync::trace::TraceEvent::WaitReleased {
+        sink.event(&crate::state::sync::trace::TraceEvent::WaitReleased {
             adapter: obj.adapter_index,
             fence_kmt,
             process,
@@ -408,8 +410,8 @@ pub(super) fn settle_merged(
 
 #[cfg(test)]
 mod tests {
-    use super::super::state::NativeFenceDesc;
     use super::*;
+    use crate::state::sync::fence::NativeFenceDesc;
     use crate::{MachineConfig, Mode};
 
     /// A fence named twice in one batch (two drains of one log recreation can both name it) is

@@ -16,7 +16,7 @@ use crate::base::process_id::ProcessId;
 use crate::ob::HandleTables;
 
 use super::native::destroy_object;
-use super::state::{NativeFence, NtObject, ProcessVas};
+use crate::state::sync::fence::{NativeFence, NtObject, ProcessVas};
 
 /// `D3DKMTShareObjects` of `fence` (its process's instance): a new NT handle in that
 /// process's table. A fence not created shareable cannot be shared

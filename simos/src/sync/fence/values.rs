@@ -21,7 +21,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::os::answers::{CpuUpdateIrql, ValueUpdates};
 
-use super::state::PAGE;
+use crate::state::sync::fence::PAGE;
 
 /// Checks the caps the OS relies on: a stride that is a non-zero multiple of 8 (64-bit
 /// values, NF-05), at most a page. `MapToGpuSystemProcess` is not a condition: where the OS

@@ -8,14 +8,14 @@ use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::sync::trace::ReleaseVia;
+use crate::state::sync::trace::ReleaseVia;
 
 use super::dpc::no_cpu_access;
 use super::event::ViaScope;
 use super::settle::{propagate, queue_wait, settle};
-use super::state::{FenceObj, NativeFence, SimEvent, WaitOutcome, Waiter};
-use super::storage::FenceOs;
 use super::values::update_current;
+use crate::state::sync::fence::{FenceObj, NativeFence, SimEvent, WaitOutcome, Waiter};
+use crate::state::sync::storage::FenceOs;
 
 /// The event form of a CPU wait (MF-04): registers a wait for CurrentValue >= `value`,
 /// lowers MonitoredValue if needed (NF-02, NF-07) and returns the event (already signalled

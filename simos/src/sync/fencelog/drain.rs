@@ -19,10 +19,10 @@ use crate::base::clock::qpc;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::os::answers::LogReport;
-use crate::sync::trace::TraceEvent;
+use crate::state::sync::trace::TraceEvent;
 
-use super::buffer::{LogBuffer, LogState};
-use super::state::{DrainRequest, Drained, LogCounters, QueueLog, SignalSeen};
+use crate::state::sync::fencelog::{DrainRequest, Drained, LogCounters, QueueLog, SignalSeen};
+use crate::state::sync::logbuffer::{LogBuffer, LogState};
 
 /// `DxgkDdiUpdateNativeFenceLogs` for `handles` at DISPATCH_LEVEL; returns the driver's status.
 pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, SimError> {

@@ -10,12 +10,12 @@ use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
+use crate::state::sync::trace::TraceEvent;
 use crate::sync::fence::pages::VidMmPages;
-use crate::sync::trace::TraceEvent;
 
-use super::buffer::{LogBuffer, LogState};
 use super::drain::{emit, set_log_buffer, sim};
-use super::state::{DrainRequest, QueueLog, QueueLogs};
+use crate::state::sync::fencelog::{DrainRequest, QueueLog, QueueLogs};
+use crate::state::sync::logbuffer::{LogBuffer, LogState};
 
 /// A new log buffer, mapped into the paging process: the CMP writes it at its
 /// `LogBufferSystemProcessGpuVa` (hardware.md 12.4). Mapping pages through the GPU, so the

@@ -22,8 +22,8 @@
 //!   backwards per log, zero and repeats allowed, LOG-06 — backwards is a simulation error),
 //!   reported as [`TraceEvent::LogEntry`], and each SIGNAL_EXECUTED entry `(h, v)` releases
 //!   the CPU waits of fence `h` (the queue's process's D3DKMT handle) with target `≤ v`
-//!   ([`crate::sync::trace::ReleaseVia::Log`]). Fallbacks to resampling every native fence of the
-//!   adapter ([`crate::sync::trace::ReleaseVia::Scan`]): overflow or dropped entries, a bad entry,
+//!   ([`crate::state::sync::trace::ReleaseVia::Log`]). Fallbacks to resampling every native fence of the
+//!   adapter ([`crate::state::sync::trace::ReleaseVia::Scan`]): overflow or dropped entries, a bad entry,
 //!   a handle that does not resolve, a named queue whose signal log had no new entry.
 //! - **Optimized interrupt (LOG-08).** With `OptimizedNativeFenceSignaledInterrupt` the OS
 //!   reads `hHWQueue` and ignores the fence array; at ISR time a non-NULL `hHWQueue` must be a
@@ -34,15 +34,13 @@
 //! [`LogState`] is pure (memory words only) so it can be unit-tested and benchmarked with
 //! synthetic buffers; [`Producer`] writes entries and headers exactly as the device does.
 
-pub(crate) mod buffer;
 pub(crate) mod drain;
 pub(crate) mod life;
-pub(crate) mod state;
 
-pub use self::buffer::*;
 pub use self::drain::*;
 pub use self::life::*;
-pub use self::state::*;
+pub use crate::state::sync::fencelog::*;
+pub use crate::state::sync::logbuffer::*;
 
 pub use rvgpu_hw::cmd::LogKind;
 

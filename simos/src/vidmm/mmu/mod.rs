@@ -26,17 +26,16 @@ use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::vidmm::gpuva::{
+use crate::state::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
 };
 use crate::vidmm::host::Host;
 use crate::vidmm::paging::paging_node;
 
-pub mod state;
 pub(crate) mod system_space;
 
-pub(crate) use self::state::PAGING_PID;
-pub use self::state::{VidMm, VmProcess};
+pub(crate) use crate::state::vidmm::mmu::PAGING_PID;
+pub use crate::state::vidmm::mmu::{VidMm, VmProcess};
 
 pub use crate::vidmm::leaf::LeafTag;
 

@@ -47,18 +47,16 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
-use crate::vidmm::gpuva::MapAttrs;
+use crate::state::vidmm::gpuva::MapAttrs;
 use crate::vidmm::host::Host;
 use crate::vidmm::mmu::{paging_power, LeafTag, TABLE_SHARE};
 use crate::vidmm::paging::paging_node;
 
-use self::state::QueuedWork;
+use crate::state::vidmm::residency::QueuedWork;
 
-pub mod state;
-
-pub(crate) use self::state::Backing;
-use self::state::{pages_of, Entry, Heap};
-pub use self::state::{Place, State};
+pub(crate) use crate::state::vidmm::residency::Backing;
+use crate::state::vidmm::residency::{pages_of, Entry, Heap};
+pub use crate::state::vidmm::residency::{Place, State};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 

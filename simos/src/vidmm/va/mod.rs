@@ -34,8 +34,8 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
+use crate::state::vidmm::gpuva::{MapAttrs, Phys};
 use crate::sync::fence::MonitoredFence;
-use crate::vidmm::gpuva::{MapAttrs, Phys};
 use crate::vidmm::host::Host;
 use crate::vidmm::leaf::LeafTag;
 // The requests as the UMD's `Kmt` trait states them (`D3DDDI_RESERVEGPUVIRTUALADDRESS`,
@@ -47,10 +47,9 @@ use rvgpu_umd::kmt::{
 };
 
 pub(crate) mod paging_queue;
-pub mod state;
 
-pub use self::state::State;
-use self::state::{PagingQueue, UserMap, Vad};
+pub use crate::state::vidmm::va::State;
+use crate::state::vidmm::va::{PagingQueue, UserMap, Vad};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 

@@ -23,6 +23,7 @@ use crate::ob::KmtHandle;
 use crate::ums;
 use crate::vidsch::hws::HwsCall;
 
+use super::irq::Interrupts;
 use super::recovery::{
     adapter_reset, error_devices, invalidated_none_and_stalled, pause_before_reset,
     query_dependent_group, snapshot_node,
@@ -62,6 +63,7 @@ pub(crate) fn recover_hw_node(
     stalled: Option<KmtHandle>,
     gate: std::sync::RwLockWriteGuard<'_, ()>,
     flush_after_reset: bool,
+    irq: &dyn Interrupts,
 ) -> Result<(), SimError> {
     let t = table(a)?;
     let ctx = a.context();
@@ -91,7 +93,7 @@ pub(crate) fn recover_hw_node(
     if flush_after_reset {
         // 24H2 `VidSchiResetHwEngine`: KeFlushQueuedDpcs right after the reset.
         let step = lock(&sh.os).step;
-        flush_dpcs(a, step)?;
+        flush_dpcs(a, step, irq)?;
         lock(&sh.os).events.push(TdrEvent::DpcFlushed { node });
     }
     if st != STATUS_SUCCESS {
@@ -172,6 +174,7 @@ pub(crate) fn recover_hw_node_24h2(
     sh: &TdrShared,
     node: u32,
     stalled: Option<KmtHandle>,
+    irq: &dyn Interrupts,
 ) -> Result<(), SimError> {
     lock(&sh.os).events.push(TdrEvent::Timeout { node });
     let (st, mask) = query_dependent_group(a, node)?;
@@ -189,9 +192,9 @@ pub(crate) fn recover_hw_node_24h2(
     let gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
     snapshot_node(a, sh, node);
     let step = lock(&sh.os).step;
-    pause_before_reset(a, sh, node, step);
+    pause_before_reset(a, sh, node, step, irq);
     collect_dbg_info_24h2(a, sh, node)?;
-    recover_hw_node(a, sh, node, stalled, gate, true)
+    recover_hw_node(a, sh, node, stalled, gate, true, irq)
 }
 
 /// The node's recovery failed: the gate opens and the adapter-wide path runs with reason 9,

@@ -56,16 +56,18 @@
 
 mod control;
 mod hwsched;
+mod irq;
 mod limit;
 mod recovery;
 mod report;
 mod watchdog;
 
 pub(crate) use self::control::*;
+pub(crate) use self::irq::Interrupts;
 pub(crate) use self::recovery::{dependent_group, recover_node};
 pub(crate) use self::report::*;
 pub(crate) use self::watchdog::*;
-mod registry;
-mod state;
+pub(crate) mod registry;
+pub(crate) mod state;
 pub(crate) use self::registry::*;
 pub use self::state::*;

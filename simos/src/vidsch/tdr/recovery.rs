@@ -21,6 +21,7 @@ use crate::ob::KmtHandle;
 use crate::ums;
 
 use super::hwsched::{recover_hw_node, recover_hw_node_24h2};
+use super::irq::Interrupts;
 use super::limit;
 use super::state::{Packet, TdrEvent, TdrReason, TdrShared};
 use super::watchdog::{collect_dbg_info, flush_dpcs};
@@ -45,7 +46,13 @@ pub(super) fn snapshot_node(a: &AdapterShared, sh: &TdrShared, node: u32) -> (u3
 
 /// The test's pause just before the reset (TDR-07): the hook works on the in-process device (a
 /// PCI board has none to pause).
-pub(super) fn pause_before_reset(a: &AdapterShared, sh: &TdrShared, node: u32, step: bool) {
+pub(super) fn pause_before_reset(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    node: u32,
+    step: bool,
+    irq: &dyn Interrupts,
+) {
     let hook = a
         .emulated
         .as_ref()
@@ -58,14 +65,11 @@ pub(super) fn pause_before_reset(a: &AdapterShared, sh: &TdrShared, node: u32, s
             // Interrupts keep arriving while VidSch prepares the reset (threaded mode: the
             // interrupt thread): the node's reports are recorded as ignored.
             for _ in 0..1000 {
-                if !matches!(
-                    crate::dxgkrnl::interrupt::service_interrupt(a, false),
-                    crate::dxgkrnl::interrupt::Serviced::Ran(_)
-                ) {
+                if !irq.service_interrupt(a) {
                     break;
                 }
             }
-            while crate::dxgkrnl::interrupt::service_dpc(a) {}
+            while irq.service_dpc(a) {}
         }
     }
 }
@@ -108,6 +112,7 @@ pub(crate) fn recover_node(
     sh: &TdrShared,
     node: u32,
     stalled: Option<KmtHandle>,
+    irq: &dyn Interrupts,
 ) -> Result<(), SimError> {
     let step = lock(&sh.os).step;
     let per_engine = lock(&a.caps).is_some_and(|c| c.SupportPerEngineTDR != 0);
@@ -115,7 +120,7 @@ pub(crate) fn recover_node(
         && per_engine
         && crate::vidsch::hws::is_hw_node(a, node)
     {
-        return recover_hw_node_24h2(a, sh, node, stalled);
+        return recover_hw_node_24h2(a, sh, node, stalled, irq);
     }
     lock(&sh.os).events.push(TdrEvent::Timeout { node });
     // Step 3.
@@ -135,7 +140,7 @@ pub(crate) fn recover_node(
         return Ok(());
     }
     // Step 6.
-    flush_dpcs(a, step)?;
+    flush_dpcs(a, step, irq)?;
     lock(&sh.os).events.push(TdrEvent::DpcFlushed { node });
     // Step 7.
     let t = table(a)?;
@@ -182,12 +187,12 @@ pub(crate) fn recover_node(
             .events
             .push(TdrEvent::EngineStatus { node, responsive });
     }
-    pause_before_reset(a, sh, node, step);
+    pause_before_reset(a, sh, node, step, irq);
     // Step 8: ResetEngine for each node of the mask, in ordinal order (only with
     // SupportPerEngineTDR; otherwise the adapter-wide path).
     if per_engine && crate::vidsch::hws::is_hw_node(a, node) {
         // A hardware-scheduled node resets through ResetHwEngine/ResumeHwEngine.
-        return recover_hw_node(a, sh, node, stalled, _gate, false);
+        return recover_hw_node(a, sh, node, stalled, _gate, false, irq);
     }
     let (Some(reset), true) = (ddi::in_table!(t, DxgkDdiResetEngine), per_engine) else {
         drop(_gate);

@@ -4,7 +4,6 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NO_MEMORY, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::tdr::{
     DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGKARG_COLLECTDBGINFO_EXT,
@@ -15,18 +14,18 @@ use rvgpu_kmd::platform::Irql;
 
 use crate::adapter::ddi::{self, sim_err, table, At};
 use crate::adapter::AdapterShared;
-use crate::base::bugcheck::{vidsch, BugCheck};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ums;
 
+use super::irq::Interrupts;
 use super::recovery::recover_node;
 use super::registry::{existing, ENABLED};
 use super::state::{Cause, TdrDump, TdrEvent, TdrShared};
 
 /// VidSch's TDR work for one adapter: detection, the preemption timer, recovery. Returns
 /// whether it did anything. Step mode: called once per round (the round counter is the clock).
-pub(crate) fn run_passive(a: &AdapterShared) -> bool {
+pub(crate) fn run_passive(a: &AdapterShared, irq: &dyn Interrupts) -> bool {
     if ENABLED.load(Ordering::Acquire) == 0 || a.state.is_halted() {
         return false;
     }
@@ -72,7 +71,7 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
             if now.saturating_sub(since) >= preempt_timeout {
                 n.preempt = None;
                 drop(os);
-                let _ = recover_node(a, &sh, node, None);
+                let _ = recover_node(a, &sh, node, None, irq);
                 return true;
             }
             continue;
@@ -153,7 +152,7 @@ pub(crate) fn run_passive(a: &AdapterShared) -> bool {
             Cause::HwQueueStalled { queue } => Some(queue),
             _ => None,
         };
-        let _ = recover_node(a, &sh, node, stalled.or(Some(0)));
+        let _ = recover_node(a, &sh, node, stalled.or(Some(0)), irq);
         return true;
     }
     false
@@ -191,7 +190,7 @@ pub(super) fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimEr
         // SAFETY: the driver's DDI with its context and a valid argument block.
         unsafe { f(ctx, &args) }
     })?;
-    submit_succeeded(a, status, node, id)
+    crate::vidsch::legacy::submit_succeeded(a, status, node, id)
 }
 
 /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE with a 4 KiB buffer and a guard after it.
@@ -341,10 +340,14 @@ pub(super) fn collect_dbg_info_24h2(
 
 /// Waits until no DPC of the adapter is queued or running (`KeFlushQueuedDpcs`), without
 /// closing its gate. Step mode: runs queued DPCs inline.
-pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> {
+pub(super) fn flush_dpcs(
+    a: &AdapterShared,
+    step: bool,
+    irq: &dyn Interrupts,
+) -> Result<(), SimError> {
     if step {
         for _ in 0..10_000 {
-            if !crate::dxgkrnl::interrupt::service_dpc(a) {
+            if !irq.service_dpc(a) {
                 break;
             }
         }
@@ -375,26 +378,4 @@ pub(super) fn flush_dpcs(a: &AdapterShared, step: bool) -> Result<(), SimError> 
         a.irq.dpc_wake.notify();
         std::thread::sleep(Duration::from_micros(200));
     }
-}
-
-/// A submission DDI's status (`DxgkDdiSubmitCommand`, `DxgkDdiSubmitCommandVirtual`,
-/// `DxgkDdiPreemptCommand` of fence `id` on `node`): a failure is bug check 0x119 / 0x2
-/// (`DRIVER_SUBMIT_FAILED`, with the status, the node and the fence id), raised here.
-pub(crate) fn submit_succeeded(
-    a: &AdapterShared,
-    status: NTSTATUS,
-    node: u32,
-    id: u32,
-) -> Result<(), SimError> {
-    if NT_SUCCESS(status) {
-        return Ok(());
-    }
-    let b = BugCheck::video_scheduler(
-        vidsch::DRIVER_SUBMIT_FAILED,
-        status as u32 as u64,
-        u64::from(node),
-        u64::from(id),
-    );
-    a.state.raise_bugcheck(b);
-    Err(SimError::Bugcheck(b))
 }

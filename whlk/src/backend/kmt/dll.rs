@@ -217,7 +217,7 @@ pub(super) struct DllSession {
     /// Kernel-mode DMA contexts made through `DmaContexts` (`dll_dma`).
     pub(super) dma: Vec<super::dll_state::DContext>,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
-    pub(super) recorder: Option<Arc<rvgpu_simos::sync::trace::Recorder>>,
+    pub(super) recorder: Option<Arc<rvgpu_simos::state::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).
     pub(super) testing: crate::backend::testing::TestingState<crate::backend::sim::kmt::SessKmt>,
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rvgpu_hw::cmd::LogKind as HwLogKind;
-use rvgpu_simos::sync::trace::{Recorder, QPC_HZ};
+use rvgpu_simos::state::sync::trace::{Recorder, QPC_HZ};
 use rvgpu_simos::{Machine, ReleaseVia, TraceEvent};
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::Kmt;

@@ -32,7 +32,7 @@ use rvgpu_ddi::adapter::{DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS};
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::{SimMem, STATUS_IO_TIMEOUT};
-use rvgpu_simos::sync::trace::Recorder;
+use rvgpu_simos::state::sync::trace::Recorder;
 use rvgpu_simos::testing;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::testing::tdr::{self as testing_tdr, Misreport};

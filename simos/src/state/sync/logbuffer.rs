@@ -94,7 +94,7 @@ impl LogBuffer {
         self.alloc.word(0).map_or(0, |w| w.load(Ordering::Acquire))
     }
 
-    pub(super) fn word_off(&self, i: u64, w: u64) -> u64 {
+    pub(crate) fn word_off(&self, i: u64, w: u64) -> u64 {
         ENTRIES_OFFSET + (i % self.entries.max(1)) * ENTRY_WORDS * 8 + w * 8
     }
 

@@ -1,6 +1,9 @@
 //! The OS's user-mode-submission objects and their adapter-wide table ([`UmsOs`]), D3DKMT
 //! and OS kernel handles.
 
+pub mod events;
+pub mod mapping;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,11 +16,11 @@ use rvgpu_ddi::submission::{
 
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::sync::fence::state::{MonitoredFence, NativeFence, SimEvent};
-use crate::vidmm::state::AllocObj;
+use crate::state::sync::fence::{MonitoredFence, NativeFence, SimEvent};
+use crate::state::vidmm::AllocObj;
 
-use super::events::UmsEvent;
-use super::mapping::DoorbellCpuState;
+use self::events::UmsEvent;
+use self::mapping::DoorbellCpuState;
 use crate::ob::{HandleMap, KmtHandle};
 
 /// `DISPLAY_ADAPTER_HW_ID`: the device UID SetPowerState uses for the adapter itself.
@@ -26,7 +29,7 @@ pub const DISPLAY_ADAPTER_HW_ID: u32 = 0xFFFF_FFFF;
 pub const POWER_ACTION_NONE: POWER_ACTION = 0;
 
 /// Processes.
-pub(super) static NEXT_PROCESS: AtomicU32 = AtomicU32::new(0x1000);
+pub(crate) static NEXT_PROCESS: AtomicU32 = AtomicU32::new(0x1000);
 
 /// A new D3DKMT handle in `process`'s handle table ([`crate::ob::LocalHandles`]).
 pub(crate) use crate::ob::new_kmt_handle as new_handle;
@@ -34,7 +37,7 @@ pub(crate) use crate::ob::new_kmt_handle as new_handle;
 /// The table adapter handles of user-mode images come from: the PE bridge opens an adapter
 /// before the process has a device, and the simulated OS's processes are its devices.
 #[cfg(target_os = "linux")]
-pub(super) const ADAPTER_OPENERS: ProcessId = ProcessId(1);
+pub(crate) const ADAPTER_OPENERS: ProcessId = ProcessId(1);
 
 /// A new adapter handle for a user-mode image (`D3DKMTOpenAdapterFromLuid`).
 #[cfg(target_os = "linux")]
@@ -47,10 +50,10 @@ pub fn kernel_handle(h: KmtHandle) -> usize {
     KERNEL_HANDLE_BASE | ((h as usize) << 4)
 }
 
-pub(super) const KERNEL_HANDLE_BASE: usize = 0x7D00_0000_0000;
+pub(crate) const KERNEL_HANDLE_BASE: usize = 0x7D00_0000_0000;
 
 /// The D3DKMT handle whose [`kernel_handle`] is `k`, if `k` is one.
-pub(super) fn from_kernel_handle(k: usize) -> Option<KmtHandle> {
+pub(crate) fn from_kernel_handle(k: usize) -> Option<KmtHandle> {
     let h = KmtHandle::try_from((k & !KERNEL_HANDLE_BASE) >> 4).ok()?;
     (kernel_handle(h) == k).then_some(h)
 }
@@ -58,7 +61,7 @@ pub(super) fn from_kernel_handle(k: usize) -> Option<KmtHandle> {
 impl UmsOs {
     /// The live doorbells `handle` names, as the KMD's handle or the OS kernel handle, in
     /// D3DKMT handle order (an index lookup, not a scan of every doorbell).
-    pub(super) fn doorbells_named(&self, handle: usize) -> Vec<KmtHandle> {
+    pub(crate) fn doorbells_named(&self, handle: usize) -> Vec<KmtHandle> {
         let mut v: Vec<KmtHandle> = self
             .doorbell_by_kmd
             .range((handle, KmtHandle::MIN)..=(handle, KmtHandle::MAX))
@@ -92,13 +95,13 @@ pub enum DoorbellState {
 pub(crate) struct DeviceObj {
     pub(crate) kmd: usize,
     /// Serialises the thunks of this device (Dxgkrnl's per-device lock).
-    pub(super) lock: Arc<Mutex<()>>,
+    pub(crate) lock: Arc<Mutex<()>>,
     pub(crate) process: ProcessId,
     pub(crate) in_error: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Suspended {
+pub(crate) enum Suspended {
     No,
     /// By a power-down (resumed at power-up).
     Power,
@@ -109,53 +112,53 @@ pub(super) enum Suspended {
 }
 
 #[derive(Debug)]
-pub(super) struct ContextObj {
-    pub(super) handle: KmtHandle,
-    pub(super) kmd: usize,
-    pub(super) device: KmtHandle,
-    pub(super) node: u32,
-    pub(super) suspended: Suspended,
-    pub(super) suspend_fence: u64,
+pub(crate) struct ContextObj {
+    pub(crate) handle: KmtHandle,
+    pub(crate) kmd: usize,
+    pub(crate) device: KmtHandle,
+    pub(crate) node: u32,
+    pub(crate) suspended: Suspended,
+    pub(crate) suspend_fence: u64,
     /// Created with `HwQueueSupported` (BR-92/94).
-    pub(super) hw_queue: bool,
+    pub(crate) hw_queue: bool,
 }
 
 #[derive(Debug)]
-pub(super) struct QueueObj {
-    pub(super) handle: KmtHandle,
-    pub(super) kmd: usize,
-    pub(super) device: KmtHandle,
-    pub(super) context: KmtHandle,
-    pub(super) node: u32,
-    pub(super) user_mode: bool,
+pub(crate) struct QueueObj {
+    pub(crate) handle: KmtHandle,
+    pub(crate) kmd: usize,
+    pub(crate) device: KmtHandle,
+    pub(crate) context: KmtHandle,
+    pub(crate) node: u32,
+    pub(crate) user_mode: bool,
     /// The progress fence's handle and the fence; `None` for a user-mode queue on an OS that
     /// gives it none ([`crate::os::answers::UmsProgress::None`]).
-    pub(super) fence: Option<KmtHandle>,
-    pub(super) progress: Option<MonitoredFence>,
+    pub(crate) fence: Option<KmtHandle>,
+    pub(crate) progress: Option<MonitoredFence>,
     /// The native fence the OS made the progress fence
     /// ([`crate::os::answers::ProgressFence`]): over `progress`'s value, whose monitored
     /// view keeps the OS's own waits.
-    pub(super) native_progress: Option<NativeFence>,
+    pub(crate) native_progress: Option<NativeFence>,
     /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode
     /// queues: the last value the OS submitted.
-    pub(super) last_queued: Arc<AtomicU64>,
-    pub(super) doorbell: Option<KmtHandle>,
-    pub(super) queue_id: Option<u32>,
-    pub(super) submit_lock: Arc<Mutex<()>>,
+    pub(crate) last_queued: Arc<AtomicU64>,
+    pub(crate) doorbell: Option<KmtHandle>,
+    pub(crate) queue_id: Option<u32>,
+    pub(crate) submit_lock: Arc<Mutex<()>>,
     /// MF-03: the OS-side list of this kernel-mode queue (GPU waits, held submissions, signal
     /// packets).
-    pub(super) sched: Arc<HwqSched>,
+    pub(crate) sched: Arc<HwqSched>,
 }
 
 impl QueueObj {
     /// The progress fence's value, if the OS gave the queue one.
-    pub(super) fn completed(&self) -> Option<u64> {
+    pub(crate) fn completed(&self) -> Option<u64> {
         self.progress.as_ref().map(MonitoredFence::value)
     }
 
     /// UM-16: whether the OS can see work outstanding on the queue (never, without a progress
     /// fence).
-    pub(super) fn known_work(&self) -> bool {
+    pub(crate) fn known_work(&self) -> bool {
         self.completed()
             .is_some_and(|c| self.last_queued.load(Ordering::Acquire) > c)
     }
@@ -163,7 +166,7 @@ impl QueueObj {
 
 /// One entry of a kernel-mode queue's OS-side list (MF-03).
 #[derive(Debug)]
-pub(super) enum Pending {
+pub(crate) enum Pending {
     /// A `SubmitCommandToHwQueue` the OS holds behind an earlier GPU wait.
     Submit { value: u64, gpu: u64, bytes: u32 },
     /// A GPU wait (`SubmitWaitForSyncObjectsToHwQueue`, one entry per object): holds every later
@@ -182,41 +185,41 @@ pub(super) enum Pending {
 /// A signal packet: signals `fences` once the queue's progress fence reaches `after` (the last
 /// progress value accepted before it: every earlier submission completed).
 #[derive(Debug)]
-pub(super) struct Signal {
-    pub(super) fences: Vec<(MonitoredFence, KmtHandle, u64)>,
-    pub(super) after: u64,
+pub(crate) struct Signal {
+    pub(crate) fences: Vec<(MonitoredFence, KmtHandle, u64)>,
+    pub(crate) after: u64,
     /// The waiter on the progress fence for `after` (if it had not been reached).
-    pub(super) event: Option<SimEvent>,
+    pub(crate) event: Option<SimEvent>,
 }
 
 /// The OS-side scheduling state of one kernel-mode queue (MF-03).
 #[derive(Debug, Default)]
-pub(super) struct HwqSched {
+pub(crate) struct HwqSched {
     /// Serialises [`pump`] runs (the thunk's thread and VidSch's worker): entries reach the KMD
     /// in order.
-    pub(super) pump: Mutex<()>,
+    pub(crate) pump: Mutex<()>,
     /// A GPU wait or a signal's predecessors were satisfied: VidSch's worker pumps the queue.
-    pub(super) kicked: std::sync::atomic::AtomicBool,
-    pub(super) st: Mutex<HwqSchedState>,
+    pub(crate) kicked: std::sync::atomic::AtomicBool,
+    pub(crate) st: Mutex<HwqSchedState>,
     /// The adapter's "some queue may be due" hint ([`UmsOs::hwq_due`]), set with every kick
     /// and ring-full retry, so the worker looks at the queues only when one may need it.
-    pub(super) due_hint: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) due_hint: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl HwqSched {
     /// Kicks the queue: VidSch's worker pumps it at its next run.
-    pub(super) fn kick(&self) {
+    pub(crate) fn kick(&self) {
         self.kicked.store(true, Ordering::Release);
         self.due_hint.store(true, Ordering::Release);
     }
 
     /// A ring-full retry is pending (the worker polls the progress fence for it).
-    pub(super) fn retry_pending(&self) -> bool {
+    pub(crate) fn retry_pending(&self) -> bool {
         lock(&self.st).retry_at.is_some()
     }
 
     /// Whether VidSch's worker has something to do for this queue (`take`: clears the kick).
-    pub(super) fn due(&self, progress: Option<&MonitoredFence>, take: bool) -> bool {
+    pub(crate) fn due(&self, progress: Option<&MonitoredFence>, take: bool) -> bool {
         let kicked = if take {
             self.kicked.swap(false, Ordering::AcqRel)
         } else {
@@ -230,33 +233,33 @@ impl HwqSched {
 }
 
 #[derive(Debug, Default)]
-pub(super) struct HwqSchedState {
-    pub(super) list: VecDeque<Pending>,
+pub(crate) struct HwqSchedState {
+    pub(crate) list: VecDeque<Pending>,
     /// Signals at the head of the list whose earlier submissions are with the KMD but not
     /// complete; they do not hold later work.
-    pub(super) armed: Vec<Signal>,
+    pub(crate) armed: Vec<Signal>,
     /// The last progress value the OS accepted for the queue (submitted or held).
-    pub(super) accepted: u64,
+    pub(crate) accepted: u64,
     /// A held submission the KMD refused (its ring was full) is retried once the queue's
     /// progress fence reaches this value (the worker polls it).
-    pub(super) retry_at: Option<u64>,
+    pub(crate) retry_at: Option<u64>,
     /// The queue is being destroyed: nothing more goes to the KMD.
-    pub(super) dead: bool,
+    pub(crate) dead: bool,
 }
 
 #[derive(Debug)]
-pub(super) struct DoorbellObj {
-    pub(super) handle: KmtHandle,
-    pub(super) kmd: usize,
-    pub(super) device: KmtHandle,
-    pub(super) queue: KmtHandle,
-    pub(super) ring: KmtHandle,
-    pub(super) control: KmtHandle,
-    pub(super) state: DoorbellState,
+pub(crate) struct DoorbellObj {
+    pub(crate) handle: KmtHandle,
+    pub(crate) kmd: usize,
+    pub(crate) device: KmtHandle,
+    pub(crate) queue: KmtHandle,
+    pub(crate) ring: KmtHandle,
+    pub(crate) control: KmtHandle,
+    pub(crate) state: DoorbellState,
     /// A `DxgkDdiConnectDoorbell` is in flight: `Some(None)`; the KMD disconnected the
     /// doorbell (callback) before the OS committed that connect: `Some(Some(reason))`.
-    pub(super) connecting: Option<Option<D3DDDI_DOORBELLSTATUS>>,
-    pub(super) cpu: Arc<DoorbellCpuState>,
+    pub(crate) connecting: Option<Option<D3DDDI_DOORBELLSTATUS>>,
+    pub(crate) cpu: Arc<DoorbellCpuState>,
 }
 
 /// Power state of the adapter as the OS drives it (UM-14).
@@ -277,28 +280,28 @@ pub struct UmsOs {
     pub caps: Option<DXGK_USERMODESUBMISSION_CAPS>,
     /// Runtime power management started (`dxgkrnl::power`: the cap set, at least one
     /// component registered, `PREPARE_TO_START`/`STARTED` sent).
-    pub(super) runtime_pm: bool,
-    pub(super) power: Power,
+    pub(crate) runtime_pm: bool,
+    pub(crate) power: Power,
     /// Each node's F-state as PoFx holds it (0 = F0); every node starts in F0.
-    pub(super) fstate: Vec<u32>,
+    pub(crate) fstate: Vec<u32>,
     /// Node → the `DXGK_POWER_COMPONENT_INDEX` of its engine component, if the driver
     /// registered one (`dxgkrnl::power`).
-    pub(super) node_component: Vec<Option<u32>>,
+    pub(crate) node_component: Vec<Option<u32>>,
     /// Active references per node (PoFx `SetPowerComponentActive`): kernel-path submissions
     /// and doorbell connects in progress hold the node in F0 ([`node_active`]).
-    pub(super) node_active: Vec<u32>,
+    pub(crate) node_active: Vec<u32>,
     /// Active references the driver holds per node (`DxgkCbSetPowerComponentActive` minus
     /// `Idle` on the node's component): with one held the node stays F0 and the adapter D0.
-    pub(super) driver_active: Vec<u32>,
+    pub(crate) driver_active: Vec<u32>,
     /// Nodes whose F1 request found them busy: F1 follows once the OS sees them idle (PoFx
     /// idles a component when its last active reference goes), unless new work arrives
     /// first (the engine then asks again when it next idles).
-    pub(super) f1_deferred: Vec<u32>,
+    pub(crate) f1_deferred: Vec<u32>,
     /// The power components the driver registered at start.
-    pub(super) power_components: Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT>,
+    pub(crate) power_components: Vec<rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT>,
     pub(crate) devices: BTreeMap<KmtHandle, DeviceObj>,
-    pub(super) contexts: BTreeMap<KmtHandle, ContextObj>,
-    pub(super) queues: HandleMap<QueueObj>,
+    pub(crate) contexts: BTreeMap<KmtHandle, ContextObj>,
+    pub(crate) queues: HandleMap<QueueObj>,
     pub(crate) allocations: BTreeMap<KmtHandle, AllocObj>,
     /// Allocations no one references any more, waiting for VidMm to unmap and free them
     /// ([`crate::machine::Machine::reap_allocations`]).
@@ -308,32 +311,32 @@ pub struct UmsOs {
     /// thread took first. A process exit counts on that before it unmaps what its space still
     /// maps and drops the space.
     pub(crate) reap_serial: Arc<Mutex<()>>,
-    pub(super) doorbells: HandleMap<DoorbellObj>,
+    pub(crate) doorbells: HandleMap<DoorbellObj>,
     /// The live doorbells by the KMD's handle, `(kmd handle, D3DKMT handle)`, so
     /// that `DxgkCbDisconnectDoorbell` finds its doorbell without scanning every doorbell
     /// (a victimising connect cost grew with the queues). Ordered like `doorbells`, so two
     /// doorbells the driver gave one handle resolve as a scan would (the lower handle).
-    pub(super) doorbell_by_kmd: std::collections::BTreeSet<(usize, KmtHandle)>,
-    pub(super) fences: BTreeMap<KmtHandle, MonitoredFence>,
+    pub(crate) doorbell_by_kmd: std::collections::BTreeSet<(usize, KmtHandle)>,
+    pub(crate) fences: BTreeMap<KmtHandle, MonitoredFence>,
     /// Some kernel-mode queue may be due for VidSch's worker (kicked, or a ring-full retry
     /// pending): without it the worker and the idle check skip the queues, which they
     /// scanned at every run (setting up N queues cost O(N²)).
-    pub(super) hwq_due: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) hwq_due: Arc<std::sync::atomic::AtomicBool>,
     /// The process each fence handle belongs to: D3DKMT handles are per process, so another
     /// process naming the same number names nothing (B signalled and waited A's
     /// fences by guessing handles).
-    pub(super) fence_owner: BTreeMap<KmtHandle, ProcessId>,
+    pub(crate) fence_owner: BTreeMap<KmtHandle, ProcessId>,
     pub(crate) events: Vec<UmsEvent>,
     /// Handles (the KMD's and the OS kernel handle) of destroyed doorbells -> D3DKMT handle,
     /// for the callback's diagnostics (a handle used after its destroy returned).
-    pub(super) destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
+    pub(crate) destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
     /// The driver's handles of destroyed queues (a late page-fault report may name one).
-    pub(super) destroyed_queues: std::collections::HashSet<usize>,
+    pub(crate) destroyed_queues: std::collections::HashSet<usize>,
     /// Native progress fences of destroyed queues, destroyed once the thunk's locks are
     /// released (their pages leave the process by paging, [`hwqueue::reap_progress_fences`]).
-    pub(super) retired_progress: Vec<NativeFence>,
+    pub(crate) retired_progress: Vec<NativeFence>,
     /// PASSIVE work the DPC queued (engine F1 requests).
-    pub(super) work: VecDeque<u32>,
+    pub(crate) work: VecDeque<u32>,
     /// Page faults reported at DPC time, for PASSIVE: (driver queue handle, VA).
     pub(crate) faulted: VecDeque<(usize, u64)>,
 }
@@ -373,13 +376,13 @@ impl Default for UmsOs {
 }
 
 impl UmsOs {
-    pub(super) fn node_ums(&self, node: u32) -> bool {
+    pub(crate) fn node_ums(&self, node: u32) -> bool {
         self.node_metadata
             .get(node as usize)
             .is_some_and(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
     }
 
-    pub(super) fn doorbell_size(&self) -> Option<u32> {
+    pub(crate) fn doorbell_size(&self) -> Option<u32> {
         self.caps.map(|c| c.DoorbellSizeInBytes).filter(|s| *s != 0)
     }
 }

@@ -9,7 +9,7 @@ use rvgpu_hw::cmd::LogKind;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 
-use super::buffer::{LogBuffer, LogState};
+use super::logbuffer::{LogBuffer, LogState};
 
 /// Both logs of a queue, and the buffers it retired.
 #[derive(Debug)]

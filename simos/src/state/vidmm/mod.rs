@@ -5,14 +5,21 @@
 //! allocations (in UMS's books, `ums::allocation`) and the fence pages mapped into processes
 //! (in the fences' state, `sync::fence::maps`). A leaf: nothing here imports an operation.
 
+pub mod cpucache;
+pub mod gpuva;
+pub mod mmu;
+pub mod model;
+pub mod residency;
+pub mod va;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rvgpu_device::SysAlloc;
 
 use crate::ob::KmtHandle;
-use crate::vidmm::cpucache::CpuCache;
-use crate::vidmm::residency::state::QueuedWork;
+use crate::state::vidmm::cpucache::CpuCache;
+use crate::state::vidmm::residency::QueuedWork;
 
 /// What freed contiguous memory is filled with while in quarantine.
 pub const FREED_POISON: u64 = 0xF4EE_D0F4_EED0_F4EE;
@@ -36,17 +43,17 @@ pub struct VidMmState {
     /// Live BAR mappings: VA → number of mappings at that VA (two mappings of the same
     /// VRAM range share a VA and need two unmaps).
     pub mappings: Mutex<HashMap<usize, usize>>,
-    /// What VidMm learnt of the adapter's memory at start ([`crate::vidmm::model`]).
-    pub memory_model: Mutex<crate::vidmm::model::MemoryModel>,
-    /// VidMm's GPU VA spaces and page-table heap ([`crate::vidmm::mmu::state`]).
-    pub vidmm: Mutex<crate::vidmm::mmu::state::VidMm>,
+    /// What VidMm learnt of the adapter's memory at start ([`crate::state::vidmm::model`]).
+    pub memory_model: Mutex<crate::state::vidmm::model::MemoryModel>,
+    /// VidMm's GPU VA spaces and page-table heap ([`crate::state::vidmm::mmu`]).
+    pub vidmm: Mutex<crate::state::vidmm::mmu::VidMm>,
     /// VidMm's residency: where each user allocation lives and who needs it resident
-    /// ([`crate::vidmm::residency::state`]). Held for a whole residency operation, paging
+    /// ([`crate::state::vidmm::residency`]). Held for a whole residency operation, paging
     /// included, as VidMm serialises its own.
-    pub residency: Mutex<crate::vidmm::residency::state::State>,
+    pub residency: Mutex<crate::state::vidmm::residency::State>,
     /// Paging queues and the GPU VA ranges processes reserve and map through the D3DKMT
-    /// thunks ([`crate::vidmm::va::state`]). Taken after `residency`, before `vidmm`.
-    pub gpuva: Mutex<crate::vidmm::va::state::State>,
+    /// thunks ([`crate::state::vidmm::va`]). Taken after `residency`, before `vidmm`.
+    pub gpuva: Mutex<crate::state::vidmm::va::State>,
 }
 
 /// Where VidMm mapped an allocation (GpuMmu adapters).

@@ -14,12 +14,12 @@ use rvgpu_hw::pdd::NativeFencePdd;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
-use crate::sync::trace::ReleaseVia;
+use crate::state::sync::trace::ReleaseVia;
 
-pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
-pub(super) const KIND_CURRENT: u8 = 0;
-pub(super) const KIND_MONITORED: u8 = 1;
-pub(super) const KIND_LEGACY: u8 = 2;
+pub(crate) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+pub(crate) const KIND_CURRENT: u8 = 0;
+pub(crate) const KIND_MONITORED: u8 = 1;
+pub(crate) const KIND_LEGACY: u8 = 2;
 /// Most of VRAM the OS takes for local fence pages (NF-06): the top half, the rest stays free
 /// for whatever else tests place in VRAM.
 pub(crate) const LOCAL_FENCE_VRAM_DIVISOR: u64 = 2;
@@ -27,9 +27,9 @@ pub(crate) const LOCAL_FENCE_VRAM_DIVISOR: u64 = 2;
 /// Next OS handle (global and local native-fence handles share the space). Process-wide:
 /// the driver's handle map is driver-wide and many machines run in one test process.
 /// Starts far from small integers and from [`crate::testing::BAD_FENCE_HANDLE`].
-pub(super) static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(0x7_0000_0000);
+pub(crate) static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(0x7_0000_0000);
 
-pub(super) fn next_handle() -> usize {
+pub(crate) fn next_handle() -> usize {
     NEXT_HANDLE.fetch_add(0x10, Ordering::Relaxed)
 }
 
@@ -66,17 +66,17 @@ impl Default for NativeFenceDesc {
 
 /// One 64-bit fence value in OS-allocated system memory.
 #[derive(Clone, Debug)]
-pub(super) struct Slot {
-    pub(super) alloc: SysAlloc,
-    pub(super) off: u64,
+pub(crate) struct Slot {
+    pub(crate) alloc: SysAlloc,
+    pub(crate) off: u64,
 }
 
 impl Slot {
-    pub(super) fn gpu(&self) -> u64 {
+    pub(crate) fn gpu(&self) -> u64 {
         self.alloc.bus_addr + self.off
     }
 
-    pub(super) fn kva(&self) -> *mut c_void {
+    pub(crate) fn kva(&self) -> *mut c_void {
         // The allocation's pointer has provenance over all of it; `off` is inside it.
         self.alloc
             .cpu_ptr()
@@ -86,13 +86,13 @@ impl Slot {
             .cast()
     }
 
-    pub(super) fn load(&self) -> u64 {
+    pub(crate) fn load(&self) -> u64 {
         self.alloc
             .word(self.off)
             .map_or(0, |w| w.load(Ordering::SeqCst))
     }
 
-    pub(super) fn store(&self, v: u64) {
+    pub(crate) fn store(&self, v: u64) {
         if let Some(w) = self.alloc.word(self.off) {
             w.store(v, Ordering::SeqCst);
         }
@@ -101,18 +101,18 @@ impl Slot {
 
 /// One 64-bit fence value in local memory (NF-06): VRAM page `page` (byte offset), `off` in it.
 #[derive(Clone, Debug)]
-pub(super) struct LocalSlot {
-    pub(super) mem: Arc<Memory>,
-    pub(super) page: u64,
-    pub(super) off: u64,
+pub(crate) struct LocalSlot {
+    pub(crate) mem: Arc<Memory>,
+    pub(crate) page: u64,
+    pub(crate) off: u64,
 }
 
 impl LocalSlot {
-    pub(super) fn vram_off(&self) -> u64 {
+    pub(crate) fn vram_off(&self) -> u64 {
         self.page + self.off
     }
 
-    pub(super) fn word(&self) -> Option<&std::sync::atomic::AtomicU64> {
+    pub(crate) fn word(&self) -> Option<&std::sync::atomic::AtomicU64> {
         self.mem
             .vram_words()
             .get(usize::try_from(self.vram_off() / 8).ok()?)
@@ -121,13 +121,13 @@ impl LocalSlot {
 
 /// Where a native fence value lives (NF-06).
 #[derive(Clone, Debug)]
-pub(super) enum Value {
+pub(crate) enum Value {
     System(Slot),
     Local(LocalSlot),
 }
 
 impl Value {
-    pub(super) fn gpu(&self) -> u64 {
+    pub(crate) fn gpu(&self) -> u64 {
         match self {
             Self::System(s) => s.gpu(),
             Self::Local(l) => rvgpu_hw::addr::VRAM_BASE + l.vram_off(),
@@ -135,7 +135,7 @@ impl Value {
     }
 
     /// The kernel CPU address: for local memory, the BAR4 view of the same bytes.
-    pub(super) fn kva(&self) -> *mut c_void {
+    pub(crate) fn kva(&self) -> *mut c_void {
         match self {
             Self::System(s) => s.kva(),
             Self::Local(l) => l.mem.vram_cpu_ptr().map_or(std::ptr::null_mut(), |p| {
@@ -147,14 +147,14 @@ impl Value {
         }
     }
 
-    pub(super) fn load(&self) -> u64 {
+    pub(crate) fn load(&self) -> u64 {
         match self {
             Self::System(s) => s.load(),
             Self::Local(l) => l.word().map_or(0, |w| w.load(Ordering::SeqCst)),
         }
     }
 
-    pub(super) fn store(&self, v: u64) {
+    pub(crate) fn store(&self, v: u64) {
         match self {
             Self::System(s) => s.store(v),
             Self::Local(l) => {
@@ -165,13 +165,13 @@ impl Value {
         }
     }
 
-    pub(super) fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         matches!(self, Self::Local(_))
     }
 
     /// The system-memory slot, or the simulation error for a local value where only system
     /// memory may be (NF-06, NF-16: a value shared across adapters is in system memory).
-    pub(super) fn system(&self, what: &str) -> Result<&Slot, SimError> {
+    pub(crate) fn system(&self, what: &str) -> Result<&Slot, SimError> {
         match self {
             Self::System(s) => Ok(s),
             Self::Local(_) => Err(SimError::Simulation(format!(
@@ -184,7 +184,7 @@ impl Value {
 
 /// What VidSch does when a GPU-side wait on a legacy monitored fence is satisfied: resume
 /// the software context's submission (MF-03, `WaitForSynchronizationObjectFromGpu`).
-pub(super) struct Resume(pub(super) Box<dyn FnOnce() + Send>);
+pub(crate) struct Resume(pub(crate) Box<dyn FnOnce() + Send>);
 
 impl std::fmt::Debug for Resume {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -204,55 +204,55 @@ pub enum WaitOutcome {
 }
 
 #[derive(Debug, Default)]
-pub(super) struct EventInner {
-    pub(super) state: Mutex<Option<WaitOutcome>>,
-    pub(super) cv: Condvar,
+pub(crate) struct EventInner {
+    pub(crate) state: Mutex<Option<WaitOutcome>>,
+    pub(crate) cv: Condvar,
     /// How a satisfied wait was released (docs/logs.md#simulated-os).
-    pub(super) via: Mutex<Option<ReleaseVia>>,
+    pub(crate) via: Mutex<Option<ReleaseVia>>,
 }
 
 /// The event form of a CPU wait (MF-04): becomes signalled once with the wait's outcome.
 #[derive(Clone, Debug, Default)]
-pub struct SimEvent(pub(super) Arc<EventInner>);
+pub struct SimEvent(pub(crate) Arc<EventInner>);
 
 #[derive(Debug)]
-pub(super) struct Waiter {
-    pub(super) value: u64,
-    pub(super) event: SimEvent,
-    pub(super) resume: Option<Resume>,
+pub(crate) struct Waiter {
+    pub(crate) value: u64,
+    pub(crate) event: SimEvent,
+    pub(crate) resume: Option<Resume>,
     /// A new wait raised MonitoredValue above this one while it was pending and not reached
     /// (24H2, [`crate::os::answers::MonitoredValue::RaisedByNewWaits`]): no interrupt is
     /// due when the fence reaches it, so its release may come late.
-    pub(super) raised_over: bool,
+    pub(crate) raised_over: bool,
 }
 
 #[derive(Debug)]
-pub(super) struct ObjState {
+pub(crate) struct ObjState {
     /// Open instances: local handle → process.
-    pub(super) instances: BTreeMap<usize, ProcessId>,
+    pub(crate) instances: BTreeMap<usize, ProcessId>,
     /// NT handles to the fence (`crate::ob`): each keeps the object alive without an
     /// instance, as on Windows.
-    pub(super) nt_refs: usize,
-    pub(super) destroyed: bool,
-    pub(super) waiters: Vec<Waiter>,
+    pub(crate) nt_refs: usize,
+    pub(crate) destroyed: bool,
+    pub(crate) waiters: Vec<Waiter>,
     /// The MonitoredValue the OS last gave the driver.
-    pub(super) mv_os: u64,
+    pub(crate) mv_os: u64,
     /// The last value signalled from the CPU (24H2's new-wait rule compares against it).
-    pub(super) last_cpu_signal: u64,
+    pub(crate) last_cpu_signal: u64,
     /// Cross-adapter: MonitoredValue held at 0 (NF-16).
-    pub(super) hold_zero: bool,
+    pub(crate) hold_zero: bool,
     /// D3DKMT handles of this fence (a log entry names the fence by one), with the
     /// process that holds each.
-    pub(super) kmt_handles: Vec<(u32, ProcessId)>,
+    pub(crate) kmt_handles: Vec<(u32, ProcessId)>,
     /// Cross-adapter peers: the same fence on other adapters.
-    pub(super) peers: Vec<Arc<FenceObj>>,
+    pub(crate) peers: Vec<Arc<FenceObj>>,
     /// The same fence opened as a legacy monitored fence on adapters without native fences
     /// (NF-18).
-    pub(super) legacy_peers: Vec<Arc<LegacyObj>>,
+    pub(crate) legacy_peers: Vec<Arc<LegacyObj>>,
     /// Last CurrentValue propagated to the peers.
-    pub(super) last_propagated: u64,
+    pub(crate) last_propagated: u64,
     /// In the adapter's scan set (`FenceOs::scan`).
-    pub(super) scanned: bool,
+    pub(crate) scanned: bool,
 }
 
 /// The OS's native-fence object on one adapter.
@@ -261,21 +261,21 @@ pub struct FenceObj {
     /// The adapter the object is on, weak so a fence does not keep it alive, and without its
     /// type so that this file (held by the adapter) does not import the adapter: the
     /// operations see it through `FenceObj::adapter` (`settle`).
-    pub(super) adapter: Weak<dyn std::any::Any + Send + Sync>,
-    pub(super) adapter_index: usize,
-    pub(super) global: usize,
-    pub(super) creator: ProcessId,
-    pub(super) shareable: bool,
-    pub(super) fence_type: D3DDDI_NATIVEFENCE_TYPE,
-    pub(super) cv: Value,
-    pub(super) mv: Value,
-    pub(super) pdd: NativeFencePdd,
+    pub(crate) adapter: Weak<dyn std::any::Any + Send + Sync>,
+    pub(crate) adapter_index: usize,
+    pub(crate) global: usize,
+    pub(crate) creator: ProcessId,
+    pub(crate) shareable: bool,
+    pub(crate) fence_type: D3DDDI_NATIVEFENCE_TYPE,
+    pub(crate) cv: Value,
+    pub(crate) mv: Value,
+    pub(crate) pdd: NativeFencePdd,
     /// What the OS writes as MonitoredValue, and whether it re-arms it (the machine's
     /// reading at create, [`crate::os::answers::MonitoredValue`]).
-    pub(super) mv_rule: crate::os::answers::MonitoredValue,
+    pub(crate) mv_rule: crate::os::answers::MonitoredValue,
     /// Serialises MonitoredValue updates and destruction of this fence.
-    pub(super) settle_lock: Mutex<()>,
-    pub(super) st: Mutex<ObjState>,
+    pub(crate) settle_lock: Mutex<()>,
+    pub(crate) st: Mutex<ObjState>,
 }
 
 /// What an NT handle refers to (an entry of the machine's `crate::ob::HandleTables`).
@@ -288,11 +288,11 @@ pub enum NtObject {
 /// A process's instance of a native fence (its local handle).
 #[derive(Clone, Debug)]
 pub struct NativeFence {
-    pub(super) obj: Arc<FenceObj>,
-    pub(super) process: ProcessId,
-    pub(super) local: usize,
+    pub(crate) obj: Arc<FenceObj>,
+    pub(crate) process: ProcessId,
+    pub(crate) local: usize,
     /// Where VidMm mapped the values in `process` (`D3DDDI_NATIVEFENCEMAPPING`).
-    pub(super) va: ProcessVas,
+    pub(crate) va: ProcessVas,
 }
 
 /// A fence's CurrentValue and MonitoredValue VAs in one process (0: not mapped, the process
@@ -395,24 +395,24 @@ impl NativeFence {
 /// GPU VA is the bus address).
 #[derive(Debug)]
 pub struct LegacyObj {
-    pub(super) adapter_index: usize,
-    pub(super) handle: usize,
-    pub(super) slot: Slot,
-    pub(super) st: Mutex<LegacyState>,
+    pub(crate) adapter_index: usize,
+    pub(crate) handle: usize,
+    pub(crate) slot: Slot,
+    pub(crate) st: Mutex<LegacyState>,
 }
 
 #[derive(Debug, Default)]
-pub(super) struct LegacyState {
-    pub(super) destroyed: bool,
-    pub(super) waiters: Vec<Waiter>,
+pub(crate) struct LegacyState {
+    pub(crate) destroyed: bool,
+    pub(crate) waiters: Vec<Waiter>,
     /// Native instances of the same fence on other adapters (NF-18).
-    pub(super) native_peers: Vec<Arc<FenceObj>>,
+    pub(crate) native_peers: Vec<Arc<FenceObj>>,
 }
 
 /// A legacy monitored fence (`hSyncObject`).
 #[derive(Clone, Debug)]
 pub struct MonitoredFence {
-    pub(super) obj: Arc<LegacyObj>,
+    pub(crate) obj: Arc<LegacyObj>,
 }
 
 impl MonitoredFence {

@@ -10,16 +10,16 @@ use rvgpu_hw::mmio::MmioBus;
 use crate::base::lock::lock;
 
 /// The page size of doorbell and dummy pages.
-pub(super) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
+pub(crate) const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
 /// The dummy page a disconnected doorbell's CPU VA points at.
 #[derive(Debug)]
-pub(super) struct DummyPage {
-    pub(super) words: Vec<AtomicU64>,
+pub(crate) struct DummyPage {
+    pub(crate) words: Vec<AtomicU64>,
 }
 
 #[derive(Clone)]
-pub(super) enum Mapping {
+pub(crate) enum Mapping {
     Dummy,
     Physical {
         page: u32,
@@ -30,12 +30,12 @@ pub(super) enum Mapping {
 /// The process-visible side of a doorbell: the doorbell CPU VA (a remappable mapping), the
 /// status page, and the queue's last-queued progress value.
 pub struct DoorbellCpuState {
-    pub(super) mapping: Mutex<Mapping>,
-    pub(super) dummy: DummyPage,
-    pub(super) status: AtomicI32,
-    pub(super) last_queued: Arc<AtomicU64>,
-    pub(super) dummy_writes: AtomicU64,
-    pub(super) physical_writes: AtomicU64,
+    pub(crate) mapping: Mutex<Mapping>,
+    pub(crate) dummy: DummyPage,
+    pub(crate) status: AtomicI32,
+    pub(crate) last_queued: Arc<AtomicU64>,
+    pub(crate) dummy_writes: AtomicU64,
+    pub(crate) physical_writes: AtomicU64,
 }
 
 impl std::fmt::Debug for DoorbellCpuState {
@@ -105,7 +105,7 @@ impl DoorbellCpuState {
         )
     }
 
-    pub(super) fn to_dummy(&self) {
+    pub(crate) fn to_dummy(&self) {
         *lock(&self.mapping) = Mapping::Dummy;
     }
 }

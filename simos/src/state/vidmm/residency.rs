@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
-use crate::sync::fence::state::MonitoredFence;
-use crate::vidmm::gpuva::Phys;
+use crate::state::sync::fence::MonitoredFence;
+use crate::state::vidmm::gpuva::Phys;
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
@@ -46,45 +46,45 @@ pub enum Place {
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub(crate) pid: ProcessId,
-    pub(super) device: KmtHandle,
+    pub(crate) device: KmtHandle,
     /// The driver's handle (`hAllocation` of the paging operations).
-    pub(super) kmd: usize,
+    pub(crate) kmd: usize,
     pub(crate) va: u64,
     pub(crate) pages: u64,
     /// Bus address of the allocation's own system memory (the pages the CPU maps, and
     /// where it lives when placed in system memory).
-    pub(super) sysmem: u64,
+    pub(crate) sysmem: u64,
     /// Where its contents are while it is not in VRAM.
-    pub(super) backing: Backing,
+    pub(crate) backing: Backing,
     /// Local segments it may live in, best first.
-    pub(super) order: Vec<u32>,
+    pub(crate) order: Vec<u32>,
     /// The aperture is in its segment set.
-    pub(super) aperture: bool,
+    pub(crate) aperture: bool,
     pub(crate) place: Place,
     /// The device's residency count.
-    pub(super) count: u32,
+    pub(crate) count: u32,
     /// Work queued when the count reached zero; eviction waits for it.
-    pub(super) idle_after: Vec<QueuedWork>,
+    pub(crate) idle_after: Vec<QueuedWork>,
     /// Released without `EvictOnlyIfNecessary`: leaves VRAM as soon as it is idle.
-    pub(super) eager: bool,
+    pub(crate) eager: bool,
     /// The VRAM copy may hold GPU writes the backing store lacks: set by an Evict without
     /// `NotWrittenTo` (the GPU may have written since it was made resident), cleared when the
     /// two copies are made equal (page-in, transfer out). Never reset by MakeResident: writes
     /// of an earlier residency that never left VRAM still need their transfer.
-    pub(super) dirty: bool,
+    pub(crate) dirty: bool,
     /// When the count reached zero (least recently released goes first).
-    pub(super) idle_since: u64,
+    pub(crate) idle_since: u64,
 }
 
 impl Entry {
-    pub(super) fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.pages * PAGE
     }
 
     /// The system pages that hold the allocation when it is not in VRAM, page by page: the
     /// backing store, which is also what GPU page tables map (`Segment` 0) while it lives in
     /// system memory ("GPU segments": not mapped into the aperture).
-    pub(super) fn system_pages(&self) -> Vec<Phys> {
+    pub(crate) fn system_pages(&self) -> Vec<Phys> {
         match &self.backing {
             Backing::Own => pages_of((0, self.sysmem), self.pages),
             Backing::Pages(p) => p.iter().map(|p| (0, p.bus_addr)).collect(),
@@ -108,9 +108,9 @@ pub(crate) enum Backing {
 /// Per-adapter residency state (behind `VidMmState::residency`).
 #[derive(Debug, Default)]
 pub struct State {
-    pub(super) heaps: Option<Vec<Heap>>,
+    pub(crate) heaps: Option<Vec<Heap>>,
     pub(crate) entries: HashMap<KmtHandle, Entry>,
-    pub(super) tick: u64,
+    pub(crate) tick: u64,
 }
 
 impl State {
@@ -127,18 +127,18 @@ impl State {
 
 /// Free VRAM of one local segment: offset → length, page-aligned, coalesced.
 #[derive(Debug)]
-pub(super) struct Heap {
-    pub(super) segment: u32,
+pub(crate) struct Heap {
+    pub(crate) segment: u32,
     /// The segment's `BaseAddress` (VRAM offset): alignment is of the address, not the offset.
-    pub(super) base: u64,
-    pub(super) free: BTreeMap<u64, u64>,
+    pub(crate) base: u64,
+    pub(crate) free: BTreeMap<u64, u64>,
 }
 
 impl Heap {
     /// First fit. A request of a large page or more (`large`, 0 when the driver has no large
     /// pages) first looks for room at an address aligned to a large page, so that VidMm can
     /// map it with large pages (`LeafTag::large_pages`); then anywhere.
-    pub(super) fn alloc(&mut self, bytes: u64, large: u64) -> Option<u64> {
+    pub(crate) fn alloc(&mut self, bytes: u64, large: u64) -> Option<u64> {
         if large != 0 && bytes >= large {
             if let Some(at) = self.alloc_aligned(bytes, large) {
                 return Some(at);
@@ -153,7 +153,7 @@ impl Heap {
     }
 
     /// First fit at an address aligned to `align`; what is left before and after stays free.
-    pub(super) fn alloc_aligned(&mut self, bytes: u64, align: u64) -> Option<u64> {
+    pub(crate) fn alloc_aligned(&mut self, bytes: u64, align: u64) -> Option<u64> {
         let base = self.base;
         let (start, len, at) = self.free.iter().find_map(|(&start, &len)| {
             let at = (base + start).checked_next_multiple_of(align)? - base;
@@ -170,7 +170,7 @@ impl Heap {
         Some(at)
     }
 
-    pub(super) fn release(&mut self, start: u64, bytes: u64) {
+    pub(crate) fn release(&mut self, start: u64, bytes: u64) {
         let (mut start, mut len) = (start, bytes);
         if let Some(next) = self.free.remove(&(start + len)) {
             len += next;
@@ -187,6 +187,6 @@ impl Heap {
 }
 
 /// `pages` pages from `first`, page by page.
-pub(super) fn pages_of(first: Phys, pages: u64) -> Vec<Phys> {
+pub(crate) fn pages_of(first: Phys, pages: u64) -> Vec<Phys> {
     (0..pages).map(|i| (first.0, first.1 + i * PAGE)).collect()
 }

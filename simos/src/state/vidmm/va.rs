@@ -6,50 +6,50 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
-use crate::sync::fence::state::MonitoredFence;
-use crate::vidmm::gpuva::MapAttrs;
+use crate::state::sync::fence::MonitoredFence;
+use crate::state::vidmm::gpuva::MapAttrs;
 
 /// Part of a range that maps pages of one allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct UserMap {
-    pub(super) pages: u64,
-    pub(super) allocation: KmtHandle,
+pub(crate) struct UserMap {
+    pub(crate) pages: u64,
+    pub(crate) allocation: KmtHandle,
     /// The driver's handle (`hAllocation` of the paging operations).
-    pub(super) kmd: usize,
+    pub(crate) kmd: usize,
     /// First allocation page mapped.
-    pub(super) offset: u64,
-    pub(super) attrs: MapAttrs,
+    pub(crate) offset: u64,
+    pub(crate) attrs: MapAttrs,
     /// Its entries are in the page tables now (the allocation is resident).
-    pub(super) live: bool,
+    pub(crate) live: bool,
 }
 
 /// One range of a process's space (a VIDMM_VAD).
 #[derive(Debug)]
-pub(super) struct Vad {
-    pub(super) len: u64,
+pub(crate) struct Vad {
+    pub(crate) len: u64,
     /// Made by Map on free space: it goes with the allocation it was made for.
-    pub(super) by_map: bool,
+    pub(crate) by_map: bool,
     /// Mapped parts, by VA; the rest of the range has no access.
-    pub(super) maps: BTreeMap<u64, UserMap>,
+    pub(crate) maps: BTreeMap<u64, UserMap>,
 }
 
 /// Per-adapter state (behind `VidMmState::gpuva`).
 #[derive(Debug, Default)]
 pub struct State {
-    pub(super) queues: BTreeMap<KmtHandle, PagingQueue>,
-    pub(super) vads: HashMap<ProcessId, BTreeMap<u64, Vad>>,
+    pub(crate) queues: BTreeMap<KmtHandle, PagingQueue>,
+    pub(crate) vads: HashMap<ProcessId, BTreeMap<u64, Vad>>,
 }
 
 impl State {
     /// The range of `pid` holding all of `[va, va + len)`.
-    pub(super) fn vad_holding(&self, pid: ProcessId, va: u64, len: u64) -> Option<u64> {
+    pub(crate) fn vad_holding(&self, pid: ProcessId, va: u64, len: u64) -> Option<u64> {
         let (start, vad) = self.vads.get(&pid)?.range(..=va).next_back()?;
         let end = start.checked_add(vad.len)?;
         (va.checked_add(len)? <= end).then_some(*start)
     }
 
     /// Every mapping of `allocation`: (pid, range start, VA, map).
-    pub(super) fn maps_of(&self, allocation: KmtHandle) -> Vec<(ProcessId, u64, u64, UserMap)> {
+    pub(crate) fn maps_of(&self, allocation: KmtHandle) -> Vec<(ProcessId, u64, u64, UserMap)> {
         let mut out = Vec::new();
         for (pid, vads) in &self.vads {
             for (start, vad) in vads {
@@ -63,20 +63,20 @@ impl State {
         out
     }
 
-    pub(super) fn map_mut(&mut self, pid: ProcessId, start: u64, va: u64) -> Option<&mut UserMap> {
+    pub(crate) fn map_mut(&mut self, pid: ProcessId, start: u64, va: u64) -> Option<&mut UserMap> {
         self.vads.get_mut(&pid)?.get_mut(&start)?.maps.get_mut(&va)
     }
 }
 
 /// A paging queue of a device.
 #[derive(Debug)]
-pub(super) struct PagingQueue {
-    pub(super) device: KmtHandle,
+pub(crate) struct PagingQueue {
+    pub(crate) device: KmtHandle,
     #[allow(dead_code)]
-    pub(super) priority: i32,
+    pub(crate) priority: i32,
     /// `hSyncObject`: the monitored fence paging work on this queue signals.
-    pub(super) fence: KmtHandle,
-    pub(super) fence_obj: MonitoredFence,
+    pub(crate) fence: KmtHandle,
+    pub(crate) fence_obj: MonitoredFence,
     /// The last paging fence value handed out.
-    pub(super) value: u64,
+    pub(crate) value: u64,
 }

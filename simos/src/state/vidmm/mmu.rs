@@ -10,12 +10,12 @@ use rvgpu_device::SysAlloc;
 
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
-use crate::vidmm::gpuva::{AddressSpace, TableHeap};
+use crate::state::vidmm::gpuva::{AddressSpace, TableHeap};
 
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
 
 /// VidMm's paging (system) process in its books
-/// ([`super::system_space::vidmm_init_paging_process`]).
+/// ([`crate::vidmm::mmu::system_space::vidmm_init_paging_process`]).
 pub(crate) const PAGING_PID: ProcessId = ProcessId(u32::MAX);
 
 /// Pages of one process's arena (1 MiB: 256 single-page buffers in flight).
@@ -34,10 +34,10 @@ pub struct VmProcess {
 /// Per-adapter GpuMmu state.
 #[derive(Debug, Default)]
 pub struct VidMm {
-    pub(super) heap: Option<TableHeap>,
+    pub(crate) heap: Option<TableHeap>,
     pub(crate) processes: HashMap<ProcessId, VmProcess>,
     /// Paging sequences in flight (they hold the GPU in D0).
-    pub(super) busy: u32,
+    pub(crate) busy: u32,
     /// The thread running a power transition that pages (the D3 trim): it holds
     /// the adapter's power sequence exclusively and the GPU is in D0, so its paging takes no
     /// power reference.
@@ -48,12 +48,12 @@ pub struct VidMm {
     pub(crate) aperture: Ranges,
     /// System memory the OS gave back while mapped in the paging process: unmapped and freed
     /// at the next safe point ([`system_space::reap_system_pages`]).
-    pub(super) retired_system: Vec<(u64, u64)>,
+    pub(crate) retired_system: Vec<(u64, u64)>,
     /// Serialises changes to the paging process's space. Every thread maps into that one
     /// space (queue and fence creation), and a change's books are updated before its paging
     /// buffer runs: without this, a thread could write a leaf into a table another thread
     /// has allocated but not yet linked, and its check would find the page unmapped.
-    pub(super) system_serial: std::sync::Arc<std::sync::Mutex<()>>,
+    pub(crate) system_serial: std::sync::Arc<std::sync::Mutex<()>>,
 }
 
 impl VidMm {
@@ -63,14 +63,14 @@ impl VidMm {
     }
 
     /// `pid`'s address space; a process without one is `STATUS_INVALID_HANDLE`.
-    pub(super) fn space_of(&mut self, pid: ProcessId) -> Result<&mut VmProcess, SimError> {
+    pub(crate) fn space_of(&mut self, pid: ProcessId) -> Result<&mut VmProcess, SimError> {
         self.processes
             .get_mut(&pid)
             .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
     }
 
     /// Keeps `[bus, bus + bytes)` of system memory the OS gave back while the paging process
-    /// may map it, for [`super::system_space::reap_system_pages`] to unmap and free; `false`
+    /// may map it, for [`crate::vidmm::mmu::system_space::reap_system_pages`] to unmap and free; `false`
     /// without a paging process (nothing maps it: the caller frees it at once).
     pub(crate) fn retire_system(&mut self, bus: u64, bytes: u64) -> bool {
         if !self.has_process(PAGING_PID) {

@@ -4,7 +4,7 @@
 
 use rvgpu_ddi::memory::*;
 
-use crate::vidmm::gpuva::Geometry;
+use crate::state::vidmm::gpuva::Geometry;
 
 /// What VidMm knows of the adapter's memory after start.
 #[derive(Clone, Debug, Default)]

@@ -134,21 +134,21 @@ pub struct SchedLogStats {
 /// One node's scheduling log.
 #[derive(Debug)]
 pub struct NodeLog {
-    pub(super) alloc: SysAlloc,
-    pub(super) entries: u64,
-    pub(super) interrupt_entry: u32,
-    pub(super) last_ts: u64,
-    pub(super) stats: SchedLogStats,
-    pub(super) accepted: Vec<SchedLogEntry>,
+    pub(crate) alloc: SysAlloc,
+    pub(crate) entries: u64,
+    pub(crate) interrupt_entry: u32,
+    pub(crate) last_ts: u64,
+    pub(crate) stats: SchedLogStats,
+    pub(crate) accepted: Vec<SchedLogEntry>,
 }
 
 /// A KMD context the OS created on a hardware-scheduled node.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct KnownContext {
-    pub(super) context: KmtHandle,
-    pub(super) node: u32,
+pub(crate) struct KnownContext {
+    pub(crate) context: KmtHandle,
+    pub(crate) node: u32,
     /// Set when destroyed: entries read after that naming it are refused.
-    pub(super) destroyed: bool,
+    pub(crate) destroyed: bool,
 }
 
 /// A context's scheduling priority as the OS last told the KMD.
@@ -179,8 +179,8 @@ pub struct HwsOs {
     pub hw_nodes: Vec<u32>,
     /// Every HWS call, in order.
     pub calls: Vec<HwsCall>,
-    pub(super) logs: BTreeMap<u32, NodeLog>,
-    pub(super) known: HashMap<usize, KnownContext>,
+    pub(crate) logs: BTreeMap<u32, NodeLog>,
+    pub(crate) known: HashMap<usize, KnownContext>,
 }
 
 impl HwsOs {
@@ -189,3 +189,4 @@ impl HwsOs {
         self.hw_nodes.contains(&node)
     }
 }
+

@@ -13,13 +13,13 @@ use rvgpu_device::{Memory, SysAlloc};
 
 use crate::base::process_id::ProcessId;
 
-use super::state::{
+use super::fence::{
     FenceObj, LateWakes, LegacyObj, LocalSlot, NativeFence, Slot, Value, KIND_LEGACY,
     LOCAL_FENCE_VRAM_DIVISOR, PAGE,
 };
 
 #[derive(Debug)]
-pub(super) struct Cursor {
+pub(crate) struct Cursor {
     alloc: SysAlloc,
     next: u64,
 }
@@ -30,29 +30,29 @@ pub struct FenceOs {
     /// `DXGKQAITYPE_NATIVE_FENCE_CAPS`, queried at start when the driver advertised
     /// `NativeGpuFence`.
     pub caps: Option<DXGK_NATIVE_FENCE_CAPS>,
-    pub(super) objs: HashMap<usize, Arc<FenceObj>>,
+    pub(crate) objs: HashMap<usize, Arc<FenceObj>>,
     /// The fences a NULL native-fence report (or a log drain's fallback scan) resamples:
     /// those with CPU waits or an armed MonitoredValue, and cross-adapter ones.
     /// On a NULL report Windows looks at the pending native-fence waits (docs/performance.md);
     /// an idle fence has nothing to release, so it is not here.
-    pub(super) scan: BTreeSet<usize>,
+    pub(crate) scan: BTreeSet<usize>,
     /// Packed pages per (process, is-MonitoredValue).
     cursors: HashMap<(ProcessId, u8), Cursor>,
     /// Every system-memory fence page of this adapter, by bus address: the page, its live
     /// values, and the process whose address space maps it at its system VA (legacy monitored
     /// fences' pages; `None` for native-fence pages, which `maps` tracks).
-    pub(super) pages: HashMap<u64, SysPage>,
+    pub(crate) pages: HashMap<u64, SysPage>,
     /// Pages that were shared with another adapter (NF-16, NF-18): kept for the adapter's
     /// life, as the other adapter's objects use the value too.
     pinned: BTreeSet<u64>,
     /// Empty pages waiting until nothing can reach them any more (`free_empty`).
-    pub(super) empty: BTreeSet<u64>,
+    pub(crate) empty: BTreeSet<u64>,
     /// Local-memory fence pages (NF-06).
-    pub(super) local: LocalPages,
-    pub(super) work_all: bool,
-    pub(super) work: BTreeSet<usize>,
-    pub(super) legacy: HashMap<usize, Arc<LegacyObj>>,
-    pub(super) legacy_work: bool,
+    pub(crate) local: LocalPages,
+    pub(crate) work_all: bool,
+    pub(crate) work: BTreeSet<usize>,
+    pub(crate) legacy: HashMap<usize, Arc<LegacyObj>>,
+    pub(crate) legacy_work: bool,
     /// Legacy monitored-fence scans done at DPC time (MF-04).
     pub legacy_scans: u64,
     /// DxgkDdiUpdateMonitoredValues calls.
@@ -65,16 +65,16 @@ pub struct FenceOs {
     /// ([`LateWakes`]).
     pub late_wakes: LateWakes,
     /// Every hardware queue of the adapter with its logs ([`crate::sync::fencelog`]).
-    pub(crate) logs: Arc<crate::sync::fencelog::state::LogTable>,
+    pub(crate) logs: Arc<crate::state::sync::fencelog::LogTable>,
     /// The log drain's counters.
-    pub log_counters: crate::sync::fencelog::state::LogCounters,
+    pub log_counters: crate::state::sync::fencelog::LogCounters,
     /// What the DPC's notifications ask the log drain to read.
-    pub(super) log_req: crate::sync::fencelog::state::DrainRequest,
+    pub(crate) log_req: crate::state::sync::fencelog::DrainRequest,
     /// The OS's trace sink.
-    pub(crate) trace: crate::sync::trace::SinkSlot,
+    pub(crate) trace: crate::state::sync::trace::SinkSlot,
     /// D3DKMT handle → the process's instance: how a log entry's `hNativeFence`
     /// resolves (the instance's process must be the queue's).
-    pub(super) kmt: HashMap<u32, NativeFence>,
+    pub(crate) kmt: HashMap<u32, NativeFence>,
     /// Last GPU counter CalibrateGpuClock returned, and when it was called.
     pub(crate) last_gpu_clock: u64,
     pub(crate) last_calibration: Option<Instant>,
@@ -85,12 +85,12 @@ pub struct FenceOs {
 }
 
 impl FenceOs {
-    pub(super) fn stride(&self) -> u64 {
+    pub(crate) fn stride(&self) -> u64 {
         self.caps.map_or(8, |c| u64::from(c.MonitoredValueStride))
     }
 
     /// Bytes of the system-memory fence pages.
-    pub(super) fn page_bytes(&self) -> u64 {
+    pub(crate) fn page_bytes(&self) -> u64 {
         self.pages.values().map(|p| p.alloc.len).sum()
     }
 
@@ -114,7 +114,7 @@ impl FenceOs {
 
     /// A value of a system page is no longer used: the page's last makes it a candidate for
     /// freeing (no new value is packed into it).
-    pub(super) fn release_slot(&mut self, slot: &Slot) {
+    pub(crate) fn release_slot(&mut self, slot: &Slot) {
         let bus = slot.alloc.bus_addr;
         let Some(p) = self.pages.get_mut(&bus) else {
             return;
@@ -135,7 +135,7 @@ impl FenceOs {
     }
 
     /// Process exit: the pages it packed into are no longer its to fill; empty ones can go.
-    pub(super) fn forget_process(&mut self, pid: ProcessId) {
+    pub(crate) fn forget_process(&mut self, pid: ProcessId) {
         let mine: Vec<(ProcessId, u8)> = self
             .cursors
             .keys()
@@ -154,14 +154,14 @@ impl FenceOs {
     }
 
     /// VidMm mapped the page of device address `pa` into the paging process.
-    pub(super) fn paging_mapped(&mut self, pa: u64) {
+    pub(crate) fn paging_mapped(&mut self, pa: u64) {
         if let Some(p) = self.pages.get_mut(&(pa - pa % PAGE)) {
             p.paging = true;
         }
     }
 
     /// Keeps the page of `slot` for the adapter's life (it is shared with another adapter).
-    pub(super) fn pin(&mut self, slot: &Slot) {
+    pub(crate) fn pin(&mut self, slot: &Slot) {
         self.pinned.insert(slot.alloc.bus_addr);
         self.empty.remove(&slot.alloc.bus_addr);
     }
@@ -172,7 +172,7 @@ impl FenceOs {
     /// from the paging process and frees them (`retire_system`). Returns each page with
     /// whether the paging process maps it (native-fence pages; a legacy page only ever was
     /// in its own process).
-    pub(super) fn take_free(
+    pub(crate) fn take_free(
         &mut self,
         mapped: impl Fn(u64) -> bool,
         space_alive: impl Fn(ProcessId) -> bool,
@@ -198,7 +198,7 @@ impl FenceOs {
     }
 
     /// A system-memory value in `mem` for `process`.
-    pub(super) fn alloc_slot(
+    pub(crate) fn alloc_slot(
         &mut self,
         mem: &Arc<Memory>,
         process: ProcessId,
@@ -243,7 +243,7 @@ impl FenceOs {
 
     /// A value for a fence of `fence_type` (NF-06): `INTRA_GPU` values in local memory, every
     /// other fence's in system memory.
-    pub(super) fn alloc_value(
+    pub(crate) fn alloc_value(
         &mut self,
         mem: &Arc<Memory>,
         process: ProcessId,
@@ -263,7 +263,7 @@ impl FenceOs {
         }
     }
 
-    pub(super) fn release_value(&mut self, v: &Value) {
+    pub(crate) fn release_value(&mut self, v: &Value) {
         match v {
             Value::Local(l) => self.local.release(l),
             Value::System(s) => self.release_slot(s),
@@ -273,12 +273,12 @@ impl FenceOs {
 
 /// One system-memory fence page.
 #[derive(Debug)]
-pub(super) struct SysPage {
+pub(crate) struct SysPage {
     alloc: SysAlloc,
     /// Values handed out of it and not released.
     live: u32,
     /// The process whose address space maps it at its system VA (legacy monitored fences).
-    pub(super) owner: Option<ProcessId>,
+    pub(crate) owner: Option<ProcessId>,
     /// VidMm mapped it into the paging process (`vidmm_map_system`): unmapped before freed.
     paging: bool,
 }
@@ -287,18 +287,18 @@ pub(super) struct SysPage {
 /// down (at most the top 1/[`LOCAL_FENCE_VRAM_DIVISOR`]), packed per process like system
 /// pages, returned when their last fence is destroyed.
 #[derive(Debug, Default)]
-pub(super) struct LocalPages {
+pub(crate) struct LocalPages {
     /// Lowest page offset handed out so far (`None`: none yet).
     low: Option<u64>,
     free: Vec<u64>,
     /// Live values per page.
-    pub(super) live: HashMap<u64, u32>,
+    pub(crate) live: HashMap<u64, u32>,
     /// Packed pages per (process, kind): (page, next offset).
     cursors: HashMap<(ProcessId, u8), (u64, u64)>,
 }
 
 impl LocalPages {
-    pub(super) fn page(&mut self, mem: &Memory) -> Option<u64> {
+    pub(crate) fn page(&mut self, mem: &Memory) -> Option<u64> {
         if let Some(p) = self.free.pop() {
             return Some(p);
         }
@@ -312,7 +312,7 @@ impl LocalPages {
         Some(p)
     }
 
-    pub(super) fn alloc(
+    pub(crate) fn alloc(
         &mut self,
         mem: &Arc<Memory>,
         process: ProcessId,
@@ -352,7 +352,7 @@ impl LocalPages {
         })
     }
 
-    pub(super) fn release(&mut self, slot: &LocalSlot) {
+    pub(crate) fn release(&mut self, slot: &LocalSlot) {
         let Some(n) = self.live.get_mut(&slot.page) else {
             return;
         };
