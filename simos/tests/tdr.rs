@@ -1247,15 +1247,22 @@ under_the_pages!(image);
 /// One kernel-mode hang whose engine reset fails (TDR-09): the OS recovers it adapter-wide.
 /// Returns once the recovery is done or the machine stopped.
 fn hang_recovered_adapter_wide(m: &Machine, done: u64) {
-    let (p, _k, ctx) = process_with_context(m);
-    m.device(0).unwrap().fail_next_reset(0);
+    hang_recovered_adapter_wide_on(m, 0, done);
+}
+
+/// [`hang_recovered_adapter_wide`] on adapter `i`.
+fn hang_recovered_adapter_wide_on(m: &Machine, i: usize, done: u64) {
+    let p = ok(m, m.create_process(i));
+    let k = m.kmt(&p);
+    let ctx = okk(m, k.create_context(0));
+    m.device(i).unwrap().fail_next_reset(0);
     ok(m, m.submit_legacy(&p, ctx, &[Command::Hang]));
     let r = m.run_until(20_000, Duration::from_secs(20), |m| {
-        adapter_resets(m) == done || m.bugcheck().is_some()
+        m.tdr_counts(i).1 == done || m.bugcheck().is_some()
     });
     assert!(
         matches!(r, Ok(true) | Err(SimError::Bugcheck(_))),
-        "hang {done}: {r:?}"
+        "adapter {i}, hang {done}: {r:?}"
     );
 }
 
@@ -1279,6 +1286,42 @@ fn tdr_09_adapter_resets_beyond_tdr_limit_count_bugcheck_0x116() {
     assert_eq!(b.code, 0x116);
     assert_eq!(b.params, [0, 0, 0, 13]);
     assert!(m.device(0).unwrap().is_frozen(), "no sixth recovery");
+}
+
+/// TDR-09 with Windows' TDR limit kept for the machine: 24H2 keeps one history of recovered
+/// TDRs (`g_TdrHistory`, read by `TdrHistoryIsLimitExhausted`) for every adapter, so two
+/// adapters' recoveries add up. With the default `TdrLimitCount` of 5, three recoveries on one
+/// adapter and two on the other recover; the next adapter timeout on either is bug check 0x116
+/// (…, 13), though neither adapter reached five on its own.
+#[test]
+fn tdr_09_tdr_limit_counts_every_adapters_recoveries_together() {
+    let mut cfg = MachineConfig::igpu_dgpu(Mode::Step);
+    for a in &mut cfg.adapters {
+        a.hwsch_feature = false;
+    }
+    let m = started(cfg);
+    for i in 0..2 {
+        ok(&m, m.enable_tdr(i, fast()));
+    }
+    let mut done = [0u64; 2];
+    for (n, i) in [0, 1, 0, 1, 0].into_iter().enumerate() {
+        done[i] += 1;
+        hang_recovered_adapter_wide_on(&m, i, done[i]);
+        assert!(
+            m.bugcheck().is_none(),
+            "recovery {} of the machine is within the limit: {:?}",
+            n + 1,
+            m.bugcheck()
+        );
+    }
+    assert_eq!((m.tdr_counts(0).1, m.tdr_counts(1).1), (3, 2));
+    hang_recovered_adapter_wide_on(&m, 1, 3);
+    let b = m
+        .bugcheck()
+        .expect("the machine's sixth adapter timeout in the window bug-checks");
+    assert_eq!(b.code, 0x116);
+    assert_eq!(b.params, [0, 0, 0, 13]);
+    assert!(m.device(1).unwrap().is_frozen(), "no sixth recovery");
 }
 
 /// TDR-09 with Windows' TDR limit: adapter-wide recoveries spaced more than `TdrLimitTime`

@@ -64,6 +64,8 @@ pub struct MachineState {
     pool: crate::base::lowres::PoolInjector,
     /// The machine's ETW session ([`crate::base::etw`]).
     etw: crate::base::etw::session::Session,
+    /// The machine's history of recovered TDRs, one for every adapter as on Windows.
+    pub tdr_history: crate::state::vidsch::TdrHistory,
     /// The driver image this machine runs, when it runs `rvgpu.sys` in the emulator rather
     /// than the Linux build ([`crate::pe`]).
     #[cfg(target_os = "linux")]
@@ -96,6 +98,7 @@ impl MachineState {
             log: Mutex::new(Vec::new()),
             on_halt: Mutex::new(Vec::new()),
             pool: crate::base::lowres::PoolInjector::default(),
+            tdr_history: crate::state::vidsch::TdrHistory::default(),
             #[cfg(target_os = "linux")]
             pe: std::sync::OnceLock::new(),
         }

@@ -79,6 +79,7 @@ impl Machine {
         }
         // Kernel timers (a round is a millisecond), before DPCs: a DPC a timer routine
         // queues runs in this round.
+        self.state.tdr_history.advance_round();
         for a in &self.adapters {
             a.timers.advance_round();
             progress |= crate::adapter::ktimer::service(a);

@@ -15,11 +15,14 @@
 //!   at least `TdrLimitCount` is `TdrBugcheckOnTimeout(context, 0, 13)` @ 0x140186C5C, that is
 //!   `KeBugCheckEx(0x116 VIDEO_TDR_FAILURE, recovery context, owner tag, 0, 13)`.
 //!
-//! Windows keeps one history for every adapter; the simulation keeps one per adapter, because
-//! its TDR clock ([`TdrOs::now`]: rounds in step mode) is per adapter. The recovery context and
-//! owner tag are 0 here (the simulation has neither).
+//! The history is the machine's ([`TdrHistory`], Windows' `g_TdrHistory`): every adapter's
+//! recoveries count against one limit. The limits are the timed-out adapter's `TdrConfig`
+//! (Windows reads them once for the machine). The recovery context and owner tag are 0 here
+//! (the simulation has neither).
 
 use crate::base::bugcheck::{self, BugCheck};
+use crate::base::lock::lock;
+use crate::state::vidsch::TdrHistory;
 
 use super::state::TdrOs;
 
@@ -35,7 +38,7 @@ fn limit_count(os: &TdrOs) -> usize {
     os.config.limit_count.clamp(1, 32) as usize
 }
 
-/// `TdrLimitTime` in [`TdrOs::now`]'s unit: rounds in step mode (unclamped: rounds have no
+/// `TdrLimitTime` in [`TdrHistory::now`]'s unit: rounds in step mode (unclamped: rounds have no
 /// seconds to clamp), milliseconds in threaded mode (5 s to 3600 s, as `TdrInit` reads it).
 fn limit_time(os: &TdrOs) -> u64 {
     if os.step {
@@ -45,12 +48,12 @@ fn limit_time(os: &TdrOs) -> u64 {
     }
 }
 
-/// Whether `TdrLimitCount` recoveries already happened within `TdrLimitTime` of now.
-fn exhausted(os: &TdrOs) -> bool {
-    let now = os.now();
+/// Whether `TdrLimitCount` recoveries of the machine already happened within `TdrLimitTime`
+/// of now.
+fn exhausted(os: &TdrOs, history: &TdrHistory) -> bool {
+    let now = history.now(os.step);
     let window = limit_time(os);
-    let recent = os
-        .history
+    let recent = lock(&history.times)
         .iter()
         .rev()
         .take_while(|t| now.saturating_sub(**t) <= window)
@@ -60,27 +63,28 @@ fn exhausted(os: &TdrOs) -> bool {
 
 /// Before an adapter-wide reset: the bug check 0x116 (…, 13) and a log line if the limit is
 /// exhausted (the caller raises it: this module stays below the adapter).
-pub(super) fn check(os: &TdrOs) -> Option<(BugCheck, String)> {
-    if !exhausted(os) {
+pub(super) fn check(os: &TdrOs, history: &TdrHistory) -> Option<(BugCheck, String)> {
+    if !exhausted(os, history) {
         return None;
     }
     let unit = if os.step { "rounds" } else { "ms" };
     Some((
         BugCheck::new(bugcheck::VIDEO_TDR_FAILURE, [0, 0, 0, LIMIT_EXHAUSTED]),
         format!(
-            "adapter timeout after {} adapter-wide recoveries within TdrLimitTime ({} {unit}): \
-             TdrLimitCount exhausted",
+            "adapter timeout after {} adapter-wide recoveries of the machine within \
+             TdrLimitTime ({} {unit}): TdrLimitCount exhausted",
             limit_count(os),
             limit_time(os)
         ),
     ))
 }
 
-/// After an adapter-wide recovery: its time enters the history.
-pub(super) fn record(os: &mut TdrOs) {
-    let now = os.now();
-    os.history.push_back(now);
-    if os.history.len() > HISTORY {
-        os.history.pop_front();
+/// After an adapter-wide recovery: its time enters the machine's history.
+pub(super) fn record(os: &TdrOs, history: &TdrHistory) {
+    let now = history.now(os.step);
+    let mut times = lock(&history.times);
+    times.push_back(now);
+    if times.len() > HISTORY {
+        times.pop_front();
     }
 }

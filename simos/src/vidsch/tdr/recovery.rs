@@ -486,7 +486,7 @@ pub(crate) fn adapter_reset(
 ) -> Result<(), SimError> {
     collect_dbg_info(a, sh, VIDEO_TDR_TIMEOUT_DETECTED)?;
     // TdrLimitCount / TdrLimitTime: checked before the adapter is reset, as 24H2 does.
-    let exhausted = limit::check(&lock(&sh.os));
+    let exhausted = limit::check(&lock(&sh.os), &a.state.tdr_history);
     if let Some((b, why)) = exhausted {
         a.state.push_log(rvgpu_kmd::platform::Level::Error, why);
         a.state.raise_bugcheck(b);
@@ -558,7 +558,7 @@ pub(crate) fn adapter_reset(
         let mut os = lock(&sh.os);
         os.events.push(TdrEvent::Restarted);
         os.adapter_resets += 1;
-        limit::record(&mut os);
+        limit::record(&os, &a.state.tdr_history);
         os.reason = Some(reason);
         let now = os.now();
         for n in os.nodes.iter_mut() {

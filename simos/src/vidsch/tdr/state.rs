@@ -1,7 +1,7 @@
 //! What VidSch keeps for timeout detection and recovery: reasons, events, the per-node
 //! schedule of DMA buffers and the adapter's TDR state.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -295,9 +295,6 @@ pub(crate) struct TdrOs {
     pub last_dump: Option<TdrDump>,
     /// The last [`Packet::serial`] given.
     pub serial: u64,
-    /// When each recent adapter-wide recovery finished ([`Self::now`]), oldest first
-    /// ([`super::limit`]).
-    pub(super) history: VecDeque<u64>,
 }
 
 impl TdrOs {
@@ -325,7 +322,6 @@ impl TdrOs {
             adapter_resets: 0,
             last_dump: None,
             serial: 0,
-            history: VecDeque::new(),
         }
     }
 
