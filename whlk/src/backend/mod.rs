@@ -30,7 +30,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub(crate) use session::{reset_used, used};
-pub use session::{Backend, Session};
+pub use session::{Backend, Session, Until};
 
 pub use caps::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
@@ -240,6 +240,53 @@ pub struct EngineStateChange {
     pub engine: u32,
     /// `DXGK_ENGINE_STATE` value.
     pub new_state: i32,
+}
+
+/// `count` 4 KiB pages of a buffer from page `first`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pages {
+    pub first: u64,
+    pub count: u64,
+}
+
+/// A FILL VidMm pages in with ([`Paging::page_in`]): `bytes` at `offset` of the buffer set to
+/// the 32-bit `pattern`, as paging buffers on `node`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagingFill {
+    pub node: u32,
+    pub offset: u64,
+    pub bytes: u64,
+    pub pattern: u32,
+}
+
+/// A native fence to create ([`Fences::create_native_fence`]): on adapter `adapter` for
+/// `process`, starting at `initial`, and whether other processes may open it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NewFence {
+    pub adapter: usize,
+    pub process: u32,
+    pub initial: u64,
+    pub shareable: bool,
+}
+
+impl NewFence {
+    /// `process`'s fence on adapter `adapter`, starting at 0, private to the process.
+    pub const fn new(adapter: usize, process: u32) -> Self {
+        Self {
+            adapter,
+            process,
+            initial: 0,
+            shareable: false,
+        }
+    }
+
+    /// The same fence, shareable with other processes.
+    pub const fn shareable(self) -> Self {
+        Self {
+            shareable: true,
+            ..self
+        }
+    }
 }
 
 /// A native-fence instance a session handed out (one process's handle).

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, Capability, DoorbellStatus, ExecMode, Failure, SessionConfig, SubmitPath,
+    Backend, Capability, DoorbellStatus, ExecMode, Failure, Pages, SessionConfig, SubmitPath,
 };
 use crate::case::{Case, CaseResult};
 use crate::ensure;
@@ -44,7 +44,8 @@ fn map_sub_range_then_free(b: &dyn Backend) -> CaseResult {
     let va = s.gpu_va()?.reserve_va(p, CHOSEN, 0x1_0000)?;
     ensure!(va == CHOSEN, "reserved at {va:#x}, asked for {CHOSEN:#x}");
     // Buffer pages 1 and 2 at CHOSEN + 4 KiB.
-    s.gpu_va()?.map_va(buf, CHOSEN + PAGE, 1, 2)?;
+    s.gpu_va()?
+        .map_va(buf, Pages { first: 1, count: 2 }, CHOSEN + PAGE)?;
     let v = s.gpu_va()?.fill_va(q, CHOSEN + PAGE + 8, PATTERN)?;
     wait(&mut *s, q, v, "the write through the chosen VA")?;
     ensure!(
