@@ -11,10 +11,10 @@ use std::time::Duration;
 use super::{
     BufferRef, BugCheckInfo, ChurnLane, ChurnReport, ContextRef, DbgInfoRace, DeviceLoss,
     DoorbellStatus, DriverCaps, EngineProbe, EngineStateChange, EventRef, Failure, FenceRef,
-    FenceValues, FenceWork, LockOutcome, LogCounters, LogKind, MonitoredRef, NewFence, OsEvent,
-    Pages, PagingFill, PowerStatus, ProcessEnd, ProcessRef, QueueLogs, QueueRef, StreamLane,
-    StreamReport, SubmissionCaps, SubmitPath, TdrStep, TdrTimeouts, TrackedInfo, TrackedRef,
-    TrackedWork, UmFenceRef, UmQueueInfo, UmQueueRef, WaitResult, Work,
+    FenceValues, FenceWork, LockOutcome, LogCounters, LogKind, MonitoredRef, NewFence, NewQueue,
+    OsEvent, Pages, PagingFill, PowerStatus, ProcessEnd, ProcessRef, QueueLogs, QueueRef,
+    StreamLane, StreamReport, SubmissionCaps, TdrStep, TdrTimeouts, TrackedBatch, TrackedInfo,
+    TrackedRef, UmFenceRef, UmQueueInfo, UmQueueRef, WaitResult, Work,
 };
 
 /// A feature area a backend may or may not have (one trait each).
@@ -384,14 +384,9 @@ pub trait UserModeSubmission {
     /// a CPU fence signal).
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure>;
 
-    /// A hardware queue of `p` on `node`: a user-mode queue (`UserQueue`: context, queue,
-    /// ring, doorbell, connected) or a kernel-mode queue (`KernelQueue`).
-    fn create_queue(
-        &mut self,
-        p: ProcessRef,
-        node: u32,
-        kind: SubmitPath,
-    ) -> Result<UmQueueRef, Failure>;
+    /// A hardware queue of `p` as `new` describes: a user-mode queue (`UserQueue`: context,
+    /// queue, ring, doorbell, connected) or a kernel-mode queue (`KernelQueue`).
+    fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure>;
 
     /// Submits one batch; returns the progress value that marks its completion (UM-16).
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure>;
@@ -683,15 +678,8 @@ pub trait AllocationUsage {
     /// A CPU-visible tracked buffer of `bytes` bytes for process `p`.
     fn create_tracked(&mut self, p: ProcessRef, bytes: u64) -> Result<TrackedRef, Failure>;
 
-    /// Submits `work` on tracked buffers to `q`, after the queue waits for the u64 at
-    /// `gate.1` of plain buffer `gate.0` to reach `gate.2` (work held queued until the case
-    /// writes it); returns the progress value that marks its completion.
-    fn submit_tracked(
-        &mut self,
-        q: UmQueueRef,
-        gate: Option<(BufferRef, u64, u64)>,
-        work: &[TrackedWork],
-    ) -> Result<u64, Failure>;
+    /// Submits `batch` to `q`; returns the progress value that marks its completion.
+    fn submit_tracked(&mut self, q: UmQueueRef, batch: TrackedBatch<'_>) -> Result<u64, Failure>;
 
     /// `Buffer::lock` with `flags` (`rvgpu_umd::usage::LockFlags` bits), naming every queue of
     /// the buffer's process.

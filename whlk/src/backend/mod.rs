@@ -242,6 +242,32 @@ pub struct EngineStateChange {
     pub new_state: i32,
 }
 
+/// A hardware queue to create ([`UserModeSubmission::create_queue`]): on engine `node`,
+/// submitting by `path`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewQueue {
+    pub node: u32,
+    pub path: SubmitPath,
+}
+
+impl NewQueue {
+    /// A user-mode queue (its own ring and doorbell) on `node`.
+    pub const fn user_mode(node: u32) -> Self {
+        Self {
+            node,
+            path: SubmitPath::UserMode,
+        }
+    }
+
+    /// A kernel-mode queue (`D3DKMTSubmitCommandToHwQueue`) on `node`.
+    pub const fn kernel_mode(node: u32) -> Self {
+        Self {
+            node,
+            path: SubmitPath::KernelMode,
+        }
+    }
+}
+
 /// `count` 4 KiB pages of a buffer from page `first`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pages {
@@ -355,6 +381,30 @@ pub enum TrackedWork {
         /// Length (multiple of 8).
         bytes: u64,
     },
+}
+
+/// Work on tracked buffers to submit ([`AllocationUsage::submit_tracked`]), optionally after
+/// the queue waits for the u64 at `gate.1` of plain buffer `gate.0` to reach `gate.2` (the work
+/// held queued until the case writes it).
+#[derive(Clone, Copy, Debug)]
+pub struct TrackedBatch<'a> {
+    pub gate: Option<(BufferRef, u64, u64)>,
+    pub work: &'a [TrackedWork],
+}
+
+impl<'a> TrackedBatch<'a> {
+    /// `work`, not gated.
+    pub const fn new(work: &'a [TrackedWork]) -> Self {
+        Self { gate: None, work }
+    }
+
+    /// The same work, held until the u64 at `offset` of `buffer` reaches `value`.
+    pub const fn gated(self, buffer: BufferRef, offset: u64, value: u64) -> Self {
+        Self {
+            gate: Some((buffer, offset, value)),
+            ..self
+        }
+    }
 }
 
 /// How a lock of a tracked buffer ended.

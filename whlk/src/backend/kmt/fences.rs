@@ -28,7 +28,7 @@ use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
 use super::{FenceWait, KmtSession, KmtSync, MonitoredSync};
 use crate::backend::{
     nth, nth_mut, EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, NewFence,
-    ProcessRef, QueueRef, SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
+    NewQueue, ProcessRef, QueueRef, UmQueueRef, UserModeSubmission, WaitResult,
 };
 
 /// How long one slice of an event-form wait blocks in the thunk before the thread checks
@@ -162,7 +162,7 @@ pub(super) trait FenceQueues<Op>: UserModeSubmission {
     /// A new GPU queue: a user-mode queue on `engine` of the case's `process` on adapter `i`.
     fn open_gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
         let p = self.fence_process(i, process)?;
-        let queue = self.create_queue(ProcessRef(p), engine, SubmitPath::UserMode)?;
+        let queue = self.create_queue(ProcessRef(p), NewQueue::user_mode(engine))?;
         let queues = &mut self.fence_queues_mut().queues;
         queues.push(GpuQueue {
             process: p,

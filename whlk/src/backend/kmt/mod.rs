@@ -61,9 +61,8 @@ pub use sync::{FenceWait, KmtSync, MonitoredSync};
 use super::lanes::{self, churn_lane};
 use super::{
     nth, nth_mut, AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport,
-    DoorbellStatus, Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig,
-    StartedAdapter, SubmitPath, UmQueueInfo, UmQueueRef, Until, UserModeSubmission, WaitResult,
-    Work,
+    DoorbellStatus, Failure, Fences, NewQueue, ProcessEnd, ProcessRef, Session, SessionConfig,
+    StartedAdapter, UmQueueInfo, UmQueueRef, Until, UserModeSubmission, WaitResult, Work,
 };
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
@@ -485,12 +484,8 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         kmt.signal_from_cpu(h, value).map_err(|s| self.status(s))
     }
 
-    fn create_queue(
-        &mut self,
-        p: ProcessRef,
-        node: u32,
-        kind: SubmitPath,
-    ) -> Result<UmQueueRef, Failure> {
+    fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
+        let NewQueue { node, path: kind } = new;
         let (_, kmt) = self.process(p)?;
         let q = KQueue::new(kmt, node, kind).map_err(|e| self.umd(e))?;
         self.queues.push(KUmQueue {
