@@ -189,7 +189,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::backend::{Capability, Failure, Session, SessionConfig, StartedAdapter};
+    use crate::backend::{Capability, Failure, Session, SessionConfig, StartedAdapter, Until};
     use crate::cases;
 
     /// A backend with the given capabilities whose sessions do nothing: enough to see what the
@@ -215,17 +215,7 @@ mod tests {
         fn stop_adapter(&mut self, _i: usize) -> Result<(), Failure> {
             Ok(())
         }
-        fn remove_adapter(&mut self, _i: usize) -> Result<(), Failure> {
-            Ok(())
-        }
-        fn unload(&mut self) -> Result<(), Failure> {
-            Ok(())
-        }
-        fn run_until(
-            &mut self,
-            _budget: Duration,
-            _done: &mut dyn FnMut(&dyn Session) -> bool,
-        ) -> Result<bool, Failure> {
+        fn run_until(&mut self, _budget: Duration, _done: Until<'_>) -> Result<bool, Failure> {
             Ok(false)
         }
     }

@@ -11,10 +11,10 @@ use std::time::Duration;
 use super::{
     BufferRef, BugCheckInfo, ChurnLane, ChurnReport, ContextRef, DbgInfoRace, DeviceLoss,
     DoorbellStatus, DriverCaps, EngineProbe, EngineStateChange, EventRef, Failure, FenceRef,
-    FenceValues, FenceWork, LockOutcome, LogCounters, LogKind, MonitoredRef, OsEvent, PowerStatus,
-    ProcessEnd, ProcessRef, QueueLogs, QueueRef, StreamLane, StreamReport, SubmissionCaps,
-    SubmitPath, TdrStep, TdrTimeouts, TrackedInfo, TrackedRef, TrackedWork, UmFenceRef,
-    UmQueueInfo, UmQueueRef, WaitResult, Work,
+    FenceValues, FenceWork, LockOutcome, LogCounters, LogKind, MonitoredRef, NewFence, NewQueue,
+    OsEvent, Pages, PagingFill, PowerStatus, ProcessEnd, ProcessRef, QueueLogs, QueueRef,
+    StreamLane, StreamReport, SubmissionCaps, TdrStep, TdrTimeouts, TrackedBatch, TrackedInfo,
+    TrackedRef, UmFenceRef, UmQueueInfo, UmQueueRef, WaitResult, Work,
 };
 
 /// A feature area a backend may or may not have (one trait each).
@@ -253,14 +253,8 @@ impl Capabilities {
 /// and wait on them. A Windows backend has these through D3DKMT and the UMD (its GPU queues
 /// would be the UMD's queues).
 pub trait Fences {
-    /// Creates a native fence on adapter `i` for `process`.
-    fn create_native_fence(
-        &mut self,
-        i: usize,
-        process: u32,
-        initial: u64,
-        shareable: bool,
-    ) -> Result<FenceRef, Failure>;
+    /// Creates the native fence `new` describes.
+    fn create_native_fence(&mut self, new: NewFence) -> Result<FenceRef, Failure>;
 
     /// Opens `f` for another process on the same adapter.
     fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure>;
@@ -390,14 +384,9 @@ pub trait UserModeSubmission {
     /// a CPU fence signal).
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure>;
 
-    /// A hardware queue of `p` on `node`: a user-mode queue (`UserQueue`: context, queue,
-    /// ring, doorbell, connected) or a kernel-mode queue (`KernelQueue`).
-    fn create_queue(
-        &mut self,
-        p: ProcessRef,
-        node: u32,
-        kind: SubmitPath,
-    ) -> Result<UmQueueRef, Failure>;
+    /// A hardware queue of `p` as `new` describes: a user-mode queue (`UserQueue`: context,
+    /// queue, ring, doorbell, connected) or a kernel-mode queue (`KernelQueue`).
+    fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure>;
 
     /// Submits one batch; returns the progress value that marks its completion (UM-16).
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure>;
@@ -608,17 +597,10 @@ pub trait OsControl {
 /// VidMm's paging transfers into a buffer, built by the driver. Simulation only (Windows pages
 /// when it decides to).
 pub trait Paging {
-    /// VidMm pages in `bytes` at `offset` of `b` with a FILL of the 32-bit `pattern` built by
-    /// `DxgkDdiBuildPagingBuffer` and submitted as paging buffers on `node`; returns their
+    /// VidMm pages in part of `b` with the FILL `fill` describes, built by
+    /// `DxgkDdiBuildPagingBuffer` and submitted as paging buffers on its node; returns their
     /// fence IDs. Simulation only.
-    fn page_in(
-        &mut self,
-        b: BufferRef,
-        node: u32,
-        offset: u64,
-        bytes: u64,
-        pattern: u32,
-    ) -> Result<Vec<u32>, Failure>;
+    fn page_in(&mut self, b: BufferRef, fill: PagingFill) -> Result<Vec<u32>, Failure>;
 }
 
 /// Faults injected into the device or the driver: a shared-line interrupt, hangs, failing
@@ -696,15 +678,8 @@ pub trait AllocationUsage {
     /// A CPU-visible tracked buffer of `bytes` bytes for process `p`.
     fn create_tracked(&mut self, p: ProcessRef, bytes: u64) -> Result<TrackedRef, Failure>;
 
-    /// Submits `work` on tracked buffers to `q`, after the queue waits for the u64 at
-    /// `gate.1` of plain buffer `gate.0` to reach `gate.2` (work held queued until the case
-    /// writes it); returns the progress value that marks its completion.
-    fn submit_tracked(
-        &mut self,
-        q: UmQueueRef,
-        gate: Option<(BufferRef, u64, u64)>,
-        work: &[TrackedWork],
-    ) -> Result<u64, Failure>;
+    /// Submits `batch` to `q`; returns the progress value that marks its completion.
+    fn submit_tracked(&mut self, q: UmQueueRef, batch: TrackedBatch<'_>) -> Result<u64, Failure>;
 
     /// `Buffer::lock` with `flags` (`rvgpu_umd::usage::LockFlags` bits), naming every queue of
     /// the buffer's process.
@@ -734,10 +709,9 @@ pub trait GpuVaPlacement {
     /// (64 KiB aligned; 0: the OS chooses); returns the range's VA.
     fn reserve_va(&mut self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure>;
 
-    /// Maps `pages` 4 KiB pages of buffer `b` from page `first_page` read-write at `va`
-    /// (inside a range its process reserved) and waits for the paging fence.
-    fn map_va(&mut self, b: BufferRef, va: u64, first_page: u64, pages: u64)
-        -> Result<(), Failure>;
+    /// Maps `pages` of buffer `b` read-write at `va` (inside a range its process reserved)
+    /// and waits for the paging fence.
+    fn map_va(&mut self, b: BufferRef, pages: Pages, va: u64) -> Result<(), Failure>;
 
     /// Frees the range of process `p` that starts at `base` (every page of it unmapped).
     fn free_va(&mut self, p: ProcessRef, base: u64) -> Result<(), Failure>;

@@ -30,7 +30,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub(crate) use session::{reset_used, used};
-pub use session::{Backend, Session};
+pub use session::{Backend, Session, Until};
 
 pub use caps::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
@@ -242,6 +242,79 @@ pub struct EngineStateChange {
     pub new_state: i32,
 }
 
+/// A hardware queue to create ([`UserModeSubmission::create_queue`]): on engine `node`,
+/// submitting by `path`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewQueue {
+    pub node: u32,
+    pub path: SubmitPath,
+}
+
+impl NewQueue {
+    /// A user-mode queue (its own ring and doorbell) on `node`.
+    pub const fn user_mode(node: u32) -> Self {
+        Self {
+            node,
+            path: SubmitPath::UserMode,
+        }
+    }
+
+    /// A kernel-mode queue (`D3DKMTSubmitCommandToHwQueue`) on `node`.
+    pub const fn kernel_mode(node: u32) -> Self {
+        Self {
+            node,
+            path: SubmitPath::KernelMode,
+        }
+    }
+}
+
+/// `count` 4 KiB pages of a buffer from page `first`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pages {
+    pub first: u64,
+    pub count: u64,
+}
+
+/// A FILL VidMm pages in with ([`Paging::page_in`]): `bytes` at `offset` of the buffer set to
+/// the 32-bit `pattern`, as paging buffers on `node`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagingFill {
+    pub node: u32,
+    pub offset: u64,
+    pub bytes: u64,
+    pub pattern: u32,
+}
+
+/// A native fence to create ([`Fences::create_native_fence`]): on adapter `adapter` for
+/// `process`, starting at `initial`, and whether other processes may open it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NewFence {
+    pub adapter: usize,
+    pub process: u32,
+    pub initial: u64,
+    pub shareable: bool,
+}
+
+impl NewFence {
+    /// `process`'s fence on adapter `adapter`, starting at 0, private to the process.
+    pub const fn new(adapter: usize, process: u32) -> Self {
+        Self {
+            adapter,
+            process,
+            initial: 0,
+            shareable: false,
+        }
+    }
+
+    /// The same fence, shareable with other processes.
+    pub const fn shareable(self) -> Self {
+        Self {
+            shareable: true,
+            ..self
+        }
+    }
+}
+
 /// A native-fence instance a session handed out (one process's handle).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FenceRef(pub usize);
@@ -308,6 +381,30 @@ pub enum TrackedWork {
         /// Length (multiple of 8).
         bytes: u64,
     },
+}
+
+/// Work on tracked buffers to submit ([`AllocationUsage::submit_tracked`]), optionally after
+/// the queue waits for the u64 at `gate.1` of plain buffer `gate.0` to reach `gate.2` (the work
+/// held queued until the case writes it).
+#[derive(Clone, Copy, Debug)]
+pub struct TrackedBatch<'a> {
+    pub gate: Option<(BufferRef, u64, u64)>,
+    pub work: &'a [TrackedWork],
+}
+
+impl<'a> TrackedBatch<'a> {
+    /// `work`, not gated.
+    pub const fn new(work: &'a [TrackedWork]) -> Self {
+        Self { gate: None, work }
+    }
+
+    /// The same work, held until the u64 at `offset` of `buffer` reaches `value`.
+    pub const fn gated(self, buffer: BufferRef, offset: u64, value: u64) -> Self {
+        Self {
+            gate: Some((buffer, offset, value)),
+            ..self
+        }
+    }
 }
 
 /// How a lock of a tracked buffer ended.

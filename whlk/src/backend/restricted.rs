@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use super::session::capability_table;
-use super::{Backend, Capabilities, Capability, Failure, Session, SessionConfig, StartedAdapter};
+use super::{
+    Backend, Capabilities, Capability, Failure, Session, SessionConfig, StartedAdapter, Until,
+};
 
 /// Inside `impl Session for RestrictedSession`: every accessor forwards to the inner session's
 /// while its capability is kept.
@@ -111,11 +113,7 @@ impl Session for RestrictedSession {
     fn unload(&mut self) -> Result<(), Failure> {
         self.inner.unload()
     }
-    fn run_until(
-        &mut self,
-        budget: Duration,
-        done: &mut dyn FnMut(&dyn Session) -> bool,
-    ) -> Result<bool, Failure> {
+    fn run_until(&mut self, budget: Duration, done: Until<'_>) -> Result<bool, Failure> {
         let keep = self.keep;
         self.inner
             .run_until(budget, &mut |s| done(&View { inner: s, keep }))
@@ -142,11 +140,7 @@ impl Session for View<'_> {
     fn unload(&mut self) -> Result<(), Failure> {
         read_only()
     }
-    fn run_until(
-        &mut self,
-        _budget: Duration,
-        _done: &mut dyn FnMut(&dyn Session) -> bool,
-    ) -> Result<bool, Failure> {
+    fn run_until(&mut self, _budget: Duration, _done: Until<'_>) -> Result<bool, Failure> {
         read_only()
     }
     capability_table!(kept_shared);

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use super::{Capabilities, Capability, Failure, SessionConfig, StartedAdapter};
 
+/// The condition [`Session::run_until`] waits for, asked of the session between rounds.
+pub type Until<'a> = &'a mut dyn FnMut(&dyn Session) -> bool;
+
 /// Inside `impl Session for T`: the accessors of the capability traits `T` implements, each
 /// answering `Some(self)`. A row `as_x / as_x_ref: Trait` gives both; `as_x: Trait` only the
 /// mutable one (the traits without a shared accessor).
@@ -132,18 +135,20 @@ pub trait Session {
     /// Stops adapter `i`.
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure>;
 
-    /// Removes adapter `i`.
-    fn remove_adapter(&mut self, i: usize) -> Result<(), Failure>;
+    /// Removes adapter `i`. Default: nothing to do, for a backend whose adapters PnP keeps
+    /// (a real machine's, or the D3DKMT backends' view of the simulated one).
+    fn remove_adapter(&mut self, i: usize) -> Result<(), Failure> {
+        let _ = i;
+        Ok(())
+    }
 
-    /// Unloads the driver.
-    fn unload(&mut self) -> Result<(), Failure>;
+    /// Unloads the driver. Default: nothing to do, for a backend that did not load it.
+    fn unload(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
 
     /// Lets the device, the ISR and DPCs run until `done` holds or `budget` passes.
-    fn run_until(
-        &mut self,
-        budget: Duration,
-        done: &mut dyn FnMut(&dyn Session) -> bool,
-    ) -> Result<bool, Failure>;
+    fn run_until(&mut self, budget: Duration, done: Until<'_>) -> Result<bool, Failure>;
 
     capability_table!(session_accessors);
 }

@@ -3,8 +3,8 @@
 //! word of a plain buffer that the case writes from the CPU to let it run.
 
 use crate::backend::{
-    Backend, BufferRef, Capability, ExecMode, LockOutcome, ProcessRef, Session, SubmitPath,
-    TrackedRef, TrackedWork, UmQueueRef,
+    Backend, BufferRef, Capability, ExecMode, LockOutcome, NewQueue, ProcessRef, Session,
+    TrackedBatch, TrackedRef, TrackedWork, UmQueueRef,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
@@ -60,7 +60,7 @@ type Setup = (Box<dyn Session>, UmQueueRef, BufferRef, Vec<TrackedRef>);
 fn setup(b: &dyn Backend, n: usize) -> Result<Setup, CaseError> {
     let mut s = session(b, ExecMode::Threaded, |_| {})?;
     let p: ProcessRef = s.ums()?.open_process(0)?;
-    let q = s.ums()?.create_queue(p, 0, SubmitPath::KernelMode)?;
+    let q = s.ums()?.create_queue(p, NewQueue::kernel_mode(0))?;
     let gate = s.ums()?.create_buffer(p, 4096)?;
     let mut bufs = Vec::new();
     for _ in 0..n {
@@ -120,7 +120,7 @@ fn gated_fill(
         pattern: GPU,
     };
     Ok(s.alloc_usage()?
-        .submit_tracked(q, Some((gate, 0, 1)), &[fill])?)
+        .submit_tracked(q, TrackedBatch::new(&[fill]).gated(gate, 0, 1))?)
 }
 
 /// Fails if work `v` of `q` completed while `gate` was closed, then opens it.
@@ -142,7 +142,7 @@ fn discard_renames(b: &dyn Backend) -> CaseResult {
         bytes: BYTES,
     };
     s.alloc_usage()?
-        .submit_tracked(q, Some((gate, 0, 1)), &[copy(before)])?;
+        .submit_tracked(q, TrackedBatch::new(&[copy(before)]).gated(gate, 0, 1))?;
     let va = s.alloc_usage_ref()?.tracked_info(data)?.gpu_va;
 
     let r = lock(&mut *s, data, DISCARD | DO_NOT_WAIT)?;
@@ -152,7 +152,9 @@ fn discard_renames(b: &dyn Backend) -> CaseResult {
     ensure!(info.renames == 1, "{} renames", info.renames);
     write_all(&mut *s, data, NEW)?;
     s.alloc_usage()?.unlock_tracked(data)?;
-    let v = s.alloc_usage()?.submit_tracked(q, None, &[copy(after)])?;
+    let v = s
+        .alloc_usage()?
+        .submit_tracked(q, TrackedBatch::new(&[copy(after)]))?;
     open_gate(&mut *s, gate)?;
     wait(&mut *s, q, v, "the copies")?;
 

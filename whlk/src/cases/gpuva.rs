@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, Capability, DoorbellStatus, ExecMode, Failure, SessionConfig, SubmitPath,
+    Backend, Capability, DoorbellStatus, ExecMode, Failure, NewQueue, Pages, SessionConfig,
 };
 use crate::case::{Case, CaseResult};
 use crate::ensure;
@@ -40,11 +40,12 @@ fn map_sub_range_then_free(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, one_doorbell)?;
     let p = s.ums()?.open_process(0)?;
     let buf = s.ums()?.create_buffer(p, 4 * PAGE)?;
-    let q = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
+    let q = s.ums()?.create_queue(p, NewQueue::user_mode(0))?;
     let va = s.gpu_va()?.reserve_va(p, CHOSEN, 0x1_0000)?;
     ensure!(va == CHOSEN, "reserved at {va:#x}, asked for {CHOSEN:#x}");
     // Buffer pages 1 and 2 at CHOSEN + 4 KiB.
-    s.gpu_va()?.map_va(buf, CHOSEN + PAGE, 1, 2)?;
+    s.gpu_va()?
+        .map_va(buf, Pages { first: 1, count: 2 }, CHOSEN + PAGE)?;
     let v = s.gpu_va()?.fill_va(q, CHOSEN + PAGE + 8, PATTERN)?;
     wait(&mut *s, q, v, "the write through the chosen VA")?;
     ensure!(

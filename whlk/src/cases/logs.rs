@@ -13,8 +13,8 @@ use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, Capability, ExecMode, FenceWork, LogKind, ProcessRef, Session, SessionConfig,
-    SubmitPath, UmFenceRef, UmQueueRef, WaitResult, Work,
+    Backend, Capability, ExecMode, FenceWork, LogKind, NewQueue, ProcessRef, Session,
+    SessionConfig, UmFenceRef, UmQueueRef, WaitResult, Work,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
@@ -220,9 +220,7 @@ fn every_user_queue_has_both_logs(b: &dyn Backend) -> CaseResult {
             if !um {
                 continue;
             }
-            let q = s
-                .ums()?
-                .create_queue(p, node as u32, SubmitPath::UserMode)?;
+            let q = s.ums()?.create_queue(p, NewQueue::user_mode(node as u32))?;
             let logs = s.fence_logs_ref()?.queue_logs(q)?;
             ensure!(
                 logs.wait_entries == want && logs.signal_entries == want,
@@ -232,7 +230,7 @@ fn every_user_queue_has_both_logs(b: &dyn Backend) -> CaseResult {
                 logs.signal_entries
             );
         }
-        let k = s.ums()?.create_queue(p, 0, SubmitPath::KernelMode)?;
+        let k = s.ums()?.create_queue(p, NewQueue::kernel_mode(0))?;
         let logs = s.fence_logs_ref()?.queue_logs(k)?;
         ensure!(
             logs.wait_entries.is_none() && logs.signal_entries.is_none(),
@@ -251,7 +249,7 @@ fn traced_queue(
     let mut s = session(b, ExecMode::Step, tweak)?;
     s.fence_logs()?.trace_fences()?;
     let p = s.ums()?.open_process(0)?;
-    let q = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
+    let q = s.ums()?.create_queue(p, NewQueue::user_mode(0))?;
     let f = s.umd_fences()?.create_um_fence(p, 0)?;
     Ok((s, p, q, f))
 }
@@ -312,8 +310,8 @@ fn shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
     s.fence_logs()?.trace_fences()?;
     let pa = s.ums()?.open_process(0)?;
     let pb = s.ums()?.open_process(0)?;
-    let qa = s.ums()?.create_queue(pa, 0, SubmitPath::UserMode)?;
-    let qb = s.ums()?.create_queue(pb, 0, SubmitPath::UserMode)?;
+    let qa = s.ums()?.create_queue(pa, NewQueue::user_mode(0))?;
+    let qb = s.ums()?.create_queue(pb, NewQueue::user_mode(0))?;
     let fa = s.umd_fences()?.create_um_fence(pa, 0)?;
     let fb = s.umd_fences()?.open_um_fence(fa, pb)?;
     let done = s.umd_fences()?.create_um_fence(pb, 0)?;
@@ -471,8 +469,8 @@ fn timeline(b: &dyn Backend) -> CaseResult {
     for _ in 0..2 {
         let p = s.ums()?.open_process(0)?;
         procs.push(p);
-        let a = s.ums()?.create_queue(p, 0, SubmitPath::UserMode)?;
-        let bq = s.ums()?.create_queue(p, second, SubmitPath::UserMode)?;
+        let a = s.ums()?.create_queue(p, NewQueue::user_mode(0))?;
+        let bq = s.ums()?.create_queue(p, NewQueue::user_mode(second))?;
         let fa = s.umd_fences()?.create_um_fence(p, 0)?;
         let fb = s.umd_fences()?.create_um_fence(p, 0)?;
         let buf = s.ums()?.create_buffer(p, 4096)?;

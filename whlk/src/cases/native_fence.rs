@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, Capability, EventRef, ExecMode, Failure, FenceRef, QueueRef, Session, SessionConfig,
-    WaitResult,
+    Backend, Capability, EventRef, ExecMode, Failure, FenceRef, NewFence, QueueRef, Session,
+    SessionConfig, WaitResult,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
@@ -263,13 +263,13 @@ fn interrupts_since(s: &dyn Session, base: u64) -> Result<u64, Failure> {
 /// A private native fence of process 1 on adapter 0 and a GPU queue of that process on
 /// engine 0.
 fn fence_and_queue(s: &mut dyn Session) -> Result<(FenceRef, QueueRef), Failure> {
-    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let f = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
     Ok((f, s.fences()?.gpu_queue(0, 0, 1)?))
 }
 
 fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let f = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
     ensure!(
         s.fence_internals_ref()?.fence_values(f)?.monitored == u64::MAX,
         "MonitoredValue with no waiter"
@@ -372,7 +372,9 @@ fn no_waiter_no_interrupt(b: &dyn Backend) -> CaseResult {
 
 fn handle_lifetimes(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let a = s.fences()?.create_native_fence(0, 1, 0, true)?;
+    let a = s
+        .fences()?
+        .create_native_fence(NewFence::new(0, 1).shareable())?;
     let bb = s.fences()?.open_native_fence(a, 2)?;
     let st = s.direct_ddi()?.raw_destroy_native_fence(a)?;
     ensure!(st < 0, "Destroy with two open instances returned {st:#x}");
@@ -416,8 +418,8 @@ fn destroy_with_queued_signal(b: &dyn Backend) -> CaseResult {
 
 fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let g = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let f = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
+    let g = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
     let q = s.fences()?.gpu_queue(0, 0, 1)?;
     s.step()?.run_until_idle()?;
     let base = s.os_trace_ref()?.interrupt_count(0);
@@ -439,7 +441,9 @@ fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
 
 fn cross_adapter(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 2)?;
-    let f0 = s.fences()?.create_native_fence(0, 1, 0, true)?;
+    let f0 = s
+        .fences()?
+        .create_native_fence(NewFence::new(0, 1).shareable())?;
     let f1 = s.cross_adapter()?.open_native_fence_on(f0, 1, 2)?;
     for (f, i) in [(f0, 0), (f1, 1)] {
         let mv = s.fence_internals_ref()?.fence_values(f)?.monitored;
@@ -488,7 +492,9 @@ fn cpu_waits_threaded(b: &dyn Backend) -> CaseResult {
 
 fn scenario1(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 2)?;
-    let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
+    let d = s
+        .fences()?
+        .create_native_fence(NewFence::new(1, 1).shareable())?;
     let i = s.cross_adapter()?.open_native_fence_on(d, 0, 1)?;
     let (iq, after) = blocked_queue(&mut s, (0, 1), i, 10, "the iGPU queue")?;
     let dq = s.fences()?.gpu_queue(1, 0, 1)?;
@@ -504,7 +510,9 @@ fn scenario1(b: &dyn Backend) -> CaseResult {
 
 fn scenario2a(b: &dyn Backend) -> CaseResult {
     let mut s = session_with(b, ExecMode::Step, 2, |c| c.legacy_igpu = true)?;
-    let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
+    let d = s
+        .fences()?
+        .create_native_fence(NewFence::new(1, 1).shareable())?;
     ensure!(
         s.cross_adapter()?.open_native_fence_on(d, 0, 1).is_err(),
         "opened as a native fence on an adapter without native fences"
@@ -525,7 +533,9 @@ fn scenario2a(b: &dyn Backend) -> CaseResult {
 
 fn scenario2b(b: &dyn Backend) -> CaseResult {
     let mut s = session_with(b, ExecMode::Step, 2, |c| c.legacy_igpu = true)?;
-    let d = s.fences()?.create_native_fence(1, 1, 0, true)?;
+    let d = s
+        .fences()?
+        .create_native_fence(NewFence::new(1, 1).shareable())?;
     let i = s.cross_adapter()?.open_native_fence_as_monitored(d, 0, 1)?;
     let (dq, after) = blocked_queue(&mut s, (1, 1), d, 10, "the dGPU queue")?;
     s.monitored()?.monitored_signal_cpu(i, 10)?;
@@ -536,7 +546,9 @@ fn scenario2b(b: &dyn Backend) -> CaseResult {
 fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     let mut s = session_with(b, ExecMode::Step, 1, |c| c.native_fence_feature = false)?;
     ensure!(
-        s.fences()?.create_native_fence(0, 1, 0, false).is_err(),
+        s.fences()?
+            .create_native_fence(NewFence::new(0, 1))
+            .is_err(),
         "native fence created with the feature disabled"
     );
     let f = s.monitored()?.create_monitored_fence(0, 1, 0)?;
@@ -568,9 +580,11 @@ fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
 
 fn packed_storage(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, 1)?;
-    let f1 = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let f2 = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let sh = s.fences()?.create_native_fence(0, 1, 0, true)?;
+    let f1 = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
+    let f2 = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
+    let sh = s
+        .fences()?
+        .create_native_fence(NewFence::new(0, 1).shareable())?;
     let (c1, m1, stride) = s.fence_internals_ref()?.fence_addresses(f1)?;
     let (c2, m2, _) = s.fence_internals_ref()?.fence_addresses(f2)?;
     let (cs, ms, _) = s.fence_internals_ref()?.fence_addresses(sh)?;
@@ -605,7 +619,7 @@ fn blocked_queue(
     let (adapter, process) = at;
     let after = s
         .fences()?
-        .create_native_fence(adapter, process, 0, false)?;
+        .create_native_fence(NewFence::new(adapter, process))?;
     let q = s.fences()?.gpu_queue(adapter, 0, process)?;
     s.fences()?.gpu_wait(q, gate, value)?;
     s.fences()?.gpu_signal(q, after, 1)?;
@@ -637,8 +651,8 @@ fn drained(s: &mut Box<dyn Session>, q: QueueRef) -> Result<bool, Failure> {
 
 fn cpu_signal_releases_gpu_wait_threaded(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, 1)?;
-    let f = s.fences()?.create_native_fence(0, 1, 0, false)?;
-    let g = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let f = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
+    let g = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
     let q = s.fences()?.gpu_queue(0, 0, 1)?;
     s.fences()?.gpu_wait(q, f, 5)?;
     s.fences()?.gpu_signal(q, g, 1)?;
@@ -667,7 +681,7 @@ fn cpu_signal_releases_gpu_wait_threaded(b: &dyn Backend) -> CaseResult {
 
 fn destroy_abandons_wait_threaded(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, 1)?;
-    let gate = s.fences()?.create_native_fence(0, 1, 0, false)?;
+    let gate = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
     let (f, q) = fence_and_queue(&mut *s)?;
     let e = s.fences()?.cpu_wait_event(f, 1)?;
     // The signal stays queued behind the gate until the fence is gone.

@@ -23,7 +23,7 @@ use rvgpu_simos::Machine;
 use crate::backend::sim::failure;
 use crate::backend::{
     AllocationUsage, BufferRef, Capabilities, Capability, Failure, ProcessEnd, ProcessRef, Session,
-    SessionConfig, StartedAdapter, SubmitPath, TrackedRef, UmQueueInfo, UmQueueRef,
+    SessionConfig, StartedAdapter, SubmitPath, TrackedRef, UmQueueInfo, UmQueueRef, Until,
     UserModeSubmission,
 };
 
@@ -686,14 +686,7 @@ impl Session for DllSession {
             .get(i)
             .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?
             .clone()?;
-        if let Some(o) = self.opened.get_mut(i) {
-            *o = true;
-        }
-        let n = u32::from(!render_only);
-        Ok(StartedAdapter {
-            sources: n,
-            children: n,
-        })
+        Ok(super::mark_started(&mut self.opened, i, render_only))
     }
 
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
@@ -713,21 +706,9 @@ impl Session for DllSession {
         Ok(())
     }
 
-    fn remove_adapter(&mut self, _i: usize) -> Result<(), Failure> {
-        Ok(())
-    }
-
-    fn unload(&mut self) -> Result<(), Failure> {
-        Ok(())
-    }
-
     /// Threaded: polls. Step mode: one round per 10 µs of budget, as on the simulation
     /// backend.
-    fn run_until(
-        &mut self,
-        budget: Duration,
-        done: &mut dyn FnMut(&dyn Session) -> bool,
-    ) -> Result<bool, Failure> {
+    fn run_until(&mut self, budget: Duration, done: Until<'_>) -> Result<bool, Failure> {
         if !self.stepped() {
             return super::poll_until(self, budget, |s| s.fault(), done);
         }

@@ -20,7 +20,9 @@ use std::time::Duration;
 use super::dll::{DllSession, FenceList};
 use super::dll_state::{DEvent, DFence, Pending};
 use super::fences::{set, FenceQueueState, FenceQueues};
-use crate::backend::{EventRef, Failure, FenceRef, FenceValues, Fences, QueueRef, WaitResult};
+use crate::backend::{
+    EventRef, Failure, FenceRef, FenceValues, Fences, NewFence, QueueRef, WaitResult,
+};
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
 const OK: u64 = 0;
@@ -130,17 +132,11 @@ impl DllSession {
 }
 
 impl Fences for DllSession {
-    fn create_native_fence(
-        &mut self,
-        i: usize,
-        process: u32,
-        initial: u64,
-        shareable: bool,
-    ) -> Result<FenceRef, Failure> {
-        let p = self.fence_process(i, process)?;
-        let flags = if shareable { SHAREABLE } else { 0 };
+    fn create_native_fence(&mut self, new: NewFence) -> Result<FenceRef, Failure> {
+        let p = self.fence_process(new.adapter, new.process)?;
+        let flags = if new.shareable { SHAREABLE } else { 0 };
         let before = self.objects_of(p)?;
-        let h = self.create_on_adapter(p, "rvgpu_fence_create2", &[initial, flags])?;
+        let h = self.create_on_adapter(p, "rvgpu_fence_create2", &[new.initial, flags])?;
         Ok(self.add_fence(p, h, &before))
     }
 

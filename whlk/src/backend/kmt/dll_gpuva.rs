@@ -5,7 +5,7 @@
 use rvgpu_hw::cmd::Command;
 
 use super::dll::DllSession;
-use crate::backend::{BufferRef, Failure, GpuVaPlacement, ProcessRef, UmQueueRef};
+use crate::backend::{BufferRef, Failure, GpuVaPlacement, Pages, ProcessRef, UmQueueRef};
 
 impl GpuVaPlacement for DllSession {
     fn reserve_va(&mut self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure> {
@@ -14,15 +14,9 @@ impl GpuVaPlacement for DllSession {
         Ok(va)
     }
 
-    fn map_va(
-        &mut self,
-        b: BufferRef,
-        va: u64,
-        first_page: u64,
-        pages: u64,
-    ) -> Result<(), Failure> {
+    fn map_va(&mut self, b: BufferRef, pages: Pages, va: u64) -> Result<(), Failure> {
         let (p, h) = self.buffer_handle(b)?;
-        self.ok(p, "rvgpu_buffer_map_va", &[h, va, first_page, pages])
+        self.ok(p, "rvgpu_buffer_map_va", &[h, va, pages.first, pages.count])
     }
 
     /// The range's size is what its reservation asked for (the C API frees by base and

@@ -24,8 +24,8 @@ use crate::backend::sim::kmt::SessKmt;
 use crate::backend::sim::tdr::{device_engine_probe, os_tdr_steps};
 use crate::backend::{
     nth, BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineProbe, EngineStateChange, Failure,
-    FaultInjection, OsControl, OsEvent, OsTrace, PowerStatus, ProcessRef, StepMode, TdrStep,
-    TdrTrace, UmQueueRef,
+    FaultInjection, OsControl, OsEvent, OsTrace, PagingFill, PowerStatus, ProcessRef, StepMode,
+    TdrStep, TdrTrace, UmQueueRef,
 };
 
 impl DllSession {
@@ -136,19 +136,12 @@ impl OsControl for DllSession {
 impl crate::backend::Paging for DllSession {
     /// VidMm's paging transfer into the application's buffer, as on the simulation backend
     /// (the buffer's process is its device's).
-    fn page_in(
-        &mut self,
-        b: BufferRef,
-        node: u32,
-        offset: u64,
-        bytes: u64,
-        pattern: u32,
-    ) -> Result<Vec<u32>, Failure> {
-        let va = self.buffer_address(b, offset, bytes)?;
+    fn page_in(&mut self, b: BufferRef, fill: PagingFill) -> Result<Vec<u32>, Failure> {
+        let va = self.buffer_address(b, fill.offset, fill.bytes)?;
         let (p, _) = self.buffer_handle(b)?;
         let ums = self.os_device(p)?;
         self.machine()
-            .page_in(&ums, node, va, bytes, pattern)
+            .page_in(&ums, fill.node, va, fill.bytes, fill.pattern)
             .map_err(failure)
     }
 }

@@ -3,7 +3,7 @@
 
 use super::dll::{status_name, DBuffer, DllSession, OK, WAS_STILL_DRAWING};
 use crate::backend::{
-    AllocationUsage, BufferRef, Failure, LockOutcome, ProcessRef, TrackedInfo, TrackedRef,
+    AllocationUsage, Failure, LockOutcome, ProcessRef, TrackedBatch, TrackedInfo, TrackedRef,
     TrackedWork, UmQueueRef,
 };
 
@@ -14,12 +14,8 @@ impl AllocationUsage for DllSession {
         Ok(TrackedRef(self.tracked.len() - 1))
     }
 
-    fn submit_tracked(
-        &mut self,
-        q: UmQueueRef,
-        gate: Option<(BufferRef, u64, u64)>,
-        work: &[TrackedWork],
-    ) -> Result<u64, Failure> {
+    fn submit_tracked(&mut self, q: UmQueueRef, batch: TrackedBatch<'_>) -> Result<u64, Failure> {
+        let TrackedBatch { gate, work } = batch;
         let (p, h) = self.queue(q)?;
         if let Some((buffer, offset, value)) = gate {
             let fence = self.gate(p, buffer, offset)?;

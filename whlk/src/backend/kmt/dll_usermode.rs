@@ -13,8 +13,9 @@ use super::dll::{
     TIMEOUT,
 };
 use crate::backend::{
-    BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, ProcessEnd, ProcessRef, StreamLane,
-    StreamReport, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
+    BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, NewQueue, ProcessEnd, ProcessRef,
+    StreamLane, StreamReport, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult,
+    Work,
 };
 
 /// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order. A lane
@@ -225,12 +226,8 @@ impl UserModeSubmission for DllSession {
         self.ok(p, "rvgpu_fence_signal", &[fence, value])
     }
 
-    fn create_queue(
-        &mut self,
-        p: ProcessRef,
-        node: u32,
-        kind: SubmitPath,
-    ) -> Result<UmQueueRef, Failure> {
+    fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
+        let NewQueue { node, path: kind } = new;
         let (_, adapter) = self.process(p.0)?;
         // RvgpuQueueDesc: node, kind, priority, ring size (4 KiB: the rings the cases wrap).
         let kind = u32::from(kind == SubmitPath::KernelMode);

@@ -27,8 +27,8 @@ use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
 
 use super::{FenceWait, KmtSession, KmtSync, MonitoredSync};
 use crate::backend::{
-    nth, nth_mut, EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, ProcessRef,
-    QueueRef, SubmitPath, UmQueueRef, UserModeSubmission, WaitResult,
+    nth, nth_mut, EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, NewFence,
+    NewQueue, ProcessRef, QueueRef, UmQueueRef, UserModeSubmission, WaitResult,
 };
 
 /// How long one slice of an event-form wait blocks in the thunk before the thread checks
@@ -162,7 +162,7 @@ pub(super) trait FenceQueues<Op>: UserModeSubmission {
     /// A new GPU queue: a user-mode queue on `engine` of the case's `process` on adapter `i`.
     fn open_gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
         let p = self.fence_process(i, process)?;
-        let queue = self.create_queue(ProcessRef(p), engine, SubmitPath::UserMode)?;
+        let queue = self.create_queue(ProcessRef(p), NewQueue::user_mode(engine))?;
         let queues = &mut self.fence_queues_mut().queues;
         queues.push(GpuQueue {
             process: p,
@@ -279,18 +279,12 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 }
 
 impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
-    fn create_native_fence(
-        &mut self,
-        i: usize,
-        process: u32,
-        initial: u64,
-        shareable: bool,
-    ) -> Result<FenceRef, Failure> {
-        let (p, kmt) = self.fence_process_kmt(i, process)?;
-        let umd = if shareable {
-            kmt.create_shareable_native_fence(initial)
+    fn create_native_fence(&mut self, new: NewFence) -> Result<FenceRef, Failure> {
+        let (p, kmt) = self.fence_process_kmt(new.adapter, new.process)?;
+        let umd = if new.shareable {
+            kmt.create_shareable_native_fence(new.initial)
         } else {
-            kmt.create_native_fence(initial)
+            kmt.create_native_fence(new.initial)
         }
         .map_err(|s| self.status(s))?;
         self.fence.fences.push(KFence {

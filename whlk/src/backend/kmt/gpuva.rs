@@ -7,7 +7,7 @@ use rvgpu_umd::kmt::Kmt;
 
 use super::{KmtSession, KmtSync};
 use crate::backend::gpuva::{fill_at, reserve};
-use crate::backend::{BufferRef, Failure, GpuVaPlacement, ProcessRef, UmQueueRef};
+use crate::backend::{BufferRef, Failure, GpuVaPlacement, Pages, ProcessRef, UmQueueRef};
 
 impl<K: KmtSync + Send + Sync + 'static> GpuVaPlacement for KmtSession<K> {
     fn reserve_va(&mut self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure> {
@@ -15,19 +15,13 @@ impl<K: KmtSync + Send + Sync + 'static> GpuVaPlacement for KmtSession<K> {
         reserve(&*kmt, base, bytes).map_err(|s| self.status(s))
     }
 
-    fn map_va(
-        &mut self,
-        b: BufferRef,
-        va: u64,
-        first_page: u64,
-        pages: u64,
-    ) -> Result<(), Failure> {
+    fn map_va(&mut self, b: BufferRef, pages: Pages, va: u64) -> Result<(), Failure> {
         let (process, handle) = {
             let buf = self.buffer(b)?;
             (buf.process, buf.alloc.handle)
         };
         let (_, kmt) = self.process(ProcessRef(process))?;
-        let r = (self.paging_queues).map(&*kmt, process, handle, va, first_page, pages);
+        let r = (self.paging_queues).map(&*kmt, process, handle, va, pages.first, pages.count);
         r.map_err(|s| self.status(s))
     }
 

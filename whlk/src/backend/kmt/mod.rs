@@ -61,8 +61,8 @@ pub use sync::{FenceWait, KmtSync, MonitoredSync};
 use super::lanes::{self, churn_lane};
 use super::{
     nth, nth_mut, AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport,
-    DoorbellStatus, Failure, Fences, ProcessEnd, ProcessRef, Session, SessionConfig,
-    StartedAdapter, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
+    DoorbellStatus, Failure, Fences, NewQueue, ProcessEnd, ProcessRef, Session, SessionConfig,
+    StartedAdapter, UmQueueInfo, UmQueueRef, Until, UserModeSubmission, WaitResult, Work,
 };
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
@@ -361,16 +361,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
             return Err(Failure::Backend(format!("no adapter {i}")));
         }
         let render_only = self.machine.render_only(i)?;
-        if let Some(o) = self.opened.get_mut(i) {
-            *o = true;
-        }
-        // A render-only adapter has no sources and no children; any other adapter is reported
-        // with one of each so the render-only cases fail rather than pass by assumption.
-        let n = u32::from(!render_only);
-        Ok(StartedAdapter {
-            sources: n,
-            children: n,
-        })
+        Ok(mark_started(&mut self.opened, i, render_only))
     }
 
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
@@ -402,20 +393,8 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         Ok(())
     }
 
-    fn remove_adapter(&mut self, _i: usize) -> Result<(), Failure> {
-        Ok(())
-    }
-
-    fn unload(&mut self) -> Result<(), Failure> {
-        Ok(())
-    }
-
     /// Polls `done`: on a real machine the GPU, ISR and DPCs run on their own.
-    fn run_until(
-        &mut self,
-        budget: Duration,
-        done: &mut dyn FnMut(&dyn Session) -> bool,
-    ) -> Result<bool, Failure> {
+    fn run_until(&mut self, budget: Duration, done: Until<'_>) -> Result<bool, Failure> {
         poll_until(self, budget, |s| s.machine.fault(), done)
     }
 
@@ -505,12 +484,8 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         kmt.signal_from_cpu(h, value).map_err(|s| self.status(s))
     }
 
-    fn create_queue(
-        &mut self,
-        p: ProcessRef,
-        node: u32,
-        kind: SubmitPath,
-    ) -> Result<UmQueueRef, Failure> {
+    fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
+        let NewQueue { node, path: kind } = new;
         let (_, kmt) = self.process(p)?;
         let q = KQueue::new(kmt, node, kind).map_err(|e| self.umd(e))?;
         self.queues.push(KUmQueue {
@@ -605,6 +580,20 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     }
 }
 
+/// Marks adapter `i` of `opened` started and reports it as PnP would: a render-only adapter has
+/// no sources and no children; any other adapter is reported with one of each so the
+/// render-only cases fail rather than pass by assumption.
+pub(super) fn mark_started(opened: &mut [bool], i: usize, render_only: bool) -> StartedAdapter {
+    if let Some(o) = opened.get_mut(i) {
+        *o = true;
+    }
+    let n = u32::from(!render_only);
+    StartedAdapter {
+        sources: n,
+        children: n,
+    }
+}
+
 /// A session's `run_until` on these backends: polls `done` every 200 µs until it holds
 /// (`true`), the machine has faulted (the failure) or `budget` has passed (`false`); on a real
 /// machine the GPU, ISR and DPCs run on their own.
@@ -612,7 +601,7 @@ pub(super) fn poll_until<S: Session>(
     s: &S,
     budget: Duration,
     fault: impl Fn(&S) -> Option<Failure>,
-    done: &mut dyn FnMut(&dyn Session) -> bool,
+    done: Until<'_>,
 ) -> Result<bool, Failure> {
     let t0 = Instant::now();
     loop {

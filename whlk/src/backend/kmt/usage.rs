@@ -14,8 +14,8 @@ use super::{KmtSession, KmtSync};
 use crate::backend::tracked::lock_failure;
 use crate::backend::umd_queue::timelines_of;
 use crate::backend::{
-    AllocationUsage, BufferRef, Failure, LockOutcome, ProcessRef, TrackedInfo, TrackedRef,
-    TrackedWork, UmQueueRef,
+    AllocationUsage, Failure, LockOutcome, ProcessRef, TrackedBatch, TrackedInfo, TrackedRef,
+    UmQueueRef,
 };
 
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
@@ -37,12 +37,8 @@ impl<K: KmtSync + Send + Sync + 'static> AllocationUsage for KmtSession<K> {
         self.tracked.create(&*kmt, p.0, bytes)
     }
 
-    fn submit_tracked(
-        &mut self,
-        q: UmQueueRef,
-        gate: Option<(BufferRef, u64, u64)>,
-        work: &[TrackedWork],
-    ) -> Result<u64, Failure> {
+    fn submit_tracked(&mut self, q: UmQueueRef, batch: TrackedBatch<'_>) -> Result<u64, Failure> {
+        let TrackedBatch { gate, work } = batch;
         let process = self.queue(q)?.process;
         let gate = match gate {
             Some((buffer, offset, value)) => Some((self.gate(process, buffer, offset)?, value)),

@@ -16,7 +16,7 @@ use super::{caps, failure, SimSession};
 use crate::backend::{
     BufferRef, BugCheckInfo, BugChecks, DbgInfoRace, DeviceLoss, DirectDdi, DoorbellStatus,
     DriverCaps, EngineStateChange, Failure, FaultInjection, FenceRef, OsControl, OsEvent, OsTrace,
-    Paging, PowerStatus, ProcessRef, StepMode, UmQueueRef, Work,
+    Paging, PagingFill, PowerStatus, ProcessRef, StepMode, UmQueueRef, Work,
 };
 
 impl OsTrace for SimSession {
@@ -369,19 +369,12 @@ impl BugChecks for SimSession {
 }
 
 impl Paging for SimSession {
-    fn page_in(
-        &mut self,
-        b: BufferRef,
-        node: u32,
-        offset: u64,
-        bytes: u64,
-        pattern: u32,
-    ) -> Result<Vec<u32>, Failure> {
-        let va = self.address(b, offset, bytes)?;
+    fn page_in(&mut self, b: BufferRef, fill: PagingFill) -> Result<Vec<u32>, Failure> {
+        let va = self.address(b, fill.offset, fill.bytes)?;
         let pi = self.buffer_process[b.0];
         let up = self.process(ProcessRef(pi))?;
         self.machine
-            .page_in(&up, node, va, bytes, pattern)
+            .page_in(&up, fill.node, va, fill.bytes, fill.pattern)
             .map_err(failure)
     }
 }

@@ -10,23 +10,18 @@ use rvgpu_simos::{Machine, NativeFence, NativeFenceDesc, ProcessId, SimError, Si
 use super::{failure, wait_result, SimSession};
 use crate::backend::{
     CrossAdapterFences, EventRef, Failure, FenceInternals, FenceRef, FenceValues, Fences,
-    MonitoredFences, MonitoredRef, QueueRef, WaitResult,
+    MonitoredFences, MonitoredRef, NewFence, QueueRef, WaitResult,
 };
 
 impl Fences for SimSession {
-    fn create_native_fence(
-        &mut self,
-        i: usize,
-        process: u32,
-        initial: u64,
-        shareable: bool,
-    ) -> Result<FenceRef, Failure> {
+    fn create_native_fence(&mut self, new: NewFence) -> Result<FenceRef, Failure> {
         let desc = NativeFenceDesc {
-            initial,
-            shareable,
+            initial: new.initial,
+            shareable: new.shareable,
             ..Default::default()
         };
-        let f = self.as_process(i, process, |m, pid| m.create_native_fence(i, pid, desc))?;
+        let i = new.adapter;
+        let f = self.as_process(i, new.process, |m, pid| m.create_native_fence(i, pid, desc))?;
         Ok(self.add_fence(f))
     }
 

@@ -7,7 +7,7 @@ use rvgpu_umd::kmt::{Kmt, NtStatus};
 use super::{umd_failure, SimSession};
 use crate::backend::gpuva::{fill_at, reserve};
 use crate::backend::nth;
-use crate::backend::{BufferRef, Failure, GpuVaPlacement, ProcessRef, UmQueueRef};
+use crate::backend::{BufferRef, Failure, GpuVaPlacement, Pages, ProcessRef, UmQueueRef};
 
 fn ddi(NtStatus(s): NtStatus) -> Failure {
     Failure::DdiFailed(s)
@@ -18,19 +18,13 @@ impl GpuVaPlacement for SimSession {
         reserve(&self.kmt(p)?, base, bytes).map_err(ddi)
     }
 
-    fn map_va(
-        &mut self,
-        b: BufferRef,
-        va: u64,
-        first_page: u64,
-        pages: u64,
-    ) -> Result<(), Failure> {
+    fn map_va(&mut self, b: BufferRef, pages: Pages, va: u64) -> Result<(), Failure> {
         let handle = self.buffer(b)?.handle;
         let process = *nth(&self.buffer_process, b.0, "buffer")?;
         let up = self.process(ProcessRef(process))?;
         let k = self.machine.kmt(&up);
         (self.paging_queues)
-            .map(&k, process, handle, va, first_page, pages)
+            .map(&k, process, handle, va, pages.first, pages.count)
             .map_err(ddi)
     }
 

@@ -50,7 +50,7 @@ use super::{
     CrossAdapterFences, DirectDdi, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs,
     FenceRef, Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef,
     Session, SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef, UmQueueInfo,
-    UmQueueRef, UmdFences, UserModeSubmission, WaitResult, Work,
+    UmQueueRef, UmdFences, Until, UserModeSubmission, WaitResult, Work,
 };
 
 /// The simulated backend.
@@ -563,11 +563,7 @@ impl Session for SimSession {
         self.machine_mut()?.unload().map_err(failure)
     }
 
-    fn run_until(
-        &mut self,
-        budget: Duration,
-        done: &mut dyn FnMut(&dyn Session) -> bool,
-    ) -> Result<bool, Failure> {
+    fn run_until(&mut self, budget: Duration, done: Until<'_>) -> Result<bool, Failure> {
         // Step mode: one round per 10 µs of budget (rounds are cheap and deterministic).
         let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
         let mut held = false;

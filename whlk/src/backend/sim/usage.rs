@@ -7,8 +7,8 @@ use super::{umd_failure, SimSession};
 use crate::backend::tracked::lock_failure;
 use crate::backend::umd_queue::timelines_of;
 use crate::backend::{
-    AllocationUsage, BufferRef, Failure, LockOutcome, ProcessRef, TrackedInfo, TrackedRef,
-    TrackedWork, UmQueueRef, Work,
+    AllocationUsage, Failure, LockOutcome, ProcessRef, TrackedBatch, TrackedInfo, TrackedRef,
+    UmQueueRef, Work,
 };
 use rvgpu_simos::UmsProcess;
 
@@ -31,12 +31,8 @@ impl AllocationUsage for SimSession {
         self.tracked.create(&self.machine.kmt(&up), p.0, bytes)
     }
 
-    fn submit_tracked(
-        &mut self,
-        q: UmQueueRef,
-        gate: Option<(BufferRef, u64, u64)>,
-        work: &[TrackedWork],
-    ) -> Result<u64, Failure> {
+    fn submit_tracked(&mut self, q: UmQueueRef, batch: TrackedBatch<'_>) -> Result<u64, Failure> {
+        let TrackedBatch { gate, work } = batch;
         let gate = match gate {
             Some((buffer, offset, value)) => self.encode(&[Work::WaitAtLeast {
                 buffer,

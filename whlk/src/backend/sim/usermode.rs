@@ -17,7 +17,7 @@ use super::{caps, failure, umd_failure, wait_outcome, SimSession, SimUmQueue, Um
 use crate::backend::lanes::{self, churn_lane};
 use crate::backend::{
     nth_mut, BufferRef, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps, EngineIdle, Failure,
-    KmdCaps, ProcessEnd, ProcessRef, StreamLane, StreamReport, SubmissionCaps, SubmitPath,
+    KmdCaps, NewQueue, ProcessEnd, ProcessRef, StreamLane, StreamReport, SubmissionCaps,
     UmQueueInfo, UmQueueRef, UmdBypass, UserModeSubmission, WaitResult, Work,
 };
 
@@ -169,12 +169,8 @@ impl UserModeSubmission for SimSession {
         self.check_fault()
     }
 
-    fn create_queue(
-        &mut self,
-        p: ProcessRef,
-        node: u32,
-        kind: SubmitPath,
-    ) -> Result<UmQueueRef, Failure> {
+    fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
+        let NewQueue { node, path: kind } = new;
         let up = self.process(p)?;
         let kmt = SessKmt::new(self.machine.clone(), up);
         let rec = kmt.record();

@@ -6,8 +6,8 @@ use crate::ensure;
 
 use super::super::common::{fill, no_fault, pos};
 use super::fixtures::{
-    adapter_resets, all_done, errored, expect_fences, process_with_context, software_scheduled,
-    tdr_session, until, BUF, REASON_PROMOTED, STEP,
+    adapter_resets, all_done, errored, expect_fences, paging_fill, process_with_context,
+    software_scheduled, tdr_session, until, BUF, REASON_PROMOTED, STEP,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -18,7 +18,7 @@ pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     let owner = s.ums()?.open_process(0)?;
     let idle = s.ums()?.open_process(0)?;
     let big = s.ums()?.create_buffer(owner, 4 << 20)?;
-    let ids = s.paging()?.page_in(big, 0, 0, 4 << 20, 0x5A)?;
+    let ids = s.paging()?.page_in(big, paging_fill(0, 4 << 20, 0x5A))?;
     ensure!(!ids.is_empty(), "the page-in submitted nothing");
     until(&mut *s, STEP, "paging FILL part-way", |s| {
         s.tdr_trace_ref()
@@ -59,7 +59,7 @@ pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     // The system context (paging) and the idle process run new work.
     let ti = s.ums()?.create_buffer(idle, 8192)?;
     let ci = s.dma_contexts()?.create_context(idle, 0)?;
-    s.paging()?.page_in(ti, 0, 0, 4096, 0x66)?;
+    s.paging()?.page_in(ti, paging_fill(0, 4096, 0x66))?;
     s.dma_contexts()?.submit_dma(ci, &[fill(ti, 4096, 0x67)])?;
     until(&mut *s, STEP, "new work", |s| all_done(s, 0))?;
     ensure!(

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, BufferRef, ContextRef, EngineProbe, ExecMode, Failure, ProcessRef, Session,
-    SessionConfig, TdrStep, TdrTimeouts, UmQueueRef,
+    Backend, BufferRef, ContextRef, EngineProbe, ExecMode, Failure, PagingFill, ProcessRef,
+    Session, SessionConfig, TdrStep, TdrTimeouts, UmQueueRef,
 };
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
@@ -31,6 +31,16 @@ pub(super) const BUF: u64 = 4096;
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
+
+/// A paging FILL on node 0, where the TDR cases page.
+pub(super) fn paging_fill(offset: u64, bytes: u64, pattern: u32) -> PagingFill {
+    PagingFill {
+        node: 0,
+        offset,
+        bytes,
+        pattern,
+    }
+}
 
 /// HWS off: these cases exercise the software scheduler's reset (`DxgkDdiResetEngine`,
 /// `LastAbortedFenceId`), which Windows uses only on nodes it schedules itself; with HWS on, a

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::backend::{
-    Backend, DoorbellStatus, ExecMode, OsEvent, StreamLane, SubmitPath, TdrCause, TdrStep,
+    Backend, DoorbellStatus, ExecMode, NewQueue, OsEvent, StreamLane, TdrCause, TdrStep,
     TdrTimeouts, Work,
 };
 use crate::case::CaseResult;
@@ -22,9 +22,9 @@ pub(super) fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
     let c = s.ums()?.open_process(0)?;
     let t = s.ums()?.create_buffer(c, 8 * MAX)?;
     let th = s.ums()?.create_buffer(h, BUF)?;
-    let copy = s.ums()?.create_queue(c, 1, SubmitPath::UserMode)?;
+    let copy = s.ums()?.create_queue(c, NewQueue::user_mode(1))?;
     // Made before the count starts: mapping its ring is paging work on the copy node.
-    let hq = s.ums()?.create_queue(h, 0, SubmitPath::UserMode)?;
+    let hq = s.ums()?.create_queue(h, NewQueue::user_mode(0))?;
     // Commands per one-FILL submission on the copy node (calibration).
     let before = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
     let v = s.ums()?.submit(copy, &[fill(t, 0, 0)])?;
@@ -99,10 +99,10 @@ pub(super) fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
     let o = s.ums()?.open_process(0)?;
     let to = s.ums()?.create_buffer(o, BUF)?;
     let th = s.ums()?.create_buffer(h, BUF)?;
-    let oq0 = s.ums()?.create_queue(o, 0, SubmitPath::UserMode)?;
-    let oq1 = s.ums()?.create_queue(o, 1, SubmitPath::UserMode)?;
-    let hq = s.ums()?.create_queue(h, 0, SubmitPath::UserMode)?;
-    let hq1 = s.ums()?.create_queue(h, 1, SubmitPath::UserMode)?;
+    let oq0 = s.ums()?.create_queue(o, NewQueue::user_mode(0))?;
+    let oq1 = s.ums()?.create_queue(o, NewQueue::user_mode(1))?;
+    let hq = s.ums()?.create_queue(h, NewQueue::user_mode(0))?;
+    let hq1 = s.ums()?.create_queue(h, NewQueue::user_mode(1))?;
     let v = s.ums()?.submit(hq1, &[fill(th, 8, 1)])?;
     wait(&mut *s, hq1, v, "guilty process warm-up")?;
     let v = s.ums()?.submit(oq0, &[fill(to, 0, 1)])?;
@@ -183,7 +183,7 @@ pub(super) fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
     // The guilty process recreates its device (a new process here) and works.
     let h2 = s.ums()?.open_process(0)?;
     let t2 = s.ums()?.create_buffer(h2, BUF)?;
-    let q2 = s.ums()?.create_queue(h2, 0, SubmitPath::UserMode)?;
+    let q2 = s.ums()?.create_queue(h2, NewQueue::user_mode(0))?;
     let v = s.ums()?.submit(q2, &[fill(t2, 0, 5)])?;
     wait(&mut *s, q2, v, "recreated device")?;
     ensure!(
@@ -214,7 +214,7 @@ pub(super) fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
     let tc = s.ums()?.create_buffer(cal, BUF)?;
     let mut per = Vec::new();
     for node in 0..2u32 {
-        let q = s.ums()?.create_queue(cal, node, SubmitPath::UserMode)?;
+        let q = s.ums()?.create_queue(cal, NewQueue::user_mode(node))?;
         let before = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, node)))?;
         let v = s
             .ums()?
@@ -234,9 +234,7 @@ pub(super) fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
         let p = s.ums()?.open_process(0)?;
         let t = s.ums()?.create_buffer(p, 2 * 3 * 8 * MAX)?;
         for node in 0..2u64 {
-            let q = s
-                .ums()?
-                .create_queue(p, node as u32, SubmitPath::UserMode)?;
+            let q = s.ums()?.create_queue(p, NewQueue::user_mode(node as u32))?;
             let batches = (0..MAX)
                 .map(|n| {
                     let slot = (node * MAX + n) * 3;
@@ -256,7 +254,7 @@ pub(super) fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
         }
     }
     let guilty = s.ums()?.open_process(0)?;
-    let gq = s.ums()?.create_queue(guilty, 0, SubmitPath::UserMode)?;
+    let gq = s.ums()?.create_queue(guilty, NewQueue::user_mode(0))?;
     // Counted from here: every queue exists (creating one maps its ring, paging work on the
     // copy node) and none is closed before the count ends.
     let base: Vec<_> = (0..2)

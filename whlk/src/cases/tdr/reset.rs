@@ -7,9 +7,9 @@ use crate::ensure;
 
 use super::super::common::{fill, no_fault, pos};
 use super::fixtures::{
-    adapter_resets, all_done, expect_fences, process_with_context, resets, software_scheduled,
-    tdr_session, until, BUF, REASON_ENGINE_TIMEOUT, STATUS_DEVICE_REMOVED, STEP,
-    VIDEO_ENGINE_TIMEOUT_DETECTED,
+    adapter_resets, all_done, expect_fences, paging_fill, process_with_context, resets,
+    software_scheduled, tdr_session, until, BUF, REASON_ENGINE_TIMEOUT, STATUS_DEVICE_REMOVED,
+    STEP, VIDEO_ENGINE_TIMEOUT_DETECTED,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -27,8 +27,8 @@ pub(super) fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
     let tb = s.ums()?.create_buffer(pb, 8192)?;
     let tc = s.ums()?.create_buffer(c, BUF)?;
     let hang = s.dma_contexts()?.submit_dma(ca, &[Work::Hang])?;
-    let p1 = s.paging()?.page_in(tb, 0, 0, 4096, 0x11)?;
-    let p2 = s.paging()?.page_in(tb, 0, 4096, 4096, 0x22)?;
+    let p1 = s.paging()?.page_in(tb, paging_fill(0, 4096, 0x11))?;
+    let p2 = s.paging()?.page_in(tb, paging_fill(4096, 4096, 0x22))?;
     let r = s.dma_contexts()?.submit_dma(cc, &[fill(tc, 0, 0x33)])?;
     ensure!(
         p1.len() == 1 && p2.len() == 1,

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::backend::{
-    BufferRef, DoorbellStatus, Failure, OsEvent, ProcessEnd, ProcessRef, Session, SessionConfig,
-    SubmitPath, UmQueueRef, Work,
+    BufferRef, DoorbellStatus, Failure, NewQueue, OsEvent, ProcessEnd, ProcessRef, Session,
+    SessionConfig, SubmitPath, UmQueueRef, Work,
 };
 use crate::case::CaseResult;
 use crate::ensure;
@@ -181,7 +181,7 @@ pub(super) fn user_queue(
     p: ProcessRef,
     node: u32,
 ) -> Result<UmQueueRef, Failure> {
-    s.ums()?.create_queue(p, node, SubmitPath::UserMode)
+    s.ums()?.create_queue(p, NewQueue::user_mode(node))
 }
 
 /// A user-mode queue on node 0 and a kernel-mode queue on `kernel_node` for `p`, side by side,
@@ -200,7 +200,7 @@ pub(super) fn user_and_kernel_queues(
     let uq = user_queue(s, p, 0)?;
     let kq = s
         .ums()?
-        .create_queue(p, kernel_node, SubmitPath::KernelMode)?;
+        .create_queue(p, NewQueue::kernel_mode(kernel_node))?;
     Ok((uq, tu, kq, tk))
 }
 

@@ -1,7 +1,7 @@
 //! A process's end, normal and abnormal, and device loss (UM-17, UM-18, UM-10).
 
 use crate::backend::{
-    Backend, DeviceLoss, DoorbellStatus, ExecMode, OsEvent, ProcessEnd, SubmitPath, Work,
+    Backend, DeviceLoss, DoorbellStatus, ExecMode, NewQueue, OsEvent, ProcessEnd, SubmitPath, Work,
 };
 use crate::case::CaseResult;
 use crate::ensure;
@@ -88,7 +88,7 @@ pub(super) fn abnormal_exit(b: &dyn Backend) -> CaseResult {
     let buf = s.ums()?.create_buffer(victim, BUF)?;
     let obuf = s.ums()?.create_buffer(other, BUF)?;
     let q = user_queue(&mut *s, victim, 0)?;
-    let kq = s.ums()?.create_queue(victim, 1, SubmitPath::KernelMode)?;
+    let kq = s.ums()?.create_queue(victim, NewQueue::kernel_mode(1))?;
     let oq = user_queue(&mut *s, other, 0)?;
     s.ums()?.submit(
         q,

@@ -2,7 +2,9 @@
 //! the kernel path refused to a user-mode queue (UM-01, UM-05), submission order and the
 //! progress fence (UM-16).
 
-use crate::backend::{Backend, DoorbellStatus, ExecMode, Failure, OsEvent, SubmitPath, Work};
+use crate::backend::{
+    Backend, DoorbellStatus, ExecMode, Failure, NewQueue, OsEvent, SubmitPath, Work,
+};
 use crate::case::CaseResult;
 use crate::ensure;
 
@@ -37,7 +39,7 @@ pub(super) fn node_metadata_and_caps(b: &dyn Backend) -> CaseResult {
     let (p, t) = process_with_buffer(&mut *s)?;
     for (node, ums) in caps.user_mode_nodes.iter().enumerate() {
         let node = node as u32;
-        let kq = s.ums()?.create_queue(p, node, SubmitPath::KernelMode)?;
+        let kq = s.ums()?.create_queue(p, NewQueue::kernel_mode(node))?;
         let v = s
             .ums()?
             .submit(kq, &[fill(t, 8 * u64::from(node), 0x100 + u64::from(node))])?;
