@@ -1,7 +1,7 @@
 //! VidSch's per-adapter state: its system objects, its hardware-scheduling state and the wake
-//! of its PASSIVE worker. Held by the adapter
-//! ([`crate::adapter::AdapterShared::sch`]), with the types it holds; the operations
-//! live in the sibling modules.
+//! of its PASSIVE worker. Held by the adapter ([`crate::adapter::AdapterShared::sch`]), with
+//! the types it holds; the operations are in [`crate::vidsch`]. Also the machine's history of
+//! recovered TDRs ([`TdrHistory`]), held by the machine's state.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! What VidMm's GpuMmu keeps per adapter (behind `VidMmState::vidmm`): each process's GPU VA
 //! space and DMA-buffer arena, the paging process, and the aperture's books. Data and the
-//! bookkeeping on it only; the paging that changes the GPU's tables is in the parent module,
+//! bookkeeping on it only; the paging that changes the GPU's tables is in [`crate::vidmm::mmu`],
 //! [`crate::vidmm::aperture`] and [`crate::vidmm::dmabuf`].
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,9 +1,9 @@
 //! VidMm's per-adapter state: the driver's contiguous memory and BAR mappings, what VidMm
 //! learnt of the adapter's memory, its GPU VA spaces, residency and paging queues. Held by the
-//! adapter ([`crate::adapter::AdapterShared::mm`]); the operations live in the
-//! sibling modules. Also the objects VidMm keeps in other components' state: user-mode
-//! allocations (in UMS's books, `ums::allocation`) and the fence pages mapped into processes
-//! (in the fences' state, `sync::fence::maps`). A leaf: nothing here imports an operation.
+//! adapter ([`crate::adapter::AdapterShared::mm`]); the operations are in [`crate::vidmm`].
+//! Also the objects VidMm keeps in other components' state: user-mode allocations (in UMS's
+//! books, `ums::allocation`) and the fence pages mapped into processes (in the fences' state,
+//! [`crate::state::sync::maps`]). A leaf: nothing here imports an operation.
 
 pub mod cpucache;
 pub mod gpuva;

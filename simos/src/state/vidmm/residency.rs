@@ -1,7 +1,7 @@
 //! VidMm's residency books per adapter (behind `VidMmState::residency`): where each tracked
 //! allocation lives, who needs it resident, its backing store, and the free VRAM of each local
 //! segment. Data and the bookkeeping on it only; making resident and evicting (the paging) is
-//! in the parent module.
+//! in [`crate::vidmm::residency`].
 
 use std::collections::{BTreeMap, HashMap};
 

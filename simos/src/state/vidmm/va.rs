@@ -1,6 +1,6 @@
 //! What VidMm keeps of processes' GPU VA spaces as the D3DKMT thunks see them (behind
 //! `VidMmState::gpuva`): each process's ranges and what they map, and the paging queues.
-//! Data and the lookups on it only; the thunks are in the parent module.
+//! Data and the lookups on it only; the thunks are in [`crate::vidmm::va`].
 
 use std::collections::{BTreeMap, HashMap};
 
