@@ -18,7 +18,7 @@
 //! driver stand-ins for tests.
 //!
 //! Strictness: where Windows would bug-check, the machine halts with the same code and
-//! parameters ([`dxgkrnl::bugcheck`]); the test sees `Err(SimError::Bugcheck(..))` from every
+//! parameters ([`base::bugcheck`]); the test sees `Err(SimError::Bugcheck(..))` from every
 //! call.
 
 pub mod adapter;
@@ -44,9 +44,9 @@ pub mod vidsch;
 
 pub use adapter::kernel::SimKernel;
 pub use adapter::state::LogLine;
-pub use dxgkrnl::bugcheck::BugCheck;
-pub use dxgkrnl::lowres::{LowResources, PoolStats};
-pub use dxgkrnl::notify::{Notification, Processed};
+pub use base::bugcheck::BugCheck;
+pub use base::lowres::{LowResources, PoolStats};
+pub use base::notify::{Notification, Processed};
 pub use error::{Fault, SimError};
 pub use machine::{
     AdapterConfig, AdapterInfo, CpuArch, Machine, MachineConfig, Mode, OsConfig, WindowsBuild,

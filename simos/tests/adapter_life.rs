@@ -15,7 +15,7 @@ use rvgpu_ddi::{BOOLEAN, HANDLE, NTSTATUS, PVOID};
 use rvgpu_kmd::platform::Platform;
 use rvgpu_simos::adapter::irql::Routine;
 use rvgpu_simos::adapter::AdapterShared;
-use rvgpu_simos::dxgkrnl::bugcheck::{self, irql_unexpected, BugCheck};
+use rvgpu_simos::base::bugcheck::{self, irql_unexpected, BugCheck};
 use rvgpu_simos::testing;
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError, SimKernel};
 

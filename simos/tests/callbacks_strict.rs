@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::{BOOLEAN, PVOID};
-use rvgpu_simos::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
+use rvgpu_simos::base::bugcheck::{self, vidsch, BugCheck};
 use rvgpu_simos::testing;
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 

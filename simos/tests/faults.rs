@@ -737,7 +737,7 @@ fn dead_bus_without_pnp_ends_in_video_tdr_failure() {
         };
         assert_eq!(
             b.code,
-            rvgpu_simos::dxgkrnl::bugcheck::VIDEO_TDR_FAILURE,
+            rvgpu_simos::base::bugcheck::VIDEO_TDR_FAILURE,
             "{b:?}"
         );
         assert_eq!(b.params[2], 0xC000_0483, "the driver's status: {b:?}");

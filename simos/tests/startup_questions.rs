@@ -21,7 +21,7 @@ use rvgpu_ddi::{HANDLE, NTSTATUS, PVOID, ULONG};
 use rvgpu_kmd::platform::Platform;
 use rvgpu_simos::adapter::bringup::{self, STATUS_REVISION_MISMATCH};
 use rvgpu_simos::adapter::irql::Routine;
-use rvgpu_simos::dxgkrnl::bugcheck::{self, dxgkrnl_fatal, irql_unexpected, BugCheck};
+use rvgpu_simos::base::bugcheck::{self, dxgkrnl_fatal, irql_unexpected, BugCheck};
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, OsConfig, SimError, SimKernel};
 
 fn machine() -> Machine {

@@ -1,6 +1,6 @@
 //! The simulation bug-checks where Windows would.
 
-use rvgpu_simos::dxgkrnl::bugcheck::{self, vidsch, BugCheck};
+use rvgpu_simos::base::bugcheck::{self, vidsch, BugCheck};
 use rvgpu_simos::testing::{self, BAD_FENCE_HANDLE};
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError};
 

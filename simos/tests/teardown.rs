@@ -8,7 +8,7 @@ use common::{contiguous, dxgkrnl_interface, pe};
 use rvgpu_ddi::dxgkrnl::DxgkServicesFeature;
 use rvgpu_ddi::feature::{DXGK_FEATURE_INTERFACE, DXGK_FEATURE_INTERFACE_VERSION_1};
 use rvgpu_ddi::ntstatus::{STATUS_INSUFFICIENT_RESOURCES, STATUS_NO_MEMORY};
-use rvgpu_simos::dxgkrnl::bugcheck;
+use rvgpu_simos::base::bugcheck;
 use rvgpu_simos::testing;
 use rvgpu_simos::{Irql, Machine, MachineConfig, Mode, SimError};
 

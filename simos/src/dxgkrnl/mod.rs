@@ -4,17 +4,12 @@
 //! ([`power`]) and the kernel-mode testing escape ([`kmtest`]). Everything here may call
 //! VidMm, VidSch, fences and UMS; what they call in turn (the adapter, the one way to call a
 //! DDI, the IRQL rules, the host kernel) is [`crate::adapter`], below them. What every layer
-//! needs (locks, errors, bug checks, the thread's IRQL) is in [`crate::base`], re-exported
-//! here under the names it has always had. The adapter's life under the PnP manager
-//! (DriverEntry, start, stop, remove), which installs and loads the image, sits above the
-//! components in `crate::pnp`.
+//! needs (locks, errors, bug checks, the thread's IRQL) is in [`crate::base`]. The adapter's
+//! life under the PnP manager (DriverEntry, start, stop, remove), which installs and loads the
+//! image, sits above the components in `crate::pnp`.
 
-pub use crate::base::bugcheck;
 pub mod callbacks;
 pub mod features;
 pub mod interrupt;
 pub mod kmtest;
-pub use crate::base::line;
-pub use crate::base::lowres;
-pub use crate::base::notify;
 pub mod power;
