@@ -88,3 +88,88 @@ pub(super) fn record(os: &TdrOs, history: &TdrHistory) {
         times.pop_front();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A step-mode TDR state whose limits are `count` recoveries within `window` rounds.
+    fn step_os(count: u32, window: u64) -> TdrOs {
+        let mut os = TdrOs::new();
+        os.step = true;
+        os.config.limit_count = count;
+        os.config.limit_time_steps = window;
+        os
+    }
+
+    /// `n` recoveries recorded now, then `rounds` rounds of the machine.
+    fn recover(os: &TdrOs, h: &TdrHistory, n: usize, rounds: u64) {
+        for _ in 0..n {
+            record(os, h);
+        }
+        for _ in 0..rounds {
+            h.advance_round();
+        }
+    }
+
+    #[test]
+    fn tdr_09_limit_count_reads_0_as_1_and_above_32_as_32() {
+        let h = TdrHistory::default();
+        let os = step_os(0, 1_000);
+        assert!(check(&os, &h).is_none(), "no recovery yet");
+        recover(&os, &h, 1, 0);
+        let (b, _) = check(&os, &h).expect("TdrLimitCount 0 reads as 1");
+        assert_eq!((b.code, b.params), (0x116, [0, 0, 0, LIMIT_EXHAUSTED]));
+
+        let h = TdrHistory::default();
+        let os = step_os(40, 1_000);
+        recover(&os, &h, 31, 0);
+        assert!(check(&os, &h).is_none(), "31 recoveries are below 32");
+        recover(&os, &h, 1, 0);
+        assert!(check(&os, &h).is_some(), "TdrLimitCount 40 reads as 32");
+    }
+
+    #[test]
+    fn tdr_09_limit_time_reads_below_5_s_as_5_s_and_above_3600_s_as_3600_s() {
+        let mut os = TdrOs::new();
+        os.step = false;
+        for (set, read_ms) in [(1, 5_000), (60, 60_000), (4_000, 3_600_000)] {
+            os.config.limit_time = Duration::from_secs(set);
+            assert_eq!(limit_time(&os), read_ms, "TdrLimitTime {set} s");
+        }
+        // Step mode's window is rounds, taken as configured.
+        os.step = true;
+        os.config.limit_time_steps = 3;
+        assert_eq!(limit_time(&os), 3);
+    }
+
+    #[test]
+    fn tdr_09_only_recoveries_within_the_window_count() {
+        let h = TdrHistory::default();
+        let os = step_os(2, 50);
+        recover(&os, &h, 1, 100);
+        recover(&os, &h, 1, 20);
+        assert!(
+            check(&os, &h).is_none(),
+            "the first recovery is 120 rounds old, outside the 50-round window"
+        );
+        recover(&os, &h, 1, 0);
+        assert!(check(&os, &h).is_some(), "two within the last 20 rounds");
+        recover(&os, &h, 0, 51);
+        assert!(check(&os, &h).is_none(), "both aged out");
+    }
+
+    #[test]
+    fn tdr_09_history_keeps_the_newest_64() {
+        let h = TdrHistory::default();
+        let os = step_os(5, 1_000);
+        for _ in 0..70 {
+            recover(&os, &h, 1, 1);
+        }
+        let times = lock(&h.times);
+        assert_eq!(times.len(), HISTORY);
+        assert_eq!(times.front().copied(), Some(6), "the oldest six dropped");
+    }
+}
