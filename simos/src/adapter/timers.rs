@@ -4,10 +4,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use rvgpu_kmd::platform::TimerRoutine;
 
+use crate::base::clock::MsClock;
 use crate::base::lock::lock;
 
 /// One set timer.
@@ -36,8 +36,7 @@ impl std::fmt::Debug for Armed {
 #[derive(Debug)]
 pub struct Timers {
     pub(super) step: bool,
-    pub(super) rounds: AtomicU64,
-    pub(super) epoch: Instant,
+    pub(super) clock: MsClock,
     pub(super) set: Mutex<Vec<Arc<Armed>>>,
     /// Fault injection: timer DPCs are held back (as behind another driver's long DPC on the
     /// same processor); due ones run once released.
@@ -51,8 +50,7 @@ impl Timers {
     pub fn new(step: bool) -> Self {
         Self {
             step,
-            rounds: AtomicU64::new(0),
-            epoch: Instant::now(),
+            clock: MsClock::default(),
             set: Mutex::new(Vec::new()),
             held: AtomicBool::new(false),
             wake: crate::base::line::Wake::default(),
@@ -67,16 +65,12 @@ impl Timers {
 
     /// Milliseconds on this adapter's timer clock.
     pub(super) fn now(&self) -> u64 {
-        if self.step {
-            self.rounds.load(Ordering::Acquire)
-        } else {
-            u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-        }
+        self.clock.now(self.step)
     }
 
     /// Step mode: one more round (millisecond) has passed.
     pub fn advance_round(&self) {
-        self.rounds.fetch_add(1, Ordering::AcqRel);
+        self.clock.advance(1);
     }
 
     /// Timers still set (storage addresses), for the RemoveDevice check.
@@ -97,7 +91,7 @@ impl Timers {
     /// time to the next timer).
     pub fn skip(&self, ms: u64) {
         if self.step {
-            self.rounds.fetch_add(ms, Ordering::AcqRel);
+            self.clock.advance(ms);
         }
     }
 

@@ -1,6 +1,8 @@
 //! The CPU clock of the simulation ([`qpc`]): what `QueryPerformanceCounter` answers to the
-//! driver, the UMD's thunks and the OS's trace alike, so all their times are on one clock.
+//! driver, the UMD's thunks and the OS's trace alike, so all their times are on one clock. And
+//! the OS's millisecond clock for what it times in rounds or real time ([`MsClock`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -14,4 +16,38 @@ pub fn qpc() -> u64 {
     let e = EPOCH.get_or_init(Instant::now);
     let ns = e.elapsed().as_nanos();
     u64::try_from(ns / 100).unwrap_or(u64::MAX - 1) + 1
+}
+
+/// A millisecond clock of the simulated OS: in step mode a round is a millisecond and the
+/// clock reads the rounds that passed ([`Self::advance`]); in threaded mode it reads the wall
+/// clock since it was made. Kernel timers and the TDR history run on one each.
+#[derive(Debug)]
+pub struct MsClock {
+    epoch: Instant,
+    rounds: AtomicU64,
+}
+
+impl Default for MsClock {
+    fn default() -> Self {
+        Self {
+            epoch: Instant::now(),
+            rounds: AtomicU64::new(0),
+        }
+    }
+}
+
+impl MsClock {
+    /// Step mode: `ms` rounds pass.
+    pub fn advance(&self, ms: u64) {
+        self.rounds.fetch_add(ms, Ordering::AcqRel);
+    }
+
+    /// Now, in milliseconds: the rounds passed in step mode, else the wall clock.
+    pub fn now(&self, step: bool) -> u64 {
+        if step {
+            self.rounds.load(Ordering::Acquire)
+        } else {
+            u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+        }
+    }
 }

@@ -4,9 +4,7 @@
 //! recovered TDRs ([`TdrHistory`]), held by the machine's state.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use rvgpu_ddi::hws::{
     DXGKARG_SETUPPRIORITYBANDS, DXGK_SCHEDULING_LOG_CONTEXT_STATE, DXGK_SCHEDULING_PRIORITY_BAND,
@@ -15,6 +13,7 @@ use rvgpu_ddi::hws::{
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_device::SysAlloc;
 
+use crate::base::clock::MsClock;
 use crate::base::line::Wake;
 use crate::ob::KmtHandle;
 
@@ -197,36 +196,21 @@ impl HwsOs {
 /// Held by the machine's state, not an adapter's. Its clock is the machine's: rounds in step
 /// mode (every adapter's TDR work runs once a round), milliseconds since the machine was made
 /// in threaded mode.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct TdrHistory {
-    epoch: Instant,
-    rounds: AtomicU64,
+    clock: MsClock,
     /// When each recent adapter-wide recovery finished ([`Self::now`]), oldest first.
     pub(crate) times: Mutex<VecDeque<u64>>,
-}
-
-impl Default for TdrHistory {
-    fn default() -> Self {
-        Self {
-            epoch: Instant::now(),
-            rounds: AtomicU64::new(0),
-            times: Mutex::new(VecDeque::new()),
-        }
-    }
 }
 
 impl TdrHistory {
     /// Step mode: one more round of the machine.
     pub fn advance_round(&self) {
-        self.rounds.fetch_add(1, Ordering::AcqRel);
+        self.clock.advance(1);
     }
 
     /// Now on the machine's clock: rounds in step mode, milliseconds in threaded mode.
     pub fn now(&self, step: bool) -> u64 {
-        if step {
-            self.rounds.load(Ordering::Acquire)
-        } else {
-            u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-        }
+        self.clock.now(step)
     }
 }
