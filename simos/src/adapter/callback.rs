@@ -2,7 +2,7 @@
 //! the routine's rule ([`crate::adapter::irql`]) and `DeviceHandle` resolved through the
 //! adapter registry. An unknown or removed adapter's handle is what Dxgkrnl would dereference
 //! as garbage: bug check 0x50. Below the components, so that a component that implements a
-//! callback (VidMm's contiguous memory, VidSch's context invalidation) enters it the same way.
+//! callback (VidMm's contiguous memory) enters it the same way.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
