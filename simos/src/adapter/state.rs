@@ -65,7 +65,7 @@ pub struct MachineState {
     /// The machine's ETW session ([`crate::base::etw`]).
     etw: crate::base::etw::session::Session,
     /// The machine's history of recovered TDRs, one for every adapter as on Windows.
-    pub tdr_history: crate::state::vidsch::TdrHistory,
+    pub(crate) tdr_history: crate::state::vidsch::TdrHistory,
     /// The driver image this machine runs, when it runs `rvgpu.sys` in the emulator rather
     /// than the Linux build ([`crate::pe`]).
     #[cfg(target_os = "linux")]
