@@ -23,9 +23,8 @@
 //! An address that is mapped nowhere is bug check 0x50, as on Windows.
 //!
 //! **Leaving the image.** Imports and callbacks are addresses in a stub page whose bytes are
-//! `int3`; the trap stops the processor, the host reads the Windows x64 arguments (RCX, RDX,
-//! R8, R9, then the stack above the shadow space), runs the routine without the lock, writes
-//! RAX and returns to the caller as `ret` would.
+//! `int3`; the trap's hook runs the host routine without the lock, writes RAX and returns to
+//! the caller as `ret` would, and the processor goes on ([`serve`]).
 //!
 //! **A debugger** ([`super::gdb`], `RVGPU_GDB`): every processor made once one was asked for
 //! has a code hook on every instruction (breakpoints, single steps, its interrupt), and a bug
@@ -46,6 +45,7 @@ mod code;
 mod count;
 mod engine;
 mod memory;
+mod serve;
 mod special;
 mod stack;
 mod stubs;
@@ -55,12 +55,11 @@ pub use code::code_changed;
 pub use count::{
     counting, executed, executed_user, register_count_range, register_user_count_range,
 };
-use engine::{Engine, Exit, STACK};
+use engine::{Engine, Exit, StubEnd, STACK};
 use memory::{host_mapping, range_of};
 pub use memory::{register_range, unregister_range, Range};
 pub use special::{irql_from_cr8, register_specials, unregister_specials, Sites};
 pub use stack::{deepest_stacks, StackUse};
-use stubs::stub_at;
 pub use stubs::{drop_stubs, StubFn, StubResult, Stubs};
 pub use window::{register_window, WindowFn};
 
@@ -242,73 +241,30 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
         }
         match exit {
             Some(Exit::Interrupt(3)) => {
-                let at = rip.wrapping_sub(1) as usize;
-                let Some((name, f)) = stub_at(at) else {
-                    if user {
-                        return user_exception(STATUS_BREAKPOINT, 0, at as u64);
-                    }
-                    return fault(
-                        e,
-                        BugCheck::new(KMODE_EXCEPTION_NOT_HANDLED, [0x8000_0003, at as u64, 0, 0]),
-                    );
-                };
-                let sp = e.read(reg::RSP) as usize;
-                let mut words = [0u64; 12];
-                for (i, w) in words.iter_mut().enumerate() {
-                    *w = if i < 4 {
-                        e.read(ARG_REGS[i])
-                    } else {
-                        let at = sp + 0x28 + 8 * (i - 4);
-                        if (e.stack..e.stack + STACK - 8).contains(&at) {
-                            // SAFETY: inside this engine's stack.
-                            unsafe { (at as *const u64).read() }
-                        } else {
-                            0
-                        }
-                    };
+                // Not a stub: the hook serves those (`serve_stub`).
+                let at = rip.wrapping_sub(1);
+                if user {
+                    return user_exception(STATUS_BREAKPOINT, 0, at);
                 }
-                if trace() {
-                    eprintln!(
-                        "[pe] -> {name}({:#x}, {:#x}, {:#x}, {:#x})",
-                        words[0], words[1], words[2], words[3]
-                    );
-                }
-                let result = outside(|| f(&words));
-                if context::current_machine().is_some_and(|m| m.is_halted()) {
+                return fault(
+                    e,
+                    BugCheck::new(KMODE_EXCEPTION_NOT_HANDLED, [0x8000_0003, at, 0, 0]),
+                );
+            }
+            Some(Exit::Stub(end)) => match end {
+                StubEnd::Halted => {
                     halted_in_call(e);
                     return Err(Stop::Halted);
                 }
-                match result {
-                    StubResult::NoReturn => {
-                        halted_in_call(e);
-                        return Err(Stop::Halted);
-                    }
-                    StubResult::Raise(code) if user => {
-                        return user_exception(code, 0, rip.wrapping_sub(1));
-                    }
-                    StubResult::Raise(code) => {
-                        return fault(
-                            e,
-                            BugCheck::new(
-                                KMODE_EXCEPTION_NOT_HANDLED,
-                                [u64::from(code), rip.wrapping_sub(1), 0, 0],
-                            ),
-                        );
-                    }
-                    StubResult::Return(v) => {
-                        e.write(reg::RAX, v);
-                        if !(e.stack..e.stack + STACK - 8).contains(&sp) {
-                            return Err(Stop::Emulator(
-                                "stack pointer outside the stack at a stub".into(),
-                            ));
-                        }
-                        // SAFETY: inside this engine's stack (checked).
-                        let ret = unsafe { (sp as *const u64).read() };
-                        e.write(reg::RSP, sp as u64 + 8);
-                        pc = ret;
-                    }
+                StubEnd::Raise { code, at } if user => return user_exception(code, 0, at),
+                StubEnd::Raise { code, at } => {
+                    return fault(
+                        e,
+                        BugCheck::new(KMODE_EXCEPTION_NOT_HANDLED, [u64::from(code), at, 0, 0]),
+                    );
                 }
-            }
+                StubEnd::Returned => pc = rip,
+            },
             Some(Exit::Interrupt(n)) => {
                 // #DE, #UD and the rest reach KiDispatchException; a driver's unhandled one is
                 // 0x1E with the exception code. `int 0x29` is __fastfail: 0x139.

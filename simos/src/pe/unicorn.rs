@@ -1,12 +1,17 @@
 //! The x86-64 emulator: Unicorn's C API, loaded at run time.
 //!
 //! Unicorn (QEMU's TCG behind a small C API) is the emulator the project runs `rvgpu.sys` in.
-//! It is loaded with `dlopen` from Debian's `libunicorn2` rather than linked: nothing of it is
-//! needed to build the workspace (no CMake, no libclang, no 30 MB static library), and its
-//! licence (GPL-2.0) stays with the test side — it never reaches `rvgpu.sys`,
-//! `rvgpu_umd.dll` or `rvgpu-whlk.exe`, and a build of the simulated OS that never selects
-//! the PE image never opens it. Only the handful of functions below are used; their
-//! signatures are those of `unicorn/unicorn.h` 2.0.
+//! It is loaded with `dlopen` rather than linked: nothing of it is needed to build the
+//! workspace (no CMake, no libclang, no 30 MB static library), and its licence (GPL-2.0) stays
+//! with the test side — it never reaches `rvgpu.sys`, `rvgpu_umd.dll` or `rvgpu-whlk.exe`, and
+//! a build of the simulated OS that never selects the PE image never opens it. Only the
+//! handful of functions below are used; their signatures are those of `unicorn/unicorn.h` 2.1.
+//!
+//! **One version**, [`VERSION`]: upstream's build, which `scripts/setup.sh unicorn` takes out of
+//! its PyPI wheel (checked against a pinned hash) into `target/tools`. Debian 12's
+//! `libunicorn2` (2.0.1) is not used: it sends every guest store through QEMU's
+//! self-modifying-code check (a tree allocated and freed per store), and the image's tests took
+//! about 1.5 times as long on it.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
@@ -123,30 +128,35 @@ pub struct Api {
     _lib: libloading::Library,
 }
 
-/// The package that provides the library, for the one-line hint.
-pub const PACKAGE_HINT: &str = "sudo apt-get install -y libunicorn2";
+/// The library's version (major, minor, patch): the one `scripts/setup.sh` fetches, and the
+/// only one [`api`] accepts.
+pub const VERSION: (u32, u32, u32) = (2, 1, 4);
 
-fn open_library() -> Result<libloading::Library, String> {
-    let names: Vec<String> = std::env::var("RVGPU_UNICORN")
-        .ok()
-        .into_iter()
-        .chain(["libunicorn.so.2".to_string(), "libunicorn.so".to_string()])
-        .collect();
-    let mut last = String::new();
-    for n in &names {
-        // SAFETY: loading a shared library runs its initialisers; libunicorn's only set up
-        // its own globals.
-        match unsafe { libloading::Library::new(n) } {
-            Ok(l) => return Ok(l),
-            Err(e) => last = e.to_string(),
-        }
+/// The command that provides the library, for the one-line hint.
+pub const PACKAGE_HINT: &str = "bash scripts/setup.sh unicorn";
+
+/// Where `scripts/setup.sh` puts the library, or `RVGPU_UNICORN`.
+fn library_path() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("RVGPU_UNICORN") {
+        return p.into();
     }
-    Err(last)
+    let (major, minor, patch) = VERSION;
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/tools")
+        .join(format!("unicorn-{major}.{minor}.{patch}"))
+        .join("libunicorn.so.2")
 }
 
-/// Installs Debian's libunicorn2 when this process may, through the workspace's
-/// `scripts/setup.sh unicorn` (apt-get as root, under the lock every set-up takes; otherwise it
-/// prints the one command to run). `false` when it could not.
+fn open_library() -> Result<libloading::Library, String> {
+    let path = library_path();
+    // SAFETY: loading a shared library runs its initialisers; libunicorn's only set up its own
+    // globals.
+    unsafe { libloading::Library::new(&path) }.map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Fetches the library when this process may, through the workspace's `scripts/setup.sh
+/// unicorn` (pip, under the lock every set-up takes; otherwise it prints the one command to
+/// run). `false` when it could not.
 fn try_install() -> bool {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
@@ -166,7 +176,7 @@ fn load() -> Result<Api, String> {
         Err(first) => {
             if !try_install() {
                 return Err(format!(
-                    "the x86-64 emulator (libunicorn.so.2) is not installed ({first}); run: {PACKAGE_HINT}"
+                    "the x86-64 emulator (libunicorn.so.2) is not there ({first}); run: {PACKAGE_HINT}"
                 ));
             }
             open_library().map_err(|e| format!("libunicorn.so.2 still not loadable: {e}"))?
@@ -179,6 +189,22 @@ fn load() -> Result<Api, String> {
             let s = unsafe { lib.get($name) }.map_err(|e| format!("libunicorn: {e}"))?;
             *s
         }};
+    }
+    let version: unsafe extern "C" fn(*mut u32, *mut u32) -> u32 = sym!(b"uc_version\0");
+    // SAFETY: null out-pointers are allowed; the result packs major, minor, patch, extra.
+    let v = unsafe { version(std::ptr::null_mut(), std::ptr::null_mut()) };
+    let found = (v >> 24, (v >> 16) & 0xFF, (v >> 8) & 0xFF);
+    if found != VERSION {
+        return Err(format!(
+            "libunicorn {}.{}.{} at {}; the simulated OS runs on {}.{}.{} (run: {PACKAGE_HINT})",
+            found.0,
+            found.1,
+            found.2,
+            library_path().display(),
+            VERSION.0,
+            VERSION.1,
+            VERSION.2
+        ));
     }
     Ok(Api {
         open: sym!(b"uc_open\0"),

@@ -5,8 +5,9 @@
 //! (a processor's translation cache is touched only while it is not executing): at its next
 //! `uc_emu_start`, or — under a debugger, whose hook sees every instruction — by leaving the
 //! emulator before its next instruction and resuming there ([`super::engine::Exit::Resume`]).
-//! Whole flushes, not ranges: libunicorn 2.0.1's ranged removal (`uc_ctl_remove_cache`) leaves
-//! a processor's blocks in place once it has mapped more than one range, and patches are rare.
+//! Whole flushes, not ranges: patches are rare, and the ranged removal (`uc_ctl_remove_cache`)
+//! is not relied on (libunicorn 2.0.1's left a processor's blocks in place once it had mapped
+//! more than one range).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

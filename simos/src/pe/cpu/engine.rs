@@ -7,6 +7,7 @@ use std::ffi::c_void;
 
 use super::count::{on_count, COUNT_RANGES};
 use super::memory::{host_mapping, range_of, register_range, round, unregister_range, Range};
+use super::serve::serve_stub;
 use super::special::{encode, on_special, SPECIALS, UNREGISTERED};
 use super::window::{mmio_read, mmio_write, on_window_access};
 use super::{arena, gdb, stack};
@@ -15,7 +16,10 @@ use crate::pe::unicorn::{self, hook, Api, HookCode, Uc};
 /// Why the processor stopped, recorded by a hook.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Exit {
+    /// An interrupt or exception other than a served stub's `int3`.
     Interrupt(u32),
+    /// A stub's routine ended the call other than by returning a value to go on with.
+    Stub(StubEnd),
     Invalid,
     Fault {
         addr: u64,
@@ -26,6 +30,18 @@ pub(super) enum Exit {
     Resume {
         at: u64,
     },
+}
+
+/// How a stub's routine ended the processor's run ([`super::serve`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum StubEnd {
+    /// The machine bug-checked in the routine, or it does not return (`KeBugCheckEx`).
+    Halted,
+    /// The routine raised exception `code` at the stub's address `at`.
+    Raise { code: u32, at: u64 },
+    /// The routine returned (RAX written) and code changed meanwhile: the processor forgets
+    /// its translations and goes on at the stub's `ret`.
+    Returned,
 }
 
 pub(super) const STACK: usize = 512 * 1024;
@@ -302,7 +318,15 @@ impl Drop for Engine {
 unsafe extern "C" fn on_interrupt(uc: Uc, intno: u32, user: *mut c_void) {
     // SAFETY: `user` is the engine that installed the hook (see Engine::new).
     let e = unsafe { &*user.cast::<Engine>() };
-    e.exit.set(Some(Exit::Interrupt(intno)));
+    let exit = if intno == 3 {
+        match serve_stub(e) {
+            None => return,
+            Some(exit) => exit,
+        }
+    } else {
+        Exit::Interrupt(intno)
+    };
+    e.exit.set(Some(exit));
     // SAFETY: stopping the instance this hook runs on.
     unsafe { (e.api.emu_stop)(uc) };
 }

@@ -1,5 +1,5 @@
-//! Stubs: the `int3` addresses the image calls to leave it for a host routine (an ntoskrnl
-//! import, a Dxgkrnl callback).
+//! Stubs: the addresses the image calls to leave it for a host routine (an ntoskrnl import, a
+//! Dxgkrnl callback): an `int3` whose hook runs the routine, then a `ret`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -22,8 +22,12 @@ pub enum StubResult {
 /// A host routine the image can call.
 pub type StubFn = Arc<dyn Fn(&[u64; 12]) -> StubResult + Send + Sync>;
 
-/// Bytes per stub (each is one `int3`).
+/// Bytes per stub: `int3` (the hook runs the routine), `ret` (back to the caller), and `int3`
+/// padding.
 const STUB_STRIDE: usize = 16;
+
+/// A stub's bytes.
+const STUB: [u8; 2] = [0xCC, 0xC3];
 
 /// A page of stubs.
 pub struct Stubs {
@@ -41,6 +45,10 @@ impl Stubs {
         let base = arena::alloc(len, arena::Access::ReadWrite)?;
         // SAFETY: fresh read-write memory of `len` bytes (rounded up to a page by the arena).
         unsafe { std::ptr::write_bytes(base as *mut u8, 0xCC, len) };
+        for at in (base..base + len).step_by(STUB_STRIDE) {
+            // SAFETY: inside the fresh memory (`len` is a whole number of strides).
+            unsafe { std::ptr::copy_nonoverlapping(STUB.as_ptr(), at as *mut u8, STUB.len()) };
+        }
         register_range(base, len, Range::Ram);
         let s = Arc::new(Self {
             base,

@@ -48,7 +48,9 @@ fn window_io(base: usize, offset: usize, width: usize, write: Option<u64>) -> u6
 // Unicorn hands an MMIO region at most 4 bytes at a time (an 8-byte `mov` arrives as two
 // halves, low first), while the bus carries an 8-byte access as one transaction and the
 // device's 64-bit registers act on it whole. A memory hook on each window sees the whole
-// access first; the halves are joined back into it here.
+// access first; the halves are joined back into it here. The hook has a price: with any memory
+// hook in place, Unicorn sends every guest load and store through its slow path (about a
+// third of a run of the image), but the bus must see whole accesses.
 thread_local! {
     /// The access the processor is making (address, size), from the memory hook.
     static ACCESS: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
