@@ -23,12 +23,12 @@ pub fn code_changed() {
     CHANGES.fetch_add(1, Ordering::AcqRel);
 }
 
-/// The current count (a new processor has nothing to forget).
-pub(super) fn changes() -> u64 {
-    CHANGES.load(Ordering::Acquire)
-}
-
 impl Engine {
+    /// Whether code changed since this processor last forgot its translations.
+    pub(super) fn code_changed_since(&self) -> bool {
+        self.code_seen.get() != CHANGES.load(Ordering::Acquire)
+    }
+
     /// Forgets this processor's translations if code changed since it last looked.
     pub(super) fn forget_changed_code(&self) {
         let now = CHANGES.load(Ordering::Acquire);

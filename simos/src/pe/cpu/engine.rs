@@ -93,10 +93,12 @@ impl Engine {
             special_hooks: RefCell::new(BTreeMap::new()),
             unregistered_seen: Cell::new(0),
             counted: Cell::new(0),
-            code_seen: Cell::new(super::code::changes()),
+            code_seen: Cell::new(0),
             skip_debug_at: Cell::new(None),
             stack,
         });
+        // Up to date with the code changes so far (it has translated nothing to forget).
+        eng.forget_changed_code();
         let me = (&*eng as *const Engine).cast_mut().cast::<c_void>();
         let mut h = 0usize;
         // SAFETY: hooks with the callback types Unicorn expects for each hook type; `me` is the
@@ -338,7 +340,7 @@ unsafe extern "C" fn on_debug(uc: Uc, addr: u64, _size: u32, user: *mut c_void) 
         return;
     }
     gdb::at_instruction(e.processor(), addr);
-    if e.code_seen.get() != super::code::changes() {
+    if e.code_changed_since() {
         // The debugger wrote memory while this processor was stopped here: it stops before
         // the instruction and resumes afresh (`run`), so a patch runs at once.
         e.exit.set(Some(Exit::Resume { at: addr }));

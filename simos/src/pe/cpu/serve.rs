@@ -59,7 +59,7 @@ pub(super) fn serve_stub(e: &Engine) -> Option<Exit> {
         StubResult::Raise(code) => return Some(Exit::Stub(StubEnd::Raise { code, at })),
     };
     e.write(reg::RAX, value);
-    if e.code_seen.get() != super::code::changes() {
+    if e.code_changed_since() {
         // Leave the emulator to forget the translations, and go on at the `ret`.
         return Some(Exit::Stub(StubEnd::Returned));
     }
