@@ -44,6 +44,25 @@ fn setup_script_names_the_command_when_it_cannot_install() {
 }
 
 #[test]
+fn setup_script_names_the_command_when_it_cannot_fetch_the_emulator() {
+    let out = Command::new("bash")
+        .arg(root().join("scripts/setup.sh"))
+        .arg("unicorn")
+        .env("RVGPU_SETUP_HIDE", "unicorn")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "exactly one line: {stderr}");
+    assert!(
+        stderr
+            .trim_end()
+            .ends_with("; run: bash scripts/setup.sh unicorn"),
+        "names the command: {stderr}"
+    );
+}
+
+#[test]
 fn setup_script_rejects_an_unknown_tool() {
     let out = Command::new("bash")
         .arg(root().join("scripts/setup.sh"))

@@ -240,3 +240,22 @@ pub fn error_text(api: &Api, code: c_int) -> String {
     // SAFETY: non-null static C string (above).
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    /// The version the simulated OS accepts is the one `scripts/setup.sh` fetches: otherwise the
+    /// library would be fetched into a folder nothing opens.
+    #[test]
+    fn the_accepted_version_is_the_one_setup_fetches() {
+        let script = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/setup.sh"),
+        )
+        .unwrap();
+        let fetched = script
+            .lines()
+            .find_map(|l| l.strip_prefix("UNICORN_VERSION="))
+            .unwrap();
+        let (major, minor, patch) = super::VERSION;
+        assert_eq!(fetched, format!("{major}.{minor}.{patch}"));
+    }
+}
