@@ -22,9 +22,9 @@
 //! stubs, stacks) are mapped whole; register windows are MMIO regions routed to the device.
 //! An address that is mapped nowhere is bug check 0x50, as on Windows.
 //!
-//! **Leaving the image.** Imports and callbacks are addresses in a stub page whose bytes are
-//! `int3`; the trap's hook runs the host routine without the lock, writes RAX and returns to
-//! the caller as `ret` would, and the processor goes on ([`serve`]).
+//! **Leaving the image.** Imports and callbacks are addresses in a stub page, each `int3` then
+//! `ret`; the trap's hook runs the host routine without the lock and writes RAX, and the
+//! processor goes on to the `ret` ([`serve`]).
 //!
 //! **A debugger** ([`super::gdb`], `RVGPU_GDB`): every processor made once one was asked for
 //! has a code hook on every instruction (breakpoints, single steps, its interrupt), and a bug
