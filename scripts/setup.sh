@@ -80,21 +80,25 @@ fail() {
 # Fetches upstream's wheel of the pinned version (the manylinux one for CPython's stable ABI,
 # whichever Python runs pip), checks its hash and takes the library out of it.
 install_unicorn() {
-    local tmp
+    local tmp rc=0
     tmp="$(mktemp -d "${TMPDIR:-/tmp}/rvgpu-unicorn.XXXXXX")"
+    fetch_unicorn "$tmp" || rc=1
+    rm -rf "$tmp"
+    return "$rc"
+}
+fetch_unicorn() {
     python3 -m pip download --quiet --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
-        --python-version 3.11 --implementation cp --abi abi3 -d "$tmp" \
+        --python-version 3.11 --implementation cp --abi abi3 -d "$1" \
         "unicorn==$UNICORN_VERSION" || return 1
-    echo "$UNICORN_SHA256  $tmp/$UNICORN_WHEEL" | sha256sum --check --quiet || return 1
+    echo "$UNICORN_SHA256  $1/$UNICORN_WHEEL" | sha256sum --check --quiet || return 1
     mkdir -p "$(dirname "$UNICORN_LIB")"
-    python3 - "$tmp/$UNICORN_WHEEL" "$UNICORN_LIB.part" <<'PY' || return 1
+    python3 - "$1/$UNICORN_WHEEL" "$UNICORN_LIB.part" <<'PY' || return 1
 import shutil, sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as z, z.open("unicorn/lib/libunicorn.so.2") as src, \
         open(sys.argv[2], "wb") as dst:
     shutil.copyfileobj(src, dst)
 PY
     mv "$UNICORN_LIB.part" "$UNICORN_LIB"
-    rm -rf "$tmp"
 }
 
 for tool in "$@"; do

@@ -7,11 +7,8 @@
 //! a build of the simulated OS that never selects the PE image never opens it. Only the
 //! handful of functions below are used; their signatures are those of `unicorn/unicorn.h` 2.1.
 //!
-//! **One version**, [`VERSION`]: upstream's build, which `scripts/setup.sh unicorn` takes out of
-//! its PyPI wheel (checked against a pinned hash) into `target/tools`. Debian 12's
-//! `libunicorn2` (2.0.1) is not used: it sends every guest store through QEMU's
-//! self-modifying-code check (a tree allocated and freed per store), and the image's tests took
-//! about 1.5 times as long on it.
+//! **One version**, [`VERSION`]: upstream's build, which `scripts/setup.sh unicorn` fetches into
+//! `target/tools` (docs/pe-image.md, "The emulator", says why not Debian's).
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
@@ -132,8 +129,8 @@ pub struct Api {
 /// only one [`api`] accepts.
 pub const VERSION: (u32, u32, u32) = (2, 1, 4);
 
-/// The command that provides the library, for the one-line hint.
-pub const PACKAGE_HINT: &str = "bash scripts/setup.sh unicorn";
+/// The command that fetches the library, for the one-line hint.
+pub const FETCH_HINT: &str = "bash scripts/setup.sh unicorn";
 
 /// Where `scripts/setup.sh` puts the library, or `RVGPU_UNICORN`.
 fn library_path() -> std::path::PathBuf {
@@ -176,7 +173,7 @@ fn load() -> Result<Api, String> {
         Err(first) => {
             if !try_install() {
                 return Err(format!(
-                    "the x86-64 emulator (libunicorn.so.2) is not there ({first}); run: {PACKAGE_HINT}"
+                    "the x86-64 emulator (libunicorn.so.2) is not there ({first}); run: {FETCH_HINT}"
                 ));
             }
             open_library().map_err(|e| format!("libunicorn.so.2 still not loadable: {e}"))?
@@ -196,7 +193,7 @@ fn load() -> Result<Api, String> {
     let found = (v >> 24, (v >> 16) & 0xFF, (v >> 8) & 0xFF);
     if found != VERSION {
         return Err(format!(
-            "libunicorn {}.{}.{} at {}; the simulated OS runs on {}.{}.{} (run: {PACKAGE_HINT})",
+            "libunicorn {}.{}.{} at {}; the simulated OS runs on {}.{}.{} (run: {FETCH_HINT})",
             found.0,
             found.1,
             found.2,

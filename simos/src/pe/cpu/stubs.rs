@@ -33,7 +33,7 @@ const STUB: [u8; 2] = [0xCC, 0xC3];
 pub struct Stubs {
     base: usize,
     len: usize,
-    routines: RwLock<Vec<(String, StubFn)>>,
+    routines: RwLock<Vec<(Arc<str>, StubFn)>>,
 }
 
 static STUB_PAGES: RwLock<BTreeMap<usize, Arc<Stubs>>> = RwLock::new(BTreeMap::new());
@@ -69,11 +69,11 @@ impl Stubs {
         if at >= self.len {
             return Err("stub page full".into());
         }
-        r.push((name.to_string(), f));
+        r.push((Arc::from(name), f));
         Ok(self.base + at)
     }
 
-    fn routine(&self, addr: usize) -> Option<(String, StubFn)> {
+    fn routine(&self, addr: usize) -> Option<(Arc<str>, StubFn)> {
         let i = addr.checked_sub(self.base)? / STUB_STRIDE;
         self.routines
             .read()
@@ -98,7 +98,7 @@ pub fn drop_stubs(s: &Arc<Stubs>) {
         .remove(&s.base);
 }
 
-pub(super) fn stub_at(addr: usize) -> Option<(String, StubFn)> {
+pub(super) fn stub_at(addr: usize) -> Option<(Arc<str>, StubFn)> {
     let pages = STUB_PAGES.read().unwrap_or_else(|p| p.into_inner());
     let (_, s) = pages.range(..=addr).next_back()?;
     if addr >= s.base + s.len {
