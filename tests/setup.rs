@@ -191,3 +191,36 @@ fn setup_script_installs_once_when_several_ask_at_once() {
     );
     assert!(log.contains("gcc-mingw-w64-x86-64"), "{log}");
 }
+
+/// Each package `cargo tree` lists, with the features it is built with.
+fn features(args: &[&str]) -> std::collections::BTreeMap<String, String> {
+    let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(root())
+        .args(["tree", "--prefix", "none", "--format", "{p}|{f}"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim_end_matches(" (*)").split_once('|'))
+        .map(|(p, f)| (p.to_owned(), f.to_owned()))
+        .collect()
+}
+
+/// README's harness command after its test command builds nothing again: every package the
+/// harness needs has the features the test command (dev-dependencies included) gives it. One
+/// that differs makes `cargo run -p rvgpu-whlk` recompile it and all above it, the simulated OS
+/// among them.
+#[test]
+fn harness_command_reuses_the_test_commands_build() {
+    let test = features(&["--workspace", "--edges", "normal,build,dev"]);
+    let harness = features(&["-p", "rvgpu-whlk", "--edges", "normal,build"]);
+    assert!(harness.len() > 20, "{harness:?}");
+    let differ: Vec<String> = harness
+        .iter()
+        .filter(|(p, f)| test.get(*p) != Some(*f))
+        .map(|(p, f)| format!("{p}: [{f}] for the harness, {:?} for the tests", test.get(p)))
+        .collect();
+    assert!(differ.is_empty(), "{differ:#?}");
+}
