@@ -3,9 +3,8 @@
 //!
 //! Runs `device/vfu/vm/run-guest-smoke.sh` (docs/qemu-guest.md, "The Linux guest"): a
 //! Debian trixie chroot with QEMU from trixie-backports (made once under `target/vm`), the
-//! server and the static guest programs (built into `target/vm/cargo`, apart from the test
-//! command's own target directory), a busybox initramfs, a TCG boot, and the guest's closing
-//! `N passed, N failed` lines. Every stage is bounded by `timeout` in the script; the whole run by
+//! server and the guest programs as the test command built them, a busybox initramfs, a TCG
+//! boot, and the guest's closing `N passed, N failed` lines. Every stage is bounded by `timeout` in the script; the whole run by
 //! [`LIMIT`] here.
 //!
 //! When it skips, it says why on stderr and the test passes:
@@ -26,8 +25,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The whole run: chroot (about 3 min with the packages), two release builds (about 5 min on
-/// two cores), the boots (under a minute each). Generous: CI's own limit is 90 minutes.
+/// The whole run: chroot (about 3 min with the packages), the debug build when this test runs
+/// alone (nothing to build under the test command), the boots (under a minute each). Generous:
+/// CI's own limit is 90 minutes.
 const LIMIT: Duration = Duration::from_secs(40 * 60);
 
 fn root() -> &'static Path {
@@ -139,7 +139,6 @@ fn driver_stack_in_a_linux_guest_across_qemu_pcie() {
         .arg(root().join("device/vfu/vm/run-guest-smoke.sh"))
         .arg(&vm)
         .env("MIRROR", &mirror)
-        .env("CARGO_TARGET_DIR", vm.join("cargo"))
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .status()

@@ -78,13 +78,19 @@ cp -r "$REPO/device/vfu/vm/uio_msi" "$ROOT/tmp/uio_msi"
 timeout 600 chroot "$ROOT" make -s -C "/lib/modules/$KVER/build" M=/tmp/uio_msi modules >"$VM/module.log" 2>&1 ||
     { cat "$VM/module.log"; echo "FAIL: the MSI module did not build"; exit 1; }
 
-t build-server "build: rvgpu-vfu (release)"
-(cd "$REPO" && timeout 1800 cargo build -q --release -p rvgpu-vfu --bin rvgpu-vfu --example host_counterpart)
-t build-guest "build: the static guest programs (guest_smoke, rvgpu-whlk)"
-(cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" timeout 1800 cargo build -q --release \
-    -p rvgpu-vfu --example guest_smoke --target x86_64-unknown-linux-gnu)
-(cd "$REPO" && RUSTFLAGS="-C target-feature=+crt-static" timeout 1800 cargo build -q --release \
-    -p rvgpu-whlk --target x86_64-unknown-linux-gnu)
+# The test command's own build (debug; dynamically linked, so the guest gets the chroot's C
+# libraries beside them): under `cargo test --workspace` every binary here is built already and
+# this builds nothing (--workspace keeps the features the test command gives each crate).
+# RVGPU_VM_PROFILE=release builds optimised ones, for the costs performance.md quotes.
+PROFILE=${RVGPU_VM_PROFILE:-debug}
+case $PROFILE in
+    debug) PROFILE_ARG=() ;;
+    release) PROFILE_ARG=(--release) ;;
+    *) echo "RVGPU_VM_PROFILE is debug or release, not $PROFILE" >&2; exit 2 ;;
+esac
+t build "build: rvgpu-vfu, host_counterpart, guest_smoke, rvgpu-whlk ($PROFILE)"
+(cd "$REPO" && timeout 1800 cargo build -q "${PROFILE_ARG[@]}" --workspace --bins --examples)
+BIN=$TARGET/$PROFILE
 
 t initramfs "initramfs: busybox, lspci, uio modules, the MSI module, guest_smoke, rvgpu-whlk"
 IR=$VM/initramfs
@@ -92,14 +98,19 @@ rm -rf "$IR"
 mkdir -p "$IR"/{bin,proc,sys,dev,tmp,usr/bin,usr/share/misc,lib/modules,lib/x86_64-linux-gnu,lib64}
 cp "$ROOT/usr/bin/busybox" "$IR/bin/busybox"
 cp "$ROOT/usr/bin/lspci" "$IR/usr/bin/lspci"
-for l in $(chroot "$ROOT" ldd /usr/bin/lspci | awk '/=>/{print $3}'); do cp -L "$ROOT$l" "$IR/lib/x86_64-linux-gnu/"; done
+cp "$BIN/examples/guest_smoke" "$ROOT/tmp/guest_smoke"
+# Without its debug information (nine tenths of the file): the initramfs stays small.
+strip -o "$ROOT/tmp/rvgpu-whlk" "$BIN/rvgpu-whlk"
+# The C libraries each program needs, the chroot's (newer than the build host's, which they
+# were linked against).
+for p in /usr/bin/lspci /tmp/guest_smoke /tmp/rvgpu-whlk; do
+    for l in $(chroot "$ROOT" ldd "$p" | awk '/=>/{print $3}'); do cp -L "$ROOT$l" "$IR/lib/x86_64-linux-gnu/"; done
+done
 cp -L "$ROOT/lib64/ld-linux-x86-64.so.2" "$IR/lib64/"
 cp "$ROOT/usr/share/misc/pci.ids" "$IR/usr/share/misc/" 2>/dev/null || true
 for m in uio uio_pci_generic; do xz -dc "$ROOT/lib/modules/$KVER/kernel/drivers/uio/$m.ko.xz" >"$IR/lib/modules/$m.ko"; done
 cp "$ROOT/tmp/uio_msi/rvgpu_uio_msi.ko" "$IR/lib/modules/"
-cp "$TARGET/x86_64-unknown-linux-gnu/release/examples/guest_smoke" "$IR/bin/guest_smoke"
-# Without its debug information (two thirds of the file): the initramfs stays small.
-strip -o "$IR/bin/rvgpu-whlk" "$TARGET/x86_64-unknown-linux-gnu/release/rvgpu-whlk"
+mv "$ROOT/tmp/guest_smoke" "$ROOT/tmp/rvgpu-whlk" "$IR/bin/"
 cat >"$IR/init" <<INIT
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -138,7 +149,7 @@ cp "$ROOT/boot/vmlinuz-$KVER" "$ROOT/tmp/vmlinuz"
 # The server makes the socket's directory itself, mode 0700 (only root, QEMU's user here, enters).
 t boot-and-run "boot: rvgpu-vfu on /tmp/rvgpu-vfu/rvgpu.sock (in the chroot), QEMU TCG, $GUEST_RAM shared guest RAM"
 rm -rf "$ROOT/tmp/rvgpu-vfu"
-"$TARGET/release/rvgpu-vfu" --socket "$ROOT/tmp/rvgpu-vfu/rvgpu.sock" --once >"$VM/vfu.log" 2>&1 &
+"$BIN/rvgpu-vfu" --socket "$ROOT/tmp/rvgpu-vfu/rvgpu.sock" --once >"$VM/vfu.log" 2>&1 &
 SERVER=$!
 for _ in $(seq 50); do [ -S "$ROOT/tmp/rvgpu-vfu/rvgpu.sock" ] && break; sleep 0.1; done
 mount -t proc proc "$ROOT/proc"
@@ -158,7 +169,7 @@ SERVER=
 t report "guest output ($VM/qemu.log; server log $VM/vfu.log)"
 sed -n '/== guest:/,$p' "$VM/qemu.log" | tr -d '\r'
 t host "the same three costs in-process on this host (host_counterpart), for comparison"
-timeout 300 "$TARGET/release/examples/host_counterpart" || echo "host_counterpart failed (figures only; not a test)"
+timeout 300 "$BIN/examples/host_counterpart" || echo "host_counterpart failed (figures only; not a test)"
 t end "wall times"
 printf '  %s\n' "${STAGES[@]}"
 LOG=$(tr -d '\r' <"$VM/qemu.log")
