@@ -220,7 +220,12 @@ fn harness_command_reuses_the_test_commands_build() {
     let differ: Vec<String> = harness
         .iter()
         .filter(|(p, f)| test.get(*p) != Some(*f))
-        .map(|(p, f)| format!("{p}: [{f}] for the harness, {:?} for the tests", test.get(p)))
+        .map(|(p, f)| {
+            format!(
+                "{p}: [{f}] for the harness, {:?} for the tests",
+                test.get(p)
+            )
+        })
         .collect();
     assert!(differ.is_empty(), "{differ:#?}");
 }
