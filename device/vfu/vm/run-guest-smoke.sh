@@ -99,7 +99,7 @@ mkdir -p "$IR"/{bin,proc,sys,dev,tmp,usr/bin,usr/share/misc,lib/modules,lib/x86_
 cp "$ROOT/usr/bin/busybox" "$IR/bin/busybox"
 cp "$ROOT/usr/bin/lspci" "$IR/usr/bin/lspci"
 cp "$BIN/examples/guest_smoke" "$ROOT/tmp/guest_smoke"
-# Without its debug information (nine tenths of the file): the initramfs stays small.
+# Without its debug information, most of the file: the initramfs stays small.
 strip -o "$ROOT/tmp/rvgpu-whlk" "$BIN/rvgpu-whlk"
 # The C libraries each program needs, the chroot's (newer than the build host's, which they
 # were linked against).
