@@ -4,8 +4,8 @@
 //! Runs `device/vfu/vm/run-guest-smoke.sh` (docs/qemu-guest.md, "The Linux guest"): a
 //! Debian trixie chroot with QEMU from trixie-backports (made once under `target/vm`), the
 //! server and the guest programs as the test command built them, a busybox initramfs, a TCG
-//! boot, and the guest's closing `N passed, N failed` lines. Every stage is bounded by `timeout` in the script; the whole run by
-//! [`LIMIT`] here.
+//! boot, and the guest's closing `N passed, N failed` lines. Every stage is bounded by
+//! `timeout` in the script; the whole run by [`LIMIT`] here.
 //!
 //! When it skips, it says why on stderr and the test passes:
 //! - the Debian package registry cannot be reached and no chroot is cached (nothing to boot);
