@@ -19,7 +19,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 source "$ROOT/scripts/callgrind-lib.sh"
 
-BIN="$(cargo bench -p rvgpu-device --bench pick_callgrind --no-run --message-format=json 2>/dev/null |
+BIN="$(cargo bench --workspace --bench pick_callgrind --no-run --message-format=json 2>/dev/null |
     grep -o '"executable":"[^"]*pick_callgrind[^"]*"' | tail -n 1 |
     sed 's/^"executable":"//; s/"$//')"
 [ -x "$BIN" ] || { echo "callgrind-device: could not build the pick_callgrind bench" >&2; exit 1; }

@@ -43,15 +43,16 @@ done >"$CURRENT"
 bash "$ROOT/scripts/pe-instructions.sh" "$K" |
     awk '/^  Dxgk/ && $NF ~ /^[0-9]+$/ { n = $NF; sub(/ +[0-9]+$/, ""); sub(/^ +/, ""); print "rvgpu.sys: " $0 "|" n "|" n }' \
     >>"$CURRENT"
+# The test binaries below are the test command's (--workspace: see bench_bin in callgrind-lib.sh).
 # "rvgpu_umd.dll: call|n|n" per call: the shipped DLL's own instructions in the emulator
 # (simos/tests/pe_umd.rs `dll_instructions`, exact for a build), beside the Rust UMD's rows.
-(cd "$ROOT" && RVGPU_PE_COUNT=1 cargo test -q -p rvgpu-simos --test pe_umd -- --ignored \
+(cd "$ROOT" && RVGPU_PE_COUNT=1 cargo test -q --workspace --test pe_umd -- --ignored \
     --nocapture dll_instructions) 2>/dev/null |
     awk '/^rvgpu_umd.dll: [0-9.]+ instructions per / {
         n = sprintf("%.0f", $2); sub(/^rvgpu_umd.dll: [0-9.]+ instructions per /, "")
         print "rvgpu_umd.dll: " $0 "|" n "|" n }' >>"$CURRENT"
 # "bus|path|reads|writes" per call, from the device model's counts (not from callgrind).
-(cd "$ROOT" && RVGPU_BUS_GATE=1 cargo test -q -p rvgpu-simos --test bus_cost -- --nocapture \
+(cd "$ROOT" && RVGPU_BUS_GATE=1 cargo test -q --workspace --test bus_cost -- --nocapture \
     bus_cost_of_each_hot_path) | grep '^bus|' >>"$CURRENT"
 
 if [ "${1:-}" = --bless ]; then
