@@ -49,12 +49,7 @@ per() {
     local idx=5
     [ "$3" = isr ] && idx=6
     [ "$3" = null ] && idx=7
-    # The K and 2K runs at once, as in callgrind-submission.sh.
-    local half="$OUT/per.$BASHPID" twice
-    run "$1" "$K" "$2" >"$half" &
-    twice="$(run "$1" "$((2 * K))" "$2")"
-    wait "$!"
-    k2k "$(cat "$half")" "$twice" "$idx"
+    k2k_of "$idx" run "$1" "$2"
 }
 
 NULL_FN="rvgpu_simos::sync::fence::dpc::process_dpc_work"

@@ -64,6 +64,18 @@ k2k() {
             (o2 - o1) / n, (p2 - p1) / n }'
 }
 
+# k2k_of IDX RUN MODE ARGS...: runs "RUN MODE K ARGS..." and "RUN MODE 2K ARGS..." at once, one
+# per processor (callgrind counts instructions, which the other run does not change), then
+# prints k2k of the two lines with operation count field IDX.
+k2k_of() {
+    local idx="$1" run="$2" mode="$3" half="$OUT/k2k.$BASHPID" twice
+    shift 3
+    "$run" "$mode" "$K" "$@" >"$half" &
+    twice="$("$run" "$mode" "$((2 * K))" "$@")"
+    wait "$!"
+    k2k "$(cat "$half")" "$twice" "$idx"
+}
+
 ratio() {
     awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'
 }

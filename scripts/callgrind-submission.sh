@@ -65,14 +65,8 @@ root_re() {
 }
 
 # per MODE FUNCTION COUNTER -> "<total> <driver> <device> <os> <platform>" per operation
-# The K and 2K runs go at once, one per processor: callgrind counts instructions, which the
-# other run does not change.
 per() {
-    local half="$OUT/per.$BASHPID" twice
-    run "$1" "$K" "$2" "$3" >"$half" &
-    twice="$(run "$1" "$((2 * K))" "$2" "$3")"
-    wait "$!"
-    k2k "$(cat "$half")" "$twice" 5
+    k2k_of 5 run "$1" "$2" "$3"
 }
 
 SCALE_ENV=""
