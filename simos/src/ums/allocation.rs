@@ -386,11 +386,7 @@ pub(crate) fn lock_allocation(
     h: KmtHandle,
 ) -> Result<(SysAlloc, Option<Arc<CpuCache>>), SimError> {
     let os = lock(&a.ums);
-    let Some(al) = os
-        .allocations
-        .get(&h)
-        .filter(|al| al.device == device && !al.closed)
-    else {
+    let Some(al) = os.open_allocation(device, h) else {
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     };
     if !al.info.cpu_visible {
@@ -410,10 +406,9 @@ pub(crate) fn unlock_allocation(
     device: KmtHandle,
     h: KmtHandle,
 ) -> Result<(), SimError> {
-    let os = lock(&a.ums);
-    match os.allocations.get(&h) {
-        Some(al) if al.device == device && !al.closed => Ok(()),
-        _ => Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
+    match lock(&a.ums).open_allocation(device, h) {
+        Some(_) => Ok(()),
+        None => Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
     }
 }
 

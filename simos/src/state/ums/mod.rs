@@ -376,6 +376,14 @@ impl Default for UmsOs {
 }
 
 impl UmsOs {
+    /// Allocation `h` if it is `device`'s and not closed: the allocations a thunk of that
+    /// device may name.
+    pub(crate) fn open_allocation(&self, device: KmtHandle, h: KmtHandle) -> Option<&AllocObj> {
+        self.allocations
+            .get(&h)
+            .filter(|al| al.device == device && !al.closed)
+    }
+
     pub(crate) fn node_ums(&self, node: u32) -> bool {
         self.node_metadata
             .get(node as usize)

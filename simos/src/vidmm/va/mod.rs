@@ -297,14 +297,7 @@ pub(crate) fn gpu_va_map(
     let target = if no_access {
         None
     } else {
-        let os = lock(&a.ums);
-        let al = os
-            .allocations
-            .get(&r.allocation)
-            .filter(|al| al.device == device && !al.closed)
-            .ok_or_else(bad)?;
-        let kmd = al.mapped.map(|m| m.kmd).ok_or_else(bad)?;
-        Some((al.alloc.len, kmd, res.pages(r.allocation)))
+        Some(va_target(a, &res, device, r.allocation)?)
     };
     let pages = match target {
         Some((bytes, _, _)) => {
@@ -570,9 +563,8 @@ pub(crate) fn gpu_va_update(
                 };
                 let bytes = {
                     let os = lock(&a.ums);
-                    os.allocations
-                        .get(&op.allocation)
-                        .filter(|al| op.allocation != 0 && al.device == device && !al.closed)
+                    os.open_allocation(device, op.allocation)
+                        .filter(|_| op.allocation != 0)
                         .map(|al| al.alloc.len)
                         .ok_or_else(bad)?
                 };
@@ -754,11 +746,7 @@ fn va_target(
     allocation: KmtHandle,
 ) -> Result<(u64, usize, Option<Vec<Phys>>), SimError> {
     let os = lock(&a.ums);
-    let al = os
-        .allocations
-        .get(&allocation)
-        .filter(|al| al.device == device && !al.closed)
-        .ok_or_else(bad)?;
+    let al = os.open_allocation(device, allocation).ok_or_else(bad)?;
     let kmd = al.mapped.map(|m| m.kmd).ok_or_else(bad)?;
     Ok((al.alloc.len, kmd, res.pages(allocation)))
 }
