@@ -69,6 +69,33 @@ impl Entry {
     fn backing_side(&self) -> Side {
         Side::Pages(self.system_pages().into_iter().map(|p| p.1).collect())
     }
+
+    /// What moving the allocation between VRAM and its backing store needs of it, copied
+    /// out so that the state can change while it moves.
+    fn moving(&self) -> Moving {
+        Moving {
+            pid: self.pid,
+            va: self.va,
+            pages: self.pages,
+            bytes: self.bytes(),
+            kmd: self.kmd,
+            device: self.device,
+            backing: self.backing_side(),
+            tag: tag(self),
+        }
+    }
+}
+
+/// An allocation being evicted or paged in ([`Entry::moving`]).
+struct Moving {
+    pid: ProcessId,
+    va: u64,
+    pages: u64,
+    bytes: u64,
+    kmd: usize,
+    device: KmtHandle,
+    backing: Side,
+    tag: LeafTag,
 }
 
 /// One side of a paging transfer as VidMm names it.
@@ -329,32 +356,22 @@ fn evict_one(
     let Place::Local { segment, offset } = e.place else {
         return Ok(());
     };
-    let (pid, va, pages, bytes, kmd, device, backing, dirty, t) = (
-        e.pid,
-        e.va,
-        e.pages,
-        e.bytes(),
-        e.kmd,
-        e.device,
-        e.backing_side(),
-        e.dirty,
-        tag(e),
-    );
+    let (m, dirty) = (e.moving(), e.dirty);
     if dirty {
         paging_transfer(
             host,
             a,
-            kmd,
-            device,
+            m.kmd,
+            m.device,
             Side::Segment(segment, segment_address(a, segment, offset)),
-            backing,
-            bytes,
+            m.backing,
+            m.bytes,
         )?;
     }
-    crate::vidmm::mmu::vidmm_unmap_keep(host, a, pid, va, pages, t)?;
+    crate::vidmm::mmu::vidmm_unmap_keep(host, a, m.pid, m.va, m.pages, m.tag)?;
     // The VAs the process mapped it at (`vidmm::va`) fault too until it returns.
     crate::vidmm::va::gpu_va_allocation_evicted(host, a, h)?;
-    release_local(a, st, segment, offset, bytes);
+    release_local(a, st, segment, offset, m.bytes);
     if let Some(e) = st.entries.get_mut(&h) {
         e.place = Place::Evicted;
         e.dirty = false;
@@ -377,29 +394,17 @@ fn residency_page_in(
     if e.place != Place::Evicted {
         return Ok(true);
     }
-    let (pid, va, pages, bytes, kmd, device, system, backing, order, aperture, t) = (
-        e.pid,
-        e.va,
-        e.pages,
-        e.bytes(),
-        e.kmd,
-        e.device,
-        e.system_pages(),
-        e.backing_side(),
-        e.order.clone(),
-        e.aperture,
-        tag(e),
-    );
-    let place = match place_local(host, a, st, pid, &order, bytes, over_budget)? {
+    let (m, system, order, aperture) = (e.moving(), e.system_pages(), e.order.clone(), e.aperture);
+    let place = match place_local(host, a, st, m.pid, &order, m.bytes, over_budget)? {
         Some((segment, offset)) => {
             let moved = paging_transfer(
                 host,
                 a,
-                kmd,
-                device,
-                backing,
+                m.kmd,
+                m.device,
+                m.backing,
                 Side::Segment(segment, segment_address(a, segment, offset)),
-                bytes,
+                m.bytes,
             )
             // The process's own mappings first, its VidMm VA last (the driver
             // records where an allocation is from the last mapping at offset 0).
@@ -408,22 +413,22 @@ fn residency_page_in(
                     host,
                     a,
                     h,
-                    &pages_of((segment, offset), pages),
+                    &pages_of((segment, offset), m.pages),
                 )
             })
             .and_then(|()| {
                 crate::vidmm::mmu::vidmm_map_at(
                     host,
                     a,
-                    pid,
-                    va,
-                    &pages_of((segment, offset), pages),
+                    m.pid,
+                    m.va,
+                    &pages_of((segment, offset), m.pages),
                     MapAttrs::default(),
-                    t,
+                    m.tag,
                 )
             });
             if let Err(e) = moved {
-                release_local(a, st, segment, offset, bytes);
+                release_local(a, st, segment, offset, m.bytes);
                 return Err(e);
             }
             Place::Local { segment, offset }
@@ -436,7 +441,8 @@ fn residency_page_in(
             // segments": without `AccessedPhysically` it is not mapped into the
             // aperture); no copy.
             crate::vidmm::va::gpu_va_allocation_placed(host, a, h, &system)?;
-            crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &system, MapAttrs::default(), t)?;
+            let attrs = MapAttrs::default();
+            crate::vidmm::mmu::vidmm_map_at(host, a, m.pid, m.va, &system, attrs, m.tag)?;
             Place::Aperture
         }
         None => return Ok(false),
@@ -576,11 +582,9 @@ fn check_handles(
         Some(d) => d.process,
     };
     let ok = !handles.is_empty()
-        && handles.iter().all(|h| {
-            os.allocations
-                .get(h)
-                .is_some_and(|al| al.device == device && !al.closed)
-        });
+        && handles
+            .iter()
+            .all(|h| os.open_allocation(device, *h).is_some());
     // Allocations VidMm does not track (an adapter without GPU VA, where they are system
     // memory used by bus address) have nothing to page and are always resident.
     if !ok {
