@@ -22,6 +22,17 @@ fn violation(rule: &'static str, status: NTSTATUS, why: String) -> Violation {
     Violation { rule, status, why }
 }
 
+/// A query VidMm cannot do without: a failing status `st` breaks `rule`, and the start fails
+/// with `status`, naming `what` failed.
+fn query_failed(
+    st: NTSTATUS,
+    rule: &'static str,
+    status: NTSTATUS,
+    what: &str,
+) -> Option<Violation> {
+    (st < 0).then(|| violation(rule, status, format!("{what} failed ({:#010x})", st as u32)))
+}
+
 /// Runs VidMm's queries. `Ok(Err(v))`: the start fails with `v`.
 pub(crate) fn query(
     a: &AdapterShared,
@@ -65,15 +76,9 @@ pub(crate) fn query(
     let mut index = 0u32.to_le_bytes();
     let mut out = DXGK_QUERYSEGMENTOUT4::default();
     let st = call(DXGKQAITYPE_QUERYSEGMENT4, &mut index, as_bytes(&mut out))?;
-    if st < 0 {
-        return Ok(Err(violation(
-            "BR-61",
-            STATUS_NO_MEMORY,
-            format!(
-                "DXGKQAITYPE_QUERYSEGMENT4 (count) failed ({:#010x})",
-                st as u32
-            ),
-        )));
+    let what = "DXGKQAITYPE_QUERYSEGMENT4 (count)";
+    if let Some(v) = query_failed(st, "BR-61", STATUS_NO_MEMORY, what) {
+        return Ok(Err(v));
     }
     let n = out.NbSegment;
     // BR-62: at most 32 segments. VidMmiQuerySegmentInfo4 fails with STATUS_UNSUCCESSFUL, but
@@ -109,15 +114,9 @@ pub(crate) fn query(
     };
     if n > 0 {
         let st = call(DXGKQAITYPE_QUERYSEGMENT4, &mut index, as_bytes(&mut out))?;
-        if st < 0 {
-            return Ok(Err(violation(
-                "BR-61",
-                STATUS_NO_MEMORY,
-                format!(
-                    "DXGKQAITYPE_QUERYSEGMENT4 (fill) failed ({:#010x})",
-                    st as u32
-                ),
-            )));
+        let what = "DXGKQAITYPE_QUERYSEGMENT4 (fill)";
+        if let Some(v) = query_failed(st, "BR-61", STATUS_NO_MEMORY, what) {
+            return Ok(Err(v));
         }
     }
     let segments: Vec<DXGK_SEGMENTDESCRIPTOR4> = array
@@ -199,12 +198,9 @@ pub(crate) fn query(
     let mut index = 0u32.to_le_bytes();
     let mut mmu = DXGK_GPUMMUCAPS::default();
     let st = call(DXGKQAITYPE_GPUMMUCAPS, &mut index, as_bytes(&mut mmu))?;
-    if st < 0 {
-        return Ok(Err(violation(
-            "BR-68",
-            STATUS_DEVICE_CONFIGURATION_ERROR,
-            format!("DXGKQAITYPE_GPUMMUCAPS failed ({:#010x})", st as u32),
-        )));
+    let what = "DXGKQAITYPE_GPUMMUCAPS";
+    if let Some(v) = query_failed(st, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR, what) {
+        return Ok(Err(v));
     }
     if !(2..=6).contains(&mmu.PageTableLevelCount) {
         return Ok(Err(violation(
@@ -225,15 +221,9 @@ pub(crate) fn query(
             as_bytes(&mut input),
             as_bytes(&mut d),
         )?;
-        if st < 0 {
-            return Ok(Err(violation(
-                "BR-68",
-                STATUS_DEVICE_CONFIGURATION_ERROR,
-                format!(
-                    "DXGKQAITYPE_PAGETABLELEVELDESC({level}) failed ({:#010x})",
-                    st as u32
-                ),
-            )));
+        let what = format!("DXGKQAITYPE_PAGETABLELEVELDESC({level})");
+        if let Some(v) = query_failed(st, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR, &what) {
+            return Ok(Err(v));
         }
         if d.PageTableAlignmentInBytes != 0 && !d.PageTableAlignmentInBytes.is_power_of_two() {
             return Ok(Err(violation(
