@@ -8,6 +8,7 @@ use super::event::VIA;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::state::sync::trace::ReleaseVia;
 
 use super::event::ViaScope;
@@ -84,6 +85,12 @@ pub(super) fn queue_wait(obj: &FenceObj, waiter: Waiter) -> Result<(), SimError>
     settle_locked(obj, &a)
 }
 
+/// The D3DKMT handle and process a trace event names `obj` by: its first handle, else no
+/// handle and the process that created it.
+fn trace_names(obj: &FenceObj, st: &ObjState) -> (u32, ProcessId) {
+    st.kmt_handles.first().copied().unwrap_or((0, obj.creator))
+}
+
 /// MonitoredValue goes from `st.mv_os` up to `to` with CurrentValue at `cv`: marks the pending
 /// waits it passes over (not reached, below `to`), counts them and traces the raise.
 fn raise_over(obj: &FenceObj, st: &mut ObjState, to: u64, cv: u64) {
@@ -107,7 +114,7 @@ fn raise_over(obj: &FenceObj, st: &mut ObjState, to: u64, cv: u64) {
         return;
     };
     drop(os);
-    let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
+    let (fence_kmt, process) = trace_names(obj, st);
     sink.event(
         &crate::state::sync::trace::TraceEvent::MonitoredValueRaised {
             adapter: obj.adapter_index,
@@ -144,7 +151,7 @@ fn note_late(obj: &FenceObj, st: &ObjState, done: &[Waiter], cv: u64) {
         return;
     };
     drop(os);
-    let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
+    let (fence_kmt, process) = trace_names(obj, st);
     let now = crate::base::clock::qpc();
     for w in late {
         sink.event(&crate::state::sync::trace::TraceEvent::LateWake {
@@ -265,7 +272,7 @@ pub(super) fn trace_released(obj: &FenceObj, st: &ObjState, done: &[Waiter]) {
     let Some(sink) = lock(&a.fence_os).trace.0.clone() else {
         return;
     };
-    let (fence_kmt, process) = st.kmt_handles.first().copied().unwrap_or((0, obj.creator));
+    let (fence_kmt, process) = trace_names(obj, st);
     let via = VIA.with(|c| c.get());
     let now = crate::base::clock::qpc();
     for w in done {

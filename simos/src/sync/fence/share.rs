@@ -8,6 +8,8 @@
 //! Each handle holds a reference on the OS's fence object: the fence outlives its instances
 //! while a handle to it is open. Every failure a process can cause is an NTSTATUS.
 
+use std::sync::Arc;
+
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
 
 use crate::base::error::SimError;
@@ -16,7 +18,7 @@ use crate::base::process_id::ProcessId;
 use crate::ob::HandleTables;
 
 use super::native::destroy_object;
-use crate::state::sync::fence::{NativeFence, NtObject, ProcessVas};
+use crate::state::sync::fence::{FenceObj, NativeFence, NtObject, ProcessVas};
 
 /// `D3DKMTShareObjects` of `fence` (its process's instance): a new NT handle in that
 /// process's table. A fence not created shareable cannot be shared
@@ -37,13 +39,7 @@ pub(crate) fn share(
         }
         st.nt_refs = st.nt_refs.saturating_add(1);
     }
-    handles
-        .insert(fence.process, NtObject::NativeFence(obj.clone()))
-        .map_err(|s| {
-            let mut st = lock(&obj.st);
-            st.nt_refs = st.nt_refs.saturating_sub(1);
-            SimError::DdiFailed(s)
-        })
+    insert_counted(handles, fence.process, obj)
 }
 
 /// `DuplicateHandle` of `from`'s NT handle `h` into `to`'s table; returns the handle in `to`'s
@@ -54,18 +50,29 @@ pub(crate) fn duplicate(
     h: u64,
     to: ProcessId,
 ) -> Result<u64, SimError> {
-    let obj = handles.get(from, h).map_err(SimError::DdiFailed)?;
-    let NtObject::NativeFence(f) = &obj;
+    let NtObject::NativeFence(f) = handles.get(from, h).map_err(SimError::DdiFailed)?;
     let _s = lock(&f.settle_lock);
     {
         let mut st = lock(&f.st);
         st.nt_refs = st.nt_refs.saturating_add(1);
     }
-    handles.insert(to, obj.clone()).map_err(|s| {
-        let mut st = lock(&f.st);
-        st.nt_refs = st.nt_refs.saturating_sub(1);
-        SimError::DdiFailed(s)
-    })
+    insert_counted(handles, to, &f)
+}
+
+/// Puts a handle to `f` in `process`'s table, its NT reference already counted by the caller
+/// (under `f`'s settle lock); a table that refuses it takes the count back.
+fn insert_counted(
+    handles: &HandleTables<NtObject>,
+    process: ProcessId,
+    f: &Arc<FenceObj>,
+) -> Result<u64, SimError> {
+    handles
+        .insert(process, NtObject::NativeFence(f.clone()))
+        .map_err(|s| {
+            let mut st = lock(&f.st);
+            st.nt_refs = st.nt_refs.saturating_sub(1);
+            SimError::DdiFailed(s)
+        })
 }
 
 /// `CloseHandle` of `process`'s NT handle `h`. The last reference to a fence without
