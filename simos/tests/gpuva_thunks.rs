@@ -223,32 +223,21 @@ fn map_reaching_past_allocation_refused_nothing_mapped() {
     let b = buffer(&m, &p.k, 2);
     okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
     let before = m.gpuva_live_counts(0);
-    refused(
-        p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 1, 2)),
-        STATUS_INVALID_PARAMETER,
-        "1+2 of 2 pages",
-    );
-    refused(
-        p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 2, 1)),
-        STATUS_INVALID_PARAMETER,
-        "offset at the end",
-    );
-    refused(
-        p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, u64::MAX, 1)),
-        STATUS_INVALID_PARAMETER,
-        "offset wrapping",
-    );
-    refused(
-        p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 1, u64::MAX / 2)),
-        STATUS_INVALID_PARAMETER,
-        "size wrapping",
-    );
-    // SizeInPages 0 means the whole allocation, so only from offset 0.
-    refused(
-        p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 1, 0)),
-        STATUS_INVALID_PARAMETER,
-        "size 0 at offset 1",
-    );
+    // (base, OffsetInPages, SizeInPages) of the 2-page allocation.
+    for (base, offset, size, what) in [
+        (CHOSEN, 1, 2, "1+2 of 2 pages"),
+        (CHOSEN, 2, 1, "offset at the end"),
+        (CHOSEN, u64::MAX, 1, "offset wrapping"),
+        (0, 1, u64::MAX / 2, "size wrapping"),
+        // SizeInPages 0 means the whole allocation, so only from offset 0.
+        (CHOSEN, 1, 0, "size 0 at offset 1"),
+    ] {
+        refused(
+            p.k.map_gpu_va(&map(&p.pq, base, b.handle, offset, size)),
+            STATUS_INVALID_PARAMETER,
+            what,
+        );
+    }
     assert_eq!(m.gpuva_live_counts(0), before, "nothing recorded");
     for i in 0..3 {
         assert_eq!(
@@ -303,21 +292,13 @@ fn free_then_access_faults_never_stale() {
         gpu_write(&m, &p.k, r.va, 0x7777);
         assert_eq!(b.mem.load(0), 0x7777);
         b.mem.store(0, PATTERN);
-        refused(
-            p.k.free_gpu_va(r.va + PAGE, PAGE),
-            STATUS_INVALID_PARAMETER,
-            "not a range start",
-        );
-        refused(
-            p.k.free_gpu_va(0, PAGE),
-            STATUS_INVALID_PARAMETER,
-            "BaseAddress 0",
-        );
-        refused(
-            p.k.free_gpu_va(b.gpu_va, PAGE),
-            STATUS_INVALID_PARAMETER,
-            "VidMm's own range",
-        );
+        for (va, what) in [
+            (r.va + PAGE, "not a range start"),
+            (0, "BaseAddress 0"),
+            (b.gpu_va, "VidMm's own range"),
+        ] {
+            refused(p.k.free_gpu_va(va, PAGE), STATUS_INVALID_PARAMETER, what);
+        }
         okk(&m, p.k.free_gpu_va(r.va, PAGE));
         assert_eq!(
             translate(&m, &p, r.va, Access::Write),
@@ -461,42 +442,39 @@ fn reserve_and_map_argument_rules() {
         inv,
         "no allocation",
     );
-    refused(
-        p.k.reserve_gpu_va(&reserve_at(CHOSEN + PAGE, 0x1_0000)),
-        inv,
-        "base not 64 KiB aligned",
-    );
-    refused(
-        p.k.reserve_gpu_va(&reserve_at(CHOSEN, 100)),
-        inv,
-        "size not 4 KiB",
-    );
-    refused(p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0)), inv, "size 0");
-    refused(
-        p.k.reserve_gpu_va(&ReserveGpuVa {
-            reservation_type: RESERVE_NO_COMMIT,
-            ..reserve_at(0, 0x1_0000)
-        }),
-        inv,
-        "NO_COMMIT from user mode",
-    );
-    refused(
-        p.k.reserve_gpu_va(&ReserveGpuVa {
-            reservation_type: RESERVE_ZERO,
-            ..reserve_at(0, 0x1_0000)
-        }),
-        inv,
-        "ZERO without zero PTEs",
-    );
-    refused(
-        p.k.reserve_gpu_va(&ReserveGpuVa {
-            minimum: CHOSEN,
-            maximum: CHOSEN,
-            ..reserve_at(0, 0x1_0000)
-        }),
-        inv,
-        "empty window",
-    );
+    let anywhere = reserve_at(0, 0x1_0000);
+    for (r, what) in [
+        (
+            reserve_at(CHOSEN + PAGE, 0x1_0000),
+            "base not 64 KiB aligned",
+        ),
+        (reserve_at(CHOSEN, 100), "size not 4 KiB"),
+        (reserve_at(CHOSEN, 0), "size 0"),
+        (
+            ReserveGpuVa {
+                reservation_type: RESERVE_NO_COMMIT,
+                ..anywhere
+            },
+            "NO_COMMIT from user mode",
+        ),
+        (
+            ReserveGpuVa {
+                reservation_type: RESERVE_ZERO,
+                ..anywhere
+            },
+            "ZERO without zero PTEs",
+        ),
+        (
+            ReserveGpuVa {
+                minimum: CHOSEN,
+                maximum: CHOSEN,
+                ..anywhere
+            },
+            "empty window",
+        ),
+    ] {
+        refused(p.k.reserve_gpu_va(&r), inv, what);
+    }
     okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x2_0000)));
     refused(
         p.k.reserve_gpu_va(&reserve_at(CHOSEN + 0x1_0000, 0x1_0000)),

@@ -52,6 +52,16 @@ fn dwords(cmds: &[Command]) -> Vec<u32> {
     out
 }
 
+/// `rvgpu_submit` of `cmds` (dwords, as [`dwords`] makes them) on queue `q`, the progress
+/// value written to `progress`; the call's status.
+fn submit_dwords(p: &Arc<UserProcess>, q: u64, cmds: &[u32], progress: &mut u64) -> u64 {
+    call(
+        p,
+        "rvgpu_submit",
+        &[q, cmds.as_ptr() as u64, cmds.len() as u64, addr(progress)],
+    )
+}
+
 /// The DLL binds every import to the simulated OS: the 25 gdi32 thunks it links against, the
 /// kernel32 routines of its runtime (heap, SRW locks, events, waits, module lookup), advapi32's
 /// ETW registration and ntdll's C-library routines; its exports are the C API.
@@ -175,19 +185,7 @@ fn submit_through_the_doorbell(m: Arc<Machine>) {
         pattern: PATTERN,
     }]);
     let mut progress = 0u64;
-    assert_eq!(
-        call(
-            &p,
-            "rvgpu_submit",
-            &[
-                queue,
-                cmds.as_ptr() as u64,
-                cmds.len() as u64,
-                addr(&mut progress)
-            ]
-        ),
-        OK
-    );
+    assert_eq!(submit_dwords(&p, queue, &cmds, &mut progress), OK);
     assert!(progress > 0);
     assert_eq!(
         call(&p, "rvgpu_queue_wait", &[queue, progress, 5_000_000_000]),
@@ -383,14 +381,7 @@ fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
     };
     let d = dwords(&[fill]);
     let mut v = 0u64;
-    assert_eq!(
-        call(
-            &p,
-            "rvgpu_submit",
-            &[queue, d.as_ptr() as u64, d.len() as u64, addr(&mut v)]
-        ),
-        OK
-    );
+    assert_eq!(submit_dwords(&p, queue, &d, &mut v), OK);
     assert_eq!(call(&p, "rvgpu_queue_wait", &[queue, v, u64::MAX]), OK);
     let mut data = 0u64;
     assert_eq!(
@@ -910,16 +901,7 @@ fn the_shipped_dll_rejects_what_its_parser_rejects() {
         }
         rejected += 1;
         let mut progress = u64::MAX;
-        let r = call(
-            &p,
-            "rvgpu_submit",
-            &[
-                q,
-                stream.as_ptr() as u64,
-                stream.len() as u64,
-                addr(&mut progress),
-            ],
-        );
+        let r = submit_dwords(&p, q, &stream, &mut progress);
         assert_eq!(r, INVALID_ARGUMENT, "stream {i}: {stream:x?}");
         assert_eq!(
             progress, 0,
@@ -931,19 +913,7 @@ fn the_shipped_dll_rejects_what_its_parser_rejects() {
     let rings = p.doorbell_rings();
     assert_eq!(rings, 0, "a rejected stream reached the doorbell");
     let mut progress = 0u64;
-    assert_eq!(
-        call(
-            &p,
-            "rvgpu_submit",
-            &[
-                q,
-                valid.as_ptr() as u64,
-                valid.len() as u64,
-                addr(&mut progress)
-            ]
-        ),
-        OK
-    );
+    assert_eq!(submit_dwords(&p, q, &valid, &mut progress), OK);
     assert_eq!(
         call(&p, "rvgpu_queue_wait", &[q, progress, 5_000_000_000]),
         OK
@@ -979,16 +949,7 @@ fn fall_back_after_device_loss(m: Arc<Machine>) {
     };
     let submit = |cmds: &[u32]| {
         let mut progress = 0u64;
-        let r = call(
-            &p,
-            "rvgpu_submit",
-            &[
-                q,
-                cmds.as_ptr() as u64,
-                cmds.len() as u64,
-                addr(&mut progress),
-            ],
-        );
+        let r = submit_dwords(&p, q, cmds, &mut progress);
         (r, progress)
     };
     let (r, v1) = submit(&fill(0, 0x1111));
@@ -1124,14 +1085,7 @@ fn dll_instructions_per_user_mode_submit() {
     let submits = |n: usize| {
         let mut last = 0u64;
         for _ in 0..n {
-            assert_eq!(
-                call(
-                    &p,
-                    "rvgpu_submit",
-                    &[q, cmds.as_ptr() as u64, cmds.len() as u64, addr(&mut last)]
-                ),
-                OK
-            );
+            assert_eq!(submit_dwords(&p, q, &cmds, &mut last), OK);
             assert_eq!(call(&p, "rvgpu_queue_wait", &[q, last, u64::MAX]), OK);
         }
     };

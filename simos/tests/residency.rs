@@ -127,11 +127,7 @@ fn residency_not_written_to_skips_the_transfer() {
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, BYTES);
     gpu_fill(&m, &mut q, &a, PATTERN);
-    let flags = EvictFlags {
-        not_written_to: true,
-        ..EvictFlags::default()
-    };
-    okk(&m, k.evict(&[a.handle], flags));
+    evict_not_written_to(&m, &k, &a);
     make_resident(&m, &k, &a);
     let back = gpu_read(&m, &k, &mut q, &a);
     assert!(
@@ -153,11 +149,7 @@ fn residency_not_written_to_keeps_earlier_writes() {
     evict_only_if_necessary(&m, &k, &a);
     assert!(is_local(place(&m, &a)), "stays until needed");
     make_resident(&m, &k, &a);
-    let flags = EvictFlags {
-        not_written_to: true,
-        ..EvictFlags::default()
-    };
-    okk(&m, k.evict(&[a.handle], flags));
+    evict_not_written_to(&m, &k, &a);
     assert_eq!(place(&m, &a), Place::Evicted);
     make_resident(&m, &k, &a);
     assert!(
@@ -329,6 +321,15 @@ fn residency_vram_pressure_evicts_idle_allocations_first_released_first() {
 fn evict_only_if_necessary(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
     let flags = EvictFlags {
         evict_only_if_necessary: true,
+        ..EvictFlags::default()
+    };
+    okk(m, k.evict(&[a.handle], flags));
+}
+
+/// Evict with `NotWrittenTo`: the UMD promises the GPU did not write it since MakeResident.
+fn evict_not_written_to(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
+    let flags = EvictFlags {
+        not_written_to: true,
         ..EvictFlags::default()
     };
     okk(m, k.evict(&[a.handle], flags));

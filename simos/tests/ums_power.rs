@@ -395,6 +395,20 @@ fn um_11_12_suspend_keeps_doorbell_connected_resume_runs_the_work() {
     exits_clean(&m, &p);
 }
 
+/// A worker of process `p`: a user-mode queue on `engine` that fills and checks its target
+/// `rounds` times, pausing `pause` after each.
+fn fill_rounds(m: &Machine, p: &UmsProcess, engine: u32, rounds: u64, pause: Duration) {
+    let k = m.kmt(p);
+    let t = target(m, &k);
+    let mut q = okk(m, UserQueue::new(k, &config(engine)));
+    for i in 0..rounds {
+        submit_wait(m, &mut q, &[fill(&t, i)]);
+        assert_eq!(t.mem.load(0), i);
+        std::thread::sleep(pause);
+    }
+    okk(m, q.close());
+}
+
 /// UM-13 threaded: engines idle between bursts and ask for F1 (about 2 ms); the worker
 /// disconnects their doorbells while the processes keep submitting, reconnecting and waiting;
 /// all work completes.
@@ -408,17 +422,7 @@ fn um_13_threaded_f1_while_submitting() {
     std::thread::scope(|s| {
         for (pi, p) in procs.iter().enumerate() {
             let m = &m;
-            s.spawn(move || {
-                let k = m.kmt(p);
-                let t = target(m, &k);
-                let mut q = okk(m, UserQueue::new(k, &config(pi as u32 % 2)));
-                for i in 0..15u64 {
-                    submit_wait(m, &mut q, &[fill(&t, i)]);
-                    assert_eq!(t.mem.load(0), i);
-                    std::thread::sleep(Duration::from_millis(3));
-                }
-                okk(m, q.close());
-            });
+            s.spawn(move || fill_rounds(m, p, pi as u32 % 2, 15, Duration::from_millis(3)));
         }
     });
     for p in &procs {
@@ -452,18 +456,8 @@ fn um_14_threaded_power_down_while_submitting() {
             .enumerate()
             .map(|(pi, p)| {
                 let m = &m;
-                s.spawn(move || {
-                    let k = m.kmt(p);
-                    let t = target(m, &k);
-                    let mut q = okk(m, UserQueue::new(k, &config(pi as u32 % 2)));
-                    for i in 0..40u64 {
-                        submit_wait(m, &mut q, &[fill(&t, i)]);
-                        assert_eq!(t.mem.load(0), i);
-                        // Idle windows for the runtime power-down.
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                    okk(m, q.close());
-                })
+                // The pauses are idle windows for the runtime power-down.
+                s.spawn(move || fill_rounds(m, p, pi as u32 % 2, 40, Duration::from_millis(2)))
             })
             .collect();
         let m = &m;

@@ -102,6 +102,16 @@ fn pages_reading() -> rvgpu_simos::machine::answers::Reading {
     }
 }
 
+/// One adapter in `mode` under the pages reading, with `doorbells` doorbells and F1 after
+/// `idle_f1_ticks` idle ticks: driver loaded, adapter started.
+fn stress_machine(mode: Mode, doorbells: u32, idle_f1_ticks: u64) -> Machine {
+    let mut cfg = MachineConfig::single(mode);
+    cfg.os.reading = pages_reading();
+    cfg.adapters[0].device.doorbells = doorbells;
+    cfg.adapters[0].device.idle_f1_ticks = idle_f1_ticks;
+    started(cfg)
+}
+
 fn tail_log(m: &Machine) -> String {
     let log = m.driver_log();
     let from = log.len().saturating_sub(40);
@@ -586,15 +596,7 @@ fn run_step(seed: u64, scale: u64) {
     };
     let steps = 3000 * scale;
     let slots = 64 + 48 * scale;
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = pages_reading();
-    cfg.adapters[0].device.doorbells = DOORBELLS;
-    cfg.adapters[0].device.idle_f1_ticks = F1_TICKS;
-    let mut machine = Machine::new(cfg);
-    machine.load_driver().expect("load");
-    if let Err(e) = machine.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", machine.driver_log());
-    }
+    let machine = stress_machine(Mode::Step, DOORBELLS, F1_TICKS);
     let m = &machine;
     let t0 = std::time::Instant::now();
     let mut rng = Rng(seed | 1);
@@ -819,15 +821,7 @@ fn ums_stress_threaded() {
     const PER: usize = 16;
     let victim = NPROC - 1;
     let rounds = 120 * scale;
-    let mut cfg = MachineConfig::single(Mode::Threaded);
-    cfg.os.reading = pages_reading();
-    cfg.adapters[0].device.doorbells = 4;
-    cfg.adapters[0].device.idle_f1_ticks = 200_000;
-    let mut machine = Machine::new(cfg);
-    machine.load_driver().expect("load");
-    if let Err(e) = machine.start_adapter(0) {
-        panic!("start: {e}; log {:#?}", machine.driver_log());
-    }
+    let machine = stress_machine(Mode::Threaded, 4, 200_000);
     let m = &machine;
     let mut rng = Rng(seed | 1);
     let baseline = (m.contiguous_allocations(0), runlisted(m));
