@@ -390,23 +390,10 @@ impl Mmu {
         data: &[u8],
         who: Privilege,
     ) -> Result<(), Fault> {
-        let len = data.len() as u64;
-        let chunks = self.translate(mem, root, va, len, Access::Write, who)?;
-        let mut off = 0usize;
-        for c in chunks {
-            let n = usize::try_from(c.len).unwrap_or(usize::MAX);
-            let piece = data.get(off..off.saturating_add(n)).unwrap_or(&[]);
-            // Translation checked the page is memory; a failure here means it was freed
-            // meanwhile, which the fault path reports the same way.
-            mem.write_bytes(c.pa, piece).ok_or(Fault {
-                va: va.saturating_add(off as u64),
-                access: Access::Write,
-                level: 0,
-                reason: FaultReason::BadPhysical,
-            })?;
-            off = off.saturating_add(n);
-        }
-        Ok(())
+        let chunks = self.translate(mem, root, va, data.len() as u64, Access::Write, who)?;
+        each_piece(va, Access::Write, chunks, |pa, at| {
+            mem.write_bytes(pa, data.get(at).unwrap_or(&[]))
+        })
     }
 
     /// Reads `out.len()` bytes at `va`, or faults.
@@ -418,23 +405,36 @@ impl Mmu {
         out: &mut [u8],
         who: Privilege,
     ) -> Result<(), Fault> {
-        let len = out.len() as u64;
-        let chunks = self.translate(mem, root, va, len, Access::Read, who)?;
-        let mut off = 0usize;
-        for c in chunks {
-            let n = usize::try_from(c.len).unwrap_or(usize::MAX);
-            let end = off.saturating_add(n).min(out.len());
-            let piece = out.get_mut(off..end).unwrap_or(&mut []);
-            mem.read_bytes(c.pa, piece).ok_or(Fault {
-                va: va.saturating_add(off as u64),
-                access: Access::Read,
-                level: 0,
-                reason: FaultReason::BadPhysical,
-            })?;
-            off = end;
-        }
-        Ok(())
+        let chunks = self.translate(mem, root, va, out.len() as u64, Access::Read, who)?;
+        each_piece(va, Access::Read, chunks, |pa, at| {
+            mem.read_bytes(pa, out.get_mut(at).unwrap_or(&mut []))
+        })
     }
+}
+
+/// Hands each piece of a translated access (`chunks`, from [`Mmu::translate`] of `va`) to
+/// `piece` as its physical address and its byte range within the caller's buffer.
+/// Translation checked every page is memory; a piece `piece` still fails on was freed
+/// meanwhile, which is reported as the translation would have (`BadPhysical`).
+fn each_piece(
+    va: u64,
+    access: Access,
+    chunks: Vec<Chunk>,
+    mut piece: impl FnMut(u64, std::ops::Range<usize>) -> Option<()>,
+) -> Result<(), Fault> {
+    let mut off = 0usize;
+    for c in chunks {
+        let n = usize::try_from(c.len).unwrap_or(usize::MAX);
+        let end = off.saturating_add(n);
+        piece(c.pa, off..end).ok_or(Fault {
+            va: va.saturating_add(off as u64),
+            access,
+            level: 0,
+            reason: FaultReason::BadPhysical,
+        })?;
+        off = end;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
