@@ -174,6 +174,16 @@ impl World {
         self.allocs[&self.control().unwrap()].words[0]
     }
 
+    /// The KMD's QUEUE_KICK: the CMP loads the write pointer and, when the device runs on its
+    /// own, executes up to it (at most `consume_limit` packets).
+    fn kick(&mut self) {
+        self.seen = self.write_ptr();
+        if self.auto {
+            let limit = self.consume_limit;
+            self.run_ring(limit);
+        }
+    }
+
     /// The CMP: executes ring packets from the read pointer up to the write pointer it saw.
     fn run_ring(&mut self, limit: Option<usize>) {
         let Some((ring, control, size)) = self.ring else {
@@ -616,12 +626,8 @@ impl Kmt for Mock {
         w.connect_script.pop_front().unwrap_or(Ok(()))?;
         w.connected = true;
         w.status = w.connect_status;
-        // The KMD writes QUEUE_KICK after a connect: the CMP loads write_ptr.
-        w.seen = w.write_ptr();
-        if w.auto {
-            let limit = w.consume_limit;
-            w.run_ring(limit);
-        }
+        // The KMD writes QUEUE_KICK after a connect.
+        w.kick();
         Ok(())
     }
     fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
@@ -640,11 +646,7 @@ impl Kmt for Mock {
             return Err(STATUS_DEVICE_REMOVED);
         }
         if w.connected {
-            w.seen = w.write_ptr();
-            if w.auto {
-                let limit = w.consume_limit;
-                w.run_ring(limit);
-            }
+            w.kick();
         }
         Ok(())
     }
