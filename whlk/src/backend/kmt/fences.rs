@@ -241,6 +241,11 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         nth(&self.fence.fences, f.0, "fence")
     }
 
+    /// The process that holds native fence `f` and the fence's D3DKMT handle there.
+    fn native_owner(&self, f: FenceRef) -> Result<(usize, KmtHandle), Failure> {
+        self.native(f).map(|k| (k.process, k.umd.kmt))
+    }
+
     fn mon(&self, f: MonitoredRef) -> Result<&KMonitored<K>, Failure> {
         nth(&self.fence.monitored, f.0, "monitored fence")
     }
@@ -300,10 +305,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
     /// `process`'s table, that process opens it (`D3DKMTOpenNativeFenceFromNtHandle`), and each
     /// side closes its NT handle.
     fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
-        let (holder, h) = {
-            let k = self.native(f)?;
-            (k.process, k.umd.kmt)
-        };
+        let (holder, h) = self.native_owner(f)?;
         let (i, hk) = self.process(ProcessRef(holder))?;
         let (p, kmt) = self.fence_process_kmt(i, process)?;
         let mine = hk.share_native_fence(h).map_err(|s| self.status(s))?;
@@ -322,10 +324,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
     }
 
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
-        let (p, h) = {
-            let k = self.native(f)?;
-            (k.process, k.umd.kmt)
-        };
+        let (p, h) = self.native_owner(f)?;
         let kmt = self.kmt_of(p)?;
         if let Some(k) = self.fence.fences.get_mut(f.0) {
             if std::mem::replace(&mut k.destroyed, true) {
@@ -336,10 +335,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
     }
 
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
-        let (p, h) = {
-            let k = self.native(f)?;
-            (k.process, k.umd.kmt)
-        };
+        let (p, h) = self.native_owner(f)?;
         let kmt = self.kmt_of(p)?;
         Ok(self.spawn_wait(kmt, h, value))
     }
@@ -355,19 +351,13 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
         value: u64,
         timeout: Duration,
     ) -> Result<WaitResult, Failure> {
-        let (p, h) = {
-            let k = self.native(f)?;
-            (k.process, k.umd.kmt)
-        };
+        let (p, h) = self.native_owner(f)?;
         let r = self.kmt_of(p)?.wait_timeout(h, value, timeout);
         self.wait_result(r)
     }
 
     fn cpu_signal(&mut self, f: FenceRef, value: u64) -> Result<(), Failure> {
-        let (p, h) = {
-            let k = self.native(f)?;
-            (k.process, k.umd.kmt)
-        };
+        let (p, h) = self.native_owner(f)?;
         self.kmt_of(p)?
             .signal_from_cpu(h, value)
             .map_err(|s| self.status(s))
