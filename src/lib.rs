@@ -6,8 +6,8 @@
 //! Windows build (`x86_64-pc-windows-msvc`, see docs/windows.md) adds the kernel side:
 //!
 //! - `DriverEntry`, the image's entry point, which calls [`driver_entry`] with
-//!   [`dxgkinit::dxgk_initialize`] (displib's `DxgkInitialize`, re-done in Rust);
-//! - [`platform::windows::WinKernel`], the [`Platform`] over ntoskrnl;
+//!   `dxgkinit::dxgk_initialize` (displib's `DxgkInitialize`, re-done in Rust);
+//! - `platform::windows::WinKernel`, the [`Platform`] over ntoskrnl;
 //! - the runtime an image without the C runtime needs: a global allocator over the
 //!   non-paged pool, a panic handler that bug-checks, and `mem*` imports from ntoskrnl.
 //!
@@ -65,7 +65,7 @@ pub mod status {
 /// `NTSTATUS DxgkInitialize(PDRIVER_OBJECT, PUNICODE_STRING, PDRIVER_INITIALIZATION_DATA)`.
 ///
 /// `DriverObject` and `RegistryPath` are opaque to the driver: it passes on what the kernel
-/// gave `DriverEntry`. On Windows the function is [`dxgkinit::dxgk_initialize`]; under the
+/// gave `DriverEntry`. On Windows the function is `dxgkinit::dxgk_initialize`; under the
 /// simulated OS it is the simulation's.
 ///
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/dispmprt/nf-dispmprt-dxgkinitialize>

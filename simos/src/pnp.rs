@@ -484,7 +484,7 @@ impl Machine {
     }
 
     /// Fails the start for `v` with Windows' status (the adapter is stopped again).
-    /// The paging process could not be set up ([D] VidMmInitializePagingProcess: the first
+    /// The paging process could not be set up (\[D\] VidMmInitializePagingProcess: the first
     /// failure fails the adapter): a driver status fails the start with it (BR-66).
     fn paging_process_failed(
         &self,
@@ -516,7 +516,7 @@ impl Machine {
         }
     }
 
-    /// BR-14 ([D24] `DpiFdoValidateKmdAndPnpVersionMatch` @ 0x1403F0520, see
+    /// BR-14 (\[D24\] `DpiFdoValidateKmdAndPnpVersionMatch` @ 0x1403F0520, see
     /// [`crate::adapter::kmdver`]): a file version that differs from the device's DriverVersion
     /// and is not exempt fails AddDevice with `STATUS_DEVICE_CONFIGURATION_ERROR` (`Err`: the
     /// refusal to return once the miniport's AddDevice is undone).
@@ -619,7 +619,7 @@ impl Machine {
 
     /// BR-55: `DXGKQAITYPE_FRAMEBUFFERSAVESIZE` for physical adapter 0 (input its 4-byte index,
     /// output 8 bytes), asked only when `MemoryManagementCaps.IoMmuSecureModeSupported` is set
-    /// ([D] `DXGADAPTER::Initialize`).
+    /// (\[D\] `DXGADAPTER::Initialize`).
     fn query_framebuffer_save_size(
         &self,
         a: &AdapterShared,
@@ -648,7 +648,7 @@ impl Machine {
         Ok(Some(if status >= 0 { Ok(size) } else { Err(status) }))
     }
 
-    /// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 ([D] `DXGADAPTER::Initialize`,
+    /// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 (\[D\] `DXGADAPTER::Initialize`,
     /// docs/windows-bringup.md §5 step 4): asked only of a WDDM 2.0+ driver of interface
     /// 0x5005 or later, with the output size of the interface version (32 bytes from 0xC003,
     /// 24 from 0x6000, else 20). A failure is tolerated (Windows then uses defaults and skips

@@ -152,7 +152,7 @@ impl<K: Kmt> DmaContext<K> {
     }
 
     /// Submits `cmds` as one DMA buffer. Refused before anything is written: an empty list
-    /// or a packet [`refused`] (`BadCommand`), more than [`COMMAND_BUFFER_SIZE`] bytes
+    /// or a packet `refused` (`BadCommand`), more than [`COMMAND_BUFFER_SIZE`] bytes
     /// (`TooLarge`), a closed context (`Lost`). When the words would go over an earlier
     /// submission's the GPU may not have read yet, first waits for it; a failed wait or
     /// thunk is `Kmt(status)` (`STATUS_DEVICE_REMOVED` once the context's device is in

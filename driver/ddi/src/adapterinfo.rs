@@ -20,7 +20,7 @@ c_enum! {
     pub type DXGK_QUERYADAPTERINFOTYPE = i32 {
         /// UMD private data.
         DXGKQAITYPE_UMDRIVERPRIVATE,
-        /// [`DXGK_DRIVERCAPS`].
+        /// [`DXGK_DRIVERCAPS`](crate::drivercaps::DXGK_DRIVERCAPS).
         DXGKQAITYPE_DRIVERCAPS,
         /// `DXGK_QUERYSEGMENTOUT`.
         DXGKQAITYPE_QUERYSEGMENT,
@@ -176,7 +176,8 @@ c_type! {
     #[repr(C)]
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
     pub struct DXGK_WDDMDEVICECAPS {
-        /// Same value as [`DXGK_DRIVERCAPS::WDDMVersion`].
+        /// Same value as
+        /// [`DXGK_DRIVERCAPS::WDDMVersion`](crate::drivercaps::DXGK_DRIVERCAPS::WDDMVersion).
         #[offset(0)]
         pub WDDMVersion: DXGK_WDDMVERSION,
     }

@@ -5,7 +5,7 @@
 //! Overview: <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/kernel-mode-testing-of-wddm-features>.
 //! None of these types is in the 10.0.22621 headers the layout check reads; the offsets below
 //! are those of the reference pages' declarations under the x64 ABI, and agree with how 24H2's
-//! Dxgkrnl reads them ([D] `KnownEscapeBuildTestCommandBuffer` @ 0x1401D1030: a 0x70-byte
+//! Dxgkrnl reads them (\[D\] `KnownEscapeBuildTestCommandBuffer` @ 0x1401D1030: a 0x70-byte
 //! escape whose `Operation` is at 0x50, sizes at 0x68/0x6C; the 14-word
 //! `DXGKARG_BUILDTESTCOMMANDBUFFER` it builds on its stack with the sizes at 0x60 and the flags
 //! at 0x68).
@@ -288,10 +288,10 @@ c_type! {
     }
 }
 
-/// Largest DMA buffer the escape accepts ("limited to 4 KB", overview page; [D]
+/// Largest DMA buffer the escape accepts ("limited to 4 KB", overview page; \[D\]
 /// `KnownEscapeBuildTestCommandBuffer`: `DmaBufferSize - 4 > 0xFFC` is refused).
 pub const TEST_DMA_BUFFER_MAX: u32 = 4096;
-/// Smallest DMA buffer the escape accepts ([D] as above).
+/// Smallest DMA buffer the escape accepts (\[D\] as above).
 pub const TEST_DMA_BUFFER_MIN: u32 = 4;
-/// Largest private data the escape accepts ("limited to 1 KB"; [D]: `> 0x400` refused).
+/// Largest private data the escape accepts ("limited to 1 KB"; \[D\]: `> 0x400` refused).
 pub const TEST_PRIVATE_DATA_MAX: u32 = 1024;

@@ -279,7 +279,7 @@ c_type! {
 c_type! {
     /// `DXGK_POWER_P_COMPONENT`: the `DXGKQAITYPE_POWERCOMPONENTPSTATEINFO` answer (136 bytes).
     ///
-    /// d3dkmddi.h (10.0.22621); Dxgkrnl passes `OutputDataSize` 136 ([D] 22631
+    /// d3dkmddi.h (10.0.22621); Dxgkrnl passes `OutputDataSize` 136 (\[D\] 22631
     /// `DXGADAPTER::InitializePowerManagement`).
     #[size(136)]
     #[repr(C)]

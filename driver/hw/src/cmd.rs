@@ -159,14 +159,10 @@ pub enum Command {
     /// `addr` (8-aligned) in order, as part of the calling queue, then continues after this
     /// packet. The ring's read pointer stays on the INDIRECT until the whole buffer has
     /// completed. Packets in the buffer follow the ring rules, except that they may not wrap
-    /// (a packet that runs past the buffer end faults
-    /// [`FaultCode::BadLength`](crate::event::FaultCode::BadLength)) and that an INDIRECT
-    /// inside a buffer faults
-    /// [`FaultCode::NestedIndirect`](crate::event::FaultCode::NestedIndirect) (one level
-    /// only). A bad `bytes` is a decode fault
-    /// ([`FaultCode::BadArgument`](crate::event::FaultCode::BadArgument)); a misaligned or
-    /// unreachable buffer faults
-    /// [`FaultCode::BadAddress`](crate::event::FaultCode::BadAddress) with `addr`. The
+    /// (a packet that runs past the buffer end faults [`FaultCode::BadLength`]) and that an
+    /// INDIRECT inside a buffer faults [`FaultCode::NestedIndirect`] (one level only). A bad
+    /// `bytes` is a decode fault ([`FaultCode::BadArgument`]); a misaligned or unreachable
+    /// buffer faults [`FaultCode::BadAddress`] with `addr`. The
     /// engine may switch queues between the buffer's packets, exactly as between ring
     /// packets; the queue keeps its position in the buffer while it stays in the runlist.
     /// A queue that (re)enters a runlist reloads its read pointer from ring control, which
@@ -178,14 +174,12 @@ pub enum Command {
     /// translated there, exactly as if it ran on a user-mode queue of that process. This is
     /// how a kernel-mode ring runs a process's DMA buffer (DxgkDdiSubmitCommandVirtual)
     /// without giving it the ring's own (system) space. Allowed only on a kernel-mode queue
-    /// (on a user-mode queue it faults
-    /// [`FaultCode::BadArgument`](crate::event::FaultCode::BadArgument)); `root` 0 or not
+    /// (on a user-mode queue it faults [`FaultCode::BadArgument`]); `root` 0 or not
     /// table-aligned is a decode fault (`BadArgument`); `bytes` as for INDIRECT.
     IndirectVm { addr: u64, bytes: u64, root: u64 },
     /// Invalidates cached translations of `root` (0: every root), after every earlier packet
     /// of the queue completed. Allowed only on a kernel-mode queue (descriptor without
-    /// `QueueFlags::USER_MODE`); on a user-mode queue it faults
-    /// [`FaultCode::BadArgument`](crate::event::FaultCode::BadArgument).
+    /// `QueueFlags::USER_MODE`); on a user-mode queue it faults [`FaultCode::BadArgument`].
     TlbInvalidate { root: u64 },
     /// Writes the packet's `count` data words (1..=[`WRITE_DATA_MAX`], the words after `dst`
     /// in the packet) to `dst`, `dst + 8`, ... with Release stores. Every page of the range is

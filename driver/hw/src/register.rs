@@ -1,4 +1,4 @@
-//! How registers are declared: the [`register!`](crate::register) macro and the traits its
+//! How registers are declared: the [`register!`](macro@crate::register) macro and the traits its
 //! output implements.
 //!
 //! Each register is declared once, in [`crate::regs`], with its offset, width (the Rust type of
@@ -132,7 +132,7 @@ pub const fn decode_slots(decls: &[RegDecl]) -> usize {
 }
 
 /// Offset to declaration, for a register map, built at compile time by
-/// [`register!`](crate::register): an MMIO decode is one table load and one check of the
+/// [`register!`](macro@crate::register): an MMIO decode is one table load and one check of the
 /// declaration found, instead of a search through every declaration (the device model
 /// decodes every trapped access).
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //!
 //! VidMm owns the aperture's address range: it picks ranges of segment 1 itself and asks the
 //! driver to back them with an MDL's pages (`DXGK_OPERATION_MAP_APERTURE_SEGMENT`) or to point
-//! them at its dummy page (`DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`); [D] dxgmms2
+//! them at its dummy page (`DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`); \[D\] dxgmms2
 //! `VIDMM_APERTURE_SEGMENT::MapApertureRange` → `VIDMM_GLOBAL::MapVideoApertureSegmentInternal`
 //! and `UnmapApertureRange` → `UnmapVideoApertureSegmentInternal`. An aperture offset is
 //! therefore no bus address: every segment-1 address the OS hands the KMD (a TRANSFER or FILL
@@ -14,7 +14,7 @@
 //! KMD when it built the packet or entry. So MAP and UNMAP change only this table and put no
 //! packets in the paging buffer; they take effect at once, which is safe because VidMm
 //! issues them only for ranges no queued operation still uses (it waits for the allocation
-//! to be idle before an unmap, [D] `UnmapApertureRange` → `VerifyAllocationIsIdle`).
+//! to be idle before an unmap, \[D\] `UnmapApertureRange` → `VerifyAllocationIsIdle`).
 //!
 //! One entry per aperture page, an `AtomicU32` (page numbers fit: system memory ends at
 //! `SYSMEM_LIMIT` = 2^40, 28 bits of page number): 0 = never mapped, `MAPPED | pfn`, or

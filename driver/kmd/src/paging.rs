@@ -258,7 +258,7 @@ fn segment_location<'a, P: Platform>(
 }
 
 /// MAP_APERTURE_SEGMENT: aperture pages `[OffsetInPages, + NumberOfPages)` map the MDL's
-/// pages from `MdlOffset` (DXGKARG_BUILDPAGINGBUFFER page; [D] dxgmms2
+/// pages from `MdlOffset` (DXGKARG_BUILDPAGINGBUFFER page; \[D\] dxgmms2
 /// `VIDMM_GLOBAL::MapVideoApertureSegmentInternal` passes the allocation's MDL). Only the
 /// table changes; nothing is written to the paging buffer.
 fn map_aperture<P: Platform>(
@@ -296,7 +296,7 @@ fn map_aperture<P: Platform>(
 }
 
 /// UNMAP_APERTURE_SEGMENT: aperture pages `[OffsetInPages, + NumberOfPages)` point at
-/// `DummyPage` ([D] dxgmms2 `VIDMM_GLOBAL::UnmapVideoApertureSegmentInternal`). Table only.
+/// `DummyPage` (\[D\] dxgmms2 `VIDMM_GLOBAL::UnmapVideoApertureSegmentInternal`). Table only.
 fn unmap_aperture<P: Platform>(
     live: &crate::adapter::Live<P>,
     u: &rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment,

@@ -95,7 +95,7 @@ pub unsafe trait Platform: 'static {
     }
 
     /// Whether the next non-paged pool allocation of the driver may be attempted at all.
-    /// Asked by [`crate::kmem`] once per real allocation (never for one that needs no memory),
+    /// Asked by `crate::kmem` once per real allocation (never for one that needs no memory),
     /// before it calls the allocator.
     ///
     /// On Windows this is always `true` (the default): the pool returning NULL is the real

@@ -1,5 +1,5 @@
 //! The two render-core slots rvgpu fills only because Dxgkrnl refuses a render core without them
-//! (docs/windows-bringup.md BR-47, [D] `ADAPTER_RENDER::CreateRenderCore`): `DxgkDdiPresent`
+//! (docs/windows-bringup.md BR-47, \[D\] `ADAPTER_RENDER::CreateRenderCore`): `DxgkDdiPresent`
 //! and `DxgkDdiControlInterrupt`.
 //!
 //! rvgpu is render-only: it reports no VidPN sources, creates no primaries

@@ -8,6 +8,8 @@
 //! Input: a flags byte (bit 0: the kernel-mode queue, bit 1: the node context, bits 2..=6:
 //! machine rounds after the submissions), then the buffer's words, little-endian (at most
 //! [`MAX_WORDS`]; a short last word is zero-filled).
+//!
+//! [`World::check`]: crate::world::World::check
 
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};

@@ -194,7 +194,7 @@ impl World {
     }
 }
 
-/// Runs `f` on the shared world (built on first use, replaced every [`INPUTS_PER_MACHINE`]
+/// Runs `f` on the shared world (built on first use, replaced every `INPUTS_PER_MACHINE`
 /// inputs), one input at a time.
 pub fn with_world<R>(f: impl FnOnce(&mut World) -> R) -> R {
     let mut g: MutexGuard<'_, Option<World>> = WORLD.lock().unwrap_or_else(|p| p.into_inner());

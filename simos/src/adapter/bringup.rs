@@ -1,11 +1,13 @@
 //! The start-up rules Dxgkrnl applies between DriverEntry and a started adapter, numbered as in
-//! docs/windows-bringup.md (BR-nn), each with its source there: [D] decompiled 23H2 dxgkrnl,
-//! [M] Microsoft's documentation, [H] observed on 24H2 by a driver that starts there.
+//! docs/windows-bringup.md (BR-nn), each with its source there: \[D\] decompiled 23H2 dxgkrnl,
+//! \[M\] Microsoft's documentation, \[H\] observed on 24H2 by a driver that starts there.
 //!
 //! A violated rule fails the start with the status Windows returns ([`SimError::StartRefused`]).
 //!
 //! Policies Windows takes from the registry are `OsConfig` fields with Windows' defaults:
 //! `validate_wddm_caps` (`ValidateWDDMCaps`, off) gates BR-52.
+//!
+//! [`SimError::StartRefused`]: crate::SimError::StartRefused
 
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGKARG_HISTORYBUFFERPRECISION, DXGK_DRIVERCAPS, DXGK_FLIPCAPS,
@@ -54,14 +56,14 @@ const NO_CACHE_COHERENT_APERTURE_MEMORY: u32 = 1 << 29;
 /// First `MiscCaps` bit the 24H2 headers do not define (bits 0..=8 are named).
 const MISC_CAPS_RESERVED_FROM: u32 = 9;
 
-/// WDDM versions the 23H2 kernel knows (BR-33, [D] `DXGADAPTER::Initialize`), plus 3.2, which
-/// 26100 accepts ([H]).
+/// WDDM versions the 23H2 kernel knows (BR-33, \[D\] `DXGADAPTER::Initialize`), plus 3.2, which
+/// 26100 accepts (\[H\]).
 const KNOWN_WDDM_VERSIONS: &[u32] = &[
     0x1000, 0x1200, 0x1300, 0x2000, 0x2100, 0x2200, 0x2300, 0x2400, 0x2500, 0x2600, 0x2700, 0x2800,
     0x2900, 0x3000, 0x3100, 0x3200,
 ];
 
-/// BR-02 ([D] `DpiInitializeInternal`): the slots `DxgkInitialize` requires ([`Slot::Load`] in
+/// BR-02 (\[D\] `DpiInitializeInternal`): the slots `DxgkInitialize` requires ([`Slot::Load`] in
 /// the rule table; one of the [`Slot::LoadOneOf`] pair must be filled too). `NotifyAcpiEvent`,
 /// `QueryInterface` and `QueryAdapterInfo` are not checked here (QueryAdapterInfo is, at adapter
 /// creation: BR-30).
@@ -95,11 +97,11 @@ pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
     }
 }
 
-/// BR-03 ([D] / [D24] `DpiGetDriverDataSizeFromVersion`): how many bytes of the miniport's
+/// BR-03 (\[D\] / \[D24\] `DpiGetDriverDataSizeFromVersion`): how many bytes of the miniport's
 /// `DRIVER_INITIALIZATION_DATA` Dxgkrnl copies for interface `version`. Slots past it are not
 /// seen at all (not rejected). 22631 and the later builds agree up to 0x10003 (1,328 bytes);
 /// 22631 then copies its own full table (1,376 bytes) for everything from 0x10004, while the
-/// WDDM 3.2 builds ([D24], `DpiInitializeEx` passing 1,544 as the full size) copy 1,376 bytes
+/// WDDM 3.2 builds (\[D24\], `DpiInitializeEx` passing 1,544 as the full size) copy 1,376 bytes
 /// for 0x10004..0x11000 and the whole 1,544-byte table for every version from 0x11001 on. The
 /// function never fails, so no version is refused for being newer than the kernel (windows-bringup.md §15 Q1).
 pub fn driver_data_size(version: u32) -> usize {
@@ -202,7 +204,7 @@ impl StartFacts {
     }
 }
 
-/// DDIs whose presence makes a render core ([`Slot::RenderCore`] in the rule table; [D]
+/// DDIs whose presence makes a render core ([`Slot::RenderCore`] in the rule table; \[D\]
 /// `CreateRenderCore`: on a WDDM 1.2+ driver with every one of them NULL the adapter simply has
 /// no render core, BR-56). One more slot of Windows' list (DXGADAPTER qword 85) is not identified
 /// and not modelled.
@@ -210,7 +212,7 @@ pub const RENDER_CORE_DDIS: &[&str] =
     &rules::slot_names::<{ rules::slot_count(Slot::RenderCore) }>(Slot::RenderCore);
 
 /// The caps and DDI-table rules of adapter creation, in Windows' order (docs/windows-bringup.md
-/// windows-bringup.md §6: [D] `DXGADAPTER::Initialize` up to the render core, then [D] `CreateRenderCore` and the
+/// windows-bringup.md §6: \[D\] `DXGADAPTER::Initialize` up to the render core, then \[D\] `CreateRenderCore` and the
 /// start of `ADAPTER_RENDER::Initialize`). Returns every violation, in order; the first one is
 /// what the start fails with. BR-54 runs after the render core is initialised
 /// ([`check_after_render_core`]).
@@ -662,7 +664,7 @@ pub fn check_caps(
     v
 }
 
-/// BR-54 ([D] `DXGADAPTER::Initialize`, after the render core was created and initialised,
+/// BR-54 (\[D\] `DXGADAPTER::Initialize`, after the render core was created and initialised,
 /// i.e. after the node, VidMm and history-precision steps): from interface 0x5008, a render
 /// core on dxgmms2 needs CalibrateGpuClock and SetStablePowerState together.
 pub fn check_after_render_core(t: &DRIVER_INITIALIZATION_DATA) -> Option<Violation> {
@@ -680,7 +682,7 @@ pub fn check_after_render_core(t: &DRIVER_INITIALIZATION_DATA) -> Option<Violati
 
 /// BR-71 and BR-72 for one node: `ContextSchedulingSupported` needs GPU virtual addressing on
 /// the node (`GpuMmuSupported` or `IoMmuSupported`, interface ≥ 0x9000) and the OS to have
-/// enabled hardware scheduling for the adapter ([D] `ADAPTER_RENDER::Initialize`: "the OS
+/// enabled hardware scheduling for the adapter (\[D\] `ADAPTER_RENDER::Initialize`: "the OS
 /// didn't allow HwSch to be enabled"; the bit is set only by the HWSCH negotiation).
 pub fn check_node_hws(
     node: u32,
@@ -715,7 +717,7 @@ pub fn check_node_hws(
 /// `MaxInFlightHwQueueBuffers`, not checked.
 const NODE_FLAGS_RESERVED: core::ops::Range<u32> = 5..16;
 
-/// BR-74 and BR-75 for one node ([D] `ADAPTER_RENDER::Initialize`, after the BR-71..73 checks
+/// BR-74 and BR-75 for one node (\[D\] `ADAPTER_RENDER::Initialize`, after the BR-71..73 checks
 /// of the same node): no reserved flag bit, and a node's GPU VA model must be one the adapter's
 /// `MemoryManagementCaps` claims. (The third condition, "not with a physical adapter that
 /// requires GpuVaIoMmu", reads a PHYSICALADAPTERCAPS flag 10.0.22621 does not declare.)
@@ -770,8 +772,8 @@ pub struct UmsEnablement {
 /// doorbell DDIs, and (24H2, windows-bringup.md §7a) `NativeGpuFence` in the caps.
 ///
 /// `slot_1368`: whether the slot after `DxgkDdiNotifyWorkSubmission` (`DxgkDdiFlushHwQueue` /
-/// `Reserved4`) must be filled too, as [D] `ADAPTER_RENDER::Initialize` of 22631 requires
-/// (`OsConfig::ums_requires_slot_1368`, off by default: the [D24] builds check only the five
+/// `Reserved4`) must be filled too, as \[D\] `ADAPTER_RENDER::Initialize` of 22631 requires
+/// (`OsConfig::ums_requires_slot_1368`, off by default: the \[D24\] builds check only the five
 /// published DDIs, docs/windows-bringup.md §15 question 2).
 pub fn check_node_ums(
     node: u32,

@@ -1,6 +1,6 @@
 //! The one way the simulated Dxgkrnl calls a DDI of the driver's table.
 //!
-//! A call site names the DDI once: [`slot!`] (or [`in_table!`] on a copy of the table, or on
+//! A call site names the DDI once: `slot!` (or `in_table!` on a copy of the table, or on
 //! an interface the driver hands out) reads a slot and makes a [`Ddi`], the slot's pointer with
 //! the [`Routine`] of the same name, whose rules every helper below applies. The call site gets
 //! the pointer back only inside the call, so it cannot pair one DDI's pointer with another's
@@ -13,7 +13,7 @@
 //! wrappers, [`Wrapper::IrqlChecked`] in the rule table, under
 //! `OsConfig::ddi_irql_mismatch_is_0x113`). [`passive_with`] and [`call_arg`] are the two
 //! common DDI shapes over it. Where a missing slot is noticed and what it says stays with the
-//! caller ([`slot!`] is the usual one); the status helpers below map what the DDI returned.
+//! caller (`slot!` is the usual one); the status helpers below map what the DDI returned.
 
 use std::cell::Cell;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! BR-14: the KMD's file version against the package's `DriverVer`, checked when Dxgkrnl adds
 //! the device, after the miniport's `DxgkDdiAddDevice` has made its context.
 //!
-//! What Windows does ([D24] 24H2 dxgkrnl, commit 47643d2 of nohuto/decompiled-pseudocode,
+//! What Windows does (\[D24\] 24H2 dxgkrnl, commit 47643d2 of nohuto/decompiled-pseudocode,
 //! folder 11-24H2):
 //! - `DpiAddDevice` @ 0x1402393B0 calls the miniport's AddDevice first, then creates and
 //!   attaches the FDO and calls `DpiFdoInitializeFdo`; when that fails it deletes the FDO and
@@ -13,7 +13,7 @@
 //!   reports the device as Code 31.
 //! - `DpiFdoValidateKmdAndPnpVersionMatch` skips the comparison (success) for a driver whose
 //!   interface version is below 0x6000 (the operand is a field of the driver's extension,
-//!   read here as the DDI interface version: [I]) and for several adapter kinds a render-only
+//!   read here as the DDI interface version: \[I\]) and for several adapter kinds a render-only
 //!   PCI function is not; when the driver's path cannot be had, the file version cannot be read,
 //!   the property is absent, the string has fewer than three dots, or a part does not copy
 //!   into its six-character buffer or does not convert to an integer. Else it builds a 64-bit

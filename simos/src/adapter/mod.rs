@@ -234,7 +234,7 @@ pub fn holds_any_interrupt_lock() -> bool {
 }
 
 /// The adapter's interrupt lock, held, and the thread marked as holding it
-/// ([`IN_INTERRUPT_LOCK`]). On release, a DPC queued under it is let go: the hold is cleared
+/// (`IN_INTERRUPT_LOCK`). On release, a DPC queued under it is let go: the hold is cleared
 /// while the lock is still held (so no later holder's hold is cleared by this one), and the
 /// DPC thread is woken once it is released.
 #[derive(Debug)]

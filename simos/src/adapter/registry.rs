@@ -1,7 +1,7 @@
 //! The adapter's registry values Dxgkrnl reads at start (BR-35): the software key the INF's
 //! `AddReg` writes (`inf/rvgpu.inf`, `[Rvgpu.SoftwareSettings]`).
 //!
-//! Only `UserModeDriverName` is modelled. How Windows reads it ([D] 23H2):
+//! Only `UserModeDriverName` is modelled. How Windows reads it (\[D\] 23H2):
 //! `DpiGetAdapterInfo` asks `DxgkRetrieveStringFromRegistry` for it, which fails for an absent
 //! value, a type other than `REG_SZ` / `REG_MULTI_SZ`, or zero bytes of data; the name is then
 //! "missing" (`DXGADAPTER::Initialize`: `OBJECT_NAME_NOT_FOUND` unless compute-only or
@@ -20,7 +20,7 @@ pub enum UmdName {
     /// At least one well-formed, non-empty name.
     #[default]
     Valid,
-    /// Absent, not a string type, or zero bytes long: [D] `DxgkRetrieveStringFromRegistry`
+    /// Absent, not a string type, or zero bytes long: \[D\] `DxgkRetrieveStringFromRegistry`
     /// fails and `DpiGetAdapterInfo` marks the name missing.
     Missing,
     /// A `REG_MULTI_SZ` whose first string has no terminator inside the value.

@@ -1,11 +1,11 @@
 //! A DDI as the OS holds it: the slot's pointer paired with the [`Routine`] of the same name
-//! ([`Ddi`]), made only by [`in_table!`] from one slot name. The calls that apply its rules are
+//! ([`Ddi`]), made only by `in_table!` from one slot name. The calls that apply its rules are
 //! [`crate::adapter::ddi`]; the adapter's feature database keeps one.
 
 use crate::adapter::irql::Routine;
 
 /// A DDI of the driver's table (or of an interface it hands out) and the routine whose rules
-/// apply to it, both from one slot name: only [`crate::adapter::ddi::slot!`] and [`in_table!`] make one, from
+/// apply to it, both from one slot name: only `crate::adapter::ddi::slot!` and `in_table!` make one, from
 /// `t.$slot` and the routine of the catalog row for that slot.
 #[derive(Clone, Copy, Debug)]
 pub struct Ddi<F> {

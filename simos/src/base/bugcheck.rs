@@ -104,7 +104,7 @@ pub const VIDEO_SCHEDULER_INTERNAL_ERROR: u32 = 0x119;
 /// violation" (Microsoft documents no parameters). Raised, under
 /// `OsConfig::ddi_irql_mismatch_is_0x113`, when a DDI that Dxgkrnl calls through a
 /// `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrapper returns at another IRQL than it was called at.
-/// Parameters as the wrapper logs them ([D] `ADAPTER_RENDER::DdiCreateHwQueue`:
+/// Parameters as the wrapper logs them (\[D\] `ADAPTER_RENDER::DdiCreateHwQueue`:
 /// `WdLogSingleEntry5(0, 0x113, 0x10, this, IRQL before, IRQL after)`):
 /// [`dxgkrnl_fatal::DDI_IRQL_MISMATCH`], the adapter object (the simulation passes the DDI's
 /// address: there is no `ADAPTER_RENDER` on the host), the IRQL at the call, the IRQL at the

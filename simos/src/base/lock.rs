@@ -5,7 +5,7 @@
 //! their windows overlap, which a test run may never hit. In debug builds every acquisition
 //! goes through `rvgpu_lockdep`, which stops the process on the first one that closes a cycle,
 //! as Driver Verifier's deadlock detection stops a driver (bug check 0xC4, parameter 0x1001).
-//! This module decides what a lock's class is ([`class`]): taking the adapter's fence table,
+//! This module decides what a lock's class is (`class`): taking the adapter's fence table,
 //! then a fence's state, on one path and a fence's state, then the table, on another is
 //! reported the first time both orders have been seen, whether or not the threads ever met.
 

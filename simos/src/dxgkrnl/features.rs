@@ -2,7 +2,7 @@
 //! `DxgkDdiStartDevice` from the driver's feature interface, read by the driver through the
 //! OS's `IsFeatureEnabled` and `QueryFeatureInterface` callbacks.
 //!
-//! As Windows does ([D] 24H2 `DpiFeatureStartDevice`; [M] "Querying WDDM feature support and
+//! As Windows does (\[D\] 24H2 `DpiFeatureStartDevice`; \[M\] "Querying WDDM feature support and
 //! enablement", <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/querying-wddm-feature-support-and-enablement>):
 //! the OS asks `DxgkDdiQueryInterface` for `GUID_WDDM_INTERFACE_FEATURE`, version 2 (56 bytes)
 //! first, then version 1 (48 bytes). With the interface it asks `QueryFeatureSupport` for each
@@ -54,7 +54,7 @@ fn os_allows(a: &AdapterShared, id: DXGK_FEATURE_ID) -> bool {
 }
 
 /// One feature's configuration in the adapter's feature database: the OS's default for the
-/// feature with the adapter's registry overrides applied ([D24] 24H2 `ConfigureFeature` @
+/// feature with the adapter's registry overrides applied (\[D24\] 24H2 `ConfigureFeature` @
 /// 0x140288094, 25H2 @ 0x140280BF4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FeatureConfig {
@@ -70,9 +70,9 @@ pub struct FeatureConfig {
 
 /// The subkey of the adapter's software key that holds feature `id`'s overrides.
 ///
-/// [D24] `DxgkCreateFeatureDatabase` @ 0x1402884A0 opens the adapter's key path with a suffix
+/// \[D24\] `DxgkCreateFeatureDatabase` @ 0x1402884A0 opens the adapter's key path with a suffix
 /// the decompiled text does not show, and `ConfigureFeature` reads the subkey named by the
-/// feature ID in decimal under it; the suffix is taken to be `Features` ([I], from the brief
+/// feature ID in decimal under it; the suffix is taken to be `Features` (\[I\], from the brief
 /// of this model and Microsoft's "a registry key can override feature configuration on a
 /// per-feature, per-adapter basis"; to confirm on a test machine, docs/test-machine.md).
 pub fn feature_subkey(id: DXGK_FEATURE_ID) -> String {
@@ -82,11 +82,11 @@ pub fn feature_subkey(id: DXGK_FEATURE_ID) -> String {
 /// BR-110, BR-111: the feature database's configuration of `id` for an adapter whose software
 /// key is `key`.
 ///
-/// - BR-110 ([D24] 24H2 `ConfigureFeatureDefaults` @ 0x1402882E4, 25H2 @ 0x140280E44): the
+/// - BR-110 (\[D24\] 24H2 `ConfigureFeatureDefaults` @ 0x1402882E4, 25H2 @ 0x140280E44): the
 ///   defaults of `DXGK_FEATURE_NATIVE_FENCE` (37) and of PAGE_BASED_MEMORY_MANAGER (32) are
 ///   copied with the Enabled bit cleared, with no condition. The default version range is not
 ///   in the decompiled text (it is data); it is taken as 1..=1, the only published version.
-/// - BR-111 ([D24] `ConfigureFeature`): with the adapter's key open, the values `Enabled`,
+/// - BR-111 (\[D24\] `ConfigureFeature`): with the adapter's key open, the values `Enabled`,
 ///   `MinVersion`, `MaxVersion` and `AllowExperimental` of the feature's subkey are read as
 ///   `REG_DWORD`s (direct, type-checked: the query stops at the first value of another type,
 ///   the values before it taken). Enabled and AllowExperimental keep their low bit; the range
@@ -94,7 +94,7 @@ pub fn feature_subkey(id: DXGK_FEATURE_ID) -> String {
 ///   when that leaves it empty.
 ///
 /// Only features 32 and 37 are modelled here (the others keep the switches of
-/// [`os_allows`]); for them the result is the default.
+/// `os_allows`); for them the result is the default.
 pub fn configure(id: DXGK_FEATURE_ID, key: &crate::adapter::registry::RegKey) -> FeatureConfig {
     use crate::adapter::registry::REG_DWORD;
     let default = FeatureConfig {
@@ -150,7 +150,7 @@ pub fn configure(id: DXGK_FEATURE_ID, key: &crate::adapter::registry::RegKey) ->
     }
 }
 
-/// BR-112: whether the OS build supports `id` at all. [D] 11-26H1 `CheckFeatureOSSupport` @
+/// BR-112: whether the OS build supports `id` at all. \[D\] 11-26H1 `CheckFeatureOSSupport` @
 /// 0x140288B70 answers no for PAGE_BASED_MEMORY_MANAGER (32) and NATIVE_FENCE (37) whatever
 /// the database says, and its caller `IsFeatureEnabledUncached` @ 0x140289AE4 enables nothing
 /// the OS does not support; 24H2 and 25H2 have no such gate (their `IsFeatureEnabledUncached`
@@ -163,15 +163,15 @@ pub fn os_supports(build: crate::os::WindowsBuild, id: DXGK_FEATURE_ID) -> bool 
         ))
 }
 
-/// Dependencies the OS hardcodes. [M] "Querying WDDM feature support and enablement",
+/// Dependencies the OS hardcodes. \[M\] "Querying WDDM feature support and enablement",
 /// "Dependencies": the features with dependencies are USER_MODE_SUBMISSION, HWSCH and
 /// NATIVE_FENCE, "for a particular feature to be enabled, all of its dependencies must also be
 /// enabled"; the lists themselves are not published. Modelled from what the documents and the
 /// start checks say:
-/// - USER_MODE_SUBMISSION → HWSCH ([M] user-mode work submission runs on hardware-scheduled
-///   nodes; [D] BR-73 requires context scheduling on a UMS node) and → NATIVE_FENCE (user-mode
+/// - USER_MODE_SUBMISSION → HWSCH (\[M\] user-mode work submission runs on hardware-scheduled
+///   nodes; \[D\] BR-73 requires context scheduling on a UMS node) and → NATIVE_FENCE (user-mode
 ///   queues can only use native fences; 24H2 requires `NativeGpuFence` for a UMS node, windows-bringup.md §7a);
-/// - NATIVE_FENCE → HWSCH ([M] "Native GPU fence objects": a feature of "GPU hardware
+/// - NATIVE_FENCE → HWSCH (\[M\] "Native GPU fence objects": a feature of "GPU hardware
 ///   scheduling stage 2").
 ///
 /// HWSCH's own dependencies are OS-side (not driver features) and not modelled.
@@ -326,7 +326,7 @@ fn query_interface(
 }
 
 /// Feature IDs the legacy `DxgkCbQueryFeatureSupport` knows; any other is
-/// `INVALID_PARAMETER` (BR-82). [D24] 24H2 `DpQueryFeatureSupport` @ 0x1402350B0 accepts
+/// `INVALID_PARAMETER` (BR-82). \[D24\] 24H2 `DpQueryFeatureSupport` @ 0x1402350B0 accepts
 /// HWSCH … SHARE_BACKING_STORE (0…5) only: the GPUVAIOMMU (36) arm of the 23H2 build is gone,
 /// so every ID above 5 — NATIVE_FENCE (37) among them — is refused. The 25H2 and 26H1 builds
 /// are taken to keep the 24H2 list (not read).
@@ -335,7 +335,7 @@ pub const LEGACY_FEATURES: &[DXGK_FEATURE_ID] = &[0, 1, 2, 3, 4, 5];
 /// BR-80..82: the OS's answer to `DxgkCbQueryFeatureSupport(id, state)`, the legacy path a
 /// driver without the feature interface uses. `Err` is the status the callback fails with.
 ///
-/// [D] `DpQueryFeatureSupport`: state 0 and unknown IDs are refused. HWSCH, HWFLIPQUEUE and
+/// \[D\] `DpQueryFeatureSupport`: state 0 and unknown IDs are refused. HWSCH, HWFLIPQUEUE and
 /// USER_MODE_SUBMISSION share one rule: `HwSchTreatExperimentalAsStable` turns an experimental
 /// claim into a stable one; experimental is then not enabled, stable is enabled when
 /// `HwSchMode` is 0 or 2, always-on is enabled. IDs 2, 3 and 5 are always enabled. Enabled HWSCH / USER_MODE_SUBMISSION set the

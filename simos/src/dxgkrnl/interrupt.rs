@@ -16,6 +16,10 @@
 //!
 //! Threaded mode runs these on an interrupt thread and a DPC thread per adapter; step mode
 //! calls them inline from [`crate::Machine::run_steps`]. Same functions, same IRQL bookkeeping.
+//!
+//! [`SimLine`]: crate::base::line::SimLine
+//! [`STORM_MIN_DURATION`]: crate::adapter::irq::STORM_MIN_DURATION
+//! [`STORM_MIN_STEPS`]: crate::adapter::irq::STORM_MIN_STEPS
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, TryLockError};

@@ -1,19 +1,19 @@
 //! The OS side of the kernel-mode testing interface (WDDM 3.2), as 24H2's Dxgkrnl does it:
-//! feature negotiation ([`query_interface`]) and the known escape that reaches
+//! feature negotiation (`query_interface`) and the known escape that reaches
 //! `pfnBuildTestCommandBuffer` from user mode ([`crate::machine::Machine::escape_build_test_command_buffer`]).
-//! Overview: [M] <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/kernel-mode-testing-of-wddm-features>.
+//! Overview: \[M\] <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/kernel-mode-testing-of-wddm-features>.
 //!
-//! Rules, each with its source ([D]: 11-24H2 dxgkrnl.sys):
-//! - KT-1 [M] overview, "Reporting support": the OS asks `DxgkDdiQueryFeatureSupport` for
+//! Rules, each with its source (\[D\]: 11-24H2 dxgkrnl.sys):
+//! - KT-1 \[M\] overview, "Reporting support": the OS asks `DxgkDdiQueryFeatureSupport` for
 //!   `DXGK_FEATURE_KERNEL_MODE_TESTING`, then `DxgkDdiQueryFeatureInterface` with the same ID for
 //!   `DXGKDDI_KERNELMODETESTINGINTERFACE`. A failed query, a short answer or a null
 //!   `pfnBuildTestCommandBuffer` leaves the OS without the function (a triage line), and then
-//!   [D] `ADAPTER_RENDER::DdiBuildTestCommandBuffer` @ 0x1401A12AC fails the escape with
+//!   \[D\] `ADAPTER_RENDER::DdiBuildTestCommandBuffer` @ 0x1401A12AC fails the escape with
 //!   `STATUS_NOT_SUPPORTED`.
-//! - KT-2 [D] `DxgkpDriverKnownEscape` @ 0x1403C1B14: fewer than 4 bytes, or an `EscapeType`
+//! - KT-2 \[D\] `DxgkpDriverKnownEscape` @ 0x1403C1B14: fewer than 4 bytes, or an `EscapeType`
 //!   other than the four known ones, is `STATUS_INVALID_PARAMETER`; type 3 goes to
 //!   `KnownEscapeBuildTestCommandBuffer` @ 0x1401D1030, whose checks follow in its order:
-//! - KT-3 test signing off (`g_OSTestSigningEnabled`): `STATUS_INVALID_PARAMETER` ([M] "used only
+//! - KT-3 test signing off (`g_OSTestSigningEnabled`): `STATUS_INVALID_PARAMETER` (\[M\] "used only
 //!   when test-signing is enabled");
 //! - KT-4 private data shorter than the 0x70-byte `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`:
 //!   `STATUS_INVALID_PARAMETER` ("Invalid private driver size");
@@ -21,7 +21,7 @@
 //!   ("Invalid command"); nothing else of the command is looked at by the OS: sizes, addresses
 //!   and patterns are the driver's to check;
 //! - KT-6 `DmaBufferSize` outside 4..=4096 or `DmaBufferPrivateDataSize` above 1024:
-//!   `STATUS_INVALID_PARAMETER` ([M] "limited to 4 KB … 1 KB");
+//!   `STATUS_INVALID_PARAMETER` (\[M\] "limited to 4 KB … 1 KB");
 //! - KT-7 `hContext` must be the process's hardware queue when `Flags.HardwareQueue` is 1 ("Invalid
 //!   HwQueue handle"), its context otherwise ("Invalid context handle"): else
 //!   `STATUS_INVALID_PARAMETER`; `hDevice` is not read;

@@ -1,18 +1,18 @@
 //! Runtime power management at adapter start and stop: what Dxgkrnl's
 //! `DXGADAPTER::InitializePowerManagement` asks and checks, `StartRuntimePowerManagement`'s and
 //! `Stop`'s notifications (docs/windows-bringup.md §10, BR-100…BR-109). Every rule cites its
-//! source: [D] = decompiled Windows 11 22631 `dxgkrnl.sys` / `dxgmms2.sys`
-//! (`nohuto/decompiled-pseudocode` @ 43a01f5), [M] = Microsoft's reference pages.
+//! source: \[D\] = decompiled Windows 11 22631 `dxgkrnl.sys` / `dxgmms2.sys`
+//! (`nohuto/decompiled-pseudocode` @ 43a01f5), \[M\] = Microsoft's reference pages.
 //!
 //! Order (as Windows): DRIVERCAPS and the render core first (InitializePowerManagement runs
-//! late in `DXGADAPTER::Initialize`, after the render core is created, [D]
+//! late in `DXGADAPTER::Initialize`, after the render core is created, \[D\]
 //! `DXGADAPTER::Initialize`); nothing is asked when `SupportRuntimePowerManagement` is clear
-//! ([D] `InitializePowerManagement` returns at once); `NUMPOWERCOMPONENTS` per physical adapter,
+//! (\[D\] `InitializePowerManagement` returns at once); `NUMPOWERCOMPONENTS` per physical adapter,
 //! then `POWERCOMPONENTINFO` per component with each answer checked as it arrives, then the
-//! per-type initialisation (engine components map to scheduler nodes, [D]
+//! per-type initialisation (engine components map to scheduler nodes, \[D\]
 //! `ADAPTER_RENDER::InitializePowerManagement` → `VidSchInitializeComponentPowerManagement`),
 //! PoFx registration, and once the start has succeeded `PREPARE_TO_START` and `STARTED`
-//! ([D] `DpiFdoStartAdapter` → `DXGADAPTER::StartRuntimePowerManagement`). PoFx starts every
+//! (\[D\] `DpiFdoStartAdapter` → `DXGADAPTER::StartRuntimePowerManagement`). PoFx starts every
 //! component in F0 (the simulated OS's per-node F-state table starts at 0).
 //!
 //! The F-state model that follows (F0 before work, F1 only when idle) is `ums::power`.
@@ -33,11 +33,11 @@ use crate::base::error::SimError;
 
 pub use crate::adapter::rules::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST;
 
-/// `InitializePowerManagement` keeps at most 0xFFFF components ([D]: "Miniport returned
+/// `InitializePowerManagement` keeps at most 0xFFFF components (\[D\]: "Miniport returned
 /// invalid number of power components").
 pub const MAX_COMPONENTS: u32 = 0xFFFF;
 
-/// `ComponentFlags` bits from bit 5 up are reserved ([D]: `Flags >= 0x20` → "Reserved flags
+/// `ComponentFlags` bits from bit 5 up are reserved (\[D\]: `Flags >= 0x20` → "Reserved flags
 /// are not zero").
 const FLAGS_RESERVED_FROM: u32 = 0x20;
 
@@ -47,7 +47,7 @@ pub struct PowerComponents {
     /// Every component, in index order (physical adapter 0).
     pub components: Vec<DXGK_POWER_RUNTIME_COMPONENT>,
     /// Node → the `DXGK_POWER_COMPONENT_INDEX` value of its engine component (VidSch keeps
-    /// one per node; a later engine component for the same node replaces the earlier, [D]
+    /// one per node; a later engine component for the same node replaces the earlier, \[D\]
     /// `VidSchInitializeComponentPowerManagement` stores the index per node).
     pub node_component: Vec<Option<u32>>,
 }
@@ -202,7 +202,7 @@ pub fn check_component(
 }
 
 /// BR-106: what a component powers must exist: an engine component's `NodeIndex` names a node,
-/// a monitor-refresh component's `VidPnSourceID` a source ([D]
+/// a monitor-refresh component's `VidPnSourceID` a source (\[D\]
 /// `ADAPTER_RENDER::InitializePowerManagement` → `VidSchInitializeComponentPowerManagement`:
 /// STATUS_INVALID_PARAMETER, "VidSchInitializeComponentPowerManagement failed").
 pub fn check_mapping(
@@ -360,7 +360,7 @@ pub(crate) fn initialize(
     })))
 }
 
-/// BR-109: an engine component's P-states ([D] `InitializePowerManagement`: "P-State
+/// BR-109: an engine component's P-states (\[D\] `InitializePowerManagement`: "P-State
 /// StateCount cannot be larger than DXGK_MAX_P_STATES", "P-State cannot specify 0 operating
 /// frequency", "P-States must have monotonically decreasing operating frequency").
 pub fn check_p_states(index: u32, p: &DXGK_POWER_P_COMPONENT) -> Option<Violation> {
@@ -387,7 +387,7 @@ pub fn check_p_states(index: u32, p: &DXGK_POWER_P_COMPONENT) -> Option<Violatio
 
 /// `DxgkDdiPowerRuntimeControlRequest` with one of Dxgkrnl's notification GUIDs (no buffers),
 /// at PASSIVE_LEVEL from the PnP thread; a status outside the wrapper's allow-list goes to the
-/// triage log (BR-107, [D] `DXGADAPTER::DdiPowerRuntimeControlRequest`), nothing else.
+/// triage log (BR-107, \[D\] `DXGADAPTER::DdiPowerRuntimeControlRequest`), nothing else.
 pub(crate) fn notify(
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
@@ -416,7 +416,7 @@ pub(crate) fn notify(
     Ok(())
 }
 
-/// `StartRuntimePowerManagement` (after a successful start, [D]): `PREPARE_TO_START`, PoFx
+/// `StartRuntimePowerManagement` (after a successful start, \[D\]): `PREPARE_TO_START`, PoFx
 /// starts the device's power management (every component F0), `STARTED`.
 pub(crate) fn start(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<(), SimError> {
     notify(a, t, &GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START)?;
@@ -424,7 +424,7 @@ pub(crate) fn start(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result
 }
 
 /// `DXGADAPTER::Stop`: `STOPPED` before the adapter is destroyed, if runtime power management
-/// was started ([D]).
+/// was started (\[D\]).
 pub(crate) fn stop(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<(), SimError> {
     if !crate::ums::runtime_pm_started(a) {
         return Ok(());

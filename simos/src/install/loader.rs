@@ -4,13 +4,13 @@
 //! loader resolves its imports. Each check is done on the file's bytes with bounded, checked
 //! reads: a malformed file is refused with a status, never a panic.
 //!
-//! Sources ([D24]: 24H2 ntoskrnl, nohuto/decompiled-pseudocode commit 47643d2, folder
+//! Sources (\[D24\]: 24H2 ntoskrnl, nohuto/decompiled-pseudocode commit 47643d2, folder
 //! 11-24H2/ntoskrnl):
 //! - LD-01 `MiCreateImageFileMap` @ 0x140944150 (DOS header, `e_lfanew`) and
 //!   `MiVerifyImageHeader` @ 0x1409449F8 (the NT headers);
 //! - LD-02 `MiCreateImageFileMap` (the section table inside the image, page-sized alignment);
 //! - LD-03 `MiParseImageSectionHeaders` @ 0x1409459C0 (the sections' layout);
-//! - LD-04 [M] "Implement memory integrity compatible code"
+//! - LD-04 \[M\] "Implement memory integrity compatible code"
 //!   (<https://learn.microsoft.com/windows-hardware/drivers/driversecurity/implement-hvci-compatible-code>);
 //! - LD-05 `MiResolveImageReferences` @ 0x140A17C94 and `MiSnapThunk` @ 0x140A180B4.
 

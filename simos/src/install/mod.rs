@@ -16,7 +16,7 @@
 //!
 //! [`System::load`] is the service start: code integrity and the kernel loader on the stored
 //! image ([`ci`], [`loader`]). The simulated Dxgkrnl reads the adapter's values from the registry this
-//! wrote ([`Installed::software_key`], [`Installed::driver_version`]).
+//! wrote ([`AdapterKeys::software_key`], [`AdapterKeys::driver_version`]).
 
 pub mod catalog;
 pub mod ci;
@@ -420,7 +420,7 @@ impl AdapterKeys {
 }
 
 /// The build number of a Windows build the simulated OS plays: 26100 (24H2), 26200 (25H2),
-/// 28000 (26H1; the number of its first releases, [I]).
+/// 28000 (26H1; the number of its first releases, \[I\]).
 pub fn build_number(w: crate::os::WindowsBuild) -> u32 {
     use crate::os::WindowsBuild as W;
     match w {

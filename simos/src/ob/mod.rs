@@ -13,7 +13,7 @@
 //!
 //! D3DKMT handles (the `D3DKMT_HANDLE`s thunks return) come from a per-process table too,
 //! with the values Windows gives them ([`LocalHandles`]); a component keeps its objects by
-//! such a handle in a [`HandleMap`].
+//! such a handle in a `HandleMap`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;

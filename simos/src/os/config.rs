@@ -29,7 +29,7 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 /// Entries per log the OS allocates by default (a full 4 KiB buffer).
 pub const DEFAULT_LOG_ENTRIES: u64 = ENTRIES_PER_BUFFER;
 
-/// Entries of a node's scheduling log ([D] `VidSchCreateSchedulingLogs`: 0x800).
+/// Entries of a node's scheduling log (\[D\] `VidSchCreateSchedulingLogs`: 0x800).
 pub const DEFAULT_SCHED_LOG_ENTRIES: u32 = 0x800;
 
 impl Default for OsConfig {

@@ -46,7 +46,7 @@ pub enum WindowsBuild {
     /// Windows 11 25H2.
     W25H2,
     /// Windows 11 26H1: `DXGK_FEATURE_NATIVE_FENCE` is not supported by the OS at all
-    /// ([D] 11-26H1 `CheckFeatureOSSupport` @ 0x140288B70).
+    /// (\[D\] 11-26H1 `CheckFeatureOSSupport` @ 0x140288B70).
     W26H1,
 }
 
@@ -90,18 +90,18 @@ pub struct OsConfig {
     pub ums_feature: bool,
     /// windows-bringup.md §15 question 2 (BR-73): does a user-mode-submission node need the slot after
     /// `DxgkDdiNotifyWorkSubmission` (byte 1368, `DxgkDdiFlushHwQueue` / `Reserved4`) filled?
-    /// `true` is the 22631 kernel ([D] `ADAPTER_RENDER::Initialize`, six slots checked at
+    /// `true` is the 22631 kernel (\[D\] `ADAPTER_RENDER::Initialize`, six slots checked at
     /// adapter +1520..+1560 with the table copied at +192, triage event 1290). `false`, the
     /// default, is every later build read (the WDDM 3.2 kernels that copy 1,544 bytes for an
-    /// interface ≥ 0x11001, [D24] `ADAPTER_RENDER::Initialize`, triage line 1315): the table
+    /// interface ≥ 0x11001, \[D24\] `ADAPTER_RENDER::Initialize`, triage line 1315): the table
     /// sits at +200 there and the five slots checked, +1528..+1560, are the four doorbell DDIs
     /// and `DxgkDdiNotifyWorkSubmission`; byte 1368 is not among them.
     pub ums_requires_slot_1368: bool,
     /// windows-bringup.md §15 question 4 (BR-62): may a physical adapter report no segments
-    /// (`DXGK_QUERYSEGMENTOUT4.NbSegment` = 0)? `true` is the 22631 kernel: [D]
+    /// (`DXGK_QUERYSEGMENTOUT4.NbSegment` = 0)? `true` is the 22631 kernel: \[D\]
     /// `VidMmiQuerySegmentInfo4` and `VIDMM_GLOBAL::Init` check only the upper bound (32), and
     /// an adapter with GPU VA gets VidMm's implicit system-memory segment besides. `false`, the
-    /// default, is every later build read ([D24] dxgmms2 `CreatePhysicalAdapterSegments` @
+    /// default, is every later build read (\[D24\] dxgmms2 `CreatePhysicalAdapterSegments` @
     /// 0x14009B368 and @ 0x1400B14D0): a zero count is refused with `STATUS_UNSUCCESSFUL`
     /// before the descriptors are asked for, VidMm is not created and the start fails with
     /// `STATUS_NO_MEMORY`. Neither build exempts an IoMmu-only adapter.
@@ -110,8 +110,8 @@ pub struct OsConfig {
     /// stops the machine. `false`: the simulation's own 0xC8 `IRQL_UNEXPECTED_VALUE`
     /// (`bugcheck::irql_unexpected::SIM_DDI`). `true` (default): Windows' code,
     /// 0x113 `VIDEO_DXGKRNL_FATAL_ERROR` with parameter 1 = 0x10, for the DDIs Dxgkrnl calls
-    /// through its `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrappers ([D] e.g.
-    /// `ADAPTER_RENDER::DdiCreateHwQueue`, [D24] `ADAPTER_RENDER::DdiCreateNativeFence` @
+    /// through its `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrappers (\[D\] e.g.
+    /// `ADAPTER_RENDER::DdiCreateHwQueue`, \[D24\] `ADAPTER_RENDER::DdiCreateNativeFence` @
     /// 0x140425BF0: `WdLogSingleEntry5(0, 0x113, 0x10, adapter, IRQL before, IRQL after)`, a
     /// watchdog record of the Critical category, which bug-checks with its first word as the
     /// code: docs/windows-bringup.md §15 Q10). The PnP-layer wrappers (`DpiDxgkDdi*`:
@@ -128,26 +128,26 @@ pub struct OsConfig {
     pub log_entries: u64,
     /// Windows' `HKLM\SYSTEM\CurrentControlSet\Control\GraphicsDrivers\ValidateWDDMCaps`:
     /// set, Dxgkrnl holds a WDDM 1.2+ hardware adapter to the mandatory WDDM 1.2 render
-    /// features (docs/windows-bringup.md BR-52). [D] `DXGGLOBAL::Initialize` reads the value
+    /// features (docs/windows-bringup.md BR-52). \[D\] `DXGGLOBAL::Initialize` reads the value
     /// and leaves the check off when it is absent, so the default here is off too.
     pub validate_wddm_caps: bool,
     /// `NumberOfEntries` of every hardware-scheduled node's scheduling log (Windows:
-    /// 0x800, [D] `VidSchCreateSchedulingLogs`; tests use small logs to force wrap-around).
+    /// 0x800, \[D\] `VidSchCreateSchedulingLogs`; tests use small logs to force wrap-around).
     pub sched_log_entries: u32,
-    /// `targetNormalBandPercentage` of `DxgkDdiSetupPriorityBands`. [D]
+    /// `targetNormalBandPercentage` of `DxgkDdiSetupPriorityBands`. \[D\]
     /// `VidSchiInitializeNode` reads it from VIDSCH_GLOBAL+208, which only
     /// `VidSchSetYieldPercentage` writes (caller not in the 22631 pseudocode); 0 until set.
     pub hws_normal_band_percentage: u32,
     /// The CPU architecture (default x64).
     pub cpu_arch: CpuArch,
-    /// BR-80/81: `GraphicsDrivers\HwSchMode` ([D] `DpiInitializeGlobalState`; absent or ≥ 3
+    /// BR-80/81: `GraphicsDrivers\HwSchMode` (\[D\] `DpiInitializeGlobalState`; absent or ≥ 3
     /// reads as 0). `DxgkCbQueryFeatureSupport` enables HWSCH and USER_MODE_SUBMISSION for a
     /// *stable* driver only with 0 or 2; 1 turns them off.
     pub hw_sch_mode: u32,
     /// BR-80/81: `GraphicsDrivers\HwSchTreatExperimentalAsStable` (default off): an
     /// *experimental* claim through `DxgkCbQueryFeatureSupport` counts as stable.
     pub hw_sch_treat_experimental_as_stable: bool,
-    /// BR-78: the kernel block list (`GraphicsDrivers\BlockList\Kernel`, [D]
+    /// BR-78: the kernel block list (`GraphicsDrivers\BlockList\Kernel`, \[D\]
     /// `CheckKernelBlockList`) holds a `DISABLE_HWSCH` entry matching this driver: the OS
     /// enables no hardware scheduling for it, by either negotiation path.
     pub block_list_disable_hwsch: bool,
@@ -164,14 +164,14 @@ pub struct OsConfig {
     /// doorbell and hardware-queue flows: the answer this machine plays (default: 24H2, or
     /// `RVGPU_OS_READING`; [`self::answers`]).
     pub reading: self::answers::Reading,
-    /// BR-14: `GraphicsDrivers\DisableVersionMismatchCheck` ([D24] `DpiFdoInitializeFdo` @
+    /// BR-14: `GraphicsDrivers\DisableVersionMismatchCheck` (\[D24\] `DpiFdoInitializeFdo` @
     /// 0x140242CBC): set, Dxgkrnl does not compare the KMD's file version with the
     /// package's `DriverVer`. Default off (the value is absent on a stock machine).
     pub disable_version_mismatch_check: bool,
     /// The Windows build the feature database follows (default 24H2).
     pub windows_build: WindowsBuild,
     /// BR-06: Dxgkrnl answers the Windows 8 registration request (IOCTL 0x230047,
-    /// `DpiInitializeWin8`) as every build since Windows 8 does ([D24] 24H2
+    /// `DpiInitializeWin8`) as every build since Windows 8 does (\[D24\] 24H2
     /// `DxgkInternalDeviceIoctl` @ 0x1403A9E70). `false` stands for an older Dxgkrnl that
     /// fails it with `STATUS_INVALID_DEVICE_REQUEST`, to prove the driver's fallback to
     /// 0x23003F.

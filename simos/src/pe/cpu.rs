@@ -24,7 +24,7 @@
 //!
 //! **Leaving the image.** Imports and callbacks are addresses in a stub page, each `int3` then
 //! `ret`; the trap's hook runs the host routine without the lock and writes RAX, and the
-//! processor goes on to the `ret` ([`serve`]).
+//! processor goes on to the `ret` (`serve`).
 //!
 //! **A debugger** ([`super::gdb`], `RVGPU_GDB`): every processor made once one was asked for
 //! has a code hook on every instruction (breakpoints, single steps, its interrupt), and a bug

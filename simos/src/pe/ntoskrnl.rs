@@ -425,7 +425,7 @@ const DXGKRNL_SERVICE: &str = r"\Registry\Machine\System\CurrentControlSet\Servi
 const DXGKRNL_DEVICE: &str = r"\Device\DxgKrnl";
 /// `IOCTL_VIDEO_DDI_FUNC_REGISTER` (ntddvdeo.h): answered with `DpiInitialize`.
 const IOCTL_VIDEO_DDI_FUNC_REGISTER: u32 = 0x0023_003F;
-/// The request answered with `DpiInitializeWin8` ([D24] 24H2 `DxgkInternalDeviceIoctl` @
+/// The request answered with `DpiInitializeWin8` (\[D24\] 24H2 `DxgkInternalDeviceIoctl` @
 /// 0x1403A9E70), which the Windows 8 and later displib sends first (BR-06).
 const IOCTL_DXGK_INITIALIZE_WIN8: u32 = 0x0023_0047;
 /// `STATUS_BUFFER_TOO_SMALL`.
@@ -498,7 +498,7 @@ fn io_build_device_io_control_request(img: &Arc<PeImage>, w: &[u64; 12]) -> Stub
     ret(at as u64)
 }
 
-/// `IofCallDriver`: Dxgkrnl's internal device-control dispatch, completed at once, as [D24]
+/// `IofCallDriver`: Dxgkrnl's internal device-control dispatch, completed at once, as \[D24\]
 /// 24H2 `DxgkInternalDeviceIoctl` @ 0x1403A9E70 answers the registration requests (BR-06):
 /// 0x23003F (`DpiInitialize`) and 0x230047 (`DpiInitializeWin8`; both reach
 /// `DpiInitializeInternal`, which differs only in a flag it keeps for the driver) write the

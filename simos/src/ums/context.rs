@@ -73,7 +73,7 @@ const HW_QUEUE_SUPPORTED: u32 = 1 << 4;
 /// bit 6. The simulated OS is the later one.
 const CONTEXT_FLAGS_RESERVED: u32 = 1 << 7;
 
-/// BR-92 ([D] `DXGCONTEXT::Initialize`), in its order, for a context with the runtime's
+/// BR-92 (\[D\] `DXGCONTEXT::Initialize`), in its order, for a context with the runtime's
 /// `D3DDDI_CREATECONTEXTFLAGS` `flags`, created through `D3DKMTCreateContextVirtual`
 /// (`virtual_context`) or `D3DKMTCreateContext`. A synchronisation-only context drops
 /// `HwQueueSupported` and is exempt. Without `HwQueueSupported` a context-scheduling node
@@ -221,7 +221,7 @@ pub(crate) fn context_kmd(a: &AdapterShared, h: KmtHandle) -> Option<(usize, u32
     lock(&a.ums).contexts.get(&h).map(|c| (c.kmd, c.node))
 }
 
-/// BR-92 (context flags against the node; [D] `DXGCONTEXT::Initialize`, every refusal
+/// BR-92 (context flags against the node; \[D\] `DXGCONTEXT::Initialize`, every refusal
 /// `STATUS_UNSUCCESSFUL`). `system`: a context the OS creates for itself (exempt).
 pub(crate) fn check_context_flags(
     a: &AdapterShared,

@@ -337,7 +337,7 @@ pub(crate) fn doorbell_info(a: &AdapterShared, doorbell: KmtHandle) -> Option<Do
     })
 }
 
-/// The most private data `D3DKMTCreateDoorbell` takes (BR-96, [D] `DxgkCreateDoorbellInternal`
+/// The most private data `D3DKMTCreateDoorbell` takes (BR-96, \[D\] `DxgkCreateDoorbellInternal`
 /// in 22631 and in later builds).
 pub const DOORBELL_PRIVATE_DATA_MAX: usize = 16;
 

@@ -63,7 +63,7 @@
 //!   registered for the node at start, `dxgkrnl::power`, BR-100…BR-109). A connect, a
 //!   kernel-mode submission (`D3DKMTSubmitCommandToHwQueue`, held submissions, VidSch's DMA
 //!   buffers) takes an active reference on the node first, which brings it to F0
-//!   ([`node_active`]); the engine being power-gated on the device while the OS holds the node
+//!   (`node_active`); the engine being power-gated on the device while the OS holds the node
 //!   in F0 is a simulation error naming the driver.
 //! - UM-14: [`Machine::power_down`] (runtime, only when no queue has work the OS has not seen
 //!   complete, UM-16) suspends every context, disconnects every doorbell
@@ -90,9 +90,16 @@
 //! sequences in order.
 //!
 //! **Layering.** UMS's operations take the adapter they run on and, where they need fences,
-//! VidMm or the OS's configuration, a [`UmsHost`] (the machine). The `Machine` methods named
+//! VidMm or the OS's configuration, a `UmsHost` (the machine). The `Machine` methods named
 //! here live with the machine (`machine::api::ums`): each looks the adapter up and calls the
 //! operation.
+//!
+//! [`Machine::ddi_submit_command_to_hw_queue`]: crate::Machine::ddi_submit_command_to_hw_queue
+//! [`Machine::power_down`]: crate::Machine::power_down
+//! [`Machine::exit_process`]: crate::Machine::exit_process
+//! [`Machine::kill_process`]: crate::Machine::kill_process
+//! [`Machine::device_lost`]: crate::Machine::device_lost
+//! [`Machine::ums_events`]: crate::Machine::ums_events
 
 pub(crate) mod allocation;
 mod context;

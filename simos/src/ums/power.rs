@@ -95,8 +95,9 @@ fn component_node(a: &AdapterShared, routine: &str, component: u32) -> Option<u3
 /// PoFx brings to F0 before the call returns (24H2
 /// `K:DXGADAPTER::SetPowerComponentActiveCBWorker`@0x140025BF0 counts the reference and, on the
 /// first, calls `PoFxActivateComponent` with the blocking flag that
-/// `SetPowerComponentActiveCB`@0x1400258A4 passes; [M] nc-d3dkmddi-dxgkcb_setpowercomponentactive:
-/// "after this function returns, the driver can change the component's hardware settings").
+/// `SetPowerComponentActiveCB`@0x1400258A4 passes; \[M\]
+/// nc-d3dkmddi-dxgkcb_setpowercomponentactive: "after this function returns, the driver can
+/// change the component's hardware settings").
 pub(crate) fn cb_component_active(a: &AdapterShared, component: u32) {
     let Some(node) = component_node(a, "DxgkCbSetPowerComponentActive", component) else {
         return;
@@ -133,7 +134,7 @@ pub(crate) fn cb_component_active(a: &AdapterShared, component: u32) {
 
 /// `DxgkCbSetPowerComponentIdle`: drops one active reference; at zero PoFx may idle the
 /// component (an F1 request the reference held back runs then). An Idle without an Active is a
-/// driver bug ([M] nc-d3dkmddi-dxgkcb_setpowercomponentidle: "each call to this function must
+/// driver bug (\[M\] nc-d3dkmddi-dxgkcb_setpowercomponentidle: "each call to this function must
 /// be paired with a call to DXGKCB_SETPOWERCOMPONENTACTIVE"; 24H2
 /// `K:DXGADAPTER::SetPowerComponentIdleCBWorker`@0x140011C70 decrements without a check).
 pub(crate) fn cb_component_idle(a: &AdapterShared, component: u32) {
@@ -166,7 +167,7 @@ pub(crate) fn cb_component_idle(a: &AdapterShared, component: u32) {
 }
 
 /// Whether the driver holds any engine component active: PoFx powers the device down only
-/// once every component is idle ([M] nf-wdm-pofxsetdeviceidletimeout: the device-idle timeout
+/// once every component is idle (\[M\] nf-wdm-pofxsetdeviceidletimeout: the device-idle timeout
 /// runs "from when the last component of the device enters the idle condition").
 fn driver_holds_a_component(a: &AdapterShared) -> bool {
     lock(&a.ums).driver_active.iter().any(|&n| n > 0)
@@ -189,7 +190,7 @@ fn check_not_gated(a: &AdapterShared, node: u32) -> Result<(), SimError> {
 
 /// Sets the node's power component F-state, with the F-state lock held (calls the DDI for
 /// the node's engine component when runtime power management was started). Windows records the new state and only logs a
-/// status outside the wrapper's allow-list (BR-108, [D]
+/// status outside the wrapper's allow-list (BR-108, \[D\]
 /// `DXGADAPTER::PowerRuntimeComponentIdleStateCallback_Worker`); a failed F0 shows up as a gated
 /// engine at the next active reference.
 pub(super) fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError> {

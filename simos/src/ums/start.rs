@@ -72,7 +72,7 @@ pub(crate) fn query_node_metadata(
 }
 
 /// After the node rules (BR-71..73): `DXGKQAITYPE_USERMODESUBMISSION_CAPS`, asked only if some
-/// node claims user-mode submission (BR-76, [D] `ADAPTER_RENDER::Initialize`), and the
+/// node claims user-mode submission (BR-76, \[D\] `ADAPTER_RENDER::Initialize`), and the
 /// adapter's user-mode submission state. `Err(SimError::Rejected)` when a node claims user-mode
 /// submission without usable caps (UM-04).
 pub(crate) fn query_at_start(

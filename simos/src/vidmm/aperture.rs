@@ -3,7 +3,7 @@
 //! Windows' VidMm allocates ranges of an aperture segment itself and has the driver back them
 //! with an MDL's pages: `DXGK_OPERATION_MAP_APERTURE_SEGMENT` before use,
 //! `DXGK_OPERATION_UNMAP_APERTURE_SEGMENT` (the range then points at VidMm's dummy page) when
-//! the range is released ([D] dxgmms2 `VIDMM_APERTURE_SEGMENT::MapApertureRange` →
+//! the range is released (\[D\] dxgmms2 `VIDMM_APERTURE_SEGMENT::MapApertureRange` →
 //! `VIDMM_GLOBAL::MapVideoApertureSegmentInternal`, `UnmapApertureRange` →
 //! `UnmapVideoApertureSegmentInternal`; callers `CommitResource`, `MapPagingBuffer`,
 //! `MapTemporaryResource`). The fields this VidMm fills are the ones those functions fill:

@@ -1,15 +1,15 @@
 //! VidMm's DMA pools (BR-65, BR-67): where the OS's own DMA buffers come from.
 //!
-//! - The paging pool ([D] `VIDMM_GLOBAL::InitDmaPools`, run by `VidMmInitializePagingProcess`
+//! - The paging pool (\[D\] `VIDMM_GLOBAL::InitDmaPools`, run by `VidMmInitializePagingProcess`
 //!   after the system devices): per physical adapter, two buffers of the driver's
 //!   `PagingBufferSize` in segment `PagingBufferSegmentId` (0: contiguous system memory).
 //!   Every paging buffer handed to `DxgkDdiBuildPagingBuffer` is one of them, so `DmaSize` is
-//!   the driver's own size ([`paging_buffer_bytes`]).
-//! - A privileged pool per context that needs one ([D] `DXGCONTEXT::Initialize` →
+//!   the driver's own size (`paging_buffer_bytes`).
+//! - A privileged pool per context that needs one (\[D\] `DXGCONTEXT::Initialize` →
 //!   `EnsurePriviledgedDmaPool`): contexts that do not run in GPU VA, and the contexts of
 //!   the session's CDD device. Its buffers come from the context's `DmaBufferSegmentSet`.
 //!
-//! Both pools check their segment set the same way ([D] `VIDMM_DMA_POOL::Init` →
+//! Both pools check their segment set the same way (\[D\] `VIDMM_DMA_POOL::Init` →
 //! `VIDMM_GLOBAL::VerifySegmentSet` with attribute 1): every segment named must exist and be
 //! an aperture segment (`DXGK_SEGMENTFLAGS.Aperture`), else `STATUS_INVALID_PARAMETER`. That is
 //! the rule the helios notes record as "a CPU-visible BAR memory segment first failed, an
@@ -91,7 +91,7 @@ pub(crate) fn paging_buffer_bytes(a: &AdapterShared) -> u32 {
 ///   `STATUS_INVALID_PARAMETER` (`VIDMM_DMA_POOL::Init`).
 /// - A GPU-VA context with no segment set: the pool takes contiguous memory, which has no
 ///   VidMm allocation, then maps that missing allocation into the context's VA space
-///   ([D] `VIDMM_DMA_POOL::AddDmaBufferToPool`): Windows bug-checks (helios saw 0x10E, 0x49).
+///   (\[D\] `VIDMM_DMA_POOL::AddDmaBufferToPool`): Windows bug-checks (helios saw 0x10E, 0x49).
 pub fn privileged_pool(
     model: &MemoryModel,
     uses_gpu_va: bool,

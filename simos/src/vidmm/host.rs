@@ -1,5 +1,5 @@
 //! What VidMm's operations ask of the machine they run in. VidMm sits below the machine: the
-//! machine hands itself in as a [`Host`] (its façade implements it) instead of VidMm naming
+//! machine hands itself in as a `Host` (its façade implements it) instead of VidMm naming
 //! it, so the layers stay one way.
 
 use std::time::Duration;
@@ -14,7 +14,7 @@ use crate::sync::fence::{MonitoredFence, WaitOutcome};
 /// The machine's services VidMm's paging, paging queues and GPU VA updates use.
 pub(crate) trait Host {
     /// The driver's handle of node `node`'s system context, the paging context VidMm builds
-    /// paging buffers for ([D] `VidSchGetDriverPagingContext`); 0 before start or after stop.
+    /// paging buffers for (\[D\] `VidSchGetDriverPagingContext`); 0 before start or after stop.
     fn paging_context(&self, a: &AdapterShared, node: u32) -> usize;
 
     /// VidSch's count of adapter-wide resets of `a` so far.

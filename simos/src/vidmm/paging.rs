@@ -13,7 +13,7 @@ use crate::base::lock::lock;
 use crate::ob::KmtHandle;
 use crate::vidmm::host::Host;
 
-/// One side of a TRANSFER that [`build_transfer`] builds.
+/// One side of a TRANSFER that `build_transfer` builds.
 #[derive(Clone, Copy, Debug)]
 pub enum TransferSide<'a> {
     /// A segment id and a segment address (`BaseAddress` + offset).

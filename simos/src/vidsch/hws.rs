@@ -1,9 +1,9 @@
 //! VidSch in hardware-scheduling (HWS) mode: what Dxgkrnl does for nodes whose metadata has
 //! `DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported`.
 //!
-//! **Node initialisation** ([`initialize_nodes`], at the end of a successful adapter start,
+//! **Node initialisation** (`initialize_nodes`, at the end of a successful adapter start,
 //! before any work can be scheduled):
-//! - BR-77 ([D] 22631 `dxgmms2/VidSchiInitializeNode`, called only from
+//! - BR-77 (\[D\] 22631 `dxgmms2/VidSchiInitializeNode`, called only from
 //!   `VidSchInitializeAdapter`, so not again after an adapter-wide reset): per hardware-scheduled
 //!   node `DxgkDdiSetupPriorityBands` with the defaults in 100 ns units (bands idle, normal,
 //!   focus, realtime): `gracePeriodForBand` {0, 0, 10000, 0}, `processQuantumForBand`
@@ -11,9 +11,9 @@
 //!   `targetNormalBandPercentage` from VIDSCH_GLOBAL+208, which only `VidSchSetYieldPercentage`
 //!   writes (its caller is not in the 22631 pseudocode): [`OsConfig::hws_normal_band_percentage`]
 //!   stands in for it. `STATUS_NOT_IMPLEMENTED` is tolerated, any other failure fails the
-//!   adapter with the driver's status; a NULL slot is treated as not implemented ([D] the
-//!   DxgCoreInterface thunk; [M] DxgkDdiSetupPriorityBands page).
-//! - BR-79 ([D] `VidSchCreateSchedulingLogs` from `VidMmInitializePagingProcess`, only for a
+//!   adapter with the driver's status; a NULL slot is treated as not implemented (\[D\] the
+//!   DxgCoreInterface thunk; \[M\] DxgkDdiSetupPriorityBands page).
+//! - BR-79 (\[D\] `VidSchCreateSchedulingLogs` from `VidMmInitializePagingProcess`, only for a
 //!   driver version ≥ 2.5; `VidSchiCreateNodeSchedulingLog`): per hardware-scheduled node a log
 //!   of 0x800 entries ([`OsConfig::sched_log_entries`] for tests), buffer `32 * (N + 1)` bytes
 //!   rounded to pages, header `NumberOfEntries = N` (FirstFreeEntryIndex and WraparoundCount
@@ -24,8 +24,8 @@
 //!   (paging-process) GPU space the CMP uses: the bus address, as for the native-fence logs
 //!   (`crate::sync::fencelog`).
 //!
-//! **Scheduling-log processing** ([`read_log`]): on `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`
-//! (DPC time; [D] `VidSchDdiNotifyInterruptWorker` case 0xF queues the node's log work only on
+//! **Scheduling-log processing** (`read_log`): on `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`
+//! (DPC time; \[D\] `VidSchDdiNotifyInterruptWorker` case 0xF queues the node's log work only on
 //! an adapter with hardware scheduling, so on another adapter the report is ignored — recorded
 //! in the triage log here), on [`Machine::scheduling_log`](crate::Machine::scheduling_log), before a context is destroyed and at
 //! teardown. Everything the GPU wrote is untrusted: the header (acquire) must name an index
@@ -36,14 +36,17 @@
 //! are counted as lost. Violations go to the adapter's triage log (`sched-log: …`) and the
 //! offending entry is not returned.
 //!
-//! **Contexts** (`ums::check_context_flags`, [`context_created`]): BR-92 ([D]
-//! `DXGCONTEXT::Initialize`, status `STATUS_UNSUCCESSFUL`), BR-94 ([D]
-//! `DxgkCreateHwQueueInternal`, `STATUS_INVALID_PARAMETER`), BR-95 ([D]
+//! **Contexts** (`ums::check_context_flags`, `context_created`): BR-92 (\[D\]
+//! `DXGCONTEXT::Initialize`, status `STATUS_UNSUCCESSFUL`), BR-94 (\[D\]
+//! `DxgkCreateHwQueueInternal`, `STATUS_INVALID_PARAMETER`), BR-95 (\[D\]
 //! `DXGHWQUEUE::InitializeForUserModeSubmission`, `STATUS_INVALID_PARAMETER`); after a context
 //! on a hardware-scheduled node is created, `DxgkDdiSetContextSchedulingProperties` with the
 //! normal band, `quantum` 20000, `gracePeriodSamePriority` 10000, `gracePeriodLowerPriority` 0
-//! ([D] `VidSchiUpdateDdiHwContextPriority`, from `VidSchiCreateHwContextInternal`, which
+//! (\[D\] `VidSchiUpdateDdiHwContextPriority`, from `VidSchiCreateHwContextInternal`, which
 //! ignores its status), and again on a priority change ([`Machine::set_context_priority`](crate::Machine::set_context_priority)).
+//!
+//! [`OsConfig::hws_normal_band_percentage`]: crate::OsConfig::hws_normal_band_percentage
+//! [`OsConfig::sched_log_entries`]: crate::OsConfig::sched_log_entries
 
 use std::sync::atomic::Ordering;
 
@@ -64,13 +67,14 @@ pub use crate::state::vidsch::{
     ContextPriority, HwsCall, HwsOs, NodeLog, SchedLogEntry, SchedLogStats,
 };
 
-/// `processQuantumForBand` etc. of [D] `VidSchiInitializeNode` (100 ns units).
+/// `processQuantumForBand` etc. of \[D\] `VidSchiInitializeNode` (100 ns units).
 pub const DEFAULT_GRACE_PERIOD_FOR_BAND: [u64; 4] = [0, 0, 10_000, 0];
 /// See [`DEFAULT_GRACE_PERIOD_FOR_BAND`].
 pub const DEFAULT_PROCESS_QUANTUM_FOR_BAND: [u64; 4] = [50_000, 50_000, 10_000, 20_000];
 /// See [`DEFAULT_GRACE_PERIOD_FOR_BAND`].
 pub const DEFAULT_PROCESS_GRACE_PERIOD_FOR_BAND: [u64; 4] = [20_000, 20_000, 30_000, 50_000];
-/// `quantum` of `DxgkDdiSetContextSchedulingProperties` ([D] `VidSchiUpdateDdiHwContextPriority`).
+/// `quantum` of `DxgkDdiSetContextSchedulingProperties`
+/// (\[D\] `VidSchiUpdateDdiHwContextPriority`).
 pub const CONTEXT_QUANTUM: u64 = 20_000;
 /// `gracePeriodSamePriority` (same source).
 pub const CONTEXT_GRACE_SAME_PRIORITY: u64 = 10_000;
@@ -92,7 +96,7 @@ pub(crate) fn is_hw_node(a: &AdapterShared, node: u32) -> bool {
 }
 
 /// VidMm's mapping of system memory into the paging process, which the scheduling logs need
-/// (the CMP writes them in the system space). VidMm calls VidSch there ([D]
+/// (the CMP writes them in the system space). VidMm calls VidSch there (\[D\]
 /// `InitPagingProcessVaSpace` → `VidSchRecommitSchedulingLogs`), so VidSch gets the mapping
 /// from its caller rather than naming VidMm.
 pub(crate) struct PagingSpace<'a> {

@@ -5,7 +5,7 @@
 //!
 //! - A process's `D3DKMTSubmitCommand` hands the KMD the UMD's own command buffer by its GPU
 //!   VA (`DxgkDdiSubmitCommandVirtual`), with no copy: the GPU reads the words when it runs
-//!   the packet, and again when a reset resubmits it ([`submit_legacy_va`]).
+//!   the packet, and again when a reset resubmits it (`submit_legacy_va`).
 //! - The OS's own DMA buffers (paging, system context) live in contiguous system memory
 //!   (`Memory::alloc_system`), submitted by physical address and freed when their fence ID
 //!   is retired.

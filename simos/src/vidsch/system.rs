@@ -2,7 +2,7 @@
 //!
 //! During adapter start, `VIDMM_GLOBAL::VidMmInitializePagingProcess` has VidSch create a
 //! system device and one system context per node through the driver's own DDIs
-//! ([D] `VidSchCreateSystemDevices`, `VidSchiCreateDeviceInternal`): `DxgkDdiCreateDevice`
+//! (\[D\] `VidSchCreateSystemDevices`, `VidSchiCreateDeviceInternal`): `DxgkDdiCreateDevice`
 //! with `Flags.SystemDevice`, then `DxgkDdiCreateContext` with `Flags.SystemContext` on each
 //! node. A failure of either fails the adapter with the driver's status (helios saw a
 //! `NOT_IMPLEMENTED` system context keep a 26100 adapter at Code 43). The OS's own DMA buffers

@@ -5,12 +5,13 @@
 //! `x86_64-pc-windows-msvc` cross-build of rvgpu_umd.dll, scripts/package.sh); it has never run
 //! on Windows. The DLL runs in the x86-64 emulator over the simulated OS's thunks
 //! (docs/pe-image.md, `simos/tests/pe_umd.rs`), which exercises the calls its C API makes.
-//! It runs only on Windows 11 24H2 or later (WDDM 3.2) with the rvgpu KMD installed, and even
-//! there allocation creation cannot succeed yet: [`WinKmt::create_allocation`] needs the KMD's
-//! `DxgkDdiCreateAllocation` and a GPU virtual address for the allocation, which the v1 KMD does
-//! not provide (identity GPU addressing, no VidMm segment model: docs/usermode-submission.md,
-//! "Private driver data"). The simulated OS (`rvgpu_simos`) implements the same trait and is
-//! where the submission logic is exercised.
+//! It runs only on Windows 11 24H2 or later (WDDM 3.2) with the rvgpu KMD installed. Allocation
+//! creation takes the GPU virtual address `D3DKMTCreateAllocation2` returns in
+//! `D3DDDI_ALLOCATIONINFO2`, as the simulated OS gives it; whether Windows fills it in for
+//! rvgpu's allocations is not yet checked on a real machine, and where it does not,
+//! [`create_allocation`](crate::kmt::Kmt::create_allocation) fails with `STATUS_NOT_SUPPORTED`
+//! rather than guess an address. The simulated OS (`rvgpu_simos`) implements the same trait
+//! and is where the submission logic is exercised.
 //!
 //! **Where the thunks come from.**
 //! - Up to WDDM 3.1 (`D3DKMTOpenAdapterFromLuid`, `D3DKMTCreateDevice`,
@@ -36,6 +37,9 @@
 //! **CPU views** are raw pointers the OS returned (ring and ring control through `Lock2`,
 //! doorbell page, doorbell status page, last-queued value, progress fence). Every access is
 //! atomic or volatile, 8-byte aligned, and bounds-checked where a size is known.
+//!
+//! [`Kmt`]: crate::kmt::Kmt
+//! [`WinKmt::create_allocation`]: crate::kmt::Kmt::create_allocation
 
 mod device;
 mod gdi32;

@@ -198,8 +198,8 @@ impl Kmt for WinKmt {
 
     /// `D3DKMTCreateAllocation2` with the UMD's private data: handle, GPU VA and the size the
     /// KMD gives it (`DxgkDdiCreateAllocation` rounds to whole pages). Needs an OS-assigned
-    /// GPU VA in `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress`; without one (the v1 KMD, see the
-    /// module documentation) it returns `STATUS_NOT_SUPPORTED`.
+    /// GPU VA in `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress`; without one (see the module
+    /// documentation) it returns `STATUS_NOT_SUPPORTED`.
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
     fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
         let size = pdd
@@ -474,7 +474,7 @@ impl Kmt for WinKmt {
     }
 
     /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue` (windows-sys; MF-03): the objects go in
-    /// chunks of [`SYNC_CHUNK`] (waiting on each chunk in turn is waiting on all).
+    /// chunks of `SYNC_CHUNK` (waiting on each chunk in turn is waiting on all).
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitwaitforsyncobjectstohwqueue>
     fn submit_wait_to_hw_queue(
         &self,

@@ -40,7 +40,7 @@ impl From<RingError> for SubmitError {
     }
 }
 
-/// How a [`UserQueue`] currently submits.
+/// How a [`UserQueue`](crate::submit::UserQueue) currently submits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SubmissionPath {
     /// Its own ring and doorbell (UM-16).
@@ -54,7 +54,7 @@ pub enum SubmissionPath {
 pub struct QueueConfig {
     /// Engine (node ordinal) of the context.
     pub node: u32,
-    /// [`HwQueuePdd::priority`] (the KMD clamps it).
+    /// [`HwQueuePdd::priority`](rvgpu_hw::pdd::HwQueuePdd::priority) (the KMD clamps it).
     pub priority: u32,
     /// User-mode ring size in bytes: a power of two in `RING_MIN..=RING_MAX`.
     pub ring_size: u32,

@@ -443,7 +443,7 @@ impl<K: Kmt> KernelQueue<K> {
         self.path.progress.fence
     }
 
-    /// The device's queue id (from [`HwQueuePdd`]).
+    /// The device's queue id (from [`HwQueuePdd`](rvgpu_hw::pdd::HwQueuePdd)).
     pub fn queue_id(&self) -> u32 {
         self.path.queue_id
     }

@@ -43,6 +43,11 @@
 //!   reports each operation's "queued" event to the caller's [`FenceTrace`]. Kernel-mode queues
 //!   have no logs: [`KernelQueue::submit_ops`] emits no LOG_WRITE, and the fallback drops the
 //!   LOG_WRITEs of what it resubmits and of everything submitted after it.
+//!
+//! [`Kmt`]: crate::kmt::Kmt
+//! [`HwQueuePdd`]: rvgpu_hw::pdd::HwQueuePdd
+//! [`DoorbellPdd`]: rvgpu_hw::pdd::DoorbellPdd
+//! [`FenceTrace`]: crate::fencelog::FenceTrace
 
 mod batch;
 mod config;

@@ -849,7 +849,7 @@ pub struct DbgInfoRace {
     pub caps_queries: usize,
 }
 
-/// One thread of [`UserModeSubmission::stream`]: submits `batches` to an existing queue, in order.
+/// One thread of [`Tdr::stream`]: submits `batches` to an existing queue, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamLane {
     /// The queue (taken by the thread for the call).

@@ -22,12 +22,12 @@
 //!
 //! The simulated OS's rule table (simos `adapter::rules`) takes its DDI rows from here; the
 //! DDI-table tests, the robustness tests and docs/ddi-status.md are checked against it.
-//! "[D]" cites a decompiled Windows function (docs/windows-bringup.md), "[D24]" one of the
+//! "\[D\]" cites a decompiled Windows function (docs/windows-bringup.md), "\[D24\]" one of the
 //! 24H2 build.
 
 use crate::basic::NTSTATUS;
 
-/// The prefix of every [`Ddi::page`].
+/// The prefix of every [`Ddi::page`](field@Ddi::page).
 pub const MS: &str = "https://learn.microsoft.com/windows-hardware/drivers/ddi/";
 
 /// `STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST` (ntstatus.h 0xC01E0116): the one failure status
@@ -63,9 +63,9 @@ pub enum Wrapper {
     /// Through one of Dxgkrnl's `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrappers, which compare
     /// the IRQL before and after the call and write a Critical watchdog record 0x113 / 0x10 on a
     /// mismatch (BR-24, docs/windows-bringup.md §15 Q10). Each DDI marked so has such a wrapper
-    /// in the 22631 pseudocode ([D]: 165 wrappers carry `WdLogSingleEntry5(0, 0x113, 0x10, …)`,
+    /// in the 22631 pseudocode (\[D\]: 165 wrappers carry `WdLogSingleEntry5(0, 0x113, 0x10, …)`,
     /// among them `DdiQueryAdapterInfo`, `DdiCreateHwQueue`, `DdiBuildPagingBuffer`,
-    /// `DdiCreateProcess`), `DxgkDdiCreateNativeFence` in the WDDM 3.2 builds ([D24]
+    /// `DdiCreateProcess`), `DxgkDdiCreateNativeFence` in the WDDM 3.2 builds (\[D24\]
     /// `ADAPTER_RENDER::DdiCreateNativeFence` @ 0x140425BF0).
     IrqlChecked,
     /// No IRQL comparison known: the PnP-layer wrappers (`DpiDxgkDdiAddDevice`,
@@ -80,11 +80,11 @@ pub enum Wrapper {
 pub enum Slot {
     /// No list rule names the slot.
     None,
-    /// BR-02 ([D] `DpiInitializeInternal`): `DxgkInitialize` requires it.
+    /// BR-02 (\[D\] `DpiInitializeInternal`): `DxgkInitialize` requires it.
     Load,
     /// BR-02: `DxgkInitialize` requires one of the slots so marked.
     LoadOneOf,
-    /// BR-56 ([D] `CreateRenderCore`): one of the DDIs whose presence makes a render core.
+    /// BR-56 (\[D\] `CreateRenderCore`): one of the DDIs whose presence makes a render core.
     RenderCore,
     /// BR-73: a node with user-mode submission needs it.
     Doorbell,
@@ -174,7 +174,7 @@ pub struct Ddi {
     /// The class of the slot.
     pub class: Class,
     /// Why the slot is in its class, with the source that says so where that is not
-    /// [`Ddi::page`].
+    /// [`Ddi::page`](field@Ddi::page).
     pub reason: &'static str,
     /// The cells docs/ddi-status.md shows after the slot's name: requirements and source for a
     /// mandatory slot, what rvgpu does and why for an optional one, why not for one left out.

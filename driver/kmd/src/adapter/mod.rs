@@ -232,7 +232,7 @@ pub struct Adapter<P: Platform> {
     /// What the ISR checks event records against, and what it dropped.
     pub event_guard: EventGuard,
     /// Finds an interrupt delivery lost with no event after it
-    /// ([`crate::watchdog`]). Armed while started and in D0.
+    /// (`crate::watchdog`). Armed while started and in D0.
     pub watchdog: crate::watchdog::Watchdog<P>,
 }
 

@@ -19,7 +19,7 @@
 //!
 //! Refusals are `STATUS_INVALID_PARAMETER`, the only failure besides `STATUS_BUFFER_OVERFLOW`
 //! that 24H2's Dxgkrnl accepts from this DDI without logging "Driver returned an invalid
-//! NTSTATUS code" ([D] `ADAPTER_RENDER::DdiBuildTestCommandBuffer` @ 0x1401A12AC):
+//! NTSTATUS code" (\[D\] `ADAPTER_RENDER::DdiBuildTestCommandBuffer` @ 0x1401A12AC):
 //! an unknown operation, reserved bits or a reserved word set, a handle that names no context
 //! (or hardware queue, per `Flags.HardwareQueue`) of this adapter, a size of 0 or not a multiple
 //! of 4 (the reference pages' rule), a size or address the device cannot move (not a multiple

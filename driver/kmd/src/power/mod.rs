@@ -6,32 +6,32 @@
 //!   power components, once per physical adapter, after DRIVERCAPS and after the render core
 //!   (VidSch) exists: `DXGKQAITYPE_NUMPOWERCOMPONENTS` (4-byte output; input: the 4-byte
 //!   physical-adapter index), then `DXGKQAITYPE_POWERCOMPONENTINFO` per component (input: the
-//!   `DXGK_POWER_COMPONENT_INDEX` value, output 336 bytes) ([D] 22631
+//!   `DXGK_POWER_COMPONENT_INDEX` value, output 336 bytes) (\[D\] 22631
 //!   `DXGADAPTER::InitializePowerManagement`, which returns at once when the cap is clear).
 //! - It checks each answer (1..=8 F-states, no reserved flag, ≤ 16 providers, F0 latency and
 //!   residency 0, F0 power non-zero, latencies not decreasing and powers not increasing with
-//!   the F-state) and that an engine component names an existing node ([D]
+//!   the F-state) and that an engine component names an existing node (\[D\]
 //!   `VidSchInitializeComponentPowerManagement`), failing the start with
 //!   `STATUS_INVALID_PARAMETER`. It then asks each engine component for P-states
 //!   (`DXGKQAITYPE_POWERCOMPONENTPSTATEINFO`) and tolerates a failure: rvgpu's engines have one
 //!   fixed clock, so the type stays unanswered (`NOT_IMPLEMENTED`).
 //! - `DxgkDdiSetPowerComponentFState(index, F)` runs from PoFx's idle-state callback at
 //!   IRQL <= DISPATCH_LEVEL, zero-level synchronisation, one thread per component at a time
-//!   ([M] nc-d3dkmddi-dxgkddisetpowercomponentfstate). Dxgkrnl's wrapper accepts
+//!   (\[M\] nc-d3dkmddi-dxgkddisetpowercomponentfstate). Dxgkrnl's wrapper accepts
 //!   `STATUS_SUCCESS` and `STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST` and only logs anything
-//!   else ([D] `DXGADAPTER::DdiSetPowerComponentFState`,
+//!   else (\[D\] `DXGADAPTER::DdiSetPowerComponentFState`,
 //!   `DXGADAPTER::PowerRuntimeComponentIdleStateCallback_Worker`); the page documents
 //!   `STATUS_INVALID_PARAMETER` for a failure, which is what a bad index or F-state gets here.
 //! - With `DXGK_POWER_COMPONENT_FLAGS::DriverCompletesFStateTransition` clear Dxgkrnl completes
-//!   the PoFx transition itself when the DDI returns (`PoFxCompleteIdleState`, [D] the same
-//!   worker); rvgpu leaves it clear, so it never calls `DxgkCbCompleteFStateTransition` ([M]
+//!   the PoFx transition itself when the DDI returns (`PoFxCompleteIdleState`, \[D\] the same
+//!   worker); rvgpu leaves it clear, so it never calls `DxgkCbCompleteFStateTransition` (\[M\]
 //!   nc-d3dkmddi-dxgkcb_completefstatetransition: "if this member is not set, the driver
 //!   should not call this function"). The transition is complete when the register write
 //!   returns.
 //! - `DxgkDdiPowerRuntimeControlRequest` (IRQL <= DISPATCH_LEVEL) carries Dxgkrnl's
 //!   `GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START` / `_STARTED` / `_STOPPED` notifications
-//!   ([D] `DXGADAPTER::StartRuntimePowerManagement`, `Stop`, `PrepareToRemove`) and PEP
-//!   requests. Its wrapper accepts `STATUS_SUCCESS` and `STATUS_INVALID_PARAMETER` only ([D]
+//!   (\[D\] `DXGADAPTER::StartRuntimePowerManagement`, `Stop`, `PrepareToRemove`) and PEP
+//!   requests. Its wrapper accepts `STATUS_SUCCESS` and `STATUS_INVALID_PARAMETER` only (\[D\]
 //!   `DXGADAPTER::DdiPowerRuntimeControlRequest`): the notifications succeed, every other
 //!   code (rvgpu defines none with a PEP) is `STATUS_INVALID_PARAMETER`.
 //!
@@ -40,8 +40,8 @@
 //! doorbell loses its page: disconnect, victimisation, destroy). A ring can reach a connected
 //! queue at any time and no OS path brings the engine to F0 for it (24H2 takes no power
 //! reference in `K:DXGDOORBELL::Connect`@0x1401D7B90); PoFx moves a component to a lower
-//! F-state only at reference count zero ([M] nc-d3dkmddi-dxgkcb_setpowercomponentactive), and
-//! the device to D3 only once every component is idle ([M] nf-wdm-pofxsetdeviceidletimeout).
+//! F-state only at reference count zero (\[M\] nc-d3dkmddi-dxgkcb_setpowercomponentactive), and
+//! the device to D3 only once every component is idle (\[M\] nf-wdm-pofxsetdeviceidletimeout).
 //!
 //! State: the F-state the OS last set, per engine, in an atomic (written before the register,
 //! so a concurrent adapter reset, which may run beside these DDIs, is followed by

@@ -52,7 +52,7 @@ use contract::{
 
 /// The slot after `DxgkDdiNotifyWorkSubmission` (byte 1368): `DxgkDdiFlushHwQueue` on
 /// Microsoft's reference page and in pre-release headers, `Reserved4` in the 26100 WDK. The
-/// 22631 kernel refuses a user-mode-submission node unless it is filled ([D]
+/// 22631 kernel refuses a user-mode-submission node unless it is filled (\[D\]
 /// `ADAPTER_RENDER::Initialize`, triage event 1290, `STATUS_INVALID_PARAMETER`) and never calls
 /// it; its signature is not published. Filled so that the node starts under either reading
 /// (docs/windows-bringup.md §15, question 2); if a kernel ever calls it, it refuses and reads

@@ -87,7 +87,7 @@ impl Machine {
     /// first mapped into a range of the aperture (`MAP_APERTURE_SEGMENT`, as
     /// `VIDMM_APERTURE_SEGMENT::MapTemporaryResource` does), filled through it, and unmapped
     /// (`UNMAP_APERTURE_SEGMENT`) once the fill is built. Windows unmaps after the paging
-    /// engine has run it ([D] `UnmapApertureRange` waits for the paging engines); this VidMm
+    /// engine has run it (\[D\] `UnmapApertureRange` waits for the paging engines); this VidMm
     /// unmaps at once, which only a driver that translates aperture addresses when it builds
     /// the packets (as rvgpu's does: the device has no GART) survives: stricter, never laxer.
     pub fn page_in(

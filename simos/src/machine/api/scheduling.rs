@@ -50,7 +50,7 @@ impl Machine {
     }
 
     /// D3DKMTSetContextSchedulingPriority-like: a new band / priority for `context`; the KMD is
-    /// told through `DxgkDdiSetContextSchedulingProperties` ([D] `VidSchSetPriorityHwContext`
+    /// told through `DxgkDdiSetContextSchedulingProperties` (\[D\] `VidSchSetPriorityHwContext`
     /// → `VidSchiUpdateDdiHwContextPriority`). Contexts on software-scheduled nodes:
     /// `STATUS_INVALID_PARAMETER` (the simulation's choice).
     pub fn set_context_priority(

@@ -9,7 +9,8 @@ use std::sync::RwLock;
 pub enum Range {
     /// Memory (an image, a stub page, a stack).
     Ram,
-    /// A register window: accesses go to [`kernel::window_access`] with this base.
+    /// A register window: accesses go to
+    /// [`kernel::window_access`](crate::adapter::kernel::window_access) with this base.
     Window,
 }
 

@@ -15,7 +15,7 @@ pub enum StubResult {
     NoReturn,
     /// The routine raises this exception (an NTSTATUS) in a user-mode caller (an access
     /// violation on a bad pointer to `AcquireSRWLockExclusive`): nothing in the DLL handles it,
-    /// so the process ends there ([`Stop::UserException`]).
+    /// so the process ends there ([`Stop::UserException`](super::Stop::UserException)).
     Raise(u32),
 }
 

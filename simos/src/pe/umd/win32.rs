@@ -11,7 +11,7 @@
 //!   `D3DKMTWaitForSynchronizationObjectFromCpu` carries the OS's registered fence waits; the
 //!   event is signalled when all of them are released, which `WaitForSingleObject` waits for.
 //! - Modules: `GetModuleHandleW`/`LoadLibraryW` know gdi32.dll (the one module the DLL looks
-//!   up), `GetProcAddress` answers the run-time thunks ([`super::gdi32::RUNTIME`]), NULL
+//!   up), `GetProcAddress` answers the run-time thunks (`super::gdi32::RUNTIME`), NULL
 //!   otherwise (the DLL then reports `STATUS_NOT_SUPPORTED`, as on a Windows without them).
 //! - ETW (`EventRegister` …): registration succeeds, no session ever enables the provider
 //!   (`EventProviderEnabled` is FALSE), so the DLL writes no events.

@@ -33,7 +33,7 @@ pub(crate) fn next_handle() -> usize {
     NEXT_HANDLE.fetch_add(0x10, Ordering::Relaxed)
 }
 
-/// What [`Machine::create_native_fence`] creates.
+/// What [`Machine::create_native_fence`](crate::Machine::create_native_fence) creates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NativeFenceDesc {
     /// Initial CurrentValue.

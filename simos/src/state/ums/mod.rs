@@ -267,7 +267,7 @@ pub(crate) struct DoorbellObj {
 pub enum Power {
     /// D0.
     D0,
-    /// D3 (after [`Machine::power_down`]).
+    /// D3 (after [`Machine::power_down`](crate::Machine::power_down)).
     D3,
 }
 

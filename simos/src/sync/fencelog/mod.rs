@@ -33,6 +33,8 @@
 //!
 //! [`LogState`] is pure (memory words only) so it can be unit-tested and benchmarked with
 //! synthetic buffers; [`Producer`] writes entries and headers exactly as the device does.
+//!
+//! [`TraceEvent::LogEntry`]: crate::TraceEvent::LogEntry
 
 pub(crate) mod drain;
 pub(crate) mod life;

@@ -35,7 +35,7 @@ pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
     }
 }
 
-/// The paging process's GPU VA space (BR-65, BR-66 order; [D]
+/// The paging process's GPU VA space (BR-65, BR-66 order; \[D\]
 /// `VIDMM_GLOBAL::VidMmInitializePagingProcess` → `VIDMM_PAGING_PROCESS::InitPagingProcess`
 /// → `InitPagingProcessVaSpace`): after the system device and contexts exist, VidMm opens
 /// the adapter for the system process (`DxgkDdiCreateProcess` with `SystemProcess`),
@@ -141,7 +141,7 @@ fn each_system_page(
     Ok(())
 }
 
-/// The first half of the paging process ([D] `VIDMM_PAGING_PROCESS::InitPagingProcess`, before
+/// The first half of the paging process (\[D\] `VIDMM_PAGING_PROCESS::InitPagingProcess`, before
 /// `VidSchCreateSystemDevices`): VidMm opens the adapter for the system process, so the driver
 /// sees `DxgkDdiCreateProcess` with `SystemProcess`; the system device is created in it. A
 /// GpuMmu adapter only; a failure fails the start with the driver's status.

@@ -21,6 +21,8 @@
 //! Paging here completes before a thunk returns, so the paging fence value a thunk hands back
 //! has been reached already: VidMm signals the queue's fence to it before returning (the
 //! "ready to be accessed immediately" case of the D3DKMT pages).
+//!
+//! [`AddressSpace`]: crate::state::vidmm::gpuva::AddressSpace
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,8 @@
 //! Recovery of a hardware-scheduled node: `DxgkDdiResetHwEngine`, then — only if it
-//! returned `STATUS_SUCCESS` — `DxgkDdiResumeHwEngine` ([D] 22631 `dxgmms2/VidSchiResetHwEngine`:
-//! `DxgCoreInterface[39]`, then `[40]` only when the first returned 0; the result is "resume
-//! returned 0"). Either failing escalates to the adapter-wide path with reason 9. No
+//! returned `STATUS_SUCCESS` — `DxgkDdiResumeHwEngine` (\[D\] 22631
+//! `dxgmms2/VidSchiResetHwEngine`: `DxgCoreInterface[39]`, then `[40]` only when the first
+//! returned 0; the result is "resume returned 0"). Either failing escalates to the
+//! adapter-wide path with reason 9. No
 //! `DxgkDdiResetEngine` and no `LastAbortedFenceId` on such nodes: the OS's (S, C) of the
 //! node's kernel-mode ring are left as they are (the KMD keeps innocent work, and fails the
 //! reset when one of the OS's own node-ring packets was aborted, driver/kmd/src/reset.rs).

@@ -5,7 +5,7 @@
 //! (0x117) and their recoveries happen within one minute, the OS bug-checks on the next hang;
 //! engine timeouts (0x141) do not count unless one is promoted to an adapter-wide reset.
 //! "TDR registry keys": `TdrLimitCount` (default 5) and `TdrLimitTime` (default 60 s) under
-//! `GraphicsDrivers`. The page names no code; 24H2 Dxgkrnl does ([D24]):
+//! `GraphicsDrivers`. The page names no code; 24H2 Dxgkrnl does (\[D24\]):
 //! - `TdrInit` @ 0x1401CFC24 reads both values: `TdrLimitCount` 0 reads as 1 and above 32 as
 //!   32, `TdrLimitTime` below 5 as 5 and above 3600 as 3600.
 //! - `TdrIsRecoveryRequired` @ 0x1401D01F0, on an adapter timeout after the stage-1 debug data

@@ -1,24 +1,24 @@
 //! Timeout detection and recovery: the VidSch side (docs/tdr.md#the-simulated-os, TDR-01 … TDR-09,
 //! UM-10).
 //!
-//! **Scheduling state** (per adapter, [`TdrOs`]): per node the OS's own `(S, C)` — last
+//! **Scheduling state** (per adapter, `TdrOs`): per node the OS's own `(S, C)` — last
 //! submitted and last completed fence ID of the kernel-mode ("legacy") path of
 //! [`crate::vidsch::legacy`] — with every DMA buffer in flight ([`Packet`]: fence ID, paging flag,
 //! owning device, devices owning the allocations it references, its DMA buffer). Interrupt
 //! reports of the node (`DMA_COMPLETED`, `DMA_PREEMPTED`, `DMA_FAULTED`, `ENGINE_STATE_CHANGE`
-//! to `HUNG`) are captured at ISR time ([`isr_report`], under the adapter's interrupt lock) and
-//! processed at DPC time ([`dpc_process`]): a completion ID above S or below C is bug check
+//! to `HUNG`) are captured at ISR time (`isr_report`, under the adapter's interrupt lock) and
+//! processed at DPC time (`dpc_process`): a completion ID above S or below C is bug check
 //! 0x119 / 0x1; `DmaPreempted.LastCompletedFenceId` must equal the OS's C (else 0x119 / 0x1).
 //!
 //! **Detection** (VidSch's PASSIVE worker: the adapter's worker thread, or the step loop;
-//! [`run_passive`]): a node with `S > C` and no completion for the timeout; a hardware queue
+//! `run_passive`): a node with `S > C` and no completion for the timeout; a hardware queue
 //! (kernel- or user-mode) of the node that is not suspended, has `last_queued > completed` and
 //! whose progress fence has not moved for the timeout (UM-16; a queue blocked on a GPU wait
 //! counts too, docs/tdr.md Q7); an `EngineStateChange(HUNG)` (immediate); a `DmaFaulted`.
 //! TDR is **opt-in per adapter** ([`Machine::enable_tdr`]): the fence and user-mode submission
 //! tests park queues on purpose and must keep their meaning. Windows' TDR is always on.
 //!
-//! **The TDR-05 sequence** ([`recover_node`]): preemption attempt (`DxgkDdiPreemptCommand`,
+//! **The TDR-05 sequence** (`recover_node`): preemption attempt (`DxgkDdiPreemptCommand`,
 //! DISPATCH; only when the node has kernel-mode DMA buffers in flight: hardware queues are not
 //! preempted through it) → preemption timeout → `DxgkDdiCollectDbgInfo(0x141)` (PASSIVE,
 //! output bounded by `BufferSize`, checked with a guard) → **snapshot** under the adapter's
@@ -39,7 +39,7 @@
 //! UM-10: every doorbell of an errored device goes `DISCONNECTED_ABORT`; nothing happens to
 //! other devices.
 //!
-//! **Adapter-wide path** ([`adapter_reset`], docs/tdr.md#the-simulated-os): `CollectDbgInfo(0x117)`, every
+//! **Adapter-wide path** (`adapter_reset`, docs/tdr.md#the-simulated-os): `CollectDbgInfo(0x117)`, every
 //! user-mode submission thunk and kernel-mode submission gated, `DxgkDdiResetFromTimeout`
 //! (failure: bug check 0x116), every node `C := S` with its in-flight packets dropped and their
 //! devices (and every device with a hardware queue behind its last-queued value) in error,
@@ -47,12 +47,16 @@
 //! failed `DxgkDdiResetEngine` (TDR-09) or an aborted paging packet (TDR-08): reason
 //! `EngineTimeoutPromotedToAdapterReset` (9) is recorded.
 //!
-//! **Hardware-scheduled nodes** ([`recover_hw_node`]): steps 1–7 as above, then
+//! **Hardware-scheduled nodes** (`recover_hw_node`): steps 1–7 as above, then
 //! `DxgkDdiResetHwEngine` and, only after `STATUS_SUCCESS`, `DxgkDdiResumeHwEngine` instead of
-//! `DxgkDdiResetEngine` ([D] `VidSchiResetHwEngine`); no fence bookkeeping; either failing goes
+//! `DxgkDdiResetEngine` (\[D\] `VidSchiResetHwEngine`); no fence bookkeeping; either failing goes
 //! adapter-wide (reason 9).
 //!
 //! Every step is a [`TdrEvent`] ([`Machine::tdr_events`]).
+//!
+//! [`Machine::enable_tdr`]: crate::Machine::enable_tdr
+//! [`Machine::set_tdr_pause`]: crate::Machine::set_tdr_pause
+//! [`Machine::tdr_events`]: crate::Machine::tdr_events
 
 mod control;
 mod hwsched;

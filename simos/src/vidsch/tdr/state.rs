@@ -160,7 +160,7 @@ pub struct TdrConfig {
     pub watch_hw_queues: bool,
     /// `GraphicsDrivers\TdrLimitCount`: adapter-wide recoveries within [`Self::limit_time`]
     /// after which the next adapter timeout bug-checks (default 5; read as 1 to 32,
-    /// [`super::limit`]).
+    /// `super::limit`).
     pub limit_count: u32,
     /// Threaded mode: `GraphicsDrivers\TdrLimitTime` (default 60 s; read as 5 s to 3600 s).
     pub limit_time: Duration,

@@ -4,7 +4,7 @@
 //!
 //! [`KmtBackend`] is generic over a [`KmtPlatform`], which finds the rvgpu adapters and opens
 //! a set of thunks (a D3DKMT device) on one. On Windows the platform is
-//! [`windows::WinPlatform`] (the real gdi32 thunks through `rvgpu_umd::kmt_windows::WinKmt`);
+//! `windows::WinPlatform` (the real gdi32 thunks through `rvgpu_umd::kmt_windows::WinKmt`);
 //! here it is [`sim::SimPlatform`] (the simulated thunks over the emulated GPU), so the
 //! backend's own logic — adapter life, buffers, queues, submission, fences, waits, tracked
 //! buffers, skips — is tested on Linux with the very code the Windows executable runs.
@@ -102,8 +102,10 @@ pub trait KmtMachine: Send {
     fn render_only(&self, i: usize) -> Result<bool, Failure>;
 
     /// Opens a device on adapter `i`: one set of thunks. The backend's "processes" are such
-    /// devices (a test program cannot create other processes' address spaces for itself; the
-    /// platform says in [`KmtMachine::separate_processes`] whether they are real processes).
+    /// devices (a test program cannot create other processes' address spaces for itself;
+    /// whether they are real processes depends on the platform: [`sim::SimPlatform`] creates a
+    /// simulated process for each, the Windows platform opens them all in the test program's
+    /// own process).
     fn open_device(&mut self, i: usize) -> Result<Arc<Self::Kmt>, Failure>;
 
     /// Closes what `open_device` opened for process `p` (its last queue is gone).
