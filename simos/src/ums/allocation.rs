@@ -97,6 +97,9 @@ pub(crate) fn create_allocation(
 /// device's process. On a GpuMmu adapter it is not resident: it is on no residency list
 /// until `D3DKMTMakeResident` ("Residency overview"), so its VA is not mapped yet.
 /// Returns the handle, the memory (the backing store) and the GPU VA.
+///
+/// The VA follows the `D3DDDI_ALLOCATIONINFO2` reference (an output). 24H2 assigns none here
+/// (docs/windows-bringup.md §13, after the table): not yet modelled.
 pub(crate) fn create_allocation2(
     a: &AdapterShared,
     device: KmtHandle,

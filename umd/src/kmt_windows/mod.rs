@@ -7,11 +7,11 @@
 //! (docs/pe-image.md, `simos/tests/pe_umd.rs`), which exercises the calls its C API makes.
 //! It runs only on Windows 11 24H2 or later (WDDM 3.2) with the rvgpu KMD installed. Allocation
 //! creation takes the GPU virtual address `D3DKMTCreateAllocation2` returns in
-//! `D3DDDI_ALLOCATIONINFO2`, as the simulated OS gives it; whether Windows fills it in for
-//! rvgpu's allocations is not yet checked on a real machine, and where it does not,
+//! `D3DDDI_ALLOCATIONINFO2`, as the simulated OS gives it; 24H2 returns none there
+//! (docs/windows-bringup.md §13), so on Windows
 //! [`create_allocation`](crate::kmt::Kmt::create_allocation) fails with `STATUS_NOT_SUPPORTED`
-//! rather than guess an address. The simulated OS (`rvgpu_simos`) implements the same trait
-//! and is where the submission logic is exercised.
+//! until it maps the allocation itself. The simulated OS (`rvgpu_simos`) implements the same
+//! trait and is where the submission logic is exercised.
 //!
 //! **Where the thunks come from.**
 //! - Up to WDDM 3.1 (`D3DKMTOpenAdapterFromLuid`, `D3DKMTCreateDevice`,
