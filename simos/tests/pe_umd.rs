@@ -585,6 +585,65 @@ fn um_01_d3dkmtsubmitcommand_refuses_what_windows_refuses() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
+/// `D3DKMTMakeResident` from the DLL's process checks its arguments as 24H2 does, before it
+/// opens the paging queue: no allocations, a NULL list, or `Flags.Value` of 4 or more (the
+/// structure has two flag bits) is STATUS_INVALID_PARAMETER, and `PagingFenceValue` is left
+/// as the caller wrote it. Each of the four valid flag values succeeds.
+#[test]
+fn d3dkmtmakeresident_refuses_the_arguments_24h2_refuses() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let (adapter, _) = open_queue(&p);
+    let before = p.objects();
+    buffer_4k(&p, adapter);
+    let made: Vec<u32> = p
+        .objects()
+        .into_iter()
+        .filter(|h| !before.contains(h))
+        .collect();
+    let [allocation] = made[..] else {
+        panic!("a buffer is one allocation: {made:?}");
+    };
+    // D3DKMT_CREATEPAGINGQUEUE: hDevice, Priority, then hPagingQueue out (bytes 8..12).
+    let mut q = [0u32; 8];
+    q[0] = p.devices()[0].device;
+    assert_eq!(
+        thunk(&p, "D3DKMTCreatePagingQueue", q.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    let queue = q[2];
+    let list = [allocation];
+    // D3DDDI_MAKERESIDENT: hPagingQueue, NumAllocations, AllocationList, PriorityList, Flags,
+    // PagingFenceValue (word 4), NumBytesToTrim.
+    let call = |queue: u32, count: u32, list: u64, flags: u32| {
+        let mut r = [0u64; 6];
+        r[0] = u64::from(queue) | (u64::from(count) << 32);
+        r[1] = list;
+        r[3] = u64::from(flags);
+        r[4] = 0xDEAD;
+        let status = thunk(&p, "D3DKMTMakeResident", r.as_mut_ptr() as u64);
+        (status, r[4])
+    };
+    let at = list.as_ptr() as u64;
+    for flags in 0..4 {
+        assert_eq!(call(queue, 1, at, flags).0, STATUS_SUCCESS, "Flags {flags}");
+    }
+    for (what, queue, count, list, flags) in [
+        ("Flags 4", queue, 1, at, 4),
+        ("Flags with the top bit", queue, 1, at, 0x8000_0000),
+        ("no allocations", queue, 0, at, 0),
+        ("a NULL list", queue, 1, 0, 0),
+        ("Flags 4 and no paging queue", 0, 1, at, 4),
+    ] {
+        assert_eq!(
+            call(queue, count, list, flags),
+            (STATUS_INVALID_PARAMETER, 0xDEAD),
+            "{what}"
+        );
+    }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
 /// NF-13: a native fence shared between two processes through the shipped DLL — created
 /// shareable in one, `rvgpu_fence_share` (`D3DKMTShareObjects`), duplicated into the other
 /// (`DuplicateHandle`, done here as the OS), `rvgpu_fence_open` there

@@ -644,18 +644,25 @@ fn unlock2(p: &UserProcess, at: u64) -> Status {
 
 /// `D3DDDI_MAKERESIDENT_FLAGS::CantTrimFurther`.
 const MAKERESIDENT_CANT_TRIM_FURTHER: u32 = 1 << 0;
+/// `D3DDDI_MAKERESIDENT_FLAGS` has two bits (`CantTrimFurther`, `MustSucceed`): a `Value`
+/// from this one up is refused.
+const MAKERESIDENT_FLAGS_END: u32 = 1 << 2;
 
 /// `D3DKMTMakeResident` on a paging queue of this process: `PagingFenceValue` out (already
 /// reached: paging finishes inside the call here); over budget is STATUS_NO_MEMORY with
 /// `NumBytesToTrim`, as the reference page describes.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
+///
+/// The arguments are checked in 24H2's order before the paging queue is opened
+/// (K `DxgkMakeResidentInternal` @0x1402A7570): no allocations, a NULL list and a `Flags.Value`
+/// of 4 or more are each STATUS_INVALID_PARAMETER.
 fn make_resident(p: &UserProcess, at: u64) -> Status {
     let a: MakeResident = args(at)?;
     probe_out::<MakeResident>(at)?;
-    let d = p.owner(a.h_paging_queue)?;
-    if a.num_allocations == 0 {
+    if a.num_allocations == 0 || a.allocation_list == 0 || a.flags >= MAKERESIDENT_FLAGS_END {
         return Err(STATUS_INVALID_PARAMETER);
     }
+    let d = p.owner(a.h_paging_queue)?;
     let list: Vec<u32> = array(a.allocation_list, a.num_allocations, MAX_ALLOCATIONS)?;
     let flags = MakeResidentFlags {
         cant_trim_further: a.flags & MAKERESIDENT_CANT_TRIM_FURTHER != 0,
