@@ -386,6 +386,33 @@ fn no_access_range_faults() {
     untouched(&m, &b);
 }
 
+/// `NoAccess` with `Write`, `Execute` or `Zero` is STATUS_INVALID_PARAMETER, as in 24H2, and
+/// records nothing.
+#[test]
+fn no_access_with_another_protection_refused() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let before = m.gpuva_live_counts(0);
+    for (other, what) in [
+        (GpuVaProtection::WRITE, "Write"),
+        (GpuVaProtection::EXECUTE, "Execute"),
+        (GpuVaProtection::ZERO, "Zero"),
+    ] {
+        refused(
+            p.k.map_gpu_va(&MapGpuVa {
+                paging_queue: p.pq.handle,
+                size_in_pages: 2,
+                protection: GpuVaProtection::NO_ACCESS | other,
+                ..MapGpuVa::default()
+            }),
+            STATUS_INVALID_PARAMETER,
+            what,
+        );
+    }
+    assert_eq!(m.gpuva_live_counts(0), before, "nothing recorded");
+    no_fault(&m);
+}
+
 /// Without `Write` the mapping is read-only: the GPU's walk of the process's tables reports
 /// `ReadOnly` for a write, reads work, and a queue FILL faults with nothing written.
 #[test]

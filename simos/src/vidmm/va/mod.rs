@@ -257,8 +257,9 @@ fn va_claim(
 /// DxgkMapGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal,
 /// INVALID_PARAMETER unless said:
 /// - `hPagingQueue` not a paging queue of the caller's device;
-/// - `Protection.SystemUseOnly` or a reserved bit; `Zero` without zero PTEs (status
-///   UNVERIFIED, as for Reserve);
+/// - `Protection.SystemUseOnly` or a reserved bit; `NoAccess` with `Write`, `Execute` or
+///   `Zero` (24H2: M `VIDMM_GLOBAL::VidMmMapGpuVirtualAddress` @0x1400F4F90, before the
+///   allocation is looked at); `Zero` without zero PTEs (status UNVERIFIED, as for Reserve);
 /// - unless `Zero` / `NoAccess` (where `hAllocation` is ignored): `hAllocation` not a live
 ///   allocation of the paging queue's device;
 /// - `SizeInPages` 0 means the allocation's size (in bytes, as VidMm compares it, so
@@ -284,6 +285,10 @@ pub(crate) fn gpu_va_map(
     }
     let prot = r.protection.0;
     if prot & PROTECTION_SYSTEM_USE_ONLY != 0 || prot >= 1 << 5 {
+        return Err(bad());
+    }
+    let other = PROTECTION_WRITE | PROTECTION_EXECUTE | PROTECTION_ZERO;
+    if prot & PROTECTION_NO_ACCESS != 0 && prot & other != 0 {
         return Err(bad());
     }
     if prot & PROTECTION_ZERO != 0 {
