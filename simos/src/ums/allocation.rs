@@ -441,7 +441,7 @@ pub(crate) fn destroy_allocation2(
     let Some(al) = os
         .allocations
         .get_mut(&h)
-        .filter(|al| al.device == device && !al.closed)
+        .filter(|al| al.is_open_to(device))
     else {
         return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     };

@@ -382,11 +382,7 @@ pub(crate) fn create_doorbell(
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
         for h in [ring, control] {
-            if os
-                .allocations
-                .get(&h)
-                .is_none_or(|al| al.device != device || al.closed)
-            {
+            if os.open_allocation(device, h).is_none() {
                 return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
             }
         }

@@ -379,9 +379,7 @@ impl UmsOs {
     /// Allocation `h` if it is `device`'s and not closed: the allocations a thunk of that
     /// device may name.
     pub(crate) fn open_allocation(&self, device: KmtHandle, h: KmtHandle) -> Option<&AllocObj> {
-        self.allocations
-            .get(&h)
-            .filter(|al| al.device == device && !al.closed)
+        self.allocations.get(&h).filter(|al| al.is_open_to(device))
     }
 
     pub(crate) fn node_ums(&self, node: u32) -> bool {

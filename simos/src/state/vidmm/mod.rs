@@ -90,6 +90,13 @@ pub(crate) struct AllocObj {
     pub(crate) cache: Option<Arc<CpuCache>>,
 }
 
+impl AllocObj {
+    /// Whether a thunk of `device` may name it: the device's, and its handle not destroyed.
+    pub(crate) fn is_open_to(&self, device: KmtHandle) -> bool {
+        self.device == device && !self.closed
+    }
+}
+
 /// What `DxgkDdiCreateAllocation` answered for one allocation.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Described {
