@@ -40,7 +40,8 @@ figures() {
 
 # bench_bin NAME: builds the rvgpu-simos bench NAME (bench profile) and prints its executable.
 # --workspace, not -p: cargo unifies features over the packages a command names, so this is the
-# binary CI's `cargo bench --workspace` built (with -p it rebuilt the simulated OS).
+# binary CI's `cargo bench --workspace` built (-p would unify them differently and rebuild
+# the simulated OS).
 bench_bin() {
     cargo bench --workspace --bench "$1" --no-run --message-format=json 2>/dev/null |
         grep -o "\"executable\":\"[^\"]*$1[^\"]*\"" | tail -n 1 |
