@@ -16,7 +16,11 @@
  * Queues: RVGPU_QUEUE_USER_MODE queues submit through their own ring and doorbell, without a
  * system call (the driver may move one to its kernel-mode fallback: rvgpu_queue_status shows
  * it). RVGPU_QUEUE_KERNEL_MODE queues submit every batch through the kernel. Each submission returns
- * a progress value; rvgpu_queue_wait waits for one.
+ * a progress value; rvgpu_queue_wait waits for one. A kernel-mode queue (and a user-mode queue on
+ * its fallback) never waits for work that may be held behind a GPU wait: it holds up to 4 MiB of
+ * commands behind one, then returns RVGPU_STATUS_WAS_STILL_DRAWING at once, having submitted
+ * nothing of the batch (of a batch with INDIRECT packets, the parts before the refusal went);
+ * signal what the queue waits for, or wait for an earlier value, and submit again.
  *
  * Fences are native timeline fences: a 64-bit value that only grows. The CPU signals and waits
  * (rvgpu_fence_signal, rvgpu_fence_wait); the GPU waits and signals as the wait and signal lists

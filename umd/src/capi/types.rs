@@ -29,7 +29,8 @@ pub enum RvgpuStatus {
     /// A kernel thunk failed for another reason.
     KernelError = 6,
     /// A lock with `RVGPU_LOCK_DO_NOT_WAIT` found the buffer in use by queued work
-    /// (D3D's `WasStillDrawing`); nothing was locked.
+    /// (D3D's `WasStillDrawing`); nothing was locked. Also a submission to a queue that holds
+    /// all the work it may behind a GPU wait ([`SubmitError::Full`]).
     WasStillDrawing = 7,
     /// A handle names no live object of its kind (destroyed, forged, or another kind's).
     InvalidHandle = 8,
@@ -179,6 +180,7 @@ pub fn status_from_submit(e: SubmitError) -> RvgpuStatus {
         | SubmitError::BadConfig
         | SubmitError::NotSubmitted => RvgpuStatus::InvalidArgument,
         SubmitError::Ring(_) | SubmitError::BadPrivateData => RvgpuStatus::KernelError,
+        SubmitError::Full => RvgpuStatus::WasStillDrawing,
     }
 }
 

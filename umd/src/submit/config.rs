@@ -26,6 +26,13 @@ pub enum SubmitError {
     /// The queue is unusable (device lost and the kernel-mode path failed too, or the ring
     /// stalled): drop it and create a new one (UM-10).
     Lost,
+    /// The queue holds as much work as it can behind a GPU wait it cannot see the end of (a
+    /// fence another party signals): making room would mean waiting for work the caller may
+    /// not have released yet. Nothing of the batch was submitted, unless its INDIRECT packets
+    /// made it several submissions and a later one was refused (the queue's last submitted
+    /// value says how far it got); release the wait or wait for an earlier value, then submit
+    /// again.
+    Full,
 }
 
 impl From<NtStatus> for SubmitError {

@@ -1,6 +1,7 @@
 //! The kernel-mode path: command buffers submitted through `D3DKMTSubmitCommandToHwQueue`
 //! ([`KernelQueue`], UM-01; also the user-mode queue's fallback).
 
+use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -21,11 +22,21 @@ use crate::ring::for_each_word;
 // Kernel-mode path
 // ---------------------------------------------------------------------------------------------
 
-/// Most command buffers a kernel-mode path keeps. A full buffer is replaced by the next one in
-/// the ring if the GPU is done with it, else by a new one while there are fewer than this:
-/// work queued behind a wait the caller itself will signal later (a CPU-signalled fence) does
-/// not block the caller's next submissions until that many buffers are in flight.
+/// Command buffers a kernel-mode path rotates through before it considers waiting. A full
+/// buffer is replaced by the next one in the ring if the GPU is done with it, else by a new
+/// one while there are fewer than this; past it the path waits for the oldest buffer only when
+/// that buffer's work cannot be held behind a wait (see [`MAX_HELD_BYTES`]).
 pub(super) const MAX_COMMAND_BUFFERS: usize = 8;
+
+/// Most command-buffer bytes a kernel-mode path holds while its oldest busy buffer may be
+/// behind a GPU wait it cannot see the end of: the same 4 MiB the KMD holds for a process
+/// behind a wait (`kmem::BACKLOG_PROCESS_BYTES`, docs/usermode-submission.md), so the UMD does
+/// not stop first. Past it a submission is refused at once ([`SubmitError::Full`]): waiting
+/// could wait for work the caller has yet to release.
+pub(super) const MAX_HELD_BYTES: u64 = 4 << 20;
+
+/// Most command buffers held that way, whatever their size (small test buffers).
+pub(super) const MAX_HELD_BUFFERS: usize = 1024;
 
 /// One command buffer of a [`KernelPath`] and the last progress value whose commands are in it.
 pub(super) struct CommandBuffer<M> {
@@ -50,6 +61,13 @@ pub(super) struct KernelPath<K: Kmt> {
     pub(super) head: u64,
     /// The last progress value submitted on this queue.
     pub(super) last: u64,
+    /// Progress values of submissions that may wait on the GPU for something outside this
+    /// queue (an OS-scheduled wait ahead of them, a `FENCE_WAIT`, an INDIRECT whose contents
+    /// the UMD does not read), in submission order. One at or below a value not yet completed
+    /// means that value's completion may depend on the caller: the path does not wait for it.
+    pub(super) gates: VecDeque<u64>,
+    /// An OS-scheduled GPU wait was queued: the next submission is held behind it.
+    pub(super) wait_queued: bool,
 }
 
 impl<K: Kmt> core::fmt::Debug for KernelPath<K> {
@@ -93,6 +111,8 @@ impl<K: Kmt> KernelPath<K> {
                 cur: 0,
                 head: 0,
                 last: 0,
+                gates: VecDeque::new(),
+                wait_queued: false,
             }),
             Err(e) => {
                 let _ = kmt.destroy_hw_queue(handle);
@@ -111,51 +131,80 @@ impl<K: Kmt> KernelPath<K> {
         self.cbs.first().map_or(0, |c| c.alloc.size)
     }
 
-    /// Moves to a buffer the GPU is done with: the next in the ring, a new one (up to
-    /// [`MAX_COMMAND_BUFFERS`]), or, with every buffer busy, the next after its last
-    /// submission completes (the oldest work, not all of the queue's).
+    /// Moves to a buffer the GPU is done with: the next in the ring, or a new one (up to
+    /// [`MAX_COMMAND_BUFFERS`]). With every buffer busy it waits for the oldest buffer's last
+    /// submission only when nothing ahead of it can wait on the GPU for the caller
+    /// ([`Self::held`]); otherwise it keeps adding buffers up to [`MAX_HELD_BYTES`] and then
+    /// refuses with [`SubmitError::Full`], having changed nothing.
     pub(super) fn next_buffer(&mut self, kmt: &K) -> Result<(), SubmitError> {
         let done = self.completed();
         let next = self.cur.saturating_add(1) % self.cbs.len().max(1);
         let busy = self.cbs.get(next).map_or(0, |c| c.last_use);
         if busy <= done {
             self.cur = next;
-        } else if self.cbs.len() < MAX_COMMAND_BUFFERS {
-            match kmt.create_allocation_as(self.cb_size(), crate::kmt::AllocationKind::Commands) {
-                Ok(alloc) => {
-                    // Inserted after the current one, so the ring stays in submission order.
-                    let at = self.cur.saturating_add(1);
-                    self.cbs.insert(at, CommandBuffer { alloc, last_use: 0 });
-                    self.cur = at;
-                }
-                // No memory for another: wait for the oldest, as with every buffer busy.
-                Err(_) => {
-                    kmt.wait_for_fence(self.progress.fence, busy)?;
-                    self.cur = next;
-                }
-            }
-        } else {
-            kmt.wait_for_fence(self.progress.fence, busy)?;
-            self.cur = next;
+            self.head = 0;
+            return Ok(());
         }
+        let held = self.held(busy);
+        if self.cbs.len() < MAX_COMMAND_BUFFERS || (held && self.may_hold_another()) {
+            if let Ok(alloc) =
+                kmt.create_allocation_as(self.cb_size(), crate::kmt::AllocationKind::Commands)
+            {
+                // Inserted after the current one, so the ring stays in submission order.
+                let at = self.cur.saturating_add(1);
+                self.cbs.insert(at, CommandBuffer { alloc, last_use: 0 });
+                self.cur = at;
+                self.head = 0;
+                return Ok(());
+            }
+            // No memory for another: as with every buffer busy.
+        }
+        if held {
+            return Err(SubmitError::Full);
+        }
+        kmt.wait_for_fence(self.progress.fence, busy)?;
+        self.cur = next;
         self.head = 0;
         Ok(())
+    }
+
+    /// Whether the completion of progress value `value` may wait on the GPU for something
+    /// outside this queue: a submission at or below it that may wait
+    /// ([`gates`](Self::gates)) has not completed. Completed gates are forgotten.
+    pub(super) fn held(&mut self, value: u64) -> bool {
+        let done = self.completed();
+        while self.gates.front().is_some_and(|&g| g <= done) {
+            self.gates.pop_front();
+        }
+        self.gates.front().is_some_and(|&g| g <= value)
+    }
+
+    /// Room for one more command buffer under [`MAX_HELD_BYTES`] and [`MAX_HELD_BUFFERS`].
+    fn may_hold_another(&self) -> bool {
+        let count = self.cbs.len().saturating_add(1);
+        let bytes = u64::try_from(count)
+            .unwrap_or(u64::MAX)
+            .saturating_mul(self.cb_size());
+        count <= MAX_HELD_BUFFERS && bytes <= MAX_HELD_BYTES
     }
 
     pub(super) fn completed(&self) -> u64 {
         self.progress.cpu.value()
     }
 
-    /// One `SubmitCommandToHwQueue` with the next progress value. While the KMD refuses it for
-    /// room (`STATUS_INSUFFICIENT_RESOURCES`: its ring is full) and earlier work is outstanding,
-    /// waits for the *oldest* outstanding submission and retries: waiting for all of them could
-    /// block on work that itself waits for something this thread has yet to do. Each round
-    /// retires at least one submission, so the rounds are bounded by the work in flight.
+    /// One `SubmitCommandToHwQueue` with the next progress value; `may_wait` says whether the
+    /// submission may wait on the GPU for something outside the queue (it becomes a gate). While
+    /// the KMD refuses it for room (`STATUS_INSUFFICIENT_RESOURCES`: it holds as much as it
+    /// will) and earlier work is outstanding, waits for the *oldest* outstanding submission and
+    /// retries, unless that one may be held behind a wait: then [`SubmitError::Full`] at once.
+    /// Each round retires at least one submission, so the rounds are bounded by the work in
+    /// flight.
     pub(super) fn submit_one(
         &mut self,
         kmt: &K,
         gpu: GpuVa,
         bytes: u64,
+        may_wait: bool,
     ) -> Result<u64, SubmitError> {
         let len = u32::try_from(bytes).map_err(|_| SubmitError::TooLarge)?;
         // The D3DKMT layer takes the raw address.
@@ -170,11 +219,19 @@ impl<K: Kmt> KernelPath<K> {
                     if done >= self.last {
                         return Err(e.into());
                     }
+                    let oldest = done.saturating_add(1);
+                    if self.held(oldest) {
+                        return Err(SubmitError::Full);
+                    }
                     rounds -= 1;
-                    kmt.wait_for_fence(self.progress.fence, done.saturating_add(1))?;
+                    kmt.wait_for_fence(self.progress.fence, oldest)?;
                 }
                 Err(e) => return Err(e.into()),
             }
+        }
+        if may_wait || self.wait_queued {
+            self.gates.push_back(value);
+            self.wait_queued = false;
         }
         self.last = value;
         Ok(value)
@@ -206,8 +263,9 @@ impl<K: Kmt> KernelPath<K> {
         let at = GpuVa::new(cb.gpu_va)
             .checked_add(start)
             .ok_or(SubmitError::TooLarge)?;
+        let may_wait = cmds.iter().any(|c| matches!(c, Command::FenceWait { .. }));
+        let value = self.submit_one(kmt, at, bytes, may_wait)?;
         self.head = off;
-        let value = self.submit_one(kmt, at, bytes)?;
         if let Some(c) = self.cbs.get_mut(cur) {
             c.last_use = value;
         }
@@ -248,7 +306,8 @@ impl<K: Kmt> KernelPath<K> {
                 if let Some(run) = cmds.get(start..i).filter(|r| !r.is_empty()) {
                     self.submit_copied(kmt, run)?;
                 }
-                last = self.submit_one(kmt, GpuVa::new(*addr), *bytes)?;
+                // What the buffer holds is the caller's: it may wait.
+                last = self.submit_one(kmt, GpuVa::new(*addr), *bytes, true)?;
                 start = i.saturating_add(1);
             }
         }
@@ -408,11 +467,13 @@ impl<K: Kmt> KernelQueue<K> {
     /// never kept back), so the batches before the wait are already ahead of it in the OS's
     /// list and the flush is the thunk alone. The wait holds only later work of this queue; the
     /// GPU is not blocked, and a CPU [`wait`](Self::wait) on a value submitted behind an
-    /// unsatisfied GPU wait blocks until it is satisfied (as does a command-buffer wrap, which
-    /// waits for the queue's last submission).
+    /// unsatisfied GPU wait blocks until it is satisfied. [`submit`](Self::submit) never waits
+    /// behind it: the queue holds up to `MAX_HELD_BYTES` of command buffers of later batches,
+    /// then refuses with [`SubmitError::Full`].
     pub fn gpu_wait_monitored(&mut self, fence: KmtHandle, value: u64) -> Result<(), SubmitError> {
         self.kmt
             .submit_wait_to_hw_queue(self.path.queue, &[(fence, value)])?;
+        self.path.wait_queued = true;
         Ok(())
     }
 

@@ -699,9 +699,13 @@ impl<K: Kmt> UserQueue<K> {
         } else {
             cmds
         };
+        let before = fb.path.last;
         let phys = match fb.path.submit(&self.kmt, cmds) {
             Ok(p) => p,
-            Err(SubmitError::TooLarge) => return Err(SubmitError::TooLarge),
+            // Refused before anything was submitted: the queue is still whole.
+            Err(e @ (SubmitError::TooLarge | SubmitError::Full)) if fb.path.last == before => {
+                return Err(e)
+            }
             Err(e) => {
                 // UM-10: the kernel-mode path failed as well; the caller recreates the queue.
                 self.lost = true;

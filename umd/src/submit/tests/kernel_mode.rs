@@ -3,8 +3,8 @@
 use super::*;
 
 /// UM-01: a full command buffer does not make a kernel-mode submission wait for the queue's
-/// earlier work (which may be held behind a fence the caller signals later): the path moves on
-/// to a new buffer, up to eight, and with all eight busy waits only for the oldest one.
+/// earlier work: the path moves on to a new buffer, up to eight, and with all eight busy (none
+/// of their work able to wait on the GPU) waits only for the oldest one.
 #[test]
 fn um_01_kernel_mode_command_buffers_rotate_before_waiting() {
     let m = Mock::new();
@@ -187,6 +187,92 @@ fn thunks_shared_through_arc() {
     let v = q.submit(&[fill(1)]).unwrap();
     q.wait(v).unwrap();
     assert_eq!(fills(&m), vec![(true, 1)]);
+}
+
+/// UM-01, MF-03: behind an OS-scheduled GPU wait the caller releases later, a kernel-mode
+/// queue takes 20,000 one-FILL batches without waiting for any of them (a wait there would be
+/// for work only the caller can release), adding command buffers; they all run, in order,
+/// once released.
+#[test]
+fn um_01_kernel_mode_queue_holds_20000_batches_behind_a_gpu_wait_without_waiting() {
+    let m = Mock::new();
+    let mut q = held_kernel_queue(&m, 4096);
+    let gate = m.create_native_fence(0).unwrap();
+    q.gpu_wait_monitored(gate.kmt, 1).unwrap();
+    m.clear_log();
+    for n in 1..=20_000u64 {
+        assert_eq!(q.submit(&[fill(n)]).unwrap(), n);
+    }
+    assert!(!m.log().iter().any(|e| matches!(e, Ev::Wait { .. })));
+    finish_in_order(&m, q, 20_000);
+}
+
+/// UM-01: a batch that waits on the GPU (`FENCE_WAIT`) holds what follows as an OS wait does;
+/// when the queue holds all the command memory it may (`MAX_HELD_BYTES`, here the buffer-count
+/// bound with 64-byte buffers), the next batch is refused at once with `Full`, nothing of it
+/// submitted and nothing waited for; once the GPU is past the wait, the queue takes batches
+/// again.
+#[test]
+fn um_01_kernel_mode_queue_refuses_at_once_when_full_behind_a_gpu_wait() {
+    let m = Mock::new();
+    let mut q = held_kernel_queue(&m, 64);
+    let waits = Command::FenceWait {
+        addr: 0xE000_0000,
+        value: 1,
+    };
+    assert_eq!(q.submit(&[waits]).unwrap(), 1);
+    // Two 32-byte batches per buffer; the FENCE_WAIT (24 bytes) took the first buffer's start.
+    let mut n = 1;
+    let refused = loop {
+        match q.submit(&[fill(n + 1)]) {
+            Ok(v) => {
+                n += 1;
+                assert_eq!(v, n);
+            }
+            Err(e) => break e,
+        }
+        assert!(n < 10_000, "never refused");
+    };
+    assert_eq!(refused, SubmitError::Full);
+    let held = n;
+    assert!(held >= 2 * 1000, "held {held}");
+    let log = m.log();
+    assert!(!log.iter().any(|e| matches!(e, Ev::Wait { .. })), "no wait");
+    let last_submit = log.iter().rev().find_map(|e| match e {
+        Ev::KmSubmit { value, .. } => Some(*value),
+        _ => None,
+    });
+    assert_eq!(
+        last_submit,
+        Some(held),
+        "the refused batch submitted nothing"
+    );
+    // The GPU runs past the wait (the mock does not model it: running is the release).
+    m.w().run_all();
+    assert_eq!(q.submit(&[fill(held + 1)]).unwrap(), held + 1);
+    m.w().run_all();
+    q.wait(held + 1).unwrap();
+    q.close().unwrap();
+    m.check();
+}
+
+/// UM-01: when the KMD says it holds as much as it will (`STATUS_INSUFFICIENT_RESOURCES`)
+/// and the oldest outstanding submission is behind a GPU wait, the submission is refused at
+/// once with `Full` instead of waiting for it.
+#[test]
+fn um_01_kernel_ring_full_behind_a_gpu_wait_is_refused_not_waited() {
+    let m = Mock::new();
+    m.w().km_ring_slots = Some(3);
+    let mut q = held_kernel_queue(&m, 4096);
+    let gate = m.create_native_fence(0).unwrap();
+    q.gpu_wait_monitored(gate.kmt, 1).unwrap();
+    for n in 1..=3u64 {
+        assert_eq!(q.submit(&[fill(n)]).unwrap(), n);
+    }
+    m.clear_log();
+    assert_eq!(q.submit(&[fill(4)]), Err(SubmitError::Full));
+    assert!(!m.log().iter().any(|e| matches!(e, Ev::Wait { .. })));
+    finish_in_order(&m, q, 3);
 }
 
 /// A kernel-mode queue with `command_buffer_size`-byte command buffers on a device that runs
