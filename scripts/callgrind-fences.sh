@@ -83,6 +83,36 @@ echo "| simulated OS path (not driver code) | total | OS (all of it) |"
 echo "|---|---:|---:|"
 echo "| VidSch DPC-time fence work per NULL native-fence report (1,000 fences, 1 waited) | ${NULLR[0]} | ${NULLR[0]} |"
 
+# Teardown flat with scale: N native fences of one process destroyed oldest first (the bench's
+# destroy mode), instructions per destroy inside Machine::destroy_native_fence (the simulated
+# OS's close and destroy with the KMD's DDIs in them) and the KMD's share (its DDI entry
+# rvgpu_kmd::thunk::contract::on_args, inclusive). Always measured: the gate holds both rows,
+# and this fails when a destroy at 80,000 fences costs more than 1.2x one at 10,000.
+DESTROY_FN='rvgpu_simos::machine::api::fences::<impl rvgpu_simos::machine::Machine>::destroy_native_fence'
+destroy_per() { # N -> "<total per destroy> <KMD per destroy>"
+    local file="$OUT/cg.destroy.$1" all kmd
+    profile destroy "$1" "$file" '*Machine*destroy_native_fence*' >/dev/null
+    all="$(python3 "$ROOT/scripts/callgrind-split.py" "$file" "^${DESTROY_FN}\$" | figures 0)"
+    kmd="$(python3 "$ROOT/scripts/callgrind-split.py" "$file" '^rvgpu_kmd::thunk::contract::on_args' --within |
+        figures 0)"
+    awk -v n="$1" -v a="${all%% *}" -v k="${kmd%% *}" 'BEGIN { printf "%.0f %.0f\n", a / n, k / n }'
+}
+read -r -a D1 <<<"$(destroy_per 10000)"
+read -r -a D8 <<<"$(destroy_per 80000)"
+echo
+echo "| native-fence teardown, oldest first | per destroy | KMD |"
+echo "|---|---:|---:|"
+echo "| native-fence destroy among 10,000 fences | ${D1[0]} | ${D1[1]} |"
+echo "| native-fence destroy among 80,000 fences | ${D8[0]} | ${D8[1]} |"
+echo
+echo "ratio 80,000 / 10,000 fences (goal <= 1.2): total $(ratio "${D8[0]}" "${D1[0]}"), KMD $(ratio "${D8[1]}" "${D1[1]}")"
+for pair in "${D8[0]} ${D1[0]}" "${D8[1]} ${D1[1]}"; do
+    if ! awk -v p="$pair" 'BEGIN { split(p, v, " "); exit !(v[2] > 0 && v[1] / v[2] <= 1.2) }'; then
+        echo "callgrind-fences: a native-fence destroy grows with the fence count (> 1.2x)" >&2
+        exit 1
+    fi
+done
+
 # Flat with scale: the same figures with idle native fences beside the measured one.
 # The adapter's limit is 1,048,576 fences (the KMD's registry directory, MAX_FENCES); creating
 # 100,000 fences is set-up, outside the counted functions, and cancels in K/2K.

@@ -52,6 +52,10 @@ fn main() {
         null_reports(k, idle);
         return;
     }
+    if mode == "destroy" {
+        destroys(k, idle);
+        return;
+    }
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.native_fence_feature = !legacy;
     let mut m = Machine::new(cfg);
@@ -135,4 +139,27 @@ fn null_reports(k: u64, idle: u64) {
         assert!(e.is_signaled(), "wait for {v} not released");
     }
     println!("mode=null ops={k} fences={} null_calls={k}", idle + 1);
+}
+
+/// The teardown rounds (`RVGPU_CALLGRIND_MODE=destroy`): `idle` native fences of one process
+/// stay alive throughout; K more are created, then destroyed oldest first. A destroy must cost
+/// the same whatever the number of fences beside it (the scaling rows of
+/// `scripts/callgrind-fences.sh`). Prints `destroy_calls=<K>`.
+fn destroys(k: u64, idle: u64) {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    m.load_driver().expect("load");
+    m.start_adapter(0).expect("start");
+    let p = ok(&m, m.create_process(0));
+    let create = || {
+        ok(
+            &m,
+            m.create_native_fence(0, p.pid, NativeFenceDesc::default()),
+        )
+    };
+    let _idle = (0..idle).map(|_| create()).collect::<Vec<_>>();
+    let measured = (0..k).map(|_| create()).collect::<Vec<_>>();
+    for f in &measured {
+        ok(&m, m.destroy_native_fence(f));
+    }
+    println!("mode=destroy ops={k} fences={} destroy_calls={k}", idle + k);
 }

@@ -46,6 +46,34 @@ fn callgrind_baseline() -> std::collections::BTreeMap<String, Vec<f64>> {
 /// measurement with the baseline file, and this test the page with the same file.
 const BASELINE_ROWS: &[(&str, &str, usize, &str, usize)] = &[
     (
+        "## Scaling",
+        "native-fence destroy, oldest first: 10,000 → 80,000 fences (OS + KMD)",
+        2,
+        "native-fence destroy among 10,000 fences",
+        0,
+    ),
+    (
+        "## Scaling",
+        "native-fence destroy, oldest first: 10,000 → 80,000 fences (OS + KMD)",
+        3,
+        "native-fence destroy among 80,000 fences",
+        0,
+    ),
+    (
+        "## Scaling",
+        "of which the KMD's close and destroy",
+        2,
+        "native-fence destroy among 10,000 fences",
+        1,
+    ),
+    (
+        "## Scaling",
+        "of which the KMD's close and destroy",
+        3,
+        "native-fence destroy among 80,000 fences",
+        1,
+    ),
+    (
         "## Submission",
         "user mode: `UserQueue::submit`",
         2,

@@ -19,12 +19,19 @@ pub(crate) fn forget_process(a: &AdapterShared, pid: ProcessId) {
 /// memory where it started). Takes only the fence and VidMm locks; the freeing itself is
 /// VidMm's `reap_system_pages`, where no thunk lock is held.
 pub(crate) fn retire_empty_pages(a: &AdapterShared) {
-    // One lock at a time (the fence and VidMm locks are never nested here).
-    let owners: Vec<ProcessId> = lock(&a.fence_os)
-        .pages
-        .values()
-        .filter_map(|p| p.owner)
-        .collect();
+    // One lock at a time (the fence and VidMm locks are never nested here). Only empty pages
+    // can go, so only their owners are looked up: a destroy costs the same however many
+    // pages are live.
+    let owners: Vec<ProcessId> = {
+        let os = lock(&a.fence_os);
+        if os.empty.is_empty() {
+            return;
+        }
+        os.empty
+            .iter()
+            .filter_map(|b| os.pages.get(b).and_then(|p| p.owner))
+            .collect()
+    };
     let alive: BTreeSet<ProcessId> = {
         let v = lock(&a.mm.vidmm);
         owners.into_iter().filter(|p| v.has_process(*p)).collect()
