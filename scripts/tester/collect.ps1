@@ -70,7 +70,13 @@ foreach ($f in 'rvgpu.etl', 'rvgpu-results.xml', 'rvgpu-timeline.json', 'rvgpu-w
     Take (Join-Path $here $f) 'run'
 }
 
+# Compress-Archive of Windows PowerShell 5.1 refuses files of 2 GB and more (a MEMORY.DMP can
+# be): then the folder stays, to be sent as it is.
 $zip = Join-Path $here "$name.zip"
 Compress-Archive -Path (Join-Path $work '*') -DestinationPath $zip -Force
-Remove-Item -Path $work -Recurse -Force
-Write-Output "collect.ps1: $zip"
+if (Test-Path $zip) {
+    Remove-Item -Path $work -Recurse -Force
+    Write-Output "collect.ps1: $zip"
+} else {
+    Write-Output "collect.ps1: no archive; send the folder $work"
+}
