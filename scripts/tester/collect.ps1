@@ -64,8 +64,8 @@ Take 'C:\Windows\Minidump\*.dmp' 'Minidump'
 Take 'C:\Windows\LiveKernelReports\*' 'LiveKernelReports'
 if ($MemoryDump) { Take 'C:\Windows\MEMORY.DMP' 'MEMORY' }
 
-# What the runbook's steps wrote in this folder: the ETW trace, the harness's JUnit file,
-# timeline and console output, the debug-output log.
+# What the runbook's harness run wrote in this folder: the ETW trace, the harness's JUnit file,
+# timeline and console output.
 foreach ($f in 'rvgpu.etl', 'rvgpu-results.xml', 'rvgpu-timeline.json', 'rvgpu-whlk.txt') {
     Take (Join-Path $here $f) 'run'
 }
