@@ -1,7 +1,9 @@
-//! The test-signed package made on Linux (`scripts/package.sh --test-sign`).
+//! The test-signed package made on Linux (`scripts/package.sh --test-sign`), as the tester's
+//! folder carries it (`scripts/tester-folder.sh`).
 //!
-//! Builds the package once per test binary into a temporary directory, with a certificate made
-//! there, then checks what Windows will check at `pnputil /add-driver`: the images and the
+//! Builds the tester's folder once per test binary into a temporary directory, with a
+//! certificate made there, checks that it holds exactly the files docs/test-machine.md names,
+//! then checks what Windows will check at `pnputil /add-driver`: the images and the
 //! catalog carry Authenticode signatures that verify against the test certificate
 //! (`osslsigncode verify`), the catalog lists exactly the INF and the files it copies, each
 //! under its SHA-1 and SHA-256 hash, and a file changed after signing is caught.
@@ -37,28 +39,118 @@ fn tmp() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("package_signing")
 }
 
-/// The signed package, built once, and the certificate (PEM) it was signed with.
+/// The tester's folder (the signed package and what travels with it), built once, and the
+/// certificate (PEM) it was signed with.
 fn package() -> &'static (PathBuf, PathBuf) {
     static DIR: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     DIR.get_or_init(|| {
         setup::require(&["osslsigncode", "openssl", "mingw"]);
-        let out = tmp().join("package");
+        let out = tmp().join("tester-folder");
         let cert_dir = tmp().join("cert");
         let status = Command::new("bash")
-            .arg(root().join("scripts/package.sh"))
-            .args(["--test-sign", "--cert-dir"])
+            .arg(root().join("scripts/tester-folder.sh"))
+            .arg("--cert-dir")
             .arg(&cert_dir)
             .arg(&out)
             .env("CARGO", env!("CARGO"))
             .current_dir(root())
             .status()
-            .expect("run scripts/package.sh --test-sign");
+            .expect("run scripts/tester-folder.sh");
         assert!(
             status.success(),
-            "scripts/package.sh --test-sign failed: {status}"
+            "scripts/tester-folder.sh failed: {status}"
         );
         (out, cert_dir.join("rvgpu-test.pem"))
     })
+}
+
+/// The files under `dir`, as paths relative to it with `/` separators.
+fn files_under(dir: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap();
+                out.insert(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out
+}
+
+/// The files docs/test-machine.md's step 0 names, in its paragraph "makes the tester's
+/// folder:" (Windows separators made `/`; the command, which has spaces, left out).
+fn runbook_folder() -> BTreeSet<String> {
+    let page = std::fs::read_to_string(root().join("docs/test-machine.md")).unwrap();
+    let para = page
+        .split("\n\n")
+        .find(|p| p.contains("makes the tester's folder:"))
+        .expect("docs/test-machine.md: the paragraph `makes the tester's folder:`");
+    para.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| !s.contains(' '))
+        .map(|s| s.replace('\\', "/"))
+        .collect()
+}
+
+#[test]
+fn the_testers_folder_holds_exactly_what_the_runbook_names() {
+    let (dir, _) = package();
+    let names = runbook_folder();
+    assert!(
+        names.contains("rvgpu.sys") && names.contains("collect.ps1"),
+        "the runbook's list: {names:?}"
+    );
+    assert_eq!(
+        files_under(dir),
+        names,
+        "scripts/tester-folder.sh's folder against docs/test-machine.md's step 0"
+    );
+    // What travels beside the package is the repository's copy, unchanged.
+    for (name, source) in [
+        ("collect.ps1", "scripts/tester/collect.ps1"),
+        ("README.txt", "scripts/tester/README.txt"),
+        ("windbg/rvgpu.js", "scripts/windbg/rvgpu.js"),
+    ] {
+        assert_eq!(
+            std::fs::read(dir.join(name)).unwrap(),
+            std::fs::read(root().join(source)).unwrap(),
+            "{name} is not {source}"
+        );
+    }
+}
+
+#[test]
+fn the_testers_folder_refuses_a_folder_it_did_not_make() {
+    let foreign = tmp().join("not-a-tester-folder");
+    let _ = std::fs::remove_dir_all(&foreign);
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), b"keep me").unwrap();
+    let o = Command::new("bash")
+        .arg(root().join("scripts/tester-folder.sh"))
+        .arg(&foreign)
+        .current_dir(root())
+        .output()
+        .expect("run scripts/tester-folder.sh");
+    assert!(
+        !o.status.success(),
+        "it wrote into a folder it did not make"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a tester's folder"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read(foreign.join("notes.txt")).unwrap(),
+        b"keep me",
+        "the folder's file was touched"
+    );
 }
 
 fn osslsigncode_verify(cert: &Path, args: &[&Path]) -> Output {

@@ -2,7 +2,8 @@
 //! checked here (or, for the harness's cases, in `whlk/tests/docs_counts.rs`):
 //!
 //! - docs/architecture.md names every workspace crate and every directory;
-//! - the package's file list in the documents is what `scripts/package.sh` writes;
+//! - the package's file list in the documents is what `scripts/package.sh` writes, and the
+//!   tester's folder in docs/test-machine.md what `scripts/tester-folder.sh` makes;
 //! - every `cargo` command names a real package, test, bench, binary, example and feature, and
 //!   every path in backticks (and every `file.rs::function`) exists;
 //! - the number of suites rerun against the PE image, and their names;
@@ -129,20 +130,35 @@ fn documents_list_the_package_as_package_sh_writes_it() {
         .map(str::to_owned)
         .collect();
     assert_eq!(listed, files, "docs/windows.md: {line}");
-    // docs/test-machine.md's opening paragraph (Windows paths there: `windbg\rvgpu.js`).
+    // docs/test-machine.md's step 0 lists the tester's folder (Windows paths there:
+    // `windbg\rvgpu.js`): what scripts/tester-folder.sh checks it made, the package among it.
     let machine = read("docs/test-machine.md");
     let para = machine
         .split("\n\n")
-        .find(|p| p.contains("writes the package folder"))
-        .expect("docs/test-machine.md: `writes the package folder:`");
+        .find(|p| p.contains("makes the tester's folder:"))
+        .expect("docs/test-machine.md: `makes the tester's folder:`");
     let listed: BTreeSet<String> = para
         .split('`')
         .skip(1)
         .step_by(2)
+        .filter(|s| !s.contains(' '))
         .map(|s| s.replace('\\', "/"))
-        .filter(|s| !s.ends_with(".sh"))
         .collect();
-    assert_eq!(listed, files, "docs/test-machine.md: {para}");
+    let script = read("scripts/tester-folder.sh");
+    let folder: BTreeSet<String> = script
+        .lines()
+        .find_map(|l| l.strip_prefix("expected=\""))
+        .expect("scripts/tester-folder.sh: the `expected=\"…\"` line")
+        .trim_end_matches('"')
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(listed, folder, "docs/test-machine.md: {para}");
+    let missing: Vec<_> = files.difference(&folder).collect();
+    assert!(
+        missing.is_empty(),
+        "the tester's folder lacks package files {missing:?}"
+    );
 }
 
 #[test]

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The tester's folder: everything a Windows test machine and its debugger host need, made by one
+# command (docs/test-machine.md, "0. The tester's folder"):
+#
+#   scripts/tester-folder.sh [--cert-dir DIR] OUT_DIR
+#
+# OUT_DIR gets the test-signed package with the harness, the PDBs and the WinDbg script
+# (scripts/package.sh --test-sign), the collect script collect.ps1 and the folder's README.txt
+# (both from scripts/tester/). OUT_DIR must be new, empty, or a folder this script made: a file
+# left there from another build would travel to the machine with the package.
+#
+# Environment: as scripts/package.sh (CARGO, RVGPU_TARGET_DIR, RVGPU_DRIVER_DATE,
+# RVGPU_TEST_CERT_DIR).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+usage="usage: tester-folder.sh [--cert-dir DIR] OUT_DIR"
+pass=()
+out=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --cert-dir) pass+=(--cert-dir "${2:?--cert-dir needs a directory}"); shift ;;
+        -*) echo "tester-folder.sh: unknown option $1 ($usage)" >&2; exit 2 ;;
+        *) [ -z "$out" ] || { echo "tester-folder.sh: more than one OUT_DIR" >&2; exit 2; }; out="$1" ;;
+    esac
+    shift
+done
+[ -n "$out" ] || { echo "tester-folder.sh: no OUT_DIR ($usage)" >&2; exit 2; }
+
+# The folder's files, as the runbook names them (tests/package_signing.rs checks both).
+expected="README.txt collect.ps1 rvgpu-test.cer rvgpu-whlk.exe rvgpu.cat rvgpu.inf rvgpu.pdb rvgpu.sys rvgpu_umd.dll rvgpu_umd.pdb windbg/rvgpu.js"
+
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
+    [ -f "$out/collect.ps1" ] && [ -f "$out/README.txt" ] \
+        || { echo "tester-folder.sh: $out is not empty and not a tester's folder" >&2; exit 1; }
+    for f in $(cd "$out" && find . -type f | sed 's|^\./||'); do
+        case " $expected " in
+            *" $f "*) rm -f "$out/$f" ;;
+            *) echo "tester-folder.sh: $out holds $f, which is not the folder's" >&2; exit 1 ;;
+        esac
+    done
+fi
+
+bash "$root/scripts/package.sh" --test-sign ${pass[@]+"${pass[@]}"} "$out"
+cp "$root/scripts/tester/collect.ps1" "$out/collect.ps1"
+cp "$root/scripts/tester/README.txt" "$out/README.txt"
+
+have="$(cd "$out" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"
+[ "$have" = "$expected" ] || {
+    echo "tester-folder.sh: $out holds [$have], the runbook names [$expected]" >&2
+    exit 1
+}
+echo "tester-folder.sh: $out (copy it whole to the test machine and to the debugger host)"
