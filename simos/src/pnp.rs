@@ -446,7 +446,11 @@ impl Machine {
         if let Err(v) = crate::vidmm::dmapool::init_paging_pool(&a) {
             return self.refuse(&a, &t, v);
         }
+        // The paging process's space, root and scheduling logs are built with the tables
+        // named by CPU address on 24H2 (InitPagingProcessVaSpace).
+        let building = crate::vidmm::mmu::system_space::building_paging_space(&a);
         if let Err(e) = crate::vidmm::mmu::system_space::vidmm_init_paging_process(self, &a) {
+            drop(building);
             return self.paging_process_failed(&a, &t, e);
         }
         // BR-77 (VidSchiInitializeNode) and BR-79 (VidSchCreateSchedulingLogs): priority bands
@@ -455,7 +459,9 @@ impl Machine {
             map: &|pa, n| self.vidmm_map_system(&a, pa, n, Default::default()),
             unmap: &|pa, n| crate::vidmm::mmu::system_space::vidmm_unmap_system(self, &a, pa, n),
         };
-        if let Err(e) = crate::vidsch::hws::initialize_nodes(&paging, &a, &t) {
+        let nodes = crate::vidsch::hws::initialize_nodes(&paging, &a, &t);
+        drop(building);
+        if let Err(e) = nodes {
             self.state.push_log(
                 rvgpu_kmd::platform::Level::Error,
                 format!("start failed: {e}"),

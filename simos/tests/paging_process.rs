@@ -11,13 +11,19 @@ mod common;
 
 use common::*;
 
+use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
+use rvgpu_ddi::memory::*;
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS};
+use rvgpu_ddi::tdr::{DXGKARG_BUILDPAGINGBUFFER_0, DXGK_OPERATION_UPDATE_PAGE_TABLE};
 use rvgpu_device::device::mmu::{Mmu, Privilege};
+use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::mmu::Access;
 use rvgpu_hw::regs;
-use rvgpu_simos::machine::answers::SystemVas;
+use rvgpu_simos::machine::answers::{Invalidations, PagingStart, Reading, SystemVas};
+
 use rvgpu_simos::sync::fencelog::LogKind;
-use rvgpu_simos::{Machine, Mode, NativeFenceDesc};
+use rvgpu_simos::{HwsCall, Machine, MachineConfig, Mode, NativeFenceDesc};
 use rvgpu_umd::kmt::Kmt;
 
 fn system_root(m: &Machine) -> u64 {
@@ -121,6 +127,285 @@ fn paging_process_goes_with_the_adapter_and_comes_back_with_it() {
     let va = f.current_value_gpu();
     let mapped = m.os_config().reading.system_vas == SystemVas::Mapped;
     assert_eq!(system_pa(&m, va), mapped.then_some(va));
+    no_fault(&m);
+}
+
+/// DDI-01, DDI-03: on 24H2 VidMm builds the paging process's space (its root, and the
+/// scheduling logs the CMP writes) naming every table by CPU address (`UpdateMode =
+/// CPU_VIRTUAL`, M `InitPagingProcessVaSpace` @0x1400F71BC); the driver stores the entries
+/// itself, the adapter starts, and what it stored is what the CMP walks: each node's scheduling
+/// log translates in the system space to itself. Under the pages' reading the driver's own mode
+/// is used throughout.
+#[test]
+fn ddi_03_paging_space_built_by_cpu_address_is_the_space_the_cmp_walks() {
+    let m = machine_with(Mode::Step, |_| {});
+    let cpu = m.cpu_page_table_updates(0).expect("adapter");
+    match m.os_config().reading.paging_start {
+        PagingStart::CpuVirtual => assert!(cpu > 0, "no CPU_VIRTUAL update at start"),
+        PagingStart::DriverMode => assert_eq!(cpu, 0),
+    }
+    assert_ne!(system_root(&m), 0);
+    let logs: Vec<u64> = m
+        .hws_calls(0)
+        .into_iter()
+        .filter_map(|c| match c {
+            HwsCall::SetSchedulingLogBuffer { gpu_va, .. } => Some(gpu_va),
+            _ => None,
+        })
+        .collect();
+    assert!(!logs.is_empty(), "no scheduling log");
+    for log in logs {
+        assert_eq!(system_pa(&m, log), Some(log), "scheduling log {log:#x}");
+    }
+    // The window closed with the start: later updates name tables as the driver reported.
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let buf = okk(&m, k.create_allocation(4096));
+    ok(&m, m.page_in(&p, 0, buf.gpu_va, 4096, 0x11));
+    assert_eq!(m.cpu_page_table_updates(0).expect("adapter"), cpu);
+    no_fault(&m);
+}
+
+/// DDI-03: unmapping invalidates through the driver however VidMm sends it, one zeroed entry
+/// repeated (24H2, M `UpdatePageTableInvalidate` @0x1400AB920) or one per slot (the pages): a
+/// freed range faults for the GPU afterwards and a range mapped again translates.
+#[test]
+fn ddi_03_invalidations_sent_as_repeated_entries_unmap_the_whole_range() {
+    let m = machine_with(Mode::Step, |_| {});
+    let repeated = m.os_config().reading.invalidations == Invalidations::Repeated;
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let buf = okk(&m, k.create_allocation(64 * 1024));
+    ok(&m, m.page_in(&p, 0, buf.gpu_va, 64 * 1024, 0x22));
+    let (before, _) = m.handover(0, "DxgkDdiBuildPagingBuffer(UPDATE_PAGE_TABLE)");
+    assert!(before > 0);
+    let va = buf.gpu_va;
+    okk(&m, k.destroy_allocation(buf.handle));
+    for page in 0..16u64 {
+        let at = va + page * 4096;
+        assert!(
+            matches!(
+                m.gpu_va_translate(0, p.pid, at, Access::Read),
+                Some(Err(_)) | None
+            ),
+            "{at:#x} still translates (repeated: {repeated})"
+        );
+    }
+    no_fault(&m);
+}
+
+/// An UPDATEPAGETABLE for the paging process of a leaf table at CPU address `cpu`, or at the
+/// local segment's start when `None` (built, never run), writing `n` slots from 8 of
+/// `entries`.
+fn update_op(
+    m: &Machine,
+    cpu: Option<*mut u64>,
+    entries: &mut [DXGK_PTE],
+    n: u32,
+    flags: DXGK_UPDATEPAGETABLEFLAGS,
+) -> DXGKARG_BUILDPAGINGBUFFER_0 {
+    let (mode, address) = match cpu {
+        Some(p) => (
+            DXGK_PAGETABLEUPDATE_CPU_VIRTUAL,
+            DXGK_PAGETABLEUPDATEADDRESS_0 {
+                CpuVirtual: p.cast(),
+            },
+        ),
+        None => (
+            DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,
+            DXGK_PAGETABLEUPDATEADDRESS_0 {
+                GpuPhysical: D3DGPU_PHYSICAL_ADDRESS {
+                    SegmentId: 2,
+                    Padding: 0,
+                    SegmentOffset: 0,
+                },
+            },
+        ),
+    };
+    DXGKARG_BUILDPAGINGBUFFER_0 {
+        UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
+            PageTableLevel: 0,
+            hAllocation: std::ptr::null_mut(),
+            PageTableAddress: DXGK_PAGETABLEUPDATEADDRESS { Anonymous: address },
+            pPageTableEntries: entries.as_mut_ptr(),
+            StartIndex: 8,
+            NumPageTableEntries: n,
+            Reserved0: 0,
+            Flags: flags,
+            DriverProtection: 0,
+            AllocationOffsetInBytes: 0,
+            hProcess: m.paging_process_kmd(0).expect("paging process") as HANDLE,
+            UpdateMode: mode,
+            pPageTableEntries64KB: std::ptr::null_mut(),
+            FirstPteVirtualAddress: 0,
+        },
+    }
+}
+
+/// A valid leaf of the local segment's first page (segment 2); `bad` sets a bit the entry must
+/// not have.
+fn leaf(bad: bool) -> DXGK_PTE {
+    let f = DXGK_PTE_0::from_value(0)
+        .with(DXGK_PTE_0::Valid, 1)
+        .with(DXGK_PTE_0::Segment, 2)
+        .with(DXGK_PTE_0::Zero, u64::from(bad));
+    DXGK_PTE::from_raw(f.Value, 0)
+}
+
+fn run(m: &Machine, op: DXGKARG_BUILDPAGINGBUFFER_0) -> (NTSTATUS, usize) {
+    let r = ok(
+        m,
+        m.build_paging(0, DXGK_OPERATION_UPDATE_PAGE_TABLE, op, 4096),
+    );
+    let (st, words) = r.last().cloned().expect("a pass");
+    (st, words.len())
+}
+
+/// DDI-03: a CPU_VIRTUAL update is stored through the CPU address during the call, leaving
+/// the paging buffer empty; with Repeat the one entry passed fills every slot.
+#[test]
+fn ddi_03_cpu_virtual_update_is_stored_through_the_cpu_address() {
+    let m = machine_with(Mode::Step, |_| {});
+    let mut table = vec![0u64; 512];
+    let mut entries = [leaf(false), leaf(false)];
+    let op = update_op(
+        &m,
+        Some(table.as_mut_ptr()),
+        &mut entries,
+        2,
+        Default::default(),
+    );
+    assert_eq!(run(&m, op), (STATUS_SUCCESS, 0));
+    let stored = table[8];
+    assert_ne!(stored, 0);
+    assert_eq!(table[9], stored);
+    assert!(table
+        .iter()
+        .enumerate()
+        .all(|(i, w)| (8..10).contains(&i) || *w == 0));
+    let mut table = vec![0u64; 512];
+    let mut one = [leaf(false)];
+    let repeat = DXGK_UPDATEPAGETABLEFLAGS::default().with(DXGK_UPDATEPAGETABLEFLAGS::Repeat, 1);
+    let op = update_op(&m, Some(table.as_mut_ptr()), &mut one, 100, repeat);
+    assert_eq!(run(&m, op), (STATUS_SUCCESS, 0));
+    assert!(
+        table[8..108].iter().all(|w| *w == stored),
+        "every slot takes the one entry"
+    );
+    assert!(table[..8].iter().chain(&table[108..]).all(|w| *w == 0));
+    no_fault(&m);
+}
+
+/// DDI-03 (the attacker): a CPU_VIRTUAL update without a usable table address (NULL, not
+/// 8-byte aligned) is STATUS_INVALID_PARAMETER, and one with an entry the driver refuses stores
+/// none of its entries, not even those before it.
+#[test]
+fn ddi_03_cpu_virtual_update_refused_whole_stores_nothing() {
+    let m = machine_with(Mode::Step, |_| {});
+    let mut entries = [leaf(false), leaf(false)];
+    let null = update_op(
+        &m,
+        Some(std::ptr::null_mut()),
+        &mut entries,
+        2,
+        Default::default(),
+    );
+    assert_eq!(run(&m, null).0, STATUS_INVALID_PARAMETER);
+    let mut table = vec![0u64; 513];
+    let odd = table
+        .as_mut_ptr()
+        .cast::<u8>()
+        .wrapping_add(4)
+        .cast::<u64>();
+    let op = update_op(&m, Some(odd), &mut entries, 2, Default::default());
+    assert_eq!(run(&m, op).0, STATUS_INVALID_PARAMETER);
+    assert!(table.iter().all(|w| *w == 0));
+    let mut entries = [leaf(false), leaf(true)];
+    let op = update_op(
+        &m,
+        Some(table.as_mut_ptr()),
+        &mut entries,
+        2,
+        Default::default(),
+    );
+    assert_eq!(run(&m, op).0, STATUS_INVALID_PARAMETER);
+    assert!(table.iter().all(|w| *w == 0), "half an update stored");
+    no_fault(&m);
+}
+
+/// DDI-03: a GPU_PHYSICAL update with Repeat writes the one entry passed to every slot: one
+/// WRITE_DATA of identical words, however many slots (never read past VidMm's one entry).
+#[test]
+fn ddi_03_repeated_entry_is_written_to_every_slot() {
+    let m = machine_with(Mode::Step, |_| {});
+    let mut one = [leaf(false)];
+    let repeat = DXGK_UPDATEPAGETABLEFLAGS::default().with(DXGK_UPDATEPAGETABLEFLAGS::Repeat, 1);
+    let op = update_op(&m, None, &mut one, 40, repeat);
+    let r = ok(
+        &m,
+        m.build_paging(0, DXGK_OPERATION_UPDATE_PAGE_TABLE, op, 4096),
+    );
+    let (st, words) = r.last().cloned().expect("a pass");
+    assert_eq!(st, STATUS_SUCCESS);
+    match rvgpu_hw::cmd::decode(&words) {
+        Ok(Command::WriteData { count: 40, .. }) => {
+            let data = &words[2..42];
+            assert!(data.iter().all(|w| *w == data[0] && *w != 0), "{data:x?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// DDI-01 (the attacker): `DxgkDdiCreateProcess` takes one PASID count per physical GPU
+/// whether the array is there or not (24H2 passes 1 and NULL), never reads the array (a
+/// pointer nothing backs is accepted without a fault), and refuses more PASIDs than the
+/// adapter has GPUs.
+#[test]
+fn ddi_01_create_process_takes_the_pasid_count_and_never_reads_the_array() {
+    let m = machine_with(Mode::Step, |_| {});
+    let mut pasid = [7u32];
+    for (n, p) in [(0, 0), (1, 0), (1, pasid.as_mut_ptr() as usize), (1, 0x10)] {
+        assert_eq!(
+            m.ddi_create_process_with_pasids(0, n, p).expect("ddi"),
+            STATUS_SUCCESS,
+            "NumPasid {n}, pPasid {p:#x}"
+        );
+    }
+    for n in [2, u32::MAX] {
+        assert_eq!(
+            m.ddi_create_process_with_pasids(0, n, pasid.as_mut_ptr() as usize)
+                .expect("ddi"),
+            STATUS_INVALID_PARAMETER
+        );
+    }
+    no_fault(&m);
+}
+
+/// The hand-over audit (`rvgpu_ddi::handover`): under the 24H2 reading, no process the OS
+/// opens and no page-table update it sends (the paging process's start by CPU address,
+/// maps, repeated invalidations) fills a field 24H2 leaves zero, and every audited DDI was
+/// checked.
+#[test]
+fn ddi_01_the_os_fills_no_field_24h2_leaves_zero() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = Reading::W24H2;
+    let m = started(cfg);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let buf = okk(&m, k.create_allocation(64 * 1024));
+    ok(&m, m.page_in(&p, 0, buf.gpu_va, 64 * 1024, 0x33));
+    okk(&m, k.destroy_allocation(buf.handle));
+    for ddi in [
+        rvgpu_ddi::handover::CREATE_PROCESS.name,
+        rvgpu_ddi::handover::UPDATE_PAGE_TABLE.name,
+    ] {
+        let (blocks, filled) = m.handover(0, ddi);
+        assert!(blocks > 0, "no {ddi} checked");
+        assert!(
+            filled.is_empty(),
+            "fields 24H2 leaves zero, filled: {filled:?}"
+        );
+    }
     no_fault(&m);
 }
 

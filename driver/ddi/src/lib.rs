@@ -50,6 +50,7 @@ mod drivercaps;
 pub mod dxgkrnl;
 pub mod feature;
 pub mod fence;
+pub mod handover;
 pub mod hws;
 pub mod init;
 pub mod interrupt;

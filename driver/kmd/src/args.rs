@@ -153,6 +153,17 @@ pub(crate) fn gpu_physical_table(
     unsafe { op.PageTableAddress.Anonymous.GpuPhysical }
 }
 
+/// The table address of a page-table update whose `UpdateMode` is CPU_VIRTUAL (the caller
+/// checked it): the kernel CPU address of the table.
+#[inline]
+pub(crate) fn cpu_virtual_table(
+    op: &rvgpu_ddi::memory::DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+) -> rvgpu_ddi::PVOID {
+    // SAFETY: the table address arm is the one UpdateMode (CPU_VIRTUAL) names; every arm is
+    // plain data, so the read is defined whatever the mode.
+    unsafe { op.PageTableAddress.Anonymous.CpuVirtual }
+}
+
 /// The native progress fence handle of a DxgkDdiCreateHwQueue.
 #[inline]
 pub(crate) fn hw_queue_native_progress_fence(

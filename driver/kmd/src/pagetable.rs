@@ -5,6 +5,10 @@
 //! - `UPDATEPAGETABLE` → `WRITE_DATA` packets of translated entries at the table's physical
 //!   address (rvgpu reports `DXGK_PAGETABLEUPDATE_GPU_PHYSICAL`; the paging node's queue runs
 //!   in the identity space). Multipass: `MultipassOffset` counts entries already written.
+//!   With `UpdateMode` CPU_VIRTUAL (what VidMm sends while it builds the paging process's
+//!   space, whatever the driver reported) the entries are stored through the table's CPU
+//!   address during the call and the buffer stays empty. With `Flags.Repeat` the one entry
+//!   VidMm passes is written to every slot.
 //! - `FLUSHTLB` → one `TLB_INVALIDATE` packet for the root, ordered after the writes before
 //!   it in the same queue (hardware.md §12.5).
 //! - `COPYPAGETABLEENTRIES` → `COPY` packets between tables. The page gives the tables as
@@ -16,10 +20,12 @@
 //! that is not the system process, may be reached from user-mode queues; everything else is
 //! kernel-only (NF-01: MonitoredValue and the OS's own memory never become user pages).
 
+use core::sync::atomic::Ordering;
+
 use rvgpu_ddi::memory::{
     DXGK_BUILDPAGINGBUFFER_COPYPAGETABLEENTRIES, DXGK_BUILDPAGINGBUFFER_FLUSHTLB,
-    DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE, DXGK_PAGETABLEUPDATE_GPU_PHYSICAL, DXGK_PTE,
-    DXGK_UPDATEPAGETABLEFLAGS,
+    DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE, DXGK_PAGETABLEUPDATE_CPU_VIRTUAL,
+    DXGK_PAGETABLEUPDATE_GPU_PHYSICAL, DXGK_PTE, DXGK_UPDATEPAGETABLEFLAGS,
 };
 use rvgpu_ddi::ntstatus::STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
 use rvgpu_ddi::NTSTATUS;
@@ -139,7 +145,25 @@ pub struct Pass {
     pub more: Option<u32>,
 }
 
-/// UPDATEPAGETABLE from entry `first` on, into `out`.
+/// Entry `i` of an UPDATEPAGETABLE's array. With `Repeat` the array holds one entry that
+/// every slot takes (24H2's invalidations: M `VIDMM_GLOBAL::UpdatePageTable` @0x1400ABE20
+/// points it at one zeroed `DXGK_PTE` on VidMm's stack), otherwise `NumPageTableEntries`.
+fn entry(call: Call<'_>, op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE, i: u32) -> Option<DXGK_PTE> {
+    let (idx, held) = if op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::Repeat) != 0 {
+        (0, 1)
+    } else {
+        (
+            usize::try_from(i).ok()?,
+            usize::try_from(op.NumPageTableEntries).ok()?,
+        )
+    };
+    call.element(op.pPageTableEntries, idx, held)
+}
+
+/// UPDATEPAGETABLE from entry `first` on: into `out` as WRITE_DATA packets (GPU_PHYSICAL), or
+/// stored straight into the table through its CPU address (CPU_VIRTUAL: 24H2's updates while
+/// VidMm builds the paging process's space, M `InitPagingProcessVaSpace` @0x1400F71BC with
+/// `GetDriverUpdateAddress` @0x1400ABA84; a refusal there is bug check 0x10E).
 pub fn update<P: Platform>(
     call: Call<'_>,
     a: &Adapter<P>,
@@ -148,8 +172,12 @@ pub fn update<P: Platform>(
     first: u32,
     out: &mut [u64],
 ) -> Result<Pass, Status> {
-    if op.UpdateMode != DXGK_PAGETABLEUPDATE_GPU_PHYSICAL
-        || op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::Use64KBPages) != 0
+    let cpu = match op.UpdateMode {
+        DXGK_PAGETABLEUPDATE_GPU_PHYSICAL => false,
+        DXGK_PAGETABLEUPDATE_CPU_VIRTUAL => true,
+        _ => return Err(status::INVALID_PARAMETER),
+    };
+    if op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::Use64KBPages) != 0
         || op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::Reserved) != 0
     {
         return Err(status::INVALID_PARAMETER);
@@ -159,7 +187,6 @@ pub fn update<P: Platform>(
         return Err(status::INVALID_PARAMETER);
     }
     let n = op.NumPageTableEntries;
-    let entries = usize::try_from(n).unwrap_or(0);
     let end = op
         .StartIndex
         .checked_add(n)
@@ -170,57 +197,30 @@ pub fn update<P: Platform>(
     if first >= n {
         return Err(status::INVALID_PARAMETER);
     }
-    // The table address arm UpdateMode (GPU_PHYSICAL, checked) names.
-    let at = crate::args::gpu_physical_table(op);
-    let table = process::ddi::table_address(live, &at)?;
     let who = Mapping::of(a, live, op)?;
     let policy = match who {
         Mapping::Allocation(al) => Some(al),
         _ => None,
     };
-    let mut written = 0usize;
-    let mut next = first;
-    let mut data = [0u64; BATCH];
-    while next < n {
-        let room = out.len().saturating_sub(written);
-        // Header + destination + at least one entry.
-        let fits = room.saturating_sub(2).min(BATCH);
-        if fits == 0 {
-            break;
+    // Entry `i` in the device's format.
+    let translate = |i: u32| -> Result<u64, Status> {
+        let mut e = entry(call, op, i).ok_or(status::INVALID_PARAMETER)?;
+        if let Some(p) = policy {
+            // The allocation's own limits apply whatever VidMm asked.
+            e = e.with_read_only(e.read_only() || p.gpu_read_only);
+            e = e.with_no_execute(e.no_execute() || !p.executable());
         }
-        let left = n.saturating_sub(next);
-        let count = usize::try_from(left).unwrap_or(usize::MAX).min(fits);
-        let batch = data.get_mut(..count).ok_or(status::INVALID_PARAMETER)?;
-        for (i, slot) in batch.iter_mut().enumerate() {
-            let idx = usize::try_from(next)
-                .unwrap_or(usize::MAX)
-                .saturating_add(i);
-            // VidMm's array holds NumPageTableEntries entries (`idx < n`, checked).
-            let mut e: DXGK_PTE = call
-                .element(op.pPageTableEntries, idx, entries)
-                .ok_or(status::INVALID_PARAMETER)?;
-            if let Some(p) = policy {
-                // The allocation's own limits apply whatever VidMm asked.
-                e = e.with_read_only(e.read_only() || p.gpu_read_only);
-                e = e.with_no_execute(e.no_execute() || !p.executable());
-            }
-            // A large page is a leaf one level up (DXGK_PTE::LargePage).
-            let user = (level == 0 || e.large_page()) && who.user(live, &e)?;
-            *slot = gpummu::device_entry(live.mmu(), &e, level, user)?;
-        }
-        let index = u64::from(op.StartIndex.saturating_add(next));
-        let dst = table
-            .checked_add(index.saturating_mul(mmu::ENTRY_SIZE))
-            .ok_or(status::INVALID_PARAMETER)?;
-        let tail = out.get_mut(written..).ok_or(status::INVALID_PARAMETER)?;
-        let w = cmd::write_data(dst, batch, tail).ok_or(status::INVALID_PARAMETER)?;
-        written = written.saturating_add(w);
-        next = next.saturating_add(u32::try_from(count).unwrap_or(u32::MAX));
-    }
+        // A large page is a leaf one level up (DXGK_PTE::LargePage).
+        let user = (level == 0 || e.large_page()) && who.user(live, &e)?;
+        gpummu::device_entry(live.mmu(), &e, level, user)
+    };
+    let (written, next) = if cpu {
+        (0, store_entries(call, op, first, translate)?)
+    } else {
+        write_entries(live, op, first, out, translate)?
+    };
     // The array holds at least one entry (NumPageTableEntries > 0, checked).
-    let e0: DXGK_PTE = call
-        .element(op.pPageTableEntries, 0, entries)
-        .ok_or(status::INVALID_PARAMETER)?;
+    let e0 = entry(call, op, 0).ok_or(status::INVALID_PARAMETER)?;
     // Pages each entry maps: leaves map one; level-1 entries map a large page each when they
     // are large pages or VidMm names an allocation (a large page being unmapped); other
     // entries link tables and map nothing themselves.
@@ -231,7 +231,8 @@ pub fn update<P: Platform>(
         }
         _ => 0,
     };
-    if per_entry != 0 && first == 0 && written > 0 && !matches!(who, Mapping::System) {
+    let recorded = per_entry != 0 && first == 0 && next > 0 && !matches!(who, Mapping::System);
+    if recorded {
         // The first pass translated every entry it wrote: record what the leaves of the
         // process's space now map (the doorbell checks rings against it).
         let h_allocation = match who {
@@ -248,8 +249,6 @@ pub fn update<P: Platform>(
             u64::from(op.NumPageTableEntries).saturating_mul(per_entry),
             e0.valid(),
         );
-    }
-    if per_entry != 0 && first == 0 && written > 0 && !matches!(who, Mapping::System) {
         if !e0.valid() {
             // An unmapping: no fence page stays recorded where nothing is mapped.
             let pages = u64::from(op.NumPageTableEntries).saturating_mul(per_entry);
@@ -258,7 +257,7 @@ pub fn update<P: Platform>(
             note_fence_pages(call, a, live, op);
         }
     }
-    if written == 0 {
+    if next == first {
         return Ok(Pass {
             words: 0,
             more: Some(first),
@@ -268,6 +267,78 @@ pub fn update<P: Platform>(
         words: written,
         more: (next < n).then_some(next),
     })
+}
+
+/// CPU_VIRTUAL: stores entries `first..` into the table at the CPU address VidMm gave;
+/// returns the entry after the last stored (all of them). Every entry is translated before
+/// any is stored, so a refused one leaves the table as it was.
+fn store_entries(
+    call: Call<'_>,
+    op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+    first: u32,
+    translate: impl Fn(u32) -> Result<u64, Status>,
+) -> Result<u32, Status> {
+    let entries = usize::try_from(mmu::ENTRIES_PER_TABLE).map_err(|_| status::INVALID_PARAMETER)?;
+    let table = call
+        .cpu_table(crate::args::cpu_virtual_table(op), entries)
+        .ok_or(status::INVALID_PARAMETER)?;
+    let n = op.NumPageTableEntries;
+    for i in first..n {
+        translate(i)?;
+    }
+    for i in first..n {
+        let v = translate(i)?;
+        // StartIndex + n fits the table (checked by `update`).
+        let slot = usize::try_from(op.StartIndex.saturating_add(i))
+            .ok()
+            .and_then(|at| table.get(at))
+            .ok_or(status::INVALID_PARAMETER)?;
+        slot.store(v, Ordering::Release);
+    }
+    Ok(n)
+}
+
+/// GPU_PHYSICAL: WRITE_DATA packets of entries `first..` into `out`, as many as fit; returns
+/// the words written and the entry after the last one written.
+fn write_entries<P: Platform>(
+    live: &Live<P>,
+    op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+    first: u32,
+    out: &mut [u64],
+    translate: impl Fn(u32) -> Result<u64, Status>,
+) -> Result<(usize, u32), Status> {
+    // The table address arm UpdateMode (GPU_PHYSICAL, checked) names.
+    let at = crate::args::gpu_physical_table(op);
+    let table = process::ddi::table_address(live, &at)?;
+    let n = op.NumPageTableEntries;
+    let mut written = 0usize;
+    let mut next = first;
+    let mut data = [0u64; BATCH];
+    while next < n {
+        let room = out.len().saturating_sub(written);
+        // Header + destination + at least one entry.
+        let fits = room.saturating_sub(2).min(BATCH);
+        if fits == 0 {
+            break;
+        }
+        let left = n.saturating_sub(next);
+        let count = usize::try_from(left).unwrap_or(usize::MAX).min(fits);
+        let batch = data.get_mut(..count).ok_or(status::INVALID_PARAMETER)?;
+        let mut i = next;
+        for slot in batch.iter_mut() {
+            *slot = translate(i)?;
+            i = i.saturating_add(1);
+        }
+        let index = u64::from(op.StartIndex.saturating_add(next));
+        let dst = table
+            .checked_add(index.saturating_mul(mmu::ENTRY_SIZE))
+            .ok_or(status::INVALID_PARAMETER)?;
+        let tail = out.get_mut(written..).ok_or(status::INVALID_PARAMETER)?;
+        let w = cmd::write_data(dst, batch, tail).ok_or(status::INVALID_PARAMETER)?;
+        written = written.saturating_add(w);
+        next = i;
+    }
+    Ok((written, next))
 }
 
 /// Drops the records of native-fence pages (`fence::pages`) in the `pages` pages VidMm
@@ -304,11 +375,8 @@ fn note_fence_pages<P: Platform>(
         return;
     };
     let mut fences = live.fences.lock();
-    let entries = usize::try_from(op.NumPageTableEntries).unwrap_or(0);
     for i in 0..op.NumPageTableEntries {
-        let idx = usize::try_from(i).unwrap_or(usize::MAX);
-        // VidMm's array holds NumPageTableEntries entries (checked by `update`).
-        let Some(e) = call.element::<DXGK_PTE>(op.pPageTableEntries, idx, entries) else {
+        let Some(e) = entry(call, op, i) else {
             break;
         };
         let va = op

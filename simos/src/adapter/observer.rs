@@ -23,9 +23,43 @@ pub struct Observer {
     native_fence_interface_queries: AtomicU64,
     /// Notifications processed by `DxgkCbNotifyDpc`, in order.
     processed: Mutex<Vec<Processed>>,
+    /// Argument blocks checked against the hand-over audit ([`rvgpu_ddi::handover`]).
+    handover: Mutex<Handover>,
+}
+
+/// What the hand-over audit found in the blocks the OS handed the driver.
+#[derive(Debug, Default)]
+struct Handover {
+    /// Blocks checked, by DDI.
+    blocks: HashMap<&'static str, u64>,
+    /// `DDI: field` for each field the audit says 24H2 leaves zero that a block filled.
+    filled_zero: Vec<String>,
 }
 
 impl Observer {
+    /// Checks block `b`, about to be handed to the driver's `ddi`, against the audit: every
+    /// field 24H2 leaves zero that `b` fills is noted (meaningful under the 24H2 reading,
+    /// which the audit describes).
+    pub(crate) fn handed<T>(&self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
+        let mut h = lock(&self.handover);
+        *h.blocks.entry(ddi.name).or_default() += 1;
+        let filled: Vec<String> = ddi
+            .filled_zero(b)
+            .map(|f| format!("{}: {f}", ddi.name))
+            .collect();
+        h.filled_zero.extend(filled);
+    }
+
+    /// Blocks of `ddi` checked against the hand-over audit so far.
+    pub fn handed_blocks(&self, ddi: &str) -> u64 {
+        lock(&self.handover).blocks.get(ddi).copied().unwrap_or(0)
+    }
+
+    /// `DDI: field` for each field the audit marks zero that the OS filled.
+    pub fn handed_filled_zero(&self) -> Vec<String> {
+        lock(&self.handover).filled_zero.clone()
+    }
+
     /// Adds a line to the triage log.
     pub(crate) fn triage(&self, line: String) {
         lock(&self.triage).push(line);

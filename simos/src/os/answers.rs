@@ -274,6 +274,47 @@ pub enum LogReport {
     LogsOnly,
 }
 
+/// What `DxgkDdiCreateProcess` is told about PASIDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pasids {
+    /// 24H2: `K:DXGPROCESS_RENDER_ADAPTER_INFO::Initialize` (@0x1403ACC00) sets `NumPasid` to
+    /// the adapter's physical-adapter count (1 here) whatever the adapter supports, and
+    /// `pPasid` to the info's PASID array, which `DXGPROCESS_ADAPTER_INFO_PASID_DATA::Allocate`
+    /// makes only for an adapter with a GPU-VA IOMMU or a virtual-machine process: NULL here.
+    CountWithoutArray,
+    /// The `DXGKARG_CREATEPROCESS` page: `pPasid` points to `NumPasid` identifiers, one per
+    /// physical GPU.
+    CountWithArray,
+}
+
+/// How VidMm invalidates page-table entries (unmaps, and clearing a fresh table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalidations {
+    /// 24H2: `M:VIDMM_PAGE_TABLE::UpdatePageTableInvalidate` (@0x1400AB920) passes no entries
+    /// and `M:VIDMM_GLOBAL::UpdatePageTable` (@0x1400ABE20) then points `pPageTableEntries` at
+    /// one zeroed `DXGK_PTE` on its stack and sets `Flags.Repeat`, `NumPageTableEntries`
+    /// being the whole range.
+    Repeated,
+    /// The pages (`DXGK_UPDATEPAGETABLEFLAGS`) allow Repeat but do not say VidMm uses it: one
+    /// zeroed entry per slot.
+    Listed,
+}
+
+/// How VidMm names the table of the page-table updates it makes while it builds the paging
+/// process's VA space at adapter start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PagingStart {
+    /// 24H2: `M:VIDMM_GLOBAL::InitPagingProcessVaSpace` (@0x1400F71BC, from
+    /// `VidMmInitializePagingProcess` @0x1400D339C) sets the global flag under which
+    /// `M:VIDMM_PAGE_TABLE_BASE::GetDriverUpdateAddress` (@0x1400ABA84) gives the table's CPU
+    /// address and `VIDMM_GLOBAL::UpdatePageTable` sends `UpdateMode = CPU_VIRTUAL`, until
+    /// the space, its scheduling logs and the paging node's root are in place.
+    CpuVirtual,
+    /// The pages (`DXGK_GPUMMUCAPS::PageTableUpdateMode`): the mode the driver reported,
+    /// throughout.
+    DriverMode,
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -307,6 +348,12 @@ pub struct Reading {
     pub ums_progress: UmsProgress,
     /// What an optimized native-fence report makes VidSch read.
     pub log_report: LogReport,
+    /// PASIDs at `DxgkDdiCreateProcess`.
+    pub pasids: Pasids,
+    /// Invalidating page-table entries.
+    pub invalidations: Invalidations,
+    /// Page-table updates while the paging process's space is built.
+    pub paging_start: PagingStart,
 }
 
 impl Reading {
@@ -327,6 +374,9 @@ impl Reading {
         progress_fence: ProgressFence::Monitored,
         ums_progress: UmsProgress::None,
         log_report: LogReport::ScanWhenLogSaysNothing,
+        pasids: Pasids::CountWithoutArray,
+        invalidations: Invalidations::Repeated,
+        paging_start: PagingStart::CpuVirtual,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -357,6 +407,9 @@ impl Reading {
         progress_fence: ProgressFence::NativeKernelQueues,
         ums_progress: UmsProgress::Given,
         log_report: LogReport::LogsOnly,
+        pasids: Pasids::CountWithArray,
+        invalidations: Invalidations::Listed,
+        paging_start: PagingStart::DriverMode,
     };
 
     /// Every named reading.

@@ -58,7 +58,16 @@ pub fn table_address<P: Platform>(
         .ok_or(status::INVALID_PARAMETER)
 }
 
-/// DxgkDdiCreateProcess (PASSIVE).
+/// Physical GPUs behind the adapter: the most PASIDs a process can be given, one per physical
+/// GPU (the `DXGKARG_CREATEPROCESS` page).
+const PHYSICAL_ADAPTERS: u32 = 1;
+
+/// DxgkDdiCreateProcess (PASSIVE). `NumPasid` is the physical-adapter count whatever the
+/// adapter supports (24H2: K `DXGPROCESS_RENDER_ADAPTER_INFO::Initialize` @0x1403ACC00 passes
+/// it with `pPasid` NULL on an adapter without a GPU-VA IOMMU; the page with an array), so 0 or
+/// 1 is accepted and more is refused. `pPasid` is never read: rvgpu isolates processes by their
+/// page tables, not by PASID-tagged translation, so neither a NULL array nor one the driver
+/// could not read can matter.
 pub fn create<P: Platform>(a: &Adapter<P>, args: &mut DXGKARG_CREATEPROCESS) -> Result<(), Status> {
     let live = a.started()?;
     if !gpummu::supported(live.mmu()) {
@@ -68,8 +77,8 @@ pub fn create<P: Platform>(a: &Adapter<P>, args: &mut DXGKARG_CREATEPROCESS) -> 
     let known = DXGK_CREATEPROCESSFLAGS::default()
         .with(DXGK_CREATEPROCESSFLAGS::SystemProcess, 1)
         .with(DXGK_CREATEPROCESSFLAGS::GdiProcess, 1);
-    // Virtual-machine processes need PASIDs and a VM worker rvgpu does not support.
-    if flags.Value & !known.Value != 0 || args.NumPasid != 0 {
+    // Virtual-machine processes need a VM worker rvgpu does not support.
+    if flags.Value & !known.Value != 0 || args.NumPasid > PHYSICAL_ADAPTERS {
         return Err(status::INVALID_PARAMETER);
     }
     let h = a.new_handle(Kind::Process)?;

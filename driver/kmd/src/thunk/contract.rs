@@ -241,6 +241,23 @@ impl<'a> Call<'a> {
         Some(unsafe { p.wrapping_add(i).read_unaligned() })
     }
 
+    /// The page table at the kernel CPU address a CPU_VIRTUAL page-table update names
+    /// (`DXGK_PAGETABLEUPDATEADDRESS.CpuVirtual`: VidMm's mapping of the whole table, writable
+    /// for the call), as its `entries` 64-bit words: `None` for null or not 8-byte aligned.
+    /// Atomic words: the GPU may walk the table meanwhile.
+    pub(crate) fn cpu_table(
+        self,
+        p: *mut c_void,
+        entries: usize,
+    ) -> Option<&'a [core::sync::atomic::AtomicU64]> {
+        if p.is_null() || !(p as usize).is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: non-null and aligned (checked); the table's `entries` words are writable for
+        // the call (`Call::new`) and accessed only atomically.
+        Some(unsafe { core::slice::from_raw_parts(p.cast_const().cast(), entries) })
+    }
+
     /// The kernel CPU address of a word an object's creation names for the object's life (a
     /// hardware queue's progress fence value: Dxgkrnl keeps it mapped until the queue is
     /// destroyed, DXGKARG_CREATEHWQUEUE's page).

@@ -24,6 +24,19 @@ impl Machine {
             .map_or_else(|_| Vec::new(), |a| a.observer().triage_log())
     }
 
+    /// Argument blocks of `ddi` (a [`rvgpu_ddi::handover::Ddi::name`]) adapter `i`'s OS checked
+    /// against the hand-over audit, and each `DDI: field` it filled that the audit says 24H2
+    /// leaves zero (meaningful under the 24H2 reading).
+    pub fn handover(&self, i: usize, ddi: &str) -> (u64, Vec<String>) {
+        self.adapter_shared(i).map_or_else(
+            |_| (0, Vec::new()),
+            |a| {
+                let o = a.observer();
+                (o.handed_blocks(ddi), o.handed_filled_zero())
+            },
+        )
+    }
+
     /// `D3DKMTEscape` with `D3DDDI_ESCAPEFLAGS::DriverKnownEscape` of process `pid` on adapter
     /// `adapter`, `data` being the private driver data (a
     /// `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`, or shorter to be refused). The escape's

@@ -217,6 +217,30 @@ impl Machine {
         mmu::system_space::reap_system_pages(self, a)
     }
 
+    /// Page-table updates VidMm sent adapter `i`'s driver with `UpdateMode = CPU_VIRTUAL`
+    /// (while it built the paging process's space; `answers::PagingStart`).
+    pub fn cpu_page_table_updates(&self, i: usize) -> Result<u64, SimError> {
+        Ok(mmu::cpu_updates_sent(self.adapter_shared(i)?))
+    }
+
+    /// The driver's handle of adapter `i`'s paging process (`hKmdProcess` of its
+    /// `DxgkDdiCreateProcess`), for raw paging operations in tests.
+    pub fn paging_process_kmd(&self, i: usize) -> Option<usize> {
+        mmu::paging_process_kmd(self.adapter_shared(i).ok()?)
+    }
+
+    /// Raw `DxgkDdiCreateProcess` on adapter `i` with `NumPasid = num_pasid` and
+    /// `pPasid = p_pasid`, bypassing what the OS sends (tests of the driver's refusals); a
+    /// process the driver accepts is destroyed at once. Returns the driver's status.
+    pub fn ddi_create_process_with_pasids(
+        &self,
+        i: usize,
+        num_pasid: u32,
+        p_pasid: usize,
+    ) -> Result<NTSTATUS, SimError> {
+        mmu::ddi_create_process_raw(self.adapter_shared(i)?, num_pasid, p_pasid)
+    }
+
     /// [`mmu::vidmm_create_process`].
     pub(crate) fn vidmm_create_process(
         &self,

@@ -54,6 +54,11 @@ pub struct VidMm {
     /// buffer runs: without this, a thread could write a leaf into a table another thread
     /// has allocated but not yet linked, and its check would find the page unmapped.
     pub(crate) system_serial: std::sync::Arc<std::sync::Mutex<()>>,
+    /// VidMm is building the paging process's space and names every table it updates by its
+    /// CPU address (`UpdateMode = CPU_VIRTUAL`; `answers::PagingStart`).
+    pub(crate) cpu_updates: bool,
+    /// Page-table updates sent with `UpdateMode = CPU_VIRTUAL` so far (tests).
+    pub(crate) cpu_updates_sent: u64,
 }
 
 impl VidMm {

@@ -26,6 +26,7 @@ use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
+use crate::os::answers::{Invalidations, Pasids};
 use crate::state::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
 };
@@ -435,9 +436,21 @@ fn vidmm_run_once(
     tag: LeafTag,
 ) -> Result<Vec<u32>, SimError> {
     let mut all = Vec::new();
+    let cpu = lock(&a.mm.vidmm).cpu_updates;
     for u in updates {
-        let mut entries: Vec<DXGK_PTE> = u.entries.iter().map(dxgk_pte).collect();
+        // An invalidation (every entry zero: an unmap, or a fresh table cleared before its
+        // first use) is one zeroed entry repeated on 24H2 (`Invalidations`).
+        let invalidation = u.entries.iter().all(|e| *e == OsPte::default());
+        let repeat = invalidation && a.os.reading.invalidations == Invalidations::Repeated;
+        let mut entries: Vec<DXGK_PTE> = if repeat {
+            vec![dxgk_pte(&OsPte::default())]
+        } else {
+            u.entries.iter().map(dxgk_pte).collect()
+        };
         let mut flags = DXGK_UPDATEPAGETABLEFLAGS::default();
+        if repeat {
+            flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::Repeat, 1);
+        }
         if u.initial {
             flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate, 1);
         }
@@ -452,18 +465,10 @@ fn vidmm_run_once(
             UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
                 PageTableLevel: u32::from(u.level),
                 hAllocation: h_allocation as HANDLE,
-                PageTableAddress: DXGK_PAGETABLEUPDATEADDRESS {
-                    Anonymous: DXGK_PAGETABLEUPDATEADDRESS_0 {
-                        GpuPhysical: D3DGPU_PHYSICAL_ADDRESS {
-                            SegmentId: u.segment,
-                            Padding: 0,
-                            SegmentOffset: u.table,
-                        },
-                    },
-                },
+                PageTableAddress: table_address(a, u, cpu)?,
                 pPageTableEntries: entries.as_mut_ptr(),
                 StartIndex: u.start,
-                NumPageTableEntries: entries.len() as u32,
+                NumPageTableEntries: u.entries.len() as u32,
                 Reserved0: 0,
                 Flags: flags,
                 DriverProtection: 0,
@@ -473,11 +478,20 @@ fn vidmm_run_once(
                     0
                 },
                 hProcess: kmd as HANDLE,
-                UpdateMode: DXGK_PAGETABLEUPDATE_GPU_PHYSICAL,
+                UpdateMode: if cpu {
+                    DXGK_PAGETABLEUPDATE_CPU_VIRTUAL
+                } else {
+                    DXGK_PAGETABLEUPDATE_GPU_PHYSICAL
+                },
                 pPageTableEntries64KB: std::ptr::null_mut(),
                 FirstPteVirtualAddress: if leaf { u.va } else { 0 },
             },
         };
+        // SAFETY: the arm just written.
+        a.observer()
+            .handed(&rvgpu_ddi::handover::UPDATE_PAGE_TABLE, unsafe {
+                &op.UpdatePageTable
+            });
         let ids = crate::vidmm::paging::paging_op(
             host,
             a,
@@ -486,12 +500,57 @@ fn vidmm_run_once(
             &mut op,
             Vec::new(),
         )?;
+        if cpu {
+            lock(&a.mm.vidmm).cpu_updates_sent += 1;
+        }
         all.extend(ids);
     }
     if let Some(id) = all.last() {
         vidmm_wait(host, a, node, *id)?;
     }
     Ok(all)
+}
+
+/// Where update `u`'s table is, as VidMm names it: by CPU address while it builds the paging
+/// process's space (`cpu`; `M:VIDMM_PAGE_TABLE_BASE::GetDriverUpdateAddress` @0x1400ABA84
+/// gives `GetCpuVisibleAddress`, VidMm's kernel mapping of the table: here the host's
+/// mapping of VRAM, which the driver in the emulator reaches at the same address), else by
+/// segment and offset.
+fn table_address(
+    a: &AdapterShared,
+    u: &Update,
+    cpu: bool,
+) -> Result<DXGK_PAGETABLEUPDATEADDRESS, SimError> {
+    if !cpu {
+        return Ok(DXGK_PAGETABLEUPDATEADDRESS {
+            Anonymous: DXGK_PAGETABLEUPDATEADDRESS_0 {
+                GpuPhysical: D3DGPU_PHYSICAL_ADDRESS {
+                    SegmentId: u.segment,
+                    Padding: 0,
+                    SegmentOffset: u.table,
+                },
+            },
+        });
+    }
+    let mem = a.device.memory();
+    let at = segment_pa(a, u.segment, u.table)
+        .and_then(|pa| pa.checked_sub(rvgpu_hw::addr::VRAM_BASE))
+        .filter(|off| off.saturating_add(rvgpu_hw::mmu::TABLE_SIZE) <= mem.vram_size())
+        .ok_or_else(|| sim(format!("page table {:#x} outside VRAM", u.table)))?;
+    let base = mem
+        .vram_cpu_ptr()
+        .ok_or_else(|| sim("no CPU mapping of VRAM for a CPU_VIRTUAL update".into()))?;
+    let va = base.as_ptr().cast::<u8>().wrapping_add(at as usize);
+    Ok(DXGK_PAGETABLEUPDATEADDRESS {
+        Anonymous: DXGK_PAGETABLEUPDATEADDRESS_0 {
+            CpuVirtual: va.cast(),
+        },
+    })
+}
+
+/// Page-table updates sent with `UpdateMode = CPU_VIRTUAL` on adapter `a` so far.
+pub(crate) fn cpu_updates_sent(a: &AdapterShared) -> u64 {
+    lock(&a.mm.vidmm).cpu_updates_sent
 }
 
 fn vidmm_flush(
@@ -674,6 +733,9 @@ fn ddi_destroy_process(a: &AdapterShared, kmd: usize) -> Result<(), SimError> {
     ddi::check_status(st)
 }
 
+/// Physical adapters behind one simulated adapter (no linked adapters).
+const PHYSICAL_ADAPTERS: u32 = 1;
+
 /// `DxgkDdiCreateProcess` for `pid` with `flags`; the driver's process handle.
 fn ddi_create_process(
     a: &AdapterShared,
@@ -681,11 +743,23 @@ fn ddi_create_process(
     flags: DXGK_CREATEPROCESSFLAGS,
 ) -> Result<usize, SimError> {
     let f = gpummu_ddi!(a, DxgkDdiCreateProcess)?;
+    // One PASID per physical GPU (the adapter has one): 24H2 passes the count without an
+    // array on an adapter without a GPU-VA IOMMU, the page with one (`Pasids`). The identifier
+    // is the process's id, as 24H2 fills the array where it makes one.
+    let mut pasid = [pid.0];
+    let pasids = match a.os.reading.pasids {
+        Pasids::CountWithoutArray => std::ptr::null_mut(),
+        Pasids::CountWithArray => pasid.as_mut_ptr(),
+    };
     let mut args = DXGKARG_CREATEPROCESS {
         hDxgkProcess: (0x5000_0000 + pid.0 as usize) as HANDLE,
         Flags: flags,
+        NumPasid: PHYSICAL_ADAPTERS,
+        pPasid: pasids,
         ..Default::default()
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::CREATE_PROCESS, &args);
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
     let st = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
@@ -697,6 +771,31 @@ fn ddi_create_process(
         ));
     }
     Ok(kmd)
+}
+
+/// Raw `DxgkDdiCreateProcess` on adapter `a` with the PASID fields given, bypassing what the
+/// OS would send (tests of the driver's refusals). A process the driver accepts is destroyed
+/// again at once. Returns the driver's status.
+pub(crate) fn ddi_create_process_raw(
+    a: &AdapterShared,
+    num_pasid: u32,
+    p_pasid: usize,
+) -> Result<NTSTATUS, SimError> {
+    let f = gpummu_ddi!(a, DxgkDdiCreateProcess)?;
+    let mut args = DXGKARG_CREATEPROCESS {
+        hDxgkProcess: 0x5fff_0000usize as HANDLE,
+        NumPasid: num_pasid,
+        pPasid: p_pasid as *mut u32,
+        ..Default::default()
+    };
+    let ctx = a.context();
+    // SAFETY: the driver's DDI with its context and an argument block that lives across the
+    // call; the PASID pointer is the test's and the driver never reads it (the test checks).
+    let st = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
+    if NT_SUCCESS(st) && !args.hKmdProcess.is_null() {
+        ddi_destroy_process(a, args.hKmdProcess as usize)?;
+    }
+    Ok(st)
 }
 
 /// `DxgkDdiSetRootPageTable` for context `context_kmd` of process `pid` (VidMm does this

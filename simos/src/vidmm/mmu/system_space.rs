@@ -166,3 +166,25 @@ fn system_serial(a: &AdapterShared) -> Option<std::sync::Arc<std::sync::Mutex<()
     let v = lock(&a.mm.vidmm);
     v.has_process(PAGING_PID).then(|| v.system_serial.clone())
 }
+
+/// VidMm building the paging process's space at adapter start (`M:VIDMM_GLOBAL::
+/// InitPagingProcessVaSpace` @0x1400F71BC, from `VidMmInitializePagingProcess` @0x1400D339C):
+/// from here until the guard drops, after the space, its root and the scheduling logs are in
+/// place, every page-table update names its table by CPU address on 24H2
+/// (`answers::PagingStart`); under the pages' reading nothing changes.
+pub(crate) fn building_paging_space(a: &AdapterShared) -> BuildingPagingSpace<'_> {
+    let on = a.os.reading.paging_start == crate::os::answers::PagingStart::CpuVirtual;
+    lock(&a.mm.vidmm).cpu_updates = on;
+    BuildingPagingSpace { a }
+}
+
+/// See [`building_paging_space`].
+pub(crate) struct BuildingPagingSpace<'a> {
+    a: &'a AdapterShared,
+}
+
+impl Drop for BuildingPagingSpace<'_> {
+    fn drop(&mut self) {
+        lock(&self.a.mm.vidmm).cpu_updates = false;
+    }
+}
