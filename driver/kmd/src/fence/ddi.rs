@@ -86,6 +86,12 @@ pub fn create<P: Platform>(
             .pages
             .try_reserve::<P>()
             .map_err(|_| status::NO_MEMORY)?;
+    } else {
+        // Room to keep a named MonitoredValue's page from user queues (below).
+        table
+            .pages
+            .try_reserve_protect::<P>()
+            .map_err(|_| status::NO_MEMORY)?;
     }
     // Room in the handle map (it grows here, before anything changed).
     if !a.fence_handles.has_room(h) && a.fence_handles.get(h).is_none() {
@@ -119,6 +125,14 @@ pub fn create<P: Platform>(
         a.fence_handles.remove(h);
         undo_tag(live);
         return Err(table_status(e));
+    }
+    // NF-01: where the OS named MonitoredValue (a device address in the identity paging
+    // process), its page is kept from user queues before any process maps it, so no leaf of
+    // it is ever a user page; otherwise from the first open on (`open`).
+    if !mv.is_null() && table.pages.protect(mv.get()).is_some() {
+        if let Some(f) = table.get_mut(h) {
+            f.guarded = Some(mv.get());
+        }
     }
     drop(table);
     // Tell the UMD the report tag. Not the addresses: the ones above are the system
