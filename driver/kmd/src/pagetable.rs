@@ -117,7 +117,11 @@ impl Mapping {
             Self::Allocation(_) => Ok(true),
             Self::Os | Self::UnplacedNativeFence => {
                 if !e.valid() {
-                    return Ok(e.valid());
+                    return Ok(false);
+                }
+                if e.large_page() {
+                    // Fence storage is mapped in 4 KiB pages (a page per slot kind).
+                    return Ok(true);
                 }
                 let page = gpummu::device_address(live.mmu(), e, 0)?;
                 Ok(!live.fences.lock().pages.is_protected(page))
