@@ -41,12 +41,11 @@ fn process(m: &Machine) -> Proc<'_> {
     Proc { p, k, buf }
 }
 
-/// A step-mode machine with 4 doorbells whose OS names a native fence's storage at create
-/// (26H1, the pages).
-fn w26h1_machine() -> Machine {
+/// A step-mode machine with 4 doorbells whose OS follows `reading`.
+fn machine_reading(reading: Reading) -> Machine {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.doorbells = 4;
-    cfg.os.reading = Reading::W26H1;
+    cfg.os.reading = reading;
     started(cfg)
 }
 
@@ -254,12 +253,18 @@ fn every_address_carrying_command_faults_on_foreign_memory() {
 /// NF-01: a native fence's MonitoredValue is mapped into the process but never for user-mode
 /// queues; CurrentValue is. A user queue's FENCE_SIGNAL of CurrentValue works (with the
 /// conditional-interrupt read of MonitoredValue done by the CMP); a write to MonitoredValue
-/// faults and changes nothing. On a Windows that names the fence's storage at create (26H1,
-/// the pages); on 24H2 the mappings made before a fence's first open cannot tell the two
-/// pages apart and both are user pages (docs/robustness.md, "Native fences on 24H2").
+/// faults and changes nothing. Under every reading: where the OS names the fence's storage at
+/// create (26H1, the pages) and where it maps MonitoredValue's page unmarked, before the open
+/// that first names it (24H2).
 #[test]
 fn nf_01_user_queue_cannot_write_monitored_value() {
-    let m = w26h1_machine();
+    for reading in Reading::ALL {
+        user_queue_write_of_monitored_value_faults(reading);
+    }
+}
+
+fn user_queue_write_of_monitored_value_faults(reading: Reading) {
+    let m = machine_reading(reading);
     let v = process(&m);
     let f = native_fence(&m, &v);
     let pdd = f.pdd();
@@ -275,7 +280,12 @@ fn nf_01_user_queue_cannot_write_monitored_value() {
         }]),
     );
     okk(&m, q.wait(done));
-    assert_eq!(f.current_value(), 5, "CurrentValue is a user page");
+    assert_eq!(
+        f.current_value(),
+        5,
+        "{}: CurrentValue is a user page",
+        reading.name
+    );
     let before = f.monitored_value();
     okk(
         &m,
@@ -286,8 +296,13 @@ fn nf_01_user_queue_cannot_write_monitored_value() {
         }]),
     );
     let va = faulted(&m, &v.p);
-    assert_eq!(va, f.monitored_value_va());
-    assert_eq!(f.monitored_value(), before, "MonitoredValue unchanged");
+    assert_eq!(va, f.monitored_value_va(), "{}", reading.name);
+    assert_eq!(
+        f.monitored_value(),
+        before,
+        "{}: MonitoredValue unchanged",
+        reading.name
+    );
     drop(q);
     ok(&m, m.kill_process(&v.p));
     no_fault(&m);
@@ -297,11 +312,18 @@ fn nf_01_user_queue_cannot_write_monitored_value() {
 /// (`D3DKMTSubmitCommandToHwQueue`): a FILL across a native fence's MonitoredValue, which a
 /// process may map but only the OS may write (NF-01), faults at MonitoredValue as it would on
 /// a user-mode queue and never lands; the device goes to error, whose fences the OS then
-/// signals to `u64::MAX`.
+/// signals to `u64::MAX`. Under every reading (24H2 maps MonitoredValue's page unmarked and
+/// writable, before the create's open names it).
 #[test]
 fn nf_01_kernel_mode_queue_buffer_cannot_write_monitored_value() {
+    for reading in Reading::ALL {
+        kernel_mode_queue_write_of_monitored_value_faults(reading);
+    }
+}
+
+fn kernel_mode_queue_write_of_monitored_value_faults(reading: Reading) {
     const PATTERN: u64 = 0x0BAD_0BAD_0BAD_0BAD;
-    let m = w26h1_machine();
+    let m = machine_reading(reading);
     let v = process(&m);
     let f = native_fence(&m, &v);
     let waiter = ok(&m, m.wait_native_fence_event(&f, 5));
@@ -321,11 +343,17 @@ fn nf_01_kernel_mode_queue_buffer_cannot_write_monitored_value() {
         Err(e) => panic!("submit: {e:?}; {}", diagnostics(&m)),
     }
     let va = faulted(&m, &v.p);
-    assert_eq!(va, f.monitored_value_va(), "the fault names MonitoredValue");
+    assert_eq!(
+        va,
+        f.monitored_value_va(),
+        "{}: the fault names MonitoredValue",
+        reading.name
+    );
     assert_ne!(
         f.monitored_value(),
         PATTERN,
-        "the buffer's write never landed"
+        "{}: the buffer's write never landed",
+        reading.name
     );
     assert_eq!(
         f.current_value(),

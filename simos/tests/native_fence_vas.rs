@@ -216,6 +216,41 @@ fn another_process_fence_va_faults_and_writes_nothing() {
     no_fault(&m);
 }
 
+/// NF-01: a process that opens another's shared fence after its first open is given
+/// MonitoredValue as a page no user-mode queue reaches from its first leaf on (VidMm writes it
+/// unmarked, as any later rewrite of the page's leaf; the driver already keeps the page from
+/// user queues): its queue's signal of CurrentValue lands, its write of MonitoredValue faults
+/// and changes nothing.
+#[test]
+fn nf_01_monitored_value_mapped_after_the_first_open_is_never_a_user_page() {
+    let m = machine(Mode::Step);
+    let (a, b) = (process(&m), process(&m));
+    let fa = okk(&m, a.k.create_shareable_native_fence(0));
+    let hb = shared_into(&m, &a, &fa, &b);
+    let fb = okk(&m, b.k.open_native_fence(hb));
+    okk(&m, b.k.close_nt_handle(hb));
+    let os = os_fence(&m, &fa);
+    let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
+    submit_wait(&m, &mut qb, &[fb.signal(4)]);
+    assert_eq!(os.current_value(), 4, "B's CurrentValue is a user page");
+    let before = os.monitored_value();
+    let write = Command::Fill {
+        dst: fb.gpu.monitored.get(),
+        bytes: 8,
+        pattern: 0,
+    };
+    device_error_after(&m, &mut qb, write, &b.p, "MonitoredValue written");
+    let va = m.ums_events(0).iter().find_map(|e| match e {
+        UmsEvent::PageFault { va, .. } => Some(*va),
+        _ => None,
+    });
+    assert_eq!(va, Some(fb.gpu.monitored.get()), "the fault names B's VA");
+    assert_eq!(os.monitored_value(), before, "MonitoredValue unchanged");
+    drop(qb);
+    ok(&m, m.kill_process(&b.p));
+    no_fault(&m);
+}
+
 /// Untrusted tags: the ISR trusts the tag, not the address, so a process can
 /// name another process's fence by forging its tag. That costs one re-read of that fence by
 /// the OS (a named report and one DPC resample; no full scan), and the other process's

@@ -16,9 +16,14 @@
 //!   space, so they are device physical addresses (UNVERIFIED against Windows: VidMm sends
 //!   this operation only when it moves page tables, which the simulated VidMm never does).
 //!
-//! The `USER` bit is the KMD's: a leaf mapped for an allocation the UMD created, in a process
+//! The `USER` bit is the KMD's: a leaf mapped for an allocation the UMD created, or a page of
+//! VidMm's own (no allocation named: fence storage, a monitored fence's value), in a process
 //! that is not the system process, may be reached from user-mode queues; everything else is
-//! kernel-only (NF-01: MonitoredValue and the OS's own memory never become user pages).
+//! kernel-only. VidMm maps a native fence's MonitoredValue page like any page of its own
+//! (24H2: no `hAllocation`, no `NativeFence` flag), so the leaves it maps without an allocation
+//! are recorded (`fence::pages`), and from the fence's first open that page is never a user
+//! page again (NF-01): its recorded leaves are rewritten ([`store_entry`]) and every later
+//! leaf of it, whichever table VidMm rewrites, is translated without `USER`.
 
 use core::sync::atomic::Ordering;
 
@@ -34,6 +39,7 @@ use rvgpu_hw::mmu;
 
 use crate::adapter::{Adapter, Live};
 use crate::allocation;
+use crate::fence;
 use crate::gpummu;
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
@@ -57,14 +63,13 @@ enum Mapping {
     /// A native fence's storage (`DXGK_UPDATEPAGETABLEFLAGS::NativeFence`): CurrentValue is a
     /// user page, MonitoredValue never (NF-01). The pages, as bus page frames.
     NativeFence { current: u64, monitored: u64 },
-    /// A native fence whose system addresses the OS did not pass at create (24H2): the two
-    /// pages cannot be told apart, and CurrentValue must be reachable, so both are user
-    /// pages. A process's queues can then reach the MonitoredValue of fences it has opened,
-    /// which it can already starve or flood through the values it signals
-    /// (docs/robustness.md).
+    /// A native fence whose system addresses the OS did not pass at create: treated as
+    /// [`Mapping::Os`].
     UnplacedNativeFence,
-    /// VidMm's own mapping for the process (no allocation of the driver's, e.g. a monitored
-    /// fence value the process signals from the GPU): user pages.
+    /// VidMm's own mapping for the process (no allocation of the driver's: native-fence
+    /// storage, a monitored fence value the process signals from the GPU): user pages but
+    /// for the MonitoredValue pages of opened fences (`fence::pages`), which cannot be told
+    /// from the others before the open names them.
     Os,
 }
 
@@ -115,8 +120,18 @@ impl Mapping {
     fn user<P: Platform>(&self, live: &Live<P>, e: &DXGK_PTE) -> Result<bool, Status> {
         match *self {
             Self::System => Ok(false),
-            Self::Allocation(_) | Self::Os => Ok(true),
-            Self::UnplacedNativeFence => Ok(e.valid()),
+            Self::Allocation(_) => Ok(true),
+            Self::Os | Self::UnplacedNativeFence => {
+                if !e.valid() {
+                    return Ok(false);
+                }
+                if e.large_page() {
+                    // Fence storage is mapped in 4 KiB pages (a page per slot kind).
+                    return Ok(true);
+                }
+                let page = gpummu::device_address(live.mmu(), e, 0)?;
+                Ok(!live.fences.lock().pages.is_protected(page))
+            }
             Self::NativeFence { current, monitored } => {
                 if !e.valid() {
                     return Ok(false);
@@ -253,8 +268,13 @@ pub fn update<P: Platform>(
             // An unmapping: no fence page stays recorded where nothing is mapped.
             let pages = u64::from(op.NumPageTableEntries).saturating_mul(per_entry);
             forget_fence_pages(a, live, op, pages);
-        } else if level == 0 && matches!(who, Mapping::UnplacedNativeFence) {
-            note_fence_pages(call, a, live, op);
+        } else if level == 0 && matches!(who, Mapping::UnplacedNativeFence | Mapping::Os) && !cpu {
+            // Recorded with the entry's device address, which only a GPU_PHYSICAL update
+            // names (24H2 sends CPU_VIRTUAL only while it builds the paging process's space,
+            // which maps no process's fence pages).
+            let at = crate::args::gpu_physical_table(op);
+            let table = process::ddi::table_address(live, &at)?;
+            note_fence_pages(call, a, live, op, who, table);
         }
     }
     if next == first {
@@ -361,20 +381,22 @@ fn forget_fence_pages<P: Platform>(
     }
 }
 
-/// Records where the leaves of an unplaced native fence's mapping point (`fence::pages`): the
-/// fence's first open resolves its values through them. A record that does not fit (the
-/// pool's end, or the process's share of it) is not made; that open then fails with
-/// `STATUS_NO_MEMORY`.
+/// Records the leaves VidMm mapped without naming an allocation (`fence::pages`): where
+/// each points, and the entry written at which table address. A fence's first open resolves
+/// its values through them and takes `USER` off its MonitoredValue's. A record that does not
+/// fit (the pool's end, or the process's share of it) is not made; an open that needs it then
+/// fails with `STATUS_NO_MEMORY`.
 fn note_fence_pages<P: Platform>(
     call: Call<'_>,
     a: &Adapter<P>,
     live: &Live<P>,
     op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+    who: Mapping,
+    table: u64,
 ) {
     let Ok(process) = Handle::decode_on(op.hProcess, Kind::Process, a.table_slot()) else {
         return;
     };
-    let mut fences = live.fences.lock();
     for i in 0..op.NumPageTableEntries {
         let Some(e) = entry(call, op, i) else {
             break;
@@ -382,15 +404,37 @@ fn note_fence_pages<P: Platform>(
         let va = op
             .FirstPteVirtualAddress
             .saturating_add(u64::from(i).saturating_mul(mmu::PAGE_4K));
-        let phys = if e.valid() {
-            gpummu::device_address(live.mmu(), &e, 0).ok()
-        } else {
-            None
+        let pte = u64::from(op.StartIndex.saturating_add(i))
+            .saturating_mul(mmu::ENTRY_SIZE)
+            .saturating_add(table);
+        // The entry as `update` wrote it (translated the same way, before the lock below).
+        let leaf = match (e.valid(), gpummu::device_address(live.mmu(), &e, 0)) {
+            (true, Ok(phys)) => who
+                .user(live, &e)
+                .and_then(|user| gpummu::device_entry(live.mmu(), &e, 0, user))
+                .ok()
+                .map(|entry| fence::pages::Leaf { phys, pte, entry }),
+            _ => None,
         };
-        let _ = fences
+        let _ = live
+            .fences
+            .lock()
             .pages
-            .note::<P>(process, va, phys, &live.quotas.fence_pages);
+            .note::<P>(process, va, leaf, &live.quotas.fence_pages);
     }
+}
+
+/// Writes `entry` at the device address `pte` of a page-table entry, at once, with the
+/// device's `FENCE_STORE` pair (hardware.md 3.2: an atomic 8-byte store at a physical
+/// address), under the interrupt lock that serialises the pair's writers; the caller then
+/// invalidates the translations. Used only to take `USER` off leaves VidMm wrote before the
+/// driver knew them for MonitoredValue (NF-01); an adapter whose interrupt is no longer
+/// connected (stopping) runs nothing and is left as it is.
+pub fn store_entry<P: Platform>(live: &Live<P>, pte: u64, entry: u64) {
+    let _ = live.synchronized(|_| {
+        live.regs.write(rvgpu_hw::regs::FenceStoreAddr::new(pte));
+        live.regs.write(rvgpu_hw::regs::FenceStore::new(entry));
+    });
 }
 
 /// FLUSHTLB: one TLB_INVALIDATE for the root.

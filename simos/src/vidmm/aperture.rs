@@ -193,7 +193,6 @@ pub(crate) fn map_aperture_range_into(
     let tag = crate::vidmm::mmu::LeafTag {
         handle: 0,
         base_va: va,
-        native_fence: false,
         large_pages: false,
     };
     crate::vidmm::mmu::vidmm_map_at(

@@ -15,9 +15,12 @@
 //! - one mapping per (process, page), counted: fences packed on one page (the caps'
 //!   `MonitoredValueStride`) share it, each instance (create or open) holding one count per
 //!   value;
-//! - through the driver's UPDATEPAGETABLE with `NativeFence` and the fence's handle, so the KMD
-//!   keeps MonitoredValue away from user-mode queues (NF-01); unmapped through UPDATEPAGETABLE
-//!   and FLUSHTLB (`mmu::vidmm_unmap`).
+//! - through the driver's UPDATEPAGETABLE as 24H2 writes fence storage's leaves: no
+//!   `hAllocation`, no `NativeFence` flag, writable (M:VIDMM_FENCE_STORAGE_PAGE::MapGpuVA
+//!   @0x1400F95B8 maps with Write | SystemUseOnly; M:VIDMM_PAGE_TABLE::UpdatePageTable
+//!   @0x1400AAE70 names an allocation for owner types 1 and 3 only). The KMD tells the pages
+//!   apart at the fence's open (docs/memory.md "Fence storage in processes"); unmapped through
+//!   UPDATEPAGETABLE and FLUSHTLB (`mmu::vidmm_unmap`).
 //!
 //! When a page's last count goes, the page is retired, not unmapped at once: GPU work the
 //! process queued before the close may still name it (a signal of a fence destroyed with work

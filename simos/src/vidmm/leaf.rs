@@ -5,12 +5,10 @@
 /// What the leaves of a mapping belong to, for the driver (`hAllocation`, `Flags`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LeafTag {
-    /// The driver's allocation or native-fence handle (0: none).
+    /// The driver's allocation handle (0: none).
     pub handle: usize,
     /// VA of the object's first page (leaves report their offset from it).
     pub base_va: u64,
-    /// `DXGK_UPDATEPAGETABLEFLAGS::NativeFence`: `handle` is a native fence.
-    pub native_fence: bool,
     /// The mapping is an allocation's own VA, which VidMm unmaps only whole (eviction,
     /// destruction): where the driver's caps allow, a run that fills a large page aligned in
     /// VA and in memory is mapped with one level-1 entry (`DXGK_PTE::LargePage`;

@@ -86,6 +86,12 @@ pub fn create<P: Platform>(
             .pages
             .try_reserve::<P>()
             .map_err(|_| status::NO_MEMORY)?;
+    } else {
+        // Room to keep a named MonitoredValue's page from user queues (below).
+        table
+            .pages
+            .try_reserve_protect::<P>()
+            .map_err(|_| status::NO_MEMORY)?;
     }
     // Room in the handle map (it grows here, before anything changed).
     if !a.fence_handles.has_room(h) && a.fence_handles.get(h).is_none() {
@@ -111,6 +117,7 @@ pub fn create<P: Platform>(
         current_gpu: cv,
         monitored_gpu: mv,
         words: None,
+        guarded: None,
         fence_type: args.Type,
         opens: 0,
     };
@@ -118,6 +125,14 @@ pub fn create<P: Platform>(
         a.fence_handles.remove(h);
         undo_tag(live);
         return Err(table_status(e));
+    }
+    // NF-01: where the OS named MonitoredValue (a device address in the identity paging
+    // process), its page is kept from user queues before any process maps it, so no leaf of
+    // it is ever a user page; otherwise from the first open on (`open`).
+    if !mv.is_null() && table.pages.protect(mv.get()).is_some() {
+        if let Some(f) = table.get_mut(h) {
+            f.guarded = Some(mv.get());
+        }
     }
     drop(table);
     // Tell the UMD the report tag. Not the addresses: the ones above are the system
@@ -203,6 +218,20 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
     live.quotas
         .fences
         .admit(free, owner.map(|p| move || held.opens_of_process(p)))?;
+    // NF-01: from the first open on, MonitoredValue's page is kept from user-mode queues in
+    // every process (fence::pages): the learnt word on 24H2, the system address (a device
+    // address in the identity paging process) where the OS named it.
+    let guard = match (fence.guarded, words) {
+        (Some(_), _) => None,
+        (None, Some((_, mv))) => Some(mv),
+        (None, None) => (!fence.monitored_gpu.is_null()).then(|| fence.monitored_gpu.get()),
+    };
+    if guard.is_some() {
+        table
+            .pages
+            .try_reserve_protect::<P>()
+            .map_err(|_| status::NO_MEMORY)?;
+    }
     table
         .open::<P>(g, l, args.hDevice as usize, owner.unwrap_or(0))
         .map_err(table_status)?;
@@ -211,6 +240,27 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
             f.words = Some(w);
             a.fence_handles.set_words(g, w.0, w.1);
         }
+    }
+    let mut stripped = 0;
+    if let Some(mv) = guard {
+        if let Some(fresh) = table.pages.protect(mv) {
+            if let Some(f) = table.get_mut(g) {
+                f.guarded = Some(mv);
+            }
+            if fresh {
+                // The leaves VidMm wrote before this open (the opener's own mapping, made
+                // just before it: K:DXGDEVICESYNCOBJECT::Initialize @0x1401F5EEC).
+                stripped = table.pages.strip_user(mv, |pte, entry| {
+                    crate::pagetable::store_entry(live, pte, entry)
+                });
+            }
+        }
+    }
+    drop(table);
+    if stripped != 0 {
+        // No translation of the old leaves may be used after this (hardware.md 12.5); which
+        // roots cache them the records do not say, so every root's.
+        live.regs.write(regs::TlbInvalidate::new(0));
     }
     Ok(())
 }
@@ -296,6 +346,9 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYNATIVEFENCE) -> Result<(), Sta
                 return Err(status::UNSUCCESSFUL);
             }
             table.destroy(h).map_err(table_status)?;
+            if let Some(mv) = fence.guarded {
+                table.pages.unprotect(mv);
+            }
             a.fence_handles.remove(h);
             Ok(())
         })

@@ -3,11 +3,19 @@
 //!
 //! Those builds pass no system-process VAs to `DxgkDdiCreateNativeFence` and no kernel CPU
 //! addresses to the update DDIs, yet store nothing themselves (docs/windows-bringup.md, "Where
-//! the code and the pages disagree"). What the driver does see is every page-table entry VidMm
-//! writes, and `DxgkDdiOpenNativeFence` names the opening process's VAs of both values. So
-//! the leaves of native-fence mappings are recorded here as (process, VA page) → device page,
-//! and the fence's first open resolves its two VAs to physical words, which the update DDIs
-//! then store through `FENCE_STORE` (hardware.md 8.3).
+//! the code and the pages disagree"), and VidMm maps fence storage like any page of its own:
+//! no `hAllocation`, no `NativeFence` flag, writable (docs/memory.md "Fence storage in
+//! processes"). What the driver does see is every page-table entry VidMm writes, and
+//! `DxgkDdiOpenNativeFence` names the opening process's VAs of both values. So the leaves
+//! VidMm maps in a process without naming an allocation are recorded here as (process, VA
+//! page) → [`Leaf`], and the fence's first open resolves its two VAs to physical words, which
+//! the update DDIs then store through `FENCE_STORE` (hardware.md 8.3).
+//!
+//! The first open also makes the fence's MonitoredValue page kernel-only ([`FencePages::protect`]):
+//! VidMm keeps CurrentValue and MonitoredValue slots on separate pages, so the whole page is
+//! MonitoredValue. Its recorded leaves, in every process, are rewritten without `USER`
+//! (`pagetable::protect_leaves`), and every later leaf VidMm writes for that page is
+//! translated without it, whatever table VidMm rewrites.
 //!
 //! Records are written under the fence table's lock at PASSIVE (BuildPagingBuffer) and read at
 //! open; nothing here runs at device IRQL. Their number is bounded per adapter
@@ -33,12 +41,26 @@ pub const MAX_PAGES: usize = 1 << 16;
 /// Records a new fence may add: its CurrentValue page and its MonitoredValue page.
 const PER_FENCE: usize = 2;
 
-/// (process, VA page) → device physical page, for native-fence mappings.
+/// One recorded leaf: what it maps and where the driver wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leaf {
+    /// The device physical page it maps.
+    pub phys: u64,
+    /// The device physical address of the entry in its page table.
+    pub pte: u64,
+    /// The device entry written there.
+    pub entry: u64,
+}
+
+/// (process, VA page) → [`Leaf`], for the leaves VidMm maps without an allocation, and the
+/// MonitoredValue pages made kernel-only.
 #[derive(Debug, Default)]
 pub struct FencePages {
     /// Sorted by process first: a process's records are one run, counted and removed
     /// without a walk of the others'.
-    map: SortedMap<(Handle, u64), u64>,
+    map: SortedMap<(Handle, u64), Leaf>,
+    /// Device pages kept from user-mode queues → the fences whose MonitoredValue they hold.
+    protected: SortedMap<u64, u32>,
     /// Records dropped for lack of pool memory: an open that finds nothing then says
     /// `STATUS_NO_MEMORY`, not that the OS named the wrong VA.
     dropped_for_memory: u64,
@@ -65,26 +87,30 @@ fn span(process: Handle) -> ((Handle, u64), (Handle, u64)) {
 }
 
 impl FencePages {
-    /// Records that `va`'s page in `process` maps device page `phys` (`None`: unmapped). A new
+    /// Records that `va`'s page in `process` is mapped by `leaf` (`None`: unmapped). A new
     /// record is refused when `share` does not grant `process` one more.
     pub fn note<P: Platform>(
         &mut self,
         process: Handle,
         va: u64,
-        phys: Option<u64>,
+        leaf: Option<Leaf>,
         share: &Share,
     ) -> Result<(), NoteError> {
         let key = (process, va & !(PAGE - 1));
-        match phys {
+        match leaf {
             None => {
                 self.map.remove(&key);
                 Ok(())
             }
-            Some(p) => {
+            Some(l) => {
                 if !self.map.contains_key(&key) && !self.grants(process, share) {
                     return Err(NoteError::AtLimit);
                 }
-                if let Err(e) = self.map.try_insert::<P>(key, p & !(PAGE - 1)) {
+                let l = Leaf {
+                    phys: l.phys & !(PAGE - 1),
+                    ..l
+                };
+                if let Err(e) = self.map.try_insert::<P>(key, l) {
                     self.dropped_for_memory = self.dropped_for_memory.saturating_add(1);
                     return Err(e.into());
                 }
@@ -105,8 +131,64 @@ impl FencePages {
         if va == 0 || !va.is_multiple_of(8) {
             return None;
         }
-        let page = self.map.get(&(process, va & !(PAGE - 1)))?;
-        page.checked_add(va & (PAGE - 1))
+        let leaf = self.map.get(&(process, va & !(PAGE - 1)))?;
+        leaf.phys.checked_add(va & (PAGE - 1))
+    }
+
+    /// Whether device page `phys` holds the MonitoredValue of an opened fence.
+    pub fn is_protected(&self, phys: u64) -> bool {
+        self.protected.contains_key(&(phys & !(PAGE - 1)))
+    }
+
+    /// Makes room to protect one more page, so that [`FencePages::protect`] cannot fail.
+    pub fn try_reserve_protect<P: Platform>(&mut self) -> Result<(), NoMemory> {
+        self.protected.try_reserve::<P>()
+    }
+
+    /// One more opened fence has its MonitoredValue on device page `phys`: from now on no leaf
+    /// of it is a user page. `Some(true)`: the page was not protected before (its recorded
+    /// leaves are then rewritten, [`FencePages::strip_user`]). Room was made by
+    /// [`FencePages::try_reserve_protect`]; without it a new page is not protected (`None`).
+    pub fn protect(&mut self, phys: u64) -> Option<bool> {
+        let page = phys & !(PAGE - 1);
+        if let Some(n) = self.protected.get_mut(&page) {
+            *n = n.saturating_add(1);
+            return Some(false);
+        }
+        self.protected.insert_reserved(page, 1).ok().map(|_| true)
+    }
+
+    /// A fence whose MonitoredValue is on device page `phys` is gone: with the last, the
+    /// page is an ordinary page again (VidMm may free and reuse it).
+    pub fn unprotect(&mut self, phys: u64) {
+        let page = phys & !(PAGE - 1);
+        let last = match self.protected.get_mut(&page) {
+            Some(n) => {
+                *n = n.saturating_sub(1);
+                *n == 0
+            }
+            None => false,
+        };
+        if last {
+            self.protected.remove(&page);
+        }
+    }
+
+    /// Takes `USER` off every recorded leaf that maps device page `phys`, in every process:
+    /// `store(pte, entry)` writes each changed entry (`pagetable::store_entry`). Returns how
+    /// many were changed (their translations must then be invalidated). One pass over the
+    /// records ([`MAX_PAGES`] at most), at a fence's first open only.
+    pub fn strip_user(&mut self, phys: u64, mut store: impl FnMut(u64, u64)) -> usize {
+        let page = phys & !(PAGE - 1);
+        let mut changed = 0usize;
+        for l in self.map.values_mut() {
+            if l.phys == page && l.entry & rvgpu_hw::mmu::Pte::USER != 0 {
+                l.entry &= !rvgpu_hw::mmu::Pte::USER;
+                store(l.pte, l.entry);
+                changed = changed.saturating_add(1);
+            }
+        }
+        changed
     }
 
     /// Makes room for the records a new fence's storage may add (its CurrentValue and
@@ -180,10 +262,19 @@ mod tests {
         first: 0,
     };
 
+    /// A leaf mapping device page `phys`.
+    fn leaf(phys: u64) -> Leaf {
+        Leaf {
+            phys,
+            pte: 0,
+            entry: 0,
+        }
+    }
+
     #[test]
     fn nf_11_a_recorded_page_resolves_each_aligned_value_in_it() {
         let mut p = FencePages::default();
-        p.note::<Host>(process(1), 0x7000_1000, Some(0x40_3000), &ANY)
+        p.note::<Host>(process(1), 0x7000_1000, Some(leaf(0x40_3000)), &ANY)
             .unwrap();
         assert_eq!(p.resolve(process(1), 0x7000_1008), Some(0x40_3008));
         assert_eq!(p.resolve(process(1), 0x7000_1ff8), Some(0x40_3ff8));
@@ -199,11 +290,11 @@ mod tests {
     #[test]
     fn nf_11_a_remap_replaces_and_a_destroyed_process_leaves_nothing() {
         let mut p = FencePages::default();
-        p.note::<Host>(process(1), 0x1000, Some(0x5000), &ANY)
+        p.note::<Host>(process(1), 0x1000, Some(leaf(0x5000)), &ANY)
             .unwrap();
-        p.note::<Host>(process(1), 0x1000, Some(0x9000), &ANY)
+        p.note::<Host>(process(1), 0x1000, Some(leaf(0x9000)), &ANY)
             .unwrap();
-        p.note::<Host>(process(2), 0x1000, Some(0x6000), &ANY)
+        p.note::<Host>(process(2), 0x1000, Some(leaf(0x6000)), &ANY)
             .unwrap();
         assert_eq!(p.resolve(process(1), 0x1010), Some(0x9010));
         p.forget(process(1));
@@ -227,9 +318,9 @@ mod tests {
                 // Process 1's records sort first: removed one at a time, each would move every
                 // record behind it.
                 for i in 0..n as u64 {
-                    p.note::<Host>(process(1), i * PAGE, Some(PAGE), &ANY)
+                    p.note::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
                         .unwrap();
-                    p.note::<Host>(process(2), i * PAGE, Some(PAGE), &ANY)
+                    p.note::<Host>(process(2), i * PAGE, Some(leaf(PAGE)), &ANY)
                         .unwrap();
                 }
                 crate::kmem::take_moves();
@@ -243,15 +334,18 @@ mod tests {
     fn nf_11_records_are_bounded() {
         let mut p = FencePages::default();
         for i in 0..MAX_PAGES as u64 {
-            p.note::<Host>(process(1), i * PAGE, Some(PAGE), &ANY)
+            p.note::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
                 .unwrap();
         }
         assert_eq!(
-            p.note::<Host>(process(1), MAX_PAGES as u64 * PAGE, Some(PAGE), &ANY),
+            p.note::<Host>(process(1), MAX_PAGES as u64 * PAGE, Some(leaf(PAGE)), &ANY),
             Err(NoteError::AtLimit)
         );
         // Re-recording a page already there is no growth.
-        assert_eq!(p.note::<Host>(process(1), 0, Some(2 * PAGE), &ANY), Ok(()));
+        assert_eq!(
+            p.note::<Host>(process(1), 0, Some(leaf(2 * PAGE)), &ANY),
+            Ok(())
+        );
     }
 
     /// The default share's reserve is the whole pool: every process holds at most `first`.
@@ -272,20 +366,26 @@ mod tests {
         let mut p = FencePages::default();
         let greedy = process(1);
         let mut va = 0;
-        while p.note::<Host>(greedy, va, Some(PAGE), &share).is_ok() {
+        while p.note::<Host>(greedy, va, Some(leaf(PAGE)), &share).is_ok() {
             va += PAGE;
         }
         assert_eq!(p.of_process(greedy), 8, "the records above the reserve");
         assert_eq!(
-            p.note::<Host>(greedy, 0, Some(2 * PAGE), &share),
+            p.note::<Host>(greedy, 0, Some(leaf(2 * PAGE)), &share),
             Ok(()),
             "a page it holds"
         );
         let newcomer = process(2);
-        assert_eq!(p.note::<Host>(newcomer, 0, Some(PAGE), &share), Ok(()));
-        assert_eq!(p.note::<Host>(newcomer, PAGE, Some(PAGE), &share), Ok(()));
         assert_eq!(
-            p.note::<Host>(newcomer, 2 * PAGE, Some(PAGE), &share),
+            p.note::<Host>(newcomer, 0, Some(leaf(PAGE)), &share),
+            Ok(())
+        );
+        assert_eq!(
+            p.note::<Host>(newcomer, PAGE, Some(leaf(PAGE)), &share),
+            Ok(())
+        );
+        assert_eq!(
+            p.note::<Host>(newcomer, 2 * PAGE, Some(leaf(PAGE)), &share),
             Err(NoteError::AtLimit)
         );
         assert!(!p.grants(newcomer, &share) && !p.grants(greedy, &share));
@@ -300,11 +400,51 @@ mod tests {
         assert_eq!(p.resolve(greedy, 3 * PAGE), None);
         assert_eq!(p.resolve(greedy, 5 * PAGE), Some(PAGE));
         assert_eq!(
-            p.note::<Host>(newcomer, 2 * PAGE, Some(PAGE), &share),
+            p.note::<Host>(newcomer, 2 * PAGE, Some(leaf(PAGE)), &share),
             Ok(())
         );
         p.forget(greedy);
         assert_eq!((p.of_process(greedy), p.len()), (0, 3));
+    }
+
+    /// NF-01: protecting a MonitoredValue page takes `USER` off exactly the leaves that map
+    /// it, in every process, once; the page stays protected until its last fence goes.
+    #[test]
+    fn nf_01_protecting_a_page_strips_user_from_its_leaves_in_every_process() {
+        use rvgpu_hw::mmu::Pte;
+        let mut p = FencePages::default();
+        let user = Pte::VALID | Pte::WRITABLE | Pte::USER;
+        let at = |phys: u64, pte: u64| Leaf {
+            phys,
+            pte,
+            entry: phys | user,
+        };
+        p.note::<Host>(process(1), 0x1000, Some(at(0x9000, 0x100)), &ANY)
+            .unwrap();
+        p.note::<Host>(process(2), 0x5000, Some(at(0x9000, 0x200)), &ANY)
+            .unwrap();
+        p.note::<Host>(process(1), 0x2000, Some(at(0xA000, 0x108)), &ANY)
+            .unwrap();
+        assert!(!p.is_protected(0x9008));
+        p.try_reserve_protect::<Host>().unwrap();
+        assert_eq!(p.protect(0x9008), Some(true));
+        let mut stored = Vec::new();
+        assert_eq!(p.strip_user(0x9008, |pte, e| stored.push((pte, e))), 2);
+        stored.sort();
+        assert_eq!(
+            stored,
+            [
+                (0x100, 0x9000 | Pte::VALID | Pte::WRITABLE),
+                (0x200, 0x9000 | Pte::VALID | Pte::WRITABLE)
+            ]
+        );
+        assert_eq!(p.strip_user(0x9000, |_, _| panic!("stripped twice")), 0);
+        // A second fence on the page; the page is protected until both are gone.
+        assert_eq!(p.protect(0x9010), Some(false));
+        p.unprotect(0x9008);
+        assert!(p.is_protected(0x9000));
+        p.unprotect(0x9010);
+        assert!(!p.is_protected(0x9000) && !p.is_protected(0xA000));
     }
 
     /// A create is refused while the pool cannot take a fence's two records.
@@ -312,7 +452,7 @@ mod tests {
     fn a_full_pool_refuses_the_reservation() {
         let mut p = FencePages::default();
         for i in 0..(MAX_PAGES - 1) as u64 {
-            p.note::<Host>(process(1), i * PAGE, Some(PAGE), &ANY)
+            p.note::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
                 .unwrap();
         }
         assert_eq!(p.try_reserve::<Host>(), Err(NoMemory));

@@ -21,6 +21,9 @@ pub struct Fence {
     /// Device physical addresses of (CurrentValue, MonitoredValue), learnt at the first open
     /// when the OS passed no system addresses ([`super::pages`]); `None` until then.
     pub words: Option<(u64, u64)>,
+    /// The device page of MonitoredValue, kept from user-mode queues since the fence's first
+    /// open ([`super::pages::FencePages::protect`]); `None` before it.
+    pub guarded: Option<u64>,
     /// `D3DDDI_NATIVEFENCE_TYPE`.
     pub fence_type: i32,
     /// Local handles open on it.
@@ -45,7 +48,8 @@ pub enum TableError {
 pub struct FenceTable {
     globals: Sparse<Fence>,
     locals: Sparse<Local>,
-    /// Native-fence mappings' leaves, to find unplaced fences' storage ([`super::pages`]).
+    /// The leaves VidMm maps without an allocation, to find unplaced fences' storage, and the
+    /// MonitoredValue pages kept from user-mode queues ([`super::pages`]).
     pub pages: super::pages::FencePages,
 }
 
@@ -257,6 +261,7 @@ mod tests {
             current_gpu: GpuVa::new(0x1000),
             monitored_gpu: GpuVa::new(0x2000),
             words: None,
+            guarded: None,
             fence_type: 0,
             opens: 0,
         }

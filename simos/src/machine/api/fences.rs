@@ -34,20 +34,13 @@ impl VidMmPages for Machine {
         crate::vidmm::mmu::vidmm_map_os_page(self, a, pid, pa, LeafTag::default())
     }
 
-    fn map_fence_value(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        pa: u64,
-        global: usize,
-    ) -> Result<u64, SimError> {
-        let tag = LeafTag {
-            handle: global,
-            base_va: 0,
-            native_fence: true,
-            large_pages: false,
-        };
-        crate::vidmm::fencemap::fence_map_value(self, a, pid, pa, tag)
+    fn map_fence_value(&self, a: &AdapterShared, pid: ProcessId, pa: u64) -> Result<u64, SimError> {
+        // Fence storage is VidMm's own (owner type 2, M:VIDMM_FENCE_STORAGE_PAGE::MapGpuVA
+        // @0x1400F95B8): its leaves name no allocation (M:VIDMM_PAGE_TABLE::UpdatePageTable
+        // @0x1400AAE70 passes one for owner types 1 and 3 only) and carry no `NativeFence`
+        // flag (M:VIDMM_PAGE_TABLE::CommitVirtualAddressRange @0x1400F2030 sets only
+        // InitialUpdate and Use64KBPages); the pages describe no use of the flag either.
+        crate::vidmm::fencemap::fence_map_value(self, a, pid, pa, LeafTag::default())
     }
 
     fn unmap_fence_value(

@@ -347,9 +347,10 @@ pub(super) fn create_on(
 }
 
 /// Maps the fence's CurrentValue and MonitoredValue pages into `process`'s GPU VA space
-/// (GpuMmu adapters) at VAs VidMm picks in that process (`vidmm::fencemap`), through
-/// UPDATEPAGETABLE with `NativeFence` set, so the KMD can keep MonitoredValue away from
-/// user-mode queues (NF-01). Pages shared by packed fences are mapped once per process.
+/// (GpuMmu adapters) at VAs VidMm picks in that process (`vidmm::fencemap`): CurrentValue's
+/// page first, then MonitoredValue's, as 24H2 maps them before the open
+/// (K:DXGDEVICESYNCOBJECT::Initialize @0x1401F5EEC). Pages shared by packed fences are mapped
+/// once per process.
 /// Returns the values' VAs there: the `D3DDDI_NATIVEFENCEMAPPING` of this process.
 fn map_fence_pages(
     a: &AdapterShared,
@@ -357,8 +358,8 @@ fn map_fence_pages(
     process: ProcessId,
     vm: &dyn VidMmPages,
 ) -> Result<ProcessVas, SimError> {
-    let current = vm.map_fence_value(a, process, obj.cv.gpu(), obj.global)?;
-    match vm.map_fence_value(a, process, obj.mv.gpu(), obj.global) {
+    let current = vm.map_fence_value(a, process, obj.cv.gpu())?;
+    match vm.map_fence_value(a, process, obj.mv.gpu()) {
         Ok(monitored) => Ok(ProcessVas { current, monitored }),
         Err(e) => {
             let _ = vm.unmap_fence_value(a, process, obj.cv.gpu());

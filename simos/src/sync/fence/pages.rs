@@ -18,15 +18,9 @@ pub(crate) trait VidMmPages {
     /// monitored fence's value; no allocation behind it).
     fn map_os_page(&self, a: &AdapterShared, pid: ProcessId, pa: u64) -> Result<(), SimError>;
 
-    /// Maps the page holding native fence `global`'s value at device address `pa` into `pid`
-    /// at a VA of its own (or counts one more use of it); the value's VA there.
-    fn map_fence_value(
-        &self,
-        a: &AdapterShared,
-        pid: ProcessId,
-        pa: u64,
-        global: usize,
-    ) -> Result<u64, SimError>;
+    /// Maps the page holding a native fence's value at device address `pa` into `pid` at a VA
+    /// of its own (or counts one more use of it); the value's VA there.
+    fn map_fence_value(&self, a: &AdapterShared, pid: ProcessId, pa: u64) -> Result<u64, SimError>;
 
     /// Drops one use of the page holding the fence value at `pa` in `pid`.
     fn unmap_fence_value(&self, a: &AdapterShared, pid: ProcessId, pa: u64)

@@ -455,11 +455,10 @@ fn vidmm_run_once(
             flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate, 1);
         }
         // The leaves (and large pages) belong to the tagged object; tables and cleared
-        // tables to nobody.
+        // tables to nobody. `NativeFence` is never set: 24H2's VidMm builds an update's flags
+        // from InitialUpdate and Use64KBPages only (M:VIDMM_PAGE_TABLE::CommitVirtualAddressRange
+        // @0x1400F2030).
         let leaf = u.maps;
-        if leaf && tag.native_fence {
-            flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::NativeFence, 1);
-        }
         let h_allocation = if leaf { tag.handle } else { 0 };
         let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
             UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {

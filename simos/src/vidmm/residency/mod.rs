@@ -203,7 +203,6 @@ fn tag(e: &Entry) -> LeafTag {
     LeafTag {
         handle: e.kmd,
         base_va: e.va,
-        native_fence: false,
         large_pages: true,
     }
 }

@@ -105,7 +105,6 @@ fn tag(m: &UserMap, va: u64) -> LeafTag {
         // The allocation's first page would be here: the driver is told each leaf's offset in
         // the allocation (`AllocationOffsetInBytes`), not its offset in this mapping.
         base_va: va - m.offset * PAGE,
-        native_fence: false,
         // A process's own mapping may be unmapped in part (`vidmm::va`).
         large_pages: false,
     }
