@@ -39,6 +39,7 @@ use zerocopy::IntoBytes;
 
 pub use crate::base::error::STATUS_IO_TIMEOUT;
 
+pub mod catalog;
 pub mod context_virtual;
 pub mod native_fence;
 

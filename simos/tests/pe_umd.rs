@@ -116,6 +116,20 @@ fn the_dll_binds_its_imports_to_the_simulated_os() {
     }
 }
 
+/// Every D3DKMT thunk the shipped DLL imports from gdi32.dll has a row in the thunk catalog
+/// (`rvgpu_simos::kmt::catalog`), which says what 24H2 answers for it or that it is unread.
+#[test]
+fn every_thunk_the_dll_imports_has_a_catalog_row() {
+    let missing: Vec<String> = umd()
+        .imports()
+        .iter()
+        .filter_map(|i| i.strip_prefix("gdi32.dll!"))
+        .filter(|name| rvgpu_simos::kmt::catalog::row(name).is_none())
+        .map(str::to_owned)
+        .collect();
+    assert!(missing.is_empty(), "no catalog row: {missing:?}");
+}
+
 /// An import the simulated OS does not implement fails the load with its name (the driver
 /// image's rule).
 #[test]
