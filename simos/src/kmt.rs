@@ -42,6 +42,7 @@ pub use crate::base::error::STATUS_IO_TIMEOUT;
 pub mod catalog;
 pub mod context_virtual;
 pub mod native_fence;
+pub mod query_adapter_info;
 
 pub use crate::os::DEFAULT_THUNK_COST;
 

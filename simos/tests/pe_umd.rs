@@ -701,6 +701,73 @@ fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
+/// UM-03: `D3DKMTQueryAdapterInfo(KMTQAITYPE_NODEMETADATA)` is how a runtime learns that a node
+/// is hardware-scheduled: the driver's `DXGK_NODEMETADATA` comes back unchanged, its
+/// `ContextSchedulingSupported` bit included. What 24H2's `DxgkQueryAdapterInfoImpl` refuses is
+/// refused, as raw thunk calls in the DLL's process: no buffer, size 0, a size other than 78,
+/// an adapter handle never given, a physical adapter index past the one, a node past the
+/// adapter's (STATUS_INVALID_PARAMETER each); a buffer at an unmapped address is the probe's
+/// STATUS_ACCESS_VIOLATION.
+#[test]
+fn um_03_d3dkmtqueryadapterinfo_node_metadata_tells_hardware_scheduling() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let mut open = [0u32; 3];
+    open[0] = LUID_LOW as u32;
+    assert_eq!(
+        thunk(&p, "D3DKMTOpenAdapterFromLuid", open.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    let adapter = open[2];
+    let mut md = [0u8; 78];
+    let query = |h: u32, at: u64, size: u32| {
+        let mut q = [0u32; 6];
+        q[0] = h;
+        q[1] = 25; // KMTQAITYPE_NODEMETADATA
+        q[2] = at as u32;
+        q[3] = (at >> 32) as u32;
+        q[4] = size;
+        thunk(&p, "D3DKMTQueryAdapterInfo", q.as_mut_ptr() as u64)
+    };
+    let at = md.as_mut_ptr() as u64;
+    assert_eq!(query(adapter, 0, 78), STATUS_INVALID_PARAMETER, "no buffer");
+    assert_eq!(query(adapter, at, 0), STATUS_INVALID_PARAMETER, "size 0");
+    assert_eq!(query(adapter, at, 77), STATUS_INVALID_PARAMETER, "size 77");
+    assert_eq!(
+        query(0x7777_7777, at, 78),
+        STATUS_INVALID_PARAMETER,
+        "adapter"
+    );
+    assert_eq!(
+        query(adapter, 0x10, 78),
+        STATUS_ACCESS_VIOLATION,
+        "unmapped"
+    );
+    md[..4].copy_from_slice(&(1u32 << 16).to_le_bytes());
+    assert_eq!(
+        query(adapter, at, 78),
+        STATUS_INVALID_PARAMETER,
+        "adapter 1"
+    );
+    md[..4].copy_from_slice(&64u32.to_le_bytes());
+    assert_eq!(query(adapter, at, 78), STATUS_INVALID_PARAMETER, "node 64");
+    let nodes = m.node_metadata(0);
+    assert!(!nodes.is_empty());
+    for (node, want) in nodes.iter().enumerate() {
+        md = [0u8; 78];
+        md[..4].copy_from_slice(&(node as u32).to_le_bytes());
+        let at = md.as_mut_ptr() as u64;
+        assert_eq!(query(adapter, at, 78), STATUS_SUCCESS, "node {node}");
+        let flags = u32::from_le_bytes(md[72..76].try_into().expect("4 bytes"));
+        let want_flags = { want.Flags }.Value;
+        assert_eq!(flags, want_flags, "node {node}'s flags");
+        let engine = i32::from_le_bytes(md[4..8].try_into().expect("4 bytes"));
+        assert_eq!(engine, { want.EngineType }, "node {node}'s engine type");
+        assert_eq!(md[76], want.GpuMmuSupported, "node {node}");
+    }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
 /// A `D3DKMT_CREATENATIVEFENCE` (216 bytes) for `device`, the rest as `edit` sets it.
 fn create_native_fence(device: u32, edit: impl FnOnce(&mut [u8; 216])) -> [u8; 216] {
     let mut f = [0u8; 216];

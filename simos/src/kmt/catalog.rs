@@ -217,6 +217,10 @@ pub const THUNKS: &[Thunk] = &[
                 INVALID_PARAMETER,
             ),
             check(
+                "KMTQAITYPE_NODEMETADATA's input not readable",
+                ACCESS_VIOLATION,
+            ),
+            check(
                 "hAdapter not in the caller's handle table",
                 INVALID_PARAMETER,
             ),
@@ -239,8 +243,9 @@ pub const THUNKS: &[Thunk] = &[
              (Flags.ContextSchedulingSupported: the node is hardware-scheduled)",
         ],
         pending: Pending::No,
-        entry: None,
-        gaps: "no entry in the simulation yet; the UMD does not call it",
+        entry: Some("query_adapter_info::dxgk_query_adapter_info_impl"),
+        gaps: "only KMTQAITYPE_NODEMETADATA is modelled (every other type: STATUS_NOT_SUPPORTED); \
+               the UMD does not call it yet",
     },
     unread("D3DKMTReserveGpuVirtualAddress"),
     unread("D3DKMTShareObjects"),

@@ -158,8 +158,10 @@ const VIRTUAL_FLAGS_RESERVED: u32 = 0xFFFF_FF80;
 /// 2. `NodeOrdinal` at or past that physical adapter's node count;
 /// 3. more than one bit in `EngineAffinity`;
 /// 4. not `SynchronizationOnly`, and the adapter or the node without GPU virtual addressing
-///    (`ADAPTER_RENDER::NodeSupportsGpuVa` @0x14004BCA8: the node's `GpuMmuSupported` or
-///    `IoMmuSupported`);
+///    (the adapter's flag 0x20, which `DxgkQueryAdapterInfoImpl` @0x140383210 reports with
+///    0x40 as GpuMmu and with 0x80 as IoMmu: the simulated VidMm's GpuMmu model, the one this
+///    OS plays; `ADAPTER_RENDER::NodeSupportsGpuVa` @0x14004BCA8: the node's `GpuMmuSupported`
+///    or `IoMmuSupported`);
 /// 5. a flag bit from 7 up.
 pub(crate) fn check_virtual_context(
     a: &AdapterShared,

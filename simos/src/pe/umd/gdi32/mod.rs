@@ -133,6 +133,7 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
         "D3DKMTOpenNativeFenceFromNtHandle",
         thunk!(open_native_fence_from_nt_handle),
     ),
+    ("D3DKMTQueryAdapterInfo", thunk!(query_adapter_info)),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -231,6 +232,22 @@ fn luid_of(i: usize) -> (u32, i32) {
 
 // ---------------------------------------------------------------------------------------------
 // Adapters and devices.
+
+/// `D3DKMTQueryAdapterInfo`: the structure as the caller wrote it to the thunk's kernel entry
+/// ([`crate::kmt::query_adapter_info`]), which reads the type's input from and writes its
+/// output to the caller's memory.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtqueryadapterinfo>
+fn query_adapter_info(p: &UserProcess, at: u64) -> Status {
+    use crate::kmt::query_adapter_info::{dxgk_query_adapter_info_impl, D3dkmtQueryAdapterInfo};
+    let a: D3dkmtQueryAdapterInfo = args(at)?;
+    dxgk_query_adapter_info_impl(
+        &p.machine,
+        &a,
+        |h| lock(&p.handles).adapters.get(&h).copied(),
+        &GuestMemory,
+    )
+    .map_err(nt)
+}
 
 /// `D3DKMTOpenAdapterFromLuid`: an adapter with that LUID, else STATUS_INVALID_PARAMETER.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>
