@@ -1,6 +1,6 @@
 //! The thunk catalog: one row per D3DKMT thunk the UMD, the DLL or the harness calls, holding
-//! what 24H2 does with it, as read in the decompiled 24H2 dxgkrnl ("K", docs/windows-bringup.md
-//! §13):
+//! what 24H2 does with it, as read in the decompiled 24H2 dxgkrnl ("K",
+//! docs/windows-bringup.md §13):
 //!
 //! - **source**: the 24H2 function and its address, or `None` for a thunk not yet read;
 //! - **checks**: each refusal, in the order 24H2 makes them, with its status;
