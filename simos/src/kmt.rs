@@ -39,6 +39,11 @@ use zerocopy::IntoBytes;
 
 pub use crate::base::error::STATUS_IO_TIMEOUT;
 
+pub mod catalog;
+pub mod context_virtual;
+pub mod native_fence;
+pub mod query_adapter_info;
+
 pub use crate::os::DEFAULT_THUNK_COST;
 
 /// Burns `rounds` rounds of a loop the compiler cannot remove: the modelled system-call and
@@ -209,9 +214,33 @@ impl<'m> SimKmt<'m> {
         self.m
     }
 
-    /// `D3DKMTCreateNativeFence` of a default-type fence, private or `shareable`.
+    /// `D3DKMTCreateNativeFence` of a default-type fence, private or `shareable` (`Shared` with
+    /// `NtSecuritySharing`, as 24H2 requires them together), through the thunk's kernel entry
+    /// with the structure the UMD's Windows thunk fills.
     fn create_fence(&self, initial: u64, shareable: bool) -> Result<UmdNativeFence, NtStatus> {
-        self.with_kmt_handle(self.create_default_fence(initial, shareable)?)
+        use native_fence::{SYNC_NT_SECURITY_SHARING, SYNC_SHARED};
+        let flags = if shareable {
+            SYNC_SHARED | SYNC_NT_SECURITY_SHARING
+        } else {
+            0
+        };
+        let mut a = native_fence::D3dkmtCreateNativeFence::new(self.p.device, initial, flags);
+        let own = self.p;
+        let f = native_fence::nt_dxgk_create_native_fence_internal(self.m, &mut a, |h| {
+            (h == own.device).then_some(own)
+        })?;
+        let mapping = FenceMapping {
+            current_value_cpu: a.current_value_cpu_va as usize,
+            current_value_gpu: a.current_value_gpu_va,
+            monitored_value_gpu: a.monitored_value_gpu_va,
+        };
+        UmdNativeFence::new(a.h_sync_object, &mapping, &a.private_driver_data).map_err(|_| {
+            let _ = self
+                .m
+                .take_native_fence_kmt(self.p.adapter, a.h_sync_object);
+            let _ = self.m.destroy_native_fence(&f);
+            NtStatus(STATUS_UNSUCCESSFUL)
+        })
     }
 
     /// A default-type native fence of this process, private or `shareable`.
@@ -228,7 +257,6 @@ impl<'m> SimKmt<'m> {
 
     /// `f` with its new D3DKMT handle, as a thunk returns it to a user-mode image; a fence that
     /// gets no handle is destroyed again.
-    #[cfg(target_os = "linux")]
     fn with_raw_kmt_handle(&self, f: NativeFence) -> Result<(KmtHandle, NativeFence), NtStatus> {
         let h = self.kmt_handle_or_destroy(&f)?;
         Ok((h, f))
@@ -245,7 +273,6 @@ impl<'m> SimKmt<'m> {
     /// `D3DKMTCreateNativeFence` of a default-type fence as the OS returns it to a user-mode
     /// image (the PE bridge): its D3DKMT handle and the fence, whose private data and mapping
     /// the thunk hands back.
-    #[cfg(target_os = "linux")]
     pub(crate) fn create_native_fence_raw(
         &self,
         initial: u64,
@@ -422,8 +449,22 @@ impl Kmt for SimKmt<'_> {
     type Doorbell = SimDoorbell;
     type Fence = SimFence;
 
+    /// Through the thunk's kernel entry with the structure the UMD's Windows thunk fills
+    /// (`umd/src/kmt_windows`: engine 0, no flags, no private data).
     fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
-        self.on_device(|a, device| ums::create_context(self.m, a, device, node))
+        let mut a = context_virtual::D3dkmtCreateContextVirtual {
+            h_device: self.p.device,
+            node_ordinal: node,
+            ..Default::default()
+        };
+        let own = self.p;
+        context_virtual::dxgk_create_context_virtual_impl(
+            self.m,
+            &mut a,
+            |h| (h == own.device).then_some(own),
+            &context_virtual::NoCallerMemory,
+        )?;
+        Ok(a.h_context)
     }
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {

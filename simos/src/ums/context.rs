@@ -115,7 +115,8 @@ fn check_context_creation(
 }
 
 /// `D3DKMTCreateContextVirtual` (`virtual_context`) or `D3DKMTCreateContext` with the
-/// runtime's raw `D3DDDI_CREATECONTEXTFLAGS` (BR-92 checked before any DDI).
+/// runtime's raw `D3DDDI_CREATECONTEXTFLAGS` (BR-92 checked before any DDI), engine 0 and no
+/// private data.
 pub(crate) fn create_context_raw(
     m: &dyn UmsHost,
     a: &AdapterShared,
@@ -124,6 +125,98 @@ pub(crate) fn create_context_raw(
     flags: u32,
     virtual_context: bool,
 ) -> Result<KmtHandle, SimError> {
+    let args = ContextArgs {
+        node,
+        engine_affinity: 1,
+        flags,
+        virtual_context,
+    };
+    create_context_with(m, a, device, &args, &mut [])
+}
+
+/// What `DXGDEVICE::CreateContext` (24H2 @0x1402CFA78) hands `DXGCONTEXT::Initialize`.
+pub(crate) struct ContextArgs {
+    /// `NodeOrdinal`.
+    pub node: u32,
+    /// `EngineAffinity` as the caller passed it (to `DXGKARG_CREATECONTEXT` unchanged).
+    pub engine_affinity: u32,
+    /// The caller's `D3DDDI_CREATECONTEXTFLAGS`.
+    pub flags: u32,
+    /// Created through `D3DKMTCreateContextVirtual`.
+    pub virtual_context: bool,
+}
+
+/// `D3DDDI_CREATECONTEXTFLAGS` bits at and above which 24H2's `DxgkCreateContextVirtualImpl`
+/// refuses a context, STATUS_INVALID_PARAMETER, for a KMD of interface 0x7008 or later (this
+/// one is WDDM 3.2).
+const VIRTUAL_FLAGS_RESERVED: u32 = 0xFFFF_FF80;
+
+/// The checks 24H2 `DxgkCreateContextVirtualImpl` (@0x1402D17A0) makes between its device
+/// lookup and the private data, in its order, every refusal STATUS_INVALID_PARAMETER:
+/// 1. the highest bit of `EngineAffinity` at or past the number of physical adapters (one here:
+///    any bit but bit 0);
+/// 2. `NodeOrdinal` at or past that physical adapter's node count;
+/// 3. more than one bit in `EngineAffinity`;
+/// 4. not `SynchronizationOnly`, and the adapter or the node without GPU virtual addressing
+///    (the adapter's flag 0x20, which `DxgkQueryAdapterInfoImpl` @0x140383210 reports with
+///    0x40 as GpuMmu and with 0x80 as IoMmu: the simulated VidMm's GpuMmu model, the one this
+///    OS plays; `ADAPTER_RENDER::NodeSupportsGpuVa` @0x14004BCA8: the node's `GpuMmuSupported`
+///    or `IoMmuSupported`);
+/// 5. a flag bit from 7 up.
+pub(crate) fn check_virtual_context(
+    a: &AdapterShared,
+    node: u32,
+    engine_affinity: u32,
+    flags: u32,
+) -> Result<(), SimError> {
+    let bad = Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    const PHYSICAL_ADAPTERS: u32 = 1;
+    // GetHighestBitPos @0x1402D20F0: 0 for 0 and 1.
+    let highest = engine_affinity.checked_ilog2().unwrap_or(0);
+    if highest >= PHYSICAL_ADAPTERS {
+        return bad;
+    }
+    let nodes = lock(&a.caps).map_or(0, |c| c.GpuEngineTopology.NbAsymetricProcessingNodes);
+    if node >= nodes {
+        return bad;
+    }
+    if engine_affinity.count_ones() > 1 {
+        return bad;
+    }
+    if flags & SYNCHRONIZATION_ONLY == 0 {
+        let adapter_va = lock(&a.mm.memory_model).gpummu.is_some();
+        let node_va = lock(&a.ums)
+            .node_metadata
+            .get(node as usize)
+            .is_some_and(|m| m.GpuMmuSupported != 0 || m.IoMmuSupported != 0);
+        if !(adapter_va && node_va) {
+            return bad;
+        }
+    }
+    if flags & VIRTUAL_FLAGS_RESERVED != 0 {
+        return bad;
+    }
+    Ok(())
+}
+
+/// Whether `node` is hardware-scheduled (its metadata claims context scheduling).
+pub(crate) fn node_context_scheduling(a: &AdapterShared, node: u32) -> bool {
+    node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported)
+}
+
+/// `DXGCONTEXT::Initialize` (24H2 @0x1402CFD80) for `args`: BR-92, then `DxgkDdiCreateContext`
+/// with the caller's engine affinity and private data `pdd` (in/out: what the KMD leaves there
+/// is what 24H2 copies back to the caller).
+pub(crate) fn create_context_with(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    device: KmtHandle,
+    args: &ContextArgs,
+    pdd: &mut [u8],
+) -> Result<KmtHandle, SimError> {
+    let (node, flags, virtual_context) = (args.node, args.flags, args.virtual_context);
+    let pdd_size =
+        u32::try_from(pdd.len()).map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
     let (kmd_device, pid) = {
         let os = lock(&a.ums);
         let d = os.live_device(device)?;
@@ -139,13 +232,17 @@ pub(crate) fn create_context_raw(
     let mut args = DXGKARG_CREATECONTEXT {
         hContext: std::ptr::null_mut(),
         NodeOrdinal: node,
-        EngineAffinity: 1,
+        EngineAffinity: args.engine_affinity,
         Flags: DXGK_CREATECONTEXTFLAGS::default().with(
             DXGK_CREATECONTEXTFLAGS::HwQueueSupported,
             u32::from(hw_queue),
         ),
-        pPrivateDriverData: std::ptr::null_mut(),
-        PrivateDriverDataSize: 0,
+        pPrivateDriverData: if pdd.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            pdd.as_mut_ptr().cast()
+        },
+        PrivateDriverDataSize: pdd_size,
         ContextInfo: DXGK_CONTEXTINFO::default(),
     };
     let dl = device_lock(a, device)?;

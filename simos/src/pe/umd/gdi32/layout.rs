@@ -65,21 +65,6 @@ pub(super) struct CreatePagingQueue {
     pub(super) _pad: u32,
 }
 
-/// `D3DKMT_CREATECONTEXTVIRTUAL`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct CreateContextVirtual {
-    pub(super) h_device: u32,
-    pub(super) node_ordinal: u32,
-    pub(super) engine_affinity: u32,
-    pub(super) flags: u32,
-    pub(super) p_private_driver_data: u64,
-    pub(super) private_driver_data_size: u32,
-    pub(super) client_hint: u32,
-    pub(super) h_context: u32,
-    pub(super) _pad: u32,
-}
-
 /// `D3DKMT_CREATEHWQUEUE`.
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -268,29 +253,6 @@ pub(super) struct CreateDoorbell {
     pub(super) _pad1: u32,
 }
 
-/// `D3DKMT_CREATENATIVEFENCE` with its `D3DDDI_NATIVEFENCEINFO` and
-/// `D3DDDI_NATIVEFENCEMAPPING` (as `kmt_windows::D3dkmtCreateNativeFence`).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct CreateNativeFence {
-    pub(super) h_device: u32,
-    pub(super) h_sync_object: u32,
-    pub(super) private_driver_data: [u8; 64],
-    pub(super) initial_fence_value: u64,
-    pub(super) engine_affinity: u32,
-    pub(super) fence_type: u32,
-    pub(super) info_flags: u32,
-    pub(super) _pad0: u32,
-    pub(super) current_value_cpu_va: u64,
-    pub(super) current_value_gpu_va: u64,
-    pub(super) monitored_value_gpu_va: u64,
-    pub(super) mapping_reserved: [u8; 32],
-    pub(super) info_reserved: [u8; 28],
-    pub(super) _pad1: u32,
-    pub(super) flags: u32,
-    pub(super) reserved: [u8; 28],
-}
-
 /// `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE` (as `kmt_windows::D3dkmtOpenNativeFenceFromNtHandle`).
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -318,8 +280,6 @@ const _: () = {
     assert!(offset_of!(CreateDevice, h_device) == 12);
     assert!(size_of::<CreatePagingQueue>() == 32);
     assert!(offset_of!(CreatePagingQueue, fence_value_cpu_va) == 16);
-    assert!(size_of::<CreateContextVirtual>() == 40);
-    assert!(offset_of!(CreateContextVirtual, h_context) == 32);
     assert!(size_of::<CreateHwQueue>() == 48);
     assert!(offset_of!(CreateHwQueue, p_private_driver_data) == 16);
     assert!(offset_of!(CreateHwQueue, progress_fence_gpu_va) == 40);
@@ -363,8 +323,4 @@ const _: () = {
     assert!(offset_of!(CreateDoorbell, doorbell_status_cpu_va) == 48);
     assert!(offset_of!(CreateDoorbell, last_queued_value_cpu_va) == 56);
     assert!(offset_of!(CreateDoorbell, h_doorbell) == 64);
-    assert!(offset_of!(CreateNativeFence, initial_fence_value) == 72);
-    assert!(offset_of!(CreateNativeFence, current_value_cpu_va) == 96);
-    assert!(offset_of!(CreateNativeFence, flags) == 184);
-    assert!(size_of::<CreateNativeFence>() == 216);
 };

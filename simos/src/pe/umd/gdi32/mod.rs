@@ -133,6 +133,7 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
         "D3DKMTOpenNativeFenceFromNtHandle",
         thunk!(open_native_fence_from_nt_handle),
     ),
+    ("D3DKMTQueryAdapterInfo", thunk!(query_adapter_info)),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -231,6 +232,22 @@ fn luid_of(i: usize) -> (u32, i32) {
 
 // ---------------------------------------------------------------------------------------------
 // Adapters and devices.
+
+/// `D3DKMTQueryAdapterInfo`: the structure as the caller wrote it to the thunk's kernel entry
+/// ([`crate::kmt::query_adapter_info`]), which reads the type's input from and writes its
+/// output to the caller's memory.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtqueryadapterinfo>
+fn query_adapter_info(p: &UserProcess, at: u64) -> Status {
+    use crate::kmt::query_adapter_info::{dxgk_query_adapter_info_impl, D3dkmtQueryAdapterInfo};
+    let a: D3dkmtQueryAdapterInfo = args(at)?;
+    dxgk_query_adapter_info_impl(
+        &p.machine,
+        &a,
+        |h| lock(&p.handles).adapters.get(&h).copied(),
+        &GuestMemory,
+    )
+    .map_err(nt)
+}
 
 /// `D3DKMTOpenAdapterFromLuid`: an adapter with that LUID, else STATUS_INVALID_PARAMETER.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>
@@ -348,20 +365,40 @@ fn destroy_paging_queue(p: &UserProcess, at: u64) -> Status {
     Ok(())
 }
 
-/// `D3DKMTCreateContextVirtual` (node and engine as the simulated OS takes them; the context's
-/// private data is not forwarded: the KMD takes none).
+/// `D3DKMTCreateContextVirtual`: the structure as the DLL wrote it to the thunk's kernel entry
+/// ([`crate::kmt::context_virtual`], 24H2's checks and write-back), then `hContext` back.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatecontextvirtual>
 fn create_context_virtual(p: &UserProcess, at: u64) -> Status {
-    let a: CreateContextVirtual = args(at)?;
-    probe_out::<CreateContextVirtual>(at)?;
-    let d = p.device(a.h_device)?;
-    if a.private_driver_data_size != 0 {
-        // Still captured, as Dxgkrnl does: a bad pointer fails the call.
-        private_data(a.p_private_driver_data, a.private_driver_data_size)?;
+    use crate::kmt::context_virtual::{
+        dxgk_create_context_virtual_impl, D3dkmtCreateContextVirtual,
+    };
+    let mut a: D3dkmtCreateContextVirtual = args(at)?;
+    probe_out::<D3dkmtCreateContextVirtual>(at)?;
+    dxgk_create_context_virtual_impl(
+        &p.machine,
+        &mut a,
+        |h| p.device(h).ok().map(|d| d.sim),
+        &GuestMemory,
+    )
+    .map_err(nt)?;
+    p.record(a.h_context, a.h_device);
+    put(
+        at,
+        offset_of!(D3dkmtCreateContextVirtual, h_context),
+        &a.h_context,
+    )
+}
+
+/// The DLL's process memory as a thunk's kernel entry reads and writes it.
+struct GuestMemory;
+
+impl crate::kmt::context_virtual::CallerMemory for GuestMemory {
+    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, rvgpu_umd::kmt::NtStatus> {
+        guest::read_bytes(at, size as usize).map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))
     }
-    let h = p.kmt(d).create_context(a.node_ordinal).map_err(nt)?;
-    p.record(h, a.h_device);
-    put(at, offset_of!(CreateContextVirtual, h_context), &h)
+    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), rvgpu_umd::kmt::NtStatus> {
+        guest::write_bytes(at, bytes).map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))
+    }
 }
 
 /// A destroy thunk whose argument is one handle: `destroy` through the owning device, then this

@@ -4,9 +4,6 @@
 
 use super::*;
 
-/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::Shared`.
-const SYNC_FLAG_SHARED: u32 = 1 << 0;
-
 /// A sync object of this process: a native fence (by its D3DKMT handle) or a monitored fence
 /// (progress and paging fences are monitored fences).
 pub(super) enum Sync {
@@ -184,25 +181,21 @@ macro_rules! fence_offsets {
     };
 }
 
-/// `D3DKMTCreateNativeFence`: the simulated OS's native fence (the KMD's
-/// `DxgkDdiCreateNativeFence`), its private data from the KMD, this process's mapping
-/// (`CurrentValueCpuVa` the OS's page itself, one address space). Only the default type.
+/// `D3DKMTCreateNativeFence`: the structure as the DLL wrote it to the thunk's kernel entry
+/// ([`crate::kmt::native_fence`], 24H2's checks and write-back), then back exactly the bytes
+/// 24H2 writes.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_createnativefence>
 pub(super) fn create_native_fence(p: &UserProcess, at: u64) -> Status {
-    let a: CreateNativeFence = args(at)?;
-    probe_out::<CreateNativeFence>(at)?;
-    // 24H2 `K:NtDxgkCreateNativeFenceInternal` @0x1401F8C68: `Info.Type` other than
-    // D3DDDI_NATIVEFENCE_TYPE_DEFAULT is refused first, STATUS_INVALID_PARAMETER.
-    if a.fence_type != 0 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    let d = p.device(a.h_device)?;
-    let (h, f) = p
-        .kmt(d)
-        .create_native_fence_raw(a.initial_fence_value, a.info_flags & SYNC_FLAG_SHARED != 0)
+    use crate::kmt::native_fence::{
+        nt_dxgk_create_native_fence_internal, D3dkmtCreateNativeFence, WRITTEN_BACK,
+    };
+    let mut a: D3dkmtCreateNativeFence = args(at)?;
+    probe_out::<D3dkmtCreateNativeFence>(at)?;
+    nt_dxgk_create_native_fence_internal(&p.machine, &mut a, |h| p.device(h).ok().map(|d| d.sim))
         .map_err(nt)?;
-    p.record(h, d.sim.device);
-    put_fence(at, fence_offsets!(CreateNativeFence), h, &f)
+    p.record(a.h_sync_object, a.h_device);
+    let out = a.as_bytes().get(WRITTEN_BACK).unwrap_or_default();
+    guest::write_bytes(at.wrapping_add(WRITTEN_BACK.start as u64), out).map_err(bad)
 }
 
 /// Writes what a create or an open of native fence `h` (`f`) returns to the caller's

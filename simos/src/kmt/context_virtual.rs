@@ -1,0 +1,144 @@
+//! `D3DKMTCreateContextVirtual`'s kernel entry, as 24H2 `K:DxgkCreateContextVirtualImpl`
+//! @0x1402D17A0 and `K:DXGCONTEXT::Initialize` @0x1402CFD80 answer it: the caller's
+//! `D3DKMT_CREATECONTEXTVIRTUAL` as written, the checks in their order with their statuses, and
+//! back `hContext` (and the private data, which the KMD may have changed, when there is any).
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use crate::machine::Machine;
+use crate::ums::{self, ContextArgs, UmsProcess};
+
+/// `D3DKMT_CREATECONTEXTVIRTUAL` in the released x64 layout (40 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtCreateContextVirtual {
+    /// `hDevice` (in).
+    pub h_device: u32,
+    /// `NodeOrdinal` (in).
+    pub node_ordinal: u32,
+    /// `EngineAffinity` (in).
+    pub engine_affinity: u32,
+    /// `Flags` (`D3DDDI_CREATECONTEXTFLAGS`, in).
+    pub flags: u32,
+    /// `pPrivateDriverData` (in/out), an address in the caller's process.
+    pub p_private_driver_data: u64,
+    /// `PrivateDriverDataSize` (in).
+    pub private_driver_data_size: u32,
+    /// `ClientHint` (`D3DKMT_CLIENTHINT`, in).
+    pub client_hint: u32,
+    /// `hContext` (out).
+    pub h_context: u32,
+    /// Alignment.
+    pub _pad: u32,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtCreateContextVirtual, flags) == 12);
+    assert!(offset_of!(D3dkmtCreateContextVirtual, p_private_driver_data) == 16);
+    assert!(offset_of!(D3dkmtCreateContextVirtual, client_hint) == 28);
+    assert!(offset_of!(D3dkmtCreateContextVirtual, h_context) == 32);
+    assert!(size_of::<D3dkmtCreateContextVirtual>() == 40);
+};
+
+/// `D3DDDI_CREATECONTEXTFLAGS::SynchronizationOnly`.
+pub const SYNCHRONIZATION_ONLY: u32 = 1 << 3;
+/// `D3DDDI_CREATECONTEXTFLAGS::HwQueueSupported`.
+pub const HW_QUEUE_SUPPORTED: u32 = 1 << 4;
+/// `D3DDDI_CREATECONTEXTFLAGS::NoKmdAccess`.
+pub const NO_KMD_ACCESS: u32 = 1 << 5;
+/// `D3DDDI_CREATECONTEXTFLAGS::TestContext`.
+pub const TEST_CONTEXT: u32 = 1 << 6;
+
+/// The caller's memory for the private data: reading `size` bytes at an address (a bad one is
+/// the caller's fault status: STATUS_ACCESS_VIOLATION from the probe), and writing them back.
+pub trait CallerMemory {
+    /// `size` bytes at `at`.
+    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus>;
+    /// `bytes` to `at`.
+    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), NtStatus>;
+}
+
+/// `DxgkCreateContextVirtualImpl` for the caller's structure `a`, in 24H2's order:
+/// 1. `NoKmdAccess` or `TestContext` without test signing: STATUS_INVALID_PARAMETER;
+/// 2. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
+/// 3. engine affinity, node, GPU VA and reserved flags ([`ums::check_virtual_context`]):
+///    STATUS_INVALID_PARAMETER;
+/// 4. private data given half (a pointer with size 0, or a size with no pointer):
+///    STATUS_INVALID_PARAMETER;
+/// 5. the private data captured from `mem` (its fault status; above the bridge's bound,
+///    STATUS_NO_MEMORY, what a failed pool allocation answers);
+/// 6. `DXGCONTEXT::Initialize`: BR-92 (STATUS_UNSUCCESSFUL) and `DxgkDdiCreateContext`.
+///
+/// On success `a.h_context` is the new context and the private data, if any, is written back
+/// to the caller; on failure `a` is unchanged.
+///
+/// `HwQueueSupported`: the Windows callers of this simulation (the UMD's `Kmt`) do not set it
+/// yet, so on a hardware-scheduled node a context without it gets it here, as a runtime that
+/// learnt the node's scheduling would set it. 24H2 refuses such a context (STATUS_UNSUCCESSFUL,
+/// BR-92); docs/windows-bringup.md §13 names this as the one thing the entry still supplies.
+pub fn dxgk_create_context_virtual_impl(
+    m: &Machine,
+    a: &mut D3dkmtCreateContextVirtual,
+    device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+    mem: &dyn CallerMemory,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    if !m.os_config().test_signing && a.flags & (NO_KMD_ACCESS | TEST_CONTEXT) != 0 {
+        return Err(bad);
+    }
+    let p = device(a.h_device).ok_or(bad)?;
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    let (node, affinity, flags) = (a.node_ordinal, a.engine_affinity, a.flags);
+    ums::check_virtual_context(&sh, node, affinity, flags).map_err(super::status)?;
+    let (at, size) = (a.p_private_driver_data, a.private_driver_data_size);
+    if (at == 0) != (size == 0) {
+        return Err(bad);
+    }
+    let mut pdd = if size == 0 {
+        Vec::new()
+    } else if size > MAX_PRIVATE_DATA {
+        return Err(NtStatus(STATUS_NO_MEMORY));
+    } else {
+        mem.read(at, size)?
+    };
+    let supplied = if flags & SYNCHRONIZATION_ONLY == 0 && ums::node_context_scheduling(&sh, node) {
+        HW_QUEUE_SUPPORTED
+    } else {
+        0
+    };
+    let args = ContextArgs {
+        node,
+        engine_affinity: affinity,
+        flags: flags | supplied,
+        virtual_context: true,
+    };
+    let ctx = ums::create_context_with(m, &sh, p.device, &args, &mut pdd).map_err(super::status)?;
+    if !pdd.is_empty() {
+        if let Err(e) = mem.write(at, &pdd) {
+            let _ = ums::destroy_context_thunk(m, &sh, p.device, ctx);
+            return Err(e);
+        }
+    }
+    a.h_context = ctx;
+    Ok(())
+}
+
+/// Most private data captured here (the KMD takes none; a bound keeps the copy small).
+const MAX_PRIVATE_DATA: u32 = 64 * 1024;
+
+/// A caller that passes no private data (the Rust UMD): any read or write is refused.
+pub struct NoCallerMemory;
+
+impl CallerMemory for NoCallerMemory {
+    fn read(&self, _at: u64, _size: u32) -> Result<Vec<u8>, NtStatus> {
+        Err(NtStatus(STATUS_INVALID_PARAMETER))
+    }
+    fn write(&self, _at: u64, _bytes: &[u8]) -> Result<(), NtStatus> {
+        Err(NtStatus(STATUS_INVALID_PARAMETER))
+    }
+}
