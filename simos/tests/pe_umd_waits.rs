@@ -86,7 +86,12 @@ impl App {
     /// The GPU signals the fence to `value` (a batch of one signal on the user-mode queue),
     /// and the queue is waited for until it ran.
     fn gpu_signal(&self, value: u64) {
-        let entry = [self.fence, value];
+        self.gpu_signal_of(self.fence, value);
+    }
+
+    /// [`Self::gpu_signal`] of another fence of the process.
+    fn gpu_signal_of(&self, fence: u64, value: u64) {
+        let entry = [fence, value];
         let desc = [0u64, 0, 0, 0, entry.as_ptr() as u64, 1];
         let mut last = 0u64;
         assert_eq!(
@@ -103,7 +108,7 @@ impl App {
         );
         let mut v = 0u64;
         assert_eq!(
-            call(&self.p, "rvgpu_fence_value", &[self.fence, addr(&mut v)]),
+            call(&self.p, "rvgpu_fence_value", &[fence, addr(&mut v)]),
             OK
         );
         assert_eq!(v, value);
@@ -255,6 +260,90 @@ fn mf_04_threads_waiting_on_one_fence_are_each_released_at_their_value_and_no_ea
         assert!(took >= std::time::Duration::from_millis(50), "{took:?}");
         let a = Arc::into_inner(a).expect("the last reference");
         a.close(&[]);
+        assert!(m.fault().is_none(), "{:?}", m.fault());
+    }
+}
+
+/// MF-04 across two processes of the DLL on one shared fence: A's async wait for 3 is released,
+/// then process B's async wait for 8 arrives with A's blocking wait for 5 still pending (24H2
+/// raises MonitoredValue over it; A cannot re-arm for another process's wait). A's wait still
+/// returns soon after the fence is at 6, within its slices (a late wake under 24H2), and B's
+/// event is signalled at 8.
+#[test]
+fn mf_04_a_blocking_wait_outlives_its_value_by_a_bounded_time_under_another_process_s_wait() {
+    for m in both_builds() {
+        let a = Arc::new(App::new(&m));
+        let b = App::new(&m);
+        // A shareable fence of A, opened in B.
+        let mut fa = 0u64;
+        assert_eq!(
+            call(
+                &a.p,
+                "rvgpu_fence_create2",
+                &[a.adapter, 0, 1, addr(&mut fa)]
+            ),
+            OK
+        );
+        let mut nt = 0u64;
+        assert_eq!(call(&a.p, "rvgpu_fence_share", &[fa, addr(&mut nt)]), OK);
+        let (from, to) = (a.p.nt_processes()[0], b.p.nt_processes()[0]);
+        let theirs = m.duplicate_handle(from, nt, to).expect("DuplicateHandle");
+        assert_eq!(a.k("CloseHandle", &[nt]), 1);
+        let mut fb = 0u64;
+        assert_eq!(
+            call(
+                &b.p,
+                "rvgpu_fence_open",
+                &[b.adapter, theirs, addr(&mut fb)]
+            ),
+            OK
+        );
+        assert_eq!(b.k("CloseHandle", &[theirs]), 1);
+        let waits = a.p.calls("D3DKMTWaitForSynchronizationObjectFromCpu");
+        let waiter = |v: u64| {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                let r = call(&a.p, "rvgpu_fence_wait", &[fa, v, 10_000_000_000]);
+                (r, std::time::Instant::now())
+            })
+        };
+        // A's wait for 3 on its event (its release re-arms nothing), then the blocking one.
+        let e3 = a.event();
+        assert_eq!(call(&a.p, "rvgpu_fence_wait_async", &[fa, 3, e3]), OK);
+        let w5 = waiter(5);
+        let t0 = std::time::Instant::now();
+        while a.p.calls("D3DKMTWaitForSynchronizationObjectFromCpu") < waits + 2 {
+            assert!(
+                t0.elapsed().as_secs() < 10,
+                "the waiters never reached the thunk"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let signal = |v: u64| a.gpu_signal_of(fa, v);
+        signal(3);
+        assert_eq!(a.wait_event(e3, 5000), WAIT_OBJECT_0);
+        assert_eq!(a.k("CloseHandle", &[e3]), 1);
+        let eb = {
+            let e = b.event();
+            assert_eq!(call(&b.p, "rvgpu_fence_wait_async", &[fb, 8, e]), OK);
+            e
+        };
+        signal(6);
+        let at6 = std::time::Instant::now();
+        let (r, done) = w5.join().expect("the wait for 5");
+        assert_eq!(r, OK);
+        let late = done.saturating_duration_since(at6);
+        assert!(
+            late < std::time::Duration::from_secs(1),
+            "released {late:?} after 6"
+        );
+        signal(8);
+        assert_eq!(b.wait_event(eb, 5000), WAIT_OBJECT_0);
+        assert_eq!(b.k("CloseHandle", &[eb]), 1);
+        assert_eq!(call(&b.p, "rvgpu_fence_destroy", &[fb]), OK);
+        assert_eq!(call(&a.p, "rvgpu_fence_destroy", &[fa]), OK);
+        b.close(&[]);
+        Arc::into_inner(a).expect("the last reference").close(&[]);
         assert!(m.fault().is_none(), "{:?}", m.fault());
     }
 }
