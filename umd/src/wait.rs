@@ -5,7 +5,9 @@
 //! fence's CurrentValue already passed MonitoredValue (`M:VidSchSubmitWaitFromCpu`
 //! @0x14000DF30, docs/windows-bringup.md §13), even above lower waits still pending: those get
 //! no interrupt when the fence reaches them and are released only when something else makes
-//! VidSch look at the fence. So every CPU wait the UMD makes is bounded: it waits in slices of
+//! VidSch look at the fence. The process's own waits never do that to each other ([`Waits`]:
+//! the re-arm), but another process's wait on a shared fence can. So every blocking CPU wait
+//! the UMD makes is bounded: it waits in slices of
 //! [`SLICE_NS`], and after each slice the OS did not end it re-reads the fence's CurrentValue
 //! (user-readable). A value reached there ends the wait as a **late wake**: counted
 //! ([`late_wakes`]) and reported to the caller, never silent. A wait whose value is not reached
@@ -82,9 +84,116 @@ pub fn slices_in(timeout_ns: u64) -> Option<u64> {
     (timeout_ns != u64::MAX).then(|| timeout_ns.div_ceil(SLICE_NS).max(1))
 }
 
+/// One process's CPU waits on its native fences, as it registered them with the OS, so that
+/// its own waits never leave 24H2 a MonitoredValue above one of them (docs/performance.md,
+/// "CPU waits of one process").
+///
+/// 24H2 sets MonitoredValue M to a new wait's value W when `W <= M` or when CurrentValue C
+/// already passed M (`M:VidSchSubmitWaitFromCpu` @0x14000DF30), and no release lowers it while
+/// waits remain (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8). So a registration can
+/// raise M over a lower wait of this process, and a release can leave M stale below C (every
+/// later signal interrupts). The UMD answers both with one rule, applied under one lock per
+/// process: after any registration for W, and after a wait of the process was released, it
+/// registers once more for the lowest value L it still waits for above C (a *re-arm*). That
+/// registration sets M := L (`L <= M` after a raise; `C >= M` when M went stale), or finds M
+/// already at or below L, or finds C past L (the same call releases L). Either way M is at or
+/// below every pending wait of the process when the lock is released, and nothing but another
+/// process's registration (or a GPU wait the OS queues for a kernel-mode queue, which the UMD
+/// re-arms after too) raises it again. The pages' reading never raises; a re-arm there only
+/// restates W − 1 of the lowest wait.
+#[derive(Debug, Default)]
+pub struct Waits {
+    /// Per fence: (value, waiter id) of each registration whose waiter has not left and whose
+    /// value was not seen reached.
+    by_fence: alloc::collections::BTreeMap<crate::nt::KmtHandle, alloc::vec::Vec<(u64, u64)>>,
+    next_id: u64,
+}
+
+impl Waits {
+    /// Records a registration for `value` on `fence` with CurrentValue at `current` (waits it
+    /// satisfies are forgotten): its waiter id, and the value to re-arm afterwards, if a
+    /// pending wait of the process is below `value`.
+    pub fn add(
+        &mut self,
+        fence: crate::nt::KmtHandle,
+        value: u64,
+        current: u64,
+    ) -> (u64, Option<u64>) {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        let rearm = self.lowest(fence, current).filter(|&l| l < value);
+        if value > current {
+            self.by_fence.entry(fence).or_default().push((value, id));
+        }
+        (id, rearm)
+    }
+
+    /// Waiter `id` of `fence` left (released, timed out or failed).
+    pub fn remove(&mut self, fence: crate::nt::KmtHandle, id: u64) {
+        if let Some(v) = self.by_fence.get_mut(&fence) {
+            v.retain(|&(_, i)| i != id);
+            if v.is_empty() {
+                self.by_fence.remove(&fence);
+            }
+        }
+    }
+
+    /// The lowest value still waited for on `fence` above `current` (the rest forgotten).
+    pub fn lowest(&mut self, fence: crate::nt::KmtHandle, current: u64) -> Option<u64> {
+        let v = self.by_fence.get_mut(&fence)?;
+        v.retain(|&(w, _)| w > current);
+        let low = v.iter().map(|&(w, _)| w).min();
+        if low.is_none() {
+            self.by_fence.remove(&fence);
+        }
+        low
+    }
+
+    /// `fence` is destroyed: its waits are the OS's to abandon.
+    pub fn forget(&mut self, fence: crate::nt::KmtHandle) {
+        self.by_fence.remove(&fence);
+    }
+
+    /// Pending waits recorded on `fence`.
+    pub fn pending(&self, fence: crate::nt::KmtHandle) -> usize {
+        self.by_fence.get(&fence).map_or(0, |v| v.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// MF-04, the UMD's side of 24H2's MonitoredValue: a registration above a pending wait of
+    /// the process is followed by a re-arm at the lowest pending value above CurrentValue;
+    /// reached waits are forgotten, a waiter that left is no longer re-armed.
+    #[test]
+    fn mf_04_a_wait_above_a_pending_one_re_arms_the_lowest() {
+        let mut w = Waits::default();
+        let (a, r) = w.add(7, 3, 0);
+        assert_eq!(r, None, "nothing below the first wait");
+        let (_, r) = w.add(7, 5, 0);
+        assert_eq!(r, Some(3));
+        let (_, r) = w.add(7, 2, 0);
+        assert_eq!(r, None, "a lower wait needs no re-arm");
+        // The fence reached 3: 3 and 2 are forgotten, 5 is the one to re-arm.
+        let (_, r) = w.add(7, 8, 3);
+        assert_eq!(r, Some(5));
+        assert_eq!(w.pending(7), 2);
+        assert_eq!(w.lowest(7, 5), Some(8));
+        w.remove(7, a);
+        assert_eq!(w.lowest(7, 8), None, "all reached");
+        assert_eq!(w.pending(7), 0);
+        // A wait already reached is not recorded; one on another fence is separate.
+        let (_, r) = w.add(7, 4, 9);
+        assert_eq!((r, w.pending(7)), (None, 0));
+        let (b, _) = w.add(9, 4, 0);
+        assert_eq!(w.add(7, 12, 9).1, None);
+        w.remove(9, b);
+        assert_eq!(w.pending(9), 0);
+        w.forget(7);
+        assert_eq!(w.pending(7), 0);
+    }
 
     /// MF-04: a wait the OS releases ends without a late wake.
     #[test]

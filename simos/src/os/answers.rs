@@ -38,6 +38,16 @@ pub enum MonitoredValue {
     /// when none remain and otherwise leaves it alone (it only logs when the lowest remaining
     /// is above M): every later signal interrupts until the last waiter is gone, or a new wait
     /// raises M. The 25H2 and 26H1 readings keep it (nothing read there says otherwise).
+    ///
+    /// Nothing else re-arms M: `VidSchiUpdateNativeFenceMonitoredValue`'s only callers are the
+    /// three above (its XREFs), and no DPC, signal or timer path writes M otherwise. A wait the
+    /// raise passed over is released only when something unrelated makes VidSch look at its
+    /// fence: another wait or a CPU signal on it, a signal reaching the raised M, or
+    /// `M:VidSchiUnwaitMonitoredFences` @0x14000E4E0 walking every CPU waiter of the adapter
+    /// (`M:UnblockCpuWaiter` @0x1400342D0; on a legacy monitored-fence interrupt or a DMA
+    /// completion: not modelled, it only adds releases). An idle GPU strands it for good, so
+    /// the reading is complete and the UMD defends: its waits on one fence leave M at or below
+    /// its lowest pending wait (`umd/src/wait.rs`, docs/performance.md).
     RaisedByNewWaits,
     /// The pages (`DxgkDdiUpdateMonitoredValues`, NF-02, NF-04): W − 1 for the lowest pending
     /// wait, re-armed to the next one as waits are released; never above a pending wait.

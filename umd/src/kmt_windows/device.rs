@@ -8,12 +8,11 @@ use windows_sys::Wdk::Graphics::Direct3D::{D3DKMTCreateDevice, D3DKMTDestroyDevi
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreatePagingQueue, D3DKMTCreateSynchronizationObject2, D3DKMTDestroyAllocation2,
     D3DKMTDestroyPagingQueue, D3DKMTDestroySynchronizationObject, D3DKMTMakeResident,
-    D3DKMTSignalSynchronizationObjectFromCpu, D3DKMTWaitForSynchronizationObjectFromCpu,
-    D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MAKERESIDENT, D3DDDI_MONITORED_FENCE,
-    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CREATEDEVICE, D3DKMT_CREATEPAGINGQUEUE,
-    D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYDEVICE,
-    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
-    D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+    D3DKMTSignalSynchronizationObjectFromCpu, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MAKERESIDENT,
+    D3DDDI_MONITORED_FENCE, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CREATEDEVICE,
+    D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2,
+    D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYSYNCHRONIZATIONOBJECT,
+    D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
 };
 use windows_sys::Win32::Foundation::{LUID, STATUS_NO_MEMORY, STATUS_PENDING};
 use windows_sys::Win32::System::Threading::{
@@ -129,6 +128,8 @@ pub struct WinKmt {
     /// The `CurrentValueCpuVa` of each native fence this device created or opened: a CPU wait
     /// on one re-reads it after every slice ([`crate::wait`]).
     pub(super) native_cpu: Sizes,
+    /// This process's pending CPU waits on those fences, re-armed ([`crate::wait::Waits`]).
+    pub(super) waits: super::waits::CpuWaits,
 }
 
 impl WinKmt {
@@ -165,6 +166,7 @@ impl WinKmt {
             paging_fence: pq.hSyncObject,
             sizes: Sizes::new(),
             native_cpu: Sizes::new(),
+            waits: super::waits::CpuWaits::new(),
         })
     }
 
@@ -311,50 +313,71 @@ impl WinKmt {
             return Err(NtStatus(STATUS_INSUFFICIENT_RESOURCES));
         }
         // With an event the call returns at once and the OS signals the event later.
-        let registered = self.wait_async(fence, value, event);
-        let outcome = registered.and_then(|()| {
-            // A native fence: bounded slices, re-reading CurrentValue after each (24H2 can
-            // raise MonitoredValue over this wait; a late wake is counted and traced).
-            if self.native_value(fence).is_some() {
-                let slice_ms = timeout_ms(crate::wait::SLICE_NS);
-                let r = crate::wait::bounded(
-                    value,
-                    crate::wait::slices_in(timeout_ns),
-                    || {
-                        // SAFETY: a valid event handle owned by this function.
-                        match unsafe { WaitForSingleObject(event, slice_ms) } {
-                            WAIT_OBJECT_0 => Ok(crate::wait::Slice::Released),
-                            WAIT_TIMEOUT => Ok(crate::wait::Slice::Pending),
-                            _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
-                        }
-                    },
-                    || self.native_value(fence).unwrap_or(0),
-                );
-                return match r {
-                    Ok(crate::wait::Woken::Released) => Ok(WaitOutcome::Reached),
-                    Ok(crate::wait::Woken::Late { current }) => {
-                        crate::etw_windows::late_wake(fence, value, current);
-                        Ok(WaitOutcome::Reached)
-                    }
-                    Err(NtStatus(crate::wait::STATUS_TIMEOUT)) => Ok(WaitOutcome::TimedOut),
-                    Err(e) => Err(e),
-                };
-            }
-            // SAFETY: a valid event handle owned by this function.
-            match unsafe { WaitForSingleObject(event, timeout_ms(timeout_ns)) } {
-                WAIT_OBJECT_0 => Ok(WaitOutcome::Reached),
-                WAIT_TIMEOUT => Ok(WaitOutcome::TimedOut),
-                _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
-            }
-        });
+        let outcome = if self.native_value(fence).is_some() {
+            self.register_native_wait(fence, value, event)
+                .and_then(|id| {
+                    let r = self.wait_native_slices(fence, value, timeout_ns, event);
+                    self.end_native_wait(fence, id, matches!(r, Ok(WaitOutcome::Reached)));
+                    r
+                })
+        } else {
+            self.register(fence, value, event).and_then(|()| {
+                // SAFETY: a valid event handle owned by this function.
+                match unsafe { WaitForSingleObject(event, timeout_ms(timeout_ns)) } {
+                    WAIT_OBJECT_0 => Ok(WaitOutcome::Reached),
+                    WAIT_TIMEOUT => Ok(WaitOutcome::TimedOut),
+                    _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
+                }
+            })
+        };
         // SAFETY: the event created above, closed once.
         unsafe { CloseHandle(event) };
         outcome
     }
 
+    /// A registered wait on a native fence, waited for on `event` in bounded slices with
+    /// CurrentValue re-read after each ([`crate::wait`]): the defence against MonitoredValue
+    /// raised over this wait by another process's wait on a shared fence (the process's own
+    /// waits never raise it: [`crate::wait::Waits`]); a late wake is counted and traced.
+    fn wait_native_slices(
+        &self,
+        fence: KmtHandle,
+        value: u64,
+        timeout_ns: u64,
+        event: windows_sys::Win32::Foundation::HANDLE,
+    ) -> Result<WaitOutcome, NtStatus> {
+        use windows_sys::Win32::Foundation::{WAIT_OBJECT_0, WAIT_TIMEOUT};
+        use windows_sys::Win32::System::Threading::WaitForSingleObject;
+        let slice_ms = timeout_ms(crate::wait::SLICE_NS);
+        let r = crate::wait::bounded(
+            value,
+            crate::wait::slices_in(timeout_ns),
+            || {
+                // SAFETY: a valid event handle owned by the caller.
+                match unsafe { WaitForSingleObject(event, slice_ms) } {
+                    WAIT_OBJECT_0 => Ok(crate::wait::Slice::Released),
+                    WAIT_TIMEOUT => Ok(crate::wait::Slice::Pending),
+                    _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
+                }
+            },
+            || self.native_value(fence).unwrap_or(0),
+        );
+        match r {
+            Ok(crate::wait::Woken::Released) => Ok(WaitOutcome::Reached),
+            Ok(crate::wait::Woken::Late { current }) => {
+                crate::etw_windows::late_wake(fence, value, current);
+                Ok(WaitOutcome::Reached)
+            }
+            Err(NtStatus(crate::wait::STATUS_TIMEOUT)) => Ok(WaitOutcome::TimedOut),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Registers a CPU wait for `fence` to reach `value` that signals the caller's `event`
     /// (`D3DKMTWaitForSynchronizationObjectFromCpu` with `hAsyncEvent`): returns at once; the
-    /// OS signals the event when the wait is released (or the fence is gone). A null `event`
+    /// OS signals the event when the wait is released (or the fence is gone). On a native
+    /// fence the process's lowest pending wait is re-armed after it ([`crate::wait::Waits`]),
+    /// so the OS releases every such wait when the fence reaches its value. A null `event`
     /// blocks instead, until the fence reaches the value.
     pub fn wait_async(
         &self,
@@ -362,17 +385,10 @@ impl WinKmt {
         value: u64,
         event: windows_sys::Win32::Foundation::HANDLE,
     ) -> Result<(), NtStatus> {
-        let args = D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
-            hDevice: self.device,
-            ObjectCount: 1,
-            ObjectHandleArray: &fence,
-            FenceValueArray: &value,
-            hAsyncEvent: event,
-            ..Default::default()
-        };
-        // SAFETY: the arrays point to one handle and one value on this stack frame; the OS
-        // validates the event handle (null: no event) and holds its own reference to it.
-        check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) })
+        if !event.is_null() && self.native_value(fence).is_some() {
+            return self.register_native_wait(fence, value, event).map(|_| ());
+        }
+        self.register(fence, value, event)
     }
 
     /// `D3DKMTCreateNativeFence` of a default-type native fence (sysmem CurrentValue and
@@ -488,6 +504,7 @@ impl WinKmt {
     /// `D3DKMTDestroySynchronizationObject`.
     pub fn destroy_sync_object(&self, object: KmtHandle) -> Result<(), NtStatus> {
         self.native_cpu.with(|t| t.remove(&object));
+        self.forget_native_waits(object);
         let args = D3DKMT_DESTROYSYNCHRONIZATIONOBJECT {
             hSyncObject: object,
         };

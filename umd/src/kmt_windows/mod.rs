@@ -47,6 +47,7 @@ mod layout;
 mod status;
 mod thunks;
 mod views;
+mod waits;
 
 pub use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCloseAdapter, D3DKMTCreateDevice, D3DKMTCreateHwQueue, D3DKMTDestroyDevice,

@@ -491,7 +491,12 @@ impl Kmt for WinKmt {
             // SAFETY: valid argument structure; both arrays hold `n` entries and live across
             // the call.
             unsafe { D3DKMTSubmitWaitForSyncObjectsToHwQueue(&args) }
-        })
+        })?;
+        // The OS moved each native fence's MonitoredValue for the GPU wait as for a CPU one.
+        for &(f, _) in fences {
+            self.rearm_after_gpu_wait(f);
+        }
+        Ok(())
     }
 
     /// `D3DKMTSubmitSignalSyncObjectsToHwQueue` (windows-sys; MF-03). The structure has no

@@ -61,9 +61,19 @@ struct EventState {
 }
 
 impl Event {
-    /// Registers a CPU wait that signals the event once it is released.
+    /// Registers a CPU wait that signals the event once it is released. Waits registered
+    /// earlier that the OS released already have signalled the event (each registration
+    /// signals it on its own release) and are dropped, so an event nobody waits on does not
+    /// collect them.
     pub(super) fn add_fence_waits(&self, wait: WaitGroup) {
-        lock(&self.state).fence_waits.push(wait);
+        let mut st = lock(&self.state);
+        let before = st.fence_waits.len();
+        st.fence_waits.retain(|g| !g.released());
+        if st.fence_waits.len() != before {
+            st.signalled = true;
+        }
+        st.fence_waits.push(wait);
+        drop(st);
         self.cv.notify_all();
     }
 }

@@ -87,6 +87,21 @@ pub(crate) struct WaitGroup {
     any: bool,
 }
 
+impl WaitGroup {
+    /// Whether the OS released the wait already (its condition holds, or a fence went away):
+    /// it has signalled its event.
+    pub(crate) fn released(&self) -> bool {
+        let done: Vec<Option<WaitOutcome>> = self.events.iter().map(SimEvent::outcome).collect();
+        let satisfied = |o: &Option<WaitOutcome>| *o == Some(WaitOutcome::Satisfied);
+        done.contains(&Some(WaitOutcome::Abandoned))
+            || if self.any {
+                done.iter().any(satisfied)
+            } else {
+                done.iter().all(satisfied)
+            }
+    }
+}
+
 /// Waits up to `timeout` for `g`: `Some(true)` when the condition holds, `Some(false)` when a
 /// fence went away (the wait is abandoned), `None` when the time passed.
 pub(crate) fn wait_group(m: &crate::Machine, g: &WaitGroup, timeout: Duration) -> Option<bool> {

@@ -1,0 +1,168 @@
+//! This process's CPU waits on its native fences through one device ([`crate::wait::Waits`]):
+//! every registration with the OS, and the re-arm after it, under one SRW lock, so that the
+//! process's own waits never leave 24H2 a MonitoredValue above one of them.
+
+use core::cell::UnsafeCell;
+use core::ptr;
+
+use windows_sys::Wdk::Graphics::Direct3D::{
+    D3DKMTWaitForSynchronizationObjectFromCpu, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+};
+use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
+use windows_sys::Win32::System::Threading::{
+    AcquireSRWLockExclusive, CreateEventW, ReleaseSRWLockExclusive, SRWLOCK,
+};
+
+use super::device::WinKmt;
+use super::status::check;
+use crate::kmt::{KmtHandle, NtStatus};
+use crate::wait::Waits;
+
+/// The table and the event re-arming registrations signal (nobody waits on it: a re-arm
+/// exists only to set MonitoredValue). Guarded by an SRW lock: a `WinKmt` is shared between
+/// threads (the C API's adapters).
+pub(super) struct CpuWaits {
+    lock: UnsafeCell<SRWLOCK>,
+    state: UnsafeCell<(Waits, HANDLE)>,
+}
+
+// SAFETY: `state` is only reached through `with`, which holds the SRW lock exclusively; the
+// event handle is a process-wide kernel handle, usable from any thread.
+unsafe impl Sync for CpuWaits {}
+// SAFETY: as above; an unlocked SRWLOCK is plain data that may move.
+unsafe impl Send for CpuWaits {}
+
+impl core::fmt::Debug for CpuWaits {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("CpuWaits")
+    }
+}
+
+impl CpuWaits {
+    pub(super) fn new() -> Self {
+        Self {
+            // SRWLOCK_INIT is all zeros.
+            lock: UnsafeCell::new(SRWLOCK {
+                Ptr: ptr::null_mut(),
+            }),
+            state: UnsafeCell::new((Waits::default(), ptr::null_mut())),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Waits, &mut HANDLE) -> R) -> R {
+        // SAFETY: `lock` is a valid, initialised SRWLOCK that does not move while `self` is
+        // borrowed.
+        unsafe { AcquireSRWLockExclusive(self.lock.get()) };
+        // SAFETY: the exclusive lock is held, so this is the only reference to the state; `f`
+        // does not reach `self` again (the closures below call the OS and `native_value`,
+        // which takes another lock).
+        let (w, e) = unsafe { &mut *self.state.get() };
+        let r = f(w, e);
+        // SAFETY: acquired above by this thread.
+        unsafe { ReleaseSRWLockExclusive(self.lock.get()) };
+        r
+    }
+}
+
+impl Drop for CpuWaits {
+    fn drop(&mut self) {
+        let e = self.state.get_mut().1;
+        if !e.is_null() {
+            // SAFETY: the re-arm event this table created, closed once; the OS keeps its own
+            // reference for registrations still pending.
+            unsafe { CloseHandle(e) };
+        }
+    }
+}
+
+impl WinKmt {
+    /// `D3DKMTWaitForSynchronizationObjectFromCpu` of one fence for `value` signalling `event`
+    /// (null: the call blocks until the fence reaches it).
+    pub(super) fn register(
+        &self,
+        fence: KmtHandle,
+        value: u64,
+        event: HANDLE,
+    ) -> Result<(), NtStatus> {
+        let args = D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
+            hDevice: self.device,
+            ObjectCount: 1,
+            ObjectHandleArray: &fence,
+            FenceValueArray: &value,
+            hAsyncEvent: event,
+            ..Default::default()
+        };
+        // SAFETY: the arrays point to one handle and one value on this stack frame; the OS
+        // validates the event handle (null: no event) and holds its own reference to it.
+        check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) })
+    }
+
+    /// A wait of this process on native fence `fence` for `value`, signalling `event`: the
+    /// registration, then the re-arm at the process's lowest pending wait below it
+    /// ([`Waits`]). Returns the waiter's id, for `end_native_wait`
+    /// (an async wait never ends: it is forgotten once its value is seen reached).
+    pub(super) fn register_native_wait(
+        &self,
+        fence: KmtHandle,
+        value: u64,
+        event: HANDLE,
+    ) -> Result<u64, NtStatus> {
+        self.waits.with(|w, rearm_event| {
+            self.register(fence, value, event)?;
+            let current = self.native_value(fence).unwrap_or(0);
+            let (id, rearm) = w.add(fence, value, current);
+            if let Some(low) = rearm {
+                self.rearm(fence, low, rearm_event);
+            }
+            Ok(id)
+        })
+    }
+
+    /// Waiter `id` of `fence` leaves; when the OS `released` it, the process's lowest wait
+    /// still pending on the fence is re-armed (24H2 leaves MonitoredValue where the released
+    /// wait had it while other waits remain: stale, below CurrentValue).
+    pub(super) fn end_native_wait(&self, fence: KmtHandle, id: u64, released: bool) {
+        self.waits.with(|w, rearm_event| {
+            w.remove(fence, id);
+            if !released {
+                return;
+            }
+            let current = self.native_value(fence).unwrap_or(0);
+            if let Some(low) = w.lowest(fence, current) {
+                self.rearm(fence, low, rearm_event);
+            }
+        });
+    }
+
+    /// After the OS queued a GPU wait on `fence` (`M:VidSchiAcquireSyncObjectForHwQueue`
+    /// @0x14000396C moves MonitoredValue as a CPU wait does): the process's lowest CPU wait on
+    /// it is re-armed.
+    pub(super) fn rearm_after_gpu_wait(&self, fence: KmtHandle) {
+        let Some(current) = self.native_value(fence) else {
+            return;
+        };
+        self.waits.with(|w, rearm_event| {
+            if let Some(low) = w.lowest(fence, current) {
+                self.rearm(fence, low, rearm_event);
+            }
+        });
+    }
+
+    /// `fence` is destroyed: its waits go with it.
+    pub(super) fn forget_native_waits(&self, fence: KmtHandle) {
+        self.waits.with(|w, _| w.forget(fence));
+    }
+
+    /// One re-arming registration for `value` on the table's event (created at first use). A
+    /// failure leaves MonitoredValue as the OS had it: the waits are still registered, and the
+    /// blocking ones still re-read CurrentValue after each slice.
+    fn rearm(&self, fence: KmtHandle, value: u64, event: &mut HANDLE) {
+        if event.is_null() {
+            // SAFETY: default security, manual reset, initially non-signalled, unnamed.
+            *event = unsafe { CreateEventW(ptr::null(), 1, 0, ptr::null()) };
+        }
+        if !event.is_null() {
+            let _ = self.register(fence, value, *event);
+        }
+    }
+}
