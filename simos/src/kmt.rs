@@ -379,24 +379,37 @@ impl<'m> SimKmt<'m> {
         self.create_and_lock(&pdd)
     }
 
-    /// `D3DKMTCreateAllocation2` with `pdd`, then one `D3DKMTLock2` for the CPU mapping, as
-    /// the Windows thunks do (`kmt_windows`); a failed lock destroys the allocation.
+    /// A new allocation as the UMD makes one, in the order the Windows thunks use
+    /// (`kmt_windows`): `D3DKMTCreateAllocation2` with `pdd`; its GPU VA
+    /// ([`rvgpu_umd::kmt::map_new_allocation`]: under 24H2 the create gives none, so
+    /// `D3DKMTMapGpuVirtualAddress` on the device's paging queue); `D3DKMTMakeResident` on that
+    /// queue; a wait for its paging fence; one `D3DKMTLock2` for the CPU mapping. A failed step
+    /// destroys the allocation (and with it the VA Map made).
     fn create_and_lock(&self, pdd: &AllocationPdd) -> Result<Allocation<SimMem>, NtStatus> {
         let m = self.create_allocation_pdd(pdd)?;
-        // What `kmt_windows` does too: created, made resident, mapped.
-        let resident = self
-            .make_resident(&[m.handle], MakeResidentFlags::default())
-            .map(|_| ())
-            .map_err(|e| match e {
-                MakeResidentError::Status(s) => s,
-                MakeResidentError::OverBudget { .. } => {
-                    NtStatus(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY)
-                }
-            });
-        match resident.and_then(|()| self.lock2(m.handle)) {
-            Ok(mem) => Ok(Allocation {
+        let made = rvgpu_umd::kmt::map_new_allocation(self, &m, pdd).and_then(|(gpu_va, map)| {
+            let resident = self.device_paging_queue().and_then(|(queue, fence)| {
+                let q = PagingQueue {
+                    handle: queue,
+                    fence,
+                    fence_cpu: SimFence::Monitored(self.paging_fence_cpu(queue)?),
+                };
+                self.make_resident_on(&q, &[m.handle], MakeResidentFlags::default())
+                    .map_err(|e| match e {
+                        MakeResidentError::Status(s) => s,
+                        MakeResidentError::OverBudget { .. } => {
+                            NtStatus(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY)
+                        }
+                    })
+            })?;
+            rvgpu_umd::kmt::wait_paging(self, map)?;
+            rvgpu_umd::kmt::wait_paging(self, Some(resident))?;
+            Ok((gpu_va, self.lock2(m.handle)?))
+        });
+        match made {
+            Ok((gpu_va, mem)) => Ok(Allocation {
                 handle: m.handle,
-                gpu_va: m.gpu_va,
+                gpu_va,
                 size: m.size,
                 mem,
             }),
@@ -405,6 +418,16 @@ impl<'m> SimKmt<'m> {
                 Err(e)
             }
         }
+    }
+
+    /// The CPU view of paging queue `queue`'s fence.
+    fn paging_fence_cpu(&self, queue: KmtHandle) -> Result<MonitoredFence, NtStatus> {
+        let a = self.adapter()?;
+        let st = lock(&a.mm.gpuva);
+        st.queues
+            .get(&queue)
+            .map(|q| q.fence_obj.clone())
+            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))
     }
 
     /// `D3DKMTSignalSynchronizationObjectFromCpu` on a fence with a D3DKMT handle.
@@ -624,6 +647,14 @@ impl Kmt for SimKmt<'_> {
     fn io_coherent(&self) -> bool {
         self.adapter()
             .map_or(true, |a| lock(&a.mm.memory_model).io_coherent())
+    }
+
+    /// The paging queue this device's runtime keeps
+    /// (`vidmm::va::paging_queue::runtime_paging_queue`), created on first use.
+    fn device_paging_queue(&self) -> Result<(KmtHandle, KmtHandle), NtStatus> {
+        self.on_device(|a, device| {
+            crate::vidmm::va::paging_queue::runtime_paging_queue(self.m, a, device)
+        })
     }
 
     /// `vidmm::va`: a paging queue of this process's device with its paging

@@ -274,6 +274,23 @@ pub enum LogReport {
     LogsOnly,
 }
 
+/// Whether `D3DKMTCreateAllocation2` gives a user-mode caller a GPU VA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocationVa {
+    /// 24H2: none. `K:DXGDEVICE::CreateAllocation` (@0x140356E10) writes back to the
+    /// caller's `D3DDDI_ALLOCATIONINFO2` entries only `hAllocation` and the private data, and
+    /// `M:VIDMM_GLOBAL::CreateOneAllocation` (@0x1400DCBA4) reserves and maps no VA. An
+    /// application allocation gets one only from `D3DKMTMapGpuVirtualAddress`
+    /// (`M:VidMmMapGpuVirtualAddressInternal` @0x1400F5180), and destroying the allocation
+    /// frees the ranges Map made for it (`M:VIDMM_GLOBAL::CloseOneAllocation` @0x1400A9EF4 →
+    /// `CVirtualAddressAllocator::FreeAllocMappedVaRangeList`). Residency and mapping are
+    /// apart: MakeResident maps nothing the caller did not map.
+    MappedByCaller,
+    /// The `D3DDDI_ALLOCATIONINFO2` reference page: `GpuVirtualAddress` is an output. VidMm
+    /// reserves a VA at create and maps it while the allocation is resident.
+    AtCreate,
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -307,6 +324,8 @@ pub struct Reading {
     pub ums_progress: UmsProgress,
     /// What an optimized native-fence report makes VidSch read.
     pub log_report: LogReport,
+    /// Whether a new allocation comes with a GPU VA.
+    pub allocation_va: AllocationVa,
 }
 
 impl Reading {
@@ -327,6 +346,7 @@ impl Reading {
         progress_fence: ProgressFence::Monitored,
         ums_progress: UmsProgress::None,
         log_report: LogReport::ScanWhenLogSaysNothing,
+        allocation_va: AllocationVa::MappedByCaller,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -357,6 +377,7 @@ impl Reading {
         progress_fence: ProgressFence::NativeKernelQueues,
         ums_progress: UmsProgress::Given,
         log_report: LogReport::LogsOnly,
+        allocation_va: AllocationVa::AtCreate,
     };
 
     /// Every named reading.

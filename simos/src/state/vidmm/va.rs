@@ -37,6 +37,10 @@ pub(crate) struct Vad {
 #[derive(Debug, Default)]
 pub struct State {
     pub(crate) queues: BTreeMap<KmtHandle, PagingQueue>,
+    /// The paging queue each device's simulated runtime (`crate::kmt::SimKmt`) maps and makes
+    /// resident its own allocations on, by device: what a UMD keeps with its device, kept
+    /// here because `SimKmt` holds no state. VidMm never reads it.
+    pub(crate) runtime: HashMap<KmtHandle, KmtHandle>,
     pub(crate) vads: HashMap<ProcessId, BTreeMap<u64, Vad>>,
 }
 

@@ -51,11 +51,49 @@ pub(crate) fn paging_queue_destroy(
             Some(q) if q.device == device => {}
             _ => return Err(bad()),
         }
+        st.runtime.retain(|_, q| *q != queue);
         st.queues.remove(&queue).ok_or_else(bad)?
     };
     // The UMD may have destroyed the fence through its handle already: nothing left.
     let _ = host.destroy_sync_fence(a, device, q.fence);
     Ok(())
+}
+
+/// The paging queue `device`'s simulated runtime orders its own paging on, and its fence:
+/// one per device, created with normal priority on first use, as a UMD creates one with its
+/// device (`D3DKMTCreatePagingQueue`, what the DLL's `WinKmt::open` does).
+pub(crate) fn runtime_paging_queue(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+) -> Result<(KmtHandle, KmtHandle), SimError> {
+    let kept = |st: &crate::state::vidmm::va::State| {
+        let q = st.runtime.get(&device)?;
+        st.queues.get(q).map(|pq| (*q, pq.fence))
+    };
+    if let Some(q) = kept(&lock(&a.mm.gpuva)) {
+        return Ok(q);
+    }
+    // D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL.
+    let (h, fence, _) = paging_queue_create(host, a, device, 0, 0)?;
+    let raced = {
+        let mut st = lock(&a.mm.gpuva);
+        match kept(&st) {
+            Some(q) => Some(q),
+            None => {
+                st.runtime.insert(device, h);
+                None
+            }
+        }
+    };
+    match raced {
+        // Another thread of the process made one first: that one is the device's.
+        Some(q) => {
+            paging_queue_destroy(host, a, device, h)?;
+            Ok(q)
+        }
+        None => Ok((h, fence)),
+    }
 }
 
 /// The next paging fence value of `queue`, signalled (the paging this thunk did has

@@ -509,7 +509,8 @@ fn submit_command(p: &UserProcess, at: u64) -> Status {
 /// allocation's private data is the UMD's `AllocationPdd`, which goes to the KMD's
 /// `DxgkDdiCreateAllocation`; another size is STATUS_INVALID_PARAMETER (what that DDI answers
 /// for it too). Each entry gets its
-/// handle and GPU VA; if one fails, those created before it are destroyed again.
+/// handle, and a GPU VA only under the pages' reading (24H2's `DXGDEVICE::CreateAllocation`
+/// @0x140356E10 writes none); if one fails, those created before it are destroyed again.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
 fn create_allocation2(p: &UserProcess, at: u64) -> Status {
     let a: CreateAllocation = args(at)?;
@@ -560,11 +561,15 @@ fn create_allocation2(p: &UserProcess, at: u64) -> Status {
             .p_allocation_info2
             .wrapping_add((i * size_of::<AllocationInfo2>()) as u64);
         put(entry, offset_of!(AllocationInfo2, h_allocation), &m.handle)?;
-        put(
-            entry,
-            offset_of!(AllocationInfo2, gpu_virtual_address),
-            &m.gpu_va,
-        )?;
+        // 24H2 writes no VA back (`answers::AllocationVa::MappedByCaller`: the entry's
+        // `GpuVirtualAddress` stays what the caller left); the pages' reading returns one.
+        if m.gpu_va != 0 {
+            put(
+                entry,
+                offset_of!(AllocationInfo2, gpu_virtual_address),
+                &m.gpu_va,
+            )?;
+        }
     }
     Ok(())
 }
