@@ -420,6 +420,26 @@ impl<'m> SimKmt<'m> {
         }
     }
 
+    /// A CPU wait for `fence` reaching `value`: where it is one of the device's paging fences,
+    /// the queue's worker catches up to it first (`vidmm::va::paging_queue`).
+    pub(crate) fn paging_catch_up(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        use crate::vidmm::va::paging_queue as pq;
+        let a = self.adapter()?;
+        match pq::paging_queue_of_fence(&a, self.p.device, fence) {
+            Some(queue) => pq::paging_queue_catch_up(self.m, &a, queue, value).map_err(status),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether paging queue `queue`'s fence has reached `value` (a thunk that handed it out
+    /// answers STATUS_PENDING until then).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn paging_fence_reached(&self, queue: KmtHandle, value: u64) -> bool {
+        self.adapter().map_or(true, |a| {
+            crate::vidmm::va::paging_queue::paging_fence_reached(&a, queue, value)
+        })
+    }
+
     /// The CPU view of paging queue `queue`'s fence.
     fn paging_fence_cpu(&self, queue: KmtHandle) -> Result<MonitoredFence, NtStatus> {
         let a = self.adapter()?;
@@ -856,6 +876,7 @@ impl Kmt for SimKmt<'_> {
     /// not end (`rvgpu_umd::wait`; a late wake is counted there), within the OS's wait timeout.
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.thunk()?;
+        self.paging_catch_up(fence, value)?;
         let timeout = self.m.os_config().wait_timeout;
         let outcome = match ums::fence_of(&a, self.p.device, fence) {
             Some(f) => self.m.wait_monitored_fence(&f, value, timeout),

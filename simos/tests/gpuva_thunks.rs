@@ -1250,3 +1250,64 @@ fn make_resident_on_paging_queue_signals_its_fence() {
     assert_eq!(m.allocation_residency(0, cold.handle).map(|r| r.1), Some(2));
     no_fault(&m);
 }
+
+/// A step-mode machine with 4 doorbells whose VidMm pages behind the thunks
+/// (`OsConfig::paging_behind`): every paging queue operation is queued, as 24H2 queues one
+/// behind paging work not yet done.
+fn paging_behind_machine() -> Machine {
+    let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.doorbells = 4;
+    cfg.os.paging_behind = true;
+    started(cfg)
+}
+
+/// DDI-03 with paging queued ahead (24H2's STATUS_PENDING): Map and MakeResident hand back a
+/// paging fence value the queue's fence has not reached. GPU work through the VA before the
+/// fence reaches it faults, so a UMD path that skipped the wait would run unmapped memory;
+/// the UMD's own paths (its queue's ring and control, its buffers) wait and run, and after a
+/// CPU wait for the fence the raw mapping reaches its allocation.
+#[test]
+fn ddi_03_a_pending_map_is_unmapped_until_its_paging_fence() {
+    let m = paging_behind_machine();
+    let p = process(&m);
+    // The UMD's paths wait for their paging fences: queue and buffer work at once.
+    let first = buffer(&m, &p.k, 1);
+    gpu_write(&m, &p.k, first.gpu_va, 0x1234);
+    assert_eq!(first.mem.load(0), 0x1234, "the UMD waited before use");
+    // A raw Map: PENDING, nothing in the page tables yet.
+    let b = buffer(&m, &p.k, 1);
+    let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 1)));
+    assert!(
+        p.pq.fence_cpu.value() < r.paging_fence_value,
+        "the fence value is not reached"
+    );
+    assert_eq!(
+        translate(&m, &p, r.va, Access::Write),
+        Err(FaultReason::NotPresent),
+        "queued: unmapped"
+    );
+    // MakeResident on the same queue is queued behind the Map.
+    let pf = okk(
+        &m,
+        p.k.make_resident_on(&p.pq, &[b.handle], MakeResidentFlags::default()),
+    );
+    assert!(pf.value > r.paging_fence_value);
+    assert!(p.pq.fence_cpu.value() < pf.value);
+    assert_eq!(
+        translate(&m, &p, r.va, Access::Write),
+        Err(FaultReason::NotPresent)
+    );
+    // The wait: the queue catches up, the mapping is there.
+    okk(&m, p.k.wait_for_fence(p.pq.fence, pf.value));
+    assert!(p.pq.fence_cpu.value() >= pf.value);
+    gpu_write(&m, &p.k, r.va, 0x5678);
+    assert_eq!(b.mem.load(0), 0x5678);
+    // Skipping the wait: the GPU runs into the unmapped VA (a page fault, the device in
+    // error), and the allocation is not written.
+    let c = buffer(&m, &p.k, 1);
+    let q = okk(&m, UserQueue::new(p.k, &config(0)));
+    let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, c.handle, 0, 1)));
+    assert!(p.pq.fence_cpu.value() < r.paging_fence_value);
+    gpu_write_faults_on(&m, &p, q, r.va);
+    untouched(&m, &c);
+}

@@ -367,13 +367,16 @@ fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
         INVALID_ARGUMENT,
         "pages 1..3 of a two-page buffer"
     );
+    // Under 24H2 the DLL mapped each of its allocations itself already (the create gives no
+    // VA): count from here.
+    let before = p.calls("D3DKMTMapGpuVirtualAddress");
     assert_eq!(
         call(&p, "rvgpu_buffer_map_va", &[buffer, CHOSEN, 1, 1]),
         OK,
         "{}",
         log_of(&m)
     );
-    assert_eq!(p.calls("D3DKMTMapGpuVirtualAddress"), 1);
+    assert_eq!(p.calls("D3DKMTMapGpuVirtualAddress"), before + 1);
     let fill = Command::Fill {
         dst: CHOSEN + 8,
         bytes: 8,
@@ -640,6 +643,54 @@ fn d3dkmtmakeresident_refuses_the_arguments_24h2_refuses() {
             (STATUS_INVALID_PARAMETER, 0xDEAD),
             "{what}"
         );
+    }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// DDI-03: `D3DKMTCreateAllocation2` from the DLL's process writes each entry's handle and,
+/// under 24H2, no GPU VA (`DXGDEVICE::CreateAllocation` @0x140356E10): the caller's
+/// `GpuVirtualAddress` stays as it wrote it, and the DLL maps each of its allocations itself
+/// (`D3DKMTMapGpuVirtualAddress`). Under the pages' reading a VA comes back and the DLL maps
+/// none.
+#[test]
+fn ddi_03_create_allocation2_gives_a_va_only_under_the_pages_reading() {
+    const UNTOUCHED: u64 = 0xDEAD_0000;
+    let m = pe_machine();
+    let at_create = m.os_config().reading.allocation_va
+        == rvgpu_simos::machine::answers::AllocationVa::AtCreate;
+    let p = UserProcess::new(m.clone(), umd());
+    let (adapter, _) = open_queue(&p);
+    let (_, va) = buffer_4k(&p, adapter);
+    assert_ne!(va, 0, "the buffer has a VA either way");
+    let maps = p.calls("D3DKMTMapGpuVirtualAddress");
+    if at_create {
+        assert_eq!(maps, 0, "the create gave every VA");
+    } else {
+        assert!(maps >= 3, "ring, ring control and buffer mapped: {maps}");
+    }
+    let pdd = rvgpu_umd::kmt::allocation_private_data(4096, rvgpu_hw::pdd::AllocationKind::Buffer);
+    let bytes = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
+    // D3DDDI_ALLOCATIONINFO2: hAllocation, pSystemMem, pPrivateDriverData,
+    // PrivateDriverDataSize, VidPnSourceId, Flags, GpuVirtualAddress (word 5), ...
+    let mut info = [0u64; 12];
+    info[2] = bytes.as_ptr() as u64;
+    info[3] = bytes.len() as u64;
+    info[5] = UNTOUCHED;
+    // D3DKMT_CREATEALLOCATION: hDevice, ..., NumAllocations (high half of word 5),
+    // pAllocationInfo2 (word 6).
+    let mut args = [0u64; 9];
+    args[0] = u64::from(p.devices()[0].device);
+    args[5] = 1 << 32;
+    args[6] = info.as_mut_ptr() as u64;
+    assert_eq!(
+        thunk(&p, "D3DKMTCreateAllocation2", args.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    assert_ne!(info[0] as u32, 0, "a handle");
+    if at_create {
+        assert!(info[5] != UNTOUCHED && info[5] != 0, "{:#x}", info[5]);
+    } else {
+        assert_eq!(info[5], UNTOUCHED, "24H2 writes no VA back");
     }
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }

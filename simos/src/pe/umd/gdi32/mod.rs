@@ -684,8 +684,18 @@ fn make_resident(p: &UserProcess, at: u64) -> Status {
             fence_cpu: q.fence_cpu.clone(),
         }
     };
-    match p.kmt(d).make_resident_on(&queue, &list, flags) {
-        Ok(f) => put(at, offset_of!(MakeResident, paging_fence_value), &f.value),
+    let k = p.kmt(d);
+    match k.make_resident_on(&queue, &list, flags) {
+        // Paging queued ahead: STATUS_PENDING with the value still to be reached, as 24H2
+        // passes VidMm's answer through (`K:DxgkMakeResidentInternal` @0x1402A7570).
+        Ok(f) => {
+            put(at, offset_of!(MakeResident, paging_fence_value), &f.value)?;
+            if k.paging_fence_reached(queue.handle, f.value) {
+                Ok(())
+            } else {
+                Err(rvgpu_ddi::ntstatus::STATUS_PENDING as u32)
+            }
+        }
         Err(MakeResidentError::OverBudget { bytes_to_trim }) => {
             put(
                 at,
