@@ -29,7 +29,8 @@
 //!   the VRAM it takes back ([`VRAM_POISON`]), so a transfer that did not happen shows.
 //! - **Page-in** (MakeResident of an evicted allocation): VRAM found (evicting idle
 //!   allocations if needed, least recently released first), TRANSFER in, UPDATEPAGETABLE.
-//!   Everything completes before the thunk returns, so `PagingFenceValue` is already reached.
+//!   Everything completes before the thunk returns; `PagingFenceValue` is reached unless the
+//!   paging queue had work queued ahead (`vidmm::va::paging_queue`).
 //! - **Budget** (`OsConfig::vram_budget`, "Process residency budgets"): MakeResident past the
 //!   process's budget fails with `STATUS_NO_MEMORY` and the bytes to trim, changing no count;
 //!   Evict reports the bytes still over budget.

@@ -271,7 +271,8 @@ fn va_claim(
 /// With `BaseAddress` 0 VidMm picks the highest free range in
 /// `[MinimumAddress, MaximumAddress)` (0: no limit), a new range owned by the mapping.
 /// Pages of the range mapped before are unmapped first (remap). Returns the VA and the
-/// paging fence value (already reached).
+/// paging fence value: reached, or, with work queued ahead on the paging queue, not yet
+/// (STATUS_PENDING; the Map is queued, `paging_queue`).
 pub(crate) fn gpu_va_map(
     host: &dyn Host,
     a: &AdapterShared,
