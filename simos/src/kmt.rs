@@ -382,28 +382,21 @@ impl<'m> SimKmt<'m> {
     /// A new allocation as the UMD makes one, in the order the Windows thunks use
     /// (`kmt_windows`): `D3DKMTCreateAllocation2` with `pdd`; its GPU VA
     /// ([`rvgpu_umd::kmt::map_new_allocation`]: under 24H2 the create gives none, so
-    /// `D3DKMTMapGpuVirtualAddress` on the device's paging queue); `D3DKMTMakeResident` on that
-    /// queue; a wait for its paging fence; one `D3DKMTLock2` for the CPU mapping. A failed step
-    /// destroys the allocation (and with it the VA Map made).
+    /// `D3DKMTMapGpuVirtualAddress` on the device's paging queue); `D3DKMTMakeResident`
+    /// ([`Kmt::make_resident`], done inside the call); a wait for the Map's paging fence; one
+    /// `D3DKMTLock2` for the CPU mapping. A failed step destroys the allocation (and with it
+    /// the VA Map made).
     fn create_and_lock(&self, pdd: &AllocationPdd) -> Result<Allocation<SimMem>, NtStatus> {
         let m = self.create_allocation_pdd(pdd)?;
         let made = rvgpu_umd::kmt::map_new_allocation(self, &m, pdd).and_then(|(gpu_va, map)| {
-            let resident = self.device_paging_queue().and_then(|(queue, fence)| {
-                let q = PagingQueue {
-                    handle: queue,
-                    fence,
-                    fence_cpu: SimFence::Monitored(self.paging_fence_cpu(queue)?),
-                };
-                self.make_resident_on(&q, &[m.handle], MakeResidentFlags::default())
-                    .map_err(|e| match e {
-                        MakeResidentError::Status(s) => s,
-                        MakeResidentError::OverBudget { .. } => {
-                            NtStatus(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY)
-                        }
-                    })
-            })?;
+            self.make_resident(&[m.handle], MakeResidentFlags::default())
+                .map_err(|e| match e {
+                    MakeResidentError::Status(s) => s,
+                    MakeResidentError::OverBudget { .. } => {
+                        NtStatus(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY)
+                    }
+                })?;
             rvgpu_umd::kmt::wait_paging(self, map)?;
-            rvgpu_umd::kmt::wait_paging(self, Some(resident))?;
             Ok((gpu_va, self.lock2(m.handle)?))
         });
         match made {
@@ -438,16 +431,6 @@ impl<'m> SimKmt<'m> {
         self.adapter().map_or(true, |a| {
             crate::vidmm::va::paging_queue::paging_fence_reached(&a, queue, value)
         })
-    }
-
-    /// The CPU view of paging queue `queue`'s fence.
-    fn paging_fence_cpu(&self, queue: KmtHandle) -> Result<MonitoredFence, NtStatus> {
-        let a = self.adapter()?;
-        let st = lock(&a.mm.gpuva);
-        st.queues
-            .get(&queue)
-            .map(|q| q.fence_obj.clone())
-            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))
     }
 
     /// `D3DKMTSignalSynchronizationObjectFromCpu` on a fence with a D3DKMT handle.

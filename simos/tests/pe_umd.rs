@@ -695,6 +695,39 @@ fn ddi_03_create_allocation2_gives_a_va_only_under_the_pages_reading() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
+/// DDI-03 with paging queued ahead (`OsConfig::paging_behind`: every Map and MakeResident
+/// answers STATUS_PENDING with a paging fence value not yet reached): the shipped DLL waits
+/// for its paging fence before its ring, ring control and buffer are used, so its queue runs
+/// and a FILL through the buffer's VA lands.
+#[test]
+fn ddi_03_the_shipped_dll_waits_for_its_paging_fence() {
+    let mut cfg = rvgpu_simos::MachineConfig::single(rvgpu_simos::Mode::Threaded);
+    cfg.driver = DriverBuild::Pe(None);
+    cfg.os.paging_behind = true;
+    let m = Arc::new(started(cfg));
+    let p = UserProcess::new(m.clone(), umd());
+    let (adapter, queue) = open_queue(&p);
+    let (buffer, va) = buffer_4k(&p, adapter);
+    let d = dwords(&[Command::Fill {
+        dst: va + 8,
+        bytes: 8,
+        pattern: 0x0D11_0003,
+    }]);
+    let mut v = 0u64;
+    assert_eq!(submit_dwords(&p, queue, &d, &mut v), OK);
+    assert_eq!(call(&p, "rvgpu_queue_wait", &[queue, v, u64::MAX]), OK);
+    let mut data = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_lock", &[buffer, 1, 0, 0, addr(&mut data)]),
+        OK
+    );
+    // SAFETY: the lock's view of the 4 KiB buffer; word 1 is inside it.
+    let word = unsafe { (data as *const u64).add(1).read_volatile() };
+    assert_eq!(word, 0x0D11_0003);
+    assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
 /// NF-13: a native fence shared between two processes through the shipped DLL — created
 /// shareable in one, `rvgpu_fence_share` (`D3DKMTShareObjects`), duplicated into the other
 /// (`DuplicateHandle`, done here as the OS), `rvgpu_fence_open` there

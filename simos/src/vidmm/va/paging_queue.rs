@@ -84,7 +84,10 @@ pub(crate) fn runtime_paging_queue(
 ) -> Result<(KmtHandle, KmtHandle), SimError> {
     let kept = |st: &crate::state::vidmm::va::State| {
         let q = st.runtime.get(&device)?;
-        st.queues.get(q).map(|pq| (*q, pq.fence))
+        st.queues
+            .get(q)
+            .filter(|pq| pq.device == device)
+            .map(|pq| (*q, pq.fence))
     };
     if let Some(q) = kept(&lock(&a.mm.gpuva)) {
         return Ok(q);
