@@ -195,7 +195,8 @@ pub(crate) fn paging_queue_catch_up(
 }
 
 /// Whether `queue`'s fence has reached `value` (the thunk's STATUS_SUCCESS; else PENDING).
-/// A queue that is gone has nothing left to reach.
+/// A queue that is gone has nothing left to reach. (The PE bridge's, Linux only.)
+#[cfg(target_os = "linux")]
 pub(crate) fn paging_fence_reached(a: &AdapterShared, queue: KmtHandle, value: u64) -> bool {
     lock(&a.mm.gpuva)
         .queues
