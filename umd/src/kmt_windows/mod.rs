@@ -6,8 +6,8 @@
 //! on Windows. The DLL runs in the x86-64 emulator over the simulated OS's thunks
 //! (docs/pe-image.md, `simos/tests/pe_umd.rs`), which exercises the calls its C API makes.
 //! It runs only on Windows 11 24H2 or later (WDDM 3.2) with the rvgpu KMD installed.
-//! `D3DKMTCreateAllocation2` gives no GPU virtual address on 24H2 (docs/windows-bringup.md
-//! §13), so every ring, buffer and command allocation is mapped with
+//! `D3DKMTCreateAllocation2` gives no GPU virtual address on 24H2
+//! (docs/windows-bringup.md §13), so every ring, buffer and command allocation is mapped with
 //! `D3DKMTMapGpuVirtualAddress` on the device's paging queue and used only once that queue's
 //! fence reached the value Map returned ([`map_new_allocation`](crate::kmt::map_new_allocation));
 //! the OS frees that VA when the allocation is destroyed. The simulated OS (`rvgpu_simos`)
