@@ -406,24 +406,30 @@ impl<'m> SimKmt<'m> {
         self.create_and_lock(&pdd)
     }
 
-    /// `D3DKMTCreateAllocation2` with `pdd`, then one `D3DKMTLock2` for the CPU mapping, as
-    /// the Windows thunks do (`kmt_windows`); a failed lock destroys the allocation.
+    /// A new allocation as the UMD makes one, in the order the Windows thunks use
+    /// (`kmt_windows`): `D3DKMTCreateAllocation2` with `pdd`; its GPU VA
+    /// ([`rvgpu_umd::kmt::map_new_allocation`]: under 24H2 the create gives none, so
+    /// `D3DKMTMapGpuVirtualAddress` on the device's paging queue); `D3DKMTMakeResident`
+    /// ([`Kmt::make_resident`], done inside the call); a wait for the Map's paging fence; one
+    /// `D3DKMTLock2` for the CPU mapping. A failed step destroys the allocation (and with it
+    /// the VA Map made).
     fn create_and_lock(&self, pdd: &AllocationPdd) -> Result<Allocation<SimMem>, NtStatus> {
         let m = self.create_allocation_pdd(pdd)?;
-        // What `kmt_windows` does too: created, made resident, mapped.
-        let resident = self
-            .make_resident(&[m.handle], MakeResidentFlags::default())
-            .map(|_| ())
-            .map_err(|e| match e {
-                MakeResidentError::Status(s) => s,
-                MakeResidentError::OverBudget { .. } => {
-                    NtStatus(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY)
-                }
-            });
-        match resident.and_then(|()| self.lock2(m.handle)) {
-            Ok(mem) => Ok(Allocation {
+        let made = rvgpu_umd::kmt::map_new_allocation(self, &m, pdd).and_then(|(gpu_va, map)| {
+            self.make_resident(&[m.handle], MakeResidentFlags::default())
+                .map_err(|e| match e {
+                    MakeResidentError::Status(s) => s,
+                    MakeResidentError::OverBudget { .. } => {
+                        NtStatus(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY)
+                    }
+                })?;
+            rvgpu_umd::kmt::wait_paging(self, map)?;
+            Ok((gpu_va, self.lock2(m.handle)?))
+        });
+        match made {
+            Ok((gpu_va, mem)) => Ok(Allocation {
                 handle: m.handle,
-                gpu_va: m.gpu_va,
+                gpu_va,
                 size: m.size,
                 mem,
             }),
@@ -432,6 +438,26 @@ impl<'m> SimKmt<'m> {
                 Err(e)
             }
         }
+    }
+
+    /// A CPU wait for `fence` reaching `value`: where it is one of the device's paging fences,
+    /// the queue's worker catches up to it first (`vidmm::va::paging_queue`).
+    pub(crate) fn paging_catch_up(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        use crate::vidmm::va::paging_queue as pq;
+        let a = self.adapter()?;
+        match pq::paging_queue_of_fence(&a, self.p.device, fence) {
+            Some(queue) => pq::paging_queue_catch_up(self.m, &a, queue, value).map_err(status),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether paging queue `queue`'s fence has reached `value` (a thunk that handed it out
+    /// answers STATUS_PENDING until then).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn paging_fence_reached(&self, queue: KmtHandle, value: u64) -> bool {
+        self.adapter().map_or(true, |a| {
+            crate::vidmm::va::paging_queue::paging_fence_reached(&a, queue, value)
+        })
     }
 
     /// `D3DKMTSignalSynchronizationObjectFromCpu` on a fence with a D3DKMT handle.
@@ -585,8 +611,9 @@ impl Kmt for SimKmt<'_> {
     /// DxgkMakeResidentInternal opens `hPagingQueue` in the caller's process:
     /// INVALID_PARAMETER otherwise). The paging runs inside the call, as for
     /// [`make_resident`](Kmt::make_resident), and is then signalled on the queue's fence:
-    /// the returned value has been reached (Windows' STATUS_SUCCESS case; its
-    /// STATUS_PENDING, paging still queued, does not occur here).
+    /// the returned value has been reached (Windows' STATUS_SUCCESS case), unless work is
+    /// queued ahead on the queue (`vidmm::va::paging_queue`): then the value is not reached
+    /// yet (24H2's STATUS_PENDING) and the caller waits for it.
     fn make_resident_on(
         &self,
         queue: &PagingQueue<SimFence>,
@@ -665,6 +692,14 @@ impl Kmt for SimKmt<'_> {
     fn io_coherent(&self) -> bool {
         self.adapter()
             .map_or(true, |a| lock(&a.mm.memory_model).io_coherent())
+    }
+
+    /// The paging queue this device's runtime keeps
+    /// (`vidmm::va::paging_queue::runtime_paging_queue`), created on first use.
+    fn device_paging_queue(&self) -> Result<(KmtHandle, KmtHandle), NtStatus> {
+        self.on_device(|a, device| {
+            crate::vidmm::va::paging_queue::runtime_paging_queue(self.m, a, device)
+        })
     }
 
     /// `vidmm::va`: a paging queue of this process's device with its paging
@@ -866,6 +901,7 @@ impl Kmt for SimKmt<'_> {
     /// not end (`rvgpu_umd::wait`; a late wake is counted there), within the OS's wait timeout.
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.thunk()?;
+        self.paging_catch_up(fence, value)?;
         let timeout = self.m.os_config().wait_timeout;
         let outcome = match ums::fence_of(&a, self.p.device, fence) {
             Some(f) => self.m.wait_monitored_fence(&f, value, timeout),

@@ -40,6 +40,25 @@ struct Proc<'m> {
     pq: PagingQueue<rvgpu_simos::kmt::SimFence>,
 }
 
+/// Whether the machine plays the reading whose `D3DKMTCreateAllocation2` gives a VA (the
+/// pages'); under 24H2 it gives none.
+fn va_at_create(m: &Machine) -> bool {
+    m.os_config().reading.allocation_va == rvgpu_simos::machine::answers::AllocationVa::AtCreate
+}
+
+/// What one [`buffer`] adds to [`Machine::gpuva_live_counts`]'s ranges and mappings: the
+/// range and mapping its UMD's Map made under 24H2 (none under the pages' reading, where the
+/// create gives the VA).
+fn umd_maps(m: &Machine) -> usize {
+    usize::from(!va_at_create(m))
+}
+
+/// Paging queues a process that made allocations has besides its own: under 24H2 the one its
+/// runtime maps them on (`SimKmt`'s, created with its first allocation).
+fn runtime_queue(m: &Machine) -> usize {
+    umd_maps(m)
+}
+
 fn process(m: &Machine) -> Proc<'_> {
     let p = ok(m, m.create_process(0));
     let k = m.kmt(&p);
@@ -99,7 +118,13 @@ fn gpu_write(m: &Machine, k: &SimKmt<'_>, va: u64, pattern: u64) {
 /// A queue FILL at `va` that must page-fault: the OS puts the device in error (UM-10) and the
 /// fault names `va`.
 fn gpu_write_faults(m: &Machine, p: &Proc<'_>, va: u64) {
-    let mut q = okk(m, UserQueue::new(p.k, &config(0)));
+    let q = okk(m, UserQueue::new(p.k, &config(0)));
+    gpu_write_faults_on(m, p, q, va);
+}
+
+/// [`gpu_write_faults`] on a queue made before: its ring's VAs were taken before `va` was
+/// freed, so Map cannot hand `va` to them again.
+fn gpu_write_faults_on<'m>(m: &'m Machine, p: &Proc<'m>, mut q: UserQueue<SimKmt<'m>>, va: u64) {
     match q.submit(&[Command::Fill {
         dst: va,
         bytes: 8,
@@ -274,7 +299,11 @@ fn map_of_another_process_allocation_refused() {
         STATUS_INVALID_PARAMETER,
         "A's paging queue in B",
     );
-    assert_eq!(m.gpuva_live_counts(0).2, 0, "nothing mapped");
+    assert_eq!(
+        m.gpuva_live_counts(0).2,
+        2 * umd_maps(&m),
+        "nothing mapped but what each UMD mapped for its buffer"
+    );
     untouched(&m, &secret);
 }
 
@@ -286,19 +315,22 @@ fn free_then_access_faults_never_stale() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = with_doorbells(mode, 4);
         let p = process(&m);
-        let b = buffer(&m, &p.k, 1);
-        let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 1)));
+        let b = buffer(&m, &p.k, 2);
+        let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 2)));
         // Through the TLB once, so a missing flush would leave a translation behind.
         gpu_write(&m, &p.k, r.va, 0x7777);
         assert_eq!(b.mem.load(0), 0x7777);
         b.mem.store(0, PATTERN);
-        for (va, what) in [
-            (r.va + PAGE, "not a range start"),
-            (0, "BaseAddress 0"),
-            (b.gpu_va, "VidMm's own range"),
-        ] {
+        let mut bad = vec![(r.va + PAGE, "not a range start"), (0, "BaseAddress 0")];
+        // Under 24H2 the buffer's VA is a range its UMD's Map made, not VidMm's own.
+        if va_at_create(&m) {
+            bad.push((b.gpu_va, "VidMm's own range"));
+        }
+        for (va, what) in bad {
             refused(p.k.free_gpu_va(va, PAGE), STATUS_INVALID_PARAMETER, what);
         }
+        // The queue that will write there: made now, so its ring does not reuse the freed VA.
+        let late = okk(&m, UserQueue::new(p.k, &config(0)));
         okk(&m, p.k.free_gpu_va(r.va, PAGE));
         assert_eq!(
             translate(&m, &p, r.va, Access::Write),
@@ -309,7 +341,7 @@ fn free_then_access_faults_never_stale() {
             STATUS_INVALID_PARAMETER,
             "freed twice",
         );
-        gpu_write_faults(&m, &p, r.va);
+        gpu_write_faults_on(&m, &p, late, r.va);
         untouched(&m, &b);
     }
 }
@@ -334,10 +366,11 @@ fn remap_va_from_one_allocation_to_another() {
     gpu_write(&m, &p.k, CHOSEN + 8, 0xBBBB);
     assert_eq!(b.mem.load(8), 0xBBBB, "the new allocation");
     assert_eq!(a.mem.load(8), PATTERN, "the old allocation is not written");
+    let o = 2 * umd_maps(&m);
     assert_eq!(
         m.gpuva_live_counts(0),
-        (1, 1, 1),
-        "one queue, one range, one mapping"
+        (1 + runtime_queue(&m), 1 + o, 1 + o),
+        "one queue, one range, one mapping (besides the runtime's)"
     );
     no_fault(&m);
 }
@@ -536,7 +569,8 @@ fn destroyed_allocation_leaves_no_mapping() {
     okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
     let x = okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 2))).va;
     let y = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 1, 1))).va;
-    assert_eq!(m.gpuva_live_counts(0), (1, 2, 2));
+    let (q, o) = (1 + runtime_queue(&m), umd_maps(&m));
+    assert_eq!(m.gpuva_live_counts(0), (q, 2 + o, 2 + o));
     okk(
         &m,
         p.k.destroy_allocation2(
@@ -555,11 +589,11 @@ fn destroyed_allocation_leaves_no_mapping() {
     }
     assert_eq!(
         m.gpuva_live_counts(0),
-        (1, 1, 0),
-        "the reservation stays, Map's range goes"
+        (q, 1, 0),
+        "the reservation stays, the ranges Map made go (the UMD's too)"
     );
     okk(&m, p.k.free_gpu_va(CHOSEN, 0x1_0000));
-    assert_eq!(m.gpuva_live_counts(0), (1, 0, 0));
+    assert_eq!(m.gpuva_live_counts(0), (q, 0, 0));
     no_fault(&m);
 }
 
@@ -594,11 +628,16 @@ fn mapping_follows_residency() {
         Place::Local { .. }
     ));
     let in_vram = okk(&m, translate(&m, &p, r.va + PAGE, Access::Write));
-    assert_eq!(
-        Ok(in_vram),
-        translate(&m, &p, g.gpu_va + PAGE, Access::Write),
-        "both VAs, one page"
-    );
+    // Under the pages' reading the allocation has a VA of its own from the create.
+    if va_at_create(&m) {
+        assert_eq!(
+            Ok(in_vram),
+            translate(&m, &p, g.gpu_va + PAGE, Access::Write),
+            "both VAs, one page"
+        );
+    } else {
+        assert_eq!(g.gpu_va, 0, "24H2: no VA from the create");
+    }
     gpu_write(&m, &p.k, r.va + PAGE, 0x4444);
     okk(&m, p.k.evict(&[g.handle], EvictFlags::default()));
     assert_eq!(
@@ -653,7 +692,11 @@ fn process_exit_frees_everything() {
         okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 1)));
         okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 2)));
         okk(&m, p.k.reserve_gpu_va(&reserve_at(0, 0x4_0000)));
-        assert_eq!(m.gpuva_live_counts(0), (2, 3, 2));
+        let o = umd_maps(&m);
+        assert_eq!(
+            m.gpuva_live_counts(0),
+            (2 + runtime_queue(&m), 3 + o, 2 + o)
+        );
         if kill {
             ok(&m, m.kill_process(&p.p));
         } else {
@@ -710,8 +753,13 @@ fn vidmm_allocation_vas_avoid_process_reservations() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let first = buffer(&m, &p.k, 1);
-    // VidMm's next VA is past `first` and a guard page; take the 64 KiB around it.
-    let base = (first.gpu_va + 2 * PAGE).next_multiple_of(0x1_0000);
+    // VidMm's next VA is past `first` and a guard page (its own, pages' reading) or below it
+    // (Map's, top down, 24H2): take the 64 KiB there.
+    let base = if va_at_create(&m) {
+        (first.gpu_va + 2 * PAGE).next_multiple_of(0x1_0000)
+    } else {
+        (first.gpu_va & !0xFFFF) - 0x1_0000
+    };
     okk(&m, p.k.reserve_gpu_va(&reserve_at(base, 0x1_0000)));
     let big = buffer(&m, &p.k, 64);
     let (lo, hi) = (big.gpu_va, big.gpu_va + big.size);
@@ -1197,11 +1245,74 @@ fn make_resident_on_paging_queue_signals_its_fence() {
     let (place, count) = m.allocation_residency(0, cold.handle).unwrap();
     assert!(matches!(place, Place::Local { .. }), "{place:?}");
     assert_eq!(count, 1);
-    assert!(translate(&m, &p, cold.gpu_va, Access::Write).is_ok());
+    if va_at_create(&m) {
+        assert!(translate(&m, &p, cold.gpu_va, Access::Write).is_ok());
+    }
     let again = mr(&q2).expect("make resident again");
     assert_eq!(again.value, 2, "each call takes the queue's next value");
     okk(&m, p.k.destroy_paging_queue(q2.handle));
     assert!(mr(&q2).is_err(), "a destroyed queue");
     assert_eq!(m.allocation_residency(0, cold.handle).map(|r| r.1), Some(2));
     no_fault(&m);
+}
+
+/// A step-mode machine with 4 doorbells whose VidMm pages behind the thunks
+/// (`OsConfig::paging_behind`): every paging queue operation is queued, as 24H2 queues one
+/// behind paging work not yet done.
+fn paging_behind_machine() -> Machine {
+    let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.doorbells = 4;
+    cfg.os.paging_behind = true;
+    started(cfg)
+}
+
+/// DDI-03 with paging queued ahead (24H2's STATUS_PENDING): Map and MakeResident hand back a
+/// paging fence value the queue's fence has not reached. GPU work through the VA before the
+/// fence reaches it faults, so a UMD path that skipped the wait would run unmapped memory;
+/// the UMD's own paths (its queue's ring and control, its buffers) wait and run, and after a
+/// CPU wait for the fence the raw mapping reaches its allocation.
+#[test]
+fn ddi_03_a_pending_map_is_unmapped_until_its_paging_fence() {
+    let m = paging_behind_machine();
+    let p = process(&m);
+    // The UMD's paths wait for their paging fences: queue and buffer work at once.
+    let first = buffer(&m, &p.k, 1);
+    gpu_write(&m, &p.k, first.gpu_va, 0x1234);
+    assert_eq!(first.mem.load(0), 0x1234, "the UMD waited before use");
+    // A raw Map: PENDING, nothing in the page tables yet.
+    let b = buffer(&m, &p.k, 1);
+    let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 1)));
+    assert!(
+        p.pq.fence_cpu.value() < r.paging_fence_value,
+        "the fence value is not reached"
+    );
+    assert_eq!(
+        translate(&m, &p, r.va, Access::Write),
+        Err(FaultReason::NotPresent),
+        "queued: unmapped"
+    );
+    // MakeResident on the same queue is queued behind the Map.
+    let pf = okk(
+        &m,
+        p.k.make_resident_on(&p.pq, &[b.handle], MakeResidentFlags::default()),
+    );
+    assert!(pf.value > r.paging_fence_value);
+    assert!(p.pq.fence_cpu.value() < pf.value);
+    assert_eq!(
+        translate(&m, &p, r.va, Access::Write),
+        Err(FaultReason::NotPresent)
+    );
+    // The wait: the queue catches up, the mapping is there.
+    okk(&m, p.k.wait_for_fence(p.pq.fence, pf.value));
+    assert!(p.pq.fence_cpu.value() >= pf.value);
+    gpu_write(&m, &p.k, r.va, 0x5678);
+    assert_eq!(b.mem.load(0), 0x5678);
+    // Skipping the wait: the GPU runs into the unmapped VA (a page fault, the device in
+    // error), and the allocation is not written.
+    let c = buffer(&m, &p.k, 1);
+    let q = okk(&m, UserQueue::new(p.k, &config(0)));
+    let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, c.handle, 0, 1)));
+    assert!(p.pq.fence_cpu.value() < r.paging_fence_value);
+    gpu_write_faults_on(&m, &p, q, r.va);
+    untouched(&m, &c);
 }

@@ -29,6 +29,38 @@ struct Proc<'m> {
     p: UmsProcess,
     k: SimKmt<'m>,
     buf: Allocation<SimMem>,
+    /// The VA an attacker names for `buf` ([`victim`]).
+    target: u64,
+}
+
+/// Where a victim's UMD maps its buffer a second time, at an address no other process maps:
+/// under 24H2 every process's own Maps start at the top of its space, so the buffer's first
+/// VA is mapped in the attacker's space too (to the attacker's own buffer), and naming it is
+/// no attack.
+const VICTIM_VA: u64 = 0x5000_0000_0000;
+
+/// [`process`] whose buffer is also mapped at [`VICTIM_VA`] (its `target`), the paging fence
+/// waited for.
+fn victim(m: &Machine) -> Proc<'_> {
+    let mut v = process(m);
+    let (queue, _) = okk(m, v.k.device_paging_queue());
+    let r = okk(
+        m,
+        v.k.map_gpu_va(&rvgpu_umd::kmt::MapGpuVa::read_write(
+            queue,
+            VICTIM_VA,
+            v.buf.handle,
+            0,
+            1,
+        )),
+    );
+    let pf = rvgpu_umd::kmt::PagingFence {
+        fence: okk(m, v.k.device_paging_queue()).1,
+        value: r.paging_fence_value,
+    };
+    okk(m, rvgpu_umd::kmt::wait_paging(&v.k, Some(pf)));
+    v.target = r.va;
+    v
 }
 
 fn process(m: &Machine) -> Proc<'_> {
@@ -38,7 +70,8 @@ fn process(m: &Machine) -> Proc<'_> {
     for off in (0..4096).step_by(8) {
         buf.mem.store(off, PATTERN);
     }
-    Proc { p, k, buf }
+    let target = buf.gpu_va;
+    Proc { p, k, buf, target }
 }
 
 /// A step-mode machine with 4 doorbells whose OS follows `reading`.
@@ -142,20 +175,20 @@ fn still_works(m: &Machine, v: &Proc<'_>) {
 fn user_queue_cannot_write_another_process_memory() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = with_doorbells(mode, 4);
-        let a = process(&m);
+        let a = victim(&m);
         let b = process(&m);
         let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
         submit_faulting(
             &m,
             &mut qb,
             &[Command::Fill {
-                dst: a.buf.gpu_va,
+                dst: a.target,
                 bytes: 4096,
                 pattern: 0xBAD,
             }],
         );
         let va = faulted(&m, &b.p);
-        assert_eq!(va, a.buf.gpu_va, "the fault names the VA B used");
+        assert_eq!(va, a.target, "the fault names the VA B used");
         untouched(&m, &a.buf);
         // B's doorbells are aborted (through the KMD by the pages; 24H2 only writes the
         // status); A's world goes on.
@@ -182,7 +215,7 @@ fn user_queue_cannot_write_another_process_memory() {
 #[test]
 fn every_address_carrying_command_faults_on_foreign_memory() {
     let m = with_doorbells(Mode::Step, 4);
-    let a = process(&m);
+    let a = victim(&m);
     // The KMD's own memory: a kernel structure at its bus address (the identity VA is mapped
     // in no user process).
     let kernel_va = 0x1000_0000u64;
@@ -225,7 +258,7 @@ fn every_address_carrying_command_faults_on_foreign_memory() {
             ),
         ]
     };
-    for target in [a.buf.gpu_va, kernel_va, unmapped] {
+    for target in [a.target, kernel_va, unmapped] {
         for (name, cmd) in cases(target, 0) {
             m.clear_ums_events(0);
             let b = process(&m);
@@ -452,7 +485,12 @@ fn two_processes_run_side_by_side_in_their_own_spaces() {
     let m = with_doorbells(Mode::Threaded, 4);
     let a = process(&m);
     let b = process(&m);
-    assert_ne!(a.buf.gpu_va, b.buf.gpu_va);
+    // VidMm's own VAs (the pages' reading) are in different regions of each space; 24H2's
+    // Maps start at the top of each, so the two may coincide, each reaching its own buffer.
+    if m.os_config().reading.allocation_va == rvgpu_simos::machine::answers::AllocationVa::AtCreate
+    {
+        assert_ne!(a.buf.gpu_va, b.buf.gpu_va);
+    }
     std::thread::scope(|s| {
         for v in [&a, &b] {
             let m = &m;
@@ -490,7 +528,7 @@ fn kernel_mode_dma_buffer_cannot_write_another_process_memory() {
         a.hwsch_feature = false;
     });
     enable_tdr_steps(&m, 40, 5);
-    let a = process(&m);
+    let a = victim(&m);
     let b = process(&m);
     let ca = okk(&m, a.k.create_context(0));
     let cb = okk(&m, b.k.create_context(0));
@@ -515,7 +553,7 @@ fn kernel_mode_dma_buffer_cannot_write_another_process_memory() {
             &b.p,
             cb,
             &[Command::Fill {
-                dst: a.buf.gpu_va,
+                dst: a.target,
                 bytes: 4096,
                 pattern: 0xBAD,
             }],

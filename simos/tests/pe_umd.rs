@@ -381,13 +381,16 @@ fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
         INVALID_ARGUMENT,
         "pages 1..3 of a two-page buffer"
     );
+    // Under 24H2 the DLL mapped each of its allocations itself already (the create gives no
+    // VA): count from here.
+    let before = p.calls("D3DKMTMapGpuVirtualAddress");
     assert_eq!(
         call(&p, "rvgpu_buffer_map_va", &[buffer, CHOSEN, 1, 1]),
         OK,
         "{}",
         log_of(&m)
     );
-    assert_eq!(p.calls("D3DKMTMapGpuVirtualAddress"), 1);
+    assert_eq!(p.calls("D3DKMTMapGpuVirtualAddress"), before + 1);
     let fill = Command::Fill {
         dst: CHOSEN + 8,
         bytes: 8,
@@ -889,6 +892,87 @@ fn d3dkmtmakeresident_refuses_the_arguments_24h2_refuses() {
             "{what}"
         );
     }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// DDI-03: `D3DKMTCreateAllocation2` from the DLL's process writes each entry's handle and,
+/// under 24H2, no GPU VA (`DXGDEVICE::CreateAllocation` @0x140356E10): the caller's
+/// `GpuVirtualAddress` stays as it wrote it, and the DLL maps each of its allocations itself
+/// (`D3DKMTMapGpuVirtualAddress`). Under the pages' reading a VA comes back and the DLL maps
+/// none.
+#[test]
+fn ddi_03_create_allocation2_gives_a_va_only_under_the_pages_reading() {
+    const UNTOUCHED: u64 = 0xDEAD_0000;
+    let m = pe_machine();
+    let at_create = m.os_config().reading.allocation_va
+        == rvgpu_simos::machine::answers::AllocationVa::AtCreate;
+    let p = UserProcess::new(m.clone(), umd());
+    let (adapter, _) = open_queue(&p);
+    let (_, va) = buffer_4k(&p, adapter);
+    assert_ne!(va, 0, "the buffer has a VA either way");
+    let maps = p.calls("D3DKMTMapGpuVirtualAddress");
+    if at_create {
+        assert_eq!(maps, 0, "the create gave every VA");
+    } else {
+        assert!(maps >= 3, "ring, ring control and buffer mapped: {maps}");
+    }
+    let pdd = rvgpu_umd::kmt::allocation_private_data(4096, rvgpu_hw::pdd::AllocationKind::Buffer);
+    let bytes = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
+    // D3DDDI_ALLOCATIONINFO2: hAllocation, pSystemMem, pPrivateDriverData,
+    // PrivateDriverDataSize, VidPnSourceId, Flags, GpuVirtualAddress (word 5), ...
+    let mut info = [0u64; 12];
+    info[2] = bytes.as_ptr() as u64;
+    info[3] = bytes.len() as u64;
+    info[5] = UNTOUCHED;
+    // D3DKMT_CREATEALLOCATION: hDevice, ..., NumAllocations (high half of word 5),
+    // pAllocationInfo2 (word 6).
+    let mut args = [0u64; 9];
+    args[0] = u64::from(p.devices()[0].device);
+    args[5] = 1 << 32;
+    args[6] = info.as_mut_ptr() as u64;
+    assert_eq!(
+        thunk(&p, "D3DKMTCreateAllocation2", args.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    assert_ne!(info[0] as u32, 0, "a handle");
+    if at_create {
+        assert!(info[5] != UNTOUCHED && info[5] != 0, "{:#x}", info[5]);
+    } else {
+        assert_eq!(info[5], UNTOUCHED, "24H2 writes no VA back");
+    }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// DDI-03 with paging queued ahead (`OsConfig::paging_behind`: every Map and MakeResident
+/// answers STATUS_PENDING with a paging fence value not yet reached): the shipped DLL waits
+/// for its paging fence before its ring, ring control and buffer are used, so its queue runs
+/// and a FILL through the buffer's VA lands.
+#[test]
+fn ddi_03_the_shipped_dll_waits_for_its_paging_fence() {
+    let mut cfg = rvgpu_simos::MachineConfig::single(rvgpu_simos::Mode::Threaded);
+    cfg.driver = DriverBuild::Pe(None);
+    cfg.os.paging_behind = true;
+    let m = Arc::new(started(cfg));
+    let p = UserProcess::new(m.clone(), umd());
+    let (adapter, queue) = open_queue(&p);
+    let (buffer, va) = buffer_4k(&p, adapter);
+    let d = dwords(&[Command::Fill {
+        dst: va + 8,
+        bytes: 8,
+        pattern: 0x0D11_0003,
+    }]);
+    let mut v = 0u64;
+    assert_eq!(submit_dwords(&p, queue, &d, &mut v), OK);
+    assert_eq!(call(&p, "rvgpu_queue_wait", &[queue, v, u64::MAX]), OK);
+    let mut data = 0u64;
+    assert_eq!(
+        call(&p, "rvgpu_buffer_lock", &[buffer, 1, 0, 0, addr(&mut data)]),
+        OK
+    );
+    // SAFETY: the lock's view of the 4 KiB buffer; word 1 is inside it.
+    let word = unsafe { (data as *const u64).add(1).read_volatile() };
+    assert_eq!(word, 0x0D11_0003);
+    assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 

@@ -24,6 +24,19 @@ use rvgpu_umd::submit::{SubmitError, UserQueue};
 const BYTES: u64 = 64 * 1024;
 const PATTERN: u64 = 0x5E61_0C41_5E61_0C41;
 
+/// The leaf size VidMm maps a large allocation's aligned runs with: a large page where the
+/// create gives the allocation a VA of VidMm's own (the pages' reading); 4 KiB under 24H2,
+/// where the VA is the process's Map, which may later be unmapped in part (`vidmm::va`).
+fn large_leaf(m: &Machine, large: u64) -> u64 {
+    let own = m.os_config().reading.allocation_va
+        == rvgpu_simos::machine::answers::AllocationVa::AtCreate;
+    if own {
+        large
+    } else {
+        4096
+    }
+}
+
 fn count(m: &Machine, a: &MappedGpu) -> u32 {
     m.allocation_residency(0, a.handle).expect("tracked").1
 }
@@ -392,7 +405,8 @@ fn residency_thunks_refuse_foreign_handles() {
 }
 
 /// An allocation of two large pages and a little more, placed in VRAM: VidMm maps each
-/// aligned 2 MiB run with one level-1 entry (`DXGK_PTE::LargePage`, since the driver reports
+/// aligned 2 MiB run of the VA it gave at create (the pages' reading; 24H2's Map-made VA gets
+/// 4 KiB leaves, [`large_leaf`]) with one level-1 entry (`DXGK_PTE::LargePage`, since the driver reports
 /// `LargePageSupported`) and the tail with 4 KiB leaves, through the driver's
 /// UPDATEPAGETABLE. A user-mode queue's GPU writes and reads all of it; eviction unmaps the
 /// large pages whole and the contents come back with MakeResident; destruction leaves no
@@ -408,10 +422,13 @@ fn residency_large_allocations_are_mapped_with_large_pages() {
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
     let a = gpu_only(&m, &k, 2 * LARGE + 8192);
     assert!(is_local(place(&m, &a)), "{:?}", place(&m, &a));
-    assert_eq!(a.gpu_va % LARGE, 0, "VidMm aligns a large reservation");
+    let leaf = large_leaf(&m, LARGE);
+    if leaf == LARGE {
+        assert_eq!(a.gpu_va % LARGE, 0, "VidMm aligns a large reservation");
+    }
     let size = |va: u64| m.gpu_translate(0, p.pid, va).map(|(_, s)| s);
-    assert_eq!(size(a.gpu_va), Some(LARGE));
-    assert_eq!(size(a.gpu_va + LARGE + 0x1234), Some(LARGE));
+    assert_eq!(size(a.gpu_va), Some(leaf));
+    assert_eq!(size(a.gpu_va + LARGE + 0x1234), Some(leaf));
     assert_eq!(size(a.gpu_va + 2 * LARGE + 4096), Some(4096), "the tail");
     // Contiguous in VRAM across the large pages and the tail.
     let (first, _) = m.gpu_translate(0, p.pid, a.gpu_va).unwrap();
@@ -436,7 +453,7 @@ fn residency_large_allocations_are_mapped_with_large_pages() {
 
 /// What the CPU maps stays in system memory (the aperture place); with the driver's
 /// `SysMemLargePageSupported`, VidMm gives a large one a backing store aligned to a large page
-/// and maps it with large pages too. The CPU's writes are what the GPU reads, and the GPU's
+/// and maps it with large pages too (its own VA, [`large_leaf`]). The CPU's writes are what the GPU reads, and the GPU's
 /// writes what the CPU reads, across the large pages and the tail.
 #[test]
 fn residency_large_system_allocations_are_mapped_with_large_pages() {
@@ -450,8 +467,9 @@ fn residency_large_system_allocations_are_mapped_with_large_pages() {
         Some(Place::Aperture)
     );
     let size = |va: u64| m.gpu_translate(0, p.pid, va).map(|(_, s)| s);
-    assert_eq!(size(a.gpu_va), Some(LARGE));
-    assert_eq!(size(a.gpu_va + LARGE), Some(LARGE));
+    let leaf = large_leaf(&m, LARGE);
+    assert_eq!(size(a.gpu_va), Some(leaf));
+    assert_eq!(size(a.gpu_va + LARGE), Some(leaf));
     assert_eq!(size(a.gpu_va + 2 * LARGE), Some(4096));
     let (pa, _) = m.gpu_translate(0, p.pid, a.gpu_va + LARGE + 8).unwrap();
     a.mem.store(LARGE + 8, PATTERN);

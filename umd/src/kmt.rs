@@ -88,7 +88,9 @@ pub struct Allocation<M> {
 pub struct MappedGpu {
     /// The D3DKMT allocation handle.
     pub handle: KmtHandle,
-    /// Its GPU virtual address.
+    /// Its GPU virtual address: `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress` as the create
+    /// left it. 0 where the OS gives none at create (24H2): the UMD maps the allocation
+    /// itself ([`map_new_allocation`]).
     pub gpu_va: u64,
     /// Its size in bytes (what VidMm allocated: whole pages).
     pub size: u64,
@@ -244,6 +246,67 @@ pub struct MappedGpuVa {
     /// `PagingFenceValue`: GPU work may use the mapping once the paging queue's fence
     /// reaches it.
     pub paging_fence_value: u64,
+}
+
+/// The protection a UMD maps a new allocation of `pdd` with: readable; writable unless the
+/// private data says GPU read-only; executable only for commands (rings, DMA buffers).
+pub fn protection_for(pdd: &AllocationPdd) -> GpuVaProtection {
+    let mut p = GpuVaProtection::READ;
+    if pdd.flags & rvgpu_hw::pdd::ALLOCATION_GPU_READ_ONLY == 0 {
+        p = p | GpuVaProtection::WRITE;
+    }
+    if pdd.kind == AllocationKind::Commands as u32 {
+        p = p | GpuVaProtection::EXECUTE;
+    }
+    p
+}
+
+/// The GPU VA of a new allocation `m` (created with `pdd`), as 24H2 requires a UMD to get
+/// it: 24H2's `D3DKMTCreateAllocation2` gives none (`DXGDEVICE::CreateAllocation`
+/// @0x140356E10), so the UMD maps the whole allocation with `D3DKMTMapGpuVirtualAddress`
+/// (`BaseAddress` 0: VidMm chooses) on the device's paging queue. Where the create gave one
+/// (the `D3DDDI_ALLOCATIONINFO2` page's reading) that one is used. Returns the VA and the
+/// paging fence the caller must wait for ([`wait_paging`]) before the GPU uses the
+/// allocation or the KMD is handed it (Map may answer `STATUS_PENDING`). The range Map made
+/// is freed by the OS when the allocation is destroyed
+/// (`VIDMM_GLOBAL::CloseOneAllocation` @0x1400A9EF4): the UMD never frees it itself.
+pub fn map_new_allocation<K: Kmt + ?Sized>(
+    kmt: &K,
+    m: &MappedGpu,
+    pdd: &AllocationPdd,
+) -> Result<(u64, Option<PagingFence>), NtStatus> {
+    if m.gpu_va != 0 {
+        return Ok((m.gpu_va, None));
+    }
+    let (queue, fence) = kmt.device_paging_queue()?;
+    let r = MapGpuVa {
+        paging_queue: queue,
+        allocation: m.handle,
+        size_in_pages: m.size.div_ceil(rvgpu_hw::PAGE_SIZE),
+        protection: protection_for(pdd),
+        ..MapGpuVa::default()
+    };
+    let mapped = kmt.map_gpu_va(&r)?;
+    // A VA of 0 is no mapping the GPU can use.
+    if mapped.va == 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    Ok((
+        mapped.va,
+        Some(PagingFence {
+            fence,
+            value: mapped.paging_fence_value,
+        }),
+    ))
+}
+
+/// Waits until the paging fence reaches its value (nothing to wait for: `None`, or a value
+/// of 0 from thunks without paging fences).
+pub fn wait_paging<K: Kmt + ?Sized>(kmt: &K, pf: Option<PagingFence>) -> Result<(), NtStatus> {
+    match pf {
+        Some(p) if p.fence != 0 && p.value != 0 => kmt.wait_for_fence(p.fence, p.value),
+        _ => Ok(()),
+    }
 }
 
 /// `D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_TYPE` values.
@@ -570,6 +633,12 @@ pub trait Kmt {
     // paging queues and GPU virtual addresses the process places itself
     // (docs/memory.md "GPU VA thunks"). Default bodies keep every implementation compiling.
 
+    /// The device's own paging queue and its fence (`hPagingQueue`, `hSyncObject`): the one
+    /// [`make_resident`](Self::make_resident) orders its paging on, and the one
+    /// [`map_new_allocation`] maps new allocations on. Default: `STATUS_NOT_SUPPORTED`.
+    fn device_paging_queue(&self) -> Result<(KmtHandle, KmtHandle), NtStatus> {
+        Err(STATUS_NOT_SUPPORTED)
+    }
     /// `D3DKMTCreatePagingQueue` on the UMD's device with `priority`
     /// (`D3DDDI_PAGINGQUEUE_PRIORITY`). Default: `STATUS_NOT_SUPPORTED`.
     fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<Self::Fence>, NtStatus> {

@@ -289,16 +289,23 @@ fn make_resident<K: Kmt>(kmt: &K, h: KmtHandle) -> Result<(), NtStatus> {
     }
 }
 
-/// Creates one backing: `D3DKMTCreateAllocation2`, `D3DKMTMakeResident` (a new allocation is
-/// on no residency list: "Residency overview"), then one `D3DKMTLock2` kept for its life
-/// (seed 002: a UMD may keep an allocation mapped while it exists).
+/// Creates one backing: `D3DKMTCreateAllocation2`, its GPU VA
+/// ([`crate::kmt::map_new_allocation`]: 24H2 gives none at create), `D3DKMTMakeResident` (a
+/// new allocation is on no residency list: "Residency overview"), a wait for the paging fence
+/// of the Map, then one `D3DKMTLock2` kept for its life (seed 002: a UMD may keep an
+/// allocation mapped while it exists).
 fn create_backing<K: Kmt>(kmt: &K, pdd: &AllocationPdd) -> Result<Backing<K::Mem>, LockError> {
     let m = kmt.create_allocation_pdd(pdd)?;
-    match make_resident(kmt, m.handle).and_then(|()| kmt.lock2(m.handle)) {
-        Ok(mem) => Ok(Backing {
+    let made = crate::kmt::map_new_allocation(kmt, &m, pdd).and_then(|(va, paging)| {
+        make_resident(kmt, m.handle)?;
+        crate::kmt::wait_paging(kmt, paging)?;
+        Ok((va, kmt.lock2(m.handle)?))
+    });
+    match made {
+        Ok((gpu_va, mem)) => Ok(Backing {
             alloc: Allocation {
                 handle: m.handle,
-                gpu_va: m.gpu_va,
+                gpu_va,
                 size: m.size,
                 mem,
             },

@@ -325,6 +325,23 @@ pub enum PagingStart {
     DriverMode,
 }
 
+/// Whether `D3DKMTCreateAllocation2` gives a user-mode caller a GPU VA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocationVa {
+    /// 24H2: none. `K:DXGDEVICE::CreateAllocation` (@0x140356E10) writes back to the
+    /// caller's `D3DDDI_ALLOCATIONINFO2` entries only `hAllocation` and the private data, and
+    /// `M:VIDMM_GLOBAL::CreateOneAllocation` (@0x1400DCBA4) reserves and maps no VA. An
+    /// application allocation gets one only from `D3DKMTMapGpuVirtualAddress`
+    /// (`M:VidMmMapGpuVirtualAddressInternal` @0x1400F5180), and destroying the allocation
+    /// frees the ranges Map made for it (`M:VIDMM_GLOBAL::CloseOneAllocation` @0x1400A9EF4 →
+    /// `CVirtualAddressAllocator::FreeAllocMappedVaRangeList`). Residency and mapping are
+    /// apart: MakeResident maps nothing the caller did not map.
+    MappedByCaller,
+    /// The `D3DDDI_ALLOCATIONINFO2` reference page: `GpuVirtualAddress` is an output. VidMm
+    /// reserves a VA at create and maps it while the allocation is resident.
+    AtCreate,
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -364,6 +381,8 @@ pub struct Reading {
     pub invalidations: Invalidations,
     /// Page-table updates while the paging process's space is built.
     pub paging_start: PagingStart,
+    /// Whether a new allocation comes with a GPU VA.
+    pub allocation_va: AllocationVa,
 }
 
 impl Reading {
@@ -387,6 +406,7 @@ impl Reading {
         pasids: Pasids::CountWithoutArray,
         invalidations: Invalidations::Repeated,
         paging_start: PagingStart::CpuVirtual,
+        allocation_va: AllocationVa::MappedByCaller,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -420,6 +440,9 @@ impl Reading {
         pasids: Pasids::CountWithArray,
         invalidations: Invalidations::Listed,
         paging_start: PagingStart::DriverMode,
+}
+
+        allocation_va: AllocationVa::AtCreate,
     };
 
     /// Every named reading.

@@ -218,6 +218,23 @@ fn in_new_process<T>(
     })
 }
 
+/// An allocation of `process` as its UMD makes one (`D3DKMTCreateAllocation2`, its GPU VA
+/// mapped where the create gave none, `D3DKMTMakeResident`, the paging fence waited for,
+/// `D3DKMTLock2`; [`crate::kmt::SimKmt`]): the handle, the memory and the GPU VA.
+fn runtime_allocation(
+    m: &Machine,
+    process: UmsProcess,
+    pdd: &rvgpu_umd::kmt::AllocationPdd,
+) -> Result<(KmtHandle, rvgpu_device::SysAlloc, u64), SimError> {
+    use rvgpu_umd::kmt::{AllocationKind, Kmt};
+    let kind = AllocationKind::from_u32(pdd.kind).ok_or_else(|| sim("allocation kind"))?;
+    let al = m
+        .kmt(&process)
+        .create_allocation_as(pdd.size, kind)
+        .map_err(|e| SimError::DdiFailed(e.0))?;
+    Ok((al.handle, al.mem.alloc().clone(), al.gpu_va))
+}
+
 /// A context on `engine` of `process`'s device and a hardware queue on it (user-mode
 /// submission or not): the adapter, the context, the queue and the KMD's private data.
 fn context_and_queue(
@@ -256,11 +273,9 @@ impl GpuQueue {
         let device = process.device;
         use rvgpu_umd::kmt::{allocation_private_data, AllocationKind};
         let ring_pdd = allocation_private_data(u64::from(RING_BYTES), AllocationKind::Commands);
-        let (ring_h, ring, _ring_va) =
-            m.create_allocation(&a, device, u64::from(RING_BYTES), ring_pdd.as_bytes())?;
+        let (ring_h, ring, _ring_va) = runtime_allocation(m, process, &ring_pdd)?;
         let control_pdd = allocation_private_data(RingControl::SIZE, AllocationKind::RingControl);
-        let (control_h, control, _control_va) =
-            m.create_allocation(&a, device, RingControl::SIZE, control_pdd.as_bytes())?;
+        let (control_h, control, _control_va) = runtime_allocation(m, process, &control_pdd)?;
         for off in [RingControl::WRITE_PTR, RingControl::READ_PTR] {
             control
                 .word(off)
@@ -486,11 +501,10 @@ impl KernelGpuQueue {
 
     fn build(m: &Machine, process: UmsProcess, engine: u32) -> Result<Self, SimError> {
         let (a, context, q, _) = context_and_queue(m, process, engine, false)?;
-        let device = process.device;
         use rvgpu_umd::kmt::{allocation_private_data, AllocationKind};
         let bytes = u64::from(COMMAND_BUFFER_BYTES);
         let pdd = allocation_private_data(bytes, AllocationKind::Commands);
-        let (_, cb, cb_va) = m.create_allocation(&a, device, bytes, pdd.as_bytes())?;
+        let (_, cb, cb_va) = runtime_allocation(m, process, &pdd)?;
         Ok(Self {
             adapter: a,
             process,

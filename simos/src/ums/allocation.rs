@@ -66,40 +66,19 @@ pub(crate) fn free_alloc(os: &mut UmsOs, h: KmtHandle) {
     }
 }
 
-/// Creates an allocation for `device` as the UMD described it in `private` and makes it
-/// resident, as a runtime does for a new resource (`D3DKMTCreateAllocation2`, then
-/// `D3DKMTMakeResident`). Returns the handle, the memory and the GPU VA.
-pub(crate) fn create_allocation(
-    host: &dyn Host,
-    a: &AdapterShared,
-    device: KmtHandle,
-    size: u64,
-    private: &[u8],
-) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
-    let made = create_allocation2(a, device, size, private)?;
-    if let Err(e) =
-        crate::vidmm::residency::residency_make_resident(host, a, device, &[made.0], false)
-    {
-        let _ = destroy_allocation2(host, a, device, made.0, true);
-        reap_allocations(host, a)?;
-        return Err(match e {
-            crate::vidmm::residency::MakeResidentFail::OverBudget(_) => {
-                SimError::DdiFailed(STATUS_NO_MEMORY)
-            }
-            crate::vidmm::residency::MakeResidentFail::Failed(e) => e,
-        });
-    }
-    Ok(made)
-}
-
 /// `D3DKMTCreateAllocation2`: an allocation for `device` as the UMD described it in
-/// `private` (what the thunk carries to the driver), with a GPU VA reserved in the
-/// device's process. On a GpuMmu adapter it is not resident: it is on no residency list
-/// until `D3DKMTMakeResident` ("Residency overview"), so its VA is not mapped yet.
+/// `private` (what the thunk carries to the driver). On a GpuMmu adapter it is not
+/// resident: it is on no residency list until `D3DKMTMakeResident` ("Residency overview").
 /// Returns the handle, the memory (the backing store) and the GPU VA.
 ///
-/// The VA follows the `D3DDDI_ALLOCATIONINFO2` reference (an output). 24H2 assigns none here
-/// (docs/windows-bringup.md §13, after the table): not yet modelled.
+/// The VA follows the reading (`answers::AllocationVa`): under 24H2 there is none (0 returned,
+/// the caller's `GpuVirtualAddress` left as it was: `K:DXGDEVICE::CreateAllocation`
+/// @0x140356E10 writes back only the handle and the private data, and
+/// `M:VIDMM_GLOBAL::CreateOneAllocation` @0x1400DCBA4 reserves none), and the process maps the
+/// allocation with `D3DKMTMapGpuVirtualAddress`; under the pages' reading (the
+/// `D3DDDI_ALLOCATIONINFO2` reference calls it an output) VidMm reserves one here, unmapped
+/// until the allocation is made resident. An adapter without GpuMmu has no process VA space:
+/// the allocation's bus address stands for it.
 pub(crate) fn create_allocation2(
     a: &AdapterShared,
     device: KmtHandle,
@@ -165,7 +144,13 @@ pub(crate) fn create_allocation2(
                 }
             }
         };
-        let va = match crate::vidmm::mmu::vidmm_reserve(a, pid, alloc.len) {
+        let at_create = a.os.reading.allocation_va == crate::os::answers::AllocationVa::AtCreate;
+        let reserved = if at_create {
+            crate::vidmm::mmu::vidmm_reserve(a, pid, alloc.len).map(Some)
+        } else {
+            Ok(None)
+        };
+        let va = match reserved {
             Ok(va) => va,
             Err(e) => {
                 a.device.memory().free_system(alloc.bus_addr);
@@ -201,7 +186,7 @@ pub(crate) fn create_allocation2(
             .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
         (alloc, None)
     };
-    let gpu_va = mapped.map_or(alloc.bus_addr, |m| m.va);
+    let gpu_va = mapped.map_or(alloc.bus_addr, |m| m.va.unwrap_or(0));
     let cache = (info.cached && !lock(&a.mm.memory_model).io_coherent())
         .then(|| Arc::new(CpuCache::new(alloc.clone())));
     lock(&a.ums).allocations.insert(

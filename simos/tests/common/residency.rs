@@ -41,7 +41,9 @@ pub fn make_resident(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
     );
 }
 
-/// A GPU-only allocation, only created (`D3DKMTCreateAllocation2`): on no residency list.
+/// A GPU-only allocation, created (`D3DKMTCreateAllocation2`) and given its GPU VA as the UMD
+/// gets it (`rvgpu_umd::kmt::map_new_allocation`: mapped on the device's paging queue under
+/// 24H2, whose create gives none), the paging fence waited for: on no residency list.
 pub fn created(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
     let pdd = AllocationPdd {
         magic: PDD_MAGIC,
@@ -51,7 +53,11 @@ pub fn created(m: &Machine, k: &SimKmt<'_>, size: u64) -> MappedGpu {
         flags: 0,
         reserved: 0,
     };
-    okk(m, k.create_allocation_pdd(&pdd))
+    let mut a = okk(m, k.create_allocation_pdd(&pdd));
+    let (va, paging) = okk(m, rvgpu_umd::kmt::map_new_allocation(k, &a, &pdd));
+    okk(m, rvgpu_umd::kmt::wait_paging(k, paging));
+    a.gpu_va = va;
+    a
 }
 
 /// Where VidMm has placed `a`.

@@ -5,12 +5,13 @@
 //! `x86_64-pc-windows-msvc` cross-build of rvgpu_umd.dll, scripts/package.sh); it has never run
 //! on Windows. The DLL runs in the x86-64 emulator over the simulated OS's thunks
 //! (docs/pe-image.md, `simos/tests/pe_umd.rs`), which exercises the calls its C API makes.
-//! It runs only on Windows 11 24H2 or later (WDDM 3.2) with the rvgpu KMD installed. Allocation
-//! creation takes the GPU virtual address `D3DKMTCreateAllocation2` returns in
-//! `D3DDDI_ALLOCATIONINFO2`, as the simulated OS gives it; 24H2 returns none there
-//! (docs/windows-bringup.md §13), so on Windows
-//! [`create_allocation`](crate::kmt::Kmt::create_allocation) fails with `STATUS_NOT_SUPPORTED`
-//! until it maps the allocation itself. The simulated OS (`rvgpu_simos`) implements the same
+//! It runs only on Windows 11 24H2 or later (WDDM 3.2) with the rvgpu KMD installed.
+//! `D3DKMTCreateAllocation2` gives no GPU virtual address on 24H2
+//! (docs/windows-bringup.md §13), so every ring, buffer and command allocation is mapped with
+//! `D3DKMTMapGpuVirtualAddress` on the device's paging queue and used only once that queue's
+//! fence reached the value Map returned ([`map_new_allocation`](crate::kmt::map_new_allocation));
+//! the OS frees that VA when the allocation is destroyed. The simulated OS (`rvgpu_simos`)
+//! implements the same
 //! trait and is where the submission logic is exercised.
 //!
 //! **Where the thunks come from.**

@@ -31,13 +31,14 @@ use super::layout::{
     NATIVE_FENCE_PDD_SIZE, SYNC_FLAG_NT_SECURITY_SHARING, SYNC_FLAG_SHARED,
     UPDATE_GPU_VA_DO_NOT_WAIT,
 };
-use super::status::{check, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use super::status::{check, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
 use super::views::{aligned, performance_query, WinDoorbell, WinFence, WinMem};
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
-    checked_progress, Allocation, AllocationPdd, DestroyFlags, Doorbell, EvictFlags, HwQueue, Kmt,
-    KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus,
-    PagingFence, PagingQueue, QueueProgress, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
+    checked_progress, map_new_allocation, wait_paging, Allocation, AllocationPdd, DestroyFlags,
+    Doorbell, EvictFlags, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
+    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, QueueProgress, ReserveGpuVa,
+    UpdateGpuVa, UpdateGpuVaOp,
 };
 
 /// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
@@ -149,19 +150,22 @@ impl Kmt for WinKmt {
         check(unsafe { D3DKMTDestroyHwQueue(&args) })
     }
 
-    /// [`create_allocation_pdd`](Kmt::create_allocation_pdd), then
-    /// [`make_resident`](Kmt::make_resident) (waiting for the paging fence: the ring and the
-    /// command buffers are used by the GPU at once), then [`lock2`](Kmt::lock2) for the CPU
-    /// mapping. The allocation is destroyed again if a step fails.
+    /// [`create_allocation_pdd`](Kmt::create_allocation_pdd), its GPU VA
+    /// ([`map_new_allocation`]: `D3DKMTMapGpuVirtualAddress` on the device's paging queue, as
+    /// 24H2 gives none at create), [`make_resident`](Kmt::make_resident), a wait for the
+    /// paging fence (the ring and the command buffers are used by the GPU, and named to the
+    /// KMD, at once), then [`lock2`](Kmt::lock2) for the CPU mapping. The allocation is
+    /// destroyed again if a step fails; the VA Map made goes with it.
     fn create_allocation_as(
         &self,
         size: u64,
         kind: crate::kmt::AllocationKind,
     ) -> Result<Allocation<WinMem>, NtStatus> {
-        let m = self.create_allocation_pdd(&crate::kmt::allocation_private_data(size, kind))?;
+        let pdd = crate::kmt::allocation_private_data(size, kind);
+        let m = self.create_allocation_pdd(&pdd)?;
         let handle = m.handle;
-        // Until it is made resident nothing has touched it, so VidMm may free it at once;
-        // after that, paging work may be queued on it: let VidMm wait.
+        // Until it is mapped or made resident nothing has touched it, so VidMm may free it
+        // at once; after that, paging work may be queued on it: let VidMm wait.
         let fail = |e: NtStatus, untouched: bool| {
             let _ = self.destroy_alloc(
                 handle,
@@ -171,20 +175,27 @@ impl Kmt for WinKmt {
             );
             Err(e)
         };
+        let (gpu_va, mapped) = match map_new_allocation(self, &m, &pdd) {
+            Ok(v) => v,
+            Err(e) => return fail(e, true),
+        };
         let paging = match self.make_resident(&[handle], MakeResidentFlags::default()) {
             Ok(p) => p,
             Err(MakeResidentError::OverBudget { .. }) => {
-                return fail(NtStatus(STATUS_NO_MEMORY), true);
+                return fail(NtStatus(STATUS_NO_MEMORY), mapped.is_none());
             }
-            Err(MakeResidentError::Status(e)) => return fail(e, true),
+            Err(MakeResidentError::Status(e)) => return fail(e, mapped.is_none()),
         };
-        if let Err(e) = self.wait(paging.fence, paging.value) {
+        // One paging queue: its fence reaching the later value covers the Map too.
+        if let Err(e) =
+            wait_paging(self, mapped).and_then(|()| self.wait(paging.fence, paging.value))
+        {
             return fail(e, false);
         }
         match self.lock2(handle) {
             Ok(mem) => Ok(Allocation {
                 handle,
-                gpu_va: m.gpu_va,
+                gpu_va,
                 size,
                 mem,
             }),
@@ -197,9 +208,10 @@ impl Kmt for WinKmt {
     }
 
     /// `D3DKMTCreateAllocation2` with the UMD's private data: handle, GPU VA and the size the
-    /// KMD gives it (`DxgkDdiCreateAllocation` rounds to whole pages). Needs an OS-assigned
-    /// GPU VA in `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress`; without one (see the module
-    /// documentation) it returns `STATUS_NOT_SUPPORTED`.
+    /// KMD gives it (`DxgkDdiCreateAllocation` rounds to whole pages). The GPU VA is
+    /// `D3DDDI_ALLOCATIONINFO2::GpuVirtualAddress` as the create left it: 0 on 24H2, which
+    /// writes none back (see the module documentation); the caller maps the allocation then
+    /// ([`map_new_allocation`]). One the OS did write must be 64-byte aligned.
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
     fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
         let size = pdd
@@ -221,18 +233,18 @@ impl Kmt for WinKmt {
         };
         args.Anonymous2.pAllocationInfo2 = &mut info;
         // SAFETY: valid argument structure; `info` and `pdd` outlive the call and `info`
-        // receives the handle and GPU VA.
+        // receives the handle (and, where the OS gives one, the GPU VA).
         check(unsafe { D3DKMTCreateAllocation2(&mut args) })?;
         let handle = info.hAllocation;
         let gpu_va = info.GpuVirtualAddress;
-        if gpu_va == 0 || !gpu_va.is_multiple_of(64) {
+        if !gpu_va.is_multiple_of(64) {
             let _ = self.destroy_alloc(
                 handle,
                 DestroyFlags {
                     assume_not_in_use: true,
                 },
             );
-            return Err(NtStatus(STATUS_NOT_SUPPORTED));
+            return Err(NtStatus(STATUS_INVALID_PARAMETER));
         }
         self.sizes.with(|m| m.insert(handle, size));
         Ok(MappedGpu {
@@ -310,6 +322,11 @@ impl Kmt for WinKmt {
     /// correct either way.
     fn io_coherent(&self) -> bool {
         cfg!(any(target_arch = "x86_64", target_arch = "x86"))
+    }
+
+    /// The paging queue [`WinKmt::open`] created, and its fence.
+    fn device_paging_queue(&self) -> Result<(KmtHandle, KmtHandle), NtStatus> {
+        Ok((self.paging_queue, self.paging_fence))
     }
 
     /// `D3DKMTMakeResident` on the device's paging queue (see

@@ -34,6 +34,7 @@ macro_rules! forward_kmt {
                 fn make_resident(&self, allocations: &[KmtHandle], flags: MakeResidentFlags) -> Result<PagingFence, MakeResidentError>;
                 fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus>;
                 fn make_resident_on(&self, queue: &PagingQueue<Self::Fence>, allocations: &[KmtHandle], flags: MakeResidentFlags) -> Result<PagingFence, MakeResidentError>;
+                fn device_paging_queue(&self) -> Result<(KmtHandle, KmtHandle), NtStatus>;
                 fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<Self::Fence>, NtStatus>;
                 fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
                 fn reserve_gpu_va(&self, request: &ReserveGpuVa) -> Result<u64, NtStatus>;

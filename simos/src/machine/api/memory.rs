@@ -294,17 +294,6 @@ impl Machine {
         residency::residency_trim_for_d3(self, a)
     }
 
-    /// [`allocation::create_allocation`].
-    pub(crate) fn create_allocation(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        size: u64,
-        private: &[u8],
-    ) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
-        allocation::create_allocation(self, a, device, size, private)
-    }
-
     /// [`allocation::create_allocation2`].
     pub(crate) fn create_allocation2(
         &self,

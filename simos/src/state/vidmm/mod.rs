@@ -61,7 +61,8 @@ pub struct VidMmState {
 pub(crate) struct Mapped {
     /// The driver's handle (`DXGK_ALLOCATIONINFO::hAllocation`).
     pub(crate) kmd: usize,
-    pub(crate) va: u64,
+    /// The VA VidMm gave it at create (`None`: the process maps it itself).
+    pub(crate) va: Option<u64>,
 }
 
 #[derive(Debug)]

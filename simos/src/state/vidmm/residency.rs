@@ -38,7 +38,7 @@ pub enum Place {
     Aperture,
     /// Local memory: `segment` and the offset in it.
     Local { segment: u32, offset: u64 },
-    /// Not resident: the contents are in the backing store, the VA reserved and unmapped.
+    /// Not resident: the contents are in the backing store, its VAs kept and unmapped.
     Evicted,
 }
 
@@ -49,7 +49,10 @@ pub(crate) struct Entry {
     pub(crate) device: KmtHandle,
     /// The driver's handle (`hAllocation` of the paging operations).
     pub(crate) kmd: usize,
-    pub(crate) va: u64,
+    /// The VA VidMm reserved for it at create, mapped while it is resident; `None` where
+    /// create gives none (`answers::AllocationVa::MappedByCaller`): the process maps it itself
+    /// (`vidmm::va`).
+    pub(crate) va: Option<u64>,
     pub(crate) pages: u64,
     /// Bus address of the allocation's own system memory (the pages the CPU maps, and
     /// where it lives when placed in system memory).

@@ -21,6 +21,10 @@ pub(crate) struct UserMap {
     pub(crate) attrs: MapAttrs,
     /// Its entries are in the page tables now (the allocation is resident).
     pub(crate) live: bool,
+    /// The Map that made it is still queued on its paging queue (`vidmm::va::paging_queue`):
+    /// nothing is in the page tables for it, wherever the allocation is, until the queue
+    /// reaches it.
+    pub(crate) queued: bool,
 }
 
 /// One range of a process's space (a VIDMM_VAD).
@@ -37,6 +41,10 @@ pub(crate) struct Vad {
 #[derive(Debug, Default)]
 pub struct State {
     pub(crate) queues: BTreeMap<KmtHandle, PagingQueue>,
+    /// The paging queue each device's simulated runtime (`crate::kmt::SimKmt`) maps and makes
+    /// resident its own allocations on, by device: what a UMD keeps with its device, kept
+    /// here because `SimKmt` holds no state. VidMm never reads it.
+    pub(crate) runtime: HashMap<KmtHandle, KmtHandle>,
     pub(crate) vads: HashMap<ProcessId, BTreeMap<u64, Vad>>,
 }
 
@@ -79,4 +87,14 @@ pub(crate) struct PagingQueue {
     pub(crate) fence_obj: MonitoredFence,
     /// The last paging fence value handed out.
     pub(crate) value: u64,
+    /// Operations handed out and not yet done, in order: the fence stays below the first.
+    pub(crate) backlog: Vec<Queued>,
+}
+
+/// A paging queue's operation not yet done: its fence value and, for a Map, the mapping it
+/// makes (process, range start, VA).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Queued {
+    pub(crate) value: u64,
+    pub(crate) map: Option<(ProcessId, u64, u64)>,
 }

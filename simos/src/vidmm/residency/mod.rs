@@ -1,13 +1,17 @@
 //! VidMm residency (docs/memory.md "Residency"): where each user allocation lives,
 //! who needs it resident, and the paging that moves it.
 //!
+//! - **VA.** Under 24H2 (`answers::AllocationVa::MappedByCaller`) an allocation has no VA
+//!   of its own: the process maps it (`vidmm::va`), and residency only makes those mappings
+//!   live or not. Under the pages' reading VidMm reserves one at create and maps it while
+//!   resident. Eviction, page-in and destroy touch that VA only when there is one.
 //! - **Placement.** An allocation the CPU never maps goes to local memory (VRAM) when the
 //!   driver's segment set allows it, in the driver's `PreferredSegment` order; what the CPU
 //!   maps stays in its backing store in system memory, mapped by GPU page tables page by page
 //!   with `Segment` 0 and never into the aperture (this VidMm cannot rotate a process's
 //!   CPU view between the BAR and system memory, which Windows does when it evicts a mapped
 //!   allocation). Placement happens at the first MakeResident: a new allocation is on no
-//!   residency list and its VA is reserved but unmapped. Its first page-in copies its zeroed
+//!   residency list and nothing maps it. Its first page-in copies its zeroed
 //!   backing store, so VRAM another process used never reaches it as it was.
 //! - **Residency requirement.** Each allocation carries its device's residency count: 0 at
 //!   creation ("Residency overview": only MakeResident puts it on the device's residency
@@ -20,12 +24,13 @@
 //!   memory and MDLs"). What the CPU maps is its own backing store and never moves.
 //! - **Eviction** of a local allocation, in the order of `VIDMM_MEMORY_SEGMENT::EvictResource`:
 //!   TRANSFER from VRAM to the backing store (skipped for `NotWrittenTo`), UPDATEPAGETABLE
-//!   that invalidates its pages, FLUSHTLB. The VA stays reserved: a GPU access meanwhile page
+//!   that invalidates its pages, FLUSHTLB. Its VAs stay reserved: a GPU access meanwhile page
 //!   faults and puts the device in error ("Access to nonresident allocation"). VidMm poisons
 //!   the VRAM it takes back ([`VRAM_POISON`]), so a transfer that did not happen shows.
 //! - **Page-in** (MakeResident of an evicted allocation): VRAM found (evicting idle
 //!   allocations if needed, least recently released first), TRANSFER in, UPDATEPAGETABLE.
-//!   Everything completes before the thunk returns, so `PagingFenceValue` is already reached.
+//!   Everything completes before the thunk returns; `PagingFenceValue` is reached unless the
+//!   paging queue had work queued ahead (`vidmm::va::paging_queue`).
 //! - **Budget** (`OsConfig::vram_budget`, "Process residency budgets"): MakeResident past the
 //!   process's budget fails with `STATUS_NO_MEMORY` and the bytes to trim, changing no count;
 //!   Evict reports the bytes still over budget.
@@ -89,7 +94,7 @@ impl Entry {
 /// An allocation being evicted or paged in ([`Entry::moving`]).
 struct Moving {
     pid: ProcessId,
-    va: u64,
+    va: Option<u64>,
     pages: u64,
     bytes: u64,
     kmd: usize,
@@ -202,7 +207,7 @@ fn required_local(st: &State, pid: ProcessId) -> u64 {
 fn tag(e: &Entry) -> LeafTag {
     LeafTag {
         handle: e.kmd,
-        base_va: e.va,
+        base_va: e.va.unwrap_or(0),
         large_pages: true,
     }
 }
@@ -252,7 +257,8 @@ pub fn allocation_backing_pages(a: &AdapterShared, h: KmtHandle) -> Option<Vec<u
     }
 }
 
-/// Records a new allocation: not resident, on no residency list, its VA reserved.
+/// Records a new allocation: not resident, on no residency list, its VA (if create gave
+/// it one) reserved.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn residency_track(
     st: &mut State,
@@ -260,7 +266,7 @@ pub(crate) fn residency_track(
     pid: ProcessId,
     device: KmtHandle,
     kmd: usize,
-    va: u64,
+    va: Option<u64>,
     pages: u64,
     sysmem: u64,
     backing: Backing,
@@ -367,7 +373,10 @@ fn evict_one(
             m.bytes,
         )?;
     }
-    crate::vidmm::mmu::vidmm_unmap_keep(host, a, m.pid, m.va, m.pages, m.tag)?;
+    // Its own VA, where create gave it one.
+    if let Some(va) = m.va {
+        crate::vidmm::mmu::vidmm_unmap_keep(host, a, m.pid, va, m.pages, m.tag)?;
+    }
     // The VAs the process mapped it at (`vidmm::va`) fault too until it returns.
     crate::vidmm::va::gpu_va_allocation_evicted(host, a, h)?;
     release_local(a, st, segment, offset, m.bytes);
@@ -415,16 +424,17 @@ fn residency_page_in(
                     &pages_of((segment, offset), m.pages),
                 )
             })
-            .and_then(|()| {
-                crate::vidmm::mmu::vidmm_map_at(
+            .and_then(|()| match m.va {
+                Some(va) => crate::vidmm::mmu::vidmm_map_at(
                     host,
                     a,
                     m.pid,
-                    m.va,
+                    va,
                     &pages_of((segment, offset), m.pages),
                     MapAttrs::default(),
                     m.tag,
-                )
+                ),
+                None => Ok(()),
             });
             if let Err(e) = moved {
                 release_local(a, st, segment, offset, m.bytes);
@@ -440,8 +450,10 @@ fn residency_page_in(
             // segments": without `AccessedPhysically` it is not mapped into the
             // aperture); no copy.
             crate::vidmm::va::gpu_va_allocation_placed(host, a, h, &system)?;
-            let attrs = MapAttrs::default();
-            crate::vidmm::mmu::vidmm_map_at(host, a, m.pid, m.va, &system, attrs, m.tag)?;
+            if let Some(va) = m.va {
+                let attrs = MapAttrs::default();
+                crate::vidmm::mmu::vidmm_map_at(host, a, m.pid, va, &system, attrs, m.tag)?;
+            }
             Place::Aperture
         }
         None => return Ok(false),
@@ -661,10 +673,12 @@ pub(crate) fn residency_release(
     // The record goes only once nothing maps the memory: a failed unmap keeps it (and its
     // VRAM) accounted for. The VAs the process mapped it at go first (`vidmm::va`).
     crate::vidmm::va::gpu_va_allocation_destroyed(host, a, h)?;
-    match (place, a.device.is_lost()) {
-        (_, true) => crate::vidmm::mmu::vidmm_forget(a, pid, va, pages),
-        (Place::Evicted, false) => crate::vidmm::mmu::vidmm_release_va(a, pid, va)?,
-        (_, false) => crate::vidmm::mmu::vidmm_unmap(host, a, pid, va, pages, t)?,
+    // Its own VA, where create gave it one.
+    match (va, place, a.device.is_lost()) {
+        (None, _, _) => {}
+        (Some(va), _, true) => crate::vidmm::mmu::vidmm_forget(a, pid, va, pages),
+        (Some(va), Place::Evicted, false) => crate::vidmm::mmu::vidmm_release_va(a, pid, va)?,
+        (Some(va), _, false) => crate::vidmm::mmu::vidmm_unmap(host, a, pid, va, pages, t)?,
     }
     if let Some(Entry {
         backing: Backing::Pages(p),

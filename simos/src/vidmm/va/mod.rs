@@ -270,7 +270,8 @@ fn va_claim(
 /// With `BaseAddress` 0 VidMm picks the highest free range in
 /// `[MinimumAddress, MaximumAddress)` (0: no limit), a new range owned by the mapping.
 /// Pages of the range mapped before are unmapped first (remap). Returns the VA and the
-/// paging fence value (already reached).
+/// paging fence value: reached, or, with work queued ahead on the paging queue, not yet
+/// (STATUS_PENDING; the Map is queued, `paging_queue`).
 pub(crate) fn gpu_va_map(
     host: &dyn Host,
     a: &AdapterShared,
@@ -353,19 +354,29 @@ pub(crate) fn gpu_va_map(
         }
     };
     let fresh = inside.is_none();
-    let done = va_map_into(host, a, pid, start, va, pages, r, target);
+    // Work queued ahead on the paging queue: this Map is queued behind it
+    // (`paging_queue`: STATUS_PENDING, nothing in the page tables until the queue gets here).
+    let behind = crate::vidmm::va::paging_queue::paging_behind(a, r.paging_queue);
+    let maps_pages = target.is_some();
+    let done = va_map_into(host, a, pid, start, va, pages, r, target, behind);
     if done.is_err() && fresh {
         // Nothing of a failed Map stays: the range it made goes again.
         let _ = va_release_range(host, a, pid, start);
     }
     done?;
     drop(res);
+    if behind {
+        let queued = maps_pages.then_some((pid, start, va));
+        let value = crate::vidmm::va::paging_queue::paging_fence_queue(a, r.paging_queue, queued)?;
+        return Ok((va, value));
+    }
     let value = crate::vidmm::va::paging_queue::paging_fence_advance(host, a, r.paging_queue)?;
     Ok((va, value))
 }
 
 /// The mapping step of [`gpu_va_map`]: `[va, va + pages)` of range `start` maps
-/// `target` (allocation size, driver handle, place) or nothing (`NoAccess`).
+/// `target` (allocation size, driver handle, place) or nothing (`NoAccess`); `queued`: the
+/// Map waits on its paging queue, so its pages are not entered yet.
 #[allow(clippy::too_many_arguments)]
 fn va_map_into(
     host: &dyn Host,
@@ -376,6 +387,7 @@ fn va_map_into(
     pages: u64,
     r: MapGpuVa,
     target: Option<(u64, usize, Option<Vec<Phys>>)>,
+    queued: bool,
 ) -> Result<(), SimError> {
     let prot = r.protection.0;
     // Remap: what the range mapped goes first (unmapped, TLB flushed).
@@ -391,8 +403,9 @@ fn va_map_into(
                 no_execute: prot & PROTECTION_EXECUTE == 0,
             },
             live: false,
+            queued,
         };
-        if let Some(all) = place {
+        if let (Some(all), false) = (place, queued) {
             let phys = pages_at(&all, m.offset, pages).ok_or_else(bad)?;
             crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, tag(&m, va))?;
             m.live = true;
@@ -686,7 +699,7 @@ pub(crate) fn gpu_va_update(
                         protection,
                         ..MapGpuVa::default()
                     };
-                    va_map_into(host, a, pid, start, va, pages, r, Some(target))?;
+                    va_map_into(host, a, pid, start, va, pages, r, Some(target), false)?;
                 }
                 Step::Unmap { va, pages } => va_clear(host, a, pid, start, va, pages)?,
                 Step::Copy { src, pages, dst } => {
@@ -734,7 +747,7 @@ pub(crate) fn gpu_va_update(
                             protection: prot,
                             ..MapGpuVa::default()
                         };
-                        va_map_into(host, a, pid, start, va, m.pages, r, Some(target))?;
+                        va_map_into(host, a, pid, start, va, m.pages, r, Some(target), false)?;
                     }
                 }
             }
@@ -850,7 +863,8 @@ fn set_maps_live(
     mut change: impl FnMut(ProcessId, u64, &UserMap) -> Result<(), SimError>,
 ) -> Result<(), SimError> {
     let maps = lock(&a.mm.gpuva).maps_of(h);
-    for (pid, start, va, m) in maps.into_iter().filter(|x| x.3.live != live) {
+    // A mapping whose Map is still queued follows residency once the queue reaches it.
+    for (pid, start, va, m) in maps.into_iter().filter(|x| x.3.live != live && !x.3.queued) {
         change(pid, va, &m)?;
         if let Some(m) = lock(&a.mm.gpuva).map_mut(pid, start, va) {
             m.live = live;

@@ -1,6 +1,18 @@
 //! Paging queues: `D3DKMTCreatePagingQueue` / `D3DKMTDestroyPagingQueue`, the paging fence
-//! each queue signals, and `D3DKMTMakeResident` on a queue. Paging completes before a thunk
-//! returns, so the fence value handed back has been reached already.
+//! each queue signals, and `D3DKMTMakeResident` on a queue.
+//!
+//! A queue does its operations in order. An operation with nothing queued ahead completes
+//! before the thunk returns, and the fence value handed back has been reached (the thunk's
+//! STATUS_SUCCESS). With work queued ahead (a backlog, which
+//! [`OsConfig::paging_behind`](crate::os::OsConfig::paging_behind) starts: VidMm's paging
+//! worker running behind the thunks) the operation is queued too and the thunk answers
+//! STATUS_PENDING with a fence value not yet reached, as 24H2 passes VidMm's answer through
+//! (`K:DxgkMapGpuVirtualAddress` @0x140321DB0 returns VidMm's status and writes
+//! `VirtualAddress` and `PagingFenceValue` back for any status that is not an error;
+//! `K:DxgkMakeResidentInternal` @0x1402A7570). A queued Map enters nothing in the page
+//! tables until the queue reaches it ([`paging_queue_catch_up`]), so GPU work that uses the
+//! VA before the fence value faults. The queue catches up when a CPU waits for its fence (how
+//! the UMD waits) or the queue is destroyed.
 
 use super::*;
 
@@ -30,6 +42,7 @@ pub(crate) fn paging_queue_create(
             fence,
             fence_obj: fence_obj.clone(),
             value: 0,
+            backlog: Vec::new(),
         },
     );
     Ok((h, fence, fence_obj))
@@ -38,24 +51,170 @@ pub(crate) fn paging_queue_create(
 /// `D3DKMTDestroyPagingQueue`: the queue and its fence ("Destroying the paging queue
 /// (either implicitly or explicitly) will automatically destroy this sync object",
 /// D3DKMT_CREATEPAGINGQUEUE). A handle that is not a queue of `device` is
-/// INVALID_PARAMETER. Paging here finishes inside each thunk, so nothing is pending.
+/// INVALID_PARAMETER. What the queue still has queued is done first.
 pub(crate) fn paging_queue_destroy(
     host: &dyn Host,
     a: &AdapterShared,
     device: KmtHandle,
     queue: KmtHandle,
 ) -> Result<(), SimError> {
-    let q = {
+    {
         let mut st = lock(&a.mm.gpuva);
         match st.queues.get(&queue) {
             Some(q) if q.device == device => {}
             _ => return Err(bad()),
         }
-        st.queues.remove(&queue).ok_or_else(bad)?
-    };
+        st.runtime.retain(|_, q| *q != queue);
+    }
+    // What the queue still had queued is done before it goes.
+    paging_queue_catch_up(host, a, queue, u64::MAX)?;
+    let q = lock(&a.mm.gpuva).queues.remove(&queue).ok_or_else(bad)?;
     // The UMD may have destroyed the fence through its handle already: nothing left.
     let _ = host.destroy_sync_fence(a, device, q.fence);
     Ok(())
+}
+
+/// The paging queue `device`'s simulated runtime orders its own paging on, and its fence:
+/// one per device, created with normal priority on first use, as a UMD creates one with its
+/// device (`D3DKMTCreatePagingQueue`, what the DLL's `WinKmt::open` does).
+pub(crate) fn runtime_paging_queue(
+    host: &dyn Host,
+    a: &AdapterShared,
+    device: KmtHandle,
+) -> Result<(KmtHandle, KmtHandle), SimError> {
+    let kept = |st: &crate::state::vidmm::va::State| {
+        let q = st.runtime.get(&device)?;
+        st.queues
+            .get(q)
+            .filter(|pq| pq.device == device)
+            .map(|pq| (*q, pq.fence))
+    };
+    if let Some(q) = kept(&lock(&a.mm.gpuva)) {
+        return Ok(q);
+    }
+    // D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL.
+    let (h, fence, _) = paging_queue_create(host, a, device, 0, 0)?;
+    let raced = {
+        let mut st = lock(&a.mm.gpuva);
+        match kept(&st) {
+            Some(q) => Some(q),
+            None => {
+                st.runtime.insert(device, h);
+                None
+            }
+        }
+    };
+    match raced {
+        // Another thread of the process made one first: that one is the device's.
+        Some(q) => {
+            paging_queue_destroy(host, a, device, h)?;
+            Ok(q)
+        }
+        None => Ok((h, fence)),
+    }
+}
+
+/// Whether an operation on `queue` now is queued behind work not yet done: the queue has a
+/// backlog, or VidMm's paging worker runs behind the thunks.
+pub(super) fn paging_behind(a: &AdapterShared, queue: KmtHandle) -> bool {
+    a.os.paging_behind
+        || lock(&a.mm.gpuva)
+            .queues
+            .get(&queue)
+            .is_some_and(|q| !q.backlog.is_empty())
+}
+
+/// Hands out `queue`'s next fence value for an operation that is queued, not done (`map`: the
+/// mapping a Map makes): the fence is not signalled.
+pub(super) fn paging_fence_queue(
+    a: &AdapterShared,
+    queue: KmtHandle,
+    map: Option<(ProcessId, u64, u64)>,
+) -> Result<u64, SimError> {
+    let mut st = lock(&a.mm.gpuva);
+    let q = st.queues.get_mut(&queue).ok_or_else(bad)?;
+    q.value += 1;
+    let value = q.value;
+    q.backlog
+        .push(crate::state::vidmm::va::Queued { value, map });
+    Ok(value)
+}
+
+/// `queue`'s worker catches up to `value`: each queued operation up to it done in order (a
+/// queued Map's pages entered in the page tables where its allocation is placed), then the
+/// fence signalled to the last one done. A queue with nothing queued, or a handle that is not
+/// a paging queue, has nothing to do.
+pub(crate) fn paging_queue_catch_up(
+    host: &dyn Host,
+    a: &AdapterShared,
+    queue: KmtHandle,
+    value: u64,
+) -> Result<(), SimError> {
+    // Residency first, as for a Map: where the allocations are cannot change meanwhile.
+    let res = lock(&a.mm.residency);
+    let due: Vec<crate::state::vidmm::va::Queued> = {
+        let mut st = lock(&a.mm.gpuva);
+        let Some(q) = st.queues.get_mut(&queue) else {
+            return Ok(());
+        };
+        let n = q.backlog.iter().take_while(|o| o.value <= value).count();
+        q.backlog.drain(..n).collect()
+    };
+    let Some(last) = due.last().map(|o| o.value) else {
+        return Ok(());
+    };
+    for (pid, start, va) in due.iter().filter_map(|o| o.map) {
+        // A range freed or an allocation destroyed meanwhile left nothing to map.
+        let Some(m) = lock(&a.mm.gpuva).map_mut(pid, start, va).map(|m| {
+            m.queued = false;
+            *m
+        }) else {
+            continue;
+        };
+        if let Some(all) = res.pages(m.allocation) {
+            let phys = pages_at(&all, m.offset, m.pages).ok_or_else(bad)?;
+            crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, tag(&m, va))?;
+            if let Some(m) = lock(&a.mm.gpuva).map_mut(pid, start, va) {
+                m.live = true;
+            }
+        }
+    }
+    drop(res);
+    let f = lock(&a.mm.gpuva)
+        .queues
+        .get(&queue)
+        .map(|q| q.fence_obj.clone());
+    if let Some(f) = f {
+        if let Err(e) = host.signal_fence_from_cpu(&f, last) {
+            if a.state.fault().is_some() {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `queue`'s fence has reached `value` (the thunk's STATUS_SUCCESS; else PENDING).
+/// A queue that is gone has nothing left to reach. (The PE bridge's, Linux only.)
+#[cfg(target_os = "linux")]
+pub(crate) fn paging_fence_reached(a: &AdapterShared, queue: KmtHandle, value: u64) -> bool {
+    lock(&a.mm.gpuva)
+        .queues
+        .get(&queue)
+        .is_none_or(|q| q.fence_obj.value() >= value)
+}
+
+/// The paging queue of `device` whose fence is `fence` (`None`: not a paging fence).
+pub(crate) fn paging_queue_of_fence(
+    a: &AdapterShared,
+    device: KmtHandle,
+    fence: KmtHandle,
+) -> Option<KmtHandle> {
+    lock(&a.mm.gpuva)
+        .queues
+        .iter()
+        .find(|(_, q)| q.device == device && q.fence == fence)
+        .map(|(h, _)| *h)
 }
 
 /// The next paging fence value of `queue`, signalled (the paging this thunk did has
@@ -95,6 +254,13 @@ pub(crate) fn paging_queue_make_resident(
         Some(q) if q.device == device => {}
         _ => return Err(bad().into()),
     }
+    let behind = paging_behind(a, queue);
     page()?;
+    // Queued behind work not yet done: its fence value comes after that work's (PENDING).
+    // The page-in itself is done now; a queued Map of the allocation stays out of the page
+    // tables until the queue reaches it.
+    if behind {
+        return Ok(paging_fence_queue(a, queue, None)?);
+    }
     Ok(paging_fence_advance(host, a, queue)?)
 }

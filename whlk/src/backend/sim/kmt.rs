@@ -178,6 +178,7 @@ impl Kmt for SessKmt {
         fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus>;
         fn make_resident_on(&self, queue: &PagingQueue<SimFence>, allocations: &[KmtHandle], flags: MakeResidentFlags) -> Result<PagingFence, MakeResidentError>;
         // The GPU VA thunks, as the simulated OS has them.
+        fn device_paging_queue(&self) -> Result<(KmtHandle, KmtHandle), NtStatus>;
         fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<SimFence>, NtStatus>;
         fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
         fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus>;

@@ -546,7 +546,8 @@ fn submit_command(p: &UserProcess, at: u64) -> Status {
 /// allocation's private data is the UMD's `AllocationPdd`, which goes to the KMD's
 /// `DxgkDdiCreateAllocation`; another size is STATUS_INVALID_PARAMETER (what that DDI answers
 /// for it too). Each entry gets its
-/// handle and GPU VA; if one fails, those created before it are destroyed again.
+/// handle, and a GPU VA only under the pages' reading (24H2's `DXGDEVICE::CreateAllocation`
+/// @0x140356E10 writes none); if one fails, those created before it are destroyed again.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
 fn create_allocation2(p: &UserProcess, at: u64) -> Status {
     let a: CreateAllocation = args(at)?;
@@ -597,11 +598,15 @@ fn create_allocation2(p: &UserProcess, at: u64) -> Status {
             .p_allocation_info2
             .wrapping_add((i * size_of::<AllocationInfo2>()) as u64);
         put(entry, offset_of!(AllocationInfo2, h_allocation), &m.handle)?;
-        put(
-            entry,
-            offset_of!(AllocationInfo2, gpu_virtual_address),
-            &m.gpu_va,
-        )?;
+        // 24H2 writes no VA back (`answers::AllocationVa::MappedByCaller`: the entry's
+        // `GpuVirtualAddress` stays what the caller left); the pages' reading returns one.
+        if m.gpu_va != 0 {
+            put(
+                entry,
+                offset_of!(AllocationInfo2, gpu_virtual_address),
+                &m.gpu_va,
+            )?;
+        }
     }
     Ok(())
 }
@@ -716,8 +721,18 @@ fn make_resident(p: &UserProcess, at: u64) -> Status {
             fence_cpu: q.fence_cpu.clone(),
         }
     };
-    match p.kmt(d).make_resident_on(&queue, &list, flags) {
-        Ok(f) => put(at, offset_of!(MakeResident, paging_fence_value), &f.value),
+    let k = p.kmt(d);
+    match k.make_resident_on(&queue, &list, flags) {
+        // Paging queued ahead: STATUS_PENDING with the value still to be reached, as 24H2
+        // passes VidMm's answer through (`K:DxgkMakeResidentInternal` @0x1402A7570).
+        Ok(f) => {
+            put(at, offset_of!(MakeResident, paging_fence_value), &f.value)?;
+            if k.paging_fence_reached(queue.handle, f.value) {
+                Ok(())
+            } else {
+                Err(rvgpu_ddi::ntstatus::STATUS_PENDING as u32)
+            }
+        }
         Err(MakeResidentError::OverBudget { bytes_to_trim }) => {
             put(
                 at,

@@ -106,7 +106,9 @@ pub(super) fn reserve_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
 
 /// `D3DKMTMapGpuVirtualAddress` on a paging queue of this process (the allocation must be
 /// the same device's, which the simulated VidMm checks); writes `VirtualAddress` and
-/// `PagingFenceValue`.
+/// `PagingFenceValue`, and answers STATUS_PENDING while the paging fence is below it (work
+/// queued ahead on the queue, `vidmm::va::paging_queue`), as 24H2 passes VidMm's status
+/// through (`K:DxgkMapGpuVirtualAddress` @0x140321DB0).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmapgpuvirtualaddress>
 pub(super) fn map_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
     let a: MapGpuVirtualAddress = args(at)?;
@@ -122,13 +124,19 @@ pub(super) fn map_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
         size_in_pages: a.size_in_pages,
         protection: rvgpu_umd::kmt::GpuVaProtection(a.protection),
     };
-    let m = p.kmt(d).map_gpu_va(&r).map_err(nt)?;
+    let k = p.kmt(d);
+    let m = k.map_gpu_va(&r).map_err(nt)?;
     put(at, offset_of!(MapGpuVirtualAddress, virtual_address), &m.va)?;
     put(
         at,
         offset_of!(MapGpuVirtualAddress, paging_fence_value),
         &m.paging_fence_value,
-    )
+    )?;
+    if k.paging_fence_reached(a.h_paging_queue, m.paging_fence_value) {
+        Ok(())
+    } else {
+        Err(rvgpu_ddi::ntstatus::STATUS_PENDING as u32)
+    }
 }
 
 /// `D3DKMTFreeGpuVirtualAddress`: the range at `BaseAddress` of the device's VA space.
