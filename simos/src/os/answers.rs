@@ -274,6 +274,20 @@ pub enum LogReport {
     LogsOnly,
 }
 
+/// Which handles `DxgkDdiCreateDoorbell`'s `hRingBuffer` and `hRingBufferControl` carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingHandles {
+    /// 24H2: `K:DXGDOORBELL::Initialize` @0x1401D9E74 passes the `hDeviceSpecificAllocation`
+    /// the allocation object keeps, which `K:DXGDEVICE::OpenAllocations` @0x140324850 stored
+    /// from the creating device's `DxgkDdiOpenAllocation` (`Flags.Create`); the 26H1 reading
+    /// keeps it (nothing read there says otherwise).
+    DeviceSpecific,
+    /// The pages (`DXGKARG_CREATEDOORBELL`): "Handle to the ring buffer allocation previously
+    /// created by UMD", "KMD handle to the ring buffer control allocation": the driver's own
+    /// handle from `DxgkDdiCreateAllocation`.
+    Created,
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -307,6 +321,8 @@ pub struct Reading {
     pub ums_progress: UmsProgress,
     /// What an optimized native-fence report makes VidSch read.
     pub log_report: LogReport,
+    /// The allocation handles a doorbell's creation names.
+    pub ring_handles: RingHandles,
 }
 
 impl Reading {
@@ -327,6 +343,7 @@ impl Reading {
         progress_fence: ProgressFence::Monitored,
         ums_progress: UmsProgress::None,
         log_report: LogReport::ScanWhenLogSaysNothing,
+        ring_handles: RingHandles::DeviceSpecific,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -357,6 +374,7 @@ impl Reading {
         progress_fence: ProgressFence::NativeKernelQueues,
         ums_progress: UmsProgress::Given,
         log_report: LogReport::LogsOnly,
+        ring_handles: RingHandles::Created,
     };
 
     /// Every named reading.
