@@ -310,14 +310,17 @@ pub fn page_policy<P: Platform>(
     a: &Adapter<P>,
     live: &Live<P>,
     h_allocation: HANDLE,
-) -> Option<Allocation> {
+) -> Option<super::PagePolicy> {
     let h = Handle::decode_on(h_allocation, Kind::Allocation, a.table_slot()).ok()?;
     live.sched
         .lock()
         .allocations
         .get(&h)
-        .copied()
         .filter(|al| al.opened_by.is_none())
+        .map(|al| super::PagePolicy {
+            gpu_read_only: al.gpu_read_only,
+            executable: al.executable(),
+        })
 }
 
 /// Follows one UPDATEPAGETABLE leaf operation of user process `h_process`: its `entries`

@@ -179,6 +179,15 @@ impl Mappings {
     }
 }
 
+/// What an allocation imposes on the page-table entries VidMm writes for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagePolicy {
+    /// Its pages are read-only to the GPU.
+    pub gpu_read_only: bool,
+    /// The GPU may fetch commands from its pages.
+    pub executable: bool,
+}
+
 impl Allocation {
     /// Whether the GPU may fetch commands from the allocation's pages.
     pub fn executable(&self) -> bool {
