@@ -12,7 +12,8 @@ use core::ptr::{self, NonNull};
 use rvgpu_ddi::adapter::DXGK_DEVICE_INFO;
 use rvgpu_ddi::dxgkrnl::{
     D3DDDI_DOORBELLSTATUS, DXGKARGCB_ALLOCATECONTIGUOUSMEMORY, DXGKARGCB_DISCONNECTDOORBELL,
-    DXGKARGCB_DISCONNECTDOORBELL_FLAGS, DXGKARGCB_FREECONTIGUOUSMEMORY, DXGKRNL_INTERFACE,
+    DXGKARGCB_DISCONNECTDOORBELL_FLAGS, DXGKARGCB_FREECONTIGUOUSMEMORY, DXGKARGCB_GETHANDLEDATA,
+    DXGKCB_GETHANDLEDATAFLAGS, DXGKRNL_INTERFACE, DXGK_HANDLE_ALLOCATION,
 };
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::{CM_PARTIAL_RESOURCE_DESCRIPTOR, NTSTATUS, PHYSICAL_ADDRESS};
@@ -175,6 +176,24 @@ impl Dxgk {
         // SAFETY: a Dxgkrnl callback with a valid, initialised argument block that outlives
         // the call.
         status::check(unsafe { f(&mut args) })
+    }
+
+    /// DxgkCbGetHandleData for an allocation: the driver's handle of the allocation Dxgkrnl's
+    /// D3DKMT handle `h` names in the calling process (what `DxgkDdiCreateAllocation` returned
+    /// in `hAllocation`), or `None` when Dxgkrnl knows no such allocation there (it answers
+    /// NULL). `DxgkDdiOpenAllocation` uses it to find the allocation a device opens.
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkcb_gethandledata>
+    pub fn allocation_of(&self, h: u32) -> Option<usize> {
+        let f = self.raw.DxgkCbGetHandleData?;
+        let args = DXGKARGCB_GETHANDLEDATA {
+            hObject: h,
+            Type: DXGK_HANDLE_ALLOCATION,
+            Flags: DXGKCB_GETHANDLEDATAFLAGS::default(),
+        };
+        // SAFETY: a Dxgkrnl callback with a valid, initialised argument block that outlives
+        // the call.
+        let p = unsafe { f(&args) };
+        (!p.is_null()).then(|| p.addr())
     }
 
     /// DxgkCbSetPowerComponentActive (PASSIVE: call it with no lock held, since

@@ -59,7 +59,7 @@ enum Mapping {
     /// The system (paging) process: kernel-only.
     System,
     /// An allocation the UMD created: user pages, with the allocation's own limits.
-    Allocation(allocation::Allocation),
+    Allocation(allocation::PagePolicy),
     /// A native fence's storage (`DXGK_UPDATEPAGETABLEFLAGS::NativeFence`): CurrentValue is a
     /// user page, MonitoredValue never (NF-01). The pages, as bus page frames.
     NativeFence { current: u64, monitored: u64 },
@@ -223,7 +223,7 @@ pub fn update<P: Platform>(
         if let Some(p) = policy {
             // The allocation's own limits apply whatever VidMm asked.
             e = e.with_read_only(e.read_only() || p.gpu_read_only);
-            e = e.with_no_execute(e.no_execute() || !p.executable());
+            e = e.with_no_execute(e.no_execute() || !p.executable);
         }
         // A large page is a leaf one level up (DXGK_PTE::LargePage).
         let user = (level == 0 || e.large_page()) && who.user(live, &e)?;

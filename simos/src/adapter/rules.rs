@@ -232,6 +232,9 @@ rules! {
         // "can be called at any IRQL".
         DxgkCbLogEtwEvent => at(P, DIRQL, "dispmprt/nc-dispmprt-dxgkcb_log_etw_event");
         DxgkCbDisconnectDoorbell => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_disconnectdoorbell");
+        // The page states no IRQL; 24H2's `K:DxgGetHandleDataCB` @0x1404111E0 stops a WDDM 2.3+
+        // driver calling it at DISPATCH_LEVEL or above (VIDEO_DXGKRNL_FATAL_ERROR).
+        DxgkCbGetHandleData => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_gethandledata");
         DxgkCbSetPowerComponentActive =>
             at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_setpowercomponentactive");
         // "IRQL <= DISPATCH_LEVEL ... DISPATCH_LEVEL only if the component type is

@@ -24,7 +24,9 @@ use rvgpu_ddi::NTSTATUS;
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
 
+mod attach;
 mod handle_map;
+pub(crate) use attach::{current_process, Attached};
 pub(crate) use handle_map::HandleMap;
 
 /// A D3DKMT handle (what the UMD holds).

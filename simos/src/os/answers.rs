@@ -342,6 +342,20 @@ pub enum AllocationVa {
     AtCreate,
 }
 
+/// Which handles `DxgkDdiCreateDoorbell`'s `hRingBuffer` and `hRingBufferControl` carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingHandles {
+    /// 24H2: `K:DXGDOORBELL::Initialize` @0x1401D9E74 passes the `hDeviceSpecificAllocation`
+    /// the allocation object keeps, which `K:DXGDEVICE::OpenAllocations` @0x140324850 stored
+    /// from the creating device's `DxgkDdiOpenAllocation` (`Flags.Create`); the 26H1 reading
+    /// keeps it (nothing read there says otherwise).
+    DeviceSpecific,
+    /// The pages (`DXGKARG_CREATEDOORBELL`): "Handle to the ring buffer allocation previously
+    /// created by UMD", "KMD handle to the ring buffer control allocation": the driver's own
+    /// handle from `DxgkDdiCreateAllocation`.
+    Created,
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -383,6 +397,8 @@ pub struct Reading {
     pub paging_start: PagingStart,
     /// Whether a new allocation comes with a GPU VA.
     pub allocation_va: AllocationVa,
+    /// The allocation handles a doorbell's creation names.
+    pub ring_handles: RingHandles,
 }
 
 impl Reading {
@@ -407,6 +423,7 @@ impl Reading {
         invalidations: Invalidations::Repeated,
         paging_start: PagingStart::CpuVirtual,
         allocation_va: AllocationVa::MappedByCaller,
+        ring_handles: RingHandles::DeviceSpecific,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -440,9 +457,8 @@ impl Reading {
         pasids: Pasids::CountWithArray,
         invalidations: Invalidations::Listed,
         paging_start: PagingStart::DriverMode,
-}
-
         allocation_va: AllocationVa::AtCreate,
+        ring_handles: RingHandles::Created,
     };
 
     /// Every named reading.

@@ -21,9 +21,11 @@ use crate::adapter::ddi::{self};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::ob::Attached;
 use crate::ob::KmtHandle;
 use crate::state::vidmm::cpucache::CpuCache;
-use crate::state::vidmm::{AllocObj, Described, Mapped};
+use crate::state::vidmm::{AllocObj, CreatorOpen, Described, Mapped};
 use crate::vidmm::host::Host;
 
 use super::locks::{dev_guard, device_lock};
@@ -85,12 +87,12 @@ pub(crate) fn create_allocation2(
     size: u64,
     private: &[u8],
 ) -> Result<(KmtHandle, SysAlloc, u64), SimError> {
-    let pid = {
+    let (pid, device_kmd) = {
         let os = lock(&a.ums);
         match os.devices.get(&device) {
             None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
             Some(d) if d.in_error => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
-            Some(d) => d.process,
+            Some(d) => (d.process, d.kmd),
         }
     };
     let gpummu = lock(&a.mm.vidmm).process(pid).is_some();
@@ -99,9 +101,11 @@ pub(crate) fn create_allocation2(
         ..Described::default()
     };
     let h = new_handle(pid)?;
+    let mut opened = None;
     let (alloc, mapped) = if gpummu {
-        let d = describe(a, private)?;
+        let (d, open) = describe(a, pid, h, device_kmd, private)?;
         info = d;
+        opened = open;
         let kmd = d.kmd;
         let bytes = d.size.max(size);
         // The backing store: where the contents live when not in VRAM. A large one is
@@ -127,7 +131,7 @@ pub(crate) fn create_allocation2(
         // Somewhere VidMm may place it at all, or the creation fails.
         if order.is_empty() && !aperture {
             a.device.memory().free_system(alloc.bus_addr);
-            let _ = destroy_kmd_allocation(a, kmd);
+            let _ = undo_kmd_allocation(a, kmd, opened);
             return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
         }
         // What may go to VRAM gets a backing store of its own, scattered pages the
@@ -139,7 +143,7 @@ pub(crate) fn create_allocation2(
                 Some(b) => b,
                 None => {
                     a.device.memory().free_system(alloc.bus_addr);
-                    let _ = destroy_kmd_allocation(a, kmd);
+                    let _ = undo_kmd_allocation(a, kmd, opened);
                     return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
                 }
             }
@@ -159,7 +163,7 @@ pub(crate) fn create_allocation2(
                         a.device.memory().free_system(page.bus_addr);
                     }
                 }
-                let _ = destroy_kmd_allocation(a, kmd);
+                let _ = undo_kmd_allocation(a, kmd, opened);
                 return Err(e);
             }
         };
@@ -201,6 +205,7 @@ pub(crate) fn create_allocation2(
             deferred: Vec::new(),
             deferred_dma: None,
             info,
+            opened,
             cache,
         },
     );
@@ -258,6 +263,12 @@ pub(crate) fn reap_allocations(host: &dyn Host, a: &AdapterShared) -> Result<(),
         // Every allocation with a GPU VA is in VidMm's residency records, which unmap it;
         // the driver's allocation goes after that.
         crate::vidmm::residency::residency_release(host, a, al.handle)?;
+        // `K:DXGDEVICE::DestroyCoreAllocations` @0x1403252DC: the device's open is closed
+        // (`DdiCloseAllocation` with its device-specific handles) before the allocation is
+        // destroyed (`DdiDestroyAllocation`).
+        if let Some(o) = al.opened {
+            close_creator_open(a, o)?;
+        }
         if let Some(m) = al.mapped {
             destroy_kmd_allocation(a, m.kmd)?;
         }
@@ -265,9 +276,19 @@ pub(crate) fn reap_allocations(host: &dyn Host, a: &AdapterShared) -> Result<(),
     }
 }
 
-/// `DxgkDdiCreateAllocation` for one allocation: what the driver answered (where VidMm may
-/// place it is decided at MakeResident, `vidmm::residency`).
-fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
+/// `DxgkDdiCreateAllocation` for one allocation `h` of process `pid`, then
+/// `DxgkDdiOpenAllocation` of it for the creating device `device_kmd`, as 24H2's
+/// `K:DXGDEVICE::CreateAllocation` @0x140356E10 does (`CreateDriverAllocations`, then
+/// `OpenAllocations` for every allocation it created, then VidMm's checks in
+/// `CreateVidMmAllocations`): what the driver answered, and its open (where VidMm may place
+/// the allocation is decided at MakeResident, `vidmm::residency`).
+fn describe(
+    a: &AdapterShared,
+    pid: ProcessId,
+    h: KmtHandle,
+    device_kmd: usize,
+    private: &[u8],
+) -> Result<(Described, Option<CreatorOpen>), SimError> {
     let f = a
         .table
         .get()
@@ -307,6 +328,13 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
         write_segments: info.SupportedWriteSegmentSet,
         preferred: info.PreferredSegment.Value,
     };
+    let opened = match open_for_creator(a, pid, h, kmd, device_kmd, private) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = destroy_kmd_allocation(a, kmd);
+            return Err(e);
+        }
+    };
     let (apertures, coherent_apertures) = lock(&a.mm.memory_model).aperture_sets();
     // AL-04, VidMm's checks of the driver's answer (22631 dxgmms2
     // VIDMM_GLOBAL::VerifySupportedSegmentSetAndAdjustFlags, INVALID_PARAMETER each):
@@ -323,10 +351,110 @@ fn describe(a: &AdapterShared, private: &[u8]) -> Result<Described, SimError> {
                 d.segments & !apertures != 0
             });
     if refuse {
-        let _ = destroy_kmd_allocation(a, kmd);
+        let _ = undo_kmd_allocation(a, kmd, opened);
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
-    Ok(d)
+    Ok((d, opened))
+}
+
+/// `K:DXGDEVICE::OpenAllocations` @0x140324850 for a new allocation: `DxgkDdiOpenAllocation`
+/// on the creating device with `Flags.Create` (ReadOnly only for a `ReadOnly` creation, which
+/// the thunks here never ask for), no resource private data (the creation has no standard
+/// allocation), subresource 0, and per allocation its D3DKMT handle, a NULL
+/// `hDeviceSpecificAllocation` and a fresh copy of the UMD's private data (24H2 copies the
+/// UMD's bytes over what `DxgkDdiCreateAllocation` left in the buffer). The handle is in the
+/// process's table meanwhile, so `DxgkCbGetHandleData` finds the allocation from inside the
+/// call ([`crate::state::ums::UmsOs::creating`]). A driver without the DDI gets no open
+/// (Dxgkrnl refuses a render core without it, BR-47).
+fn open_for_creator(
+    a: &AdapterShared,
+    pid: ProcessId,
+    h: KmtHandle,
+    kmd: usize,
+    device_kmd: usize,
+    private: &[u8],
+) -> Result<Option<CreatorOpen>, SimError> {
+    let Some(f) = a
+        .table
+        .get()
+        .and_then(|t| ddi::in_table!(t, DxgkDdiOpenAllocation))
+    else {
+        return Ok(None);
+    };
+    let mut copy = private.to_vec();
+    let mut info = DXGK_OPENALLOCATIONINFO {
+        hAllocation: h,
+        pPrivateDriverData: copy.as_mut_ptr().cast(),
+        PrivateDriverDataSize: copy.len() as u32,
+        hDeviceSpecificAllocation: std::ptr::null_mut(),
+    };
+    let args = DXGKARG_OPENALLOCATION {
+        NumAllocations: 1,
+        pOpenAllocation: &mut info,
+        pPrivateDriverData: std::ptr::null_mut(),
+        PrivateDriverSize: 0,
+        Flags: DXGK_OPENALLOCATIONFLAGS::default().with(DXGK_OPENALLOCATIONFLAGS::Create, 1),
+        SubresourceIndex: 0,
+        SubresourceOffset: 0,
+        Pitch: 0,
+    };
+    lock(&a.ums).creating.insert(h, (pid, kmd));
+    let st = {
+        let _attached = Attached::enter(pid);
+        // SAFETY: the driver's DDI with its device handle and a valid block whose one info
+        // and private data outlive the call.
+        unsafe { ddi::passive_with(a, f, device_kmd as HANDLE, &args as *const _) }
+    };
+    lock(&a.ums).creating.remove(&h);
+    ddi::check_status(st?)?;
+    let handle = info.hDeviceSpecificAllocation as usize;
+    if handle == 0 {
+        let msg = "driver bug: DxgkDdiOpenAllocation succeeded without a device-specific handle";
+        a.state.raise_sim_error(msg.to_string());
+        return Err(SimError::Simulation(msg.into()));
+    }
+    Ok(Some(CreatorOpen { device_kmd, handle }))
+}
+
+/// `DxgkDdiCloseAllocation` of the creating device's open.
+fn close_creator_open(a: &AdapterShared, o: CreatorOpen) -> Result<(), SimError> {
+    let Some(f) = a
+        .table
+        .get()
+        .and_then(|t| ddi::in_table!(t, DxgkDdiCloseAllocation))
+    else {
+        return Ok(());
+    };
+    let list = [o.handle as HANDLE];
+    let args = DXGKARG_CLOSEALLOCATION {
+        NumAllocations: 1,
+        pOpenHandleList: list.as_ptr(),
+    };
+    // SAFETY: the driver's DDI with its device handle and a valid block naming its handle.
+    let st = unsafe { ddi::passive_with(a, f, o.device_kmd as HANDLE, &args as *const _) }?;
+    if st < 0 {
+        let msg = format!(
+            "driver bug: DxgkDdiCloseAllocation of the creator's open failed ({:#010x})",
+            st as u32
+        );
+        a.state.raise_sim_error(msg.clone());
+        return Err(SimError::Simulation(msg));
+    }
+    Ok(())
+}
+
+/// Undoes a creation that failed after `DxgkDdiCreateAllocation`: the open closed, the
+/// allocation destroyed (24H2's cleanup of a failed `CreateAllocation`, in
+/// `DestroyCoreAllocations`' order).
+fn undo_kmd_allocation(
+    a: &AdapterShared,
+    kmd: usize,
+    opened: Option<CreatorOpen>,
+) -> Result<(), SimError> {
+    if let Some(o) = opened {
+        close_creator_open(a, o)?;
+    }
+    destroy_kmd_allocation(a, kmd)
 }
 
 /// `DxgkDdiDestroyAllocation` of one driver allocation.

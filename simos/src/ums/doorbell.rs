@@ -25,7 +25,7 @@ use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
-use crate::os::answers::ConnectPower;
+use crate::os::answers::{ConnectPower, RingHandles};
 use crate::state::ums::mapping::PAGE;
 
 use super::kmd::{check_kmd_handle, needed_ddi};
@@ -386,12 +386,15 @@ pub(crate) fn create_doorbell(
                 return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
             }
         }
-        // The driver's handles of the ring allocations (what DXGKARG_CREATEDOORBELL names).
+        // The driver's handles of the ring allocations (what DXGKARG_CREATEDOORBELL names):
+        // the creating device's open of each ([`RingHandles`]).
         let kmd_alloc = |h: KmtHandle| {
             os.allocations
                 .get(&h)
-                .and_then(|al| al.mapped)
-                .map_or(0, |m| m.kmd)
+                .map_or(0, |al| match a.os.reading.ring_handles {
+                    RingHandles::DeviceSpecific => al.opened.map_or(0, |o| o.handle),
+                    RingHandles::Created => al.mapped.map_or(0, |m| m.kmd),
+                })
         };
         (
             q.kmd,

@@ -185,12 +185,18 @@ pub fn destroy<P: Platform>(a: &Adapter<P>, handles: &[HANDLE]) -> Result<(), St
     Ok(())
 }
 
-/// DxgkDdiOpenAllocation (PASSIVE): a device opens allocations it did not create (shared, or
-/// the runtime's own); each info carries the allocation's private data, which is checked as
-/// at creation, and gets a device-specific handle that `DxgkDdiCloseAllocation` gives back.
+/// DxgkDdiOpenAllocation (PASSIVE): a device opens allocations, each info carrying the
+/// allocation's private data, which is checked as at creation, and gets a device-specific
+/// handle that `DxgkDdiCloseAllocation` gives back. Dxgkrnl opens every allocation it creates
+/// for the creating device too (`Flags.Create`, 24H2's `K:DXGDEVICE::OpenAllocations`
+/// @0x140324850 after `CreateDriverAllocations`) and names the allocation by that handle later
+/// (`DxgkDdiCreateDoorbell`): such an open is linked to the allocation its D3DKMT handle names
+/// (`DxgkCbGetHandleData`), which must be one of ours not opened for a creator yet. Other
+/// opens (shared allocations) are records of their own, which name no allocation of ours.
 /// `private`: the info's private data, if any.
 pub fn open<'p, P: Platform>(
     h_device: HANDLE,
+    create: bool,
     infos: &mut [DXGK_OPENALLOCATIONINFO],
     private: impl Fn(&DXGK_OPENALLOCATIONINFO) -> Option<&'p [u8]>,
 ) -> Result<(), Status> {
@@ -198,13 +204,30 @@ pub fn open<'p, P: Platform>(
         if infos.len() > MAX_PER_CALL as usize {
             return Err(status::INVALID_PARAMETER);
         }
+        let slot = a.table_slot();
         make_all(
             a,
             live,
             infos,
             private,
             |info| &mut info.hDeviceSpecificAllocation,
-            |_, h, al| {
+            |info, h, al| {
+                // Asked with no lock held: the callback takes Dxgkrnl's handle-table lock.
+                let of = if create {
+                    let raw = live
+                        .dxgk
+                        .allocation_of(info.hAllocation)
+                        // "fail its currently running DDI function with STATUS_INVALID_HANDLE"
+                        // (DXGKCB_GETHANDLEDATA).
+                        .ok_or(status::INVALID_HANDLE)?;
+                    Some(Handle::decode_on(
+                        core::ptr::without_provenance_mut(raw),
+                        Kind::Allocation,
+                        slot,
+                    )?)
+                } else {
+                    None
+                };
                 let mut s = live.sched.lock();
                 if !s.devices.contains_key(&dev) {
                     return Err(status::INVALID_HANDLE);
@@ -212,13 +235,33 @@ pub fn open<'p, P: Platform>(
                 if s.allocations.len() >= MAX_ALLOCATIONS {
                     return Err(status::INSUFFICIENT_RESOURCES);
                 }
-                s.allocations.try_insert::<P>(
-                    h,
-                    Allocation {
+                let record = match of {
+                    Some(c) => {
+                        let created = s.allocations.get(&c).ok_or(status::INVALID_PARAMETER)?;
+                        // Its private data is the creation's: the same allocation.
+                        if created.opened_by.is_some()
+                            || created.creator.is_some()
+                            || (created.kind, created.size, created.cpu_visible)
+                                != (al.kind, al.size, al.cpu_visible)
+                        {
+                            return Err(status::INVALID_PARAMETER);
+                        }
+                        Allocation {
+                            opened_by: Some(dev),
+                            of: Some(c),
+                            mapped: super::Mappings::default(),
+                            ..*created
+                        }
+                    }
+                    None => Allocation {
                         opened_by: Some(dev),
                         ..al
                     },
-                )?;
+                };
+                s.allocations.try_insert::<P>(h, record)?;
+                if let Some(created) = of.and_then(|c| s.allocations.get_mut(&c)) {
+                    created.creator = Some(dev);
+                }
                 Ok(())
             },
         )
@@ -239,7 +282,10 @@ pub fn close<P: Platform>(h_device: HANDLE, handles: &[HANDLE]) -> Result<(), St
         }
         for raw in handles {
             if let Ok(h) = Handle::decode_on(*raw, Kind::Allocation, slot) {
-                s.allocations.remove(&h);
+                let of = s.allocations.remove(&h).and_then(|al| al.of);
+                if let Some(created) = of.and_then(|c| s.allocations.get_mut(&c)) {
+                    created.creator = None;
+                }
             }
         }
         Ok(())
@@ -264,14 +310,17 @@ pub fn page_policy<P: Platform>(
     a: &Adapter<P>,
     live: &Live<P>,
     h_allocation: HANDLE,
-) -> Option<Allocation> {
+) -> Option<super::PagePolicy> {
     let h = Handle::decode_on(h_allocation, Kind::Allocation, a.table_slot()).ok()?;
     live.sched
         .lock()
         .allocations
         .get(&h)
-        .copied()
         .filter(|al| al.opened_by.is_none())
+        .map(|al| super::PagePolicy {
+            gpu_read_only: al.gpu_read_only,
+            executable: al.executable(),
+        })
 }
 
 /// Follows one UPDATEPAGETABLE leaf operation of user process `h_process`: its `entries`

@@ -40,6 +40,13 @@ pub struct Allocation {
     pub cached: bool,
     /// A device-specific handle from `DxgkDdiOpenAllocation`: the device that opened it.
     pub opened_by: Option<Handle>,
+    /// A device-specific handle of Dxgkrnl's open for the creating device (`Flags.Create`):
+    /// the allocation it names, which Dxgkrnl then passes this handle for (24H2's
+    /// `DxgkDdiCreateDoorbell`). `None` for an allocation and for other opens.
+    pub of: Option<Handle>,
+    /// An allocation: the device Dxgkrnl opened it for at its creation (`Flags.Create`), the
+    /// only device whose queues may ring on it.
+    pub creator: Option<Handle>,
     /// Where VidMm has it mapped now, learnt from the UPDATEPAGETABLE operations it asks
     /// for ([`ddi::note_mapping`]).
     pub mapped: Mappings,
@@ -172,6 +179,15 @@ impl Mappings {
     }
 }
 
+/// What an allocation imposes on the page-table entries VidMm writes for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagePolicy {
+    /// Its pages are read-only to the GPU.
+    pub gpu_read_only: bool,
+    /// The GPU may fetch commands from its pages.
+    pub executable: bool,
+}
+
 impl Allocation {
     /// Whether the GPU may fetch commands from the allocation's pages.
     pub fn executable(&self) -> bool {
@@ -221,36 +237,66 @@ pub fn parse(bytes: &[u8]) -> Result<Allocation, Status> {
         cpu_visible,
         cached,
         opened_by: None,
+        of: None,
+        creator: None,
         mapped: Mappings::default(),
     })
 }
 
+/// The allocation a handle Dxgkrnl passes for one of `device`'s allocations names, with its
+/// own handle: the device-specific handle of Dxgkrnl's open for the creating device (what
+/// 24H2 passes, K:`DXGDOORBELL::Initialize` @0x1401D9E74) or the allocation's own handle (what
+/// Microsoft's pages describe). Either way the allocation must be one `device` created: a
+/// handle of another device's open, an open of a shared allocation, or an allocation another
+/// device created is `STATUS_INVALID_PARAMETER`.
+pub fn own_allocation(
+    slot: u8,
+    allocations: &crate::kmem::SortedMap<Handle, Allocation>,
+    device: Handle,
+    raw: HANDLE,
+) -> Result<(Handle, &Allocation), Status> {
+    let h = Handle::decode_on(raw, Kind::Allocation, slot)?;
+    let al = allocations.get(&h).ok_or(status::INVALID_PARAMETER)?;
+    let (h, al) = match (al.opened_by, al.of) {
+        (Some(by), Some(of)) if by == device => {
+            (of, allocations.get(&of).ok_or(status::INVALID_PARAMETER)?)
+        }
+        (None, _) => (h, al),
+        _ => return Err(status::INVALID_PARAMETER),
+    };
+    if al.opened_by.is_some() || al.creator != Some(device) {
+        return Err(status::INVALID_PARAMETER);
+    }
+    Ok((h, al))
+}
+
 /// The ring of a user-mode queue's doorbell, from the allocations `DXGKARG_CREATEDOORBELL`
-/// names: the ring starts where VidMm has the ring allocation (`Commands`, not GPU
-/// read-only) mapped in the queue's `process`, the control block where it has the
-/// ring-control allocation mapped; both must be the process's own creations (not opened).
-/// An allocation mapped at several places serves from any of them that maps its first bytes
-/// (the ring's `size`, the control block) contiguously, the earliest recorded first; one
-/// mapped nowhere in the process is refused. Everything else about the ring is
-/// [`crate::doorbell::check_ring`].
+/// names ([`own_allocation`]: allocations the queue's `device` created): the ring starts where
+/// VidMm has the ring allocation (`Commands`, not GPU read-only) mapped in the queue's
+/// `process`, the control block where it has the ring-control allocation mapped. An
+/// allocation mapped at several places serves from any of them that maps its first bytes (the
+/// ring's `size`, the control block) contiguously, the earliest recorded first; one mapped
+/// nowhere in the process is refused. Everything else about the ring is
+/// [`crate::doorbell::check_ring`]. Returns the ring and the two allocations' own handles.
 pub fn ring_from_allocations(
     slot: u8,
     allocations: &crate::kmem::SortedMap<Handle, Allocation>,
+    device: Handle,
     process: Option<Handle>,
     h_ring: HANDLE,
     h_control: HANDLE,
     size: u32,
-) -> Result<crate::hwqueue::Ring, Status> {
+) -> Result<(crate::hwqueue::Ring, [Handle; 2]), Status> {
     let process = process.ok_or(status::INVALID_PARAMETER)?;
-    let get = |h: HANDLE, kind: AllocationKind| {
-        let h = Handle::decode_on(h, Kind::Allocation, slot)?;
-        allocations
-            .get(&h)
-            .filter(|al| al.opened_by.is_none() && al.kind == kind)
-            .ok_or(status::INVALID_PARAMETER)
+    let get = |raw: HANDLE, kind: AllocationKind| {
+        own_allocation(slot, allocations, device, raw).and_then(|(h, al)| {
+            (al.kind == kind)
+                .then_some((h, al))
+                .ok_or(status::INVALID_PARAMETER)
+        })
     };
-    let r = get(h_ring, AllocationKind::Commands)?;
-    let c = get(h_control, AllocationKind::RingControl)?;
+    let (rh, r) = get(h_ring, AllocationKind::Commands)?;
+    let (ch, c) = get(h_control, AllocationKind::RingControl)?;
     if r.gpu_read_only || u64::from(size) > r.size {
         return Err(status::INVALID_PARAMETER);
     }
@@ -268,7 +314,7 @@ pub fn ring_from_allocations(
         control: GpuVa::new(control),
     };
     crate::doorbell::check_ring(&ring)?;
-    Ok(ring)
+    Ok((ring, [rh, ch]))
 }
 
 #[cfg(test)]
@@ -415,5 +461,77 @@ mod tests {
         ] {
             assert_eq!(parsed(p), bad, "{what}");
         }
+    }
+
+    /// UM-07 (the attacker's view): a doorbell's ring is named by the queue's device's own
+    /// handle of an allocation it created, in either form Dxgkrnl may pass (the device-specific
+    /// handle of its creation open, or the allocation's own handle); another device's open,
+    /// an open of a shared allocation, another device's creation and an allocation no device
+    /// opened at its creation name nothing.
+    #[test]
+    fn um_07_a_ring_is_named_only_by_its_creating_device() {
+        use crate::handle::fixtures::h;
+        let (dev_a, dev_b) = (h(Kind::Device, 1), h(Kind::Device, 2));
+        let ring = Allocation {
+            creator: Some(dev_a),
+            ..parsed(pdd(P, AllocationKind::Commands as u32, 0)).expect("valid")
+        };
+        let open = |by, of| Allocation {
+            opened_by: Some(by),
+            of,
+            creator: None,
+            ..ring
+        };
+        let (created, a_open, b_open, shared, b_created, unopened) = (
+            h(Kind::Allocation, 1),
+            h(Kind::Allocation, 2),
+            h(Kind::Allocation, 3),
+            h(Kind::Allocation, 4),
+            h(Kind::Allocation, 5),
+            h(Kind::Allocation, 6),
+        );
+        let mut m = crate::kmem::SortedMap::new();
+        m.insert(created, ring);
+        m.insert(a_open, open(dev_a, Some(created)));
+        m.insert(b_open, open(dev_b, Some(created)));
+        m.insert(shared, open(dev_a, None));
+        m.insert(
+            b_created,
+            Allocation {
+                creator: Some(dev_b),
+                ..ring
+            },
+        );
+        m.insert(
+            unopened,
+            Allocation {
+                creator: None,
+                ..ring
+            },
+        );
+        let own = |raw: Handle| own_allocation(0, &m, dev_a, raw.as_handle()).map(|(h, _)| h);
+        assert_eq!(
+            own(a_open),
+            Ok(created),
+            "the device-specific handle (24H2)"
+        );
+        assert_eq!(
+            own(created),
+            Ok(created),
+            "the allocation's own handle (the pages)"
+        );
+        for (what, raw) in [
+            ("another device's open of it", b_open),
+            ("an open of a shared allocation", shared),
+            ("another device's allocation", b_created),
+            ("an allocation opened for no creator", unopened),
+        ] {
+            assert_eq!(own(raw), Err(status::INVALID_PARAMETER), "{what}");
+        }
+        assert_eq!(
+            own(h(Kind::Allocation, 99)),
+            Err(status::INVALID_PARAMETER),
+            "no allocation"
+        );
     }
 }

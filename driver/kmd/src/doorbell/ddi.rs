@@ -118,17 +118,19 @@ pub(crate) fn create<P: Platform>(
         if !q.user_mode {
             return Err(status::INVALID_PARAMETER);
         }
-        let process = s
+        let device = s
             .contexts
             .get(&q.context)
-            .and_then(|c| s.devices.get(&c.device))
-            .and_then(|d| d.process);
+            .map(|c| c.device)
+            .ok_or(status::INVALID_PARAMETER)?;
+        let process = s.devices.get(&device).and_then(|d| d.process);
         // The ring is where VidMm mapped the allocations the OS names, in the queue's process
         // (a device without a GPU process has no user-mode queues to ring: UMS needs GPU VA,
-        // BR-71/73).
-        let ring = crate::allocation::ring_from_allocations(
+        // BR-71/73); the OS names them by the queue's device's own handles.
+        let (ring, [ring_alloc, control_alloc]) = crate::allocation::ring_from_allocations(
             a.table_slot(),
             &s.allocations,
+            device,
             process,
             args.hRingBuffer,
             args.hRingBufferControl,
@@ -138,12 +140,6 @@ pub(crate) fn create<P: Platform>(
             return Err(status::INVALID_DEVICE_STATE);
         }
         let (engine, queue_id) = (q.engine, q.id);
-        // `ring_from_allocations` decoded both handles already.
-        let allocations = [args.hRingBuffer, args.hRingBufferControl]
-            .map(|raw| Handle::decode_on(raw, Kind::Allocation, a.table_slot()));
-        let [Ok(ring_alloc), Ok(control_alloc)] = allocations else {
-            return Err(status::INVALID_PARAMETER);
-        };
         s.doorbells.try_insert::<P>(
             h,
             Doorbell {

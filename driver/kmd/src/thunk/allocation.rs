@@ -9,7 +9,7 @@ use crate::status::{self, Status};
 use rvgpu_ddi::allocation::{
     DXGKARG_CLOSEALLOCATION, DXGKARG_CREATEALLOCATION, DXGKARG_DESCRIBEALLOCATION,
     DXGKARG_DESTROYALLOCATION, DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA, DXGKARG_OPENALLOCATION,
-    DXGK_ALLOCATIONINFO, DXGK_OPENALLOCATIONINFO,
+    DXGK_ALLOCATIONINFO, DXGK_OPENALLOCATIONFLAGS, DXGK_OPENALLOCATIONINFO,
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
@@ -87,5 +87,11 @@ fn open_allocation<P: Platform>(
         // for the call; read only.
         call.read_only(i.pPrivateDriverData, i.PrivateDriverDataSize)
     };
-    allocation::ddi::open::<P>(h_device, infos.ok_or(status::INVALID_PARAMETER)?, private)
+    let create = args.Flags.get(DXGK_OPENALLOCATIONFLAGS::Create) != 0;
+    allocation::ddi::open::<P>(
+        h_device,
+        create,
+        infos.ok_or(status::INVALID_PARAMETER)?,
+        private,
+    )
 }

@@ -11,6 +11,7 @@
 
 mod device;
 mod feature;
+mod handle_data;
 mod interrupt;
 
 use self::device::*;
@@ -147,7 +148,7 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
     i.DxgkCbFreeContiguousMemory = Some(free_contiguous_memory);
     not_simulated_slots!(i;
         DxgkCbEvalAcpiMethod, DxgkCbIndicateChildStatus, DxgkCbReadDeviceSpace,
-        DxgkCbWriteDeviceSpace, DxgkCbIsDevicePresent, DxgkCbGetHandleData,
+        DxgkCbWriteDeviceSpace, DxgkCbIsDevicePresent,
         DxgkCbGetHandleParent, DxgkCbEnumHandleChildren, DxgkCbQueryVidPnInterface,
         DxgkCbQueryMonitorInterface, DxgkCbGetCaptureAddress, DxgkCbExcludeAdapterAccess,
         DxgkCbCreateContextAllocation, DxgkCbDestroyContextAllocation,
@@ -171,6 +172,7 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
     );
     i.DxgkCbQueryFeatureSupport = Some(query_feature_support);
     i.DxgkCbDisconnectDoorbell = Some(disconnect_doorbell);
+    i.DxgkCbGetHandleData = Some(handle_data::get_handle_data);
     i.DxgkCbSetPowerComponentActive = Some(set_power_component_active);
     i.DxgkCbSetPowerComponentIdle = Some(set_power_component_idle);
     // TDR: the guilty context of an engine reset (crate::vidsch::tdr).

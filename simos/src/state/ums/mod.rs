@@ -303,6 +303,13 @@ pub struct UmsOs {
     pub(crate) contexts: BTreeMap<KmtHandle, ContextObj>,
     pub(crate) queues: HandleMap<QueueObj>,
     pub(crate) allocations: BTreeMap<KmtHandle, AllocObj>,
+    /// Allocation handles already in their process's table whose objects are still being
+    /// built: handle → (process, the driver's handle). 24H2 gives an allocation its handle
+    /// (`K:DXGDEVICE::CreateAllocationObjects` @0x1403321F0) before
+    /// `DxgkDdiCreateAllocation` and the creator's `DxgkDdiOpenAllocation` run
+    /// (`K:DXGDEVICE::CreateAllocation` @0x140356E10), so `DxgkCbGetHandleData` resolves it
+    /// from inside that open.
+    pub(crate) creating: BTreeMap<KmtHandle, (ProcessId, usize)>,
     /// Allocations no one references any more, waiting for VidMm to unmap and free them
     /// ([`crate::machine::Machine::reap_allocations`]).
     pub(crate) reaped: Vec<AllocObj>,
@@ -358,6 +365,7 @@ impl Default for UmsOs {
             contexts: BTreeMap::new(),
             queues: HandleMap::default(),
             allocations: BTreeMap::new(),
+            creating: BTreeMap::new(),
             reaped: Vec::new(),
             reap_serial: Arc::new(Mutex::new(())),
             doorbells: HandleMap::default(),

@@ -86,6 +86,8 @@ pub(crate) struct AllocObj {
     pub(crate) deferred_dma: Option<u64>,
     /// What the driver said of it in `DXGK_ALLOCATIONINFO` (AL-04).
     pub(crate) info: Described,
+    /// The creating device's open of it ([`CreatorOpen`]), if the driver made one.
+    pub(crate) opened: Option<CreatorOpen>,
     /// The CPU cache over a `Cached` allocation's memory when the adapter is not I/O coherent
     /// (AL-06): its Lock2 views go through it and `D3DKMTInvalidateCache` finds it here.
     pub(crate) cache: Option<Arc<CpuCache>>,
@@ -96,6 +98,19 @@ impl AllocObj {
     pub(crate) fn is_open_to(&self, device: KmtHandle) -> bool {
         self.device == device && !self.closed
     }
+}
+
+/// The open 24H2 makes of every allocation it creates for the creating device
+/// (`K:DXGDEVICE::OpenAllocations` @0x140324850, `Flags.Create`): what the driver answered,
+/// and the device it answered for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CreatorOpen {
+    /// The device's driver handle (`DxgkDdiOpenAllocation`'s and `DxgkDdiCloseAllocation`'s
+    /// `hDevice`).
+    pub(crate) device_kmd: usize,
+    /// `hDeviceSpecificAllocation`: what 24H2 keeps in the allocation object and passes where
+    /// a DDI names the allocation for that device (`DxgkDdiCreateDoorbell`).
+    pub(crate) handle: usize,
 }
 
 /// What `DxgkDdiCreateAllocation` answered for one allocation.
