@@ -26,6 +26,10 @@ pub(super) fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
     let cc = s.dma_contexts()?.create_context(c, 0)?;
     let tb = s.ums()?.create_buffer(pb, 8192)?;
     let tc = s.ums()?.create_buffer(c, BUF)?;
+    // C's buffer made resident by a first fill, so that no paging for it falls between the
+    // submissions whose IDs are compared (24H2 maps it at the UMD's Map, not at create).
+    s.dma_contexts()?.submit_dma(cc, &[fill(tc, 0, 0x01)])?;
+    until(&mut *s, STEP, "the warming fill", |s| all_done(s, 0))?;
     let hang = s.dma_contexts()?.submit_dma(ca, &[Work::Hang])?;
     let p1 = s.paging()?.page_in(tb, paging_fill(0, 4096, 0x11))?;
     let p2 = s.paging()?.page_in(tb, paging_fill(4096, 4096, 0x22))?;
