@@ -324,7 +324,9 @@ pub(crate) fn create_process(
         ));
     }
     if let Err(e) = check_status(status) {
-        let _ = m.vidmm_destroy_process(a, pid);
+        // The GPU process goes with the failed device (`DxgkDdiDestroyProcess`); a failure
+        // there is the OS's own error and outranks the driver's refusal.
+        m.vidmm_destroy_process(a, pid)?;
         return Err(e);
     }
     let kmd = args.hDevice as usize;
