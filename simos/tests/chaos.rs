@@ -197,7 +197,7 @@ fn worker(
             Counts::add(&c.refused);
             // Outside a window the adapter must take every new process: a refusal there is
             // a record or memory an earlier death did not give back.
-            if before % 2 == 0 && c.window.load(Ordering::Acquire) == before {
+            if before.is_multiple_of(2) && c.window.load(Ordering::Acquire) == before {
                 Counts::add(&c.refused_outside);
                 if let Err(e) = &created {
                     eprintln!("refused outside a window: worker {w}: {e}");
