@@ -24,11 +24,13 @@
 //! fault and by every worker after every round); every CPU wait is released (a FILL's wait
 //! through the OS returns unless its process's device is in error; a fence's waiter is
 //! satisfied within 10 s), judged by the wait's outcome, never by the value read afterwards:
-//! `lost` counts the ones that were not, and must stay 0. At the end,
-//! once every process exited and the hub destroyed its fences: the OS's devices, contexts,
-//! queues, doorbells, allocations, fences, paging queues and VA ranges and the machine's
-//! system memory (fence pages, which the OS keeps for the machine's life, apart) are back to
-//! what they were before the first worker started.
+//! `lost` counts the ones that were not, and must stay 0. A process creation refused outside
+//! every low-resources window (it began and ended with none open) is a record or memory an
+//! earlier death kept, and must not happen. At the end, once every process exited and the hub
+//! destroyed its fences: the OS's devices, contexts, queues, doorbells, allocations, fences,
+//! paging queues, VA ranges and GPU processes and the machine's system memory, fence pages
+//! included, are back to what they were before the first worker started, and the driver never
+//! answered `DxgkDdiDestroyProcess` with a failure (the triage line 24H2 writes for one).
 //!
 //! **Figures.** One line: operations, faults by kind, waits satisfied, lost, peak and final
 //! system memory. `RVGPU_CHAOS_SECS` sets the length (default 8, CI 60; any length), and
@@ -101,6 +103,11 @@ struct Counts {
     engine_resets: AtomicU64,
     pool_windows: AtomicU64,
     pool_failed: AtomicU64,
+    /// Refusals of a process creation that began and ended outside every low-resources
+    /// window: must stay 0.
+    refused_outside: AtomicU64,
+    /// Odd while a low-resources window is open; bumped at its opening and its closing.
+    window: AtomicU64,
 }
 
 impl Counts {
@@ -184,8 +191,18 @@ fn worker(
     let mut rng = Rng::new(seed ^ (w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let node = (w % 2) as u32;
     while !stop.load(Ordering::Relaxed) {
-        let Ok(p) = m.create_process(0) else {
+        let before = c.window.load(Ordering::Acquire);
+        let created = m.create_process(0);
+        let Ok(p) = created else {
             Counts::add(&c.refused);
+            // Outside a window the adapter must take every new process: a refusal there is
+            // a record or memory an earlier death did not give back.
+            if before.is_multiple_of(2) && c.window.load(Ordering::Acquire) == before {
+                Counts::add(&c.refused_outside);
+                if let Err(e) = &created {
+                    eprintln!("refused outside a window: worker {w}: {e}");
+                }
+            }
             std::thread::sleep(Duration::from_millis(2));
             continue;
         };
@@ -338,6 +355,7 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
     one_user_mode_submission(&m);
     let base = measure(&m);
     let base_mem = m.memory().system_used();
+    let base_processes = m.gpu_process_count(0);
     let hub = ok(&m, m.create_process(0));
     let shared = NativeFenceDesc {
         shareable: true,
@@ -375,10 +393,12 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
                     Counts::add(&c.late_windows);
                 }
                 8 | 9 => {
+                    c.window.fetch_add(1, Ordering::AcqRel);
                     m.set_low_resources(LowResources::FailNth(1 + rng.below(3)));
                     std::thread::sleep(Duration::from_millis(40));
                     let failed = m.pool_stats().failed;
                     m.set_low_resources(LowResources::Off);
+                    c.window.fetch_add(1, Ordering::AcqRel);
                     Counts::add(&c.pool_windows);
                     c.pool_failed.fetch_add(failed, Ordering::Relaxed);
                 }
@@ -401,13 +421,13 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
     halted(&m, "at the end");
     // Teardown work the OS finishes asynchronously (paging, reaped fence pages).
     let t0 = Instant::now();
-    while measure(&m) != base && t0.elapsed() < WAIT {
+    while (measure(&m) != base || m.memory().system_used() != base_mem) && t0.elapsed() < WAIT {
         std::thread::sleep(Duration::from_millis(5));
     }
     let end_mem = m.memory().system_used();
     let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
     println!(
-        "chaos figures: {} s, seed {seed:#x}: {} operations in {} processes, {} refused; faults: \
+        "chaos figures: {} s, seed {seed:#x}: {} operations in {} processes, {} refused ({} outside low-resources windows); faults: \
          {} kills and {} exits with work in flight, {} lost interrupts, {} hangs reset by TDR, \
          {} windows of late interrupts, {} engine resets without a hang, {} KMD low-resources \
          windows ({} allocations failed); {} waits satisfied, {} ended by device error, lost = {}; system \
@@ -416,6 +436,7 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
         n(&c.ops),
         n(&c.processes),
         n(&c.refused),
+        n(&c.refused_outside),
         n(&c.kills),
         n(&c.exits_in_flight),
         n(&c.lost_interrupts),
@@ -432,6 +453,26 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
         end_mem / 1024,
     );
     assert_eq!(n(&c.lost), 0, "waits never released");
+    assert_eq!(
+        n(&c.refused_outside),
+        0,
+        "process creations refused outside a low-resources window"
+    );
+    assert_eq!(
+        m.gpu_process_count(0),
+        base_processes,
+        "GPU processes left after every exit"
+    );
+    let destroy_refused: Vec<_> = m
+        .triage_log(0)
+        .into_iter()
+        .filter(|l| l.contains("DxgkDdiDestroyProcess"))
+        .collect();
+    assert!(
+        destroy_refused.is_empty(),
+        "the driver refused to destroy a process: {destroy_refused:?}"
+    );
+    assert_eq!(end_mem, base_mem, "system memory not back to its start");
     assert!(n(&c.satisfied) > 0, "no work ran");
     assert_eq!(measure(&m), base, "objects or memory left after every exit");
     no_fault(&m);

@@ -204,3 +204,107 @@ against_the_pe_image!(
         "1,100 one-GiB create/destroy cycles through the x86-64 emulator take about 40 s; the \
          image's part in them is the allocation DDIs the other churn tests run on it",
 );
+
+/// UM-17, UM-18: thousands of process lifetimes, each ending by a kill or an exit with a FILL
+/// still in flight on its user-mode queue (a kernel-mode queue, a context and an opened shared
+/// native fence beside it), some set up inside a window where the driver's pool allocations
+/// fail. No creation outside a window is refused, every GPU process the OS made is destroyed (the driver never answers
+/// `DxgkDdiDestroyProcess` with a failure, which 24H2 would only log), and system memory is
+/// back where it started.
+#[test]
+fn um_17_um_18_lifetimes_with_work_in_flight_return_every_process_and_byte() {
+    use rvgpu_simos::{LowResources, NativeFenceDesc};
+    use rvgpu_umd::submit::KernelQueue;
+    // The counts below catch a single leaked process or page; the PE image runs each
+    // lifetime in the emulator, so fewer there.
+    let pe = matches!(
+        rvgpu_simos::pe::DriverBuild::from_env(),
+        rvgpu_simos::pe::DriverBuild::Pe(_)
+    );
+    let lifetimes = if pe { 150u64 } else { 1_500 };
+    let m = started(MachineConfig::single(Mode::Step));
+    one_user_mode_submission(&m);
+    let memory = m.memory().system_used();
+    let hub = ok(&m, m.create_process(0));
+    let shared = NativeFenceDesc {
+        shareable: true,
+        ..NativeFenceDesc::default()
+    };
+    let fence = ok(&m, m.create_native_fence(0, hub.pid, shared));
+    let processes = m.gpu_process_count(0);
+    let mut windows = 0u64;
+    for i in 0..lifetimes {
+        // Every seventh lifetime is set up under Driver Verifier's low-resources simulation.
+        let window = i % 7 == 3;
+        if window {
+            m.set_low_resources(LowResources::FailNth(i % 41));
+            windows += 1;
+        }
+        let p = match m.create_process(0) {
+            Ok(p) => p,
+            Err(_) if window => {
+                m.set_low_resources(LowResources::Off);
+                continue;
+            }
+            Err(e) => panic!("lifetime {i}: create refused outside a window: {e}"),
+        };
+        let k = m.kmt(&p);
+        let setup = (|| {
+            let buf = k
+                .create_allocation(4096)
+                .map_err(|e| format!("allocation: {e:?}"))?;
+            let q = UserQueue::new(k, &config((i % 2) as u32))
+                .map_err(|e| format!("user-mode queue: {e:?}"))?;
+            let ctx = k.create_context(0).map_err(|e| format!("context: {e:?}"))?;
+            let f = m
+                .open_native_fence(&fence, p.pid)
+                .map_err(|e| format!("open: {e}"))?;
+            let kq =
+                KernelQueue::new(k, &config(0)).map_err(|e| format!("kernel-mode queue: {e:?}"))?;
+            let mf = m
+                .create_monitored_fence(0, p.pid, 0)
+                .map_err(|e| format!("monitored fence: {e}"))?;
+            Ok::<_, String>((buf, q, ctx, f, kq, mf))
+        })();
+        m.set_low_resources(LowResources::Off);
+        let (buf, mut q, _ctx, _f, kq, mf) = match setup {
+            Ok(s) => s,
+            Err(e) => {
+                assert!(window, "lifetime {i}: set-up refused outside a window: {e}");
+                ok(&m, m.exit_process(&p));
+                continue;
+            }
+        };
+        // The machine's own monitored fence has no D3DKMT handle of the process: its
+        // creator destroys it, as the chaos run's workers do.
+        ok(&m, m.destroy_monitored_fence(&mf));
+        assert!(
+            q.submit(&[fill(&buf, 64, i)]).is_ok(),
+            "lifetime {i}: submit"
+        );
+        if i % 2 == 0 {
+            ok(&m, m.kill_process(&p));
+        } else {
+            ok(&m, m.exit_process(&p));
+        }
+        // The process is gone: its queues' destructors must not call into it.
+        std::mem::forget(q);
+        std::mem::forget(kq);
+    }
+    ok(&m, m.destroy_native_fence(&fence));
+    ok(&m, m.exit_process(&hub));
+    assert_eq!(
+        m.gpu_process_count(0),
+        processes - 1,
+        "GPU processes after {lifetimes} lifetimes ({windows} in low-resources windows)"
+    );
+    let refused: Vec<_> = m
+        .triage_log(0)
+        .into_iter()
+        .filter(|l| l.contains("DxgkDdiDestroyProcess"))
+        .collect();
+    assert!(refused.is_empty(), "the driver refused: {refused:?}");
+    assert_eq!(m.memory().system_used(), memory, "system memory");
+    no_fault(&m);
+    still_serves(&m);
+}

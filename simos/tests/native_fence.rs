@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::machine::answers::Reading;
+use rvgpu_simos::machine::answers::{Reading, Teardown};
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::testing::spy;
 use rvgpu_simos::{
@@ -939,5 +939,80 @@ fn mf_04_a_thunk_wait_raised_over_ends_as_a_counted_late_wake() {
     assert!(late <= 1, "{late} late wakes for one wait");
     if !kept(&m) {
         assert_eq!(m.late_wakes(0).raised_over, 0, "the pages never raise");
+    }
+}
+
+/// NF-13, UM-18 (24H2's process death, `K:DXGPROCESS::Destroy` @0x14034D4E0 → device error →
+/// `M:VidSchiSignalRegisteredSyncObjects` @0x14003B848): a consumer that opened a producer's
+/// shared fence and dies flips it to `u64::MAX` only when its open registered the fence with
+/// its device (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC): an open without signal
+/// access, or with `NoSignal` or `NoSignalMaxValueOnTdr`, leaves the producer's fence and its
+/// waiter alone; a plain open releases the waiter. Killed or exiting alike, step and threaded.
+#[test]
+fn nf_13_um_18_a_dying_consumer_signals_a_shared_fence_only_if_it_registered_it() {
+    use rvgpu_simos::OpenAccess;
+    let denied = [
+        OpenAccess {
+            signal: false,
+            ..OpenAccess::default()
+        },
+        OpenAccess {
+            no_signal: true,
+            ..OpenAccess::default()
+        },
+        OpenAccess {
+            no_signal_max_value_on_tdr: true,
+            ..OpenAccess::default()
+        },
+    ];
+    let cases = denied
+        .into_iter()
+        .map(|a| (a, false))
+        .chain([(OpenAccess::default(), true)]);
+    for mode in [Mode::Step, Mode::Threaded] {
+        for (access, flips) in cases.clone() {
+            for kill in [false, true] {
+                let mut cfg = MachineConfig::single(mode);
+                cfg.os.reading = Reading {
+                    teardown: Teardown::AllocationsFirst,
+                    ..Reading::from_env()
+                };
+                let m = started(cfg);
+                let producer = ok(&m, m.create_process(0));
+                let f = shareable_fence(&m, producer.pid);
+                ok(&m, m.signal_native_fence_from_cpu(&f, 5));
+                let waiter = ok(&m, m.wait_native_fence_event(&f, 10));
+                let consumer = ok(&m, m.create_process(0));
+                let _opened = ok(&m, m.open_native_fence_with(&f, consumer.pid, access));
+                if kill {
+                    ok(&m, m.kill_process(&consumer));
+                } else {
+                    ok(&m, m.exit_process(&consumer));
+                }
+                let what = format!("{mode:?} {access:?} kill {kill}");
+                if flips {
+                    let released = m.wait_native_fence(&f, 10, Duration::from_secs(10));
+                    assert_eq!(released, Ok(WaitOutcome::Satisfied), "{what}");
+                    assert_eq!(f.current_value(), u64::MAX, "{what}");
+                    assert!(
+                        waiter.is_signaled(),
+                        "{what}: the producer's waiter released"
+                    );
+                } else {
+                    // The death signals synchronously, inside the kill or exit.
+                    assert_eq!(f.current_value(), 5, "{what}: the fence left alone");
+                    assert!(
+                        !waiter.is_signaled(),
+                        "{what}: the producer's waiter still waits"
+                    );
+                    ok(&m, m.signal_native_fence_from_cpu(&f, 10));
+                    let released = m.wait_native_fence(&f, 10, Duration::from_secs(10));
+                    assert_eq!(released, Ok(WaitOutcome::Satisfied), "{what}");
+                }
+                ok(&m, m.destroy_native_fence(&f));
+                ok(&m, m.exit_process(&producer));
+                no_fault(&m);
+            }
+        }
     }
 }

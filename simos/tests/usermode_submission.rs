@@ -398,11 +398,12 @@ fn um_15_destroy_hw_queue_with_a_connected_doorbell_is_never_refused() {
     std::mem::forget(q);
 }
 
-/// UM-17, UM-18 in 24H2's order (`Teardown::AllocationsFirst`, `K:DXGDEVICE::DestroyAllDeviceState`
-/// @0x1403A7C64): the exit and the kill of a process whose user-mode queue is connected and
-/// blocked on a gate free its allocations (the ring among them) before the doorbell and the
-/// queue are destroyed, put no device in error and suspend nothing. The driver stops the queue
-/// when its ring allocation goes, so nothing faults, and the teardown leaves nothing behind.
+/// UM-17, UM-18 in 24H2's order (`Teardown::AllocationsFirst`, `K:DXGPROCESS::Destroy`
+/// @0x14034D4E0, `K:DXGDEVICE::DestroyAllDeviceState` @0x1403A7C64): the exit and the kill of a
+/// process whose user-mode queue is connected and blocked on a gate put its device in error
+/// and suspend its context through the driver first, then free its allocations (the ring among
+/// them) before the doorbell and the queue are destroyed. The queue is off the runlist before
+/// any of its memory goes, so nothing faults, and the teardown leaves nothing behind.
 #[test]
 fn um_17_18_exit_and_kill_free_allocations_before_queues_in_24h2_order() {
     for kill in [false, true] {
@@ -436,12 +437,19 @@ fn um_17_18_exit_and_kill_free_allocations_before_queues_in_24h2_order() {
             freed < db && db < hq,
             "kill {kill}: allocations, doorbell, queue: {ev:#?}"
         );
+        let error = position(&ev, |e| matches!(e, UmsEvent::DeviceError { .. }))
+            .unwrap_or_else(|| panic!("kill {kill}: device in error: {ev:#?}"));
+        let suspended = position(&ev, |e| matches!(e, UmsEvent::SuspendContext { .. }))
+            .unwrap_or_else(|| panic!("kill {kill}: context suspended: {ev:#?}"));
         assert!(
-            !ev.iter().any(|e| matches!(
-                e,
-                UmsEvent::DeviceError { .. } | UmsEvent::SuspendContext { .. }
-            )),
-            "kill {kill}: no device error, no suspend: {ev:#?}"
+            error < suspended && suspended < freed,
+            "kill {kill}: error, suspend, then allocations: {ev:#?}"
+        );
+        let first_free =
+            position(&ev, |e| matches!(e, UmsEvent::FreeAllocation { .. })).unwrap_or(freed);
+        assert!(
+            suspended < first_free,
+            "kill {kill}: no allocation before the suspend: {ev:#?}"
         );
         assert!(
             m.device(0).unwrap().queue(q.queue_id).is_none(),

@@ -172,15 +172,19 @@ pub enum ConnectPower {
 /// The order of a device's teardown (process exit, kill, PnP stop).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Teardown {
-    /// 24H2: `K:DXGDEVICE::DestroyAllDeviceState`@0x1403A7C64 (reached from
-    /// `K:DXGPROCESS::Destroy`@0x14034D4E0 for an exit or a kill alike): `FlushScheduler`, which
-    /// waits only for work VidSch tracks (`M:VidSchFlushDevice`@0x1400B5320: no user-mode queue's
-    /// work, [`UmsProgress::None`]), then `DrainResources` and `DrainAllocations` (the device's
-    /// allocations destroyed, a running queue's ring among them), then
-    /// `DXGDEVICE::DestroyDevice`@0x1402CE23C: contexts with their queues
+    /// 24H2, for an exit or a kill alike: `K:DXGPROCESS::Destroy`@0x14034D4E0 first flushes
+    /// each device with reason 4 (`K:DXGDEVICE::FlushScheduler`@0x140376424, VidSch flush 13),
+    /// which marks it in error (`M:VidSchFlushDevice`@0x1400B5320 →
+    /// `VidSchMarkDeviceAsError(14)`@0x14001F860: its hardware contexts suspended through
+    /// `DxgkDdiSuspendContext`, then every sync object it registered set always-signalled by
+    /// `VidSchiSignalRegisteredSyncObjects`@0x14003B848); the flush waits only for work VidSch
+    /// tracks (no user-mode queue's work, [`UmsProgress::None`]). Then
+    /// `K:DXGDEVICE::DestroyAllDeviceState`@0x1403A7C64: `DrainResources` and
+    /// `DrainAllocations` (the device's allocations destroyed, a stopped queue's ring among
+    /// them), then `DXGDEVICE::DestroyDevice`@0x1402CE23C: contexts with their queues
     /// (`K:DXGHWQUEUE::DestroyCoreState`@0x1402CDD74: the doorbell's
     /// `DXGDOORBELL::DestroyCoreState`@0x1401D804C, then `DdiDestroyHwQueue`) and
-    /// `DdiDestroyDevice`. No device error, no suspend, no wait for a user-mode queue.
+    /// `DdiDestroyDevice`. No wait for a user-mode queue.
     AllocationsFirst,
     /// The pages (UM-17, UM-18): per queue the doorbell disconnected, the queue waited for
     /// (exit) or its device put in error and suspended (kill), doorbell and queue destroyed;

@@ -182,6 +182,18 @@ pub(crate) fn tdr_device_error(
         }
         lock(&a.ums).abort_doorbell(*d);
     }
+    signal_registered_sync_objects(a, device, process)?;
+    Ok(dbs)
+}
+
+/// `M:VidSchiSignalRegisteredSyncObjects` @0x14003B848, the second half of marking `device`
+/// (of `process`) in error: every sync object the device registered when it created or opened
+/// it goes to `u64::MAX`, native fences through the driver.
+pub(crate) fn signal_registered_sync_objects(
+    a: &AdapterShared,
+    device: KmtHandle,
+    process: crate::base::process_id::ProcessId,
+) -> Result<(), SimError> {
     // The device's native fences go to u64::MAX (`M:VidSchiMarkDeviceAsError`).
     crate::sync::fence::signal_process_fences_to_max(a, process)?;
     // So do its monitored fences, its queues' progress fences among them: 24H2
@@ -208,7 +220,7 @@ pub(crate) fn tdr_device_error(
         // A fence destroyed meanwhile has no waiter left to release.
         let _ = f.os_signal(u64::MAX);
     }
-    Ok(dbs)
+    Ok(())
 }
 
 /// The adapter-wide lock (power, F1, device loss, and an adapter-wide TDR) held exclusively.

@@ -44,7 +44,7 @@ pub(crate) fn teardown(
     wait: bool,
 ) -> Result<(), SimError> {
     if a.os.reading.teardown == Teardown::AllocationsFirst {
-        return teardown_allocations_first(m, a, device);
+        return teardown_allocations_first(m, a, device, true);
     }
     let dl = device_lock(a, device)?;
     let mut wait = wait;
@@ -75,32 +75,35 @@ pub(crate) fn teardown(
     destroy_device_rest(m, a, &dl, device)
 }
 
-/// 24H2's order ([`Teardown::AllocationsFirst`]), for an exit and a kill alike: VidSch's flush
-/// (queues with a progress fence only), the device's allocations destroyed while its user-mode
-/// queues may still run, then each queue with its doorbell, then the rest.
+/// 24H2's order ([`Teardown::AllocationsFirst`]), for an exit and a kill alike: the device
+/// flushed into error (its contexts suspended through the driver, which takes their user-mode
+/// queues off the runlist, then its registered sync objects signalled), then its allocations
+/// destroyed, then each queue with its doorbell, then the rest.
+/// `death`: the process dies (`DXGPROCESS::Destroy`); without it the adapter stops under its
+/// devices, which are destroyed without the flush.
 fn teardown_allocations_first(
     m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
+    death: bool,
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     let queues = lock(&a.ums).queues_of_device(device);
-    // `FlushScheduler` (`M:VidSchFlushDevice`@0x1400B5320): the work VidSch tracked, that is
-    // the queues with a progress fence. A device in error has none pending: its registered
-    // sync objects were set always-signalled when it was marked
-    // (`M:VidSchiSignalRegisteredSyncObjects`@0x14003B848, `SetToAlwaysSignaled`@0x14003B954).
-    // What does not complete within the OS's wait is left, and the rest is not waited for
-    // (the destroy goes on; its memory is the device's own).
-    let in_error = lock(&a.ums)
+    // `K:DXGPROCESS::Destroy` @0x14034D4E0 flushes each live device with reason 4 before
+    // destroying it; `K:DXGDEVICE::FlushScheduler` @0x140376424 hands VidSch flush 13, which
+    // `M:VidSchFlushDevice` @0x1400B5320 turns into `VidSchMarkDeviceAsError(14)`
+    // @0x14001F860: a device not yet in error has its hardware contexts suspended
+    // (`DxgkDdiSuspendContext`), then `M:VidSchiSignalRegisteredSyncObjects` @0x14003B848
+    // sets what it registered to always-signalled. A device already in error (a TDR) was
+    // signalled then and is not suspended again. The flush's wait then finds nothing
+    // pending: every fence the device's tracked work would signal is signalled.
+    let state = lock(&a.ums)
         .devices
         .get(&device)
-        .is_some_and(|d| d.in_error);
-    if !in_error {
-        for &q in &queues {
-            if !wait_queue_idle(m, a, q)? {
-                break;
-            }
-        }
+        .map(|d| (d.in_error, d.process));
+    if let (true, Some((false, process))) = (death, state) {
+        charge(a, &dl, device)?;
+        super::loss::signal_registered_sync_objects(a, device, process)?;
     }
     // `DrainResources`, `DrainAllocations`: unmapped, destroyed in the driver, given back.
     drain_allocations(m, a, &dl, device)?;
@@ -324,7 +327,9 @@ pub(crate) fn create_process(
         ));
     }
     if let Err(e) = check_status(status) {
-        let _ = m.vidmm_destroy_process(a, pid);
+        // The GPU process goes with the failed device (`DxgkDdiDestroyProcess`); a failure
+        // there is the OS's own error and outranks the driver's refusal.
+        m.vidmm_destroy_process(a, pid)?;
         return Err(e);
     }
     let kmd = args.hDevice as usize;
@@ -359,7 +364,11 @@ pub(crate) fn create_process(
 pub(crate) fn destroy_all_devices(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), SimError> {
     let devices: Vec<KmtHandle> = lock(&a.ums).devices.keys().copied().collect();
     for d in devices {
-        teardown(m, a, d, false)?;
+        if a.os.reading.teardown == Teardown::AllocationsFirst {
+            teardown_allocations_first(m, a, d, false)?;
+        } else {
+            teardown(m, a, d, false)?;
+        }
     }
     Ok(())
 }

@@ -101,7 +101,12 @@ pub fn create<P: Platform>(a: &Adapter<P>, args: &mut DXGKARG_CREATEPROCESS) -> 
     Ok(())
 }
 
-/// DxgkDdiDestroyProcess (PASSIVE): only once no device names it.
+/// DxgkDdiDestroyProcess (PASSIVE): the record goes whatever still names it. 24H2 destroys a
+/// process's devices before its GPU process (`K:DXGPROCESS::Destroy` @0x14034D4E0, then
+/// `K:DXGPROCESS::DestroyAdapterInfo` @0x14036CF30) and ignores the DDI's status
+/// (`K:ADAPTER_RENDER::DdiDestroyProcess` @0x1403C0508 only logs it): a refusal would leak the
+/// record for good, and with it one of `MAX_PROCESSES`. A device that still names the process
+/// (an OS that did not destroy it first) is detached: its queues get no process id.
 pub fn destroy<P: Platform>(a: &Adapter<P>, h: HANDLE) -> Result<(), Status> {
     let live = a.started()?;
     let h = Handle::decode_on(h, Kind::Process, a.table_slot())?;
@@ -109,8 +114,8 @@ pub fn destroy<P: Platform>(a: &Adapter<P>, h: HANDLE) -> Result<(), Status> {
     if !s.processes.contains_key(&h) {
         return Err(status::INVALID_HANDLE);
     }
-    if s.devices.values().any(|d| d.process == Some(h)) {
-        return Err(status::INVALID_DEVICE_STATE);
+    for d in s.devices.values_mut().filter(|d| d.process == Some(h)) {
+        d.process = None;
     }
     let system = s.processes.remove(&h).is_some_and(|p| p.system);
     if system && s.system_root != 0 {

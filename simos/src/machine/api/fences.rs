@@ -130,6 +130,20 @@ impl Machine {
         native::open(&a, fence, process, self)
     }
 
+    /// [`Self::open_native_fence`] with the access the opener was granted and the flags it
+    /// asked for: an open without signal access, or with `NoSignal` or
+    /// `NoSignalMaxValueOnTdr`, does not register the fence with its device, so the device's
+    /// error (a TDR, its process's death) leaves the fence alone.
+    pub fn open_native_fence_with(
+        &self,
+        fence: &NativeFence,
+        process: ProcessId,
+        access: crate::sync::fence::OpenAccess,
+    ) -> Result<NativeFence, SimError> {
+        let a = self.fence_adapter(fence.adapter())?;
+        native::open_with(&a, fence, process, access, self)
+    }
+
     /// Opens a shareable `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` fence on another adapter (NF-16):
     /// the OS creates the fence there too (its own global handle and MonitoredValue, the same
     /// CurrentValue in system memory), and holds MonitoredValue at 0 on every adapter for the

@@ -12,6 +12,7 @@ use rvgpu_umd::kmt::{UpdateGpuVa, UpdateGpuVaOp};
 
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
+use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
 use crate::ob::KmtHandle;
@@ -169,6 +170,13 @@ impl Machine {
     pub fn native_fence_mapped_pages(&self, i: usize, pid: ProcessId) -> (usize, usize) {
         self.adapter_shared(i)
             .map_or((0, 0), |a| fencemap::native_fence_mapped_pages(a, pid))
+    }
+
+    /// The GPU processes VidMm keeps on adapter `i` (`DxgkDdiCreateProcess` not yet followed
+    /// by `DxgkDdiDestroyProcess`), the paging process among them.
+    pub fn gpu_process_count(&self, i: usize) -> usize {
+        self.adapter_shared(i)
+            .map_or(0, |a| lock(&a.mm.vidmm).processes.len())
     }
 
     /// Live paging queues, process VA ranges and mapped parts of adapter `i` (the fuzz

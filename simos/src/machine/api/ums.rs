@@ -67,8 +67,8 @@ impl Machine {
 
     /// UM-17: normal process exit. By the pages, per queue: disconnect the doorbell, wait for
     /// the last queued progress value, destroy doorbell and queue; then the allocations,
-    /// contexts and the device. 24H2 destroys the allocations first
-    /// ([`crate::os::answers::Teardown`]).
+    /// contexts and the device. 24H2 flushes the device into error, then destroys the
+    /// allocations first ([`crate::os::answers::Teardown`]).
     pub fn exit_process(&self, p: &UmsProcess) -> Result<(), SimError> {
         let a = self.ums_adapter(p.adapter)?;
         ums::process::teardown(self, &a, p.device, true)

@@ -230,6 +230,11 @@ pub(crate) struct Waiter {
 pub(crate) struct ObjState {
     /// Open instances: local handle → process.
     pub(crate) instances: BTreeMap<usize, ProcessId>,
+    /// Instances that did not register the fence with their device for signalling at device
+    /// error: opened with `NoSignal` or `NoSignalMaxValueOnTdr`, or without signal access
+    /// (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC registers only an open with neither
+    /// flag).
+    pub(crate) unregistered: std::collections::BTreeSet<usize>,
     /// NT handles to the fence (`crate::ob`): each keeps the object alive without an
     /// instance, as on Windows.
     pub(crate) nt_refs: usize,

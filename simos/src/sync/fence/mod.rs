@@ -72,6 +72,7 @@ mod values;
 pub(crate) mod wait;
 
 pub(crate) use self::dpc::*;
+pub use self::native::OpenAccess;
 pub(crate) use self::pages::VidMmPages;
 pub use self::settle::*;
 pub use self::values::*;

@@ -292,6 +292,7 @@ pub(super) fn create_on(
         settle_lock: Mutex::new(()),
         st: Mutex::new(ObjState {
             instances: BTreeMap::new(),
+            unregistered: std::collections::BTreeSet::new(),
             nt_refs: 0,
             destroyed: false,
             waiters: Vec::new(),
@@ -409,6 +410,51 @@ pub(crate) fn open(
     process: ProcessId,
     vm: &dyn VidMmPages,
 ) -> Result<NativeFence, SimError> {
+    open_with(a, fence, process, OpenAccess::default(), vm)
+}
+
+/// How a process opens a fence: the access it was granted and the
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` it asked for. Only an open that may signal and asked
+/// for neither `NoSignal` nor `NoSignalMaxValueOnTdr` registers the fence with its device, so
+/// that the device's error (a TDR, the process's death) signals it to `u64::MAX`
+/// (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC, `M:VidSchiSignalRegisteredSyncObjects`
+/// @0x14003B848).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenAccess {
+    /// The handle grants signal (modify-state) access.
+    pub signal: bool,
+    /// `NoSignal`.
+    pub no_signal: bool,
+    /// `NoSignalMaxValueOnTdr`.
+    pub no_signal_max_value_on_tdr: bool,
+}
+
+impl Default for OpenAccess {
+    /// Full access, no flag: what a creator and a plain open have.
+    fn default() -> Self {
+        Self {
+            signal: true,
+            no_signal: false,
+            no_signal_max_value_on_tdr: false,
+        }
+    }
+}
+
+impl OpenAccess {
+    /// Whether the open registers the fence with its device.
+    pub fn registers(self) -> bool {
+        self.signal && !self.no_signal && !self.no_signal_max_value_on_tdr
+    }
+}
+
+/// [`open`] with `access`.
+pub(crate) fn open_with(
+    a: &Arc<AdapterShared>,
+    fence: &NativeFence,
+    process: ProcessId,
+    access: OpenAccess,
+    vm: &dyn VidMmPages,
+) -> Result<NativeFence, SimError> {
     if process != fence.obj.creator && !fence.obj.shareable {
         // Only a shareable object has an NT handle another process could open it by.
         return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
@@ -421,8 +467,14 @@ pub(crate) fn open(
     // settles fences.
     let va = map_fence_pages(a, &fence.obj, process, vm)?;
     let r = open_instance(a, fence, process, open, va);
-    if r.is_err() {
-        let _ = unmap_fence_pages(a, &fence.obj, process, vm);
+    match &r {
+        Ok(f) if !access.registers() => {
+            lock(&fence.obj.st).unregistered.insert(f.local);
+        }
+        Ok(_) => {}
+        Err(_) => {
+            let _ = unmap_fence_pages(a, &fence.obj, process, vm);
+        }
     }
     r
 }
@@ -584,6 +636,7 @@ fn close_instance(a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), Sim
     let last = {
         let mut st = lock(&obj.st);
         st.instances.remove(&fence.local);
+        st.unregistered.remove(&fence.local);
         st.instances.is_empty() && st.nt_refs == 0
     };
     if !last {

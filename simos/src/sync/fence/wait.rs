@@ -112,10 +112,13 @@ pub(crate) fn abandon_cpu_waits(fence_os: &Mutex<FenceOs>) {
 }
 
 /// Device error (24H2 `M:VidSchiMarkDeviceAsError` @0x14001FF30 →
-/// `VidSchiSignalRegisteredSyncObjects` → `SetToAlwaysSignaled`): every native fence a device of
-/// `process` has open on `a` is signalled to `u64::MAX` through
-/// `DxgkDdiUpdateCurrentValuesFromCpu` (flags 0; the OS stores nothing itself), so its waiters,
-/// CPU and GPU, are released. Errors are returned after trying them all.
+/// `VidSchiSignalRegisteredSyncObjects` @0x14003B848 → `SetToAlwaysSignaled`): every native
+/// fence the device of `process` (a simulated process has one device per adapter) registered
+/// when it created or opened it is signalled to `u64::MAX` through
+/// `DxgkDdiUpdateCurrentValuesFromCpu` (flags 0; the OS stores nothing itself), so its
+/// waiters, CPU and GPU, are released: shared fences it only opened included, an open that
+/// did not register ([`super::OpenAccess`]) not; once per fence however often it was opened.
+/// Errors are returned after trying them all.
 pub(crate) fn signal_process_fences_to_max(
     a: &AdapterShared,
     process: ProcessId,
@@ -123,9 +126,12 @@ pub(crate) fn signal_process_fences_to_max(
     // A fence's state is locked before the adapter's fence table, never under it (a settle
     // holds the state and reads the table's trace sink): the table is copied first.
     let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
-    let objs = objs
-        .into_iter()
-        .filter(|o| lock(&o.st).instances.values().any(|p| *p == process));
+    let objs = objs.into_iter().filter(|o| {
+        let st = lock(&o.st);
+        st.instances
+            .iter()
+            .any(|(l, p)| *p == process && !st.unregistered.contains(l))
+    });
     let mut result = Ok(());
     for obj in objs {
         let r = (|| {
