@@ -286,6 +286,10 @@ pub struct AddressSpace {
     next_va: u64,
     /// Lowest VA the allocator hands out.
     va_base: u64,
+    /// Leaf tables an unmap emptied and unlinked, not yet back in the heap: the caller
+    /// returns them once the driver has run the unlinking and flushed the TLB
+    /// ([`Self::take_unlinked`]).
+    unlinked: Vec<u64>,
 }
 
 impl AddressSpace {
@@ -306,6 +310,7 @@ impl AddressSpace {
             large: BTreeMap::new(),
             next_va: va_base,
             va_base,
+            unlinked: Vec::new(),
         };
         let init = s.clear_table(geometry.levels - 1, root);
         Ok((s, init))
@@ -598,8 +603,13 @@ impl AddressSpace {
         }
     }
 
-    /// Unmaps `pages` pages at `va` (invalid entries; the tables stay). All or nothing: a
-    /// page of the run that is not mapped fails the request before any record changes.
+    /// Unmaps `pages` pages at `va` (invalid entries). A leaf table left with no valid entry
+    /// is unlinked from its parent and set aside for the heap ([`Self::take_unlinked`]), as
+    /// VidMm gives back the page tables of a range nothing maps any more: a long-lived space
+    /// whose mappings move through the address space (the paging process's system pages)
+    /// would otherwise keep a table for every 2 MiB it ever touched and run the page-table
+    /// segment out. All or nothing: a page of the run that is not mapped fails the request
+    /// before any record changes.
     pub fn unmap(&mut self, va: u64, pages: u64) -> Result<Vec<Update>, VaError> {
         let page = self.geometry.page;
         let large = self.geometry.large_page();
@@ -643,8 +653,83 @@ impl AddressSpace {
             self.large.remove(&v);
         }
         let mut out = self.coalesce(1, bigs);
+        let emptied = self.unlink_empty_leaf_tables(&leaves);
         out.extend(self.coalesce(0, leaves));
+        out.extend(emptied);
         Ok(out)
+    }
+
+    /// Unlinks the leaf tables of `leaves` (just unmapped) that map nothing now: their
+    /// parents' entries invalidated (after the leaves' own invalidation in the caller's
+    /// order), the tables put aside in [`Self::unlinked`].
+    fn unlink_empty_leaf_tables(&mut self, leaves: &[(u64, u64, OsPte, u64)]) -> Vec<Update> {
+        let g = self.geometry;
+        let mut out = Vec::new();
+        let mut last = None;
+        for &(t, _, _, v) in leaves {
+            let base = g.table_base(v, 0);
+            if last == Some(base) {
+                continue;
+            }
+            last = Some(base);
+            if self.pages.tables.contains_key(&base) || self.tables.get(&(0, base)) != Some(&t) {
+                continue;
+            }
+            self.tables.remove(&(0, base));
+            let parent = if g.levels > 2 {
+                match self.tables.get(&(1, g.table_base(base, 1))) {
+                    Some(p) => *p,
+                    None => continue,
+                }
+            } else {
+                self.root
+            };
+            out.push(self.unlink(1, parent, base));
+            self.unlinked.push(t);
+            // Its level-1 table goes too once it links no leaf table and holds no large page
+            // (a 1 GiB range nothing maps); the levels above cover 512 GiB each and stay.
+            if g.levels > 2 {
+                let span = g.table_base(base, 1);
+                let end = span.saturating_add(1u64 << g.shift(2));
+                let used = self.tables.range((0, span)..(0, end)).next().is_some()
+                    || self.large.range(span..end).next().is_some();
+                if !used {
+                    let grand = if g.levels > 3 {
+                        match self.tables.get(&(2, g.table_base(base, 2))) {
+                            Some(t) => *t,
+                            None => continue,
+                        }
+                    } else {
+                        self.root
+                    };
+                    if self.tables.remove(&(1, span)) == Some(parent) {
+                        out.push(self.unlink(2, grand, span));
+                        self.unlinked.push(parent);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The update that invalidates the entry of `table` (at `level`) linking the table below
+    /// that covers `va`.
+    fn unlink(&self, level: u8, table: u64, va: u64) -> Update {
+        Update {
+            level,
+            segment: self.geometry.segment,
+            table,
+            start: self.geometry.index(va, level) as u32,
+            entries: vec![OsPte::default()],
+            initial: false,
+            va: 0,
+            maps: false,
+        }
+    }
+
+    /// The tables [`Self::unmap`] unlinked, for the heap once the driver ran the unlinking.
+    pub fn take_unlinked(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.unlinked)
     }
 
     /// The first VA of the large page that maps `va`, if one does.
@@ -740,7 +825,9 @@ impl AddressSpace {
 
     /// Every table of the space including the root (given back to the heap on destroy).
     pub fn tables(&self) -> impl Iterator<Item = u64> + '_ {
-        std::iter::once(self.root).chain(self.tables.values().copied())
+        std::iter::once(self.root)
+            .chain(self.tables.values().copied())
+            .chain(self.unlinked.iter().copied())
     }
 
     /// Mapped 4 KiB pages, those of large pages included (leak checks).
@@ -814,6 +901,43 @@ mod tests {
         assert_eq!(s.free(va), Ok(()));
     }
 
+    /// The last unmap from a leaf table unlinks it (its parent's entry invalidated after the
+    /// leaves) and hands it back, so a space whose mappings keep moving to new 2 MiB ranges
+    /// (the paging process's system pages at their bus addresses) holds the same few tables
+    /// after 10,000 of them as after one; a table with a page still mapped stays.
+    #[test]
+    fn an_emptied_leaf_table_is_unlinked_and_reused() {
+        let mut heap = TableHeap::new(0, 64 * 4096, 4096);
+        let (mut s, _) = AddressSpace::new(geo(), &mut heap, 1 << 40).unwrap();
+        let a = MapAttrs::default();
+        let keep = s.reserve(4096).unwrap();
+        s.map(keep, &[(0, 0x1000)], a, &mut heap).unwrap();
+        let base = heap.in_use(0);
+        for i in 0..10_000u64 {
+            let va = (1u64 << 30) + i * (2 << 20);
+            s.reserve_at(va, 4096).unwrap();
+            s.map(va, &[(0, 0x2000)], a, &mut heap).unwrap();
+            let un = s.unmap(va, 1).unwrap();
+            assert_eq!(un[0].level, 0, "the leaf first, then its parents' entries");
+            let link = un.iter().find(|u| u.level == 1).unwrap();
+            assert_eq!(link.entries.len(), 1);
+            assert!(un[1..].iter().all(|u| !u.entries[0].valid && !u.maps));
+            for t in s.take_unlinked() {
+                heap.free(t);
+            }
+            s.free(va).unwrap();
+        }
+        // Neither the leaf tables nor the level-1 tables of the 1 GiB ranges swept stay.
+        assert!(heap.in_use(0) <= base + 1, "{} tables", heap.in_use(0));
+        // A leaf table with a page left is not unlinked.
+        let second = s.reserve(4096).unwrap();
+        s.map(second, &[(0, 0x3000)], a, &mut heap).unwrap();
+        let un = s.unmap(second, 1).unwrap();
+        assert!(un.iter().all(|u| u.level == 0), "{un:?}");
+        assert!(s.take_unlinked().is_empty());
+        assert_eq!(s.leaf(keep).map(|l| l.phys), Some((0, 0x1000)));
+    }
+
     #[test]
     fn maps_only_inside_reservations_and_never_twice() {
         let mut heap = TableHeap::new(0, 1 << 20, 4096);
@@ -852,7 +976,9 @@ mod tests {
         assert_eq!(leaves[1].va, span);
         let un = s.unmap(va, 4).unwrap();
         let tables: Vec<_> = un.iter().map(|x| (x.table, x.start)).collect();
-        assert_eq!(tables, vec![(leaves[0].table, 510), (leaves[1].table, 0)]);
+        assert_eq!(tables[..2], [(leaves[0].table, 510), (leaves[1].table, 0)]);
+        // Both leaf tables map nothing now: each is unlinked from its parent afterwards.
+        assert!(un[2..].iter().all(|x| x.level >= 1 && !x.entries[0].valid));
     }
 
     /// The per-table page records: look-ups, a page mapped twice, range checks at the edges,
@@ -914,8 +1040,10 @@ mod tests {
         assert_eq!(s.unmap(va + 4096, 1), Err(VaError::BadRange));
         assert_eq!(s.unmap(va, 1), Err(VaError::BadRange));
         let un = s.unmap(va, 513).unwrap();
-        assert_eq!(un.len(), 2);
         assert!(un[0].level == 1 && un[0].maps && !un[0].entries[0].valid);
+        assert_eq!((un[1].level, un[1].entries.len()), (0, 1));
+        // The leaf table of the last page is unlinked after it (its range maps nothing).
+        assert!(un[2..].iter().all(|x| !x.maps && !x.entries[0].valid));
         assert_eq!(s.mapped_pages(), 0);
         // Unaligned memory, or a caller that does not allow it, maps 4 KiB leaves.
         let odd: Vec<Phys> = (0..512).map(|i| (1, (4 << 20) + 4096 + i * 4096)).collect();
@@ -927,11 +1055,11 @@ mod tests {
         assert!(u.iter().all(|x| x.entries.iter().all(|e| !e.large)));
         assert!(u.iter().any(|x| x.level == 0 && x.maps));
         assert!(s.unmap(va, 512).is_ok());
-        // A leaf table is now linked there: the next mapping of the range uses it.
+        // That unmap emptied and unlinked the leaf table: the range takes a large page again.
         let u = s
             .map_large(va, &phys[..512], MapAttrs::default(), &mut heap, |_| true)
             .unwrap();
-        assert!(u.iter().all(|x| x.level == 0 && !x.initial));
+        assert!(u.iter().any(|x| x.level == 1 && x.entries.iter().any(|e| e.large)));
     }
 
     #[test]

@@ -376,6 +376,17 @@ pub(crate) fn vidmm_unmap_keep(
     };
     vidmm_run(host, a, kmd, &updates, tag.based_at(va))?;
     vidmm_flush(host, a, kmd, root, va, va + pages * 4096)?;
+    // The driver has unlinked the leaf tables the unmap emptied and the TLB holds no
+    // translation through them: they may be handed out again.
+    {
+        let mut v = lock(&a.mm.vidmm);
+        let v = &mut *v;
+        if let (Some(p), Some(heap)) = (v.processes.get_mut(&pid), v.heap.as_mut()) {
+            for t in p.space.take_unlinked() {
+                heap.free(t);
+            }
+        }
+    }
     vidmm_check(a, pid, va, pages)
 }
 
