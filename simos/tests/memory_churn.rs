@@ -232,6 +232,7 @@ fn um_17_um_18_lifetimes_with_work_in_flight_return_every_process_and_byte() {
     };
     let fence = ok(&m, m.create_native_fence(0, hub.pid, shared));
     let processes = m.gpu_process_count(0);
+    let tables = m.page_tables_in_use(0);
     let mut windows = 0u64;
     for i in 0..lifetimes {
         // Every seventh lifetime is set up under Driver Verifier's low-resources simulation.
@@ -305,6 +306,13 @@ fn um_17_um_18_lifetimes_with_work_in_flight_return_every_process_and_byte() {
         .collect();
     assert!(refused.is_empty(), "the driver refused: {refused:?}");
     assert_eq!(m.memory().system_used(), memory, "system memory");
+    // The tables of what every lifetime mapped went back with it (the paging process's
+    // included): they used to stay, and the page-table segment ran out near 3,900 lifetimes.
+    assert!(
+        m.page_tables_in_use(0) <= tables + 2,
+        "page tables: {tables} before, {} after {lifetimes} lifetimes",
+        m.page_tables_in_use(0)
+    );
     no_fault(&m);
     still_serves(&m);
 }

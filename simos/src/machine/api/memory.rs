@@ -179,6 +179,18 @@ impl Machine {
             .map_or(0, |a| lock(&a.mm.vidmm).processes.len())
     }
 
+    /// Page tables of every GPU VA space of adapter `i`, the paging process's included
+    /// (leak checks: VidMm gives back the tables a range no longer needs).
+    pub fn page_tables_in_use(&self, i: usize) -> usize {
+        self.adapter_shared(i).map_or(0, |a| {
+            lock(&a.mm.vidmm)
+                .processes
+                .values()
+                .map(|p| p.space.tables().count())
+                .sum()
+        })
+    }
+
     /// Live paging queues, process VA ranges and mapped parts of adapter `i` (the fuzz
     /// targets' leak check).
     pub fn gpuva_live_counts(&self, i: usize) -> (usize, usize, usize) {

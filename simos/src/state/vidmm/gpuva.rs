@@ -1059,7 +1059,9 @@ mod tests {
         let u = s
             .map_large(va, &phys[..512], MapAttrs::default(), &mut heap, |_| true)
             .unwrap();
-        assert!(u.iter().any(|x| x.level == 1 && x.entries.iter().any(|e| e.large)));
+        assert!(u
+            .iter()
+            .any(|x| x.level == 1 && x.entries.iter().any(|e| e.large)));
     }
 
     #[test]
