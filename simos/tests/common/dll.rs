@@ -1,0 +1,110 @@
+//! Helpers of the suites that drive the shipped `rvgpu_umd.dll` in the emulator: its
+//! statuses, raw thunk calls, and the objects most cases start from.
+
+use std::sync::Arc;
+
+use rvgpu_hw::cmd::Command;
+use rvgpu_simos::pe::umd::UserProcess;
+
+use super::pe::call;
+
+/// `RvgpuStatus` values (rvgpu_umd.h).
+pub const OK: u64 = 0;
+pub const INVALID_ARGUMENT: u64 = 1;
+pub const TIMEOUT: u64 = 4;
+/// The LUID the simulated Dxgkrnl gives adapter 0.
+pub const LUID_LOW: u64 = 0x1000;
+pub const STATUS_SUCCESS: u64 = 0;
+pub const STATUS_INVALID_PARAMETER: u64 = 0xC000_000D;
+pub const STATUS_ACCESS_VIOLATION: u64 = 0xC000_0005;
+
+/// Calls thunk `name` (as bound for the DLL) with its argument pointer `arg`; its NTSTATUS.
+pub fn thunk(p: &Arc<UserProcess>, name: &str, arg: u64) -> u64 {
+    match p.call_import(name, &[arg]) {
+        Ok(v) => v as u32 as u64,
+        Err(e) => panic!("{name}: {e:?}"),
+    }
+}
+
+pub fn addr<T>(v: &mut T) -> u64 {
+    v as *mut T as u64
+}
+
+/// Commands as the C API takes them: 64-bit words, each as two dwords, low half first.
+pub fn dwords(cmds: &[Command]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for c in cmds {
+        let mut words = [0u64; 16];
+        let n = c.encode(&mut words).expect("encodes");
+        for w in &words[..n] {
+            out.push(*w as u32);
+            out.push((*w >> 32) as u32);
+        }
+    }
+    out
+}
+
+/// `rvgpu_submit` of `cmds` (dwords, as [`dwords`] makes them) on queue `q`, the progress
+/// value written to `progress`; the call's status.
+pub fn submit_dwords(p: &Arc<UserProcess>, q: u64, cmds: &[u32], progress: &mut u64) -> u64 {
+    call(
+        p,
+        "rvgpu_submit",
+        &[q, cmds.as_ptr() as u64, cmds.len() as u64, addr(progress)],
+    )
+}
+
+/// The DLL binds every import to the simulated OS: the 25 gdi32 thunks it links against, the
+/// kernel32 routines of its runtime (heap, SRW locks, events, waits, module lookup), advapi32's
+/// ETW registration and ntdll's C-library routines; its exports are the C API.
+/// Opens the adapter and creates a user-mode queue through the DLL's C API: (adapter, queue).
+pub fn open_queue(p: &Arc<UserProcess>) -> (u64, u64) {
+    let mut a = 0u64;
+    assert_eq!(
+        call(p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    let mut q = 0u64;
+    assert_eq!(call(p, "rvgpu_create_queue", &[a, 0, 0, addr(&mut q)]), OK);
+    (a, q)
+}
+
+/// A 4 KiB buffer through the DLL's C API: (buffer, its GPU VA).
+pub fn buffer_4k(p: &Arc<UserProcess>, adapter: u64) -> (u64, u64) {
+    let mut b = 0u64;
+    assert_eq!(
+        call(p, "rvgpu_buffer_create", &[adapter, 4096, addr(&mut b)]),
+        OK
+    );
+    let mut va = 0u64;
+    assert_eq!(call(p, "rvgpu_buffer_gpu_va", &[b, addr(&mut va)]), OK);
+    (b, va)
+}
+
+/// A `D3DKMT_SUBMITCOMMAND` (0x180 bytes, 8-aligned) naming `context`.
+pub fn submit_command(context: u32, commands: u64, length: u32) -> [u64; 48] {
+    let mut s = [0u64; 48];
+    s[0] = commands;
+    s[1] = u64::from(length); // Flags 0
+    s[3] = 1; // BroadcastContextCount
+    s[3] |= u64::from(context) << 32; // BroadcastContext[0] at byte 28
+    s
+}
+
+/// Sets the u32 at byte `at` of a structure built as words.
+pub fn set_u32(s: &mut [u64; 48], at: usize, v: u32) {
+    let (w, shift) = (at / 8, (at % 8) * 8);
+    s[w] = (s[w] & !(0xFFFF_FFFFu64 << shift)) | (u64::from(v) << shift);
+}
+
+/// A context of `p`'s device through `D3DKMTCreateContextVirtual`.
+pub fn raw_context(p: &Arc<UserProcess>) -> u32 {
+    let device = p.devices()[0].device;
+    let mut c = [0u32; 10];
+    c[0] = device;
+    assert_eq!(
+        thunk(p, "D3DKMTCreateContextVirtual", c.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    c[8]
+}
