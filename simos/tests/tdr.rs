@@ -160,6 +160,10 @@ fn tdr_03_paging_first_original_ids() {
     let cc = okk(&m, kc.create_context(0));
     let tb = okk(&m, kb.create_allocation(8192));
     let tc = okk(&m, kc.create_allocation(4096));
+    // C's buffer made resident by a first fill, so that no paging for it falls between the
+    // submissions whose IDs are compared (24H2 maps it at the UMD's Map, not at create).
+    ok(&m, m.submit_legacy(&c, cc, &[fill(&tc, 0, 0x01)]));
+    run_until(&m, "the warming fill", |m| all_done(m, 0));
     let hang = ok(&m, m.submit_legacy(&a, ca, &[Command::Hang]));
     let p1 = ok(&m, m.page_in(&b, 0, tb.gpu_va, 4096, 0x11));
     let p2 = ok(&m, m.page_in(&b, 0, tb.gpu_va + 4096, 4096, 0x22));
@@ -778,6 +782,9 @@ fn tdr_dma_faulted_recovers() {
     let cb = okk(&m, kb.create_context(0));
     let cg = okk(&m, kg.create_context(0));
     let tg = okk(&m, kg.create_allocation(4096));
+    // The good buffer made resident first (24H2 pages it in at its first use).
+    ok(&m, m.submit_legacy(&good, cg, &[fill(&tg, 0, 0x01)]));
+    run_until(&m, "the warming fill", |m| all_done(m, 0));
     let f = ok(
         &m,
         m.submit_legacy(&bad, cb, &[fill_range(0xF000_0000_0000, 8, 1)]),
