@@ -1362,54 +1362,40 @@ fn um_01_a_full_kernel_mode_ring_holds_submissions_behind_a_gpu_wait() {
 }
 
 /// UM-01, MF-03: the UMD's kernel-mode queue holds as much behind a GPU wait as the KMD does:
-/// a batch waits on the GPU for a native fence the caller signals only after submitting, then
-/// 20,000 one-FILL batches (2,000 on the image) go in without a wait (4 KiB command buffers:
-/// before, batch 1,024 waited for work behind the gate and ended in STATUS_IO_TIMEOUT); every
-/// one runs, in order, once the caller signals.
-fn um_01_umd_kernel_queue_holds_20000_batches_behind_a_gpu_wait(mode: Mode) {
-    let m = started(MachineConfig::single(mode));
-    let (p, k) = user_process(&m);
-    let gate = ok(
-        &m,
-        m.create_native_fence(0, p.pid, NativeFenceDesc::default()),
-    );
-    let t = okk(&m, k.create_allocation(4096));
-    let mut q = okk(&m, KernelQueue::new(k, &config(0)));
-    let waits = Command::FenceWait {
-        addr: gate.current_value_va(),
-        value: 1,
-    };
-    okk(&m, q.submit(&[waits]));
-    // In the x86-64 emulator each submission runs the image's DDI: fewer there, still past
-    // the 1,024 at which the queue used to wait.
+/// a batch waits on the GPU for a native fence the caller signals only later, then 20,000
+/// one-FILL batches (2,000 on the image, where each is a DDI in the emulator) go in without a
+/// wait; before, batch 1,024 (4 KiB command buffers) waited for work behind the gate and
+/// ended in STATUS_IO_TIMEOUT. All run, in order, once the caller signals.
+#[test]
+fn um_01_umd_kernel_queue_holds_20000_batches_behind_a_gpu_wait() {
     let pe = matches!(
         rvgpu_simos::pe::DriverBuild::from_env(),
         rvgpu_simos::pe::DriverBuild::Pe(_)
     );
     let batches = if pe { 2_000u64 } else { 20_000 };
-    let mut last = 0;
-    for n in 1..=batches {
-        last = match q.submit(&[fill(&t, n)]) {
-            Ok(v) => v,
-            Err(e) => panic!("batch {n} refused: {e:?}; {}", diagnostics(&m)),
-        };
+    for mode in [Mode::Step, Mode::Threaded] {
+        let m = started(MachineConfig::single(mode));
+        let (p, k) = user_process(&m);
+        let desc = NativeFenceDesc::default();
+        let gate = ok(&m, m.create_native_fence(0, p.pid, desc));
+        let t = okk(&m, k.create_allocation(4096));
+        let mut q = okk(&m, KernelQueue::new(k, &config(0)));
+        let (addr, value) = (gate.current_value_va(), 1);
+        okk(&m, q.submit(&[Command::FenceWait { addr, value }]));
+        let mut last = 0;
+        for n in 1..=batches {
+            last = match q.submit(&[fill(&t, n)]) {
+                Ok(v) => v,
+                Err(e) => panic!("{mode:?}: batch {n} refused: {e:?}; {}", diagnostics(&m)),
+            };
+        }
+        assert_eq!(t.mem.load(0), 0, "nothing ran past the gate");
+        ok(&m, m.signal_native_fence_from_cpu(&gate, 1));
+        okk(&m, q.wait(last));
+        assert_eq!(t.mem.load(0), batches, "the last FILL ran last");
+        drop(q);
+        exits_clean(&m, &p);
     }
-    assert_eq!(t.mem.load(0), 0, "nothing ran past the gate");
-    ok(&m, m.signal_native_fence_from_cpu(&gate, 1));
-    okk(&m, q.wait(last));
-    assert_eq!(t.mem.load(0), batches, "the last FILL ran last");
-    drop(q);
-    exits_clean(&m, &p);
-}
-
-#[test]
-fn um_01_umd_kernel_queue_holds_20000_batches_behind_a_gpu_wait_step() {
-    um_01_umd_kernel_queue_holds_20000_batches_behind_a_gpu_wait(Mode::Step);
-}
-
-#[test]
-fn um_01_umd_kernel_queue_holds_20000_batches_behind_a_gpu_wait_threaded() {
-    um_01_umd_kernel_queue_holds_20000_batches_behind_a_gpu_wait(Mode::Threaded);
 }
 
 against_the_pe_image!();
