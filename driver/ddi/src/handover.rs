@@ -8,8 +8,8 @@
 //! a field marked [`Fill::Zero`] arrives non-zero. A field filled only in some cases is
 //! [`Fill::Filled`] with the cases in its text.
 //!
-//! Adding a DDI: a `pub const` [`Ddi`] of its block's type built with [`filled_row!`] and
-//! [`zero_row!`] rows, and a call of the simulated OS's recorder where it hands the block over.
+//! Adding a DDI: a `pub const` [`Ddi`] of its block's type built with `filled_row!` and
+//! `zero_row!` rows, and a call of the simulated OS's recorder where it hands the block over.
 
 use crate::allocation::DXGKARG_CREATEPROCESS;
 use crate::memory::DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE;

@@ -65,7 +65,7 @@ pub trait CallerMemory {
 /// `DxgkCreateContextVirtualImpl` for the caller's structure `a`, in 24H2's order:
 /// 1. `NoKmdAccess` or `TestContext` without test signing: STATUS_INVALID_PARAMETER;
 /// 2. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
-/// 3. engine affinity, node, GPU VA and reserved flags ([`ums::check_virtual_context`]):
+/// 3. engine affinity, node, GPU VA and reserved flags (`ums::check_virtual_context`):
 ///    STATUS_INVALID_PARAMETER;
 /// 4. private data given half (a pointer with size 0, or a size with no pointer):
 ///    STATUS_INVALID_PARAMETER;
