@@ -306,8 +306,8 @@ fn um_17_um_18_lifetimes_with_work_in_flight_return_every_process_and_byte() {
         .collect();
     assert!(refused.is_empty(), "the driver refused: {refused:?}");
     assert_eq!(m.memory().system_used(), memory, "system memory");
-    // The tables of what every lifetime mapped went back with it (the paging process's
-    // included): they used to stay, and the page-table segment ran out near 3,900 lifetimes.
+    // The tables of what every lifetime mapped go back with it, the paging process's
+    // included: kept, they would fill the page-table segment within a few thousand lifetimes.
     assert!(
         m.page_tables_in_use(0) <= tables + 2,
         "page tables: {tables} before, {} after {lifetimes} lifetimes",

@@ -1364,8 +1364,8 @@ fn um_01_a_full_kernel_mode_ring_holds_submissions_behind_a_gpu_wait() {
 /// UM-01, MF-03: the UMD's kernel-mode queue holds as much behind a GPU wait as the KMD does:
 /// a batch waits on the GPU for a native fence the caller signals only later, then 20,000
 /// one-FILL batches (2,000 on the image, where each is a DDI in the emulator) go in without a
-/// wait; before, batch 1,024 (4 KiB command buffers) waited for work behind the gate and
-/// ended in STATUS_IO_TIMEOUT. All run, in order, once the caller signals.
+/// wait (with 4 KiB command buffers a queue that waited for buffers behind the gate would
+/// stop at batch 1,024, in STATUS_IO_TIMEOUT). All run, in order, once the caller signals.
 #[test]
 fn um_01_umd_kernel_queue_holds_20000_batches_behind_a_gpu_wait() {
     let pe = matches!(
