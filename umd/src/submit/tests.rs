@@ -148,6 +148,9 @@ struct World {
     /// Executed packets other than PROGRESS: (on the user-mode ring?, command).
     executed: Vec<(bool, Command)>,
     fault: Option<&'static str>,
+    /// Counts down at each load of the ring's read pointer; at zero the device runs the ring
+    /// to the write pointer it saw first (the CMP drained it between two CPU loads).
+    drain_at_read_ptr_load: Option<u32>,
     /// The mock CPU clock (`cpu_timestamp`), advanced by 10 at each read.
     qpc: u64,
 }
@@ -325,6 +328,7 @@ impl Mock {
             km_pending: VecDeque::new(),
             executed: Vec::new(),
             fault: None,
+            drain_at_read_ptr_load: None,
             qpc: 1000,
         })))
     }
@@ -393,7 +397,17 @@ impl AllocationCpu for MockMem {
         }
     }
     fn load(&self, offset: u64) -> u64 {
-        let w = self.w.borrow();
+        let mut w = self.w.borrow_mut();
+        if w.control() == Some(self.h) && offset == RingControl::READ_PTR {
+            match w.drain_at_read_ptr_load {
+                Some(0) => {
+                    w.drain_at_read_ptr_load = None;
+                    w.run_ring(None);
+                }
+                Some(n) => w.drain_at_read_ptr_load = Some(n - 1),
+                None => {}
+            }
+        }
         w.allocs[&self.h]
             .words
             .get((offset / 8) as usize)

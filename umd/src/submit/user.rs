@@ -549,8 +549,13 @@ impl<K: Kmt> UserQueue<K> {
     /// the status loop), wait on the progress fence for the oldest batch whose consumption
     /// frees enough, and let the read pointer catch up.
     pub(super) fn wait_for_space(&mut self, bytes: u64) -> Result<(), SubmitError> {
-        self.writer.free()?;
+        // The CMP may have consumed the ring since the load that found it full; then no batch
+        // is left to wait on, and that is room, not an inconsistent ring.
+        let free = self.writer.free()?;
         self.prune_in_flight();
+        if free >= bytes {
+            return Ok(());
+        }
         let need_read = self
             .writer
             .write_ptr()

@@ -361,6 +361,29 @@ fn um_16_full_ring_waits_on_the_progress_fence() {
     }
 }
 
+/// UM-16: a full ring the CMP drains between the writer's two loads of the read pointer (the
+/// one that found it full and the one that looks for the batch to wait on) is room, not a
+/// corrupt ring: the submission goes in without a wait.
+#[test]
+fn um_16_ring_drained_between_two_read_pointer_loads_is_room() {
+    let m = Mock::new();
+    m.w().auto = false;
+    let mut q = UserQueue::new(&m, &small(256)).unwrap();
+    for n in 1..=5 {
+        assert_eq!(q.submit(&[fill(n)]).unwrap(), n);
+    }
+    // The next load still reads "full"; the one after it finds the ring drained.
+    m.w().drain_at_read_ptr_load = Some(1);
+    m.clear_log();
+    assert_eq!(q.submit(&[fill(6)]), Ok(6));
+    assert!(!m.log().iter().any(|e| matches!(e, Ev::Wait { .. })));
+    m.w().run_all();
+    q.wait(6).unwrap();
+    let all: Vec<_> = (1..=6).map(|n| (true, n)).collect();
+    assert_eq!(fills(&m), all);
+    m.check();
+}
+
 /// UM-16 back-pressure with a device that consumes a little at a time, over many wraps.
 #[test]
 fn um_16_back_pressure_with_partial_consumption() {
