@@ -4,8 +4,8 @@
 //! Each filled slot of the driver's `DRIVER_INITIALIZATION_DATA` is called through the table, the
 //! way Dxgkrnl calls it, with a NULL context and/or NULL argument pointers. NTSTATUS slots must
 //! return a failure code (STATUS_INVALID_PARAMETER where the driver's thunks document it,
-//! driver/kmd/src/ddi/) and must not crash; void/BOOLEAN slots must simply return (the ISR
-//! returning FALSE). A coverage check makes a newly filled slot fail here until it gets a case.
+//! driver/kmd/src/thunk/contract.rs) and must not crash; void/BOOLEAN slots must simply return
+//! (the ISR returning FALSE). A coverage check makes a newly filled slot fail here until it gets a case.
 //!
 //! The lifecycle test uses the real AddDevice/RemoveDevice: an unstarted adapter refuses
 //! StopDevice with STATUS_INVALID_DEVICE_STATE and RemoveDevice frees what AddDevice allocated

@@ -18,7 +18,7 @@ const STATUS_NO_MEMORY: NtStatus = NtStatus(NO_MEMORY);
 const NO_MEMORY: i32 = 0xC000_0017_u32 as i32;
 /// The KMD's native-fence table (`driver/kmd/src/fence/registry.rs`, `MAX_FENCES`).
 const FENCE_TABLE: u32 = 1 << 20;
-/// The KMD's context room (`driver/kmd/src/context.rs`, `MAX_CONTEXTS`).
+/// The KMD's context room (`driver/kmd/src/context/mod.rs`, `MAX_CONTEXTS`).
 const CONTEXT_ROOM: u32 = 16_384;
 /// The KMD's queue ids (`driver/kmd/src/hwqueue/mod.rs`, `QUEUE_ID_LIMIT`).
 const QUEUE_IDS: u32 = 4096;

@@ -5,7 +5,8 @@
 //! - the package's file list in the documents is what `scripts/package.sh` writes, and the
 //!   tester's folder in docs/test-machine.md what `scripts/tester-folder.sh` makes;
 //! - every `cargo` command names a real package, test, bench, binary, example and feature, and
-//!   every path in backticks (and every `file.rs::function`) exists;
+//!   every path in backticks (and every `file.rs::function`) exists, and every path a code
+//!   comment names (`paths`);
 //! - the number of suites rerun against the PE image, and their names;
 //! - docs/ddi-status.md lists exactly the slots the driver's table fills, and its count of
 //!   mandatory slots is that of `tests/ddi_table.rs`;
@@ -38,6 +39,7 @@ use std::process::Command;
 mod architecture;
 #[path = "../common/mod.rs"]
 mod common;
+mod paths;
 mod performance;
 
 fn root() -> &'static Path {

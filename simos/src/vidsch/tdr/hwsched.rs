@@ -5,7 +5,7 @@
 //! adapter-wide path with reason 9. No
 //! `DxgkDdiResetEngine` and no `LastAbortedFenceId` on such nodes: the OS's (S, C) of the
 //! node's kernel-mode ring are left as they are (the KMD keeps innocent work, and fails the
-//! reset when one of the OS's own node-ring packets was aborted, driver/kmd/src/reset.rs).
+//! reset when one of the OS's own node-ring packets was aborted, driver/kmd/src/reset/ddi.rs).
 //! `DxgkCbInvalidateHwContext` is accepted during `DxgkDdiResetHwEngine`; the invalidated
 //! contexts' devices go in error (UM-10), or the stalled queue's device when the KMD named none.
 

@@ -122,7 +122,7 @@ pub(super) fn import(name: &str) -> Option<Handler> {
 }
 
 /// The thunks the DLL looks up at run time (`GetProcAddress(gdi32, …)`: the WDDM 3.2 ones,
-/// umd/src/kmt_windows.rs `Wddm32Thunk`).
+/// umd/src/kmt_windows/gdi32.rs `Wddm32Thunk`).
 pub(super) const RUNTIME: &[(&str, Handler)] = &[
     ("D3DKMTCreateDoorbell", thunk!(create_doorbell)),
     ("D3DKMTConnectDoorbell", thunk!(connect_doorbell)),

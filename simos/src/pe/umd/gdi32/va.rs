@@ -52,7 +52,7 @@ struct FreeGpuVirtualAddress {
     size: u64,
 }
 
-// The layouts the DLL's side asserts (umd/src/kmt_windows.rs).
+// The layouts the DLL's side asserts (umd/src/kmt_windows/layout.rs).
 const _: () = {
     assert!(size_of::<ReserveGpuVirtualAddress>() == 72);
     assert!(offset_of!(ReserveGpuVirtualAddress, reservation_type) == 40);
