@@ -152,16 +152,18 @@ fn driver_stack_in_a_linux_guest_across_qemu_pcie() {
     );
     assert!(
         status.success(),
-        "the VM run failed ({status}); its log, {}:\n{}",
+        "the VM run failed ({status}); its log, {}:\n{}\n{}",
         log_path.display(),
-        tail(&out, 80)
+        tail(&out, 80),
+        diagnosis(&out, &vm)
     );
     let runs = results(&out);
     // guest_smoke, the harness on INTx, the harness on MSI.
     assert!(
         runs.len() >= 3 && runs.iter().all(|&(p, f)| p > 0 && f == 0),
-        "the guest did not report every check passed ({runs:?}); log tail:\n{}",
-        tail(&out, 80)
+        "the guest did not report every check passed ({runs:?}); log tail:\n{}\n{}",
+        tail(&out, 80),
+        diagnosis(&out, &vm)
     );
     for kind in ["INTx", "MSI"] {
         assert!(
@@ -172,6 +174,39 @@ fn driver_stack_in_a_linux_guest_across_qemu_pcie() {
             tail(&out, 80)
         );
     }
+}
+
+/// What CI's output needs to diagnose a failed guest run without the machine: each failed
+/// harness row with the stage it ran in (INTx or MSI), and the device server's last lines.
+fn diagnosis(out: &str, vm: &Path) -> String {
+    let mut stage = "";
+    let mut failed = Vec::new();
+    for line in out.lines() {
+        if line.starts_with("== ") {
+            stage = line;
+        } else if line.split_whitespace().nth(1) == Some("FAIL") {
+            failed.push(format!("{stage}\n  {line}"));
+        }
+    }
+    let server = std::fs::read_to_string(vm.join("vfu.log")).unwrap_or_default();
+    format!(
+        "failed cases:\n{}\ndevice server ({}), last lines:\n{}",
+        failed.join("\n"),
+        vm.join("vfu.log").display(),
+        tail(&server, 40)
+    )
+}
+
+#[test]
+fn diagnosis_names_each_failed_case_with_its_stage() {
+    let log = "== guest: rvgpu-whlk --board pci\nA.B  pass  1.0 ms\n\
+               == guest: rvgpu-whlk --board pci (MSI)\nU.Submit  FAIL  2.0 ms  UM-16  Ring(Corrupt)\n";
+    let d = diagnosis(log, Path::new("/nonexistent"));
+    assert!(
+        d.contains("(MSI)\n  U.Submit  FAIL  2.0 ms  UM-16  Ring(Corrupt)"),
+        "{d}"
+    );
+    assert!(!d.contains("A.B"), "{d}");
 }
 
 fn tail(s: &str, n: usize) -> String {
