@@ -100,6 +100,21 @@ fn process_churn_returns_system_memory() {
     still_serves(&m);
 }
 
+/// UM-17: more process lifetimes than the D3DKMT handle space has runs of handle values
+/// (`rvgpu_simos::ob::D3DKMT_HANDLES_PER_RUN` values each, 4,095 runs): each process's values go
+/// with it, so no creation is refused however many processes came and went before.
+#[test]
+fn um_17_process_lifetimes_beyond_the_handle_runs_are_never_refused() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let runs = ((1u64 << 24) - 1) / u64::from(rvgpu_simos::ob::D3DKMT_HANDLES_PER_RUN);
+    for i in 0..runs + 100 {
+        let p = m
+            .create_process(0)
+            .unwrap_or_else(|e| panic!("lifetime {i}: create refused: {e}"));
+        ok(&m, m.exit_process(&p));
+    }
+}
+
 /// Running the machine out of system memory with fences is an NTSTATUS to the
 /// process that asked, never a halt; destroying them makes room again.
 #[test]

@@ -210,6 +210,19 @@ impl<O: Clone> HandleTables<O> {
             .push(process);
     }
 
+    /// `process` is gone (its last device destroyed): its NT handle table (already closed)
+    /// and its D3DKMT handle values go with it, as Windows' handle tables go with their
+    /// process, so the values are another process's later. Kept until the machine dropped, a
+    /// machine ran out of runs after about 4,000 process lifetimes.
+    pub fn release_process(&self, process: ProcessId) {
+        self.processes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p| *p != process);
+        self.lock().remove(&process);
+        local_handles().release(process);
+    }
+
     /// A new handle to `obj` in `process`'s table.
     pub fn insert(&self, process: ProcessId, obj: O) -> Result<u64, NTSTATUS> {
         let mut t = self.lock();

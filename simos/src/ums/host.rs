@@ -22,8 +22,11 @@ use crate::sync::fencelog::LogBuffer;
 pub(crate) trait UmsHost {
     /// The OS this machine plays (timeouts, IRQLs, readings).
     fn os_config(&self) -> &OsConfig;
-    /// `process` runs on this machine: its handle tables go with the machine.
+    /// `process` runs on this machine: its handle tables go with the machine, or with the
+    /// process ([`release_process`](Self::release_process)).
     fn own_process(&self, process: ProcessId);
+    /// `process` is gone: its handle tables go.
+    fn release_process(&self, process: ProcessId);
 
     /// A legacy monitored fence on adapter `i`, owned by `process`.
     fn create_monitored_fence(

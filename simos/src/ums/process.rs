@@ -185,8 +185,10 @@ fn destroy_device_rest(
     // worker's exclusive one, would deadlock).
     drop(_g);
     if let Some(pid) = pid {
-        m.vidmm_destroy_process(a, pid)?;
+        let gone = m.vidmm_destroy_process(a, pid);
         m.forget_fence_process(a, pid);
+        m.release_process(pid);
+        gone?;
     }
     // Fence pages only its address space still reached go back to the machine.
     m.retire_empty_fence_pages(a);

@@ -383,6 +383,10 @@ impl UmsHost for Machine {
         self.handles.own_process(process);
     }
 
+    fn release_process(&self, process: ProcessId) {
+        self.handles.release_process(process);
+    }
+
     fn create_monitored_fence(
         &self,
         i: usize,
