@@ -15,6 +15,7 @@ use rvgpu_ddi::ntstatus::STATUS_ACCESS_DENIED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::machine::answers::ProcessTdrBlock;
 use rvgpu_simos::{Machine, Mode, SimError, TdrConfig, TdrEvent, UmsProcess};
+use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::submit::UserQueue;
 
 /// Whether the machine plays 24H2's block (the pages have none).
@@ -26,7 +27,7 @@ fn blocks(m: &Machine) -> bool {
 /// recovered by an engine reset (the `n`th of the machine).
 fn hang(m: &Machine, p: &UmsProcess, n: u64) {
     let k = m.kmt(p);
-    let ctx = okk(m, rvgpu_umd::kmt::Kmt::create_context(&k, 0));
+    let ctx = okk(m, k.create_context(0));
     ok(m, m.submit_legacy(p, ctx, &[Command::Hang]));
     run_until(m, "engine reset", |m| resets(m) == n);
 }
@@ -79,6 +80,9 @@ fn tdr_05_fourth_engine_timeout_within_tdr_limit_time_refuses_the_process_new_de
         assert!(m.is_gpu_access_blocked(0, p.pid));
         assert!(m.enum_adapters(p.pid).is_empty(), "the adapter is hidden");
         assert_eq!(blocked_events(&m), 1);
+        // The block is the process's: it outlives the device that was charged first.
+        ok(&m, m.exit_process(&p));
+        assert!(m.is_gpu_access_blocked(0, p.pid));
     } else {
         ok(&m, m.create_device(&p));
         assert!(!m.is_gpu_access_blocked(0, p.pid));
@@ -187,6 +191,32 @@ fn tdr_05_hws_node_timeouts_block_the_process_too() {
     assert_eq!(refused, blocks(&m), "{:#?}", m.tdr_events(0));
     assert_eq!(m.is_gpu_access_blocked(0, first.pid), blocks(&m));
     ok(&m, m.create_process(0));
+    no_fault(&m);
+}
+
+/// TDR-05's recreated device lives in the process of the lost one: destroying the lost device
+/// leaves the process and its GPU VA space to the new one, whose work runs; the process is
+/// gone with its last device.
+#[test]
+fn tdr_05_a_recreated_device_shares_the_process_and_outlives_the_lost_one() {
+    let m = sw_tdr_machine(Mode::Step, |_| {});
+    let lost = hang_repeatedly(&m, 1, 0);
+    let p = ok(&m, m.create_device(&lost));
+    assert_eq!(p.pid, lost.pid);
+    assert_ne!(p.device, lost.device);
+    ok(&m, m.exit_process(&lost));
+    let k = m.kmt(&p);
+    let ctx = okk(&m, k.create_context(0));
+    let t = okk(&m, k.create_allocation(4096));
+    ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 0x5A)]));
+    run_until(&m, "fill", |m| all_done(m, 0));
+    assert_eq!(t.mem.load(0), 0x5A);
+    drop(t);
+    ok(&m, m.exit_process(&p));
+    assert!(
+        matches!(m.create_device(&p), Err(SimError::DdiFailed(_))),
+        "no device left: no process to add one to"
+    );
     no_fault(&m);
 }
 
