@@ -217,3 +217,41 @@ fn a_dll_static_written_by_one_process_is_not_seen_by_another() {
     assert_ne!(o.adapter, 0);
     no_fault(&m);
 }
+
+/// TDR-05's per-process block through the DLL: after A's simulated process times out the
+/// engine four times within `TdrLimitTime` (on devices recreated in it, as an application does
+/// after a loss), 24H2 refuses A's next `D3DKMTOpenAdapterFromLuid` (STATUS_ACCESS_DENIED,
+/// `K:DxgkOpenAdapterFromLuidImpl`), so `rvgpu_open_adapter` fails there, while B opens the
+/// adapter as before. Under the pages nothing is blocked.
+#[test]
+fn tdr_05_a_process_blocked_for_repeated_engine_timeouts_cannot_open_the_adapter_the_other_can() {
+    use rvgpu_hw::cmd::Command;
+    use rvgpu_simos::machine::answers::ProcessTdrBlock;
+    use rvgpu_simos::TdrConfig;
+    use rvgpu_umd::submit::UserQueue;
+
+    let (m, a, b) = two_processes();
+    enable_tdr(&m, TdrConfig::default());
+    let o = objects(&a);
+    assert_ne!(o.adapter, 0);
+    let first = a.devices()[0];
+    for n in 1..=4 {
+        let d = ok(&m, m.create_device(&first));
+        let mut uq = okk(&m, UserQueue::new(m.kmt(&d), &config(0)));
+        okk(&m, uq.submit(&[Command::Hang]));
+        run_until(&m, "engine reset", |m| m.tdr_counts(0).0 == n);
+        // Its device is in error; the queue stays as the process left it.
+        std::mem::forget(uq);
+    }
+    let blocks = m.os_config().reading.process_tdr_block == ProcessTdrBlock::Blocks;
+    let mut adapter = 0u64;
+    let r = call(&a, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut adapter)]);
+    assert_eq!(r == OK, !blocks, "A's open after four timeouts: {r}");
+    let mut adapter = 0u64;
+    assert_eq!(
+        call(&b, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut adapter)]),
+        OK
+    );
+    assert_ne!(adapter, 0);
+    no_fault(&m);
+}

@@ -218,6 +218,23 @@ pub enum HwsTdr {
     DbgInfoFirst,
 }
 
+/// Whether repeated engine timeouts block a process from the adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessTdrBlock {
+    /// 24H2 (`M:VidSchiResetEngine` @0x140047318, `M:VidSchInvalidateHwContext`
+    /// @0x1400521E0): each engine timeout is stamped in the offending process's own history;
+    /// at the `TdrLimitCount - 1`th within `TdrLimitTime` (the fourth by default) the process
+    /// is blocked on the adapter: `M:VidSchiCreateDeviceInternal` @0x1400D3D40 refuses its new
+    /// devices (STATUS_ACCESS_DENIED) and `K:EnumAdaptersCallback` @0x14034F110 /
+    /// `K:DxgkOpenAdapterFromLuidImpl` @0x14035AC38 hide the adapter from it. The 26H1
+    /// reading keeps it (nothing read there says otherwise).
+    Blocks,
+    /// The pages ("Timeout detection and recovery (TDR)", "TDR registry keys"):
+    /// `TdrLimitCount` and `TdrLimitTime` count the machine's TDRs only; no process is
+    /// blocked.
+    None,
+}
+
 /// What a hardware queue's progress fence is (`D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProgressFence {
@@ -403,6 +420,8 @@ pub struct Reading {
     pub allocation_va: AllocationVa,
     /// The allocation handles a doorbell's creation names.
     pub ring_handles: RingHandles,
+    /// Whether repeated engine timeouts block a process.
+    pub process_tdr_block: ProcessTdrBlock,
 }
 
 impl Reading {
@@ -428,6 +447,7 @@ impl Reading {
         paging_start: PagingStart::CpuVirtual,
         allocation_va: AllocationVa::MappedByCaller,
         ring_handles: RingHandles::DeviceSpecific,
+        process_tdr_block: ProcessTdrBlock::Blocks,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -463,6 +483,7 @@ impl Reading {
         paging_start: PagingStart::DriverMode,
         allocation_va: AllocationVa::AtCreate,
         ring_handles: RingHandles::Created,
+        process_tdr_block: ProcessTdrBlock::None,
     };
 
     /// Every named reading.

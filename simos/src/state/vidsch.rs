@@ -1,9 +1,10 @@
 //! VidSch's per-adapter state: its system objects, its hardware-scheduling state and the wake
 //! of its PASSIVE worker. Held by the adapter ([`crate::adapter::AdapterShared::sch`]), with
 //! the types it holds; the operations are in [`crate::vidsch`]. Also the machine's history of
-//! recovered TDRs ([`TdrHistory`]), held by the machine's state.
+//! recovered TDRs ([`TdrHistory`]) and each process's ([`ProcessTdr`]), held by the machine's
+//! state.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use rvgpu_ddi::hws::{
@@ -15,6 +16,7 @@ use rvgpu_device::SysAlloc;
 
 use crate::base::clock::MsClock;
 use crate::base::line::Wake;
+use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
 
 /// VidSch's state for one adapter.
@@ -201,6 +203,23 @@ pub struct TdrHistory {
     clock: MsClock,
     /// When each recent adapter-wide recovery finished ([`Self::now`]), oldest first.
     pub(crate) times: Mutex<VecDeque<u64>>,
+    /// Each process's own history and blocks, by process (`crate::vidsch::tdr::process`).
+    pub(crate) processes: Mutex<HashMap<ProcessId, ProcessTdr>>,
+}
+
+/// What 24H2's `VIDSCH_PROCESS` keeps for TDR (`M:VidSchCreateProcess` @0x1400FE760): its own
+/// history of engine timeouts (`TdrHistoryInit` at +40, the same 64-entry ring as the
+/// machine's), the bitmap of adapters its GPU access is blocked on (+2624, one bit per adapter
+/// index) and whether it registered as DWM (+2632, `M:VidSchRegisterAsDwm` @0x140124F20).
+#[derive(Debug, Default)]
+pub struct ProcessTdr {
+    /// When each recent engine timeout charged to the process was stamped ([`TdrHistory::now`]),
+    /// oldest first.
+    pub(crate) times: VecDeque<u64>,
+    /// The adapters (by index) the process is blocked on.
+    pub(crate) blocked: BTreeSet<usize>,
+    /// The process registered as DWM: its timeouts are not charged.
+    pub(crate) dwm: bool,
 }
 
 impl TdrHistory {
@@ -212,5 +231,26 @@ impl TdrHistory {
     /// Now on the machine's clock: rounds in step mode, milliseconds in threaded mode.
     pub fn now(&self, step: bool) -> u64 {
         self.clock.now(step)
+    }
+
+    /// Whether `pid`'s GPU access is blocked on adapter `adapter` (`M:VidSchIsGpuAccessBlocked`
+    /// @0x1400FB9A0: the adapter's bit in the process's bitmap).
+    pub(crate) fn is_blocked(&self, pid: ProcessId, adapter: usize) -> bool {
+        crate::base::lock::lock(&self.processes)
+            .get(&pid)
+            .is_some_and(|p| p.blocked.contains(&adapter))
+    }
+
+    /// `pid` registered as DWM (`M:VidSchRegisterAsDwm` @0x140124F20).
+    pub(crate) fn register_as_dwm(&self, pid: ProcessId) {
+        crate::base::lock::lock(&self.processes)
+            .entry(pid)
+            .or_default()
+            .dwm = true;
+    }
+
+    /// `pid` is gone: so are its history and blocks (they live in its `VIDSCH_PROCESS`).
+    pub(crate) fn forget_process(&self, pid: ProcessId) {
+        crate::base::lock::lock(&self.processes).remove(&pid);
     }
 }

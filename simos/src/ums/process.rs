@@ -8,7 +8,7 @@ use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::dxgkrnl::{
     D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
 };
-use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
+use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_HANDLE};
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CREATEDEVICEFLAGS};
 
 use super::allocation::free_alloc;
@@ -169,7 +169,20 @@ fn destroy_device_rest(
     // itself: not under the device guard (a second shared acquisition behind a waiting
     // writer would deadlock, as for the VA space below).
     drop(g);
-    close_process_fences(m, a, device)?;
+    // The process's own objects go with its last device.
+    let last = {
+        let os = lock(&a.ums);
+        os.devices.get(&device).is_some_and(|d| {
+            os.devices
+                .values()
+                .filter(|o| o.process == d.process)
+                .count()
+                == 1
+        })
+    };
+    if last {
+        close_process_fences(m, a, device)?;
+    }
     let _g = dev_guard(a, dl);
     let kmd = lock(&a.ums).device(device)?.kmd;
     destroy_kmd!(a, table(a)?, DxgkDdiDestroyDevice, "device", kmd)?;
@@ -177,16 +190,17 @@ fn destroy_device_rest(
         let mut os = lock(&a.ums);
         let pid = os.devices.remove(&device).map(|d| d.process);
         os.events.push(UmsEvent::DestroyDevice { device });
-        pid
+        pid.filter(|pid| !os.devices.values().any(|d| d.process == *pid))
     };
-    // The process's last device is gone (one device per simulated process): so is its GPU VA
-    // space. Not under the device guard: unmapping what is left is paging work, which takes
-    // the shared power lock itself (a second shared acquisition behind a waiting writer, the
-    // worker's exclusive one, would deadlock).
+    // The process's last device is gone: so is its GPU VA space, and VidSch's process with
+    // its TDR history. Not under the device guard: unmapping what is left is paging work,
+    // which takes the shared power lock itself (a second shared acquisition behind a waiting
+    // writer, the worker's exclusive one, would deadlock).
     drop(_g);
     if let Some(pid) = pid {
         let gone = m.vidmm_destroy_process(a, pid);
         m.forget_fence_process(a, pid);
+        a.state.tdr_history.forget_process(pid);
         m.release_process(pid);
         gone?;
     }
@@ -301,14 +315,48 @@ pub(crate) fn create_process(
     a: &AdapterShared,
     i: usize,
 ) -> Result<UmsProcess, SimError> {
-    let f = ddi::table_slot!(a, DxgkDdiCreateDevice)?.map_or_else(not_supported, Ok)?;
+    ddi::table_slot!(a, DxgkDdiCreateDevice)?.map_or_else(not_supported, Ok)?;
     let pid = ProcessId(NEXT_PROCESS.fetch_add(1, Ordering::Relaxed));
     // The process's D3DKMT handle table lives as long as this machine.
     m.own_process(pid);
-    let h = new_handle(pid)?;
     // WDDM 2.x: the process's GPU VA space exists before its first device, which names
     // it (DXGKARG_CREATEDEVICE::hKmdProcess).
     let kmd_process = m.vidmm_create_process(a, pid)?;
+    match new_device(a, i, pid, kmd_process) {
+        Err(e @ SimError::DdiFailed(_)) => {
+            // The GPU process goes with the failed device (`DxgkDdiDestroyProcess`); a
+            // failure there is the OS's own error and outranks the driver's refusal.
+            m.vidmm_destroy_process(a, pid)?;
+            Err(e)
+        }
+        r => r,
+    }
+}
+
+/// Another D3D device in `p`'s process on its adapter (`D3DKMTCreateDevice` again: an
+/// application recreating its device after a loss). Refused with STATUS_ACCESS_DENIED once
+/// the process is blocked on the adapter (`crate::vidsch::tdr`'s per-process block).
+pub(crate) fn create_device(a: &AdapterShared, p: &UmsProcess) -> Result<UmsProcess, SimError> {
+    let alive = lock(&a.ums).devices.values().any(|d| d.process == p.pid);
+    if !alive {
+        return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+    }
+    let kmd_process = lock(&a.mm.vidmm).process(p.pid).map(|(kmd, _, _)| kmd);
+    new_device(a, p.adapter, p.pid, kmd_process)
+}
+
+/// `DxgkDdiCreateDevice` for `pid` (whose KMD process is `kmd_process`), then VidSch's
+/// device: `K:DXGDEVICE::Initialize` @0x1403973B4 creates the driver's device before VidSch's,
+/// and `M:VidSchiCreateDeviceInternal` @0x1400D3D40 fails with STATUS_ACCESS_DENIED when the
+/// process's bit for the adapter is set (the driver's device is destroyed again).
+fn new_device(
+    a: &AdapterShared,
+    i: usize,
+    pid: ProcessId,
+    kmd_process: Option<usize>,
+) -> Result<UmsProcess, SimError> {
+    let f = ddi::table_slot!(a, DxgkDdiCreateDevice)?.map_or_else(not_supported, Ok)?;
+    let h = new_handle(pid)?;
     let mut args = DXGKARG_CREATEDEVICE {
         hDevice: kernel_handle(h) as HANDLE,
         Anonymous: DXGKARG_CREATEDEVICE_0 {
@@ -328,33 +376,30 @@ pub(crate) fn create_process(
             status as u32
         ));
     }
-    if let Err(e) = check_status(status) {
-        // The GPU process goes with the failed device (`DxgkDdiDestroyProcess`); a failure
-        // there is the OS's own error and outranks the driver's refusal.
-        m.vidmm_destroy_process(a, pid)?;
-        return Err(e);
-    }
+    check_status(status)?;
     let kmd = args.hDevice as usize;
-    {
-        let mut os = lock(&a.ums);
-        check_kmd_handle(
-            a,
-            "DxgkDdiCreateDevice",
-            "hDevice",
-            kmd,
-            os.devices.values().map(|d| d.kmd),
-        )?;
-        os.devices.insert(
-            h,
-            DeviceObj {
-                kmd,
-                lock: Arc::new(Mutex::new(())),
-                process: pid,
-                in_error: false,
-            },
-        );
-        os.events.push(UmsEvent::CreateDevice { device: h });
+    if a.state.tdr_history.is_blocked(pid, i) {
+        destroy_kmd!(a, table(a)?, DxgkDdiDestroyDevice, "device", kmd)?;
+        return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
     }
+    let mut os = lock(&a.ums);
+    check_kmd_handle(
+        a,
+        "DxgkDdiCreateDevice",
+        "hDevice",
+        kmd,
+        os.devices.values().map(|d| d.kmd),
+    )?;
+    os.devices.insert(
+        h,
+        DeviceObj {
+            kmd,
+            lock: Arc::new(Mutex::new(())),
+            process: pid,
+            in_error: false,
+        },
+    );
+    os.events.push(UmsEvent::CreateDevice { device: h });
     Ok(UmsProcess {
         adapter: i,
         pid,

@@ -65,6 +65,35 @@ impl Machine {
         ums::process::create_process(self, &a, i)
     }
 
+    /// Another D3D device in `p`'s process on `p`'s adapter (`D3DKMTCreateDevice` again, as
+    /// an application recreating its device after a loss). STATUS_ACCESS_DENIED once the
+    /// process is blocked on the adapter for repeated engine timeouts
+    /// (docs/tdr.md#the-simulated-os).
+    pub fn create_device(&self, p: &UmsProcess) -> Result<UmsProcess, SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        ums::process::create_device(&a, p)
+    }
+
+    /// Whether `pid`'s GPU access is blocked on adapter `i` for repeated engine timeouts
+    /// (`K:ADAPTER_RENDER::IsProcessGpuAccessBlocked` @0x14036E228).
+    pub fn is_gpu_access_blocked(&self, i: usize, pid: ProcessId) -> bool {
+        i < self.adapter_count() && self.state.tdr_history.is_blocked(pid, i)
+    }
+
+    /// The adapters `D3DKMTEnumAdapters2` lists to `pid`: the started ones it is not blocked
+    /// on (`K:EnumAdaptersCallback` @0x14034F110 leaves a blocked adapter out).
+    pub fn enum_adapters(&self, pid: ProcessId) -> Vec<usize> {
+        (0..self.adapter_count())
+            .filter(|&i| self.ums_adapter(i).is_ok() && !self.is_gpu_access_blocked(i, pid))
+            .collect()
+    }
+
+    /// `p`'s process registers as the Desktop Window Manager (`M:VidSchRegisterAsDwm`
+    /// @0x140124F20): its engine timeouts never block it.
+    pub fn register_as_dwm(&self, p: &UmsProcess) {
+        self.state.tdr_history.register_as_dwm(p.pid);
+    }
+
     /// UM-17: normal process exit. By the pages, per queue: disconnect the doorbell, wait for
     /// the last queued progress value, destroy doorbell and queue; then the allocations,
     /// contexts and the device. 24H2 flushes the device into error, then destroys the

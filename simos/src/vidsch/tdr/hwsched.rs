@@ -90,6 +90,10 @@ pub(crate) fn recover_hw_node(
     let invalidated = lock(&sh.os).end_reset();
     let st = st?;
     record(a, sh, EngineDdi::Reset, node, st);
+    // 24H2 `VidSchInvalidateHwContext`: each context named during the reset is charged.
+    for d in &invalidated {
+        super::process::charge(a, sh, *d);
+    }
     let mut errored: BTreeSet<KmtHandle> = invalidated.iter().copied().collect();
     if flush_after_reset {
         // 24H2 `VidSchiResetHwEngine`: KeFlushQueuedDpcs right after the reset.

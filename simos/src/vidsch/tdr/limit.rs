@@ -13,7 +13,9 @@
 //!   0x1401CFB50: walking the history of recovered TDRs (64 entries) from the newest back, it
 //!   counts the ones no older than `TdrLimitTime` and stops at the first older one; a count of
 //!   at least `TdrLimitCount` is `TdrBugcheckOnTimeout(context, 0, 13)` @ 0x140186C5C, that is
-//!   `KeBugCheckEx(0x116 VIDEO_TDR_FAILURE, recovery context, owner tag, 0, 13)`.
+//!   `KeBugCheckEx(0x116 VIDEO_TDR_FAILURE, recovery context, owner tag, 0, 13)` — unless
+//!   `TdrDebugMode` is 3, which skips the check (`TdrInit` keeps 0 to 3 and reads anything
+//!   else as 2).
 //!
 //! The history is the machine's ([`TdrHistory`], Windows' `g_TdrHistory`): every adapter's
 //! recoveries count against one limit. The limits are the timed-out adapter's `TdrConfig`
@@ -27,20 +29,20 @@ use crate::state::vidsch::TdrHistory;
 use super::state::TdrOs;
 
 /// Entries of the history (`TdrHistoryIsLimitExhausted` indexes it `& 0x3F`).
-const HISTORY: usize = 64;
+pub(super) const HISTORY: usize = 64;
 
 /// Parameter 4 of the 0x116 bug check when the limit is exhausted (24H2
 /// `TdrIsRecoveryRequired`).
 const LIMIT_EXHAUSTED: u64 = 13;
 
 /// `TdrLimitCount` as `TdrInit` reads it.
-fn limit_count(os: &TdrOs) -> usize {
+pub(super) fn limit_count(os: &TdrOs) -> usize {
     os.config.limit_count.clamp(1, 32) as usize
 }
 
 /// `TdrLimitTime` in [`TdrHistory::now`]'s unit: rounds in step mode (unclamped: rounds have no
 /// seconds to clamp), milliseconds in threaded mode (5 s to 3600 s, as `TdrInit` reads it).
-fn limit_time(os: &TdrOs) -> u64 {
+pub(super) fn limit_time(os: &TdrOs) -> u64 {
     if os.step {
         os.config.limit_time_steps
     } else {
@@ -48,17 +50,37 @@ fn limit_time(os: &TdrOs) -> u64 {
     }
 }
 
-/// Whether `TdrLimitCount` recoveries of the machine already happened within `TdrLimitTime`
-/// of now.
-fn exhausted(os: &TdrOs, history: &TdrHistory) -> bool {
-    let now = history.now(os.step);
+/// `TdrDebugMode` as `TdrInit` reads it: 0 to 3 kept, anything else 2.
+pub(super) fn debug_mode(os: &TdrOs) -> u32 {
+    if os.config.debug_mode <= 3 {
+        os.config.debug_mode
+    } else {
+        2
+    }
+}
+
+/// How many of `times` (oldest first) are no older than `TdrLimitTime` before `now`, walking
+/// from the newest and stopping at the first older one, as `TdrHistoryIsLimitExhausted` does.
+pub(super) fn recent<'a>(
+    os: &TdrOs,
+    now: u64,
+    times: impl DoubleEndedIterator<Item = &'a u64>,
+) -> usize {
     let window = limit_time(os);
-    let recent = lock(&history.times)
-        .iter()
+    times
         .rev()
         .take_while(|t| now.saturating_sub(**t) <= window)
-        .count();
-    recent >= limit_count(os)
+        .count()
+}
+
+/// Whether `TdrLimitCount` recoveries of the machine already happened within `TdrLimitTime`
+/// of now (never with `TdrDebugMode` 3).
+fn exhausted(os: &TdrOs, history: &TdrHistory) -> bool {
+    if debug_mode(os) == 3 {
+        return false;
+    }
+    let now = history.now(os.step);
+    recent(os, now, lock(&history.times).iter()) >= limit_count(os)
 }
 
 /// Before an adapter-wide reset: the bug check 0x116 (…, 13) and a log line if the limit is
@@ -159,6 +181,21 @@ mod tests {
         assert!(check(&os, &h).is_some(), "two within the last 20 rounds");
         recover(&os, &h, 0, 51);
         assert!(check(&os, &h).is_none(), "both aged out");
+    }
+
+    #[test]
+    fn tdr_09_tdr_debug_mode_3_skips_the_limit_and_reads_above_3_as_2() {
+        let h = TdrHistory::default();
+        let mut os = step_os(1, 1_000);
+        recover(&os, &h, 3, 0);
+        os.config.debug_mode = 3;
+        assert!(
+            check(&os, &h).is_none(),
+            "mode 3 checks no consecutive recoveries"
+        );
+        os.config.debug_mode = 7;
+        assert_eq!(debug_mode(&os), 2);
+        assert!(check(&os, &h).is_some(), "7 reads as 2, which checks");
     }
 
     #[test]

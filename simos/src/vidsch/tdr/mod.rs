@@ -62,6 +62,7 @@ mod control;
 mod hwsched;
 mod irq;
 mod limit;
+mod process;
 mod recovery;
 mod report;
 mod watchdog;

@@ -139,6 +139,8 @@ pub(crate) fn recover_node(
         os.events.push(TdrEvent::NothingToReset { node });
         return Ok(());
     }
+    // The context running on the node when it timed out (24H2 `VidSchiResetEngine`).
+    let running = super::process::running_device(a, sh, node, stalled);
     // Step 6.
     flush_dpcs(a, step, irq)?;
     lock(&sh.os).events.push(TdrEvent::DpcFlushed { node });
@@ -224,6 +226,9 @@ pub(crate) fn recover_node(
         });
         let invalidated = lock(&sh.os).end_reset();
         let st = st?;
+        if let Some(d) = running.filter(|_| rn == node) {
+            super::process::charge(a, sh, d);
+        }
         let la = r.LastAbortedFenceId;
         lock(&sh.os).events.push(TdrEvent::ResetEngine {
             node: rn,

@@ -131,6 +131,9 @@ pub enum TdrEvent {
     },
     /// A packet of an errored device dropped.
     Dropped { node: u32, fence: u32 },
+    /// `device`'s process was blocked on the adapter: this engine timeout was one too many
+    /// within `TdrLimitTime` (`super::process`).
+    ProcessBlocked { device: KmtHandle },
     /// A device put in error (UM-10).
     DeviceError {
         device: KmtHandle,
@@ -167,6 +170,13 @@ pub struct TdrConfig {
     /// Step mode: `TdrLimitTime` in rounds. The default, 9000, keeps Windows' ratio of
     /// `TdrLimitTime` to `TdrDelay` (60 s to 2 s) over the default 300-round timeout.
     pub limit_time_steps: u64,
+    /// `GraphicsDrivers\TdrDebugMode` (default 2, `TDR_DEBUG_MODE_RECOVER_NO_PROMPT`; 0 to 3
+    /// kept, anything else read as 2 by `K:TdrInit` @0x1401CFC24). Only 3 changes what the
+    /// simulation does (no debugger is ever attached): `K:TdrIsRecoveryRequired`
+    /// @0x1401D01F0 skips the `TdrLimitCount` check ("will not check for consecutive
+    /// recoveries", `K:TdrAllowToDebugEngineTimeout` @0x1401CF460); the per-process block of
+    /// VidSch does not read it (`super::process`).
+    pub debug_mode: u32,
 }
 
 impl Default for TdrConfig {
@@ -180,6 +190,7 @@ impl Default for TdrConfig {
             limit_count: 5,
             limit_time: Duration::from_secs(60),
             limit_time_steps: 9_000,
+            debug_mode: 2,
         }
     }
 }

@@ -38,6 +38,7 @@ use layout::*;
 /// `STATUS_UNSUCCESSFUL`.
 pub const STATUS_UNSUCCESSFUL: u32 = 0xC000_0001;
 const STATUS_INVALID_PARAMETER: u32 = 0xC000_000D;
+const STATUS_ACCESS_DENIED: u32 = 0xC000_0022;
 const STATUS_ACCESS_VIOLATION: u32 = cpu::STATUS_ACCESS_VIOLATION;
 const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
 const STATUS_NO_MEMORY: u32 = 0xC000_0017;
@@ -249,7 +250,10 @@ fn query_adapter_info(p: &UserProcess, at: u64) -> Status {
     .map_err(nt)
 }
 
-/// `D3DKMTOpenAdapterFromLuid`: an adapter with that LUID, else STATUS_INVALID_PARAMETER.
+/// `D3DKMTOpenAdapterFromLuid`: an adapter with that LUID, else STATUS_INVALID_PARAMETER;
+/// STATUS_ACCESS_DENIED when the process is blocked on it for repeated engine timeouts
+/// (`K:DxgkOpenAdapterFromLuidImpl` @0x14035AC38; each device of the process is a simulated
+/// process of its own, so any of them blocked blocks it).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>
 fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
     let a: OpenAdapterFromLuid = args(at)?;
@@ -257,6 +261,13 @@ fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
     let i = (0..p.machine.adapter_count())
         .find(|&i| luid_of(i) == (a.luid_low, a.luid_high))
         .ok_or(STATUS_INVALID_PARAMETER)?;
+    let blocked = lock(&p.handles)
+        .devices
+        .values()
+        .any(|d| p.machine.is_gpu_access_blocked(i, d.sim.pid));
+    if blocked {
+        return Err(STATUS_ACCESS_DENIED);
+    }
     let h = crate::ums::new_adapter_handle().map_err(|e| sim_status(&e))?;
     lock(&p.handles).adapters.insert(h, i);
     put(at, offset_of!(OpenAdapterFromLuid, h_adapter), &h)
