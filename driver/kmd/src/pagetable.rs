@@ -237,11 +237,15 @@ pub fn update<P: Platform>(
     // The array holds at least one entry (NumPageTableEntries > 0, checked).
     let e0 = entry(call, op, 0).ok_or(status::INVALID_PARAMETER)?;
     // Pages each entry maps: leaves map one; level-1 entries map a large page each when they
-    // are large pages or VidMm names an allocation (a large page being unmapped); other
-    // entries link tables and map nothing themselves.
+    // are large pages, and an invalidated level-1 entry (a large page unmapped, or a leaf
+    // table unlinked) leaves nothing mapped in the large page's span below it, whatever it
+    // held. The invalidation names no allocation (24H2: M:VIDMM_PAGE_TABLE::
+    // UpdatePageTableInvalidate @0x1400AB920), so its entry alone tells. A fresh table's first
+    // clear (`InitialUpdate`) had nothing below it to forget. Other entries link tables.
+    let initial = op.Flags.get(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate) != 0;
     let per_entry = match level {
         0 => 1,
-        mmu::LARGE_LEVEL if e0.large_page() || !op.hAllocation.is_null() => {
+        mmu::LARGE_LEVEL if e0.large_page() || (!e0.valid() && !initial) => {
             mmu::PAGE_2M / mmu::PAGE_4K
         }
         _ => 0,

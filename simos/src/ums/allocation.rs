@@ -306,6 +306,10 @@ fn describe(
         pAllocationInfo: &mut info,
         ..Default::default()
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::CREATE_ALLOCATION, &args);
+    a.observer()
+        .handed(&rvgpu_ddi::handover::ALLOCATION_INFO, &info);
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block whose
     // one info and private data outlive the call.
