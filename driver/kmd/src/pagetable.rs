@@ -388,8 +388,8 @@ fn forget_fence_pages<P: Platform>(
 /// Records the leaves VidMm mapped without naming an allocation (`fence::pages`): where
 /// each points, and the entry written at which table address. A fence's first open resolves
 /// its values through them and takes `USER` off its MonitoredValue's. A record that does not
-/// fit (the pool's end, or the process's share of it) is not made; an open that needs it then
-/// fails with `STATUS_NO_MEMORY`.
+/// fit (the room made before, the pool's end, or the process's share of it) is not made; an
+/// open that needs it then fails with `STATUS_NO_MEMORY`. Nothing is allocated here.
 fn note_fence_pages<P: Platform>(
     call: Call<'_>,
     a: &Adapter<P>,
@@ -424,7 +424,7 @@ fn note_fence_pages<P: Platform>(
             .fences
             .lock()
             .pages
-            .note::<P>(process, va, leaf, &live.quotas.fence_pages);
+            .note(process, va, leaf, &live.quotas.fence_pages);
     }
 }
 
