@@ -401,6 +401,8 @@ fn ddi_01_the_os_fills_no_field_24h2_leaves_zero() {
         rvgpu_ddi::handover::UPDATE_PAGE_TABLE_INVALIDATE.name,
         rvgpu_ddi::handover::CREATE_ALLOCATION.name,
         rvgpu_ddi::handover::ALLOCATION_INFO.name,
+        rvgpu_ddi::handover::OPEN_ALLOCATION.name,
+        rvgpu_ddi::handover::OPEN_ALLOCATION_INFO.name,
     ] {
         let (blocks, filled) = m.handover(0, ddi);
         assert!(blocks > 0, "no {ddi} checked");

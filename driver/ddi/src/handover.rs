@@ -10,8 +10,9 @@
 //!
 //! Audited: `DxgkDdiCreateProcess`; UPDATEPAGETABLE, maps and invalidations apart;
 //! `DxgkDdiCreateAllocation` (device allocations) and its `DXGK_ALLOCATIONINFO` inputs;
-//! `DxgkDdiCreateHwQueue`, kernel-mode and user-mode queues apart; `DxgkDdiCreateDoorbell`.
-//! Unread: `DXGKARG_OPENALLOCATION`; `DXGKARG_SUBMITCOMMANDTOHWQUEUE` of a kernel-mode queue
+//! `DxgkDdiCreateHwQueue`, kernel-mode and user-mode queues apart; `DxgkDdiCreateDoorbell`;
+//! `DxgkDdiOpenAllocation` (the creating device's open) and its `DXGK_OPENALLOCATIONINFO`.
+//! Unread: `DXGKARG_SUBMITCOMMANDTOHWQUEUE` of a kernel-mode queue
 //! (the one 24H2 caller read, M `SubmitPagingToHwQueue` @0x140045C20, submits paging work);
 //! whether the `DXGK_ALLOCATIONINFO` array arrives zeroed; what `FirstPteVirtualAddress` a
 //! directory-level update carries (M `VIDMM_PAGE_DIRECTORY::CommitVirtualAddressRange`
@@ -20,7 +21,10 @@
 //! Adding a DDI: a `pub const` [`Ddi`] of its block's type built with `filled_row!` and
 //! `zero_row!` rows, and a call of the simulated OS's recorder where it hands the block over.
 
-use crate::allocation::{DXGKARG_CREATEALLOCATION, DXGKARG_CREATEPROCESS, DXGK_ALLOCATIONINFO};
+use crate::allocation::{
+    DXGKARG_CREATEALLOCATION, DXGKARG_CREATEPROCESS, DXGKARG_OPENALLOCATION, DXGK_ALLOCATIONINFO,
+    DXGK_OPENALLOCATIONINFO,
+};
 use crate::memory::DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE;
 use crate::submission::{DXGKARG_CREATEDOORBELL, DXGKARG_CREATEHWQUEUE, DXGKARG_CREATEHWQUEUE_0};
 
@@ -111,6 +115,12 @@ impl IsZero for DXGKARG_CREATEHWQUEUE_0 {
         // SAFETY: both arms are plain data and the pointer-sized arm covers every byte of the
         // union, so any bit pattern read is a valid value.
         unsafe { self.hHwQueueNativeProgressFence }.is_null()
+    }
+}
+
+impl IsZero for usize {
+    fn is_zero(&self) -> bool {
+        *self == 0
     }
 }
 
@@ -434,6 +444,99 @@ pub const ALLOCATION_INFO: Ddi<DXGK_ALLOCATIONINFO> = Ddi {
     ],
 };
 
+const OPEN_BY: &str = "K:DXGDEVICE::OpenAllocations @0x140324850";
+
+/// `DxgkDdiOpenAllocation` of the creating device's open of device allocations, which
+/// `K:DXGDEVICE::CreateAllocation` @0x140356E10 makes for every allocation it creates:
+/// `OPEN_BY` builds the block on its stack, zeroing the padding and both outputs.
+pub const OPEN_ALLOCATION: Ddi<DXGKARG_OPENALLOCATION> = Ddi {
+    name: "DxgkDdiOpenAllocation",
+    block: "DXGKARG_OPENALLOCATION",
+    rows: &[
+        filled_row!(
+            DXGKARG_OPENALLOCATION.NumAllocations,
+            true,
+            OPEN_BY,
+            "the caller's count"
+        ),
+        filled_row!(
+            DXGKARG_OPENALLOCATION.pOpenAllocation,
+            true,
+            OPEN_BY,
+            "Dxgkrnl's DXGK_OPENALLOCATIONINFO array (OPEN_ALLOCATION_INFO)"
+        ),
+        zero_row!(
+            DXGKARG_OPENALLOCATION.pPrivateDriverData,
+            false,
+            OPEN_BY,
+            "a pool copy of the create's resource-wide private data, which a device \
+             allocation's create has none of"
+        ),
+        zero_row!(
+            DXGKARG_OPENALLOCATION.PrivateDriverSize,
+            false,
+            OPEN_BY,
+            "the create's resource-wide private-data size: none for a device allocation"
+        ),
+        filled_row!(
+            DXGKARG_OPENALLOCATION.Flags,
+            true,
+            OPEN_BY,
+            "Create for the creating device's open; bit 1 from the caller's create flags"
+        ),
+        filled_row!(
+            DXGKARG_OPENALLOCATION.SubresourceIndex,
+            false,
+            OPEN_BY,
+            "the caller's subresource index"
+        ),
+        zero_row!(
+            DXGKARG_OPENALLOCATION.SubresourceOffset,
+            false,
+            OPEN_BY,
+            "an output, zeroed"
+        ),
+        zero_row!(
+            DXGKARG_OPENALLOCATION.Pitch,
+            false,
+            OPEN_BY,
+            "an output, zeroed"
+        ),
+    ],
+};
+
+/// One `DXGK_OPENALLOCATIONINFO` of [`OPEN_ALLOCATION`], written by `OPEN_BY` per allocation.
+pub const OPEN_ALLOCATION_INFO: Ddi<DXGK_OPENALLOCATIONINFO> = Ddi {
+    name: "DxgkDdiOpenAllocation(DXGK_OPENALLOCATIONINFO)",
+    block: "DXGK_OPENALLOCATIONINFO",
+    rows: &[
+        filled_row!(
+            DXGK_OPENALLOCATIONINFO.hAllocation,
+            true,
+            OPEN_BY,
+            "the allocation's kernel handle"
+        ),
+        filled_row!(
+            DXGK_OPENALLOCATIONINFO.pPrivateDriverData,
+            true,
+            OPEN_BY,
+            "Dxgkrnl's copy of the allocation's private data"
+        ),
+        filled_row!(
+            DXGK_OPENALLOCATIONINFO.PrivateDriverDataSize,
+            true,
+            OPEN_BY,
+            "its size"
+        ),
+        zero_row!(
+            DXGK_OPENALLOCATIONINFO.hDeviceSpecificAllocation,
+            false,
+            OPEN_BY,
+            "zeroed; the driver's answer"
+        ),
+    ],
+};
+
 const HWQUEUE_BY: &str = "K:DXGHWQUEUE::Initialize @0x1402BBA30";
 
 /// `DxgkDdiCreateHwQueue` for a queue the KMD submits to (`DxgkDdiSubmitCommandToHwQueue`):
@@ -614,6 +717,8 @@ mod tests {
         check(&UPDATE_PAGE_TABLE_INVALIDATE);
         check(&CREATE_ALLOCATION);
         check(&ALLOCATION_INFO);
+        check(&OPEN_ALLOCATION);
+        check(&OPEN_ALLOCATION_INFO);
         check(&CREATE_HWQUEUE);
         check(&CREATE_HWQUEUE_USER_MODE);
         check(&CREATE_DOORBELL);

@@ -402,6 +402,10 @@ fn open_for_creator(
         SubresourceOffset: 0,
         Pitch: 0,
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::OPEN_ALLOCATION, &args);
+    a.observer()
+        .handed(&rvgpu_ddi::handover::OPEN_ALLOCATION_INFO, &info);
     lock(&a.ums).creating.insert(h, (pid, kmd));
     let st = {
         let _attached = Attached::enter(pid);
