@@ -410,3 +410,41 @@ fn hws_tdr_failed_reset_hw_engine_goes_adapter_wide() {
 against_the_pe_image!();
 
 under_the_pages!();
+
+/// The hand-over audit (`rvgpu_ddi::handover`) of the queue DDIs: under the 24H2 reading a
+/// user-mode queue is created with no progress fence (the three fields zero), its doorbell and
+/// a kernel-mode queue with every field filled, and nothing 24H2 leaves zero arrives filled.
+#[test]
+fn ddi_01_queues_and_doorbells_are_handed_over_as_24h2_does() {
+    use rvgpu_ddi::handover::{CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE};
+    use zerocopy::IntoBytes;
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = rvgpu_simos::machine::answers::Reading::W24H2;
+    cfg.adapters[0].device.doorbells = 4;
+    let m = started(cfg);
+    let (p, k) = user_process(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    let v = okk(&m, q.submit(&[fill(&t, 0, 5)]));
+    okk(&m, q.wait(v));
+    assert_eq!(t.mem.load(0), 5);
+    let ctx = okk(&m, k.create_context(0));
+    let mut pdd = hw_queue_pdd();
+    let kq = okk(&m, k.create_hw_queue(ctx, false, pdd.as_mut_bytes()));
+    for ddi in [
+        CREATE_HWQUEUE_USER_MODE.name,
+        CREATE_DOORBELL.name,
+        CREATE_HWQUEUE.name,
+    ] {
+        let (blocks, filled) = m.handover(0, ddi);
+        assert!(blocks > 0, "no {ddi} checked");
+        assert!(
+            filled.is_empty(),
+            "fields 24H2 leaves zero, filled: {filled:?}"
+        );
+    }
+    okk(&m, k.destroy_hw_queue(kq.handle));
+    okk(&m, k.destroy_context(ctx));
+    okk(&m, q.close());
+    exits_clean(&m, &p);
+}

@@ -383,8 +383,8 @@ fn ddi_01_create_process_takes_the_pasid_count_and_never_reads_the_array() {
 
 /// The hand-over audit (`rvgpu_ddi::handover`): under the 24H2 reading, no process the OS
 /// opens and no page-table update it sends (the paging process's start by CPU address,
-/// maps, repeated invalidations) fills a field 24H2 leaves zero, and every audited DDI was
-/// checked.
+/// maps, repeated invalidations, which name no allocation and no offset) fills a field 24H2
+/// leaves zero, and every audited DDI was checked.
 #[test]
 fn ddi_01_the_os_fills_no_field_24h2_leaves_zero() {
     let mut cfg = MachineConfig::single(Mode::Step);
@@ -398,6 +398,11 @@ fn ddi_01_the_os_fills_no_field_24h2_leaves_zero() {
     for ddi in [
         rvgpu_ddi::handover::CREATE_PROCESS.name,
         rvgpu_ddi::handover::UPDATE_PAGE_TABLE.name,
+        rvgpu_ddi::handover::UPDATE_PAGE_TABLE_INVALIDATE.name,
+        rvgpu_ddi::handover::CREATE_ALLOCATION.name,
+        rvgpu_ddi::handover::ALLOCATION_INFO.name,
+        rvgpu_ddi::handover::OPEN_ALLOCATION.name,
+        rvgpu_ddi::handover::OPEN_ALLOCATION_INFO.name,
     ] {
         let (blocks, filled) = m.handover(0, ddi);
         assert!(blocks > 0, "no {ddi} checked");

@@ -8,11 +8,25 @@
 //! a field marked [`Fill::Zero`] arrives non-zero. A field filled only in some cases is
 //! [`Fill::Filled`] with the cases in its text.
 //!
+//! Audited: `DxgkDdiCreateProcess`; UPDATEPAGETABLE, maps and invalidations apart;
+//! `DxgkDdiCreateAllocation` (device allocations) and its `DXGK_ALLOCATIONINFO` inputs;
+//! `DxgkDdiCreateHwQueue`, kernel-mode and user-mode queues apart; `DxgkDdiCreateDoorbell`;
+//! `DxgkDdiOpenAllocation` (the creating device's open) and its `DXGK_OPENALLOCATIONINFO`.
+//! Unread: `DXGKARG_SUBMITCOMMANDTOHWQUEUE` of a kernel-mode queue
+//! (the one 24H2 caller read, M `SubmitPagingToHwQueue` @0x140045C20, submits paging work);
+//! whether the `DXGK_ALLOCATIONINFO` array arrives zeroed; what `FirstPteVirtualAddress` a
+//! directory-level update carries (M `VIDMM_PAGE_DIRECTORY::CommitVirtualAddressRange`
+//! @0x1400F28C0, not read through).
+//!
 //! Adding a DDI: a `pub const` [`Ddi`] of its block's type built with `filled_row!` and
 //! `zero_row!` rows, and a call of the simulated OS's recorder where it hands the block over.
 
-use crate::allocation::DXGKARG_CREATEPROCESS;
+use crate::allocation::{
+    DXGKARG_CREATEALLOCATION, DXGKARG_CREATEPROCESS, DXGKARG_OPENALLOCATION, DXGK_ALLOCATIONINFO,
+    DXGK_OPENALLOCATIONINFO,
+};
 use crate::memory::DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE;
+use crate::submission::{DXGKARG_CREATEDOORBELL, DXGKARG_CREATEHWQUEUE, DXGKARG_CREATEHWQUEUE_0};
 
 /// Who fills a field, in 24H2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +99,26 @@ impl IsZero for u32 {
 }
 
 impl IsZero for u64 {
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+}
+
+impl IsZero for crate::allocation::DXGK_CREATEALLOCATIONFLAGS {
+    fn is_zero(&self) -> bool {
+        self.Value == 0
+    }
+}
+
+impl IsZero for DXGKARG_CREATEHWQUEUE_0 {
+    fn is_zero(&self) -> bool {
+        // SAFETY: both arms are plain data and the pointer-sized arm covers every byte of the
+        // union, so any bit pattern read is a valid value.
+        unsafe { self.hHwQueueNativeProgressFence }.is_null()
+    }
+}
+
+impl IsZero for usize {
     fn is_zero(&self) -> bool {
         *self == 0
     }
@@ -246,6 +280,13 @@ pub const UPDATE_PAGE_TABLE: Ddi<DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE> = Ddi {
              caller passes no entries (every invalidation)"
         ),
         filled_row!(
+            DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.DriverProtection,
+            false,
+            "M:VIDMM_PAGE_TABLE::UpdatePageTable @0x1400AAE70",
+            "for a map, the protection word of the caller's commit state; zero for \
+             invalidations (UpdatePageTableInvalidate passes none)"
+        ),
+        filled_row!(
             DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.AllocationOffsetInBytes,
             true,
             UPDATE_BY,
@@ -275,6 +316,364 @@ pub const UPDATE_PAGE_TABLE: Ddi<DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE> = Ddi {
             true,
             UPDATE_BY,
             "the VA the first entry maps"
+        ),
+    ],
+};
+
+const INVALIDATE_BY: &str = "M:VIDMM_PAGE_TABLE::UpdatePageTableInvalidate @0x1400AB920";
+
+/// `DxgkDdiBuildPagingBuffer` with `DXGK_OPERATION_UPDATE_PAGE_TABLE` for an invalidation
+/// (every entry zero: an unmap, M `VIDMM_PAGE_TABLE::UncommitVirtualAddressRange`
+/// @0x1400CD6C0, or the entries a fresh table does not map yet, M
+/// `VIDMM_PAGE_TABLE::CommitVirtualAddressRange` @0x1400F2030): the fields
+/// [`UPDATE_PAGE_TABLE`] fills only for a map. `INVALIDATE_BY` calls `UPDATE_BY` with no
+/// allocation, no global allocation, offset zero and protection zero; `UPDATE_BY` writes
+/// `hAllocation` and `AllocationOffsetInBytes` only with a global allocation. The other
+/// fields are as for [`UPDATE_PAGE_TABLE`] (`FirstPteVirtualAddress`: the VA of the first
+/// entry invalidated, which the caller passes).
+pub const UPDATE_PAGE_TABLE_INVALIDATE: Ddi<DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE> = Ddi {
+    name: "DxgkDdiBuildPagingBuffer(UPDATE_PAGE_TABLE invalidation)",
+    block: "DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE",
+    rows: &[
+        zero_row!(
+            DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.hAllocation,
+            true,
+            INVALIDATE_BY,
+            "no allocation is passed; the block is zeroed by M:VIDMM_GLOBAL::UpdatePageTable \
+             @0x1400ABE20"
+        ),
+        zero_row!(
+            DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.AllocationOffsetInBytes,
+            true,
+            INVALIDATE_BY,
+            "written only with a global allocation, which an invalidation has none of"
+        ),
+        zero_row!(
+            DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.DriverProtection,
+            false,
+            INVALIDATE_BY,
+            "passed as zero"
+        ),
+        filled_row!(
+            DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.FirstPteVirtualAddress,
+            true,
+            INVALIDATE_BY,
+            "the VA of the first entry invalidated (the unmapped range's start; for a fresh \
+             table, the VA its first invalidated entry covers)"
+        ),
+        zero_row!(
+            DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.pPageTableEntries64KB,
+            false,
+            INVALIDATE_BY,
+            "set only on an adapter with 64 KB pages; rvgpu's has none"
+        ),
+    ],
+};
+
+const ALLOCATION_BY: &str = "K:DXGDEVICE::CreateDriverAllocations @0x14040D00C";
+
+/// `DxgkDdiCreateAllocation` of device allocations (no resource: rvgpu's UMD creates none):
+/// `ALLOCATION_BY` builds the block on its stack (the padding after `Flags` zeroed) and calls
+/// the driver through `K:ADAPTER_RENDER::DdiCreateAllocation` @0x1402A5CE4, unless the caller
+/// asked for no KMD access.
+pub const CREATE_ALLOCATION: Ddi<DXGKARG_CREATEALLOCATION> = Ddi {
+    name: "DxgkDdiCreateAllocation",
+    block: "DXGKARG_CREATEALLOCATION",
+    rows: &[
+        filled_row!(
+            DXGKARG_CREATEALLOCATION.pPrivateDriverData,
+            true,
+            ALLOCATION_BY,
+            "a pool copy of the caller's resource-wide private data when it gives any, else \
+             null"
+        ),
+        filled_row!(
+            DXGKARG_CREATEALLOCATION.PrivateDriverDataSize,
+            true,
+            ALLOCATION_BY,
+            "that copy's size, else zero"
+        ),
+        filled_row!(
+            DXGKARG_CREATEALLOCATION.NumAllocations,
+            true,
+            ALLOCATION_BY,
+            "the caller's count"
+        ),
+        filled_row!(
+            DXGKARG_CREATEALLOCATION.pAllocationInfo,
+            true,
+            ALLOCATION_BY,
+            "Dxgkrnl's DXGK_ALLOCATIONINFO array (ALLOCATION_INFO)"
+        ),
+        zero_row!(
+            DXGKARG_CREATEALLOCATION.hResource,
+            false,
+            ALLOCATION_BY,
+            "the resource's driver handle, written only for a resource's allocations"
+        ),
+        zero_row!(
+            DXGKARG_CREATEALLOCATION.Flags,
+            true,
+            ALLOCATION_BY,
+            "Resource is set only for a resource's allocations; no other bit is written"
+        ),
+    ],
+};
+
+/// One `DXGK_ALLOCATIONINFO` of [`CREATE_ALLOCATION`]: `ALLOCATION_BY` fills the two private
+/// data fields of each from the caller's `D3DDDI_ALLOCATIONINFO2` (a pool copy for a caller in
+/// user mode); the other fields are the driver's answers. Whether the array is zeroed before
+/// is its caller's (`K:DXGDEVICE::CreateAllocation` @0x140356E10), which is UNREAD: no row
+/// says the answers arrive zero.
+pub const ALLOCATION_INFO: Ddi<DXGK_ALLOCATIONINFO> = Ddi {
+    name: "DxgkDdiCreateAllocation(DXGK_ALLOCATIONINFO)",
+    block: "DXGK_ALLOCATIONINFO",
+    rows: &[
+        filled_row!(
+            DXGK_ALLOCATIONINFO.pPrivateDriverData,
+            true,
+            ALLOCATION_BY,
+            "the allocation's private data, copied"
+        ),
+        filled_row!(
+            DXGK_ALLOCATIONINFO.PrivateDriverDataSize,
+            true,
+            ALLOCATION_BY,
+            "its size"
+        ),
+    ],
+};
+
+const OPEN_BY: &str = "K:DXGDEVICE::OpenAllocations @0x140324850";
+
+/// `DxgkDdiOpenAllocation` of the creating device's open of device allocations, which
+/// `K:DXGDEVICE::CreateAllocation` @0x140356E10 makes for every allocation it creates:
+/// `OPEN_BY` builds the block on its stack, zeroing the padding and both outputs.
+pub const OPEN_ALLOCATION: Ddi<DXGKARG_OPENALLOCATION> = Ddi {
+    name: "DxgkDdiOpenAllocation",
+    block: "DXGKARG_OPENALLOCATION",
+    rows: &[
+        filled_row!(
+            DXGKARG_OPENALLOCATION.NumAllocations,
+            true,
+            OPEN_BY,
+            "the caller's count"
+        ),
+        filled_row!(
+            DXGKARG_OPENALLOCATION.pOpenAllocation,
+            true,
+            OPEN_BY,
+            "Dxgkrnl's DXGK_OPENALLOCATIONINFO array (OPEN_ALLOCATION_INFO)"
+        ),
+        zero_row!(
+            DXGKARG_OPENALLOCATION.pPrivateDriverData,
+            false,
+            OPEN_BY,
+            "a pool copy of the create's resource-wide private data, which a device \
+             allocation's create has none of"
+        ),
+        zero_row!(
+            DXGKARG_OPENALLOCATION.PrivateDriverSize,
+            false,
+            OPEN_BY,
+            "the create's resource-wide private-data size: none for a device allocation"
+        ),
+        filled_row!(
+            DXGKARG_OPENALLOCATION.Flags,
+            true,
+            OPEN_BY,
+            "Create for the creating device's open; bit 1 from the caller's create flags"
+        ),
+        filled_row!(
+            DXGKARG_OPENALLOCATION.SubresourceIndex,
+            false,
+            OPEN_BY,
+            "the caller's subresource index"
+        ),
+        zero_row!(
+            DXGKARG_OPENALLOCATION.SubresourceOffset,
+            false,
+            OPEN_BY,
+            "an output, zeroed"
+        ),
+        zero_row!(
+            DXGKARG_OPENALLOCATION.Pitch,
+            false,
+            OPEN_BY,
+            "an output, zeroed"
+        ),
+    ],
+};
+
+/// One `DXGK_OPENALLOCATIONINFO` of [`OPEN_ALLOCATION`], written by `OPEN_BY` per allocation.
+pub const OPEN_ALLOCATION_INFO: Ddi<DXGK_OPENALLOCATIONINFO> = Ddi {
+    name: "DxgkDdiOpenAllocation(DXGK_OPENALLOCATIONINFO)",
+    block: "DXGK_OPENALLOCATIONINFO",
+    rows: &[
+        filled_row!(
+            DXGK_OPENALLOCATIONINFO.hAllocation,
+            true,
+            OPEN_BY,
+            "the allocation's kernel handle"
+        ),
+        filled_row!(
+            DXGK_OPENALLOCATIONINFO.pPrivateDriverData,
+            true,
+            OPEN_BY,
+            "Dxgkrnl's copy of the allocation's private data"
+        ),
+        filled_row!(
+            DXGK_OPENALLOCATIONINFO.PrivateDriverDataSize,
+            true,
+            OPEN_BY,
+            "its size"
+        ),
+        zero_row!(
+            DXGK_OPENALLOCATIONINFO.hDeviceSpecificAllocation,
+            false,
+            OPEN_BY,
+            "zeroed; the driver's answer"
+        ),
+    ],
+};
+
+const HWQUEUE_BY: &str = "K:DXGHWQUEUE::Initialize @0x1402BBA30";
+
+/// `DxgkDdiCreateHwQueue` for a queue the KMD submits to (`DxgkDdiSubmitCommandToHwQueue`):
+/// `HWQUEUE_BY` builds the block on its stack, field by field, after creating the queue's
+/// progress fence.
+pub const CREATE_HWQUEUE: Ddi<DXGKARG_CREATEHWQUEUE> = Ddi {
+    name: "DxgkDdiCreateHwQueue",
+    block: "DXGKARG_CREATEHWQUEUE",
+    rows: &[
+        filled_row!(
+            DXGKARG_CREATEHWQUEUE.hHwQueue,
+            true,
+            HWQUEUE_BY,
+            "Dxgkrnl's queue object; the driver writes its own handle over it"
+        ),
+        filled_row!(
+            DXGKARG_CREATEHWQUEUE.Flags,
+            true,
+            HWQUEUE_BY,
+            "the caller's D3DKMT_CREATEHWQUEUE flags, bit 0 added when the context or the \
+             adapter disables GPU timeouts"
+        ),
+        filled_row!(
+            DXGKARG_CREATEHWQUEUE.PrivateDriverDataSize,
+            true,
+            HWQUEUE_BY,
+            "the caller's size"
+        ),
+        filled_row!(
+            DXGKARG_CREATEHWQUEUE.pPrivateDriverData,
+            true,
+            HWQUEUE_BY,
+            "Dxgkrnl's kernel copy of the caller's data"
+        ),
+        filled_row!(
+            DXGKARG_CREATEHWQUEUE.Anonymous,
+            true,
+            HWQUEUE_BY,
+            "hHwQueueProgressFence: the monitored fence it created for the queue"
+        ),
+        filled_row!(
+            DXGKARG_CREATEHWQUEUE.HwQueueProgressFenceCPUVirtualAddress,
+            true,
+            HWQUEUE_BY,
+            "the progress fence's current-value storage, kernel mapping"
+        ),
+        filled_row!(
+            DXGKARG_CREATEHWQUEUE.HwQueueProgressFenceGPUVirtualAddress,
+            true,
+            HWQUEUE_BY,
+            "the progress fence's GPU VA"
+        ),
+    ],
+};
+
+const UMS_HWQUEUE_BY: &str = "K:DXGHWQUEUE::InitializeForUserModeSubmission @0x1401DA74C";
+
+/// `DxgkDdiCreateHwQueue` for a user-mode-submission queue (`UserModeSubmission` set):
+/// `HWQUEUE_BY` hands it to `UMS_HWQUEUE_BY`, which creates no progress fence and zeroes the
+/// three progress-fence fields; the others are as for [`CREATE_HWQUEUE`].
+pub const CREATE_HWQUEUE_USER_MODE: Ddi<DXGKARG_CREATEHWQUEUE> = Ddi {
+    name: "DxgkDdiCreateHwQueue(UserModeSubmission)",
+    block: "DXGKARG_CREATEHWQUEUE",
+    rows: &[
+        zero_row!(
+            DXGKARG_CREATEHWQUEUE.Anonymous,
+            true,
+            UMS_HWQUEUE_BY,
+            "zeroed with the next two; a user-mode queue has no progress fence"
+        ),
+        zero_row!(
+            DXGKARG_CREATEHWQUEUE.HwQueueProgressFenceCPUVirtualAddress,
+            true,
+            UMS_HWQUEUE_BY,
+            "zeroed; no progress fence"
+        ),
+        zero_row!(
+            DXGKARG_CREATEHWQUEUE.HwQueueProgressFenceGPUVirtualAddress,
+            true,
+            UMS_HWQUEUE_BY,
+            "zeroed; no progress fence"
+        ),
+    ],
+};
+
+const DOORBELL_BY: &str = "K:DXGDOORBELL::Initialize @0x1401D9E74";
+
+/// `DxgkDdiCreateDoorbell`: `DOORBELL_BY` builds the block on its stack, every field written
+/// (the padding after the two 32-bit fields zeroed), after it checked both allocations
+/// belong to the queue's device and set up the doorbell's status slot and CPU page; it skips
+/// the call on an adapter whose driver reports no doorbells to create.
+pub const CREATE_DOORBELL: Ddi<DXGKARG_CREATEDOORBELL> = Ddi {
+    name: "DxgkDdiCreateDoorbell",
+    block: "DXGKARG_CREATEDOORBELL",
+    rows: &[
+        filled_row!(
+            DXGKARG_CREATEDOORBELL.hHwQueue,
+            true,
+            DOORBELL_BY,
+            "the driver's handle of the queue (from DxgkDdiCreateHwQueue)"
+        ),
+        filled_row!(
+            DXGKARG_CREATEDOORBELL.hDoorbell,
+            true,
+            DOORBELL_BY,
+            "Dxgkrnl's doorbell object; the driver writes its own handle over it"
+        ),
+        filled_row!(
+            DXGKARG_CREATEDOORBELL.PrivateDriverDataSize,
+            true,
+            DOORBELL_BY,
+            "the caller's size"
+        ),
+        filled_row!(
+            DXGKARG_CREATEDOORBELL.PrivateDriverData,
+            true,
+            DOORBELL_BY,
+            "the caller's data"
+        ),
+        filled_row!(
+            DXGKARG_CREATEDOORBELL.hRingBuffer,
+            true,
+            DOORBELL_BY,
+            "the creating device's open of the ring's allocation (its hDeviceSpecificAllocation, \
+             K:DXGDEVICE::OpenAllocations @0x140324850)"
+        ),
+        filled_row!(
+            DXGKARG_CREATEDOORBELL.hRingBufferControl,
+            true,
+            DOORBELL_BY,
+            "the same for the ring control's allocation"
+        ),
+        filled_row!(
+            DXGKARG_CREATEDOORBELL.Flags,
+            true,
+            DOORBELL_BY,
+            "the caller's D3DKMT_CREATE_DOORBELL flags word, unchanged"
         ),
     ],
 };
@@ -315,6 +714,14 @@ mod tests {
     fn every_row_cites_24h2_once() {
         check(&CREATE_PROCESS);
         check(&UPDATE_PAGE_TABLE);
+        check(&UPDATE_PAGE_TABLE_INVALIDATE);
+        check(&CREATE_ALLOCATION);
+        check(&ALLOCATION_INFO);
+        check(&OPEN_ALLOCATION);
+        check(&OPEN_ALLOCATION_INFO);
+        check(&CREATE_HWQUEUE);
+        check(&CREATE_HWQUEUE_USER_MODE);
+        check(&CREATE_DOORBELL);
     }
 
     /// A block filled where the audit says zero is caught, field by field.
@@ -330,5 +737,25 @@ mod tests {
         b.ProcessNameLength = 3;
         let got: std::vec::Vec<_> = CREATE_PROCESS.filled_zero(&b).collect();
         assert_eq!(got, ["pPasid", "ProcessNameLength"]);
+    }
+
+    /// An invalidation that names the allocation it unmaps, or its offset, is caught: 24H2's
+    /// carry neither.
+    #[test]
+    fn an_invalidation_naming_an_allocation_is_caught() {
+        let mut b = DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
+            FirstPteVirtualAddress: 0x20_0000,
+            ..Default::default()
+        };
+        assert_eq!(UPDATE_PAGE_TABLE_INVALIDATE.filled_zero(&b).count(), 0);
+        b.hAllocation = 8 as crate::HANDLE;
+        b.AllocationOffsetInBytes = 0x1000;
+        let got: std::vec::Vec<_> = UPDATE_PAGE_TABLE_INVALIDATE.filled_zero(&b).collect();
+        assert_eq!(got, ["hAllocation", "AllocationOffsetInBytes"]);
+        assert_eq!(
+            UPDATE_PAGE_TABLE.filled_zero(&b).count(),
+            0,
+            "a map may name one"
+        );
     }
 }

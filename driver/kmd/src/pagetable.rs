@@ -236,16 +236,7 @@ pub fn update<P: Platform>(
     };
     // The array holds at least one entry (NumPageTableEntries > 0, checked).
     let e0 = entry(call, op, 0).ok_or(status::INVALID_PARAMETER)?;
-    // Pages each entry maps: leaves map one; level-1 entries map a large page each when they
-    // are large pages or VidMm names an allocation (a large page being unmapped); other
-    // entries link tables and map nothing themselves.
-    let per_entry = match level {
-        0 => 1,
-        mmu::LARGE_LEVEL if e0.large_page() || !op.hAllocation.is_null() => {
-            mmu::PAGE_2M / mmu::PAGE_4K
-        }
-        _ => 0,
-    };
+    let per_entry = pages_per_entry(level, &e0, op.Flags);
     let recorded = per_entry != 0 && first == 0 && next > 0 && !matches!(who, Mapping::System);
     if recorded {
         // The first pass translated every entry it wrote: record what the leaves of the
@@ -287,6 +278,23 @@ pub fn update<P: Platform>(
         words: written,
         more: (next < n).then_some(next),
     })
+}
+
+/// The 4 KiB pages each entry of an update at `level` whose first entry is `e0` maps or
+/// unmaps: a leaf one; a level-1 large page 512; an invalidated level-1 entry 512 too, since
+/// whatever it held (a large page, or a leaf table now unlinked) nothing stays mapped in its
+/// span. The invalidation names no allocation (24H2: M:VIDMM_PAGE_TABLE::
+/// UpdatePageTableInvalidate @0x1400AB920), so the entry alone tells. A fresh table's first
+/// clear (`InitialUpdate`) had nothing below it; other entries link tables and map nothing.
+fn pages_per_entry(level: u8, e0: &DXGK_PTE, flags: DXGK_UPDATEPAGETABLEFLAGS) -> u64 {
+    let initial = flags.get(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate) != 0;
+    match level {
+        0 => 1,
+        mmu::LARGE_LEVEL if e0.large_page() || (!e0.valid() && !initial) => {
+            mmu::PAGE_2M / mmu::PAGE_4K
+        }
+        _ => 0,
+    }
 }
 
 /// CPU_VIRTUAL: stores entries `first..` into the table at the CPU address VidMm gave;
@@ -384,8 +392,8 @@ fn forget_fence_pages<P: Platform>(
 /// Records the leaves VidMm mapped without naming an allocation (`fence::pages`): where
 /// each points, and the entry written at which table address. A fence's first open resolves
 /// its values through them and takes `USER` off its MonitoredValue's. A record that does not
-/// fit (the pool's end, or the process's share of it) is not made; an open that needs it then
-/// fails with `STATUS_NO_MEMORY`.
+/// fit (the room made before, the pool's end, or the process's share of it) is not made; an
+/// open that needs it then fails with `STATUS_NO_MEMORY`. Nothing is allocated here.
 fn note_fence_pages<P: Platform>(
     call: Call<'_>,
     a: &Adapter<P>,
@@ -420,7 +428,7 @@ fn note_fence_pages<P: Platform>(
             .fences
             .lock()
             .pages
-            .note::<P>(process, va, leaf, &live.quotas.fence_pages);
+            .note(process, va, leaf, &live.quotas.fence_pages);
     }
 }
 
@@ -540,6 +548,33 @@ pub fn status_of(pass: &Pass, multipass: &mut u32) -> NTSTATUS {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// DDI-03: what an update's entries map is told from the entries and flags alone, never
+    /// from `hAllocation`, which 24H2's invalidations leave null: an invalidated level-1
+    /// entry unmaps its whole large page's span; a fresh table's clear and a table link
+    /// unmap nothing.
+    #[test]
+    fn ddi_03_an_invalidated_level_1_entry_unmaps_its_span_without_an_allocation() {
+        let none = DXGK_UPDATEPAGETABLEFLAGS::default();
+        let initial = none.with(DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate, 1);
+        let zero = DXGK_PTE::default();
+        let large = DXGK_PTE::from_raw(
+            rvgpu_ddi::memory::DXGK_PTE_0::from_value(DXGK_PTE::leaf(0, 0x200).flags())
+                .with(rvgpu_ddi::memory::DXGK_PTE_0::LargePage, 1)
+                .Value,
+            0x200,
+        );
+        let link = DXGK_PTE::leaf(1, 0x40);
+        let span = mmu::PAGE_2M / mmu::PAGE_4K;
+        assert!(large.large_page());
+        assert_eq!(pages_per_entry(0, &zero, none), 1);
+        assert_eq!(pages_per_entry(0, &link, none), 1);
+        assert_eq!(pages_per_entry(mmu::LARGE_LEVEL, &zero, none), span);
+        assert_eq!(pages_per_entry(mmu::LARGE_LEVEL, &large, none), span);
+        assert_eq!(pages_per_entry(mmu::LARGE_LEVEL, &zero, initial), 0);
+        assert_eq!(pages_per_entry(mmu::LARGE_LEVEL, &link, none), 0);
+        assert_eq!(pages_per_entry(2, &zero, none), 0);
+    }
 
     /// A pass that left ranges asks to be called again from the next one; a complete pass
     /// resets the offset and succeeds.

@@ -306,6 +306,10 @@ fn describe(
         pAllocationInfo: &mut info,
         ..Default::default()
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::CREATE_ALLOCATION, &args);
+    a.observer()
+        .handed(&rvgpu_ddi::handover::ALLOCATION_INFO, &info);
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block whose
     // one info and private data outlive the call.
@@ -398,6 +402,10 @@ fn open_for_creator(
         SubresourceOffset: 0,
         Pitch: 0,
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::OPEN_ALLOCATION, &args);
+    a.observer()
+        .handed(&rvgpu_ddi::handover::OPEN_ALLOCATION_INFO, &info);
     lock(&a.ums).creating.insert(h, (pid, kmd));
     let st = {
         let _attached = Attached::enter(pid);

@@ -420,6 +420,8 @@ pub(crate) fn create_doorbell(
         hRingBufferControl: kmd_control as HANDLE,
         Flags: DXGKARG_CREATEDOORBELL_FLAGS::default(),
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::CREATE_DOORBELL, &args);
     let status = ddi::passive(a, f, |f| {
         // SAFETY: the driver's DDI with a valid argument block whose private data buffer
         // lives across the call.

@@ -263,6 +263,14 @@ pub(crate) fn create_hw_queue(
             None => args.Anonymous.hHwQueueProgressFence = *fence_h,
         }
     }
+    a.observer().handed(
+        if user_mode {
+            &rvgpu_ddi::handover::CREATE_HWQUEUE_USER_MODE
+        } else {
+            &rvgpu_ddi::handover::CREATE_HWQUEUE
+        },
+        &args,
+    );
     let dl = device_lock(a, device)?;
     let seq = dev_guard(a, &dl);
     let status = ddi::passive(a, f, |f| {

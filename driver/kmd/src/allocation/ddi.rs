@@ -96,6 +96,13 @@ pub fn create<'p, P: Platform>(
     {
         return Err(status::INVALID_PARAMETER);
     }
+    // Room for fence-page records (`fence::pages`): a device's first allocation comes with
+    // its paging queue, whose fence VidMm maps.
+    live.fences
+        .lock()
+        .pages
+        .try_reserve_spare::<P>()
+        .map_err(|_| status::NO_MEMORY)?;
     make_all(
         a,
         live,

@@ -21,10 +21,14 @@
 //! open; nothing here runs at device IRQL. Their number is bounded per adapter
 //! ([`MAX_PAGES`]) and divided between processes like the adapter's other pools
 //! ([`crate::quota::FENCE_PAGES`]): once the pool is down to its reserve, a process holding
-//! its share gets no new record. The paging operation that maps the page cannot fail, so the
-//! page is mapped all the same; the fence's first open, the last step of its creation and the
-//! first DDI that names the process, then says `STATUS_NO_MEMORY`, and the OS destroys the
-//! fence. Records leave when VidMm unmaps their page and at the process's exit.
+//! its share gets no new record. BuildPagingBuffer allocates nothing: a record goes into room
+//! made before, where a failure could still be returned ([`FencePages::try_reserve_spare`]
+//! at DxgkDdiCreateProcess, CreateAllocation and CreateHwQueue, the calls that precede the
+//! storage VidMm maps; [`FencePages::try_reserve`] at CreateNativeFence). The paging
+//! operation that maps the page cannot fail, so a page with no room left is mapped all the
+//! same; the fence's first open, the last step of its creation and the first DDI that names
+//! the process, then says `STATUS_NO_MEMORY`, and the OS destroys the fence. Records leave
+//! when VidMm unmaps their page and at the process's exit.
 
 use crate::handle::Handle;
 use crate::kmem::{NoMemory, SortedMap};
@@ -40,6 +44,11 @@ pub const MAX_PAGES: usize = 1 << 16;
 
 /// Records a new fence may add: its CurrentValue page and its MonitoredValue page.
 const PER_FENCE: usize = 2;
+
+/// Room kept for the storage pages VidMm maps with no DDI of the driver's before them (a
+/// monitored fence's, such as a kernel-mode queue's progress fence or a device's paging
+/// queue's fence): topped up by [`FencePages::try_reserve_spare`].
+const SPARE: usize = 8;
 
 /// One recorded leaf: what it maps and where the driver wrote it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,9 +96,11 @@ fn span(process: Handle) -> ((Handle, u64), (Handle, u64)) {
 }
 
 impl FencePages {
-    /// Records that `va`'s page in `process` is mapped by `leaf` (`None`: unmapped). A new
-    /// record is refused when `share` does not grant `process` one more.
-    pub fn note<P: Platform>(
+    /// Records that `va`'s page in `process` is mapped by `leaf` (`None`: unmapped), in room
+    /// made before ([`FencePages::try_reserve_spare`], [`FencePages::try_reserve`]): it
+    /// allocates nothing (BuildPagingBuffer). A new record is refused when `share` does not
+    /// grant `process` one more, or when no room is left.
+    pub fn note(
         &mut self,
         process: Handle,
         va: u64,
@@ -110,9 +121,9 @@ impl FencePages {
                     phys: l.phys & !(PAGE - 1),
                     ..l
                 };
-                if let Err(e) = self.map.try_insert::<P>(key, l) {
+                if self.map.insert_reserved(key, l).is_err() {
                     self.dropped_for_memory = self.dropped_for_memory.saturating_add(1);
-                    return Err(e.into());
+                    return Err(NoteError::NoMemory);
                 }
                 Ok(())
             }
@@ -200,7 +211,30 @@ impl FencePages {
         if self.free() < PER_FENCE {
             return Err(NoMemory);
         }
-        self.map.try_reserve_n::<P>(PER_FENCE)
+        // On top of the spare room, which other processes' pages may take first.
+        self.map
+            .try_reserve_n::<P>(PER_FENCE.saturating_add(SPARE.min(self.free())))
+    }
+
+    /// Tops the room for records up to `SPARE` (as much as the pool has left), for the
+    /// storage pages VidMm maps before the driver's next DDI: called where a failure can be
+    /// returned, so that BuildPagingBuffer never allocates.
+    pub fn try_reserve_spare<P: Platform>(&mut self) -> Result<(), NoMemory> {
+        self.map.try_reserve_n::<P>(SPARE.min(self.free()))
+    }
+
+    /// Notes with room made first: for host unit tests, which exercise the records, not
+    /// their room.
+    #[cfg(test)]
+    pub fn note_growing<P: Platform>(
+        &mut self,
+        process: Handle,
+        va: u64,
+        leaf: Option<Leaf>,
+        share: &Share,
+    ) -> Result<(), NoteError> {
+        self.map.try_reserve::<P>()?;
+        self.note(process, va, leaf, share)
     }
 
     /// Records the pool can still take.
@@ -274,7 +308,7 @@ mod tests {
     #[test]
     fn nf_11_a_recorded_page_resolves_each_aligned_value_in_it() {
         let mut p = FencePages::default();
-        p.note::<Host>(process(1), 0x7000_1000, Some(leaf(0x40_3000)), &ANY)
+        p.note_growing::<Host>(process(1), 0x7000_1000, Some(leaf(0x40_3000)), &ANY)
             .unwrap();
         assert_eq!(p.resolve(process(1), 0x7000_1008), Some(0x40_3008));
         assert_eq!(p.resolve(process(1), 0x7000_1ff8), Some(0x40_3ff8));
@@ -282,7 +316,8 @@ mod tests {
         assert_eq!(p.resolve(process(1), 0x7000_2000), None, "the next page");
         assert_eq!(p.resolve(process(2), 0x7000_1008), None, "another process");
         // Unmapped: gone.
-        p.note::<Host>(process(1), 0x7000_1000, None, &ANY).unwrap();
+        p.note_growing::<Host>(process(1), 0x7000_1000, None, &ANY)
+            .unwrap();
         assert_eq!(p.resolve(process(1), 0x7000_1008), None);
         assert!(p.is_empty());
     }
@@ -290,11 +325,11 @@ mod tests {
     #[test]
     fn nf_11_a_remap_replaces_and_a_destroyed_process_leaves_nothing() {
         let mut p = FencePages::default();
-        p.note::<Host>(process(1), 0x1000, Some(leaf(0x5000)), &ANY)
+        p.note_growing::<Host>(process(1), 0x1000, Some(leaf(0x5000)), &ANY)
             .unwrap();
-        p.note::<Host>(process(1), 0x1000, Some(leaf(0x9000)), &ANY)
+        p.note_growing::<Host>(process(1), 0x1000, Some(leaf(0x9000)), &ANY)
             .unwrap();
-        p.note::<Host>(process(2), 0x1000, Some(leaf(0x6000)), &ANY)
+        p.note_growing::<Host>(process(2), 0x1000, Some(leaf(0x6000)), &ANY)
             .unwrap();
         assert_eq!(p.resolve(process(1), 0x1010), Some(0x9010));
         p.forget(process(1));
@@ -318,9 +353,9 @@ mod tests {
                 // Process 1's records sort first: removed one at a time, each would move every
                 // record behind it.
                 for i in 0..n as u64 {
-                    p.note::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
+                    p.note_growing::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
                         .unwrap();
-                    p.note::<Host>(process(2), i * PAGE, Some(leaf(PAGE)), &ANY)
+                    p.note_growing::<Host>(process(2), i * PAGE, Some(leaf(PAGE)), &ANY)
                         .unwrap();
                 }
                 crate::kmem::take_moves();
@@ -334,16 +369,16 @@ mod tests {
     fn nf_11_records_are_bounded() {
         let mut p = FencePages::default();
         for i in 0..MAX_PAGES as u64 {
-            p.note::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
+            p.note_growing::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
                 .unwrap();
         }
         assert_eq!(
-            p.note::<Host>(process(1), MAX_PAGES as u64 * PAGE, Some(leaf(PAGE)), &ANY),
+            p.note_growing::<Host>(process(1), MAX_PAGES as u64 * PAGE, Some(leaf(PAGE)), &ANY),
             Err(NoteError::AtLimit)
         );
         // Re-recording a page already there is no growth.
         assert_eq!(
-            p.note::<Host>(process(1), 0, Some(leaf(2 * PAGE)), &ANY),
+            p.note_growing::<Host>(process(1), 0, Some(leaf(2 * PAGE)), &ANY),
             Ok(())
         );
     }
@@ -366,26 +401,29 @@ mod tests {
         let mut p = FencePages::default();
         let greedy = process(1);
         let mut va = 0;
-        while p.note::<Host>(greedy, va, Some(leaf(PAGE)), &share).is_ok() {
+        while p
+            .note_growing::<Host>(greedy, va, Some(leaf(PAGE)), &share)
+            .is_ok()
+        {
             va += PAGE;
         }
         assert_eq!(p.of_process(greedy), 8, "the records above the reserve");
         assert_eq!(
-            p.note::<Host>(greedy, 0, Some(leaf(2 * PAGE)), &share),
+            p.note_growing::<Host>(greedy, 0, Some(leaf(2 * PAGE)), &share),
             Ok(()),
             "a page it holds"
         );
         let newcomer = process(2);
         assert_eq!(
-            p.note::<Host>(newcomer, 0, Some(leaf(PAGE)), &share),
+            p.note_growing::<Host>(newcomer, 0, Some(leaf(PAGE)), &share),
             Ok(())
         );
         assert_eq!(
-            p.note::<Host>(newcomer, PAGE, Some(leaf(PAGE)), &share),
+            p.note_growing::<Host>(newcomer, PAGE, Some(leaf(PAGE)), &share),
             Ok(())
         );
         assert_eq!(
-            p.note::<Host>(newcomer, 2 * PAGE, Some(leaf(PAGE)), &share),
+            p.note_growing::<Host>(newcomer, 2 * PAGE, Some(leaf(PAGE)), &share),
             Err(NoteError::AtLimit)
         );
         assert!(!p.grants(newcomer, &share) && !p.grants(greedy, &share));
@@ -400,7 +438,7 @@ mod tests {
         assert_eq!(p.resolve(greedy, 3 * PAGE), None);
         assert_eq!(p.resolve(greedy, 5 * PAGE), Some(PAGE));
         assert_eq!(
-            p.note::<Host>(newcomer, 2 * PAGE, Some(leaf(PAGE)), &share),
+            p.note_growing::<Host>(newcomer, 2 * PAGE, Some(leaf(PAGE)), &share),
             Ok(())
         );
         p.forget(greedy);
@@ -419,11 +457,11 @@ mod tests {
             pte,
             entry: phys | user,
         };
-        p.note::<Host>(process(1), 0x1000, Some(at(0x9000, 0x100)), &ANY)
+        p.note_growing::<Host>(process(1), 0x1000, Some(at(0x9000, 0x100)), &ANY)
             .unwrap();
-        p.note::<Host>(process(2), 0x5000, Some(at(0x9000, 0x200)), &ANY)
+        p.note_growing::<Host>(process(2), 0x5000, Some(at(0x9000, 0x200)), &ANY)
             .unwrap();
-        p.note::<Host>(process(1), 0x2000, Some(at(0xA000, 0x108)), &ANY)
+        p.note_growing::<Host>(process(1), 0x2000, Some(at(0xA000, 0x108)), &ANY)
             .unwrap();
         assert!(!p.is_protected(0x9008));
         p.try_reserve_protect::<Host>().unwrap();
@@ -452,7 +490,7 @@ mod tests {
     fn a_full_pool_refuses_the_reservation() {
         let mut p = FencePages::default();
         for i in 0..(MAX_PAGES - 1) as u64 {
-            p.note::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
+            p.note_growing::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
                 .unwrap();
         }
         assert_eq!(p.try_reserve::<Host>(), Err(NoMemory));

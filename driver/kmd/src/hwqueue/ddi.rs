@@ -122,6 +122,13 @@ pub(crate) fn create<P: Platform>(
             .map_or((GpuVa::NULL, OsWord::NONE), |(gpu, _)| (gpu, progress_word));
         let pdd = read_pdd(data.as_deref())?;
         let priority = pdd.map_or(0, |p| p.priority.min(HW_QUEUE_PRIORITY_MAX));
+        // Room for fence-page records (`fence::pages`): the next queue's progress fence is
+        // mapped before its create reaches the driver.
+        live.fences
+            .lock()
+            .pages
+            .try_reserve_spare::<P>()
+            .map_err(|_| status::NO_MEMORY)?;
         let h = a.new_handle(Kind::Queue)?;
         // PASSIVE work first: the kernel ring is allocated before the lock is taken.
         let kernel = if user_mode {

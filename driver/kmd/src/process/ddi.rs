@@ -81,6 +81,13 @@ pub fn create<P: Platform>(a: &Adapter<P>, args: &mut DXGKARG_CREATEPROCESS) -> 
     if flags.Value & !known.Value != 0 || args.NumPasid > PHYSICAL_ADAPTERS {
         return Err(status::INVALID_PARAMETER);
     }
+    // Room for the records of the storage pages VidMm maps in the process before the
+    // driver's next DDI (`fence::pages`): BuildPagingBuffer allocates none.
+    live.fences
+        .lock()
+        .pages
+        .try_reserve_spare::<P>()
+        .map_err(|_| status::NO_MEMORY)?;
     let h = a.new_handle(Kind::Process)?;
     let mut s = live.sched.lock();
     if s.processes.len() >= MAX_PROCESSES {

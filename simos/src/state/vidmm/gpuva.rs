@@ -65,8 +65,9 @@ pub struct Update {
     /// The table was just allocated: these entries are its first contents
     /// (`DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate`).
     pub initial: bool,
-    /// Updates whose entries map memory (leaves, or level-1 large pages, valid or being
-    /// invalidated): the VA the first entry maps (`FirstPteVirtualAddress`); 0 otherwise.
+    /// The VA the first entry covers (`FirstPteVirtualAddress`): for leaves and large pages
+    /// (valid or being invalidated) the VA it maps; for a cleared table or an unlinked entry
+    /// the VA below it.
     pub va: u64,
     /// The entries map (or unmap) memory, 4 KiB leaves or 2 MiB large pages, rather than
     /// clear or link tables: VidMm names the allocation (`hAllocation`) only for these.
@@ -312,11 +313,11 @@ impl AddressSpace {
             va_base,
             unlinked: Vec::new(),
         };
-        let init = s.clear_table(geometry.levels - 1, root);
+        let init = s.clear_table(geometry.levels - 1, root, 0);
         Ok((s, init))
     }
 
-    fn clear_table(&self, level: u8, table: u64) -> Update {
+    fn clear_table(&self, level: u8, table: u64, va: u64) -> Update {
         Update {
             level,
             segment: self.geometry.segment,
@@ -324,7 +325,7 @@ impl AddressSpace {
             start: 0,
             entries: vec![OsPte::default(); self.geometry.entries() as usize],
             initial: true,
-            va: 0,
+            va,
             maps: false,
         }
     }
@@ -722,7 +723,7 @@ impl AddressSpace {
             start: self.geometry.index(va, level) as u32,
             entries: vec![OsPte::default()],
             initial: false,
-            va: 0,
+            va: self.geometry.table_base(va, level - 1),
             maps: false,
         }
     }
@@ -781,7 +782,7 @@ impl AddressSpace {
                 Some(t) => *t,
                 None => {
                     let t = heap.alloc().ok_or(VaError::NoTables)?;
-                    updates.push(self.clear_table(level, t));
+                    updates.push(self.clear_table(level, t, key.1));
                     updates.push(Update {
                         level: level + 1,
                         segment: g.segment,

@@ -469,7 +469,10 @@ fn vidmm_run_once(
         // tables to nobody. `NativeFence` is never set: 24H2's VidMm builds an update's flags
         // from InitialUpdate and Use64KBPages only (M:VIDMM_PAGE_TABLE::CommitVirtualAddressRange
         // @0x1400F2030).
-        let leaf = u.maps;
+        // An invalidation names no allocation and no offset: M:VIDMM_PAGE_TABLE::
+        // UpdatePageTableInvalidate @0x1400AB920 passes none to M:VIDMM_GLOBAL::UpdatePageTable
+        // @0x1400ABE20, which writes both only with one (`handover::UPDATE_PAGE_TABLE_INVALIDATE`).
+        let leaf = u.maps && !invalidation;
         let h_allocation = if leaf { tag.handle } else { 0 };
         let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
             UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE {
@@ -494,7 +497,12 @@ fn vidmm_run_once(
                     DXGK_PAGETABLEUPDATE_GPU_PHYSICAL
                 },
                 pPageTableEntries64KB: std::ptr::null_mut(),
-                FirstPteVirtualAddress: if leaf { u.va } else { 0 },
+                // The VA the first entry covers, maps and invalidations alike (`UPDATE_BY`
+                // writes its caller's page number shifted; for a leaf table's invalidations
+                // `UpdatePageTableInvalidate`'s callers pass the range's or the fresh table's
+                // VA). What the directory levels pass (M:VIDMM_PAGE_DIRECTORY::
+                // CommitVirtualAddressRange @0x1400F28C0) is UNVERIFIED: the VA below the entry.
+                FirstPteVirtualAddress: u.va,
             },
         };
         // SAFETY: the arm just written.
@@ -502,6 +510,13 @@ fn vidmm_run_once(
             .handed(&rvgpu_ddi::handover::UPDATE_PAGE_TABLE, unsafe {
                 &op.UpdatePageTable
             });
+        if invalidation {
+            // SAFETY: as above.
+            a.observer()
+                .handed(&rvgpu_ddi::handover::UPDATE_PAGE_TABLE_INVALIDATE, unsafe {
+                    &op.UpdatePageTable
+                });
+        }
         let ids = crate::vidmm::paging::paging_op(
             host,
             a,
