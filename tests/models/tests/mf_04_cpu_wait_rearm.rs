@@ -17,7 +17,8 @@
 //! the final value was released), none is released early (C was at its value), the withdrawn
 //! wait is never released, and at the end M is at or below every pending wait (so no later
 //! signal can strand one). The negative control gives B a table that does not know the fence
-//! is shared: loom must find A's wait for 3 lost under B's wait for 5.
+//! is shared: loom must find A's wait for 3 lost under B's wait for 5. The same waits from two
+//! threads of one process (one table, per-process re-arms) hold the same properties.
 
 use loom::sync::{Arc, Mutex};
 use loom::thread;
@@ -95,30 +96,45 @@ fn wait(os: &Mutex<Os>, table: &Mutex<Waits>, value: u64, owner: u64) -> u64 {
     id
 }
 
-fn execution(b_knows_shared: bool) {
+/// Who waits: two processes that know the fence is shared, two where B does not, or two
+/// threads of one process (one table, the fence not shared).
+#[derive(Clone, Copy)]
+enum Who {
+    Shared,
+    BUnaware,
+    OneProcess,
+}
+
+fn table(shared: bool) -> Arc<Mutex<Waits>> {
+    let mut t = Waits::default();
+    if shared {
+        t.share(FENCE);
+    }
+    Arc::new(Mutex::new(t))
+}
+
+fn execution(who: Who) {
     let os = Arc::new(Mutex::new(Os::new()));
+    let ta = table(!matches!(who, Who::OneProcess));
+    let tb = match who {
+        Who::Shared => table(true),
+        Who::BUnaware => table(false),
+        Who::OneProcess => ta.clone(),
+    };
     let a = {
         let os = os.clone();
         thread::spawn(move || {
-            let mut t = Waits::default();
-            t.share(FENCE);
-            let t = Mutex::new(t);
-            wait(&os, &t, 1, 1);
-            wait(&os, &t, 3, 3);
+            wait(&os, &ta, 1, 1);
+            wait(&os, &ta, 3, 3);
         })
     };
     let b = {
         let os = os.clone();
         thread::spawn(move || {
-            let mut t = Waits::default();
-            if b_knows_shared {
-                t.share(FENCE);
-            }
-            let t = Mutex::new(t);
-            wait(&os, &t, 5, 5);
-            let id = wait(&os, &t, 9, 9);
+            wait(&os, &tb, 5, 5);
+            let id = wait(&os, &tb, 9, 9);
             // The wait for 9 times out: withdrawn from the OS, then from the table.
-            let mut tl = t.lock().unwrap();
+            let mut tl = tb.lock().unwrap();
             os.lock().unwrap().withdraw(9);
             tl.remove(FENCE, id);
         })
@@ -150,21 +166,26 @@ fn execution(b_knows_shared: bool) {
 
 /// Every interleaving with up to three preemptions (each step is a lock, so this covers a
 /// registration, its read of C and its re-arm split by a signal and the other process).
-fn model(b_knows_shared: bool) {
+fn model(who: Who) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
-    b.check(move || execution(b_knows_shared));
+    b.check(move || execution(who));
 }
 
 #[test]
 fn mf_04_two_processes_waits_on_a_shared_fence_are_never_lost_nor_early() {
-    model(true);
+    model(Who::Shared);
+}
+
+#[test]
+fn mf_04_waits_of_two_threads_of_one_process_are_never_lost_nor_early() {
+    model(Who::OneProcess);
 }
 
 #[test]
 fn mf_04_negative_control_a_process_unaware_of_sharing_strands_another_s_wait() {
     rvgpu_models::expect_violation(
-        || model(false),
+        || model(Who::BUnaware),
         "stranded wait when B's table does not know the fence is shared",
         "lost wake-up",
     );
