@@ -6,7 +6,8 @@
 //! @0x14000DF30, docs/windows-bringup.md §13), even above lower waits still pending: those get
 //! no interrupt when the fence reaches them and are released only when something else makes
 //! VidSch look at the fence. The process's own waits never do that to each other ([`Waits`]:
-//! the re-arm), but another process's wait on a shared fence can. So every blocking CPU wait
+//! the re-arm), nor do processes that re-arm a shared fence at CurrentValue + 1 ([`Waits::share`]),
+//! but a process that does not (not this UMD) can. So every blocking CPU wait
 //! the UMD makes is bounded: it waits in slices of
 //! [`SLICE_NS`], and after each slice the OS did not end it re-reads the fence's CurrentValue
 //! (user-readable). A value reached there ends the wait as a **late wake**: counted
