@@ -264,6 +264,80 @@ fn mf_04_threads_waiting_on_one_fence_are_each_released_at_their_value_and_no_ea
     }
 }
 
+/// A shareable fence of `a`, opened in `b` through a duplicated NT handle: (a's, b's) handles.
+fn share_fence(m: &Arc<Machine>, a: &App, b: &App) -> (u64, u64) {
+    let mut fa = 0u64;
+    assert_eq!(
+        call(
+            &a.p,
+            "rvgpu_fence_create2",
+            &[a.adapter, 0, 1, addr(&mut fa)]
+        ),
+        OK
+    );
+    let mut nt = 0u64;
+    assert_eq!(call(&a.p, "rvgpu_fence_share", &[fa, addr(&mut nt)]), OK);
+    let (from, to) = (a.p.nt_processes()[0], b.p.nt_processes()[0]);
+    let theirs = m.duplicate_handle(from, nt, to).expect("DuplicateHandle");
+    assert_eq!(a.k("CloseHandle", &[nt]), 1);
+    let mut fb = 0u64;
+    assert_eq!(
+        call(
+            &b.p,
+            "rvgpu_fence_open",
+            &[b.adapter, theirs, addr(&mut fb)]
+        ),
+        OK
+    );
+    assert_eq!(b.k("CloseHandle", &[theirs]), 1);
+    (fa, fb)
+}
+
+/// MF-04 across two processes of the DLL on one shared fence, async waits only (no thread of
+/// either process runs while the fence moves): A waits for 3 and 5 on events, the GPU signals
+/// 3, B's wait for 8 arrives (24H2 raises MonitoredValue from 3 to 8 over A's 5), the GPU
+/// signals 6 and goes idle. A's event for 5 is signalled at 6 under every reading, B's is not
+/// before 8; each wait costs two kernel calls.
+#[test]
+fn mf_04_an_async_wait_is_released_at_its_value_under_another_process_s_later_wait() {
+    for m in both_builds() {
+        let a = App::new(&m);
+        let b = App::new(&m);
+        let (fa, fb) = share_fence(&m, &a, &b);
+        // Each wait, above CurrentValue + 1, is two kernel calls: the registration and the
+        // re-arm at CurrentValue + 1.
+        let on = |app: &App, f: u64, v: u64| {
+            let e = app.event();
+            let before = app.p.calls("D3DKMTWaitForSynchronizationObjectFromCpu");
+            assert_eq!(call(&app.p, "rvgpu_fence_wait_async", &[f, v, e]), OK);
+            let calls = app.p.calls("D3DKMTWaitForSynchronizationObjectFromCpu") - before;
+            assert_eq!(calls, 2, "kernel calls of the wait for {v}");
+            e
+        };
+        let e3 = on(&a, fa, 3);
+        let e5 = on(&a, fa, 5);
+        a.gpu_signal_of(fa, 3);
+        assert_eq!(a.wait_event(e3, 5000), WAIT_OBJECT_0);
+        let e8 = on(&b, fb, 8);
+        a.gpu_signal_of(fa, 6);
+        assert_eq!(
+            a.wait_event(e5, 2000),
+            WAIT_OBJECT_0,
+            "A's wait for 5 with the fence at 6 and B's wait for 8 pending\n{}",
+            log_of(&m)
+        );
+        assert_eq!(b.wait_event(e8, 0), WAIT_TIMEOUT, "8 is not reached");
+        a.gpu_signal_of(fa, 8);
+        assert_eq!(b.wait_event(e8, 5000), WAIT_OBJECT_0);
+        assert_eq!(b.k("CloseHandle", &[e8]), 1);
+        assert_eq!(call(&b.p, "rvgpu_fence_destroy", &[fb]), OK);
+        assert_eq!(call(&a.p, "rvgpu_fence_destroy", &[fa]), OK);
+        b.close(&[]);
+        a.close(&[e3, e5]);
+        assert!(m.fault().is_none(), "{:?}", m.fault());
+    }
+}
+
 /// MF-04 across two processes of the DLL on one shared fence: A's async wait for 3 is released,
 /// then process B's async wait for 8 arrives with A's blocking wait for 5 still pending (24H2
 /// raises MonitoredValue over it; A cannot re-arm for another process's wait). A's wait still
@@ -274,31 +348,7 @@ fn mf_04_a_blocking_wait_outlives_its_value_by_a_bounded_time_under_another_proc
     for m in both_builds() {
         let a = Arc::new(App::new(&m));
         let b = App::new(&m);
-        // A shareable fence of A, opened in B.
-        let mut fa = 0u64;
-        assert_eq!(
-            call(
-                &a.p,
-                "rvgpu_fence_create2",
-                &[a.adapter, 0, 1, addr(&mut fa)]
-            ),
-            OK
-        );
-        let mut nt = 0u64;
-        assert_eq!(call(&a.p, "rvgpu_fence_share", &[fa, addr(&mut nt)]), OK);
-        let (from, to) = (a.p.nt_processes()[0], b.p.nt_processes()[0]);
-        let theirs = m.duplicate_handle(from, nt, to).expect("DuplicateHandle");
-        assert_eq!(a.k("CloseHandle", &[nt]), 1);
-        let mut fb = 0u64;
-        assert_eq!(
-            call(
-                &b.p,
-                "rvgpu_fence_open",
-                &[b.adapter, theirs, addr(&mut fb)]
-            ),
-            OK
-        );
-        assert_eq!(b.k("CloseHandle", &[theirs]), 1);
+        let (fa, fb) = share_fence(&m, &a, &b);
         let waits = a.p.calls("D3DKMTWaitForSynchronizationObjectFromCpu");
         let waiter = |v: u64| {
             let a = a.clone();

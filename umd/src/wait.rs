@@ -6,7 +6,8 @@
 //! @0x14000DF30, docs/windows-bringup.md §13), even above lower waits still pending: those get
 //! no interrupt when the fence reaches them and are released only when something else makes
 //! VidSch look at the fence. The process's own waits never do that to each other ([`Waits`]:
-//! the re-arm), but another process's wait on a shared fence can. So every blocking CPU wait
+//! the re-arm), nor do processes that re-arm a shared fence at CurrentValue + 1 ([`Waits::share`]),
+//! but a process that does not (not this UMD) can. So every blocking CPU wait
 //! the UMD makes is bounded: it waits in slices of
 //! [`SLICE_NS`], and after each slice the OS did not end it re-reads the fence's CurrentValue
 //! (user-readable). A value reached there ends the wait as a **late wake**: counted
@@ -101,11 +102,24 @@ pub fn slices_in(timeout_ns: u64) -> Option<u64> {
 /// process's registration (or a GPU wait the OS queues for a kernel-mode queue, which the UMD
 /// re-arms after too) raises it again. The pages' reading never raises; a re-arm there only
 /// restates W − 1 of the lowest wait.
+///
+/// A fence shared with other processes ([`Self::share`]) takes another rule: their waits are
+/// not in this table, so a re-arm at this process's lowest could itself raise M over a lower
+/// wait of theirs, and their registrations raise M over this one's. The one value known to be
+/// at or below every pending wait of every process is C + 1 (a wait at or below C was released
+/// by the registration's own unwait), so every registration above C + 1 on a shared fence is
+/// followed by a re-arm at C + 1, and releases re-arm nothing. M is then at or below every
+/// pending wait of every process that follows this rule, so none of their waits, blocking or
+/// on an event, outlives its value. The price: after a release M stays below C while waits
+/// remain, so each GPU signal of the fence interrupts until the last wait is released (at most
+/// one interrupt per signal, the legacy monitored fence's rate; docs/performance.md).
 #[derive(Debug, Default)]
 pub struct Waits {
     /// Per fence: (value, waiter id) of each registration whose waiter has not left and whose
     /// value was not seen reached.
     by_fence: alloc::collections::BTreeMap<crate::nt::KmtHandle, alloc::vec::Vec<(u64, u64)>>,
+    /// Fences shared with other processes (opened from, or given out as, an NT handle).
+    shared: alloc::collections::BTreeSet<crate::nt::KmtHandle>,
     next_id: u64,
 }
 
@@ -121,7 +135,12 @@ impl Waits {
     ) -> (u64, Option<u64>) {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
-        let rearm = self.lowest(fence, current).filter(|&l| l < value);
+        let rearm = if self.shared.contains(&fence) {
+            let next = current.saturating_add(1);
+            (value > next).then_some(next)
+        } else {
+            self.lowest(fence, current).filter(|&l| l < value)
+        };
         if value > current {
             self.by_fence.entry(fence).or_default().push((value, id));
         }
@@ -149,9 +168,36 @@ impl Waits {
         low
     }
 
+    /// `fence` is shared with other processes from now on ([`Waits`]: re-arms at C + 1).
+    pub fn share(&mut self, fence: crate::nt::KmtHandle) {
+        self.shared.insert(fence);
+    }
+
+    /// The value to re-arm after a wait of the process on `fence` was released, CurrentValue
+    /// at `current`: the lowest pending wait of the process; none on a shared fence (M is
+    /// already at or below C there, which no pending wait of any process is under).
+    pub fn after_release(&mut self, fence: crate::nt::KmtHandle, current: u64) -> Option<u64> {
+        let low = self.lowest(fence, current);
+        if self.shared.contains(&fence) {
+            return None;
+        }
+        low
+    }
+
+    /// The value to re-arm after the OS queued a GPU wait on `fence` (it moves M as a CPU
+    /// wait does), CurrentValue at `current`: the lowest pending wait of the process, or C + 1
+    /// on a shared fence (other processes' waits are unknown here).
+    pub fn after_gpu_wait(&mut self, fence: crate::nt::KmtHandle, current: u64) -> Option<u64> {
+        if self.shared.contains(&fence) {
+            return Some(current.saturating_add(1));
+        }
+        self.lowest(fence, current)
+    }
+
     /// `fence` is destroyed: its waits are the OS's to abandon.
     pub fn forget(&mut self, fence: crate::nt::KmtHandle) {
         self.by_fence.remove(&fence);
+        self.shared.remove(&fence);
     }
 
     /// Pending waits recorded on `fence`.
@@ -193,6 +239,38 @@ mod tests {
         assert_eq!(w.pending(9), 0);
         w.forget(7);
         assert_eq!(w.pending(7), 0);
+    }
+
+    /// MF-04 on a fence shared with other processes: a registration above C + 1 re-arms at
+    /// C + 1 (at or below every other process's pending wait), whatever this process waits
+    /// for; a release re-arms nothing; a GPU wait re-arms at C + 1; destroying forgets it.
+    #[test]
+    fn mf_04_a_wait_on_a_shared_fence_re_arms_at_the_next_value() {
+        let mut w = Waits::default();
+        w.share(7);
+        let (a, r) = w.add(7, 9, 3);
+        assert_eq!(r, Some(4), "above C + 1");
+        let (_, r) = w.add(7, 5, 3);
+        assert_eq!(r, Some(4), "below the process's own lowest too");
+        assert_eq!(
+            w.add(7, 4, 3).1,
+            None,
+            "the registration set M := C + 1 itself"
+        );
+        assert_eq!(w.add(7, 2, 3).1, None, "already reached");
+        assert_eq!(w.after_release(7, 5), None, "releases re-arm nothing");
+        assert_eq!(w.pending(7), 1, "5 and 4 were reached");
+        assert_eq!(w.after_gpu_wait(7, 5), Some(6));
+        w.remove(7, a);
+        w.forget(7);
+        assert_eq!(
+            w.add(7, 9, 3).1,
+            None,
+            "a new fence under that handle is not shared"
+        );
+        // An unshared fence keeps the per-process rule.
+        assert_eq!(w.after_release(7, 3), Some(9));
+        assert_eq!(w.after_gpu_wait(7, 3), Some(9));
     }
 
     /// MF-04: a wait the OS releases ends without a late wake.

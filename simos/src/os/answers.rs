@@ -44,10 +44,13 @@ pub enum MonitoredValue {
     /// raise passed over is released only when something unrelated makes VidSch look at its
     /// fence: another wait or a CPU signal on it, a signal reaching the raised M, or
     /// `M:VidSchiUnwaitMonitoredFences` @0x14000E4E0 walking every CPU waiter of the adapter
-    /// (`M:UnblockCpuWaiter` @0x1400342D0; on a legacy monitored-fence interrupt or a DMA
-    /// completion: not modelled, it only adds releases). An idle GPU strands it for good, so
-    /// the reading is complete and the UMD defends: its waits on one fence leave M at or below
-    /// its lowest pending wait (`umd/src/wait.rs`, docs/performance.md).
+    /// (`M:UnblockCpuWaiter` @0x1400342D0): on a scan report
+    /// (`M:UnwaitFencesFromNativeFenceSignaledDpc` @0x1400518DC, modelled: the scan set), a
+    /// legacy monitored-fence interrupt, a DMA completion or a CPU wait on a non-native object
+    /// (not modelled, they only add releases). An idle GPU strands it for good, so the reading
+    /// is complete and the UMD defends: its waits on one fence leave M at or below its lowest
+    /// pending wait, and at or below C + 1 on a fence shared with other processes
+    /// (`umd/src/wait.rs`, docs/performance.md).
     RaisedByNewWaits,
     /// The pages (`DxgkDdiUpdateMonitoredValues`, NF-02, NF-04): W − 1 for the lowest pending
     /// wait, re-armed to the next one as waits are released; never above a pending wait.

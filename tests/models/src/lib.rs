@@ -22,6 +22,10 @@
 //! `tests/nf_17_fence_store_pair.rs`: the KMD's `FENCE_STORE_ADDR` / `FENCE_STORE` pair from
 //! writers at device IRQL and at DISPATCH_LEVEL never stores a value in another fence's word.
 //!
+//! `tests/mf_04_cpu_wait_rearm.rs`: the UMD's CPU-wait table (`rvgpu_umd::wait::Waits`)
+//! against 24H2's MonitoredValue rules: no wait lost or released early, for threads of one
+//! process and for two processes sharing the fence.
+//!
 //! The models are the crate's integration tests; the library holds only what they share,
 //! [`run_isolated`] and the negative controls' [`expect_violation`].
 //! Run: `cargo test -p rvgpu-models`.

@@ -285,6 +285,7 @@ pub fn fence_open(a: usize, nt: usize) -> Result<usize, RvgpuStatus> {
             RvgpuStatus::KernelError => RvgpuStatus::InvalidHandle,
             s => s,
         })?;
+    kmt.share_waits(nf.kmt);
     add_fence(kmt, nf, true)
 }
 
@@ -296,6 +297,7 @@ pub fn fence_share(f: usize) -> Result<usize, RvgpuStatus> {
         return Err(RvgpuStatus::InvalidArgument);
     }
     let nt = kmt.share_native_fence(nf.kmt).map_err(from_nt)?;
+    kmt.share_waits(nf.kmt);
     usize::try_from(nt).map_err(|_| RvgpuStatus::KernelError)
 }
 

@@ -120,7 +120,8 @@ impl WinKmt {
 
     /// Waiter `id` of `fence` leaves; when the OS `released` it, the process's lowest wait
     /// still pending on the fence is re-armed (24H2 leaves MonitoredValue where the released
-    /// wait had it while other waits remain: stale, below CurrentValue).
+    /// wait had it while other waits remain: stale, below CurrentValue); on a shared fence
+    /// nothing is ([`Waits::after_release`]).
     pub(super) fn end_native_wait(&self, fence: KmtHandle, id: u64, released: bool) {
         self.waits.with(|w, rearm_event| {
             w.remove(fence, id);
@@ -128,21 +129,27 @@ impl WinKmt {
                 return;
             }
             let current = self.native_value(fence).unwrap_or(0);
-            if let Some(low) = w.lowest(fence, current) {
+            if let Some(low) = w.after_release(fence, current) {
                 self.rearm(fence, low, rearm_event);
             }
         });
     }
 
+    /// `fence` is shared with other processes from now on: its registrations re-arm at
+    /// CurrentValue + 1 ([`Waits`]).
+    pub fn share_waits(&self, fence: KmtHandle) {
+        self.waits.with(|w, _| w.share(fence));
+    }
+
     /// After the OS queued a GPU wait on `fence` (`M:VidSchiAcquireSyncObjectForHwQueue`
     /// @0x14000396C moves MonitoredValue as a CPU wait does): the process's lowest CPU wait on
-    /// it is re-armed.
+    /// it is re-armed (CurrentValue + 1 on a shared fence).
     pub(super) fn rearm_after_gpu_wait(&self, fence: KmtHandle) {
         let Some(current) = self.native_value(fence) else {
             return;
         };
         self.waits.with(|w, rearm_event| {
-            if let Some(low) = w.lowest(fence, current) {
+            if let Some(low) = w.after_gpu_wait(fence, current) {
                 self.rearm(fence, low, rearm_event);
             }
         });
