@@ -113,6 +113,10 @@ pub struct Machine {
     pub(crate) loaded: bool,
     /// Every process's NT handle table (objects shared across processes, `crate::ob`).
     pub(crate) handles: crate::ob::HandleTables<crate::sync::fence::NtObject>,
+    /// What each process's UMD learnt of its adapter's nodes through
+    /// `D3DKMTQueryAdapterInfo` ([`crate::kmt::SimKmt`], by adapter and device): user-mode
+    /// state of the processes, which the simulated OS never reads.
+    pub(crate) umd_nodes: crate::kmt::UmdNodes,
     _permits: AdapterPermits,
 }
 
@@ -271,6 +275,7 @@ impl Machine {
             registry_path,
             loaded: false,
             handles: crate::ob::HandleTables::default(),
+            umd_nodes: crate::kmt::UmdNodes::default(),
             _permits: permits,
         })
     }
