@@ -134,7 +134,6 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
         "D3DKMTOpenNativeFenceFromNtHandle",
         thunk!(open_native_fence_from_nt_handle),
     ),
-    ("D3DKMTQueryAdapterInfo", thunk!(query_adapter_info)),
 ];
 
 // ---------------------------------------------------------------------------------------------
