@@ -44,7 +44,6 @@ pub mod context_virtual;
 pub mod native_fence;
 pub mod query_adapter_info;
 mod umd_nodes;
-pub(crate) use umd_nodes::UmdNodes;
 
 pub use crate::os::DEFAULT_THUNK_COST;
 

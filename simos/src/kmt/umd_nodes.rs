@@ -1,25 +1,18 @@
 //! What a simulated process's UMD learns of its adapter's nodes ([`rvgpu_umd::nodes`]): asked
 //! through `D3DKMTQueryAdapterInfo`'s kernel entry with the structure the UMD's Windows thunk
-//! fills, and kept by adapter and device, since a [`super::SimKmt`] is made afresh for every
-//! call and cannot hold it. User-mode state: the simulated OS never reads it.
+//! fills, and kept by the machine by adapter and device, since a [`super::SimKmt`] is made
+//! afresh for every call and cannot hold it. User-mode state: the simulated OS never reads it.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
-use rvgpu_umd::kmt::{KmtHandle, NtStatus};
-use rvgpu_umd::nodes::{self, NodeScheduling, NODEMETADATA_SIZE};
+use rvgpu_umd::kmt::NtStatus;
+use rvgpu_umd::nodes::{self, NODEMETADATA_SIZE};
 
 use super::context_virtual::CallerMemory;
 use super::query_adapter_info::{dxgk_query_adapter_info_impl, D3dkmtQueryAdapterInfo};
-use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
-
-/// Each process's [`NodeScheduling`], by adapter and device.
-#[derive(Debug, Default)]
-pub(crate) struct UmdNodes(Mutex<HashMap<(usize, KmtHandle), Arc<NodeScheduling>>>);
 
 /// The caller's buffer of the query: one in this process, at a token address (the kernel
 /// entry reads and writes it whole).
@@ -50,11 +43,7 @@ impl CallerMemory for OwnBuffer {
 /// `KMTQAITYPE_NODEMETADATA` (78 bytes) once per node of the process's device. The adapter is
 /// the one the device is on (a simulated process opens no adapter handle of its own).
 pub(super) fn node_hw_scheduled(m: &Machine, p: &UmsProcess, node: u32) -> Result<bool, NtStatus> {
-    let known = lock(&m.umd_nodes.0)
-        .entry((p.adapter, p.device))
-        .or_default()
-        .clone();
-    known.get(node, || {
+    m.umd_nodes(p).get(node, || {
         let buf = OwnBuffer(RefCell::new(nodes::node_metadata_request(node)?.to_vec()));
         let a = D3dkmtQueryAdapterInfo {
             h_adapter: 0,
