@@ -43,6 +43,7 @@ pub mod catalog;
 pub mod context_virtual;
 pub mod native_fence;
 pub mod query_adapter_info;
+mod umd_nodes;
 
 pub use crate::os::DEFAULT_THUNK_COST;
 
@@ -476,11 +477,14 @@ impl Kmt for SimKmt<'_> {
     type Fence = SimFence;
 
     /// Through the thunk's kernel entry with the structure the UMD's Windows thunk fills
-    /// (`umd/src/kmt_windows`: engine 0, no flags, no private data).
+    /// (`umd/src/kmt_windows`: engine 0, `HwQueueSupported` exactly on a hardware-scheduled
+    /// node, no private data).
     fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+        let hw = self.node_hw_scheduled(node)?;
         let mut a = context_virtual::D3dkmtCreateContextVirtual {
             h_device: self.p.device,
             node_ordinal: node,
+            flags: rvgpu_umd::nodes::context_flags(hw),
             ..Default::default()
         };
         let own = self.p;
@@ -491,6 +495,14 @@ impl Kmt for SimKmt<'_> {
             &context_virtual::NoCallerMemory,
         )?;
         Ok(a.h_context)
+    }
+
+    /// Through `D3DKMTQueryAdapterInfo`'s kernel entry with the structure the UMD's Windows
+    /// thunk fills (`KMTQAITYPE_NODEMETADATA`, 78 bytes), once per node of the process's
+    /// device. The process's adapter is the one its device is on (a simulated process opens no
+    /// adapter handle of its own).
+    fn node_hw_scheduled(&self, node: u32) -> Result<bool, NtStatus> {
+        umd_nodes::node_hw_scheduled(self.m, &self.p, node)
     }
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {

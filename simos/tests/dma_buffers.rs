@@ -173,3 +173,43 @@ fn al_03_a_command_buffer_destroyed_under_a_queued_dma_buffer_lives_until_it_ran
     assert_eq!(s.target.mem.load(0), 0x5555);
     exits_clean(&m, &s.p);
 }
+
+/// UM-01 on a hardware-scheduled node, the UMD's Rust code over the simulated thunks: the DMA
+/// context learns the node's scheduling from `D3DKMTQueryAdapterInfo`, creates its context
+/// with `HwQueueSupported` and one kernel-mode hardware queue, and its packet lists run through
+/// `D3DKMTSubmitCommandToHwQueue` (no fence ID of VidSch's kernel-mode DMA path is taken),
+/// completion read from the queue's progress fence; `D3DKMTSubmitCommand` on that context is
+/// refused (STATUS_INVALID_PARAMETER, 24H2 `K:DxgkSubmitCommandInternal` @0x1402A4B90).
+#[test]
+fn um_01_the_umd_dma_context_on_a_hws_node_goes_through_its_hardware_queue() {
+    let m = machine_with(Mode::Step, |_| {});
+    let (p, k) = user_process(&m);
+    assert_eq!(k.node_hw_scheduled(0), Ok(true));
+    let target = okk(&m, k.create_allocation(4096));
+    let before = m.legacy_fences(0, 0);
+    let mut c = okk(&m, DmaContext::new(k, 0));
+    assert!(
+        matches!(c.tracking(), Tracking::Queue { .. }),
+        "{:?}",
+        c.tracking()
+    );
+    for i in 0..4 {
+        okk(&m, c.submit(&[fill(&target, 8 * i, 0xE0_0000 + i)]));
+    }
+    let cb = okk(&m, k.create_allocation_as(4096, AllocationKind::Commands));
+    assert_eq!(
+        k.submit_command(c.handle(), cb.gpu_va, 8),
+        Err(rvgpu_umd::kmt::STATUS_INVALID_PARAMETER)
+    );
+    okk(&m, c.close());
+    for i in 0..4 {
+        assert_eq!(target.mem.load(8 * i), 0xE0_0000 + i, "submission {i}");
+    }
+    assert_eq!(
+        m.legacy_fences(0, 0),
+        before,
+        "no kernel-mode DMA fence ID taken"
+    );
+    okk(&m, k.destroy_allocation(cb.handle));
+    exits_clean(&m, &p);
+}

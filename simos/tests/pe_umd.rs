@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use common::dll::*;
-use common::pe::{call, log_of, pe_machine, threaded_machine, umd};
+use common::pe::{call, log_of, pe_machine, pe_machine_sw, threaded_machine, umd};
 use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::pe::cpu::Stop;
@@ -25,7 +25,7 @@ fn the_dll_binds_its_imports_to_the_simulated_os() {
         .iter()
         .filter(|i| i.starts_with("gdi32.dll!"))
         .count();
-    assert_eq!(gdi, 25, "{imports:?}");
+    assert_eq!(gdi, 26, "{imports:?}");
     for needed in [
         "gdi32.dll!D3DKMTOpenAdapterFromLuid",
         "gdi32.dll!D3DKMTSubmitCommandToHwQueue",
@@ -335,13 +335,11 @@ fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
-/// UM-01, classic kernel-mode submission from the shipped DLL: `rvgpu_context_create`
-/// (`D3DKMTCreateContextVirtual` and a command buffer), `rvgpu_context_submit` copies a FILL
-/// into the command buffer and submits it with `D3DKMTSubmitCommand`; VidSch gives it the
-/// node's next fence ID, the KMD runs it, the buffer holds the pattern.
-#[test]
-fn um_01_the_shipped_dll_runs_a_dma_buffer_through_d3dkmtsubmitcommand() {
-    let m = pe_machine();
+/// A FILL through a kernel-mode DMA context of the shipped DLL on node 0 of `m`:
+/// `rvgpu_context_create`, `rvgpu_context_submit` of the FILL, until the buffer holds the
+/// pattern, then `rvgpu_context_destroy` (a submission after it is
+/// RVGPU_STATUS_INVALID_HANDLE). Returns the process for its thunk counts.
+fn dma_context_fill(m: &Arc<Machine>) -> Arc<UserProcess> {
     let p = UserProcess::new(m.clone(), umd());
     let mut adapter = 0u64;
     assert_eq!(
@@ -354,9 +352,8 @@ fn um_01_the_shipped_dll_runs_a_dma_buffer_through_d3dkmtsubmitcommand() {
         call(&p, "rvgpu_context_create", &[adapter, 0, addr(&mut ctx)]),
         OK,
         "{}",
-        log_of(&m)
+        log_of(m)
     );
-    let (s0, _) = m.legacy_fences(0, 0);
     let d = dwords(&[Command::Fill {
         dst: va + 16,
         bytes: 8,
@@ -370,25 +367,24 @@ fn um_01_the_shipped_dll_runs_a_dma_buffer_through_d3dkmtsubmitcommand() {
         ),
         OK,
         "{}",
-        log_of(&m)
+        log_of(m)
     );
-    assert_eq!(p.calls("D3DKMTSubmitCommand"), 1);
-    let (s1, _) = m.legacy_fences(0, 0);
-    assert_eq!(s1, s0 + 1, "one new fence ID");
     let t0 = std::time::Instant::now();
-    while m.legacy_fences(0, 0).1 < s1 {
-        assert!(t0.elapsed().as_secs() < 20, "fence ID {s1} never completed");
+    loop {
+        let mut data = 0u64;
+        assert_eq!(
+            call(&p, "rvgpu_buffer_lock", &[buffer, 1, 0, 0, addr(&mut data)]),
+            OK
+        );
+        // SAFETY: the lock's view of the 4 KiB buffer; word 2 is inside it.
+        let got = unsafe { (data as *const u64).add(2).read_volatile() };
+        assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
+        if got == 0xD0A_0002 {
+            break;
+        }
+        assert!(t0.elapsed().as_secs() < 20, "the FILL never ran");
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    let mut data = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_buffer_lock", &[buffer, 1, 0, 0, addr(&mut data)]),
-        OK
-    );
-    // SAFETY: the lock's view of the 4 KiB buffer; word 2 is inside it.
-    let got = unsafe { (data as *const u64).add(2).read_volatile() };
-    assert_eq!(got, 0xD0A_0002);
-    assert_eq!(call(&p, "rvgpu_buffer_unlock", &[buffer]), OK);
     assert_eq!(call(&p, "rvgpu_context_destroy", &[ctx]), OK);
     assert_eq!(
         call(
@@ -400,6 +396,43 @@ fn um_01_the_shipped_dll_runs_a_dma_buffer_through_d3dkmtsubmitcommand() {
         "RVGPU_STATUS_INVALID_HANDLE after the destroy"
     );
     assert!(m.fault().is_none(), "{:?}", m.fault());
+    p
+}
+
+/// UM-01, classic kernel-mode submission from the shipped DLL on a software-scheduled node:
+/// `rvgpu_context_create` (`D3DKMTCreateContextVirtual` without `HwQueueSupported` and a
+/// command buffer), `rvgpu_context_submit` copies a FILL into the command buffer and submits it
+/// with `D3DKMTSubmitCommand`; VidSch gives it the node's next fence ID, the KMD runs it, the
+/// buffer holds the pattern.
+#[test]
+fn um_01_the_shipped_dll_runs_a_dma_buffer_through_d3dkmtsubmitcommand() {
+    let m = pe_machine_sw();
+    let (s0, _) = m.legacy_fences(0, 0);
+    let p = dma_context_fill(&m);
+    assert_eq!(p.calls("D3DKMTSubmitCommand"), 1);
+    assert_eq!(p.calls("D3DKMTCreateHwQueue"), 0);
+    let (s1, _) = m.legacy_fences(0, 0);
+    assert_eq!(s1, s0 + 1, "one new fence ID");
+    let t0 = std::time::Instant::now();
+    while m.legacy_fences(0, 0).1 < s1 {
+        assert!(t0.elapsed().as_secs() < 20, "fence ID {s1} never completed");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// UM-01 on a hardware-scheduled node: the shipped DLL's kernel-mode DMA context is created
+/// with `HwQueueSupported` (24H2 refuses one without it there) and one kernel-mode hardware
+/// queue; `rvgpu_context_submit` goes through `D3DKMTSubmitCommandToHwQueue` (24H2 refuses
+/// `D3DKMTSubmitCommand` on such a context), no native fence is made for it, and the FILL runs.
+#[test]
+fn um_01_the_shipped_dll_runs_a_dma_buffer_through_a_hardware_queue_on_a_hws_node() {
+    let m = pe_machine();
+    let p = dma_context_fill(&m);
+    assert_eq!(p.calls("D3DKMTSubmitCommand"), 0);
+    assert_eq!(p.calls("D3DKMTCreateHwQueue"), 1);
+    assert_eq!(p.calls("D3DKMTSubmitCommandToHwQueue"), 1);
+    assert_eq!(p.calls("D3DKMTCreateNativeFence"), 0);
+    assert_eq!(p.calls("D3DKMTQueryAdapterInfo"), 1, "node 0 learnt once");
 }
 
 /// DDI-03 with paging queued ahead (`OsConfig::paging_behind`: every Map and MakeResident
@@ -866,7 +899,7 @@ fn every_thunk_given_garbage_returns_an_error_status() {
     ] {
         thunks.push(t.to_string());
     }
-    assert_eq!(thunks.len(), 31);
+    assert_eq!(thunks.len(), 32);
     // Larger than every structure (`D3DKMT_SUBMITCOMMAND`'s 0x180 bytes the largest).
     static RO: [u8; 512] = [0; 512];
     for t in &thunks {

@@ -5,7 +5,7 @@
 mod common;
 
 use common::dll::*;
-use common::pe::{pe_machine, umd};
+use common::pe::{pe_machine, pe_machine_sw, umd};
 use rvgpu_simos::pe::umd::UserProcess;
 
 /// Every D3DKMT thunk the shipped DLL imports from gdi32.dll has a row in the thunk catalog
@@ -22,23 +22,23 @@ fn every_thunk_the_dll_imports_has_a_catalog_row() {
     assert!(missing.is_empty(), "no catalog row: {missing:?}");
 }
 
-/// `D3DKMTSubmitCommand` given what Windows refuses returns its status and submits nothing
-/// (no fence ID is taken): no or too many broadcast contexts, primaries on a render-only
-/// adapter, private data the KMD did not ask for, a context of no process or of another
-/// process, a length not a multiple of the 8-byte word or past the DMA buffer size, an
-/// unmapped VA; what the UMD does not use is STATUS_NOT_SUPPORTED. A length of 0 succeeds
-/// and submits nothing, as 24H2 does.
+/// `D3DKMTSubmitCommand` on a software-scheduled node given what Windows refuses returns its
+/// status and submits nothing (no fence ID is taken): no or too many broadcast contexts, a
+/// further broadcast context that names none, primaries on a render-only adapter, private
+/// data the KMD did not ask for, a context of no process or of another process, a length not
+/// a multiple of the 8-byte word or past the DMA buffer size, an unmapped VA; what the UMD does
+/// not use is STATUS_NOT_SUPPORTED. A length of 0 succeeds and submits nothing, as 24H2 does.
 #[test]
 fn um_01_d3dkmtsubmitcommand_refuses_what_windows_refuses() {
     const NOT_SUPPORTED: u64 = 0xC000_00BB;
-    let m = pe_machine();
+    let m = pe_machine_sw();
     let p = UserProcess::new(m.clone(), umd());
-    let (adapter, _) = open_queue(&p);
+    let adapter = open_adapter(&p);
     let (_, va) = buffer_4k(&p, adapter);
-    let ctx = raw_context(&p);
+    let ctx = raw_context(&p, 0);
     let q = UserProcess::new(m.clone(), umd());
-    open_queue(&q);
-    let other = raw_context(&q);
+    open_adapter(&q);
+    let other = raw_context(&q, 0);
     let before = m.legacy_fences(0, 0);
     let inval = STATUS_INVALID_PARAMETER;
     type Edit = fn(&mut [u64; 48]);
@@ -60,12 +60,12 @@ fn um_01_d3dkmtsubmitcommand_refuses_what_windows_refuses() {
             inval,
         ),
         (
-            "two broadcast contexts",
+            "two broadcast contexts, the second none",
             ctx,
             va,
             8,
             |s| set_u32(s, 24, 2),
-            NOT_SUPPORTED,
+            inval,
         ),
         ("a primary", ctx, va, 8, |s| set_u32(s, 300, 1), inval),
         ("private data", ctx, va, 8, |s| set_u32(s, 296, 8), inval),
@@ -98,6 +98,14 @@ fn um_01_d3dkmtsubmitcommand_refuses_what_windows_refuses() {
         let r = thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64);
         assert_eq!(r, want, "{what}: {r:#x}");
     }
+    let mut s = submit_command(ctx, va, 8);
+    set_u32(&mut s, 24, 2);
+    set_u32(&mut s, 32, ctx);
+    assert_eq!(
+        thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64),
+        NOT_SUPPORTED,
+        "two broadcast contexts"
+    );
     let mut s = submit_command(ctx, va, 0);
     assert_eq!(
         thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64),
@@ -106,6 +114,55 @@ fn um_01_d3dkmtsubmitcommand_refuses_what_windows_refuses() {
     );
     assert_eq!(m.legacy_fences(0, 0), before, "something was submitted");
     assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// UM-01: `D3DKMTSubmitCommand` refuses a context created with `HwQueueSupported`
+/// (STATUS_INVALID_PARAMETER, 24H2 `K:DxgkSubmitCommandInternal` @0x1402A4B90, before the
+/// length is looked at: a length of 0 is refused too) and submits nothing, as a raw thunk call
+/// in the DLL's process on a hardware-scheduled node.
+#[test]
+fn um_01_d3dkmtsubmitcommand_refuses_a_hw_queue_context() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let adapter = open_adapter(&p);
+    let (_, va) = buffer_4k(&p, adapter);
+    let ctx = raw_context(&p, HW_QUEUE_SUPPORTED);
+    let before = m.legacy_fences(0, 0);
+    for len in [8, 0] {
+        let mut s = submit_command(ctx, va, len);
+        assert_eq!(
+            thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64),
+            STATUS_INVALID_PARAMETER,
+            "a length of {len}"
+        );
+    }
+    assert_eq!(m.legacy_fences(0, 0), before, "something was submitted");
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// BR-92 through the DLL's process: 24H2 `K:DXGCONTEXT::Initialize` @0x1402CFD80 refuses a
+/// context without `HwQueueSupported` on a hardware-scheduled node and one with it on a
+/// software-scheduled node (STATUS_UNSUCCESSFUL both, `hContext` not written); the simulated
+/// kernel supplies nothing. The other way round each is created.
+#[test]
+fn br_92_d3dkmtcreatecontextvirtual_hw_queue_supported_exactly_on_hws_nodes() {
+    for (m, hws) in [(pe_machine(), true), (pe_machine_sw(), false)] {
+        let p = UserProcess::new(m.clone(), umd());
+        open_adapter(&p);
+        let device = p.devices()[0].device;
+        for flags in [0, HW_QUEUE_SUPPORTED] {
+            let mut c = context_virtual(device, |c| c[3] = flags);
+            let r = thunk(&p, "D3DKMTCreateContextVirtual", c.as_mut_ptr() as u64);
+            if (flags != 0) == hws {
+                assert_eq!(r, STATUS_SUCCESS, "hws {hws}, flags {flags:#x}");
+                assert_ne!(c[8], 0);
+            } else {
+                assert_eq!(r, STATUS_UNSUCCESSFUL, "hws {hws}, flags {flags:#x}");
+                assert_eq!(c[8], 0, "hContext written on a refusal");
+            }
+        }
+        assert!(m.fault().is_none(), "{:?}", m.fault());
+    }
 }
 
 /// A `D3DKMT_CREATECONTEXTVIRTUAL` (40 bytes) for `device`: node 0, the rest as `edit` sets it.
@@ -194,7 +251,11 @@ fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
         assert_eq!(c[8], 0, "{what}: hContext written on a refusal");
     }
     for engine in [0, 1] {
-        let mut c = context_virtual(device, |c| c[2] = engine);
+        // `HwQueueSupported`: node 0 is hardware-scheduled.
+        let mut c = context_virtual(device, |c| {
+            c[2] = engine;
+            c[3] = HW_QUEUE_SUPPORTED;
+        });
         assert_eq!(
             thunk(&p, "D3DKMTCreateContextVirtual", c.as_mut_ptr() as u64),
             STATUS_SUCCESS,

@@ -128,7 +128,13 @@ fn tdr_05_sequence_step_mode() {
 /// node whatever the snapshot says (`tdr_24h2_*`).
 #[test]
 fn tdr_05_nothing_to_reset() {
-    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::PAGES);
+    // Kernel-mode DMA from a process: a software-scheduled node (24H2 refuses
+    // `D3DKMTSubmitCommand` on a hardware-scheduled one's contexts).
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    cfg.adapters[0].hwsch_feature = false;
+    let m = started(cfg);
+    enable_tdr(&m, fast());
     let (p, k, ctx) = process_with_context(&m);
     let t = okk(&m, k.create_allocation(4096));
     ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
@@ -205,7 +211,7 @@ fn tdr_03_paging_first_original_ids() {
 /// OS's last completed ID (a slow, not hung, DMA buffer is preempted, not reset).
 #[test]
 fn tdr_04_last_completed_fence() {
-    let m = machine_with(Mode::Step, |_| {});
+    let m = machine_with(Mode::Step, |a| a.hwsch_feature = false);
     enable_tdr_steps(&m, 2, 100_000);
     let (p, k, ctx) = process_with_context(&m);
     let t = okk(&m, k.create_allocation(4096));

@@ -211,10 +211,13 @@ RvgpuStatus rvgpu_va_reserve(RvgpuAdapter *adapter, uint64_t base, uint64_t size
 RvgpuStatus rvgpu_buffer_map_va(RvgpuBuffer *buffer, uint64_t va, uint64_t first_page, uint64_t page_count);
 RvgpuStatus rvgpu_va_free(RvgpuAdapter *adapter, uint64_t base, uint64_t size);
 
-/* Kernel-mode DMA contexts: work scheduled by the OS one DMA buffer at a time
-   (D3DKMTSubmitCommand), as the D3D runtime submits on a context without hardware queues.
-   rvgpu_context_create makes a context on node `node` of the adapter's device with its
-   command buffer (*out_context is NULL on failure). rvgpu_context_submit validates
+/* Kernel-mode DMA contexts: work scheduled by the OS one DMA buffer at a time, as the D3D
+   runtime submits on a context of a GPU-VA device: D3DKMTSubmitCommand on a node without
+   context scheduling; on a hardware-scheduled node (D3DKMTQueryAdapterInfo's node metadata)
+   the context is created with HwQueueSupported and a kernel-mode hardware queue, and each
+   DMA buffer goes to it (D3DKMTSubmitCommandToHwQueue), as Windows refuses
+   D3DKMTSubmitCommand there. rvgpu_context_create makes a context on node `node` of the
+   adapter's device with its command buffer (*out_context is NULL on failure). rvgpu_context_submit validates
    dword_count command dwords (as for rvgpu_submit; at most 16384, no INDIRECT), copies them
    into the command buffer and submits them; there is no progress value: completion is seen in
    the memory the commands write. Any amount of work may be in flight: the context reuses

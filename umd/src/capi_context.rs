@@ -1,8 +1,11 @@
 //! The C API's kernel-mode DMA contexts (`RvgpuContext`, [`crate::dma`]): what an application
 //! needs to submit through the OS's scheduler one DMA buffer at a time, as the D3D runtime
-//! does on a context without hardware queues. `rvgpu_context_create` makes a context on a
-//! node of the adapter's device, `rvgpu_context_submit` copies a packet list into its command
-//! buffer and submits it (`D3DKMTSubmitCommand`), `rvgpu_context_destroy` ends it.
+//! does on a context of a GPU-VA device. `rvgpu_context_create` makes a context on a node of
+//! the adapter's device, `rvgpu_context_submit` copies a packet list into its command buffer
+//! and submits it, `rvgpu_context_destroy` ends it. The submission is `D3DKMTSubmitCommand` on
+//! a node without context scheduling; on a hardware-scheduled node, where Windows refuses it,
+//! the context is created with `HwQueueSupported` and a kernel-mode hardware queue, and
+//! each buffer goes to it (`D3DKMTSubmitCommandToHwQueue`, [`crate::dma`]).
 //!
 //! Every argument is checked before a handle is looked up: a null pointer, a null handle, an
 //! empty, odd, oversized or malformed command stream is `RVGPU_STATUS_INVALID_ARGUMENT`; a

@@ -1,11 +1,17 @@
-//! A kernel-mode DMA context: a context on one node without hardware queues, whose work goes
-//! through the OS's scheduler one DMA buffer at a time (`D3DKMTSubmitCommand`, VidSch's
-//! fence IDs and TDR path), as the D3D runtime submits on a context of a GPU-VA device.
+//! A kernel-mode DMA context: a context on one node whose work goes through the OS's scheduler
+//! one DMA buffer at a time, as the D3D runtime submits on a context of a GPU-VA device. On a
+//! node without context scheduling that is `D3DKMTSubmitCommand` (VidSch's fence IDs and TDR
+//! path). On a hardware-scheduled node ([`crate::nodes`]) the context is created with
+//! `HwQueueSupported`, which 24H2 requires there (`K:DXGCONTEXT::Initialize` @0x1402CFD80) and
+//! which makes `D3DKMTSubmitCommand` refuse it (`K:DxgkSubmitCommandInternal` @0x1402A4B90):
+//! the context gets one kernel-mode hardware queue and each DMA buffer goes to it
+//! (`D3DKMTSubmitCommandToHwQueue`), its completion tracked by the queue's progress fence
+//! ([`Tracking::Queue`]).
 //!
-//! [`DmaContext::new`] creates the context (`D3DKMTCreateContextVirtual`) and its command
-//! buffer (an allocation of [`AllocationKind::Commands`]); [`DmaContext::submit`] copies a
-//! packet list into the command buffer and submits that range by its GPU VA;
-//! [`DmaContext::close`] destroys the context, then the buffer.
+//! [`DmaContext::new`] creates the context (`D3DKMTCreateContextVirtual`), its queue where the
+//! node needs one, and its command buffer (an allocation of [`AllocationKind::Commands`]);
+//! [`DmaContext::submit`] copies a packet list into the command buffer and submits that range
+//! by its GPU VA; [`DmaContext::close`] destroys the queue, the context, then the buffer.
 //!
 //! A submission's words stay in the buffer until the GPU ran them (on Windows the GPU reads a
 //! DMA buffer when it executes it, not when it is submitted), so the command buffer is a ring
@@ -66,6 +72,14 @@ pub enum Tracking {
     Fence(NativeFence),
     /// No fence: the ring is replaced instead of reused.
     Rotate,
+    /// A hardware-scheduled node: the context's kernel-mode hardware queue, whose progress
+    /// fence reaches `n` once submission `n` completed (the KMD ends each with it).
+    Queue {
+        /// The queue (`D3DKMTSubmitCommandToHwQueue`).
+        queue: KmtHandle,
+        /// Its progress fence (`hHwQueueProgressFence`).
+        fence: KmtHandle,
+    },
 }
 
 /// One kernel-mode DMA context and its command buffer.
@@ -101,21 +115,39 @@ impl<K: Kmt> core::fmt::Debug for DmaContext<K> {
 }
 
 impl<K: Kmt> DmaContext<K> {
-    /// A context on `node`, its command buffer and its fence ([`Tracking::Rotate`] when the
-    /// OS creates no native fence); nothing is left behind on failure.
+    /// A context on `node`, its command buffer and how it tracks completion: the context's
+    /// hardware queue on a hardware-scheduled node ([`Tracking::Queue`]), else a native fence
+    /// ([`Tracking::Rotate`] when the OS creates none); nothing is left behind on failure.
     pub fn new(kmt: K, node: u32) -> Result<Self, SubmitError> {
+        let hw_scheduled = kmt.node_hw_scheduled(node)?;
         let context = kmt.create_context(node)?;
+        let queue = if hw_scheduled {
+            match crate::submit::kernel_hw_queue(&kmt, context, 0) {
+                Ok((queue, progress, _)) => Some((queue, progress.fence)),
+                Err(e) => {
+                    let _ = kmt.destroy_context(context);
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
         let cb = match kmt.create_allocation_as(COMMAND_BUFFER_ALLOCATION, AllocationKind::Commands)
         {
             Ok(cb) => cb,
             Err(e) => {
+                if let Some((q, _)) = queue {
+                    let _ = kmt.destroy_hw_queue(q);
+                }
                 let _ = kmt.destroy_context(context);
                 return Err(e.into());
             }
         };
-        let tracking = match kmt.create_native_fence(0) {
-            Ok(f) => Tracking::Fence(f),
-            Err(_) => Tracking::Rotate,
+        let tracking = match queue {
+            Some((queue, fence)) => Tracking::Queue { queue, fence },
+            None => kmt
+                .create_native_fence(0)
+                .map_or(Tracking::Rotate, Tracking::Fence),
         };
         Ok(Self {
             kmt,
@@ -171,7 +203,7 @@ impl<K: Kmt> DmaContext<K> {
         let value = self.submitted.checked_add(1).ok_or(SubmitError::Lost)?;
         let signal = match &self.tracking {
             Tracking::Fence(f) => Some(f.signal(value)),
-            Tracking::Rotate => None,
+            Tracking::Rotate | Tracking::Queue { .. } => None,
         };
         let total = bytes.saturating_add(signal.as_ref().map_or(0, |s| encoded_bytes(&[*s])));
         if total > self.cb.size {
@@ -194,10 +226,20 @@ impl<K: Kmt> DmaContext<K> {
             .gpu_va
             .checked_add(start)
             .ok_or(SubmitError::TooLarge)?;
-        self.kmt.submit_command(self.context, at, len)?;
+        let tracked = match &self.tracking {
+            Tracking::Queue { queue, .. } => {
+                self.kmt
+                    .submit_command_to_hw_queue(*queue, value, at, len)?;
+                true
+            }
+            _ => {
+                self.kmt.submit_command(self.context, at, len)?;
+                signal.is_some()
+            }
+        };
         self.head = off;
         self.submitted = value;
-        if signal.is_some() {
+        if tracked {
             self.in_flight.push_back(Span {
                 start,
                 end: off,
@@ -213,6 +255,7 @@ impl<K: Kmt> DmaContext<K> {
         let wraps = self.head.saturating_add(total) > self.cb.size;
         let fence = match &self.tracking {
             Tracking::Fence(f) => f.kmt,
+            Tracking::Queue { fence, .. } => *fence,
             Tracking::Rotate => {
                 if wraps {
                     self.replace_buffer()?;
@@ -258,19 +301,33 @@ impl<K: Kmt> DmaContext<K> {
     /// destroying it blocks until its queued work is finished (the runtime's
     /// `pfnDestroyContextCb`, <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dumddi/nc-d3dumddi-pfnd3dddi_destroycontextcb>),
     /// so no fence signal of it is left to run, and VidMm keeps the buffer's memory until the
-    /// queued work is done. The first failure is returned, the rest still done; a second close
-    /// does nothing.
+    /// queued work is done. A context with a hardware queue ([`Tracking::Queue`]) first waits
+    /// for the queue's last submission, as a kernel-mode queue closes
+    /// ([`crate::submit::KernelQueue::close`]), and destroys the queue before the context. The
+    /// first failure is returned, the rest still done; a second close does nothing.
     pub fn close(&mut self) -> Result<(), SubmitError> {
         if core::mem::replace(&mut self.closed, true) {
             return Ok(());
         }
+        let (w, q) = match &self.tracking {
+            Tracking::Queue { queue, fence } => {
+                let w = match self.submitted {
+                    0 => Ok(()),
+                    last => self.kmt.wait_for_fence(*fence, last),
+                };
+                (w, self.kmt.destroy_hw_queue(*queue))
+            }
+            _ => (Ok(()), Ok(())),
+        };
         let c = self.kmt.destroy_context(self.context);
         let f = match &self.tracking {
             Tracking::Fence(f) => self.kmt.destroy_native_fence(f.kmt),
-            Tracking::Rotate => Ok(()),
+            Tracking::Rotate | Tracking::Queue { .. } => Ok(()),
         };
         let a = self.kmt.destroy_allocation(self.cb.handle);
         self.in_flight.clear();
+        w?;
+        q?;
         c?;
         f?;
         a?;
@@ -291,7 +348,8 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::kmt::NtStatus;
-    use crate::mock_parts::{no_hw_queues, NoCpu, WordsMem};
+    use crate::kmt::{HwQueue, QueueProgress};
+    use crate::mock_parts::{NoCpu, WordsMem};
     use alloc::rc::Rc;
     use alloc::vec::Vec;
     use core::cell::RefCell;
@@ -310,6 +368,11 @@ pub(crate) mod tests {
         FenceGone(KmtHandle),
         /// (fence, value) of a CPU wait
         Wait(KmtHandle, u64),
+        /// A kernel-mode hardware queue of the context.
+        Queue(KmtHandle),
+        QueueGone(KmtHandle),
+        /// (queue, progress value, GPU VA, bytes) of `D3DKMTSubmitCommandToHwQueue`
+        QueueSubmit(KmtHandle, u64, u64, u32),
     }
 
     #[derive(Debug, Default)]
@@ -323,6 +386,8 @@ pub(crate) mod tests {
         pub(crate) fail_wait: Option<NtStatus>,
         /// The OS creates no native fence.
         pub(crate) no_native_fence: bool,
+        /// Every node is hardware-scheduled.
+        pub(crate) hw_nodes: bool,
         /// Allocations made (the next one's handle is `CB` plus this).
         allocs: u32,
     }
@@ -336,6 +401,9 @@ pub(crate) mod tests {
     pub(crate) const CB: KmtHandle = 0x80;
     pub(crate) const CB_VA: u64 = 0x10_0000;
     pub(crate) const FENCE: KmtHandle = 0xC0;
+    /// The hardware queue and its progress fence.
+    pub(crate) const QUEUE: KmtHandle = 0xD0;
+    pub(crate) const PROGRESS: KmtHandle = 0xD1;
 
     /// The mock's native fence.
     pub(crate) fn fence() -> NativeFence {
@@ -369,7 +437,63 @@ pub(crate) mod tests {
             self.0.borrow_mut().log.push(Ev::ContextGone(context));
             Ok(())
         }
-        no_hw_queues!();
+        fn node_hw_scheduled(&self, _node: u32) -> Result<bool, NtStatus> {
+            Ok(self.0.borrow().hw_nodes)
+        }
+        fn create_hw_queue(
+            &self,
+            context: KmtHandle,
+            user_mode_submission: bool,
+            _private_data: &mut [u8],
+        ) -> Result<HwQueue<NoCpu>, NtStatus> {
+            assert!(!user_mode_submission);
+            self.0.borrow_mut().log.push(Ev::Queue(context));
+            Ok(HwQueue {
+                handle: QUEUE,
+                progress: Some(QueueProgress {
+                    fence: PROGRESS,
+                    cpu: NoCpu,
+                    gpu: 0x30_0000,
+                }),
+            })
+        }
+        fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
+            self.0.borrow_mut().log.push(Ev::QueueGone(queue));
+            Ok(())
+        }
+        fn submit_command_to_hw_queue(
+            &self,
+            queue: KmtHandle,
+            progress_fence_value: u64,
+            command_buffer_gpu: u64,
+            command_bytes: u32,
+        ) -> Result<(), NtStatus> {
+            self.0.borrow_mut().log.push(Ev::QueueSubmit(
+                queue,
+                progress_fence_value,
+                command_buffer_gpu,
+                command_bytes,
+            ));
+            Ok(())
+        }
+        fn create_doorbell(
+            &self,
+            _queue: KmtHandle,
+            _ring: KmtHandle,
+            _ring_control: KmtHandle,
+            _private_data: &mut [u8],
+        ) -> Result<crate::kmt::Doorbell<NoCpu>, NtStatus> {
+            Err(NO)
+        }
+        fn connect_doorbell(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
+            Err(NO)
+        }
+        fn destroy_doorbell(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
+            Err(NO)
+        }
+        fn notify_work_submission(&self, _doorbell: KmtHandle) -> Result<(), NtStatus> {
+            Err(NO)
+        }
         fn create_allocation_as(
             &self,
             size: u64,
@@ -691,5 +815,43 @@ pub(crate) mod tests {
                 [Ev::Wait(FENCE, 1), sub(CB_VA, s)]
             );
         }
+    }
+
+    /// UM-01 on a hardware-scheduled node: the context gets one kernel-mode hardware queue and
+    /// no native fence; each packet list goes to the queue (`D3DKMTSubmitCommandToHwQueue`,
+    /// never `D3DKMTSubmitCommand`) with the submission's number as its progress value; close
+    /// waits for the last on the queue's progress fence, then destroys the queue, the context
+    /// and the buffer.
+    #[test]
+    fn um_01_a_dma_context_on_a_hws_node_submits_through_its_hardware_queue() {
+        let m = Mock::default();
+        m.0.borrow_mut().hw_nodes = true;
+        let mut c = DmaContext::new(m.clone(), 0).expect("context");
+        assert!(matches!(
+            c.tracking(),
+            Tracking::Queue {
+                queue: QUEUE,
+                fence: PROGRESS
+            }
+        ));
+        let (a, b) = ([fill(1)], [fill(2), Command::Hang]);
+        c.submit(&a).expect("first");
+        c.submit(&b).expect("second");
+        let (na, nb) = (8 * words(&a).len() as u64, 8 * words(&b).len() as u64);
+        c.close().expect("close");
+        assert_eq!(
+            m.0.borrow().log,
+            [
+                Ev::Context(0),
+                Ev::Queue(CTX),
+                Ev::Alloc(COMMAND_BUFFER_ALLOCATION),
+                Ev::QueueSubmit(QUEUE, 1, CB_VA, na as u32),
+                Ev::QueueSubmit(QUEUE, 2, CB_VA + na, nb as u32),
+                Ev::Wait(PROGRESS, 2),
+                Ev::QueueGone(QUEUE),
+                Ev::ContextGone(CTX),
+                Ev::AllocGone(CB),
+            ]
+        );
     }
 }

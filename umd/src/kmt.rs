@@ -517,8 +517,17 @@ pub trait Kmt {
     /// CPU view of a fence value.
     type Fence: FenceCpu;
 
-    /// `D3DKMTCreateContextVirtual` (a context on node `node` of the UMD's device).
+    /// `D3DKMTCreateContextVirtual` (a context on node `node` of the UMD's device), with
+    /// `HwQueueSupported` exactly when the node is hardware-scheduled
+    /// ([`node_hw_scheduled`](Self::node_hw_scheduled), [`crate::nodes`]).
     fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus>;
+    /// Whether node `node` is hardware-scheduled, as `D3DKMTQueryAdapterInfo`
+    /// (`KMTQAITYPE_NODEMETADATA`) answers it, learnt once per node ([`crate::nodes`]).
+    /// Default: `false` (an OS without hardware scheduling).
+    fn node_hw_scheduled(&self, node: u32) -> Result<bool, NtStatus> {
+        let _ = node;
+        Ok(false)
+    }
     /// `D3DKMTDestroyContext`.
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
     /// `D3DKMTCreateHwQueue`; `user_mode_submission` sets

@@ -28,6 +28,7 @@ pub mod kmt;
 pub mod kmt_windows;
 #[cfg(test)]
 mod mock_parts;
+pub mod nodes;
 pub mod nt;
 pub mod packets;
 pub mod retain;

@@ -148,8 +148,7 @@ pub const THUNKS: &[Thunk] = &[
         written_back: &["hContext", "the private data, when given"],
         pending: Pending::No,
         entry: Some("context_virtual::dxgk_create_context_virtual_impl"),
-        gaps: "HwQueueSupported is added on a hardware-scheduled node when the caller left it \
-               out (the UMD does not set it yet); 24H2 refuses such a context",
+        gaps: "",
     },
     unread("D3DKMTCreateDevice"),
     unread("D3DKMTCreateDoorbell"),
@@ -283,8 +282,7 @@ pub const THUNKS: &[Thunk] = &[
         written_back: &[],
         pending: Pending::No,
         entry: None,
-        gaps: "a context created with HwQueueSupported is accepted (the UMD's kernel-mode DMA \
-               contexts on hardware-scheduled nodes submit this way)",
+        gaps: "",
     },
     unread("D3DKMTSubmitCommandToHwQueue"),
     unread("D3DKMTUnlock2"),

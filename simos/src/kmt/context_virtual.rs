@@ -74,12 +74,9 @@ pub trait CallerMemory {
 /// 6. `DXGCONTEXT::Initialize`: BR-92 (STATUS_UNSUCCESSFUL) and `DxgkDdiCreateContext`.
 ///
 /// On success `a.h_context` is the new context and the private data, if any, is written back
-/// to the caller; on failure `a` is unchanged.
-///
-/// `HwQueueSupported`: the Windows callers of this simulation (the UMD's `Kmt`) do not set it
-/// yet, so on a hardware-scheduled node a context without it gets it here, as a runtime that
-/// learnt the node's scheduling would set it. 24H2 refuses such a context (STATUS_UNSUCCESSFUL,
-/// BR-92); docs/windows-bringup.md §13 names this as the one thing the entry still supplies.
+/// to the caller; on failure `a` is unchanged. The flags are the caller's as written: a context
+/// without `HwQueueSupported` on a hardware-scheduled node is refused (STATUS_UNSUCCESSFUL,
+/// BR-92), as 24H2 refuses it.
 pub fn dxgk_create_context_virtual_impl(
     m: &Machine,
     a: &mut D3dkmtCreateContextVirtual,
@@ -106,15 +103,10 @@ pub fn dxgk_create_context_virtual_impl(
     } else {
         mem.read(at, size)?
     };
-    let supplied = if flags & SYNCHRONIZATION_ONLY == 0 && ums::node_context_scheduling(&sh, node) {
-        HW_QUEUE_SUPPORTED
-    } else {
-        0
-    };
     let args = ContextArgs {
         node,
         engine_affinity: affinity,
-        flags: flags | supplied,
+        flags,
         virtual_context: true,
     };
     let ctx = ums::create_context_with(m, &sh, p.device, &args, &mut pdd).map_err(super::status)?;

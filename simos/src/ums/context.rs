@@ -199,11 +199,6 @@ pub(crate) fn check_virtual_context(
     Ok(())
 }
 
-/// Whether `node` is hardware-scheduled (its metadata claims context scheduling).
-pub(crate) fn node_context_scheduling(a: &AdapterShared, node: u32) -> bool {
-    node_flags(a, node).is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported)
-}
-
 /// `DXGCONTEXT::Initialize` (24H2 @0x1402CFD80) for `args`: BR-92, then `DxgkDdiCreateContext`
 /// with the caller's engine affinity and private data `pdd` (in/out: what the KMD leaves there
 /// is what 24H2 copies back to the caller).
@@ -311,6 +306,11 @@ pub(crate) fn destroy_context_thunk(
 /// The device a context belongs to (`D3DKMTUpdateGpuVirtualAddress`'s `hContext`).
 pub(crate) fn context_device(a: &AdapterShared, h: KmtHandle) -> Option<KmtHandle> {
     lock(&a.ums).contexts.get(&h).map(|c| c.device)
+}
+
+/// Whether context `h` was created with `HwQueueSupported` (`None`: no such context).
+pub(crate) fn context_hw_queue(a: &AdapterShared, h: KmtHandle) -> Option<bool> {
+    lock(&a.ums).contexts.get(&h).map(|c| c.hw_queue)
 }
 
 /// The KMD handle and node of a context.

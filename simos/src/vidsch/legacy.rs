@@ -422,6 +422,7 @@ pub(crate) fn submit_legacy(
     if device != p.device {
         return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     }
+    refuse_hw_queue_context(a, context)?;
     if in_error {
         return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
     }
@@ -442,10 +443,7 @@ pub(crate) fn submit_legacy_va(
     bytes: u32,
 ) -> Result<Option<u32>, SimError> {
     let bad = SimError::DdiFailed(STATUS_INVALID_PARAMETER);
-    let (kmd, node, device, in_error) = ums::tdr_context(a, context).ok_or(bad.clone())?;
-    if device != p.device {
-        return Err(bad);
-    }
+    let (kmd, node, device, in_error) = check_submit_context(a, p, context)?;
     if bytes == 0 {
         return Ok(None);
     }
@@ -460,6 +458,34 @@ pub(crate) fn submit_legacy_va(
     }
     let pk = render_packet(DmaBuf::Process { va }, bytes, device, kmd);
     submit_new(w, a, node, pk).map(Some)
+}
+
+/// `D3DKMTSubmitCommand`'s rules on a context it names, in 24H2 `K:DxgkSubmitCommandInternal`
+/// @0x1402A4B90's order, STATUS_INVALID_PARAMETER each: not a context of `p`'s device (the
+/// caller's handle table); created with `HwQueueSupported` (the context's flags word, bit
+/// 0x10: a hardware-scheduled context takes work only through its hardware queues). Returns the
+/// context's KMD handle, node, device and whether the device is in error.
+pub(crate) fn check_submit_context(
+    a: &AdapterShared,
+    p: &UmsProcess,
+    context: KmtHandle,
+) -> Result<(usize, u32, KmtHandle, bool), SimError> {
+    let bad = SimError::DdiFailed(STATUS_INVALID_PARAMETER);
+    let found = ums::tdr_context(a, context).ok_or(bad.clone())?;
+    if found.2 != p.device {
+        return Err(bad);
+    }
+    refuse_hw_queue_context(a, context)?;
+    Ok(found)
+}
+
+/// A context created with `HwQueueSupported` is STATUS_INVALID_PARAMETER to
+/// `D3DKMTSubmitCommand` (`K:DxgkSubmitCommandInternal` @0x1402A4B90).
+fn refuse_hw_queue_context(a: &AdapterShared, context: KmtHandle) -> Result<(), SimError> {
+    if ums::context_hw_queue(a, context) == Some(true) {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    Ok(())
 }
 
 /// `cmds` on the system context of `node` (no owning device); the fence ID.

@@ -54,7 +54,7 @@ pub fn submit_dwords(p: &Arc<UserProcess>, q: u64, cmds: &[u32], progress: &mut 
     )
 }
 
-/// The DLL binds every import to the simulated OS: the 25 gdi32 thunks it links against, the
+/// The DLL binds every import to the simulated OS: the 26 gdi32 thunks it links against, the
 /// kernel32 routines of its runtime (heap, SRW locks, events, waits, module lookup), advapi32's
 /// ETW registration and ntdll's C-library routines; its exports are the C API.
 /// Opens the adapter and creates a user-mode queue through the DLL's C API: (adapter, queue).
@@ -97,11 +97,27 @@ pub fn set_u32(s: &mut [u64; 48], at: usize, v: u32) {
     s[w] = (s[w] & !(0xFFFF_FFFFu64 << shift)) | (u64::from(v) << shift);
 }
 
-/// A context of `p`'s device through `D3DKMTCreateContextVirtual`.
-pub fn raw_context(p: &Arc<UserProcess>) -> u32 {
+/// `D3DDDI_CREATECONTEXTFLAGS::HwQueueSupported`.
+pub const HW_QUEUE_SUPPORTED: u32 = 1 << 4;
+pub const STATUS_UNSUCCESSFUL: u64 = 0xC000_0001;
+
+/// Opens the adapter through the DLL's C API (which creates its device): the adapter.
+pub fn open_adapter(p: &Arc<UserProcess>) -> u64 {
+    let mut a = 0u64;
+    assert_eq!(
+        call(p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut a)]),
+        OK
+    );
+    a
+}
+
+/// A context on node 0 of `p`'s device through `D3DKMTCreateContextVirtual` with `flags`
+/// (`D3DDDI_CREATECONTEXTFLAGS`).
+pub fn raw_context(p: &Arc<UserProcess>, flags: u32) -> u32 {
     let device = p.devices()[0].device;
     let mut c = [0u32; 10];
     c[0] = device;
+    c[3] = flags;
     assert_eq!(
         thunk(p, "D3DKMTCreateContextVirtual", c.as_mut_ptr() as u64),
         STATUS_SUCCESS

@@ -44,6 +44,7 @@ impl Kmt for NoUserProgress<'_> {
     forward! {
         fn create_hw_queue(&self, context: KmtHandle, user_mode_submission: bool, private_data: &mut [u8]) -> Result<HwQueue<SimFence>, NtStatus>, then without_user_progress(user_mode_submission);
         fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus>;
+        fn node_hw_scheduled(&self, node: u32) -> Result<bool, NtStatus>;
         fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
         fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
         fn create_allocation_as(&self, size: u64, kind: AllocationKind) -> Result<Allocation<SimMem>, NtStatus>;

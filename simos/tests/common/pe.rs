@@ -33,6 +33,15 @@ pub fn pe_machine() -> Arc<Machine> {
     threaded_machine(DriverBuild::Pe(None))
 }
 
+/// [`pe_machine`] with hardware scheduling off (`DXGK_FEATURE_HWSCH` not enabled): its nodes
+/// are software-scheduled, so a process's contexts take `D3DKMTSubmitCommand`.
+pub fn pe_machine_sw() -> Arc<Machine> {
+    let mut cfg = MachineConfig::single(Mode::Threaded);
+    cfg.driver = DriverBuild::Pe(None);
+    cfg.os.hwsch_feature = false;
+    Arc::new(super::started(cfg))
+}
+
 /// Calls export `name` of the DLL in process `p` (its 32-bit result); a stop (an exception in
 /// the DLL) fails the test with the driver's log.
 pub fn call(p: &Arc<UserProcess>, name: &str, args: &[u64]) -> u64 {

@@ -130,6 +130,8 @@ pub struct WinKmt {
     pub(super) native_cpu: Sizes,
     /// This process's pending CPU waits on those fences, re-armed ([`crate::wait::Waits`]).
     pub(super) waits: super::waits::CpuWaits,
+    /// Which nodes are hardware-scheduled, learnt once each ([`crate::nodes`]).
+    pub(super) nodes: crate::nodes::NodeScheduling,
 }
 
 impl WinKmt {
@@ -167,6 +169,7 @@ impl WinKmt {
             sizes: Sizes::new(),
             native_cpu: Sizes::new(),
             waits: super::waits::CpuWaits::new(),
+            nodes: crate::nodes::NodeScheduling::new(),
         })
     }
 

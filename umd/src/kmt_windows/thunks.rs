@@ -6,16 +6,17 @@ use core::ptr;
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateAllocation2, D3DKMTCreateContextVirtual, D3DKMTCreatePagingQueue,
     D3DKMTDestroyContext, D3DKMTDestroyPagingQueue, D3DKMTEvict, D3DKMTFreeGpuVirtualAddress,
-    D3DKMTInvalidateCache, D3DKMTLock2, D3DKMTMapGpuVirtualAddress, D3DKMTReserveGpuVirtualAddress,
-    D3DKMTSubmitCommand, D3DKMTSubmitSignalSyncObjectsToHwQueue,
+    D3DKMTInvalidateCache, D3DKMTLock2, D3DKMTMapGpuVirtualAddress, D3DKMTQueryAdapterInfo,
+    D3DKMTReserveGpuVirtualAddress, D3DKMTSubmitCommand, D3DKMTSubmitSignalSyncObjectsToHwQueue,
     D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2, D3DKMTUpdateGpuVirtualAddress,
     D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MAPGPUVIRTUALADDRESS,
     D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
     D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL,
     D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE,
     D3DKMT_EVICT, D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
-    D3DKMT_SUBMITCOMMAND, D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
-    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS,
+    D3DKMT_QUERYADAPTERINFO, D3DKMT_SUBMITCOMMAND, D3DKMT_SUBMITCOMMANDTOHWQUEUE,
+    D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE, D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
+    D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS, KMTQAITYPE_NODEMETADATA,
 };
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateHwQueue, D3DKMTDestroyHwQueue, D3DKMTSubmitCommandToHwQueue,
@@ -73,7 +74,9 @@ impl Kmt for WinKmt {
     type Doorbell = WinDoorbell;
     type Fence = WinFence;
 
+    /// `HwQueueSupported` on a hardware-scheduled node, nothing else ([`crate::nodes`]).
     fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
+        let hw = self.node_hw_scheduled(node)?;
         let mut args = D3DKMT_CREATECONTEXTVIRTUAL {
             hDevice: self.device,
             NodeOrdinal: node,
@@ -82,10 +85,28 @@ impl Kmt for WinKmt {
             ClientHint: D3DKMT_CLIENTHINT_UNKNOWN,
             ..Default::default()
         };
+        args.Flags.Anonymous.Value = crate::nodes::context_flags(hw);
         // SAFETY: a valid argument structure; the thunk writes `hContext` back (the header
         // declares the parameter const, so the pointer is derived from a mutable borrow).
         check(unsafe { D3DKMTCreateContextVirtual(ptr::addr_of_mut!(args).cast_const()) })?;
         Ok(args.hContext)
+    }
+
+    /// `D3DKMTQueryAdapterInfo(KMTQAITYPE_NODEMETADATA)` on the device's adapter, once per node.
+    fn node_hw_scheduled(&self, node: u32) -> Result<bool, NtStatus> {
+        self.nodes.get(node, || {
+            let mut md = crate::nodes::node_metadata_request(node)?;
+            let mut args = D3DKMT_QUERYADAPTERINFO {
+                hAdapter: self.adapter,
+                Type: KMTQAITYPE_NODEMETADATA,
+                pPrivateDriverData: md.as_mut_ptr().cast(),
+                PrivateDriverDataSize: crate::nodes::NODEMETADATA_SIZE as u32,
+            };
+            // SAFETY: a valid argument structure; `md` is live and writable for its 78 bytes
+            // (the node in, the metadata out) during the call.
+            check(unsafe { D3DKMTQueryAdapterInfo(&mut args) })?;
+            Ok(crate::nodes::context_scheduling(&md))
+        })
     }
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {

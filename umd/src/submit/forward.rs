@@ -20,6 +20,7 @@ macro_rules! forward_kmt {
 
             crate::forward_thunks! { self => (**self);
                 fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus>;
+                fn node_hw_scheduled(&self, node: u32) -> Result<bool, NtStatus>;
                 fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
                 fn create_hw_queue(&self, context: KmtHandle, user_mode_submission: bool, private_data: &mut [u8]) -> Result<HwQueue<Self::Fence>, NtStatus>;
                 fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;

@@ -10,11 +10,11 @@ use rvgpu_hw::cmd::{Command, MAX_INDIRECT};
 
 use super::batch::{batch_bytes, check_commands, expand_ops, report, trace_timestamp};
 use super::config::{QueueConfig, SubmitError, TimelineId};
-use super::progress::create_hw_queue;
+use super::progress::kernel_hw_queue;
 use crate::fencelog::{FenceTrace, LogCursor, Op};
 use crate::kmt::{
-    Allocation, AllocationCpu, FenceCpu, HwQueue, Kmt, KmtHandle, NtStatus, QueueProgress,
-    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER,
+    Allocation, AllocationCpu, FenceCpu, Kmt, KmtHandle, NtStatus, QueueProgress,
+    STATUS_INSUFFICIENT_RESOURCES,
 };
 use crate::ring::for_each_word;
 
@@ -92,13 +92,7 @@ impl<K: Kmt> KernelPath<K> {
         if cfg.command_buffer_size < 8 || !cfg.command_buffer_size.is_multiple_of(8) {
             return Err(SubmitError::BadConfig);
         }
-        let (HwQueue { handle, progress }, queue_id) =
-            create_hw_queue(kmt, context, false, cfg.priority)?;
-        let Some(progress) = progress else {
-            // A kernel-mode queue completes only through its progress fence.
-            let _ = kmt.destroy_hw_queue(handle);
-            return Err(STATUS_INVALID_PARAMETER.into());
-        };
+        let (handle, progress, queue_id) = kernel_hw_queue(kmt, context, cfg.priority)?;
         match kmt.create_allocation_as(
             cfg.command_buffer_size,
             crate::kmt::AllocationKind::Commands,

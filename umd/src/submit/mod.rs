@@ -54,6 +54,7 @@ mod config;
 mod forward;
 mod kernel;
 mod progress;
+pub(crate) use progress::kernel_hw_queue;
 mod user;
 
 pub use config::{QueueConfig, SubmissionPath, SubmitError, TimelineId};

@@ -133,3 +133,21 @@ pub(super) fn create_hw_queue<K: Kmt>(
     let queue_id = HwQueuePdd::read_from_bytes(pdd.as_bytes()).map_or(0, |p| p.queue_id);
     Ok((q, queue_id))
 }
+
+/// A kernel-mode hardware queue of `context` and its progress fence, which such a queue must
+/// have: it completes only through it (a queue the OS gave none is destroyed again and
+/// `STATUS_INVALID_PARAMETER` returned). Also the queue id the KMD wrote back.
+pub(crate) fn kernel_hw_queue<K: Kmt>(
+    kmt: &K,
+    context: KmtHandle,
+    priority: u32,
+) -> Result<(KmtHandle, QueueProgress<K::Fence>, u32), SubmitError> {
+    let (HwQueue { handle, progress }, queue_id) = create_hw_queue(kmt, context, false, priority)?;
+    match progress {
+        Some(p) => Ok((handle, p, queue_id)),
+        None => {
+            let _ = kmt.destroy_hw_queue(handle);
+            Err(crate::kmt::STATUS_INVALID_PARAMETER.into())
+        }
+    }
+}

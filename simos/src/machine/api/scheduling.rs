@@ -67,6 +67,8 @@ impl Machine {
 impl Machine {
     /// Submits `cmds` as one DMA buffer of process `p`'s context `context` (created with
     /// `D3DKMTCreateContext` on a node) through `DxgkDdiSubmitCommand`. Returns the fence ID.
+    /// A context created with `HwQueueSupported` is STATUS_INVALID_PARAMETER, as
+    /// `D3DKMTSubmitCommand` refuses it ([`Self::submit_command_context`]).
     pub fn submit_legacy(
         &self,
         p: &UmsProcess,
@@ -93,9 +95,8 @@ impl Machine {
     /// when it runs the packet, so what the process writes there until then is what runs.
     /// Returns the fence ID, or `None` when `bytes` is 0. The rules, INVALID_PARAMETER unless
     /// said:
-    /// - a context that is not `p`'s: 24H2 `DxgkSubmitCommandInternal` @0x1402A4B90 looks
-    ///   `BroadcastContext[0]` up in the caller's handle table and fails an unknown one with
-    ///   STATUS_INVALID_PARAMETER;
+    /// - a context that is not `p`'s, or one created with `HwQueueSupported`
+    ///   ([`Self::submit_command_context`]);
     /// - `bytes` 0 submits nothing and succeeds (the same function calls
     ///   `DXGCONTEXT::SubmitCommand` only for a non-zero `CommandLength`);
     /// - the device in error: STATUS_DEVICE_REMOVED, as [`Self::submit_legacy`];
@@ -113,6 +114,18 @@ impl Machine {
     ) -> Result<Option<u32>, SimError> {
         let a = self.adapter_shared(p.adapter)?.clone();
         legacy::submit_legacy_va(self.waiter(), &a, p, context, va, bytes)
+    }
+
+    /// `D3DKMTSubmitCommand`'s rules on a context it names, STATUS_INVALID_PARAMETER each, in
+    /// 24H2 `DxgkSubmitCommandInternal` @0x1402A4B90's order: not in the caller's handle table
+    /// (not a context of `p`'s device); created with `HwQueueSupported`.
+    pub fn submit_command_context(
+        &self,
+        p: &UmsProcess,
+        context: KmtHandle,
+    ) -> Result<(), SimError> {
+        let a = self.adapter_shared(p.adapter)?;
+        legacy::check_submit_context(a, p, context).map(|_| ())
     }
 
     /// Submits `cmds` on the system context of adapter `i`, node `node` (no owning device).

@@ -166,6 +166,7 @@ impl Kmt for SessKmt {
 
     // Thunks that go to the simulated OS's [`SimKmt`] unchanged.
     rvgpu_umd::forward_thunks! { self => self.k();
+        fn node_hw_scheduled(&self, node: u32) -> Result<bool, NtStatus>;
         fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus>;
         fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus>;
         // The allocation thunks the UMD's tracked buffers use (`rvgpu_umd::usage::Buffer`).

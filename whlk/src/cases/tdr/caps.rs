@@ -97,7 +97,12 @@ pub(super) fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
 
 pub(super) fn nodes_and_affinity(b: &dyn Backend) -> CaseResult {
     for engines in [1u32, 2, 16] {
-        let mut s = session(b, ExecMode::Step, |c| c.engines = Some(engines))?;
+        // Software-scheduled: a process's DMA buffers go through `D3DKMTSubmitCommand`, which
+        // 24H2 refuses on a hardware-scheduled node's contexts.
+        let mut s = session(b, ExecMode::Step, |c| {
+            c.engines = Some(engines);
+            software_scheduled(c);
+        })?;
         let caps = s.kmd_caps()?.driver_caps(0)?;
         ensure!(
             caps.nodes == engines,
