@@ -884,6 +884,11 @@ impl Kmt for SimKmt<'_> {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
+        // A paging fence's queue catches up: VidMm's paging worker runs on its own thread, so
+        // a GPU wait for it never waits for a CPU wait to move it (`vidmm::va::paging_queue`).
+        for &(fence, value) in fences {
+            self.paging_catch_up(fence, value)?;
+        }
         self.on_device(|a, device| ums::submit_wait_to_hw_queue(self.m, a, device, queue, fences))
     }
 
