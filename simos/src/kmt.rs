@@ -622,10 +622,9 @@ impl Kmt for SimKmt<'_> {
     /// The queue must be a paging queue of this device (22631
     /// DxgkMakeResidentInternal opens `hPagingQueue` in the caller's process:
     /// INVALID_PARAMETER otherwise). The paging runs inside the call, as for
-    /// [`make_resident`](Kmt::make_resident), and is then signalled on the queue's fence:
-    /// the returned value has been reached (Windows' STATUS_SUCCESS case), unless work is
-    /// queued ahead on the queue (`vidmm::va::paging_queue`): then the value is not reached
-    /// yet (24H2's STATUS_PENDING) and the caller waits for it.
+    /// [`make_resident`](Kmt::make_resident); the returned value on the queue's fence is not
+    /// reached until the queue's worker gets there (24H2's STATUS_PENDING,
+    /// `vidmm::va::paging_queue`), and the caller waits for it.
     fn make_resident_on(
         &self,
         queue: &PagingQueue<SimFence>,
@@ -896,6 +895,11 @@ impl Kmt for SimKmt<'_> {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
+        // A paging fence's queue catches up: VidMm's paging worker runs on its own thread, so
+        // a GPU wait for it never waits for a CPU wait to move it (`vidmm::va::paging_queue`).
+        for &(fence, value) in fences {
+            self.paging_catch_up(fence, value)?;
+        }
         self.on_device(|a, device| ums::submit_wait_to_hw_queue(self.m, a, device, queue, fences))
     }
 

@@ -85,6 +85,18 @@ fn map(
     MapGpuVa::read_write(pq.handle, base, h, off, n)
 }
 
+/// `D3DKMTMapGpuVirtualAddress` of `r` on `pq`, then the wait for its paging fence a runtime
+/// makes before the mapping is used (24H2 queues the Map: STATUS_PENDING).
+fn map_wait(
+    k: &SimKmt<'_>,
+    pq: &PagingQueue<rvgpu_simos::kmt::SimFence>,
+    r: &MapGpuVa,
+) -> Result<rvgpu_umd::kmt::MappedGpuVa, NtStatus> {
+    let mapped = k.map_gpu_va(r)?;
+    k.wait_for_fence(pq.fence, mapped.paging_fence_value)?;
+    Ok(mapped)
+}
+
 fn reserve_at(base: u64, size: u64) -> ReserveGpuVa {
     ReserveGpuVa {
         base,
@@ -213,7 +225,7 @@ fn map_sub_range_at_chosen_va_is_written_by_queue() {
         // Pages 1 and 2 of the allocation at CHOSEN + 4 KiB.
         let r = okk(
             &m,
-            p.k.map_gpu_va(&map(&p.pq, CHOSEN + PAGE, b.handle, 1, 2)),
+            map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN + PAGE, b.handle, 1, 2)),
         );
         assert_eq!(r.va, CHOSEN + PAGE);
         assert!(r.paging_fence_value > 0);
@@ -258,7 +270,7 @@ fn map_reaching_past_allocation_refused_nothing_mapped() {
         (CHOSEN, 1, 0, "size 0 at offset 1"),
     ] {
         refused(
-            p.k.map_gpu_va(&map(&p.pq, base, b.handle, offset, size)),
+            map_wait(&p.k, &p.pq, &map(&p.pq, base, b.handle, offset, size)),
             STATUS_INVALID_PARAMETER,
             what,
         );
@@ -270,7 +282,10 @@ fn map_reaching_past_allocation_refused_nothing_mapped() {
             Err(FaultReason::NotPresent)
         );
     }
-    let whole = okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 0)));
+    let whole = okk(
+        &m,
+        map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN, b.handle, 0, 0)),
+    );
     assert_eq!(whole.va, CHOSEN);
     assert!(translate(&m, &p, CHOSEN + PAGE, Access::Write).is_ok());
     assert_eq!(
@@ -316,7 +331,7 @@ fn free_then_access_faults_never_stale() {
         let m = with_doorbells(mode, 4);
         let p = process(&m);
         let b = buffer(&m, &p.k, 2);
-        let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 2)));
+        let r = okk(&m, map_wait(&p.k, &p.pq, &map(&p.pq, 0, b.handle, 0, 2)));
         // Through the TLB once, so a missing flush would leave a translation behind.
         gpu_write(&m, &p.k, r.va, 0x7777);
         assert_eq!(b.mem.load(0), 0x7777);
@@ -354,10 +369,16 @@ fn remap_va_from_one_allocation_to_another() {
     let p = process(&m);
     let a = buffer(&m, &p.k, 1);
     let b = buffer(&m, &p.k, 1);
-    let first = okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, a.handle, 0, 1)));
+    let first = okk(
+        &m,
+        map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN, a.handle, 0, 1)),
+    );
     gpu_write(&m, &p.k, CHOSEN, 0xAAAA);
     assert_eq!(a.mem.load(0), 0xAAAA);
-    let second = okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 1)));
+    let second = okk(
+        &m,
+        map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN, b.handle, 0, 1)),
+    );
     assert_eq!(second.va, CHOSEN);
     assert!(
         second.paging_fence_value > first.paging_fence_value,
@@ -384,28 +405,39 @@ fn no_access_range_faults() {
     let b = buffer(&m, &p.k, 2);
     let none = okk(
         &m,
-        p.k.map_gpu_va(&MapGpuVa {
-            paging_queue: p.pq.handle,
-            size_in_pages: 2,
-            protection: GpuVaProtection::NO_ACCESS,
-            ..MapGpuVa::default()
-        }),
+        map_wait(
+            &p.k,
+            &p.pq,
+            &MapGpuVa {
+                paging_queue: p.pq.handle,
+                size_in_pages: 2,
+                protection: GpuVaProtection::NO_ACCESS,
+                ..MapGpuVa::default()
+            },
+        ),
     );
     assert_eq!(
         translate(&m, &p, none.va, Access::Read),
         Err(FaultReason::NotPresent)
     );
-    okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 2)));
+    okk(
+        &m,
+        map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN, b.handle, 0, 2)),
+    );
     assert!(translate(&m, &p, CHOSEN + PAGE, Access::Write).is_ok());
     okk(
         &m,
-        p.k.map_gpu_va(&MapGpuVa {
-            paging_queue: p.pq.handle,
-            base: CHOSEN + PAGE,
-            size_in_pages: 1,
-            protection: GpuVaProtection::NO_ACCESS,
-            ..MapGpuVa::default()
-        }),
+        map_wait(
+            &p.k,
+            &p.pq,
+            &MapGpuVa {
+                paging_queue: p.pq.handle,
+                base: CHOSEN + PAGE,
+                size_in_pages: 1,
+                protection: GpuVaProtection::NO_ACCESS,
+                ..MapGpuVa::default()
+            },
+        ),
     );
     assert!(
         translate(&m, &p, CHOSEN, Access::Write).is_ok(),
@@ -432,12 +464,16 @@ fn no_access_with_another_protection_refused() {
         (GpuVaProtection::ZERO, "Zero"),
     ] {
         refused(
-            p.k.map_gpu_va(&MapGpuVa {
-                paging_queue: p.pq.handle,
-                size_in_pages: 2,
-                protection: GpuVaProtection::NO_ACCESS | other,
-                ..MapGpuVa::default()
-            }),
+            map_wait(
+                &p.k,
+                &p.pq,
+                &MapGpuVa {
+                    paging_queue: p.pq.handle,
+                    size_in_pages: 2,
+                    protection: GpuVaProtection::NO_ACCESS | other,
+                    ..MapGpuVa::default()
+                },
+            ),
             STATUS_INVALID_PARAMETER,
             what,
         );
@@ -455,10 +491,14 @@ fn read_only_mapping_write_faults_read_only() {
     let b = buffer(&m, &p.k, 1);
     let r = okk(
         &m,
-        p.k.map_gpu_va(&MapGpuVa {
-            protection: GpuVaProtection::READ,
-            ..map(&p.pq, 0, b.handle, 0, 1)
-        }),
+        map_wait(
+            &p.k,
+            &p.pq,
+            &MapGpuVa {
+                protection: GpuVaProtection::READ,
+                ..map(&p.pq, 0, b.handle, 0, 1)
+            },
+        ),
     );
     assert!(translate(&m, &p, r.va, Access::Read).is_ok());
     assert_eq!(
@@ -484,21 +524,25 @@ fn reserve_and_map_argument_rules() {
         (GpuVaProtection::ZERO, "Zero"),
     ] {
         refused(
-            p.k.map_gpu_va(&MapGpuVa {
-                protection: prot,
-                ..map(&p.pq, 0, b.handle, 0, 1)
-            }),
+            map_wait(
+                &p.k,
+                &p.pq,
+                &MapGpuVa {
+                    protection: prot,
+                    ..map(&p.pq, 0, b.handle, 0, 1)
+                },
+            ),
             inv,
             what,
         );
     }
     refused(
-        p.k.map_gpu_va(&map(&p.pq, CHOSEN + 8, b.handle, 0, 1)),
+        map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN + 8, b.handle, 0, 1)),
         inv,
         "unaligned base",
     );
     refused(
-        p.k.map_gpu_va(&map(&p.pq, 0, 0, 0, 1)),
+        map_wait(&p.k, &p.pq, &map(&p.pq, 0, 0, 0, 1)),
         inv,
         "no allocation",
     );
@@ -548,11 +592,15 @@ fn reserve_and_map_argument_rules() {
     );
     // A map reaching out of the reservation is neither inside it nor on free space.
     refused(
-        p.k.map_gpu_va(&MapGpuVa {
-            size_in_pages: 2,
-            protection: GpuVaProtection::NO_ACCESS,
-            ..map(&p.pq, CHOSEN + 0x1_F000, 0, 0, 2)
-        }),
+        map_wait(
+            &p.k,
+            &p.pq,
+            &MapGpuVa {
+                size_in_pages: 2,
+                protection: GpuVaProtection::NO_ACCESS,
+                ..map(&p.pq, CHOSEN + 0x1_F000, 0, 0, 2)
+            },
+        ),
         STATUS_UNSUCCESSFUL,
         "straddles the reservation's end",
     );
@@ -567,8 +615,12 @@ fn destroyed_allocation_leaves_no_mapping() {
     let p = process(&m);
     let b = buffer(&m, &p.k, 2);
     okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
-    let x = okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 2))).va;
-    let y = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 1, 1))).va;
+    let x = okk(
+        &m,
+        map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN, b.handle, 0, 2)),
+    )
+    .va;
+    let y = okk(&m, map_wait(&p.k, &p.pq, &map(&p.pq, 0, b.handle, 1, 1))).va;
     let (q, o) = (1 + runtime_queue(&m), umd_maps(&m));
     assert_eq!(m.gpuva_live_counts(0), (q, 2 + o, 2 + o));
     okk(
@@ -613,7 +665,7 @@ fn mapping_follows_residency() {
         reserved: 0,
     };
     let g = okk(&m, p.k.create_allocation_pdd(&pdd));
-    let r = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, g.handle, 0, 2)));
+    let r = okk(&m, map_wait(&p.k, &p.pq, &map(&p.pq, 0, g.handle, 0, 2)));
     assert_eq!(
         translate(&m, &p, r.va, Access::Read),
         Err(FaultReason::NotPresent),
@@ -689,8 +741,11 @@ fn process_exit_frees_everything() {
         let b = buffer(&m, &p.k, 2);
         let _second_queue = okk(&m, p.k.create_paging_queue(1));
         okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
-        okk(&m, p.k.map_gpu_va(&map(&p.pq, CHOSEN, b.handle, 0, 1)));
-        okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 2)));
+        okk(
+            &m,
+            map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN, b.handle, 0, 1)),
+        );
+        okk(&m, map_wait(&p.k, &p.pq, &map(&p.pq, 0, b.handle, 0, 2)));
         okk(&m, p.k.reserve_gpu_va(&reserve_at(0, 0x4_0000)));
         let o = umd_maps(&m);
         assert_eq!(
@@ -724,7 +779,7 @@ fn paging_queue_create_destroy() {
         "another process's queue",
     );
     let buf = buffer(&m, &a.k, 1);
-    let r = okk(&m, a.k.map_gpu_va(&map(&q2, 0, buf.handle, 0, 1)));
+    let r = okk(&m, map_wait(&a.k, &q2, &map(&q2, 0, buf.handle, 0, 1)));
     assert_eq!(r.paging_fence_value, 1, "the queue's own fence");
     assert_eq!(q2.fence_cpu.value(), 1);
     okk(&m, a.k.destroy_paging_queue(q2.handle));
@@ -797,10 +852,14 @@ fn sub_range_mapping_reports_its_allocation_offset() {
     );
     let second = okk(
         &m,
-        p.k.map_gpu_va(&MapGpuVa {
-            protection: RW | GpuVaProtection::EXECUTE,
-            ..map(&p.pq, 0, ring.handle, 1, 1)
-        }),
+        map_wait(
+            &p.k,
+            &p.pq,
+            &MapGpuVa {
+                protection: RW | GpuVaProtection::EXECUTE,
+                ..map(&p.pq, 0, ring.handle, 1, 1)
+            },
+        ),
     );
     assert_ne!(second.va, ring.gpu_va + PAGE);
     let q = RawQueue {
@@ -869,10 +928,14 @@ fn ring_mapped_twice_doorbell_uses_any_current_mapping() {
     let exec = RW | GpuVaProtection::EXECUTE;
     okk(
         &m,
-        p.k.map_gpu_va(&MapGpuVa {
-            protection: exec,
-            ..map(&p.pq, CHOSEN, ring.handle, 0, 0)
-        }),
+        map_wait(
+            &p.k,
+            &p.pq,
+            &MapGpuVa {
+                protection: exec,
+                ..map(&p.pq, CHOSEN, ring.handle, 0, 0)
+            },
+        ),
     );
     // The process's mapping goes again: the one VidMm made at creation is still there.
     okk(&m, p.k.free_gpu_va(CHOSEN, 0x1_0000));
@@ -912,10 +975,14 @@ fn ring_mapped_twice_doorbell_uses_any_current_mapping() {
     okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
     okk(
         &m,
-        p.k.map_gpu_va(&MapGpuVa {
-            protection: exec,
-            ..map(&p.pq, CHOSEN, cold.handle, 0, 0)
-        }),
+        map_wait(
+            &p.k,
+            &p.pq,
+            &MapGpuVa {
+                protection: exec,
+                ..map(&p.pq, CHOSEN, cold.handle, 0, 0)
+            },
+        ),
     );
     refused(
         p.k.create_doorbell(q2.handle, cold.handle, control.handle, pdd.as_mut_bytes())
@@ -1068,7 +1135,7 @@ fn update_gpu_va_argument_rules() {
     let foreign = buffer(&m, &other.k, 1);
     okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
     // A range Map made for itself is not a reserved range.
-    let by_map = okk(&m, p.k.map_gpu_va(&map(&p.pq, 0, b.handle, 0, 1))).va;
+    let by_map = okk(&m, map_wait(&p.k, &p.pq, &map(&p.pq, 0, b.handle, 0, 1))).va;
     let (u, fence) = update_target(&m, &p);
     let (other_u, _) = update_target(&m, &other);
     let good = UpdateGpuVaOp::map(CHOSEN, PAGE, b.handle, 0);
@@ -1239,9 +1306,13 @@ fn make_resident_on_paging_queue_signals_its_fence() {
     let pf = mr(&q2).expect("make resident");
     assert_eq!(pf.fence, q2.fence, "the chosen queue's fence");
     assert_eq!(pf.value, 1);
+    assert!(
+        q2.fence_cpu.value() < pf.value,
+        "queued (24H2: STATUS_PENDING)"
+    );
+    okk(&m, p.k.wait_for_fence(pf.fence, pf.value));
     assert!(q2.fence_cpu.value() >= pf.value, "paging fence reached");
     assert_eq!(p.pq.fence_cpu.value(), 0, "the other queue saw no paging");
-    okk(&m, p.k.wait_for_fence(pf.fence, pf.value));
     let (place, count) = m.allocation_residency(0, cold.handle).unwrap();
     assert!(matches!(place, Place::Local { .. }), "{place:?}");
     assert_eq!(count, 1);
@@ -1256,17 +1327,19 @@ fn make_resident_on_paging_queue_signals_its_fence() {
     no_fault(&m);
 }
 
-/// A step-mode machine with 4 doorbells whose VidMm pages behind the thunks
-/// (`OsConfig::paging_behind`): every paging queue operation is queued, as 24H2 queues one
-/// behind paging work not yet done.
+/// A step-mode machine with 4 doorbells under the default reading: every paging queue
+/// operation is queued to VidMm's paging worker (`PagingWork::Queued`), as 24H2 queues it.
 fn paging_behind_machine() -> Machine {
     let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.doorbells = 4;
-    cfg.os.paging_behind = true;
+    assert_eq!(
+        cfg.os.reading.paging_work,
+        rvgpu_simos::machine::answers::PagingWork::Queued
+    );
     started(cfg)
 }
 
-/// DDI-03 with paging queued ahead (24H2's STATUS_PENDING): Map and MakeResident hand back a
+/// DDI-03 with paging queued (24H2's STATUS_PENDING, the default): Map and MakeResident hand back a
 /// paging fence value the queue's fence has not reached. GPU work through the VA before the
 /// fence reaches it faults, so a UMD path that skipped the wait would run unmapped memory;
 /// the UMD's own paths (its queue's ring and control, its buffers) wait and run, and after a

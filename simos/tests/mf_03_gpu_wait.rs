@@ -175,6 +175,29 @@ fn mf_03_gpu_wait_holds_later_work() {
     close_and_exit(&m, [q], &p);
 }
 
+/// MF-03: a GPU wait for a paging fence needs no CPU wait to be released. A Map queued to
+/// VidMm's paging worker (STATUS_PENDING, its VA not yet in the page tables) is waited for on
+/// the GPU; the worker runs on its own, so the held FILL through the new VA runs and lands
+/// while the CPU waits only for the queue's progress.
+#[test]
+fn mf_03_gpu_wait_for_a_paging_fence_runs_without_a_cpu_wait() {
+    let m = machine(Mode::Step);
+    let Rig { p, k, t, .. } = rig(&m);
+    let (mut q, qh) = queue_and_handle(&m, k);
+    let (pq, pf) = okk(&m, k.device_paging_queue());
+    let r = okk(
+        &m,
+        k.map_gpu_va(&rvgpu_umd::kmt::MapGpuVa::read_write(pq, 0, t.handle, 0, 1)),
+    );
+    assert_ne!(r.va, t.gpu_va, "a second mapping of the allocation");
+    okk(&m, q.gpu_wait_monitored(pf, r.paging_fence_value));
+    let v = okk(&m, q.submit(&[fill64(r.va, 0x77)]));
+    okk(&m, q.wait(v));
+    assert_eq!(t.mem.load(0), 0x77, "the FILL ran through the new VA");
+    assert!(kmd_submits(&m, qh).contains(&v));
+    close_and_exit(&m, [q], &p);
+}
+
 /// MF-03 + MF-04: the in-stream form on another queue releases a GPU wait: queue B's
 /// fence-write command (SIGNAL_ALWAYS_IRQ) interrupts, the OS's DPC-time scan sees the value and
 /// releases queue A's OS-side wait, and VidSch's worker submits A's held work.

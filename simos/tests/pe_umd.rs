@@ -435,7 +435,7 @@ fn um_01_the_shipped_dll_runs_a_dma_buffer_through_a_hardware_queue_on_a_hws_nod
     assert_eq!(p.calls("D3DKMTQueryAdapterInfo"), 1, "node 0 learnt once");
 }
 
-/// DDI-03 with paging queued ahead (`OsConfig::paging_behind`: every Map and MakeResident
+/// DDI-03 with paging queued (the default `PagingWork::Queued`: every Map and MakeResident
 /// answers STATUS_PENDING with a paging fence value not yet reached): the shipped DLL waits
 /// for its paging fence before its ring, ring control and buffer are used, so its queue runs
 /// and a FILL through the buffer's VA lands.
@@ -443,7 +443,6 @@ fn um_01_the_shipped_dll_runs_a_dma_buffer_through_a_hardware_queue_on_a_hws_nod
 fn ddi_03_the_shipped_dll_waits_for_its_paging_fence() {
     let mut cfg = rvgpu_simos::MachineConfig::single(rvgpu_simos::Mode::Threaded);
     cfg.driver = DriverBuild::Pe(None);
-    cfg.os.paging_behind = true;
     let m = Arc::new(started(cfg));
     let p = UserProcess::new(m.clone(), umd());
     let (adapter, queue) = open_queue(&p);

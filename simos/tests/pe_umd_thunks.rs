@@ -443,8 +443,17 @@ fn d3dkmtmakeresident_refuses_the_arguments_24h2_refuses() {
         (status, r[4])
     };
     let at = list.as_ptr() as u64;
+    // Accepted: queued to VidMm's paging worker, STATUS_PENDING with the queue's next fence
+    // value (`K:DxgkMakeResidentInternal` @0x1402A7570 passes VidMm's answer through).
     for flags in 0..4 {
-        assert_eq!(call(queue, 1, at, flags).0, STATUS_SUCCESS, "Flags {flags}");
+        assert_eq!(
+            call(queue, 1, at, flags),
+            (
+                rvgpu_ddi::ntstatus::STATUS_PENDING as u64,
+                u64::from(flags) + 1
+            ),
+            "Flags {flags}"
+        );
     }
     for (what, queue, count, list, flags) in [
         ("Flags 4", queue, 1, at, 4),

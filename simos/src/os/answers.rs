@@ -380,6 +380,23 @@ pub enum RingHandles {
     Created,
 }
 
+/// When an operation on a paging queue (`D3DKMTMapGpuVirtualAddress`, `D3DKMTMakeResident`
+/// on a queue) is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PagingWork {
+    /// 24H2: queued to VidMm's paging worker, which runs on its own thread; the thunk passes
+    /// VidMm's answer through, STATUS_PENDING with a `PagingFenceValue` not yet reached
+    /// (`K:DxgkMapGpuVirtualAddress` @0x140321DB0 writes `VirtualAddress` and
+    /// `PagingFenceValue` back for any status that is not an error;
+    /// `K:DxgkMakeResidentInternal` @0x1402A7570). The pages agree
+    /// (`pfnMapGpuVirtualAddressCb`: E_PENDING, the caller waits for the returned fence value
+    /// before accessing the allocation), so every reading plays it.
+    Queued,
+    /// Done inside the thunk, its fence value reached on return. Chosen by tests that need
+    /// synchronous paging only (`OsConfig::reading`); no reading plays it.
+    InThunk,
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -425,6 +442,8 @@ pub struct Reading {
     pub ring_handles: RingHandles,
     /// Whether repeated engine timeouts block a process.
     pub process_tdr_block: ProcessTdrBlock,
+    /// When a paging queue's operation is done.
+    pub paging_work: PagingWork,
 }
 
 impl Reading {
@@ -451,6 +470,7 @@ impl Reading {
         allocation_va: AllocationVa::MappedByCaller,
         ring_handles: RingHandles::DeviceSpecific,
         process_tdr_block: ProcessTdrBlock::Blocks,
+        paging_work: PagingWork::Queued,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -487,6 +507,7 @@ impl Reading {
         allocation_va: AllocationVa::AtCreate,
         ring_handles: RingHandles::Created,
         process_tdr_block: ProcessTdrBlock::None,
+        paging_work: PagingWork::Queued,
     };
 
     /// Every named reading.

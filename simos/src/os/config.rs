@@ -53,7 +53,6 @@ impl Default for OsConfig {
             hw_sch_treat_experimental_as_stable: false,
             block_list_disable_hwsch: false,
             vram_budget: None,
-            paging_behind: false,
             thunk_cost: DEFAULT_THUNK_COST,
             reading: crate::os::answers::Reading::from_env(),
             disable_version_mismatch_check: false,

@@ -155,12 +155,6 @@ pub struct OsConfig {
     /// process budget, "Process residency budgets"); `None`: all of it. `D3DKMTMakeResident`
     /// past it fails with `STATUS_NO_MEMORY` and the bytes to trim.
     pub vram_budget: Option<u64>,
-    /// VidMm's paging worker runs behind the thunks: every operation on a paging queue
-    /// (`D3DKMTMapGpuVirtualAddress`, `D3DKMTMakeResident` on a queue) is queued and answered
-    /// STATUS_PENDING with a fence value not yet reached, as 24H2 answers when paging work is
-    /// queued ahead (`vidmm::va::paging_queue`); the queue catches up while a CPU waits for
-    /// its fence. Default off: each operation completes inside its thunk.
-    pub paging_behind: bool,
     /// The modelled cost of a D3DKMT call's user→kernel transition (system call and
     /// the Dxgkrnl thunk's entry work), charged by every thunk of [`crate::kmt::SimKmt`] as
     /// this many rounds of [`crate::kmt::charge_thunk_cost`] (0: none). Default

@@ -1,18 +1,19 @@
 //! Paging queues: `D3DKMTCreatePagingQueue` / `D3DKMTDestroyPagingQueue`, the paging fence
 //! each queue signals, and `D3DKMTMakeResident` on a queue.
 //!
-//! A queue does its operations in order. An operation with nothing queued ahead completes
-//! before the thunk returns, and the fence value handed back has been reached (the thunk's
-//! STATUS_SUCCESS). With work queued ahead (a backlog, which
-//! [`OsConfig::paging_behind`](crate::os::OsConfig::paging_behind) starts: VidMm's paging
-//! worker running behind the thunks) the operation is queued too and the thunk answers
-//! STATUS_PENDING with a fence value not yet reached, as 24H2 passes VidMm's answer through
-//! (`K:DxgkMapGpuVirtualAddress` @0x140321DB0 returns VidMm's status and writes
-//! `VirtualAddress` and `PagingFenceValue` back for any status that is not an error;
-//! `K:DxgkMakeResidentInternal` @0x1402A7570). A queued Map enters nothing in the page
-//! tables until the queue reaches it ([`paging_queue_catch_up`]), so GPU work that uses the
-//! VA before the fence value faults. The queue catches up when a CPU waits for its fence (how
-//! the UMD waits) or the queue is destroyed.
+//! A queue does its operations in order, on VidMm's paging worker
+//! ([`PagingWork::Queued`](crate::os::answers::PagingWork::Queued), every reading): each
+//! operation is queued and the thunk answers STATUS_PENDING with a fence value not yet
+//! reached, as 24H2 passes VidMm's answer through (`K:DxgkMapGpuVirtualAddress` @0x140321DB0
+//! returns VidMm's status and writes `VirtualAddress` and `PagingFenceValue` back for any
+//! status that is not an error; `K:DxgkMakeResidentInternal` @0x1402A7570). A queued Map
+//! enters nothing in the page tables until the queue reaches it ([`paging_queue_catch_up`]),
+//! so GPU work that uses the VA before the fence value faults. The worker runs on its own:
+//! the queue catches up whenever something waits for its fence, a CPU (how the UMD waits) or
+//! a GPU queue (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`), and when the queue is destroyed.
+//! Tests that need synchronous paging choose
+//! [`PagingWork::InThunk`](crate::os::answers::PagingWork::InThunk): an operation with
+//! nothing queued ahead then completes before the thunk returns (STATUS_SUCCESS).
 
 use super::*;
 
@@ -114,10 +115,11 @@ pub(crate) fn runtime_paging_queue(
     }
 }
 
-/// Whether an operation on `queue` now is queued behind work not yet done: the queue has a
-/// backlog, or VidMm's paging worker runs behind the thunks.
+/// Whether an operation on `queue` now is queued behind work not yet done: VidMm's paging
+/// worker does it (the reading's [`PagingWork`](crate::os::answers::PagingWork)), or the
+/// queue has a backlog.
 pub(super) fn paging_behind(a: &AdapterShared, queue: KmtHandle) -> bool {
-    a.os.paging_behind
+    a.os.reading.paging_work == crate::os::answers::PagingWork::Queued
         || lock(&a.mm.gpuva)
             .queues
             .get(&queue)
