@@ -20,12 +20,7 @@ const KNOWN_LONG: &[&str] = &[
     "simos/src/pnp.rs::start_adapter",
     "simos/src/install/loader.rs::check_driver_image",
     "simos/src/vidmm/va/mod.rs::gpu_va_update",
-    "simos/src/pe/exe/format.rs::format",
-    "simos/src/vidmm/init.rs::query",
     "simos/src/ums/hwqueue.rs::create_hw_queue",
-    "simos/src/dxgkrnl/callbacks/interrupt.rs::decode",
-    "simos/src/sync/fence/native.rs::create_on",
-    "simos/src/sync/fencelog/drain.rs::drain",
 ];
 
 /// The name of the function a line of code declares, if it declares one.
