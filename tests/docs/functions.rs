@@ -18,7 +18,6 @@ const LIMIT: usize = 150;
 const KNOWN_LONG: &[&str] = &[
     "simos/src/install/inf.rs::plan",
     "simos/src/pnp.rs::start_adapter",
-    "simos/src/install/loader.rs::check_driver_image",
     "simos/src/vidmm/va/mod.rs::gpu_va_update",
     "simos/src/ums/hwqueue.rs::create_hw_queue",
 ];
