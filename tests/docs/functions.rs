@@ -17,7 +17,6 @@ const LIMIT: usize = 150;
 /// an entry that fits (or is gone) fails the test until it is removed here.
 const KNOWN_LONG: &[&str] = &[
     "simos/src/install/inf.rs::plan",
-    "simos/src/pnp.rs::start_adapter",
     "simos/src/vidmm/va/mod.rs::gpu_va_update",
     "simos/src/ums/hwqueue.rs::create_hw_queue",
 ];
