@@ -891,7 +891,7 @@ fn node_rules(
                     n as u32,
                     flags,
                     wddm,
-                    &t,
+                    t,
                     enablement,
                     a.os.ums_requires_slot_1368,
                 ),

@@ -433,7 +433,7 @@ fn check_memory_integrity(
     if dll_characteristics & IMAGE_DLLCHARACTERISTICS_NX_COMPAT == 0 {
         return Err(bad("LD-04", "the image does not opt in to NX (NX_COMPAT)"));
     }
-    if section_alignment % 0x1000 != 0 {
+    if !section_alignment.is_multiple_of(0x1000) {
         return Err(bad("LD-04", "SectionAlignment is not a multiple of 0x1000"));
     }
     Ok(())
