@@ -198,41 +198,11 @@ impl Machine {
             return Err(self.misuse(format!("adapter {i} already started")));
         }
         if life == Life::Absent {
-            let add = ddi::in_table!(t, DxgkDdiAddDevice)
-                .ok_or_else(|| self.misuse("no AddDevice".into()))?;
-            let pdo = a.resources.pdo();
-            let mut ctx: *mut c_void = std::ptr::null_mut();
-            let status = ddi::call(&a, add, At::Caller, |add| {
-                // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
-                unsafe { add(pdo, &mut ctx) }
-            })?;
-            check_status(status)?;
-            if ctx.is_null() {
-                return Err(self.misuse("AddDevice succeeded with a NULL context".into()));
-            }
-            a.set_context(ctx);
-            *lock(&a.life) = Life::Added;
-            // BR-14: after the miniport's AddDevice, `DpiAddDevice` creates the FDO and
-            // `DpiFdoInitializeFdo` compares the KMD's file version with DriverVer; a refusal
-            // undoes the FDO and calls the miniport's RemoveDevice ([D24] `DpiAddDevice` @
-            // 0x1402393B0).
-            if let Err(refusal) = self.check_kmd_version(&a, &t) {
-                self.remove_adapter(i)?;
-                return Err(refusal);
-            }
+            self.add_device(i, &a, &t)?;
         }
         let start = ddi::in_table!(t, DxgkDdiStartDevice)
             .ok_or_else(|| self.misuse("no StartDevice".into()))?;
-        let mut start_info = DXGK_START_INFO {
-            RequiredDmaQueueEntry: 0,
-            AdapterGuid: GUID {
-                Data1: 0x5256_A0A0,
-                Data2: 0,
-                Data3: 0x4000,
-                Data4: [0x80, 0, 0, 0, 0, 0, 0, i as u8],
-            },
-            AdapterLuid: adapter_luid(i),
-        };
+        let mut start_info = start_info(i);
         // The feature database, before StartDevice: the driver asks it from StartDevice on
         // ([D] DpiFeatureStartDevice in DpiFdoStartAdapter).
         let db = crate::dxgkrnl::features::negotiate(&a, &t)?;
@@ -305,100 +275,19 @@ impl Machine {
         }
         let reject =
             |why: String| -> Result<AdapterInfo, SimError> { Err(SimError::Rejected(why)) };
-        let mut why = validate_caps(&caps).err();
-        if why.is_none() {
-            // TDR-01: SupportPerEngineTDR needs the four per-engine TDR DDIs.
-            why = crate::vidsch::tdr::validate_caps(&caps, &t).err();
-        }
-        if sources != 0 || children != 0 {
-            why = Some(format!(
-                "render-only adapter reported {sources} video present sources and {children} children"
-            ));
-        }
-        if caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence) && !a.native_fence_enabled()
-        {
-            // NF-10: the OS fails adapter start when the KMD advertises native fences the OS
-            // did not enable.
-            why = Some(
-                "NativeGpuFence advertised while DXGK_FEATURE_NATIVE_FENCE is disabled (NF-10)"
-                    .into(),
-            );
-        }
-        let advertised = caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence);
-        let mut fence_caps = None;
-        if why.is_none() && advertised {
-            // NF-11: the OS asks for the native-fence caps and relies on them.
-            match crate::sync::fence::query_caps(&a, &t) {
-                Ok(c) => match crate::sync::fence::validate_native_fence_caps(&c) {
-                    Ok(()) => fence_caps = Some(c),
-                    Err(w) => why = Some(w),
-                },
-                Err(SimError::DdiFailed(s)) => {
-                    why = Some(format!(
-                        "DXGKQAITYPE_NATIVE_FENCE_CAPS failed ({:#010x}) with NativeGpuFence \
-                         advertised",
-                        s as u32
-                    ))
-                }
-                Err(e) => return Err(e),
+        let metadata = match start_checks(&a, &t, &caps, sources, children)? {
+            Ok(m) => m,
+            Err(w) => {
+                self.state.push_log(
+                    rvgpu_kmd::platform::Level::Error,
+                    format!("start rejected: {w}"),
+                );
+                self.stop_inner(&a, &t)?;
+                return reject(w);
             }
-        }
-        lock(&a.fence_os).caps = fence_caps;
-        let mut metadata = Vec::new();
-        if why.is_none() {
-            // UM-03, BR-70: node metadata for every node.
-            match crate::ums::query_node_metadata(&a, &t, &caps) {
-                Ok(m) => metadata = m,
-                Err(SimError::Rejected(w)) => why = Some(w),
-                Err(e) => return Err(e),
-            }
-        }
-        if let Some(w) = why {
-            self.state.push_log(
-                rvgpu_kmd::platform::Level::Error,
-                format!("start rejected: {w}"),
-            );
-            self.stop_inner(&a, &t)?;
-            return reject(w);
-        }
+        };
         // BR-71..75 per node, then BR-57 (the history-buffer precision).
-        let wddm = caps.WDDMVersion as u32;
-        let (hws, ums) = {
-            let db = lock(&a.features);
-            (
-                db.version(rvgpu_ddi::feature::DXGK_FEATURE_HWSCH).is_some(),
-                db.version(rvgpu_ddi::feature::DXGK_FEATURE_USER_MODE_SUBMISSION)
-                    .is_some(),
-            )
-        };
-        let enablement = bringup::UmsEnablement {
-            hws_and_ums: hws && ums,
-            native_gpu_fence: caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
-        };
-        let rules: Vec<bringup::Violation> = metadata
-            .iter()
-            .enumerate()
-            .flat_map(|(n, md)| {
-                let flags = md.Flags;
-                let gpu_va = md.GpuMmuSupported != 0 || md.IoMmuSupported != 0;
-                // The OS enables HWSCH and USER_MODE_SUBMISSION only through the feature
-                // negotiation (BR-80/81, `dxgkrnl::features`).
-                [
-                    bringup::check_node_hws(n as u32, flags, gpu_va, hws),
-                    bringup::check_node_ums(
-                        n as u32,
-                        flags,
-                        wddm,
-                        &t,
-                        enablement,
-                        a.os.ums_requires_slot_1368,
-                    ),
-                    bringup::check_node_mmu(n as u32, md, caps.MemoryManagementCaps.Anonymous),
-                ]
-                .into_iter()
-                .flatten()
-            })
-            .collect();
+        let rules = node_rules(&a, &t, &caps, &metadata);
         if let Some(v) = rules.into_iter().next() {
             return self.refuse(&a, &t, v);
         }
@@ -425,49 +314,8 @@ impl Machine {
         if let Some(v) = bringup::check_after_render_core(&t) {
             return self.refuse(&a, &t, v);
         }
-        // BR-66 (VidMmInitializePagingProcess → VidSchCreateSystemDevices): the system device
-        // and one system context per node, before the scheduling logs.
-        // The paging process comes first ([D] VIDMM_PAGING_PROCESS::InitPagingProcess); its
-        // VA space and root after the system contexts that page it (InitPagingProcessVaSpace).
-        if let Err(e) = crate::vidmm::mmu::open_paging_process(&a) {
-            return self.paging_process_failed(&a, &t, e);
-        }
-        let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
-        match crate::vidsch::system::create(&a, &t, nodes) {
-            Ok(Ok(())) => {}
-            Ok(Err(v)) => return self.refuse(&a, &t, v),
-            Err(e) => {
-                let _ = crate::vidsch::system::destroy(&a, &t);
-                return Err(e);
-            }
-        }
-        // BR-65(b) ([D] VidMmInitializePagingProcess → InitDmaPools): the paging DMA pool,
-        // after the system devices and before the paging fences and VA space.
-        if let Err(v) = crate::vidmm::dmapool::init_paging_pool(&a) {
-            return self.refuse(&a, &t, v);
-        }
-        // The paging process's space, root and scheduling logs are built with the tables
-        // named by CPU address on 24H2 (InitPagingProcessVaSpace).
-        let building = crate::vidmm::mmu::system_space::building_paging_space(&a);
-        if let Err(e) = crate::vidmm::mmu::system_space::vidmm_init_paging_process(self, &a) {
-            drop(building);
-            return self.paging_process_failed(&a, &t, e);
-        }
-        // BR-77 (VidSchiInitializeNode) and BR-79 (VidSchCreateSchedulingLogs): priority bands
-        // and scheduling logs on every hardware-scheduled node before any work is scheduled.
-        let paging = crate::vidsch::hws::PagingSpace {
-            map: &|pa, n| self.vidmm_map_system(&a, pa, n, Default::default()),
-            unmap: &|pa, n| crate::vidmm::mmu::system_space::vidmm_unmap_system(self, &a, pa, n),
-        };
-        let nodes = crate::vidsch::hws::initialize_nodes(&paging, &a, &t);
-        drop(building);
-        if let Err(e) = nodes {
-            self.state.push_log(
-                rvgpu_kmd::platform::Level::Error,
-                format!("start failed: {e}"),
-            );
-            self.stop_inner(&a, &t)?;
-            return Err(e);
+        if let Some(end) = self.init_paging_and_scheduling(&a, &t, &caps) {
+            return end;
         }
         // BR-100…BR-106: runtime power management (`dxgkrnl::power`), after the render core.
         let components = match crate::dxgkrnl::power::initialize(&a, &t, &caps) {
@@ -487,6 +335,93 @@ impl Machine {
             children,
             caps,
         })
+    }
+
+    /// AddDevice on an absent adapter `i`, then the OS's check of the KMD's version (BR-14).
+    fn add_device(
+        &mut self,
+        i: usize,
+        a: &std::sync::Arc<AdapterShared>,
+        t: &DRIVER_INITIALIZATION_DATA,
+    ) -> Result<(), SimError> {
+        let add = ddi::in_table!(t, DxgkDdiAddDevice)
+            .ok_or_else(|| self.misuse("no AddDevice".into()))?;
+        let pdo = a.resources.pdo();
+        let mut ctx: *mut c_void = std::ptr::null_mut();
+        let status = ddi::call(a, add, At::Caller, |add| {
+            // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
+            unsafe { add(pdo, &mut ctx) }
+        })?;
+        check_status(status)?;
+        if ctx.is_null() {
+            return Err(self.misuse("AddDevice succeeded with a NULL context".into()));
+        }
+        a.set_context(ctx);
+        *lock(&a.life) = Life::Added;
+        // BR-14: after the miniport's AddDevice, `DpiAddDevice` creates the FDO and
+        // `DpiFdoInitializeFdo` compares the KMD's file version with DriverVer; a refusal
+        // undoes the FDO and calls the miniport's RemoveDevice ([D24] `DpiAddDevice` @
+        // 0x1402393B0).
+        if let Err(refusal) = self.check_kmd_version(a, t) {
+            self.remove_adapter(i)?;
+            return Err(refusal);
+        }
+        Ok(())
+    }
+
+    /// BR-66, BR-65(b), BR-77, BR-79: the paging process, the system device and contexts, the
+    /// paging DMA pool, the paging process's space, each node's bands and scheduling logs.
+    /// `Some`: the start ends with it.
+    fn init_paging_and_scheduling(
+        &mut self,
+        a: &std::sync::Arc<AdapterShared>,
+        t: &DRIVER_INITIALIZATION_DATA,
+        caps: &DXGK_DRIVERCAPS,
+    ) -> Option<Result<AdapterInfo, SimError>> {
+        // BR-66 (VidMmInitializePagingProcess → VidSchCreateSystemDevices): the system device
+        // and one system context per node, before the scheduling logs.
+        // The paging process comes first ([D] VIDMM_PAGING_PROCESS::InitPagingProcess); its
+        // VA space and root after the system contexts that page it (InitPagingProcessVaSpace).
+        if let Err(e) = crate::vidmm::mmu::open_paging_process(a) {
+            return Some(self.paging_process_failed(a, t, e));
+        }
+        let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
+        match crate::vidsch::system::create(a, t, nodes) {
+            Ok(Ok(())) => {}
+            Ok(Err(v)) => return Some(self.refuse(a, t, v)),
+            Err(e) => {
+                let _ = crate::vidsch::system::destroy(a, t);
+                return Some(Err(e));
+            }
+        }
+        // BR-65(b) ([D] VidMmInitializePagingProcess → InitDmaPools): the paging DMA pool,
+        // after the system devices and before the paging fences and VA space.
+        if let Err(v) = crate::vidmm::dmapool::init_paging_pool(a) {
+            return Some(self.refuse(a, t, v));
+        }
+        // The paging process's space, root and scheduling logs are built with the tables
+        // named by CPU address on 24H2 (InitPagingProcessVaSpace).
+        let building = crate::vidmm::mmu::system_space::building_paging_space(a);
+        if let Err(e) = crate::vidmm::mmu::system_space::vidmm_init_paging_process(self, a) {
+            drop(building);
+            return Some(self.paging_process_failed(a, t, e));
+        }
+        // BR-77 (VidSchiInitializeNode) and BR-79 (VidSchCreateSchedulingLogs): priority bands
+        // and scheduling logs on every hardware-scheduled node before any work is scheduled.
+        let paging = crate::vidsch::hws::PagingSpace {
+            map: &|pa, n| self.vidmm_map_system(a, pa, n, Default::default()),
+            unmap: &|pa, n| crate::vidmm::mmu::system_space::vidmm_unmap_system(self, a, pa, n),
+        };
+        let nodes = crate::vidsch::hws::initialize_nodes(&paging, a, t);
+        drop(building);
+        if let Err(e) = nodes {
+            self.state.push_log(
+                rvgpu_kmd::platform::Level::Error,
+                format!("start failed: {e}"),
+            );
+            return Some(self.stop_inner(a, t).and(Err(e)));
+        }
+        None
     }
 
     /// Fails the start for `v` with Windows' status (the adapter is stopped again).
@@ -919,5 +854,127 @@ impl Machine {
         self.table.set(None);
         self.loaded = false;
         Ok(())
+    }
+}
+
+/// BR-71..75: the rules of each node's metadata, in node order.
+fn node_rules(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    caps: &DXGK_DRIVERCAPS,
+    metadata: &[rvgpu_ddi::submission::DXGK_NODEMETADATA],
+) -> Vec<bringup::Violation> {
+    let wddm = caps.WDDMVersion as u32;
+    let (hws, ums) = {
+        let db = lock(&a.features);
+        (
+            db.version(rvgpu_ddi::feature::DXGK_FEATURE_HWSCH).is_some(),
+            db.version(rvgpu_ddi::feature::DXGK_FEATURE_USER_MODE_SUBMISSION)
+                .is_some(),
+        )
+    };
+    let enablement = bringup::UmsEnablement {
+        hws_and_ums: hws && ums,
+        native_gpu_fence: caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
+    };
+    metadata
+        .iter()
+        .enumerate()
+        .flat_map(|(n, md)| {
+            let flags = md.Flags;
+            let gpu_va = md.GpuMmuSupported != 0 || md.IoMmuSupported != 0;
+            // The OS enables HWSCH and USER_MODE_SUBMISSION only through the feature
+            // negotiation (BR-80/81, `dxgkrnl::features`).
+            [
+                bringup::check_node_hws(n as u32, flags, gpu_va, hws),
+                bringup::check_node_ums(
+                    n as u32,
+                    flags,
+                    wddm,
+                    t,
+                    enablement,
+                    a.os.ums_requires_slot_1368,
+                ),
+                bringup::check_node_mmu(n as u32, md, caps.MemoryManagementCaps.Anonymous),
+            ]
+            .into_iter()
+            .flatten()
+        })
+        .collect()
+}
+
+/// The start-time checks that reject the adapter: its caps (TDR-01), a render-only adapter's
+/// sources and children, native fences (NF-10, NF-11), each node's metadata (UM-03, BR-70).
+/// Returns the node metadata, or why the start is rejected.
+fn start_checks(
+    a: &AdapterShared,
+    t: &DRIVER_INITIALIZATION_DATA,
+    caps: &DXGK_DRIVERCAPS,
+    sources: u32,
+    children: u32,
+) -> Result<Result<Vec<rvgpu_ddi::submission::DXGK_NODEMETADATA>, String>, SimError> {
+    let mut why = validate_caps(caps).err();
+    if why.is_none() {
+        // TDR-01: SupportPerEngineTDR needs the four per-engine TDR DDIs.
+        why = crate::vidsch::tdr::validate_caps(caps, t).err();
+    }
+    if sources != 0 || children != 0 {
+        why = Some(format!(
+            "render-only adapter reported {sources} video present sources and {children} children"
+        ));
+    }
+    if caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence) && !a.native_fence_enabled() {
+        // NF-10: the OS fails adapter start when the KMD advertises native fences the OS
+        // did not enable.
+        why = Some(
+            "NativeGpuFence advertised while DXGK_FEATURE_NATIVE_FENCE is disabled (NF-10)".into(),
+        );
+    }
+    let advertised = caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence);
+    let mut fence_caps = None;
+    if why.is_none() && advertised {
+        // NF-11: the OS asks for the native-fence caps and relies on them.
+        match crate::sync::fence::query_caps(a, t) {
+            Ok(c) => match crate::sync::fence::validate_native_fence_caps(&c) {
+                Ok(()) => fence_caps = Some(c),
+                Err(w) => why = Some(w),
+            },
+            Err(SimError::DdiFailed(s)) => {
+                why = Some(format!(
+                    "DXGKQAITYPE_NATIVE_FENCE_CAPS failed ({:#010x}) with NativeGpuFence \
+                     advertised",
+                    s as u32
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    lock(&a.fence_os).caps = fence_caps;
+    let mut metadata = Vec::new();
+    if why.is_none() {
+        // UM-03, BR-70: node metadata for every node.
+        match crate::ums::query_node_metadata(a, t, caps) {
+            Ok(m) => metadata = m,
+            Err(SimError::Rejected(w)) => why = Some(w),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(match why {
+        Some(w) => Err(w),
+        None => Ok(metadata),
+    })
+}
+
+/// The `DXGK_START_INFO` StartDevice gets for adapter `i`: its GUID and LUID.
+fn start_info(i: usize) -> DXGK_START_INFO {
+    DXGK_START_INFO {
+        RequiredDmaQueueEntry: 0,
+        AdapterGuid: GUID {
+            Data1: 0x5256_A0A0,
+            Data2: 0,
+            Data3: 0x4000,
+            Data4: [0x80, 0, 0, 0, 0, 0, 0, i as u8],
+        },
+        AdapterLuid: adapter_luid(i),
     }
 }

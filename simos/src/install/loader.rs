@@ -196,33 +196,7 @@ pub fn check_driver_image(data: &[u8], memory_integrity: bool) -> Result<(), Ref
         .checked_add(24 + 24)
         .and_then(|a| rd64(data, a))
         .ok_or_else(|| bad("LD-01", "truncated optional header"))?;
-    if file_alignment & 0x1FF != 0 && file_alignment != section_alignment {
-        return Err(bad(
-            "LD-01",
-            &format!(
-                "FileAlignment {file_alignment:#x} is not a multiple of 512 and differs from \
-                 SectionAlignment"
-            ),
-        ));
-    }
-    if file_alignment == 0 {
-        return Err(bad("LD-01", "FileAlignment is 0"));
-    }
-    if !section_alignment.is_power_of_two() {
-        return Err(bad(
-            "LD-01",
-            &format!("SectionAlignment {section_alignment:#x} is not a power of two"),
-        ));
-    }
-    if !file_alignment.is_power_of_two() {
-        return Err(bad(
-            "LD-01",
-            &format!("FileAlignment {file_alignment:#x} is not a power of two"),
-        ));
-    }
-    if section_alignment < file_alignment {
-        return Err(bad("LD-01", "SectionAlignment is below FileAlignment"));
-    }
+    check_alignments(section_alignment, file_alignment)?;
     if size_of_image > 0x7700_0000 {
         return Err(bad("LD-01", "SizeOfImage is above 0x77000000"));
     }
@@ -275,6 +249,58 @@ pub fn check_driver_image(data: &[u8], memory_integrity: bool) -> Result<(), Ref
             &format!("SectionAlignment {section_alignment:#x} is below the page size"),
         ));
     }
+    let sections = read_sections(data, table, nsec)?;
+    check_layout(
+        data,
+        &sections,
+        (size_of_image, size_of_headers),
+        (section_alignment, file_alignment),
+    )?;
+    if memory_integrity {
+        check_memory_integrity(&sections, dll_characteristics, section_alignment)?;
+    }
+    check_imports(data, nt, &sections)
+}
+
+/// LD-01, MiVerifyImageHeader: `FileAlignment` and `SectionAlignment`.
+fn check_alignments(section_alignment: u32, file_alignment: u32) -> Result<(), Refusal> {
+    if file_alignment & 0x1FF != 0 && file_alignment != section_alignment {
+        return Err(bad(
+            "LD-01",
+            &format!(
+                "FileAlignment {file_alignment:#x} is not a multiple of 512 and differs from \
+                 SectionAlignment"
+            ),
+        ));
+    }
+    if file_alignment == 0 {
+        return Err(bad("LD-01", "FileAlignment is 0"));
+    }
+    if !section_alignment.is_power_of_two() {
+        return Err(bad(
+            "LD-01",
+            &format!("SectionAlignment {section_alignment:#x} is not a power of two"),
+        ));
+    }
+    if !file_alignment.is_power_of_two() {
+        return Err(bad(
+            "LD-01",
+            &format!("FileAlignment {file_alignment:#x} is not a power of two"),
+        ));
+    }
+    if section_alignment < file_alignment {
+        return Err(bad("LD-01", "SectionAlignment is below FileAlignment"));
+    }
+    Ok(())
+}
+
+/// A refusal of `rule` with STATUS_INVALID_IMAGE_FORMAT.
+fn bad(rule: &'static str, why: &str) -> Refusal {
+    refuse(rule, STATUS_INVALID_IMAGE_FORMAT, why)
+}
+
+/// LD-02: the `nsec` section headers of the table at file offset `table`.
+fn read_sections(data: &[u8], table: usize, nsec: u16) -> Result<Vec<Section>, Refusal> {
     let mut sections = Vec::with_capacity(usize::from(nsec));
     for i in 0..usize::from(nsec) {
         let s = table
@@ -300,6 +326,17 @@ pub fn check_driver_image(data: &[u8], memory_integrity: bool) -> Result<(), Ref
             characteristics: at(36)?,
         });
     }
+    Ok(sections)
+}
+
+/// LD-03 for `sections` of an image of `(SizeOfImage, SizeOfHeaders)` and
+/// `(SectionAlignment, FileAlignment)`.
+fn check_layout(
+    data: &[u8],
+    sections: &[Section],
+    (size_of_image, size_of_headers): (u32, u32),
+    (section_alignment, file_alignment): (u32, u32),
+) -> Result<(), Refusal> {
     // LD-03, MiParseImageSectionHeaders: the headers take the first pages, each section
     // starts where the previous one's aligned size ended, none is empty, none runs past
     // SizeOfImage, the last one's file data is in the file. The last section takes whatever
@@ -369,30 +406,37 @@ pub fn check_driver_image(data: &[u8], memory_integrity: bool) -> Result<(), Ref
             "SizeOfImage leaves pages after the last section",
         ));
     }
+    Ok(())
+}
+
+/// LD-04 under memory integrity.
+fn check_memory_integrity(
+    sections: &[Section],
+    dll_characteristics: u16,
+    section_alignment: u32,
+) -> Result<(), Refusal> {
     // LD-04, memory integrity: no section both writable and executable, NX by default, page
     // multiple alignment (checked in LD-02 for every driver). Microsoft documents no status;
     // STATUS_INVALID_IMAGE_FORMAT is the simulation's choice.
-    if memory_integrity {
-        if let Some(s) = sections.iter().find(|s| {
-            s.characteristics & (IMAGE_SCN_MEM_WRITE | IMAGE_SCN_MEM_EXECUTE)
-                == IMAGE_SCN_MEM_WRITE | IMAGE_SCN_MEM_EXECUTE
-        }) {
-            return Err(bad(
-                "LD-04",
-                &format!(
-                    "section {} is both writable and executable",
-                    section_name(s)
-                ),
-            ));
-        }
-        if dll_characteristics & IMAGE_DLLCHARACTERISTICS_NX_COMPAT == 0 {
-            return Err(bad("LD-04", "the image does not opt in to NX (NX_COMPAT)"));
-        }
-        if section_alignment % 0x1000 != 0 {
-            return Err(bad("LD-04", "SectionAlignment is not a multiple of 0x1000"));
-        }
+    if let Some(s) = sections.iter().find(|s| {
+        s.characteristics & (IMAGE_SCN_MEM_WRITE | IMAGE_SCN_MEM_EXECUTE)
+            == IMAGE_SCN_MEM_WRITE | IMAGE_SCN_MEM_EXECUTE
+    }) {
+        return Err(bad(
+            "LD-04",
+            &format!(
+                "section {} is both writable and executable",
+                section_name(s)
+            ),
+        ));
     }
-    check_imports(data, nt, &sections)
+    if dll_characteristics & IMAGE_DLLCHARACTERISTICS_NX_COMPAT == 0 {
+        return Err(bad("LD-04", "the image does not opt in to NX (NX_COMPAT)"));
+    }
+    if !section_alignment.is_multiple_of(0x1000) {
+        return Err(bad("LD-04", "SectionAlignment is not a multiple of 0x1000"));
+    }
+    Ok(())
 }
 
 /// The file offset of `rva` (inside a section's file data).

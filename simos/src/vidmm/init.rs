@@ -129,55 +129,8 @@ pub(crate) fn query(
                 .read_unaligned()
         })
         .collect();
-    // BR-63 ([D] `VidMmiQuerySegmentInfo4`, interface >= 0x7005): NumUEFIFrameBufferRanges
-    // (byte 92) is 0 or 1, and 1 on at most one segment; otherwise no VidMm (NO_MEMORY).
-    let mut uefi_segment = None;
-    for (i, s) in segments.iter().enumerate() {
-        let ranges = s.NumUEFIFrameBufferRanges;
-        let twice = ranges == 1 && uefi_segment.is_some();
-        if t.Version >= 0x7005 && (ranges > 1 || twice) {
-            return Ok(Err(violation(
-                "BR-63",
-                STATUS_NO_MEMORY,
-                format!(
-                    "segment {} reports {ranges} UEFI frame-buffer ranges (0 or 1, on one \
-                     segment at most)",
-                    i + 1
-                ),
-            )));
-        }
-        if ranges == 1 {
-            uefi_segment = Some(i);
-        }
-    }
-    for (i, s) in segments.iter().enumerate() {
-        let f = s.Flags;
-        // BR-64: a host-aperture segment is neither an aperture nor CPU-visible
-        // (VIDMM_GLOBAL::InitSegments, inside VidMmiInit: the start fails with NO_MEMORY).
-        if f.is_set(DXGK_SEGMENTFLAGS::SupportsCpuHostAperture)
-            && (f.is_set(DXGK_SEGMENTFLAGS::Aperture) || f.is_set(DXGK_SEGMENTFLAGS::CpuVisible))
-        {
-            return Ok(Err(violation(
-                "BR-64",
-                STATUS_NO_MEMORY,
-                format!(
-                    "segment {} combines SupportsCpuHostAperture with Aperture/CpuVisible",
-                    i + 1
-                ),
-            )));
-        }
-    }
-    // BR-65(a) ([D] `VIDMM_GLOBAL::Init`, inside VidMmiInit): the paging buffers' segment is 0
-    // (system memory) or one of the reported segments; otherwise no VidMm (NO_MEMORY).
-    if out.PagingBufferSegmentId > n {
-        return Ok(Err(violation(
-            "BR-65",
-            STATUS_NO_MEMORY,
-            format!(
-                "PagingBufferSegmentId {} names no segment ({n} reported)",
-                out.PagingBufferSegmentId
-            ),
-        )));
+    if let Some(v) = check_segments(t, &segments, out.PagingBufferSegmentId) {
+        return Ok(Err(v));
     }
     let mut model = MemoryModel {
         segments,
@@ -192,6 +145,81 @@ pub(crate) fn query(
     if !gpu_va || !mm.is_set(DXGK_VIDMMCAPS_0::GpuMmuSupported) {
         return Ok(Ok(model));
     }
+    model.gpummu = match query_gpummu(&call)? {
+        Ok(m) => Some(m),
+        Err(v) => return Ok(Err(v)),
+    };
+    Ok(Ok(model))
+}
+
+/// BR-63 … BR-65: what VidMm refuses in the segments the driver reported (`None`: nothing).
+fn check_segments(
+    t: &DRIVER_INITIALIZATION_DATA,
+    segments: &[DXGK_SEGMENTDESCRIPTOR4],
+    paging_buffer_segment: u32,
+) -> Option<Violation> {
+    // BR-63 ([D] `VidMmiQuerySegmentInfo4`, interface >= 0x7005): NumUEFIFrameBufferRanges
+    // (byte 92) is 0 or 1, and 1 on at most one segment; otherwise no VidMm (NO_MEMORY).
+    let mut uefi_segment = None;
+    for (i, s) in segments.iter().enumerate() {
+        let ranges = s.NumUEFIFrameBufferRanges;
+        let twice = ranges == 1 && uefi_segment.is_some();
+        if t.Version >= 0x7005 && (ranges > 1 || twice) {
+            return Some(violation(
+                "BR-63",
+                STATUS_NO_MEMORY,
+                format!(
+                    "segment {} reports {ranges} UEFI frame-buffer ranges (0 or 1, on one \
+                     segment at most)",
+                    i + 1
+                ),
+            ));
+        }
+        if ranges == 1 {
+            uefi_segment = Some(i);
+        }
+    }
+    for (i, s) in segments.iter().enumerate() {
+        let f = s.Flags;
+        // BR-64: a host-aperture segment is neither an aperture nor CPU-visible
+        // (VIDMM_GLOBAL::InitSegments, inside VidMmiInit: the start fails with NO_MEMORY).
+        if f.is_set(DXGK_SEGMENTFLAGS::SupportsCpuHostAperture)
+            && (f.is_set(DXGK_SEGMENTFLAGS::Aperture) || f.is_set(DXGK_SEGMENTFLAGS::CpuVisible))
+        {
+            return Some(violation(
+                "BR-64",
+                STATUS_NO_MEMORY,
+                format!(
+                    "segment {} combines SupportsCpuHostAperture with Aperture/CpuVisible",
+                    i + 1
+                ),
+            ));
+        }
+    }
+    // BR-65(a) ([D] `VIDMM_GLOBAL::Init`, inside VidMmiInit): the paging buffers' segment is 0
+    // (system memory) or one of the reported segments; otherwise no VidMm (NO_MEMORY).
+    if paging_buffer_segment > segments.len() as u32 {
+        return Some(violation(
+            "BR-65",
+            STATUS_NO_MEMORY,
+            format!(
+                "PagingBufferSegmentId {paging_buffer_segment} names no segment ({} reported)",
+                segments.len()
+            ),
+        ));
+    }
+    None
+}
+
+/// The driver's answer to a `DxgkDdiQueryAdapterInfo` of a type, input and output.
+type Query<'a> =
+    dyn Fn(DXGK_QUERYADAPTERINFOTYPE, &mut [u8], &mut [u8]) -> Result<NTSTATUS, SimError> + 'a;
+
+/// BR-68: the GpuMmu's caps and one page-table level description per level, through `call`.
+#[allow(clippy::type_complexity)]
+fn query_gpummu(
+    call: &Query<'_>,
+) -> Result<Result<(DXGK_GPUMMUCAPS, Vec<DXGK_PAGE_TABLE_LEVEL_DESC>), Violation>, SimError> {
     // BR-68: GPUMMUCAPS per physical adapter must succeed, with 2..=6 levels; then one
     // PAGETABLELEVELDESC per level (input: level | adapter << 16) must succeed with a
     // power-of-two alignment (ADAPTER_RENDER::Initialize).
@@ -237,8 +265,7 @@ pub(crate) fn query(
         }
         levels.push(d);
     }
-    model.gpummu = Some((mmu, levels));
-    Ok(Ok(model))
+    Ok(Ok((mmu, levels)))
 }
 
 fn as_bytes<T: Copy>(v: &mut T) -> &mut [u8] {

@@ -176,83 +176,7 @@ pub(super) fn decode(
         DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED => {
             let d = unsafe { data.Anonymous.NativeFenceSignaled };
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
-            // LOG-08: with the optimized cap the OS reads hHWQueue only.
-            let optimized = lock(&a.caps).is_some_and(|c| {
-                c.SchedulingCaps
-                    .is_set(DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt)
-            });
-            let hw_queue = if optimized && !d.hHWQueue.is_null() {
-                let h = d.hHWQueue as usize;
-                let table = lock(&a.fence_os).logs.clone();
-                match table.check_isr_queue(h, d.NodeOrdinal) {
-                    crate::sync::fencelog::IsrQueue::Ok => Some(h),
-                    crate::sync::fencelog::IsrQueue::Unknown => {
-                        return Err(BugCheck::video_scheduler(
-                            vidsch::SIM_INVALID_HW_QUEUE,
-                            h as u64,
-                            u64::from(d.NodeOrdinal),
-                            u64::MAX,
-                        ))
-                    }
-                    crate::sync::fencelog::IsrQueue::WrongNode(n) => {
-                        return Err(BugCheck::video_scheduler(
-                            vidsch::SIM_INVALID_HW_QUEUE,
-                            h as u64,
-                            u64::from(d.NodeOrdinal),
-                            u64::from(n),
-                        ))
-                    }
-                }
-            } else {
-                None
-            };
-            // 24H2 copies at most 8 handles at ISR time and makes a longer array a scan
-            // (`M:VidSchiProcessIsrNativeFenceSignaled` @0x140052784); the pages set no limit.
-            let fences = if optimized
-                || d.pSignaledNativeFenceArray.is_null()
-                || d.SignaledNativeFenceCount > MAX_REPORTED_FENCES
-            {
-                None
-            } else {
-                let n = d.SignaledNativeFenceCount as usize;
-                // SAFETY: the driver reports `n` handles at this non-null address (the DDI's
-                // contract); the OS reads them at ISR time.
-                let handles = unsafe { std::slice::from_raw_parts(d.pSignaledNativeFenceArray, n) };
-                let live = lock(&a.native_fences);
-                for (i, h) in handles.iter().enumerate() {
-                    if !live.contains(&(*h as usize)) {
-                        return Err(BugCheck::video_scheduler(
-                            vidsch::DRIVER_REPORTED_INVALID_FENCE_ID,
-                            *h as usize as u64,
-                            t as u32 as u64,
-                            i as u64,
-                        ));
-                    }
-                }
-                Some(handles.iter().map(|h| *h as usize).collect())
-            };
-            let advertised = lock(&a.caps)
-                .is_some_and(|c| c.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence));
-            if !a.native_fence_enabled() || !advertised {
-                // The OS never enabled native fences on this adapter (NF-10): the report is
-                // of a type this adapter may not raise.
-                return Err(BugCheck::video_scheduler(
-                    vidsch::SIM_UNKNOWN_INTERRUPT_TYPE,
-                    t as u32 as u64,
-                    1,
-                    0,
-                ));
-            }
-            Notification::NativeFenceSignaled {
-                node: d.NodeOrdinal,
-                engine: d.EngineOrdinal,
-                fences,
-                evaluate_legacy: data
-                    .Flags
-                    .is_set(DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::EvaluateLegacyMonitoredFences),
-                optimized,
-                hw_queue,
-            }
+            native_fence_signaled(a, data, &d)?
         }
         rvgpu_ddi::interrupt::DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED => {
             let d = unsafe { data.Anonymous.HwQueuePageFaulted };
@@ -275,6 +199,94 @@ pub(super) fn decode(
         other => Notification::Other {
             interrupt_type: other,
         },
+    })
+}
+
+/// A `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` report `d` of `data`, its node already checked:
+/// the hardware queue it names (LOG-08), the handles it lists, and the adapter's right to raise
+/// it (NF-10).
+fn native_fence_signaled(
+    a: &AdapterShared,
+    data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+    d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
+) -> Result<Notification, BugCheck> {
+    let t = data.InterruptType;
+    // LOG-08: with the optimized cap the OS reads hHWQueue only.
+    let optimized = lock(&a.caps).is_some_and(|c| {
+        c.SchedulingCaps
+            .is_set(DXGK_VIDSCHCAPS::OptimizedNativeFenceSignaledInterrupt)
+    });
+    let hw_queue = if optimized && !d.hHWQueue.is_null() {
+        let h = d.hHWQueue as usize;
+        let table = lock(&a.fence_os).logs.clone();
+        match table.check_isr_queue(h, d.NodeOrdinal) {
+            crate::sync::fencelog::IsrQueue::Ok => Some(h),
+            crate::sync::fencelog::IsrQueue::Unknown => {
+                return Err(BugCheck::video_scheduler(
+                    vidsch::SIM_INVALID_HW_QUEUE,
+                    h as u64,
+                    u64::from(d.NodeOrdinal),
+                    u64::MAX,
+                ))
+            }
+            crate::sync::fencelog::IsrQueue::WrongNode(n) => {
+                return Err(BugCheck::video_scheduler(
+                    vidsch::SIM_INVALID_HW_QUEUE,
+                    h as u64,
+                    u64::from(d.NodeOrdinal),
+                    u64::from(n),
+                ))
+            }
+        }
+    } else {
+        None
+    };
+    // 24H2 copies at most 8 handles at ISR time and makes a longer array a scan
+    // (`M:VidSchiProcessIsrNativeFenceSignaled` @0x140052784); the pages set no limit.
+    let fences = if optimized
+        || d.pSignaledNativeFenceArray.is_null()
+        || d.SignaledNativeFenceCount > MAX_REPORTED_FENCES
+    {
+        None
+    } else {
+        let n = d.SignaledNativeFenceCount as usize;
+        // SAFETY: the driver reports `n` handles at this non-null address (the DDI's
+        // contract); the OS reads them at ISR time.
+        let handles = unsafe { std::slice::from_raw_parts(d.pSignaledNativeFenceArray, n) };
+        let live = lock(&a.native_fences);
+        for (i, h) in handles.iter().enumerate() {
+            if !live.contains(&(*h as usize)) {
+                return Err(BugCheck::video_scheduler(
+                    vidsch::DRIVER_REPORTED_INVALID_FENCE_ID,
+                    *h as usize as u64,
+                    t as u32 as u64,
+                    i as u64,
+                ));
+            }
+        }
+        Some(handles.iter().map(|h| *h as usize).collect())
+    };
+    let advertised =
+        lock(&a.caps).is_some_and(|c| c.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence));
+    if !a.native_fence_enabled() || !advertised {
+        // The OS never enabled native fences on this adapter (NF-10): the report is
+        // of a type this adapter may not raise.
+        return Err(BugCheck::video_scheduler(
+            vidsch::SIM_UNKNOWN_INTERRUPT_TYPE,
+            t as u32 as u64,
+            1,
+            0,
+        ));
+    }
+    Ok(Notification::NativeFenceSignaled {
+        node: d.NodeOrdinal,
+        engine: d.EngineOrdinal,
+        fences,
+        evaluate_legacy: data
+            .Flags
+            .is_set(DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS::EvaluateLegacyMonitoredFences),
+        optimized,
+        hw_queue,
     })
 }
 

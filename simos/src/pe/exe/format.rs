@@ -219,81 +219,7 @@ pub fn format(fmt: &[u8], args: &mut dyn Args) -> Result<Vec<u8>, Error> {
             out.push(c);
             continue;
         }
-        let mut s = Spec::default();
-        loop {
-            match at(i) {
-                b'-' => s.left = true,
-                b'+' => s.plus = true,
-                b' ' => s.space = true,
-                b'#' => s.alt = true,
-                b'0' => s.zero = true,
-                _ => break,
-            }
-            i += 1;
-        }
-        if at(i) == b'*' {
-            i += 1;
-            let w = args.next()? as u32 as i32;
-            if w < 0 {
-                s.left = true;
-            }
-            s.width = w.unsigned_abs() as usize;
-        } else {
-            while at(i).is_ascii_digit() {
-                s.width = (s.width * 10 + usize::from(at(i) - b'0')).min(MAX_STRING);
-                i += 1;
-            }
-        }
-        if at(i) == b'.' {
-            i += 1;
-            if at(i) == b'*' {
-                i += 1;
-                let p = args.next()? as u32 as i32;
-                s.precision = (p >= 0).then_some(p as usize);
-            } else {
-                let mut p = 0usize;
-                while at(i).is_ascii_digit() {
-                    p = (p * 10 + usize::from(at(i) - b'0')).min(MAX_STRING);
-                    i += 1;
-                }
-                s.precision = Some(p);
-            }
-        }
-        let len = match (at(i), at(i + 1), at(i + 2)) {
-            (b'h', b'h', _) => {
-                i += 2;
-                Len::Char
-            }
-            (b'h', _, _) => {
-                i += 1;
-                Len::Short
-            }
-            (b'l', b'l', _) => {
-                i += 2;
-                Len::Wide64
-            }
-            (b'l', _, _) | (b'w', _, _) => {
-                i += 1;
-                Len::WideChar
-            }
-            (b'I', b'6', b'4') => {
-                i += 3;
-                Len::Wide64
-            }
-            (b'I', b'3', b'2') => {
-                i += 3;
-                Len::Long
-            }
-            (b'I', _, _) | (b'j', _, _) | (b'z', _, _) | (b't', _, _) => {
-                i += 1;
-                Len::Wide64
-            }
-            (b'L', _, _) => {
-                i += 1;
-                Len::Default
-            }
-            _ => Len::Default,
-        };
+        let (s, len) = parse_spec(fmt, &mut i, args)?;
         let conv = at(i);
         i += 1;
         match conv {
@@ -422,6 +348,90 @@ pub fn format(fmt: &[u8], args: &mut dyn Args) -> Result<Vec<u8>, Error> {
         }
     }
     Ok(out)
+}
+
+/// The flags, width, precision and length of a conversion from `fmt[*pos]` on (a `*` width
+/// or precision taken from `args`); `*pos` is left at the conversion character.
+fn parse_spec(fmt: &[u8], pos: &mut usize, args: &mut dyn Args) -> Result<(Spec, Len), Error> {
+    let at = |i: usize| fmt.get(i).copied().unwrap_or(0);
+    let mut i = *pos;
+    let mut s = Spec::default();
+    loop {
+        match at(i) {
+            b'-' => s.left = true,
+            b'+' => s.plus = true,
+            b' ' => s.space = true,
+            b'#' => s.alt = true,
+            b'0' => s.zero = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    if at(i) == b'*' {
+        i += 1;
+        let w = args.next()? as u32 as i32;
+        if w < 0 {
+            s.left = true;
+        }
+        s.width = w.unsigned_abs() as usize;
+    } else {
+        while at(i).is_ascii_digit() {
+            s.width = (s.width * 10 + usize::from(at(i) - b'0')).min(MAX_STRING);
+            i += 1;
+        }
+    }
+    if at(i) == b'.' {
+        i += 1;
+        if at(i) == b'*' {
+            i += 1;
+            let p = args.next()? as u32 as i32;
+            s.precision = (p >= 0).then_some(p as usize);
+        } else {
+            let mut p = 0usize;
+            while at(i).is_ascii_digit() {
+                p = (p * 10 + usize::from(at(i) - b'0')).min(MAX_STRING);
+                i += 1;
+            }
+            s.precision = Some(p);
+        }
+    }
+    let len = match (at(i), at(i + 1), at(i + 2)) {
+        (b'h', b'h', _) => {
+            i += 2;
+            Len::Char
+        }
+        (b'h', _, _) => {
+            i += 1;
+            Len::Short
+        }
+        (b'l', b'l', _) => {
+            i += 2;
+            Len::Wide64
+        }
+        (b'l', _, _) | (b'w', _, _) => {
+            i += 1;
+            Len::WideChar
+        }
+        (b'I', b'6', b'4') => {
+            i += 3;
+            Len::Wide64
+        }
+        (b'I', b'3', b'2') => {
+            i += 3;
+            Len::Long
+        }
+        (b'I', _, _) | (b'j', _, _) | (b'z', _, _) | (b't', _, _) => {
+            i += 1;
+            Len::Wide64
+        }
+        (b'L', _, _) => {
+            i += 1;
+            Len::Default
+        }
+        _ => Len::Default,
+    };
+    *pos = i;
+    Ok((s, len))
 }
 
 fn integer_precision(digits: &mut Vec<u8>, s: &Spec) {

@@ -191,71 +191,13 @@ pub(super) fn create_on(
             "NF-16: a cross-adapter fence is D3DDDI_NATIVEFENCE_TYPE_DEFAULT".into(),
         ));
     }
-    let (cv, mv) = {
-        let mut os = lock(&a.fence_os);
-        let cv = match shared_cv {
-            Some(s) => Some(Value::System(s)),
-            None => os.alloc_value(
-                a.device.memory(),
-                process,
-                KIND_CURRENT,
-                desc.shareable,
-                desc.fence_type,
-            ),
-        };
-        let mv = os.alloc_value(
-            a.device.memory(),
-            process,
-            KIND_MONITORED,
-            desc.shareable || cross,
-            desc.fence_type,
-        );
-        match (cv, mv) {
-            (Some(c), Some(m)) => (c, m),
-            (c, m) => {
-                for v in c.iter().chain(m.iter()) {
-                    os.release_value(v);
-                }
-                // The machine's memory is a resource processes share: a failure to
-                // the caller, not a halt.
-                return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
-            }
-        }
-    };
+    let (cv, mv) = alloc_values(a, process, &desc, shared_cv)?;
     if !cross {
         cv.store(desc.initial);
     }
     let mv_init = if cross { 0 } else { u64::MAX };
     mv.store(mv_init);
-    // NF-11 (`MapToGpuSystemProcess`): where the OS honours the cap (26H1's
-    // `InitializeAdapterObject` @0x140351D48, `VidMmMapPagingProcessGpuVA`; the pages),
-    // VidMm maps both pages into the paging process before the driver learns the
-    // addresses ([D] VIDMM_FENCE_STORAGE_PAGE::GetPagingProcessGpuVA). 24H2 and 25H2
-    // (`K:DXGADAPTERSYNCOBJECT::InitializeAdapterObject` @0x1401839C8) zero the argument
-    // block and pass no VAs. Pages hold many fences and stay mapped while the adapter runs.
-    let pass_vas = a.os.reading.system_vas == SystemVas::Mapped
-        && lock(&a.fence_os)
-            .caps
-            .is_some_and(|c| c.MapToGpuSystemProcess != 0);
-    let to_map = if pass_vas {
-        vec![cv.gpu(), mv.gpu()]
-    } else {
-        Vec::new()
-    };
-    for va in to_map {
-        let mapped = vm.map_system(a, va, 8);
-        let mut os = lock(&a.fence_os);
-        match mapped {
-            // Recorded whatever happens next: the page is unmapped before it is freed.
-            Ok(()) => os.paging_mapped(va),
-            Err(e) => {
-                for v in [&cv, &mv] {
-                    os.release_value(v);
-                }
-                return Err(e);
-            }
-        }
-    }
+    let pass_vas = map_for_paging_process(a, vm, &cv, &mv)?;
     let global = next_handle();
     let mut args = DXGKARG_CREATENATIVEFENCE {
         hGlobalNativeFence: global as HANDLE,
@@ -345,6 +287,86 @@ pub(super) fn create_on(
         local,
         va,
     })
+}
+
+/// The fence's CurrentValue (`shared_cv` for a cross-adapter fence) and MonitoredValue
+/// storage; `STATUS_NO_MEMORY` to the caller when the machine has none left.
+fn alloc_values(
+    a: &AdapterShared,
+    process: ProcessId,
+    desc: &NativeFenceDesc,
+    shared_cv: Option<Slot>,
+) -> Result<(Value, Value), SimError> {
+    let cross = shared_cv.is_some();
+    let mut os = lock(&a.fence_os);
+    let cv = match shared_cv {
+        Some(s) => Some(Value::System(s)),
+        None => os.alloc_value(
+            a.device.memory(),
+            process,
+            KIND_CURRENT,
+            desc.shareable,
+            desc.fence_type,
+        ),
+    };
+    let mv = os.alloc_value(
+        a.device.memory(),
+        process,
+        KIND_MONITORED,
+        desc.shareable || cross,
+        desc.fence_type,
+    );
+    match (cv, mv) {
+        (Some(c), Some(m)) => Ok((c, m)),
+        (c, m) => {
+            for v in c.iter().chain(m.iter()) {
+                os.release_value(v);
+            }
+            // The machine's memory is a resource processes share: a failure to
+            // the caller, not a halt.
+            Err(SimError::DdiFailed(STATUS_NO_MEMORY))
+        }
+    }
+}
+
+/// NF-11: maps both values into the paging process where the reading and the cap say so.
+/// Returns whether the driver is given their VAs.
+fn map_for_paging_process(
+    a: &AdapterShared,
+    vm: &dyn VidMmPages,
+    cv: &Value,
+    mv: &Value,
+) -> Result<bool, SimError> {
+    // NF-11 (`MapToGpuSystemProcess`): where the OS honours the cap (26H1's
+    // `InitializeAdapterObject` @0x140351D48, `VidMmMapPagingProcessGpuVA`; the pages),
+    // VidMm maps both pages into the paging process before the driver learns the
+    // addresses ([D] VIDMM_FENCE_STORAGE_PAGE::GetPagingProcessGpuVA). 24H2 and 25H2
+    // (`K:DXGADAPTERSYNCOBJECT::InitializeAdapterObject` @0x1401839C8) zero the argument
+    // block and pass no VAs. Pages hold many fences and stay mapped while the adapter runs.
+    let pass_vas = a.os.reading.system_vas == SystemVas::Mapped
+        && lock(&a.fence_os)
+            .caps
+            .is_some_and(|c| c.MapToGpuSystemProcess != 0);
+    let to_map = if pass_vas {
+        vec![cv.gpu(), mv.gpu()]
+    } else {
+        Vec::new()
+    };
+    for va in to_map {
+        let mapped = vm.map_system(a, va, 8);
+        let mut os = lock(&a.fence_os);
+        match mapped {
+            // Recorded whatever happens next: the page is unmapped before it is freed.
+            Ok(()) => os.paging_mapped(va),
+            Err(e) => {
+                for v in [cv, mv] {
+                    os.release_value(v);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(pass_vas)
 }
 
 /// Maps the fence's CurrentValue and MonitoredValue pages into `process`'s GPU VA space

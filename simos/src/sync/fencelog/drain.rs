@@ -86,65 +86,13 @@ pub fn drain(
     req: &DrainRequest,
     forced: &[Arc<QueueLog>],
 ) -> Result<Drained, SimError> {
-    let table = lock(&a.fence_os).logs.clone();
-    let mut cands: BTreeMap<usize, Arc<QueueLog>> = BTreeMap::new();
-    let mut named_missing = false;
-    for h in &req.named {
-        match table.get(*h) {
-            Some(q) => {
-                cands.insert(*h, q);
-            }
-            None => named_missing = true,
-        }
-    }
-    if !req.engines.is_empty() {
-        for q in table.all() {
-            if req.engines.contains(&q.node) {
-                cands.insert(q.kmd, q);
-            }
-        }
-    }
-    for q in forced {
-        cands.insert(q.kmd, q.clone());
-    }
+    let (cands, named_missing) = candidates(a, req, forced);
     let mut out = Drained {
         scan_all: named_missing,
         ..Drained::default()
     };
     // Phase 1: headers.
-    let mut dirty: Vec<(Arc<QueueLog>, Option<u64>, Option<u64>)> = Vec::new();
-    let mut headers = 0u64;
-    for q in cands.values() {
-        let mut g = lock(&q.logs);
-        let Some(l) = g.as_mut() else {
-            continue;
-        };
-        headers += 2;
-        // Log contents are untrusted (user-mode LOG_WRITE, a faulty device): a header that
-        // breaks LOG-05 costs a scan and a resynchronised cursor, never a halt.
-        let mut peek = |log: &mut LogState| match log.peek() {
-            Ok(c) => c,
-            Err(m) => {
-                distrust(a, q, &m);
-                log.resync();
-                out.scan_all = true;
-                None
-            }
-        };
-        let w = peek(&mut l.wait);
-        let s = peek(&mut l.signal);
-        if s.is_none()
-            && req.named.contains(&q.kmd)
-            && a.os.reading.log_report == LogReport::ScanWhenLogSaysNothing
-        {
-            // A named queue without a new signal entry: 24H2 scans the node
-            // ([`LogReport::ScanWhenLogSaysNothing`]); under the pages nothing is released.
-            out.scan_all = true;
-        }
-        if w.is_some() || s.is_some() {
-            dirty.push((q.clone(), w, s));
-        }
-    }
+    let (dirty, headers) = read_headers(a, req, &cands, &mut out);
     if headers == 0 && dirty.is_empty() {
         if out.scan_all {
             bump(a, |c| c.log_fallback_scans += 1);
@@ -177,6 +125,92 @@ pub fn drain(
         return Err(SimError::Simulation(m));
     }
     // Phase 2: entries up to the pre-flush counts.
+    read_entries(a, dirty, &mut out);
+    Ok(out)
+}
+
+/// A queue with a new wait or signal entry, and the counts its headers showed before the
+/// flush.
+type Dirty = (Arc<QueueLog>, Option<u64>, Option<u64>);
+
+/// The queues the drain reads, by the driver's handle: those the request names, those of the
+/// engines it names, and `forced`; and whether a named one has no log (a scan is due).
+fn candidates(
+    a: &AdapterShared,
+    req: &DrainRequest,
+    forced: &[Arc<QueueLog>],
+) -> (BTreeMap<usize, Arc<QueueLog>>, bool) {
+    let table = lock(&a.fence_os).logs.clone();
+    let mut cands: BTreeMap<usize, Arc<QueueLog>> = BTreeMap::new();
+    let mut named_missing = false;
+    for h in &req.named {
+        match table.get(*h) {
+            Some(q) => {
+                cands.insert(*h, q);
+            }
+            None => named_missing = true,
+        }
+    }
+    if !req.engines.is_empty() {
+        for q in table.all() {
+            if req.engines.contains(&q.node) {
+                cands.insert(q.kmd, q);
+            }
+        }
+    }
+    for q in forced {
+        cands.insert(q.kmd, q.clone());
+    }
+    (cands, named_missing)
+}
+
+/// Phase 1 of the drain: each candidate's headers. Returns the dirty queues and the number of
+/// headers read.
+fn read_headers(
+    a: &AdapterShared,
+    req: &DrainRequest,
+    cands: &BTreeMap<usize, Arc<QueueLog>>,
+    out: &mut Drained,
+) -> (Vec<Dirty>, u64) {
+    let mut dirty: Vec<Dirty> = Vec::new();
+    let mut headers = 0u64;
+    for q in cands.values() {
+        let mut g = lock(&q.logs);
+        let Some(l) = g.as_mut() else {
+            continue;
+        };
+        headers += 2;
+        // Log contents are untrusted (user-mode LOG_WRITE, a faulty device): a header that
+        // breaks LOG-05 costs a scan and a resynchronised cursor, never a halt.
+        let mut peek = |log: &mut LogState| match log.peek() {
+            Ok(c) => c,
+            Err(m) => {
+                distrust(a, q, &m);
+                log.resync();
+                out.scan_all = true;
+                None
+            }
+        };
+        let w = peek(&mut l.wait);
+        let s = peek(&mut l.signal);
+        if s.is_none()
+            && req.named.contains(&q.kmd)
+            && a.os.reading.log_report == LogReport::ScanWhenLogSaysNothing
+        {
+            // A named queue without a new signal entry: 24H2 scans the node
+            // ([`LogReport::ScanWhenLogSaysNothing`]); under the pages nothing is released.
+            out.scan_all = true;
+        }
+        if w.is_some() || s.is_some() {
+            dirty.push((q.clone(), w, s));
+        }
+    }
+    (dirty, headers)
+}
+
+/// Phase 2 of the drain: the entries of each dirty queue up to its pre-flush counts, the
+/// signals into `out`, the counters and trace events after.
+fn read_entries(a: &AdapterShared, dirty: Vec<Dirty>, out: &mut Drained) {
     let mut counters = LogCounters::default();
     let mut events = Vec::new();
     for (q, w, s) in dirty {
@@ -250,7 +284,6 @@ pub fn drain(
     for e in events {
         emit(a, e);
     }
-    Ok(out)
 }
 
 /// A device or driver bug the OS cannot survive (a retired log written after it moved):

@@ -8,6 +8,10 @@
 //! reset when one of the OS's own node-ring packets was aborted, driver/kmd/src/reset/ddi.rs).
 //! `DxgkCbInvalidateHwContext` is accepted during `DxgkDdiResetHwEngine`; the invalidated
 //! contexts' devices go in error (UM-10), or the stalled queue's device when the KMD named none.
+//!
+//! The order before the reset is the reading's ([`HwsTdr`]): 24H2's asks for the dependent
+//! group first and makes the debug report just before the reset; the pages' is the TDR-05
+//! sequence of every node.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -15,23 +19,25 @@ use std::sync::atomic::Ordering;
 use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_SUCCESS};
+use rvgpu_ddi::tdr::VIDEO_ENGINE_TIMEOUT_DETECTED;
 
 use crate::adapter::ddi::{self, table};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
-use crate::ums;
+use crate::os::answers::HwsTdr;
 use crate::vidsch::hws::HwsCall;
 
+use super::adapter_wide::adapter_reset;
+use super::dbginfo::collect_dbg_info;
 use super::irq::Interrupts;
-use super::recovery::{
-    adapter_reset, error_devices, invalidated_none_and_stalled, pause_before_reset,
-    query_dependent_group, snapshot_node,
-};
 use super::report::dpc_process;
 use super::state::{Report, TdrEvent, TdrReason, TdrShared};
-use super::watchdog::{collect_dbg_info_24h2, flush_dpcs, query_current_fence};
+use super::steps::{
+    error_devices, error_stalled_queue, flush_dpcs, pause_before_reset, prepare_reset,
+    query_current_fence, query_dependent_group, snapshot_node,
+};
 
 /// The two engine DDIs of the recovery.
 #[derive(Clone, Copy)]
@@ -56,14 +62,62 @@ fn record(a: &AdapterShared, sh: &TdrShared, ddi: EngineDdi, node: u32, status: 
     lock(&a.sch.hws).calls.push(call);
 }
 
-/// Step 8 onwards of the TDR-05 sequence for a hardware-scheduled `node`.
+/// The TDR of a hardware-scheduled `node` from the preemption timeout on, in the reading's
+/// order ([`HwsTdr`]). `stalled`: as for [`super::recovery::recover_node`].
 pub(crate) fn recover_hw_node(
     a: &AdapterShared,
     sh: &TdrShared,
     node: u32,
     stalled: Option<KmtHandle>,
+    irq: &dyn Interrupts,
+) -> Result<(), SimError> {
+    let order = a.os.reading.hws_tdr;
+    lock(&sh.os).events.push(TdrEvent::Timeout { node });
+    if order == HwsTdr::DbgInfoBeforeReset {
+        // 24H2 asks for the dependent group before anything else (`VidSchiPrepareToResetEngine`):
+        // an empty mask is bug check 0x119 / 8; a failure or a mask without the node makes it
+        // adapter-wide with reason 9, as `VidSchiCheckHwProgress` does. Only the hung node is
+        // reset (24H2 preempts only the dependents that are not hardware-scheduled; rvgpu's
+        // nodes all are).
+        let (st, mask) = query_dependent_group(a, node)?;
+        if NT_SUCCESS(st) && mask == 0 {
+            let b = crate::BugCheck::video_scheduler(8, node.into(), 0, 0);
+            a.state.raise_bugcheck(b);
+            return Err(SimError::Bugcheck(b));
+        }
+        if !NT_SUCCESS(st) || mask & (1u64 << node.min(63)) == 0 {
+            return adapter_reset(a, sh, TdrReason::EngineTimeoutPromotedToAdapterReset, &[]);
+        }
+        lock(&sh.os)
+            .events
+            .push(TdrEvent::DependentGroup { node, mask });
+    } else {
+        // Step 3 of the pages: the debug report first.
+        collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED, Some(node))?;
+    }
+    // Gate kernel-mode submissions for the whole recovery.
+    let gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
+    if order == HwsTdr::DbgInfoBeforeReset {
+        // 24H2: the snapshot (`VidSchiSetHwNodeResettingStateAtISR`), then the debug report
+        // just before the reset (`M:TdrCollectDbgInfoStage1`).
+        snapshot_node(a, sh, node);
+        let step = lock(&sh.os).step;
+        pause_before_reset(a, sh, node, step, irq);
+        collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED, Some(node))?;
+    } else if prepare_reset(a, sh, node, stalled, irq)?.is_none() {
+        return Ok(());
+    }
+    reset_and_resume(a, sh, node, stalled, gate, irq)
+}
+
+/// Step 8 onwards for a hardware-scheduled `node`: `DxgkDdiResetHwEngine`, the DPC flush
+/// 24H2 makes right after it, the node ring's resync, `DxgkDdiResumeHwEngine`.
+fn reset_and_resume(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    node: u32,
+    stalled: Option<KmtHandle>,
     gate: std::sync::RwLockWriteGuard<'_, ()>,
-    flush_after_reset: bool,
     irq: &dyn Interrupts,
 ) -> Result<(), SimError> {
     let t = table(a)?;
@@ -95,7 +149,7 @@ pub(crate) fn recover_hw_node(
         super::process::charge(a, sh, *d);
     }
     let mut errored: BTreeSet<KmtHandle> = invalidated.iter().copied().collect();
-    if flush_after_reset {
+    if a.os.reading.hws_tdr == HwsTdr::DbgInfoBeforeReset {
         // 24H2 `VidSchiResetHwEngine`: KeFlushQueuedDpcs right after the reset.
         let step = lock(&sh.os).step;
         flush_dpcs(a, step, irq)?;
@@ -115,13 +169,7 @@ pub(crate) fn recover_hw_node(
     if st != STATUS_SUCCESS {
         return promote(a, sh, gate, errored);
     }
-    if invalidated_none_and_stalled(&errored, stalled) {
-        if let Some(q) = stalled.filter(|q| *q != 0) {
-            if let Some(tq) = ums::tdr_queues(a).iter().find(|x| x.handle == q) {
-                errored.insert(tq.device);
-            }
-        }
-    }
+    error_stalled_queue(a, &mut errored, stalled);
     {
         let mut os = lock(&sh.os);
         let now = os.now();
@@ -165,41 +213,6 @@ fn sync_node_ring(a: &AdapterShared, sh: &TdrShared, node: u32) {
     }
     a.irq.tdr_reports.store(true, Ordering::Release);
     dpc_process(a);
-}
-
-/// A hardware-scheduled node's TDR in 24H2's order ([`crate::os::answers::HwsTdr`]): the
-/// dependent group first (a failure or a mask without the node makes it adapter-wide, as
-/// `VidSchiCheckHwProgress` does with reason 9; an empty mask is bug check 0x119 / 8), the
-/// node's snapshot (its fence reports dropped from here, `VidSchiSetHwNodeResettingStateAtISR`),
-/// the debug report with `DxgkDdiCollectDbgInfo2`, then the reset of the hung node only (24H2
-/// preempts only the dependents that are not hardware-scheduled; rvgpu's nodes all are), the
-/// DPC flush and the resume.
-pub(crate) fn recover_hw_node_24h2(
-    a: &AdapterShared,
-    sh: &TdrShared,
-    node: u32,
-    stalled: Option<KmtHandle>,
-    irq: &dyn Interrupts,
-) -> Result<(), SimError> {
-    lock(&sh.os).events.push(TdrEvent::Timeout { node });
-    let (st, mask) = query_dependent_group(a, node)?;
-    if NT_SUCCESS(st) && mask == 0 {
-        let b = crate::BugCheck::video_scheduler(8, node.into(), 0, 0);
-        a.state.raise_bugcheck(b);
-        return Err(SimError::Bugcheck(b));
-    }
-    if !NT_SUCCESS(st) || mask & (1u64 << node.min(63)) == 0 {
-        return adapter_reset(a, sh, TdrReason::EngineTimeoutPromotedToAdapterReset, &[]);
-    }
-    lock(&sh.os)
-        .events
-        .push(TdrEvent::DependentGroup { node, mask });
-    let gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
-    snapshot_node(a, sh, node);
-    let step = lock(&sh.os).step;
-    pause_before_reset(a, sh, node, step, irq);
-    collect_dbg_info_24h2(a, sh, node)?;
-    recover_hw_node(a, sh, node, stalled, gate, true, irq)
 }
 
 /// The node's recovery failed: the gate opens and the adapter-wide path runs with reason 9,

@@ -47,30 +47,41 @@
 //! failed `DxgkDdiResetEngine` (TDR-09) or an aborted paging packet (TDR-08): reason
 //! `EngineTimeoutPromotedToAdapterReset` (9) is recorded.
 //!
-//! **Hardware-scheduled nodes** (`recover_hw_node`): steps 1–7 as above, then
+//! **Hardware-scheduled nodes** (`recover_hw_node`): steps 1–7 in the reading's order
+//! ([`HwsTdr`](crate::os::answers::HwsTdr): 24H2 asks for the dependent group first and makes
+//! the debug report just before the reset; the pages as above), then
 //! `DxgkDdiResetHwEngine` and, only after `STATUS_SUCCESS`, `DxgkDdiResumeHwEngine` instead of
 //! `DxgkDdiResetEngine` (\[D\] `VidSchiResetHwEngine`); no fence bookkeeping; either failing goes
 //! adapter-wide (reason 9).
 //!
 //! Every step is a [`TdrEvent`] ([`Machine::tdr_events`]).
 //!
+//! **Layers**, bottom-up (each module calls only those before it): `state`, `registry`,
+//! `limit`, `process`, `report` (ISR/DPC side); `steps` (the steps every path shares) and
+//! `dbginfo` (the debug report); `adapter_wide`; `hwsched`; `recovery`; `watchdog` (detection,
+//! which starts recovery).
+//!
 //! [`Machine::enable_tdr`]: crate::Machine::enable_tdr
 //! [`Machine::set_tdr_pause`]: crate::Machine::set_tdr_pause
 //! [`Machine::tdr_events`]: crate::Machine::tdr_events
 
+mod adapter_wide;
 mod control;
+mod dbginfo;
 mod hwsched;
 mod irq;
 mod limit;
 mod process;
 mod recovery;
 mod report;
+mod steps;
 mod watchdog;
 
 pub(crate) use self::control::*;
 pub(crate) use self::irq::Interrupts;
-pub(crate) use self::recovery::{dependent_group, recover_node};
+pub(crate) use self::recovery::recover_node;
 pub(crate) use self::report::*;
+pub(crate) use self::steps::dependent_group;
 pub(crate) use self::watchdog::*;
 pub(crate) mod registry;
 pub(crate) mod state;

@@ -1,0 +1,114 @@
+//! The adapter-wide reset (docs/tdr.md#the-simulated-os): `DxgkDdiCollectDbgInfo(0x117)`, the
+//! TDR limit, `DxgkDdiResetFromTimeout`, every node's in-flight work dropped, then
+//! `DxgkDdiRestartFromTimeout`. The per-engine and hardware-scheduled paths escalate to it.
+
+use std::collections::BTreeSet;
+
+use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
+use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::tdr::VIDEO_TDR_TIMEOUT_DETECTED;
+
+use crate::adapter::ddi::{self, table};
+use crate::adapter::AdapterShared;
+use crate::base::bugcheck::{self, BugCheck};
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::ob::KmtHandle;
+use crate::ums;
+
+use super::dbginfo::collect_dbg_info;
+use super::limit;
+use super::state::{TdrEvent, TdrReason, TdrShared};
+use super::steps::error_devices;
+
+/// The adapter-wide path (docs/tdr.md#the-simulated-os). `extra`: devices to put in error besides those
+/// with outstanding work (TDR-08's owners).
+pub(crate) fn adapter_reset(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    reason: TdrReason,
+    extra: &[KmtHandle],
+) -> Result<(), SimError> {
+    collect_dbg_info(a, sh, VIDEO_TDR_TIMEOUT_DETECTED, None)?;
+    // TdrLimitCount / TdrLimitTime: checked before the adapter is reset, as 24H2 does.
+    let exhausted = limit::check(&lock(&sh.os), &a.state.tdr_history);
+    if let Some((b, why)) = exhausted {
+        a.state.push_log(rvgpu_kmd::platform::Level::Error, why);
+        a.state.raise_bugcheck(b);
+        return Err(SimError::Bugcheck(b));
+    }
+    let t = table(a)?;
+    let ctx = a.context();
+    let mut errored: BTreeSet<KmtHandle> = extra.iter().copied().collect();
+    {
+        // Every DDI is gated: kernel-mode submissions and every user-mode submission thunk.
+        let _gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
+        let _x = ums::tdr_exclusive(a);
+        let fail = |what: usize, st: NTSTATUS| {
+            let b = BugCheck::new(
+                bugcheck::VIDEO_TDR_FAILURE,
+                [0, what as u64, st as u32 as u64, 0],
+            );
+            a.state.raise_bugcheck(b);
+            SimError::Bugcheck(b)
+        };
+        // ResetFromTimeout and RestartFromTimeout: missing or failing, either is 0x116.
+        let adapter_ddi = |f: Option<ddi::Ddi<unsafe extern "system" fn(HANDLE) -> NTSTATUS>>| {
+            let f = f.ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
+            // SAFETY: the driver's DDI with its context.
+            let st = ddi::passive(a, f, |f| unsafe { f(ctx) })?;
+            if NT_SUCCESS(st) {
+                Ok(())
+            } else {
+                Err(fail(f.address(), st))
+            }
+        };
+        adapter_ddi(ddi::in_table!(t, DxgkDdiResetFromTimeout))?;
+        // Every node C := S; in-flight packets dropped, their devices in error.
+        let mut freed = Vec::new();
+        {
+            let mut os = lock(&sh.os);
+            os.events.push(TdrEvent::AdapterReset { reason });
+            for (i, n) in os.nodes.iter_mut().enumerate() {
+                for (_, p) in std::mem::take(&mut n.pending) {
+                    if let Some(d) = p.device {
+                        errored.insert(d);
+                    }
+                    freed.push((i as u32, p.id, p.dma));
+                }
+                n.c = n.s;
+                n.ignore_irq = false;
+                n.hung = false;
+                n.faulted = None;
+                n.preempt = None;
+                n.preempted = None;
+                n.watch.clear();
+            }
+            for (node, id, _) in &freed {
+                os.events.push(TdrEvent::Dropped {
+                    node: *node,
+                    fence: *id,
+                });
+            }
+        }
+        for (_, _, b) in freed {
+            crate::vidsch::legacy::free_dma(a, b);
+        }
+        for q in ums::tdr_queues(a) {
+            if !q.device_in_error && q.known_work() {
+                errored.insert(q.device);
+            }
+        }
+        adapter_ddi(ddi::in_table!(t, DxgkDdiRestartFromTimeout))?;
+        let mut os = lock(&sh.os);
+        os.events.push(TdrEvent::Restarted);
+        os.adapter_resets += 1;
+        limit::record(&os, &a.state.tdr_history);
+        os.reason = Some(reason);
+        let now = os.now();
+        for n in os.nodes.iter_mut() {
+            n.last_change = now;
+        }
+    }
+    error_devices(a, sh, &errored)
+}
