@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::dll::{addr, LUID_LOW, OK};
 use std::sync::Arc;
 
 use common::pe::{call, pe_machine, umd};
@@ -14,16 +15,9 @@ use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
-const OK: u64 = 0;
 const INVALID_HANDLE: u64 = 8;
-/// The LUID the simulated Dxgkrnl gives adapter 0.
-const LUID_LOW: u64 = 0x1000;
 const PATTERN: u64 = 0x0A0A_0A0A_0A0A_0A0A;
 const ATTACK: u64 = 0x0B0B_0B0B_0B0B_0B0B;
-
-fn addr<T>(v: &mut T) -> u64 {
-    v as *mut T as u64
-}
 
 /// A started machine with two processes, A and B, each with its own copy of the DLL.
 fn two_processes() -> (Arc<Machine>, Arc<UserProcess>, Arc<UserProcess>) {

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::dll::{addr, LUID_LOW, OK, TIMEOUT};
 use std::sync::Arc;
 
 use common::pe::{call, log_of, pe_machine, threaded_machine, umd};
@@ -13,15 +14,8 @@ use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::pe::DriverBuild;
 use rvgpu_simos::Machine;
 
-const OK: u64 = 0;
-const TIMEOUT: u64 = 4;
-const LUID_LOW: u64 = 0x1000;
 const WAIT_OBJECT_0: u64 = 0;
 const WAIT_TIMEOUT: u64 = 0x102;
-
-fn addr<T>(v: &mut T) -> u64 {
-    v as *mut T as u64
-}
 
 /// The machines of both driver builds: `rvgpu.sys` in the emulator, and the Linux build.
 fn both_builds() -> [Arc<Machine>; 2] {

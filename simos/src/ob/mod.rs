@@ -212,8 +212,8 @@ impl<O: Clone> HandleTables<O> {
 
     /// `process` is gone (its last device destroyed): its NT handle table (already closed)
     /// and its D3DKMT handle values go with it, as Windows' handle tables go with their
-    /// process, so the values are another process's later. Kept until the machine dropped, a
-    /// machine ran out of runs after about 4,000 process lifetimes.
+    /// process, so the values are another process's later and a machine takes any number of
+    /// process lifetimes.
     pub fn release_process(&self, process: ProcessId) {
         self.processes
             .lock()
