@@ -5,6 +5,7 @@
 //! Each test binary uses a subset, hence `dead_code` is allowed here.
 #![allow(dead_code)]
 
+pub mod conformance;
 pub mod dll;
 pub mod fences;
 pub mod own_progress;
