@@ -119,7 +119,7 @@ impl Machine {
         let pe = match &self.config.driver {
             crate::os::driver_build::DriverBuild::Pe(package) => {
                 let loaded = crate::install::install_and_load(package.as_deref(), &self.config.os)
-                    .map_err(|e| SimError::Simulation(format!("installing rvgpu: {e}")))?;
+                    .map_err(|e| SimError::Setup(format!("installing rvgpu: {e}")))?;
                 let image = match loaded {
                     Ok((image, keys)) => {
                         for a in &self.adapters {
@@ -141,7 +141,7 @@ impl Machine {
                 };
                 Some(
                     crate::pe::attach(&state, Some(&image))
-                        .map_err(|e| SimError::Simulation(format!("loading rvgpu.sys: {e}")))?,
+                        .map_err(|e| SimError::Setup(format!("loading rvgpu.sys: {e}")))?,
                 )
             }
             crate::os::driver_build::DriverBuild::Linux => None,
@@ -735,7 +735,7 @@ impl Machine {
                      is null"
                 );
                 self.state.raise_sim_error(msg.clone());
-                return Err(SimError::Simulation(msg));
+                return Err(SimError::Violation(msg));
             };
             let ctx = a.context();
             let removal = rvgpu_ddi::adapter::DxgkRemovalPnPNotify;
@@ -777,7 +777,7 @@ impl Machine {
                  {allocations} allocation(s)"
             );
             self.state.raise_sim_error(msg.clone());
-            return Err(SimError::Simulation(msg));
+            return Err(SimError::Violation(msg));
         }
         let mappings: usize = lock(&a.mm.mappings).values().sum();
         let contiguous = lock(&a.mm.contiguous).len();
@@ -789,7 +789,7 @@ impl Machine {
                  reference(s) still held"
             );
             self.state.raise_sim_error(msg.clone());
-            return Err(SimError::Simulation(msg));
+            return Err(SimError::Violation(msg));
         }
         a.set_context(std::ptr::null_mut());
         *lock(&a.life) = Life::Absent;

@@ -86,7 +86,7 @@ unsafe extern "system" fn dpc_requeues_itself(ctx: PVOID) {
 /// M1: a flush that cannot complete (the DPC queues itself forever) is a simulation error,
 /// never a silent return.
 #[test]
-fn a_flush_that_never_completes_is_a_simulation_error() {
+fn a_flush_that_never_completes_halts_on_a_broken_rule() {
     let mut m = started_with(MachineConfig::single(Mode::Step), |t| {
         t.DxgkDdiInterruptRoutine = Some(isr_queues_dpc);
         t.DxgkDdiDpcRoutine = Some(dpc_requeues_itself);
@@ -97,7 +97,7 @@ fn a_flush_that_never_completes_is_a_simulation_error() {
         unsafe { q(iface.DeviceHandle) };
     }
     let r = m.stop_adapter(0);
-    assert!(matches!(r, Err(SimError::Simulation(_))), "{r:?}");
+    assert!(matches!(r, Err(SimError::Violation(_))), "{r:?}");
 }
 
 static ISR_AFTER_DISCONNECT: AtomicU64 = AtomicU64::new(0);

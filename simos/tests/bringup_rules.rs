@@ -655,7 +655,7 @@ fn node_metadata_written_past_its_74_byte_entry_is_caught() {
         t.DxgkDdiGetNodeMetadata = Some(overrunning_node_metadata)
     });
     match r {
-        Err(SimError::Simulation(why)) => assert!(why.contains("wrote past"), "{why}"),
+        Err(SimError::Violation(why)) => assert!(why.contains("wrote past"), "{why}"),
         other => panic!("expected the overrun to be caught, got {other:?}"),
     }
 }

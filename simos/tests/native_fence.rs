@@ -401,10 +401,7 @@ fn nf_13_handle_walkthrough_and_out_of_order_refusal() {
     ok(&m, m.signal_native_fence_from_cpu(&b, 3));
     assert!(e.is_signaled());
     // The OS refuses a second destroy of A's instance.
-    assert!(matches!(
-        m.destroy_native_fence(&a),
-        Err(SimError::Simulation(_))
-    ));
+    assert!(matches!(m.destroy_native_fence(&a), Err(SimError::Gone(_))));
     // The driver refuses a Close of A's closed local handle.
     let st = ok(&m, m.ddi_close_native_fence(0, a.local_handle()));
     assert!(st < 0, "second Close accepted: {st:#x}");

@@ -100,11 +100,11 @@ fn nf_06_cpu_wait_and_signal_only_on_system_memory_fences() {
     let intra = create(&m, p1, true, false);
     assert!(matches!(
         m.wait_native_fence_event(&intra, 1),
-        Err(SimError::Simulation(s)) if s.contains("NF-06")
+        Err(SimError::NotAllowed { rule: "NF-06", .. })
     ));
     assert!(matches!(
         m.signal_native_fence_from_cpu(&intra, 1),
-        Err(SimError::Simulation(s)) if s.contains("NF-06")
+        Err(SimError::NotAllowed { rule: "NF-06", .. })
     ));
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let d = create(&m, q.pid(), false, false);

@@ -66,7 +66,7 @@ fn stop_then_remove_fails(m: &mut Machine, leak: &str) {
         panic!("stop: {e}");
     }
     match m.remove_adapter(0) {
-        Err(SimError::Simulation(msg)) => assert!(msg.contains(leak), "{msg}"),
+        Err(SimError::Violation(msg)) => assert!(msg.contains(leak), "{msg}"),
         other => panic!("expected a failure, got {other:?}"),
     }
 }
@@ -103,7 +103,7 @@ fn interface_dereference_underflow_is_a_failure() {
         deref(fi.Context); // one too many
     }
     assert!(
-        matches!(m.fault(), Some(SimError::Simulation(ref s)) if s.contains("negative")),
+        matches!(m.fault(), Some(SimError::Violation(ref s)) if s.contains("negative")),
         "{:?}",
         m.fault()
     );

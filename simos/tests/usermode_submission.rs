@@ -1052,7 +1052,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
         let s = call_disconnect(m, cb, args);
         assert_eq!(s, STATUS_INVALID_PARAMETER);
         assert!(
-            matches!(m.fault(), Some(SimError::Simulation(msg)) if msg.contains("DisconnectReason"))
+            matches!(m.fault(), Some(SimError::Violation(msg)) if msg.contains("DisconnectReason"))
         );
     });
 
@@ -1081,7 +1081,7 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
             let s = call_disconnect(m, cb, args);
             assert_eq!(s, STATUS_INVALID_PARAMETER);
             assert!(
-                matches!(m.fault(), Some(SimError::Simulation(msg)) if msg.contains("hDoorbell"))
+                matches!(m.fault(), Some(SimError::Violation(msg)) if msg.contains("hDoorbell"))
             );
         },
     );

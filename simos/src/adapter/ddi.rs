@@ -102,7 +102,7 @@ macro_rules! table_slot {
     ($a:expr, $slot:ident) => {
         $a.table
             .slot(|t| $crate::adapter::ddi::in_table!(t, $slot))
-            .ok_or_else(|| $crate::base::error::SimError::Simulation("no driver loaded".into()))
+            .ok_or_else(|| $crate::base::error::SimError::NoDriver)
     };
 }
 pub(crate) use table_slot;
@@ -254,14 +254,12 @@ fn call_driver_checked<R>(
 
 /// The adapter's copy of the driver's table.
 pub(crate) fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
-    a.table
-        .get()
-        .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
+    a.table.get().ok_or(SimError::NoDriver)
 }
 
 /// A slot the OS needs is empty (no halt: the caller reports it).
-pub(crate) fn missing(name: &str) -> SimError {
-    SimError::Simulation(format!("the driver's table has no {name}"))
+pub(crate) fn missing(name: &'static str) -> SimError {
+    SimError::NoDdi(name)
 }
 
 /// A thunk whose DDI the driver does not implement: `STATUS_NOT_SUPPORTED` to the caller.
@@ -272,7 +270,7 @@ pub(crate) fn not_supported<T>() -> Result<T, SimError> {
 /// Halts the machine with a simulation error (the driver broke a rule the OS relies on).
 pub(crate) fn sim_err(a: &AdapterShared, msg: String) -> SimError {
     a.state.raise_sim_error(msg.clone());
-    SimError::Simulation(msg)
+    SimError::Violation(msg)
 }
 
 /// Turns a DDI status into a result: a failure goes back to the caller.

@@ -267,7 +267,7 @@ mod tests {
             arm(t, 10, nothing, std::ptr::null())
         });
         assert!(
-            matches!(again, Err(SimError::Simulation(_))),
+            matches!(again, Err(SimError::Violation(_))),
             "a set timer armed again: {again:?}"
         );
         drop(a);

@@ -177,14 +177,14 @@ impl MachineState {
 
     /// Records a simulation error and halts (the first fault wins).
     pub fn raise_sim_error(&self, msg: impl Into<String>) {
-        self.halt(Fault::Simulation(msg.into()));
+        self.halt(Fault::Violation(msg.into()));
     }
 
     fn halt(&self, fault: Fault) {
         let mut slot = lock(&self.fault);
         let text = match &fault {
             Fault::BugCheck(b) => format!("*** STOP: {b}"),
-            Fault::Simulation(m) => format!("*** SIMULATION ERROR: {m}"),
+            Fault::Violation(m) => format!("*** SIMULATION ERROR: {m}"),
         };
         if slot.is_none() {
             *slot = Some(fault);

@@ -12,9 +12,10 @@ use crate::base::bugcheck::BugCheck;
 pub enum Fault {
     /// Windows would have bug-checked.
     BugCheck(BugCheck),
-    /// The simulation met something it cannot model or a rule of its own was broken (for
-    /// example a callback it does not simulate); the test fails with this message.
-    Simulation(String),
+    /// A rule the simulated OS relies on was broken (by the driver, or by a call the
+    /// simulation cannot model, for example a callback it does not simulate); the test fails
+    /// with this message.
+    Violation(String),
 }
 
 /// Why a simulation call failed.
@@ -37,7 +38,37 @@ pub enum SimError {
         /// What was wrong.
         why: String,
     },
-    /// The simulation cannot continue (not simulated, misuse of the API, timeout...).
+    /// The machine halted on a broken rule ([`Fault::Violation`]), now or earlier.
+    Violation(String),
+    /// No driver is loaded.
+    NoDriver,
+    /// The driver's table has no entry for the DDI this path calls.
+    NoDdi(&'static str),
+    /// The machine has no adapter with this index.
+    NoAdapter(usize),
+    /// The adapter with this index is not started.
+    NotStarted(usize),
+    /// The object the call names is gone (destroyed, or its adapter removed).
+    Gone(&'static str),
+    /// The simulated OS's own memory for this ran out.
+    OutOfMemory(&'static str),
+    /// Work that should finish did not within the simulation's bound (the message says
+    /// which); a step machine that went idle, or a threaded one past its deadline.
+    Stuck(String),
+    /// Installing, loading or attaching something outside the driver failed (the package,
+    /// the PE image, a PCI board).
+    Setup(String),
+    /// The OS does not allow the call: it breaks the requirement `rule` (docs/requirements.md).
+    NotAllowed {
+        /// The requirement, `NF-nn`.
+        rule: &'static str,
+        /// What was asked.
+        why: String,
+    },
+    /// The simulation broke an invariant of its own (a defect of the simulated OS, not of the
+    /// driver or the caller).
+    Internal(&'static str),
+    /// The call misuses the test-facing API, or asks for what is not simulated.
     Simulation(String),
 }
 
@@ -45,7 +76,7 @@ impl From<Fault> for SimError {
     fn from(f: Fault) -> Self {
         match f {
             Fault::BugCheck(b) => Self::Bugcheck(b),
-            Fault::Simulation(m) => Self::Simulation(m),
+            Fault::Violation(m) => Self::Violation(m),
         }
     }
 }
@@ -61,6 +92,17 @@ impl fmt::Display for SimError {
                 "start refused ({rule}, NTSTATUS {:#010x}): {why}",
                 *status as u32
             ),
+            Self::Violation(m) => write!(f, "rule broken: {m}"),
+            Self::NoDriver => f.write_str("no driver loaded"),
+            Self::NoDdi(name) => write!(f, "the driver's table has no {name}"),
+            Self::NoAdapter(i) => write!(f, "no adapter {i}"),
+            Self::NotStarted(i) => write!(f, "adapter {i} is not started"),
+            Self::Gone(what) => write!(f, "{what} is gone"),
+            Self::OutOfMemory(what) => write!(f, "out of system memory for {what}"),
+            Self::Stuck(m) => write!(f, "stuck: {m}"),
+            Self::Setup(m) => write!(f, "setup failed: {m}"),
+            Self::NotAllowed { rule, why } => write!(f, "{rule}: {why}"),
+            Self::Internal(m) => write!(f, "simulation defect: {m}"),
             Self::Simulation(m) => write!(f, "simulation error: {m}"),
         }
     }

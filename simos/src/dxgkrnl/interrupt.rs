@@ -288,7 +288,7 @@ pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
             drop(gate);
             let msg = format!("adapter {}: the DPC keeps queueing itself", a.index);
             a.state.raise_sim_error(msg.clone());
-            return Err(Fault::Simulation(msg));
+            return Err(Fault::Violation(msg));
         }
         *gate = false;
         return Ok(());
@@ -319,7 +319,7 @@ pub fn flush_dpcs(a: &AdapterShared, threaded: bool) -> Result<(), Fault> {
                 a.index, DPC_FLUSH_TIMEOUT
             );
             a.state.raise_sim_error(msg.clone());
-            return Err(Fault::Simulation(msg));
+            return Err(Fault::Violation(msg));
         }
         a.irq.dpc_wake.notify();
         std::thread::sleep(Duration::from_millis(1));

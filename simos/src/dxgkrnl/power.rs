@@ -237,7 +237,7 @@ fn query<T: Copy>(
     mut input: u32,
 ) -> Result<(NTSTATUS, T), SimError> {
     let q = ddi::in_table!(t, DxgkDdiQueryAdapterInfo)
-        .ok_or_else(|| SimError::Simulation("no DxgkDdiQueryAdapterInfo".into()))?;
+        .ok_or_else(|| SimError::NoDdi("DxgkDdiQueryAdapterInfo"))?;
     let mut out = std::mem::MaybeUninit::<T>::uninit();
     // SAFETY: fills the MaybeUninit's storage byte by byte.
     unsafe { out.as_mut_ptr().write_bytes(0xCD, 1) };

@@ -72,7 +72,7 @@ impl crate::Machine {
         level: u8,
     ) -> Result<(), crate::SimError> {
         let f = crate::adapter::ddi::in_table!(self.table()?, DxgkDdiControlEtwLogging)
-            .ok_or_else(|| crate::SimError::Simulation("no DxgkDdiControlEtwLogging".into()))?;
+            .ok_or_else(|| crate::SimError::NoDdi("DxgkDdiControlEtwLogging"))?;
         crate::adapter::ddi::call_driver(
             &self.state,
             f,

@@ -165,7 +165,7 @@ impl Machine {
     /// opened (not found, not bound to uio_pci_generic, BARs or DMA memory not mappable).
     pub fn try_new(config: MachineConfig) -> Result<Self, SimError> {
         if config.pci.is_some() && (config.adapters.len() != 1 || config.mode != Mode::Threaded) {
-            return Err(SimError::Simulation(
+            return Err(SimError::Setup(
                 "a PCI board needs a threaded machine with one adapter".into(),
             ));
         }
@@ -513,15 +513,11 @@ impl Machine {
         if let Some(f) = self.state.fault() {
             return Err(f.into());
         }
-        self.adapters
-            .get(i)
-            .ok_or_else(|| SimError::Simulation(format!("no adapter {i}")))
+        self.adapters.get(i).ok_or(SimError::NoAdapter(i))
     }
 
     pub(crate) fn table(&self) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
-        self.table
-            .get()
-            .ok_or_else(|| SimError::Simulation("no driver loaded".into()))
+        self.table.get().ok_or(SimError::NoDriver)
     }
 
     pub(crate) fn misuse(&self, msg: String) -> SimError {
@@ -599,14 +595,13 @@ impl Drop for Machine {
 /// Opens the PCI board (Linux only).
 #[cfg(target_os = "linux")]
 fn open_pci(spec: &PciSpec, line: Arc<SimLine>) -> Result<Arc<pci::PciBoard>, SimError> {
-    pci::PciBoard::open(spec, line, true)
-        .map_err(|e| SimError::Simulation(format!("PCI board: {e}")))
+    pci::PciBoard::open(spec, line, true).map_err(|e| SimError::Setup(format!("PCI board: {e}")))
 }
 
 /// Opens the PCI board (Linux only).
 #[cfg(not(target_os = "linux"))]
 fn open_pci(_spec: &PciSpec, _line: Arc<SimLine>) -> Result<Arc<dyn Board>, SimError> {
-    Err(SimError::Simulation(
+    Err(SimError::Setup(
         "a PCI board needs Linux (sysfs, /dev/mem, UIO)".into(),
     ))
 }

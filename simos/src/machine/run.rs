@@ -121,7 +121,7 @@ impl Machine {
                 return Ok(());
             }
         }
-        Err(SimError::Simulation(
+        Err(SimError::Stuck(
             "machine did not go idle in 100000 rounds".into(),
         ))
     }

@@ -319,7 +319,7 @@ fn describe(
     if kmd == 0 || info.Size == 0 {
         let msg = "driver bug: DxgkDdiCreateAllocation succeeded without a handle or size";
         a.state.raise_sim_error(msg.to_string());
-        return Err(SimError::Simulation(msg.into()));
+        return Err(SimError::Violation(msg.into()));
     }
     // SAFETY: a GpuMmu driver answers the WDDM 2.0 flags; every bit pattern is valid.
     let flags = unsafe { info.Anonymous2.FlagsWddm2 };
@@ -419,7 +419,7 @@ fn open_for_creator(
     if handle == 0 {
         let msg = "driver bug: DxgkDdiOpenAllocation succeeded without a device-specific handle";
         a.state.raise_sim_error(msg.to_string());
-        return Err(SimError::Simulation(msg.into()));
+        return Err(SimError::Violation(msg.into()));
     }
     Ok(Some(CreatorOpen { device_kmd, handle }))
 }
@@ -446,7 +446,7 @@ fn close_creator_open(a: &AdapterShared, o: CreatorOpen) -> Result<(), SimError>
             st as u32
         );
         a.state.raise_sim_error(msg.clone());
-        return Err(SimError::Simulation(msg));
+        return Err(SimError::Violation(msg));
     }
     Ok(())
 }
@@ -489,7 +489,7 @@ fn destroy_kmd_allocation(a: &AdapterShared, kmd: usize) -> Result<(), SimError>
             st as u32
         );
         a.state.raise_sim_error(msg.clone());
-        return Err(SimError::Simulation(msg));
+        return Err(SimError::Violation(msg));
     }
     Ok(())
 }

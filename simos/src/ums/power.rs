@@ -262,7 +262,7 @@ pub(super) fn set_power_state(
     state: DEVICE_POWER_STATE,
 ) -> Result<(), SimError> {
     let f = ddi::table_slot!(a, DxgkDdiSetPowerState)?
-        .ok_or_else(|| SimError::Simulation("no DxgkDdiSetPowerState".into()))?;
+        .ok_or(SimError::NoDdi("DxgkDdiSetPowerState"))?;
     let ctx = a.context();
     if state == PowerDeviceD0 {
         // The bus driver powers the function up before the function driver hears of D0: a

@@ -40,7 +40,7 @@ pub(crate) fn query_node_metadata(
             let entry = array
                 .get_mut(at..)
                 .map(|e| e.as_mut_ptr().cast::<DXGK_NODEMETADATA>())
-                .ok_or_else(|| SimError::Simulation("node array".into()))?;
+                .ok_or(SimError::Internal("node array shorter than the nodes"))?;
             let status = ddi::passive(a, get, |get| {
                 // SAFETY: the driver's DDI with its context, a valid node and an entry of
                 // `stride` writable bytes in `array`.

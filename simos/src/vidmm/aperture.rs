@@ -51,7 +51,7 @@ fn aperture(a: &AdapterShared) -> Result<(u32, u64, bool), SimError> {
                 )
             })
         })
-        .ok_or_else(|| SimError::Simulation("no aperture segment".into()))
+        .ok_or(SimError::Internal("no aperture segment"))
 }
 
 /// A range of the aperture VidMm mapped: its segment, offset and pages.

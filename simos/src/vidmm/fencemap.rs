@@ -96,15 +96,9 @@ pub(crate) fn fence_map_value(
         match bounds {
             Some((lo, hi)) if lo != 0 || hi != 0 => {
                 let hi = if hi == 0 { u64::MAX } else { hi };
-                let va = p
-                    .space
-                    .free_range_top_down(PAGE, PAGE, lo, hi)
-                    .ok_or_else(|| {
-                        SimError::Simulation(format!(
-                            "no free GPU VA for fence storage inside the caps' \
-                             [{lo:#x}, {hi:#x}) in process {pid:?}"
-                        ))
-                    })?;
+                let va = p.space.free_range_top_down(PAGE, PAGE, lo, hi).ok_or(
+                    SimError::OutOfMemory("GPU VA for fence storage inside the caps' range"),
+                )?;
                 p.space
                     .reserve_at(va, PAGE)
                     .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;

@@ -75,13 +75,13 @@ pub(crate) fn build_paging(
             return Ok(out);
         }
         if written == 0 {
-            return Err(SimError::Simulation(
+            return Err(SimError::Stuck(
                 "DxgkDdiBuildPagingBuffer made no progress".into(),
             ));
         }
         multipass = pass.multipass;
     }
-    Err(SimError::Simulation(
+    Err(SimError::Stuck(
         "paging operation needs too many passes".into(),
     ))
 }
@@ -119,7 +119,7 @@ pub(crate) fn paging_op(
                 pass.write_offset, bytes
             );
             a.state.raise_sim_error(msg.clone());
-            return Err(SimError::Simulation(msg));
+            return Err(SimError::Violation(msg));
         }
         if written > 0 {
             ids.push(host.submit_paging(a, node, &buf[..written], system, owners.clone())?);
@@ -128,13 +128,13 @@ pub(crate) fn paging_op(
             return Ok(ids);
         }
         if pass.multipass <= multipass && written == 0 {
-            return Err(SimError::Simulation(
+            return Err(SimError::Stuck(
                 "DxgkDdiBuildPagingBuffer made no progress".into(),
             ));
         }
         multipass = pass.multipass;
     }
-    Err(SimError::Simulation(
+    Err(SimError::Stuck(
         "paging operation needs too many passes".into(),
     ))
 }

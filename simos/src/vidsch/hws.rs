@@ -170,9 +170,7 @@ pub(crate) fn initialize_nodes(
             .device
             .memory()
             .alloc_system(size, rvgpu_hw::PAGE_SIZE)
-            .ok_or_else(|| {
-                SimError::Simulation("out of system memory for a scheduling log".into())
-            })?;
+            .ok_or(SimError::OutOfMemory("a scheduling log"))?;
         for (i, w) in alloc.words().iter().enumerate() {
             let v = match i {
                 0 | 2 | 3 => 0,

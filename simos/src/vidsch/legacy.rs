@@ -56,7 +56,7 @@ pub(crate) fn encode(cmds: &[Command]) -> Result<Vec<u64>, SimError> {
         let mut w = [0u64; 16];
         let n = c
             .encode(&mut w)
-            .ok_or_else(|| SimError::Simulation(format!("cannot encode {c:?}")))?;
+            .ok_or(SimError::Internal("a command the encoder cannot encode"))?;
         words.extend_from_slice(&w[..n]);
     }
     Ok(words)
@@ -85,10 +85,7 @@ fn submit_packet(
     p: Packet,
     resubmission: bool,
 ) -> Result<u32, SimError> {
-    let t = a
-        .table
-        .get()
-        .ok_or_else(|| SimError::Simulation("no driver table".into()))?;
+    let t = a.table.get().ok_or(SimError::NoDriver)?;
     let mut flags = DXGK_SUBMITCOMMANDFLAGS::default();
     if p.paging {
         flags = flags.with(DXGK_SUBMITCOMMANDFLAGS::Paging, 1);
@@ -101,9 +98,8 @@ fn submit_packet(
     // virtual addressing", d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual); the OS's own
     // buffers by physical address through SubmitCommand.
     let call = if let Some(va) = p.dma.va() {
-        let f = ddi::in_table!(t, DxgkDdiSubmitCommandVirtual).ok_or_else(|| {
-            SimError::Simulation("GpuMmu driver has no DxgkDdiSubmitCommandVirtual".into())
-        })?;
+        let f = ddi::in_table!(t, DxgkDdiSubmitCommandVirtual)
+            .ok_or_else(|| SimError::NoDdi("DxgkDdiSubmitCommandVirtual"))?;
         Submit::Virtual(
             f,
             DXGKARG_SUBMITCOMMANDVIRTUAL {
@@ -127,7 +123,7 @@ fn submit_packet(
             _ => return Err(SimError::Simulation("a DMA buffer with no address".into())),
         };
         let f = ddi::in_table!(t, DxgkDdiSubmitCommand)
-            .ok_or_else(|| SimError::Simulation("driver has no DxgkDdiSubmitCommand".into()))?;
+            .ok_or_else(|| SimError::NoDdi("DxgkDdiSubmitCommand"))?;
         Submit::Physical(
             f,
             DXGKARG_SUBMITCOMMAND {
@@ -222,14 +218,14 @@ fn wait_for_room(w: Waiter, a: &AdapterShared, sh: &TdrShared, node: u32) -> Res
         match w.step {
             Some(m) => {
                 if !m.run_round() && Instant::now() >= deadline {
-                    return Err(SimError::Simulation(format!(
+                    return Err(SimError::Stuck(format!(
                         "node {node}: {IN_FLIGHT_LIMIT} DMA buffers in flight and none completes"
                     )));
                 }
             }
             None => {
                 if Instant::now() >= deadline {
-                    return Err(SimError::Simulation(format!(
+                    return Err(SimError::Stuck(format!(
                         "node {node}: {IN_FLIGHT_LIMIT} DMA buffers in flight and none completes"
                     )));
                 }
@@ -298,7 +294,7 @@ fn written(
 ) -> Result<Packet, SimError> {
     if a.device.memory().write_words(bus_addr, words).is_none() {
         free_dma(a, p.dma);
-        return Err(SimError::Simulation("DMA buffer write failed".into()));
+        return Err(SimError::Internal("DMA buffer write failed"));
     }
     p.bytes = (words.len() * 8) as u32;
     Ok(p)
@@ -344,7 +340,7 @@ fn process_packet(
                     }
                 };
                 if !progressed && Instant::now() >= deadline {
-                    return Err(SimError::Simulation(
+                    return Err(SimError::Stuck(
                         "the process's DMA arena is full and nothing retires".into(),
                     ));
                 }

@@ -25,7 +25,7 @@ impl Machine {
     fn ums_adapter(&self, i: usize) -> Result<Arc<AdapterShared>, SimError> {
         let a = self.adapter_shared(i)?.clone();
         if *lock(&a.life) != Life::Started {
-            return Err(SimError::Simulation(format!("adapter {i} is not started")));
+            return Err(SimError::NotStarted(i));
         }
         Ok(a)
     }

@@ -174,10 +174,13 @@ impl Value {
     pub(crate) fn system(&self, what: &str) -> Result<&Slot, SimError> {
         match self {
             Self::System(s) => Ok(s),
-            Self::Local(_) => Err(SimError::Simulation(format!(
-                "NF-06/NF-16: {what} needs the fence's CurrentValue in system memory, but it is \
-                 in local memory"
-            ))),
+            Self::Local(_) => Err(SimError::NotAllowed {
+                rule: "NF-06",
+                why: format!(
+                    "{what} needs the fence's CurrentValue in system memory (NF-16 too), but \
+                     it is in local memory"
+                ),
+            }),
         }
     }
 }

@@ -264,9 +264,10 @@ pub(super) fn maybe_calibrate(a: &AdapterShared) {
 /// access to their values, which live in local memory, NF-06).
 pub(crate) fn no_cpu_access(fence: &NativeFence, what: &str) -> Result<(), SimError> {
     if fence.obj.fence_type == D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU {
-        return Err(SimError::Simulation(format!(
-            "NF-06: CPU {what} on a D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU fence (no CPU access)"
-        )));
+        return Err(SimError::NotAllowed {
+            rule: "NF-06",
+            why: format!("CPU {what} on a D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU fence (no CPU access)"),
+        });
     }
     Ok(())
 }

@@ -53,7 +53,7 @@ impl MonitoredFence {
     /// [`signal_from_cpu`] does, for a software signal packet.
     pub(crate) fn os_signal(&self, value: u64) -> Result<(), SimError> {
         if lock(&self.obj.st).destroyed {
-            return Err(SimError::Simulation("monitored fence destroyed".into()));
+            return Err(SimError::Gone("the monitored fence"));
         }
         if let Some(w) = self.obj.slot.alloc.word(self.obj.slot.off) {
             w.fetch_max(value, Ordering::SeqCst);
@@ -86,7 +86,7 @@ pub(crate) fn create(
 ) -> Result<MonitoredFence, SimError> {
     let i = a.index;
     if *lock(&a.life) != Life::Started {
-        return Err(SimError::Simulation(format!("adapter {i} is not started")));
+        return Err(SimError::NotStarted(i));
     }
     let mut os = lock(&a.fence_os);
     let slot = os
@@ -115,9 +115,7 @@ pub(crate) fn create(
 /// Destroys legacy monitored fence `f` of `a`; pending waits end [`WaitOutcome::Abandoned`].
 pub(crate) fn destroy(a: &AdapterShared, f: &MonitoredFence) -> Result<(), SimError> {
     if lock(&a.fence_os).legacy.remove(&f.obj.handle).is_none() {
-        return Err(SimError::Simulation(
-            "monitored fence already destroyed".into(),
-        ));
+        return Err(SimError::Gone("the monitored fence"));
     }
     let (waiters, natives) = {
         let mut st = lock(&f.obj.st);
@@ -151,7 +149,7 @@ pub(crate) fn signal_from_cpu(
         return Err(e.into());
     }
     if lock(&f.obj.st).destroyed {
-        return Err(SimError::Simulation("monitored fence destroyed".into()));
+        return Err(SimError::Gone("the monitored fence"));
     }
     if let Some(w) = f.obj.slot.alloc.word(f.obj.slot.off) {
         w.fetch_max(value, Ordering::SeqCst);
@@ -175,9 +173,10 @@ pub(crate) fn wait_from_gpu(
 /// shareable `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` fence.
 pub(crate) fn check_as_monitored(fence: &NativeFence) -> Result<(), SimError> {
     if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
-        return Err(SimError::Simulation(
-            "only shareable TYPE_DEFAULT fences cross adapters (NF-16)".into(),
-        ));
+        return Err(SimError::NotAllowed {
+            rule: "NF-16",
+            why: "only shareable TYPE_DEFAULT fences cross adapters".into(),
+        });
     }
     Ok(())
 }
@@ -194,9 +193,7 @@ pub(crate) fn open_as_monitored(
 ) -> Result<MonitoredFence, SimError> {
     let adapter = b.index;
     if *lock(&b.life) != Life::Started {
-        return Err(SimError::Simulation(format!(
-            "adapter {adapter} is not started"
-        )));
+        return Err(SimError::NotStarted(adapter));
     }
     if adapter == fence.adapter() || lock(&b.fence_os).caps.is_some() {
         return Err(SimError::Simulation(format!(
@@ -299,7 +296,7 @@ fn add_waiter(
     {
         let mut st = lock(&f.obj.st);
         if st.destroyed {
-            return Err(SimError::Simulation("monitored fence destroyed".into()));
+            return Err(SimError::Gone("the monitored fence"));
         }
         st.waiters.push(Waiter {
             value,

@@ -96,12 +96,13 @@ fn needs_device(a: &AdapterShared, process: ProcessId) -> Result<(), SimError> {
 pub(crate) fn check_native(a: &AdapterShared) -> Result<(), SimError> {
     let i = a.index;
     if *lock(&a.life) != Life::Started {
-        return Err(SimError::Simulation(format!("adapter {i} is not started")));
+        return Err(SimError::NotStarted(i));
     }
     if lock(&a.fence_os).caps.is_none() {
-        return Err(SimError::Simulation(format!(
-            "adapter {i} has no native fences (NativeGpuFence not advertised)"
-        )));
+        return Err(SimError::NotAllowed {
+            rule: "NF-01",
+            why: format!("adapter {i} has no native fences (NativeGpuFence not advertised)"),
+        });
     }
     Ok(())
 }
@@ -187,9 +188,10 @@ pub(super) fn create_on(
     needs_device(a, process)?;
     let cross = shared_cv.is_some();
     if cross && desc.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
-        return Err(SimError::Simulation(
-            "NF-16: a cross-adapter fence is D3DDDI_NATIVEFENCE_TYPE_DEFAULT".into(),
-        ));
+        return Err(SimError::NotAllowed {
+            rule: "NF-16",
+            why: "a cross-adapter fence is D3DDDI_NATIVEFENCE_TYPE_DEFAULT".into(),
+        });
     }
     let (cv, mv) = alloc_values(a, process, &desc, shared_cv)?;
     if !cross {
@@ -258,7 +260,7 @@ pub(super) fn create_on(
     };
     if let Some(msg) = bad {
         let _ = destroy_global(a, &obj);
-        return Err(SimError::Simulation(msg));
+        return Err(SimError::Rejected(msg));
     }
     // GpuMmu: VidMm maps the values into the creator at VAs of its own before the open,
     // which names them.
@@ -536,10 +538,10 @@ pub(crate) fn check_cross_adapter(fence: &NativeFence, adapter: usize) -> Result
         ));
     }
     if !fence.obj.shareable || fence.obj.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
-        return Err(SimError::Simulation(
-            "cross-adapter fences are shareable D3DDDI_NATIVEFENCE_TYPE_DEFAULT fences (NF-16)"
-                .into(),
-        ));
+        return Err(SimError::NotAllowed {
+            rule: "NF-16",
+            why: "cross-adapter fences are shareable D3DDDI_NATIVEFENCE_TYPE_DEFAULT fences".into(),
+        });
     }
     Ok(())
 }
@@ -643,10 +645,7 @@ fn close_instance(a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), Sim
     let obj = &fence.obj;
     let _s = lock(&obj.settle_lock);
     if !lock(&obj.st).instances.contains_key(&fence.local) {
-        return Err(SimError::Simulation(format!(
-            "local native fence handle {:#x} is not open",
-            fence.local
-        )));
+        return Err(SimError::Gone("the local native fence"));
     }
     let mut args = DXGKARG_CLOSENATIVEFENCE {
         hLocalNativeFence: fence.local as HANDLE,

@@ -50,13 +50,13 @@ fn settle_locked(obj: &FenceObj, a: &AdapterShared) -> Result<(), SimError> {
 /// (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8, [`settle`]).
 pub(super) fn queue_wait(obj: &FenceObj, waiter: Waiter) -> Result<(), SimError> {
     let Some(a) = obj.adapter() else {
-        return Err(SimError::Simulation("the fence's adapter is gone".into()));
+        return Err(SimError::Gone("the fence's adapter"));
     };
     let _s = lock(&obj.settle_lock);
     let update = {
         let mut st = lock(&obj.st);
         if st.destroyed {
-            return Err(SimError::Simulation("the fence was destroyed".into()));
+            return Err(SimError::Gone("the fence"));
         }
         let w = waiter.value;
         st.waiters.push(waiter);

@@ -43,7 +43,7 @@ pub(crate) fn query_caps(
     t: &DRIVER_INITIALIZATION_DATA,
 ) -> Result<DXGK_NATIVE_FENCE_CAPS, SimError> {
     let q = ddi::in_table!(t, DxgkDdiQueryAdapterInfo)
-        .ok_or_else(|| SimError::Simulation("no QueryAdapterInfo".into()))?;
+        .ok_or_else(|| SimError::NoDdi("DxgkDdiQueryAdapterInfo"))?;
     let mut caps = DXGK_NATIVE_FENCE_CAPS {
         MonitoredValueStride: 0xCDCD_CDCD,
         MapToGpuSystemProcess: 0xCD,
@@ -138,19 +138,15 @@ pub(super) fn update_monitored(
 }
 
 /// `f` at device IRQL under the adapter's interrupt lock, as VidSch's `DpSynchronizeExecution`
-/// calls the update DDIs; `what` names the DDI for the error when the interrupt is not
-/// connected (no synchronisation is possible then).
+/// calls the update DDIs; an adapter whose interrupt is not connected is not started (no
+/// synchronisation is possible then).
 fn synchronized(
     a: &AdapterShared,
-    what: &str,
     f: impl FnOnce() -> Result<NTSTATUS, SimError>,
 ) -> Result<NTSTATUS, SimError> {
     let _guard = a.lock_interrupt();
     if !a.irq.connected.load(Ordering::Acquire) {
-        return Err(SimError::Simulation(format!(
-            "adapter {}'s interrupt is not connected: no {what}",
-            a.index
-        )));
+        return Err(SimError::NotStarted(a.index));
     }
     f()
 }
@@ -188,7 +184,7 @@ fn update_monitored_call(
         Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS::default(),
         Reserved: [0; 28],
     };
-    let status = synchronized(a, "UpdateMonitoredValues", || {
+    let status = synchronized(a, || {
         // SAFETY: the driver's DDI with three arrays of NumFences entries that live
         // across the call; the MonitoredValue addresses are OS fence storage.
         unsafe { ddi::call_arg(a, f, At::Level(Irql::Device), &args) }
@@ -256,9 +252,7 @@ fn update_current_call(
         )
     };
     let status = match a.os.reading.cpu_update_irql {
-        CpuUpdateIrql::DeviceUnderInterruptLock => {
-            synchronized(a, "UpdateCurrentValuesFromCpu", call)?
-        }
+        CpuUpdateIrql::DeviceUnderInterruptLock => synchronized(a, call)?,
         CpuUpdateIrql::Dispatch => call()?,
     };
     lock(&a.fence_os).update_current_calls += 1;

@@ -33,9 +33,7 @@ pub(crate) fn wait_event(
     {
         let st = lock(&fence.obj.st);
         if st.destroyed || !st.instances.contains_key(&fence.local) {
-            return Err(SimError::Simulation(
-                "the fence instance is not open".into(),
-            ));
+            return Err(SimError::Gone("the fence instance"));
         }
     }
     let waiter = Waiter {
@@ -80,9 +78,7 @@ pub(crate) fn signal_from_cpu(
         let _s = lock(&fence.obj.settle_lock);
         let mut st = lock(&fence.obj.st);
         if st.destroyed || !st.instances.contains_key(&fence.local) {
-            return Err(SimError::Simulation(
-                "the fence instance is not open".into(),
-            ));
+            return Err(SimError::Gone("the fence instance"));
         }
         // What 24H2's new-wait rule compares against (`M:VidSchSubmitWaitFromCpu`).
         st.last_cpu_signal = value;

@@ -30,7 +30,7 @@ pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, Sim
         .table
         .get()
         .and_then(|t| ddi::in_table!(t, DxgkDdiUpdateNativeFenceLogs))
-        .ok_or_else(|| SimError::Simulation("no DxgkDdiUpdateNativeFenceLogs".into()))?;
+        .ok_or(SimError::NoDdi("DxgkDdiUpdateNativeFenceLogs"))?;
     let mut hs: Vec<HANDLE> = handles.iter().map(|h| *h as HANDLE).collect();
     let args = DXGKARG_UPDATENATIVEFENCELOGS {
         NumberOfQueues: hs.len() as u32,
@@ -53,7 +53,7 @@ pub fn set_log_buffer(
         .table
         .get()
         .and_then(|t| ddi::in_table!(t, DxgkDdiSetNativeFenceLogBuffer))
-        .ok_or_else(|| SimError::Simulation("no DxgkDdiSetNativeFenceLogBuffer".into()))?;
+        .ok_or(SimError::NoDdi("DxgkDdiSetNativeFenceLogBuffer"))?;
     let args = DXGKARG_SETNATIVEFENCELOGBUFFER {
         hHwQueue: kmd as HANDLE,
         NumberOfEntries: u32::try_from(buf.entries()).unwrap_or(u32::MAX),
@@ -122,7 +122,7 @@ pub fn drain(
             "DxgkDdiUpdateNativeFenceLogs({handles:#x?}) returned {status:#x} for live queues"
         );
         a.state.raise_sim_error(m.clone());
-        return Err(SimError::Simulation(m));
+        return Err(SimError::Violation(m));
     }
     // Phase 2: entries up to the pre-flush counts.
     read_entries(a, dirty, &mut out);
@@ -294,7 +294,7 @@ pub(super) fn sim(a: &AdapterShared, q: &QueueLog, m: String) -> SimError {
         a.index, q.queue_id, q.kmd
     );
     a.state.raise_sim_error(m.clone());
-    SimError::Simulation(m)
+    SimError::Violation(m)
 }
 
 /// Records log contents that break the device's contract: counted, logged, never a halt.
@@ -318,7 +318,7 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
         .table
         .get()
         .and_then(|t| ddi::in_table!(t, DxgkDdiCalibrateGpuClock))
-        .ok_or_else(|| SimError::Simulation("no DxgkDdiCalibrateGpuClock".into()))?;
+        .ok_or(SimError::NoDdi("DxgkDdiCalibrateGpuClock"))?;
     let mut args = rvgpu_ddi::adapter::DXGKARG_CALIBRATEGPUCLOCK {
         GpuFrequency: 0,
         GpuClockCounter: 0,
@@ -365,7 +365,7 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
     };
     if let Some(m) = err {
         a.state.raise_sim_error(m.clone());
-        return Err(SimError::Simulation(m));
+        return Err(SimError::Violation(m));
     }
     emit(
         a,

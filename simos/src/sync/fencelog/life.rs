@@ -30,7 +30,7 @@ pub(super) fn alloc_log(
         .device
         .memory()
         .alloc_system(LOG_BUFFER_SIZE, rvgpu_hw::PAGE_SIZE)
-        .ok_or_else(|| SimError::Simulation("out of system memory for a fence log".into()))?;
+        .ok_or(SimError::OutOfMemory("a fence log"))?;
     let bus = alloc.bus_addr;
     if let Err(e) = vm.map_system(a, bus, LOG_BUFFER_SIZE) {
         a.device.memory().free_system(bus);
@@ -193,9 +193,7 @@ pub(crate) fn recreate(
     entries: u64,
 ) -> Result<(), SimError> {
     let table = lock(&a.fence_os).logs.clone();
-    let q = table
-        .get(kmd)
-        .ok_or_else(|| SimError::Simulation(format!("no hardware queue {kmd:#x}")))?;
+    let q = table.get(kmd).ok_or(SimError::Gone("the hardware queue"))?;
     if lock(&q.logs).is_none() {
         return Err(SimError::Simulation("the queue has no logs".into()));
     }
@@ -222,9 +220,7 @@ pub(crate) fn recreate(
         crate::sync::fence::dpc::log_drain_locked(a, &DrainRequest::default(), &forced)?;
     let at = {
         let mut g = lock(&q.logs);
-        let l = g
-            .as_mut()
-            .ok_or_else(|| SimError::Simulation("logs vanished".into()))?;
+        let l = g.as_mut().ok_or(SimError::Gone("the queue's logs"))?;
         let old = l.get_mut(kind);
         let next = LogState {
             buf: new,

@@ -92,7 +92,7 @@ macro_rules! gpummu_ddi {
         $a.table
             .get()
             .and_then(|t| $crate::adapter::ddi::in_table!(t, $slot))
-            .ok_or_else(|| sim(concat!("GpuMmu adapter without ", stringify!($slot)).into()))
+            .ok_or_else(|| $crate::SimError::NoDdi(stringify!($slot)))
     };
 }
 

@@ -736,13 +736,10 @@ fn paging_transfer(
             Some(p) => {
                 let first = (off / PAGE) as usize;
                 let n = len.div_ceil(PAGE) as usize;
-                let range = p.get(first..first + n).ok_or_else(|| {
-                    SimError::Simulation("backing store shorter than the transfer".into())
-                })?;
-                Some(
-                    Mdl::of_pages(range)
-                        .ok_or_else(|| SimError::Simulation("MDL over its page limit".into()))?,
-                )
+                let range = p.get(first..first + n).ok_or(SimError::Internal(
+                    "backing store shorter than the transfer",
+                ))?;
+                Some(Mdl::of_pages(range).ok_or(SimError::Internal("MDL over its page limit"))?)
             }
             None => None,
         };
@@ -762,7 +759,7 @@ fn paging_transfer(
             Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
                 hAllocation: kmd as HANDLE,
                 TransferOffset: u32::try_from(off)
-                    .map_err(|_| SimError::Simulation("transfer offset past 4 GiB".into()))?,
+                    .map_err(|_| SimError::Internal("transfer offset past 4 GiB"))?,
                 TransferSize: len as SIZE_T,
                 Source: side(&src),
                 Destination: side(&dst),

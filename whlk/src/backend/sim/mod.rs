@@ -489,7 +489,8 @@ pub(crate) fn failure(e: SimError) -> Failure {
         SimError::DdiFailed(s) => Failure::DdiFailed(s),
         SimError::Rejected(m) => Failure::Backend(format!("start refused by the OS: {m}")),
         e @ SimError::StartRefused { .. } => Failure::Backend(e.to_string()),
-        SimError::Simulation(m) => Failure::Backend(m),
+        SimError::Simulation(m) | SimError::Violation(m) => Failure::Backend(m),
+        e => Failure::Backend(e.to_string()),
     }
 }
 
