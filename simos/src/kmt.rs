@@ -441,17 +441,6 @@ impl<'m> SimKmt<'m> {
         }
     }
 
-    /// A CPU wait for `fence` reaching `value`: where it is one of the device's paging fences,
-    /// the queue's worker catches up to it first (`vidmm::va::paging_queue`).
-    pub(crate) fn paging_catch_up(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        use crate::vidmm::va::paging_queue as pq;
-        let a = self.adapter()?;
-        match pq::paging_queue_of_fence(&a, self.p.device, fence) {
-            Some(queue) => pq::paging_queue_catch_up(self.m, &a, queue, value).map_err(status),
-            None => Ok(()),
-        }
-    }
-
     /// Whether paging queue `queue`'s fence has reached `value` (a thunk that handed it out
     /// answers STATUS_PENDING until then).
     #[cfg(target_os = "linux")]
@@ -895,11 +884,6 @@ impl Kmt for SimKmt<'_> {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        // A paging fence's queue catches up: VidMm's paging worker runs on its own thread, so
-        // a GPU wait for it never waits for a CPU wait to move it (`vidmm::va::paging_queue`).
-        for &(fence, value) in fences {
-            self.paging_catch_up(fence, value)?;
-        }
         self.on_device(|a, device| ums::submit_wait_to_hw_queue(self.m, a, device, queue, fences))
     }
 
@@ -917,7 +901,6 @@ impl Kmt for SimKmt<'_> {
     /// not end (`rvgpu_umd::wait`; a late wake is counted there), within the OS's wait timeout.
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.thunk()?;
-        self.paging_catch_up(fence, value)?;
         let timeout = self.m.os_config().wait_timeout;
         let outcome = match ums::fence_of(&a, self.p.device, fence) {
             Some(f) => self.m.wait_monitored_fence(&f, value, timeout),

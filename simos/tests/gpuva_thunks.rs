@@ -1389,3 +1389,45 @@ fn ddi_03_a_pending_map_is_unmapped_until_its_paging_fence() {
     gpu_write_faults_on(&m, &p, q, r.va);
     untouched(&m, &c);
 }
+
+/// An unmap that empties a leaf table invalidates its directory entry only (24H2 sends the
+/// table no invalidation of its own): the driver forgets the whole span, a later map
+/// elsewhere in the span links a fresh table and is written through, and the old VA faults
+/// with nothing written.
+#[test]
+fn ddi_03_an_unmap_emptying_a_leaf_table_leaves_its_span_usable_and_the_old_va_faults() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = process(&m);
+    let a = buffer(&m, &p.k, 1);
+    let b = buffer(&m, &p.k, 1);
+    // A 2 MiB span nothing else maps.
+    let span = CHOSEN + 3 * 0x20_0000;
+    let old = okk(
+        &m,
+        map_wait(&p.k, &p.pq, &map(&p.pq, span + 4 * PAGE, a.handle, 0, 1)),
+    );
+    // Through the TLB once, so a missing flush would leave a translation behind.
+    gpu_write(&m, &p.k, old.va, 0xA1);
+    assert_eq!(a.mem.load(0), 0xA1);
+    a.mem.store(0, PATTERN);
+    // The queue that will write there: made now, so its ring does not reuse the freed VA.
+    let late = okk(&m, UserQueue::new(p.k, &config(0)));
+    let tables = m.page_tables_in_use(0);
+    okk(&m, p.k.free_gpu_va(old.va, PAGE));
+    assert!(
+        m.page_tables_in_use(0) < tables,
+        "the emptied leaf table is unlinked"
+    );
+    let new = okk(
+        &m,
+        map_wait(&p.k, &p.pq, &map(&p.pq, span + 300 * PAGE, b.handle, 0, 1)),
+    );
+    gpu_write(&m, &p.k, new.va + 8, 0xB2);
+    assert_eq!(b.mem.load(8), 0xB2, "the new mapping in the span");
+    assert_eq!(
+        translate(&m, &p, old.va, Access::Read),
+        Err(FaultReason::NotPresent)
+    );
+    gpu_write_faults_on(&m, &p, late, old.va);
+    untouched(&m, &a);
+}

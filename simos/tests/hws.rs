@@ -413,10 +413,13 @@ under_the_pages!();
 
 /// The hand-over audit (`rvgpu_ddi::handover`) of the queue DDIs: under the 24H2 reading a
 /// user-mode queue is created with no progress fence (the three fields zero), its doorbell and
-/// a kernel-mode queue with every field filled, and nothing 24H2 leaves zero arrives filled.
+/// a kernel-mode queue with every field filled, a kernel-mode queue's buffer with no private
+/// data, and nothing 24H2 leaves zero arrives filled.
 #[test]
 fn ddi_01_queues_and_doorbells_are_handed_over_as_24h2_does() {
-    use rvgpu_ddi::handover::{CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE};
+    use rvgpu_ddi::handover::{
+        CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE, SUBMIT_COMMAND_TO_HWQUEUE,
+    };
     use zerocopy::IntoBytes;
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.os.reading = rvgpu_simos::machine::answers::Reading::W24H2;
@@ -431,10 +434,26 @@ fn ddi_01_queues_and_doorbells_are_handed_over_as_24h2_does() {
     let ctx = okk(&m, k.create_context(0));
     let mut pdd = hw_queue_pdd();
     let kq = okk(&m, k.create_hw_queue(ctx, false, pdd.as_mut_bytes()));
+    let buf = okk(
+        &m,
+        k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
+    );
+    let mut words = [0u64; 8];
+    let n = fill(&t, 8, 6).encode(&mut words).unwrap();
+    for (i, w) in words[..n].iter().enumerate() {
+        buf.mem.store(i as u64 * 8, *w);
+    }
+    okk(
+        &m,
+        k.submit_command_to_hw_queue(kq.handle, 1, buf.gpu_va, (n * 8) as u32),
+    );
+    okk(&m, k.wait_for_fence(kq.progress_fence().unwrap(), 1));
+    assert_eq!(t.mem.load(8), 6);
     for ddi in [
         CREATE_HWQUEUE_USER_MODE.name,
         CREATE_DOORBELL.name,
         CREATE_HWQUEUE.name,
+        SUBMIT_COMMAND_TO_HWQUEUE.name,
     ] {
         let (blocks, filled) = m.handover(0, ddi);
         assert!(blocks > 0, "no {ddi} checked");

@@ -11,12 +11,8 @@
 //! Audited: `DxgkDdiCreateProcess`; UPDATEPAGETABLE, maps and invalidations apart;
 //! `DxgkDdiCreateAllocation` (device allocations) and its `DXGK_ALLOCATIONINFO` inputs;
 //! `DxgkDdiCreateHwQueue`, kernel-mode and user-mode queues apart; `DxgkDdiCreateDoorbell`;
-//! `DxgkDdiOpenAllocation` (the creating device's open) and its `DXGK_OPENALLOCATIONINFO`.
-//! Unread: `DXGKARG_SUBMITCOMMANDTOHWQUEUE` of a kernel-mode queue
-//! (the one 24H2 caller read, M `SubmitPagingToHwQueue` @0x140045C20, submits paging work);
-//! whether the `DXGK_ALLOCATIONINFO` array arrives zeroed; what `FirstPteVirtualAddress` a
-//! directory-level update carries (M `VIDMM_PAGE_DIRECTORY::CommitVirtualAddressRange`
-//! @0x1400F28C0, not read through).
+//! `DxgkDdiOpenAllocation` (the creating device's open) and its `DXGK_OPENALLOCATIONINFO`;
+//! `DxgkDdiSubmitCommandToHwQueue` of a kernel-mode queue's buffers.
 //!
 //! Adding a DDI: a `pub const` [`Ddi`] of its block's type built with `filled_row!` and
 //! `zero_row!` rows, and a call of the simulated OS's recorder where it hands the block over.
@@ -26,7 +22,10 @@ use crate::allocation::{
     DXGK_OPENALLOCATIONINFO,
 };
 use crate::memory::DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE;
-use crate::submission::{DXGKARG_CREATEDOORBELL, DXGKARG_CREATEHWQUEUE, DXGKARG_CREATEHWQUEUE_0};
+use crate::submission::{
+    DXGKARG_CREATEDOORBELL, DXGKARG_CREATEHWQUEUE, DXGKARG_CREATEHWQUEUE_0,
+    DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+};
 
 /// Who fills a field, in 24H2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,9 +103,35 @@ impl IsZero for u64 {
     }
 }
 
-impl IsZero for crate::allocation::DXGK_CREATEALLOCATIONFLAGS {
+/// Bit-field words: zero when their `Value` is.
+macro_rules! word_is_zero {
+    ($($t:ty),*) => {$(
+        impl IsZero for $t {
+            fn is_zero(&self) -> bool {
+                self.Value == 0
+            }
+        }
+    )*};
+}
+
+word_is_zero!(
+    crate::allocation::DXGK_CREATEALLOCATIONFLAGS,
+    crate::allocation::DXGK_SEGMENTBANKPREFERENCE,
+    crate::allocation::DXGK_SEGMENTPREFERENCE,
+    crate::allocation::DXGK_ALLOCATIONINFOFLAGS2
+);
+
+impl IsZero for crate::allocation::DXGK_ALLOCATIONINFO_0 {
     fn is_zero(&self) -> bool {
-        self.Value == 0
+        // SAFETY: both arms are the same plain u32.
+        (unsafe { self.PhysicalAdapterIndex }) == 0
+    }
+}
+
+impl IsZero for crate::allocation::DXGK_ALLOCATIONINFO_1 {
+    fn is_zero(&self) -> bool {
+        // SAFETY: both arms are the same plain u32 flag word; any bit pattern is valid.
+        unsafe { self.FlagsWddm2 }.Value == 0
     }
 }
 
@@ -283,8 +308,12 @@ pub const UPDATE_PAGE_TABLE: Ddi<DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE> = Ddi {
             DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.DriverProtection,
             false,
             "M:VIDMM_PAGE_TABLE::UpdatePageTable @0x1400AAE70",
-            "for a map, the protection word of the caller's commit state; zero for \
-             invalidations (UpdatePageTableInvalidate passes none)"
+            "for a map, its commit state's driver protection: the DriverProtection of the \
+             D3DDDI_MAPGPUVIRTUALADDRESS the range was mapped with, unchecked \
+             (M:CVirtualAddressAllocator::MapVirtualAddressRange @0x14009AF84 keeps it in the \
+             mapped range, M:CVirtualAddressAllocator::CommitVirtualAddressRange @0x1400ADD10 \
+             copies it to the commit state); zero for invalidations \
+             (UpdatePageTableInvalidate passes none)"
         ),
         filled_row!(
             DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.AllocationOffsetInBytes,
@@ -315,7 +344,10 @@ pub const UPDATE_PAGE_TABLE: Ddi<DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE> = Ddi {
             DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.FirstPteVirtualAddress,
             true,
             UPDATE_BY,
-            "the VA the first entry maps"
+            "the VA the first entry covers, its caller's page number shifted: for a leaf \
+             table the VA the entry maps; for a directory \
+             (M:VIDMM_PAGE_DIRECTORY::CommitVirtualAddressRange @0x1400F28C0) the first VA of \
+             the span below entry StartIndex"
         ),
     ],
 };
@@ -370,7 +402,7 @@ pub const UPDATE_PAGE_TABLE_INVALIDATE: Ddi<DXGK_BUILDPAGINGBUFFER_UPDATEPAGETAB
     ],
 };
 
-const ALLOCATION_BY: &str = "K:DXGDEVICE::CreateDriverAllocations @0x14040D00C";
+const ALLOCATION_BY: &str = "K:DXGDEVICE::CreateDriverAllocations @0x1403231E0";
 
 /// `DxgkDdiCreateAllocation` of device allocations (no resource: rvgpu's UMD creates none):
 /// `ALLOCATION_BY` builds the block on its stack (the padding after `Flags` zeroed) and calls
@@ -420,11 +452,13 @@ pub const CREATE_ALLOCATION: Ddi<DXGKARG_CREATEALLOCATION> = Ddi {
     ],
 };
 
-/// One `DXGK_ALLOCATIONINFO` of [`CREATE_ALLOCATION`]: `ALLOCATION_BY` fills the two private
-/// data fields of each from the caller's `D3DDDI_ALLOCATIONINFO2` (a pool copy for a caller in
-/// user mode); the other fields are the driver's answers. Whether the array is zeroed before
-/// is its caller's (`K:DXGDEVICE::CreateAllocation` @0x140356E10), which is UNREAD: no row
-/// says the answers arrive zero.
+const ALLOCATION_INFO_ZEROED_BY: &str = "K:DXGDEVICE::CreateAllocation @0x140356E10";
+
+/// One `DXGK_ALLOCATIONINFO` of [`CREATE_ALLOCATION`]: `ALLOCATION_INFO_ZEROED_BY` zeroes the
+/// whole array (`NumAllocations` entries) right before it calls `ALLOCATION_BY`, which fills
+/// the two private data fields of each entry whose `D3DDDI_ALLOCATIONINFO2` carries private
+/// data (a pool copy for a caller in user mode); every other field is the driver's answer and
+/// arrives zero.
 pub const ALLOCATION_INFO: Ddi<DXGK_ALLOCATIONINFO> = Ddi {
     name: "DxgkDdiCreateAllocation(DXGK_ALLOCATIONINFO)",
     block: "DXGK_ALLOCATIONINFO",
@@ -433,13 +467,99 @@ pub const ALLOCATION_INFO: Ddi<DXGK_ALLOCATIONINFO> = Ddi {
             DXGK_ALLOCATIONINFO.pPrivateDriverData,
             true,
             ALLOCATION_BY,
-            "the allocation's private data, copied"
+            "the allocation's private data, copied; null (with size zero) when the caller \
+             passes none"
         ),
         filled_row!(
             DXGK_ALLOCATIONINFO.PrivateDriverDataSize,
             true,
             ALLOCATION_BY,
             "its size"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.Alignment,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.Size,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.PitchAlignedSize,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.HintedBank,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.PreferredSegment,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.SupportedReadSegmentSet,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.SupportedWriteSegmentSet,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.EvictionSegmentSet,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.Anonymous,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "PhysicalAdapterIndex: an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.hAllocation,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.Anonymous2,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "Flags: an answer; the array is zeroed, and ALLOCATION_BY sets a bit before the \
+             call only for a standard allocation's create, which rvgpu's UMD makes none of"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.pAllocationUsageHint,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.AllocationPriority,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
+        ),
+        zero_row!(
+            DXGK_ALLOCATIONINFO.Flags2,
+            false,
+            ALLOCATION_INFO_ZEROED_BY,
+            "an answer; the array is zeroed"
         ),
     ],
 };
@@ -678,6 +798,81 @@ pub const CREATE_DOORBELL: Ddi<DXGKARG_CREATEDOORBELL> = Ddi {
     ],
 };
 
+const SUBMIT_BY: &str = "M:SubmitRenderToHwQueue @0x14000E8B0";
+
+/// `DxgkDdiSubmitCommandToHwQueue` of a kernel-mode queue's buffer
+/// (`D3DKMTSubmitCommandToHwQueue`): `K:DXGHWQUEUE::SubmitCommand` @0x1402C6610 queues the
+/// caller's buffer to VidSch (refusing private data larger than the context's
+/// `DmaBufferPrivateDataSize`, and copying it to the pool), and VidSch's release of the
+/// packet (`M:VidSchiReleasePacketToGpu` @0x140011740) hands it to `SUBMIT_BY`, which builds
+/// the block on its stack with the padding after `Flags` zeroed. VidMm's paging buffers go
+/// through `M:SubmitPagingToHwQueue` @0x140045C20 instead (`Flags.Paging`), to the paging
+/// process's queue.
+pub const SUBMIT_COMMAND_TO_HWQUEUE: Ddi<DXGKARG_SUBMITCOMMANDTOHWQUEUE> = Ddi {
+    name: "DxgkDdiSubmitCommandToHwQueue",
+    block: "DXGKARG_SUBMITCOMMANDTOHWQUEUE",
+    rows: &[
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDTOHWQUEUE.hHwQueue,
+            true,
+            SUBMIT_BY,
+            "the driver's handle of the queue (from DxgkDdiCreateHwQueue)"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDTOHWQUEUE.HwQueueProgressFenceId,
+            true,
+            SUBMIT_BY,
+            "the packet's progress fence value: the caller's HwQueueProgressFenceId"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDTOHWQUEUE.DmaBufferVirtualAddress,
+            true,
+            SUBMIT_BY,
+            "the caller's CommandBuffer"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDTOHWQUEUE.DmaBufferSize,
+            true,
+            SUBMIT_BY,
+            "the caller's CommandLength"
+        ),
+        zero_row!(
+            DXGKARG_SUBMITCOMMANDTOHWQUEUE.DmaBufferPrivateDataSize,
+            true,
+            SUBMIT_BY,
+            "the size of Dxgkrnl's copy of the caller's private data, which \
+             K:DXGHWQUEUE::SubmitCommand @0x1402C6610 refuses above the context's \
+             DmaBufferPrivateDataSize; rvgpu's KMD asks for none"
+        ),
+        zero_row!(
+            DXGKARG_SUBMITCOMMANDTOHWQUEUE.pDmaBufferPrivateData,
+            true,
+            SUBMIT_BY,
+            "Dxgkrnl's copy of the caller's private data, null when there is none (as above)"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDTOHWQUEUE.Flags,
+            true,
+            SUBMIT_BY,
+            "Present and RedirectedPresent from the packet's present flags, no other bit (a \
+             D3DKMTSubmitCommandToHwQueue buffer is no present: zero)"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDTOHWQUEUE.HwQueueProgressFenceGpuVa,
+            false,
+            SUBMIT_BY,
+            "the queue's progress fence's GPU VA, from the packet"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDTOHWQUEUE.HwQueueProgressFenceCpuVa,
+            false,
+            SUBMIT_BY,
+            "the queue's progress fence's current-value storage, kernel mapping (the packet's; \
+             VidSch writes the value there itself when it completes a packet without the call)"
+        ),
+    ],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -722,6 +917,7 @@ mod tests {
         check(&CREATE_HWQUEUE);
         check(&CREATE_HWQUEUE_USER_MODE);
         check(&CREATE_DOORBELL);
+        check(&SUBMIT_COMMAND_TO_HWQUEUE);
     }
 
     /// A block filled where the audit says zero is caught, field by field.
@@ -737,6 +933,21 @@ mod tests {
         b.ProcessNameLength = 3;
         let got: std::vec::Vec<_> = CREATE_PROCESS.filled_zero(&b).collect();
         assert_eq!(got, ["pPasid", "ProcessNameLength"]);
+    }
+
+    /// An allocation info handed over with an answer already in it is caught: 24H2 zeroes
+    /// the array.
+    #[test]
+    fn an_allocation_info_with_an_answer_is_caught() {
+        let mut b = DXGK_ALLOCATIONINFO {
+            PrivateDriverDataSize: 16,
+            ..Default::default()
+        };
+        assert_eq!(ALLOCATION_INFO.filled_zero(&b).count(), 0);
+        b.Size = 4096;
+        b.hAllocation = 8 as crate::HANDLE;
+        let got: std::vec::Vec<_> = ALLOCATION_INFO.filled_zero(&b).collect();
+        assert_eq!(got, ["Size", "hAllocation"]);
     }
 
     /// An invalidation that names the allocation it unmaps, or its offset, is caught: 24H2's

@@ -294,10 +294,17 @@ fn describe(
         .get()
         .and_then(|t| ddi::in_table!(t, DxgkDdiCreateAllocation))
         .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
-    // The OS passes its own copy of the UMD's bytes (user memory is never handed to the KMD).
+    // The OS passes its own copy of the UMD's bytes (user memory is never handed to the KMD),
+    // in an info zeroed otherwise (`K:DXGDEVICE::CreateAllocation` @0x140356E10 zeroes the
+    // array; `K:DXGDEVICE::CreateDriverAllocations` @0x1403231E0 writes the two fields only
+    // for private data there is).
     let mut copy = private.to_vec();
     let mut info = DXGK_ALLOCATIONINFO {
-        pPrivateDriverData: copy.as_mut_ptr().cast(),
+        pPrivateDriverData: if copy.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            copy.as_mut_ptr().cast()
+        },
         PrivateDriverDataSize: copy.len() as u32,
         ..Default::default()
     };

@@ -468,6 +468,12 @@ pub(super) fn submit_raw_at(
         HwQueueProgressFenceGpuVa: progress_gpu,
         HwQueueProgressFenceCpuVa: progress_cpu,
     };
+    if progress.is_some() {
+        // What `M:SubmitRenderToHwQueue` @0x14000E8B0 hands over; a raw call on a user-mode
+        // queue is a test's, which 24H2 never makes.
+        a.observer()
+            .handed(&rvgpu_ddi::handover::SUBMIT_COMMAND_TO_HWQUEUE, &args);
+    }
     let ctx = a.context();
     ddi::call(a, f, At::Level(irql), |f| {
         // SAFETY: the driver's DDI with its context and a valid argument block naming its

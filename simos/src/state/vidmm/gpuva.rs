@@ -65,9 +65,10 @@ pub struct Update {
     /// The table was just allocated: these entries are its first contents
     /// (`DXGK_UPDATEPAGETABLEFLAGS::InitialUpdate`).
     pub initial: bool,
-    /// The VA the first entry covers (`FirstPteVirtualAddress`): for leaves and large pages
-    /// (valid or being invalidated) the VA it maps; for a cleared table or an unlinked entry
-    /// the VA below it.
+    /// The VA the first entry covers (`FirstPteVirtualAddress`), at every level: for leaves
+    /// and large pages (valid or being invalidated) the VA it maps; for a directory's entry
+    /// (linked or unlinked) the first VA of the span below it; for a cleared table its
+    /// entry 0's.
     pub va: u64,
     /// The entries map (or unmap) memory, 4 KiB leaves or 2 MiB large pages, rather than
     /// clear or link tables: VidMm names the allocation (`hAllocation`) only for these.
@@ -654,15 +655,20 @@ impl AddressSpace {
             self.large.remove(&v);
         }
         let mut out = self.coalesce(1, bigs);
+        let before = self.unlinked.len();
         let emptied = self.unlink_empty_leaf_tables(&leaves);
+        // A leaf table the unmap empties gets no invalidation of its own, only its parent's
+        // entry does (M:VIDMM_PAGE_TABLE::UncommitVirtualAddressRange @0x1400CD6C0 returns
+        // before UpdatePageTableInvalidate once no entry of the table stays valid).
+        let gone = self.unlinked.get(before..).unwrap_or_default();
+        leaves.retain(|(t, ..)| !gone.contains(t));
         out.extend(self.coalesce(0, leaves));
         out.extend(emptied);
         Ok(out)
     }
 
     /// Unlinks the leaf tables of `leaves` (just unmapped) that map nothing now: their
-    /// parents' entries invalidated (after the leaves' own invalidation in the caller's
-    /// order), the tables put aside in [`Self::unlinked`].
+    /// parents' entries invalidated, the tables put aside in [`Self::unlinked`].
     fn unlink_empty_leaf_tables(&mut self, leaves: &[(u64, u64, OsPte, u64)]) -> Vec<Update> {
         let g = self.geometry;
         let mut out = Vec::new();
@@ -790,7 +796,7 @@ impl AddressSpace {
                         start: g.index(va, level + 1) as u32,
                         entries: vec![OsPte::table(g.segment, t)],
                         initial: false,
-                        va: 0,
+                        va: key.1,
                         maps: false,
                     });
                     self.tables.insert(key, t);

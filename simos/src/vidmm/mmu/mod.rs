@@ -497,11 +497,11 @@ fn vidmm_run_once(
                     DXGK_PAGETABLEUPDATE_GPU_PHYSICAL
                 },
                 pPageTableEntries64KB: std::ptr::null_mut(),
-                // The VA the first entry covers, maps and invalidations alike (`UPDATE_BY`
-                // writes its caller's page number shifted; for a leaf table's invalidations
+                // The VA the first entry covers, at every level (`UPDATE_BY` writes its
+                // caller's page number shifted; for a leaf table's invalidations
                 // `UpdatePageTableInvalidate`'s callers pass the range's or the fresh table's
-                // VA). What the directory levels pass (M:VIDMM_PAGE_DIRECTORY::
-                // CommitVirtualAddressRange @0x1400F28C0) is UNVERIFIED: the VA below the entry.
+                // VA; a directory, M:VIDMM_PAGE_DIRECTORY::CommitVirtualAddressRange
+                // @0x1400F28C0, passes its span's first page plus StartIndex entries' spans).
                 FirstPteVirtualAddress: u.va,
             },
         };

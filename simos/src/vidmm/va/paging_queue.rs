@@ -9,8 +9,9 @@
 //! status that is not an error; `K:DxgkMakeResidentInternal` @0x1402A7570). A queued Map
 //! enters nothing in the page tables until the queue reaches it ([`paging_queue_catch_up`]),
 //! so GPU work that uses the VA before the fence value faults. The worker runs on its own:
-//! the queue catches up whenever something waits for its fence, a CPU (how the UMD waits) or
-//! a GPU queue (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`), and when the queue is destroyed.
+//! the queue catches up whenever anything waits for its fence, a CPU (how the UMD waits) or
+//! a GPU queue (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`), under every caller
+//! ([`paging_fence_waited`]), and when the queue is destroyed.
 //! Tests that need synchronous paging choose
 //! [`PagingWork::InThunk`](crate::os::answers::PagingWork::InThunk): an operation with
 //! nothing queued ahead then completes before the thunk returns (STATUS_SUCCESS).
@@ -196,6 +197,28 @@ pub(crate) fn paging_queue_catch_up(
     Ok(())
 }
 
+/// Something waits for monitored fence `f` to reach `value`, a CPU or a GPU queue: where `f`
+/// is a paging queue's fence, the queue's worker catches up to `value` first. On 24H2 VidMm's
+/// paging worker runs on its own thread, so no waiter waits on another to move it; every wait
+/// on a monitored fence comes through here ([`crate::Machine::wait_monitored_fence_event`],
+/// [`crate::Machine::wait_monitored_fence_from_gpu`]).
+pub(crate) fn paging_fence_waited(
+    host: &dyn Host,
+    a: &AdapterShared,
+    f: &crate::state::sync::fence::MonitoredFence,
+    value: u64,
+) -> Result<(), SimError> {
+    let queue = lock(&a.mm.gpuva)
+        .queues
+        .iter()
+        .find(|(_, q)| std::sync::Arc::ptr_eq(&q.fence_obj.obj, &f.obj))
+        .map(|(h, _)| *h);
+    match queue {
+        Some(q) => paging_queue_catch_up(host, a, q, value),
+        None => Ok(()),
+    }
+}
+
 /// Whether `queue`'s fence has reached `value` (the thunk's STATUS_SUCCESS; else PENDING).
 /// A queue that is gone has nothing left to reach. (The PE bridge's, Linux only.)
 #[cfg(target_os = "linux")]
@@ -204,19 +227,6 @@ pub(crate) fn paging_fence_reached(a: &AdapterShared, queue: KmtHandle, value: u
         .queues
         .get(&queue)
         .is_none_or(|q| q.fence_obj.value() >= value)
-}
-
-/// The paging queue of `device` whose fence is `fence` (`None`: not a paging fence).
-pub(crate) fn paging_queue_of_fence(
-    a: &AdapterShared,
-    device: KmtHandle,
-    fence: KmtHandle,
-) -> Option<KmtHandle> {
-    lock(&a.mm.gpuva)
-        .queues
-        .iter()
-        .find(|(_, q)| q.device == device && q.fence == fence)
-        .map(|(h, _)| *h)
 }
 
 /// The next paging fence value of `queue`, signalled (the paging this thunk did has

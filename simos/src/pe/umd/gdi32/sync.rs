@@ -142,7 +142,7 @@ pub(crate) fn wait_group(m: &crate::Machine, g: &WaitGroup, timeout: Duration) -
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_waitforsynchronizationobjectfromcpu>
 pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
     let a: WaitFromCpu = args(at)?;
-    let d = p.device(a.h_device)?;
+    p.device(a.h_device)?;
     if a.object_count == 0 {
         return Err(STATUS_INVALID_PARAMETER);
     }
@@ -156,11 +156,6 @@ pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
         .iter()
         .map(|&h| p.sync_object(a.h_device, h).map(|(_, s)| s))
         .collect::<Result<Vec<_>, u32>>()?;
-    // A paging fence's queue catches up while a CPU waits for it (`vidmm::va::paging_queue`).
-    let k = p.kmt(d);
-    for (&h, &v) in handles.iter().zip(&values) {
-        k.paging_catch_up(h, v).map_err(nt)?;
-    }
     let mut events = Vec::with_capacity(objects.len());
     for (s, v) in objects.iter().zip(values) {
         let ev = match s {
