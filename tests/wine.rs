@@ -27,7 +27,7 @@ use std::sync::OnceLock;
 
 // The harness's collect plan, read from its source (this package does not depend on the
 // harness); only its table is used here.
-#[allow(dead_code)]
+#[allow(dead_code, clippy::arithmetic_side_effects)]
 #[path = "../whlk/src/collect.rs"]
 mod collect;
 use collect::{Step, LOG, PLAN};
