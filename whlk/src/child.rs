@@ -10,6 +10,8 @@
 //!   has given the parent an NT handle for it.
 //! - child → parent: `result ok TEXT` or `result err TEXT`, then it exits.
 //!
+//! A child that is killed (`TerminateProcess`, [`Child::kill`]) sends nothing more.
+//!
 //! What a child does is its *role* ([`ROLES`]). The Windows backend reaches its other processes
 //! only through [`Child`]; `rvgpu-whlk child-check` runs [`check`], which needs no GPU, and the
 //! test command runs it under Wine (tests/wine.rs).
@@ -161,11 +163,17 @@ impl Child {
         }
     }
 
+    /// Tells the child to start without waiting for its result.
+    pub fn start(&mut self) -> Result<(), String> {
+        self.send("go")
+    }
+
     /// Ends the child as Task Manager does (`TerminateProcess`): no clean-up of its own runs.
-    pub fn kill(mut self) -> Result<(), String> {
+    /// Its exit status (never a success).
+    pub fn kill(mut self) -> Result<std::process::ExitStatus, String> {
         self.process
             .kill()
-            .and_then(|()| self.process.wait().map(drop))
+            .and_then(|()| self.process.wait())
             .map_err(|e| format!("killing the child: {e}"))
     }
 }
@@ -194,7 +202,10 @@ impl Given {
 pub type Role = fn(&Given) -> Result<String, String>;
 
 /// The roles a child can play.
-pub const ROLES: &[(&str, Role)] = &[("write-section-signal-event", write_section_signal_event)];
+pub const ROLES: &[(&str, Role)] = &[
+    ("write-section-signal-event", write_section_signal_event),
+    ("wait-event", wait_event),
+];
 
 /// The child's side: reads what the parent gives until `go`, plays `role`, writes the result
 /// line. The process's exit code: 0 when the role succeeded.
@@ -275,6 +286,17 @@ fn write_section_signal_event(given: &Given) -> Result<String, String> {
     Ok(format!("pid {me}"))
 }
 
+/// A role: waits up to a minute for the event given as `event` (a child to be killed while it
+/// waits).
+fn wait_event(given: &Given) -> Result<String, String> {
+    let event = given.handle("event")?;
+    // SAFETY: `event` is an event handle the parent gave.
+    match unsafe { WaitForSingleObject(event, wait_ms(Duration::from_secs(60))) } {
+        WAIT_OBJECT_0 => Ok("the event was set".into()),
+        other => Err(format!("the wait ended with {other:#x}")),
+    }
+}
+
 /// The protocol proved without a GPU: an event and a section of this process, duplicated into
 /// a child, the child writes the section and sets the event, and reports; this process then
 /// sees the event set and the child's text in its own view. The summary, or what failed.
@@ -329,9 +351,40 @@ pub fn check() -> Result<String, String> {
             String::from_utf8_lossy(&seen)
         ));
     }
+    let killed = killed_while_waiting()?;
     Ok(format!(
         "child process {pid} ({reported}) received an event and a section by DuplicateHandle, \
-         wrote the section, set the event, reported over its pipe"
+         wrote the section, set the event, reported over its pipe; {killed}"
+    ))
+}
+
+/// A child killed while it waits on an event of ours ends without a result, and the event,
+/// still ours, is neither set nor lost.
+fn killed_while_waiting() -> Result<String, String> {
+    // SAFETY: unnamed, default security, manual reset, not set.
+    let event = Owned::new(unsafe { CreateEventW(std::ptr::null(), 1, 0, std::ptr::null()) })
+        .ok_or_else(|| format!("CreateEventW: {}", std::io::Error::last_os_error()))?;
+    let mut child = Child::spawn("wait-event")?;
+    let pid = child.id();
+    child.give("event", &event)?;
+    child.start()?;
+    let status = child.kill()?;
+    if status.success() {
+        return Err(format!("the killed child {pid} exited with success"));
+    }
+    // SAFETY: our own event handle; a zero timeout only reads its state.
+    if unsafe { WaitForSingleObject(event.raw(), 0) } == WAIT_OBJECT_0 {
+        return Err("the event is set though the killed child never set it".into());
+    }
+    // SAFETY: our own event handle.
+    if unsafe { SetEvent(event.raw()) } == 0 {
+        return Err(format!(
+            "SetEvent after the child's death: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(format!(
+        "child process {pid}, killed while it waited on our event, ended ({status})"
     ))
 }
 
