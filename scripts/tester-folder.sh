@@ -5,9 +5,9 @@
 #   scripts/tester-folder.sh [--cert-dir DIR] OUT_DIR
 #
 # OUT_DIR gets the test-signed package with the harness, the PDBs and the WinDbg script
-# (scripts/package.sh --test-sign), the collect script collect.ps1 and the folder's README.txt
-# (both from scripts/tester/). OUT_DIR must be new, empty, or a folder this script made: a file
-# left there from another build would travel to the machine with the package.
+# (scripts/package.sh --test-sign) and the folder's README.txt (from scripts/tester/). OUT_DIR
+# must be new, empty, or a folder this script made: a file left there from another build would
+# travel to the machine with the package.
 #
 # Environment: as scripts/package.sh (CARGO, RVGPU_TARGET_DIR, RVGPU_DRIVER_DATE,
 # RVGPU_TEST_CERT_DIR).
@@ -28,10 +28,10 @@ done
 [ -n "$out" ] || { echo "tester-folder.sh: no OUT_DIR ($usage)" >&2; exit 2; }
 
 # The folder's files, as the runbook names them (tests/package_signing.rs checks both).
-expected="README.txt collect.ps1 rvgpu-test.cer rvgpu-whlk.exe rvgpu.cat rvgpu.inf rvgpu.pdb rvgpu.sys rvgpu_umd.dll rvgpu_umd.pdb windbg/rvgpu.js"
+expected="README.txt rvgpu-test.cer rvgpu-whlk.exe rvgpu.cat rvgpu.inf rvgpu.pdb rvgpu.sys rvgpu_umd.dll rvgpu_umd.pdb windbg/rvgpu.js"
 
 if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
-    [ -f "$out/collect.ps1" ] && [ -f "$out/README.txt" ] \
+    [ -f "$out/rvgpu-whlk.exe" ] && [ -f "$out/README.txt" ] \
         || { echo "tester-folder.sh: $out is not empty and not a tester's folder" >&2; exit 1; }
     for f in $(cd "$out" && find . -type f | sed 's|^\./||'); do
         case " $expected " in
@@ -42,7 +42,6 @@ if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
 fi
 
 bash "$root/scripts/package.sh" --test-sign ${pass[@]+"${pass[@]}"} "$out"
-cp "$root/scripts/tester/collect.ps1" "$out/collect.ps1"
 cp "$root/scripts/tester/README.txt" "$out/README.txt"
 
 have="$(cd "$out" && find . -type f | sed 's|^\./||' | LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"

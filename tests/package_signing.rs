@@ -103,7 +103,7 @@ fn the_testers_folder_holds_exactly_what_the_runbook_names() {
     let (dir, _) = package();
     let names = runbook_folder();
     assert!(
-        names.contains("rvgpu.sys") && names.contains("collect.ps1"),
+        names.contains("rvgpu.sys") && names.contains("rvgpu-whlk.exe"),
         "the runbook's list: {names:?}"
     );
     assert_eq!(
@@ -113,7 +113,6 @@ fn the_testers_folder_holds_exactly_what_the_runbook_names() {
     );
     // What travels beside the package is the repository's copy, unchanged.
     for (name, source) in [
-        ("collect.ps1", "scripts/tester/collect.ps1"),
         ("README.txt", "scripts/tester/README.txt"),
         ("windbg/rvgpu.js", "scripts/windbg/rvgpu.js"),
     ] {

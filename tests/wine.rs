@@ -23,6 +23,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+// The harness's collect plan, read from its source (this package does not depend on the
+// harness); only its table is used here.
+#[allow(dead_code, clippy::arithmetic_side_effects)]
+#[path = "../whlk/src/collect.rs"]
+mod collect;
+use collect::{Step, LOG, PLAN};
 
 #[path = "common/setup.rs"]
 mod setup;
@@ -111,12 +119,22 @@ fn whlk(wine: &Path, dir: &Path, args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// Wine and the run directory, made once for the tests of this file (they share the
+/// package's directory); `None` without Wine.
+fn setup() -> Option<(PathBuf, PathBuf)> {
+    static ONCE: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let wine = wine()?;
+        Some((wine, run_dir(&package())))
+    })
+    .clone()
+}
+
 #[test]
-fn wine_runs_the_windows_harness_and_every_sim_case_passes() {
-    let Some(wine) = wine() else {
+fn wine_runs_the_windows_harness_and_every_sim_case_passes_then_collects() {
+    let Some((wine, dir)) = setup() else {
         return;
     };
-    let dir = run_dir(&package());
     let (ok, list, err) = whlk(&wine, &dir, &["--list"]);
     assert!(
         ok,
@@ -125,11 +143,114 @@ fn wine_runs_the_windows_harness_and_every_sim_case_passes() {
     let cases = list.lines().filter(|l| !l.trim().is_empty()).count();
     assert!(cases > 0, "no cases listed:\n{list}");
 
-    let (ok, out, err) = whlk(&wine, &dir, &["--backend", "sim", "--no-timeline"]);
+    // As the runbook's step 8 names its files (the console output too, as Tee-Object would).
+    let (ok, out, err) = whlk(
+        &wine,
+        &dir,
+        &[
+            "--backend",
+            "sim",
+            "--junit",
+            "rvgpu-results.xml",
+            "--timeline",
+            "rvgpu-timeline.json",
+        ],
+    );
     let summary = format!("{cases} passed, 0 failed, 0 skipped");
     assert!(
         ok && out.contains(&summary),
         "rvgpu-whlk.exe --backend sim under Wine: expected `{summary}`:\n{out}\n{err}"
     );
+    std::fs::write(dir.join("rvgpu-whlk.txt"), &out).unwrap();
     eprintln!("wine: rvgpu-whlk.exe --backend sim: {summary}");
+    collects(&wine, &dir);
+}
+
+/// `rvgpu-whlk.exe collect` after the run: it succeeds, writes every text file of the plan
+/// and its log, takes the harness's files, and notes (not fails on) what Wine lacks: the
+/// Windows tools, the dumps, and tar.exe, so the folder stays.
+fn collects(wine: &Path, dir: &Path) {
+    let out_dir = dir.join("collected");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let (ok, out, err) = whlk(wine, dir, &["collect", "--out", "collected"]);
+    assert!(
+        ok,
+        "rvgpu-whlk.exe collect under Wine failed:\n{out}\n{err}"
+    );
+    let made: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(made.len(), 1, "{made:?}\n{out}");
+    let work = &made[0];
+    assert!(
+        work.is_dir()
+            && work
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("rvgpu-collect-"),
+        "Wine has no tar.exe: the folder stays, not {}\n{out}",
+        work.display()
+    );
+    assert!(
+        out.contains("no archive") && out.contains("send the folder"),
+        "the output says to send the folder:\n{out}"
+    );
+    let log = std::fs::read_to_string(work.join(LOG)).unwrap();
+    for step in PLAN {
+        if let Step::Run { file, .. } = step {
+            assert!(work.join(file).is_file(), "{file} not written:\n{log}");
+        }
+    }
+    for f in ["rvgpu-results.xml", "rvgpu-timeline.json", "rvgpu-whlk.txt"] {
+        assert_eq!(
+            std::fs::read(work.join("run").join(f)).unwrap(),
+            std::fs::read(dir.join(f)).unwrap(),
+            "run\\{f} is not the harness's file"
+        );
+    }
+    // Wine has `cmd`, `reg` and a `wevtutil` that writes no log file, none of the boot,
+    // Verifier, BitLocker or PnP tools, no dumps, and no ETW trace was taken.
+    let ver = std::fs::read_to_string(work.join("ver.txt")).unwrap();
+    assert!(ver.contains("> cmd /c ver"), "{ver}");
+    for absent in [
+        "absent: bcdedit",
+        "absent: verifier",
+        "absent: tracelog",
+        "absent: manage-bde",
+        "absent: pnputil",
+        "Minidump\\*.dmp",
+        "rvgpu.etl",
+        "absent: System.evtx (not written by wevtutil)",
+        "tar.exe is not on this machine",
+    ] {
+        assert!(
+            log.contains(absent),
+            "collect-log.txt lacks `{absent}`:\n{log}"
+        );
+    }
+    assert!(
+        !log.contains("MEMORY.DMP"),
+        "MEMORY.DMP is taken only with --memory-dump:\n{log}"
+    );
+    eprintln!(
+        "wine: rvgpu-whlk.exe collect: {} with {} entries; absent tools and files noted",
+        work.display(),
+        std::fs::read_dir(work).unwrap().count()
+    );
+}
+
+#[test]
+fn wine_runs_a_child_process_that_uses_the_handles_its_parent_duplicated() {
+    let Some((wine, dir)) = setup() else {
+        return;
+    };
+    let (ok, out, err) = whlk(&wine, &dir, &["child-check"]);
+    assert!(
+        ok && out.contains("child protocol: child process")
+            && out.contains("killed while it waited"),
+        "rvgpu-whlk.exe child-check under Wine:\n{out}\n{err}"
+    );
+    eprintln!("wine: {}", out.trim());
 }

@@ -9,11 +9,16 @@
 //! ([`junit::render`]) and exits non-zero when a case fails. `cargo test` runs every case too (tests/all_cases.rs). Cases that
 //! record native-fence operations attach a [`timeline::Timeline`]
 //! ([`runner::attach_timeline`]); the binary writes them as one Chrome trace-event file
-//! (`target/rvgpu-timeline.json` by default, [`timeline::to_json`]).
+//! (`target/rvgpu-timeline.json` by default, [`timeline::to_json`]). `rvgpu-whlk collect`
+//! gathers what a Windows tester sends back ([`collect`]); on Windows a case's other process is
+//! the harness started again as a child (`child`, Windows only).
 
 pub mod backend;
 pub mod case;
 pub mod cases;
+#[cfg(windows)]
+pub mod child;
+pub mod collect;
 pub mod junit;
 pub mod os;
 pub mod report;

@@ -15,10 +15,15 @@
 //! trace-event JSON for ui.perfetto.dev or chrome://tracing; `rvgpu_whlk::timeline`) to
 //! `target/rvgpu-timeline.json` unless `--no-timeline`, and prints the path after the table.
 //! Exits 0 when no case failed, 1 when one did, 2 on a usage or I/O error.
+//!
+//! `rvgpu-whlk collect [--memory-dump] [--out DIR]` gathers what the runbook asks a Windows
+//! tester to send back into one archive ([`rvgpu_whlk::collect`]). The hidden subcommands
+//! `child ROLE` and `child-check` are the harness's other processes on Windows and their
+//! GPU-less proof.
 
 use std::process::ExitCode;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 
 use rvgpu_whlk::backend::kmt::{self, KmtBackend};
 use rvgpu_whlk::backend::sim::{pci_backend, SimBackend};
@@ -41,6 +46,8 @@ enum BackendKind {
     about = "WHLK-style test cases for the rvgpu WDDM driver"
 )]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Sub>,
     /// What to run the cases against.
     #[arg(long, value_enum, default_value_t = BackendKind::Sim)]
     backend: BackendKind,
@@ -112,6 +119,80 @@ struct Cli {
     /// (a stock Windows: native fences and user-mode submission off).
     #[arg(long)]
     without_inf_features: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// Gathers what docs/test-machine.md's "What to send back" names into one archive (or a
+    /// folder, without Windows' tar.exe); changes nothing on the machine but stopping the
+    /// runbook's ETW session.
+    Collect {
+        /// Also take %SystemRoot%\MEMORY.DMP, the full dump of the last bug check.
+        #[arg(long)]
+        memory_dump: bool,
+        /// Where the archive goes (default: this program's folder).
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
+    },
+    /// A case's other process on Windows: plays ROLE with the handles its parent gives.
+    #[command(hide = true)]
+    Child {
+        /// What the child does.
+        role: String,
+    },
+    /// Proves the child protocol without a GPU: a child writes a section and sets an event
+    /// duplicated into it.
+    #[command(hide = true)]
+    ChildCheck,
+}
+
+/// Runs a subcommand; the exit code.
+fn subcommand(sub: &Sub) -> ExitCode {
+    match sub {
+        Sub::Collect { memory_dump, out } => {
+            let opts = rvgpu_whlk::collect::Options {
+                memory_dump: *memory_dump,
+                out: out.clone(),
+            };
+            match rvgpu_whlk::collect::collect(&opts) {
+                Ok(rvgpu_whlk::collect::Outcome::Archive(zip)) => {
+                    println!("rvgpu-whlk collect: send {}", zip.display());
+                    ExitCode::SUCCESS
+                }
+                Ok(rvgpu_whlk::collect::Outcome::Folder(dir, why)) => {
+                    println!(
+                        "rvgpu-whlk collect: no archive ({why}); send the folder {}",
+                        dir.display()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("rvgpu-whlk collect: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        #[cfg(windows)]
+        Sub::Child { role } => {
+            ExitCode::from(u8::try_from(rvgpu_whlk::child::serve(role)).unwrap_or(2))
+        }
+        #[cfg(windows)]
+        Sub::ChildCheck => match rvgpu_whlk::child::check() {
+            Ok(summary) => {
+                println!("child protocol: {summary}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("child protocol: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        #[cfg(not(windows))]
+        Sub::Child { .. } | Sub::ChildCheck => {
+            eprintln!("rvgpu-whlk: child processes are the Windows build's (rvgpu-whlk.exe)");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// `--windows`, `--without-inf-features`: the Windows every simulated machine plays; prints
@@ -263,6 +344,9 @@ fn pci_spec(cli: &Cli) -> Result<Option<rvgpu_simos::machine::PciSpec>, String> 
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(sub) = &cli.command {
+        return subcommand(sub);
+    }
     let all = cases::all();
     let mut selected = match runner::select_by(&all, cli.filter.as_deref(), &cli.requirement) {
         Ok(s) => s,
@@ -402,5 +486,15 @@ mod tests {
         assert_eq!(cli.requirement, ["UM-20", "TDR-05", "NF-02"]);
         let none = Cli::try_parse_from(["rvgpu-whlk"]).expect("valid command line");
         assert!(none.requirement.is_empty());
+    }
+
+    #[test]
+    fn collect_is_a_subcommand_with_its_options() {
+        let cli = Cli::try_parse_from(["rvgpu-whlk", "collect", "--memory-dump", "--out", "D"])
+            .expect("valid command line");
+        assert!(matches!(
+            cli.command,
+            Some(Sub::Collect { memory_dump: true, out: Some(ref d) }) if d.as_os_str() == "D"
+        ));
     }
 }
