@@ -1,6 +1,7 @@
-//! Functions a reader can follow in the simulated OS: none over 150 lines outside tests, and
-//! no reading (`simos/src/os/answers.rs`, `Reading`) implemented as a twin function whose name
-//! ends in `_24h2`; a reading is a value the code consults where 24H2 and the pages differ.
+//! Functions a reader can follow in the simulated OS: none over 150 lines outside tests, no
+//! reading (`simos/src/os/answers.rs`, `Reading`) implemented as a twin function whose name
+//! ends in `_24h2` (a reading is a value the code consults), and errors typed where a caller
+//! decides.
 //!
 //! The scanner is deliberately simple: a function starts at a line whose code begins with
 //! optional qualifiers and `fn name`, and ends where its brace depth returns to zero. Braces
@@ -172,6 +173,37 @@ fn simos_functions_fit_and_readings_are_values_not_twin_functions() {
         }
     }
     none_bad(&bad, "simos functions too long or twinned by reading");
+}
+
+/// The most places `simos/src` may build a `SimError::Simulation` (API misuse and what is not
+/// simulated); a case a caller decides on gets its own `SimError` variant instead.
+const SIMULATION_ERRORS: usize = 10;
+
+/// Errors of the simulated OS are typed where a caller decides on them: the catch-all
+/// `SimError::Simulation` is built in at most [`SIMULATION_ERRORS`] places outside tests.
+#[test]
+fn simos_errors_are_typed_where_a_caller_decides() {
+    let mut sites = Vec::new();
+    for file in tree_files() {
+        if !file.starts_with("simos/src/") || !file.ends_with(".rs") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(root().join(&file)) else {
+            continue;
+        };
+        // A `#[cfg(test)]` module ends the file's code in this tree.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (i, line) in code.lines().enumerate() {
+            if line.contains("SimError::Simulation(") && !line.trim_start().starts_with("//") {
+                sites.push(format!("{file}:{}", i + 1));
+            }
+        }
+    }
+    assert!(
+        sites.len() <= SIMULATION_ERRORS,
+        "SimError::Simulation built in {} places (at most {SIMULATION_ERRORS}): {sites:#?}",
+        sites.len()
+    );
 }
 
 /// The scanner finds what it must: a function's length, a body-less declaration skipped, braces
