@@ -99,8 +99,9 @@ fn generate() -> String {
     );
     out.push_str(
         "Each D3DKMT thunk the UMD, the DLL or the harness calls, as the decompiled 24H2 \
-         dxgkrnl answers it ([windows-bringup.md \
-         §13](windows-bringup.md#13-where-the-code-and-the-pages-disagree)): its refusals in \
+         dxgkrnl answers it \
+         ([windows-bringup.md §13](windows-bringup.md#13-where-the-code-and-the-pages-disagree)): \
+         its refusals in \
          24H2's order with their statuses, what it writes back, whether it answers \
          STATUS_PENDING, the simulated kernel's entry for it and where the simulation still \
          answers otherwise.\n\n",
