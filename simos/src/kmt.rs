@@ -43,6 +43,7 @@ pub mod catalog;
 pub mod context_virtual;
 pub mod native_fence;
 pub mod query_adapter_info;
+pub mod sync_from_cpu;
 mod umd_nodes;
 
 pub use crate::os::DEFAULT_THUNK_COST;
@@ -230,18 +231,12 @@ impl<'m> SimKmt<'m> {
         let f = native_fence::nt_dxgk_create_native_fence_internal(self.m, &mut a, |h| {
             (h == own.device).then_some(own)
         })?;
-        let mapping = FenceMapping {
-            current_value_cpu: a.current_value_cpu_va as usize,
-            current_value_gpu: a.current_value_gpu_va,
-            monitored_value_gpu: a.monitored_value_gpu_va,
-        };
-        UmdNativeFence::new(a.h_sync_object, &mapping, &a.private_driver_data).map_err(|_| {
-            let _ = self
-                .m
-                .take_native_fence_kmt(self.p.adapter, a.h_sync_object);
-            let _ = self.m.destroy_native_fence(&f);
-            NtStatus(STATUS_UNSUCCESSFUL)
-        })
+        self.umd_fence(
+            &f,
+            a.h_sync_object,
+            a.current_value_cpu_va,
+            &a.private_driver_data,
+        )
     }
 
     /// A default-type native fence of this process, private or `shareable`.
@@ -283,21 +278,6 @@ impl<'m> SimKmt<'m> {
         self.with_raw_kmt_handle(self.create_default_fence(initial, shareable)?)
     }
 
-    /// `D3DKMTOpenNativeFenceFromNtHandle` as the OS returns it to a user-mode image (the PE
-    /// bridge): the new D3DKMT handle and the opened instance.
-    #[cfg(target_os = "linux")]
-    pub(crate) fn open_native_fence_raw(
-        &self,
-        shared: u64,
-    ) -> Result<(KmtHandle, NativeFence), NtStatus> {
-        self.thunk()?;
-        let f = self
-            .m
-            .open_native_fence_from_nt_handle(self.p.adapter, self.p.pid, shared)
-            .map_err(status)?;
-        self.with_raw_kmt_handle(f)
-    }
-
     /// This process's instance with D3DKMT handle `h` (another process's handle names
     /// nothing here).
     fn own_native_fence(&self, h: KmtHandle) -> Result<NativeFence, NtStatus> {
@@ -307,20 +287,26 @@ impl<'m> SimKmt<'m> {
         }
     }
 
-    /// Gives `f` a D3DKMT handle and builds the UMD's view of it.
-    fn with_kmt_handle(&self, f: NativeFence) -> Result<UmdNativeFence, NtStatus> {
-        let h = self.kmt_handle_or_destroy(&f)?;
-        let pdd = f.pdd();
-        // D3DDDI_NATIVEFENCEMAPPING: this process's VAs, and the CPU's view of
-        // CurrentValue (the OS's page itself here: user and kernel share memory).
+    /// The UMD's view of fence `f` (D3DKMT handle `h`) from what a create or open thunk wrote
+    /// back: this process's mapping and the private data. A view the UMD refuses closes the
+    /// instance again.
+    fn umd_fence(
+        &self,
+        f: &NativeFence,
+        h: KmtHandle,
+        cpu_va: u64,
+        pdd: &[u8],
+    ) -> Result<UmdNativeFence, NtStatus> {
+        // D3DDDI_NATIVEFENCEMAPPING: this process's VAs, and the CPU's view of CurrentValue
+        // (the OS's page itself here: user and kernel share memory).
         let mapping = FenceMapping {
-            current_value_cpu: f.current_value_kernel_va(),
+            current_value_cpu: cpu_va as usize,
             current_value_gpu: f.current_value_va(),
             monitored_value_gpu: f.monitored_value_va(),
         };
-        UmdNativeFence::new(h, &mapping, pdd.as_bytes()).map_err(|_| {
+        UmdNativeFence::new(h, &mapping, pdd).map_err(|_| {
             let _ = self.m.take_native_fence_kmt(self.p.adapter, h);
-            let _ = self.m.destroy_native_fence(&f);
+            let _ = self.m.destroy_native_fence(f);
             NtStatus(STATUS_UNSUCCESSFUL)
         })
     }
@@ -448,15 +434,6 @@ impl<'m> SimKmt<'m> {
         self.adapter().map_or(true, |a| {
             crate::vidmm::va::paging_queue::paging_fence_reached(&a, queue, value)
         })
-    }
-
-    /// `D3DKMTSignalSynchronizationObjectFromCpu` on a fence with a D3DKMT handle.
-    pub fn signal_fence_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        let f = ums::fence_of(&a, self.p.device, fence).ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
-        self.m
-            .signal_monitored_fence_from_cpu(&f, value)
-            .map_err(status)
     }
 }
 
@@ -845,12 +822,21 @@ impl Kmt for SimKmt<'_> {
         self.m.close_nt_handle(self.p.pid, handle).map_err(status)
     }
 
+    /// Through the thunk's kernel entry with the structure the UMD's Windows thunk fills.
     fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus> {
-        let mine = self
-            .m
-            .open_native_fence_from_nt_handle(self.p.adapter, self.p.pid, shared)
-            .map_err(status)?;
-        self.with_kmt_handle(mine)
+        self.thunk()?;
+        let mut a = native_fence::D3dkmtOpenNativeFenceFromNtHandle::new(shared, self.p.device);
+        let own = self.p;
+        let f =
+            native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal(self.m, &mut a, |h| {
+                (h == own.device).then_some(own)
+            })?;
+        self.umd_fence(
+            &f,
+            a.h_sync_object,
+            a.current_value_cpu_va,
+            &a.private_driver_data,
+        )
     }
 
     fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
@@ -901,6 +887,7 @@ impl Kmt for SimKmt<'_> {
     /// not end (`rvgpu_umd::wait`; a late wake is counted there), within the OS's wait timeout.
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let a = self.thunk()?;
+        self.check_cpu_wait(fence, value)?;
         let timeout = self.m.os_config().wait_timeout;
         let outcome = match ums::fence_of(&a, self.p.device, fence) {
             Some(f) => self.m.wait_monitored_fence(&f, value, timeout),

@@ -793,9 +793,11 @@ fn paging_queue_create_destroy() {
         STATUS_INVALID_PARAMETER,
         "destroyed queue",
     );
+    // A handle no longer in the caller's table (24H2
+    // `K:WaitForSynchronizationObjectFromCpu` @0x1402AD200).
     refused(
         a.k.wait_for_fence(q2.fence, 1),
-        rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE,
+        STATUS_INVALID_PARAMETER,
         "its fence went with it",
     );
     no_fault(&m);

@@ -1,6 +1,7 @@
 //! D3DKMT handles are per process. Process B naming process A's fence handle (a
 //! guessed number) names nothing: its CPU signal, CPU wait, destroy and GPU waits and signals
-//! fail with Windows' statuses, and A's fence is untouched. A destroy or share of a handle
+//! fail with Windows' statuses (STATUS_INVALID_PARAMETER, as 24H2 answers a handle not in the
+//! caller's table), and A's fence is untouched. A destroy or share of a handle
 //! not in the caller's table is STATUS_INVALID_PARAMETER (Wine's `d3dkmt.c`, run on Windows:
 //! "destroying multiple times fails").
 
@@ -23,8 +24,13 @@ fn another_process_cannot_use_a_fence_by_its_handle() {
     let kb = m.kmt(&b);
     let (h, fence) = okk(&m, ka.create_monitored_fence(3));
 
-    assert_eq!(kb.signal_fence_from_cpu(h, 100), Err(STATUS_INVALID_HANDLE));
-    assert_eq!(kb.wait_for_fence(h, 1), Err(STATUS_INVALID_HANDLE));
+    // 24H2: a handle not in the caller's table (K:SignalSynchronizationObjectFromCpu
+    // @0x1402BA4F8, K:WaitForSynchronizationObjectFromCpu @0x1402AD200).
+    assert_eq!(
+        kb.signal_fence_from_cpu(h, 100),
+        Err(STATUS_INVALID_PARAMETER)
+    );
+    assert_eq!(kb.wait_for_fence(h, 1), Err(STATUS_INVALID_PARAMETER));
     assert_eq!(kb.destroy_monitored_fence(h), Err(STATUS_INVALID_PARAMETER));
     // GPU waits and signals of B's own kernel-mode queue naming A's fence.
     let q = okk(

@@ -687,7 +687,9 @@ fn garbage_is_a_status_never_a_halt() {
         thunk(&p, "D3DKMTCreateDevice", dev.as_mut_ptr() as u64),
         STATUS_INVALID_PARAMETER
     );
-    // A device handle it never got, an enormous count, arrays into nowhere.
+    // A device handle it never got, an enormous count, arrays into nowhere: the count's pool
+    // fails first (`K:DxgkSignalSynchronizationObjectFromCpu` @0x1402B97E0 allocates for the
+    // handles before it reads them or looks the device up).
     let s = [0x7777_7777u64 | (u64::from(u32::MAX) << 32), 0x10, 0x10, 0];
     assert_eq!(
         thunk(
@@ -695,7 +697,7 @@ fn garbage_is_a_status_never_a_halt() {
             "D3DKMTSignalSynchronizationObjectFromCpu",
             s.as_ptr() as u64
         ),
-        STATUS_INVALID_PARAMETER
+        0xC000_0017
     );
     // Run-time thunks (GetProcAddress) too: an unmapped structure, a null one.
     assert_eq!(
@@ -706,16 +708,18 @@ fn garbage_is_a_status_never_a_halt() {
         thunk(&p, "D3DKMTCreateNativeFence", 0),
         STATUS_INVALID_PARAMETER
     );
-    // A CPU wait on an event the process does not have, with a handle it never got.
-    let w = [0x7777_7777u64 | (1 << 32), 0x10, 0x10, 0x1234, 0];
-    assert_eq!(
-        thunk(
-            &p,
-            "D3DKMTWaitForSynchronizationObjectFromCpu",
-            w.as_ptr() as u64
-        ),
-        STATUS_INVALID_PARAMETER
-    );
+    // A CPU wait on an event the process does not have, with a device it never got and arrays
+    // into nowhere: the arrays' capture faults first
+    // (`K:DxgkWaitForSynchronizationObjectFromCpuInternal` @0x1402AC610), then the device, then
+    // the event.
+    let mut w = [0x7777_7777u64 | (1 << 32), 0x10, 0x10, 0x1234, 0];
+    let wait = "D3DKMTWaitForSynchronizationObjectFromCpu";
+    assert_eq!(thunk(&p, wait, w.as_ptr() as u64), STATUS_ACCESS_VIOLATION);
+    let (one, zero) = ([1u32], [0u64]);
+    (w[1], w[2]) = (one.as_ptr() as u64, zero.as_ptr() as u64);
+    assert_eq!(thunk(&p, wait, w.as_ptr() as u64), STATUS_INVALID_PARAMETER);
+    w[0] = u64::from(p.devices()[0].device) | (1 << 32);
+    assert_eq!(thunk(&p, wait, w.as_ptr() as u64), 0xC000_0008);
     // kernel32 given garbage: a lock word in no memory is an access violation raised in the
     // caller (the process), never a host fault.
     match p.call_import("AcquireSRWLockExclusive", &[0x10]) {

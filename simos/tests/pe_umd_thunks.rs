@@ -4,9 +4,14 @@
 
 mod common;
 
+use common::conformance::{assert_covers, expected};
 use common::dll::*;
 use common::pe::{pe_machine, pe_machine_sw, umd};
 use rvgpu_simos::pe::umd::UserProcess;
+
+/// Why a check refused only without test signing has no case: a machine without it refuses the
+/// test-signed `rvgpu.sys` (Code 52), so every machine of these suites has it on.
+const TEST_SIGNED: &str = "every machine that loads the test-signed rvgpu.sys has test signing on";
 
 /// Every D3DKMT thunk the shipped DLL imports from gdi32.dll has a row in the thunk catalog
 /// (`rvgpu_simos::kmt::catalog`), which says what 24H2 answers for it or that it is unread.
@@ -22,14 +27,17 @@ fn every_thunk_the_dll_imports_has_a_catalog_row() {
     assert!(missing.is_empty(), "no catalog row: {missing:?}");
 }
 
-/// `D3DKMTSubmitCommand` on a software-scheduled node given what Windows refuses returns its
-/// status and submits nothing (no fence ID is taken): no or too many broadcast contexts, a
-/// further broadcast context that names none, primaries on a render-only adapter, private
-/// data the KMD did not ask for, a context of no process or of another process, a length not
-/// a multiple of the 8-byte word or past the DMA buffer size, an unmapped VA; what the UMD does
-/// not use is STATUS_NOT_SUPPORTED. A length of 0 succeeds and submits nothing, as 24H2 does.
+/// `D3DKMTSubmitCommand` on a software-scheduled node given what 24H2's
+/// `DxgkSubmitCommandInternal` refuses returns the catalog's status and submits nothing (no fence
+/// ID is taken): no or too many broadcast contexts, more
+/// than 16 primaries, a further broadcast context that names none, a context of no process or of
+/// another process. Past the catalog's checks, as the bridge and the KMD answer: primaries on a
+/// render-only adapter, private data the KMD did not ask for, a length not a multiple of the
+/// 8-byte word or past the DMA buffer size, an unmapped VA; what the UMD does not use is
+/// STATUS_NOT_SUPPORTED. A length of 0 succeeds and submits nothing, as 24H2 does.
 #[test]
 fn um_01_d3dkmtsubmitcommand_refuses_what_windows_refuses() {
+    const T: &str = "D3DKMTSubmitCommand";
     const NOT_SUPPORTED: u64 = 0xC000_00BB;
     let m = pe_machine_sw();
     let p = UserProcess::new(m.clone(), umd());
@@ -40,79 +48,106 @@ fn um_01_d3dkmtsubmitcommand_refuses_what_windows_refuses() {
     open_adapter(&q);
     let other = raw_context(&q, 0);
     let before = m.legacy_fences(0, 0);
-    let inval = STATUS_INVALID_PARAMETER;
     type Edit = fn(&mut [u64; 48]);
-    let cases: [(&str, u32, u64, u32, Edit, u64); 13] = [
+    // The catalog's checks, labelled with its `what`.
+    let checks: [(&str, u32, Edit); 6] = [
         (
-            "no broadcast context",
-            ctx,
-            va,
-            8,
-            |s| set_u32(s, 24, 0),
-            inval,
+            "BroadcastContext[0] not in the caller's handle table",
+            0x1234,
+            |_| {},
         ),
         (
-            "65 broadcast contexts",
-            ctx,
-            va,
-            8,
-            |s| set_u32(s, 24, 65),
-            inval,
+            "BroadcastContext[0] not in the caller's handle table",
+            other,
+            |_| {},
         ),
+        ("BroadcastContextCount 0 or above 64", ctx, |s| {
+            set_u32(s, 24, 0)
+        }),
+        ("BroadcastContextCount 0 or above 64", ctx, |s| {
+            set_u32(s, 24, 65)
+        }),
+        ("NumPrimaries above 16", ctx, |s| set_u32(s, 300, 17)),
         (
-            "two broadcast contexts, the second none",
+            "a further broadcast context unknown, synchronisation-only or of another device",
             ctx,
-            va,
-            8,
             |s| set_u32(s, 24, 2),
-            inval,
         ),
-        ("a primary", ctx, va, 8, |s| set_u32(s, 300, 1), inval),
-        ("private data", ctx, va, 8, |s| set_u32(s, 296, 8), inval),
-        (
-            "NullRendering",
-            ctx,
-            va,
-            8,
-            |s| set_u32(s, 12, 1),
-            NOT_SUPPORTED,
-        ),
+    ];
+    let mut driven = Vec::new();
+    for (what, c, edit) in checks {
+        let mut s = submit_command(c, va, 8);
+        edit(&mut s);
+        let r = thunk(&p, T, s.as_mut_ptr() as u64);
+        assert_eq!(r, expected(T, what), "{what}: {r:#x}");
+        driven.push(what);
+    }
+    let inval = STATUS_INVALID_PARAMETER;
+    let beyond: [(&str, u64, u32, Edit, u64); 8] = [
+        ("a primary", va, 8, |s| set_u32(s, 300, 1), inval),
+        ("private data", va, 8, |s| set_u32(s, 296, 8), inval),
+        ("NullRendering", va, 8, |s| set_u32(s, 12, 1), NOT_SUPPORTED),
         (
             "a history buffer",
-            ctx,
             va,
             8,
             |s| set_u32(s, 368, 1),
             NOT_SUPPORTED,
         ),
-        ("no such context", 0x1234, va, 8, |_| {}, inval),
-        ("another process's context", other, va, 8, |_| {}, inval),
-        ("a length of 12", ctx, va, 12, |_| {}, inval),
-        ("past 64 KiB", ctx, va, 64 * 1024 + 8, |_| {}, inval),
-        ("an unaligned VA", ctx, va + 4, 8, |_| {}, inval),
-        ("an unmapped VA", ctx, 0x1000, 8, |_| {}, inval),
+        ("a length of 12", va, 12, |_| {}, inval),
+        ("past 64 KiB", va, 64 * 1024 + 8, |_| {}, inval),
+        ("an unaligned VA", va + 4, 8, |_| {}, inval),
+        ("an unmapped VA", 0x1000, 8, |_| {}, inval),
     ];
-    for (what, c, at, len, edit, want) in cases {
-        let mut s = submit_command(c, at, len);
+    for (what, at, len, edit, want) in beyond {
+        let mut s = submit_command(ctx, at, len);
         edit(&mut s);
-        let r = thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64);
+        let r = thunk(&p, T, s.as_mut_ptr() as u64);
         assert_eq!(r, want, "{what}: {r:#x}");
     }
     let mut s = submit_command(ctx, va, 8);
     set_u32(&mut s, 24, 2);
     set_u32(&mut s, 32, ctx);
     assert_eq!(
-        thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64),
+        thunk(&p, T, s.as_mut_ptr() as u64),
         NOT_SUPPORTED,
         "two broadcast contexts"
     );
     let mut s = submit_command(ctx, va, 0);
     assert_eq!(
-        thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64),
+        thunk(&p, T, s.as_mut_ptr() as u64),
         STATUS_SUCCESS,
         "a length of 0"
     );
     assert_eq!(m.legacy_fences(0, 0), before, "something was submitted");
+    assert_covers(
+        T,
+        &driven,
+        &[
+            ("Flags.NoKmdAccess without test signing", TEST_SIGNED),
+            (
+                "Flags.PresentRedirected from a virtual machine",
+                "the simulated machine is no virtual machine",
+            ),
+            (
+                "BroadcastContext[0] created with HwQueueSupported",
+                "driven in um_01_d3dkmtsubmitcommand_refuses_a_hw_queue_context",
+            ),
+            (
+                "BroadcastContext[0] SynchronizationOnly",
+                "driven in pe_thunks_queues.rs",
+            ),
+            (
+                "a further broadcast context created with HwQueueSupported",
+                "BroadcastContext[0] must be a context without it, which BR-92 allows only on a \
+                 software-scheduled node, and this suite's adapter schedules no node in hardware",
+            ),
+            (
+                "the context not virtual",
+                "the DLL creates virtual contexts only (D3DKMTCreateContext is not bridged)",
+            ),
+        ],
+    );
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
@@ -132,7 +167,10 @@ fn um_01_d3dkmtsubmitcommand_refuses_a_hw_queue_context() {
         let mut s = submit_command(ctx, va, len);
         assert_eq!(
             thunk(&p, "D3DKMTSubmitCommand", s.as_mut_ptr() as u64),
-            STATUS_INVALID_PARAMETER,
+            expected(
+                "D3DKMTSubmitCommand",
+                "BroadcastContext[0] created with HwQueueSupported"
+            ),
             "a length of {len}"
         );
     }
@@ -173,14 +211,16 @@ fn context_virtual(device: u32, edit: impl FnOnce(&mut [u32; 10])) -> [u32; 10] 
     c
 }
 
-/// `D3DKMTCreateContextVirtual` refuses what 24H2's `DxgkCreateContextVirtualImpl` refuses, as
-/// a raw thunk call in the DLL's process, and writes nothing back then: an engine-affinity bit
-/// past the one physical adapter, two bits, a node past the adapter's, a flag bit from 7 up,
-/// private data given half (a pointer with size 0, a size with no pointer), all
-/// STATUS_INVALID_PARAMETER; private data at an unmapped address is the probe's
-/// STATUS_ACCESS_VIOLATION. Engine 0 or 1 is accepted and `hContext` written.
+/// `D3DKMTCreateContextVirtual` refuses what 24H2's `DxgkCreateContextVirtualImpl` refuses, each
+/// with the catalog's status, as a raw thunk call in the DLL's process, and writes nothing back
+/// then: an engine-affinity bit past the one physical adapter (alone or with bit 0), a node past
+/// the adapter's, a flag bit from 7 up, private data given half (a pointer with size 0, a size
+/// with no pointer), private data at an unmapped address (the probe's status) or larger than
+/// the pool gives, a device handle never given, no `HwQueueSupported` on a hardware-scheduled
+/// node. Engine 0 or 1 is accepted and `hContext` written.
 #[test]
 fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
+    const T: &str = "D3DKMTCreateContextVirtual";
     let m = pe_machine();
     let p = UserProcess::new(m.clone(), umd());
     open_queue(&p);
@@ -188,67 +228,61 @@ fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
     let mut pdd = [0u8; 16];
     let pdd_at = pdd.as_mut_ptr() as u64;
     type Edit = Box<dyn Fn(&mut [u32; 10])>;
-    let cases: Vec<(&str, Edit, u64)> = vec![
+    let past = "EngineAffinity's highest bit at or past the physical adapters";
+    let half = "pPrivateDriverData without size, or a size without pointer";
+    let flags = "a Flags bit from 7 up";
+    let cases: Vec<(&str, Edit)> = vec![
+        (past, Box::new(|c| c[2] = 2)),
+        (past, Box::new(|c| c[2] = 3)),
         (
-            "engine bit 1",
-            Box::new(|c| c[2] = 2),
-            STATUS_INVALID_PARAMETER,
-        ),
-        (
-            "engine bits 0 and 1",
-            Box::new(|c| c[2] = 3),
-            STATUS_INVALID_PARAMETER,
-        ),
-        (
-            "node past the adapter's",
+            "NodeOrdinal at or past the physical adapter's nodes",
             Box::new(|c| c[1] = 64),
-            STATUS_INVALID_PARAMETER,
         ),
+        (flags, Box::new(|c| c[3] = 1 << 7)),
+        (flags, Box::new(|c| c[3] = 1 << 31)),
         (
-            "flag bit 7",
-            Box::new(|c| c[3] = 1 << 7),
-            STATUS_INVALID_PARAMETER,
-        ),
-        (
-            "flag bit 31",
-            Box::new(|c| c[3] = 1 << 31),
-            STATUS_INVALID_PARAMETER,
-        ),
-        (
-            "private data pointer, size 0",
+            half,
             Box::new(move |c| {
                 c[4] = pdd_at as u32;
                 c[5] = (pdd_at >> 32) as u32;
             }),
-            STATUS_INVALID_PARAMETER,
         ),
+        (half, Box::new(|c| c[6] = 16)),
         (
-            "private data size, no pointer",
-            Box::new(|c| c[6] = 16),
-            STATUS_INVALID_PARAMETER,
-        ),
-        (
-            "private data unmapped",
+            "the private data not readable",
             Box::new(|c| {
                 c[4] = 0x10;
                 c[6] = 16;
             }),
-            STATUS_ACCESS_VIOLATION,
         ),
         (
-            "a device handle never given",
+            "no pool for the private data",
+            Box::new(move |c| {
+                c[3] = HW_QUEUE_SUPPORTED;
+                c[4] = pdd_at as u32;
+                c[5] = (pdd_at >> 32) as u32;
+                c[6] = 1 << 20;
+            }),
+        ),
+        (
+            "hDevice not in the caller's handle table",
             Box::new(|c| c[0] = 0x7777_7777),
-            STATUS_INVALID_PARAMETER,
+        ),
+        (
+            "no HwQueueSupported on a node with context scheduling",
+            Box::new(|c| c[3] = 0),
         ),
     ];
-    for (what, edit, want) in &cases {
+    let mut driven = Vec::new();
+    for (what, edit) in &cases {
         let mut c = context_virtual(device, edit);
         assert_eq!(
-            thunk(&p, "D3DKMTCreateContextVirtual", c.as_mut_ptr() as u64),
-            *want,
+            thunk(&p, T, c.as_mut_ptr() as u64),
+            expected(T, what),
             "{what}"
         );
         assert_eq!(c[8], 0, "{what}: hContext written on a refusal");
+        driven.push(*what);
     }
     for engine in [0, 1] {
         // `HwQueueSupported`: node 0 is hardware-scheduled.
@@ -257,7 +291,7 @@ fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
             c[3] = HW_QUEUE_SUPPORTED;
         });
         assert_eq!(
-            thunk(&p, "D3DKMTCreateContextVirtual", c.as_mut_ptr() as u64),
+            thunk(&p, T, c.as_mut_ptr() as u64),
             STATUS_SUCCESS,
             "engine affinity {engine}"
         );
@@ -268,6 +302,33 @@ fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
             STATUS_SUCCESS
         );
     }
+    assert_covers(
+        T,
+        &driven,
+        &[
+            (
+                "NoKmdAccess or TestContext without test signing",
+                TEST_SIGNED,
+            ),
+            (
+                "more than one EngineAffinity bit",
+                "one physical adapter: a second bit is past it, refused before",
+            ),
+            (
+                "not SynchronizationOnly, on an adapter or node without GPU VA",
+                "every node of the simulated adapter has GPU VA",
+            ),
+            (
+                "HwQueueSupported with a driver below WDDM 2.5",
+                "the KMD is a WDDM 3.2 driver",
+            ),
+            (
+                "HwQueueSupported on a node without context scheduling",
+                "driven on a software-scheduled adapter in \
+                 br_92_d3dkmtcreatecontextvirtual_hw_queue_supported_exactly_on_hws_nodes",
+            ),
+        ],
+    );
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
@@ -276,8 +337,8 @@ fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
 /// `ContextSchedulingSupported` bit included. What 24H2's `DxgkQueryAdapterInfoImpl` refuses is
 /// refused, as raw thunk calls in the DLL's process: no buffer, size 0, a size other than 78,
 /// an adapter handle never given, a physical adapter index past the one, a node past the
-/// adapter's (STATUS_INVALID_PARAMETER each); a buffer at an unmapped address is the probe's
-/// STATUS_ACCESS_VIOLATION.
+/// adapter's, a size overflowing when rounded up (each with the catalog's status); a buffer at
+/// an unmapped address is the probe's STATUS_ACCESS_VIOLATION.
 #[test]
 fn um_03_d3dkmtqueryadapterinfo_node_metadata_tells_hardware_scheduling() {
     let m = pe_machine();
@@ -299,28 +360,57 @@ fn um_03_d3dkmtqueryadapterinfo_node_metadata_tells_hardware_scheduling() {
         q[4] = size;
         thunk(&p, "D3DKMTQueryAdapterInfo", q.as_mut_ptr() as u64)
     };
+    const T: &str = "D3DKMTQueryAdapterInfo";
     let at = md.as_mut_ptr() as u64;
-    assert_eq!(query(adapter, 0, 78), STATUS_INVALID_PARAMETER, "no buffer");
-    assert_eq!(query(adapter, at, 0), STATUS_INVALID_PARAMETER, "size 0");
-    assert_eq!(query(adapter, at, 77), STATUS_INVALID_PARAMETER, "size 77");
-    assert_eq!(
-        query(0x7777_7777, at, 78),
-        STATUS_INVALID_PARAMETER,
-        "adapter"
+    let mut driven = Vec::new();
+    let mut case = |what: &'static str, h: u32, at: u64, size: u32| {
+        assert_eq!(query(h, at, size), expected(T, what), "{what}");
+        driven.push(what);
+    };
+    case("pPrivateDriverData NULL", adapter, 0, 78);
+    let size = "PrivateDriverDataSize 0, or overflowing when rounded up to 8";
+    case(size, adapter, at, 0);
+    case(size, adapter, at, u32::MAX);
+    case(
+        "KMTQAITYPE_NODEMETADATA: PrivateDriverDataSize not 78",
+        adapter,
+        at,
+        77,
     );
-    assert_eq!(
-        query(adapter, 0x10, 78),
-        STATUS_ACCESS_VIOLATION,
-        "unmapped"
+    case(
+        "hAdapter not in the caller's handle table",
+        0x7777_7777,
+        at,
+        78,
+    );
+    case(
+        "KMTQAITYPE_NODEMETADATA's input not readable",
+        adapter,
+        0x10,
+        78,
     );
     md[..4].copy_from_slice(&(1u32 << 16).to_le_bytes());
-    assert_eq!(
-        query(adapter, at, 78),
-        STATUS_INVALID_PARAMETER,
-        "adapter 1"
+    case(
+        "KMTQAITYPE_NODEMETADATA: adapter index past the physical adapters",
+        adapter,
+        at,
+        78,
     );
     md[..4].copy_from_slice(&64u32.to_le_bytes());
-    assert_eq!(query(adapter, at, 78), STATUS_INVALID_PARAMETER, "node 64");
+    case(
+        "KMTQAITYPE_NODEMETADATA: node past the adapter's",
+        adapter,
+        at,
+        78,
+    );
+    assert_covers(
+        T,
+        &driven,
+        &[(
+            "KMTQAITYPE_NODEMETADATA: no node metadata",
+            "the KMD gives metadata for every node",
+        )],
+    );
     let nodes = m.node_metadata(0);
     assert!(!nodes.is_empty());
     for (node, want) in nodes.iter().enumerate() {
@@ -362,33 +452,51 @@ fn nf_12_d3dkmtcreatenativefence_refuses_what_24h2_refuses() {
     let p = UserProcess::new(m.clone(), umd());
     open_queue(&p);
     let device = p.devices()[0].device;
+    const T: &str = "D3DKMTCreateNativeFence";
+    let flags = "Flags non-zero, or an Info.Flags bit of 0x7FFFF800";
+    let shared = "Shared without NtSecuritySharing";
+    let reserved = "a non-zero byte of Reserved, Info.Reserved or the mapping's";
+    let device_never = "hDevice not in the caller's handle table";
     type Edit = fn(&mut [u8; 216]);
     let cases: [(&str, Edit); 12] = [
-        ("type 1", |f| put_u32(f, 84, 1)),
-        ("outer Flags", |f| put_u32(f, 184, 1)),
-        ("Info.Flags bit 11", |f| put_u32(f, 88, 1 << 11)),
-        ("Info.Flags bit 30", |f| put_u32(f, 88, 1 << 30)),
-        ("Shared alone", |f| put_u32(f, 88, 1)),
-        ("NtSecuritySharing alone", |f| put_u32(f, 88, 2)),
+        ("Info.Type not D3DDDI_NATIVEFENCE_TYPE_DEFAULT", |f| {
+            put_u32(f, 84, 1)
+        }),
+        (flags, |f| put_u32(f, 184, 1)),
+        (flags, |f| put_u32(f, 88, 1 << 11)),
+        (flags, |f| put_u32(f, 88, 1 << 30)),
+        (shared, |f| put_u32(f, 88, 1)),
+        ("NtSecuritySharing without Shared", |f| put_u32(f, 88, 2)),
         ("NoSignal with NoWait", |f| put_u32(f, 88, 0x30)),
-        ("Reserved", |f| f[215] = 1),
-        ("Info.Reserved", |f| f[152] = 1),
-        ("mapping reserved", |f| f[120] = 1),
-        ("device never given", |f| put_u32(f, 0, 0x7777_7777)),
-        ("Shared alone, bad device", |f| {
+        (reserved, |f| f[215] = 1),
+        (reserved, |f| f[152] = 1),
+        (reserved, |f| f[120] = 1),
+        (device_never, |f| put_u32(f, 0, 0x7777_7777)),
+        // Before the handle is looked up.
+        (shared, |f| {
             put_u32(f, 0, 0x7777_7777);
             put_u32(f, 88, 1);
         }),
     ];
+    let mut driven = Vec::new();
     for (what, edit) in cases {
         let mut f = create_native_fence(device, edit);
         assert_eq!(
-            thunk(&p, "D3DKMTCreateNativeFence", f.as_mut_ptr() as u64),
-            STATUS_INVALID_PARAMETER,
+            thunk(&p, T, f.as_mut_ptr() as u64),
+            expected(T, what),
             "{what}"
         );
         assert_eq!(f[4..8], [0; 4], "{what}: hSyncObject written on a refusal");
+        driven.push(what);
     }
+    assert_covers(
+        T,
+        &driven,
+        &[(
+            "the adapter not on dxgmms2, or without native fences",
+            "every adapter the DLL's suites start runs on dxgmms2 with native fences",
+        )],
+    );
     for flags in [0u32, 3, 0x10, 0x20] {
         let mut f = create_native_fence(device, |f| put_u32(f, 88, flags));
         assert_eq!(

@@ -2,7 +2,9 @@
 //! @0x1401F8C68 answers it: the caller's `D3DKMT_CREATENATIVEFENCE` as written, its checks in
 //! that function's order and with its statuses, then the fence, and back exactly the fields it
 //! writes (`hSyncObject`, `PrivateDriverData`, and the 0x70 bytes from `InitialFenceValue` up to
-//! the outer `Flags`, of which the mapping's three addresses are new).
+//! the outer `Flags`, of which the mapping's three addresses are new); and
+//! `D3DKMTOpenNativeFenceFromNtHandle`'s, as `K:NtDxgkOpenNativeFenceFromNtHandleInternal`
+//! @0x1401E15EC answers it.
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -141,6 +143,108 @@ pub fn nt_dxgk_create_native_fence_internal(
         .kmt(&p)
         .create_native_fence_raw(a.initial_fence_value, a.info_flags & SYNC_SHARED != 0)?;
     a.h_sync_object = h;
+    let pdd = f.pdd();
+    let src = pdd.as_bytes();
+    let n = src.len().min(a.private_driver_data.len());
+    a.private_driver_data = [0; 64];
+    a.private_driver_data[..n].copy_from_slice(&src[..n]);
+    a.current_value_cpu_va = f.current_value_kernel_va() as u64;
+    a.current_value_gpu_va = f.current_value_va();
+    a.monitored_value_gpu_va = f.monitored_value_va();
+    Ok(f)
+}
+
+/// `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE` in the released x64 layout (176 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub struct D3dkmtOpenNativeFenceFromNtHandle {
+    /// `hNtHandle` (in): an NT handle of the caller's process.
+    pub h_nt_handle: u64,
+    /// `hDevice` (in).
+    pub h_device: u32,
+    /// `EngineAffinity` (in).
+    pub engine_affinity: u32,
+    /// `Flags` (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`, in/out).
+    pub flags: u32,
+    /// `hSyncObject` (out).
+    pub h_sync_object: u32,
+    /// `NativeFenceMapping.CurrentValueCpuVa` (out).
+    pub current_value_cpu_va: u64,
+    /// `NativeFenceMapping.CurrentValueGpuVa` (out).
+    pub current_value_gpu_va: u64,
+    /// `NativeFenceMapping.MonitoredValueGpuVa` (out).
+    pub monitored_value_gpu_va: u64,
+    /// `NativeFenceMapping.ReservedInt`.
+    pub mapping_reserved: [u8; 32],
+    /// `PrivateDriverData`.
+    pub private_driver_data: [u8; 64],
+    /// `Reserved`: must be zero.
+    pub reserved: [u8; 32],
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, flags) == 16);
+    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, h_sync_object) == 20);
+    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, current_value_cpu_va) == 24);
+    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, private_driver_data) == 80);
+    assert!(offset_of!(D3dkmtOpenNativeFenceFromNtHandle, reserved) == 144);
+    assert!(size_of::<D3dkmtOpenNativeFenceFromNtHandle>() == 176);
+};
+
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::NoGPUAccess`.
+pub const SYNC_NO_GPU_ACCESS: u32 = 1 << 7;
+
+impl D3dkmtOpenNativeFenceFromNtHandle {
+    /// A structure as the UMD fills it: `h_nt_handle` on `h_device`, the rest zero.
+    pub fn new(h_nt_handle: u64, h_device: KmtHandle) -> Self {
+        let mut a = <Self as zerocopy::FromZeros>::new_zeroed();
+        a.h_nt_handle = h_nt_handle;
+        a.h_device = h_device;
+        a
+    }
+}
+
+/// `NtDxgkOpenNativeFenceFromNtHandleInternal` (24H2 @0x1401E15EC, `DXGSYNCOBJECT::Open`
+/// @0x1401F4640) for the caller's structure `a`, in 24H2's order, STATUS_INVALID_PARAMETER
+/// unless said:
+/// 1. an `Flags` bit of [`SYNC_FLAGS_REFUSED`];
+/// 2. a non-zero byte of `Reserved` (`NoSignal` or `NoWait` asked for is only logged);
+/// 3. `hDevice` not in the caller's handle table (`device`);
+/// 4. the device's adapter without native fences;
+/// 5. `hNtHandle` not an NT handle of the caller's process (STATUS_INVALID_HANDLE);
+/// 6. `NoGPUAccess` asked for (no simulated fence is created with it, and the open must match
+///    the creation).
+///
+/// On success `a` holds what 24H2 copies back: `hSyncObject`, the mapping's three addresses,
+/// `Flags` with `NoSignal` and `NoWait` as the NT handle's access sets them (every simulated
+/// handle grants both, so both clear), and the KMD's private data (see the catalog's gaps);
+/// the opened instance is returned. On failure `a` is unchanged.
+pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
+    m: &Machine,
+    a: &mut D3dkmtOpenNativeFenceFromNtHandle,
+    device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+) -> Result<NativeFence, NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    if a.flags & SYNC_FLAGS_REFUSED != 0 || a.reserved.iter().any(|&b| b != 0) {
+        return Err(bad);
+    }
+    let p = device(a.h_device).ok_or(bad)?;
+    let adapter = m.adapter_shared(p.adapter).map_err(|_| bad)?;
+    crate::sync::fence::native::check_native(adapter).map_err(|_| bad)?;
+    // The NT handle is referenced before `DXGSYNCOBJECT::Open` compares the flag.
+    crate::sync::fence::share::fence_of_nt_handle(&m.handles, p.pid, a.h_nt_handle)
+        .map_err(super::status)?;
+    if a.flags & SYNC_NO_GPU_ACCESS != 0 {
+        return Err(bad);
+    }
+    let k = m.kmt(&p);
+    let opened = m
+        .open_native_fence_from_nt_handle(p.adapter, p.pid, a.h_nt_handle)
+        .map_err(super::status)?;
+    let (h, f) = k.with_raw_kmt_handle(opened)?;
+    a.h_sync_object = h;
+    a.flags &= !(SYNC_NO_SIGNAL | SYNC_NO_WAIT);
     let pdd = f.pdd();
     let src = pdd.as_bytes();
     let n = src.len().min(a.private_driver_data.len());

@@ -47,6 +47,10 @@ struct Fence {
 
 /// `STATUS_INVALID_PARAMETER`: a thunk's answer to a mapping it cannot use.
 const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
+/// `STATUS_INVALID_HANDLE`: a handle value the process does not hold.
+const STATUS_INVALID_HANDLE: i32 = 0xC000_0008_u32 as i32;
+/// `STATUS_OBJECT_TYPE_MISMATCH`: a handle to another kind of object.
+const STATUS_OBJECT_TYPE_MISMATCH: i32 = 0xC000_0024_u32 as i32;
 
 fn status<T>(r: Result<T, RvgpuStatus>) -> RvgpuStatus {
     r.map_or_else(|e| e, |_| RvgpuStatus::Ok)
@@ -345,8 +349,13 @@ pub fn fence_wait_async(f: usize, value: u64, event: usize) -> RvgpuStatus {
     let event = core::ptr::without_provenance_mut(event);
     match kmt.wait_async(nf.kmt, value, event) {
         Ok(()) => RvgpuStatus::Ok,
-        // The fence is a live one of this process: what the OS refuses is the event.
-        Err(NtStatus(STATUS_INVALID_PARAMETER)) => RvgpuStatus::InvalidArgument,
+        // The fence is a live one of this process: what the OS refuses is the event. 24H2
+        // references it as an event handle of the process (`K:WaitForSynchronizationObjectFromCpu`
+        // @0x1402AD200): a value it does not hold is STATUS_INVALID_HANDLE, a handle to another
+        // kind of object STATUS_OBJECT_TYPE_MISMATCH.
+        Err(NtStatus(
+            STATUS_INVALID_PARAMETER | STATUS_INVALID_HANDLE | STATUS_OBJECT_TYPE_MISMATCH,
+        )) => RvgpuStatus::InvalidArgument,
         Err(e) => from_nt(e),
     }
 }

@@ -588,14 +588,26 @@ impl Kmt for WinKmt {
     }
 
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>
-    /// of one native fence, no object attributes (an unnamed handle).
+    /// of one native fence, as an unnamed handle: object attributes that name nothing (24H2's
+    /// `K:DxgkShareObjectsInternal` @0x14032A300 refuses NULL ones with
+    /// STATUS_INVALID_PARAMETER).
     fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
+        use windows_sys::Wdk::Foundation::OBJECT_ATTRIBUTES;
         use windows_sys::Wdk::Graphics::Direct3D::D3DKMTShareObjects;
         let objects = [fence];
+        let attributes = OBJECT_ATTRIBUTES {
+            Length: core::mem::size_of::<OBJECT_ATTRIBUTES>() as u32,
+            RootDirectory: ptr::null_mut(),
+            ObjectName: ptr::null(),
+            Attributes: 0,
+            SecurityDescriptor: ptr::null(),
+            SecurityQualityOfService: ptr::null(),
+        };
         let mut nt: windows_sys::Win32::Foundation::HANDLE = ptr::null_mut();
-        // SAFETY: one handle in `objects`, no attributes, `nt` a writable HANDLE on this frame.
+        // SAFETY: one handle in `objects`, `attributes` and `nt` (a writable HANDLE) on this
+        // frame.
         check(unsafe {
-            D3DKMTShareObjects(1, objects.as_ptr(), ptr::null(), GENERIC_ALL, &mut nt)
+            D3DKMTShareObjects(1, objects.as_ptr(), &attributes, GENERIC_ALL, &mut nt)
         })?;
         if nt.is_null() {
             return Err(NtStatus(STATUS_INVALID_PARAMETER));

@@ -209,31 +209,6 @@ pub(super) struct InvalidateCache {
     pub(super) length: u64,
 }
 
-/// `D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct SignalFromCpu {
-    pub(super) h_device: u32,
-    pub(super) object_count: u32,
-    pub(super) object_handle_array: u64,
-    pub(super) fence_value_array: u64,
-    pub(super) flags: u32,
-    pub(super) _pad: u32,
-}
-
-/// `D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct WaitFromCpu {
-    pub(super) h_device: u32,
-    pub(super) object_count: u32,
-    pub(super) object_handle_array: u64,
-    pub(super) fence_value_array: u64,
-    pub(super) h_async_event: u64,
-    pub(super) flags: u32,
-    pub(super) _pad: u32,
-}
-
 /// `D3DKMT_CREATE_DOORBELL` (released layout, as `kmt_windows::D3dkmtCreateDoorbell`).
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -253,29 +228,9 @@ pub(super) struct CreateDoorbell {
     pub(super) _pad1: u32,
 }
 
-/// `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE` (as `kmt_windows::D3dkmtOpenNativeFenceFromNtHandle`).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct OpenNativeFenceFromNtHandle {
-    pub(super) h_nt_handle: u64,
-    pub(super) h_device: u32,
-    pub(super) engine_affinity: u32,
-    pub(super) flags: u32,
-    pub(super) h_sync_object: u32,
-    pub(super) current_value_cpu_va: u64,
-    pub(super) current_value_gpu_va: u64,
-    pub(super) monitored_value_gpu_va: u64,
-    pub(super) mapping_reserved: [u8; 32],
-    pub(super) private_driver_data: [u8; 64],
-    pub(super) reserved: [u8; 32],
-}
-
 // The layouts the DLL's side asserts (umd/src/kmt_windows/layout.rs; windows-sys for the others).
 const _: () = {
     assert!(size_of::<OpenAdapterFromLuid>() == 12);
-    assert!(offset_of!(OpenNativeFenceFromNtHandle, h_sync_object) == 20);
-    assert!(offset_of!(OpenNativeFenceFromNtHandle, private_driver_data) == 80);
-    assert!(size_of::<OpenNativeFenceFromNtHandle>() == 176);
     assert!(size_of::<CreateDevice>() == 64);
     assert!(offset_of!(CreateDevice, h_device) == 12);
     assert!(size_of::<CreatePagingQueue>() == 32);
@@ -314,10 +269,6 @@ const _: () = {
     assert!(offset_of!(MakeResident, paging_fence_value) == 32);
     assert!(offset_of!(MakeResident, num_bytes_to_trim) == 40);
     assert!(size_of::<InvalidateCache>() == 24);
-    assert!(size_of::<SignalFromCpu>() == 32);
-    assert!(size_of::<WaitFromCpu>() == 40);
-    assert!(offset_of!(WaitFromCpu, h_async_event) == 24);
-    assert!(offset_of!(WaitFromCpu, flags) == 32);
     assert!(size_of::<CreateDoorbell>() == 72);
     assert!(offset_of!(CreateDoorbell, private_driver_data) == 24);
     assert!(offset_of!(CreateDoorbell, doorbell_status_cpu_va) == 48);

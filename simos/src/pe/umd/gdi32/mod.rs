@@ -46,11 +46,6 @@ const STATUS_NO_MEMORY: u32 = 0xC000_0017;
 /// status [`crate::kmt::SimKmt`]'s waits return).
 const STATUS_IO_TIMEOUT: u32 = crate::base::error::STATUS_IO_TIMEOUT as u32;
 
-/// Most objects per CPU signal or wait here: the 32 of `D3DDDI_MAX_OBJECT_WAITED_ON` /
-/// `D3DDDI_MAX_OBJECT_SIGNALED` (d3dukmdt.h), the arrays of the context-based sync thunks.
-/// The FromCpu structures take a pointer and a count with no documented limit, so this is the
-/// bridge's own bound, applied before anything is copied (the DLL passes one object).
-const MAX_SYNC_OBJECTS: u32 = 32;
 /// Most allocations per `D3DKMTCreateAllocation2` / `D3DKMTDestroyAllocation2` /
 /// `D3DKMTMakeResident` here (the DLL passes one; a bound keeps the copies small).
 const MAX_ALLOCATIONS: u32 = 256;
@@ -213,7 +208,9 @@ impl UserProcess {
     }
 
     fn record(&self, h: u32, device: u32) {
-        lock(&self.handles).owner.insert(h, device);
+        let mut hs = lock(&self.handles);
+        hs.owner.insert(h, device);
+        hs.sync_flags.remove(&h);
     }
 
     fn forget(&self, h: u32) {

@@ -4,34 +4,14 @@
 
 use super::*;
 
-/// A sync object of this process: a native fence (by its D3DKMT handle) or a monitored fence
-/// (progress and paging fences are monitored fences).
-pub(super) enum Sync {
-    Native(crate::NativeFence),
-    Monitored(crate::sync::fence::MonitoredFence),
-}
+use crate::kmt::sync_from_cpu::{sync_object_of, SyncObject};
 
 impl UserProcess {
-    /// Object `h`, which must belong to device `device` of this process.
-    fn sync_object(&self, device: u32, h: u32) -> Result<(Device, Sync), u32> {
+    /// Sync object `h` of this process: the device that owns it and the object.
+    fn sync_object(&self, h: u32) -> Result<(Device, SyncObject), u32> {
         let d = self.owner(h)?;
-        if d.sim.device != device {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-        if let Some(f) = self
-            .machine
-            .native_fence_by_kmt(d.sim.adapter, h)
-            .filter(|f| f.process() == d.sim.pid)
-        {
-            return Ok((d, Sync::Native(f)));
-        }
-        let a = self
-            .machine
-            .adapter_shared(d.sim.adapter)
-            .map_err(|e| sim_status(&e))?;
-        crate::ums::fence_of(a, d.sim.device, h)
-            .map(|f| (d, Sync::Monitored(f)))
-            .ok_or(STATUS_INVALID_PARAMETER)
+        let s = sync_object_of(&self.machine, &d.sim, h).ok_or(STATUS_INVALID_PARAMETER)?;
+        Ok((d, s))
     }
 }
 
@@ -39,47 +19,45 @@ impl UserProcess {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroysynchronizationobject>
 pub(super) fn destroy_synchronization_object(p: &UserProcess, at: u64) -> Status {
     let a: OneHandle = args(at)?;
-    let d = p.owner(a.handle)?;
-    let (_, s) = p.sync_object(d.sim.device, a.handle)?;
+    let (d, s) = p.sync_object(a.handle)?;
     let k = p.kmt(d);
     match s {
-        Sync::Native(_) => k.destroy_native_fence(a.handle).map_err(nt)?,
-        Sync::Monitored(_) => k.destroy_monitored_fence(a.handle).map_err(nt)?,
+        SyncObject::Native(_) => k.destroy_native_fence(a.handle).map_err(nt)?,
+        SyncObject::Monitored(_) => k.destroy_monitored_fence(a.handle).map_err(nt)?,
     }
     p.forget(a.handle);
     Ok(())
 }
 
-/// `D3DKMTSignalSynchronizationObjectFromCpu`: each object to its value (native fences through
-/// the KMD's `DxgkDdiUpdateCurrentValuesFromCpu`, NF-17). Every handle is checked before any
-/// is signalled.
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsignalsynchronizationobjectfromcpu>
-pub(super) fn signal_from_cpu(p: &UserProcess, at: u64) -> Status {
-    let a: SignalFromCpu = args(at)?;
-    let d = p.device(a.h_device)?;
-    if a.object_count == 0 {
-        return Err(STATUS_INVALID_PARAMETER);
+/// The DLL's process as the sync thunks' kernel entries see it: its devices and the sync
+/// objects of each, with the flags each was created or opened with.
+impl crate::kmt::sync_from_cpu::CallerProcess for UserProcess {
+    fn device(&self, h: u32) -> Option<crate::ums::UmsProcess> {
+        UserProcess::device(self, h).ok().map(|d| d.sim)
     }
-    let handles: Vec<u32> = array(a.object_handle_array, a.object_count, MAX_SYNC_OBJECTS)?;
-    let values: Vec<u64> = array(a.fence_value_array, a.object_count, MAX_SYNC_OBJECTS)?;
-    let objects = handles
-        .iter()
-        .map(|&h| p.sync_object(a.h_device, h).map(|(_, s)| (h, s)))
-        .collect::<Result<Vec<_>, u32>>()?;
-    for ((h, s), v) in objects.into_iter().zip(values) {
-        match s {
-            Sync::Native(f) => p
-                .machine
-                .signal_native_fence_from_cpu(&f, v)
-                .map_err(|e| sim_status(&e))?,
-            Sync::Monitored(_) => p.kmt(d).signal_fence_from_cpu(h, v).map_err(nt)?,
-        }
+    fn object(&self, h: u32) -> Option<crate::kmt::sync_from_cpu::CallerObject> {
+        let d = self.owner(h).ok()?;
+        let object = crate::kmt::sync_from_cpu::sync_object_of(&self.machine, &d.sim, h)?;
+        let flags = lock(&self.handles).sync_flags.get(&h).copied().unwrap_or(0);
+        Some(crate::kmt::sync_from_cpu::CallerObject {
+            device: d.sim.device,
+            object,
+            flags,
+        })
     }
-    Ok(())
 }
 
-/// `D3DDDI_WAITFORSYNCHRONIZATIONOBJECTFROMCPU_FLAGS::WaitAny`.
-const WAIT_ANY: u32 = 1 << 0;
+/// `D3DKMTSignalSynchronizationObjectFromCpu`: the structure as the DLL wrote it to the
+/// thunk's kernel entry ([`crate::kmt::sync_from_cpu`], 24H2's checks; native fences through the
+/// KMD's `DxgkDdiUpdateCurrentValuesFromCpu`, NF-17).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsignalsynchronizationobjectfromcpu>
+pub(super) fn signal_from_cpu(p: &UserProcess, at: u64) -> Status {
+    use crate::kmt::sync_from_cpu::{
+        dxgk_signal_synchronization_object_from_cpu, D3dkmtSignalSynchronizationObjectFromCpu,
+    };
+    let a: D3dkmtSignalSynchronizationObjectFromCpu = args(at)?;
+    dxgk_signal_synchronization_object_from_cpu(&p.machine, &a, p, &GuestMemory).map_err(nt)
+}
 
 /// One CPU wait the OS registered: released when all (or, `any`, one) of its fence waits are.
 pub(crate) struct WaitGroup {
@@ -134,41 +112,40 @@ pub(crate) fn wait_group(m: &crate::Machine, g: &WaitGroup, timeout: Duration) -
     }
 }
 
-/// `D3DKMTWaitForSynchronizationObjectFromCpu`: registers a CPU wait on every object (MF-04:
-/// the OS lowers MonitoredValue, the KMD's interrupt releases it). With `hAsyncEvent` the call
-/// returns at once and the event is signalled when the condition holds (the event must be one
-/// of this process's, else STATUS_INVALID_PARAMETER); without, the call blocks until it holds
-/// (STATUS_IO_TIMEOUT when the simulated OS's wait limit passes first, as its own thunk).
+/// `D3DKMTWaitForSynchronizationObjectFromCpu`: the structure as the DLL wrote it to the
+/// thunk's kernel entry ([`crate::kmt::sync_from_cpu`], 24H2's checks), then a CPU wait on every
+/// object (MF-04: the OS lowers MonitoredValue, the KMD's interrupt releases it). With
+/// `hAsyncEvent` the call returns at once and the event is signalled when the condition holds;
+/// without, the call blocks until it holds (STATUS_IO_TIMEOUT when the simulated OS's wait limit
+/// passes first, as its own thunk).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_waitforsynchronizationobjectfromcpu>
 pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
-    let a: WaitFromCpu = args(at)?;
-    p.device(a.h_device)?;
-    if a.object_count == 0 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    let handles: Vec<u32> = array(a.object_handle_array, a.object_count, MAX_SYNC_OBJECTS)?;
-    let values: Vec<u64> = array(a.fence_value_array, a.object_count, MAX_SYNC_OBJECTS)?;
+    use crate::kmt::sync_from_cpu::{
+        dxgk_wait_for_synchronization_object_from_cpu_internal as checks,
+        D3dkmtWaitForSynchronizationObjectFromCpu, SyncObject,
+    };
+    let a: D3dkmtWaitForSynchronizationObjectFromCpu = args(at)?;
+    // `ObReferenceObjectByHandle` of an event: a handle this process does not hold.
+    let referenced = |h: u64| {
+        p.win32.event(h).map(|_| ()).ok_or(rvgpu_umd::kmt::NtStatus(
+            rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE,
+        ))
+    };
+    let w = checks(&a, p, &GuestMemory, &referenced).map_err(nt)?;
     let event = match a.h_async_event {
         0 => None,
         h => Some(p.win32.event(h).ok_or(STATUS_INVALID_PARAMETER)?),
     };
-    let objects = handles
-        .iter()
-        .map(|&h| p.sync_object(a.h_device, h).map(|(_, s)| s))
-        .collect::<Result<Vec<_>, u32>>()?;
-    let mut events = Vec::with_capacity(objects.len());
-    for (s, v) in objects.iter().zip(values) {
+    let mut events = Vec::with_capacity(w.objects.len());
+    for (s, v) in &w.objects {
         let ev = match s {
-            Sync::Native(f) => p.machine.wait_native_fence_event(f, v),
-            Sync::Monitored(f) => p.machine.wait_monitored_fence_event(f, v),
+            SyncObject::Native(f) => p.machine.wait_native_fence_event(f, *v),
+            SyncObject::Monitored(f) => p.machine.wait_monitored_fence_event(f, *v),
         }
         .map_err(|e| sim_status(&e))?;
         events.push(ev);
     }
-    let group = WaitGroup {
-        events,
-        any: a.flags & WAIT_ANY != 0,
-    };
+    let group = WaitGroup { events, any: w.any };
     match event {
         Some(ev) => {
             ev.add_fence_waits(group);
@@ -180,20 +157,6 @@ pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
             None => Err(STATUS_IO_TIMEOUT),
         },
     }
-}
-
-/// The five offsets [`put_fence`] writes, in argument structure `$t`: a create and an open
-/// of a native fence name their output fields alike.
-macro_rules! fence_offsets {
-    ($t:ty) => {
-        [
-            offset_of!($t, h_sync_object),
-            offset_of!($t, private_driver_data),
-            offset_of!($t, current_value_cpu_va),
-            offset_of!($t, current_value_gpu_va),
-            offset_of!($t, monitored_value_gpu_va),
-        ]
-    };
 }
 
 /// `D3DKMTCreateNativeFence`: the structure as the DLL wrote it to the thunk's kernel entry
@@ -209,47 +172,63 @@ pub(super) fn create_native_fence(p: &UserProcess, at: u64) -> Status {
     nt_dxgk_create_native_fence_internal(&p.machine, &mut a, |h| p.device(h).ok().map(|d| d.sim))
         .map_err(nt)?;
     p.record(a.h_sync_object, a.h_device);
+    p.record_sync_flags(a.h_sync_object, a.info_flags);
     let out = a.as_bytes().get(WRITTEN_BACK).unwrap_or_default();
     guest::write_bytes(at.wrapping_add(WRITTEN_BACK.start as u64), out).map_err(bad)
 }
 
-/// Writes what a create or an open of native fence `h` (`f`) returns to the caller's
-/// structure at `at`: the handle, the KMD's private data (64 bytes), the current value's CPU
-/// and GPU addresses and the monitored value's GPU address, at those five offsets.
-fn put_fence(
-    at: u64,
-    offsets: [usize; 5],
-    h: rvgpu_umd::kmt::KmtHandle,
-    f: &crate::NativeFence,
-) -> Status {
-    let [handle, private, cpu, gpu, monitored] = offsets;
-    let pdd = f.pdd();
-    let mut pdd_bytes = [0u8; 64];
-    let src = pdd.as_bytes();
-    let n = src.len().min(64);
-    pdd_bytes[..n].copy_from_slice(&src[..n]);
-    put(at, handle, &h)?;
-    put(at, private, &pdd_bytes)?;
-    put(at, cpu, &(f.current_value_kernel_va() as u64))?;
-    put(at, gpu, &f.current_value_va())?;
-    put(at, monitored, &f.monitored_value_va())
+/// `OBJECT_ATTRIBUTES` (x64, 48 bytes).
+#[derive(FromBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+struct ObjectAttributes {
+    length: u32,
+    _pad: u32,
+    root_directory: u64,
+    object_name: u64,
+    attributes: u32,
+    _pad1: u32,
+    security_descriptor: u64,
+    security_quality_of_service: u64,
 }
 
-/// Most objects one `D3DKMTShareObjects` shares here: the DLL shares one native fence at a
-/// time (the thunk documents no limit; the bound keeps the copy small).
-const MAX_SHARED_OBJECTS: u32 = 1;
-
 /// `D3DKMTShareObjects(cObjects, hObjects, pObjectAttributes, dwDesiredAccess,
-/// phSharedNtHandle)` of one shareable native fence of this process: a new NT handle in the
-/// owning process's table, written to `phSharedNtHandle`. Object attributes (a name, a
-/// security descriptor) are not modelled: a non-null pointer is refused.
+/// phSharedNtHandle)`, in 24H2 `K:DxgkShareObjectsInternal` @0x14032A300's order,
+/// STATUS_INVALID_PARAMETER unless said: `cObjects` 0 or above 3; `hObjects` not readable (its
+/// fault status); `pObjectAttributes` NULL; `hObjects[0]` 0; `hObjects[0]` not an object of this
+/// process, or a sync object with `cObjects` other than 1. Only a native fence is shared here,
+/// with attributes that name nothing (a name, a root, a security descriptor or quality of
+/// service: STATUS_NOT_SUPPORTED, not modelled); the new NT handle is in the owning process's
+/// table, written to `phSharedNtHandle`.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>
 pub(super) fn share_objects(p: &UserProcess, w: &[u64; 12]) -> Status {
     let count = w[0] as u32;
-    if count == 0 || w[2] != 0 {
+    if count == 0 || count > 3 {
         return Err(STATUS_INVALID_PARAMETER);
     }
-    let handles: Vec<u32> = array(w[1], count, MAX_SHARED_OBJECTS)?;
+    let handles: Vec<u32> = array(w[1], count, 3)?;
+    if w[2] == 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let h = handles.first().copied().unwrap_or(0);
+    if h == 0 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let (d, s) = p.sync_object(h)?;
+    if count != 1 {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    let oa: ObjectAttributes = args(w[2])?;
+    let named = oa.root_directory != 0 || oa.object_name != 0;
+    if oa.length as usize != size_of::<ObjectAttributes>() {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
+    if named || oa.security_descriptor != 0 || oa.security_quality_of_service != 0 {
+        return Err(STATUS_NOT_SUPPORTED);
+    }
+    // Only native fences are shared through this bridge (the DLL's one shareable object).
+    if !matches!(s, SyncObject::Native(_)) {
+        return Err(STATUS_NOT_SUPPORTED);
+    }
     if !guest::writable(w[4], 8) {
         return Err(if w[4] == 0 {
             STATUS_INVALID_PARAMETER
@@ -257,26 +236,32 @@ pub(super) fn share_objects(p: &UserProcess, w: &[u64; 12]) -> Status {
             STATUS_ACCESS_VIOLATION
         });
     }
-    let h = *handles.first().ok_or(STATUS_INVALID_PARAMETER)?;
-    let d = p.owner(h)?;
-    let (_, s) = p.sync_object(d.sim.device, h)?;
-    // Only native fences are shared through this bridge (the DLL's one shareable object).
-    if !matches!(s, Sync::Native(_)) {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
     let nt_handle = p.kmt(d).share_native_fence(h).map_err(nt)?;
     put(w[4], 0, &nt_handle)
 }
 
-/// `D3DKMTOpenNativeFenceFromNtHandle` on one of this process's devices: `hNtHandle` must be
-/// in the table of the process behind that device; the fence's new D3DKMT handle, this
-/// process's mapping of it and the KMD's private data are written back.
+/// `D3DKMTOpenNativeFenceFromNtHandle`: the structure as the DLL wrote it to the thunk's
+/// kernel entry ([`crate::kmt::native_fence`], 24H2's checks), then back the 176 bytes 24H2
+/// copies back.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopennativefencefromnthandle>
 pub(super) fn open_native_fence_from_nt_handle(p: &UserProcess, at: u64) -> Status {
-    let a: OpenNativeFenceFromNtHandle = args(at)?;
-    probe_out::<OpenNativeFenceFromNtHandle>(at)?;
-    let d = p.device(a.h_device)?;
-    let (h, f) = p.kmt(d).open_native_fence_raw(a.h_nt_handle).map_err(nt)?;
-    p.record(h, d.sim.device);
-    put_fence(at, fence_offsets!(OpenNativeFenceFromNtHandle), h, &f)
+    use crate::kmt::native_fence::{
+        nt_dxgk_open_native_fence_from_nt_handle_internal, D3dkmtOpenNativeFenceFromNtHandle,
+    };
+    let mut a: D3dkmtOpenNativeFenceFromNtHandle = args(at)?;
+    probe_out::<D3dkmtOpenNativeFenceFromNtHandle>(at)?;
+    nt_dxgk_open_native_fence_from_nt_handle_internal(&p.machine, &mut a, |h| {
+        p.device(h).ok().map(|d| d.sim)
+    })
+    .map_err(nt)?;
+    p.record(a.h_sync_object, a.h_device);
+    p.record_sync_flags(a.h_sync_object, a.flags);
+    guest::write_bytes(at, a.as_bytes()).map_err(bad)
+}
+
+impl UserProcess {
+    /// Sync object `h`'s `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` as created or opened.
+    fn record_sync_flags(&self, h: u32, flags: u32) {
+        lock(&self.handles).sync_flags.insert(h, flags);
+    }
 }

@@ -1,0 +1,365 @@
+//! `D3DKMTSignalSynchronizationObjectFromCpu` and `D3DKMTWaitForSynchronizationObjectFromCpu`'s
+//! kernel entries, as 24H2 answers them: `K:DxgkSignalSynchronizationObjectFromCpu` @0x1402B97E0
+//! with `K:SignalSynchronizationObjectFromCpu` @0x1402BA4F8, and
+//! `K:DxgkWaitForSynchronizationObjectFromCpuInternal` @0x1402AC610 with
+//! `K:WaitForSynchronizationObjectFromCpu` @0x1402AD200: the caller's structure as written, the
+//! checks in their order with their statuses. Neither writes anything back.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use super::context_virtual::CallerMemory;
+use super::native_fence::{SYNC_NO_SIGNAL as NO_SIGNAL, SYNC_NO_WAIT as NO_WAIT};
+use crate::machine::Machine;
+use crate::sync::fence::{MonitoredFence, NativeFence};
+use crate::ums::UmsProcess;
+
+/// `D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU` in the released x64 layout (32 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtSignalSynchronizationObjectFromCpu {
+    /// `hDevice`.
+    pub h_device: u32,
+    /// `ObjectCount`.
+    pub object_count: u32,
+    /// `ObjectHandleArray`, an address in the caller's process.
+    pub object_handle_array: u64,
+    /// `FenceValueArray`, an address in the caller's process.
+    pub fence_value_array: u64,
+    /// `Flags` (`D3DDDI_SIGNALSYNCHRONIZATIONOBJECTFROMCPU_FLAGS`).
+    pub flags: u32,
+    /// Alignment.
+    pub _pad: u32,
+}
+
+/// `D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU` in the released x64 layout (40 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtWaitForSynchronizationObjectFromCpu {
+    /// `hDevice`.
+    pub h_device: u32,
+    /// `ObjectCount`.
+    pub object_count: u32,
+    /// `ObjectHandleArray`, an address in the caller's process.
+    pub object_handle_array: u64,
+    /// `FenceValueArray`, an address in the caller's process.
+    pub fence_value_array: u64,
+    /// `hAsyncEvent`: an event handle of the caller's process, or 0 for a blocking wait.
+    pub h_async_event: u64,
+    /// `Flags` (`D3DDDI_WAITFORSYNCHRONIZATIONOBJECTFROMCPU_FLAGS`).
+    pub flags: u32,
+    /// Alignment.
+    pub _pad: u32,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtSignalSynchronizationObjectFromCpu, fence_value_array) == 16);
+    assert!(offset_of!(D3dkmtSignalSynchronizationObjectFromCpu, flags) == 24);
+    assert!(size_of::<D3dkmtSignalSynchronizationObjectFromCpu>() == 32);
+    assert!(offset_of!(D3dkmtWaitForSynchronizationObjectFromCpu, h_async_event) == 24);
+    assert!(offset_of!(D3dkmtWaitForSynchronizationObjectFromCpu, flags) == 32);
+    assert!(size_of::<D3dkmtWaitForSynchronizationObjectFromCpu>() == 40);
+};
+
+/// `D3DDDI_WAITFORSYNCHRONIZATIONOBJECTFROMCPU_FLAGS::WaitAny`, the one flag 24H2 takes.
+pub const WAIT_ANY: u32 = 1 << 0;
+/// The signal flags 24H2 takes (bits 0 to 2; any other is STATUS_INVALID_PARAMETER).
+const SIGNAL_FLAGS: u32 = 0x7;
+/// Most objects one call takes here: 24H2 takes what its pool gives (a failed allocation is
+/// STATUS_NO_MEMORY); the simulated pool gives this many.
+pub const MAX_OBJECTS: u32 = 4096;
+
+/// A sync object of a device: a native fence (this process's instance) or a monitored fence
+/// (progress and paging fences are monitored fences).
+#[derive(Clone)]
+pub enum SyncObject {
+    /// A native fence.
+    Native(NativeFence),
+    /// A monitored fence.
+    Monitored(MonitoredFence),
+}
+
+/// One entry of the caller's handle table: the device that owns it and how it was created
+/// or opened (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`, of which 24H2 refuses `NoSignal` to a
+/// signal and `NoWait` to a wait).
+#[derive(Clone)]
+pub struct CallerObject {
+    /// The owning device (`hDevice`).
+    pub device: KmtHandle,
+    /// The object.
+    pub object: SyncObject,
+    /// The instance's flags.
+    pub flags: u32,
+}
+
+/// The caller's process as the entries see it: its handle table.
+pub trait CallerProcess {
+    /// Device `h` of the caller.
+    fn device(&self, h: KmtHandle) -> Option<UmsProcess>;
+    /// Sync object `h` of the caller.
+    fn object(&self, h: KmtHandle) -> Option<CallerObject>;
+}
+
+/// Sync object `h` of device `owner`: its native fence instance with that D3DKMT handle, or its
+/// monitored fence.
+pub fn sync_object_of(m: &Machine, owner: &UmsProcess, h: KmtHandle) -> Option<SyncObject> {
+    if let Some(f) = m
+        .native_fence_by_kmt(owner.adapter, h)
+        .filter(|f| f.process() == owner.pid)
+    {
+        return Some(SyncObject::Native(f));
+    }
+    let a = m.adapter_shared(owner.adapter).ok()?;
+    crate::ums::fence_of(a, owner.device, h).map(SyncObject::Monitored)
+}
+
+/// Both arrays of `count` entries from the caller's memory, after the pool bound.
+fn capture(
+    mem: &dyn CallerMemory,
+    count: u32,
+    handles_at: u64,
+    values_at: u64,
+) -> Result<(Vec<KmtHandle>, Vec<u64>), NtStatus> {
+    if count > MAX_OBJECTS {
+        return Err(NtStatus(STATUS_NO_MEMORY));
+    }
+    let h = mem.read(handles_at, count.saturating_mul(4))?;
+    let v = mem.read(values_at, count.saturating_mul(8))?;
+    let handles = h
+        .chunks_exact(4)
+        .map(|c| <[u8; 4]>::try_from(c).map_or(0, u32::from_le_bytes))
+        .collect();
+    let values = v
+        .chunks_exact(8)
+        .map(|c| <[u8; 8]>::try_from(c).map_or(0, u64::from_le_bytes))
+        .collect();
+    Ok((handles, values))
+}
+
+/// Each handle's object, in order: not in the caller's table is STATUS_INVALID_PARAMETER, an
+/// instance with the `refused` flag STATUS_ACCESS_DENIED, one of another device than
+/// `device` STATUS_INVALID_PARAMETER.
+fn objects_of(
+    caller: &dyn CallerProcess,
+    device: KmtHandle,
+    handles: &[KmtHandle],
+    refused: u32,
+) -> Result<Vec<SyncObject>, NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    handles
+        .iter()
+        .map(|&h| {
+            let o = caller.object(h).ok_or(bad)?;
+            if o.flags & refused != 0 {
+                return Err(NtStatus(STATUS_ACCESS_DENIED));
+            }
+            if o.device != device {
+                return Err(bad);
+            }
+            Ok(o.object)
+        })
+        .collect()
+}
+
+/// Whether two entries name the same object (24H2 orders the objects' locks and refuses a
+/// repeat).
+fn same(a: &SyncObject, b: &SyncObject) -> bool {
+    match (a, b) {
+        (SyncObject::Native(x), SyncObject::Native(y)) => {
+            x.adapter() == y.adapter() && x.global_handle() == y.global_handle()
+        }
+        (SyncObject::Monitored(x), SyncObject::Monitored(y)) => x.handle() == y.handle(),
+        _ => false,
+    }
+}
+
+/// `DxgkSignalSynchronizationObjectFromCpu` for the caller's structure `a`, in 24H2's order:
+/// 1. `ObjectCount` 0: STATUS_INVALID_PARAMETER;
+/// 2. the two arrays captured from `mem` (above [`MAX_OBJECTS`], STATUS_NO_MEMORY; a fault,
+///    its status);
+/// 3. `hDevice` not the caller's: STATUS_INVALID_PARAMETER;
+/// 4. a `Flags` bit from 3 up: STATUS_INVALID_PARAMETER;
+/// 5. each object ([`CallerProcess::object`]): unknown, STATUS_INVALID_PARAMETER; created or
+///    opened `NoSignal`, STATUS_ACCESS_DENIED; another device's, STATUS_INVALID_PARAMETER;
+/// 6. an object twice: STATUS_INVALID_PARAMETER;
+/// 7. every object signalled to its value (native fences through the KMD's
+///    `DxgkDdiUpdateCurrentValuesFromCpu`, NF-17). A refusal signals nothing.
+pub fn dxgk_signal_synchronization_object_from_cpu(
+    m: &Machine,
+    a: &D3dkmtSignalSynchronizationObjectFromCpu,
+    caller: &dyn CallerProcess,
+    mem: &dyn CallerMemory,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    if a.object_count == 0 {
+        return Err(bad);
+    }
+    let (handles, values) = capture(
+        mem,
+        a.object_count,
+        a.object_handle_array,
+        a.fence_value_array,
+    )?;
+    let device = caller.device(a.h_device).ok_or(bad)?;
+    if a.flags & !SIGNAL_FLAGS != 0 {
+        return Err(bad);
+    }
+    let objects = objects_of(caller, device.device, &handles, NO_SIGNAL)?;
+    for (i, o) in objects.iter().enumerate() {
+        if objects.iter().skip(i + 1).any(|p| same(o, p)) {
+            return Err(bad);
+        }
+    }
+    for (o, v) in objects.iter().zip(values) {
+        match o {
+            SyncObject::Native(f) => m.signal_native_fence_from_cpu(f, v),
+            SyncObject::Monitored(f) => m.signal_monitored_fence_from_cpu(f, v),
+        }
+        .map_err(super::status)?;
+    }
+    Ok(())
+}
+
+/// A CPU wait 24H2 accepted: each object with the value it waits for, and whether one
+/// reaching its value is enough (`WaitAny`).
+pub struct CpuWait {
+    /// The handles, as the caller passed them.
+    pub handles: Vec<KmtHandle>,
+    /// The objects with their values.
+    pub objects: Vec<(SyncObject, u64)>,
+    /// `WaitAny`.
+    pub any: bool,
+}
+
+/// `DxgkWaitForSynchronizationObjectFromCpuInternal`'s checks for the caller's structure `a`,
+/// in 24H2's order:
+/// 1. `ObjectCount` 0, then a `Flags` bit other than `WaitAny`: STATUS_INVALID_PARAMETER;
+/// 2. the two arrays captured from `mem` (above [`MAX_OBJECTS`], STATUS_NO_MEMORY; a fault,
+///    its status);
+/// 3. `hDevice` not the caller's: STATUS_INVALID_PARAMETER;
+/// 4. `hAsyncEvent`, when given, referenced by `event` (its status: not an event handle of
+///    the caller's process is STATUS_INVALID_HANDLE);
+/// 5. each object: unknown, STATUS_INVALID_PARAMETER; created or opened `NoWait`,
+///    STATUS_ACCESS_DENIED; another device's, STATUS_INVALID_PARAMETER.
+///
+/// The wait itself is the caller's ([`CpuWait`]): the event form returns at once, the other
+/// blocks until the condition holds.
+pub fn dxgk_wait_for_synchronization_object_from_cpu_internal(
+    a: &D3dkmtWaitForSynchronizationObjectFromCpu,
+    caller: &dyn CallerProcess,
+    mem: &dyn CallerMemory,
+    event: &dyn Fn(u64) -> Result<(), NtStatus>,
+) -> Result<CpuWait, NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    if a.object_count == 0 || a.flags & !WAIT_ANY != 0 {
+        return Err(bad);
+    }
+    let (handles, values) = capture(
+        mem,
+        a.object_count,
+        a.object_handle_array,
+        a.fence_value_array,
+    )?;
+    let device = caller.device(a.h_device).ok_or(bad)?;
+    if a.h_async_event != 0 {
+        event(a.h_async_event)?;
+    }
+    let objects = objects_of(caller, device.device, &handles, NO_WAIT)?;
+    Ok(CpuWait {
+        handles,
+        objects: objects.into_iter().zip(values).collect(),
+        any: a.flags & WAIT_ANY != 0,
+    })
+}
+
+/// The Rust UMD's arrays as a caller's memory: the handles at [`HostArrays::HANDLES`], the
+/// values at [`HostArrays::VALUES`] (the addresses the structure it builds names).
+pub struct HostArrays {
+    handles: Vec<u8>,
+    values: Vec<u8>,
+}
+
+impl HostArrays {
+    /// Where the handles are.
+    pub const HANDLES: u64 = 0x1000;
+    /// Where the values are.
+    pub const VALUES: u64 = 0x2000;
+
+    /// One object's handle and value.
+    pub fn one(h: KmtHandle, value: u64) -> Self {
+        Self {
+            handles: h.to_le_bytes().to_vec(),
+            values: value.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+impl CallerMemory for HostArrays {
+    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
+        let bytes = match at {
+            Self::HANDLES => &self.handles,
+            Self::VALUES => &self.values,
+            _ => return Err(NtStatus(STATUS_INVALID_PARAMETER)),
+        };
+        bytes
+            .get(..size as usize)
+            .map(<[u8]>::to_vec)
+            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))
+    }
+    fn write(&self, _at: u64, _bytes: &[u8]) -> Result<(), NtStatus> {
+        Err(NtStatus(STATUS_INVALID_PARAMETER))
+    }
+}
+
+/// The Rust UMD's process: its one device and that device's sync objects (the UMD creates
+/// none with `NoSignal` or `NoWait`).
+impl CallerProcess for super::SimKmt<'_> {
+    fn device(&self, h: KmtHandle) -> Option<UmsProcess> {
+        let p = self.process();
+        (h == p.device).then_some(p)
+    }
+    fn object(&self, h: KmtHandle) -> Option<CallerObject> {
+        let p = self.process();
+        sync_object_of(self.machine(), &p, h).map(|object| CallerObject {
+            device: p.device,
+            object,
+            flags: 0,
+        })
+    }
+}
+
+impl super::SimKmt<'_> {
+    /// `D3DKMTSignalSynchronizationObjectFromCpu` of one sync object of this device, through
+    /// the thunk's kernel entry with the structure the UMD's Windows thunk fills.
+    pub fn signal_fence_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        self.thunk()?;
+        let a = D3dkmtSignalSynchronizationObjectFromCpu {
+            h_device: self.process().device,
+            object_count: 1,
+            object_handle_array: HostArrays::HANDLES,
+            fence_value_array: HostArrays::VALUES,
+            ..Default::default()
+        };
+        let mem = HostArrays::one(fence, value);
+        dxgk_signal_synchronization_object_from_cpu(self.machine(), &a, self, &mem)
+    }
+
+    /// The checks of `D3DKMTWaitForSynchronizationObjectFromCpu` for one object of this device
+    /// (no event: the UMD's blocking wait), through the thunk's kernel entry.
+    pub(super) fn check_cpu_wait(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
+        let a = D3dkmtWaitForSynchronizationObjectFromCpu {
+            h_device: self.process().device,
+            object_count: 1,
+            object_handle_array: HostArrays::HANDLES,
+            fence_value_array: HostArrays::VALUES,
+            ..Default::default()
+        };
+        let mem = HostArrays::one(fence, value);
+        let no_event = |_| Err(NtStatus(STATUS_INVALID_PARAMETER));
+        dxgk_wait_for_synchronization_object_from_cpu_internal(&a, self, &mem, &no_event)
+            .map(|_| ())
+    }
+}

@@ -1,0 +1,567 @@
+//! The sync-object thunks the shipped `rvgpu_umd.dll` calls, called raw in the DLL's own process
+//! as 24H2 answers them, table-driven from the thunk catalog (`rvgpu_simos::kmt::catalog`):
+//! `D3DKMTOpenNativeFenceFromNtHandle`, `D3DKMTShareObjects`,
+//! `D3DKMTSignalSynchronizationObjectFromCpu`, `D3DKMTWaitForSynchronizationObjectFromCpu` and
+//! `D3DKMTDestroySynchronizationObject`. Each refusal is labelled with its catalog check and
+//! answers the catalog's status; a refusal writes nothing back and changes nothing.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::conformance::{assert_covers, expected};
+use common::dll::*;
+use common::pe::{pe_machine, umd};
+use rvgpu_simos::pe::umd::UserProcess;
+use rvgpu_simos::Machine;
+
+/// An address nothing is mapped at in the DLL's process.
+const UNMAPPED: u64 = 0x10;
+/// A handle no table of the process holds.
+const NEVER_GIVEN: u32 = 0x7777_7777;
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`: `Shared | NtSecuritySharing`, `NoSignal`, `NoWait`.
+const SHAREABLE: u32 = 0x3;
+const NO_SIGNAL: u32 = 1 << 4;
+const NO_WAIT: u32 = 1 << 5;
+/// More objects than the simulated pool gives one call (`sync_from_cpu::MAX_OBJECTS` + 1).
+const TOO_MANY: u32 = rvgpu_simos::kmt::sync_from_cpu::MAX_OBJECTS + 1;
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+fn put64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn get32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn get64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// A native fence on `device` through `D3DKMTCreateNativeFence` with `Info.Flags` `flags`: its
+/// D3DKMT handle and its private driver data.
+fn native_fence(p: &Arc<UserProcess>, device: u32, flags: u32) -> (u32, [u8; 64]) {
+    let mut f = [0u8; 216];
+    put32(&mut f, 0, device);
+    put32(&mut f, 88, flags);
+    assert_eq!(
+        thunk(p, "D3DKMTCreateNativeFence", f.as_mut_ptr() as u64),
+        STATUS_SUCCESS,
+        "Info.Flags {flags:#x}"
+    );
+    let mut pdd = [0u8; 64];
+    pdd.copy_from_slice(&f[8..72]);
+    (get32(&f, 4), pdd)
+}
+
+/// An `OBJECT_ATTRIBUTES` that names nothing (48 bytes, `Length` first).
+fn attributes() -> [u64; 6] {
+    [48, 0, 0, 0, 0, 0]
+}
+
+/// `D3DKMTShareObjects(count, handles, attributes, GENERIC_ALL, out)`: its status.
+fn share(p: &Arc<UserProcess>, count: u64, handles: u64, attrs: u64, out: &mut u64) -> u64 {
+    const GENERIC_ALL: u64 = 0x1000_0000;
+    let r = p.call_import(
+        "D3DKMTShareObjects",
+        &[count, handles, attrs, GENERIC_ALL, addr(out)],
+    );
+    r.expect("D3DKMTShareObjects") as u32 as u64
+}
+
+/// A second device of `p` on adapter 0 (`D3DKMTOpenAdapterFromLuid`, `D3DKMTCreateDevice`).
+fn second_device(p: &Arc<UserProcess>) -> u32 {
+    let mut open = [0u32; 3];
+    open[0] = LUID_LOW as u32;
+    assert_eq!(
+        thunk(p, "D3DKMTOpenAdapterFromLuid", open.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    let mut c = [0u32; 16];
+    c[0] = open[2];
+    assert_eq!(
+        thunk(p, "D3DKMTCreateDevice", c.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    c[3]
+}
+
+/// Fence `h`'s CurrentValue as the OS holds it.
+fn current(m: &Machine, h: u32) -> u64 {
+    m.native_fence_by_kmt(0, h)
+        .expect("a live fence")
+        .current_value()
+}
+
+/// NF-13: `D3DKMTOpenNativeFenceFromNtHandle` refuses what 24H2's
+/// `NtDxgkOpenNativeFenceFromNtHandleInternal` refuses, each with the catalog's status, and then
+/// leaves the caller's 176 bytes as they were. The open writes back the new handle, this
+/// process's mapping, `Flags` without the `NoSignal` and `NoWait` it asked for (the NT handle
+/// grants both signal and wait) and the rest as written.
+#[test]
+fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
+    const T: &str = "D3DKMTOpenNativeFenceFromNtHandle";
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    open_queue(&p);
+    let device = p.devices()[0].device;
+    let (fence, pdd) = native_fence(&p, device, SHAREABLE);
+    let list = [fence];
+    let attrs = attributes();
+    let mut nt = 0u64;
+    let at = attrs.as_ptr() as u64;
+    assert_eq!(share(&p, 1, list.as_ptr() as u64, at, &mut nt), 0);
+    let open = |edit: &dyn Fn(&mut [u8; 176])| {
+        let mut o = [0u8; 176];
+        put64(&mut o, 0, nt);
+        put32(&mut o, 8, device);
+        put64(&mut o, 48, 0x5A5A); // the mapping's ReservedInt: not checked, copied back
+        edit(&mut o);
+        o
+    };
+    type Edit = Box<dyn Fn(&mut [u8; 176])>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "a Flags bit of 0x7FFFF800",
+            Box::new(|o| put32(o, 16, 1 << 11)),
+        ),
+        ("a non-zero byte of Reserved", Box::new(|o| o[175] = 1)),
+        (
+            "hDevice not in the caller's handle table",
+            Box::new(|o| put32(o, 8, NEVER_GIVEN)),
+        ),
+        (
+            "hNtHandle not a handle of the caller's process",
+            Box::new(|o| put64(o, 0, 0x9999_0000)),
+        ),
+        (
+            "Flags.NoGPUAccess other than at the fence's creation",
+            Box::new(|o| put32(o, 16, 1 << 7)),
+        ),
+    ];
+    let mut driven = vec!["the structure not readable"];
+    assert_eq!(
+        thunk(&p, T, UNMAPPED),
+        expected(T, "the structure not readable")
+    );
+    for (what, edit) in &cases {
+        let mut o = open(edit.as_ref());
+        let before = o;
+        assert_eq!(
+            thunk(&p, T, o.as_mut_ptr() as u64),
+            expected(T, what),
+            "{what}"
+        );
+        assert_eq!(o, before, "{what}: written on a refusal");
+        driven.push(what);
+    }
+    let mut o = open(&|o| put32(o, 16, NO_SIGNAL | NO_WAIT));
+    let before = o;
+    assert_eq!(thunk(&p, T, o.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert_ne!(get32(&o, 20), 0, "hSyncObject");
+    assert_eq!(
+        get32(&o, 16),
+        0,
+        "Flags: the handle's access clears NoSignal and NoWait"
+    );
+    assert_ne!(get64(&o, 32), 0, "CurrentValueGpuVa");
+    assert_ne!(get64(&o, 40), 0, "MonitoredValueGpuVa");
+    assert_eq!(
+        o[..16],
+        before[..16],
+        "hNtHandle, hDevice, EngineAffinity as written"
+    );
+    assert_eq!(o[48..80], before[48..80], "ReservedInt as written");
+    assert_eq!(
+        o[80..144],
+        pdd,
+        "the KMD's private data (the pages' answer)"
+    );
+    assert_eq!(o[144..], before[144..], "Reserved as written");
+    assert_covers(
+        T,
+        &driven,
+        &[
+            (
+                "the adapter without native fences",
+                "every adapter the DLL's suites start advertises native fences",
+            ),
+            (
+                "hNtHandle a handle to an object of another type",
+                "the simulated object manager holds only native fences",
+            ),
+            (
+                "hNtHandle without READ_CONTROL access",
+                "the simulated object manager grants every NT handle full access (catalog gaps)",
+            ),
+            (
+                "the object neither a monitored nor a native fence",
+                "the simulated object manager holds only native fences",
+            ),
+            (
+                "no pool for the device's instance",
+                "pool exhaustion: no caller can cause it",
+            ),
+        ],
+    );
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// NF-05: `D3DKMTShareObjects` refuses what 24H2's `DxgkShareObjectsInternal` refuses, NULL
+/// object attributes included, and writes no handle then; one native fence with attributes that
+/// name nothing is shared.
+#[test]
+fn nf_05_d3dkmtshareobjects_answers_as_24h2() {
+    const T: &str = "D3DKMTShareObjects";
+    const UNTOUCHED: u64 = 0xDEAD;
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    open_queue(&p);
+    let device = p.devices()[0].device;
+    let (fence, _) = native_fence(&p, device, SHAREABLE);
+    let attrs = attributes();
+    let at = attrs.as_ptr() as u64;
+    let one = [fence, fence];
+    let zero = [0u32];
+    let never = [NEVER_GIVEN];
+    let list = one.as_ptr() as u64;
+    let cases: [(&str, u64, u64, u64); 7] = [
+        ("cObjects 0 or above 3", 0, list, at),
+        ("cObjects 0 or above 3", 4, list, at),
+        ("hObjects not readable", 1, UNMAPPED, at),
+        ("pObjectAttributes NULL", 1, list, 0),
+        ("hObjects[0] 0", 1, zero.as_ptr() as u64, at),
+        ("a sync object with cObjects other than 1", 2, list, at),
+        (
+            "hObjects[0] neither a resource, a sync object nor a protected session of the caller's",
+            1,
+            never.as_ptr() as u64,
+            at,
+        ),
+    ];
+    let mut driven = Vec::new();
+    for (what, count, handles, attrs) in cases {
+        let mut nt = UNTOUCHED;
+        assert_eq!(
+            share(&p, count, handles, attrs, &mut nt),
+            expected(T, what),
+            "{what}"
+        );
+        assert_eq!(nt, UNTOUCHED, "{what}: a handle written on a refusal");
+        driven.push(what);
+    }
+    let mut nt = UNTOUCHED;
+    assert_eq!(share(&p, 1, list, at, &mut nt), STATUS_SUCCESS);
+    assert!(nt != UNTOUCHED && nt != 0, "{nt:#x}");
+    assert_covers(T, &driven, &[]);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// A `D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU` or `..._WAITFOR...` (both start alike):
+/// `hDevice`, `ObjectCount`, the two arrays; `Flags` at 24 (signal) or 32 (wait).
+fn from_cpu(device: u32, count: u32, handles: u64, values: u64) -> [u64; 5] {
+    [
+        u64::from(device) | (u64::from(count) << 32),
+        handles,
+        values,
+        0,
+        0,
+    ]
+}
+
+/// The objects of a CPU signal or wait suite: a process with two devices, on the first a
+/// fence, one created `flags`, and on the second one more.
+struct Objects {
+    m: Arc<Machine>,
+    p: Arc<UserProcess>,
+    device: u32,
+    fence: u32,
+    refused: u32,
+    other: u32,
+}
+
+fn objects(flags: u32) -> Objects {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    open_queue(&p);
+    let device = p.devices()[0].device;
+    let (fence, _) = native_fence(&p, device, 0);
+    let (refused, _) = native_fence(&p, device, flags);
+    let second = second_device(&p);
+    let (other, _) = native_fence(&p, second, 0);
+    Objects {
+        m,
+        p,
+        device,
+        fence,
+        refused,
+        other,
+    }
+}
+
+/// NF-17: `D3DKMTSignalSynchronizationObjectFromCpu` refuses what 24H2's
+/// `DxgkSignalSynchronizationObjectFromCpu` refuses, each with the catalog's status, and
+/// signals nothing then (not even the objects before the refused one); accepted, every object
+/// reaches its value.
+#[test]
+fn nf_17_d3dkmtsignalsynchronizationobjectfromcpu_answers_as_24h2() {
+    const T: &str = "D3DKMTSignalSynchronizationObjectFromCpu";
+    let o = objects(NO_SIGNAL);
+    let (p, f) = (&o.p, o.fence);
+    let values = [5u64, 6];
+    let vals = values.as_ptr() as u64;
+    let arrays = |h: [u32; 2]| h;
+    let with = [
+        ("ObjectCount 0", arrays([f, f]), 0, o.device, 0u32),
+        (
+            "no pool for ObjectCount handles and values",
+            arrays([f, f]),
+            TOO_MANY,
+            o.device,
+            0,
+        ),
+        (
+            "hDevice not in the caller's handle table",
+            arrays([f, f]),
+            1,
+            NEVER_GIVEN,
+            0,
+        ),
+        ("a Flags bit from 3 up", arrays([f, f]), 1, o.device, 1 << 3),
+        (
+            "a handle not a sync object in the caller's handle table",
+            arrays([f, NEVER_GIVEN]),
+            2,
+            o.device,
+            0,
+        ),
+        (
+            "an object created or opened NoSignal",
+            arrays([f, o.refused]),
+            2,
+            o.device,
+            0,
+        ),
+        (
+            "an object of another device",
+            arrays([f, o.other]),
+            2,
+            o.device,
+            0,
+        ),
+        ("the same object twice", arrays([f, f]), 2, o.device, 0),
+    ];
+    let mut driven = vec![
+        "the structure not readable",
+        "ObjectHandleArray or FenceValueArray not readable",
+    ];
+    assert_eq!(
+        thunk(p, T, UNMAPPED),
+        expected(T, "the structure not readable")
+    );
+    let mut s = from_cpu(o.device, 1, UNMAPPED, vals);
+    assert_eq!(
+        thunk(p, T, s.as_mut_ptr() as u64),
+        expected(T, "ObjectHandleArray or FenceValueArray not readable")
+    );
+    for (what, handles, count, device, flags) in with {
+        let mut s = from_cpu(device, count, handles.as_ptr() as u64, vals);
+        s[3] = u64::from(flags);
+        assert_eq!(
+            thunk(p, T, s.as_mut_ptr() as u64),
+            expected(T, what),
+            "{what}"
+        );
+        assert_eq!(current(&o.m, f), 0, "{what}: signalled on a refusal");
+        driven.push(what);
+    }
+    let both = [f, o.other];
+    let mut s = from_cpu(o.device, 1, both.as_ptr() as u64, vals);
+    assert_eq!(thunk(p, T, s.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert_eq!(current(&o.m, f), 5);
+    assert_eq!(current(&o.m, o.other), 0, "only ObjectCount objects");
+    assert_covers(
+        T,
+        &driven,
+        &[(
+            "an object whose adapter state is destroyed",
+            "an object's adapter state goes only with its adapter, which no DLL suite stops",
+        )],
+    );
+    assert!(o.m.fault().is_none(), "{:?}", o.m.fault());
+}
+
+/// MF-04: `D3DKMTWaitForSynchronizationObjectFromCpu` refuses what 24H2's
+/// `DxgkWaitForSynchronizationObjectFromCpuInternal` refuses, each with the catalog's status,
+/// and registers no wait then (the event stays unsignalled); accepted, a wait already satisfied
+/// returns at once, blocking or with the event, which is then signalled.
+#[test]
+fn mf_04_d3dkmtwaitforsynchronizationobjectfromcpu_answers_as_24h2() {
+    const T: &str = "D3DKMTWaitForSynchronizationObjectFromCpu";
+    let o = objects(NO_WAIT);
+    let (p, f) = (&o.p, o.fence);
+    let event = p
+        .call_import("CreateEventW", &[0, 1, 0, 0])
+        .expect("CreateEventW");
+    assert_ne!(event, 0);
+    let values = [0u64, 0];
+    let vals = values.as_ptr() as u64;
+    let with = [
+        ("ObjectCount 0", [f, f], 0, o.device, 0, 0),
+        ("a Flags bit other than WaitAny", [f, f], 1, o.device, 0, 2),
+        (
+            "no pool for ObjectCount handles and values",
+            [f, f],
+            TOO_MANY,
+            o.device,
+            0,
+            0,
+        ),
+        (
+            "hDevice not in the caller's handle table",
+            [f, f],
+            1,
+            NEVER_GIVEN,
+            0,
+            0,
+        ),
+        (
+            "hAsyncEvent not an event handle of the caller's process",
+            [f, f],
+            1,
+            o.device,
+            0x5555_0000,
+            0,
+        ),
+        (
+            "a handle not a sync object in the caller's handle table",
+            [f, NEVER_GIVEN],
+            2,
+            o.device,
+            event,
+            0,
+        ),
+        (
+            "an object created or opened NoWait",
+            [f, o.refused],
+            2,
+            o.device,
+            event,
+            0,
+        ),
+        (
+            "an object of another device",
+            [f, o.other],
+            2,
+            o.device,
+            event,
+            0,
+        ),
+    ];
+    let mut driven = vec![
+        "the structure not readable",
+        "ObjectHandleArray or FenceValueArray not readable",
+    ];
+    assert_eq!(
+        thunk(p, T, UNMAPPED),
+        expected(T, "the structure not readable")
+    );
+    let mut s = from_cpu(o.device, 1, [f].as_ptr() as u64, UNMAPPED);
+    assert_eq!(
+        thunk(p, T, s.as_mut_ptr() as u64),
+        expected(T, "ObjectHandleArray or FenceValueArray not readable")
+    );
+    const WAIT_OBJECT_0: u64 = 0;
+    const WAIT_TIMEOUT: u64 = 0x102;
+    let signalled = |ms: u64| {
+        p.call_import("WaitForSingleObject", &[event, ms])
+            .expect("WaitForSingleObject")
+            & 0xFFFF_FFFF
+    };
+    for (what, handles, count, device, ev, flags) in with {
+        let mut s = from_cpu(device, count, handles.as_ptr() as u64, vals);
+        s[3] = ev;
+        s[4] = flags;
+        assert_eq!(
+            thunk(p, T, s.as_mut_ptr() as u64),
+            expected(T, what),
+            "{what}"
+        );
+        assert_eq!(signalled(0), WAIT_TIMEOUT, "{what}: a wait registered");
+        driven.push(what);
+    }
+    let one = [f];
+    let mut s = from_cpu(o.device, 1, one.as_ptr() as u64, vals);
+    assert_eq!(
+        thunk(p, T, s.as_mut_ptr() as u64),
+        STATUS_SUCCESS,
+        "blocking"
+    );
+    s[3] = event;
+    assert_eq!(thunk(p, T, s.as_mut_ptr() as u64), STATUS_SUCCESS, "event");
+    assert_eq!(
+        signalled(1000),
+        WAIT_OBJECT_0,
+        "the event of a satisfied wait"
+    );
+    assert_covers(
+        T,
+        &driven,
+        &[
+            (
+                "the device not active",
+                "the DLL's device is active until its process ends, and its handle with it",
+            ),
+            (
+                "an object whose adapter state is destroyed",
+                "an object's adapter state goes only with its adapter, which no DLL suite stops",
+            ),
+        ],
+    );
+    assert!(o.m.fault().is_none(), "{:?}", o.m.fault());
+}
+
+/// NF-13: `D3DKMTDestroySynchronizationObject` refuses a handle that names no sync object of
+/// the caller (never given, or destroyed before) with 24H2's status, and destroys the fence
+/// once.
+#[test]
+fn nf_13_d3dkmtdestroysynchronizationobject_answers_as_24h2() {
+    const T: &str = "D3DKMTDestroySynchronizationObject";
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    open_queue(&p);
+    let device = p.devices()[0].device;
+    let (fence, _) = native_fence(&p, device, 0);
+    let unknown =
+        "hSyncObject neither a device nor a global sync object in the caller's handle table";
+    assert_eq!(
+        thunk(&p, T, UNMAPPED),
+        expected(T, "the structure not readable")
+    );
+    let mut never = [NEVER_GIVEN, 0];
+    assert_eq!(
+        thunk(&p, T, never.as_mut_ptr() as u64),
+        expected(T, unknown)
+    );
+    let mut d = [fence, 0];
+    assert_eq!(thunk(&p, T, d.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert!(m.native_fence_by_kmt(0, fence).is_none(), "destroyed");
+    assert_eq!(
+        thunk(&p, T, d.as_mut_ptr() as u64),
+        expected(T, unknown),
+        "destroyed before"
+    );
+    assert_covers(
+        T,
+        &["the structure not readable", unknown],
+        &[(
+            "hSyncObject a device sync object its flags mark not the caller's to destroy",
+            "which objects carry that flag was not read (catalog gaps)",
+        )],
+    );
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
