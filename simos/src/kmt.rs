@@ -39,8 +39,10 @@ use zerocopy::IntoBytes;
 
 pub use crate::base::error::STATUS_IO_TIMEOUT;
 
+pub mod allocation;
 pub mod catalog;
 pub mod context_virtual;
+pub mod gpu_va;
 pub mod native_fence;
 pub mod query_adapter_info;
 mod umd_nodes;
@@ -734,24 +736,19 @@ impl Kmt for SimKmt<'_> {
         })
     }
 
+    /// Through the thunk's kernel entry ([`gpu_va`]), as the UMD's Windows thunk fills it.
     fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
-        self.on_device(|a, device| crate::vidmm::va::gpu_va_reserve(a, device, *r))
+        gpu_va::umd_reserve(self.m, self.p, r)
     }
 
+    /// Through the thunk's kernel entry ([`gpu_va`]), as the UMD's Windows thunk fills it.
     fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
-        let a = self.thunk()?;
-        // What VidMm released since its last entry goes first (AL-03), as for allocations.
-        self.m.reap_allocations(&a).map_err(status)?;
-        let (va, paging_fence_value) =
-            crate::vidmm::va::gpu_va_map(self.m, &a, self.p.device, *r).map_err(status)?;
-        Ok(MappedGpuVa {
-            va,
-            paging_fence_value,
-        })
+        gpu_va::umd_map(self.m, self.p, r)
     }
 
+    /// Through the thunk's kernel entry ([`gpu_va`]), as the UMD's Windows thunk fills it.
     fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
-        self.on_device(|a, device| crate::vidmm::va::gpu_va_free(self.m, a, device, base, size))
+        gpu_va::umd_free(self.m, self.p, base, size)
     }
 
     /// `vidmm::va`: applied before the thunk returns, after the fence reached

@@ -25,7 +25,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use rvgpu_umd::kmt::{DestroyFlags, Kmt, MakeResidentError, MakeResidentFlags};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use super::{guest, Device, UserProcess};
 use crate::base::lock::lock;
@@ -569,8 +569,10 @@ fn submit_command(p: &UserProcess, at: u64) -> Status {
 // ---------------------------------------------------------------------------------------------
 // Allocations.
 
-/// `D3DKMTCreateAllocation2` of standalone allocations (no resource, no sharing, no existing
-/// system memory: STATUS_NOT_SUPPORTED otherwise, features the UMD does not use). Each
+/// `D3DKMTCreateAllocation2` of standalone allocations: `hDevice`, then 24H2's checks of the
+/// flags and counts ([`crate::kmt::allocation::create_allocation_checks`]); past them a
+/// resource, a flag, runtime or whole-call driver data, or existing system memory is
+/// STATUS_NOT_SUPPORTED (features the UMD does not use). Each
 /// allocation's private data is the UMD's `AllocationPdd`, which goes to the KMD's
 /// `DxgkDdiCreateAllocation`; another size is STATUS_INVALID_PARAMETER (what that DDI answers
 /// for it too). Each entry gets its
@@ -580,11 +582,17 @@ fn submit_command(p: &UserProcess, at: u64) -> Status {
 fn create_allocation2(p: &UserProcess, at: u64) -> Status {
     let a: CreateAllocation = args(at)?;
     let d = p.device(a.h_device)?;
-    if a.h_resource != 0 || a.flags != 0 || a.private_driver_data_size != 0 {
+    let signing = p.machine.os_config().test_signing;
+    crate::kmt::allocation::create_allocation_checks(
+        signing,
+        a.flags,
+        a.num_allocations,
+        a.h_resource,
+    )
+    .map_err(nt)?;
+    let runtime = a.p_private_runtime_data != 0 || a.p_standard_allocation != 0;
+    if a.h_resource != 0 || a.flags != 0 || a.private_driver_data_size != 0 || runtime {
         return Err(STATUS_NOT_SUPPORTED);
-    }
-    if a.num_allocations == 0 {
-        return Err(STATUS_INVALID_PARAMETER);
     }
     let infos: Vec<AllocationInfo2> =
         array(a.p_allocation_info2, a.num_allocations, MAX_ALLOCATIONS)?;
@@ -642,11 +650,15 @@ fn create_allocation2(p: &UserProcess, at: u64) -> Status {
 /// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse`.
 const DESTROY_ASSUME_NOT_IN_USE: u32 = 1 << 0;
 
-/// `D3DKMTDestroyAllocation2` of this device's allocations (a resource handle is not
-/// supported); a live `Lock2` view of one ends with it.
+/// `D3DKMTDestroyAllocation2` of this device's allocations: 24H2's checks of the flags and
+/// counts ([`crate::kmt::allocation::destroy_allocation2_checks`]), `hDevice`, then every
+/// listed handle (an allocation of `hDevice`, else STATUS_INVALID_PARAMETER, nothing
+/// destroyed); a resource handle is STATUS_NOT_SUPPORTED. A live `Lock2` view ends with it.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyallocation2>
 fn destroy_allocation2(p: &UserProcess, at: u64) -> Status {
     let a: DestroyAllocation2 = args(at)?;
+    crate::kmt::allocation::destroy_allocation2_checks(a.flags, a.h_resource, a.allocation_count)
+        .map_err(nt)?;
     let d = p.device(a.h_device)?;
     if a.h_resource != 0 {
         return Err(STATUS_NOT_SUPPORTED);
@@ -656,10 +668,15 @@ fn destroy_allocation2(p: &UserProcess, at: u64) -> Status {
         assume_not_in_use: a.flags & DESTROY_ASSUME_NOT_IN_USE != 0,
     };
     let k = p.kmt(d);
+    // Every handle is checked before any allocation goes (no half-done destroy).
+    let own = |h: u32| {
+        let dev = p.owner(h).ok()?;
+        crate::kmt::gpu_va::allocation_device(&p.machine, &dev.sim, h)
+    };
+    if list.iter().any(|&h| own(h) != Some(a.h_device)) {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
     for h in list {
-        if p.owner(h).map(|o| o.sim.device) != Ok(a.h_device) {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
         k.destroy_allocation2(h, flags).map_err(nt)?;
         lock(&p.handles).locks.remove(&h);
         p.forget(h);
