@@ -44,6 +44,7 @@ pub mod catalog;
 pub mod context_virtual;
 pub mod gpu_va;
 pub mod native_fence;
+pub mod paging_queue;
 pub mod query_adapter_info;
 mod umd_nodes;
 
@@ -621,11 +622,9 @@ impl Kmt for SimKmt<'_> {
         Ok(PagingFence { fence: 0, value: 0 })
     }
 
-    /// The queue must be a paging queue of this device (22631
-    /// DxgkMakeResidentInternal opens `hPagingQueue` in the caller's process:
-    /// INVALID_PARAMETER otherwise). The paging runs inside the call, as for
-    /// [`make_resident`](Kmt::make_resident); the returned value on the queue's fence is not
-    /// reached until the queue's worker gets there (24H2's STATUS_PENDING,
+    /// Through the thunk's kernel entry ([`paging_queue`]) with the structure the UMD's Windows
+    /// thunk fills. The paging runs inside the call; the value returned on the queue's fence
+    /// is not reached until the queue's worker gets there (24H2's STATUS_PENDING,
     /// `vidmm::va::paging_queue`), and the caller waits for it.
     fn make_resident_on(
         &self,
@@ -633,23 +632,7 @@ impl Kmt for SimKmt<'_> {
         allocations: &[KmtHandle],
         flags: MakeResidentFlags,
     ) -> Result<PagingFence, MakeResidentError> {
-        use crate::vidmm::residency::MakeResidentFail;
-        let a = self.thunk().map_err(MakeResidentError::Status)?;
-        let value = self
-            .m
-            .paging_queue_make_resident(&a, self.p.device, queue.handle, |m| {
-                m.residency_make_resident(&a, self.p.device, allocations, flags.cant_trim_further)
-            })
-            .map_err(|e| match e {
-                MakeResidentFail::OverBudget(bytes_to_trim) => {
-                    MakeResidentError::OverBudget { bytes_to_trim }
-                }
-                MakeResidentFail::Failed(e) => MakeResidentError::Status(status(e)),
-            })?;
-        Ok(PagingFence {
-            fence: queue.fence,
-            value,
-        })
+        paging_queue::umd_make_resident(self.m, self.p, queue, allocations, flags)
     }
 
     fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
@@ -715,19 +698,10 @@ impl Kmt for SimKmt<'_> {
         })
     }
 
-    /// `vidmm::va`: a paging queue of this process's device with its paging
-    /// fence; `PhysicalAdapterIndex` 0 (one physical adapter).
+    /// Through the thunk's kernel entry ([`paging_queue`]) with the structure the UMD's Windows
+    /// thunk fills (`PhysicalAdapterIndex` 0).
     fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<SimFence>, NtStatus> {
-        let a = self.thunk()?;
-        let (handle, fence, f) = self
-            .m
-            .paging_queue_create(&a, self.p.device, priority, 0)
-            .map_err(status)?;
-        Ok(PagingQueue {
-            handle,
-            fence,
-            fence_cpu: SimFence::Monitored(f),
-        })
+        paging_queue::umd_create(self.m, self.p, priority)
     }
 
     fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {

@@ -264,9 +264,8 @@ pub const THUNKS: &[Thunk] = &[
             "FenceValueCPUVirtualAddress (the 32-byte structure copied back whole)",
         ],
         pending: Pending::No,
-        entry: None,
-        gaps: "no kernel entry of its own (the gdi32 bridge and SimKmt answer it apart); \
-               DXGDEVICE::CreatePagingQueue not read (Priority goes to the simulated VidMm \
+        entry: Some("paging_queue::dxgk_create_paging_queue_internal"),
+        gaps: "DXGDEVICE::CreatePagingQueue not read (Priority goes to the simulated VidMm \
                unchecked)",
     },
     Thunk {
@@ -403,11 +402,12 @@ pub const THUNKS: &[Thunk] = &[
             "NumBytesToTrim, after any VidMm answer (the caller's own where VidMm set none)",
         ],
         pending: Pending::When("paging queued ahead on the queue: PagingFenceValue not reached"),
-        entry: None,
-        gaps: "no kernel entry of its own; VidMm's MakeResident not read: over budget the \
-               simulation answers STATUS_NO_MEMORY with NumBytesToTrim whatever MustSucceed \
-               says; the user-mode residency condition (DXGDEVICE +0x77F, or a device of kind \
-               2 on WDDM 2.0 and up) is not modelled",
+        entry: Some("paging_queue::dxgk_make_resident_internal"),
+        gaps: "VidMm's MakeResident not read: over budget the simulation answers \
+               STATUS_NO_MEMORY with NumBytesToTrim whatever MustSucceed says; the user-mode \
+               residency condition (DXGDEVICE +0x77F, or a device of kind 2 on WDDM 2.0 and \
+               up) is not modelled; the gdi32 bridge copies at most 256 handles (more is \
+               STATUS_INVALID_PARAMETER there)",
     },
     Thunk {
         name: "D3DKMTMapGpuVirtualAddress",
