@@ -39,9 +39,12 @@ use zerocopy::IntoBytes;
 
 pub use crate::base::error::STATUS_IO_TIMEOUT;
 
+pub mod allocation;
 pub mod catalog;
 pub mod context_virtual;
+pub mod gpu_va;
 pub mod native_fence;
+pub mod paging_queue;
 pub mod query_adapter_info;
 pub mod sync_from_cpu;
 mod umd_nodes;
@@ -585,11 +588,9 @@ impl Kmt for SimKmt<'_> {
         Ok(PagingFence { fence: 0, value: 0 })
     }
 
-    /// The queue must be a paging queue of this device (22631
-    /// DxgkMakeResidentInternal opens `hPagingQueue` in the caller's process:
-    /// INVALID_PARAMETER otherwise). The paging runs inside the call, as for
-    /// [`make_resident`](Kmt::make_resident); the returned value on the queue's fence is not
-    /// reached until the queue's worker gets there (24H2's STATUS_PENDING,
+    /// Through the thunk's kernel entry ([`paging_queue`]) with the structure the UMD's Windows
+    /// thunk fills. The paging runs inside the call; the value returned on the queue's fence
+    /// is not reached until the queue's worker gets there (24H2's STATUS_PENDING,
     /// `vidmm::va::paging_queue`), and the caller waits for it.
     fn make_resident_on(
         &self,
@@ -597,23 +598,7 @@ impl Kmt for SimKmt<'_> {
         allocations: &[KmtHandle],
         flags: MakeResidentFlags,
     ) -> Result<PagingFence, MakeResidentError> {
-        use crate::vidmm::residency::MakeResidentFail;
-        let a = self.thunk().map_err(MakeResidentError::Status)?;
-        let value = self
-            .m
-            .paging_queue_make_resident(&a, self.p.device, queue.handle, |m| {
-                m.residency_make_resident(&a, self.p.device, allocations, flags.cant_trim_further)
-            })
-            .map_err(|e| match e {
-                MakeResidentFail::OverBudget(bytes_to_trim) => {
-                    MakeResidentError::OverBudget { bytes_to_trim }
-                }
-                MakeResidentFail::Failed(e) => MakeResidentError::Status(status(e)),
-            })?;
-        Ok(PagingFence {
-            fence: queue.fence,
-            value,
-        })
+        paging_queue::umd_make_resident(self.m, self.p, queue, allocations, flags)
     }
 
     fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
@@ -679,19 +664,10 @@ impl Kmt for SimKmt<'_> {
         })
     }
 
-    /// `vidmm::va`: a paging queue of this process's device with its paging
-    /// fence; `PhysicalAdapterIndex` 0 (one physical adapter).
+    /// Through the thunk's kernel entry ([`paging_queue`]) with the structure the UMD's Windows
+    /// thunk fills (`PhysicalAdapterIndex` 0).
     fn create_paging_queue(&self, priority: i32) -> Result<PagingQueue<SimFence>, NtStatus> {
-        let a = self.thunk()?;
-        let (handle, fence, f) = self
-            .m
-            .paging_queue_create(&a, self.p.device, priority, 0)
-            .map_err(status)?;
-        Ok(PagingQueue {
-            handle,
-            fence,
-            fence_cpu: SimFence::Monitored(f),
-        })
+        paging_queue::umd_create(self.m, self.p, priority)
     }
 
     fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
@@ -700,24 +676,19 @@ impl Kmt for SimKmt<'_> {
         })
     }
 
+    /// Through the thunk's kernel entry ([`gpu_va`]), as the UMD's Windows thunk fills it.
     fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
-        self.on_device(|a, device| crate::vidmm::va::gpu_va_reserve(a, device, *r))
+        gpu_va::umd_reserve(self.m, self.p, r)
     }
 
+    /// Through the thunk's kernel entry ([`gpu_va`]), as the UMD's Windows thunk fills it.
     fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
-        let a = self.thunk()?;
-        // What VidMm released since its last entry goes first (AL-03), as for allocations.
-        self.m.reap_allocations(&a).map_err(status)?;
-        let (va, paging_fence_value) =
-            crate::vidmm::va::gpu_va_map(self.m, &a, self.p.device, *r).map_err(status)?;
-        Ok(MappedGpuVa {
-            va,
-            paging_fence_value,
-        })
+        gpu_va::umd_map(self.m, self.p, r)
     }
 
+    /// Through the thunk's kernel entry ([`gpu_va`]), as the UMD's Windows thunk fills it.
     fn free_gpu_va(&self, base: u64, size: u64) -> Result<(), NtStatus> {
-        self.on_device(|a, device| crate::vidmm::va::gpu_va_free(self.m, a, device, base, size))
+        gpu_va::umd_free(self.m, self.p, base, size)
     }
 
     /// `vidmm::va`: applied before the thunk returns, after the fence reached

@@ -511,7 +511,8 @@ fn read_only_mapping_write_faults_read_only() {
 
 /// Protection and reservation values Windows refuses from user mode: `SystemUseOnly`,
 /// reserved bits, `Zero` (the driver reports `ZeroInPteSupported` = 0), `NO_COMMIT`
-/// reservations; alignment, size and window rules; a taken range.
+/// reservations; alignment, size and window rules; a taken range. (A Map's unaligned base is
+/// rounded down, not refused.)
 #[test]
 fn reserve_and_map_argument_rules() {
     let m = with_doorbells(Mode::Step, 4);
@@ -536,11 +537,14 @@ fn reserve_and_map_argument_rules() {
             what,
         );
     }
-    refused(
+    // An unaligned base is no refusal: 24H2's VidMm rounds it down to its page
+    // (`M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddress` @0x1400F4F90).
+    let rounded = okk(
+        &m,
         map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN + 8, b.handle, 0, 1)),
-        inv,
-        "unaligned base",
     );
+    assert_eq!(rounded.va, CHOSEN, "unaligned base rounded down");
+    okk(&m, p.k.free_gpu_va(CHOSEN, PAGE));
     refused(
         map_wait(&p.k, &p.pq, &map(&p.pq, 0, 0, 0, 1)),
         inv,

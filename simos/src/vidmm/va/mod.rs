@@ -264,8 +264,9 @@ fn va_claim(
 /// - `SizeInPages` 0 means the allocation's size (in bytes, as VidMm compares it, so
 ///   only with `OffsetInPages` 0); `OffsetInPages` at or past the allocation's end, or
 ///   `OffsetInPages + SizeInPages` past it; a `NoAccess` range of 0 pages;
-/// - `BaseAddress` not 4 KiB aligned (D3DDDI_MAPGPUVIRTUALADDRESS); a range that is
-///   neither free nor inside one range of the process: STATUS_UNSUCCESSFUL.
+/// - `BaseAddress` not 4 KiB aligned (the thunk's entry, `kmt::gpu_va`, rounds it down
+///   first, as 24H2's VidMm does); a range that is neither free nor inside one range of the
+///   process: STATUS_UNSUCCESSFUL.
 ///
 /// With `BaseAddress` 0 VidMm picks the highest free range in
 /// `[MinimumAddress, MaximumAddress)` (0: no limit), a new range owned by the mapping.

@@ -52,19 +52,6 @@ pub(super) struct CreateDevice {
     pub(super) _pad2: u32,
 }
 
-/// `D3DKMT_CREATEPAGINGQUEUE`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct CreatePagingQueue {
-    pub(super) h_device: u32,
-    pub(super) priority: i32,
-    pub(super) h_paging_queue: u32,
-    pub(super) h_sync_object: u32,
-    pub(super) fence_value_cpu_va: u64,
-    pub(super) physical_adapter_index: u32,
-    pub(super) _pad: u32,
-}
-
 /// `D3DKMT_CREATEHWQUEUE`.
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -185,20 +172,6 @@ pub(super) struct Unlock2 {
     pub(super) h_allocation: u32,
 }
 
-/// `D3DDDI_MAKERESIDENT`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct MakeResident {
-    pub(super) h_paging_queue: u32,
-    pub(super) num_allocations: u32,
-    pub(super) allocation_list: u64,
-    pub(super) priority_list: u64,
-    pub(super) flags: u32,
-    pub(super) _pad: u32,
-    pub(super) paging_fence_value: u64,
-    pub(super) num_bytes_to_trim: u64,
-}
-
 /// `D3DKMT_INVALIDATECACHE`.
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -233,8 +206,6 @@ const _: () = {
     assert!(size_of::<OpenAdapterFromLuid>() == 12);
     assert!(size_of::<CreateDevice>() == 64);
     assert!(offset_of!(CreateDevice, h_device) == 12);
-    assert!(size_of::<CreatePagingQueue>() == 32);
-    assert!(offset_of!(CreatePagingQueue, fence_value_cpu_va) == 16);
     assert!(size_of::<CreateHwQueue>() == 48);
     assert!(offset_of!(CreateHwQueue, p_private_driver_data) == 16);
     assert!(offset_of!(CreateHwQueue, progress_fence_gpu_va) == 40);
@@ -264,10 +235,6 @@ const _: () = {
     assert!(size_of::<Lock2>() == 24);
     assert!(offset_of!(Lock2, p_data) == 16);
     assert!(size_of::<Unlock2>() == 8);
-    assert!(size_of::<MakeResident>() == 48);
-    assert!(offset_of!(MakeResident, flags) == 24);
-    assert!(offset_of!(MakeResident, paging_fence_value) == 32);
-    assert!(offset_of!(MakeResident, num_bytes_to_trim) == 40);
     assert!(size_of::<InvalidateCache>() == 24);
     assert!(size_of::<CreateDoorbell>() == 72);
     assert!(offset_of!(CreateDoorbell, private_driver_data) == 24);

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use rvgpu_umd::kmt::{DestroyFlags, Kmt, MakeResidentError, MakeResidentFlags};
+use rvgpu_umd::kmt::{DestroyFlags, Kmt};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::{guest, Device, UserProcess};
@@ -334,29 +334,29 @@ fn destroy_device(p: &UserProcess, at: u64) -> Status {
 // ---------------------------------------------------------------------------------------------
 // Paging queues, contexts, hardware queues.
 
-/// `D3DKMTCreatePagingQueue` (`PhysicalAdapterIndex` past the one physical adapter is
-/// STATUS_INVALID_PARAMETER, as in [`crate::vidmm`]'s rule); the fence's CPU address is the
-/// OS's fence value itself (one address space).
+/// `D3DKMTCreatePagingQueue`: the structure as the DLL wrote it to the thunk's kernel entry
+/// ([`crate::kmt::paging_queue`], 24H2's checks), then its outputs back; the fence's CPU
+/// address is the OS's fence value itself (one address space).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatepagingqueue>
 fn create_paging_queue(p: &UserProcess, at: u64) -> Status {
-    let a: CreatePagingQueue = args(at)?;
-    probe_out::<CreatePagingQueue>(at)?;
-    let d = p.device(a.h_device)?;
-    if a.physical_adapter_index != 0 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    let q = p.kmt(d).create_paging_queue(a.priority).map_err(nt)?;
-    let (h, fence) = (q.handle, q.fence);
-    let cpu = q.fence_cpu.cpu_va() as u64;
+    use crate::kmt::paging_queue::{dxgk_create_paging_queue_internal, D3dkmtCreatePagingQueue};
+    let mut a: D3dkmtCreatePagingQueue = args(at)?;
+    probe_out::<D3dkmtCreatePagingQueue>(at)?;
+    let device = |h: u32| p.device(h).ok().map(|d| d.sim);
+    let f = dxgk_create_paging_queue_internal(&p.machine, &mut a, device).map_err(nt)?;
+    let (h, fence) = (a.h_paging_queue, a.h_sync_object);
     {
         let mut hs = lock(&p.handles);
         hs.owner.insert(h, a.h_device);
         hs.owner.insert(fence, a.h_device);
+        let q = rvgpu_umd::kmt::PagingQueue {
+            handle: h,
+            fence,
+            fence_cpu: crate::kmt::SimFence::Monitored(f),
+        };
         hs.paging.insert(h, q);
     }
-    put(at, offset_of!(CreatePagingQueue, h_paging_queue), &h)?;
-    put(at, offset_of!(CreatePagingQueue, h_sync_object), &fence)?;
-    put(at, offset_of!(CreatePagingQueue, fence_value_cpu_va), &cpu)
+    guest::write(at, &a).map_err(bad)
 }
 
 /// `D3DKMTDestroyPagingQueue` (its fence goes with it).
@@ -566,8 +566,10 @@ fn submit_command(p: &UserProcess, at: u64) -> Status {
 // ---------------------------------------------------------------------------------------------
 // Allocations.
 
-/// `D3DKMTCreateAllocation2` of standalone allocations (no resource, no sharing, no existing
-/// system memory: STATUS_NOT_SUPPORTED otherwise, features the UMD does not use). Each
+/// `D3DKMTCreateAllocation2` of standalone allocations: `hDevice`, then 24H2's checks of the
+/// flags and counts ([`crate::kmt::allocation::create_allocation_checks`]); past them a
+/// resource, a flag, runtime or whole-call driver data, or existing system memory is
+/// STATUS_NOT_SUPPORTED (features the UMD does not use). Each
 /// allocation's private data is the UMD's `AllocationPdd`, which goes to the KMD's
 /// `DxgkDdiCreateAllocation`; another size is STATUS_INVALID_PARAMETER (what that DDI answers
 /// for it too). Each entry gets its
@@ -577,11 +579,17 @@ fn submit_command(p: &UserProcess, at: u64) -> Status {
 fn create_allocation2(p: &UserProcess, at: u64) -> Status {
     let a: CreateAllocation = args(at)?;
     let d = p.device(a.h_device)?;
-    if a.h_resource != 0 || a.flags != 0 || a.private_driver_data_size != 0 {
+    let signing = p.machine.os_config().test_signing;
+    crate::kmt::allocation::create_allocation_checks(
+        signing,
+        a.flags,
+        a.num_allocations,
+        a.h_resource,
+    )
+    .map_err(nt)?;
+    let runtime = a.p_private_runtime_data != 0 || a.p_standard_allocation != 0;
+    if a.h_resource != 0 || a.flags != 0 || a.private_driver_data_size != 0 || runtime {
         return Err(STATUS_NOT_SUPPORTED);
-    }
-    if a.num_allocations == 0 {
-        return Err(STATUS_INVALID_PARAMETER);
     }
     let infos: Vec<AllocationInfo2> =
         array(a.p_allocation_info2, a.num_allocations, MAX_ALLOCATIONS)?;
@@ -639,11 +647,15 @@ fn create_allocation2(p: &UserProcess, at: u64) -> Status {
 /// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse`.
 const DESTROY_ASSUME_NOT_IN_USE: u32 = 1 << 0;
 
-/// `D3DKMTDestroyAllocation2` of this device's allocations (a resource handle is not
-/// supported); a live `Lock2` view of one ends with it.
+/// `D3DKMTDestroyAllocation2` of this device's allocations: 24H2's checks of the flags and
+/// counts ([`crate::kmt::allocation::destroy_allocation2_checks`]), `hDevice`, then every
+/// listed handle (an allocation of `hDevice`, else STATUS_INVALID_PARAMETER, nothing
+/// destroyed); a resource handle is STATUS_NOT_SUPPORTED. A live `Lock2` view ends with it.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyallocation2>
 fn destroy_allocation2(p: &UserProcess, at: u64) -> Status {
     let a: DestroyAllocation2 = args(at)?;
+    crate::kmt::allocation::destroy_allocation2_checks(a.flags, a.h_resource, a.allocation_count)
+        .map_err(nt)?;
     let d = p.device(a.h_device)?;
     if a.h_resource != 0 {
         return Err(STATUS_NOT_SUPPORTED);
@@ -653,10 +665,15 @@ fn destroy_allocation2(p: &UserProcess, at: u64) -> Status {
         assume_not_in_use: a.flags & DESTROY_ASSUME_NOT_IN_USE != 0,
     };
     let k = p.kmt(d);
+    // Every handle is checked before any allocation goes (no half-done destroy).
+    let own = |h: u32| {
+        let dev = p.owner(h).ok()?;
+        crate::kmt::gpu_va::allocation_device(&p.machine, &dev.sim, h)
+    };
+    if list.iter().any(|&h| own(h) != Some(a.h_device)) {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
     for h in list {
-        if p.owner(h).map(|o| o.sim.device) != Ok(a.h_device) {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
         k.destroy_allocation2(h, flags).map_err(nt)?;
         lock(&p.handles).locks.remove(&h);
         p.forget(h);
@@ -709,64 +726,45 @@ fn unlock2(p: &UserProcess, at: u64) -> Status {
     Ok(())
 }
 
-/// `D3DDDI_MAKERESIDENT_FLAGS::CantTrimFurther`.
-const MAKERESIDENT_CANT_TRIM_FURTHER: u32 = 1 << 0;
-/// `D3DDDI_MAKERESIDENT_FLAGS` has two bits (`CantTrimFurther`, `MustSucceed`): a `Value`
-/// from this one up is refused.
-const MAKERESIDENT_FLAGS_END: u32 = 1 << 2;
-
-/// `D3DKMTMakeResident` on a paging queue of this process: `PagingFenceValue` out (already
-/// reached: paging finishes inside the call here); over budget is STATUS_NO_MEMORY with
-/// `NumBytesToTrim`, as the reference page describes.
+/// `D3DKMTMakeResident` on a paging queue of this process: the structure as the DLL wrote it
+/// to the thunk's kernel entry ([`crate::kmt::paging_queue`], 24H2's checks in 24H2's
+/// order), its list read from the DLL's memory. `PagingFenceValue` comes back on success and
+/// `NumBytesToTrim` whatever VidMm answered; while the paging fence is below the value the
+/// answer is STATUS_PENDING, as 24H2 passes VidMm's answer through
+/// (`K:DxgkMakeResidentInternal` @0x1402A7570).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
-///
-/// The arguments are checked in 24H2's order before the paging queue is opened
-/// (K `DxgkMakeResidentInternal` @0x1402A7570): no allocations, a NULL list and a `Flags.Value`
-/// of 4 or more are each STATUS_INVALID_PARAMETER.
 fn make_resident(p: &UserProcess, at: u64) -> Status {
-    let a: MakeResident = args(at)?;
-    probe_out::<MakeResident>(at)?;
-    if a.num_allocations == 0 || a.allocation_list == 0 || a.flags >= MAKERESIDENT_FLAGS_END {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    let d = p.owner(a.h_paging_queue)?;
-    let list: Vec<u32> = array(a.allocation_list, a.num_allocations, MAX_ALLOCATIONS)?;
-    let flags = MakeResidentFlags {
-        cant_trim_further: a.flags & MAKERESIDENT_CANT_TRIM_FURTHER != 0,
-    };
-    let queue = {
+    use crate::kmt::paging_queue::{dxgk_make_resident_internal, D3dddiMakeResident};
+    let mut a: D3dddiMakeResident = args(at)?;
+    probe_out::<D3dddiMakeResident>(at)?;
+    let queue = |h: u32| {
         let hs = lock(&p.handles);
-        let q = hs
-            .paging
-            .get(&a.h_paging_queue)
-            .ok_or(STATUS_INVALID_PARAMETER)?;
-        rvgpu_umd::kmt::PagingQueue {
-            handle: q.handle,
-            fence: q.fence,
-            fence_cpu: q.fence_cpu.clone(),
-        }
+        hs.paging.get(&h)?;
+        hs.owner
+            .get(&h)
+            .and_then(|d| hs.devices.get(d))
+            .map(|d| d.sim)
     };
-    let k = p.kmt(d);
-    match k.make_resident_on(&queue, &list, flags) {
-        // Paging queued ahead: STATUS_PENDING with the value still to be reached, as 24H2
-        // passes VidMm's answer through (`K:DxgkMakeResidentInternal` @0x1402A7570).
-        Ok(f) => {
-            put(at, offset_of!(MakeResident, paging_fence_value), &f.value)?;
-            if k.paging_fence_reached(queue.handle, f.value) {
-                Ok(())
-            } else {
-                Err(rvgpu_ddi::ntstatus::STATUS_PENDING as u32)
-            }
-        }
-        Err(MakeResidentError::OverBudget { bytes_to_trim }) => {
-            put(
-                at,
-                offset_of!(MakeResident, num_bytes_to_trim),
-                &bytes_to_trim,
-            )?;
-            Err(STATUS_NO_MEMORY)
-        }
-        Err(MakeResidentError::Status(s)) => Err(nt(s)),
+    let list = |at: u64, n: u32| {
+        array::<u32>(at, n, MAX_ALLOCATIONS).map_err(|s| rvgpu_umd::kmt::NtStatus(s as i32))
+    };
+    let allocation = |h: u32| {
+        let d = p.owner(h).ok()?;
+        crate::kmt::gpu_va::allocation_device(&p.machine, &d.sim, h)
+    };
+    let r = dxgk_make_resident_internal(&p.machine, &mut a, queue, list, allocation);
+    let trim = offset_of!(D3dddiMakeResident, num_bytes_to_trim);
+    put(at, trim, &a.num_bytes_to_trim)?;
+    r.map_err(nt)?;
+    let fence = offset_of!(D3dddiMakeResident, paging_fence_value);
+    put(at, fence, &a.paging_fence_value)?;
+    let d = p.owner(a.h_paging_queue)?;
+    if p.kmt(d)
+        .paging_fence_reached(a.h_paging_queue, a.paging_fence_value)
+    {
+        Ok(())
+    } else {
+        Err(rvgpu_ddi::ntstatus::STATUS_PENDING as u32)
     }
 }
 

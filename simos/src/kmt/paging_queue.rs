@@ -1,0 +1,220 @@
+//! The paging-queue thunks' kernel entries, as 24H2 answers them: `D3DKMTCreatePagingQueue`
+//! (`K:DxgkCreatePagingQueueInternal` @0x1403967CC) and `D3DKMTMakeResident`
+//! (`K:DxgkMakeResidentInternal` @0x1402A7570): the caller's structure as written, the checks
+//! in 24H2's order with their statuses, then the simulated VidMm ([`crate::vidmm::va`],
+//! [`crate::vidmm::residency`]), and back exactly the fields 24H2 writes.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_umd::kmt::{
+    KmtHandle, MakeResidentError, MakeResidentFlags, NtStatus, PagingFence, PagingQueue,
+};
+
+use super::SimFence;
+use crate::machine::Machine;
+use crate::sync::fence::MonitoredFence;
+use crate::ums::UmsProcess;
+use crate::vidmm::residency::MakeResidentFail;
+
+/// `D3DKMT_CREATEPAGINGQUEUE` in the released x64 layout (32 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtCreatePagingQueue {
+    /// `hDevice` (in).
+    pub h_device: u32,
+    /// `Priority` (`D3DDDI_PAGINGQUEUE_PRIORITY`, in).
+    pub priority: i32,
+    /// `hPagingQueue` (out).
+    pub h_paging_queue: u32,
+    /// `hSyncObject` (out).
+    pub h_sync_object: u32,
+    /// `FenceValueCPUVirtualAddress` (out).
+    pub fence_value_cpu_virtual_address: u64,
+    /// `PhysicalAdapterIndex` (in).
+    pub physical_adapter_index: u32,
+    /// Alignment.
+    pub _pad: u32,
+}
+
+/// `D3DDDI_MAKERESIDENT` in the released x64 layout (48 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dddiMakeResident {
+    /// `hPagingQueue` (in).
+    pub h_paging_queue: u32,
+    /// `NumAllocations` (in).
+    pub num_allocations: u32,
+    /// `AllocationList` (in), an address in the caller's process.
+    pub allocation_list: u64,
+    /// `PriorityList` (in).
+    pub priority_list: u64,
+    /// `Flags` (`D3DDDI_MAKERESIDENT_FLAGS`, in).
+    pub flags: u32,
+    /// Alignment.
+    pub _pad: u32,
+    /// `PagingFenceValue` (out).
+    pub paging_fence_value: u64,
+    /// `NumBytesToTrim` (out).
+    pub num_bytes_to_trim: u64,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtCreatePagingQueue, h_paging_queue) == 8);
+    assert!(offset_of!(D3dkmtCreatePagingQueue, fence_value_cpu_virtual_address) == 16);
+    assert!(offset_of!(D3dkmtCreatePagingQueue, physical_adapter_index) == 24);
+    assert!(size_of::<D3dkmtCreatePagingQueue>() == 32);
+    assert!(offset_of!(D3dddiMakeResident, allocation_list) == 8);
+    assert!(offset_of!(D3dddiMakeResident, flags) == 24);
+    assert!(offset_of!(D3dddiMakeResident, paging_fence_value) == 32);
+    assert!(offset_of!(D3dddiMakeResident, num_bytes_to_trim) == 40);
+    assert!(size_of::<D3dddiMakeResident>() == 48);
+};
+
+/// `D3DDDI_MAKERESIDENT_FLAGS::CantTrimFurther`.
+pub const MAKERESIDENT_CANT_TRIM_FURTHER: u32 = 1 << 0;
+/// `D3DDDI_MAKERESIDENT_FLAGS` has two bits (`CantTrimFurther`, `MustSucceed`): a `Value`
+/// from this one up is refused.
+const MAKERESIDENT_FLAGS_END: u32 = 1 << 2;
+/// The physical adapters of every adapter of the simulation.
+const PHYSICAL_ADAPTERS: u32 = 1;
+
+fn bad() -> NtStatus {
+    NtStatus(STATUS_INVALID_PARAMETER)
+}
+
+/// `DxgkCreatePagingQueueInternal` for the caller's structure `a`, in 24H2's order:
+/// 1. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
+/// 2. `PhysicalAdapterIndex` at or past the adapter's physical adapters:
+///    STATUS_INVALID_PARAMETER;
+/// 3. the queue and its fence (`DXGDEVICE::CreatePagingQueue`, the simulated VidMm).
+///
+/// On success `a`'s `hPagingQueue`, `hSyncObject` and `FenceValueCPUVirtualAddress` are the
+/// new queue's (24H2 copies the whole structure back) and the queue's fence is returned for
+/// the caller's CPU view; on failure `a` is unchanged.
+pub fn dxgk_create_paging_queue_internal(
+    m: &Machine,
+    a: &mut D3dkmtCreatePagingQueue,
+    device: impl FnOnce(u32) -> Option<UmsProcess>,
+) -> Result<MonitoredFence, NtStatus> {
+    let p = device(a.h_device).ok_or_else(bad)?;
+    if a.physical_adapter_index >= PHYSICAL_ADAPTERS {
+        return Err(bad());
+    }
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    let (queue, fence, f) = m
+        .paging_queue_create(&sh, p.device, a.priority, a.physical_adapter_index)
+        .map_err(super::status)?;
+    a.h_paging_queue = queue;
+    a.h_sync_object = fence;
+    // User and kernel share memory here: the OS's own view of the value.
+    a.fence_value_cpu_virtual_address = f.kernel_va() as u64;
+    Ok(f)
+}
+
+/// `DxgkMakeResidentInternal` for the caller's structure `a`, in 24H2's order:
+/// 1. `NumAllocations` 0, `AllocationList` NULL, `Flags.Value` 4 or more: each
+///    STATUS_INVALID_PARAMETER;
+/// 2. `hPagingQueue` not in the caller's handle table (`queue`: the device it is of):
+///    STATUS_INVALID_PARAMETER;
+/// 3. the list read from the caller (`list`: its fault status); each handle not an allocation
+///    in the caller's table, or of another device than the queue's (`allocation`: its
+///    device): STATUS_INVALID_PARAMETER;
+/// 4. VidMm's MakeResident on the queue: over budget STATUS_NO_MEMORY with
+///    `NumBytesToTrim`; else `PagingFenceValue`, which the queue's fence may not have
+///    reached yet (the thunk answers STATUS_PENDING then).
+///
+/// `a.num_bytes_to_trim` is VidMm's answer once VidMm ran (the caller's own otherwise) and
+/// `a.paging_fence_value` is set on success only.
+pub fn dxgk_make_resident_internal(
+    m: &Machine,
+    a: &mut D3dddiMakeResident,
+    queue: impl FnOnce(u32) -> Option<UmsProcess>,
+    list: impl FnOnce(u64, u32) -> Result<Vec<KmtHandle>, NtStatus>,
+    allocation: impl Fn(KmtHandle) -> Option<KmtHandle>,
+) -> Result<(), NtStatus> {
+    if a.num_allocations == 0 || a.allocation_list == 0 || a.flags >= MAKERESIDENT_FLAGS_END {
+        return Err(bad());
+    }
+    let p = queue(a.h_paging_queue).ok_or_else(bad)?;
+    let handles = list(a.allocation_list, a.num_allocations)?;
+    if handles.iter().any(|&h| allocation(h) != Some(p.device)) {
+        return Err(bad());
+    }
+    let cant_trim = a.flags & MAKERESIDENT_CANT_TRIM_FURTHER != 0;
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    let paged = m.paging_queue_make_resident(&sh, p.device, a.h_paging_queue, |m| {
+        m.residency_make_resident(&sh, p.device, &handles, cant_trim)
+    });
+    match paged {
+        Ok(value) => {
+            a.paging_fence_value = value;
+            Ok(())
+        }
+        Err(MakeResidentFail::OverBudget(bytes)) => {
+            a.num_bytes_to_trim = bytes;
+            Err(NtStatus(STATUS_NO_MEMORY))
+        }
+        Err(MakeResidentFail::Failed(e)) => Err(super::status(e)),
+    }
+}
+
+/// The Rust UMD's `D3DKMTCreatePagingQueue` (`PhysicalAdapterIndex` 0).
+pub(super) fn umd_create(
+    m: &Machine,
+    p: UmsProcess,
+    priority: i32,
+) -> Result<PagingQueue<SimFence>, NtStatus> {
+    let mut a = D3dkmtCreatePagingQueue {
+        h_device: p.device,
+        priority,
+        ..Default::default()
+    };
+    let f = dxgk_create_paging_queue_internal(m, &mut a, |h| (h == p.device).then_some(p))?;
+    Ok(PagingQueue {
+        handle: a.h_paging_queue,
+        fence: a.h_sync_object,
+        fence_cpu: SimFence::Monitored(f),
+    })
+}
+
+/// The Rust UMD's `D3DKMTMakeResident` on `queue`: the queue and the allocations are looked
+/// up in the device's own tables, as the caller's handle table would name them.
+pub(super) fn umd_make_resident(
+    m: &Machine,
+    p: UmsProcess,
+    queue: &PagingQueue<SimFence>,
+    allocations: &[KmtHandle],
+    flags: MakeResidentFlags,
+) -> Result<PagingFence, MakeResidentError> {
+    let mut a = D3dddiMakeResident {
+        h_paging_queue: queue.handle,
+        num_allocations: u32::try_from(allocations.len()).unwrap_or(u32::MAX),
+        allocation_list: allocations.as_ptr() as u64,
+        ..Default::default()
+    };
+    if flags.cant_trim_further {
+        a.flags = MAKERESIDENT_CANT_TRIM_FURTHER;
+    }
+    let q = super::gpu_va::paging_queue_device(m, &p, queue.handle);
+    let r = dxgk_make_resident_internal(
+        m,
+        &mut a,
+        |_| (q == Some(p.device)).then_some(p),
+        |_, _| Ok(allocations.to_vec()),
+        |h| super::gpu_va::allocation_device(m, &p, h),
+    );
+    match r {
+        Ok(()) => Ok(PagingFence {
+            fence: queue.fence,
+            value: a.paging_fence_value,
+        }),
+        Err(s) if s.0 == STATUS_NO_MEMORY => Err(MakeResidentError::OverBudget {
+            bytes_to_trim: a.num_bytes_to_trim,
+        }),
+        Err(s) => Err(MakeResidentError::Status(s)),
+    }
+}

@@ -1,0 +1,775 @@
+//! The memory thunks the shipped `rvgpu_umd.dll` calls (allocations, paging queues,
+//! residency, GPU VA), called raw in the DLL's own process as 24H2 answers them: each of the
+//! thunk catalog's checks (`rvgpu_simos::kmt::catalog`) driven with its status, or said
+//! undrivable; a refusal writes nothing back; a success writes back what 24H2 writes.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::conformance::{assert_covers, expected};
+use common::dll::*;
+use common::pe::{pe_machine, umd};
+use rvgpu_simos::kmt::gpu_va::{
+    D3dddiMapGpuVirtualAddress, D3dddiReserveGpuVirtualAddress, D3dkmtFreeGpuVirtualAddress,
+};
+use rvgpu_simos::pe::umd::UserProcess;
+use rvgpu_simos::Machine;
+
+const PENDING: u64 = rvgpu_ddi::ntstatus::STATUS_PENDING as u64;
+const UNTOUCHED: u64 = 0xDEAD_BEEF_0000;
+const BAD_HANDLE: u32 = 0x4000_0BAD;
+/// `D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE` bits.
+const WRITE: u64 = 1;
+const NO_ACCESS: u64 = 1 << 3;
+const SYSTEM_USE_ONLY: u64 = 1 << 4;
+
+/// A DLL process with its device (through the C API), one 4 KiB buffer allocation and a
+/// paging queue of its own, and a second device of the process on the same adapter with a
+/// paging queue: the objects the cases name.
+struct World {
+    m: Arc<Machine>,
+    p: Arc<UserProcess>,
+    /// An adapter handle of the process (`D3DKMTOpenAdapterFromLuid`).
+    adapter: u32,
+    device: u32,
+    allocation: u32,
+    queue: u32,
+    other_device: u32,
+    other_queue: u32,
+}
+
+fn open_raw_adapter(p: &Arc<UserProcess>) -> u32 {
+    // D3DKMT_OPENADAPTERFROMLUID: AdapterLuid (8 bytes), hAdapter out.
+    let mut o = [LUID_LOW as u32, 0, 0];
+    assert_eq!(
+        thunk(p, "D3DKMTOpenAdapterFromLuid", o.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    o[2]
+}
+
+fn create_device(p: &Arc<UserProcess>, adapter: u32) -> u32 {
+    // D3DKMT_CREATEDEVICE: hAdapter, ..., Flags, hDevice out (byte 12).
+    let mut d = [0u32; 16];
+    d[0] = adapter;
+    assert_eq!(
+        thunk(p, "D3DKMTCreateDevice", d.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    d[3]
+}
+
+/// `D3DKMT_CREATEPAGINGQUEUE` for `device` with `edit` applied: its status and the structure.
+fn paging_queue(
+    p: &Arc<UserProcess>,
+    device: u32,
+    edit: impl FnOnce(&mut [u32; 8]),
+) -> (u64, [u32; 8]) {
+    // hDevice, Priority, hPagingQueue, hSyncObject, FenceValueCPUVirtualAddress (words 4-5),
+    // PhysicalAdapterIndex (word 6).
+    let mut q = [0u32; 8];
+    q[0] = device;
+    edit(&mut q);
+    let s = thunk(p, "D3DKMTCreatePagingQueue", q.as_mut_ptr() as u64);
+    (s, q)
+}
+
+fn world() -> World {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let (c_adapter, _) = open_queue(&p);
+    let device = p.devices()[0].device;
+    let before = p.objects();
+    buffer_4k(&p, c_adapter);
+    let made: Vec<u32> = p
+        .objects()
+        .into_iter()
+        .filter(|h| !before.contains(h))
+        .collect();
+    let [allocation] = made[..] else {
+        panic!("a buffer is one allocation: {made:?}");
+    };
+    let adapter = open_raw_adapter(&p);
+    let (s, q) = paging_queue(&p, device, |_| {});
+    assert_eq!(s, STATUS_SUCCESS);
+    let other_device = create_device(&p, adapter);
+    let (s, oq) = paging_queue(&p, other_device, |_| {});
+    assert_eq!(s, STATUS_SUCCESS);
+    World {
+        m,
+        p,
+        adapter,
+        device,
+        allocation,
+        queue: q[2],
+        other_device,
+        other_queue: oq[2],
+    }
+}
+
+impl World {
+    fn call<T>(&self, name: &str, a: &mut T) -> u64 {
+        thunk(&self.p, name, addr(a))
+    }
+
+    /// A second adapter handle names the one device of the process on the adapter only when
+    /// there is one: the VA thunks named by adapter need the process's first device alone.
+    fn done(self) {
+        assert!(self.m.fault().is_none(), "{:?}", self.m.fault());
+    }
+}
+
+fn reserve(h: u32, size: u64, reservation_type: i32) -> D3dddiReserveGpuVirtualAddress {
+    D3dddiReserveGpuVirtualAddress {
+        h_paging_queue: h,
+        size,
+        reservation_type,
+        virtual_address: UNTOUCHED,
+        paging_fence_value: UNTOUCHED,
+        ..Default::default()
+    }
+}
+
+/// DDI-03: `D3DKMTReserveGpuVirtualAddress` from the DLL's process refuses what 24H2 refuses
+/// (`K:DxgkReserveGpuVirtualAddress` @0x140399110) and writes nothing then; a reservation
+/// named by a paging queue of the process succeeds as one named by its adapter does
+/// (24H2 opens the handle as either), writing `VirtualAddress` and leaving
+/// `PagingFenceValue` as the caller wrote it. `D3DKMTFreeGpuVirtualAddress` frees it.
+#[test]
+fn ddi_03_d3dkmtreservegpuvirtualaddress_answers_as_24h2() {
+    const T: &str = "D3DKMTReserveGpuVirtualAddress";
+    // The second device makes the adapter name two VA spaces: drop it for the adapter cases.
+    let w = world();
+    let mut d = [w.other_device, 0];
+    assert_eq!(
+        w.call("D3DKMTDestroyDevice", &mut d),
+        STATUS_SUCCESS,
+        "the second device goes"
+    );
+    let cases: [(&str, u32, i32); 5] = [
+        ("ReservationType above RESERVE_ZERO", w.adapter, 2),
+        (
+            "hPagingQueue neither a paging queue nor an adapter in the caller's handle table",
+            BAD_HANDLE,
+            0,
+        ),
+        (
+            "hPagingQueue neither a paging queue nor an adapter in the caller's handle table",
+            w.allocation,
+            0,
+        ),
+        ("RESERVE_ZERO named by an adapter", w.adapter, 1),
+        ("a negative ReservationType", w.adapter, -1),
+    ];
+    let mut driven = Vec::new();
+    for (what, h, ty) in cases {
+        let mut r = reserve(h, 0x1_0000, ty);
+        assert_eq!(w.call(T, &mut r), expected(T, what), "{what}");
+        assert_eq!(
+            (r.virtual_address, r.paging_fence_value),
+            (UNTOUCHED, UNTOUCHED),
+            "{what}: nothing written"
+        );
+        driven.push(what);
+    }
+    assert_covers(T, &driven, &[]);
+    for h in [w.adapter, w.queue] {
+        let mut r = reserve(h, 0x1_0000, 0);
+        assert_eq!(w.call(T, &mut r), STATUS_SUCCESS, "named by {h:#x}");
+        assert!(r.virtual_address != UNTOUCHED && r.virtual_address != 0);
+        assert_eq!(r.virtual_address % 0x1_0000, 0);
+        assert_eq!(
+            r.paging_fence_value, UNTOUCHED,
+            "PagingFenceValue as written"
+        );
+        let mut f = D3dkmtFreeGpuVirtualAddress {
+            h_adapter: w.adapter,
+            base_address: r.virtual_address,
+            size: 0x1_0000,
+            ..Default::default()
+        };
+        assert_eq!(
+            w.call("D3DKMTFreeGpuVirtualAddress", &mut f),
+            STATUS_SUCCESS
+        );
+    }
+    w.done();
+}
+
+/// DDI-03: `D3DKMTFreeGpuVirtualAddress` names the VA space by an adapter of the caller
+/// (`K:DxgkFreeGpuVirtualAddress` @0x14039BD40): any other handle is refused and the range
+/// stays reserved (a second free of it then succeeds).
+#[test]
+fn ddi_03_d3dkmtfreegpuvirtualaddress_answers_as_24h2() {
+    const T: &str = "D3DKMTFreeGpuVirtualAddress";
+    let w = world();
+    let mut d = [w.other_device, 0];
+    assert_eq!(w.call("D3DKMTDestroyDevice", &mut d), STATUS_SUCCESS);
+    let mut r = reserve(w.adapter, 0x1_0000, 0);
+    assert_eq!(
+        w.call("D3DKMTReserveGpuVirtualAddress", &mut r),
+        STATUS_SUCCESS
+    );
+    let what = "hAdapter not in the caller's handle table";
+    for h in [BAD_HANDLE, w.queue, w.device] {
+        let mut f = D3dkmtFreeGpuVirtualAddress {
+            h_adapter: h,
+            base_address: r.virtual_address,
+            size: 0x1_0000,
+            ..Default::default()
+        };
+        assert_eq!(w.call(T, &mut f), expected(T, what), "{h:#x}");
+    }
+    assert_covers(T, &[what], &[]);
+    let mut f = D3dkmtFreeGpuVirtualAddress {
+        h_adapter: w.adapter,
+        base_address: r.virtual_address,
+        size: 0x1_0000,
+        ..Default::default()
+    };
+    assert_eq!(w.call(T, &mut f), STATUS_SUCCESS, "still reserved");
+    w.done();
+}
+
+fn map(queue: u32, allocation: u32, protection: u64) -> D3dddiMapGpuVirtualAddress {
+    D3dddiMapGpuVirtualAddress {
+        h_paging_queue: queue,
+        h_allocation: allocation,
+        size_in_pages: 1,
+        protection,
+        virtual_address: UNTOUCHED,
+        paging_fence_value: UNTOUCHED,
+        ..Default::default()
+    }
+}
+
+/// DDI-03: `D3DKMTMapGpuVirtualAddress` from the DLL's process refuses what 24H2 refuses
+/// (`K:DxgkMapGpuVirtualAddress` @0x140321DB0, `M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddress`
+/// @0x1400F4F90) and writes nothing then. A map succeeds (or is PENDING behind the queue's
+/// paging work) with `VirtualAddress` and `PagingFenceValue` written, and an unaligned
+/// `BaseAddress` inside a reserved range is rounded down to its 4 KiB page, as VidMm does.
+#[test]
+fn ddi_03_d3dkmtmapgpuvirtualaddress_answers_as_24h2() {
+    const T: &str = "D3DKMTMapGpuVirtualAddress";
+    let w = world();
+    let cases: [(&str, u32, u32, u64); 7] = [
+        (
+            "hPagingQueue not in the caller's handle table",
+            BAD_HANDLE,
+            w.allocation,
+            WRITE,
+        ),
+        (
+            "hPagingQueue not in the caller's handle table",
+            w.allocation,
+            w.allocation,
+            WRITE,
+        ),
+        (
+            "Protection.SystemUseOnly or a reserved bit",
+            w.queue,
+            w.allocation,
+            SYSTEM_USE_ONLY,
+        ),
+        (
+            "Protection.SystemUseOnly or a reserved bit",
+            w.queue,
+            w.allocation,
+            1 << 5,
+        ),
+        (
+            "without Zero or NoAccess, hAllocation not in the caller's handle table",
+            w.queue,
+            w.queue,
+            WRITE,
+        ),
+        (
+            "hAllocation of another device than the paging queue's",
+            w.other_queue,
+            w.allocation,
+            WRITE,
+        ),
+        (
+            "NoAccess with Write, Execute or Zero",
+            w.queue,
+            0,
+            NO_ACCESS | WRITE,
+        ),
+    ];
+    let mut driven = Vec::new();
+    for (what, queue, allocation, protection) in cases {
+        let mut a = map(queue, allocation, protection);
+        assert_eq!(w.call(T, &mut a), expected(T, what), "{what}");
+        assert_eq!(
+            (a.virtual_address, a.paging_fence_value),
+            (UNTOUCHED, UNTOUCHED),
+            "{what}: nothing written"
+        );
+        driven.push(what);
+    }
+    assert_covers(
+        T,
+        &driven,
+        &[
+            (
+                "the device not active",
+                "a device in error answers every thunk so; the map suites cover a live device",
+            ),
+            (
+                "hAllocation without a VidMm allocation",
+                "only a paravirtualized device's allocations have none",
+            ),
+        ],
+    );
+    // A reserved range, and the allocation mapped at an unaligned address inside it.
+    let mut d = [w.other_device, 0];
+    assert_eq!(w.call("D3DKMTDestroyDevice", &mut d), STATUS_SUCCESS);
+    let mut r = reserve(w.adapter, 0x1_0000, 0);
+    assert_eq!(
+        w.call("D3DKMTReserveGpuVirtualAddress", &mut r),
+        STATUS_SUCCESS
+    );
+    let mut a = map(w.queue, w.allocation, WRITE);
+    a.base_address = r.virtual_address + 0x1234;
+    let s = w.call(T, &mut a);
+    assert!(s == STATUS_SUCCESS || s == PENDING, "{s:#x}");
+    assert_eq!(
+        a.virtual_address,
+        r.virtual_address + 0x1000,
+        "rounded down"
+    );
+    assert_ne!(a.paging_fence_value, UNTOUCHED);
+    w.done();
+}
+
+/// DDI-03: `D3DKMTCreatePagingQueue` refuses what 24H2 refuses
+/// (`K:DxgkCreatePagingQueueInternal` @0x1403967CC) and writes nothing then; a queue comes
+/// back with its handle, fence and the fence's CPU address.
+/// `D3DKMTDestroyPagingQueue` (`K:DxgkDestroyPagingQueueInternal` @0x1403B201C) takes only a
+/// paging queue of the caller.
+#[test]
+fn ddi_03_paging_queue_create_and_destroy_answer_as_24h2() {
+    let w = world();
+    const C: &str = "D3DKMTCreatePagingQueue";
+    let cases: [(&str, u32, u32); 3] = [
+        ("hDevice not in the caller's handle table", BAD_HANDLE, 0),
+        ("hDevice not in the caller's handle table", w.queue, 0),
+        (
+            "PhysicalAdapterIndex at or past the adapter's physical adapters",
+            w.device,
+            1,
+        ),
+    ];
+    let mut driven = Vec::new();
+    for (what, device, index) in cases {
+        let (s, q) = paging_queue(&w.p, device, |q| {
+            q[2] = 0xAAAA;
+            q[3] = 0xBBBB;
+            q[6] = index;
+        });
+        assert_eq!(s, expected(C, what), "{what}");
+        assert_eq!((q[2], q[3], q[4], q[5]), (0xAAAA, 0xBBBB, 0, 0), "{what}");
+        driven.push(what);
+    }
+    assert_covers(C, &driven, &[]);
+    let (s, q) = paging_queue(&w.p, w.device, |_| {});
+    assert_eq!(s, STATUS_SUCCESS);
+    assert!(q[2] != 0 && q[3] != 0 && (q[4] != 0 || q[5] != 0), "{q:?}");
+    const D: &str = "D3DKMTDestroyPagingQueue";
+    let what = "hPagingQueue not a paging queue in the caller's handle table";
+    for h in [BAD_HANDLE, w.device, w.allocation, q[3]] {
+        let mut d = [h, 0];
+        assert_eq!(w.call(D, &mut d), expected(D, what), "{h:#x}");
+    }
+    assert_covers(D, &[what], &[]);
+    let mut d = [q[2], 0];
+    assert_eq!(w.call(D, &mut d), STATUS_SUCCESS);
+    assert_eq!(w.call(D, &mut d), expected(D, what), "gone");
+    w.done();
+}
+
+/// `D3DDDI_MAKERESIDENT` of `count` handles at `list` on `queue` with `flags`: the status and
+/// (`PagingFenceValue`, `NumBytesToTrim`).
+fn make_resident(w: &World, queue: u32, count: u32, list: u64, flags: u32) -> (u64, u64, u64) {
+    // hPagingQueue, NumAllocations, AllocationList, PriorityList, Flags, PagingFenceValue
+    // (word 4), NumBytesToTrim (word 5).
+    let mut r = [0u64; 6];
+    r[0] = u64::from(queue) | (u64::from(count) << 32);
+    r[1] = list;
+    r[3] = u64::from(flags);
+    r[4] = UNTOUCHED;
+    r[5] = UNTOUCHED;
+    let s = w.call("D3DKMTMakeResident", &mut r);
+    (s, r[4], r[5])
+}
+
+/// DDI-03: `D3DKMTMakeResident` from the DLL's process checks its arguments in 24H2's order
+/// (`K:DxgkMakeResidentInternal` @0x1402A7570) and writes neither output on a refusal; each
+/// valid flag value is accepted, queued behind the paging queue's work (STATUS_PENDING with
+/// the queue's next fence value).
+#[test]
+fn ddi_03_d3dkmtmakeresident_answers_as_24h2() {
+    const T: &str = "D3DKMTMakeResident";
+    let w = world();
+    let list = [w.allocation];
+    let at = list.as_ptr() as u64;
+    let bad = [BAD_HANDLE];
+    let cases: [(&str, u32, u32, u64, u32); 8] = [
+        ("NumAllocations 0", w.queue, 0, at, 0),
+        ("AllocationList NULL", w.queue, 1, 0, 0),
+        ("Flags.Value 4 or more", w.queue, 1, at, 4),
+        ("Flags.Value 4 or more", w.queue, 1, at, 0x8000_0000),
+        ("Flags.Value 4 or more", 0, 1, at, 4),
+        ("hPagingQueue not in the caller's handle table", 0, 1, at, 0),
+        (
+            "a listed handle not an allocation in the caller's handle table",
+            w.queue,
+            1,
+            bad.as_ptr() as u64,
+            0,
+        ),
+        (
+            "an allocation of another device than the paging queue's",
+            w.other_queue,
+            1,
+            at,
+            0,
+        ),
+    ];
+    let mut driven = Vec::new();
+    for (what, queue, count, list, flags) in cases {
+        let (s, fence, trim) = make_resident(&w, queue, count, list, flags);
+        assert_eq!(s, expected(T, what), "{what}");
+        assert_eq!(
+            (fence, trim),
+            (UNTOUCHED, UNTOUCHED),
+            "{what}: nothing written"
+        );
+        driven.push(what);
+    }
+    assert_covers(
+        T,
+        &driven,
+        &[
+            ("no pool for more than 40 allocations", "pool exhaustion"),
+            (
+                "the device not active",
+                "a device in error answers every thunk so; residency suites cover it",
+            ),
+            (
+                "a device created without user-mode residency",
+                "not modelled: every device the simulation makes takes MakeResident",
+            ),
+        ],
+    );
+    let mut last = 0;
+    for flags in 0..4 {
+        let (s, fence, _) = make_resident(&w, w.queue, 1, at, flags);
+        assert!(s == STATUS_SUCCESS || s == PENDING, "Flags {flags}: {s:#x}");
+        assert!(fence != UNTOUCHED && fence > last, "Flags {flags}: {fence}");
+        last = fence;
+    }
+    w.done();
+}
+
+/// `D3DKMT_LOCK2` (hDevice, hAllocation, Flags, pData at word 2) and `D3DKMT_UNLOCK2`.
+fn lock2(w: &World, device: u32, allocation: u32) -> (u64, u64) {
+    let mut l = [0u64; 3];
+    l[0] = u64::from(device) | (u64::from(allocation) << 32);
+    l[2] = UNTOUCHED;
+    let s = w.call("D3DKMTLock2", &mut l);
+    (s, l[2])
+}
+
+fn unlock2(w: &World, device: u32, allocation: u32) -> u64 {
+    let mut u = [device, allocation];
+    w.call("D3DKMTUnlock2", &mut u)
+}
+
+/// AL-02: `D3DKMTLock2` and `D3DKMTUnlock2` from the DLL's process refuse what 24H2 refuses
+/// (`K:DxgkLock2` @0x1402A3430 / `K:DxgkLock2Internal` @0x1402A3F00, `K:DxgkUnlock2`
+/// @0x1402A21C0 / `K:DxgkUnlock2Internal` @0x1402A2B20), `pData` untouched then; a lock of
+/// the device's allocation writes its CPU address and the unlock takes it back.
+#[test]
+fn al_02_d3dkmtlock2_and_unlock2_answer_as_24h2() {
+    let w = world();
+    let cases: [(&str, u32, u32); 4] = [
+        (
+            "hDevice not in the caller's handle table",
+            BAD_HANDLE,
+            w.allocation,
+        ),
+        (
+            "hAllocation not an allocation in the caller's handle table",
+            w.device,
+            BAD_HANDLE,
+        ),
+        (
+            "hAllocation not an allocation in the caller's handle table",
+            w.device,
+            w.queue,
+        ),
+        (
+            "hAllocation of another device",
+            w.other_device,
+            w.allocation,
+        ),
+    ];
+    let not_driven = [
+        (
+            "the device not active",
+            "a device in error answers every thunk so; the TDR suites cover it",
+        ),
+        (
+            "hAllocation on another adapter",
+            "the machine has one adapter",
+        ),
+        (
+            "hAllocation without a VidMm allocation",
+            "only a paravirtualized device's allocations have none",
+        ),
+    ];
+    let mut driven = Vec::new();
+    for (what, device, allocation) in cases {
+        assert_eq!(
+            lock2(&w, device, allocation),
+            (expected("D3DKMTLock2", what), UNTOUCHED),
+            "Lock2: {what}"
+        );
+        assert_eq!(
+            unlock2(&w, device, allocation),
+            expected("D3DKMTUnlock2", what),
+            "Unlock2: {what}"
+        );
+        driven.push(what);
+    }
+    assert_covers("D3DKMTLock2", &driven, &not_driven);
+    assert_covers("D3DKMTUnlock2", &driven, &not_driven);
+    let (s, data) = lock2(&w, w.device, w.allocation);
+    assert_eq!(s, STATUS_SUCCESS);
+    assert!(data != UNTOUCHED && data != 0);
+    assert_eq!(unlock2(&w, w.device, w.allocation), STATUS_SUCCESS);
+    w.done();
+}
+
+/// AL-06: `D3DKMTInvalidateCache` refuses what 24H2's Dxgkrnl refuses before VidMm
+/// (`K:DxgkInvalidateCache` @0x1401B35A0); the device's own allocation is accepted.
+#[test]
+fn al_06_d3dkmtinvalidatecache_answers_as_24h2() {
+    const T: &str = "D3DKMTInvalidateCache";
+    let w = world();
+    let cases: [(&str, u32, u32); 4] = [
+        (
+            "hDevice not in the caller's handle table",
+            BAD_HANDLE,
+            w.allocation,
+        ),
+        (
+            "hAllocation not an allocation in the caller's handle table",
+            w.device,
+            BAD_HANDLE,
+        ),
+        (
+            "hAllocation not an allocation in the caller's handle table",
+            w.device,
+            w.queue,
+        ),
+        (
+            "hAllocation of another device",
+            w.other_device,
+            w.allocation,
+        ),
+    ];
+    let mut driven = Vec::new();
+    for (what, device, allocation) in cases {
+        let mut c = [u64::from(device) | (u64::from(allocation) << 32), 0, 0];
+        assert_eq!(w.call(T, &mut c), expected(T, what), "{what}");
+        driven.push(what);
+    }
+    assert_covers(
+        T,
+        &driven,
+        &[(
+            "hAllocation without a VidMm allocation",
+            "only a paravirtualized device's allocations have none",
+        )],
+    );
+    let mut c = [u64::from(w.device) | (u64::from(w.allocation) << 32), 0, 0];
+    assert_eq!(w.call(T, &mut c), STATUS_SUCCESS);
+    w.done();
+}
+
+/// AL-03: `D3DKMTDestroyAllocation2` refuses what 24H2 refuses before it destroys anything
+/// (`K:DxgkDestroyAllocation2` @0x14032F7A0, `K:DxgkDestroyAllocationHelper` @0x14032FBB8);
+/// a list naming one allocation that is not the device's destroys none of the others; the
+/// device's allocation is destroyed once, and a second destroy of it is refused.
+#[test]
+fn al_03_d3dkmtdestroyallocation2_answers_as_24h2() {
+    const T: &str = "D3DKMTDestroyAllocation2";
+    let w = world();
+    let one = [w.allocation];
+    let at = one.as_ptr() as u64;
+    let call = |device: u32, resource: u32, list: u64, count: u32, flags: u32| {
+        let mut d = [0u64; 3];
+        d[0] = u64::from(device) | (u64::from(resource) << 32);
+        d[1] = list;
+        d[2] = u64::from(count) | (u64::from(flags) << 32);
+        w.call(T, &mut d)
+    };
+    let cases: [(&str, u32, u32, u32); 4] = [
+        ("a Flags bit of 0x7FFFFFFC", w.device, 0, 1 << 2),
+        ("a Flags bit of 0x7FFFFFFC", w.device, 0, 1 << 30),
+        ("hResource with AllocationCount", w.device, BAD_HANDLE, 0),
+        ("hDevice not in the caller's handle table", BAD_HANDLE, 0, 0),
+    ];
+    let mut driven = Vec::new();
+    for (what, device, resource, flags) in cases {
+        assert_eq!(
+            call(device, resource, at, 1, flags),
+            expected(T, what),
+            "{what}"
+        );
+        driven.push(what);
+    }
+    assert_covers(T, &driven, &[]);
+    let mixed = [w.allocation, BAD_HANDLE];
+    assert_eq!(
+        call(w.device, 0, mixed.as_ptr() as u64, 2, 0),
+        STATUS_INVALID_PARAMETER
+    );
+    assert_eq!(
+        lock2(&w, w.device, w.allocation).0,
+        STATUS_SUCCESS,
+        "the allocation is still there"
+    );
+    assert_eq!(unlock2(&w, w.device, w.allocation), STATUS_SUCCESS);
+    assert_eq!(call(w.device, 0, at, 1, 0), STATUS_SUCCESS);
+    assert_eq!(
+        call(w.device, 0, at, 1, 0),
+        STATUS_INVALID_PARAMETER,
+        "gone"
+    );
+    w.done();
+}
+
+/// DDI-03: `D3DKMTCreateAllocation2` refuses what 24H2 refuses
+/// (`K:DxgkCreateAllocationInternal` @0x140304ED8) and writes no handle then.
+#[test]
+fn ddi_03_d3dkmtcreateallocation2_refuses_what_24h2_refuses() {
+    const T: &str = "D3DKMTCreateAllocation2";
+    const CREATE_RESOURCE: u64 = 1;
+    const CREATE_SHARED: u64 = 1 << 1;
+    const CREATE_PROTECTED: u64 = 1 << 3;
+    const EXISTING_SYS_MEM: u64 = 1 << 5;
+    const CREATE_WRITE_COMBINED: u64 = 1 << 8;
+    const CREATE_CACHED: u64 = 1 << 9;
+    const OPEN_CROSS_ADAPTER: u64 = 1 << 12;
+    const STANDARD_ALLOCATION: u64 = 1 << 16;
+    const EXISTING_SECTION: u64 = 1 << 17;
+    const NO_KMD_ACCESS: u64 = 1 << 20;
+    let w = world();
+    let pdd = rvgpu_umd::kmt::allocation_private_data(4096, rvgpu_hw::pdd::AllocationKind::Buffer);
+    let bytes = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
+    let call = |device: u32, count: u32, flags: u64| {
+        // D3DDDI_ALLOCATIONINFO2: hAllocation, ..., pPrivateDriverData (word 2),
+        // PrivateDriverDataSize (word 3).
+        let mut info = [0u64; 12];
+        info[0] = UNTOUCHED;
+        info[2] = bytes.as_ptr() as u64;
+        info[3] = bytes.len() as u64;
+        // D3DKMT_CREATEALLOCATION: hDevice, ..., NumAllocations (high half of word 5),
+        // pAllocationInfo2 (word 6), Flags (word 7).
+        let mut args = [0u64; 9];
+        args[0] = u64::from(device);
+        args[5] = u64::from(count) << 32;
+        args[6] = info.as_mut_ptr() as u64;
+        args[7] = flags;
+        let s = w.call(T, &mut args);
+        (s, info[0])
+    };
+    let signing = w.m.os_config().test_signing;
+    let mut cases: Vec<(&str, u32, u32, u64)> = vec![
+        ("hDevice not in the caller's handle table", BAD_HANDLE, 1, 0),
+        (
+            "Flags.NoKmdAccess with Flags.StandardAllocation",
+            w.device,
+            1,
+            NO_KMD_ACCESS | STANDARD_ALLOCATION,
+        ),
+        ("NumAllocations above 0x682AA", w.device, 0x682AB, 0),
+        (
+            "CreateProtected, CreateWriteCombined, CreateCached or OpenCrossAdapter \
+             from an unprivileged process",
+            w.device,
+            1,
+            CREATE_PROTECTED,
+        ),
+        (
+            "CreateProtected, CreateWriteCombined, CreateCached or OpenCrossAdapter \
+             from an unprivileged process",
+            w.device,
+            1,
+            CREATE_WRITE_COMBINED | CREATE_CACHED | OPEN_CROSS_ADAPTER,
+        ),
+        (
+            "ExistingSysMem without StandardAllocation from an unprivileged process",
+            w.device,
+            1,
+            EXISTING_SYS_MEM,
+        ),
+        (
+            "ExistingSection without StandardAllocation",
+            w.device,
+            1,
+            EXISTING_SECTION,
+        ),
+        (
+            "CreateShared without CreateResource",
+            w.device,
+            1,
+            CREATE_SHARED,
+        ),
+        ("no hResource and NumAllocations 0", w.device, 0, 0),
+    ];
+    let mut not_driven = vec![
+        ("no pool for the handle list", "pool exhaustion"),
+        (
+            "StandardAllocation on a driver below WDDM 2.0",
+            "the driver is WDDM 3.2",
+        ),
+    ];
+    if signing {
+        not_driven.push((
+            "Flags.NoKmdAccess without test signing",
+            "the machine runs with test signing on",
+        ));
+    } else {
+        cases.push((
+            "Flags.NoKmdAccess without test signing",
+            w.device,
+            1,
+            NO_KMD_ACCESS,
+        ));
+    }
+    let mut driven = Vec::new();
+    for (what, device, count, flags) in cases {
+        assert_eq!(
+            call(device, count, flags),
+            (expected(T, what), UNTOUCHED),
+            "{what}"
+        );
+        driven.push(what);
+    }
+    assert_covers(T, &driven, &not_driven);
+    // CreateResource alone passes 24H2's checks; resources are beyond the bridge.
+    assert_eq!(
+        call(w.device, 1, CREATE_RESOURCE).0,
+        0xC000_00BB,
+        "STATUS_NOT_SUPPORTED"
+    );
+    let (s, h) = call(w.device, 1, 0);
+    assert_eq!(s, STATUS_SUCCESS);
+    assert!(h != UNTOUCHED && h != 0);
+    w.done();
+}
