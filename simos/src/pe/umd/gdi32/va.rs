@@ -65,21 +65,22 @@ const _: () = {
     assert!(size_of::<FreeGpuVirtualAddress>() == 24);
 };
 
-/// The one device this process created on the adapter it opened as `h_adapter`: the GPU VA
-/// space the VA thunks name by adapter (each device of this bridge is a process of the
-/// simulated OS, so a process with two devices on one adapter is refused:
-/// STATUS_INVALID_PARAMETER).
+/// A live device of this process on the adapter it opened as `h_adapter`: the VA thunks name
+/// the process's GPU VA space on that adapter, which all its devices there share (24H2's
+/// per-process, per-adapter space, `K:DXGPROCESS_RENDER_ADAPTER_INFO::Initialize`
+/// @0x1403ACC00), so any of them reaches it. No device there: STATUS_INVALID_PARAMETER.
 fn va_device(p: &UserProcess, h_adapter: u32) -> Result<Device, u32> {
     let hs = lock(&p.handles);
     let i = *hs
         .adapters
         .get(&h_adapter)
         .ok_or(STATUS_INVALID_PARAMETER)?;
-    let mut on = hs.devices.values().filter(|d| d.sim.adapter == i);
-    match (on.next(), on.next()) {
-        (Some(d), None) => Ok(*d),
-        _ => Err(STATUS_INVALID_PARAMETER),
-    }
+    hs.devices
+        .values()
+        .filter(|d| d.sim.adapter == i)
+        .min_by_key(|d| d.sim.device)
+        .copied()
+        .ok_or(STATUS_INVALID_PARAMETER)
 }
 
 /// `D3DKMTReserveGpuVirtualAddress`: the simulated VidMm's reservation in the device's VA
