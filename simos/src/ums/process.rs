@@ -216,6 +216,7 @@ fn process_gone(
     pid: Option<ProcessId>,
 ) -> Result<(), SimError> {
     if let Some(pid) = pid {
+        lock(&a.ums).umd_nodes.remove(&pid);
         let gone = m.vidmm_destroy_process(a, pid);
         m.forget_fence_process(a, pid);
         a.state.tdr_history.forget_process(pid);

@@ -352,6 +352,11 @@ pub struct UmsOs {
     /// `DXGPROCESS_RENDER_ADAPTER_INFO` lives while the process has the adapter open
     /// (`K:DXGPROCESS::OpenAdapter` @0x14036620C counts the opens).
     pub(crate) held: std::collections::BTreeSet<ProcessId>,
+    /// What each process's UMD learnt of this adapter's nodes through
+    /// `D3DKMTQueryAdapterInfo` (`crate::kmt::SimKmt`, made afresh for every call, cannot
+    /// hold it): user-mode memory of the process, which the simulated OS never reads and
+    /// which goes with the process.
+    pub(crate) umd_nodes: BTreeMap<ProcessId, Arc<rvgpu_umd::nodes::NodeScheduling>>,
 }
 
 impl Default for UmsOs {
@@ -386,6 +391,7 @@ impl Default for UmsOs {
             work: VecDeque::new(),
             faulted: VecDeque::new(),
             held: std::collections::BTreeSet::new(),
+            umd_nodes: BTreeMap::new(),
         }
     }
 }
