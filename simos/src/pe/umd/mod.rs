@@ -10,9 +10,11 @@
 //! code run in the emulator, as for the driver image. An import the bridge does not implement
 //! fails the load with its name.
 //!
-//! A [`UserProcess`] is one Windows process that loaded the DLL: its handle tables (adapters,
-//! devices and every object a thunk created, each with the device that owns it), its heap and
-//! its events. Its [`UserProcess::call`] runs an export of the DLL on an emulated processor in
+//! A [`UserProcess`] is one Windows process that loaded the DLL: one simulated process per
+//! adapter it created devices on (all its devices there share that process's GPU VA space,
+//! handle table and TDR history; it ends when the `UserProcess` is dropped), its handle tables
+//! (adapters, devices and every object a thunk created, each with the device that owns it), its
+//! heap and its events. Its [`UserProcess::call`] runs an export of the DLL on an emulated processor in
 //! user mode ([`cpu::call_user`]): an exception in the DLL ends the call (the process), never
 //! the machine; a thunk that reaches the driver image runs it on a second processor, as a
 //! system call would. The doorbell page a thunk hands the DLL is an MMIO region of the arena

@@ -14,10 +14,12 @@
 //! <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>).
 //! Nothing here panics on what the DLL passes.
 //!
-//! Handles: the simulated OS models one D3D device per simulated process
-//! ([`crate::UmsProcess`]); `D3DKMTCreateDevice` creates one, and every object a thunk creates
-//! is recorded with the device that owns it, so that thunks whose structure names no device
-//! (`hHwQueue`, `hDoorbell`, `hContext`, `hSyncObject`, `hPagingQueue`) reach the right one.
+//! Handles: the DLL's process is one simulated process per adapter, made by its first
+//! `D3DKMTCreateDevice` there; every later device there is a device of it
+//! ([`crate::UmsProcess`] names one device of it), sharing its GPU VA space and handle table.
+//! Every object a thunk creates is recorded with the device that owns it, so that thunks whose
+//! structure names no device (`hHwQueue`, `hDoorbell`, `hContext`, `hSyncObject`,
+//! `hPagingQueue`) reach the right one.
 
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
