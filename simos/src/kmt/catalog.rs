@@ -102,7 +102,23 @@ const fn unread(name: &'static str) -> Thunk {
 
 /// Every thunk with a row, in alphabetical order.
 pub const THUNKS: &[Thunk] = &[
-    unread("D3DKMTCloseAdapter"),
+    Thunk {
+        name: "D3DKMTCloseAdapter",
+        source: Some(&[
+            src("DxgkCloseAdapterImpl", 0x140322C20),
+            src("DXGADAPTER::DestroyHandle", 0x140322E94),
+        ]),
+        checks: &[check(
+            "hAdapter not an adapter handle in the caller's table",
+            INVALID_PARAMETER,
+        )],
+        written_back: &[],
+        pending: Pending::No,
+        entry: None,
+        gaps: "the gdi32 bridge answers it itself (no kernel entry of its own); the adapter \
+               handle's open of the process's adapter state is not counted: the state lives \
+               until the process ends",
+    },
     unread("D3DKMTConnectDoorbell"),
     Thunk {
         name: "D3DKMTCreateAllocation2",
@@ -208,7 +224,33 @@ pub const THUNKS: &[Thunk] = &[
         entry: Some("context_virtual::dxgk_create_context_virtual_impl"),
         gaps: "",
     },
-    unread("D3DKMTCreateDevice"),
+    Thunk {
+        name: "D3DKMTCreateDevice",
+        source: Some(&[
+            src("DxgkCreateDeviceImpl", 0x14039AA10),
+            src("DXGDEVICE::Initialize", 0x1403973B4),
+            src("DXGPROCESS::OpenAdapter", 0x14036620C),
+            src("DXGPROCESS_RENDER_ADAPTER_INFO::Initialize", 0x1403ACC00),
+        ]),
+        checks: &[
+            check("Flags.TestDevice without test signing", INVALID_PARAMETER),
+            check(
+                "hAdapter not in the caller's handle table",
+                INVALID_PARAMETER,
+            ),
+            check("no handle left in the process's table", NO_MEMORY),
+            check(
+                "the process blocked on the adapter for repeated engine timeouts",
+                ACCESS_DENIED,
+            ),
+        ],
+        written_back: &["hDevice"],
+        pending: Pending::No,
+        entry: None,
+        gaps: "the gdi32 bridge answers it itself (no kernel entry of its own); a failing \
+               DxgkDdiCreateProcess or DxgkDdiCreateDevice returns the driver's status, as \
+               24H2 does, but is not a catalog check; display-adapter pairing is not modelled",
+    },
     unread("D3DKMTCreateDoorbell"),
     unread("D3DKMTCreateHwQueue"),
     Thunk {
@@ -298,7 +340,20 @@ pub const THUNKS: &[Thunk] = &[
                destroyed; hResource is STATUS_NOT_SUPPORTED (the UMD makes no resources)",
     },
     unread("D3DKMTDestroyContext"),
-    unread("D3DKMTDestroyDevice"),
+    Thunk {
+        name: "D3DKMTDestroyDevice",
+        source: Some(&[src("DxgkDestroyDeviceImpl", 0x14039D208)]),
+        checks: &[check(
+            "hDevice not a device handle in the caller's table",
+            INVALID_PARAMETER,
+        )],
+        written_back: &[],
+        pending: Pending::No,
+        entry: None,
+        gaps: "the gdi32 bridge answers it itself; the device goes through the simulated \
+               OS's process-exit teardown of one device (24H2 destroys contexts, paging \
+               queues, sync objects, then the device, without the exit's flush)",
+    },
     unread("D3DKMTDestroyDoorbell"),
     unread("D3DKMTDestroyHwQueue"),
     Thunk {
@@ -329,9 +384,7 @@ pub const THUNKS: &[Thunk] = &[
         written_back: &[],
         pending: Pending::No,
         entry: Some("gpu_va::dxgk_free_gpu_virtual_address"),
-        gaps: "VidMm's free not read in 24H2 (the simulated VidMm's rules); a process with \
-               two devices on one adapter has no VA space named by the adapter here (each \
-               device is a simulated process)",
+        gaps: "VidMm's free not read in 24H2 (the simulated VidMm's rules)",
     },
     Thunk {
         name: "D3DKMTInvalidateCache",
@@ -455,7 +508,33 @@ pub const THUNKS: &[Thunk] = &[
                mappings are not modelled",
     },
     unread("D3DKMTNotifyWorkSubmission"),
-    unread("D3DKMTOpenAdapterFromLuid"),
+    Thunk {
+        name: "D3DKMTOpenAdapterFromLuid",
+        source: Some(&[
+            src("DxgkOpenAdapterFromLuidImpl", 0x14035AC38),
+            src("DXGPROCESS::OpenAdapter", 0x14036620C),
+        ]),
+        checks: &[
+            check("no process context", INVALID_PARAMETER),
+            check("AdapterLuid no adapter's", INVALID_PARAMETER),
+            check("the adapter being removed", ACCESS_DENIED),
+            check(
+                "the process blocked on the adapter for repeated engine timeouts",
+                ACCESS_DENIED,
+            ),
+            check("the adapter not started", DEVICE_REMOVED),
+            check("no handle left in the process's table", NO_MEMORY),
+        ],
+        written_back: &[
+            "hAdapter (0 when the adapter is not started, the table is full or the \
+             process's adapter state cannot be made)",
+        ],
+        pending: Pending::No,
+        entry: None,
+        gaps: "the gdi32 bridge answers it itself; a remote session's LUID translation is not \
+               modelled; the process's adapter state is made at its first device, as 24H2 \
+               does for a process without the eager flag (bit 0x80)",
+    },
     OPEN_NATIVE_FENCE_FROM_NT_HANDLE,
     Thunk {
         name: "D3DKMTQueryAdapterInfo",

@@ -1,7 +1,8 @@
 //! What a simulated process's UMD learns of its adapter's nodes ([`rvgpu_umd::nodes`]): asked
 //! through `D3DKMTQueryAdapterInfo`'s kernel entry with the structure the UMD's Windows thunk
-//! fills, and kept by the machine by adapter and device, since a [`super::SimKmt`] is made
-//! afresh for every call and cannot hold it. User-mode state: the simulated OS never reads it.
+//! fills, and kept beside the simulated process on its adapter (one per process, whatever its
+//! devices; it goes with the process), since a [`super::SimKmt`] is made afresh for every call
+//! and cannot hold it. User-mode state: the simulated OS never reads it.
 
 use std::cell::RefCell;
 
@@ -11,6 +12,7 @@ use rvgpu_umd::nodes::{self, NODEMETADATA_SIZE};
 
 use super::context_virtual::CallerMemory;
 use super::query_adapter_info::{dxgk_query_adapter_info_impl, D3dkmtQueryAdapterInfo};
+use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
@@ -43,7 +45,11 @@ impl CallerMemory for OwnBuffer {
 /// `KMTQAITYPE_NODEMETADATA` (78 bytes) once per node of the process's device. The adapter is
 /// the one the device is on (a simulated process opens no adapter handle of its own).
 pub(super) fn node_hw_scheduled(m: &Machine, p: &UmsProcess, node: u32) -> Result<bool, NtStatus> {
-    m.umd_nodes(p).get(node, || {
+    let a = m
+        .adapter_shared(p.adapter)
+        .map_err(|_| NtStatus(STATUS_UNSUCCESSFUL))?;
+    let known = lock(&a.ums).umd_nodes.entry(p.pid).or_default().clone();
+    known.get(node, || {
         let buf = OwnBuffer(RefCell::new(nodes::node_metadata_request(node)?.to_vec()));
         let a = D3dkmtQueryAdapterInfo {
             h_adapter: 0,

@@ -31,7 +31,6 @@ pub use crate::os::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use rvgpu_umd::nodes::NodeScheduling;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -115,26 +114,7 @@ pub struct Machine {
     pub(crate) loaded: bool,
     /// Every process's NT handle table (objects shared across processes, `crate::ob`).
     pub(crate) handles: crate::ob::HandleTables<crate::sync::fence::NtObject>,
-    /// What each process's UMD learnt of its adapter's nodes through
-    /// `D3DKMTQueryAdapterInfo` ([`crate::kmt::SimKmt`], by adapter and device): user-mode
-    /// state of the processes, which the simulated OS never reads.
-    umd_nodes: UmdNodes,
     _permits: AdapterPermits,
-}
-
-/// Each process's [`NodeScheduling`], by adapter and device.
-type UmdNodes =
-    std::sync::Mutex<std::collections::HashMap<(usize, crate::ob::KmtHandle), Arc<NodeScheduling>>>;
-
-impl Machine {
-    /// What process `p`'s UMD learnt of its adapter's nodes (kept here for
-    /// [`crate::kmt::SimKmt`], which is made afresh for every call).
-    pub(crate) fn umd_nodes(&self, p: &crate::ums::UmsProcess) -> Arc<NodeScheduling> {
-        crate::base::lock::lock(&self.umd_nodes)
-            .entry((p.adapter, p.device))
-            .or_default()
-            .clone()
-    }
 }
 
 impl std::fmt::Debug for Machine {
@@ -292,7 +272,6 @@ impl Machine {
             registry_path,
             loaded: false,
             handles: crate::ob::HandleTables::default(),
-            umd_nodes: UmdNodes::default(),
             _permits: permits,
         })
     }

@@ -106,12 +106,13 @@ pub(crate) trait UmsHost {
     ) -> Result<Option<usize>, SimError>;
     /// Process exit: its GPU address space goes.
     fn vidmm_destroy_process(&self, a: &AdapterShared, process: ProcessId) -> Result<(), SimError>;
-    /// Device teardown: the device's GPU VA objects go.
+    /// Device teardown: the device's GPU VA objects go, and the ranges of `space`'s process
+    /// when its GPU VA space goes too.
     fn gpu_va_teardown(
         &self,
         a: &AdapterShared,
         device: KmtHandle,
-        process: ProcessId,
+        space: Option<ProcessId>,
     ) -> Result<(), SimError>;
     /// VidMm's deferred allocation frees whose work has finished.
     fn reap_allocations(&self, a: &AdapterShared) -> Result<(), SimError>;

@@ -154,12 +154,16 @@ fn destroy_device_rest(
     dl: &Mutex<()>,
     device: KmtHandle,
 ) -> Result<(), SimError> {
-    // Its paging queues (with their fences) and the VA ranges it reserved or mapped: the
-    // allocations are gone, so they map nothing now.
-    let pid = lock(&a.ums).devices.get(&device).map(|d| d.process);
-    if let Some(pid) = pid {
-        m.gpu_va_teardown(a, device, pid)?;
-    }
+    // Its paging queues (with their fences), and the process's VA ranges when its VA space
+    // goes with this device: the allocations are gone, so they map nothing now.
+    let space = {
+        let os = lock(&a.ums);
+        os.devices
+            .get(&device)
+            .map(|d| d.process)
+            .filter(|pid| last_device(&os, device, *pid) && !os.held.contains(pid))
+    };
+    m.gpu_va_teardown(a, device, space)?;
     let g = dev_guard(a, dl);
     let ctxs = lock(&a.ums).contexts_of_device(device);
     for c in ctxs {
@@ -172,13 +176,9 @@ fn destroy_device_rest(
     // The process's own objects go with its last device.
     let last = {
         let os = lock(&a.ums);
-        os.devices.get(&device).is_some_and(|d| {
-            os.devices
-                .values()
-                .filter(|o| o.process == d.process)
-                .count()
-                == 1
-        })
+        os.devices
+            .get(&device)
+            .is_some_and(|d| last_device(&os, device, d.process))
     };
     if last {
         close_process_fences(m, a, device)?;
@@ -190,23 +190,78 @@ fn destroy_device_rest(
         let mut os = lock(&a.ums);
         let pid = os.devices.remove(&device).map(|d| d.process);
         os.events.push(UmsEvent::DestroyDevice { device });
-        pid.filter(|pid| !os.devices.values().any(|d| d.process == *pid))
+        pid.filter(|pid| !os.devices.values().any(|d| d.process == *pid) && !os.held.contains(pid))
     };
-    // The process's last device is gone: so is its GPU VA space, and VidSch's process with
-    // its TDR history. Not under the device guard: unmapping what is left is paging work,
-    // which takes the shared power lock itself (a second shared acquisition behind a waiting
-    // writer, the worker's exclusive one, would deadlock).
+    // The process's last device is gone and nothing holds the process open: so is its GPU VA
+    // space, and VidSch's process with its TDR history. Not under the device guard: unmapping
+    // what is left is paging work, which takes the shared power lock itself (a second shared
+    // acquisition behind a waiting writer, the worker's exclusive one, would deadlock).
     drop(_g);
+    process_gone(m, a, pid)
+}
+
+/// Whether `device` is `pid`'s only device on the adapter.
+fn last_device(os: &crate::state::ums::UmsOs, device: KmtHandle, pid: ProcessId) -> bool {
+    !os.devices
+        .iter()
+        .any(|(h, d)| *h != device && d.process == pid)
+}
+
+/// `pid`'s state on the adapter goes (when `Some`): its GPU VA space (`DxgkDdiDestroyProcess`),
+/// its fence bookkeeping, VidSch's process with its TDR history, its handle table; then the
+/// fence pages only its address space still reached.
+fn process_gone(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    pid: Option<ProcessId>,
+) -> Result<(), SimError> {
     if let Some(pid) = pid {
+        lock(&a.ums).umd_nodes.remove(&pid);
         let gone = m.vidmm_destroy_process(a, pid);
         m.forget_fence_process(a, pid);
         a.state.tdr_history.forget_process(pid);
         m.release_process(pid);
         gone?;
     }
-    // Fence pages only its address space still reached go back to the machine.
     m.retire_empty_fence_pages(a);
     m.reap_system_pages(a)
+}
+
+/// `p`'s process is held open on its adapter by the user-mode process that created it: its
+/// adapter state outlives its last device until [`end_process`] (24H2 keeps a process's
+/// `DXGPROCESS_RENDER_ADAPTER_INFO`, made once by `K:DXGPROCESS_RENDER_ADAPTER_INFO::Initialize`
+/// @0x1403ACC00 at its first device, while the process has the adapter open:
+/// `K:DXGPROCESS::OpenAdapter` @0x14036620C counts the opens, `K:DxgkDestroyDeviceImpl`
+/// @0x14039D208 destroys only the device's own objects).
+pub(crate) fn hold_process(a: &AdapterShared, p: &UmsProcess) {
+    lock(&a.ums).held.insert(p.pid);
+}
+
+/// The user-mode process behind `pid` ends: each device it still has goes as at process exit
+/// (UM-17, the reading's order), the last one taking the process's adapter state with it; with
+/// no device left, that state goes now (`K:DXGPROCESS::Destroy` @0x14034D4E0).
+pub(crate) fn end_process(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    pid: ProcessId,
+) -> Result<(), SimError> {
+    let devices: Vec<KmtHandle> = {
+        let mut os = lock(&a.ums);
+        os.held.remove(&pid);
+        os.devices
+            .iter()
+            .filter(|(_, d)| d.process == pid)
+            .map(|(h, _)| *h)
+            .collect()
+    };
+    if devices.is_empty() {
+        m.gpu_va_teardown(a, 0, Some(pid))?;
+        return process_gone(m, a, Some(pid));
+    }
+    for d in devices {
+        teardown(m, a, d, true)?;
+    }
+    Ok(())
 }
 
 /// UM-18's first step, also the end of a normal exit that cannot wait: the device
@@ -337,7 +392,10 @@ pub(crate) fn create_process(
 /// application recreating its device after a loss). Refused with STATUS_ACCESS_DENIED once
 /// the process is blocked on the adapter (`crate::vidsch::tdr`'s per-process block).
 pub(crate) fn create_device(a: &AdapterShared, p: &UmsProcess) -> Result<UmsProcess, SimError> {
-    let alive = lock(&a.ums).devices.values().any(|d| d.process == p.pid);
+    let alive = {
+        let os = lock(&a.ums);
+        os.held.contains(&p.pid) || os.devices.values().any(|d| d.process == p.pid)
+    };
     if !alive {
         return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     }

@@ -361,9 +361,9 @@ impl Machine {
         &self,
         a: &AdapterShared,
         device: KmtHandle,
-        pid: ProcessId,
+        space: Option<ProcessId>,
     ) -> Result<(), SimError> {
-        va::gpu_va_teardown(self, a, device, pid)
+        va::gpu_va_teardown(self, a, device, space)
     }
 }
 

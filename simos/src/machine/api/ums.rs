@@ -30,6 +30,12 @@ impl Machine {
         Ok(a)
     }
 
+    /// Whether adapter `i` is started (Dxgkrnl's adapter state 1, which
+    /// `K:DxgkOpenAdapterFromLuidImpl` @0x14035AC38 requires).
+    pub fn adapter_started(&self, i: usize) -> bool {
+        self.ums_adapter(i).is_ok()
+    }
+
     /// Every OS step of user-mode submission on adapter `i`, in order.
     pub fn ums_events(&self, i: usize) -> Vec<UmsEvent> {
         self.adapter_shared(i)
@@ -72,6 +78,21 @@ impl Machine {
     pub fn create_device(&self, p: &UmsProcess) -> Result<UmsProcess, SimError> {
         let a = self.ums_adapter(p.adapter)?;
         ums::process::create_device(&a, p)
+    }
+
+    /// `p`'s process stays on its adapter past its last device, until [`Machine::end_process`]
+    /// (a user-mode process that loaded the DLL: its devices come and go, the process stays).
+    pub fn hold_process(&self, p: &UmsProcess) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        ums::process::hold_process(&a, p);
+        Ok(())
+    }
+
+    /// The process `pid` on adapter `i` ends: its remaining devices go as at a normal exit,
+    /// then its state on the adapter (GPU VA space, TDR history, handle table).
+    pub fn end_process(&self, i: usize, pid: ProcessId) -> Result<(), SimError> {
+        let a = self.ums_adapter(i)?;
+        ums::process::end_process(self, &a, pid)
     }
 
     /// Whether `pid`'s GPU access is blocked on adapter `i` for repeated engine timeouts
@@ -516,9 +537,9 @@ impl UmsHost for Machine {
         &self,
         a: &AdapterShared,
         device: KmtHandle,
-        process: ProcessId,
+        space: Option<ProcessId>,
     ) -> Result<(), SimError> {
-        Machine::gpu_va_teardown(self, a, device, process)
+        Machine::gpu_va_teardown(self, a, device, space)
     }
 
     fn reap_allocations(&self, a: &AdapterShared) -> Result<(), SimError> {

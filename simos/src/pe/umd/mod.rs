@@ -10,9 +10,11 @@
 //! code run in the emulator, as for the driver image. An import the bridge does not implement
 //! fails the load with its name.
 //!
-//! A [`UserProcess`] is one Windows process that loaded the DLL: its handle tables (adapters,
-//! devices and every object a thunk created, each with the device that owns it), its heap and
-//! its events. Its [`UserProcess::call`] runs an export of the DLL on an emulated processor in
+//! A [`UserProcess`] is one Windows process that loaded the DLL: one simulated process per
+//! adapter it created devices on (all its devices there share that process's GPU VA space,
+//! handle table and TDR history; it ends when the `UserProcess` is dropped), its handle tables
+//! (adapters, devices and every object a thunk created, each with the device that owns it), its
+//! heap and its events. Its [`UserProcess::call`] runs an export of the DLL on an emulated processor in
 //! user mode ([`cpu::call_user`]): an exception in the DLL ends the call (the process), never
 //! the machine; a thunk that reaches the driver image runs it on a second processor, as a
 //! system call would. The doorbell page a thunk hands the DLL is an MMIO region of the arena
@@ -213,6 +215,10 @@ struct Device {
 /// process did not get names nothing here).
 #[derive(Default)]
 struct Handles {
+    /// Adapter index → the simulated process this process is on that adapter (made by its
+    /// first device there; `device` is that first device): every later device there is a
+    /// device of it, sharing its GPU VA space, handle table and TDR history.
+    processes: HashMap<usize, crate::UmsProcess>,
     /// `hAdapter` → adapter index.
     adapters: HashMap<u32, usize>,
     /// `hDevice` → the device.
@@ -239,6 +245,9 @@ pub struct UserProcess {
     /// space is exhausted), and every call stops with why.
     mapping: Result<Mapping, String>,
     handles: Mutex<Handles>,
+    /// Held while a device is created, so that two threads' first devices on one adapter
+    /// make one simulated process.
+    creating: Mutex<()>,
     win32: win32::Win32State,
     /// Calls per import (tests: which path the DLL took).
     calls: Mutex<HashMap<&'static str, u64>>,
@@ -266,6 +275,7 @@ impl UserProcess {
             image,
             mapping,
             handles: Mutex::new(Handles::default()),
+            creating: Mutex::new(()),
             win32: win32::Win32State::default(),
             calls: Mutex::new(HashMap::new()),
             rings: Arc::new(AtomicU64::new(0)),
@@ -393,10 +403,18 @@ impl UserProcess {
         lock(&self.handles).devices.len()
     }
 
-    /// The simulated processes behind the D3D devices the DLL has open (each has its own NT
-    /// handle table; a harness's `DuplicateHandle` names one).
+    /// The simulated process this process is on each adapter it created a device on (one per
+    /// adapter, whatever its devices; its NT handle table is the one a harness's
+    /// `DuplicateHandle` names).
     pub fn nt_processes(&self) -> Vec<crate::ProcessId> {
-        self.devices().iter().map(|d| d.pid).collect()
+        let mut v: Vec<crate::ProcessId> = lock(&self.handles)
+            .processes
+            .values()
+            .map(|p| p.pid)
+            .collect();
+        v.sort_unstable_by_key(|p| p.0);
+        v.dedup();
+        v
     }
 
     /// The D3D devices the DLL has open, as the simulated OS knows them.
@@ -433,16 +451,17 @@ impl UserProcess {
 }
 
 impl Drop for UserProcess {
-    /// The process ends: the OS closes what the DLL left open (its devices, UM-17's normal
-    /// exit), and its heap goes.
+    /// The process ends: on each adapter, the OS closes what the DLL left open (its devices,
+    /// UM-17's normal exit) and the simulated process goes with its GPU VA space, TDR history
+    /// and handle table (`K:DXGPROCESS::Destroy` @0x14034D4E0); its heap goes.
     fn drop(&mut self) {
-        let devices: Vec<Device> = lock(&self.handles)
-            .devices
-            .drain()
-            .map(|(_, d)| d)
-            .collect();
-        for d in devices {
-            let _ = self.machine.exit_process(&d.sim);
+        let processes: Vec<crate::UmsProcess> = {
+            let mut hs = lock(&self.handles);
+            hs.devices.clear();
+            hs.processes.drain().map(|(_, p)| p).collect()
+        };
+        for p in processes {
+            let _ = self.machine.end_process(p.adapter, p.pid);
         }
         self.win32.free_heap();
     }

@@ -346,6 +346,17 @@ pub struct UmsOs {
     pub(crate) work: VecDeque<u32>,
     /// Page faults reported at DPC time, for PASSIVE: (driver queue handle, VA).
     pub(crate) faulted: VecDeque<(usize, u64)>,
+    /// Processes whose user-mode process holds them open on this adapter: their adapter
+    /// state (GPU VA space, VidSch process with its TDR history, handle table) outlives their
+    /// last device until the process ends (`ums::process::end_process`), as 24H2's
+    /// `DXGPROCESS_RENDER_ADAPTER_INFO` lives while the process has the adapter open
+    /// (`K:DXGPROCESS::OpenAdapter` @0x14036620C counts the opens).
+    pub(crate) held: std::collections::BTreeSet<ProcessId>,
+    /// What each process's UMD learnt of this adapter's nodes through
+    /// `D3DKMTQueryAdapterInfo` (`crate::kmt::SimKmt`, made afresh for every call, cannot
+    /// hold it): user-mode memory of the process, which the simulated OS never reads and
+    /// which goes with the process.
+    pub(crate) umd_nodes: BTreeMap<ProcessId, Arc<rvgpu_umd::nodes::NodeScheduling>>,
 }
 
 impl Default for UmsOs {
@@ -379,6 +390,8 @@ impl Default for UmsOs {
             retired_progress: Vec::new(),
             work: VecDeque::new(),
             faulted: VecDeque::new(),
+            held: std::collections::BTreeSet::new(),
+            umd_nodes: BTreeMap::new(),
         }
     }
 }

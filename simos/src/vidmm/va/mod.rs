@@ -897,14 +897,17 @@ pub(crate) fn gpu_va_allocation_destroyed(
     Ok(())
 }
 
-/// Process exit (`device` was its one device): its paging queues and the fences they
-/// own, then every range it still has. Its allocations are gone already, so nothing is
-/// mapped in them any more.
+/// Device teardown: its paging queues and the fences they own; when its process's GPU VA
+/// space goes with it (`space`: the process had no other device and is not held open), every
+/// range the process still has. The device's allocations are gone already, so nothing of it
+/// is mapped any more; another device of the process keeps the process's ranges, which are
+/// the process's, not the device's (24H2's `K:DxgkDestroyDeviceImpl` @0x14039D208 destroys
+/// the device's contexts, paging queues and sync objects, no VA range).
 pub(crate) fn gpu_va_teardown(
     host: &dyn Host,
     a: &AdapterShared,
     device: KmtHandle,
-    pid: ProcessId,
+    space: Option<ProcessId>,
 ) -> Result<(), SimError> {
     let queues: Vec<KmtHandle> = lock(&a.mm.gpuva)
         .queues
@@ -915,6 +918,9 @@ pub(crate) fn gpu_va_teardown(
     for q in queues {
         crate::vidmm::va::paging_queue::paging_queue_destroy(host, a, device, q)?;
     }
+    let Some(pid) = space else {
+        return Ok(());
+    };
     let _res = lock(&a.mm.residency);
     let starts: Vec<u64> = lock(&a.mm.gpuva)
         .vads

@@ -14,10 +14,12 @@
 //! <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>).
 //! Nothing here panics on what the DLL passes.
 //!
-//! Handles: the simulated OS models one D3D device per simulated process
-//! ([`crate::UmsProcess`]); `D3DKMTCreateDevice` creates one, and every object a thunk creates
-//! is recorded with the device that owns it, so that thunks whose structure names no device
-//! (`hHwQueue`, `hDoorbell`, `hContext`, `hSyncObject`, `hPagingQueue`) reach the right one.
+//! Handles: the DLL's process is one simulated process per adapter, made by its first
+//! `D3DKMTCreateDevice` there; every later device there is a device of it
+//! ([`crate::UmsProcess`] names one device of it), sharing its GPU VA space and handle table.
+//! Every object a thunk creates is recorded with the device that owns it, so that thunks whose
+//! structure names no device (`hHwQueue`, `hDoorbell`, `hContext`, `hSyncObject`,
+//! `hPagingQueue`) reach the right one.
 
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,6 +44,8 @@ const STATUS_ACCESS_DENIED: u32 = 0xC000_0022;
 const STATUS_ACCESS_VIOLATION: u32 = cpu::STATUS_ACCESS_VIOLATION;
 const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
 const STATUS_NO_MEMORY: u32 = 0xC000_0017;
+/// `STATUS_DEVICE_REMOVED`.
+const STATUS_DEVICE_REMOVED: u32 = 0xC000_02B6;
 /// What a blocking CPU wait returns when the simulated OS's wait limit passes (the same
 /// status [`crate::kmt::SimKmt`]'s waits return).
 const STATUS_IO_TIMEOUT: u32 = crate::base::error::STATUS_IO_TIMEOUT as u32;
@@ -247,10 +251,16 @@ fn query_adapter_info(p: &UserProcess, at: u64) -> Status {
     .map_err(nt)
 }
 
-/// `D3DKMTOpenAdapterFromLuid`: an adapter with that LUID, else STATUS_INVALID_PARAMETER;
-/// STATUS_ACCESS_DENIED when the process is blocked on it for repeated engine timeouts
-/// (`K:DxgkOpenAdapterFromLuidImpl` @0x14035AC38; each device of the process is a simulated
-/// process of its own, so any of them blocked blocks it).
+/// `D3DKMTOpenAdapterFromLuid` (`K:DxgkOpenAdapterFromLuidImpl` @0x14035AC38): the LUID
+/// (`DXGGLOBAL::ReferenceAdapterByLuid`) no adapter's: STATUS_INVALID_PARAMETER, nothing
+/// written; the process blocked on the adapter for repeated engine timeouts
+/// (`ADAPTER_RENDER::IsProcessGpuAccessBlocked`, read only while the adapter is started):
+/// STATUS_ACCESS_DENIED, nothing written; the adapter not started: STATUS_DEVICE_REMOVED with
+/// `hAdapter` 0 written; else a new adapter handle in the process's table, written back. The
+/// simulated process is made by the first device, not here: 24H2's open initialises the
+/// process's adapter state only for a process flagged so (`DXGPROCESS::OpenAdapter`
+/// @0x14036620C's third argument, bit 0x80 of the process's flags), its first device
+/// otherwise (`DXGDEVICE::Initialize` @0x1403973B4).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>
 fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
     let a: OpenAdapterFromLuid = args(at)?;
@@ -258,11 +268,12 @@ fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
     let i = (0..p.machine.adapter_count())
         .find(|&i| luid_of(i) == (a.luid_low, a.luid_high))
         .ok_or(STATUS_INVALID_PARAMETER)?;
-    let blocked = lock(&p.handles)
-        .devices
-        .values()
-        .any(|d| p.machine.is_gpu_access_blocked(i, d.sim.pid));
-    if blocked {
+    if !p.machine.adapter_started(i) {
+        put(at, offset_of!(OpenAdapterFromLuid, h_adapter), &0u32)?;
+        return Err(STATUS_DEVICE_REMOVED);
+    }
+    let process = lock(&p.handles).processes.get(&i).copied();
+    if process.is_some_and(|s| p.machine.is_gpu_access_blocked(i, s.pid)) {
         return Err(STATUS_ACCESS_DENIED);
     }
     let h = crate::ums::new_adapter_handle().map_err(|e| sim_status(&e))?;
@@ -270,7 +281,10 @@ fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
     put(at, offset_of!(OpenAdapterFromLuid, h_adapter), &h)
 }
 
-/// `D3DKMTCloseAdapter`.
+/// `D3DKMTCloseAdapter` (`K:DxgkCloseAdapterImpl` @0x140322C20, `DXGADAPTER::DestroyHandle`
+/// @0x140322E94): a handle that is not an adapter handle of this process is
+/// STATUS_INVALID_PARAMETER; else the handle goes. The process's devices on the adapter and
+/// its state there stay (24H2 drops one open of the adapter, `DXGPROCESS::CloseAdapter`).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcloseadapter>
 fn close_adapter(p: &UserProcess, at: u64) -> Status {
     let a: OneHandle = args(at)?;
@@ -280,17 +294,39 @@ fn close_adapter(p: &UserProcess, at: u64) -> Status {
     }
 }
 
-/// `D3DKMTCreateDevice` on an adapter this process opened: the simulated OS's device (its
-/// `DxgkDdiCreateDevice`, and the process's GPU VA space).
+/// `D3DKMT_CREATEDEVICEFLAGS::TestDevice`.
+const CREATEDEVICE_TEST_DEVICE: u32 = 1 << 3;
+
+/// `D3DKMTCreateDevice` (`K:DxgkCreateDeviceImpl` @0x14039AA10, in its order): `TestDevice`
+/// without test signing, then `hAdapter` not an adapter handle of this process, each
+/// STATUS_INVALID_PARAMETER; then `DXGDEVICE::Initialize` @0x1403973B4: the process's adapter
+/// state made once, at its first device on the adapter (`DXGPROCESS::OpenAdapter`
+/// @0x14036620C → `DXGPROCESS_RENDER_ADAPTER_INFO::Initialize` @0x1403ACC00: one
+/// `DxgkDdiCreateProcess`, one GPU VA space), `DxgkDdiCreateDevice` naming it (its failure
+/// status comes back), and VidSch's device (STATUS_ACCESS_DENIED for a blocked process). Only
+/// `hDevice` is written back. A later device is a device of the same simulated process.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatedevice>
 fn create_device(p: &UserProcess, at: u64) -> Status {
     let a: CreateDevice = args(at)?;
     probe_out::<CreateDevice>(at)?;
+    if a.flags & CREATEDEVICE_TEST_DEVICE != 0 && !p.machine.os_config().test_signing {
+        return Err(STATUS_INVALID_PARAMETER);
+    }
     let i = *lock(&p.handles)
         .adapters
         .get(&a.h_adapter)
         .ok_or(STATUS_INVALID_PARAMETER)?;
-    let sim = p.machine.create_process(i).map_err(|e| sim_status(&e))?;
+    let _one = lock(&p.creating);
+    let process = lock(&p.handles).processes.get(&i).copied();
+    let sim = match process {
+        Some(first) => p.machine.create_device(&first),
+        None => p.machine.create_process(i).and_then(|s| {
+            p.machine.hold_process(&s)?;
+            lock(&p.handles).processes.insert(i, s);
+            Ok(s)
+        }),
+    }
+    .map_err(|e| sim_status(&e))?;
     lock(&p.handles).devices.insert(sim.device, Device { sim });
     put(at, offset_of!(CreateDevice, h_device), &sim.device)
 }
@@ -302,7 +338,10 @@ fn sim_status(e: &crate::SimError) -> u32 {
     }
 }
 
-/// `D3DKMTDestroyDevice`: the device and everything it owns (the OS's normal teardown).
+/// `D3DKMTDestroyDevice` (`K:DxgkDestroyDeviceImpl` @0x14039D208): a handle that is not a
+/// device handle of this process is STATUS_INVALID_PARAMETER; else the device and everything
+/// it owns go (the OS's normal teardown). The process's GPU VA space, TDR history and handle
+/// table stay for its other and later devices.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroydevice>
 fn destroy_device(p: &UserProcess, at: u64) -> Status {
     let a: OneHandle = args(at)?;

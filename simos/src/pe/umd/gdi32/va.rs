@@ -11,17 +11,18 @@ use crate::kmt::gpu_va::{
     VaHandle,
 };
 
-/// The one device this process created on the adapter it opened as `h_adapter`: the GPU VA
-/// space the VA thunks name by adapter (each device of this bridge is a process of the
-/// simulated OS, so a process with two devices on one adapter names none).
+/// A live device of this process on the adapter it opened as `h_adapter`: the VA thunks name
+/// the process's GPU VA space on that adapter, which all its devices there share (24H2's
+/// per-process, per-adapter space, `K:DXGPROCESS_RENDER_ADAPTER_INFO::Initialize`
+/// @0x1403ACC00), so any of them reaches it. None: the handle names no such space.
 fn va_device(p: &UserProcess, h_adapter: u32) -> Option<Device> {
     let hs = lock(&p.handles);
     let i = *hs.adapters.get(&h_adapter)?;
-    let mut on = hs.devices.values().filter(|d| d.sim.adapter == i);
-    match (on.next(), on.next()) {
-        (Some(d), None) => Some(*d),
-        _ => None,
-    }
+    hs.devices
+        .values()
+        .filter(|d| d.sim.adapter == i)
+        .min_by_key(|d| d.sim.device)
+        .copied()
 }
 
 /// The device of paging queue `h` of this process.
