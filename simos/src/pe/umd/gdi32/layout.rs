@@ -24,15 +24,6 @@ pub(super) struct OneHandle {
     pub(super) handle: u32,
 }
 
-/// A doorbell handle and reserved flags (`D3DKMT_CONNECT_DOORBELL`,
-/// `D3DKMT_NOTIFY_WORK_SUBMISSION`).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct HandleFlags {
-    pub(super) handle: u32,
-    pub(super) flags: u32,
-}
-
 /// `D3DKMT_CREATEDEVICE` (user mode passes `hAdapter` in the adapter union).
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -63,37 +54,6 @@ pub(super) struct CreatePagingQueue {
     pub(super) fence_value_cpu_va: u64,
     pub(super) physical_adapter_index: u32,
     pub(super) _pad: u32,
-}
-
-/// `D3DKMT_CREATEHWQUEUE`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct CreateHwQueue {
-    pub(super) h_hw_context: u32,
-    pub(super) flags: u32,
-    pub(super) private_driver_data_size: u32,
-    pub(super) _pad: u32,
-    pub(super) p_private_driver_data: u64,
-    pub(super) h_hw_queue: u32,
-    pub(super) h_progress_fence: u32,
-    pub(super) progress_fence_cpu_va: u64,
-    pub(super) progress_fence_gpu_va: u64,
-}
-
-/// `D3DKMT_SUBMITCOMMANDTOHWQUEUE`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct SubmitCommandToHwQueue {
-    pub(super) h_hw_queue: u32,
-    pub(super) _pad0: u32,
-    pub(super) progress_fence_id: u64,
-    pub(super) command_buffer: u64,
-    pub(super) command_length: u32,
-    pub(super) private_driver_data_size: u32,
-    pub(super) p_private_driver_data: u64,
-    pub(super) num_primaries: u32,
-    pub(super) _pad1: u32,
-    pub(super) written_primaries: u64,
 }
 
 /// `D3DKMT_SUBMITCOMMAND` (d3dkmthk.h of WDK 10.0.22621: 64 broadcast contexts, 16 written
@@ -234,25 +194,6 @@ pub(super) struct WaitFromCpu {
     pub(super) _pad: u32,
 }
 
-/// `D3DKMT_CREATE_DOORBELL` (released layout, as `kmt_windows::D3dkmtCreateDoorbell`).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct CreateDoorbell {
-    pub(super) h_hw_queue: u32,
-    pub(super) h_ring_buffer: u32,
-    pub(super) h_ring_buffer_control: u32,
-    pub(super) flags: u32,
-    pub(super) private_driver_data_size: u32,
-    pub(super) _pad0: u32,
-    pub(super) private_driver_data: u64,
-    pub(super) doorbell_cpu_va: u64,
-    pub(super) doorbell_secondary_cpu_va: u64,
-    pub(super) doorbell_status_cpu_va: u64,
-    pub(super) last_queued_value_cpu_va: u64,
-    pub(super) h_doorbell: u32,
-    pub(super) _pad1: u32,
-}
-
 /// `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE` (as `kmt_windows::D3dkmtOpenNativeFenceFromNtHandle`).
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -280,11 +221,6 @@ const _: () = {
     assert!(offset_of!(CreateDevice, h_device) == 12);
     assert!(size_of::<CreatePagingQueue>() == 32);
     assert!(offset_of!(CreatePagingQueue, fence_value_cpu_va) == 16);
-    assert!(size_of::<CreateHwQueue>() == 48);
-    assert!(offset_of!(CreateHwQueue, p_private_driver_data) == 16);
-    assert!(offset_of!(CreateHwQueue, progress_fence_gpu_va) == 40);
-    assert!(size_of::<SubmitCommandToHwQueue>() == 56);
-    assert!(offset_of!(SubmitCommandToHwQueue, written_primaries) == 48);
     assert!(offset_of!(SubmitCommand, broadcast_context_count) == 24);
     assert!(offset_of!(SubmitCommand, p_private_driver_data) == 288);
     assert!(offset_of!(SubmitCommand, written_primaries) == 304);
@@ -318,9 +254,4 @@ const _: () = {
     assert!(size_of::<WaitFromCpu>() == 40);
     assert!(offset_of!(WaitFromCpu, h_async_event) == 24);
     assert!(offset_of!(WaitFromCpu, flags) == 32);
-    assert!(size_of::<CreateDoorbell>() == 72);
-    assert!(offset_of!(CreateDoorbell, private_driver_data) == 24);
-    assert!(offset_of!(CreateDoorbell, doorbell_status_cpu_va) == 48);
-    assert!(offset_of!(CreateDoorbell, last_queued_value_cpu_va) == 56);
-    assert!(offset_of!(CreateDoorbell, h_doorbell) == 64);
 };
