@@ -509,6 +509,7 @@ impl Kmt for SimKmt<'_> {
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
         self.on_device(|a, device| ums::destroy_context_thunk(self.m, a, device, context))
+            .map_err(not_in_table)
     }
 
     fn create_hw_queue(

@@ -18,7 +18,7 @@ use rvgpu_ddi::dxgkrnl::{
     D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
     D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
 };
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::DoorbellPdd;
@@ -71,7 +71,8 @@ fn um_03_node_metadata_gates_user_mode_queues() {
 
 /// UM-04: `DXGKQAITYPE_USERMODESUBMISSION_CAPS` reports the doorbell size; the OS's dummy page
 /// is that size, and a doorbell is only created for a user-mode queue (a kernel-mode queue's
-/// doorbell is refused: UM-05's other half).
+/// doorbell is refused, STATUS_INVALID_PARAMETER as 24H2 `K:DxgkCreateDoorbellInternal`
+/// @0x1401D8A50 answers it: UM-05's other half).
 #[test]
 fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
     let m = with_doorbells(Mode::Step, 4);
@@ -90,7 +91,7 @@ fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
     );
     let mut pdd = DoorbellPdd::for_ring(4096);
     let r = k.create_doorbell(kq.handle, ring.handle, control.handle, pdd.as_mut_bytes());
-    assert_eq!(r.err(), Some(NtStatus(STATUS_NOT_SUPPORTED)));
+    assert_eq!(r.err(), Some(NtStatus(STATUS_INVALID_PARAMETER)));
     let q = raw_queue(&m, &k, 0);
     assert_eq!(
         q.doorbell.cpu.state().dummy_size(),
