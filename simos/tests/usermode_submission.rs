@@ -544,8 +544,9 @@ fn um_18_killed_queue_never_touches_reused_pages_threaded() {
 // UM-06, UM-15: the doorbell thunks and DDIs.
 
 /// UM-06, UM-15: create, connect (the physical doorbell the KMD returns is bound to the
-/// queue), NotifyWorkSubmission (the KMD kicks the queue: work published without ringing
-/// runs), destroy.
+/// queue), NotifyWorkSubmission on a doorbell whose status reads CONNECTED (24H2
+/// `K:DxgkNotifyWorkSubmissionInternal` @0x1401D98CC calls the KMD only at
+/// CONNECTED_NOTIFY_KMD: STATUS_INVALID_PARAMETER, no DDI), a ring runs the work, destroy.
 #[test]
 fn um_15_doorbell_ddis_and_notify_work_submission() {
     let m = with_doorbells(Mode::Step, 4);
@@ -557,13 +558,16 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
     };
     assert!(page < 4);
     let wp = write_ring(&q, 0, &[fill(&t, 9)], 1);
-    okk(&m, k.notify_work_submission(q.doorbell.handle));
-    assert!(events_of(&m).contains(&UmsEvent::NotifyWorkSubmission {
+    assert_eq!(
+        k.notify_work_submission(q.doorbell.handle).err(),
+        Some(NtStatus(STATUS_INVALID_PARAMETER))
+    );
+    assert!(!events_of(&m).contains(&UmsEvent::NotifyWorkSubmission {
         doorbell: q.doorbell.handle
     }));
+    q.doorbell.cpu.ring(wp);
     okk(&m, k.wait_for_fence(q.done_fence(), 1));
     assert_eq!(t.mem.load(0), 9);
-    let _ = wp;
     okk(&m, k.destroy_doorbell(q.doorbell.handle));
     assert!(m.doorbell_info(0, q.doorbell.handle).is_none());
     exits_clean(&m, &p);
