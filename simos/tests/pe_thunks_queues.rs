@@ -125,13 +125,16 @@ fn doorbell(p: &Arc<UserProcess>, q: u32, ring: u32, control: u32) -> u32 {
     get32(&s, 64)
 }
 
+/// A refusal case: the row's check and the edit of the structure that makes it.
+type Case<const N: usize> = (&'static str, Box<dyn Fn(&mut [u64; N])>);
+
 /// Runs `thunk` on each case's structure (`base` edited by the case) and checks the row's
 /// status and that nothing was written back: the labels driven.
 fn refusals<const N: usize>(
     p: &Arc<UserProcess>,
     name: &str,
     base: [u64; N],
-    cases: Vec<(&'static str, Box<dyn Fn(&mut [u64; N])>)>,
+    cases: Vec<Case<N>>,
 ) -> Vec<&'static str> {
     let mut driven = Vec::new();
     for (what, edit) in cases {

@@ -115,7 +115,7 @@ pub struct CreatedDoorbell {
 /// 4. a `Flags` bit from 2 up;
 /// 5. `hHwQueue` not a user-mode-submission queue in the caller's handle table (`owner`);
 /// 6. `RequireSecondaryCpuVA`: this adapter reports no secondary doorbells;
-/// 7. `DXGHWQUEUE::CreateDoorbell`, `DXGDOORBELL::Initialize` ([`ums::create_doorbell`]): a
+/// 7. `DXGHWQUEUE::CreateDoorbell`, `DXGDOORBELL::Initialize` (`ums::create_doorbell`): a
 ///    doorbell already on the queue; `hRingBuffer`, then `hRingBufferControl`, not an
 ///    allocation of the queue's device; `DxgkDdiCreateDoorbell`.
 ///
@@ -194,7 +194,7 @@ fn doorbell_owner(
 /// `DxgkConnectDoorbellInternal`: `Flags` non-zero, then `hDoorbell` not a doorbell in the
 /// caller's handle table, then a doorbell whose status is DISCONNECTED_ABORT, are
 /// STATUS_INVALID_PARAMETER; a connected one succeeds with no DDI; else
-/// `DXGDOORBELL::Connect` ([`ums::connect_doorbell`]).
+/// `DXGDOORBELL::Connect` (`ums::connect_doorbell`).
 pub fn dxgk_connect_doorbell_internal(
     m: &Machine,
     a: &D3dkmtDoorbellFlags,

@@ -131,7 +131,7 @@ impl CreatedHwQueue {
 ///    without `HwQueueSupported`: STATUS_INVALID_PARAMETER;
 /// 5. `DXGHWQUEUE::Initialize`: a kernel-submission queue with `NoKmdAccess` on a context
 ///    without it (the simulation has no such context) is STATUS_INVALID_PARAMETER; BR-95 and
-///    `DxgkDdiCreateHwQueue` ([`ums::create_hw_queue`]).
+///    `DxgkDdiCreateHwQueue` (`ums::create_hw_queue`).
 ///
 /// On success `hHwQueue` is written and, for a queue without `UserModeSubmission`, the three
 /// progress-fence fields; the private data goes back to the caller. On failure `a` is
@@ -211,7 +211,7 @@ fn capture(mem: &dyn CallerMemory, at: u64, size: u32) -> Result<Vec<u8>, NtStat
 ///    probe's status);
 /// 6. the simulation's own rules past 24H2's (the catalog row's gaps): any primary on this
 ///    render-only adapter, a `HwQueueProgressFenceId` not above the last; then VidSch and
-///    `DxgkDdiSubmitCommandToHwQueue` ([`ums::submit_command`]).
+///    `DxgkDdiSubmitCommandToHwQueue` (`ums::submit_command`).
 ///
 /// Nothing is written back.
 pub fn dxgk_submit_command_to_hw_queue_internal(
