@@ -543,10 +543,9 @@ fn um_18_killed_queue_never_touches_reused_pages_threaded() {
 // ---------------------------------------------------------------------------------------------
 // UM-06, UM-15: the doorbell thunks and DDIs.
 
-/// UM-06, UM-15: create, connect (the physical doorbell the KMD returns is bound to the
-/// queue), NotifyWorkSubmission on a doorbell whose status reads CONNECTED (24H2
-/// `K:DxgkNotifyWorkSubmissionInternal` @0x1401D98CC calls the KMD only at
-/// CONNECTED_NOTIFY_KMD: STATUS_INVALID_PARAMETER, no DDI), a ring runs the work, destroy.
+/// UM-06, UM-15: create, connect (the KMD's physical doorbell is bound to the queue), a
+/// NotifyWorkSubmission at status CONNECTED refused (24H2 `K:DxgkNotifyWorkSubmissionInternal`
+/// @0x1401D98CC calls the KMD only at CONNECTED_NOTIFY_KMD), a ring runs the work, destroy.
 #[test]
 fn um_15_doorbell_ddis_and_notify_work_submission() {
     let m = with_doorbells(Mode::Step, 4);
