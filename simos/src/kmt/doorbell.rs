@@ -132,7 +132,18 @@ pub fn dxgk_create_doorbell_internal(
 ) -> Result<CreatedDoorbell, NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
     let (at, size) = (a.private_driver_data, a.private_driver_data_size);
-    if (at == 0) != (size == 0) || size as usize > DOORBELL_PRIVATE_DATA_MAX {
+    if (at == 0) != (size == 0) {
+        return Err(bad);
+    }
+    // The lookup has no effect of its own; it names the adapter whose triage log BR-96 reaches.
+    let p = owner(a.h_hw_queue);
+    if size as usize > DOORBELL_PRIVATE_DATA_MAX {
+        if let Some(sh) = p.as_ref().and_then(|p| m.kmt(p).adapter().ok()) {
+            sh.observer().triage(format!(
+                "BR-96: PrivateDriverDataSize {size:#x} is greater than max permitted size \
+                 {DOORBELL_PRIVATE_DATA_MAX:#x}"
+            ));
+        }
         return Err(bad);
     }
     let mut pdd = if size == 0 {
@@ -143,7 +154,7 @@ pub fn dxgk_create_doorbell_internal(
     if a.flags & !CREATE_FLAGS_DEFINED != 0 {
         return Err(bad);
     }
-    let p = owner(a.h_hw_queue).ok_or(bad)?;
+    let p = p.ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     let (user_mode, _) = ums::device_queue_kind(&sh, p.device, a.h_hw_queue).ok_or(bad)?;
