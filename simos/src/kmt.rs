@@ -23,8 +23,8 @@ use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
     EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
-    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, QueueProgress, ReserveGpuVa,
-    UpdateGpuVa, UpdateGpuVaOp,
+    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa,
+    UpdateGpuVaOp,
 };
 
 use crate::adapter::AdapterShared;
@@ -43,6 +43,8 @@ pub mod allocation;
 pub mod catalog;
 pub mod context_virtual;
 pub mod gpu_va;
+pub mod doorbell;
+pub mod hw_queue;
 pub mod native_fence;
 pub mod paging_queue;
 pub mod query_adapter_info;
@@ -166,18 +168,6 @@ pub enum SimFence {
     Monitored(MonitoredFence),
     /// A native fence of the process.
     Native(NativeFence),
-}
-
-impl SimFence {
-    /// The CPU address of the value (what the PE bridge hands a user-mode image as the
-    /// fence's `…CPUVirtualAddress`: user and kernel share memory here).
-    #[cfg(target_os = "linux")]
-    pub(crate) fn cpu_va(&self) -> usize {
-        match self {
-            Self::Monitored(f) => f.kernel_va(),
-            Self::Native(f) => f.current_value_kernel_va(),
-        }
-    }
 }
 
 impl FenceCpu for SimFence {
@@ -476,6 +466,7 @@ impl Kmt for SimKmt<'_> {
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
         self.on_device(|a, device| ums::destroy_context_thunk(self.m, a, device, context))
+            .map_err(not_in_table)
     }
 
     fn create_hw_queue(
@@ -484,30 +475,21 @@ impl Kmt for SimKmt<'_> {
         user_mode_submission: bool,
         private_data: &mut [u8],
     ) -> Result<HwQueue<SimFence>, NtStatus> {
-        let a = self.thunk()?;
-        let q = ums::create_hw_queue(
-            self.m,
-            &a,
-            self.p.device,
-            context,
-            user_mode_submission,
-            private_data,
-        )
-        .map_err(status)?;
-        // 24H2 gives a user-mode queue no progress fence (`UmsProgress::None`).
-        let progress = q.fence.zip(q.progress).map(|(fence, p)| QueueProgress {
-            fence,
-            gpu: p.gpu_va(),
-            cpu: SimFence::Monitored(p),
-        });
-        Ok(HwQueue {
-            handle: q.handle,
-            progress,
-        })
+        let mem = hw_queue::Buffer::new(private_data);
+        let (at, size) = mem.pointer();
+        let mut a = hw_queue::D3dkmtCreateHwQueue {
+            h_hw_context: context,
+            flags: u32::from(user_mode_submission) * hw_queue::USER_MODE_SUBMISSION,
+            private_driver_data_size: size,
+            p_private_driver_data: at,
+            ..Default::default()
+        };
+        hw_queue::dxgk_create_hw_queue_internal(self.m, &mut a, |_| Some(self.p), &mem)
+            .map(hw_queue::CreatedHwQueue::into_umd)
     }
 
     fn destroy_hw_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::destroy_hw_queue_thunk(self.m, a, device, queue))
+        hw_queue::dxgk_destroy_hw_queue_internal(self.m, queue, |_| Some(self.p))
     }
 
     fn create_allocation_as(
@@ -708,9 +690,20 @@ impl Kmt for SimKmt<'_> {
         ring_control: KmtHandle,
         private_data: &mut [u8],
     ) -> Result<Doorbell<SimDoorbell>, NtStatus> {
-        let a = self.thunk()?;
-        let d = ums::create_doorbell(&a, self.p.device, queue, ring, ring_control, private_data)
-            .map_err(status)?;
+        let mem = hw_queue::Buffer::new(private_data);
+        let (at, size) = mem.pointer();
+        let mut a = doorbell::D3dkmtCreateDoorbell {
+            h_hw_queue: queue,
+            h_ring_buffer: ring,
+            h_ring_buffer_control: ring_control,
+            private_driver_data_size: size,
+            private_driver_data: at,
+            ..Default::default()
+        };
+        // The Rust UMD reaches the pages through the mapping object, not addresses.
+        let vas = |_: &Arc<DoorbellCpuState>| Ok(doorbell::DoorbellVas::default());
+        let owner = |_| Some(self.p);
+        let d = doorbell::dxgk_create_doorbell_internal(self.m, &mut a, owner, &mem, vas)?;
         Ok(Doorbell {
             handle: d.handle,
             cpu: SimDoorbell { cpu: d.cpu },
@@ -718,18 +711,17 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::connect_doorbell(a, device, doorbell))
+        let a = doorbell::D3dkmtDoorbellFlags::of(doorbell);
+        doorbell::dxgk_connect_doorbell_internal(self.m, &a, |_| Some(self.p))
     }
 
     fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        ums::destroy_doorbell_thunk(&a, self.p.device, doorbell).map_err(status)?;
-        // The doorbell's references on its ring allocations are gone (UM-07).
-        self.m.reap_allocations(&a).map_err(status)
+        doorbell::dxgk_destroy_doorbell_internal(self.m, doorbell, |_| Some(self.p))
     }
 
     fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::notify_work_submission(a, device, doorbell))
+        let a = doorbell::D3dkmtDoorbellFlags::of(doorbell);
+        doorbell::dxgk_notify_work_submission_internal(self.m, &a, |_| Some(self.p))
     }
 
     fn submit_command_to_hw_queue(
@@ -739,17 +731,15 @@ impl Kmt for SimKmt<'_> {
         command_buffer_gpu: u64,
         command_bytes: u32,
     ) -> Result<(), NtStatus> {
-        self.on_device(|a, device| {
-            ums::submit_command(
-                self.m,
-                a,
-                device,
-                queue,
-                progress_fence_value,
-                command_buffer_gpu,
-                command_bytes,
-            )
-        })
+        let a = hw_queue::D3dkmtSubmitCommandToHwQueue {
+            h_hw_queue: queue,
+            progress_fence_id: progress_fence_value,
+            command_buffer: command_buffer_gpu,
+            command_length: command_bytes,
+            ..Default::default()
+        };
+        let mem = context_virtual::NoCallerMemory;
+        hw_queue::dxgk_submit_command_to_hw_queue_internal(self.m, &a, |_| Some(self.p), &mem)
     }
 
     fn submit_command(

@@ -18,7 +18,7 @@ use rvgpu_ddi::dxgkrnl::{
     D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
     D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
 };
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::DoorbellPdd;
@@ -71,7 +71,8 @@ fn um_03_node_metadata_gates_user_mode_queues() {
 
 /// UM-04: `DXGKQAITYPE_USERMODESUBMISSION_CAPS` reports the doorbell size; the OS's dummy page
 /// is that size, and a doorbell is only created for a user-mode queue (a kernel-mode queue's
-/// doorbell is refused: UM-05's other half).
+/// doorbell is refused, STATUS_INVALID_PARAMETER as 24H2 `K:DxgkCreateDoorbellInternal`
+/// @0x1401D8A50 answers it: UM-05's other half).
 #[test]
 fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
     let m = with_doorbells(Mode::Step, 4);
@@ -90,7 +91,7 @@ fn um_04_doorbell_size_from_caps_and_doorbells_only_for_user_mode_queues() {
     );
     let mut pdd = DoorbellPdd::for_ring(4096);
     let r = k.create_doorbell(kq.handle, ring.handle, control.handle, pdd.as_mut_bytes());
-    assert_eq!(r.err(), Some(NtStatus(STATUS_NOT_SUPPORTED)));
+    assert_eq!(r.err(), Some(NtStatus(STATUS_INVALID_PARAMETER)));
     let q = raw_queue(&m, &k, 0);
     assert_eq!(
         q.doorbell.cpu.state().dummy_size(),
@@ -542,9 +543,9 @@ fn um_18_killed_queue_never_touches_reused_pages_threaded() {
 // ---------------------------------------------------------------------------------------------
 // UM-06, UM-15: the doorbell thunks and DDIs.
 
-/// UM-06, UM-15: create, connect (the physical doorbell the KMD returns is bound to the
-/// queue), NotifyWorkSubmission (the KMD kicks the queue: work published without ringing
-/// runs), destroy.
+/// UM-06, UM-15: create, connect (the KMD's physical doorbell is bound to the queue), a
+/// NotifyWorkSubmission at status CONNECTED refused (24H2 `K:DxgkNotifyWorkSubmissionInternal`
+/// @0x1401D98CC calls the KMD only at CONNECTED_NOTIFY_KMD), a ring runs the work, destroy.
 #[test]
 fn um_15_doorbell_ddis_and_notify_work_submission() {
     let m = with_doorbells(Mode::Step, 4);
@@ -556,13 +557,16 @@ fn um_15_doorbell_ddis_and_notify_work_submission() {
     };
     assert!(page < 4);
     let wp = write_ring(&q, 0, &[fill(&t, 9)], 1);
-    okk(&m, k.notify_work_submission(q.doorbell.handle));
-    assert!(events_of(&m).contains(&UmsEvent::NotifyWorkSubmission {
+    assert_eq!(
+        k.notify_work_submission(q.doorbell.handle).err(),
+        Some(NtStatus(STATUS_INVALID_PARAMETER))
+    );
+    assert!(!events_of(&m).contains(&UmsEvent::NotifyWorkSubmission {
         doorbell: q.doorbell.handle
     }));
+    q.doorbell.cpu.ring(wp);
     okk(&m, k.wait_for_fence(q.done_fence(), 1));
     assert_eq!(t.mem.load(0), 9);
-    let _ = wp;
     okk(&m, k.destroy_doorbell(q.doorbell.handle));
     assert!(m.doorbell_info(0, q.doorbell.handle).is_none());
     exits_clean(&m, &p);

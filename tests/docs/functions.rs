@@ -19,7 +19,6 @@ const LIMIT: usize = 150;
 const KNOWN_LONG: &[&str] = &[
     "simos/src/install/inf.rs::plan",
     "simos/src/vidmm/va/mod.rs::gpu_va_update",
-    "simos/src/ums/hwqueue.rs::create_hw_queue",
 ];
 
 /// The name of the function a line of code declares, if it declares one.

@@ -793,7 +793,10 @@ pub const CREATE_DOORBELL: Ddi<DXGKARG_CREATEDOORBELL> = Ddi {
             DXGKARG_CREATEDOORBELL.Flags,
             true,
             DOORBELL_BY,
-            "the caller's D3DKMT_CREATE_DOORBELL flags word, unchanged"
+            "the caller's D3DKMT_CREATE_DOORBELL flags word, unchanged: RequireSecondaryCpuVA \
+             in bit 0 (refused before on an adapter without secondary doorbells), \
+             ResizeRingBufferOperation in bit 1, where DXGKARG_CREATEDOORBELL_FLAGS names bit 0 \
+             ResizeRingBufferOperation (the pages' reading translates)"
         ),
     ],
 };

@@ -119,7 +119,28 @@ pub const THUNKS: &[Thunk] = &[
                handle's open of the process's adapter state is not counted: the state lives \
                until the process ends",
     },
-    unread("D3DKMTConnectDoorbell"),
+    Thunk {
+        name: "D3DKMTConnectDoorbell",
+        source: Some(&[src("DxgkConnectDoorbellInternal", 0x1401D846C)]),
+        checks: &[
+            check("Flags non-zero", INVALID_PARAMETER),
+            check(
+                "hDoorbell not a doorbell in the caller's handle table",
+                INVALID_PARAMETER,
+            ),
+            check("the doorbell's queue being destroyed", INVALID_PARAMETER),
+            check(
+                "the doorbell's status DISCONNECTED_ABORT",
+                INVALID_PARAMETER,
+            ),
+        ],
+        written_back: &[],
+        pending: Pending::No,
+        entry: Some("doorbell::dxgk_connect_doorbell_internal"),
+        gaps: "a doorbell whose status is CONNECTED or CONNECTED_NOTIFY_KMD succeeds with no \
+               DDI, as in 24H2; the simulation keys this on its own connection state, which \
+               the status page mirrors",
+    },
     Thunk {
         name: "D3DKMTCreateAllocation2",
         source: Some(&[
@@ -251,8 +272,98 @@ pub const THUNKS: &[Thunk] = &[
                DxgkDdiCreateProcess or DxgkDdiCreateDevice returns the driver's status, as \
                24H2 does, but is not a catalog check; display-adapter pairing is not modelled",
     },
-    unread("D3DKMTCreateDoorbell"),
-    unread("D3DKMTCreateHwQueue"),
+    Thunk {
+        name: "D3DKMTCreateDoorbell",
+        source: Some(&[
+            src("DxgkCreateDoorbellInternal", 0x1401D8A50),
+            src("DXGHWQUEUE::CreateDoorbell", 0x1401D7F48),
+            src("DXGDOORBELL::Initialize", 0x1401D9E74),
+        ]),
+        checks: &[
+            check(
+                "PrivateDriverData without size, or a size without pointer",
+                INVALID_PARAMETER,
+            ),
+            check("PrivateDriverDataSize above 16", INVALID_PARAMETER),
+            check("no pool for the private data", NO_MEMORY),
+            check("the private data not readable", ACCESS_VIOLATION),
+            check("a Flags bit from 2 up", INVALID_PARAMETER),
+            check(
+                "hHwQueue not a user-mode-submission queue in the caller's handle table",
+                INVALID_PARAMETER,
+            ),
+            check(
+                "RequireSecondaryCpuVA on an adapter without secondary doorbells",
+                INVALID_PARAMETER,
+            ),
+            check("a doorbell already on the queue", INVALID_PARAMETER),
+            check(
+                "hRingBuffer not an allocation of the queue's device",
+                INVALID_PARAMETER,
+            ),
+            check(
+                "hRingBufferControl not an allocation of the queue's device",
+                INVALID_PARAMETER,
+            ),
+        ],
+        written_back: &[
+            "DoorbellCPUVirtualAddress",
+            "DoorbellSecondaryCPUVirtualAddress (0 without RequireSecondaryCpuVA)",
+            "DoorbellStatusCPUVirtualAddress",
+            "hDoorbell",
+            "the private data, when given",
+        ],
+        pending: Pending::No,
+        entry: Some("doorbell::dxgk_create_doorbell_internal"),
+        gaps: "HwQueueProgressFenceLastQueuedValueCPUVirtualAddress is written only under the \
+               readings that give a user-mode queue a progress fence (24H2 writes none); the \
+               status page's and dummy page's own allocation failures are not modelled",
+    },
+    Thunk {
+        name: "D3DKMTCreateHwQueue",
+        source: Some(&[
+            src("DxgkCreateHwQueueInternal", 0x1402BAF98),
+            src("DXGCONTEXT::CreateHwQueue", 0x1402BB7A8),
+            src("DXGHWQUEUE::Initialize", 0x1402BBA30),
+        ]),
+        checks: &[
+            check(
+                "pPrivateDriverData without size, or a size without pointer",
+                INVALID_PARAMETER,
+            ),
+            check("no pool for the private data", NO_MEMORY),
+            check("the private data not readable", ACCESS_VIOLATION),
+            check("Flags.NoKmdAccess without test signing", INVALID_PARAMETER),
+            check(
+                "hHwContext not a context in the caller's handle table",
+                INVALID_PARAMETER,
+            ),
+            check(
+                "hHwContext created without HwQueueSupported",
+                INVALID_PARAMETER,
+            ),
+            check(
+                "Flags.NoKmdAccess without UserModeSubmission on a context without NoKmdAccess",
+                INVALID_PARAMETER,
+            ),
+            check(
+                "UserModeSubmission on a node without user-mode submission",
+                INVALID_PARAMETER,
+            ),
+        ],
+        written_back: &[
+            "hHwQueue",
+            "hHwQueueProgressFence, HwQueueProgressFenceCPUVirtualAddress and \
+             HwQueueProgressFenceGPUVirtualAddress, without UserModeSubmission",
+            "the private data, when given",
+        ],
+        pending: Pending::No,
+        entry: Some("hw_queue::dxgk_create_hw_queue_internal"),
+        gaps: "DisableGpuTimeout is not added to the DDI's flags for a context or adapter that \
+               disables GPU timeouts; a NoKmdAccess context is not modelled; a user-mode queue \
+               on an adapter that reported no doorbell size is STATUS_NOT_SUPPORTED \
+               (DXGHWQUEUE::InitializeForUserModeSubmission not read)",
+    },
     Thunk {
         name: "D3DKMTCreateNativeFence",
         source: Some(&[src("NtDxgkCreateNativeFenceInternal", 0x1401F8C68)]),
@@ -339,7 +450,20 @@ pub const THUNKS: &[Thunk] = &[
                allocation of hDevice is STATUS_INVALID_PARAMETER here, before any is \
                destroyed; hResource is STATUS_NOT_SUPPORTED (the UMD makes no resources)",
     },
-    unread("D3DKMTDestroyContext"),
+    Thunk {
+        name: "D3DKMTDestroyContext",
+        source: Some(&[src("DxgkDestroyContextImpl", 0x1403A0A98)]),
+        checks: &[check(
+            "hContext not a context in the caller's handle table",
+            INVALID_PARAMETER,
+        )],
+        written_back: &[],
+        pending: Pending::No,
+        entry: None,
+        gaps: "24H2 destroys the context's hardware queues with it \
+               (DXGCONTEXT::DestroyAllHwQueues); the simulation refuses a context that still \
+               has queues (STATUS_INVALID_PARAMETER)",
+    },
     Thunk {
         name: "D3DKMTDestroyDevice",
         source: Some(&[src("DxgkDestroyDeviceImpl", 0x14039D208)]),
@@ -354,8 +478,34 @@ pub const THUNKS: &[Thunk] = &[
                OS's process-exit teardown of one device (24H2 destroys contexts, paging \
                queues, sync objects, then the device, without the exit's flush)",
     },
-    unread("D3DKMTDestroyDoorbell"),
-    unread("D3DKMTDestroyHwQueue"),
+    Thunk {
+        name: "D3DKMTDestroyDoorbell",
+        source: Some(&[src("DxgkDestroyDoorbellInternal", 0x1401D9494)]),
+        checks: &[
+            check(
+                "hDoorbell not a doorbell in the caller's handle table",
+                INVALID_PARAMETER,
+            ),
+            check("the doorbell's queue being destroyed", INVALID_PARAMETER),
+        ],
+        written_back: &[],
+        pending: Pending::No,
+        entry: Some("doorbell::dxgk_destroy_doorbell_internal"),
+        gaps: "",
+    },
+    Thunk {
+        name: "D3DKMTDestroyHwQueue",
+        source: Some(&[src("DxgkDestroyHwQueueInternal", 0x1403BC798)]),
+        checks: &[check(
+            "hHwQueue not a queue in the caller's handle table",
+            INVALID_PARAMETER,
+        )],
+        written_back: &[],
+        pending: Pending::No,
+        entry: Some("hw_queue::dxgk_destroy_hw_queue_internal"),
+        gaps: "24H2 destroys the queue's doorbell with it; the simulation refuses a queue that \
+               still has a doorbell (STATUS_INVALID_PARAMETER)",
+    },
     Thunk {
         name: "D3DKMTDestroyPagingQueue",
         source: Some(&[src("DxgkDestroyPagingQueueInternal", 0x1403B201C)]),
@@ -507,7 +657,26 @@ pub const THUNKS: &[Thunk] = &[
                rules, after 24H2's rounding of the three addresses down to 4 KiB); Zero \
                mappings are not modelled",
     },
-    unread("D3DKMTNotifyWorkSubmission"),
+    Thunk {
+        name: "D3DKMTNotifyWorkSubmission",
+        source: Some(&[src("DxgkNotifyWorkSubmissionInternal", 0x1401D98CC)]),
+        checks: &[
+            check("Flags non-zero", INVALID_PARAMETER),
+            check(
+                "hDoorbell not a doorbell in the caller's handle table",
+                INVALID_PARAMETER,
+            ),
+            check("the doorbell's queue being destroyed", INVALID_PARAMETER),
+            check(
+                "the doorbell's status not CONNECTED_NOTIFY_KMD",
+                INVALID_PARAMETER,
+            ),
+        ],
+        written_back: &[],
+        pending: Pending::No,
+        entry: Some("doorbell::dxgk_notify_work_submission_internal"),
+        gaps: "a NoKmdAccess context (success with no DDI) is not modelled",
+    },
     Thunk {
         name: "D3DKMTOpenAdapterFromLuid",
         source: Some(&[
@@ -634,7 +803,44 @@ pub const THUNKS: &[Thunk] = &[
         entry: None,
         gaps: "",
     },
-    unread("D3DKMTSubmitCommandToHwQueue"),
+    Thunk {
+        name: "D3DKMTSubmitCommandToHwQueue",
+        source: Some(&[
+            src("DxgkSubmitCommandToHwQueueInternal", 0x1402C5A10),
+            src("DXGHWQUEUE::SubmitCommand", 0x1402C6610),
+        ]),
+        checks: &[
+            check(
+                "hHwQueue not a queue in the caller's handle table",
+                INVALID_PARAMETER,
+            ),
+            check(
+                "hHwQueue created for user-mode submission",
+                INVALID_PARAMETER,
+            ),
+            check("NumPrimaries above 16", INVALID_PARAMETER),
+            check(
+                "pPrivateDriverData without size, or a size without pointer",
+                INVALID_PARAMETER,
+            ),
+            check("the adapter stopped or removed", DEVICE_REMOVED),
+            check(
+                "PrivateDriverDataSize above the context's DmaBufferPrivateDataSize",
+                INVALID_PARAMETER,
+            ),
+            check("no pool for the submission", NO_MEMORY),
+            check("WrittenPrimaries not readable", ACCESS_VIOLATION),
+        ],
+        written_back: &[],
+        pending: Pending::No,
+        entry: Some("hw_queue::dxgk_submit_command_to_hw_queue_internal"),
+        gaps: "VidMm's reference of the primaries is not read: any primary is \
+               STATUS_INVALID_PARAMETER on this render-only adapter; the simulation refuses a \
+               HwQueueProgressFenceId not above the queue's last (STATUS_INVALID_PARAMETER), \
+               which M:VidSchSubmitCommandToHwQueue @0x140048F00 does not check; a device in \
+               error is STATUS_DEVICE_REMOVED where VidSch answers \
+               STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE",
+    },
     unread("D3DKMTSubmitSignalSyncObjectsToHwQueue"),
     unread("D3DKMTSubmitWaitForSyncObjectsToHwQueue"),
     Thunk {

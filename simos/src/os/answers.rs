@@ -380,6 +380,28 @@ pub enum RingHandles {
     Created,
 }
 
+/// What `DxgkDdiCreateDoorbell`'s `Flags` carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoorbellFlags {
+    /// 24H2: `K:DXGDOORBELL::Initialize` @0x1401D9E74 copies the caller's
+    /// `D3DKMT_CREATE_DOORBELL_FLAGS` word unchanged (`RequireSecondaryCpuVA` in bit 0,
+    /// `ResizeRingBufferOperation` in bit 1).
+    CallerWord,
+    /// The pages (`DXGKARG_CREATEDOORBELL_FLAGS`): bit 0 is `ResizeRingBufferOperation`, the
+    /// rest reserved; the caller's `ResizeRingBufferOperation` lands there.
+    Translated,
+}
+
+impl DoorbellFlags {
+    /// The `DXGKARG_CREATEDOORBELL_FLAGS` word for the caller's flags `caller`.
+    pub fn word(self, caller: u32) -> u32 {
+        match self {
+            Self::CallerWord => caller,
+            Self::Translated => (caller >> 1) & 1,
+        }
+    }
+}
+
 /// When an operation on a paging queue (`D3DKMTMapGpuVirtualAddress`, `D3DKMTMakeResident`
 /// on a queue) is done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -444,6 +466,8 @@ pub struct Reading {
     pub process_tdr_block: ProcessTdrBlock,
     /// When a paging queue's operation is done.
     pub paging_work: PagingWork,
+    /// `DxgkDdiCreateDoorbell`'s flags.
+    pub doorbell_flags: DoorbellFlags,
 }
 
 impl Reading {
@@ -471,6 +495,7 @@ impl Reading {
         ring_handles: RingHandles::DeviceSpecific,
         process_tdr_block: ProcessTdrBlock::Blocks,
         paging_work: PagingWork::Queued,
+        doorbell_flags: DoorbellFlags::CallerWord,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -508,6 +533,7 @@ impl Reading {
         ring_handles: RingHandles::Created,
         process_tdr_block: ProcessTdrBlock::None,
         paging_work: PagingWork::Queued,
+        doorbell_flags: DoorbellFlags::Translated,
     };
 
     /// Every named reading.

@@ -250,7 +250,8 @@ fn context_and_queue(
         version: HW_QUEUE_PDD_VERSION,
         ..Default::default()
     };
-    let q = ums::create_hw_queue(m, &a, process.device, context, user_mode, qp.as_mut_bytes())?;
+    let flags = u32::from(user_mode) * ums::HWQUEUE_USER_MODE_SUBMISSION;
+    let q = ums::create_hw_queue(m, &a, process.device, context, flags, qp.as_mut_bytes())?;
     Ok((a, context, q, qp))
 }
 
@@ -283,7 +284,15 @@ impl GpuQueue {
                 .store(0, Ordering::Relaxed);
         }
         let mut dp = DoorbellPdd::for_ring(RING_BYTES);
-        let db = ums::create_doorbell(&a, device, q.handle, ring_h, control_h, dp.as_mut_bytes())?;
+        let db = ums::create_doorbell(
+            &a,
+            device,
+            q.handle,
+            ring_h,
+            control_h,
+            0,
+            dp.as_mut_bytes(),
+        )?;
         let ring_value =
             DoorbellValue::from_u32(dp.ring_value).ok_or_else(|| sim("doorbell pdd"))?;
         let queue_id = match ring_value {

@@ -282,6 +282,8 @@ pub(crate) fn create_context_with(
             suspended: Suspended::No,
             suspend_fence: 0,
             hw_queue,
+            sync_only: flags & SYNCHRONIZATION_ONLY != 0,
+            dma_private_data: args.ContextInfo.DmaBufferPrivateDataSize,
         },
     );
     os.events.push(UmsEvent::CreateContext { context: h, node });
@@ -311,6 +313,11 @@ pub(crate) fn context_device(a: &AdapterShared, h: KmtHandle) -> Option<KmtHandl
 /// Whether context `h` was created with `HwQueueSupported` (`None`: no such context).
 pub(crate) fn context_hw_queue(a: &AdapterShared, h: KmtHandle) -> Option<bool> {
     lock(&a.ums).contexts.get(&h).map(|c| c.hw_queue)
+}
+
+/// Whether context `h` was created with `SynchronizationOnly` (`None`: no such context).
+pub(crate) fn context_sync_only(a: &AdapterShared, h: KmtHandle) -> Option<bool> {
+    lock(&a.ums).contexts.get(&h).map(|c| c.sync_only)
 }
 
 /// The KMD handle and node of a context.

@@ -322,6 +322,15 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
     Ok(())
 }
 
+/// Whether `doorbell` is a doorbell of `device`.
+pub(crate) fn device_has_doorbell(
+    a: &AdapterShared,
+    device: KmtHandle,
+    doorbell: KmtHandle,
+) -> bool {
+    lock(&a.ums).doorbell_of(device, doorbell).is_ok()
+}
+
 /// The OS's view of a doorbell.
 pub(crate) fn doorbell_info(a: &AdapterShared, doorbell: KmtHandle) -> Option<DoorbellInfo> {
     let os = lock(&a.ums);
@@ -353,6 +362,7 @@ pub(crate) fn create_doorbell(
     queue: KmtHandle,
     ring: KmtHandle,
     control: KmtHandle,
+    flags: u32,
     pdd: &mut [u8],
 ) -> Result<CreatedDoorbell, SimError> {
     // BR-96 ([D] `DxgkCreateDoorbellInternal`): at most 16 bytes of private data, checked
@@ -381,9 +391,11 @@ pub(crate) fn create_doorbell(
         if q.doorbell.is_some() {
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
+        // 24H2 `K:DXGDOORBELL::Initialize` @0x1401D9E74: each must be an allocation of the
+        // queue's device.
         for h in [ring, control] {
             if os.open_allocation(device, h).is_none() {
-                return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
+                return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
             }
         }
         // The driver's handles of the ring allocations (what DXGKARG_CREATEDOORBELL names):
@@ -418,7 +430,7 @@ pub(crate) fn create_doorbell(
         },
         hRingBuffer: kmd_ring as HANDLE,
         hRingBufferControl: kmd_control as HANDLE,
-        Flags: DXGKARG_CREATEDOORBELL_FLAGS::default(),
+        Flags: DXGKARG_CREATEDOORBELL_FLAGS::from_value(a.os.reading.doorbell_flags.word(flags)),
     };
     a.observer()
         .handed(&rvgpu_ddi::handover::CREATE_DOORBELL, &args);

@@ -24,6 +24,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
 use crate::os::answers::{SubmitFailure, UmsProgress};
+use crate::state::sync::logbuffer::LogBuffer;
 use crate::sync::fence::MonitoredFence;
 
 use super::context::node_flags;
@@ -124,6 +125,37 @@ pub(crate) fn device_queue_kmd_handle(
         .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
 }
 
+/// Whether `queue` of `device` was created for user-mode submission (`None`: no queue of
+/// `device`'s), and the most DMA private data its context takes (the KMD's
+/// `DXGK_CONTEXTINFO::DmaBufferPrivateDataSize`).
+pub(crate) fn device_queue_kind(
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+) -> Option<(bool, u32)> {
+    let os = lock(&a.ums);
+    let q = os.queues.get(&queue).filter(|q| q.device == device)?;
+    let pdd = os
+        .contexts
+        .get(&q.context)
+        .map_or(0, |c| c.dma_private_data);
+    Some((q.user_mode, pdd))
+}
+
+/// Whether `context` of `device` was created with `HwQueueSupported` (`None`: no context of
+/// `device`'s).
+pub(crate) fn device_context_hw_queue(
+    a: &AdapterShared,
+    device: KmtHandle,
+    context: KmtHandle,
+) -> Option<bool> {
+    let os = lock(&a.ums);
+    os.contexts
+        .get(&context)
+        .filter(|c| c.device == device)
+        .map(|c| c.hw_queue)
+}
+
 /// The queue id the KMD reported for a hardware queue (from `HwQueuePdd`).
 pub(crate) fn hw_queue_id(a: &AdapterShared, queue: KmtHandle) -> Option<u32> {
     lock(&a.ums).queues.get(&queue).and_then(|q| q.queue_id)
@@ -161,25 +193,134 @@ pub(crate) struct CreatedQueue {
     pub progress: Option<MonitoredFence>,
 }
 
+/// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
+pub(crate) const HWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;
+
+/// The fences and log buffers a queue gets before its DDI, undone together when it fails.
+struct QueueFences {
+    logs: Option<(LogBuffer, LogBuffer)>,
+    progress: Option<(KmtHandle, MonitoredFence)>,
+    native: Option<crate::sync::fence::NativeFence>,
+}
+
+impl QueueFences {
+    /// The logs, the progress fence (none for a user-mode queue under
+    /// [`UmsProgress::None`]) and, where the OS makes it native, its native view.
+    fn make(
+        m: &dyn UmsHost,
+        a: &AdapterShared,
+        pid: crate::base::process_id::ProcessId,
+        user_mode: bool,
+    ) -> Result<Self, SimError> {
+        // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
+        let mut f = Self {
+            logs: m.alloc_queue_logs(a, user_mode)?,
+            progress: None,
+            native: None,
+        };
+        if !(user_mode && a.os.reading.ums_progress == UmsProgress::None) {
+            let made = m.create_monitored_fence(a.index, pid, 0).and_then(|p| {
+                new_handle(pid).map(|h| (h, p.clone())).inspect_err(|_| {
+                    let _ = m.destroy_monitored_fence(&p);
+                })
+            });
+            match made {
+                Ok(p) => f.progress = Some(p),
+                Err(e) => {
+                    let _ = f.undo(m, a);
+                    return Err(e);
+                }
+            }
+        }
+        // Which kind the progress fence is (`answers::ProgressFence`): native only on a GPU
+        // with native fences (26H1 `K:DXGHWQUEUE::Initialize` @0x14034F800; the
+        // `DXGKARG_CREATEHWQUEUE` remarks). The OS's own waits stay on the monitored view of
+        // the same value, so the native fence's MonitoredValue is held at 0 (every signal
+        // reaches the OS: an answer an OS may always give, NF-18's mechanism); the driver sees
+        // a native fence it created.
+        let native =
+            a.os.reading.progress_fence.native(user_mode) && lock(&a.fence_os).caps.is_some();
+        if let Some((_, p)) = f.progress.as_ref().filter(|_| native) {
+            match m.open_monitored_fence_as_native(p, a.index, pid) {
+                Ok(n) => f.native = Some(n),
+                Err(e) => {
+                    let _ = f.undo(m, a);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    fn undo(&mut self, m: &dyn UmsHost, a: &AdapterShared) -> Result<(), SimError> {
+        crate::sync::fencelog::free_queue_logs(a, self.logs.take());
+        let r = self
+            .native
+            .take()
+            .map_or(Ok(()), |n| m.destroy_native_fence(&n));
+        self.progress
+            .take()
+            .map_or(Ok(()), |(_, p)| m.destroy_monitored_fence(&p))
+            .and(r)
+    }
+
+    /// `DXGKARG_CREATEHWQUEUE` for queue `h` with the caller's `flags` and private data `pdd`
+    /// (`HANDOVER`: `K:DXGHWQUEUE::Initialize` @0x1402BBA30 passes the caller's flags word).
+    fn args(&self, h: KmtHandle, flags: u32, pdd: &mut [u8]) -> DXGKARG_CREATEHWQUEUE {
+        let flags = D3DDDI_CREATEHWQUEUEFLAGS::from_value(flags).with(
+            D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence,
+            u32::from(self.native.is_some()),
+        );
+        let mut args = DXGKARG_CREATEHWQUEUE {
+            hHwQueue: kernel_handle(h) as HANDLE,
+            Flags: flags,
+            PrivateDriverDataSize: pdd.len() as u32,
+            pPrivateDriverData: if pdd.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                pdd.as_mut_ptr().cast()
+            },
+            // No progress fence: all three zero (`UmsProgress::None`).
+            Anonymous: DXGKARG_CREATEHWQUEUE_0 {
+                hHwQueueNativeProgressFence: std::ptr::null_mut(),
+            },
+            HwQueueProgressFenceCPUVirtualAddress: std::ptr::null_mut(),
+            HwQueueProgressFenceGPUVirtualAddress: 0,
+        };
+        if let Some((fence_h, p)) = &self.progress {
+            args.HwQueueProgressFenceCPUVirtualAddress = p.kernel_va() as PVOID;
+            args.HwQueueProgressFenceGPUVirtualAddress = p.gpu_va();
+            match &self.native {
+                // With the flag set the driver reads the native fence's driver handle.
+                Some(n) => args.Anonymous.hHwQueueNativeProgressFence = n.global_handle() as HANDLE,
+                None => args.Anonymous.hHwQueueProgressFence = *fence_h,
+            }
+        }
+        args
+    }
+}
+
+/// `D3DKMTCreateHwQueue` on `context` of `device` with the caller's `D3DDDI_CREATEHWQUEUEFLAGS`
+/// `flags` and private data `pdd` (in/out), past the thunk's own checks
+/// ([`crate::kmt::hw_queue`]): a context that is not `device`'s is STATUS_INVALID_PARAMETER
+/// (`K:DxgkCreateHwQueueInternal` @0x1402BAF98), then BR-94/BR-95, then the DDI.
 pub(crate) fn create_hw_queue(
     m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     context: KmtHandle,
-    user_mode: bool,
+    flags: u32,
     pdd: &mut [u8],
 ) -> Result<CreatedQueue, SimError> {
+    let user_mode = flags & HWQUEUE_USER_MODE_SUBMISSION != 0;
     let (kmd_ctx, node, pid, hw_queue, doorbells) = {
         let os = lock(&a.ums);
-        let c = os.context_of(device, context)?;
+        let c = os
+            .context_of(device, context)
+            .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
         let d = os.live_device(device)?;
-        (
-            c.kmd,
-            c.node,
-            d.process,
-            c.hw_queue,
-            os.doorbell_size().is_some(),
-        )
+        let doorbells = os.doorbell_size().is_some();
+        (c.kmd, c.node, d.process, c.hw_queue, doorbells)
     };
     // BR-94 ([D] DxgkCreateHwQueueInternal), BR-95 ([D]
     // DXGHWQUEUE::InitializeForUserModeSubmission), before any DDI.
@@ -190,79 +331,8 @@ pub(crate) fn create_hw_queue(
     }
     let f = ddi::table_slot!(a, DxgkDdiCreateHwQueue)?.map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
-    // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
-    let logs = m.alloc_queue_logs(a, user_mode)?;
-    let progress = if user_mode && a.os.reading.ums_progress == UmsProgress::None {
-        None
-    } else {
-        match m.create_monitored_fence(a.index, pid, 0) {
-            Ok(p) => Some((new_handle(pid)?, p)),
-            Err(e) => {
-                crate::sync::fencelog::free_queue_logs(a, logs);
-                return Err(e);
-            }
-        }
-    };
-    // Which kind the progress fence is (`answers::ProgressFence`): native only on a GPU with native
-    // fences (26H1 `K:DXGHWQUEUE::Initialize` @0x14034F800; the `DXGKARG_CREATEHWQUEUE`
-    // remarks). The OS's own waits stay on the monitored view of the same value, so the
-    // native fence's MonitoredValue is held at 0 (every signal reaches the OS: an answer an OS
-    // may always give, NF-18's mechanism); the driver sees a native fence it created.
-    let native = a.os.reading.progress_fence.native(user_mode) && lock(&a.fence_os).caps.is_some();
-    let native_progress = match &progress {
-        Some((_, p)) if native => match m.open_monitored_fence_as_native(p, a.index, pid) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                crate::sync::fencelog::free_queue_logs(a, logs);
-                let _ = m.destroy_monitored_fence(p);
-                return Err(e);
-            }
-        },
-        _ => None,
-    };
-    let undo = |logs| -> Result<(), SimError> {
-        crate::sync::fencelog::free_queue_logs(a, logs);
-        let r = native_progress
-            .as_ref()
-            .map_or(Ok(()), |n| m.destroy_native_fence(n));
-        progress
-            .as_ref()
-            .map_or(Ok(()), |(_, p)| m.destroy_monitored_fence(p))
-            .and(r)
-    };
-    let mut args = DXGKARG_CREATEHWQUEUE {
-        hHwQueue: kernel_handle(h) as HANDLE,
-        Flags: D3DDDI_CREATEHWQUEUEFLAGS::default()
-            .with(
-                D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission,
-                u32::from(user_mode),
-            )
-            .with(
-                D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence,
-                u32::from(native_progress.is_some()),
-            ),
-        PrivateDriverDataSize: pdd.len() as u32,
-        pPrivateDriverData: if pdd.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            pdd.as_mut_ptr().cast()
-        },
-        // No progress fence: all three zero (`UmsProgress::None`).
-        Anonymous: DXGKARG_CREATEHWQUEUE_0 {
-            hHwQueueNativeProgressFence: std::ptr::null_mut(),
-        },
-        HwQueueProgressFenceCPUVirtualAddress: std::ptr::null_mut(),
-        HwQueueProgressFenceGPUVirtualAddress: 0,
-    };
-    if let Some((fence_h, p)) = &progress {
-        args.HwQueueProgressFenceCPUVirtualAddress = p.kernel_va() as PVOID;
-        args.HwQueueProgressFenceGPUVirtualAddress = p.gpu_va();
-        match &native_progress {
-            // The pages: with the flag set the driver reads the native fence's driver handle.
-            Some(n) => args.Anonymous.hHwQueueNativeProgressFence = n.global_handle() as HANDLE,
-            None => args.Anonymous.hHwQueueProgressFence = *fence_h,
-        }
-    }
+    let mut fences = QueueFences::make(m, a, pid, user_mode)?;
+    let mut args = fences.args(h, flags, pdd);
     a.observer().handed(
         if user_mode {
             &rvgpu_ddi::handover::CREATE_HWQUEUE_USER_MODE
@@ -278,67 +348,35 @@ pub(crate) fn create_hw_queue(
         // private data buffer lives across the call.
         unsafe { f(kmd_ctx as HANDLE, &mut args) }
     });
-    let status = match status {
-        Ok(s) => s,
+    match status {
+        Ok(s) if NT_SUCCESS(s) => {}
+        Ok(s) => {
+            drop(seq);
+            fences.undo(m, a)?;
+            return Err(SimError::DdiFailed(s));
+        }
         Err(e) => {
             drop(seq);
-            let _ = undo(logs);
+            let _ = fences.undo(m, a);
             return Err(e);
         }
-    };
-    if !NT_SUCCESS(status) {
-        drop(seq);
-        undo(logs)?;
-        return Err(SimError::DdiFailed(status));
     }
     let kmd = args.hHwQueue as usize;
     let queue_id = HwQueuePdd::read_from_bytes(pdd)
         .ok()
         .filter(|p| p.magic == PDD_MAGIC)
         .map(|p| p.queue_id);
-    let mut os = lock(&a.ums);
-    check_kmd_handle(
-        a,
-        "DxgkDdiCreateHwQueue",
-        "hHwQueue",
-        kmd,
-        os.queues.values().map(|q| q.kmd),
-    )?;
-    let due_hint = os.hwq_due.clone();
-    os.queues.insert(
+    let created = Created {
         h,
-        QueueObj {
-            handle: h,
-            kmd,
-            device,
-            context,
-            node,
-            user_mode,
-            fence: progress.as_ref().map(|(f, _)| *f),
-            progress: progress.as_ref().map(|(_, p)| p.clone()),
-            native_progress,
-            last_queued: Arc::new(AtomicU64::new(0)),
-            doorbell: None,
-            queue_id,
-            submit_lock: Arc::new(Mutex::new(())),
-            sched: Arc::new(HwqSched {
-                due_hint: due_hint.clone(),
-                ..HwqSched::default()
-            }),
-        },
-    );
-    if let Some((fence_h, p)) = &progress {
-        os.fences.insert(*fence_h, p.clone());
-        if let Some(pid) = os.devices.get(&device).map(|d| d.process) {
-            os.fence_owner.insert(*fence_h, pid);
-        }
-    }
-    os.events.push(UmsEvent::CreateHwQueue {
-        queue: h,
+        kmd,
+        device,
+        context,
+        node,
         user_mode,
         queue_id,
-    });
-    drop(os);
+    };
+    record_queue(a, &created, &mut fences)?;
+    let logs = fences.logs.take();
     // LOG-01, LOG-09: both logs of a user-mode queue, before the UMD can use it; a
     // failure fails the creation.
     if let Err(e) = crate::sync::fencelog::queue_created(a, kmd, queue_id, node, pid, logs) {
@@ -347,9 +385,68 @@ pub(crate) fn create_hw_queue(
     }
     Ok(CreatedQueue {
         handle: h,
-        fence: progress.as_ref().map(|(f, _)| *f),
-        progress: progress.map(|(_, p)| p),
+        fence: fences.progress.as_ref().map(|(f, _)| *f),
+        progress: fences.progress.map(|(_, p)| p),
     })
+}
+
+/// A queue the KMD created, as the OS records it.
+struct Created {
+    h: KmtHandle,
+    kmd: usize,
+    device: KmtHandle,
+    context: KmtHandle,
+    node: u32,
+    user_mode: bool,
+    queue_id: Option<u32>,
+}
+
+/// Records queue `c` with its fences (the native view moves into the queue).
+fn record_queue(a: &AdapterShared, c: &Created, fences: &mut QueueFences) -> Result<(), SimError> {
+    let mut os = lock(&a.ums);
+    check_kmd_handle(
+        a,
+        "DxgkDdiCreateHwQueue",
+        "hHwQueue",
+        c.kmd,
+        os.queues.values().map(|q| q.kmd),
+    )?;
+    let due_hint = os.hwq_due.clone();
+    let progress = fences.progress.as_ref();
+    os.queues.insert(
+        c.h,
+        QueueObj {
+            handle: c.h,
+            kmd: c.kmd,
+            device: c.device,
+            context: c.context,
+            node: c.node,
+            user_mode: c.user_mode,
+            fence: progress.map(|(f, _)| *f),
+            progress: progress.map(|(_, p)| p.clone()),
+            native_progress: fences.native.take(),
+            last_queued: Arc::new(AtomicU64::new(0)),
+            doorbell: None,
+            queue_id: c.queue_id,
+            submit_lock: Arc::new(Mutex::new(())),
+            sched: Arc::new(HwqSched {
+                due_hint: due_hint.clone(),
+                ..HwqSched::default()
+            }),
+        },
+    );
+    if let Some((fence_h, p)) = progress {
+        os.fences.insert(*fence_h, p.clone());
+        if let Some(pid) = os.devices.get(&c.device).map(|d| d.process) {
+            os.fence_owner.insert(*fence_h, pid);
+        }
+    }
+    os.events.push(UmsEvent::CreateHwQueue {
+        queue: c.h,
+        user_mode: c.user_mode,
+        queue_id: c.queue_id,
+    });
+    Ok(())
 }
 
 /// Destroys the native progress fences of the queues destroyed so far

@@ -475,10 +475,13 @@ pub(crate) fn check_submit_context(
     Ok(found)
 }
 
-/// A context created with `HwQueueSupported` is STATUS_INVALID_PARAMETER to
-/// `D3DKMTSubmitCommand` (`K:DxgkSubmitCommandInternal` @0x1402A4B90).
+/// A context created with `HwQueueSupported`, then one created `SynchronizationOnly` (its flag
+/// `& 8`), is STATUS_INVALID_PARAMETER to `D3DKMTSubmitCommand`
+/// (`K:DxgkSubmitCommandInternal` @0x1402A4B90, in that order).
 fn refuse_hw_queue_context(a: &AdapterShared, context: KmtHandle) -> Result<(), SimError> {
-    if ums::context_hw_queue(a, context) == Some(true) {
+    if ums::context_hw_queue(a, context) == Some(true)
+        || ums::context_sync_only(a, context) == Some(true)
+    {
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
     Ok(())

@@ -63,8 +63,8 @@ use rvgpu_ddi::dxgkrnl::{
     D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
 };
 use rvgpu_ddi::submission::{
-    DXGKARG_CONNECTDOORBELL, DXGKARG_CREATEDOORBELL, DXGKARG_CREATEDOORBELL_FLAGS,
-    DXGKARG_DESTROYDOORBELL, DXGKARG_DISCONNECTDOORBELL, DXGKARG_NOTIFYWORKSUBMISSION,
+    DXGKARG_CONNECTDOORBELL, DXGKARG_CREATEDOORBELL, DXGKARG_DESTROYDOORBELL,
+    DXGKARG_DISCONNECTDOORBELL, DXGKARG_NOTIFYWORKSUBMISSION,
 };
 use rvgpu_hw::pdd::{DoorbellPdd, DoorbellValue, DOORBELL_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::NO_QUEUE;
@@ -99,18 +99,25 @@ fn read_pdd(data: Option<&[u8]>) -> Result<(DoorbellPdd, u32), Status> {
     Ok((pdd, size))
 }
 
+/// The `DXGKARG_CREATEDOORBELL` flag bits that mean `ResizeRingBufferOperation` under either
+/// hand-over (24H2's caller word: bit 1; the pages: bit 0).
+const DOORBELL_FLAGS_RESIZE: u32 = 0b11;
+
 /// DxgkDdiCreateDoorbell (PASSIVE).
 pub(crate) fn create<P: Platform>(
     args: &mut DXGKARG_CREATEDOORBELL,
     data: Option<&mut [u8]>,
 ) -> Result<(), Status> {
     sched::ddi::with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |a, live, qh| {
-        if args.hDoorbell.is_null() || args.Flags.get(DXGKARG_CREATEDOORBELL_FLAGS::Reserved) != 0 {
+        // 24H2 hands the caller's `D3DKMT_CREATE_DOORBELL_FLAGS` word unchanged
+        // (`K:DXGDOORBELL::Initialize` @0x1401D9E74): `ResizeRingBufferOperation` in bit 1, and
+        // bit 0 (`RequireSecondaryCpuVA`) refused before it reaches a driver without secondary
+        // doorbells. The pages put `ResizeRingBufferOperation` in bit 0. Either bit is a
+        // resize; the rest are reserved in both.
+        if args.hDoorbell.is_null() || args.Flags.Value & !DOORBELL_FLAGS_RESIZE != 0 {
             return Err(status::INVALID_PARAMETER);
         }
-        let resize = args
-            .Flags
-            .is_set(DXGKARG_CREATEDOORBELL_FLAGS::ResizeRingBufferOperation);
+        let resize = args.Flags.Value & DOORBELL_FLAGS_RESIZE != 0;
         let (mut pdd, size) = read_pdd(data.as_deref())?;
         let h = a.new_handle(Kind::Doorbell)?;
         let mut s = live.sched.lock();

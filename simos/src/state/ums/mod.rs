@@ -121,6 +121,12 @@ pub(crate) struct ContextObj {
     pub(crate) suspend_fence: u64,
     /// Created with `HwQueueSupported` (BR-92/94).
     pub(crate) hw_queue: bool,
+    /// Created with `SynchronizationOnly` (24H2 `K:DxgkSubmitCommandInternal` @0x1402A4B90
+    /// refuses to submit on it).
+    pub(crate) sync_only: bool,
+    /// The KMD's `DXGK_CONTEXTINFO::DmaBufferPrivateDataSize`: the most private data a
+    /// submission on the context may carry (24H2 `K:DXGHWQUEUE::SubmitCommand` @0x1402C6610).
+    pub(crate) dma_private_data: u32,
 }
 
 #[derive(Debug)]

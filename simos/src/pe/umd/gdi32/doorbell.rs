@@ -2,6 +2,7 @@
 //! `D3DKMTConnectDoorbell`, `D3DKMTDestroyDoorbell`, `D3DKMTNotifyWorkSubmission`.
 
 use super::*;
+use crate::kmt::doorbell::D3dkmtDoorbellFlags;
 
 /// Bytes of the doorbell page, the status page and the last-queued page of a doorbell's
 /// window.
@@ -54,89 +55,63 @@ impl DoorbellPage {
     }
 }
 
-/// `D3DKMT_CREATE_DOORBELL_FLAGS::RequireSecondaryCpuVA`.
-const DOORBELL_REQUIRE_SECONDARY_CPU_VA: u32 = 1 << 0;
-
-/// `D3DKMTCreateDoorbell`: the simulated OS's doorbell (the KMD's `DxgkDdiCreateDoorbell`),
-/// its CPU pages as MMIO in the arena. A secondary CPU VA is not offered
-/// (STATUS_NOT_SUPPORTED: the KMD reports no secondary doorbell). "Any failure return code
-/// indicates that the doorbell was not created."
+/// `D3DKMTCreateDoorbell`: the structure as the DLL wrote it to the thunk's kernel entry
+/// ([`crate::kmt::doorbell`], 24H2's checks and write-back), its CPU pages as MMIO in the
+/// arena, then the structure back.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatedoorbell>
 pub(super) fn create_doorbell(p: &UserProcess, at: u64) -> Status {
-    let a: CreateDoorbell = args(at)?;
-    probe_out::<CreateDoorbell>(at)?;
-    let d = p.owner(a.h_hw_queue)?;
-    if a.flags & DOORBELL_REQUIRE_SECONDARY_CPU_VA != 0 {
-        return Err(STATUS_NOT_SUPPORTED);
-    }
-    let mut pdd = private_data(a.private_driver_data, a.private_driver_data_size)?;
-    if !pdd.is_empty() && !guest::writable(a.private_driver_data, pdd.len()) {
-        return Err(STATUS_ACCESS_VIOLATION);
-    }
-    let k = p.kmt(d);
-    let db = k
-        .create_doorbell(
-            a.h_hw_queue,
-            a.h_ring_buffer,
-            a.h_ring_buffer_control,
-            &mut pdd,
-        )
-        .map_err(nt)?;
-    let page = match DoorbellPage::new(db.cpu.state(), &p.rings) {
-        Ok(pg) => pg,
-        Err(_) => {
-            let _ = k.destroy_doorbell(db.handle);
-            return Err(STATUS_NO_MEMORY);
+    use crate::kmt::doorbell::{dxgk_create_doorbell_internal, D3dkmtCreateDoorbell, DoorbellVas};
+    let mut a: D3dkmtCreateDoorbell = args(at)?;
+    probe_out::<D3dkmtCreateDoorbell>(at)?;
+    let mut page = None;
+    let map = |cpu: &Arc<DoorbellCpuState>| {
+        let pg = DoorbellPage::new(cpu, &p.rings)
+            .map_err(|_| rvgpu_umd::kmt::NtStatus(STATUS_NO_MEMORY as i32))?;
+        let base = pg.base as u64;
+        page = Some(pg);
+        Ok(DoorbellVas {
+            doorbell: base,
+            status: base + PAGE as u64,
+            last_queued: base + 2 * PAGE as u64,
+        })
+    };
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    let db = match dxgk_create_doorbell_internal(&p.machine, &mut a, owner, &GuestMemory, map) {
+        Ok(db) => db,
+        Err(e) => {
+            if let Some(pg) = &page {
+                pg.retire();
+            }
+            return Err(nt(e));
         }
     };
-    let base = page.base as u64;
+    let device = p.owner(a.h_hw_queue)?.sim.device;
     {
         let mut hs = lock(&p.handles);
-        hs.owner.insert(db.handle, d.sim.device);
-        hs.doorbells.insert(db.handle, page);
+        hs.owner.insert(db.handle, device);
+        if let Some(pg) = page {
+            hs.doorbells.insert(db.handle, pg);
+        }
     }
-    guest::write_bytes(a.private_driver_data, &pdd).map_err(bad)?;
-    put(at, offset_of!(CreateDoorbell, doorbell_cpu_va), &base)?;
-    put(
-        at,
-        offset_of!(CreateDoorbell, doorbell_secondary_cpu_va),
-        &0u64,
-    )?;
-    put(
-        at,
-        offset_of!(CreateDoorbell, doorbell_status_cpu_va),
-        &(base + PAGE as u64),
-    )?;
-    // A queue without a progress fence has no last-queued cell: 24H2's
-    // `K:DxgkCreateDoorbellInternal` (@0x1401D8A50) never writes the field, so the caller reads
-    // back what it passed (`UmsProgress::None`).
-    if k.machine()
-        .hw_queue_progress_fence(k.process().adapter, a.h_hw_queue)
-        .is_some()
-    {
-        put(
-            at,
-            offset_of!(CreateDoorbell, last_queued_value_cpu_va),
-            &(base + 2 * PAGE as u64),
-        )?;
-    }
-    put(at, offset_of!(CreateDoorbell, h_doorbell), &db.handle)
+    guest::write(at, &a).map_err(bad)
 }
 
-/// `D3DKMTConnectDoorbell`.
+/// `D3DKMTConnectDoorbell` ([`crate::kmt::doorbell::dxgk_connect_doorbell_internal`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtconnectdoorbell>
 pub(super) fn connect_doorbell(p: &UserProcess, at: u64) -> Status {
-    let a: HandleFlags = args(at)?;
-    let d = p.owner(a.handle)?;
-    p.kmt(d).connect_doorbell(a.handle).map_err(nt)
+    let a: D3dkmtDoorbellFlags = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    crate::kmt::doorbell::dxgk_connect_doorbell_internal(&p.machine, &a, owner).map_err(nt)
 }
 
-/// `D3DKMTDestroyDoorbell`: its pages go dead with it.
+/// `D3DKMTDestroyDoorbell` ([`crate::kmt::doorbell::dxgk_destroy_doorbell_internal`]): its
+/// pages go dead with it.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroydoorbell>
 pub(super) fn destroy_doorbell(p: &UserProcess, at: u64) -> Status {
     let a: OneHandle = args(at)?;
-    let d = p.owner(a.handle)?;
-    p.kmt(d).destroy_doorbell(a.handle).map_err(nt)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    crate::kmt::doorbell::dxgk_destroy_doorbell_internal(&p.machine, a.handle, owner)
+        .map_err(nt)?;
     if let Some(db) = lock(&p.handles).doorbells.remove(&a.handle) {
         db.retire();
     }
@@ -144,10 +119,11 @@ pub(super) fn destroy_doorbell(p: &UserProcess, at: u64) -> Status {
     Ok(())
 }
 
-/// `D3DKMTNotifyWorkSubmission`.
+/// `D3DKMTNotifyWorkSubmission`
+/// ([`crate::kmt::doorbell::dxgk_notify_work_submission_internal`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtnotifyworksubmission>
 pub(super) fn notify_work_submission(p: &UserProcess, at: u64) -> Status {
-    let a: HandleFlags = args(at)?;
-    let d = p.owner(a.handle)?;
-    p.kmt(d).notify_work_submission(a.handle).map_err(nt)
+    let a: D3dkmtDoorbellFlags = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    crate::kmt::doorbell::dxgk_notify_work_submission_internal(&p.machine, &a, owner).map_err(nt)
 }

@@ -24,15 +24,6 @@ pub(super) struct OneHandle {
     pub(super) handle: u32,
 }
 
-/// A doorbell handle and reserved flags (`D3DKMT_CONNECT_DOORBELL`,
-/// `D3DKMT_NOTIFY_WORK_SUBMISSION`).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct HandleFlags {
-    pub(super) handle: u32,
-    pub(super) flags: u32,
-}
-
 /// `D3DKMT_CREATEDEVICE` (user mode passes `hAdapter` in the adapter union).
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]

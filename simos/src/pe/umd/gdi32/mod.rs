@@ -468,88 +468,44 @@ fn destroy_context(p: &UserProcess, at: u64) -> Status {
     destroy_one(p, at, |k, h| k.destroy_context(h))
 }
 
-/// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
-const CREATEHWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;
-/// `D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`.
-const CREATEHWQUEUE_NATIVE_PROGRESS_FENCE: u32 = 1 << 5;
-
-/// `D3DKMTCreateHwQueue`: the private data goes to the KMD and comes back (in/out); the
-/// progress fence's CPU address is the OS's fence value itself.
+/// `D3DKMTCreateHwQueue`: the structure as the DLL wrote it to the thunk's kernel entry
+/// ([`crate::kmt::hw_queue`], 24H2's checks and write-back), then the structure back.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatehwqueue>
 fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
-    let a: CreateHwQueue = args(at)?;
-    probe_out::<CreateHwQueue>(at)?;
-    let d = p.owner(a.h_hw_context)?;
-    let mut pdd = private_data(a.p_private_driver_data, a.private_driver_data_size)?;
-    if !pdd.is_empty() && !guest::writable(a.p_private_driver_data, pdd.len()) {
-        return Err(STATUS_ACCESS_VIOLATION);
+    use crate::kmt::hw_queue::{dxgk_create_hw_queue_internal, D3dkmtCreateHwQueue};
+    let mut a: D3dkmtCreateHwQueue = args(at)?;
+    probe_out::<D3dkmtCreateHwQueue>(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    let q = dxgk_create_hw_queue_internal(&p.machine, &mut a, owner, &GuestMemory).map_err(nt)?;
+    let device = p.owner(a.h_hw_context)?.sim.device;
+    p.record(q.handle, device);
+    if let Some((f, _)) = &q.progress {
+        p.record(*f, device);
     }
-    let ums = a.flags & CREATEHWQUEUE_USER_MODE_SUBMISSION != 0;
-    let q = p
-        .kmt(d)
-        .create_hw_queue(a.h_hw_context, ums, &mut pdd)
-        .map_err(nt)?;
-    let owner = d.sim.device;
-    p.record(q.handle, owner);
-    if let Some(f) = q.progress_fence() {
-        p.record(f, owner);
-    }
-    guest::write_bytes(a.p_private_driver_data, &pdd).map_err(bad)?;
-    put(at, offset_of!(CreateHwQueue, h_hw_queue), &q.handle)?;
-    if p.machine
-        .hw_queue_native_progress(d.sim.adapter, q.handle)
-        .is_some()
-    {
-        // The pages (`DXGKARG_CREATEHWQUEUE` remarks) and 26H1 (`K:DxgkCreateHwQueueInternal`
-        // copies the flags back): the runtime learns the progress fence is native.
-        let flags = a.flags | CREATEHWQUEUE_NATIVE_PROGRESS_FENCE;
-        put(at, offset_of!(CreateHwQueue, flags), &flags)?;
-    }
-    // No progress fence (24H2's user-mode queues): `K:DxgkCreateHwQueueInternal` (@0x1402BAF98)
-    // writes the three outputs back only for kernel-submission queues, so the caller reads
-    // what it passed.
-    let Some(progress) = &q.progress else {
-        return Ok(());
-    };
-    put(
-        at,
-        offset_of!(CreateHwQueue, h_progress_fence),
-        &progress.fence,
-    )?;
-    let cpu = progress.cpu.cpu_va() as u64;
-    put(at, offset_of!(CreateHwQueue, progress_fence_cpu_va), &cpu)?;
-    put(
-        at,
-        offset_of!(CreateHwQueue, progress_fence_gpu_va),
-        &progress.gpu,
-    )
+    guest::write(at, &a).map_err(bad)
 }
 
-/// `D3DKMTDestroyHwQueue`.
+/// `D3DKMTDestroyHwQueue` ([`crate::kmt::hw_queue::dxgk_destroy_hw_queue_internal`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyhwqueue>
 fn destroy_hw_queue(p: &UserProcess, at: u64) -> Status {
-    destroy_one(p, at, |k, h| k.destroy_hw_queue(h))
+    let a: OneHandle = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    crate::kmt::hw_queue::dxgk_destroy_hw_queue_internal(&p.machine, a.handle, owner)
+        .map_err(nt)?;
+    p.forget(a.handle);
+    Ok(())
 }
 
-/// `D3DKMTSubmitCommandToHwQueue` (the kernel-mode path). The adapter is render-only (no
-/// VidPN sources), so a submission naming primaries is STATUS_INVALID_PARAMETER; the
-/// submission's private data is captured but not forwarded (the KMD takes none).
+/// `D3DKMTSubmitCommandToHwQueue` (the kernel-mode path): the structure to the thunk's kernel
+/// entry ([`crate::kmt::hw_queue`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitcommandtohwqueue>
 fn submit_command_to_hw_queue(p: &UserProcess, at: u64) -> Status {
-    let a: SubmitCommandToHwQueue = args(at)?;
-    let d = p.owner(a.h_hw_queue)?;
-    if a.num_primaries != 0 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    private_data(a.p_private_driver_data, a.private_driver_data_size)?;
-    p.kmt(d)
-        .submit_command_to_hw_queue(
-            a.h_hw_queue,
-            a.progress_fence_id,
-            a.command_buffer,
-            a.command_length,
-        )
-        .map_err(nt)
+    use crate::kmt::hw_queue::{
+        dxgk_submit_command_to_hw_queue_internal, D3dkmtSubmitCommandToHwQueue,
+    };
+    let a: D3dkmtSubmitCommandToHwQueue = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    dxgk_submit_command_to_hw_queue_internal(&p.machine, &a, owner, &GuestMemory).map_err(nt)
 }
 
 /// `D3DKMTSubmitCommand`: one command buffer at a GPU VA of this process on one of its

@@ -1,0 +1,253 @@
+//! The doorbell thunks' kernel entries, as 24H2 answers them:
+//! `K:DxgkCreateDoorbellInternal` @0x1401D8A50 (with `K:DXGHWQUEUE::CreateDoorbell`
+//! @0x1401D7F48 and `K:DXGDOORBELL::Initialize` @0x1401D9E74),
+//! `K:DxgkConnectDoorbellInternal` @0x1401D846C, `K:DxgkDestroyDoorbellInternal` @0x1401D9494
+//! and `K:DxgkNotifyWorkSubmissionInternal` @0x1401D98CC: the caller's structure as written,
+//! the checks in their order with their statuses, and back what 24H2 writes.
+
+use std::sync::Arc;
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD;
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use super::context_virtual::CallerMemory;
+use crate::machine::Machine;
+use crate::ums::{self, DoorbellCpuState, UmsProcess, DOORBELL_PRIVATE_DATA_MAX};
+
+/// `D3DKMT_CREATE_DOORBELL` in the released x64 layout (72 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtCreateDoorbell {
+    /// `hHwQueue` (in).
+    pub h_hw_queue: u32,
+    /// `hRingBuffer` (in).
+    pub h_ring_buffer: u32,
+    /// `hRingBufferControl` (in).
+    pub h_ring_buffer_control: u32,
+    /// `Flags` (`D3DKMT_CREATE_DOORBELL_FLAGS`, in).
+    pub flags: u32,
+    /// `PrivateDriverDataSize` (in).
+    pub private_driver_data_size: u32,
+    /// Alignment.
+    pub _pad0: u32,
+    /// `PrivateDriverData` (in/out), an address in the caller's process.
+    pub private_driver_data: u64,
+    /// `DoorbellCPUVirtualAddress` (out).
+    pub doorbell_cpu_va: u64,
+    /// `DoorbellSecondaryCPUVirtualAddress` (out).
+    pub doorbell_secondary_cpu_va: u64,
+    /// `DoorbellStatusCPUVirtualAddress` (out).
+    pub doorbell_status_cpu_va: u64,
+    /// `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress` (out where the queue has a
+    /// progress fence).
+    pub last_queued_value_cpu_va: u64,
+    /// `hDoorbell` (out).
+    pub h_doorbell: u32,
+    /// Alignment.
+    pub _pad1: u32,
+}
+
+/// `D3DKMT_CONNECT_DOORBELL` and `D3DKMT_NOTIFY_WORK_SUBMISSION`: a doorbell and reserved flags.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtDoorbellFlags {
+    /// `hDoorbell`.
+    pub h_doorbell: u32,
+    /// `Flags`, reserved.
+    pub flags: u32,
+}
+
+impl D3dkmtDoorbellFlags {
+    /// Doorbell `h`, no flags.
+    pub fn of(h: KmtHandle) -> Self {
+        Self {
+            h_doorbell: h,
+            flags: 0,
+        }
+    }
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtCreateDoorbell, flags) == 12);
+    assert!(offset_of!(D3dkmtCreateDoorbell, private_driver_data) == 24);
+    assert!(offset_of!(D3dkmtCreateDoorbell, doorbell_cpu_va) == 32);
+    assert!(offset_of!(D3dkmtCreateDoorbell, doorbell_status_cpu_va) == 48);
+    assert!(offset_of!(D3dkmtCreateDoorbell, last_queued_value_cpu_va) == 56);
+    assert!(offset_of!(D3dkmtCreateDoorbell, h_doorbell) == 64);
+    assert!(size_of::<D3dkmtCreateDoorbell>() == 72);
+    assert!(size_of::<D3dkmtDoorbellFlags>() == 8);
+};
+
+/// `D3DKMT_CREATE_DOORBELL_FLAGS::RequireSecondaryCpuVA`.
+pub const REQUIRE_SECONDARY_CPU_VA: u32 = 1 << 0;
+/// `D3DKMT_CREATE_DOORBELL_FLAGS`' defined bits (`RequireSecondaryCpuVA`,
+/// `ResizeRingBufferOperation`); 24H2 refuses any other.
+const CREATE_FLAGS_DEFINED: u32 = 0b11;
+
+/// The CPU addresses of a doorbell's pages in the caller's process.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DoorbellVas {
+    /// The doorbell page (`DoorbellCPUVirtualAddress`).
+    pub doorbell: u64,
+    /// The status page (`DoorbellStatusCPUVirtualAddress`).
+    pub status: u64,
+    /// The last-queued cell (`HwQueueProgressFenceLastQueuedValueCPUVirtualAddress`).
+    pub last_queued: u64,
+}
+
+/// A doorbell `D3DKMTCreateDoorbell` made.
+pub struct CreatedDoorbell {
+    /// `hDoorbell`.
+    pub handle: KmtHandle,
+    /// The OS mapping object behind its pages.
+    pub cpu: Arc<DoorbellCpuState>,
+}
+
+/// `DxgkCreateDoorbellInternal` for the caller's structure `a`, in 24H2's order, every refusal
+/// STATUS_INVALID_PARAMETER unless said:
+/// 1. private data given half;
+/// 2. `PrivateDriverDataSize` above 16 (BR-96);
+/// 3. the private data captured from `mem` (the probe's status);
+/// 4. a `Flags` bit from 2 up;
+/// 5. `hHwQueue` not a user-mode-submission queue in the caller's handle table (`owner`);
+/// 6. `RequireSecondaryCpuVA`: this adapter reports no secondary doorbells;
+/// 7. `DXGHWQUEUE::CreateDoorbell`, `DXGDOORBELL::Initialize` (`ums::create_doorbell`): a
+///    doorbell already on the queue; `hRingBuffer`, then `hRingBufferControl`, not an
+///    allocation of the queue's device; `DxgkDdiCreateDoorbell`.
+///
+/// `map` gives the doorbell's pages their addresses in the caller's process. On success the
+/// three CPU addresses (the secondary one 0), `hDoorbell` and the private data are written,
+/// the last-queued address only where the queue has a progress fence (24H2 writes none:
+/// `UmsProgress::None`); on failure nothing.
+pub fn dxgk_create_doorbell_internal(
+    m: &Machine,
+    a: &mut D3dkmtCreateDoorbell,
+    owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+    mem: &dyn CallerMemory,
+    map: impl FnOnce(&Arc<DoorbellCpuState>) -> Result<DoorbellVas, NtStatus>,
+) -> Result<CreatedDoorbell, NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let (at, size) = (a.private_driver_data, a.private_driver_data_size);
+    if (at == 0) != (size == 0) {
+        return Err(bad);
+    }
+    // The lookup has no effect of its own; it names the adapter whose triage log BR-96 reaches.
+    let p = owner(a.h_hw_queue);
+    if size as usize > DOORBELL_PRIVATE_DATA_MAX {
+        if let Some(sh) = p.as_ref().and_then(|p| m.kmt(p).adapter().ok()) {
+            sh.observer().triage(format!(
+                "BR-96: PrivateDriverDataSize {size:#x} is greater than max permitted size \
+                 {DOORBELL_PRIVATE_DATA_MAX:#x}"
+            ));
+        }
+        return Err(bad);
+    }
+    let mut pdd = if size == 0 {
+        Vec::new()
+    } else {
+        mem.read(at, size)?
+    };
+    if a.flags & !CREATE_FLAGS_DEFINED != 0 {
+        return Err(bad);
+    }
+    let p = p.ok_or(bad)?;
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    let (user_mode, _) = ums::device_queue_kind(&sh, p.device, a.h_hw_queue).ok_or(bad)?;
+    if !user_mode || a.flags & REQUIRE_SECONDARY_CPU_VA != 0 {
+        return Err(bad);
+    }
+    let (queue, ring, control) = (a.h_hw_queue, a.h_ring_buffer, a.h_ring_buffer_control);
+    let db = ums::create_doorbell(&sh, p.device, queue, ring, control, a.flags, &mut pdd)
+        .map_err(super::status)?;
+    let undo = |e: NtStatus| {
+        let _ = ums::destroy_doorbell_thunk(&sh, p.device, db.handle);
+        let _ = m.reap_allocations(&sh);
+        e
+    };
+    let vas = map(&db.cpu).map_err(|_| undo(NtStatus(STATUS_NO_MEMORY)))?;
+    if !pdd.is_empty() {
+        mem.write(at, &pdd).map_err(undo)?;
+    }
+    a.doorbell_cpu_va = vas.doorbell;
+    a.doorbell_secondary_cpu_va = 0;
+    a.doorbell_status_cpu_va = vas.status;
+    if m.hw_queue_progress_fence(p.adapter, queue).is_some() {
+        a.last_queued_value_cpu_va = vas.last_queued;
+    }
+    a.h_doorbell = db.handle;
+    Ok(CreatedDoorbell {
+        handle: db.handle,
+        cpu: db.cpu,
+    })
+}
+
+/// The process and adapter of doorbell `h` in the caller's handle table (`owner`), else
+/// STATUS_INVALID_PARAMETER.
+fn doorbell_owner(
+    m: &Machine,
+    h: KmtHandle,
+    owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+) -> Result<(UmsProcess, Arc<crate::adapter::AdapterShared>), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let p = owner(h).ok_or(bad)?;
+    let sh = m.kmt(&p).thunk()?;
+    if !ums::device_has_doorbell(&sh, p.device, h) {
+        return Err(bad);
+    }
+    Ok((p, sh))
+}
+
+/// `DxgkConnectDoorbellInternal`: `Flags` non-zero, then `hDoorbell` not a doorbell in the
+/// caller's handle table, then a doorbell whose status is DISCONNECTED_ABORT, are
+/// STATUS_INVALID_PARAMETER; a connected one succeeds with no DDI; else
+/// `DXGDOORBELL::Connect` (`ums::connect_doorbell`).
+pub fn dxgk_connect_doorbell_internal(
+    m: &Machine,
+    a: &D3dkmtDoorbellFlags,
+    owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+) -> Result<(), NtStatus> {
+    if a.flags != 0 {
+        return Err(NtStatus(STATUS_INVALID_PARAMETER));
+    }
+    let (p, sh) = doorbell_owner(m, a.h_doorbell, owner)?;
+    ums::connect_doorbell(&sh, p.device, a.h_doorbell).map_err(super::status)
+}
+
+/// `DxgkNotifyWorkSubmissionInternal`: `Flags` non-zero, then `hDoorbell` not a doorbell in
+/// the caller's handle table, then a doorbell whose status page does not read
+/// CONNECTED_NOTIFY_KMD, are STATUS_INVALID_PARAMETER; else `DxgkDdiNotifyWorkSubmission`'s
+/// status.
+pub fn dxgk_notify_work_submission_internal(
+    m: &Machine,
+    a: &D3dkmtDoorbellFlags,
+    owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    if a.flags != 0 {
+        return Err(bad);
+    }
+    let (p, sh) = doorbell_owner(m, a.h_doorbell, owner)?;
+    let status = ums::doorbell_info(&sh, a.h_doorbell).map(|d| d.status);
+    if status != Some(D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD) {
+        return Err(bad);
+    }
+    ums::notify_work_submission(&sh, p.device, a.h_doorbell).map_err(super::status)
+}
+
+/// `DxgkDestroyDoorbellInternal`: `hDoorbell` not a doorbell in the caller's handle table is
+/// STATUS_INVALID_PARAMETER; else the doorbell goes, and with it its references on the ring
+/// allocations (UM-07).
+pub fn dxgk_destroy_doorbell_internal(
+    m: &Machine,
+    h_doorbell: KmtHandle,
+    owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+) -> Result<(), NtStatus> {
+    let (p, sh) = doorbell_owner(m, h_doorbell, owner)?;
+    ums::destroy_doorbell_thunk(&sh, p.device, h_doorbell).map_err(super::status)?;
+    m.reap_allocations(&sh).map_err(super::status)
+}

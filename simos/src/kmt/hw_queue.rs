@@ -1,0 +1,308 @@
+//! `D3DKMTCreateHwQueue`, `D3DKMTSubmitCommandToHwQueue` and `D3DKMTDestroyHwQueue`'s kernel
+//! entries, as 24H2 answers them: `K:DxgkCreateHwQueueInternal` @0x1402BAF98 (with
+//! `K:DXGHWQUEUE::Initialize` @0x1402BBA30), `K:DxgkSubmitCommandToHwQueueInternal`
+//! @0x1402C5A10 (with `K:DXGHWQUEUE::SubmitCommand` @0x1402C6610) and
+//! `K:DxgkDestroyHwQueueInternal` @0x1403BC798: the caller's structure as written, the checks in
+//! their order with their statuses, and back what 24H2 writes.
+
+use std::cell::RefCell;
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_umd::kmt::{HwQueue, KmtHandle, NtStatus, QueueProgress};
+
+use super::context_virtual::CallerMemory;
+use super::SimFence;
+use crate::machine::Machine;
+use crate::sync::fence::MonitoredFence;
+use crate::ums::{self, UmsProcess};
+
+/// `D3DKMT_CREATEHWQUEUE` in the released x64 layout (48 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtCreateHwQueue {
+    /// `hHwContext` (in).
+    pub h_hw_context: u32,
+    /// `Flags` (`D3DDDI_CREATEHWQUEUEFLAGS`, in).
+    pub flags: u32,
+    /// `PrivateDriverDataSize` (in).
+    pub private_driver_data_size: u32,
+    /// Alignment.
+    pub _pad: u32,
+    /// `pPrivateDriverData` (in/out), an address in the caller's process.
+    pub p_private_driver_data: u64,
+    /// `hHwQueue` (out).
+    pub h_hw_queue: u32,
+    /// `hHwQueueProgressFence` (out).
+    pub h_hw_queue_progress_fence: u32,
+    /// `HwQueueProgressFenceCPUVirtualAddress` (out).
+    pub progress_fence_cpu_va: u64,
+    /// `HwQueueProgressFenceGPUVirtualAddress` (out).
+    pub progress_fence_gpu_va: u64,
+}
+
+/// `D3DKMT_SUBMITCOMMANDTOHWQUEUE` in the released x64 layout (56 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtSubmitCommandToHwQueue {
+    /// `hHwQueue`.
+    pub h_hw_queue: u32,
+    /// Alignment.
+    pub _pad0: u32,
+    /// `HwQueueProgressFenceId`.
+    pub progress_fence_id: u64,
+    /// `CommandBuffer` (a GPU VA).
+    pub command_buffer: u64,
+    /// `CommandLength`.
+    pub command_length: u32,
+    /// `PrivateDriverDataSize`.
+    pub private_driver_data_size: u32,
+    /// `pPrivateDriverData`.
+    pub p_private_driver_data: u64,
+    /// `NumPrimaries`.
+    pub num_primaries: u32,
+    /// Alignment.
+    pub _pad1: u32,
+    /// `WrittenPrimaries`, an address of `NumPrimaries` handles.
+    pub written_primaries: u64,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtCreateHwQueue, p_private_driver_data) == 16);
+    assert!(offset_of!(D3dkmtCreateHwQueue, h_hw_queue) == 24);
+    assert!(offset_of!(D3dkmtCreateHwQueue, progress_fence_cpu_va) == 32);
+    assert!(offset_of!(D3dkmtCreateHwQueue, progress_fence_gpu_va) == 40);
+    assert!(size_of::<D3dkmtCreateHwQueue>() == 48);
+    assert!(offset_of!(D3dkmtSubmitCommandToHwQueue, progress_fence_id) == 8);
+    assert!(offset_of!(D3dkmtSubmitCommandToHwQueue, private_driver_data_size) == 28);
+    assert!(offset_of!(D3dkmtSubmitCommandToHwQueue, num_primaries) == 40);
+    assert!(offset_of!(D3dkmtSubmitCommandToHwQueue, written_primaries) == 48);
+    assert!(size_of::<D3dkmtSubmitCommandToHwQueue>() == 56);
+};
+
+/// `D3DDDI_CREATEHWQUEUEFLAGS::NoKmdAccess`.
+pub const NO_KMD_ACCESS: u32 = 1 << 3;
+/// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
+pub const USER_MODE_SUBMISSION: u32 = ums::HWQUEUE_USER_MODE_SUBMISSION;
+/// `D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence`.
+pub const NATIVE_PROGRESS_FENCE: u32 = 1 << 5;
+/// The most primaries a submission names (`K:DxgkSubmitCommandToHwQueueInternal`).
+const MAX_PRIMARIES: u32 = 16;
+/// Most private data captured here (a bound keeps the copy small; past it, what a failed pool
+/// allocation answers).
+const MAX_PRIVATE_DATA: u32 = 64 * 1024;
+
+/// A queue `D3DKMTCreateHwQueue` made: its handle and, for a kernel-submission queue, its
+/// progress fence's handle and fence.
+pub struct CreatedHwQueue {
+    /// `hHwQueue`.
+    pub handle: KmtHandle,
+    /// `hHwQueueProgressFence` and the fence.
+    pub progress: Option<(KmtHandle, MonitoredFence)>,
+    /// The OS made the progress fence native ([`crate::os::answers::ProgressFence`]).
+    pub native: bool,
+}
+
+impl CreatedHwQueue {
+    /// The queue as the Rust UMD holds it (24H2 gives a user-mode queue no progress fence:
+    /// `UmsProgress::None`).
+    pub(crate) fn into_umd(self) -> HwQueue<SimFence> {
+        let progress = self.progress.map(|(fence, p)| QueueProgress {
+            fence,
+            gpu: p.gpu_va(),
+            cpu: SimFence::Monitored(p),
+        });
+        HwQueue {
+            handle: self.handle,
+            progress,
+        }
+    }
+}
+
+/// `DxgkCreateHwQueueInternal` for the caller's structure `a`, in 24H2's order:
+/// 1. private data given half (a pointer with size 0, or a size with no pointer):
+///    STATUS_INVALID_PARAMETER;
+/// 2. the private data captured from `mem` (above the bound STATUS_NO_MEMORY, what a failed
+///    pool allocation answers; else the probe's status);
+/// 3. `Flags.NoKmdAccess` without test signing: STATUS_INVALID_PARAMETER;
+/// 4. `hHwContext` not a context in the caller's handle table (`owner`), or one created
+///    without `HwQueueSupported`: STATUS_INVALID_PARAMETER;
+/// 5. `DXGHWQUEUE::Initialize`: a kernel-submission queue with `NoKmdAccess` on a context
+///    without it (the simulation has no such context) is STATUS_INVALID_PARAMETER; BR-95 and
+///    `DxgkDdiCreateHwQueue` (`ums::create_hw_queue`).
+///
+/// On success `hHwQueue` is written and, for a queue without `UserModeSubmission`, the three
+/// progress-fence fields; the private data goes back to the caller. On failure `a` is
+/// unchanged.
+pub fn dxgk_create_hw_queue_internal(
+    m: &Machine,
+    a: &mut D3dkmtCreateHwQueue,
+    owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+    mem: &dyn CallerMemory,
+) -> Result<CreatedHwQueue, NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let (at, size) = (a.p_private_driver_data, a.private_driver_data_size);
+    if (at == 0) != (size == 0) {
+        return Err(bad);
+    }
+    let mut pdd = capture(mem, at, size)?;
+    if !m.os_config().test_signing && a.flags & NO_KMD_ACCESS != 0 {
+        return Err(bad);
+    }
+    let p = owner(a.h_hw_context).ok_or(bad)?;
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    // Without `HwQueueSupported`: BR-94 in `ums::create_hw_queue`, the same status.
+    ums::device_context_hw_queue(&sh, p.device, a.h_hw_context).ok_or(bad)?;
+    if a.flags & (USER_MODE_SUBMISSION | NO_KMD_ACCESS) == NO_KMD_ACCESS {
+        return Err(bad);
+    }
+    let q = ums::create_hw_queue(m, &sh, p.device, a.h_hw_context, a.flags, &mut pdd)
+        .map_err(super::status)?;
+    if !pdd.is_empty() {
+        if let Err(e) = mem.write(at, &pdd) {
+            let _ = ums::destroy_hw_queue_thunk(m, &sh, p.device, q.handle);
+            return Err(e);
+        }
+    }
+    let native = m.hw_queue_native_progress(p.adapter, q.handle).is_some();
+    a.h_hw_queue = q.handle;
+    if native {
+        // The pages (`DXGKARG_CREATEHWQUEUE` remarks) and 26H1 (`K:DxgkCreateHwQueueInternal`
+        // copies the flags back): the runtime learns the progress fence is native.
+        a.flags |= NATIVE_PROGRESS_FENCE;
+    }
+    let progress = q.fence.zip(q.progress);
+    if a.flags & USER_MODE_SUBMISSION == 0 || progress.is_some() {
+        // 24H2 writes the three only for kernel-submission queues; 26H1 and the pages give a
+        // user-mode queue a progress fence too (`UmsProgress::Given`).
+        if let Some((fence, p)) = &progress {
+            a.h_hw_queue_progress_fence = *fence;
+            a.progress_fence_cpu_va = p.kernel_va() as u64;
+            a.progress_fence_gpu_va = p.gpu_va();
+        }
+    }
+    Ok(CreatedHwQueue {
+        handle: q.handle,
+        progress,
+        native,
+    })
+}
+
+/// `size` bytes of private data at `at` (none for 0).
+fn capture(mem: &dyn CallerMemory, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
+    match size {
+        0 => Ok(Vec::new()),
+        s if s > MAX_PRIVATE_DATA => Err(NtStatus(STATUS_NO_MEMORY)),
+        s => mem.read(at, s),
+    }
+}
+
+/// `DxgkSubmitCommandToHwQueueInternal` for the caller's structure `a`, in 24H2's order, every
+/// refusal STATUS_INVALID_PARAMETER unless said:
+/// 1. `hHwQueue` not a queue in the caller's handle table (`owner`);
+/// 2. the queue created for user-mode submission;
+/// 3. `NumPrimaries` above 16;
+/// 4. private data given half;
+/// 5. `DXGHWQUEUE::SubmitCommand`: `PrivateDriverDataSize` above the context's
+///    `DmaBufferPrivateDataSize` (this KMD's is 0); `WrittenPrimaries` not readable (the
+///    probe's status);
+/// 6. the simulation's own rules past 24H2's (the catalog row's gaps): any primary on this
+///    render-only adapter, a `HwQueueProgressFenceId` not above the last; then VidSch and
+///    `DxgkDdiSubmitCommandToHwQueue` (`ums::submit_command`).
+///
+/// Nothing is written back.
+pub fn dxgk_submit_command_to_hw_queue_internal(
+    m: &Machine,
+    a: &D3dkmtSubmitCommandToHwQueue,
+    owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+    mem: &dyn CallerMemory,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let p = owner(a.h_hw_queue).ok_or(bad)?;
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    let (user_mode, dma_pdd) = ums::device_queue_kind(&sh, p.device, a.h_hw_queue).ok_or(bad)?;
+    if user_mode || a.num_primaries > MAX_PRIMARIES {
+        return Err(bad);
+    }
+    if (a.p_private_driver_data == 0) != (a.private_driver_data_size == 0) {
+        return Err(bad);
+    }
+    if a.private_driver_data_size > dma_pdd {
+        return Err(bad);
+    }
+    if a.num_primaries != 0 {
+        mem.read(a.written_primaries, a.num_primaries * 4)?;
+        // A render-only adapter has no primaries to write (the simulation's rule).
+        return Err(bad);
+    }
+    ums::submit_command(
+        m,
+        &sh,
+        p.device,
+        a.h_hw_queue,
+        a.progress_fence_id,
+        a.command_buffer,
+        a.command_length,
+    )
+    .map_err(super::status)
+}
+
+/// `DxgkDestroyHwQueueInternal`: `hHwQueue` not a queue in the caller's handle table
+/// (`owner`) is STATUS_INVALID_PARAMETER; else the queue goes.
+pub fn dxgk_destroy_hw_queue_internal(
+    m: &Machine,
+    h_hw_queue: KmtHandle,
+    owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let p = owner(h_hw_queue).ok_or(bad)?;
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    ums::device_queue_kind(&sh, p.device, h_hw_queue).ok_or(bad)?;
+    ums::destroy_hw_queue_thunk(m, &sh, p.device, h_hw_queue).map_err(super::status)
+}
+
+/// The Rust UMD's private data as the caller's memory: one buffer at address [`BUFFER_AT`].
+pub(crate) struct Buffer<'a>(RefCell<&'a mut [u8]>);
+
+/// Where [`Buffer`] lies in the "caller's" address space.
+pub(crate) const BUFFER_AT: u64 = 0x1000;
+
+impl<'a> Buffer<'a> {
+    pub(crate) fn new(bytes: &'a mut [u8]) -> Self {
+        Self(RefCell::new(bytes))
+    }
+
+    /// `(pPrivateDriverData, PrivateDriverDataSize)` naming the buffer (none when empty).
+    pub(crate) fn pointer(&self) -> (u64, u32) {
+        let len = self.0.borrow().len();
+        match u32::try_from(len) {
+            Ok(0) | Err(_) => (0, 0),
+            Ok(n) => (BUFFER_AT, n),
+        }
+    }
+}
+
+impl CallerMemory for Buffer<'_> {
+    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
+        let b = self.0.borrow();
+        match b.get(..size as usize) {
+            Some(bytes) if at == BUFFER_AT => Ok(bytes.to_vec()),
+            _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
+        }
+    }
+    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), NtStatus> {
+        let mut b = self.0.borrow_mut();
+        match b.get_mut(..bytes.len()) {
+            Some(dst) if at == BUFFER_AT => {
+                dst.copy_from_slice(bytes);
+                Ok(())
+            }
+            _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
+        }
+    }
+}
