@@ -46,6 +46,9 @@ fn package() -> &'static (PathBuf, PathBuf) {
     DIR.get_or_init(|| {
         setup::require(&["osslsigncode", "openssl", "mingw"]);
         let out = tmp().join("tester-folder");
+        // The script refuses a folder holding files it does not make (a tester's own): start
+        // from none, so a folder an older build made is not mistaken for one.
+        let _ = std::fs::remove_dir_all(&out);
         let cert_dir = tmp().join("cert");
         let status = Command::new("bash")
             .arg(root().join("scripts/tester-folder.sh"))

@@ -1,0 +1,305 @@
+//! Thunk catalog rows: allocations, GPU virtual addresses, residency and paging queues.
+
+use super::*;
+
+pub(super) const CREATE_ALLOCATION2: Thunk = Thunk {
+    name: "D3DKMTCreateAllocation2",
+    source: Some(&[
+        src("DxgkCreateAllocationInternal", 0x140304ED8),
+        src("DXGDEVICE::CreateAllocation", 0x140356E10),
+    ]),
+    checks: &[
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Flags.NoKmdAccess with Flags.StandardAllocation",
+            INVALID_PARAMETER,
+        ),
+        check("Flags.NoKmdAccess without test signing", INVALID_PARAMETER),
+        check("NumAllocations above 0x682AA", INVALID_PARAMETER),
+        check(
+            "CreateProtected, CreateWriteCombined, CreateCached or OpenCrossAdapter \
+             from an unprivileged process",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "ExistingSysMem without StandardAllocation from an unprivileged process",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "ExistingSection without StandardAllocation",
+            INVALID_PARAMETER,
+        ),
+        check("CreateShared without CreateResource", INVALID_PARAMETER),
+        check("no hResource and NumAllocations 0", INVALID_PARAMETER),
+        check("no pool for the handle list", NO_MEMORY),
+        check(
+            "StandardAllocation on a driver below WDDM 2.0",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[
+        "each entry's hAllocation (no GpuVirtualAddress: a VA comes only from Map)",
+        "hResource, hGlobalShare and Flags, once DXGDEVICE::CreateAllocation ran",
+    ],
+    pending: Pending::No,
+    entry: None,
+    gaps: "no kernel entry of its own (the gdi32 bridge and SimKmt answer it apart); \
+           DXGDEVICE::CreateAllocation's own checks and ValidateStandardAllocationParams \
+           not read; after 24H2's checks a resource, a flag, StandardAllocation, runtime or \
+           driver data of the whole call and pSystemMem are STATUS_NOT_SUPPORTED (the UMD \
+           uses none); the unprivileged process is DXGPROCESS +0x198 bit 8 clear, which \
+           every process of the simulation is",
+};
+
+pub(super) const CREATE_PAGING_QUEUE: Thunk = Thunk {
+    name: "D3DKMTCreatePagingQueue",
+    source: Some(&[
+        src("DxgkCreatePagingQueueInternal", 0x1403967CC),
+        src("DXGDEVICE::CreatePagingQueue", 0x140396C98),
+    ]),
+    checks: &[
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "PhysicalAdapterIndex at or past the adapter's physical adapters",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[
+        "hPagingQueue",
+        "hSyncObject",
+        "FenceValueCPUVirtualAddress (the 32-byte structure copied back whole)",
+    ],
+    pending: Pending::No,
+    entry: Some("paging_queue::dxgk_create_paging_queue_internal"),
+    gaps: "DXGDEVICE::CreatePagingQueue not read (Priority goes to the simulated VidMm \
+           unchecked)",
+};
+
+pub(super) const DESTROY_ALLOCATION2: Thunk = Thunk {
+    name: "D3DKMTDestroyAllocation2",
+    source: Some(&[
+        src("DxgkDestroyAllocation2", 0x14032F7A0),
+        src("DxgkDestroyAllocationHelper", 0x14032FBB8),
+    ]),
+    checks: &[
+        check("a Flags bit of 0x7FFFFFFC", INVALID_PARAMETER),
+        check("hResource with AllocationCount", INVALID_PARAMETER),
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps: "no kernel entry of its own (the gdi32 bridge and SimKmt answer it apart); \
+           DxgkDestroyAllocationInternal not read: a listed handle that is not an \
+           allocation of hDevice is STATUS_INVALID_PARAMETER here, before any is \
+           destroyed; hResource is STATUS_NOT_SUPPORTED (the UMD makes no resources)",
+};
+
+pub(super) const DESTROY_PAGING_QUEUE: Thunk = Thunk {
+    name: "D3DKMTDestroyPagingQueue",
+    source: Some(&[src("DxgkDestroyPagingQueueInternal", 0x1403B201C)]),
+    checks: &[check(
+        "hPagingQueue not a paging queue in the caller's handle table",
+        INVALID_PARAMETER,
+    )],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps: "no kernel entry of its own; 24H2 marks the handle destroyed and drops a \
+           reference (the queue goes with the last one), the simulation tears the queue \
+           down inside the call",
+};
+
+pub(super) const FREE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
+    name: "D3DKMTFreeGpuVirtualAddress",
+    source: Some(&[src("DxgkFreeGpuVirtualAddress", 0x14039BD40)]),
+    checks: &[check(
+        "hAdapter not in the caller's handle table",
+        INVALID_PARAMETER,
+    )],
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("gpu_va::dxgk_free_gpu_virtual_address"),
+    gaps: "VidMm's free not read in 24H2 (the simulated VidMm's rules)",
+};
+
+pub(super) const INVALIDATE_CACHE: Thunk = Thunk {
+    name: "D3DKMTInvalidateCache",
+    source: Some(&[src("DxgkInvalidateCache", 0x1401B35A0)]),
+    checks: &[
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hAllocation not an allocation in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("hAllocation of another device", INVALID_PARAMETER),
+        check("hAllocation without a VidMm allocation", INVALID_PARAMETER),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps: "no kernel entry of its own; VidMm's Offset and Length rules \
+           (VIDMM_EXPORT::VidMmInvalidateCache @0x14006B9F8) not read in 24H2 (22631's)",
+};
+
+pub(super) const LOCK2: Thunk = Thunk {
+    name: "D3DKMTLock2",
+    source: Some(&[
+        src("DxgkLock2", 0x1402A3430),
+        src("DxgkLock2Internal", 0x1402A3F00),
+    ]),
+    checks: &[
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the device not active", DEVICE_REMOVED),
+        check(
+            "hAllocation not an allocation in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("hAllocation on another adapter", INVALID_PARAMETER),
+        check("hAllocation without a VidMm allocation", INVALID_PARAMETER),
+        check("hAllocation of another device", INVALID_PARAMETER),
+    ],
+    written_back: &["pData"],
+    pending: Pending::No,
+    entry: None,
+    gaps: "no kernel entry of its own; DxgkLock2Internal's refusal of a CPU-cached \
+           allocation on some adapters and VidMm's lock not read; a view through a CPU \
+           cache the GPU does not snoop is STATUS_NOT_SUPPORTED here",
+};
+
+pub(super) const MAKE_RESIDENT: Thunk = Thunk {
+    name: "D3DKMTMakeResident",
+    source: Some(&[src("DxgkMakeResidentInternal", 0x1402A7570)]),
+    checks: &[
+        check("NumAllocations 0", INVALID_PARAMETER),
+        check("AllocationList NULL", INVALID_PARAMETER),
+        check("Flags.Value 4 or more", INVALID_PARAMETER),
+        check(
+            "hPagingQueue not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("no pool for more than 40 allocations", NO_MEMORY),
+        check("the device not active", DEVICE_REMOVED),
+        check(
+            "a listed handle not an allocation in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "an allocation of another device than the paging queue's",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a device created without user-mode residency",
+            NOT_SUPPORTED,
+        ),
+    ],
+    written_back: &[
+        "PagingFenceValue, on success and on STATUS_PENDING",
+        "NumBytesToTrim, after any VidMm answer (the caller's own where VidMm set none)",
+    ],
+    pending: Pending::When("paging queued ahead on the queue: PagingFenceValue not reached"),
+    entry: Some("paging_queue::dxgk_make_resident_internal"),
+    gaps: "VidMm's MakeResident not read: over budget the simulation answers \
+           STATUS_NO_MEMORY with NumBytesToTrim whatever MustSucceed says; the user-mode \
+           residency condition (DXGDEVICE +0x77F, or a device of kind 2 on WDDM 2.0 and \
+           up) is not modelled; the gdi32 bridge copies at most 256 handles (more is \
+           STATUS_INVALID_PARAMETER there)",
+};
+
+pub(super) const MAP_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
+    name: "D3DKMTMapGpuVirtualAddress",
+    source: Some(&[
+        src("DxgkMapGpuVirtualAddress", 0x140321DB0),
+        src("VIDMM_GLOBAL::VidMmMapGpuVirtualAddress", 0x1400F4F90),
+    ]),
+    checks: &[
+        check(
+            "hPagingQueue not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Protection.SystemUseOnly or a reserved bit",
+            INVALID_PARAMETER,
+        ),
+        check("the device not active", DEVICE_REMOVED),
+        check(
+            "without Zero or NoAccess, hAllocation not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("hAllocation without a VidMm allocation", INVALID_PARAMETER),
+        check(
+            "hAllocation of another device than the paging queue's",
+            INVALID_PARAMETER,
+        ),
+        check("NoAccess with Write, Execute or Zero", INVALID_PARAMETER),
+    ],
+    written_back: &["VirtualAddress and PagingFenceValue, on success and on STATUS_PENDING"],
+    pending: Pending::When("paging queued ahead on the queue: PagingFenceValue not reached"),
+    entry: Some("gpu_va::dxgk_map_gpu_virtual_address"),
+    gaps: "VidMmMapGpuVirtualAddressInternal not read in 24H2 (the simulated VidMm's \
+           rules, after 24H2's rounding of the three addresses down to 4 KiB); Zero \
+           mappings are not modelled",
+};
+
+pub(super) const RESERVE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
+    name: "D3DKMTReserveGpuVirtualAddress",
+    source: Some(&[src("DxgkReserveGpuVirtualAddress", 0x140399110)]),
+    checks: &[
+        check("ReservationType above RESERVE_ZERO", INVALID_PARAMETER),
+        check(
+            "hPagingQueue neither a paging queue nor an adapter in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("RESERVE_ZERO named by an adapter", INVALID_PARAMETER),
+        check("a negative ReservationType", INVALID_PARAMETER),
+    ],
+    written_back: &[
+        "VirtualAddress",
+        "PagingFenceValue (the caller's own unless VidMm sets one)",
+    ],
+    pending: Pending::No,
+    entry: Some("gpu_va::dxgk_reserve_gpu_virtual_address"),
+    gaps: "VidMm's reserve not read in 24H2 (the simulated VidMm's rules); RESERVE_ZERO \
+           is not modelled",
+};
+
+pub(super) const UNLOCK2: Thunk = Thunk {
+    name: "D3DKMTUnlock2",
+    source: Some(&[
+        src("DxgkUnlock2", 0x1402A21C0),
+        src("DxgkUnlock2Internal", 0x1402A2B20),
+    ]),
+    checks: &[
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the device not active", DEVICE_REMOVED),
+        check(
+            "hAllocation not an allocation in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("hAllocation on another adapter", INVALID_PARAMETER),
+        check("hAllocation without a VidMm allocation", INVALID_PARAMETER),
+        check("hAllocation of another device", INVALID_PARAMETER),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps: "no kernel entry of its own; VidMm's unlock not read",
+};

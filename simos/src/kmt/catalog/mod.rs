@@ -1,0 +1,174 @@
+//! The thunk catalog: one row per D3DKMT thunk the UMD, the DLL or the harness calls, holding
+//! what 24H2 does with it, as read in the decompiled 24H2 dxgkrnl ("K",
+//! docs/windows-bringup.md §13):
+//!
+//! - **source**: the 24H2 function and its address, or `None` for a thunk not yet read;
+//! - **checks**: each refusal, in the order 24H2 makes them, with its status;
+//! - **written back**: the fields of the caller's structure 24H2 writes on success;
+//! - **pending**: whether 24H2 may answer STATUS_PENDING;
+//! - **entry**: the simulated kernel's entry for it (`crate::kmt::…`), when it has one of its own;
+//! - **gaps**: what the simulation still answers otherwise (empty: nothing known).
+//!
+//! A new row goes in [`THUNKS`], in alphabetical order; `tests/pe_umd.rs` fails when the DLL
+//! imports a thunk without a row.
+
+mod devices;
+mod memory;
+mod queues;
+mod sync;
+
+/// `STATUS_INVALID_PARAMETER`.
+const INVALID_PARAMETER: u32 = 0xC000_000D;
+/// `STATUS_UNSUCCESSFUL`.
+const UNSUCCESSFUL: u32 = 0xC000_0001;
+/// `STATUS_NOT_SUPPORTED`.
+const NOT_SUPPORTED: u32 = 0xC000_00BB;
+/// `STATUS_ACCESS_VIOLATION` (a probe of the caller's memory).
+const ACCESS_VIOLATION: u32 = 0xC000_0005;
+/// `STATUS_NO_MEMORY`.
+const NO_MEMORY: u32 = 0xC000_0017;
+/// `STATUS_ACCESS_DENIED`.
+const ACCESS_DENIED: u32 = 0xC000_0022;
+/// `STATUS_INVALID_HANDLE` (an NT handle the caller's process does not hold).
+const INVALID_HANDLE: u32 = 0xC000_0008;
+/// `STATUS_OBJECT_TYPE_MISMATCH` (an NT handle to an object of another type).
+const OBJECT_TYPE_MISMATCH: u32 = 0xC000_0024;
+/// `STATUS_DEVICE_REMOVED` (`COREDEVICEACCESS`: the device is not active).
+const DEVICE_REMOVED: u32 = 0xC000_02B6;
+
+/// A function of the decompiled 24H2 kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// Its name, as the pseudocode names it.
+    pub function: &'static str,
+    /// Its address.
+    pub address: u64,
+}
+
+/// One refusal: what the caller passed, and the status 24H2 answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Check {
+    /// The condition, in the structure's field names.
+    pub what: &'static str,
+    /// The NTSTATUS.
+    pub status: u32,
+}
+
+/// Whether 24H2 answers STATUS_PENDING.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pending {
+    /// Never.
+    No,
+    /// When the reason holds.
+    When(&'static str),
+    /// Not read.
+    Unknown,
+}
+
+/// One thunk.
+#[derive(Clone, Copy, Debug)]
+pub struct Thunk {
+    /// The gdi32 export, `D3DKMT…`.
+    pub name: &'static str,
+    /// The 24H2 function it enters, with the one its checks continue in, if any.
+    pub source: Option<&'static [Source]>,
+    /// 24H2's refusals, in order (empty for an unread thunk).
+    pub checks: &'static [Check],
+    /// The fields 24H2 writes back on success.
+    pub written_back: &'static [&'static str],
+    /// STATUS_PENDING.
+    pub pending: Pending,
+    /// The simulated kernel's entry, `crate::kmt::…`, where it has one of its own.
+    pub entry: Option<&'static str>,
+    /// What the simulation still answers otherwise than 24H2 (empty: nothing known).
+    pub gaps: &'static str,
+}
+
+const fn check(what: &'static str, status: u32) -> Check {
+    Check { what, status }
+}
+
+const fn src(function: &'static str, address: u64) -> Source {
+    Source { function, address }
+}
+
+/// A thunk not yet read against 24H2.
+const fn unread(name: &'static str) -> Thunk {
+    Thunk {
+        name,
+        source: None,
+        checks: &[],
+        written_back: &[],
+        pending: Pending::Unknown,
+        entry: None,
+        gaps: "not yet read against 24H2",
+    }
+}
+
+/// Every thunk with a row, in alphabetical order.
+pub const THUNKS: &[Thunk] = &[
+    devices::CLOSE_ADAPTER,
+    queues::CONNECT_DOORBELL,
+    memory::CREATE_ALLOCATION2,
+    queues::CREATE_CONTEXT_VIRTUAL,
+    devices::CREATE_DEVICE,
+    queues::CREATE_DOORBELL,
+    queues::CREATE_HW_QUEUE,
+    sync::CREATE_NATIVE_FENCE,
+    memory::CREATE_PAGING_QUEUE,
+    unread("D3DKMTCreateSynchronizationObject2"),
+    memory::DESTROY_ALLOCATION2,
+    queues::DESTROY_CONTEXT,
+    devices::DESTROY_DEVICE,
+    queues::DESTROY_DOORBELL,
+    queues::DESTROY_HW_QUEUE,
+    memory::DESTROY_PAGING_QUEUE,
+    sync::DESTROY_SYNCHRONIZATION_OBJECT,
+    unread("D3DKMTEnumAdapters2"),
+    unread("D3DKMTEscape"),
+    unread("D3DKMTEvict"),
+    memory::FREE_GPU_VIRTUAL_ADDRESS,
+    memory::INVALIDATE_CACHE,
+    unread("D3DKMTIsFeatureEnabled"),
+    memory::LOCK2,
+    memory::MAKE_RESIDENT,
+    memory::MAP_GPU_VIRTUAL_ADDRESS,
+    queues::NOTIFY_WORK_SUBMISSION,
+    devices::OPEN_ADAPTER_FROM_LUID,
+    sync::OPEN_NATIVE_FENCE_FROM_NT_HANDLE,
+    devices::QUERY_ADAPTER_INFO,
+    memory::RESERVE_GPU_VIRTUAL_ADDRESS,
+    sync::SHARE_OBJECTS,
+    sync::SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU,
+    queues::SUBMIT_COMMAND,
+    queues::SUBMIT_COMMAND_TO_HW_QUEUE,
+    unread("D3DKMTSubmitSignalSyncObjectsToHwQueue"),
+    unread("D3DKMTSubmitWaitForSyncObjectsToHwQueue"),
+    memory::UNLOCK2,
+    unread("D3DKMTUpdateGpuVirtualAddress"),
+    sync::WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU,
+];
+
+/// The row of thunk `name`.
+pub fn row(name: &str) -> Option<&'static Thunk> {
+    THUNKS.iter().find(|t| t.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows are sorted and unique; a row with checks cites its 24H2 source.
+    #[test]
+    fn rows_are_sorted_unique_and_cite_a_source() {
+        for w in THUNKS.windows(2) {
+            assert!(w[0].name < w[1].name, "{} before {}", w[0].name, w[1].name);
+        }
+        for t in THUNKS {
+            assert!(t.name.starts_with("D3DKMT"), "{}", t.name);
+            if !t.checks.is_empty() {
+                assert!(t.source.is_some_and(|s| !s.is_empty()), "{}", t.name);
+            }
+        }
+    }
+}

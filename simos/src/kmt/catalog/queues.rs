@@ -1,0 +1,315 @@
+//! Thunk catalog rows: contexts, hardware queues, submission and doorbells.
+
+use super::*;
+
+pub(super) const CONNECT_DOORBELL: Thunk = Thunk {
+    name: "D3DKMTConnectDoorbell",
+    source: Some(&[src("DxgkConnectDoorbellInternal", 0x1401D846C)]),
+    checks: &[
+        check("Flags non-zero", INVALID_PARAMETER),
+        check(
+            "hDoorbell not a doorbell in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the doorbell's queue being destroyed", INVALID_PARAMETER),
+        check(
+            "the doorbell's status DISCONNECTED_ABORT",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("doorbell::dxgk_connect_doorbell_internal"),
+    gaps: "a doorbell whose status is CONNECTED or CONNECTED_NOTIFY_KMD succeeds with no \
+           DDI, as in 24H2; the simulation keys this on its own connection state, which \
+           the status page mirrors",
+};
+
+pub(super) const CREATE_CONTEXT_VIRTUAL: Thunk = Thunk {
+    name: "D3DKMTCreateContextVirtual",
+    source: Some(&[
+        src("DxgkCreateContextVirtualImpl", 0x1402D17A0),
+        src("DXGCONTEXT::Initialize", 0x1402CFD80),
+    ]),
+    checks: &[
+        check(
+            "NoKmdAccess or TestContext without test signing",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "EngineAffinity's highest bit at or past the physical adapters",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "NodeOrdinal at or past the physical adapter's nodes",
+            INVALID_PARAMETER,
+        ),
+        check("more than one EngineAffinity bit", INVALID_PARAMETER),
+        check(
+            "not SynchronizationOnly, on an adapter or node without GPU VA",
+            INVALID_PARAMETER,
+        ),
+        check("a Flags bit from 7 up", INVALID_PARAMETER),
+        check(
+            "pPrivateDriverData without size, or a size without pointer",
+            INVALID_PARAMETER,
+        ),
+        check("the private data not readable", ACCESS_VIOLATION),
+        check("no pool for the private data", NO_MEMORY),
+        check(
+            "HwQueueSupported with a driver below WDDM 2.5",
+            UNSUCCESSFUL,
+        ),
+        check(
+            "HwQueueSupported on a node without context scheduling",
+            UNSUCCESSFUL,
+        ),
+        check(
+            "no HwQueueSupported on a node with context scheduling",
+            UNSUCCESSFUL,
+        ),
+    ],
+    written_back: &["hContext", "the private data, when given"],
+    pending: Pending::No,
+    entry: Some("context_virtual::dxgk_create_context_virtual_impl"),
+    gaps: "",
+};
+
+pub(super) const CREATE_DOORBELL: Thunk = Thunk {
+    name: "D3DKMTCreateDoorbell",
+    source: Some(&[
+        src("DxgkCreateDoorbellInternal", 0x1401D8A50),
+        src("DXGHWQUEUE::CreateDoorbell", 0x1401D7F48),
+        src("DXGDOORBELL::Initialize", 0x1401D9E74),
+    ]),
+    checks: &[
+        check(
+            "PrivateDriverData without size, or a size without pointer",
+            INVALID_PARAMETER,
+        ),
+        check("PrivateDriverDataSize above 16", INVALID_PARAMETER),
+        check("no pool for the private data", NO_MEMORY),
+        check("the private data not readable", ACCESS_VIOLATION),
+        check("a Flags bit from 2 up", INVALID_PARAMETER),
+        check(
+            "hHwQueue not a user-mode-submission queue in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "RequireSecondaryCpuVA on an adapter without secondary doorbells",
+            INVALID_PARAMETER,
+        ),
+        check("a doorbell already on the queue", INVALID_PARAMETER),
+        check(
+            "hRingBuffer not an allocation of the queue's device",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hRingBufferControl not an allocation of the queue's device",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[
+        "DoorbellCPUVirtualAddress",
+        "DoorbellSecondaryCPUVirtualAddress (0 without RequireSecondaryCpuVA)",
+        "DoorbellStatusCPUVirtualAddress",
+        "hDoorbell",
+        "the private data, when given",
+    ],
+    pending: Pending::No,
+    entry: Some("doorbell::dxgk_create_doorbell_internal"),
+    gaps: "HwQueueProgressFenceLastQueuedValueCPUVirtualAddress is written only under the \
+           readings that give a user-mode queue a progress fence (24H2 writes none); the \
+           status page's and dummy page's own allocation failures are not modelled",
+};
+
+pub(super) const CREATE_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTCreateHwQueue",
+    source: Some(&[
+        src("DxgkCreateHwQueueInternal", 0x1402BAF98),
+        src("DXGCONTEXT::CreateHwQueue", 0x1402BB7A8),
+        src("DXGHWQUEUE::Initialize", 0x1402BBA30),
+    ]),
+    checks: &[
+        check(
+            "pPrivateDriverData without size, or a size without pointer",
+            INVALID_PARAMETER,
+        ),
+        check("no pool for the private data", NO_MEMORY),
+        check("the private data not readable", ACCESS_VIOLATION),
+        check("Flags.NoKmdAccess without test signing", INVALID_PARAMETER),
+        check(
+            "hHwContext not a context in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hHwContext created without HwQueueSupported",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Flags.NoKmdAccess without UserModeSubmission on a context without NoKmdAccess",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "UserModeSubmission on a node without user-mode submission",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[
+        "hHwQueue",
+        "hHwQueueProgressFence, HwQueueProgressFenceCPUVirtualAddress and \
+         HwQueueProgressFenceGPUVirtualAddress, without UserModeSubmission",
+        "the private data, when given",
+    ],
+    pending: Pending::No,
+    entry: Some("hw_queue::dxgk_create_hw_queue_internal"),
+    gaps: "DisableGpuTimeout is not added to the DDI's flags for a context or adapter that \
+           disables GPU timeouts; a NoKmdAccess context is not modelled; a user-mode queue \
+           on an adapter that reported no doorbell size is STATUS_NOT_SUPPORTED \
+           (DXGHWQUEUE::InitializeForUserModeSubmission not read)",
+};
+
+pub(super) const DESTROY_CONTEXT: Thunk = Thunk {
+    name: "D3DKMTDestroyContext",
+    source: Some(&[src("DxgkDestroyContextImpl", 0x1403A0A98)]),
+    checks: &[check(
+        "hContext not a context in the caller's handle table",
+        INVALID_PARAMETER,
+    )],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps: "24H2 destroys the context's hardware queues with it \
+           (DXGCONTEXT::DestroyAllHwQueues); the simulation refuses a context that still \
+           has queues (STATUS_INVALID_PARAMETER)",
+};
+
+pub(super) const DESTROY_DOORBELL: Thunk = Thunk {
+    name: "D3DKMTDestroyDoorbell",
+    source: Some(&[src("DxgkDestroyDoorbellInternal", 0x1401D9494)]),
+    checks: &[
+        check(
+            "hDoorbell not a doorbell in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the doorbell's queue being destroyed", INVALID_PARAMETER),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("doorbell::dxgk_destroy_doorbell_internal"),
+    gaps: "",
+};
+
+pub(super) const DESTROY_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTDestroyHwQueue",
+    source: Some(&[src("DxgkDestroyHwQueueInternal", 0x1403BC798)]),
+    checks: &[check(
+        "hHwQueue not a queue in the caller's handle table",
+        INVALID_PARAMETER,
+    )],
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("hw_queue::dxgk_destroy_hw_queue_internal"),
+    gaps: "24H2 destroys the queue's doorbell with it; the simulation refuses a queue that \
+           still has a doorbell (STATUS_INVALID_PARAMETER)",
+};
+
+pub(super) const NOTIFY_WORK_SUBMISSION: Thunk = Thunk {
+    name: "D3DKMTNotifyWorkSubmission",
+    source: Some(&[src("DxgkNotifyWorkSubmissionInternal", 0x1401D98CC)]),
+    checks: &[
+        check("Flags non-zero", INVALID_PARAMETER),
+        check(
+            "hDoorbell not a doorbell in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the doorbell's queue being destroyed", INVALID_PARAMETER),
+        check(
+            "the doorbell's status not CONNECTED_NOTIFY_KMD",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("doorbell::dxgk_notify_work_submission_internal"),
+    gaps: "a NoKmdAccess context (success with no DDI) is not modelled",
+};
+
+pub(super) const SUBMIT_COMMAND: Thunk = Thunk {
+    name: "D3DKMTSubmitCommand",
+    source: Some(&[src("DxgkSubmitCommandInternal", 0x1402A4B90)]),
+    checks: &[
+        check("Flags.NoKmdAccess without test signing", INVALID_PARAMETER),
+        check(
+            "Flags.PresentRedirected from a virtual machine",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "BroadcastContext[0] not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "BroadcastContext[0] created with HwQueueSupported",
+            INVALID_PARAMETER,
+        ),
+        check("BroadcastContext[0] SynchronizationOnly", INVALID_PARAMETER),
+        check("BroadcastContextCount 0 or above 64", INVALID_PARAMETER),
+        check("NumPrimaries above 16", INVALID_PARAMETER),
+        check(
+            "a further broadcast context unknown, synchronisation-only or of another device",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a further broadcast context created with HwQueueSupported",
+            INVALID_PARAMETER,
+        ),
+        check("the context not virtual", INVALID_PARAMETER),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps: "",
+};
+
+pub(super) const SUBMIT_COMMAND_TO_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTSubmitCommandToHwQueue",
+    source: Some(&[
+        src("DxgkSubmitCommandToHwQueueInternal", 0x1402C5A10),
+        src("DXGHWQUEUE::SubmitCommand", 0x1402C6610),
+    ]),
+    checks: &[
+        check(
+            "hHwQueue not a queue in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hHwQueue created for user-mode submission",
+            INVALID_PARAMETER,
+        ),
+        check("NumPrimaries above 16", INVALID_PARAMETER),
+        check(
+            "pPrivateDriverData without size, or a size without pointer",
+            INVALID_PARAMETER,
+        ),
+        check("the adapter stopped or removed", DEVICE_REMOVED),
+        check(
+            "PrivateDriverDataSize above the context's DmaBufferPrivateDataSize",
+            INVALID_PARAMETER,
+        ),
+        check("no pool for the submission", NO_MEMORY),
+        check("WrittenPrimaries not readable", ACCESS_VIOLATION),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("hw_queue::dxgk_submit_command_to_hw_queue_internal"),
+    gaps: "VidMm's reference of the primaries is not read: any primary is \
+           STATUS_INVALID_PARAMETER on this render-only adapter; the simulation refuses a \
+           HwQueueProgressFenceId not above the queue's last (STATUS_INVALID_PARAMETER), \
+           which M:VidSchSubmitCommandToHwQueue @0x140048F00 does not check; a device in \
+           error is STATUS_DEVICE_REMOVED where VidSch answers \
+           STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE",
+};

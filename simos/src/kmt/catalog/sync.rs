@@ -1,0 +1,223 @@
+//! Thunk catalog rows: native fences and sync objects: creation, sharing, CPU signal and wait.
+
+use super::*;
+
+pub(super) const CREATE_NATIVE_FENCE: Thunk = Thunk {
+    name: "D3DKMTCreateNativeFence",
+    source: Some(&[src("NtDxgkCreateNativeFenceInternal", 0x1401F8C68)]),
+    checks: &[
+        check(
+            "Info.Type not D3DDDI_NATIVEFENCE_TYPE_DEFAULT",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Flags non-zero, or an Info.Flags bit of 0x7FFFF800",
+            INVALID_PARAMETER,
+        ),
+        check("NtSecuritySharing without Shared", INVALID_PARAMETER),
+        check("Shared without NtSecuritySharing", INVALID_PARAMETER),
+        check("NoSignal with NoWait", INVALID_PARAMETER),
+        check(
+            "a non-zero byte of Reserved, Info.Reserved or the mapping's",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "the adapter not on dxgmms2, or without native fences",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[
+        "hSyncObject",
+        "PrivateDriverData",
+        "the 0x70 bytes from Info.InitialFenceValue (the mapping's three addresses new)",
+    ],
+    pending: Pending::No,
+    entry: Some("native_fence::nt_dxgk_create_native_fence_internal"),
+    gaps: "",
+};
+
+pub(super) const DESTROY_SYNCHRONIZATION_OBJECT: Thunk = Thunk {
+    name: "D3DKMTDestroySynchronizationObject",
+    source: Some(&[src("DxgkDestroySynchronizationObjectImpl", 0x1403ABF4C)]),
+    checks: &[
+        check("the structure not readable", ACCESS_VIOLATION),
+        check(
+            "hSyncObject a device sync object its flags mark not the caller's to destroy",
+            ACCESS_DENIED,
+        ),
+        check(
+            "hSyncObject neither a device nor a global sync object in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps: "which objects carry the flag that refuses a destroy (STATUS_ACCESS_DENIED) was not \
+           read, so the simulation refuses none; the bridge answers a handle it does not know \
+           with STATUS_INVALID_PARAMETER from its own table",
+};
+
+pub(super) const OPEN_NATIVE_FENCE_FROM_NT_HANDLE: Thunk = Thunk {
+    name: "D3DKMTOpenNativeFenceFromNtHandle",
+    source: Some(&[
+        src("NtDxgkOpenNativeFenceFromNtHandleInternal", 0x1401E15EC),
+        src("DXGSYNCOBJECT::Open", 0x1401F4640),
+    ]),
+    checks: &[
+        check("the structure not readable", ACCESS_VIOLATION),
+        check("a Flags bit of 0x7FFFF800", INVALID_PARAMETER),
+        check("a non-zero byte of Reserved", INVALID_PARAMETER),
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the adapter without native fences", INVALID_PARAMETER),
+        check(
+            "hNtHandle not a handle of the caller's process",
+            INVALID_HANDLE,
+        ),
+        check(
+            "hNtHandle a handle to an object of another type",
+            OBJECT_TYPE_MISMATCH,
+        ),
+        check("hNtHandle without READ_CONTROL access", ACCESS_DENIED),
+        check(
+            "the object neither a monitored nor a native fence",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Flags.NoGPUAccess other than at the fence's creation",
+            INVALID_PARAMETER,
+        ),
+        check("no pool for the device's instance", NO_MEMORY),
+    ],
+    written_back: &[
+        "the 176 bytes as captured, with hSyncObject, the mapping's three addresses and Flags \
+         (NoSignal and NoWait replaced by what the NT handle's access withholds)",
+    ],
+    pending: Pending::No,
+    entry: Some("native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal"),
+    gaps: "PrivateDriverData: 24H2 gives DXGSYNCOBJECT::Open no buffer for it, so the caller's \
+           bytes come back, while the pages say the KMD's DxgkDdiOpenNativeFence data comes \
+           back; the simulation writes the KMD's (the pages' answer) because the UMD takes the \
+           fence's report tag from it; the simulated object manager grants every NT handle full \
+           access and holds only native fences, and keeps no NoGPUAccess of the creation (an \
+           open with it is refused)",
+};
+
+pub(super) const SHARE_OBJECTS: Thunk = Thunk {
+    name: "D3DKMTShareObjects",
+    source: Some(&[src("DxgkShareObjectsInternal", 0x14032A300)]),
+    checks: &[
+        check("cObjects 0 or above 3", INVALID_PARAMETER),
+        check("hObjects not readable", ACCESS_VIOLATION),
+        check("pObjectAttributes NULL", INVALID_PARAMETER),
+        check("hObjects[0] 0", INVALID_PARAMETER),
+        check(
+            "a sync object with cObjects other than 1",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hObjects[0] neither a resource, a sync object nor a protected session of the caller's",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &["*phSharedNtHandle"],
+    pending: Pending::No,
+    entry: None,
+    gaps: "CreateSharedSyncNtObject's own checks and the object attributes' capture were not \
+           read: the bridge shares one native fence, refuses a named or otherwise filled \
+           OBJECT_ATTRIBUTES (STATUS_NOT_SUPPORTED) and grants full access whatever \
+           dwDesiredAccess asks",
+};
+
+pub(super) const SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
+    name: "D3DKMTSignalSynchronizationObjectFromCpu",
+    source: Some(&[
+        src("DxgkSignalSynchronizationObjectFromCpu", 0x1402B97E0),
+        src("SignalSynchronizationObjectFromCpu", 0x1402BA4F8),
+    ]),
+    checks: &[
+        check("the structure not readable", ACCESS_VIOLATION),
+        check("ObjectCount 0", INVALID_PARAMETER),
+        check("no pool for ObjectCount handles and values", NO_MEMORY),
+        check(
+            "ObjectHandleArray or FenceValueArray not readable",
+            ACCESS_VIOLATION,
+        ),
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("a Flags bit from 3 up", INVALID_PARAMETER),
+        check(
+            "a handle not a sync object in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("an object created or opened NoSignal", ACCESS_DENIED),
+        check("an object of another device", INVALID_PARAMETER),
+        check("the same object twice", INVALID_PARAMETER),
+        check(
+            "an object whose adapter state is destroyed",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("sync_from_cpu::dxgk_signal_synchronization_object_from_cpu"),
+    gaps: "Flags bits 0 to 2 (AllowFenceRewind and two more) are accepted and not acted on; \
+           the simulation's pool holds at most MAX_OBJECTS handles (STATUS_NO_MEMORY above), \
+           24H2's what the system has",
+};
+
+pub(super) const WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
+    name: "D3DKMTWaitForSynchronizationObjectFromCpu",
+    source: Some(&[
+        src(
+            "DxgkWaitForSynchronizationObjectFromCpuInternal",
+            0x1402AC610,
+        ),
+        src("WaitForSynchronizationObjectFromCpu", 0x1402AD200),
+    ]),
+    checks: &[
+        check("the structure not readable", ACCESS_VIOLATION),
+        check("ObjectCount 0", INVALID_PARAMETER),
+        check("a Flags bit other than WaitAny", INVALID_PARAMETER),
+        check("no pool for ObjectCount handles and values", NO_MEMORY),
+        check(
+            "ObjectHandleArray or FenceValueArray not readable",
+            ACCESS_VIOLATION,
+        ),
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the device not active", DEVICE_REMOVED),
+        check(
+            "hAsyncEvent not an event handle of the caller's process",
+            INVALID_HANDLE,
+        ),
+        check(
+            "a handle not a sync object in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("an object created or opened NoWait", ACCESS_DENIED),
+        check("an object of another device", INVALID_PARAMETER),
+        check(
+            "an object whose adapter state is destroyed",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("sync_from_cpu::dxgk_wait_for_synchronization_object_from_cpu_internal"),
+    gaps: "without hAsyncEvent 24H2 waits for as long as it takes (a terminating thread ends it \
+           with STATUS_DEVICE_REMOVED); the simulation gives up after its wait limit with \
+           STATUS_IO_TIMEOUT; the simulation's pool holds at most MAX_OBJECTS handles \
+           (STATUS_NO_MEMORY above)",
+};
