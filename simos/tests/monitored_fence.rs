@@ -141,3 +141,31 @@ fn nf_14_null_report_with_evaluate_legacy_scans_monitored_fences() {
 }
 
 under_the_pages!();
+
+/// MF-04: a blocking CPU wait ends only when its value is reached, however long the fence takes
+/// to get there while it moves (24H2's wait has no time limit); the simulation's limit ends a
+/// wait only after the fence has stood still for that long. Here the CPU raises the fence one
+/// value every 20 ms for 3 s, 15 times the limit, and the wait for the last value is satisfied;
+/// a wait for a value past the last then times out with the fence still.
+#[test]
+fn mf_04_a_blocking_wait_outlasts_the_limit_while_its_fence_moves() {
+    let m = legacy_machine(Mode::Threaded);
+    let q = ok(&m, KernelGpuQueue::new(&m, 0, 0));
+    let f = ok(&m, m.create_monitored_fence(0, q.pid(), 0));
+    let limit = Duration::from_millis(200);
+    let last = 150u64;
+    let started = std::time::Instant::now();
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            for v in 1..=last {
+                std::thread::sleep(Duration::from_millis(20));
+                ok(&m, m.signal_monitored_fence_from_cpu(&f, v));
+            }
+        });
+        ok(&m, m.wait_monitored_fence(&f, last, limit))
+    });
+    assert_eq!(r, WaitOutcome::Satisfied, "after {:?}", started.elapsed());
+    let r = ok(&m, m.wait_monitored_fence(&f, last + 1, limit));
+    assert_eq!(r, WaitOutcome::TimedOut, "a fence standing still");
+    assert!(m.bugcheck().is_none());
+}

@@ -120,8 +120,9 @@ pub struct OsConfig {
     /// IRQL the OS calls `DxgkDdiSubmitCommandToHwQueue` at. Microsoft allows PASSIVE_LEVEL or
     /// DISPATCH_LEVEL; the default is the stricter DISPATCH_LEVEL (a driver must cope with it).
     pub submit_irql: Irql,
-    /// How long blocking D3DKMT waits (and a normal exit's wait for a queue) wait in threaded
-    /// mode before they fail.
+    /// How long, in threaded mode, a blocking D3DKMT wait waits with its fences standing still
+    /// before it fails (24H2's has no limit: this one stands for "hung"), and a normal exit's
+    /// wait for a queue waits.
     pub wait_timeout: Duration,
     /// `NumberOfEntries` of the wait and signal logs the OS gives every user-mode
     /// queue (default 84, a full 4 KiB buffer; tests use 4 to force overflows, LOG-05).

@@ -217,7 +217,7 @@ pub(super) const WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
     pending: Pending::No,
     entry: Some("sync_from_cpu::dxgk_wait_for_synchronization_object_from_cpu_internal"),
     gaps: "without hAsyncEvent 24H2 waits for as long as it takes (a terminating thread ends it \
-           with STATUS_DEVICE_REMOVED); the simulation gives up after its wait limit with \
-           STATUS_IO_TIMEOUT; the simulation's pool holds at most MAX_OBJECTS handles \
+           with STATUS_DEVICE_REMOVED); the simulation gives up with STATUS_IO_TIMEOUT once \
+           every fence has stood still for its wait limit (a hang); the simulation's pool holds at most MAX_OBJECTS handles \
            (STATUS_NO_MEMORY above)",
 };

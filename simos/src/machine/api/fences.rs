@@ -273,6 +273,31 @@ impl Machine {
         }
     }
 
+    /// [`Machine::drive_wait`] for a blocking wait on one fence whose value `now` reads. 24H2's
+    /// blocking CPU wait has no time limit (`K:WaitForSynchronizationObjectFromCpu`
+    /// @0x1402AD200); the simulation's `timeout` stands for "hung", so in threaded mode it
+    /// runs again while the fence moved during the last `timeout` (slow work on a loaded
+    /// machine is not a hang) and ends the wait only after `timeout` with the fence still.
+    /// Step mode ends when a round makes no progress, as before.
+    fn drive_wait_while_moving(
+        &self,
+        ev: &SimEvent,
+        timeout: Duration,
+        now: impl Fn() -> u64,
+    ) -> Result<Option<WaitOutcome>, SimError> {
+        let mut seen = now();
+        loop {
+            if let Some(o) = self.drive_wait(ev, timeout)? {
+                return Ok(Some(o));
+            }
+            let moved = now();
+            if self.config().mode != Mode::Threaded || moved == seen {
+                return Ok(None);
+            }
+            seen = moved;
+        }
+    }
+
     /// The blocking form of a CPU wait (MF-04). Threaded mode: blocks up to `timeout`. Step
     /// mode: drives the machine (device steps, interrupts, DPCs) until the wait is satisfied
     /// or a round makes no progress (nothing but the caller could signal the fence then:
@@ -290,7 +315,7 @@ impl Machine {
         if ev.outcome().is_none() && self.fence_adapter(fence.adapter())?.device.is_lost() {
             return Ok(wait::abandon_wait(fence, &ev));
         }
-        if let Some(o) = self.drive_wait(&ev, timeout)? {
+        if let Some(o) = self.drive_wait_while_moving(&ev, timeout, || fence.current_value())? {
             return Ok(o);
         }
         wait::withdraw_wait(fence, &ev)
@@ -422,7 +447,7 @@ impl Machine {
         timeout: Duration,
     ) -> Result<WaitOutcome, SimError> {
         let ev = self.wait_monitored_fence_event(f, value)?;
-        if let Some(o) = self.drive_wait(&ev, timeout)? {
+        if let Some(o) = self.drive_wait_while_moving(&ev, timeout, || f.value())? {
             return Ok(o);
         }
         Ok(monitored::withdraw_wait(f, &ev))

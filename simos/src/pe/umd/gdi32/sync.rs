@@ -151,11 +151,34 @@ pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
             ev.add_fence_waits(group);
             Ok(())
         }
-        None => match wait_group(&p.machine, &group, p.machine.os_config().wait_timeout) {
-            Some(true) => Ok(()),
-            Some(false) => Err(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED as u32),
-            None => Err(STATUS_IO_TIMEOUT),
-        },
+        None => {
+            // 24H2 waits as long as it takes (`K:WaitForSynchronizationObjectFromCpu`
+            // @0x1402AD200); the simulation's limit stands for "hung", so in threaded mode it
+            // runs again while any of the fences moved (as `Machine::wait_monitored_fence`).
+            let values = || {
+                w.objects.iter().fold(0u64, |sum, (s, _)| {
+                    sum.wrapping_add(match s {
+                        SyncObject::Native(f) => f.current_value(),
+                        SyncObject::Monitored(f) => f.value(),
+                    })
+                })
+            };
+            let threaded = p.machine.config().mode == crate::Mode::Threaded;
+            let mut seen = values();
+            loop {
+                match wait_group(&p.machine, &group, p.machine.os_config().wait_timeout) {
+                    Some(true) => return Ok(()),
+                    Some(false) => return Err(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED as u32),
+                    None => {
+                        let moved = values();
+                        if !threaded || moved == seen {
+                            return Err(STATUS_IO_TIMEOUT);
+                        }
+                        seen = moved;
+                    }
+                }
+            }
+        }
     }
 }
 
