@@ -866,19 +866,33 @@ impl Kmt for SimKmt<'_> {
                 let slices = u64::try_from(timeout.as_nanos())
                     .ok()
                     .and_then(rvgpu_umd::wait::slices_in);
-                let woken = rvgpu_umd::wait::bounded(
-                    value,
-                    slices,
-                    || match self.m.wait_native_fence(&f, value, slice).map_err(status)? {
-                        WaitOutcome::Satisfied => Ok(rvgpu_umd::wait::Slice::Released),
-                        WaitOutcome::TimedOut if step => Ok(rvgpu_umd::wait::Slice::Idle),
-                        WaitOutcome::TimedOut => Ok(rvgpu_umd::wait::Slice::Pending),
-                        WaitOutcome::Abandoned => {
-                            Err(NtStatus(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED))
+                // The limit stands for "hung" (24H2's wait has none): in threaded mode the
+                // wait runs again while the fence moved (`Machine::wait_monitored_fence`).
+                let mut seen = f.current_value();
+                let woken = loop {
+                    let woken = rvgpu_umd::wait::bounded(
+                        value,
+                        slices,
+                        || match self.m.wait_native_fence(&f, value, slice).map_err(status)? {
+                            WaitOutcome::Satisfied => Ok(rvgpu_umd::wait::Slice::Released),
+                            WaitOutcome::TimedOut if step => Ok(rvgpu_umd::wait::Slice::Idle),
+                            WaitOutcome::TimedOut => Ok(rvgpu_umd::wait::Slice::Pending),
+                            WaitOutcome::Abandoned => {
+                                Err(NtStatus(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED))
+                            }
+                        },
+                        || f.current_value(),
+                    );
+                    let moved = f.current_value();
+                    match woken {
+                        Err(e)
+                            if e.0 == rvgpu_umd::wait::STATUS_TIMEOUT && !step && moved != seen =>
+                        {
+                            seen = moved;
                         }
-                    },
-                    || f.current_value(),
-                );
+                        other => break other,
+                    }
+                };
                 return woken.map(|_| ()).map_err(|e| {
                     if e.0 == rvgpu_umd::wait::STATUS_TIMEOUT {
                         NtStatus(STATUS_IO_TIMEOUT)

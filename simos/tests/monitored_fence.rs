@@ -169,3 +169,35 @@ fn mf_04_a_blocking_wait_outlasts_the_limit_while_its_fence_moves() {
     assert_eq!(r, WaitOutcome::TimedOut, "a fence standing still");
     assert!(m.bugcheck().is_none());
 }
+
+/// MF-04 through the thunks: `D3DKMTWaitForSynchronizationObjectFromCpu` on a process's native
+/// fence waits while the fence moves, past the simulation's limit, as 24H2 waits without one;
+/// the same wait on a fence standing still fails with STATUS_IO_TIMEOUT after the limit.
+#[test]
+fn mf_04_a_thunk_wait_on_a_native_fence_outlasts_the_limit_while_it_moves() {
+    use rvgpu_umd::kmt::Kmt;
+    let mut cfg = MachineConfig::single(Mode::Threaded);
+    cfg.os.wait_timeout = Duration::from_millis(200);
+    let m = started(cfg);
+    let (p, k) = user_process(&m);
+    let fence = okk(&m, k.create_native_fence(0));
+    let last = 150u64;
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            let signaller = rvgpu_simos::kmt::SimKmt::new(&m, p);
+            for v in 1..=last {
+                std::thread::sleep(Duration::from_millis(20));
+                okk(&m, signaller.signal_native_from_cpu(fence.kmt, v));
+            }
+        });
+        k.wait_for_fence(fence.kmt, last)
+    });
+    assert!(r.is_ok(), "{r:?}");
+    let r = k.wait_for_fence(fence.kmt, last + 1);
+    assert_eq!(
+        r.map_err(|e| e.0 as u32),
+        Err(0xC000_00B5),
+        "a fence standing still"
+    );
+    assert!(m.bugcheck().is_none());
+}
