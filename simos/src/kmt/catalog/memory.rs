@@ -303,3 +303,67 @@ pub(super) const UNLOCK2: Thunk = Thunk {
     entry: None,
     gaps: "no kernel entry of its own; VidMm's unlock not read",
 };
+
+pub(super) const UPDATE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
+    name: "D3DKMTUpdateGpuVirtualAddress",
+    source: Some(&[src("DxgkUpdateGpuVirtualAddress", 0x1402F7A50)]),
+    checks: &[
+        check("the structure not readable", ACCESS_VIOLATION),
+        check("NumOperations 0", INVALID_PARAMETER),
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hContext not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("hContext of another device than hDevice", INVALID_PARAMETER),
+        check("the device not active", DEVICE_REMOVED),
+        check(
+            "the adapter without GPU virtual addressing",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "the context without a VidSch or a VidMm context",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "NumOperations times 64 bytes above 4 GiB",
+            INVALID_PARAMETER,
+        ),
+        check("no pool for the operations", NO_MEMORY),
+        check("Operations not readable", ACCESS_VIOLATION),
+        check("an operation's Type above MAP_PROTECT", INVALID_PARAMETER),
+        check("a MAP or MAP_PROTECT with hAllocation 0", INVALID_PARAMETER),
+        check("no pool for the allocation references", NO_MEMORY),
+        check(
+            "an hAllocation not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "an hAllocation of another adapter than hDevice's",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hFenceObject not a device sync object in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hFenceObject of another device than hDevice",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps: "VidMm's own checks of the ranges (VidMmUpdateGpuVirtualAddress) were not read in \
+           24H2, so the simulated VidMm's range rules (from 22631) are not compared; 24H2 queues \
+           the update and returns (a thread that must wait for room is ended with \
+           STATUS_DEVICE_REMOVED when it terminates), while the simulation waits in the thunk \
+           for hFenceObject to reach FenceValue and applies the operations before it returns \
+           (STATUS_IO_TIMEOUT past its wait limit, nothing applied); the simulation checks \
+           NumOperations, hContext's device and hFenceObject before any operation, where \
+           24H2 checks every MAP's hAllocation before hFenceObject, and makes no check of its \
+           own of an hAllocation of another adapter or of the device's activity",
+};

@@ -116,7 +116,7 @@ pub const THUNKS: &[Thunk] = &[
     queues::CREATE_HW_QUEUE,
     sync::CREATE_NATIVE_FENCE,
     memory::CREATE_PAGING_QUEUE,
-    unread("D3DKMTCreateSynchronizationObject2"),
+    sync::CREATE_SYNCHRONIZATION_OBJECT2,
     memory::DESTROY_ALLOCATION2,
     queues::DESTROY_CONTEXT,
     devices::DESTROY_DEVICE,
@@ -142,10 +142,10 @@ pub const THUNKS: &[Thunk] = &[
     sync::SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU,
     queues::SUBMIT_COMMAND,
     queues::SUBMIT_COMMAND_TO_HW_QUEUE,
-    unread("D3DKMTSubmitSignalSyncObjectsToHwQueue"),
-    unread("D3DKMTSubmitWaitForSyncObjectsToHwQueue"),
+    sync::SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE,
+    sync::SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE,
     memory::UNLOCK2,
-    unread("D3DKMTUpdateGpuVirtualAddress"),
+    memory::UPDATE_GPU_VIRTUAL_ADDRESS,
     sync::WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU,
 ];
 

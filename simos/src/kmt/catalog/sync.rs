@@ -40,6 +40,52 @@ pub(super) const CREATE_NATIVE_FENCE: Thunk = Thunk {
     gaps: "",
 };
 
+pub(super) const CREATE_SYNCHRONIZATION_OBJECT2: Thunk = Thunk {
+    name: "D3DKMTCreateSynchronizationObject2",
+    source: Some(&[
+        src("DxgkCreateSynchronizationObject", 0x1403708C0),
+        src("DxgkCreateSynchronizationObjectImpl", 0x1403708E8),
+    ]),
+    checks: &[
+        check("the structure not readable", ACCESS_VIOLATION),
+        check("an Info.Flags bit of 0x7FFFF800", INVALID_PARAMETER),
+        check("NtSecuritySharing without Shared", INVALID_PARAMETER),
+        check(
+            "a monitored or periodic monitored fence Shared without NtSecuritySharing",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a monitored or periodic monitored fence NoSignal with NoWait",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Info.Flags bit 7 on a type other than the two fences",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hDevice not in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a fence: the device not active (other types: the adapter not active)",
+            DEVICE_REMOVED,
+        ),
+        check("a fence: the adapter not on dxgmms2", INVALID_PARAMETER),
+    ],
+    written_back: &[
+        "hSyncObject",
+        "Info.SharedHandle, when Shared (with NtSecuritySharing only for some processes)",
+        "a monitored fence: the 0x20 bytes of Info.MonitoredFence; a periodic one: 0x28 bytes",
+    ],
+    pending: Pending::No,
+    entry: None,
+    gaps: "CreateSynchronizationObjectInternal (the per-type checks and the KMD's part) and the \
+           rest of the Impl after the write-back were not read; the simulation makes only \
+           D3DDDI_MONITORED_FENCE objects, without flags, through SimKmt::create_monitored_fence \
+           (an initial value and the caller's device), so none of these checks is made there \
+           and no other type or sharing is offered",
+};
+
 pub(super) const DESTROY_SYNCHRONIZATION_OBJECT: Thunk = Thunk {
     name: "D3DKMTDestroySynchronizationObject",
     source: Some(&[src("DxgkDestroySynchronizationObjectImpl", 0x1403ABF4C)]),
@@ -173,6 +219,109 @@ pub(super) const SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
     gaps: "Flags bits 0 to 2 (AllowFenceRewind and two more) are accepted and not acted on; \
            the simulation's pool holds at most MAX_OBJECTS handles (STATUS_NO_MEMORY above), \
            24H2's what the system has",
+};
+
+pub(super) const SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTSubmitSignalSyncObjectsToHwQueue",
+    source: Some(&[
+        src("DxgkSubmitSignalSyncObjectsToHwQueueInternal", 0x14029D7B8),
+        src("SubmitSignalSyncObjectsToHwQueue", 0x1403260EC),
+    ]),
+    checks: &[
+        check("the structure not readable", ACCESS_VIOLATION),
+        check("ObjectCount 0", INVALID_PARAMETER),
+        check("no pool for ObjectCount handles", NO_MEMORY),
+        check("ObjectHandleArray not readable", ACCESS_VIOLATION),
+        check("BroadcastHwQueueCount 0", INVALID_PARAMETER),
+        check("no pool for BroadcastHwQueueCount handles", NO_MEMORY),
+        check("BroadcastHwQueueArray not readable", ACCESS_VIOLATION),
+        check("no pool for the queues", NO_MEMORY),
+        check(
+            "BroadcastHwQueueArray[0] not a hardware queue in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the device not active", DEVICE_REMOVED),
+        check("a Flags bit from 3 to 30", INVALID_PARAMETER),
+        check("Flags bit 31 (the OS's internal flag)", INVALID_PARAMETER),
+        check(
+            "a BroadcastHwQueueArray entry not a hardware queue of the caller's, or of another \
+             device than the first's",
+            INVALID_PARAMETER,
+        ),
+        check("no pool for the objects", NO_MEMORY),
+        check(
+            "a handle neither a device nor a global sync object in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("an object created or opened NoSignal", ACCESS_DENIED),
+        check(
+            "an object of another device than the first queue's",
+            INVALID_PARAMETER,
+        ),
+        check("no pool for the fence values", NO_MEMORY),
+        check("FenceValueArray not readable", ACCESS_VIOLATION),
+        check("the same object twice", INVALID_PARAMETER),
+        check(
+            "an object of another adapter, or whose adapter state is destroyed",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps:
+        "the simulated thunk (SimKmt::submit_signal_to_hw_queue, ums::submit_signal_to_hw_queue) \
+           takes one queue and no Flags, so a broadcast to several queues and the Flags checks \
+           are not modelled; it looks up the queue before it counts the objects (24H2 refuses \
+           ObjectCount 0 first), refuses a kernel queue without a progress fence and a user-mode \
+           queue (STATUS_INVALID_PARAMETER; 24H2's dxgkrnl makes neither check here), refuses \
+           a queue's own progress fence (not a dxgkrnl check in 24H2), takes only monitored \
+           fences of its own table (no NoSignal access, no global sync objects) and does not \
+           refuse the same object twice",
+};
+
+pub(super) const SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTSubmitWaitForSyncObjectsToHwQueue",
+    source: Some(&[
+        src("DxgkSubmitWaitForSyncObjectsToHwQueueInternal", 0x1402AECE8),
+        src("SubmitWaitForSyncObjectsFromGpu", 0x1402AF2F0),
+    ]),
+    checks: &[
+        check("the structure not readable", ACCESS_VIOLATION),
+        check("ObjectCount 0", INVALID_PARAMETER),
+        check("no pool for ObjectCount handles", NO_MEMORY),
+        check("ObjectHandleArray not readable", ACCESS_VIOLATION),
+        check(
+            "hHwQueue not a hardware queue in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the device not active", DEVICE_REMOVED),
+        check("no pool for ObjectCount fence values", NO_MEMORY),
+        check("FenceValueArray not readable", ACCESS_VIOLATION),
+        check("no pool for the objects", NO_MEMORY),
+        check(
+            "a device sync object of another device than the queue's",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a device sync object created or opened NoWait",
+            ACCESS_DENIED,
+        ),
+        check(
+            "a handle neither a device nor a global sync object in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[],
+    pending: Pending::No,
+    entry: None,
+    gaps: "the scheduler's own answer for each object (VidSch's wait call) was not read; the \
+           simulated thunk (SimKmt::submit_wait_to_hw_queue, ums::submit_wait_to_hw_queue) \
+           looks up the queue before it counts the objects (24H2 refuses ObjectCount 0 first), \
+           refuses a kernel queue without a progress fence and a user-mode queue \
+           (STATUS_INVALID_PARAMETER; 24H2's dxgkrnl makes neither check here), and takes only \
+           monitored fences of its own table: no NoWait access (STATUS_ACCESS_DENIED) and no \
+           global sync objects",
 };
 
 pub(super) const WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
