@@ -63,6 +63,173 @@ pub(super) const DESTROY_DEVICE: Thunk = Thunk {
            queues, sync objects, then the device, without the exit's flush)",
 };
 
+pub(super) const ENUM_ADAPTERS2: Thunk = Thunk {
+    name: "D3DKMTEnumAdapters2",
+    source: Some(&[
+        src("DxgkEnumAdapters2", 0x140349F50),
+        src("DxgkEnumAdapters2Impl", 0x140349F80),
+        src("DxgkEnumAdaptersInternal", 0x140349510),
+    ]),
+    checks: &[
+        check("the D3DKMT_ENUMADAPTERS2 pointer NULL", INVALID_PARAMETER),
+        check("no pool for the adapter list", NO_MEMORY),
+        check("no process context", INVALID_PARAMETER),
+        check(
+            "more adapters to list than NumAdapters (after NumAdapters is lowered to the \
+             session's maximum adapter count): the handles opened are closed",
+            BUFFER_TOO_SMALL,
+        ),
+    ],
+    written_back: &[
+        "NumAdapters: the session's maximum adapter count when pAdapters is NULL (nothing \
+         else is done), else the number of adapters listed",
+        "pAdapters[0..NumAdapters]: hAdapter (a new handle in the caller's table, one per \
+         adapter), AdapterLuid, NumOfSources, bPrecisePresentRegionsPreferred",
+    ],
+    pending: Pending::No,
+    entry: None,
+    gaps: "the gdi32 bridge has no entry for it; the simulated OS's Machine::enum_adapters \
+           lists the started adapters the process is not blocked on (EnumAdaptersCallback's \
+           filter) but opens no adapter handles and has no count-only call, no session \
+           maximum and no STATUS_BUFFER_TOO_SMALL; the harness's Windows backend calls it \
+           for the count, then for the list, and closes every handle it got; a failed \
+           adapter iteration returns its status after closing the handles opened, and a \
+           failed wait for PnP transitions is only logged, neither modelled; \
+           EnumAdaptersCallback's three passes not compared with the simulation's answer",
+};
+
+pub(super) const ESCAPE: Thunk = Thunk {
+    name: "D3DKMTEscape",
+    source: Some(&[
+        src("DxgkEscape", 0x140419AB0),
+        src("DxgkpDriverKnownEscape", 0x1403C1B14),
+    ]),
+    checks: &[
+        check("no process context", INVALID_PARAMETER),
+        check(
+            "Type VIDMM, VIDSCH, 28 or 29 without test signing or DRT",
+            ACCESS_DENIED,
+        ),
+        check(
+            "Type VIDMM: PrivateDriverDataSize under 0x840",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "PrivateDriverDataSize over 0x200 and no pool for the kernel copy",
+            NO_MEMORY,
+        ),
+        check(
+            "pPrivateDriverData not readable for PrivateDriverDataSize bytes (copied before \
+             any handle is looked at)",
+            ACCESS_VIOLATION,
+        ),
+        check(
+            "Flags.DriverKnownEscape with a Type other than DRIVERPRIVATE, hAdapter 0 or \
+             Flags.HardwareAccess",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hAdapter not an adapter handle in the caller's table, 0 included (the types \
+             the kernel answers without an adapter end before this)",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hDevice not 0 and not a device of hAdapter's adapter in the caller's table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "hContext not 0 and not a context of hDevice",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "an adapter of DDI version 0x5023 or later: Flags.Reserved or Flags bits 8..31 \
+             set",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "an adapter of DDI version 0x5023 or later: Flags.VirtualMachineData set",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "DRIVERPRIVATE without adapter access (Flags.DriverCommonEscape, \
+             Flags.NoAdapterSynchronization from DDI version 0x5023, or a hybrid discrete \
+             adapter): the adapter not active",
+            DEVICE_REMOVED,
+        ),
+        check("hDevice not 0 and the device not active", DEVICE_REMOVED),
+        check(
+            "Flags.DriverKnownEscape and no render adapter paired with hAdapter",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "DRIVERPRIVATE: the driver has no DxgkDdiEscape",
+            NOT_SUPPORTED,
+        ),
+        check(
+            "DRIVERPRIVATE: PrivateDriverDataSize 0 or pPrivateDriverData NULL",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "DRIVERPRIVATE to a vendor 0x1002 adapter without adapter flag 8: \
+             PrivateDriverDataSize under 12, or the third dword, its low byte \
+             cleared, 0x01000C00, 0x01000D00 or 0x01000E00",
+            NOT_SUPPORTED,
+        ),
+        check("DRIVERPRIVATE with Flags.DriverCommonEscape", NOT_SUPPORTED),
+    ],
+    written_back: &[
+        "pPrivateDriverData: the kernel copy as the driver or the known escape left it, on \
+         any NT_SUCCESS status (not on STATUS_BUFFER_OVERFLOW)",
+    ],
+    pending: Pending::No,
+    entry: None,
+    gaps: "the gdi32 bridge has no entry for it; the simulated OS models only the \
+           DriverKnownEscape BUILDTESTCOMMANDBUFFER (SimKmt::escape_build_test_command_buffer, \
+           dxgkrnl::kmtest), starting at DxgkpDriverKnownEscape's checks: none of \
+           DxgkEscape's own checks above is made (hAdapter, hDevice and hContext, the \
+           flags, adapter and device state), and the harness's Windows backend passes an \
+           hDevice that 24H2 checks and the simulation does not read; a failing adapter \
+           access (exclusive with Flags.HardwareAccess, which also flushes the scheduler, \
+           shared otherwise) returns its status, the known escape's and DxgkDdiEscape's \
+           statuses are returned as they are: not catalog checks; a DxgkDdiEscape escape \
+           (its Flags.VirtualMachineData set from the process, the KMD's device, context \
+           and process handles), every other Type, the Win32k types (win32k answers) and \
+           the GPU-PV forward to the host are not modelled",
+};
+
+pub(super) const IS_FEATURE_ENABLED: Thunk = Thunk {
+    name: "D3DKMTIsFeatureEnabled",
+    source: Some(&[
+        src("NtDxgkIsFeatureEnabled", 0x1401D1A40),
+        src("DpiIsFeatureEnabled", 0x14024E064),
+    ]),
+    checks: &[
+        check("hAdapter not 0: no process context", INVALID_PARAMETER),
+        check(
+            "hAdapter not 0 and not an adapter handle in the caller's table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "the paired render adapter's device extension without the port's 'Dprt' \
+             signature or of another version than 2",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[
+        "Result, on success: the global feature database's answer when hAdapter is 0, \
+         else that of the render adapter paired with hAdapter",
+    ],
+    pending: Pending::No,
+    entry: None,
+    gaps: "the gdi32 bridge has no entry for it: GetProcAddress answers NULL and the DLL \
+           reports STATUS_NOT_SUPPORTED, as on a Windows before 24H2; the harness's \
+           simulated backend answers Enabled from the adapter's feature database (a \
+           version negotiated) without the thunk's checks and has no answer for hAdapter \
+           0; a failed pairing lookup, adapter access or database lookup \
+           (DxgkIsFeatureEnabled) returns its status, not catalog checks; the database's \
+           Result (Version, KnownFeature) not compared with the simulation's answer",
+};
+
 pub(super) const OPEN_ADAPTER_FROM_LUID: Thunk = Thunk {
     name: "D3DKMTOpenAdapterFromLuid",
     source: Some(&[

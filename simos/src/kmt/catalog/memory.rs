@@ -119,6 +119,55 @@ pub(super) const DESTROY_PAGING_QUEUE: Thunk = Thunk {
            down inside the call",
 };
 
+pub(super) const EVICT: Thunk = Thunk {
+    name: "D3DKMTEvict",
+    source: Some(&[
+        src("DxgkEvict", 0x14035E300),
+        src("DxgkEvictInternal", 0x14035E31C),
+    ]),
+    checks: &[
+        check("no process context", INVALID_PARAMETER),
+        check("NumAllocations 0", INVALID_PARAMETER),
+        check("AllocationList NULL", INVALID_PARAMETER),
+        check("Flags.Value 4 or more", INVALID_PARAMETER),
+        check(
+            "hDevice not a device in the caller's handle table",
+            INVALID_PARAMETER,
+        ),
+        check("the device not active", DEVICE_REMOVED),
+        check(
+            "AllocationList plus NumAllocations wrapping the address space",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a listed handle not an allocation in the caller's handle table (the device \
+             is marked in error, VidSch code 0xB)",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "an allocation of another device than hDevice (the device is marked in error, \
+             VidSch code 0xB)",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[
+        "NumBytesToTrim, VidMm's answer (0 for a device without user-mode residency, which \
+         24H2 only logs and answers with success, evicting nothing)",
+    ],
+    pending: Pending::No,
+    entry: None,
+    gaps: "the gdi32 bridge has no entry for it; SimKmt::evict \
+           (vidmm::residency::residency_evict) checks every handle before evicting any, \
+           where 24H2 looks handles up and evicts them 16 at a time, so a bad handle in a \
+           later group fails after the earlier groups were evicted; a bad or foreign handle \
+           is STATUS_INVALID_PARAMETER there without marking the device in error; an Evict \
+           past an allocation's MakeResident count is refused there (VidMm's answer not \
+           read); a device without user-mode residency is not told apart (24H2 succeeds \
+           doing nothing); Flags bits 2 and up cannot be passed (EvictFlags has two); \
+           NumBytesToTrim is the process's required local memory over the VRAM budget \
+           (VidMm's computation not compared with the simulation's answer)",
+};
+
 pub(super) const FREE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
     name: "D3DKMTFreeGpuVirtualAddress",
     source: Some(&[src("DxgkFreeGpuVirtualAddress", 0x14039BD40)]),

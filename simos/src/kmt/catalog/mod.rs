@@ -35,6 +35,8 @@ const INVALID_HANDLE: u32 = 0xC000_0008;
 const OBJECT_TYPE_MISMATCH: u32 = 0xC000_0024;
 /// `STATUS_DEVICE_REMOVED` (`COREDEVICEACCESS`: the device is not active).
 const DEVICE_REMOVED: u32 = 0xC000_02B6;
+/// `STATUS_BUFFER_TOO_SMALL`.
+const BUFFER_TOO_SMALL: u32 = 0xC000_0023;
 
 /// A function of the decompiled 24H2 kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,12 +126,12 @@ pub const THUNKS: &[Thunk] = &[
     queues::DESTROY_HW_QUEUE,
     memory::DESTROY_PAGING_QUEUE,
     sync::DESTROY_SYNCHRONIZATION_OBJECT,
-    unread("D3DKMTEnumAdapters2"),
-    unread("D3DKMTEscape"),
-    unread("D3DKMTEvict"),
+    devices::ENUM_ADAPTERS2,
+    devices::ESCAPE,
+    memory::EVICT,
     memory::FREE_GPU_VIRTUAL_ADDRESS,
     memory::INVALIDATE_CACHE,
-    unread("D3DKMTIsFeatureEnabled"),
+    devices::IS_FEATURE_ENABLED,
     memory::LOCK2,
     memory::MAKE_RESIDENT,
     memory::MAP_GPU_VIRTUAL_ADDRESS,
