@@ -2,15 +2,17 @@
 //! what 24H2 does with it, as read in the decompiled 24H2 dxgkrnl ("K",
 //! docs/windows-bringup.md §13):
 //!
-//! - **source**: the 24H2 function and its address, or `None` for a thunk not yet read;
+//! - **source**: the 24H2 functions it enters, with their addresses;
 //! - **checks**: each refusal, in the order 24H2 makes them, with its status;
 //! - **written back**: the fields of the caller's structure 24H2 writes on success;
 //! - **pending**: whether 24H2 may answer STATUS_PENDING;
 //! - **entry**: the simulated kernel's entry for it (`crate::kmt::…`), when it has one of its own;
 //! - **gaps**: what the simulation still answers otherwise (empty: nothing known).
 //!
-//! A new row goes in [`THUNKS`], in alphabetical order; `tests/pe_umd.rs` fails when the DLL
-//! imports a thunk without a row.
+//! A new row is a constant in the file of its area (devices, memory, queues, sync), named in
+//! [`THUNKS`] in alphabetical order, and read before any caller uses the thunk (a unit test
+//! fails on a row without a source); `tests/pe_umd_thunks.rs` fails when the DLL imports a
+//! thunk without a row.
 
 mod devices;
 mod memory;
@@ -94,19 +96,6 @@ const fn src(function: &'static str, address: u64) -> Source {
     Source { function, address }
 }
 
-/// A thunk not yet read against 24H2.
-const fn unread(name: &'static str) -> Thunk {
-    Thunk {
-        name,
-        source: None,
-        checks: &[],
-        written_back: &[],
-        pending: Pending::Unknown,
-        entry: None,
-        gaps: "not yet read against 24H2",
-    }
-}
-
 /// Every thunk with a row, in alphabetical order.
 pub const THUNKS: &[Thunk] = &[
     devices::CLOSE_ADAPTER,
@@ -160,17 +149,18 @@ pub fn row(name: &str) -> Option<&'static Thunk> {
 mod tests {
     use super::*;
 
-    /// Rows are sorted and unique; a row with checks cites its 24H2 source.
+    /// Rows are sorted and unique, and every row is read: it cites its 24H2 source and says
+    /// whether 24H2 answers STATUS_PENDING (a thunk is read before the UMD, the DLL or the
+    /// harness calls it).
     #[test]
-    fn rows_are_sorted_unique_and_cite_a_source() {
+    fn rows_are_sorted_unique_and_read() {
         for w in THUNKS.windows(2) {
             assert!(w[0].name < w[1].name, "{} before {}", w[0].name, w[1].name);
         }
         for t in THUNKS {
             assert!(t.name.starts_with("D3DKMT"), "{}", t.name);
-            if !t.checks.is_empty() {
-                assert!(t.source.is_some_and(|s| !s.is_empty()), "{}", t.name);
-            }
+            assert!(t.source.is_some_and(|s| !s.is_empty()), "{}", t.name);
+            assert!(t.pending != Pending::Unknown, "{}", t.name);
         }
     }
 }
