@@ -40,8 +40,7 @@ DEVICE = re.compile(
 OS = re.compile(
     r"^rvgpu_simos::dxgkrnl::callbacks::"
     r"|^<rvgpu_simos::kmt::SimKmt as rvgpu_umd::kmt::Kmt>::"
-    r"|^rvgpu_simos::kmt::SimKmt::"
-    r"|^rvgpu_simos::kmt::charge_thunk_cost$"
+    r"|^(<)?rvgpu_simos::kmt::"
 )
 PLATFORM = re.compile(r"SimKernel as rvgpu_kmd::platform::Platform>::")
 SIMOS = re.compile(r"^(<)?rvgpu_simos::")
