@@ -226,8 +226,6 @@ pub fn dxgk_signal_synchronization_object_from_cpu(
 /// A CPU wait 24H2 accepted: each object with the value it waits for, and whether one
 /// reaching its value is enough (`WaitAny`).
 pub struct CpuWait {
-    /// The handles, as the caller passed them.
-    pub handles: Vec<KmtHandle>,
     /// The objects with their values.
     pub objects: Vec<(SyncObject, u64)>,
     /// `WaitAny`.
@@ -269,7 +267,6 @@ pub fn dxgk_wait_for_synchronization_object_from_cpu_internal(
     }
     let objects = objects_of(caller, device.device, &handles, NO_WAIT)?;
     Ok(CpuWait {
-        handles,
         objects: objects.into_iter().zip(values).collect(),
         any: a.flags & WAIT_ANY != 0,
     })
