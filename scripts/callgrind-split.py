@@ -39,7 +39,6 @@ DEVICE = re.compile(
 )
 OS = re.compile(
     r"^rvgpu_simos::dxgkrnl::callbacks::"
-    r"|^<rvgpu_simos::kmt::SimKmt as rvgpu_umd::kmt::Kmt>::"
     r"|^(<)?rvgpu_simos::kmt::"
 )
 PLATFORM = re.compile(r"SimKernel as rvgpu_kmd::platform::Platform>::")
