@@ -99,17 +99,40 @@ fn run_dir(package: &Path) -> PathBuf {
     dir
 }
 
-/// Runs `rvgpu-whlk.exe args` under Wine in `dir`: (success, stdout, stderr).
-fn whlk(wine: &Path, dir: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(wine)
-        .arg("rvgpu-whlk.exe")
-        .args(args)
-        .current_dir(dir)
-        // A prefix of the test's own, made on first use; Wine's own messages off; no
-        // Mono or Gecko install prompt for a console program.
+/// `wine program args` with the test's own prefix; Wine's own messages off; no Mono or Gecko
+/// install prompt for a console program.
+fn wine_command(wine: &Path, program: &str) -> Command {
+    let mut command = Command::new(wine);
+    command
+        .arg(program)
         .env("WINEPREFIX", tmp("wine-prefix"))
         .env("WINEDEBUG", "-all")
-        .env("WINEDLLOVERRIDES", "mscoree,mshtml=")
+        .env("WINEDLLOVERRIDES", "mscoree,mshtml=");
+    command
+}
+
+/// Makes the test's prefix before any test runs Wine in it. Debian's Wine names the
+/// wineserver's directory in the prefix (a `mkdtemp` under /tmp, written to the prefix's
+/// `wineserver` file) when it first makes the prefix: two processes starting on a fresh prefix
+/// at once each make a directory, and the one whose name loses finds no server there
+/// ("chdir to /tmp/wine-XXXXXX/server-…: No such file or directory"). One `wineboot --init`
+/// first makes the prefix and its one name; every later process reads that name.
+fn make_prefix(wine: &Path) {
+    setup::succeeded(
+        wine_command(wine, "wineboot").arg("--init"),
+        "making the Wine prefix",
+    );
+    assert!(
+        tmp("wine-prefix").join("wineserver").exists(),
+        "Wine made its prefix without naming its server directory in it"
+    );
+}
+
+/// Runs `rvgpu-whlk.exe args` under Wine in `dir`: (success, stdout, stderr).
+fn whlk(wine: &Path, dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = wine_command(wine, "rvgpu-whlk.exe")
+        .args(args)
+        .current_dir(dir)
         .output()
         .expect("running Wine");
     (
@@ -125,6 +148,7 @@ fn setup() -> Option<(PathBuf, PathBuf)> {
     static ONCE: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
     ONCE.get_or_init(|| {
         let wine = wine()?;
+        make_prefix(&wine);
         Some((wine, run_dir(&package())))
     })
     .clone()
