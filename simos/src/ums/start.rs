@@ -34,7 +34,17 @@ pub(crate) fn query_node_metadata(
         // the entry (into the next node, or past the array) is seen.
         const GUARD: usize = 16;
         let stride = std::mem::size_of::<DXGK_NODEMETADATA>();
-        let mut array = vec![0xCDu8; stride * nodes as usize + GUARD];
+        // The node count is the driver's caps: sized and indexed with checks, so a count the
+        // start rules have not yet refused is an error, not an overflow.
+        let len = stride
+            .checked_mul(nodes as usize)
+            .and_then(|n| n.checked_add(GUARD))
+            .ok_or(SimError::Internal("node array size overflows"))?;
+        let mut array = Vec::new();
+        array
+            .try_reserve_exact(len)
+            .map_err(|_| SimError::OutOfMemory("the OS's node-metadata array"))?;
+        array.resize(len, 0xCDu8);
         for node in 0..nodes {
             let at = stride * node as usize;
             let entry = array
@@ -47,7 +57,10 @@ pub(crate) fn query_node_metadata(
                 unsafe { get(ctx, node, entry) }
             })?;
             bringup::triage_status(a, get.routine(), status);
-            if array[at + stride..].iter().any(|b| *b != 0xCD) {
+            let after = array
+                .get(at + stride..)
+                .ok_or(SimError::Internal("node array shorter than the nodes"))?;
+            if after.iter().any(|b| *b != 0xCD) {
                 return Err(ddi::sim_err(
                     a,
                     format!(

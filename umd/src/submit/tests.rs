@@ -127,6 +127,9 @@ struct World {
     /// Popped at each connect (default: success).
     connect_script: VecDeque<Result<(), NtStatus>>,
     fail_notify: bool,
+    /// The KMD disconnects the doorbell (DISCONNECTED_RETRY) just before the next notify
+    /// reaches it, which 24H2 then refuses.
+    disconnect_before_notify: bool,
     fail_create_doorbell: bool,
     /// Kernel-mode submissions fail (device lost).
     fail_km_submit: bool,
@@ -317,6 +320,7 @@ impl Mock {
             status_script: VecDeque::new(),
             connect_script: VecDeque::new(),
             fail_notify: false,
+            disconnect_before_notify: false,
             fail_create_doorbell: false,
             fail_km_submit: false,
             km_ring_slots: None,
@@ -658,6 +662,11 @@ impl Kmt for Mock {
         w.log.push(Ev::Notify(doorbell));
         if w.fail_notify {
             return Err(STATUS_DEVICE_REMOVED);
+        }
+        if std::mem::take(&mut w.disconnect_before_notify) {
+            w.status = DoorbellStatus::DisconnectedRetry;
+            w.connected = false;
+            return Err(STATUS_INVALID_PARAMETER);
         }
         if w.connected {
             w.kick();

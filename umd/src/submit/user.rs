@@ -525,7 +525,19 @@ impl<K: Kmt> UserQueue<K> {
             match status {
                 DoorbellStatus::Connected => break true,
                 DoorbellStatus::ConnectedNotify => {
-                    break self.kmt.notify_work_submission(db.handle).is_ok()
+                    if self.kmt.notify_work_submission(db.handle).is_ok() {
+                        break true;
+                    }
+                    // 24H2 refuses the notify when the status no longer reads
+                    // CONNECTED_NOTIFY_KMD (K:DxgkNotifyWorkSubmissionInternal @0x1401D98CC):
+                    // the KMD disconnected the doorbell after our read. The status it left
+                    // says what to do; only a notify refused on an unchanged status is lost.
+                    let now = db.cpu.status();
+                    if now == DoorbellStatus::ConnectedNotify || retries >= MAX_RETRIES {
+                        break false;
+                    }
+                    retries = retries.saturating_add(1);
+                    status = now;
                 }
                 DoorbellStatus::DisconnectedRetry => {
                     if retries >= MAX_RETRIES || self.kmt.connect_doorbell(db.handle).is_err() {

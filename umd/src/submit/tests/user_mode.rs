@@ -241,6 +241,41 @@ fn um_19_notify_failure_falls_back() {
     one_fill_on_the_kernel_path(&m, &mut q);
 }
 
+/// UM-19: a notify refused because the KMD disconnected the doorbell after the status read
+/// follows the status it left (reconnect, ring again) and stays on the user-mode path.
+#[test]
+fn um_19_notify_refused_after_a_disconnect_reconnects_and_stays_user_mode() {
+    let m = Mock::new();
+    m.w().connect_status = DoorbellStatus::ConnectedNotify;
+    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    let db = m.0.borrow().doorbell.unwrap();
+    m.w().disconnect_before_notify = true;
+    m.clear_log();
+    let v = q.submit(&[fill(1)]).unwrap();
+    assert_eq!(q.path(), SubmissionPath::UserMode);
+    let tail: Vec<Ev> = m
+        .log()
+        .into_iter()
+        .skip_while(|e| !matches!(e, Ev::Doorbell(_)))
+        .collect();
+    assert_eq!(
+        tail,
+        vec![
+            Ev::Doorbell(48),
+            Ev::Status(DoorbellStatus::ConnectedNotify),
+            Ev::Notify(db),
+            Ev::Status(DoorbellStatus::DisconnectedRetry),
+            Ev::Connect(db),
+            Ev::Doorbell(48),
+            Ev::Status(DoorbellStatus::ConnectedNotify),
+            Ev::Notify(db),
+        ]
+    );
+    q.wait(v).unwrap();
+    assert_eq!(fills(&m), vec![(true, 1)]);
+    m.check();
+}
+
 /// UM-19: the abort comes after the CMP consumed part of the ring: only the unconsumed packets
 /// are resubmitted (a batch cut in the middle continues where the CMP stopped), and progress
 /// values stay one sequence.
