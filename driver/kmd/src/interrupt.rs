@@ -216,6 +216,10 @@ impl EventRing {
     /// Runs the ISR protocol: returns `None` if the interrupt is not ours (no cause pending,
     /// or the device is gone and reads all-ones), otherwise calls `on_event` for each record
     /// and returns what it saw.
+    // The ISR's one call site: kept inline so the per-event closure and the ring's registers
+    // stay in one body (outlined, it cost ~80 instructions per interrupt in the simulated
+    // OS's instantiation).
+    #[inline(always)]
     pub fn service<P: Platform>(
         &mut self,
         regs: &Regs<P>,
