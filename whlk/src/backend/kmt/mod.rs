@@ -42,6 +42,7 @@ mod dll_usermode;
 mod fences;
 mod gpuva;
 pub mod sim;
+mod stream;
 pub mod sync;
 mod usage;
 #[cfg(windows)]
@@ -62,7 +63,8 @@ use super::lanes::{self, churn_lane};
 use super::{
     nth, nth_mut, AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport,
     DoorbellStatus, Failure, Fences, NewQueue, ProcessEnd, ProcessRef, Session, SessionConfig,
-    StartedAdapter, UmQueueInfo, UmQueueRef, Until, UserModeSubmission, WaitResult, Work,
+    StartedAdapter, StreamLane, StreamReport, Tdr, TdrTimeouts, UmQueueInfo, UmQueueRef, Until,
+    UserModeSubmission, WaitResult, Work,
 };
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
@@ -116,6 +118,12 @@ pub trait KmtMachine: Send {
     /// handle in `to`'s table, which `to` closes.
     fn duplicate_nt_handle(&self, from: usize, nt: u64, to: usize) -> Result<u64, Failure>;
 
+    /// Makes sure timeout detection and recovery is on for adapter `i`, as the machine's OS
+    /// has it: a program cannot choose the timeouts (Windows reads `TdrDelay` and the other
+    /// `GraphicsDrivers` keys at boot), so `t` is the case's wish, which a platform may not
+    /// honour.
+    fn enable_tdr(&self, i: usize, t: TdrTimeouts) -> Result<(), Failure>;
+
     /// A failure the platform saw (the simulated machine's halt), to report instead of a
     /// thunk status.
     fn fault(&self) -> Option<Failure> {
@@ -149,6 +157,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             Capability::AllocationUsage,
             Capability::GpuVaPlacement,
             Capability::KernelModeTesting,
+            Capability::Tdr,
         ]);
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
@@ -159,6 +168,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
                 .without(Capability::Fences)
                 .without(Capability::MonitoredFences)
                 .without(Capability::AllocationUsage)
+                .without(Capability::Tdr)
         }
     }
 
@@ -407,6 +417,48 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         as_gpu_va: super::GpuVaPlacement,
         as_kmtest: super::testing::KernelModeTesting,
         as_ums / as_ums_ref: UserModeSubmission,
+        as_tdr / as_tdr_ref: Tdr,
+    }
+}
+
+/// Timeout detection and recovery as a program sees it: the machine's own TDR, and lanes of
+/// submissions through a recovery ([`stream`]).
+impl<K: KmtSync + Send + Sync + 'static> Tdr for KmtSession<K> {
+    fn enable_tdr(&mut self, i: usize, t: TdrTimeouts) -> Result<(), Failure> {
+        self.started(i)?;
+        self.machine.enable_tdr(i, t)
+    }
+
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for (k, lane) in lanes.iter().enumerate() {
+            if lanes[..k].iter().any(|l| l.queue == lane.queue) {
+                return Err(Failure::Backend(format!(
+                    "stream: queue {} is in two lanes",
+                    lane.queue.0
+                )));
+            }
+            self.live_queue(lane.queue)?;
+            let cmds = lane
+                .batches
+                .iter()
+                .map(|w| self.encode(w))
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push(cmds);
+        }
+        let mut taken: Vec<KQueue<K>> = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            let q = nth_mut(&mut self.queues, lane.queue.0, "queue")?.q.take();
+            taken.extend(q);
+        }
+        let reports = stream::interleave(lanes, &jobs, &mut taken);
+        for (lane, q) in lanes.iter().zip(taken) {
+            if let Some(k) = self.queues.get_mut(lane.queue.0) {
+                k.q = Some(q);
+            }
+        }
+        self.check_fault()?;
+        Ok(reports)
     }
 }
 

@@ -5,6 +5,7 @@
 //! tested here case by case.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rvgpu_simos::{Machine, MachineConfig, Mode, UmsProcess};
 
@@ -12,7 +13,11 @@ use super::{KmtMachine, KmtPlatform};
 use crate::backend::nth;
 use crate::backend::sim::kmt::SessKmt;
 use crate::backend::sim::{failure, load_driver_as, machine_config};
-use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig};
+use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig, TdrTimeouts};
+
+/// Windows' default `TdrDelay`: 2 seconds (*TDR registry keys*,
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/tdr-registry-keys>).
+const TDR_DELAY: Duration = Duration::from_secs(2);
 
 /// A machine as PnP leaves a Windows test machine for `config`: the driver loaded and every
 /// adapter started, threaded (a real machine runs its GPU, interrupts and DPCs on their own).
@@ -130,6 +135,18 @@ impl KmtMachine for SimMachine {
         self.m
             .duplicate_handle(pid(from)?, nt, pid(to)?)
             .map_err(failure)
+    }
+
+    /// The simulated OS's TDR with the timeout a Windows program gets: `TdrDelay`'s default
+    /// (2 s, the *TDR registry keys* page), which no D3DKMT call changes; a HANG is still
+    /// found at once, by the device's own report.
+    fn enable_tdr(&self, i: usize, t: TdrTimeouts) -> Result<(), Failure> {
+        let windows = TdrTimeouts {
+            timeout: TDR_DELAY,
+            preempt_timeout: t.preempt_timeout.max(Duration::from_millis(50)),
+            ..t
+        };
+        crate::backend::sim::tdr::enable_tdr_on(&self.m, i, windows)
     }
 
     fn fault(&self) -> Option<Failure> {

@@ -194,6 +194,13 @@ impl KmtMachine for WinMachine {
         }
         Ok(dup as usize as u64)
     }
+
+    /// Timeout detection and recovery is the machine's: on unless `TdrLevel` is 0, with
+    /// `TdrDelay` and the other keys the runbook sets (docs/test-machine.md §7), read at boot.
+    /// A program cannot change them, so the case's timeouts are not honoured.
+    fn enable_tdr(&self, i: usize, _t: crate::backend::TdrTimeouts) -> Result<(), Failure> {
+        nth(&self.adapters, i, "adapter").map(|_| ())
+    }
 }
 
 /// A monitored fence's CPU mapping, shareable with the session's event threads.
