@@ -12,7 +12,9 @@
 //!
 //! A child that is killed (`TerminateProcess`, [`Child::kill`]) sends nothing more.
 //!
-//! What a child does is its *role* ([`ROLES`]). The Windows backend reaches its other processes
+//! What a child does is its *role* ([`ROLES`]). In the `process` role it is one of a case's
+//! processes ([`start_process`]): after `go` it answers `ready` once it has a D3DKMT device of
+//! its own, then serves the requests of `crate::backend::kmt::remote` line by line. The Windows backend reaches its other processes
 //! only through [`Child`]; `rvgpu-whlk child-check` runs [`check`], which needs no GPU, and the
 //! test command runs it under Wine (tests/wine.rs).
 //!
@@ -27,8 +29,9 @@ use std::os::windows::io::AsRawHandle;
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use rvgpu_umd::kmt_windows::WinKmt;
 use windows_sys::Win32::Foundation::{
-    CloseHandle, DuplicateHandle, DUPLICATE_SAME_ACCESS, HANDLE, INVALID_HANDLE_VALUE,
+    CloseHandle, DuplicateHandle, DUPLICATE_SAME_ACCESS, HANDLE, INVALID_HANDLE_VALUE, LUID,
     WAIT_OBJECT_0,
 };
 use windows_sys::Win32::System::Memory::{
@@ -168,6 +171,33 @@ impl Child {
         self.send("go")
     }
 
+    /// The child's next line (without its end).
+    pub fn line(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        let n = self
+            .from
+            .read_line(&mut line)
+            .map_err(|e| format!("reading the child: {e}"))?;
+        if n == 0 {
+            return Err("the child ended".into());
+        }
+        Ok(line.trim_end().to_owned())
+    }
+
+    /// One request line to a child that serves requests, and its answer.
+    pub fn call(&mut self, line: &str) -> Result<String, String> {
+        self.send(line)?;
+        self.line()
+    }
+
+    /// Closes the child's input and waits for it to exit; its exit status.
+    pub fn finish(mut self) -> Result<std::process::ExitStatus, String> {
+        drop(self.to.take());
+        self.process
+            .wait()
+            .map_err(|e| format!("waiting for the child: {e}"))
+    }
+
     /// Ends the child as Task Manager does (`TerminateProcess`): no clean-up of its own runs.
     /// Its exit status (never a success).
     pub fn kill(mut self) -> Result<std::process::ExitStatus, String> {
@@ -205,7 +235,63 @@ pub type Role = fn(&Given) -> Result<String, String>;
 pub const ROLES: &[(&str, Role)] = &[
     ("write-section-signal-event", write_section_signal_event),
     ("wait-event", wait_event),
+    ("process", process),
 ];
+
+/// Starts a child in the `process` role on the adapter with LUID (`high`, `low`): once it says
+/// `ready` it has its own D3DKMT device there and serves the requests of
+/// `crate::backend::kmt::remote`. A child that could not open the device reports why.
+pub fn start_process(high: i32, low: u32) -> Result<Child, String> {
+    let mut child = Child::spawn("process")?;
+    child.send(&format!("adapter {high:x} {low:x}"))?;
+    child.start()?;
+    let first = child.line()?;
+    if first == "ready" {
+        return Ok(child);
+    }
+    let why = first
+        .strip_prefix("result err ")
+        .unwrap_or(&first)
+        .to_owned();
+    let _ = child.finish();
+    Err(format!("the child process {why}"))
+}
+
+/// A role: a case's other process. Opens a D3DKMT device of its own on the adapter the
+/// parent names (`adapter HIGH LOW`, the LUID), says `ready`, and serves the parent's requests
+/// until `exit` or the end of its input.
+fn process(given: &Given) -> Result<String, String> {
+    let luid = given
+        .lines
+        .iter()
+        .find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                ["adapter", high, low] => Some((
+                    u32::from_str_radix(high, 16).ok()? as i32,
+                    u32::from_str_radix(low, 16).ok()?,
+                )),
+                _ => None,
+            }
+        })
+        .ok_or("was given no `adapter HIGH LOW` line")?;
+    let kmt = WinKmt::open(LUID {
+        LowPart: luid.1,
+        HighPart: luid.0,
+    })
+    .map_err(|s| {
+        format!(
+            "could not open a D3DKMT device on adapter {:x}:{:x}: status {:#x}",
+            luid.0, luid.1, s.0 as u32
+        )
+    })?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing to the parent: {e}"))?;
+    crate::backend::kmt::remote::serve(std::sync::Arc::new(kmt), std::io::stdin().lock(), out);
+    Ok("served".into())
+}
 
 /// The child's side: reads what the parent gives until `go`, plays `role`, writes the result
 /// line. The process's exit code: 0 when the role succeeded.
@@ -352,9 +438,10 @@ pub fn check() -> Result<String, String> {
         ));
     }
     let killed = killed_while_waiting()?;
+    let device = process_without_adapter()?;
     Ok(format!(
         "child process {pid} ({reported}) received an event and a section by DuplicateHandle, \
-         wrote the section, set the event, reported over its pipe; {killed}"
+         wrote the section, set the event, reported over its pipe; {killed}; {device}"
     ))
 }
 
@@ -386,6 +473,22 @@ fn killed_while_waiting() -> Result<String, String> {
     Ok(format!(
         "child process {pid}, killed while it waited on our event, ended ({status})"
     ))
+}
+
+/// A case's other process started on an adapter no machine has (LUID 0): the child starts in
+/// its role, takes the adapter it was given, and reports that it has no device there rather
+/// than serving.
+fn process_without_adapter() -> Result<String, String> {
+    match start_process(0, 0) {
+        Ok(child) => {
+            let _ = child.kill();
+            Err("a child process opened a device on adapter LUID 0".into())
+        }
+        Err(e) if e.contains("could not open a D3DKMT device on adapter 0:0") => Ok(format!(
+            "a case's process started on an adapter this machine lacks reported: {e}"
+        )),
+        Err(e) => Err(format!("a case's process without an adapter: {e}")),
+    }
 }
 
 fn unmap(view: MEMORY_MAPPED_VIEW_ADDRESS) {

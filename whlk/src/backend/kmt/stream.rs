@@ -13,8 +13,120 @@ use std::time::{Duration, Instant};
 use rvgpu_hw::cmd::Command;
 use rvgpu_umd::kmt::Kmt;
 
+use super::remote::RemoteProcess;
+use super::{KQueue, KmtSession, KmtSync};
 use crate::backend::umd_queue::UmdQueue;
-use crate::backend::{DoorbellStatus, StreamLane, StreamReport};
+use crate::backend::{DoorbellStatus, Failure, StreamLane, StreamReport, Tdr, TdrTimeouts};
+
+/// Timeout detection and recovery as a program sees it: the machine's own TDR, and lanes of
+/// submissions through a recovery, on queues of this program and of other processes.
+impl<K: KmtSync + Send + Sync + 'static> Tdr for KmtSession<K> {
+    fn enable_tdr(&mut self, i: usize, t: TdrTimeouts) -> Result<(), Failure> {
+        self.started(i)?;
+        self.machine.enable_tdr(i, t)
+    }
+
+    fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
+        let mut jobs = Vec::with_capacity(lanes.len());
+        for (k, lane) in lanes.iter().enumerate() {
+            if lanes[..k].iter().any(|l| l.queue == lane.queue) {
+                return Err(Failure::Backend(format!(
+                    "stream: queue {} is in two lanes",
+                    lane.queue.0
+                )));
+            }
+            if self.remote_queue(lane.queue)?.is_none() {
+                self.live_queue(lane.queue)?;
+            }
+            let cmds = lane
+                .batches
+                .iter()
+                .map(|w| self.encode(w))
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push(cmds);
+        }
+        let mut taken: Vec<Option<KQueue<K>>> = lanes
+            .iter()
+            .map(|l| self.queues.get_mut(l.queue.0).and_then(|k| k.q.take()))
+            .collect();
+        let mut remote: Vec<Option<RemoteLane<'_>>> = Vec::with_capacity(lanes.len());
+        for l in lanes {
+            let r = self.remote_queue(l.queue).ok().flatten();
+            remote.push(r.map(|process| RemoteLane {
+                process,
+                id: l.queue.0,
+            }));
+        }
+        let mut queues: Vec<&mut dyn LaneQueue> = Vec::with_capacity(lanes.len());
+        for (t, r) in taken.iter_mut().zip(remote.iter_mut()) {
+            match (t, r) {
+                (Some(q), _) => queues.push(q),
+                (None, Some(r)) => queues.push(r),
+                (None, None) => {}
+            }
+        }
+        let reports = (queues.len() == lanes.len()).then(|| interleave(lanes, &jobs, &mut queues));
+        drop(queues);
+        drop(remote);
+        for (lane, q) in lanes.iter().zip(taken) {
+            if let (Some(k), Some(q)) = (self.queues.get_mut(lane.queue.0), q) {
+                k.q = Some(q);
+            }
+        }
+        self.check_fault()?;
+        reports.ok_or_else(|| Failure::Backend("stream: a lane's queue was lost".into()))
+    }
+}
+
+/// What a lane does with its queue.
+trait LaneQueue {
+    fn submit(&mut self, cmds: &[Command]) -> Result<u64, String>;
+    /// (last submitted, completed).
+    fn progress(&self) -> Result<(u64, u64), String>;
+    fn doorbell(&self) -> Option<DoorbellStatus>;
+    fn wait(&self, value: u64) -> Result<(), String>;
+}
+
+impl<K: Kmt> LaneQueue for UmdQueue<K> {
+    fn submit(&mut self, cmds: &[Command]) -> Result<u64, String> {
+        UmdQueue::submit(self, cmds).map_err(|e| format!("UMD: {e:?}"))
+    }
+    fn progress(&self) -> Result<(u64, u64), String> {
+        Ok(UmdQueue::progress(self))
+    }
+    fn doorbell(&self) -> Option<DoorbellStatus> {
+        self.doorbell_status()
+    }
+    fn wait(&self, value: u64) -> Result<(), String> {
+        UmdQueue::wait(self, value).map_err(|e| format!("UMD: {e:?}"))
+    }
+}
+
+/// A queue of another process.
+struct RemoteLane<'a> {
+    process: &'a RemoteProcess,
+    id: usize,
+}
+
+impl LaneQueue for RemoteLane<'_> {
+    fn submit(&mut self, cmds: &[Command]) -> Result<u64, String> {
+        self.process
+            .submit(self.id, cmds)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn progress(&self) -> Result<(u64, u64), String> {
+        let i = self.process.info(self.id).map_err(|e| format!("{e:?}"))?;
+        Ok((i.last_submitted, i.completed))
+    }
+    fn doorbell(&self) -> Option<DoorbellStatus> {
+        self.process.doorbell(self.id).ok().flatten()
+    }
+    fn wait(&self, value: u64) -> Result<(), String> {
+        self.process
+            .wait(self.id, value)
+            .map_err(|e| format!("{e:?}"))
+    }
+}
 
 /// How long a lane may wait for room (`max_in_flight`) before it reports its queue stalled.
 const STALL: Duration = Duration::from_secs(20);
@@ -32,10 +144,10 @@ struct Lane {
 /// Runs `lanes` (their encoded batches in `cmds`, their queues in `queues`, in lane order):
 /// each round gives every lane that has started and has room one submission; then the lanes
 /// that wait, wait for their last batch.
-pub(super) fn interleave<K: Kmt>(
+fn interleave(
     lanes: &[StreamLane],
     cmds: &[Vec<Vec<Command>>],
-    queues: &mut [UmdQueue<K>],
+    queues: &mut [&mut dyn LaneQueue],
 ) -> Vec<StreamReport> {
     let t0 = Instant::now();
     let mut state: Vec<Lane> = lanes
@@ -56,7 +168,7 @@ pub(super) fn interleave<K: Kmt>(
     while state.iter().any(|l| !l.done) {
         recovered |= queues
             .iter()
-            .any(|q| q.doorbell_status() == Some(DoorbellStatus::DisconnectedAbort));
+            .any(|q| q.doorbell() == Some(DoorbellStatus::DisconnectedAbort));
         let mut progressed = false;
         for (((lane, batches), q), st) in lanes
             .iter()
@@ -67,7 +179,7 @@ pub(super) fn interleave<K: Kmt>(
             if st.done || t0.elapsed() < lane.start_after {
                 continue;
             }
-            progressed |= step(lane, batches, q, st, recovered);
+            progressed |= step(lane, batches, &mut **q, st, recovered);
         }
         if !progressed {
             std::thread::sleep(Duration::from_micros(50));
@@ -77,7 +189,7 @@ pub(super) fn interleave<K: Kmt>(
         let last = st.report.last_value;
         if lane.wait && last > 0 && st.report.error.is_none() {
             if let Err(e) = q.wait(last) {
-                st.report.error = Some(format!("waiting for {last}: UMD: {e:?}"));
+                st.report.error = Some(format!("waiting for {last}: {e}"));
             }
         }
     }
@@ -85,10 +197,10 @@ pub(super) fn interleave<K: Kmt>(
 }
 
 /// One lane's turn: at most one submission. Whether it submitted.
-fn step<K: Kmt>(
+fn step(
     lane: &StreamLane,
     batches: &[Vec<Command>],
-    q: &mut UmdQueue<K>,
+    q: &mut dyn LaneQueue,
     st: &mut Lane,
     recovered: bool,
 ) -> bool {
@@ -107,7 +219,14 @@ fn step<K: Kmt>(
         return false;
     };
     if lane.max_in_flight > 0 {
-        let (last, completed) = q.progress();
+        let (last, completed) = match q.progress() {
+            Ok(p) => p,
+            Err(e) => {
+                rep.error = Some(format!("batch {}: {e}", rep.submitted));
+                st.done = true;
+                return false;
+            }
+        };
         if last.saturating_sub(completed) >= lane.max_in_flight {
             let since = *st.blocked_since.get_or_insert_with(Instant::now);
             if since.elapsed() > STALL {
@@ -131,7 +250,7 @@ fn step<K: Kmt>(
             true
         }
         Err(e) => {
-            rep.error = Some(format!("batch {}: UMD: {e:?}", rep.submitted));
+            rep.error = Some(format!("batch {}: {e}", rep.submitted));
             st.done = true;
             false
         }

@@ -31,6 +31,7 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTEscape, D3DDDI_ESCAPEFLAGS, D3DKMT_ESCAPE, D3DKMT_ESCAPE_DRIVERPRIVATE,
 };
 
+use super::remote::Pipe;
 use super::{FenceWait, KmtMachine, KmtPlatform, KmtSync, MonitoredSync};
 use crate::backend::testing::TestThunks;
 use crate::backend::{nth, nth_mut};
@@ -160,6 +161,17 @@ impl KmtMachine for WinMachine {
         Ok(k)
     }
 
+    /// A child `rvgpu-whlk` with a D3DKMT device of its own on the adapter (`crate::child`,
+    /// role `process`): another address space and handle table, as another application.
+    fn open_remote(&mut self, i: usize) -> Result<Option<Box<dyn Pipe>>, Failure> {
+        let a = nth(&self.adapters, i, "adapter")?;
+        let child = crate::child::start_process(a.luid.HighPart, a.luid.LowPart)
+            .map_err(Failure::Backend)?;
+        // The child stands at this index among the processes; it has no device here.
+        self.devices.push(None);
+        Ok(Some(Box::new(ChildPipe(Some(child)))))
+    }
+
     /// A device of this process, not another process: both ends destroy the device (which
     /// destroys what is left on it, as process exit does).
     fn close_device(&mut self, p: usize, _how: ProcessEnd) -> Result<(), Failure> {
@@ -200,6 +212,46 @@ impl KmtMachine for WinMachine {
     /// A program cannot change them, so the case's timeouts are not honoured.
     fn enable_tdr(&self, i: usize, _t: crate::backend::TdrTimeouts) -> Result<(), Failure> {
         nth(&self.adapters, i, "adapter").map(|_| ())
+    }
+}
+
+/// The pipe to a child process of the harness.
+struct ChildPipe(Option<crate::child::Child>);
+
+impl ChildPipe {
+    fn child(&mut self) -> Result<&mut crate::child::Child, Failure> {
+        self.0
+            .as_mut()
+            .ok_or_else(|| Failure::Backend("the child process has ended".into()))
+    }
+}
+
+impl Pipe for ChildPipe {
+    fn call(&mut self, line: &str) -> Result<String, Failure> {
+        self.child()?.call(line).map_err(Failure::Backend)
+    }
+
+    /// A normal end: the child has closed its queues (`exit`) and exits; its device goes with
+    /// it. An abnormal one: `TerminateProcess`, the OS destroys what it held.
+    fn end(&mut self, how: ProcessEnd) -> Result<(), Failure> {
+        let child = self
+            .0
+            .take()
+            .ok_or_else(|| Failure::Backend("the child process has ended".into()))?;
+        let r = match how {
+            ProcessEnd::Normal => child.finish(),
+            ProcessEnd::Abnormal => child.kill(),
+        };
+        r.map(drop).map_err(Failure::Backend)
+    }
+}
+
+impl Drop for ChildPipe {
+    /// A case that left its process running: the process is killed with the session.
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            let _ = c.kill();
+        }
     }
 }
 
