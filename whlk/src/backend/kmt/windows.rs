@@ -169,7 +169,7 @@ impl KmtMachine for WinMachine {
             .map_err(Failure::Backend)?;
         // The child stands at this index among the processes; it has no device here.
         self.devices.push(None);
-        Ok(Some(Box::new(ChildPipe(Some(child)))))
+        Ok(Some(Box::new(crate::child::ChildPipe::new(child))))
     }
 
     /// A device of this process, not another process: both ends destroy the device (which
@@ -212,46 +212,6 @@ impl KmtMachine for WinMachine {
     /// A program cannot change them, so the case's timeouts are not honoured.
     fn enable_tdr(&self, i: usize, _t: crate::backend::TdrTimeouts) -> Result<(), Failure> {
         nth(&self.adapters, i, "adapter").map(|_| ())
-    }
-}
-
-/// The pipe to a child process of the harness.
-struct ChildPipe(Option<crate::child::Child>);
-
-impl ChildPipe {
-    fn child(&mut self) -> Result<&mut crate::child::Child, Failure> {
-        self.0
-            .as_mut()
-            .ok_or_else(|| Failure::Backend("the child process has ended".into()))
-    }
-}
-
-impl Pipe for ChildPipe {
-    fn call(&mut self, line: &str) -> Result<String, Failure> {
-        self.child()?.call(line).map_err(Failure::Backend)
-    }
-
-    /// A normal end: the child has closed its queues (`exit`) and exits; its device goes with
-    /// it. An abnormal one: `TerminateProcess`, the OS destroys what it held.
-    fn end(&mut self, how: ProcessEnd) -> Result<(), Failure> {
-        let child = self
-            .0
-            .take()
-            .ok_or_else(|| Failure::Backend("the child process has ended".into()))?;
-        let r = match how {
-            ProcessEnd::Normal => child.finish(),
-            ProcessEnd::Abnormal => child.kill(),
-        };
-        r.map(drop).map_err(Failure::Backend)
-    }
-}
-
-impl Drop for ChildPipe {
-    /// A case that left its process running: the process is killed with the session.
-    fn drop(&mut self) {
-        if let Some(c) = self.0.take() {
-            let _ = c.kill();
-        }
     }
 }
 
