@@ -72,7 +72,7 @@ fn test_machine_page_lists_exactly_the_cases_a_d3dkmt_program_runs() {
         "Everything else is skipped",
     );
     let unlisted: Vec<_> = passed.difference(&listed).collect();
-    let not_run: Vec<_> = listed.difference(&passed).collect();
+    let not_run: Vec<_> = listed.difference(passed).collect();
     assert!(
         unlisted.is_empty() && not_run.is_empty(),
         "docs/test-machine.md's list of the cases that run on Windows is out of date: \

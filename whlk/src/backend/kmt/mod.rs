@@ -525,8 +525,14 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
 
     fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
         if let Some(r) = nth_mut(&mut self.processes, p.0, "process")?.remote.take() {
-            for q in self.queues.iter_mut().filter(|q| q.process == p.0) {
-                q.remote = Some(false);
+            for (i, q) in self.queues.iter_mut().enumerate() {
+                if q.process == p.0 && q.remote == Some(true) {
+                    // The process's last word on the queue, kept for `queue_info` after it.
+                    if let Ok(info) = r.info(i) {
+                        q.info = info;
+                    }
+                    q.remote = Some(false);
+                }
             }
             for b in &mut self.buffers {
                 if b.as_ref().is_some_and(|b| b.process == p.0) {
