@@ -128,3 +128,53 @@ fn um_18_a_cases_second_process_is_another_process_and_dies_with_its_objects() {
     assert_eq!(u.wait_progress(q0, v), Ok(WaitResult::Satisfied));
     assert_eq!(u.read_buffer(b0, 0), Ok(0x66), "the first process goes on");
 }
+
+/// The process server answers every request with one line: a malformed or out-of-range
+/// request is an `err` (never a panic or a half-done change), a failed thunk a `status`, and
+/// nothing after `exit` is served.
+#[test]
+fn process_server_answers_bad_requests_with_errors_and_stops_at_exit() {
+    use rvgpu_whlk::backend::kmt::{remote, KmtPlatform};
+    let mut m = SimPlatform
+        .open(&SessionConfig::new(ExecMode::Threaded))
+        .expect("machine");
+    let kmt = m.open_device(0).expect("device");
+    let requests = [
+        "buffer 0 1000",
+        "write 0 8 2a",
+        "read 0 8",
+        "read 0 1000",
+        "read 0 zz",
+        "read 7 0",
+        "write 0 4 1",
+        "submit 3 1",
+        "queue 1 0 user",
+        "submit 1 ffffffffffffffff",
+        "buffer 2 ffffffffffffffff",
+        "bogus",
+        "exit",
+        "read 0 8",
+    ];
+    let mut out = Vec::new();
+    remote::serve(kmt, requests.join("\n").as_bytes(), &mut out);
+    let answers: Vec<String> = String::from_utf8(out)
+        .expect("text")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let kinds: Vec<&str> = answers
+        .iter()
+        .map(|a| a.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        answers.len(),
+        13,
+        "one answer per request up to exit: {answers:?}"
+    );
+    assert_eq!(answers[2], "ok 2a", "{answers:?}");
+    assert_eq!(
+        kinds,
+        ["ok", "ok", "ok", "err", "err", "err", "err", "err", "ok", "err", "status", "err", "ok"],
+        "{answers:?}"
+    );
+}
