@@ -273,7 +273,9 @@ fn wine_runs_a_child_process_that_uses_the_handles_its_parent_duplicated() {
     let (ok, out, err) = whlk(&wine, &dir, &["child-check"]);
     assert!(
         ok && out.contains("child protocol: child process")
-            && out.contains("killed while it waited"),
+            && out.contains("killed while it waited")
+            && out.contains("a case's process over a simulated machine")
+            && out.contains("read it back through the requests, and was killed"),
         "rvgpu-whlk.exe child-check under Wine:\n{out}\n{err}"
     );
     eprintln!("wine: {}", out.trim());

@@ -12,7 +12,9 @@
 //!
 //! A child that is killed (`TerminateProcess`, [`Child::kill`]) sends nothing more.
 //!
-//! What a child does is its *role* ([`ROLES`]). The Windows backend reaches its other processes
+//! What a child does is its *role* ([`ROLES`]). In the `process` role it is one of a case's
+//! processes ([`start_process`]): after `go` it answers `ready` once it has a D3DKMT device of
+//! its own, then serves the requests of `crate::backend::kmt::remote` line by line. The Windows backend reaches its other processes
 //! only through [`Child`]; `rvgpu-whlk child-check` runs [`check`], which needs no GPU, and the
 //! test command runs it under Wine (tests/wine.rs).
 //!
@@ -27,8 +29,13 @@ use std::os::windows::io::AsRawHandle;
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use rvgpu_hw::cmd::Command as Packet;
+use rvgpu_umd::kmt_windows::WinKmt;
+
+use crate::backend::kmt::remote::{Pipe, RemoteProcess};
+use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig, SubmitPath};
 use windows_sys::Win32::Foundation::{
-    CloseHandle, DuplicateHandle, DUPLICATE_SAME_ACCESS, HANDLE, INVALID_HANDLE_VALUE,
+    CloseHandle, DuplicateHandle, DUPLICATE_SAME_ACCESS, HANDLE, INVALID_HANDLE_VALUE, LUID,
     WAIT_OBJECT_0,
 };
 use windows_sys::Win32::System::Memory::{
@@ -168,6 +175,33 @@ impl Child {
         self.send("go")
     }
 
+    /// The child's next line (without its end).
+    pub fn line(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        let n = self
+            .from
+            .read_line(&mut line)
+            .map_err(|e| format!("reading the child: {e}"))?;
+        if n == 0 {
+            return Err("the child ended".into());
+        }
+        Ok(line.trim_end().to_owned())
+    }
+
+    /// One request line to a child that serves requests, and its answer.
+    pub fn call(&mut self, line: &str) -> Result<String, String> {
+        self.send(line)?;
+        self.line()
+    }
+
+    /// Closes the child's input and waits for it to exit; its exit status.
+    pub fn finish(mut self) -> Result<std::process::ExitStatus, String> {
+        drop(self.to.take());
+        self.process
+            .wait()
+            .map_err(|e| format!("waiting for the child: {e}"))
+    }
+
     /// Ends the child as Task Manager does (`TerminateProcess`): no clean-up of its own runs.
     /// Its exit status (never a success).
     pub fn kill(mut self) -> Result<std::process::ExitStatus, String> {
@@ -205,7 +239,69 @@ pub type Role = fn(&Given) -> Result<String, String>;
 pub const ROLES: &[(&str, Role)] = &[
     ("write-section-signal-event", write_section_signal_event),
     ("wait-event", wait_event),
+    ("process", process),
+    ("process-sim", process_sim),
 ];
+
+/// Starts a child in the `process` role on the adapter with LUID (`high`, `low`): once it says
+/// `ready` it has its own D3DKMT device there and serves the requests of
+/// `crate::backend::kmt::remote`. A child that could not open the device reports why.
+pub fn start_process(high: i32, low: u32) -> Result<Child, String> {
+    let mut child = Child::spawn("process")?;
+    child.send(&format!("adapter {high:x} {low:x}"))?;
+    child.start()?;
+    let first = child.line()?;
+    if first == "ready" {
+        return Ok(child);
+    }
+    let why = first
+        .strip_prefix("result err ")
+        .unwrap_or(&first)
+        .to_owned();
+    let _ = child.finish();
+    Err(format!("the child process {why}"))
+}
+
+/// A role: a case's other process. Opens a D3DKMT device of its own on the adapter the
+/// parent names (`adapter HIGH LOW`, the LUID), says `ready`, and serves the parent's requests
+/// until `exit` or the end of its input.
+fn process(given: &Given) -> Result<String, String> {
+    let luid = given
+        .lines
+        .iter()
+        .find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                ["adapter", high, low] => Some((
+                    u32::from_str_radix(high, 16).ok()? as i32,
+                    u32::from_str_radix(low, 16).ok()?,
+                )),
+                _ => None,
+            }
+        })
+        .ok_or("was given no `adapter HIGH LOW` line")?;
+    let kmt = WinKmt::open(LUID {
+        LowPart: luid.1,
+        HighPart: luid.0,
+    })
+    .map_err(|s| {
+        format!(
+            "could not open a D3DKMT device on adapter {:x}:{:x}: status {:#x}",
+            luid.0, luid.1, s.0 as u32
+        )
+    })?;
+    serve_requests(std::sync::Arc::new(kmt))
+}
+
+/// Says `ready`, then serves the parent's requests over `kmt` until `exit` or the end of input.
+fn serve_requests<K: rvgpu_umd::kmt::Kmt + Clone>(kmt: K) -> Result<String, String> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing to the parent: {e}"))?;
+    crate::backend::kmt::remote::serve(kmt, std::io::stdin().lock(), out);
+    Ok("served".into())
+}
 
 /// The child's side: reads what the parent gives until `go`, plays `role`, writes the result
 /// line. The process's exit code: 0 when the role succeeded.
@@ -352,9 +448,10 @@ pub fn check() -> Result<String, String> {
         ));
     }
     let killed = killed_while_waiting()?;
+    let device = process_over_a_simulated_machine()?;
     Ok(format!(
         "child process {pid} ({reported}) received an event and a section by DuplicateHandle, \
-         wrote the section, set the event, reported over its pipe; {killed}"
+         wrote the section, set the event, reported over its pipe; {killed}; {device}"
     ))
 }
 
@@ -386,6 +483,108 @@ fn killed_while_waiting() -> Result<String, String> {
     Ok(format!(
         "child process {pid}, killed while it waited on our event, ended ({status})"
     ))
+}
+
+/// The pipe to a child process of the harness.
+pub struct ChildPipe(Option<Child>);
+
+impl ChildPipe {
+    /// The pipe to `child`, which serves a case's process.
+    pub fn new(child: Child) -> Self {
+        Self(Some(child))
+    }
+
+    fn child(&mut self) -> Result<&mut Child, Failure> {
+        self.0
+            .as_mut()
+            .ok_or_else(|| Failure::Backend("the child process has ended".into()))
+    }
+}
+
+impl Pipe for ChildPipe {
+    fn call(&mut self, line: &str) -> Result<String, Failure> {
+        self.child()?.call(line).map_err(Failure::Backend)
+    }
+
+    /// A normal end: the child has closed its queues (`exit`) and exits; its device goes with
+    /// it. An abnormal one: `TerminateProcess`, the OS destroys what it held.
+    fn end(&mut self, how: ProcessEnd) -> Result<(), Failure> {
+        let child = self
+            .0
+            .take()
+            .ok_or_else(|| Failure::Backend("the child process has ended".into()))?;
+        let r = match how {
+            ProcessEnd::Normal => child.finish(),
+            ProcessEnd::Abnormal => child.kill(),
+        };
+        r.map(drop).map_err(Failure::Backend)
+    }
+}
+
+impl Drop for ChildPipe {
+    /// A case that left its process running: the process is killed with the session.
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            let _ = c.kill();
+        }
+    }
+}
+
+/// A case's process as a child, through the very requests the Windows backend sends, without
+/// a GPU: the child serves over a simulated machine of its own (role `process-sim`). A buffer,
+/// a user-mode queue, a FILL submitted and waited for, the word read back, then the child
+/// killed and its pipe found dead.
+fn process_over_a_simulated_machine() -> Result<String, String> {
+    let mut child = Child::spawn("process-sim")?;
+    let pid = child.id();
+    child.start()?;
+    let first = child.line()?;
+    if first != "ready" {
+        return Err(format!("the process-sim child said `{first}`"));
+    }
+    let r = RemoteProcess::new(Box::new(ChildPipe::new(child)));
+    let steps = || -> Result<u64, Failure> {
+        let (va, _) = r.create_buffer(0, 4096)?;
+        r.create_queue(1, 0, SubmitPath::UserMode)?;
+        let v = r.submit(
+            1,
+            &[Packet::Fill {
+                dst: va,
+                bytes: 8,
+                pattern: 0x5A5A,
+            }],
+        )?;
+        r.wait(1, v)?;
+        r.read(0, 0)
+    };
+    let word = steps().map_err(|e| format!("child process {pid}: {e:?}"))?;
+    if word != 0x5A5A {
+        return Err(format!(
+            "child process {pid}'s buffer reads {word:#x} after its fill"
+        ));
+    }
+    r.end(ProcessEnd::Abnormal)
+        .map_err(|e| format!("killing child process {pid}: {e:?}"))?;
+    if r.read(0, 0).is_ok() {
+        return Err(format!("child process {pid} answers after its kill"));
+    }
+    Ok(format!(
+        "child process {pid}, a case's process over a simulated machine, made a buffer and a \
+         queue, ran a fill and read it back through the requests, and was killed"
+    ))
+}
+
+/// A role: a case's process over a simulated machine of its own, for the GPU-less check.
+fn process_sim(_given: &Given) -> Result<String, String> {
+    use crate::backend::kmt::{sim::SimPlatform, KmtPlatform};
+    let config = SessionConfig::new(ExecMode::Threaded);
+    let mut machine = SimPlatform
+        .open(&config)
+        .map_err(|e| format!("could not start a simulated machine: {e:?}"))?;
+    let kmt = machine
+        .open_device(0)
+        .map_err(|e| format!("could not open a device on the simulated machine: {e:?}"))?;
+    serve_requests(kmt)
 }
 
 fn unmap(view: MEMORY_MAPPED_VIEW_ADDRESS) {

@@ -141,7 +141,8 @@ enum Sub {
         role: String,
     },
     /// Proves the child protocol without a GPU: a child writes a section and sets an event
-    /// duplicated into it.
+    /// duplicated into it, one is killed while it waits, one serves a case's process over a
+    /// simulated machine of its own.
     #[command(hide = true)]
     ChildCheck,
 }

@@ -5,11 +5,12 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use rvgpu_whlk::backend::kmt::sim::SimPlatform;
 use rvgpu_whlk::backend::kmt::{KmtBackend, KmtMachine, KmtPlatform};
 use rvgpu_whlk::backend::{Backend, Capability, Failure, SessionConfig};
-use rvgpu_whlk::case::Outcome;
+use rvgpu_whlk::case::{Case, Outcome};
 use rvgpu_whlk::{cases, runner};
 
 fn doc(path: &str) -> String {
@@ -48,22 +49,30 @@ fn case_names(text: &str, start: &str, end: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The cases that pass over the simulated D3DKMT thunks, run once for the tests that need them.
+fn d3dkmt_passes() -> &'static BTreeSet<String> {
+    static PASSED: OnceLock<BTreeSet<String>> = OnceLock::new();
+    PASSED.get_or_init(|| {
+        let all = cases::all();
+        let reports = runner::run_all(&runner::select(&all, None), &KmtBackend::new(SimPlatform));
+        reports
+            .iter()
+            .filter(|r| r.outcome == Outcome::Pass)
+            .map(|r| r.name.to_string())
+            .collect()
+    })
+}
+
 #[test]
 fn test_machine_page_lists_exactly_the_cases_a_d3dkmt_program_runs() {
-    let all = cases::all();
-    let reports = runner::run_all(&runner::select(&all, None), &KmtBackend::new(SimPlatform));
-    let passed: BTreeSet<String> = reports
-        .iter()
-        .filter(|r| r.outcome == Outcome::Pass)
-        .map(|r| r.name.to_string())
-        .collect();
+    let passed = d3dkmt_passes();
     let listed = case_names(
         &doc("docs/test-machine.md"),
         "Cases that run there",
         "Everything else is skipped",
     );
     let unlisted: Vec<_> = passed.difference(&listed).collect();
-    let not_run: Vec<_> = listed.difference(&passed).collect();
+    let not_run: Vec<_> = listed.difference(passed).collect();
     assert!(
         unlisted.is_empty() && not_run.is_empty(),
         "docs/test-machine.md's list of the cases that run on Windows is out of date: \
@@ -145,5 +154,39 @@ fn qemu_guest_page_lists_the_pci_subset() {
     assert_eq!(
         listed, subset,
         "docs/qemu-guest.md's table of the `pci` subset against `cases::PCI_SUBSET`"
+    );
+}
+
+/// `TdrLimitCount`'s default: this many GPU hangs within `TdrLimitTime` bug-check the machine
+/// (*TDR registry keys*).
+const TDR_LIMIT_COUNT: usize = 5;
+
+/// docs/test-machine.md names the cases of a Windows run that hang an engine (the `Tdr.*` cases
+/// that run there, with `Neutral.HangRecoveredGuiltyOnly`) and says how many `Tdr.*` ones there
+/// are; one run of them stays below `TdrLimitCount` even were each hang an adapter reset.
+#[test]
+fn a_windows_run_hangs_fewer_engines_than_the_tdr_limit_count() {
+    let passed = d3dkmt_passes();
+    let tdr: Vec<Case> = cases::all()
+        .into_iter()
+        .filter(|c| passed.contains(c.name) && c.needs.contains(&Capability::Tdr))
+        .collect();
+    assert!(
+        tdr.iter().all(|c| c.name.starts_with("Tdr.")),
+        "a case outside Tdr.* uses the Tdr capability: update docs/test-machine.md's sentence"
+    );
+    let words = ["no", "one", "two", "three", "four", "five", "six"];
+    let said = format!(
+        "the {} `Tdr.*` and `Neutral.HangRecoveredGuiltyOnly`",
+        words.get(tdr.len()).copied().unwrap_or("many")
+    );
+    assert!(
+        doc("docs/test-machine.md").contains(&said),
+        "docs/test-machine.md should say `{said}`"
+    );
+    assert!(
+        passed.contains("Neutral.HangRecoveredGuiltyOnly") && tdr.len() + 1 < TDR_LIMIT_COUNT,
+        "{} hanging cases in one Windows run reach TdrLimitCount {TDR_LIMIT_COUNT}",
+        tdr.len() + 1
     );
 }

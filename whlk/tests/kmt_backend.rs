@@ -5,7 +5,9 @@
 
 use rvgpu_whlk::backend::kmt::sim::SimPlatform;
 use rvgpu_whlk::backend::kmt::KmtBackend;
-use rvgpu_whlk::backend::{Backend, Capability};
+use rvgpu_whlk::backend::{
+    Backend, Capability, ExecMode, Failure, NewQueue, ProcessEnd, SessionConfig, WaitResult, Work,
+};
 use rvgpu_whlk::case::Outcome;
 use rvgpu_whlk::junit;
 
@@ -20,22 +22,26 @@ fn kmt_backend_passes_or_skips_every_case() {
             Capability::Fences,
             Capability::MonitoredFences,
             Capability::UserModeSubmission,
+            Capability::Tdr,
             Capability::AllocationUsage,
             Capability::GpuVaPlacement,
             Capability::NativeFences,
             Capability::KernelModeTesting
         ],
-        "a D3DKMT program offers native and monitored fences, user-mode submission, the UMD's \
-         tracked buffers, the GPU VA thunks, native fences and the kernel-mode testing escape"
+        "a D3DKMT program offers native and monitored fences, user-mode submission, the \
+         machine's own TDR, the UMD's tracked buffers, the GPU VA thunks, native fences and the \
+         kernel-mode testing escape"
     );
     // What user mode can observe runs and passes, monitored fences signalled and waited on by
     // the CPU and by user-mode queues too.
     let reports = support::run_every_case(
         &b,
-        support::USER_MODE_CASES
-            .iter()
-            .copied()
-            .chain(["MonitoredFence.GpuSignalThreaded"]),
+        support::USER_MODE_CASES.iter().copied().chain([
+            "MonitoredFence.GpuSignalThreaded",
+            "Tdr.ComputeHangCopyRuns",
+            "Tdr.GuiltyDeviceAborted",
+            "Tdr.UserModeTrafficSurvives",
+        ]),
     );
     // What user mode cannot see is skipped, naming the capability it needs, not failed or
     // dropped.
@@ -72,4 +78,103 @@ fn kmt_backend_passes_or_skips_every_case() {
     }
     assert!(xml.contains("<skipped message="), "{xml}");
     assert!(xml.contains("kmt-sim"), "{xml}");
+}
+
+/// UM-17, UM-18: a case's second process is another process (over the simulated thunks, one of
+/// the simulated OS's, served on a thread through the protocol the Windows backend speaks to
+/// its child `rvgpu-whlk`): its buffers and queues work through the requests; what is not
+/// forwarded is refused as unsupported, never done in this program's process; killed, its
+/// objects are gone and the first process goes on.
+#[test]
+fn um_18_a_cases_second_process_is_another_process_and_dies_with_its_objects() {
+    let b = KmtBackend::new(SimPlatform);
+    let mut s = (&b as &dyn Backend)
+        .open(&SessionConfig::new(ExecMode::Threaded))
+        .expect("session");
+    s.load_driver().expect("load");
+    s.start_adapter(0).expect("start");
+    let u = s.ums().expect("user-mode submission");
+    let p0 = u.open_process(0).expect("first process");
+    let p1 = u.open_process(0).expect("second process");
+    let b0 = u.create_buffer(p0, 4096).expect("buffer of the first");
+    let b1 = u.create_buffer(p1, 4096).expect("buffer of the second");
+    let q1 = u.create_queue(p1, NewQueue::user_mode(0)).expect("queue");
+    let fill = |dst, offset, pattern| Work::Fill {
+        dst,
+        offset,
+        bytes: 8,
+        pattern,
+    };
+    let v = u.submit(q1, &[fill(b1, 0, 0x55)]).expect("submit");
+    assert_eq!(u.wait_progress(q1, v), Ok(WaitResult::Satisfied));
+    assert_eq!(u.read_buffer(b1, 0), Ok(0x55), "the second process's fill");
+    u.write_buffer(b1, 8, 7).expect("write");
+    assert_eq!(u.read_buffer(b1, 8), Ok(7));
+    assert!(u.queue_info(q1).expect("info").completed >= v);
+    let not_forwarded = s.gpu_va().expect("GPU VA").reserve_va(p1, 0, 4096);
+    assert!(
+        matches!(&not_forwarded, Err(Failure::Unsupported(m)) if m.contains("another process")),
+        "{not_forwarded:?}"
+    );
+    let u = s.ums().expect("user-mode submission");
+    u.end_process(p1, ProcessEnd::Abnormal).expect("kill");
+    assert!(u.read_buffer(b1, 0).is_err(), "the killed process's buffer");
+    assert!(
+        u.submit(q1, &[fill(b1, 0, 1)]).is_err(),
+        "the killed process's queue"
+    );
+    let q0 = u.create_queue(p0, NewQueue::user_mode(0)).expect("queue");
+    let v = u.submit(q0, &[fill(b0, 0, 0x66)]).expect("submit");
+    assert_eq!(u.wait_progress(q0, v), Ok(WaitResult::Satisfied));
+    assert_eq!(u.read_buffer(b0, 0), Ok(0x66), "the first process goes on");
+}
+
+/// The process server answers every request with one line: a malformed or out-of-range
+/// request is an `err` (never a panic or a half-done change), a failed thunk a `status`, and
+/// nothing after `exit` is served.
+#[test]
+fn process_server_answers_bad_requests_with_errors_and_stops_at_exit() {
+    use rvgpu_whlk::backend::kmt::{remote, KmtPlatform};
+    let mut m = SimPlatform
+        .open(&SessionConfig::new(ExecMode::Threaded))
+        .expect("machine");
+    let kmt = m.open_device(0).expect("device");
+    let requests = [
+        "buffer 0 1000",
+        "write 0 8 2a",
+        "read 0 8",
+        "read 0 1000",
+        "read 0 zz",
+        "read 7 0",
+        "write 0 4 1",
+        "submit 3 1",
+        "queue 1 0 user",
+        "submit 1 ffffffffffffffff",
+        "buffer 2 ffffffffffffffff",
+        "bogus",
+        "exit",
+        "read 0 8",
+    ];
+    let mut out = Vec::new();
+    remote::serve(kmt, requests.join("\n").as_bytes(), &mut out);
+    let answers: Vec<String> = String::from_utf8(out)
+        .expect("text")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let kinds: Vec<&str> = answers
+        .iter()
+        .map(|a| a.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        answers.len(),
+        13,
+        "one answer per request up to exit: {answers:?}"
+    );
+    assert_eq!(answers[2], "ok 2a", "{answers:?}");
+    assert_eq!(
+        kinds,
+        ["ok", "ok", "ok", "err", "err", "err", "err", "err", "ok", "err", "status", "err", "ok"],
+        "{answers:?}"
+    );
 }

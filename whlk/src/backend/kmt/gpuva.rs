@@ -18,7 +18,7 @@ impl<K: KmtSync + Send + Sync + 'static> GpuVaPlacement for KmtSession<K> {
     fn map_va(&mut self, b: BufferRef, pages: Pages, va: u64) -> Result<(), Failure> {
         let (process, handle) = {
             let buf = self.buffer(b)?;
-            (buf.process, buf.alloc.handle)
+            (buf.process, buf.local()?.handle)
         };
         let (_, kmt) = self.process(ProcessRef(process))?;
         let r = (self.paging_queues).map(&*kmt, process, handle, va, pages.first, pages.count);

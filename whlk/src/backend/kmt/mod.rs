@@ -9,11 +9,16 @@
 //! backend's own logic — adapter life, buffers, queues, submission, fences, waits, tracked
 //! buffers, skips — is tested on Linux with the very code the Windows executable runs.
 //!
+//! A case's processes after its first are other processes ([`remote`]): on Windows child
+//! `rvgpu-whlk` processes, here simulated processes served on threads, both through the same
+//! requests.
+//!
 //! What user mode can observe is all this backend offers: the adapter life cycle (the driver
 //! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
 //! "remove" close it), [`UserModeSubmission`]'s queue operations and churn threads, [`Fences`]
 //! and [`super::MonitoredFences`] (`fences`), [`AllocationUsage`] (the UMD's tracked buffers,
-//! `usage`) and [`super::GpuVaPlacement`] (the GPU VA thunks, `gpuva`).
+//! `usage`), [`super::GpuVaPlacement`] (the GPU VA thunks, `gpuva`) and [`Tdr`] (the machine's
+//! own detection and recovery, `stream`).
 //! The driver's caps, the OS's internals, fault injection and the other simulation-only
 //! capabilities are absent, so the runner skips the cases that need them, naming the
 //! capability. The one driver escape is the kernel-mode testing interface's known escape
@@ -41,7 +46,9 @@ mod dll_usage;
 mod dll_usermode;
 mod fences;
 mod gpuva;
+pub mod remote;
 pub mod sim;
+mod stream;
 pub mod sync;
 mod usage;
 #[cfg(windows)]
@@ -62,8 +69,10 @@ use super::lanes::{self, churn_lane};
 use super::{
     nth, nth_mut, AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport,
     DoorbellStatus, Failure, Fences, NewQueue, ProcessEnd, ProcessRef, Session, SessionConfig,
-    StartedAdapter, UmQueueInfo, UmQueueRef, Until, UserModeSubmission, WaitResult, Work,
+    StartedAdapter, Tdr, TdrTimeouts, UmQueueInfo, UmQueueRef, Until, UserModeSubmission,
+    WaitResult, Work,
 };
+use remote::{Pipe, RemoteProcess};
 
 /// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
 const STATUS_TIMEOUT: i32 = 0x0000_0102;
@@ -101,12 +110,19 @@ pub trait KmtMachine: Send {
     /// the OS reports.
     fn render_only(&self, i: usize) -> Result<bool, Failure>;
 
-    /// Opens a device on adapter `i`: one set of thunks. The backend's "processes" are such
-    /// devices (a test program cannot create other processes' address spaces for itself;
-    /// whether they are real processes depends on the platform: [`sim::SimPlatform`] creates a
-    /// simulated process for each, the Windows platform opens them all in the test program's
-    /// own process).
+    /// Opens a device on adapter `i`: one set of thunks in this program (a case's first
+    /// process, and the kernel-mode testing capability's devices; [`sim::SimPlatform`] creates
+    /// a simulated process for each).
     fn open_device(&mut self, i: usize) -> Result<Arc<Self::Kmt>, Failure>;
+
+    /// Another process with a D3DKMT device of its own on adapter `i`, served over the pipe
+    /// returned ([`remote`]), as the case's processes after the first are; `None` where the
+    /// platform has none (every process is then a device of this program). Its index among
+    /// the processes is the next `open_device`'s would be.
+    fn open_remote(&mut self, i: usize) -> Result<Option<Box<dyn Pipe>>, Failure> {
+        let _ = i;
+        Ok(None)
+    }
 
     /// Closes what `open_device` opened for process `p` (its last queue is gone).
     fn close_device(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure>;
@@ -115,6 +131,12 @@ pub trait KmtMachine: Send {
     /// as the broker an application uses to hand a shared object to another process; the
     /// handle in `to`'s table, which `to` closes.
     fn duplicate_nt_handle(&self, from: usize, nt: u64, to: usize) -> Result<u64, Failure>;
+
+    /// Makes sure timeout detection and recovery is on for adapter `i`, as the machine's OS
+    /// has it: a program cannot choose the timeouts (Windows reads `TdrDelay` and the other
+    /// `GraphicsDrivers` keys at boot), so `t` is the case's wish, which a platform may not
+    /// honour.
+    fn enable_tdr(&self, i: usize, t: TdrTimeouts) -> Result<(), Failure>;
 
     /// A failure the platform saw (the simulated machine's halt), to report instead of a
     /// thunk status.
@@ -149,6 +171,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             Capability::AllocationUsage,
             Capability::GpuVaPlacement,
             Capability::KernelModeTesting,
+            Capability::Tdr,
         ]);
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
@@ -159,6 +182,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
                 .without(Capability::Fences)
                 .without(Capability::MonitoredFences)
                 .without(Capability::AllocationUsage)
+                .without(Capability::Tdr)
         }
     }
 
@@ -185,17 +209,36 @@ type KQueue<K> = crate::backend::umd_queue::UmdQueue<Arc<K>>;
 struct KProcess<K> {
     adapter: usize,
     kmt: Option<Arc<K>>,
+    /// Another process, while it lives: the case's operations on it are forwarded.
+    remote: Option<RemoteProcess>,
 }
 
 struct KBuffer<K: Kmt> {
     process: usize,
-    alloc: Allocation<K::Mem>,
+    gpu_va: u64,
+    size: u64,
+    /// This program's allocation (`None`: another process's buffer).
+    alloc: Option<Allocation<K::Mem>>,
+}
+
+impl<K: Kmt> KBuffer<K> {
+    /// The allocation, if this program holds it.
+    fn local(&self) -> Result<&Allocation<K::Mem>, Failure> {
+        self.alloc.as_ref().ok_or_else(|| {
+            Failure::Unsupported(format!(
+                "a buffer of process {}, another process: only its words are forwarded",
+                self.process
+            ))
+        })
+    }
 }
 
 struct KUmQueue<K: Kmt> {
     process: usize,
     q: Option<KQueue<K>>,
     info: UmQueueInfo,
+    /// Another process's queue: `Some(open)`.
+    remote: Option<bool>,
 }
 
 /// Queue `q` of `queues`, unless it is closed. A function of the list rather than of the
@@ -204,9 +247,14 @@ fn live_queue<K: KmtSync>(
     queues: &mut [KUmQueue<K>],
     q: UmQueueRef,
 ) -> Result<&mut KQueue<K>, Failure> {
-    queues
-        .get_mut(q.0)
-        .and_then(|k| k.q.as_mut())
+    let k = nth_mut(queues, q.0, "queue")?;
+    if k.remote.is_some() {
+        return Err(Failure::Unsupported(format!(
+            "queue {} is another process's: only its packets, waits and status are forwarded",
+            q.0
+        )));
+    }
+    k.q.as_mut()
         .ok_or_else(|| Failure::Backend(format!("queue {} is closed", q.0)))
 }
 
@@ -270,18 +318,56 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         }
     }
 
+    /// The process of `buf`, another process.
+    fn remote_of_buffer(&self, buf: &KBuffer<K>) -> Result<&RemoteProcess, Failure> {
+        self.remote(buf.process)?
+            .ok_or_else(|| Failure::Backend(format!("process {} has ended", buf.process)))
+    }
+
     /// The machine's fault, if it has one.
     fn check_fault(&self) -> Result<(), Failure> {
         self.machine.fault().map_or(Ok(()), Err)
     }
 
+    /// Process `p`'s adapter and thunks; a process that is another process offers only what
+    /// [`remote`] forwards.
     fn process(&self, p: ProcessRef) -> Result<(usize, Arc<K>), Failure> {
         let up = nth(&self.processes, p.0, "process")?;
+        if up.remote.is_some() {
+            return Err(Failure::Unsupported(format!(
+                "process {} is another process: only its buffers' words and its queues are \
+                 forwarded to it",
+                p.0
+            )));
+        }
         let kmt = up
             .kmt
             .clone()
             .ok_or_else(|| Failure::Backend(format!("process {} has ended", p.0)))?;
         Ok((up.adapter, kmt))
+    }
+
+    /// Process `p` if it is another process, alive.
+    fn remote(&self, p: usize) -> Result<Option<&RemoteProcess>, Failure> {
+        Ok(nth(&self.processes, p, "process")?.remote.as_ref())
+    }
+
+    /// The remote process of queue `q` and whether `q` is open, if `q` is another process's.
+    fn remote_queue(&self, q: UmQueueRef) -> Result<Option<&RemoteProcess>, Failure> {
+        let k = self.queue(q)?;
+        match k.remote {
+            None => Ok(None),
+            Some(false) => Err(Failure::Backend(format!("queue {} is closed", q.0))),
+            Some(true) => self.remote(k.process)?.map_or_else(
+                || {
+                    Err(Failure::Backend(format!(
+                        "queue {}'s process has ended",
+                        q.0
+                    )))
+                },
+                |r| Ok(Some(r)),
+            ),
+        }
     }
 
     fn buffer(&self, b: BufferRef) -> Result<&KBuffer<K>, Failure> {
@@ -292,7 +378,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     }
 
     fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
-        let a = &self.buffer(b)?.alloc;
+        let a = self.buffer(b)?;
         crate::backend::address_in(b, a.gpu_va, a.size, offset, bytes)
     }
 
@@ -323,7 +409,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
                     .into(),
             ));
         }
-        let initial = buf.alloc.mem.load(offset);
+        let initial = buf.local()?.mem.load(offset);
         let (_, kmt) = self.process(ProcessRef(process))?;
         let f = kmt
             .create_native_fence(initial)
@@ -384,7 +470,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
             let open = self
                 .processes
                 .get(p)
-                .is_some_and(|up| up.adapter == i && up.kmt.is_some());
+                .is_some_and(|up| up.adapter == i && (up.kmt.is_some() || up.remote.is_some()));
             if open {
                 self.end_process(ProcessRef(p), ProcessEnd::Normal)?;
             }
@@ -407,21 +493,54 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         as_gpu_va: super::GpuVaPlacement,
         as_kmtest: super::testing::KernelModeTesting,
         as_ums / as_ums_ref: UserModeSubmission,
+        as_tdr / as_tdr_ref: Tdr,
     }
 }
 
 impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
+    /// The case's first process is this program; every later one is another process where
+    /// the platform can start one ([`KmtMachine::open_remote`]).
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         self.started(i)?;
-        let kmt = self.machine.open_device(i)?;
-        self.processes.push(KProcess {
-            adapter: i,
-            kmt: Some(kmt),
-        });
+        let remote = if self.processes.is_empty() {
+            None
+        } else {
+            self.machine.open_remote(i)?
+        };
+        let up = match remote {
+            Some(pipe) => KProcess {
+                adapter: i,
+                kmt: None,
+                remote: Some(RemoteProcess::new(pipe)),
+            },
+            None => KProcess {
+                adapter: i,
+                kmt: Some(self.machine.open_device(i)?),
+                remote: None,
+            },
+        };
+        self.processes.push(up);
         Ok(ProcessRef(self.processes.len() - 1))
     }
 
     fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
+        if let Some(r) = nth_mut(&mut self.processes, p.0, "process")?.remote.take() {
+            for (i, q) in self.queues.iter_mut().enumerate() {
+                if q.process == p.0 && q.remote == Some(true) {
+                    // The process's last word on the queue, kept for `queue_info` after it.
+                    if let Ok(info) = r.info(i) {
+                        q.info = info;
+                    }
+                    q.remote = Some(false);
+                }
+            }
+            for b in &mut self.buffers {
+                if b.as_ref().is_some_and(|b| b.process == p.0) {
+                    *b = None;
+                }
+            }
+            return r.end(how);
+        }
         self.process(p)?;
         // A normal exit destroys the UMD's objects before the device goes; an abnormal one
         // leaves them to the OS, so the device goes first and the UMD's later teardown finds
@@ -450,6 +569,16 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     }
 
     fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
+        if let Some(r) = self.remote(p.0)? {
+            let (gpu_va, size) = r.create_buffer(self.buffers.len(), bytes)?;
+            self.buffers.push(Some(KBuffer {
+                process: p.0,
+                gpu_va,
+                size,
+                alloc: None,
+            }));
+            return Ok(BufferRef(self.buffers.len() - 1));
+        }
         let (_, kmt) = self.process(p)?;
         let alloc = kmt.create_allocation(bytes).map_err(|s| self.status(s))?;
         for off in (0..alloc.size).step_by(8) {
@@ -457,14 +586,20 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         }
         self.buffers.push(Some(KBuffer {
             process: p.0,
-            alloc,
+            gpu_va: alloc.gpu_va,
+            size: alloc.size,
+            alloc: Some(alloc),
         }));
         Ok(BufferRef(self.buffers.len() - 1))
     }
 
     fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
         self.address(b, offset, 8)?;
-        Ok(self.buffer(b)?.alloc.mem.load(offset))
+        let buf = self.buffer(b)?;
+        match &buf.alloc {
+            Some(a) => Ok(a.mem.load(offset)),
+            None => self.remote_of_buffer(buf)?.read(b.0, offset),
+        }
     }
 
     /// The store happens; a GPU wait queued on the word (a gate, see [`KmtSession::gate`])
@@ -473,7 +608,10 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
         self.address(b, offset, 8)?;
         let buf = self.buffer(b)?;
-        buf.alloc.mem.store(offset, value);
+        let Some(a) = &buf.alloc else {
+            return self.remote_of_buffer(buf)?.write(b.0, offset, value);
+        };
+        a.mem.store(offset, value);
         let Some(h) = self
             .gates
             .iter()
@@ -488,12 +626,23 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
 
     fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
         let NewQueue { node, path: kind } = new;
+        if let Some(r) = self.remote(p.0)? {
+            let info = r.create_queue(self.queues.len(), node, kind)?;
+            self.queues.push(KUmQueue {
+                process: p.0,
+                info,
+                q: None,
+                remote: Some(true),
+            });
+            return Ok(UmQueueRef(self.queues.len() - 1));
+        }
         let (_, kmt) = self.process(p)?;
         let q = KQueue::new(kmt, node, kind).map_err(|e| self.umd(e))?;
         self.queues.push(KUmQueue {
             process: p.0,
             info: q.info(),
             q: Some(q),
+            remote: None,
         });
         Ok(UmQueueRef(self.queues.len() - 1))
     }
@@ -502,6 +651,16 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     /// a wait on plain memory only when the OS tells it that word changed, which no D3DKMT
     /// call does); everything else is encoded as it is.
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
+        if let Some(r) = self.remote_queue(q)? {
+            if work.iter().any(|w| matches!(w, Work::WaitAtLeast { .. })) {
+                return Err(Failure::Unsupported(
+                    "a GPU wait on memory, in another process (its gate is a native fence \
+                     this program would have to share)"
+                        .into(),
+                ));
+            }
+            return r.submit(q.0, &self.encode(work)?);
+        }
         let process = self.queue(q)?.process;
         let mut items = Vec::with_capacity(work.len());
         for w in work {
@@ -534,6 +693,22 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     }
 
     fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
+        if let Some(r) = self.remote_queue(q)? {
+            return match r.wait(q.0, value) {
+                Ok(()) => Ok(WaitResult::Satisfied),
+                Err(Failure::DdiFailed(STATUS_IO_TIMEOUT | STATUS_TIMEOUT))
+                    if self.machine.fault().is_none() =>
+                {
+                    Ok(WaitResult::TimedOut)
+                }
+                Err(Failure::DdiFailed(STATUS_DEVICE_REMOVED))
+                    if self.machine.fault().is_none() =>
+                {
+                    Ok(WaitResult::Abandoned)
+                }
+                Err(e) => Err(self.machine.fault().unwrap_or(e)),
+            };
+        }
         let r = self.live_queue(q)?.wait(value);
         match r {
             Ok(()) => Ok(WaitResult::Satisfied),
@@ -553,17 +728,33 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
 
     fn queue_info(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
         let k = self.queue(q)?;
+        if k.remote == Some(true) {
+            if let Some(r) = self.remote_queue(q)? {
+                return r.info(q.0);
+            }
+        }
         Ok(k.q.as_ref().map_or(k.info, KQueue::info))
     }
 
     fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+        if let Some(r) = self.remote_queue(q)? {
+            let info = r.info(q.0)?;
+            r.close_queue(q.0)?;
+            let k = nth_mut(&mut self.queues, q.0, "queue")?;
+            k.info = info;
+            k.remote = Some(false);
+            return Ok(());
+        }
         let k = nth_mut(&mut self.queues, q.0, "queue")?;
         super::umd_queue::close_slot(&mut k.q, &mut k.info, q)?.map_err(|e| self.umd(e))
     }
 
     /// What the UMD's CPU mapping of the queue's doorbell status page reads.
     fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
-        let st = self.queue(q)?.q.as_ref().and_then(KQueue::doorbell_status);
+        let st = match self.remote_queue(q)? {
+            Some(r) => r.doorbell(q.0)?,
+            None => self.queue(q)?.q.as_ref().and_then(KQueue::doorbell_status),
+        };
         st.ok_or_else(|| super::umd_queue::no_doorbell(q))
     }
 

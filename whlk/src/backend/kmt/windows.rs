@@ -31,6 +31,7 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTEscape, D3DDDI_ESCAPEFLAGS, D3DKMT_ESCAPE, D3DKMT_ESCAPE_DRIVERPRIVATE,
 };
 
+use super::remote::Pipe;
 use super::{FenceWait, KmtMachine, KmtPlatform, KmtSync, MonitoredSync};
 use crate::backend::testing::TestThunks;
 use crate::backend::{nth, nth_mut};
@@ -160,6 +161,17 @@ impl KmtMachine for WinMachine {
         Ok(k)
     }
 
+    /// A child `rvgpu-whlk` with a D3DKMT device of its own on the adapter (`crate::child`,
+    /// role `process`): another address space and handle table, as another application.
+    fn open_remote(&mut self, i: usize) -> Result<Option<Box<dyn Pipe>>, Failure> {
+        let a = nth(&self.adapters, i, "adapter")?;
+        let child = crate::child::start_process(a.luid.HighPart, a.luid.LowPart)
+            .map_err(Failure::Backend)?;
+        // The child stands at this index among the processes; it has no device here.
+        self.devices.push(None);
+        Ok(Some(Box::new(crate::child::ChildPipe::new(child))))
+    }
+
     /// A device of this process, not another process: both ends destroy the device (which
     /// destroys what is left on it, as process exit does).
     fn close_device(&mut self, p: usize, _how: ProcessEnd) -> Result<(), Failure> {
@@ -193,6 +205,13 @@ impl KmtMachine for WinMachine {
             )));
         }
         Ok(dup as usize as u64)
+    }
+
+    /// Timeout detection and recovery is the machine's: on unless `TdrLevel` is 0, with
+    /// `TdrDelay` and the other keys the runbook sets (docs/test-machine.md §7), read at boot.
+    /// A program cannot change them, so the case's timeouts are not honoured.
+    fn enable_tdr(&self, i: usize, _t: crate::backend::TdrTimeouts) -> Result<(), Failure> {
+        nth(&self.adapters, i, "adapter").map(|_| ())
     }
 }
 

@@ -27,6 +27,9 @@ pub(super) const REASON_ENGINE_TIMEOUT: u32 = 1;
 pub(super) const REASON_PROMOTED: u32 = 9;
 /// Step-mode budget of one wait (20 000 rounds).
 pub(super) const STEP: Duration = Duration::from_millis(200);
+/// The budget of a wait for a recovery: on a machine that runs on its own, detection can take
+/// Windows' `TdrDelay` (2 s by default); a step-mode wait ends as soon as its condition holds.
+pub(super) const RECOVERY: Duration = Duration::from_secs(10);
 pub(super) const BUF: u64 = 4096;
 
 // ---------------------------------------------------------------------------------------------

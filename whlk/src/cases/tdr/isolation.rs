@@ -10,7 +10,7 @@ use crate::case::CaseResult;
 use crate::ensure;
 
 use super::super::common::{fill, no_fault, observe, session, wait};
-use super::fixtures::{errored, guilty_refused, settled_probe, tdr_session, until, BUF, STEP};
+use super::fixtures::{errored, guilty_refused, settled_probe, tdr_session, until, BUF, RECOVERY};
 
 // ---------------------------------------------------------------------------------------------
 // Other engines and other processes keep running (UM-10).
@@ -44,17 +44,17 @@ pub(super) fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
         // complete after it returned (checked after the submission, so that a host that
         // deschedules this thread for longer than detection takes cannot make the first
         // submissions look late; threaded backends run the device in real time).
-        let rec = observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))?;
-        let recovered = rec.is_some_and(|r| r.0 > 0);
+        // Without the OS's recovery counter, the recovery as the guilty process sees it: its
+        // doorbell's status page reads DISCONNECTED_ABORT (UM-10).
+        let recovered = match observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))? {
+            Some(r) => r.0 > 0,
+            None => s.ums_ref()?.doorbell_status(hq) == Ok(DoorbellStatus::DisconnectedAbort),
+        };
         if !recovered {
             during = n;
         }
-        // Twenty more after the recovery (without a recovery counter: a fixed 400).
-        let enough = match rec {
-            Some(_) => recovered && n >= during + 20,
-            None => n >= 400,
-        };
-        if enough || n >= MAX {
+        // Twenty more after the recovery.
+        if (recovered && n >= during + 20) || n >= MAX {
             break;
         }
         s.run_until(Duration::from_micros(10), &mut |_| false)?;
@@ -112,7 +112,7 @@ pub(super) fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
     let v = s.ums()?.submit(oq1, &[fill(to, 8, 2)])?;
     wait(&mut *s, oq1, v, "the other process during the hang")?;
     // Recovered once the guilty device's doorbells are aborted.
-    until(&mut *s, STEP, "guilty doorbells aborted", |s| {
+    until(&mut *s, RECOVERY, "guilty doorbells aborted", |s| {
         s.ums_ref().and_then(|u| u.doorbell_status(hq)) == Ok(DoorbellStatus::DisconnectedAbort)
     })?;
     for q in [hq, hq1] {

@@ -1,0 +1,392 @@
+//! A case's process that is another process: the D3DKMT session forwards what the case does
+//! with it (buffers, user-mode and kernel-mode queues, submissions, waits, the doorbell status)
+//! to a server that holds its own D3DKMT device, one request line and one answer line at a
+//! time. On Windows the server is a child `rvgpu-whlk` (`crate::child`, role `process`) with
+//! its own address space and handle table; over the simulated thunks it is a thread with its
+//! own simulated process ([`super::sim`]). [`serve`] is the same code in both.
+//!
+//! Requests (numbers in hex; `ID` is the session's buffer or queue number):
+//! `buffer ID BYTES` → `ok GPUVA SIZE`; `read ID OFFSET` → `ok VALUE`;
+//! `write ID OFFSET VALUE` → `ok`; `queue ID NODE user|kernel` → `ok INFO`;
+//! `submit ID P P …` (each packet its words joined by `,`) → `ok VALUE`; `wait ID VALUE` →
+//! `ok`; `info ID` → `ok INFO`; `doorbell ID` → `ok RAW` or `ok none`; `close ID` → `ok`;
+//! `exit` → `ok`, and the server ends. A failed thunk answers `status NTSTATUS`, anything else
+//! `err TEXT`. `INFO` is `user|kernel LOST LAST COMPLETED QUEUEID SEEN`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::sync::Mutex;
+
+use rvgpu_hw::cmd::{self, Command};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, DoorbellStatus, Kmt, NtStatus};
+use rvgpu_umd::submit::SubmitError;
+
+use crate::backend::umd_queue::UmdQueue;
+use crate::backend::{Failure, ProcessEnd, SubmitPath, UmQueueInfo};
+
+/// One request and its answer, to a process server.
+pub trait Pipe: Send {
+    /// Sends `line`, returns the answer line (without its end).
+    fn call(&mut self, line: &str) -> Result<String, Failure>;
+
+    /// Ends the server's process: `Normal` after `exit` was answered, `Abnormal` at once, as
+    /// `TerminateProcess` ends a process (its objects are the OS's to destroy).
+    fn end(&mut self, how: ProcessEnd) -> Result<(), Failure>;
+}
+
+/// The session's handle on a process served elsewhere.
+pub(crate) struct RemoteProcess {
+    pipe: Mutex<Box<dyn Pipe>>,
+}
+
+fn hex(s: &str) -> Result<u64, Failure> {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16)
+        .map_err(|_| Failure::Backend(format!("process server: bad number `{s}`")))
+}
+
+fn info_text(i: &UmQueueInfo) -> String {
+    let path = match i.path {
+        SubmitPath::UserMode => "user",
+        SubmitPath::KernelMode => "kernel",
+    };
+    let seen = match i.os_sees_work {
+        Some(true) => "1",
+        Some(false) => "0",
+        None => "-",
+    };
+    format!(
+        "{path} {} {:x} {:x} {:x} {seen}",
+        u8::from(i.lost),
+        i.last_submitted,
+        i.completed,
+        i.queue_id
+    )
+}
+
+fn parse_info(words: &[&str]) -> Result<UmQueueInfo, Failure> {
+    let [path, lost, last, completed, id, seen] = words else {
+        return Err(Failure::Backend(format!(
+            "process server: bad queue info {words:?}"
+        )));
+    };
+    Ok(UmQueueInfo {
+        path: if *path == "user" {
+            SubmitPath::UserMode
+        } else {
+            SubmitPath::KernelMode
+        },
+        lost: *lost == "1",
+        last_submitted: hex(last)?,
+        completed: hex(completed)?,
+        queue_id: u32::try_from(hex(id)?).unwrap_or(u32::MAX),
+        scheduled: None,
+        os_sees_work: match *seen {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        },
+    })
+}
+
+impl RemoteProcess {
+    /// A process served over `pipe`.
+    pub(crate) fn new(pipe: Box<dyn Pipe>) -> Self {
+        Self {
+            pipe: Mutex::new(pipe),
+        }
+    }
+
+    /// The answer's words after `ok`; a `status` answer as the thunk's failure.
+    fn call(&self, line: &str) -> Result<Vec<String>, Failure> {
+        let answer = self
+            .pipe
+            .lock()
+            .map_err(|_| Failure::Backend("process server: pipe poisoned".into()))?
+            .call(line)?;
+        let mut words = answer.split_whitespace();
+        match words.next() {
+            Some("ok") => Ok(words.map(str::to_owned).collect()),
+            Some("status") => {
+                let st = words.next().map(hex).transpose()?.unwrap_or(0);
+                Err(Failure::DdiFailed(st as u32 as i32))
+            }
+            _ => Err(Failure::Backend(format!(
+                "process server, `{line}`: {answer}"
+            ))),
+        }
+    }
+
+    fn number(&self, line: &str) -> Result<u64, Failure> {
+        let w = self.call(line)?;
+        w.first().map_or_else(
+            || {
+                Err(Failure::Backend(format!(
+                    "process server: no value for `{line}`"
+                )))
+            },
+            |s| hex(s),
+        )
+    }
+
+    /// A zeroed buffer of `bytes`: its (GPU VA, size).
+    pub(crate) fn create_buffer(&self, id: usize, bytes: u64) -> Result<(u64, u64), Failure> {
+        let w = self.call(&format!("buffer {id:x} {bytes:x}"))?;
+        match w.as_slice() {
+            [va, size] => Ok((hex(va)?, hex(size)?)),
+            _ => Err(Failure::Backend(format!(
+                "process server: buffer answer {w:?}"
+            ))),
+        }
+    }
+
+    pub(crate) fn read(&self, id: usize, offset: u64) -> Result<u64, Failure> {
+        self.number(&format!("read {id:x} {offset:x}"))
+    }
+
+    pub(crate) fn write(&self, id: usize, offset: u64, value: u64) -> Result<(), Failure> {
+        self.call(&format!("write {id:x} {offset:x} {value:x}"))
+            .map(drop)
+    }
+
+    pub(crate) fn create_queue(
+        &self,
+        id: usize,
+        node: u32,
+        kind: SubmitPath,
+    ) -> Result<UmQueueInfo, Failure> {
+        let k = match kind {
+            SubmitPath::UserMode => "user",
+            SubmitPath::KernelMode => "kernel",
+        };
+        let w = self.call(&format!("queue {id:x} {node:x} {k}"))?;
+        parse_info(&w.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Submits `cmds`; the progress value that marks their completion.
+    pub(crate) fn submit(&self, id: usize, cmds: &[Command]) -> Result<u64, Failure> {
+        let mut line = format!("submit {id:x}");
+        let mut words = [0u64; 8];
+        for c in cmds {
+            let n = c
+                .encode(&mut words)
+                .ok_or_else(|| Failure::Backend(format!("{c:?} does not fit a packet")))?;
+            let packet: Vec<String> = words[..n].iter().map(|w| format!("{w:x}")).collect();
+            line.push(' ');
+            line.push_str(&packet.join(","));
+        }
+        self.number(&line)
+    }
+
+    pub(crate) fn wait(&self, id: usize, value: u64) -> Result<(), Failure> {
+        self.call(&format!("wait {id:x} {value:x}")).map(drop)
+    }
+
+    pub(crate) fn info(&self, id: usize) -> Result<UmQueueInfo, Failure> {
+        let w = self.call(&format!("info {id:x}"))?;
+        parse_info(&w.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    pub(crate) fn doorbell(&self, id: usize) -> Result<Option<DoorbellStatus>, Failure> {
+        let w = self.call(&format!("doorbell {id:x}"))?;
+        match w.first().map(String::as_str) {
+            Some("none") | None => Ok(None),
+            Some(raw) => Ok(Some(DoorbellStatus::from_raw(hex(raw)? as u32 as i32))),
+        }
+    }
+
+    pub(crate) fn close_queue(&self, id: usize) -> Result<(), Failure> {
+        self.call(&format!("close {id:x}")).map(drop)
+    }
+
+    /// Ends the process: a normal exit closes what it holds first (`exit`), an abnormal one
+    /// is a kill.
+    pub(crate) fn end(&self, how: ProcessEnd) -> Result<(), Failure> {
+        if how == ProcessEnd::Normal {
+            self.call("exit")?;
+        }
+        self.pipe
+            .lock()
+            .map_err(|_| Failure::Backend("process server: pipe poisoned".into()))?
+            .end(how)
+    }
+}
+
+/// The server's objects.
+struct Served<K: Kmt> {
+    kmt: K,
+    buffers: BTreeMap<u64, Allocation<K::Mem>>,
+    queues: BTreeMap<u64, UmdQueue<K>>,
+}
+
+enum Answer {
+    Status(i32),
+    Err(String),
+}
+
+impl From<NtStatus> for Answer {
+    fn from(NtStatus(s): NtStatus) -> Self {
+        Self::Status(s)
+    }
+}
+
+impl From<SubmitError> for Answer {
+    fn from(e: SubmitError) -> Self {
+        match e {
+            SubmitError::Kmt(s) => s.into(),
+            other => Self::Err(format!("UMD: {other:?}")),
+        }
+    }
+}
+
+impl From<String> for Answer {
+    fn from(e: String) -> Self {
+        Self::Err(e)
+    }
+}
+
+fn num(s: Option<&&str>) -> Result<u64, Answer> {
+    let s = s.ok_or_else(|| Answer::Err("missing argument".into()))?;
+    u64::from_str_radix(s, 16).map_err(|_| Answer::Err(format!("bad number `{s}`")))
+}
+
+/// The packets of a `submit` request.
+fn packets(words: &[&str]) -> Result<Vec<Command>, Answer> {
+    words
+        .iter()
+        .map(|p| {
+            let w: Vec<u64> = p
+                .split(',')
+                .map(|x| num(Some(&x)))
+                .collect::<Result<_, _>>()?;
+            cmd::decode(&w).map_err(|f| Answer::Err(format!("packet {p}: {f:?}")))
+        })
+        .collect()
+}
+
+impl<K: Kmt + Clone> Served<K> {
+    fn queue(&mut self, id: u64) -> Result<&mut UmdQueue<K>, Answer> {
+        self.queues
+            .get_mut(&id)
+            .ok_or_else(|| Answer::Err(format!("no queue {id:x}")))
+    }
+
+    fn buffer(&self, id: u64) -> Result<&Allocation<K::Mem>, Answer> {
+        self.buffers
+            .get(&id)
+            .ok_or_else(|| Answer::Err(format!("no buffer {id:x}")))
+    }
+
+    fn answer(&mut self, words: &[&str]) -> Result<String, Answer> {
+        let arg = |i: usize| num(words.get(i));
+        match words.first().copied() {
+            Some("buffer") => {
+                let a = self.kmt.create_allocation(arg(2)?)?;
+                for off in (0..a.size).step_by(8) {
+                    a.mem.store(off, 0);
+                }
+                let text = format!("{:x} {:x}", a.gpu_va, a.size);
+                self.buffers.insert(arg(1)?, a);
+                Ok(text)
+            }
+            Some("read") => {
+                let a = self.buffer(arg(1)?)?;
+                let off = checked(a, arg(2)?)?;
+                Ok(format!("{:x}", a.mem.load(off)))
+            }
+            Some("write") => {
+                let a = self.buffer(arg(1)?)?;
+                let off = checked(a, arg(2)?)?;
+                a.mem.store(off, arg(3)?);
+                Ok(String::new())
+            }
+            Some("queue") => {
+                let node = u32::try_from(arg(2)?).map_err(|_| Answer::Err("bad node".into()))?;
+                let kind = match words.get(3).copied() {
+                    Some("user") => SubmitPath::UserMode,
+                    _ => SubmitPath::KernelMode,
+                };
+                let q = UmdQueue::new(self.kmt.clone(), node, kind)?;
+                let text = info_text(&q.info());
+                self.queues.insert(arg(1)?, q);
+                Ok(text)
+            }
+            Some("submit") => {
+                let cmds = packets(words.get(2..).unwrap_or_default())?;
+                let v = self.queue(arg(1)?)?.submit(&cmds)?;
+                Ok(format!("{v:x}"))
+            }
+            Some("wait") => {
+                let v = arg(2)?;
+                self.queue(arg(1)?)?.wait(v)?;
+                Ok(String::new())
+            }
+            Some("info") => Ok(info_text(&self.queue(arg(1)?)?.info())),
+            Some("doorbell") => Ok(match self.queue(arg(1)?)?.doorbell_status() {
+                Some(st) => format!("{:x}", raw(st)),
+                None => "none".into(),
+            }),
+            Some("close") => {
+                let id = arg(1)?;
+                let q = self
+                    .queues
+                    .remove(&id)
+                    .ok_or_else(|| Answer::Err(format!("no queue {id:x}")))?;
+                q.close()?;
+                Ok(String::new())
+            }
+            other => Err(Answer::Err(format!("unknown request {other:?}"))),
+        }
+    }
+}
+
+/// `offset` if an 8-byte word at it lies inside `a`.
+fn checked<M>(a: &Allocation<M>, offset: u64) -> Result<u64, Answer> {
+    let inside = offset.is_multiple_of(8) && offset.checked_add(8).is_some_and(|end| end <= a.size);
+    inside
+        .then_some(offset)
+        .ok_or_else(|| Answer::Err(format!("offset {offset:#x} outside the buffer")))
+}
+
+/// The raw `D3DDDI_DOORBELLSTATUS` of `st`.
+fn raw(st: DoorbellStatus) -> u32 {
+    match st {
+        DoorbellStatus::Connected => 0,
+        DoorbellStatus::ConnectedNotify => 1,
+        DoorbellStatus::DisconnectedRetry => 2,
+        DoorbellStatus::DisconnectedAbort => 3,
+        DoorbellStatus::Unknown(x) => x as u32,
+    }
+}
+
+/// Serves requests from `from` over `kmt`, answering on `to`, until `exit` (its queues closed
+/// as a process's UMD closes them) or the end of `from` (the process is ending abnormally: the
+/// objects are dropped without a close).
+pub fn serve<K: Kmt + Clone>(kmt: K, from: impl BufRead, mut to: impl Write) {
+    let mut s = Served {
+        kmt,
+        buffers: BTreeMap::new(),
+        queues: BTreeMap::new(),
+    };
+    for line in from.lines() {
+        let Ok(line) = line else { break };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let exit = words.first() == Some(&"exit");
+        let answer = if exit {
+            for q in std::mem::take(&mut s.queues).into_values() {
+                let _ = q.close();
+            }
+            Ok(String::new())
+        } else {
+            s.answer(&words)
+        };
+        let text = match answer {
+            Ok(t) if t.is_empty() => "ok".to_owned(),
+            Ok(t) => format!("ok {t}"),
+            Err(Answer::Status(st)) => format!("status {:x}", st as u32),
+            Err(Answer::Err(e)) => format!("err {e}"),
+        };
+        if writeln!(to, "{text}").and_then(|()| to.flush()).is_err() || exit {
+            break;
+        }
+    }
+}
