@@ -263,22 +263,25 @@ impl Drop for AdapterCtx {
 /// DDI needs no entry elsewhere, and a filled slot no case calls fails
 /// `every_filled_slot_has_a_robustness_case`.
 fn slots_the_cases_call() -> BTreeSet<String> {
+    let slots = DRIVER_INITIALIZATION_DATA::SLOT_NAMES;
     let mut called = BTreeSet::new();
     for line in include_str!("ddi_robustness.rs").lines() {
         let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(at) = rest.find(|c: char| c.is_ascii_alphanumeric() || c == '_') {
-            let word_end = rest[at..]
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .map_or(rest.len(), |n| at + n);
-            let word = &rest[at..word_end];
-            let after = &rest[word_end..];
-            let before = &rest[..at];
-            let is_slot = rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA::SLOT_NAMES.contains(&word);
-            if is_slot && (after.trim_start().starts_with('(') || before.ends_with('.')) {
-                called.insert(word.to_owned());
+        let (mut word, mut before, mut prev) = (String::new(), ' ', ' ');
+        for c in code.chars().chain([' ']) {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                if word.is_empty() {
+                    before = prev;
+                }
+                word.push(c);
+            } else if !word.is_empty() {
+                // A call (`DxgkDdiX(`) or a read of the slot (`d.DxgkDdiX`).
+                if slots.contains(&word.as_str()) && (c == '(' || before == '.') {
+                    called.insert(word.clone());
+                }
+                word.clear();
             }
-            rest = after;
+            prev = c;
         }
     }
     called

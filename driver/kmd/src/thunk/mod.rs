@@ -82,7 +82,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
     power::fill::<P>(&mut t);
     node::fill::<P>(&mut t);
     paging::fill::<P>(&mut t);
-    present::fill::<P>(&mut t);
+    present::fill(&mut t);
     process::fill::<P>(&mut t);
     allocation::fill::<P>(&mut t);
     t

@@ -39,9 +39,7 @@ own_thunks! {
 }
 
 /// This concept's slots of the miniport's table ([`super::initialization_data`]).
-pub(super) fn fill<P: crate::platform::Platform>(
-    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
-) {
+pub(super) fn fill(t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) {
     t.DxgkDdiPresent = Some(present);
     t.DxgkDdiControlInterrupt = Some(control_interrupt);
 }
