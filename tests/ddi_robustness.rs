@@ -53,7 +53,7 @@ use rvgpu_kmd::{Adapter, DISPLAY_ADAPTER_HW_ID};
 // ---------------------------------------------------------------------------------------------
 
 mod common;
-use common::{NullPlatform, NATIVE_FENCE_DDIS};
+use common::NullPlatform;
 
 thread_local! {
     /// Bytes allocated minus bytes freed by this thread (tests run on their own threads, so a
@@ -258,91 +258,40 @@ impl Drop for AdapterCtx {
 // Tests
 // ---------------------------------------------------------------------------------------------
 
-/// Slots exercised by `null_arguments_fail_with_an_ntstatus_and_do_not_crash`. Every filled slot
-/// must be here (checked), so a new DDI cannot skip robustness testing.
-const COVERED: &[&str] = &[
-    "DxgkDdiAddDevice",
-    "DxgkDdiStartDevice",
-    "DxgkDdiStopDevice",
-    "DxgkDdiRemoveDevice",
-    "DxgkDdiDispatchIoRequest",
-    "DxgkDdiInterruptRoutine",
-    "DxgkDdiDpcRoutine",
-    "DxgkDdiQueryChildRelations",
-    "DxgkDdiQueryChildStatus",
-    "DxgkDdiQueryDeviceDescriptor",
-    "DxgkDdiSetPowerState",
-    "DxgkDdiNotifyAcpiEvent",
-    "DxgkDdiResetDevice",
-    // null_arguments_fail_with_an_ntstatus_and_do_not_crash and the unstarted-adapter case
-    "DxgkDdiNotifySurpriseRemoval",
-    "DxgkDdiUnload",
-    "DxgkDdiQueryInterface",
-    "DxgkDdiControlEtwLogging",
-    "DxgkDdiQueryAdapterInfo",
-    // and NATIVE_FENCE_DDIS
-    "DxgkDdiCreateDevice",
-    "DxgkDdiDestroyDevice",
-    "DxgkDdiCreateContext",
-    "DxgkDdiDestroyContext",
-    "DxgkDdiGetNodeMetadata",
-    "DxgkDdiSuspendContext",
-    "DxgkDdiResumeContext",
-    "DxgkDdiCreateHwQueue",
-    "DxgkDdiDestroyHwQueue",
-    "DxgkDdiSubmitCommandToHwQueue",
-    "DxgkDdiCreateDoorbell",
-    "DxgkDdiConnectDoorbell",
-    "DxgkDdiDisconnectDoorbell",
-    "DxgkDdiDestroyDoorbell",
-    "DxgkDdiNotifyWorkSubmission",
-    "DxgkDdiQueryDependentEngineGroup",
-    "DxgkDdiQueryEngineStatus",
-    "DxgkDdiResetEngine",
-    "DxgkDdiCollectDbgInfo",
-    "DxgkDdiCollectDbgInfo2",
-    "DxgkDdiResetFromTimeout",
-    "DxgkDdiRestartFromTimeout",
-    "DxgkDdiSubmitCommand",
-    "DxgkDdiSubmitCommandVirtual",
-    "DxgkDdiPreemptCommand",
-    "DxgkDdiQueryCurrentFence",
-    "DxgkDdiBuildPagingBuffer",
-    "DxgkDdiSetNativeFenceLogBuffer",
-    "DxgkDdiUpdateNativeFenceLogs",
-    "DxgkDdiCalibrateGpuClock",
-    "DxgkDdiSetStablePowerState",
-    // hws_ddis_validate_their_arguments
-    "DxgkDdiSetupPriorityBands",
-    "DxgkDdiSetSchedulingLogBuffer",
-    "DxgkDdiSetContextSchedulingProperties",
-    "DxgkDdiResetHwEngine",
-    "DxgkDdiResumeHwEngine",
-    // gpummu_memory_ddis_validate_their_arguments
-    "DxgkDdiCreateProcess",
-    "DxgkDdiDestroyProcess",
-    "DxgkDdiGetRootPageTableSize",
-    "DxgkDdiSetRootPageTable",
-    "DxgkDdiCreateAllocation",
-    "DxgkDdiDestroyAllocation",
-    "DxgkDdiDescribeAllocation",
-    "DxgkDdiGetStandardAllocationDriverData",
-    "DxgkDdiOpenAllocation",
-    "DxgkDdiCloseAllocation",
-    // render_core_present_and_control_interrupt_refuse_everything
-    "DxgkDdiPresent",
-    "DxgkDdiControlInterrupt",
-    // um_13_runtime_power_ddis_validate_their_arguments
-    "DxgkDdiSetPowerComponentFState",
-    "DxgkDdiPowerRuntimeControlRequest",
-    // the_slot_after_notify_work_submission_refuses_whatever_it_is_passed
-    "Reserved4",
-];
+/// The slots this file's cases call: a `refused!` row (`DxgkDdiX(…) => …`) or a slot read
+/// from the table (`d.DxgkDdiX`), in code rather than comments. The cases are the list: a new
+/// DDI needs no entry elsewhere, and a filled slot no case calls fails
+/// `every_filled_slot_has_a_robustness_case`.
+fn slots_the_cases_call() -> BTreeSet<String> {
+    let slots = DRIVER_INITIALIZATION_DATA::SLOT_NAMES;
+    let mut called = BTreeSet::new();
+    for line in include_str!("ddi_robustness.rs").lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let (mut word, mut before, mut prev) = (String::new(), ' ', ' ');
+        for c in code.chars().chain([' ']) {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                if word.is_empty() {
+                    before = prev;
+                }
+                word.push(c);
+            } else if !word.is_empty() {
+                // A call (`DxgkDdiX(`) or a read of the slot (`d.DxgkDdiX`).
+                if slots.contains(&word.as_str()) && (c == '(' || before == '.') {
+                    called.insert(word.clone());
+                }
+                word.clear();
+            }
+            prev = c;
+        }
+    }
+    called
+}
 
 #[test]
 fn every_filled_slot_has_a_robustness_case() {
     let d = table();
-    let covered: BTreeSet<_> = COVERED.iter().chain(&NATIVE_FENCE_DDIS).copied().collect();
+    let covered = slots_the_cases_call();
+    assert!(covered.len() > 60, "{covered:?}");
     let missing: Vec<_> = rvgpu_ddi::init::filled_slots(&d)
         .filter(|&(n, set)| set && !covered.contains(n))
         .map(|(n, _)| n)

@@ -41,6 +41,7 @@ use std::process::Command;
 mod architecture;
 #[path = "../common/mod.rs"]
 mod common;
+mod ddi_places;
 mod functions;
 mod paths;
 mod performance;

@@ -12,10 +12,10 @@
 //!   triage log ([`Statuses`]).
 //!
 //! A DDI's rules are its row of the DDI catalog (`rvgpu_ddi::catalog`), where each rule names
-//! its source: a DDI's row here is its name alone, which places it in [`Routine`]'s order. The
-//! callbacks' rows are written here; the comment above a row says where a rule that is not on
-//! the reference page comes from. The [`Routine`] enum is generated from the same rows, in
-//! their order.
+//! its source; every catalog row is a routine here, in the catalog's order, without its name
+//! being written here. The callbacks' rows are written here; the comment above a row says where
+//! a rule that is not on the reference page comes from. The [`Routine`] enum is generated from
+//! the callbacks' rows and the catalog's.
 
 use rvgpu_ddi::catalog::{self, Ddi, Level};
 use rvgpu_kmd::platform::Irql;
@@ -110,96 +110,43 @@ impl Rules {
     }
 }
 
-/// One row of [`RULES`]: the catalog's for a DDI, `$row` for a callback.
-macro_rules! row {
-    ($name:ident) => {
-        catalog_row(stringify!($name))
-    };
-    ($name:ident, $row:expr) => {
-        $row.named(stringify!($name))
-    };
-}
-
-/// Generates [`Routine`] from the `calls` rows and [`RULES`] from all rows, `calls` first (so
-/// that `RULES[routine as usize]` is the routine's row). A row that is a name alone is a DDI:
-/// its rules are its catalog row.
+/// Generates [`Routine`] and [`RULES`] from the callbacks' rows written here and the DDI
+/// catalog's rows (`rvgpu_ddi::catalog_rows!`), callbacks first, so that
+/// `RULES[routine as usize]` is the routine's row. A DDI's rules are its catalog row: naming it
+/// there is all it takes to be a routine here.
 macro_rules! rules {
     (
-        calls { $( $(#[$doc:meta])* $name:ident $(=> $row:expr)?; )* }
-        slots_only { $( $slot:ident, )* }
+        callbacks { $( $(#[$doc:meta])* $cb:ident => $row:expr; )* }
+        rows [ $( ddi! ( $name:ident $($head:tt)* ) $( . $m:ident $args:tt )* ),* $(,)? ]
     ) => {
         /// A routine whose rules the simulation checks: a DDI (OS → driver) or a callback
         /// (driver → OS).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[allow(clippy::enum_variant_names)] // The names are Microsoft's.
         pub enum Routine {
-            $( $(#[$doc])* $name, )*
+            $( $(#[$doc])* $cb, )*
+            $( #[doc = concat!("`", stringify!($name), "`: its rules are its catalog row.")] $name, )*
         }
 
         impl Routine {
             /// Every routine, in table order.
-            pub const ALL: &'static [Routine] = &[ $( Routine::$name, )* ];
+            pub const ALL: &'static [Routine] = &[ $( Routine::$cb, )* $( Routine::$name, )* ];
+
+            /// How many of [`Routine::ALL`] are callbacks (they come first).
+            const CALLBACKS: usize = [ $( stringify!($cb), )* ].len();
         }
 
-        /// The rule table: the routines in [`Routine`] order, then the slots only start-up or
-        /// status rules name.
+        /// The rule table: the routines in [`Routine`] order.
         pub const RULES: &[Rules] = &[
-            $( row!($name $(, $row)?), )*
-            $( catalog_row(stringify!($slot)), )*
+            $( $row.named(stringify!($cb)), )*
+            $( catalog_row(stringify!($name)), )*
         ];
     };
 }
 
-rules! {
-    calls {
+rvgpu_ddi::catalog_rows!(rules! callbacks {
         /// The driver's `DriverEntry` (`DRIVER_INITIALIZE`).
         DriverEntry => at(P, P, "wdm/nc-wdm-driver_initialize");
-        // DDIs the OS calls.
-        DxgkDdiAddDevice;
-        DxgkDdiStartDevice;
-        DxgkDdiStopDevice;
-        DxgkDdiRemoveDevice;
-        DxgkDdiDispatchIoRequest;
-        DxgkDdiInterruptRoutine;
-        DxgkDdiDpcRoutine;
-        DxgkDdiQueryChildRelations;
-        DxgkDdiQueryChildStatus;
-        DxgkDdiQueryDeviceDescriptor;
-        DxgkDdiSetPowerState;
-        DxgkDdiNotifyAcpiEvent;
-        DxgkDdiResetDevice;
-        DxgkDdiNotifySurpriseRemoval;
-        DxgkDdiUnload;
-        DxgkDdiControlEtwLogging;
-        DxgkDdiQueryInterface;
-        DxgkDdiQueryFeatureSupport;
-        DxgkDdiQueryFeatureInterface;
-        DxgkDdiBuildTestCommandBuffer;
-        DxgkDdiQueryAdapterInfo;
-        DxgkDdiCreateNativeFence;
-        DxgkDdiOpenNativeFence;
-        DxgkDdiCloseNativeFence;
-        DxgkDdiDestroyNativeFence;
-        DxgkDdiUpdateMonitoredValues;
-        DxgkDdiUpdateCurrentValuesFromCpu;
-        // User-mode submission: devices, contexts, queues, doorbells, power.
-        DxgkDdiGetNodeMetadata;
-        DxgkDdiCreateDevice;
-        DxgkDdiDestroyDevice;
-        DxgkDdiCreateContext;
-        DxgkDdiDestroyContext;
-        DxgkDdiSuspendContext;
-        DxgkDdiResumeContext;
-        DxgkDdiCreateHwQueue;
-        DxgkDdiDestroyHwQueue;
-        DxgkDdiSubmitCommandToHwQueue;
-        DxgkDdiCreateDoorbell;
-        DxgkDdiConnectDoorbell;
-        DxgkDdiDisconnectDoorbell;
-        DxgkDdiDestroyDoorbell;
-        DxgkDdiNotifyWorkSubmission;
-        DxgkDdiSetPowerComponentFState;
-        DxgkDdiPowerRuntimeControlRequest;
         /// The driver's `SynchronizeRoutine` passed to `DxgkCbSynchronizeExecution`.
         SynchronizeRoutine => at(DIRQL, DIRQL, "wdm/nc-wdm-ksynchronize_routine");
         // Callbacks the driver calls.
@@ -247,62 +194,15 @@ rules! {
         /// `INTERFACE::InterfaceDereference`.
         InterfaceDereference => at(P, D, "wdm/nc-wdm-pinterface_dereference");
         // Legacy (kernel-mode) scheduling and TDR (docs/tdr.md#the-simulated-os).
-        DxgkDdiSubmitCommand;
-        DxgkDdiSubmitCommandVirtual;
-        DxgkDdiPreemptCommand;
-        DxgkDdiQueryCurrentFence;
-        DxgkDdiBuildPagingBuffer;
-        DxgkDdiQueryDependentEngineGroup;
-        DxgkDdiQueryEngineStatus;
-        DxgkDdiResetEngine;
-        DxgkDdiCollectDbgInfo;
-        DxgkDdiCollectDbgInfo2;
-        DxgkDdiResetFromTimeout;
-        DxgkDdiRestartFromTimeout;
         DxgkCbInvalidateHwContext => at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkcb_invalidatehwcontext");
-        // Hardware scheduling (`crate::vidsch::hws`).
-        DxgkDdiSetupPriorityBands;
-        DxgkDdiSetSchedulingLogBuffer;
-        DxgkDdiSetContextSchedulingProperties;
-        DxgkDdiResetHwEngine;
-        DxgkDdiResumeHwEngine;
-        // Native fence logs and GPU clock.
-        DxgkDdiSetNativeFenceLogBuffer;
-        DxgkDdiUpdateNativeFenceLogs;
-        DxgkDdiCalibrateGpuClock;
-        // GpuMmu memory model (docs/memory.md).
-        DxgkDdiCreateProcess;
-        DxgkDdiDestroyProcess;
-        DxgkDdiSetRootPageTable;
-        DxgkDdiGetRootPageTableSize;
-        DxgkDdiCreateAllocation;
-        DxgkDdiDestroyAllocation;
-        DxgkDdiDescribeAllocation;
-        DxgkDdiGetStandardAllocationDriverData;
-        DxgkDdiOpenAllocation;
-        DxgkDdiCloseAllocation;
-    }
-    slots_only {
-        DxgkDdiQueryConnectionChange,
-        DxgkDdiAcquireSwizzlingRange,
-        DxgkDdiReleaseSwizzlingRange,
-        DxgkDdiPatch,
-        DxgkDdiRender,
-        DxgkDdiRenderKm,
-        DxgkDdiPresent,
-        DxgkDdiCreateOverlay,
-        DxgkDdiUpdateOverlay,
-        DxgkDdiFlipOverlay,
-        DxgkDdiDestroyOverlay,
-        DxgkDdiControlInterrupt,
-    }
-}
+});
 
-/// Every routine row has an IRQL rule (checked when the crate compiles, so [`Routine::rule`]
-/// cannot miss).
+/// Every callback's row has an IRQL rule (checked when the crate compiles); a DDI's is checked
+/// where the OS reads its slot (`crate::adapter::slot::member_routine`), so [`Routine::rule`]
+/// cannot miss.
 const _: () = {
     let mut i = 0;
-    while i < Routine::ALL.len() {
+    while i < Routine::CALLBACKS {
         assert!(RULES[i].irql.is_some());
         i += 1;
     }
@@ -414,11 +314,12 @@ mod tests {
         }
     }
 
+    /// The catalog's rows, in its order, follow the callbacks: a DDI is a routine by its row.
     #[test]
-    fn only_routines_have_irql_rules() {
-        assert!(RULES
-            .iter()
-            .skip(Routine::ALL.len())
-            .all(|r| r.irql.is_none()));
+    fn every_catalog_row_is_a_routine_after_the_callbacks() {
+        let ddis: Vec<_> = RULES[Routine::CALLBACKS..].iter().map(|r| r.name).collect();
+        let rows: Vec<_> = catalog::CATALOG.iter().map(|d| d.name).collect();
+        assert_eq!(ddis, rows);
+        assert_eq!(RULES.len(), Routine::ALL.len());
     }
 }

@@ -58,8 +58,8 @@ impl Ddi<()> {
 
 /// The routine of the DDI at member `member` of the driver's table or of an interface it
 /// hands out, by the DDI catalog's row for it (used in a constant by [`in_table!`]: a member
-/// without a rule row, or one two rows name, does not compile, so the OS calls no DDI whose
-/// rules it does not know).
+/// without a rule row or without an IRQL rule in it, or one two rows name, does not compile,
+/// so the OS calls no DDI whose rules it does not know).
 #[doc(hidden)]
 pub const fn member_routine(member: &str) -> Routine {
     let mut found = None;
@@ -75,7 +75,8 @@ pub const fn member_routine(member: &str) -> Routine {
         i += 1;
     }
     match found {
-        Some(r) => r,
+        Some(r) if r.rules().irql.is_some() => r,
+        Some(_) => panic!("a DDI the OS calls without an IRQL rule in its catalog row"),
         None => panic!("a DDI member without a routine row in the rule table"),
     }
 }

@@ -385,15 +385,59 @@ fn amd64_decoration_build(decoration: &str) -> Option<u32> {
 
 /// IN-02..IN-13 on `inf` for `target` (see docs/windows-bringup.md §1).
 pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
-    let dirid = |id: u32| match id {
-        // "Using Dirids": 13 is the driver-store folder, the only destination a Driver
-        // Package Isolation INF copies to; 10 (%windir%) appears in an event-log path.
-        13 => Some(target.store_dir.clone()),
-        10 => Some(r"C:\Windows".to_owned()),
-        _ => None,
-    };
-    let sub = |f: &str| inf.substitute(f, &dirid);
+    let x = Expand { inf, target };
+    let (provider, driver_ver, catalog) = version_section(&x)?;
+    let (install, matching_id) = matching_models_line(inf, target)?;
+    inf.require(&install, "the models line")?;
+    let files = copied_files(inf, &install)?;
+    let mut registry = Vec::new();
+    add_reg(
+        &x,
+        inf.list(&install, "AddReg"),
+        RegRoot::Software,
+        &mut registry,
+    )?;
+    add_reg(
+        &x,
+        inf.list(&format!("{install}.HW"), "AddReg"),
+        RegRoot::Hardware,
+        &mut registry,
+    )?;
+    let service = function_service(&x, &install, &files, &mut registry)?;
+    Ok(Plan {
+        driver_ver,
+        catalog,
+        provider,
+        files,
+        matching_id,
+        install_section: install,
+        registry,
+        service,
+    })
+}
 
+/// The INF's `%token%` expansion for the target: DIRID 13 is the target's driver-store folder.
+struct Expand<'a> {
+    inf: &'a Inf,
+    target: &'a Target,
+}
+
+impl Expand<'_> {
+    fn sub(&self, field: &str) -> Result<String, Refusal> {
+        let dirid = |id: u32| match id {
+            // "Using Dirids": 13 is the driver-store folder, the only destination a Driver
+            // Package Isolation INF copies to; 10 (%windir%) appears in an event-log path.
+            13 => Some(self.target.store_dir.clone()),
+            10 => Some(r"C:\Windows".to_owned()),
+            _ => None,
+        };
+        self.inf.substitute(field, &dirid)
+    }
+}
+
+/// IN-02..IN-07, the `[Version]` section: its provider, `DriverVer` and catalog.
+fn version_section(x: &Expand<'_>) -> Result<(String, String, String), Refusal> {
+    let inf = x.inf;
     // IN-02 "INF Version Section": Signature "$Windows NT$" (or "$Chicago$").
     let signature = inf.value("version", "Signature").ok_or_else(|| {
         Refusal::pnp(
@@ -431,7 +475,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
     }
     // IN-04 "INF Version Section": Provider is required (InfVerif).
     let provider = match inf.value("version", "Provider") {
-        Some(p) if !p.is_empty() => sub(&p)?,
+        Some(p) if !p.is_empty() => x.sub(&p)?,
         _ => {
             return Err(infverif(
                 "IN-04",
@@ -479,6 +523,11 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
             "[Version] PnpLockdown is not 1",
         ));
     }
+    Ok((provider, driver_ver, catalog))
+}
+
+/// IN-08: the install section and hardware ID of the models line that matches the device.
+fn matching_models_line(inf: &Inf, target: &Target) -> Result<(String, String), Refusal> {
     // IN-08 "INF Manufacturer Section", "INF Models Section", "Identifiers for PCI
     // Devices": the x64 models section whose decoration the build satisfies, and in it the
     // first device line whose hardware ID is one of the device's IDs (most specific first).
@@ -508,8 +557,8 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
             }
         }
     }
-    let Some((install, matching_id)) = matched else {
-        return Err(Refusal::pnp(
+    matched.ok_or_else(|| {
+        Refusal::pnp(
             "IN-08",
             ERROR_NO_SUCH_DEVINST,
             format!(
@@ -517,10 +566,13 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
                 target.build,
                 target.ids.join(", ")
             ),
-        ));
-    };
-    inf.require(&install, "the models line")?;
+        )
+    })
+}
 
+/// IN-09, IN-10: the files the install section copies, each to the driver store and each on
+/// a source disk.
+fn copied_files(inf: &Inf, install: &str) -> Result<Vec<String>, Refusal> {
     // IN-09 "INF DestinationDirs Section", "Driver Package Isolation": every file copied
     // goes to DIRID 13.
     let dest_of = |section: &str| -> Option<String> {
@@ -528,7 +580,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
             .or_else(|| inf.value("destinationdirs", "DefaultDestDir"))
     };
     let mut files = Vec::new();
-    for list in inf.list(&install, "CopyFiles") {
+    for list in inf.list(install, "CopyFiles") {
         if let Some(single) = list.strip_prefix('@') {
             files.push(single.to_owned());
             continue;
@@ -577,68 +629,79 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
             ));
         }
     }
+    Ok(files)
+}
 
+/// IN-11: the values of the AddReg `sections`, under `root`, onto `registry`.
+fn add_reg(
+    x: &Expand<'_>,
+    sections: Vec<String>,
+    root: RegRoot,
+    registry: &mut Vec<RegWrite>,
+) -> Result<(), Refusal> {
     // IN-11 "INF AddReg Directive", "Driver Package Isolation": registry values only under
     // HKR (the device's own keys); a universal INF writes no global location.
-    let mut registry = Vec::new();
-    let mut add_reg = |sections: Vec<String>, root: RegRoot| -> Result<(), Refusal> {
-        for s in sections {
-            for l in inf.require(&s, "AddReg")? {
-                let f = &l.fields;
-                let r = f.first().map(String::as_str).unwrap_or("");
-                if !r.eq_ignore_ascii_case("HKR") {
-                    return Err(infverif(
+    for s in sections {
+        for l in x.inf.require(&s, "AddReg")? {
+            let f = &l.fields;
+            let r = f.first().map(String::as_str).unwrap_or("");
+            if !r.eq_ignore_ascii_case("HKR") {
+                return Err(infverif(
+                    "IN-11",
+                    ERROR_GENERAL_SYNTAX,
+                    format!("[{s}] writes under {r}, not HKR (a global registry location)"),
+                ));
+            }
+            let field = |i: usize| x.sub(f.get(i).map_or("", String::as_str));
+            let flags = match field(3)? {
+                s if s.is_empty() => 0,
+                s => number(&s).ok_or_else(|| {
+                    Refusal::pnp("IN-11", ERROR_GENERAL_SYNTAX, format!("flags {s:?}"))
+                })?,
+            };
+            let value = match flags & FLG_ADDREG_TYPE_MASK {
+                FLG_ADDREG_TYPE_DWORD => {
+                    let v = field(4)?;
+                    RegValue::dword(number(&v).ok_or_else(|| {
+                        Refusal::pnp("IN-11", ERROR_GENERAL_SYNTAX, format!("DWORD {v:?}"))
+                    })?)
+                }
+                FLG_ADDREG_TYPE_MULTI_SZ => {
+                    let names: Vec<String> =
+                        (4..f.len().max(5)).map(field).collect::<Result<_, _>>()?;
+                    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                    RegValue::multi_sz(&refs)
+                }
+                FLG_ADDREG_TYPE_EXPAND_SZ => RegValue::string(REG_EXPAND_SZ, &field(4)?),
+                FLG_ADDREG_TYPE_SZ => RegValue::string(REG_SZ, &field(4)?),
+                other => {
+                    return Err(Refusal::pnp(
                         "IN-11",
                         ERROR_GENERAL_SYNTAX,
-                        format!("[{s}] writes under {r}, not HKR (a global registry location)"),
-                    ));
+                        format!("[{s}]: value type flags {other:#x} not understood"),
+                    ))
                 }
-                let field = |i: usize| sub(f.get(i).map_or("", String::as_str));
-                let flags = match field(3)? {
-                    s if s.is_empty() => 0,
-                    s => number(&s).ok_or_else(|| {
-                        Refusal::pnp("IN-11", ERROR_GENERAL_SYNTAX, format!("flags {s:?}"))
-                    })?,
-                };
-                let value = match flags & FLG_ADDREG_TYPE_MASK {
-                    FLG_ADDREG_TYPE_DWORD => {
-                        let v = field(4)?;
-                        RegValue::dword(number(&v).ok_or_else(|| {
-                            Refusal::pnp("IN-11", ERROR_GENERAL_SYNTAX, format!("DWORD {v:?}"))
-                        })?)
-                    }
-                    FLG_ADDREG_TYPE_MULTI_SZ => {
-                        let names: Vec<String> =
-                            (4..f.len().max(5)).map(field).collect::<Result<_, _>>()?;
-                        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                        RegValue::multi_sz(&refs)
-                    }
-                    FLG_ADDREG_TYPE_EXPAND_SZ => RegValue::string(REG_EXPAND_SZ, &field(4)?),
-                    FLG_ADDREG_TYPE_SZ => RegValue::string(REG_SZ, &field(4)?),
-                    other => {
-                        return Err(Refusal::pnp(
-                            "IN-11",
-                            ERROR_GENERAL_SYNTAX,
-                            format!("[{s}]: value type flags {other:#x} not understood"),
-                        ))
-                    }
-                };
-                registry.push(RegWrite {
-                    root,
-                    subkey: field(1)?,
-                    name: field(2)?,
-                    value,
-                });
-            }
+            };
+            registry.push(RegWrite {
+                root,
+                subkey: field(1)?,
+                name: field(2)?,
+                value,
+            });
         }
-        Ok(())
-    };
-    add_reg(inf.list(&install, "AddReg"), RegRoot::Software)?;
-    add_reg(
-        inf.list(&format!("{install}.HW"), "AddReg"),
-        RegRoot::Hardware,
-    )?;
+    }
+    Ok(())
+}
 
+/// IN-12: the function driver's service, a kernel driver whose binary the INF copies to the
+/// driver store; its event-log AddReg goes onto `registry`.
+fn function_service(
+    x: &Expand<'_>,
+    install: &str,
+    files: &[String],
+    registry: &mut Vec<RegWrite>,
+) -> Result<Service, Refusal> {
+    let (inf, target) = (x.inf, x.target);
     // IN-12 "INF DDInstall.Services Section", "INF AddService Directive": the function
     // driver's service (flag 0x2, SPSVCINST_ASSOCSERVICE), a kernel driver (type 1) whose
     // binary is in the driver store.
@@ -670,7 +733,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
     let svc_section = add.fields.get(2).cloned().unwrap_or_default();
     inf.require(&svc_section, "AddService")?;
     let svc_num = |k: &str| inf.value(&svc_section, k).and_then(|v| number(&v));
-    let binary = sub(&inf.value(&svc_section, "ServiceBinary").unwrap_or_default())?;
+    let binary = x.sub(&inf.value(&svc_section, "ServiceBinary").unwrap_or_default())?;
     let store_prefix = format!("{}\\", target.store_dir);
     let Some(binary) = binary.strip_prefix(&store_prefix).map(str::to_owned) else {
         return Err(infverif(
@@ -688,7 +751,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
     }
     let service = Service {
         name: name.clone(),
-        display_name: sub(&inf.value(&svc_section, "DisplayName").unwrap_or_default())?,
+        display_name: x.sub(&inf.value(&svc_section, "DisplayName").unwrap_or_default())?,
         service_type: svc_num("ServiceType").unwrap_or(0),
         start_type: svc_num("StartType").unwrap_or(u32::MAX),
         error_control: svc_num("ErrorControl").unwrap_or(u32::MAX),
@@ -706,16 +769,7 @@ pub fn plan(inf: &Inf, target: &Target) -> Result<Plan, Refusal> {
         ));
     }
     if let Some(log) = add.fields.get(3).filter(|s| !s.is_empty()) {
-        add_reg(inf.list(log, "AddReg"), RegRoot::EventLog)?;
+        add_reg(x, inf.list(log, "AddReg"), RegRoot::EventLog, registry)?;
     }
-    Ok(Plan {
-        driver_ver,
-        catalog,
-        provider,
-        files,
-        matching_id,
-        install_section: install,
-        registry,
-        service,
-    })
+    Ok(service)
 }

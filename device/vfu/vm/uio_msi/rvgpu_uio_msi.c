@@ -5,7 +5,7 @@
  *
  * uio_pci_generic, which the guest test otherwise binds, has INTx only, and the Debian guest
  * kernel has no VFIO no-IOMMU mode; this is the smallest kernel part that lets user space (the
- * simulated OS's PCI board, simos/src/machine/pci.rs) take the function's message interrupt.
+ * simulated OS's PCI board, simos/src/hal/pci.rs) take the function's message interrupt.
  * A message is an edge: the handler has nothing to mask or acknowledge at the function, so it
  * only counts the event for user space, which reads /dev/uioN as with uio_pci_generic. BARs
  * stay mapped from sysfs (resourceN), as the board does for either driver.

@@ -12,8 +12,13 @@ use crate::init::*;
 use crate::kmtest::{DXGKDDI_KERNELMODETESTINGINTERFACE, PDXGKDDI_BUILDTESTCOMMANDBUFFER};
 use crate::ntstatus::*;
 
-/// Every catalogued DDI.
-pub const CATALOG: &[Ddi] = &[
+/// Hands every row of the catalog to `$cb!` as `$($extra)* rows [ ddi!(…)….…, … ]`: the one
+/// list of the catalogued DDIs' names, from which [`CATALOG`](crate::catalog::CATALOG) is made
+/// and the simulated OS's rule table takes its DDI routines (a new DDI is one row here, not a
+/// name in a list elsewhere). The rows are tokens only to a caller outside this module.
+#[macro_export]
+macro_rules! catalog_rows {
+    ($cb:ident! $($extra:tt)*) => { $cb! { $($extra)* rows [
     ddi!(DxgkDdiAddDevice: PDXGKDDI_ADD_DEVICE)
         .at(P, P, "dispmprt/nc-dispmprt-dxgkddi_add_device")
         .slot(Slot::Load)
@@ -604,4 +609,15 @@ pub const CATALOG: &[Ddi] = &[
         .at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_buildtestcommandbuffer")
         .ddi_wrapper()
         .statuses("KT-8", &[STATUS_SUCCESS, STATUS_BUFFER_OVERFLOW, STATUS_INVALID_PARAMETER]),
-];
+] } };
+}
+
+/// `&[rows]`.
+macro_rules! rows_as_slice {
+    (rows [ $($row:tt)* ]) => {
+        &[ $($row)* ]
+    };
+}
+
+/// Every catalogued DDI.
+pub const CATALOG: &[Ddi] = catalog_rows!(rows_as_slice!);

@@ -45,10 +45,7 @@ own_thunks! {
         if start_info.is_null() || sources.is_null() || children.is_null() {
             return status::INVALID_PARAMETER.code();
         }
-        let r = a.start(
-            Dxgk::new(*iface),
-            Filled::of(&super::initialization_data::<P>()),
-        );
+        let r = a.start(Dxgk::new(*iface), Filled::of_driver::<P>());
         if r.is_ok() {
             // Render-only: no video present sources, no child devices (both checked non-null).
             call.put(sources, 0);
@@ -199,4 +196,25 @@ own_thunks! {
     ) {
         crate::etw::control(enable != 0, flags, level);
     }
+}
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiStartDevice = Some(start_device::<P>);
+    t.DxgkDdiStopDevice = Some(super::contract::on_context::<P, StopDevice>);
+    t.DxgkDdiDispatchIoRequest = Some(dispatch_io_request);
+    t.DxgkDdiInterruptRoutine = Some(interrupt_routine::<P>);
+    t.DxgkDdiDpcRoutine = Some(super::contract::on_context::<P, DpcRoutine>);
+    t.DxgkDdiQueryChildRelations = Some(query_child_relations);
+    t.DxgkDdiQueryChildStatus = Some(query_child_status);
+    t.DxgkDdiQueryDeviceDescriptor = Some(query_device_descriptor);
+    t.DxgkDdiSetPowerState = Some(set_power_state::<P>);
+    t.DxgkDdiNotifyAcpiEvent = Some(notify_acpi_event);
+    t.DxgkDdiResetDevice = Some(super::contract::on_context::<P, ResetDevice>);
+    t.DxgkDdiNotifySurpriseRemoval =
+        Some(super::contract::on_context_with::<P, NotifySurpriseRemoval>);
+    t.DxgkDdiUnload = Some(unload::<P>);
+    t.DxgkDdiControlEtwLogging = Some(control_etw_logging);
 }

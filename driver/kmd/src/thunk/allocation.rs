@@ -95,3 +95,15 @@ fn open_allocation<P: Platform>(
         private,
     )
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiCreateAllocation = Some(super::contract::on_adapter_mut::<P, CreateAllocation>);
+    t.DxgkDdiDestroyAllocation = Some(super::contract::on_adapter::<P, DestroyAllocation, _>);
+    t.DxgkDdiDescribeAllocation = Some(describe_allocation);
+    t.DxgkDdiGetStandardAllocationDriverData = Some(get_standard_allocation_driver_data);
+    t.DxgkDdiOpenAllocation = Some(super::contract::on_handle::<P, OpenAllocation, _>);
+    t.DxgkDdiCloseAllocation = Some(super::contract::on_handle::<P, CloseAllocation, _>);
+}

@@ -54,3 +54,11 @@ fn query_adapter_info<P: Platform>(
         None => caps::query_pre_start(&mut q).unwrap_or(Err(status::INVALID_DEVICE_STATE)),
     }
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiQueryAdapterInfo = Some(super::contract::on_adapter::<P, QueryAdapterInfo, _>);
+    t.DxgkDdiGetNodeMetadata = Some(get_node_metadata::<P>);
+}

@@ -42,3 +42,11 @@ own_thunks! {
         }
     }
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiCalibrateGpuClock = Some(calibrate_gpu_clock::<P>);
+    t.DxgkDdiSetStablePowerState = Some(set_stable_power_state::<P>);
+}

@@ -40,3 +40,15 @@ own_thunks! {
         to_ntstatus(context::ddi::destroy_context::<P>(h_context))
     }
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiCreateDevice = Some(super::contract::on_adapter_mut::<P, CreateDevice>);
+    t.DxgkDdiDestroyDevice = Some(destroy_device::<P>);
+    t.DxgkDdiCreateContext = Some(super::contract::on_handle_mut::<P, CreateContext>);
+    t.DxgkDdiDestroyContext = Some(destroy_context::<P>);
+    t.DxgkDdiSuspendContext = Some(super::contract::on_adapter::<P, SuspendContext, _>);
+    t.DxgkDdiResumeContext = Some(super::contract::on_adapter::<P, ResumeContext, _>);
+}

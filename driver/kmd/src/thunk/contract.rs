@@ -699,3 +699,11 @@ pub(super) unsafe extern "system" fn remove_device<P: Platform>(ctx: PVOID) -> N
     drop(unsafe { Box::from_raw(ctx.cast::<Adapter<P>>()) });
     status::SUCCESS
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiAddDevice = Some(add_device::<P>);
+    t.DxgkDdiRemoveDevice = Some(remove_device::<P>);
+}

@@ -40,3 +40,11 @@ fn collect_dbg_info2<P: Platform>(
         .flatten();
     crate::dbginfo::collect2(a, args, buf, payload)
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiCollectDbgInfo = Some(super::contract::on_adapter::<P, CollectDbgInfo, _>);
+    t.DxgkDdiCollectDbgInfo2 = Some(super::contract::on_adapter::<P, CollectDbgInfo2, _>);
+}

@@ -40,3 +40,14 @@ own_thunks! {
         }
     }
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiCreateDoorbell = Some(super::contract::on_args_mut::<P, CreateDoorbell>);
+    t.DxgkDdiConnectDoorbell = Some(connect_doorbell::<P>);
+    t.DxgkDdiDisconnectDoorbell = Some(super::contract::on_args::<P, DisconnectDoorbell, _>);
+    t.DxgkDdiDestroyDoorbell = Some(super::contract::on_args::<P, DestroyDoorbell, _>);
+    t.DxgkDdiNotifyWorkSubmission = Some(super::contract::on_args::<P, NotifyWorkSubmission, _>);
+}

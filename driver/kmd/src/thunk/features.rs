@@ -122,3 +122,10 @@ fn query_feature_interface<P: Platform>(
     q.InterfaceSize = size;
     Ok(())
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiQueryInterface = Some(query_interface::<P>);
+}

@@ -96,3 +96,15 @@ fn update_with<P: Platform, A: Update<P>>(call: Call<'_>, args: *const A) -> NTS
     );
     to_ntstatus(args.apply(&arrays))
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiCreateNativeFence = Some(super::contract::on_adapter_mut::<P, CreateNativeFence>);
+    t.DxgkDdiDestroyNativeFence = Some(super::contract::on_args::<P, DestroyNativeFence, _>);
+    t.DxgkDdiOpenNativeFence = Some(super::contract::on_adapter::<P, OpenNativeFence, _>);
+    t.DxgkDdiCloseNativeFence = Some(super::contract::on_adapter::<P, CloseNativeFence, _>);
+    t.DxgkDdiUpdateMonitoredValues = Some(update_monitored_values::<P>);
+    t.DxgkDdiUpdateCurrentValuesFromCpu = Some(update::<P, _>);
+}

@@ -28,3 +28,11 @@ own_thunks! {
         to_ntstatus(hwqueue::ddi::destroy::<P>(h_queue))
     }
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiCreateHwQueue = Some(super::contract::on_handle_mut::<P, CreateHwQueue>);
+    t.DxgkDdiDestroyHwQueue = Some(destroy_hw_queue::<P>);
+}

@@ -18,3 +18,12 @@ generic_ddis! {
         crate::log::ddi::update_logs::<P>(args, handles)
     };
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiSetNativeFenceLogBuffer =
+        Some(super::contract::on_args::<P, SetNativeFenceLogBuffer, _>);
+    t.DxgkDdiUpdateNativeFenceLogs = Some(super::contract::on_args::<P, UpdateNativeFenceLogs, _>);
+}

@@ -4,7 +4,8 @@
 //! the raw pointers into references under Dxgkrnl's pointer contract (stated once, in
 //! [`contract`]), check the raw arguments (null pointers, sizes), and call the module holding the
 //! logic. Every thunk returns an NTSTATUS (or what its signature demands) and never panics: a
-//! bad argument is STATUS_INVALID_PARAMETER.
+//! bad argument is STATUS_INVALID_PARAMETER. Each concept's module also fills its own slots of
+//! the table (its `fill`), so a new DDI is written in its concept's module, not here.
 //!
 //! The thunks are grouped as the concepts are: `thunk::fence` calls `crate::fence::ddi`,
 //! `thunk::doorbell` calls `crate::doorbell::ddi`, and so on; [`adapter`] holds the adapter's
@@ -45,10 +46,6 @@ use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, DXGKDDI_INTERFACE_VERSION};
 
 use crate::platform::Platform;
 use crate::status;
-use contract::{
-    on_adapter, on_adapter_mut, on_args, on_args_mut, on_context, on_context_with, on_handle,
-    on_handle_mut,
-};
 
 /// The slot after `DxgkDdiNotifyWorkSubmission` (byte 1368): `DxgkDdiFlushHwQueue` on
 /// Microsoft's reference page and in pre-release headers, `Reserved4` in the 26100 WDK. The
@@ -63,93 +60,30 @@ extern "system" fn flush_hw_queue_slot() -> rvgpu_ddi::NTSTATUS {
 
 /// The miniport's entry-point table for platform `P`.
 pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
-    DRIVER_INITIALIZATION_DATA {
+    let mut t = DRIVER_INITIALIZATION_DATA {
         Version: DXGKDDI_INTERFACE_VERSION,
-        DxgkDdiAddDevice: Some(contract::add_device::<P>),
-        DxgkDdiStartDevice: Some(adapter::start_device::<P>),
-        DxgkDdiStopDevice: Some(on_context::<P, adapter::StopDevice>),
-        DxgkDdiRemoveDevice: Some(contract::remove_device::<P>),
-        DxgkDdiDispatchIoRequest: Some(adapter::dispatch_io_request),
-        DxgkDdiInterruptRoutine: Some(adapter::interrupt_routine::<P>),
-        DxgkDdiDpcRoutine: Some(on_context::<P, adapter::DpcRoutine>),
-        DxgkDdiQueryChildRelations: Some(adapter::query_child_relations),
-        DxgkDdiQueryChildStatus: Some(adapter::query_child_status),
-        DxgkDdiQueryDeviceDescriptor: Some(adapter::query_device_descriptor),
-        DxgkDdiSetPowerState: Some(adapter::set_power_state::<P>),
-        DxgkDdiNotifyAcpiEvent: Some(adapter::notify_acpi_event),
-        DxgkDdiResetDevice: Some(on_context::<P, adapter::ResetDevice>),
-        DxgkDdiNotifySurpriseRemoval: Some(on_context_with::<P, adapter::NotifySurpriseRemoval>),
-        DxgkDdiUnload: Some(adapter::unload::<P>),
-        DxgkDdiQueryInterface: Some(features::query_interface::<P>),
-        DxgkDdiControlEtwLogging: Some(adapter::control_etw_logging),
-        DxgkDdiQueryAdapterInfo: Some(on_adapter::<P, caps::QueryAdapterInfo, _>),
-        DxgkDdiCreateNativeFence: Some(on_adapter_mut::<P, fence::CreateNativeFence>),
-        DxgkDdiDestroyNativeFence: Some(on_args::<P, fence::DestroyNativeFence, _>),
-        DxgkDdiOpenNativeFence: Some(on_adapter::<P, fence::OpenNativeFence, _>),
-        DxgkDdiCloseNativeFence: Some(on_adapter::<P, fence::CloseNativeFence, _>),
-        DxgkDdiUpdateMonitoredValues: Some(fence::update_monitored_values::<P>),
-        DxgkDdiUpdateCurrentValuesFromCpu: Some(fence::update::<P, _>),
-        DxgkDdiCreateDevice: Some(on_adapter_mut::<P, context::CreateDevice>),
-        DxgkDdiDestroyDevice: Some(context::destroy_device::<P>),
-        DxgkDdiCreateContext: Some(on_handle_mut::<P, context::CreateContext>),
-        DxgkDdiDestroyContext: Some(context::destroy_context::<P>),
-        DxgkDdiGetNodeMetadata: Some(caps::get_node_metadata::<P>),
-        DxgkDdiSuspendContext: Some(on_adapter::<P, context::SuspendContext, _>),
-        DxgkDdiResumeContext: Some(on_adapter::<P, context::ResumeContext, _>),
-        DxgkDdiCreateHwQueue: Some(on_handle_mut::<P, hwqueue::CreateHwQueue>),
-        DxgkDdiDestroyHwQueue: Some(hwqueue::destroy_hw_queue::<P>),
-        DxgkDdiSubmitCommandToHwQueue: Some(submit::submit_command_to_hw_queue::<P>),
-        DxgkDdiCreateDoorbell: Some(on_args_mut::<P, doorbell::CreateDoorbell>),
-        DxgkDdiConnectDoorbell: Some(doorbell::connect_doorbell::<P>),
-        DxgkDdiDisconnectDoorbell: Some(on_args::<P, doorbell::DisconnectDoorbell, _>),
-        DxgkDdiDestroyDoorbell: Some(on_args::<P, doorbell::DestroyDoorbell, _>),
-        DxgkDdiNotifyWorkSubmission: Some(on_args::<P, doorbell::NotifyWorkSubmission, _>),
         Reserved4: flush_hw_queue_slot as *const () as *mut c_void,
-        DxgkDdiQueryDependentEngineGroup: Some(
-            on_adapter_mut::<P, reset::QueryDependentEngineGroup>,
-        ),
-        DxgkDdiQueryEngineStatus: Some(on_adapter_mut::<P, reset::QueryEngineStatus>),
-        DxgkDdiResetEngine: Some(on_adapter_mut::<P, reset::ResetEngine>),
-        // Hardware scheduling (crate::hws). CreateHwContext, DestroyHwContext,
-        // SwitchToHwContextList and UpdateHwContextState stay NULL: Windows' VidSch never
-        // calls them (its hardware contexts are the CreateContext ones, docs/hws.md §2).
-        DxgkDdiSetupPriorityBands: Some(on_adapter::<P, hws::SetupPriorityBands, _>),
-        DxgkDdiSetSchedulingLogBuffer: Some(on_adapter::<P, hws::SetSchedulingLogBuffer, _>),
-        DxgkDdiSetContextSchedulingProperties: Some(
-            on_adapter::<P, hws::SetContextSchedulingProperties, _>,
-        ),
-        DxgkDdiResetHwEngine: Some(on_adapter::<P, reset::ResetHwEngine, _>),
-        DxgkDdiResumeHwEngine: Some(on_adapter::<P, reset::ResumeHwEngine, _>),
-        DxgkDdiCollectDbgInfo: Some(on_adapter::<P, dbginfo::CollectDbgInfo, _>),
-        DxgkDdiCollectDbgInfo2: Some(on_adapter::<P, dbginfo::CollectDbgInfo2, _>),
-        DxgkDdiResetFromTimeout: Some(on_context::<P, reset::ResetFromTimeout>),
-        DxgkDdiRestartFromTimeout: Some(on_context::<P, reset::RestartFromTimeout>),
-        DxgkDdiSetNativeFenceLogBuffer: Some(on_args::<P, log::SetNativeFenceLogBuffer, _>),
-        DxgkDdiUpdateNativeFenceLogs: Some(on_args::<P, log::UpdateNativeFenceLogs, _>),
-        DxgkDdiCalibrateGpuClock: Some(clock::calibrate_gpu_clock::<P>),
-        DxgkDdiSetStablePowerState: Some(clock::set_stable_power_state::<P>),
-        // Runtime power management (UM-13, crate::power).
-        DxgkDdiSetPowerComponentFState: Some(power::set_power_component_fstate::<P>),
-        DxgkDdiPowerRuntimeControlRequest: Some(power::power_runtime_control_request::<P>),
-        DxgkDdiSubmitCommand: Some(on_adapter::<P, node::SubmitCommand, _>),
-        DxgkDdiSubmitCommandVirtual: Some(on_adapter::<P, node::SubmitCommandVirtual, _>),
-        DxgkDdiPreemptCommand: Some(on_adapter::<P, node::PreemptCommand, _>),
-        DxgkDdiQueryCurrentFence: Some(on_adapter_mut::<P, node::QueryCurrentFence>),
-        DxgkDdiBuildPagingBuffer: Some(on_adapter_mut::<P, paging::BuildPagingBuffer>),
-        DxgkDdiPresent: Some(present::present),
-        DxgkDdiControlInterrupt: Some(present::control_interrupt),
-        DxgkDdiCreateProcess: Some(on_adapter_mut::<P, process::CreateProcess>),
-        DxgkDdiDestroyProcess: Some(on_context_with::<P, process::DestroyProcess>),
-        DxgkDdiGetRootPageTableSize: Some(process::get_root_page_table_size::<P>),
-        DxgkDdiSetRootPageTable: Some(process::set_root_page_table::<P>),
-        DxgkDdiCreateAllocation: Some(on_adapter_mut::<P, allocation::CreateAllocation>),
-        DxgkDdiDestroyAllocation: Some(on_adapter::<P, allocation::DestroyAllocation, _>),
-        DxgkDdiDescribeAllocation: Some(allocation::describe_allocation),
-        DxgkDdiGetStandardAllocationDriverData: Some(
-            allocation::get_standard_allocation_driver_data,
-        ),
-        DxgkDdiOpenAllocation: Some(on_handle::<P, allocation::OpenAllocation, _>),
-        DxgkDdiCloseAllocation: Some(on_handle::<P, allocation::CloseAllocation, _>),
         ..Default::default()
-    }
+    };
+    contract::fill::<P>(&mut t);
+    adapter::fill::<P>(&mut t);
+    features::fill::<P>(&mut t);
+    caps::fill::<P>(&mut t);
+    fence::fill::<P>(&mut t);
+    context::fill::<P>(&mut t);
+    hwqueue::fill::<P>(&mut t);
+    submit::fill::<P>(&mut t);
+    doorbell::fill::<P>(&mut t);
+    reset::fill::<P>(&mut t);
+    hws::fill::<P>(&mut t);
+    dbginfo::fill::<P>(&mut t);
+    log::fill::<P>(&mut t);
+    clock::fill::<P>(&mut t);
+    power::fill::<P>(&mut t);
+    node::fill::<P>(&mut t);
+    paging::fill::<P>(&mut t);
+    present::fill(&mut t);
+    process::fill::<P>(&mut t);
+    allocation::fill::<P>(&mut t);
+    t
 }

@@ -19,3 +19,13 @@ generic_ddis! {
     /// DxgkDdiQueryCurrentFence (IRQL not on the page; DISPATCH-safe).
     QueryCurrentFence: OnAdapterMut<DXGKARG_QUERYCURRENTFENCE> => node::ddi::query_current_fence;
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiSubmitCommand = Some(super::contract::on_adapter::<P, SubmitCommand, _>);
+    t.DxgkDdiSubmitCommandVirtual = Some(super::contract::on_adapter::<P, SubmitCommandVirtual, _>);
+    t.DxgkDdiPreemptCommand = Some(super::contract::on_adapter::<P, PreemptCommand, _>);
+    t.DxgkDdiQueryCurrentFence = Some(super::contract::on_adapter_mut::<P, QueryCurrentFence>);
+}

@@ -10,3 +10,10 @@ generic_ddis! {
     BuildPagingBuffer: OnAdapterMut<DXGKARG_BUILDPAGINGBUFFER> =>
         |call, a, args| status::check(crate::paging::build_paging_buffer(call, a, args));
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiBuildPagingBuffer = Some(super::contract::on_adapter_mut::<P, BuildPagingBuffer>);
+}

@@ -45,3 +45,11 @@ own_thunks! {
         }
     }
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiSetPowerComponentFState = Some(set_power_component_fstate::<P>);
+    t.DxgkDdiPowerRuntimeControlRequest = Some(power_runtime_control_request::<P>);
+}

@@ -37,3 +37,9 @@ own_thunks! {
         to_ntstatus(crate::present::control_interrupt(ty, enable != 0))
     }
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill(t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA) {
+    t.DxgkDdiPresent = Some(present);
+    t.DxgkDdiControlInterrupt = Some(control_interrupt);
+}

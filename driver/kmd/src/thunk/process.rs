@@ -47,3 +47,13 @@ own_thunks! {
         }
     }
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiCreateProcess = Some(super::contract::on_adapter_mut::<P, CreateProcess>);
+    t.DxgkDdiDestroyProcess = Some(super::contract::on_context_with::<P, DestroyProcess>);
+    t.DxgkDdiGetRootPageTableSize = Some(get_root_page_table_size::<P>);
+    t.DxgkDdiSetRootPageTable = Some(set_root_page_table::<P>);
+}

@@ -25,3 +25,17 @@ generic_ddis! {
     /// DxgkDdiRestartFromTimeout (PASSIVE).
     RestartFromTimeout: OnContext => reset::ddi::restart_from_timeout;
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiQueryDependentEngineGroup =
+        Some(super::contract::on_adapter_mut::<P, QueryDependentEngineGroup>);
+    t.DxgkDdiQueryEngineStatus = Some(super::contract::on_adapter_mut::<P, QueryEngineStatus>);
+    t.DxgkDdiResetEngine = Some(super::contract::on_adapter_mut::<P, ResetEngine>);
+    t.DxgkDdiResetHwEngine = Some(super::contract::on_adapter::<P, ResetHwEngine, _>);
+    t.DxgkDdiResumeHwEngine = Some(super::contract::on_adapter::<P, ResumeHwEngine, _>);
+    t.DxgkDdiResetFromTimeout = Some(super::contract::on_context::<P, ResetFromTimeout>);
+    t.DxgkDdiRestartFromTimeout = Some(super::contract::on_context::<P, RestartFromTimeout>);
+}

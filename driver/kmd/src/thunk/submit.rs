@@ -21,3 +21,10 @@ own_thunks! {
         }
     }
 }
+
+/// This concept's slots of the miniport's table ([`super::initialization_data`]).
+pub(super) fn fill<P: crate::platform::Platform>(
+    t: &mut rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA,
+) {
+    t.DxgkDdiSubmitCommandToHwQueue = Some(submit_command_to_hw_queue::<P>);
+}

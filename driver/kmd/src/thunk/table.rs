@@ -5,6 +5,7 @@
 //! this answer from the table once ([`Filled::of`]) and hands it to the adapter
 //! (`Live::ddis`); the logic reads it there and never reaches for the FFI table itself.
 
+use rvgpu_ddi::catalog::{self, Group};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
 /// The DDI groups the table fills, one flag per group a capability obliges.
@@ -23,25 +24,39 @@ pub struct Filled {
 }
 
 impl Filled {
-    /// The groups `t` fills.
+    /// The groups `t` fills: a group is filled when every slot the DDI catalog puts in it is
+    /// (`rvgpu_ddi::catalog::Group`), so a DDI joins its group by its catalog row alone.
     pub fn of(t: &DRIVER_INITIALIZATION_DATA) -> Self {
         Self {
-            native_fence: t.DxgkDdiCreateNativeFence.is_some()
-                && t.DxgkDdiUpdateMonitoredValues.is_some()
-                && t.DxgkDdiUpdateCurrentValuesFromCpu.is_some(),
-            fence_logs: t.DxgkDdiSetNativeFenceLogBuffer.is_some()
-                && t.DxgkDdiUpdateNativeFenceLogs.is_some(),
-            per_engine_tdr: t.DxgkDdiQueryDependentEngineGroup.is_some()
-                && t.DxgkDdiQueryEngineStatus.is_some()
-                && t.DxgkDdiResetEngine.is_some()
-                && t.DxgkDdiCollectDbgInfo.is_some(),
-            hws: t.DxgkDdiSetupPriorityBands.is_some()
-                && t.DxgkDdiSetSchedulingLogBuffer.is_some()
-                && t.DxgkDdiSetContextSchedulingProperties.is_some()
-                && t.DxgkDdiResetHwEngine.is_some()
-                && t.DxgkDdiResumeHwEngine.is_some(),
+            native_fence: fills(t, Group::NativeFence),
+            fence_logs: fills(t, Group::FenceLogs),
+            per_engine_tdr: fills(t, Group::PerEngineTdr),
+            hws: fills(t, Group::Hws),
         }
     }
+}
+
+impl Filled {
+    /// The groups the driver's own table for platform `P` fills. Not inlined: the table is
+    /// built in this frame, not in StartDevice's, which stays under a page (the Windows image
+    /// has no `__chkstk`).
+    #[inline(never)]
+    pub fn of_driver<P: crate::platform::Platform>() -> Self {
+        Self::of(&super::initialization_data::<P>())
+    }
+}
+
+/// Whether `t` fills every slot of `group`.
+fn fills(t: &DRIVER_INITIALIZATION_DATA, group: Group) -> bool {
+    let names = DRIVER_INITIALIZATION_DATA::SLOT_NAMES;
+    let checks = DRIVER_INITIALIZATION_DATA::SLOT_CHECKS;
+    catalog::of_group(group).all(|d| {
+        names
+            .iter()
+            .position(|n| *n == d.name)
+            .and_then(|i| checks.get(i))
+            .is_some_and(|filled| filled(t))
+    })
 }
 
 #[cfg(test)]
