@@ -96,7 +96,7 @@ pub fn descriptor(s: &Sched, q: &HwQueue) -> Option<QueueDescriptor> {
         .contexts
         .get(&q.context)
         .map_or((0, crate::hws::ContextPriority::DEFAULT), |c| {
-            (c.root, c.priority)
+            (s.root_of(c), c.priority)
         });
     let mut d = q.descriptor(doorbell, root, priority, q.context.raw())?;
     // The global doorbell page of this process rings it (hardware.md 5.5).
@@ -368,6 +368,7 @@ mod tests {
                 os_handle: 2,
                 system: false,
                 id: 1,
+                root: 0,
             },
         );
         if let Some(d) = s.devices.get_mut(&h(Kind::Device, 1)) {

@@ -102,6 +102,7 @@ mod tests {
                 os_handle: 0x10,
                 system: system_process,
                 id: 1,
+                root: 0,
             },
         );
         s.devices.insert(
