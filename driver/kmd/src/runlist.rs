@@ -355,9 +355,9 @@ mod tests {
         build(s, engine).map(|d| d.queue_id).collect()
     }
 
-    /// A queue of a GPU process runs only once VidMm has set its context's root;
-    /// with root 0 its descriptor would name the identity space. The system process's
-    /// contexts need none.
+    /// A queue of a GPU process runs only once its context has a root (set for it, or learnt
+    /// for its process); with root 0 its descriptor would name the identity space. The system
+    /// process's contexts need none.
     #[test]
     fn queues_of_a_process_wait_for_their_root() {
         let mut s = state();
