@@ -356,16 +356,17 @@ mod tests {
     fn two_processes() -> Sched {
         use crate::runlist::fixtures::{queue, ring};
         let mut s = Sched::new(0, false, alloc::vec::Vec::new());
-        for (n, id) in [(1, 1), (2, 2)] {
-            s.processes.insert(h(Kind::Process, n), process(id));
+        for (n, d, c, q) in [(1, 3, 5, 7u32), (2, 4, 6, 8)] {
+            s.processes
+                .insert(h(Kind::Process, n), process(q.saturating_sub(6)));
             s.devices.insert(
-                h(Kind::Device, n + 2),
+                h(Kind::Device, d),
                 crate::context::fixtures::device(Some(h(Kind::Process, n))),
             );
             s.contexts.insert(
-                h(Kind::Context, n + 4),
+                h(Kind::Context, c),
                 Context {
-                    device: h(Kind::Device, n + 2),
+                    device: h(Kind::Device, d),
                     engine: 0,
                     suspended: false,
                     os_handle: 0,
@@ -374,8 +375,8 @@ mod tests {
                 },
             );
             s.queues.insert(
-                h(Kind::Queue, n + 6),
-                queue(n + 4, 0, (n + 6) as u32, Some(ring(n)), true),
+                h(Kind::Queue, u64::from(q)),
+                queue(c, 0, q, Some(ring(n)), true),
             );
         }
         s
