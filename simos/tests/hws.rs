@@ -467,3 +467,93 @@ fn ddi_01_queues_and_doorbells_are_handed_over_as_24h2_does() {
     okk(&m, q.close());
     exits_clean(&m, &p);
 }
+
+/// The driver's `DxgkDdiSetRootPageTable`, reached through [`counting_set_root`].
+static REAL_SET_ROOT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+/// Calls made through [`counting_set_root`].
+static SET_ROOTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+type SetRoot = unsafe extern "system" fn(
+    rvgpu_ddi::HANDLE,
+    *const rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
+);
+
+unsafe extern "system" fn counting_set_root(
+    h: rvgpu_ddi::HANDLE,
+    args: *const rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
+) {
+    SET_ROOTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: the address is the driver's DxgkDdiSetRootPageTable, stored as a `SetRoot`
+    // before the machine started; called with the OS's own arguments.
+    unsafe {
+        let f: SetRoot = std::mem::transmute(*REAL_SET_ROOT.get().unwrap());
+        f(h, args)
+    }
+}
+
+/// UM-15: a process whose only work goes through a doorbell runs it whenever the reading
+/// played gives its context the root. On 24H2 no `DxgkDdiSetRootPageTable` reaches the context
+/// (VidSch sends it only from `M:VidSchiEnsureRootPageTableUpdated` @0x1400EAF40, at a
+/// kernel-mode submission or a resume) and the driver runs the queue under the root it learnt
+/// from VidMm's root-level update of the process; the pages' reading sends it once the context
+/// exists. A kernel-mode queue's context gets exactly one either way: 24H2's at its first
+/// submission, none again while the root stays where it is.
+#[test]
+fn um_15_a_doorbell_only_process_runs_without_set_root_page_table() {
+    use rvgpu_simos::machine::answers::RootHandOver;
+    use std::sync::atomic::Ordering::SeqCst;
+    use zerocopy::IntoBytes;
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.doorbells = 4;
+    let m = started_with(cfg, |t| {
+        let real = t.DxgkDdiSetRootPageTable.expect("a GpuMmu driver");
+        let _ = REAL_SET_ROOT.set(real as usize);
+        t.DxgkDdiSetRootPageTable = Some(counting_set_root);
+    });
+    let late = m.os_config().reading.root_hand_over == RootHandOver::FirstUse;
+    let (p, k) = user_process(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    let before = SET_ROOTS.load(SeqCst);
+    let mut q = okk(&m, UserQueue::new(&k, &config(0)));
+    assert_eq!(q.path(), rvgpu_umd::submit::SubmissionPath::UserMode);
+    for i in 1..=3u64 {
+        let v = okk(&m, q.submit(&[fill(&t, 0, i)]));
+        okk(&m, q.wait(v));
+        assert_eq!(t.mem.load(0), i, "{}", diagnostics(&m));
+    }
+    assert_eq!(
+        SET_ROOTS.load(SeqCst) - before,
+        u64::from(!late),
+        "SetRootPageTable calls for the doorbell-only context"
+    );
+    let before = SET_ROOTS.load(SeqCst);
+    let ctx = okk(&m, k.create_context(0));
+    let mut pdd = hw_queue_pdd();
+    let kq = okk(&m, k.create_hw_queue(ctx, false, pdd.as_mut_bytes()));
+    let buf = okk(
+        &m,
+        k.create_allocation_as(4096, rvgpu_hw::pdd::AllocationKind::Commands),
+    );
+    let mut words = [0u64; 8];
+    let n = fill(&t, 8, 6).encode(&mut words).unwrap();
+    for (i, w) in words[..n].iter().enumerate() {
+        buf.mem.store(i as u64 * 8, *w);
+    }
+    for value in 1..=2 {
+        okk(
+            &m,
+            k.submit_command_to_hw_queue(kq.handle, value, buf.gpu_va, (n * 8) as u32),
+        );
+        okk(&m, k.wait_for_fence(kq.progress_fence().unwrap(), value));
+    }
+    assert_eq!(t.mem.load(8), 6);
+    assert_eq!(
+        SET_ROOTS.load(SeqCst) - before,
+        1,
+        "one SetRootPageTable for the kernel-mode queue's context"
+    );
+    okk(&m, k.destroy_hw_queue(kq.handle));
+    okk(&m, k.destroy_context(ctx));
+    okk(&m, q.close());
+    exits_clean(&m, &p);
+}

@@ -234,6 +234,11 @@ pub fn update<P: Platform>(
     } else {
         write_entries(live, op, first, out, translate)?
     };
+    if level == mmu::ROOT_LEVEL && !cpu && first == 0 && !matches!(who, Mapping::System) {
+        // The table VidMm writes at the root level is the process's root.
+        let at = crate::args::gpu_physical_table(op);
+        process::ddi::learn_root(a, live, op.hProcess, &at)?;
+    }
     // The array holds at least one entry (NumPageTableEntries > 0, checked).
     let e0 = entry(call, op, 0).ok_or(status::INVALID_PARAMETER)?;
     let per_entry = pages_per_entry(level, &e0, op.Flags);

@@ -96,7 +96,7 @@ pub fn descriptor(s: &Sched, q: &HwQueue) -> Option<QueueDescriptor> {
         .contexts
         .get(&q.context)
         .map_or((0, crate::hws::ContextPriority::DEFAULT), |c| {
-            (c.root, c.priority)
+            (s.root_of(c), c.priority)
         });
     let mut d = q.descriptor(doorbell, root, priority, q.context.raw())?;
     // The global doorbell page of this process rings it (hardware.md 5.5).
@@ -355,9 +355,9 @@ mod tests {
         build(s, engine).map(|d| d.queue_id).collect()
     }
 
-    /// A queue of a GPU process runs only once VidMm has set its context's root;
-    /// with root 0 its descriptor would name the identity space. The system process's
-    /// contexts need none.
+    /// A queue of a GPU process runs only once its context has a root (set for it, or learnt
+    /// for its process); with root 0 its descriptor would name the identity space. The system
+    /// process's contexts need none.
     #[test]
     fn queues_of_a_process_wait_for_their_root() {
         let mut s = state();
@@ -368,6 +368,7 @@ mod tests {
                 os_handle: 2,
                 system: false,
                 id: 1,
+                root: 0,
             },
         );
         if let Some(d) = s.devices.get_mut(&h(Kind::Device, 1)) {

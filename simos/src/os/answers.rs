@@ -419,6 +419,24 @@ pub enum PagingWork {
     InThunk,
 }
 
+/// When VidSch gives a GpuMmu context its process's root (`DxgkDdiSetRootPageTable`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RootHandOver {
+    /// 24H2: only from `M:VidSchiEnsureRootPageTableUpdated` (@0x1400EAF40), and only when
+    /// the root differs from the one last sent for the context: before a kernel-mode submission
+    /// (`M:VidSchSubmitCommandToHwQueue` @0x140048F00), at a context resume
+    /// (`M:VidSchiSuspendResumeHwContext` @0x140020730); on software-scheduled nodes before each
+    /// submission reaches the execution queue (`M:VidSchiSubmitRenderVirtualCommand`
+    /// @0x1400B6C90). Never at context, queue or doorbell creation; a new device starts
+    /// unsuspended (`M:VidSchiCreateDeviceInternal` @0x1400D3D40), so a context fed only
+    /// through doorbells gets none.
+    FirstUse,
+    /// The pages (`DxgkDdiSetRootPageTable`: it "sets the root page table for the given
+    /// context", and is used again when the root is resized or moved) name no moment; read as
+    /// the root given once the context exists, before anything runs on it.
+    AtCreate,
+}
+
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
@@ -468,6 +486,8 @@ pub struct Reading {
     pub paging_work: PagingWork,
     /// `DxgkDdiCreateDoorbell`'s flags.
     pub doorbell_flags: DoorbellFlags,
+    /// When a context gets its root.
+    pub root_hand_over: RootHandOver,
 }
 
 impl Reading {
@@ -496,6 +516,7 @@ impl Reading {
         process_tdr_block: ProcessTdrBlock::Blocks,
         paging_work: PagingWork::Queued,
         doorbell_flags: DoorbellFlags::CallerWord,
+        root_hand_over: RootHandOver::FirstUse,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -534,6 +555,7 @@ impl Reading {
         process_tdr_block: ProcessTdrBlock::None,
         paging_work: PagingWork::Queued,
         doorbell_flags: DoorbellFlags::Translated,
+        root_hand_over: RootHandOver::AtCreate,
     };
 
     /// Every named reading.

@@ -15,6 +15,7 @@ use crate::ob::KmtHandle;
 use super::host::UmsHost;
 use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock};
+use crate::os::answers::RootHandOver;
 use crate::state::ums::events::UmsEvent;
 use crate::state::ums::{new_handle, ContextObj, Suspended};
 
@@ -260,8 +261,12 @@ pub(crate) fn create_context_with(
             return Err(e);
         }
     }
-    // GpuMmu: VidMm gives the context its process's root before anything runs on it.
-    crate::vidmm::mmu::set_root(a, pid, kmd)?;
+    // The pages' reading gives the root now; 24H2 only at the context's first kernel-mode
+    // submission or resume (`crate::vidmm::mmu::ensure_root`).
+    let root_sent = match a.os.reading.root_hand_over {
+        RootHandOver::AtCreate => crate::vidmm::mmu::set_root(a, pid, kmd)?,
+        RootHandOver::FirstUse => None,
+    };
     let mut os = lock(&a.ums);
     check_kmd_handle(
         a,
@@ -284,6 +289,7 @@ pub(crate) fn create_context_with(
             hw_queue,
             sync_only: flags & SYNCHRONIZATION_ONLY != 0,
             dma_private_data: args.ContextInfo.DmaBufferPrivateDataSize,
+            root_sent,
         },
     );
     os.events.push(UmsEvent::CreateContext { context: h, node });
@@ -291,6 +297,33 @@ pub(crate) fn create_context_with(
     // The KMD learns the context's band ([D] VidSchiCreateHwContextInternal).
     m.context_created(a, h, kmd, node)?;
     Ok(h)
+}
+
+/// VidSch's step before context `context` runs work it was handed, 24H2
+/// `M:VidSchiEnsureRootPageTableUpdated` @0x1400EAF40 (before a kernel-mode submission, at a
+/// resume) and the same step of `M:VidSchiSubmitRenderVirtualCommand` @0x1400B6C90 (software
+/// scheduling): `DxgkDdiSetRootPageTable` when the process's root is not the one last sent
+/// for the context. Nothing for a context of no GpuMmu process.
+pub(crate) fn ensure_root(a: &AdapterShared, context: KmtHandle) -> Result<(), SimError> {
+    let (kmd, pid, sent) = {
+        let os = lock(&a.ums);
+        let Some(c) = os.contexts.get(&context) else {
+            return Ok(());
+        };
+        let Some(d) = os.devices.get(&c.device) else {
+            return Ok(());
+        };
+        (c.kmd, d.process, c.root_sent)
+    };
+    let now = lock(&a.mm.vidmm).process(pid).map(|(_, s, r)| (s, r));
+    if now.is_none() || now == sent {
+        return Ok(());
+    }
+    let sent = crate::vidmm::mmu::set_root(a, pid, kmd)?;
+    if let Some(c) = lock(&a.ums).contexts.get_mut(&context) {
+        c.root_sent = sent;
+    }
+    Ok(())
 }
 
 pub(crate) fn destroy_context_thunk(

@@ -600,6 +600,10 @@ pub(crate) fn submit_command(
     if value <= last.load(Ordering::Acquire) {
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
+    // The context's root, when VidSch has not sent it yet (24H2 `M:VidSchSubmitCommandToHwQueue`
+    // @0x140048F00, for every packet but a present, held or not).
+    let context = lock(&a.ums).queue(queue).map(|q| q.context)?;
+    super::context::ensure_root(a, context)?;
     {
         // MF-03: behind a pending GPU wait (or other held work) the OS holds the submission.
         let mut st = lock(&sched.st);

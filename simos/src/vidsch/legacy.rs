@@ -452,6 +452,9 @@ pub(crate) fn submit_legacy_va(
     if !fetchable(a, p.pid, va, bytes) {
         return Err(bad);
     }
+    // 24H2 `M:VidSchiSubmitRenderVirtualCommand` @0x1400B6C90: the root (if it changed) before
+    // the buffer reaches the driver.
+    ums::ensure_root(a, context)?;
     let pk = render_packet(DmaBuf::Process { va }, bytes, device, kmd);
     submit_new(w, a, node, pk).map(Some)
 }

@@ -49,7 +49,8 @@ pub struct Context {
     /// `DxgkCbInvalidateHwContext` names (docs/tdr.md Q2, UNVERIFIED).
     pub os_handle: usize,
     /// Device physical address of the root page table VidMm set for the context
-    /// (`DxgkDdiSetRootPageTable`); 0 until then (the identity space, hardware.md §12.2).
+    /// (`DxgkDdiSetRootPageTable`); 0 until then, when the root learnt for its process applies
+    /// ([`crate::sched::Sched::root_of`]; none: the identity space, hardware.md §12.2).
     pub root: u64,
     /// Scheduling priority from `DxgkDdiSetContextSchedulingProperties` (hardware
     /// scheduling, [`crate::hws`]); normal band until the OS sets it.
@@ -102,6 +103,7 @@ mod tests {
                 os_handle: 0x10,
                 system: system_process,
                 id: 1,
+                root: 0,
             },
         );
         s.devices.insert(

@@ -100,6 +100,7 @@ pub fn create<P: Platform>(a: &Adapter<P>, args: &mut DXGKARG_CREATEPROCESS) -> 
             os_handle: args.hDxgkProcess.addr(),
             system: flags.is_set(DXGK_CREATEPROCESSFLAGS::SystemProcess),
             id,
+            root: 0,
         },
     )?;
     s.last_process_id = id;
@@ -147,9 +148,10 @@ pub fn root_size(args: &mut DXGKARG_GETROOTPAGETABLESIZE) -> usize {
     usize::try_from(mmu::TABLE_SIZE).unwrap_or(0)
 }
 
-/// DxgkDdiSetRootPageTable (PASSIVE, returns nothing): records the root for the context and
-/// recommits its engine's runlist when the context has queues there, so the device translates
-/// their next packet through it. A request the driver cannot honour (unknown context, a root
+/// DxgkDdiSetRootPageTable (PASSIVE, returns nothing): records the root for the context (from
+/// then on it wins over the one learnt for its process, [`learn_root`]) and recommits its
+/// engine's runlist when the context has queues there, so the device translates their next
+/// packet through it. A request the driver cannot honour (unknown context, a root
 /// outside local memory) leaves the context as it was and is logged: the DDI has no status.
 pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Status> {
     with_adapter::<P, _>(args.hContext, Kind::Context, |_, live, ctx| {
@@ -181,14 +183,21 @@ pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Stat
             }
             return Ok(());
         }
+        // The named root wins over the one learnt for the process (`learn_root`); the
+        // descriptors change only if the root the context runs under does.
+        let before = s
+            .contexts
+            .get(&ctx)
+            .map(|c| s.root_of(c))
+            .ok_or(status::INVALID_HANDLE)?;
         let engine = {
             let c = s.contexts.get_mut(&ctx).ok_or(status::INVALID_HANDLE)?;
-            if c.root == root {
-                return Ok(());
-            }
             c.root = root;
             c.engine
         };
+        if before == root {
+            return Ok(());
+        }
         // With runlist updates only the context's queues are committed (none: nothing);
         // a whole-runlist commit is only worth it when the context has queues.
         if s.runlist_update || s.queues.values().any(|q| q.context == ctx) {
@@ -196,6 +205,88 @@ pub fn set_root<P: Platform>(args: &DXGKARG_SETROOTPAGETABLE) -> Result<(), Stat
         }
         Ok(())
     })
+}
+
+/// Learns process `h_process`'s root from a root-level `UPDATEPAGETABLE` VidMm builds for it
+/// (the table at `at`), and moves the queues of the process's contexts that have no root of
+/// their own (`DxgkDdiSetRootPageTable`) onto it: their runlist slots are recommitted, as
+/// [`set_root`] does.
+///
+/// Why from the paging path: on hardware-scheduled nodes 24H2 sends `DxgkDdiSetRootPageTable`
+/// only from M `VidSchiEnsureRootPageTableUpdated` @0x1400EAF40, reached from a kernel-mode
+/// submission (M `VidSchSubmitCommandToHwQueue` @0x140048F00) or a context resume
+/// (M `VidSchiSuspendResumeHwContext` @0x140020730), never at context, queue or doorbell
+/// creation; a context whose work comes only through doorbells may never get one. VidMm fills
+/// `hProcess` (the driver's process handle), `PageTableLevel` and `PageTableAddress` of every
+/// update (M `VIDMM_GLOBAL::UpdatePageTable` @0x1400ABE20, `GetDriverUpdateAddress`
+/// @0x1400ABA84), and links the process's first tables into its root
+/// (M `VIDMM_PAGE_DIRECTORY::CommitVirtualAddressRange` @0x1400F28C0) before any of its memory
+/// is mapped. `FLUSHTLB` names the root too (M `VIDMM_GLOBAL::FlushGpuVaTlb` @0x1400E8D80)
+/// but comes only after entries are changed, never before a process's first use.
+///
+/// The system (paging) process is left alone: its root is the CMP's system space, set on the
+/// paging node's context. An unknown process handle is STATUS_INVALID_HANDLE, a table outside
+/// local memory STATUS_INVALID_PARAMETER; nothing changes then. Allocates nothing (the caller
+/// is `DxgkDdiBuildPagingBuffer`).
+pub fn learn_root<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    h_process: HANDLE,
+    at: &D3DGPU_PHYSICAL_ADDRESS,
+) -> Result<(), Status> {
+    let p = Handle::decode_on(h_process, Kind::Process, a.table_slot())?;
+    let root = table_address(live, at)?;
+    let mut s = live.sched.lock();
+    if !note_root(&mut s, p, root)? {
+        return Ok(());
+    }
+    recommit_learnt(&live.regs, &s, p)
+}
+
+/// Records `root` as process `p`'s learnt root: whether it changed (the system process's is
+/// never recorded). STATUS_INVALID_HANDLE for a process the adapter does not have.
+fn note_root(s: &mut Sched, p: Handle, root: u64) -> Result<bool, Status> {
+    let process = s.processes.get_mut(&p).ok_or(status::INVALID_HANDLE)?;
+    if process.system || process.root == root {
+        return Ok(false);
+    }
+    process.root = root;
+    Ok(true)
+}
+
+/// Recommits the runlist slots of the queues of process `p`'s contexts that run under its
+/// learnt root (no root of their own): one slot each with runlist updates, else each engine
+/// they are on once.
+fn recommit_learnt<P: Platform>(
+    regs: &crate::mmio::Regs<P>,
+    s: &Sched,
+    p: Handle,
+) -> Result<(), Status> {
+    let mut engines = 0u32;
+    let mut result = Ok(());
+    for (h, q) in s.queues.iter() {
+        let learnt = s
+            .contexts
+            .get(&q.context)
+            .is_some_and(|c| c.root == 0 && s.process_of_device(c.device) == Some(p));
+        if !learnt {
+            continue;
+        }
+        if s.runlist_update {
+            // Every slot is committed even after a failure (as `runlist::commit_context`).
+            if let Err(e) = runlist::commit_slot(regs, s, q.engine, q.id, Some(*h)) {
+                result = Err(e);
+            }
+        } else {
+            engines |= 1u32.checked_shl(q.engine).unwrap_or(0);
+        }
+    }
+    for engine in (0..u32::BITS).filter(|e| engines & (1 << e) != 0) {
+        if let Err(e) = runlist::commit(regs, s, engine) {
+            result = Err(e);
+        }
+    }
+    result
 }
 
 #[cfg(test)]
@@ -210,6 +301,7 @@ mod tests {
             os_handle: 0x100,
             system: false,
             id,
+            root: 0,
         }
     }
 
@@ -257,6 +349,141 @@ mod tests {
             0,
             "unknown context"
         );
+    }
+
+    /// Two processes (handles 1, 2), each with a device (3, 4) and a context (5, 6) on engine
+    /// 0 holding one queue with a ring (ids 7, 8).
+    fn two_processes() -> Sched {
+        use crate::runlist::fixtures::{queue, ring};
+        let mut s = Sched::new(0, false, alloc::vec::Vec::new());
+        for (n, d, c, q) in [(1, 3, 5, 7u32), (2, 4, 6, 8)] {
+            s.processes
+                .insert(h(Kind::Process, n), process(q.saturating_sub(6)));
+            s.devices.insert(
+                h(Kind::Device, d),
+                crate::context::fixtures::device(Some(h(Kind::Process, n))),
+            );
+            s.contexts.insert(
+                h(Kind::Context, c),
+                Context {
+                    device: h(Kind::Device, d),
+                    engine: 0,
+                    suspended: false,
+                    os_handle: 0,
+                    root: 0,
+                    priority: crate::hws::ContextPriority::DEFAULT,
+                },
+            );
+            s.queues.insert(
+                h(Kind::Queue, u64::from(q)),
+                queue(c, 0, q, Some(ring(n)), true),
+            );
+        }
+        s
+    }
+
+    /// (queue id, root) of each descriptor engine 0's runlist holds.
+    fn listed(s: &Sched) -> alloc::vec::Vec<(u32, u64)> {
+        crate::runlist::build(s, 0)
+            .map(|d| (d.queue_id, d.page_table_base.get()))
+            .collect()
+    }
+
+    /// UM-15: a process whose work comes only through doorbells runs under the root learnt
+    /// from VidMm's root-level update of that process (24H2 sends it no SetRootPageTable);
+    /// another process's update gives it nothing, and until its own arrives its queue stays off
+    /// the runlist.
+    #[test]
+    fn um_15_a_doorbell_only_process_runs_under_its_learnt_root_and_no_other_process_s() {
+        let mut s = two_processes();
+        assert_eq!(
+            listed(&s),
+            [],
+            "no root yet: nothing runs in the identity space"
+        );
+        assert_eq!(note_root(&mut s, h(Kind::Process, 2), 0x8000), Ok(true));
+        assert_eq!(listed(&s), [(8, 0x8000)], "process 2's queue only");
+        assert_eq!(
+            s.processes.get(&h(Kind::Process, 1)).map(|p| p.root),
+            Some(0)
+        );
+        assert_eq!(note_root(&mut s, h(Kind::Process, 1), 0x4000), Ok(true));
+        assert_eq!(listed(&s), [(7, 0x4000), (8, 0x8000)]);
+        assert_eq!(s.buffer_root(&h(Kind::Context, 5)), Ok(Some(0x4000)));
+        assert_eq!(
+            note_root(&mut s, h(Kind::Process, 1), 0x4000),
+            Ok(false),
+            "the same root again changes nothing"
+        );
+    }
+
+    /// UM-15: an update naming a process the adapter does not have (unknown, or destroyed) is
+    /// refused and leaves every root as it was; the system process's updates set no learnt
+    /// root (its space is the CMP's system space).
+    #[test]
+    fn um_15_an_unknown_process_s_root_is_refused_and_the_system_process_learns_none() {
+        let mut s = two_processes();
+        assert_eq!(
+            note_root(&mut s, h(Kind::Process, 9), 0x4000),
+            Err(status::INVALID_HANDLE)
+        );
+        assert!(s.processes.values().all(|p| p.root == 0));
+        assert_eq!(listed(&s), []);
+        if let Some(p) = s.processes.get_mut(&h(Kind::Process, 1)) {
+            p.system = true;
+        }
+        assert_eq!(note_root(&mut s, h(Kind::Process, 1), 0x4000), Ok(false));
+        assert_eq!(
+            s.processes.get(&h(Kind::Process, 1)).map(|p| p.root),
+            Some(0)
+        );
+    }
+
+    /// UM-15: the root DxgkDdiSetRootPageTable names for a context wins over the learnt one,
+    /// and a later root-level rewrite at another table (VidMm moved the root) moves only the
+    /// contexts that run under the learnt root.
+    #[test]
+    fn um_15_set_root_page_table_wins_and_a_moved_root_moves_the_learnt_contexts() {
+        let mut s = two_processes();
+        // A second context of process 1 with its own queue.
+        s.contexts.insert(
+            h(Kind::Context, 9),
+            Context {
+                device: h(Kind::Device, 3),
+                engine: 0,
+                suspended: false,
+                os_handle: 0,
+                root: 0,
+                priority: crate::hws::ContextPriority::DEFAULT,
+            },
+        );
+        s.queues.insert(
+            h(Kind::Queue, 10),
+            crate::runlist::fixtures::queue(
+                9,
+                0,
+                10,
+                Some(crate::runlist::fixtures::ring(3)),
+                true,
+            ),
+        );
+        assert_eq!(note_root(&mut s, h(Kind::Process, 1), 0x4000), Ok(true));
+        if let Some(c) = s.contexts.get_mut(&h(Kind::Context, 9)) {
+            c.root = 0xC000;
+        }
+        assert_eq!(
+            listed(&s),
+            [(7, 0x4000), (10, 0xC000)],
+            "the named root wins"
+        );
+        assert_eq!(note_root(&mut s, h(Kind::Process, 1), 0x6000), Ok(true));
+        assert_eq!(
+            listed(&s),
+            [(7, 0x6000), (10, 0xC000)],
+            "the learnt root moved; the named one stays"
+        );
+        assert_eq!(s.buffer_root(&h(Kind::Context, 5)), Ok(Some(0x6000)));
+        assert_eq!(s.buffer_root(&h(Kind::Context, 9)), Ok(Some(0xC000)));
     }
 
     /// The root is one table of 512 entries whatever VidMm asked; another physical adapter

@@ -2,11 +2,15 @@
 //! `DxgkDdiCreateProcess` / `DxgkDdiDestroyProcess`, `DxgkDdiGetRootPageTableSize` and
 //! `DxgkDdiSetRootPageTable`.
 //!
-//! VidMm owns the page tables; the KMD only learns, per context, where the root table is
-//! (`DxgkDdiSetRootPageTable`) and writes it into the descriptor of every hardware queue of
-//! that context (`QueueDescriptor::page_table_base`, hardware.md §12.4). A process record tells
-//! the paging code whether a mapping belongs to the system (paging) process, whose pages are
-//! never reachable from user-mode queues.
+//! VidMm owns the page tables; the KMD only learns where a process's root table is and writes
+//! it into the descriptor of every hardware queue of the process's contexts
+//! (`QueueDescriptor::page_table_base`, hardware.md §12.4). It learns it two ways: per process,
+//! from the root-level `UPDATEPAGETABLE` VidMm builds before any of the process's memory is
+//! mapped (`hProcess`, `PageTableAddress`: [`ddi::learn_root`]); per context, from
+//! `DxgkDdiSetRootPageTable`, which 24H2 sends only at a context's first kernel-mode submission
+//! or resume (M `VidSchiEnsureRootPageTableUpdated` @0x1400EAF40) and which wins over the
+//! learnt one. A process record tells the paging code whether a mapping belongs to the system
+//! (paging) process, whose pages are never reachable from user-mode queues.
 //!
 //! This module is the state (what a process record is); [`ddi`] holds the DDIs.
 
@@ -24,6 +28,10 @@ pub struct Process {
     /// the process's doorbell page is bound to it, so only its queues ring through that page
     /// (hardware.md 5.5).
     pub id: u32,
+    /// Device physical address of the root table learnt from VidMm's root-level update of
+    /// this process ([`ddi::learn_root`]); 0 until then. Its contexts without a root of their
+    /// own (`DxgkDdiSetRootPageTable`) run under it.
+    pub root: u64,
 }
 
 /// Most processes one adapter keeps (bounds what an untrusted caller can grow).

@@ -16,6 +16,7 @@ use crate::dma::DmaBuffer;
 use crate::doorbell::{Doorbell, Physical};
 use crate::handle::Handle;
 use crate::hwqueue::{HwQueue, QueueIds};
+use crate::process::Process;
 use crate::status::{self, Status};
 
 pub mod ddi;
@@ -67,7 +68,7 @@ pub struct Sched {
     pub queues: SortedMap<Handle, HwQueue>,
     pub doorbells: SortedMap<Handle, Doorbell>,
     /// GPU processes (`DxgkDdiCreateProcess`, [`crate::process`]).
-    pub processes: SortedMap<Handle, crate::process::Process>,
+    pub processes: SortedMap<Handle, Process>,
     /// The process id last handed out ([`crate::process::Process::id`]).
     pub last_process_id: u32,
     /// Allocations (`DxgkDdiCreateAllocation`, [`crate::allocation`]).
@@ -160,19 +161,29 @@ impl Sched {
     /// Whether queue `q` belongs in its engine's runlist: it has a ring (kernel-mode queues
     /// from creation, user-mode queues while they have a doorbell), its context is not
     /// suspended, its device is not in error (a queue of it hung an engine, UM-10), and, in a
-    /// GPU process other than the system one, VidMm has set the context's root page table
-    /// (`DxgkDdiSetRootPageTable`): before that the descriptor's root would be 0, the identity
-    /// space, where the queue's ring and DMA buffers could reach any memory.
+    /// GPU process other than the system one, the context has a root ([`Sched::root_of`]):
+    /// before that the descriptor's root would be 0, the identity space, where the queue's
+    /// ring and DMA buffers could reach any memory.
     pub fn runnable(&self, q: &HwQueue) -> bool {
         q.ring.is_some()
             && self.contexts.get(&q.context).is_some_and(|c| {
                 let device = self.devices.get(&c.device);
-                let needs_root = device
-                    .and_then(|d| d.process)
-                    .and_then(|p| self.processes.get(&p))
-                    .is_some_and(|p| !p.system);
-                !c.suspended && !device.is_some_and(|d| d.in_error) && (c.root != 0 || !needs_root)
+                let needs_root = device.is_some_and(|d| d.user_process)
+                    || device
+                        .and_then(|d| d.process)
+                        .and_then(|p| self.processes.get(&p))
+                        .is_some_and(|p| !p.system);
+                !c.suspended
+                    && !device.is_some_and(|d| d.in_error)
+                    && (self.root_of(c) != 0 || !needs_root)
             })
+    }
+
+    /// The root context `c`'s queues and buffers run under: the one `DxgkDdiSetRootPageTable`
+    /// named for it, else the one learnt for its process ([`crate::process::ddi::learn_root`]),
+    /// else 0 (none).
+    pub fn root_of(&self, c: &Context) -> u64 {
+        root_of(c, &self.devices, &self.processes)
     }
 
     /// The space a DMA buffer submitted on context `ctx` runs in (docs/robustness.md, "Whose
@@ -183,7 +194,7 @@ impl Sched {
     /// the driver refused it) is STATUS_INVALID_DEVICE_STATE: its buffer would run in the
     /// identity space, on the bus, with kernel privilege.
     pub fn buffer_root(&self, ctx: &Handle) -> Result<Option<u64>, Status> {
-        buffer_root(&self.contexts, &self.devices, ctx).1
+        buffer_root(&self.contexts, &self.devices, &self.processes, ctx).1
     }
 
     /// Queues on `engine` that belong in its runlist, in handle (creation) order.
@@ -199,18 +210,39 @@ impl Sched {
 pub fn buffer_root(
     contexts: &SortedMap<Handle, Context>,
     devices: &SortedMap<Handle, Device>,
+    processes: &SortedMap<Handle, Process>,
     ctx: &Handle,
 ) -> (bool, Result<Option<u64>, Status>) {
     let Some(c) = contexts.get(ctx) else {
         return (false, Err(status::INVALID_HANDLE));
     };
     let d = devices.get(&c.device);
-    let root = match (d.is_some_and(|d| d.user_process), c.root) {
+    let root = match (
+        d.is_some_and(|d| d.user_process),
+        root_of(c, devices, processes),
+    ) {
         (false, _) => Ok(None),
         (true, 0) => Err(status::INVALID_DEVICE_STATE),
         (true, root) => Ok(Some(root)),
     };
     (d.is_some_and(|d| d.in_error), root)
+}
+
+/// [`Sched::root_of`] over the tables it reads.
+pub fn root_of(
+    c: &Context,
+    devices: &SortedMap<Handle, Device>,
+    processes: &SortedMap<Handle, Process>,
+) -> u64 {
+    if c.root != 0 {
+        return c.root;
+    }
+    devices
+        .get(&c.device)
+        .and_then(|d| d.process)
+        .and_then(|p| processes.get(&p))
+        .filter(|p| !p.system)
+        .map_or(0, |p| p.root)
 }
 
 #[cfg(test)]
@@ -255,6 +287,7 @@ mod tests {
                 os_handle: 0x70,
                 system: false,
                 id: 3,
+                root: 0,
             },
         );
         for (n, process) in [(1, Some(h(Kind::Process, 7))), (2, None)] {

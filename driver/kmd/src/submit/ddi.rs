@@ -57,7 +57,8 @@ pub fn submit<P: Platform>(
         // OS's queues keep their space (plain INDIRECT). A process queue without a root is
         // refused (docs/robustness.md, "Whose buffer runs where"). One walk of the context and
         // device tables answers that and the device's error state.
-        let (in_error, root) = crate::sched::buffer_root(&s.contexts, &s.devices, &q.context);
+        let (in_error, root) =
+            crate::sched::buffer_root(&s.contexts, &s.devices, &s.processes, &q.context);
         // UM-10: nothing more from a device put in error by an engine reset.
         if in_error {
             return Err(status::DEVICE_REMOVED);

@@ -127,6 +127,10 @@ pub(crate) struct ContextObj {
     /// The KMD's `DXGK_CONTEXTINFO::DmaBufferPrivateDataSize`: the most private data a
     /// submission on the context may carry (24H2 `K:DXGHWQUEUE::SubmitCommand` @0x1402C6610).
     pub(crate) dma_private_data: u32,
+    /// The root last given by `DxgkDdiSetRootPageTable` (segment, offset); `None` until
+    /// then (24H2 keeps it in the context and resends only a different one,
+    /// `M:VidSchiEnsureRootPageTableUpdated` @0x1400EAF40).
+    pub(crate) root_sent: Option<(u32, u64)>,
 }
 
 #[derive(Debug)]

@@ -837,18 +837,18 @@ pub(crate) fn ddi_create_process_raw(
     Ok(st)
 }
 
-/// `DxgkDdiSetRootPageTable` for context `context_kmd` of process `pid` (VidMm does this
-/// before a context of a GpuMmu process first runs).
+/// `DxgkDdiSetRootPageTable` for context `context_kmd` of process `pid`: the root sent
+/// (segment, offset), `None` when the process has no VA space.
 pub(crate) fn set_root(
     a: &AdapterShared,
     pid: ProcessId,
     context_kmd: usize,
-) -> Result<(), SimError> {
+) -> Result<Option<(u32, u64)>, SimError> {
     let Some((_, segment, root)) = lock(&a.mm.vidmm).process(pid) else {
-        return Ok(());
+        return Ok(None);
     };
     let Some(g) = geometry(a) else {
-        return Ok(());
+        return Ok(None);
     };
     let f = gpummu_ddi!(a, DxgkDdiSetRootPageTable)?;
     let args = DXGKARG_SETROOTPAGETABLE {
@@ -863,7 +863,7 @@ pub(crate) fn set_root(
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
     unsafe { ddi::passive_with(a, f, ctx, &args) }?;
-    Ok(())
+    Ok(Some((segment, root)))
 }
 
 /// Where the page at device address `va` lives, as VidMm names it: system memory by bus

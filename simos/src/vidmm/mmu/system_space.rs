@@ -62,7 +62,7 @@ pub(crate) fn vidmm_init_paging_process(
             "no system context on paging node {node} for the paging process's root"
         )));
     }
-    set_root(a, PAGING_PID, context)
+    set_root(a, PAGING_PID, context).map(|_| ())
 }
 
 /// Maps the OS's pages covering `[pa, pa + bytes)` (device addresses) into the paging
