@@ -45,6 +45,7 @@ pub mod context_virtual;
 pub mod doorbell;
 pub mod gpu_va;
 pub mod hw_queue;
+pub mod hw_queue_sync;
 pub mod native_fence;
 pub mod paging_queue;
 pub mod query_adapter_info;
@@ -465,8 +466,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::destroy_context_thunk(self.m, a, device, context))
-            .map_err(not_in_table)
+        context_virtual::dxgk_destroy_context_impl(self.m, context, |_| Some(self.p))
     }
 
     fn create_hw_queue(
@@ -831,7 +831,7 @@ impl Kmt for SimKmt<'_> {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::submit_wait_to_hw_queue(self.m, a, device, queue, fences))
+        self.submit_wait_through_entry(queue, fences)
     }
 
     fn submit_signal_to_hw_queue(
@@ -839,7 +839,7 @@ impl Kmt for SimKmt<'_> {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::submit_signal_to_hw_queue(self.m, a, device, queue, fences))
+        self.submit_signal_through_entry(queue, fences)
     }
 
     /// A monitored fence of the process's device, or one of its native fences (the thunk

@@ -572,3 +572,48 @@ fn um_01_d3dkmtsubmitcommand_refuses_a_synchronization_only_context() {
     assert_eq!(m.legacy_fences(0, 0), before, "something was submitted");
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
+
+/// UM-07: `D3DKMTDestroyContext` on a context whose queues are live takes them along, each with
+/// its doorbell (24H2 `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60), and
+/// `D3DKMTDestroyHwQueue` takes the queue's doorbell along (`K:DXGHWQUEUE::DestroyCoreState`
+/// @0x1402CDD74): the attacker's order, a connected doorbell and a kernel queue with work
+/// submitted, with no fault in the driver or the OS; the handles destroyed along name nothing
+/// after.
+#[test]
+fn um_07_destroy_takes_queues_and_doorbells_along() {
+    let m = machine(true, true);
+    let (p, _, adapter) = process(&m);
+    let (_, va) = buffer_4k(&p, adapter);
+    let destroy = |name: &str, h: u32| {
+        let mut s = [u64::from(h)];
+        thunk(&p, name, s.as_mut_ptr() as u64)
+    };
+    // A queue destroyed with its connected doorbell.
+    let (_, q, ring, control) = ums_queue(&p);
+    let db = doorbell(&p, q, ring, control);
+    assert_eq!(destroy("D3DKMTConnectDoorbell", db), STATUS_SUCCESS);
+    assert_eq!(destroy("D3DKMTDestroyHwQueue", q), STATUS_SUCCESS);
+    assert_eq!(
+        destroy("D3DKMTDestroyDoorbell", db),
+        STATUS_INVALID_PARAMETER
+    );
+    // A context destroyed with a kernel queue running work and a user-mode queue whose
+    // doorbell is connected.
+    let (ctx, uq, ring, control) = ums_queue(&p);
+    let db = doorbell(&p, uq, ring, control);
+    assert_eq!(destroy("D3DKMTConnectDoorbell", db), STATUS_SUCCESS);
+    let kq = hw_queue(&p, ctx, 0);
+    let mut s = submit_args(kq, 1, va, 8);
+    let r = thunk(&p, "D3DKMTSubmitCommandToHwQueue", s.as_mut_ptr() as u64);
+    assert_eq!(r, STATUS_SUCCESS, "the submission");
+    assert_eq!(destroy("D3DKMTDestroyContext", ctx), STATUS_SUCCESS);
+    for (name, h) in [
+        ("D3DKMTDestroyDoorbell", db),
+        ("D3DKMTDestroyHwQueue", uq),
+        ("D3DKMTDestroyHwQueue", kq),
+        ("D3DKMTDestroyContext", ctx),
+    ] {
+        assert_eq!(destroy(name, h), STATUS_INVALID_PARAMETER, "{name} after");
+    }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}

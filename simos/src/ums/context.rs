@@ -300,9 +300,29 @@ pub(crate) fn destroy_context_thunk(
     h: KmtHandle,
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
-    let _g = dev_guard(a, &dl);
-    lock(&a.ums).context_of(device, h)?;
-    destroy_context(m, a, h)
+    {
+        let _g = dev_guard(a, &dl);
+        lock(&a.ums).context_of(device, h)?;
+        // `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60: each of the context's queues with
+        // its doorbell (24H2 walks the context's list; here in handle order), then the context.
+        let mut queues: Vec<KmtHandle> = {
+            let os = lock(&a.ums);
+            os.queues
+                .values()
+                .filter(|q| q.context == h)
+                .map(|q| q.handle)
+                .collect()
+        };
+        queues.sort_unstable();
+        for q in queues {
+            super::hwqueue::destroy_hw_queue_with_doorbell(m, a, q)?;
+        }
+        destroy_context(m, a, h)?;
+    }
+    // The queues' log buffers leave the paging process once the locks are released, and
+    // their native progress fences go.
+    super::hwqueue::reap_progress_fences(m, a)?;
+    m.reap_system_pages(a)
 }
 
 /// The device a context belongs to (`D3DKMTUpdateGpuVirtualAddress`'s `hContext`).

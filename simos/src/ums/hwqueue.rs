@@ -469,12 +469,33 @@ pub(crate) fn destroy_hw_queue_thunk(
     {
         let _g = dev_guard(a, &dl);
         lock(&a.ums).queue_of(device, h)?;
-        destroy_hw_queue(m, a, h)?;
+        destroy_hw_queue_with_doorbell(m, a, h)?;
     }
     // Its log buffers leave the paging process now that the thunk's locks are released, and
     // its native progress fence goes.
     reap_progress_fences(m, a)?;
     m.reap_system_pages(a)
+}
+
+/// Queue `h` destroyed as `K:DXGHWQUEUE::DestroyCoreState` @0x1402CDD74 destroys it, under
+/// the device's lock: its doorbell first (`K:DXGDOORBELL::DestroyCoreState` @0x1401D804C:
+/// `DxgkDdiDisconnectDoorbell` if connected, status ABORT, then `DxgkDdiDestroyDoorbell`),
+/// then the queue (`DxgkDdiDestroyHwQueue`), then its progress fence.
+pub(super) fn destroy_hw_queue_with_doorbell(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let doorbell = lock(&a.ums).queue(h)?.doorbell;
+    if let Some(d) = doorbell {
+        super::disconnect::os_disconnect(
+            a,
+            d,
+            rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+        )?;
+        super::doorbell::destroy_doorbell(a, d)?;
+    }
+    destroy_hw_queue(m, a, h)
 }
 
 /// Raw `DxgkDdiDestroyHwQueue` on `queue` of `device`, the OS's own objects left as they are
@@ -597,17 +618,13 @@ pub(crate) fn submit_command(
         }
         (q.last_queued.clone(), q.sched.clone())
     };
-    if value <= last.load(Ordering::Acquire) {
-        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-    }
     {
+        // `M:VidSchSubmitCommandToHwQueue` @0x140048F00 does not compare the value with the
+        // queue's earlier ones: what the KMD makes of one not above them is its own.
         // MF-03: behind a pending GPU wait (or other held work) the OS holds the submission.
         let mut st = lock(&sched.st);
-        if value <= st.accepted {
-            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-        }
         if !st.list.is_empty() {
-            st.accepted = value;
+            st.accepted = st.accepted.max(value);
             st.list.push_back(Pending::Submit { value, gpu, bytes });
             drop(st);
             lock(&a.ums)

@@ -196,6 +196,10 @@ pub(crate) struct Signal {
     pub(crate) after: u64,
     /// The waiter on the progress fence for `after` (if it had not been reached).
     pub(crate) event: Option<SimEvent>,
+    /// A broadcast to several queues: how many of its packets have not yet fired; the last
+    /// one signals the fences (`M:VidSchSubmitSignalToHwQueue` @0x140031EF0 puts one packet
+    /// on each queue).
+    pub(crate) rest: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 /// The OS-side scheduling state of one kernel-mode queue (MF-03).

@@ -66,7 +66,8 @@ pub(super) use doorbell::DoorbellPage;
 use doorbell::{connect_doorbell, create_doorbell, destroy_doorbell, notify_work_submission};
 use sync::{
     create_native_fence, destroy_synchronization_object, open_native_fence_from_nt_handle,
-    share_objects, signal_from_cpu, wait_from_cpu,
+    share_objects, signal_from_cpu, submit_signal_to_hw_queue, submit_wait_to_hw_queue,
+    wait_from_cpu,
 };
 pub(super) use sync::{wait_group, WaitGroup};
 use va::{free_gpu_virtual_address, map_gpu_virtual_address, reserve_gpu_virtual_address};
@@ -133,6 +134,14 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
     (
         "D3DKMTOpenNativeFenceFromNtHandle",
         thunk!(open_native_fence_from_nt_handle),
+    ),
+    (
+        "D3DKMTSubmitSignalSyncObjectsToHwQueue",
+        thunk!(submit_signal_to_hw_queue),
+    ),
+    (
+        "D3DKMTSubmitWaitForSyncObjectsToHwQueue",
+        thunk!(submit_wait_to_hw_queue),
     ),
 ];
 
@@ -448,24 +457,15 @@ impl crate::kmt::context_virtual::CallerMemory for GuestMemory {
     }
 }
 
-/// A destroy thunk whose argument is one handle: `destroy` through the owning device, then this
-/// process forgets the handle.
-fn destroy_one(
-    p: &UserProcess,
-    at: u64,
-    destroy: impl FnOnce(&SimKmt<'_>, u32) -> Result<(), rvgpu_umd::kmt::NtStatus>,
-) -> Status {
-    let a: OneHandle = args(at)?;
-    let d = p.owner(a.handle)?;
-    destroy(&p.kmt(d), a.handle).map_err(nt)?;
-    p.forget(a.handle);
-    Ok(())
-}
-
 /// `D3DKMTDestroyContext`.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroycontext>
 fn destroy_context(p: &UserProcess, at: u64) -> Status {
-    destroy_one(p, at, |k, h| k.destroy_context(h))
+    let a: OneHandle = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    crate::kmt::context_virtual::dxgk_destroy_context_impl(&p.machine, a.handle, owner)
+        .map_err(nt)?;
+    p.forget(a.handle);
+    Ok(())
 }
 
 /// `D3DKMTCreateHwQueue`: the structure as the DLL wrote it to the thunk's kernel entry
