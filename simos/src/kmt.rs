@@ -49,6 +49,7 @@ pub mod hw_queue_sync;
 pub mod native_fence;
 pub mod paging_queue;
 pub mod query_adapter_info;
+pub mod submit_command;
 pub mod sync_from_cpu;
 mod umd_nodes;
 
@@ -748,10 +749,9 @@ impl Kmt for SimKmt<'_> {
         command_buffer_gpu: u64,
         command_bytes: u32,
     ) -> Result<(), NtStatus> {
-        self.m
-            .submit_legacy_va(&self.p, context, command_buffer_gpu, command_bytes)
-            .map(|_| ())
-            .map_err(status)
+        let a =
+            submit_command::D3dkmtSubmitCommand::one(context, command_buffer_gpu, command_bytes);
+        submit_command::dxgk_submit_command_internal(self.m, &a, |_| Some(self.p))
     }
 
     // Native fences with a D3DKMT handle and the CPU clock (docs/logs.md#simulated-os).

@@ -1091,24 +1091,23 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
     );
 }
 
-/// The OS enforces destroy order against the UMD: a queue with a doorbell, a context with a
-/// queue, cannot be destroyed.
+/// UM-07: as 24H2 destroys (`K:DXGHWQUEUE::DestroyCoreState` @0x1402CDD74,
+/// `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60), destroying a queue takes its doorbell
+/// along and destroying a context its queues with theirs; what went along names nothing after,
+/// and the process exits clean.
 #[test]
-fn destroy_order_is_enforced() {
+fn um_07_destroy_takes_doorbells_and_queues_along() {
     let m = with_doorbells(Mode::Step, 2);
     let (p, k) = user_process(&m);
+    let gone = Some(NtStatus(STATUS_INVALID_PARAMETER));
     let q = raw_queue(&m, &k, 0);
-    assert_eq!(
-        k.destroy_hw_queue(q.queue.handle).err(),
-        Some(NtStatus(STATUS_INVALID_PARAMETER))
-    );
-    assert_eq!(
-        k.destroy_context(q.context).err(),
-        Some(NtStatus(STATUS_INVALID_PARAMETER))
-    );
-    okk(&m, k.destroy_doorbell(q.doorbell.handle));
     okk(&m, k.destroy_hw_queue(q.queue.handle));
+    assert_eq!(k.destroy_doorbell(q.doorbell.handle).err(), gone);
+    let q = raw_queue(&m, &k, 0);
     okk(&m, k.destroy_context(q.context));
+    assert_eq!(k.destroy_doorbell(q.doorbell.handle).err(), gone);
+    assert_eq!(k.destroy_hw_queue(q.queue.handle).err(), gone);
+    assert_eq!(k.destroy_context(q.context).err(), gone);
     exits_clean(&m, &p);
 }
 

@@ -67,6 +67,8 @@ pub(crate) fn create_context_flags(
 
 /// `D3DDDI_CREATECONTEXTFLAGS` bits BR-92 reads.
 const SYNCHRONIZATION_ONLY: u32 = 1 << 3;
+/// `D3DDDI_CREATECONTEXTFLAGS::DisableGpuTimeout`.
+const DISABLE_GPU_TIMEOUT: u32 = 1 << 2;
 const HW_QUEUE_SUPPORTED: u32 = 1 << 4;
 /// First reserved `D3DDDI_CREATECONTEXTFLAGS` bit: later builds than 22631 define bit 6 (passed
 /// to the KMD as `DXGK_CREATECONTEXTFLAGS` bit 5) and refuse from bit 7; 22631 refused from
@@ -283,6 +285,7 @@ pub(crate) fn create_context_with(
             suspend_fence: 0,
             hw_queue,
             sync_only: flags & SYNCHRONIZATION_ONLY != 0,
+            disable_gpu_timeout: flags & DISABLE_GPU_TIMEOUT != 0,
             dma_private_data: args.ContextInfo.DmaBufferPrivateDataSize,
         },
     );

@@ -195,6 +195,8 @@ pub(crate) struct CreatedQueue {
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
 pub(crate) const HWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;
+/// `D3DDDI_CREATEHWQUEUEFLAGS::DisableGpuTimeout`.
+const DISABLE_GPU_TIMEOUT: u32 = 1 << 0;
 
 /// The fences and log buffers a queue gets before its DDI, undone together when it fails.
 struct QueueFences {
@@ -313,14 +315,21 @@ pub(crate) fn create_hw_queue(
     pdd: &mut [u8],
 ) -> Result<CreatedQueue, SimError> {
     let user_mode = flags & HWQUEUE_USER_MODE_SUBMISSION != 0;
-    let (kmd_ctx, node, pid, hw_queue, doorbells) = {
+    let (kmd_ctx, node, pid, hw_queue, doorbells, no_timeout) = {
         let os = lock(&a.ums);
         let c = os
             .context_of(device, context)
             .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
         let d = os.live_device(device)?;
         let doorbells = os.doorbell_size().is_some();
-        (c.kmd, c.node, d.process, c.hw_queue, doorbells)
+        (
+            c.kmd,
+            c.node,
+            d.process,
+            c.hw_queue,
+            doorbells,
+            c.disable_gpu_timeout,
+        )
     };
     // BR-94 ([D] DxgkCreateHwQueueInternal), BR-95 ([D]
     // DXGHWQUEUE::InitializeForUserModeSubmission), before any DDI.
@@ -332,6 +341,13 @@ pub(crate) fn create_hw_queue(
     let f = ddi::table_slot!(a, DxgkDdiCreateHwQueue)?.map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     let mut fences = QueueFences::make(m, a, pid, user_mode)?;
+    // `K:DXGHWQUEUE::Initialize` @0x1402BBA30: a kernel-submission queue of a context created
+    // `DisableGpuTimeout` has the flag set in the DDI's flags (bit 0) whatever the caller asked.
+    let flags = if !user_mode && no_timeout {
+        flags | DISABLE_GPU_TIMEOUT
+    } else {
+        flags
+    };
     let mut args = fences.args(h, flags, pdd);
     a.observer().handed(
         if user_mode {

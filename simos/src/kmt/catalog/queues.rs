@@ -167,8 +167,10 @@ pub(super) const CREATE_HW_QUEUE: Thunk = Thunk {
     ],
     pending: Pending::No,
     entry: Some("hw_queue::dxgk_create_hw_queue_internal"),
-    gaps: "DisableGpuTimeout is not added to the DDI's flags for a context or adapter that \
-           disables GPU timeouts; a NoKmdAccess context is not modelled; a user-mode queue \
+    gaps: "DisableGpuTimeout is added to the DDI's flags for a kernel-submission queue of a \
+           context created with it, not for an adapter whose own flag (read by \
+           DXGHWQUEUE::Initialize) disables GPU timeouts; a NoKmdAccess context is not \
+           modelled; a user-mode queue \
            on an adapter that reported no doorbell size is STATUS_NOT_SUPPORTED \
            (DXGHWQUEUE::InitializeForUserModeSubmission not read)",
 };
@@ -277,8 +279,10 @@ pub(super) const SUBMIT_COMMAND: Thunk = Thunk {
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "",
+    entry: Some("submit_command::dxgk_submit_command_internal"),
+    gaps: "any primary is STATUS_INVALID_PARAMETER on this render-only adapter; more than one \
+           broadcast context, history buffers or a flag past the checks is \
+           STATUS_NOT_SUPPORTED (the simulated scheduler takes one context's buffer)",
 };
 
 pub(super) const SUBMIT_COMMAND_TO_HW_QUEUE: Thunk = Thunk {

@@ -508,54 +508,14 @@ fn submit_command_to_hw_queue(p: &UserProcess, at: u64) -> Status {
     dxgk_submit_command_to_hw_queue_internal(&p.machine, &a, owner, &GuestMemory).map_err(nt)
 }
 
-/// `D3DKMTSubmitCommand`: one command buffer at a GPU VA of this process on one of its
-/// contexts (the kernel-mode DMA path, [`crate::Machine::submit_legacy_va`], which holds the
-/// rules on the length and the VA). The structure's rules, in 24H2 `DxgkSubmitCommandInternal`
-/// @0x1402A4B90's order, STATUS_INVALID_PARAMETER unless said:
-/// - `BroadcastContext[0]` not a context of this process, or one created with
-///   `HwQueueSupported` ([`crate::Machine::submit_command_context`]);
-/// - `BroadcastContextCount` 0 or above 64;
-/// - `NumPrimaries` above 16 (the same); any primary at all, since the adapter is
-///   render-only (as [`submit_command_to_hw_queue`]);
-/// - `PrivateDriverDataSize` above what the KMD asked for its contexts, which is none
-///   (`DXGCONTEXT::SubmitCommand` @0x1402A6890);
-/// - a further broadcast context unknown, of another device or created with
-///   `HwQueueSupported`;
-/// - more than one broadcast context, history buffers or flags (`NullRendering`,
-///   `PresentRedirected`, `NoKmdAccess`): STATUS_NOT_SUPPORTED, features the UMD does not
-///   use (the bridge's rule).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_submitcommand>
+/// `D3DKMTSubmitCommand`: the structure as the DLL wrote it to the thunk's kernel entry
+/// ([`crate::kmt::submit_command`]).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitcommand>
 fn submit_command(p: &UserProcess, at: u64) -> Status {
-    let a: SubmitCommand = args(at)?;
-    let context = |h: u32| -> Result<Device, u32> {
-        let d = p.owner(h)?;
-        p.machine
-            .submit_command_context(&d.sim, h)
-            .map_err(|e| sim_status(&e))?;
-        Ok(d)
-    };
-    let ctx = a.broadcast_context[0];
-    let d = context(ctx)?;
-    let count = a.broadcast_context_count;
-    if count == 0 || count > 64 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    if a.num_primaries != 0 || a.private_driver_data_size != 0 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    for &h in a.broadcast_context.iter().take(count as usize).skip(1) {
-        if context(h)?.sim.device != d.sim.device {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-    }
-    if count != 1 || a.num_history_buffers != 0 || a.flags != 0 {
-        return Err(STATUS_NOT_SUPPORTED);
-    }
-    p.machine
-        .submit_legacy_va(&d.sim, ctx, a.commands, a.command_length)
-        .map(|_| ())
-        .map_err(|e| sim_status(&e))
+    use crate::kmt::submit_command::{dxgk_submit_command_internal, D3dkmtSubmitCommand};
+    let a: D3dkmtSubmitCommand = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    dxgk_submit_command_internal(&p.machine, &a, owner).map_err(nt)
 }
 
 // ---------------------------------------------------------------------------------------------
