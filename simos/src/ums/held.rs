@@ -1,7 +1,8 @@
-//! Held work (MF-03): OS-scheduled GPU waits and signal packets on kernel-mode hardware queues
+//! Held work (MF-03): OS-scheduled GPU waits and signal packets on hardware queues
 //! (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`, `D3DKMTSubmitSignalSyncObjectsToHwQueue`).
 //!
-//! Each kernel-mode queue has an OS-side ordered list ([`HwqSched`]). A GPU wait entry holds every
+//! Each queue has an OS-side ordered list ([`HwqSched`]); a user-mode queue's holds only waits
+//! and signals, its ring's work never passing through it. A GPU wait entry holds every
 //! later entry (the OS does not call `DxgkDdiSubmitCommandToHwQueue` for held submissions) until
 //! its fence reaches the value; the wait is a VidSch-side waiter on the legacy monitored fence
 //! ([`Machine::wait_monitored_fence_from_gpu`]), released by the same DPC-time scan that releases
@@ -11,7 +12,8 @@
 //! earlier submission handed to the KMD), signals its fences from the OS (what
 //! `SignalSynchronizationObjectFromCpu` does) as soon as the queue's progress fence reaches the
 //! last value accepted before it (every earlier submission completed); it does not hold later
-//! work. Nothing in the driver is involved beyond the submissions themselves.
+//! work; a signal broadcast to several queues signals once each queue's packet would. Nothing in
+//! the driver is involved beyond the submissions themselves.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
