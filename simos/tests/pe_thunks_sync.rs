@@ -586,7 +586,7 @@ fn kernel_queue(p: &Arc<UserProcess>, device: u32) -> (u32, u32) {
     let mut s = [0u8; 48];
     put32(&mut s, 0, ctx);
     put32(&mut s, 8, size_of::<HwQueuePdd>() as u32);
-    put64(&mut s, 16, addr(&mut pdd) as u64);
+    put64(&mut s, 16, addr(&mut pdd));
     assert_eq!(
         thunk(p, "D3DKMTCreateHwQueue", s.as_mut_ptr() as u64),
         STATUS_SUCCESS
@@ -594,13 +594,16 @@ fn kernel_queue(p: &Arc<UserProcess>, device: u32) -> (u32, u32) {
     (get32(&s, 24), get32(&s, 28))
 }
 
+/// An edit of a structure of `N` bytes.
+type Edit<'a, const N: usize> = Box<dyn Fn(&mut [u8; N]) + 'a>;
+
 /// Runs `name` on each case's structure (`edit` of `base`): the catalog's status, and the
 /// fence `watch` of queue `queue` left at `before`. The labels driven.
 fn hw_queue_refusals<const N: usize>(
     o: &Objects,
     name: &str,
     base: [u8; N],
-    cases: Vec<(&'static str, Box<dyn Fn(&mut [u8; N]) + '_>)>,
+    cases: Vec<(&'static str, Edit<'_, N>)>,
     queue: u32,
 ) -> Vec<&'static str> {
     let before = o.m.hw_queue_progress(0, queue);
@@ -640,10 +643,8 @@ fn mf_03_d3dkmtsubmitsignalsyncobjectstohwqueue_answers_as_24h2() {
     put32(&mut base, 16, 1);
     put64(&mut base, 24, fence.as_ptr() as u64);
     put64(&mut base, 32, values.as_ptr() as u64);
-    let at =
-        |off: usize, v: u64| -> Box<dyn Fn(&mut [u8; 40])> { Box::new(move |s| put64(s, off, v)) };
-    let n32 =
-        |off: usize, v: u32| -> Box<dyn Fn(&mut [u8; 40])> { Box::new(move |s| put32(s, off, v)) };
+    let at = |off: usize, v: u64| -> Edit<'static, 40> { Box::new(move |s| put64(s, off, v)) };
+    let n32 = |off: usize, v: u32| -> Edit<'static, 40> { Box::new(move |s| put32(s, off, v)) };
     let driven =
         hw_queue_refusals(
             &o,
@@ -734,8 +735,7 @@ fn mf_03_d3dkmtsubmitwaitforsyncobjectstohwqueue_answers_as_24h2() {
     put32(&mut base, 4, 1);
     put64(&mut base, 8, fence.as_ptr() as u64);
     put64(&mut base, 16, values.as_ptr() as u64);
-    let at =
-        |off: usize, v: u64| -> Box<dyn Fn(&mut [u8; 24])> { Box::new(move |s| put64(s, off, v)) };
+    let at = |off: usize, v: u64| -> Edit<'static, 24> { Box::new(move |s| put64(s, off, v)) };
     let driven = hw_queue_refusals(
         &o,
         T,
