@@ -45,9 +45,11 @@ pub mod context_virtual;
 pub mod doorbell;
 pub mod gpu_va;
 pub mod hw_queue;
+pub mod hw_queue_sync;
 pub mod native_fence;
 pub mod paging_queue;
 pub mod query_adapter_info;
+pub mod submit_command;
 pub mod sync_from_cpu;
 mod umd_nodes;
 
@@ -465,8 +467,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn destroy_context(&self, context: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::destroy_context_thunk(self.m, a, device, context))
-            .map_err(not_in_table)
+        context_virtual::dxgk_destroy_context_impl(self.m, context, |_| Some(self.p))
     }
 
     fn create_hw_queue(
@@ -748,10 +749,9 @@ impl Kmt for SimKmt<'_> {
         command_buffer_gpu: u64,
         command_bytes: u32,
     ) -> Result<(), NtStatus> {
-        self.m
-            .submit_legacy_va(&self.p, context, command_buffer_gpu, command_bytes)
-            .map(|_| ())
-            .map_err(status)
+        let a =
+            submit_command::D3dkmtSubmitCommand::one(context, command_buffer_gpu, command_bytes);
+        submit_command::dxgk_submit_command_internal(self.m, &a, |_| Some(self.p))
     }
 
     // Native fences with a D3DKMT handle and the CPU clock (docs/logs.md#simulated-os).
@@ -831,7 +831,7 @@ impl Kmt for SimKmt<'_> {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::submit_wait_to_hw_queue(self.m, a, device, queue, fences))
+        self.submit_wait_through_entry(queue, fences)
     }
 
     fn submit_signal_to_hw_queue(
@@ -839,7 +839,7 @@ impl Kmt for SimKmt<'_> {
         queue: KmtHandle,
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
-        self.on_device(|a, device| ums::submit_signal_to_hw_queue(self.m, a, device, queue, fences))
+        self.submit_signal_through_entry(queue, fences)
     }
 
     /// A monitored fence of the process's device, or one of its native fences (the thunk

@@ -22,7 +22,7 @@ use rvgpu_simos::ums::{HeldWork, UmsEvent, UmsProcess};
 use rvgpu_simos::{Machine, MachineConfig, Mode, MonitoredFence, WaitOutcome};
 use rvgpu_umd::fence::MonitoredFence as UmdMonitoredFence;
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle, NtStatus};
-use rvgpu_umd::submit::{KernelQueue, QueueConfig, SubmitError};
+use rvgpu_umd::submit::{KernelQueue, QueueConfig};
 
 const STATUS_INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D_u32 as i32);
 
@@ -287,11 +287,12 @@ fn mf_03_gpu_signal_after_prior_work() {
     // Nothing outstanding: the OS signals in the thunk.
     okk(&m, q.gpu_signal_monitored_os(fh, 8));
     assert_eq!(f.value(), 8);
-    // Progress fences are the OS's: a signal packet on one is refused.
-    assert_eq!(
-        q.gpu_signal_monitored_os(q.progress_fence(), 100),
-        Err(SubmitError::Kmt(STATUS_INVALID_PARAMETER))
-    );
+    // 24H2 refuses no fence for being a progress fence (`K:SubmitSignalSyncObjectsToHwQueue`
+    // @0x1403260EC, `M:VidSchSubmitSignalToHwQueue` @0x140031EF0): a signal packet on the
+    // queue's own, to the value it reached, is accepted.
+    let done = q.completed();
+    okk(&m, q.gpu_signal_monitored_os(q.progress_fence(), done));
+    assert_eq!(q.completed(), done);
     assert_eq!(
         k.submit_signal_to_hw_queue(qh, &[]),
         Err(STATUS_INVALID_PARAMETER)

@@ -572,3 +572,148 @@ fn um_01_d3dkmtsubmitcommand_refuses_a_synchronization_only_context() {
     assert_eq!(m.legacy_fences(0, 0), before, "something was submitted");
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
+
+/// UM-07: `D3DKMTDestroyContext` on a context whose queues are live takes them along, each with
+/// its doorbell (24H2 `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60), and
+/// `D3DKMTDestroyHwQueue` takes the queue's doorbell along (`K:DXGHWQUEUE::DestroyCoreState`
+/// @0x1402CDD74): the attacker's order, a connected doorbell and a kernel queue with work
+/// submitted, with no fault in the driver or the OS; the handles destroyed along name nothing
+/// after.
+#[test]
+fn um_07_destroy_takes_queues_and_doorbells_along() {
+    let m = machine(true, true);
+    let (p, _, adapter) = process(&m);
+    let (_, va) = buffer_4k(&p, adapter);
+    let destroy = |name: &str, h: u32| {
+        let mut s = [u64::from(h)];
+        thunk(&p, name, s.as_mut_ptr() as u64)
+    };
+    // A queue destroyed with its connected doorbell.
+    let (_, q, ring, control) = ums_queue(&p);
+    let db = doorbell(&p, q, ring, control);
+    assert_eq!(destroy("D3DKMTConnectDoorbell", db), STATUS_SUCCESS);
+    assert_eq!(destroy("D3DKMTDestroyHwQueue", q), STATUS_SUCCESS);
+    assert_eq!(
+        destroy("D3DKMTDestroyDoorbell", db),
+        STATUS_INVALID_PARAMETER
+    );
+    // A context destroyed with a kernel queue running work and a user-mode queue whose
+    // doorbell is connected.
+    let (ctx, uq, ring, control) = ums_queue(&p);
+    let db = doorbell(&p, uq, ring, control);
+    assert_eq!(destroy("D3DKMTConnectDoorbell", db), STATUS_SUCCESS);
+    let kq = hw_queue(&p, ctx, 0);
+    let mut s = submit_args(kq, 1, va, 8);
+    let r = thunk(&p, "D3DKMTSubmitCommandToHwQueue", s.as_mut_ptr() as u64);
+    assert_eq!(r, STATUS_SUCCESS, "the submission");
+    assert_eq!(destroy("D3DKMTDestroyContext", ctx), STATUS_SUCCESS);
+    for (name, h) in [
+        ("D3DKMTDestroyDoorbell", db),
+        ("D3DKMTDestroyHwQueue", uq),
+        ("D3DKMTDestroyHwQueue", kq),
+        ("D3DKMTDestroyContext", ctx),
+    ] {
+        assert_eq!(destroy(name, h), STATUS_INVALID_PARAMETER, "{name} after");
+    }
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// UM-01: `D3DKMTSubmitCommand` refuses what 24H2's `K:DxgkSubmitCommandInternal`
+/// @0x1402A4B90 refuses, in its order, each with the catalog's status, nothing written back
+/// and nothing submitted; past them an empty buffer on one legacy context succeeds.
+#[test]
+fn um_01_d3dkmtsubmitcommand_answers_as_24h2() {
+    const T: &str = "D3DKMTSubmitCommand";
+    type Edit = Box<dyn Fn(&mut [u64; 48])>;
+    // Without test signing, on hardware-scheduled nodes.
+    let m = machine(true, false);
+    let (p, _, adapter) = process(&m);
+    let (_, va) = buffer_4k(&p, adapter);
+    let hwq = raw_context(&p, HW_QUEUE_SUPPORTED);
+    let mut driven = refusals(
+        &p,
+        T,
+        submit_command(hwq, va, 8),
+        vec![
+            (
+                "Flags.NoKmdAccess without test signing",
+                Box::new(|s: &mut [u64; 48]| set_u32(s, 12, 1 << 2)) as Edit,
+            ),
+            (
+                "BroadcastContext[0] created with HwQueueSupported",
+                Box::new(|_: &mut [u64; 48]| {}),
+            ),
+        ],
+    );
+    // On contexts the OS schedules.
+    let m = machine(false, true);
+    let (p, _, adapter) = process(&m);
+    let (_, va) = buffer_4k(&p, adapter);
+    let ctx = raw_context(&p, 0);
+    let sync = raw_context(&p, SYNCHRONIZATION_ONLY);
+    let before = m.legacy_fences(0, 0);
+    driven.extend(refusals(
+        &p,
+        T,
+        submit_command(ctx, va, 8),
+        vec![
+            (
+                "BroadcastContext[0] not in the caller's handle table",
+                Box::new(|s: &mut [u64; 48]| set_u32(s, 28, 0x1234)) as Edit,
+            ),
+            (
+                "BroadcastContext[0] SynchronizationOnly",
+                Box::new(move |s: &mut [u64; 48]| set_u32(s, 28, sync)),
+            ),
+            (
+                "BroadcastContextCount 0 or above 64",
+                Box::new(|s: &mut [u64; 48]| set_u32(s, 24, 0)),
+            ),
+            (
+                "BroadcastContextCount 0 or above 64",
+                Box::new(|s: &mut [u64; 48]| set_u32(s, 24, 65)),
+            ),
+            (
+                "NumPrimaries above 16",
+                Box::new(|s: &mut [u64; 48]| set_u32(s, 300, 17)),
+            ),
+            (
+                "a further broadcast context unknown, synchronisation-only or of another device",
+                Box::new(|s: &mut [u64; 48]| {
+                    set_u32(s, 24, 2);
+                    set_u32(s, 32, 0x1234);
+                }),
+            ),
+            (
+                "a further broadcast context unknown, synchronisation-only or of another device",
+                Box::new(move |s: &mut [u64; 48]| {
+                    set_u32(s, 24, 2);
+                    set_u32(s, 32, sync);
+                }),
+            ),
+        ],
+    ));
+    assert_eq!(m.legacy_fences(0, 0), before, "a refusal submitted");
+    assert_covers(
+        T,
+        &driven,
+        &[
+            (
+                "Flags.PresentRedirected from a virtual machine",
+                "the simulated OS is no guest",
+            ),
+            (
+                "a further broadcast context created with HwQueueSupported",
+                "a device has contexts of one kind: its adapter's nodes are all scheduled alike",
+            ),
+            (
+                "the context not virtual",
+                "every context a process makes is virtual (D3DKMTCreateContextVirtual)",
+            ),
+        ],
+    );
+    // Past the checks: a CommandLength of 0 submits nothing and succeeds.
+    let mut s = submit_command(ctx, va, 0);
+    assert_eq!(thunk(&p, T, s.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}

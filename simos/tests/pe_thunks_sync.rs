@@ -565,3 +565,225 @@ fn nf_13_d3dkmtdestroysynchronizationobject_answers_as_24h2() {
     );
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
+
+/// A kernel-submission hardware queue on a new `HwQueueSupported` context of `device`,
+/// created raw: (queue, its progress fence).
+fn kernel_queue(p: &Arc<UserProcess>, device: u32) -> (u32, u32) {
+    use rvgpu_hw::pdd::{HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
+    let mut c = [0u32; 10];
+    c[0] = device;
+    c[3] = HW_QUEUE_SUPPORTED;
+    assert_eq!(
+        thunk(p, "D3DKMTCreateContextVirtual", c.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    let ctx = c[8];
+    let mut pdd = HwQueuePdd {
+        magic: PDD_MAGIC,
+        version: HW_QUEUE_PDD_VERSION,
+        ..Default::default()
+    };
+    let mut s = [0u8; 48];
+    put32(&mut s, 0, ctx);
+    put32(&mut s, 8, size_of::<HwQueuePdd>() as u32);
+    put64(&mut s, 16, addr(&mut pdd));
+    assert_eq!(
+        thunk(p, "D3DKMTCreateHwQueue", s.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    (get32(&s, 24), get32(&s, 28))
+}
+
+/// An edit of a structure of `N` bytes.
+type Edit<'a, const N: usize> = Box<dyn Fn(&mut [u8; N]) + 'a>;
+
+/// Runs `name` on each case's structure (`edit` of `base`): the catalog's status, and the
+/// fence `watch` of queue `queue` left at `before`. The labels driven.
+fn hw_queue_refusals<const N: usize>(
+    o: &Objects,
+    name: &str,
+    base: [u8; N],
+    cases: Vec<(&'static str, Edit<'_, N>)>,
+    queue: u32,
+) -> Vec<&'static str> {
+    let before = o.m.hw_queue_progress(0, queue);
+    cases
+        .into_iter()
+        .map(|(what, edit)| {
+            let mut s = base;
+            edit(&mut s);
+            let r = thunk(&o.p, name, s.as_mut_ptr() as u64);
+            assert_eq!(r, expected(name, what), "{name}: {what}: {r:#x}");
+            assert_eq!(o.m.hw_queue_progress(0, queue), before, "{name}: {what}");
+            what
+        })
+        .collect()
+}
+
+/// MF-03: `D3DKMTSubmitSignalSyncObjectsToHwQueue` refuses what 24H2's
+/// `DxgkSubmitSignalSyncObjectsToHwQueueInternal` and `SubmitSignalSyncObjectsToHwQueue`
+/// refuse, in their order (`ObjectCount` before the queues), and signals nothing then;
+/// accepted, a broadcast to two idle queues signals another queue's progress fence (24H2
+/// refuses no fence for being one).
+#[test]
+fn mf_03_d3dkmtsubmitsignalsyncobjectstohwqueue_answers_as_24h2() {
+    const T: &str = "D3DKMTSubmitSignalSyncObjectsToHwQueue";
+    let o = objects(NO_SIGNAL);
+    let (qa, _) = kernel_queue(&o.p, o.device);
+    let (qb, _) = kernel_queue(&o.p, o.device);
+    let (qc, fc) = kernel_queue(&o.p, o.device);
+    let queues = [qa, qb];
+    let bad_queues = [qa, NEVER_GIVEN];
+    let twice = [fc, fc];
+    let (fence, refused, other) = ([fc], [o.refused], [o.other]);
+    let (never, values) = ([NEVER_GIVEN], [7u64, 7]);
+    let mut base = [0u8; 40];
+    put32(&mut base, 4, 2);
+    put64(&mut base, 8, queues.as_ptr() as u64);
+    put32(&mut base, 16, 1);
+    put64(&mut base, 24, fence.as_ptr() as u64);
+    put64(&mut base, 32, values.as_ptr() as u64);
+    let at = |off: usize, v: u64| -> Edit<'static, 40> { Box::new(move |s| put64(s, off, v)) };
+    let n32 = |off: usize, v: u32| -> Edit<'static, 40> { Box::new(move |s| put32(s, off, v)) };
+    let driven =
+        hw_queue_refusals(
+            &o,
+            T,
+            base,
+            vec![
+            ("ObjectCount 0", n32(16, 0)),
+            ("no pool for ObjectCount handles", n32(16, TOO_MANY)),
+            ("ObjectHandleArray not readable", at(24, UNMAPPED)),
+            ("BroadcastHwQueueCount 0", n32(4, 0)),
+            ("no pool for BroadcastHwQueueCount handles", n32(4, TOO_MANY)),
+            ("BroadcastHwQueueArray not readable", at(8, UNMAPPED)),
+            (
+                "BroadcastHwQueueArray[0] not a hardware queue in the caller's handle table",
+                at(8, never.as_ptr() as u64),
+            ),
+            ("a Flags bit from 3 to 30", n32(0, 1 << 3)),
+            ("Flags bit 31 (the OS's internal flag)", n32(0, 1 << 31)),
+            (
+                "a BroadcastHwQueueArray entry not a hardware queue of the caller's, or of \
+                 another device than the first's",
+                at(8, bad_queues.as_ptr() as u64),
+            ),
+            (
+                "a handle neither a device nor a global sync object in the caller's handle table",
+                at(24, never.as_ptr() as u64),
+            ),
+            (
+                "an object created or opened NoSignal",
+                at(24, refused.as_ptr() as u64),
+            ),
+            (
+                "an object of another device than the first queue's",
+                at(24, other.as_ptr() as u64),
+            ),
+            ("FenceValueArray not readable", at(32, UNMAPPED)),
+            ("the same object twice", {
+                let t = twice.as_ptr() as u64;
+                Box::new(move |s| {
+                    put32(s, 16, 2);
+                    put64(s, 24, t);
+                })
+            }),
+        ],
+            qc,
+        );
+    let pool = "the simulated pool's one bound is met at the capture";
+    let what = "the structure not readable";
+    assert_eq!(thunk(&o.p, T, UNMAPPED), expected(T, what));
+    let driven = [&driven[..], &[what]].concat();
+    assert_covers(
+        T,
+        &driven,
+        &[
+            ("no pool for the queues", pool),
+            ("no pool for the objects", pool),
+            ("no pool for the fence values", pool),
+            (
+                "the device not active",
+                "needs a device in error (the TDR suites)",
+            ),
+            (
+                "an object of another adapter, or whose adapter state is destroyed",
+                "one adapter; its objects are of its own devices",
+            ),
+        ],
+    );
+    let mut s = base;
+    assert_eq!(thunk(&o.p, T, s.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert_eq!(o.m.hw_queue_progress(0, qc).map(|p| p.1), Some(7));
+    assert!(o.m.fault().is_none(), "{:?}", o.m.fault());
+}
+
+/// MF-03: `D3DKMTSubmitWaitForSyncObjectsToHwQueue` refuses what 24H2's
+/// `DxgkSubmitWaitForSyncObjectsToHwQueueInternal` and `SubmitWaitForSyncObjectsFromGpu`
+/// refuse, in their order, each with the catalog's status; a wait on a satisfied progress
+/// fence of another queue is accepted.
+#[test]
+fn mf_03_d3dkmtsubmitwaitforsyncobjectstohwqueue_answers_as_24h2() {
+    const T: &str = "D3DKMTSubmitWaitForSyncObjectsToHwQueue";
+    let o = objects(NO_WAIT);
+    let (qa, _) = kernel_queue(&o.p, o.device);
+    let (qc, fc) = kernel_queue(&o.p, o.device);
+    let (fence, refused, other) = ([fc], [o.refused], [o.other]);
+    let (never, values) = ([NEVER_GIVEN], [0u64]);
+    let mut base = [0u8; 24];
+    put32(&mut base, 0, qa);
+    put32(&mut base, 4, 1);
+    put64(&mut base, 8, fence.as_ptr() as u64);
+    put64(&mut base, 16, values.as_ptr() as u64);
+    let at = |off: usize, v: u64| -> Edit<'static, 24> { Box::new(move |s| put64(s, off, v)) };
+    let driven = hw_queue_refusals(
+        &o,
+        T,
+        base,
+        vec![
+            ("ObjectCount 0", Box::new(|s| put32(s, 4, 0))),
+            (
+                "no pool for ObjectCount handles",
+                Box::new(|s| put32(s, 4, TOO_MANY)),
+            ),
+            ("ObjectHandleArray not readable", at(8, UNMAPPED)),
+            (
+                "hHwQueue not a hardware queue in the caller's handle table",
+                Box::new(|s| put32(s, 0, NEVER_GIVEN)),
+            ),
+            ("FenceValueArray not readable", at(16, UNMAPPED)),
+            (
+                "a device sync object of another device than the queue's",
+                at(8, other.as_ptr() as u64),
+            ),
+            (
+                "a device sync object created or opened NoWait",
+                at(8, refused.as_ptr() as u64),
+            ),
+            (
+                "a handle neither a device nor a global sync object in the caller's handle table",
+                at(8, never.as_ptr() as u64),
+            ),
+        ],
+        qc,
+    );
+    let pool = "the simulated pool's one bound is met at the capture";
+    let what = "the structure not readable";
+    assert_eq!(thunk(&o.p, T, UNMAPPED), expected(T, what));
+    let driven = [&driven[..], &[what]].concat();
+    assert_covers(
+        T,
+        &driven,
+        &[
+            ("no pool for ObjectCount fence values", pool),
+            ("no pool for the objects", pool),
+            (
+                "the device not active",
+                "needs a device in error (the TDR suites)",
+            ),
+        ],
+    );
+    let mut s = base;
+    assert_eq!(thunk(&o.p, T, s.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert!(o.m.fault().is_none(), "{:?}", o.m.fault());
+}

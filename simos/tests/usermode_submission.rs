@@ -1091,27 +1091,6 @@ fn disconnect_doorbell_callback_irql_and_arguments_are_checked() {
     );
 }
 
-/// The OS enforces destroy order against the UMD: a queue with a doorbell, a context with a
-/// queue, cannot be destroyed.
-#[test]
-fn destroy_order_is_enforced() {
-    let m = with_doorbells(Mode::Step, 2);
-    let (p, k) = user_process(&m);
-    let q = raw_queue(&m, &k, 0);
-    assert_eq!(
-        k.destroy_hw_queue(q.queue.handle).err(),
-        Some(NtStatus(STATUS_INVALID_PARAMETER))
-    );
-    assert_eq!(
-        k.destroy_context(q.context).err(),
-        Some(NtStatus(STATUS_INVALID_PARAMETER))
-    );
-    okk(&m, k.destroy_doorbell(q.doorbell.handle));
-    okk(&m, k.destroy_hw_queue(q.queue.handle));
-    okk(&m, k.destroy_context(q.context));
-    exits_clean(&m, &p);
-}
-
 /// UM-20 threaded: three processes churn user-mode queues (create, submit, wait, close) on
 /// both engines with one physical doorbell, so connects of one process victimise doorbells of
 /// another while that one submits, reconnects or destroys; every batch completes with the

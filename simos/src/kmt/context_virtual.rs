@@ -1,7 +1,8 @@
 //! `D3DKMTCreateContextVirtual`'s kernel entry, as 24H2 `K:DxgkCreateContextVirtualImpl`
 //! @0x1402D17A0 and `K:DXGCONTEXT::Initialize` @0x1402CFD80 answer it: the caller's
 //! `D3DKMT_CREATECONTEXTVIRTUAL` as written, the checks in their order with their statuses, and
-//! back `hContext` (and the private data, which the KMD may have changed, when there is any).
+//! back `hContext` (and the private data, which the KMD may have changed, when there is any);
+//! and `D3DKMTDestroyContext`'s ([`dxgk_destroy_context_impl`]).
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -133,4 +134,23 @@ impl CallerMemory for NoCallerMemory {
     fn write(&self, _at: u64, _bytes: &[u8]) -> Result<(), NtStatus> {
         Err(NtStatus(STATUS_INVALID_PARAMETER))
     }
+}
+
+/// `D3DKMTDestroyContext`'s kernel entry, `K:DxgkDestroyContextImpl` @0x1403A0A98: `hContext`
+/// not a context in the caller's handle table (`owner`) is STATUS_INVALID_PARAMETER; else the
+/// context's hardware queues go with it, each with its doorbell
+/// (`K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60, `ums::destroy_context_thunk`), then the
+/// context. Nothing is written back.
+pub fn dxgk_destroy_context_impl(
+    m: &Machine,
+    h_context: KmtHandle,
+    owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let p = owner(h_context).ok_or(bad)?;
+    let sh = m.kmt(&p).thunk()?;
+    if ums::context_device(&sh, h_context) != Some(p.device) {
+        return Err(bad);
+    }
+    ums::destroy_context_thunk(m, &sh, p.device, h_context).map_err(super::status)
 }

@@ -209,9 +209,10 @@ fn capture(mem: &dyn CallerMemory, at: u64, size: u32) -> Result<Vec<u8>, NtStat
 /// 5. `DXGHWQUEUE::SubmitCommand`: `PrivateDriverDataSize` above the context's
 ///    `DmaBufferPrivateDataSize` (this KMD's is 0); `WrittenPrimaries` not readable (the
 ///    probe's status);
-/// 6. the simulation's own rules past 24H2's (the catalog row's gaps): any primary on this
-///    render-only adapter, a `HwQueueProgressFenceId` not above the last; then VidSch and
-///    `DxgkDdiSubmitCommandToHwQueue` (`ums::submit_command`).
+/// 6. the simulation's own rule past 24H2's (the catalog row's gaps): any primary on this
+///    render-only adapter; then VidSch and `DxgkDdiSubmitCommandToHwQueue`
+///    (`ums::submit_command`), which, as `M:VidSchSubmitCommandToHwQueue` @0x140048F00, does
+///    not compare `HwQueueProgressFenceId` with the queue's earlier values.
 ///
 /// Nothing is written back.
 pub fn dxgk_submit_command_to_hw_queue_internal(
@@ -252,7 +253,8 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
 }
 
 /// `DxgkDestroyHwQueueInternal`: `hHwQueue` not a queue in the caller's handle table
-/// (`owner`) is STATUS_INVALID_PARAMETER; else the queue goes.
+/// (`owner`) is STATUS_INVALID_PARAMETER; else the queue goes with its doorbell
+/// (`K:DXGHWQUEUE::DestroyCoreState` @0x1402CDD74).
 pub fn dxgk_destroy_hw_queue_internal(
     m: &Machine,
     h_hw_queue: KmtHandle,

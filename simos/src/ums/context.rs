@@ -68,6 +68,8 @@ pub(crate) fn create_context_flags(
 
 /// `D3DDDI_CREATECONTEXTFLAGS` bits BR-92 reads.
 const SYNCHRONIZATION_ONLY: u32 = 1 << 3;
+/// `D3DDDI_CREATECONTEXTFLAGS::DisableGpuTimeout`.
+const DISABLE_GPU_TIMEOUT: u32 = 1 << 2;
 const HW_QUEUE_SUPPORTED: u32 = 1 << 4;
 /// First reserved `D3DDDI_CREATECONTEXTFLAGS` bit: later builds than 22631 define bit 6 (passed
 /// to the KMD as `DXGK_CREATECONTEXTFLAGS` bit 5) and refuse from bit 7; 22631 refused from
@@ -288,6 +290,7 @@ pub(crate) fn create_context_with(
             suspend_fence: 0,
             hw_queue,
             sync_only: flags & SYNCHRONIZATION_ONLY != 0,
+            disable_gpu_timeout: flags & DISABLE_GPU_TIMEOUT != 0,
             dma_private_data: args.ContextInfo.DmaBufferPrivateDataSize,
             root_sent,
         },
@@ -333,9 +336,29 @@ pub(crate) fn destroy_context_thunk(
     h: KmtHandle,
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
-    let _g = dev_guard(a, &dl);
-    lock(&a.ums).context_of(device, h)?;
-    destroy_context(m, a, h)
+    {
+        let _g = dev_guard(a, &dl);
+        lock(&a.ums).context_of(device, h)?;
+        // `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60: each of the context's queues with
+        // its doorbell (24H2 walks the context's list; here in handle order), then the context.
+        let mut queues: Vec<KmtHandle> = {
+            let os = lock(&a.ums);
+            os.queues
+                .values()
+                .filter(|q| q.context == h)
+                .map(|q| q.handle)
+                .collect()
+        };
+        queues.sort_unstable();
+        for q in queues {
+            super::hwqueue::destroy_hw_queue_with_doorbell(m, a, q)?;
+        }
+        destroy_context(m, a, h)?;
+    }
+    // The queues' log buffers leave the paging process once the locks are released, and
+    // their native progress fences go.
+    super::hwqueue::reap_progress_fences(m, a)?;
+    m.reap_system_pages(a)
 }
 
 /// The device a context belongs to (`D3DKMTUpdateGpuVirtualAddress`'s `hContext`).

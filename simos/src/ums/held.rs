@@ -1,7 +1,8 @@
-//! Held work (MF-03): OS-scheduled GPU waits and signal packets on kernel-mode hardware queues
+//! Held work (MF-03): OS-scheduled GPU waits and signal packets on hardware queues
 //! (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`, `D3DKMTSubmitSignalSyncObjectsToHwQueue`).
 //!
-//! Each kernel-mode queue has an OS-side ordered list ([`HwqSched`]). A GPU wait entry holds every
+//! Each queue has an OS-side ordered list ([`HwqSched`]); a user-mode queue's holds only waits
+//! and signals, its ring's work never passing through it. A GPU wait entry holds every
 //! later entry (the OS does not call `DxgkDdiSubmitCommandToHwQueue` for held submissions) until
 //! its fence reaches the value; the wait is a VidSch-side waiter on the legacy monitored fence
 //! ([`Machine::wait_monitored_fence_from_gpu`]), released by the same DPC-time scan that releases
@@ -11,9 +12,10 @@
 //! earlier submission handed to the KMD), signals its fences from the OS (what
 //! `SignalSynchronizationObjectFromCpu` does) as soon as the queue's progress fence reaches the
 //! last value accepted before it (every earlier submission completed); it does not hold later
-//! work. Nothing in the driver is involved beyond the submissions themselves.
+//! work; a signal broadcast to several queues signals once each queue's packet would. Nothing in
+//! the driver is involved beyond the submissions themselves.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
@@ -56,33 +58,27 @@ pub struct HeldWork {
     pub signals: usize,
 }
 
-/// The queue's objects a MF-03 thunk checks: (sched, progress fence).
+/// The queue's objects a MF-03 thunk uses: its list and its progress fence, if it has one.
+/// 24H2 refuses neither a user-mode queue nor one without a progress fence here: VidSch keeps
+/// the wait or signal packet in the queue's list like any other (`M:VidSchSubmitWaitToHwQueue`
+/// @0x1400034F0, `M:VidSchSubmitSignalToHwQueue` @0x140031EF0); a queue without kernel
+/// submissions has nothing ahead of it but other such packets.
 pub(super) fn mf03_queue(
     a: &AdapterShared,
     device: KmtHandle,
     queue: KmtHandle,
-) -> Result<(Arc<HwqSched>, MonitoredFence), SimError> {
+) -> Result<(Arc<HwqSched>, Option<MonitoredFence>), SimError> {
     let os = lock(&a.ums);
     let q = os.live_queue_of(device, queue)?;
-    if q.user_mode {
-        // A user-mode queue synchronises in its ring (native fences); the OS has no list
-        // for it (UNVERIFIED what Windows returns; the docs list STATUS_INVALID_PARAMETER).
-        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-    }
-    let progress = q
-        .progress
-        .clone()
-        .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
-    Ok((q.sched.clone(), progress))
+    Ok((q.sched.clone(), q.progress.clone()))
 }
 
-/// The monitored fences behind D3DKMT handles; `signal`: progress fences are refused (only
-/// the OS signals them).
+/// The monitored fences behind D3DKMT handles (a queue's progress fence among them: 24H2
+/// refuses no fence for being one).
 pub(super) fn mf03_fences(
     a: &AdapterShared,
     device: KmtHandle,
     objects: &[(KmtHandle, u64)],
-    signal: bool,
 ) -> Result<Vec<(MonitoredFence, KmtHandle, u64)>, SimError> {
     if objects.is_empty() {
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
@@ -92,9 +88,6 @@ pub(super) fn mf03_fences(
     objects
         .iter()
         .map(|&(h, v)| {
-            if signal && os.queues.values().any(|q| q.fence == Some(h)) {
-                return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-            }
             // Another process's handle names nothing here (per-process handle tables).
             os.fences
                 .get(&h)
@@ -114,7 +107,7 @@ pub(crate) fn submit_wait_to_hw_queue(
     objects: &[(KmtHandle, u64)],
 ) -> Result<(), SimError> {
     let (sched, _) = mf03_queue(a, device, queue)?;
-    let fences = mf03_fences(a, device, objects, false)?;
+    let fences = mf03_fences(a, device, objects)?;
     for (fence, handle, value) in fences {
         let event = m.wait_monitored_fence_from_gpu(&fence, value, Box::new(kicker(a, &sched)))?;
         lock(&sched.st).list.push_back(Pending::Wait {
@@ -132,33 +125,48 @@ pub(crate) fn submit_wait_to_hw_queue(
     pump(a, queue)
 }
 
-/// `D3DKMTSubmitSignalSyncObjectsToHwQueue` on one queue (the `BroadcastHwQueueArray` of one):
-/// one signal packet for all the objects.
-pub(crate) fn submit_signal_to_hw_queue(
+/// `D3DKMTSubmitSignalSyncObjectsToHwQueue`: one signal packet on each of `queues` for all
+/// the objects; the fences are signalled once every packet's earlier work completed.
+pub(crate) fn submit_signal_to_hw_queues(
     m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
-    queue: KmtHandle,
+    queues: &[KmtHandle],
     objects: &[(KmtHandle, u64)],
 ) -> Result<(), SimError> {
-    let (sched, progress) = mf03_queue(a, device, queue)?;
-    let fences = mf03_fences(a, device, objects, true)?;
-    let after = lock(&sched.st).accepted;
-    let event = if progress.value() < after {
-        Some(m.wait_monitored_fence_from_gpu(&progress, after, Box::new(kicker(a, &sched)))?)
-    } else {
-        None
-    };
-    lock(&sched.st).list.push_back(Pending::Signal(Signal {
-        fences,
-        after,
-        event,
-    }));
-    pump(a, queue)
+    let scheds = queues
+        .iter()
+        .map(|&q| mf03_queue(a, device, q))
+        .collect::<Result<Vec<_>, _>>()?;
+    let fences = mf03_fences(a, device, objects)?;
+    let rest = (queues.len() > 1).then(|| Arc::new(AtomicUsize::new(queues.len())));
+    for (&queue, (sched, progress)) in queues.iter().zip(scheds) {
+        let after = lock(&sched.st).accepted;
+        let event = match &progress {
+            Some(p) if p.value() < after => {
+                Some(m.wait_monitored_fence_from_gpu(p, after, Box::new(kicker(a, &sched)))?)
+            }
+            _ => None,
+        };
+        lock(&sched.st).list.push_back(Pending::Signal(Signal {
+            fences: fences.clone(),
+            after,
+            event,
+            rest: rest.clone(),
+        }));
+        pump(a, queue)?;
+    }
+    Ok(())
 }
 
 /// The OS signals a signal packet's fences (its earlier submissions completed).
 pub(super) fn fire(a: &AdapterShared, queue: KmtHandle, s: Signal) {
+    if s.rest
+        .is_some_and(|r| r.fetch_sub(1, Ordering::AcqRel) != 1)
+    {
+        // Another queue of the broadcast has its packet still ahead.
+        return;
+    }
     for (f, h, v) in s.fences {
         // A fence destroyed meanwhile has nobody left to release.
         if f.os_signal(v).is_ok() {
@@ -182,20 +190,22 @@ pub(super) enum PumpStep {
 /// dropped, signal packets at the head are armed (or signalled), submissions at the head go to
 /// the KMD in order. Runs on the thunk's thread or VidSch's worker, never at DPC time.
 pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> {
-    // Only a queue with a progress fence (a kernel-mode one) has a list.
     let Some((sched, progress, last, device)) = ({
         let os = lock(&a.ums);
-        os.queues.get(&queue).and_then(|q| {
-            Some((
+        os.queues.get(&queue).map(|q| {
+            (
                 q.sched.clone(),
-                q.progress.clone()?,
+                q.progress.clone(),
                 q.last_queued.clone(),
                 q.device,
-            ))
+            )
         })
     }) else {
         return Ok(());
     };
+    // A queue without a progress fence (a user-mode one) has no kernel submission ahead of
+    // any packet.
+    let done = || progress.as_ref().map_or(u64::MAX, MonitoredFence::value);
     let _p = lock(&sched.pump);
     loop {
         let ready: Vec<Signal> = {
@@ -203,7 +213,7 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
             if st.dead {
                 return Ok(());
             }
-            let done = progress.value();
+            let done = done();
             let (ready, keep) = std::mem::take(&mut st.armed)
                 .into_iter()
                 .partition(|s| s.after <= done);
@@ -236,7 +246,7 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
                     }
                 }
                 Some(Pending::Signal(_)) => match st.list.pop_front() {
-                    Some(Pending::Signal(s)) if s.after <= progress.value() => PumpStep::Fire(s),
+                    Some(Pending::Signal(s)) if s.after <= done() => PumpStep::Fire(s),
                     Some(Pending::Signal(s)) => {
                         st.armed.push(s);
                         continue;
@@ -244,7 +254,7 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
                     _ => PumpStep::Blocked,
                 },
                 Some(&Pending::Submit { value, gpu, bytes }) => {
-                    if st.retry_at.is_some_and(|v| progress.value() < v) {
+                    if st.retry_at.is_some_and(|v| done() < v) {
                         PumpStep::Blocked
                     } else {
                         st.retry_at = None;
@@ -281,7 +291,7 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
                     lock(&sched.st).list.pop_front();
                     last.fetch_max(value, Ordering::AcqRel);
                     lock(&a.ums).events.push(UmsEvent::Submit { queue, value });
-                } else if progress.value() < last.load(Ordering::Acquire) {
+                } else if done() < last.load(Ordering::Acquire) {
                     // The KMD's ring is full: resubmit once earlier work completed.
                     lock(&sched.st).retry_at = Some(last.load(Ordering::Acquire));
                     sched.due_hint.store(true, Ordering::Release);
@@ -351,7 +361,7 @@ pub(super) fn drop_held_work(a: &AdapterShared, h: KmtHandle) {
     let Some((sched, progress)) = lock(&a.ums)
         .queues
         .get(&h)
-        .and_then(|q| Some((q.sched.clone(), q.progress.clone()?)))
+        .map(|q| (q.sched.clone(), q.progress.clone()))
     else {
         return;
     };
@@ -364,8 +374,12 @@ pub(super) fn drop_held_work(a: &AdapterShared, h: KmtHandle) {
     let (mut submissions, mut waits, mut signals) = (0, 0, 0);
     let mut drop_signal = |s: Signal| {
         signals += 1;
-        if let Some(ev) = s.event {
-            progress.cancel_gpu_wait(&ev);
+        if let (Some(ev), Some(p)) = (s.event, &progress) {
+            p.cancel_gpu_wait(&ev);
+        }
+        if let Some(r) = s.rest {
+            // The broadcast's other packets no longer wait for this one.
+            r.fetch_sub(1, Ordering::AcqRel);
         }
     };
     for e in list {

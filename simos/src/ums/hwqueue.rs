@@ -195,6 +195,8 @@ pub(crate) struct CreatedQueue {
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
 pub(crate) const HWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;
+/// `D3DDDI_CREATEHWQUEUEFLAGS::DisableGpuTimeout`.
+const DISABLE_GPU_TIMEOUT: u32 = 1 << 0;
 
 /// The fences and log buffers a queue gets before its DDI, undone together when it fails.
 struct QueueFences {
@@ -313,14 +315,21 @@ pub(crate) fn create_hw_queue(
     pdd: &mut [u8],
 ) -> Result<CreatedQueue, SimError> {
     let user_mode = flags & HWQUEUE_USER_MODE_SUBMISSION != 0;
-    let (kmd_ctx, node, pid, hw_queue, doorbells) = {
+    let (kmd_ctx, node, pid, hw_queue, doorbells, no_timeout) = {
         let os = lock(&a.ums);
         let c = os
             .context_of(device, context)
             .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
         let d = os.live_device(device)?;
         let doorbells = os.doorbell_size().is_some();
-        (c.kmd, c.node, d.process, c.hw_queue, doorbells)
+        (
+            c.kmd,
+            c.node,
+            d.process,
+            c.hw_queue,
+            doorbells,
+            c.disable_gpu_timeout,
+        )
     };
     // BR-94 ([D] DxgkCreateHwQueueInternal), BR-95 ([D]
     // DXGHWQUEUE::InitializeForUserModeSubmission), before any DDI.
@@ -332,6 +341,13 @@ pub(crate) fn create_hw_queue(
     let f = ddi::table_slot!(a, DxgkDdiCreateHwQueue)?.map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     let mut fences = QueueFences::make(m, a, pid, user_mode)?;
+    // `K:DXGHWQUEUE::Initialize` @0x1402BBA30: a kernel-submission queue of a context created
+    // `DisableGpuTimeout` has the flag set in the DDI's flags (bit 0) whatever the caller asked.
+    let flags = if !user_mode && no_timeout {
+        flags | DISABLE_GPU_TIMEOUT
+    } else {
+        flags
+    };
     let mut args = fences.args(h, flags, pdd);
     a.observer().handed(
         if user_mode {
@@ -469,12 +485,33 @@ pub(crate) fn destroy_hw_queue_thunk(
     {
         let _g = dev_guard(a, &dl);
         lock(&a.ums).queue_of(device, h)?;
-        destroy_hw_queue(m, a, h)?;
+        destroy_hw_queue_with_doorbell(m, a, h)?;
     }
     // Its log buffers leave the paging process now that the thunk's locks are released, and
     // its native progress fence goes.
     reap_progress_fences(m, a)?;
     m.reap_system_pages(a)
+}
+
+/// Queue `h` destroyed as `K:DXGHWQUEUE::DestroyCoreState` @0x1402CDD74 destroys it, under
+/// the device's lock: its doorbell first (`K:DXGDOORBELL::DestroyCoreState` @0x1401D804C:
+/// `DxgkDdiDisconnectDoorbell` if connected, status ABORT, then `DxgkDdiDestroyDoorbell`),
+/// then the queue (`DxgkDdiDestroyHwQueue`), then its progress fence.
+pub(super) fn destroy_hw_queue_with_doorbell(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let doorbell = lock(&a.ums).queue(h)?.doorbell;
+    if let Some(d) = doorbell {
+        super::disconnect::os_disconnect(
+            a,
+            d,
+            rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+        )?;
+        super::doorbell::destroy_doorbell(a, d)?;
+    }
+    destroy_hw_queue(m, a, h)
 }
 
 /// Raw `DxgkDdiDestroyHwQueue` on `queue` of `device`, the OS's own objects left as they are
@@ -597,21 +634,17 @@ pub(crate) fn submit_command(
         }
         (q.last_queued.clone(), q.sched.clone())
     };
-    if value <= last.load(Ordering::Acquire) {
-        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-    }
     // The context's root, when VidSch has not sent it yet (24H2 `M:VidSchSubmitCommandToHwQueue`
     // @0x140048F00, for every packet but a present, held or not).
     let context = lock(&a.ums).queue(queue).map(|q| q.context)?;
     super::context::ensure_root(a, context)?;
     {
+        // `M:VidSchSubmitCommandToHwQueue` @0x140048F00 does not compare the value with the
+        // queue's earlier ones: what the KMD makes of one not above them is its own.
         // MF-03: behind a pending GPU wait (or other held work) the OS holds the submission.
         let mut st = lock(&sched.st);
-        if value <= st.accepted {
-            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
-        }
         if !st.list.is_empty() {
-            st.accepted = value;
+            st.accepted = st.accepted.max(value);
             st.list.push_back(Pending::Submit { value, gpu, bytes });
             drop(st);
             lock(&a.ums)

@@ -167,25 +167,30 @@ pub(super) const CREATE_HW_QUEUE: Thunk = Thunk {
     ],
     pending: Pending::No,
     entry: Some("hw_queue::dxgk_create_hw_queue_internal"),
-    gaps: "DisableGpuTimeout is not added to the DDI's flags for a context or adapter that \
-           disables GPU timeouts; a NoKmdAccess context is not modelled; a user-mode queue \
+    gaps: "DisableGpuTimeout is added to the DDI's flags for a kernel-submission queue of a \
+           context created with it, not for an adapter whose own flag (read by \
+           DXGHWQUEUE::Initialize) disables GPU timeouts; a NoKmdAccess context is not \
+           modelled; a user-mode queue \
            on an adapter that reported no doorbell size is STATUS_NOT_SUPPORTED \
            (DXGHWQUEUE::InitializeForUserModeSubmission not read)",
 };
 
 pub(super) const DESTROY_CONTEXT: Thunk = Thunk {
     name: "D3DKMTDestroyContext",
-    source: Some(&[src("DxgkDestroyContextImpl", 0x1403A0A98)]),
+    source: Some(&[
+        src("DxgkDestroyContextImpl", 0x1403A0A98),
+        src("DXGCONTEXT::DestroyAllHwQueues", 0x1403A0E60),
+        src("DXGHWQUEUE::DestroyCoreState", 0x1402CDD74),
+        src("DXGDOORBELL::DestroyCoreState", 0x1401D804C),
+    ]),
     checks: &[check(
         "hContext not a context in the caller's handle table",
         INVALID_PARAMETER,
     )],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "24H2 destroys the context's hardware queues with it \
-           (DXGCONTEXT::DestroyAllHwQueues); the simulation refuses a context that still \
-           has queues (STATUS_INVALID_PARAMETER)",
+    entry: Some("context_virtual::dxgk_destroy_context_impl"),
+    gaps: "the context's queues go in handle order (24H2 walks the context's list of them)",
 };
 
 pub(super) const DESTROY_DOORBELL: Thunk = Thunk {
@@ -206,7 +211,11 @@ pub(super) const DESTROY_DOORBELL: Thunk = Thunk {
 
 pub(super) const DESTROY_HW_QUEUE: Thunk = Thunk {
     name: "D3DKMTDestroyHwQueue",
-    source: Some(&[src("DxgkDestroyHwQueueInternal", 0x1403BC798)]),
+    source: Some(&[
+        src("DxgkDestroyHwQueueInternal", 0x1403BC798),
+        src("DXGHWQUEUE::DestroyCoreState", 0x1402CDD74),
+        src("DXGDOORBELL::DestroyCoreState", 0x1401D804C),
+    ]),
     checks: &[check(
         "hHwQueue not a queue in the caller's handle table",
         INVALID_PARAMETER,
@@ -214,8 +223,7 @@ pub(super) const DESTROY_HW_QUEUE: Thunk = Thunk {
     written_back: &[],
     pending: Pending::No,
     entry: Some("hw_queue::dxgk_destroy_hw_queue_internal"),
-    gaps: "24H2 destroys the queue's doorbell with it; the simulation refuses a queue that \
-           still has a doorbell (STATUS_INVALID_PARAMETER)",
+    gaps: "",
 };
 
 pub(super) const NOTIFY_WORK_SUBMISSION: Thunk = Thunk {
@@ -271,8 +279,10 @@ pub(super) const SUBMIT_COMMAND: Thunk = Thunk {
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "",
+    entry: Some("submit_command::dxgk_submit_command_internal"),
+    gaps: "any primary is STATUS_INVALID_PARAMETER on this render-only adapter; more than one \
+           broadcast context, history buffers or a flag past the checks is \
+           STATUS_NOT_SUPPORTED (the simulated scheduler takes one context's buffer)",
 };
 
 pub(super) const SUBMIT_COMMAND_TO_HW_QUEUE: Thunk = Thunk {
@@ -307,9 +317,8 @@ pub(super) const SUBMIT_COMMAND_TO_HW_QUEUE: Thunk = Thunk {
     pending: Pending::No,
     entry: Some("hw_queue::dxgk_submit_command_to_hw_queue_internal"),
     gaps: "VidMm's reference of the primaries is not read: any primary is \
-           STATUS_INVALID_PARAMETER on this render-only adapter; the simulation refuses a \
-           HwQueueProgressFenceId not above the queue's last (STATUS_INVALID_PARAMETER), \
-           which M:VidSchSubmitCommandToHwQueue @0x140048F00 does not check; a device in \
-           error is STATUS_DEVICE_REMOVED where VidSch answers \
-           STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE",
+           STATUS_INVALID_PARAMETER on this render-only adapter; a device in error is \
+           STATUS_DEVICE_REMOVED where M:VidSchSubmitCommandToHwQueue @0x140048F00 answers \
+           STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE (the UMD and the C API read \
+           STATUS_DEVICE_REMOVED as the device lost)",
 };

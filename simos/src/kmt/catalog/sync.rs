@@ -268,16 +268,13 @@ pub(super) const SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps:
-        "the simulated thunk (SimKmt::submit_signal_to_hw_queue, ums::submit_signal_to_hw_queue) \
-           takes one queue and no Flags, so a broadcast to several queues and the Flags checks \
-           are not modelled; it looks up the queue before it counts the objects (24H2 refuses \
-           ObjectCount 0 first), refuses a kernel queue without a progress fence and a user-mode \
-           queue (STATUS_INVALID_PARAMETER; 24H2's dxgkrnl makes neither check here), refuses \
-           a queue's own progress fence (not a dxgkrnl check in 24H2), takes only monitored \
-           fences of its own table (no NoSignal access, no global sync objects) and does not \
-           refuse the same object twice",
+    entry: Some("hw_queue_sync::dxgk_submit_signal_sync_objects_to_hw_queue_internal"),
+    gaps: "the simulation's pool holds at most MAX_OBJECTS handles or queues (STATUS_NO_MEMORY \
+           above), 24H2's what the system has; no global sync objects; a native fence passes \
+           the checks but the simulated scheduler signals only monitored fences \
+           (STATUS_NOT_SUPPORTED); VidSch's refusal of a value below the fence's last \
+           (M:VidSchSubmitSignalToHwQueue @0x140031EF0, STATUS_INVALID_PARAMETER without \
+           AllowFenceRewind) is not modelled",
 };
 
 pub(super) const SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
@@ -314,14 +311,11 @@ pub(super) const SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "the scheduler's own answer for each object (VidSch's wait call) was not read; the \
-           simulated thunk (SimKmt::submit_wait_to_hw_queue, ums::submit_wait_to_hw_queue) \
-           looks up the queue before it counts the objects (24H2 refuses ObjectCount 0 first), \
-           refuses a kernel queue without a progress fence and a user-mode queue \
-           (STATUS_INVALID_PARAMETER; 24H2's dxgkrnl makes neither check here), and takes only \
-           monitored fences of its own table: no NoWait access (STATUS_ACCESS_DENIED) and no \
-           global sync objects",
+    entry: Some("hw_queue_sync::dxgk_submit_wait_for_sync_objects_to_hw_queue_internal"),
+    gaps: "the simulation's pool holds at most MAX_OBJECTS handles (STATUS_NO_MEMORY above), \
+           24H2's what the system has; no global sync objects; a native fence passes the \
+           checks but the simulated scheduler waits only on monitored fences \
+           (STATUS_NOT_SUPPORTED)",
 };
 
 pub(super) const WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {

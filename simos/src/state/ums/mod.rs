@@ -124,6 +124,9 @@ pub(crate) struct ContextObj {
     /// Created with `SynchronizationOnly` (24H2 `K:DxgkSubmitCommandInternal` @0x1402A4B90
     /// refuses to submit on it).
     pub(crate) sync_only: bool,
+    /// Created with `DisableGpuTimeout` (`K:DXGHWQUEUE::Initialize` @0x1402BBA30 hands it on
+    /// to the context's kernel-submission queues).
+    pub(crate) disable_gpu_timeout: bool,
     /// The KMD's `DXGK_CONTEXTINFO::DmaBufferPrivateDataSize`: the most private data a
     /// submission on the context may carry (24H2 `K:DXGHWQUEUE::SubmitCommand` @0x1402C6610).
     pub(crate) dma_private_data: u32,
@@ -200,6 +203,10 @@ pub(crate) struct Signal {
     pub(crate) after: u64,
     /// The waiter on the progress fence for `after` (if it had not been reached).
     pub(crate) event: Option<SimEvent>,
+    /// A broadcast to several queues: how many of its packets have not yet fired; the last
+    /// one signals the fences (`M:VidSchSubmitSignalToHwQueue` @0x140031EF0 puts one packet
+    /// on each queue).
+    pub(crate) rest: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 /// The OS-side scheduling state of one kernel-mode queue (MF-03).

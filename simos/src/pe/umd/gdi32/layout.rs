@@ -74,27 +74,6 @@ pub(super) struct SubmitCommandToHwQueue {
     pub(super) written_primaries: u64,
 }
 
-/// `D3DKMT_SUBMITCOMMAND` (d3dkmthk.h of WDK 10.0.22621: 64 broadcast contexts, 16 written
-/// primaries; 24H2 `DxgkSubmitCommandInternal` @0x1402A4B90 captures its 0x180 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct SubmitCommand {
-    pub(super) commands: u64,
-    pub(super) command_length: u32,
-    pub(super) flags: u32,
-    pub(super) present_history_token: u64,
-    pub(super) broadcast_context_count: u32,
-    pub(super) broadcast_context: [u32; 64],
-    pub(super) _pad0: u32,
-    pub(super) p_private_driver_data: u64,
-    pub(super) private_driver_data_size: u32,
-    pub(super) num_primaries: u32,
-    pub(super) written_primaries: [u32; 16],
-    pub(super) num_history_buffers: u32,
-    pub(super) _pad1: u32,
-    pub(super) history_buffer_array: u64,
-}
-
 /// `D3DKMT_CREATEALLOCATION`.
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -202,11 +181,6 @@ const _: () = {
     assert!(offset_of!(CreateHwQueue, progress_fence_gpu_va) == 40);
     assert!(size_of::<SubmitCommandToHwQueue>() == 56);
     assert!(offset_of!(SubmitCommandToHwQueue, written_primaries) == 48);
-    assert!(offset_of!(SubmitCommand, broadcast_context_count) == 24);
-    assert!(offset_of!(SubmitCommand, p_private_driver_data) == 288);
-    assert!(offset_of!(SubmitCommand, written_primaries) == 304);
-    assert!(offset_of!(SubmitCommand, history_buffer_array) == 376);
-    assert!(size_of::<SubmitCommand>() == 0x180);
     assert!(size_of::<CreateAllocation>() == 72);
     assert!(offset_of!(CreateAllocation, p_private_runtime_data) == 16);
     assert!(offset_of!(CreateAllocation, private_driver_data_size) == 40);

@@ -66,7 +66,8 @@ pub(super) use doorbell::DoorbellPage;
 use doorbell::{connect_doorbell, create_doorbell, destroy_doorbell, notify_work_submission};
 use sync::{
     create_native_fence, destroy_synchronization_object, open_native_fence_from_nt_handle,
-    share_objects, signal_from_cpu, wait_from_cpu,
+    share_objects, signal_from_cpu, submit_signal_to_hw_queue, submit_wait_to_hw_queue,
+    wait_from_cpu,
 };
 pub(super) use sync::{wait_group, WaitGroup};
 use va::{free_gpu_virtual_address, map_gpu_virtual_address, reserve_gpu_virtual_address};
@@ -133,6 +134,14 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
     (
         "D3DKMTOpenNativeFenceFromNtHandle",
         thunk!(open_native_fence_from_nt_handle),
+    ),
+    (
+        "D3DKMTSubmitSignalSyncObjectsToHwQueue",
+        thunk!(submit_signal_to_hw_queue),
+    ),
+    (
+        "D3DKMTSubmitWaitForSyncObjectsToHwQueue",
+        thunk!(submit_wait_to_hw_queue),
     ),
 ];
 
@@ -448,24 +457,15 @@ impl crate::kmt::context_virtual::CallerMemory for GuestMemory {
     }
 }
 
-/// A destroy thunk whose argument is one handle: `destroy` through the owning device, then this
-/// process forgets the handle.
-fn destroy_one(
-    p: &UserProcess,
-    at: u64,
-    destroy: impl FnOnce(&SimKmt<'_>, u32) -> Result<(), rvgpu_umd::kmt::NtStatus>,
-) -> Status {
-    let a: OneHandle = args(at)?;
-    let d = p.owner(a.handle)?;
-    destroy(&p.kmt(d), a.handle).map_err(nt)?;
-    p.forget(a.handle);
-    Ok(())
-}
-
 /// `D3DKMTDestroyContext`.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroycontext>
 fn destroy_context(p: &UserProcess, at: u64) -> Status {
-    destroy_one(p, at, |k, h| k.destroy_context(h))
+    let a: OneHandle = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    crate::kmt::context_virtual::dxgk_destroy_context_impl(&p.machine, a.handle, owner)
+        .map_err(nt)?;
+    p.forget(a.handle);
+    Ok(())
 }
 
 /// `D3DKMTCreateHwQueue`: the structure as the DLL wrote it to the thunk's kernel entry
@@ -508,54 +508,14 @@ fn submit_command_to_hw_queue(p: &UserProcess, at: u64) -> Status {
     dxgk_submit_command_to_hw_queue_internal(&p.machine, &a, owner, &GuestMemory).map_err(nt)
 }
 
-/// `D3DKMTSubmitCommand`: one command buffer at a GPU VA of this process on one of its
-/// contexts (the kernel-mode DMA path, [`crate::Machine::submit_legacy_va`], which holds the
-/// rules on the length and the VA). The structure's rules, in 24H2 `DxgkSubmitCommandInternal`
-/// @0x1402A4B90's order, STATUS_INVALID_PARAMETER unless said:
-/// - `BroadcastContext[0]` not a context of this process, or one created with
-///   `HwQueueSupported` ([`crate::Machine::submit_command_context`]);
-/// - `BroadcastContextCount` 0 or above 64;
-/// - `NumPrimaries` above 16 (the same); any primary at all, since the adapter is
-///   render-only (as [`submit_command_to_hw_queue`]);
-/// - `PrivateDriverDataSize` above what the KMD asked for its contexts, which is none
-///   (`DXGCONTEXT::SubmitCommand` @0x1402A6890);
-/// - a further broadcast context unknown, of another device or created with
-///   `HwQueueSupported`;
-/// - more than one broadcast context, history buffers or flags (`NullRendering`,
-///   `PresentRedirected`, `NoKmdAccess`): STATUS_NOT_SUPPORTED, features the UMD does not
-///   use (the bridge's rule).
-///
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_submitcommand>
+/// `D3DKMTSubmitCommand`: the structure as the DLL wrote it to the thunk's kernel entry
+/// ([`crate::kmt::submit_command`]).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitcommand>
 fn submit_command(p: &UserProcess, at: u64) -> Status {
-    let a: SubmitCommand = args(at)?;
-    let context = |h: u32| -> Result<Device, u32> {
-        let d = p.owner(h)?;
-        p.machine
-            .submit_command_context(&d.sim, h)
-            .map_err(|e| sim_status(&e))?;
-        Ok(d)
-    };
-    let ctx = a.broadcast_context[0];
-    let d = context(ctx)?;
-    let count = a.broadcast_context_count;
-    if count == 0 || count > 64 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    if a.num_primaries != 0 || a.private_driver_data_size != 0 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    for &h in a.broadcast_context.iter().take(count as usize).skip(1) {
-        if context(h)?.sim.device != d.sim.device {
-            return Err(STATUS_INVALID_PARAMETER);
-        }
-    }
-    if count != 1 || a.num_history_buffers != 0 || a.flags != 0 {
-        return Err(STATUS_NOT_SUPPORTED);
-    }
-    p.machine
-        .submit_legacy_va(&d.sim, ctx, a.commands, a.command_length)
-        .map(|_| ())
-        .map_err(|e| sim_status(&e))
+    use crate::kmt::submit_command::{dxgk_submit_command_internal, D3dkmtSubmitCommand};
+    let a: D3dkmtSubmitCommand = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    dxgk_submit_command_internal(&p.machine, &a, owner).map_err(nt)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -288,3 +288,28 @@ impl UserProcess {
         lock(&self.handles).sync_flags.insert(h, flags);
     }
 }
+
+/// `D3DKMTSubmitSignalSyncObjectsToHwQueue`: the structure as the caller wrote it to the
+/// thunk's kernel entry ([`crate::kmt::hw_queue_sync`]).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitsignalsyncobjectstohwqueue>
+pub(super) fn submit_signal_to_hw_queue(p: &UserProcess, at: u64) -> Status {
+    use crate::kmt::hw_queue_sync::{
+        dxgk_submit_signal_sync_objects_to_hw_queue_internal as entry,
+        D3dkmtSubmitSignalSyncObjectsToHwQueue,
+    };
+    let a: D3dkmtSubmitSignalSyncObjectsToHwQueue = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    entry(&p.machine, &a, &owner, p, &GuestMemory).map_err(nt)
+}
+
+/// `D3DKMTSubmitWaitForSyncObjectsToHwQueue` ([`crate::kmt::hw_queue_sync`]).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitwaitforsyncobjectstohwqueue>
+pub(super) fn submit_wait_to_hw_queue(p: &UserProcess, at: u64) -> Status {
+    use crate::kmt::hw_queue_sync::{
+        dxgk_submit_wait_for_sync_objects_to_hw_queue_internal as entry,
+        D3dkmtSubmitWaitForSyncObjectsToHwQueue,
+    };
+    let a: D3dkmtSubmitWaitForSyncObjectsToHwQueue = args(at)?;
+    let owner = |h| p.owner(h).ok().map(|d| d.sim);
+    entry(&p.machine, &a, &owner, p, &GuestMemory).map_err(nt)
+}

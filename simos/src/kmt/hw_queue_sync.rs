@@ -1,0 +1,362 @@
+//! `D3DKMTSubmitSignalSyncObjectsToHwQueue` and `D3DKMTSubmitWaitForSyncObjectsToHwQueue`'s
+//! kernel entries, as 24H2 answers them: `K:DxgkSubmitSignalSyncObjectsToHwQueueInternal`
+//! @0x14029D7B8 with `K:SubmitSignalSyncObjectsToHwQueue` @0x1403260EC, and
+//! `K:DxgkSubmitWaitForSyncObjectsToHwQueueInternal` @0x1402AECE8 with
+//! `K:SubmitWaitForSyncObjectsFromGpu` @0x1402AF2F0: the caller's structure as written, the
+//! checks in their order with their statuses; VidSch then queues one packet per queue
+//! (`M:VidSchSubmitSignalToHwQueue` @0x140031EF0, `M:VidSchSubmitWaitToHwQueue` @0x1400034F0),
+//! which refuses neither a user-mode queue nor a queue's own progress fence. Neither writes
+//! anything back.
+
+use std::sync::Arc;
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{
+    STATUS_ACCESS_DENIED, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
+    STATUS_NO_MEMORY,
+};
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use super::context_virtual::CallerMemory;
+use super::native_fence::{SYNC_NO_SIGNAL as NO_SIGNAL, SYNC_NO_WAIT as NO_WAIT};
+use super::sync_from_cpu::{CallerProcess, SyncObject, MAX_OBJECTS};
+use crate::adapter::AdapterShared;
+use crate::machine::Machine;
+use crate::ums::{self, UmsProcess};
+
+/// `D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE` in the released x64 layout (40 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtSubmitSignalSyncObjectsToHwQueue {
+    /// `Flags` (`D3DDDICB_SIGNALFLAGS`).
+    pub flags: u32,
+    /// `BroadcastHwQueueCount`.
+    pub broadcast_hw_queue_count: u32,
+    /// `BroadcastHwQueueArray`, an address in the caller's process.
+    pub broadcast_hw_queue_array: u64,
+    /// `ObjectCount`.
+    pub object_count: u32,
+    /// Alignment.
+    pub _pad: u32,
+    /// `ObjectHandleArray`, an address in the caller's process.
+    pub object_handle_array: u64,
+    /// `FenceValueArray`, an address in the caller's process.
+    pub fence_value_array: u64,
+}
+
+/// `D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE` in the released x64 layout (24 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtSubmitWaitForSyncObjectsToHwQueue {
+    /// `hHwQueue`.
+    pub h_hw_queue: u32,
+    /// `ObjectCount`.
+    pub object_count: u32,
+    /// `ObjectHandleArray`, an address in the caller's process.
+    pub object_handle_array: u64,
+    /// `FenceValueArray`, an address in the caller's process.
+    pub fence_value_array: u64,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    // `K:DxgkSubmitSignalSyncObjectsToHwQueueInternal` copies 0x28 bytes.
+    assert!(
+        offset_of!(
+            D3dkmtSubmitSignalSyncObjectsToHwQueue,
+            broadcast_hw_queue_array
+        ) == 8
+    );
+    assert!(offset_of!(D3dkmtSubmitSignalSyncObjectsToHwQueue, object_count) == 16);
+    assert!(offset_of!(D3dkmtSubmitSignalSyncObjectsToHwQueue, object_handle_array) == 24);
+    assert!(offset_of!(D3dkmtSubmitSignalSyncObjectsToHwQueue, fence_value_array) == 32);
+    assert!(size_of::<D3dkmtSubmitSignalSyncObjectsToHwQueue>() == 40);
+    assert!(offset_of!(D3dkmtSubmitWaitForSyncObjectsToHwQueue, object_handle_array) == 8);
+    assert!(offset_of!(D3dkmtSubmitWaitForSyncObjectsToHwQueue, fence_value_array) == 16);
+    assert!(size_of::<D3dkmtSubmitWaitForSyncObjectsToHwQueue>() == 24);
+};
+
+/// `D3DDDICB_SIGNALFLAGS` bits 3 to 30 (`Reserved`).
+const SIGNAL_RESERVED: u32 = 0x7FFF_FFF8;
+/// `D3DDDICB_SIGNALFLAGS` bit 31 (`DXGK_SIGNAL_FLAG_INTERNAL0`, the OS's own).
+const SIGNAL_INTERNAL: u32 = 0x8000_0000;
+
+/// `count` entries of `size` bytes at `at` (above [`MAX_OBJECTS`], what a failed pool
+/// allocation answers: STATUS_NO_MEMORY; a fault, the probe's status).
+fn capture(mem: &dyn CallerMemory, count: u32, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
+    if count > MAX_OBJECTS {
+        return Err(NtStatus(STATUS_NO_MEMORY));
+    }
+    mem.read(at, count.saturating_mul(size))
+}
+
+fn handles(mem: &dyn CallerMemory, count: u32, at: u64) -> Result<Vec<KmtHandle>, NtStatus> {
+    Ok(capture(mem, count, at, 4)?
+        .chunks_exact(4)
+        .map(|c| <[u8; 4]>::try_from(c).map_or(0, u32::from_le_bytes))
+        .collect())
+}
+
+fn values(mem: &dyn CallerMemory, count: u32, at: u64) -> Result<Vec<u64>, NtStatus> {
+    Ok(capture(mem, count, at, 8)?
+        .chunks_exact(8)
+        .map(|c| <[u8; 8]>::try_from(c).map_or(0, u64::from_le_bytes))
+        .collect())
+}
+
+/// Whether two entries name the same object.
+fn same(a: &SyncObject, b: &SyncObject) -> bool {
+    match (a, b) {
+        (SyncObject::Native(x), SyncObject::Native(y)) => {
+            x.adapter() == y.adapter() && x.global_handle() == y.global_handle()
+        }
+        (SyncObject::Monitored(x), SyncObject::Monitored(y)) => x.handle() == y.handle(),
+        _ => false,
+    }
+}
+
+/// The objects as the simulated scheduler takes them: monitored fences by handle. A native
+/// fence passes 24H2's checks, but VidSch's packets here signal and wait on monitored fences
+/// only (STATUS_NOT_SUPPORTED, the catalog row's gap).
+fn scheduled(
+    handles: &[KmtHandle],
+    objects: &[SyncObject],
+    values: &[u64],
+) -> Result<Vec<(KmtHandle, u64)>, NtStatus> {
+    handles
+        .iter()
+        .zip(objects)
+        .zip(values)
+        .map(|((&h, o), &v)| match o {
+            SyncObject::Monitored(_) => Ok((h, v)),
+            SyncObject::Native(_) => Err(NtStatus(STATUS_NOT_SUPPORTED)),
+        })
+        .collect()
+}
+
+/// The caller's hardware queue `h`: the process and device it is of (`owner`), and that it
+/// is a queue of that device; else STATUS_INVALID_PARAMETER.
+fn queue_owner(
+    m: &Machine,
+    owner: &dyn Fn(KmtHandle) -> Option<UmsProcess>,
+    h: KmtHandle,
+) -> Result<UmsProcess, NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let p = owner(h).ok_or(bad)?;
+    let a = m.adapter_shared(p.adapter).map_err(|_| bad)?;
+    ums::device_queue_kind(a, p.device, h).ok_or(bad)?;
+    Ok(p)
+}
+
+/// The thunk's adapter for `p`, STATUS_DEVICE_REMOVED when `p`'s device is not active (in
+/// error or gone).
+fn device_active(m: &Machine, p: &UmsProcess) -> Result<Arc<AdapterShared>, NtStatus> {
+    let a = m.kmt(p).thunk()?;
+    if ums::tdr_device_in_error(&a, p.device) {
+        return Err(NtStatus(STATUS_DEVICE_REMOVED));
+    }
+    Ok(a)
+}
+
+/// `DxgkSubmitSignalSyncObjectsToHwQueueInternal` for the caller's structure `a`, in 24H2's
+/// order, every refusal STATUS_INVALID_PARAMETER unless said:
+/// 1. `ObjectCount` 0; the handles captured (above [`MAX_OBJECTS`], STATUS_NO_MEMORY; a
+///    fault, its status);
+/// 2. `BroadcastHwQueueCount` 0; the queue handles captured (the same);
+/// 3. `BroadcastHwQueueArray[0]` not a hardware queue of the caller's (`owner`); its device
+///    not active, STATUS_DEVICE_REMOVED;
+/// 4. a `Flags` bit from 3 to 30, then bit 31;
+/// 5. a further queue not the caller's or of another device than the first's;
+/// 6. each object ([`CallerProcess::object`]): unknown; created or opened `NoSignal`,
+///    STATUS_ACCESS_DENIED; another device's;
+/// 7. the values captured; an object twice.
+///
+/// Then one signal packet on each queue (`ums::submit_signal_to_hw_queues`). A refusal
+/// queues nothing.
+pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
+    m: &Machine,
+    a: &D3dkmtSubmitSignalSyncObjectsToHwQueue,
+    owner: &dyn Fn(KmtHandle) -> Option<UmsProcess>,
+    caller: &dyn CallerProcess,
+    mem: &dyn CallerMemory,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    if a.object_count == 0 {
+        return Err(bad);
+    }
+    let objects = handles(mem, a.object_count, a.object_handle_array)?;
+    if a.broadcast_hw_queue_count == 0 {
+        return Err(bad);
+    }
+    let queues = handles(mem, a.broadcast_hw_queue_count, a.broadcast_hw_queue_array)?;
+    let first = queues.first().copied().ok_or(bad)?;
+    let p = queue_owner(m, owner, first)?;
+    let sh = device_active(m, &p)?;
+    if a.flags & SIGNAL_RESERVED != 0 || a.flags & SIGNAL_INTERNAL != 0 {
+        return Err(bad);
+    }
+    for &q in queues.iter().skip(1) {
+        let o = queue_owner(m, owner, q)?;
+        if (o.adapter, o.device) != (p.adapter, p.device) {
+            return Err(bad);
+        }
+    }
+    let found = objects
+        .iter()
+        .map(|&h| {
+            let o = caller.object(h).ok_or(bad)?;
+            if o.flags & NO_SIGNAL != 0 {
+                return Err(NtStatus(STATUS_ACCESS_DENIED));
+            }
+            if o.device != p.device {
+                return Err(bad);
+            }
+            Ok(o.object)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let values = values(mem, a.object_count, a.fence_value_array)?;
+    for (i, o) in found.iter().enumerate() {
+        if found.iter().skip(i + 1).any(|q| same(o, q)) {
+            return Err(bad);
+        }
+    }
+    let fences = scheduled(&objects, &found, &values)?;
+    ums::submit_signal_to_hw_queues(m, &sh, p.device, &queues, &fences).map_err(super::status)
+}
+
+/// `DxgkSubmitWaitForSyncObjectsToHwQueueInternal` for the caller's structure `a`, in 24H2's
+/// order, every refusal STATUS_INVALID_PARAMETER unless said:
+/// 1. `ObjectCount` 0; the handles captured (above [`MAX_OBJECTS`], STATUS_NO_MEMORY; a
+///    fault, its status);
+/// 2. `hHwQueue` not a hardware queue of the caller's (`owner`); its device not active,
+///    STATUS_DEVICE_REMOVED;
+/// 3. the values captured;
+/// 4. each object: another device's; created or opened `NoWait`, STATUS_ACCESS_DENIED;
+///    unknown.
+///
+/// Then one wait packet per object on the queue (`ums::submit_wait_to_hw_queue`). A refusal
+/// queues nothing.
+pub fn dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
+    m: &Machine,
+    a: &D3dkmtSubmitWaitForSyncObjectsToHwQueue,
+    owner: &dyn Fn(KmtHandle) -> Option<UmsProcess>,
+    caller: &dyn CallerProcess,
+    mem: &dyn CallerMemory,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    if a.object_count == 0 {
+        return Err(bad);
+    }
+    let objects = handles(mem, a.object_count, a.object_handle_array)?;
+    let p = queue_owner(m, owner, a.h_hw_queue)?;
+    let sh = device_active(m, &p)?;
+    let values = values(mem, a.object_count, a.fence_value_array)?;
+    let found = objects
+        .iter()
+        .map(|&h| {
+            let o = caller.object(h).ok_or(bad)?;
+            if o.device != p.device {
+                return Err(bad);
+            }
+            if o.flags & NO_WAIT != 0 {
+                return Err(NtStatus(STATUS_ACCESS_DENIED));
+            }
+            Ok(o.object)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let fences = scheduled(&objects, &found, &values)?;
+    ums::submit_wait_to_hw_queue(m, &sh, p.device, a.h_hw_queue, &fences).map_err(super::status)
+}
+
+/// The Rust UMD's arrays as a caller's memory: the queue at [`Host::QUEUES`], the handles at
+/// [`Host::HANDLES`], the values at [`Host::VALUES`].
+struct Host {
+    queues: Vec<u8>,
+    handles: Vec<u8>,
+    values: Vec<u8>,
+}
+
+impl Host {
+    const QUEUES: u64 = 0x1000;
+    const HANDLES: u64 = 0x2000;
+    const VALUES: u64 = 0x3000;
+
+    fn new(queue: KmtHandle, fences: &[(KmtHandle, u64)]) -> Self {
+        Self {
+            queues: queue.to_le_bytes().to_vec(),
+            handles: fences.iter().flat_map(|(h, _)| h.to_le_bytes()).collect(),
+            values: fences.iter().flat_map(|(_, v)| v.to_le_bytes()).collect(),
+        }
+    }
+}
+
+impl CallerMemory for Host {
+    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
+        let bytes = match at {
+            Self::QUEUES => &self.queues,
+            Self::HANDLES => &self.handles,
+            Self::VALUES => &self.values,
+            _ => return Err(NtStatus(STATUS_INVALID_PARAMETER)),
+        };
+        bytes
+            .get(..size as usize)
+            .map(<[u8]>::to_vec)
+            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))
+    }
+    fn write(&self, _at: u64, _bytes: &[u8]) -> Result<(), NtStatus> {
+        Err(NtStatus(STATUS_INVALID_PARAMETER))
+    }
+}
+
+impl super::SimKmt<'_> {
+    /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue` on `queue` with the structure the UMD's
+    /// Windows thunk fills, through the thunk's kernel entry.
+    pub(super) fn submit_wait_through_entry(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        let n = u32::try_from(fences.len()).map_err(|_| NtStatus(STATUS_NO_MEMORY))?;
+        let a = D3dkmtSubmitWaitForSyncObjectsToHwQueue {
+            h_hw_queue: queue,
+            object_count: n,
+            object_handle_array: Host::HANDLES,
+            fence_value_array: Host::VALUES,
+        };
+        let p = self.process();
+        dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
+            self.machine(),
+            &a,
+            &|_| Some(p),
+            self,
+            &Host::new(queue, fences),
+        )
+    }
+
+    /// `D3DKMTSubmitSignalSyncObjectsToHwQueue` on `queue` alone (a `BroadcastHwQueueArray`
+    /// of one, no flags), through the thunk's kernel entry.
+    pub(super) fn submit_signal_through_entry(
+        &self,
+        queue: KmtHandle,
+        fences: &[(KmtHandle, u64)],
+    ) -> Result<(), NtStatus> {
+        let n = u32::try_from(fences.len()).map_err(|_| NtStatus(STATUS_NO_MEMORY))?;
+        let a = D3dkmtSubmitSignalSyncObjectsToHwQueue {
+            broadcast_hw_queue_count: 1,
+            broadcast_hw_queue_array: Host::QUEUES,
+            object_count: n,
+            object_handle_array: Host::HANDLES,
+            fence_value_array: Host::VALUES,
+            ..Default::default()
+        };
+        let p = self.process();
+        dxgk_submit_signal_sync_objects_to_hw_queue_internal(
+            self.machine(),
+            &a,
+            &|_| Some(p),
+            self,
+            &Host::new(queue, fences),
+        )
+    }
+}
