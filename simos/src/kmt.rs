@@ -43,6 +43,7 @@ pub mod allocation;
 pub mod catalog;
 pub mod context_virtual;
 pub mod doorbell;
+pub mod escape;
 pub mod gpu_va;
 pub mod hw_queue;
 pub mod native_fence;
@@ -327,6 +328,26 @@ impl<'m> SimKmt<'m> {
             .adapter_shared(self.p.adapter)
             .map(Arc::clone)
             .map_err(status)
+    }
+
+    /// `D3DKMTEscape` of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on this process's device with
+    /// `data` (in/out), through the thunk's kernel entry ([`escape::dxgk_escape`]).
+    pub fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
+        self.thunk()?;
+        let a = escape::D3dkmtEscape {
+            h_device: self.p.device,
+            private_driver_data_size: u32::try_from(data.len())
+                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+            ..escape::D3dkmtEscape::default()
+        };
+        let own = self.p;
+        escape::dxgk_escape(
+            self.m,
+            &a,
+            data,
+            |_| Some(own.adapter),
+            |h| (h == own.device).then_some(own),
+        )
     }
 
     /// `D3DKMTEscape` with `DriverKnownEscape` and a `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`
@@ -792,12 +813,24 @@ impl Kmt for SimKmt<'_> {
             native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal(self.m, &mut a, |h| {
                 (h == own.device).then_some(own)
             })?;
-        self.umd_fence(
-            &f,
-            a.h_sync_object,
-            a.current_value_cpu_va,
-            &a.private_driver_data,
-        )
+        // The report tag from the KMD (the open's private data is not the KMD's on 24H2).
+        let mapping = FenceMapping {
+            current_value_cpu: a.current_value_cpu_va as usize,
+            current_value_gpu: a.current_value_gpu_va,
+            monitored_value_gpu: a.monitored_value_gpu_va,
+        };
+        let mut q = rvgpu_umd::fence::tag_request(&mapping);
+        let asked = self.escape_driver_private(q.as_mut_bytes());
+        let view = asked.and_then(|()| {
+            UmdNativeFence::opened(a.h_sync_object, &mapping, q.as_bytes())
+                .map_err(|_| NtStatus(STATUS_UNSUCCESSFUL))
+        });
+        view.inspect_err(|_| {
+            let _ = self
+                .m
+                .take_native_fence_kmt(self.p.adapter, a.h_sync_object);
+            let _ = self.m.destroy_native_fence(&f);
+        })
     }
 
     fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {

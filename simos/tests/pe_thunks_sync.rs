@@ -12,6 +12,7 @@ use std::sync::Arc;
 use common::conformance::{assert_covers, expected};
 use common::dll::*;
 use common::pe::{pe_machine, umd};
+use rvgpu_simos::machine::answers::OpenFencePdd;
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
 
@@ -159,7 +160,11 @@ fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
         assert_eq!(o, before, "{what}: written on a refusal");
         driven.push(what);
     }
-    let mut o = open(&|o| put32(o, 16, NO_SIGNAL | NO_WAIT));
+    // Private data of the caller's own: 24H2 copies it back untouched.
+    let mut o = open(&|o| {
+        put32(o, 16, NO_SIGNAL | NO_WAIT);
+        o[80..144].fill(0xA5);
+    });
     let before = o;
     assert_eq!(thunk(&p, T, o.as_mut_ptr() as u64), STATUS_SUCCESS);
     assert_ne!(get32(&o, 20), 0, "hSyncObject");
@@ -176,11 +181,19 @@ fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
         "hNtHandle, hDevice, EngineAffinity as written"
     );
     assert_eq!(o[48..80], before[48..80], "ReservedInt as written");
+    let reading = rvgpu_simos::machine::answers::Reading::from_env();
+    let private = match reading.open_fence_pdd {
+        OpenFencePdd::CallersBytes => before[80..144].to_vec(),
+        // The KMD writes no private data at DxgkDdiOpenNativeFence.
+        OpenFencePdd::DriversOpen => vec![0; 64],
+    };
     assert_eq!(
         o[80..144],
-        pdd,
-        "the KMD's private data (the pages' answer)"
+        private[..],
+        "PrivateDriverData ({})",
+        reading.name
     );
+    assert_ne!(o[80..144], pdd, "never the creator's private data");
     assert_eq!(o[144..], before[144..], "Reserved as written");
     assert_covers(
         T,

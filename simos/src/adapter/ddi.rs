@@ -408,7 +408,7 @@ mod tests {
             DxgkDdiCreateProcess, DxgkDdiDestroyProcess, DxgkDdiSetRootPageTable,
             DxgkDdiGetRootPageTableSize, DxgkDdiCreateAllocation, DxgkDdiDestroyAllocation,
             DxgkDdiDescribeAllocation, DxgkDdiGetStandardAllocationDriverData,
-            DxgkDdiOpenAllocation, DxgkDdiCloseAllocation,
+            DxgkDdiOpenAllocation, DxgkDdiCloseAllocation, DxgkDdiEscape,
         }
         // The list above is every routine with a slot of the table.
         for r in Routine::ALL {

@@ -182,6 +182,7 @@ rules! {
         DxgkDdiDestroyNativeFence;
         DxgkDdiUpdateMonitoredValues;
         DxgkDdiUpdateCurrentValuesFromCpu;
+        DxgkDdiEscape;
         // User-mode submission: devices, contexts, queues, doorbells, power.
         DxgkDdiGetNodeMetadata;
         DxgkDdiCreateDevice;

@@ -12,6 +12,7 @@ use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use crate::machine::Machine;
+use crate::os::answers::OpenFencePdd;
 use crate::sync::fence::NativeFence;
 use crate::ums::UmsProcess;
 
@@ -218,8 +219,10 @@ impl D3dkmtOpenNativeFenceFromNtHandle {
 ///
 /// On success `a` holds what 24H2 copies back: `hSyncObject`, the mapping's three addresses,
 /// `Flags` with `NoSignal` and `NoWait` as the NT handle's access sets them (every simulated
-/// handle grants both, so both clear), and the KMD's private data (see the catalog's gaps);
-/// the opened instance is returned. On failure `a` is unchanged.
+/// handle grants both, so both clear), and `PrivateDriverData` as the caller wrote it (under
+/// the pages' reading, [`OpenFencePdd::DriversOpen`], what the KMD's
+/// `DxgkDdiOpenNativeFence` left); the opened instance is returned. On failure `a` is
+/// unchanged.
 pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
     m: &Machine,
     a: &mut D3dkmtOpenNativeFenceFromNtHandle,
@@ -245,11 +248,11 @@ pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
     let (h, f) = k.with_raw_kmt_handle(opened)?;
     a.h_sync_object = h;
     a.flags &= !(SYNC_NO_SIGNAL | SYNC_NO_WAIT);
-    let pdd = f.pdd();
-    let src = pdd.as_bytes();
-    let n = src.len().min(a.private_driver_data.len());
-    a.private_driver_data = [0; 64];
-    a.private_driver_data[..n].copy_from_slice(&src[..n]);
+    // 24H2 gives `DXGSYNCOBJECT::Open` no buffer for private data and copies the caller's
+    // capture back, its `PrivateDriverData` untouched; the pages return the driver's.
+    if m.os_config().reading.open_fence_pdd == OpenFencePdd::DriversOpen {
+        a.private_driver_data = f.open_pdd();
+    }
     a.current_value_cpu_va = f.current_value_kernel_va() as u64;
     a.current_value_gpu_va = f.current_value_va();
     a.monitored_value_gpu_va = f.monitored_value_va();

@@ -87,6 +87,7 @@ pub fn initialization_data<P: Platform>() -> DRIVER_INITIALIZATION_DATA {
         DxgkDdiDestroyNativeFence: Some(on_args::<P, fence::DestroyNativeFence, _>),
         DxgkDdiOpenNativeFence: Some(on_adapter::<P, fence::OpenNativeFence, _>),
         DxgkDdiCloseNativeFence: Some(on_adapter::<P, fence::CloseNativeFence, _>),
+        DxgkDdiEscape: Some(on_adapter::<P, fence::Escape, _>),
         DxgkDdiUpdateMonitoredValues: Some(fence::update_monitored_values::<P>),
         DxgkDdiUpdateCurrentValuesFromCpu: Some(fence::update::<P, _>),
         DxgkDdiCreateDevice: Some(on_adapter_mut::<P, context::CreateDevice>),

@@ -144,16 +144,15 @@ pub(super) const OPEN_NATIVE_FENCE_FROM_NT_HANDLE: Thunk = Thunk {
     ],
     written_back: &[
         "the 176 bytes as captured, with hSyncObject, the mapping's three addresses and Flags \
-         (NoSignal and NoWait replaced by what the NT handle's access withholds)",
+         (NoSignal and NoWait replaced by what the NT handle's access withholds); \
+         PrivateDriverData the caller's own (DXGSYNCOBJECT::Open gets no buffer for it; the \
+         pages' reading returns the KMD's DxgkDdiOpenNativeFence data)",
     ],
     pending: Pending::No,
     entry: Some("native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal"),
-    gaps: "PrivateDriverData: 24H2 gives DXGSYNCOBJECT::Open no buffer for it, so the caller's \
-           bytes come back, while the pages say the KMD's DxgkDdiOpenNativeFence data comes \
-           back; the simulation writes the KMD's (the pages' answer) because the UMD takes the \
-           fence's report tag from it; the simulated object manager grants every NT handle full \
-           access and holds only native fences, and keeps no NoGPUAccess of the creation (an \
-           open with it is refused)",
+    gaps: "the simulated object manager grants every NT handle full access and holds only \
+           native fences, and keeps no NoGPUAccess of the creation (an open with it is \
+           refused)",
 };
 
 pub(super) const SHARE_OBJECTS: Thunk = Thunk {
