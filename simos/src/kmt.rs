@@ -330,6 +330,20 @@ impl<'m> SimKmt<'m> {
             .map_err(status)
     }
 
+    /// `D3DKMTShareObjects` of this process's native fence `fence` with `dwDesiredAccess`
+    /// `desired`: a new NT handle granting what `desired` maps to
+    /// (`crate::sync::fence::share::granted`).
+    pub fn share_native_fence_with_access(
+        &self,
+        fence: KmtHandle,
+        desired: u32,
+    ) -> Result<u64, NtStatus> {
+        let f = self.own_native_fence(fence).map_err(not_in_table)?;
+        self.m
+            .share_native_fence_with_access(&f, desired)
+            .map_err(status)
+    }
+
     /// `D3DKMTEscape` of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on this process's device with
     /// `data` (in/out), through the thunk's kernel entry ([`escape::dxgk_escape`]).
     pub fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
@@ -796,8 +810,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
-        let f = self.own_native_fence(fence).map_err(not_in_table)?;
-        self.m.share_native_fence(&f).map_err(status)
+        self.share_native_fence_with_access(fence, crate::sync::fence::share::GENERIC_ALL)
     }
 
     fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus> {

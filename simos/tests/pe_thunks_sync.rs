@@ -67,12 +67,19 @@ fn attributes() -> [u64; 6] {
 /// `D3DKMTShareObjects(count, handles, attributes, GENERIC_ALL, out)`: its status.
 fn share(p: &Arc<UserProcess>, count: u64, handles: u64, attrs: u64, out: &mut u64) -> u64 {
     const GENERIC_ALL: u64 = 0x1000_0000;
-    let r = p.call_import(
-        "D3DKMTShareObjects",
-        &[count, handles, attrs, GENERIC_ALL, addr(out)],
-    );
+    share_with(p, [count, handles, attrs, GENERIC_ALL], out)
+}
+
+/// `D3DKMTShareObjects(count, handles, attributes, access, out)`: its status.
+fn share_with(p: &Arc<UserProcess>, a: [u64; 4], out: &mut u64) -> u64 {
+    let r = p.call_import("D3DKMTShareObjects", &[a[0], a[1], a[2], a[3], addr(out)]);
     r.expect("D3DKMTShareObjects") as u32 as u64
 }
+
+/// The shared sync object's wait and signal rights and `READ_CONTROL` (`dwDesiredAccess`).
+const WAIT: u64 = 0x1;
+const SIGNAL: u64 = 0x2;
+const READ_CONTROL: u64 = 0x2_0000;
 
 /// A second device of `p` on adapter 0 (`D3DKMTOpenAdapterFromLuid`, `D3DKMTCreateDevice`).
 fn second_device(p: &Arc<UserProcess>) -> u32 {
@@ -149,6 +156,32 @@ fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
         thunk(&p, T, UNMAPPED),
         expected(T, "the structure not readable")
     );
+    // A handle made without READ_CONTROL (dwDesiredAccess honoured): refused, nothing written.
+    let mut bare = 0u64;
+    let handles = list.as_ptr() as u64;
+    assert_eq!(
+        share_with(&p, [1, handles, at, WAIT | SIGNAL], &mut bare),
+        0
+    );
+    let what = "hNtHandle without READ_CONTROL access";
+    let mut o = open(&|o| put64(o, 0, bare));
+    let before = o;
+    assert_eq!(thunk(&p, T, o.as_mut_ptr() as u64), expected(T, what));
+    assert_eq!(o, before, "{what}: written on a refusal");
+    driven.push(what);
+    // A handle that grants waiting only: the open says NoSignal, whatever was asked.
+    let mut wait_only = 0u64;
+    assert_eq!(
+        share_with(&p, [1, handles, at, READ_CONTROL | WAIT], &mut wait_only),
+        0
+    );
+    let mut o = open(&|o| put64(o, 0, wait_only));
+    assert_eq!(thunk(&p, T, o.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert_eq!(
+        get32(&o, 16),
+        NO_SIGNAL,
+        "Flags: the handle withholds signal"
+    );
     for (what, edit) in &cases {
         let mut o = open(edit.as_ref());
         let before = o;
@@ -206,10 +239,6 @@ fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
             (
                 "hNtHandle a handle to an object of another type",
                 "the simulated object manager holds only native fences",
-            ),
-            (
-                "hNtHandle without READ_CONTROL access",
-                "the simulated object manager grants every NT handle full access (catalog gaps)",
             ),
             (
                 "the object neither a monitored nor a native fence",

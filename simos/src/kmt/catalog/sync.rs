@@ -150,9 +150,8 @@ pub(super) const OPEN_NATIVE_FENCE_FROM_NT_HANDLE: Thunk = Thunk {
     ],
     pending: Pending::No,
     entry: Some("native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal"),
-    gaps: "the simulated object manager grants every NT handle full access and holds only \
-           native fences, and keeps no NoGPUAccess of the creation (an open with it is \
-           refused)",
+    gaps: "the simulated object manager holds only native fences, and keeps no NoGPUAccess \
+           of the creation (an open with it is refused)",
 };
 
 pub(super) const SHARE_OBJECTS: Thunk = Thunk {
@@ -175,10 +174,14 @@ pub(super) const SHARE_OBJECTS: Thunk = Thunk {
     written_back: &["*phSharedNtHandle"],
     pending: Pending::No,
     entry: None,
-    gaps: "CreateSharedSyncNtObject's own checks and the object attributes' capture were not \
-           read: the bridge shares one native fence, refuses a named or otherwise filled \
-           OBJECT_ATTRIBUTES (STATUS_NOT_SUPPORTED) and grants full access whatever \
-           dwDesiredAccess asks",
+    gaps: "the bridge shares only native fences (CreateSharedSyncNtObject @0x1403289FC: a \
+           handle of the wrong type, or a sync object without NtSecuritySharing, \
+           STATUS_INVALID_PARAMETER; the simulation's unshareable fence answers so) and \
+           refuses a named or otherwise filled OBJECT_ATTRIBUTES with STATUS_NOT_SUPPORTED \
+           where 24H2's ObCreateObject captures it; dwDesiredAccess is honoured for the \
+           handle's specific rights, READ_CONTROL and GENERIC_ALL/MAXIMUM_ALLOWED (all), but \
+           GENERIC_READ, GENERIC_WRITE and GENERIC_EXECUTE grant nothing: the type's \
+           GENERIC_MAPPING is data the pseudocode does not show",
 };
 
 pub(super) const SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {

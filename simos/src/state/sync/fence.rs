@@ -292,8 +292,9 @@ pub struct FenceObj {
 /// What an NT handle refers to (an entry of the machine's `crate::ob::HandleTables`).
 #[derive(Clone, Debug)]
 pub enum NtObject {
-    /// A shareable native fence (its OS object on the adapter it was created on).
-    NativeFence(Arc<FenceObj>),
+    /// A shareable native fence (its OS object on the adapter it was created on), with the
+    /// access the handle grants (`crate::sync::fence::share::granted`).
+    NativeFence(Arc<FenceObj>, u32),
 }
 
 /// A process's instance of a native fence (its local handle).
