@@ -42,6 +42,7 @@ pub use crate::base::error::STATUS_IO_TIMEOUT;
 pub mod allocation;
 pub mod catalog;
 pub mod context_virtual;
+mod destroy_sync;
 pub mod doorbell;
 pub mod escape;
 pub mod gpu_va;
@@ -344,26 +345,6 @@ impl<'m> SimKmt<'m> {
             .map_err(status)
     }
 
-    /// `D3DKMTEscape` of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on this process's device with
-    /// `data` (in/out), through the thunk's kernel entry ([`escape::dxgk_escape`]).
-    pub fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
-        self.thunk()?;
-        let a = escape::D3dkmtEscape {
-            h_device: self.p.device,
-            private_driver_data_size: u32::try_from(data.len())
-                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
-            ..escape::D3dkmtEscape::default()
-        };
-        let own = self.p;
-        escape::dxgk_escape(
-            self.m,
-            &a,
-            data,
-            |_| Some(own.adapter),
-            |h| (h == own.device).then_some(own),
-        )
-    }
-
     /// `D3DKMTEscape` with `DriverKnownEscape` and a `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`
     /// (`data`, whose pointers name `dma` and `private`): the kernel-mode testing escape
     /// ([`crate::dxgkrnl::kmtest`]).
@@ -401,6 +382,7 @@ impl<'m> SimKmt<'m> {
     /// abandoned, GPU waits no longer hold their queues.
     pub fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
         let a = self.thunk()?;
+        self.refuse_os_made_fence(&a, fence)?;
         ums::destroy_sync_fence(self.m, &a, self.p.device, fence)
             .map_err(|e| not_in_table(status(e)))?;
         self.m.reap_system_pages(&a).map_err(status)
@@ -851,6 +833,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        self.refuse_os_made_fence(&*self.adapter()?, fence)?;
         self.own_native_fence(fence).map_err(not_in_table)?;
         let f = self
             .m

@@ -145,3 +145,25 @@ pub fn dxgk_escape(
     }
     Ok(())
 }
+
+impl super::SimKmt<'_> {
+    /// `D3DKMTEscape` of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on this process's device with
+    /// `data` (in/out), through the thunk's kernel entry ([`dxgk_escape`]).
+    pub fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
+        self.thunk()?;
+        let a = D3dkmtEscape {
+            h_device: self.p.device,
+            private_driver_data_size: u32::try_from(data.len())
+                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+            ..D3dkmtEscape::default()
+        };
+        let own = self.p;
+        dxgk_escape(
+            self.m,
+            &a,
+            data,
+            |_| Some(own.adapter),
+            |h| (h == own.device).then_some(own),
+        )
+    }
+}

@@ -103,9 +103,13 @@ pub(super) const DESTROY_SYNCHRONIZATION_OBJECT: Thunk = Thunk {
     written_back: &[],
     pending: Pending::No,
     entry: None,
-    gaps: "which objects carry the flag that refuses a destroy (STATUS_ACCESS_DENIED) was not \
-           read, so the simulation refuses none; the bridge answers a handle it does not know \
-           with STATUS_INVALID_PARAMETER from its own table",
+    gaps: "the flag that refuses a destroy is clear on the fences the OS makes for a queue \
+           (DXGGLOBAL::CreateSyncObject @0x1403511A0's seventh argument, 0 from \
+           DXGHWQUEUE::Initialize and DXGPAGINGQUEUE::Initialize as read in builds beside \
+           24H2's): the simulation refuses a hardware queue's progress fence and a paging \
+           queue's fence (SimKmt::refuse_os_made_fence) and no other; the bridge answers a \
+           handle it does not know with STATUS_INVALID_PARAMETER from its own table; no entry \
+           of its own (SimKmt::destroy_native_fence / destroy_monitored_fence)",
 };
 
 pub(super) const OPEN_NATIVE_FENCE_FROM_NT_HANDLE: Thunk = Thunk {
