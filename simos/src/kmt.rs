@@ -42,7 +42,9 @@ pub use crate::base::error::STATUS_IO_TIMEOUT;
 pub mod allocation;
 pub mod catalog;
 pub mod context_virtual;
+mod destroy_sync;
 pub mod doorbell;
+pub mod escape;
 pub mod gpu_va;
 pub mod hw_queue;
 pub mod hw_queue_sync;
@@ -331,6 +333,20 @@ impl<'m> SimKmt<'m> {
             .map_err(status)
     }
 
+    /// `D3DKMTShareObjects` of this process's native fence `fence` with `dwDesiredAccess`
+    /// `desired`: a new NT handle granting what `desired` maps to
+    /// (`crate::sync::fence::share::granted`).
+    pub fn share_native_fence_with_access(
+        &self,
+        fence: KmtHandle,
+        desired: u32,
+    ) -> Result<u64, NtStatus> {
+        let f = self.own_native_fence(fence).map_err(not_in_table)?;
+        self.m
+            .share_native_fence_with_access(&f, desired)
+            .map_err(status)
+    }
+
     /// `D3DKMTEscape` with `DriverKnownEscape` and a `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`
     /// (`data`, whose pointers name `dma` and `private`): the kernel-mode testing escape
     /// ([`crate::dxgkrnl::kmtest`]).
@@ -368,6 +384,7 @@ impl<'m> SimKmt<'m> {
     /// abandoned, GPU waits no longer hold their queues.
     pub fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
         let a = self.thunk()?;
+        self.refuse_os_made_fence(&a, fence)?;
         ums::destroy_sync_fence(self.m, &a, self.p.device, fence)
             .map_err(|e| not_in_table(status(e)))?;
         self.m.reap_system_pages(&a).map_err(status)
@@ -775,8 +792,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn share_native_fence(&self, fence: KmtHandle) -> Result<u64, NtStatus> {
-        let f = self.own_native_fence(fence).map_err(not_in_table)?;
-        self.m.share_native_fence(&f).map_err(status)
+        self.share_native_fence_with_access(fence, crate::sync::fence::share::GENERIC_ALL)
     }
 
     fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus> {
@@ -792,12 +808,24 @@ impl Kmt for SimKmt<'_> {
             native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal(self.m, &mut a, |h| {
                 (h == own.device).then_some(own)
             })?;
-        self.umd_fence(
-            &f,
-            a.h_sync_object,
-            a.current_value_cpu_va,
-            &a.private_driver_data,
-        )
+        // The report tag from the KMD (the open's private data is not the KMD's on 24H2).
+        let mapping = FenceMapping {
+            current_value_cpu: a.current_value_cpu_va as usize,
+            current_value_gpu: a.current_value_gpu_va,
+            monitored_value_gpu: a.monitored_value_gpu_va,
+        };
+        let mut q = rvgpu_umd::fence::tag_request(&mapping);
+        let asked = self.escape_driver_private(q.as_mut_bytes());
+        let view = asked.and_then(|()| {
+            UmdNativeFence::opened(a.h_sync_object, &mapping, q.as_bytes())
+                .map_err(|_| NtStatus(STATUS_UNSUCCESSFUL))
+        });
+        view.inspect_err(|_| {
+            let _ = self
+                .m
+                .take_native_fence_kmt(self.p.adapter, a.h_sync_object);
+            let _ = self.m.destroy_native_fence(&f);
+        })
     }
 
     fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
@@ -805,6 +833,7 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
+        self.refuse_os_made_fence(&*self.adapter()?, fence)?;
         self.own_native_fence(fence).map_err(not_in_table)?;
         let f = self
             .m

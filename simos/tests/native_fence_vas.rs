@@ -188,6 +188,55 @@ fn two_processes_own_fence_vas_and_wake_each_other() {
     }
 }
 
+/// NF-14: a process that opens a shared fence from an NT handle signals it with the fence's
+/// report tag under every reading, so its GPU signal is reported by name: 24H2 hands the opener
+/// its own bytes as `PrivateDriverData` (the UMD zeroes them), the pages the KMD's open data
+/// (none), and the UMD takes the tag from the KMD's `DxgkDdiEscape` answer for its device.
+#[test]
+fn nf_14_an_opener_signals_with_the_fence_report_tag_under_every_reading() {
+    use rvgpu_simos::machine::answers::Reading;
+    for reading in [Reading::W24H2, Reading::PAGES] {
+        let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
+        cfg.os.reading = reading;
+        cfg.adapters[0].device.doorbells = 8;
+        cfg.adapters[0].device.optimized_fence_irq = false;
+        let m = started(cfg);
+        let (a, b) = (process(&m), process(&m));
+        let fa = okk(&m, a.k.create_shareable_native_fence(0));
+        let hb = shared_into(&m, &a, &fa, &b);
+        let fb = okk(&m, b.k.open_native_fence(hb));
+        okk(&m, b.k.close_nt_handle(hb));
+        let os = os_fence(&m, &fa);
+        assert_eq!(
+            fb.gpu.tag,
+            os.pdd().report_tag,
+            "{}: the opener's tag is the fence's",
+            reading.name
+        );
+        let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
+        ok(&m, m.run_until_idle());
+        let before = fence_reports(&m).len();
+        let cpu = ok(&m, m.wait_native_fence_event(&os, 1));
+        submit_wait(&m, &mut qb, &[fb.signal(1)]);
+        assert_eq!(
+            cpu.wait(Duration::from_secs(10)),
+            Some(rvgpu_simos::WaitOutcome::Satisfied),
+            "{}: {}",
+            reading.name,
+            diagnostics(&m)
+        );
+        ok(&m, m.run_until_idle());
+        let reports = fence_reports(&m).split_off(before);
+        assert!(
+            only_named(&reports, os.global_handle(), &progress_handles(&m, &[&qb])),
+            "{}: the opener's signal names the fence, no scan: {reports:?}",
+            reading.name
+        );
+        okk(&m, qb.close());
+        no_fault(&m);
+    }
+}
+
 /// A process that uses another process's VA of a fence names nothing of its own
 /// there: its signal page-faults, the fence keeps its value, the device goes to error (UM-10)
 /// and the other process keeps working.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use common::conformance::{assert_covers, expected};
 use common::dll::*;
 use common::pe::{pe_machine, umd};
+use rvgpu_simos::machine::answers::OpenFencePdd;
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
 
@@ -66,12 +67,19 @@ fn attributes() -> [u64; 6] {
 /// `D3DKMTShareObjects(count, handles, attributes, GENERIC_ALL, out)`: its status.
 fn share(p: &Arc<UserProcess>, count: u64, handles: u64, attrs: u64, out: &mut u64) -> u64 {
     const GENERIC_ALL: u64 = 0x1000_0000;
-    let r = p.call_import(
-        "D3DKMTShareObjects",
-        &[count, handles, attrs, GENERIC_ALL, addr(out)],
-    );
+    share_with(p, [count, handles, attrs, GENERIC_ALL], out)
+}
+
+/// `D3DKMTShareObjects(count, handles, attributes, access, out)`: its status.
+fn share_with(p: &Arc<UserProcess>, a: [u64; 4], out: &mut u64) -> u64 {
+    let r = p.call_import("D3DKMTShareObjects", &[a[0], a[1], a[2], a[3], addr(out)]);
     r.expect("D3DKMTShareObjects") as u32 as u64
 }
+
+/// The shared sync object's wait and signal rights and `READ_CONTROL` (`dwDesiredAccess`).
+const WAIT: u64 = 0x1;
+const SIGNAL: u64 = 0x2;
+const READ_CONTROL: u64 = 0x2_0000;
 
 /// A second device of `p` on adapter 0 (`D3DKMTOpenAdapterFromLuid`, `D3DKMTCreateDevice`).
 fn second_device(p: &Arc<UserProcess>) -> u32 {
@@ -148,6 +156,32 @@ fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
         thunk(&p, T, UNMAPPED),
         expected(T, "the structure not readable")
     );
+    // A handle made without READ_CONTROL (dwDesiredAccess honoured): refused, nothing written.
+    let mut bare = 0u64;
+    let handles = list.as_ptr() as u64;
+    assert_eq!(
+        share_with(&p, [1, handles, at, WAIT | SIGNAL], &mut bare),
+        0
+    );
+    let what = "hNtHandle without READ_CONTROL access";
+    let mut o = open(&|o| put64(o, 0, bare));
+    let before = o;
+    assert_eq!(thunk(&p, T, o.as_mut_ptr() as u64), expected(T, what));
+    assert_eq!(o, before, "{what}: written on a refusal");
+    driven.push(what);
+    // A handle that grants waiting only: the open says NoSignal, whatever was asked.
+    let mut wait_only = 0u64;
+    assert_eq!(
+        share_with(&p, [1, handles, at, READ_CONTROL | WAIT], &mut wait_only),
+        0
+    );
+    let mut o = open(&|o| put64(o, 0, wait_only));
+    assert_eq!(thunk(&p, T, o.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert_eq!(
+        get32(&o, 16),
+        NO_SIGNAL,
+        "Flags: the handle withholds signal"
+    );
     for (what, edit) in &cases {
         let mut o = open(edit.as_ref());
         let before = o;
@@ -159,7 +193,11 @@ fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
         assert_eq!(o, before, "{what}: written on a refusal");
         driven.push(what);
     }
-    let mut o = open(&|o| put32(o, 16, NO_SIGNAL | NO_WAIT));
+    // Private data of the caller's own: 24H2 copies it back untouched.
+    let mut o = open(&|o| {
+        put32(o, 16, NO_SIGNAL | NO_WAIT);
+        o[80..144].fill(0xA5);
+    });
     let before = o;
     assert_eq!(thunk(&p, T, o.as_mut_ptr() as u64), STATUS_SUCCESS);
     assert_ne!(get32(&o, 20), 0, "hSyncObject");
@@ -176,11 +214,19 @@ fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
         "hNtHandle, hDevice, EngineAffinity as written"
     );
     assert_eq!(o[48..80], before[48..80], "ReservedInt as written");
+    let reading = rvgpu_simos::machine::answers::Reading::from_env();
+    let private = match reading.open_fence_pdd {
+        OpenFencePdd::CallersBytes => before[80..144].to_vec(),
+        // The KMD writes no private data at DxgkDdiOpenNativeFence.
+        OpenFencePdd::DriversOpen => vec![0; 64],
+    };
     assert_eq!(
         o[80..144],
-        pdd,
-        "the KMD's private data (the pages' answer)"
+        private[..],
+        "PrivateDriverData ({})",
+        reading.name
     );
+    assert_ne!(o[80..144], pdd, "never the creator's private data");
     assert_eq!(o[144..], before[144..], "Reserved as written");
     assert_covers(
         T,
@@ -193,10 +239,6 @@ fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
             (
                 "hNtHandle a handle to an object of another type",
                 "the simulated object manager holds only native fences",
-            ),
-            (
-                "hNtHandle without READ_CONTROL access",
-                "the simulated object manager grants every NT handle full access (catalog gaps)",
             ),
             (
                 "the object neither a monitored nor a native fence",
@@ -526,8 +568,8 @@ fn mf_04_d3dkmtwaitforsynchronizationobjectfromcpu_answers_as_24h2() {
 }
 
 /// NF-13: `D3DKMTDestroySynchronizationObject` refuses a handle that names no sync object of
-/// the caller (never given, or destroyed before) with 24H2's status, and destroys the fence
-/// once.
+/// the caller (never given, or destroyed before) and the fence the OS made for a paging queue
+/// with 24H2's statuses, and destroys the fence once.
 #[test]
 fn nf_13_d3dkmtdestroysynchronizationobject_answers_as_24h2() {
     const T: &str = "D3DKMTDestroySynchronizationObject";
@@ -547,6 +589,26 @@ fn nf_13_d3dkmtdestroysynchronizationobject_answers_as_24h2() {
         thunk(&p, T, never.as_mut_ptr() as u64),
         expected(T, unknown)
     );
+    // A paging queue's fence is the OS's (its destroy goes with the queue's).
+    let refused = "hSyncObject a device sync object its flags mark not the caller's to destroy";
+    let mut pq = [0u32; 8];
+    pq[0] = device;
+    assert_eq!(
+        thunk(&p, "D3DKMTCreatePagingQueue", pq.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    let mut d = [pq[3], 0];
+    assert_eq!(
+        thunk(&p, T, d.as_mut_ptr() as u64),
+        expected(T, refused),
+        "{refused}"
+    );
+    let mut q = [pq[2], 0];
+    assert_eq!(
+        thunk(&p, "D3DKMTDestroyPagingQueue", q.as_mut_ptr() as u64),
+        STATUS_SUCCESS,
+        "the queue and its fence go together"
+    );
     let mut d = [fence, 0];
     assert_eq!(thunk(&p, T, d.as_mut_ptr() as u64), STATUS_SUCCESS);
     assert!(m.native_fence_by_kmt(0, fence).is_none(), "destroyed");
@@ -555,14 +617,7 @@ fn nf_13_d3dkmtdestroysynchronizationobject_answers_as_24h2() {
         expected(T, unknown),
         "destroyed before"
     );
-    assert_covers(
-        T,
-        &["the structure not readable", unknown],
-        &[(
-            "hSyncObject a device sync object its flags mark not the caller's to destroy",
-            "which objects carry that flag was not read (catalog gaps)",
-        )],
-    );
+    assert_covers(T, &["the structure not readable", refused, unknown], &[]);
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 

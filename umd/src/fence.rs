@@ -4,13 +4,18 @@
 //! Two sources, as on Windows: the OS returns where it mapped the fence in *this* process
 //! (`D3DDDI_NATIVEFENCEMAPPING`, [`FenceMapping`]: CurrentValue's CPU VA and the GPU VAs of
 //! CurrentValue and MonitoredValue "in the current process's address space"), and the kernel
-//! driver returns a [`NativeFencePdd`] in the create call's private driver data with the report
-//! tag the device needs to name the fence in its interrupt (NF-14). Both come through the OS,
-//! so they are validated, and the private data is parsed with a layout check, never cast.
+//! driver gives the report tag the device needs to name the fence in its interrupt (NF-14): to
+//! the creator in the create call's private driver data ([`NativeFencePdd`]); to a process that
+//! opens it from an NT handle in its answer to a `D3DKMTEscape` ([`tag_request`]), since 24H2
+//! returns no private data from that open. Both come through the OS, so they are validated,
+//! and the private data is parsed with a layout check, never cast.
 
 use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
-use rvgpu_hw::pdd::{NativeFencePdd, NATIVE_FENCE_PDD_VERSION, PDD_MAGIC};
+use rvgpu_hw::pdd::{
+    NativeFencePdd, NativeFenceTagEscape, NATIVE_FENCE_PDD_VERSION,
+    NATIVE_FENCE_TAG_ESCAPE_VERSION, PDD_MAGIC,
+};
 use zerocopy::FromBytes;
 
 use crate::nt::KmtHandle;
@@ -59,6 +64,12 @@ impl GpuFence {
         if pdd.magic != PDD_MAGIC || pdd.version != NATIVE_FENCE_PDD_VERSION {
             return Err(PddError::WrongDriver);
         }
+        Self::with_tag(mapping, pdd.report_tag)
+    }
+
+    /// The fence at the VAs of `mapping` with report tag `tag` (a fence this process opened:
+    /// the KMD's answer to [`tag_request`]).
+    pub fn with_tag(mapping: &FenceMapping, tag: u64) -> Result<Self, PddError> {
         let ok = |a: GpuVa| !a.is_null() && a.is_aligned(8);
         let (cv, mv) = (
             GpuVa::new(mapping.current_value_gpu),
@@ -70,7 +81,7 @@ impl GpuFence {
         Ok(Self {
             current: cv,
             monitored: mv,
-            tag: pdd.report_tag,
+            tag,
         })
     }
 
@@ -125,6 +136,26 @@ impl NativeFence {
         })
     }
 
+    /// The fence `kmt` this process opened from an NT handle, mapped at `mapping`, with the
+    /// report tag the KMD answered [`tag_request`] with (`answer`). 24H2 returns no private
+    /// data from the open (`D3DKMTOpenNativeFenceFromNtHandle` copies the caller's own bytes
+    /// back), so the opener never reads it.
+    pub fn opened(kmt: KmtHandle, mapping: &FenceMapping, answer: &[u8]) -> Result<Self, PddError> {
+        let q = NativeFenceTagEscape::read_from_bytes(answer).map_err(|_| PddError::TooShort)?;
+        let asked = tag_request(mapping);
+        if q.magic != PDD_MAGIC
+            || q.version != NATIVE_FENCE_TAG_ESCAPE_VERSION
+            || q.current_value_gpu != asked.current_value_gpu
+        {
+            return Err(PddError::WrongDriver);
+        }
+        Ok(Self {
+            kmt,
+            gpu: GpuFence::with_tag(mapping, q.report_tag)?,
+            current_value_cpu: mapping.current_value_cpu,
+        })
+    }
+
     /// GPU signal to `value` (conditional interrupt, NF-03). Without its LOG_WRITE: use
     /// [`Op::Signal`](crate::fencelog::Op::Signal) to get both (LOG-02).
     pub fn signal(&self, value: u64) -> Command {
@@ -135,6 +166,17 @@ impl NativeFence {
     /// [`Op::Wait`](crate::fencelog::Op::Wait) to get both (LOG-02).
     pub fn wait(&self, value: u64) -> Command {
         self.gpu.wait(value)
+    }
+}
+
+/// The `D3DKMTEscape` private data asking the KMD for the report tag of the fence this process
+/// opened and the OS mapped at `mapping` ([`NativeFence::opened`] reads the answer).
+pub fn tag_request(mapping: &FenceMapping) -> NativeFenceTagEscape {
+    NativeFenceTagEscape {
+        magic: PDD_MAGIC,
+        version: NATIVE_FENCE_TAG_ESCAPE_VERSION,
+        current_value_gpu: mapping.current_value_gpu,
+        report_tag: 0,
     }
 }
 
@@ -258,6 +300,33 @@ mod tests {
                 "{what}"
             );
         }
+    }
+
+    /// NF-14: an opener's tag comes from the KMD's answer to its own request: the answer must
+    /// be rvgpu's, of this version, and about the VA it asked for.
+    #[test]
+    fn nf_14_an_opener_takes_the_tag_from_the_answer_to_its_request() {
+        let m = mapping();
+        let mut q = tag_request(&m);
+        assert_eq!(q.current_value_gpu, m.current_value_gpu);
+        q.report_tag = (3 << 32) | 7;
+        let f = NativeFence::opened(9, &m, q.as_bytes()).unwrap();
+        assert_eq!((f.kmt, f.gpu.tag), (9, (3 << 32) | 7));
+        let other_va = NativeFenceTagEscape {
+            current_value_gpu: 0x2000_0000,
+            ..q
+        };
+        let not_ours = NativeFenceTagEscape { magic: 0, ..q };
+        for bad in [other_va, not_ours] {
+            assert_eq!(
+                NativeFence::opened(9, &m, bad.as_bytes()),
+                Err(PddError::WrongDriver)
+            );
+        }
+        assert_eq!(
+            NativeFence::opened(9, &m, &q.as_bytes()[..8]),
+            Err(PddError::TooShort)
+        );
     }
 
     /// MF-03 (the GPU-signal half): a monitored-fence signal is a fence write in the command

@@ -32,6 +32,7 @@ pub use crate::hws::{
     PDXGKDDI_SETSCHEDULINGLOGBUFFER, PDXGKDDI_SETUPPRIORITYBANDS, PDXGKDDI_SWITCHTOHWCONTEXTLIST,
     PDXGKDDI_UPDATEHWCONTEXTSTATE,
 };
+pub use crate::kmtest::PDXGKDDI_ESCAPE;
 use crate::macros::{ddi_table, extern_fn, layout, unbound_fn};
 pub use crate::present::{PDXGKDDI_CONTROLINTERRUPT, PDXGKDDI_PRESENT};
 pub use crate::submission::{
@@ -858,7 +859,6 @@ unbound_fn!(PDXGKDDI_PATCH, "https://learn.microsoft.com/en-us/windows-hardware/
 unbound_fn!(PDXGKDDI_SETPALETTE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpalette");
 unbound_fn!(PDXGKDDI_SETPOINTERPOSITION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpointerposition");
 unbound_fn!(PDXGKDDI_SETPOINTERSHAPE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpointershape");
-unbound_fn!(PDXGKDDI_ESCAPE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_escape");
 unbound_fn!(PDXGKDDI_ISSUPPORTEDVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_issupportedvidpn");
 unbound_fn!(PDXGKDDI_RECOMMENDFUNCTIONALVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_recommendfunctionalvidpn");
 unbound_fn!(PDXGKDDI_ENUMVIDPNCOFUNCMODALITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_enumvidpncofuncmodality");

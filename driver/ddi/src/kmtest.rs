@@ -295,3 +295,40 @@ pub const TEST_DMA_BUFFER_MAX: u32 = 4096;
 pub const TEST_DMA_BUFFER_MIN: u32 = 4;
 /// Largest private data the escape accepts ("limited to 1 KB"; \[D\]: `> 0x400` refused).
 pub const TEST_PRIVATE_DATA_MAX: u32 = 1024;
+
+c_type! {
+    /// `DXGKARG_ESCAPE`: argument of `DxgkDdiEscape` (WDDM 2.2 and later: with
+    /// `hKmdProcessHandle`). `pPrivateDriverData` is Dxgkrnl's kernel copy of the caller's
+    /// `D3DKMT_ESCAPE` data, copied back to the caller on success.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/ns-d3dkmddi-_dxgkarg_escape>
+    #[size(48)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug)]
+    pub struct DXGKARG_ESCAPE {
+        /// The driver's device handle (`DxgkDdiCreateDevice`), NULL when the caller named none.
+        #[offset(0)]
+        pub hDevice: HANDLE,
+        /// `D3DDDI_ESCAPEFLAGS` as a word.
+        #[offset(8)]
+        pub Flags: UINT,
+        /// In/out: the escape's data.
+        #[offset(16)]
+        pub pPrivateDriverData: *mut core::ffi::c_void,
+        /// Its size in bytes.
+        #[offset(24)]
+        pub PrivateDriverDataSize: UINT,
+        /// The driver's context handle, NULL when the caller named none.
+        #[offset(32)]
+        pub hContext: HANDLE,
+        /// The driver's process handle (`DxgkDdiCreateProcess`).
+        #[offset(40)]
+        pub hKmdProcessHandle: HANDLE,
+    }
+}
+
+/// `DXGKDDI_ESCAPE` (PASSIVE_LEVEL): `(IN_CONST_HANDLE hAdapter, IN_CONST_PDXGKARG_ESCAPE
+/// pEscape)`.
+///
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_escape>
+pub type PDXGKDDI_ESCAPE = DDI_FN<*const DXGKARG_ESCAPE>;

@@ -30,6 +30,29 @@ wire_struct! {
     }
 }
 
+/// Version of [`NativeFenceTagEscape`].
+pub const NATIVE_FENCE_TAG_ESCAPE_VERSION: u32 = 1;
+
+wire_struct! {
+    /// The UMD's `D3DKMTEscape` private data (24 bytes, in/out) asking the KMD for the report
+    /// tag of a native fence it opened from an NT handle: 24H2 returns no private data from that
+    /// open (the caller's own bytes come back), so [`NativeFencePdd`] reaches only the creator.
+    /// The fence is named by what the opener has from the OS, its CurrentValue GPU VA in this
+    /// process (`D3DDDI_NATIVEFENCEMAPPING::CurrentValueGpuVa`), and the KMD answers only for
+    /// the calling device's own opens.
+    #[size(24)]
+    pub struct NativeFenceTagEscape {
+        /// [`PDD_MAGIC`] (in).
+        pub magic: u32,
+        /// [`NATIVE_FENCE_TAG_ESCAPE_VERSION`] (in).
+        pub version: u32,
+        /// CurrentValue's GPU VA in the calling process (in).
+        pub current_value_gpu: u64,
+        /// The fence's report tag (out).
+        pub report_tag: u64,
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // User-mode submission. docs/usermode-submission.md describes the flows.
 // ---------------------------------------------------------------------------------------------

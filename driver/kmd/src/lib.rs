@@ -36,6 +36,7 @@ mod dma;
 mod doorbell;
 #[allow(unsafe_code)]
 mod dxgk;
+mod escape;
 pub mod etw;
 mod features;
 mod fence;

@@ -5,17 +5,16 @@
 //! residency, and the ring and ring-control memory it owns. Handles are either ones it created
 //! or guessed numbers (which may be the innocent process's).
 //!
-//! Escape: the driver exports no `DxgkDdiEscape` (its table entry is null), so there is no
-//! escape private data to fuzz; [`run`] asserts the entry stays null so that adding one
-//! without a fuzz target is noticed.
+//! Escape: `DxgkDdiEscape` gets arbitrary private data and the native-fence tag request
+//! (`NativeFenceTagEscape`) for VAs of fences the process holds and guessed ones.
 //!
 //! Input: a sequence of operations, each an opcode byte and its arguments ([`Input`]); at most
 //! [`MAX_OPS`] run. See [`seeds`] for valid sequences.
 
 use rvgpu_hw::mmu::PAGE_2M;
 use rvgpu_hw::pdd::{
-    AllocationPdd, DoorbellPdd, HwQueuePdd, ALLOCATION_CPU_VISIBLE, ALLOCATION_PDD_VERSION,
-    HW_QUEUE_PDD_VERSION, PDD_MAGIC,
+    AllocationPdd, DoorbellPdd, HwQueuePdd, NativeFenceTagEscape, ALLOCATION_CPU_VISIBLE,
+    ALLOCATION_PDD_VERSION, HW_QUEUE_PDD_VERSION, NATIVE_FENCE_TAG_ESCAPE_VERSION, PDD_MAGIC,
 };
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
@@ -54,7 +53,8 @@ pub mod op {
     pub const LOCK: u8 = 16;
     pub const MONITORED: u8 = 17;
     pub const OS_WAIT_SIGNAL: u8 = 18;
-    pub const COUNT: u8 = 19;
+    pub const ESCAPE: u8 = 19;
+    pub const COUNT: u8 = 20;
 }
 
 /// Handle choice: index into what the process made, or (high bit) a guessed raw handle.
@@ -308,6 +308,32 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
                 let _ = k.close_nt_handle(nt);
             }
         }
+        op::ESCAPE => {
+            // `D3DKMTEscape` to `DxgkDdiEscape`: the tag request for a VA of a fence it holds or
+            // a guessed one, with any tag, or arbitrary bytes.
+            let mut data = if inp.u8().is_multiple_of(2) {
+                let g = pick(inp, &h.native);
+                let held = m
+                    .native_fence_by_kmt(k.process().adapter, g)
+                    .map(|f| f.current_value_va());
+                let guess = inp.u64();
+                let q = NativeFenceTagEscape {
+                    magic: PDD_MAGIC,
+                    version: NATIVE_FENCE_TAG_ESCAPE_VERSION,
+                    current_value_gpu: if inp.u8() & 1 == 0 {
+                        held.unwrap_or(guess)
+                    } else {
+                        guess
+                    },
+                    report_tag: inp.u64(),
+                };
+                q.as_bytes().to_vec()
+            } else {
+                let n = usize::from(inp.u8() % 48);
+                (0..n).map(|_| inp.u8()).collect()
+            };
+            let _ = k.escape_driver_private(&mut data);
+        }
         op::DESTROY_NATIVE => {
             let g = pick(inp, &h.native);
             if k.destroy_native_fence(g).is_ok() {
@@ -395,12 +421,6 @@ pub fn run(data: &[u8]) {
 /// the process is killed (the seeds' tests), and what it returns is returned.
 fn run_with<R>(data: &[u8], end: impl FnOnce(&World, &UmsProcess, &Hostile) -> R) -> R {
     with_world(|w| {
-        if let Some(t) = w.m.driver_table(0) {
-            assert!(
-                t.DxgkDdiEscape.is_none(),
-                "DxgkDdiEscape needs a fuzz target"
-            );
-        }
         let p = w.hostile();
         let k = w.m.kmt(&p);
         let mut h = Hostile::default();

@@ -8,10 +8,11 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
+use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use crate::machine::Machine;
+use crate::os::answers::OpenFencePdd;
 use crate::sync::fence::NativeFence;
 use crate::ums::UmsProcess;
 
@@ -212,14 +213,16 @@ impl D3dkmtOpenNativeFenceFromNtHandle {
 /// 2. a non-zero byte of `Reserved` (`NoSignal` or `NoWait` asked for is only logged);
 /// 3. `hDevice` not in the caller's handle table (`device`);
 /// 4. the device's adapter without native fences;
-/// 5. `hNtHandle` not an NT handle of the caller's process (STATUS_INVALID_HANDLE);
+/// 5. `hNtHandle` not an NT handle of the caller's process (STATUS_INVALID_HANDLE), or one
+///    without `READ_CONTROL` (STATUS_ACCESS_DENIED);
 /// 6. `NoGPUAccess` asked for (no simulated fence is created with it, and the open must match
 ///    the creation).
 ///
 /// On success `a` holds what 24H2 copies back: `hSyncObject`, the mapping's three addresses,
-/// `Flags` with `NoSignal` and `NoWait` as the NT handle's access sets them (every simulated
-/// handle grants both, so both clear), and the KMD's private data (see the catalog's gaps);
-/// the opened instance is returned. On failure `a` is unchanged.
+/// `Flags` with `NoSignal` and `NoWait` as the NT handle's access sets them, and `PrivateDriverData` as the caller wrote it (under
+/// the pages' reading, [`OpenFencePdd::DriversOpen`], what the KMD's
+/// `DxgkDdiOpenNativeFence` left); the opened instance is returned. On failure `a` is
+/// unchanged.
 pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
     m: &Machine,
     a: &mut D3dkmtOpenNativeFenceFromNtHandle,
@@ -232,9 +235,14 @@ pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
     let p = device(a.h_device).ok_or(bad)?;
     let adapter = m.adapter_shared(p.adapter).map_err(|_| bad)?;
     crate::sync::fence::native::check_native(adapter).map_err(|_| bad)?;
-    // The NT handle is referenced before `DXGSYNCOBJECT::Open` compares the flag.
-    crate::sync::fence::share::fence_of_nt_handle(&m.handles, p.pid, a.h_nt_handle)
-        .map_err(super::status)?;
+    // The NT handle is referenced (for READ_CONTROL) before `DXGSYNCOBJECT::Open` compares
+    // the flag.
+    use crate::sync::fence::share;
+    let (_, access) =
+        share::fence_of_nt_handle(&m.handles, p.pid, a.h_nt_handle).map_err(super::status)?;
+    if access & share::READ_CONTROL == 0 {
+        return Err(NtStatus(STATUS_ACCESS_DENIED));
+    }
     if a.flags & SYNC_NO_GPU_ACCESS != 0 {
         return Err(bad);
     }
@@ -244,12 +252,19 @@ pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
         .map_err(super::status)?;
     let (h, f) = k.with_raw_kmt_handle(opened)?;
     a.h_sync_object = h;
+    // NoSignal and NoWait as the handle's access withholds them, whatever was asked.
     a.flags &= !(SYNC_NO_SIGNAL | SYNC_NO_WAIT);
-    let pdd = f.pdd();
-    let src = pdd.as_bytes();
-    let n = src.len().min(a.private_driver_data.len());
-    a.private_driver_data = [0; 64];
-    a.private_driver_data[..n].copy_from_slice(&src[..n]);
+    if access & share::SYNC_ACCESS_SIGNAL == 0 {
+        a.flags |= SYNC_NO_SIGNAL;
+    }
+    if access & share::SYNC_ACCESS_WAIT == 0 {
+        a.flags |= SYNC_NO_WAIT;
+    }
+    // 24H2 gives `DXGSYNCOBJECT::Open` no buffer for private data and copies the caller's
+    // capture back, its `PrivateDriverData` untouched; the pages return the driver's.
+    if m.os_config().reading.open_fence_pdd == OpenFencePdd::DriversOpen {
+        a.private_driver_data = f.open_pdd();
+    }
     a.current_value_cpu_va = f.current_value_kernel_va() as u64;
     a.current_value_gpu_va = f.current_value_va();
     a.monitored_value_gpu_va = f.monitored_value_va();

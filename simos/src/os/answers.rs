@@ -402,6 +402,21 @@ impl DoorbellFlags {
     }
 }
 
+/// What `D3DKMTOpenNativeFenceFromNtHandle` hands back in `PrivateDriverData`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenFencePdd {
+    /// 24H2: the caller's own bytes. `K:NtDxgkOpenNativeFenceFromNtHandleInternal`
+    /// @0x1401E15EC captures the 176-byte structure, passes `DXGSYNCOBJECT::Open` @0x1401F4640
+    /// no private-data buffer (its sixth and seventh arguments NULL), and copies the capture
+    /// back with only `hSyncObject`, `Flags` and the mapping changed; the
+    /// `DXGKARG_OPENNATIVEFENCE` it builds has a zeroed `pPrivateDriverData`
+    /// (`DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC).
+    CallersBytes,
+    /// The pages (`D3DKMT_OPENNATIVEFENCEFROMNTHANDLE`, `DXGKARG_OPENNATIVEFENCE`): the
+    /// private data the driver's `DxgkDdiOpenNativeFence` left.
+    DriversOpen,
+}
+
 /// When an operation on a paging queue (`D3DKMTMapGpuVirtualAddress`, `D3DKMTMakeResident`
 /// on a queue) is done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -488,6 +503,8 @@ pub struct Reading {
     pub doorbell_flags: DoorbellFlags,
     /// When a context gets its root.
     pub root_hand_over: RootHandOver,
+    /// A native fence's private data at an open from an NT handle.
+    pub open_fence_pdd: OpenFencePdd,
 }
 
 impl Reading {
@@ -517,6 +534,7 @@ impl Reading {
         paging_work: PagingWork::Queued,
         doorbell_flags: DoorbellFlags::CallerWord,
         root_hand_over: RootHandOver::FirstUse,
+        open_fence_pdd: OpenFencePdd::CallersBytes,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -556,6 +574,7 @@ impl Reading {
         paging_work: PagingWork::Queued,
         doorbell_flags: DoorbellFlags::Translated,
         root_hand_over: RootHandOver::AtCreate,
+        open_fence_pdd: OpenFencePdd::DriversOpen,
     };
 
     /// Every named reading.

@@ -41,6 +41,7 @@ use crate::kmt::{
     MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, QueueProgress, ReserveGpuVa,
     UpdateGpuVa, UpdateGpuVaOp,
 };
+use zerocopy::IntoBytes;
 
 /// Objects per `D3DKMTSubmit{Wait,Signal}...ToHwQueue` call (stack arrays; more are split).
 pub(super) const SYNC_CHUNK: usize = 16;
@@ -647,11 +648,15 @@ impl Kmt for WinKmt {
             current_value_gpu: m.CurrentValueGpuVa,
             monitored_value_gpu: m.MonitoredValueGpuVa,
         };
-        match (
-            cpu,
-            NativeFence::new(args.hSyncObject, &mapping, &args.PrivateDriverData),
-        ) {
-            (Some(p), Ok(n)) => {
+        // The report tag from the KMD: 24H2 copies the caller's own `PrivateDriverData` back
+        // from this open ([`NativeFence::opened`]).
+        let mut q = crate::fence::tag_request(&mapping);
+        let answer = self
+            .escape_driver_private(q.as_mut_bytes())
+            .ok()
+            .map(|()| NativeFence::opened(args.hSyncObject, &mapping, q.as_bytes()));
+        match (cpu, answer) {
+            (Some(p), Some(Ok(n))) => {
                 let cpu = p as u64;
                 self.native_cpu.with(|t| t.insert(args.hSyncObject, cpu));
                 Ok(n)
@@ -801,5 +806,26 @@ impl Kmt for WinKmt {
     /// `QueryPerformanceFrequency`.
     fn cpu_timestamp_frequency(&self) -> u64 {
         performance_query(windows_sys::Win32::System::Performance::QueryPerformanceFrequency)
+    }
+}
+
+impl WinKmt {
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtescape>
+    /// of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on this device with `data` (in/out).
+    pub(super) fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
+        use windows_sys::Wdk::Graphics::Direct3D::{
+            D3DKMTEscape, D3DKMT_ESCAPE, D3DKMT_ESCAPE_DRIVERPRIVATE,
+        };
+        let e = D3DKMT_ESCAPE {
+            hAdapter: self.adapter,
+            hDevice: self.device,
+            Type: D3DKMT_ESCAPE_DRIVERPRIVATE,
+            pPrivateDriverData: data.as_mut_ptr().cast(),
+            PrivateDriverDataSize: u32::try_from(data.len())
+                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+            ..Default::default()
+        };
+        // SAFETY: `e` names `data` (its length) on this frame.
+        check(unsafe { D3DKMTEscape(&e) })
     }
 }

@@ -206,9 +206,10 @@ macro_rules! catalog_rows {
         .doc("TDR-09", "[tdr]")
         .on_null(OnNull::Fails(STATUS_INVALID_PARAMETER)),
     ddi!(DxgkDdiEscape: PDXGKDDI_ESCAPE)
-        .page("d3dkmddi/nc-d3dkmddi-dxgkddi_escape")
-        .left_out("private UMD-to-KMD channel; nothing requires it")
-        .doc("a private UMD-to-KMD channel that nothing needs", ""),
+        .at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_escape")
+        .optional("the UMD's private channel: a process learns the report tag of a native fence it opened from an NT handle here, because 24H2 returns no private data from that open ([K] DXGSYNCOBJECT::Open @0x1401F4640 gets no buffer for it)")
+        .doc("`kmd::escape`: the report tag of a native fence the calling device opened (NF-14)", "a process that opens a shared native fence gets no private data from 24H2's open, so it asks the KMD for the fence's report tag ([memory.md](memory.md))")
+        .on_null(OnNull::Fails(STATUS_INVALID_PARAMETER)),
     // Any IRQL in general; PASSIVE_LEVEL for the two timeout reasons (the only ones the
     // simulation passes).
     ddi!(DxgkDdiCollectDbgInfo: PDXGKDDI_COLLECTDBGINFO)

@@ -233,7 +233,13 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
             .map_err(|_| status::NO_MEMORY)?;
     }
     table
-        .open::<P>(g, l, args.hDevice as usize, owner.unwrap_or(0))
+        .open::<P>(
+            g,
+            l,
+            args.hDevice as usize,
+            owner.unwrap_or(0),
+            args.CurrentValueGpuVa,
+        )
         .map_err(table_status)?;
     if fence.words.is_none() {
         if let (Some(w), Some(f)) = (words, table.get_mut(g)) {
@@ -263,6 +269,26 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
         live.regs.write(regs::TlbInvalidate::new(0));
     }
     Ok(())
+}
+
+/// The report tag of the native fence device `h_device` opened with CurrentValue at
+/// `current_gpu` in its process (`crate::escape`, NF-14): 24H2 returns no private data from an
+/// open by NT handle, so the opener asks here. Only the calling device's own opens answer: a
+/// VA another process mapped, a fence it closed or one it never opened is
+/// STATUS_INVALID_PARAMETER.
+pub fn tag_of_open<P: Platform>(
+    a: &Adapter<P>,
+    h_device: HANDLE,
+    current_gpu: u64,
+) -> Result<u64, Status> {
+    let live = started(a)?;
+    if h_device.is_null() || current_gpu == 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    live.fences
+        .lock()
+        .tag_of_open(h_device as usize, current_gpu)
+        .ok_or(status::INVALID_PARAMETER)
 }
 
 /// The driver process of device `h_device` on this adapter, if it names one.

@@ -140,6 +140,9 @@ pub struct Local {
     /// The opening device's process (its raw handle), 0 if unknown: what the per-process
     /// share counts ([`crate::quota::Quotas::fences`]).
     pub process: u64,
+    /// CurrentValue's GPU VA in the opening process (`DXGKARG_OPENNATIVEFENCE`): what the
+    /// process names the fence by when it asks for the report tag ([`FenceTable::tag_of_open`]).
+    pub current_gpu: u64,
 }
 
 impl FenceTable {
@@ -198,13 +201,15 @@ impl FenceTable {
             .count()
     }
 
-    /// OpenNativeFence: a new local handle on global `g` for `device` of `process`.
+    /// OpenNativeFence: a new local handle on global `g` for `device` of `process`, which
+    /// mapped CurrentValue at `current_gpu`.
     pub fn open<P: Platform>(
         &mut self,
         g: usize,
         local: usize,
         device: usize,
         process: u64,
+        current_gpu: u64,
     ) -> Result<(), TableError> {
         if self.locals.contains_key(local) {
             return Err(TableError::Exists);
@@ -222,6 +227,7 @@ impl FenceTable {
                 global: g,
                 device,
                 process,
+                current_gpu,
             },
         ) {
             return Err(TableError::NoMemory);
@@ -230,6 +236,18 @@ impl FenceTable {
             f.opens = f.opens.saturating_add(1);
         }
         Ok(())
+    }
+
+    /// The report tag of the fence `device` holds open with CurrentValue at `current_gpu` in
+    /// its process; `None` if it holds none there. A linear scan: asked once per open from an
+    /// NT handle (crate::escape), never on a signal path.
+    pub fn tag_of_open(&self, device: usize, current_gpu: u64) -> Option<u64> {
+        let l = self
+            .locals
+            .map
+            .values()
+            .find_map(|l| l.filter(|l| l.device == device && l.current_gpu == current_gpu))?;
+        self.globals.get(l.global).map(|f| f.tag)
     }
 
     /// CloseNativeFence: releases a local handle; the global object lives on (NF-13).
@@ -267,14 +285,36 @@ mod tests {
         }
     }
 
+    /// NF-14: the report tag answers only the device that holds an open at that CurrentValue
+    /// VA, and only while it is open; another device's VA, or a VA of another fence, names
+    /// nothing.
+    #[test]
+    fn nf_14_a_tag_answers_only_the_device_holding_the_open_at_the_va() {
+        let mut t = FenceTable::default();
+        t.create::<crate::kmem::Host>(0x100, fence(7)).unwrap();
+        t.create::<crate::kmem::Host>(0x200, fence(9)).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1, 1, 0x5000)
+            .unwrap();
+        t.open::<crate::kmem::Host>(0x200, 0xB1, 0xD2, 2, 0x6000)
+            .unwrap();
+        assert_eq!(t.tag_of_open(0xD1, 0x5000), Some(7));
+        assert_eq!(t.tag_of_open(0xD2, 0x6000), Some(9));
+        assert_eq!(t.tag_of_open(0xD2, 0x5000), None, "another device's VA");
+        assert_eq!(t.tag_of_open(0xD1, 0x6000), None, "a fence it did not open");
+        t.close(0xA1).unwrap();
+        assert_eq!(t.tag_of_open(0xD1, 0x5000), None, "closed");
+    }
+
     /// The seed's shared-fence walk-through: A creates and opens, B opens, A closes (the
     /// global lives on), B closes, then the global is destroyed.
     #[test]
     fn nf_13_global_and_local_handle_lifetimes() {
         let mut t = FenceTable::default();
         t.create::<crate::kmem::Host>(0x100, fence(1)).unwrap();
-        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1, 0).unwrap();
-        t.open::<crate::kmem::Host>(0x100, 0xB1, 0xD2, 0).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1, 0, 0)
+            .unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xB1, 0xD2, 0, 0)
+            .unwrap();
         assert_eq!(t.get(0x100).map(|f| f.opens), Some(2));
         t.close(0xA1).unwrap();
         assert!(t.get(0x100).is_some(), "A's close leaves the global object");
@@ -292,7 +332,7 @@ mod tests {
     fn nf_13_out_of_order_calls_are_refused() {
         let mut t = FenceTable::default();
         assert_eq!(
-            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0),
+            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0, 0),
             Err(TableError::Unknown),
             "open before create"
         );
@@ -301,9 +341,9 @@ mod tests {
             t.create::<crate::kmem::Host>(0x100, fence(2)),
             Err(TableError::Exists)
         );
-        t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0, 0).unwrap();
         assert_eq!(
-            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0),
+            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0, 0),
             Err(TableError::Exists),
             "local handle reused"
         );

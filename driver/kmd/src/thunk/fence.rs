@@ -6,6 +6,7 @@ use rvgpu_ddi::fence::{
     DXGKARG_OPENNATIVEFENCE, DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
 };
 
+use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
 use super::contract::{generic_ddis, own_thunks, Call};
@@ -23,6 +24,13 @@ generic_ddis! {
     CloseNativeFence: OnAdapter<DXGKARG_CLOSENATIVEFENCE> => fence::close;
     /// DxgkDdiDestroyNativeFence (PASSIVE).
     DestroyNativeFence: OnArgs<DXGKARG_DESTROYNATIVEFENCE> => fence::destroy::<P>;
+    /// DxgkDdiEscape (PASSIVE): a native fence's report tag for its opener (crate::escape).
+    Escape: OnAdapter<DXGKARG_ESCAPE> => |call, a, args| {
+        // Dxgkrnl passes `PrivateDriverDataSize` in/out bytes at `pPrivateDriverData`, its
+        // kernel copy of the caller's data, for the call.
+        let data = call.buffer(args.pPrivateDriverData, args.PrivateDriverDataSize);
+        crate::escape::escape::<P>(a, args, data)
+    };
 }
 
 /// The two update DDIs' shared shape: an argument block naming three arrays of `NumFences`
@@ -105,6 +113,7 @@ pub(super) fn fill<P: crate::platform::Platform>(
     t.DxgkDdiDestroyNativeFence = Some(super::contract::on_args::<P, DestroyNativeFence, _>);
     t.DxgkDdiOpenNativeFence = Some(super::contract::on_adapter::<P, OpenNativeFence, _>);
     t.DxgkDdiCloseNativeFence = Some(super::contract::on_adapter::<P, CloseNativeFence, _>);
+    t.DxgkDdiEscape = Some(super::contract::on_adapter::<P, Escape, _>);
     t.DxgkDdiUpdateMonitoredValues = Some(update_monitored_values::<P>);
     t.DxgkDdiUpdateCurrentValuesFromCpu = Some(update::<P, _>);
 }

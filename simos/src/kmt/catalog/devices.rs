@@ -182,18 +182,19 @@ pub(super) const ESCAPE: Thunk = Thunk {
          any NT_SUCCESS status (not on STATUS_BUFFER_OVERFLOW)",
     ],
     pending: Pending::No,
-    entry: None,
-    gaps: "the gdi32 bridge has no entry for it; the simulated OS models only the \
+    entry: Some("escape::dxgk_escape"),
+    gaps: "escape::dxgk_escape (the gdi32 bridge's and SimKmt::escape_driver_private's entry) \
+           answers only DRIVERPRIVATE without DriverKnownEscape (anything else \
+           STATUS_NOT_SUPPORTED), makes the hAdapter, hDevice, hContext, flag, adapter-state, \
+           DxgkDdiEscape-present, empty-data and DriverCommonEscape checks in that order (not \
+           the device-state check) and does not set Flags.VirtualMachineData; the \
            DriverKnownEscape BUILDTESTCOMMANDBUFFER (SimKmt::escape_build_test_command_buffer, \
-           dxgkrnl::kmtest), starting at DxgkpDriverKnownEscape's checks: none of \
-           DxgkEscape's own checks above is made (hAdapter, hDevice and hContext, the \
-           flags, adapter and device state), and the harness's Windows backend passes an \
-           hDevice that 24H2 checks and the simulation does not read; a failing adapter \
-           access (exclusive with Flags.HardwareAccess, which also flushes the scheduler, \
-           shared otherwise) returns its status, the known escape's and DxgkDdiEscape's \
-           statuses are returned as they are: not catalog checks; a DxgkDdiEscape escape \
-           (its Flags.VirtualMachineData set from the process, the KMD's device, context \
-           and process handles), every other Type, the Win32k types (win32k answers) and \
+           dxgkrnl::kmtest) starts at DxgkpDriverKnownEscape's checks, none of DxgkEscape's \
+           own, and the harness's Windows backend passes an hDevice that 24H2 checks and the \
+           simulation does not read there; a failing adapter access (exclusive with \
+           Flags.HardwareAccess, which also flushes the scheduler, shared otherwise) returns \
+           its status, the known escape's and DxgkDdiEscape's statuses are returned as they \
+           are: not catalog checks; every other Type, the Win32k types (win32k answers) and \
            the GPU-PV forward to the host are not modelled",
 };
 

@@ -103,9 +103,13 @@ pub(super) const DESTROY_SYNCHRONIZATION_OBJECT: Thunk = Thunk {
     written_back: &[],
     pending: Pending::No,
     entry: None,
-    gaps: "which objects carry the flag that refuses a destroy (STATUS_ACCESS_DENIED) was not \
-           read, so the simulation refuses none; the bridge answers a handle it does not know \
-           with STATUS_INVALID_PARAMETER from its own table",
+    gaps: "the flag that refuses a destroy is clear on the fences the OS makes for a queue \
+           (DXGGLOBAL::CreateSyncObject @0x1403511A0's seventh argument, 0 from \
+           DXGHWQUEUE::Initialize and DXGPAGINGQUEUE::Initialize as read in builds beside \
+           24H2's): the simulation refuses a hardware queue's progress fence and a paging \
+           queue's fence (SimKmt::refuse_os_made_fence) and no other; the bridge answers a \
+           handle it does not know with STATUS_INVALID_PARAMETER from its own table; no entry \
+           of its own (SimKmt::destroy_native_fence / destroy_monitored_fence)",
 };
 
 pub(super) const OPEN_NATIVE_FENCE_FROM_NT_HANDLE: Thunk = Thunk {
@@ -144,16 +148,14 @@ pub(super) const OPEN_NATIVE_FENCE_FROM_NT_HANDLE: Thunk = Thunk {
     ],
     written_back: &[
         "the 176 bytes as captured, with hSyncObject, the mapping's three addresses and Flags \
-         (NoSignal and NoWait replaced by what the NT handle's access withholds)",
+         (NoSignal and NoWait replaced by what the NT handle's access withholds); \
+         PrivateDriverData the caller's own (DXGSYNCOBJECT::Open gets no buffer for it; the \
+         pages' reading returns the KMD's DxgkDdiOpenNativeFence data)",
     ],
     pending: Pending::No,
     entry: Some("native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal"),
-    gaps: "PrivateDriverData: 24H2 gives DXGSYNCOBJECT::Open no buffer for it, so the caller's \
-           bytes come back, while the pages say the KMD's DxgkDdiOpenNativeFence data comes \
-           back; the simulation writes the KMD's (the pages' answer) because the UMD takes the \
-           fence's report tag from it; the simulated object manager grants every NT handle full \
-           access and holds only native fences, and keeps no NoGPUAccess of the creation (an \
-           open with it is refused)",
+    gaps: "the simulated object manager holds only native fences, and keeps no NoGPUAccess \
+           of the creation (an open with it is refused)",
 };
 
 pub(super) const SHARE_OBJECTS: Thunk = Thunk {
@@ -176,10 +178,14 @@ pub(super) const SHARE_OBJECTS: Thunk = Thunk {
     written_back: &["*phSharedNtHandle"],
     pending: Pending::No,
     entry: None,
-    gaps: "CreateSharedSyncNtObject's own checks and the object attributes' capture were not \
-           read: the bridge shares one native fence, refuses a named or otherwise filled \
-           OBJECT_ATTRIBUTES (STATUS_NOT_SUPPORTED) and grants full access whatever \
-           dwDesiredAccess asks",
+    gaps: "the bridge shares only native fences (CreateSharedSyncNtObject @0x1403289FC: a \
+           handle of the wrong type, or a sync object without NtSecuritySharing, \
+           STATUS_INVALID_PARAMETER; the simulation's unshareable fence answers so) and \
+           refuses a named or otherwise filled OBJECT_ATTRIBUTES with STATUS_NOT_SUPPORTED \
+           where 24H2's ObCreateObject captures it; dwDesiredAccess is honoured for the \
+           handle's specific rights, READ_CONTROL and GENERIC_ALL/MAXIMUM_ALLOWED (all), but \
+           GENERIC_READ, GENERIC_WRITE and GENERIC_EXECUTE grant nothing: the type's \
+           GENERIC_MAPPING is data the pseudocode does not show",
 };
 
 pub(super) const SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rvgpu_ddi::fence::{D3DDDI_NATIVEFENCE_TYPE, DXGK_NATIVE_FENCE_CAPS};
+use rvgpu_ddi::ntstatus::STATUS_ACCESS_DENIED;
 use rvgpu_ddi::NTSTATUS;
 
 use crate::adapter::AdapterShared;
@@ -466,7 +467,17 @@ impl Machine {
     /// process's table. A fence not created shareable cannot be shared
     /// (`STATUS_INVALID_PARAMETER`).
     pub fn share_native_fence(&self, fence: &NativeFence) -> Result<u64, SimError> {
-        share::share(&self.handles, fence)
+        share::share(&self.handles, fence, share::GENERIC_ALL)
+    }
+
+    /// [`Self::share_native_fence`] with `D3DKMTShareObjects`' `dwDesiredAccess` `desired`:
+    /// the handle grants `share::granted(desired)`.
+    pub fn share_native_fence_with_access(
+        &self,
+        fence: &NativeFence,
+        desired: u32,
+    ) -> Result<u64, SimError> {
+        share::share(&self.handles, fence, desired)
     }
 
     /// `DuplicateHandle` of `from`'s NT handle `h` into `to`'s table (the caller stands for a
@@ -498,17 +509,27 @@ impl Machine {
     }
 
     /// `D3DKMTOpenNativeFenceFromNtHandle` for `process` on adapter `adapter`: `h` must be a
-    /// handle in `process`'s own table. On the fence's adapter this opens an instance
-    /// (NF-13); on another adapter with native fences, the cross-adapter fence (NF-16).
+    /// handle in `process`'s own table granting `READ_CONTROL` (else STATUS_ACCESS_DENIED,
+    /// `K:NtDxgkOpenNativeFenceFromNtHandleInternal` @0x1401E15EC). On the fence's adapter
+    /// this opens an instance (NF-13), registered with the device for a device error only if
+    /// the handle grants signal access; on another adapter with native fences, the
+    /// cross-adapter fence (NF-16).
     pub fn open_native_fence_from_nt_handle(
         &self,
         adapter: usize,
         process: ProcessId,
         h: u64,
     ) -> Result<NativeFence, SimError> {
-        let template = share::fence_of_nt_handle(&self.handles, process, h)?;
+        let (template, access) = share::fence_of_nt_handle(&self.handles, process, h)?;
+        if access & share::READ_CONTROL == 0 {
+            return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
+        }
         if adapter == template.adapter() {
-            self.open_native_fence(&template, process)
+            let open = crate::sync::fence::OpenAccess {
+                signal: access & share::SYNC_ACCESS_SIGNAL != 0,
+                ..crate::sync::fence::OpenAccess::default()
+            };
+            self.open_native_fence_with(&template, process, open)
         } else {
             self.open_native_fence_cross_adapter(&template, adapter, process)
         }
@@ -522,7 +543,7 @@ impl Machine {
         process: ProcessId,
         h: u64,
     ) -> Result<MonitoredFence, SimError> {
-        let template = share::fence_of_nt_handle(&self.handles, process, h)?;
+        let (template, _) = share::fence_of_nt_handle(&self.handles, process, h)?;
         self.open_native_fence_as_monitored(&template, adapter, process)
     }
 }

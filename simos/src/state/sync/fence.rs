@@ -233,6 +233,9 @@ pub(crate) struct Waiter {
 pub(crate) struct ObjState {
     /// Open instances: local handle → process.
     pub(crate) instances: BTreeMap<usize, ProcessId>,
+    /// The private data each instance's `DxgkDdiOpenNativeFence` left (what the pages'
+    /// reading hands the opener, `crate::os::answers::OpenFencePdd`).
+    pub(crate) open_pdds: BTreeMap<usize, [u8; 64]>,
     /// Instances that did not register the fence with their device for signalling at device
     /// error: opened with `NoSignal` or `NoSignalMaxValueOnTdr`, or without signal access
     /// (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC registers only an open with neither
@@ -289,8 +292,9 @@ pub struct FenceObj {
 /// What an NT handle refers to (an entry of the machine's `crate::ob::HandleTables`).
 #[derive(Clone, Debug)]
 pub enum NtObject {
-    /// A shareable native fence (its OS object on the adapter it was created on).
-    NativeFence(Arc<FenceObj>),
+    /// A shareable native fence (its OS object on the adapter it was created on), with the
+    /// access the handle grants (`crate::sync::fence::share::granted`).
+    NativeFence(Arc<FenceObj>, u32),
 }
 
 /// A process's instance of a native fence (its local handle).
@@ -379,6 +383,15 @@ impl NativeFence {
     /// The private driver data create returned (validated).
     pub fn pdd(&self) -> NativeFencePdd {
         self.obj.pdd
+    }
+    /// The private data this instance's `DxgkDdiOpenNativeFence` left (zero if the driver
+    /// wrote none, or the instance is the creator's).
+    pub fn open_pdd(&self) -> [u8; 64] {
+        lock(&self.obj.st)
+            .open_pdds
+            .get(&self.local)
+            .copied()
+            .unwrap_or([0; 64])
     }
     /// CurrentValue as the CPU reads it now.
     pub fn current_value(&self) -> u64 {

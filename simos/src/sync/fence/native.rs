@@ -236,6 +236,7 @@ pub(super) fn create_on(
         settle_lock: Mutex::new(()),
         st: Mutex::new(ObjState {
             instances: BTreeMap::new(),
+            open_pdds: BTreeMap::new(),
             unregistered: std::collections::BTreeSet::new(),
             nt_refs: 0,
             destroyed: false,
@@ -520,7 +521,12 @@ fn open_instance(
     let mut args = open_args(a, fence.obj.global, local, process, va);
     let status = context_call(a, open, &mut args)?;
     check_status(status)?;
-    lock(&fence.obj.st).instances.insert(local, process);
+    let mut st = lock(&fence.obj.st);
+    st.instances.insert(local, process);
+    if args.pPrivateDriverData.iter().any(|&b| b != 0) {
+        st.open_pdds.insert(local, args.pPrivateDriverData);
+    }
+    drop(st);
     Ok(NativeFence {
         obj: fence.obj.clone(),
         process,
@@ -657,6 +663,7 @@ fn close_instance(a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), Sim
     let last = {
         let mut st = lock(&obj.st);
         st.instances.remove(&fence.local);
+        st.open_pdds.remove(&fence.local);
         st.unregistered.remove(&fence.local);
         st.instances.is_empty() && st.nt_refs == 0
     };

@@ -59,6 +59,7 @@ const MAX_PRIVATE_DATA: u32 = 64 * 1024;
 type Handler = super::Handler;
 
 mod doorbell;
+mod escape;
 mod layout;
 mod sync;
 mod va;
@@ -97,6 +98,7 @@ pub(super) fn import(name: &str) -> Option<Handler> {
         "D3DKMTCreatePagingQueue" => thunk!(create_paging_queue),
         "D3DKMTDestroyPagingQueue" => thunk!(destroy_paging_queue),
         "D3DKMTQueryAdapterInfo" => thunk!(query_adapter_info),
+        "D3DKMTEscape" => thunk!(escape::escape),
         "D3DKMTCreateContextVirtual" => thunk!(create_context_virtual),
         "D3DKMTDestroyContext" => thunk!(destroy_context),
         "D3DKMTCreateHwQueue" => thunk!(create_hw_queue),

@@ -221,7 +221,8 @@ struct ObjectAttributes {
 /// process, or a sync object with `cObjects` other than 1. Only a native fence is shared here,
 /// with attributes that name nothing (a name, a root, a security descriptor or quality of
 /// service: STATUS_NOT_SUPPORTED, not modelled); the new NT handle is in the owning process's
-/// table, written to `phSharedNtHandle`.
+/// table, granting what `dwDesiredAccess` maps to (`ObInsertObject`), written to
+/// `phSharedNtHandle`.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>
 pub(super) fn share_objects(p: &UserProcess, w: &[u64; 12]) -> Status {
     let count = w[0] as u32;
@@ -259,7 +260,10 @@ pub(super) fn share_objects(p: &UserProcess, w: &[u64; 12]) -> Status {
             STATUS_ACCESS_VIOLATION
         });
     }
-    let nt_handle = p.kmt(d).share_native_fence(h).map_err(nt)?;
+    let nt_handle = p
+        .kmt(d)
+        .share_native_fence_with_access(h, w[3] as u32)
+        .map_err(nt)?;
     put(w[4], 0, &nt_handle)
 }
 
