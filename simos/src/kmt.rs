@@ -673,14 +673,10 @@ impl Kmt for SimKmt<'_> {
         gpu_va::umd_free(self.m, self.p, base, size)
     }
 
-    /// `vidmm::va`: applied before the thunk returns, after the fence reached
-    /// `FenceValue`; the fence is then at `FenceValue + 1`.
+    /// Through the thunk's kernel entry ([`gpu_va`]): queued; VidMm applies it once the fence
+    /// reaches `FenceValue`, then signals `FenceValue + 1`.
     fn update_gpu_va(&self, u: &UpdateGpuVa, ops: &[UpdateGpuVaOp]) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        self.m.reap_allocations(&a).map_err(status)?;
-        self.m
-            .gpu_va_update(&a, self.p.device, *u, ops)
-            .map_err(status)
+        gpu_va::umd_update(self.m, self.p, u, ops)
     }
 
     fn create_doorbell(

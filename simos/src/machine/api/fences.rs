@@ -357,13 +357,18 @@ impl Machine {
     }
 
     /// `SignalSynchronizationObjectFromCpu` (MF-01): the OS writes the value (the process never
-    /// writes it) and releases satisfied waits. Values never go backwards.
+    /// writes it) and releases satisfied waits. Values never go backwards. VidMm's worker then
+    /// runs the GPU VA updates the value lets run (`vidmm::va::update`).
     pub fn signal_monitored_fence_from_cpu(
         &self,
         f: &MonitoredFence,
         value: u64,
     ) -> Result<(), SimError> {
-        monitored::signal_from_cpu(&self.state, f, value)
+        monitored::signal_from_cpu(&self.state, f, value)?;
+        match self.adapter_shared(f.adapter()) {
+            Ok(a) => crate::vidmm::va::update::gpu_va_updates_run(self, a),
+            Err(_) => Ok(()),
+        }
     }
 
     /// `SignalSynchronizationObjectFromGpu` (MF-03): a software packet; when it reaches the

@@ -69,7 +69,10 @@ use sync::{
     share_objects, signal_from_cpu, wait_from_cpu,
 };
 pub(super) use sync::{wait_group, WaitGroup};
-use va::{free_gpu_virtual_address, map_gpu_virtual_address, reserve_gpu_virtual_address};
+use va::{
+    free_gpu_virtual_address, map_gpu_virtual_address, reserve_gpu_virtual_address,
+    update_gpu_virtual_address,
+};
 type Status = Result<(), u32>;
 
 fn status_of(r: Status) -> StubResult {
@@ -111,6 +114,7 @@ pub(super) fn import(name: &str) -> Option<Handler> {
         "D3DKMTReserveGpuVirtualAddress" => thunk!(reserve_gpu_virtual_address),
         "D3DKMTMapGpuVirtualAddress" => thunk!(map_gpu_virtual_address),
         "D3DKMTFreeGpuVirtualAddress" => thunk!(free_gpu_virtual_address),
+        "D3DKMTUpdateGpuVirtualAddress" => thunk!(update_gpu_virtual_address),
         "D3DKMTDestroySynchronizationObject" => thunk!(destroy_synchronization_object),
         "D3DKMTSignalSynchronizationObjectFromCpu" => thunk!(signal_from_cpu),
         "D3DKMTWaitForSynchronizationObjectFromCpu" => thunk!(wait_from_cpu),
@@ -123,7 +127,7 @@ pub(super) fn import(name: &str) -> Option<Handler> {
 }
 
 /// The thunks the DLL looks up at run time (`GetProcAddress(gdi32, …)`: the WDDM 3.2 ones,
-/// umd/src/kmt_windows/gdi32.rs `Wddm32Thunk`).
+/// umd/src/kmt_windows/gdi32.rs `Wddm32Thunk`), and gdi32's exports the DLL links no call to.
 pub(super) const RUNTIME: &[(&str, Handler)] = &[
     ("D3DKMTCreateDoorbell", thunk!(create_doorbell)),
     ("D3DKMTConnectDoorbell", thunk!(connect_doorbell)),
@@ -133,6 +137,11 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
     (
         "D3DKMTOpenNativeFenceFromNtHandle",
         thunk!(open_native_fence_from_nt_handle),
+    ),
+    // gdi32 exports it; today's DLL links no call to it, so a caller finds it this way.
+    (
+        "D3DKMTUpdateGpuVirtualAddress",
+        thunk!(update_gpu_virtual_address),
     ),
 ];
 
