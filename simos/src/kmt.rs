@@ -652,10 +652,10 @@ impl Kmt for SimKmt<'_> {
         paging_queue::umd_create(self.m, self.p, priority)
     }
 
+    /// Through the thunk's kernel entry ([`paging_queue`]): a queue of this device.
     fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| {
-            crate::vidmm::va::paging_queue::paging_queue_destroy(self.m, a, device, queue)
-        })
+        let ours = gpu_va::paging_queue_device(self.m, &self.p, queue) == Some(self.p.device);
+        paging_queue::dxgk_destroy_paging_queue_internal(self.m, queue, |_| ours.then_some(self.p))
     }
 
     /// Through the thunk's kernel entry ([`gpu_va`]), as the UMD's Windows thunk fills it.

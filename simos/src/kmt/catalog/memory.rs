@@ -113,10 +113,10 @@ pub(super) const DESTROY_PAGING_QUEUE: Thunk = Thunk {
     )],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "no kernel entry of its own; 24H2 marks the handle destroyed and drops a \
-           reference (the queue goes with the last one), the simulation tears the queue \
-           down inside the call",
+    entry: Some("paging_queue::dxgk_destroy_paging_queue_internal"),
+    gaps: "24H2 marks the handle destroyed and drops a reference (the queue goes with the \
+           last one, its queued paging running on); the simulation does the queue's queued \
+           work inside the call, then tears the queue and its fence down",
 };
 
 pub(super) const EVICT: Thunk = Thunk {

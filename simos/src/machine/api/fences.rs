@@ -396,12 +396,14 @@ impl Machine {
     }
 
     /// VidMm's paging worker moves a paging fence's queue for any waiter
-    /// (`vidmm::va::paging_queue::paging_fence_waited`).
+    /// (`vidmm::va::paging_queue::paging_fence_waited`), and runs the GPU VA updates whose
+    /// fences are reached (`vidmm::va::update`).
     fn paging_fence_waited(&self, f: &MonitoredFence, value: u64) -> Result<(), SimError> {
-        match self.adapter_shared(f.adapter()) {
-            Ok(a) => crate::vidmm::va::paging_queue::paging_fence_waited(self, a, f, value),
-            Err(_) => Ok(()),
-        }
+        let Ok(a) = self.adapter_shared(f.adapter()) else {
+            return Ok(());
+        };
+        crate::vidmm::va::paging_queue::paging_fence_waited(self, a, f, value)?;
+        crate::vidmm::va::update::gpu_va_updates_run(self, a)
     }
 
     /// Opens a shareable TYPE_DEFAULT native fence for `process` on an adapter without native

@@ -213,11 +213,10 @@ pub(crate) fn paging_fence_waited(
         .iter()
         .find(|(_, q)| std::sync::Arc::ptr_eq(&q.fence_obj.obj, &f.obj))
         .map(|(h, _)| *h);
-    if let Some(q) = queue {
-        paging_queue_catch_up(host, a, q, value)?;
+    match queue {
+        Some(q) => paging_queue_catch_up(host, a, q, value),
+        None => Ok(()),
     }
-    // The same worker runs the GPU VA updates whose fences are reached.
-    super::update::gpu_va_updates_run(host, a)
 }
 
 /// Whether `queue`'s fence has reached `value` (the thunk's STATUS_SUCCESS; else PENDING).

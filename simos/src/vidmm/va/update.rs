@@ -9,7 +9,7 @@
 //! mappings only once that value is reached.
 //!
 //! The worker here runs whenever anything waits for a monitored fence (a CPU or a GPU
-//! queue, `paging_queue::paging_fence_waited`) and after every CPU signal
+//! queue, `crate::Machine::wait_monitored_fence_event` and its GPU form) and after every CPU signal
 //! ([`crate::Machine::signal_monitored_fence_from_cpu`]): every update whose fence has
 //! reached its value is applied then, before the waiter looks at the fence.
 

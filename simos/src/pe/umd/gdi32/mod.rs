@@ -407,12 +407,21 @@ fn create_paging_queue(p: &UserProcess, at: u64) -> Status {
     guest::write(at, &a).map_err(bad)
 }
 
-/// `D3DKMTDestroyPagingQueue` (its fence goes with it).
+/// `D3DKMTDestroyPagingQueue`: the handle to the thunk's kernel entry
+/// ([`crate::kmt::paging_queue::dxgk_destroy_paging_queue_internal`]); its fence goes with it.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroypagingqueue>
 fn destroy_paging_queue(p: &UserProcess, at: u64) -> Status {
     let a: OneHandle = args(at)?;
-    let d = p.owner(a.handle)?;
-    p.kmt(d).destroy_paging_queue(a.handle).map_err(nt)?;
+    let queue = |h: u32| {
+        let hs = lock(&p.handles);
+        hs.paging.get(&h)?;
+        hs.owner
+            .get(&h)
+            .and_then(|d| hs.devices.get(d))
+            .map(|d| d.sim)
+    };
+    crate::kmt::paging_queue::dxgk_destroy_paging_queue_internal(&p.machine, a.handle, queue)
+        .map_err(nt)?;
     let q = lock(&p.handles).paging.remove(&a.handle);
     p.forget(a.handle);
     if let Some(q) = q {
