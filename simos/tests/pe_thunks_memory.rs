@@ -781,6 +781,10 @@ fn update_op(ty: u64, base: u64, size: u64, third: u64, offset: u64, asize: u64)
     [ty, base, size, third, offset, asize, 0, 0]
 }
 
+/// One refusal case: the check, hDevice, hContext, hFenceObject, NumOperations and the
+/// operations (`None`: two good ones).
+type UpdateCase = (&'static str, u32, u32, u32, u32, Option<[[u64; 8]; 2]>);
+
 /// DDI-03: `D3DKMTUpdateGpuVirtualAddress` from the DLL's process refuses what 24H2 refuses
 /// (`K:DxgkUpdateGpuVirtualAddress` @0x1402F7A50, then
 /// `M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress` @0x1400E34AC) and applies nothing then.
@@ -832,7 +836,7 @@ fn ddi_03_d3dkmtupdategpuvirtualaddress_answers_as_24h2() {
     assert_eq!(thunk(&w.p, T, UNMAPPED), STATUS_ACCESS_VIOLATION);
     let mut driven = vec!["the structure not readable"];
     let list = |second: [u64; 8]| [good, second];
-    let cases: Vec<(&str, u32, u32, u32, u32, Option<[[u64; 8]; 2]>)> = vec![
+    let cases: Vec<UpdateCase> = vec![
         ("NumOperations 0", w.device, context, fence, 0, None),
         (
             "hDevice not in the caller's handle table",
