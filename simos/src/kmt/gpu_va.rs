@@ -420,7 +420,7 @@ pub trait UpdateCaller {
 ///    `hAllocation` 0; then every MAP / MAP_PROTECT's `hAllocation` not an allocation of the
 ///    caller;
 /// 3. `hFenceObject` not a sync object of the caller, or of another device than `hDevice`;
-/// 4. VidMm ([`crate::vidmm::va::update`]): its checks, then the update queued. It returns
+/// 4. VidMm (`vidmm::va::update`): its checks, then the update queued. It returns
 ///    before the update is applied: the caller waits for `hFenceObject` to reach
 ///    `FenceValue + 1` before it relies on the mappings.
 ///
