@@ -670,10 +670,10 @@ impl Kmt for SimKmt<'_> {
         paging_queue::umd_create(self.m, self.p, priority)
     }
 
+    /// Through the thunk's kernel entry ([`paging_queue`]): a queue of this device.
     fn destroy_paging_queue(&self, queue: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| {
-            crate::vidmm::va::paging_queue::paging_queue_destroy(self.m, a, device, queue)
-        })
+        let ours = gpu_va::paging_queue_device(self.m, &self.p, queue) == Some(self.p.device);
+        paging_queue::dxgk_destroy_paging_queue_internal(self.m, queue, |_| ours.then_some(self.p))
     }
 
     /// Through the thunk's kernel entry ([`gpu_va`]), as the UMD's Windows thunk fills it.
@@ -691,14 +691,10 @@ impl Kmt for SimKmt<'_> {
         gpu_va::umd_free(self.m, self.p, base, size)
     }
 
-    /// `vidmm::va`: applied before the thunk returns, after the fence reached
-    /// `FenceValue`; the fence is then at `FenceValue + 1`.
+    /// Through the thunk's kernel entry ([`gpu_va`]): queued; VidMm applies it once the fence
+    /// reaches `FenceValue`, then signals `FenceValue + 1`.
     fn update_gpu_va(&self, u: &UpdateGpuVa, ops: &[UpdateGpuVaOp]) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        self.m.reap_allocations(&a).map_err(status)?;
-        self.m
-            .gpu_va_update(&a, self.p.device, *u, ops)
-            .map_err(status)
+        gpu_va::umd_update(self.m, self.p, u, ops)
     }
 
     fn create_doorbell(

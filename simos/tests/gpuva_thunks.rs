@@ -1026,11 +1026,11 @@ fn update_target(m: &Machine, p: &Proc<'_>) -> (UpdateGpuVa, rvgpu_simos::Monito
     )
 }
 
-/// `D3DKMTUpdateGpuVirtualAddress` applies MAP, COPY and UNMAP in order inside a reserved
-/// range, through the driver: a MAP whose allocation range is smaller than its VA range
-/// repeats it, a COPY takes what the source maps at that point of the list, an UNMAP leaves
-/// no access; the queue's writes land where the final tables say, and the fence ends at
-/// `FenceValue + 1`.
+/// `D3DKMTUpdateGpuVirtualAddress` returns with the update queued, nothing applied; once the
+/// caller waits for `FenceValue + 1` VidMm has applied MAP, COPY and UNMAP in order inside a
+/// reserved range, through the driver: a MAP whose allocation range is smaller than its VA
+/// range repeats it, a COPY takes what the source maps at that point of the list, an UNMAP
+/// leaves no access; the queue's writes land where the final tables say.
 #[test]
 fn update_gpu_va_map_copy_unmap_in_order() {
     for mode in [Mode::Step, Mode::Threaded] {
@@ -1056,7 +1056,10 @@ fn update_gpu_va_map_copy_unmap_in_order() {
                 ],
             ),
         );
-        assert_eq!(fence.value(), 1, "signalled to FenceValue + 1");
+        assert_eq!(fence.value(), 0, "queued, not applied, at return");
+        let page_of = |i: u64| translate(&m, &p, CHOSEN + i * PAGE, Access::Write);
+        assert_eq!(page_of(0), Err(FaultReason::NotPresent), "not at return");
+        okk(&m, p.k.wait_for_fence(u.fence, 1));
         let page_of = |i: u64| translate(&m, &p, CHOSEN + i * PAGE, Access::Write);
         let b_page = |n: u64| translate(&m, &p, b.gpu_va + n * PAGE, Access::Write);
         assert_eq!(page_of(0), b_page(1));
@@ -1083,9 +1086,10 @@ fn update_gpu_va_map_copy_unmap_in_order() {
     }
 }
 
-/// The update waits for `hFenceObject` to reach `FenceValue` before it touches the tables
-/// (here inside the thunk: with nobody to signal it in step mode the wait ends, the call
-/// fails and nothing is mapped); after a CPU signal it runs; `DoNotWait` runs at once.
+/// The update waits for `hFenceObject` to reach `FenceValue` before it touches the tables:
+/// queued, a CPU wait for `FenceValue + 1` ends unsatisfied while nobody signals it, and after
+/// a CPU signal of `FenceValue` it has run; a `DoNotWait` update runs without the fence, but
+/// also only on VidMm's worker (here: once the caller waits for it).
 #[test]
 fn update_gpu_va_waits_for_its_fence() {
     let m = with_doorbells(Mode::Step, 4);
@@ -1098,19 +1102,15 @@ fn update_gpu_va_waits_for_its_fence() {
         ..u
     };
     let op = [UpdateGpuVaOp::map(CHOSEN, PAGE, b.handle, 0)];
-    refused(
-        p.k.update_gpu_va(&waits, &op),
-        rvgpu_simos::kmt::STATUS_IO_TIMEOUT,
-        "fence never reaches 5",
-    );
+    okk(&m, p.k.update_gpu_va(&waits, &op));
+    assert!(p.k.wait_for_fence(u.fence, 6).is_err(), "nobody signals 5");
     assert_eq!(
         translate(&m, &p, CHOSEN, Access::Read),
         Err(FaultReason::NotPresent),
         "nothing applied before the fence"
     );
     okk(&m, p.k.signal_fence_from_cpu(u.fence, 5));
-    okk(&m, p.k.update_gpu_va(&waits, &op));
-    assert_eq!(fence.value(), 6);
+    assert_eq!(fence.value(), 6, "run on the signal, then FenceValue + 1");
     assert!(translate(&m, &p, CHOSEN, Access::Read).is_ok());
     let skip = UpdateGpuVa {
         fence_value: 100,
@@ -1121,12 +1121,33 @@ fn update_gpu_va_waits_for_its_fence() {
         &m,
         p.k.update_gpu_va(&skip, &[UpdateGpuVaOp::unmap(CHOSEN, PAGE)]),
     );
-    assert_eq!(fence.value(), 101, "DoNotWait still signals FenceValue + 1");
+    assert!(translate(&m, &p, CHOSEN, Access::Read).is_ok(), "queued");
+    okk(&m, p.k.wait_for_fence(u.fence, 101));
     assert_eq!(
         translate(&m, &p, CHOSEN, Access::Read),
         Err(FaultReason::NotPresent)
     );
     no_fault(&m);
+}
+
+/// A caller that uses the VA right after `D3DKMTUpdateGpuVirtualAddress` returned, without
+/// waiting for `FenceValue + 1`, finds it unmapped: the GPU's write faults (24H2 applies the
+/// update later, on VidMm's worker).
+#[test]
+fn update_gpu_va_unwaited_mapping_faults() {
+    for mode in [Mode::Step, Mode::Threaded] {
+        let m = with_doorbells(mode, 4);
+        let p = process(&m);
+        let b = buffer(&m, &p.k, 1);
+        okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
+        let (u, _) = update_target(&m, &p);
+        // Made first: the queue's own paging waits would let VidMm's worker run.
+        let q = okk(&m, UserQueue::new(p.k, &config(0)));
+        let op = [UpdateGpuVaOp::map(CHOSEN, PAGE, b.handle, 0)];
+        okk(&m, p.k.update_gpu_va(&u, &op));
+        gpu_write_faults_on(&m, &p, q, CHOSEN + 8);
+        assert_eq!(b.mem.load(8), PATTERN, "nothing written");
+    }
 }
 
 /// DxgkUpdateGpuVirtualAddress / VidMmUpdateGpuVirtualAddress's checks: each refused with
@@ -1279,6 +1300,7 @@ fn update_gpu_va_argument_rules() {
         assert_eq!(fence.value(), 0, "{what}: no signal");
     }
     okk(&m, p.k.update_gpu_va(&u, &[good]));
+    okk(&m, p.k.wait_for_fence(u.fence, 1));
     assert!(translate(&m, &p, CHOSEN, Access::Read).is_ok());
     no_fault(&m);
 }

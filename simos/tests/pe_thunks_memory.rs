@@ -773,3 +773,239 @@ fn ddi_03_d3dkmtcreateallocation2_refuses_what_24h2_refuses() {
     assert!(h != UNTOUCHED && h != 0);
     w.done();
 }
+
+/// `D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION` words: OperationType, BaseAddress (or
+/// SourceAddress), SizeInBytes, hAllocation (or Unmap.Protection, Copy.DestAddress),
+/// AllocationOffsetInBytes, AllocationSizeInBytes, Protection, DriverProtection.
+fn update_op(ty: u64, base: u64, size: u64, third: u64, offset: u64, asize: u64) -> [u64; 8] {
+    [ty, base, size, third, offset, asize, 0, 0]
+}
+
+/// One refusal case: the check, hDevice, hContext, hFenceObject, NumOperations and the
+/// operations (`None`: two good ones).
+type UpdateCase = (&'static str, u32, u32, u32, u32, Option<[[u64; 8]; 2]>);
+
+/// DDI-03: `D3DKMTUpdateGpuVirtualAddress` from the DLL's process refuses what 24H2 refuses
+/// (`K:DxgkUpdateGpuVirtualAddress` @0x1402F7A50, then
+/// `M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress` @0x1400E34AC) and applies nothing then.
+/// Accepted, it returns with the update queued, not applied (the VA still unmapped); once the
+/// caller waits for `FenceValue + 1` VidMm has applied it.
+#[test]
+fn ddi_03_d3dkmtupdategpuvirtualaddress_answers_as_24h2() {
+    use rvgpu_hw::mmu::{Access, FaultReason};
+    const T: &str = "D3DKMTUpdateGpuVirtualAddress";
+    const UNMAPPED: u64 = 0x10;
+    const PAGE: u64 = 4096;
+    let w = world();
+    // D3DKMT_CREATECONTEXTVIRTUAL: hDevice, ..., Flags (word 3), hContext out (word 8).
+    let context_of = |device: u32| {
+        let mut c = [0u32; 10];
+        c[0] = device;
+        c[3] = HW_QUEUE_SUPPORTED;
+        assert_eq!(w.call("D3DKMTCreateContextVirtual", &mut c), STATUS_SUCCESS);
+        c[8]
+    };
+    let (context, other_context) = (context_of(w.device), context_of(w.other_device));
+    let (s, q) = paging_queue(&w.p, w.device, |_| {});
+    assert_eq!(s, STATUS_SUCCESS);
+    let fence = q[3];
+    let (s, oq) = paging_queue(&w.p, w.other_device, |_| {});
+    assert_eq!(s, STATUS_SUCCESS);
+    let mut r = reserve(w.queue, 0x1_0000, 0);
+    assert_eq!(
+        w.call("D3DKMTReserveGpuVirtualAddress", &mut r),
+        STATUS_SUCCESS
+    );
+    let va = r.virtual_address;
+    let h = u64::from(w.allocation);
+    let good = update_op(0, va, PAGE, h, 0, 0);
+    // D3DKMT_UPDATEGPUVIRTUALADDRESS: hDevice, hContext, hFenceObject, NumOperations,
+    // Operations (word 2), Reserved0, Reserved1, FenceValue (word 5), Flags (word 6).
+    let call = |device: u32, ctx: u32, f: u32, n: u32, ops: u64| {
+        let mut a = [0u64; 7];
+        a[0] = u64::from(device) | (u64::from(ctx) << 32);
+        a[1] = u64::from(f) | (u64::from(n) << 32);
+        a[2] = ops;
+        w.call(T, &mut a)
+    };
+    let pid = w.p.devices()[0].pid;
+    let mapped = || {
+        w.m.gpu_va_translate(0, pid, va, Access::Read)
+            .expect("GpuMmu")
+    };
+    assert_eq!(thunk(&w.p, T, UNMAPPED), STATUS_ACCESS_VIOLATION);
+    let mut driven = vec!["the structure not readable"];
+    let list = |second: [u64; 8]| [good, second];
+    let cases: Vec<UpdateCase> = vec![
+        ("NumOperations 0", w.device, context, fence, 0, None),
+        (
+            "hDevice not in the caller's handle table",
+            BAD_HANDLE,
+            context,
+            fence,
+            1,
+            None,
+        ),
+        (
+            "hContext not in the caller's handle table",
+            w.device,
+            BAD_HANDLE,
+            fence,
+            1,
+            None,
+        ),
+        (
+            "hContext of another device than hDevice",
+            w.device,
+            other_context,
+            fence,
+            1,
+            None,
+        ),
+        (
+            "NumOperations times 64 bytes above 4 GiB",
+            w.device,
+            context,
+            fence,
+            0x0400_0001,
+            None,
+        ),
+        ("Operations not readable", w.device, context, fence, 1, None),
+        (
+            "an operation's Type above MAP_PROTECT",
+            w.device,
+            context,
+            fence,
+            2,
+            Some(list(update_op(4, va, PAGE, h, 0, 0))),
+        ),
+        (
+            "a MAP or MAP_PROTECT with hAllocation 0",
+            w.device,
+            context,
+            fence,
+            2,
+            Some(list(update_op(0, va, PAGE, 0, 0, 0))),
+        ),
+        (
+            "an hAllocation not in the caller's handle table",
+            w.device,
+            context,
+            fence,
+            2,
+            Some(list(update_op(0, va, PAGE, u64::from(BAD_HANDLE), 0, 0))),
+        ),
+        (
+            "hFenceObject not a device sync object in the caller's handle table",
+            w.device,
+            context,
+            w.allocation,
+            1,
+            None,
+        ),
+        (
+            "hFenceObject of another device than hDevice",
+            w.device,
+            context,
+            oq[3],
+            1,
+            None,
+        ),
+        (
+            "an operation's range wrapping, empty, not 4 KiB aligned or past the top of the \
+             space",
+            w.device,
+            context,
+            fence,
+            2,
+            Some(list(update_op(0, va + 8, PAGE, h, 0, 0))),
+        ),
+        (
+            "a MAP's AllocationOffsetInBytes or AllocationSizeInBytes not 4 KiB aligned, \
+             above SizeInBytes or not dividing it",
+            w.device,
+            context,
+            fence,
+            2,
+            Some(list(update_op(0, va, PAGE, h, 0, 2 * PAGE))),
+        ),
+        (
+            "a MAP's allocation range past the allocation's end",
+            w.device,
+            context,
+            fence,
+            2,
+            Some(list(update_op(0, va, PAGE, h, PAGE, 0))),
+        ),
+        (
+            "a COPY whose source overlaps its destination",
+            w.device,
+            context,
+            fence,
+            2,
+            Some(list(update_op(3, va, 2 * PAGE, va + PAGE, 0, 0))),
+        ),
+        (
+            "the targets or the COPY sources not in one range the process reserved",
+            w.device,
+            context,
+            fence,
+            2,
+            Some(list(update_op(0, va + 0x1_0000, PAGE, h, 0, 0))),
+        ),
+    ];
+    for (what, device, ctx, f, n, ops) in cases {
+        let mut ops = ops.unwrap_or([good, good]);
+        let at = match what {
+            "Operations not readable" => UNMAPPED,
+            _ => ops.as_mut_ptr() as u64,
+        };
+        assert_eq!(call(device, ctx, f, n, at), expected(T, what), "{what}");
+        let now = mapped().map(|_| ()).map_err(|f| f.reason);
+        assert_eq!(now, Err(FaultReason::NotPresent), "{what}: nothing applied");
+        driven.push(what);
+    }
+    let undrivable = "every device, adapter and context of this suite is whole, and the \
+                      kernel pool never runs out here";
+    assert_covers(
+        T,
+        &driven,
+        &[
+            ("the device not active", undrivable),
+            ("the adapter without GPU virtual addressing", undrivable),
+            (
+                "the context without a VidSch or a VidMm context",
+                undrivable,
+            ),
+            ("no pool for the operations", undrivable),
+            ("no pool for the allocation references", undrivable),
+            (
+                "an hAllocation of another adapter than hDevice's",
+                "the machine has one adapter",
+            ),
+        ],
+    );
+    let mut ops = [good];
+    assert_eq!(
+        call(w.device, context, fence, 1, ops.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    assert!(mapped().is_err(), "queued, not applied, at return");
+    // D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU: hDevice, ObjectCount, the handle and value
+    // arrays, no event (blocking), no flags.
+    let (handles, values) = ([fence], [1u64]);
+    let mut wait = [
+        u64::from(w.device) | (1 << 32),
+        handles.as_ptr() as u64,
+        values.as_ptr() as u64,
+        0,
+        0,
+    ];
+    assert_eq!(
+        w.call("D3DKMTWaitForSynchronizationObjectFromCpu", &mut wait),
+        STATUS_SUCCESS,
+        "FenceValue + 1 reached"
+    );
+    assert!(mapped().is_ok(), "applied once the fence says so");
+    w.done();
+}

@@ -2,14 +2,15 @@
 //! `D3DKMTReserveGpuVirtualAddress` (`K:DxgkReserveGpuVirtualAddress` @0x140399110),
 //! `D3DKMTMapGpuVirtualAddress` (`K:DxgkMapGpuVirtualAddress` @0x140321DB0, then
 //! `M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddress` @0x1400F4F90) and
-//! `D3DKMTFreeGpuVirtualAddress` (`K:DxgkFreeGpuVirtualAddress` @0x14039BD40): the caller's
+//! `D3DKMTFreeGpuVirtualAddress` (`K:DxgkFreeGpuVirtualAddress` @0x14039BD40) and
+//! `D3DKMTUpdateGpuVirtualAddress` (`K:DxgkUpdateGpuVirtualAddress` @0x1402F7A50): the caller's
 //! structure as written, the checks in 24H2's order with their statuses, then the simulated
 //! VidMm ([`crate::vidmm::va`]), and back exactly the fields 24H2 writes.
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
-use rvgpu_umd::kmt::{GpuVaProtection, KmtHandle, MapGpuVa, NtStatus, ReserveGpuVa};
+use rvgpu_umd::kmt::{GpuVaProtection, KmtHandle, MapGpuVa, NtStatus, ReserveGpuVa, UpdateGpuVaOp};
 
 use crate::base::lock::lock;
 use crate::machine::Machine;
@@ -316,4 +317,275 @@ pub(super) fn umd_free(m: &Machine, p: UmsProcess, base: u64, size: u64) -> Resu
         ..Default::default()
     };
     dxgk_free_gpu_virtual_address(m, &a, |_| Some(p))
+}
+
+/// `D3DKMT_UPDATEGPUVIRTUALADDRESS` in the released x64 layout (56 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtUpdateGpuVirtualAddress {
+    /// `hDevice` (in).
+    pub h_device: u32,
+    /// `hContext` (in).
+    pub h_context: u32,
+    /// `hFenceObject` (in).
+    pub h_fence_object: u32,
+    /// `NumOperations` (in).
+    pub num_operations: u32,
+    /// `Operations` (in: `NumOperations` entries of
+    /// [`D3dddiUpdateGpuVirtualAddressOperation`]).
+    pub operations: u64,
+    /// `Reserved0` (in).
+    pub reserved0: u32,
+    /// Alignment.
+    pub _pad0: u32,
+    /// `Reserved1` (in).
+    pub reserved1: u64,
+    /// `FenceValue` (in).
+    pub fence_value: u64,
+    /// `Flags` (`DoNotWait` is bit 0, in).
+    pub flags: u32,
+    /// Alignment.
+    pub _pad1: u32,
+}
+
+/// `D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION` in the released x64 layout (64 bytes):
+/// `OperationType` and the union member it names, each member at its offset.
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dddiUpdateGpuVirtualAddressOperation {
+    /// `OperationType` (`D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_TYPE`).
+    pub operation_type: i32,
+    /// Alignment.
+    pub _pad0: u32,
+    /// `BaseAddress` (MAP, MAP_PROTECT, UNMAP) or `SourceAddress` (COPY).
+    pub base_address: u64,
+    /// `SizeInBytes`.
+    pub size_in_bytes: u64,
+    /// `hAllocation` (MAP, MAP_PROTECT: the low half), `Unmap.Protection` or
+    /// `Copy.DestAddress`.
+    pub third: u64,
+    /// `AllocationOffsetInBytes` (MAP, MAP_PROTECT).
+    pub allocation_offset_in_bytes: u64,
+    /// `AllocationSizeInBytes` (MAP, MAP_PROTECT).
+    pub allocation_size_in_bytes: u64,
+    /// `MapProtect.Protection`.
+    pub protection: u64,
+    /// `MapProtect.DriverProtection`.
+    pub driver_protection: u64,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtUpdateGpuVirtualAddress, operations) == 16);
+    assert!(offset_of!(D3dkmtUpdateGpuVirtualAddress, fence_value) == 40);
+    assert!(offset_of!(D3dkmtUpdateGpuVirtualAddress, flags) == 48);
+    assert!(size_of::<D3dkmtUpdateGpuVirtualAddress>() == 56);
+    assert!(offset_of!(D3dddiUpdateGpuVirtualAddressOperation, third) == 24);
+    assert!(offset_of!(D3dddiUpdateGpuVirtualAddressOperation, protection) == 48);
+    assert!(size_of::<D3dddiUpdateGpuVirtualAddressOperation>() == 64);
+};
+
+/// `D3DKMT_UPDATEGPUVIRTUALADDRESS::Flags.DoNotWait`.
+pub const UPDATE_DO_NOT_WAIT: u32 = 1 << 0;
+/// `D3DDDI_UPDATEGPUVIRTUALADDRESS_MAP_PROTECT`, the last operation type.
+const UPDATE_LAST_TYPE: u32 = rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT as u32;
+/// Most operations one call takes: 24H2 refuses a list above 4 GiB (64 bytes each).
+pub const MAX_UPDATE_OPERATIONS: u32 = 0x0400_0000;
+
+/// What the caller's handle table and memory answer for a `D3DKMTUpdateGpuVirtualAddress`.
+pub trait UpdateCaller {
+    /// The device `hDevice` names (`None`: not a device in the caller's table).
+    fn device(&self, h: u32) -> Option<UmsProcess>;
+    /// The device of the context `hContext` names (`None`: not a context in the table).
+    fn context_device(&self, h: u32) -> Option<KmtHandle>;
+    /// The `n` operations at `at`, or the status of reading them.
+    fn operations(
+        &self,
+        at: u64,
+        n: u32,
+    ) -> Result<Vec<D3dddiUpdateGpuVirtualAddressOperation>, NtStatus>;
+    /// The device of the allocation `h` names on the adapter (`None`: not an allocation in
+    /// the table).
+    fn allocation_device(&self, h: u32) -> Option<KmtHandle>;
+    /// The device and the monitored fence `h` names (`None`: not a sync object in the table).
+    fn fence(&self, h: u32) -> Option<(KmtHandle, crate::sync::fence::MonitoredFence)>;
+}
+
+/// `DxgkUpdateGpuVirtualAddress` (`K:DxgkUpdateGpuVirtualAddress` @0x1402F7A50) for the
+/// caller's structure `a`, in 24H2's order, STATUS_INVALID_PARAMETER unless said:
+/// 1. `NumOperations` 0; `hDevice` not a device of the caller; `hContext` not a context of
+///    the caller, or of another device; the device not active (STATUS_DEVICE_REMOVED);
+///    `NumOperations` times 64 bytes above 4 GiB; `Operations` not readable (its status);
+/// 2. every operation: a type above `MAP_PROTECT`, or a MAP / MAP_PROTECT with
+///    `hAllocation` 0; then every MAP / MAP_PROTECT's `hAllocation` not an allocation of the
+///    caller;
+/// 3. `hFenceObject` not a sync object of the caller, or of another device than `hDevice`;
+/// 4. VidMm (`vidmm::va::update`): its checks, then the update queued. It returns
+///    before the update is applied: the caller waits for `hFenceObject` to reach
+///    `FenceValue + 1` before it relies on the mappings.
+///
+/// Nothing is written back.
+pub fn dxgk_update_gpu_virtual_address(
+    m: &Machine,
+    a: &D3dkmtUpdateGpuVirtualAddress,
+    caller: &dyn UpdateCaller,
+) -> Result<(), NtStatus> {
+    if a.num_operations == 0 {
+        return Err(bad());
+    }
+    let p = caller.device(a.h_device).ok_or_else(bad)?;
+    if caller.context_device(a.h_context) != Some(p.device) {
+        return Err(bad());
+    }
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    crate::vidmm::va::update::update_device(&sh, p.device).map_err(super::status)?;
+    if a.num_operations > MAX_UPDATE_OPERATIONS {
+        return Err(bad());
+    }
+    let raw = caller.operations(a.operations, a.num_operations)?;
+    let map = |t: i32| {
+        t == rvgpu_umd::kmt::UPDATE_GPU_VA_MAP || t == rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT
+    };
+    if raw.iter().any(|o| {
+        o.operation_type as u32 > UPDATE_LAST_TYPE || (map(o.operation_type) && o.third as u32 == 0)
+    }) {
+        return Err(bad());
+    }
+    let owners = raw
+        .iter()
+        .map(|o| match map(o.operation_type) {
+            true => caller.allocation_device(o.third as u32).map(Some),
+            false => Some(None),
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(bad)?;
+    let (fence_device, fence) = caller.fence(a.h_fence_object).ok_or_else(bad)?;
+    if fence_device != p.device {
+        return Err(bad());
+    }
+    let ops: Vec<UpdateGpuVaOp> = raw.iter().map(update_op).collect();
+    // What VidMm released since its last entry goes first (AL-03), as for Map.
+    m.reap_allocations(&sh).map_err(super::status)?;
+    let c = crate::vidmm::va::update::UpdateCall {
+        device: p.device,
+        context: a.h_context,
+        fence,
+        fence_value: a.fence_value,
+        do_not_wait: a.flags & UPDATE_DO_NOT_WAIT != 0,
+        ops: &ops,
+        owners: &owners,
+    };
+    crate::vidmm::va::update::gpu_va_update(&sh, c).map_err(super::status)
+}
+
+/// One operation as VidMm reads it: the union member its type names.
+fn update_op(o: &D3dddiUpdateGpuVirtualAddressOperation) -> UpdateGpuVaOp {
+    let mut op = UpdateGpuVaOp {
+        operation_type: o.operation_type,
+        base: o.base_address,
+        size: o.size_in_bytes,
+        ..UpdateGpuVaOp::default()
+    };
+    match o.operation_type {
+        rvgpu_umd::kmt::UPDATE_GPU_VA_UNMAP => op.protection = GpuVaProtection(o.third),
+        rvgpu_umd::kmt::UPDATE_GPU_VA_COPY => op.dest = o.third,
+        _ => {
+            op.allocation = o.third as u32;
+            op.allocation_offset = o.allocation_offset_in_bytes;
+            op.allocation_size = o.allocation_size_in_bytes;
+            if o.operation_type == rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT {
+                op.protection = GpuVaProtection(o.protection);
+                op.driver_protection = o.driver_protection;
+            }
+        }
+    }
+    op
+}
+
+/// The Rust UMD's `D3DKMTUpdateGpuVirtualAddress`, as its Windows thunk fills the structure;
+/// the handles are looked up as the caller's handle table would name them (objects of `p`'s
+/// process).
+pub(super) fn umd_update(
+    m: &Machine,
+    p: UmsProcess,
+    u: &rvgpu_umd::kmt::UpdateGpuVa,
+    ops: &[UpdateGpuVaOp],
+) -> Result<(), NtStatus> {
+    let raw: Vec<D3dddiUpdateGpuVirtualAddressOperation> = ops.iter().map(raw_op).collect();
+    let a = D3dkmtUpdateGpuVirtualAddress {
+        h_device: p.device,
+        h_context: u.context,
+        h_fence_object: u.fence,
+        num_operations: u32::try_from(raw.len()).map_err(|_| bad())?,
+        fence_value: u.fence_value,
+        flags: if u.do_not_wait { UPDATE_DO_NOT_WAIT } else { 0 },
+        ..Default::default()
+    };
+    let caller = UmdCaller { m, p, raw };
+    dxgk_update_gpu_virtual_address(m, &a, &caller)
+}
+
+/// The operation as the UMD's Windows thunk lays it out (`umd/src/kmt_windows/layout.rs`).
+fn raw_op(op: &UpdateGpuVaOp) -> D3dddiUpdateGpuVirtualAddressOperation {
+    let third = match op.operation_type {
+        rvgpu_umd::kmt::UPDATE_GPU_VA_UNMAP => op.protection.0,
+        rvgpu_umd::kmt::UPDATE_GPU_VA_COPY => op.dest,
+        _ => u64::from(op.allocation),
+    };
+    D3dddiUpdateGpuVirtualAddressOperation {
+        operation_type: op.operation_type,
+        base_address: op.base,
+        size_in_bytes: op.size,
+        third,
+        allocation_offset_in_bytes: op.allocation_offset,
+        allocation_size_in_bytes: op.allocation_size,
+        protection: op.protection.0,
+        driver_protection: op.driver_protection,
+        ..Default::default()
+    }
+}
+
+/// The Rust UMD's process as [`UpdateCaller`]: its device, and the objects of its process.
+struct UmdCaller<'m> {
+    m: &'m Machine,
+    p: UmsProcess,
+    raw: Vec<D3dddiUpdateGpuVirtualAddressOperation>,
+}
+
+impl UmdCaller<'_> {
+    /// Whether `device` is a device of this process.
+    fn ours(&self, device: KmtHandle) -> bool {
+        let Ok(sh) = self.m.kmt(&self.p).adapter() else {
+            return false;
+        };
+        let os = lock(&sh.ums);
+        let pid = |d: &KmtHandle| os.devices.get(d).map(|d| d.process);
+        pid(&device).is_some() && pid(&device) == pid(&self.p.device)
+    }
+}
+
+impl UpdateCaller for UmdCaller<'_> {
+    fn device(&self, h: u32) -> Option<UmsProcess> {
+        (h == self.p.device).then_some(self.p)
+    }
+    fn context_device(&self, h: u32) -> Option<KmtHandle> {
+        let sh = self.m.kmt(&self.p).adapter().ok()?;
+        crate::ums::context_device(&sh, h).filter(|d| self.ours(*d))
+    }
+    fn operations(
+        &self,
+        _: u64,
+        _: u32,
+    ) -> Result<Vec<D3dddiUpdateGpuVirtualAddressOperation>, NtStatus> {
+        Ok(self.raw.clone())
+    }
+    fn allocation_device(&self, h: u32) -> Option<KmtHandle> {
+        allocation_device(self.m, &self.p, h).filter(|d| self.ours(*d))
+    }
+    fn fence(&self, h: u32) -> Option<(KmtHandle, crate::sync::fence::MonitoredFence)> {
+        let sh = self.m.kmt(&self.p).adapter().ok()?;
+        // A fence of the process: the simulated runtime cannot tell its devices' apart.
+        crate::ums::fence_of(&sh, self.p.device, h).map(|f| (self.p.device, f))
+    }
 }

@@ -1,5 +1,6 @@
 //! The paging-queue thunks' kernel entries, as 24H2 answers them: `D3DKMTCreatePagingQueue`
-//! (`K:DxgkCreatePagingQueueInternal` @0x1403967CC) and `D3DKMTMakeResident`
+//! (`K:DxgkCreatePagingQueueInternal` @0x1403967CC), `D3DKMTDestroyPagingQueue`
+//! (`K:DxgkDestroyPagingQueueInternal` @0x1403B201C) and `D3DKMTMakeResident`
 //! (`K:DxgkMakeResidentInternal` @0x1402A7570): the caller's structure as written, the checks
 //! in 24H2's order with their statuses, then the simulated VidMm ([`crate::vidmm::va`],
 //! [`crate::vidmm::residency`]), and back exactly the fields 24H2 writes.
@@ -82,6 +83,23 @@ const PHYSICAL_ADAPTERS: u32 = 1;
 
 fn bad() -> NtStatus {
     NtStatus(STATUS_INVALID_PARAMETER)
+}
+
+/// `DxgkDestroyPagingQueueInternal` for `hPagingQueue` `h` (the structure's one member):
+/// 1. `h` not a paging queue in the caller's handle table, or one already destroyed
+///    (`queue`: its device): STATUS_INVALID_PARAMETER; no check of the device's state;
+/// 2. the handle marked destroyed and the caller's reference dropped: here the queue goes at
+///    once, its queued work done first and its fence with it (the simulated VidMm).
+///
+/// Nothing is written back.
+pub fn dxgk_destroy_paging_queue_internal(
+    m: &Machine,
+    h: u32,
+    queue: impl FnOnce(u32) -> Option<UmsProcess>,
+) -> Result<(), NtStatus> {
+    let p = queue(h).ok_or_else(bad)?;
+    let sh = m.kmt(&p).thunk()?;
+    crate::vidmm::va::paging_queue::paging_queue_destroy(m, &sh, p.device, h).map_err(super::status)
 }
 
 /// `DxgkCreatePagingQueueInternal` for the caller's structure `a`, in 24H2's order:

@@ -9,7 +9,7 @@ use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
 use crate::state::vidmm::residency::QueuedWork;
-use crate::sync::fence::{MonitoredFence, WaitOutcome};
+use crate::sync::fence::MonitoredFence;
 
 /// The machine's services VidMm's paging, paging queues and GPU VA updates use.
 pub(crate) trait Host {
@@ -87,12 +87,4 @@ pub(crate) trait Host {
 
     /// Signals `f` to `value` from the CPU.
     fn signal_fence_from_cpu(&self, f: &MonitoredFence, value: u64) -> Result<(), SimError>;
-
-    /// Waits on the CPU until `f` reaches `value` or `timeout` passes.
-    fn wait_fence(
-        &self,
-        f: &MonitoredFence,
-        value: u64,
-        timeout: Duration,
-    ) -> Result<WaitOutcome, SimError>;
 }

@@ -113,10 +113,10 @@ pub(super) const DESTROY_PAGING_QUEUE: Thunk = Thunk {
     )],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "no kernel entry of its own; 24H2 marks the handle destroyed and drops a \
-           reference (the queue goes with the last one), the simulation tears the queue \
-           down inside the call",
+    entry: Some("paging_queue::dxgk_destroy_paging_queue_internal"),
+    gaps: "24H2 marks the handle destroyed and drops a reference (the queue goes with the \
+           last one, its queued paging running on); the simulation does the queue's queued \
+           work inside the call, then tears the queue and its fence down",
 };
 
 pub(super) const EVICT: Thunk = Thunk {
@@ -355,7 +355,10 @@ pub(super) const UNLOCK2: Thunk = Thunk {
 
 pub(super) const UPDATE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
     name: "D3DKMTUpdateGpuVirtualAddress",
-    source: Some(&[src("DxgkUpdateGpuVirtualAddress", 0x1402F7A50)]),
+    source: Some(&[
+        src("DxgkUpdateGpuVirtualAddress", 0x1402F7A50),
+        src("VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress", 0x1400E34AC),
+    ]),
     checks: &[
         check("the structure not readable", ACCESS_VIOLATION),
         check("NumOperations 0", INVALID_PARAMETER),
@@ -402,17 +405,44 @@ pub(super) const UPDATE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
             "hFenceObject of another device than hDevice",
             INVALID_PARAMETER,
         ),
+        check(
+            "an operation's range wrapping, empty, not 4 KiB aligned or past the top of the \
+             space",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a MAP's AllocationOffsetInBytes or AllocationSizeInBytes not 4 KiB aligned, \
+             above SizeInBytes or not dividing it",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a MAP's allocation range past the allocation's end",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a COPY whose source overlaps its destination",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "the targets or the COPY sources not in one range the process reserved",
+            INVALID_PARAMETER,
+        ),
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "VidMm's own checks of the ranges (VidMmUpdateGpuVirtualAddress) were not read in \
-           24H2, so the simulated VidMm's range rules (from 22631) are not compared; 24H2 queues \
-           the update and returns (a thread that must wait for room is ended with \
-           STATUS_DEVICE_REMOVED when it terminates), while the simulation waits in the thunk \
-           for hFenceObject to reach FenceValue and applies the operations before it returns \
-           (STATUS_IO_TIMEOUT past its wait limit, nothing applied); the simulation checks \
-           NumOperations, hContext's device and hFenceObject before any operation, where \
-           24H2 checks every MAP's hAllocation before hFenceObject, and makes no check of its \
-           own of an hAllocation of another adapter or of the device's activity",
+    entry: Some("gpu_va::dxgk_update_gpu_virtual_address"),
+    gaps: "the update is queued and returns as in 24H2 \
+           (M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress @0x1400E34AC), but VidMm's worker \
+           runs it only when a CPU or GPU queue waits for a monitored fence or a CPU signals \
+           one (a fence the GPU moves past FenceValue while a waiter already waits leaves the \
+           update queued until the next wait or signal), and not behind hContext's earlier \
+           submissions; the companion context's semaphore (a call while one is in flight \
+           fails at once) is not modelled; hFenceObject must be a monitored fence (a native \
+           fence is STATUS_INVALID_PARAMETER here) and the simulated runtime's fences count \
+           as hDevice's; VidMm's IsRangeValid is taken as the range not wrapping, not empty, \
+           page aligned and below the top of the space; MAP_PROTECT's Protection follows \
+           Map's rules and DriverProtection must be 0, and an UNMAP without NoAccess (a zero \
+           range) is refused, where 24H2 hands them on unchecked; the adapter and context \
+           checks 24H2 makes on VidSch and VidMm objects have no case (every adapter and \
+           context here has them)",
 };

@@ -358,13 +358,18 @@ impl Machine {
     }
 
     /// `SignalSynchronizationObjectFromCpu` (MF-01): the OS writes the value (the process never
-    /// writes it) and releases satisfied waits. Values never go backwards.
+    /// writes it) and releases satisfied waits. Values never go backwards. VidMm's worker then
+    /// runs the GPU VA updates the value lets run (`vidmm::va::update`).
     pub fn signal_monitored_fence_from_cpu(
         &self,
         f: &MonitoredFence,
         value: u64,
     ) -> Result<(), SimError> {
-        monitored::signal_from_cpu(&self.state, f, value)
+        monitored::signal_from_cpu(&self.state, f, value)?;
+        match self.adapter_shared(f.adapter()) {
+            Ok(a) => crate::vidmm::va::update::gpu_va_updates_run(self, a),
+            Err(_) => Ok(()),
+        }
     }
 
     /// `SignalSynchronizationObjectFromGpu` (MF-03): a software packet; when it reaches the
@@ -392,12 +397,14 @@ impl Machine {
     }
 
     /// VidMm's paging worker moves a paging fence's queue for any waiter
-    /// (`vidmm::va::paging_queue::paging_fence_waited`).
+    /// (`vidmm::va::paging_queue::paging_fence_waited`), and runs the GPU VA updates whose
+    /// fences are reached (`vidmm::va::update`).
     fn paging_fence_waited(&self, f: &MonitoredFence, value: u64) -> Result<(), SimError> {
-        match self.adapter_shared(f.adapter()) {
-            Ok(a) => crate::vidmm::va::paging_queue::paging_fence_waited(self, a, f, value),
-            Err(_) => Ok(()),
-        }
+        let Ok(a) = self.adapter_shared(f.adapter()) else {
+            return Ok(());
+        };
+        crate::vidmm::va::paging_queue::paging_fence_waited(self, a, f, value)?;
+        crate::vidmm::va::update::gpu_va_updates_run(self, a)
     }
 
     /// Opens a shareable TYPE_DEFAULT native fence for `process` on an adapter without native

@@ -8,7 +8,6 @@ use rvgpu_ddi::tdr::{DXGKARG_BUILDPAGINGBUFFER_0, DXGK_BUILDPAGINGBUFFER_OPERATI
 use rvgpu_device::device::mmu::Fault;
 use rvgpu_device::SysAlloc;
 use rvgpu_hw::mmu::Access;
-use rvgpu_umd::kmt::{UpdateGpuVa, UpdateGpuVaOp};
 
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
@@ -17,7 +16,7 @@ use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
 use crate::ob::KmtHandle;
 use crate::state::vidmm::residency::QueuedWork;
-use crate::sync::fence::{MonitoredFence, WaitOutcome};
+use crate::sync::fence::MonitoredFence;
 use crate::ums::allocation;
 use crate::ums::UmsProcess;
 use crate::vidmm::aperture::ApertureRange;
@@ -341,21 +340,6 @@ impl Machine {
         va::paging_queue::paging_queue_create(self, a, device, priority, physical_adapter_index)
     }
 
-    /// [`va::gpu_va_update`].
-    pub(crate) fn gpu_va_update(
-        &self,
-        a: &AdapterShared,
-        device: KmtHandle,
-        u: UpdateGpuVa,
-        ops: &[UpdateGpuVaOp],
-    ) -> Result<(), SimError> {
-        let handles = va::UpdateHandles {
-            context_device: crate::ums::context_device(a, u.context),
-            fence: crate::ums::fence_of(a, device, u.fence),
-        };
-        va::gpu_va_update(self, a, device, u, ops, handles)
-    }
-
     /// [`va::gpu_va_teardown`].
     pub(crate) fn gpu_va_teardown(
         &self,
@@ -453,14 +437,5 @@ impl Host for Machine {
 
     fn signal_fence_from_cpu(&self, f: &MonitoredFence, value: u64) -> Result<(), SimError> {
         self.signal_monitored_fence_from_cpu(f, value)
-    }
-
-    fn wait_fence(
-        &self,
-        f: &MonitoredFence,
-        value: u64,
-        timeout: Duration,
-    ) -> Result<WaitOutcome, SimError> {
-        self.wait_monitored_fence(f, value, timeout)
     }
 }

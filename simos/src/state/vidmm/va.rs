@@ -8,6 +8,7 @@ use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
 use crate::state::sync::fence::MonitoredFence;
 use crate::state::vidmm::gpuva::MapAttrs;
+use rvgpu_umd::kmt::GpuVaProtection;
 
 /// Part of a range that maps pages of one allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +47,11 @@ pub struct State {
     /// here because `SimKmt` holds no state. VidMm never reads it.
     pub(crate) runtime: HashMap<KmtHandle, KmtHandle>,
     pub(crate) vads: HashMap<ProcessId, BTreeMap<u64, Vad>>,
+    /// `D3DKMTUpdateGpuVirtualAddress` calls queued and not yet applied, in call order.
+    pub(crate) updates: Vec<QueuedUpdate>,
+    /// VidMm's worker is applying updates now (`crate::vidmm::va::update`): another caller
+    /// leaves the work to it.
+    pub(crate) updates_running: bool,
 }
 
 impl State {
@@ -97,4 +103,41 @@ pub(crate) struct PagingQueue {
 pub(crate) struct Queued {
     pub(crate) value: u64,
     pub(crate) map: Option<(ProcessId, u64, u64)>,
+}
+
+/// One checked operation of a queued `D3DKMTUpdateGpuVirtualAddress`, in pages VidMm uses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum UpdateStep {
+    /// `pages` pages at `va` map the pages of `allocation` (of `device`) from `offset` (a
+    /// repetition of a MAP whose allocation range is smaller than its VA range is one step
+    /// each).
+    Map {
+        va: u64,
+        pages: u64,
+        device: KmtHandle,
+        allocation: KmtHandle,
+        offset: u64,
+        protection: GpuVaProtection,
+    },
+    /// `pages` pages at `va` map nothing.
+    Unmap { va: u64, pages: u64 },
+    /// The mappings of `pages` pages at `src` are made again at `dst`.
+    Copy { src: u64, pages: u64, dst: u64 },
+}
+
+/// A `D3DKMTUpdateGpuVirtualAddress` VidMm accepted and has not applied yet: it runs once
+/// `fence` reaches `wait` (`None`: `DoNotWait`), after the earlier updates of `context`,
+/// and then signals `fence` to `signal`.
+#[derive(Debug)]
+pub(crate) struct QueuedUpdate {
+    pub(crate) context: KmtHandle,
+    pub(crate) device: KmtHandle,
+    pub(crate) pid: ProcessId,
+    pub(crate) fence: MonitoredFence,
+    pub(crate) wait: Option<u64>,
+    pub(crate) signal: u64,
+    pub(crate) steps: Vec<UpdateStep>,
+    /// The reserved range the targets lie in, and the one the COPY sources lie in.
+    pub(crate) start: u64,
+    pub(crate) src_start: Option<u64>,
 }

@@ -43,12 +43,12 @@ use crate::vidmm::leaf::LeafTag;
 // The requests as the UMD's `Kmt` trait states them (`D3DDDI_RESERVEGPUVIRTUALADDRESS`,
 // `D3DDDI_MAPGPUVIRTUALADDRESS`), one definition for both sides of the thunk.
 use rvgpu_umd::kmt::{
-    GpuVaProtection, MapGpuVa, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp, RESERVE_NO_ACCESS,
-    RESERVE_ZERO, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP, UPDATE_GPU_VA_MAP_PROTECT,
-    UPDATE_GPU_VA_UNMAP,
+    GpuVaProtection, MapGpuVa, ReserveGpuVa, UpdateGpuVaOp, RESERVE_NO_ACCESS, RESERVE_ZERO,
+    UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP, UPDATE_GPU_VA_MAP_PROTECT, UPDATE_GPU_VA_UNMAP,
 };
 
 pub(crate) mod paging_queue;
+pub(crate) mod update;
 
 pub use crate::state::vidmm::va::State;
 use crate::state::vidmm::va::{PagingQueue, UserMap, Vad};
@@ -79,24 +79,6 @@ fn bad() -> SimError {
 /// MapVirtualAddressRange fail with STATUS_UNSUCCESSFUL).
 fn unsuccessful() -> SimError {
     SimError::DdiFailed(STATUS_UNSUCCESSFUL)
-}
-
-/// One checked operation of `D3DKMTUpdateGpuVirtualAddress`, in pages and bytes VidMm uses.
-#[derive(Clone, Copy, Debug)]
-enum Step {
-    /// `pages` pages at `va` map the allocation's pages from `offset` (a repetition of a MAP
-    /// whose allocation range is smaller than its VA range is one step each).
-    Map {
-        va: u64,
-        pages: u64,
-        allocation: KmtHandle,
-        offset: u64,
-        protection: GpuVaProtection,
-    },
-    /// `pages` pages at `va` map nothing.
-    Unmap { va: u64, pages: u64 },
-    /// The mappings of `pages` pages at `src` are made again at `dst`.
-    Copy { src: u64, pages: u64, dst: u64 },
 }
 
 fn tag(m: &UserMap, va: u64) -> LeafTag {
@@ -495,268 +477,6 @@ fn va_unmap_pages(
     crate::vidmm::mmu::vidmm_unmap_keep(host, a, pid, va, pages, t)
 }
 
-/// The objects behind a `D3DKMTUpdateGpuVirtualAddress`'s handles, looked up in the calling
-/// process's tables: the device `hContext` belongs to and the fence `hFenceObject` names
-/// (`None` for a handle that is not the process's).
-pub(crate) struct UpdateHandles {
-    pub(crate) context_device: Option<KmtHandle>,
-    pub(crate) fence: Option<MonitoredFence>,
-}
-
-/// `D3DKMTUpdateGpuVirtualAddress` of `device`'s process. The rules, from 22631 dxgkrnl
-/// DxgkUpdateGpuVirtualAddress and dxgmms2 VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress,
-/// INVALID_PARAMETER unless said:
-/// - no operations; `hContext` not a context of the caller's device; `hFenceObject` not a
-///   monitored fence of that device;
-/// - an operation type past `MAP_PROTECT`; a MAP / MAP_PROTECT whose `hAllocation` is 0
-///   or not a live allocation of the device;
-/// - every range: empty, wrapping, not 4 KiB aligned at both ends, or past the top of the
-///   space;
-/// - MAP / MAP_PROTECT: `AllocationOffsetInBytes` / `AllocationSizeInBytes` not 4 KiB
-///   aligned; `AllocationSizeInBytes` 0 means `SizeInBytes`, larger than `SizeInBytes` or
-///   not dividing it is refused (the allocation range repeats over the VA range); offset +
-///   size past the allocation. MAP maps read-write (the D3DDDI_UPDATEGPUVIRTUALADDRESS_MAP
-///   page), MAP_PROTECT with its `Protection`, which follows Map's rules here
-///   (`SystemUseOnly`, reserved bits and `Zero` refused, `NoAccess` maps nothing;
-///   UNVERIFIED: VidMm passes it on unchecked) and a `DriverProtection` that must be 0
-///   (this driver defines none; UNVERIFIED);
-/// - UNMAP without `NoAccess` asks for the zero state (VidMm's range type 6), which a
-///   driver without zero PTEs cannot give (status UNVERIFIED, as for Map's `Zero`);
-/// - COPY: a destination that overlaps its source (22631 refuses it, though the
-///   D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_TYPE page says they may intersect);
-/// - the targets of all operations (MAP, UNMAP ranges and COPY destinations) must lie in
-///   one range the process made with Reserve, and all COPY sources in one such range
-///   (`CVirtualAddressAllocator::ReferenceReservedZeroVad`: a VAD of the reserved type;
-///   ranges Map made for itself do not qualify).
-///
-/// Windows queues the update on the context and returns at once; it runs once
-/// `hFenceObject` reaches `FenceValue` (unless `DoNotWait`) and then signals the fence to
-/// `FenceValue + 1` (D3DKMT_UPDATEGPUVIRTUALADDRESS). Paging here completes inside a thunk,
-/// so the thunk waits for the fence itself (the OS wait timeout; past it
-/// `STATUS_IO_TIMEOUT` and nothing applied), applies the operations in order through the
-/// driver, as Map does, and signals `FenceValue + 1` before it returns.
-///
-/// `handles` are the objects the caller's handle tables resolve `hContext` and
-/// `hFenceObject` to, as Dxgkrnl references them before VidMm runs the update.
-pub(crate) fn gpu_va_update(
-    host: &dyn Host,
-    a: &AdapterShared,
-    device: KmtHandle,
-    u: UpdateGpuVa,
-    ops: &[UpdateGpuVaOp],
-    handles: UpdateHandles,
-) -> Result<(), SimError> {
-    let pid = device_pid(a, device)?;
-    if ops.is_empty() {
-        return Err(bad());
-    }
-    if handles.context_device != Some(device) {
-        return Err(bad());
-    }
-    let fence = handles.fence.ok_or_else(bad)?;
-    let limit = va_limit(a, pid).ok_or_else(bad)?;
-    let range = |base: u64, size: u64| -> Result<(u64, u64), SimError> {
-        let end = base.checked_add(size).ok_or_else(bad)?;
-        if end <= base || !base.is_multiple_of(PAGE) || !end.is_multiple_of(PAGE) || end > limit {
-            return Err(bad());
-        }
-        Ok((base, end))
-    };
-    let mut steps = Vec::new();
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    let (mut src_lo, mut src_hi) = (u64::MAX, 0u64);
-    for op in ops {
-        let (base, end) = match op.operation_type {
-            UPDATE_GPU_VA_MAP | UPDATE_GPU_VA_MAP_PROTECT => {
-                let (base, end) = range(op.base, op.size)?;
-                let protection = if op.operation_type == UPDATE_GPU_VA_MAP {
-                    GpuVaProtection::WRITE
-                } else {
-                    let prot = op.protection.0;
-                    if prot & (PROTECTION_SYSTEM_USE_ONLY | PROTECTION_ZERO) != 0
-                        || prot >= 1 << 5
-                        || op.driver_protection != 0
-                    {
-                        return Err(bad());
-                    }
-                    op.protection
-                };
-                let bytes = {
-                    let os = lock(&a.ums);
-                    os.open_allocation(device, op.allocation)
-                        .filter(|_| op.allocation != 0)
-                        .map(|al| al.alloc.len)
-                        .ok_or_else(bad)?
-                };
-                let asz = if op.allocation_size == 0 {
-                    op.size
-                } else {
-                    op.allocation_size
-                };
-                if !asz.is_multiple_of(PAGE)
-                    || !op.allocation_offset.is_multiple_of(PAGE)
-                    || asz > op.size
-                    || !op.size.is_multiple_of(asz)
-                    || op
-                        .allocation_offset
-                        .checked_add(asz)
-                        .is_none_or(|e| e > bytes)
-                {
-                    return Err(bad());
-                }
-                let no_access = protection.0 & PROTECTION_NO_ACCESS != 0;
-                let mut va = base;
-                while va < end {
-                    steps.push(if no_access {
-                        Step::Unmap {
-                            va,
-                            pages: asz / PAGE,
-                        }
-                    } else {
-                        Step::Map {
-                            va,
-                            pages: asz / PAGE,
-                            allocation: op.allocation,
-                            offset: op.allocation_offset / PAGE,
-                            protection,
-                        }
-                    });
-                    va += asz;
-                }
-                (base, end)
-            }
-            UPDATE_GPU_VA_UNMAP => {
-                let (base, end) = range(op.base, op.size)?;
-                if op.protection.0 & PROTECTION_NO_ACCESS == 0 {
-                    return Err(bad());
-                }
-                steps.push(Step::Unmap {
-                    va: base,
-                    pages: (end - base) / PAGE,
-                });
-                (base, end)
-            }
-            UPDATE_GPU_VA_COPY => {
-                let (dst, dst_end) = range(op.dest, op.size)?;
-                let (src, src_end) = range(op.base, op.size)?;
-                if src < dst_end && dst < src_end {
-                    return Err(bad());
-                }
-                src_lo = src_lo.min(src);
-                src_hi = src_hi.max(src_end);
-                steps.push(Step::Copy {
-                    src,
-                    pages: (src_end - src) / PAGE,
-                    dst,
-                });
-                (dst, dst_end)
-            }
-            _ => return Err(bad()),
-        };
-        lo = lo.min(base);
-        hi = hi.max(end);
-    }
-    let reserved = |lo: u64, hi: u64| -> Result<u64, SimError> {
-        let st = lock(&a.mm.gpuva);
-        let start = st.vad_holding(pid, lo, hi - lo).ok_or_else(bad)?;
-        match st.vads.get(&pid).and_then(|v| v.get(&start)) {
-            Some(v) if !v.by_map => Ok(start),
-            _ => Err(bad()),
-        }
-    };
-    let start = reserved(lo, hi)?;
-    let src_start = if src_lo < src_hi {
-        Some(reserved(src_lo, src_hi)?)
-    } else {
-        None
-    };
-    if !u.do_not_wait {
-        match host.wait_fence(&fence, u.fence_value, a.os.wait_timeout)? {
-            crate::sync::fence::WaitOutcome::Satisfied => {}
-            crate::sync::fence::WaitOutcome::TimedOut => {
-                return Err(SimError::DdiFailed(crate::base::error::STATUS_IO_TIMEOUT))
-            }
-            crate::sync::fence::WaitOutcome::Abandoned => {
-                return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED))
-            }
-        }
-    }
-    {
-        // Held for the whole update: where allocations are cannot change meanwhile.
-        let res = lock(&a.mm.residency);
-        for step in steps {
-            match step {
-                Step::Map {
-                    va,
-                    pages,
-                    allocation,
-                    offset,
-                    protection,
-                } => {
-                    let target = va_target(a, &res, device, allocation)?;
-                    let r = MapGpuVa {
-                        allocation,
-                        offset_in_pages: offset,
-                        protection,
-                        ..MapGpuVa::default()
-                    };
-                    va_map_into(host, a, pid, start, va, pages, r, Some(target), false)?;
-                }
-                Step::Unmap { va, pages } => va_clear(host, a, pid, start, va, pages)?,
-                Step::Copy { src, pages, dst } => {
-                    let Some(src_start) = src_start else {
-                        return Err(bad());
-                    };
-                    // What the source maps now, each piece at its place in `dst`.
-                    let end = src + pages * PAGE;
-                    let pieces: Vec<(u64, UserMap)> = {
-                        let st = lock(&a.mm.gpuva);
-                        st.vads
-                            .get(&pid)
-                            .and_then(|v| v.get(&src_start))
-                            .map(|vad| {
-                                vad.maps
-                                    .range(..end)
-                                    .filter(|(m_va, m)| **m_va + m.pages * PAGE > src)
-                                    .map(|(m_va, m)| {
-                                        let (c_lo, c_hi) =
-                                            ((*m_va).max(src), (*m_va + m.pages * PAGE).min(end));
-                                        let piece = UserMap {
-                                            pages: (c_hi - c_lo) / PAGE,
-                                            offset: m.offset + (c_lo - m_va) / PAGE,
-                                            ..*m
-                                        };
-                                        (dst + (c_lo - src), piece)
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default()
-                    };
-                    va_clear(host, a, pid, start, dst, pages)?;
-                    for (va, m) in pieces {
-                        let target = va_target(a, &res, device, m.allocation)?;
-                        let mut prot = GpuVaProtection::READ;
-                        if !m.attrs.read_only {
-                            prot = prot | GpuVaProtection::WRITE;
-                        }
-                        if !m.attrs.no_execute {
-                            prot = prot | GpuVaProtection::EXECUTE;
-                        }
-                        let r = MapGpuVa {
-                            allocation: m.allocation,
-                            offset_in_pages: m.offset,
-                            protection: prot,
-                            ..MapGpuVa::default()
-                        };
-                        va_map_into(host, a, pid, start, va, m.pages, r, Some(target), false)?;
-                    }
-                }
-            }
-        }
-    }
-    host.signal_fence_from_cpu(&fence, u.fence_value.saturating_add(1))
-}
-
 /// What [`va_map_into`] needs of a live allocation of `device`: its size, the
 /// driver's handle and where it is.
 fn va_target(
@@ -909,6 +629,8 @@ pub(crate) fn gpu_va_teardown(
     device: KmtHandle,
     space: Option<ProcessId>,
 ) -> Result<(), SimError> {
+    // Updates the device queued and VidMm has not run go with it.
+    lock(&a.mm.gpuva).updates.retain(|u| u.device != device);
     let queues: Vec<KmtHandle> = lock(&a.mm.gpuva)
         .queues
         .iter()

@@ -71,7 +71,10 @@ use sync::{
     wait_from_cpu,
 };
 pub(super) use sync::{wait_group, WaitGroup};
-use va::{free_gpu_virtual_address, map_gpu_virtual_address, reserve_gpu_virtual_address};
+use va::{
+    free_gpu_virtual_address, map_gpu_virtual_address, reserve_gpu_virtual_address,
+    update_gpu_virtual_address,
+};
 type Status = Result<(), u32>;
 
 fn status_of(r: Status) -> StubResult {
@@ -114,6 +117,7 @@ pub(super) fn import(name: &str) -> Option<Handler> {
         "D3DKMTReserveGpuVirtualAddress" => thunk!(reserve_gpu_virtual_address),
         "D3DKMTMapGpuVirtualAddress" => thunk!(map_gpu_virtual_address),
         "D3DKMTFreeGpuVirtualAddress" => thunk!(free_gpu_virtual_address),
+        "D3DKMTUpdateGpuVirtualAddress" => thunk!(update_gpu_virtual_address),
         "D3DKMTDestroySynchronizationObject" => thunk!(destroy_synchronization_object),
         "D3DKMTSignalSynchronizationObjectFromCpu" => thunk!(signal_from_cpu),
         "D3DKMTWaitForSynchronizationObjectFromCpu" => thunk!(wait_from_cpu),
@@ -126,7 +130,7 @@ pub(super) fn import(name: &str) -> Option<Handler> {
 }
 
 /// The thunks the DLL looks up at run time (`GetProcAddress(gdi32, …)`: the WDDM 3.2 ones,
-/// umd/src/kmt_windows/gdi32.rs `Wddm32Thunk`).
+/// umd/src/kmt_windows/gdi32.rs `Wddm32Thunk`), and gdi32's exports the DLL links no call to.
 pub(super) const RUNTIME: &[(&str, Handler)] = &[
     ("D3DKMTCreateDoorbell", thunk!(create_doorbell)),
     ("D3DKMTConnectDoorbell", thunk!(connect_doorbell)),
@@ -144,6 +148,11 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
     (
         "D3DKMTSubmitWaitForSyncObjectsToHwQueue",
         thunk!(submit_wait_to_hw_queue),
+    ),
+    // gdi32 exports it; today's DLL links no call to it, so a caller finds it this way.
+    (
+        "D3DKMTUpdateGpuVirtualAddress",
+        thunk!(update_gpu_virtual_address),
     ),
 ];
 
@@ -409,12 +418,21 @@ fn create_paging_queue(p: &UserProcess, at: u64) -> Status {
     guest::write(at, &a).map_err(bad)
 }
 
-/// `D3DKMTDestroyPagingQueue` (its fence goes with it).
+/// `D3DKMTDestroyPagingQueue`: the handle to the thunk's kernel entry
+/// ([`crate::kmt::paging_queue::dxgk_destroy_paging_queue_internal`]); its fence goes with it.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroypagingqueue>
 fn destroy_paging_queue(p: &UserProcess, at: u64) -> Status {
     let a: OneHandle = args(at)?;
-    let d = p.owner(a.handle)?;
-    p.kmt(d).destroy_paging_queue(a.handle).map_err(nt)?;
+    let queue = |h: u32| {
+        let hs = lock(&p.handles);
+        hs.paging.get(&h)?;
+        hs.owner
+            .get(&h)
+            .and_then(|d| hs.devices.get(d))
+            .map(|d| d.sim)
+    };
+    crate::kmt::paging_queue::dxgk_destroy_paging_queue_internal(&p.machine, a.handle, queue)
+        .map_err(nt)?;
     let q = lock(&p.handles).paging.remove(&a.handle);
     p.forget(a.handle);
     if let Some(q) = q {

@@ -1,5 +1,6 @@
 //! The GPU virtual-address thunks: `D3DKMTReserveGpuVirtualAddress`,
-//! `D3DKMTMapGpuVirtualAddress`, `D3DKMTFreeGpuVirtualAddress`. Each copies the caller's
+//! `D3DKMTMapGpuVirtualAddress`, `D3DKMTFreeGpuVirtualAddress`,
+//! `D3DKMTUpdateGpuVirtualAddress`. Each copies the caller's
 //! structure to the thunk's kernel entry ([`crate::kmt::gpu_va`], 24H2's checks in 24H2's
 //! order), resolving the handles in this process's table, and writes back what the entry
 //! gives.
@@ -7,8 +8,9 @@
 use super::*;
 use crate::kmt::gpu_va::{
     dxgk_free_gpu_virtual_address, dxgk_map_gpu_virtual_address, dxgk_reserve_gpu_virtual_address,
-    D3dddiMapGpuVirtualAddress, D3dddiReserveGpuVirtualAddress, D3dkmtFreeGpuVirtualAddress,
-    VaHandle,
+    dxgk_update_gpu_virtual_address, D3dddiMapGpuVirtualAddress, D3dddiReserveGpuVirtualAddress,
+    D3dddiUpdateGpuVirtualAddressOperation, D3dkmtFreeGpuVirtualAddress,
+    D3dkmtUpdateGpuVirtualAddress, VaHandle,
 };
 
 /// A live device of this process on the adapter it opened as `h_adapter`: the VA thunks name
@@ -87,4 +89,45 @@ pub(super) fn free_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
     let a: D3dkmtFreeGpuVirtualAddress = args(at)?;
     let adapter = |h: u32| va_device(p, h).map(|d| d.sim);
     dxgk_free_gpu_virtual_address(&p.machine, &a, adapter).map_err(nt)
+}
+
+/// The DLL's process as `D3DKMTUpdateGpuVirtualAddress`'s kernel entry sees it: its devices,
+/// contexts, allocations and monitored fences, and its memory.
+impl crate::kmt::gpu_va::UpdateCaller for UserProcess {
+    fn device(&self, h: u32) -> Option<crate::ums::UmsProcess> {
+        UserProcess::device(self, h).ok().map(|d| d.sim)
+    }
+    fn context_device(&self, h: u32) -> Option<u32> {
+        let d = self.owner(h).ok()?;
+        let a = self.machine.adapter_shared(d.sim.adapter).ok()?;
+        crate::ums::context_device(a, h).filter(|c| *c == d.sim.device)
+    }
+    fn operations(
+        &self,
+        at: u64,
+        n: u32,
+    ) -> Result<Vec<D3dddiUpdateGpuVirtualAddressOperation>, rvgpu_umd::kmt::NtStatus> {
+        guest::read_array(at, n as usize).map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))
+    }
+    fn allocation_device(&self, h: u32) -> Option<u32> {
+        let d = self.owner(h).ok()?;
+        crate::kmt::gpu_va::allocation_device(&self.machine, &d.sim, h)
+    }
+    fn fence(&self, h: u32) -> Option<(u32, crate::sync::fence::MonitoredFence)> {
+        let d = self.owner(h).ok()?;
+        match crate::kmt::sync_from_cpu::sync_object_of(&self.machine, &d.sim, h)? {
+            crate::kmt::sync_from_cpu::SyncObject::Monitored(f) => Some((d.sim.device, f)),
+            crate::kmt::sync_from_cpu::SyncObject::Native(_) => None,
+        }
+    }
+}
+
+/// `D3DKMTUpdateGpuVirtualAddress`: the structure as the DLL wrote it to the thunk's kernel
+/// entry ([`crate::kmt::gpu_va::dxgk_update_gpu_virtual_address`], 24H2's checks); it returns
+/// once VidMm queued the update, which is applied when `hFenceObject` reaches `FenceValue`
+/// and then signals `FenceValue + 1`. Nothing is written back.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtupdategpuvirtualaddress>
+pub(super) fn update_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
+    let a: D3dkmtUpdateGpuVirtualAddress = args(at)?;
+    dxgk_update_gpu_virtual_address(&p.machine, &a, p).map_err(nt)
 }
