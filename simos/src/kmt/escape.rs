@@ -1,0 +1,192 @@
+//! `D3DKMTEscape`'s kernel entry, as 24H2 `K:DxgkEscape` @0x140419AB0 answers it: the caller's
+//! `D3DKMT_ESCAPE` as written, `DxgkEscape`'s own checks in their order with their statuses
+//! (the private data captured first, then the flags, the handles, the adapter's and device's
+//! state), then the one escape the simulation models, the driver-known
+//! `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER` (`K:DxgkpDriverKnownEscape` @0x1403C1B14,
+//! [`crate::dxgkrnl::kmtest`]); the kernel copy of the private data goes back on success.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{
+    STATUS_ACCESS_DENIED, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
+    STATUS_NO_MEMORY, STATUS_UNSUCCESSFUL,
+};
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use super::adapter::AdapterTable;
+use super::context_virtual::CallerMemory;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::machine::Machine;
+use crate::ums::UmsProcess;
+
+/// `D3DKMT_ESCAPE` in the released x64 layout (32 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtEscape {
+    /// `hAdapter` (in).
+    pub h_adapter: u32,
+    /// `hDevice` (in, optional).
+    pub h_device: u32,
+    /// `Type` (`D3DKMT_ESCAPETYPE`, in).
+    pub escape_type: u32,
+    /// `Flags` (`D3DDDI_ESCAPEFLAGS`, in).
+    pub flags: u32,
+    /// `pPrivateDriverData` (in/out), an address in the caller's process.
+    pub p_private_driver_data: u64,
+    /// `PrivateDriverDataSize` (in).
+    pub private_driver_data_size: u32,
+    /// `hContext` (in, optional).
+    pub h_context: u32,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<D3dkmtEscape>() == 32);
+    assert!(offset_of!(D3dkmtEscape, p_private_driver_data) == 16);
+    assert!(offset_of!(D3dkmtEscape, h_context) == 28);
+};
+
+/// `D3DKMT_ESCAPE_DRIVERPRIVATE`.
+pub const ESCAPE_DRIVERPRIVATE: u32 = 0;
+/// `D3DKMT_ESCAPE_VIDMM`.
+pub const ESCAPE_VIDMM: u32 = 1;
+/// `D3DKMT_ESCAPE_VIDSCH`.
+pub const ESCAPE_VIDSCH: u32 = 3;
+/// `D3DDDI_ESCAPEFLAGS::HardwareAccess`.
+pub const HARDWARE_ACCESS: u32 = 1 << 0;
+/// `D3DDDI_ESCAPEFLAGS::Reserved`.
+pub const RESERVED: u32 = 1 << 4;
+/// `D3DDDI_ESCAPEFLAGS::VirtualMachineData`.
+pub const VIRTUAL_MACHINE_DATA: u32 = 1 << 5;
+/// `D3DDDI_ESCAPEFLAGS::DriverKnownEscape`.
+pub const DRIVER_KNOWN_ESCAPE: u32 = 1 << 6;
+/// `D3DDDI_ESCAPEFLAGS::Reserved2` (bits 8..31).
+pub const RESERVED2: u32 = 0xFFFF_FF00;
+/// The smallest `D3DKMT_ESCAPE_VIDMM` private data `DxgkEscape` accepts.
+const VIDMM_MIN: u32 = 0x840;
+/// The largest private data the simulation copies (24H2 copies any size it has pool for;
+/// above this the copy is the pool failure, STATUS_NO_MEMORY).
+pub const MAX_PRIVATE_DATA: u32 = 64 * 1024;
+
+/// The caller's handles an escape names.
+pub trait EscapeCaller: AdapterTable {
+    /// The device `h` names in the caller's table.
+    fn device(&self, h: KmtHandle) -> Option<UmsProcess>;
+}
+
+fn st(s: i32) -> NtStatus {
+    NtStatus(s)
+}
+
+/// Whether `h` is a context (`DXGCONTEXT`) of device `d`.
+fn context_of(m: &Machine, d: &UmsProcess, h: KmtHandle) -> bool {
+    m.adapter_shared(d.adapter).is_ok_and(|a| {
+        lock(&a.ums)
+            .contexts
+            .get(&h)
+            .is_some_and(|c| c.device == d.device)
+    })
+}
+
+/// Whether device `d` is in error (not active: a timeout's recovery or the process's exit put
+/// it so).
+fn device_in_error(m: &Machine, d: &UmsProcess) -> bool {
+    m.adapter_shared(d.adapter).is_ok_and(|a| {
+        lock(&a.ums)
+            .devices
+            .get(&d.device)
+            .is_none_or(|x| x.in_error)
+    })
+}
+
+/// `DxgkEscape` for the caller's structure `a`, in 24H2's order, STATUS_INVALID_PARAMETER
+/// unless said:
+/// 1. `Type` VIDMM, VIDSCH, 28 or 29 without test signing: STATUS_ACCESS_DENIED; VIDMM with less than
+///    0x840 bytes of private data;
+/// 2. the private data captured from `mem` (more than the simulation copies: STATUS_NO_MEMORY;
+///    a NULL or unreadable pointer with a size: STATUS_ACCESS_VIOLATION), before any handle;
+/// 3. `Flags.DriverKnownEscape` with another `Type`, `hAdapter` 0 or `Flags.HardwareAccess`;
+/// 4. (the simulation's answer) any `Type` but DRIVERPRIVATE: STATUS_NOT_SUPPORTED;
+/// 5. `hAdapter` not an adapter handle of the caller; `hDevice` not 0 and not a device of that
+///    adapter; `hContext` not 0 and not a context of `hDevice`;
+/// 6. `Flags.Reserved`, bits 8..31 or `Flags.VirtualMachineData` set (every WDDM 2+ adapter,
+///    DDI version 0x5023 or later);
+/// 7. the adapter not started, or `hDevice` in error: STATUS_DEVICE_REMOVED;
+/// 8. `Flags.DriverKnownEscape`: the known escape on the kernel copy (its status as it is);
+///    else DRIVERPRIVATE to the driver's `DxgkDdiEscape`, which this KMD has not:
+///    STATUS_NOT_SUPPORTED.
+///
+/// On an `NT_SUCCESS` status the kernel copy is written back to the caller's private data.
+pub fn dxgk_escape(
+    m: &Machine,
+    a: &D3dkmtEscape,
+    t: &dyn EscapeCaller,
+    mem: &dyn CallerMemory,
+) -> Result<(), NtStatus> {
+    let bad = st(STATUS_INVALID_PARAMETER);
+    let signing = m.os_config().test_signing;
+    let size = a.private_driver_data_size;
+    if matches!(a.escape_type, ESCAPE_VIDMM | ESCAPE_VIDSCH | 28 | 29) && !signing {
+        return Err(st(STATUS_ACCESS_DENIED));
+    }
+    if a.escape_type == ESCAPE_VIDMM && size < VIDMM_MIN {
+        return Err(bad);
+    }
+    if size > MAX_PRIVATE_DATA {
+        return Err(st(STATUS_NO_MEMORY));
+    }
+    let mut data = match (size, a.p_private_driver_data) {
+        (0, _) => Vec::new(),
+        (_, 0) => return Err(st(crate::dxgkrnl::kmtest::STATUS_ACCESS_VIOLATION)),
+        (n, at) => mem.read(at, n)?,
+    };
+    let known = a.flags & DRIVER_KNOWN_ESCAPE != 0;
+    let hw = a.flags & HARDWARE_ACCESS != 0;
+    if known && (a.escape_type != ESCAPE_DRIVERPRIVATE || a.h_adapter == 0 || hw) {
+        return Err(bad);
+    }
+    if a.escape_type != ESCAPE_DRIVERPRIVATE {
+        return Err(st(STATUS_NOT_SUPPORTED));
+    }
+    let i = t.adapter(a.h_adapter).ok_or(bad)?;
+    let device = match a.h_device {
+        0 => None,
+        h => Some(t.device(h).filter(|d| d.adapter == i).ok_or(bad)?),
+    };
+    if a.h_context != 0 && !device.is_some_and(|d| context_of(m, &d, a.h_context)) {
+        return Err(bad);
+    }
+    if a.flags & (RESERVED | RESERVED2 | VIRTUAL_MACHINE_DATA) != 0 {
+        return Err(bad);
+    }
+    if !m.adapter_started(i) {
+        return Err(st(STATUS_DEVICE_REMOVED));
+    }
+    if device.is_some_and(|d| device_in_error(m, &d)) {
+        return Err(st(STATUS_DEVICE_REMOVED));
+    }
+    if !known {
+        return Err(st(STATUS_NOT_SUPPORTED));
+    }
+    // `DxgkpDriverKnownEscape`'s test target is a context or queue of the caller's process
+    // (a process with no device there has none).
+    let pid = device
+        .map(|d| d.pid)
+        .or_else(|| t.process(i))
+        .unwrap_or(ProcessId(0));
+    let shared = m
+        .adapter_shared(i)
+        .map_err(|_| st(STATUS_DEVICE_REMOVED))?
+        .clone();
+    let mut out = |at: u64, bytes: &[u8]| mem.write(at, bytes).map_err(|NtStatus(s)| s);
+    let s = crate::dxgkrnl::kmtest::build_test_command_buffer(&shared, pid, &mut data, &mut out)
+        .map_err(|_| st(STATUS_UNSUCCESSFUL))?;
+    if s < 0 {
+        return Err(st(s));
+    }
+    if !data.is_empty() {
+        mem.write(a.p_private_driver_data, &data)?;
+    }
+    Ok(())
+}
