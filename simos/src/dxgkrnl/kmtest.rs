@@ -191,6 +191,9 @@ pub fn escape_build_test_command_buffer(
     build_test_command_buffer(a, pid, data, &mut out)
 }
 
+/// Copies bytes to the process's memory at an address (its fault status).
+pub type CopyOut<'a> = dyn FnMut(u64, &[u8]) -> Result<(), NTSTATUS> + 'a;
+
 /// The known escape `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER` (rules KT-2 … KT-9) of process
 /// `pid`, `data` the kernel copy of its private driver data; `out` copies the driver's buffers
 /// to the process's memory at the escape's pointers after the probe (its fault status).
@@ -198,7 +201,7 @@ pub fn build_test_command_buffer(
     a: &AdapterShared,
     pid: ProcessId,
     data: &mut [u8],
-    out: &mut dyn FnMut(u64, &[u8]) -> Result<(), NTSTATUS>,
+    out: &mut CopyOut<'_>,
 ) -> Result<NTSTATUS, SimError> {
     // KT-2.
     let Some(kind) = data.get(..4) else {
