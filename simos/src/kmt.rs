@@ -39,12 +39,15 @@ use zerocopy::IntoBytes;
 
 pub use crate::base::error::STATUS_IO_TIMEOUT;
 
+pub mod adapter;
 pub mod allocation;
 pub mod catalog;
 pub mod context_virtual;
+pub mod device;
 mod destroy_sync;
 pub mod doorbell;
 pub mod escape;
+pub mod feature;
 pub mod gpu_va;
 pub mod hw_queue;
 pub mod hw_queue_sync;

@@ -351,7 +351,390 @@ fn d3dkmt_adapter_and_device_thunks_answer_as_24h2() {
     assert_covers(
         DESTROY,
         &["hDevice not a device handle in the caller's table"],
-        &[],
+        &[("no process context", "every thunk runs in a DLL process")],
+    );
+    machine_ok(&m);
+}
+
+const ENUM: &str = "D3DKMTEnumAdapters2";
+const ESCAPE: &str = "D3DKMTEscape";
+const FEATURE: &str = "D3DKMTIsFeatureEnabled";
+const NOT_SUPPORTED: u64 = 0xC000_00BB;
+const UNTOUCHED: u32 = 0xAAAA_AAAA;
+
+/// `D3DKMTEnumAdapters2` with `NumAdapters` `n` and a list of `len` entries (`None`: a NULL
+/// `pAdapters`): (status, `NumAdapters` after, the list after as dwords, 5 per entry).
+fn enum_raw(p: &Arc<UserProcess>, n: u32, len: Option<usize>) -> (u64, u32, Vec<u32>) {
+    let mut list = vec![UNTOUCHED; 5 * len.unwrap_or(0)];
+    let mut s = [u64::from(n), 0];
+    if len.is_some() {
+        s[1] = list.as_mut_ptr() as u64;
+    }
+    let r = thunk(p, ENUM, s.as_mut_ptr() as u64);
+    (r, s[0] as u32, list)
+}
+
+/// `D3DKMTEnumAdapters2` as 24H2 answers it: the count-only call is the session's maximum
+/// (adapters + 2); a list too short for the adapters is STATUS_BUFFER_TOO_SMALL with nothing
+/// written; a list long enough gets one new adapter handle per started adapter, its LUID, no
+/// sources, and `NumAdapters` the number listed; a `NumAdapters` above the maximum is lowered.
+#[test]
+fn d3dkmt_enum_adapters2_answers_as_24h2() {
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let what = "the D3DKMT_ENUMADAPTERS2 pointer NULL";
+    assert_eq!(thunk(&p, ENUM, 0), expected(ENUM, what), "{what}");
+    let max = m.adapter_count() as u32 + 2;
+    let (r, n, _) = enum_raw(&p, 0x77, None);
+    assert_eq!((r, n), (STATUS_SUCCESS, max), "count only");
+    let what = "more adapters to list than NumAdapters (after NumAdapters is lowered to the \
+                session's maximum adapter count): the handles opened are closed";
+    let (r, n, list) = enum_raw(&p, 0, Some(2));
+    assert_eq!((r, n), (expected(ENUM, what), 0), "{what}");
+    assert!(list.iter().all(|&w| w == UNTOUCHED), "nothing written");
+    for asked in [max, 5000] {
+        let (r, n, list) = enum_raw(&p, asked, Some(max as usize));
+        assert_eq!((r, n), (STATUS_SUCCESS, 1), "NumAdapters {asked}");
+        assert_eq!(&list[1..5], &[LUID_LOW as u32, 0, 0, 0], "LUID, no sources");
+        assert!(list[5..].iter().all(|&w| w == UNTOUCHED), "one entry");
+        let h = list[0];
+        let device = create(&p, h);
+        assert_eq!(one_handle(&p, DESTROY, device), STATUS_SUCCESS);
+        assert_eq!(
+            one_handle(&p, CLOSE, h),
+            STATUS_SUCCESS,
+            "a handle of its own"
+        );
+    }
+    assert_covers(
+        ENUM,
+        &[
+            "the D3DKMT_ENUMADAPTERS2 pointer NULL",
+            "more adapters to list than NumAdapters (after NumAdapters is lowered to the \
+             session's maximum adapter count): the handles opened are closed",
+        ],
+        &[
+            (
+                "no pool for the adapter list",
+                "the simulated pool never fails",
+            ),
+            ("no process context", "every thunk runs in a DLL process"),
+        ],
+    );
+    machine_ok(&m);
+}
+
+/// `D3DKMT_ESCAPE` as the DLL lays it out.
+#[derive(Clone, Copy, Default)]
+struct Escape {
+    adapter: u32,
+    device: u32,
+    ty: u32,
+    flags: u32,
+    data: u64,
+    size: u32,
+    context: u32,
+}
+
+impl Escape {
+    fn call(self, p: &Arc<UserProcess>) -> u64 {
+        let mut s = [0u32; 8];
+        s[..4].copy_from_slice(&[self.adapter, self.device, self.ty, self.flags]);
+        s[4] = self.data as u32;
+        s[5] = (self.data >> 32) as u32;
+        s[6] = self.size;
+        s[7] = self.context;
+        thunk(p, ESCAPE, s.as_mut_ptr() as u64)
+    }
+}
+
+const KNOWN: u32 = 1 << 6;
+
+/// `D3DKMTEscape` through `DxgkEscape`'s own checks in 24H2's order, each refusal leaving the
+/// private data as it was; the driver-known BUILDTESTCOMMANDBUFFER escape with the adapter,
+/// device and context the harness's Windows backend names passes them, and the driver's
+/// command comes back.
+#[test]
+fn d3dkmt_escape_answers_as_24h2() {
+    use rvgpu_simos::dxgkrnl::kmtest::{escape_data, escape_sizes};
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let adapter = open(&p);
+    let device = create(&p, adapter);
+    let ctx = raw_context_on(&p, device);
+    let other = create(&p, adapter);
+    let other_ctx = raw_context_on(&p, other);
+    let mut data = vec![0x5Au8; 16];
+    let ok = Escape {
+        adapter,
+        device,
+        data: data.as_mut_ptr() as u64,
+        size: 16,
+        context: ctx,
+        ..Escape::default()
+    };
+    let cases: &[(&str, Escape)] = &[
+        (
+            "Type VIDMM: PrivateDriverDataSize under 0x840",
+            Escape { ty: 1, ..ok },
+        ),
+        (
+            "PrivateDriverDataSize over 0x200 and no pool for the kernel copy",
+            Escape {
+                size: 64 * 1024 + 1,
+                ..ok
+            },
+        ),
+        (
+            "pPrivateDriverData not readable for PrivateDriverDataSize bytes (copied before \
+             any handle is looked at)",
+            Escape {
+                adapter: 0x1234,
+                data: 0x10,
+                ..ok
+            },
+        ),
+        (
+            "Flags.DriverKnownEscape with a Type other than DRIVERPRIVATE, hAdapter 0 or \
+             Flags.HardwareAccess",
+            Escape {
+                flags: KNOWN,
+                ty: 4,
+                ..ok
+            },
+        ),
+        (
+            "Flags.DriverKnownEscape with a Type other than DRIVERPRIVATE, hAdapter 0 or \
+             Flags.HardwareAccess",
+            Escape {
+                flags: KNOWN,
+                adapter: 0,
+                ..ok
+            },
+        ),
+        (
+            "Flags.DriverKnownEscape with a Type other than DRIVERPRIVATE, hAdapter 0 or \
+             Flags.HardwareAccess",
+            Escape {
+                flags: KNOWN | 1,
+                ..ok
+            },
+        ),
+        (
+            "hAdapter not an adapter handle in the caller's table, 0 included (the types \
+             the kernel answers without an adapter end before this)",
+            Escape { adapter: 0, ..ok },
+        ),
+        (
+            "hAdapter not an adapter handle in the caller's table, 0 included (the types \
+             the kernel answers without an adapter end before this)",
+            Escape {
+                adapter: device,
+                ..ok
+            },
+        ),
+        (
+            "hDevice not 0 and not a device of hAdapter's adapter in the caller's table",
+            Escape {
+                device: 0x1234,
+                ..ok
+            },
+        ),
+        (
+            "hDevice not 0 and not a device of hAdapter's adapter in the caller's table",
+            Escape {
+                device: adapter,
+                ..ok
+            },
+        ),
+        (
+            "hContext not 0 and not a context of hDevice",
+            Escape {
+                context: other_ctx,
+                ..ok
+            },
+        ),
+        (
+            "hContext not 0 and not a context of hDevice",
+            Escape { device: 0, ..ok },
+        ),
+        (
+            "an adapter of DDI version 0x5023 or later: Flags.Reserved or Flags bits 8..31 \
+             set",
+            Escape {
+                flags: 1 << 4,
+                ..ok
+            },
+        ),
+        (
+            "an adapter of DDI version 0x5023 or later: Flags.Reserved or Flags bits 8..31 \
+             set",
+            Escape {
+                flags: 1 << 8,
+                ..ok
+            },
+        ),
+        (
+            "an adapter of DDI version 0x5023 or later: Flags.VirtualMachineData set",
+            Escape {
+                flags: 1 << 5,
+                ..ok
+            },
+        ),
+        ("DRIVERPRIVATE: the driver has no DxgkDdiEscape", ok),
+    ];
+    for (what, e) in cases {
+        assert_eq!(e.call(&p), expected(ESCAPE, what), "{what}");
+        assert!(data.iter().all(|&b| b == 0x5A), "{what}: nothing written");
+    }
+    // The known escape as the harness's Windows backend makes it.
+    let mut dma = vec![0u8; 4096];
+    let mut private = vec![0u8; 64];
+    let cmd = rvgpu_ddi::kmtest::D3DDDI_TESTCOMMANDBUFFER::fill(0x10_0000, 64, 1);
+    let mut known = escape_data(ctx, false, cmd, &mut dma, &mut private);
+    let e = Escape {
+        flags: KNOWN,
+        data: known.as_mut_ptr() as u64,
+        size: known.len() as u32,
+        ..ok
+    };
+    assert_eq!(e.call(&p), STATUS_SUCCESS);
+    let (n, _) = escape_sizes(&known).expect("sizes");
+    assert!(n > 0 && n <= 4096, "the driver's command: {n} bytes");
+    assert!(dma[..n as usize].iter().any(|&b| b != 0), "copied back");
+    let untestable = "this suite's machines run test-signed (the driver image needs it)";
+    let unreached = "follows the driver's missing DxgkDdiEscape: never reached";
+    assert_covers(
+        ESCAPE,
+        &cases.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+        &[
+            ("no process context", "every thunk runs in a DLL process"),
+            (
+                "Type VIDMM, VIDSCH, 28 or 29 without test signing or DRT",
+                untestable,
+            ),
+            (
+                "DRIVERPRIVATE without adapter access (Flags.DriverCommonEscape, \
+                 Flags.NoAdapterSynchronization from DDI version 0x5023, or a hybrid discrete \
+                 adapter): the adapter not active",
+                "the DLL's machines keep their adapter started while a process has it open",
+            ),
+            (
+                "hDevice not 0 and the device not active",
+                "a device goes in error only by an engine timeout of its own (the TDR suites)",
+            ),
+            (
+                "Flags.DriverKnownEscape and no render adapter paired with hAdapter",
+                "the render-only adapter is its own render adapter",
+            ),
+            (
+                "DRIVERPRIVATE: PrivateDriverDataSize 0 or pPrivateDriverData NULL",
+                unreached,
+            ),
+            (
+                "DRIVERPRIVATE to a vendor 0x1002 adapter without adapter flag 8: \
+                 PrivateDriverDataSize under 12, or the third dword, its low byte \
+                 cleared, 0x01000C00, 0x01000D00 or 0x01000E00",
+                unreached,
+            ),
+            ("DRIVERPRIVATE with Flags.DriverCommonEscape", unreached),
+        ],
+    );
+    machine_ok(&m);
+}
+
+/// `D3DKMTIsFeatureEnabled`, which GetProcAddress now answers (a Windows before 24H2 answers
+/// NULL and the DLL reports STATUS_NOT_SUPPORTED): `hAdapter` 0 asks the global database,
+/// which enables nothing here; an adapter handle its feature database (the version the OS
+/// negotiated); a handle that is no adapter of the caller is STATUS_INVALID_PARAMETER with
+/// `Result` untouched.
+#[test]
+fn d3dkmt_is_feature_enabled_answers_as_24h2() {
+    use rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING as KMT;
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let adapter = open(&p);
+    let ask = |h: u32| {
+        let mut s = [h, KMT as u32, UNTOUCHED];
+        let r = thunk(&p, FEATURE, s.as_mut_ptr() as u64);
+        (r, s[2])
+    };
+    let known = 1 << 17;
+    assert_eq!(ask(0), (STATUS_SUCCESS, known), "the global database");
+    let version = m.feature_db(0).version(KMT).expect("negotiated");
+    assert_eq!(
+        ask(adapter),
+        (STATUS_SUCCESS, known | (1 << 16) | u32::from(version)),
+        "the adapter's database"
+    );
+    let what = "hAdapter not 0 and not an adapter handle in the caller's table";
+    let device = create(&p, adapter);
+    for h in [0x1234, device] {
+        assert_eq!(ask(h), (expected(FEATURE, what), UNTOUCHED), "{what}");
+    }
+    assert_ne!(expected(FEATURE, what), NOT_SUPPORTED);
+    assert_covers(
+        FEATURE,
+        &[what],
+        &[
+            (
+                "hAdapter not 0: no process context",
+                "every thunk runs in a DLL process",
+            ),
+            (
+                "the paired render adapter's device extension without the port's 'Dprt' \
+                 signature or of another version than 2",
+                "the simulated port's device extension is the port's own",
+            ),
+        ],
+    );
+    machine_ok(&m);
+}
+
+/// `D3DKMTDestroyDevice` in 24H2's order: the device's contexts go before its allocations,
+/// then the device; without the process exit's flush (the device is not put in error, its
+/// contexts not suspended). The pages' reading destroys it as a normal exit does (allocations
+/// before contexts).
+#[test]
+fn d3dkmt_destroy_device_destroys_in_24h2_order_without_the_exit_flush() {
+    use rvgpu_simos::machine::answers::Teardown;
+    use rvgpu_simos::UmsEvent;
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    let adapter = open(&p);
+    let h = create(&p, adapter);
+    let ctx = raw_context_on(&p, h);
+    let d = sim(&p, h);
+    let buf = okk(&m, m.kmt(&d).create_allocation(4096));
+    let before = m.ums_events(0).len();
+    assert_eq!(one_handle(&p, DESTROY, h), STATUS_SUCCESS);
+    drop(buf);
+    let after = m.ums_events(0);
+    let at = |f: &dyn Fn(&UmsEvent) -> bool| after[before..].iter().position(f);
+    let context = at(&|e| matches!(e, UmsEvent::DestroyContext { context } if *context == ctx));
+    let freed = at(&|e| matches!(e, UmsEvent::FreeAllocation { .. }));
+    let gone = at(&|e| matches!(e, UmsEvent::DestroyDevice { device } if *device == h));
+    let (context, freed, gone) = (
+        context.expect("context"),
+        freed.expect("allocation"),
+        gone.expect("device"),
+    );
+    assert!(context < gone && freed < gone, "the device last");
+    if m.os_config().reading.teardown == Teardown::AllocationsFirst {
+        assert!(
+            context < freed,
+            "24H2: contexts before the device's allocations"
+        );
+    } else {
+        assert!(freed < context, "the pages: the exit's order");
+    }
+    assert!(
+        !after[before..].iter().any(|e| matches!(
+            e,
+            UmsEvent::DeviceError { .. } | UmsEvent::SuspendContext { .. }
+        )),
+        "no flush: {:?}",
+        &after[before..]
     );
     machine_ok(&m);
 }

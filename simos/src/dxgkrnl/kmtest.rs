@@ -35,8 +35,9 @@
 //!   returned invalid DMA buffer size"); otherwise the buffers are copied to the caller's
 //!   (probed: a range outside user space is an access violation) and the sizes written back.
 //!
-//! What the simulation leaves out: `DxgkEscape`'s own checks before the known-escape dispatch
-//! (adapter handle, flags), the GPU-PV path (a guest adapter forwards the escape to the host),
+//! `DxgkEscape`'s own checks before the known-escape dispatch (handles, flags, adapter state)
+//! are the thunk's kernel entry's ([`crate::kmt::escape`]). What the simulation leaves out: the
+//! GPU-PV path (a guest adapter forwards the escape to the host),
 //! and the kernel-mode caller path (a kernel client's buffers are used in place).
 
 use rvgpu_ddi::feature::DXGK_FEATURE_KERNEL_MODE_TESTING;
@@ -174,6 +175,34 @@ pub fn escape_build_test_command_buffer(
     dma: &mut [u8],
     private: &mut [u8],
 ) -> Result<NTSTATUS, SimError> {
+    // The process's memory is the two slices: a range that is not one of them (from its start)
+    // is memory the process does not have.
+    let mut out = |p: u64, from: &[u8]| -> Result<(), NTSTATUS> {
+        for user in [&mut *dma, &mut *private] {
+            if p == user.as_ptr() as u64 && from.len() <= user.len() {
+                if let Some(to) = user.get_mut(..from.len()) {
+                    to.copy_from_slice(from);
+                    return Ok(());
+                }
+            }
+        }
+        Err(STATUS_ACCESS_VIOLATION)
+    };
+    build_test_command_buffer(a, pid, data, &mut out)
+}
+
+/// Copies bytes to the process's memory at an address (its fault status).
+pub type CopyOut<'a> = dyn FnMut(u64, &[u8]) -> Result<(), NTSTATUS> + 'a;
+
+/// The known escape `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER` (rules KT-2 … KT-9) of process
+/// `pid`, `data` the kernel copy of its private driver data; `out` copies the driver's buffers
+/// to the process's memory at the escape's pointers after the probe (its fault status).
+pub fn build_test_command_buffer(
+    a: &AdapterShared,
+    pid: ProcessId,
+    data: &mut [u8],
+    out: &mut CopyOut<'_>,
+) -> Result<NTSTATUS, SimError> {
     // KT-2.
     let Some(kind) = data.get(..4) else {
         return Ok(STATUS_INVALID_PARAMETER);
@@ -258,24 +287,19 @@ pub fn escape_build_test_command_buffer(
         ));
         return Ok(STATUS_UNSUCCESSFUL);
     }
-    let copy_out = |p: u64, user: &mut [u8], from: &[u8], n: u32| -> Result<(), NTSTATUS> {
+    let mut copy_out = |p: u64, from: &[u8], n: u32| -> Result<(), NTSTATUS> {
         probe(p, n)?;
-        let n = n as usize;
-        if n == 0 {
-            return Ok(());
+        match from.get(..n as usize) {
+            Some([]) => Ok(()),
+            Some(bytes) => out(p, bytes),
+            None => Err(STATUS_ACCESS_VIOLATION),
         }
-        if p != user.as_ptr() as u64 || n > user.len() {
-            return Err(STATUS_ACCESS_VIOLATION);
-        }
-        user[..n].copy_from_slice(&from[..n]);
-        Ok(())
     };
-    if let Err(st) = copy_out(esc.pDmaBuffer, dma, &kdma, args.DmaBufferSize) {
+    if let Err(st) = copy_out(esc.pDmaBuffer, &kdma, args.DmaBufferSize) {
         return Ok(st);
     }
     if let Err(st) = copy_out(
         esc.pDmaBufferPrivateData,
-        private,
         &kpriv,
         args.DmaBufferPrivateDataSize,
     ) {

@@ -1,18 +1,25 @@
-//! `D3DKMTEscape`'s driver-private path to `DxgkDdiEscape`, as 24H2 `K:DxgkEscape`
-//! @0x140419AB0 answers it: the caller's `D3DKMT_ESCAPE` as written, its checks in that
-//! function's order with its statuses, then the driver's escape with Dxgkrnl's kernel copy of
-//! the data, copied back to the caller on any NT_SUCCESS status. The known escapes
-//! (`Flags.DriverKnownEscape`, [`crate::dxgkrnl::kmtest`]) and the other types do not come here.
+//! `D3DKMTEscape`'s kernel entry, as 24H2 `K:DxgkEscape` @0x140419AB0 answers it: the caller's
+//! `D3DKMT_ESCAPE` as written, `DxgkEscape`'s own checks in their order with their statuses
+//! (the private data captured first, then the flags, the handles, the adapter's and device's
+//! state), then either the driver-known `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`
+//! (`K:DxgkpDriverKnownEscape` @0x1403C1B14, [`crate::dxgkrnl::kmtest`]) or the driver's own
+//! `DxgkDdiEscape` with Dxgkrnl's kernel copy of the data; the copy goes back on success.
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
+use rvgpu_ddi::ntstatus::{
+    STATUS_ACCESS_DENIED, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
+    STATUS_NO_MEMORY, STATUS_UNSUCCESSFUL,
+};
 use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_ddi::HANDLE;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::adapter::AdapterTable;
 use crate::adapter::ddi::{self, At};
+use super::context_virtual::CallerMemory;
 use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
@@ -20,111 +27,215 @@ use crate::ums::UmsProcess;
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct D3dkmtEscape {
-    /// `hAdapter`.
+    /// `hAdapter` (in).
     pub h_adapter: u32,
-    /// `hDevice` (0: none).
+    /// `hDevice` (in, optional).
     pub h_device: u32,
-    /// `Type` (`D3DKMT_ESCAPETYPE`).
+    /// `Type` (`D3DKMT_ESCAPETYPE`, in).
     pub escape_type: u32,
-    /// `Flags` (`D3DDDI_ESCAPEFLAGS`).
+    /// `Flags` (`D3DDDI_ESCAPEFLAGS`, in).
     pub flags: u32,
-    /// `pPrivateDriverData`.
+    /// `pPrivateDriverData` (in/out), an address in the caller's process.
     pub p_private_driver_data: u64,
-    /// `PrivateDriverDataSize`.
+    /// `PrivateDriverDataSize` (in).
     pub private_driver_data_size: u32,
-    /// `hContext` (0: none).
+    /// `hContext` (in, optional).
     pub h_context: u32,
 }
 
 const _: () = {
     use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtEscape, flags) == 12);
-    assert!(offset_of!(D3dkmtEscape, p_private_driver_data) == 16);
-    assert!(offset_of!(D3dkmtEscape, private_driver_data_size) == 24);
-    assert!(offset_of!(D3dkmtEscape, h_context) == 28);
     assert!(size_of::<D3dkmtEscape>() == 32);
+    assert!(offset_of!(D3dkmtEscape, p_private_driver_data) == 16);
+    assert!(offset_of!(D3dkmtEscape, h_context) == 28);
 };
 
 /// `D3DKMT_ESCAPE_DRIVERPRIVATE`.
 pub const ESCAPE_DRIVERPRIVATE: u32 = 0;
-/// `D3DDDI_ESCAPEFLAGS::Reserved` (bit 4) and `Reserved2` (bits 8..31): refused on an adapter
-/// of DDI version 0x5023 or later (every simulated one).
-pub const ESCAPE_FLAGS_RESERVED: u32 = 0xFFFF_FF10;
+/// `D3DKMT_ESCAPE_VIDMM`.
+pub const ESCAPE_VIDMM: u32 = 1;
+/// `D3DKMT_ESCAPE_VIDSCH`.
+pub const ESCAPE_VIDSCH: u32 = 3;
+/// `D3DDDI_ESCAPEFLAGS::HardwareAccess`.
+pub const HARDWARE_ACCESS: u32 = 1 << 0;
+/// `D3DDDI_ESCAPEFLAGS::Reserved`.
+pub const RESERVED: u32 = 1 << 4;
 /// `D3DDDI_ESCAPEFLAGS::VirtualMachineData`.
-pub const ESCAPE_VIRTUAL_MACHINE_DATA: u32 = 1 << 5;
+pub const VIRTUAL_MACHINE_DATA: u32 = 1 << 5;
 /// `D3DDDI_ESCAPEFLAGS::DriverKnownEscape`.
-pub const ESCAPE_DRIVER_KNOWN: u32 = 1 << 6;
+pub const DRIVER_KNOWN_ESCAPE: u32 = 1 << 6;
 /// `D3DDDI_ESCAPEFLAGS::DriverCommonEscape`.
-pub const ESCAPE_DRIVER_COMMON: u32 = 1 << 7;
+pub const DRIVER_COMMON_ESCAPE: u32 = 1 << 7;
+/// `D3DDDI_ESCAPEFLAGS::Reserved2` (bits 8..31).
+pub const RESERVED2: u32 = 0xFFFF_FF00;
+/// The smallest `D3DKMT_ESCAPE_VIDMM` private data `DxgkEscape` accepts.
+const VIDMM_MIN: u32 = 0x840;
+/// The largest private data the simulation copies (24H2 copies any size it has pool for;
+/// above this the copy is the pool failure, STATUS_NO_MEMORY).
+pub const MAX_PRIVATE_DATA: u32 = 64 * 1024;
 
-/// `DxgkEscape` (24H2 @0x140419AB0) for a `D3DKMT_ESCAPE_DRIVERPRIVATE` escape `a` whose data
-/// the caller's bridge copied into `data` (`PrivateDriverDataSize` bytes, read before any
-/// handle is looked at), in 24H2's order; STATUS_INVALID_PARAMETER unless said:
-/// 1. `hAdapter` not an adapter handle in the caller's table (`adapter`);
-/// 2. `hDevice` not 0 and not a device of that adapter in the caller's table (`device`);
-/// 3. `hContext` not 0 and not a context of `hDevice`;
-/// 4. a reserved flag bit, then `VirtualMachineData`;
-/// 5. the adapter not started (STATUS_DEVICE_REMOVED);
-/// 6. the driver without `DxgkDdiEscape` (STATUS_NOT_SUPPORTED);
-/// 7. no data;
-/// 8. `DriverCommonEscape` (STATUS_NOT_SUPPORTED).
+/// The caller's handles an escape names.
+pub trait EscapeCaller: AdapterTable {
+    /// The device `h` names in the caller's table.
+    fn device(&self, h: KmtHandle) -> Option<UmsProcess>;
+}
+
+fn st(s: i32) -> NtStatus {
+    NtStatus(s)
+}
+
+/// Whether `h` is a context (`DXGCONTEXT`) of device `d`.
+fn context_of(m: &Machine, d: &UmsProcess, h: KmtHandle) -> bool {
+    m.adapter_shared(d.adapter).is_ok_and(|a| {
+        lock(&a.ums)
+            .contexts
+            .get(&h)
+            .is_some_and(|c| c.device == d.device)
+    })
+}
+
+/// Whether device `d` is in error (not active: a timeout's recovery or the process's exit put
+/// it so).
+fn device_in_error(m: &Machine, d: &UmsProcess) -> bool {
+    m.adapter_shared(d.adapter).is_ok_and(|a| {
+        lock(&a.ums)
+            .devices
+            .get(&d.device)
+            .is_none_or(|x| x.in_error)
+    })
+}
+
+/// `DxgkEscape` for the caller's structure `a`, in 24H2's order, STATUS_INVALID_PARAMETER
+/// unless said:
+/// 1. `Type` VIDMM, VIDSCH, 28 or 29 without test signing: STATUS_ACCESS_DENIED; VIDMM with less than
+///    0x840 bytes of private data;
+/// 2. the private data captured from `mem` (more than the simulation copies: STATUS_NO_MEMORY;
+///    a NULL or unreadable pointer with a size: STATUS_ACCESS_VIOLATION), before any handle;
+/// 3. `Flags.DriverKnownEscape` with another `Type`, `hAdapter` 0 or `Flags.HardwareAccess`;
+/// 4. (the simulation's answer) any `Type` but DRIVERPRIVATE: STATUS_NOT_SUPPORTED;
+/// 5. `hAdapter` not an adapter handle of the caller; `hDevice` not 0 and not a device of that
+///    adapter; `hContext` not 0 and not a context of `hDevice`;
+/// 6. `Flags.Reserved`, bits 8..31 or `Flags.VirtualMachineData` set (every WDDM 2+ adapter,
+///    DDI version 0x5023 or later);
+/// 7. the adapter not started, or `hDevice` in error: STATUS_DEVICE_REMOVED;
+/// 8. `Flags.DriverKnownEscape`: the known escape on the kernel copy (its status as it is);
+///    else, for the driver: its `DxgkDdiEscape` missing (STATUS_NOT_SUPPORTED), no data,
+///    `Flags.DriverCommonEscape` (STATUS_NOT_SUPPORTED), then `DxgkDdiEscape` with the driver's
+///    device, context and process handles, whose status is returned.
 ///
-/// Then `DxgkDdiEscape` with the driver's device, context and process handles, whose status
-/// is returned; `data` holds what the driver left, for the bridge to copy back on success.
+/// On an `NT_SUCCESS` status the kernel copy is written back to the caller's private data.
 pub fn dxgk_escape(
     m: &Machine,
     a: &D3dkmtEscape,
-    data: &mut [u8],
-    adapter: impl FnOnce(KmtHandle) -> Option<usize>,
-    device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+    t: &dyn EscapeCaller,
+    mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.escape_type != ESCAPE_DRIVERPRIVATE || a.flags & ESCAPE_DRIVER_KNOWN != 0 {
-        // Not this entry's: the catalog's gaps say which paths the simulation leaves out.
-        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+    let bad = st(STATUS_INVALID_PARAMETER);
+    let signing = m.os_config().test_signing;
+    let size = a.private_driver_data_size;
+    if matches!(a.escape_type, ESCAPE_VIDMM | ESCAPE_VIDSCH | 28 | 29) && !signing {
+        return Err(st(STATUS_ACCESS_DENIED));
     }
-    let i = adapter(a.h_adapter).ok_or(bad)?;
-    let shared = m.adapter_shared(i).map_err(|_| bad)?;
-    let p = match a.h_device {
+    if a.escape_type == ESCAPE_VIDMM && size < VIDMM_MIN {
+        return Err(bad);
+    }
+    if size > MAX_PRIVATE_DATA {
+        return Err(st(STATUS_NO_MEMORY));
+    }
+    let mut data = match (size, a.p_private_driver_data) {
+        (0, _) => Vec::new(),
+        (_, 0) => return Err(st(crate::dxgkrnl::kmtest::STATUS_ACCESS_VIOLATION)),
+        (n, at) => mem.read(at, n)?,
+    };
+    let known = a.flags & DRIVER_KNOWN_ESCAPE != 0;
+    let hw = a.flags & HARDWARE_ACCESS != 0;
+    if known && (a.escape_type != ESCAPE_DRIVERPRIVATE || a.h_adapter == 0 || hw) {
+        return Err(bad);
+    }
+    if a.escape_type != ESCAPE_DRIVERPRIVATE {
+        return Err(st(STATUS_NOT_SUPPORTED));
+    }
+    let i = t.adapter(a.h_adapter).ok_or(bad)?;
+    let device = match a.h_device {
         0 => None,
-        h => Some(device(h).filter(|p| p.adapter == i).ok_or(bad)?),
+        h => Some(t.device(h).filter(|d| d.adapter == i).ok_or(bad)?),
     };
-    let (kmd_device, kmd_process) = match p {
-        Some(p) => {
-            let os = lock(&shared.ums);
-            let d = os.devices.get(&p.device).ok_or(bad)?;
-            let process = lock(&shared.mm.vidmm).process(p.pid).map(|(k, _, _)| k);
-            (d.kmd, process.unwrap_or(0))
-        }
-        None => (0, 0),
-    };
-    let kmd_context = match (a.h_context, p) {
-        (0, _) => 0,
-        (h, Some(p)) => {
-            let os = lock(&shared.ums);
-            match os.contexts.get(&h) {
-                Some(c) if c.device == p.device => c.kmd,
-                _ => return Err(bad),
-            }
-        }
-        (_, None) => return Err(bad),
-    };
-    if a.flags & ESCAPE_FLAGS_RESERVED != 0 || a.flags & ESCAPE_VIRTUAL_MACHINE_DATA != 0 {
+    if a.h_context != 0 && !device.is_some_and(|d| context_of(m, &d, a.h_context)) {
+        return Err(bad);
+    }
+    if a.flags & (RESERVED | RESERVED2 | VIRTUAL_MACHINE_DATA) != 0 {
         return Err(bad);
     }
     if !m.adapter_started(i) {
-        return Err(NtStatus(STATUS_DEVICE_REMOVED));
+        return Err(st(STATUS_DEVICE_REMOVED));
     }
+    if device.is_some_and(|d| device_in_error(m, &d)) {
+        return Err(st(STATUS_DEVICE_REMOVED));
+    }
+    if !known {
+        driver_private(m, i, device, a, &mut data)?;
+        if !data.is_empty() {
+            mem.write(a.p_private_driver_data, &data)?;
+        }
+        return Ok(());
+    }
+    // `DxgkpDriverKnownEscape`'s test target is a context or queue of the caller's process
+    // (a process with no device there has none).
+    let pid = device
+        .map(|d| d.pid)
+        .or_else(|| t.process(i))
+        .unwrap_or(ProcessId(0));
+    let shared = m
+        .adapter_shared(i)
+        .map_err(|_| st(STATUS_DEVICE_REMOVED))?
+        .clone();
+    let mut out = |at: u64, bytes: &[u8]| mem.write(at, bytes).map_err(|NtStatus(s)| s);
+    let s = crate::dxgkrnl::kmtest::build_test_command_buffer(&shared, pid, &mut data, &mut out)
+        .map_err(|_| st(STATUS_UNSUCCESSFUL))?;
+    if s < 0 {
+        return Err(st(s));
+    }
+    if !data.is_empty() {
+        mem.write(a.p_private_driver_data, &data)?;
+    }
+    Ok(())
+}
+
+/// The driver-private tail of [`dxgk_escape`] on adapter `i` (started, handles checked): the
+/// driver's `DxgkDdiEscape` on `data`, Dxgkrnl's kernel copy of the caller's data.
+fn driver_private(
+    m: &Machine,
+    i: usize,
+    device: Option<UmsProcess>,
+    a: &D3dkmtEscape,
+    data: &mut [u8],
+) -> Result<(), NtStatus> {
+    let bad = st(STATUS_INVALID_PARAMETER);
+    let shared = m.adapter_shared(i).map_err(|_| st(STATUS_DEVICE_REMOVED))?;
     let escape = ddi::table_slot!(shared, DxgkDdiEscape)
         .ok()
         .flatten()
-        .ok_or(NtStatus(STATUS_NOT_SUPPORTED))?;
+        .ok_or(st(STATUS_NOT_SUPPORTED))?;
     if data.is_empty() {
         return Err(bad);
     }
-    if a.flags & ESCAPE_DRIVER_COMMON != 0 {
-        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+    if a.flags & DRIVER_COMMON_ESCAPE != 0 {
+        return Err(st(STATUS_NOT_SUPPORTED));
     }
+    let (kmd_device, kmd_process, kmd_context) = match device {
+        Some(d) => {
+            let os = lock(&shared.ums);
+            let kmd_device = os.devices.get(&d.device).ok_or(bad)?.kmd;
+            let kmd_context = match a.h_context {
+                0 => 0,
+                h => os.contexts.get(&h).ok_or(bad)?.kmd,
+            };
+            drop(os);
+            let process = lock(&shared.mm.vidmm).process(d.pid).map(|(k, _, _)| k);
+            (kmd_device, process.unwrap_or(0), kmd_context)
+        }
+        None => (0, 0, 0),
+    };
     let args = DXGKARG_ESCAPE {
         hDevice: kmd_device as HANDLE,
         Flags: a.flags,
@@ -134,16 +245,70 @@ pub fn dxgk_escape(
         hKmdProcessHandle: kmd_process as HANDLE,
     };
     let ctx = shared.context();
-    let st = ddi::call(shared, escape, At::Caller, |f| {
+    let s = ddi::call(shared, escape, At::Caller, |f| {
         // SAFETY: the driver's DDI with its context and a valid argument block whose data
         // pointer names `data` (`PrivateDriverDataSize` bytes) for the call.
         unsafe { f(ctx, &args) }
     })
     .map_err(super::status)?;
-    if st < 0 {
-        return Err(NtStatus(st));
+    if s < 0 {
+        return Err(st(s));
     }
     Ok(())
+}
+
+/// [`super::SimKmt`]'s own handles for [`dxgk_escape`]: adapter handle [`SIM_ADAPTER`] and
+/// its process's device.
+struct OwnHandles(UmsProcess);
+
+/// The adapter handle `SimKmt` passes (it opens none; the process's one adapter).
+const SIM_ADAPTER: KmtHandle = 1;
+
+impl AdapterTable for OwnHandles {
+    fn adapter(&self, h: KmtHandle) -> Option<usize> {
+        (h == SIM_ADAPTER).then_some(self.0.adapter)
+    }
+    fn process(&self, i: usize) -> Option<ProcessId> {
+        (i == self.0.adapter).then_some(self.0.pid)
+    }
+    fn open(&self, _: usize) -> Result<KmtHandle, NtStatus> {
+        Err(st(STATUS_NOT_SUPPORTED))
+    }
+    fn close(&self, _: KmtHandle) -> bool {
+        false
+    }
+}
+
+impl EscapeCaller for OwnHandles {
+    fn device(&self, h: KmtHandle) -> Option<UmsProcess> {
+        (h == self.0.device).then_some(self.0)
+    }
+}
+
+/// The Rust UMD's private data as caller memory at [`LOCAL_DATA`].
+struct LocalData(std::cell::RefCell<Vec<u8>>);
+
+/// Where [`LocalData`] stands in the simulated caller's space.
+const LOCAL_DATA: u64 = 0x1000;
+
+impl CallerMemory for LocalData {
+    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
+        let data = self.0.borrow();
+        match (at, usize::try_from(size)) {
+            (LOCAL_DATA, Ok(n)) if n <= data.len() => Ok(data[..n].to_vec()),
+            _ => Err(st(crate::dxgkrnl::kmtest::STATUS_ACCESS_VIOLATION)),
+        }
+    }
+    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), NtStatus> {
+        let mut data = self.0.borrow_mut();
+        match data.get_mut(..bytes.len()) {
+            Some(to) if at == LOCAL_DATA => {
+                to.copy_from_slice(bytes);
+                Ok(())
+            }
+            _ => Err(st(crate::dxgkrnl::kmtest::STATUS_ACCESS_VIOLATION)),
+        }
+    }
 }
 
 impl super::SimKmt<'_> {
@@ -152,18 +317,16 @@ impl super::SimKmt<'_> {
     pub fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
         self.thunk()?;
         let a = D3dkmtEscape {
+            h_adapter: SIM_ADAPTER,
             h_device: self.p.device,
+            p_private_driver_data: LOCAL_DATA,
             private_driver_data_size: u32::try_from(data.len())
-                .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
+                .map_err(|_| st(STATUS_INVALID_PARAMETER))?,
             ..D3dkmtEscape::default()
         };
-        let own = self.p;
-        dxgk_escape(
-            self.m,
-            &a,
-            data,
-            |_| Some(own.adapter),
-            |h| (h == own.device).then_some(own),
-        )
+        let mem = LocalData(std::cell::RefCell::new(data.to_vec()));
+        dxgk_escape(self.m, &a, &OwnHandles(self.p), &mem)?;
+        data.copy_from_slice(&mem.0.into_inner());
+        Ok(())
     }
 }

@@ -123,6 +123,55 @@ fn teardown_allocations_first(
     destroy_device_rest(m, a, &dl, device)
 }
 
+/// `D3DKMTDestroyDevice` of `device` (`K:DxgkDestroyDeviceImpl` @0x14039D208), under 24H2's
+/// order ([`Teardown::AllocationsFirst`]): `DXGDEVICE::DestroyAllContexts` @0x14039DC5C (each
+/// context with the hardware queues made on it, a connected doorbell disconnected and
+/// destroyed with status ABORT), `DXGDEVICE::DestroyAllPagingQueues` @0x14039D880,
+/// `DXGDEVICE::DestroyAllDeviceSyncObjects` @0x14039E038, then the device itself
+/// (`ADAPTER_RENDER::DestroyDeviceNoLocks` @0x1402ABDE8: its allocations, `DxgkDdiDestroyDevice`,
+/// the process's adapter state with its last device). No flush: a device destroyed by its
+/// process is not put in error, nor its registered sync objects signalled (what
+/// `DXGPROCESS::Destroy` does at exit). The pages' reading destroys it as a normal exit does.
+pub(crate) fn destroy_device(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    device: KmtHandle,
+) -> Result<(), SimError> {
+    if a.os.reading.teardown != Teardown::AllocationsFirst {
+        return teardown(m, a, device, true);
+    }
+    let dl = device_lock(a, device)?;
+    let queues = lock(&a.ums).queues_of_device(device);
+    for q in queues {
+        let _g = dev_guard(a, &dl);
+        let doorbell = lock(&a.ums).queues.get(&q).and_then(|q| q.doorbell);
+        if let Some(d) = doorbell {
+            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
+            destroy_doorbell(a, d)?;
+        }
+        destroy_hw_queue(m, a, q)?;
+    }
+    {
+        let _g = dev_guard(a, &dl);
+        let ctxs = lock(&a.ums).contexts_of_device(device);
+        for c in ctxs {
+            destroy_context(m, a, c)?;
+        }
+    }
+    m.gpu_va_teardown(a, device, None)?;
+    let last = {
+        let os = lock(&a.ums);
+        os.devices
+            .get(&device)
+            .is_some_and(|d| last_device(&os, device, d.process))
+    };
+    if last {
+        close_process_fences(m, a, device)?;
+    }
+    drain_allocations(m, a, &dl, device)?;
+    destroy_device_rest(m, a, &dl, device)
+}
+
 /// The device's allocations taken out of the process and reaped (unmapped, destroyed in the
 /// driver, their memory given back).
 fn drain_allocations(

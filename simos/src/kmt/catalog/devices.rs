@@ -14,10 +14,9 @@ pub(super) const CLOSE_ADAPTER: Thunk = Thunk {
     )],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "the gdi32 bridge answers it itself (no kernel entry of its own); the adapter \
-           handle's open of the process's adapter state is not counted: the state lives \
-           until the process ends",
+    entry: Some("adapter::dxgk_close_adapter_impl"),
+    gaps: "the adapter handle's open of the process's adapter state is not counted: the \
+           state lives until the process ends",
 };
 
 pub(super) const CREATE_DEVICE: Thunk = Thunk {
@@ -42,25 +41,34 @@ pub(super) const CREATE_DEVICE: Thunk = Thunk {
     ],
     written_back: &["hDevice"],
     pending: Pending::No,
-    entry: None,
-    gaps: "the gdi32 bridge answers it itself (no kernel entry of its own); a failing \
-           DxgkDdiCreateProcess or DxgkDdiCreateDevice returns the driver's status, as \
+    entry: Some("device::dxgk_create_device_impl"),
+    gaps: "a failing DxgkDdiCreateProcess or DxgkDdiCreateDevice returns the driver's status, as \
            24H2 does, but is not a catalog check; display-adapter pairing is not modelled",
 };
 
 pub(super) const DESTROY_DEVICE: Thunk = Thunk {
     name: "D3DKMTDestroyDevice",
-    source: Some(&[src("DxgkDestroyDeviceImpl", 0x14039D208)]),
-    checks: &[check(
-        "hDevice not a device handle in the caller's table",
-        INVALID_PARAMETER,
-    )],
+    source: Some(&[
+        src("DxgkDestroyDeviceImpl", 0x14039D208),
+        src("DXGDEVICE::DestroyAllContexts", 0x14039DC5C),
+        src("DXGDEVICE::DestroyAllPagingQueues", 0x14039D880),
+        src("DXGDEVICE::DestroyAllDeviceSyncObjects", 0x14039E038),
+        src("ADAPTER_RENDER::DestroyDeviceNoLocks", 0x1402ABDE8),
+    ]),
+    checks: &[
+        check("no process context", INVALID_PARAMETER),
+        check(
+            "hDevice not a device handle in the caller's table",
+            INVALID_PARAMETER,
+        ),
+    ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "the gdi32 bridge answers it itself; the device goes through the simulated \
-           OS's process-exit teardown of one device (24H2 destroys contexts, paging \
-           queues, sync objects, then the device, without the exit's flush)",
+    entry: Some("device::dxgk_destroy_device_impl"),
+    gaps: "sync objects are the process's in the simulation: they go with its last device \
+           on the adapter, not with the device that made them; the tracked workloads and \
+           a display adapter's VidPN source ownership are not modelled; under the pages' \
+           reading the device goes as at a normal process exit (UM-17)",
 };
 
 pub(super) const ENUM_ADAPTERS2: Thunk = Thunk {
@@ -87,15 +95,13 @@ pub(super) const ENUM_ADAPTERS2: Thunk = Thunk {
          adapter), AdapterLuid, NumOfSources, bPrecisePresentRegionsPreferred",
     ],
     pending: Pending::No,
-    entry: None,
-    gaps: "the gdi32 bridge has no entry for it; the simulated OS's Machine::enum_adapters \
-           lists the started adapters the process is not blocked on (EnumAdaptersCallback's \
-           filter) but opens no adapter handles and has no count-only call, no session \
-           maximum and no STATUS_BUFFER_TOO_SMALL; the harness's Windows backend calls it \
-           for the count, then for the list, and closes every handle it got; a failed \
-           adapter iteration returns its status after closing the handles opened, and a \
-           failed wait for PnP transitions is only logged, neither modelled; \
-           EnumAdaptersCallback's three passes not compared with the simulation's answer",
+    entry: Some("adapter::dxgk_enum_adapters2_impl"),
+    gaps: "m_MaximumGlobalAdapterCount is the machine's adapter count (where 24H2 sets it \
+           is not read); the list is written before NumAdapters (24H2 writes NumAdapters \
+           first: a fault in the list leaves it written there), and a fault in the list \
+           closes the handles opened; a failed wait for PnP transitions is only logged, \
+           not modelled; EnumAdaptersCallback's three passes not compared with the \
+           simulation's answer",
 };
 
 pub(super) const ESCAPE: Thunk = Thunk {
@@ -183,19 +189,16 @@ pub(super) const ESCAPE: Thunk = Thunk {
     ],
     pending: Pending::No,
     entry: Some("escape::dxgk_escape"),
-    gaps: "escape::dxgk_escape (the gdi32 bridge's and SimKmt::escape_driver_private's entry) \
-           answers only DRIVERPRIVATE without DriverKnownEscape (anything else \
-           STATUS_NOT_SUPPORTED), makes the hAdapter, hDevice, hContext, flag, adapter-state, \
-           DxgkDdiEscape-present, empty-data and DriverCommonEscape checks in that order (not \
-           the device-state check) and does not set Flags.VirtualMachineData; the \
-           DriverKnownEscape BUILDTESTCOMMANDBUFFER (SimKmt::escape_build_test_command_buffer, \
-           dxgkrnl::kmtest) starts at DxgkpDriverKnownEscape's checks, none of DxgkEscape's \
-           own, and the harness's Windows backend passes an hDevice that 24H2 checks and the \
-           simulation does not read there; a failing adapter access (exclusive with \
-           Flags.HardwareAccess, which also flushes the scheduler, shared otherwise) returns \
-           its status, the known escape's and DxgkDdiEscape's statuses are returned as they \
-           are: not catalog checks; every other Type, the Win32k types (win32k answers) and \
-           the GPU-PV forward to the host are not modelled",
+    gaps: "only DRIVERPRIVATE reaches a handle check: every other Type is \
+           STATUS_NOT_SUPPORTED after the flag checks (the simulation's answer; 24H2 \
+           answers the Win32k, VidMm, VidSch and other kernel types itself); the vendor \
+           0x1002 check is not made (the simulated adapter is not that vendor's); adapter \
+           access (exclusive with Flags.HardwareAccess, which also flushes the scheduler) is \
+           not taken: an adapter not started is STATUS_DEVICE_REMOVED whatever the flags; the \
+           known escape's and DxgkDdiEscape's statuses are returned as they are; the harness's \
+           simulated backend names no adapter handle and starts at the known escape's own \
+           checks (SimKmt::escape_driver_private goes through the entry with its process's \
+           adapter and device); the GPU-PV forward to the host is not modelled",
 };
 
 pub(super) const IS_FEATURE_ENABLED: Thunk = Thunk {
@@ -221,14 +224,13 @@ pub(super) const IS_FEATURE_ENABLED: Thunk = Thunk {
          else that of the render adapter paired with hAdapter",
     ],
     pending: Pending::No,
-    entry: None,
-    gaps: "the gdi32 bridge has no entry for it: GetProcAddress answers NULL and the DLL \
-           reports STATUS_NOT_SUPPORTED, as on a Windows before 24H2; the harness's \
-           simulated backend answers Enabled from the adapter's feature database (a \
-           version negotiated) without the thunk's checks and has no answer for hAdapter \
-           0; a failed pairing lookup, adapter access or database lookup \
-           (DxgkIsFeatureEnabled) returns its status, not catalog checks; the database's \
-           Result (Version, KnownFeature) not compared with the simulation's answer",
+    entry: Some("feature::nt_dxgk_is_feature_enabled"),
+    gaps: "hAdapter 0: the simulation has no OS-wide feature configuration and answers \
+           Version 0, Enabled 0 (24H2's DpiIsFeatureEnabled without an adapter reads the \
+           global database); KnownFeature is the simulated OS's list of driver features; \
+           the harness's simulated backend answers from the adapter's feature database \
+           without the thunk's checks; a failed pairing lookup, adapter access or database \
+           lookup (DxgkIsFeatureEnabled) returns its status, not catalog checks",
 };
 
 pub(super) const OPEN_ADAPTER_FROM_LUID: Thunk = Thunk {
@@ -253,9 +255,8 @@ pub(super) const OPEN_ADAPTER_FROM_LUID: Thunk = Thunk {
          process's adapter state cannot be made)",
     ],
     pending: Pending::No,
-    entry: None,
-    gaps: "the gdi32 bridge answers it itself; a remote session's LUID translation is not \
-           modelled; the process's adapter state is made at its first device, as 24H2 \
+    entry: Some("adapter::dxgk_open_adapter_from_luid_impl"),
+    gaps: "a remote session's LUID translation is not modelled; the process's adapter state is made at its first device, as 24H2 \
            does for a process without the eager flag (bit 0x80)",
 };
 
@@ -296,6 +297,8 @@ pub(super) const QUERY_ADAPTER_INFO: Thunk = Thunk {
     ],
     pending: Pending::No,
     entry: Some("query_adapter_info::dxgk_query_adapter_info_impl"),
-    gaps: "only KMTQAITYPE_NODEMETADATA is modelled (every other type: STATUS_NOT_SUPPORTED); \
-           the UMD does not call it yet",
+    gaps: "only KMTQAITYPE_NODEMETADATA is modelled (every other type: \
+           STATUS_NOT_SUPPORTED): the UMD and the DLL ask for it alone (umd/src/nodes.rs); \
+           the harness asks for KMTQAITYPE_PHYSICALADAPTERDEVICEIDS and \
+           KMTQAITYPE_ADAPTERTYPE on Windows only, its simulated backends read the machine",
 };

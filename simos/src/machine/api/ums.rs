@@ -124,6 +124,13 @@ impl Machine {
         ums::process::teardown(self, &a, p.device, true)
     }
 
+    /// `D3DKMTDestroyDevice` of `p`'s device: 24H2's order, without the exit's flush
+    /// ([`crate::kmt::device::dxgk_destroy_device_impl`]).
+    pub fn destroy_device(&self, p: &UmsProcess) -> Result<(), SimError> {
+        let a = self.ums_adapter(p.adapter)?;
+        ums::process::destroy_device(self, &a, p.device)
+    }
+
     /// UM-18: abnormal process exit. By the pages the device is marked in error, every context
     /// suspended, every doorbell disconnected, everything destroyed without waiting; 24H2 runs
     /// its exit order ([`crate::os::answers::Teardown`]).

@@ -5,11 +5,35 @@
 //! An application learns no fence ID from `D3DKMTSubmitCommand`; the cases compare VidSch's
 //! IDs, so the harness reads the one the submission got from the OS's record (the
 //! [`TdrTrace`] view every DLL session has): the node's last submitted ID, which the call
-//! must have advanced, of a DMA buffer of this process's device.
+//! must have advanced, of a DMA buffer of this process's device. On a hardware-scheduled node
+//! 24H2 takes no DMA buffer from `D3DKMTSubmitCommand` (a context there is created with
+//! `HwQueueSupported`); the DLL submits to the context's kernel-mode hardware queue
+//! (`D3DKMTSubmitCommandToHwQueue`), which gets no VidSch fence ID: the OS's record must show
+//! the queue's submission, and the ID returned is 0, as a Windows backend's.
 
 use super::dll::DllSession;
 use super::dll_state::DContext;
 use crate::backend::{ContextRef, DmaContexts, Failure, ProcessRef, TdrTrace, Work};
+use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+use rvgpu_simos::{Machine, UmsEvent};
+
+/// Whether node `node` of adapter `i` is hardware-scheduled (`ContextSchedulingSupported` in
+/// the metadata the driver reported, what `D3DKMTQueryAdapterInfo(KMTQAITYPE_NODEMETADATA)`
+/// passes on).
+fn hardware_scheduled(m: &Machine, i: usize, node: u32) -> bool {
+    m.node_metadata(i).get(node as usize).is_some_and(|md| {
+        let flags = md.Flags;
+        flags.is_set(DXGK_NODEMETADATA_FLAGS::ContextSchedulingSupported)
+    })
+}
+
+/// Kernel-mode hardware-queue submissions the OS recorded on adapter `i` (held ones too).
+fn queue_submissions(m: &Machine, i: usize) -> usize {
+    m.ums_events(i)
+        .iter()
+        .filter(|e| matches!(e, UmsEvent::Submit { .. } | UmsEvent::SubmitHeld { .. }))
+        .count()
+}
 
 impl DllSession {
     /// Destroys process `p`'s live contexts (before its adapter closes); the first failure.
@@ -58,12 +82,20 @@ impl DmaContexts for DllSession {
             .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
         let cmds = crate::backend::encode_work(work, |b, o, n| self.buffer_address(b, o, n))?;
         let dwords = super::dll::dwords(&cmds)?;
+        let args = [h, dwords.as_ptr() as u64, dwords.len() as u64];
+        if hardware_scheduled(self.machine(), adapter, node) {
+            let before = queue_submissions(self.machine(), adapter);
+            self.ok(p, "rvgpu_context_submit", &args)?;
+            if queue_submissions(self.machine(), adapter) == before {
+                return Err(Failure::Backend(format!(
+                    "rvgpu_context_submit succeeded but node {node} (hardware-scheduled) \
+                     recorded no hardware-queue submission"
+                )));
+            }
+            return Ok(0);
+        }
         let (before, _) = self.dma_fences(adapter, node)?;
-        self.ok(
-            p,
-            "rvgpu_context_submit",
-            &[h, dwords.as_ptr() as u64, dwords.len() as u64],
-        )?;
+        self.ok(p, "rvgpu_context_submit", &args)?;
         let (id, _) = self.dma_fences(adapter, node)?;
         if id == before {
             return Err(Failure::Backend(format!(

@@ -5,15 +5,6 @@ use std::mem::{offset_of, size_of};
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-/// `D3DKMT_OPENADAPTERFROMLUID`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct OpenAdapterFromLuid {
-    pub(super) luid_low: u32,
-    pub(super) luid_high: i32,
-    pub(super) h_adapter: u32,
-}
-
 /// A structure whose first member is the one handle it carries (`D3DKMT_CLOSEADAPTER`,
 /// `D3DKMT_DESTROYDEVICE`, `D3DKMT_DESTROYCONTEXT`, `D3DKMT_DESTROYHWQUEUE`,
 /// `D3DDDI_DESTROYPAGINGQUEUE`, `D3DKMT_DESTROYSYNCHRONIZATIONOBJECT`,
@@ -22,25 +13,6 @@ pub(super) struct OpenAdapterFromLuid {
 #[repr(C)]
 pub(super) struct OneHandle {
     pub(super) handle: u32,
-}
-
-/// `D3DKMT_CREATEDEVICE` (user mode passes `hAdapter` in the adapter union).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct CreateDevice {
-    pub(super) h_adapter: u32,
-    pub(super) adapter_union_high: u32,
-    pub(super) flags: u32,
-    pub(super) h_device: u32,
-    pub(super) p_command_buffer: u64,
-    pub(super) command_buffer_size: u32,
-    pub(super) _pad0: u32,
-    pub(super) p_allocation_list: u64,
-    pub(super) allocation_list_size: u32,
-    pub(super) _pad1: u32,
-    pub(super) p_patch_location_list: u64,
-    pub(super) patch_location_list_size: u32,
-    pub(super) _pad2: u32,
 }
 
 /// `D3DKMT_CREATEHWQUEUE`.
@@ -173,9 +145,6 @@ pub(super) struct CreateDoorbell {
 
 // The layouts the DLL's side asserts (umd/src/kmt_windows/layout.rs; windows-sys for the others).
 const _: () = {
-    assert!(size_of::<OpenAdapterFromLuid>() == 12);
-    assert!(size_of::<CreateDevice>() == 64);
-    assert!(offset_of!(CreateDevice, h_device) == 12);
     assert!(size_of::<CreateHwQueue>() == 48);
     assert!(offset_of!(CreateHwQueue, p_private_driver_data) == 16);
     assert!(offset_of!(CreateHwQueue, progress_fence_gpu_va) == 40);

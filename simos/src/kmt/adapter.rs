@@ -1,0 +1,213 @@
+//! The adapter thunks' kernel entries, as 24H2 answers them: `D3DKMTOpenAdapterFromLuid`
+//! (`K:DxgkOpenAdapterFromLuidImpl` @0x14035AC38), `D3DKMTCloseAdapter`
+//! (`K:DxgkCloseAdapterImpl` @0x140322C20) and `D3DKMTEnumAdapters2`
+//! (`K:DxgkEnumAdapters2Impl` @0x140349F80): the caller's structure as written, the checks in
+//! their order with their statuses, and back what 24H2 writes. The caller's handle table is the
+//! caller's ([`AdapterTable`]): a user-mode process's adapter handles.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{
+    STATUS_ACCESS_DENIED, STATUS_BUFFER_TOO_SMALL, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER,
+};
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use super::context_virtual::CallerMemory;
+use crate::base::process_id::ProcessId;
+use crate::machine::Machine;
+
+/// `D3DKMT_OPENADAPTERFROMLUID` in the released x64 layout (12 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtOpenAdapterFromLuid {
+    /// `AdapterLuid.LowPart` (in).
+    pub luid_low: u32,
+    /// `AdapterLuid.HighPart` (in).
+    pub luid_high: i32,
+    /// `hAdapter` (out).
+    pub h_adapter: u32,
+}
+
+/// `D3DKMT_ENUMADAPTERS2` in the released x64 layout (16 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtEnumAdapters2 {
+    /// `NumAdapters` (in/out).
+    pub num_adapters: u32,
+    /// Alignment.
+    pub _pad: u32,
+    /// `pAdapters` (out): `NumAdapters` `D3DKMT_ADAPTERINFO`s in the caller's process.
+    pub p_adapters: u64,
+}
+
+/// `D3DKMT_ADAPTERINFO` in the released x64 layout (20 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtAdapterInfo {
+    /// `hAdapter`.
+    pub h_adapter: u32,
+    /// `AdapterLuid.LowPart`.
+    pub luid_low: u32,
+    /// `AdapterLuid.HighPart`.
+    pub luid_high: i32,
+    /// `NumOfSources`.
+    pub num_of_sources: u32,
+    /// `bPrecisePresentRegionsPreferred`.
+    pub precise_present_regions_preferred: u32,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<D3dkmtOpenAdapterFromLuid>() == 12);
+    assert!(offset_of!(D3dkmtOpenAdapterFromLuid, h_adapter) == 8);
+    assert!(size_of::<D3dkmtEnumAdapters2>() == 16);
+    assert!(offset_of!(D3dkmtEnumAdapters2, p_adapters) == 8);
+    assert!(size_of::<D3dkmtAdapterInfo>() == 20);
+    assert!(offset_of!(D3dkmtAdapterInfo, num_of_sources) == 12);
+};
+
+/// The caller's adapter handles and its processes on the adapters.
+pub trait AdapterTable {
+    /// The adapter `h` names in the caller's table.
+    fn adapter(&self, h: KmtHandle) -> Option<usize>;
+    /// The caller's simulated process on adapter `i`, once its first device made it.
+    fn process(&self, i: usize) -> Option<ProcessId>;
+    /// A new handle for adapter `i` in the caller's table (STATUS_NO_MEMORY when it is full).
+    fn open(&self, i: usize) -> Result<KmtHandle, NtStatus>;
+    /// Closes adapter handle `h`: whether it was one.
+    fn close(&self, h: KmtHandle) -> bool;
+}
+
+fn status(s: i32) -> NtStatus {
+    NtStatus(s)
+}
+
+/// The LUID the simulated Dxgkrnl gave adapter `i` at start.
+fn luid_of(i: usize) -> (u32, i32) {
+    let l = crate::adapter::adapter_luid(i);
+    (l.LowPart, l.HighPart)
+}
+
+/// Whether the caller is blocked on adapter `i` for repeated engine timeouts
+/// (`ADAPTER_RENDER::IsProcessGpuAccessBlocked`).
+fn blocked(m: &Machine, t: &dyn AdapterTable, i: usize) -> bool {
+    t.process(i)
+        .is_some_and(|pid| m.is_gpu_access_blocked(i, pid))
+}
+
+/// `DxgkOpenAdapterFromLuidImpl` for the caller's structure `a`, in 24H2's order:
+/// 1. the LUID no adapter's (`DXGGLOBAL::ReferenceAdapterByLuid`): STATUS_INVALID_PARAMETER;
+/// 2. the adapter not started: STATUS_DEVICE_REMOVED with `a.h_adapter` set to 0 (24H2 writes
+///    the zero handle back);
+/// 3. the caller blocked on the adapter (read only while it is started): STATUS_ACCESS_DENIED;
+/// 4. a new handle in the caller's table (its status when full), in `a.h_adapter`.
+///
+/// The simulated process is made by the first device, not here: 24H2's open initialises the
+/// process's adapter state only for a process flagged so (`DXGPROCESS::OpenAdapter`
+/// @0x14036620C's third argument, bit 0x80 of the process's flags).
+pub fn dxgk_open_adapter_from_luid_impl(
+    m: &Machine,
+    a: &mut D3dkmtOpenAdapterFromLuid,
+    t: &dyn AdapterTable,
+) -> Result<(), NtStatus> {
+    let i = (0..m.adapter_count())
+        .find(|&i| luid_of(i) == (a.luid_low, a.luid_high))
+        .ok_or(status(STATUS_INVALID_PARAMETER))?;
+    if !m.adapter_started(i) {
+        a.h_adapter = 0;
+        return Err(status(STATUS_DEVICE_REMOVED));
+    }
+    if blocked(m, t, i) {
+        return Err(status(STATUS_ACCESS_DENIED));
+    }
+    a.h_adapter = t.open(i)?;
+    Ok(())
+}
+
+/// `DxgkCloseAdapterImpl` (`DXGADAPTER::DestroyHandle` @0x140322E94): `h` not an adapter
+/// handle of the caller is STATUS_INVALID_PARAMETER; else the handle goes. The caller's devices
+/// on the adapter and its state there stay (24H2 drops one open of the adapter,
+/// `DXGPROCESS::CloseAdapter`).
+pub fn dxgk_close_adapter_impl(h: KmtHandle, t: &dyn AdapterTable) -> Result<(), NtStatus> {
+    if t.close(h) {
+        Ok(())
+    } else {
+        Err(status(STATUS_INVALID_PARAMETER))
+    }
+}
+
+/// The most adapters one `D3DKMTEnumAdapters2` lists: `DXGGLOBAL::GetMaximumAdapterCountInSession`
+/// @0x140349488, `m_MaximumGlobalAdapterCount` + 2, at most 1024. The global count's own value
+/// is not read here: the simulation takes the machine's adapter count.
+pub fn max_adapters_in_session(m: &Machine) -> u32 {
+    u32::try_from(m.adapter_count())
+        .unwrap_or(u32::MAX)
+        .saturating_add(2)
+        .min(1024)
+}
+
+/// `DxgkEnumAdapters2Impl` for the caller's structure `a` (already captured: a NULL or
+/// unreadable pointer is the bridge's STATUS_INVALID_PARAMETER / STATUS_ACCESS_VIOLATION), in
+/// 24H2's order:
+/// 1. `pAdapters` NULL: `NumAdapters` is the session's maximum ([`max_adapters_in_session`]),
+///    nothing else is done;
+/// 2. `NumAdapters` lowered to that maximum;
+/// 3. `DxgkEnumAdaptersInternal` @0x140349510: the started adapters the caller is not blocked
+///    on (`EnumAdaptersCallback` @0x14034F110), a new handle opened for each; more than
+///    `NumAdapters`: STATUS_BUFFER_TOO_SMALL, nothing written, no handle left open; a failed
+///    open closes the handles opened and returns its status;
+/// 4. `NumAdapters` the number listed, then the list written to `pAdapters` (through `mem`;
+///    a fault there closes the handles and returns the fault's status).
+pub fn dxgk_enum_adapters2_impl(
+    m: &Machine,
+    a: &mut D3dkmtEnumAdapters2,
+    t: &dyn AdapterTable,
+    mem: &dyn CallerMemory,
+) -> Result<(), NtStatus> {
+    let max = max_adapters_in_session(m);
+    if a.p_adapters == 0 {
+        a.num_adapters = max;
+        return Ok(());
+    }
+    let room = a.num_adapters.min(max);
+    let listed: Vec<usize> = (0..m.adapter_count())
+        .filter(|&i| m.adapter_started(i) && !blocked(m, t, i))
+        .collect();
+    if listed.len() > room as usize {
+        return Err(status(STATUS_BUFFER_TOO_SMALL));
+    }
+    let mut infos = Vec::with_capacity(listed.len());
+    let close_all = |infos: &[D3dkmtAdapterInfo]| {
+        for info in infos {
+            t.close(info.h_adapter);
+        }
+    };
+    for &i in &listed {
+        match t.open(i) {
+            Ok(h) => {
+                let (luid_low, luid_high) = luid_of(i);
+                infos.push(D3dkmtAdapterInfo {
+                    h_adapter: h,
+                    luid_low,
+                    luid_high,
+                    // Render-only: no VidPN sources; the preference is a display adapter's.
+                    num_of_sources: 0,
+                    precise_present_regions_preferred: 0,
+                });
+            }
+            Err(e) => {
+                close_all(&infos);
+                return Err(e);
+            }
+        }
+    }
+    let bytes: Vec<u8> = infos.iter().flat_map(|i| i.as_bytes().to_vec()).collect();
+    if !bytes.is_empty() {
+        if let Err(e) = mem.write(a.p_adapters, &bytes) {
+            close_all(&infos);
+            return Err(e);
+        }
+    }
+    a.num_adapters = u32::try_from(infos.len()).unwrap_or(room);
+    Ok(())
+}

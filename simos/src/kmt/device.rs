@@ -1,0 +1,132 @@
+//! `D3DKMTCreateDevice` and `D3DKMTDestroyDevice`'s kernel entries, as 24H2 answers them:
+//! `K:DxgkCreateDeviceImpl` @0x14039AA10 (with `K:DXGDEVICE::Initialize` @0x1403973B4) and
+//! `K:DxgkDestroyDeviceImpl` @0x14039D208: the caller's structure as written, the checks in
+//! their order with their statuses, and back what 24H2 writes (`hDevice`, on success only).
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use super::adapter::AdapterTable;
+use crate::machine::Machine;
+use crate::ums::UmsProcess;
+
+/// `D3DKMT_CREATEDEVICE` in the released x64 layout (64 bytes; user mode passes `hAdapter` in
+/// the adapter union).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtCreateDevice {
+    /// `hAdapter` (in).
+    pub h_adapter: u32,
+    /// The adapter union's upper half (a kernel caller's pointer).
+    pub adapter_union_high: u32,
+    /// `Flags` (`D3DKMT_CREATEDEVICEFLAGS`, in).
+    pub flags: u32,
+    /// `hDevice` (out).
+    pub h_device: u32,
+    /// `pCommandBuffer` (out, legacy: not written by a WDDM 2 adapter's create).
+    pub p_command_buffer: u64,
+    /// `CommandBufferSize`.
+    pub command_buffer_size: u32,
+    /// Alignment.
+    pub _pad0: u32,
+    /// `pAllocationList`.
+    pub p_allocation_list: u64,
+    /// `AllocationListSize`.
+    pub allocation_list_size: u32,
+    /// Alignment.
+    pub _pad1: u32,
+    /// `pPatchLocationList`.
+    pub p_patch_location_list: u64,
+    /// `PatchLocationListSize`.
+    pub patch_location_list_size: u32,
+    /// Alignment.
+    pub _pad2: u32,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<D3dkmtCreateDevice>() == 64);
+    assert!(offset_of!(D3dkmtCreateDevice, h_device) == 12);
+    assert!(offset_of!(D3dkmtCreateDevice, p_command_buffer) == 16);
+};
+
+/// `D3DKMT_CREATEDEVICEFLAGS::TestDevice`.
+pub const CREATEDEVICE_TEST_DEVICE: u32 = 1 << 3;
+
+/// The caller's devices, beside its adapter handles.
+pub trait DeviceTable: AdapterTable {
+    /// The device `h` names in the caller's table.
+    fn device(&self, h: KmtHandle) -> Option<UmsProcess>;
+    /// The caller's first device on adapter `i`, naming its process there.
+    fn first_device(&self, i: usize) -> Option<UmsProcess>;
+    /// Records `d` in the caller's table (`first`: it made the caller's process on its
+    /// adapter).
+    fn add_device(&self, d: UmsProcess, first: bool);
+    /// Takes device `h` out of the caller's table with every object it owns; `None`: not a
+    /// device handle of the caller.
+    fn remove_device(&self, h: KmtHandle) -> Option<UmsProcess>;
+}
+
+fn sim_status(e: &crate::SimError) -> NtStatus {
+    match e {
+        crate::SimError::DdiFailed(s) => NtStatus(*s),
+        _ => NtStatus(STATUS_UNSUCCESSFUL),
+    }
+}
+
+/// `DxgkCreateDeviceImpl` for the caller's structure `a`, in 24H2's order:
+/// 1. `Flags.TestDevice` without test signing: STATUS_INVALID_PARAMETER;
+/// 2. `hAdapter` not an adapter handle of the caller: STATUS_INVALID_PARAMETER;
+/// 3. `DXGDEVICE::Initialize`: the caller's adapter state made once, at its first device on
+///    the adapter (`DXGPROCESS::OpenAdapter` @0x14036620C →
+///    `DXGPROCESS_RENDER_ADAPTER_INFO::Initialize` @0x1403ACC00: one `DxgkDdiCreateProcess`,
+///    one GPU VA space), `DxgkDdiCreateDevice` naming it (its failure status comes back), and
+///    VidSch's device (STATUS_ACCESS_DENIED for a blocked process).
+///
+/// On success `a.h_device` is the new device; nothing else of `a` changes. A later device is a
+/// device of the same simulated process. The caller serialises its creates (two threads' first
+/// devices on one adapter make one process).
+pub fn dxgk_create_device_impl(
+    m: &Machine,
+    a: &mut D3dkmtCreateDevice,
+    t: &dyn DeviceTable,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    if a.flags & CREATEDEVICE_TEST_DEVICE != 0 && !m.os_config().test_signing {
+        return Err(bad);
+    }
+    let i = t.adapter(a.h_adapter).ok_or(bad)?;
+    let d = match t.first_device(i) {
+        Some(first) => {
+            let d = m.create_device(&first).map_err(|e| sim_status(&e))?;
+            t.add_device(d, false);
+            d
+        }
+        None => {
+            let d = m.create_process(i).map_err(|e| sim_status(&e))?;
+            m.hold_process(&d).map_err(|e| sim_status(&e))?;
+            t.add_device(d, true);
+            d
+        }
+    };
+    a.h_device = d.device;
+    Ok(())
+}
+
+/// `DxgkDestroyDeviceImpl` for `h_device`: not a device handle of the caller is
+/// STATUS_INVALID_PARAMETER; else the device goes as 24H2 destroys it
+/// ([`Machine::destroy_device`]: its contexts, paging queues and sync objects, then the device,
+/// without the process exit's flush). The caller's GPU VA space, TDR history and handle table
+/// stay for its other and later devices.
+pub fn dxgk_destroy_device_impl(
+    m: &Machine,
+    h_device: KmtHandle,
+    t: &dyn DeviceTable,
+) -> Result<(), NtStatus> {
+    let d = t
+        .remove_device(h_device)
+        .ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
+    m.destroy_device(&d).map_err(|e| sim_status(&e))
+}

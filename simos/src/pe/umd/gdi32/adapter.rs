@@ -1,0 +1,157 @@
+//! The adapter and device thunks: each copies the DLL's structure in, calls the thunk's kernel
+//! entry ([`crate::kmt::adapter`], [`crate::kmt::device`], [`crate::kmt::escape`],
+//! [`crate::kmt::feature`]) with this process's handle tables, and copies back what the entry
+//! wrote.
+
+use std::mem::offset_of;
+
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use super::{args, bad, guest, nt, probe_out, put, sim_status, GuestMemory, Status};
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::kmt::adapter::{
+    dxgk_close_adapter_impl, dxgk_enum_adapters2_impl, dxgk_open_adapter_from_luid_impl,
+    AdapterTable, D3dkmtEnumAdapters2, D3dkmtOpenAdapterFromLuid,
+};
+use crate::kmt::device::{
+    dxgk_create_device_impl, dxgk_destroy_device_impl, D3dkmtCreateDevice, DeviceTable,
+};
+use crate::kmt::escape::{dxgk_escape, D3dkmtEscape, EscapeCaller};
+use crate::kmt::feature::{nt_dxgk_is_feature_enabled, D3dkmtIsFeatureEnabled};
+use crate::pe::umd::{Device, UserProcess};
+use crate::ums::UmsProcess;
+
+impl AdapterTable for UserProcess {
+    fn adapter(&self, h: KmtHandle) -> Option<usize> {
+        lock(&self.handles).adapters.get(&h).copied()
+    }
+
+    fn process(&self, i: usize) -> Option<ProcessId> {
+        lock(&self.handles).processes.get(&i).map(|p| p.pid)
+    }
+
+    fn open(&self, i: usize) -> Result<KmtHandle, NtStatus> {
+        let h = crate::ums::new_adapter_handle().map_err(|e| NtStatus(sim_status(&e) as i32))?;
+        lock(&self.handles).adapters.insert(h, i);
+        Ok(h)
+    }
+
+    fn close(&self, h: KmtHandle) -> bool {
+        lock(&self.handles).adapters.remove(&h).is_some()
+    }
+}
+
+impl DeviceTable for UserProcess {
+    fn device(&self, h: KmtHandle) -> Option<UmsProcess> {
+        lock(&self.handles).devices.get(&h).map(|d| d.sim)
+    }
+
+    fn first_device(&self, i: usize) -> Option<UmsProcess> {
+        lock(&self.handles).processes.get(&i).copied()
+    }
+
+    fn add_device(&self, d: UmsProcess, first: bool) {
+        let mut hs = lock(&self.handles);
+        if first {
+            hs.processes.insert(d.adapter, d);
+        }
+        hs.devices.insert(d.device, Device { sim: d });
+    }
+
+    fn remove_device(&self, h: KmtHandle) -> Option<UmsProcess> {
+        let mut hs = lock(&self.handles);
+        let d = hs.devices.remove(&h)?;
+        let owned: Vec<u32> = hs
+            .owner
+            .iter()
+            .filter(|(_, dev)| **dev == h)
+            .map(|(o, _)| *o)
+            .collect();
+        for o in owned {
+            hs.owner.remove(&o);
+            hs.paging.remove(&o);
+            hs.locks.remove(&o);
+            if let Some(db) = hs.doorbells.remove(&o) {
+                db.retire();
+            }
+        }
+        Some(d.sim)
+    }
+}
+
+impl EscapeCaller for UserProcess {
+    fn device(&self, h: KmtHandle) -> Option<UmsProcess> {
+        DeviceTable::device(self, h)
+    }
+}
+
+/// `D3DKMTOpenAdapterFromLuid` ([`crate::kmt::adapter::dxgk_open_adapter_from_luid_impl`]):
+/// `hAdapter` back on success, and the zero handle 24H2 writes for an adapter not started.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>
+pub(super) fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
+    let mut a: D3dkmtOpenAdapterFromLuid = args(at)?;
+    probe_out::<D3dkmtOpenAdapterFromLuid>(at)?;
+    let before = a.h_adapter;
+    let r = dxgk_open_adapter_from_luid_impl(&p.machine, &mut a, p);
+    if r.is_ok() || a.h_adapter != before {
+        put(
+            at,
+            offset_of!(D3dkmtOpenAdapterFromLuid, h_adapter),
+            &a.h_adapter,
+        )?;
+    }
+    r.map_err(nt)
+}
+
+/// `D3DKMTCloseAdapter` ([`crate::kmt::adapter::dxgk_close_adapter_impl`]).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcloseadapter>
+pub(super) fn close_adapter(p: &UserProcess, at: u64) -> Status {
+    let h: u32 = args(at)?;
+    dxgk_close_adapter_impl(h, p).map_err(nt)
+}
+
+/// `D3DKMTEnumAdapters2` ([`crate::kmt::adapter::dxgk_enum_adapters2_impl`]): the structure
+/// back on success (the list itself the entry writes).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtenumadapters2>
+pub(super) fn enum_adapters2(p: &UserProcess, at: u64) -> Status {
+    let mut a: D3dkmtEnumAdapters2 = args(at)?;
+    dxgk_enum_adapters2_impl(&p.machine, &mut a, p, &GuestMemory).map_err(nt)?;
+    guest::write(at, &a).map_err(bad)
+}
+
+/// `D3DKMTCreateDevice` ([`crate::kmt::device::dxgk_create_device_impl`]): `hDevice` back on
+/// success. Creates are serialised per process (two threads' first devices on one adapter make
+/// one simulated process).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatedevice>
+pub(super) fn create_device(p: &UserProcess, at: u64) -> Status {
+    let mut a: D3dkmtCreateDevice = args(at)?;
+    probe_out::<D3dkmtCreateDevice>(at)?;
+    let _one = lock(&p.creating);
+    dxgk_create_device_impl(&p.machine, &mut a, p).map_err(nt)?;
+    put(at, offset_of!(D3dkmtCreateDevice, h_device), &a.h_device)
+}
+
+/// `D3DKMTDestroyDevice` ([`crate::kmt::device::dxgk_destroy_device_impl`]).
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroydevice>
+pub(super) fn destroy_device(p: &UserProcess, at: u64) -> Status {
+    let h: u32 = args(at)?;
+    dxgk_destroy_device_impl(&p.machine, h, p).map_err(nt)
+}
+
+/// `D3DKMTEscape` ([`crate::kmt::escape::dxgk_escape`]), which reads the private data from and
+/// writes it back to the DLL's memory.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtescape>
+pub(super) fn escape(p: &UserProcess, at: u64) -> Status {
+    let a: D3dkmtEscape = args(at)?;
+    dxgk_escape(&p.machine, &a, p, &GuestMemory).map_err(nt)
+}
+
+/// `D3DKMTIsFeatureEnabled` ([`crate::kmt::feature::nt_dxgk_is_feature_enabled`]): the
+/// 12 bytes captured whole, `Result` back on success.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtisfeatureenabled>
+pub(super) fn is_feature_enabled(p: &UserProcess, at: u64) -> Status {
+    let mut a: D3dkmtIsFeatureEnabled = args(at)?;
+    nt_dxgk_is_feature_enabled(&p.machine, &mut a, |h| AdapterTable::adapter(p, h)).map_err(nt)?;
+    put(at, offset_of!(D3dkmtIsFeatureEnabled, result), &a.result)
+}
