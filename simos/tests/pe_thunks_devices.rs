@@ -581,12 +581,29 @@ fn d3dkmt_escape_answers_as_24h2() {
                 ..ok
             },
         ),
-        ("DRIVERPRIVATE: the driver has no DxgkDdiEscape", ok),
+        (
+            "DRIVERPRIVATE: PrivateDriverDataSize 0 or pPrivateDriverData NULL",
+            Escape { size: 0, ..ok },
+        ),
+        (
+            "DRIVERPRIVATE with Flags.DriverCommonEscape",
+            Escape {
+                flags: 1 << 7,
+                ..ok
+            },
+        ),
     ];
     for (what, e) in cases {
         assert_eq!(e.call(&p), expected(ESCAPE, what), "{what}");
         assert!(data.iter().all(|&b| b == 0x5A), "{what}: nothing written");
     }
+    // Past every check, the driver's own DxgkDdiEscape answers: rvgpu's refuses a request it
+    // does not know, and a refusal copies nothing back.
+    assert_eq!(ok.call(&p), STATUS_INVALID_PARAMETER, "the KMD's answer");
+    assert!(
+        data.iter().all(|&b| b == 0x5A),
+        "a refused escape writes nothing"
+    );
     // The known escape as the harness's Windows backend makes it.
     let mut dma = vec![0u8; 4096];
     let mut private = vec![0u8; 64];
@@ -603,7 +620,6 @@ fn d3dkmt_escape_answers_as_24h2() {
     assert!(n > 0 && n <= 4096, "the driver's command: {n} bytes");
     assert!(dma[..n as usize].iter().any(|&b| b != 0), "copied back");
     let untestable = "this suite's machines run test-signed (the driver image needs it)";
-    let unreached = "follows the driver's missing DxgkDdiEscape: never reached";
     assert_covers(
         ESCAPE,
         &cases.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
@@ -628,16 +644,15 @@ fn d3dkmt_escape_answers_as_24h2() {
                 "the render-only adapter is its own render adapter",
             ),
             (
-                "DRIVERPRIVATE: PrivateDriverDataSize 0 or pPrivateDriverData NULL",
-                unreached,
+                "DRIVERPRIVATE: the driver has no DxgkDdiEscape",
+                "rvgpu's KMD implements DxgkDdiEscape",
             ),
             (
                 "DRIVERPRIVATE to a vendor 0x1002 adapter without adapter flag 8: \
                  PrivateDriverDataSize under 12, or the third dword, its low byte \
                  cleared, 0x01000C00, 0x01000D00 or 0x01000E00",
-                unreached,
+                "the simulated adapter is not vendor 0x1002's",
             ),
-            ("DRIVERPRIVATE with Flags.DriverCommonEscape", unreached),
         ],
     );
     machine_ok(&m);

@@ -7,17 +7,17 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
+use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
 use rvgpu_ddi::ntstatus::{
     STATUS_ACCESS_DENIED, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
     STATUS_NO_MEMORY, STATUS_UNSUCCESSFUL,
 };
-use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
 use rvgpu_ddi::HANDLE;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::adapter::AdapterTable;
-use crate::adapter::ddi::{self, At};
 use super::context_virtual::CallerMemory;
+use crate::adapter::ddi::{self, At};
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
