@@ -264,7 +264,7 @@ pub(crate) fn create_context_with(
         }
     }
     // The pages' reading gives the root now; 24H2 only at the context's first kernel-mode
-    // submission or resume (`crate::vidmm::mmu::ensure_root`).
+    // submission or resume (`super::root::ensure_root`).
     let root_sent = match a.os.reading.root_hand_over {
         RootHandOver::AtCreate => crate::vidmm::mmu::set_root(a, pid, kmd)?,
         RootHandOver::FirstUse => None,
@@ -300,65 +300,6 @@ pub(crate) fn create_context_with(
     // The KMD learns the context's band ([D] VidSchiCreateHwContextInternal).
     m.context_created(a, h, kmd, node)?;
     Ok(h)
-}
-
-/// VidSch's step before context `context` runs work it was handed, 24H2
-/// `M:VidSchiEnsureRootPageTableUpdated` @0x1400EAF40 (before a kernel-mode submission, at a
-/// resume) and the same step of `M:VidSchiSubmitRenderVirtualCommand` @0x1400B6C90 (software
-/// scheduling): `DxgkDdiSetRootPageTable` when the process's root is not the one last sent
-/// for the context. Nothing for a context of no GpuMmu process.
-pub(crate) fn ensure_root(a: &AdapterShared, context: KmtHandle) -> Result<(), SimError> {
-    let (kmd, pid, sent) = {
-        let os = lock(&a.ums);
-        let Some(c) = os.contexts.get(&context) else {
-            return Ok(());
-        };
-        let Some(d) = os.devices.get(&c.device) else {
-            return Ok(());
-        };
-        (c.kmd, d.process, c.root_sent)
-    };
-    let now = lock(&a.mm.vidmm).process(pid).map(|(_, s, r)| (s, r));
-    if now.is_none() || now == sent {
-        return Ok(());
-    }
-    let sent = crate::vidmm::mmu::set_root(a, pid, kmd)?;
-    if let Some(c) = lock(&a.ums).contexts.get_mut(&context) {
-        c.root_sent = sent;
-    }
-    Ok(())
-}
-
-pub(crate) fn destroy_context_thunk(
-    m: &dyn UmsHost,
-    a: &AdapterShared,
-    device: KmtHandle,
-    h: KmtHandle,
-) -> Result<(), SimError> {
-    let dl = device_lock(a, device)?;
-    {
-        let _g = dev_guard(a, &dl);
-        lock(&a.ums).context_of(device, h)?;
-        // `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60: each of the context's queues with
-        // its doorbell (24H2 walks the context's list; here in handle order), then the context.
-        let mut queues: Vec<KmtHandle> = {
-            let os = lock(&a.ums);
-            os.queues
-                .values()
-                .filter(|q| q.context == h)
-                .map(|q| q.handle)
-                .collect()
-        };
-        queues.sort_unstable();
-        for q in queues {
-            super::hwqueue::destroy_hw_queue_with_doorbell(m, a, q)?;
-        }
-        destroy_context(m, a, h)?;
-    }
-    // The queues' log buffers leave the paging process once the locks are released, and
-    // their native progress fences go.
-    super::hwqueue::reap_progress_fences(m, a)?;
-    m.reap_system_pages(a)
 }
 
 /// The device a context belongs to (`D3DKMTUpdateGpuVirtualAddress`'s `hContext`).

@@ -27,7 +27,7 @@ use crate::os::answers::{SubmitFailure, UmsProgress};
 use crate::state::sync::logbuffer::LogBuffer;
 use crate::sync::fence::MonitoredFence;
 
-use super::context::node_flags;
+use super::context::{destroy_context, node_flags};
 use super::held::{drop_held_work, kick_all};
 use super::host::UmsHost;
 use super::kmd::{check_kmd_handle, destroy_kmd, needed_ddi};
@@ -637,7 +637,7 @@ pub(crate) fn submit_command(
     // The context's root, when VidSch has not sent it yet (24H2 `M:VidSchSubmitCommandToHwQueue`
     // @0x140048F00, for every packet but a present, held or not).
     let context = lock(&a.ums).queue(queue).map(|q| q.context)?;
-    super::context::ensure_root(a, context)?;
+    super::root::ensure_root(a, context)?;
     {
         // `M:VidSchSubmitCommandToHwQueue` @0x140048F00 does not compare the value with the
         // queue's earlier ones: what the KMD makes of one not above them is its own.
@@ -717,4 +717,38 @@ pub(crate) fn check_queue(
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
     Ok(())
+}
+
+/// `D3DKMTDestroyContext`'s work: the context's hardware queues first, each with its doorbell,
+/// then the context (24H2 destroys them along, `K:DXGCONTEXT::DestroyAllHwQueues`).
+pub(crate) fn destroy_context_thunk(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+) -> Result<(), SimError> {
+    let dl = device_lock(a, device)?;
+    {
+        let _g = dev_guard(a, &dl);
+        lock(&a.ums).context_of(device, h)?;
+        // `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60: each of the context's queues with
+        // its doorbell (24H2 walks the context's list; here in handle order), then the context.
+        let mut queues: Vec<KmtHandle> = {
+            let os = lock(&a.ums);
+            os.queues
+                .values()
+                .filter(|q| q.context == h)
+                .map(|q| q.handle)
+                .collect()
+        };
+        queues.sort_unstable();
+        for q in queues {
+            destroy_hw_queue_with_doorbell(m, a, q)?;
+        }
+        destroy_context(m, a, h)?;
+    }
+    // The queues' log buffers leave the paging process once the locks are released, and
+    // their native progress fences go.
+    reap_progress_fences(m, a)?;
+    m.reap_system_pages(a)
 }

@@ -117,6 +117,7 @@ mod loss;
 mod power;
 pub(crate) mod process;
 mod query;
+mod root;
 mod start;
 mod worker;
 
@@ -131,6 +132,7 @@ pub(crate) use self::kmtest::TestTarget;
 pub(crate) use self::loss::*;
 pub(crate) use self::power::*;
 pub(crate) use self::query::*;
+pub(crate) use self::root::ensure_root;
 pub(crate) use self::start::*;
 pub(crate) use self::worker::*;
 pub use crate::ob::KmtHandle;

@@ -349,7 +349,7 @@ pub(super) fn resume_context(
     let f = needed_ddi!(a, DxgkDdiResumeContext, "has hardware queues")?;
     // 24H2 `M:VidSchiSuspendResumeHwContext` @0x140020730 sends the root (if it changed)
     // before the resume.
-    super::context::ensure_root(a, h)?;
+    super::root::ensure_root(a, h)?;
     let args = DXGKARG_RESUMECONTEXT {
         hContext: kmd as HANDLE,
     };
