@@ -449,8 +449,9 @@ fn vidmm_run_once(
     let mut all = Vec::new();
     let cpu = lock(&a.mm.vidmm).cpu_updates;
     for u in updates {
-        // An invalidation (every entry zero: an unmap, or a fresh table cleared before its
-        // first use) is one zeroed entry repeated on 24H2 (`Invalidations`).
+        // An invalidation (every entry zero: an unmap, a fresh directory cleared, or a fresh
+        // leaf table's entries outside its first map's run) is one zeroed entry repeated on
+        // 24H2 (`Invalidations`).
         let invalidation = u.entries.iter().all(|e| *e == OsPte::default());
         let repeat = invalidation && a.os.reading.invalidations == Invalidations::Repeated;
         let mut entries: Vec<DXGK_PTE> = if repeat {
