@@ -1,5 +1,6 @@
 //! Unit tests of the mapped-run index (`super`): the same records as visiting every
 //! allocation, no growth on the paging path, and the instructions both take.
+#![allow(clippy::arithmetic_side_effects, clippy::cast_possible_truncation)]
 use super::*;
 use crate::allocation::Mappings;
 use crate::handle::Kind;
