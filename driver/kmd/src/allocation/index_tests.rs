@@ -80,13 +80,13 @@ fn assert_mirrors(all: &SortedMap<Handle, Allocation>, index: &MapIndex) {
     }
 }
 
-/// AL-01 (doorbell rings are found where VidMm mapped them): following 4,000 random
-/// UPDATEPAGETABLE leaf operations of two processes over 64 allocations (maps at random
-/// offsets and lengths, remaps over other allocations, unmaps across several) leaves exactly
-/// the records visiting every allocation leaves, with the index mirroring them throughout,
-/// and never grows the index on the paging path.
+/// DDI-03 (the KMD knows where VidMm mapped each allocation, where a doorbell's ring must
+/// be): following 4,000 random UPDATEPAGETABLE leaf operations of two processes over 64
+/// allocations (maps at random offsets and lengths, remaps over other allocations, unmaps
+/// across several) leaves exactly the records visiting every allocation leaves, with the
+/// index mirroring them throughout, and never grows the index on the paging path.
 #[test]
-fn al_01_indexed_mapping_records_match_visiting_every_allocation() {
+fn ddi_03_indexed_mapping_records_match_visiting_every_allocation() {
     let (mut all, mut index) = world(64);
     let mut reference = all.clone();
     let room = index.runs.capacity();
@@ -120,12 +120,12 @@ fn al_01_indexed_mapping_records_match_visiting_every_allocation() {
     assert!(index.is_empty());
 }
 
-/// AL-01 (the attacker): a process that maps and remaps one allocation's pages many times
+/// DDI-03 (the attacker): a process that maps and remaps one allocation's pages many times
 /// over keeps at most MAX_MAPPINGS runs recorded for it, and a run that finds no room in the
 /// index (room made for fewer allocations than mapped) is not recorded anywhere: record and
 /// index never disagree, and nothing panics or grows.
 #[test]
-fn al_01_a_run_without_room_is_recorded_nowhere() {
+fn ddi_03_a_run_without_room_is_recorded_nowhere() {
     let mut all = SortedMap::new();
     let mut index = MapIndex::default();
     index.try_reserve_for::<Host>(1).unwrap();
