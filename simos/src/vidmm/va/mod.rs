@@ -446,13 +446,23 @@ fn repeat_tag(m: &UserMap, va: u64, total: u64) -> LeafTag {
 }
 
 /// The queued mapping at `va` of range `start` and the queued repetitions of the same
-/// allocation pages that follow it (one Map's range, `va_map_into`), each marked no longer
-/// queued; empty if `va` holds no queued mapping (freed, or entered with an earlier Map's).
-fn queued_run(a: &AdapterShared, pid: ProcessId, start: u64, va: u64) -> Vec<(u64, UserMap)> {
+/// allocation pages that follow it (one Map's range, `va_map_into`; up to the next of the
+/// queued Maps' `starts`), each marked no longer queued; empty if `va` holds no queued
+/// mapping (freed meanwhile).
+fn queued_run(
+    a: &AdapterShared,
+    pid: ProcessId,
+    start: u64,
+    va: u64,
+    starts: &[(ProcessId, u64, u64)],
+) -> Vec<(u64, UserMap)> {
     let mut st = lock(&a.mm.gpuva);
     let mut out: Vec<(u64, UserMap)> = Vec::new();
     let mut at = va;
     while let Some(m) = st.map_mut(pid, start, at) {
+        if at != va && starts.contains(&(pid, start, at)) {
+            break;
+        }
         let same = out.first().is_none_or(|(_, f)| {
             (f.allocation, f.offset, f.pages) == (m.allocation, m.offset, m.pages)
                 || (f.allocation, f.offset) == (m.allocation, m.offset) && m.pages < f.pages
