@@ -251,10 +251,12 @@ fn map_sub_range_at_chosen_va_is_written_by_queue() {
     }
 }
 
-/// `OffsetInPages + SizeInPages` past the allocation, or an offset at its end, is refused
-/// and maps nothing (VidMmMapGpuVirtualAddressInternal).
+/// An offset at or past the allocation's end is refused and maps nothing; a range longer
+/// than what the allocation has past its offset repeats that part (24H2 with a WDDM 2.1+
+/// driver: VidMmMapGpuVirtualAddressInternal, MapVadVaRange), one page of it as one
+/// repeated leaf entry, which the driver writes to every slot of the range.
 #[test]
-fn map_reaching_past_allocation_refused_nothing_mapped() {
+fn map_past_allocation_end_repeats_its_pages_else_refused() {
     let m = with_doorbells(Mode::Step, 4);
     let p = process(&m);
     let b = buffer(&m, &p.k, 2);
@@ -262,12 +264,9 @@ fn map_reaching_past_allocation_refused_nothing_mapped() {
     let before = m.gpuva_live_counts(0);
     // (base, OffsetInPages, SizeInPages) of the 2-page allocation.
     for (base, offset, size, what) in [
-        (CHOSEN, 1, 2, "1+2 of 2 pages"),
         (CHOSEN, 2, 1, "offset at the end"),
         (CHOSEN, u64::MAX, 1, "offset wrapping"),
         (0, 1, u64::MAX / 2, "size wrapping"),
-        // SizeInPages 0 means the whole allocation, so only from offset 0.
-        (CHOSEN, 1, 0, "size 0 at offset 1"),
     ] {
         refused(
             map_wait(&p.k, &p.pq, &map(&p.pq, base, b.handle, offset, size)),
@@ -282,6 +281,22 @@ fn map_reaching_past_allocation_refused_nothing_mapped() {
             Err(FaultReason::NotPresent)
         );
     }
+    // Pages 1.. of the allocation over 3 pages: page 1 three times (Repeat); SizeInPages 0
+    // at offset 1 is the allocation's size, page 1 twice.
+    let (rep, rep2) = (CHOSEN + 8 * PAGE, CHOSEN + 16 * PAGE);
+    okk(&m, map_wait(&p.k, &p.pq, &map(&p.pq, rep, b.handle, 1, 3)));
+    let page1 = translate(&m, &p, rep, Access::Write).expect("mapped");
+    for i in 1..3 {
+        assert_eq!(translate(&m, &p, rep + i * PAGE, Access::Write), Ok(page1));
+    }
+    gpu_write(&m, &p.k, rep + 2 * PAGE + 8, 0x3333);
+    assert_eq!(
+        b.mem.load(PAGE + 8),
+        0x3333,
+        "the third page is the allocation's page 1"
+    );
+    okk(&m, map_wait(&p.k, &p.pq, &map(&p.pq, rep2, b.handle, 1, 0)));
+    assert_eq!(translate(&m, &p, rep2 + PAGE, Access::Read), Ok(page1));
     let whole = okk(
         &m,
         map_wait(&p.k, &p.pq, &map(&p.pq, CHOSEN, b.handle, 0, 0)),

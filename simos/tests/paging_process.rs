@@ -356,6 +356,42 @@ fn ddi_03_repeated_entry_is_written_to_every_slot() {
     }
 }
 
+/// DDI-03: a leaf map with Repeat (24H2 sends it for a Map range that repeats one page of its
+/// allocation, with the table's shadow entries after the first) writes entry 0 to every slot
+/// and never reads the entries after it: here they name another page, which no slot takes.
+#[test]
+fn ddi_03_repeated_map_writes_entry_zero_to_every_slot() {
+    let m = machine_with(Mode::Step, |_| {});
+    let page = |p: u64| {
+        let f = DXGK_PTE_0::from_value(0)
+            .with(DXGK_PTE_0::Valid, 1)
+            .with(DXGK_PTE_0::Segment, 2);
+        DXGK_PTE::from_raw(f.Value, p)
+    };
+    let words = |n: u32, flags| {
+        let mut two = [page(1), page(7)];
+        let op = update_op(&m, None, &mut two, n, flags);
+        let r = ok(
+            &m,
+            m.build_paging(0, DXGK_OPERATION_UPDATE_PAGE_TABLE, op, 4096),
+        );
+        let (st, words) = r.last().cloned().expect("a pass");
+        assert_eq!(st, STATUS_SUCCESS);
+        match rvgpu_hw::cmd::decode(&words) {
+            Ok(Command::WriteData { count, .. }) if u32::from(count) == n => {
+                words[2..2 + n as usize].to_vec()
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    let plain = words(2, DXGK_UPDATEPAGETABLEFLAGS::default());
+    assert_ne!(plain[0], plain[1], "two pages, two entries");
+    let repeat = DXGK_UPDATEPAGETABLEFLAGS::default().with(DXGK_UPDATEPAGETABLEFLAGS::Repeat, 1);
+    let repeated = words(16, repeat);
+    assert!(repeated.iter().all(|w| *w == plain[0]), "{repeated:x?}");
+    no_fault(&m);
+}
+
 /// DDI-01 (the attacker): `DxgkDdiCreateProcess` takes one PASID count per physical GPU
 /// whether the array is there or not (24H2 passes 1 and NULL), never reads the array (a
 /// pointer nothing backs is accepted without a fault), and refuses more PASIDs than the

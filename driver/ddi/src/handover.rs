@@ -277,7 +277,9 @@ pub const UPDATE_PAGE_TABLE: Ddi<DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE> = Ddi {
             DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.pPageTableEntries,
             true,
             UPDATE_BY,
-            "the caller's entries; for an invalidation one zeroed DXGK_PTE on VidMm's stack"
+            "the caller's entries (for a map, the table's shadow from StartIndex, \
+             M:VIDMM_PAGE_TABLE::UpdatePageTable @0x1400AAE70); for an invalidation one \
+             zeroed DXGK_PTE on VidMm's stack"
         ),
         filled_row!(
             DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.StartIndex,
@@ -301,8 +303,13 @@ pub const UPDATE_PAGE_TABLE: Ddi<DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE> = Ddi {
             DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.Flags,
             true,
             UPDATE_BY,
-            "the caller's flags (InitialUpdate, NativeFence where set); Repeat added when the \
-             caller passes no entries (every invalidation)"
+            "the caller's flags (InitialUpdate on every update of a table not yet committed: \
+             the first map into a fresh leaf table and the invalidations of the entries \
+             outside its run, M:VIDMM_PAGE_TABLE::CommitVirtualAddressRange @0x1400F2030); \
+             Repeat added when the caller passes no entries (every invalidation), and on a \
+             leaf map whose commit repeats one 4 KiB page (a Map range longer than what the \
+             allocation has past its offset, M:CVirtualAddressAllocator::MapVadVaRange \
+             @0x14009AD34)"
         ),
         filled_row!(
             DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE.DriverProtection,
@@ -312,7 +319,9 @@ pub const UPDATE_PAGE_TABLE: Ddi<DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE> = Ddi {
              D3DDDI_MAPGPUVIRTUALADDRESS the range was mapped with, unchecked \
              (M:CVirtualAddressAllocator::MapVirtualAddressRange @0x14009AF84 keeps it in the \
              mapped range, M:CVirtualAddressAllocator::CommitVirtualAddressRange @0x1400ADD10 \
-             copies it to the commit state); zero for invalidations \
+             copies it to the commit state; M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress \
+             @0x1400E34AC likewise for a MAP_PROTECT's, which neither it nor \
+             K:DxgkUpdateGpuVirtualAddress @0x1402F7A50 refuses); zero for invalidations \
              (UpdatePageTableInvalidate passes none)"
         ),
         filled_row!(

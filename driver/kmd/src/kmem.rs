@@ -418,6 +418,21 @@ impl<K: Ord, V> SortedMap<K, V> {
         Some(self.values.remove(i))
     }
 
+    /// Index of the first key not below `k` (a binary search).
+    pub fn lower_bound(&self, k: &K) -> usize {
+        self.keys.partition_point(|x| x < k)
+    }
+
+    /// The entry at index `i` in key order.
+    pub fn at(&self, i: usize) -> Option<(&K, &V)> {
+        Some((self.keys.get(i)?, self.values.get(i)?))
+    }
+
+    /// Entries the map holds without allocating.
+    pub fn capacity(&self) -> usize {
+        self.keys.capacity().min(self.values.capacity())
+    }
+
     /// Indexes of the keys in `lo..=hi`: two binary searches.
     fn span(&self, lo: &K, hi: &K) -> core::ops::Range<usize> {
         let start = self.keys.partition_point(|k| k < lo);

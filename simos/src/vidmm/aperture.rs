@@ -194,6 +194,7 @@ pub(crate) fn map_aperture_range_into(
         handle: 0,
         base_va: va,
         large_pages: false,
+        repeat_page: None,
     };
     crate::vidmm::mmu::vidmm_map_at(
         host,

@@ -15,6 +15,10 @@ pub struct LeafTag {
     /// `DXGK_GPUMMUCAPS::LargePageSupported`, `SysMemLargePageSupported`,
     /// `AllowNonAlignedLargePageAddress`).
     pub large_pages: bool,
+    /// Every leaf maps the allocation's one page at this byte offset: a Map range past what
+    /// the allocation has from its offset repeats what is left, and when that is one 4 KiB
+    /// page 24H2 sends the leaves as one repeated entry (see `vidmm::mmu`'s `vidmm_run_once`).
+    pub repeat_page: Option<u64>,
 }
 
 impl LeafTag {

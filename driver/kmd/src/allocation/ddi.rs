@@ -114,6 +114,9 @@ pub fn create<'p, P: Platform>(
             if s.allocations.len() >= MAX_ALLOCATIONS {
                 return Err(status::INSUFFICIENT_RESOURCES);
             }
+            // Room for its mapped runs now: the paging path records them without allocating.
+            let n = s.allocations.len().saturating_add(1);
+            s.mapped_at.try_reserve_for::<P>(n)?;
             s.allocations.try_insert::<P>(h, al)?;
             drop(s);
             describe(live, &al, info);
@@ -159,6 +162,8 @@ fn make_all<'p, P: Platform, I>(
         for info in infos.iter_mut().take(made) {
             let raw = handle(info);
             if let Ok(h) = Handle::decode_on(*raw, Kind::Allocation, a.table_slot()) {
+                let s = &mut *s;
+                s.mapped_at.forget(&s.allocations, h);
                 s.allocations.remove(&h);
             }
             *raw = core::ptr::null_mut();
@@ -184,6 +189,8 @@ pub fn destroy<P: Platform>(a: &Adapter<P>, handles: &[HANDLE]) -> Result<(), St
     for raw in handles {
         if let Ok(h) = Handle::decode_on(*raw, Kind::Allocation, slot) {
             crate::doorbell::ddi::stop_queues_on(live, &mut s, h, &mut held);
+            let s = &mut *s;
+            s.mapped_at.forget(&s.allocations, h);
             s.allocations.remove(&h);
         }
     }
@@ -265,6 +272,8 @@ pub fn open<'p, P: Platform>(
                         ..al
                     },
                 };
+                let n = s.allocations.len().saturating_add(1);
+                s.mapped_at.try_reserve_for::<P>(n)?;
                 s.allocations.try_insert::<P>(h, record)?;
                 if let Some(created) = of.and_then(|c| s.allocations.get_mut(&c)) {
                     created.creator = Some(dev);
@@ -289,6 +298,8 @@ pub fn close<P: Platform>(h_device: HANDLE, handles: &[HANDLE]) -> Result<(), St
         }
         for raw in handles {
             if let Ok(h) = Handle::decode_on(*raw, Kind::Allocation, slot) {
+                let s = &mut *s;
+                s.mapped_at.forget(&s.allocations, h);
                 let of = s.allocations.remove(&h).and_then(|al| al.of);
                 if let Some(created) = of.and_then(|c| s.allocations.get_mut(&c)) {
                     created.creator = None;
@@ -359,26 +370,23 @@ pub fn note_mapping<P: Platform>(
     else {
         return;
     };
+    let target = if valid && offset.is_multiple_of(rvgpu_hw::PAGE_SIZE) {
+        Handle::decode_on(h_allocation, Kind::Allocation, slot)
+            .ok()
+            .map(|h| (h, offset))
+    } else {
+        None
+    };
     let mut s = live.sched.lock();
+    let s = &mut *s;
     // A VA maps one thing at a time: a remap without an unmap first must not leave the
     // old allocation claiming it.
-    for al in s.allocations.values_mut() {
-        al.mapped.cut(process, first_va, va_hi);
-    }
-    if !valid || !offset.is_multiple_of(rvgpu_hw::PAGE_SIZE) {
-        return;
-    }
-    let (Ok(h), Some(base)) = (
-        Handle::decode_on(h_allocation, Kind::Allocation, slot),
-        first_va.checked_sub(offset),
-    ) else {
-        return;
-    };
-    let lo = offset / rvgpu_hw::PAGE_SIZE;
-    if let Some(al) = s.allocations.get_mut(&h) {
-        // Past the allocation's end is not the allocation (VidMm never asks for that).
-        let pages = al.size / rvgpu_hw::PAGE_SIZE;
-        let hi = lo.saturating_add(entries).min(pages);
-        al.mapped.add(process, base, lo, hi);
-    }
+    super::index::record(
+        &mut s.allocations,
+        &mut s.mapped_at,
+        process,
+        first_va,
+        va_hi,
+        target,
+    );
 }

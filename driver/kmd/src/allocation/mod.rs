@@ -26,6 +26,7 @@ use rvgpu_ddi::HANDLE;
 use rvgpu_hw::addr::GpuVa;
 
 pub mod ddi;
+pub mod index;
 
 /// An allocation as the KMD keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +167,14 @@ impl Mappings {
             .flatten()
             .find(|r| r.process == process && r.lo == 0 && r.hi >= pages)
             .map(|r| r.base)
+    }
+
+    /// Each recorded run as `(process, first VA, end VA)`.
+    fn spans(&self) -> impl Iterator<Item = (Handle, u64, u64)> + '_ {
+        self.runs
+            .iter()
+            .flatten()
+            .filter_map(|r| r.va().map(|(lo, hi)| (r.process, lo, hi)))
     }
 
     /// How many runs are recorded.

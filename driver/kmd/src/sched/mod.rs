@@ -73,6 +73,8 @@ pub struct Sched {
     pub last_process_id: u32,
     /// Allocations (`DxgkDdiCreateAllocation`, [`crate::allocation`]).
     pub allocations: SortedMap<Handle, crate::allocation::Allocation>,
+    /// Where the allocations are mapped, by process and VA ([`crate::allocation::index`]).
+    pub mapped_at: crate::allocation::index::MapIndex,
     pub ids: QueueIds,
     pub physical: Physical,
     /// One runlist buffer per engine (allocated at start, written only under the lock).
@@ -118,6 +120,7 @@ impl Sched {
             processes: SortedMap::new(),
             last_process_id: 0,
             allocations: SortedMap::new(),
+            mapped_at: crate::allocation::index::MapIndex::default(),
             ids: QueueIds::default(),
             physical,
             runlists,

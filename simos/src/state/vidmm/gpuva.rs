@@ -479,8 +479,8 @@ impl AddressSpace {
     }
 
     /// Maps `phys` (one entry per page) at `va` with `attrs`, with 4 KiB leaves only; returns
-    /// the updates in the order they must run (new tables cleared, then linked, then the
-    /// leaves).
+    /// the updates in the order they must run (new directories cleared and new leaf tables'
+    /// entries outside the run invalidated, each then linked, then the leaves).
     pub fn map(
         &mut self,
         va: u64,
@@ -571,8 +571,52 @@ impl AddressSpace {
             self.large.insert(v, leaf_at(v));
         }
         updates.extend(self.coalesce(1, bigs));
-        updates.extend(self.coalesce(0, leaves));
-        Ok(updates)
+        let runs = self.coalesce(0, leaves);
+        let mut out = Vec::with_capacity(updates.len() + runs.len());
+        for u in updates {
+            if u.level == 0 && u.initial {
+                // A fresh leaf table: only the entries outside the map's run are invalidated.
+                out.extend(self.outside_run(&u, &runs));
+            } else {
+                out.push(u);
+            }
+        }
+        for mut r in runs {
+            // The map's own entries are the fresh table's first contents too: 24H2 passes the
+            // same InitialUpdate flags to the map as to the invalidations around it.
+            r.initial = created.contains(&(0, self.geometry.table_base(r.va, 0)));
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    /// The invalidations of fresh leaf table `clear` (a whole-table clear from
+    /// [`Self::ensure_path`]) that 24H2 sends before the first map into it: entries
+    /// `[0, s)` and `[e, entries)` around the map's run `[s, e)` in `runs`, as
+    /// M:VIDMM_PAGE_TABLE::CommitVirtualAddressRange @0x1400F2030 invalidates (through
+    /// UpdatePageTableInvalidate @0x1400AB920, with the table's InitialUpdate flag) a table
+    /// not yet committed, then maps the run; a table the run fills gets none.
+    fn outside_run(&self, clear: &Update, runs: &[Update]) -> Vec<Update> {
+        let n = self.geometry.entries();
+        let Some(run) = runs.iter().find(|r| r.table == clear.table) else {
+            return vec![clear.clone()];
+        };
+        let s = u64::from(run.start);
+        let e = s + run.entries.len() as u64;
+        let part = |lo: u64, hi: u64| Update {
+            start: lo as u32,
+            entries: vec![OsPte::default(); (hi - lo) as usize],
+            va: clear.va + lo * self.geometry.page,
+            ..clear.clone()
+        };
+        let mut out = Vec::new();
+        if s > 0 {
+            out.push(part(0, s));
+        }
+        if e < n {
+            out.push(part(e, n));
+        }
+        out
     }
 
     /// Whether `run` (pages from `v` on) starts a large page: see [`Self::map_large`].

@@ -25,11 +25,14 @@ fn first_map_clears_and_links_every_level_then_writes_leaves() {
             &mut heap,
         )
         .unwrap();
-    // Three new tables (L2, L1, L0): clear + link each, then one leaf run.
+    // Three new tables (L2, L1, L0): the directories cleared + linked; the leaf table's
+    // entries past the run invalidated, linked; then the run, all four InitialUpdate.
     assert_eq!(u.len(), 7);
-    assert_eq!(u.iter().filter(|x| x.initial).count(), 3);
+    assert_eq!(u.iter().filter(|x| x.initial).count(), 4);
+    assert_eq!((u[4].level, u[4].start, u[4].entries.len()), (0, 3, 509));
     let leaf = u.last().unwrap();
     assert_eq!((leaf.level, leaf.entries.len()), (0, 3));
+    assert!(leaf.initial && leaf.maps);
     assert_eq!(leaf.entries[2].page, 0x2000_0000 >> 12);
     // A second mapping nearby reuses the tables.
     let va2 = s.reserve(4096).unwrap();
@@ -118,7 +121,7 @@ fn runs_across_a_leaf_table_boundary_use_both_tables() {
     assert_eq!(va, span - 2 * 4096);
     let phys: Vec<Phys> = (0..4).map(|i| (0, 0x1000_0000 + i * 4096)).collect();
     let u = s.map(va, &phys, MapAttrs::default(), &mut heap).unwrap();
-    let leaves: Vec<_> = u.iter().filter(|x| x.level == 0 && !x.initial).collect();
+    let leaves: Vec<_> = u.iter().filter(|x| x.level == 0 && x.maps).collect();
     assert_eq!(leaves.len(), 2);
     assert_ne!(leaves[0].table, leaves[1].table);
     assert_eq!((leaves[0].start, leaves[0].entries.len()), (510, 2));
@@ -134,6 +137,53 @@ fn runs_across_a_leaf_table_boundary_use_both_tables() {
     );
     let spans: Vec<_> = un.iter().filter(|x| x.level == 1).map(|x| x.va).collect();
     assert_eq!(spans, [0, span], "each entry names the span it covered");
+}
+
+/// The first map into a fresh leaf table invalidates only the entries outside its run
+/// (M:VIDMM_PAGE_TABLE::CommitVirtualAddressRange @0x1400F2030): before it, after it, both,
+/// or neither for a run that fills the table; each with the VA of its first entry, before the
+/// table is linked; the run itself InitialUpdate too. A later map into the table sends neither.
+#[test]
+fn a_fresh_leaf_table_invalidates_only_outside_the_first_run() {
+    let span = 512 * 4096;
+    let leaf_updates = |base: u64, pages: u64| {
+        let mut heap = TableHeap::new(0, 1 << 20, 4096);
+        let (mut s, _) = AddressSpace::new(geo(), &mut heap, base).unwrap();
+        let va = s.reserve(pages * 4096).unwrap();
+        let phys: Vec<Phys> = (0..pages).map(|i| (0, 0x1000_0000 + i * 4096)).collect();
+        let u = s.map(va, &phys, MapAttrs::default(), &mut heap).unwrap();
+        let leaf: Vec<_> = u.into_iter().filter(|x| x.level == 0).collect();
+        (s, heap, leaf)
+    };
+    let shape = |l: &[Update]| -> Vec<(u32, usize, bool, bool)> {
+        l.iter()
+            .map(|x| (x.start, x.entries.len(), x.maps, x.initial))
+            .collect()
+    };
+    // Inside the table: both sides.
+    let (mut s, mut heap, l) = leaf_updates(span + 10 * 4096, 3);
+    assert_eq!(
+        shape(&l),
+        [
+            (0, 10, false, true),
+            (13, 499, false, true),
+            (10, 3, true, true)
+        ]
+    );
+    assert_eq!((l[0].va, l[1].va), (span, span + 13 * 4096));
+    assert!(l[..2].iter().all(|x| x.entries.iter().all(|e| !e.valid)));
+    // A second map into the (now committed) table: its leaves alone, not InitialUpdate.
+    let va = s.reserve(4096).unwrap();
+    let u = s
+        .map(va, &[(0, 0x2000_0000)], MapAttrs::default(), &mut heap)
+        .unwrap();
+    let at = ((va - span) / 4096) as u32;
+    assert_eq!(shape(&u), [(at, 1, true, false)]);
+    // At the table's end: only before it; filling it: none.
+    let (_, _, l) = leaf_updates(2 * span - 2 * 4096, 2);
+    assert_eq!(shape(&l), [(0, 510, false, true), (510, 2, true, true)]);
+    let (_, _, l) = leaf_updates(span, 512);
+    assert_eq!(shape(&l), [(0, 512, true, true)]);
 }
 
 /// The per-table page records: look-ups, a page mapped twice, range checks at the edges,

@@ -449,8 +449,9 @@ fn vidmm_run_once(
     let mut all = Vec::new();
     let cpu = lock(&a.mm.vidmm).cpu_updates;
     for u in updates {
-        // An invalidation (every entry zero: an unmap, or a fresh table cleared before its
-        // first use) is one zeroed entry repeated on 24H2 (`Invalidations`).
+        // An invalidation (every entry zero: an unmap, a fresh directory cleared, or a fresh
+        // leaf table's entries outside its first map's run) is one zeroed entry repeated on
+        // 24H2 (`Invalidations`).
         let invalidation = u.entries.iter().all(|e| *e == OsPte::default());
         let repeat = invalidation && a.os.reading.invalidations == Invalidations::Repeated;
         let mut entries: Vec<DXGK_PTE> = if repeat {
@@ -458,8 +459,15 @@ fn vidmm_run_once(
         } else {
             u.entries.iter().map(dxgk_pte).collect()
         };
+        // A leaf map whose range repeats one page of its allocation: 24H2 sets Repeat too
+        // (M:VIDMM_GLOBAL::UpdatePageTable @0x1400ABE20: at level 0, when the commit state's
+        // repeat window is one 4 KiB page; M:CVirtualAddressAllocator::MapVadVaRange
+        // @0x14009AD34 makes that window what the allocation has past the Map's offset when the
+        // range is longer) and passes the table's shadow entries from StartIndex, every one
+        // the same page (M:VIDMM_PAGE_TABLE::ModifyPageTable @0x1400CD470).
+        let repeat_map = u.maps && u.level == 0 && !invalidation && tag.repeat_page.is_some();
         let mut flags = DXGK_UPDATEPAGETABLEFLAGS::default();
-        if repeat {
+        if repeat || repeat_map {
             flags = flags.with(DXGK_UPDATEPAGETABLEFLAGS::Repeat, 1);
         }
         if u.initial {
@@ -485,10 +493,10 @@ fn vidmm_run_once(
                 Reserved0: 0,
                 Flags: flags,
                 DriverProtection: 0,
-                AllocationOffsetInBytes: if leaf {
-                    u.va.saturating_sub(tag.base_va)
-                } else {
-                    0
+                AllocationOffsetInBytes: match (leaf, tag.repeat_page) {
+                    (false, _) => 0,
+                    (true, Some(at)) => at,
+                    (true, None) => u.va.saturating_sub(tag.base_va),
                 },
                 hProcess: kmd as HANDLE,
                 UpdateMode: if cpu {

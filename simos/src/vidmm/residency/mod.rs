@@ -209,6 +209,7 @@ fn tag(e: &Entry) -> LeafTag {
         handle: e.kmd,
         base_va: e.va.unwrap_or(0),
         large_pages: true,
+        repeat_page: None,
     }
 }
 

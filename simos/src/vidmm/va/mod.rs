@@ -89,6 +89,7 @@ fn tag(m: &UserMap, va: u64) -> LeafTag {
         base_va: va - m.offset * PAGE,
         // A process's own mapping may be unmapped in part (`vidmm::va`).
         large_pages: false,
+        repeat_page: None,
     }
 }
 
@@ -244,8 +245,9 @@ fn va_claim(
 /// - unless `Zero` / `NoAccess` (where `hAllocation` is ignored): `hAllocation` not a live
 ///   allocation of the paging queue's device;
 /// - `SizeInPages` 0 means the allocation's size (in bytes, as VidMm compares it, so
-///   only with `OffsetInPages` 0); `OffsetInPages` at or past the allocation's end, or
-///   `OffsetInPages + SizeInPages` past it; a `NoAccess` range of 0 pages;
+///   only with `OffsetInPages` 0); `OffsetInPages` at or past the allocation's end; a
+///   `NoAccess` range of 0 pages (a range past the allocation's end repeats its pages from
+///   `OffsetInPages` on, see [`va_map_into`]);
 /// - `BaseAddress` not 4 KiB aligned (the thunk's entry, `kmt::gpu_va`, rounds it down
 ///   first, as 24H2's VidMm does); a range that is neither free nor inside one range of the
 ///   process: STATUS_UNSUCCESSFUL.
@@ -297,9 +299,12 @@ pub(crate) fn gpu_va_map(
             } else {
                 r.size_in_pages.checked_mul(PAGE).ok_or_else(bad)?
             };
-            if r.offset_in_pages >= alloc_pages
-                || alloc_pages - r.offset_in_pages < size_bytes / PAGE
-            {
+            // A range longer than what the allocation has past the offset is accepted and
+            // repeats that part (24H2: M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal
+            // @0x1400F5180 refuses it only without the adapter flag M:VIDMM_GLOBAL::Init
+            // @0x140093FBC sets for every driver of DDI version 0x6000 or later, as rvgpu's;
+            // M:CVirtualAddressAllocator::MapVadVaRange @0x14009AD34 makes it the repeat).
+            if r.offset_in_pages >= alloc_pages {
                 return Err(bad());
             }
             size_bytes / PAGE
@@ -375,7 +380,7 @@ fn va_map_into(
     let prot = r.protection.0;
     // Remap: what the range mapped goes first (unmapped, TLB flushed).
     va_clear(host, a, pid, start, va, pages)?;
-    if let Some((_, kmd, place)) = target {
+    if let Some((bytes, kmd, place)) = target {
         let mut m = UserMap {
             pages,
             allocation: r.allocation,
@@ -388,17 +393,74 @@ fn va_map_into(
             live: false,
             queued,
         };
+        // What the allocation has from the offset: a longer range repeats it
+        // (M:VIDMM_PAGE_TABLE::ModifyPageTable @0x1400CD470 fills entry i with page
+        // offset + i mod window), kept as one mapping per repetition.
+        let window = (bytes / PAGE).saturating_sub(m.offset).max(1);
         if let (Some(all), false) = (place, queued) {
-            let phys = pages_at(&all, m.offset, pages).ok_or_else(bad)?;
-            crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, tag(&m, va))?;
+            let once = pages_at(&all, m.offset, pages.min(window)).ok_or_else(bad)?;
+            let phys: Vec<Phys> = once.iter().copied().cycle().take(pages as usize).collect();
+            let t = repeat_tag(&UserMap { pages: window, ..m }, va, pages);
+            crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, t)?;
             m.live = true;
         }
         let mut st = lock(&a.mm.gpuva);
         if let Some(vad) = st.vads.get_mut(&pid).and_then(|v| v.get_mut(&start)) {
-            vad.maps.insert(va, m);
+            let mut at = 0;
+            while at < pages {
+                let n = window.min(pages - at);
+                vad.maps.insert(va + at * PAGE, UserMap { pages: n, ..m });
+                at += n;
+            }
         }
     }
     Ok(())
+}
+
+/// The tag of a `total`-page range from `va` that repeats `m` (one repetition): with
+/// `repeat_page` when what repeats is one page (24H2's Repeat on the leaves, `vidmm::mmu`).
+fn repeat_tag(m: &UserMap, va: u64, total: u64) -> LeafTag {
+    let mut t = tag(m, va);
+    if m.pages == 1 && total > 1 {
+        t.repeat_page = Some(m.offset * PAGE);
+    }
+    t
+}
+
+/// The queued mapping at `va` of range `start` and the queued repetitions of the same
+/// allocation pages that follow it (one Map's range, `va_map_into`; up to the next of the
+/// queued Maps' `starts`), each marked no longer queued; empty if `va` holds no queued
+/// mapping (freed meanwhile).
+fn queued_run(
+    a: &AdapterShared,
+    pid: ProcessId,
+    start: u64,
+    va: u64,
+    starts: &[(ProcessId, u64, u64)],
+) -> Vec<(u64, UserMap)> {
+    let mut st = lock(&a.mm.gpuva);
+    let mut out: Vec<(u64, UserMap)> = Vec::new();
+    let mut at = va;
+    while let Some(m) = st.map_mut(pid, start, at) {
+        if at != va && starts.contains(&(pid, start, at)) {
+            break;
+        }
+        let same = out.first().is_none_or(|(_, f)| {
+            (f.allocation, f.offset, f.pages) == (m.allocation, m.offset, m.pages)
+                || (f.allocation, f.offset) == (m.allocation, m.offset) && m.pages < f.pages
+        });
+        if !m.queued || !same {
+            break;
+        }
+        m.queued = false;
+        out.push((at, *m));
+        if out.first().is_some_and(|(_, f)| m.pages < f.pages) {
+            // A shorter repetition is the range's last.
+            break;
+        }
+        at += m.pages * PAGE;
+    }
+    out
 }
 
 /// Unmaps whatever range `start` of `pid` maps in `[va, va + pages)`, keeping the parts

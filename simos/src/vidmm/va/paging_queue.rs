@@ -155,30 +155,39 @@ pub(crate) fn paging_queue_catch_up(
 ) -> Result<(), SimError> {
     // Residency first, as for a Map: where the allocations are cannot change meanwhile.
     let res = lock(&a.mm.residency);
-    let due: Vec<crate::state::vidmm::va::Queued> = {
+    let (due, starts) = {
         let mut st = lock(&a.mm.gpuva);
         let Some(q) = st.queues.get_mut(&queue) else {
             return Ok(());
         };
+        // Where each queued Map starts: another Map's pieces are never entered with one's.
+        let starts: Vec<(ProcessId, u64, u64)> = q.backlog.iter().filter_map(|o| o.map).collect();
         let n = q.backlog.iter().take_while(|o| o.value <= value).count();
-        q.backlog.drain(..n).collect()
+        let due: Vec<crate::state::vidmm::va::Queued> = q.backlog.drain(..n).collect();
+        (due, starts)
     };
     let Some(last) = due.last().map(|o| o.value) else {
         return Ok(());
     };
     for (pid, start, va) in due.iter().filter_map(|o| o.map) {
-        // A range freed or an allocation destroyed meanwhile left nothing to map.
-        let Some(m) = lock(&a.mm.gpuva).map_mut(pid, start, va).map(|m| {
-            m.queued = false;
-            *m
-        }) else {
+        // A range freed or an allocation destroyed meanwhile left nothing to map. A Map
+        // that repeats its allocation's pages is one mapping per repetition, all queued
+        // together (`va_map_into`): entered at once, as the range they make.
+        let pieces = super::queued_run(a, pid, start, va, &starts);
+        let Some(m) = pieces.first().map(|p| p.1) else {
             continue;
         };
         if let Some(all) = res.pages(m.allocation) {
-            let phys = pages_at(&all, m.offset, m.pages).ok_or_else(bad)?;
-            crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, tag(&m, va))?;
-            if let Some(m) = lock(&a.mm.gpuva).map_mut(pid, start, va) {
-                m.live = true;
+            let total: u64 = pieces.iter().map(|p| p.1.pages).sum();
+            let once = pages_at(&all, m.offset, m.pages).ok_or_else(bad)?;
+            let phys: Vec<_> = once.iter().copied().cycle().take(total as usize).collect();
+            let t = super::repeat_tag(&m, va, total);
+            crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, t)?;
+            let mut st = lock(&a.mm.gpuva);
+            for (at, _) in &pieces {
+                if let Some(m) = st.map_mut(pid, start, *at) {
+                    m.live = true;
+                }
             }
         }
     }
