@@ -300,9 +300,13 @@ pub(super) const MAP_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
     written_back: &["VirtualAddress and PagingFenceValue, on success and on STATUS_PENDING"],
     pending: Pending::When("paging queued ahead on the queue: PagingFenceValue not reached"),
     entry: Some("gpu_va::dxgk_map_gpu_virtual_address"),
-    gaps: "VidMmMapGpuVirtualAddressInternal not read in 24H2 (the simulated VidMm's \
-           rules, after 24H2's rounding of the three addresses down to 4 KiB); Zero \
-           mappings are not modelled",
+    gaps: "M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal @0x1400F5180 read for the \
+           repeat (a range longer than the allocation past OffsetInPages repeats it, as \
+           modelled) and DriverProtection (passed on unchecked); its other range rules are \
+           the simulated VidMm's, after 24H2's rounding of the three addresses down to 4 KiB; \
+           the page-table updates carry DriverProtection 0 whatever the Map passed (24H2 \
+           hands the Map's value to the KMD; rvgpu's UMD passes 0); Zero mappings are not \
+           modelled",
 };
 
 pub(super) const RESERVE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
