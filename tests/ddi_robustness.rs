@@ -427,6 +427,7 @@ fn null_arguments_fail_with_an_ntstatus_and_do_not_crash() {
         DxgkDdiCreateNativeFence(null, nil()) => ON_NULL, "NULL, NULL";
         DxgkDdiOpenNativeFence(null, nil()) => ON_NULL, "NULL, NULL";
         DxgkDdiCloseNativeFence(null, nil()) => ON_NULL, "NULL, NULL";
+        DxgkDdiEscape(null, nil()) => ON_NULL, "NULL, NULL";
         DxgkDdiDestroyNativeFence(nil()) => ON_NULL, "NULL";
         DxgkDdiUpdateMonitoredValues(nil()) => ON_NULL, "NULL";
         DxgkDdiUpdateCurrentValuesFromCpu(nil()) => ON_NULL, "NULL";
