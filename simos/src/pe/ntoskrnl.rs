@@ -1,7 +1,7 @@
 //! The ntoskrnl routines `rvgpu.sys` imports, implemented with Windows' rules.
 //!
-//! The image imports 24 routines (src/ntos.rs, src/rt.rs; `memcmp` as well if the compiler
-//! ever references it). Each is bound to a stub that runs
+//! The image imports 25 routines (src/ntos.rs, src/rt.rs, and the compiler's `memcmp`). Each
+//! is bound to a stub that runs
 //! the simulated kernel's version: the pool through Verifier's low-resources injector
 //! ([`crate::base::lowres`]), timers and DPCs through the simulated kernel's timers
 //! ([`crate::adapter::ktimer`]), `KeBugCheckEx` as the machine's bug check with its code and
