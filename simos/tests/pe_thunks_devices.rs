@@ -658,7 +658,7 @@ fn d3dkmt_escape_answers_as_24h2() {
     machine_ok(&m);
 }
 
-/// `D3DKMTIsFeatureEnabled`, which GetProcAddress now answers (a Windows before 24H2 answers
+/// `D3DKMTIsFeatureEnabled`, which GetProcAddress answers on 24H2 (a Windows before 24H2 answers
 /// NULL and the DLL reports STATUS_NOT_SUPPORTED): `hAdapter` 0 asks the global database,
 /// which enables nothing here; an adapter handle its feature database (the version the OS
 /// negotiated); a handle that is no adapter of the caller is STATUS_INVALID_PARAMETER with
