@@ -285,48 +285,21 @@ impl EscapeCaller for OwnHandles {
     }
 }
 
-/// The Rust UMD's private data as caller memory at [`LOCAL_DATA`].
-struct LocalData(std::cell::RefCell<Vec<u8>>);
-
-/// Where [`LocalData`] stands in the simulated caller's space.
-const LOCAL_DATA: u64 = 0x1000;
-
-impl CallerMemory for LocalData {
-    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
-        let data = self.0.borrow();
-        match (at, usize::try_from(size)) {
-            (LOCAL_DATA, Ok(n)) if n <= data.len() => Ok(data[..n].to_vec()),
-            _ => Err(st(crate::dxgkrnl::kmtest::STATUS_ACCESS_VIOLATION)),
-        }
-    }
-    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), NtStatus> {
-        let mut data = self.0.borrow_mut();
-        match data.get_mut(..bytes.len()) {
-            Some(to) if at == LOCAL_DATA => {
-                to.copy_from_slice(bytes);
-                Ok(())
-            }
-            _ => Err(st(crate::dxgkrnl::kmtest::STATUS_ACCESS_VIOLATION)),
-        }
-    }
-}
-
 impl super::SimKmt<'_> {
     /// `D3DKMTEscape` of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on this process's device with
     /// `data` (in/out), through the thunk's kernel entry ([`dxgk_escape`]).
     pub fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
         self.thunk()?;
+        let p = self.p;
+        let mem = super::hw_queue::Buffer::new(data);
+        let (at, size) = mem.pointer();
         let a = D3dkmtEscape {
             h_adapter: SIM_ADAPTER,
-            h_device: self.p.device,
-            p_private_driver_data: LOCAL_DATA,
-            private_driver_data_size: u32::try_from(data.len())
-                .map_err(|_| st(STATUS_INVALID_PARAMETER))?,
+            h_device: p.device,
+            p_private_driver_data: at,
+            private_driver_data_size: size,
             ..D3dkmtEscape::default()
         };
-        let mem = LocalData(std::cell::RefCell::new(data.to_vec()));
-        dxgk_escape(self.m, &a, &OwnHandles(self.p), &mem)?;
-        data.copy_from_slice(&mem.0.into_inner());
-        Ok(())
+        dxgk_escape(self.m, &a, &OwnHandles(p), &mem)
     }
 }

@@ -20,7 +20,7 @@ use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::context_virtual::CallerMemory;
 use super::native_fence::{SYNC_NO_SIGNAL as NO_SIGNAL, SYNC_NO_WAIT as NO_WAIT};
-use super::sync_from_cpu::{CallerProcess, SyncObject, MAX_OBJECTS};
+use super::sync_from_cpu::{CallerProcess, HostArrays, SyncObject, MAX_OBJECTS};
 use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::{self, UmsProcess};
@@ -269,46 +269,6 @@ pub fn dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
     ums::submit_wait_to_hw_queue(m, &sh, p.device, a.h_hw_queue, &fences).map_err(super::status)
 }
 
-/// The Rust UMD's arrays as a caller's memory: the queue at [`Host::QUEUES`], the handles at
-/// [`Host::HANDLES`], the values at [`Host::VALUES`].
-struct Host {
-    queues: Vec<u8>,
-    handles: Vec<u8>,
-    values: Vec<u8>,
-}
-
-impl Host {
-    const QUEUES: u64 = 0x1000;
-    const HANDLES: u64 = 0x2000;
-    const VALUES: u64 = 0x3000;
-
-    fn new(queue: KmtHandle, fences: &[(KmtHandle, u64)]) -> Self {
-        Self {
-            queues: queue.to_le_bytes().to_vec(),
-            handles: fences.iter().flat_map(|(h, _)| h.to_le_bytes()).collect(),
-            values: fences.iter().flat_map(|(_, v)| v.to_le_bytes()).collect(),
-        }
-    }
-}
-
-impl CallerMemory for Host {
-    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
-        let bytes = match at {
-            Self::QUEUES => &self.queues,
-            Self::HANDLES => &self.handles,
-            Self::VALUES => &self.values,
-            _ => return Err(NtStatus(STATUS_INVALID_PARAMETER)),
-        };
-        bytes
-            .get(..size as usize)
-            .map(<[u8]>::to_vec)
-            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))
-    }
-    fn write(&self, _at: u64, _bytes: &[u8]) -> Result<(), NtStatus> {
-        Err(NtStatus(STATUS_INVALID_PARAMETER))
-    }
-}
-
 impl super::SimKmt<'_> {
     /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue` on `queue` with the structure the UMD's
     /// Windows thunk fills, through the thunk's kernel entry.
@@ -321,8 +281,8 @@ impl super::SimKmt<'_> {
         let a = D3dkmtSubmitWaitForSyncObjectsToHwQueue {
             h_hw_queue: queue,
             object_count: n,
-            object_handle_array: Host::HANDLES,
-            fence_value_array: Host::VALUES,
+            object_handle_array: HostArrays::HANDLES,
+            fence_value_array: HostArrays::VALUES,
         };
         let p = self.process();
         dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
@@ -330,7 +290,7 @@ impl super::SimKmt<'_> {
             &a,
             &|_| Some(p),
             self,
-            &Host::new(queue, fences),
+            &HostArrays::of(&[queue], fences),
         )
     }
 
@@ -344,10 +304,10 @@ impl super::SimKmt<'_> {
         let n = u32::try_from(fences.len()).map_err(|_| NtStatus(STATUS_NO_MEMORY))?;
         let a = D3dkmtSubmitSignalSyncObjectsToHwQueue {
             broadcast_hw_queue_count: 1,
-            broadcast_hw_queue_array: Host::QUEUES,
+            broadcast_hw_queue_array: HostArrays::QUEUES,
             object_count: n,
-            object_handle_array: Host::HANDLES,
-            fence_value_array: Host::VALUES,
+            object_handle_array: HostArrays::HANDLES,
+            fence_value_array: HostArrays::VALUES,
             ..Default::default()
         };
         let p = self.process();
@@ -356,7 +316,7 @@ impl super::SimKmt<'_> {
             &a,
             &|_| Some(p),
             self,
-            &Host::new(queue, fences),
+            &HostArrays::of(&[queue], fences),
         )
     }
 }

@@ -272,9 +272,11 @@ pub fn dxgk_wait_for_synchronization_object_from_cpu_internal(
     })
 }
 
-/// The Rust UMD's arrays as a caller's memory: the handles at [`HostArrays::HANDLES`], the
-/// values at [`HostArrays::VALUES`] (the addresses the structure it builds names).
+/// The Rust UMD's arrays as a caller's memory: the hardware queues at [`HostArrays::QUEUES`],
+/// the handles at [`HostArrays::HANDLES`], the values at [`HostArrays::VALUES`] (the addresses
+/// the structure it builds names).
 pub struct HostArrays {
+    queues: Vec<u8>,
     handles: Vec<u8>,
     values: Vec<u8>,
 }
@@ -284,12 +286,20 @@ impl HostArrays {
     pub const HANDLES: u64 = 0x1000;
     /// Where the values are.
     pub const VALUES: u64 = 0x2000;
+    /// Where the hardware queues are.
+    pub const QUEUES: u64 = 0x3000;
 
     /// One object's handle and value.
     pub fn one(h: KmtHandle, value: u64) -> Self {
+        Self::of(&[], &[(h, value)])
+    }
+
+    /// `queues`, and each object's handle and value.
+    pub fn of(queues: &[KmtHandle], fences: &[(KmtHandle, u64)]) -> Self {
         Self {
-            handles: h.to_le_bytes().to_vec(),
-            values: value.to_le_bytes().to_vec(),
+            queues: queues.iter().flat_map(|q| q.to_le_bytes()).collect(),
+            handles: fences.iter().flat_map(|(h, _)| h.to_le_bytes()).collect(),
+            values: fences.iter().flat_map(|(_, v)| v.to_le_bytes()).collect(),
         }
     }
 }
@@ -297,6 +307,7 @@ impl HostArrays {
 impl CallerMemory for HostArrays {
     fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
         let bytes = match at {
+            Self::QUEUES => &self.queues,
             Self::HANDLES => &self.handles,
             Self::VALUES => &self.values,
             _ => return Err(NtStatus(STATUS_INVALID_PARAMETER)),
