@@ -625,18 +625,17 @@ pub(crate) fn submit_command(
     gpu: u64,
     bytes: u32,
 ) -> Result<(), SimError> {
-    let (last, sched) = {
+    let (last, sched, context) = {
         let os = lock(&a.ums);
         let q = os.live_queue_of(device, queue)?;
         if q.user_mode {
             // UM-05: user-mode queues have no kernel-mode path.
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
-        (q.last_queued.clone(), q.sched.clone())
+        (q.last_queued.clone(), q.sched.clone(), q.context)
     };
     // The context's root, when VidSch has not sent it yet (24H2 `M:VidSchSubmitCommandToHwQueue`
     // @0x140048F00, for every packet but a present, held or not).
-    let context = lock(&a.ums).queue(queue).map(|q| q.context)?;
     super::root::ensure_root(a, context)?;
     {
         // `M:VidSchSubmitCommandToHwQueue` @0x140048F00 does not compare the value with the
