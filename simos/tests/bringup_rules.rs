@@ -241,6 +241,12 @@ refused_starts! {
         no_table,
     ) => "BR-39", STATUS_INVALID_PARAMETER;
 
+    // TDR-01: rvgpu sets the cap and fills the three DDIs; without one of them it is refused.
+    #[test]
+    fn br_42_per_engine_tdr_needs_its_ddis() =
+        start_with(|c| c.SupportPerEngineTDR = 1, |t| t.DxgkDdiQueryEngineStatus = None)
+        => "BR-42", STATUS_INVALID_PARAMETER;
+
     /// BR-43: kernel-mode command buffers need DxgkDdiRenderKm.
     #[test]
     fn br_43_kernel_mode_command_buffers_need_render_km() =

@@ -3,7 +3,7 @@
 //! \[D\] `CreateRenderCore` and the start of `ADAPTER_RENDER::Initialize`). A row names its
 //! rule, its source, what it checks and the status Windows fails the start with; its check says
 //! why it fired. [`check_caps`] is one loop over [`CAPS_RULES`]: a new rule is one row and its
-//! test.
+//! test, and the section's table is generated from the rows (`simos/tests/startup_rules_page.rs`).
 
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGK_DRIVERCAPS, DXGK_FLIPCAPS, DXGK_PHYSICALADAPTERCAPS,
@@ -192,7 +192,8 @@ pub const CAPS_RULES: &[CapsRule] = &[
     row(
         "BR-58",
         INIT,
-        "a virtual copy engine is a node and needs IoMmuSecureModeRequired (interface 0xC003+)",
+        "from interface 0xC003: a virtual copy engine names a node and needs \
+         `IoMmuSecureModeRequired`",
         INVALID,
         |c| {
             let p = c.physical?;
@@ -276,7 +277,8 @@ pub const CAPS_RULES: &[CapsRule] = &[
     row(
         "BR-38",
         INIT,
-        "no reserved MiscCaps bit (24H2 names bits 0..=8)",
+        "from D3DKMT 2.4: no reserved `MiscCaps` bit (24H2 names bits 0 to 8; \
+         windows-bringup.md §15 Q8)",
         INVALID,
         |c| {
             let misc = c.caps.MiscCaps.Value;
@@ -302,7 +304,8 @@ pub const CAPS_RULES: &[CapsRule] = &[
     row(
         "BR-33",
         INIT,
-        "a WDDMVersion the kernel knows",
+        "a `WDDMVersion` the kernel knows: 1.0, 1.2, 1.3, 2.0 to 2.9, 3.0, 3.1 (23H2), and 3.2, which \
+         26100 accepts ([H] `WDDM_RENDER_ONLY_DDI_CHECKLIST.md`)",
         MISMATCH,
         |c| {
             (!KNOWN_WDDM_VERSIONS.contains(&c.wddm))
@@ -322,7 +325,8 @@ pub const CAPS_RULES: &[CapsRule] = &[
     row(
         "BR-40",
         INIT,
-        "the cross-adapter tiers build on each other",
+        "the cross-adapter tiers build on each other: `…Scanout` needs `…Texture` and \
+         `CrossAdapterResource`, `…Texture` needs `CrossAdapterResource`",
         INVALID,
         |c| {
             let base = c.mm.is_set(DXGK_VIDMMCAPS_0::CrossAdapterResource);
@@ -343,7 +347,8 @@ pub const CAPS_RULES: &[CapsRule] = &[
     row(
         "BR-41",
         INIT,
-        "the hybrid adapter kinds' outputs and cross-adapter resources",
+        "hybrid kinds: no `HybridDiscrete` with outputs (interface < 0x5005), none without \
+         `CrossAdapterResource`, not both kinds, no `HybridIntegrated` without outputs",
         INVALID,
         |c| {
             let discrete = c.caps.HybridDiscrete != 0;
@@ -362,6 +367,23 @@ pub const CAPS_RULES: &[CapsRule] = &[
                 return None;
             };
             Some(why.to_owned())
+        },
+    ),
+    row(
+        "BR-42",
+        INIT,
+        "per-engine TDR needs DxgkDdiQueryDependentEngineGroup, QueryEngineStatus and ResetEngine \
+         ([M] also names CollectDbgInfo)",
+        INVALID,
+        |c| {
+            when(
+                c.caps.SupportPerEngineTDR != 0
+                    && !(c.filled("DxgkDdiQueryDependentEngineGroup")
+                        && c.filled("DxgkDdiQueryEngineStatus")
+                        && c.filled("DxgkDdiResetEngine")),
+                "SupportPerEngineTDR without QueryDependentEngineGroup, QueryEngineStatus and \
+                 ResetEngine",
+            )
         },
     ),
     row(
@@ -458,7 +480,10 @@ pub const CAPS_RULES: &[CapsRule] = &[
     row(
         "BR-47",
         RENDER_CORE,
-        "a render core's whole DDI set",
+        "a render core's whole DDI set: InterruptRoutine, DpcRoutine, CreateDevice, DestroyDevice, \
+         DestroyAllocation, DescribeAllocation, GetStandardAllocationDriverData, OpenAllocation, \
+         CloseAllocation, SubmitCommand, PreemptCommand, BuildPagingBuffer, ResetFromTimeout, \
+         RestartFromTimeout, CollectDbgInfo, Present, and ControlInterrupt unless compute-only",
         MISMATCH,
         |c| {
             let mut missing: Vec<&str> = RENDER_DDIS
@@ -489,7 +514,8 @@ pub const CAPS_RULES: &[CapsRule] = &[
     row(
         "BR-50",
         RENDER_CORE,
-        "no NoCacheCoherentApertureMemory on x64",
+        "no `NoCacheCoherentApertureMemory` on x86/x64 (the pseudocode tests it only with \
+         `SupportKernelModeCommandBuffer`, windows-bringup.md §15 Q12)",
         INVALID,
         |c| {
             when(
@@ -547,7 +573,9 @@ pub const CAPS_RULES: &[CapsRule] = &[
     row(
         "BR-52",
         "[D] ADAPTER_RENDER::CreateRenderCore",
-        "the WDDM 1.2 mandatory render features (ValidateWDDMCaps)",
+        "only under `GraphicsDrivers\\ValidateWDDMCaps` (0 when absent), the WDDM 1.2 mandatory \
+         render features: both preemption granularities, `SupportPerEngineTDR`, and unless \
+         compute-only `FlipOnVSyncMmIo` and `SupportKernelModeCommandBuffer` (else Basic Display)",
         INVALID,
         |c| {
             if !(c.facts.validate_wddm_caps && c.wddm >= 0x1200) {
@@ -696,50 +724,6 @@ pub fn check_caps(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The status names docs/windows-bringup.md's rule table uses.
-    fn status_name(answer: Answer) -> &'static str {
-        match answer {
-            Answer::FramebufferQueryStatus => "the driver's status",
-            Answer::Status(STATUS_INVALID_PARAMETER) => "`INVALID_PARAMETER`",
-            Answer::Status(STATUS_REVISION_MISMATCH) => "`REVISION_MISMATCH`",
-            Answer::Status(STATUS_OBJECT_NAME_NOT_FOUND) => "`OBJECT_NAME_NOT_FOUND`",
-            Answer::Status(STATUS_DEVICE_CONFIGURATION_ERROR) => "`DEVICE_CONFIGURATION_ERROR`",
-            Answer::Status(other) => unreachable!("a status the table does not name: {other:#x}"),
-        }
-    }
-
-    /// Each row's rule is a row of docs/windows-bringup.md's table that names the row's status
-    /// and cites where Windows checks it.
-    #[test]
-    fn every_caps_rule_is_documented_with_its_status() {
-        let doc = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../docs/windows-bringup.md"
-        ))
-        .expect("docs/windows-bringup.md");
-        for rule in CAPS_RULES {
-            let line = doc
-                .lines()
-                .find(|l| l.starts_with(&format!("| {} |", rule.id)))
-                .unwrap_or_else(|| panic!("{}: no row in windows-bringup.md", rule.id));
-            let cells: Vec<&str> = line.split(" | ").collect();
-            let (status, source) = (cells[2], cells[3]);
-            assert!(
-                status.contains(status_name(rule.answer)),
-                "{} ({}): the doc's status cell `{status}` does not name {}",
-                rule.id,
-                rule.checks,
-                status_name(rule.answer)
-            );
-            assert!(
-                source.contains(&rule.source[..3]),
-                "{}: the doc cites `{source}`, the row {}",
-                rule.id,
-                rule.source
-            );
-        }
-    }
 
     /// Only BR-56 ends the walk (nothing of a render core is checked when there is none).
     #[test]
