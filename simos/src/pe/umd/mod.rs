@@ -417,13 +417,14 @@ impl UserProcess {
         v
     }
 
-    /// The D3D devices the DLL has open, as the simulated OS knows them.
+    /// The D3D devices the DLL has open, as the simulated OS knows them, in the order of their
+    /// D3DKMT handles (not the map's order, so a test's "first device" is the same every run).
     pub fn devices(&self) -> Vec<crate::UmsProcess> {
-        lock(&self.handles)
-            .devices
-            .values()
-            .map(|d| d.sim)
-            .collect()
+        let handles = lock(&self.handles);
+        let mut v: Vec<(u32, crate::UmsProcess)> =
+            handles.devices.iter().map(|(h, d)| (*h, d.sim)).collect();
+        v.sort_unstable_by_key(|(h, _)| *h);
+        v.into_iter().map(|(_, d)| d).collect()
     }
 
     /// The DLL's writable sections as this process sees them now, each as its name and bytes
