@@ -903,7 +903,7 @@ fn node_rules(
         .collect()
 }
 
-/// The start-time checks that reject the adapter: its caps (TDR-01), a render-only adapter's
+/// The start-time checks that reject the adapter: its caps, a render-only adapter's
 /// sources and children, native fences (NF-10, NF-11), each node's metadata (UM-03, BR-70).
 /// Returns the node metadata, or why the start is rejected.
 fn start_checks(
@@ -914,10 +914,6 @@ fn start_checks(
     children: u32,
 ) -> Result<Result<Vec<rvgpu_ddi::submission::DXGK_NODEMETADATA>, String>, SimError> {
     let mut why = validate_caps(caps).err();
-    if why.is_none() {
-        // TDR-01: SupportPerEngineTDR needs the four per-engine TDR DDIs.
-        why = crate::vidsch::tdr::validate_caps(caps, t).err();
-    }
     if sources != 0 || children != 0 {
         why = Some(format!(
             "render-only adapter reported {sources} video present sources and {children} children"

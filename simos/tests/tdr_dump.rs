@@ -22,7 +22,8 @@ use rvgpu_umd::submit::{KernelQueue, UserQueue};
 // TDR-01: caps and level-0 CollectDbgInfo.
 
 /// TDR-01: `SupportPerEngineTDR` is set exactly when the device can reset one engine and the
-/// table carries the four DDIs; the OS refuses a start that advertises it with a null slot.
+/// table carries its three DDIs (CollectDbgInfo is every render core's, BR-47); the OS refuses a start
+/// that advertises it with a null slot (BR-42, in the place Windows checks it).
 #[test]
 fn tdr_01_caps_require_all_ddis() {
     let m = machine_with(Mode::Step, |_| {});
@@ -48,7 +49,10 @@ fn tdr_01_caps_require_all_ddis() {
     m.load_driver_with(|t| t.DxgkDdiResetEngine = None)
         .expect("load");
     match m.start_adapter(0) {
-        Err(SimError::Rejected(why)) => assert!(why.contains("DxgkDdiResetEngine"), "{why}"),
+        Err(SimError::StartRefused { rule, why, .. }) => {
+            assert_eq!(rule, "BR-42", "{why}");
+            assert!(why.contains("ResetEngine"), "{why}");
+        }
         other => panic!("start with SupportPerEngineTDR and no ResetEngine: {other:?}"),
     }
 }

@@ -66,7 +66,6 @@
 //! [`Machine::tdr_events`]: crate::Machine::tdr_events
 
 mod adapter_wide;
-mod control;
 mod dbginfo;
 mod hwsched;
 mod irq;
@@ -77,7 +76,6 @@ mod report;
 mod steps;
 mod watchdog;
 
-pub(crate) use self::control::*;
 pub(crate) use self::irq::Interrupts;
 pub(crate) use self::recovery::recover_node;
 pub(crate) use self::report::*;
