@@ -23,8 +23,7 @@ use rvgpu_simos::Machine;
 use crate::backend::sim::failure;
 use crate::backend::{
     AllocationUsage, BufferRef, Capabilities, Capability, Failure, ProcessEnd, ProcessRef, Session,
-    SessionConfig, StartedAdapter, SubmitPath, TrackedRef, UmQueueInfo, UmQueueRef, Until,
-    UserModeSubmission,
+    SessionConfig, StartedAdapter, SubmitPath, UmQueueInfo, UmQueueRef, Until, UserModeSubmission,
 };
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
@@ -137,16 +136,15 @@ impl crate::backend::Backend for DllBackend {
             opened: Vec::new(),
             processes: Vec::new(),
             buffers: Vec::new(),
-            tracked: Vec::new(),
             queues: Vec::new(),
             gates: Vec::new(),
             fence: super::dll_state::FenceState::default(),
             suspended: Vec::new(),
             testing: Default::default(),
+            app: Default::default(),
             um_fences: Vec::new(),
             recorder: None,
             idle_f1: config.idle_f1_ticks > 0,
-            va_ranges: Vec::new(),
             dma: Vec::new(),
         }))
     }
@@ -160,14 +158,12 @@ pub(super) struct DProcess {
     pub(super) device: u32,
 }
 
-/// A buffer (`RvgpuBuffer*`), plain or tracked.
+/// A plain buffer (`RvgpuBuffer*`).
 pub(super) struct DBuffer {
     pub(super) process: usize,
     pub(super) handle: u64,
     pub(super) size: u64,
     pub(super) gpu_va: u64,
-    /// The CPU view of a tracked buffer's current lock (0: unlocked).
-    pub(super) view: u64,
 }
 
 pub(super) struct DQueue {
@@ -202,7 +198,8 @@ pub(super) struct DllSession {
     pub(super) opened: Vec<bool>,
     pub(super) processes: Vec<DProcess>,
     pub(super) buffers: Vec<Option<DBuffer>>,
-    pub(super) tracked: Vec<Option<DBuffer>>,
+    /// Tracked buffers and GPU VA ranges ([`crate::backend::app`], `dll_umd`).
+    pub(super) app: super::dll_umd::DllObjects,
     pub(super) queues: Vec<DQueue>,
     pub(super) gates: Vec<Gate>,
     pub(super) fence: super::dll_state::FenceState,
@@ -212,8 +209,6 @@ pub(super) struct DllSession {
     pub(super) um_fences: Vec<(usize, u64)>,
     /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
     pub(super) idle_f1: bool,
-    /// GPU VA ranges reserved through `GpuVaPlacement`: (process, base, bytes) (`dll_gpuva`).
-    pub(super) va_ranges: Vec<(usize, u64, u64)>,
     /// Kernel-mode DMA contexts made through `DmaContexts` (`dll_dma`).
     pub(super) dma: Vec<super::dll_state::DContext>,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
@@ -353,13 +348,6 @@ impl DllSession {
         self.buffer(b).map(|d| (d.process, d.handle))
     }
 
-    pub(super) fn tracked_buffer(&self, b: TrackedRef) -> Result<&DBuffer, Failure> {
-        self.tracked
-            .get(b.0)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| Failure::Backend(format!("no live tracked buffer {}", b.0)))
-    }
-
     pub(super) fn queue(&self, q: UmQueueRef) -> Result<(usize, u64), Failure> {
         let d = self
             .queues
@@ -421,7 +409,6 @@ impl DllSession {
             handle,
             size: bytes,
             gpu_va,
-            view: 0,
         })
     }
 
@@ -581,23 +568,15 @@ impl DllSession {
                 first_error.get_or_insert(e);
             }
         };
-        for i in 0..self.tracked.len() {
-            if let Some(d) = self.tracked.get(i).and_then(Option::as_ref) {
-                if d.process == p {
-                    let (h, view) = (d.handle, d.view);
-                    if view != 0 {
-                        note(self.ok(p, "rvgpu_buffer_unlock", &[h]));
-                    }
-                    note(self.ok(
-                        p,
-                        "rvgpu_buffer_destroy",
-                        &[h, queues.as_ptr() as u64, queues.len() as u64],
-                    ));
-                    if let Some(t) = self.tracked.get_mut(i) {
-                        *t = None;
-                    }
-                }
+        for (h, locked) in self.app.tracked.take_process(p) {
+            if locked {
+                note(self.ok(p, "rvgpu_buffer_unlock", &[h]));
             }
+            note(self.ok(
+                p,
+                "rvgpu_buffer_destroy",
+                &[h, queues.as_ptr() as u64, queues.len() as u64],
+            ));
         }
         for i in 0..self.buffers.len() {
             if let Some(d) = self.buffers.get(i).and_then(Option::as_ref) {
@@ -657,6 +636,7 @@ impl DllSession {
             .map_err(failure)?;
         }
         self.gates.retain(|g| g.process != p);
+        self.app.drop_process(p);
         let _ = self.fence.take_live_of(p);
         if let Some(d) = self.processes.get_mut(p) {
             d.live = None;

@@ -16,8 +16,9 @@
 //! What user mode can observe is all this backend offers: the adapter life cycle (the driver
 //! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
 //! "remove" close it), [`UserModeSubmission`]'s queue operations and churn threads, [`Fences`]
-//! and [`super::MonitoredFences`] (`fences`), [`AllocationUsage`] (the UMD's tracked buffers,
-//! `usage`), [`super::GpuVaPlacement`] (the GPU VA thunks, `gpuva`) and [`Tdr`] (the machine's
+//! and [`super::MonitoredFences`] (`fences`), [`AllocationUsage`] (the UMD's tracked buffers)
+//! and [`super::GpuVaPlacement`] (the GPU VA thunks), both written once for this backend and the
+//! DLL's over the Rust UMD as their primitive (`umd`, [`super::app`]), and [`Tdr`] (the machine's
 //! own detection and recovery, `stream`).
 //! The driver's caps, the OS's internals, fault injection and the other simulation-only
 //! capabilities are absent, so the runner skips the cases that need them, naming the
@@ -33,24 +34,21 @@ mod dll_engine;
 #[cfg(target_os = "linux")]
 mod dll_fences;
 #[cfg(target_os = "linux")]
-mod dll_gpuva;
-#[cfg(target_os = "linux")]
 mod dll_logs;
 #[cfg(target_os = "linux")]
 mod dll_os;
 #[cfg(target_os = "linux")]
 mod dll_state;
 #[cfg(target_os = "linux")]
-mod dll_usage;
+mod dll_umd;
 #[cfg(target_os = "linux")]
 mod dll_usermode;
 mod fences;
-mod gpuva;
 pub mod remote;
 pub mod sim;
 mod stream;
 pub mod sync;
-mod usage;
+mod umd;
 #[cfg(windows)]
 pub mod windows;
 
@@ -195,7 +193,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             buffers: Vec::new(),
             queues: Vec::new(),
             gates: Vec::new(),
-            tracked: Default::default(),
+            app: Default::default(),
             fence: fences::FenceState::default(),
             paging_queues: Default::default(),
             testing: Default::default(),
@@ -270,8 +268,8 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     /// Gates: words a submitted `WaitAtLeast` names, (buffer, offset), each with the native
     /// fence of the buffer's process that stands for it on the GPU.
     gates: Vec<((usize, u64), NativeFence)>,
-    /// Buffers with the UMD's usage tracking.
-    tracked: super::tracked::TrackedBuffers<K::Mem>,
+    /// Tracked buffers and GPU VA ranges ([`super::app`]).
+    app: umd::KmtObjects<K>,
     /// Native and monitored fences, their GPU queues and CPU waits.
     fence: fences::FenceState<K>,
     /// The paging queue of each process that mapped a GPU VA itself.
@@ -464,7 +462,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
             *b = None;
         }
         for p in 0..self.processes.len() {
-            self.tracked.drop_process(p);
+            self.app.drop_process(p);
         }
         for p in 0..self.processes.len() {
             let open = self
@@ -558,7 +556,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
                 *b = None;
             }
         }
-        self.tracked.drop_process(p.0);
+        self.app.drop_process(p.0);
         if let Some(up) = self.processes.get_mut(p.0) {
             up.kmt = None;
         }
