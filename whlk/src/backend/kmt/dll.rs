@@ -137,7 +137,6 @@ impl crate::backend::Backend for DllBackend {
             processes: Vec::new(),
             buffers: Vec::new(),
             queues: Vec::new(),
-            gates: Vec::new(),
             fence: super::dll_state::FenceState::default(),
             suspended: Vec::new(),
             testing: Default::default(),
@@ -177,17 +176,6 @@ pub(super) struct DQueue {
     pub(super) objects: Vec<u32>,
 }
 
-/// A gate: a GPU wait on word `offset` of buffer `buffer`, made a wait on a native fence of the
-/// buffer's process that `write_buffer` signals from the CPU (the device re-evaluates a wait on
-/// plain memory only when the OS says the word changed, which no application call does).
-pub(super) struct Gate {
-    pub(super) process: usize,
-    pub(super) buffer: usize,
-    pub(super) offset: u64,
-    /// `RvgpuFence*`.
-    pub(super) fence: u64,
-}
-
 pub(super) struct DllSession {
     pub(super) m: Arc<Machine>,
     pub(super) image: Arc<UmdImage>,
@@ -198,10 +186,9 @@ pub(super) struct DllSession {
     pub(super) opened: Vec<bool>,
     pub(super) processes: Vec<DProcess>,
     pub(super) buffers: Vec<Option<DBuffer>>,
-    /// Tracked buffers and GPU VA ranges ([`crate::backend::app`], `dll_umd`).
+    /// Tracked buffers, GPU VA ranges and gates ([`crate::backend::app`], `dll_umd`).
     pub(super) app: super::dll_umd::DllObjects,
     pub(super) queues: Vec<DQueue>,
-    pub(super) gates: Vec<Gate>,
     pub(super) fence: super::dll_state::FenceState,
     /// Contexts the OS suspended, by process (OsControl).
     pub(super) suspended: Vec<(usize, u32)>,
@@ -455,39 +442,6 @@ impl DllSession {
         }
     }
 
-    /// The gate fence of word `offset` of plain buffer `b` for a queue of `process`, made on
-    /// first use with the word's value.
-    pub(super) fn gate(
-        &mut self,
-        process: usize,
-        b: BufferRef,
-        offset: u64,
-    ) -> Result<u64, Failure> {
-        if let Some(g) = self
-            .gates
-            .iter()
-            .find(|g| g.buffer == b.0 && g.offset == offset)
-        {
-            return Ok(g.fence);
-        }
-        if self.buffer(b)?.process != process {
-            return Err(Failure::Unsupported(
-                "a GPU wait on another process's memory (a gate is a native fence of the \
-                 buffer's process)"
-                    .into(),
-            ));
-        }
-        let initial = self.read_buffer(b, offset)?;
-        let fence = self.create_on_adapter(process, "rvgpu_fence_create", &[initial])?;
-        self.gates.push(Gate {
-            process,
-            buffer: b.0,
-            offset,
-            fence,
-        });
-        Ok(fence)
-    }
-
     /// `rvgpu_queue_submit` of one batch: GPU waits, packets, GPU signals (fence handle,
     /// value); its progress value.
     pub(super) fn submit_batch(
@@ -601,12 +555,8 @@ impl DllSession {
         for f in self.fence.take_live_of(p) {
             note(self.ok(p, "rvgpu_fence_destroy", &[f]));
         }
-        let (mine, others): (Vec<Gate>, Vec<Gate>) = std::mem::take(&mut self.gates)
-            .into_iter()
-            .partition(|g| g.process == p);
-        self.gates = others;
-        for g in mine {
-            note(self.ok(p, "rvgpu_fence_destroy", &[g.fence]));
+        for f in self.app.take_gates_of(p) {
+            note(self.ok(p, "rvgpu_fence_destroy", &[f]));
         }
         note(self.ok(p, "rvgpu_close_adapter", &[adapter]));
         if let Some(d) = self.processes.get_mut(p) {
@@ -635,7 +585,6 @@ impl DllSession {
             }
             .map_err(failure)?;
         }
-        self.gates.retain(|g| g.process != p);
         self.app.drop_process(p);
         let _ = self.fence.take_live_of(p);
         if let Some(d) = self.processes.get_mut(p) {

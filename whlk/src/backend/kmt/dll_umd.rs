@@ -1,24 +1,25 @@
 //! rvgpu_umd.dll's C API as the seam's primitive ([`AppUmd`]): tracked buffers are
 //! `rvgpu_buffer_*` (locked naming the process's queues, filled and copied with
 //! `rvgpu_buffer_fill` / `rvgpu_buffer_copy`, their words read and written through the lock's
-//! view), batches `rvgpu_queue_submit`, a gate a wait list entry on the word's `RvgpuFence*`
-//! ([`DllSession::gate`]), GPU VAs `rvgpu_va_reserve`, `rvgpu_buffer_map_va` (which waits for
+//! view), a plain buffer's words through a lock, fences `rvgpu_fence_create` /
+//! `rvgpu_fence_signal`, batches `rvgpu_queue_submit` (the gates in its wait list), GPU VAs `rvgpu_va_reserve`, `rvgpu_buffer_map_va` (which waits for
 //! the paging fence) and `rvgpu_va_free`.
 
 use rvgpu_hw::cmd::Command;
 
-use super::dll::{status_name, DllSession, OK, WAS_STILL_DRAWING};
-use crate::backend::app::{AppObjects, AppUmd};
+use super::dll::{status_name, DllSession, LOCK_READ, LOCK_WRITE, OK, WAS_STILL_DRAWING};
+use crate::backend::app::{AppObjects, AppUmd, GateWait};
 use crate::backend::{
     BufferRef, Failure, LockOutcome, Pages, ProcessRef, TrackedInfo, TrackedWork, UmQueueRef,
 };
 
 /// The session's objects of the seam: `RvgpuBuffer*` handles, views as host addresses.
-pub(super) type DllObjects = AppObjects<u64, u64>;
+pub(super) type DllObjects = AppObjects<u64, u64, u64>;
 
 impl AppUmd for DllSession {
     type Buffer = u64;
     type View = u64;
+    type Fence = u64;
 
     fn objects(&self) -> &DllObjects {
         &self.app
@@ -133,23 +134,60 @@ impl AppUmd for DllSession {
         Ok(progress)
     }
 
-    /// A batch of no packets whose wait list holds the gate.
-    fn gate_wait(
-        &mut self,
-        q: UmQueueRef,
-        b: BufferRef,
-        offset: u64,
-        value: u64,
-    ) -> Result<(), Failure> {
-        let (p, h) = self.queue(q)?;
-        let fence = self.gate(p, b, offset)?;
-        self.submit_batch(p, h, &[], &[(fence, value)], &[])
-            .map(drop)
+    fn buffer_process(&self, b: BufferRef) -> Result<usize, Failure> {
+        Ok(self.buffer(b)?.process)
     }
 
-    fn packets(&mut self, q: UmQueueRef, cmds: &[Command]) -> Result<u64, Failure> {
+    fn gpu_address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
+        self.address(b, offset, bytes)
+    }
+
+    /// Through a read lock.
+    fn word_load(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
+        let i = self.word(b, offset)?;
+        // SAFETY: the lock's view; word `i` checked inside the buffer.
+        self.with_view(b, LOCK_READ, |base, _| unsafe {
+            base.add(i).read_volatile()
+        })
+    }
+
+    /// Through a write lock.
+    fn word_store(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
+        let i = self.word(b, offset)?;
+        // SAFETY: the lock's view; word `i` checked inside the buffer.
+        self.with_view(b, LOCK_WRITE, |base, _| unsafe {
+            base.add(i).write_volatile(value)
+        })
+    }
+
+    fn fence_create(&self, p: usize, initial: u64) -> Result<u64, Failure> {
+        self.create_on_adapter(p, "rvgpu_fence_create", &[initial])
+    }
+
+    fn fence_signal(&self, p: usize, f: &u64, value: u64) -> Result<(), Failure> {
+        self.ok(p, "rvgpu_fence_signal", &[*f, value])
+    }
+
+    fn queue_process(&self, q: UmQueueRef) -> Result<usize, Failure> {
+        self.queue(q).map(|(p, _)| p)
+    }
+
+    /// One `rvgpu_queue_submit` whose wait list holds the gates' fences.
+    fn batch(
+        &mut self,
+        q: UmQueueRef,
+        waits: &[GateWait],
+        cmds: &[Command],
+    ) -> Result<u64, Failure> {
         let (p, h) = self.queue(q)?;
-        self.submit_batch(p, h, cmds, &[], &[])
+        let mut fences = Vec::with_capacity(waits.len());
+        for &(g, value) in waits {
+            let f = (self.app.gates.get(g))
+                .ok_or_else(|| Failure::Backend("gate lost".into()))?
+                .fence;
+            fences.push((f, value));
+        }
+        self.submit_batch(p, h, cmds, &fences, &[])
     }
 
     fn va_reserve(&self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure> {

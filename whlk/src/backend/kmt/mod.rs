@@ -56,8 +56,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rvgpu_hw::cmd::Command;
-use rvgpu_umd::fence::NativeFence;
-use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, NtStatus};
 use rvgpu_umd::submit::SubmitError;
 
@@ -192,7 +190,6 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             processes: Vec::new(),
             buffers: Vec::new(),
             queues: Vec::new(),
-            gates: Vec::new(),
             app: Default::default(),
             fence: fences::FenceState::default(),
             paging_queues: Default::default(),
@@ -265,10 +262,7 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     /// Buffers by [`BufferRef`]; `None` once their process ended (indices stay stable).
     buffers: Vec<Option<KBuffer<K>>>,
     queues: Vec<KUmQueue<K>>,
-    /// Gates: words a submitted `WaitAtLeast` names, (buffer, offset), each with the native
-    /// fence of the buffer's process that stands for it on the GPU.
-    gates: Vec<((usize, u64), NativeFence)>,
-    /// Tracked buffers and GPU VA ranges ([`super::app`]).
+    /// Tracked buffers, GPU VA ranges and gates ([`super::app`]).
     app: umd::KmtObjects<K>,
     /// Native and monitored fences, their GPU queues and CPU waits.
     fence: fences::FenceState<K>,
@@ -390,30 +384,6 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut KQueue<K>, Failure> {
         live_queue(&mut self.queues, q)
-    }
-
-    /// The gate of word `offset` of buffer `b` for a queue of `process`: a native fence of the
-    /// buffer's process starting at the word's value, created on first use.
-    fn gate(&mut self, process: usize, b: BufferRef, offset: u64) -> Result<usize, Failure> {
-        self.address(b, offset, 8)?;
-        if let Some(i) = self.gates.iter().position(|(w, _)| *w == (b.0, offset)) {
-            return Ok(i);
-        }
-        let buf = self.buffer(b)?;
-        if buf.process != process {
-            return Err(Failure::Unsupported(
-                "a GPU wait on another process's memory (a gate is a native fence of the \
-                 buffer's process)"
-                    .into(),
-            ));
-        }
-        let initial = buf.local()?.mem.load(offset);
-        let (_, kmt) = self.process(ProcessRef(process))?;
-        let f = kmt
-            .create_native_fence(initial)
-            .map_err(|s| self.status(s))?;
-        self.gates.push(((b.0, offset), f));
-        Ok(self.gates.len() - 1)
     }
 
     fn started(&self, i: usize) -> Result<(), Failure> {
@@ -600,26 +570,14 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         }
     }
 
-    /// The store happens; a GPU wait queued on the word (a gate, see [`KmtSession::gate`])
-    /// is released by signalling the gate's native fence to the value from the CPU, the
-    /// documented way to wake a GPU wait from user mode.
+    /// The store happens and releases the word's gate ([`super::app::write_word`]).
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
         self.address(b, offset, 8)?;
         let buf = self.buffer(b)?;
-        let Some(a) = &buf.alloc else {
+        if buf.alloc.is_none() {
             return self.remote_of_buffer(buf)?.write(b.0, offset, value);
-        };
-        a.mem.store(offset, value);
-        let Some(h) = self
-            .gates
-            .iter()
-            .find(|(w, _)| *w == (b.0, offset))
-            .map(|(_, f)| f.kmt)
-        else {
-            return Ok(());
-        };
-        let (_, kmt) = self.process(ProcessRef(buf.process))?;
-        kmt.signal_from_cpu(h, value).map_err(|s| self.status(s))
+        }
+        super::app::write_word(self, b, offset, value)
     }
 
     fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
@@ -645,9 +603,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         Ok(UmQueueRef(self.queues.len() - 1))
     }
 
-    /// A `WaitAtLeast` becomes a GPU wait on the gate's native fence (the device re-evaluates
-    /// a wait on plain memory only when the OS tells it that word changed, which no D3DKMT
-    /// call does); everything else is encoded as it is.
+    /// A `WaitAtLeast` becomes a GPU wait on its word's gate ([`super::app::submit_work`]).
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
         if let Some(r) = self.remote_queue(q)? {
             if work.iter().any(|w| matches!(w, Work::WaitAtLeast { .. })) {
@@ -659,35 +615,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
             }
             return r.submit(q.0, &self.encode(work)?);
         }
-        let process = self.queue(q)?.process;
-        let mut items = Vec::with_capacity(work.len());
-        for w in work {
-            items.push(match *w {
-                Work::WaitAtLeast {
-                    buffer,
-                    offset,
-                    value,
-                } => Err((self.gate(process, buffer, offset)?, value)),
-                other => Ok(self.encode(&[other])?),
-            });
-        }
-        let gates = &self.gates;
-        let mut ops: Vec<Op<'_>> = Vec::with_capacity(work.len());
-        for it in &items {
-            match it {
-                Ok(cmds) => ops.extend(cmds.iter().copied().map(Op::Cmd)),
-                Err((g, value)) => {
-                    let f = gates
-                        .get(*g)
-                        .map(|(_, f)| f)
-                        .ok_or_else(|| Failure::Backend("gate lost".into()))?;
-                    ops.push(Op::Wait(f, *value));
-                }
-            }
-        }
-        let r = live_queue(&mut self.queues, q)?.submit_ops(&ops);
-        drop(ops);
-        r.map_err(|e| self.umd(e))
+        super::app::submit_work(self, q, work)
     }
 
     fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {

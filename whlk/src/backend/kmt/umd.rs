@@ -3,18 +3,20 @@
 //! `D3DKMTDestroyAllocation2`, waits on the queues' progress fences) with the session's queues
 //! of the buffer's process as the timelines, the UMD's queues, and the GPU VA thunks
 //! (`crate::backend::gpuva`: `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress` on
-//! a paging queue of the process, `D3DKMTFreeGpuVirtualAddress`). A gate is a GPU wait on the
-//! gate word's native fence ([`KmtSession::gate`]).
+//! a paging queue of the process, `D3DKMTFreeGpuVirtualAddress`). A batch is one submission of
+//! the UMD's queue with its gates' native-fence waits first; a gate is a native fence of the
+//! process, signalled from the CPU by `D3DKMTSignalSynchronizationObjectFromCpu`.
 
 use std::sync::Arc;
 
 use rvgpu_hw::cmd::Command;
+use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::usage::{Batch, Buffer, Timeline};
 
 use super::{KmtSession, KmtSync};
-use crate::backend::app::{AppObjects, AppUmd};
+use crate::backend::app::{AppObjects, AppUmd, GateWait};
 use crate::backend::gpuva::reserve;
 use crate::backend::tracked::{lock_failure, umd_info, umd_lock};
 use crate::backend::umd_queue::timelines_of;
@@ -23,7 +25,7 @@ use crate::backend::{
 };
 
 /// The session's objects of the seam, over thunks `K`.
-pub(super) type KmtObjects<K> = AppObjects<Buffer<<K as Kmt>::Mem>, <K as Kmt>::Mem>;
+pub(super) type KmtObjects<K> = AppObjects<Buffer<<K as Kmt>::Mem>, <K as Kmt>::Mem, NativeFence>;
 
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     /// Process `p`'s thunks (its mappings end with its device).
@@ -40,6 +42,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
     type Buffer = Buffer<K::Mem>;
     type View = K::Mem;
+    type Fence = NativeFence;
 
     fn objects(&self) -> &KmtObjects<K> {
         &self.app
@@ -100,26 +103,59 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         r.map_err(|e| self.umd(e))
     }
 
-    fn gate_wait(
-        &mut self,
-        q: UmQueueRef,
-        b: BufferRef,
-        offset: u64,
-        value: u64,
-    ) -> Result<(), Failure> {
-        let process = self.queue(q)?.process;
-        let g = self.gate(process, b, offset)?;
-        let f = self
-            .gates
-            .get(g)
-            .map(|(_, f)| f)
-            .ok_or_else(|| Failure::Backend("gate lost".into()))?;
-        let r = super::live_queue(&mut self.queues, q)?.submit_ops(&[Op::Wait(f, value)]);
-        r.map(drop).map_err(|e| self.umd(e))
+    fn buffer_process(&self, b: BufferRef) -> Result<usize, Failure> {
+        Ok(self.buffer(b)?.process)
     }
 
-    fn packets(&mut self, q: UmQueueRef, cmds: &[Command]) -> Result<u64, Failure> {
-        let r = self.live_queue(q)?.submit(cmds);
+    fn gpu_address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
+        self.address(b, offset, bytes)
+    }
+
+    fn word_load(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
+        self.address(b, offset, 8)?;
+        Ok(self.buffer(b)?.local()?.mem.load(offset))
+    }
+
+    fn word_store(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
+        self.address(b, offset, 8)?;
+        self.buffer(b)?.local()?.mem.store(offset, value);
+        Ok(())
+    }
+
+    fn fence_create(&self, p: usize, initial: u64) -> Result<NativeFence, Failure> {
+        let kmt = self.thunks(p)?;
+        kmt.create_native_fence(initial).map_err(|s| self.status(s))
+    }
+
+    fn fence_signal(&self, p: usize, f: &NativeFence, value: u64) -> Result<(), Failure> {
+        let kmt = self.thunks(p)?;
+        kmt.signal_from_cpu(f.kmt, value)
+            .map_err(|s| self.status(s))
+    }
+
+    fn queue_process(&self, q: UmQueueRef) -> Result<usize, Failure> {
+        Ok(self.queue(q)?.process)
+    }
+
+    /// One `submit_ops` of the gates' native-fence waits and the packets.
+    fn batch(
+        &mut self,
+        q: UmQueueRef,
+        waits: &[GateWait],
+        cmds: &[Command],
+    ) -> Result<u64, Failure> {
+        let gates = &self.app.gates;
+        let mut ops: Vec<Op<'_>> = Vec::with_capacity(waits.len() + cmds.len());
+        for &(g, value) in waits {
+            let f = gates
+                .get(g)
+                .map(|g| &g.fence)
+                .ok_or_else(|| Failure::Backend("gate lost".into()))?;
+            ops.push(Op::Wait(f, value));
+        }
+        ops.extend(cmds.iter().copied().map(Op::Cmd));
+        let r = super::live_queue(&mut self.queues, q)?.submit_ops(&ops);
+        drop(ops);
         r.map_err(|e| self.umd(e))
     }
 
