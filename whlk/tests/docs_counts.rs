@@ -1,7 +1,8 @@
 //! What the documents say about the harness's cases, checked against the case registry: the
-//! README's summary line (with no count of cases), docs/test-machine.md's list of the cases that run on a Windows test
-//! machine (those that pass over the simulated D3DKMT thunks, `--backend kmt-sim`) and of the
-//! Windows backend's capabilities, and docs/qemu-guest.md's list of the guest's cases.
+//! README's summary line (with no count of cases), docs/test-machine.md's list of the cases
+//! that run on a Windows test machine (those that pass over the simulated D3DKMT thunks,
+//! `--backend kmt-sim`) and of the Windows backend's capabilities, and docs/qemu-guest.md's
+//! list of the guest's cases.
 
 use std::collections::BTreeSet;
 use std::path::Path;

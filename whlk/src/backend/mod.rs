@@ -17,7 +17,7 @@
 //!
 //! The two backends that drive the driver as an application does (the D3DKMT backend through
 //! the Rust UMD, and the shipped DLL's C API) implement the capabilities they share once, in
-//! [`app`], over the one primitive each supplies: the UMD's calls.
+//! `app`, over the one primitive each supplies: the UMD's calls.
 
 pub(crate) mod app;
 pub mod caps;

@@ -186,7 +186,7 @@ pub(super) struct DllSession {
     pub(super) opened: Vec<bool>,
     pub(super) processes: Vec<DProcess>,
     pub(super) buffers: Vec<Option<DBuffer>>,
-    /// Tracked buffers, GPU VA ranges and gates ([`crate::backend::app`], `dll_umd`).
+    /// Tracked buffers, GPU VA ranges and gates (`backend::app`, `dll_umd`).
     pub(super) app: super::dll_umd::DllObjects,
     pub(super) queues: Vec<DQueue>,
     pub(super) fence: super::dll_state::FenceState,

@@ -2,8 +2,9 @@
 //! `rvgpu_buffer_*` (locked naming the process's queues, filled and copied with
 //! `rvgpu_buffer_fill` / `rvgpu_buffer_copy`, their words read and written through the lock's
 //! view), a plain buffer's words through a lock, fences `rvgpu_fence_create` /
-//! `rvgpu_fence_signal`, batches `rvgpu_queue_submit` (the gates in its wait list), GPU VAs `rvgpu_va_reserve`, `rvgpu_buffer_map_va` (which waits for
-//! the paging fence) and `rvgpu_va_free`.
+//! `rvgpu_fence_signal`, batches `rvgpu_queue_submit` (the gates in its wait list), GPU VAs
+//! `rvgpu_va_reserve`, `rvgpu_buffer_map_va` (which waits for the paging fence) and
+//! `rvgpu_va_free`.
 
 use rvgpu_hw::cmd::Command;
 

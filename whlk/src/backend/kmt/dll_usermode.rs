@@ -199,7 +199,7 @@ impl UserModeSubmission for DllSession {
         crate::backend::app::AppUmd::word_load(self, b, offset)
     }
 
-    /// The store happens and releases the word's gate ([`crate::backend::app::write_word`]).
+    /// The store happens and releases the word's gate (`app::write_word`).
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
         crate::backend::app::write_word(self, b, offset, value)
     }
@@ -234,7 +234,7 @@ impl UserModeSubmission for DllSession {
         Ok(UmQueueRef(self.queues.len() - 1))
     }
 
-    /// A `WaitAtLeast` becomes a GPU wait on its word's gate ([`crate::backend::app::submit_work`]).
+    /// A `WaitAtLeast` becomes a GPU wait on its word's gate (`app::submit_work`).
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
         crate::backend::app::submit_work(self, q, work)
     }

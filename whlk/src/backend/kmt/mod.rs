@@ -18,7 +18,7 @@
 //! "remove" close it), [`UserModeSubmission`]'s queue operations and churn threads, [`Fences`]
 //! and [`super::MonitoredFences`] (`fences`), [`AllocationUsage`] (the UMD's tracked buffers)
 //! and [`super::GpuVaPlacement`] (the GPU VA thunks), both written once for this backend and the
-//! DLL's over the Rust UMD as their primitive (`umd`, [`super::app`]), and [`Tdr`] (the machine's
+//! DLL's over the Rust UMD as their primitive (`umd`, `backend::app`), and [`Tdr`] (the machine's
 //! own detection and recovery, `stream`).
 //! The driver's caps, the OS's internals, fault injection and the other simulation-only
 //! capabilities are absent, so the runner skips the cases that need them, naming the
