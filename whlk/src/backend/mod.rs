@@ -14,7 +14,12 @@
 //! a case that needs one it lacks, with the reason. Within a trait, a method it cannot honour
 //! still reports [`Failure::Unsupported`], and cases leave out the checks of observations that
 //! are optional for them (`Case::optional`).
+//!
+//! The two backends that drive the driver as an application does (the D3DKMT backend through
+//! the Rust UMD, and the shipped DLL's C API) implement the capabilities they share once, in
+//! `app`, over the one primitive each supplies: the UMD's calls.
 
+pub(crate) mod app;
 pub mod caps;
 pub(crate) mod gpuva;
 pub mod kmt;

@@ -23,8 +23,7 @@ use rvgpu_simos::Machine;
 use crate::backend::sim::failure;
 use crate::backend::{
     AllocationUsage, BufferRef, Capabilities, Capability, Failure, ProcessEnd, ProcessRef, Session,
-    SessionConfig, StartedAdapter, SubmitPath, TrackedRef, UmQueueInfo, UmQueueRef, Until,
-    UserModeSubmission,
+    SessionConfig, StartedAdapter, SubmitPath, UmQueueInfo, UmQueueRef, Until, UserModeSubmission,
 };
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
@@ -137,16 +136,14 @@ impl crate::backend::Backend for DllBackend {
             opened: Vec::new(),
             processes: Vec::new(),
             buffers: Vec::new(),
-            tracked: Vec::new(),
             queues: Vec::new(),
-            gates: Vec::new(),
             fence: super::dll_state::FenceState::default(),
             suspended: Vec::new(),
             testing: Default::default(),
+            app: Default::default(),
             um_fences: Vec::new(),
             recorder: None,
             idle_f1: config.idle_f1_ticks > 0,
-            va_ranges: Vec::new(),
             dma: Vec::new(),
         }))
     }
@@ -160,14 +157,12 @@ pub(super) struct DProcess {
     pub(super) device: u32,
 }
 
-/// A buffer (`RvgpuBuffer*`), plain or tracked.
+/// A plain buffer (`RvgpuBuffer*`).
 pub(super) struct DBuffer {
     pub(super) process: usize,
     pub(super) handle: u64,
     pub(super) size: u64,
     pub(super) gpu_va: u64,
-    /// The CPU view of a tracked buffer's current lock (0: unlocked).
-    pub(super) view: u64,
 }
 
 pub(super) struct DQueue {
@@ -181,17 +176,6 @@ pub(super) struct DQueue {
     pub(super) objects: Vec<u32>,
 }
 
-/// A gate: a GPU wait on word `offset` of buffer `buffer`, made a wait on a native fence of the
-/// buffer's process that `write_buffer` signals from the CPU (the device re-evaluates a wait on
-/// plain memory only when the OS says the word changed, which no application call does).
-pub(super) struct Gate {
-    pub(super) process: usize,
-    pub(super) buffer: usize,
-    pub(super) offset: u64,
-    /// `RvgpuFence*`.
-    pub(super) fence: u64,
-}
-
 pub(super) struct DllSession {
     pub(super) m: Arc<Machine>,
     pub(super) image: Arc<UmdImage>,
@@ -202,9 +186,9 @@ pub(super) struct DllSession {
     pub(super) opened: Vec<bool>,
     pub(super) processes: Vec<DProcess>,
     pub(super) buffers: Vec<Option<DBuffer>>,
-    pub(super) tracked: Vec<Option<DBuffer>>,
+    /// Tracked buffers, GPU VA ranges and gates (`backend::app`, `dll_umd`).
+    pub(super) app: super::dll_umd::DllObjects,
     pub(super) queues: Vec<DQueue>,
-    pub(super) gates: Vec<Gate>,
     pub(super) fence: super::dll_state::FenceState,
     /// Contexts the OS suspended, by process (OsControl).
     pub(super) suspended: Vec<(usize, u32)>,
@@ -212,8 +196,6 @@ pub(super) struct DllSession {
     pub(super) um_fences: Vec<(usize, u64)>,
     /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
     pub(super) idle_f1: bool,
-    /// GPU VA ranges reserved through `GpuVaPlacement`: (process, base, bytes) (`dll_gpuva`).
-    pub(super) va_ranges: Vec<(usize, u64, u64)>,
     /// Kernel-mode DMA contexts made through `DmaContexts` (`dll_dma`).
     pub(super) dma: Vec<super::dll_state::DContext>,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
@@ -353,13 +335,6 @@ impl DllSession {
         self.buffer(b).map(|d| (d.process, d.handle))
     }
 
-    pub(super) fn tracked_buffer(&self, b: TrackedRef) -> Result<&DBuffer, Failure> {
-        self.tracked
-            .get(b.0)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| Failure::Backend(format!("no live tracked buffer {}", b.0)))
-    }
-
     pub(super) fn queue(&self, q: UmQueueRef) -> Result<(usize, u64), Failure> {
         let d = self
             .queues
@@ -421,7 +396,6 @@ impl DllSession {
             handle,
             size: bytes,
             gpu_va,
-            view: 0,
         })
     }
 
@@ -466,39 +440,6 @@ impl DllSession {
         } else {
             Err(Failure::Backend(format!("adapter {i} is not started")))
         }
-    }
-
-    /// The gate fence of word `offset` of plain buffer `b` for a queue of `process`, made on
-    /// first use with the word's value.
-    pub(super) fn gate(
-        &mut self,
-        process: usize,
-        b: BufferRef,
-        offset: u64,
-    ) -> Result<u64, Failure> {
-        if let Some(g) = self
-            .gates
-            .iter()
-            .find(|g| g.buffer == b.0 && g.offset == offset)
-        {
-            return Ok(g.fence);
-        }
-        if self.buffer(b)?.process != process {
-            return Err(Failure::Unsupported(
-                "a GPU wait on another process's memory (a gate is a native fence of the \
-                 buffer's process)"
-                    .into(),
-            ));
-        }
-        let initial = self.read_buffer(b, offset)?;
-        let fence = self.create_on_adapter(process, "rvgpu_fence_create", &[initial])?;
-        self.gates.push(Gate {
-            process,
-            buffer: b.0,
-            offset,
-            fence,
-        });
-        Ok(fence)
     }
 
     /// `rvgpu_queue_submit` of one batch: GPU waits, packets, GPU signals (fence handle,
@@ -581,23 +522,15 @@ impl DllSession {
                 first_error.get_or_insert(e);
             }
         };
-        for i in 0..self.tracked.len() {
-            if let Some(d) = self.tracked.get(i).and_then(Option::as_ref) {
-                if d.process == p {
-                    let (h, view) = (d.handle, d.view);
-                    if view != 0 {
-                        note(self.ok(p, "rvgpu_buffer_unlock", &[h]));
-                    }
-                    note(self.ok(
-                        p,
-                        "rvgpu_buffer_destroy",
-                        &[h, queues.as_ptr() as u64, queues.len() as u64],
-                    ));
-                    if let Some(t) = self.tracked.get_mut(i) {
-                        *t = None;
-                    }
-                }
+        for (h, locked) in self.app.tracked.take_process(p) {
+            if locked {
+                note(self.ok(p, "rvgpu_buffer_unlock", &[h]));
             }
+            note(self.ok(
+                p,
+                "rvgpu_buffer_destroy",
+                &[h, queues.as_ptr() as u64, queues.len() as u64],
+            ));
         }
         for i in 0..self.buffers.len() {
             if let Some(d) = self.buffers.get(i).and_then(Option::as_ref) {
@@ -622,12 +555,8 @@ impl DllSession {
         for f in self.fence.take_live_of(p) {
             note(self.ok(p, "rvgpu_fence_destroy", &[f]));
         }
-        let (mine, others): (Vec<Gate>, Vec<Gate>) = std::mem::take(&mut self.gates)
-            .into_iter()
-            .partition(|g| g.process == p);
-        self.gates = others;
-        for g in mine {
-            note(self.ok(p, "rvgpu_fence_destroy", &[g.fence]));
+        for f in self.app.take_gates_of(p) {
+            note(self.ok(p, "rvgpu_fence_destroy", &[f]));
         }
         note(self.ok(p, "rvgpu_close_adapter", &[adapter]));
         if let Some(d) = self.processes.get_mut(p) {
@@ -656,7 +585,7 @@ impl DllSession {
             }
             .map_err(failure)?;
         }
-        self.gates.retain(|g| g.process != p);
+        self.app.drop_process(p);
         let _ = self.fence.take_live_of(p);
         if let Some(d) = self.processes.get_mut(p) {
             d.live = None;

@@ -8,10 +8,7 @@ use std::time::Duration;
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
 
-use super::dll::{
-    status_name, DProcess, DQueue, DllSession, FenceList, DEVICE_LOST, LOCK_READ, LOCK_WRITE, OK,
-    TIMEOUT,
-};
+use super::dll::{status_name, DProcess, DQueue, DllSession, DEVICE_LOST, LOCK_WRITE, OK, TIMEOUT};
 use crate::backend::{
     BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, NewQueue, ProcessEnd, ProcessRef,
     StreamLane, StreamReport, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult,
@@ -199,31 +196,12 @@ impl UserModeSubmission for DllSession {
     }
 
     fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
-        let i = self.word(b, offset)?;
-        // SAFETY: the lock's view; word `i` checked inside the buffer.
-        self.with_view(b, LOCK_READ, |base, _| unsafe {
-            base.add(i).read_volatile()
-        })
+        crate::backend::app::AppUmd::word_load(self, b, offset)
     }
 
-    /// The store happens; a GPU wait queued on the word (a gate) is released by signalling
-    /// the gate's fence to the value from the CPU.
+    /// The store happens and releases the word's gate (`app::write_word`).
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
-        let i = self.word(b, offset)?;
-        // SAFETY: the lock's view; word `i` checked inside the buffer.
-        self.with_view(b, LOCK_WRITE, |base, _| unsafe {
-            base.add(i).write_volatile(value)
-        })?;
-        let Some(fence) = self
-            .gates
-            .iter()
-            .find(|g| g.buffer == b.0 && g.offset == offset)
-            .map(|g| g.fence)
-        else {
-            return Ok(());
-        };
-        let p = self.buffer(b)?.process;
-        self.ok(p, "rvgpu_fence_signal", &[fence, value])
+        crate::backend::app::write_word(self, b, offset, value)
     }
 
     fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
@@ -256,39 +234,9 @@ impl UserModeSubmission for DllSession {
         Ok(UmQueueRef(self.queues.len() - 1))
     }
 
+    /// A `WaitAtLeast` becomes a GPU wait on its word's gate (`app::submit_work`).
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
-        let (p, h) = self.queue(q)?;
-        // A `WaitAtLeast` is a GPU wait on the word's gate fence: it opens a new batch, since
-        // a batch's waits come before its packets.
-        let mut batches: Vec<(FenceList, Vec<Work>)> = vec![(Vec::new(), Vec::new())];
-        for w in work {
-            if let Work::WaitAtLeast {
-                buffer,
-                offset,
-                value,
-            } = *w
-            {
-                let fence = self.gate(p, buffer, offset)?;
-                if batches.last().is_some_and(|b| !b.1.is_empty()) {
-                    batches.push((Vec::new(), Vec::new()));
-                }
-                if let Some(b) = batches.last_mut() {
-                    b.0.push((fence, value));
-                }
-            } else if let Some(b) = batches.last_mut() {
-                b.1.push(*w);
-            }
-        }
-        let mut last = None;
-        for (waits, items) in &batches {
-            let cmds =
-                crate::backend::encode_work(items, |b, off, bytes| self.address(b, off, bytes))?;
-            if cmds.is_empty() && waits.is_empty() {
-                continue;
-            }
-            last = Some(self.submit_batch(p, h, &cmds, waits, &[])?);
-        }
-        last.ok_or_else(|| Failure::Backend("nothing to submit".into()))
+        crate::backend::app::submit_work(self, q, work)
     }
 
     fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {

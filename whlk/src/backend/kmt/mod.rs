@@ -16,8 +16,9 @@
 //! What user mode can observe is all this backend offers: the adapter life cycle (the driver
 //! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
 //! "remove" close it), [`UserModeSubmission`]'s queue operations and churn threads, [`Fences`]
-//! and [`super::MonitoredFences`] (`fences`), [`AllocationUsage`] (the UMD's tracked buffers,
-//! `usage`), [`super::GpuVaPlacement`] (the GPU VA thunks, `gpuva`) and [`Tdr`] (the machine's
+//! and [`super::MonitoredFences`] (`fences`), [`AllocationUsage`] (the UMD's tracked buffers)
+//! and [`super::GpuVaPlacement`] (the GPU VA thunks), both written once for this backend and the
+//! DLL's over the Rust UMD as their primitive (`umd`, `backend::app`), and [`Tdr`] (the machine's
 //! own detection and recovery, `stream`).
 //! The driver's caps, the OS's internals, fault injection and the other simulation-only
 //! capabilities are absent, so the runner skips the cases that need them, naming the
@@ -33,24 +34,21 @@ mod dll_engine;
 #[cfg(target_os = "linux")]
 mod dll_fences;
 #[cfg(target_os = "linux")]
-mod dll_gpuva;
-#[cfg(target_os = "linux")]
 mod dll_logs;
 #[cfg(target_os = "linux")]
 mod dll_os;
 #[cfg(target_os = "linux")]
 mod dll_state;
 #[cfg(target_os = "linux")]
-mod dll_usage;
+mod dll_umd;
 #[cfg(target_os = "linux")]
 mod dll_usermode;
 mod fences;
-mod gpuva;
 pub mod remote;
 pub mod sim;
 mod stream;
 pub mod sync;
-mod usage;
+mod umd;
 #[cfg(windows)]
 pub mod windows;
 
@@ -58,8 +56,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rvgpu_hw::cmd::Command;
-use rvgpu_umd::fence::NativeFence;
-use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, NtStatus};
 use rvgpu_umd::submit::SubmitError;
 
@@ -194,8 +190,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             processes: Vec::new(),
             buffers: Vec::new(),
             queues: Vec::new(),
-            gates: Vec::new(),
-            tracked: Default::default(),
+            app: Default::default(),
             fence: fences::FenceState::default(),
             paging_queues: Default::default(),
             testing: Default::default(),
@@ -267,11 +262,8 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     /// Buffers by [`BufferRef`]; `None` once their process ended (indices stay stable).
     buffers: Vec<Option<KBuffer<K>>>,
     queues: Vec<KUmQueue<K>>,
-    /// Gates: words a submitted `WaitAtLeast` names, (buffer, offset), each with the native
-    /// fence of the buffer's process that stands for it on the GPU.
-    gates: Vec<((usize, u64), NativeFence)>,
-    /// Buffers with the UMD's usage tracking.
-    tracked: super::tracked::TrackedBuffers<K::Mem>,
+    /// Tracked buffers, GPU VA ranges and gates ([`super::app`]).
+    app: umd::KmtObjects<K>,
     /// Native and monitored fences, their GPU queues and CPU waits.
     fence: fences::FenceState<K>,
     /// The paging queue of each process that mapped a GPU VA itself.
@@ -394,30 +386,6 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         live_queue(&mut self.queues, q)
     }
 
-    /// The gate of word `offset` of buffer `b` for a queue of `process`: a native fence of the
-    /// buffer's process starting at the word's value, created on first use.
-    fn gate(&mut self, process: usize, b: BufferRef, offset: u64) -> Result<usize, Failure> {
-        self.address(b, offset, 8)?;
-        if let Some(i) = self.gates.iter().position(|(w, _)| *w == (b.0, offset)) {
-            return Ok(i);
-        }
-        let buf = self.buffer(b)?;
-        if buf.process != process {
-            return Err(Failure::Unsupported(
-                "a GPU wait on another process's memory (a gate is a native fence of the \
-                 buffer's process)"
-                    .into(),
-            ));
-        }
-        let initial = buf.local()?.mem.load(offset);
-        let (_, kmt) = self.process(ProcessRef(process))?;
-        let f = kmt
-            .create_native_fence(initial)
-            .map_err(|s| self.status(s))?;
-        self.gates.push(((b.0, offset), f));
-        Ok(self.gates.len() - 1)
-    }
-
     fn started(&self, i: usize) -> Result<(), Failure> {
         if self.opened.get(i).copied().unwrap_or(false) {
             Ok(())
@@ -464,7 +432,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
             *b = None;
         }
         for p in 0..self.processes.len() {
-            self.tracked.drop_process(p);
+            self.app.drop_process(p);
         }
         for p in 0..self.processes.len() {
             let open = self
@@ -558,7 +526,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
                 *b = None;
             }
         }
-        self.tracked.drop_process(p.0);
+        self.app.drop_process(p.0);
         if let Some(up) = self.processes.get_mut(p.0) {
             up.kmt = None;
         }
@@ -602,26 +570,14 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         }
     }
 
-    /// The store happens; a GPU wait queued on the word (a gate, see [`KmtSession::gate`])
-    /// is released by signalling the gate's native fence to the value from the CPU, the
-    /// documented way to wake a GPU wait from user mode.
+    /// The store happens and releases the word's gate ([`super::app::write_word`]).
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
         self.address(b, offset, 8)?;
         let buf = self.buffer(b)?;
-        let Some(a) = &buf.alloc else {
+        if buf.alloc.is_none() {
             return self.remote_of_buffer(buf)?.write(b.0, offset, value);
-        };
-        a.mem.store(offset, value);
-        let Some(h) = self
-            .gates
-            .iter()
-            .find(|(w, _)| *w == (b.0, offset))
-            .map(|(_, f)| f.kmt)
-        else {
-            return Ok(());
-        };
-        let (_, kmt) = self.process(ProcessRef(buf.process))?;
-        kmt.signal_from_cpu(h, value).map_err(|s| self.status(s))
+        }
+        super::app::write_word(self, b, offset, value)
     }
 
     fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
@@ -647,9 +603,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         Ok(UmQueueRef(self.queues.len() - 1))
     }
 
-    /// A `WaitAtLeast` becomes a GPU wait on the gate's native fence (the device re-evaluates
-    /// a wait on plain memory only when the OS tells it that word changed, which no D3DKMT
-    /// call does); everything else is encoded as it is.
+    /// A `WaitAtLeast` becomes a GPU wait on its word's gate ([`super::app::submit_work`]).
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
         if let Some(r) = self.remote_queue(q)? {
             if work.iter().any(|w| matches!(w, Work::WaitAtLeast { .. })) {
@@ -661,35 +615,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
             }
             return r.submit(q.0, &self.encode(work)?);
         }
-        let process = self.queue(q)?.process;
-        let mut items = Vec::with_capacity(work.len());
-        for w in work {
-            items.push(match *w {
-                Work::WaitAtLeast {
-                    buffer,
-                    offset,
-                    value,
-                } => Err((self.gate(process, buffer, offset)?, value)),
-                other => Ok(self.encode(&[other])?),
-            });
-        }
-        let gates = &self.gates;
-        let mut ops: Vec<Op<'_>> = Vec::with_capacity(work.len());
-        for it in &items {
-            match it {
-                Ok(cmds) => ops.extend(cmds.iter().copied().map(Op::Cmd)),
-                Err((g, value)) => {
-                    let f = gates
-                        .get(*g)
-                        .map(|(_, f)| f)
-                        .ok_or_else(|| Failure::Backend("gate lost".into()))?;
-                    ops.push(Op::Wait(f, *value));
-                }
-            }
-        }
-        let r = live_queue(&mut self.queues, q)?.submit_ops(&ops);
-        drop(ops);
-        r.map_err(|e| self.umd(e))
+        super::app::submit_work(self, q, work)
     }
 
     fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {

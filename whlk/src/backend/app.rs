@@ -1,0 +1,333 @@
+//! The seam of the two backends that drive the driver as an application does: what a case
+//! observes through the UMD, written once over [`AppUmd`], the one primitive each supplies.
+//!
+//! The D3DKMT backend ([`super::kmt::KmtBackend`]) runs the Rust UMD (`rvgpu_umd`) on the
+//! `Kmt` thunks; `--umd pe` (`kmt::dll::DllBackend`) runs the shipped rvgpu_umd.dll's C API,
+//! the same UMD's, in the emulator. A capability method of theirs (which UMD calls, in which
+//! order, what the session records, how a status reads to the case) is therefore the same for
+//! both; only the call differs. [`AppUmd`] is the calls, one per UMD object operation: tracked
+//! buffers (create, lock, unlock, status, destroy, fills and copies on a queue), a plain
+//! buffer's words, native fences, a batch of GPU waits and packets on a queue, GPU VA ranges.
+//! The Rust UMD implements it in `kmt/umd.rs`, the DLL's exports in `kmt/dll_umd.rs`. The
+//! capabilities on the seam are implemented here once for every `AppUmd` ([`AllocationUsage`],
+//! [`GpuVaPlacement`]), over the tables the session keeps for them ([`AppObjects`]). Of
+//! [`UserModeSubmission`](super::UserModeSubmission), whose D3DKMT implementation also
+//! forwards to other processes, the gated submission ([`submit_work`]) and a CPU write that
+//! releases a gate ([`write_word`]) are here.
+//!
+//! A new observation of a capability on the seam is its method in `caps` and its body here; a
+//! primitive is added to both implementations only when the observation needs a UMD call the
+//! seam lacks.
+
+use rvgpu_hw::cmd::Command;
+
+use super::tracked::TrackedTable;
+use super::{
+    AllocationUsage, BufferRef, Failure, GpuVaPlacement, LockOutcome, Pages, ProcessRef,
+    TrackedBatch, TrackedInfo, TrackedRef, TrackedWork, UmQueueRef, Work,
+};
+
+/// A gate: GPU waits on word `offset` of buffer `buffer` are waits on `fence`, a native fence
+/// of the buffer's process that a CPU write of the word signals to the value written (the
+/// device re-evaluates a wait on plain memory only when the OS says the word changed, which no
+/// application call does).
+pub(crate) struct Gate<F> {
+    pub(crate) process: usize,
+    pub(crate) buffer: usize,
+    pub(crate) offset: u64,
+    pub(crate) fence: F,
+}
+
+/// A GPU wait of a batch: the gate (an index of [`AppObjects::gates`]) and the value.
+pub(crate) type GateWait = (usize, u64);
+
+/// What a session keeps of the objects an application made through the seam.
+pub(crate) struct AppObjects<B, V, F> {
+    /// Tracked buffers ([`AllocationUsage`]).
+    pub(crate) tracked: TrackedTable<B, V>,
+    /// GPU VA ranges reserved ([`GpuVaPlacement`]): (process, base, bytes).
+    pub(crate) va_ranges: Vec<(usize, u64, u64)>,
+    /// Gates, made on first use.
+    pub(crate) gates: Vec<Gate<F>>,
+}
+
+impl<B, V, F> Default for AppObjects<B, V, F> {
+    fn default() -> Self {
+        Self {
+            tracked: TrackedTable::default(),
+            va_ranges: Vec::new(),
+            gates: Vec::new(),
+        }
+    }
+}
+
+impl<B, V, F> AppObjects<B, V, F> {
+    /// Forgets what process `p` made (it ended: the OS destroyed it).
+    pub(crate) fn drop_process(&mut self, p: usize) {
+        self.tracked.drop_process(p);
+        self.va_ranges.retain(|&(rp, ..)| rp != p);
+        drop(self.take_gates_of(p));
+    }
+
+    /// Takes out the gate fences of process `p` (it destroys them as it ends).
+    pub(crate) fn take_gates_of(&mut self, p: usize) -> Vec<F> {
+        let (mine, others): (Vec<Gate<F>>, Vec<Gate<F>>) = std::mem::take(&mut self.gates)
+            .into_iter()
+            .partition(|g| g.process == p);
+        self.gates = others;
+        mine.into_iter().map(|g| g.fence).collect()
+    }
+
+    /// The gate of word `offset` of buffer `b`, if it has one.
+    fn gate_of(&self, b: BufferRef, offset: u64) -> Option<(usize, &Gate<F>)> {
+        (self.gates.iter().enumerate()).find(|(_, g)| g.buffer == b.0 && g.offset == offset)
+    }
+}
+
+/// One application's UMD, as the backend calls it. Processes, buffers and queues are the
+/// session's ([`ProcessRef`], [`BufferRef`], [`UmQueueRef`]); a failed call is already the
+/// [`Failure`] the case sees (the machine's fault first, as every session reports it).
+pub(crate) trait AppUmd {
+    /// A tracked buffer as the UMD holds it.
+    type Buffer;
+    /// The CPU view of a tracked buffer's lock.
+    type View;
+    /// A native fence (a gate's).
+    type Fence;
+
+    /// The session's objects of the seam.
+    fn objects(&self) -> &AppObjects<Self::Buffer, Self::View, Self::Fence>;
+    /// The same, to change.
+    fn objects_mut(&mut self) -> &mut AppObjects<Self::Buffer, Self::View, Self::Fence>;
+    /// The machine's fault, if it has one.
+    fn check_halt(&self) -> Result<(), Failure>;
+
+    /// A tracked buffer of `bytes` for process `p`, and its size.
+    fn buffer_create(&self, p: usize, bytes: u64) -> Result<(Self::Buffer, u64), Failure>;
+    /// Locks `b` of process `p` with `flags`, naming every live queue of `p`: the view, or
+    /// why there is none (`Err`: the lock's outcome when it did not map).
+    fn buffer_lock(
+        &self,
+        p: usize,
+        b: &Self::Buffer,
+        flags: u32,
+    ) -> Result<Result<Self::View, LockOutcome>, Failure>;
+    /// The word at `offset` (checked inside the buffer) of a live lock's view.
+    fn view_load(view: &Self::View, offset: u64) -> u64;
+    /// Stores `value` at `offset` (checked inside the buffer) of a live lock's view.
+    fn view_store(view: &Self::View, offset: u64, value: u64);
+    /// Unlocks `b` of process `p`.
+    fn buffer_unlock(&self, p: usize, b: &Self::Buffer) -> Result<(), Failure>;
+    /// The UMD's backing and counters of `b`.
+    fn buffer_status(&self, p: usize, b: &Self::Buffer) -> Result<TrackedInfo, Failure>;
+    /// Destroys `b` of process `p`, naming every live queue of `p` (never blocks).
+    fn buffer_destroy(&self, p: usize, b: Self::Buffer) -> Result<(), Failure>;
+    /// `work` (tracked uses of buffers of the queue's process) submitted on queue `q`: the
+    /// progress value of its last submission.
+    fn buffer_work(&mut self, q: UmQueueRef, work: &[TrackedWork]) -> Result<u64, Failure>;
+
+    /// The process of plain buffer `b`.
+    fn buffer_process(&self, b: BufferRef) -> Result<usize, Failure>;
+    /// The GPU address of `bytes` at `offset` of plain buffer `b`, checked inside it.
+    fn gpu_address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure>;
+    /// The word at `offset` of plain buffer `b`, read by the CPU.
+    fn word_load(&self, b: BufferRef, offset: u64) -> Result<u64, Failure>;
+    /// Stores `value` at `offset` of plain buffer `b` from the CPU.
+    fn word_store(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure>;
+    /// A native fence of process `p` at `initial`.
+    fn fence_create(&self, p: usize, initial: u64) -> Result<Self::Fence, Failure>;
+    /// Signals fence `f` of process `p` to `value` from the CPU.
+    fn fence_signal(&self, p: usize, f: &Self::Fence, value: u64) -> Result<(), Failure>;
+    /// The process of queue `q`.
+    fn queue_process(&self, q: UmQueueRef) -> Result<usize, Failure>;
+    /// One batch on queue `q`: GPU waits on gates, then `cmds`; its progress value.
+    fn batch(
+        &mut self,
+        q: UmQueueRef,
+        waits: &[GateWait],
+        cmds: &[Command],
+    ) -> Result<u64, Failure>;
+
+    /// Reserves `bytes` of process `p`'s GPU VA space at `base` (0: the OS chooses).
+    fn va_reserve(&self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure>;
+    /// Maps `pages` of buffer `b` read-write at `va`, returning once the paging is done.
+    fn va_map(&mut self, b: BufferRef, pages: Pages, va: u64) -> Result<(), Failure>;
+    /// Frees the range of `bytes` at `base` that process `p` reserved.
+    fn va_free(&self, p: ProcessRef, base: u64, bytes: u64) -> Result<(), Failure>;
+}
+
+/// The gate of word `offset` of buffer `b` for a queue of `process`: a native fence of the
+/// buffer's process at the word's value, made on first use.
+fn gate_for<S: AppUmd>(
+    s: &mut S,
+    process: usize,
+    b: BufferRef,
+    offset: u64,
+) -> Result<usize, Failure> {
+    s.gpu_address(b, offset, 8)?;
+    if let Some((i, _)) = s.objects().gate_of(b, offset) {
+        return Ok(i);
+    }
+    if s.buffer_process(b)? != process {
+        return Err(Failure::Unsupported(
+            "a GPU wait on another process's memory (a gate is a native fence of the buffer's \
+             process)"
+                .into(),
+        ));
+    }
+    let initial = s.word_load(b, offset)?;
+    let fence = s.fence_create(process, initial)?;
+    let gates = &mut s.objects_mut().gates;
+    gates.push(Gate {
+        process,
+        buffer: b.0,
+        offset,
+        fence,
+    });
+    Ok(gates.len() - 1)
+}
+
+/// [`UserModeSubmission::submit`](super::UserModeSubmission::submit) through the UMD: `work`
+/// in batches, a `WaitAtLeast` a GPU wait on its word's gate; since a batch's waits come
+/// before its packets, a wait after packets opens a new batch. The last batch's progress
+/// value.
+pub(crate) fn submit_work<S: AppUmd>(
+    s: &mut S,
+    q: UmQueueRef,
+    work: &[Work],
+) -> Result<u64, Failure> {
+    let process = s.queue_process(q)?;
+    let mut batches: Vec<(Vec<GateWait>, Vec<Work>)> = vec![(Vec::new(), Vec::new())];
+    for w in work {
+        if let Work::WaitAtLeast {
+            buffer,
+            offset,
+            value,
+        } = *w
+        {
+            let g = gate_for(s, process, buffer, offset)?;
+            if batches.last().is_some_and(|b| !b.1.is_empty()) {
+                batches.push((Vec::new(), Vec::new()));
+            }
+            if let Some(b) = batches.last_mut() {
+                b.0.push((g, value));
+            }
+        } else if let Some(b) = batches.last_mut() {
+            b.1.push(*w);
+        }
+    }
+    let mut last = None;
+    for (waits, items) in &batches {
+        let cmds = super::encode_work(items, |b, off, bytes| s.gpu_address(b, off, bytes))?;
+        if cmds.is_empty() && waits.is_empty() {
+            continue;
+        }
+        last = Some(s.batch(q, waits, &cmds)?);
+    }
+    last.ok_or_else(|| Failure::Backend("nothing to submit".into()))
+}
+
+/// [`UserModeSubmission::write_buffer`](super::UserModeSubmission::write_buffer) through the
+/// UMD: the store happens, and a GPU wait queued on the word (its gate) is released by
+/// signalling the gate's fence to the value from the CPU, the documented way to wake a GPU
+/// wait from user mode.
+pub(crate) fn write_word<S: AppUmd>(
+    s: &mut S,
+    b: BufferRef,
+    offset: u64,
+    value: u64,
+) -> Result<(), Failure> {
+    s.word_store(b, offset, value)?;
+    match s.objects().gate_of(b, offset) {
+        Some((_, g)) => s.fence_signal(g.process, &g.fence, value),
+        None => Ok(()),
+    }
+}
+
+impl<S: AppUmd> AllocationUsage for S {
+    fn create_tracked(&mut self, p: ProcessRef, bytes: u64) -> Result<TrackedRef, Failure> {
+        let (buf, size) = self.buffer_create(p.0, bytes)?;
+        Ok(self.objects_mut().tracked.push(p.0, size, buf))
+    }
+
+    /// The gate's wait goes just before the batch on the same queue, which runs in order.
+    fn submit_tracked(&mut self, q: UmQueueRef, batch: TrackedBatch<'_>) -> Result<u64, Failure> {
+        let TrackedBatch { gate, work } = batch;
+        if work.is_empty() {
+            return Err(Failure::Backend("no tracked work to submit".into()));
+        }
+        if let Some((buffer, offset, value)) = gate {
+            let g = gate_for(self, self.queue_process(q)?, buffer, offset)?;
+            self.batch(q, &[(g, value)], &[])?;
+        }
+        self.buffer_work(q, work)
+    }
+
+    fn lock_tracked(&mut self, b: TrackedRef, flags: u32) -> Result<LockOutcome, Failure> {
+        let (p, buf) = self.objects().tracked.get(b)?;
+        let out = match self.buffer_lock(p, buf, flags)? {
+            Ok(view) => {
+                self.objects().tracked.set_view(b, Some(view));
+                LockOutcome::Mapped
+            }
+            Err(o) => o,
+        };
+        self.check_halt()?;
+        Ok(out)
+    }
+
+    fn read_tracked(&self, b: TrackedRef, offset: u64) -> Result<u64, Failure> {
+        (self.objects().tracked).with_view(b, offset, |v| S::view_load(v, offset))
+    }
+
+    fn write_tracked(&mut self, b: TrackedRef, offset: u64, value: u64) -> Result<(), Failure> {
+        (self.objects().tracked).with_view(b, offset, |v| S::view_store(v, offset, value))
+    }
+
+    fn unlock_tracked(&mut self, b: TrackedRef) -> Result<(), Failure> {
+        let (p, buf) = self.objects().tracked.get(b)?;
+        self.buffer_unlock(p, buf)?;
+        self.objects().tracked.set_view(b, None);
+        Ok(())
+    }
+
+    fn tracked_info(&self, b: TrackedRef) -> Result<TrackedInfo, Failure> {
+        let (p, buf) = self.objects().tracked.get(b)?;
+        self.buffer_status(p, buf)
+    }
+
+    fn destroy_tracked(&mut self, b: TrackedRef) -> Result<(), Failure> {
+        let (p, buf) = self.objects_mut().tracked.take_with_process(b)?;
+        self.buffer_destroy(p, buf)?;
+        self.check_halt()
+    }
+}
+
+impl<S: AppUmd> GpuVaPlacement for S {
+    fn reserve_va(&mut self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure> {
+        let va = self.va_reserve(p, base, bytes)?;
+        self.objects_mut().va_ranges.push((p.0, va, bytes));
+        Ok(va)
+    }
+
+    fn map_va(&mut self, b: BufferRef, pages: Pages, va: u64) -> Result<(), Failure> {
+        self.va_map(b, pages, va)
+    }
+
+    /// The range's size is what its reservation asked for.
+    fn free_va(&mut self, p: ProcessRef, base: u64) -> Result<(), Failure> {
+        let ranges = &mut self.objects_mut().va_ranges;
+        let i = ranges
+            .iter()
+            .position(|&(rp, va, _)| rp == p.0 && va == base)
+            .ok_or_else(|| {
+                Failure::Backend(format!("process {} reserved no range at {base:#x}", p.0))
+            })?;
+        let (_, _, bytes) = ranges.remove(i);
+        self.va_free(p, base, bytes)
+    }
+
+    fn fill_va(&mut self, q: UmQueueRef, va: u64, pattern: u64) -> Result<u64, Failure> {
+        self.batch(q, &[], &[super::gpuva::fill_at(va, pattern)])
+    }
+}
