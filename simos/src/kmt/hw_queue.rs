@@ -211,8 +211,10 @@ fn capture(mem: &dyn CallerMemory, at: u64, size: u32) -> Result<Vec<u8>, NtStat
 ///    probe's status);
 /// 6. the simulation's own rule past 24H2's (the catalog row's gaps): any primary on this
 ///    render-only adapter; then VidSch and `DxgkDdiSubmitCommandToHwQueue`
-///    (`ums::submit_command`), which, as `M:VidSchSubmitCommandToHwQueue` @0x140048F00, does
-///    not compare `HwQueueProgressFenceId` with the queue's earlier values.
+///    (`ums::submit_command`), which, as `M:VidSchSubmitCommandToHwQueue` @0x140048F00,
+///    refuses a device in error with STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE (not Dxgkrnl's
+///    STATUS_DEVICE_REMOVED, which only a stopped adapter gets) and does not compare
+///    `HwQueueProgressFenceId` with the queue's earlier values.
 ///
 /// Nothing is written back.
 pub fn dxgk_submit_command_to_hw_queue_internal(
