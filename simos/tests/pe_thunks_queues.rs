@@ -324,7 +324,8 @@ fn um_01_d3dkmtsubmitcommandtohwqueue_refuses_what_24h2_refuses() {
     let queued = m.hw_queue_progress(0, kq).map(|(last, _)| last);
     assert_eq!(queued, Some(0), "a refusal queued work");
     // UM-10: a page fault puts the device in error; VidSch, not Dxgkrnl, then refuses the
-    // queue's submissions, with its own status.
+    // queue's submissions, with its own status; once the adapter is removed Dxgkrnl refuses
+    // them first.
     device_in_error(&m, &p, kq);
     let mut s = submit_args(kq, 2, va, 8);
     let before = s;
@@ -333,21 +334,23 @@ fn um_01_d3dkmtsubmitcommandtohwqueue_refuses_what_24h2_refuses() {
     assert_eq!(r, expected(T, what), "{T}: {what}: {r:#x}");
     assert_eq!(s, before, "{T}: {what}: written back on a refusal");
     driven.push(what);
+    // UM-10: the adapter removed, Dxgkrnl refuses first.
+    assert!(m.device_removed(0).is_ok());
+    let mut s = submit_args(kq, 2, va, 8);
+    let r = thunk(&p, T, s.as_mut_ptr() as u64);
+    let what = "the adapter stopped or removed";
+    assert_eq!(r, expected(T, what), "{T}: {what}: {r:#x}");
+    assert_eq!(s, before, "{T}: {what}: written back on a refusal");
+    driven.push(what);
     let queued = m.hw_queue_progress(0, kq).map(|(last, _)| last);
-    assert_eq!(queued, Some(1), "the refused submission queued work");
+    assert_eq!(queued, Some(1), "a refused submission queued work");
     assert_covers(
         T,
         &driven,
-        &[
-            (
-                "the adapter stopped or removed",
-                "the adapter stays started while a caller's process runs",
-            ),
-            (
-                "no pool for the submission",
-                "a pool allocation failure no caller can cause",
-            ),
-        ],
+        &[(
+            "no pool for the submission",
+            "a pool allocation failure no caller can cause",
+        )],
     );
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }

@@ -142,6 +142,11 @@ pub(crate) fn device_queue_kind(
     Some((q.user_mode, pdd))
 }
 
+/// Whether the adapter was removed (UM-10): Dxgkrnl's `COREDEVICEACCESS` finds it not active.
+pub(crate) fn adapter_removed(a: &AdapterShared) -> bool {
+    lock(&a.ums).removed
+}
+
 /// Whether `context` of `device` was created with `HwQueueSupported` (`None`: no context of
 /// `device`'s).
 pub(crate) fn device_context_hw_queue(

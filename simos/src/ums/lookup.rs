@@ -86,7 +86,12 @@ impl UmsOs {
     /// `STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE`, VidSch's own answer
     /// (`M:VidSchSubmitCommandToHwQueue` @0x140048F00 refuses a `VIDSCH_DEVICE` in error before
     /// it allocates the packet; Dxgkrnl's earlier `COREDEVICEACCESS` checks only the adapter).
+    /// A removed adapter is Dxgkrnl's `STATUS_DEVICE_REMOVED` first
+    /// (`K:DxgkSubmitCommandToHwQueueInternal` @0x1402C5A10).
     pub(super) fn vidsch_device_live(&self, device: KmtHandle) -> Result<(), SimError> {
+        if self.removed {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
         match self.devices.get(&device) {
             None => Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
             Some(d) if d.in_error => {

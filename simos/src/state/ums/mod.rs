@@ -323,6 +323,10 @@ pub struct UmsOs {
     pub(crate) queues: HandleMap<QueueObj>,
     /// Queues created so far: the next one's [`QueueObj::created`].
     pub(crate) queues_created: u64,
+    /// The adapter removed (UM-10, `ums::device_removed`): Dxgkrnl's `COREDEVICEACCESS`
+    /// finds it not active, and a kernel-mode submission is `STATUS_DEVICE_REMOVED` before
+    /// VidSch sees it.
+    pub(crate) removed: bool,
     pub(crate) allocations: BTreeMap<KmtHandle, AllocObj>,
     /// Allocation handles already in their process's table whose objects are still being
     /// built: handle → (process, the driver's handle). 24H2 gives an allocation its handle
@@ -397,6 +401,7 @@ impl Default for UmsOs {
             contexts: BTreeMap::new(),
             queues: HandleMap::default(),
             queues_created: 0,
+            removed: false,
             allocations: BTreeMap::new(),
             creating: BTreeMap::new(),
             reaped: Vec::new(),
