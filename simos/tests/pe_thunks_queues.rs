@@ -359,7 +359,7 @@ fn um_01_d3dkmtsubmitcommandtohwqueue_refuses_what_24h2_refuses() {
 /// kernel-mode queue `kq` as its first submission, faults; returns once the OS has handled it.
 fn device_in_error(m: &Arc<Machine>, p: &Arc<UserProcess>, kq: u32) {
     const NOWHERE: u64 = 0x7000_0000_0000;
-    let d = p.devices()[0].clone();
+    let d = p.devices()[0];
     let cb = match m
         .kmt(&d)
         .create_allocation_as(4096, AllocationKind::Commands)
