@@ -76,7 +76,11 @@ pub(super) const CREATE_CONTEXT_VIRTUAL: Thunk = Thunk {
     written_back: &["hContext", "the private data, when given"],
     pending: Pending::No,
     entry: Some("context_virtual::dxgk_create_context_virtual_impl"),
-    gaps: "",
+    gaps: "DXGCONTEXT::Initialize calls no DxgkDdiCreateContext for a SynchronizationOnly \
+           context (its driver handle stays 0) nor for a NoKmdAccess one (whose private \
+           data CheckNoKmdAccessPrivateData checks and whose DXGK_CONTEXTINFO it fixes); the \
+           simulation creates both through the driver, and so later destroys, suspends and \
+           resumes them through it too",
 };
 
 pub(super) const CREATE_DOORBELL: Thunk = Thunk {
