@@ -13,7 +13,7 @@ use common::*;
 use std::time::Duration;
 
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
-use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE};
 use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
 use rvgpu_simos::kmt::{SimFence, SimKmt, SimMem};
 use rvgpu_simos::machine::answers::Reading;
@@ -128,11 +128,13 @@ fn untouched(m: &Machine, b: &Allocation<SimMem>) {
 
 /// Submits work that will fault: with real concurrency the fault may be handled (the device in
 /// error, its doorbell aborted) before the submit's own status loop is done, and the submit
-/// then reports `STATUS_DEVICE_REMOVED` (UM-10). Anything else is a failure.
+/// then reports `STATUS_DEVICE_REMOVED`, or the queue lost when its kernel-mode fallback was
+/// refused for the device in error (UM-10). Anything else is a failure.
 fn submit_faulting(m: &Machine, q: &mut UserQueue<SimKmt<'_>>, cmds: &[Command]) {
     match q.submit(cmds) {
         Ok(_) => {}
         Err(SubmitError::Kmt(st)) if st.0 == STATUS_DEVICE_REMOVED => {}
+        Err(SubmitError::Lost) => {}
         Err(e) => panic!("submit: {e:?}; {}", diagnostics(m)),
     }
 }
@@ -372,7 +374,8 @@ fn kernel_mode_queue_write_of_monitored_value_faults(reading: Reading) {
         .submit_command_to_hw_queue(q.handle, 1, buf.gpu_va, bytes)
     {
         Ok(()) => {}
-        Err(st) if st.0 == STATUS_DEVICE_REMOVED => {}
+        // The fault handled first: VidSch refuses the device in error.
+        Err(st) if st.0 == STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE => {}
         Err(e) => panic!("submit: {e:?}; {}", diagnostics(&m)),
     }
     let va = faulted(&m, &v.p);

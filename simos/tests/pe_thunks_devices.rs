@@ -377,7 +377,8 @@ fn enum_raw(p: &Arc<UserProcess>, n: u32, len: Option<usize>) -> (u64, u32, Vec<
 /// `D3DKMTEnumAdapters2` as 24H2 answers it: the count-only call is the session's maximum
 /// (adapters + 2); a list too short for the adapters is STATUS_BUFFER_TOO_SMALL with nothing
 /// written; a list long enough gets one new adapter handle per started adapter, its LUID, no
-/// sources, and `NumAdapters` the number listed; a `NumAdapters` above the maximum is lowered.
+/// sources, and `NumAdapters` the number listed; a `NumAdapters` above the maximum is lowered;
+/// a list that faults gets its status after `NumAdapters` was written.
 #[test]
 fn d3dkmt_enum_adapters2_answers_as_24h2() {
     let m = pe_machine();
@@ -406,6 +407,14 @@ fn d3dkmt_enum_adapters2_answers_as_24h2() {
             "a handle of its own"
         );
     }
+    // A list the caller cannot write: NumAdapters is written first, then the copy faults.
+    let mut s = [u64::from(max), 0x10];
+    let r = thunk(&p, ENUM, s.as_mut_ptr() as u64);
+    assert_eq!(
+        (r, s[0] as u32),
+        (STATUS_ACCESS_VIOLATION, 1),
+        "a list that faults"
+    );
     assert_covers(
         ENUM,
         &[

@@ -6,15 +6,17 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::conformance::{assert_covers, expected};
 use common::dll::*;
 use common::pe::umd;
+use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::{DoorbellPdd, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::pe::DriverBuild;
-use rvgpu_simos::{Machine, MachineConfig, Mode};
-use rvgpu_umd::kmt::{AllocationKind, Kmt};
+use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent};
+use rvgpu_umd::kmt::{AllocationCpu, AllocationKind, Kmt};
 use zerocopy::IntoBytes;
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
@@ -318,24 +320,71 @@ fn um_01_d3dkmtsubmitcommandtohwqueue_refuses_what_24h2_refuses() {
             }),
         ),
     ];
-    let driven = refusals(&p, T, base, cases);
+    let mut driven = refusals(&p, T, base, cases);
+    let queued = m.hw_queue_progress(0, kq).map(|(last, _)| last);
+    assert_eq!(queued, Some(0), "a refusal queued work");
+    // UM-10: a page fault puts the device in error; VidSch, not Dxgkrnl, then refuses the
+    // queue's submissions, with its own status; once the adapter is removed Dxgkrnl refuses
+    // them first.
+    device_in_error(&m, &p, kq);
+    let mut s = submit_args(kq, 2, va, 8);
+    let before = s;
+    let r = thunk(&p, T, s.as_mut_ptr() as u64);
+    let what = "the device in error";
+    assert_eq!(r, expected(T, what), "{T}: {what}: {r:#x}");
+    assert_eq!(s, before, "{T}: {what}: written back on a refusal");
+    driven.push(what);
+    // UM-10: the adapter removed, Dxgkrnl refuses first.
+    assert!(m.device_removed(0).is_ok());
+    let mut s = submit_args(kq, 2, va, 8);
+    let r = thunk(&p, T, s.as_mut_ptr() as u64);
+    let what = "the adapter stopped or removed";
+    assert_eq!(r, expected(T, what), "{T}: {what}: {r:#x}");
+    assert_eq!(s, before, "{T}: {what}: written back on a refusal");
+    driven.push(what);
+    let queued = m.hw_queue_progress(0, kq).map(|(last, _)| last);
+    assert_eq!(queued, Some(1), "a refused submission queued work");
     assert_covers(
         T,
         &driven,
-        &[
-            (
-                "the adapter stopped or removed",
-                "the adapter stays started while a caller's process runs",
-            ),
-            (
-                "no pool for the submission",
-                "a pool allocation failure no caller can cause",
-            ),
-        ],
+        &[(
+            "no pool for the submission",
+            "a pool allocation failure no caller can cause",
+        )],
     );
-    let queued = m.hw_queue_progress(0, kq).map(|(last, _)| last);
-    assert_eq!(queued, Some(0), "a refusal queued work");
     assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// Puts `p`'s device in error: a FILL through an address no process maps, submitted raw on
+/// kernel-mode queue `kq` as its first submission, faults; returns once the OS has handled it.
+fn device_in_error(m: &Arc<Machine>, p: &Arc<UserProcess>, kq: u32) {
+    const NOWHERE: u64 = 0x7000_0000_0000;
+    let d = p.devices()[0];
+    let cb = match m
+        .kmt(&d)
+        .create_allocation_as(4096, AllocationKind::Commands)
+    {
+        Ok(a) => a,
+        Err(e) => panic!("a command buffer: {e:?}"),
+    };
+    let fill = Command::Fill {
+        dst: NOWHERE,
+        bytes: 8,
+        pattern: 0x0BAD,
+    };
+    let mut words = [0u64; 8];
+    let n = fill.encode(&mut words).expect("a FILL encodes");
+    for (i, w) in words[..n].iter().enumerate() {
+        cb.mem.store(i as u64 * 8, *w);
+    }
+    let mut s = submit_args(kq, 1, cb.gpu_va, (n * 8) as u32);
+    let r = thunk(p, "D3DKMTSubmitCommandToHwQueue", s.as_mut_ptr() as u64);
+    assert_eq!(r, STATUS_SUCCESS, "the faulting submission: {r:#x}");
+    let error = UmsEvent::DeviceError { device: d.device };
+    let seen = m.run_until(0, Duration::from_secs(10), |m| {
+        m.ums_events(0).contains(&error)
+    });
+    assert_eq!(seen.ok(), Some(true), "no device error: {:?}", m.fault());
 }
 
 /// UM-03, UM-07: `D3DKMTCreateDoorbell` refuses what 24H2's `DxgkCreateDoorbellInternal`,
@@ -573,10 +622,11 @@ fn um_01_d3dkmtsubmitcommand_refuses_a_synchronization_only_context() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
-/// UM-07: `D3DKMTDestroyContext` on a context whose queues are live takes them along, each with
-/// its doorbell (24H2 `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60), and
+/// UM-07: `D3DKMTDestroyContext` on a context whose queues are live takes them along, newest
+/// first, each with its doorbell (24H2 `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60), and
 /// `D3DKMTDestroyHwQueue` takes the queue's doorbell along (`K:DXGHWQUEUE::DestroyCoreState`
-/// @0x1402CDD74): the attacker's order, a connected doorbell and a kernel queue with work
+/// @0x1402CDD74); `D3DKMTDestroyDoorbell` disconnects a connected doorbell before destroying
+/// it (`K:DXGDOORBELL::DestroyCoreState` @0x1401D804C): the attacker's order, a connected doorbell and a kernel queue with work
 /// submitted, with no fault in the driver or the OS; the handles destroyed along name nothing
 /// after.
 #[test]
@@ -588,6 +638,24 @@ fn um_07_destroy_takes_queues_and_doorbells_along() {
         let mut s = [u64::from(h)];
         thunk(&p, name, s.as_mut_ptr() as u64)
     };
+    // A connected doorbell destroyed on its own: disconnected first, as
+    // `K:DXGDOORBELL::DestroyCoreState` does, then destroyed.
+    let (_, q, ring, control) = ums_queue(&p);
+    let db = doorbell(&p, q, ring, control);
+    assert_eq!(destroy("D3DKMTConnectDoorbell", db), STATUS_SUCCESS);
+    let before = m.ums_events(0).len();
+    assert_eq!(destroy("D3DKMTDestroyDoorbell", db), STATUS_SUCCESS);
+    let ev = m.ums_events(0);
+    let at = |f: &dyn Fn(&UmsEvent) -> bool| ev[before..].iter().position(f);
+    let disconnected =
+        at(&|e| matches!(e, UmsEvent::DisconnectDoorbell { doorbell, .. } if *doorbell == db));
+    let destroyed = at(&|e| matches!(e, UmsEvent::DestroyDoorbell { doorbell } if *doorbell == db));
+    assert!(
+        matches!((disconnected, destroyed), (Some(a), Some(b)) if a < b),
+        "disconnect, then destroy: {:?}",
+        &ev[before..]
+    );
+    assert_eq!(destroy("D3DKMTDestroyHwQueue", q), STATUS_SUCCESS);
     // A queue destroyed with its connected doorbell.
     let (_, q, ring, control) = ums_queue(&p);
     let db = doorbell(&p, q, ring, control);
@@ -606,7 +674,17 @@ fn um_07_destroy_takes_queues_and_doorbells_along() {
     let mut s = submit_args(kq, 1, va, 8);
     let r = thunk(&p, "D3DKMTSubmitCommandToHwQueue", s.as_mut_ptr() as u64);
     assert_eq!(r, STATUS_SUCCESS, "the submission");
+    let before = m.ums_events(0).len();
     assert_eq!(destroy("D3DKMTDestroyContext", ctx), STATUS_SUCCESS);
+    // 24H2 walks the context's list, where each new queue went in at the head: newest first.
+    let gone: Vec<u32> = m.ums_events(0)[before..]
+        .iter()
+        .filter_map(|e| match e {
+            UmsEvent::DestroyHwQueue { queue } => Some(*queue),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(gone, [kq, uq], "the context's queues, newest first");
     for (name, h) in [
         ("D3DKMTDestroyDoorbell", db),
         ("D3DKMTDestroyHwQueue", uq),

@@ -25,6 +25,7 @@ fn status(s: u32) -> String {
         0xC000_0024 => "STATUS_OBJECT_TYPE_MISMATCH",
         0xC000_00BB => "STATUS_NOT_SUPPORTED",
         0xC000_02B6 => "STATUS_DEVICE_REMOVED",
+        0xC01E_0200 => "STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE",
         _ => return format!("{s:#010X}"),
     };
     format!("{name} ({s:#010X})")

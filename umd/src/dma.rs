@@ -188,7 +188,8 @@ impl<K: Kmt> DmaContext<K> {
     /// (`TooLarge`), a closed context (`Lost`). When the words would go over an earlier
     /// submission's the GPU may not have read yet, first waits for it; a failed wait or
     /// thunk is `Kmt(status)` (`STATUS_DEVICE_REMOVED` once the context's device is in
-    /// error) and changes nothing, so the call may be repeated.
+    /// error), or `Lost` for a submission the scheduler refused for the device in error, and
+    /// changes nothing, so the call may be repeated.
     pub fn submit(&mut self, cmds: &[Command]) -> Result<(), SubmitError> {
         if self.closed {
             return Err(SubmitError::Lost);
@@ -468,6 +469,9 @@ pub(crate) mod tests {
             command_buffer_gpu: u64,
             command_bytes: u32,
         ) -> Result<(), NtStatus> {
+            if let Some(s) = self.0.borrow_mut().fail_submit.take() {
+                return Err(s);
+            }
             self.0.borrow_mut().log.push(Ev::QueueSubmit(
                 queue,
                 progress_fence_value,
@@ -815,6 +819,35 @@ pub(crate) mod tests {
                 [Ev::Wait(FENCE, 1), sub(CB_VA, s)]
             );
         }
+    }
+
+    /// UM-10: the scheduler's refusal of a kernel-mode submission for the device in error
+    /// (`STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE`) is the device lost, for the Rust API and the
+    /// C API alike; nothing was submitted and the buffer did not advance.
+    #[test]
+    fn um_10_a_submission_refused_for_the_device_in_error_is_the_device_lost() {
+        let m = Mock::default();
+        m.0.borrow_mut().hw_nodes = true;
+        let mut c = DmaContext::new(m.clone(), 0).expect("context");
+        let exception = crate::kmt::STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE;
+        m.0.borrow_mut().fail_submit = Some(exception);
+        assert_eq!(c.submit(&[fill(1)]), Err(SubmitError::Lost));
+        assert_eq!(c.submitted(), 0);
+        assert_eq!(
+            crate::capi::status_from_submit(SubmitError::Lost),
+            crate::capi::RvgpuStatus::DeviceLost
+        );
+        assert_eq!(
+            crate::capi::status_from_nt(exception),
+            crate::capi::RvgpuStatus::DeviceLost
+        );
+        assert!(
+            !m.0.borrow()
+                .log
+                .iter()
+                .any(|e| matches!(e, Ev::QueueSubmit(..))),
+            "nothing submitted"
+        );
     }
 
     /// UM-01 on a hardware-scheduled node: the context gets one kernel-mode hardware queue and

@@ -15,8 +15,9 @@ use crate::ring::RingMemory;
 pub use rvgpu_hw::pdd::{AllocationKind, AllocationPdd};
 
 pub use crate::nt::{
-    KmtHandle, NtStatus, STATUS_DEVICE_REMOVED, STATUS_INSUFFICIENT_RESOURCES,
-    STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_NO_MEMORY,
+    KmtHandle, NtStatus, STATUS_DEVICE_REMOVED, STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
+    STATUS_NO_MEMORY,
 };
 
 /// `D3DDDI_DOORBELLSTATUS` values the UMD reads from the doorbell status page.

@@ -19,3 +19,7 @@ pub const STATUS_NO_MEMORY: NtStatus = NtStatus(0xC000_0017_u32 as i32);
 pub const STATUS_INSUFFICIENT_RESOURCES: NtStatus = NtStatus(0xC000_009A_u32 as i32);
 /// `STATUS_DEVICE_REMOVED`: the device is gone or in error (UM-10).
 pub const STATUS_DEVICE_REMOVED: NtStatus = NtStatus(0xC000_02B6_u32 as i32);
+/// `STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE`: the scheduler's answer to a kernel-mode
+/// submission of a device in error (UM-10), where the other thunks say
+/// [`STATUS_DEVICE_REMOVED`].
+pub const STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE: NtStatus = NtStatus(0xC01E_0200_u32 as i32);

@@ -156,10 +156,13 @@ pub fn max_adapters_in_session(m: &Machine) -> u32 {
 ///    on (`EnumAdaptersCallback` @0x14034F110), a new handle opened for each; more than
 ///    `NumAdapters`: STATUS_BUFFER_TOO_SMALL, nothing written, no handle left open; a failed
 ///    open closes the handles opened and returns its status;
-/// 4. `NumAdapters` the number listed, then the list written to `pAdapters` (through `mem`;
-///    a fault there closes the handles and returns the fault's status).
+/// 4. the structure written back to `at` with `NumAdapters` the number listed, then the list
+///    to `pAdapters` (both through `mem`). 24H2 writes them with no cleanup around the copies:
+///    a fault in either returns the fault's status with what was written before it, and the
+///    handles opened stay open in the caller's table.
 pub fn dxgk_enum_adapters2_impl(
     m: &Machine,
+    at: u64,
     a: &mut D3dkmtEnumAdapters2,
     t: &dyn AdapterTable,
     mem: &dyn CallerMemory,
@@ -167,7 +170,7 @@ pub fn dxgk_enum_adapters2_impl(
     let max = max_adapters_in_session(m);
     if a.p_adapters == 0 {
         a.num_adapters = max;
-        return Ok(());
+        return mem.write(at, a.as_bytes());
     }
     let room = a.num_adapters.min(max);
     let listed: Vec<usize> = (0..m.adapter_count())
@@ -201,13 +204,11 @@ pub fn dxgk_enum_adapters2_impl(
             }
         }
     }
-    let bytes: Vec<u8> = infos.iter().flat_map(|i| i.as_bytes().to_vec()).collect();
-    if !bytes.is_empty() {
-        if let Err(e) = mem.write(a.p_adapters, &bytes) {
-            close_all(&infos);
-            return Err(e);
-        }
-    }
     a.num_adapters = u32::try_from(infos.len()).unwrap_or(room);
-    Ok(())
+    mem.write(at, a.as_bytes())?;
+    let bytes: Vec<u8> = infos.iter().flat_map(|i| i.as_bytes().to_vec()).collect();
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    mem.write(a.p_adapters, &bytes)
 }

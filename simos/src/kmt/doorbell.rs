@@ -240,8 +240,9 @@ pub fn dxgk_notify_work_submission_internal(
 }
 
 /// `DxgkDestroyDoorbellInternal`: `hDoorbell` not a doorbell in the caller's handle table is
-/// STATUS_INVALID_PARAMETER; else the doorbell goes, and with it its references on the ring
-/// allocations (UM-07).
+/// STATUS_INVALID_PARAMETER; else the doorbell goes as `K:DXGDOORBELL::DestroyCoreState`
+/// @0x1401D804C takes it (disconnected first while connected), and with it its references on
+/// the ring allocations (UM-07).
 pub fn dxgk_destroy_doorbell_internal(
     m: &Machine,
     h_doorbell: KmtHandle,

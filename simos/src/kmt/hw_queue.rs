@@ -9,7 +9,7 @@ use std::cell::RefCell;
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{HwQueue, KmtHandle, NtStatus, QueueProgress};
 
 use super::context_virtual::CallerMemory;
@@ -206,13 +206,16 @@ fn capture(mem: &dyn CallerMemory, at: u64, size: u32) -> Result<Vec<u8>, NtStat
 /// 2. the queue created for user-mode submission;
 /// 3. `NumPrimaries` above 16;
 /// 4. private data given half;
-/// 5. `DXGHWQUEUE::SubmitCommand`: `PrivateDriverDataSize` above the context's
+/// 5. the adapter removed: STATUS_DEVICE_REMOVED (`COREDEVICEACCESS`);
+/// 6. `DXGHWQUEUE::SubmitCommand`: `PrivateDriverDataSize` above the context's
 ///    `DmaBufferPrivateDataSize` (this KMD's is 0); `WrittenPrimaries` not readable (the
 ///    probe's status);
-/// 6. the simulation's own rule past 24H2's (the catalog row's gaps): any primary on this
+/// 7. the simulation's own rule past 24H2's (the catalog row's gaps): any primary on this
 ///    render-only adapter; then VidSch and `DxgkDdiSubmitCommandToHwQueue`
-///    (`ums::submit_command`), which, as `M:VidSchSubmitCommandToHwQueue` @0x140048F00, does
-///    not compare `HwQueueProgressFenceId` with the queue's earlier values.
+///    (`ums::submit_command`), which, as `M:VidSchSubmitCommandToHwQueue` @0x140048F00,
+///    refuses a device in error with STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE (not Dxgkrnl's
+///    STATUS_DEVICE_REMOVED, which only a stopped adapter gets) and does not compare
+///    `HwQueueProgressFenceId` with the queue's earlier values.
 ///
 /// Nothing is written back.
 pub fn dxgk_submit_command_to_hw_queue_internal(
@@ -231,6 +234,9 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
     }
     if (a.p_private_driver_data == 0) != (a.private_driver_data_size == 0) {
         return Err(bad);
+    }
+    if ums::adapter_removed(&sh) {
+        return Err(NtStatus(STATUS_DEVICE_REMOVED));
     }
     if a.private_driver_data_size > dma_pdd {
         return Err(bad);

@@ -496,6 +496,14 @@ pub(crate) fn destroy_doorbell_thunk(
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
     lock(&a.ums).doorbell_of(device, h)?;
+    // `K:DXGDOORBELL::DestroyCoreState` @0x1401D804C, which `D3DKMTDestroyDoorbell` reaches
+    // as a queue's destruction does: `DxgkDdiDisconnectDoorbell` first while the status page
+    // says connected, then `DxgkDdiDestroyDoorbell`; the status page ends ABORT.
+    super::disconnect::os_disconnect(
+        a,
+        h,
+        rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+    )?;
     destroy_doorbell(a, h)
 }
 

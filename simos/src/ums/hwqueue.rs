@@ -142,6 +142,11 @@ pub(crate) fn device_queue_kind(
     Some((q.user_mode, pdd))
 }
 
+/// Whether the adapter was removed (UM-10): Dxgkrnl's `COREDEVICEACCESS` finds it not active.
+pub(crate) fn adapter_removed(a: &AdapterShared) -> bool {
+    lock(&a.ums).removed
+}
+
 /// Whether `context` of `device` was created with `HwQueueSupported` (`None`: no context of
 /// `device`'s).
 pub(crate) fn device_context_hw_queue(
@@ -429,6 +434,8 @@ fn record_queue(a: &AdapterShared, c: &Created, fences: &mut QueueFences) -> Res
     )?;
     let due_hint = os.hwq_due.clone();
     let progress = fences.progress.as_ref();
+    let created = os.queues_created;
+    os.queues_created = created.wrapping_add(1);
     os.queues.insert(
         c.h,
         QueueObj {
@@ -449,6 +456,7 @@ fn record_queue(a: &AdapterShared, c: &Created, fences: &mut QueueFences) -> Res
                 due_hint: due_hint.clone(),
                 ..HwqSched::default()
             }),
+            created,
         },
     );
     if let Some((fence_h, p)) = progress {
@@ -627,11 +635,12 @@ pub(crate) fn submit_command(
 ) -> Result<(), SimError> {
     let (last, sched, context) = {
         let os = lock(&a.ums);
-        let q = os.live_queue_of(device, queue)?;
+        let q = os.queue_of(device, queue)?;
         if q.user_mode {
             // UM-05: user-mode queues have no kernel-mode path.
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
+        os.vidsch_device_live(device)?;
         (q.last_queued.clone(), q.sched.clone(), q.context)
     };
     // The context's root, when VidSch has not sent it yet (24H2 `M:VidSchSubmitCommandToHwQueue`
@@ -731,17 +740,19 @@ pub(crate) fn destroy_context_thunk(
         let _g = dev_guard(a, &dl);
         lock(&a.ums).context_of(device, h)?;
         // `K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60: each of the context's queues with
-        // its doorbell (24H2 walks the context's list; here in handle order), then the context.
-        let mut queues: Vec<KmtHandle> = {
+        // its doorbell, walking the context's list from its head, then the context.
+        // `K:DXGCONTEXT::CreateHwQueue` @0x1402BB7A8 links each new queue at the head: the
+        // newest goes first.
+        let mut queues: Vec<(u64, KmtHandle)> = {
             let os = lock(&a.ums);
             os.queues
                 .values()
                 .filter(|q| q.context == h)
-                .map(|q| q.handle)
+                .map(|q| (q.created, q.handle))
                 .collect()
         };
-        queues.sort_unstable();
-        for q in queues {
+        queues.sort_unstable_by(|x, y| y.cmp(x));
+        for (_, q) in queues {
             destroy_hw_queue_with_doorbell(m, a, q)?;
         }
         destroy_context(m, a, h)?;

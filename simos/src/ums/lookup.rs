@@ -3,7 +3,9 @@
 //! the caller's is `STATUS_INVALID_HANDLE` (Windows' per-process handle tables answer so); an
 //! object of a device in error is `STATUS_DEVICE_REMOVED`, checked after the handle.
 
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_HANDLE};
+use rvgpu_ddi::ntstatus::{
+    STATUS_DEVICE_REMOVED, STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE, STATUS_INVALID_HANDLE,
+};
 
 use crate::base::error::SimError;
 use crate::base::process_id::ProcessId;
@@ -78,6 +80,25 @@ impl UmsOs {
         let q = self.queue_of(device, h)?;
         self.device_live(device)?;
         Ok(q)
+    }
+
+    /// `device` as VidSch takes a kernel-mode submission of it: a device in error is
+    /// `STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE`, VidSch's own answer
+    /// (`M:VidSchSubmitCommandToHwQueue` @0x140048F00 refuses a `VIDSCH_DEVICE` in error before
+    /// it allocates the packet; Dxgkrnl's earlier `COREDEVICEACCESS` checks only the adapter).
+    /// A removed adapter is Dxgkrnl's `STATUS_DEVICE_REMOVED` first
+    /// (`K:DxgkSubmitCommandToHwQueueInternal` @0x1402C5A10).
+    pub(super) fn vidsch_device_live(&self, device: KmtHandle) -> Result<(), SimError> {
+        if self.removed {
+            return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
+        }
+        match self.devices.get(&device) {
+            None => Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+            Some(d) if d.in_error => {
+                Err(SimError::DdiFailed(STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE))
+            }
+            Some(_) => Ok(()),
+        }
     }
 
     /// Doorbell `h` of `device`.

@@ -41,6 +41,7 @@ pub(crate) fn device_removed(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), S
     let fences: Vec<MonitoredFence> = {
         let _x = exclusive(a);
         let mut os = lock(&a.ums);
+        os.removed = true;
         let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
         for d in devices {
             if let Some(dv) = os.devices.get_mut(&d) {

@@ -158,12 +158,14 @@ pub fn status_from_nt(s: NtStatus) -> RvgpuStatus {
     const STATUS_INSUFFICIENT_RESOURCES: u32 = 0xC000_009A;
     const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
     const STATUS_DEVICE_REMOVED: u32 = 0xC000_02B6;
+    // What the scheduler answers a kernel-mode submission of a device in error.
+    const STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE: u32 = 0xC01E_0200;
     const STATUS_TIMEOUT: u32 = 0x0000_0102;
     const STATUS_INVALID_HANDLE: u32 = 0xC000_0008;
     match s.0 as u32 {
         STATUS_NO_MEMORY | STATUS_INSUFFICIENT_RESOURCES => RvgpuStatus::OutOfMemory,
         STATUS_NOT_SUPPORTED => RvgpuStatus::NotImplemented,
-        STATUS_DEVICE_REMOVED => RvgpuStatus::DeviceLost,
+        STATUS_DEVICE_REMOVED | STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE => RvgpuStatus::DeviceLost,
         STATUS_TIMEOUT => RvgpuStatus::Timeout,
         STATUS_INVALID_HANDLE => RvgpuStatus::InvalidHandle,
         _ => RvgpuStatus::KernelError,

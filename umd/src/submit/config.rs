@@ -23,8 +23,9 @@ pub enum SubmitError {
     BadCommand,
     /// `wait` on a value that was never submitted (it would never complete).
     NotSubmitted,
-    /// The queue is unusable (device lost and the kernel-mode path failed too, or the ring
-    /// stalled): drop it and create a new one (UM-10).
+    /// The queue is unusable (device lost and the kernel-mode path failed too, the OS refused
+    /// a kernel-mode submission for the device being in error, or the ring stalled): drop it
+    /// and create a new one (UM-10).
     Lost,
     /// The queue holds as much work as it can behind a GPU wait it cannot see the end of (a
     /// fence another party signals): making room would mean waiting for work the caller may
@@ -36,7 +37,12 @@ pub enum SubmitError {
 }
 
 impl From<NtStatus> for SubmitError {
+    /// The status as the thunk gave it, but for the scheduler's word that the device is in
+    /// error, which is the device lost (UM-10).
     fn from(s: NtStatus) -> Self {
+        if s == crate::nt::STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE {
+            return Self::Lost;
+        }
         Self::Kmt(s)
     }
 }

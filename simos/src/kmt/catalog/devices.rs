@@ -92,16 +92,15 @@ pub(super) const ENUM_ADAPTERS2: Thunk = Thunk {
         "NumAdapters: the session's maximum adapter count when pAdapters is NULL (nothing \
          else is done), else the number of adapters listed",
         "pAdapters[0..NumAdapters]: hAdapter (a new handle in the caller's table, one per \
-         adapter), AdapterLuid, NumOfSources, bPrecisePresentRegionsPreferred",
+         adapter), AdapterLuid, NumOfSources, bPrecisePresentRegionsPreferred; written after \
+         NumAdapters, and a fault there returns its status with NumAdapters written and the \
+         handles left open (no cleanup around the copy)",
     ],
     pending: Pending::No,
     entry: Some("adapter::dxgk_enum_adapters2_impl"),
     gaps: "m_MaximumGlobalAdapterCount is the machine's adapter count (where 24H2 sets it \
-           is not read); the list is written before NumAdapters (24H2 writes NumAdapters \
-           first: a fault in the list leaves it written there), and a fault in the list \
-           closes the handles opened; a failed wait for PnP transitions is only logged, \
-           not modelled; EnumAdaptersCallback's three passes not compared with the \
-           simulation's answer",
+           is not read); a failed wait for PnP transitions is only logged, not modelled; \
+           EnumAdaptersCallback's three passes not compared with the simulation's answer",
 };
 
 pub(super) const ESCAPE: Thunk = Thunk {

@@ -39,6 +39,8 @@ const OBJECT_TYPE_MISMATCH: u32 = 0xC000_0024;
 const DEVICE_REMOVED: u32 = 0xC000_02B6;
 /// `STATUS_BUFFER_TOO_SMALL`.
 const BUFFER_TOO_SMALL: u32 = 0xC000_0023;
+/// `STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE` (VidSch: the device is in error).
+const GPU_EXCEPTION_ON_DEVICE: u32 = 0xC01E_0200;
 
 /// A function of the decompiled 24H2 kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -76,7 +76,11 @@ pub(super) const CREATE_CONTEXT_VIRTUAL: Thunk = Thunk {
     written_back: &["hContext", "the private data, when given"],
     pending: Pending::No,
     entry: Some("context_virtual::dxgk_create_context_virtual_impl"),
-    gaps: "",
+    gaps: "DXGCONTEXT::Initialize calls no DxgkDdiCreateContext for a SynchronizationOnly \
+           context (its driver handle stays 0) nor for a NoKmdAccess one (whose private \
+           data CheckNoKmdAccessPrivateData checks and whose DXGK_CONTEXTINFO it fixes); the \
+           simulation creates both through the driver, and so later destroys, suspends and \
+           resumes them through it too",
 };
 
 pub(super) const CREATE_DOORBELL: Thunk = Thunk {
@@ -180,6 +184,7 @@ pub(super) const DESTROY_CONTEXT: Thunk = Thunk {
     source: Some(&[
         src("DxgkDestroyContextImpl", 0x1403A0A98),
         src("DXGCONTEXT::DestroyAllHwQueues", 0x1403A0E60),
+        src("DXGCONTEXT::CreateHwQueue", 0x1402BB7A8),
         src("DXGHWQUEUE::DestroyCoreState", 0x1402CDD74),
         src("DXGDOORBELL::DestroyCoreState", 0x1401D804C),
     ]),
@@ -190,12 +195,15 @@ pub(super) const DESTROY_CONTEXT: Thunk = Thunk {
     written_back: &[],
     pending: Pending::No,
     entry: Some("context_virtual::dxgk_destroy_context_impl"),
-    gaps: "the context's queues go in handle order (24H2 walks the context's list of them)",
+    gaps: "",
 };
 
 pub(super) const DESTROY_DOORBELL: Thunk = Thunk {
     name: "D3DKMTDestroyDoorbell",
-    source: Some(&[src("DxgkDestroyDoorbellInternal", 0x1401D9494)]),
+    source: Some(&[
+        src("DxgkDestroyDoorbellInternal", 0x1401D9494),
+        src("DXGDOORBELL::DestroyCoreState", 0x1401D804C),
+    ]),
     checks: &[
         check(
             "hDoorbell not a doorbell in the caller's handle table",
@@ -290,6 +298,7 @@ pub(super) const SUBMIT_COMMAND_TO_HW_QUEUE: Thunk = Thunk {
     source: Some(&[
         src("DxgkSubmitCommandToHwQueueInternal", 0x1402C5A10),
         src("DXGHWQUEUE::SubmitCommand", 0x1402C6610),
+        src("VidSchSubmitCommandToHwQueue", 0x140048F00),
     ]),
     checks: &[
         check(
@@ -312,13 +321,11 @@ pub(super) const SUBMIT_COMMAND_TO_HW_QUEUE: Thunk = Thunk {
         ),
         check("no pool for the submission", NO_MEMORY),
         check("WrittenPrimaries not readable", ACCESS_VIOLATION),
+        check("the device in error", GPU_EXCEPTION_ON_DEVICE),
     ],
     written_back: &[],
     pending: Pending::No,
     entry: Some("hw_queue::dxgk_submit_command_to_hw_queue_internal"),
     gaps: "VidMm's reference of the primaries is not read: any primary is \
-           STATUS_INVALID_PARAMETER on this render-only adapter; a device in error is \
-           STATUS_DEVICE_REMOVED where M:VidSchSubmitCommandToHwQueue @0x140048F00 answers \
-           STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE (the UMD and the C API read \
-           STATUS_DEVICE_REMOVED as the device lost)",
+           STATUS_INVALID_PARAMETER on this render-only adapter",
 };

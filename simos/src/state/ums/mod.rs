@@ -161,6 +161,8 @@ pub(crate) struct QueueObj {
     /// MF-03: the OS-side list of this kernel-mode queue (GPU waits, held submissions, signal
     /// packets).
     pub(crate) sched: Arc<HwqSched>,
+    /// Its place among the adapter's queues by creation ([`UmsOs::queues_created`] then).
+    pub(crate) created: u64,
 }
 
 impl QueueObj {
@@ -319,6 +321,12 @@ pub struct UmsOs {
     pub(crate) devices: BTreeMap<KmtHandle, DeviceObj>,
     pub(crate) contexts: BTreeMap<KmtHandle, ContextObj>,
     pub(crate) queues: HandleMap<QueueObj>,
+    /// Queues created so far: the next one's [`QueueObj::created`].
+    pub(crate) queues_created: u64,
+    /// The adapter removed (UM-10, `ums::device_removed`): Dxgkrnl's `COREDEVICEACCESS`
+    /// finds it not active, and a kernel-mode submission is `STATUS_DEVICE_REMOVED` before
+    /// VidSch sees it.
+    pub(crate) removed: bool,
     pub(crate) allocations: BTreeMap<KmtHandle, AllocObj>,
     /// Allocation handles already in their process's table whose objects are still being
     /// built: handle → (process, the driver's handle). 24H2 gives an allocation its handle
@@ -392,6 +400,8 @@ impl Default for UmsOs {
             devices: BTreeMap::new(),
             contexts: BTreeMap::new(),
             queues: HandleMap::default(),
+            queues_created: 0,
+            removed: false,
             allocations: BTreeMap::new(),
             creating: BTreeMap::new(),
             reaped: Vec::new(),

@@ -7,7 +7,7 @@ use std::mem::offset_of;
 
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::{args, bad, guest, nt, probe_out, put, sim_status, GuestMemory, Status};
+use super::{args, nt, probe_out, put, sim_status, GuestMemory, Status};
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::kmt::adapter::{
@@ -111,13 +111,12 @@ pub(super) fn close_adapter(p: &UserProcess, at: u64) -> Status {
     dxgk_close_adapter_impl(h, p).map_err(nt)
 }
 
-/// `D3DKMTEnumAdapters2` ([`crate::kmt::adapter::dxgk_enum_adapters2_impl`]): the structure
-/// back on success (the list itself the entry writes).
+/// `D3DKMTEnumAdapters2` ([`crate::kmt::adapter::dxgk_enum_adapters2_impl`], which writes the
+/// structure back and the list itself).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtenumadapters2>
 pub(super) fn enum_adapters2(p: &UserProcess, at: u64) -> Status {
     let mut a: D3dkmtEnumAdapters2 = args(at)?;
-    dxgk_enum_adapters2_impl(&p.machine, &mut a, p, &GuestMemory).map_err(nt)?;
-    guest::write(at, &a).map_err(bad)
+    dxgk_enum_adapters2_impl(&p.machine, at, &mut a, p, &GuestMemory).map_err(nt)
 }
 
 /// `D3DKMTCreateDevice` ([`crate::kmt::device::dxgk_create_device_impl`]): `hDevice` back on
