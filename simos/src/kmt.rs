@@ -576,21 +576,30 @@ impl Kmt for SimKmt<'_> {
         self.destroy_allocation2(allocation, DestroyFlags::default())
     }
 
+    /// Through the thunk's kernel entry ([`allocation::dxgk_destroy_allocation2`]) with the
+    /// structure the UMD's Windows thunk fills (one allocation).
     fn destroy_allocation2(
         &self,
         allocation: KmtHandle,
         flags: DestroyFlags,
     ) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        crate::ums::allocation::destroy_allocation2(
+        let list = [allocation];
+        let a = allocation::D3dkmtDestroyAllocation2 {
+            h_device: self.p.device,
+            ph_allocation_list: list.as_ptr() as u64,
+            allocation_count: 1,
+            flags: u32::from(flags.assume_not_in_use) * allocation::DESTROY_ASSUME_NOT_IN_USE,
+            ..Default::default()
+        };
+        let own = self.p;
+        allocation::dxgk_destroy_allocation2(
             self.m,
             &a,
-            self.p.device,
-            allocation,
-            flags.assume_not_in_use,
+            |h| (h == own.device).then_some(own),
+            |_, _| Ok(list.to_vec()),
+            |h| gpu_va::allocation_device(self.m, &own, h),
         )
-        .map_err(|e| not_in_table(status(e)))?;
-        self.m.reap_allocations(&a).map_err(status)
+        .map(drop)
     }
 
     /// VidMm pages in what is evicted before it returns, so the paging fence value

@@ -97,9 +97,8 @@ pub(super) const DESTROY_ALLOCATION2: Thunk = Thunk {
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "no kernel entry of its own (the gdi32 bridge and SimKmt answer it apart); \
-           DxgkDestroyAllocationInternal not read: a listed handle that is not an \
+    entry: Some("allocation::dxgk_destroy_allocation2"),
+    gaps: "DxgkDestroyAllocationInternal not read: a listed handle that is not an \
            allocation of hDevice is STATUS_INVALID_PARAMETER here, before any is \
            destroyed; hResource is STATUS_NOT_SUPPORTED (the UMD makes no resources)",
 };

@@ -84,17 +84,6 @@ pub(super) struct AllocationInfo2 {
     pub(super) reserved: [u64; 5],
 }
 
-/// `D3DKMT_DESTROYALLOCATION2`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct DestroyAllocation2 {
-    pub(super) h_device: u32,
-    pub(super) h_resource: u32,
-    pub(super) ph_allocation_list: u64,
-    pub(super) allocation_count: u32,
-    pub(super) flags: u32,
-}
-
 /// `D3DKMT_CREATE_DOORBELL` (released layout, as `kmt_windows::D3dkmtCreateDoorbell`).
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -134,9 +123,6 @@ const _: () = {
     assert!(offset_of!(AllocationInfo2, flags) == 32);
     assert!(offset_of!(AllocationInfo2, gpu_virtual_address) == 40);
     assert!(offset_of!(AllocationInfo2, reserved) == 56);
-    assert!(size_of::<DestroyAllocation2>() == 24);
-    assert!(offset_of!(DestroyAllocation2, ph_allocation_list) == 8);
-    assert!(offset_of!(DestroyAllocation2, flags) == 20);
     assert!(size_of::<CreateDoorbell>() == 72);
     assert!(offset_of!(CreateDoorbell, private_driver_data) == 24);
     assert!(offset_of!(CreateDoorbell, doorbell_status_cpu_va) == 48);

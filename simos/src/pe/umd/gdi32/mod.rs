@@ -508,37 +508,20 @@ fn create_allocation2(p: &UserProcess, at: u64) -> Status {
     Ok(())
 }
 
-/// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse`.
-const DESTROY_ASSUME_NOT_IN_USE: u32 = 1 << 0;
-
-/// `D3DKMTDestroyAllocation2` of this device's allocations: 24H2's checks of the flags and
-/// counts ([`crate::kmt::allocation::destroy_allocation2_checks`]), `hDevice`, then every
-/// listed handle (an allocation of `hDevice`, else STATUS_INVALID_PARAMETER, nothing
-/// destroyed); a resource handle is STATUS_NOT_SUPPORTED. A live `Lock2` view ends with it.
+/// `D3DKMTDestroyAllocation2`: the structure to the thunk's kernel entry
+/// ([`crate::kmt::allocation::dxgk_destroy_allocation2`]), its list read from the DLL's
+/// memory; a live `Lock2` view ends with the allocation.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyallocation2>
 fn destroy_allocation2(p: &UserProcess, at: u64) -> Status {
-    let a: DestroyAllocation2 = args(at)?;
-    crate::kmt::allocation::destroy_allocation2_checks(a.flags, a.h_resource, a.allocation_count)
+    use crate::kmt::allocation::{dxgk_destroy_allocation2, D3dkmtDestroyAllocation2};
+    let a: D3dkmtDestroyAllocation2 = args(at)?;
+    let device = |h| p.device(h).ok().map(|d| d.sim);
+    let list = |at: u64, n: u32| {
+        array::<u32>(at, n, MAX_ALLOCATIONS).map_err(|s| rvgpu_umd::kmt::NtStatus(s as i32))
+    };
+    let gone = dxgk_destroy_allocation2(&p.machine, &a, device, list, |h| allocation_device(p, h))
         .map_err(nt)?;
-    let d = p.device(a.h_device)?;
-    if a.h_resource != 0 {
-        return Err(STATUS_NOT_SUPPORTED);
-    }
-    let list: Vec<u32> = array(a.ph_allocation_list, a.allocation_count, MAX_ALLOCATIONS)?;
-    let flags = DestroyFlags {
-        assume_not_in_use: a.flags & DESTROY_ASSUME_NOT_IN_USE != 0,
-    };
-    let k = p.kmt(d);
-    // Every handle is checked before any allocation goes (no half-done destroy).
-    let own = |h: u32| {
-        let dev = p.owner(h).ok()?;
-        crate::kmt::gpu_va::allocation_device(&p.machine, &dev.sim, h)
-    };
-    if list.iter().any(|&h| own(h) != Some(a.h_device)) {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    for h in list {
-        k.destroy_allocation2(h, flags).map_err(nt)?;
+    for h in gone {
         lock(&p.handles).locks.remove(&h);
         p.forget(h);
     }
