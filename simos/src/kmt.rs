@@ -644,8 +644,8 @@ impl Kmt for SimKmt<'_> {
             h_device: self.p.device,
             num_allocations: u32::try_from(allocations.len()).unwrap_or(u32::MAX),
             allocation_list: base,
-            flags: u32::from(flags.evict_only_if_necessary) * evict::EVICT_ONLY_IF_NECESSARY
-                | u32::from(flags.not_written_to) * evict::EVICT_NOT_WRITTEN_TO,
+            flags: (u32::from(flags.evict_only_if_necessary) * evict::EVICT_ONLY_IF_NECESSARY)
+                | (u32::from(flags.not_written_to) * evict::EVICT_NOT_WRITTEN_TO),
             ..Default::default()
         };
         let own = self.p;
