@@ -639,32 +639,7 @@ impl Kmt for SimKmt<'_> {
     /// Through the thunk's kernel entry ([`evict`]) with the structure the UMD's Windows thunk
     /// fills.
     fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
-        let base = allocations.as_ptr() as u64;
-        let mut a = evict::D3dkmtEvict {
-            h_device: self.p.device,
-            num_allocations: u32::try_from(allocations.len()).unwrap_or(u32::MAX),
-            allocation_list: base,
-            flags: (u32::from(flags.evict_only_if_necessary) * evict::EVICT_ONLY_IF_NECESSARY)
-                | (u32::from(flags.not_written_to) * evict::EVICT_NOT_WRITTEN_TO),
-            ..Default::default()
-        };
-        let own = self.p;
-        // The caller's list, a group at a time, as the kernel reads it from the caller.
-        let list = |at: u64, n: u32| {
-            let i = (at.wrapping_sub(base) / 4) as usize;
-            allocations
-                .get(i..i.saturating_add(n as usize))
-                .map(<[KmtHandle]>::to_vec)
-                .ok_or(NtStatus(STATUS_INVALID_PARAMETER))
-        };
-        evict::dxgk_evict_internal(
-            self.m,
-            &mut a,
-            |h| (h == own.device).then_some(own),
-            list,
-            |h| gpu_va::allocation_device(self.m, &own, h),
-        )?;
-        Ok(a.num_bytes_to_trim)
+        evict::umd_evict(self.m, self.p, allocations, flags)
     }
 
     /// Through the thunk's kernel entry ([`invalidate_cache`], AL-06).

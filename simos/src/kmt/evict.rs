@@ -7,7 +7,7 @@
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
-use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+use rvgpu_umd::kmt::{EvictFlags, KmtHandle, NtStatus};
 
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
@@ -107,4 +107,38 @@ pub fn dxgk_evict_internal(
     }
     a.num_bytes_to_trim = trim;
     Ok(())
+}
+
+/// The Rust UMD's `D3DKMTEvict` of `allocations` on `p`'s device: the structure its Windows
+/// thunk fills, the list read from the caller's slice a group at a time.
+pub(super) fn umd_evict(
+    m: &Machine,
+    p: UmsProcess,
+    allocations: &[KmtHandle],
+    flags: EvictFlags,
+) -> Result<u64, NtStatus> {
+    let base = allocations.as_ptr() as u64;
+    let mut a = D3dkmtEvict {
+        h_device: p.device,
+        num_allocations: u32::try_from(allocations.len()).unwrap_or(u32::MAX),
+        allocation_list: base,
+        flags: (u32::from(flags.evict_only_if_necessary) * EVICT_ONLY_IF_NECESSARY)
+            | (u32::from(flags.not_written_to) * EVICT_NOT_WRITTEN_TO),
+        ..Default::default()
+    };
+    let list = |at: u64, n: u32| {
+        let i = (at.wrapping_sub(base) / 4) as usize;
+        allocations
+            .get(i..i.saturating_add(n as usize))
+            .map(<[KmtHandle]>::to_vec)
+            .ok_or_else(bad)
+    };
+    dxgk_evict_internal(
+        m,
+        &mut a,
+        |h| (h == p.device).then_some(p),
+        list,
+        |h| super::gpu_va::allocation_device(m, &p, h),
+    )?;
+    Ok(a.num_bytes_to_trim)
 }

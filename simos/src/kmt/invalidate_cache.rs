@@ -46,7 +46,7 @@ fn bad() -> NtStatus {
 /// 3. `hAllocation` not an allocation in the caller's table (`allocation`: the device it is
 ///    of), or of another device: STATUS_INVALID_PARAMETER (every allocation here has a VidMm
 ///    allocation);
-/// 4. VidMm ([`vidmm_invalidate_cache`]).
+/// 4. VidMm (`vidmm_invalidate_cache`, below).
 pub fn dxgk_invalidate_cache(
     m: &Machine,
     a: &D3dkmtInvalidateCache,

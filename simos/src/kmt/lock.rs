@@ -2,7 +2,7 @@
 //! (`K:DxgkLock2` @0x1402A3430, `K:DxgkLock2Internal` @0x1402A3F00, `K:DxgkUnlock2`
 //! @0x1402A21C0, `K:DxgkUnlock2Internal` @0x1402A2B20): the caller's structure as written, the
 //! checks in 24H2's order with their statuses, then the simulated VidMm's lock
-//! ([`crate::ums::allocation`]), and back only `pData`, on success.
+//! (`ums::allocation`), and back only `pData`, on success.
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
