@@ -47,10 +47,13 @@ mod destroy_sync;
 pub mod device;
 pub mod doorbell;
 pub mod escape;
+pub mod evict;
 pub mod feature;
 pub mod gpu_va;
 pub mod hw_queue;
 pub mod hw_queue_sync;
+pub mod invalidate_cache;
+pub mod lock;
 pub mod native_fence;
 pub mod paging_queue;
 pub mod query_adapter_info;
@@ -538,36 +541,65 @@ impl Kmt for SimKmt<'_> {
         })
     }
 
+    /// Through the thunk's kernel entry ([`lock`]) with the structure the UMD's Windows thunk
+    /// fills (no flags).
     fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
-        let a = self.thunk()?;
-        let (alloc, cache) = crate::ums::allocation::lock_allocation(&a, self.p.device, allocation)
-            .map_err(status)?;
-        Ok(SimMem { alloc, cache })
+        let mut a = lock::D3dkmtLock2 {
+            h_device: self.p.device,
+            h_allocation: allocation,
+            ..Default::default()
+        };
+        let own = self.p;
+        lock::dxgk_lock2(
+            self.m,
+            &mut a,
+            |h| (h == own.device).then_some(own),
+            |h| gpu_va::allocation_device(self.m, &own, h),
+        )
     }
 
     fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        self.on_device(|a, device| crate::ums::allocation::unlock_allocation(a, device, allocation))
+        let a = lock::D3dkmtUnlock2 {
+            h_device: self.p.device,
+            h_allocation: allocation,
+        };
+        let own = self.p;
+        lock::dxgk_unlock2(
+            self.m,
+            &a,
+            |h| (h == own.device).then_some(own),
+            |h| gpu_va::allocation_device(self.m, &own, h),
+        )
     }
 
     fn destroy_allocation(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
         self.destroy_allocation2(allocation, DestroyFlags::default())
     }
 
+    /// Through the thunk's kernel entry ([`allocation::dxgk_destroy_allocation2`]) with the
+    /// structure the UMD's Windows thunk fills (one allocation).
     fn destroy_allocation2(
         &self,
         allocation: KmtHandle,
         flags: DestroyFlags,
     ) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        crate::ums::allocation::destroy_allocation2(
+        let list = [allocation];
+        let a = allocation::D3dkmtDestroyAllocation2 {
+            h_device: self.p.device,
+            ph_allocation_list: list.as_ptr() as u64,
+            allocation_count: 1,
+            flags: u32::from(flags.assume_not_in_use) * allocation::DESTROY_ASSUME_NOT_IN_USE,
+            ..Default::default()
+        };
+        let own = self.p;
+        allocation::dxgk_destroy_allocation2(
             self.m,
             &a,
-            self.p.device,
-            allocation,
-            flags.assume_not_in_use,
+            |h| (h == own.device).then_some(own),
+            |_, _| Ok(list.to_vec()),
+            |h| gpu_va::allocation_device(self.m, &own, h),
         )
-        .map_err(|e| not_in_table(status(e)))?;
-        self.m.reap_allocations(&a).map_err(status)
+        .map(drop)
     }
 
     /// VidMm pages in what is evicted before it returns, so the paging fence value
@@ -604,52 +636,32 @@ impl Kmt for SimKmt<'_> {
         paging_queue::umd_make_resident(self.m, self.p, queue, allocations, flags)
     }
 
+    /// Through the thunk's kernel entry ([`evict`]) with the structure the UMD's Windows thunk
+    /// fills.
     fn evict(&self, allocations: &[KmtHandle], flags: EvictFlags) -> Result<u64, NtStatus> {
-        self.on_device(|a, device| {
-            self.m.residency_evict(
-                a,
-                device,
-                allocations,
-                flags.evict_only_if_necessary,
-                flags.not_written_to,
-            )
-        })
+        evict::umd_evict(self.m, self.p, allocations, flags)
     }
 
-    /// AL-06 (22631 dxgkrnl DxgkInvalidateCache, dxgmms2 VIDMM_GLOBAL::InvalidateCache): a
-    /// handle that is not this device's allocation is INVALID_PARAMETER; `length` 0 means the
-    /// whole allocation; `offset` at or past the end, or `length` past it, INVALID_PARAMETER.
-    /// Then the CPU writes back and drops the range's lines. No driver DDI is involved. On a
-    /// coherent adapter there is nothing to maintain and the call succeeds doing nothing.
+    /// Through the thunk's kernel entry ([`invalidate_cache`], AL-06).
     fn invalidate_cache(
         &self,
         allocation: KmtHandle,
         offset: u64,
         length: u64,
     ) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        let bad = NtStatus(STATUS_INVALID_PARAMETER);
-        let (cache, length) = {
-            let os = lock(&a.ums);
-            let al = os
-                .allocations
-                .get(&allocation)
-                .filter(|al| al.device == self.p.device && !al.closed)
-                .ok_or(bad)?;
-            let size = al.alloc.len;
-            if offset >= size {
-                return Err(bad);
-            }
-            let length = if length == 0 { size - offset } else { length };
-            if length > size - offset {
-                return Err(bad);
-            }
-            (al.cache.clone(), length)
+        let a = invalidate_cache::D3dkmtInvalidateCache {
+            h_device: self.p.device,
+            h_allocation: allocation,
+            offset,
+            length,
         };
-        if let Some(c) = cache {
-            c.invalidate(offset, length);
-        }
-        Ok(())
+        let own = self.p;
+        invalidate_cache::dxgk_invalidate_cache(
+            self.m,
+            &a,
+            |h| (h == own.device).then_some(own),
+            |h| gpu_va::allocation_device(self.m, &own, h),
+        )
     }
 
     /// From what the KMD reported (the aperture segment's `CacheCoherent` in VidMm's memory

@@ -19,6 +19,10 @@ use rvgpu_simos::Machine;
 const PENDING: u64 = rvgpu_ddi::ntstatus::STATUS_PENDING as u64;
 const UNTOUCHED: u64 = 0xDEAD_BEEF_0000;
 const BAD_HANDLE: u32 = 0x4000_0BAD;
+/// Why a "the device not active" check has no case of its own in a suite: the MustSucceed
+/// case puts the device in error and drives it for each thunk.
+const BY_MUST_SUCCEED: &str =
+    "driven by ddi_03_makeresident_mustsucceed_over_budget_puts_the_device_in_error";
 /// `D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE` bits.
 const WRITE: u64 = 1;
 const NO_ACCESS: u64 = 1 << 3;
@@ -76,7 +80,11 @@ fn paging_queue(
 }
 
 fn world() -> World {
-    let m = pe_machine();
+    world_on(pe_machine())
+}
+
+/// [`world`] on machine `m`.
+fn world_on(m: Arc<Machine>) -> World {
     let p = UserProcess::new(m.clone(), umd());
     let (c_adapter, _) = open_queue(&p);
     let device = p.devices()[0].device;
@@ -461,6 +469,10 @@ fn ddi_03_d3dkmtmakeresident_answers_as_24h2() {
                 "a device created without user-mode residency",
                 "not modelled: every device the simulation makes takes MakeResident",
             ),
+            (
+                "over the budget (with MustSucceed the device is put in error, VidSch code 12)",
+                BY_MUST_SUCCEED,
+            ),
         ],
     );
     let mut last = 0;
@@ -517,10 +529,7 @@ fn al_02_d3dkmtlock2_and_unlock2_answer_as_24h2() {
         ),
     ];
     let not_driven = [
-        (
-            "the device not active",
-            "a device in error answers every thunk so; the TDR suites cover it",
-        ),
+        ("the device not active", BY_MUST_SUCCEED),
         (
             "hAllocation on another adapter",
             "the machine has one adapter",
@@ -587,16 +596,230 @@ fn al_06_d3dkmtinvalidatecache_answers_as_24h2() {
         assert_eq!(w.call(T, &mut c), expected(T, what), "{what}");
         driven.push(what);
     }
+    let coherent = "the machine is I/O-coherent, where VidMm succeeds before its range rules \
+                    (cache_coherency drives them on a machine that is not)";
     assert_covers(
         T,
         &driven,
-        &[(
-            "hAllocation without a VidMm allocation",
-            "only a paravirtualized device's allocations have none",
-        )],
+        &[
+            ("the device not active", BY_MUST_SUCCEED),
+            (
+                "hAllocation without a VidMm allocation",
+                "only a paravirtualized device's allocations have none",
+            ),
+            (
+                "on an adapter needing CPU cache maintenance, Offset at or past the \
+                 allocation's end",
+                coherent,
+            ),
+            (
+                "on an adapter needing CPU cache maintenance, Length (0: to the end) past the \
+                 allocation's end",
+                coherent,
+            ),
+        ],
     );
-    let mut c = [u64::from(w.device) | (u64::from(w.allocation) << 32), 0, 0];
-    assert_eq!(w.call(T, &mut c), STATUS_SUCCESS);
+    let own = u64::from(w.device) | (u64::from(w.allocation) << 32);
+    // The whole allocation, and (I/O-coherent: `M:VIDMM_GLOBAL::InvalidateCache` @0x1400956F8
+    // returns before its range rules) a range past its end.
+    for (offset, length) in [(0, 0), (0, 4096), (4096, 1), (0, u64::MAX)] {
+        let mut c = [own, offset, length];
+        assert_eq!(w.call(T, &mut c), STATUS_SUCCESS, "{offset:#x}+{length:#x}");
+    }
+    w.done();
+}
+
+/// `D3DKMT_EVICT` of `count` handles at `list` on `device` with `flags`: the status and
+/// `NumBytesToTrim`.
+fn evict(w: &World, device: u32, count: u32, list: u64, flags: u32) -> (u64, u64) {
+    // hDevice, NumAllocations, AllocationList, Flags, NumBytesToTrim (word 3).
+    let mut e = [0u64; 4];
+    e[0] = u64::from(device) | (u64::from(count) << 32);
+    e[1] = list;
+    e[2] = u64::from(flags);
+    e[3] = UNTOUCHED;
+    let s = w.call("D3DKMTEvict", &mut e);
+    (s, e[3])
+}
+
+/// `D3DKMTInvalidateCache` of the whole of `allocation` on `device`: the status.
+fn invalidate(w: &World, device: u32, allocation: u32) -> u64 {
+    let mut c = [u64::from(device) | (u64::from(allocation) << 32), 0, 0];
+    w.call("D3DKMTInvalidateCache", &mut c)
+}
+
+/// DDI-03: `D3DKMTEvict` from the DLL's process checks its arguments in 24H2's order
+/// (`K:DxgkEvictInternal` @0x14035E31C) and writes nothing back on a refusal; a listed
+/// handle that is not `hDevice`'s allocation also puts `hDevice` in error. An Evict writes
+/// `NumBytesToTrim`, whatever VidMm made of each allocation (an Evict past its MakeResident
+/// count included: 24H2 does not look at VidMm's answer).
+#[test]
+fn ddi_03_d3dkmtevict_answers_as_24h2() {
+    const T: &str = "D3DKMTEvict";
+    let w = world();
+    let list = [w.allocation];
+    let at = list.as_ptr() as u64;
+    let bad = [w.allocation, BAD_HANDLE];
+    let cases: [(&str, u32, u32, u64, u32); 8] = [
+        ("NumAllocations 0", w.device, 0, at, 0),
+        ("AllocationList NULL", w.device, 1, 0, 0),
+        ("Flags.Value 4 or more", w.device, 1, at, 4),
+        ("Flags.Value 4 or more", BAD_HANDLE, 1, at, 0x8000_0000),
+        (
+            "hDevice not a device in the caller's handle table",
+            BAD_HANDLE,
+            1,
+            at,
+            0,
+        ),
+        (
+            "AllocationList plus NumAllocations wrapping the address space",
+            w.device,
+            2,
+            u64::MAX - 3,
+            0,
+        ),
+        // The last two put their device in error.
+        (
+            "an allocation of another device than hDevice (the device is marked in error, \
+             VidSch code 0xB)",
+            w.other_device,
+            1,
+            at,
+            0,
+        ),
+        (
+            "a listed handle not an allocation in the caller's handle table (the device \
+             is marked in error, VidSch code 0xB)",
+            w.device,
+            2,
+            bad.as_ptr() as u64,
+            0,
+        ),
+    ];
+    // Before the device goes in error: each flag value evicts, writing NumBytesToTrim.
+    for flags in 0..4 {
+        let (s, _, _) = make_resident(&w, w.queue, 1, at, 0);
+        assert!(s == STATUS_SUCCESS || s == PENDING, "MakeResident: {s:#x}");
+        let (s, trim) = evict(&w, w.device, 1, at, flags);
+        assert_eq!((s, trim), (STATUS_SUCCESS, 0), "Flags {flags}");
+    }
+    assert_eq!(
+        evict(&w, w.device, 1, at, 0),
+        (STATUS_SUCCESS, 0),
+        "past the MakeResident count: VidMm's answer is not looked at"
+    );
+    let mut driven = Vec::new();
+    for (what, device, count, list, flags) in cases {
+        assert_eq!(
+            evict(&w, device, count, list, flags),
+            (expected(T, what), UNTOUCHED),
+            "{what}: nothing written"
+        );
+        driven.push(what);
+    }
+    assert_covers(
+        T,
+        &driven,
+        &[
+            (
+                "no process context",
+                "every call comes from the DLL's process",
+            ),
+            ("the device not active", BY_MUST_SUCCEED),
+        ],
+    );
+    for device in [w.device, w.other_device] {
+        assert_eq!(
+            lock2(&w, device, w.allocation),
+            (
+                rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED as u32 as u64,
+                UNTOUCHED
+            ),
+            "the device is in error"
+        );
+    }
+    w.done();
+}
+
+/// A GPU-only allocation of `bytes` on `device` (raw `D3DKMTCreateAllocation2`, private data
+/// without `ALLOCATION_CPU_VISIBLE`): its handle.
+fn gpu_only(w: &World, device: u32, bytes: u64) -> u32 {
+    let mut pdd =
+        rvgpu_umd::kmt::allocation_private_data(bytes, rvgpu_hw::pdd::AllocationKind::Buffer);
+    pdd.flags = 0;
+    let data = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
+    // D3DDDI_ALLOCATIONINFO2 and D3DKMT_CREATEALLOCATION as in the CreateAllocation2 cases.
+    let mut info = [0u64; 12];
+    info[2] = data.as_ptr() as u64;
+    info[3] = data.len() as u64;
+    let mut args = [0u64; 9];
+    args[0] = u64::from(device);
+    args[5] = 1 << 32;
+    args[6] = info.as_mut_ptr() as u64;
+    assert_eq!(w.call("D3DKMTCreateAllocation2", &mut args), STATUS_SUCCESS);
+    info[0] as u32
+}
+
+/// DDI-03: `D3DKMTMakeResident` past the process's VRAM budget is STATUS_NO_MEMORY with
+/// `NumBytesToTrim`; with `MustSucceed` VidMm also puts the device in error
+/// (`M:VIDMM_GLOBAL::MakeResident` @0x1400B93C8, code 12; the `D3DDDI_MAKERESIDENT_FLAGS`
+/// page says the same). Every memory thunk then answers the device's calls with
+/// STATUS_DEVICE_REMOVED and writes nothing back; the process's other device goes on.
+#[test]
+fn ddi_03_makeresident_mustsucceed_over_budget_puts_the_device_in_error() {
+    const BYTES: u64 = 1 << 20;
+    const MUST_SUCCEED: u32 = 1 << 1;
+    const REMOVED: u64 = rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED as u32 as u64;
+    const NO_MEMORY: u64 = 0xC000_0017;
+    let mut cfg = rvgpu_simos::MachineConfig::single(rvgpu_simos::Mode::Threaded);
+    cfg.driver = rvgpu_simos::pe::DriverBuild::Pe(None);
+    cfg.os.vram_budget = Some(BYTES);
+    let w = world_on(Arc::new(common::started(cfg)));
+    let big = [gpu_only(&w, w.device, BYTES), gpu_only(&w, w.device, BYTES)];
+    let at = big.as_ptr() as u64;
+    let (s, fence, trim) = make_resident(&w, w.queue, 2, at, 0);
+    assert_eq!((s, fence), (NO_MEMORY, UNTOUCHED), "over budget");
+    assert!(
+        trim != UNTOUCHED && trim >= BYTES,
+        "NumBytesToTrim {trim:#x}"
+    );
+    assert_eq!(lock2(&w, w.device, w.allocation).0, STATUS_SUCCESS);
+    assert_eq!(unlock2(&w, w.device, w.allocation), STATUS_SUCCESS);
+    let (s, fence, trim) = make_resident(&w, w.queue, 2, at, MUST_SUCCEED);
+    assert_eq!(
+        (s, fence),
+        (NO_MEMORY, UNTOUCHED),
+        "MustSucceed over budget"
+    );
+    assert!(
+        trim != UNTOUCHED && trim >= BYTES,
+        "NumBytesToTrim {trim:#x}"
+    );
+    let what = "the device not active";
+    assert_eq!(expected("D3DKMTLock2", what), REMOVED);
+    assert_eq!(
+        lock2(&w, w.device, w.allocation),
+        (REMOVED, UNTOUCHED),
+        "Lock2"
+    );
+    assert_eq!(unlock2(&w, w.device, w.allocation), REMOVED, "Unlock2");
+    assert_eq!(
+        invalidate(&w, w.device, w.allocation),
+        expected("D3DKMTInvalidateCache", what)
+    );
+    assert_eq!(
+        evict(&w, w.device, 1, at, 0),
+        (expected("D3DKMTEvict", what), UNTOUCHED),
+        "Evict"
+    );
+    assert_eq!(
+        make_resident(&w, w.queue, 1, at, 0),
+        (expected("D3DKMTMakeResident", what), UNTOUCHED, UNTOUCHED),
+        "MakeResident"
+    );
+    let theirs = gpu_only(&w, w.other_device, 4096);
+    assert_eq!(invalidate(&w, w.other_device, theirs), STATUS_SUCCESS);
     w.done();
 }
 

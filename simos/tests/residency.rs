@@ -116,11 +116,10 @@ fn residency_evict_and_make_resident_move_contents_through_paging() {
         Place::Evicted,
         "no work was queued: evicted at once"
     );
-    // Evicting what is not required is refused.
-    assert_eq!(
-        k.evict(&[a.handle], EvictFlags::default()),
-        Err(NtStatus(STATUS_INVALID_PARAMETER))
-    );
+    // Evicting what is not required changes nothing, and the call succeeds: 24H2's
+    // `K:DxgkEvictInternal` @0x14035E31C does not look at VidMm's answer.
+    assert_eq!(k.evict(&[a.handle], EvictFlags::default()), Ok(0));
+    assert_eq!(count(&m, &a), 0);
     make_resident(&m, &k, &a);
     assert!(is_local(place(&m, &a)));
     assert!(

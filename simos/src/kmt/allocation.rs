@@ -3,9 +3,43 @@
 //! (`K:DxgkCreateAllocationInternal` @0x140304ED8, `K:DxgkDestroyAllocation2` @0x14032F7A0,
 //! `K:DxgkDestroyAllocationHelper` @0x14032FBB8). The handle lookups between them are the
 //! caller's (each is one closure here), so the gdi32 bridge and a test share one order.
+//! `D3DKMTDestroyAllocation2` has its kernel entry here ([`dxgk_destroy_allocation2`]).
 
-use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
-use rvgpu_umd::kmt::NtStatus;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use crate::machine::Machine;
+use crate::ums::UmsProcess;
+
+/// `D3DKMT_DESTROYALLOCATION2` in the released x64 layout (24 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtDestroyAllocation2 {
+    /// `hDevice` (in).
+    pub h_device: u32,
+    /// `hResource` (in).
+    pub h_resource: u32,
+    /// `phAllocationList` (in), an address in the caller's process.
+    pub ph_allocation_list: u64,
+    /// `AllocationCount` (in).
+    pub allocation_count: u32,
+    /// `Flags` (`D3DDDICB_DESTROYALLOCATION2FLAGS`, in).
+    pub flags: u32,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtDestroyAllocation2, h_resource) == 4);
+    assert!(offset_of!(D3dkmtDestroyAllocation2, ph_allocation_list) == 8);
+    assert!(offset_of!(D3dkmtDestroyAllocation2, allocation_count) == 16);
+    assert!(offset_of!(D3dkmtDestroyAllocation2, flags) == 20);
+    assert!(size_of::<D3dkmtDestroyAllocation2>() == 24);
+};
+
+/// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse`.
+pub const DESTROY_ASSUME_NOT_IN_USE: u32 = 1 << 0;
 
 /// `D3DKMT_CREATEALLOCATIONFLAGS::CreateResource`.
 pub const CREATE_RESOURCE: u32 = 1 << 0;
@@ -86,4 +120,41 @@ pub fn destroy_allocation2_checks(
         return Err(bad());
     }
     Ok(())
+}
+
+/// `DxgkDestroyAllocation2` for the caller's structure `a`, in 24H2's order:
+/// 1. [`destroy_allocation2_checks`];
+/// 2. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
+/// 3. a resource: STATUS_NOT_SUPPORTED (the simulation makes none);
+/// 4. the list read from the caller (`list`: its fault status); a handle not an allocation
+///    of `hDevice` in the caller's table (`allocation`: its device): STATUS_INVALID_PARAMETER,
+///    before any allocation is destroyed;
+/// 5. each allocation to VidMm's deferred destruction (AL-03; `AssumeNotInUse`: at once), then
+///    what VidMm can free now is freed.
+///
+/// Returns the destroyed handles (the caller's table forgets them); nothing is written back.
+pub fn dxgk_destroy_allocation2(
+    m: &Machine,
+    a: &D3dkmtDestroyAllocation2,
+    device: impl FnOnce(u32) -> Option<UmsProcess>,
+    list: impl FnOnce(u64, u32) -> Result<Vec<KmtHandle>, NtStatus>,
+    allocation: impl Fn(KmtHandle) -> Option<KmtHandle>,
+) -> Result<Vec<KmtHandle>, NtStatus> {
+    destroy_allocation2_checks(a.flags, a.h_resource, a.allocation_count)?;
+    let p = device(a.h_device).ok_or_else(bad)?;
+    if a.h_resource != 0 {
+        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+    }
+    let handles = list(a.ph_allocation_list, a.allocation_count)?;
+    if handles.iter().any(|&h| allocation(h) != Some(p.device)) {
+        return Err(bad());
+    }
+    let sh = m.kmt(&p).thunk()?;
+    let assume_not_in_use = a.flags & DESTROY_ASSUME_NOT_IN_USE != 0;
+    for &h in &handles {
+        crate::ums::allocation::destroy_allocation2(m, &sh, p.device, h, assume_not_in_use)
+            .map_err(|e| super::not_in_table(super::status(e)))?;
+    }
+    m.reap_allocations(&sh).map_err(super::status)?;
+    Ok(handles)
 }

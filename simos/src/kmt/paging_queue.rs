@@ -75,6 +75,8 @@ const _: () = {
 
 /// `D3DDDI_MAKERESIDENT_FLAGS::CantTrimFurther`.
 pub const MAKERESIDENT_CANT_TRIM_FURTHER: u32 = 1 << 0;
+/// `D3DDDI_MAKERESIDENT_FLAGS::MustSucceed`.
+pub const MAKERESIDENT_MUST_SUCCEED: u32 = 1 << 1;
 /// `D3DDDI_MAKERESIDENT_FLAGS` has two bits (`CantTrimFurther`, `MustSucceed`): a `Value`
 /// from this one up is refused.
 const MAKERESIDENT_FLAGS_END: u32 = 1 << 2;
@@ -137,12 +139,15 @@ pub fn dxgk_create_paging_queue_internal(
 ///    STATUS_INVALID_PARAMETER;
 /// 2. `hPagingQueue` not in the caller's handle table (`queue`: the device it is of):
 ///    STATUS_INVALID_PARAMETER;
-/// 3. the list read from the caller (`list`: its fault status); each handle not an allocation
+/// 3. the device not active: STATUS_DEVICE_REMOVED; the list read from the caller (`list`:
+///    its fault status); each handle not an allocation
 ///    in the caller's table, or of another device than the queue's (`allocation`: its
 ///    device): STATUS_INVALID_PARAMETER;
-/// 4. VidMm's MakeResident on the queue: over budget STATUS_NO_MEMORY with
-///    `NumBytesToTrim`; else `PagingFenceValue`, which the queue's fence may not have
-///    reached yet (the thunk answers STATUS_PENDING then).
+/// 4. VidMm's MakeResident on the queue (`M:VIDMM_GLOBAL::MakeResident` @0x1400B93C8): over
+///    budget STATUS_NO_MEMORY with `NumBytesToTrim`, and with `MustSucceed` the device put in
+///    error (`VidSchMarkDeviceAsError`, code 12; Microsoft's page of
+///    `D3DDDI_MAKERESIDENT_FLAGS` says so too); else `PagingFenceValue`, which the queue's
+///    fence may not have reached yet (the thunk answers STATUS_PENDING then).
 ///
 /// `a.num_bytes_to_trim` is VidMm's answer once VidMm ran (the caller's own otherwise) and
 /// `a.paging_fence_value` is set on success only.
@@ -157,13 +162,14 @@ pub fn dxgk_make_resident_internal(
         return Err(bad());
     }
     let p = queue(a.h_paging_queue).ok_or_else(bad)?;
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    super::lock::device_active(&sh, p.device)?;
     let handles = list(a.allocation_list, a.num_allocations)?;
     if handles.iter().any(|&h| allocation(h) != Some(p.device)) {
         return Err(bad());
     }
     let cant_trim = a.flags & MAKERESIDENT_CANT_TRIM_FURTHER != 0;
-    let k = m.kmt(&p);
-    let sh = k.thunk()?;
     let paged = m.paging_queue_make_resident(&sh, p.device, a.h_paging_queue, |m| {
         m.residency_make_resident(&sh, p.device, &handles, cant_trim)
     });
@@ -174,6 +180,9 @@ pub fn dxgk_make_resident_internal(
         }
         Err(MakeResidentFail::OverBudget(bytes)) => {
             a.num_bytes_to_trim = bytes;
+            if a.flags & MAKERESIDENT_MUST_SUCCEED != 0 {
+                crate::ums::mark_device_as_error(&sh, p.device).map_err(super::status)?;
+            }
             Err(NtStatus(STATUS_NO_MEMORY))
         }
         Err(MakeResidentFail::Failed(e)) => Err(super::status(e)),

@@ -187,6 +187,18 @@ pub(crate) fn tdr_device_error(
     Ok(dbs)
 }
 
+/// `M:VidSchMarkDeviceAsError` @0x14001F860 with a code that suspends nothing (neither 14 nor
+/// negative: VidMm's over-budget `MustSucceed` MakeResident gives 12, Dxgkrnl's Evict of a
+/// foreign handle 0xB): `VidSchiMarkDeviceAsError` puts `device` in error as after a TDR
+/// ([`tdr_device_error`]); a device already in error stays as it is.
+pub(crate) fn mark_device_as_error(a: &AdapterShared, device: KmtHandle) -> Result<(), SimError> {
+    let _x = exclusive(a);
+    if tdr_device_in_error(a, device) {
+        return Ok(());
+    }
+    tdr_device_error(a, device).map(drop)
+}
+
 /// `M:VidSchiSignalRegisteredSyncObjects` @0x14003B848, the second half of marking `device`
 /// (of `process`) in error: every sync object the device registered when it created or opened
 /// it goes to `u64::MAX`, native fences through the driver.

@@ -97,9 +97,8 @@ pub(super) const DESTROY_ALLOCATION2: Thunk = Thunk {
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "no kernel entry of its own (the gdi32 bridge and SimKmt answer it apart); \
-           DxgkDestroyAllocationInternal not read: a listed handle that is not an \
+    entry: Some("allocation::dxgk_destroy_allocation2"),
+    gaps: "DxgkDestroyAllocationInternal not read: a listed handle that is not an \
            allocation of hDevice is STATUS_INVALID_PARAMETER here, before any is \
            destroyed; hResource is STATUS_NOT_SUPPORTED (the UMD makes no resources)",
 };
@@ -151,21 +150,19 @@ pub(super) const EVICT: Thunk = Thunk {
         ),
     ],
     written_back: &[
-        "NumBytesToTrim, VidMm's answer (0 for a device without user-mode residency, which \
-         24H2 only logs and answers with success, evicting nothing)",
+        "NumBytesToTrim, on success: VidMm's answer for the last allocation (VidMm's \
+         `VIDMM_GLOBAL::Evict` returns nothing else, and 24H2 evicts one allocation at a time)",
     ],
     pending: Pending::No,
-    entry: None,
-    gaps: "the gdi32 bridge has no entry for it; SimKmt::evict \
-           (vidmm::residency::residency_evict) checks every handle before evicting any, \
-           where 24H2 looks handles up and evicts them 16 at a time, so a bad handle in a \
-           later group fails after the earlier groups were evicted; a bad or foreign handle \
-           is STATUS_INVALID_PARAMETER there without marking the device in error; an Evict \
-           past an allocation's MakeResident count is refused there (VidMm's answer not \
-           read); a device without user-mode residency is not told apart (24H2 succeeds \
-           doing nothing); Flags bits 2 and up cannot be passed (EvictFlags has two); \
-           NumBytesToTrim is the process's required local memory over the VRAM budget \
-           (VidMm's computation not compared with the simulation's answer)",
+    entry: Some("evict::dxgk_evict_internal"),
+    gaps: "a device without user-mode residency is not told apart (24H2 logs, evicts \
+           nothing and answers success with NumBytesToTrim 0; every device here takes \
+           residency calls); VidMm's Evict (`M:VIDMM_GLOBAL::Evict` @0x1400F0E04) not read: \
+           the simulated VidMm's count and placement rules, an Evict past an allocation's \
+           MakeResident count changing nothing, and NumBytesToTrim the process's required \
+           local memory over the VRAM budget (not compared with \
+           `VIDMM_PROCESS_ADAPTER_INFO::GetNumBytesToTrim` @0x1400E8018); the gdi32 bridge \
+           reads each group of 16 handles as one copy",
 };
 
 pub(super) const FREE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
@@ -183,24 +180,40 @@ pub(super) const FREE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
 
 pub(super) const INVALIDATE_CACHE: Thunk = Thunk {
     name: "D3DKMTInvalidateCache",
-    source: Some(&[src("DxgkInvalidateCache", 0x1401B35A0)]),
+    source: Some(&[
+        src("DxgkInvalidateCache", 0x1401B35A0),
+        src("VIDMM_GLOBAL::InvalidateCache", 0x1400956F8),
+    ]),
     checks: &[
         check(
             "hDevice not in the caller's handle table",
             INVALID_PARAMETER,
         ),
+        check("the device not active", DEVICE_REMOVED),
         check(
             "hAllocation not an allocation in the caller's handle table",
             INVALID_PARAMETER,
         ),
         check("hAllocation of another device", INVALID_PARAMETER),
         check("hAllocation without a VidMm allocation", INVALID_PARAMETER),
+        check(
+            "on an adapter needing CPU cache maintenance, Offset at or past the \
+             allocation's end",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "on an adapter needing CPU cache maintenance, Length (0: to the end) past the \
+             allocation's end",
+            INVALID_PARAMETER,
+        ),
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "no kernel entry of its own; VidMm's Offset and Length rules \
-           (VIDMM_EXPORT::VidMmInvalidateCache @0x14006B9F8) not read in 24H2 (22631's)",
+    entry: Some("invalidate_cache::dxgk_invalidate_cache"),
+    gaps: "VidMm's early success is taken as the adapter being I/O-coherent (the \
+           VIDMM_GLOBAL flag it tests, or a process flag, not identified further); VidMm's \
+           refusal of an allocation without a CPU mapping in the process \
+           (STATUS_INVALID_PARAMETER) is not modelled: every allocation here has one",
 };
 
 pub(super) const LOCK2: Thunk = Thunk {
@@ -223,17 +236,22 @@ pub(super) const LOCK2: Thunk = Thunk {
         check("hAllocation without a VidMm allocation", INVALID_PARAMETER),
         check("hAllocation of another device", INVALID_PARAMETER),
     ],
-    written_back: &["pData"],
+    written_back: &["pData, on success"],
     pending: Pending::No,
-    entry: None,
-    gaps: "no kernel entry of its own; DxgkLock2Internal's refusal of a CPU-cached \
-           allocation on some adapters and VidMm's lock not read; a view through a CPU \
-           cache the GPU does not snoop is STATUS_NOT_SUPPORTED here",
+    entry: Some("lock::dxgk_lock2"),
+    gaps: "DxgkLock2Internal's refusal (STATUS_INVALID_PARAMETER) of an allocation whose \
+           CPU access VidMm's answer and the adapter's flags rule out is not modelled, nor \
+           VidMm's lock read (the simulated VidMm refuses an allocation the KMD did not make \
+           CPU-visible); in the gdi32 bridge a view through a CPU cache the GPU does not \
+           snoop has no address in the emulated process: STATUS_NOT_SUPPORTED",
 };
 
 pub(super) const MAKE_RESIDENT: Thunk = Thunk {
     name: "D3DKMTMakeResident",
-    source: Some(&[src("DxgkMakeResidentInternal", 0x1402A7570)]),
+    source: Some(&[
+        src("DxgkMakeResidentInternal", 0x1402A7570),
+        src("VIDMM_GLOBAL::MakeResident", 0x1400B93C8),
+    ]),
     checks: &[
         check("NumAllocations 0", INVALID_PARAMETER),
         check("AllocationList NULL", INVALID_PARAMETER),
@@ -256,6 +274,10 @@ pub(super) const MAKE_RESIDENT: Thunk = Thunk {
             "a device created without user-mode residency",
             NOT_SUPPORTED,
         ),
+        check(
+            "over the budget (with MustSucceed the device is put in error, VidSch code 12)",
+            NO_MEMORY,
+        ),
     ],
     written_back: &[
         "PagingFenceValue, on success and on STATUS_PENDING",
@@ -263,8 +285,11 @@ pub(super) const MAKE_RESIDENT: Thunk = Thunk {
     ],
     pending: Pending::When("paging queued ahead on the queue: PagingFenceValue not reached"),
     entry: Some("paging_queue::dxgk_make_resident_internal"),
-    gaps: "VidMm's MakeResident not read: over budget the simulation answers \
-           STATUS_NO_MEMORY with NumBytesToTrim whatever MustSucceed says; the user-mode \
+    gaps: "over budget (`M:VIDMM_GLOBAL::MakeResident` @0x1400B93C8: STATUS_NO_MEMORY, and \
+           with MustSucceed the device in error) the bytes to trim are the simulated VidMm's, \
+           not compared with `VIDMM_PROCESS_ADAPTER_INFO::GetNumBytesToTrim` @0x1400E8018, \
+           which with CantTrimFurther measures against the segment group's state instead of \
+           the budget: here CantTrimFurther never fails over budget; the user-mode \
            residency condition (DXGDEVICE +0x77F, or a device of kind 2 on WDDM 2.0 and \
            up) is not modelled; the gdi32 bridge copies at most 256 handles (more is \
            STATUS_INVALID_PARAMETER there)",
@@ -353,8 +378,9 @@ pub(super) const UNLOCK2: Thunk = Thunk {
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
-    gaps: "no kernel entry of its own; VidMm's unlock not read",
+    entry: Some("lock::dxgk_unlock2"),
+    gaps: "VidMm's unlock not read in 24H2 (an allocation holding no lock succeeds here, \
+           as 22631's VIDMM_GLOBAL::UnlockInternal answers)",
 };
 
 pub(super) const UPDATE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {

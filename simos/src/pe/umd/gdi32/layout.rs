@@ -84,46 +84,6 @@ pub(super) struct AllocationInfo2 {
     pub(super) reserved: [u64; 5],
 }
 
-/// `D3DKMT_DESTROYALLOCATION2`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct DestroyAllocation2 {
-    pub(super) h_device: u32,
-    pub(super) h_resource: u32,
-    pub(super) ph_allocation_list: u64,
-    pub(super) allocation_count: u32,
-    pub(super) flags: u32,
-}
-
-/// `D3DKMT_LOCK2`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct Lock2 {
-    pub(super) h_device: u32,
-    pub(super) h_allocation: u32,
-    pub(super) flags: u32,
-    pub(super) _pad: u32,
-    pub(super) p_data: u64,
-}
-
-/// `D3DKMT_UNLOCK2`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct Unlock2 {
-    pub(super) h_device: u32,
-    pub(super) h_allocation: u32,
-}
-
-/// `D3DKMT_INVALIDATECACHE`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct InvalidateCache {
-    pub(super) h_device: u32,
-    pub(super) h_allocation: u32,
-    pub(super) offset: u64,
-    pub(super) length: u64,
-}
-
 /// `D3DKMT_CREATE_DOORBELL` (released layout, as `kmt_windows::D3dkmtCreateDoorbell`).
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -163,13 +123,6 @@ const _: () = {
     assert!(offset_of!(AllocationInfo2, flags) == 32);
     assert!(offset_of!(AllocationInfo2, gpu_virtual_address) == 40);
     assert!(offset_of!(AllocationInfo2, reserved) == 56);
-    assert!(size_of::<DestroyAllocation2>() == 24);
-    assert!(offset_of!(DestroyAllocation2, ph_allocation_list) == 8);
-    assert!(offset_of!(DestroyAllocation2, flags) == 20);
-    assert!(size_of::<Lock2>() == 24);
-    assert!(offset_of!(Lock2, p_data) == 16);
-    assert!(size_of::<Unlock2>() == 8);
-    assert!(size_of::<InvalidateCache>() == 24);
     assert!(size_of::<CreateDoorbell>() == 72);
     assert!(offset_of!(CreateDoorbell, private_driver_data) == 24);
     assert!(offset_of!(CreateDoorbell, doorbell_status_cpu_va) == 48);

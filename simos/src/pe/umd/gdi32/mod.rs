@@ -158,6 +158,7 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
     // gdi32 exports these too; the DLL looks none of them up, the harness and the conformance
     // suites do.
     ("D3DKMTEnumAdapters2", thunk!(enum_adapters2)),
+    ("D3DKMTEvict", thunk!(evict)),
     ("D3DKMTEscape", thunk!(escape)),
     ("D3DKMTIsFeatureEnabled", thunk!(is_feature_enabled)),
 ];
@@ -507,78 +508,66 @@ fn create_allocation2(p: &UserProcess, at: u64) -> Status {
     Ok(())
 }
 
-/// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse`.
-const DESTROY_ASSUME_NOT_IN_USE: u32 = 1 << 0;
-
-/// `D3DKMTDestroyAllocation2` of this device's allocations: 24H2's checks of the flags and
-/// counts ([`crate::kmt::allocation::destroy_allocation2_checks`]), `hDevice`, then every
-/// listed handle (an allocation of `hDevice`, else STATUS_INVALID_PARAMETER, nothing
-/// destroyed); a resource handle is STATUS_NOT_SUPPORTED. A live `Lock2` view ends with it.
+/// `D3DKMTDestroyAllocation2`: the structure to the thunk's kernel entry
+/// ([`crate::kmt::allocation::dxgk_destroy_allocation2`]), its list read from the DLL's
+/// memory; a live `Lock2` view ends with the allocation.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyallocation2>
 fn destroy_allocation2(p: &UserProcess, at: u64) -> Status {
-    let a: DestroyAllocation2 = args(at)?;
-    crate::kmt::allocation::destroy_allocation2_checks(a.flags, a.h_resource, a.allocation_count)
+    use crate::kmt::allocation::{dxgk_destroy_allocation2, D3dkmtDestroyAllocation2};
+    let a: D3dkmtDestroyAllocation2 = args(at)?;
+    let device = |h| p.device(h).ok().map(|d| d.sim);
+    let list = |at: u64, n: u32| {
+        array::<u32>(at, n, MAX_ALLOCATIONS).map_err(|s| rvgpu_umd::kmt::NtStatus(s as i32))
+    };
+    let gone = dxgk_destroy_allocation2(&p.machine, &a, device, list, |h| allocation_device(p, h))
         .map_err(nt)?;
-    let d = p.device(a.h_device)?;
-    if a.h_resource != 0 {
-        return Err(STATUS_NOT_SUPPORTED);
-    }
-    let list: Vec<u32> = array(a.ph_allocation_list, a.allocation_count, MAX_ALLOCATIONS)?;
-    let flags = DestroyFlags {
-        assume_not_in_use: a.flags & DESTROY_ASSUME_NOT_IN_USE != 0,
-    };
-    let k = p.kmt(d);
-    // Every handle is checked before any allocation goes (no half-done destroy).
-    let own = |h: u32| {
-        let dev = p.owner(h).ok()?;
-        crate::kmt::gpu_va::allocation_device(&p.machine, &dev.sim, h)
-    };
-    if list.iter().any(|&h| own(h) != Some(a.h_device)) {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    for h in list {
-        k.destroy_allocation2(h, flags).map_err(nt)?;
+    for h in gone {
         lock(&p.handles).locks.remove(&h);
         p.forget(h);
     }
     Ok(())
 }
 
-/// `D3DKMTLock2`: the CPU address of the allocation's memory, host memory in the one address
-/// space. A view through a CPU cache the GPU does not snoop (AL-06) has no such address here:
-/// STATUS_NOT_SUPPORTED (the UMD's rings and command buffers are never cached).
+/// The device of allocation `h` of this process (`None`: not an allocation of it).
+fn allocation_device(p: &UserProcess, h: u32) -> Option<u32> {
+    let d = p.owner(h).ok()?;
+    crate::kmt::gpu_va::allocation_device(&p.machine, &d.sim, h)
+}
+
+/// `D3DKMTLock2`: the structure to the thunk's kernel entry ([`crate::kmt::lock`]), then
+/// `pData` back. A view through a CPU cache the GPU does not snoop (AL-06) has no address in
+/// the emulated process: STATUS_NOT_SUPPORTED, the lock undone (the UMD's rings and command
+/// buffers are never cached).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtlock2>
 fn lock2(p: &UserProcess, at: u64) -> Status {
-    let a: Lock2 = args(at)?;
-    probe_out::<Lock2>(at)?;
-    let d = p.device(a.h_device)?;
-    if p.owner(a.h_allocation).map(|o| o.sim.device) != Ok(a.h_device) {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    let k = p.kmt(d);
-    let mem = k.lock2(a.h_allocation).map_err(nt)?;
+    use crate::kmt::lock::{dxgk_lock2, dxgk_unlock2, D3dkmtLock2, D3dkmtUnlock2};
+    let mut a: D3dkmtLock2 = args(at)?;
+    probe_out::<D3dkmtLock2>(at)?;
+    let device = |h| p.device(h).ok().map(|d| d.sim);
+    let mem = dxgk_lock2(&p.machine, &mut a, device, |h| allocation_device(p, h)).map_err(nt)?;
     if mem.cache().is_some() {
-        let _ = k.unlock2(a.h_allocation);
+        let u = D3dkmtUnlock2 {
+            h_device: a.h_device,
+            h_allocation: a.h_allocation,
+        };
+        let _ = dxgk_unlock2(&p.machine, &u, device, |h| allocation_device(p, h));
         return Err(STATUS_NOT_SUPPORTED);
     }
-    let data = mem.alloc().as_mut_ptr() as u64;
     {
         let mut hs = lock(&p.handles);
         let e = hs.locks.entry(a.h_allocation).or_insert((mem, 0));
         e.1 = e.1.saturating_add(1);
     }
-    put(at, offset_of!(Lock2, p_data), &data)
+    put(at, offset_of!(D3dkmtLock2, p_data), &a.p_data)
 }
 
-/// `D3DKMTUnlock2`.
+/// `D3DKMTUnlock2`: the structure to the thunk's kernel entry ([`crate::kmt::lock`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtunlock2>
 fn unlock2(p: &UserProcess, at: u64) -> Status {
-    let a: Unlock2 = args(at)?;
-    let d = p.device(a.h_device)?;
-    if p.owner(a.h_allocation).map(|o| o.sim.device) != Ok(a.h_device) {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    p.kmt(d).unlock2(a.h_allocation).map_err(nt)?;
+    use crate::kmt::lock::{dxgk_unlock2, D3dkmtUnlock2};
+    let a: D3dkmtUnlock2 = args(at)?;
+    let device = |h| p.device(h).ok().map(|d| d.sim);
+    dxgk_unlock2(&p.machine, &a, device, |h| allocation_device(p, h)).map_err(nt)?;
     let mut hs = lock(&p.handles);
     if let Some(e) = hs.locks.get_mut(&a.h_allocation) {
         e.1 = e.1.saturating_sub(1);
@@ -611,10 +600,7 @@ fn make_resident(p: &UserProcess, at: u64) -> Status {
     let list = |at: u64, n: u32| {
         array::<u32>(at, n, MAX_ALLOCATIONS).map_err(|s| rvgpu_umd::kmt::NtStatus(s as i32))
     };
-    let allocation = |h: u32| {
-        let d = p.owner(h).ok()?;
-        crate::kmt::gpu_va::allocation_device(&p.machine, &d.sim, h)
-    };
+    let allocation = |h: u32| allocation_device(p, h);
     let r = dxgk_make_resident_internal(&p.machine, &mut a, queue, list, allocation);
     let trim = offset_of!(D3dddiMakeResident, num_bytes_to_trim);
     put(at, trim, &a.num_bytes_to_trim)?;
@@ -631,12 +617,34 @@ fn make_resident(p: &UserProcess, at: u64) -> Status {
     }
 }
 
-/// `D3DKMTInvalidateCache` (AL-06's rules are the simulated OS's).
+/// `D3DKMTInvalidateCache`: the structure to the thunk's kernel entry
+/// ([`crate::kmt::invalidate_cache`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtinvalidatecache>
 fn invalidate_cache(p: &UserProcess, at: u64) -> Status {
-    let a: InvalidateCache = args(at)?;
-    let d = p.device(a.h_device)?;
-    p.kmt(d)
-        .invalidate_cache(a.h_allocation, a.offset, a.length)
-        .map_err(nt)
+    use crate::kmt::invalidate_cache::{dxgk_invalidate_cache, D3dkmtInvalidateCache};
+    let a: D3dkmtInvalidateCache = args(at)?;
+    let device = |h| p.device(h).ok().map(|d| d.sim);
+    dxgk_invalidate_cache(&p.machine, &a, device, |h| allocation_device(p, h)).map_err(nt)
+}
+
+/// `D3DKMTEvict`: the structure to the thunk's kernel entry ([`crate::kmt::evict`]), its
+/// list read from the DLL's memory a group at a time, then `NumBytesToTrim` back.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtevict>
+fn evict(p: &UserProcess, at: u64) -> Status {
+    use crate::kmt::evict::{dxgk_evict_internal, D3dkmtEvict, EVICT_GROUP};
+    let mut a: D3dkmtEvict = args(at)?;
+    probe_out::<D3dkmtEvict>(at)?;
+    let device = |h| p.device(h).ok().map(|d| d.sim);
+    let list = |at: u64, n: u32| {
+        array::<u32>(at, n, EVICT_GROUP).map_err(|s| rvgpu_umd::kmt::NtStatus(s as i32))
+    };
+    dxgk_evict_internal(&p.machine, &mut a, device, list, |h| {
+        allocation_device(p, h)
+    })
+    .map_err(nt)?;
+    put(
+        at,
+        offset_of!(D3dkmtEvict, num_bytes_to_trim),
+        &a.num_bytes_to_trim,
+    )
 }

@@ -1,0 +1,101 @@
+//! `D3DKMTInvalidateCache`'s kernel entry as 24H2 answers it (`K:DxgkInvalidateCache`
+//! @0x1401B35A0, then `M:VIDMM_GLOBAL::InvalidateCache` @0x1400956F8): the caller's structure
+//! as written, Dxgkrnl's checks in 24H2's order, then VidMm's range rules and the CPU's
+//! write-back and drop of the range's lines (AL-06). No driver DDI is involved; nothing is
+//! written back.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use crate::adapter::AdapterShared;
+use crate::base::lock::lock;
+use crate::machine::Machine;
+use crate::ums::UmsProcess;
+
+/// `D3DKMT_INVALIDATECACHE` in the released x64 layout (24 bytes; 24H2 captures 0x18 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtInvalidateCache {
+    /// `hDevice` (in).
+    pub h_device: u32,
+    /// `hAllocation` (in).
+    pub h_allocation: u32,
+    /// `Offset` (`SIZE_T`, in).
+    pub offset: u64,
+    /// `Length` (`SIZE_T`, in; 0: to the allocation's end).
+    pub length: u64,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtInvalidateCache, h_allocation) == 4);
+    assert!(offset_of!(D3dkmtInvalidateCache, offset) == 8);
+    assert!(offset_of!(D3dkmtInvalidateCache, length) == 16);
+    assert!(size_of::<D3dkmtInvalidateCache>() == 24);
+};
+
+fn bad() -> NtStatus {
+    NtStatus(STATUS_INVALID_PARAMETER)
+}
+
+/// `DxgkInvalidateCache` for the caller's structure `a`, in 24H2's order:
+/// 1. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
+/// 2. the device not active: STATUS_DEVICE_REMOVED;
+/// 3. `hAllocation` not an allocation in the caller's table (`allocation`: the device it is
+///    of), or of another device: STATUS_INVALID_PARAMETER (every allocation here has a VidMm
+///    allocation);
+/// 4. VidMm (`vidmm_invalidate_cache`, below).
+pub fn dxgk_invalidate_cache(
+    m: &Machine,
+    a: &D3dkmtInvalidateCache,
+    device: impl FnOnce(u32) -> Option<UmsProcess>,
+    allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
+) -> Result<(), NtStatus> {
+    let p = device(a.h_device).ok_or_else(bad)?;
+    let sh = m.kmt(&p).thunk()?;
+    super::lock::device_active(&sh, p.device)?;
+    if allocation(a.h_allocation) != Some(p.device) {
+        return Err(bad());
+    }
+    vidmm_invalidate_cache(&sh, p.device, a.h_allocation, a.offset, a.length)
+}
+
+/// `M:VIDMM_GLOBAL::InvalidateCache` @0x1400956F8: on an adapter whose CPU caches need no
+/// maintenance it succeeds at once, before any range rule (the VIDMM_GLOBAL flag it tests is
+/// taken as the adapter's I/O coherence, the KMD's `CacheCoherent` aperture); else `length`
+/// 0 means to the end, and `offset` at or past the end or `length` past it is
+/// STATUS_INVALID_PARAMETER; then the CPU writes back and drops the range's lines.
+fn vidmm_invalidate_cache(
+    sh: &AdapterShared,
+    device: KmtHandle,
+    h: KmtHandle,
+    offset: u64,
+    length: u64,
+) -> Result<(), NtStatus> {
+    if lock(&sh.mm.memory_model).io_coherent() {
+        return Ok(());
+    }
+    let (cache, length) = {
+        let os = lock(&sh.ums);
+        let al = os
+            .allocations
+            .get(&h)
+            .filter(|al| al.device == device && !al.closed)
+            .ok_or_else(bad)?;
+        let size = al.alloc.len;
+        if offset >= size {
+            return Err(bad());
+        }
+        let length = if length == 0 { size - offset } else { length };
+        if length > size - offset {
+            return Err(bad());
+        }
+        (al.cache.clone(), length)
+    };
+    if let Some(c) = cache {
+        c.invalidate(offset, length);
+    }
+    Ok(())
+}
