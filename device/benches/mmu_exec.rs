@@ -96,7 +96,7 @@ impl Bench {
             let mut map = |va: u64, pa: u64| {
                 let mut table = root;
                 for level in (1..=mmu::ROOT_LEVEL).rev() {
-                    let e = mmu::entry_addr(table, va, level).expect("entry");
+                    let e = mmu::entry_addr(table, GpuVa::new(va), level).expect("entry");
                     let pte = Pte(mem.read_u64(e).expect("table"));
                     table = if pte.valid() {
                         pte.addr()
@@ -107,7 +107,7 @@ impl Bench {
                         t
                     };
                 }
-                let e = mmu::entry_addr(table, va, 0).expect("entry");
+                let e = mmu::entry_addr(table, GpuVa::new(va), 0).expect("entry");
                 mem.write_u64(e, Pte::page(pa, rw, false).expect("pte").0)
                     .expect("leaf");
             };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rvgpu_device::device::mmu::{Chunk, Fault, Mmu, Privilege};
 use rvgpu_device::Memory;
-use rvgpu_hw::addr::VRAM_BASE;
+use rvgpu_hw::addr::{GpuVa, VRAM_BASE};
 use rvgpu_hw::mmu::{self, Access, FaultReason, PageAttrs, Pte};
 
 /// Builds page tables in system memory the way VidMm + the KMD's paging buffers would.
@@ -58,7 +58,7 @@ impl Space {
         let mut table = self.root;
         let mut l = mmu::ROOT_LEVEL;
         while l > level {
-            let e = mmu::entry_addr(table, va, l).unwrap();
+            let e = mmu::entry_addr(table, GpuVa::new(va), l).unwrap();
             let pte = Pte(self.mem.read_u64(e).unwrap());
             table = if pte.valid() {
                 pte.addr()
@@ -71,7 +71,7 @@ impl Space {
             };
             l -= 1;
         }
-        mmu::entry_addr(table, va, level).unwrap()
+        mmu::entry_addr(table, GpuVa::new(va), level).unwrap()
     }
 
     fn map(&mut self, va: u64, pa: u64, attrs: PageAttrs) {
@@ -109,7 +109,7 @@ impl Space {
         access: Access,
         who: Privilege,
     ) -> Result<Vec<Chunk>, Fault> {
-        mmu.translate(&self.mem, self.root, va, len, access, who)
+        mmu.translate(&self.mem, self.root, GpuVa::new(va), len, access, who)
     }
 }
 
@@ -129,8 +129,14 @@ fn walks_a_4k_page() {
             len: 16
         }]
     );
-    mmu.write_bytes(&s.mem, s.root, VA + 8, &7u64.to_le_bytes(), Privilege::User)
-        .unwrap();
+    mmu.write_bytes(
+        &s.mem,
+        s.root,
+        GpuVa::new(VA + 8),
+        &7u64.to_le_bytes(),
+        Privilege::User,
+    )
+    .unwrap();
     assert_eq!(s.mem.read_u64(pa + 8), Some(7));
 }
 
@@ -195,9 +201,16 @@ fn reserved_bits_and_bad_tables_fault() {
     // Root 0 / a non-canonical VA.
     let m = Mmu::new();
     assert_eq!(
-        m.translate(&s.mem, 0x10, VA, 8, Access::Read, Privilege::Kernel)
-            .unwrap_err()
-            .reason,
+        m.translate(
+            &s.mem,
+            0x10,
+            GpuVa::new(VA),
+            8,
+            Access::Read,
+            Privilege::Kernel
+        )
+        .unwrap_err()
+        .reason,
         FaultReason::TableUnreadable
     );
     assert_eq!(
@@ -245,14 +258,14 @@ fn nf_01_each_permission_faults_only_the_access_it_forbids() {
         };
         assert_eq!(s.translate(&mmu, VA, 8, access, who), Err(fault), "{row}");
         if access == Access::Write {
-            let r = mmu.write_bytes(&s.mem, s.root, VA, &[1; 8], who);
+            let r = mmu.write_bytes(&s.mem, s.root, GpuVa::new(VA), &[1; 8], who);
             assert_eq!(r, Err(fault), "{row}");
         }
         assert_eq!(s.mem.read_u64(pa), Some(0), "{row}: the page is unchanged");
         let ok = s.translate(&mmu, VA, 8, allowed, allowed_who);
         assert!(ok.is_ok(), "{row}: {allowed:?} by {allowed_who:?}: {ok:?}");
         if allowed == Access::Write {
-            mmu.write_bytes(&s.mem, s.root, VA, &[2; 8], allowed_who)
+            mmu.write_bytes(&s.mem, s.root, GpuVa::new(VA), &[2; 8], allowed_who)
                 .unwrap();
             let written = u64::from_le_bytes([2; 8]);
             assert_eq!(s.mem.read_u64(pa), Some(written), "{row}");
@@ -272,7 +285,14 @@ fn tlb_hits_after_a_walk_and_is_tagged_by_root() {
     assert_eq!(mmu.stats().hits, 1);
     // Another root with the same VA unmapped: no hit on A's entry.
     let other_root = a.new_table();
-    let r = mmu.translate(&a.mem, other_root, VA, 8, Access::Read, Privilege::User);
+    let r = mmu.translate(
+        &a.mem,
+        other_root,
+        GpuVa::new(VA),
+        8,
+        Access::Read,
+        Privilege::User,
+    );
     assert_eq!(r.unwrap_err().reason, FaultReason::NotPresent);
 }
 
@@ -280,13 +300,13 @@ fn tlb_hits_after_a_walk_and_is_tagged_by_root() {
 fn stale_entry_not_used_after_invalidate() {
     let (mut s, pa) = Space::with_page(RW_USER);
     let mmu = Mmu::new();
-    mmu.write_bytes(&s.mem, s.root, VA, &[1; 8], Privilege::User)
+    mmu.write_bytes(&s.mem, s.root, GpuVa::new(VA), &[1; 8], Privilege::User)
         .unwrap();
     // Unmap (Release store, as a paging buffer would), then invalidate this root.
     let e = s.entry(VA, 0);
     s.mem.store(e, 0, Ordering::Release).unwrap();
     mmu.invalidate(s.root);
-    let r = mmu.write_bytes(&s.mem, s.root, VA, &[9; 8], Privilege::User);
+    let r = mmu.write_bytes(&s.mem, s.root, GpuVa::new(VA), &[9; 8], Privilege::User);
     assert_eq!(r.unwrap_err().reason, FaultReason::NotPresent);
     assert_eq!(s.mem.read_u64(pa), Some(u64::from_le_bytes([1; 8])));
 
@@ -311,7 +331,13 @@ fn stale_entry_not_used_after_invalidate() {
 fn crossing_into_an_unmapped_page_faults_before_any_write() {
     let (s, pa) = Space::with_page(RW_USER);
     let mmu = Mmu::new();
-    let r = mmu.write_bytes(&s.mem, s.root, VA + 4096 - 8, &[5; 16], Privilege::User);
+    let r = mmu.write_bytes(
+        &s.mem,
+        s.root,
+        GpuVa::new(VA + 4096 - 8),
+        &[5; 16],
+        Privilege::User,
+    );
     assert_eq!(
         r,
         Err(Fault {
@@ -369,7 +395,7 @@ fn invalidation_races_with_translation() {
         std::thread::spawn(move || {
             let mut n = 0u64;
             while !done.load(Ordering::Acquire) {
-                let _ = mmu.translate(&mem, root, VA, 8, Access::Read, Privilege::User);
+                let _ = mmu.translate(&mem, root, GpuVa::new(VA), 8, Access::Read, Privilege::User);
                 n += 1;
             }
             n
@@ -414,17 +440,23 @@ fn walk_now_agrees_with_a_kernel_read_through_the_tlb() {
     ];
     for va in probes {
         let tlb = Mmu::new()
-            .translate_page(&s.mem, s.root, va, Access::Read, Privilege::Kernel)
+            .translate_page(
+                &s.mem,
+                s.root,
+                GpuVa::new(va),
+                Access::Read,
+                Privilege::Kernel,
+            )
             .map(|(pa, _)| pa);
-        let now = Mmu::walk_now(&s.mem, s.root, va).map(|(pa, _)| pa);
+        let now = Mmu::walk_now(&s.mem, s.root, GpuVa::new(va)).map(|(pa, _)| pa);
         assert_eq!(now, tlb, "VA {va:#x}");
     }
     assert_eq!(
-        Mmu::walk_now(&s.mem, s.root, VA + 0x18),
+        Mmu::walk_now(&s.mem, s.root, GpuVa::new(VA + 0x18)),
         Ok((pa + 0x18, 0x1000))
     );
     assert_eq!(
-        Mmu::walk_now(&s.mem, s.root, large + 0x1f_f008),
+        Mmu::walk_now(&s.mem, s.root, GpuVa::new(large + 0x1f_f008)),
         Ok((VRAM_BASE + 0x20_0000 + 0x1f_f008, 0x20_0000))
     );
 }

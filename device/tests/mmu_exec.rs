@@ -804,7 +804,7 @@ fn write_data_updates_page_tables_used_after_a_tlb_invalidate_packet() {
     // write entries by VA.
     let leaf = pt.entry(&mut rig, DATA_VA, 0) & !0xfff;
     pt.map(&mut rig, PT_VA, leaf, RW_KERNEL);
-    let entry_va = PT_VA + mmu::index(DATA_VA, 0).unwrap() * 8;
+    let entry_va = PT_VA + mmu::index(GpuVa::new(DATA_VA), 0).unwrap() * 8;
     let remap = Pte::page(new, RW_KERNEL, false).unwrap().0;
     let fill = |pattern| Command::Fill {
         dst: DATA_VA,

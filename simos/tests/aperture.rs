@@ -197,7 +197,10 @@ fn update_page_table_with_aperture_segment_maps_the_mapped_pages() {
     let m = machine_with(Mode::Step, |_| {});
     let (p, pages, range) = process_and_two_mapped_pages(&m);
     let va = ok(&m, m.map_aperture_range_into(&p, range));
-    ok(&m, m.page_in(&p, 0, va, 2 * PAGE, 0x1234_5678));
+    ok(
+        &m,
+        m.page_in(&p, 0, rvgpu_hw::addr::GpuVa::new(va), 2 * PAGE, 0x1234_5678),
+    );
     wait_node(&m, 0);
     for &bus in &pages {
         assert_eq!(read(&m, bus), 0x1234_5678_1234_5678, "page {bus:#x}");
@@ -301,7 +304,16 @@ fn page_in_of_system_memory_fills_through_the_aperture() {
         let m = machine_with(mode, |_| {});
         let (p, k) = user_process(&m);
         let buf = okk(&m, k.create_allocation(2 * PAGE));
-        ok(&m, m.page_in(&p, 0, buf.gpu_va, 2 * PAGE, 0x0BAD_F00D));
+        ok(
+            &m,
+            m.page_in(
+                &p,
+                0,
+                rvgpu_hw::addr::GpuVa::new(buf.gpu_va),
+                2 * PAGE,
+                0x0BAD_F00D,
+            ),
+        );
         wait_node(&m, 0);
         let bus = buf.mem.alloc().bus_addr;
         for off in [0, PAGE - 8, PAGE, 2 * PAGE - 8] {

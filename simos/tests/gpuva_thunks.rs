@@ -163,7 +163,7 @@ fn gpu_write_faults_on<'m>(m: &'m Machine, p: &Proc<'m>, mut q: UserQueue<SimKmt
 }
 
 fn translate(m: &Machine, p: &Proc<'_>, va: u64, access: Access) -> Result<u64, FaultReason> {
-    m.gpu_va_translate(0, p.p.pid, va, access)
+    m.gpu_va_translate(0, p.p.pid, rvgpu_hw::addr::GpuVa::new(va), access)
         .expect("a GpuMmu process")
         .map(|(pa, _)| pa)
         .map_err(|f| f.reason)

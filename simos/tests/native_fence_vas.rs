@@ -416,7 +416,7 @@ fn fence_pages_counted_unmapped_at_close_and_at_exit() {
     okk(&m, a.k.destroy_native_fence(f3b.kmt));
     assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
     // The new queue using f2's old VA faults: the unmap reached the page tables and the TLB.
-    assert_eq!(m.gpu_translate(0, pid, f2.gpu.current.get()), None);
+    assert_eq!(m.gpu_translate(0, pid, f2.gpu.current), None);
     device_error_after(
         &m,
         &mut q,

@@ -37,7 +37,7 @@ fn system_pa(m: &Machine, va: u64) -> Option<u64> {
         .translate_word(
             d.memory(),
             system_root(m),
-            va,
+            rvgpu_hw::addr::GpuVa::new(va),
             Access::Write,
             Privilege::Kernel,
         )
@@ -72,7 +72,10 @@ fn paging_process_has_its_own_root_and_holds_only_what_the_cmp_needs() {
     // A process's own memory is not.
     let k = m.kmt(&p);
     let buf = okk(&m, k.create_allocation(4096));
-    ok(&m, m.page_in(&p, 0, buf.gpu_va, 4096, 0x11));
+    ok(
+        &m,
+        m.page_in(&p, 0, rvgpu_hw::addr::GpuVa::new(buf.gpu_va), 4096, 0x11),
+    );
     let backing = buf.mem.alloc().bus_addr;
     assert_eq!(system_pa(&m, backing), None, "{backing:#x}");
     assert_eq!(system_pa(&m, buf.gpu_va), None, "{:#x}", buf.gpu_va);
@@ -161,7 +164,10 @@ fn ddi_03_paging_space_built_by_cpu_address_is_the_space_the_cmp_walks() {
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let buf = okk(&m, k.create_allocation(4096));
-    ok(&m, m.page_in(&p, 0, buf.gpu_va, 4096, 0x11));
+    ok(
+        &m,
+        m.page_in(&p, 0, rvgpu_hw::addr::GpuVa::new(buf.gpu_va), 4096, 0x11),
+    );
     assert_eq!(m.cpu_page_table_updates(0).expect("adapter"), cpu);
     no_fault(&m);
 }
@@ -176,7 +182,16 @@ fn ddi_03_invalidations_sent_as_repeated_entries_unmap_the_whole_range() {
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let buf = okk(&m, k.create_allocation(64 * 1024));
-    ok(&m, m.page_in(&p, 0, buf.gpu_va, 64 * 1024, 0x22));
+    ok(
+        &m,
+        m.page_in(
+            &p,
+            0,
+            rvgpu_hw::addr::GpuVa::new(buf.gpu_va),
+            64 * 1024,
+            0x22,
+        ),
+    );
     let (before, _) = m.handover(0, "DxgkDdiBuildPagingBuffer(UPDATE_PAGE_TABLE)");
     assert!(before > 0);
     let va = buf.gpu_va;
@@ -185,7 +200,7 @@ fn ddi_03_invalidations_sent_as_repeated_entries_unmap_the_whole_range() {
         let at = va + page * 4096;
         assert!(
             matches!(
-                m.gpu_va_translate(0, p.pid, at, Access::Read),
+                m.gpu_va_translate(0, p.pid, rvgpu_hw::addr::GpuVa::new(at), Access::Read),
                 Some(Err(_)) | None
             ),
             "{at:#x} still translates (repeated: {repeated})"
@@ -429,7 +444,16 @@ fn ddi_01_the_os_fills_no_field_24h2_leaves_zero() {
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let buf = okk(&m, k.create_allocation(64 * 1024));
-    ok(&m, m.page_in(&p, 0, buf.gpu_va, 64 * 1024, 0x33));
+    ok(
+        &m,
+        m.page_in(
+            &p,
+            0,
+            rvgpu_hw::addr::GpuVa::new(buf.gpu_va),
+            64 * 1024,
+            0x33,
+        ),
+    );
     okk(&m, k.destroy_allocation(buf.handle));
     for ddi in [
         rvgpu_ddi::handover::CREATE_PROCESS.name,

@@ -1053,7 +1053,7 @@ fn ddi_03_d3dkmtupdategpuvirtualaddress_answers_as_24h2() {
     };
     let pid = w.p.devices()[0].pid;
     let mapped = || {
-        w.m.gpu_va_translate(0, pid, va, Access::Read)
+        w.m.gpu_va_translate(0, pid, rvgpu_hw::addr::GpuVa::new(va), Access::Read)
             .expect("GpuMmu")
     };
     assert_eq!(thunk(&w.p, T, UNMAPPED), STATUS_ACCESS_VIOLATION);

@@ -425,13 +425,20 @@ fn residency_large_allocations_are_mapped_with_large_pages() {
     if leaf == LARGE {
         assert_eq!(a.gpu_va % LARGE, 0, "VidMm aligns a large reservation");
     }
-    let size = |va: u64| m.gpu_translate(0, p.pid, va).map(|(_, s)| s);
+    let size = |va: u64| {
+        m.gpu_translate(0, p.pid, rvgpu_hw::addr::GpuVa::new(va))
+            .map(|(_, s)| s)
+    };
     assert_eq!(size(a.gpu_va), Some(leaf));
     assert_eq!(size(a.gpu_va + LARGE + 0x1234), Some(leaf));
     assert_eq!(size(a.gpu_va + 2 * LARGE + 4096), Some(4096), "the tail");
     // Contiguous in VRAM across the large pages and the tail.
-    let (first, _) = m.gpu_translate(0, p.pid, a.gpu_va).unwrap();
-    let (last, _) = m.gpu_translate(0, p.pid, a.gpu_va + 2 * LARGE).unwrap();
+    let (first, _) = m
+        .gpu_translate(0, p.pid, rvgpu_hw::addr::GpuVa::new(a.gpu_va))
+        .unwrap();
+    let (last, _) = m
+        .gpu_translate(0, p.pid, rvgpu_hw::addr::GpuVa::new(a.gpu_va + 2 * LARGE))
+        .unwrap();
     assert_eq!(last - first, 2 * LARGE);
     gpu_fill(&m, &mut q, &a, PATTERN);
     assert!(all(&gpu_read(&m, &k, &mut q, &a), PATTERN));
@@ -465,12 +472,17 @@ fn residency_large_system_allocations_are_mapped_with_large_pages() {
         m.allocation_residency(0, a.handle).map(|r| r.0),
         Some(Place::Aperture)
     );
-    let size = |va: u64| m.gpu_translate(0, p.pid, va).map(|(_, s)| s);
+    let size = |va: u64| {
+        m.gpu_translate(0, p.pid, rvgpu_hw::addr::GpuVa::new(va))
+            .map(|(_, s)| s)
+    };
     let leaf = large_leaf(&m, LARGE);
     assert_eq!(size(a.gpu_va), Some(leaf));
     assert_eq!(size(a.gpu_va + LARGE), Some(leaf));
     assert_eq!(size(a.gpu_va + 2 * LARGE), Some(4096));
-    let (pa, _) = m.gpu_translate(0, p.pid, a.gpu_va + LARGE + 8).unwrap();
+    let (pa, _) = m
+        .gpu_translate(0, p.pid, rvgpu_hw::addr::GpuVa::new(a.gpu_va + LARGE + 8))
+        .unwrap();
     a.mem.store(LARGE + 8, PATTERN);
     assert_eq!(m.memory().read_u64(pa), Some(PATTERN), "the CPU's page");
     submit_wait(

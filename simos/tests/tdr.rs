@@ -171,8 +171,20 @@ fn tdr_03_paging_first_original_ids() {
     ok(&m, m.submit_legacy(&c, cc, &[fill(&tc, 0, 0x01)]));
     run_until(&m, "the warming fill", |m| all_done(m, 0));
     let hang = ok(&m, m.submit_legacy(&a, ca, &[Command::Hang]));
-    let p1 = ok(&m, m.page_in(&b, 0, tb.gpu_va, 4096, 0x11));
-    let p2 = ok(&m, m.page_in(&b, 0, tb.gpu_va + 4096, 4096, 0x22));
+    let p1 = ok(
+        &m,
+        m.page_in(&b, 0, rvgpu_hw::addr::GpuVa::new(tb.gpu_va), 4096, 0x11),
+    );
+    let p2 = ok(
+        &m,
+        m.page_in(
+            &b,
+            0,
+            rvgpu_hw::addr::GpuVa::new(tb.gpu_va + 4096),
+            4096,
+            0x22,
+        ),
+    );
     let r = ok(&m, m.submit_legacy(&c, cc, &[fill(&tc, 0, 0x33)]));
     let (p1, p2) = (p1[0], p2[0]);
     assert_eq!((p1, p2, r), (hang + 1, hang + 2, hang + 3));
@@ -371,7 +383,16 @@ fn tdr_08_paging_hang_promotes() {
     let ko = m.kmt(&owner);
     let ki = m.kmt(&idle);
     let big = okk(&m, ko.create_allocation(4 << 20));
-    let ids = ok(&m, m.page_in(&owner, 0, big.gpu_va, 4 << 20, 0x5A));
+    let ids = ok(
+        &m,
+        m.page_in(
+            &owner,
+            0,
+            rvgpu_hw::addr::GpuVa::new(big.gpu_va),
+            4 << 20,
+            0x5A,
+        ),
+    );
     assert!(!ids.is_empty());
     // Step until the paging FILL is part-way, then hang the engine.
     let d = m.device(0).unwrap().clone();
@@ -418,7 +439,10 @@ fn tdr_08_paging_hang_promotes() {
     // The system context and the idle process run new work.
     let ti = okk(&m, ki.create_allocation(8192));
     let ci = okk(&m, ki.create_context(0));
-    ok(&m, m.page_in(&idle, 0, ti.gpu_va, 4096, 0x66));
+    ok(
+        &m,
+        m.page_in(&idle, 0, rvgpu_hw::addr::GpuVa::new(ti.gpu_va), 4096, 0x66),
+    );
     ok(&m, m.submit_legacy(&idle, ci, &[fill(&ti, 4096, 0x67)]));
     run_until(&m, "new work", |m| all_done(m, 0));
     assert_eq!(ti.mem.load(0), 0x66_0000_0066);

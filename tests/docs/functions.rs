@@ -82,7 +82,7 @@ fn braces(line: &str) -> (i64, bool, bool) {
 }
 
 /// Every function of `text` outside `#[cfg(test)]` items: (name, first line, lines).
-fn functions(text: &str) -> Vec<(String, usize, usize)> {
+pub(super) fn functions(text: &str) -> Vec<(String, usize, usize)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut found = Vec::new();
     let mut i = 0;

@@ -22,7 +22,9 @@
 //! - the documents (generated pages excepted) stay within their word budget; documents and code
 //!   tell no history (no tracker numbers, dates or commit hashes);
 //! - no function of the simulated OS over 150 lines, none a reading's `_24h2` twin
-//!   (`functions`).
+//!   (`functions`);
+//! - the driver's, device's, UMD's and simulated OS's `pub fn`s take GPU and bus addresses as
+//!   `GpuVa` and `BusAddr`, not `u64` (`addresses`).
 
 // Host-side test code: the kernel no-panic lints do not apply.
 #![allow(
@@ -38,6 +40,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
+mod addresses;
 mod architecture;
 #[path = "../common/mod.rs"]
 mod common;

@@ -868,8 +868,13 @@ mod va_imp {
     pub fn reserve(a: usize, base: u64, size: u64) -> Result<u64, super::RvgpuStatus> {
         super::va::reserve::<K>(a, base, size)
     }
-    pub fn map(b: usize, va: u64, first: u64, pages: u64) -> Result<(), super::RvgpuStatus> {
-        super::va::map::<K>(b, va, first, pages)
+    pub fn map(
+        b: usize,
+        va: rvgpu_hw::addr::GpuVa,
+        first: u64,
+        pages: u64,
+    ) -> Result<(), super::RvgpuStatus> {
+        super::va::map::<K>(b, va.get(), first, pages)
     }
     pub fn free(a: usize, base: u64, size: u64) -> Result<(), super::RvgpuStatus> {
         super::va::free::<K>(a, base, size)
@@ -884,7 +889,12 @@ mod va_imp {
     pub fn reserve(_a: usize, _base: u64, _size: u64) -> Result<u64, RvgpuStatus> {
         Err(RvgpuStatus::InvalidHandle)
     }
-    pub fn map(_b: usize, _va: u64, _first: u64, _pages: u64) -> Result<(), RvgpuStatus> {
+    pub fn map(
+        _b: usize,
+        _va: rvgpu_hw::addr::GpuVa,
+        _first: u64,
+        _pages: u64,
+    ) -> Result<(), RvgpuStatus> {
         Err(RvgpuStatus::InvalidHandle)
     }
     pub fn free(_a: usize, _base: u64, _size: u64) -> Result<(), RvgpuStatus> {
@@ -938,6 +948,7 @@ pub unsafe extern "C" fn rvgpu_buffer_map_va(
     if let Err(e) = va::check_map(va, first_page, page_count) {
         return e;
     }
+    let va = rvgpu_hw::addr::GpuVa::new(va);
     out(va_imp::map(h(buffer), va, first_page, page_count), |()| {})
 }
 

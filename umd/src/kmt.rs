@@ -12,6 +12,7 @@
 
 use crate::fence::NativeFence;
 use crate::ring::RingMemory;
+use rvgpu_hw::addr::GpuVa;
 pub use rvgpu_hw::pdd::{AllocationKind, AllocationPdd};
 
 pub use crate::nt::{
@@ -469,9 +470,9 @@ pub fn checked_progress(
     user_mode: bool,
     fence: KmtHandle,
     cpu_va: usize,
-    gpu_va: u64,
+    gpu_va: GpuVa,
 ) -> Result<Option<QueueProgress<usize>>, NtStatus> {
-    if user_mode && fence == 0 && cpu_va == 0 && gpu_va == 0 {
+    if user_mode && fence == 0 && cpu_va == 0 && gpu_va.is_null() {
         return Ok(None);
     }
     if fence == 0 || cpu_va == 0 || !cpu_va.is_multiple_of(8) {
@@ -480,7 +481,7 @@ pub fn checked_progress(
     Ok(Some(QueueProgress {
         fence,
         cpu: cpu_va,
-        gpu: gpu_va,
+        gpu: gpu_va.get(),
     }))
 }
 
@@ -900,7 +901,11 @@ mod tests {
             ("GPU VA without a handle", (true, 0, 0, 0x2000), bad),
         ];
         for (what, (user, fence, cpu, gpu), want) in cases {
-            assert_eq!(checked_progress(user, fence, cpu, gpu), want, "{what}");
+            assert_eq!(
+                checked_progress(user, fence, cpu, GpuVa::new(gpu)),
+                want,
+                "{what}"
+            );
         }
     }
 }

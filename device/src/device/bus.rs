@@ -216,7 +216,7 @@ impl Core {
         }
         let (pa, level) = self
             .mmu
-            .translate_word(&self.mem, sp.root, va.get(), access, sp.who)
+            .translate_word(&self.mem, sp.root, va, access, sp.who)
             .map_err(|f| Fault::from_mmu(f, sp.who))?;
         let fail = Fault::page_fault(
             va.get(),
@@ -304,7 +304,7 @@ impl Core {
         // (that path's two vectors were most of a log entry's cost).
         let (pa, left) = self
             .mmu
-            .translate_page(&self.mem, sp.root, va.get(), access, sp.who)
+            .translate_page(&self.mem, sp.root, va, access, sp.who)
             .map_err(|f| Fault::from_mmu(f, sp.who))?;
         if left >= bytes {
             return self
@@ -315,7 +315,7 @@ impl Core {
         }
         let chunks = self
             .mmu
-            .translate(&self.mem, sp.root, va.get(), bytes, access, sp.who)
+            .translate(&self.mem, sp.root, va, bytes, access, sp.who)
             .map_err(|f| Fault::from_mmu(f, sp.who))?;
         let mut out = Vec::with_capacity(chunks.len());
         let mut off = 0u64;

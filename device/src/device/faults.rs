@@ -155,13 +155,10 @@ impl Core {
         let pa = if root == 0 {
             va.get()
         } else {
-            match self.mmu.translate_word(
-                &self.mem,
-                root,
-                va.get(),
-                Access::Read,
-                Privilege::Kernel,
-            ) {
+            match self
+                .mmu
+                .translate_word(&self.mem, root, va, Access::Read, Privilege::Kernel)
+            {
                 Ok((pa, _)) => pa,
                 Err(_) => return false,
             }

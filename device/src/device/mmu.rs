@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use rvgpu_hw::addr::VRAM_BASE;
+use rvgpu_hw::addr::{GpuVa, VRAM_BASE};
 use rvgpu_hw::mmu::{self, Access, Decoded, FaultReason, PageAttrs, Pte};
 
 use crate::memory::Memory;
@@ -102,7 +102,7 @@ impl std::fmt::Debug for Mmu {
 
 /// A non-canonical `va` faults before any table is read.
 fn canonical(va: u64, access: Access) -> Result<(), Fault> {
-    if mmu::is_canonical(va) {
+    if mmu::is_canonical(GpuVa::new(va)) {
         Ok(())
     } else {
         Err(Fault {
@@ -213,7 +213,7 @@ impl Mmu {
             if !table.is_multiple_of(mmu::TABLE_SIZE) {
                 return Err(fault(level, FaultReason::TableUnreadable));
             }
-            let addr = mmu::entry_addr(table, va, level)
+            let addr = mmu::entry_addr(table, GpuVa::new(va), level)
                 .ok_or(fault(level, FaultReason::TableUnreadable))?;
             let raw = mem
                 .load(addr, Ordering::Acquire)
@@ -240,10 +240,11 @@ impl Mmu {
         &self,
         mem: &Memory,
         root: u64,
-        va: u64,
+        va: GpuVa,
         access: Access,
         who: Privilege,
     ) -> Result<(u64, u64), Fault> {
+        let va = va.get();
         self.translate_leaf(mem, root, va, access, who)
             .map(|(pa, left, _)| (pa, left))
     }
@@ -253,7 +254,8 @@ impl Mmu {
     /// [`Self::translate_page`] for a kernel read, without the TLB's lock and upkeep).
     /// Returns the physical address of `va` and the size of the page that maps it (4 KiB, or
     /// 2 MiB for a large page).
-    pub fn walk_now(mem: &Memory, root: u64, va: u64) -> Result<(u64, u64), Fault> {
+    pub fn walk_now(mem: &Memory, root: u64, va: GpuVa) -> Result<(u64, u64), Fault> {
+        let va = va.get();
         let access = Access::Read;
         canonical(va, access)?;
         let (base, size, _, level) = Self::walk(mem, root, va, access)?;
@@ -274,10 +276,11 @@ impl Mmu {
         &self,
         mem: &Memory,
         root: u64,
-        va: u64,
+        va: GpuVa,
         access: Access,
         who: Privilege,
     ) -> Result<(u64, u8), Fault> {
+        let va = va.get();
         self.translate_leaf(mem, root, va, access, who)
             .map(|(pa, _, level)| (pa, level))
     }
@@ -336,11 +339,12 @@ impl Mmu {
         &self,
         mem: &Memory,
         root: u64,
-        va: u64,
+        va: GpuVa,
         len: u64,
         access: Access,
         who: Privilege,
     ) -> Result<Vec<Chunk>, Fault> {
+        let va = va.get();
         let end = va
             .checked_add(len)
             .filter(|&e| len > 0 && e <= 1 << mmu::VA_BITS);
@@ -386,12 +390,12 @@ impl Mmu {
         &self,
         mem: &Memory,
         root: u64,
-        va: u64,
+        va: GpuVa,
         data: &[u8],
         who: Privilege,
     ) -> Result<(), Fault> {
         let chunks = self.translate(mem, root, va, data.len() as u64, Access::Write, who)?;
-        each_piece(va, Access::Write, chunks, |pa, at| {
+        each_piece(va.get(), Access::Write, chunks, |pa, at| {
             mem.write_bytes(pa, data.get(at).unwrap_or(&[]))
         })
     }
@@ -401,12 +405,12 @@ impl Mmu {
         &self,
         mem: &Memory,
         root: u64,
-        va: u64,
+        va: GpuVa,
         out: &mut [u8],
         who: Privilege,
     ) -> Result<(), Fault> {
         let chunks = self.translate(mem, root, va, out.len() as u64, Access::Read, who)?;
-        each_piece(va, Access::Read, chunks, |pa, at| {
+        each_piece(va.get(), Access::Read, chunks, |pa, at| {
             mem.read_bytes(pa, out.get_mut(at).unwrap_or(&mut []))
         })
     }

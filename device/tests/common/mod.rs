@@ -171,7 +171,7 @@ impl Rig {
     pub fn table_entry(&mut self, root: u64, va: u64, level: u8) -> u64 {
         let mut table = root;
         for l in (level + 1..=mmu::ROOT_LEVEL).rev() {
-            let e = mmu::entry_addr(table, va, l).unwrap();
+            let e = mmu::entry_addr(table, GpuVa::new(va), l).unwrap();
             let pte = Pte(self.mem.read_u64(e).unwrap());
             table = if pte.valid() {
                 pte.addr()
@@ -183,7 +183,7 @@ impl Rig {
                 t
             };
         }
-        mmu::entry_addr(table, va, level).unwrap()
+        mmu::entry_addr(table, GpuVa::new(va), level).unwrap()
     }
 
     /// A DMA buffer as the UMD builds it, holding `words`: `(GPU address, bytes)`.

@@ -9,6 +9,8 @@
 //!   maps the page (the leaf), so the KMD's DXGK_PTE → entry translation is one function.
 //! - Everything here is total: decoding never panics, arithmetic is checked.
 
+use crate::addr::GpuVa;
+
 /// Virtual-address width. VAs at or above `1 << VA_BITS` fault with [`FaultReason::NonCanonical`].
 pub const VA_BITS: u32 = 48;
 /// Number of page-table levels (level `LEVELS - 1` is the root).
@@ -40,9 +42,9 @@ const fn shift(level: u8) -> Option<u32> {
 }
 
 /// Index of `va`'s entry in the table at `level`, or `None` for a level that does not exist.
-pub const fn index(va: u64, level: u8) -> Option<u64> {
+pub const fn index(va: GpuVa, level: u8) -> Option<u64> {
     match shift(level) {
-        Some(s) => Some((va >> s) & 0x1ff),
+        Some(s) => Some((va.get() >> s) & 0x1ff),
         None => None,
     }
 }
@@ -59,12 +61,12 @@ const MASK_4K: u64 = PAGE_4K - 1;
 const MASK_2M: u64 = PAGE_2M - 1;
 
 /// True if `va` is inside the translated range.
-pub const fn is_canonical(va: u64) -> bool {
-    va >> VA_BITS == 0
+pub const fn is_canonical(va: GpuVa) -> bool {
+    va.get() >> VA_BITS == 0
 }
 
 /// Byte address of `va`'s entry in the table at `table` (level `level`).
-pub fn entry_addr(table: u64, va: u64, level: u8) -> Option<u64> {
+pub fn entry_addr(table: u64, va: GpuVa, level: u8) -> Option<u64> {
     table.checked_add(index(va, level)?.checked_mul(ENTRY_SIZE)?)
 }
 
@@ -309,7 +311,7 @@ mod tests {
 
     #[test]
     fn geometry() {
-        let va = (3u64 << 39) | (5 << 30) | (7 << 21) | (9 << 12) | 0x123;
+        let va = GpuVa::new((3u64 << 39) | (5 << 30) | (7 << 21) | (9 << 12) | 0x123);
         assert_eq!(index(va, 3), Some(3));
         assert_eq!(index(va, 2), Some(5));
         assert_eq!(index(va, 1), Some(7));
@@ -319,8 +321,8 @@ mod tests {
         assert_eq!(span(1), Some(PAGE_2M));
         assert_eq!(span(3), Some(1 << 39));
         assert_eq!(TABLE_SIZE, PAGE_4K);
-        assert!(is_canonical((1 << 48) - 1));
-        assert!(!is_canonical(1 << 48));
+        assert!(is_canonical(GpuVa::new((1 << 48) - 1)));
+        assert!(!is_canonical(GpuVa::new(1 << 48)));
         assert_eq!(entry_addr(0x1000, va, 0), Some(0x1000 + 9 * 8));
         assert_eq!(entry_addr(u64::MAX, va, 0), None);
     }

@@ -34,6 +34,7 @@ use rvgpu_ddi::memory::{
 };
 use rvgpu_ddi::ntstatus::STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
 use rvgpu_ddi::NTSTATUS;
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{self, Command};
 use rvgpu_hw::mmu;
 
@@ -102,7 +103,7 @@ impl Mapping {
                     None => Self::UnplacedNativeFence,
                 });
             }
-            let frame = |va: rvgpu_hw::addr::GpuVa| va.get() / mmu::PAGE_4K;
+            let frame = |va: GpuVa| va.get() / mmu::PAGE_4K;
             return Ok(Self::NativeFence {
                 current: frame(f.current_gpu),
                 monitored: frame(f.monitored_gpu),
@@ -256,7 +257,7 @@ pub fn update<P: Platform>(
             op.hProcess,
             h_allocation,
             op.AllocationOffsetInBytes,
-            op.FirstPteVirtualAddress,
+            GpuVa::new(op.FirstPteVirtualAddress),
             u64::from(op.NumPageTableEntries).saturating_mul(per_entry),
             e0.valid(),
         );
@@ -390,7 +391,7 @@ fn forget_fence_pages<P: Platform>(
     if !fences.pages.is_empty() {
         fences
             .pages
-            .unmapped(process, op.FirstPteVirtualAddress, pages);
+            .unmapped(process, GpuVa::new(op.FirstPteVirtualAddress), pages);
     }
 }
 
@@ -414,9 +415,10 @@ fn note_fence_pages<P: Platform>(
         let Some(e) = entry(call, op, i) else {
             break;
         };
-        let va = op
-            .FirstPteVirtualAddress
-            .saturating_add(u64::from(i).saturating_mul(mmu::PAGE_4K));
+        let va = GpuVa::new(
+            op.FirstPteVirtualAddress
+                .saturating_add(u64::from(i).saturating_mul(mmu::PAGE_4K)),
+        );
         let pte = u64::from(op.StartIndex.saturating_add(i))
             .saturating_mul(mmu::ENTRY_SIZE)
             .saturating_add(table);

@@ -607,7 +607,8 @@ mod tests {
     }
 
     fn page(w: &World, p: &UmsProcess, va: u64) -> Option<u64> {
-        w.m.gpu_translate(0, p.pid, va).map(|(_, size)| size)
+        w.m.gpu_translate(0, p.pid, rvgpu_hw::addr::GpuVa::new(va))
+            .map(|(_, size)| size)
     }
 
     // The seeds are where the fuzzer starts: one whose first call fails (as the doorbell

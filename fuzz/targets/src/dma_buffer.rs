@@ -57,7 +57,12 @@ pub fn run(data: &[u8]) {
             }
             if flags & 2 != 0 {
                 if let Ok(context) = k.create_context(0) {
-                    let _ = w.m.submit_legacy_va(&p, context, buf.gpu_va, bytes);
+                    let _ = w.m.submit_legacy_va(
+                        &p,
+                        context,
+                        rvgpu_hw::addr::GpuVa::new(buf.gpu_va),
+                        bytes,
+                    );
                 }
             }
             w.no_fault("during the input");

@@ -293,7 +293,7 @@ impl Rig {
         let t = |i: u64| self.table(first + i);
         let va = VA_BASE;
         let dir = |level: u8, table: u64, next: u64| {
-            let e = mmu::entry_addr(table, va, level).expect("entry");
+            let e = mmu::entry_addr(table, GpuVa::new(va), level).expect("entry");
             let pte = Pte::table(next, false).expect("table entry");
             self.mem.write_u64(e, pte.0).expect("table");
         };
@@ -301,7 +301,7 @@ impl Rig {
         dir(2, t(1), t(2));
         dir(1, t(2), t(3));
         for p in 0..WINDOW / 4096 {
-            let e = mmu::entry_addr(t(3), va + p * 4096, 0).expect("entry");
+            let e = mmu::entry_addr(t(3), GpuVa::new(va + p * 4096), 0).expect("entry");
             let pte = Pte::page(self.win(p * 4096), attrs, false).expect("leaf");
             self.mem.write_u64(e, pte.0).expect("table");
         }
@@ -700,7 +700,7 @@ impl Rig {
         let root = self.map(0, Self::attrs(0));
         let kernel_page = at::DATA + 0x8000;
         let leaf = self.table(3);
-        let e = mmu::entry_addr(leaf, VA_BASE + kernel_page, 0).expect("entry");
+        let e = mmu::entry_addr(leaf, GpuVa::new(VA_BASE + kernel_page), 0).expect("entry");
         let pte = Pte::page(self.win(kernel_page), Self::attrs(2), false).expect("leaf");
         self.mem.write_u64(e, pte.0).expect("table");
 

@@ -30,6 +30,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
+use rvgpu_hw::addr::BusAddr;
 use rvgpu_hw::mmio::{MmioBus, TrapWindow};
 use rvgpu_kmd::platform::{Irql, Level, Platform};
 
@@ -282,8 +283,8 @@ fn trap(window: &'static TrapWindow) -> Option<&'static dyn MmioBus> {
 static DMA: Mutex<BTreeMap<usize, (usize, u64)>> = Mutex::new(BTreeMap::new());
 
 /// Records that `[va, va + len)` is contiguous memory at bus address `bus`.
-pub fn register_dma(va: usize, len: usize, bus: u64) {
-    lock(&DMA).insert(va, (len, bus));
+pub fn register_dma(va: usize, len: usize, bus: BusAddr) {
+    lock(&DMA).insert(va, (len, bus.get()));
 }
 
 /// Forgets an allocation registered with [`register_dma`].
@@ -583,7 +584,7 @@ mod tests {
 
     #[test]
     fn dma_lookup_is_by_range() {
-        register_dma(0x7000_0000, 0x2000, 0x1_0000);
+        register_dma(0x7000_0000, 0x2000, BusAddr::new(0x1_0000));
         assert_eq!(dma_bus_address(0x7000_0010), Some(0x1_0010));
         assert_eq!(dma_bus_address(0x7000_2000), None);
         unregister_dma(0x7000_0000);

@@ -129,7 +129,12 @@ pub fn dxgk_submit_command_internal(
     if count != 1 || a.num_history_buffers != 0 || a.flags != 0 {
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
     }
-    m.submit_legacy_va(&p, ctx, a.commands, a.command_length)
-        .map(|_| ())
-        .map_err(super::status)
+    m.submit_legacy_va(
+        &p,
+        ctx,
+        rvgpu_hw::addr::GpuVa::new(a.commands),
+        a.command_length,
+    )
+    .map(|_| ())
+    .map_err(super::status)
 }

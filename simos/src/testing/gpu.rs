@@ -34,6 +34,7 @@ use rvgpu_ddi::dxgkrnl::{
     D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
 };
 use rvgpu_device::SysAlloc;
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, SIGNAL_ALWAYS_IRQ, SIGNAL_CONDITIONAL_IRQ};
 use rvgpu_hw::pdd::{DoorbellPdd, DoorbellValue, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_hw::queue::RingControl;
@@ -145,23 +146,29 @@ macro_rules! queue_common {
             fence: &MonitoredFence,
             value: u64,
         ) -> Result<(), SimError> {
-            self.signal_raw(SIGNAL_ALWAYS_IRQ, fence.gpu_va(), value, 0, 0)
+            self.signal_raw(
+                SIGNAL_ALWAYS_IRQ,
+                GpuVa::new(fence.gpu_va()),
+                value,
+                GpuVa::NULL,
+                0,
+            )
         }
 
         /// Queues FENCE_SIGNAL with explicit arguments.
         pub fn signal_raw(
             &mut self,
             flags: u8,
-            value_addr: u64,
+            value_addr: GpuVa,
             value: u64,
-            monitored_addr: u64,
+            monitored_addr: GpuVa,
             report_tag: u64,
         ) -> Result<(), SimError> {
             self.push(Command::FenceSignal {
                 flags,
-                value_addr,
+                value_addr: value_addr.get(),
                 value,
-                monitored_addr,
+                monitored_addr: monitored_addr.get(),
                 report_tag,
             })
         }
@@ -361,9 +368,9 @@ impl GpuQueue {
         self.opened_here(fence)?;
         self.signal_raw(
             SIGNAL_CONDITIONAL_IRQ,
-            fence.current_value_va(),
+            GpuVa::new(fence.current_value_va()),
             value,
-            fence.monitored_value_va(),
+            GpuVa::new(fence.monitored_value_va()),
             fence.pdd().report_tag,
         )
     }

@@ -42,7 +42,11 @@ pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     let va = alloc.cpu_ptr().as_ptr() as usize;
-    kernel::register_dma(va, alloc.len as usize, alloc.bus_addr);
+    kernel::register_dma(
+        va,
+        alloc.len as usize,
+        rvgpu_hw::addr::BusAddr::new(alloc.bus_addr),
+    );
     args.hMemoryHandle = va as HANDLE;
     args.pMemory = va as PVOID;
     lock(&a.mm.contiguous).insert(va, Contiguous { alloc });

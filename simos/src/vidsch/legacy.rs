@@ -564,7 +564,7 @@ fn fetchable(a: &AdapterShared, pid: ProcessId, va: u64, bytes: u32) -> bool {
         let Ok((_, in_page)) = mmu.translate_page(
             a.device.memory(),
             root,
-            at,
+            rvgpu_hw::addr::GpuVa::new(at),
             Access::Execute,
             Privilege::User,
         ) else {

@@ -141,7 +141,7 @@ impl Kmt for WinKmt {
             user_mode_submission,
             args.hHwQueueProgressFence,
             args.HwQueueProgressFenceCPUVirtualAddress as usize,
-            args.HwQueueProgressFenceGPUVirtualAddress,
+            rvgpu_hw::addr::GpuVa::new(args.HwQueueProgressFenceGPUVirtualAddress),
         ) {
             Ok(p) => p,
             Err(e) => {

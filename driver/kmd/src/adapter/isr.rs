@@ -254,7 +254,7 @@ impl<P: Platform> Adapter<P> {
                     return false;
                 };
                 live.dxgk
-                    .notify_interrupt(&hw_queue_page_faulted(h, engine, addr.get(), info));
+                    .notify_interrupt(&hw_queue_page_faulted(h, engine, addr, info));
                 true
             }
             // The CMP wrote the scheduling log's interrupt entry (hardware.md 5.7): the OS
@@ -406,7 +406,7 @@ fn check_event<P: Platform>(
 fn hw_queue_page_faulted(
     h: crate::handle::Handle,
     engine: u32,
-    va: u64,
+    va: rvgpu_hw::addr::GpuVa,
     info: u64,
 ) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
     use rvgpu_ddi::interrupt::{
@@ -423,7 +423,7 @@ fn hw_queue_page_faulted(
     };
     data.Anonymous.HwQueuePageFaulted = DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted {
         FaultedFenceId: 0,
-        FaultedVirtualAddress: va,
+        FaultedVirtualAddress: va.get(),
         FaultedPrimitiveAPISequenceNumber: DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN,
         FaultedHwQueue: h.as_handle(),
         NodeOrdinal: engine,
@@ -486,6 +486,7 @@ mod tests {
     use super::*;
     use crate::handle::{Handle, Kind};
     use rvgpu_ddi::interrupt::{DXGK_PAGE_FAULT_WRITE, DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN};
+    use rvgpu_hw::addr::GpuVa;
     use rvgpu_hw::mmu::{Access, FaultInfo, FaultReason};
 
     fn fault(access: Access, level: u8) -> u64 {
@@ -502,7 +503,7 @@ mod tests {
     #[test]
     fn a_queue_page_fault_names_the_queue_engine_address_access_and_level() {
         let h = Handle::new(3, Kind::Queue, 7).unwrap();
-        let d = hw_queue_page_faulted(h, 2, 0x7000_1000, fault(Access::Write, 1));
+        let d = hw_queue_page_faulted(h, 2, GpuVa::new(0x7000_1000), fault(Access::Write, 1));
         let f = crate::args::notify::hw_queue_page_faulted(&d);
         assert_eq!(f.FaultedHwQueue, h.as_handle());
         assert_eq!(f.NodeOrdinal, 2);
@@ -520,12 +521,12 @@ mod tests {
     fn a_read_fault_or_an_undecodable_record_is_not_a_write_fault() {
         let h = Handle::new(1, Kind::Queue, 1).unwrap();
         for info in [fault(Access::Read, 3), fault(Access::Execute, 2), u64::MAX] {
-            let d = hw_queue_page_faulted(h, 0, 0x1000, info);
+            let d = hw_queue_page_faulted(h, 0, GpuVa::new(0x1000), info);
             let f = crate::args::notify::hw_queue_page_faulted(&d);
             assert_eq!(f.PageFaultFlags, 0, "{info:#x}");
         }
         // An undecodable record gives no level rather than a guessed one.
-        let d = hw_queue_page_faulted(h, 0, 0x1000, u64::MAX);
+        let d = hw_queue_page_faulted(h, 0, GpuVa::new(0x1000), u64::MAX);
         assert_eq!(
             crate::args::notify::hw_queue_page_faulted(&d).PageTableLevel,
             0

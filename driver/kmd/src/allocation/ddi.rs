@@ -8,6 +8,7 @@ use rvgpu_ddi::allocation::{
     DXGK_SEGMENTPREFERENCE,
 };
 use rvgpu_ddi::HANDLE;
+use rvgpu_hw::addr::GpuVa;
 
 use crate::adapter::{Adapter, Live};
 use crate::gpummu;
@@ -356,7 +357,7 @@ pub fn note_mapping<P: Platform>(
     h_process: HANDLE,
     h_allocation: HANDLE,
     offset: u64,
-    first_va: u64,
+    first_va: GpuVa,
     entries: u64,
     valid: bool,
 ) {

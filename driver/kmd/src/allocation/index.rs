@@ -12,6 +12,8 @@
 //! under the scheduler lock, together with the allocations' records, so no other thread sees
 //! one without the other; it holds no atomics of its own (nothing for a `loom` model to check).
 
+use rvgpu_hw::addr::GpuVa;
+
 use crate::handle::Handle;
 use crate::kmem::{NoMemory, SortedMap};
 use crate::platform::Platform;
@@ -100,10 +102,11 @@ pub fn record(
     allocations: &mut SortedMap<Handle, Allocation>,
     index: &mut MapIndex,
     process: Handle,
-    first_va: u64,
-    va_hi: u64,
+    first_va: GpuVa,
+    va_hi: GpuVa,
     target: Option<(Handle, u64)>,
 ) {
+    let (first_va, va_hi) = (first_va.get(), va_hi.get());
     // Each pass takes every run of one allocation out of the range, so the loop ends.
     while let Some((key, h)) = index.first_overlap(process, first_va, va_hi) {
         let Some(al) = allocations.get_mut(&h) else {

@@ -99,7 +99,14 @@ fn ddi_03_indexed_mapping_records_match_visiting_every_allocation() {
         let va_hi = first_va + pages * PAGE;
         let target = (rng.next(4) != 0)
             .then(|| (h(Kind::Allocation, 1 + rng.next(64)), rng.next(20) * PAGE));
-        record(&mut all, &mut index, process, first_va, va_hi, target);
+        record(
+            &mut all,
+            &mut index,
+            process,
+            GpuVa::new(first_va),
+            GpuVa::new(va_hi),
+            target,
+        );
         record_linear(&mut reference, process, first_va, va_hi, target);
         for ((ha, a), (_, b)) in all.iter().zip(reference.iter()) {
             assert_eq!(a.mapped, b.mapped, "allocation {ha:?} after step {step}");
@@ -137,7 +144,14 @@ fn ddi_03_a_run_without_room_is_recorded_nowhere() {
     for i in 0..64u64 {
         let target = Some((h(Kind::Allocation, 1 + i % 8), 0));
         let va = 0x40_0000 + i * 0x10_0000;
-        record(&mut all, &mut index, p, va, va + PAGE, target);
+        record(
+            &mut all,
+            &mut index,
+            p,
+            GpuVa::new(va),
+            GpuVa::new(va + PAGE),
+            target,
+        );
         assert_mirrors(&all, &index);
     }
     assert!(index.len() <= room);
@@ -162,8 +176,8 @@ fn note_mapping_instructions_with_many_allocations() {
             &mut all,
             &mut index,
             p,
-            va,
-            va + 16 * PAGE,
+            GpuVa::new(va),
+            GpuVa::new(va + 16 * PAGE),
             Some((h(Kind::Allocation, i + 1), 0)),
         );
         record_linear(
@@ -178,7 +192,14 @@ fn note_mapping_instructions_with_many_allocations() {
     for i in 0..1000u64 {
         let va = 0x100_0000 + (i * 37 % n) * 16 * PAGE;
         let target = Some((h(Kind::Allocation, 1 + (i * 11 % n)), 0));
-        record(&mut all, &mut index, p, va, va + PAGE, target);
+        record(
+            &mut all,
+            &mut index,
+            p,
+            GpuVa::new(va),
+            GpuVa::new(va + PAGE),
+            target,
+        );
         record_linear(&mut reference, p, va, va + PAGE, target);
     }
     assert_mirrors(&all, &index);

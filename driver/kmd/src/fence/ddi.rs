@@ -190,8 +190,12 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
         // 24H2: learn the physical words from this process's mappings, once per fence.
         None if fence.current_gpu.is_null() => {
             let process = process.ok_or(status::INVALID_PARAMETER)?;
-            let cv = table.pages.resolve(process, args.CurrentValueGpuVa);
-            let mv = table.pages.resolve(process, args.MonitoredValueGpuVa);
+            let cv = table
+                .pages
+                .resolve(process, GpuVa::new(args.CurrentValueGpuVa));
+            let mv = table
+                .pages
+                .resolve(process, GpuVa::new(args.MonitoredValueGpuVa));
             match (cv, mv) {
                 (Some(cv), Some(mv)) if cv != mv => Some((cv, mv)),
                 // Not mapped where the OS says, or the record did not fit: the fence would

@@ -34,6 +34,7 @@ use crate::handle::Handle;
 use crate::kmem::{NoMemory, SortedMap};
 use crate::platform::Platform;
 use crate::quota::Share;
+use rvgpu_hw::addr::GpuVa;
 
 /// Bytes per recorded page.
 const PAGE: u64 = rvgpu_hw::PAGE_SIZE;
@@ -103,11 +104,11 @@ impl FencePages {
     pub fn note(
         &mut self,
         process: Handle,
-        va: u64,
+        va: GpuVa,
         leaf: Option<Leaf>,
         share: &Share,
     ) -> Result<(), NoteError> {
-        let key = (process, va & !(PAGE - 1));
+        let key = (process, va.get() & !(PAGE - 1));
         match leaf {
             None => {
                 self.map.remove(&key);
@@ -138,7 +139,8 @@ impl FencePages {
 
     /// The device physical address of byte `va` in `process`, if its page is recorded and `va`
     /// is 8-byte aligned (a fence value).
-    pub fn resolve(&self, process: Handle, va: u64) -> Option<u64> {
+    pub fn resolve(&self, process: Handle, va: GpuVa) -> Option<u64> {
+        let va = va.get();
         if va == 0 || !va.is_multiple_of(8) {
             return None;
         }
@@ -229,7 +231,7 @@ impl FencePages {
     pub fn note_growing<P: Platform>(
         &mut self,
         process: Handle,
-        va: u64,
+        va: GpuVa,
         leaf: Option<Leaf>,
         share: &Share,
     ) -> Result<(), NoteError> {
@@ -255,8 +257,8 @@ impl FencePages {
 
     /// VidMm unmapped `pages` pages from `va` in `process`: their records go, in one removal
     /// linear in what it removes.
-    pub fn unmapped(&mut self, process: Handle, va: u64, pages: u64) {
-        let first = va & !(PAGE - 1);
+    pub fn unmapped(&mut self, process: Handle, va: GpuVa, pages: u64) {
+        let first = va.get() & !(PAGE - 1);
         let last = pages
             .checked_sub(1)
             .and_then(|n| n.checked_mul(PAGE))
@@ -308,33 +310,56 @@ mod tests {
     #[test]
     fn nf_11_a_recorded_page_resolves_each_aligned_value_in_it() {
         let mut p = FencePages::default();
-        p.note_growing::<Host>(process(1), 0x7000_1000, Some(leaf(0x40_3000)), &ANY)
-            .unwrap();
-        assert_eq!(p.resolve(process(1), 0x7000_1008), Some(0x40_3008));
-        assert_eq!(p.resolve(process(1), 0x7000_1ff8), Some(0x40_3ff8));
-        assert_eq!(p.resolve(process(1), 0x7000_1004), None, "misaligned");
-        assert_eq!(p.resolve(process(1), 0x7000_2000), None, "the next page");
-        assert_eq!(p.resolve(process(2), 0x7000_1008), None, "another process");
+        p.note_growing::<Host>(
+            process(1),
+            GpuVa::new(0x7000_1000),
+            Some(leaf(0x40_3000)),
+            &ANY,
+        )
+        .unwrap();
+        assert_eq!(
+            p.resolve(process(1), GpuVa::new(0x7000_1008)),
+            Some(0x40_3008)
+        );
+        assert_eq!(
+            p.resolve(process(1), GpuVa::new(0x7000_1ff8)),
+            Some(0x40_3ff8)
+        );
+        assert_eq!(
+            p.resolve(process(1), GpuVa::new(0x7000_1004)),
+            None,
+            "misaligned"
+        );
+        assert_eq!(
+            p.resolve(process(1), GpuVa::new(0x7000_2000)),
+            None,
+            "the next page"
+        );
+        assert_eq!(
+            p.resolve(process(2), GpuVa::new(0x7000_1008)),
+            None,
+            "another process"
+        );
         // Unmapped: gone.
-        p.note_growing::<Host>(process(1), 0x7000_1000, None, &ANY)
+        p.note_growing::<Host>(process(1), GpuVa::new(0x7000_1000), None, &ANY)
             .unwrap();
-        assert_eq!(p.resolve(process(1), 0x7000_1008), None);
+        assert_eq!(p.resolve(process(1), GpuVa::new(0x7000_1008)), None);
         assert!(p.is_empty());
     }
 
     #[test]
     fn nf_11_a_remap_replaces_and_a_destroyed_process_leaves_nothing() {
         let mut p = FencePages::default();
-        p.note_growing::<Host>(process(1), 0x1000, Some(leaf(0x5000)), &ANY)
+        p.note_growing::<Host>(process(1), GpuVa::new(0x1000), Some(leaf(0x5000)), &ANY)
             .unwrap();
-        p.note_growing::<Host>(process(1), 0x1000, Some(leaf(0x9000)), &ANY)
+        p.note_growing::<Host>(process(1), GpuVa::new(0x1000), Some(leaf(0x9000)), &ANY)
             .unwrap();
-        p.note_growing::<Host>(process(2), 0x1000, Some(leaf(0x6000)), &ANY)
+        p.note_growing::<Host>(process(2), GpuVa::new(0x1000), Some(leaf(0x6000)), &ANY)
             .unwrap();
-        assert_eq!(p.resolve(process(1), 0x1010), Some(0x9010));
+        assert_eq!(p.resolve(process(1), GpuVa::new(0x1010)), Some(0x9010));
         p.forget(process(1));
-        assert_eq!(p.resolve(process(1), 0x1010), None);
-        assert_eq!(p.resolve(process(2), 0x1010), Some(0x6010));
+        assert_eq!(p.resolve(process(1), GpuVa::new(0x1010)), None);
+        assert_eq!(p.resolve(process(2), GpuVa::new(0x1010)), Some(0x6010));
         assert_eq!(p.len(), 1);
     }
 
@@ -353,10 +378,20 @@ mod tests {
                 // Process 1's records sort first: removed one at a time, each would move every
                 // record behind it.
                 for i in 0..n as u64 {
-                    p.note_growing::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
-                        .unwrap();
-                    p.note_growing::<Host>(process(2), i * PAGE, Some(leaf(PAGE)), &ANY)
-                        .unwrap();
+                    p.note_growing::<Host>(
+                        process(1),
+                        GpuVa::new(i * PAGE),
+                        Some(leaf(PAGE)),
+                        &ANY,
+                    )
+                    .unwrap();
+                    p.note_growing::<Host>(
+                        process(2),
+                        GpuVa::new(i * PAGE),
+                        Some(leaf(PAGE)),
+                        &ANY,
+                    )
+                    .unwrap();
                 }
                 crate::kmem::take_moves();
                 p.forget(process(1));
@@ -369,16 +404,21 @@ mod tests {
     fn nf_11_records_are_bounded() {
         let mut p = FencePages::default();
         for i in 0..MAX_PAGES as u64 {
-            p.note_growing::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
+            p.note_growing::<Host>(process(1), GpuVa::new(i * PAGE), Some(leaf(PAGE)), &ANY)
                 .unwrap();
         }
         assert_eq!(
-            p.note_growing::<Host>(process(1), MAX_PAGES as u64 * PAGE, Some(leaf(PAGE)), &ANY),
+            p.note_growing::<Host>(
+                process(1),
+                GpuVa::new(MAX_PAGES as u64 * PAGE),
+                Some(leaf(PAGE)),
+                &ANY
+            ),
             Err(NoteError::AtLimit)
         );
         // Re-recording a page already there is no growth.
         assert_eq!(
-            p.note_growing::<Host>(process(1), 0, Some(leaf(2 * PAGE)), &ANY),
+            p.note_growing::<Host>(process(1), GpuVa::new(0), Some(leaf(2 * PAGE)), &ANY),
             Ok(())
         );
     }
@@ -402,43 +442,43 @@ mod tests {
         let greedy = process(1);
         let mut va = 0;
         while p
-            .note_growing::<Host>(greedy, va, Some(leaf(PAGE)), &share)
+            .note_growing::<Host>(greedy, GpuVa::new(va), Some(leaf(PAGE)), &share)
             .is_ok()
         {
             va += PAGE;
         }
         assert_eq!(p.of_process(greedy), 8, "the records above the reserve");
         assert_eq!(
-            p.note_growing::<Host>(greedy, 0, Some(leaf(2 * PAGE)), &share),
+            p.note_growing::<Host>(greedy, GpuVa::new(0), Some(leaf(2 * PAGE)), &share),
             Ok(()),
             "a page it holds"
         );
         let newcomer = process(2);
         assert_eq!(
-            p.note_growing::<Host>(newcomer, 0, Some(leaf(PAGE)), &share),
+            p.note_growing::<Host>(newcomer, GpuVa::new(0), Some(leaf(PAGE)), &share),
             Ok(())
         );
         assert_eq!(
-            p.note_growing::<Host>(newcomer, PAGE, Some(leaf(PAGE)), &share),
+            p.note_growing::<Host>(newcomer, GpuVa::new(PAGE), Some(leaf(PAGE)), &share),
             Ok(())
         );
         assert_eq!(
-            p.note_growing::<Host>(newcomer, 2 * PAGE, Some(leaf(PAGE)), &share),
+            p.note_growing::<Host>(newcomer, GpuVa::new(2 * PAGE), Some(leaf(PAGE)), &share),
             Err(NoteError::AtLimit)
         );
         assert!(!p.grants(newcomer, &share) && !p.grants(greedy, &share));
         // Unmapping three of the greedy process's pages frees three records, theirs only.
         crate::kmem::take_moves();
-        p.unmapped(greedy, 2 * PAGE, 3);
+        p.unmapped(greedy, GpuVa::new(2 * PAGE), 3);
         assert!(
             crate::kmem::take_moves() <= 5,
             "moved more than the records after"
         );
         assert_eq!((p.of_process(greedy), p.of_process(newcomer)), (5, 2));
-        assert_eq!(p.resolve(greedy, 3 * PAGE), None);
-        assert_eq!(p.resolve(greedy, 5 * PAGE), Some(PAGE));
+        assert_eq!(p.resolve(greedy, GpuVa::new(3 * PAGE)), None);
+        assert_eq!(p.resolve(greedy, GpuVa::new(5 * PAGE)), Some(PAGE));
         assert_eq!(
-            p.note_growing::<Host>(newcomer, 2 * PAGE, Some(leaf(PAGE)), &share),
+            p.note_growing::<Host>(newcomer, GpuVa::new(2 * PAGE), Some(leaf(PAGE)), &share),
             Ok(())
         );
         p.forget(greedy);
@@ -457,12 +497,27 @@ mod tests {
             pte,
             entry: phys | user,
         };
-        p.note_growing::<Host>(process(1), 0x1000, Some(at(0x9000, 0x100)), &ANY)
-            .unwrap();
-        p.note_growing::<Host>(process(2), 0x5000, Some(at(0x9000, 0x200)), &ANY)
-            .unwrap();
-        p.note_growing::<Host>(process(1), 0x2000, Some(at(0xA000, 0x108)), &ANY)
-            .unwrap();
+        p.note_growing::<Host>(
+            process(1),
+            GpuVa::new(0x1000),
+            Some(at(0x9000, 0x100)),
+            &ANY,
+        )
+        .unwrap();
+        p.note_growing::<Host>(
+            process(2),
+            GpuVa::new(0x5000),
+            Some(at(0x9000, 0x200)),
+            &ANY,
+        )
+        .unwrap();
+        p.note_growing::<Host>(
+            process(1),
+            GpuVa::new(0x2000),
+            Some(at(0xA000, 0x108)),
+            &ANY,
+        )
+        .unwrap();
         assert!(!p.is_protected(0x9008));
         p.try_reserve_protect::<Host>().unwrap();
         assert_eq!(p.protect(0x9008), Some(true));
@@ -490,11 +545,11 @@ mod tests {
     fn a_full_pool_refuses_the_reservation() {
         let mut p = FencePages::default();
         for i in 0..(MAX_PAGES - 1) as u64 {
-            p.note_growing::<Host>(process(1), i * PAGE, Some(leaf(PAGE)), &ANY)
+            p.note_growing::<Host>(process(1), GpuVa::new(i * PAGE), Some(leaf(PAGE)), &ANY)
                 .unwrap();
         }
         assert_eq!(p.try_reserve::<Host>(), Err(NoMemory));
-        p.unmapped(process(1), 0, 1);
+        p.unmapped(process(1), GpuVa::new(0), 1);
         assert_eq!(p.try_reserve::<Host>(), Ok(()));
     }
 }

@@ -7,6 +7,7 @@ use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::tdr::{DXGKARG_BUILDPAGINGBUFFER_0, DXGK_BUILDPAGINGBUFFER_OPERATION};
 use rvgpu_device::device::mmu::Fault;
 use rvgpu_device::SysAlloc;
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::mmu::Access;
 
 use crate::adapter::AdapterShared;
@@ -38,7 +39,7 @@ impl Machine {
     /// What the GPU's tables for process `pid` on adapter `i` map at `va`, walked as the
     /// device walks them: the device address and the size of the page (4 KiB, or 2 MiB for a
     /// large page). `None`: no such space, or the walk faults (tests).
-    pub fn gpu_translate(&self, i: usize, pid: ProcessId, va: u64) -> Option<(u64, u64)> {
+    pub fn gpu_translate(&self, i: usize, pid: ProcessId, va: GpuVa) -> Option<(u64, u64)> {
         mmu::gpu_translate(self.adapter_shared(i).ok()?, pid, va)
     }
 
@@ -94,12 +95,21 @@ impl Machine {
         &self,
         p: &UmsProcess,
         node: u32,
-        gpu_va: u64,
+        gpu_va: GpuVa,
         bytes: u64,
         pattern: u32,
     ) -> Result<Vec<u32>, SimError> {
         let a = self.adapter_shared(p.adapter)?.clone();
-        fill::page_in(self, &a, p.pid, p.device, node, gpu_va, bytes, pattern)
+        fill::page_in(
+            self,
+            &a,
+            p.pid,
+            p.device,
+            node,
+            gpu_va.get(),
+            bytes,
+            pattern,
+        )
     }
 
     /// Builds (without submitting) one TRANSFER of `bytes` from `src` to `dst` with
@@ -203,7 +213,7 @@ impl Machine {
         &self,
         i: usize,
         pid: ProcessId,
-        va: u64,
+        va: GpuVa,
         access: Access,
     ) -> Option<Result<(u64, u64), Fault>> {
         va::gpu_va_translate(self.adapter_shared(i).ok()?, pid, va, access)

@@ -2,6 +2,7 @@
 //! logs, context priorities) and the legacy submission path (DMA buffers through
 //! `DxgkDdiSubmitCommand`, the fence IDs VidSch keeps).
 
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::Command;
 
 use crate::base::error::SimError;
@@ -109,11 +110,11 @@ impl Machine {
         &self,
         p: &UmsProcess,
         context: KmtHandle,
-        va: u64,
+        va: GpuVa,
         bytes: u32,
     ) -> Result<Option<u32>, SimError> {
         let a = self.adapter_shared(p.adapter)?.clone();
-        legacy::submit_legacy_va(self.waiter(), &a, p, context, va, bytes)
+        legacy::submit_legacy_va(self.waiter(), &a, p, context, va.get(), bytes)
     }
 
     /// `D3DKMTSubmitCommand`'s rules on a context it names, STATUS_INVALID_PARAMETER each, in

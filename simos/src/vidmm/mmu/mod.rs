@@ -125,7 +125,11 @@ fn dxgk_pte(e: &OsPte) -> DXGK_PTE {
 /// What the GPU's tables for process `pid` map at `va`, walked as the
 /// device walks them: the device address and the size of the page (4 KiB, or 2 MiB for a
 /// large page). `None`: no such space, or the walk faults (tests).
-pub fn gpu_translate(a: &AdapterShared, pid: ProcessId, va: u64) -> Option<(u64, u64)> {
+pub fn gpu_translate(
+    a: &AdapterShared,
+    pid: ProcessId,
+    va: rvgpu_hw::addr::GpuVa,
+) -> Option<(u64, u64)> {
     let root = {
         let v = lock(&a.mm.vidmm);
         let p = v.processes.get(&pid)?;
@@ -674,7 +678,7 @@ fn vidmm_check(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) -> Result
     let end = va + pages * 4096;
     let mut page = va;
     while page < end {
-        let walked = Mmu::walk_now(mem, root, page);
+        let walked = Mmu::walk_now(mem, root, rvgpu_hw::addr::GpuVa::new(page));
         let got = walked.map(|(pa, _)| pa);
         let want = p.space.leaf(page);
         let ok = match (want, got) {

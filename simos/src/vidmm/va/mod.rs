@@ -144,7 +144,7 @@ pub fn gpuva_live_counts(a: &AdapterShared) -> (usize, usize, usize) {
 pub fn gpu_va_translate(
     a: &AdapterShared,
     pid: ProcessId,
-    va: u64,
+    va: rvgpu_hw::addr::GpuVa,
     access: Access,
 ) -> Option<Result<(u64, u64), Fault>> {
     let (_, segment, root) = lock(&a.mm.vidmm).process(pid)?;

@@ -141,7 +141,13 @@ impl crate::backend::Paging for DllSession {
         let (p, _) = self.buffer_handle(b)?;
         let ums = self.os_device(p)?;
         self.machine()
-            .page_in(&ums, fill.node, va, fill.bytes, fill.pattern)
+            .page_in(
+                &ums,
+                fill.node,
+                rvgpu_hw::addr::GpuVa::new(va),
+                fill.bytes,
+                fill.pattern,
+            )
             .map_err(failure)
     }
 }

@@ -374,7 +374,13 @@ impl Paging for SimSession {
         let pi = self.buffer_process[b.0];
         let up = self.process(ProcessRef(pi))?;
         self.machine
-            .page_in(&up, fill.node, va, fill.bytes, fill.pattern)
+            .page_in(
+                &up,
+                fill.node,
+                rvgpu_hw::addr::GpuVa::new(va),
+                fill.bytes,
+                fill.pattern,
+            )
             .map_err(failure)
     }
 }
