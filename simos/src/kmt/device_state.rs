@@ -68,7 +68,7 @@ pub enum WrittenBack {
 /// 1. `StateType` RESET: no device looked up; `ResetState.DesktopSwitched` from the process
 ///    (no desktop switch in the simulation: 0), success;
 /// 2. `hDevice` not a device in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
-/// 3. EXECUTION: `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0 ([`execution_state`]);
+/// 3. EXECUTION: `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0 (`execution_state`);
 ///    PRESENT, PRESENT_DWM, PAGE_FAULT, PRESENT_QUEUE: not modelled, STATUS_NOT_SUPPORTED
 ///    (the catalog's gap); any other type: STATUS_INVALID_PARAMETER.
 ///
