@@ -21,10 +21,10 @@ use std::time::Duration;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
 use rvgpu_device::SysAlloc;
 use rvgpu_umd::kmt::{
-    Allocation, AllocationCpu, AllocationPdd, DestroyFlags, Doorbell, DoorbellCpu, DoorbellStatus,
-    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
-    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa,
-    UpdateGpuVaOp,
+    Allocation, AllocationCpu, AllocationPdd, DestroyFlags, DeviceExecutionState, Doorbell,
+    DoorbellCpu, DoorbellStatus, EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError,
+    MakeResidentFlags, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue,
+    ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
 };
 
 use crate::adapter::AdapterShared;
@@ -45,6 +45,7 @@ pub mod catalog;
 pub mod context_virtual;
 mod destroy_sync;
 pub mod device;
+pub mod device_state;
 pub mod doorbell;
 pub mod escape;
 pub mod evict;
@@ -854,6 +855,21 @@ impl Kmt for SimKmt<'_> {
         // Fence pages it left empty leave the paging process and go back (no lock held here).
         let a = self.adapter()?;
         self.m.reap_system_pages(&a).map_err(status)
+    }
+
+    /// Through `D3DKMTGetDeviceState`'s kernel entry with the structure the UMD's Windows thunk
+    /// fills (`D3DKMT_DEVICESTATE_EXECUTION` on the process's device).
+    fn device_execution_state(&self) -> Result<DeviceExecutionState, NtStatus> {
+        let mut a = device_state::D3dkmtGetDeviceState {
+            h_device: self.p.device,
+            state_type: device_state::DEVICESTATE_EXECUTION,
+            ..Default::default()
+        };
+        let own = self.p;
+        device_state::dxgk_get_device_state_internal(self.m, &mut a, |h| {
+            (h == own.device).then_some(own)
+        })?;
+        Ok(DeviceExecutionState(a.first_u32()))
     }
 
     fn cpu_timestamp(&self) -> u64 {

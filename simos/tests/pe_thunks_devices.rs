@@ -762,3 +762,117 @@ fn d3dkmt_destroy_device_destroys_in_24h2_order_without_the_exit_flush() {
     );
     machine_ok(&m);
 }
+
+const STATE: &str = "D3DKMTGetDeviceState";
+
+/// `D3DKMTGetDeviceState` of `device` with `StateType` `ty`, the union's words set to a
+/// pattern: (status, the structure after as dwords).
+fn state_raw(p: &Arc<UserProcess>, device: u32, ty: u32) -> (u64, [u32; 14]) {
+    let mut s = [UNTOUCHED; 14];
+    s[0] = device;
+    s[1] = ty;
+    let r = thunk(p, STATE, s.as_mut_ptr() as u64);
+    (r, s)
+}
+
+/// `D3DKMTGetDeviceState` as 24H2 answers it, table-driven: a state type out of range or a
+/// handle that is no device of the caller is STATUS_INVALID_PARAMETER with nothing written;
+/// RESET looks no device up and writes `ResetState` alone (no desktop switch: 0); EXECUTION
+/// copies the whole structure back with `ExecutionState` ACTIVE for a live device and HUNG
+/// for the device whose DMA buffer hung the engine (VidSch's reason 7), while the other
+/// device of the process stays ACTIVE (UM-10).
+#[test]
+fn d3dkmt_get_device_state_answers_as_24h2() {
+    const EXECUTION: u32 = 1;
+    const RESET: u32 = 3;
+    const ACTIVE: u32 = 1;
+    const HUNG: u32 = 3;
+    let m = pe_machine_sw();
+    ok(
+        &m,
+        m.enable_tdr(
+            0,
+            TdrConfig {
+                timeout: Duration::from_millis(300),
+                preempt_timeout: Duration::from_millis(50),
+                ..TdrConfig::default()
+            },
+        ),
+    );
+    let p = UserProcess::new(m.clone(), umd());
+    let adapter = open(&p);
+    let (guilty, innocent) = (create(&p, adapter), create(&p, adapter));
+    let bad_type = "StateType 0, or above PRESENT_QUEUE (7 and up)";
+    let no_device = "StateType not RESET and hDevice not a device handle in the caller's table";
+    let refusals: &[(u32, u32, &str)] = &[
+        (guilty, 0, bad_type),
+        (guilty, 7, bad_type),
+        (guilty, 0xFFFF_FFFF, bad_type),
+        (0, EXECUTION, no_device),
+        (0x1234, EXECUTION, no_device),
+        (adapter, EXECUTION, no_device),
+    ];
+    for &(h, ty, what) in refusals {
+        let (r, s) = state_raw(&p, h, ty);
+        assert_eq!(
+            r,
+            expected(STATE, what),
+            "{what}: hDevice {h:#x}, type {ty}"
+        );
+        assert!(
+            s[2..].iter().all(|&w| w == UNTOUCHED),
+            "{what}: nothing written"
+        );
+    }
+    // RESET: no device looked up, ResetState alone written.
+    for h in [0, 0x1234, guilty] {
+        let (r, s) = state_raw(&p, h, RESET);
+        assert_eq!((r, s[2]), (STATUS_SUCCESS, 0), "RESET, hDevice {h:#x}");
+        assert!(s[3..].iter().all(|&w| w == UNTOUCHED), "ResetState alone");
+    }
+    let execution = |h: u32| {
+        let (r, s) = state_raw(&p, h, EXECUTION);
+        assert_eq!(r, STATUS_SUCCESS, "EXECUTION of {h:#x}");
+        assert_eq!(&s[..2], &[h, EXECUTION], "the structure copied back");
+        assert!(s[3..].iter().all(|&w| w == UNTOUCHED), "as captured");
+        s[2]
+    };
+    assert_eq!((execution(guilty), execution(innocent)), (ACTIVE, ACTIVE));
+    let d = sim(&p, guilty);
+    let ctx = okk(&m, m.kmt(&d).create_context(0));
+    ok(&m, m.submit_legacy(&d, ctx, &[Command::Hang]));
+    let until = Instant::now() + Duration::from_secs(60);
+    while m.tdr_counts(0).0 < 1 {
+        assert!(Instant::now() < until, "engine reset");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(execution(guilty), HUNG, "the guilty device");
+    assert_eq!(execution(innocent), ACTIVE, "the other device");
+    assert_eq!(
+        m.kmt(&d).device_execution_state(),
+        Ok(rvgpu_umd::kmt::DeviceExecutionState::HUNG),
+        "SimKmt through the same entry"
+    );
+    assert_eq!(one_handle(&p, DESTROY, guilty), STATUS_SUCCESS);
+    let (r, _) = state_raw(&p, guilty, EXECUTION);
+    assert_eq!(r, expected(STATE, no_device), "a destroyed device");
+    assert_covers(
+        STATE,
+        &[bad_type, no_device],
+        &[
+            ("no process context", "every thunk runs in a DLL process"),
+            (
+                "StateType PRESENT, PRESENT_DWM, PAGE_FAULT or PRESENT_QUEUE on an adapter or \
+                 device not active",
+                "not modelled: those state types answer STATUS_NOT_SUPPORTED (the row's gap)",
+            ),
+            (
+                "StateType PRESENT or PRESENT_DWM: PresentState.VidPnSourceId not one of the \
+                 adapter's sources",
+                "not modelled: those state types answer STATUS_NOT_SUPPORTED (the row's gap)",
+            ),
+        ],
+    );
+    drop(p);
+    assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
+}

@@ -135,7 +135,7 @@ typedef struct RvgpuQueueStatus {
 } RvgpuQueueStatus;
 
 typedef struct RvgpuDeviceStatus {
-    uint32_t lost;        /* non-zero once a queue of the adapter found the device lost */
+    uint32_t lost;        /* non-zero once a queue found the device lost, or the OS reports it not active */
     uint32_t reset_count; /* queues whose work a reset or loss aborted, each counted once */
 } RvgpuDeviceStatus;
 

@@ -494,6 +494,30 @@ pub struct Doorbell<D> {
     pub cpu: D,
 }
 
+/// `D3DKMT_DEVICEEXECUTION_STATE`: a device's execution state as `D3DKMTGetDeviceState`
+/// (`D3DKMT_DEVICESTATE_EXECUTION`) reports it, what an application reads to tell a lost device
+/// and why it was lost.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ne-d3dkmthk-_d3dkmt_deviceexecution_state>
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceExecutionState(pub u32);
+
+impl DeviceExecutionState {
+    /// `D3DKMT_DEVICEEXECUTION_ACTIVE`.
+    pub const ACTIVE: Self = Self(1);
+    /// `D3DKMT_DEVICEEXECUTION_RESET`.
+    pub const RESET: Self = Self(2);
+    /// `D3DKMT_DEVICEEXECUTION_HUNG`: its work hung an engine.
+    pub const HUNG: Self = Self(3);
+    /// `D3DKMT_DEVICEEXECUTION_STOPPED`.
+    pub const STOPPED: Self = Self(4);
+    /// `D3DKMT_DEVICEEXECUTION_ERROR_OUTOFMEMORY`.
+    pub const ERROR_OUTOFMEMORY: Self = Self(5);
+    /// `D3DKMT_DEVICEEXECUTION_ERROR_DMAFAULT`.
+    pub const ERROR_DMAFAULT: Self = Self(6);
+    /// `D3DKMT_DEVICEEXECUTION_ERROR_DMAPAGEFAULT`.
+    pub const ERROR_DMAPAGEFAULT: Self = Self(7);
+}
+
 /// Inside `impl Kmt for T`: each `fn name(&self, args) -> R;` listed becomes the thunk that
 /// calls the same thunk of `$to` (an expression of `self`: `(**self)`, `self.0`, ...) with the
 /// same arguments. The pointer impls ([`crate::submit`]), the harness's session thunks and the
@@ -811,6 +835,11 @@ pub trait Kmt {
     /// D3DKMT handle) to `value`. Default: `STATUS_NOT_SUPPORTED`.
     fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         let _ = (fence, value);
+        Err(STATUS_NOT_SUPPORTED)
+    }
+    /// `D3DKMTGetDeviceState` (`D3DKMT_DEVICESTATE_EXECUTION`) of the UMD's device: active, or
+    /// in error and why. Default: `STATUS_NOT_SUPPORTED`.
+    fn device_execution_state(&self) -> Result<DeviceExecutionState, NtStatus> {
         Err(STATUS_NOT_SUPPORTED)
     }
     /// The CPU timestamp of the "queued" event (`QueuedOp::qpc`): `QueryPerformanceCounter` on

@@ -310,7 +310,11 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
                         value,
                         status,
                     });
-                    super::loss::tdr_device_error(a, device)?;
+                    super::loss::tdr_device_error(
+                        a,
+                        device,
+                        crate::state::ums::DeviceError::SubmitRefused,
+                    )?;
                     return Ok(());
                 }
             }

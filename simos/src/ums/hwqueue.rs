@@ -683,7 +683,7 @@ pub(crate) fn submit_command(
     {
         // 24H2 (`M:SubmitRenderToHwQueue` @0x14000E8B0): the API returned before VidSch made
         // the call; the failure marks the device in error.
-        super::loss::tdr_device_error(a, device)?;
+        super::loss::tdr_device_error(a, device, crate::state::ums::DeviceError::SubmitRefused)?;
         lock(&a.ums).events.push(UmsEvent::DeviceError { device });
         return Ok(());
     }

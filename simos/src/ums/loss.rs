@@ -16,7 +16,7 @@ use super::disconnect::os_disconnect;
 use super::host::UmsHost;
 use super::locks::exclusive;
 use crate::state::ums::events::UmsEvent;
-use crate::state::ums::{kernel_handle, DoorbellState, Suspended, UmsOs};
+use crate::state::ums::{kernel_handle, DeviceError, DoorbellState, Suspended, UmsOs};
 
 /// UM-10: device loss. Every doorbell of the adapter ends `DISCONNECTED_ABORT` (connected
 /// ones are disconnected through the KMD first by the pages; 24H2 only writes the status) and
@@ -46,7 +46,7 @@ pub(crate) fn device_removed(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), S
         for d in devices {
             if let Some(dv) = os.devices.get_mut(&d) {
                 if !dv.in_error {
-                    dv.in_error = true;
+                    dv.mark_error(DeviceError::Removed);
                     os.events.push(UmsEvent::DeviceError { device: d });
                 }
             }
@@ -150,24 +150,30 @@ pub(crate) fn tdr_device_in_error(a: &AdapterShared, device: KmtHandle) -> bool 
     lock(&a.ums).devices.get(&device).is_none_or(|d| d.in_error)
 }
 
+/// Device `device`'s error reason (`Some(None)`: live), `None` when there is no such device.
+pub(crate) fn device_error(a: &AdapterShared, device: KmtHandle) -> Option<Option<DeviceError>> {
+    lock(&a.ums).devices.get(&device).map(|d| d.error)
+}
+
 /// The devices of the adapter.
 pub(crate) fn tdr_devices(a: &AdapterShared) -> Vec<KmtHandle> {
     lock(&a.ums).devices.keys().copied().collect()
 }
 
-/// UM-10 for one device after a TDR: the device is in error (thunks return
+/// UM-10 for one device after a TDR (or a fault, `why`): the device is in error (thunks return
 /// `STATUS_DEVICE_REMOVED`), every doorbell of it is disconnected with `DISCONNECTED_ABORT`
 /// (status first, then the dummy page, then `DxgkDdiDisconnectDoorbell`); other devices are
 /// not touched. Returns the aborted doorbells.
 pub(crate) fn tdr_device_error(
     a: &AdapterShared,
     device: KmtHandle,
+    why: DeviceError,
 ) -> Result<Vec<KmtHandle>, SimError> {
     let (dbs, process) = {
         let mut os = lock(&a.ums);
         let process = match os.devices.get_mut(&device) {
             Some(d) => {
-                d.in_error = true;
+                d.mark_error(why);
                 d.process
             }
             None => return Ok(Vec::new()),

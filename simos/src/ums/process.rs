@@ -322,7 +322,7 @@ fn charge(a: &AdapterShared, dl: &Mutex<()>, device: KmtHandle) -> Result<(), Si
         let Some(d) = os.devices.get_mut(&device) else {
             return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
         };
-        d.in_error = true;
+        d.mark_error(crate::state::ums::DeviceError::Flushed);
         os.events.push(UmsEvent::DeviceError { device });
         os.contexts_of_device(device)
     };
@@ -504,6 +504,7 @@ fn new_device(
             lock: Arc::new(Mutex::new(())),
             process: pid,
             in_error: false,
+            error: None,
         },
     );
     os.events.push(UmsEvent::CreateDevice { device: h });

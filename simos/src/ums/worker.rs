@@ -13,7 +13,7 @@ use crate::base::lock::lock;
 use crate::ob::KmtHandle;
 use crate::os::answers::OsDisconnects;
 use crate::state::ums::events::UmsEvent;
-use crate::state::ums::{DoorbellState, QueueObj};
+use crate::state::ums::{DeviceError, DoorbellState, QueueObj};
 
 use super::disconnect::os_disconnect;
 use super::held::run_hwq_work;
@@ -90,7 +90,7 @@ fn run_page_faults(a: &AdapterShared) -> bool {
         };
         lock(&a.ums).events.push(UmsEvent::PageFault { queue, va });
         let _x = exclusive(a);
-        if let Err(e) = tdr_device_error(a, device) {
+        if let Err(e) = tdr_device_error(a, device, DeviceError::PageFault) {
             worker_step_failed(a, format!("putting device {device} in error failed: {e}"));
             return did;
         }

@@ -121,7 +121,8 @@ pub struct RvgpuBufferStatus {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RvgpuDeviceStatus {
-    /// Non-zero once a queue of the adapter found the device lost or reset.
+    /// Non-zero once a queue of the adapter found the device lost or reset, or the OS reports
+    /// the device not active (`D3DKMTGetDeviceState`).
     pub lost: u32,
     /// Queues of the adapter whose work a device reset or loss aborted (each counted once).
     pub reset_count: u32,

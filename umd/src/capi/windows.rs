@@ -25,7 +25,7 @@ use crate::capi::{
 use crate::etw_windows::EtwFenceTrace;
 use crate::fence::NativeFence;
 use crate::fencelog::{FenceTrace, LogKind, Op};
-use crate::kmt::{Kmt, KmtHandle, NtStatus};
+use crate::kmt::{DeviceExecutionState, Kmt, KmtHandle, NtStatus};
 use crate::kmt_windows::{WaitOutcome, WinKmt};
 use crate::packets::Dwords;
 use crate::submit::QueueConfig;
@@ -122,9 +122,12 @@ pub fn close_adapter(a: usize) -> RvgpuStatus {
 }
 
 pub fn device_status(a: usize) -> Result<RvgpuDeviceStatus, RvgpuStatus> {
-    let (_, state) = adapter(a)?;
+    let (kmt, state) = adapter(a)?;
+    // The OS's own word on the device (`D3DKMTGetDeviceState`, what a runtime asks after a
+    // refused call): lost once it is not active, even before a queue of it saw the loss.
+    let os_lost = kmt.device_execution_state().map_err(from_nt)? != DeviceExecutionState::ACTIVE;
     Ok(RvgpuDeviceStatus {
-        lost: u32::from(state.lost.load(core::sync::atomic::Ordering::Acquire)),
+        lost: u32::from(state.lost.load(core::sync::atomic::Ordering::Acquire) || os_lost),
         reset_count: state.resets.load(core::sync::atomic::Ordering::Acquire),
     })
 }

@@ -37,9 +37,9 @@ use super::views::{aligned, performance_query, WinDoorbell, WinFence, WinMem};
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
     checked_progress, map_new_allocation, wait_paging, Allocation, AllocationPdd, DestroyFlags,
-    Doorbell, EvictFlags, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
-    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, QueueProgress, ReserveGpuVa,
-    UpdateGpuVa, UpdateGpuVaOp,
+    DeviceExecutionState, Doorbell, EvictFlags, HwQueue, Kmt, KmtHandle, MakeResidentError,
+    MakeResidentFlags, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue,
+    QueueProgress, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
 };
 use zerocopy::IntoBytes;
 
@@ -795,6 +795,25 @@ impl Kmt for WinKmt {
 
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
         self.destroy_sync_object(fence)
+    }
+
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtgetdevicestate>
+    /// with `D3DKMT_DEVICESTATE_EXECUTION` on this device.
+    fn device_execution_state(&self) -> Result<DeviceExecutionState, NtStatus> {
+        use windows_sys::Wdk::Graphics::Direct3D::{
+            D3DKMTGetDeviceState, D3DKMT_DEVICESTATE_EXECUTION, D3DKMT_GETDEVICESTATE,
+        };
+        let mut args = D3DKMT_GETDEVICESTATE {
+            hDevice: self.device,
+            StateType: D3DKMT_DEVICESTATE_EXECUTION,
+            ..Default::default()
+        };
+        // SAFETY: a D3DKMT_GETDEVICESTATE (windows-sys's layout) on this stack frame.
+        check(unsafe { D3DKMTGetDeviceState(&mut args) })?;
+        // SAFETY: the union's ExecutionState is what an EXECUTION query writes; every bit
+        // pattern is a valid i32.
+        let state = unsafe { args.Anonymous.ExecutionState };
+        Ok(DeviceExecutionState(state as u32))
     }
 
     /// `QueryPerformanceCounter` (the clock `DxgkDdiCalibrateGpuClock` reports the CPU side

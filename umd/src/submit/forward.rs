@@ -2,9 +2,9 @@
 
 use crate::fence::NativeFence;
 use crate::kmt::{
-    Allocation, AllocationKind, AllocationPdd, DestroyFlags, Doorbell, EvictFlags, HwQueue, Kmt,
-    KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus,
-    PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
+    Allocation, AllocationKind, AllocationPdd, DestroyFlags, DeviceExecutionState, Doorbell,
+    EvictFlags, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa, MappedGpu,
+    MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
 };
 
 /// Implements [`Kmt`] for a pointer to thunks by forwarding every call to the pointee. One list
@@ -58,6 +58,7 @@ macro_rules! forward_kmt {
                 fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus>;
                 fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus>;
                 fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus>;
+                fn device_execution_state(&self) -> Result<DeviceExecutionState, NtStatus>;
                 fn signal_native_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
                 fn cpu_timestamp(&self) -> u64;
                 fn cpu_timestamp_frequency(&self) -> u64;

@@ -8,6 +8,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use rvgpu_umd::kmt::DeviceExecutionState;
+
 use super::{
     BufferRef, BugCheckInfo, ChurnLane, ChurnReport, ContextRef, DbgInfoRace, DeviceLoss,
     DoorbellStatus, DriverCaps, EngineProbe, EngineStateChange, EventRef, Failure, FenceRef,
@@ -512,6 +514,14 @@ pub trait Tdr {
     /// Runs `lanes` at the same time on existing queues, one thread each ([`StreamLane`]);
     /// step-mode sessions run them one after another.
     fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure>;
+
+    /// The OS's execution state of process `p`'s device (`D3DKMTGetDeviceState`,
+    /// `D3DKMT_DEVICESTATE_EXECUTION`): what an application reads to learn that its device was
+    /// lost, and why (HUNG for the device whose work hung an engine). Default: unsupported.
+    fn device_state(&mut self, p: ProcessRef) -> Result<DeviceExecutionState, Failure> {
+        let _ = p;
+        Err(Failure::Unsupported("D3DKMTGetDeviceState".into()))
+    }
 }
 
 /// Kernel-mode ("legacy") contexts and their DMA buffers, which the TDR cases hang and

@@ -200,6 +200,50 @@ pub(super) const ESCAPE: Thunk = Thunk {
            adapter and device); the GPU-PV forward to the host is not modelled",
 };
 
+pub(super) const GET_DEVICE_STATE: Thunk = Thunk {
+    name: "D3DKMTGetDeviceState",
+    source: Some(&[
+        src("DxgkGetDeviceState", 0x1402AB120),
+        src("DxgkGetDeviceStateInternal", 0x1402AB150),
+        src("DXGDEVICE::GetDeviceExecutionState", 0x1402ABBB0),
+    ]),
+    checks: &[
+        check("no process context", INVALID_PARAMETER),
+        check(
+            "StateType not RESET and hDevice not a device handle in the caller's table",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "StateType PRESENT, PRESENT_DWM, PAGE_FAULT or PRESENT_QUEUE on an adapter or \
+             device not active",
+            DEVICE_REMOVED,
+        ),
+        check(
+            "StateType PRESENT or PRESENT_DWM: PresentState.VidPnSourceId not one of the \
+             adapter's sources",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "StateType 0, or above PRESENT_QUEUE (7 and up)",
+            INVALID_PARAMETER,
+        ),
+    ],
+    written_back: &[
+        "StateType RESET: ResetState only (DesktopSwitched), without a device",
+        "any other StateType: the whole structure (0x38 bytes), ExecutionState from \
+         VidSch's error reason of the device (7 HUNG, 9 and 19 DMAPAGEFAULT, 14 STOPPED, \
+         none ACTIVE)",
+    ],
+    pending: Pending::No,
+    entry: Some("device_state::dxgk_get_device_state_internal"),
+    gaps: "PRESENT, PRESENT_DWM, PAGE_FAULT and PRESENT_QUEUE answer STATUS_NOT_SUPPORTED \
+           (no display and no VidSch page-fault record); DesktopSwitched is always 0; a \
+           DXGDEVICE not active (24H2's states 2..4) and the reset flag of reason 0 are not \
+           modelled; the paravirtualised (VMBus) path is not modelled; a removed adapter's \
+           devices answer STOPPED (UNVERIFIED); the reason of a refused submission (19) is \
+           read in another build of dxgmms2",
+};
+
 pub(super) const IS_FEATURE_ENABLED: Thunk = Thunk {
     name: "D3DKMTIsFeatureEnabled",
     source: Some(&[

@@ -121,6 +121,7 @@ pub const THUNKS: &[Thunk] = &[
     devices::ESCAPE,
     memory::EVICT,
     memory::FREE_GPU_VIRTUAL_ADDRESS,
+    devices::GET_DEVICE_STATE,
     memory::INVALIDATE_CACHE,
     devices::IS_FEATURE_ENABLED,
     memory::LOCK2,

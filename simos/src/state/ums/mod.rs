@@ -98,6 +98,36 @@ pub(crate) struct DeviceObj {
     pub(crate) lock: Arc<Mutex<()>>,
     pub(crate) process: ProcessId,
     pub(crate) in_error: bool,
+    /// Why VidSch put the device in error, the first reason only (`M:VidSchiMarkDeviceAsError`
+    /// @0x14001FF30 keeps the first: a compare-exchange against 0).
+    pub(crate) error: Option<DeviceError>,
+}
+
+/// A device's error reason as VidSch records it (`M:VidSchiMarkDeviceAsError` @0x14001FF30's
+/// third argument), read back by `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DeviceError {
+    /// 7: the device whose work hung the engine (`M:VidSchiMarkTdrFaultingDevice`
+    /// @0x1400A8050, from `M:VidSchiReportHwHang` @0x140044F38).
+    Hung,
+    /// 9: a hardware queue's page fault (`M:VidSchiProcessHwQueuePageFaultedDpc` @0x1400493D0).
+    PageFault,
+    /// 14: flushed for good at its process's teardown (`M:VidSchFlushDevice` @0x1400B5320).
+    Flushed,
+    /// 19: a submission the driver refused (`M:SubmitRenderToHwQueue` @0x14000E8B0; the reason
+    /// read in another build of dxgmms2, UNVERIFIED in 24H2's).
+    SubmitRefused,
+    /// The adapter removed under the device: no VidSch reason in the simulation (UNVERIFIED
+    /// what 24H2's device state is then).
+    Removed,
+}
+
+impl DeviceObj {
+    /// The device goes to error for `why`; a device already in error keeps its first reason.
+    pub(crate) fn mark_error(&mut self, why: DeviceError) {
+        self.in_error = true;
+        self.error.get_or_insert(why);
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -291,7 +291,7 @@ pub(super) fn error_devices(
         if ums::tdr_device_in_error(a, *d) && !ums::tdr_devices(a).contains(d) {
             continue;
         }
-        let dbs = ums::tdr_device_error(a, *d)?;
+        let dbs = ums::tdr_device_error(a, *d, ums::DeviceError::Hung)?;
         lock(&sh.os).events.push(TdrEvent::DeviceError {
             device: *d,
             doorbells_aborted: dbs.len(),

@@ -10,6 +10,7 @@
 //! `write ID OFFSET VALUE` → `ok`; `queue ID NODE user|kernel` → `ok INFO`;
 //! `submit ID P P …` (each packet its words joined by `,`) → `ok VALUE`; `wait ID VALUE` →
 //! `ok`; `info ID` → `ok INFO`; `doorbell ID` → `ok RAW` or `ok none`; `close ID` → `ok`;
+//! `state` → `ok EXECUTIONSTATE` (`D3DKMTGetDeviceState` of its device);
 //! `exit` → `ok`, and the server ends. A failed thunk answers `status NTSTATUS`, anything else
 //! `err TEXT`. `INFO` is `user|kernel LOST LAST COMPLETED QUEUEID SEEN`.
 
@@ -18,7 +19,9 @@ use std::io::{BufRead, Write};
 use std::sync::Mutex;
 
 use rvgpu_hw::cmd::{self, Command};
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, DoorbellStatus, Kmt, NtStatus};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, DeviceExecutionState, DoorbellStatus, Kmt, NtStatus,
+};
 use rvgpu_umd::submit::SubmitError;
 
 use crate::backend::umd_queue::UmdQueue;
@@ -194,6 +197,12 @@ impl RemoteProcess {
         }
     }
 
+    /// Its device's execution state (`D3DKMTGetDeviceState`).
+    pub(crate) fn device_state(&self) -> Result<DeviceExecutionState, Failure> {
+        let v = self.number("state")?;
+        Ok(DeviceExecutionState(v as u32))
+    }
+
     pub(crate) fn close_queue(&self, id: usize) -> Result<(), Failure> {
         self.call(&format!("close {id:x}")).map(drop)
     }
@@ -325,6 +334,7 @@ impl<K: Kmt + Clone> Served<K> {
                 Some(st) => format!("{:x}", raw(st)),
                 None => "none".into(),
             }),
+            Some("state") => Ok(format!("{:x}", self.kmt.device_execution_state()?.0)),
             Some("close") => {
                 let id = arg(1)?;
                 let q = self

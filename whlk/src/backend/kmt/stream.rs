@@ -11,12 +11,14 @@
 use std::time::{Duration, Instant};
 
 use rvgpu_hw::cmd::Command;
-use rvgpu_umd::kmt::Kmt;
+use rvgpu_umd::kmt::{DeviceExecutionState, Kmt};
 
 use super::remote::RemoteProcess;
 use super::{KQueue, KmtSession, KmtSync};
 use crate::backend::umd_queue::UmdQueue;
-use crate::backend::{DoorbellStatus, Failure, StreamLane, StreamReport, Tdr, TdrTimeouts};
+use crate::backend::{
+    DoorbellStatus, Failure, ProcessRef, StreamLane, StreamReport, Tdr, TdrTimeouts,
+};
 
 /// Timeout detection and recovery as a program sees it: the machine's own TDR, and lanes of
 /// submissions through a recovery, on queues of this program and of other processes.
@@ -75,6 +77,15 @@ impl<K: KmtSync + Send + Sync + 'static> Tdr for KmtSession<K> {
         }
         self.check_fault()?;
         reports.ok_or_else(|| Failure::Backend("stream: a lane's queue was lost".into()))
+    }
+
+    /// `D3DKMTGetDeviceState` of the process's device, in the process that holds it.
+    fn device_state(&mut self, p: ProcessRef) -> Result<DeviceExecutionState, Failure> {
+        if let Some(r) = self.remote(p.0)? {
+            return r.device_state();
+        }
+        let (_, kmt) = self.process(p)?;
+        kmt.device_execution_state().map_err(|s| self.status(s))
     }
 }
 

@@ -13,9 +13,10 @@ use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_simos::{Machine, MonitoredFence, SimError, UmsProcess, WaitOutcome};
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
 use rvgpu_umd::kmt::{
-    Allocation, AllocationKind, AllocationPdd, DestroyFlags, Doorbell, EvictFlags, FenceCpu,
-    HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa, MappedGpu,
-    MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
+    Allocation, AllocationKind, AllocationPdd, DestroyFlags, DeviceExecutionState, Doorbell,
+    EvictFlags, FenceCpu, HwQueue, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, MapGpuVa,
+    MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue, ReserveGpuVa, UpdateGpuVa,
+    UpdateGpuVaOp,
 };
 
 use crate::backend::kmt::sync::TestThunks;
@@ -200,6 +201,7 @@ impl Kmt for SessKmt {
         fn close_nt_handle(&self, handle: u64) -> Result<(), NtStatus>;
         fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus>;
         fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus>;
+        fn device_execution_state(&self) -> Result<DeviceExecutionState, NtStatus>;
         /// The "queued" events' clock: the simulation's QPC, the clock the KMD calibrates
         /// against.
         fn cpu_timestamp(&self) -> u64;

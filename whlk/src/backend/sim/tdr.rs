@@ -2,7 +2,7 @@
 //! and DMA buffers, and the OS's recovery record.
 
 use rvgpu_simos::{Cause, Machine, TdrConfig, TdrEvent};
-use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
+use rvgpu_umd::kmt::{DeviceExecutionState, Kmt, KmtHandle, NtStatus};
 
 use super::{failure, SimSession};
 use crate::backend::{
@@ -75,6 +75,12 @@ impl Tdr for SimSession {
 
     fn stream(&mut self, lanes: &[StreamLane]) -> Result<Vec<StreamReport>, Failure> {
         self.stream_lanes(lanes)
+    }
+
+    fn device_state(&mut self, p: ProcessRef) -> Result<DeviceExecutionState, Failure> {
+        self.kmt(p)?
+            .device_execution_state()
+            .map_err(|NtStatus(s)| Failure::DdiFailed(s))
     }
 }
 

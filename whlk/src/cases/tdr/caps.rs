@@ -1,12 +1,13 @@
 //! The driver's TDR caps, per engine (TDR-01, TDR-02).
 
 use crate::backend::{
-    Backend, ExecMode, Failure, Misbehaviour, SessionConfig, TdrStep, TdrTimeouts,
+    Backend, Capability, ExecMode, Failure, Misbehaviour, NewQueue, SessionConfig, TdrStep,
+    TdrTimeouts,
 };
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
-use super::super::common::{fill, no_fault, session};
+use super::super::common::{fill, no_fault, observe, session, wait};
 use super::fixtures::{
     all_done, resets, software_scheduled, until, BUF, STEP, VIDEO_ENGINE_TIMEOUT_DETECTED,
     VIDEO_TDR_TIMEOUT_DETECTED,
@@ -95,7 +96,19 @@ pub(super) fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
     no_fault(&*s)
 }
 
+/// What a backend needs to build the case's machines and look past D3DKMT.
+const MACHINE_VIEW: [Capability; 4] = [
+    Capability::ConfiguredMachine,
+    Capability::KmdCaps,
+    Capability::DirectDdi,
+    Capability::DmaContexts,
+];
+
 pub(super) fn nodes_and_affinity(b: &dyn Backend) -> CaseResult {
+    let caps = b.capabilities();
+    if !MACHINE_VIEW.iter().all(|c| caps.contains(*c)) {
+        return nodes_as_a_program_sees_them(b);
+    }
     for engines in [1u32, 2, 16] {
         // Software-scheduled: a process's DMA buffers go through `D3DKMTSubmitCommand`, which
         // 24H2 refuses on a hardware-scheduled node's contexts.
@@ -136,4 +149,43 @@ pub(super) fn nodes_and_affinity(b: &dyn Backend) -> CaseResult {
         no_fault(&*s)?;
     }
     Ok(())
+}
+
+/// TDR-02 on the machine as it is, through D3DKMT alone (a program cannot choose the engine
+/// count, ask for the dependent engine group, or submit DMA buffers to a hardware-scheduled
+/// node): a queue on each node the adapter has runs its work on that node, and the first
+/// node past them is refused (a thunk's failure; where the backend reports the driver's node
+/// count, any refusal of that node).
+fn nodes_as_a_program_sees_them(b: &dyn Backend) -> CaseResult {
+    /// More nodes than any rvgpu device has (16 engines).
+    const MAX: u32 = 17;
+    let mut s = session(b, ExecMode::Threaded, |_| {})?;
+    let known = observe(s.kmd_caps().and_then(|k| k.driver_caps(0)))?.map(|c| c.nodes);
+    let p = s.ums()?.open_process(0)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let mut nodes = 0;
+    while nodes < MAX {
+        let q = match (s.ums()?.create_queue(p, NewQueue::user_mode(nodes)), known) {
+            (Ok(q), Some(k)) if nodes >= k => {
+                return Err(CaseError::Fail(format!(
+                    "a queue on node {nodes} of a driver with {k} nodes: {q:?}"
+                )))
+            }
+            (Ok(q), _) => q,
+            (Err(_), Some(k)) if nodes == k => break,
+            (Err(Failure::DdiFailed(_)), None) => break,
+            (Err(e), _) => return Err(e.into()),
+        };
+        let n = u64::from(nodes);
+        let v = s.ums()?.submit(q, &[fill(t, 8 * n, 0x100 + n)])?;
+        wait(&mut *s, q, v, "a queue's work on its node")?;
+        let got = s.ums_ref()?.read_buffer(t, 8 * n)?;
+        ensure!(got == 0x100 + n, "node {n}'s queue did not run ({got:#x})");
+        nodes += 1;
+    }
+    ensure!(
+        (1..MAX).contains(&nodes),
+        "{nodes} nodes took a queue: expected at least one, and a refusal past the last"
+    );
+    no_fault(&*s)
 }

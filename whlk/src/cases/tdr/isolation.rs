@@ -8,6 +8,7 @@ use crate::backend::{
 };
 use crate::case::CaseResult;
 use crate::ensure;
+use rvgpu_umd::kmt::DeviceExecutionState;
 
 use super::super::common::{fill, no_fault, observe, session, wait};
 use super::fixtures::{errored, guilty_refused, settled_probe, tdr_session, until, BUF, RECOVERY};
@@ -161,6 +162,18 @@ pub(super) fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
     // (whose progress never comes).
     for q in [hq, hq1] {
         guilty_refused(&mut *s, q, th, "UM-10")?;
+    }
+    // What the application then asks the OS (`D3DKMTGetDeviceState`): its device hung the
+    // engine; the other process's device is active.
+    for (p, want, who) in [
+        (h, DeviceExecutionState::HUNG, "guilty"),
+        (o, DeviceExecutionState::ACTIVE, "other"),
+    ] {
+        let got = observe(s.tdr().and_then(|t| t.device_state(p)))?;
+        ensure!(
+            got.is_none_or(|g| g == want),
+            "the {who} device's execution state is {got:?}, expected {want:?}"
+        );
     }
     for q in [oq0, oq1] {
         let st = s.ums_ref()?.doorbell_status(q)?;

@@ -3,11 +3,14 @@
 //! and the emulated GPU.
 //!
 //! What a Windows backend could run through D3DKMT (its own TDR is always on): submit work,
-//! hang an engine with a HANG packet, observe that the guilty device's queues are refused
-//! and that other work completes (`Tdr.ComputeHangCopyRuns`, `Tdr.GuiltyDeviceAborted`,
-//! `Tdr.UserModeTrafficSurvives` leave out the simulation-only observations there). Every
-//! other case injects faults into the device or the OS, calls a TDR DDI directly or reads the
-//! OS's fence IDs and recovery steps: simulation only, skipped elsewhere.
+//! hang an engine with a HANG packet, observe that the guilty device's queues are refused, its
+//! device `HUNG` (`D3DKMTGetDeviceState`) and that other work completes
+//! (`Tdr.ComputeHangCopyRuns`, `Tdr.GuiltyDeviceAborted`, `Tdr.UserModeTrafficSurvives` leave
+//! out the simulation-only observations there), and run work on every node the adapter has
+//! (`Tdr.NodesAndAffinity` without its machines of 1 and 16 engines). Every other case injects
+//! faults into the device or the OS, needs software scheduling or another device, calls a TDR
+//! DDI directly or reads the OS's fence IDs and recovery steps: simulation only, skipped
+//! elsewhere.
 
 mod aborted;
 mod adapter;
@@ -83,17 +86,17 @@ pub const CASES: &[Case] = &[
         name: "Tdr.NodesAndAffinity",
         requirements: &["TDR-02"],
         summary: "1, 2 and 16 engines: one node each, dependent group 1 << n, a context and a \
-                  DMA buffer run on every node",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::Tdr,
+                  DMA buffer run on every node; through D3DKMT alone, a queue on each node \
+                  runs and the node past the last is refused",
+        needs: &[Capability::UserModeSubmission],
+        optional: &[
             Capability::TdrTrace,
             Capability::DirectDdi,
             Capability::ConfiguredMachine,
             Capability::KmdCaps,
             Capability::DmaContexts,
+            Capability::BugChecks,
         ],
-        optional: &[Capability::BugChecks],
         run: nodes_and_affinity,
     },
     Case {

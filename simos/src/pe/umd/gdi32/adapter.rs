@@ -154,3 +154,25 @@ pub(super) fn is_feature_enabled(p: &UserProcess, at: u64) -> Status {
     nt_dxgk_is_feature_enabled(&p.machine, &mut a, |h| AdapterTable::adapter(p, h)).map_err(nt)?;
     put(at, offset_of!(D3dkmtIsFeatureEnabled, result), &a.result)
 }
+
+/// `D3DKMTGetDeviceState`: the structure as the DLL wrote it (24H2 captures all 0x38 bytes)
+/// to the thunk's kernel entry ([`crate::kmt::device_state`], 24H2's checks), then back what
+/// the entry wrote: `ResetState` alone for `D3DKMT_DEVICESTATE_RESET` (24H2 writes it straight
+/// into the caller's structure), else the whole structure.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtgetdevicestate>
+pub(super) fn get_device_state(p: &UserProcess, at: u64) -> Status {
+    use crate::kmt::device_state::WrittenBack;
+    use crate::kmt::device_state::{dxgk_get_device_state_internal, D3dkmtGetDeviceState};
+    let mut a: D3dkmtGetDeviceState = args(at)?;
+    let written = dxgk_get_device_state_internal(&p.machine, &mut a, |h| {
+        lock(&p.handles).devices.get(&h).map(|d| d.sim)
+    })
+    .map_err(nt)?;
+    match written {
+        WrittenBack::ResetState => put(at, offset_of!(D3dkmtGetDeviceState, state), &a.first_u32()),
+        WrittenBack::All => {
+            probe_out::<D3dkmtGetDeviceState>(at)?;
+            guest::write(at, &a).map_err(bad)
+        }
+    }
+}

@@ -61,8 +61,8 @@ mod layout;
 mod sync;
 mod va;
 use adapter::{
-    close_adapter, create_device, destroy_device, enum_adapters2, escape, is_feature_enabled,
-    open_adapter_from_luid,
+    close_adapter, create_device, destroy_device, enum_adapters2, escape, get_device_state,
+    is_feature_enabled, open_adapter_from_luid,
 };
 pub(super) use doorbell::DoorbellPage;
 use doorbell::{connect_doorbell, create_doorbell, destroy_doorbell, notify_work_submission};
@@ -99,6 +99,7 @@ pub(super) fn import(name: &str) -> Option<Handler> {
         "D3DKMTCloseAdapter" => thunk!(close_adapter),
         "D3DKMTCreateDevice" => thunk!(create_device),
         "D3DKMTDestroyDevice" => thunk!(destroy_device),
+        "D3DKMTGetDeviceState" => thunk!(get_device_state),
         "D3DKMTCreatePagingQueue" => thunk!(create_paging_queue),
         "D3DKMTDestroyPagingQueue" => thunk!(destroy_paging_queue),
         "D3DKMTQueryAdapterInfo" => thunk!(query_adapter_info),

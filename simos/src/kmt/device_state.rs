@@ -1,0 +1,119 @@
+//! `D3DKMTGetDeviceState`'s kernel entry, as 24H2 `K:DxgkGetDeviceStateInternal` @0x1402AB150
+//! (from `K:DxgkGetDeviceState` @0x1402AB120, previous mode user) answers it: the caller's
+//! `D3DKMT_GETDEVICESTATE` as written, the checks in their order with their statuses, and the
+//! state back. What an application reads to see that its device was lost, and why.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_umd::kmt::{DeviceExecutionState, KmtHandle, NtStatus};
+
+use crate::machine::Machine;
+use crate::state::ums::DeviceError;
+use crate::ums::{self, UmsProcess};
+
+/// `D3DKMT_GETDEVICESTATE` in the released x64 layout (56 bytes: 24H2 captures 0x38).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtGetDeviceState {
+    /// `hDevice` (in).
+    pub h_device: u32,
+    /// `StateType` (`D3DKMT_DEVICESTATE_TYPE`, in).
+    pub state_type: u32,
+    /// The union of the states (out): `ExecutionState` and `ResetState` are its first `u32`.
+    pub state: [u64; 6],
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtGetDeviceState, state) == 8);
+    assert!(size_of::<D3dkmtGetDeviceState>() == 0x38);
+};
+
+/// `D3DKMT_DEVICESTATE_EXECUTION`.
+pub const DEVICESTATE_EXECUTION: u32 = 1;
+/// `D3DKMT_DEVICESTATE_PRESENT`.
+pub const DEVICESTATE_PRESENT: u32 = 2;
+/// `D3DKMT_DEVICESTATE_RESET`.
+pub const DEVICESTATE_RESET: u32 = 3;
+/// `D3DKMT_DEVICESTATE_PRESENT_DWM`.
+pub const DEVICESTATE_PRESENT_DWM: u32 = 4;
+/// `D3DKMT_DEVICESTATE_PAGE_FAULT`.
+pub const DEVICESTATE_PAGE_FAULT: u32 = 5;
+/// `D3DKMT_DEVICESTATE_PRESENT_QUEUE`.
+pub const DEVICESTATE_PRESENT_QUEUE: u32 = 6;
+
+impl D3dkmtGetDeviceState {
+    /// The union's first `u32` (`ExecutionState`, `ResetState`).
+    pub fn first_u32(&self) -> u32 {
+        self.state[0] as u32
+    }
+
+    fn set_first_u32(&mut self, v: u32) {
+        self.state[0] = (self.state[0] & !0xFFFF_FFFF) | u64::from(v);
+    }
+}
+
+/// What 24H2 wrote back, for the caller to copy out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WrittenBack {
+    /// The whole structure (every state type but RESET).
+    All,
+    /// Only `ResetState` (RESET, written straight to the caller's memory).
+    ResetState,
+}
+
+/// `DxgkGetDeviceStateInternal` for the caller's structure `a` (a caller with a process
+/// context: the bridge's and SimKmt's callers have one), in 24H2's order:
+/// 1. `StateType` RESET: no device looked up; `ResetState.DesktopSwitched` from the process
+///    (no desktop switch in the simulation: 0), success;
+/// 2. `hDevice` not a device in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
+/// 3. EXECUTION: `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0 (`execution_state`);
+///    PRESENT, PRESENT_DWM, PAGE_FAULT, PRESENT_QUEUE: not modelled, STATUS_NOT_SUPPORTED
+///    (the catalog's gap); any other type: STATUS_INVALID_PARAMETER.
+///
+/// On failure `a` is unchanged.
+pub fn dxgk_get_device_state_internal(
+    m: &Machine,
+    a: &mut D3dkmtGetDeviceState,
+    device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+) -> Result<WrittenBack, NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    if a.state_type == DEVICESTATE_RESET {
+        // `*(a1 + 8) = v5`: 1 only when the process's desktop check fails; the simulated
+        // processes have one desktop.
+        a.set_first_u32(0);
+        return Ok(WrittenBack::ResetState);
+    }
+    let p = device(a.h_device).ok_or(bad)?;
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    match a.state_type {
+        DEVICESTATE_EXECUTION => {
+            let err = ums::device_error(&sh, p.device).ok_or(bad)?;
+            a.set_first_u32(execution_state(err).0);
+            Ok(WrittenBack::All)
+        }
+        DEVICESTATE_PRESENT
+        | DEVICESTATE_PRESENT_DWM
+        | DEVICESTATE_PAGE_FAULT
+        | DEVICESTATE_PRESENT_QUEUE => Err(NtStatus(STATUS_NOT_SUPPORTED)),
+        _ => Err(bad),
+    }
+}
+
+/// `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0 for an active DXGDEVICE (state 1) on a
+/// native adapter: VidSch's error reason of the device mapped to the execution state (0 with
+/// no reset flag: ACTIVE; 7: HUNG; 6: DMAFAULT; 9, 10, 15..19, 24: DMAPAGEFAULT; 14, 22, 25,
+/// 26: STOPPED; 2, 11..13 and any other: OUTOFMEMORY). A removed adapter's devices: the
+/// DXGDEVICE state's default arm, STOPPED (UNVERIFIED which state 24H2 leaves them in).
+pub(crate) fn execution_state(err: Option<DeviceError>) -> DeviceExecutionState {
+    match err {
+        None => DeviceExecutionState::ACTIVE,
+        Some(DeviceError::Hung) => DeviceExecutionState::HUNG,
+        Some(DeviceError::PageFault | DeviceError::SubmitRefused) => {
+            DeviceExecutionState::ERROR_DMAPAGEFAULT
+        }
+        Some(DeviceError::Flushed | DeviceError::Removed) => DeviceExecutionState::STOPPED,
+    }
+}
