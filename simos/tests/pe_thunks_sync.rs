@@ -988,6 +988,20 @@ fn mf_01_d3dkmtcreatesynchronizationobject2_answers_as_24h2() {
     let mut sh = create2(device, MONITORED_FENCE, SHAREABLE);
     assert_eq!(thunk(&p, T, sh.as_mut_ptr() as u64), STATUS_SUCCESS);
     assert_eq!(sh[80..84], [UNTOUCHED_BYTE; 4], "SharedHandle");
+    // D3DKMTShareObjects: a fence made without NtSecuritySharing is refused as 24H2 refuses
+    // it; one made with it the simulation does not share (the row's gap).
+    let (mut nt, oa) = (0u64, attributes());
+    let (private, shareable) = ([h], [get32(&sh, 88)]);
+    let at = oa.as_ptr() as u64;
+    assert_eq!(
+        share(&p, 1, private.as_ptr() as u64, at, &mut nt),
+        STATUS_INVALID_PARAMETER
+    );
+    assert_eq!(
+        share(&p, 1, shareable.as_ptr() as u64, at, &mut nt),
+        STATUS_NOT_SUPPORTED
+    );
+    assert_eq!(nt, 0, "a refused share writes no handle");
 
     const D: &str = "D3DKMTDestroySynchronizationObject";
     let mut d = [h, 0];

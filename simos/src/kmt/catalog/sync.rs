@@ -188,10 +188,12 @@ pub(super) const SHARE_OBJECTS: Thunk = Thunk {
     written_back: &["*phSharedNtHandle"],
     pending: Pending::No,
     entry: None,
-    gaps: "the bridge shares only native fences (CreateSharedSyncNtObject @0x1403289FC: a \
-           handle of the wrong type, or a sync object without NtSecuritySharing, \
-           STATUS_INVALID_PARAMETER; the simulation's unshareable fence answers so) and \
-           refuses a named or otherwise filled OBJECT_ATTRIBUTES with STATUS_NOT_SUPPORTED \
+    gaps: "no entry of its own: the gdi32 bridge answers it; it shares only native fences \
+           (CreateSharedSyncNtObject @0x1403289FC: a handle of the wrong type, or a sync \
+           object without NtSecuritySharing, STATUS_INVALID_PARAMETER; the simulation's \
+           unshareable native or monitored fence answers so), a monitored fence made with \
+           NtSecuritySharing is refused with STATUS_NOT_SUPPORTED where 24H2 shares it, and \
+           it refuses a named or otherwise filled OBJECT_ATTRIBUTES with STATUS_NOT_SUPPORTED \
            where 24H2's ObCreateObject captures it; dwDesiredAccess is honoured for the \
            handle's specific rights, READ_CONTROL and GENERIC_ALL/MAXIMUM_ALLOWED (all), but \
            GENERIC_READ, GENERIC_WRITE and GENERIC_EXECUTE grant nothing: the type's \

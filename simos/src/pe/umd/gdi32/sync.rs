@@ -268,9 +268,17 @@ pub(super) fn share_objects(p: &UserProcess, w: &[u64; 12]) -> Status {
     if named || oa.security_descriptor != 0 || oa.security_quality_of_service != 0 {
         return Err(STATUS_NOT_SUPPORTED);
     }
-    // Only native fences are shared through this bridge (the DLL's one shareable object).
-    if !matches!(s, SyncObject::Native(_)) {
-        return Err(STATUS_NOT_SUPPORTED);
+    // A monitored fence made without NtSecuritySharing is refused as 24H2's
+    // `K:CreateSharedSyncNtObject` @0x1403289FC refuses it; one made with it is not shared
+    // by the simulation (no NT object of that kind).
+    if matches!(s, SyncObject::Monitored(_)) {
+        use crate::kmt::native_fence::SYNC_NT_SECURITY_SHARING;
+        let flags = lock(&p.handles).sync_flags.get(&h).copied().unwrap_or(0);
+        return Err(if flags & SYNC_NT_SECURITY_SHARING == 0 {
+            STATUS_INVALID_PARAMETER
+        } else {
+            STATUS_NOT_SUPPORTED
+        });
     }
     if !guest::writable(w[4], 8) {
         return Err(if w[4] == 0 {
