@@ -17,7 +17,7 @@ use crate::ums;
 /// `h` (the structure's one field, captured by the caller's bridge; an unreadable one is its
 /// fault status):
 /// 1. a device sync object of the caller the OS made for a queue, STATUS_ACCESS_DENIED
-///    ([`SimKmt::refuse_os_made_fence`]);
+///    (`SimKmt::refuse_os_made_fence`);
 /// 2. neither a device sync object of the caller nor a global one (the simulation makes no
 ///    global ones), STATUS_INVALID_PARAMETER;
 ///
