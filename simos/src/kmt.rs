@@ -43,7 +43,7 @@ pub mod adapter;
 pub mod allocation;
 pub mod catalog;
 pub mod context_virtual;
-mod destroy_sync;
+pub mod destroy_sync;
 pub mod device;
 pub mod device_state;
 pub mod doorbell;
@@ -60,6 +60,7 @@ pub mod paging_queue;
 pub mod query_adapter_info;
 pub mod submit_command;
 pub mod sync_from_cpu;
+pub mod sync_object;
 mod umd_nodes;
 
 pub use crate::os::DEFAULT_THUNK_COST;
@@ -379,22 +380,29 @@ impl<'m> SimKmt<'m> {
     /// `initial`: its D3DKMT handle (what the MF-03 thunks and
     /// [`Kmt::wait_for_fence`] take) and the OS object (CPU view, GPU VA, CPU signal through
     /// [`Machine::signal_monitored_fence_from_cpu`]).
+    /// Through the thunk's kernel entry ([`sync_object`]) with the structure the UMD's Windows
+    /// thunk fills (no flags).
     pub fn create_monitored_fence(
         &self,
         initial: u64,
     ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
-        self.on_device(|a, device| ums::create_sync_fence(self.m, a, device, initial))
+        let mut a = sync_object::D3dkmtCreateSynchronizationObject2::monitored_fence(
+            self.p.device,
+            initial,
+            0,
+        );
+        let own = self.p;
+        let f = sync_object::dxgk_create_synchronization_object_impl(self.m, &mut a, |h| {
+            (h == own.device).then_some(own)
+        })?;
+        Ok((a.h_sync_object, f))
     }
 
     /// `D3DKMTDestroySynchronizationObject` of a fence from
     /// [`create_monitored_fence`](Self::create_monitored_fence); pending CPU waits end
     /// abandoned, GPU waits no longer hold their queues.
     pub fn destroy_monitored_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        let a = self.thunk()?;
-        self.refuse_os_made_fence(&a, fence)?;
-        ums::destroy_sync_fence(self.m, &a, self.p.device, fence)
-            .map_err(|e| not_in_table(status(e)))?;
-        self.m.reap_system_pages(&a).map_err(status)
+        destroy_sync::dxgk_destroy_synchronization_object_impl(self.m, fence, self)
     }
 
     /// `D3DKMTCreateAllocation2` of a data buffer the CPU maps write-back cached
@@ -844,17 +852,10 @@ impl Kmt for SimKmt<'_> {
         self.signal_fence_from_cpu(fence, value)
     }
 
+    /// Through the thunk's kernel entry ([`destroy_sync`]), as
+    /// [`destroy_monitored_fence`](SimKmt::destroy_monitored_fence).
     fn destroy_native_fence(&self, fence: KmtHandle) -> Result<(), NtStatus> {
-        self.refuse_os_made_fence(&*self.adapter()?, fence)?;
-        self.own_native_fence(fence).map_err(not_in_table)?;
-        let f = self
-            .m
-            .take_native_fence_kmt(self.p.adapter, fence)
-            .ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
-        self.m.destroy_native_fence(&f).map_err(status)?;
-        // Fence pages it left empty leave the paging process and go back (no lock held here).
-        let a = self.adapter()?;
-        self.m.reap_system_pages(&a).map_err(status)
+        destroy_sync::dxgk_destroy_synchronization_object_impl(self.m, fence, self)
     }
 
     /// Through `D3DKMTGetDeviceState`'s kernel entry with the structure the UMD's Windows thunk

@@ -842,3 +842,191 @@ fn mf_03_d3dkmtsubmitwaitforsyncobjectstohwqueue_answers_as_24h2() {
     assert_eq!(thunk(&o.p, T, s.as_mut_ptr() as u64), STATUS_SUCCESS);
     assert!(o.m.fault().is_none(), "{:?}", o.m.fault());
 }
+
+/// `D3DDDI_MONITORED_FENCE`, and `D3DDDI_FENCE` (a type the simulation does not make).
+const MONITORED_FENCE: u32 = 5;
+const LEGACY_FENCE: u32 = 3;
+/// A byte pattern in what 24H2 reads but does not write back.
+const UNTOUCHED_BYTE: u8 = 0xA5;
+/// `STATUS_NOT_SUPPORTED`, `STATUS_ACCESS_DENIED`.
+const STATUS_NOT_SUPPORTED: u64 = 0xC000_00BB;
+const STATUS_ACCESS_DENIED: u64 = 0xC000_0022;
+
+/// A `D3DKMT_CREATESYNCHRONIZATIONOBJECT2` (96 bytes) of type `ty` with `Info.Flags` `flags`
+/// on `device`, `InitialFenceValue` 7 and `EngineAffinity` 1; the union's padding and rest,
+/// `SharedHandle` and the structure's padding hold [`UNTOUCHED_BYTE`].
+fn create2(device: u32, ty: u32, flags: u32) -> [u8; 96] {
+    let mut s = [UNTOUCHED_BYTE; 96];
+    put32(&mut s, 0, device);
+    put32(&mut s, 8, ty);
+    put32(&mut s, 12, flags);
+    put64(&mut s, 16, 7);
+    put64(&mut s, 24, 0);
+    put64(&mut s, 32, 0);
+    put32(&mut s, 40, 1);
+    put32(&mut s, 88, 0);
+    s
+}
+
+/// MF-01: `D3DKMTCreateSynchronizationObject2` refuses what 24H2's
+/// `DxgkCreateSynchronizationObjectImpl` and `CreateSynchronizationObjectInternal` refuse, in
+/// their order and with the catalog's statuses, writing nothing back; accepted, a monitored
+/// fence gets `hSyncObject` and its two addresses and nothing else of the caller's bytes
+/// changes (`SharedHandle` included: a fence is never shared by global handle). The flags it
+/// was created with hold (`NoSignal` refuses a CPU signal), a shareable one is made, and
+/// `D3DKMTDestroySynchronizationObject` destroys it once.
+#[test]
+fn mf_01_d3dkmtcreatesynchronizationobject2_answers_as_24h2() {
+    const T: &str = "D3DKMTCreateSynchronizationObject2";
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    open_queue(&p);
+    let device = p.devices()[0].device;
+    assert_eq!(
+        thunk(&p, T, UNMAPPED),
+        expected(T, "the structure not readable")
+    );
+    let cases: [(&str, u32, u32, u32); 7] = [
+        (
+            "an Info.Flags bit of 0x7FFFF800",
+            device,
+            MONITORED_FENCE,
+            1 << 11,
+        ),
+        (
+            "NtSecuritySharing without Shared",
+            device,
+            MONITORED_FENCE,
+            0x2,
+        ),
+        (
+            "a monitored or periodic monitored fence Shared without NtSecuritySharing",
+            device,
+            MONITORED_FENCE,
+            0x1,
+        ),
+        (
+            "a monitored or periodic monitored fence NoSignal with NoWait",
+            device,
+            MONITORED_FENCE,
+            NO_SIGNAL | NO_WAIT,
+        ),
+        (
+            "Info.Flags bit 7 on a type other than the two fences",
+            device,
+            LEGACY_FENCE,
+            1 << 7,
+        ),
+        (
+            "hDevice not in the caller's handle table",
+            NEVER_GIVEN,
+            MONITORED_FENCE,
+            0,
+        ),
+        (
+            "SignalByKmd on a type other than D3DDDI_CPU_NOTIFICATION, or with Shared or \
+             CrossAdapter",
+            device,
+            MONITORED_FENCE,
+            1 << 8,
+        ),
+    ];
+    let mut driven = vec!["the structure not readable"];
+    for (what, dev, ty, flags) in cases {
+        let before = create2(dev, ty, flags);
+        let mut s = before;
+        assert_eq!(
+            thunk(&p, T, s.as_mut_ptr() as u64),
+            expected(T, what),
+            "{what}"
+        );
+        assert_eq!(s, before, "{what}: a refusal writes nothing back");
+        driven.push(what);
+    }
+    // A type the simulation does not make passes 24H2's checks and is refused apart.
+    let before = create2(device, LEGACY_FENCE, 0);
+    let mut s = before;
+    assert_eq!(thunk(&p, T, s.as_mut_ptr() as u64), STATUS_NOT_SUPPORTED);
+    assert_eq!(s, before);
+
+    let before = create2(device, MONITORED_FENCE, 0);
+    let mut s = before;
+    assert_eq!(thunk(&p, T, s.as_mut_ptr() as u64), STATUS_SUCCESS);
+    let h = get32(&s, 88);
+    assert!(h != 0 && h & 0x3F == 0, "hSyncObject {h:#x}");
+    let (cpu, gpu) = (get64(&s, 24), get64(&s, 32));
+    assert!(
+        cpu != 0 && cpu % 8 == 0,
+        "FenceValueCPUVirtualAddress {cpu:#x}"
+    );
+    assert!(
+        gpu != 0 && gpu % 8 == 0,
+        "FenceValueGPUVirtualAddress {gpu:#x}"
+    );
+    let mut rest = s;
+    rest[24..40].copy_from_slice(&before[24..40]);
+    rest[88..92].copy_from_slice(&before[88..92]);
+    assert_eq!(
+        rest, before,
+        "only hSyncObject and the two addresses are written"
+    );
+
+    // Created NoSignal: a CPU signal through the handle is refused.
+    let mut ns = create2(device, MONITORED_FENCE, NO_SIGNAL);
+    assert_eq!(thunk(&p, T, ns.as_mut_ptr() as u64), STATUS_SUCCESS);
+    let (handles, values) = ([get32(&ns, 88)], [9u64]);
+    let mut sig = from_cpu(device, 1, handles.as_ptr() as u64, values.as_ptr() as u64);
+    assert_eq!(
+        thunk(
+            &p,
+            "D3DKMTSignalSynchronizationObjectFromCpu",
+            sig.as_mut_ptr() as u64
+        ),
+        STATUS_ACCESS_DENIED
+    );
+    // Shared with NtSecuritySharing: made, no global handle written.
+    let mut sh = create2(device, MONITORED_FENCE, SHAREABLE);
+    assert_eq!(thunk(&p, T, sh.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert_eq!(sh[80..84], [UNTOUCHED_BYTE; 4], "SharedHandle");
+    // D3DKMTShareObjects: a fence made without NtSecuritySharing is refused as 24H2 refuses
+    // it; one made with it the simulation does not share (the row's gap).
+    let (mut nt, oa) = (0u64, attributes());
+    let (private, shareable) = ([h], [get32(&sh, 88)]);
+    let at = oa.as_ptr() as u64;
+    assert_eq!(
+        share(&p, 1, private.as_ptr() as u64, at, &mut nt),
+        STATUS_INVALID_PARAMETER
+    );
+    assert_eq!(
+        share(&p, 1, shareable.as_ptr() as u64, at, &mut nt),
+        STATUS_NOT_SUPPORTED
+    );
+    assert_eq!(nt, 0, "a refused share writes no handle");
+
+    const D: &str = "D3DKMTDestroySynchronizationObject";
+    let mut d = [h, 0];
+    assert_eq!(thunk(&p, D, d.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert_eq!(
+        thunk(&p, D, d.as_mut_ptr() as u64),
+        expected(
+            D,
+            "hSyncObject neither a device nor a global sync object in the caller's handle table"
+        ),
+        "destroyed before"
+    );
+    assert_covers(
+        T,
+        &driven,
+        &[
+            (
+                "a fence: the device not active (other types: the adapter not active)",
+                "no DLL suite puts its device in error before creating a fence",
+            ),
+            (
+                "a fence: the adapter not on dxgmms2",
+                "every simulated adapter is on dxgmms2",
+            ),
+        ],
+    );
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}

@@ -1,12 +1,53 @@
-//! `D3DKMTDestroySynchronizationObject`'s refusal of the fences the OS made for a queue, as
-//! 24H2 `K:DxgkDestroySynchronizationObjectImpl` @0x1403ABF4C answers it.
+//! `D3DKMTDestroySynchronizationObject`'s kernel entry, as 24H2
+//! `K:DxgkDestroySynchronizationObjectImpl` @0x1403ABF4C answers it: the handle looked up as a
+//! device sync object of the caller (one the OS made for a queue refused), then as a global
+//! one (none here), then the object destroyed.
 
-use rvgpu_ddi::ntstatus::STATUS_ACCESS_DENIED;
+use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::SimKmt;
+use super::sync_from_cpu::{CallerProcess, SyncObject};
+use super::{not_in_table, status, SimKmt};
 use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
+use crate::machine::Machine;
+use crate::ums;
+
+/// `DxgkDestroySynchronizationObjectImpl` (24H2 @0x1403ABF4C) of the caller's `hSyncObject`
+/// `h` (the structure's one field, captured by the caller's bridge; an unreadable one is its
+/// fault status):
+/// 1. a device sync object of the caller the OS made for a queue, STATUS_ACCESS_DENIED
+///    (`SimKmt::refuse_os_made_fence`);
+/// 2. neither a device sync object of the caller nor a global one (the simulation makes no
+///    global ones), STATUS_INVALID_PARAMETER;
+///
+/// then the object is destroyed: a native fence instance (its pages go back once empty), or a
+/// monitored fence (pending CPU waits end abandoned, GPU waits no longer hold their queues).
+/// 24H2 destroys a device's sync object without asking whether the device is active
+/// (`COREDEVICEACCESS::AcquireSharedUncheck`), and so does this.
+pub fn dxgk_destroy_synchronization_object_impl(
+    m: &Machine,
+    h: KmtHandle,
+    caller: &dyn CallerProcess,
+) -> Result<(), NtStatus> {
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let o = caller.object(h).ok_or(bad)?;
+    let p = caller.device(o.device).ok_or(bad)?;
+    let k = m.kmt(&p);
+    let a = k.thunk()?;
+    k.refuse_os_made_fence(&a, h)?;
+    match o.object {
+        SyncObject::Native(_) => {
+            let f = m.take_native_fence_kmt(p.adapter, h).ok_or(bad)?;
+            m.destroy_native_fence(&f).map_err(status)?;
+        }
+        SyncObject::Monitored(_) => {
+            ums::destroy_sync_fence(m, &a, p.device, h).map_err(|e| not_in_table(status(e)))?
+        }
+    }
+    // Fence pages it left empty leave the paging process and go back (no lock held here).
+    m.reap_system_pages(&a).map_err(status)
+}
 
 impl SimKmt<'_> {
     /// `D3DKMTDestroySynchronizationObject`'s first refusal (24H2

@@ -45,6 +45,8 @@ pub(super) const CREATE_SYNCHRONIZATION_OBJECT2: Thunk = Thunk {
     source: Some(&[
         src("DxgkCreateSynchronizationObject", 0x1403708C0),
         src("DxgkCreateSynchronizationObjectImpl", 0x1403708E8),
+        src("CreateSynchronizationObjectInternal", 0x1402F9BAC),
+        src("DXGGLOBAL::CreateSyncObject", 0x1402FA1CC),
     ]),
     checks: &[
         check("the structure not readable", ACCESS_VIOLATION),
@@ -71,19 +73,28 @@ pub(super) const CREATE_SYNCHRONIZATION_OBJECT2: Thunk = Thunk {
             DEVICE_REMOVED,
         ),
         check("a fence: the adapter not on dxgmms2", INVALID_PARAMETER),
+        check(
+            "SignalByKmd on a type other than D3DDDI_CPU_NOTIFICATION, or with Shared or \
+             CrossAdapter",
+            INVALID_PARAMETER,
+        ),
     ],
     written_back: &[
         "hSyncObject",
-        "Info.SharedHandle, when Shared (with NtSecuritySharing only for some processes)",
-        "a monitored fence: the 0x20 bytes of Info.MonitoredFence; a periodic one: 0x28 bytes",
+        "Info.SharedHandle, when Shared without NtSecuritySharing (a fence cannot be) or for \
+         a WSL or virtual-machine process",
+        "a monitored fence: the 0x20 bytes of Info.MonitoredFence (the CPU and GPU addresses \
+         new, InitialFenceValue and EngineAffinity as captured); a periodic one: 0x28 bytes",
     ],
     pending: Pending::No,
-    entry: None,
-    gaps: "CreateSynchronizationObjectInternal (the per-type checks and the KMD's part) and the \
-           rest of the Impl after the write-back were not read; the simulation makes only \
-           D3DDDI_MONITORED_FENCE objects, without flags, through SimKmt::create_monitored_fence \
-           (an initial value and the caller's device), so none of these checks is made there \
-           and no other type or sharing is offered",
+    entry: Some("sync_object::dxgk_create_synchronization_object_impl"),
+    gaps: "the simulation makes only D3DDDI_MONITORED_FENCE objects: the other types (mutex, \
+           semaphore, fence, CPU notification, periodic monitored fence) and a monitored fence \
+           with NoGPUAccess or CrossAdapter pass 24H2's checks and are then refused with \
+           STATUS_NOT_SUPPORTED where 24H2 makes them; a monitored fence made Shared with \
+           NtSecuritySharing is made but D3DKMTShareObjects does not share it (see that row); \
+           EngineAffinity is not clamped to the adapter's nodes (24H2 clamps its own copy \
+           only, so nothing written back differs)",
 };
 
 pub(super) const DESTROY_SYNCHRONIZATION_OBJECT: Thunk = Thunk {
@@ -102,14 +113,13 @@ pub(super) const DESTROY_SYNCHRONIZATION_OBJECT: Thunk = Thunk {
     ],
     written_back: &[],
     pending: Pending::No,
-    entry: None,
+    entry: Some("destroy_sync::dxgk_destroy_synchronization_object_impl"),
     gaps: "the flag that refuses a destroy is clear on the fences the OS makes for a queue \
            (DXGGLOBAL::CreateSyncObject @0x1403511A0's seventh argument, 0 from \
            DXGHWQUEUE::Initialize and DXGPAGINGQUEUE::Initialize as read in builds beside \
            24H2's): the simulation refuses a hardware queue's progress fence and a paging \
-           queue's fence (SimKmt::refuse_os_made_fence) and no other; the bridge answers a \
-           handle it does not know with STATUS_INVALID_PARAMETER from its own table; no entry \
-           of its own (SimKmt::destroy_native_fence / destroy_monitored_fence)",
+           queue's fence (SimKmt::refuse_os_made_fence) and no other; the simulation makes no \
+           global sync objects, so the second lookup never finds one",
 };
 
 pub(super) const OPEN_NATIVE_FENCE_FROM_NT_HANDLE: Thunk = Thunk {
@@ -178,10 +188,12 @@ pub(super) const SHARE_OBJECTS: Thunk = Thunk {
     written_back: &["*phSharedNtHandle"],
     pending: Pending::No,
     entry: None,
-    gaps: "the bridge shares only native fences (CreateSharedSyncNtObject @0x1403289FC: a \
-           handle of the wrong type, or a sync object without NtSecuritySharing, \
-           STATUS_INVALID_PARAMETER; the simulation's unshareable fence answers so) and \
-           refuses a named or otherwise filled OBJECT_ATTRIBUTES with STATUS_NOT_SUPPORTED \
+    gaps: "no entry of its own: the gdi32 bridge answers it; it shares only native fences \
+           (CreateSharedSyncNtObject @0x1403289FC: a handle of the wrong type, or a sync \
+           object without NtSecuritySharing, STATUS_INVALID_PARAMETER; the simulation's \
+           unshareable native or monitored fence answers so), a monitored fence made with \
+           NtSecuritySharing is refused with STATUS_NOT_SUPPORTED where 24H2 shares it, and \
+           it refuses a named or otherwise filled OBJECT_ATTRIBUTES with STATUS_NOT_SUPPORTED \
            where 24H2's ObCreateObject captures it; dwDesiredAccess is honoured for the \
            handle's specific rights, READ_CONTROL and GENERIC_ALL/MAXIMUM_ALLOWED (all), but \
            GENERIC_READ, GENERIC_WRITE and GENERIC_EXECUTE grant nothing: the type's \

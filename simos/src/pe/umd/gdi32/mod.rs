@@ -67,9 +67,9 @@ use adapter::{
 pub(super) use doorbell::DoorbellPage;
 use doorbell::{connect_doorbell, create_doorbell, destroy_doorbell, notify_work_submission};
 use sync::{
-    create_native_fence, destroy_synchronization_object, open_native_fence_from_nt_handle,
-    share_objects, signal_from_cpu, submit_signal_to_hw_queue, submit_wait_to_hw_queue,
-    wait_from_cpu,
+    create_native_fence, create_synchronization_object2, destroy_synchronization_object,
+    open_native_fence_from_nt_handle, share_objects, signal_from_cpu, submit_signal_to_hw_queue,
+    submit_wait_to_hw_queue, wait_from_cpu,
 };
 pub(super) use sync::{wait_group, WaitGroup};
 use va::{
@@ -158,6 +158,10 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
     ),
     // gdi32 exports these too; the DLL looks none of them up, the harness and the conformance
     // suites do.
+    (
+        "D3DKMTCreateSynchronizationObject2",
+        thunk!(create_synchronization_object2),
+    ),
     ("D3DKMTEnumAdapters2", thunk!(enum_adapters2)),
     ("D3DKMTEvict", thunk!(evict)),
     ("D3DKMTEscape", thunk!(escape)),

@@ -15,16 +15,13 @@ impl UserProcess {
     }
 }
 
-/// `D3DKMTDestroySynchronizationObject` of a native or monitored fence this process created.
+/// `D3DKMTDestroySynchronizationObject` of a native or monitored fence this process created or opened.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroysynchronizationobject>
+/// The structure as the DLL wrote it to the thunk's kernel entry ([`crate::kmt::destroy_sync`]).
 pub(super) fn destroy_synchronization_object(p: &UserProcess, at: u64) -> Status {
+    use crate::kmt::destroy_sync::dxgk_destroy_synchronization_object_impl;
     let a: OneHandle = args(at)?;
-    let (d, s) = p.sync_object(a.handle)?;
-    let k = p.kmt(d);
-    match s {
-        SyncObject::Native(_) => k.destroy_native_fence(a.handle).map_err(nt)?,
-        SyncObject::Monitored(_) => k.destroy_monitored_fence(a.handle).map_err(nt)?,
-    }
+    dxgk_destroy_synchronization_object_impl(&p.machine, a.handle, p).map_err(nt)?;
     p.forget(a.handle);
     Ok(())
 }
@@ -200,6 +197,28 @@ pub(super) fn create_native_fence(p: &UserProcess, at: u64) -> Status {
     guest::write_bytes(at.wrapping_add(WRITTEN_BACK.start as u64), out).map_err(bad)
 }
 
+/// `D3DKMTCreateSynchronizationObject2`: the structure as the caller wrote it to the thunk's
+/// kernel entry ([`crate::kmt::sync_object`], 24H2's checks and write-back), then back exactly
+/// the bytes 24H2 writes.
+/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatesynchronizationobject2>
+pub(super) fn create_synchronization_object2(p: &UserProcess, at: u64) -> Status {
+    use crate::kmt::sync_object::{
+        dxgk_create_synchronization_object_impl, D3dkmtCreateSynchronizationObject2, WRITTEN_BACK,
+    };
+    let mut a: D3dkmtCreateSynchronizationObject2 = args(at)?;
+    dxgk_create_synchronization_object_impl(&p.machine, &mut a, |h| {
+        p.device(h).ok().map(|d| d.sim)
+    })
+    .map_err(nt)?;
+    p.record(a.h_sync_object, a.h_device);
+    p.record_sync_flags(a.h_sync_object, a.flags);
+    for r in WRITTEN_BACK {
+        let out = a.as_bytes().get(r.clone()).unwrap_or_default();
+        guest::write_bytes(at.wrapping_add(r.start as u64), out).map_err(bad)?;
+    }
+    Ok(())
+}
+
 /// `OBJECT_ATTRIBUTES` (x64, 48 bytes).
 #[derive(FromBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -249,9 +268,17 @@ pub(super) fn share_objects(p: &UserProcess, w: &[u64; 12]) -> Status {
     if named || oa.security_descriptor != 0 || oa.security_quality_of_service != 0 {
         return Err(STATUS_NOT_SUPPORTED);
     }
-    // Only native fences are shared through this bridge (the DLL's one shareable object).
-    if !matches!(s, SyncObject::Native(_)) {
-        return Err(STATUS_NOT_SUPPORTED);
+    // A monitored fence made without NtSecuritySharing is refused as 24H2's
+    // `K:CreateSharedSyncNtObject` @0x1403289FC refuses it; one made with it is not shared
+    // by the simulation (no NT object of that kind).
+    if matches!(s, SyncObject::Monitored(_)) {
+        use crate::kmt::native_fence::SYNC_NT_SECURITY_SHARING;
+        let flags = lock(&p.handles).sync_flags.get(&h).copied().unwrap_or(0);
+        return Err(if flags & SYNC_NT_SECURITY_SHARING == 0 {
+            STATUS_INVALID_PARAMETER
+        } else {
+            STATUS_NOT_SUPPORTED
+        });
     }
     if !guest::writable(w[4], 8) {
         return Err(if w[4] == 0 {

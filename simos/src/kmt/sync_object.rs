@@ -1,0 +1,181 @@
+//! `D3DKMTCreateSynchronizationObject2`'s kernel entry, as 24H2
+//! `K:DxgkCreateSynchronizationObjectImpl` @0x1403708E8 (called by the thunk's
+//! `K:DxgkCreateSynchronizationObject` @0x1403708C0 as a user-mode call) and
+//! `K:CreateSynchronizationObjectInternal` @0x1402F9BAC answer it: the caller's
+//! `D3DKMT_CREATESYNCHRONIZATIONOBJECT2` as written, the checks in that order with those
+//! statuses, then the object, and back exactly what 24H2 writes (`hSyncObject`; a monitored
+//! fence's 0x20 bytes of `Info.MonitoredFence`, of which the two addresses are new).
+//!
+//! The simulated kernel makes the one type rvgpu's callers use, `D3DDDI_MONITORED_FENCE`. The
+//! others (the mutex, semaphore, fence and CPU-notification objects, and the periodic monitored
+//! fence that needs a display target) and a monitored fence asking `NoGPUAccess` or
+//! `CrossAdapter` pass 24H2's checks and are then refused with STATUS_NOT_SUPPORTED, where 24H2
+//! would make them.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_umd::kmt::{KmtHandle, NtStatus};
+
+use crate::machine::Machine;
+use crate::state::sync::fence::MonitoredFence;
+use crate::ums::{self, UmsProcess};
+
+use super::native_fence::{
+    SYNC_FLAGS_REFUSED, SYNC_NO_GPU_ACCESS, SYNC_NO_SIGNAL, SYNC_NO_WAIT, SYNC_NT_SECURITY_SHARING,
+    SYNC_SHARED,
+};
+
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_TYPE::D3DDDI_CPU_NOTIFICATION`.
+pub const CPU_NOTIFICATION: u32 = 4;
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_TYPE::D3DDDI_MONITORED_FENCE`.
+pub const MONITORED_FENCE: u32 = 5;
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_TYPE::D3DDDI_PERIODIC_MONITORED_FENCE`.
+pub const PERIODIC_MONITORED_FENCE: u32 = 6;
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::CrossAdapter`.
+pub const SYNC_CROSS_ADAPTER: u32 = 1 << 2;
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::SignalByKmd`.
+pub const SYNC_SIGNAL_BY_KMD: u32 = 1 << 8;
+
+/// `D3DKMT_CREATESYNCHRONIZATIONOBJECT2` in the released x64 layout (96 bytes: the
+/// `D3DDDI_SYNCHRONIZATIONOBJECTINFO2` at 8, its union 8-aligned at 16; the union as its
+/// `MonitoredFence` member and the rest of its 64 bytes).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
+#[repr(C)]
+pub struct D3dkmtCreateSynchronizationObject2 {
+    /// `hDevice` (in).
+    pub h_device: u32,
+    /// Alignment of `Info`.
+    pub _pad0: u32,
+    /// `Info.Type` (`D3DDDI_SYNCHRONIZATIONOBJECT_TYPE`).
+    pub object_type: u32,
+    /// `Info.Flags` (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`).
+    pub flags: u32,
+    /// `Info.MonitoredFence.InitialFenceValue` (in).
+    pub initial_fence_value: u64,
+    /// `Info.MonitoredFence.FenceValueCPUVirtualAddress` (out).
+    pub fence_value_cpu_va: u64,
+    /// `Info.MonitoredFence.FenceValueGPUVirtualAddress` (out).
+    pub fence_value_gpu_va: u64,
+    /// `Info.MonitoredFence.EngineAffinity` (in).
+    pub engine_affinity: u32,
+    /// `Info.MonitoredFence.Padding`, then the rest of the union's 64 bytes.
+    pub union_rest: [u8; 36],
+    /// `Info.SharedHandle` (out, for a global share).
+    pub shared_handle: u32,
+    /// Alignment.
+    pub _pad1: u32,
+    /// `hSyncObject` (out).
+    pub h_sync_object: u32,
+    /// Alignment of the structure.
+    pub _pad2: u32,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, object_type) == 8);
+    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, flags) == 12);
+    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, initial_fence_value) == 16);
+    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, fence_value_cpu_va) == 24);
+    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, fence_value_gpu_va) == 32);
+    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, engine_affinity) == 40);
+    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, shared_handle) == 80);
+    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, h_sync_object) == 88);
+    assert!(size_of::<D3dkmtCreateSynchronizationObject2>() == 96);
+};
+
+/// 24H2 copies 0x60 bytes in (`RtlCopyVolatileMemory`), the structure's size.
+pub const CAPTURED: usize = 0x60;
+/// What 24H2 writes back on success for a monitored fence: `hSyncObject` at 88, and the 0x20
+/// bytes of `Info.MonitoredFence` at 16 (`Info.SharedHandle` at 80 only for a `Shared` object
+/// without `NtSecuritySharing`, which a fence cannot be, or for a process kind rvgpu's callers
+/// are not).
+pub const WRITTEN_BACK: [core::ops::Range<usize>; 2] = [88..92, 16..48];
+
+impl D3dkmtCreateSynchronizationObject2 {
+    /// A structure as a caller fills it for a monitored fence on `h_device` starting at
+    /// `initial`, with `flags`; the rest zero.
+    pub fn monitored_fence(h_device: KmtHandle, initial: u64, flags: u32) -> Self {
+        let mut a = <Self as zerocopy::FromZeros>::new_zeroed();
+        a.h_device = h_device;
+        a.object_type = MONITORED_FENCE;
+        a.flags = flags;
+        a.initial_fence_value = initial;
+        a
+    }
+}
+
+/// 24H2's checks before any handle is looked up, in `DxgkCreateSynchronizationObjectImpl`'s
+/// order, each STATUS_INVALID_PARAMETER:
+/// 1. an `Info.Flags` bit of [`SYNC_FLAGS_REFUSED`];
+/// 2. `NtSecuritySharing` without `Shared`;
+/// 3. a monitored or periodic monitored fence: `Shared` without `NtSecuritySharing`, then
+///    `NoSignal` with `NoWait`; any other type: `NoGPUAccess` (bit 7).
+pub fn check_arguments(a: &D3dkmtCreateSynchronizationObject2) -> Result<(), NtStatus> {
+    let bad = Err(NtStatus(STATUS_INVALID_PARAMETER));
+    let f = a.flags;
+    if f & SYNC_FLAGS_REFUSED != 0 {
+        return bad;
+    }
+    let shared = f & SYNC_SHARED != 0;
+    let nt_security = f & SYNC_NT_SECURITY_SHARING != 0;
+    if nt_security && !shared {
+        return bad;
+    }
+    if is_fence(a.object_type) {
+        if shared && !nt_security {
+            return bad;
+        }
+        if f & SYNC_NO_SIGNAL != 0 && f & SYNC_NO_WAIT != 0 {
+            return bad;
+        }
+    } else if f & SYNC_NO_GPU_ACCESS != 0 {
+        return bad;
+    }
+    Ok(())
+}
+
+/// Whether `t` is one of the two monitored fence types (24H2's `Type - 5 <= 1`).
+fn is_fence(t: u32) -> bool {
+    t.wrapping_sub(MONITORED_FENCE) <= 1
+}
+
+/// `DxgkCreateSynchronizationObjectImpl` (24H2 @0x1403708E8) for the caller's structure `a`:
+/// [`check_arguments`]; `hDevice` in the caller's handle table (`device`; unknown,
+/// STATUS_INVALID_PARAMETER); for a fence its device active (else STATUS_DEVICE_REMOVED; the
+/// adapter is always on dxgmms2 here); then `CreateSynchronizationObjectInternal`
+/// @0x1402F9BAC's own check, `SignalByKmd` on a type other than `D3DDDI_CPU_NOTIFICATION` or
+/// with `Shared` or `CrossAdapter` (STATUS_INVALID_PARAMETER); then the object. On success `a`
+/// holds what 24H2 writes back ([`WRITTEN_BACK`]) and the fence is returned; on failure `a` is
+/// unchanged and nothing was made.
+pub fn dxgk_create_synchronization_object_impl(
+    m: &Machine,
+    a: &mut D3dkmtCreateSynchronizationObject2,
+    device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+) -> Result<MonitoredFence, NtStatus> {
+    check_arguments(a)?;
+    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let p = device(a.h_device).ok_or(bad)?;
+    let k = m.kmt(&p);
+    let shared = k.thunk()?;
+    if is_fence(a.object_type) && ums::tdr_device_in_error(&shared, p.device) {
+        return Err(NtStatus(STATUS_DEVICE_REMOVED));
+    }
+    if a.flags & SYNC_SIGNAL_BY_KMD != 0
+        && (a.object_type != CPU_NOTIFICATION || a.flags & (SYNC_SHARED | SYNC_CROSS_ADAPTER) != 0)
+    {
+        return Err(bad);
+    }
+    // The simulation's one type; and a fence without GPU access or across adapters is not
+    // modelled.
+    if a.object_type != MONITORED_FENCE || a.flags & (SYNC_NO_GPU_ACCESS | SYNC_CROSS_ADAPTER) != 0
+    {
+        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+    }
+    let (h, f) = ums::create_sync_fence(m, &shared, p.device, a.initial_fence_value)
+        .map_err(super::status)?;
+    a.h_sync_object = h;
+    a.fence_value_cpu_va = f.kernel_va() as u64;
+    a.fence_value_gpu_va = f.gpu_va();
+    Ok(f)
+}
