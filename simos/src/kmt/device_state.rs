@@ -115,5 +115,7 @@ pub(crate) fn execution_state(err: Option<DeviceError>) -> DeviceExecutionState 
             DeviceExecutionState::ERROR_DMAPAGEFAULT
         }
         Some(DeviceError::Flushed | DeviceError::Removed) => DeviceExecutionState::STOPPED,
+        // `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0: every other reason.
+        Some(DeviceError::Other(_)) => DeviceExecutionState::ERROR_OUTOFMEMORY,
     }
 }

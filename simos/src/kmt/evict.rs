@@ -93,7 +93,7 @@ pub fn dxgk_evict_internal(
         let at = a.allocation_list + u64::from(done) * 4;
         let group = list(at, n)?;
         if group.iter().any(|&h| allocation(h) != Some(p.device)) {
-            crate::ums::mark_device_as_error(&sh, p.device).map_err(super::status)?;
+            crate::ums::mark_device_as_error(&sh, p.device, 0xB).map_err(super::status)?;
             return Err(bad());
         }
         for h in group {

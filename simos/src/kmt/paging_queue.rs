@@ -181,7 +181,7 @@ pub fn dxgk_make_resident_internal(
         Err(MakeResidentFail::OverBudget(bytes)) => {
             a.num_bytes_to_trim = bytes;
             if a.flags & MAKERESIDENT_MUST_SUCCEED != 0 {
-                crate::ums::mark_device_as_error(&sh, p.device).map_err(super::status)?;
+                crate::ums::mark_device_as_error(&sh, p.device, 12).map_err(super::status)?;
             }
             Err(NtStatus(STATUS_NO_MEMORY))
         }

@@ -197,12 +197,16 @@ pub(crate) fn tdr_device_error(
 /// negative: VidMm's over-budget `MustSucceed` MakeResident gives 12, Dxgkrnl's Evict of a
 /// foreign handle 0xB): `VidSchiMarkDeviceAsError` puts `device` in error as after a TDR
 /// ([`tdr_device_error`]); a device already in error stays as it is.
-pub(crate) fn mark_device_as_error(a: &AdapterShared, device: KmtHandle) -> Result<(), SimError> {
+pub(crate) fn mark_device_as_error(
+    a: &AdapterShared,
+    device: KmtHandle,
+    code: u32,
+) -> Result<(), SimError> {
     let _x = exclusive(a);
     if tdr_device_in_error(a, device) {
         return Ok(());
     }
-    tdr_device_error(a, device).map(drop)
+    tdr_device_error(a, device, DeviceError::Other(code)).map(drop)
 }
 
 /// `M:VidSchiSignalRegisteredSyncObjects` @0x14003B848, the second half of marking `device`

@@ -117,6 +117,10 @@ pub(crate) enum DeviceError {
     /// 19: a submission the driver refused (`M:SubmitRenderToHwQueue` @0x14000E8B0; the reason
     /// read in another build of dxgmms2, UNVERIFIED in 24H2's).
     SubmitRefused,
+    /// Another VidSch reason that suspends nothing: 12, a `MustSucceed` MakeResident over budget
+    /// (`M:VIDMM_GLOBAL::MakeResident` @0x1400B93C8); 0xB, an Evict naming a foreign handle
+    /// (`K:DxgkEvictInternal` @0x14035E31C). Read back as out of memory.
+    Other(u32),
     /// The adapter removed under the device: no VidSch reason in the simulation (UNVERIFIED
     /// what 24H2's device state is then).
     Removed,

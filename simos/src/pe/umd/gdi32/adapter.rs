@@ -7,7 +7,7 @@ use std::mem::offset_of;
 
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::{args, nt, probe_out, put, sim_status, GuestMemory, Status};
+use super::{args, bad, guest, nt, probe_out, put, sim_status, GuestMemory, Status};
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::kmt::adapter::{
