@@ -1103,8 +1103,8 @@ fn update_gpu_va_map_copy_unmap_in_order() {
 
 /// The update waits for `hFenceObject` to reach `FenceValue` before it touches the tables:
 /// queued, a CPU wait for `FenceValue + 1` ends unsatisfied while nobody signals it, and after
-/// a CPU signal of `FenceValue` it has run; a `DoNotWait` update runs without the fence, but
-/// also only on VidMm's worker (here: once the caller waits for it).
+/// a CPU signal of `FenceValue` VidMm's worker runs it; a `DoNotWait` update runs without the
+/// fence, but also only on VidMm's worker, not in the call.
 #[test]
 fn update_gpu_va_waits_for_its_fence() {
     let m = with_doorbells(Mode::Step, 4);
@@ -1125,7 +1125,12 @@ fn update_gpu_va_waits_for_its_fence() {
         "nothing applied before the fence"
     );
     okk(&m, p.k.signal_fence_from_cpu(u.fence, 5));
-    assert_eq!(fence.value(), 6, "run on the signal, then FenceValue + 1");
+    okk(&m, p.k.wait_for_fence(u.fence, 6));
+    assert_eq!(
+        fence.value(),
+        6,
+        "run after the signal, then FenceValue + 1"
+    );
     assert!(translate(&m, &p, CHOSEN, Access::Read).is_ok());
     let skip = UpdateGpuVa {
         fence_value: 100,
@@ -1145,9 +1150,9 @@ fn update_gpu_va_waits_for_its_fence() {
     no_fault(&m);
 }
 
-/// A caller that uses the VA right after `D3DKMTUpdateGpuVirtualAddress` returned, without
-/// waiting for `FenceValue + 1`, finds it unmapped: the GPU's write faults (24H2 applies the
-/// update later, on VidMm's worker).
+/// A caller that uses the VA after `D3DKMTUpdateGpuVirtualAddress` returned, before its fence
+/// reached `FenceValue`, finds it unmapped: the GPU's write faults (24H2 applies the update
+/// later, on VidMm's worker, once the fence is reached).
 #[test]
 fn update_gpu_va_unwaited_mapping_faults() {
     for mode in [Mode::Step, Mode::Threaded] {
@@ -1156,7 +1161,10 @@ fn update_gpu_va_unwaited_mapping_faults() {
         let b = buffer(&m, &p.k, 1);
         okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
         let (u, _) = update_target(&m, &p);
-        // Made first: the queue's own paging waits would let VidMm's worker run.
+        let u = UpdateGpuVa {
+            fence_value: 1,
+            ..u
+        };
         let q = okk(&m, UserQueue::new(p.k, &config(0)));
         let op = [UpdateGpuVaOp::map(CHOSEN, PAGE, b.handle, 0)];
         okk(&m, p.k.update_gpu_va(&u, &op));

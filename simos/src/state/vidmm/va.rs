@@ -3,10 +3,12 @@
 //! Data and the lookups on it only; the thunks are in [`crate::vidmm::va`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
-use crate::state::sync::fence::MonitoredFence;
+use crate::state::sync::fence::{MonitoredFence, SimEvent};
 use crate::state::vidmm::gpuva::MapAttrs;
 use rvgpu_umd::kmt::GpuVaProtection;
 
@@ -126,15 +128,19 @@ pub(crate) enum UpdateStep {
 }
 
 /// A `D3DKMTUpdateGpuVirtualAddress` VidMm accepted and has not applied yet: it runs once
-/// `fence` reaches `wait` (`None`: `DoNotWait`), after the earlier updates of `context`,
-/// and then signals `fence` to `signal`.
+/// its VidSch wait for `fence` was satisfied (`ready`; set at once for `DoNotWait`), after
+/// the earlier updates of `context`, and then signals `fence` to `signal`.
 #[derive(Debug)]
 pub(crate) struct QueuedUpdate {
     pub(crate) context: KmtHandle,
     pub(crate) device: KmtHandle,
     pub(crate) pid: ProcessId,
     pub(crate) fence: MonitoredFence,
-    pub(crate) wait: Option<u64>,
+    /// The VidSch-side wait for `FenceValue` (`None`: `DoNotWait`), withdrawn if the update
+    /// goes unapplied.
+    pub(crate) wait: Option<SimEvent>,
+    /// The wait was satisfied: the update may run.
+    pub(crate) ready: Arc<AtomicBool>,
     pub(crate) signal: u64,
     pub(crate) steps: Vec<UpdateStep>,
     /// The reserved range the targets lie in, and the one the COPY sources lie in.

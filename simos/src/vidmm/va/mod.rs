@@ -692,7 +692,7 @@ pub(crate) fn gpu_va_teardown(
     space: Option<ProcessId>,
 ) -> Result<(), SimError> {
     // Updates the device queued and VidMm has not run go with it.
-    lock(&a.mm.gpuva).updates.retain(|u| u.device != device);
+    update::gpu_va_updates_drop(a, device);
     let queues: Vec<KmtHandle> = lock(&a.mm.gpuva)
         .queues
         .iter()
