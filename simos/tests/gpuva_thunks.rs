@@ -1284,19 +1284,6 @@ fn update_gpu_va_argument_rules() {
             vec![good, UpdateGpuVaOp::copy(CHOSEN, 2 * PAGE, CHOSEN + PAGE)],
         ),
         (
-            "driver protection",
-            u,
-            vec![
-                good,
-                UpdateGpuVaOp {
-                    operation_type: rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT,
-                    protection: RW,
-                    driver_protection: 1,
-                    ..good
-                },
-            ],
-        ),
-        (
             "SystemUseOnly",
             u,
             vec![

@@ -3,18 +3,29 @@
 //! (`M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress` @0x1400E34AC), so whatever moves the fence
 //! there, a CPU signal or the GPU's write seen at DPC time, lets the update run and the fence
 //! reach `FenceValue + 1`. A waiter already waiting for `FenceValue + 1` when the GPU moves the
-//! fence must be released promptly, with the mapping in effect.
+//! fence must be released promptly, with the mapping in effect. Also what the leaves'
+//! page-table updates carry of the process's Map or MAP_PROTECT (`DriverProtection`).
 
 mod common;
 
 use common::*;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::tdr::{
+    DXGKARG_BUILDPAGINGBUFFER, DXGK_OPERATION_UPDATE_PAGE_TABLE, PDXGKDDI_BUILDPAGINGBUFFER,
+};
+use rvgpu_ddi::{HANDLE, NTSTATUS};
 
 use rvgpu_hw::cmd::{Command, SIGNAL_ALWAYS_IRQ};
 use rvgpu_hw::mmu::{Access, FaultReason};
 use rvgpu_simos::kmt::{SimKmt, SimMem};
-use rvgpu_simos::{Machine, Mode, MonitoredFence, UmsProcess};
-use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp};
+use rvgpu_simos::{Machine, MachineConfig, Mode, MonitoredFence, UmsProcess};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, GpuVaProtection, Kmt, MapGpuVa, ReserveGpuVa, UpdateGpuVa,
+    UpdateGpuVaOp,
+};
 use rvgpu_umd::submit::UserQueue;
 
 const PAGE: u64 = 4096;
@@ -176,5 +187,86 @@ fn mf_04_the_update_worker_loses_no_wake_up_to_racing_signals() {
         assert_eq!(translate(&m, &p, CHOSEN), translate(&m, &p, b.gpu_va));
     }
     okk(&m, q.close());
+    no_fault(&m);
+}
+
+static REAL_BUILD: OnceLock<PDXGKDDI_BUILDPAGINGBUFFER> = OnceLock::new();
+/// `(hAllocation, DriverProtection)` of every UPDATE_PAGE_TABLE with a non-zero `hAllocation`
+/// (a leaf map) the spied machine handed the driver.
+static LEAF_UPDATES: Mutex<Vec<(usize, u64)>> = Mutex::new(Vec::new());
+
+unsafe extern "system" fn spy_build(ctx: HANDLE, args: *mut DXGKARG_BUILDPAGINGBUFFER) -> NTSTATUS {
+    // SAFETY: the OS's argument block (or null); the arm named by its operation.
+    if let Some(b) = unsafe { args.as_ref() } {
+        if b.Operation == DXGK_OPERATION_UPDATE_PAGE_TABLE {
+            // SAFETY: as above.
+            let u = unsafe { &b.Anonymous.UpdatePageTable };
+            if !u.hAllocation.is_null() {
+                let mut v = LEAF_UPDATES.lock().unwrap_or_else(|e| e.into_inner());
+                v.push((u.hAllocation as usize, u.DriverProtection));
+            }
+        }
+    }
+    let real = REAL_BUILD.get().copied().flatten().expect("the real DDI");
+    // SAFETY: the driver's DDI with the OS's arguments.
+    unsafe { real(ctx, args) }
+}
+
+fn spy_paging(t: &mut DRIVER_INITIALIZATION_DATA) {
+    let _ = REAL_BUILD.set(t.DxgkDdiBuildPagingBuffer);
+    t.DxgkDdiBuildPagingBuffer = Some(spy_build);
+}
+
+/// DDI-03: a leaf map's page-table updates carry the `DriverProtection` the process passed:
+/// a Map's (`D3DDDI_MAPGPUVIRTUALADDRESS`), a MAP_PROTECT's; a MAP operation has none, so its
+/// updates carry 0 (24H2: `M:VIDMM_PAGE_TABLE::UpdatePageTable` @0x1400AAE70 from the range's
+/// commit state, `M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress` @0x1400E34AC for the update's
+/// operations; Microsoft's page: "passed by the UMD").
+#[test]
+fn ddi_03_leaf_updates_carry_the_driver_protection_the_process_mapped_with() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.doorbells = 4;
+    let m = started_with(cfg, spy_paging);
+    let p = ok(&m, m.create_process(0));
+    let (k, b, u, _f) = setup(&m, &p);
+    // The DriverProtection of the leaf updates handed over since the last look.
+    let mut at = 0;
+    let mut since = || {
+        let v = LEAF_UPDATES.lock().unwrap_or_else(|e| e.into_inner());
+        let new: Vec<u64> = v[at..].iter().map(|(_, d)| *d).collect();
+        at = v.len();
+        new
+    };
+    let pq = okk(&m, k.create_paging_queue(0));
+    // Its runtime's own Map of it (24H2 gives no VA at create) passes none.
+    let c = okk(&m, k.create_allocation(PAGE));
+    since();
+    let mapped = okk(
+        &m,
+        k.map_gpu_va(&MapGpuVa {
+            driver_protection: 0x5A,
+            ..MapGpuVa::read_write(pq.handle, 0, c.handle, 0, 1)
+        }),
+    );
+    okk(&m, k.wait_for_fence(pq.fence, mapped.paging_fence_value));
+    assert_eq!(since(), vec![0x5A], "the Map's");
+    let protect = UpdateGpuVaOp {
+        operation_type: rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT,
+        protection: GpuVaProtection::WRITE,
+        driver_protection: 0x77,
+        ..UpdateGpuVaOp::map(CHOSEN, PAGE, b.handle, 0)
+    };
+    let map = UpdateGpuVaOp::map(CHOSEN + PAGE, PAGE, b.handle, 0);
+    let u = UpdateGpuVa {
+        do_not_wait: true,
+        ..u
+    };
+    okk(&m, k.update_gpu_va(&u, &[protect, map]));
+    okk(&m, k.wait_for_fence(u.fence, u.fence_value + 1));
+    assert_eq!(
+        since(),
+        vec![0x77, 0],
+        "the MAP_PROTECT's, then none for the MAP"
+    );
     no_fault(&m);
 }

@@ -441,12 +441,13 @@ pub(super) const UPDATE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
            per hContext only: whether 24H2's companion context also runs behind hContext's \
            own earlier submissions is not read, and here it does not; the companion \
            context's semaphore (a call while one is in flight fails at once) is not \
-           modelled; hFenceObject must be a monitored fence (a native \
-           fence is STATUS_INVALID_PARAMETER here) and the simulated runtime's fences count \
-           as hDevice's; VidMm's IsRangeValid is taken as the range not wrapping, not empty, \
+           modelled; hFenceObject must be a monitored fence (a native fence is \
+           STATUS_INVALID_PARAMETER here) and the simulated runtime's fences count as \
+           hDevice's; VidMm's IsRangeValid is taken as the range not wrapping, not empty, \
            page aligned and below the top of the space; MAP_PROTECT's Protection follows \
-           Map's rules and DriverProtection must be 0, and an UNMAP without NoAccess (a zero \
-           range) is refused, where 24H2 hands them on unchecked; the adapter and context \
-           checks 24H2 makes on VidSch and VidMm objects have no case (every adapter and \
-           context here has them)",
+           Map's rules and an UNMAP without NoAccess (a zero range) is refused, where 24H2 \
+           hands them on unchecked; a COPY's re-made mappings keep their sources' \
+           DriverProtection (what 24H2's COPY hands the driver is not read); the adapter \
+           and context checks 24H2 makes on VidSch and VidMm objects have no case (every \
+           adapter and context here has them)",
 };

@@ -22,6 +22,9 @@ pub(crate) struct UserMap {
     /// First allocation page mapped.
     pub(crate) offset: u64,
     pub(crate) attrs: MapAttrs,
+    /// The Map's (or MAP_PROTECT's) `DriverProtection`, handed to the driver with every
+    /// update of the mapping's leaves.
+    pub(crate) driver_protection: u64,
     /// Its entries are in the page tables now (the allocation is resident).
     pub(crate) live: bool,
     /// The Map that made it is still queued on its paging queue (`vidmm::va::paging_queue`):
@@ -120,6 +123,8 @@ pub(crate) enum UpdateStep {
         allocation: KmtHandle,
         offset: u64,
         protection: GpuVaProtection,
+        /// A MAP_PROTECT's `DriverProtection` (0 for a MAP).
+        driver_protection: u64,
     },
     /// `pages` pages at `va` map nothing.
     Unmap { va: u64, pages: u64 },

@@ -492,7 +492,11 @@ fn vidmm_run_once(
                 NumPageTableEntries: u.entries.len() as u32,
                 Reserved0: 0,
                 Flags: flags,
-                DriverProtection: 0,
+                // A leaf map carries its range's DriverProtection, as the process passed it
+                // (M:VIDMM_PAGE_TABLE::UpdatePageTable @0x1400AAE70 from the commit state,
+                // M:CVirtualAddressAllocator::CommitVirtualAddressRange @0x1400ADD10); an
+                // invalidation none (`UpdatePageTableInvalidate`).
+                DriverProtection: if leaf { tag.driver_protection } else { 0 },
                 AllocationOffsetInBytes: match (leaf, tag.repeat_page) {
                     (false, _) => 0,
                     (true, Some(at)) => at,

@@ -90,6 +90,7 @@ fn tag(m: &UserMap, va: u64) -> LeafTag {
         // A process's own mapping may be unmapped in part (`vidmm::va`).
         large_pages: false,
         repeat_page: None,
+        driver_protection: m.driver_protection,
     }
 }
 
@@ -390,6 +391,7 @@ fn va_map_into(
                 read_only: prot & PROTECTION_WRITE == 0,
                 no_execute: prot & PROTECTION_EXECUTE == 0,
             },
+            driver_protection: r.driver_protection,
             live: false,
             queued,
         };

@@ -49,7 +49,8 @@ pub(crate) fn update_device(a: &AdapterShared, device: KmtHandle) -> Result<Proc
 ///   (the allocation range repeats over the VA range); offset plus size wrapping or past the
 ///   allocation; then the range empty or not 4 KiB aligned at both ends. `Protection`
 ///   follows Map's rules here (`SystemUseOnly`, reserved bits and `Zero` refused, `NoAccess`
-///   maps nothing) and `DriverProtection` must be 0, where 24H2 hands both on unchecked;
+///   maps nothing), where 24H2 hands it on unchecked; `DriverProtection` goes to the driver
+///   with the leaves' updates, unchecked, as in 24H2;
 /// - UNMAP: the range as above; without `NoAccess` it asks for the zero state (VidMm's
 ///   range type 6), which this VidMm does not model (refused);
 /// - COPY: the destination range (`IsRangeValid`); the source empty or wrapping, not 4 KiB
@@ -213,13 +214,16 @@ fn map_steps(
         GpuVaProtection::WRITE
     } else {
         let prot = op.protection.0;
-        if prot & (PROTECTION_SYSTEM_USE_ONLY | PROTECTION_ZERO) != 0
-            || prot >= 1 << 5
-            || op.driver_protection != 0
-        {
+        if prot & (PROTECTION_SYSTEM_USE_ONLY | PROTECTION_ZERO) != 0 || prot >= 1 << 5 {
             return Err(bad());
         }
         op.protection
+    };
+    // A MAP_PROTECT's DriverProtection goes to the driver unchecked; a MAP has none
+    // (M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress @0x1400E34AC).
+    let driver_protection = match op.operation_type {
+        UPDATE_GPU_VA_MAP => 0,
+        _ => op.driver_protection,
     };
     let device = owner.ok_or_else(bad)?;
     let bytes = allocation_bytes(a, pid, device, op.allocation).ok_or_else(bad)?;
@@ -252,6 +256,7 @@ fn map_steps(
                 allocation: op.allocation,
                 offset: op.allocation_offset / PAGE,
                 protection,
+                driver_protection,
             }
         });
         va += asz;
@@ -435,6 +440,7 @@ fn update_apply(host: &dyn Host, a: &AdapterShared, u: &QueuedUpdate) -> Result<
                 allocation,
                 offset,
                 protection,
+                driver_protection,
             } => {
                 // An allocation destroyed since the call maps nothing.
                 let Ok(target) = va_target(a, &res, device, allocation) else {
@@ -445,6 +451,7 @@ fn update_apply(host: &dyn Host, a: &AdapterShared, u: &QueuedUpdate) -> Result<
                     allocation,
                     offset_in_pages: offset,
                     protection,
+                    driver_protection,
                     ..MapGpuVa::default()
                 };
                 va_map_into(host, a, u.pid, u.start, va, pages, r, Some(target), false)?;
@@ -512,6 +519,7 @@ fn update_copy(
             allocation: m.allocation,
             offset_in_pages: m.offset,
             protection: prot,
+            driver_protection: m.driver_protection,
             ..MapGpuVa::default()
         };
         va_map_into(host, a, u.pid, u.start, va, m.pages, r, Some(target), false)?;
