@@ -1041,11 +1041,13 @@ fn update_target(m: &Machine, p: &Proc<'_>) -> (UpdateGpuVa, rvgpu_simos::Monito
     )
 }
 
-/// `D3DKMTUpdateGpuVirtualAddress` returns with the update queued, nothing applied; once the
-/// caller waits for `FenceValue + 1` VidMm has applied MAP, COPY and UNMAP in order inside a
-/// reserved range, through the driver: a MAP whose allocation range is smaller than its VA
-/// range repeats it, a COPY takes what the source maps at that point of the list, an UNMAP
-/// leaves no access; the queue's writes land where the final tables say.
+/// `D3DKMTUpdateGpuVirtualAddress` returns with the update queued, nothing applied (its fence
+/// not at `FenceValue` yet: with it reached, VidMm's worker may run it before the caller
+/// looks); once the fence is signalled and the caller waits for `FenceValue + 1` VidMm has
+/// applied MAP, COPY and UNMAP in order inside a reserved range, through the driver: a MAP
+/// whose allocation range is smaller than its VA range repeats it, a COPY takes what the
+/// source maps at that point of the list, an UNMAP leaves no access; the queue's writes land
+/// where the final tables say.
 #[test]
 fn update_gpu_va_map_copy_unmap_in_order() {
     for mode in [Mode::Step, Mode::Threaded] {
@@ -1054,6 +1056,10 @@ fn update_gpu_va_map_copy_unmap_in_order() {
         let b = buffer(&m, &p.k, 4);
         okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x2_0000)));
         let (u, fence) = update_target(&m, &p);
+        let u = UpdateGpuVa {
+            fence_value: 1,
+            ..u
+        };
         let repeat = UpdateGpuVaOp {
             // Allocation page 3, four times over.
             allocation_size: PAGE,
@@ -1074,7 +1080,8 @@ fn update_gpu_va_map_copy_unmap_in_order() {
         assert_eq!(fence.value(), 0, "queued, not applied, at return");
         let page_of = |i: u64| translate(&m, &p, CHOSEN + i * PAGE, Access::Write);
         assert_eq!(page_of(0), Err(FaultReason::NotPresent), "not at return");
-        okk(&m, p.k.wait_for_fence(u.fence, 1));
+        okk(&m, p.k.signal_fence_from_cpu(u.fence, 1));
+        okk(&m, p.k.wait_for_fence(u.fence, 2));
         let page_of = |i: u64| translate(&m, &p, CHOSEN + i * PAGE, Access::Write);
         let b_page = |n: u64| translate(&m, &p, b.gpu_va + n * PAGE, Access::Write);
         assert_eq!(page_of(0), b_page(1));
