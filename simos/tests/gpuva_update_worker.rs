@@ -138,7 +138,7 @@ fn mf_04_the_update_worker_loses_no_wake_up_to_racing_signals() {
     let p = ok(&m, m.create_process(0));
     let (k, b, u, f) = setup(&m, &p);
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
-    let mut rng = Rng(0x5EED_0F_A11);
+    let mut rng = Rng(0x5EED_0FA1_1DEA);
     for round in 0..150u64 {
         let v = 3 * round + 1;
         let map = UpdateGpuVaOp::map(CHOSEN, PAGE, b.handle, 0);
