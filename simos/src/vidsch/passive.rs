@@ -103,27 +103,29 @@ impl Host for PassiveHost<'_> {
         }
     }
 
-    /// The update worker creates no fences (only paging queues do, on their thunk's thread).
+    /// The update worker creates no fences (only paging queues do, on their thunk's thread):
+    /// a call here is the simulation's defect.
     fn create_sync_fence(
         &self,
         _a: &AdapterShared,
         _device: KmtHandle,
         _initial: u64,
     ) -> Result<(KmtHandle, MonitoredFence), SimError> {
-        Err(SimError::Simulation(
-            "VidSch's PASSIVE worker creates no monitored fence".into(),
+        Err(SimError::Internal(
+            "VidSch's PASSIVE worker creates no monitored fence",
         ))
     }
 
-    /// The update worker destroys no fences (only paging queues do, on their thunk's thread).
+    /// The update worker destroys no fences (only paging queues do, on their thunk's thread):
+    /// a call here is the simulation's defect.
     fn destroy_sync_fence(
         &self,
         _a: &AdapterShared,
         _device: KmtHandle,
         _fence: KmtHandle,
     ) -> Result<(), SimError> {
-        Err(SimError::Simulation(
-            "VidSch's PASSIVE worker destroys no monitored fence".into(),
+        Err(SimError::Internal(
+            "VidSch's PASSIVE worker destroys no monitored fence",
         ))
     }
 
