@@ -13,7 +13,7 @@ pub mod residency;
 pub mod va;
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
 use rvgpu_device::SysAlloc;
@@ -58,6 +58,9 @@ pub struct VidMmState {
     /// A queued GPU VA update became ready to run (its fence wait was satisfied, or it does
     /// not wait): VidMm's update worker has work (`crate::vidmm::va::update`).
     pub(crate) updates_due: Arc<AtomicBool>,
+    /// Counts changes of the processes' roots (a VA space made or dropped): a context whose
+    /// cached count matches has the root VidSch last sent for it (`crate::ums::root`).
+    pub(crate) root_generation: AtomicU64,
 }
 
 /// Where VidMm mapped an allocation (GpuMmu adapters).
