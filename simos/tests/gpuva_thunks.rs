@@ -1041,11 +1041,13 @@ fn update_target(m: &Machine, p: &Proc<'_>) -> (UpdateGpuVa, rvgpu_simos::Monito
     )
 }
 
-/// `D3DKMTUpdateGpuVirtualAddress` returns with the update queued, nothing applied; once the
-/// caller waits for `FenceValue + 1` VidMm has applied MAP, COPY and UNMAP in order inside a
-/// reserved range, through the driver: a MAP whose allocation range is smaller than its VA
-/// range repeats it, a COPY takes what the source maps at that point of the list, an UNMAP
-/// leaves no access; the queue's writes land where the final tables say.
+/// `D3DKMTUpdateGpuVirtualAddress` returns with the update queued, nothing applied (its fence
+/// not at `FenceValue` yet: with it reached, VidMm's worker may run it before the caller
+/// looks); once the fence is signalled and the caller waits for `FenceValue + 1` VidMm has
+/// applied MAP, COPY and UNMAP in order inside a reserved range, through the driver: a MAP
+/// whose allocation range is smaller than its VA range repeats it, a COPY takes what the
+/// source maps at that point of the list, an UNMAP leaves no access; the queue's writes land
+/// where the final tables say.
 #[test]
 fn update_gpu_va_map_copy_unmap_in_order() {
     for mode in [Mode::Step, Mode::Threaded] {
@@ -1054,6 +1056,10 @@ fn update_gpu_va_map_copy_unmap_in_order() {
         let b = buffer(&m, &p.k, 4);
         okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x2_0000)));
         let (u, fence) = update_target(&m, &p);
+        let u = UpdateGpuVa {
+            fence_value: 1,
+            ..u
+        };
         let repeat = UpdateGpuVaOp {
             // Allocation page 3, four times over.
             allocation_size: PAGE,
@@ -1074,7 +1080,8 @@ fn update_gpu_va_map_copy_unmap_in_order() {
         assert_eq!(fence.value(), 0, "queued, not applied, at return");
         let page_of = |i: u64| translate(&m, &p, CHOSEN + i * PAGE, Access::Write);
         assert_eq!(page_of(0), Err(FaultReason::NotPresent), "not at return");
-        okk(&m, p.k.wait_for_fence(u.fence, 1));
+        okk(&m, p.k.signal_fence_from_cpu(u.fence, 1));
+        okk(&m, p.k.wait_for_fence(u.fence, 2));
         let page_of = |i: u64| translate(&m, &p, CHOSEN + i * PAGE, Access::Write);
         let b_page = |n: u64| translate(&m, &p, b.gpu_va + n * PAGE, Access::Write);
         assert_eq!(page_of(0), b_page(1));
@@ -1103,8 +1110,8 @@ fn update_gpu_va_map_copy_unmap_in_order() {
 
 /// The update waits for `hFenceObject` to reach `FenceValue` before it touches the tables:
 /// queued, a CPU wait for `FenceValue + 1` ends unsatisfied while nobody signals it, and after
-/// a CPU signal of `FenceValue` it has run; a `DoNotWait` update runs without the fence, but
-/// also only on VidMm's worker (here: once the caller waits for it).
+/// a CPU signal of `FenceValue` VidMm's worker runs it; a `DoNotWait` update runs without the
+/// fence, but also only on VidMm's worker, not in the call.
 #[test]
 fn update_gpu_va_waits_for_its_fence() {
     let m = with_doorbells(Mode::Step, 4);
@@ -1125,7 +1132,12 @@ fn update_gpu_va_waits_for_its_fence() {
         "nothing applied before the fence"
     );
     okk(&m, p.k.signal_fence_from_cpu(u.fence, 5));
-    assert_eq!(fence.value(), 6, "run on the signal, then FenceValue + 1");
+    okk(&m, p.k.wait_for_fence(u.fence, 6));
+    assert_eq!(
+        fence.value(),
+        6,
+        "run after the signal, then FenceValue + 1"
+    );
     assert!(translate(&m, &p, CHOSEN, Access::Read).is_ok());
     let skip = UpdateGpuVa {
         fence_value: 100,
@@ -1145,9 +1157,9 @@ fn update_gpu_va_waits_for_its_fence() {
     no_fault(&m);
 }
 
-/// A caller that uses the VA right after `D3DKMTUpdateGpuVirtualAddress` returned, without
-/// waiting for `FenceValue + 1`, finds it unmapped: the GPU's write faults (24H2 applies the
-/// update later, on VidMm's worker).
+/// A caller that uses the VA after `D3DKMTUpdateGpuVirtualAddress` returned, before its fence
+/// reached `FenceValue`, finds it unmapped: the GPU's write faults (24H2 applies the update
+/// later, on VidMm's worker, once the fence is reached).
 #[test]
 fn update_gpu_va_unwaited_mapping_faults() {
     for mode in [Mode::Step, Mode::Threaded] {
@@ -1156,7 +1168,10 @@ fn update_gpu_va_unwaited_mapping_faults() {
         let b = buffer(&m, &p.k, 1);
         okk(&m, p.k.reserve_gpu_va(&reserve_at(CHOSEN, 0x1_0000)));
         let (u, _) = update_target(&m, &p);
-        // Made first: the queue's own paging waits would let VidMm's worker run.
+        let u = UpdateGpuVa {
+            fence_value: 1,
+            ..u
+        };
         let q = okk(&m, UserQueue::new(p.k, &config(0)));
         let op = [UpdateGpuVaOp::map(CHOSEN, PAGE, b.handle, 0)];
         okk(&m, p.k.update_gpu_va(&u, &op));
@@ -1274,19 +1289,6 @@ fn update_gpu_va_argument_rules() {
             "copy onto its own source",
             u,
             vec![good, UpdateGpuVaOp::copy(CHOSEN, 2 * PAGE, CHOSEN + PAGE)],
-        ),
-        (
-            "driver protection",
-            u,
-            vec![
-                good,
-                UpdateGpuVaOp {
-                    operation_type: rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT,
-                    protection: RW,
-                    driver_protection: 1,
-                    ..good
-                },
-            ],
         ),
         (
             "SystemUseOnly",

@@ -1012,7 +1012,7 @@ type UpdateCase = (&'static str, u32, u32, u32, u32, Option<[[u64; 8]; 2]>);
 /// (`K:DxgkUpdateGpuVirtualAddress` @0x1402F7A50, then
 /// `M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress` @0x1400E34AC) and applies nothing then.
 /// Accepted, it returns with the update queued, not applied (the VA still unmapped); once the
-/// caller waits for `FenceValue + 1` VidMm has applied it.
+/// fence reaches `FenceValue` and the caller waits for `FenceValue + 1` VidMm has applied it.
 #[test]
 fn ddi_03_d3dkmtupdategpuvirtualaddress_answers_as_24h2() {
     use rvgpu_hw::mmu::{Access, FaultReason};
@@ -1208,15 +1208,30 @@ fn ddi_03_d3dkmtupdategpuvirtualaddress_answers_as_24h2() {
             ),
         ],
     );
+    // FenceValue 1, not reached yet: with it reached VidMm's worker may run the update before
+    // the caller looks.
     let mut ops = [good];
+    let mut a = [0u64; 7];
+    a[0] = u64::from(w.device) | (u64::from(context) << 32);
+    a[1] = u64::from(fence) | (1 << 32);
+    a[2] = ops.as_mut_ptr() as u64;
+    a[5] = 1;
+    assert_eq!(w.call(T, &mut a), STATUS_SUCCESS);
+    assert!(mapped().is_err(), "queued, not applied, at return");
+    // D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU / D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU:
+    // hDevice, ObjectCount, the handle and value arrays, no event (blocking), no flags.
+    let (handles, signal, values) = ([fence], [1u64], [2u64]);
+    let mut s = [
+        u64::from(w.device) | (1 << 32),
+        handles.as_ptr() as u64,
+        signal.as_ptr() as u64,
+        0,
+        0,
+    ];
     assert_eq!(
-        call(w.device, context, fence, 1, ops.as_mut_ptr() as u64),
+        w.call("D3DKMTSignalSynchronizationObjectFromCpu", &mut s),
         STATUS_SUCCESS
     );
-    assert!(mapped().is_err(), "queued, not applied, at return");
-    // D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU: hDevice, ObjectCount, the handle and value
-    // arrays, no event (blocking), no flags.
-    let (handles, values) = ([fence], [1u64]);
     let mut wait = [
         u64::from(w.device) | (1 << 32),
         handles.as_ptr() as u64,

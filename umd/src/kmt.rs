@@ -216,6 +216,9 @@ pub struct MapGpuVa {
     pub size_in_pages: u64,
     /// `Protection`.
     pub protection: GpuVaProtection,
+    /// `DriverProtection`: the KMD's own bits, which VidMm hands it unchecked with the
+    /// range's page-table updates.
+    pub driver_protection: u64,
 }
 
 impl MapGpuVa {

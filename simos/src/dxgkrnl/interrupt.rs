@@ -368,12 +368,20 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
 }
 
 /// VidSch's PASSIVE worker of one adapter of a threaded machine: runs the work the DPC queued
-/// (engine F1 transitions, UM-13) at PASSIVE_LEVEL.
+/// (engine F1 transitions, UM-13) and VidMm's GPU VA updates whose fence waits were released,
+/// at PASSIVE_LEVEL.
 pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
     serve(&stop, &a.sch.wake, || {
         if crate::ums::has_work(&a) {
             let _m = MachineContext::enter(a.state.clone());
             if crate::ums::run_passive_work(&a, &|n| crate::vidsch::tdr::node_has_pending(&a, n)) {
+                return true;
+            }
+        }
+        // VidMm's GPU VA update worker, for the updates whose waits were released.
+        if crate::vidmm::va::update::gpu_va_updates_due(&a) {
+            let _m = MachineContext::enter(a.state.clone());
+            if crate::vidsch::passive::run_gpu_va_updates(&a) {
                 return true;
             }
         }

@@ -221,6 +221,7 @@ pub fn dxgk_map_gpu_virtual_address(
         offset_in_pages: a.offset_in_pages,
         size_in_pages: a.size_in_pages,
         protection: GpuVaProtection(prot),
+        driver_protection: a.driver_protection,
     };
     let k = m.kmt(&p);
     let sh = k.thunk()?;
@@ -280,6 +281,7 @@ pub(super) fn umd_map(
         offset_in_pages: r.offset_in_pages,
         size_in_pages: r.size_in_pages,
         protection: r.protection.0,
+        driver_protection: r.driver_protection,
         ..Default::default()
     };
     let queue_device = paging_queue_device(m, &p, r.paging_queue);

@@ -293,6 +293,7 @@ pub(crate) fn create_context_with(
             disable_gpu_timeout: flags & DISABLE_GPU_TIMEOUT != 0,
             dma_private_data: args.ContextInfo.DmaBufferPrivateDataSize,
             root_sent,
+            root_seen: u64::MAX,
         },
     );
     os.events.push(UmsEvent::CreateContext { context: h, node });

@@ -633,7 +633,7 @@ pub(crate) fn submit_command(
     gpu: u64,
     bytes: u32,
 ) -> Result<(), SimError> {
-    let (last, sched, context) = {
+    let (last, sched, context, root_current) = {
         let os = lock(&a.ums);
         let q = os.queue_of(device, queue)?;
         if q.user_mode {
@@ -641,11 +641,18 @@ pub(crate) fn submit_command(
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
         os.vidsch_device_live(device)?;
-        (q.last_queued.clone(), q.sched.clone(), q.context)
+        let current = os
+            .contexts
+            .get(&q.context)
+            .is_some_and(|c| super::root::root_current(a, c));
+        (q.last_queued.clone(), q.sched.clone(), q.context, current)
     };
     // The context's root, when VidSch has not sent it yet (24H2 `M:VidSchSubmitCommandToHwQueue`
-    // @0x140048F00, for every packet but a present, held or not).
-    super::root::ensure_root(a, context)?;
+    // @0x140048F00, for every packet but a present, held or not); a compare while no root
+    // changed.
+    if !root_current {
+        super::root::ensure_root(a, context)?;
+    }
     {
         // `M:VidSchSubmitCommandToHwQueue` @0x140048F00 does not compare the value with the
         // queue's earlier ones: what the KMD makes of one not above them is its own.

@@ -195,6 +195,7 @@ pub(crate) fn map_aperture_range_into(
         base_va: va,
         large_pages: false,
         repeat_page: None,
+        driver_protection: 0,
     };
     crate::vidmm::mmu::vidmm_map_at(
         host,

@@ -19,6 +19,9 @@ pub struct LeafTag {
     /// the allocation has from its offset repeats what is left, and when that is one 4 KiB
     /// page 24H2 sends the leaves as one repeated entry (see `vidmm::mmu`'s `vidmm_run_once`).
     pub repeat_page: Option<u64>,
+    /// The `DriverProtection` the process mapped the range with (`D3DDDI_MAPGPUVIRTUALADDRESS`,
+    /// a MAP_PROTECT's): handed to the driver with its leaves' updates.
+    pub driver_protection: u64,
 }
 
 impl LeafTag {

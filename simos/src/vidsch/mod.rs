@@ -3,5 +3,6 @@
 
 pub mod hws;
 pub mod legacy;
+pub(crate) mod passive;
 pub mod system;
 pub mod tdr;

@@ -733,6 +733,7 @@ impl Kmt for WinKmt {
             hAllocation: r.allocation,
             OffsetInPages: r.offset_in_pages,
             SizeInPages: r.size_in_pages,
+            DriverProtection: r.driver_protection,
             ..Default::default()
         };
         args.Protection.Anonymous.Value = r.protection.0;

@@ -329,9 +329,7 @@ pub(super) const MAP_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
            repeat (a range longer than the allocation past OffsetInPages repeats it, as \
            modelled) and DriverProtection (passed on unchecked); its other range rules are \
            the simulated VidMm's, after 24H2's rounding of the three addresses down to 4 KiB; \
-           the page-table updates carry DriverProtection 0 whatever the Map passed (24H2 \
-           hands the Map's value to the KMD; rvgpu's UMD passes 0); Zero mappings are not \
-           modelled",
+           Zero mappings are not modelled",
 };
 
 pub(super) const RESERVE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
@@ -461,18 +459,19 @@ pub(super) const UPDATE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
     written_back: &[],
     pending: Pending::No,
     entry: Some("gpu_va::dxgk_update_gpu_virtual_address"),
-    gaps: "the update is queued and returns as in 24H2 \
-           (M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress @0x1400E34AC), but VidMm's worker \
-           runs it only when a CPU or GPU queue waits for a monitored fence or a CPU signals \
-           one (a fence the GPU moves past FenceValue while a waiter already waits leaves the \
-           update queued until the next wait or signal), and not behind hContext's earlier \
-           submissions; the companion context's semaphore (a call while one is in flight \
-           fails at once) is not modelled; hFenceObject must be a monitored fence (a native \
-           fence is STATUS_INVALID_PARAMETER here) and the simulated runtime's fences count \
-           as hDevice's; VidMm's IsRangeValid is taken as the range not wrapping, not empty, \
+    gaps: "24H2 queues the fence wait and the update on hContext's VidSch companion \
+           context (K:DXGCONTEXT::GetVidSchCompanionContext @0x1402F8DA0, a VidSch context of \
+           its own); the simulation has one VidSch-side wait per update and orders updates \
+           per hContext only: whether 24H2's companion context also runs behind hContext's \
+           own earlier submissions is not read, and here it does not; the companion \
+           context's semaphore (a call while one is in flight fails at once) is not \
+           modelled; hFenceObject must be a monitored fence (a native fence is \
+           STATUS_INVALID_PARAMETER here) and the simulated runtime's fences count as \
+           hDevice's; VidMm's IsRangeValid is taken as the range not wrapping, not empty, \
            page aligned and below the top of the space; MAP_PROTECT's Protection follows \
-           Map's rules and DriverProtection must be 0, and an UNMAP without NoAccess (a zero \
-           range) is refused, where 24H2 hands them on unchecked; the adapter and context \
-           checks 24H2 makes on VidSch and VidMm objects have no case (every adapter and \
-           context here has them)",
+           Map's rules and an UNMAP without NoAccess (a zero range) is refused, where 24H2 \
+           hands them on unchecked; a COPY's re-made mappings keep their sources' \
+           DriverProtection (what 24H2's COPY hands the driver is not read); the adapter \
+           and context checks 24H2 makes on VidSch and VidMm objects have no case (every \
+           adapter and context here has them)",
 };

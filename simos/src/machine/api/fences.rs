@@ -358,18 +358,15 @@ impl Machine {
     }
 
     /// `SignalSynchronizationObjectFromCpu` (MF-01): the OS writes the value (the process never
-    /// writes it) and releases satisfied waits. Values never go backwards. VidMm's worker then
-    /// runs the GPU VA updates the value lets run (`vidmm::va::update`).
+    /// writes it) and releases satisfied waits (VidSch's among them: a GPU VA update waiting
+    /// for the value is handed to VidMm's worker, `vidmm::va::update`). Values never go
+    /// backwards.
     pub fn signal_monitored_fence_from_cpu(
         &self,
         f: &MonitoredFence,
         value: u64,
     ) -> Result<(), SimError> {
-        monitored::signal_from_cpu(&self.state, f, value)?;
-        match self.adapter_shared(f.adapter()) {
-            Ok(a) => crate::vidmm::va::update::gpu_va_updates_run(self, a),
-            Err(_) => Ok(()),
-        }
+        monitored::signal_from_cpu(&self.state, f, value)
     }
 
     /// `SignalSynchronizationObjectFromGpu` (MF-03): a software packet; when it reaches the
@@ -397,14 +394,12 @@ impl Machine {
     }
 
     /// VidMm's paging worker moves a paging fence's queue for any waiter
-    /// (`vidmm::va::paging_queue::paging_fence_waited`), and runs the GPU VA updates whose
-    /// fences are reached (`vidmm::va::update`).
+    /// (`vidmm::va::paging_queue::paging_fence_waited`).
     fn paging_fence_waited(&self, f: &MonitoredFence, value: u64) -> Result<(), SimError> {
         let Ok(a) = self.adapter_shared(f.adapter()) else {
             return Ok(());
         };
-        crate::vidmm::va::paging_queue::paging_fence_waited(self, a, f, value)?;
-        crate::vidmm::va::update::gpu_va_updates_run(self, a)
+        crate::vidmm::va::paging_queue::paging_fence_waited(self, a, f, value)
     }
 
     /// Opens a shareable TYPE_DEFAULT native fence for `process` on an adapter without native

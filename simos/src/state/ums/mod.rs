@@ -168,6 +168,9 @@ pub(crate) struct ContextObj {
     /// then (24H2 keeps it in the context and resends only a different one,
     /// `M:VidSchiEnsureRootPageTableUpdated` @0x1400EAF40).
     pub(crate) root_sent: Option<(u32, u64)>,
+    /// VidMm's root generation when `root_sent` was last found current (`u64::MAX`: never):
+    /// while it matches, no process root changed and VidSch's root step is a compare.
+    pub(crate) root_seen: u64,
 }
 
 #[derive(Debug)]

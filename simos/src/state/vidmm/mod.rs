@@ -13,6 +13,7 @@ pub mod residency;
 pub mod va;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
 use rvgpu_device::SysAlloc;
@@ -54,6 +55,12 @@ pub struct VidMmState {
     /// Paging queues and the GPU VA ranges processes reserve and map through the D3DKMT
     /// thunks ([`crate::state::vidmm::va`]). Taken after `residency`, before `vidmm`.
     pub gpuva: Mutex<crate::state::vidmm::va::State>,
+    /// A queued GPU VA update became ready to run (its fence wait was satisfied, or it does
+    /// not wait): VidMm's update worker has work (`crate::vidmm::va::update`).
+    pub(crate) updates_due: Arc<AtomicBool>,
+    /// Counts changes of the processes' roots (a VA space made or dropped): a context whose
+    /// cached count matches has the root VidSch last sent for it (`crate::ums::root`).
+    pub(crate) root_generation: AtomicU64,
 }
 
 /// Where VidMm mapped an allocation (GpuMmu adapters).

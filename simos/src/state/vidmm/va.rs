@@ -3,10 +3,12 @@
 //! Data and the lookups on it only; the thunks are in [`crate::vidmm::va`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
-use crate::state::sync::fence::MonitoredFence;
+use crate::state::sync::fence::{MonitoredFence, SimEvent};
 use crate::state::vidmm::gpuva::MapAttrs;
 use rvgpu_umd::kmt::GpuVaProtection;
 
@@ -20,6 +22,9 @@ pub(crate) struct UserMap {
     /// First allocation page mapped.
     pub(crate) offset: u64,
     pub(crate) attrs: MapAttrs,
+    /// The Map's (or MAP_PROTECT's) `DriverProtection`, handed to the driver with every
+    /// update of the mapping's leaves.
+    pub(crate) driver_protection: u64,
     /// Its entries are in the page tables now (the allocation is resident).
     pub(crate) live: bool,
     /// The Map that made it is still queued on its paging queue (`vidmm::va::paging_queue`):
@@ -118,6 +123,8 @@ pub(crate) enum UpdateStep {
         allocation: KmtHandle,
         offset: u64,
         protection: GpuVaProtection,
+        /// A MAP_PROTECT's `DriverProtection` (0 for a MAP).
+        driver_protection: u64,
     },
     /// `pages` pages at `va` map nothing.
     Unmap { va: u64, pages: u64 },
@@ -126,15 +133,19 @@ pub(crate) enum UpdateStep {
 }
 
 /// A `D3DKMTUpdateGpuVirtualAddress` VidMm accepted and has not applied yet: it runs once
-/// `fence` reaches `wait` (`None`: `DoNotWait`), after the earlier updates of `context`,
-/// and then signals `fence` to `signal`.
+/// its VidSch wait for `fence` was satisfied (`ready`; set at once for `DoNotWait`), after
+/// the earlier updates of `context`, and then signals `fence` to `signal`.
 #[derive(Debug)]
 pub(crate) struct QueuedUpdate {
     pub(crate) context: KmtHandle,
     pub(crate) device: KmtHandle,
     pub(crate) pid: ProcessId,
     pub(crate) fence: MonitoredFence,
-    pub(crate) wait: Option<u64>,
+    /// The VidSch-side wait for `FenceValue` (`None`: `DoNotWait`), withdrawn if the update
+    /// goes unapplied.
+    pub(crate) wait: Option<SimEvent>,
+    /// The wait was satisfied: the update may run.
+    pub(crate) ready: Arc<AtomicBool>,
     pub(crate) signal: u64,
     pub(crate) steps: Vec<UpdateStep>,
     /// The reserved range the targets lie in, and the one the COPY sources lie in.

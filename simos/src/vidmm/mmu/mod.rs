@@ -11,6 +11,7 @@
 //! operation. A FLUSHTLB the driver did not turn into an invalidation is caught the same way
 //! (the device's TLB must hold nothing of the root afterwards).
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rvgpu_ddi::allocation::*;
@@ -186,14 +187,19 @@ fn vidmm_new_space(
             .get_or_insert_with(|| TableHeap::new(0, size / TABLE_SHARE, g.table_bytes));
         AddressSpace::new(g, heap, base).map_err(va_error)?
     };
-    lock(&a.mm.vidmm).processes.insert(
-        pid,
-        VmProcess {
-            kmd,
-            space,
-            arena: None,
-        },
-    );
+    {
+        let mut v = lock(&a.mm.vidmm);
+        v.processes.insert(
+            pid,
+            VmProcess {
+                kmd,
+                space,
+                arena: None,
+            },
+        );
+        // After the change, under the same lock (`crate::ums::root`).
+        a.mm.root_generation.fetch_add(1, Ordering::SeqCst);
+    }
     vidmm_run(host, a, kmd, &[init], LeafTag::default())
 }
 
@@ -496,7 +502,11 @@ fn vidmm_run_once(
                 NumPageTableEntries: u.entries.len() as u32,
                 Reserved0: 0,
                 Flags: flags,
-                DriverProtection: 0,
+                // A leaf map carries its range's DriverProtection, as the process passed it
+                // (M:VIDMM_PAGE_TABLE::UpdatePageTable @0x1400AAE70 from the commit state,
+                // M:CVirtualAddressAllocator::CommitVirtualAddressRange @0x1400ADD10); an
+                // invalidation none (`UpdatePageTableInvalidate`).
+                DriverProtection: if leaf { tag.driver_protection } else { 0 },
                 AllocationOffsetInBytes: match (leaf, tag.repeat_page) {
                     (false, _) => 0,
                     (true, Some(at)) => at,
@@ -734,7 +744,13 @@ fn vidmm_check(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) -> Result
 /// VidMm's adapter state and calls the DDI with no way to fail. Pages still mapped are VidMm's
 /// own error (the caller unmaps first), reported once the process is gone.
 pub(crate) fn drop_space(a: &AdapterShared, pid: ProcessId) -> Result<(), SimError> {
-    let Some(p) = lock(&a.mm.vidmm).processes.remove(&pid) else {
+    let removed = {
+        let mut v = lock(&a.mm.vidmm);
+        let p = v.processes.remove(&pid);
+        a.mm.root_generation.fetch_add(1, Ordering::SeqCst);
+        p
+    };
+    let Some(p) = removed else {
         return Ok(());
     };
     let called = ddi_destroy_process(a, p.kmd);

@@ -210,6 +210,8 @@ fn tag(e: &Entry) -> LeafTag {
         base_va: e.va.unwrap_or(0),
         large_pages: true,
         repeat_page: None,
+        // A VA VidMm gave at create: no Map passed any.
+        driver_protection: 0,
     }
 }
 

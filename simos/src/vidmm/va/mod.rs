@@ -90,6 +90,7 @@ fn tag(m: &UserMap, va: u64) -> LeafTag {
         // A process's own mapping may be unmapped in part (`vidmm::va`).
         large_pages: false,
         repeat_page: None,
+        driver_protection: m.driver_protection,
     }
 }
 
@@ -390,6 +391,7 @@ fn va_map_into(
                 read_only: prot & PROTECTION_WRITE == 0,
                 no_execute: prot & PROTECTION_EXECUTE == 0,
             },
+            driver_protection: r.driver_protection,
             live: false,
             queued,
         };
@@ -692,7 +694,7 @@ pub(crate) fn gpu_va_teardown(
     space: Option<ProcessId>,
 ) -> Result<(), SimError> {
     // Updates the device queued and VidMm has not run go with it.
-    lock(&a.mm.gpuva).updates.retain(|u| u.device != device);
+    update::gpu_va_updates_drop(a, device);
     let queues: Vec<KmtHandle> = lock(&a.mm.gpuva)
         .queues
         .iter()

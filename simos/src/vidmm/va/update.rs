@@ -1,17 +1,23 @@
 //! `D3DKMTUpdateGpuVirtualAddress` in VidMm, as 24H2 runs it
 //! (`M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress` @0x1400E34AC): the operations checked in
 //! order, the targets' and the COPY sources' reserved ranges referenced, and the update
-//! queued; it returns at once. The update runs later on VidMm's worker
-//! (`VidMmiUpdateGpuVirtualAddress`, handed to `VidSchSubmitGlobalCommand`): once `hFenceObject`
-//! reaches `FenceValue` (`VidSchWaitForSingleSyncObject` on the context, unless `DoNotWait`)
-//! and after the context's earlier updates, the operations in order through the driver, then
-//! the fence signalled to `FenceValue + 1` (the command's signal value). So a caller sees its
-//! mappings only once that value is reached.
+//! queued; it returns at once. 24H2 queues two packets on hContext's VidSch companion context
+//! (`K:DXGCONTEXT::GetVidSchCompanionContext` @0x1402F8DA0): a wait for `hFenceObject`
+//! reaching `FenceValue` (`M:VidSchWaitForSingleSyncObject` @0x140003F10, unless `DoNotWait`),
+//! then a global command (`M:VidSchSubmitGlobalCommand` @0x1400E45A8) whose callback
+//! (`M:VIDMM_GLOBAL::VidMmiUpdateGpuVirtualAddress` @0x1400DA5B0) hands the update to VidMm's
+//! paging-queue worker (`QueueDeferredCommand`), which applies the operations in order through
+//! the driver and signals the fence to `FenceValue + 1` (the command's signal value). So a
+//! caller sees its mappings only once that value is reached.
 //!
-//! The worker here runs whenever anything waits for a monitored fence (a CPU or a GPU
-//! queue, `crate::Machine::wait_monitored_fence_event` and its GPU form) and after every CPU signal
-//! ([`crate::Machine::signal_monitored_fence_from_cpu`]): every update whose fence has
-//! reached its value is applied then, before the waiter looks at the fence.
+//! Here the wait is a VidSch-side waiter on the monitored fence, released by whatever moves
+//! the fence: a CPU signal, a software signal packet, or the DPC-time scan after the GPU's
+//! write. Its release marks the update ready and wakes VidSch's PASSIVE worker (the adapter's
+//! worker thread, or the step loop's round), which runs VidMm's update worker
+//! ([`gpu_va_worker`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::*;
 use crate::state::vidmm::va::{QueuedUpdate, UpdateStep};
@@ -43,7 +49,8 @@ pub(crate) fn update_device(a: &AdapterShared, device: KmtHandle) -> Result<Proc
 ///   (the allocation range repeats over the VA range); offset plus size wrapping or past the
 ///   allocation; then the range empty or not 4 KiB aligned at both ends. `Protection`
 ///   follows Map's rules here (`SystemUseOnly`, reserved bits and `Zero` refused, `NoAccess`
-///   maps nothing) and `DriverProtection` must be 0, where 24H2 hands both on unchecked;
+///   maps nothing), where 24H2 hands it on unchecked; `DriverProtection` goes to the driver
+///   with the leaves' updates, unchecked, as in 24H2;
 /// - UNMAP: the range as above; without `NoAccess` it asks for the zero state (VidMm's
 ///   range type 6), which this VidMm does not model (refused);
 /// - COPY: the destination range (`IsRangeValid`); the source empty or wrapping, not 4 KiB
@@ -99,18 +106,53 @@ pub(crate) fn gpu_va_update(a: &AdapterShared, c: UpdateCall<'_>) -> Result<(), 
         true => None,
         false => Some(reserved(a, pid, sources).ok_or_else(bad)?),
     };
-    lock(&a.mm.gpuva).updates.push(QueuedUpdate {
+    let ready = Arc::new(AtomicBool::new(c.do_not_wait));
+    let fence = c.fence.clone();
+    let mut st = lock(&a.mm.gpuva);
+    st.updates.push(QueuedUpdate {
         context: c.context,
         device: c.device,
         pid,
         fence: c.fence,
-        wait: (!c.do_not_wait).then_some(c.fence_value),
+        wait: None,
+        ready: ready.clone(),
         signal: c.fence_value.saturating_add(1),
         steps,
         start,
         src_start,
     });
-    Ok(())
+    drop(st);
+    // Queued before the wait is placed: a wait satisfied at once finds its update in the
+    // queue when its release wakes the worker.
+    if c.do_not_wait {
+        wake_worker(a, &a.mm.updates_due);
+        return Ok(());
+    }
+    let key = ready.clone();
+    let due = a.mm.updates_due.clone();
+    let wake = a.sch.wake.clone();
+    let resume = move || {
+        ready.store(true, Ordering::SeqCst);
+        due.store(true, Ordering::SeqCst);
+        wake.notify();
+    };
+    match crate::sync::fence::monitored::wait_from_gpu(&a.state, &fence, c.fence_value, resume) {
+        Ok(ev) => {
+            let mut st = lock(&a.mm.gpuva);
+            if let Some(u) = st.updates.iter_mut().find(|u| Arc::ptr_eq(&u.ready, &key)) {
+                u.wait = Some(ev);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            // A fence destroyed since Dxgkrnl looked it up: the call fails, nothing queued
+            // (24H2 returns the wait's failure before it queues the command).
+            lock(&a.mm.gpuva)
+                .updates
+                .retain(|u| !Arc::ptr_eq(&u.ready, &key));
+            Err(e)
+        }
+    }
 }
 
 /// The lowest and highest address a list of ranges covers.
@@ -172,13 +214,16 @@ fn map_steps(
         GpuVaProtection::WRITE
     } else {
         let prot = op.protection.0;
-        if prot & (PROTECTION_SYSTEM_USE_ONLY | PROTECTION_ZERO) != 0
-            || prot >= 1 << 5
-            || op.driver_protection != 0
-        {
+        if prot & (PROTECTION_SYSTEM_USE_ONLY | PROTECTION_ZERO) != 0 || prot >= 1 << 5 {
             return Err(bad());
         }
         op.protection
+    };
+    // A MAP_PROTECT's DriverProtection goes to the driver unchecked; a MAP has none
+    // (M:VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress @0x1400E34AC).
+    let driver_protection = match op.operation_type {
+        UPDATE_GPU_VA_MAP => 0,
+        _ => op.driver_protection,
     };
     let device = owner.ok_or_else(bad)?;
     let bytes = allocation_bytes(a, pid, device, op.allocation).ok_or_else(bad)?;
@@ -211,6 +256,7 @@ fn map_steps(
                 allocation: op.allocation,
                 offset: op.allocation_offset / PAGE,
                 protection,
+                driver_protection,
             }
         });
         va += asz;
@@ -232,15 +278,69 @@ fn allocation_bytes(
     os.open_allocation(device, h).map(|al| al.alloc.len)
 }
 
-/// VidMm's worker: applies, in order, every queued update whose fence has reached its
-/// `FenceValue` (or that does not wait), each after the earlier updates of its context, and
-/// signals its fence to `FenceValue + 1`. A caller that finds the worker running (another
-/// thread, or the signal of an update this worker just applied) leaves the work to it.
-pub(crate) fn gpu_va_updates_run(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
+/// Marks VidMm's update worker due and wakes VidSch's PASSIVE worker, which runs it.
+fn wake_worker(a: &AdapterShared, due: &AtomicBool) {
+    due.store(true, Ordering::SeqCst);
+    a.sch.wake.notify();
+}
+
+/// Whether VidMm's update worker has updates made ready since it last looked.
+pub(crate) fn gpu_va_updates_due(a: &AdapterShared) -> bool {
+    a.mm.updates_due.load(Ordering::SeqCst)
+}
+
+/// VidSch's PASSIVE worker's turn for VidMm's update worker ([`gpu_va_updates_run`]); whether
+/// it applied anything. `step`: the turn is a step-mode round, which may run inside a VidMm
+/// operation that steps the machine while it holds VidMm's residency lock (its paging
+/// waits); VidMm's worker would wait for that operation, a round cannot, so the updates
+/// stay due for a later round. A failure is the machine's (a halted or faulted machine ends
+/// the worker's turn quietly).
+pub(crate) fn gpu_va_worker(host: &dyn Host, a: &AdapterShared, step: bool) -> bool {
+    if !gpu_va_updates_due(a) {
+        return false;
+    }
+    if step
+        && matches!(
+            a.mm.residency.try_lock(),
+            Err(std::sync::TryLockError::WouldBlock)
+        )
+    {
+        return false;
+    }
+    match gpu_va_updates_run(host, a) {
+        Ok(did) => did,
+        Err(e) => {
+            if a.state.fault().is_none() && !a.state.is_halted() {
+                a.state.raise_sim_error(format!(
+                    "VidMm's GPU VA update worker on adapter {}: {e}",
+                    a.index
+                ));
+            }
+            false
+        }
+    }
+}
+
+/// VidMm's update worker: applies, in order, every queued update whose wait was satisfied
+/// (or that does not wait), each after the earlier updates of its context, and signals its
+/// fence to `FenceValue + 1`; whether it applied anything. A caller that finds the worker
+/// running leaves the work to it.
+///
+/// No wake-up is lost between "the worker finds nothing ready" and "a wait is satisfied": a
+/// release stores the update's `ready`, then `updates_due`, then wakes VidSch's worker
+/// (all SeqCst). The worker clears `updates_due` before each scan of the queue and ends its
+/// turn only under the queue's lock, after a scan that found nothing ready and a second
+/// clear that found `updates_due` still clear. A release whose `ready` the scan missed sets
+/// `updates_due` after that scan: either the second clear sees it (the worker scans again),
+/// or it lands after the turn ended and its wake-up starts a new turn (VidSch's worker
+/// compares the wake generation it read before its turn, `dxgkrnl::interrupt::serve`). A
+/// caller that found the worker running left `updates_due` set for that worker's second
+/// clear.
+pub(crate) fn gpu_va_updates_run(host: &dyn Host, a: &AdapterShared) -> Result<bool, SimError> {
     {
         let mut st = lock(&a.mm.gpuva);
-        if st.updates.is_empty() || st.updates_running {
-            return Ok(());
+        if st.updates_running || !a.mm.updates_due.swap(false, Ordering::SeqCst) {
+            return Ok(false);
         }
         st.updates_running = true;
     }
@@ -251,20 +351,22 @@ pub(crate) fn gpu_va_updates_run(host: &dyn Host, a: &AdapterShared) -> Result<(
     r
 }
 
-/// [`gpu_va_updates_run`]'s loop; it ends the worker's turn under the same lock in which it
-/// finds nothing due, so an update made due meanwhile is run by the next caller.
-fn updates_drain(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
+/// [`gpu_va_updates_run`]'s loop.
+fn updates_drain(host: &dyn Host, a: &AdapterShared) -> Result<bool, SimError> {
+    let mut did = false;
     loop {
         let next = {
             let mut st = lock(&a.mm.gpuva);
             match next_due(&st.updates) {
                 Some(i) => st.updates.remove(i),
+                None if a.mm.updates_due.swap(false, Ordering::SeqCst) => continue,
                 None => {
                     st.updates_running = false;
-                    return Ok(());
+                    return Ok(did);
                 }
             }
         };
+        did = true;
         if !update_apply(host, a, &next)? {
             continue;
         }
@@ -278,7 +380,7 @@ fn updates_drain(host: &dyn Host, a: &AdapterShared) -> Result<(), SimError> {
     }
 }
 
-/// The first queued update that may run: its fence reached, no earlier update of its
+/// The first queued update that may run: its wait satisfied, no earlier update of its
 /// context still waiting.
 fn next_due(updates: &[QueuedUpdate]) -> Option<usize> {
     let mut held: Vec<KmtHandle> = Vec::new();
@@ -286,12 +388,29 @@ fn next_due(updates: &[QueuedUpdate]) -> Option<usize> {
         if held.contains(&u.context) {
             continue;
         }
-        if u.wait.is_none_or(|v| u.fence.value() >= v) {
+        if u.ready.load(Ordering::SeqCst) {
             return Some(i);
         }
         held.push(u.context);
     }
     None
+}
+
+/// Updates of `device` that VidMm has not run go with it: their fence waits are withdrawn.
+pub(crate) fn gpu_va_updates_drop(a: &AdapterShared, device: KmtHandle) {
+    let gone: Vec<QueuedUpdate> = {
+        let mut st = lock(&a.mm.gpuva);
+        let (gone, keep) = std::mem::take(&mut st.updates)
+            .into_iter()
+            .partition(|u| u.device == device);
+        st.updates = keep;
+        gone
+    };
+    for u in gone {
+        if let Some(ev) = &u.wait {
+            u.fence.cancel_gpu_wait(ev);
+        }
+    }
 }
 
 /// Applies `u`'s steps in order through the driver. Returns false (nothing applied, nothing
@@ -321,6 +440,7 @@ fn update_apply(host: &dyn Host, a: &AdapterShared, u: &QueuedUpdate) -> Result<
                 allocation,
                 offset,
                 protection,
+                driver_protection,
             } => {
                 // An allocation destroyed since the call maps nothing.
                 let Ok(target) = va_target(a, &res, device, allocation) else {
@@ -331,6 +451,7 @@ fn update_apply(host: &dyn Host, a: &AdapterShared, u: &QueuedUpdate) -> Result<
                     allocation,
                     offset_in_pages: offset,
                     protection,
+                    driver_protection,
                     ..MapGpuVa::default()
                 };
                 va_map_into(host, a, u.pid, u.start, va, pages, r, Some(target), false)?;
@@ -398,6 +519,7 @@ fn update_copy(
             allocation: m.allocation,
             offset_in_pages: m.offset,
             protection: prot,
+            driver_protection: m.driver_protection,
             ..MapGpuVa::default()
         };
         va_map_into(host, a, u.pid, u.start, va, m.pages, r, Some(target), false)?;

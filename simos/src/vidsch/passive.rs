@@ -1,0 +1,135 @@
+//! What VidMm's GPU VA update worker asks of the machine when VidSch's PASSIVE worker thread
+//! of a threaded machine runs it (`crate::vidmm::va::update::gpu_va_worker`; a step-mode round
+//! hands the machine itself in). The thread has its adapter, not the machine: each service is
+//! the adapter's operation the machine's own `Host` calls, and a paging wait is the threaded
+//! machine's (the device, interrupt and DPC threads complete the buffer; this thread looks
+//! every millisecond until the OS's wait limit).
+
+use std::time::{Duration, Instant};
+
+use crate::adapter::waiter::Waiter;
+use crate::adapter::AdapterShared;
+use crate::base::error::SimError;
+use crate::base::process_id::ProcessId;
+use crate::ob::KmtHandle;
+use crate::state::vidmm::residency::QueuedWork;
+use crate::sync::fence::MonitoredFence;
+use crate::vidmm::host::Host;
+
+/// VidSch's PASSIVE worker thread of `a` as VidMm's host.
+pub(crate) struct PassiveHost<'a> {
+    pub(crate) a: &'a AdapterShared,
+}
+
+/// Runs VidMm's GPU VA update worker on VidSch's PASSIVE worker thread of a threaded machine;
+/// whether it applied anything.
+pub(crate) fn run_gpu_va_updates(a: &AdapterShared) -> bool {
+    crate::vidmm::va::update::gpu_va_worker(&PassiveHost { a }, a, false)
+}
+
+impl Host for PassiveHost<'_> {
+    fn paging_context(&self, a: &AdapterShared, node: u32) -> usize {
+        crate::vidsch::system::context(a, node)
+    }
+
+    fn adapter_resets(&self, a: &AdapterShared) -> u64 {
+        crate::vidsch::legacy::adapter_resets(a)
+    }
+
+    fn dropped_by_reset(&self, a: &AdapterShared, node: u32, before: u64, ids: &[u32]) -> bool {
+        crate::vidsch::legacy::dropped_by_reset(a, node, before, ids)
+    }
+
+    fn device_dma_work(&self, a: &AdapterShared, device: KmtHandle) -> Option<u64> {
+        crate::vidsch::legacy::device_dma_work(a, device)
+    }
+
+    fn device_dma_done(&self, a: &AdapterShared, device: KmtHandle, last: u64) -> bool {
+        crate::vidsch::legacy::device_dma_done(a, device, last)
+    }
+
+    fn paging_power(&self, a: &AdapterShared) -> Result<(), SimError> {
+        crate::ums::paging_power(a)
+    }
+
+    fn queued_work(&self, a: &AdapterShared, device: KmtHandle) -> Vec<QueuedWork> {
+        crate::ums::queued_work(&crate::base::lock::lock(&a.ums), device)
+    }
+
+    fn queue_alive(&self, a: &AdapterShared, queue: KmtHandle) -> bool {
+        crate::ums::queue_alive(&crate::base::lock::lock(&a.ums), queue)
+    }
+
+    fn process_queues(&self, a: &AdapterShared, pid: ProcessId) -> Vec<KmtHandle> {
+        crate::ums::process_queues(&crate::base::lock::lock(&a.ums), pid)
+    }
+
+    fn submit_paging(
+        &self,
+        a: &AdapterShared,
+        node: u32,
+        words: &[u64],
+        context_kmd: usize,
+        owners: Vec<KmtHandle>,
+    ) -> Result<u32, SimError> {
+        let p = crate::vidsch::legacy::new_packet(a, words, true, None, context_kmd, owners)?;
+        let w = Waiter {
+            step: None,
+            timeout: a.os.wait_timeout,
+        };
+        crate::vidsch::legacy::submit_new(w, a, node, p)
+    }
+
+    fn wait_paging(
+        &self,
+        a: &AdapterShared,
+        node: u32,
+        id: u32,
+        _max_rounds: usize,
+        timeout: Duration,
+    ) -> Result<bool, SimError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(f) = a.state.fault() {
+                return Err(f.into());
+            }
+            if crate::vidsch::legacy::fences(a, node).1 >= id {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The update worker creates no fences (only paging queues do, on their thunk's thread):
+    /// a call here is the simulation's defect.
+    fn create_sync_fence(
+        &self,
+        _a: &AdapterShared,
+        _device: KmtHandle,
+        _initial: u64,
+    ) -> Result<(KmtHandle, MonitoredFence), SimError> {
+        Err(SimError::Internal(
+            "VidSch's PASSIVE worker creates no monitored fence",
+        ))
+    }
+
+    /// The update worker destroys no fences (only paging queues do, on their thunk's thread):
+    /// a call here is the simulation's defect.
+    fn destroy_sync_fence(
+        &self,
+        _a: &AdapterShared,
+        _device: KmtHandle,
+        _fence: KmtHandle,
+    ) -> Result<(), SimError> {
+        Err(SimError::Internal(
+            "VidSch's PASSIVE worker destroys no monitored fence",
+        ))
+    }
+
+    fn signal_fence_from_cpu(&self, f: &MonitoredFence, value: u64) -> Result<(), SimError> {
+        crate::sync::fence::monitored::signal_from_cpu(&self.a.state, f, value)
+    }
+}
