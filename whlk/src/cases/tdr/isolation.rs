@@ -112,9 +112,13 @@ pub(super) fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
     s.ums()?.submit(hq, &[Work::Hang])?;
     let v = s.ums()?.submit(oq1, &[fill(to, 8, 2)])?;
     wait(&mut *s, oq1, v, "the other process during the hang")?;
-    // Recovered once the guilty device's doorbells are aborted.
+    // Recovered once every doorbell of the guilty device is aborted: the OS writes their
+    // statuses one after another (`K:DXGDOORBELL::Disconnect` per doorbell), so one aborted
+    // says nothing yet of the other.
     until(&mut *s, RECOVERY, "guilty doorbells aborted", |s| {
-        s.ums_ref().and_then(|u| u.doorbell_status(hq)) == Ok(DoorbellStatus::DisconnectedAbort)
+        [hq, hq1].iter().all(|q| {
+            s.ums_ref().and_then(|u| u.doorbell_status(*q)) == Ok(DoorbellStatus::DisconnectedAbort)
+        })
     })?;
     for q in [hq, hq1] {
         let st = s.ums_ref()?.doorbell_status(q)?;
