@@ -11,8 +11,10 @@ use crate::ob::KmtHandle;
 use crate::state::vidmm::residency::QueuedWork;
 use crate::sync::fence::MonitoredFence;
 
-/// The machine's services VidMm's paging, paging queues and GPU VA updates use.
-pub(crate) trait Host {
+/// What VidMm asks of VidSch and the UMS state of its adapter alone: the same whoever runs
+/// VidMm (the machine's façade or VidSch's PASSIVE worker), so implemented once, for every
+/// [`Host`] (`crate::vidsch::passive`).
+pub(crate) trait AdapterServices {
     /// The driver's handle of node `node`'s system context, the paging context VidMm builds
     /// paging buffers for (\[D\] `VidSchGetDriverPagingContext`); 0 before start or after stop.
     fn paging_context(&self, a: &AdapterShared, node: u32) -> usize;
@@ -42,7 +44,10 @@ pub(crate) trait Host {
 
     /// The hardware queues of `pid`'s devices.
     fn process_queues(&self, a: &AdapterShared, pid: ProcessId) -> Vec<KmtHandle>;
+}
 
+/// The machine's services VidMm's paging, paging queues and GPU VA updates use.
+pub(crate) trait Host: AdapterServices {
     /// Submits the paging buffer `words` on `node` through the system context `context_kmd`
     /// (VidSch's kernel-mode path, `Flags.Paging`), on behalf of `owners`; returns its
     /// fence ID.

@@ -14,7 +14,7 @@ use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
 use crate::state::vidmm::residency::QueuedWork;
 use crate::sync::fence::MonitoredFence;
-use crate::vidmm::host::Host;
+use crate::vidmm::host::{AdapterServices, Host};
 
 /// VidSch's PASSIVE worker thread of `a` as VidMm's host.
 pub(crate) struct PassiveHost<'a> {
@@ -27,7 +27,8 @@ pub(crate) fn run_gpu_va_updates(a: &AdapterShared) -> bool {
     crate::vidmm::va::update::gpu_va_worker(&PassiveHost { a }, a, false)
 }
 
-impl Host for PassiveHost<'_> {
+/// VidMm's adapter-only services, the same for every host: written once here.
+impl<H: Host + ?Sized> AdapterServices for H {
     fn paging_context(&self, a: &AdapterShared, node: u32) -> usize {
         crate::vidsch::system::context(a, node)
     }
@@ -63,7 +64,9 @@ impl Host for PassiveHost<'_> {
     fn process_queues(&self, a: &AdapterShared, pid: ProcessId) -> Vec<KmtHandle> {
         crate::ums::process_queues(&crate::base::lock::lock(&a.ums), pid)
     }
+}
 
+impl Host for PassiveHost<'_> {
     fn submit_paging(
         &self,
         a: &AdapterShared,

@@ -16,7 +16,6 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
 use crate::ob::KmtHandle;
-use crate::state::vidmm::residency::QueuedWork;
 use crate::sync::fence::MonitoredFence;
 use crate::ums::allocation;
 use crate::ums::UmsProcess;
@@ -364,42 +363,6 @@ impl Machine {
 /// The machine's services VidMm asks for: VidSch's kernel-mode submission, stepping the
 /// machine while paging runs, and the monitored fences of paging queues and GPU VA updates.
 impl Host for Machine {
-    fn paging_power(&self, a: &AdapterShared) -> Result<(), SimError> {
-        crate::ums::paging_power(a)
-    }
-
-    fn queued_work(&self, a: &AdapterShared, device: KmtHandle) -> Vec<QueuedWork> {
-        crate::ums::queued_work(&crate::base::lock::lock(&a.ums), device)
-    }
-
-    fn queue_alive(&self, a: &AdapterShared, queue: KmtHandle) -> bool {
-        crate::ums::queue_alive(&crate::base::lock::lock(&a.ums), queue)
-    }
-
-    fn process_queues(&self, a: &AdapterShared, pid: ProcessId) -> Vec<KmtHandle> {
-        crate::ums::process_queues(&crate::base::lock::lock(&a.ums), pid)
-    }
-
-    fn paging_context(&self, a: &AdapterShared, node: u32) -> usize {
-        crate::vidsch::system::context(a, node)
-    }
-
-    fn adapter_resets(&self, a: &AdapterShared) -> u64 {
-        crate::vidsch::legacy::adapter_resets(a)
-    }
-
-    fn dropped_by_reset(&self, a: &AdapterShared, node: u32, before: u64, ids: &[u32]) -> bool {
-        crate::vidsch::legacy::dropped_by_reset(a, node, before, ids)
-    }
-
-    fn device_dma_work(&self, a: &AdapterShared, device: KmtHandle) -> Option<u64> {
-        crate::vidsch::legacy::device_dma_work(a, device)
-    }
-
-    fn device_dma_done(&self, a: &AdapterShared, device: KmtHandle, last: u64) -> bool {
-        crate::vidsch::legacy::device_dma_done(a, device, last)
-    }
-
     fn submit_paging(
         &self,
         a: &AdapterShared,
