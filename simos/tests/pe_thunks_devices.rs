@@ -780,13 +780,21 @@ fn state_raw(p: &Arc<UserProcess>, device: u32, ty: u32) -> (u64, [u32; 14]) {
 /// RESET looks no device up and writes `ResetState` alone (no desktop switch: 0); EXECUTION
 /// copies the whole structure back with `ExecutionState` ACTIVE for a live device and HUNG
 /// for the device whose DMA buffer hung the engine (VidSch's reason 7), while the other
-/// device of the process stays ACTIVE (UM-10).
+/// device of the process stays ACTIVE (UM-10). The present family on a render-only adapter:
+/// PRESENT and PRESENT_DWM find no display adapter, PRESENT_QUEUE no VidPn source
+/// (STATUS_INVALID_PARAMETER), PAGE_FAULT answers VidSch's record; once the adapter is removed
+/// its devices are STOPPED and the present family STATUS_DEVICE_REMOVED.
 #[test]
 fn d3dkmt_get_device_state_answers_as_24h2() {
     const EXECUTION: u32 = 1;
+    const PRESENT: u32 = 2;
     const RESET: u32 = 3;
+    const PRESENT_DWM: u32 = 4;
+    const PAGE_FAULT: u32 = 5;
+    const QUEUE: u32 = 6;
     const ACTIVE: u32 = 1;
     const HUNG: u32 = 3;
+    const STOPPED: u32 = 4;
     let m = pe_machine_sw();
     ok(
         &m,
@@ -848,6 +856,26 @@ fn d3dkmt_get_device_state_answers_as_24h2() {
     }
     assert_eq!(execution(guilty), HUNG, "the guilty device");
     assert_eq!(execution(innocent), ACTIVE, "the other device");
+    // The present family on a render-only adapter's devices, the guilty one's included (its
+    // DXGDEVICE stays active in VidSch's error).
+    let no_display = "StateType PRESENT or PRESENT_DWM: the device has no display adapter (a \
+                      render-only adapter's device)";
+    let no_source = "StateType PRESENT_QUEUE: PresentState.VidPnSourceId not below the adapter's \
+                     source count (M:VidSchWaitForQueuedPresentLimit @0x1400F0C50; none on a \
+                     render-only adapter)";
+    for h in [guilty, innocent] {
+        for (ty, what) in [(PRESENT, no_display), (PRESENT_DWM, no_display), (QUEUE, no_source)] {
+            let (r, s) = state_raw(&p, h, ty);
+            assert_eq!(r, expected(STATE, what), "{what}: type {ty}");
+            assert!(s[2..].iter().all(|&w| w == UNTOUCHED), "{what}: nothing written");
+        }
+        // PAGE_FAULT: VidSch's record (none kept: zeros), the rest as captured.
+        let (r, s) = state_raw(&p, h, PAGE_FAULT);
+        assert_eq!(r, STATUS_SUCCESS, "PAGE_FAULT of {h:#x}");
+        assert_eq!(&s[..2], &[h, PAGE_FAULT]);
+        assert_eq!(&s[2..10], &[0; 8], "PageFaultState");
+        assert!(s[10..].iter().all(|&w| w == UNTOUCHED), "as captured");
+    }
     assert_eq!(
         m.kmt(&d).device_execution_state(),
         Ok(rvgpu_umd::kmt::DeviceExecutionState::HUNG),
@@ -856,20 +884,42 @@ fn d3dkmt_get_device_state_answers_as_24h2() {
     assert_eq!(one_handle(&p, DESTROY, guilty), STATUS_SUCCESS);
     let (r, _) = state_raw(&p, guilty, EXECUTION);
     assert_eq!(r, expected(STATE, no_device), "a destroyed device");
+    // The adapter removed: its devices are stopped with it (`K:DXGDEVICE::Stop`).
+    ok(&m, m.device_removed(0));
+    assert_eq!(execution(innocent), STOPPED, "a removed adapter's device");
+    let gone_adapter = "StateType PRESENT or PRESENT_DWM on an adapter not active";
+    let gone_device = "StateType PAGE_FAULT or PRESENT_QUEUE on a device not active (stopped with \
+                       its adapter)";
+    for (ty, what) in [
+        (PRESENT, gone_adapter),
+        (PRESENT_DWM, gone_adapter),
+        (PAGE_FAULT, gone_device),
+        (QUEUE, gone_device),
+    ] {
+        let (r, s) = state_raw(&p, innocent, ty);
+        assert_eq!(r, expected(STATE, what), "{what}: type {ty}");
+        assert!(s[2..].iter().all(|&w| w == UNTOUCHED), "{what}: nothing written");
+    }
     assert_covers(
         STATE,
-        &[bad_type, no_device],
+        &[
+            bad_type,
+            no_device,
+            no_display,
+            no_source,
+            gone_adapter,
+            gone_device,
+        ],
         &[
             ("no process context", "every thunk runs in a DLL process"),
             (
-                "StateType PRESENT, PRESENT_DWM, PAGE_FAULT or PRESENT_QUEUE on an adapter or \
-                 device not active",
-                "not modelled: those state types answer STATUS_NOT_SUPPORTED (the row's gap)",
+                "StateType PRESENT or PRESENT_DWM: PresentState.VidPnSourceId not below the \
+                 device's display adapter's source count",
+                "a render-only adapter's devices have no display adapter",
             ),
             (
-                "StateType PRESENT or PRESENT_DWM: PresentState.VidPnSourceId not one of the \
-                 adapter's sources",
-                "not modelled: those state types answer STATUS_NOT_SUPPORTED (the row's gap)",
+                "StateType PRESENT_QUEUE: the device in error (M:VidSchWaitForQueuedPresentLimit)",
+                "the source check before it refuses every VidPnSourceId on a render-only adapter",
             ),
         ],
     );

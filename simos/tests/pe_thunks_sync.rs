@@ -1,8 +1,8 @@
 //! The sync-object thunks the shipped `rvgpu_umd.dll` calls, called raw in the DLL's own process
 //! as 24H2 answers them, table-driven from the thunk catalog (`rvgpu_simos::kmt::catalog`):
 //! `D3DKMTOpenNativeFenceFromNtHandle`, `D3DKMTShareObjects`,
-//! `D3DKMTSignalSynchronizationObjectFromCpu`, `D3DKMTWaitForSynchronizationObjectFromCpu` and
-//! `D3DKMTDestroySynchronizationObject`. Each refusal is labelled with its catalog check and
+//! `D3DKMTSignalSynchronizationObjectFromCpu`, `D3DKMTWaitForSynchronizationObjectFromCpu`,
+//! `D3DKMTDestroySynchronizationObject` and the hardware-queue wait and signal thunks. Each refusal is labelled with its catalog check and
 //! answers the catalog's status; a refusal writes nothing back and changes nothing.
 
 mod common;
@@ -840,6 +840,87 @@ fn mf_03_d3dkmtsubmitwaitforsyncobjectstohwqueue_answers_as_24h2() {
     );
     let mut s = base;
     assert_eq!(thunk(&o.p, T, s.as_mut_ptr() as u64), STATUS_SUCCESS);
+    assert!(o.m.fault().is_none(), "{:?}", o.m.fault());
+}
+
+/// A `D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE` signalling `objects` to `values` on `queues`.
+fn signal_on(queues: &[u32], objects: &[u32], values: &[u64]) -> [u8; 40] {
+    let mut s = [0u8; 40];
+    put32(&mut s, 4, queues.len() as u32);
+    put64(&mut s, 8, queues.as_ptr() as u64);
+    put32(&mut s, 16, objects.len() as u32);
+    put64(&mut s, 24, objects.as_ptr() as u64);
+    put64(&mut s, 32, values.as_ptr() as u64);
+    s
+}
+
+/// A `D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE` on `queue` for `objects` to reach `values`.
+fn wait_on(queue: u32, objects: &[u32], values: &[u64]) -> [u8; 24] {
+    let mut s = [0u8; 24];
+    put32(&mut s, 0, queue);
+    put32(&mut s, 4, objects.len() as u32);
+    put64(&mut s, 8, objects.as_ptr() as u64);
+    put64(&mut s, 16, values.as_ptr() as u64);
+    s
+}
+
+/// A blocking `D3DKMTWaitForSynchronizationObjectFromCpu` of `device` for fence `h` to reach
+/// `value`: its status.
+fn cpu_wait(o: &Objects, h: u32, value: u64) -> u64 {
+    let (hs, vs) = ([h], [value]);
+    let mut s = from_cpu(o.device, 1, hs.as_ptr() as u64, vs.as_ptr() as u64);
+    thunk(&o.p, "D3DKMTWaitForSynchronizationObjectFromCpu", s.as_mut_ptr() as u64)
+}
+
+/// MF-03 with native fences: 24H2 takes a device's native fences in both arrays as it takes
+/// its monitored fences (`SubmitSignalSyncObjectsToHwQueue` and
+/// `SubmitWaitForSyncObjectsFromGpu` look both up as device sync objects; VidSch's packets
+/// handle the native type). A wait holds the queue's later work until the fence's
+/// CurrentValue reaches the value (a CPU signal releases it); a signal packet then gives the
+/// native fence its value; a value not above CurrentValue leaves it. A native fence destroyed
+/// while a queue waits on it holds the queue no more.
+#[test]
+fn mf_03_native_fences_are_waited_on_and_signalled_by_hw_queue_packets() {
+    let o = objects(0);
+    let (qa, _) = kernel_queue(&o.p, o.device);
+    let (waited, signalled) = (o.fence, o.refused);
+    let wait = |q: u32, h: u32, v: u64| {
+        let (hs, vs) = ([h], [v]);
+        let mut s = wait_on(q, &hs, &vs);
+        thunk(&o.p, "D3DKMTSubmitWaitForSyncObjectsToHwQueue", s.as_mut_ptr() as u64)
+    };
+    let signal = |q: u32, h: u32, v: u64| {
+        let (qs, hs, vs) = ([q], [h], [v]);
+        let mut s = signal_on(&qs, &hs, &vs);
+        thunk(&o.p, "D3DKMTSubmitSignalSyncObjectsToHwQueue", s.as_mut_ptr() as u64)
+    };
+    assert_eq!(wait(qa, waited, 5), STATUS_SUCCESS, "a native fence waited on");
+    assert_eq!(signal(qa, signalled, 9), STATUS_SUCCESS, "a native fence signalled");
+    let held = o.m.hw_queue_held(0, qa).expect("queue");
+    assert_eq!((held.waits, held.signals), (1, 1), "the signal behind the wait");
+    assert_eq!(current(&o.m, signalled), 0, "not before the wait is satisfied");
+    let (hs, vs) = ([waited], [5u64]);
+    let mut s = from_cpu(o.device, 1, hs.as_ptr() as u64, vs.as_ptr() as u64);
+    assert_eq!(
+        thunk(&o.p, "D3DKMTSignalSynchronizationObjectFromCpu", s.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    assert_eq!(cpu_wait(&o, signalled, 9), STATUS_SUCCESS, "the packet's signal");
+    assert_eq!(current(&o.m, signalled), 9);
+    assert_eq!(signal(qa, signalled, 3), STATUS_SUCCESS);
+    assert_eq!(current(&o.m, signalled), 9, "a lower value leaves CurrentValue");
+    // A wait no signal will end, then its fence destroyed: the queue goes on.
+    let (qb, _) = kernel_queue(&o.p, o.device);
+    let (doomed, _) = native_fence(&o.p, o.device, 0);
+    assert_eq!(wait(qb, doomed, 100), STATUS_SUCCESS);
+    assert_eq!(signal(qb, signalled, 10), STATUS_SUCCESS);
+    assert_eq!(current(&o.m, signalled), 9, "held behind the wait");
+    let mut d = [doomed, 0];
+    assert_eq!(
+        thunk(&o.p, "D3DKMTDestroySynchronizationObject", d.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    assert_eq!(cpu_wait(&o, signalled, 10), STATUS_SUCCESS, "the queue went on");
     assert!(o.m.fault().is_none(), "{:?}", o.m.fault());
 }
 

@@ -54,11 +54,11 @@ impl SimKmt<'_> {
     /// `K:DxgkDestroySynchronizationObjectImpl` @0x1403ABF4C): a device sync object the caller
     /// may not destroy, STATUS_ACCESS_DENIED. That is one the OS made for a queue, a hardware
     /// queue's progress fence or a paging queue's fence: `DXGGLOBAL::CreateSyncObject`
-    /// @0x1403511A0 passes its seventh argument to `DXGSYNCOBJECT::Open` @0x1401F4640, which
+    /// @0x1402FA1CC passes its seventh argument to `DXGSYNCOBJECT::Open` @0x1401F4640, which
     /// keeps it in the device sync object (`DXGDEVICESYNCOBJECT::DXGDEVICESYNCOBJECT`
-    /// @0x1403965DC) as the flag the destroy tests; `DXGHWQUEUE::Initialize` and
-    /// `DXGPAGINGQUEUE::Initialize` pass 0 (read in builds beside 24H2's). Destroying the queue
-    /// destroys its fence.
+    /// @0x1403965DC) as the flag the destroy tests; `DXGHWQUEUE::Initialize` @0x1402BBA30 and
+    /// `DXGPAGINGQUEUE::Initialize` @0x140396FF0 pass 0. Destroying the queue destroys its
+    /// fence.
     pub(super) fn refuse_os_made_fence(
         &self,
         a: &AdapterShared,

@@ -5,7 +5,7 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_umd::kmt::{DeviceExecutionState, KmtHandle, NtStatus};
 
 use crate::machine::Machine;
@@ -64,13 +64,22 @@ pub enum WrittenBack {
 }
 
 /// `DxgkGetDeviceStateInternal` for the caller's structure `a` (a caller with a process
-/// context: the bridge's and SimKmt's callers have one), in 24H2's order:
+/// context: the bridge's and SimKmt's callers have one), in 24H2's order (a native adapter):
 /// 1. `StateType` RESET: no device looked up; `ResetState.DesktopSwitched` from the process
 ///    (no desktop switch in the simulation: 0), success;
 /// 2. `hDevice` not a device in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
 /// 3. EXECUTION: `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0 (`execution_state`);
-///    PRESENT, PRESENT_DWM, PAGE_FAULT, PRESENT_QUEUE: not modelled, STATUS_NOT_SUPPORTED
-///    (the catalog's gap); any other type: STATUS_INVALID_PARAMETER.
+/// 4. PRESENT, PRESENT_DWM: the adapter not active, STATUS_DEVICE_REMOVED; else the device's
+///    display adapter answers, and the render-only adapter's devices have none:
+///    `K:DXGDEVICE::QueryLastCompletedPresentId` @0x1401872E8 and
+///    `K:DXGDEVICE::QueryLastCompletedPresentIdDWM` @0x1402ABF50, STATUS_INVALID_PARAMETER;
+/// 5. PAGE_FAULT, PRESENT_QUEUE: the device not active (its adapter removed, `K:DXGDEVICE::Stop`
+///    @0x1401BBA38), STATUS_DEVICE_REMOVED; PAGE_FAULT: VidSch's page-fault record of the
+///    device (`M:VidSchGetDevicePageFaultInformation` @0x1400A6FC0; none kept here: zeros),
+///    success; PRESENT_QUEUE: `M:VidSchWaitForQueuedPresentLimit` @0x1400F0C50 refuses a
+///    `VidPnSourceId` not below the adapter's source count, every one on a render-only
+///    adapter: STATUS_INVALID_PARAMETER;
+/// 6. any other type: STATUS_INVALID_PARAMETER.
 ///
 /// On failure `a` is unchanged.
 pub fn dxgk_get_device_state_internal(
@@ -88,16 +97,28 @@ pub fn dxgk_get_device_state_internal(
     let p = device(a.h_device).ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
+    let err = ums::device_error(&sh, p.device).ok_or(bad)?;
+    // The adapter's state (DXGADAPTER +200) and the DXGDEVICE's (+608): a removal stops
+    // both (`K:ADAPTER_RENDER::Stop` @0x14019FC38 stops each device).
+    let active = !ums::adapter_removed(&sh) && err != Some(DeviceError::Removed);
+    let removed = NtStatus(STATUS_DEVICE_REMOVED);
     match a.state_type {
         DEVICESTATE_EXECUTION => {
-            let err = ums::device_error(&sh, p.device).ok_or(bad)?;
             a.set_first_u32(execution_state(err).0);
             Ok(WrittenBack::All)
         }
-        DEVICESTATE_PRESENT
-        | DEVICESTATE_PRESENT_DWM
-        | DEVICESTATE_PAGE_FAULT
-        | DEVICESTATE_PRESENT_QUEUE => Err(NtStatus(STATUS_NOT_SUPPORTED)),
+        DEVICESTATE_PRESENT | DEVICESTATE_PRESENT_DWM if !active => Err(removed),
+        // No display adapter: the query's own refusal (the `VidPnSourceId` bound is the
+        // display adapter's, so it is not reached).
+        DEVICESTATE_PRESENT | DEVICESTATE_PRESENT_DWM => Err(bad),
+        DEVICESTATE_PAGE_FAULT | DEVICESTATE_PRESENT_QUEUE if !active => Err(removed),
+        DEVICESTATE_PAGE_FAULT => {
+            // `D3DKMT_DEVICEPAGEFAULT_STATE`, the union's first 32 bytes.
+            a.state[..4].fill(0);
+            Ok(WrittenBack::All)
+        }
+        // No VidPn source on a render-only adapter.
+        DEVICESTATE_PRESENT_QUEUE => Err(bad),
         _ => Err(bad),
     }
 }
@@ -105,8 +126,9 @@ pub fn dxgk_get_device_state_internal(
 /// `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0 for an active DXGDEVICE (state 1) on a
 /// native adapter: VidSch's error reason of the device mapped to the execution state (0 with
 /// no reset flag: ACTIVE; 7: HUNG; 6: DMAFAULT; 9, 10, 15..19, 24: DMAPAGEFAULT; 14, 22, 25,
-/// 26: STOPPED; 2, 11..13 and any other: OUTOFMEMORY). A removed adapter's devices: the
-/// DXGDEVICE state's default arm, STOPPED (UNVERIFIED which state 24H2 leaves them in).
+/// 26: STOPPED; 2, 11..13 and any other: OUTOFMEMORY). A removed adapter's devices are
+/// stopped (`K:DXGDEVICE::Stop` @0x1401BBA38 sets state 4, from `K:ADAPTER_RENDER::Stop`
+/// @0x14019FC38): STOPPED.
 pub(crate) fn execution_state(err: Option<DeviceError>) -> DeviceExecutionState {
     match err {
         None => DeviceExecutionState::ACTIVE,

@@ -5,16 +5,15 @@
 //! `K:SubmitWaitForSyncObjectsFromGpu` @0x1402AF2F0: the caller's structure as written, the
 //! checks in their order with their statuses; VidSch then queues one packet per queue
 //! (`M:VidSchSubmitSignalToHwQueue` @0x140031EF0, `M:VidSchSubmitWaitToHwQueue` @0x1400034F0),
-//! which refuses neither a user-mode queue nor a queue's own progress fence. Neither writes
-//! anything back.
+//! which refuses neither a user-mode queue nor a queue's own progress fence, and takes a
+//! device's native fences as it takes its monitored fences. Neither writes anything back.
 
 use std::sync::Arc;
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use rvgpu_ddi::ntstatus::{
-    STATUS_ACCESS_DENIED, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
-    STATUS_NO_MEMORY,
+    STATUS_ACCESS_DENIED, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY,
 };
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
@@ -116,21 +115,24 @@ fn same(a: &SyncObject, b: &SyncObject) -> bool {
     }
 }
 
-/// The objects as the simulated scheduler takes them: monitored fences by handle. A native
-/// fence passes 24H2's checks, but VidSch's packets here signal and wait on monitored fences
-/// only (STATUS_NOT_SUPPORTED, the catalog row's gap).
+/// The objects as VidSch's packets take them, each with its handle and value: a monitored
+/// fence or a native fence of the device alike (24H2's lookups take both as device sync
+/// objects, and VidSch's packets handle the native type, `ums::QueueFence`).
 fn scheduled(
     handles: &[KmtHandle],
-    objects: &[SyncObject],
+    objects: Vec<SyncObject>,
     values: &[u64],
-) -> Result<Vec<(KmtHandle, u64)>, NtStatus> {
+) -> Vec<(ums::QueueFence, KmtHandle, u64)> {
     handles
         .iter()
         .zip(objects)
         .zip(values)
-        .map(|((&h, o), &v)| match o {
-            SyncObject::Monitored(_) => Ok((h, v)),
-            SyncObject::Native(_) => Err(NtStatus(STATUS_NOT_SUPPORTED)),
+        .map(|((&h, o), &v)| {
+            let f = match o {
+                SyncObject::Monitored(f) => ums::QueueFence::Monitored(f),
+                SyncObject::Native(f) => ums::QueueFence::Native(f),
+            };
+            (f, h, v)
         })
         .collect()
 }
@@ -172,8 +174,10 @@ fn device_active(m: &Machine, p: &UmsProcess) -> Result<Arc<AdapterShared>, NtSt
 ///    STATUS_ACCESS_DENIED; another device's;
 /// 7. the values captured; an object twice.
 ///
-/// Then one signal packet on each queue (`ums::submit_signal_to_hw_queues`). A refusal
-/// queues nothing.
+/// Then one signal packet on each queue (`ums::submit_signal_objects_to_hw_queues`): once
+/// each queue's earlier work completed, each monitored fence is written and each native
+/// fence goes to the driver as a CPU signal would (a value not above its CurrentValue is
+/// not). A refusal queues nothing.
 pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
     m: &Machine,
     a: &D3dkmtSubmitSignalSyncObjectsToHwQueue,
@@ -221,8 +225,9 @@ pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
             return Err(bad);
         }
     }
-    let fences = scheduled(&objects, &found, &values)?;
-    ums::submit_signal_to_hw_queues(m, &sh, p.device, &queues, &fences).map_err(super::status)
+    let fences = scheduled(&objects, found, &values);
+    ums::submit_signal_objects_to_hw_queues(m, &sh, p.device, &queues, fences)
+        .map_err(super::status)
 }
 
 /// `DxgkSubmitWaitForSyncObjectsToHwQueueInternal` for the caller's structure `a`, in 24H2's
@@ -235,8 +240,10 @@ pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
 /// 4. each object: another device's; created or opened `NoWait`, STATUS_ACCESS_DENIED;
 ///    unknown.
 ///
-/// Then one wait packet per object on the queue (`ums::submit_wait_to_hw_queue`). A refusal
-/// queues nothing.
+/// Then one wait packet per object on the queue (`ums::submit_wait_objects_to_hw_queue`),
+/// holding the queue's later work until the object reaches its value (a native fence's
+/// CurrentValue, its MonitoredValue armed for the wait as for a CPU wait). A refusal queues
+/// nothing.
 pub fn dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
     m: &Machine,
     a: &D3dkmtSubmitWaitForSyncObjectsToHwQueue,
@@ -265,8 +272,9 @@ pub fn dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
             Ok(o.object)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let fences = scheduled(&objects, &found, &values)?;
-    ums::submit_wait_to_hw_queue(m, &sh, p.device, a.h_hw_queue, &fences).map_err(super::status)
+    let fences = scheduled(&objects, found, &values);
+    ums::submit_wait_objects_to_hw_queue(m, &sh, p.device, a.h_hw_queue, fences)
+        .map_err(super::status)
 }
 
 impl super::SimKmt<'_> {

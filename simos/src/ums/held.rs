@@ -5,15 +5,16 @@
 //! and signals, its ring's work never passing through it. A GPU wait entry holds every
 //! later entry (the OS does not call `DxgkDdiSubmitCommandToHwQueue` for held submissions) until
 //! its fence reaches the value; the wait is a VidSch-side waiter on the legacy monitored fence
-//! ([`Machine::wait_monitored_fence_from_gpu`]), released by the same DPC-time scan that releases
+//! ([`Machine::wait_monitored_fence_from_gpu`]) or the native fence (which arms its
+//! MonitoredValue as a CPU wait does), released by the same DPC-time scan that releases
 //! CPU waits, or by a CPU signal, or by another queue's signal packet; its resume only kicks the
 //! queue, and VidSch's PASSIVE worker (the adapter's worker thread, or the step loop) submits the
 //! held work in order. A signal entry, once at the head (every earlier wait satisfied, every
 //! earlier submission handed to the KMD), signals its fences from the OS (what
 //! `SignalSynchronizationObjectFromCpu` does) as soon as the queue's progress fence reaches the
 //! last value accepted before it (every earlier submission completed); it does not hold later
-//! work; a signal broadcast to several queues signals once each queue's packet would. Nothing in
-//! the driver is involved beyond the submissions themselves.
+//! work; a signal broadcast to several queues signals once each queue's packet would. The
+//! driver sees the submissions and a native fence's new CurrentValue, nothing else.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -33,7 +34,7 @@ use super::locks::exclusive;
 use super::loss::tdr_device_in_error;
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
 use crate::state::ums::events::UmsEvent;
-use crate::state::ums::{new_handle, HwqSched, Pending, Power, Signal};
+use crate::state::ums::{new_handle, HwqSched, Pending, Power, QueueFence, Signal};
 
 /// Returns a resume for a VidSch-side waiter: kicks `sched` and wakes the worker.
 pub(super) fn kicker(a: &AdapterShared, sched: &Arc<HwqSched>) -> impl FnOnce() + Send + 'static {
@@ -74,6 +75,19 @@ pub(super) fn mf03_queue(
 }
 
 /// The monitored fences behind D3DKMT handles (a queue's progress fence among them: 24H2
+/// refuses no fence for being one), as packet objects.
+fn mf03_objects(
+    a: &AdapterShared,
+    device: KmtHandle,
+    objects: &[(KmtHandle, u64)],
+) -> Result<Vec<(QueueFence, KmtHandle, u64)>, SimError> {
+    Ok(mf03_fences(a, device, objects)?
+        .into_iter()
+        .map(|(f, h, v)| (QueueFence::Monitored(f), h, v))
+        .collect())
+}
+
+/// The monitored fences behind D3DKMT handles (a queue's progress fence among them: 24H2
 /// refuses no fence for being one).
 pub(super) fn mf03_fences(
     a: &AdapterShared,
@@ -106,10 +120,30 @@ pub(crate) fn submit_wait_to_hw_queue(
     queue: KmtHandle,
     objects: &[(KmtHandle, u64)],
 ) -> Result<(), SimError> {
+    mf03_queue(a, device, queue)?;
+    let objects = mf03_objects(a, device, objects)?;
+    submit_wait_objects_to_hw_queue(m, a, device, queue, objects)
+}
+
+/// [`submit_wait_to_hw_queue`] with the objects already looked up (monitored or native
+/// fences of `device`, each with its handle and value; the kernel entry's lookup).
+pub(crate) fn submit_wait_objects_to_hw_queue(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    objects: Vec<(QueueFence, KmtHandle, u64)>,
+) -> Result<(), SimError> {
     let (sched, _) = mf03_queue(a, device, queue)?;
-    let fences = mf03_fences(a, device, objects)?;
-    for (fence, handle, value) in fences {
-        let event = m.wait_monitored_fence_from_gpu(&fence, value, Box::new(kicker(a, &sched)))?;
+    if objects.is_empty() {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    for (fence, handle, value) in objects {
+        let resume = kicker(a, &sched);
+        let event = match &fence {
+            QueueFence::Monitored(f) => m.wait_monitored_fence_from_gpu(f, value, Box::new(resume))?,
+            QueueFence::Native(f) => crate::sync::fence::wait::wait_from_gpu(&a.state, f, value, resume)?,
+        };
         lock(&sched.st).list.push_back(Pending::Wait {
             fence,
             handle,
@@ -126,19 +160,22 @@ pub(crate) fn submit_wait_to_hw_queue(
 }
 
 /// `D3DKMTSubmitSignalSyncObjectsToHwQueue`: one signal packet on each of `queues` for all
-/// the objects; the fences are signalled once every packet's earlier work completed.
-pub(crate) fn submit_signal_to_hw_queues(
+/// the objects (monitored or native fences of `device`, looked up by the kernel entry); the
+/// fences are signalled once every packet's earlier work completed.
+pub(crate) fn submit_signal_objects_to_hw_queues(
     m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     queues: &[KmtHandle],
-    objects: &[(KmtHandle, u64)],
+    fences: Vec<(QueueFence, KmtHandle, u64)>,
 ) -> Result<(), SimError> {
     let scheds = queues
         .iter()
         .map(|&q| mf03_queue(a, device, q))
         .collect::<Result<Vec<_>, _>>()?;
-    let fences = mf03_fences(a, device, objects)?;
+    if fences.is_empty() {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
     let rest = (queues.len() > 1).then(|| Arc::new(AtomicUsize::new(queues.len())));
     for (&queue, (sched, progress)) in queues.iter().zip(scheds) {
         let after = lock(&sched.st).accepted;
@@ -169,12 +206,54 @@ pub(super) fn fire(a: &AdapterShared, queue: KmtHandle, s: Signal) {
     }
     for (f, h, v) in s.fences {
         // A fence destroyed meanwhile has nobody left to release.
-        if f.os_signal(v).is_ok() {
+        let signalled = match &f {
+            QueueFence::Monitored(f) => f.os_signal(v),
+            // VidSch's completion of the packet: a value above CurrentValue goes to the
+            // driver (`M:VidSchiCompleteSignalSyncObject` @0x14000F8C0 →
+            // `VidSchiUpdateNativeFenceCurrentValue` @0x140045B14), then the fence's
+            // waiters are released, as for a CPU signal.
+            QueueFence::Native(f) => native_signal(a, f, v),
+        };
+        if signalled.is_ok() {
             lock(&a.ums).events.push(UmsEvent::GpuSignal {
                 queue,
                 fence: h,
                 value: v,
             });
+        }
+    }
+}
+
+/// A signal packet's native fence reaches `value` (none below CurrentValue is given to the
+/// driver: `M:VidSchiCompleteSignalSyncObject` @0x14000F8C0 compares first).
+fn native_signal(
+    a: &AdapterShared,
+    f: &crate::sync::fence::NativeFence,
+    value: u64,
+) -> Result<(), SimError> {
+    if value <= f.current_value() {
+        return Ok(());
+    }
+    crate::sync::fence::wait::signal_from_cpu(a, f, value)
+}
+
+impl QueueFence {
+    /// The value a GPU wait compares (a native fence's CurrentValue).
+    fn value(&self) -> u64 {
+        match self {
+            Self::Monitored(f) => f.value(),
+            Self::Native(f) => f.current_value(),
+        }
+    }
+
+    /// Drops the packet's VidSch-side waiter `ev` (its queue is going).
+    fn cancel_gpu_wait(&self, ev: &crate::sync::fence::SimEvent) {
+        match self {
+            Self::Monitored(f) => f.cancel_gpu_wait(ev),
+            // A fence already gone has no waiter left to drop.
+            Self::Native(f) => {
+                let _ = crate::sync::fence::wait::cancel_gpu_wait(f, ev);
+            }
         }
     }
 }

@@ -22,6 +22,7 @@ use std::time::Duration;
 use rvgpu_ddi::kmtest::{D3DDDI_TESTCOMMANDBUFFER, TEST_DMA_BUFFER_MAX, TEST_PRIVATE_DATA_MAX};
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, AllocationKind, HwQueue, Kmt, KmtHandle, NtStatus,
+    STATUS_DEVICE_REMOVED, STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
 };
 
 pub use super::kmt::sync::TestThunks;
@@ -171,6 +172,17 @@ pub trait TestingHost {
     fn test_failure(&self, s: NtStatus) -> Failure {
         Failure::DdiFailed(s.0)
     }
+    /// [`TestingHost::test_failure`] of a thunk's status as the capability reports it:
+    /// VidSch's refusal of work for a device in error
+    /// (`STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE`) is the device lost, as the UMD reads it
+    /// (UM-10), so a case sees `STATUS_DEVICE_REMOVED` whichever thunk met the lost device.
+    fn thunk_failure(&self, s: NtStatus) -> Failure {
+        self.test_failure(if s == STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE {
+            STATUS_DEVICE_REMOVED
+        } else {
+            s
+        })
+    }
 }
 
 fn missing() -> Failure {
@@ -224,13 +236,13 @@ impl<T: TestingHost> KernelModeTesting for T {
         let k = self.open_test_device(i)?;
         let t = k.testing().ok_or_else(missing)?;
         t.kernel_mode_testing_enabled()
-            .map_err(|s| self.test_failure(s))
+            .map_err(|s| self.thunk_failure(s))
     }
 
     fn arm_tdr(&mut self, i: usize) -> Result<(), Failure> {
         let k = self.open_test_device(i)?;
         let t = k.testing().ok_or_else(missing)?;
-        t.arm_tdr().map_err(|s| self.test_failure(s))
+        t.arm_tdr().map_err(|s| self.thunk_failure(s))
     }
 
     fn open(&mut self, i: usize) -> Result<TestProcess, Failure> {
@@ -249,7 +261,7 @@ impl<T: TestingHost> KernelModeTesting for T {
             let done = k.create_monitored_fence(0)?;
             Ok::<_, NtStatus>((context, hw, done))
         })();
-        let (context, hw, done) = r.map_err(|s| self.test_failure(s))?;
+        let (context, hw, done) = r.map_err(|s| self.thunk_failure(s))?;
         let st = self.testing();
         st.queues.push(TQueue {
             process: p.0,
@@ -266,9 +278,9 @@ impl<T: TestingHost> KernelModeTesting for T {
         let (k, h) = self.testing_ref().hw(q)?;
         let k = k.clone();
         let context = self.testing_ref().queue(q)?.context;
-        k.destroy_hw_queue(h).map_err(|s| self.test_failure(s))?;
+        k.destroy_hw_queue(h).map_err(|s| self.thunk_failure(s))?;
         k.destroy_context(context)
-            .map_err(|s| self.test_failure(s))?;
+            .map_err(|s| self.thunk_failure(s))?;
         if let Some(t) = self.testing().queues.get_mut(q.0) {
             t.hw = None;
         }
@@ -279,7 +291,7 @@ impl<T: TestingHost> KernelModeTesting for T {
         let k = self.testing_ref().process(p.0)?.clone();
         let a = k
             .create_allocation(bytes)
-            .map_err(|s| self.test_failure(s))?;
+            .map_err(|s| self.thunk_failure(s))?;
         let gpu_va = a.gpu_va;
         let st = self.testing();
         st.buffers.push(a);
@@ -303,7 +315,7 @@ impl<T: TestingHost> KernelModeTesting for T {
         let mut data =
             rvgpu_simos::dxgkrnl::kmtest::escape_data(h, true, cmd.raw(), &mut dma, &mut private);
         t.escape_build_test_command_buffer(&mut data, &mut dma, &mut private)
-            .map_err(|s| self.test_failure(s))?;
+            .map_err(|s| self.thunk_failure(s))?;
         let (n, _) = rvgpu_simos::dxgkrnl::kmtest::escape_sizes(&data)
             .ok_or_else(|| Failure::Backend("escape data too short".into()))?;
         if n > dma_size.min(TEST_DMA_BUFFER_MAX) {
@@ -321,7 +333,7 @@ impl<T: TestingHost> KernelModeTesting for T {
         let size = (bytes.len() as u64).max(8).next_multiple_of(4096);
         let c = k
             .create_allocation_as(size, AllocationKind::Commands)
-            .map_err(|s| self.test_failure(s))?;
+            .map_err(|s| self.thunk_failure(s))?;
         for (i, w) in bytes.chunks(8).enumerate() {
             let mut word = [0u8; 8];
             word[..w.len()].copy_from_slice(w);
@@ -330,9 +342,9 @@ impl<T: TestingHost> KernelModeTesting for T {
         let len = u32::try_from(bytes.len())
             .map_err(|_| Failure::Backend("command buffer too big".into()))?;
         k.submit_command_to_hw_queue(h, value, c.gpu_va, len)
-            .map_err(|s| self.test_failure(s))?;
+            .map_err(|s| self.thunk_failure(s))?;
         k.submit_signal_to_hw_queue(h, &[(done, value)])
-            .map_err(|s| self.test_failure(s))?;
+            .map_err(|s| self.thunk_failure(s))?;
         if let Some(t) = self.testing().queues.get_mut(q.0) {
             t.cmds.push(c);
             t.next = value + 1;
@@ -346,7 +358,7 @@ impl<T: TestingHost> KernelModeTesting for T {
         let done = t.done.handle;
         k.wait_timeout(done, value, timeout)
             .map(wait_result)
-            .map_err(|s| self.test_failure(s))
+            .map_err(|s| self.thunk_failure(s))
     }
 
     fn done_value(&self, q: TestQueue) -> Result<u64, Failure> {
@@ -358,7 +370,7 @@ impl<T: TestingHost> KernelModeTesting for T {
         let k = self.testing_ref().process(p.0)?.clone();
         let f = k
             .create_monitored_fence(0)
-            .map_err(|s| self.test_failure(s))?;
+            .map_err(|s| self.thunk_failure(s))?;
         let st = self.testing();
         st.fences.push((p.0, f));
         Ok(TestFence(st.fences.len() - 1))
@@ -367,13 +379,13 @@ impl<T: TestingHost> KernelModeTesting for T {
     fn gpu_wait(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure> {
         let (k, h, fh) = self.testing_ref().hw_and_fence(q, f)?;
         k.submit_wait_to_hw_queue(h, &[(fh, value)])
-            .map_err(|s| self.test_failure(s))
+            .map_err(|s| self.thunk_failure(s))
     }
 
     fn gpu_signal(&mut self, q: TestQueue, f: TestFence, value: u64) -> Result<(), Failure> {
         let (k, h, fh) = self.testing_ref().hw_and_fence(q, f)?;
         k.submit_signal_to_hw_queue(h, &[(fh, value)])
-            .map_err(|s| self.test_failure(s))
+            .map_err(|s| self.thunk_failure(s))
     }
 
     fn cpu_wait(
@@ -386,13 +398,58 @@ impl<T: TestingHost> KernelModeTesting for T {
         let k = k.clone();
         k.wait_timeout(fh, value, timeout)
             .map(wait_result)
-            .map_err(|s| self.test_failure(s))
+            .map_err(|s| self.thunk_failure(s))
     }
 
     fn cpu_signal(&mut self, f: TestFence, value: u64) -> Result<(), Failure> {
         let (k, fh) = self.testing_ref().fence(f)?;
         let k = k.clone();
         k.signal_from_cpu(fh, value)
-            .map_err(|s| self.test_failure(s))
+            .map_err(|s| self.thunk_failure(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::TestCommand;
+    use crate::backend::kmt::{sim::SimPlatform, KmtBackend};
+    use crate::backend::{Backend, ExecMode, Failure, SessionConfig, WaitResult};
+
+    /// UM-10: once the OS put a test queue's device in error (its hung work recovered), a
+    /// submission to the queue fails as the device lost, `STATUS_DEVICE_REMOVED`, not with
+    /// VidSch's own status for the refusal (`STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE`).
+    #[test]
+    fn um_10_a_test_queue_submission_after_the_device_error_is_the_device_lost() {
+        let b = KmtBackend::new(SimPlatform);
+        let mut s = b
+            .open(&SessionConfig::new(ExecMode::Threaded))
+            .expect("session");
+        s.load_driver().expect("driver");
+        s.start_adapter(0).expect("adapter");
+        let k = s.kmtest().expect("kernel-mode testing");
+        k.arm_tdr(0).expect("TDR");
+        let p = k.open(0).expect("test process");
+        let q = k.create_queue(p, 0).expect("queue");
+        let buf = k.create_buffer(p, 4096).expect("buffer");
+        let fill = TestCommand::Fill {
+            dst: buf.gpu_va,
+            bytes: 64,
+            pattern: 1,
+        };
+        let fill = k.build(q, fill, 4096).expect("fill");
+        let hang = k.build(q, TestCommand::InfiniteLoop, 4096).expect("loop");
+        let v = k.submit(q, &hang).expect("the hung work");
+        // The recovery puts the guilty device in error: its monitored fences read u64::MAX.
+        let r = k.wait(q, v, Duration::from_secs(120)).expect("wait");
+        assert_eq!(r, WaitResult::Satisfied, "the recovery");
+        assert_eq!(k.done_value(q), Ok(u64::MAX), "the device in error");
+        assert_eq!(
+            k.submit(q, &fill),
+            Err(Failure::DdiFailed(
+                rvgpu_umd::kmt::STATUS_DEVICE_REMOVED.0
+            ))
+        );
     }
 }

@@ -206,6 +206,8 @@ pub(super) const GET_DEVICE_STATE: Thunk = Thunk {
         src("DxgkGetDeviceState", 0x1402AB120),
         src("DxgkGetDeviceStateInternal", 0x1402AB150),
         src("DXGDEVICE::GetDeviceExecutionState", 0x1402ABBB0),
+        src("DXGDEVICE::QueryLastCompletedPresentId", 0x1401872E8),
+        src("DXGDEVICE::QueryLastCompletedPresentIdDWM", 0x1402ABF50),
     ]),
     checks: &[
         check("no process context", INVALID_PARAMETER),
@@ -214,14 +216,33 @@ pub(super) const GET_DEVICE_STATE: Thunk = Thunk {
             INVALID_PARAMETER,
         ),
         check(
-            "StateType PRESENT, PRESENT_DWM, PAGE_FAULT or PRESENT_QUEUE on an adapter or \
-             device not active",
+            "StateType PRESENT or PRESENT_DWM on an adapter not active",
             DEVICE_REMOVED,
         ),
         check(
-            "StateType PRESENT or PRESENT_DWM: PresentState.VidPnSourceId not one of the \
-             adapter's sources",
+            "StateType PRESENT or PRESENT_DWM: PresentState.VidPnSourceId not below the \
+             device's display adapter's source count",
             INVALID_PARAMETER,
+        ),
+        check(
+            "StateType PRESENT or PRESENT_DWM: the device has no display adapter (a \
+             render-only adapter's device)",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "StateType PAGE_FAULT or PRESENT_QUEUE on a device not active (stopped with its \
+             adapter)",
+            DEVICE_REMOVED,
+        ),
+        check(
+            "StateType PRESENT_QUEUE: PresentState.VidPnSourceId not below the adapter's \
+             source count (M:VidSchWaitForQueuedPresentLimit @0x1400F0C50; none on a \
+             render-only adapter)",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "StateType PRESENT_QUEUE: the device in error (M:VidSchWaitForQueuedPresentLimit)",
+            GPU_EXCEPTION_ON_DEVICE,
         ),
         check(
             "StateType 0, or above PRESENT_QUEUE (7 and up)",
@@ -232,16 +253,19 @@ pub(super) const GET_DEVICE_STATE: Thunk = Thunk {
         "StateType RESET: ResetState only (DesktopSwitched), without a device",
         "any other StateType: the whole structure (0x38 bytes), ExecutionState from \
          VidSch's error reason of the device (7 HUNG, 9 and 19 DMAPAGEFAULT, 14 STOPPED, \
-         none ACTIVE)",
+         none ACTIVE; a stopped device STOPPED), PageFaultState from VidSch's record \
+         (M:VidSchGetDevicePageFaultInformation @0x1400A6FC0)",
     ],
     pending: Pending::No,
     entry: Some("device_state::dxgk_get_device_state_internal"),
-    gaps: "PRESENT, PRESENT_DWM, PAGE_FAULT and PRESENT_QUEUE answer STATUS_NOT_SUPPORTED \
-           (no display and no VidSch page-fault record); DesktopSwitched is always 0; a \
-           DXGDEVICE not active (24H2's states 2..4) and the reset flag of reason 0 are not \
-           modelled; the paravirtualised (VMBus) path is not modelled; a removed adapter's \
-           devices answer STOPPED (UNVERIFIED); the reason of a refused submission (19) is \
-           read in another build of dxgmms2",
+    gaps: "the simulation models no display: a driver that reports VidPn sources is answered \
+           as a render-only adapter; VidSch's page-fault record is not kept (PAGE_FAULT \
+           writes zeros, also for a device put in error by a page fault); DesktopSwitched is \
+           always 0; a DXGDEVICE reset or hung (24H2's states 2 and 3) and the reset flag of \
+           reason 0 are not modelled; the paravirtualised (VMBus) path is not modelled; the \
+           reason of a refused submission (19) is the 22631 build's \
+           (M:SubmitRenderToHwQueue @0x1C00410D0): 24H2's pseudocode shows that call without \
+           its arguments",
 };
 
 pub(super) const IS_FEATURE_ENABLED: Thunk = Thunk {

@@ -114,10 +114,10 @@ pub(super) const DESTROY_SYNCHRONIZATION_OBJECT: Thunk = Thunk {
     written_back: &[],
     pending: Pending::No,
     entry: Some("destroy_sync::dxgk_destroy_synchronization_object_impl"),
-    gaps: "the flag that refuses a destroy is clear on the fences the OS makes for a queue \
-           (DXGGLOBAL::CreateSyncObject @0x1403511A0's seventh argument, 0 from \
-           DXGHWQUEUE::Initialize and DXGPAGINGQUEUE::Initialize as read in builds beside \
-           24H2's): the simulation refuses a hardware queue's progress fence and a paging \
+    gaps: "the device sync object's may-destroy flag (tested at +92 bit 1) is clear on the \
+           fences the OS makes for a queue (DXGGLOBAL::CreateSyncObject @0x1402FA1CC's seventh \
+           argument, 0 from DXGHWQUEUE::Initialize @0x1402BBA30 and \
+           DXGPAGINGQUEUE::Initialize @0x140396FF0): the simulation refuses a hardware queue's progress fence and a paging \
            queue's fence (SimKmt::refuse_os_made_fence) and no other; the simulation makes no \
            global sync objects, so the second lookup never finds one",
 };
@@ -288,10 +288,9 @@ pub(super) const SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
     pending: Pending::No,
     entry: Some("hw_queue_sync::dxgk_submit_signal_sync_objects_to_hw_queue_internal"),
     gaps: "the simulation's pool holds at most MAX_OBJECTS handles or queues (STATUS_NO_MEMORY \
-           above), 24H2's what the system has; no global sync objects; a native fence passes \
-           the checks but the simulated scheduler signals only monitored fences \
-           (STATUS_NOT_SUPPORTED); VidSch's refusal of a value below the fence's last \
-           (M:VidSchSubmitSignalToHwQueue @0x140031EF0, STATUS_INVALID_PARAMETER without \
+           above), 24H2's what the system has; no global sync objects; VidSch's refusal of a \
+           value below the object's last queued one (M:VidSchSubmitSignalToHwQueue \
+           @0x140031EF0, a native fence's included, STATUS_INVALID_PARAMETER without \
            AllowFenceRewind) is not modelled",
 };
 
@@ -331,9 +330,7 @@ pub(super) const SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
     pending: Pending::No,
     entry: Some("hw_queue_sync::dxgk_submit_wait_for_sync_objects_to_hw_queue_internal"),
     gaps: "the simulation's pool holds at most MAX_OBJECTS handles (STATUS_NO_MEMORY above), \
-           24H2's what the system has; no global sync objects; a native fence passes the \
-           checks but the simulated scheduler waits only on monitored fences \
-           (STATUS_NOT_SUPPORTED)",
+           24H2's what the system has; no global sync objects",
 };
 
 pub(super) const WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {

@@ -114,15 +114,17 @@ pub(crate) enum DeviceError {
     PageFault,
     /// 14: flushed for good at its process's teardown (`M:VidSchFlushDevice` @0x1400B5320).
     Flushed,
-    /// 19: a submission the driver refused (`M:SubmitRenderToHwQueue` @0x14000E8B0; the reason
-    /// read in another build of dxgmms2, UNVERIFIED in 24H2's).
+    /// 19: a submission the driver refused (`M:SubmitRenderToHwQueue` @0x14000E8B0, whose call
+    /// of `VidSchiMarkDeviceAsError` 24H2's pseudocode shows without its arguments; 19 is the
+    /// 22631 build's, `SubmitRenderToHwQueue` @0x1C00410D0).
     SubmitRefused,
     /// Another VidSch reason that suspends nothing: 12, a `MustSucceed` MakeResident over budget
     /// (`M:VIDMM_GLOBAL::MakeResident` @0x1400B93C8); 0xB, an Evict naming a foreign handle
     /// (`K:DxgkEvictInternal` @0x14035E31C). Read back as out of memory.
     Other(u32),
-    /// The adapter removed under the device: no VidSch reason in the simulation (UNVERIFIED
-    /// what 24H2's device state is then).
+    /// The adapter removed under the device: no VidSch reason; 24H2 stops the DXGDEVICE
+    /// (`K:DXGDEVICE::Stop` @0x1401BBA38, from `K:ADAPTER_RENDER::Stop` @0x14019FC38, state 4),
+    /// read back as STOPPED.
     Removed,
 }
 
@@ -225,7 +227,7 @@ pub(crate) enum Pending {
     /// entry until `fence` reaches `value`. `event` is the VidSch-side waiter on the fence
     /// (its resume queues [`pump`] on VidSch's worker).
     Wait {
-        fence: MonitoredFence,
+        fence: QueueFence,
         handle: KmtHandle,
         value: u64,
         event: SimEvent,
@@ -234,11 +236,24 @@ pub(crate) enum Pending {
     Signal(Signal),
 }
 
+/// A sync object a hardware queue's wait or signal packet names: 24H2 takes a device's
+/// monitored fences and its native fences alike (`K:SubmitSignalSyncObjectsToHwQueue`
+/// @0x1403260EC and `K:SubmitWaitForSyncObjectsFromGpu` @0x1402AF2F0 look both up as device
+/// sync objects; VidSch's packets handle its native type, `M:VidSchiSignalSyncObject`
+/// @0x140032A90 and `M:VidSchiCompleteSignalSyncObject` @0x14000F8C0).
+#[derive(Clone, Debug)]
+pub(crate) enum QueueFence {
+    /// A legacy monitored fence (a queue's progress fence among them).
+    Monitored(MonitoredFence),
+    /// A native fence instance of the device's process.
+    Native(NativeFence),
+}
+
 /// A signal packet: signals `fences` once the queue's progress fence reaches `after` (the last
 /// progress value accepted before it: every earlier submission completed).
 #[derive(Debug)]
 pub(crate) struct Signal {
-    pub(crate) fences: Vec<(MonitoredFence, KmtHandle, u64)>,
+    pub(crate) fences: Vec<(QueueFence, KmtHandle, u64)>,
     pub(crate) after: u64,
     /// The waiter on the progress fence for `after` (if it had not been reached).
     pub(crate) event: Option<SimEvent>,

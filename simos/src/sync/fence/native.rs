@@ -27,7 +27,7 @@ use super::reclaim::retire_empty_pages;
 use super::settle::{refresh_scan, settle};
 use crate::state::sync::fence::{
     next_handle, FenceObj, NativeFence, NativeFenceDesc, ObjState, ProcessVas, Slot, Value,
-    WaitOutcome, KIND_CURRENT, KIND_MONITORED,
+    KIND_CURRENT, KIND_MONITORED,
 };
 
 pub(super) fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePdd {
@@ -629,7 +629,8 @@ pub(crate) fn instances_of(a: &AdapterShared, process: ProcessId) -> Vec<NativeF
 
 /// A process destroys its instance (NF-13): `DxgkDdiCloseNativeFence` for its local
 /// handle; if it was the last instance, then `DxgkDdiDestroyNativeFence` for the global
-/// handle. Pending CPU waits of a destroyed fence end [`WaitOutcome::Abandoned`]. An
+/// handle. Pending CPU waits of a destroyed fence end
+/// [`WaitOutcome::Abandoned`](crate::sync::fence::WaitOutcome::Abandoned). An
 /// instance destroyed twice is refused by the OS (the driver never sees it).
 pub(crate) fn destroy(
     a: &Arc<AdapterShared>,
@@ -686,9 +687,7 @@ pub(super) fn destroy_object(a: &Arc<AdapterShared>, obj: &Arc<FenceObj>) -> Res
             std::mem::take(&mut st.legacy_peers),
         )
     };
-    for w in waiters {
-        w.event.set(WaitOutcome::Abandoned);
-    }
+    super::wait::abandon(waiters);
     for p in peers {
         lock(&p.st).peers.retain(|q| !Arc::ptr_eq(q, obj));
     }

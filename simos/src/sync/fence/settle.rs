@@ -13,7 +13,7 @@ use crate::state::sync::trace::ReleaseVia;
 
 use super::event::ViaScope;
 use super::values::{update_current, update_monitored};
-use crate::state::sync::fence::{FenceObj, ObjState, WaitOutcome, Waiter};
+use crate::state::sync::fence::{FenceObj, ObjState, Resume, WaitOutcome, Waiter};
 use crate::state::sync::storage::FenceOs;
 
 impl FenceObj {
@@ -188,11 +188,12 @@ pub(super) fn resample(obj: &FenceObj) -> Option<u64> {
         return None;
     }
     let cv = obj.cv.load();
-    let done = release_satisfied(&mut st.waiters, cv);
+    let mut done = release_satisfied(&mut st.waiters, cv);
     if !done.is_empty() {
         trace_released(obj, &st, &done);
         note_late(obj, &st, &done, cv);
     }
+    let resumes = take_resumes(&mut done);
     let lowest = st.waiters.iter().map(|w| w.value).min();
     // NF-02/NF-04 (the pages): the lowest pending wait − 1. 24H2
     // (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8): unchanged while waits remain,
@@ -209,7 +210,21 @@ pub(super) fn resample(obj: &FenceObj) -> Option<u64> {
         Some(desired)
     };
     note_scan(obj, &mut st);
+    drop(st);
+    run_resumes(resumes);
     r
+}
+
+/// The resumes of released GPU waits (a hardware queue's, MF-03), to run once the fence's
+/// state is unlocked: each only kicks its queue.
+fn take_resumes(done: &mut [Waiter]) -> Vec<Resume> {
+    done.iter_mut().filter_map(|w| w.resume.take()).collect()
+}
+
+fn run_resumes(resumes: Vec<Resume>) {
+    for r in resumes {
+        (r.0)();
+    }
 }
 
 /// Whether a NULL native-fence report must resample the fence in state `st`: it has
@@ -295,11 +310,14 @@ pub(super) fn release_from_log(obj: &FenceObj, value: u64, via: ReleaseVia) {
     if st.destroyed {
         return;
     }
-    let done = release_satisfied(&mut st.waiters, value);
+    let mut done = release_satisfied(&mut st.waiters, value);
     if !done.is_empty() {
         trace_released(obj, &st, &done);
         note_late(obj, &st, &done, value);
     }
+    let resumes = take_resumes(&mut done);
+    drop(st);
+    run_resumes(resumes);
 }
 
 /// [`settle`] for several fences of adapter `a` at once, as VidSch does at DPC time: one

@@ -14,7 +14,7 @@ use super::dpc::no_cpu_access;
 use super::event::ViaScope;
 use super::settle::{propagate, queue_wait, settle};
 use super::values::update_current;
-use crate::state::sync::fence::{FenceObj, NativeFence, SimEvent, WaitOutcome, Waiter};
+use crate::state::sync::fence::{FenceObj, NativeFence, Resume, SimEvent, WaitOutcome, Waiter};
 use crate::state::sync::storage::FenceOs;
 
 /// The event form of a CPU wait (MF-04): registers a wait for CurrentValue >= `value`,
@@ -24,6 +24,44 @@ pub(crate) fn wait_event(
     state: &MachineState,
     fence: &NativeFence,
     value: u64,
+) -> Result<SimEvent, SimError> {
+    add_waiter(state, fence, value, None)
+}
+
+/// A hardware queue's GPU wait on a native fence (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`):
+/// a waiter for CurrentValue >= `value` that VidSch resumes (`resume` runs once it is
+/// released, or abandoned); MonitoredValue is lowered for it as for a CPU wait (24H2 arms it
+/// for the packet the same way, `M:VidSchiAcquireSyncObjectForHwQueue` @0x14000396C).
+pub(crate) fn wait_from_gpu(
+    state: &MachineState,
+    fence: &NativeFence,
+    value: u64,
+    resume: impl FnOnce() + Send + 'static,
+) -> Result<SimEvent, SimError> {
+    add_waiter(state, fence, value, Some(Resume(Box::new(resume))))
+}
+
+/// Drops a pending [`wait_from_gpu`] (its queue went away): its resume never runs, its event
+/// ends [`WaitOutcome::Abandoned`] and MonitoredValue rises again.
+pub(crate) fn cancel_gpu_wait(fence: &NativeFence, ev: &SimEvent) -> Result<(), SimError> {
+    let removed = {
+        let mut st = lock(&fence.obj.st);
+        let before = st.waiters.len();
+        st.waiters.retain(|w| !w.event.same(ev));
+        st.waiters.len() != before
+    };
+    if !removed {
+        return Ok(());
+    }
+    ev.set(WaitOutcome::Abandoned);
+    settle(&fence.obj)
+}
+
+fn add_waiter(
+    state: &MachineState,
+    fence: &NativeFence,
+    value: u64,
+    resume: Option<Resume>,
 ) -> Result<SimEvent, SimError> {
     if let Some(f) = state.fault() {
         return Err(f.into());
@@ -39,7 +77,7 @@ pub(crate) fn wait_event(
     let waiter = Waiter {
         value,
         event: ev.clone(),
-        resume: None,
+        resume,
         raised_over: false,
     };
     {
@@ -101,9 +139,7 @@ pub(crate) fn abandon_cpu_waits(fence_os: &Mutex<FenceOs>) {
     let objs: Vec<Arc<FenceObj>> = lock(fence_os).objs.values().cloned().collect();
     for obj in objs {
         let waiters = std::mem::take(&mut lock(&obj.st).waiters);
-        for w in waiters {
-            w.event.set(WaitOutcome::Abandoned);
-        }
+        abandon(waiters);
     }
 }
 
@@ -149,4 +185,15 @@ pub(crate) fn signal_process_fences_to_max(
         }
     }
     result
+}
+
+/// Waits that can never end: each ends [`WaitOutcome::Abandoned`], and a GPU wait's resume
+/// runs so that its queue looks at its list again.
+pub(super) fn abandon(waiters: Vec<Waiter>) {
+    for w in waiters {
+        w.event.set(WaitOutcome::Abandoned);
+        if let Some(r) = w.resume {
+            (r.0)();
+        }
+    }
 }
