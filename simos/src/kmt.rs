@@ -48,6 +48,7 @@ pub mod device;
 pub mod device_state;
 pub mod doorbell;
 pub mod escape;
+pub mod escape_types;
 pub mod evict;
 pub mod feature;
 pub mod gpu_va;

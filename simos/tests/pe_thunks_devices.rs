@@ -459,6 +459,247 @@ impl Escape {
 
 const KNOWN: u32 = 1 << 6;
 
+/// Private data beginning with `words`, the rest a pattern.
+fn escape_data_of(words: &[u32]) -> Vec<u8> {
+    let mut buf = vec![0x5Au8; 0x1000];
+    for (i, w) in words.iter().enumerate() {
+        buf[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    buf
+}
+
+/// `e` with [`escape_data_of`]`(words)`: (status, the data after).
+fn escape_with(p: &Arc<UserProcess>, e: Escape, words: &[u32]) -> (u64, Vec<u8>) {
+    let mut buf = escape_data_of(words);
+    let e = Escape {
+        data: buf.as_mut_ptr() as u64,
+        ..e
+    };
+    (e.call(p), buf)
+}
+
+/// The escape types other than DRIVERPRIVATE on the render-only adapter: each refusal with its
+/// catalog status and nothing written back, sizes and fields at and past their limits (the
+/// caller's data is untrusted); what 24H2 answers without the driver. Returns the labels
+/// driven.
+fn other_escape_types(p: &Arc<UserProcess>, adapter: u32, device: u32) -> Vec<&'static str> {
+    const HW: u32 = 1;
+    let e = |ty: u32, size: u32| Escape {
+        adapter,
+        device,
+        ty,
+        size,
+        ..Escape::default()
+    };
+    let drt = "Type DRT_TEST: PrivateDriverDataSize under 12 or under its second dword, or the \
+               first dword not the DRT signature";
+    let diag = "Type DIAGNOSTICS or GET_EXTERNAL_DIAGNOSTICS: PrivateDriverDataSize under 4 or \
+                not its first dword + 4";
+    let daig = "Type LOG_USERMODE_DAIG_PACKET: PrivateDriverDataSize under 0x30 or under its \
+                second dword, or that dword 0x400 or more";
+    let tdr = "Type TDRDBGCTRL: PrivateDriverDataSize under 4 with data, a command above 8, or \
+               command 8 with PrivateDriverDataSize under 8";
+    let vidsch = "Type VIDSCH: command 2, or command 3 without Flags.HardwareAccess";
+    let device_ty = "Type DEVICE: PrivateDriverDataSize under 12 or hDevice 0";
+    let display = "Type DMM, OUTPUTDUPL_SNAPSHOT, OUTPUTDUPL_DIAGNOSTICS or MODES_PRUNED_OUT \
+                   (also through ACTIVATE_SPECIFIC_DIAG) on an adapter without a display core";
+    let activate = "Type ACTIVATE_SPECIFIC_DIAG: PrivateDriverDataSize not 8, or the first dword \
+                    neither 0 nor MODES_PRUNED_OUT";
+    let bright = "Type BRIGHTNESS without Flags.HardwareAccess or with PrivateDriverDataSize \
+                  under 0x60C";
+    let history = "Type HISTORY_BUFFER_STATUS: PrivateDriverDataSize under 8 or hDevice 0";
+    let verifier = "Type PROCESS_VERIFIER_OPTION or ADAPTER_VERIFIER_OPTION: under 0x20 bytes, \
+                    or a field out of its range";
+    let no_core = "Type DOD_SET_DIRTYRECT_MODE to an adapter with a render core, or \
+                   GET_DISPLAY_CONFIGURATIONS to one without a display core";
+    let iommu = "Type QUERY_IOMMU_STATUS or QUERY_DMA_REMAPPING_STATUS: PrivateDriverDataSize 0";
+    let unknown = "a Type below 1024 that 24H2 does not know (7, 19, 22, 26, 35, 40 and up)";
+    let cases: Vec<(&'static str, Escape, Vec<u32>)> = vec![
+        (drt, e(8, 8), vec![0x5874_7244, 8]),
+        (drt, e(8, 16), vec![0, 16]),
+        (drt, e(8, 16), vec![0x5874_7244, 17]),
+        (diag, e(9, 3), vec![]),
+        (diag, e(9, 16), vec![4]),
+        (diag, e(34, 8), vec![u32::MAX]),
+        (
+            "Type FORCE_BDDFALLBACK_HEADLESS: PrivateDriverDataSize not 1",
+            e(24, 2),
+            vec![],
+        ),
+        (
+            "Type REQUEST_MACHINE_CRASH: PrivateDriverDataSize not 24",
+            e(25, 16),
+            vec![],
+        ),
+        (
+            "Type REQUEST_MACHINE_CRASH (no crash on request)",
+            e(25, 24),
+            vec![],
+        ),
+        (
+            "Type SOFTGPU_ENABLE_DISABLE_HMD: PrivateDriverDataSize not 200",
+            e(27, 16),
+            vec![],
+        ),
+        (
+            "Type LOG_CODEPOINT_PACKET: PrivateDriverDataSize not 16",
+            e(32, 15),
+            vec![],
+        ),
+        (daig, e(33, 0x2F), vec![0, 0x2F]),
+        (daig, e(33, 0x30), vec![0, 0x31]),
+        (daig, e(33, 0x800), vec![0, 0x400]),
+        (
+            "Type CCD_DATABASE: PrivateDriverDataSize under 4",
+            e(38, 3),
+            vec![],
+        ),
+        (
+            "Type BDD_FALLBACK with no basic display adapter to fall back to",
+            Escape {
+                adapter: 0,
+                ..e(13, 16)
+            },
+            vec![],
+        ),
+        (
+            "Type VIDMM command 9 (suspend) without its fifth dword and without DRT",
+            e(1, 0x840),
+            vec![9, 0, 0, 0, 0],
+        ),
+        (tdr, e(2, 2), vec![]),
+        (tdr, e(2, 4), vec![9]),
+        (tdr, e(2, 4), vec![8]),
+        (
+            "Type TDRDBGCTRL: commands 3 to 8 without TdrTestMode in the registry",
+            e(2, 4),
+            vec![3],
+        ),
+        (vidsch, e(3, 16), vec![2]),
+        (vidsch, e(3, 16), vec![3, 10]),
+        (device_ty, e(4, 8), vec![]),
+        (
+            device_ty,
+            Escape {
+                device: 0,
+                ..e(4, 16)
+            },
+            vec![],
+        ),
+        (display, e(5, 0x80), vec![]),
+        (display, e(10, 0x18), vec![0x18]),
+        (display, e(11, 8), vec![]),
+        (display, e(15, 8), vec![]),
+        (display, e(14, 8), vec![15, 1]),
+        (
+            "Type DEBUG_SNAPSHOT: PrivateDriverDataSize under 8",
+            e(6, 4),
+            vec![],
+        ),
+        (
+            "Type BDD_PNP to an adapter that is not the basic display driver's",
+            e(12, 16),
+            vec![],
+        ),
+        (activate, e(14, 4), vec![0]),
+        (activate, e(14, 8), vec![3]),
+        (
+            "Type WHQL_INFO: PrivateDriverDataSize under 4",
+            e(16, 2),
+            vec![],
+        ),
+        (bright, e(17, 0x60C), vec![]),
+        (
+            bright,
+            Escape {
+                flags: HW,
+                ..e(17, 0x60B)
+            },
+            vec![],
+        ),
+        (
+            "Type EDID_CACHE: PrivateDriverDataSize under 4 or not its first dword + 4",
+            e(18, 8),
+            vec![0],
+        ),
+        (history, e(21, 4), vec![]),
+        (
+            history,
+            Escape {
+                device: 0,
+                ..e(21, 8)
+            },
+            vec![],
+        ),
+        (
+            "Type MIRACAST_ADAPTER_DIAG_INFO: PrivateDriverDataSize not 32",
+            e(23, 16),
+            vec![],
+        ),
+        (verifier, e(28, 16), vec![]),
+        (verifier, e(28, 32), vec![0, 0, 5, 0]),
+        (verifier, e(29, 32), vec![1000, 2]),
+        (no_core, e(31, 4), vec![1]),
+        (no_core, e(36, 64), vec![]),
+        (iommu, e(37, 0), vec![]),
+        (iommu, e(39, 0), vec![]),
+        (unknown, e(7, 16), vec![]),
+        (unknown, e(35, 16), vec![]),
+        (unknown, e(40, 16), vec![]),
+        (unknown, e(1023, 16), vec![]),
+    ];
+    let mut driven = Vec::new();
+    for (what, esc, words) in cases {
+        let (r, after) = escape_with(p, esc, &words);
+        assert_eq!(r, expected(ESCAPE, what), "{what}: type {}", esc.ty);
+        assert!(
+            after == escape_data_of(&words),
+            "{what}: type {}: nothing written",
+            esc.ty
+        );
+        driven.push(what);
+    }
+    // What 24H2 answers without the driver.
+    for (esc, words) in [
+        (e(24, 1), vec![]),
+        (e(32, 16), vec![]),
+        (e(33, 0x30), vec![0, 0x30]),
+        (e(14, 8), vec![0, 1]),
+        (
+            Escape {
+                flags: HW,
+                ..e(3, 16)
+            },
+            vec![3, 10],
+        ),
+    ] {
+        let (r, after) = escape_with(p, esc, &words);
+        assert_eq!(r, STATUS_SUCCESS, "type {}", esc.ty);
+        assert!(
+            after[words.len() * 4..].iter().all(|&b| b == 0x5A),
+            "type {}: as captured",
+            esc.ty
+        );
+    }
+    let (r, after) = escape_with(p, e(21, 8), &[]);
+    assert_eq!(r, STATUS_SUCCESS, "HISTORY_BUFFER_STATUS");
+    assert_eq!(
+        &after[..8],
+        &[0, 0x5A, 0x5A, 0x5A, 0, 0, 0, 0],
+        "no history tracing"
+    );
+    for ty in [37, 39] {
+        let (r, after) = escape_with(p, e(ty, 4), &[]);
+        assert_eq!(r, STATUS_SUCCESS, "type {ty}");
+        assert_eq!(
+            &after[..5],
+            &[0, 0x5A, 0x5A, 0x5A, 0x5A],
+            "type {ty}: no IOMMU"
+        );
+    }
+    driven
+}
+
 /// `D3DKMTEscape` through `DxgkEscape`'s own checks in 24H2's order, each refusal leaving the
 /// private data as it was; the driver-known BUILDTESTCOMMANDBUFFER escape with the adapter,
 /// device and context the harness's Windows backend names passes them, and the driver's
@@ -629,13 +870,23 @@ fn d3dkmt_escape_answers_as_24h2() {
     assert!(n > 0 && n <= 4096, "the driver's command: {n} bytes");
     assert!(dma[..n as usize].iter().any(|&b| b != 0), "copied back");
     let untestable = "this suite's machines run test-signed (the driver image needs it)";
+    let mut driven: Vec<&str> = cases.iter().map(|(w, _)| *w).collect();
+    driven.extend(other_escape_types(&p, adapter, device));
     assert_covers(
         ESCAPE,
-        &cases.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+        &driven,
         &[
             ("no process context", "every thunk runs in a DLL process"),
             (
                 "Type VIDMM, VIDSCH, 28 or 29 without test signing or DRT",
+                untestable,
+            ),
+            (
+                "Type DRT_TEST without test signing or DRT (InternalEscapeEnabled)",
+                untestable,
+            ),
+            (
+                "Type FORCE_BDDFALLBACK_HEADLESS or SOFTGPU_ENABLE_DISABLE_HMD without test signing",
                 untestable,
             ),
             (
@@ -864,10 +1115,17 @@ fn d3dkmt_get_device_state_answers_as_24h2() {
                      source count (M:VidSchWaitForQueuedPresentLimit @0x1400F0C50; none on a \
                      render-only adapter)";
     for h in [guilty, innocent] {
-        for (ty, what) in [(PRESENT, no_display), (PRESENT_DWM, no_display), (QUEUE, no_source)] {
+        for (ty, what) in [
+            (PRESENT, no_display),
+            (PRESENT_DWM, no_display),
+            (QUEUE, no_source),
+        ] {
             let (r, s) = state_raw(&p, h, ty);
             assert_eq!(r, expected(STATE, what), "{what}: type {ty}");
-            assert!(s[2..].iter().all(|&w| w == UNTOUCHED), "{what}: nothing written");
+            assert!(
+                s[2..].iter().all(|&w| w == UNTOUCHED),
+                "{what}: nothing written"
+            );
         }
         // PAGE_FAULT: VidSch's record (none kept: zeros), the rest as captured.
         let (r, s) = state_raw(&p, h, PAGE_FAULT);
@@ -898,7 +1156,10 @@ fn d3dkmt_get_device_state_answers_as_24h2() {
     ] {
         let (r, s) = state_raw(&p, innocent, ty);
         assert_eq!(r, expected(STATE, what), "{what}: type {ty}");
-        assert!(s[2..].iter().all(|&w| w == UNTOUCHED), "{what}: nothing written");
+        assert!(
+            s[2..].iter().all(|&w| w == UNTOUCHED),
+            "{what}: nothing written"
+        );
     }
     assert_covers(
         STATE,

@@ -869,7 +869,11 @@ fn wait_on(queue: u32, objects: &[u32], values: &[u64]) -> [u8; 24] {
 fn cpu_wait(o: &Objects, h: u32, value: u64) -> u64 {
     let (hs, vs) = ([h], [value]);
     let mut s = from_cpu(o.device, 1, hs.as_ptr() as u64, vs.as_ptr() as u64);
-    thunk(&o.p, "D3DKMTWaitForSynchronizationObjectFromCpu", s.as_mut_ptr() as u64)
+    thunk(
+        &o.p,
+        "D3DKMTWaitForSynchronizationObjectFromCpu",
+        s.as_mut_ptr() as u64,
+    )
 }
 
 /// MF-03 with native fences: 24H2 takes a device's native fences in both arrays as it takes
@@ -887,28 +891,64 @@ fn mf_03_native_fences_are_waited_on_and_signalled_by_hw_queue_packets() {
     let wait = |q: u32, h: u32, v: u64| {
         let (hs, vs) = ([h], [v]);
         let mut s = wait_on(q, &hs, &vs);
-        thunk(&o.p, "D3DKMTSubmitWaitForSyncObjectsToHwQueue", s.as_mut_ptr() as u64)
+        thunk(
+            &o.p,
+            "D3DKMTSubmitWaitForSyncObjectsToHwQueue",
+            s.as_mut_ptr() as u64,
+        )
     };
     let signal = |q: u32, h: u32, v: u64| {
         let (qs, hs, vs) = ([q], [h], [v]);
         let mut s = signal_on(&qs, &hs, &vs);
-        thunk(&o.p, "D3DKMTSubmitSignalSyncObjectsToHwQueue", s.as_mut_ptr() as u64)
+        thunk(
+            &o.p,
+            "D3DKMTSubmitSignalSyncObjectsToHwQueue",
+            s.as_mut_ptr() as u64,
+        )
     };
-    assert_eq!(wait(qa, waited, 5), STATUS_SUCCESS, "a native fence waited on");
-    assert_eq!(signal(qa, signalled, 9), STATUS_SUCCESS, "a native fence signalled");
+    assert_eq!(
+        wait(qa, waited, 5),
+        STATUS_SUCCESS,
+        "a native fence waited on"
+    );
+    assert_eq!(
+        signal(qa, signalled, 9),
+        STATUS_SUCCESS,
+        "a native fence signalled"
+    );
     let held = o.m.hw_queue_held(0, qa).expect("queue");
-    assert_eq!((held.waits, held.signals), (1, 1), "the signal behind the wait");
-    assert_eq!(current(&o.m, signalled), 0, "not before the wait is satisfied");
+    assert_eq!(
+        (held.waits, held.signals),
+        (1, 1),
+        "the signal behind the wait"
+    );
+    assert_eq!(
+        current(&o.m, signalled),
+        0,
+        "not before the wait is satisfied"
+    );
     let (hs, vs) = ([waited], [5u64]);
     let mut s = from_cpu(o.device, 1, hs.as_ptr() as u64, vs.as_ptr() as u64);
     assert_eq!(
-        thunk(&o.p, "D3DKMTSignalSynchronizationObjectFromCpu", s.as_mut_ptr() as u64),
+        thunk(
+            &o.p,
+            "D3DKMTSignalSynchronizationObjectFromCpu",
+            s.as_mut_ptr() as u64
+        ),
         STATUS_SUCCESS
     );
-    assert_eq!(cpu_wait(&o, signalled, 9), STATUS_SUCCESS, "the packet's signal");
+    assert_eq!(
+        cpu_wait(&o, signalled, 9),
+        STATUS_SUCCESS,
+        "the packet's signal"
+    );
     assert_eq!(current(&o.m, signalled), 9);
     assert_eq!(signal(qa, signalled, 3), STATUS_SUCCESS);
-    assert_eq!(current(&o.m, signalled), 9, "a lower value leaves CurrentValue");
+    assert_eq!(
+        current(&o.m, signalled),
+        9,
+        "a lower value leaves CurrentValue"
+    );
     // A wait no signal will end, then its fence destroyed: the queue goes on.
     let (qb, _) = kernel_queue(&o.p, o.device);
     let (doomed, _) = native_fence(&o.p, o.device, 0);
@@ -917,10 +957,18 @@ fn mf_03_native_fences_are_waited_on_and_signalled_by_hw_queue_packets() {
     assert_eq!(current(&o.m, signalled), 9, "held behind the wait");
     let mut d = [doomed, 0];
     assert_eq!(
-        thunk(&o.p, "D3DKMTDestroySynchronizationObject", d.as_mut_ptr() as u64),
+        thunk(
+            &o.p,
+            "D3DKMTDestroySynchronizationObject",
+            d.as_mut_ptr() as u64
+        ),
         STATUS_SUCCESS
     );
-    assert_eq!(cpu_wait(&o, signalled, 10), STATUS_SUCCESS, "the queue went on");
+    assert_eq!(
+        cpu_wait(&o, signalled, 10),
+        STATUS_SUCCESS,
+        "the queue went on"
+    );
     assert!(o.m.fault().is_none(), "{:?}", o.m.fault());
 }
 

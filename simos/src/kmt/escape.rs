@@ -3,7 +3,8 @@
 //! (the private data captured first, then the flags, the handles, the adapter's and device's
 //! state), then either the driver-known `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`
 //! (`K:DxgkpDriverKnownEscape` @0x1403C1B14, [`crate::dxgkrnl::kmtest`]) or the driver's own
-//! `DxgkDdiEscape` with Dxgkrnl's kernel copy of the data; the copy goes back on success.
+//! `DxgkDdiEscape` with Dxgkrnl's kernel copy of the data; the copy goes back on success. The
+//! other types' checks and answers are [`super::escape_types`].
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -17,6 +18,7 @@ use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::adapter::AdapterTable;
 use super::context_virtual::CallerMemory;
+use super::escape_types as types;
 use crate::adapter::ddi::{self, At};
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -107,18 +109,22 @@ fn device_in_error(m: &Machine, d: &UmsProcess) -> bool {
 
 /// `DxgkEscape` for the caller's structure `a`, in 24H2's order, STATUS_INVALID_PARAMETER
 /// unless said:
-/// 1. `Type` VIDMM, VIDSCH, 28 or 29 without test signing: STATUS_ACCESS_DENIED; VIDMM with less than
-///    0x840 bytes of private data;
+/// 1. `Type` Win32k's (1024 and up): STATUS_NOT_SUPPORTED (the simulation's answer: 24H2 hands
+///    it to Win32k); VIDMM, VIDSCH, 28 or 29 without test signing: STATUS_ACCESS_DENIED; VIDMM
+///    with less than 0x840 bytes of private data;
 /// 2. the private data captured from `mem` (more than the simulation copies: STATUS_NO_MEMORY;
 ///    a NULL or unreadable pointer with a size: STATUS_ACCESS_VIOLATION), before any handle;
 /// 3. `Flags.DriverKnownEscape` with another `Type`, `hAdapter` 0 or `Flags.HardwareAccess`;
-/// 4. (the simulation's answer) any `Type` but DRIVERPRIVATE: STATUS_NOT_SUPPORTED;
+/// 4. the types 24H2 answers before any handle ([`types::before_handles`]);
 /// 5. `hAdapter` not an adapter handle of the caller; `hDevice` not 0 and not a device of that
 ///    adapter; `hContext` not 0 and not a context of `hDevice`;
 /// 6. `Flags.Reserved`, bits 8..31 or `Flags.VirtualMachineData` set (every WDDM 2+ adapter,
 ///    DDI version 0x5023 or later);
-/// 7. the adapter not started, or `hDevice` in error: STATUS_DEVICE_REMOVED;
-/// 8. `Flags.DriverKnownEscape`: the known escape on the kernel copy (its status as it is);
+/// 7. VIDMM's suspend refused ([`types::before_access`]); the adapter not started, or
+///    `hDevice` in error: STATUS_DEVICE_REMOVED;
+/// 8. any other type but DRIVERPRIVATE: its own checks and answer ([`types::with_adapter`]),
+///    the kernel copy back when it writes one;
+/// 9. `Flags.DriverKnownEscape`: the known escape on the kernel copy (its status as it is);
 ///    else, for the driver: its `DxgkDdiEscape` missing (STATUS_NOT_SUPPORTED), no data,
 ///    `Flags.DriverCommonEscape` (STATUS_NOT_SUPPORTED), then `DxgkDdiEscape` with the driver's
 ///    device, context and process handles, whose status is returned.
@@ -133,6 +139,10 @@ pub fn dxgk_escape(
     let bad = st(STATUS_INVALID_PARAMETER);
     let signing = m.os_config().test_signing;
     let size = a.private_driver_data_size;
+    if a.escape_type >= types::WIN32K_START {
+        // 24H2 hands these to Win32k (the process's callback); the simulation has no Win32k.
+        return Err(st(STATUS_NOT_SUPPORTED));
+    }
     if matches!(a.escape_type, ESCAPE_VIDMM | ESCAPE_VIDSCH | 28 | 29) && !signing {
         return Err(st(STATUS_ACCESS_DENIED));
     }
@@ -152,8 +162,8 @@ pub fn dxgk_escape(
     if known && (a.escape_type != ESCAPE_DRIVERPRIVATE || a.h_adapter == 0 || hw) {
         return Err(bad);
     }
-    if a.escape_type != ESCAPE_DRIVERPRIVATE {
-        return Err(st(STATUS_NOT_SUPPORTED));
+    if let Some(r) = types::before_handles(a, &data, signing) {
+        return r;
     }
     let i = t.adapter(a.h_adapter).ok_or(bad)?;
     let device = match a.h_device {
@@ -166,11 +176,18 @@ pub fn dxgk_escape(
     if a.flags & (RESERVED | RESERVED2 | VIRTUAL_MACHINE_DATA) != 0 {
         return Err(bad);
     }
+    types::before_access(a, &data)?;
     if !m.adapter_started(i) {
         return Err(st(STATUS_DEVICE_REMOVED));
     }
     if device.is_some_and(|d| device_in_error(m, &d)) {
         return Err(st(STATUS_DEVICE_REMOVED));
+    }
+    if a.escape_type != ESCAPE_DRIVERPRIVATE {
+        if types::with_adapter(a, &mut data, device.is_some())? && !data.is_empty() {
+            mem.write(a.p_private_driver_data, &data)?;
+        }
+        return Ok(());
     }
     if !known {
         driver_private(m, i, device, a, &mut data)?;

@@ -141,8 +141,12 @@ pub(crate) fn submit_wait_objects_to_hw_queue(
     for (fence, handle, value) in objects {
         let resume = kicker(a, &sched);
         let event = match &fence {
-            QueueFence::Monitored(f) => m.wait_monitored_fence_from_gpu(f, value, Box::new(resume))?,
-            QueueFence::Native(f) => crate::sync::fence::wait::wait_from_gpu(&a.state, f, value, resume)?,
+            QueueFence::Monitored(f) => {
+                m.wait_monitored_fence_from_gpu(f, value, Box::new(resume))?
+            }
+            QueueFence::Native(f) => {
+                crate::sync::fence::wait::wait_from_gpu(&a.state, f, value, resume)?
+            }
         };
         lock(&sched.st).list.push_back(Pending::Wait {
             fence,

@@ -134,6 +134,57 @@ pub(super) const ESCAPE: Thunk = Thunk {
             INVALID_PARAMETER,
         ),
         check(
+            "Type DRT_TEST: PrivateDriverDataSize under 12 or under its second dword, or the \
+             first dword not the DRT signature",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type DRT_TEST without test signing or DRT (InternalEscapeEnabled)",
+            ACCESS_DENIED,
+        ),
+        check(
+            "Type DIAGNOSTICS or GET_EXTERNAL_DIAGNOSTICS: PrivateDriverDataSize under 4 or \
+             not its first dword + 4",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type FORCE_BDDFALLBACK_HEADLESS or SOFTGPU_ENABLE_DISABLE_HMD without test signing",
+            ACCESS_DENIED,
+        ),
+        check(
+            "Type FORCE_BDDFALLBACK_HEADLESS: PrivateDriverDataSize not 1",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type REQUEST_MACHINE_CRASH: PrivateDriverDataSize not 24",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type REQUEST_MACHINE_CRASH (no crash on request)",
+            UNSUCCESSFUL,
+        ),
+        check(
+            "Type SOFTGPU_ENABLE_DISABLE_HMD: PrivateDriverDataSize not 200",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type LOG_CODEPOINT_PACKET: PrivateDriverDataSize not 16",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type LOG_USERMODE_DAIG_PACKET: PrivateDriverDataSize under 0x30 or under its \
+             second dword, or that dword 0x400 or more",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type CCD_DATABASE: PrivateDriverDataSize under 4",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type BDD_FALLBACK with no basic display adapter to fall back to",
+            NOT_FOUND,
+        ),
+        check(
             "hAdapter not an adapter handle in the caller's table, 0 included (the types \
              the kernel answers without an adapter end before this)",
             INVALID_PARAMETER,
@@ -181,23 +232,112 @@ pub(super) const ESCAPE: Thunk = Thunk {
             NOT_SUPPORTED,
         ),
         check("DRIVERPRIVATE with Flags.DriverCommonEscape", NOT_SUPPORTED),
+        check(
+            "Type VIDMM command 9 (suspend) without its fifth dword and without DRT",
+            ACCESS_DENIED,
+        ),
+        check(
+            "Type TDRDBGCTRL: PrivateDriverDataSize under 4 with data, a command above 8, or \
+             command 8 with PrivateDriverDataSize under 8",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type TDRDBGCTRL: commands 3 to 8 without TdrTestMode in the registry",
+            NOT_SUPPORTED,
+        ),
+        check(
+            "Type VIDSCH: command 2, or command 3 without Flags.HardwareAccess",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type DEVICE: PrivateDriverDataSize under 12 or hDevice 0",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type DMM, OUTPUTDUPL_SNAPSHOT, OUTPUTDUPL_DIAGNOSTICS or MODES_PRUNED_OUT (also \
+             through ACTIVATE_SPECIFIC_DIAG) on an adapter without a display core",
+            NOT_SUPPORTED,
+        ),
+        check(
+            "Type DEBUG_SNAPSHOT: PrivateDriverDataSize under 8",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type BDD_PNP to an adapter that is not the basic display driver's",
+            GRAPHICS_INVALID_DRIVER_MODEL,
+        ),
+        check(
+            "Type ACTIVATE_SPECIFIC_DIAG: PrivateDriverDataSize not 8, or the first dword \
+             neither 0 nor MODES_PRUNED_OUT",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type WHQL_INFO: PrivateDriverDataSize under 4",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type BRIGHTNESS without Flags.HardwareAccess or with PrivateDriverDataSize under \
+             0x60C",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type EDID_CACHE: PrivateDriverDataSize under 4 or not its first dword + 4",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type HISTORY_BUFFER_STATUS: PrivateDriverDataSize under 8 or hDevice 0",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type MIRACAST_ADAPTER_DIAG_INFO: PrivateDriverDataSize not 32",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type PROCESS_VERIFIER_OPTION or ADAPTER_VERIFIER_OPTION: under 0x20 bytes, or a \
+             field out of its range",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type DOD_SET_DIRTYRECT_MODE to an adapter with a render core, or \
+             GET_DISPLAY_CONFIGURATIONS to one without a display core",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Type QUERY_IOMMU_STATUS or QUERY_DMA_REMAPPING_STATUS: PrivateDriverDataSize 0",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "a Type below 1024 that 24H2 does not know (7, 19, 22, 26, 35, 40 and up)",
+            INVALID_PARAMETER,
+        ),
     ],
     written_back: &[
         "pPrivateDriverData: the kernel copy as the driver or the known escape left it, on \
          any NT_SUCCESS status (not on STATUS_BUFFER_OVERFLOW)",
+        "pPrivateDriverData after the adapter's checks, on success: HISTORY_BUFFER_STATUS \
+         (first byte 0 without history tracing, second dword 0), QUERY_IOMMU_STATUS and \
+         QUERY_DMA_REMAPPING_STATUS (first byte 0 without an IOMMU), ACTIVATE_SPECIFIC_DIAG \
+         command 0 and VIDSCH command 3 (as captured)",
     ],
     pending: Pending::No,
     entry: Some("escape::dxgk_escape"),
-    gaps: "only DRIVERPRIVATE reaches a handle check: every other Type is \
-           STATUS_NOT_SUPPORTED after the flag checks (the simulation's answer; 24H2 \
-           answers the Win32k, VidMm, VidSch and other kernel types itself); the vendor \
-           0x1002 check is not made (the simulated adapter is not that vendor's); adapter \
-           access (exclusive with Flags.HardwareAccess, which also flushes the scheduler) is \
-           not taken: an adapter not started is STATUS_DEVICE_REMOVED whatever the flags; the \
-           known escape's and DxgkDdiEscape's statuses are returned as they are; the harness's \
-           simulated backend names no adapter handle and starts at the known escape's own \
-           checks (SimKmt::escape_driver_private goes through the entry with its process's \
-           adapter and device); the GPU-PV forward to the host is not modelled",
+    gaps: "Win32k's types (1024 and up) are STATUS_NOT_SUPPORTED (24H2 hands them to Win32k, \
+           which the simulation has not); so is what 24H2 answers from state the simulation \
+           keeps none of, past that type's checks: VidMm's evictions, suspend and other \
+           commands, VidSch's commands but 2 and 3, DRT tests with test signing, the \
+           diagnostics buffers, Miracast and IDD requests, SoftGPU HMDs, the CCD database, \
+           TDRDBGCTRL commands 0 to 2 and without data, DEVICE (DXGDEVICE::Escape), \
+           DEBUG_SNAPSHOT, WHQL_INFO, BRIGHTNESS, EDID_CACHE, MIRACAST_ADAPTER_DIAG_INFO \
+           (and its IsDiagnosticAllowed refusal) and the verifier options; a delay (VIDSCH \
+           command 3) does not sleep; DRT is taken as off and the process as neither on the \
+           console session nor admin; the vendor 0x1002 check is not made (the simulated \
+           adapter is not that vendor's); adapter access (exclusive with \
+           Flags.HardwareAccess, which also flushes the scheduler) is not taken: an adapter \
+           not started is STATUS_DEVICE_REMOVED whatever the flags; the known escape's and \
+           DxgkDdiEscape's statuses are returned as they are; the harness's simulated backend \
+           names no adapter handle and starts at the known escape's own checks \
+           (SimKmt::escape_driver_private goes through the entry with its process's adapter \
+           and device); the GPU-PV forward to the host is not modelled",
 };
 
 pub(super) const GET_DEVICE_STATE: Thunk = Thunk {

@@ -41,6 +41,10 @@ const DEVICE_REMOVED: u32 = 0xC000_02B6;
 const BUFFER_TOO_SMALL: u32 = 0xC000_0023;
 /// `STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE` (VidSch: the device is in error).
 const GPU_EXCEPTION_ON_DEVICE: u32 = 0xC01E_0200;
+/// `STATUS_NOT_FOUND`.
+const NOT_FOUND: u32 = 0xC000_0225;
+/// `STATUS_GRAPHICS_INVALID_DRIVER_MODEL`.
+const GRAPHICS_INVALID_DRIVER_MODEL: u32 = 0xC01E_0002;
 
 /// A function of the decompiled 24H2 kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
