@@ -59,6 +59,7 @@ pub mod lock;
 pub mod native_fence;
 pub mod paging_queue;
 pub mod query_adapter_info;
+pub mod share;
 pub mod submit_command;
 pub mod sync_from_cpu;
 pub mod sync_object;
@@ -343,17 +344,16 @@ impl<'m> SimKmt<'m> {
     }
 
     /// `D3DKMTShareObjects` of this process's native fence `fence` with `dwDesiredAccess`
-    /// `desired`: a new NT handle granting what `desired` maps to
+    /// `desired`, through the thunk's kernel entry ([`share`]) with the arguments the UMD's
+    /// Windows thunk passes: a new NT handle granting what `desired` maps to
     /// (`crate::sync::fence::share::granted`).
     pub fn share_native_fence_with_access(
         &self,
         fence: KmtHandle,
         desired: u32,
     ) -> Result<u64, NtStatus> {
-        let f = self.own_native_fence(fence).map_err(not_in_table)?;
-        self.m
-            .share_native_fence_with_access(&f, desired)
-            .map_err(status)
+        let mem = share::HostShare::new(fence);
+        share::dxgk_share_objects_internal(self.m, &share::HostShare::args(desired), self, &mem)
     }
 
     /// `D3DKMTEscape` with `DriverKnownEscape` and a `D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER`
@@ -536,19 +536,16 @@ impl Kmt for SimKmt<'_> {
         self.create_and_lock(&pdd)
     }
 
+    /// Through the thunk's kernel entry ([`allocation::dxgk_create_allocation_internal`]) with
+    /// the structure the UMD's Windows thunk fills (one allocation).
     fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
-        let a = self.thunk()?;
-        // VidMm reclaims what deferred destructions released before it allocates (AL-03).
-        self.m.reap_allocations(&a).map_err(status)?;
-        let (handle, alloc, gpu_va) = self
-            .m
-            .create_allocation2(&a, self.p.device, pdd.size, pdd.as_bytes())
-            .map_err(status)?;
-        Ok(MappedGpu {
-            handle,
-            gpu_va,
-            size: alloc.len,
-        })
+        let mem = allocation::HostCreate::one(pdd.as_bytes());
+        let mut a = mem.structure(self.p.device);
+        let own = self.p;
+        let device = |h| (h == own.device).then_some(own);
+        allocation::dxgk_create_allocation_internal(self.m, &mut a, device, &mem, |_| Ok(()))?
+            .pop()
+            .ok_or(NtStatus(STATUS_UNSUCCESSFUL))
     }
 
     /// Through the thunk's kernel entry ([`lock`]) with the structure the UMD's Windows thunk

@@ -818,6 +818,25 @@ fn ddi_03_makeresident_mustsucceed_over_budget_puts_the_device_in_error() {
         (expected("D3DKMTMakeResident", what), UNTOUCHED, UNTOUCHED),
         "MakeResident"
     );
+    let c = CreateCase {
+        what,
+        device: w.device,
+        count: 1,
+        flags: 0,
+        list: None,
+        edit: |_| {},
+        ran: false,
+    };
+    let (s, written, info) = create_case(&w, &c);
+    assert_eq!(
+        (s, written, info[0]),
+        (
+            expected("D3DKMTCreateAllocation2", what),
+            [0, SHARE_PRESET, 0],
+            UNTOUCHED
+        ),
+        "CreateAllocation2"
+    );
     let theirs = gpu_only(&w, w.other_device, 4096);
     assert_eq!(invalidate(&w, w.other_device, theirs), STATUS_SUCCESS);
     w.done();
@@ -876,8 +895,54 @@ fn al_03_d3dkmtdestroyallocation2_answers_as_24h2() {
     w.done();
 }
 
-/// DDI-03: `D3DKMTCreateAllocation2` refuses what 24H2 refuses
-/// (`K:DxgkCreateAllocationInternal` @0x140304ED8) and writes no handle then.
+/// One `D3DKMTCreateAllocation2` case: the structure's `hDevice`, `NumAllocations`, `Flags`
+/// and `pAllocationInfo2` (`None`: the one entry), an edit of that entry, and whether 24H2
+/// reached `DXGDEVICE::CreateAllocation` (it writes `hGlobalShare` back then).
+struct CreateCase {
+    what: &'static str,
+    device: u32,
+    count: u32,
+    flags: u64,
+    list: Option<u64>,
+    edit: fn(&mut [u64; 12]),
+    ran: bool,
+}
+
+/// An address nothing is mapped at in the DLL's process.
+const UNMAPPED: u64 = 0x10;
+/// What a case presets `hGlobalShare` to, so that a write-back shows.
+const SHARE_PRESET: u64 = 0x5EED;
+
+/// `D3DKMT_CREATEALLOCATION` of one entry as `c` says, the entry describing a 4 KiB buffer
+/// with `hAllocation` preset: the status, `hResource`, `hGlobalShare` and `Flags` after, and
+/// the entry after.
+fn create_case(w: &World, c: &CreateCase) -> (u64, [u64; 3], [u64; 12]) {
+    let pdd = rvgpu_umd::kmt::allocation_private_data(4096, rvgpu_hw::pdd::AllocationKind::Buffer);
+    let bytes = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
+    // D3DDDI_ALLOCATIONINFO2: hAllocation, ..., pPrivateDriverData (word 2),
+    // PrivateDriverDataSize (word 3), Flags (word 4), GpuVirtualAddress (word 5).
+    let mut info = [0u64; 12];
+    info[0] = UNTOUCHED;
+    info[2] = bytes.as_ptr() as u64;
+    info[3] = bytes.len() as u64;
+    (c.edit)(&mut info);
+    // D3DKMT_CREATEALLOCATION: hDevice and hResource (word 0), hGlobalShare (word 1), ...,
+    // NumAllocations (high half of word 5), pAllocationInfo2 (word 6), Flags (word 7).
+    let mut args = [0u64; 9];
+    args[0] = u64::from(c.device);
+    args[1] = SHARE_PRESET;
+    args[5] = u64::from(c.count) << 32;
+    args[6] = c.list.unwrap_or(info.as_mut_ptr() as u64);
+    args[7] = c.flags;
+    let s = w.call("D3DKMTCreateAllocation2", &mut args);
+    (s, [args[0] >> 32, args[1], args[7]], info)
+}
+
+/// DDI-03: `D3DKMTCreateAllocation2` refuses what 24H2 refuses (`K:DxgkCreateAllocationInternal`
+/// @0x140304ED8, `K:DXGDEVICE::CreateAllocation` @0x140356E10) and writes no handle then; once
+/// `DXGDEVICE::CreateAllocation` ran, whatever it answered, `hGlobalShare` comes back 0 with
+/// `hResource` and `Flags` as 24H2 holds them, and not before. A success writes the entry's
+/// handle, `hResource` 0 and `hGlobalShare` 0.
 #[test]
 fn ddi_03_d3dkmtcreateallocation2_refuses_what_24h2_refuses() {
     const T: &str = "D3DKMTCreateAllocation2";
@@ -887,73 +952,90 @@ fn ddi_03_d3dkmtcreateallocation2_refuses_what_24h2_refuses() {
     const EXISTING_SYS_MEM: u64 = 1 << 5;
     const CREATE_WRITE_COMBINED: u64 = 1 << 8;
     const CREATE_CACHED: u64 = 1 << 9;
+    const CROSS_ADAPTER: u64 = 1 << 11;
     const OPEN_CROSS_ADAPTER: u64 = 1 << 12;
     const STANDARD_ALLOCATION: u64 = 1 << 16;
     const EXISTING_SECTION: u64 = 1 << 17;
     const NO_KMD_ACCESS: u64 = 1 << 20;
     let w = world();
-    let pdd = rvgpu_umd::kmt::allocation_private_data(4096, rvgpu_hw::pdd::AllocationKind::Buffer);
-    let bytes = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
-    let call = |device: u32, count: u32, flags: u64| {
-        // D3DDDI_ALLOCATIONINFO2: hAllocation, ..., pPrivateDriverData (word 2),
-        // PrivateDriverDataSize (word 3).
-        let mut info = [0u64; 12];
-        info[0] = UNTOUCHED;
-        info[2] = bytes.as_ptr() as u64;
-        info[3] = bytes.len() as u64;
-        // D3DKMT_CREATEALLOCATION: hDevice, ..., NumAllocations (high half of word 5),
-        // pAllocationInfo2 (word 6), Flags (word 7).
-        let mut args = [0u64; 9];
-        args[0] = u64::from(device);
-        args[5] = u64::from(count) << 32;
-        args[6] = info.as_mut_ptr() as u64;
-        args[7] = flags;
-        let s = w.call(T, &mut args);
-        (s, info[0])
+    let case = |what, device, count, flags| CreateCase {
+        what,
+        device,
+        count,
+        flags,
+        list: None,
+        edit: |_| {},
+        ran: false,
+    };
+    let entry = |what, edit: fn(&mut [u64; 12])| CreateCase {
+        edit,
+        ran: true,
+        ..case(what, w.device, 1, 0)
     };
     let signing = w.m.os_config().test_signing;
-    let mut cases: Vec<(&str, u32, u32, u64)> = vec![
-        ("hDevice not in the caller's handle table", BAD_HANDLE, 1, 0),
-        (
+    let privileged = "CreateProtected, CreateWriteCombined, CreateCached or OpenCrossAdapter \
+                      from an unprivileged process";
+    let mut cases = vec![
+        case("hDevice not in the caller's handle table", BAD_HANDLE, 1, 0),
+        case(
             "Flags.NoKmdAccess with Flags.StandardAllocation",
             w.device,
             1,
             NO_KMD_ACCESS | STANDARD_ALLOCATION,
         ),
-        ("NumAllocations above 0x682AA", w.device, 0x682AB, 0),
-        (
-            "CreateProtected, CreateWriteCombined, CreateCached or OpenCrossAdapter \
-             from an unprivileged process",
-            w.device,
-            1,
-            CREATE_PROTECTED,
-        ),
-        (
-            "CreateProtected, CreateWriteCombined, CreateCached or OpenCrossAdapter \
-             from an unprivileged process",
+        case("NumAllocations above 0x682AA", w.device, 0x682AB, 0),
+        case(privileged, w.device, 1, CREATE_PROTECTED),
+        case(
+            privileged,
             w.device,
             1,
             CREATE_WRITE_COMBINED | CREATE_CACHED | OPEN_CROSS_ADAPTER,
         ),
-        (
+        case(
             "ExistingSysMem without StandardAllocation from an unprivileged process",
             w.device,
             1,
             EXISTING_SYS_MEM,
         ),
-        (
+        case(
             "ExistingSection without StandardAllocation",
             w.device,
             1,
             EXISTING_SECTION,
         ),
-        (
+        case(
             "CreateShared without CreateResource",
             w.device,
             1,
             CREATE_SHARED,
         ),
-        ("no hResource and NumAllocations 0", w.device, 0, 0),
+        case("no hResource and NumAllocations 0", w.device, 0, 0),
+        CreateCase {
+            ran: true,
+            ..case(
+                "CrossAdapter on an adapter without cross-adapter resources, or without CreateShared",
+                w.device,
+                1,
+                CROSS_ADAPTER,
+            )
+        },
+        CreateCase {
+            list: Some(UNMAPPED),
+            ..entry("pAllocationInfo2 not readable", |_| {})
+        },
+        entry(
+            "an entry's Flags.Stereo without Flags.Primary, or with CrossAdapter",
+            |i| i[4] = 1 << 1,
+        ),
+        entry("an entry's PrivateDriverDataSize above 0x7FFFFFFF", |i| {
+            i[3] = 0x8000_0000
+        }),
+        entry("no pool for an entry's private driver data", |i| {
+            i[3] = (1 << 20) + 1
+        }),
+        entry("an entry's pPrivateDriverData not readable", |i| {
+            i[2] = UNMAPPED
+        }),
     ];
     let mut not_driven = vec![
         ("no pool for the handle list", "pool exhaustion"),
@@ -961,6 +1043,7 @@ fn ddi_03_d3dkmtcreateallocation2_refuses_what_24h2_refuses() {
             "StandardAllocation on a driver below WDDM 2.0",
             "the driver is WDDM 3.2",
         ),
+        ("the device not active", BY_MUST_SUCCEED),
     ];
     if signing {
         not_driven.push((
@@ -968,32 +1051,127 @@ fn ddi_03_d3dkmtcreateallocation2_refuses_what_24h2_refuses() {
             "the machine runs with test signing on",
         ));
     } else {
-        cases.push((
+        cases.push(case(
             "Flags.NoKmdAccess without test signing",
             w.device,
             1,
             NO_KMD_ACCESS,
         ));
     }
-    let mut driven = Vec::new();
-    for (what, device, count, flags) in cases {
-        assert_eq!(
-            call(device, count, flags),
-            (expected(T, what), UNTOUCHED),
-            "{what}"
-        );
-        driven.push(what);
-    }
-    assert_covers(T, &driven, &not_driven);
-    // CreateResource alone passes 24H2's checks; resources are beyond the bridge.
+    let mut driven = vec!["the structure not readable"];
     assert_eq!(
-        call(w.device, 1, CREATE_RESOURCE).0,
-        0xC000_00BB,
-        "STATUS_NOT_SUPPORTED"
+        thunk(&w.p, T, UNMAPPED),
+        expected(T, "the structure not readable")
     );
-    let (s, h) = call(w.device, 1, 0);
+    for c in &cases {
+        let (s, [resource, share, flags], info) = create_case(&w, c);
+        assert_eq!((s, info[0]), (expected(T, c.what), UNTOUCHED), "{}", c.what);
+        let share_after = if c.ran { 0 } else { SHARE_PRESET };
+        assert_eq!(
+            (resource, share, flags),
+            (0, share_after, c.flags),
+            "{}",
+            c.what
+        );
+        driven.push(c.what);
+    }
+    // The list on a read-only page: the allocation is made, its handle cannot be written
+    // back, and it is destroyed again.
+    let what = "pAllocationInfo2 or the structure not writable (what was made is destroyed)";
+    let (s, _, made) = create_case(&w, &case("", w.device, 1, 0));
     assert_eq!(s, STATUS_SUCCESS);
-    assert!(h != UNTOUCHED && h != 0);
+    // The process's next D3DKMT handle is 0x40 above its last.
+    let next = (made[0] as u32).wrapping_add(0x40);
+    let pdd = rvgpu_umd::kmt::allocation_private_data(4096, rvgpu_hw::pdd::AllocationKind::Buffer);
+    let bytes = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
+    let mut words = [0u64; 12];
+    words[0] = UNTOUCHED;
+    words[2] = bytes.as_ptr() as u64;
+    words[3] = bytes.len() as u64;
+    let list = read_only(&words);
+    let c = CreateCase {
+        list: Some(list),
+        ..entry(what, |_| {})
+    };
+    assert_eq!(create_case(&w, &c).0, expected(T, what), "{what}");
+    assert!(
+        w.m.allocation_residency(0, next).is_none(),
+        "{what}: left alive"
+    );
+    driven.push(what);
+    assert_covers(T, &driven, &not_driven);
+    // CreateResource alone passes 24H2's checks; resources are beyond the simulation.
+    let (s, written, _) = create_case(&w, &case("", w.device, 1, CREATE_RESOURCE));
+    assert_eq!(s, 0xC000_00BB, "STATUS_NOT_SUPPORTED");
+    assert_eq!(written, [0, 0, CREATE_RESOURCE]);
+    let (s, written, info) = create_case(&w, &case("", w.device, 1, 0));
+    assert_eq!(s, STATUS_SUCCESS);
+    assert!(info[0] != UNTOUCHED && info[0] != 0);
+    assert_eq!(written, [0, 0, 0]);
+    w.done();
+}
+
+/// DDI-03, an attacker's `D3DKMTCreateAllocation2`: another process's device, a list far
+/// longer than the memory behind it, a private-data size meant to exhaust the pool, and a list
+/// whose second entry the KMD refuses after the first was made. Each is refused with 24H2's
+/// status and leaves no allocation behind.
+#[test]
+fn ddi_03_d3dkmtcreateallocation2_leaves_nothing_to_an_attacker() {
+    const T: &str = "D3DKMTCreateAllocation2";
+    let w = world();
+    let pdd = rvgpu_umd::kmt::allocation_private_data(4096, rvgpu_hw::pdd::AllocationKind::Buffer);
+    let bytes = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
+    let (s, _, made) = create_case(
+        &w,
+        &CreateCase {
+            what: "",
+            device: w.device,
+            count: 1,
+            flags: 0,
+            list: None,
+            edit: |_| {},
+            ran: false,
+        },
+    );
+    assert_eq!(s, STATUS_SUCCESS);
+    let mut next = made[0] as u32;
+    let mut gone = |w: &World, why: &str| {
+        next = next.wrapping_add(0x40);
+        assert!(
+            w.m.allocation_residency(0, next).is_none(),
+            "{why}: left alive"
+        );
+    };
+    // Two entries, the second with private data the KMD's DxgkDdiCreateAllocation refuses.
+    let mut infos = [0u64; 24];
+    for e in 0..2 {
+        infos[e * 12] = UNTOUCHED;
+        infos[e * 12 + 2] = bytes.as_ptr() as u64;
+        infos[e * 12 + 3] = bytes.len() as u64;
+    }
+    infos[12 + 3] = 8;
+    let mut args = [0u64; 9];
+    args[0] = u64::from(w.device);
+    args[5] = 2 << 32;
+    args[6] = infos.as_mut_ptr() as u64;
+    assert_eq!(w.call(T, &mut args), STATUS_INVALID_PARAMETER);
+    assert_eq!((infos[0], infos[12]), (UNTOUCHED, UNTOUCHED));
+    gone(&w, "the first entry of a refused list");
+    // 0x682AA entries claimed over one: the capture faults before anything is made.
+    args[5] = 0x682AA << 32;
+    args[6] = infos.as_mut_ptr() as u64;
+    infos[12 + 3] = bytes.len() as u64;
+    assert_eq!(w.call(T, &mut args), STATUS_ACCESS_VIOLATION);
+    // A size the pool cannot give: refused before a byte is read.
+    infos[3] = 0x7FFF_FFFF;
+    args[5] = 1 << 32;
+    assert_eq!(w.call(T, &mut args), 0xC000_0017, "STATUS_NO_MEMORY");
+    // Another process names this one's device: not in its handle table.
+    let b = UserProcess::new(w.m.clone(), umd());
+    open_queue(&b);
+    infos[3] = bytes.len() as u64;
+    assert_eq!(thunk(&b, T, addr(&mut args)), STATUS_INVALID_PARAMETER);
+    assert_eq!(infos[0], UNTOUCHED);
     w.done();
 }
 

@@ -271,7 +271,13 @@ fn nf_05_d3dkmtshareobjects_answers_as_24h2() {
     let zero = [0u32];
     let never = [NEVER_GIVEN];
     let list = one.as_ptr() as u64;
-    let cases: [(&str, u64, u64, u64); 7] = [
+    let (private, _) = native_fence(&p, device, 0);
+    let private = [private];
+    let misaligned = at + 4;
+    let short = [47u64, 0, 0, 0, 0, 0];
+    let attribute = [48u64, 0, 0, 1, 0, 0];
+    let rooted = [48u64, 0x40, 0, 0, 0, 0];
+    let cases: [(&str, u64, u64, u64); 13] = [
         ("cObjects 0 or above 3", 0, list, at),
         ("cObjects 0 or above 3", 4, list, at),
         ("hObjects not readable", 1, UNMAPPED, at),
@@ -284,7 +290,30 @@ fn nf_05_d3dkmtshareobjects_answers_as_24h2() {
             never.as_ptr() as u64,
             at,
         ),
+        (
+            "a sync object made without NtSecuritySharing",
+            1,
+            private.as_ptr() as u64,
+            at,
+        ),
+        ("pObjectAttributes not 8-byte aligned", 1, list, misaligned),
+        ("pObjectAttributes not readable", 1, list, UNMAPPED),
+        ("Length not 48", 1, list, short.as_ptr() as u64),
+        (
+            "an Attributes bit of 0xFFFEE00D",
+            1,
+            list,
+            attribute.as_ptr() as u64,
+        ),
+        (
+            "RootDirectory without ObjectName",
+            1,
+            list,
+            rooted.as_ptr() as u64,
+        ),
     ];
+    let pid = p.devices()[0].pid;
+    let held = m.nt_handle_count(pid);
     let mut driven = Vec::new();
     for (what, count, handles, attrs) in cases {
         let mut nt = UNTOUCHED;
@@ -296,10 +325,65 @@ fn nf_05_d3dkmtshareobjects_answers_as_24h2() {
         assert_eq!(nt, UNTOUCHED, "{what}: a handle written on a refusal");
         driven.push(what);
     }
+    // The output on a read-only page: the handle made is closed again.
+    let what = "phSharedNtHandle not writable (the new handle is closed again)";
+    let out = read_only(&[UNTOUCHED]);
+    let r = p.call_import("D3DKMTShareObjects", &[1, list, at, 0x1000_0000, out]);
+    assert_eq!(r.expect(T) as u32 as u64, expected(T, what), "{what}");
+    driven.push(what);
+    assert_eq!(m.nt_handle_count(pid), held, "a refusal leaves a handle");
     let mut nt = UNTOUCHED;
     assert_eq!(share(&p, 1, list, at, &mut nt), STATUS_SUCCESS);
     assert!(nt != UNTOUCHED && nt != 0, "{nt:#x}");
+    assert_eq!(m.nt_handle_count(pid), held + 1);
     assert_covers(T, &driven, &[]);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// NF-05, an attacker's `D3DKMTShareObjects`: another process names this one's shareable
+/// fence (the handle is not in its table) and is refused with no NT handle made in either
+/// table; the owner still shares it.
+#[test]
+fn nf_05_d3dkmtshareobjects_shares_nothing_to_another_process() {
+    const T: &str = "D3DKMTShareObjects";
+    let m = pe_machine();
+    let a = UserProcess::new(m.clone(), umd());
+    open_queue(&a);
+    let device = a.devices()[0].device;
+    let (fence, _) = native_fence(&a, device, SHAREABLE);
+    let b = UserProcess::new(m.clone(), umd());
+    open_queue(&b);
+    let (pa, pb) = (a.devices()[0].pid, b.devices()[0].pid);
+    let (ha, hb) = (m.nt_handle_count(pa), m.nt_handle_count(pb));
+    let attrs = attributes();
+    let theirs = [fence];
+    let mut nt = 0xDEAD;
+    assert_eq!(
+        share(
+            &b,
+            1,
+            theirs.as_ptr() as u64,
+            attrs.as_ptr() as u64,
+            &mut nt
+        ),
+        expected(
+            T,
+            "hObjects[0] neither a resource, a sync object nor a protected session of the caller's"
+        )
+    );
+    assert_eq!(nt, 0xDEAD);
+    assert_eq!((m.nt_handle_count(pa), m.nt_handle_count(pb)), (ha, hb));
+    assert_eq!(
+        share(
+            &a,
+            1,
+            theirs.as_ptr() as u64,
+            attrs.as_ptr() as u64,
+            &mut nt
+        ),
+        STATUS_SUCCESS
+    );
+    assert_eq!(m.nt_handle_count(pa), ha + 1);
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 

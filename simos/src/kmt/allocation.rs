@@ -3,13 +3,18 @@
 //! (`K:DxgkCreateAllocationInternal` @0x140304ED8, `K:DxgkDestroyAllocation2` @0x14032F7A0,
 //! `K:DxgkDestroyAllocationHelper` @0x14032FBB8). The handle lookups between them are the
 //! caller's (each is one closure here), so the gdi32 bridge and a test share one order.
-//! `D3DKMTDestroyAllocation2` has its kernel entry here ([`dxgk_destroy_allocation2`]).
+//! Both thunks have their kernel entries here ([`dxgk_create_allocation_internal`],
+//! [`dxgk_destroy_allocation2`]).
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::ntstatus::{
+    STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_NO_MEMORY,
+};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::context_virtual::CallerMemory;
+use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
@@ -157,4 +162,316 @@ pub fn dxgk_destroy_allocation2(
     }
     m.reap_allocations(&sh).map_err(super::status)?;
     Ok(handles)
+}
+
+/// `D3DKMT_CREATEALLOCATION` in the released x64 layout (72 bytes: what
+/// `K:DxgkCreateAllocationInternal` @0x140304ED8 captures, `RtlCopyVolatileMemory` of 0x48).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dkmtCreateAllocation {
+    /// `hDevice` (in).
+    pub h_device: u32,
+    /// `hResource` (in/out).
+    pub h_resource: u32,
+    /// `hGlobalShare` (out).
+    pub h_global_share: u32,
+    /// Alignment.
+    pub _pad0: u32,
+    /// `pPrivateRuntimeData` (in).
+    pub p_private_runtime_data: u64,
+    /// `PrivateRuntimeDataSize` (in).
+    pub private_runtime_data_size: u32,
+    /// Alignment.
+    pub _pad1: u32,
+    /// `pStandardAllocation` or `pPrivateDriverData` (a union; in).
+    pub p_private_driver_data: u64,
+    /// `PrivateDriverDataSize` (in).
+    pub private_driver_data_size: u32,
+    /// `NumAllocations` (in).
+    pub num_allocations: u32,
+    /// `pAllocationInfo2` (in/out), an address in the caller's process.
+    pub p_allocation_info2: u64,
+    /// `Flags` (`D3DKMT_CREATEALLOCATIONFLAGS`, in/out).
+    pub flags: u32,
+    /// Alignment.
+    pub _pad2: u32,
+    /// `hPrivateRuntimeResourceHandle` (in).
+    pub h_private_runtime_resource_handle: u64,
+}
+
+/// `D3DDDI_ALLOCATIONINFO2` in the released x64 layout (96 bytes, the stride 24H2 copies).
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct D3dddiAllocationInfo2 {
+    /// `hAllocation` (out).
+    pub h_allocation: u32,
+    /// Alignment.
+    pub _pad0: u32,
+    /// `pSystemMem` or `hSection` (a union; in).
+    pub system_mem: u64,
+    /// `pPrivateDriverData` (in).
+    pub p_private_driver_data: u64,
+    /// `PrivateDriverDataSize` (in).
+    pub private_driver_data_size: u32,
+    /// `VidPnSourceId` (in).
+    pub vidpn_source_id: u32,
+    /// `Flags` (`D3DDDI_ALLOCATIONINFOFLAGS`, in).
+    pub flags: u32,
+    /// Alignment.
+    pub _pad1: u32,
+    /// `GpuVirtualAddress` (in/out).
+    pub gpu_virtual_address: u64,
+    /// `Priority` (in).
+    pub priority: u32,
+    /// Alignment.
+    pub _pad2: u32,
+    /// `Reserved`.
+    pub reserved: [u64; 5],
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<D3dkmtCreateAllocation>() == 0x48);
+    assert!(offset_of!(D3dkmtCreateAllocation, p_private_runtime_data) == 16);
+    assert!(offset_of!(D3dkmtCreateAllocation, p_private_driver_data) == 32);
+    assert!(offset_of!(D3dkmtCreateAllocation, private_driver_data_size) == 40);
+    assert!(offset_of!(D3dkmtCreateAllocation, num_allocations) == 44);
+    assert!(offset_of!(D3dkmtCreateAllocation, p_allocation_info2) == 48);
+    assert!(offset_of!(D3dkmtCreateAllocation, flags) == 56);
+    assert!(offset_of!(D3dkmtCreateAllocation, h_private_runtime_resource_handle) == 64);
+    assert!(size_of::<D3dddiAllocationInfo2>() == 96);
+    assert!(offset_of!(D3dddiAllocationInfo2, p_private_driver_data) == 16);
+    assert!(offset_of!(D3dddiAllocationInfo2, private_driver_data_size) == 24);
+    assert!(offset_of!(D3dddiAllocationInfo2, flags) == 32);
+    assert!(offset_of!(D3dddiAllocationInfo2, gpu_virtual_address) == 40);
+    assert!(offset_of!(D3dddiAllocationInfo2, reserved) == 56);
+};
+
+/// What `DxgkCreateAllocationInternal` writes back into the caller's structure once
+/// `DXGDEVICE::CreateAllocation` ran, whatever it answered: `hResource` and `hGlobalShare`
+/// (4..12) and `Flags` (56..60).
+pub const CREATE_WRITTEN_BACK: [core::ops::Range<usize>; 2] = [4..12, 56..60];
+/// `D3DKMT_CREATEALLOCATIONFLAGS::CrossAdapter`.
+pub const CROSS_ADAPTER: u32 = 1 << 11;
+/// `D3DDDI_ALLOCATIONINFOFLAGS::Primary`.
+pub const INFO_PRIMARY: u32 = 1 << 0;
+/// `D3DDDI_ALLOCATIONINFOFLAGS::Stereo`.
+pub const INFO_STEREO: u32 = 1 << 1;
+/// Most private driver data one allocation's copy takes here; above it the pool allocation
+/// fails, STATUS_NO_MEMORY as 24H2's `operator new[]` failing answers (24H2 asks the pool for
+/// twice the size; the simulation bounds what a caller makes it copy).
+pub const MAX_ALLOCATION_PRIVATE_DATA: u32 = 1 << 20;
+
+/// One allocation the call made: its handle, the GPU VA the reading gives at create (0 under
+/// 24H2) and its size.
+pub type Made = rvgpu_umd::kmt::MappedGpu;
+
+/// `DxgkCreateAllocationInternal` (`K:` @0x140304ED8) and `DXGDEVICE::CreateAllocation`
+/// (`K:` @0x140356E10) for the caller's structure `a` as written, in 24H2's order,
+/// STATUS_INVALID_PARAMETER unless said:
+/// 1. `hDevice` not in the caller's handle table (`device`);
+/// 2. [`create_allocation_checks`];
+/// 3. `COREDEVICEACCESS::AcquireShared`: the device in error, STATUS_DEVICE_REMOVED;
+/// 4. `CreateAllocation`: `CrossAdapter` without `CreateShared` (the adapter's cross-adapter
+///    bit is checked first with the same status);
+/// 5. the `NumAllocations` entries at `pAllocationInfo2` captured from `mem` (its fault
+///    status); per entry, `Stereo` without `Primary`, and with `CrossAdapter`, `Stereo`;
+/// 6. per entry, `PrivateDriverDataSize` above 0x7FFFFFFF, then its private data captured
+///    (above [`MAX_ALLOCATION_PRIVATE_DATA`], STATUS_NO_MEMORY; a fault, its status);
+/// 7. what the simulation does not make, STATUS_NOT_SUPPORTED (the catalog's gaps): a
+///    resource (`hResource`, `CreateResource`), any other flag, a `Primary` entry, runtime or
+///    whole-call driver data, `pSystemMem`;
+/// 8. each allocation: `DxgkDdiCreateAllocation` with the entry's private data (the UMD's
+///    `AllocationPdd`; another size is STATUS_INVALID_PARAMETER, what the KMD's DDI answers
+///    for it) and VidMm's `M:VIDMM_GLOBAL::CreateOneAllocation` @0x1400DCBA4; a failure
+///    destroys those made before it;
+/// 9. each entry's `hAllocation` written to the caller's list (and the VA where the reading
+///    gives one at create);
+///
+/// from step 4 on, `write_back` gets `a` with what 24H2 writes ([`CREATE_WRITTEN_BACK`]:
+/// `hResource` 0 and `hGlobalShare` 0 on success, the caller's `hResource` on failure). A
+/// fault writing the list or the structure destroys what was made and answers the fault, as
+/// `DxgkCreateAllocationInternal` destroys the allocations when the copy back fails.
+pub fn dxgk_create_allocation_internal(
+    m: &Machine,
+    a: &mut D3dkmtCreateAllocation,
+    device: impl FnOnce(u32) -> Option<UmsProcess>,
+    mem: &dyn CallerMemory,
+    write_back: impl FnOnce(&D3dkmtCreateAllocation) -> Result<(), NtStatus>,
+) -> Result<Vec<Made>, NtStatus> {
+    let p = device(a.h_device).ok_or_else(bad)?;
+    let signing = m.os_config().test_signing;
+    create_allocation_checks(signing, a.flags, a.num_allocations, a.h_resource)?;
+    let sh = m.kmt(&p).thunk()?;
+    if crate::ums::tdr_device_in_error(&sh, p.device) {
+        return Err(NtStatus(STATUS_DEVICE_REMOVED));
+    }
+    a.h_global_share = 0;
+    let made = device_create_allocation(m, &sh, p, a, mem);
+    let written = write_back(a);
+    match (made, written) {
+        (Ok(made), Ok(())) => Ok(made),
+        (Ok(made), Err(e)) => {
+            undo(m, &sh, p, &made);
+            Err(e)
+        }
+        (Err(e), _) => Err(e),
+    }
+}
+
+/// `DXGDEVICE::CreateAllocation` (`K:` @0x140356E10) from its first check on: steps 4 to 9 of
+/// [`dxgk_create_allocation_internal`]. On success `a.h_resource` is 0 (no resource).
+fn device_create_allocation(
+    m: &Machine,
+    sh: &AdapterShared,
+    p: UmsProcess,
+    a: &mut D3dkmtCreateAllocation,
+    mem: &dyn CallerMemory,
+) -> Result<Vec<Made>, NtStatus> {
+    let cross = a.flags & CROSS_ADAPTER != 0;
+    if cross && a.flags & CREATE_SHARED == 0 {
+        return Err(bad());
+    }
+    let stride = core::mem::size_of::<D3dddiAllocationInfo2>() as u32;
+    // At most 0x682AA entries (step 2): 96 bytes each fit in a u32.
+    let list = match a.num_allocations {
+        0 => Vec::new(),
+        n => mem.read(a.p_allocation_info2, n.saturating_mul(stride))?,
+    };
+    let infos: Vec<D3dddiAllocationInfo2> = list
+        .chunks_exact(stride as usize)
+        .filter_map(|c| D3dddiAllocationInfo2::read_from_bytes(c).ok())
+        .collect();
+    for info in &infos {
+        let stereo = info.flags & INFO_STEREO != 0;
+        if stereo && (cross || info.flags & INFO_PRIMARY == 0) {
+            return Err(bad());
+        }
+    }
+    let mut pdds = Vec::with_capacity(infos.len());
+    for info in &infos {
+        let size = info.private_driver_data_size;
+        if size > 0x7FFF_FFFF {
+            return Err(bad());
+        }
+        pdds.push(if info.p_private_driver_data == 0 || size == 0 {
+            Vec::new()
+        } else if size > MAX_ALLOCATION_PRIVATE_DATA {
+            return Err(NtStatus(STATUS_NO_MEMORY));
+        } else {
+            mem.read(info.p_private_driver_data, size)?
+        });
+    }
+    let runtime = a.p_private_runtime_data != 0 || a.p_private_driver_data != 0;
+    let primary = infos.iter().any(|i| i.flags & INFO_PRIMARY != 0);
+    let sysmem = infos.iter().any(|i| i.system_mem != 0);
+    if a.h_resource != 0 || a.flags != 0 || runtime || primary || sysmem {
+        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+    }
+    let mut made = Vec::with_capacity(pdds.len());
+    m.reap_allocations(sh).map_err(super::status)?;
+    for bytes in &pdds {
+        let one = rvgpu_umd::kmt::AllocationPdd::read_from_bytes(bytes)
+            .map_err(|_| bad())
+            .and_then(|pdd| {
+                m.create_allocation2(sh, p.device, pdd.size, bytes)
+                    .map_err(super::status)
+            });
+        match one {
+            Ok((handle, alloc, gpu_va)) => made.push(Made {
+                handle,
+                gpu_va,
+                size: alloc.len,
+            }),
+            Err(e) => {
+                undo(m, sh, p, &made);
+                return Err(e);
+            }
+        }
+    }
+    for (i, one) in made.iter().enumerate() {
+        let entry = a
+            .p_allocation_info2
+            .wrapping_add(u64::from(stride).wrapping_mul(i as u64));
+        let mut out = mem.write(entry, one.handle.as_bytes());
+        // 24H2 writes no VA back (`answers::AllocationVa::MappedByCaller`); the pages'
+        // reading returns one.
+        if one.gpu_va != 0 && out.is_ok() {
+            let at = entry
+                .wrapping_add(
+                    core::mem::offset_of!(D3dddiAllocationInfo2, gpu_virtual_address) as u64,
+                );
+            out = mem.write(at, one.gpu_va.as_bytes());
+        }
+        if let Err(e) = out {
+            undo(m, sh, p, &made);
+            return Err(e);
+        }
+    }
+    a.h_resource = 0;
+    Ok(made)
+}
+
+/// What a failed create made goes again, at once (nothing referenced it yet).
+fn undo(m: &Machine, sh: &AdapterShared, p: UmsProcess, made: &[Made]) {
+    for one in made {
+        let _ = crate::ums::allocation::destroy_allocation2(m, sh, p.device, one.handle, true);
+    }
+    let _ = m.reap_allocations(sh);
+}
+
+/// A Rust caller's memory for one `D3DKMTCreateAllocation2` (the Rust UMD, through
+/// [`super::SimKmt`]): the allocation list and each entry's private data at addresses of
+/// their own, as the Windows thunk's structures would be in the caller's process.
+pub(crate) struct HostCreate {
+    list: core::cell::RefCell<Vec<u8>>,
+    pdd: Vec<u8>,
+}
+
+impl HostCreate {
+    const LIST_AT: u64 = 0x1_0000;
+    const PDD_AT: u64 = 0x1_0000_0000;
+
+    /// One allocation described by `pdd`.
+    pub(crate) fn one(pdd: &[u8]) -> Self {
+        let info = D3dddiAllocationInfo2 {
+            p_private_driver_data: Self::PDD_AT,
+            private_driver_data_size: u32::try_from(pdd.len()).unwrap_or(u32::MAX),
+            ..Default::default()
+        };
+        Self {
+            list: core::cell::RefCell::new(info.as_bytes().to_vec()),
+            pdd: pdd.to_vec(),
+        }
+    }
+
+    /// The structure the UMD's Windows thunk fills for it on `h_device`.
+    pub(crate) fn structure(&self, h_device: u32) -> D3dkmtCreateAllocation {
+        D3dkmtCreateAllocation {
+            h_device,
+            num_allocations: 1,
+            p_allocation_info2: Self::LIST_AT,
+            ..Default::default()
+        }
+    }
+}
+
+impl CallerMemory for HostCreate {
+    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
+        let got = match at {
+            Self::LIST_AT => self.list.borrow().get(..size as usize).map(<[u8]>::to_vec),
+            Self::PDD_AT => self.pdd.get(..size as usize).map(<[u8]>::to_vec),
+            _ => None,
+        };
+        got.ok_or_else(bad)
+    }
+    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), NtStatus> {
+        let mut list = self.list.borrow_mut();
+        let from = usize::try_from(at.wrapping_sub(Self::LIST_AT)).map_err(|_| bad())?;
+        let to = from.checked_add(bytes.len()).ok_or_else(bad)?;
+        list.get_mut(from..to)
+            .ok_or_else(bad)?
+            .copy_from_slice(bytes);
+        Ok(())
+    }
 }

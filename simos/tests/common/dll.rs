@@ -124,3 +124,28 @@ pub fn raw_context(p: &Arc<UserProcess>, flags: u32) -> u32 {
     );
     c[8]
 }
+
+/// A read-only page of the DLL's process holding `words`.
+pub fn read_only(words: &[u64]) -> u64 {
+    assert!(words.len() * 8 <= 4096);
+    // SAFETY: a new anonymous mapping; no memory of the test's is touched.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert!(page != libc::MAP_FAILED);
+    let at = page.cast::<u64>();
+    for (i, w) in words.iter().enumerate() {
+        // SAFETY: within the 4 KiB just mapped writable (checked above).
+        unsafe { at.add(i).write(*w) };
+    }
+    // SAFETY: the page just mapped, made read-only; it is never unmapped (a test's page).
+    assert_eq!(unsafe { libc::mprotect(page, 4096, libc::PROT_READ) }, 0);
+    page as u64
+}

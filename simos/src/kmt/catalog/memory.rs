@@ -7,8 +7,10 @@ pub(super) const CREATE_ALLOCATION2: Thunk = Thunk {
     source: Some(&[
         src("DxgkCreateAllocationInternal", 0x140304ED8),
         src("DXGDEVICE::CreateAllocation", 0x140356E10),
+        src("VIDMM_GLOBAL::CreateOneAllocation", 0x1400DCBA4),
     ]),
     checks: &[
+        check("the structure not readable", ACCESS_VIOLATION),
         check(
             "hDevice not in the caller's handle table",
             INVALID_PARAMETER,
@@ -34,24 +36,51 @@ pub(super) const CREATE_ALLOCATION2: Thunk = Thunk {
         ),
         check("CreateShared without CreateResource", INVALID_PARAMETER),
         check("no hResource and NumAllocations 0", INVALID_PARAMETER),
+        check("the device not active", DEVICE_REMOVED),
         check("no pool for the handle list", NO_MEMORY),
         check(
             "StandardAllocation on a driver below WDDM 2.0",
             INVALID_PARAMETER,
         ),
+        check(
+            "CrossAdapter on an adapter without cross-adapter resources, or without CreateShared",
+            INVALID_PARAMETER,
+        ),
+        check("pAllocationInfo2 not readable", ACCESS_VIOLATION),
+        check(
+            "an entry's Flags.Stereo without Flags.Primary, or with CrossAdapter",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "an entry's PrivateDriverDataSize above 0x7FFFFFFF",
+            INVALID_PARAMETER,
+        ),
+        check("no pool for an entry's private driver data", NO_MEMORY),
+        check(
+            "an entry's pPrivateDriverData not readable",
+            ACCESS_VIOLATION,
+        ),
+        check(
+            "pAllocationInfo2 or the structure not writable (what was made is destroyed)",
+            ACCESS_VIOLATION,
+        ),
     ],
     written_back: &[
         "each entry's hAllocation (no GpuVirtualAddress: a VA comes only from Map)",
-        "hResource, hGlobalShare and Flags, once DXGDEVICE::CreateAllocation ran",
+        "hResource, hGlobalShare and Flags once DXGDEVICE::CreateAllocation ran, whatever it \
+         answered: on success hResource and hGlobalShare 0 (no resource), on a failure the \
+         caller's hResource and hGlobalShare 0",
     ],
     pending: Pending::No,
-    entry: None,
-    gaps: "no kernel entry of its own (the gdi32 bridge and SimKmt answer it apart); \
-           DXGDEVICE::CreateAllocation's own checks and ValidateStandardAllocationParams \
-           not read; after 24H2's checks a resource, a flag, StandardAllocation, runtime or \
-           driver data of the whole call and pSystemMem are STATUS_NOT_SUPPORTED (the UMD \
-           uses none); the unprivileged process is DXGPROCESS +0x198 bit 8 clear, which \
-           every process of the simulation is",
+    entry: Some("allocation::dxgk_create_allocation_internal"),
+    gaps: "ValidateStandardAllocationParams and DXGDEVICE::OpenResourceObject not read; after \
+           24H2's checks a resource, a flag, StandardAllocation, runtime or driver data of the \
+           whole call, pSystemMem and a Primary entry (whose display-source checks are not \
+           modelled) are STATUS_NOT_SUPPORTED (the UMD uses none); the adapter's cross-adapter \
+           bit is not modelled (CrossAdapter with CreateShared is refused with the resource); \
+           the simulated pool gives an entry at most 1 MiB of private driver data; the \
+           unprivileged process is DXGPROCESS +0x198 bit 8 clear, which every process of the \
+           simulation is",
 };
 
 pub(super) const CREATE_PAGING_QUEUE: Thunk = Thunk {

@@ -170,34 +170,54 @@ pub(super) const OPEN_NATIVE_FENCE_FROM_NT_HANDLE: Thunk = Thunk {
 
 pub(super) const SHARE_OBJECTS: Thunk = Thunk {
     name: "D3DKMTShareObjects",
-    source: Some(&[src("DxgkShareObjectsInternal", 0x14032A300)]),
+    source: Some(&[
+        src("DxgkShareObjectsInternal", 0x14032A300),
+        src("CreateSharedSyncNtObject", 0x1403289FC),
+        src("ObpCaptureObjectCreateInformation", 0x14089CCA0),
+    ]),
     checks: &[
         check("cObjects 0 or above 3", INVALID_PARAMETER),
         check("hObjects not readable", ACCESS_VIOLATION),
         check("pObjectAttributes NULL", INVALID_PARAMETER),
         check("hObjects[0] 0", INVALID_PARAMETER),
         check(
+            "hObjects[0] neither a resource, a sync object nor a protected session of the caller's",
+            INVALID_PARAMETER,
+        ),
+        check(
             "a sync object with cObjects other than 1",
             INVALID_PARAMETER,
         ),
         check(
-            "hObjects[0] neither a resource, a sync object nor a protected session of the caller's",
+            "a sync object made without NtSecuritySharing",
             INVALID_PARAMETER,
+        ),
+        check(
+            "pObjectAttributes not 8-byte aligned",
+            DATATYPE_MISALIGNMENT,
+        ),
+        check("pObjectAttributes not readable", ACCESS_VIOLATION),
+        check("Length not 48", INVALID_PARAMETER),
+        check(
+            "an Attributes bit of 0xFFFEE00D",
+            INVALID_PARAMETER,
+        ),
+        check("RootDirectory without ObjectName", OBJECT_NAME_INVALID),
+        check(
+            "phSharedNtHandle not writable (the new handle is closed again)",
+            ACCESS_VIOLATION,
         ),
     ],
     written_back: &["*phSharedNtHandle"],
     pending: Pending::No,
-    entry: None,
-    gaps: "no entry of its own: the gdi32 bridge answers it; it shares only native fences \
-           (CreateSharedSyncNtObject @0x1403289FC: a handle of the wrong type, or a sync \
-           object without NtSecuritySharing, STATUS_INVALID_PARAMETER; the simulation's \
-           unshareable native or monitored fence answers so), a monitored fence made with \
-           NtSecuritySharing is refused with STATUS_NOT_SUPPORTED where 24H2 shares it, and \
-           it refuses a named or otherwise filled OBJECT_ATTRIBUTES with STATUS_NOT_SUPPORTED \
-           where 24H2's ObCreateObject captures it; dwDesiredAccess is honoured for the \
-           handle's specific rights, READ_CONTROL and GENERIC_ALL/MAXIMUM_ALLOWED (all), but \
-           GENERIC_READ, GENERIC_WRITE and GENERIC_EXECUTE grant nothing: the type's \
-           GENERIC_MAPPING is data the pseudocode does not show",
+    entry: Some("share::dxgk_share_objects_internal"),
+    gaps: "the simulated object manager holds only native fences: a monitored fence made with \
+           NtSecuritySharing is refused with STATUS_NOT_SUPPORTED where 24H2 shares it; \
+           attributes with a name, a security descriptor or quality of service are refused with STATUS_NOT_SUPPORTED where ObCreateObject captures them; \
+           dwDesiredAccess is honoured for the handle's specific rights, READ_CONTROL and \
+           GENERIC_ALL/MAXIMUM_ALLOWED (all), but GENERIC_READ, GENERIC_WRITE and \
+           GENERIC_EXECUTE grant nothing: the type's GENERIC_MAPPING is data the pseudocode \
+           does not show",
 };
 
 pub(super) const SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {

@@ -46,44 +46,6 @@ pub(super) struct SubmitCommandToHwQueue {
     pub(super) written_primaries: u64,
 }
 
-/// `D3DKMT_CREATEALLOCATION`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct CreateAllocation {
-    pub(super) h_device: u32,
-    pub(super) h_resource: u32,
-    pub(super) h_global_share: u32,
-    pub(super) _pad0: u32,
-    pub(super) p_private_runtime_data: u64,
-    pub(super) private_runtime_data_size: u32,
-    pub(super) _pad1: u32,
-    pub(super) p_standard_allocation: u64,
-    pub(super) private_driver_data_size: u32,
-    pub(super) num_allocations: u32,
-    pub(super) p_allocation_info2: u64,
-    pub(super) flags: u32,
-    pub(super) _pad2: u32,
-    pub(super) h_private_runtime_resource: u64,
-}
-
-/// `D3DDDI_ALLOCATIONINFO2`.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub(super) struct AllocationInfo2 {
-    pub(super) h_allocation: u32,
-    pub(super) _pad0: u32,
-    pub(super) system_mem: u64,
-    pub(super) p_private_driver_data: u64,
-    pub(super) private_driver_data_size: u32,
-    pub(super) vidpn_source_id: u32,
-    pub(super) flags: u32,
-    pub(super) _pad1: u32,
-    pub(super) gpu_virtual_address: u64,
-    pub(super) priority: u32,
-    pub(super) _pad2: u32,
-    pub(super) reserved: [u64; 5],
-}
-
 /// `D3DKMT_CREATE_DOORBELL` (released layout, as `kmt_windows::D3dkmtCreateDoorbell`).
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
 #[repr(C)]
@@ -110,19 +72,6 @@ const _: () = {
     assert!(offset_of!(CreateHwQueue, progress_fence_gpu_va) == 40);
     assert!(size_of::<SubmitCommandToHwQueue>() == 56);
     assert!(offset_of!(SubmitCommandToHwQueue, written_primaries) == 48);
-    assert!(size_of::<CreateAllocation>() == 72);
-    assert!(offset_of!(CreateAllocation, p_private_runtime_data) == 16);
-    assert!(offset_of!(CreateAllocation, private_driver_data_size) == 40);
-    assert!(offset_of!(CreateAllocation, num_allocations) == 44);
-    assert!(offset_of!(CreateAllocation, p_allocation_info2) == 48);
-    assert!(offset_of!(CreateAllocation, flags) == 56);
-    assert!(offset_of!(CreateAllocation, h_private_runtime_resource) == 64);
-    assert!(size_of::<AllocationInfo2>() == 96);
-    assert!(offset_of!(AllocationInfo2, p_private_driver_data) == 16);
-    assert!(offset_of!(AllocationInfo2, private_driver_data_size) == 24);
-    assert!(offset_of!(AllocationInfo2, flags) == 32);
-    assert!(offset_of!(AllocationInfo2, gpu_virtual_address) == 40);
-    assert!(offset_of!(AllocationInfo2, reserved) == 56);
     assert!(size_of::<CreateDoorbell>() == 72);
     assert!(offset_of!(CreateDoorbell, private_driver_data) == 24);
     assert!(offset_of!(CreateDoorbell, doorbell_status_cpu_va) == 48);

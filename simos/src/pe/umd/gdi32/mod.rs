@@ -26,8 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use rvgpu_umd::kmt::{DestroyFlags, Kmt};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use super::{guest, Device, UserProcess};
 use crate::base::lock::lock;
@@ -47,11 +46,9 @@ const STATUS_NO_MEMORY: u32 = 0xC000_0017;
 /// status [`crate::kmt::SimKmt`]'s waits return).
 const STATUS_IO_TIMEOUT: u32 = crate::base::error::STATUS_IO_TIMEOUT as u32;
 
-/// Most allocations per `D3DKMTCreateAllocation2` / `D3DKMTDestroyAllocation2` /
-/// `D3DKMTMakeResident` here (the DLL passes one; a bound keeps the copies small).
+/// Most allocations per `D3DKMTDestroyAllocation2` / `D3DKMTMakeResident` here (the DLL
+/// passes one; a bound keeps the copies small).
 const MAX_ALLOCATIONS: u32 = 256;
-/// Most private driver data copied per call (the KMD bounds what it accepts far lower).
-const MAX_PRIVATE_DATA: u32 = 64 * 1024;
 
 type Handler = super::Handler;
 
@@ -203,17 +200,6 @@ fn array<T: FromBytes>(at: u64, count: u32, max: u32) -> Result<Vec<T>, u32> {
         return Err(STATUS_INVALID_PARAMETER);
     }
     guest::read_array(at, count as usize).map_err(bad)
-}
-
-/// Private driver data: `size` bytes at `at` (none when `size` is 0).
-fn private_data(at: u64, size: u32) -> Result<Vec<u8>, u32> {
-    if size == 0 {
-        return Ok(Vec::new());
-    }
-    if size > MAX_PRIVATE_DATA {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    guest::read_bytes(at, size as usize).map_err(bad)
 }
 
 fn nt(s: rvgpu_umd::kmt::NtStatus) -> u32 {
@@ -435,80 +421,31 @@ fn submit_command(p: &UserProcess, at: u64) -> Status {
 // ---------------------------------------------------------------------------------------------
 // Allocations.
 
-/// `D3DKMTCreateAllocation2` of standalone allocations: `hDevice`, then 24H2's checks of the
-/// flags and counts ([`crate::kmt::allocation::create_allocation_checks`]); past them a
-/// resource, a flag, runtime or whole-call driver data, or existing system memory is
-/// STATUS_NOT_SUPPORTED (features the UMD does not use). Each
-/// allocation's private data is the UMD's `AllocationPdd`, which goes to the KMD's
-/// `DxgkDdiCreateAllocation`; another size is STATUS_INVALID_PARAMETER (what that DDI answers
-/// for it too). Each entry gets its
-/// handle, and a GPU VA only under the pages' reading (24H2's `DXGDEVICE::CreateAllocation`
-/// @0x140356E10 writes none); if one fails, those created before it are destroyed again.
+/// `D3DKMTCreateAllocation2`: the structure as the DLL wrote it to the thunk's kernel entry
+/// ([`crate::kmt::allocation::dxgk_create_allocation_internal`], 24H2's checks; it reads the
+/// list and the private data from and writes each `hAllocation` to the DLL's memory), then
+/// back the fields 24H2 writes once `DXGDEVICE::CreateAllocation` ran.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
 fn create_allocation2(p: &UserProcess, at: u64) -> Status {
-    let a: CreateAllocation = args(at)?;
-    let d = p.device(a.h_device)?;
-    let signing = p.machine.os_config().test_signing;
-    crate::kmt::allocation::create_allocation_checks(
-        signing,
-        a.flags,
-        a.num_allocations,
-        a.h_resource,
-    )
-    .map_err(nt)?;
-    let runtime = a.p_private_runtime_data != 0 || a.p_standard_allocation != 0;
-    if a.h_resource != 0 || a.flags != 0 || a.private_driver_data_size != 0 || runtime {
-        return Err(STATUS_NOT_SUPPORTED);
-    }
-    let infos: Vec<AllocationInfo2> =
-        array(a.p_allocation_info2, a.num_allocations, MAX_ALLOCATIONS)?;
-    let list_len = infos.len() * size_of::<AllocationInfo2>();
-    if !guest::writable(a.p_allocation_info2, list_len) {
-        return Err(STATUS_ACCESS_VIOLATION);
-    }
-    let mut pdds = Vec::with_capacity(infos.len());
-    for info in &infos {
-        if info.system_mem != 0 {
-            return Err(STATUS_NOT_SUPPORTED);
+    use crate::kmt::allocation::{
+        dxgk_create_allocation_internal, D3dkmtCreateAllocation, CREATE_WRITTEN_BACK,
+    };
+    let mut a: D3dkmtCreateAllocation = args(at)?;
+    let h_device = a.h_device;
+    let write_back = |a: &D3dkmtCreateAllocation| {
+        for r in CREATE_WRITTEN_BACK {
+            let out = a.as_bytes().get(r.clone()).unwrap_or_default();
+            guest::write_bytes(at.wrapping_add(r.start as u64), out)
+                .map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))?;
         }
-        let bytes = private_data(info.p_private_driver_data, info.private_driver_data_size)?;
-        let pdd = rvgpu_umd::kmt::AllocationPdd::read_from_bytes(&bytes)
-            .map_err(|_| STATUS_INVALID_PARAMETER)?;
-        pdds.push(pdd);
-    }
-    let k = p.kmt(d);
-    let mut made = Vec::with_capacity(pdds.len());
-    for pdd in &pdds {
-        match k.create_allocation_pdd(pdd) {
-            Ok(m) => made.push(m),
-            Err(e) => {
-                for m in &made {
-                    let _ = k.destroy_allocation2(
-                        m.handle,
-                        DestroyFlags {
-                            assume_not_in_use: true,
-                        },
-                    );
-                }
-                return Err(nt(e));
-            }
-        }
-    }
-    for (i, m) in made.iter().enumerate() {
-        p.record(m.handle, a.h_device);
-        let entry = a
-            .p_allocation_info2
-            .wrapping_add((i * size_of::<AllocationInfo2>()) as u64);
-        put(entry, offset_of!(AllocationInfo2, h_allocation), &m.handle)?;
-        // 24H2 writes no VA back (`answers::AllocationVa::MappedByCaller`: the entry's
-        // `GpuVirtualAddress` stays what the caller left); the pages' reading returns one.
-        if m.gpu_va != 0 {
-            put(
-                entry,
-                offset_of!(AllocationInfo2, gpu_virtual_address),
-                &m.gpu_va,
-            )?;
-        }
+        Ok(())
+    };
+    let device = |h| p.device(h).ok().map(|d| d.sim);
+    let made =
+        dxgk_create_allocation_internal(&p.machine, &mut a, device, &GuestMemory, write_back)
+            .map_err(nt)?;
+    for m in made {
+        p.record(m.handle, h_device);
     }
     Ok(())
 }

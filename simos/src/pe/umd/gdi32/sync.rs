@@ -4,17 +4,6 @@
 
 use super::*;
 
-use crate::kmt::sync_from_cpu::{sync_object_of, SyncObject};
-
-impl UserProcess {
-    /// Sync object `h` of this process: the device that owns it and the object.
-    fn sync_object(&self, h: u32) -> Result<(Device, SyncObject), u32> {
-        let d = self.owner(h)?;
-        let s = sync_object_of(&self.machine, &d.sim, h).ok_or(STATUS_INVALID_PARAMETER)?;
-        Ok((d, s))
-    }
-}
-
 /// `D3DKMTDestroySynchronizationObject` of a native or monitored fence this process created or opened.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroysynchronizationobject>
 /// The structure as the DLL wrote it to the thunk's kernel entry ([`crate::kmt::destroy_sync`]).
@@ -219,79 +208,23 @@ pub(super) fn create_synchronization_object2(p: &UserProcess, at: u64) -> Status
     Ok(())
 }
 
-/// `OBJECT_ATTRIBUTES` (x64, 48 bytes).
-#[derive(FromBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-struct ObjectAttributes {
-    length: u32,
-    _pad: u32,
-    root_directory: u64,
-    object_name: u64,
-    attributes: u32,
-    _pad1: u32,
-    security_descriptor: u64,
-    security_quality_of_service: u64,
-}
-
 /// `D3DKMTShareObjects(cObjects, hObjects, pObjectAttributes, dwDesiredAccess,
-/// phSharedNtHandle)`, in 24H2 `K:DxgkShareObjectsInternal` @0x14032A300's order,
-/// STATUS_INVALID_PARAMETER unless said: `cObjects` 0 or above 3; `hObjects` not readable (its
-/// fault status); `pObjectAttributes` NULL; `hObjects[0]` 0; `hObjects[0]` not an object of this
-/// process, or a sync object with `cObjects` other than 1. Only a native fence is shared here,
-/// with attributes that name nothing (a name, a root, a security descriptor or quality of
-/// service: STATUS_NOT_SUPPORTED, not modelled); the new NT handle is in the owning process's
-/// table, granting what `dwDesiredAccess` maps to (`ObInsertObject`), written to
-/// `phSharedNtHandle`.
+/// phSharedNtHandle)`: the five arguments as the DLL passed them to the thunk's kernel entry
+/// ([`crate::kmt::share`], 24H2's checks; it reads the handles and the attributes from and
+/// writes the new NT handle to the DLL's memory).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtshareobjects>
 pub(super) fn share_objects(p: &UserProcess, w: &[u64; 12]) -> Status {
-    let count = w[0] as u32;
-    if count == 0 || count > 3 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    let handles: Vec<u32> = array(w[1], count, 3)?;
-    if w[2] == 0 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    let h = handles.first().copied().unwrap_or(0);
-    if h == 0 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    let (d, s) = p.sync_object(h)?;
-    if count != 1 {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    let oa: ObjectAttributes = args(w[2])?;
-    let named = oa.root_directory != 0 || oa.object_name != 0;
-    if oa.length as usize != size_of::<ObjectAttributes>() {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    if named || oa.security_descriptor != 0 || oa.security_quality_of_service != 0 {
-        return Err(STATUS_NOT_SUPPORTED);
-    }
-    // A monitored fence made without NtSecuritySharing is refused as 24H2's
-    // `K:CreateSharedSyncNtObject` @0x1403289FC refuses it; one made with it is not shared
-    // by the simulation (no NT object of that kind).
-    if matches!(s, SyncObject::Monitored(_)) {
-        use crate::kmt::native_fence::SYNC_NT_SECURITY_SHARING;
-        let flags = lock(&p.handles).sync_flags.get(&h).copied().unwrap_or(0);
-        return Err(if flags & SYNC_NT_SECURITY_SHARING == 0 {
-            STATUS_INVALID_PARAMETER
-        } else {
-            STATUS_NOT_SUPPORTED
-        });
-    }
-    if !guest::writable(w[4], 8) {
-        return Err(if w[4] == 0 {
-            STATUS_INVALID_PARAMETER
-        } else {
-            STATUS_ACCESS_VIOLATION
-        });
-    }
-    let nt_handle = p
-        .kmt(d)
-        .share_native_fence_with_access(h, w[3] as u32)
-        .map_err(nt)?;
-    put(w[4], 0, &nt_handle)
+    use crate::kmt::share::{dxgk_share_objects_internal, ShareObjects};
+    let a = ShareObjects {
+        c_objects: w[0] as u32,
+        h_objects: w[1],
+        p_object_attributes: w[2],
+        desired_access: w[3] as u32,
+        ph_shared_nt_handle: w[4],
+    };
+    dxgk_share_objects_internal(&p.machine, &a, p, &GuestMemory)
+        .map(|_| ())
+        .map_err(nt)
 }
 
 /// `D3DKMTOpenNativeFenceFromNtHandle`: the structure as the DLL wrote it to the thunk's
