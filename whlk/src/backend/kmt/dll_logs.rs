@@ -2,7 +2,7 @@
 //! ([`FenceLogs`]) for an application on rvgpu_umd.dll.
 //!
 //! A fence is `rvgpu_fence_create2` (shareable, so a case may open it elsewhere); opening it in
-//! another process is the share / `DuplicateHandle` / open sequence of `dll_fences`; a batch
+//! another process is the share / `DuplicateHandle` / open sequence of `dll_umd`; a batch
 //! of packets and fence operations is `rvgpu_queue_submit` batches in order (a batch's waits
 //! come before its packets and its signals after, so a wait after a packet or a signal, or a
 //! packet after a signal, starts a new batch). The logs are the OS's records, read by the
