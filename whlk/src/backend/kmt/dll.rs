@@ -196,7 +196,7 @@ pub(super) struct DllSession {
     /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
     pub(super) idle_f1: bool,
     /// Kernel-mode DMA contexts made through `DmaContexts` (`dll_dma`).
-    pub(super) dma: Vec<super::dll_state::DContext>,
+    pub(super) dma: Vec<super::dll_dma::DContext>,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
     pub(super) recorder: Option<Arc<rvgpu_simos::state::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).

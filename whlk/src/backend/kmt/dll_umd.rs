@@ -26,7 +26,6 @@ use super::dll::{
     status_name, DllSession, FenceList, DEVICE_LOST, LOCK_READ, LOCK_WRITE, OK, TIMEOUT,
     WAS_STILL_DRAWING,
 };
-use super::dll_state::{DEvent, DllFence};
 use crate::backend::app::{AppObjects, AppUmd, QueueOp, Waiter};
 use crate::backend::{
     BufferRef, Failure, FenceRef, FenceValues, LockOutcome, Pages, ProcessRef, TrackedInfo,
@@ -47,7 +46,63 @@ pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)
 }
 
+/// A native fence: its `RvgpuFence*`, and the D3DKMT handle the DLL got for it (how the OS
+/// names this process's instance), if one appeared.
+pub(super) struct DllFence {
+    pub(super) handle: u64,
+    pub(super) kmt: Option<u32>,
+}
+
+/// A CPU wait in event form.
+pub(super) enum DEvent {
+    /// A thread blocked in `rvgpu_fence_wait`, slice by slice.
+    Thread(Waiter),
+    /// Step mode: the wait `rvgpu_fence_wait_async` registered: (process, its Win32 event,
+    /// `RvgpuFence*`, value).
+    Registered(usize, u64, u64, u64),
+}
+
+/// One operation of a batch as the C API takes it, a fence by its `RvgpuFence*`.
+#[derive(Clone, Copy)]
+pub(super) enum DllOp {
+    Wait(u64, u64),
+    Cmd(rvgpu_hw::cmd::Command),
+    Signal(u64, u64),
+}
+
 impl DllSession {
+    /// `ops` in order on queue `h` of process `p`, as batches of `rvgpu_queue_submit`, each its
+    /// waits, packets and signals: a wait after packets or signals, or a packet after signals,
+    /// starts a new batch. The last batch's progress value.
+    pub(super) fn submit_in_order(&self, p: usize, h: u64, ops: &[DllOp]) -> Result<u64, Failure> {
+        type Batch = (FenceList, Vec<rvgpu_hw::cmd::Command>, FenceList);
+        let mut batches: Vec<Batch> = vec![Batch::default()];
+        for op in ops {
+            let new = batches.last().is_some_and(|(_, cmds, signals)| match op {
+                DllOp::Wait(..) => !cmds.is_empty() || !signals.is_empty(),
+                DllOp::Cmd(_) => !signals.is_empty(),
+                DllOp::Signal(..) => false,
+            });
+            if new {
+                batches.push(Batch::default());
+            }
+            if let Some(b) = batches.last_mut() {
+                match *op {
+                    DllOp::Wait(f, v) => b.0.push((f, v)),
+                    DllOp::Cmd(c) => b.1.push(c),
+                    DllOp::Signal(f, v) => b.2.push((f, v)),
+                }
+            }
+        }
+        let mut last = None;
+        for (waits, cmds, signals) in &batches {
+            if !(waits.is_empty() && cmds.is_empty() && signals.is_empty()) {
+                last = Some(self.submit_batch(p, h, cmds, waits, signals)?);
+            }
+        }
+        last.ok_or_else(|| Failure::Backend("nothing to submit".into()))
+    }
+
     /// The D3DKMT objects of process `p` now (sorted).
     fn objects_of(&self, p: usize) -> Result<Vec<u32>, Failure> {
         Ok(self.process(p)?.0.objects())
@@ -374,46 +429,20 @@ impl AppUmd for DllSession {
         self.queue(q).map(|(p, _)| p)
     }
 
-    /// The operations in order as batches of `rvgpu_queue_submit`, each its waits, packets
-    /// and signals: a wait after packets or signals, or packets after signals, start a new
-    /// batch.
+    /// The operations in order (`DllSession::submit_in_order`).
     fn batch(&mut self, q: UmQueueRef, ops: &[QueueOp]) -> Result<u64, Failure> {
         let (p, h) = self.queue(q)?;
-        let mut batches: Vec<(FenceList, Vec<rvgpu_hw::cmd::Command>, FenceList)> =
-            vec![Default::default()];
-        for op in ops {
-            let (starts, fence) = match *op {
-                QueueOp::Wait(f, _) => (true, Some(f)),
-                QueueOp::Cmd(_) => (false, None),
-                QueueOp::Signal(f, _) => (false, Some(f)),
-            };
-            let fence = fence
-                .map(|f| self.app.fence(f).map(|f| f.handle))
-                .transpose()?;
-            let last = batches
-                .last()
-                .ok_or_else(|| Failure::Backend("no batch".into()))?;
-            let after_signal = !last.2.is_empty();
-            let after_cmd = !last.1.is_empty();
-            let cmd = matches!(op, QueueOp::Cmd(_));
-            if (starts && (after_cmd || after_signal)) || (cmd && after_signal) {
-                batches.push(Default::default());
-            }
-            let Some(b) = batches.last_mut() else {
-                continue;
-            };
-            match (*op, fence) {
-                (QueueOp::Wait(_, v), Some(f)) => b.0.push((f, v)),
-                (QueueOp::Cmd(c), _) => b.1.push(c),
-                (QueueOp::Signal(_, v), Some(f)) => b.2.push((f, v)),
-                _ => {}
-            }
-        }
-        let mut last = Err(Failure::Backend("nothing to submit".into()));
-        for (waits, cmds, signals) in &batches {
-            last = Ok(self.submit_batch(p, h, cmds, waits, signals)?);
-        }
-        last
+        let handle = |f| self.app.fence(f).map(|f| f.handle);
+        let ops = (ops.iter())
+            .map(|op| {
+                Ok(match *op {
+                    QueueOp::Wait(f, v) => DllOp::Wait(handle(f)?, v),
+                    QueueOp::Cmd(c) => DllOp::Cmd(c),
+                    QueueOp::Signal(f, v) => DllOp::Signal(handle(f)?, v),
+                })
+            })
+            .collect::<Result<Vec<_>, Failure>>()?;
+        self.submit_in_order(p, h, &ops)
     }
 
     fn va_reserve(&self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure> {

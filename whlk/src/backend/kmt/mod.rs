@@ -36,8 +36,6 @@ mod dll_logs;
 #[cfg(target_os = "linux")]
 mod dll_os;
 #[cfg(target_os = "linux")]
-mod dll_state;
-#[cfg(target_os = "linux")]
 mod dll_umd;
 #[cfg(target_os = "linux")]
 mod dll_usermode;
