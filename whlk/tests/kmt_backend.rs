@@ -43,6 +43,27 @@ fn kmt_backend_passes_or_skips_every_case() {
             "Tdr.UserModeTrafficSurvives",
         ]),
     );
+    // What the backend claims (on Windows as here: the list is the backend's, the platform
+    // only answers whether the OS enabled native fences) is what a Windows machine can have and
+    // what its code does: each claimed capability with a trait is needed by a case that passes.
+    let all = rvgpu_whlk::cases::all();
+    for c in b.capabilities().iter() {
+        assert!(
+            c.windows_possible(),
+            "the D3DKMT backend claims {c}, simulation only"
+        );
+        if matches!(c, Capability::NativeFences) {
+            continue;
+        }
+        let proven = reports.iter().any(|r| {
+            r.outcome == Outcome::Pass
+                && all.iter().any(|k| k.name == r.name && k.needs.contains(&c))
+        });
+        assert!(
+            proven,
+            "the D3DKMT backend claims {c}, but no case needing it passes"
+        );
+    }
     // What user mode cannot see is skipped, naming the capability it needs, not failed or
     // dropped.
     for (name, why) in [

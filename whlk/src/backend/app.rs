@@ -1,5 +1,6 @@
 //! The seam of the two backends that drive the driver as an application does: what a case
-//! observes through the UMD, written once over [`AppUmd`], the one primitive each supplies.
+//! observes through the UMD, written once over [`AppUmd`] and [`AppQueues`], the primitives
+//! each supplies.
 //!
 //! The D3DKMT backend ([`super::kmt::KmtBackend`]) runs the Rust UMD (`rvgpu_umd`) on the
 //! `Kmt` thunks; `--umd pe` (`kmt::dll::DllBackend`) runs the shipped rvgpu_umd.dll's C API,
@@ -7,25 +8,36 @@
 //! order, what the session records, how a status reads to the case) is therefore the same for
 //! both; only the call differs. [`AppUmd`] is the calls, one per UMD object operation: tracked
 //! buffers (create, lock, unlock, status, destroy, fills and copies on a queue), a plain
-//! buffer's words, native fences, a batch of GPU waits and packets on a queue, GPU VA ranges.
-//! The Rust UMD implements it in `kmt/umd.rs`, the DLL's exports in `kmt/dll_umd.rs`. The
-//! capabilities on the seam are implemented here once for every `AppUmd` ([`AllocationUsage`],
-//! [`GpuVaPlacement`]), over the tables the session keeps for them ([`AppObjects`]). Of
-//! [`UserModeSubmission`](super::UserModeSubmission), whose D3DKMT implementation also
-//! forwards to other processes, the gated submission ([`submit_work`]) and a CPU write that
-//! releases a gate ([`write_word`]) are here.
+//! buffer's words, native fences (create, share and open, destroy, CPU waits and signals), a
+//! batch of GPU waits, packets and signals on a queue, GPU VA ranges; [`AppQueues`] the
+//! processes and queues (on the D3DKMT backend also forwarded to other processes). The Rust
+//! UMD implements them in `kmt/umd.rs`, `kmt/fences.rs` and `kmt/mod.rs`, the DLL's exports in
+//! `kmt/dll_umd.rs` and `kmt/dll_usermode.rs`. The capabilities on the seam are implemented
+//! here once for every backend that has the primitives: [`AllocationUsage`],
+//! [`GpuVaPlacement`], [`UserModeSubmission`] (a `WaitAtLeast` is a GPU wait on a gate,
+//! [`submit_work`], and a CPU write releases it, [`write_word`]) and [`Fences`](super::Fences)
+//! (`fences`), over the tables the session keeps for them ([`AppObjects`]).
 //!
 //! A new observation of a capability on the seam is its method in `caps` and its body here; a
 //! primitive is added to both implementations only when the observation needs a UMD call the
 //! seam lacks.
 
+mod fences;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
 use rvgpu_hw::cmd::Command;
 
 use super::tracked::TrackedTable;
 use super::{
-    AllocationUsage, BufferRef, Failure, GpuVaPlacement, LockOutcome, Pages, ProcessRef,
-    TrackedBatch, TrackedInfo, TrackedRef, TrackedWork, UmQueueRef, Work,
+    AllocationUsage, BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, GpuVaPlacement,
+    LockOutcome, NewQueue, Pages, ProcessEnd, ProcessRef, TrackedBatch, TrackedInfo, TrackedRef,
+    TrackedWork, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
 };
+
+pub(crate) use fences::{append_to_gpu_queue, fence_process, AppFence, GpuQueue, Pending, Waiter};
 
 /// A gate: GPU waits on word `offset` of buffer `buffer` are waits on `fence`, a native fence
 /// of the buffer's process that a CPU write of the word signals to the value written (the
@@ -38,35 +50,83 @@ pub(crate) struct Gate<F> {
     pub(crate) fence: F,
 }
 
-/// A GPU wait of a batch: the gate (an index of [`AppObjects::gates`]) and the value.
-pub(crate) type GateWait = (usize, u64);
+/// A fence a batch names: a gate (an index of [`AppObjects::gates`]) or a native fence of
+/// [`Fences`](super::Fences) (an index of [`AppObjects::fences`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum FenceId {
+    Gate(usize),
+    Native(usize),
+}
+
+/// One operation of a batch, in the order the queue runs them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum QueueOp {
+    /// A GPU wait for the fence to reach the value.
+    Wait(FenceId, u64),
+    /// A packet.
+    Cmd(Command),
+    /// A GPU signal of the fence to the value.
+    Signal(FenceId, u64),
+}
 
 /// What a session keeps of the objects an application made through the seam.
-pub(crate) struct AppObjects<B, V, F> {
+pub(crate) struct AppObjects<B, V, F, E> {
     /// Tracked buffers ([`AllocationUsage`]).
     pub(crate) tracked: TrackedTable<B, V>,
     /// GPU VA ranges reserved ([`GpuVaPlacement`]): (process, base, bytes).
     pub(crate) va_ranges: Vec<(usize, u64, u64)>,
     /// Gates, made on first use.
     pub(crate) gates: Vec<Gate<F>>,
+    /// Native fences of [`Fences`](super::Fences), by [`FenceRef`](super::FenceRef).
+    pub(crate) fences: Vec<AppFence<F>>,
+    /// The session's process of each of the fence cases' process numbers: (adapter, the
+    /// case's number, the session's process).
+    pub(crate) fence_procs: Vec<(usize, u32, usize)>,
+    /// The fence cases' GPU queues, by [`QueueRef`](super::QueueRef).
+    pub(crate) gpu_queues: Vec<GpuQueue>,
+    /// CPU waits in event form, by [`EventRef`](super::EventRef).
+    pub(crate) events: Vec<E>,
+    /// Set when the session ends: the event waits stop.
+    pub(crate) stop: Arc<AtomicBool>,
 }
 
-impl<B, V, F> Default for AppObjects<B, V, F> {
+impl<B, V, F, E> Default for AppObjects<B, V, F, E> {
     fn default() -> Self {
         Self {
             tracked: TrackedTable::default(),
             va_ranges: Vec::new(),
             gates: Vec::new(),
+            fences: Vec::new(),
+            fence_procs: Vec::new(),
+            gpu_queues: Vec::new(),
+            events: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
         }
     }
 }
 
-impl<B, V, F> AppObjects<B, V, F> {
+impl<B, V, F, E> AppObjects<B, V, F, E> {
     /// Forgets what process `p` made (it ended: the OS destroyed it).
     pub(crate) fn drop_process(&mut self, p: usize) {
         self.tracked.drop_process(p);
         self.va_ranges.retain(|&(rp, ..)| rp != p);
         drop(self.take_gates_of(p));
+        drop(self.take_live_fences_of(p));
+    }
+
+    /// The session ends: the event waits stop and are joined.
+    pub(crate) fn stop_events(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.events.clear();
+    }
+
+    /// The fence a batch names.
+    pub(crate) fn fence(&self, id: FenceId) -> Result<&F, Failure> {
+        match id {
+            FenceId::Gate(i) => self.gates.get(i).map(|g| &g.fence),
+            FenceId::Native(i) => self.fences.get(i).map(|f| &f.fence),
+        }
+        .ok_or_else(|| Failure::Backend(format!("no fence {id:?}")))
     }
 
     /// Takes out the gate fences of process `p` (it destroys them as it ends).
@@ -92,13 +152,17 @@ pub(crate) trait AppUmd {
     type Buffer;
     /// The CPU view of a tracked buffer's lock.
     type View;
-    /// A native fence (a gate's).
+    /// A native fence (a gate's, or one of [`Fences`](super::Fences)).
     type Fence;
+    /// A CPU wait in event form.
+    type Event;
 
     /// The session's objects of the seam.
-    fn objects(&self) -> &AppObjects<Self::Buffer, Self::View, Self::Fence>;
+    fn objects(&self) -> &AppObjects<Self::Buffer, Self::View, Self::Fence, Self::Event>;
     /// The same, to change.
-    fn objects_mut(&mut self) -> &mut AppObjects<Self::Buffer, Self::View, Self::Fence>;
+    fn objects_mut(
+        &mut self,
+    ) -> &mut AppObjects<Self::Buffer, Self::View, Self::Fence, Self::Event>;
     /// The machine's fault, if it has one.
     fn check_halt(&self) -> Result<(), Failure>;
 
@@ -134,19 +198,46 @@ pub(crate) trait AppUmd {
     fn word_load(&self, b: BufferRef, offset: u64) -> Result<u64, Failure>;
     /// Stores `value` at `offset` of plain buffer `b` from the CPU.
     fn word_store(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure>;
-    /// A native fence of process `p` at `initial`.
-    fn fence_create(&self, p: usize, initial: u64) -> Result<Self::Fence, Failure>;
+    /// A native fence of process `p` at `initial`, which another process can open if
+    /// `shareable`.
+    fn fence_create(&self, p: usize, initial: u64, shareable: bool)
+        -> Result<Self::Fence, Failure>;
+    /// Fence `f` of process `holder` opened in process `p` as an application gets it: the
+    /// holder shares it (an NT handle in its table), the handle is duplicated into `p`'s table
+    /// (`DuplicateHandle`, the broker's), `p` opens it, and each side closes its NT handle.
+    fn fence_open(&self, holder: usize, f: &Self::Fence, p: usize) -> Result<Self::Fence, Failure>;
+    /// Destroys fence `f` of process `p`.
+    fn fence_destroy(&self, p: usize, f: &Self::Fence) -> Result<(), Failure>;
+    /// A blocking CPU wait of process `p` for `f` to reach `value`.
+    fn fence_cpu_wait(
+        &self,
+        p: usize,
+        f: &Self::Fence,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure>;
     /// Signals fence `f` of process `p` to `value` from the CPU.
     fn fence_signal(&self, p: usize, f: &Self::Fence, value: u64) -> Result<(), Failure>;
+    /// A CPU wait of process `p` for `f` to reach `value` in event form, which stops when
+    /// `stop` is set.
+    fn fence_wait_event(
+        &self,
+        p: usize,
+        f: &Self::Fence,
+        value: u64,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<Self::Event, Failure>;
+    /// The outcome of event wait `e`, if it is signalled, waiting up to `timeout`.
+    fn event_poll(&self, e: &Self::Event, timeout: Duration) -> Option<WaitResult>;
+    /// Whether a GPU queue of [`Fences`](super::Fences) can be made (`Err`: why not).
+    fn gpu_queue_allowed(&self) -> Result<(), Failure> {
+        Ok(())
+    }
     /// The process of queue `q`.
     fn queue_process(&self, q: UmQueueRef) -> Result<usize, Failure>;
-    /// One batch on queue `q`: GPU waits on gates, then `cmds`; its progress value.
-    fn batch(
-        &mut self,
-        q: UmQueueRef,
-        waits: &[GateWait],
-        cmds: &[Command],
-    ) -> Result<u64, Failure>;
+    /// Submits `ops` (not empty) on queue `q`, in order; the progress value of the last
+    /// submission.
+    fn batch(&mut self, q: UmQueueRef, ops: &[QueueOp]) -> Result<u64, Failure>;
 
     /// Reserves `bytes` of process `p`'s GPU VA space at `base` (0: the OS chooses).
     fn va_reserve(&self, p: ProcessRef, base: u64, bytes: u64) -> Result<u64, Failure>;
@@ -176,7 +267,7 @@ fn gate_for<S: AppUmd>(
         ));
     }
     let initial = s.word_load(b, offset)?;
-    let fence = s.fence_create(process, initial)?;
+    let fence = s.fence_create(process, initial, false)?;
     let gates = &mut s.objects_mut().gates;
     gates.push(Gate {
         process,
@@ -187,7 +278,7 @@ fn gate_for<S: AppUmd>(
     Ok(gates.len() - 1)
 }
 
-/// [`UserModeSubmission::submit`](super::UserModeSubmission::submit) through the UMD: `work`
+/// [`UserModeSubmission::submit`] through the UMD: `work`
 /// in batches, a `WaitAtLeast` a GPU wait on its word's gate; since a batch's waits come
 /// before its packets, a wait after packets opens a new batch. The last batch's progress
 /// value.
@@ -197,7 +288,7 @@ pub(crate) fn submit_work<S: AppUmd>(
     work: &[Work],
 ) -> Result<u64, Failure> {
     let process = s.queue_process(q)?;
-    let mut batches: Vec<(Vec<GateWait>, Vec<Work>)> = vec![(Vec::new(), Vec::new())];
+    let mut batches: Vec<(Vec<QueueOp>, Vec<Work>)> = vec![(Vec::new(), Vec::new())];
     for w in work {
         if let Work::WaitAtLeast {
             buffer,
@@ -210,24 +301,25 @@ pub(crate) fn submit_work<S: AppUmd>(
                 batches.push((Vec::new(), Vec::new()));
             }
             if let Some(b) = batches.last_mut() {
-                b.0.push((g, value));
+                b.0.push(QueueOp::Wait(FenceId::Gate(g), value));
             }
         } else if let Some(b) = batches.last_mut() {
             b.1.push(*w);
         }
     }
     let mut last = None;
-    for (waits, items) in &batches {
-        let cmds = super::encode_work(items, |b, off, bytes| s.gpu_address(b, off, bytes))?;
-        if cmds.is_empty() && waits.is_empty() {
-            continue;
+    for (waits, items) in batches {
+        let cmds = super::encode_work(&items, |b, off, bytes| s.gpu_address(b, off, bytes))?;
+        let mut ops = waits;
+        ops.extend(cmds.into_iter().map(QueueOp::Cmd));
+        if !ops.is_empty() {
+            last = Some(s.batch(q, &ops)?);
         }
-        last = Some(s.batch(q, waits, &cmds)?);
     }
     last.ok_or_else(|| Failure::Backend("nothing to submit".into()))
 }
 
-/// [`UserModeSubmission::write_buffer`](super::UserModeSubmission::write_buffer) through the
+/// [`UserModeSubmission::write_buffer`] through the
 /// UMD: the store happens, and a GPU wait queued on the word (its gate) is released by
 /// signalling the gate's fence to the value from the CPU, the documented way to wake a GPU
 /// wait from user mode.
@@ -258,7 +350,7 @@ impl<S: AppUmd> AllocationUsage for S {
         }
         if let Some((buffer, offset, value)) = gate {
             let g = gate_for(self, self.queue_process(q)?, buffer, offset)?;
-            self.batch(q, &[(g, value)], &[])?;
+            self.batch(q, &[QueueOp::Wait(FenceId::Gate(g), value)])?;
         }
         self.buffer_work(q, work)
     }
@@ -328,6 +420,106 @@ impl<S: AppUmd> GpuVaPlacement for S {
     }
 
     fn fill_va(&mut self, q: UmQueueRef, va: u64, pattern: u64) -> Result<u64, Failure> {
-        self.batch(q, &[], &[super::gpuva::fill_at(va, pattern)])
+        self.batch(q, &[QueueOp::Cmd(super::gpuva::fill_at(va, pattern))])
+    }
+}
+
+/// How a wait on a queue's progress ended, as the UMD reports it.
+pub(crate) enum QueueWait {
+    /// The progress value was reached.
+    Reached,
+    /// The wait timed out (the OS's wait timeout).
+    TimedOut,
+    /// The device was removed (`STATUS_DEVICE_REMOVED`, the C API's `DEVICE_LOST`).
+    Removed,
+    /// Any other failure.
+    Failed(Failure),
+}
+
+/// The processes and queues of one application's UMD, as the backend calls them. A failed
+/// call is already the [`Failure`] the case sees.
+pub(crate) trait AppQueues {
+    /// Opens a process (its D3D device) on started adapter `i`.
+    fn process_open(&mut self, i: usize) -> Result<ProcessRef, Failure>;
+    /// Process `p` ends as `how` says, its queues still open.
+    fn process_end(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure>;
+    /// A plain buffer of `bytes` for `p`, zeroed.
+    fn plain_create(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure>;
+    /// A queue of `p` as `new` describes.
+    fn queue_create(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure>;
+    /// Waits until queue `q`'s progress reaches `value`.
+    fn queue_wait(&mut self, q: UmQueueRef, value: u64) -> Result<QueueWait, Failure>;
+    /// The UMD's view of queue `q` (its last one once closed).
+    fn queue_status(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure>;
+    /// The UMD closes queue `q`, which keeps its last status.
+    fn queue_close(&mut self, q: UmQueueRef) -> Result<(), Failure>;
+    /// What the UMD's CPU mapping of queue `q`'s doorbell status page reads (`None`: it has
+    /// no doorbell).
+    fn queue_doorbell(&self, q: UmQueueRef) -> Result<Option<DoorbellStatus>, Failure>;
+    /// Runs `lanes` at the same time, one thread each (step mode: one after another).
+    fn churn_lanes(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure>;
+}
+
+impl<S: AppUmd + AppQueues> UserModeSubmission for S {
+    fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
+        self.process_open(i)
+    }
+
+    fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
+        self.process_end(p, how)
+    }
+
+    fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
+        self.plain_create(p, bytes)
+    }
+
+    fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
+        self.word_load(b, offset)
+    }
+
+    /// The store happens and releases the word's gate ([`write_word`]).
+    fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
+        write_word(self, b, offset, value)
+    }
+
+    fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
+        self.queue_create(p, new)
+    }
+
+    /// A `WaitAtLeast` becomes a GPU wait on its word's gate ([`submit_work`]).
+    fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
+        submit_work(self, q, work)
+    }
+
+    /// A timeout or a removed device that the machine's fault explains is the fault.
+    fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
+        let w = self.queue_wait(q, value)?;
+        if matches!(w, QueueWait::Reached) {
+            return Ok(WaitResult::Satisfied);
+        }
+        self.check_halt()?;
+        match w {
+            QueueWait::Reached => Ok(WaitResult::Satisfied),
+            QueueWait::TimedOut => Ok(WaitResult::TimedOut),
+            QueueWait::Removed => Ok(WaitResult::Abandoned),
+            QueueWait::Failed(e) => Err(e),
+        }
+    }
+
+    fn queue_info(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+        self.queue_status(q)
+    }
+
+    fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+        self.queue_close(q)
+    }
+
+    fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+        self.queue_doorbell(q)?
+            .ok_or_else(|| crate::backend::umd_queue::no_doorbell(q))
+    }
+
+    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        self.churn_lanes(lanes)
     }
 }

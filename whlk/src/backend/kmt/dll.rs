@@ -137,7 +137,6 @@ impl crate::backend::Backend for DllBackend {
             processes: Vec::new(),
             buffers: Vec::new(),
             queues: Vec::new(),
-            fence: super::dll_state::FenceState::default(),
             suspended: Vec::new(),
             testing: Default::default(),
             app: Default::default(),
@@ -186,10 +185,10 @@ pub(super) struct DllSession {
     pub(super) opened: Vec<bool>,
     pub(super) processes: Vec<DProcess>,
     pub(super) buffers: Vec<Option<DBuffer>>,
-    /// Tracked buffers, GPU VA ranges and gates (`backend::app`, `dll_umd`).
+    /// Tracked buffers, GPU VA ranges, gates, fences and their waits (`backend::app`,
+    /// `dll_umd`).
     pub(super) app: super::dll_umd::DllObjects,
     pub(super) queues: Vec<DQueue>,
-    pub(super) fence: super::dll_state::FenceState,
     /// Contexts the OS suspended, by process (OsControl).
     pub(super) suspended: Vec<(usize, u32)>,
     /// Fences made through `UmdFences`: (process, `RvgpuFence*`).
@@ -197,7 +196,7 @@ pub(super) struct DllSession {
     /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
     pub(super) idle_f1: bool,
     /// Kernel-mode DMA contexts made through `DmaContexts` (`dll_dma`).
-    pub(super) dma: Vec<super::dll_state::DContext>,
+    pub(super) dma: Vec<super::dll_dma::DContext>,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
     pub(super) recorder: Option<Arc<rvgpu_simos::state::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).
@@ -552,11 +551,14 @@ impl DllSession {
         }
 
         note(self.destroy_contexts_of(p));
-        for f in self.fence.take_live_of(p) {
+        let live: Vec<u64> = (self.app.take_live_fences_of(p).into_iter())
+            .map(|f| f.handle)
+            .collect();
+        for f in live {
             note(self.ok(p, "rvgpu_fence_destroy", &[f]));
         }
         for f in self.app.take_gates_of(p) {
-            note(self.ok(p, "rvgpu_fence_destroy", &[f]));
+            note(self.ok(p, "rvgpu_fence_destroy", &[f.handle]));
         }
         note(self.ok(p, "rvgpu_close_adapter", &[adapter]));
         if let Some(d) = self.processes.get_mut(p) {
@@ -586,7 +588,6 @@ impl DllSession {
             .map_err(failure)?;
         }
         self.app.drop_process(p);
-        let _ = self.fence.take_live_of(p);
         if let Some(d) = self.processes.get_mut(p) {
             d.live = None;
         }
@@ -675,7 +676,7 @@ impl Session for DllSession {
 /// destroys what it holds and closes its adapter, before the machine goes.
 impl Drop for DllSession {
     fn drop(&mut self) {
-        self.fence.stop();
+        self.app.stop_events();
         for p in 0..self.processes.len() {
             if self.processes.get(p).is_some_and(|d| d.live.is_some()) {
                 if let Err(e) = self.close_process(p) {

@@ -2,7 +2,7 @@
 //! ([`FenceLogs`]) for an application on rvgpu_umd.dll.
 //!
 //! A fence is `rvgpu_fence_create2` (shareable, so a case may open it elsewhere); opening it in
-//! another process is the share / `DuplicateHandle` / open sequence of `dll_fences`; a batch
+//! another process is the share / `DuplicateHandle` / open sequence of `dll_umd`; a batch
 //! of packets and fence operations is `rvgpu_queue_submit` batches in order (a batch's waits
 //! come before its packets and its signals after, so a wait after a packet or a signal, or a
 //! packet after a signal, starts a new batch). The logs are the OS's records, read by the
@@ -14,14 +14,15 @@ use std::time::Duration;
 
 use rvgpu_umd::fencelog::{FenceTrace, LogKind as UmdLogKind, QueuedOp};
 
-use super::dll::{DllSession, FenceList};
+use super::dll::DllSession;
+use super::dll_umd::DllOp;
 use crate::backend::sim::failure;
 use crate::backend::sim::logs::{
     hw_kind, os_log_counters, os_queue_logs, recorded_on, start_recording,
 };
 use crate::backend::{
     nth, Failure, FenceLogs, FenceWork, LogCounters, LogKind, ProcessRef, QueueLogs, UmFenceRef,
-    UmQueueRef, UmdFences, WaitResult, Work,
+    UmQueueRef, UmdFences, WaitResult,
 };
 
 /// `RVGPU_FENCE_LOG_WAIT`.
@@ -41,14 +42,6 @@ struct LogEntry {
     logged: u32,
     os_fence: u32,
     reserved: u32,
-}
-
-/// One `rvgpu_queue_submit` batch: waits, packets, signals.
-#[derive(Default)]
-struct Batch {
-    waits: FenceList,
-    work: Vec<Work>,
-    signals: FenceList,
 }
 
 impl DllSession {
@@ -147,59 +140,32 @@ impl UmdFences for DllSession {
         Ok(UmFenceRef(self.um_fences.len() - 1))
     }
 
+    /// In order (`DllSession::submit_in_order`); every fence the queue's process's.
     fn submit_fence_ops(&mut self, q: UmQueueRef, ops: &[FenceWork]) -> Result<u64, Failure> {
         let (p, h) = self.queue(q)?;
-        let mut batches = vec![Batch::default()];
+        let fence = |f| match self.um_fence(f)? {
+            (fp, fh) if fp == p => Ok(fh),
+            _ => Err(Failure::Backend(
+                "the fence is not the queue's process's".into(),
+            )),
+        };
+        let mut dll = Vec::with_capacity(ops.len());
         for op in ops {
-            let open =
-                |b: &Batch, wait: bool| !b.signals.is_empty() || (wait && !b.work.is_empty());
-            match *op {
-                FenceWork::Wait(f, v) => {
-                    let (fp, fh) = self.um_fence(f)?;
-                    if fp != p {
-                        return Err(Failure::Backend(
-                            "the fence is not the queue's process's".into(),
-                        ));
-                    }
-                    if batches.last().is_some_and(|b| open(b, true)) {
-                        batches.push(Batch::default());
-                    }
-                    if let Some(b) = batches.last_mut() {
-                        b.waits.push((fh, v));
-                    }
-                }
+            dll.push(match *op {
+                FenceWork::Wait(f, v) => DllOp::Wait(fence(f)?, v),
                 FenceWork::Work(w) => {
-                    if batches.last().is_some_and(|b| open(b, false)) {
-                        batches.push(Batch::default());
-                    }
-                    if let Some(b) = batches.last_mut() {
-                        b.work.push(w);
-                    }
-                }
-                FenceWork::Signal(f, v) => {
-                    let (fp, fh) = self.um_fence(f)?;
-                    if fp != p {
-                        return Err(Failure::Backend(
-                            "the fence is not the queue's process's".into(),
-                        ));
-                    }
-                    if let Some(b) = batches.last_mut() {
-                        b.signals.push((fh, v));
+                    let cmds = crate::backend::encode_work(&[w], |buf, off, bytes| {
+                        self.buffer_address(buf, off, bytes)
+                    })?;
+                    match cmds.as_slice() {
+                        [c] => DllOp::Cmd(*c),
+                        _ => return Err(Failure::Backend(format!("{w:?} is not one packet"))),
                     }
                 }
-            }
+                FenceWork::Signal(f, v) => DllOp::Signal(fence(f)?, v),
+            });
         }
-        let mut last = None;
-        for b in &batches {
-            let cmds = crate::backend::encode_work(&b.work, |buf, off, bytes| {
-                self.buffer_address(buf, off, bytes)
-            })?;
-            if cmds.is_empty() && b.waits.is_empty() && b.signals.is_empty() {
-                continue;
-            }
-            last = Some(self.submit_batch(p, h, &cmds, &b.waits, &b.signals)?);
-        }
-        last.ok_or_else(|| Failure::Backend("nothing to submit".into()))
+        self.submit_in_order(p, h, &dll)
     }
 
     fn wait_um_fence(

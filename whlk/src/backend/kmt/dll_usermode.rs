@@ -1,5 +1,6 @@
-//! [`UserModeSubmission`] through the DLL: user-mode and kernel-mode queues
-//! (`rvgpu_queue_create`), batches with fence lists (`rvgpu_queue_submit`), waits, and the
+//! The processes and queues of the seam ([`AppQueues`], which writes
+//! [`crate::backend::UserModeSubmission`] once) through the DLL: processes that load it and
+//! open the adapter, user-mode and kernel-mode queues (`rvgpu_queue_create`), waits, and the
 //! streaming and churning lanes on their own threads.
 
 use std::sync::Arc;
@@ -9,10 +10,10 @@ use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
 
 use super::dll::{status_name, DProcess, DQueue, DllSession, DEVICE_LOST, LOCK_WRITE, OK, TIMEOUT};
+use crate::backend::app::{AppQueues, QueueWait};
 use crate::backend::{
     BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, NewQueue, ProcessEnd, ProcessRef,
-    StreamLane, StreamReport, SubmitPath, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult,
-    Work,
+    StreamLane, StreamReport, SubmitPath, UmQueueInfo, UmQueueRef,
 };
 
 /// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order. A lane
@@ -144,10 +145,9 @@ pub(super) fn churn_lane(
     })
 }
 
-impl UserModeSubmission for DllSession {
-    /// The node metadata and user-mode submission caps the driver reported to the OS (the
-    /// OS's record, read by the harness).
-    fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
+impl AppQueues for DllSession {
+    /// A process that loads the DLL and opens the adapter (`rvgpu_open_adapter`).
+    fn process_open(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         self.started(i)?;
         let up = UserProcess::new(self.m.clone(), self.image.clone());
         let luid = rvgpu_simos::adapter::adapter_luid(i);
@@ -177,12 +177,12 @@ impl UserModeSubmission for DllSession {
         Ok(ProcessRef(self.processes.len() - 1))
     }
 
-    fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
+    fn process_end(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
         self.process(p.0)?;
         self.exit_process(p.0, how)
     }
 
-    fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
+    fn plain_create(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
         let d = self.new_buffer(p, bytes)?;
         self.buffers.push(Some(d));
         let b = BufferRef(self.buffers.len() - 1);
@@ -195,16 +195,7 @@ impl UserModeSubmission for DllSession {
         Ok(b)
     }
 
-    fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
-        crate::backend::app::AppUmd::word_load(self, b, offset)
-    }
-
-    /// The store happens and releases the word's gate (`app::write_word`).
-    fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
-        crate::backend::app::write_word(self, b, offset, value)
-    }
-
-    fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
+    fn queue_create(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
         let NewQueue { node, path: kind } = new;
         let (_, adapter) = self.process(p.0)?;
         // RvgpuQueueDesc: node, kind, priority, ring size (4 KiB: the rings the cases wrap).
@@ -234,24 +225,22 @@ impl UserModeSubmission for DllSession {
         Ok(UmQueueRef(self.queues.len() - 1))
     }
 
-    /// A `WaitAtLeast` becomes a GPU wait on its word's gate (`app::submit_work`).
-    fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
-        crate::backend::app::submit_work(self, q, work)
-    }
-
-    fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
+    fn queue_wait(&mut self, q: UmQueueRef, value: u64) -> Result<QueueWait, Failure> {
         let (p, h) = self.queue(q)?;
-        match self.call(p, "rvgpu_queue_wait", &[h, value, u64::MAX])? {
-            OK => Ok(WaitResult::Satisfied),
-            TIMEOUT if self.fault().is_none() => Ok(WaitResult::TimedOut),
-            DEVICE_LOST if self.fault().is_none() => Ok(WaitResult::Abandoned),
-            s => Err(self.fault().unwrap_or_else(|| {
-                Failure::Backend(format!("rvgpu_queue_wait returned {}", status_name(s)))
-            })),
-        }
+        Ok(
+            match self.call(p, "rvgpu_queue_wait", &[h, value, u64::MAX])? {
+                OK => QueueWait::Reached,
+                TIMEOUT => QueueWait::TimedOut,
+                DEVICE_LOST => QueueWait::Removed,
+                s => QueueWait::Failed(Failure::Backend(format!(
+                    "rvgpu_queue_wait returned {}",
+                    status_name(s)
+                ))),
+            },
+        )
     }
 
-    fn queue_info(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+    fn queue_status(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
         let d = self
             .queues
             .get(q.0)
@@ -262,7 +251,7 @@ impl UserModeSubmission for DllSession {
         }
     }
 
-    fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+    fn queue_close(&mut self, q: UmQueueRef) -> Result<(), Failure> {
         let (p, h) = self.queue(q)?;
         let info = self.status_of(p, h)?;
         self.drain_fence_log(p, h)?;
@@ -273,24 +262,22 @@ impl UserModeSubmission for DllSession {
         self.ok(p, "rvgpu_destroy_queue", &[h])
     }
 
-    fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
+    /// The status word `rvgpu_queue_status` reads (-1: no doorbell).
+    fn queue_doorbell(&self, q: UmQueueRef) -> Result<Option<DoorbellStatus>, Failure> {
         let (p, h) = self.queue(q)?;
         let mut st = [0u64; 5];
         self.ok(p, "rvgpu_queue_status", &[h, st.as_mut_ptr() as u64])?;
-        match (st[4] >> 32) as u32 as i32 {
-            -1 => Err(Failure::Backend(format!(
-                "queue {} has no doorbell (a kernel-mode queue)",
-                q.0
-            ))),
-            raw => Ok(DoorbellStatus::from_raw(raw)),
-        }
+        Ok(match (st[4] >> 32) as u32 as i32 {
+            -1 => None,
+            raw => Some(DoorbellStatus::from_raw(raw)),
+        })
     }
 
     /// One thread per lane (step mode: one lane after another), each making its queues one
     /// after another through the C API:
     /// `rvgpu_queue_create`, its batches by `rvgpu_queue_submit`, `rvgpu_queue_wait`,
     /// `rvgpu_queue_status` (which path the queue ended on), `rvgpu_destroy_queue`.
-    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+    fn churn_lanes(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
         let mut jobs = Vec::with_capacity(lanes.len());
         for lane in lanes {
             let (up, adapter) = self.process(lane.process.0)?;

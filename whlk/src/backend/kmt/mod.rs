@@ -15,11 +15,11 @@
 //!
 //! What user mode can observe is all this backend offers: the adapter life cycle (the driver
 //! is installed and started by PnP, so "load" and "start" find and open the adapter, "stop" and
-//! "remove" close it), [`UserModeSubmission`]'s queue operations and churn threads, [`Fences`]
-//! and [`super::MonitoredFences`] (`fences`), [`AllocationUsage`] (the UMD's tracked buffers)
-//! and [`super::GpuVaPlacement`] (the GPU VA thunks), both written once for this backend and the
-//! DLL's over the Rust UMD as their primitive (`umd`, `backend::app`), and [`Tdr`] (the machine's
-//! own detection and recovery, `stream`).
+//! "remove" close it), [`UserModeSubmission`]'s queue operations and churn threads, [`Fences`],
+//! [`AllocationUsage`] (the UMD's tracked buffers) and [`super::GpuVaPlacement`] (the GPU VA
+//! thunks), the last three written once for this backend and the DLL's over the Rust UMD as
+//! their primitive (`umd`, `fences`, `backend::app`), [`super::MonitoredFences`] (`fences`),
+//! and [`Tdr`] (the machine's own detection and recovery, `stream`).
 //! The driver's caps, the OS's internals, fault injection and the other simulation-only
 //! capabilities are absent, so the runner skips the cases that need them, naming the
 //! capability. The one driver escape is the kernel-mode testing interface's known escape
@@ -32,13 +32,9 @@ mod dll_dma;
 #[cfg(target_os = "linux")]
 mod dll_engine;
 #[cfg(target_os = "linux")]
-mod dll_fences;
-#[cfg(target_os = "linux")]
 mod dll_logs;
 #[cfg(target_os = "linux")]
 mod dll_os;
-#[cfg(target_os = "linux")]
-mod dll_state;
 #[cfg(target_os = "linux")]
 mod dll_umd;
 #[cfg(target_os = "linux")]
@@ -61,12 +57,12 @@ use rvgpu_umd::submit::SubmitError;
 
 pub use sync::{FenceWait, KmtSync, MonitoredSync};
 
+use super::app::{AppQueues, QueueWait};
 use super::lanes::{self, churn_lane};
 use super::{
     nth, nth_mut, AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport,
     DoorbellStatus, Failure, Fences, NewQueue, ProcessEnd, ProcessRef, Session, SessionConfig,
-    StartedAdapter, Tdr, TdrTimeouts, UmQueueInfo, UmQueueRef, Until, UserModeSubmission,
-    WaitResult, Work,
+    StartedAdapter, Tdr, TdrTimeouts, UmQueueInfo, UmQueueRef, Until, UserModeSubmission, Work,
 };
 use remote::{Pipe, RemoteProcess};
 
@@ -191,7 +187,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             buffers: Vec::new(),
             queues: Vec::new(),
             app: Default::default(),
-            fence: fences::FenceState::default(),
+            monitored: Vec::new(),
             paging_queues: Default::default(),
             testing: Default::default(),
         }))
@@ -264,8 +260,8 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     queues: Vec<KUmQueue<K>>,
     /// Tracked buffers, GPU VA ranges and gates ([`super::app`]).
     app: umd::KmtObjects<K>,
-    /// Native and monitored fences, their GPU queues and CPU waits.
-    fence: fences::FenceState<K>,
+    /// Legacy monitored fences (native ones, GPU queues and event waits are in `app`).
+    monitored: Vec<fences::KMonitored<K>>,
     /// The paging queue of each process that mapped a GPU VA itself.
     paging_queues: super::gpuva::PagingQueues,
     /// The kernel-mode testing capability's objects ([`super::testing`]).
@@ -291,7 +287,7 @@ impl<K: KmtSync + Send + Sync + 'static> super::testing::TestingHost for KmtSess
 
 impl<K: KmtSync + Send + Sync + 'static> Drop for KmtSession<K> {
     fn drop(&mut self) {
-        self.fence.stop();
+        self.app.stop_events();
     }
 }
 
@@ -465,10 +461,12 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
     }
 }
 
-impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
+/// The processes and queues of the seam ([`super::app`]): this program's through the Rust UMD,
+/// another process's forwarded to it ([`remote`]).
+impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
     /// The case's first process is this program; every later one is another process where
     /// the platform can start one ([`KmtMachine::open_remote`]).
-    fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
+    fn process_open(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         self.started(i)?;
         let remote = if self.processes.is_empty() {
             None
@@ -491,7 +489,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         Ok(ProcessRef(self.processes.len() - 1))
     }
 
-    fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
+    fn process_end(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
         if let Some(r) = nth_mut(&mut self.processes, p.0, "process")?.remote.take() {
             for (i, q) in self.queues.iter_mut().enumerate() {
                 if q.process == p.0 && q.remote == Some(true) {
@@ -536,7 +534,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         Ok(())
     }
 
-    fn create_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
+    fn plain_create(&mut self, p: ProcessRef, bytes: u64) -> Result<BufferRef, Failure> {
         if let Some(r) = self.remote(p.0)? {
             let (gpu_va, size) = r.create_buffer(self.buffers.len(), bytes)?;
             self.buffers.push(Some(KBuffer {
@@ -561,26 +559,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         Ok(BufferRef(self.buffers.len() - 1))
     }
 
-    fn read_buffer(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
-        self.address(b, offset, 8)?;
-        let buf = self.buffer(b)?;
-        match &buf.alloc {
-            Some(a) => Ok(a.mem.load(offset)),
-            None => self.remote_of_buffer(buf)?.read(b.0, offset),
-        }
-    }
-
-    /// The store happens and releases the word's gate ([`super::app::write_word`]).
-    fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
-        self.address(b, offset, 8)?;
-        let buf = self.buffer(b)?;
-        if buf.alloc.is_none() {
-            return self.remote_of_buffer(buf)?.write(b.0, offset, value);
-        }
-        super::app::write_word(self, b, offset, value)
-    }
-
-    fn create_queue(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
+    fn queue_create(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
         let NewQueue { node, path: kind } = new;
         if let Some(r) = self.remote(p.0)? {
             let info = r.create_queue(self.queues.len(), node, kind)?;
@@ -603,56 +582,27 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         Ok(UmQueueRef(self.queues.len() - 1))
     }
 
-    /// A `WaitAtLeast` becomes a GPU wait on its word's gate ([`super::app::submit_work`]).
-    fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
+    fn queue_wait(&mut self, q: UmQueueRef, value: u64) -> Result<QueueWait, Failure> {
         if let Some(r) = self.remote_queue(q)? {
-            if work.iter().any(|w| matches!(w, Work::WaitAtLeast { .. })) {
-                return Err(Failure::Unsupported(
-                    "a GPU wait on memory, in another process (its gate is a native fence \
-                     this program would have to share)"
-                        .into(),
-                ));
-            }
-            return r.submit(q.0, &self.encode(work)?);
-        }
-        super::app::submit_work(self, q, work)
-    }
-
-    fn wait_progress(&mut self, q: UmQueueRef, value: u64) -> Result<WaitResult, Failure> {
-        if let Some(r) = self.remote_queue(q)? {
-            return match r.wait(q.0, value) {
-                Ok(()) => Ok(WaitResult::Satisfied),
-                Err(Failure::DdiFailed(STATUS_IO_TIMEOUT | STATUS_TIMEOUT))
-                    if self.machine.fault().is_none() =>
-                {
-                    Ok(WaitResult::TimedOut)
-                }
-                Err(Failure::DdiFailed(STATUS_DEVICE_REMOVED))
-                    if self.machine.fault().is_none() =>
-                {
-                    Ok(WaitResult::Abandoned)
-                }
-                Err(e) => Err(self.machine.fault().unwrap_or(e)),
-            };
+            return Ok(match r.wait(q.0, value) {
+                Ok(()) => QueueWait::Reached,
+                Err(Failure::DdiFailed(STATUS_IO_TIMEOUT | STATUS_TIMEOUT)) => QueueWait::TimedOut,
+                Err(Failure::DdiFailed(STATUS_DEVICE_REMOVED)) => QueueWait::Removed,
+                Err(e) => QueueWait::Failed(e),
+            });
         }
         let r = self.live_queue(q)?.wait(value);
-        match r {
-            Ok(()) => Ok(WaitResult::Satisfied),
-            Err(SubmitError::Kmt(NtStatus(STATUS_IO_TIMEOUT | STATUS_TIMEOUT)))
-                if self.machine.fault().is_none() =>
-            {
-                Ok(WaitResult::TimedOut)
+        Ok(match r {
+            Ok(()) => QueueWait::Reached,
+            Err(SubmitError::Kmt(NtStatus(STATUS_IO_TIMEOUT | STATUS_TIMEOUT))) => {
+                QueueWait::TimedOut
             }
-            Err(SubmitError::Kmt(NtStatus(STATUS_DEVICE_REMOVED)))
-                if self.machine.fault().is_none() =>
-            {
-                Ok(WaitResult::Abandoned)
-            }
-            Err(e) => Err(self.umd(e)),
-        }
+            Err(SubmitError::Kmt(NtStatus(STATUS_DEVICE_REMOVED))) => QueueWait::Removed,
+            Err(e) => QueueWait::Failed(self.umd(e)),
+        })
     }
 
-    fn queue_info(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
+    fn queue_status(&self, q: UmQueueRef) -> Result<UmQueueInfo, Failure> {
         let k = self.queue(q)?;
         if k.remote == Some(true) {
             if let Some(r) = self.remote_queue(q)? {
@@ -662,7 +612,7 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
         Ok(k.q.as_ref().map_or(k.info, KQueue::info))
     }
 
-    fn close_queue(&mut self, q: UmQueueRef) -> Result<(), Failure> {
+    fn queue_close(&mut self, q: UmQueueRef) -> Result<(), Failure> {
         if let Some(r) = self.remote_queue(q)? {
             let info = r.info(q.0)?;
             r.close_queue(q.0)?;
@@ -676,17 +626,16 @@ impl<K: KmtSync + Send + Sync + 'static> UserModeSubmission for KmtSession<K> {
     }
 
     /// What the UMD's CPU mapping of the queue's doorbell status page reads.
-    fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
-        let st = match self.remote_queue(q)? {
+    fn queue_doorbell(&self, q: UmQueueRef) -> Result<Option<DoorbellStatus>, Failure> {
+        Ok(match self.remote_queue(q)? {
             Some(r) => r.doorbell(q.0)?,
             None => self.queue(q)?.q.as_ref().and_then(KQueue::doorbell_status),
-        };
-        st.ok_or_else(|| super::umd_queue::no_doorbell(q))
+        })
     }
 
     /// One thread per lane, each making its user-mode queues one after another over its
     /// process's thunks.
-    fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+    fn churn_lanes(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
         let jobs = lanes::churn_jobs(lanes, |p| Ok(self.process(p)?.1), |w| self.encode(w))?;
         let reports = lanes::run_lanes(
             &jobs,

@@ -4,28 +4,31 @@
 //! of the buffer's process as the timelines, the UMD's queues, and the GPU VA thunks
 //! (`crate::backend::gpuva`: `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress` on
 //! a paging queue of the process, `D3DKMTFreeGpuVirtualAddress`). A batch is one submission of
-//! the UMD's queue with its gates' native-fence waits first; a gate is a native fence of the
-//! process, signalled from the CPU by `D3DKMTSignalSynchronizationObjectFromCpu`.
+//! the UMD's queue (`submit_ops`) of the operations in order; a fence is a native fence of the
+//! process (`kmt/fences`: its thunks).
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
-use rvgpu_hw::cmd::Command;
 use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::usage::{Batch, Buffer, Timeline};
 
 use super::{KmtSession, KmtSync};
-use crate::backend::app::{AppObjects, AppUmd, GateWait};
+use crate::backend::app::{AppObjects, AppUmd, QueueOp, Waiter};
 use crate::backend::gpuva::reserve;
 use crate::backend::tracked::{lock_failure, umd_info, umd_lock};
 use crate::backend::umd_queue::timelines_of;
 use crate::backend::{
     BufferRef, Failure, LockOutcome, Pages, ProcessRef, TrackedInfo, TrackedWork, UmQueueRef,
+    WaitResult,
 };
 
 /// The session's objects of the seam, over thunks `K`.
-pub(super) type KmtObjects<K> = AppObjects<Buffer<<K as Kmt>::Mem>, <K as Kmt>::Mem, NativeFence>;
+pub(super) type KmtObjects<K> =
+    AppObjects<Buffer<<K as Kmt>::Mem>, <K as Kmt>::Mem, NativeFence, Waiter>;
 
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     /// Process `p`'s thunks (its mappings end with its device).
@@ -43,6 +46,7 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
     type Buffer = Buffer<K::Mem>;
     type View = K::Mem;
     type Fence = NativeFence;
+    type Event = Waiter;
 
     fn objects(&self) -> &KmtObjects<K> {
         &self.app
@@ -111,20 +115,71 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         self.address(b, offset, bytes)
     }
 
+    /// Another process's buffer: forwarded to it.
     fn word_load(&self, b: BufferRef, offset: u64) -> Result<u64, Failure> {
         self.address(b, offset, 8)?;
-        Ok(self.buffer(b)?.local()?.mem.load(offset))
+        let buf = self.buffer(b)?;
+        match &buf.alloc {
+            Some(a) => Ok(a.mem.load(offset)),
+            None => self.remote_of_buffer(buf)?.read(b.0, offset),
+        }
     }
 
+    /// Another process's buffer: forwarded to it.
     fn word_store(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
         self.address(b, offset, 8)?;
-        self.buffer(b)?.local()?.mem.store(offset, value);
-        Ok(())
+        let buf = self.buffer(b)?;
+        match &buf.alloc {
+            Some(a) => {
+                a.mem.store(offset, value);
+                Ok(())
+            }
+            None => self.remote_of_buffer(buf)?.write(b.0, offset, value),
+        }
     }
 
-    fn fence_create(&self, p: usize, initial: u64) -> Result<NativeFence, Failure> {
+    fn fence_create(
+        &self,
+        p: usize,
+        initial: u64,
+        shareable: bool,
+    ) -> Result<NativeFence, Failure> {
         let kmt = self.thunks(p)?;
-        kmt.create_native_fence(initial).map_err(|s| self.status(s))
+        if shareable {
+            kmt.create_shareable_native_fence(initial)
+        } else {
+            kmt.create_native_fence(initial)
+        }
+        .map_err(|s| self.status(s))
+    }
+
+    /// `D3DKMTShareObjects`, the machine's `DuplicateHandle`,
+    /// `D3DKMTOpenNativeFenceFromNtHandle`, each NT handle closed.
+    fn fence_open(&self, holder: usize, f: &NativeFence, p: usize) -> Result<NativeFence, Failure> {
+        let (hk, kmt) = (self.thunks(holder)?, self.thunks(p)?);
+        let mine = hk.share_native_fence(f.kmt).map_err(|s| self.status(s))?;
+        let theirs = self.machine.duplicate_nt_handle(holder, mine, p);
+        let _ = hk.close_nt_handle(mine);
+        let theirs = theirs?;
+        let umd = kmt.open_native_fence(theirs);
+        let _ = kmt.close_nt_handle(theirs);
+        umd.map_err(|s| self.status(s))
+    }
+
+    fn fence_destroy(&self, p: usize, f: &NativeFence) -> Result<(), Failure> {
+        let kmt = self.thunks(p)?;
+        kmt.destroy_native_fence(f.kmt).map_err(|s| self.status(s))
+    }
+
+    fn fence_cpu_wait(
+        &self,
+        p: usize,
+        f: &NativeFence,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        let r = self.thunks(p)?.wait_timeout(f.kmt, value, timeout);
+        self.wait_result(r)
     }
 
     fn fence_signal(&self, p: usize, f: &NativeFence, value: u64) -> Result<(), Failure> {
@@ -133,29 +188,58 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
             .map_err(|s| self.status(s))
     }
 
+    fn fence_wait_event(
+        &self,
+        p: usize,
+        f: &NativeFence,
+        value: u64,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<Waiter, Failure> {
+        Ok(super::fences::spawn_wait(
+            self.thunks(p)?,
+            f.kmt,
+            value,
+            stop,
+        ))
+    }
+
+    fn event_poll(&self, e: &Waiter, timeout: Duration) -> Option<WaitResult> {
+        e.result(timeout)
+    }
+
     fn queue_process(&self, q: UmQueueRef) -> Result<usize, Failure> {
         Ok(self.queue(q)?.process)
     }
 
-    /// One `submit_ops` of the gates' native-fence waits and the packets.
-    fn batch(
-        &mut self,
-        q: UmQueueRef,
-        waits: &[GateWait],
-        cmds: &[Command],
-    ) -> Result<u64, Failure> {
-        let gates = &self.app.gates;
-        let mut ops: Vec<Op<'_>> = Vec::with_capacity(waits.len() + cmds.len());
-        for &(g, value) in waits {
-            let f = gates
-                .get(g)
-                .map(|g| &g.fence)
-                .ok_or_else(|| Failure::Backend("gate lost".into()))?;
-            ops.push(Op::Wait(f, value));
+    /// One `submit_ops` of the operations; on another process's queue, its packets.
+    fn batch(&mut self, q: UmQueueRef, ops: &[QueueOp]) -> Result<u64, Failure> {
+        if let Some(r) = self.remote_queue(q)? {
+            let mut cmds = Vec::with_capacity(ops.len());
+            for op in ops {
+                match *op {
+                    QueueOp::Cmd(c) => cmds.push(c),
+                    QueueOp::Wait(..) | QueueOp::Signal(..) => {
+                        return Err(Failure::Unsupported(
+                            "a GPU fence operation, in another process (its fence is one \
+                             this program would have to share)"
+                                .into(),
+                        ))
+                    }
+                }
+            }
+            return r.submit(q.0, &cmds);
         }
-        ops.extend(cmds.iter().copied().map(Op::Cmd));
-        let r = super::live_queue(&mut self.queues, q)?.submit_ops(&ops);
-        drop(ops);
+        let app = &self.app;
+        let mut umd: Vec<Op<'_>> = Vec::with_capacity(ops.len());
+        for op in ops {
+            umd.push(match *op {
+                QueueOp::Wait(f, v) => Op::Wait(app.fence(f)?, v),
+                QueueOp::Cmd(c) => Op::Cmd(c),
+                QueueOp::Signal(f, v) => Op::Signal(app.fence(f)?, v),
+            });
+        }
+        let r = super::live_queue(&mut self.queues, q)?.submit_ops(&umd);
+        drop(umd);
         r.map_err(|e| self.umd(e))
     }
 

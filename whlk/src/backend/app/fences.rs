@@ -1,0 +1,277 @@
+//! [`Fences`] on the seam: native fences made, shared, waited on and signalled through the
+//! UMD, and GPU queues (user-mode queues of the fence's process) whose batches signal and wait
+//! on them. Written once for every [`AppUmd`]; the backends supply the fence calls.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rvgpu_hw::cmd::Command;
+
+use super::{AppObjects, AppUmd, FenceId, QueueOp};
+use crate::backend::{
+    nth, nth_mut, EventRef, Failure, FenceRef, Fences, NewFence, NewQueue, ProcessRef, QueueRef,
+    UmQueueRef, UserModeSubmission, WaitResult,
+};
+
+/// A native fence of [`Fences`]: its process, the UMD's fence, and whether the case destroyed
+/// it.
+pub(crate) struct AppFence<F> {
+    pub(crate) process: usize,
+    pub(crate) fence: F,
+    pub(crate) destroyed: bool,
+}
+
+/// What a case appended to a GPU queue and has not submitted yet: a native fence's signal or
+/// wait (an index of [`AppObjects::fences`]), or a packet (a legacy monitored fence's signal).
+#[derive(Clone, Copy)]
+pub(crate) enum Pending {
+    Signal(usize, u64),
+    Wait(usize, u64),
+    Cmd(Command),
+}
+
+/// A GPU queue of [`Fences`]: a user-mode queue of the process and what is appended to it.
+pub(crate) struct GpuQueue {
+    process: usize,
+    queue: UmQueueRef,
+    pending: Vec<Pending>,
+    /// The progress value of the last submission.
+    last: u64,
+}
+
+/// One CPU wait in event form on a thread of its own, which waits in short slices so that
+/// the session can stop it when it ends (dropping it stops and joins the thread).
+pub(crate) struct Waiter {
+    outcome: Arc<(Mutex<Option<WaitResult>>, Condvar)>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Waiter {
+    /// A thread that runs `slice` until it gives an outcome or `stop` is set.
+    pub(crate) fn spawn(
+        stop: &Arc<AtomicBool>,
+        mut slice: impl FnMut() -> Option<WaitResult> + Send + 'static,
+    ) -> Self {
+        let outcome = Arc::new((Mutex::new(None), Condvar::new()));
+        let (o, st) = (outcome.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !st.load(Ordering::Acquire) {
+                if let Some(r) = slice() {
+                    let (m, cv) = &*o;
+                    *m.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+                    cv.notify_all();
+                    return;
+                }
+            }
+        });
+        Self {
+            outcome,
+            stop: stop.clone(),
+            thread: Some(thread),
+        }
+    }
+
+    /// The outcome, awaited for at most `timeout` (`None`: not yet).
+    pub(crate) fn result(&self, timeout: Duration) -> Option<WaitResult> {
+        let (m, cv) = &*self.outcome;
+        let deadline = Instant::now() + timeout;
+        let mut g = m.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(r) = *g {
+                return Some(r);
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            if left.is_zero() {
+                return None;
+            }
+            g = cv
+                .wait_timeout(g, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl<B, V, F, E> AppObjects<B, V, F, E> {
+    /// Takes out the fences of process `p` the case has not destroyed (they are destroyed
+    /// with it).
+    pub(crate) fn take_live_fences_of(&mut self, p: usize) -> Vec<&F> {
+        self.fences
+            .iter_mut()
+            .filter(|f| f.process == p && !f.destroyed)
+            .map(|f| {
+                f.destroyed = true;
+                let f: &AppFence<F> = f;
+                &f.fence
+            })
+            .collect()
+    }
+
+    fn native(&self, f: FenceRef) -> Result<&AppFence<F>, Failure> {
+        nth(&self.fences, f.0, "fence")
+    }
+}
+
+/// The session's process for the case's `process` number on adapter `i`, opened on first use.
+pub(crate) fn fence_process<S: AppUmd + UserModeSubmission>(
+    s: &mut S,
+    i: usize,
+    process: u32,
+) -> Result<usize, Failure> {
+    let known = (s.objects().fence_procs.iter()).find(|(a, n, _)| *a == i && *n == process);
+    if let Some(&(_, _, p)) = known {
+        return Ok(p);
+    }
+    let p = s.open_process(i)?.0;
+    s.objects_mut().fence_procs.push((i, process, p));
+    Ok(p)
+}
+
+fn push_fence<S: AppUmd>(s: &mut S, process: usize, fence: S::Fence) -> FenceRef {
+    let fences = &mut s.objects_mut().fences;
+    fences.push(AppFence {
+        process,
+        fence,
+        destroyed: false,
+    });
+    FenceRef(fences.len() - 1)
+}
+
+/// Appends `op` to GPU queue `q` after checking that the fence is open in the queue's process
+/// (its GPU addresses are that process's): `owner` is the fence's process.
+pub(crate) fn append_to_gpu_queue<B, V, F, E>(
+    objects: &mut AppObjects<B, V, F, E>,
+    q: QueueRef,
+    owner: usize,
+    op: Pending,
+) -> Result<(), Failure> {
+    let gq = nth_mut(&mut objects.gpu_queues, q.0, "GPU queue")?;
+    if gq.process != owner {
+        return Err(Failure::Backend(
+            "the fence is not open in the queue's process".into(),
+        ));
+    }
+    gq.pending.push(op);
+    Ok(())
+}
+
+impl<S: AppUmd + UserModeSubmission> Fences for S {
+    fn create_native_fence(&mut self, new: NewFence) -> Result<FenceRef, Failure> {
+        let p = fence_process(self, new.adapter, new.process)?;
+        let fence = self.fence_create(p, new.initial, new.shareable)?;
+        Ok(push_fence(self, p, fence))
+    }
+
+    /// In the adapter of the fence's process.
+    fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
+        let holder = self.objects().native(f)?.process;
+        let i = (self.objects().fence_procs.iter())
+            .find(|&&(_, _, p)| p == holder)
+            .map(|&(a, _, _)| a)
+            .ok_or_else(|| Failure::Backend(format!("fence {} has no adapter", f.0)))?;
+        let p = fence_process(self, i, process)?;
+        let mine = self.fence_open(holder, &self.objects().native(f)?.fence, p)?;
+        Ok(push_fence(self, p, mine))
+    }
+
+    fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
+        let k = nth_mut(&mut self.objects_mut().fences, f.0, "fence")?;
+        if std::mem::replace(&mut k.destroyed, true) {
+            return Err(Failure::Backend(format!("fence {} destroyed twice", f.0)));
+        }
+        let k = self.objects().native(f)?;
+        self.fence_destroy(k.process, &k.fence)
+    }
+
+    /// A fence that is gone abandons the wait, as the OS abandons a destroyed object's
+    /// waiters.
+    fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
+        let k = self.objects().native(f)?;
+        let e = self.fence_wait_event(k.process, &k.fence, value, &self.objects().stop)?;
+        let events = &mut self.objects_mut().events;
+        events.push(e);
+        Ok(EventRef(events.len() - 1))
+    }
+
+    fn event_result(&self, e: EventRef, timeout: Duration) -> Option<WaitResult> {
+        self.event_poll(self.objects().events.get(e.0)?, timeout)
+    }
+
+    fn cpu_wait(
+        &mut self,
+        f: FenceRef,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<WaitResult, Failure> {
+        let k = self.objects().native(f)?;
+        self.fence_cpu_wait(k.process, &k.fence, value, timeout)
+    }
+
+    fn cpu_signal(&mut self, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let k = self.objects().native(f)?;
+        self.fence_signal(k.process, &k.fence, value)
+    }
+
+    fn gpu_queue(&mut self, i: usize, engine: u32, process: u32) -> Result<QueueRef, Failure> {
+        self.gpu_queue_allowed()?;
+        let p = fence_process(self, i, process)?;
+        let queue = self.create_queue(ProcessRef(p), NewQueue::user_mode(engine))?;
+        let queues = &mut self.objects_mut().gpu_queues;
+        queues.push(GpuQueue {
+            process: p,
+            queue,
+            pending: Vec::new(),
+            last: 0,
+        });
+        Ok(QueueRef(queues.len() - 1))
+    }
+
+    fn gpu_signal(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let owner = self.objects().native(f)?.process;
+        append_to_gpu_queue(self.objects_mut(), q, owner, Pending::Signal(f.0, value))
+    }
+
+    fn gpu_wait(&mut self, q: QueueRef, f: FenceRef, value: u64) -> Result<(), Failure> {
+        let owner = self.objects().native(f)?.process;
+        append_to_gpu_queue(self.objects_mut(), q, owner, Pending::Wait(f.0, value))
+    }
+
+    /// What was appended, in order, as one batch of the UMD (nothing appended: nothing
+    /// submitted).
+    fn gpu_submit(&mut self, q: QueueRef) -> Result<(), Failure> {
+        let gq = nth_mut(&mut self.objects_mut().gpu_queues, q.0, "GPU queue")?;
+        let (queue, pending) = (gq.queue, std::mem::take(&mut gq.pending));
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let ops: Vec<QueueOp> = (pending.iter())
+            .map(|op| match *op {
+                Pending::Signal(f, v) => QueueOp::Signal(FenceId::Native(f), v),
+                Pending::Wait(f, v) => QueueOp::Wait(FenceId::Native(f), v),
+                Pending::Cmd(c) => QueueOp::Cmd(c),
+            })
+            .collect();
+        let last = self.batch(queue, &ops)?;
+        nth_mut(&mut self.objects_mut().gpu_queues, q.0, "GPU queue")?.last = last;
+        Ok(())
+    }
+
+    fn gpu_queue_drained(&self, q: QueueRef) -> bool {
+        (self.objects().gpu_queues.get(q.0)).is_some_and(|gq| {
+            self.queue_info(gq.queue)
+                .is_ok_and(|i| i.completed >= gq.last)
+        })
+    }
+}
