@@ -458,13 +458,14 @@ impl Machine {
     }
 
     /// [`Machine::round_for_wait`] for a wait that may still spend `budget_ms` of simulated
-    /// time. An idle round is not the end while a kernel timer is armed: a driver's timer
+    /// time, of which a round that did something spends one millisecond. An idle round is not the end while a kernel timer is armed: a driver's timer
     /// (the interrupt watchdog recovering a lost delivery) is pending work, as it
     /// is on Windows, where the wait would sleep through to it. The step clock (a round is a
     /// millisecond) jumps to the next due timer if the wait's budget covers it, and that
     /// round runs it; false once nothing is pending within the budget.
     pub(crate) fn round_for_wait_within(&self, budget_ms: &mut u64) -> bool {
         if self.round() {
+            *budget_ms = budget_ms.saturating_sub(1);
             return true;
         }
         let Some(due) = self

@@ -238,17 +238,20 @@ impl Machine {
         wait::wait_event(&self.state, fence, value)
     }
 
-    /// Waits for `ev` to settle: threaded mode blocks on it, step mode drives the machine
-    /// (device steps, interrupts, DPCs) until a round makes no progress and no kernel timer is due within `timeout`. Returns the outcome,
-    /// or `None` when `timeout` passed or (step mode) nothing but the caller could still
-    /// satisfy the wait; the caller then withdraws its wait.
+    /// Waits for `ev` to settle: threaded mode blocks on it for `timeout` of real time; step
+    /// mode drives the machine (device steps, interrupts, DPCs) for `timeout` of simulated
+    /// time (a round is a millisecond), ending early when a round makes no progress and no
+    /// kernel timer is due within what is left: a load on the host does not shorten it.
+    /// Returns the outcome, or `None` when `timeout` passed or (step mode) nothing but the
+    /// caller could still satisfy the wait; the caller then withdraws its wait.
     pub(crate) fn drive_wait(
         &self,
         ev: &SimEvent,
         timeout: Duration,
     ) -> Result<Option<WaitOutcome>, SimError> {
         let deadline = Instant::now() + timeout;
-        // Step mode: the simulated time the wait may skip to reach armed timers.
+        // Step mode: the simulated time the wait may spend, in rounds and in skips to armed
+        // timers.
         let mut budget_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         loop {
             if let Some(o) = ev.outcome() {
@@ -257,7 +260,10 @@ impl Machine {
             if let Some(f) = self.state.fault() {
                 return Err(f.into());
             }
-            let expired = Instant::now() >= deadline;
+            let expired = match self.config().mode {
+                Mode::Step => budget_ms == 0,
+                Mode::Threaded => Instant::now() >= deadline,
+            };
             let idle = match self.config().mode {
                 Mode::Step => !self.round_for_wait_within(&mut budget_ms),
                 Mode::Threaded => {
@@ -276,10 +282,11 @@ impl Machine {
 
     /// [`Machine::drive_wait`] for a blocking wait on one fence whose value `now` reads. 24H2's
     /// blocking CPU wait has no time limit (`K:WaitForSynchronizationObjectFromCpu`
-    /// @0x1402AD200); the simulation's `timeout` stands for "hung", so in threaded mode it
-    /// runs again while the fence moved during the last `timeout` (slow work on a loaded
-    /// machine is not a hang) and ends the wait only after `timeout` with the fence still.
-    /// Step mode ends when a round makes no progress, as before.
+    /// @0x1402AD200); the simulation's `timeout` stands for "hung", so the wait runs again
+    /// while the fence moved during the last `timeout` (slow work on a loaded machine is not a
+    /// hang, in either mode: step mode's rounds take real time too) and ends only after
+    /// `timeout` with the fence still, or, in step mode, when a round makes no progress with
+    /// the fence where it was.
     fn drive_wait_while_moving(
         &self,
         ev: &SimEvent,
@@ -292,7 +299,7 @@ impl Machine {
                 return Ok(Some(o));
             }
             let moved = now();
-            if self.config().mode != Mode::Threaded || moved == seen {
+            if moved == seen {
                 return Ok(None);
             }
             seen = moved;
