@@ -557,3 +557,259 @@ fn um_15_a_doorbell_only_process_runs_without_set_root_page_table() {
     okk(&m, q.close());
     exits_clean(&m, &p);
 }
+
+/// `D3DDDI_CREATECONTEXTFLAGS::SynchronizationOnly`, `HwQueueSupported`, `NoKmdAccess`.
+const SYNC_ONLY: u32 = 1 << 3;
+const HW_QUEUE: u32 = 1 << 4;
+const NO_KMD_CONTEXT: u32 = 1 << 5;
+
+/// The context DDIs the spies below saw (system contexts left out), in order.
+static CONTEXT_DDIS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+/// The driver's own routines the spies forward to.
+static REAL_CREATE: std::sync::OnceLock<rvgpu_ddi::submission::PDXGKDDI_CREATECONTEXT> =
+    std::sync::OnceLock::new();
+static REAL_DESTROY: std::sync::OnceLock<rvgpu_ddi::submission::PDXGKDDI_DESTROYCONTEXT> =
+    std::sync::OnceLock::new();
+static REAL_SUSPEND: std::sync::OnceLock<rvgpu_ddi::submission::PDXGKDDI_SUSPENDCONTEXT> =
+    std::sync::OnceLock::new();
+static REAL_RESUME: std::sync::OnceLock<rvgpu_ddi::submission::PDXGKDDI_RESUMECONTEXT> =
+    std::sync::OnceLock::new();
+static REAL_PROPERTIES: std::sync::OnceLock<PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES> =
+    std::sync::OnceLock::new();
+
+/// Records `ddi` and forwards to the driver's routine in `$real`.
+macro_rules! spied {
+    ($real:ident, $ddi:literal, $($arg:expr),*) => {{
+        CONTEXT_DDIS.lock().unwrap().push($ddi);
+        match $real.get().copied().flatten() {
+            // SAFETY: forwarded unchanged: the spy's own arguments, from the OS.
+            Some(real) => unsafe { real($($arg),*) },
+            None => STATUS_NOT_SUPPORTED,
+        }
+    }};
+}
+
+unsafe extern "system" fn spy_create(
+    h: rvgpu_ddi::HANDLE,
+    args: *mut rvgpu_ddi::submission::DXGKARG_CREATECONTEXT,
+) -> rvgpu_ddi::NTSTATUS {
+    // SAFETY: the OS's argument block.
+    let system = unsafe { (*args).Flags }
+        .is_set(rvgpu_ddi::submission::DXGK_CREATECONTEXTFLAGS::SystemContext);
+    if system {
+        return match REAL_CREATE.get().copied().flatten() {
+            // SAFETY: forwarded unchanged.
+            Some(real) => unsafe { real(h, args) },
+            None => STATUS_NOT_SUPPORTED,
+        };
+    }
+    spied!(REAL_CREATE, "DxgkDdiCreateContext", h, args)
+}
+
+unsafe extern "system" fn spy_destroy(h: rvgpu_ddi::HANDLE) -> rvgpu_ddi::NTSTATUS {
+    spied!(REAL_DESTROY, "DxgkDdiDestroyContext", h)
+}
+
+unsafe extern "system" fn spy_suspend(
+    h: rvgpu_ddi::HANDLE,
+    args: *const rvgpu_ddi::submission::DXGKARG_SUSPENDCONTEXT,
+) -> rvgpu_ddi::NTSTATUS {
+    spied!(REAL_SUSPEND, "DxgkDdiSuspendContext", h, args)
+}
+
+unsafe extern "system" fn spy_resume(
+    h: rvgpu_ddi::HANDLE,
+    args: *const rvgpu_ddi::submission::DXGKARG_RESUMECONTEXT,
+) -> rvgpu_ddi::NTSTATUS {
+    spied!(REAL_RESUME, "DxgkDdiResumeContext", h, args)
+}
+
+unsafe extern "system" fn spy_properties(
+    h: rvgpu_ddi::HANDLE,
+    args: *const DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
+) -> rvgpu_ddi::NTSTATUS {
+    spied!(
+        REAL_PROPERTIES,
+        "DxgkDdiSetContextSchedulingProperties",
+        h,
+        args
+    )
+}
+
+/// BR-93: 24H2 `DXGCONTEXT::Initialize` (@0x1402CFD80) calls no `DxgkDdiCreateContext` for a
+/// `SynchronizationOnly` or a `NoKmdAccess` context, so no DDI ever names one: no scheduling
+/// properties, suspend or resume (`VidSchiSuspendResumeHwContext` @0x140020730), destroy
+/// (`DXGCONTEXT::DestroyContext` @0x1402CF0E0). A plain context beside them gets each.
+#[test]
+fn br_93_synchronization_only_and_no_kmd_access_contexts_reach_no_context_ddi() {
+    let (m, r) = common::start_edits::start_with(common::start_edits::no_edit, |t| {
+        let _ = REAL_CREATE.set(t.DxgkDdiCreateContext);
+        let _ = REAL_DESTROY.set(t.DxgkDdiDestroyContext);
+        let _ = REAL_SUSPEND.set(t.DxgkDdiSuspendContext);
+        let _ = REAL_RESUME.set(t.DxgkDdiResumeContext);
+        let _ = REAL_PROPERTIES.set(t.DxgkDdiSetContextSchedulingProperties);
+        t.DxgkDdiCreateContext = Some(spy_create);
+        t.DxgkDdiDestroyContext = Some(spy_destroy);
+        t.DxgkDdiSuspendContext = Some(spy_suspend);
+        t.DxgkDdiResumeContext = Some(spy_resume);
+        t.DxgkDdiSetContextSchedulingProperties = Some(spy_properties);
+    });
+    ok(&m, r);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    assert!(
+        okk(&m, k.node_hw_scheduled(0)),
+        "node 0 is hardware-scheduled"
+    );
+    let seen = || CONTEXT_DDIS.lock().unwrap().clone();
+    let sync = ok(&m, m.create_context_raw(&p, 0, SYNC_ONLY, true));
+    let no_kmd = ok(
+        &m,
+        m.create_context_raw(&p, 0, NO_KMD_CONTEXT | HW_QUEUE, true),
+    );
+    for c in [sync, no_kmd] {
+        ok(&m, m.suspend_context(&p, c));
+        ok(&m, m.resume_context(&p, c));
+    }
+    okk(&m, k.destroy_context(sync));
+    okk(&m, k.destroy_context(no_kmd));
+    assert_eq!(seen(), Vec::<&str>::new(), "no context DDI for either");
+    // The spies see a context the KMD does create.
+    let plain = ok(&m, m.create_context_raw(&p, 0, HW_QUEUE, true));
+    ok(&m, m.suspend_context(&p, plain));
+    ok(&m, m.resume_context(&p, plain));
+    okk(&m, k.destroy_context(plain));
+    assert_eq!(
+        seen(),
+        [
+            "DxgkDdiCreateContext",
+            "DxgkDdiSetContextSchedulingProperties",
+            "DxgkDdiSuspendContext",
+            "DxgkDdiResumeContext",
+            "DxgkDdiDestroyContext",
+        ]
+    );
+    no_fault(&m);
+}
+
+/// The `hContext` of each `DxgkDdiCreateHwQueue` the spy saw.
+static QUEUE_CONTEXTS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+static REAL_CREATE_QUEUE: std::sync::OnceLock<rvgpu_ddi::submission::PDXGKDDI_CREATEHWQUEUE> =
+    std::sync::OnceLock::new();
+
+unsafe extern "system" fn spy_create_queue(
+    h: rvgpu_ddi::HANDLE,
+    args: *mut rvgpu_ddi::submission::DXGKARG_CREATEHWQUEUE,
+) -> rvgpu_ddi::NTSTATUS {
+    QUEUE_CONTEXTS.lock().unwrap().push(h as usize);
+    match REAL_CREATE_QUEUE.get().copied().flatten() {
+        // SAFETY: forwarded unchanged: the spy's own arguments, from the OS.
+        Some(real) => unsafe { real(h, args) },
+        None => STATUS_NOT_SUPPORTED,
+    }
+}
+
+/// A caller's private data: one buffer at a fixed address.
+struct CallerData(std::cell::RefCell<Vec<u8>>);
+
+const CALLER_DATA_AT: u64 = 0x7000_0000;
+
+impl rvgpu_simos::kmt::context_virtual::CallerMemory for CallerData {
+    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
+        let b = self.0.borrow();
+        match b.get(..size as usize) {
+            Some(v) if at == CALLER_DATA_AT => Ok(v.to_vec()),
+            _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
+        }
+    }
+    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), NtStatus> {
+        let mut b = self.0.borrow_mut();
+        match b.get_mut(..bytes.len()) {
+            Some(d) if at == CALLER_DATA_AT => {
+                d.copy_from_slice(bytes);
+                Ok(())
+            }
+            _ => Err(NtStatus(STATUS_INVALID_PARAMETER)),
+        }
+    }
+}
+
+/// BR-94, a caller playing with `NoKmdAccess` (test signing on): a queue without the flag on a
+/// `NoKmdAccess` context reaches `DxgkDdiCreateHwQueue` with the context's driver handle,
+/// NULL, as 24H2 `DXGHWQUEUE::Initialize` @0x1402BBA30 and `InitializeForUserModeSubmission`
+/// @0x1401DA74C pass it, and the KMD refuses it (no queue, nothing written back); a queue with
+/// the flag on a context without it, or with private data `CheckNoKmdAccessPrivateData`
+/// refuses, is STATUS_INVALID_PARAMETER before any DDI.
+#[test]
+fn br_94_queues_on_a_no_kmd_access_context_are_answered_as_24h2() {
+    use rvgpu_simos::kmt::hw_queue::{self, D3dkmtCreateHwQueue};
+    let (m, r) = common::start_edits::start_with(common::start_edits::no_edit, |t| {
+        let _ = REAL_CREATE_QUEUE.set(t.DxgkDdiCreateHwQueue);
+        t.DxgkDdiCreateHwQueue = Some(spy_create_queue);
+    });
+    ok(&m, r);
+    let p = ok(&m, m.create_process(0));
+    let no_kmd = ok(
+        &m,
+        m.create_context_raw(&p, 0, NO_KMD_CONTEXT | HW_QUEUE, true),
+    );
+    let plain = ok(&m, m.create_context_raw(&p, 0, HW_QUEUE, true));
+    let create = |context: u32, flags: u32, data: Vec<u8>| {
+        let size = data.len() as u32;
+        let mem = CallerData(std::cell::RefCell::new(data));
+        let mut a = D3dkmtCreateHwQueue {
+            h_hw_context: context,
+            flags,
+            private_driver_data_size: size,
+            p_private_driver_data: if size == 0 { 0 } else { CALLER_DATA_AT },
+            ..Default::default()
+        };
+        let r = hw_queue::dxgk_create_hw_queue_internal(&m, &mut a, |_| Some(p), &mem);
+        (r.map(|q| q.handle).map_err(|e| e.0), a.h_hw_queue)
+    };
+    for flags in [0, hw_queue::USER_MODE_SUBMISSION] {
+        let (r, written) = create(no_kmd, flags, Vec::new());
+        assert_eq!(
+            r,
+            Err(STATUS_INVALID_HANDLE),
+            "flags {flags:#x}: the KMD's answer"
+        );
+        assert_eq!(written, 0, "flags {flags:#x}: hHwQueue written");
+        assert_eq!(
+            QUEUE_CONTEXTS.lock().unwrap().pop(),
+            Some(0),
+            "flags {flags:#x}: DxgkDdiCreateHwQueue with a NULL hContext"
+        );
+    }
+    let nka = hw_queue::NO_KMD_ACCESS;
+    let ums = hw_queue::USER_MODE_SUBMISSION;
+    let mut tagged = vec![0u8; 264];
+    tagged[..4].copy_from_slice(&0xFF00_0005u32.to_le_bytes());
+    tagged[260..].copy_from_slice(&0xFF00_0006u32.to_le_bytes());
+    let mut wrong_tag = tagged.clone();
+    wrong_tag[260..].copy_from_slice(&0xFF00_0005u32.to_le_bytes());
+    for (context, flags, data, why) in [
+        (plain, nka, Vec::new(), "NoKmdAccess queue, plain context"),
+        (
+            plain,
+            nka | ums,
+            tagged.clone(),
+            "NoKmdAccess queue, plain context",
+        ),
+        (no_kmd, nka, vec![0u8; 16], "private data below 264 bytes"),
+        (no_kmd, nka | ums, wrong_tag, "the second tag wrong"),
+    ] {
+        assert_eq!(
+            create(context, flags, data),
+            (Err(STATUS_INVALID_PARAMETER), 0),
+            "{why}"
+        );
+    }
+    assert!(
+        QUEUE_CONTEXTS.lock().unwrap().is_empty(),
+        "no DDI for those"
+    );
+    // The context goes with no DDI and no queue left behind.
+    okk(&m, m.kmt(&p).destroy_context(no_kmd));
+    no_fault(&m);
+}

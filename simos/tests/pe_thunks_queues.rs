@@ -23,6 +23,8 @@ use zerocopy::IntoBytes;
 const UMS: u32 = 1 << 4;
 /// `D3DDDI_CREATEHWQUEUEFLAGS::NoKmdAccess`.
 const NO_KMD_ACCESS: u32 = 1 << 3;
+/// `D3DDDI_CREATECONTEXTFLAGS::NoKmdAccess`.
+const NO_KMD_CONTEXT: u32 = 1 << 5;
 /// `D3DDDI_CREATECONTEXTFLAGS::SynchronizationOnly`.
 const SYNCHRONIZATION_ONLY: u32 = 1 << 3;
 /// An address no process maps.
@@ -188,11 +190,31 @@ fn um_05_d3dkmtcreatehwqueue_answers_as_24h2() {
             Box::new(move |s| put32(s, 0, other)),
         ),
         (
-            "Flags.NoKmdAccess without UserModeSubmission on a context without NoKmdAccess",
+            "Flags.NoKmdAccess on a context without NoKmdAccess",
             Box::new(|s| put32(s, 4, NO_KMD_ACCESS)),
+        ),
+        (
+            "Flags.NoKmdAccess on a context without NoKmdAccess",
+            Box::new(|s| put32(s, 4, UMS | NO_KMD_ACCESS)),
         ),
     ];
     let mut driven = refusals(&p, T, base, cases);
+    // A `NoKmdAccess` context (test signing is on): a `NoKmdAccess` queue's private data must
+    // be at least 264 bytes with its two tags (this one's is the driver's short one).
+    let no_kmd = raw_context(&p, HW_QUEUE_SUPPORTED | NO_KMD_CONTEXT);
+    let mut npdd = queue_pdd();
+    let nbase = create_hw_queue_args(no_kmd, UMS | NO_KMD_ACCESS, &mut npdd);
+    let ncases: Vec<(&str, Edit)> = vec![
+        (
+            "Flags.NoKmdAccess with private data below 264 bytes or without its two tags",
+            Box::new(|_| {}),
+        ),
+        (
+            "Flags.NoKmdAccess with private data below 264 bytes or without its two tags",
+            Box::new(|s| put32(s, 4, NO_KMD_ACCESS)),
+        ),
+    ];
+    driven.extend(refusals(&p, T, nbase, ncases));
     // Without test signing (a machine running the Linux build: the test-signed image does not
     // load there).
     let unsigned = machine(true, false);

@@ -203,6 +203,9 @@ fn br_92_d3dkmtcreatecontextvirtual_hw_queue_supported_exactly_on_hws_nodes() {
     }
 }
 
+/// `D3DDDI_CREATECONTEXTFLAGS::NoKmdAccess`.
+const NO_KMD_CONTEXT: u32 = 1 << 5;
+
 /// A `D3DKMT_CREATECONTEXTVIRTUAL` (40 bytes) for `device`: node 0, the rest as `edit` sets it.
 fn context_virtual(device: u32, edit: impl FnOnce(&mut [u32; 10])) -> [u32; 10] {
     let mut c = [0u32; 10];
@@ -217,7 +220,8 @@ fn context_virtual(device: u32, edit: impl FnOnce(&mut [u32; 10])) -> [u32; 10] 
 /// the adapter's, a flag bit from 7 up, private data given half (a pointer with size 0, a size
 /// with no pointer), private data at an unmapped address (the probe's status) or larger than
 /// the pool gives, a device handle never given, no `HwQueueSupported` on a hardware-scheduled
-/// node. Engine 0 or 1 is accepted and `hContext` written.
+/// node, a `NoKmdAccess` context's private data `CheckNoKmdAccessPrivateData` refuses. Engine 0
+/// or 1 is accepted and `hContext` written, as for a `NoKmdAccess` context.
 #[test]
 fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
     const T: &str = "D3DKMTCreateContextVirtual";
@@ -272,6 +276,15 @@ fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
             "no HwQueueSupported on a node with context scheduling",
             Box::new(|c| c[3] = 0),
         ),
+        (
+            "NoKmdAccess with private data below 264 bytes or without its two tags",
+            Box::new(move |c| {
+                c[3] = HW_QUEUE_SUPPORTED | NO_KMD_CONTEXT;
+                c[4] = pdd_at as u32;
+                c[5] = (pdd_at >> 32) as u32;
+                c[6] = 16;
+            }),
+        ),
     ];
     let mut driven = Vec::new();
     for (what, edit) in &cases {
@@ -284,11 +297,16 @@ fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
         assert_eq!(c[8], 0, "{what}: hContext written on a refusal");
         driven.push(*what);
     }
-    for engine in [0, 1] {
-        // `HwQueueSupported`: node 0 is hardware-scheduled.
+    // `HwQueueSupported`: node 0 is hardware-scheduled; a `NoKmdAccess` context (no private
+    // data) too, which the KMD never hears of.
+    for (engine, flags) in [
+        (0, HW_QUEUE_SUPPORTED),
+        (1, HW_QUEUE_SUPPORTED),
+        (0, HW_QUEUE_SUPPORTED | NO_KMD_CONTEXT),
+    ] {
         let mut c = context_virtual(device, |c| {
             c[2] = engine;
-            c[3] = HW_QUEUE_SUPPORTED;
+            c[3] = flags;
         });
         assert_eq!(
             thunk(&p, T, c.as_mut_ptr() as u64),

@@ -72,7 +72,10 @@ pub trait CallerMemory {
 ///    STATUS_INVALID_PARAMETER;
 /// 5. the private data captured from `mem` (its fault status; above the bridge's bound,
 ///    STATUS_NO_MEMORY, what a failed pool allocation answers);
-/// 6. `DXGCONTEXT::Initialize`: BR-92 (STATUS_UNSUCCESSFUL) and `DxgkDdiCreateContext`.
+/// 6. `DXGCONTEXT::Initialize`: BR-92 (STATUS_UNSUCCESSFUL); a `NoKmdAccess` context's
+///    private data (`K:CheckNoKmdAccessPrivateData` @0x14018A51C, STATUS_INVALID_PARAMETER);
+///    `DxgkDdiCreateContext`, except for a `NoKmdAccess` or `SynchronizationOnly` context
+///    (`ums::create_context_with`).
 ///
 /// On success `a.h_context` is the new context and the private data, if any, is written back
 /// to the caller; on failure `a` is unchanged. The flags are the caller's as written: a context
@@ -140,7 +143,8 @@ impl CallerMemory for NoCallerMemory {
 /// not a context in the caller's handle table (`owner`) is STATUS_INVALID_PARAMETER; else the
 /// context's hardware queues go with it, each with its doorbell
 /// (`K:DXGCONTEXT::DestroyAllHwQueues` @0x1403A0E60, `ums::destroy_context_thunk`), then the
-/// context. Nothing is written back.
+/// context (`K:DXGCONTEXT::DestroyContext` @0x1402CF0E0: `DxgkDdiDestroyContext` only for a
+/// context the KMD created). Nothing is written back.
 pub fn dxgk_destroy_context_impl(
     m: &Machine,
     h_context: KmtHandle,

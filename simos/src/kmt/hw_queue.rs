@@ -129,9 +129,10 @@ impl CreatedHwQueue {
 /// 3. `Flags.NoKmdAccess` without test signing: STATUS_INVALID_PARAMETER;
 /// 4. `hHwContext` not a context in the caller's handle table (`owner`), or one created
 ///    without `HwQueueSupported`: STATUS_INVALID_PARAMETER;
-/// 5. `DXGHWQUEUE::Initialize`: a kernel-submission queue with `NoKmdAccess` on a context
-///    without it (the simulation has no such context) is STATUS_INVALID_PARAMETER; BR-95 and
-///    `DxgkDdiCreateHwQueue` (`ums::create_hw_queue`).
+/// 5. `DXGHWQUEUE::Initialize`: BR-95, then a queue with `NoKmdAccess` on a context without
+///    it, or with private data `K:CheckNoKmdAccessPrivateData` @0x14018A51C refuses:
+///    STATUS_INVALID_PARAMETER; then `DxgkDdiCreateHwQueue` with the context's driver handle
+///    (NULL for a `NoKmdAccess` context) (`ums::create_hw_queue`).
 ///
 /// On success `hHwQueue` is written and, for a queue without `UserModeSubmission`, the three
 /// progress-fence fields; the private data goes back to the caller. On failure `a` is
@@ -156,9 +157,6 @@ pub fn dxgk_create_hw_queue_internal(
     let sh = k.thunk()?;
     // Without `HwQueueSupported`: BR-94 in `ums::create_hw_queue`, the same status.
     ums::device_context_hw_queue(&sh, p.device, a.h_hw_context).ok_or(bad)?;
-    if a.flags & (USER_MODE_SUBMISSION | NO_KMD_ACCESS) == NO_KMD_ACCESS {
-        return Err(bad);
-    }
     let q = ums::create_hw_queue(m, &sh, p.device, a.h_hw_context, a.flags, &mut pdd)
         .map_err(super::status)?;
     if !pdd.is_empty() {

@@ -1,4 +1,5 @@
-//! D3D contexts on a node (`DxgkDdiCreateContext`, `DxgkDdiDestroyContext`).
+//! D3D contexts on a node (`DxgkDdiCreateContext`, `DxgkDdiDestroyContext`; neither for a
+//! `NoKmdAccess` or `SynchronizationOnly` context, as 24H2).
 
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
@@ -33,9 +34,13 @@ pub(super) fn destroy_context(
         (c.kmd, c.node)
     };
     let (kmd, node) = kmd;
-    // What the GPU logged about the context is read while it is alive.
-    m.context_destroying(a, kmd, node);
-    destroy_kmd!(a, table(a)?, DxgkDdiDestroyContext, "context", kmd)?;
+    // 24H2 `K:DXGCONTEXT::DestroyContext` @0x1402CF0E0 calls `DxgkDdiDestroyContext` only
+    // with a driver handle: never for a `NoKmdAccess` or `SynchronizationOnly` context.
+    if kmd != 0 {
+        // What the GPU logged about the context is read while it is alive.
+        m.context_destroying(a, kmd, node);
+        destroy_kmd!(a, table(a)?, DxgkDdiDestroyContext, "context", kmd)?;
+    }
     let mut os = lock(&a.ums);
     os.contexts.remove(&h);
     os.events.push(UmsEvent::DestroyContext { context: h });
@@ -71,6 +76,8 @@ const SYNCHRONIZATION_ONLY: u32 = 1 << 3;
 /// `D3DDDI_CREATECONTEXTFLAGS::DisableGpuTimeout`.
 const DISABLE_GPU_TIMEOUT: u32 = 1 << 2;
 const HW_QUEUE_SUPPORTED: u32 = 1 << 4;
+/// `D3DDDI_CREATECONTEXTFLAGS::NoKmdAccess`.
+const NO_KMD_ACCESS: u32 = 1 << 5;
 /// First reserved `D3DDDI_CREATECONTEXTFLAGS` bit: later builds than 22631 define bit 6 (passed
 /// to the KMD as `DXGK_CREATECONTEXTFLAGS` bit 5) and refuse from bit 7; 22631 refused from
 /// bit 6. The simulated OS is the later one.
@@ -202,9 +209,10 @@ pub(crate) fn check_virtual_context(
     Ok(())
 }
 
-/// `DXGCONTEXT::Initialize` (24H2 @0x1402CFD80) for `args`: BR-92, then `DxgkDdiCreateContext`
-/// with the caller's engine affinity and private data `pdd` (in/out: what the KMD leaves there
-/// is what 24H2 copies back to the caller).
+/// `DXGCONTEXT::Initialize` (24H2 @0x1402CFD80) for `args`: BR-92, then the context's driver
+/// half ([`driver_half`]: `DxgkDdiCreateContext` with the caller's engine affinity and private
+/// data `pdd`, in/out: what the KMD leaves there is what 24H2 copies back to the caller; none
+/// for a `NoKmdAccess` or `SynchronizationOnly` context).
 pub(crate) fn create_context_with(
     m: &dyn UmsHost,
     a: &AdapterShared,
@@ -213,8 +221,6 @@ pub(crate) fn create_context_with(
     pdd: &mut [u8],
 ) -> Result<KmtHandle, SimError> {
     let (node, flags, virtual_context) = (args.node, args.flags, args.virtual_context);
-    let pdd_size =
-        u32::try_from(pdd.len()).map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
     let (kmd_device, pid) = {
         let os = lock(&a.ums);
         let d = os.live_device(device)?;
@@ -225,30 +231,10 @@ pub(crate) fn create_context_with(
         (d.kmd, d.process)
     };
     let hw_queue = check_context_creation(a, node, flags, virtual_context)?;
-    let f = ddi::table_slot!(a, DxgkDdiCreateContext)?.map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
-    let mut args = DXGKARG_CREATECONTEXT {
-        hContext: std::ptr::null_mut(),
-        NodeOrdinal: node,
-        EngineAffinity: args.engine_affinity,
-        Flags: DXGK_CREATECONTEXTFLAGS::default().with(
-            DXGK_CREATECONTEXTFLAGS::HwQueueSupported,
-            u32::from(hw_queue),
-        ),
-        pPrivateDriverData: if pdd.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            pdd.as_mut_ptr().cast()
-        },
-        PrivateDriverDataSize: pdd_size,
-        ContextInfo: DXGK_CONTEXTINFO::default(),
-    };
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    // SAFETY: the driver's DDI with its device handle and a valid argument block.
-    let status = unsafe { ddi::passive_with(a, f, kmd_device as HANDLE, &mut args) }?;
-    check_status(status)?;
-    let kmd = args.hContext as usize;
+    let (kmd, info) = driver_half(a, kmd_device, args, hw_queue, pdd)?;
     // BR-65/BR-67 ([D] DXGCONTEXT::Initialize → EnsurePriviledgedDmaPool): a context that does
     // not run in GPU VA gets a privileged DMA pool from the segments the driver named.
     let uses_gpu_va = lock(&a.mm.memory_model).gpummu.is_some()
@@ -258,25 +244,30 @@ pub(crate) fn create_context_with(
             .is_some_and(|m| m.GpuMmuSupported != 0);
     if !uses_gpu_va {
         let model = lock(&a.mm.memory_model).clone();
-        if let Err(e) = crate::vidmm::dmapool::privileged_pool(&model, false, &args.ContextInfo) {
-            destroy_kmd!(a, table(a)?, DxgkDdiDestroyContext, "context", kmd)?;
+        if let Err(e) = crate::vidmm::dmapool::privileged_pool(&model, false, &info) {
+            if kmd != 0 {
+                destroy_kmd!(a, table(a)?, DxgkDdiDestroyContext, "context", kmd)?;
+            }
             return Err(e);
         }
     }
     // The pages' reading gives the root now; 24H2 only at the context's first kernel-mode
-    // submission or resume (`super::root::ensure_root`).
+    // submission or resume (`super::root::ensure_root`). A context the KMD never heard of gets
+    // none (`M:VidSchiEnsureRootPageTableUpdated` @0x1400EAF40 skips a `NoKmdAccess` one).
     let root_sent = match a.os.reading.root_hand_over {
-        RootHandOver::AtCreate => crate::vidmm::mmu::set_root(a, pid, kmd)?,
-        RootHandOver::FirstUse => None,
+        RootHandOver::AtCreate if kmd != 0 => crate::vidmm::mmu::set_root(a, pid, kmd)?,
+        _ => None,
     };
     let mut os = lock(&a.ums);
-    check_kmd_handle(
-        a,
-        "DxgkDdiCreateContext",
-        "hContext",
-        kmd,
-        os.contexts.values().map(|c| c.kmd),
-    )?;
+    if kmd != 0 {
+        check_kmd_handle(
+            a,
+            "DxgkDdiCreateContext",
+            "hContext",
+            kmd,
+            os.contexts.values().map(|c| c.kmd),
+        )?;
+    }
     // A context created while the adapter is in D3 starts suspended in effect; the KMD is
     // told nothing (it has no queues yet), so the OS treats it as running.
     os.contexts.insert(
@@ -290,17 +281,103 @@ pub(crate) fn create_context_with(
             suspend_fence: 0,
             hw_queue,
             sync_only: flags & SYNCHRONIZATION_ONLY != 0,
+            no_kmd_access: flags & NO_KMD_ACCESS != 0,
             disable_gpu_timeout: flags & DISABLE_GPU_TIMEOUT != 0,
-            dma_private_data: args.ContextInfo.DmaBufferPrivateDataSize,
+            dma_private_data: info.DmaBufferPrivateDataSize,
             root_sent,
             root_seen: u64::MAX,
         },
     );
     os.events.push(UmsEvent::CreateContext { context: h, node });
     drop(os);
-    // The KMD learns the context's band ([D] VidSchiCreateHwContextInternal).
-    m.context_created(a, h, kmd, node)?;
+    // The KMD learns the context's band ([D] VidSchiCreateHwContextInternal); not of a
+    // context it never heard of (`M:VidSchiUpdateDdiHwContextPriority` @0x140101C64 returns
+    // for a `NoKmdAccess` hardware context; a `SynchronizationOnly` one has none).
+    if kmd != 0 {
+        m.context_created(a, h, kmd, node)?;
+    }
     Ok(h)
+}
+
+/// `DXGCONTEXT::Initialize`'s three ways (24H2 @0x1402CFD80, for a multi-engine driver), in its
+/// order: a `NoKmdAccess` context gets no DDI, its private data checked
+/// ([`check_no_kmd_access_data`], tag `0xFF000003`) and a fixed `DXGK_CONTEXTINFO` (a
+/// 1024-byte DMA buffer, 128-entry allocation and patch-location lists, 264 bytes of DMA private
+/// data); a `SynchronizationOnly` one gets no DDI and a zero `DXGK_CONTEXTINFO`; any other one
+/// `DxgkDdiCreateContext`. The driver handle (0 for the first two) and the context info.
+fn driver_half(
+    a: &AdapterShared,
+    kmd_device: usize,
+    args: &ContextArgs,
+    hw_queue: bool,
+    pdd: &mut [u8],
+) -> Result<(usize, DXGK_CONTEXTINFO), SimError> {
+    if args.flags & NO_KMD_ACCESS != 0 {
+        check_no_kmd_access_data(pdd, NO_KMD_ACCESS_CONTEXT_TAG)?;
+        let info = DXGK_CONTEXTINFO {
+            DmaBufferSize: 1024,
+            AllocationListSize: 128,
+            PatchLocationListSize: 128,
+            DmaBufferPrivateDataSize: NO_KMD_ACCESS_DATA_MIN,
+            ..DXGK_CONTEXTINFO::default()
+        };
+        return Ok((0, info));
+    }
+    if args.flags & SYNCHRONIZATION_ONLY != 0 {
+        return Ok((0, DXGK_CONTEXTINFO::default()));
+    }
+    let pdd_size =
+        u32::try_from(pdd.len()).map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
+    let f = ddi::table_slot!(a, DxgkDdiCreateContext)?.map_or_else(not_supported, Ok)?;
+    let mut ddi_args = DXGKARG_CREATECONTEXT {
+        hContext: std::ptr::null_mut(),
+        NodeOrdinal: args.node,
+        EngineAffinity: args.engine_affinity,
+        Flags: DXGK_CREATECONTEXTFLAGS::default().with(
+            DXGK_CREATECONTEXTFLAGS::HwQueueSupported,
+            u32::from(hw_queue),
+        ),
+        pPrivateDriverData: if pdd.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            pdd.as_mut_ptr().cast()
+        },
+        PrivateDriverDataSize: pdd_size,
+        ContextInfo: DXGK_CONTEXTINFO::default(),
+    };
+    // SAFETY: the driver's DDI with its device handle and a valid argument block.
+    let status = unsafe { ddi::passive_with(a, f, kmd_device as HANDLE, &mut ddi_args) }?;
+    check_status(status)?;
+    Ok((ddi_args.hContext as usize, ddi_args.ContextInfo))
+}
+
+/// `DXGK_CONTEXTINFO::DmaBufferPrivateDataSize` 24H2 gives a `NoKmdAccess` context, and the
+/// least private data `CheckNoKmdAccessPrivateData` takes.
+const NO_KMD_ACCESS_DATA_MIN: u32 = 0x108;
+/// The tag `DXGCONTEXT::Initialize` wants at the front of a `NoKmdAccess` context's private
+/// data.
+const NO_KMD_ACCESS_CONTEXT_TAG: u32 = 0xFF00_0003;
+/// The tag `DXGHWQUEUE::Initialize` and `InitializeForUserModeSubmission` want for a
+/// `NoKmdAccess` hardware queue's private data.
+pub(crate) const NO_KMD_ACCESS_QUEUE_TAG: u32 = 0xFF00_0005;
+
+/// 24H2 `K:CheckNoKmdAccessPrivateData` @0x14018A51C: private data given (none passes) must
+/// be at least 264 bytes, with `tag` in its first u32 and `tag + 1` in its 66th (bytes
+/// 260..264); else STATUS_INVALID_PARAMETER.
+pub(crate) fn check_no_kmd_access_data(pdd: &[u8], tag: u32) -> Result<(), SimError> {
+    if pdd.is_empty() {
+        return Ok(());
+    }
+    let word = |at: usize| {
+        pdd.get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+    };
+    let min = NO_KMD_ACCESS_DATA_MIN as usize;
+    if pdd.len() < min || word(0) != Some(tag) || word(min - 4) != Some(tag.wrapping_add(1)) {
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    Ok(())
 }
 
 /// The device a context belongs to (`D3DKMTUpdateGpuVirtualAddress`'s `hContext`).

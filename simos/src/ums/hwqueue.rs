@@ -200,6 +200,8 @@ pub(crate) struct CreatedQueue {
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
 pub(crate) const HWQUEUE_USER_MODE_SUBMISSION: u32 = 1 << 4;
+/// `D3DDDI_CREATEHWQUEUEFLAGS::NoKmdAccess`.
+const HWQUEUE_NO_KMD_ACCESS: u32 = 1 << 3;
 /// `D3DDDI_CREATEHWQUEUEFLAGS::DisableGpuTimeout`.
 const DISABLE_GPU_TIMEOUT: u32 = 1 << 0;
 
@@ -320,7 +322,7 @@ pub(crate) fn create_hw_queue(
     pdd: &mut [u8],
 ) -> Result<CreatedQueue, SimError> {
     let user_mode = flags & HWQUEUE_USER_MODE_SUBMISSION != 0;
-    let (kmd_ctx, node, pid, hw_queue, doorbells, no_timeout) = {
+    let (kmd_ctx, node, pid, hw_queue, doorbells, no_timeout, no_kmd) = {
         let os = lock(&a.ums);
         let c = os
             .context_of(device, context)
@@ -334,6 +336,7 @@ pub(crate) fn create_hw_queue(
             c.hw_queue,
             doorbells,
             c.disable_gpu_timeout,
+            c.no_kmd_access,
         )
     };
     // BR-94 ([D] DxgkCreateHwQueueInternal), BR-95 ([D]
@@ -343,6 +346,12 @@ pub(crate) fn create_hw_queue(
         // UM-04: user-mode queues only on an adapter that reported its doorbell size.
         return Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED));
     }
+    if flags & HWQUEUE_NO_KMD_ACCESS != 0 {
+        return no_kmd_access_queue(a, no_kmd, pdd);
+    }
+    // A queue without `NoKmdAccess` goes to the KMD, on a `NoKmdAccess` context too: 24H2
+    // `K:DXGHWQUEUE::Initialize` @0x1402BBA30 (and `InitializeForUserModeSubmission`
+    // @0x1401DA74C) pass the context's driver handle, NULL for such a context.
     let f = ddi::table_slot!(a, DxgkDdiCreateHwQueue)?.map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     let mut fences = QueueFences::make(m, a, pid, user_mode)?;
@@ -409,6 +418,32 @@ pub(crate) fn create_hw_queue(
         fence: fences.progress.as_ref().map(|(f, _)| *f),
         progress: fences.progress.map(|(_, p)| p),
     })
+}
+
+/// A queue created with `NoKmdAccess` (test signing only, checked by the thunk): 24H2
+/// `K:DXGHWQUEUE::Initialize` @0x1402BBA30 and `K:DXGHWQUEUE::InitializeForUserModeSubmission`
+/// @0x1401DA74C refuse it on a context without `NoKmdAccess` (STATUS_INVALID_PARAMETER, "The HW
+/// queue must specify NoKmdAccess flag"), then check its private data
+/// (`K:CheckNoKmdAccessPrivateData` @0x14018A51C, tag `0xFF000005`), then make a VidSch queue
+/// with no `DxgkDdiCreateHwQueue`. That queue (its progress fence, logs, doorbell and
+/// submissions, none of which the KMD may hear of) is not simulated.
+fn no_kmd_access_queue(
+    a: &AdapterShared,
+    context_no_kmd: bool,
+    pdd: &[u8],
+) -> Result<CreatedQueue, SimError> {
+    if !context_no_kmd {
+        a.observer()
+            .triage("CreateHwQueue: The HW queue must specify NoKmdAccess flag".into());
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
+    super::context::check_no_kmd_access_data(pdd, super::context::NO_KMD_ACCESS_QUEUE_TAG)?;
+    Err(sim_err(
+        a,
+        "not simulated: a NoKmdAccess hardware queue on a NoKmdAccess context (24H2 makes it \
+         with no DDI)"
+            .into(),
+    ))
 }
 
 /// A queue the KMD created, as the OS records it.

@@ -291,6 +291,8 @@ pub(super) fn set_power_state(
     Ok(())
 }
 
+/// The OS suspends context `h` for `why` (`DxgkDdiSuspendContext`; none for a context the
+/// KMD never heard of, [`suspendable`]).
 pub(super) fn suspend_context(
     a: &AdapterShared,
     h: KmtHandle,
@@ -301,12 +303,35 @@ pub(super) fn suspend_context(
         let Some(c) = os.contexts.get_mut(&h) else {
             return Ok(());
         };
-        if c.suspended != Suspended::No {
+        if c.suspended != Suspended::No || !suspendable(c) {
             return Ok(());
         }
         c.suspend_fence += 1;
         (c.kmd, c.suspend_fence)
     };
+    if kmd != 0 {
+        suspend_ddi(a, kmd, fence)?;
+    }
+    let mut os = lock(&a.ums);
+    if let Some(c) = os.contexts.get_mut(&h) {
+        c.suspended = why;
+    }
+    os.events
+        .push(UmsEvent::SuspendContext { context: h, fence });
+    Ok(())
+}
+
+/// Whether VidSch suspends and resumes context `c`: 24H2 `M:VidSchiSuspendResumeHwContexts`
+/// @0x14001F968 walks hardware contexts, which a `SynchronizationOnly` context lacks
+/// (`K:DXGCONTEXT::Initialize` @0x1402CFD80 drops its `HwQueueSupported` and makes a plain
+/// VidSch context); a `NoKmdAccess` one with `HwQueueSupported` is walked, with no DDI. (A
+/// context the KMD created is suspended whatever its kind, the simulation's model.)
+fn suspendable(c: &crate::state::ums::ContextObj) -> bool {
+    c.kmd != 0 || c.hw_queue
+}
+
+/// `DxgkDdiSuspendContext` on the KMD's context `kmd` with suspend fence `fence`.
+fn suspend_ddi(a: &AdapterShared, kmd: usize, fence: u64) -> Result<(), SimError> {
     let f = needed_ddi!(a, DxgkDdiSuspendContext, "has hardware queues")?;
     let args = DXGKARG_SUSPENDCONTEXT {
         hContext: kmd as HANDLE,
@@ -324,16 +349,14 @@ pub(super) fn suspend_context(
                 .into(),
         ));
     }
-    check_status(status)?;
-    let mut os = lock(&a.ums);
-    if let Some(c) = os.contexts.get_mut(&h) {
-        c.suspended = why;
-    }
-    os.events
-        .push(UmsEvent::SuspendContext { context: h, fence });
-    Ok(())
+    check_status(status)
 }
 
+/// The OS resumes context `h` it suspended for `why`. For a context the KMD never heard of
+/// (a `NoKmdAccess` one) VidSch only puts its queues back: 24H2
+/// `M:VidSchiSuspendResumeHwContext` @0x140020730 skips the DDI (and the suspend's) for a
+/// hardware context flagged `NoKmdAccess`, and `M:VidSchiEnsureRootPageTableUpdated`
+/// @0x1400EAF40 its `DxgkDdiSetRootPageTable`.
 pub(super) fn resume_context(
     a: &AdapterShared,
     h: KmtHandle,
@@ -346,17 +369,19 @@ pub(super) fn resume_context(
             _ => return Ok(()),
         }
     };
-    let f = needed_ddi!(a, DxgkDdiResumeContext, "has hardware queues")?;
-    // 24H2 `M:VidSchiSuspendResumeHwContext` @0x140020730 sends the root (if it changed)
-    // before the resume.
-    super::root::ensure_root(a, h)?;
-    let args = DXGKARG_RESUMECONTEXT {
-        hContext: kmd as HANDLE,
-    };
-    let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a valid argument block.
-    let status = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
-    check_status(status)?;
+    if kmd != 0 {
+        let f = needed_ddi!(a, DxgkDdiResumeContext, "has hardware queues")?;
+        // 24H2 `M:VidSchiSuspendResumeHwContext` @0x140020730 sends the root (if it changed)
+        // before the resume.
+        super::root::ensure_root(a, h)?;
+        let args = DXGKARG_RESUMECONTEXT {
+            hContext: kmd as HANDLE,
+        };
+        let ctx = a.context();
+        // SAFETY: the driver's DDI with its context and a valid argument block.
+        let status = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
+        check_status(status)?;
+    }
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {
         c.suspended = Suspended::No;

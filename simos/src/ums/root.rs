@@ -27,7 +27,9 @@ pub(crate) fn ensure_root(a: &AdapterShared, context: KmtHandle) -> Result<(), S
         let Some(c) = os.contexts.get(&context) else {
             return Ok(());
         };
-        if c.root_seen == generation {
+        // `M:VidSchiEnsureRootPageTableUpdated` skips the DDI for a `NoKmdAccess` context;
+        // a `SynchronizationOnly` one never runs work. Neither has a driver handle.
+        if c.root_seen == generation || c.kmd == 0 {
             return Ok(());
         }
         let Some(d) = os.devices.get(&c.device) else {

@@ -485,6 +485,11 @@ pub(crate) fn set_context_priority(
     {
         return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
     }
+    if kmd == 0 {
+        // A context the KMD never heard of: `M:VidSchiUpdateDdiHwContextPriority` @0x140101C64
+        // returns before the DDI for a `NoKmdAccess` hardware context.
+        return Ok(());
+    }
     set_properties(a, context, kmd, p)?;
     match lock(&a.sch.hws).calls.last() {
         Some(HwsCall::SetContextSchedulingProperties {

@@ -419,6 +419,7 @@ pub(crate) fn submit_legacy(
         return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     }
     refuse_hw_queue_context(a, context)?;
+    refuse_no_kmd_context(a, kmd)?;
     if in_error {
         return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
     }
@@ -475,7 +476,21 @@ pub(crate) fn check_submit_context(
         return Err(bad);
     }
     refuse_hw_queue_context(a, context)?;
+    refuse_no_kmd_context(a, found.0)?;
     Ok(found)
+}
+
+/// A context past [`refuse_hw_queue_context`] with no driver handle `kmd` is a `NoKmdAccess`
+/// one: 24H2 checks the submission's private data (`K:DXGCONTEXT::SubmitCommand` @0x1402A6890
+/// with `CheckNoKmdAccessPrivateData`) and VidSch runs it with no DDI, which is not simulated.
+fn refuse_no_kmd_context(a: &AdapterShared, kmd: usize) -> Result<(), SimError> {
+    if kmd == 0 {
+        return Err(ddi::sim_err(
+            a,
+            "not simulated: a kernel-mode submission on a NoKmdAccess context".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A context created with `HwQueueSupported`, then one created `SynchronizationOnly` (its flag

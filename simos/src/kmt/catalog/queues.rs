@@ -30,6 +30,7 @@ pub(super) const CREATE_CONTEXT_VIRTUAL: Thunk = Thunk {
     source: Some(&[
         src("DxgkCreateContextVirtualImpl", 0x1402D17A0),
         src("DXGCONTEXT::Initialize", 0x1402CFD80),
+        src("CheckNoKmdAccessPrivateData", 0x14018A51C),
     ]),
     checks: &[
         check(
@@ -72,15 +73,18 @@ pub(super) const CREATE_CONTEXT_VIRTUAL: Thunk = Thunk {
             "no HwQueueSupported on a node with context scheduling",
             UNSUCCESSFUL,
         ),
+        check(
+            "NoKmdAccess with private data below 264 bytes or without its two tags",
+            INVALID_PARAMETER,
+        ),
     ],
     written_back: &["hContext", "the private data, when given"],
     pending: Pending::No,
     entry: Some("context_virtual::dxgk_create_context_virtual_impl"),
-    gaps: "DXGCONTEXT::Initialize calls no DxgkDdiCreateContext for a SynchronizationOnly \
-           context (its driver handle stays 0) nor for a NoKmdAccess one (whose private \
-           data CheckNoKmdAccessPrivateData checks and whose DXGK_CONTEXTINFO it fixes); the \
-           simulation creates both through the driver, and so later destroys, suspends and \
-           resumes them through it too",
+    gaps: "as 24H2, a NoKmdAccess or SynchronizationOnly context reaches no DDI (create, \
+           destroy, scheduling properties, suspend, resume, root page table); a NoKmdAccess \
+           one's own hardware queues and kernel-mode submissions, which 24H2 runs with no \
+           DDI, are not simulated (a simulation error)",
 };
 
 pub(super) const CREATE_DOORBELL: Thunk = Thunk {
@@ -137,6 +141,8 @@ pub(super) const CREATE_HW_QUEUE: Thunk = Thunk {
         src("DxgkCreateHwQueueInternal", 0x1402BAF98),
         src("DXGCONTEXT::CreateHwQueue", 0x1402BB7A8),
         src("DXGHWQUEUE::Initialize", 0x1402BBA30),
+        src("DXGHWQUEUE::InitializeForUserModeSubmission", 0x1401DA74C),
+        src("CheckNoKmdAccessPrivateData", 0x14018A51C),
     ]),
     checks: &[
         check(
@@ -155,11 +161,15 @@ pub(super) const CREATE_HW_QUEUE: Thunk = Thunk {
             INVALID_PARAMETER,
         ),
         check(
-            "Flags.NoKmdAccess without UserModeSubmission on a context without NoKmdAccess",
+            "UserModeSubmission on a node without user-mode submission",
             INVALID_PARAMETER,
         ),
         check(
-            "UserModeSubmission on a node without user-mode submission",
+            "Flags.NoKmdAccess on a context without NoKmdAccess",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "Flags.NoKmdAccess with private data below 264 bytes or without its two tags",
             INVALID_PARAMETER,
         ),
     ],
@@ -173,16 +183,19 @@ pub(super) const CREATE_HW_QUEUE: Thunk = Thunk {
     entry: Some("hw_queue::dxgk_create_hw_queue_internal"),
     gaps: "DisableGpuTimeout is added to the DDI's flags for a kernel-submission queue of a \
            context created with it, not for an adapter whose own flag (read by \
-           DXGHWQUEUE::Initialize) disables GPU timeouts; a NoKmdAccess context is not \
-           modelled; a user-mode queue \
+           DXGHWQUEUE::Initialize) disables GPU timeouts; a queue without NoKmdAccess on a \
+           NoKmdAccess context reaches DxgkDdiCreateHwQueue with a NULL hContext, as in 24H2; \
+           one with it (no DDI in 24H2) is not simulated; a user-mode queue \
            on an adapter that reported no doorbell size is STATUS_NOT_SUPPORTED \
-           (DXGHWQUEUE::InitializeForUserModeSubmission not read)",
+           (the simulation's rule: DXGHWQUEUE::InitializeForUserModeSubmission has no such \
+           check)",
 };
 
 pub(super) const DESTROY_CONTEXT: Thunk = Thunk {
     name: "D3DKMTDestroyContext",
     source: Some(&[
         src("DxgkDestroyContextImpl", 0x1403A0A98),
+        src("DXGCONTEXT::DestroyContext", 0x1402CF0E0),
         src("DXGCONTEXT::DestroyAllHwQueues", 0x1403A0E60),
         src("DXGCONTEXT::CreateHwQueue", 0x1402BB7A8),
         src("DXGHWQUEUE::DestroyCoreState", 0x1402CDD74),

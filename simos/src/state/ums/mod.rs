@@ -150,6 +150,9 @@ pub(crate) enum Suspended {
 #[derive(Debug)]
 pub(crate) struct ContextObj {
     pub(crate) handle: KmtHandle,
+    /// The KMD's handle; 0 for a context the KMD never heard of: 24H2
+    /// `K:DXGCONTEXT::Initialize` @0x1402CFD80 calls no `DxgkDdiCreateContext` for a
+    /// `NoKmdAccess` or `SynchronizationOnly` one, and every DDI that would name it is skipped.
     pub(crate) kmd: usize,
     pub(crate) device: KmtHandle,
     pub(crate) node: u32,
@@ -160,6 +163,9 @@ pub(crate) struct ContextObj {
     /// Created with `SynchronizationOnly` (24H2 `K:DxgkSubmitCommandInternal` @0x1402A4B90
     /// refuses to submit on it).
     pub(crate) sync_only: bool,
+    /// Created with `NoKmdAccess` (test signing only): VidSch marks its hardware context so
+    /// (`DXGCONTEXT::Initialize` passes the flag on) and calls no DDI for it.
+    pub(crate) no_kmd_access: bool,
     /// Created with `DisableGpuTimeout` (`K:DXGHWQUEUE::Initialize` @0x1402BBA30 hands it on
     /// to the context's kernel-submission queues).
     pub(crate) disable_gpu_timeout: bool,
