@@ -705,6 +705,47 @@ fn nf_13_d3dkmtdestroysynchronizationobject_answers_as_24h2() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
+/// MF-01: the OS makes a paging queue's fence `NoSignal` (`K:DXGPAGINGQUEUE::Initialize`
+/// @0x140396FF0): a CPU signal of it is refused with the catalog's status, from the DLL's
+/// process and from the Rust UMD's, while a CPU wait on it is answered.
+#[test]
+fn mf_01_a_paging_queue_s_fence_refuses_a_cpu_signal() {
+    const T: &str = "D3DKMTSignalSynchronizationObjectFromCpu";
+    let no_signal = "an object created or opened NoSignal";
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    open_queue(&p);
+    let device = p.devices()[0].device;
+    let mut pq = [0u32; 8];
+    pq[0] = device;
+    assert_eq!(
+        thunk(&p, "D3DKMTCreatePagingQueue", pq.as_mut_ptr() as u64),
+        STATUS_SUCCESS
+    );
+    let (handles, values) = ([pq[3]], [1u64]);
+    let mut s = from_cpu(device, 1, handles.as_ptr() as u64, values.as_ptr() as u64);
+    assert_eq!(thunk(&p, T, s.as_mut_ptr() as u64), expected(T, no_signal));
+    let mut w = from_cpu(device, 1, handles.as_ptr() as u64, [0u64].as_ptr() as u64);
+    assert_eq!(
+        thunk(
+            &p,
+            "D3DKMTWaitForSynchronizationObjectFromCpu",
+            w.as_mut_ptr() as u64
+        ),
+        STATUS_SUCCESS,
+        "a wait is the paging fence's use"
+    );
+
+    let (_, k) = common::user_process(&m);
+    let q = rvgpu_umd::kmt::Kmt::create_paging_queue(&k, 0).expect("a paging queue");
+    assert_eq!(
+        k.signal_fence_from_cpu(q.fence, 1)
+            .map_err(|e| u64::from(e.0 as u32)),
+        Err(expected(T, no_signal))
+    );
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
 /// A kernel-submission hardware queue on a new `HwQueueSupported` context of `device`,
 /// created raw: (queue, its progress fence).
 fn kernel_queue(p: &Arc<UserProcess>, device: u32) -> (u32, u32) {

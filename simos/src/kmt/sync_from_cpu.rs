@@ -116,6 +116,20 @@ pub fn sync_object_of(m: &Machine, owner: &UmsProcess, h: KmtHandle) -> Option<S
     crate::ums::fence_of(a, owner.device, h).map(SyncObject::Monitored)
 }
 
+/// The flags the OS made object `h` of `owner` with that no caller asked for: a paging
+/// queue's fence is a monitored fence with `NoSignal` and `NoGPUAccess`
+/// (`K:DXGPAGINGQUEUE::Initialize` @0x140396FF0), so no process signals it.
+pub fn os_made_flags(m: &Machine, owner: &UmsProcess, h: KmtHandle) -> u32 {
+    let paging = m
+        .adapter_shared(owner.adapter)
+        .is_ok_and(|a| crate::vidmm::va::paging_queue::is_paging_fence(a, owner.device, h));
+    if paging {
+        NO_SIGNAL | super::native_fence::SYNC_NO_GPU_ACCESS
+    } else {
+        0
+    }
+}
+
 /// Both arrays of `count` entries from the caller's memory, after the pool bound.
 fn capture(
     mem: &dyn CallerMemory,
@@ -323,7 +337,7 @@ impl CallerMemory for HostArrays {
 }
 
 /// The Rust UMD's process: its one device and that device's sync objects (the UMD creates
-/// none with `NoSignal` or `NoWait`).
+/// none with `NoSignal` or `NoWait`; its paging queue's fence the OS made `NoSignal`).
 impl CallerProcess for super::SimKmt<'_> {
     fn device(&self, h: KmtHandle) -> Option<UmsProcess> {
         let p = self.process();
@@ -334,7 +348,7 @@ impl CallerProcess for super::SimKmt<'_> {
         sync_object_of(self.machine(), &p, h).map(|object| CallerObject {
             device: p.device,
             object,
-            flags: 0,
+            flags: os_made_flags(self.machine(), &p, h),
         })
     }
 }

@@ -107,8 +107,8 @@ pub(super) const CREATE_PAGING_QUEUE: Thunk = Thunk {
     pending: Pending::No,
     entry: Some("paging_queue::dxgk_create_paging_queue_internal"),
     gaps: "24H2 makes the queue's fence a monitored fence with NoSignal and NoGPUAccess \
-           (DXGPAGINGQUEUE::Initialize @0x140396FF0) starting at a value the adapter keeps \
-           (not identified): here it starts at 0 and its instance carries no flags; \
+           (DXGPAGINGQUEUE::Initialize @0x140396FF0; here a CPU signal of it is refused \
+           as NoSignal) starting at a value the adapter keeps (not identified): here at 0; \
            Priority is taken as given, as VIDMM_DEVICE::CreatePagingQueue @0x1400F8448 \
            uses it nowhere",
 };

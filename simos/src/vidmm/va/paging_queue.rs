@@ -206,6 +206,14 @@ pub(crate) fn paging_queue_catch_up(
     Ok(())
 }
 
+/// Whether `h` is the fence of one of `device`'s paging queues.
+pub(crate) fn is_paging_fence(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> bool {
+    lock(&a.mm.gpuva)
+        .queues
+        .values()
+        .any(|q| q.device == device && q.fence == h)
+}
+
 /// Something waits for monitored fence `f` to reach `value`, a CPU or a GPU queue: where `f`
 /// is a paging queue's fence, the queue's worker catches up to `value` first. On 24H2 VidMm's
 /// paging worker runs on its own thread, so no waiter waits on another to move it; every wait

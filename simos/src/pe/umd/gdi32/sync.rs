@@ -24,7 +24,8 @@ impl crate::kmt::sync_from_cpu::CallerProcess for UserProcess {
     fn object(&self, h: u32) -> Option<crate::kmt::sync_from_cpu::CallerObject> {
         let d = self.owner(h).ok()?;
         let object = crate::kmt::sync_from_cpu::sync_object_of(&self.machine, &d.sim, h)?;
-        let flags = lock(&self.handles).sync_flags.get(&h).copied().unwrap_or(0);
+        let asked = lock(&self.handles).sync_flags.get(&h).copied().unwrap_or(0);
+        let flags = asked | crate::kmt::sync_from_cpu::os_made_flags(&self.machine, &d.sim, h);
         Some(crate::kmt::sync_from_cpu::CallerObject {
             device: d.sim.device,
             object,
