@@ -101,7 +101,6 @@ impl Geometry {
     pub fn index(&self, va: GpuVa, level: u8) -> u64 {
         self.idx(va.get(), level)
     }
-
     fn idx(&self, va: u64, level: u8) -> u64 {
         (va >> self.shift(level)) & (self.entries() - 1)
     }
@@ -698,8 +697,7 @@ impl AddressSpace {
     }
 
     /// Entry `index` of the directory at `level` whose first VA is `base`, as VidMm's books
-    /// hold it (24H2 keeps each directory's entries in a shadow it hands the driver): a link
-    /// to the table below, a large page, or invalid.
+    /// hold it (24H2's shadow): a link to the table below, a large page, or invalid.
     fn directory_entry(&self, level: u8, base: u64, index: u64) -> OsPte {
         let g = self.geometry;
         let va = base + (index << g.shift(level));
