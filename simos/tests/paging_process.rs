@@ -474,4 +474,91 @@ fn ddi_01_the_os_fills_no_field_24h2_leaves_zero() {
     no_fault(&m);
 }
 
+/// DDI-01: `DxgkDdiSetRootPageTable` and FLUSHTLB reach the driver checked against the
+/// hand-over audit (every field as 24H2 fills it: `M:VidSchiEnsureRootPageTableUpdated`
+/// @0x1400EAF40, `M:VIDMM_GLOBAL::FlushGpuVaTlb` @0x1400E8D80): the paging node's system
+/// context's root at start and an unmap's flush each counted, none filling a field 24H2
+/// leaves zero.
+#[test]
+fn ddi_01_set_root_and_flush_tlb_are_handed_over_as_24h2_fills_them() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = Reading::W24H2;
+    let m = started(cfg);
+    let roots = || {
+        m.handover(0, rvgpu_ddi::handover::SET_ROOT_PAGE_TABLE.name)
+            .0
+    };
+    let flushes = || m.handover(0, rvgpu_ddi::handover::FLUSH_TLB.name).0;
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let before = flushes();
+    let buf = okk(&m, k.create_allocation(4096));
+    ok(
+        &m,
+        m.page_in(&p, 0, rvgpu_hw::addr::GpuVa::new(buf.gpu_va), 4096, 0x33),
+    );
+    okk(&m, k.destroy_allocation(buf.handle));
+    assert!(roots() > 0, "no DxgkDdiSetRootPageTable checked");
+    assert!(flushes() > before, "no FLUSH_TLB checked");
+    let (_, filled) = m.handover(0, rvgpu_ddi::handover::FLUSH_TLB.name);
+    assert!(
+        filled.is_empty(),
+        "fields 24H2 leaves zero, filled: {filled:?}"
+    );
+    no_fault(&m);
+}
+
 under_the_pages!();
+
+/// Whether the next DPC of the started adapter sleeps first ([`stalled_dpc`]).
+static STALL_NEXT_DPC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The driver's DPC, after [`STALL_MS`] of sleep when [`STALL_NEXT_DPC`] is armed: the
+/// completion it reports reaches VidSch that much later.
+unsafe extern "system" fn stalled_dpc(ctx: rvgpu_ddi::PVOID) {
+    if rvgpu_simos::testing::adapter_started(ctx)
+        && STALL_NEXT_DPC.swap(false, std::sync::atomic::Ordering::SeqCst)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(STALL_MS));
+    }
+    // SAFETY: the OS's own argument, passed on to the driver's DPC.
+    unsafe { rvgpu_simos::testing::driver_dpc(ctx) }
+}
+
+const STALL_MS: u64 = 300;
+
+/// MF-04, the OS's paging wait (threaded): VidMm sleeps on VidSch's completion event until
+/// the DPC that completes its paging buffer wakes it (24H2: `M:VIDMM_GLOBAL::WaitForFence`
+/// @0x140038E5C waits on the fence's event), rather than looking at the fence every tick. A
+/// completion whose wake-up were lost would leave the map waiting out the OS's wait limit
+/// (a "did not complete" failure); a polling wait looks hundreds of times while the DPC
+/// stalls.
+#[test]
+fn mf_04_a_paging_wait_sleeps_until_the_completion_wakes_it() {
+    let m = started_with(MachineConfig::single(Mode::Threaded), |t| {
+        t.DxgkDdiDpcRoutine = Some(stalled_dpc);
+    });
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let before = m.paging_wait_looks(0);
+    STALL_NEXT_DPC.store(true, std::sync::atomic::Ordering::SeqCst);
+    // A new allocation is mapped through the driver's paging buffers and waited for.
+    let buf = okk(&m, k.create_allocation(4096));
+    let looks = m.paging_wait_looks(0) - before;
+    assert!(
+        !STALL_NEXT_DPC.load(std::sync::atomic::Ordering::SeqCst),
+        "no DPC ran while the map waited"
+    );
+    assert!(
+        (1..=LOOKS_PER_MAP).contains(&looks),
+        "the map's paging waits looked {looks} times at their fences while one DPC stalled \
+         {STALL_MS} ms (a wait looks once, then once per wake-up)"
+    );
+    assert!(m
+        .gpu_translate(0, p.pid, rvgpu_hw::addr::GpuVa::new(buf.gpu_va))
+        .is_some());
+    no_fault(&m);
+}
+
+/// Looks of a map's paging waits: one per wait and one per completion event setting.
+const LOOKS_PER_MAP: u64 = 12;

@@ -43,8 +43,7 @@ const LAYOUT_BOUND: &[(&str, &str)] = &[
 /// Signatures still to be typed (`file::function(parameter)`). The list only shrinks: an entry
 /// that is typed (or gone) fails the test until it is removed here. The device's `Memory`
 /// (its physical space: system memory and local memory at `VRAM_BASE`, which neither address
-/// type names yet) and VidMm's GPU VA space are typed together with their callers, the
-/// simulated VidMm's and VidSch's.
+/// type names yet) is typed together with its callers, the simulated VidMm's and VidSch's.
 const NOT_YET_TYPED: &[&str] = &[
     "device/src/memory.rs::free_system(bus_addr)",
     "device/src/memory.rs::map_system(bus_addr)",
@@ -61,17 +60,6 @@ const NOT_YET_TYPED: &[&str] = &[
     "device/src/memory.rs::write_words(addr)",
     "device/src/memory.rs::write_bytes(addr)",
     "device/src/memory.rs::read_bytes(addr)",
-    "simos/src/state/vidmm/gpuva.rs::index(va)",
-    "simos/src/state/vidmm/gpuva.rs::new(va_base)",
-    "simos/src/state/vidmm/gpuva.rs::reserve_at(va)",
-    "simos/src/state/vidmm/gpuva.rs::reserved_overlap(va)",
-    "simos/src/state/vidmm/gpuva.rs::any_mapped(va)",
-    "simos/src/state/vidmm/gpuva.rs::free(va)",
-    "simos/src/state/vidmm/gpuva.rs::map(va)",
-    "simos/src/state/vidmm/gpuva.rs::map_large(va)",
-    "simos/src/state/vidmm/gpuva.rs::unmap(va)",
-    "simos/src/state/vidmm/gpuva.rs::leaf(va)",
-    "simos/src/state/vidmm/gpuva.rs::large_at(va)",
 ];
 
 /// Whether a parameter's name says it holds an address.

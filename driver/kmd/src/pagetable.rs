@@ -221,8 +221,9 @@ pub fn update<P: Platform>(
     // Entry `i` in the device's format.
     let translate = |i: u32| -> Result<u64, Status> {
         let mut e = entry(call, op, i).ok_or(status::INVALID_PARAMETER)?;
-        if let Some(p) = policy {
-            // The allocation's own limits apply whatever VidMm asked.
+        if let Some(p) = policy.filter(|_| level == 0 || e.large_page()) {
+            // The allocation's own limits apply to its pages whatever VidMm asked (a
+            // directory's update that carries a large page carries links too).
             e = e.with_read_only(e.read_only() || p.gpu_read_only);
             e = e.with_no_execute(e.no_execute() || !p.executable);
         }
@@ -240,39 +241,10 @@ pub fn update<P: Platform>(
         let at = crate::args::gpu_physical_table(op);
         process::ddi::learn_root(a, live, op.hProcess, &at)?;
     }
-    // The array holds at least one entry (NumPageTableEntries > 0, checked).
-    let e0 = entry(call, op, 0).ok_or(status::INVALID_PARAMETER)?;
-    let per_entry = pages_per_entry(level, &e0, op.Flags);
-    let recorded = per_entry != 0 && first == 0 && next > 0 && !matches!(who, Mapping::System);
-    if recorded {
+    if first == 0 && next > 0 && !matches!(who, Mapping::System) {
         // The first pass translated every entry it wrote: record what the leaves of the
         // process's space now map (the doorbell checks rings against it).
-        let h_allocation = match who {
-            Mapping::Allocation(_) => op.hAllocation,
-            _ => core::ptr::null_mut(),
-        };
-        allocation::ddi::note_mapping(
-            a,
-            live,
-            op.hProcess,
-            h_allocation,
-            op.AllocationOffsetInBytes,
-            GpuVa::new(op.FirstPteVirtualAddress),
-            u64::from(op.NumPageTableEntries).saturating_mul(per_entry),
-            e0.valid(),
-        );
-        if !e0.valid() {
-            // An unmapping: no fence page stays recorded where nothing is mapped.
-            let pages = u64::from(op.NumPageTableEntries).saturating_mul(per_entry);
-            forget_fence_pages(a, live, op, pages);
-        } else if level == 0 && matches!(who, Mapping::UnplacedNativeFence | Mapping::Os) && !cpu {
-            // Recorded with the entry's device address, which only a GPU_PHYSICAL update
-            // names (24H2 sends CPU_VIRTUAL only while it builds the paging process's space,
-            // which maps no process's fence pages).
-            let at = crate::args::gpu_physical_table(op);
-            let table = process::ddi::table_address(live, &at)?;
-            note_fence_pages(call, a, live, op, who, table);
-        }
+        record(call, a, live, op, who, level, cpu)?;
     }
     if next == first {
         return Ok(Pass {
@@ -284,6 +256,71 @@ pub fn update<P: Platform>(
         words: written,
         more: (next < n).then_some(next),
     })
+}
+
+/// Records what update `op` at `level` maps and unmaps, a run of like entries at a time: a
+/// directory's update holds links, large pages and invalid entries side by side (24H2 writes
+/// a fresh directory whole and an updated one from its first changed entry to its last:
+/// M:VIDMM_PAGE_DIRECTORY::CommitVirtualAddressRange @0x1400F28C0), a leaf table's one kind.
+fn record<P: Platform>(
+    call: Call<'_>,
+    a: &Adapter<P>,
+    live: &Live<P>,
+    op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+    who: Mapping,
+    level: u8,
+    cpu: bool,
+) -> Result<(), Status> {
+    let h_allocation = match who {
+        Mapping::Allocation(_) => op.hAllocation,
+        _ => core::ptr::null_mut(),
+    };
+    // Bytes one entry of `level` covers (levels are below `mmu::LEVELS`, checked).
+    let span = mmu::span(level).ok_or(status::INVALID_PARAMETER)?;
+    let n = op.NumPageTableEntries;
+    let kind = |i: u32| -> Result<(u64, bool), Status> {
+        let e = entry(call, op, i).ok_or(status::INVALID_PARAMETER)?;
+        Ok((pages_per_entry(level, &e, op.Flags), e.valid()))
+    };
+    let mut i = 0;
+    while i < n {
+        let (per, valid) = kind(i)?;
+        let mut j = i.saturating_add(1);
+        while j < n && kind(j)? == (per, valid) {
+            j = j.saturating_add(1);
+        }
+        if per != 0 {
+            let from = u64::from(i).saturating_mul(span);
+            let va = op.FirstPteVirtualAddress.saturating_add(from);
+            let pages = u64::from(j.saturating_sub(i)).saturating_mul(per);
+            allocation::ddi::note_mapping(
+                a,
+                live,
+                op.hProcess,
+                h_allocation,
+                op.AllocationOffsetInBytes.saturating_add(from),
+                GpuVa::new(va),
+                pages,
+                valid,
+            );
+            if !valid {
+                // An unmapping: no fence page stays recorded where nothing is mapped.
+                forget_fence_pages(a, live, op.hProcess, GpuVa::new(va), pages);
+            }
+        }
+        i = j;
+    }
+    let e0 = entry(call, op, 0).ok_or(status::INVALID_PARAMETER)?;
+    if level == 0 && e0.valid() && matches!(who, Mapping::UnplacedNativeFence | Mapping::Os) && !cpu
+    {
+        // Recorded with the entry's device address, which only a GPU_PHYSICAL update
+        // names (24H2 sends CPU_VIRTUAL only while it builds the paging process's space,
+        // which maps no process's fence pages).
+        let at = crate::args::gpu_physical_table(op);
+        let table = process::ddi::table_address(live, &at)?;
+        note_fence_pages(call, a, live, op, who, table);
+    }
+    Ok(())
 }
 
 /// The 4 KiB pages each entry of an update at `level` whose first entry is `e0` maps or
@@ -381,17 +418,16 @@ fn write_entries<P: Platform>(
 fn forget_fence_pages<P: Platform>(
     a: &Adapter<P>,
     live: &Live<P>,
-    op: &DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE,
+    h_process: rvgpu_ddi::HANDLE,
+    va: GpuVa,
     pages: u64,
 ) {
-    let Ok(process) = Handle::decode_on(op.hProcess, Kind::Process, a.table_slot()) else {
+    let Ok(process) = Handle::decode_on(h_process, Kind::Process, a.table_slot()) else {
         return;
     };
     let mut fences = live.fences.lock();
     if !fences.pages.is_empty() {
-        fences
-            .pages
-            .unmapped(process, GpuVa::new(op.FirstPteVirtualAddress), pages);
+        fences.pages.unmapped(process, va, pages);
     }
 }
 

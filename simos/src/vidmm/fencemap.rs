@@ -100,7 +100,7 @@ pub(crate) fn fence_map_value(
                     SimError::OutOfMemory("GPU VA for fence storage inside the caps' range"),
                 )?;
                 p.space
-                    .reserve_at(va, PAGE)
+                    .reserve_at(rvgpu_hw::addr::GpuVa::new(va), PAGE)
                     .map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
                 va
             }

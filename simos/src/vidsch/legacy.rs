@@ -526,6 +526,44 @@ pub(crate) fn fences(a: &AdapterShared, node: u32) -> (u32, u32) {
     (n.s, n.c)
 }
 
+/// Threaded machine: waits until `node`'s last completed fence ID reaches `id`, sleeping on
+/// VidSch's completion event between looks (`crate::vidsch::tdr::state::CompletionEvent`);
+/// whether it did before `timeout`, the OS's wait limit. A halted machine's fault is the
+/// answer as soon as it halts.
+pub(crate) fn wait_completed(
+    a: &AdapterShared,
+    node: u32,
+    id: u32,
+    timeout: Duration,
+) -> Result<bool, SimError> {
+    let deadline = Instant::now() + timeout;
+    let sh = tdr::shared(a);
+    loop {
+        let seen = sh.completion.generation();
+        sh.completion
+            .looks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(f) = a.state.fault() {
+            return Err(f.into());
+        }
+        if lock(&sh.os).node(node).c >= id {
+            return Ok(true);
+        }
+        if !sh.completion.wait_past(seen, deadline) {
+            return Ok(false);
+        }
+    }
+}
+
+/// Times VidMm's paging waits on `a` looked at their fence (`wait_completed`).
+pub(crate) fn paging_wait_looks(a: &AdapterShared) -> u64 {
+    tdr::existing(a).map_or(0, |sh| {
+        sh.completion
+            .looks
+            .load(std::sync::atomic::Ordering::Relaxed)
+    })
+}
+
 /// Every retired fence ID as `(node, id)`, in order.
 pub(crate) fn completed(a: &AdapterShared) -> Vec<(u32, u32)> {
     lock(&tdr::shared(a).os).completed.clone()

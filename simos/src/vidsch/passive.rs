@@ -2,10 +2,10 @@
 //! of a threaded machine runs it (`crate::vidmm::va::update::gpu_va_worker`; a step-mode round
 //! hands the machine itself in). The thread has its adapter, not the machine: each service is
 //! the adapter's operation the machine's own `Host` calls, and a paging wait is the threaded
-//! machine's (the device, interrupt and DPC threads complete the buffer; this thread looks
-//! every millisecond until the OS's wait limit).
+//! machine's (the device, interrupt and DPC threads complete the buffer; this thread sleeps
+//! on VidSch's completion event until then or the OS's wait limit).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::adapter::waiter::Waiter;
 use crate::adapter::AdapterShared;
@@ -91,19 +91,7 @@ impl Host for PassiveHost<'_> {
         _max_rounds: usize,
         timeout: Duration,
     ) -> Result<bool, SimError> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(f) = a.state.fault() {
-                return Err(f.into());
-            }
-            if crate::vidsch::legacy::fences(a, node).1 >= id {
-                return Ok(true);
-            }
-            if Instant::now() >= deadline {
-                return Ok(false);
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        crate::vidsch::legacy::wait_completed(a, node, id, timeout)
     }
 
     /// The update worker creates no fences (only paging queues do, on their thunk's thread):

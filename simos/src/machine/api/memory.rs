@@ -383,6 +383,11 @@ impl Host for Machine {
         max_rounds: usize,
         timeout: Duration,
     ) -> Result<bool, SimError> {
+        // Threaded: the device, interrupt and DPC threads complete the buffer; this thread
+        // sleeps on VidSch's completion event (as VidSch's PASSIVE worker does).
+        if self.config.mode == crate::Mode::Threaded {
+            return crate::vidsch::legacy::wait_completed(a, node, id, timeout);
+        }
         let i = a.index;
         self.run_until(max_rounds, timeout, |m| {
             let (_, c) = m.legacy_fences(i, node);

@@ -141,6 +141,13 @@ impl Machine {
             .map_or((0, 0), |a| legacy::fences(a, node))
     }
 
+    /// Times VidMm's paging waits on adapter `i` of a threaded machine looked at their fence:
+    /// once per wait and once per setting of VidSch's completion event, not once per tick.
+    pub fn paging_wait_looks(&self, i: usize) -> u64 {
+        self.adapter_shared(i)
+            .map_or(0, |a| legacy::paging_wait_looks(a))
+    }
+
     /// Every retired fence ID of adapter `i` as `(node, id)`, in order (completions and IDs a
     /// reset retired).
     pub fn legacy_completed(&self, i: usize) -> Vec<(u32, u32)> {

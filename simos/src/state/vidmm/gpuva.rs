@@ -16,6 +16,8 @@
 
 use std::collections::BTreeMap;
 
+use rvgpu_hw::addr::GpuVa;
+
 /// One entry as VidMm describes it (the `DXGK_PTE` fields VidMm sets).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OsPte {
@@ -95,7 +97,11 @@ impl Geometry {
         12 + self.index_bits * u32::from(level)
     }
 
-    pub fn index(&self, va: u64, level: u8) -> u64 {
+    /// The index of the entry that covers `va` in a table at `level`.
+    pub fn index(&self, va: GpuVa, level: u8) -> u64 {
+        self.idx(va.get(), level)
+    }
+    fn idx(&self, va: u64, level: u8) -> u64 {
         (va >> self.shift(level)) & (self.entries() - 1)
     }
 
@@ -195,7 +201,7 @@ impl PageMap {
     /// The leaf table's first VA and the page's slot in it.
     fn slot(&self, va: u64) -> (u64, usize) {
         let g = &self.geometry;
-        (g.table_base(va, 0), g.index(va, 0) as usize)
+        (g.table_base(va, 0), g.idx(va, 0) as usize)
     }
 
     fn get(&self, va: u64) -> Option<Leaf> {
@@ -300,8 +306,9 @@ impl AddressSpace {
     pub fn new(
         geometry: Geometry,
         heap: &mut TableHeap,
-        va_base: u64,
+        va_base: GpuVa,
     ) -> Result<(Self, Update), VaError> {
+        let va_base = va_base.get();
         let root = heap.alloc().ok_or(VaError::NoTables)?;
         let s = Self {
             geometry,
@@ -358,7 +365,7 @@ impl AddressSpace {
                 .checked_add(len)
                 .and_then(|e| e.checked_add(page))
                 .ok_or(VaError::BadRange)?;
-            match self.reserved_overlap(lo, hi - lo) {
+            match self.reserved_overlap(GpuVa::new(lo), hi - lo) {
                 Some(end) => {
                     va = end
                         .checked_add(page)
@@ -379,7 +386,8 @@ impl AddressSpace {
 
     /// Reserves `[va, va + len)` exactly (VidMm's own fixed mappings; fails if any of it is
     /// reserved already).
-    pub fn reserve_at(&mut self, va: u64, len: u64) -> Result<(), VaError> {
+    pub fn reserve_at(&mut self, va: GpuVa, len: u64) -> Result<(), VaError> {
+        let va = va.get();
         let page = self.geometry.page;
         let len = len
             .checked_next_multiple_of(page)
@@ -401,7 +409,8 @@ impl AddressSpace {
     }
 
     /// The end of a reservation overlapping `[va, va + len)`, if one does.
-    pub fn reserved_overlap(&self, va: u64, len: u64) -> Option<u64> {
+    pub fn reserved_overlap(&self, va: GpuVa, len: u64) -> Option<u64> {
+        let va = va.get();
         let end = va.saturating_add(len);
         self.reserved
             .range(..end)
@@ -424,7 +433,7 @@ impl AddressSpace {
             if start < lo {
                 return None;
             }
-            match self.reserved_overlap(start, len) {
+            match self.reserved_overlap(GpuVa::new(start), len) {
                 None => return Some(start),
                 // Below the reservation that is in the way.
                 Some(_) => {
@@ -448,15 +457,17 @@ impl AddressSpace {
     }
 
     /// Whether any page of `[va, end)` is mapped, by a leaf or a large page.
-    pub fn any_mapped(&self, va: u64, end: u64) -> bool {
+    pub fn any_mapped(&self, va: GpuVa, end: GpuVa) -> bool {
+        let (va, end) = (va.get(), end.get());
         let from = va.saturating_sub(self.geometry.large_page() - 1);
         self.pages.any_in(va, end) || self.large.range(from..end).next().is_some()
     }
 
     /// Frees a reservation (its pages must be unmapped first).
-    pub fn free(&mut self, va: u64) -> Result<(), VaError> {
+    pub fn free(&mut self, va: GpuVa) -> Result<(), VaError> {
+        let va = va.get();
         let len = *self.reserved.get(&va).ok_or(VaError::BadRange)?;
-        if self.any_mapped(va, va + len) {
+        if self.any_mapped(GpuVa::new(va), GpuVa::new(va + len)) {
             return Err(VaError::BadRange);
         }
         self.reserved.remove(&va);
@@ -479,11 +490,11 @@ impl AddressSpace {
     }
 
     /// Maps `phys` (one entry per page) at `va` with `attrs`, with 4 KiB leaves only; returns
-    /// the updates in the order they must run (new directories cleared and new leaf tables'
-    /// entries outside the run invalidated, each then linked, then the leaves).
+    /// the updates in the order they must run (new leaf tables' entries outside the run
+    /// invalidated, the leaves, then each directory changed, bottom-up).
     pub fn map(
         &mut self,
-        va: u64,
+        va: GpuVa,
         phys: &[Phys],
         attrs: MapAttrs,
         heap: &mut TableHeap,
@@ -499,18 +510,19 @@ impl AddressSpace {
     /// already.
     pub fn map_large(
         &mut self,
-        va: u64,
+        va: GpuVa,
         phys: &[Phys],
         attrs: MapAttrs,
         heap: &mut TableHeap,
         may_start: impl Fn(Phys) -> bool,
     ) -> Result<Vec<Update>, VaError> {
+        let va = va.get();
         let page = self.geometry.page;
         let len = page * phys.len() as u64;
         if !va.is_multiple_of(page) || !self.inside_reservation(va, len) {
             return Err(VaError::BadRange);
         }
-        if self.any_mapped(va, va + len) {
+        if self.any_mapped(GpuVa::new(va), GpuVa::new(va + len)) {
             return Err(VaError::BadRange);
         }
         let large = self.geometry.large_page();
@@ -532,7 +544,7 @@ impl AddressSpace {
                             large: true,
                             ..pte(p, attrs)
                         };
-                        bigs.push((t, self.geometry.index(v, 1), e, v));
+                        bigs.push((t, self.geometry.idx(v, 1), e, v));
                         i += per_large;
                         continue;
                     }
@@ -557,7 +569,7 @@ impl AddressSpace {
                     return Err(e);
                 }
             };
-            leaves.push((leaf_table, self.geometry.index(v, 0), pte(p, attrs), v));
+            leaves.push((leaf_table, self.geometry.idx(v, 0), pte(p, attrs), v));
             i += 1;
         }
         let leaf_at = |v: u64| Leaf {
@@ -570,7 +582,7 @@ impl AddressSpace {
         for &(_, _, _, v) in &bigs {
             self.large.insert(v, leaf_at(v));
         }
-        updates.extend(self.coalesce(1, bigs));
+        let directories = self.directory_updates(&created, &bigs);
         let runs = self.coalesce(0, leaves);
         let mut out = Vec::with_capacity(updates.len() + runs.len());
         for u in updates {
@@ -587,6 +599,7 @@ impl AddressSpace {
             r.initial = created.contains(&(0, self.geometry.table_base(r.va, 0)));
             out.push(r);
         }
+        out.extend(directories);
         Ok(out)
     }
 
@@ -617,6 +630,87 @@ impl AddressSpace {
             out.push(part(e, n));
         }
         out
+    }
+
+    /// The directories' updates of one map, one per directory it changed, as
+    /// M:VIDMM_PAGE_DIRECTORY::CommitVirtualAddressRange @0x1400F28C0 sends them after the
+    /// tables below (its loop commits each child first, then it makes one
+    /// M:VIDMM_GLOBAL::UpdatePageTable @0x1400ABE20 call from its shadow entries): a fresh
+    /// directory (`created`) whole, entries `[0, NumPde)` with the links and large pages of
+    /// this map and every other entry invalid, flagged InitialUpdate (its flags are 2 until
+    /// its first update); a directory updated before, from its first changed entry to its
+    /// last, the entries between as they stand, with no flag. Ordered bottom-up. An update
+    /// carrying a large page of this map (`bigs`) names the allocation (`maps`).
+    fn directory_updates(
+        &self,
+        created: &[(u8, u64)],
+        bigs: &[(u64, u64, OsPte, u64)],
+    ) -> Vec<Update> {
+        let g = self.geometry;
+        // (level, first VA) → the entries this map changed in that directory.
+        let mut changed: BTreeMap<(u8, u64), (u64, u64, bool)> = BTreeMap::new();
+        let mut touch = |level: u8, va: u64, large: bool| {
+            let i = g.idx(va, level);
+            let c = changed
+                .entry((level, g.table_base(va, level)))
+                .or_insert((i, i, false));
+            c.0 = c.0.min(i);
+            c.1 = c.1.max(i);
+            c.2 |= large;
+        };
+        for &(level, base) in created {
+            touch(level + 1, base, false);
+        }
+        for &(_, _, _, v) in bigs {
+            touch(1, v, true);
+        }
+        let mut out = Vec::new();
+        for ((level, base), (lo, hi, maps)) in changed {
+            let table = if level == g.levels - 1 {
+                self.root
+            } else {
+                match self.tables.get(&(level, base)) {
+                    Some(t) => *t,
+                    None => continue,
+                }
+            };
+            let fresh = created.contains(&(level, base));
+            let (lo, hi) = if fresh {
+                (0, g.entries())
+            } else {
+                (lo, hi + 1)
+            };
+            out.push(Update {
+                level,
+                segment: g.segment,
+                table,
+                start: lo as u32,
+                entries: (lo..hi)
+                    .map(|i| self.directory_entry(level, base, i))
+                    .collect(),
+                initial: fresh,
+                va: base + (lo << g.shift(level)),
+                maps,
+            });
+        }
+        out
+    }
+
+    /// Entry `index` of the directory at `level` whose first VA is `base`, as VidMm's books
+    /// hold it (24H2's shadow): a link to the table below, a large page, or invalid.
+    fn directory_entry(&self, level: u8, base: u64, index: u64) -> OsPte {
+        let g = self.geometry;
+        let va = base + (index << g.shift(level));
+        if let Some(t) = self.tables.get(&(level - 1, va)) {
+            return OsPte::table(g.segment, *t);
+        }
+        match self.large.get(&va) {
+            Some(l) if level == 1 => OsPte {
+                large: true,
+                ..pte(l.phys, l.attrs)
+            },
+            _ => OsPte::default(),
+        }
     }
 
     /// Whether `run` (pages from `v` on) starts a large page: see [`Self::map_large`].
@@ -656,7 +750,8 @@ impl AddressSpace {
     /// would otherwise keep a table for every 2 MiB it ever touched and run the page-table
     /// segment out. All or nothing: a page of the run that is not mapped fails the request
     /// before any record changes.
-    pub fn unmap(&mut self, va: u64, pages: u64) -> Result<Vec<Update>, VaError> {
+    pub fn unmap(&mut self, va: GpuVa, pages: u64) -> Result<Vec<Update>, VaError> {
+        let va = va.get();
         let page = self.geometry.page;
         let large = self.geometry.large_page();
         let end = pages
@@ -676,7 +771,7 @@ impl AddressSpace {
                 }
                 let key = (1, self.geometry.table_base(v, 1));
                 let t = *self.tables.get(&key).ok_or(VaError::BadRange)?;
-                bigs.push((t, self.geometry.index(v, 1), OsPte::default(), v));
+                bigs.push((t, self.geometry.idx(v, 1), OsPte::default(), v));
                 v += large;
                 continue;
             }
@@ -689,7 +784,7 @@ impl AddressSpace {
                 _ => *self.tables.get(&(0, base)).ok_or(VaError::BadRange)?,
             };
             last = Some((base, t));
-            leaves.push((t, self.geometry.index(v, 0), OsPte::default(), v));
+            leaves.push((t, self.geometry.idx(v, 0), OsPte::default(), v));
             v += page;
         }
         for &(_, _, _, v) in &leaves {
@@ -770,7 +865,7 @@ impl AddressSpace {
             level,
             segment: self.geometry.segment,
             table,
-            start: self.geometry.index(va, level) as u32,
+            start: self.geometry.idx(va, level) as u32,
             entries: vec![OsPte::default()],
             initial: false,
             va: self.geometry.table_base(va, level - 1),
@@ -815,7 +910,9 @@ impl AddressSpace {
     }
 
     /// The table at `bottom` (0: the leaf table; 1: the table that holds large pages) for
-    /// `va`, creating (clear + link) the tables on the way.
+    /// `va`, creating the tables on the way (recorded in `created`; a fresh leaf table's
+    /// whole clear goes to `updates`, a fresh directory is written whole by
+    /// [`Self::directory_updates`]).
     fn ensure_path(
         &mut self,
         va: u64,
@@ -832,17 +929,11 @@ impl AddressSpace {
                 Some(t) => *t,
                 None => {
                     let t = heap.alloc().ok_or(VaError::NoTables)?;
-                    updates.push(self.clear_table(level, t, key.1));
-                    updates.push(Update {
-                        level: level + 1,
-                        segment: g.segment,
-                        table: parent,
-                        start: g.index(va, level + 1) as u32,
-                        entries: vec![OsPte::table(g.segment, t)],
-                        initial: false,
-                        va: key.1,
-                        maps: false,
-                    });
+                    if level == 0 {
+                        // A fresh leaf table: what it holds outside the map's run is
+                        // invalidated ([`Self::outside_run`]).
+                        updates.push(self.clear_table(level, t, key.1));
+                    }
                     self.tables.insert(key, t);
                     created.push(key);
                     t
@@ -855,7 +946,8 @@ impl AddressSpace {
 
     /// What VidMm believes the page at `va` maps to (the oracle), through a leaf or a large
     /// page.
-    pub fn leaf(&self, va: u64) -> Option<Leaf> {
+    pub fn leaf(&self, va: GpuVa) -> Option<Leaf> {
+        let va = va.get();
         let page = self.geometry.page;
         let va = va - va % page;
         if let Some(l) = self.pages.get(va) {
@@ -870,7 +962,8 @@ impl AddressSpace {
     }
 
     /// The large page that maps `va`: its first VA.
-    pub fn large_at(&self, va: u64) -> Option<u64> {
+    pub fn large_at(&self, va: GpuVa) -> Option<u64> {
+        let va = va.get();
         self.large_base(va)
     }
 

@@ -31,6 +31,9 @@ pub(crate) struct UserMap {
     /// nothing is in the page tables for it, wherever the allocation is, until the queue
     /// reaches it.
     pub(crate) queued: bool,
+    /// First VA of the Map's range it belongs to: a range longer than what the allocation
+    /// has past the offset is kept as one mapping per repetition, all with the same one.
+    pub(crate) range_va: u64,
 }
 
 /// One range of a process's space (a VIDMM_VAD).

@@ -185,7 +185,7 @@ fn vidmm_new_space(
         let heap = v
             .heap
             .get_or_insert_with(|| TableHeap::new(0, size / TABLE_SHARE, g.table_bytes));
-        AddressSpace::new(g, heap, base).map_err(va_error)?
+        AddressSpace::new(g, heap, rvgpu_hw::addr::GpuVa::new(base)).map_err(va_error)?
     };
     {
         let mut v = lock(&a.mm.vidmm);
@@ -265,7 +265,7 @@ pub(crate) fn vidmm_map_at(
         let may_start = |at: Phys| starts.as_ref().is_some_and(|l| l.may_start(at, size));
         let u = p
             .space
-            .map_large(va, phys, attrs, heap, may_start)
+            .map_large(rvgpu_hw::addr::GpuVa::new(va), phys, attrs, heap, may_start)
             .map_err(va_error)?;
         (p.kmd, u)
     };
@@ -297,7 +297,7 @@ pub(crate) fn vidmm_runs(
         let page = at - at % 4096;
         let leaf = p
             .space
-            .leaf(page)
+            .leaf(rvgpu_hw::addr::GpuVa::new(page))
             .ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
         let (seg, base) = leaf.phys;
         let addr = base + (at - page);
@@ -329,14 +329,21 @@ pub(crate) fn vidmm_map_os_page(
         let (Some(p), Some(heap)) = (v.processes.get_mut(&pid), v.heap.as_mut()) else {
             return Ok(());
         };
-        if p.space.leaf(va).is_some() {
+        if p.space.leaf(rvgpu_hw::addr::GpuVa::new(va)).is_some() {
             return Ok(());
         }
-        p.space.reserve_at(va, 4096).map_err(va_error)?;
-        match p.space.map(va, &[phys], MapAttrs::default(), heap) {
+        p.space
+            .reserve_at(rvgpu_hw::addr::GpuVa::new(va), 4096)
+            .map_err(va_error)?;
+        match p.space.map(
+            rvgpu_hw::addr::GpuVa::new(va),
+            &[phys],
+            MapAttrs::default(),
+            heap,
+        ) {
             Ok(u) => (p.kmd, u),
             Err(e) => {
-                let _ = p.space.free(va);
+                let _ = p.space.free(rvgpu_hw::addr::GpuVa::new(va));
                 return Err(va_error(e));
             }
         }
@@ -346,8 +353,8 @@ pub(crate) fn vidmm_map_os_page(
         // did, or a retry would skip the page.
         let mut v = lock(&a.mm.vidmm);
         if let Some(p) = v.processes.get_mut(&pid) {
-            let _ = p.space.unmap(va, 1);
-            let _ = p.space.free(va);
+            let _ = p.space.unmap(rvgpu_hw::addr::GpuVa::new(va), 1);
+            let _ = p.space.free(rvgpu_hw::addr::GpuVa::new(va));
         }
         return Err(e);
     }
@@ -381,7 +388,10 @@ pub(crate) fn vidmm_unmap_keep(
     let (kmd, root, updates) = {
         let mut v = lock(&a.mm.vidmm);
         let p = v.space_of(pid)?;
-        let u = p.space.unmap(va, pages).map_err(va_error)?;
+        let u = p
+            .space
+            .unmap(rvgpu_hw::addr::GpuVa::new(va), pages)
+            .map_err(va_error)?;
         (p.kmd, (p.space.geometry.segment, p.space.root), u)
     };
     vidmm_run(host, a, kmd, &updates, tag.based_at(va))?;
@@ -404,7 +414,9 @@ pub(crate) fn vidmm_unmap_keep(
 pub(crate) fn vidmm_release_va(a: &AdapterShared, pid: ProcessId, va: u64) -> Result<(), SimError> {
     let mut v = lock(&a.mm.vidmm);
     if let Some(p) = v.processes.get_mut(&pid) {
-        p.space.free(va).map_err(va_error)?;
+        p.space
+            .free(rvgpu_hw::addr::GpuVa::new(va))
+            .map_err(va_error)?;
     }
     Ok(())
 }
@@ -414,8 +426,8 @@ pub(crate) fn vidmm_release_va(a: &AdapterShared, pid: ProcessId, va: u64) -> Re
 pub(crate) fn vidmm_forget(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) {
     let mut v = lock(&a.mm.vidmm);
     if let Some(p) = v.processes.get_mut(&pid) {
-        let _ = p.space.unmap(va, pages);
-        let _ = p.space.free(va);
+        let _ = p.space.unmap(rvgpu_hw::addr::GpuVa::new(va), pages);
+        let _ = p.space.free(rvgpu_hw::addr::GpuVa::new(va));
     }
 }
 
@@ -504,9 +516,15 @@ fn vidmm_run_once(
                 Flags: flags,
                 // A leaf map carries its range's DriverProtection, as the process passed it
                 // (M:VIDMM_PAGE_TABLE::UpdatePageTable @0x1400AAE70 from the commit state,
-                // M:CVirtualAddressAllocator::CommitVirtualAddressRange @0x1400ADD10); an
-                // invalidation none (`UpdatePageTableInvalidate`).
-                DriverProtection: if leaf { tag.driver_protection } else { 0 },
+                // M:CVirtualAddressAllocator::CommitVirtualAddressRange @0x1400ADD10), and so
+                // does a directory's update of the same commit (M:VIDMM_PAGE_DIRECTORY::
+                // CommitVirtualAddressRange @0x1400F28C0 passes the same commit-state field);
+                // an invalidation none (`UpdatePageTableInvalidate`).
+                DriverProtection: if leaf || (u.level >= 1 && !invalidation) {
+                    tag.driver_protection
+                } else {
+                    0
+                },
                 AllocationOffsetInBytes: match (leaf, tag.repeat_page) {
                     (false, _) => 0,
                     (true, Some(at)) => at,
@@ -600,6 +618,10 @@ pub(crate) fn cpu_updates_sent(a: &AdapterShared) -> u64 {
     lock(&a.mm.vidmm).cpu_updates_sent
 }
 
+/// `DxgkDdiBuildPagingBuffer(FLUSH_TLB)` of `[start, end)` for the process whose driver
+/// handle is `kmd` and root `root`, waited for: every field as M:VIDMM_GLOBAL::FlushGpuVaTlb
+/// @0x1400E8D80 fills it from M:CVirtualAddressAllocator::FlushGpuVaTlb @0x140035D1C
+/// (`handover::FLUSH_TLB`).
 fn vidmm_flush(
     host: &dyn Host,
     a: &AdapterShared,
@@ -622,6 +644,9 @@ fn vidmm_flush(
             EndVirtualAddress: end,
         },
     };
+    // SAFETY: the arm just written.
+    a.observer()
+        .handed(&rvgpu_ddi::handover::FLUSH_TLB, unsafe { &op.FlushTlb });
     for _ in 0..3 {
         let resets = host.adapter_resets(a);
         let ids = crate::vidmm::paging::paging_op(
@@ -690,7 +715,7 @@ fn vidmm_check(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) -> Result
     while page < end {
         let walked = Mmu::walk_now(mem, root, rvgpu_hw::addr::GpuVa::new(page));
         let got = walked.map(|(pa, _)| pa);
-        let want = p.space.leaf(page);
+        let want = p.space.leaf(rvgpu_hw::addr::GpuVa::new(page));
         let ok = match (want, got) {
             (None, Err(_)) => true,
             (Some(l), Ok(pa)) => {
@@ -715,7 +740,7 @@ fn vidmm_check(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) -> Result
             a.state.raise_sim_error(msg.clone());
             return Err(sim(msg));
         }
-        page = match (walked, p.space.large_at(page)) {
+        page = match (walked, p.space.large_at(rvgpu_hw::addr::GpuVa::new(page))) {
             (Ok((_, size)), Some(first))
                 if size == p.space.geometry.large_page() && first == page =>
             {
@@ -727,7 +752,10 @@ fn vidmm_check(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) -> Result
                 let bits = p.space.geometry.index_bits * u32::from(f.level);
                 let span = 4096u64.checked_shl(bits).unwrap_or(u64::MAX);
                 let next = (page - page % span).saturating_add(span).min(end);
-                if p.space.any_mapped(page, next) {
+                if p.space.any_mapped(
+                    rvgpu_hw::addr::GpuVa::new(page),
+                    rvgpu_hw::addr::GpuVa::new(next),
+                ) {
                     page + 4096
                 } else {
                     next
@@ -866,7 +894,8 @@ pub(crate) fn ddi_create_process_raw(
 }
 
 /// `DxgkDdiSetRootPageTable` for context `context_kmd` of process `pid`: the root sent
-/// (segment, offset), `None` when the process has no VA space.
+/// (segment, offset), `None` when the process has no VA space. Every field as
+/// M:VidSchiEnsureRootPageTableUpdated @0x1400EAF40 fills it (`handover::SET_ROOT_PAGE_TABLE`).
 pub(crate) fn set_root(
     a: &AdapterShared,
     pid: ProcessId,
@@ -888,6 +917,8 @@ pub(crate) fn set_root(
         },
         NumEntries: g.entries() as u32,
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::SET_ROOT_PAGE_TABLE, &args);
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
     unsafe { ddi::passive_with(a, f, ctx, &args) }?;

@@ -16,8 +16,8 @@ pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
             let mut v = lock(&a.mm.vidmm);
             if let Some(p) = v.processes.get_mut(&PAGING_PID) {
                 for (va, pages) in p.space.mapped() {
-                    let _ = p.space.unmap(va, pages);
-                    let _ = p.space.free(va);
+                    let _ = p.space.unmap(rvgpu_hw::addr::GpuVa::new(va), pages);
+                    let _ = p.space.free(rvgpu_hw::addr::GpuVa::new(va));
                 }
             }
             std::mem::take(&mut v.retired_system)

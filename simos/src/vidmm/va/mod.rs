@@ -232,7 +232,9 @@ fn va_claim(
             .free_range_top_down(len, align, min.max(USER_VA_FLOOR), max)
             .ok_or_else(unsuccessful)?
     };
-    p.space.reserve_at(va, len).map_err(|_| unsuccessful())?;
+    p.space
+        .reserve_at(rvgpu_hw::addr::GpuVa::new(va), len)
+        .map_err(|_| unsuccessful())?;
     Ok(va)
 }
 
@@ -394,6 +396,7 @@ fn va_map_into(
             driver_protection: r.driver_protection,
             live: false,
             queued,
+            range_va: va,
         };
         // What the allocation has from the offset: a longer range repeats it
         // (M:VIDMM_PAGE_TABLE::ModifyPageTable @0x1400CD470 fills entry i with page
@@ -534,7 +537,7 @@ fn va_unmap_pages(
 ) -> Result<(), SimError> {
     if a.device.is_lost() {
         if let Some(p) = lock(&a.mm.vidmm).processes.get_mut(&pid) {
-            let _ = p.space.unmap(va, pages);
+            let _ = p.space.unmap(rvgpu_hw::addr::GpuVa::new(va), pages);
         }
         return Ok(());
     }
@@ -608,51 +611,82 @@ fn va_release_range(
     // The TLB was flushed with each unmap above: the VA may be reused now.
     let mut v = lock(&a.mm.vidmm);
     if let Some(p) = v.processes.get_mut(&pid) {
-        let _ = p.space.free(start);
+        let _ = p.space.free(rvgpu_hw::addr::GpuVa::new(start));
     }
     Ok(())
 }
 
 /// Residency hook: allocation `h` left its memory (eviction); its mappings fault until it
-/// comes back. Called with the residency lock held.
+/// comes back, each Map's range unmapped whole. Called with the residency lock held.
 pub(crate) fn gpu_va_allocation_evicted(
     host: &dyn Host,
     a: &AdapterShared,
     h: KmtHandle,
 ) -> Result<(), SimError> {
-    set_maps_live(a, h, false, |pid, va, m| {
-        va_unmap_pages(host, a, pid, va, m.pages, tag(m, va))
+    set_maps_live(a, h, false, |pid, va, m, total| {
+        va_unmap_pages(host, a, pid, va, total, tag(m, va))
     })
 }
 
 /// Residency hook: allocation `h`'s pages are now `all` (page by page); its mappings
-/// follow. Called with the residency lock held.
+/// follow, each Map's range committed again whole with the commit state it was mapped with:
+/// 24H2 recommits a mapped range from the range itself
+/// (M:VIDMM_SEGMENT::UpdateVirtualAddressForNewResourceLocation @0x14009F494 calls
+/// M:CVirtualAddressAllocator::CommitVirtualAddressRange @0x1400ADD10, which takes the repeat
+/// window M:CVirtualAddressAllocator::MapVadVaRange @0x14009AD34 left in the range), so a
+/// range that repeats one page is one update with Repeat again, as at its first map. Called
+/// with the residency lock held.
 pub(crate) fn gpu_va_allocation_placed(
     host: &dyn Host,
     a: &AdapterShared,
     h: KmtHandle,
     all: &[Phys],
 ) -> Result<(), SimError> {
-    set_maps_live(a, h, true, |pid, va, m| {
-        let phys = pages_at(all, m.offset, m.pages).ok_or_else(bad)?;
-        crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, tag(m, va))
+    set_maps_live(a, h, true, |pid, va, m, total| {
+        let once = pages_at(all, m.offset, m.pages).ok_or_else(bad)?;
+        let phys: Vec<Phys> = once.iter().copied().cycle().take(total as usize).collect();
+        let t = repeat_tag(m, va, total);
+        crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, t)
     })
 }
 
-/// Runs `change` (with the process, the VA and the mapping) on each mapping of allocation
-/// `h` whose `live` differs from `live`, then sets it.
+/// Runs `change` (with the process, the first VA, the first mapping and the pages of the
+/// run) on each run of mappings of allocation `h` whose `live` differs from `live`, then sets
+/// it. A run is one Map's range: its repetitions, which follow one another with the same
+/// pages of the allocation.
 fn set_maps_live(
     a: &AdapterShared,
     h: KmtHandle,
     live: bool,
-    mut change: impl FnMut(ProcessId, u64, &UserMap) -> Result<(), SimError>,
+    mut change: impl FnMut(ProcessId, u64, &UserMap, u64) -> Result<(), SimError>,
 ) -> Result<(), SimError> {
-    let maps = lock(&a.mm.gpuva).maps_of(h);
+    let mut maps = lock(&a.mm.gpuva).maps_of(h);
+    maps.sort_by_key(|x| (x.0, x.1, x.2));
     // A mapping whose Map is still queued follows residency once the queue reaches it.
-    for (pid, start, va, m) in maps.into_iter().filter(|x| x.3.live != live && !x.3.queued) {
-        change(pid, va, &m)?;
-        if let Some(m) = lock(&a.mm.gpuva).map_mut(pid, start, va) {
-            m.live = live;
+    maps.retain(|x| x.3.live != live && !x.3.queued);
+    // (pid, range start, first mapping's VA and mapping, every VA of the run, pages).
+    let mut runs: Vec<(ProcessId, u64, u64, UserMap, Vec<u64>, u64)> = Vec::new();
+    for (pid, start, va, m) in maps {
+        if let Some((r_pid, r_start, r_va, first, vas, total)) = runs.last_mut() {
+            // The next repetition of the same pages, right after a whole one.
+            let same = (*r_pid, *r_start, first.range_va, first.offset, first.attrs)
+                == (pid, start, m.range_va, m.offset, m.attrs);
+            let whole = *total == vas.len() as u64 * first.pages;
+            if same && whole && m.pages <= first.pages && va == *r_va + *total * PAGE {
+                vas.push(va);
+                *total += m.pages;
+                continue;
+            }
+        }
+        runs.push((pid, start, va, m, vec![va], m.pages));
+    }
+    for (pid, start, va, m, vas, total) in runs {
+        change(pid, va, &m, total)?;
+        let mut st = lock(&a.mm.gpuva);
+        for v in &vas {
+            if let Some(x) = st.map_mut(pid, start, *v) {
+                x.live = live;
+            }
         }
     }
     Ok(())

@@ -123,6 +123,8 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
         }
     }
     drop(os);
+    // After the lock: a waiter that looked before the change sleeps on the old generation.
+    sh.completion.set();
     for b in freed {
         crate::vidsch::legacy::free_dma(a, b);
     }
