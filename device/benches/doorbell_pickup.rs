@@ -13,6 +13,7 @@
 //! criterion's report the bench prints medians and the ratio doorbell / bare. Run with
 //! `cargo bench -p rvgpu-device --bench doorbell_pickup`.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -89,7 +90,8 @@ impl Bench {
             progress_fence: rvgpu_hw::addr::GpuVa::new(progress),
             ..Default::default()
         };
-        mem.write_words(runlist, &d.to_words()).expect("runlist");
+        mem.write_words(PhysAddr::new(runlist), &d.to_words())
+            .expect("runlist");
         ring::commit_engine0(&dev, runlist, 1, 7);
         dev.start();
         Self {
@@ -111,7 +113,11 @@ impl Bench {
     fn ring_and_wait(&self, v: u64) -> Duration {
         let t0 = Instant::now();
         self.dev.doorbell_write(0, self.wptr);
-        while self.mem.load(self.progress, Ordering::Acquire) != Some(v) {
+        while self
+            .mem
+            .load(PhysAddr::new(self.progress), Ordering::Acquire)
+            != Some(v)
+        {
             spin_loop();
         }
         t0.elapsed()

@@ -15,6 +15,7 @@
 //! bench prints the mean cost per command and the ratios to identity. Run with
 //! `cargo bench -p rvgpu-device --bench mmu_exec`.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -97,18 +98,18 @@ impl Bench {
                 let mut table = root;
                 for level in (1..=mmu::ROOT_LEVEL).rev() {
                     let e = mmu::entry_addr(table, GpuVa::new(va), level).expect("entry");
-                    let pte = Pte(mem.read_u64(e).expect("table"));
+                    let pte = Pte(mem.read_u64(PhysAddr::new(e)).expect("table"));
                     table = if pte.valid() {
                         pte.addr()
                     } else {
                         let t = alloc();
-                        mem.write_u64(e, Pte::table(t, false).expect("pte").0)
+                        mem.write_u64(PhysAddr::new(e), Pte::table(t, false).expect("pte").0)
                             .expect("table");
                         t
                     };
                 }
                 let e = mmu::entry_addr(table, GpuVa::new(va), 0).expect("entry");
-                mem.write_u64(e, Pte::page(pa, rw, false).expect("pte").0)
+                mem.write_u64(PhysAddr::new(e), Pte::page(pa, rw, false).expect("pte").0)
                     .expect("leaf");
             };
             map(RING_VA, ring);
@@ -127,11 +128,13 @@ impl Bench {
         let pkt = (words.len() * 8) as u64;
         let mut off = 0;
         while off + pkt <= u64::from(RING) {
-            mem.write_words(ring + off, &words).expect("ring");
+            mem.write_words(PhysAddr::new(ring + off), &words)
+                .expect("ring");
             off += pkt;
         }
         assert_eq!(u64::from(RING) % pkt, 0, "packets tile the ring");
-        mem.write_words(runlist, &desc.to_words()).expect("runlist");
+        mem.write_words(PhysAddr::new(runlist), &desc.to_words())
+            .expect("runlist");
         dev.write32(regs::doorbell_bind_reg(0).expect("bind"), 1);
         let reg = |r| regs::engine_reg(0, r).expect("engine 0");
         dev.write64(reg(regs::engine::RUNLIST_BASE), runlist);
@@ -156,7 +159,7 @@ impl Bench {
         self.wptr += self.pkt;
         let mem = self.dev.memory();
         mem.store(
-            self.rc_pa + RingControl::WRITE_PTR,
+            PhysAddr::new(self.rc_pa + RingControl::WRITE_PTR),
             self.wptr,
             Ordering::Release,
         )
@@ -170,7 +173,7 @@ impl Bench {
         let rptr = self
             .dev
             .memory()
-            .read_u64(self.rc_pa + RingControl::READ_PTR)
+            .read_u64(PhysAddr::new(self.rc_pa + RingControl::READ_PTR))
             .expect("read_ptr");
         assert_eq!(rptr, self.wptr, "every packet ran, none faulted");
         assert!(self.dev.queues().iter().all(|q| q.fault.is_none()));

@@ -7,6 +7,7 @@
 //! script runs it for K and 2K and divides the difference by K, so the setup (committing the
 //! runlist of idle queues) cancels.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -63,7 +64,7 @@ fn main() {
     }
     let runlist = alloc(descs.len() as u64 * 128);
     for (i, d) in descs.iter().enumerate() {
-        mem.write_words(runlist + i as u64 * 128, &d.to_words())
+        mem.write_words(PhysAddr::new(runlist + i as u64 * 128), &d.to_words())
             .expect("runlist");
     }
     ring::commit_engine0(&dev, runlist, descs.len() as u32, 1);
@@ -78,7 +79,7 @@ fn main() {
     for v in 1..=ops {
         wptr = ring::queue_progress(&mem, ring, RING, control, wptr, v);
         dev.doorbell_write(0, wptr);
-        while mem.load(progress, Ordering::Acquire) != Some(v) {
+        while mem.load(PhysAddr::new(progress), Ordering::Acquire) != Some(v) {
             assert!(dev.step(), "the device stopped before PROGRESS({v})");
         }
     }

@@ -1,6 +1,7 @@
 //! What the device benches that drive one kernel-mode queue through its ring share: committing
 //! engine 0's runlist with doorbell page 0 bound, and writing `PROGRESS(v)` into a ring.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::Ordering;
 
 use rvgpu_device::{Device, Memory};
@@ -38,11 +39,19 @@ pub fn queue_progress(
     .expect("encode");
     let mut wptr = wptr;
     for w in words.iter().take(n) {
-        mem.store(ring + wptr % u64::from(ring_size), *w, Ordering::Relaxed)
-            .expect("ring");
+        mem.store(
+            PhysAddr::new(ring + wptr % u64::from(ring_size)),
+            *w,
+            Ordering::Relaxed,
+        )
+        .expect("ring");
         wptr += 8;
     }
-    mem.store(control + RingControl::WRITE_PTR, wptr, Ordering::Release)
-        .expect("write_ptr");
+    mem.store(
+        PhysAddr::new(control + RingControl::WRITE_PTR),
+        wptr,
+        Ordering::Release,
+    )
+    .expect("write_ptr");
     wptr
 }

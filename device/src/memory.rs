@@ -18,6 +18,9 @@
 //!   (unmapped from the GPU's page tables and the TLB flushed, or the engine idle or reset).
 //! - **VRAM**: `vram_size` bytes at GPU address [`VRAM_BASE`], also CPU-visible (BAR4).
 //!
+//! An access names a [`PhysAddr`] (system RAM at its bus address, VRAM at [`VRAM_BASE`] plus
+//! the offset); what puts system RAM on the bus or takes it off names a [`BusAddr`].
+//!
 //! Where the words live is a seam ([`RamBacking`]): in-process memory allocated here, or memory
 //! another process shares with this one (a VM's guest RAM or a memfd VRAM that a vfio-user
 //! client maps, `device/vfu`). [`Memory::map_system`] puts external RAM on the bus at a given
@@ -46,7 +49,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use rvgpu_hw::addr::{SYSMEM_LIMIT, VRAM_BASE};
+use rvgpu_hw::addr::{BusAddr, PhysAddr, SYSMEM_LIMIT, VRAM_BASE};
 use rvgpu_hw::PAGE_SIZE;
 
 mod sysmap;
@@ -493,7 +496,8 @@ impl Memory {
     /// Removes the allocation starting at `bus_addr` from the bus. Returns false if there is
     /// none. CPU handles stay valid (memory-safe) until dropped; the device can no longer
     /// reach the range.
-    pub fn free_system(&self, bus_addr: u64) -> bool {
+    pub fn free_system(&self, bus_addr: BusAddr) -> bool {
+        let bus_addr = bus_addr.get();
         let mut map = self.sys_write();
         if !map
             .regions
@@ -517,7 +521,8 @@ impl Memory {
     /// against the system cap (this machine did not allocate it). Returns false, mapping
     /// nothing, if `bus_addr` is not page aligned, the backing is empty or not whole pages,
     /// the range passes `SYSMEM_LIMIT`, or it overlaps a region already on the bus.
-    pub fn map_system(&self, bus_addr: u64, backing: Arc<dyn RamBacking>) -> bool {
+    pub fn map_system(&self, bus_addr: BusAddr, backing: Arc<dyn RamBacking>) -> bool {
+        let bus_addr = bus_addr.get();
         let len = (backing.words().len() as u64).saturating_mul(8);
         if len == 0 || !bus_addr.is_multiple_of(PAGE_SIZE) || !len.is_multiple_of(PAGE_SIZE) {
             return false;
@@ -545,7 +550,8 @@ impl Memory {
     /// Takes RAM put on the bus by [`Memory::map_system`] at `bus_addr` off it again. The
     /// backing is dropped once no access holds it any more. Returns false if no mapped
     /// region starts there (an allocation from `alloc_system` is not removed).
-    pub fn unmap_system(&self, bus_addr: u64) -> bool {
+    pub fn unmap_system(&self, bus_addr: BusAddr) -> bool {
+        let bus_addr = bus_addr.get();
         let mut map = self.sys_write();
         if !map
             .regions
@@ -568,7 +574,8 @@ impl Memory {
     }
 
     /// Resolves `[addr, addr + bytes)` (8-aligned, non-empty, inside one region) to a span.
-    pub(crate) fn span(&self, addr: u64, bytes: u64) -> Option<Span> {
+    pub(crate) fn span(&self, addr: PhysAddr, bytes: u64) -> Option<Span> {
+        let addr = addr.get();
         if !addr.is_multiple_of(8) || !bytes.is_multiple_of(8) || bytes == 0 {
             return None;
         }
@@ -601,7 +608,8 @@ impl Memory {
 
     /// Runs `f` on the word at `addr` (8-aligned, mapped). The lookup lock is held only for
     /// the duration of `f`, which must not call back into `Memory`.
-    fn with_word<R>(&self, addr: u64, f: impl FnOnce(&AtomicU64) -> R) -> Option<R> {
+    fn with_word<R>(&self, addr: PhysAddr, f: impl FnOnce(&AtomicU64) -> R) -> Option<R> {
+        let addr = addr.get();
         if !addr.is_multiple_of(8) {
             return None;
         }
@@ -616,34 +624,34 @@ impl Memory {
     }
 
     /// True if `[addr, addr + bytes)` is mapped, 8-aligned and inside one region.
-    pub fn is_mapped(&self, addr: u64, bytes: u64) -> bool {
+    pub fn is_mapped(&self, addr: PhysAddr, bytes: u64) -> bool {
         self.span(addr, bytes).is_some()
     }
 
     /// Atomic load with `order`.
-    pub fn load(&self, addr: u64, order: Ordering) -> Option<u64> {
+    pub fn load(&self, addr: PhysAddr, order: Ordering) -> Option<u64> {
         self.with_word(addr, |w| w.load(order))
     }
 
     /// Atomic store with `order`.
-    pub fn store(&self, addr: u64, value: u64, order: Ordering) -> Option<()> {
+    pub fn store(&self, addr: PhysAddr, value: u64, order: Ordering) -> Option<()> {
         self.with_word(addr, |w| w.store(value, order))
     }
 
     /// Atomic `fetch_max`; returns the previous value.
-    pub fn fetch_max(&self, addr: u64, value: u64, order: Ordering) -> Option<u64> {
+    pub fn fetch_max(&self, addr: PhysAddr, value: u64, order: Ordering) -> Option<u64> {
         self.with_word(addr, |w| w.fetch_max(value, order))
     }
 
     /// Atomic `fetch_add` (wrapping); returns the previous value.
-    pub fn fetch_add(&self, addr: u64, value: u64, order: Ordering) -> Option<u64> {
+    pub fn fetch_add(&self, addr: PhysAddr, value: u64, order: Ordering) -> Option<u64> {
         self.with_word(addr, |w| w.fetch_add(value, order))
     }
 
     /// Atomic compare-exchange; `Some(Ok(prev))` on success, `Some(Err(actual))` on mismatch.
     pub fn compare_exchange(
         &self,
-        addr: u64,
+        addr: PhysAddr,
         current: u64,
         new: u64,
         order: Ordering,
@@ -657,18 +665,18 @@ impl Memory {
     }
 
     /// Acquire load: what a reader of data published by the other side uses.
-    pub fn read_u64(&self, addr: u64) -> Option<u64> {
+    pub fn read_u64(&self, addr: PhysAddr) -> Option<u64> {
         self.load(addr, Ordering::Acquire)
     }
 
     /// Release store: publishes everything the writer did before.
-    pub fn write_u64(&self, addr: u64, value: u64) -> Option<()> {
+    pub fn write_u64(&self, addr: PhysAddr, value: u64) -> Option<()> {
         self.store(addr, value, Ordering::Release)
     }
 
     /// Reads `n` words starting at `addr` (each word atomically, Acquire; the run as a whole
     /// is not a snapshot).
-    pub fn read_words(&self, addr: u64, n: usize) -> Option<Vec<u64>> {
+    pub fn read_words(&self, addr: PhysAddr, n: usize) -> Option<Vec<u64>> {
         let bytes = u64::try_from(n).ok()?.checked_mul(8)?;
         if n == 0 {
             return Some(Vec::new());
@@ -684,7 +692,7 @@ impl Memory {
 
     /// Writes `words` starting at `addr` (each word atomically, Release). All or nothing: the
     /// range is checked first.
-    pub fn write_words(&self, addr: u64, words: &[u64]) -> Option<()> {
+    pub fn write_words(&self, addr: PhysAddr, words: &[u64]) -> Option<()> {
         if words.is_empty() {
             return Some(());
         }
@@ -698,7 +706,7 @@ impl Memory {
 
     /// Writes arbitrary bytes at any alignment (read-modify-write of the covering words with
     /// compare-exchange, so concurrent writers of *other* bytes of a word are not lost).
-    pub fn write_bytes(&self, addr: u64, data: &[u8]) -> Option<()> {
+    pub fn write_bytes(&self, addr: PhysAddr, data: &[u8]) -> Option<()> {
         self.each_covering_word(addr, data.len(), |w, index| {
             // Update only the bytes of this word that fall inside the range.
             let _ = w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
@@ -714,7 +722,7 @@ impl Memory {
     }
 
     /// Reads arbitrary bytes at any alignment.
-    pub fn read_bytes(&self, addr: u64, out: &mut [u8]) -> Option<()> {
+    pub fn read_bytes(&self, addr: PhysAddr, out: &mut [u8]) -> Option<()> {
         self.each_covering_word(addr, out.len(), |w, index| {
             let b = w.load(Ordering::Acquire).to_le_bytes();
             for (byte, i) in b.iter().zip(index) {
@@ -730,7 +738,7 @@ impl Memory {
     /// `None` (and no call) when the covering words are not all memory.
     fn each_covering_word(
         &self,
-        addr: u64,
+        addr: PhysAddr,
         len: usize,
         mut each: impl FnMut(&AtomicU64, [Option<usize>; 8]),
     ) -> Option<()> {
@@ -738,9 +746,10 @@ impl Memory {
             return Some(());
         }
         let len = u64::try_from(len).ok()?;
+        let addr = addr.get();
         let first = addr - addr % 8;
         let end = addr.checked_add(len)?.checked_next_multiple_of(8)?;
-        let span = self.span(first, end - first)?;
+        let span = self.span(PhysAddr::new(first), end - first)?;
         for (i, w) in span.as_slice().iter().enumerate() {
             let word_addr = first + (i as u64) * 8;
             let index = std::array::from_fn(|k| {

@@ -3,6 +3,7 @@ mod common;
 
 use common::*;
 use rvgpu_device::{DeviceConfig, STEP_TICKS};
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_hw::cmd::{self, Command, LogKind, Opcode};
 use rvgpu_hw::engine::{EngineState, ResetResult, ENGINE_CTRL_RESET};
 use rvgpu_hw::event::{EventKind, EventRecord, NO_TAG};
@@ -80,7 +81,7 @@ fn nf_03_conditional_signal_interrupts_only_once_monitored_value_is_reached() {
     assert!(!rig.line.level());
     // A waiter for 3, as 24H2 arms it: MonitoredValue = 3. Signalling 2 does not interrupt,
     // 3 does (a `>` rule would hang that waiter, `rvgpu_hw::fence::needs_interrupt`).
-    rig.mem.write_u64(f.mv, 3).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.mv), 3).unwrap();
     rig.submit(&mut q, &[signal(f, 2, cmd::SIGNAL_CONDITIONAL_IRQ, 0xAA)]);
     rig.run();
     assert_eq!(rig.dev.read32(regs::INT_STATUS), 0);
@@ -134,7 +135,7 @@ fn fence_event_without_exact_report_or_optimized_irq() {
         ..DeviceConfig::step()
     });
     let f = rig.fence(0);
-    rig.mem.write_u64(f.mv, 0).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.mv), 0).unwrap();
     let mut q = rig.queue_committed(0, 4);
     rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 77)]);
     rig.run();
@@ -214,7 +215,7 @@ fn fence_wait_is_released_exactly_when_the_device_sees_its_target() {
             Signal(0, v) => rig.submit(&mut same, &[signal(f, v, 0, 0)]),
             Signal(_, v) => rig.submit(&mut other, &[signal(f, v, 0, 0)]),
             CpuStore(rescan) => {
-                rig.mem.write_u64(f.cv, 3).unwrap();
+                rig.mem.write_u64(PhysAddr::new(f.cv), 3).unwrap();
                 let addr = match rescan {
                     Skipped => None,
                     Other => Some(f.mv),
@@ -370,7 +371,7 @@ fn log_05_overflow_wraps_and_counts_and_header_never_goes_down() {
 fn log_04_fence_event_visible_implies_log_in_memory() {
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    rig.mem.write_u64(f.mv, 0).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.mv), 0).unwrap();
     let mut q = rig.queue_committed(0, 1);
     rig.submit(
         &mut q,
@@ -397,7 +398,7 @@ fn nf_15_fence_record_is_flagged_logged_only_for_its_own_entry() {
     use rvgpu_hw::event::FLAG_LOGGED;
     let mut rig = Rig::step();
     let f = rig.fence(0);
-    rig.mem.write_u64(f.mv, 0).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.mv), 0).unwrap();
     let mut q = rig.queue_committed(0, 1);
     let cases: [(&[Command], u16); 3] = [
         (
@@ -440,7 +441,7 @@ fn timestamps_are_monotonic() {
         ],
     );
     rig.run();
-    let ts = rig.mem.read_words(t, 3).unwrap();
+    let ts = rig.mem.read_words(PhysAddr::new(t), 3).unwrap();
     assert!(ts[0] > 0 && ts[0] < ts[1] && ts[1] < ts[2], "{ts:?}");
     assert!(rig.dev.read64(regs::GPU_CLOCK) >= ts[2]);
 }
@@ -476,7 +477,7 @@ fn copy_moves_bytes_in_chunks() {
     let src = rig.alloc(64 << 10);
     let dst = rig.alloc(64 << 10);
     let words: Vec<u64> = (0..8192u64).map(|i| i * 3 + 1).collect();
-    rig.mem.write_words(src, &words).unwrap();
+    rig.mem.write_words(PhysAddr::new(src), &words).unwrap();
     let mut q = rig.queue_committed(1, 1);
     rig.submit(&mut q, &[copy(src, dst, 64 << 10)]);
     let steps = rig.run();
@@ -484,7 +485,7 @@ fn copy_moves_bytes_in_chunks() {
         steps >= 16,
         "64 KiB in 4 KiB chunks takes 16 quanta, took {steps}"
     );
-    assert_eq!(rig.mem.read_words(dst, 8192).unwrap(), words);
+    assert_eq!(rig.mem.read_words(PhysAddr::new(dst), 8192).unwrap(), words);
     assert_eq!(rig.read_ptr(&q), q.wptr);
     assert_eq!(rig.dev.completed_commands(1), 1);
 }
@@ -493,7 +494,9 @@ fn copy_moves_bytes_in_chunks() {
 fn copy_between_sysmem_and_vram_and_fill() {
     let mut rig = Rig::step();
     let src = rig.alloc(4096);
-    rig.mem.write_words(src, &[1, 2, 3, 4]).unwrap();
+    rig.mem
+        .write_words(PhysAddr::new(src), &[1, 2, 3, 4])
+        .unwrap();
     let vram = rvgpu_hw::addr::VRAM_BASE + 0x1000;
     let mut q = rig.queue_committed(1, 1);
     rig.submit(
@@ -508,8 +511,14 @@ fn copy_between_sysmem_and_vram_and_fill() {
         ],
     );
     rig.run();
-    assert_eq!(rig.mem.read_words(vram, 4).unwrap(), vec![1, 2, 3, 4]);
-    let filled = rig.mem.read_words(vram + 32, 10_000).unwrap();
+    assert_eq!(
+        rig.mem.read_words(PhysAddr::new(vram), 4).unwrap(),
+        vec![1, 2, 3, 4]
+    );
+    let filled = rig
+        .mem
+        .read_words(PhysAddr::new(vram + 32), 10_000)
+        .unwrap();
     assert!(filled.iter().all(|&w| w == 0xABCD));
     assert_eq!(rig.value(vram + 32 + 80_000), 0, "stops at the end");
 }

@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use rvgpu_device::{DeviceConfig, STEP_TICKS};
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::engine::{EngineState, ENGINE_POWER_F0, ENGINE_POWER_F1};
 use rvgpu_hw::event::EventKind;
@@ -67,7 +68,10 @@ fn um_13_gated_engine_runs_nothing_until_f0_and_loses_no_ring() {
     set_power(&rig, 0, ENGINE_POWER_F0);
     steps(&rig, 50);
     assert_eq!(
-        (rig.mem.read_u64(f.cv), rig.mem.read_u64(k.cv)),
+        (
+            rig.mem.read_u64(PhysAddr::new(f.cv)),
+            rig.mem.read_u64(PhysAddr::new(k.cv))
+        ),
         (Some(1), Some(1))
     );
     assert_eq!(completed(&rig, 0), 2, "each packet ran exactly once");

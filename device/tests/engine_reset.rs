@@ -14,6 +14,7 @@
 //! guilty one). Step mode unless the test name says threaded.
 mod common;
 
+use rvgpu_hw::addr::PhysAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -277,7 +278,10 @@ fn um_10_held_engine_runs_nothing_until_commit_and_keeps_doorbell_rings() {
     );
     steps(&rig, 50);
     assert_eq!(
-        (rig.mem.read_u64(f.cv), rig.mem.read_u64(k.cv)),
+        (
+            rig.mem.read_u64(PhysAddr::new(f.cv)),
+            rig.mem.read_u64(PhysAddr::new(k.cv))
+        ),
         (Some(0), Some(0))
     );
     assert_eq!(
@@ -297,7 +301,10 @@ fn um_10_held_engine_runs_nothing_until_commit_and_keeps_doorbell_rings() {
     rig.commit(0, &[&a, &km]);
     rig.run();
     assert_eq!(
-        (rig.mem.read_u64(f.cv), rig.mem.read_u64(k.cv)),
+        (
+            rig.mem.read_u64(PhysAddr::new(f.cv)),
+            rig.mem.read_u64(PhysAddr::new(k.cv))
+        ),
         (Some(1), Some(1))
     );
     let s = status(&rig, 0);
@@ -369,7 +376,7 @@ fn tdr_07_reset_with_nothing_in_flight_names_no_queue_and_drops_nothing() {
     );
 
     rig.commit(0, &[&a, &b]);
-    rig.mem.write_u64(g.cv, 1).unwrap();
+    rig.mem.write_u64(PhysAddr::new(g.cv), 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
     assert_eq!(rig.value(b.desc.progress_fence.get()), 5);
@@ -491,7 +498,7 @@ fn tdr_09_failed_reset_leaves_everything_as_it_was() {
     assert_eq!(reset(&rig, 0), (ResetResult::Failed as u32, 1, 8), "stale");
     assert!(status(&rig, 0).held, "a failed reset does not end the hold");
     rig.commit(0, &[&iq]);
-    rig.mem.write_u64(g.cv, 1).unwrap();
+    rig.mem.write_u64(PhysAddr::new(g.cv), 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
     assert_eq!(rig.read_ptr(&iq), iq.wptr);
@@ -622,7 +629,7 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
     assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf25.0, 16)));
     // Held: release A's wait and submit more; nothing may run on engine 0.
     let done0 = rig.dev.completed_commands(0);
-    rig.mem.write_u64(g.cv, 1).unwrap();
+    rig.mem.write_u64(PhysAddr::new(g.cv), 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     for i in 31..=50 {
         sub(&mut rig, &mut a, i);
@@ -643,7 +650,8 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
 
     rig.commit(0, &[&a]);
     rig.wait_until("A done", || {
-        rig.mem.read_u64(a.desc.progress_fence.get()) == Some(50) && rig.read_ptr(&a) == a.wptr
+        rig.mem.read_u64(PhysAddr::new(a.desc.progress_fence.get())) == Some(50)
+            && rig.read_ptr(&a) == a.wptr
     });
     rig.wait_until("progress events", || {
         collect(&rig, &mut progress);
@@ -658,6 +666,6 @@ fn um_10_threaded_reset_keeps_innocent_queue_and_other_engine_running() {
     assert_eq!(rig.dev.completed_commands(0), 50 * 4 + 1);
     rig.wait_until("engine 1 done", || rig.read_ptr(&c) == c.wptr);
     assert_eq!(rig.dev.completed_commands(1), submitted_fills);
-    let ts = rig.mem.read_words(stamps, 50).unwrap();
+    let ts = rig.mem.read_words(PhysAddr::new(stamps), 50).unwrap();
     assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
 }

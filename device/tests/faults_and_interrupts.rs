@@ -3,6 +3,7 @@ mod common;
 
 use common::*;
 use rvgpu_device::{IrqDelay, STEP_TICKS};
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_hw::cmd::{self, Command, LogKind, Opcode};
 use rvgpu_hw::engine::{EngineState, EngineStatus};
 use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
@@ -140,7 +141,10 @@ fn fault_bad_ring_control() {
     let f = fault_with(&mut rig, |rig, q| {
         // Write pointer more than a ring ahead of the read pointer.
         rig.mem
-            .write_u64(q.desc.ring_control.get() + RingControl::WRITE_PTR, 8192)
+            .write_u64(
+                PhysAddr::new(q.desc.ring_control.get() + RingControl::WRITE_PTR),
+                8192,
+            )
             .unwrap();
     });
     assert_eq!(f.arg0, FaultCode::BadRingControl as u64);

@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use rvgpu_device::DeviceConfig;
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_hw::cmd::{self, Command, LogKind, Opcode, MAX_INDIRECT};
 use rvgpu_hw::engine::{ResetResult, ENGINE_CTRL_RESET};
 use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
@@ -103,7 +104,7 @@ fn um_01_largest_buffer_and_vram_buffer_run() {
     assert_eq!(big.1, MAX_INDIRECT);
     let vram = rvgpu_hw::addr::VRAM_BASE + 0x2000;
     rig.mem
-        .write_words(vram, &encode(&[signal(f, 3, 0, 0)]))
+        .write_words(PhysAddr::new(vram), &encode(&[signal(f, 3, 0, 0)]))
         .unwrap();
     rig.submit(&mut q, &[indirect(big), indirect((vram, 40))]);
     rig.run();
@@ -178,8 +179,8 @@ fn um_01_round_robin_switches_between_packets_of_a_buffer() {
     rig.submit(&mut q1, &[indirect(buf)]);
     rig.submit(&mut q2, &ts(u));
     rig.run();
-    let tv = rig.mem.read_words(t, 4).unwrap();
-    let uv = rig.mem.read_words(u, 4).unwrap();
+    let tv = rig.mem.read_words(PhysAddr::new(t), 4).unwrap();
+    let uv = rig.mem.read_words(PhysAddr::new(u), 4).unwrap();
     for i in 0..4 {
         assert!(uv[i] < tv[i], "{uv:?} {tv:?}");
         if i < 3 {
@@ -237,7 +238,7 @@ fn um_01_queue_that_leaves_and_reenters_restarts_the_buffer() {
     assert_eq!(snap(&rig, 1).unwrap().indirect, Some((buf.0, 40)));
     assert_eq!(rig.dev.completed_commands(0), 1);
     // Mark the first signal's effect, so that running it again shows.
-    rig.mem.write_u64(f.cv, 0).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.cv), 0).unwrap();
     rig.commit(0, &[]);
     assert_eq!(rig.read_ptr(&q), 0, "ring control: on the INDIRECT");
     rig.commit(0, &[&q]);
@@ -246,7 +247,7 @@ fn um_01_queue_that_leaves_and_reenters_restarts_the_buffer() {
     rig.run();
     assert_eq!(rig.value(f.cv), 1, "first packet ran again");
     assert_eq!(snap(&rig, 1).unwrap().blocked_on, Some((g.cv, 1)));
-    rig.mem.write_u64(g.cv, 1).unwrap();
+    rig.mem.write_u64(PhysAddr::new(g.cv), 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, g.cv);
     rig.run();
     assert_eq!(rig.value(f.cv), 2);
@@ -280,7 +281,10 @@ fn um_01_fill_inside_a_buffer_runs_in_chunks() {
     rig.dev.step();
     assert_eq!(rig.read_ptr(&q), 24);
     assert_eq!(rig.value(f.cv), 1);
-    let words = rig.mem.read_words(dst, (12 << 10) / 8).unwrap();
+    let words = rig
+        .mem
+        .read_words(PhysAddr::new(dst), (12 << 10) / 8)
+        .unwrap();
     assert!(words.iter().all(|&w| w == 0xABCD));
 }
 
@@ -396,7 +400,9 @@ fn um_01_buffer_that_becomes_unreachable_faults_at_the_next_packet() {
     rig.dev.write64(b, page.bus_addr);
     rig.dev.write64(s, page.len);
     let words = encode(&[signal(f, 1, 0, 0), signal(f, 2, 0, 0)]);
-    rig.mem.write_words(page.bus_addr, &words).unwrap();
+    rig.mem
+        .write_words(PhysAddr::new(page.bus_addr), &words)
+        .unwrap();
     rig.submit(&mut q, &[indirect((page.bus_addr, 80))]);
     steps(&rig, 2);
     assert_eq!(rig.value(f.cv), 1);
@@ -500,9 +506,9 @@ fn um_01_engine_reset_inside_a_buffer_reports_the_indirect() {
     assert_eq!((r.arg1, r.arg2), (1, 8));
 
     // Resubmission: the driver replaces the HANG and recommits; the buffer restarts.
-    rig.mem.write_u64(f.cv, 0).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.cv), 0).unwrap();
     rig.mem
-        .write_u64(buf.0 + 40, cmd::header(Opcode::Nop, 0, 1))
+        .write_u64(PhysAddr::new(buf.0 + 40), cmd::header(Opcode::Nop, 0, 1))
         .unwrap();
     rig.commit(0, &[&q]);
     rig.kick(&q);
@@ -535,11 +541,11 @@ fn um_01_threaded_kernel_mode_submissions_through_indirect() {
         rig.submit(&mut q, &[indirect(buf), progress_irq(i)]);
     }
     rig.wait_until("last fence id", || {
-        rig.mem.read_u64(q.desc.progress_fence.get()) == Some(50)
+        rig.mem.read_u64(PhysAddr::new(q.desc.progress_fence.get())) == Some(50)
     });
     rig.wait_until("read_ptr", || rig.read_ptr(&q) == q.wptr);
     assert_eq!(rig.value(f.cv), 50);
-    let ts = rig.mem.read_words(stamps, 50).unwrap();
+    let ts = rig.mem.read_words(PhysAddr::new(stamps), 50).unwrap();
     assert!(ts.windows(2).all(|w| w[0] <= w[1]) && ts[0] > 0, "{ts:?}");
     rig.wait_until("completed", || rig.dev.completed_commands(0) == 50 * 4);
     // The event is posted right after the packet completes: collect until all are in.

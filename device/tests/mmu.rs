@@ -1,6 +1,7 @@
 //! The device MMU (docs/hardware.md §12): walks, faults at each level, permissions (NF-01's
 //! user/privileged split), the TLB and its invalidation, and page-crossing accesses.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -59,13 +60,13 @@ impl Space {
         let mut l = mmu::ROOT_LEVEL;
         while l > level {
             let e = mmu::entry_addr(table, GpuVa::new(va), l).unwrap();
-            let pte = Pte(self.mem.read_u64(e).unwrap());
+            let pte = Pte(self.mem.read_u64(PhysAddr::new(e)).unwrap());
             table = if pte.valid() {
                 pte.addr()
             } else {
                 let t = self.new_table();
                 self.mem
-                    .write_u64(e, Pte::table(t, false).unwrap().0)
+                    .write_u64(PhysAddr::new(e), Pte::table(t, false).unwrap().0)
                     .unwrap();
                 t
             };
@@ -77,14 +78,14 @@ impl Space {
     fn map(&mut self, va: u64, pa: u64, attrs: PageAttrs) {
         let e = self.entry(va, 0);
         self.mem
-            .write_u64(e, Pte::page(pa, attrs, false).unwrap().0)
+            .write_u64(PhysAddr::new(e), Pte::page(pa, attrs, false).unwrap().0)
             .unwrap();
     }
 
     fn map_large(&mut self, va: u64, pa: u64, attrs: PageAttrs) {
         let e = self.entry(va, mmu::LARGE_LEVEL);
         self.mem
-            .write_u64(e, Pte::page(pa, attrs, true).unwrap().0)
+            .write_u64(PhysAddr::new(e), Pte::page(pa, attrs, true).unwrap().0)
             .unwrap();
     }
 
@@ -125,7 +126,7 @@ fn walks_a_4k_page() {
     assert_eq!(
         c,
         vec![Chunk {
-            pa: pa + 0x10,
+            pa: PhysAddr::new(pa + 0x10),
             len: 16
         }]
     );
@@ -137,7 +138,7 @@ fn walks_a_4k_page() {
         Privilege::User,
     )
     .unwrap();
-    assert_eq!(s.mem.read_u64(pa + 8), Some(7));
+    assert_eq!(s.mem.read_u64(PhysAddr::new(pa + 8)), Some(7));
 }
 
 #[test]
@@ -149,7 +150,7 @@ fn walks_a_2m_page_in_vram() {
     let c = s
         .translate(&mmu, va + 0x1f_f000, 8, Access::Read, Privilege::User)
         .unwrap();
-    assert_eq!(c[0].pa, VRAM_BASE + 0x20_0000 + 0x1f_f000);
+    assert_eq!(c[0].pa, PhysAddr::new(VRAM_BASE + 0x20_0000 + 0x1f_f000));
     // One large TLB entry serves every 4 KiB of the 2 MiB page.
     s.translate(&mmu, va + 0x1000, 8, Access::Read, Privilege::User)
         .unwrap();
@@ -162,7 +163,7 @@ fn invalid_entry_faults_at_its_level() {
     for level in 0..mmu::LEVELS {
         let (mut s, _) = Space::with_page(RW_USER);
         let e = s.entry(VA, level);
-        s.mem.write_u64(e, 0).unwrap();
+        s.mem.write_u64(PhysAddr::new(e), 0).unwrap();
         let r = s.translate(&Mmu::new(), VA, 8, Access::Read, Privilege::Kernel);
         assert_eq!(
             r,
@@ -181,8 +182,8 @@ fn invalid_entry_faults_at_its_level() {
 fn reserved_bits_and_bad_tables_fault() {
     let (mut s, _) = Space::with_page(RW_USER);
     let e = s.entry(VA, 2);
-    let v = s.mem.read_u64(e).unwrap();
-    s.mem.write_u64(e, v | 1 << 60).unwrap();
+    let v = s.mem.read_u64(PhysAddr::new(e)).unwrap();
+    s.mem.write_u64(PhysAddr::new(e), v | 1 << 60).unwrap();
     let r = s
         .translate(&Mmu::new(), VA, 8, Access::Read, Privilege::Kernel)
         .unwrap_err();
@@ -191,7 +192,7 @@ fn reserved_bits_and_bad_tables_fault() {
     // A directory entry naming memory that does not exist: the next level's table is
     // unreadable.
     s.mem
-        .write_u64(e, Pte::table(0xdead_0000, false).unwrap().0)
+        .write_u64(PhysAddr::new(e), Pte::table(0xdead_0000, false).unwrap().0)
         .unwrap();
     let r = s
         .translate(&Mmu::new(), VA, 8, Access::Read, Privilege::Kernel)
@@ -261,14 +262,18 @@ fn nf_01_each_permission_faults_only_the_access_it_forbids() {
             let r = mmu.write_bytes(&s.mem, s.root, GpuVa::new(VA), &[1; 8], who);
             assert_eq!(r, Err(fault), "{row}");
         }
-        assert_eq!(s.mem.read_u64(pa), Some(0), "{row}: the page is unchanged");
+        assert_eq!(
+            s.mem.read_u64(PhysAddr::new(pa)),
+            Some(0),
+            "{row}: the page is unchanged"
+        );
         let ok = s.translate(&mmu, VA, 8, allowed, allowed_who);
         assert!(ok.is_ok(), "{row}: {allowed:?} by {allowed_who:?}: {ok:?}");
         if allowed == Access::Write {
             mmu.write_bytes(&s.mem, s.root, GpuVa::new(VA), &[2; 8], allowed_who)
                 .unwrap();
             let written = u64::from_le_bytes([2; 8]);
-            assert_eq!(s.mem.read_u64(pa), Some(written), "{row}");
+            assert_eq!(s.mem.read_u64(PhysAddr::new(pa)), Some(written), "{row}");
         }
     }
 }
@@ -304,11 +309,14 @@ fn stale_entry_not_used_after_invalidate() {
         .unwrap();
     // Unmap (Release store, as a paging buffer would), then invalidate this root.
     let e = s.entry(VA, 0);
-    s.mem.store(e, 0, Ordering::Release).unwrap();
+    s.mem.store(PhysAddr::new(e), 0, Ordering::Release).unwrap();
     mmu.invalidate(s.root);
     let r = mmu.write_bytes(&s.mem, s.root, GpuVa::new(VA), &[9; 8], Privilege::User);
     assert_eq!(r.unwrap_err().reason, FaultReason::NotPresent);
-    assert_eq!(s.mem.read_u64(pa), Some(u64::from_le_bytes([1; 8])));
+    assert_eq!(
+        s.mem.read_u64(PhysAddr::new(pa)),
+        Some(u64::from_le_bytes([1; 8]))
+    );
 
     // Remap read-only elsewhere, invalidate all: the new entry is used.
     let pa2 = s.page();
@@ -318,7 +326,7 @@ fn stale_entry_not_used_after_invalidate() {
     let c = s
         .translate(&mmu, VA, 8, Access::Read, Privilege::User)
         .unwrap();
-    assert_eq!(c[0].pa, pa2);
+    assert_eq!(c[0].pa, PhysAddr::new(pa2));
     assert_eq!(
         s.translate(&mmu, VA, 8, Access::Write, Privilege::User)
             .unwrap_err()
@@ -347,7 +355,7 @@ fn crossing_into_an_unmapped_page_faults_before_any_write() {
             reason: FaultReason::NotPresent
         })
     );
-    assert_eq!(s.mem.read_u64(pa + 4096 - 8), Some(0));
+    assert_eq!(s.mem.read_u64(PhysAddr::new(pa + 4096 - 8)), Some(0));
 }
 
 #[test]
@@ -364,10 +372,13 @@ fn crossing_into_a_mapped_page_splits_by_physical_page() {
         c,
         vec![
             Chunk {
-                pa: p2 + 4088,
+                pa: PhysAddr::new(p2 + 4088),
                 len: 8
             },
-            Chunk { pa: p1, len: 8 }
+            Chunk {
+                pa: PhysAddr::new(p1),
+                len: 8
+            }
         ]
     );
 }
@@ -404,7 +415,7 @@ fn invalidation_races_with_translation() {
     std::thread::yield_now();
     s.mem
         .store(
-            e,
+            PhysAddr::new(e),
             Pte::page(new, RW_USER, false).unwrap().0,
             Ordering::Release,
         )
@@ -414,7 +425,7 @@ fn invalidation_races_with_translation() {
         let c = s
             .translate(&mmu, VA, 8, Access::Read, Privilege::User)
             .unwrap();
-        assert_eq!(c[0].pa, new);
+        assert_eq!(c[0].pa, PhysAddr::new(new));
     }
     done.store(true, Ordering::Release);
     walker.join().unwrap();
@@ -453,10 +464,10 @@ fn walk_now_agrees_with_a_kernel_read_through_the_tlb() {
     }
     assert_eq!(
         Mmu::walk_now(&s.mem, s.root, GpuVa::new(VA + 0x18)),
-        Ok((pa + 0x18, 0x1000))
+        Ok((PhysAddr::new(pa + 0x18), 0x1000))
     );
     assert_eq!(
         Mmu::walk_now(&s.mem, s.root, GpuVa::new(large + 0x1f_f008)),
-        Ok((VRAM_BASE + 0x20_0000 + 0x1f_f008, 0x20_0000))
+        Ok((PhysAddr::new(VRAM_BASE + 0x20_0000 + 0x1f_f008), 0x20_0000))
     );
 }

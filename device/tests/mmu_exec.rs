@@ -8,6 +8,7 @@
 //! allocated outside every window (translated pages are not window-checked).
 mod common;
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::Ordering;
 
 use common::spaces::*;
@@ -70,9 +71,18 @@ fn translated_queue_runs_commands_in_pages_outside_every_window() {
     );
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_eq!(rig.mem.read_words(data + 0xff0, 2).unwrap(), vec![0xAB; 2]);
-    assert_eq!(rig.mem.read_words(data2, 2).unwrap(), vec![0xAB; 2]);
-    assert_eq!(rig.mem.read_words(data2 + 0x100, 2).unwrap(), vec![0xAB; 2]);
+    assert_eq!(
+        rig.mem.read_words(PhysAddr::new(data + 0xff0), 2).unwrap(),
+        vec![0xAB; 2]
+    );
+    assert_eq!(
+        rig.mem.read_words(PhysAddr::new(data2), 2).unwrap(),
+        vec![0xAB; 2]
+    );
+    assert_eq!(
+        rig.mem.read_words(PhysAddr::new(data2 + 0x100), 2).unwrap(),
+        vec![0xAB; 2]
+    );
     assert_eq!(rig.value(v.prog_pa), 9);
     assert_eq!(read_ptr(&rig, &v), v.q.wptr);
     assert!(rig.dev.tlb_stats().misses > 0);
@@ -227,7 +237,9 @@ fn store_crossing_fill(rig: &Rig, p0: u64, p1: u64) -> Vec<u64> {
         } else {
             p1 + off - 0x1000
         };
-        rig.mem.store(pa, *w, Ordering::Relaxed).unwrap();
+        rig.mem
+            .store(PhysAddr::new(pa), *w, Ordering::Relaxed)
+            .unwrap();
     }
     words
 }
@@ -281,17 +293,26 @@ fn user_ring_packet_across_a_page_boundary_runs_or_faults_at_its_first_unreadabl
 
         // A NOP up to two words before the boundary (its padding is never read), then the FILL.
         let nop = encode(&[Command::Nop { len: 0x1fe }]);
-        rig.mem.store(p0, nop[0], Ordering::Relaxed).unwrap();
+        rig.mem
+            .store(PhysAddr::new(p0), nop[0], Ordering::Relaxed)
+            .unwrap();
         let fill = store_crossing_fill(&rig, p0, p1);
         q.wptr = 0xff0 + 8 * fill.len() as u64;
         rig.mem
-            .store(rc_pa + RingControl::WRITE_PTR, q.wptr, Ordering::Release)
+            .store(
+                PhysAddr::new(rc_pa + RingControl::WRITE_PTR),
+                q.wptr,
+                Ordering::Release,
+            )
             .unwrap();
         rig.ring(&q);
         rig.run();
         crossing_fill_ran_or_faulted(&rig, second_mapped, RING_VA + 0x1000, data);
         if second_mapped {
-            let rptr = rig.mem.read_u64(rc_pa + RingControl::READ_PTR).unwrap();
+            let rptr = rig
+                .mem
+                .read_u64(PhysAddr::new(rc_pa + RingControl::READ_PTR))
+                .unwrap();
             assert_eq!(rptr, q.wptr);
         }
     }
@@ -371,7 +392,7 @@ fn user_ring_and_ring_control_fault_in_the_queue_space_kernel_ones_live_in_the_s
         (FaultReason::ReadOnly, Access::Write)
     );
     // The TIMESTAMP itself had run; only its completion could not be published.
-    assert_ne!(rig.mem.read_u64(data), Some(0));
+    assert_ne!(rig.mem.read_u64(PhysAddr::new(data)), Some(0));
 }
 
 #[test]
@@ -440,7 +461,7 @@ fn nf_01_user_queue_cannot_touch_a_page_without_user() {
     submit(&rig, &mut kq, &[ts()]);
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_ne!(rig.mem.read_u64(data), Some(0));
+    assert_ne!(rig.mem.read_u64(PhysAddr::new(data)), Some(0));
 }
 
 /// NF-01: CurrentValue is mapped USER without WRITABLE: a user queue can wait on it but
@@ -449,7 +470,7 @@ fn nf_01_user_queue_cannot_touch_a_page_without_user() {
 fn nf_01_user_queue_cannot_write_a_read_only_page() {
     let (mut rig, pt, mut user) = space_rig(true);
     let cv = page(&rig);
-    rig.mem.write_u64(cv, 5).unwrap();
+    rig.mem.write_u64(PhysAddr::new(cv), 5).unwrap();
     pt.map(&mut rig, DATA_VA, cv, RO_USER);
     rig.commit(0, &[&user.q]);
     submit(
@@ -492,7 +513,7 @@ fn nf_01_monitored_value_read_is_the_cmps_not_the_queues() {
     let mv_page = page(&rig);
     pt.map(&mut rig, DATA_VA, fence, RW_USER);
     pt.map(&mut rig, DATA_VA + 0x1000, mv_page, attrs(false, false));
-    rig.mem.write_u64(mv_page, 3).unwrap();
+    rig.mem.write_u64(PhysAddr::new(mv_page), 3).unwrap();
     rig.commit(0, &[&user.q]);
     let signal = |value| Command::FenceSignal {
         flags: SIGNAL_CONDITIONAL_IRQ,
@@ -634,7 +655,7 @@ fn two_spaces_are_isolated_and_a_fault_stops_only_its_queue() {
     assert!(faults(&rig.drain()).is_empty());
     assert_eq!(rig.value(secret), 0x5EC);
     assert_eq!(read_ptr(&rig, &qa), qa.q.wptr);
-    assert_ne!(rig.mem.read_u64(c_ts), Some(0));
+    assert_ne!(rig.mem.read_u64(PhysAddr::new(c_ts)), Some(0));
     let snap = rig.dev.queues();
     let b_snap = snap.iter().find(|q| q.queue_id == 2).unwrap();
     assert_eq!(b_snap.fault, Some(FaultCode::PageFault));
@@ -734,7 +755,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
     );
     rig.run();
     assert!(rig.dev.queues()[0].blocked_on.is_some());
-    rig.mem.write_u64(fence, 3).unwrap();
+    rig.mem.write_u64(PhysAddr::new(fence), 3).unwrap();
     // Neither the waiter's VA nor the bus address means anything in the system space.
     for wrong in [DATA_VA, fence] {
         rig.dev.write64(regs::WAIT_RESCAN, wrong);
@@ -752,7 +773,7 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
         .iter()
         .any(|e| e.kind == EventKind::Progress as u8 && e.arg0 == 8));
     let off = rvgpu_hw::log::entry_offset(0, rvgpu_hw::log::ENTRIES_PER_BUFFER).unwrap();
-    let entry = rig.mem.read_words(log_pa + off, 6).unwrap();
+    let entry = rig.mem.read_words(PhysAddr::new(log_pa + off), 6).unwrap();
     assert_eq!(entry[0], 3, "{entry:x?}");
     assert_eq!(entry[1] & 0xffff_ffff, 0x42, "{entry:x?}");
 
@@ -762,13 +783,16 @@ fn system_space_holds_the_os_mappings_and_the_kmd_structures_stay_on_the_bus() {
     let mut w = vqueue(&mut rig, wpt, 1, 2, false);
     let wlog = w.q.desc.wait_log.get();
     rig.commit(1, &[&w.q]);
-    let before = rig.mem.read_words(wlog, 512).unwrap();
+    let before = rig.mem.read_words(PhysAddr::new(wlog), 512).unwrap();
     submit(&rig, &mut w, &[log_write(cmd::LogKind::Wait, 0, 0x43, 1)]);
     rig.run();
     let (rec, info) = page_fault(&rig.drain());
     assert_eq!(rec.arg1, wlog);
     assert!(!info.user);
-    assert_eq!(rig.mem.read_words(wlog, 512).unwrap(), before);
+    assert_eq!(
+        rig.mem.read_words(PhysAddr::new(wlog), 512).unwrap(),
+        before
+    );
 }
 
 /// Unmap, TLB_INVALIDATE by register, access again: faults, never the old page.
@@ -778,7 +802,7 @@ fn unmap_then_register_invalidate_faults_instead_of_using_the_old_page() {
         let (mut rig, pt, mut v, data) = kernel_rig();
         submit(&rig, &mut v, &[ts()]);
         rig.run();
-        let first = rig.mem.read_u64(data).unwrap();
+        let first = rig.mem.read_u64(PhysAddr::new(data)).unwrap();
         assert_ne!(first, 0);
         pt.unmap(&mut rig, DATA_VA);
         let inv = rig.dev.tlb_stats().invalidations;
@@ -859,13 +883,13 @@ fn threaded_unmap_and_invalidate_never_writes_the_old_page_afterwards() {
         std::thread::sleep(std::time::Duration::from_micros(50 * round));
         pt.unmap(&mut rig, DATA_VA);
         rig.dev.write64(regs::TLB_INVALIDATE, pt.root);
-        let after = rig.mem.read_words(data, 512).unwrap();
+        let after = rig.mem.read_words(PhysAddr::new(data), 512).unwrap();
         rig.wait_until("queue done or faulted", || {
             let q = &rig.dev.queues()[0];
             q.fault.is_some() || q.read_ptr == v.q.wptr
         });
         assert_eq!(
-            rig.mem.read_words(data, 512).unwrap(),
+            rig.mem.read_words(PhysAddr::new(data), 512).unwrap(),
             after,
             "round {round}: old page written after the invalidation returned"
         );

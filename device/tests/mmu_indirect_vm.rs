@@ -5,6 +5,7 @@ mod common;
 
 use common::spaces::*;
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_hw::cmd::{self, Command};
 use rvgpu_hw::event::FaultCode;
 use rvgpu_hw::mmio::MmioBus;
@@ -37,7 +38,7 @@ fn process_rig() -> (Rig, Proc) {
 
 /// Writes `words` at physical `pa` (a buffer page); returns their size in bytes.
 fn put_buffer(rig: &Rig, pa: u64, words: &[u64]) -> u64 {
-    rig.mem.write_words(pa, words).unwrap();
+    rig.mem.write_words(PhysAddr::new(pa), words).unwrap();
     words.len() as u64 * 8
 }
 
@@ -109,7 +110,10 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
         assert_eq!(rig.value(p.data), 0, "{what}");
         // Then one packet per pass, the read pointer on the INDIRECT_VM.
         assert!(rig.dev.step());
-        assert_eq!(rig.mem.read_words(p.data, 2).unwrap(), vec![0x5A5A; 2]);
+        assert_eq!(
+            rig.mem.read_words(PhysAddr::new(p.data), 2).unwrap(),
+            vec![0x5A5A; 2]
+        );
         assert_eq!(read_ptr(&rig, &k), 0, "{what}: still on the INDIRECT_VM");
         assert_eq!(rig.dev.completed_commands(0), 1, "{what}");
 
@@ -117,11 +121,17 @@ fn indirect_vm_runs_a_process_buffer_in_its_space() {
         let evs = rig.drain();
         assert!(faults(&evs).is_empty(), "{what}: {evs:?}");
         assert_eq!(
-            rig.mem.read_words(p.data + 0x100, 3).unwrap(),
+            rig.mem
+                .read_words(PhysAddr::new(p.data + 0x100), 3)
+                .unwrap(),
             vec![1, 2, 3],
             "{what}"
         );
-        assert_ne!(rig.mem.read_u64(p.data + 0x200), Some(0), "{what}");
+        assert_ne!(
+            rig.mem.read_u64(PhysAddr::new(p.data + 0x200)),
+            Some(0),
+            "{what}"
+        );
         assert!(
             zeroed(&rig, kdata),
             "{what}: the ring space's page at the same VA is untouched"
@@ -214,7 +224,7 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
     );
     assert_eq!(info.rptr, rp as u32, "the INDIRECT_VM's read pointer");
     assert_eq!(
-        rig.mem.read_words(kpage, 512).unwrap(),
+        rig.mem.read_words(PhysAddr::new(kpage), 512).unwrap(),
         {
             let mut v = vec![0; 512];
             v[0] = 1;
@@ -242,7 +252,7 @@ fn indirect_vm_buffer_cannot_touch_a_process_page_without_user() {
     submit(&rig, &mut other, &[Command::Timestamp { addr: ts_pa }]);
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
-    assert_ne!(rig.mem.read_u64(ts_pa), Some(0));
+    assert_ne!(rig.mem.read_u64(PhysAddr::new(ts_pa)), Some(0));
     assert_eq!(read_ptr(&rig, &other), other.q.wptr);
     assert_eq!(snap(&rig, 2).unwrap().fault, None);
     assert_eq!(read_ptr(&rig, &k), rp);
@@ -378,7 +388,7 @@ fn indirect_vm_on_a_user_mode_queue_faults_bad_argument() {
     rig.run();
     assert!(faults(&rig.drain()).is_empty());
     assert_eq!(rig.value(data), 0xBAD);
-    rig.mem.write_u64(data, 0).unwrap();
+    rig.mem.write_u64(PhysAddr::new(data), 0).unwrap();
 
     submit(
         &rig,
@@ -423,7 +433,11 @@ fn indirect_vm_with_root_0_or_misaligned_is_a_bad_argument_decode_fault() {
         assert_eq!(f.len(), 1, "{bad}: {f:?}");
         assert_eq!(f[0].arg0, FaultCode::BadArgument as u64, "{bad}");
         assert_eq!((f[0].arg1, f[0].arg2), (0, 16), "{bad}: decode fault");
-        assert_ne!(rig.mem.read_u64(ts_pa), Some(0), "{bad}: packet before ran");
+        assert_ne!(
+            rig.mem.read_u64(PhysAddr::new(ts_pa)),
+            Some(0),
+            "{bad}: packet before ran"
+        );
         assert_eq!(rig.value(win_data), 0, "{bad}");
         assert_eq!(rig.value(p.data), 0, "{bad}");
         assert_eq!(read_ptr(&rig, &k), 16, "{bad}");

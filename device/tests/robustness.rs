@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_hw::addr::{BusAddr, GpuVa};
 use rvgpu_hw::cmd::{self, Opcode};
 use rvgpu_hw::mmio::MmioBus;
@@ -49,7 +50,7 @@ fn garbage_rings_fault_but_never_panic() {
             // Inconsistent ring control.
             rig.mem
                 .write_u64(
-                    q.desc.ring_control.get() + RingControl::WRITE_PTR,
+                    PhysAddr::new(q.desc.ring_control.get() + RingControl::WRITE_PTR),
                     rnd.next(),
                 )
                 .unwrap();
@@ -66,7 +67,7 @@ fn garbage_rings_fault_but_never_panic() {
             .iter()
             .any(|q| q.queue_id == 1 && q.fault.is_none());
         assert!(
-            garbage_alive || rig.mem.read_u64(f.cv) == Some(1),
+            garbage_alive || rig.mem.read_u64(PhysAddr::new(f.cv)) == Some(1),
             "round {round}"
         );
         rig.isr();

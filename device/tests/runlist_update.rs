@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::event::{EventKind, FaultCode};
 use rvgpu_hw::mmio::MmioBus;
@@ -20,7 +21,9 @@ fn runlist(rig: &mut Rig, slots: u64) -> u64 {
 }
 
 fn put(rig: &Rig, rl: u64, slot: u64, d: &QueueDescriptor) {
-    rig.mem.write_words(rl + slot * 128, &d.to_words()).unwrap();
+    rig.mem
+        .write_words(PhysAddr::new(rl + slot * 128), &d.to_words())
+        .unwrap();
 }
 
 fn count(rig: &Rig, n: u32) {

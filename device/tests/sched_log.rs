@@ -5,6 +5,7 @@
 //! adapter reset; the capability switched off. Step mode unless the test name says threaded.
 mod common;
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::Ordering;
 
 use common::*;
@@ -53,17 +54,24 @@ impl Log {
 
     fn at(rig: &Rig, base: u64, entries: u32) -> Self {
         rig.mem
-            .write_u64(base + HEADER_NUMBER_OF_ENTRIES, u64::from(entries))
+            .write_u64(
+                PhysAddr::new(base + HEADER_NUMBER_OF_ENTRIES),
+                u64::from(entries),
+            )
             .unwrap();
         rig.mem
-            .write_u64(base + buffer_size(entries), SENTINEL)
+            .write_u64(PhysAddr::new(base + buffer_size(entries)), SENTINEL)
             .unwrap();
         Self { base, entries }
     }
 
     /// `(FirstFreeEntryIndex, WraparoundCount)`, read as the OS does (Acquire).
     fn header(&self, rig: &Rig) -> (u32, u32) {
-        header_parts(rig.mem.load(self.base, Ordering::Acquire).unwrap())
+        header_parts(
+            rig.mem
+                .load(PhysAddr::new(self.base), Ordering::Acquire)
+                .unwrap(),
+        )
     }
 
     /// The entry in slot `i`, checking the words the CMP must leave 0; `None` if the slot
@@ -71,7 +79,7 @@ impl Log {
     fn slot(&self, rig: &Rig, i: u32) -> Option<Entry> {
         let w = rig
             .mem
-            .read_words(self.base + entry_offset(i).unwrap(), 4)
+            .read_words(PhysAddr::new(self.base + entry_offset(i).unwrap()), 4)
             .unwrap();
         if w == [0; 4] {
             return None;
@@ -127,7 +135,10 @@ impl Log {
     /// Every word of the buffer (to show that nothing was written).
     fn snapshot(&self, rig: &Rig) -> Vec<u64> {
         rig.mem
-            .read_words(self.base, (buffer_size(self.entries) / 8) as usize)
+            .read_words(
+                PhysAddr::new(self.base),
+                (buffer_size(self.entries) / 8) as usize,
+            )
             .unwrap()
     }
 }
@@ -350,15 +361,15 @@ fn small_log_wraps_and_counts_laps() {
     // Hostile header: an index far past the end and a bogus lap count. The CMP does not read
     // it back: the next entries go to slots 2 and 0, and the header is rewritten.
     rig.mem
-        .write_u64(log.base, header_word(0xFFFF_FFF0, 77))
+        .write_u64(PhysAddr::new(log.base), header_word(0xFFFF_FFF0, 77))
         .unwrap();
     rig.mem
-        .write_u64(log.base + HEADER_NUMBER_OF_ENTRIES, 1 << 40)
+        .write_u64(PhysAddr::new(log.base + HEADER_NUMBER_OF_ENTRIES), 1 << 40)
         .unwrap();
     round(&mut rig, &mut q);
     assert_eq!(log.header(&rig), (1, 3));
     rig.mem
-        .write_u64(log.base + HEADER_NUMBER_OF_ENTRIES, 3)
+        .write_u64(PhysAddr::new(log.base + HEADER_NUMBER_OF_ENTRIES), 3)
         .unwrap();
     log.check_bounds(&rig);
     assert_eq!(log.slot(&rig, 2).unwrap().state, Running);
@@ -426,7 +437,9 @@ fn ctrl_zero_stops_and_readoption_continues_from_the_header() {
     );
     // The OS moved the position while logging was off: adoption takes it from the header.
     ctrl(&rig, 0, 0);
-    rig.mem.write_u64(log.base, header_word(6, 3)).unwrap();
+    rig.mem
+        .write_u64(PhysAddr::new(log.base), header_word(6, 3))
+        .unwrap();
     ctrl(&rig, 0, 1);
     round(&mut rig, &mut q);
     assert_eq!(log.header(&rig), (0, 4));
@@ -466,7 +479,7 @@ fn unusable_logs_fault_and_nothing_is_written() {
     let tail = Log::at(&rig, arena_end - 4096, 4);
     let bad_header = Log::new(&mut rig, 4);
     rig.mem
-        .write_u64(bad_header.base, header_word(4, 0))
+        .write_u64(PhysAddr::new(bad_header.base), header_word(4, 0))
         .unwrap();
     let cases: [(&str, u64, u32, FaultCode); 7] = [
         ("no entries", good.base, 0, FaultCode::BadArgument),
@@ -653,7 +666,7 @@ fn adapter_reset_turns_logging_off_and_keeps_the_registers() {
         .write32(regs::doorbell_bind_reg(page).unwrap(), q.id());
     q.wptr = 0;
     rig.mem
-        .write_words(q.desc.ring_control.get(), &[0; 16])
+        .write_words(PhysAddr::new(q.desc.ring_control.get()), &[0; 16])
         .unwrap();
     rig.commit(0, &[&q]);
     log.round_unlogged(&mut rig, &mut q, "logging is off after the reset");
@@ -738,7 +751,7 @@ impl Pt {
         let e = self.entry(rig, va);
         rig.mem
             .store(
-                e,
+                PhysAddr::new(e),
                 Pte::page(pa, RW_KERNEL, false).unwrap().0,
                 Ordering::Release,
             )
@@ -747,7 +760,9 @@ impl Pt {
 
     fn unmap(&self, rig: &mut Rig, va: u64) {
         let e = self.entry(rig, va);
-        rig.mem.store(e, 0, Ordering::Release).unwrap();
+        rig.mem
+            .store(PhysAddr::new(e), 0, Ordering::Release)
+            .unwrap();
     }
 }
 

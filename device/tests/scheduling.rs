@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use rvgpu_device::DeviceConfig;
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::{QueueFlags, RingControl, NO_QUEUE};
@@ -60,7 +61,10 @@ fn um_02_global_doorbell_value_names_the_queue() {
     rig.dev.doorbell_write(0, 11);
     rig.run();
     assert_eq!(
-        (rig.mem.read_u64(f.cv), rig.mem.read_u64(g.cv)),
+        (
+            rig.mem.read_u64(PhysAddr::new(f.cv)),
+            rig.mem.read_u64(PhysAddr::new(g.cv))
+        ),
         (Some(0), Some(1))
     );
     rig.dev.doorbell_write(0, 10);
@@ -100,7 +104,7 @@ fn global_doorbell_page_rings_only_its_process() {
     rig.dev.doorbell_write(0, 12);
     rig.dev.doorbell_write(2, 10);
     rig.run();
-    let values = |rig: &Rig| [fa, fb, fk].map(|f| rig.mem.read_u64(f.cv).unwrap());
+    let values = |rig: &Rig| [fa, fb, fk].map(|f| rig.mem.read_u64(PhysAddr::new(f.cv)).unwrap());
     assert_eq!(values(&rig), [0, 0, 0], "foreign rings run nothing");
     assert_eq!(rig.dev.doorbell_stats().ignored, 3);
     // Each process rings its own queue through its own page.
@@ -142,9 +146,9 @@ fn higher_priority_runs_first_and_equals_round_robin() {
     }
     rig.run();
     let r = |t| rig.mem.read_words(t, 3).unwrap();
-    let (l, h) = (r(tl), r(th));
+    let (l, h) = (r(PhysAddr::new(tl)), r(PhysAddr::new(th)));
     assert!(h[2] < l[0], "high priority first: hi {h:?} lo {l:?}");
-    let (va, vb) = (r(ta), r(tb));
+    let (va, vb) = (r(PhysAddr::new(ta)), r(PhysAddr::new(tb)));
     assert!(
         va[0] < vb[0] && vb[0] < va[1] && va[1] < vb[1],
         "round robin: {va:?} {vb:?}"
@@ -171,7 +175,7 @@ fn recommit_keeps_staying_queues_and_stops_leaving_ones() {
     rig.submit(&mut leave, &[signal(h, 1, 0, 0)]);
     rig.run();
     assert_eq!(rig.value(h.cv), 0);
-    rig.mem.write_u64(f.cv, 1).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.cv), 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, f.cv);
     rig.run();
     assert_eq!(rig.value(g.cv), 1);
@@ -258,16 +262,18 @@ fn blocked_queue_with_rewound_write_pointer_still_sees_the_signal() {
     // A hostile producer: write_ptr back onto the read pointer, rung.
     let published = q.wptr;
     let wp = q.desc.ring_control.get() + RingControl::WRITE_PTR;
-    rig.mem.write_u64(wp, rig.read_ptr(&q)).unwrap();
+    rig.mem
+        .write_u64(PhysAddr::new(wp), rig.read_ptr(&q))
+        .unwrap();
     rig.ring(&q);
     rig.run();
     // The fence is signalled while the queue has no work.
-    rig.mem.write_u64(f.cv, 1).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.cv), 1).unwrap();
     rig.dev.write64(regs::WAIT_RESCAN, f.cv);
     rig.run();
     assert_eq!(rig.value(g.cv), 0, "no work published yet");
     // Published again: the wait was satisfied while it was away, so it runs on.
-    rig.mem.write_u64(wp, published).unwrap();
+    rig.mem.write_u64(PhysAddr::new(wp), published).unwrap();
     rig.ring(&q);
     rig.run();
     assert_eq!(rig.value(g.cv), 1);

@@ -2,6 +2,7 @@
 //! counts; timeouts are only failure guards.
 mod common;
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -64,7 +65,7 @@ fn with_interrupt_thread<R>(
 fn threaded_submission_executes_and_interrupts() {
     let mut rig = threaded();
     let f = rig.fence(0);
-    rig.mem.write_u64(f.mv, 0).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.mv), 0).unwrap();
     let mut q = rig.queue_committed(0, 1);
     rig.submit(&mut q, &[signal(f, 1, cmd::SIGNAL_CONDITIONAL_IRQ, 42)]);
     assert!(rig.line.wait_rises_above(0, Duration::from_secs(10)) >= 1);
@@ -124,7 +125,10 @@ fn nf_08_no_lost_wakeup_between_monitored_value_update_and_signal() {
         }
         if st.contains(IntCause::EVENT_OVERFLOW) {
             // Records lost: the OS scans every fence instead.
-            max_event.fetch_max(rig.mem.read_u64(f.cv).unwrap(), Ordering::AcqRel);
+            max_event.fetch_max(
+                rig.mem.read_u64(PhysAddr::new(f.cv)).unwrap(),
+                Ordering::AcqRel,
+            );
         }
     };
     with_interrupt_thread(rig, dpc, || {
@@ -148,15 +152,19 @@ fn nf_08_no_lost_wakeup_between_monitored_value_update_and_signal() {
                 for _ in 0..(t * 7919) % 10_000 {
                     std::hint::spin_loop();
                 }
-                rig.mem.store(f.mv, t - 1, Ordering::SeqCst).unwrap();
+                rig.mem
+                    .store(PhysAddr::new(f.mv), t - 1, Ordering::SeqCst)
+                    .unwrap();
                 fence(Ordering::SeqCst);
                 rig.dev.write32(regs::FENCE_SYNC, 1);
-                let cv = rig.mem.load(f.cv, Ordering::SeqCst).unwrap();
+                let cv = rig.mem.load(PhysAddr::new(f.cv), Ordering::SeqCst).unwrap();
                 if cv >= t {
                     fast += 1;
                     // Nobody waits any more (NF-02): a stale read of this is what would lose
                     // the next wake-up.
-                    rig.mem.store(f.mv, u64::MAX, Ordering::SeqCst).unwrap();
+                    rig.mem
+                        .store(PhysAddr::new(f.mv), u64::MAX, Ordering::SeqCst)
+                        .unwrap();
                     continue;
                 }
                 // The re-read saw CurrentValue <= MonitoredValue: the device's decision for
@@ -166,7 +174,9 @@ fn nf_08_no_lost_wakeup_between_monitored_value_update_and_signal() {
                 spin_until(&format!("lost wake-up for value {t}"), || {
                     max_event.load(Ordering::Acquire) >= t
                 });
-                rig.mem.store(f.mv, u64::MAX, Ordering::SeqCst).unwrap();
+                rig.mem
+                    .store(PhysAddr::new(f.mv), u64::MAX, Ordering::SeqCst)
+                    .unwrap();
             }
         })
     });
@@ -181,7 +191,7 @@ fn log_04_threaded_event_implies_log_entry_and_header_in_memory() {
     const N: u64 = 600;
     let mut rig = threaded();
     let f = rig.fence(0);
-    rig.mem.write_u64(f.mv, 0).unwrap();
+    rig.mem.write_u64(PhysAddr::new(f.mv), 0).unwrap();
     let mut q = rig.queue_with(0, 1, 0, 1 << 16, ENTRIES_PER_BUFFER);
     rig.commit(0, &[&q]);
     let log = q.desc.signal_log.get();
@@ -191,12 +201,15 @@ fn log_04_threaded_event_implies_log_entry_and_header_in_memory() {
         for e in of_kind(&evs, EventKind::FenceSignaled) {
             let v = e.arg1;
             // LOG-04: value, entry, header, then the interrupt decision.
-            assert!(rig.mem.read_u64(f.cv).unwrap() >= v);
-            let (first, wrap) = unpack_index(rig.mem.read_u64(log).unwrap());
+            assert!(rig.mem.read_u64(PhysAddr::new(f.cv)).unwrap() >= v);
+            let (first, wrap) = unpack_index(rig.mem.read_u64(PhysAddr::new(log)).unwrap());
             let count = u64::from(wrap) * ENTRIES_PER_BUFFER + u64::from(first);
             assert!(count >= v, "header {count} behind event {v}");
             let slot = (v - 1) % ENTRIES_PER_BUFFER;
-            let entry_value = rig.mem.read_u64(log + 40 + slot * 48).unwrap();
+            let entry_value = rig
+                .mem
+                .read_u64(PhysAddr::new(log + 40 + slot * 48))
+                .unwrap();
             assert!(
                 entry_value >= v,
                 "entry for {v} not written ({entry_value})"
@@ -248,7 +261,8 @@ fn log_07_log_flush_makes_counted_entries_visible() {
         loop {
             let finished = done.load(Ordering::Acquire);
             // OS: read FirstFreeEntryIndex, have the KMD flush, then read the entries.
-            let (first, wrap) = unpack_index(rig.mem.load(log, Ordering::Relaxed).unwrap());
+            let (first, wrap) =
+                unpack_index(rig.mem.load(PhysAddr::new(log), Ordering::Relaxed).unwrap());
             let count = u64::from(wrap) * ENTRIES_PER_BUFFER + u64::from(first);
             rig.dev.write32(regs::LOG_FLUSH, 5);
             let lo = count.saturating_sub(ENTRIES_PER_BUFFER);
@@ -256,7 +270,7 @@ fn log_07_log_flush_makes_counted_entries_visible() {
                 let slot = i % ENTRIES_PER_BUFFER;
                 let v = rig
                     .mem
-                    .load(log + 40 + slot * 48, Ordering::Relaxed)
+                    .load(PhysAddr::new(log + 40 + slot * 48), Ordering::Relaxed)
                     .unwrap();
                 assert!(
                     v > i,
@@ -330,7 +344,7 @@ fn nf_01_gpu_fence_writes_are_64_bit_atomic() {
         std::thread::spawn(move || {
             let mut seen = [0u64; 3];
             while !stop.load(Ordering::Relaxed) {
-                match mem.load(cv, Ordering::Acquire) {
+                match mem.load(PhysAddr::new(cv), Ordering::Acquire) {
                     Some(0) => seen[0] += 1,
                     Some(A) => seen[1] += 1,
                     Some(B) => seen[2] += 1,
@@ -383,7 +397,7 @@ fn cmp_thread_sleeps_after_the_pass_that_retires_the_last_packet() {
         }
         let before = rig.dev.cmp_passes();
         rig.submit(&mut q, &[signal(f, v, cmd::SIGNAL_CONDITIONAL_IRQ, 7)]);
-        while rig.mem.read_u64(f.cv) != Some(v) || !rig.dev.cmp_asleep() {
+        while rig.mem.read_u64(PhysAddr::new(f.cv)) != Some(v) || !rig.dev.cmp_asleep() {
             guard(deadline, "signal and CMP asleep");
         }
         fewest = fewest.min(rig.dev.cmp_passes() - before);

@@ -34,6 +34,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue};
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc};
 
@@ -134,7 +135,8 @@ fn null_reports(k: u64, idle: u64) {
     );
     for v in 1..=k {
         let e = ok(&m, m.wait_native_fence_event(&f, v));
-        m.memory().write_u64(f.current_value_gpu(), v);
+        m.memory()
+            .write_u64(PhysAddr::new(f.current_value_gpu()), v);
         ok(&m, m.raise_interrupt(0));
         assert!(e.is_signaled(), "wait for {v} not released");
     }

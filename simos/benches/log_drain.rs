@@ -27,6 +27,7 @@
 //! closures for Q = 64 unless `--no-criterion`. Run with
 //! `cargo bench -p rvgpu-simos --bench log_drain`.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::time::Instant;
 
 use criterion::Criterion;
@@ -133,7 +134,7 @@ impl Setup {
             let d = self.m.device(0).expect("device");
             d.memory()
                 .store(
-                    self.values0[i],
+                    PhysAddr::new(self.values0[i]),
                     self.value,
                     std::sync::atomic::Ordering::Release,
                 )

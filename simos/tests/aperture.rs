@@ -8,6 +8,7 @@
 
 mod common;
 
+use rvgpu_hw::addr::PhysAddr;
 use std::time::Duration;
 
 use common::*;
@@ -53,7 +54,11 @@ fn scattered(m: &Machine, n: usize) -> Vec<u64> {
 }
 
 fn read(m: &Machine, bus: u64) -> u64 {
-    m.device(0).unwrap().memory().read_u64(bus).expect("mapped")
+    m.device(0)
+        .unwrap()
+        .memory()
+        .read_u64(PhysAddr::new(bus))
+        .expect("mapped")
 }
 
 fn wait_node(m: &Machine, node: u32) {

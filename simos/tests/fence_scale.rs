@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::{
@@ -169,7 +170,8 @@ fn null_report_releases_every_moved_waiter_and_scans_only_waited_fences() {
         .collect();
     // Every fence moves to 2 behind the OS's back (as GPU writes would), idle ones included.
     for f in &all {
-        m.memory().write_u64(f.current_value_gpu(), 2);
+        m.memory()
+            .write_u64(PhysAddr::new(f.current_value_gpu()), 2);
     }
     let before = m.native_fence_counts(0).2;
     ok(&m, m.raise_interrupt(0));
@@ -185,7 +187,8 @@ fn null_report_releases_every_moved_waiter_and_scans_only_waited_fences() {
     // A released fence leaves the scan; with a new waiter it is scanned again.
     let f = waited[0];
     let e = ok(&m, m.wait_native_fence_event(f, 5));
-    m.memory().write_u64(f.current_value_gpu(), 5);
+    m.memory()
+        .write_u64(PhysAddr::new(f.current_value_gpu()), 5);
     ok(&m, m.raise_interrupt(0));
     assert!(e.is_signaled(), "a re-armed fence is scanned again");
     no_fault(&m);

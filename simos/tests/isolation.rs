@@ -10,6 +10,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use std::time::Duration;
 
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
@@ -477,7 +478,10 @@ fn access_after_unmap_faults_never_a_stale_translation() {
         okk(&m, q.wait(done));
         assert_eq!(gone.mem.load(0), 1);
         okk(&m, v.k.destroy_allocation(gone.handle));
-        assert!(!m.memory().is_mapped(gone_bus, 4096), "memory given back");
+        assert!(
+            !m.memory().is_mapped(PhysAddr::new(gone_bus), 4096),
+            "memory given back"
+        );
         submit_faulting(&m, &mut q, &[fill(&gone, 0, 2)]);
         let va = faulted(&m, &v.p);
         assert_eq!(va, gone.gpu_va);

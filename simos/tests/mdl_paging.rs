@@ -9,6 +9,7 @@ mod common;
 
 use common::residency::*;
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 
 use rvgpu_ddi::ntstatus::{
     STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER, STATUS_INVALID_PARAMETER, STATUS_SUCCESS,
@@ -94,7 +95,9 @@ fn pressure_evicts_and_pages_back_through_mdl_transfers() {
     assert_eq!(place(&m, a), Place::Evicted);
     let mem = m.device(0).expect("device").memory();
     for (i, &bus) in backing.iter().enumerate() {
-        let words = mem.read_words(bus, (PAGE / 8) as usize).expect("mapped");
+        let words = mem
+            .read_words(PhysAddr::new(bus), (PAGE / 8) as usize)
+            .expect("mapped");
         assert!(
             words.iter().all(|&w| w == page_pattern(i as u64)),
             "backing page {i} at {bus:#x} holds page {i} of the allocation"

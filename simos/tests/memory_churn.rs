@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::BusAddr;
 use rvgpu_simos::{Machine, MachineConfig, Mode};
 use rvgpu_umd::kmt::Kmt;
 use rvgpu_umd::submit::UserQueue;
@@ -26,7 +27,7 @@ fn eight_mib_fits(m: &Machine) {
         .memory()
         .alloc_system(8 * MIB, 4096)
         .expect("8 MiB of system memory after the churn");
-    assert!(m.memory().free_system(big.bus_addr));
+    assert!(m.memory().free_system(BusAddr::new(big.bus_addr)));
 }
 
 /// After the churn the machine still serves: a new process is made, 8 MiB of system memory

@@ -8,6 +8,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use std::time::Duration;
 
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue};
@@ -127,8 +128,9 @@ fn nf_14_null_report_with_evaluate_legacy_scans_monitored_fences() {
         let el = ok(&m, m.wait_monitored_fence_event(&legacy, 3));
         let en = ok(&m, m.wait_native_fence_event(&native, 3));
         // Both values change behind the OS's back (as GPU writes would).
-        m.memory().write_u64(legacy.gpu_va(), 3);
-        m.memory().write_u64(native.current_value_gpu(), 3);
+        m.memory().write_u64(PhysAddr::new(legacy.gpu_va()), 3);
+        m.memory()
+            .write_u64(PhysAddr::new(native.current_value_gpu()), 3);
         ok(&m, m.raise_interrupt(0));
         assert_eq!(en.outcome(), Some(WaitOutcome::Satisfied), "flag {flag}");
         let expect = if flag {

@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use std::time::Duration;
 
 use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU;
@@ -344,7 +345,7 @@ fn nf_07_update_at_device_irql_and_resample_after() {
     // The GPU's write lands inside the OS's update (before the new MonitoredValue is
     // visible to the CMP): it compared against u64::MAX and raised nothing.
     spy::on_next_call(m.id(), move || {
-        mem.write_u64(cv, 5);
+        mem.write_u64(PhysAddr::new(cv), 5);
     });
     let e = ok(&m, m.wait_native_fence_event(&f, 5));
     assert!(
@@ -737,7 +738,8 @@ fn nf_04_dpc_rearms_fences_in_one_batched_update() {
     let _later = wait_events(&m, &fs, 5);
     let before = spy::calls(m.id()).len();
     for f in &fs {
-        m.memory().write_u64(f.current_value_gpu(), 1);
+        m.memory()
+            .write_u64(PhysAddr::new(f.current_value_gpu()), 1);
     }
     ok(&m, m.raise_interrupt(0));
     assert!(es.iter().all(|e| e.is_signaled()));

@@ -42,7 +42,7 @@ fn system_pa(m: &Machine, va: u64) -> Option<u64> {
             Privilege::Kernel,
         )
         .ok()
-        .map(|(pa, _)| pa)
+        .map(|(pa, _)| pa.get())
 }
 
 #[test]

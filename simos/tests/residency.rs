@@ -9,6 +9,7 @@ mod common;
 
 use common::residency::*;
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use std::time::Duration;
 
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
@@ -484,7 +485,11 @@ fn residency_large_system_allocations_are_mapped_with_large_pages() {
         .gpu_translate(0, p.pid, rvgpu_hw::addr::GpuVa::new(a.gpu_va + LARGE + 8))
         .unwrap();
     a.mem.store(LARGE + 8, PATTERN);
-    assert_eq!(m.memory().read_u64(pa), Some(PATTERN), "the CPU's page");
+    assert_eq!(
+        m.memory().read_u64(PhysAddr::new(pa)),
+        Some(PATTERN),
+        "the CPU's page"
+    );
     submit_wait(
         &m,
         &mut q,

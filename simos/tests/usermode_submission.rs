@@ -11,6 +11,7 @@ use common::ums::{
     raw_queue, target, ums_progress_given, write_ring,
 };
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_umd::kmt::AllocationKind;
 use std::time::Duration;
 
@@ -205,7 +206,8 @@ fn um_07_doorbell_holds_its_ring_allocations() {
     let q = raw_queue(&m, &k, 0);
     okk(&m, k.destroy_allocation(q.ring.handle));
     assert!(
-        m.memory().is_mapped(q.ring.mem.alloc().bus_addr, 4096),
+        m.memory()
+            .is_mapped(PhysAddr::new(q.ring.mem.alloc().bus_addr), 4096),
         "the ring stays while the doorbell lives"
     );
     assert!(
@@ -214,20 +216,25 @@ fn um_07_doorbell_holds_its_ring_allocations() {
     );
     okk(&m, k.destroy_doorbell(q.doorbell.handle));
     assert!(
-        !m.memory().is_mapped(q.ring.mem.alloc().bus_addr, 4096),
+        !m.memory()
+            .is_mapped(PhysAddr::new(q.ring.mem.alloc().bus_addr), 4096),
         "freed with the last reference"
     );
     assert!(
-        m.memory()
-            .is_mapped(q.control.mem.alloc().bus_addr, RingControl::SIZE),
+        m.memory().is_mapped(
+            PhysAddr::new(q.control.mem.alloc().bus_addr),
+            RingControl::SIZE
+        ),
         "ring control was not destroyed by the UMD: it stays"
     );
     okk(&m, k.destroy_hw_queue(q.queue.handle));
     okk(&m, k.destroy_context(q.context));
     ok(&m, m.exit_process(&p));
     assert!(
-        !m.memory()
-            .is_mapped(q.control.mem.alloc().bus_addr, RingControl::SIZE),
+        !m.memory().is_mapped(
+            PhysAddr::new(q.control.mem.alloc().bus_addr),
+            RingControl::SIZE
+        ),
         "the OS destroys what is left at device destruction"
     );
     no_fault(&m);

@@ -1,7 +1,8 @@
 //! Addresses are typed where they cross a crate: a `pub fn` of the driver's, the device's, the
 //! user-mode driver's or the simulated OS's crates takes a GPU virtual address as
-//! `rvgpu_hw::addr::GpuVa` and a bus address as `rvgpu_hw::addr::BusAddr`, never as a bare
-//! `u64` a caller can mix up with a length, a value or the other kind of address.
+//! `rvgpu_hw::addr::GpuVa`, a bus address as `rvgpu_hw::addr::BusAddr` and an address in the
+//! device's physical space (system memory and VRAM) as `rvgpu_hw::addr::PhysAddr`, never as a
+//! bare `u64` a caller can mix up with a length, a value or another kind of address.
 //!
 //! A parameter counts as an address by its name: `va`, `addr`, `address`, `gpa`, `bus`, `pa`
 //! alone, or as a `_`-separated end (`first_va`, `bus_addr`) or start (`va_hi`). Windows's
@@ -38,28 +39,6 @@ const LAYOUT_BOUND: &[(&str, &str)] = &[
         "umd/src/capi.rs::rvgpu_buffer_map_va(va)",
         "the C API of rvgpu_umd.h: a `uint64_t`, typed where it is read",
     ),
-];
-
-/// Signatures still to be typed (`file::function(parameter)`). The list only shrinks: an entry
-/// that is typed (or gone) fails the test until it is removed here. The device's `Memory`
-/// (its physical space: system memory and local memory at `VRAM_BASE`, which neither address
-/// type names yet) is typed together with its callers, the simulated VidMm's and VidSch's.
-const NOT_YET_TYPED: &[&str] = &[
-    "device/src/memory.rs::free_system(bus_addr)",
-    "device/src/memory.rs::map_system(bus_addr)",
-    "device/src/memory.rs::unmap_system(bus_addr)",
-    "device/src/memory.rs::is_mapped(addr)",
-    "device/src/memory.rs::load(addr)",
-    "device/src/memory.rs::store(addr)",
-    "device/src/memory.rs::fetch_max(addr)",
-    "device/src/memory.rs::fetch_add(addr)",
-    "device/src/memory.rs::compare_exchange(addr)",
-    "device/src/memory.rs::read_u64(addr)",
-    "device/src/memory.rs::write_u64(addr)",
-    "device/src/memory.rs::read_words(addr)",
-    "device/src/memory.rs::write_words(addr)",
-    "device/src/memory.rs::write_bytes(addr)",
-    "device/src/memory.rs::read_bytes(addr)",
 ];
 
 /// Whether a parameter's name says it holds an address.
@@ -132,8 +111,7 @@ fn raw_addresses(text: &str) -> Vec<(String, usize)> {
 }
 
 /// The `pub fn`s of the driver's, device's, UMD's and simulated OS's crates take GPU and bus
-/// addresses typed, except the layout-bound signatures of [`LAYOUT_BOUND`] and those of
-/// [`NOT_YET_TYPED`].
+/// addresses typed, except the layout-bound signatures of [`LAYOUT_BOUND`].
 #[test]
 fn public_functions_take_addresses_typed() {
     let mut bad = Vec::new();
@@ -154,20 +132,15 @@ fn public_functions_take_addresses_typed() {
         };
         for (f, line) in raw_addresses(&text) {
             let id = format!("{file}::{f}");
-            if !LAYOUT_BOUND.iter().any(|(l, _)| *l == id) && !NOT_YET_TYPED.contains(&id.as_str())
-            {
+            if !LAYOUT_BOUND.iter().any(|(l, _)| *l == id) {
                 bad.push(format!(
-                    "{file}:{line}: `{f}` is a raw u64 address: take GpuVa or BusAddr"
+                    "{file}:{line}: `{f}` is a raw u64 address: take GpuVa, BusAddr or PhysAddr"
                 ));
             }
             seen.push(id);
         }
     }
-    for k in NOT_YET_TYPED
-        .iter()
-        .copied()
-        .chain(LAYOUT_BOUND.iter().map(|(l, _)| *l))
-    {
+    for (k, _) in LAYOUT_BOUND {
         if !seen.iter().any(|s| s == k) {
             bad.push(format!(
                 "{k} is typed now (or gone): remove it from its list"

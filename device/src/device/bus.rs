@@ -16,7 +16,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rvgpu_hw::addr::{classify, BusAddr, GpuVa, Target, ACCESS_ALIGN};
+use rvgpu_hw::addr::{classify, BusAddr, GpuVa, PhysAddr, Target, ACCESS_ALIGN};
 use rvgpu_hw::event::FaultCode;
 use rvgpu_hw::mmu::{Access, FaultInfo, FaultReason};
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags};
@@ -140,7 +140,7 @@ impl Space {
 /// physical word turns out not to exist.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Word {
-    pub(crate) pa: u64,
+    pub(crate) pa: PhysAddr,
     fail: Fault,
 }
 
@@ -207,7 +207,7 @@ impl Core {
         if sp.is_identity() {
             self.gpu_check(va, 8)?;
             return Ok(Word {
-                pa: va.get(),
+                pa: va.identity_pa(),
                 fail: Fault::bad_address(va),
             });
         }
@@ -346,7 +346,7 @@ impl Core {
     fn gpu_span(&self, addr: GpuVa, bytes: u64) -> Result<Span, Fault> {
         self.gpu_check(addr, bytes)?;
         self.mem
-            .span(addr.get(), bytes)
+            .span(addr.identity_pa(), bytes)
             .ok_or(Fault::bad_address(addr))
     }
 }

@@ -33,7 +33,7 @@ use rvgpu_hw::fence::wait_satisfied;
 use rvgpu_hw::mmu::Access;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_QUEUE, RUNLIST_MAX};
 
-use rvgpu_hw::addr::GpuVa;
+use rvgpu_hw::addr::{GpuVa, PhysAddr};
 
 use super::bus::{ctl, words, Fault, Space};
 use super::schedlog::SchedState;
@@ -51,7 +51,7 @@ pub(crate) struct Wait {
     /// The physical word it translated to: signals and WAIT_RESCAN match on this, because a
     /// shared fence can sit at different VAs in different spaces and one VA in two spaces
     /// is two different words.
-    pub(crate) pa: u64,
+    pub(crate) pa: PhysAddr,
     pub(crate) value: u64,
     /// GPU time the engine first saw the wait unresolved (LOG-03).
     pub(crate) observed: u64,
@@ -810,7 +810,7 @@ impl Core {
 
     /// Re-evaluates blocked FENCE_WAITs on the physical word `pa` (`None`: all). A satisfied
     /// one is woken (runs again at its queue's next turn). Called with the CMP lock held.
-    pub(crate) fn rescan_waits(&self, cmp: &mut Cmp, pa: Option<u64>) -> bool {
+    pub(crate) fn rescan_waits(&self, cmp: &mut Cmp, pa: Option<PhysAddr>) -> bool {
         let mut woke = false;
         // A blocked queue is always in its engine's pending set.
         for eng in cmp.engines.iter_mut() {
@@ -827,7 +827,7 @@ impl Core {
     }
 
     /// [`Core::rescan_waits`] for one queue: whether its wait was woken.
-    fn rescan_wait(&self, q: &mut Queue, pa: Option<u64>) -> bool {
+    fn rescan_wait(&self, q: &mut Queue, pa: Option<PhysAddr>) -> bool {
         let Some(w) = q.wait.as_mut() else {
             return false;
         };
@@ -855,8 +855,8 @@ impl Core {
     /// the waits blocked on it, as a FENCE_SIGNAL of that word would (without its interrupt
     /// decision: the CPU that stored the value knows it). A misaligned `pa`, or one naming no
     /// memory, stores nothing.
-    pub(crate) fn fence_store(&self, pa: u64, value: u64) {
-        if !pa.is_multiple_of(rvgpu_hw::addr::ACCESS_ALIGN)
+    pub(crate) fn fence_store(&self, pa: PhysAddr, value: u64) {
+        if !pa.is_aligned(rvgpu_hw::addr::ACCESS_ALIGN)
             || self.mem.store(pa, value, Ordering::SeqCst).is_none()
         {
             return;
@@ -879,7 +879,7 @@ impl Core {
         } else {
             let sp = self.system_space();
             if sp.is_identity() {
-                Some(addr.get())
+                Some(addr.identity_pa())
             } else {
                 match self.word(sp, addr, Access::Read) {
                     Ok(w) => Some(w.pa),

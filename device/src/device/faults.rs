@@ -153,7 +153,7 @@ impl Core {
         // beyond "mapped" is asked for).
         let root = q.desc.page_table_base.get();
         let pa = if root == 0 {
-            va.get()
+            va.identity_pa()
         } else {
             match self
                 .mmu

@@ -11,7 +11,7 @@
 
 use std::sync::atomic::Ordering;
 
-use rvgpu_hw::addr::GpuVa;
+use rvgpu_hw::addr::{GpuVa, PhysAddr};
 use rvgpu_hw::engine::ENGINE_CTRL_RESET;
 use rvgpu_hw::register::{RegDecl, Width};
 use rvgpu_hw::regs::{self, Caps, Config, RegId};
@@ -188,7 +188,9 @@ impl Core {
             // Relaxed: the latch is read by the FENCE_STORE write that follows on the same
             // path (the driver serialises its pairs under its interrupt lock).
             RegId::FenceStoreAddr => r.fence_store_addr.store(v, Ordering::Relaxed),
-            RegId::FenceStore => self.fence_store(r.fence_store_addr.load(Ordering::Relaxed), v),
+            RegId::FenceStore => {
+                self.fence_store(PhysAddr::new(r.fence_store_addr.load(Ordering::Relaxed)), v)
+            }
             // Release: the page tables the driver wrote before this are visible to walks
             // that read the new root.
             RegId::SystemPageTableBase => r.system_root.store(v, Ordering::Release),

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use rvgpu_hw::addr::{GpuVa, VRAM_BASE};
+use rvgpu_hw::addr::{GpuVa, PhysAddr};
 use rvgpu_hw::mmu::{self, Access, Decoded, FaultReason, PageAttrs, Pte};
 
 use crate::memory::Memory;
@@ -43,8 +43,8 @@ pub struct Fault {
 /// One physically contiguous piece of a translated access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunk {
-    /// Device physical address (system bus address, or `VRAM_BASE` + offset).
-    pub pa: u64,
+    /// Where the piece starts in the device's physical space.
+    pub pa: PhysAddr,
     pub len: u64,
 }
 
@@ -60,7 +60,7 @@ pub enum Privilege {
 #[derive(Clone, Copy, Debug)]
 struct TlbEntry {
     /// Physical base of the page.
-    pa: u64,
+    pa: PhysAddr,
     attrs: PageAttrs,
     level: u8,
 }
@@ -115,11 +115,11 @@ fn canonical(va: u64, access: Access) -> Result<(), Fault> {
 }
 
 /// Physical address an entry's address field names.
-fn phys(pte: Pte) -> Option<u64> {
+fn phys(pte: Pte) -> Option<PhysAddr> {
     if pte.vram() {
-        VRAM_BASE.checked_add(pte.addr())
+        PhysAddr::vram(pte.addr())
     } else {
-        Some(pte.addr())
+        Some(PhysAddr::new(pte.addr()))
     }
 }
 
@@ -200,23 +200,23 @@ impl Mmu {
         root: u64,
         va: u64,
         access: Access,
-    ) -> Result<(u64, u64, PageAttrs, u8), Fault> {
+    ) -> Result<(PhysAddr, u64, PageAttrs, u8), Fault> {
         let fault = |level, reason| Fault {
             va,
             access,
             level,
             reason,
         };
-        let mut table = root;
+        let mut table = PhysAddr::new(root);
         let mut level = mmu::ROOT_LEVEL;
         loop {
-            if !table.is_multiple_of(mmu::TABLE_SIZE) {
+            if !table.is_aligned(mmu::TABLE_SIZE) {
                 return Err(fault(level, FaultReason::TableUnreadable));
             }
-            let addr = mmu::entry_addr(table, GpuVa::new(va), level)
+            let addr = mmu::entry_addr(table.get(), GpuVa::new(va), level)
                 .ok_or(fault(level, FaultReason::TableUnreadable))?;
             let raw = mem
-                .load(addr, Ordering::Acquire)
+                .load(PhysAddr::new(addr), Ordering::Acquire)
                 .ok_or(fault(level, FaultReason::TableUnreadable))?;
             let pte = Pte(raw);
             match pte.decode(level) {
@@ -243,7 +243,7 @@ impl Mmu {
         va: GpuVa,
         access: Access,
         who: Privilege,
-    ) -> Result<(u64, u64), Fault> {
+    ) -> Result<(PhysAddr, u64), Fault> {
         let va = va.get();
         self.translate_leaf(mem, root, va, access, who)
             .map(|(pa, left, _)| (pa, left))
@@ -254,7 +254,7 @@ impl Mmu {
     /// [`Self::translate_page`] for a kernel read, without the TLB's lock and upkeep).
     /// Returns the physical address of `va` and the size of the page that maps it (4 KiB, or
     /// 2 MiB for a large page).
-    pub fn walk_now(mem: &Memory, root: u64, va: GpuVa) -> Result<(u64, u64), Fault> {
+    pub fn walk_now(mem: &Memory, root: u64, va: GpuVa) -> Result<(PhysAddr, u64), Fault> {
         let va = va.get();
         let access = Access::Read;
         canonical(va, access)?;
@@ -279,7 +279,7 @@ impl Mmu {
         va: GpuVa,
         access: Access,
         who: Privilege,
-    ) -> Result<(u64, u8), Fault> {
+    ) -> Result<(PhysAddr, u8), Fault> {
         let va = va.get();
         self.translate_leaf(mem, root, va, access, who)
             .map(|(pa, _, level)| (pa, level))
@@ -293,7 +293,7 @@ impl Mmu {
         va: u64,
         access: Access,
         who: Privilege,
-    ) -> Result<(u64, u64, u8), Fault> {
+    ) -> Result<(PhysAddr, u64, u8), Fault> {
         canonical(va, access)?;
         let (entry, size) = match self.lookup(root, va) {
             Some(hit) => {
@@ -362,11 +362,12 @@ impl Mmu {
             let (pa, left, level) = self.translate_leaf(mem, root, cur, access, who)?;
             let n = left.min(end - cur);
             // The words this piece touches (byte accesses read-modify-write whole words).
-            let first = pa - pa % 8;
+            let first = pa.get() - pa.get() % 8;
             let words_end = pa
+                .get()
                 .checked_add(n)
                 .and_then(|e| e.checked_next_multiple_of(8));
-            let mapped = words_end.is_some_and(|e| mem.is_mapped(first, e - first));
+            let mapped = words_end.is_some_and(|e| mem.is_mapped(PhysAddr::new(first), e - first));
             if !mapped {
                 return Err(Fault {
                     va: cur,
@@ -424,7 +425,7 @@ fn each_piece(
     va: u64,
     access: Access,
     chunks: Vec<Chunk>,
-    mut piece: impl FnMut(u64, std::ops::Range<usize>) -> Option<()>,
+    mut piece: impl FnMut(PhysAddr, std::ops::Range<usize>) -> Option<()>,
 ) -> Result<(), Fault> {
     let mut off = 0usize;
     for c in chunks {
@@ -450,7 +451,7 @@ mod tests {
     fn insert_after_invalidation_is_dropped() {
         let mmu = Mmu::new();
         let e = TlbEntry {
-            pa: 0x1000,
+            pa: PhysAddr::new(0x1000),
             attrs: PageAttrs::default(),
             level: 0,
         };
@@ -467,7 +468,7 @@ mod tests {
     fn tlb_is_bounded() {
         let mmu = Mmu::new();
         let e = TlbEntry {
-            pa: 0,
+            pa: PhysAddr::NULL,
             attrs: PageAttrs::default(),
             level: 0,
         };

@@ -4,6 +4,7 @@
 
 pub mod spaces;
 
+use rvgpu_hw::addr::PhysAddr;
 use rvgpu_hw::addr::{BusAddr, GpuVa};
 use rvgpu_hw::mmu::{self, PageAttrs, Pte};
 use std::sync::atomic::Ordering;
@@ -124,16 +125,18 @@ impl Rig {
     pub fn fence(&mut self, initial: u64) -> Fence {
         let p = self.alloc(16);
         let f = Fence { cv: p, mv: p + 8 };
-        self.mem.write_u64(f.cv, initial).unwrap();
+        self.mem.write_u64(PhysAddr::new(f.cv), initial).unwrap();
         // No waiter: MonitoredValue = u64::MAX (NF-02).
-        self.mem.write_u64(f.mv, u64::MAX).unwrap();
+        self.mem.write_u64(PhysAddr::new(f.mv), u64::MAX).unwrap();
         f
     }
 
     fn log_buffer(&mut self, log_type: u32, entries: u64) -> u64 {
         let a = self.alloc(4096);
-        self.mem.write_u64(a + 8, u64::from(log_type)).unwrap();
-        self.mem.write_u64(a + 16, entries).unwrap();
+        self.mem
+            .write_u64(PhysAddr::new(a + 8), u64::from(log_type))
+            .unwrap();
+        self.mem.write_u64(PhysAddr::new(a + 16), entries).unwrap();
         a
     }
 
@@ -158,7 +161,11 @@ impl Rig {
         while va < end {
             let e = self.table_entry(root, va, mmu::LARGE_LEVEL);
             self.mem
-                .store(e, Pte::page(va, attrs, true).unwrap().0, Ordering::Release)
+                .store(
+                    PhysAddr::new(e),
+                    Pte::page(va, attrs, true).unwrap().0,
+                    Ordering::Release,
+                )
                 .unwrap();
             va += mmu::PAGE_2M;
         }
@@ -172,13 +179,17 @@ impl Rig {
         let mut table = root;
         for l in (level + 1..=mmu::ROOT_LEVEL).rev() {
             let e = mmu::entry_addr(table, GpuVa::new(va), l).unwrap();
-            let pte = Pte(self.mem.read_u64(e).unwrap());
+            let pte = Pte(self.mem.read_u64(PhysAddr::new(e)).unwrap());
             table = if pte.valid() {
                 pte.addr()
             } else {
                 let t = self.alloc(mmu::TABLE_SIZE);
                 self.mem
-                    .store(e, Pte::table(t, false).unwrap().0, Ordering::Release)
+                    .store(
+                        PhysAddr::new(e),
+                        Pte::table(t, false).unwrap().0,
+                        Ordering::Release,
+                    )
                     .unwrap();
                 t
             };
@@ -190,7 +201,7 @@ impl Rig {
     pub fn buffer_words(&mut self, words: &[u64]) -> (u64, u64) {
         let bytes = words.len() as u64 * 8;
         let a = self.alloc(bytes);
-        self.mem.write_words(a, words).unwrap();
+        self.mem.write_words(PhysAddr::new(a), words).unwrap();
         (a, bytes)
     }
 
@@ -265,7 +276,7 @@ impl Rig {
         let rl = self.alloc((descs.len().max(1) * 128) as u64);
         for (i, d) in descs.iter().enumerate() {
             self.mem
-                .write_words(rl + (i as u64) * 128, &d.to_words())
+                .write_words(PhysAddr::new(rl + (i as u64) * 128), &d.to_words())
                 .unwrap();
         }
         let reg = |r| regs::engine_reg(engine, r).unwrap();
@@ -294,7 +305,9 @@ impl Rig {
     pub fn long_copy(&mut self, bytes: u64, last: u64) -> (Q, u64) {
         let src = self.alloc(bytes);
         let dst = self.alloc(bytes);
-        self.mem.write_u64(src + bytes - 8, last).unwrap();
+        self.mem
+            .write_u64(PhysAddr::new(src + bytes - 8), last)
+            .unwrap();
         let mut q = self.queue_committed(1, 1);
         self.submit(&mut q, &[copy(src, dst, bytes)]);
         (q, dst)
@@ -310,14 +323,18 @@ impl Rig {
         for w in words {
             let off = q.wptr % u64::from(q.desc.ring_size);
             self.mem
-                .store(q.desc.ring_base.get() + off, *w, Ordering::Relaxed)
+                .store(
+                    PhysAddr::new(q.desc.ring_base.get() + off),
+                    *w,
+                    Ordering::Relaxed,
+                )
                 .unwrap();
             q.wptr += 8;
         }
         // Release: publishes the packets (ring-control protocol).
         self.mem
             .store(
-                q.desc.ring_control.get() + RingControl::WRITE_PTR,
+                PhysAddr::new(q.desc.ring_control.get() + RingControl::WRITE_PTR),
                 q.wptr,
                 Ordering::Release,
             )
@@ -357,13 +374,16 @@ impl Rig {
 
     /// The 64-bit word at bus address `addr` (a fence value, a progress fence, data).
     pub fn value(&self, addr: u64) -> u64 {
-        self.mem.read_u64(addr).unwrap()
+        self.mem.read_u64(PhysAddr::new(addr)).unwrap()
     }
 
     /// Moves the queue's ring-control read pointer, as a driver skipping packets does.
     pub fn set_read_ptr(&self, q: &Q, v: u64) {
         self.mem
-            .write_u64(q.desc.ring_control.get() + RingControl::READ_PTR, v)
+            .write_u64(
+                PhysAddr::new(q.desc.ring_control.get() + RingControl::READ_PTR),
+                v,
+            )
             .unwrap();
     }
 
@@ -379,7 +399,9 @@ impl Rig {
 
     pub fn read_ptr(&self, q: &Q) -> u64 {
         self.mem
-            .read_u64(q.desc.ring_control.get() + RingControl::READ_PTR)
+            .read_u64(PhysAddr::new(
+                q.desc.ring_control.get() + RingControl::READ_PTR,
+            ))
             .unwrap()
     }
 
@@ -398,7 +420,7 @@ impl Rig {
         let mut out = Vec::new();
         while r != w {
             let slot = self.event_ring + u64::from(r % EVENT_RING_SIZE) * 32;
-            let words = self.mem.read_words(slot, 4).unwrap();
+            let words = self.mem.read_words(PhysAddr::new(slot), 4).unwrap();
             out.push(EventRecord::from_words(words.try_into().unwrap()));
             r = r.wrapping_add(1);
         }
@@ -422,7 +444,10 @@ impl Rig {
 
 /// Entry `slot` of the fence log whose header is at `log`.
 pub fn log_entry(rig: &Rig, log: u64, slot: u64) -> LogEntry {
-    let w = rig.mem.read_words(log + 40 + slot * 48, 6).unwrap();
+    let w = rig
+        .mem
+        .read_words(PhysAddr::new(log + 40 + slot * 48), 6)
+        .unwrap();
     LogEntry::from_words(w.try_into().unwrap())
 }
 

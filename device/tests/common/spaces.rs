@@ -3,6 +3,7 @@
 //! and the KMD's paging buffers would, queues whose ring, ring control and progress fence sit
 //! at fixed VAs in a space, and fault checks.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::Ordering;
 
 use super::{encode, Rig, Q};
@@ -56,13 +57,19 @@ impl Pt {
     pub fn map(&self, rig: &mut Rig, va: u64, pa: u64, a: PageAttrs) {
         let e = self.entry(rig, va, 0);
         rig.mem
-            .store(e, Pte::page(pa, a, false).unwrap().0, Ordering::Release)
+            .store(
+                PhysAddr::new(e),
+                Pte::page(pa, a, false).unwrap().0,
+                Ordering::Release,
+            )
             .unwrap();
     }
 
     pub fn unmap(&self, rig: &mut Rig, va: u64) {
         let e = self.entry(rig, va, 0);
-        rig.mem.store(e, 0, Ordering::Release).unwrap();
+        rig.mem
+            .store(PhysAddr::new(e), 0, Ordering::Release)
+            .unwrap();
     }
 }
 
@@ -115,13 +122,13 @@ pub fn submit_words(rig: &Rig, v: &mut VQ, words: &[u64]) {
     for w in words {
         let off = v.q.wptr % u64::from(v.q.desc.ring_size);
         rig.mem
-            .store(v.ring_pa + off, *w, Ordering::Relaxed)
+            .store(PhysAddr::new(v.ring_pa + off), *w, Ordering::Relaxed)
             .unwrap();
         v.q.wptr += 8;
     }
     rig.mem
         .store(
-            v.rc_pa + RingControl::WRITE_PTR,
+            PhysAddr::new(v.rc_pa + RingControl::WRITE_PTR),
             v.q.wptr,
             Ordering::Release,
         )
@@ -134,7 +141,9 @@ pub fn submit(rig: &Rig, v: &mut VQ, cmds: &[Command]) {
 }
 
 pub fn read_ptr(rig: &Rig, v: &VQ) -> u64 {
-    rig.mem.read_u64(v.rc_pa + RingControl::READ_PTR).unwrap()
+    rig.mem
+        .read_u64(PhysAddr::new(v.rc_pa + RingControl::READ_PTR))
+        .unwrap()
 }
 
 pub fn faults(evs: &[EventRecord]) -> Vec<EventRecord> {
@@ -155,7 +164,11 @@ pub fn page_fault(evs: &[EventRecord]) -> (EventRecord, FaultInfo) {
 
 /// Every word of the 4 KiB page at `pa` is 0.
 pub fn zeroed(rig: &Rig, pa: u64) -> bool {
-    rig.mem.read_words(pa, 512).unwrap().iter().all(|&w| w == 0)
+    rig.mem
+        .read_words(PhysAddr::new(pa), 512)
+        .unwrap()
+        .iter()
+        .all(|&w| w == 0)
 }
 
 pub fn ts() -> Command {

@@ -11,6 +11,7 @@
 //! guest-vs-in-process table comes from one run on one machine. Wall-clock figures: they vary
 //! with the machine's load and are printed, never asserted.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::hint::spin_loop;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -62,7 +63,8 @@ fn main() {
         progress_fence: GpuVa::new(progress),
         ..Default::default()
     };
-    mem.write_words(runlist, &d.to_words()).expect("runlist");
+    mem.write_words(PhysAddr::new(runlist), &d.to_words())
+        .expect("runlist");
     let e = |r| regs::engine_reg(0, r).expect("engine 0");
     dev.write64(e(regs::engine::RUNLIST_BASE), runlist);
     dev.write32(e(regs::engine::RUNLIST_COUNT), 1);
@@ -77,12 +79,20 @@ fn main() {
             .encode(&mut words)
             .expect("encode");
         for w in words.iter().take(n) {
-            mem.store(ring + wptr % u64::from(RING), *w, Ordering::Relaxed)
-                .expect("ring");
+            mem.store(
+                PhysAddr::new(ring + wptr % u64::from(RING)),
+                *w,
+                Ordering::Relaxed,
+            )
+            .expect("ring");
             wptr += 8;
         }
-        mem.store(rc + RingControl::WRITE_PTR, wptr, Ordering::Release)
-            .expect("write_ptr");
+        mem.store(
+            PhysAddr::new(rc + RingControl::WRITE_PTR),
+            wptr,
+            Ordering::Release,
+        )
+        .expect("write_ptr");
         wptr
     };
     // The ISR's work, as guest_smoke does it: acknowledge, consume the event ring.
@@ -104,7 +114,7 @@ fn main() {
     println!("in-process: one register read {read:?} (mean of {n}; {x})");
 
     let last = push(0x2FFF, false);
-    while mem.load(progress, Ordering::Acquire) != Some(0x2FFF) {
+    while mem.load(PhysAddr::new(progress), Ordering::Acquire) != Some(0x2FFF) {
         dev.doorbell_write(0, last);
         spin_loop();
     }

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rvgpu_device::{Device, DeviceConfig, Memory, Mode};
-use rvgpu_hw::addr::{SYSMEM_LIMIT, VRAM_BASE};
+use rvgpu_hw::addr::{BusAddr, PhysAddr, SYSMEM_LIMIT};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::PAGE_SIZE;
 use vfio_bindings::bindings::vfio::{
@@ -316,9 +316,9 @@ impl Backend {
             if want {
                 // Cannot overlap: `dma_map` keeps the guest RAM regions disjoint.
                 let backing: Arc<dyn rvgpu_device::RamBacking> = ram.clone();
-                self.mem.map_system(addr, backing);
+                self.mem.map_system(BusAddr::new(addr), backing);
             } else {
-                self.mem.unmap_system(addr);
+                self.mem.unmap_system(BusAddr::new(addr));
             }
         }
         self.on_bus = want;
@@ -566,9 +566,9 @@ impl Backend {
         }
     }
 
-    fn vram_range(&self, offset: u64, len: usize) -> Option<u64> {
+    fn vram_range(&self, offset: u64, len: usize) -> Option<PhysAddr> {
         let end = offset.checked_add(u64::try_from(len).ok()?)?;
-        (end <= self.mem.vram_size()).then_some(VRAM_BASE.checked_add(offset)?)
+        (end <= self.mem.vram_size()).then_some(PhysAddr::vram(offset)?)
     }
 }
 
@@ -702,7 +702,7 @@ impl ServerBackend for Backend {
         let mapping = Arc::new(Mapping::new(&fd, offset, size)?);
         if self.on_bus {
             let backing: Arc<dyn rvgpu_device::RamBacking> = mapping.clone();
-            if !self.mem.map_system(address, backing) {
+            if !self.mem.map_system(BusAddr::new(address), backing) {
                 return Err(invalid("DMA_MAP range refused by the bus"));
             }
         }
@@ -740,7 +740,7 @@ impl ServerBackend for Backend {
         }
         for base in gone {
             self.guest_ram.remove(&base);
-            self.mem.unmap_system(base);
+            self.mem.unmap_system(BusAddr::new(base));
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -283,7 +284,7 @@ fn dma_map_past_the_end_of_the_file_is_refused_and_a_file_that_can_shrink_is_nev
     assert_eq!(flags & ERROR, 0);
     assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, MIB)]);
     let mem = std::sync::Arc::clone(h.probe.device().memory());
-    assert_eq!(mem.read_u64(GUEST_BASE + MIB - 8), Some(0));
+    assert_eq!(mem.read_u64(PhysAddr::new(GUEST_BASE + MIB - 8)), Some(0));
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
     next_client_works(&h);

@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use rvgpu_hw::addr::PhysAddr;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -413,7 +414,8 @@ fn vram_bar_is_the_devices_vram_shared_by_mmap() {
     assert_eq!(vram.words()[3].load(Ordering::Acquire), 0xBEEF);
     let dev = h.probe.device();
     assert_eq!(
-        dev.memory().read_u64(rvgpu_hw::addr::VRAM_BASE + 16),
+        dev.memory()
+            .read_u64(PhysAddr::new(rvgpu_hw::addr::VRAM_BASE + 16)),
         Some(0xC0FFEE)
     );
 }
@@ -608,10 +610,17 @@ fn dma_unmap_takes_guest_ram_off_the_bus_and_overlaps_are_refused() {
     c.dma_map(0, 0x8000_0800, 0x1000, ram.fd.raw_fd()).unwrap();
     assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, GUEST_SIZE)]);
     let dev = h.probe.device();
-    assert_eq!(dev.memory().read_u64(GUEST_BASE + 8), Some(0));
+    assert_eq!(
+        dev.memory().read_u64(PhysAddr::new(GUEST_BASE + 8)),
+        Some(0)
+    );
     c.dma_unmap(GUEST_BASE, GUEST_SIZE).unwrap();
     assert!(h.probe.dma_regions().is_empty());
-    assert_eq!(dev.memory().read_u64(GUEST_BASE + 8), None, "off the bus");
+    assert_eq!(
+        dev.memory().read_u64(PhysAddr::new(GUEST_BASE + 8)),
+        None,
+        "off the bus"
+    );
     // The server still answers after the refused requests.
     assert_eq!(reg(&mut c, regs::ID), regs::ID_VALUE);
 }
@@ -624,15 +633,15 @@ fn guest_ram_is_reachable_only_while_bus_master_is_on() {
         h.probe.dma_regions().is_empty(),
         "mapped by the client, bus master off"
     );
-    assert_eq!(dev.memory().read_u64(GUEST_BASE), None);
+    assert_eq!(dev.memory().read_u64(PhysAddr::new(GUEST_BASE)), None);
     enable_bus_master(&mut c);
     assert_eq!(h.probe.dma_regions(), [(GUEST_BASE, GUEST_SIZE)]);
     ram.write(GUEST_BASE, 77);
-    assert_eq!(dev.memory().read_u64(GUEST_BASE), Some(77));
+    assert_eq!(dev.memory().read_u64(PhysAddr::new(GUEST_BASE)), Some(77));
     c.region_write(region::CONFIG, 0x04, &0x0002u16.to_le_bytes())
         .unwrap();
     assert_eq!(
-        dev.memory().read_u64(GUEST_BASE),
+        dev.memory().read_u64(PhysAddr::new(GUEST_BASE)),
         None,
         "bus master off again"
     );

@@ -206,14 +206,46 @@ pub trait SlotVisitor {
     fn visit<const ID: usize, S: AbiSlot>(&mut self, slot: &mut S);
 }
 
-/// Index of `name` in `names` (a compile error, in const context, for an unknown name).
-pub const fn slot_index(names: &[&str], name: &str) -> usize {
+/// Index of `name` in `names`, `None` for a name that is not there. A constant index is
+/// [`slot_id!`](crate::slot_id), which makes an unknown name a compile error.
+pub const fn slot_index(names: &[&str], name: &str) -> Option<usize> {
     let mut i = 0;
     while i < names.len() {
         if crate::catalog::str_eq(names[i], name) {
-            return i;
+            return Some(i);
         }
         i += 1;
     }
-    panic!("unknown slot")
+    None
+}
+
+/// The index of slot `name` in a table's `names` as a constant: evaluated in a `const` block,
+/// so an unknown name fails the build and nothing is left to fail at run time.
+#[macro_export]
+macro_rules! slot_id {
+    ($names:expr, $name:expr) => {
+        const {
+            match $crate::abi::slot_index($names, $name) {
+                Some(i) => i,
+                None => panic!("unknown slot"),
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_index;
+
+    /// A name looked up at run time is found at its index, or is `None`: no panic.
+    #[test]
+    fn slot_index_at_run_time_is_an_option() {
+        let names = ["DxgkDdiAddDevice", "DxgkDdiStartDevice"];
+        let known = std::hint::black_box(String::from("DxgkDdiStartDevice"));
+        let unknown = std::hint::black_box(String::from("DxgkDdiNoSuchSlot"));
+        assert_eq!(slot_index(&names, &known), Some(1));
+        assert_eq!(slot_index(&names, &unknown), None);
+        assert_eq!(slot_index(&[], &known), None);
+        assert_eq!(crate::slot_id!(&["a", "b"], "b"), 1);
+    }
 }

@@ -328,7 +328,7 @@ macro_rules! ddi_table {
             /// Hands every slot, with its index in header order, to `v` (host tools that carry
             /// a table across an emulator boundary; see [`crate::abi`]).
             pub fn visit_slots<V: $crate::abi::SlotVisitor>(&mut self, v: &mut V) {
-                $( v.visit::<{ $crate::abi::slot_index($name::SLOT_NAMES, stringify!($field)) }, _>(&mut self.$field); )*
+                $( v.visit::<{ $crate::slot_id!($name::SLOT_NAMES, stringify!($field)) }, _>(&mut self.$field); )*
             }
         }
 

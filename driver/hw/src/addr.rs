@@ -101,12 +101,57 @@ address! {
     BusAddr
 }
 
+address! {
+    /// An address in the device's physical space: system memory at its bus address below
+    /// [`SYSMEM_LIMIT`], local memory at [`VRAM_BASE`] + offset. What a page-table entry
+    /// resolves to, and what the machine's memory is indexed by.
+    PhysAddr
+}
+
 impl BusAddr {
     /// The GPU address that reaches this bus address under version 1's identity mapping (no
     /// page tables). Every place that relies on the identity calls this, so page tables
     /// replace one function's callers, not every `u64`.
     pub const fn identity_va(self) -> GpuVa {
         GpuVa(self.0)
+    }
+
+    /// Where this bus address is in the device's physical space: system memory is there at
+    /// its bus address.
+    pub const fn phys(self) -> PhysAddr {
+        PhysAddr(self.0)
+    }
+}
+
+impl GpuVa {
+    /// The physical address this GPU address reaches under version 1's identity mapping (no
+    /// page tables), as [`BusAddr::identity_va`] the other way.
+    pub const fn identity_pa(self) -> PhysAddr {
+        PhysAddr(self.0)
+    }
+}
+
+impl PhysAddr {
+    /// Byte `offset` of local memory, or `None` if that overflows.
+    pub const fn vram(offset: u64) -> Option<Self> {
+        match VRAM_BASE.checked_add(offset) {
+            Some(v) => Some(Self(v)),
+            None => None,
+        }
+    }
+
+    /// The bus address, if this is system memory (below [`SYSMEM_LIMIT`]).
+    pub const fn bus(self) -> Option<BusAddr> {
+        if self.0 < SYSMEM_LIMIT {
+            Some(BusAddr(self.0))
+        } else {
+            None
+        }
+    }
+
+    /// The offset into local memory, if this is local memory (at or above [`VRAM_BASE`]).
+    pub const fn vram_offset(self) -> Option<u64> {
+        self.0.checked_sub(VRAM_BASE)
     }
 }
 
@@ -172,6 +217,19 @@ mod tests {
     }
 
     #[test]
+    fn physical_addresses_say_their_space() {
+        let sys = BusAddr::new(0x1000).phys();
+        assert_eq!(
+            (sys.bus(), sys.vram_offset()),
+            (Some(BusAddr::new(0x1000)), None)
+        );
+        let local = PhysAddr::new(VRAM_BASE + 0x40);
+        assert_eq!(PhysAddr::vram(0x40), Some(local));
+        assert_eq!((local.bus(), local.vram_offset()), (None, Some(0x40)));
+        assert_eq!(PhysAddr::vram(u64::MAX), None);
+    }
+
+    #[test]
     fn address_arithmetic_is_checked() {
         let a = GpuVa::new(u64::MAX - 8);
         assert_eq!(a.checked_add(8), Some(GpuVa::new(u64::MAX)));
@@ -185,6 +243,8 @@ mod tests {
         assert!(BusAddr::new(0x1000).is_aligned(8) && !BusAddr::new(0x1004).is_aligned(8));
         assert!(!BusAddr::new(0x1000).is_aligned(0));
         assert_eq!(BusAddr::new(0x2000).identity_va(), GpuVa::new(0x2000));
+        assert_eq!(BusAddr::new(0x2000).phys(), PhysAddr::new(0x2000));
+        assert_eq!(GpuVa::new(0x2000).identity_pa(), PhysAddr::new(0x2000));
         assert_eq!(format!("{:?}", GpuVa::new(0x40)), "GpuVa(0x40)");
     }
 }

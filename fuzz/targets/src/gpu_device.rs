@@ -31,7 +31,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use rvgpu_device::{Device, Memory, SysAlloc};
-use rvgpu_hw::addr::{BusAddr, GpuVa, VRAM_BASE};
+use rvgpu_hw::addr::{BusAddr, GpuVa, PhysAddr, VRAM_BASE};
 use rvgpu_hw::cmd::{Command, LogKind};
 use rvgpu_hw::engine::ENGINE_CTRL_RESET;
 use rvgpu_hw::event::FaultCode;
@@ -295,7 +295,7 @@ impl Rig {
         let dir = |level: u8, table: u64, next: u64| {
             let e = mmu::entry_addr(table, GpuVa::new(va), level).expect("entry");
             let pte = Pte::table(next, false).expect("table entry");
-            self.mem.write_u64(e, pte.0).expect("table");
+            self.mem.write_u64(PhysAddr::new(e), pte.0).expect("table");
         };
         dir(3, t(0), t(1));
         dir(2, t(1), t(2));
@@ -303,7 +303,7 @@ impl Rig {
         for p in 0..WINDOW / 4096 {
             let e = mmu::entry_addr(t(3), GpuVa::new(va + p * 4096), 0).expect("entry");
             let pte = Pte::page(self.win(p * 4096), attrs, false).expect("leaf");
-            self.mem.write_u64(e, pte.0).expect("table");
+            self.mem.write_u64(PhysAddr::new(e), pte.0).expect("table");
         }
         t(0)
     }
@@ -396,7 +396,7 @@ impl Rig {
         };
         // A queue that enters afresh starts at its ring control's pointers.
         self.mem
-            .write_words(control, &[0; 32])
+            .write_words(PhysAddr::new(control), &[0; 32])
             .expect("ring control");
         let list = &mut self.runlists[engine as usize];
         let slot = match list.iter().position(|s| *s == Some(q)) {
@@ -432,7 +432,7 @@ impl Rig {
         let base = self.win(at::RUNLISTS + u64::from(engine) * 0x1000);
         let words = if remove { [0u64; 16] } else { desc.to_words() };
         self.mem
-            .write_words(base + slot as u64 * 128, &words)
+            .write_words(PhysAddr::new(base + slot as u64 * 128), &words)
             .expect("runlist");
         let reg = |r| regs::engine_reg(engine, r).expect("engine register");
         self.dev.write64(reg(regs::engine::RUNLIST_BASE), base);
@@ -541,7 +541,7 @@ impl Rig {
         for w in &words {
             let pos = queue.wptr % size;
             self.mem
-                .write_u64(queue.ring + pos, *w)
+                .write_u64(PhysAddr::new(queue.ring + pos), *w)
                 .expect("ring memory");
             queue.wptr = queue.wptr.wrapping_add(8);
         }
@@ -553,7 +553,7 @@ impl Rig {
         };
         self.mem
             .store(
-                queue.control + RingControl::WRITE_PTR,
+                PhysAddr::new(queue.control + RingControl::WRITE_PTR),
                 wptr,
                 Ordering::Release,
             )
@@ -629,7 +629,7 @@ impl Rig {
                 for i in 0..u64::from(n) {
                     let v = self.value(inp);
                     let a = self.win((off + i * 8) % WINDOW);
-                    self.mem.write_u64(a, v).expect("window");
+                    self.mem.write_u64(PhysAddr::new(a), v).expect("window");
                 }
             }
             Op::Queue => self.queue(inp),
@@ -643,7 +643,7 @@ impl Rig {
                 let index = u64::from(inp.u16()) % mmu::ENTRIES_PER_TABLE;
                 let v = self.pte(inp);
                 self.mem
-                    .write_u64(page + index * mmu::ENTRY_SIZE, v)
+                    .write_u64(PhysAddr::new(page + index * mmu::ENTRY_SIZE), v)
                     .expect("table");
             }
             Op::Ring => self.ring(inp),
@@ -689,7 +689,7 @@ impl Rig {
         // Everything the input wrote goes: the driver starts from fresh memory.
         let zeros = vec![0u64; (WINDOW / 8) as usize];
         self.mem
-            .write_words(self.window.bus_addr, &zeros)
+            .write_words(PhysAddr::new(self.window.bus_addr), &zeros)
             .expect("window");
         self.syswin = [(0, 0); regs::SYSWIN_COUNT];
         self.program();
@@ -702,7 +702,7 @@ impl Rig {
         let leaf = self.table(3);
         let e = mmu::entry_addr(leaf, GpuVa::new(VA_BASE + kernel_page), 0).expect("entry");
         let pte = Pte::page(self.win(kernel_page), Self::attrs(2), false).expect("leaf");
-        self.mem.write_u64(e, pte.0).expect("table");
+        self.mem.write_u64(PhysAddr::new(e), pte.0).expect("table");
 
         let fence = self.win(at::DATA);
         let user_fence = at::DATA + 0x100;
@@ -745,9 +745,11 @@ impl Rig {
             }
             out
         };
-        self.mem.write_u64(fence + 8, u64::MAX).expect("fence");
         self.mem
-            .write_u64(self.win(user_fence) + 8, u64::MAX)
+            .write_u64(PhysAddr::new(fence + 8), u64::MAX)
+            .expect("fence");
+        self.mem
+            .write_u64(PhysAddr::new(self.win(user_fence) + 8), u64::MAX)
             .expect("fence");
         let k = enc(&[signal(fence, 7)]);
         let mut u = enc(&[signal(va(user_fence), 9)]);
@@ -760,27 +762,31 @@ impl Rig {
         .expect("encode");
         wd[2] = 0x5EC2E7;
         u.extend(wd);
-        self.mem.write_words(self.win(at::RINGS), &k).expect("ring");
         self.mem
-            .write_words(self.win(at::RINGS + at::RING_SLOT), &u)
+            .write_words(PhysAddr::new(self.win(at::RINGS)), &k)
+            .expect("ring");
+        self.mem
+            .write_words(PhysAddr::new(self.win(at::RINGS + at::RING_SLOT)), &u)
             .expect("ring");
         self.mem
             .store(
-                self.win(at::CONTROLS),
+                PhysAddr::new(self.win(at::CONTROLS)),
                 k.len() as u64 * 8,
                 Ordering::Release,
             )
             .expect("control");
         self.mem
             .store(
-                self.win(at::CONTROLS + 0x100),
+                PhysAddr::new(self.win(at::CONTROLS + 0x100)),
                 u.len() as u64 * 8,
                 Ordering::Release,
             )
             .expect("control");
         for (engine, d) in [(0u32, kernel), (1, user)] {
             let rl = self.win(at::RUNLISTS + u64::from(engine) * 0x1000);
-            self.mem.write_words(rl, &d.to_words()).expect("runlist");
+            self.mem
+                .write_words(PhysAddr::new(rl), &d.to_words())
+                .expect("runlist");
             let reg = |r| regs::engine_reg(engine, r).expect("engine register");
             self.dev.write64(reg(regs::engine::RUNLIST_BASE), rl);
             self.dev.write32(reg(regs::engine::RUNLIST_COUNT), 1);
@@ -794,17 +800,17 @@ impl Rig {
         self.passes = 0;
         self.run(400);
         assert_eq!(
-            self.mem.read_u64(fence),
+            self.mem.read_u64(PhysAddr::new(fence)),
             Some(7),
             "a kernel-mode queue did not complete after the input"
         );
         assert_eq!(
-            self.mem.read_u64(self.win(user_fence)),
+            self.mem.read_u64(PhysAddr::new(self.win(user_fence))),
             Some(9),
             "a user-mode queue did not complete through fresh tables after the input"
         );
         assert_eq!(
-            self.mem.read_u64(self.win(kernel_page)),
+            self.mem.read_u64(PhysAddr::new(self.win(kernel_page))),
             Some(0),
             "a user-mode queue wrote a page mapped without USER"
         );
@@ -867,18 +873,18 @@ mod tests {
     fn seeds_drive_working_queues_and_mmu_refusals() {
         let data = at::DATA;
         let rig = play(&seed("kernel-fence"));
-        assert_eq!(rig.mem.read_u64(rig.win(data)), Some(3));
+        assert_eq!(rig.mem.read_u64(PhysAddr::new(rig.win(data))), Some(3));
         let rig = play(&seed("user-fence-doorbell"));
-        assert_eq!(rig.mem.read_u64(rig.win(data)), Some(5));
+        assert_eq!(rig.mem.read_u64(PhysAddr::new(rig.win(data))), Some(5));
         assert!(rig.dev.tlb_stats().misses > 0);
         let rig = play(&seed("user-privileged-page"));
-        assert_eq!(rig.mem.read_u64(rig.win(data)), Some(0));
+        assert_eq!(rig.mem.read_u64(PhysAddr::new(rig.win(data))), Some(0));
         assert_eq!(
             rig.dev.queue(3).and_then(|q| q.fault),
             Some(FaultCode::PageFault)
         );
         let rig = play(&seed("hang-engine-reset"));
-        assert_eq!(rig.mem.read_u64(rig.win(data)), Some(2));
+        assert_eq!(rig.mem.read_u64(PhysAddr::new(rig.win(data))), Some(2));
     }
 
     #[test]

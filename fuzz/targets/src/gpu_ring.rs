@@ -13,6 +13,7 @@
 //! - once the hostile queue is off the runlist, a queue created afterwards on the other
 //!   engine still completes a fence signal.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -87,7 +88,9 @@ impl Rig {
         self.next += len;
         assert!(self.next <= self.window.bus_addr + self.window.len);
         let zeros = vec![0u64; (len / 8) as usize];
-        self.mem.write_words(a, &zeros).expect("window memory");
+        self.mem
+            .write_words(PhysAddr::new(a), &zeros)
+            .expect("window memory");
         a
     }
 
@@ -108,7 +111,9 @@ impl Rig {
 
     fn commit(&mut self, engine: u32, d: &QueueDescriptor) {
         let rl = self.alloc(128);
-        self.mem.write_words(rl, &d.to_words()).expect("runlist");
+        self.mem
+            .write_words(PhysAddr::new(rl), &d.to_words())
+            .expect("runlist");
         let reg = |r| regs::engine_reg(engine, r).expect("engine register");
         self.dev.write64(reg(regs::engine::RUNLIST_BASE), rl);
         self.dev.write32(reg(regs::engine::RUNLIST_COUNT), 1);
@@ -118,7 +123,7 @@ impl Rig {
     fn publish(&self, engine: u32, d: &QueueDescriptor, wptr: u64) {
         self.mem
             .store(
-                d.ring_control.get() + RingControl::WRITE_PTR,
+                PhysAddr::new(d.ring_control.get() + RingControl::WRITE_PTR),
                 wptr,
                 Ordering::Release,
             )
@@ -161,7 +166,9 @@ pub fn run(data: &[u8]) {
     for _ in 0..ring_words {
         words.push(inp.u64());
     }
-    rig.mem.write_words(ring, &words).expect("ring");
+    rig.mem
+        .write_words(PhysAddr::new(ring), &words)
+        .expect("ring");
     let rest = inp.rest();
     let ib_words: Vec<u64> = rest
         .chunks(8)
@@ -172,7 +179,9 @@ pub fn run(data: &[u8]) {
             u64::from_le_bytes(b)
         })
         .collect();
-    rig.mem.write_words(ib, &ib_words).expect("ib");
+    rig.mem
+        .write_words(PhysAddr::new(ib), &ib_words)
+        .expect("ib");
 
     // Ring size: the whole ring, or (flag bit 0) a smaller one the write pointer wraps in.
     let ring_bytes = if flags & 1 != 0 {
@@ -214,15 +223,19 @@ pub fn run(data: &[u8]) {
         monitored_addr: fence + 8,
         report_tag: 0,
     };
-    rig.mem.write_u64(fence + 8, u64::MAX).expect("fence");
+    rig.mem
+        .write_u64(PhysAddr::new(fence + 8), u64::MAX)
+        .expect("fence");
     let mut buf = vec![0u64; cmd.len()];
     cmd.encode(&mut buf).expect("encode");
-    rig.mem.write_words(ring2, &buf).expect("ring2");
+    rig.mem
+        .write_words(PhysAddr::new(ring2), &buf)
+        .expect("ring2");
     rig.commit(1, &innocent);
     rig.publish(1, &innocent, buf.len() as u64 * 8);
     rig.run(200);
     assert_eq!(
-        rig.mem.read_u64(fence),
+        rig.mem.read_u64(PhysAddr::new(fence)),
         Some(7),
         "the other engine's queue did not complete after the hostile ring"
     );

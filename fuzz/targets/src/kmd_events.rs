@@ -12,6 +12,7 @@
 //!
 //! Invariants: those of [`crate::world::World::check`].
 
+use rvgpu_hw::addr::PhysAddr;
 use std::sync::atomic::Ordering;
 
 use rvgpu_hw::cmd::{Command, LogKind};
@@ -169,11 +170,11 @@ pub fn run(data: &[u8]) {
             while rp != wp && !inp.is_empty() {
                 let slot = base + u64::from(rp % size) * 32;
                 let real = mem
-                    .read_words(slot, 4)
+                    .read_words(PhysAddr::new(slot), 4)
                     .and_then(|v| <[u64; 4]>::try_from(v).ok())
                     .unwrap_or([0; 4]);
                 if let Some(f) = forge(&mut inp, real, hostile_id) {
-                    let _ = mem.write_words(slot, &f);
+                    let _ = mem.write_words(PhysAddr::new(slot), &f);
                 }
                 rp = rp.wrapping_add(1);
             }

@@ -10,6 +10,7 @@
 //! one; a message the guard forwards has the size its header claims and moves at most
 //! `MAX_DATA` bytes.
 
+use rvgpu_hw::addr::PhysAddr;
 use std::fs::File;
 use std::os::fd::FromRawFd;
 use std::sync::Arc;
@@ -170,7 +171,7 @@ pub fn run(data: &[u8]) {
                         len <= 16 * PAGE,
                         "mapping of {len:#x} bytes from a 64 KiB file"
                     );
-                    let _ = mem.read_u64(base + len - 8);
+                    let _ = mem.read_u64(PhysAddr::new(base + len - 8));
                 }
             }
             4 => {

@@ -103,7 +103,7 @@ fn device_in_error(m: &Machine, d: &UmsProcess) -> bool {
         lock(&a.ums)
             .devices
             .get(&d.device)
-            .is_none_or(|x| x.in_error)
+            .is_none_or(|x| x.in_error())
     })
 }
 

@@ -30,10 +30,11 @@ use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, RwLock};
 
-use rvgpu_ddi::abi::{slot_index, AbiSlot, Callee, SlotVisitor};
+use rvgpu_ddi::abi::{AbiSlot, Callee, SlotVisitor};
 use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::slot_id;
 
 use self::cpu::{Stop, StubResult, Stubs};
 use crate::adapter::context;
@@ -145,10 +146,10 @@ fn build_cdylib(
 }
 
 /// Index of the slots the bridge treats specially.
-const SYNC_ID: usize = slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbSynchronizeExecution");
+const SYNC_ID: usize = slot_id!(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbSynchronizeExecution");
 const START_DEVICE_ID: usize =
-    slot_index(DRIVER_INITIALIZATION_DATA::SLOT_NAMES, "DxgkDdiStartDevice");
-const QUERY_SERVICES_ID: usize = slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbQueryServices");
+    slot_id!(DRIVER_INITIALIZATION_DATA::SLOT_NAMES, "DxgkDdiStartDevice");
+const QUERY_SERVICES_ID: usize = slot_id!(DXGKRNL_INTERFACE::SLOT_NAMES, "DxgkCbQueryServices");
 /// Forwarder ids of the feature interface the image returns from `DxgkDdiQueryInterface`
 /// (after the table's own slot ids).
 const FEATURE_BASE: usize = 1024;

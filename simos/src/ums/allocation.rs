@@ -16,6 +16,7 @@ use rvgpu_ddi::allocation::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::HANDLE;
 use rvgpu_device::SysAlloc;
+use rvgpu_hw::addr::BusAddr;
 
 use crate::adapter::ddi::{self};
 use crate::adapter::AdapterShared;
@@ -91,7 +92,7 @@ pub(crate) fn create_allocation2(
         let os = lock(&a.ums);
         match os.devices.get(&device) {
             None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
-            Some(d) if d.in_error => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+            Some(d) if d.in_error() => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
             Some(d) => (d.process, d.kmd),
         }
     };
@@ -130,7 +131,7 @@ pub(crate) fn create_allocation2(
             crate::vidmm::residency::local_order(a, d.write_segments, d.preferred, d.cpu_visible);
         // Somewhere VidMm may place it at all, or the creation fails.
         if order.is_empty() && !aperture {
-            a.device.memory().free_system(alloc.bus_addr);
+            a.device.memory().free_system(BusAddr::new(alloc.bus_addr));
             let _ = undo_kmd_allocation(a, kmd, opened);
             return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
         }
@@ -142,7 +143,7 @@ pub(crate) fn create_allocation2(
             match crate::vidmm::residency::backing_pages(a, pages) {
                 Some(b) => b,
                 None => {
-                    a.device.memory().free_system(alloc.bus_addr);
+                    a.device.memory().free_system(BusAddr::new(alloc.bus_addr));
                     let _ = undo_kmd_allocation(a, kmd, opened);
                     return Err(SimError::DdiFailed(STATUS_NO_MEMORY));
                 }
@@ -157,10 +158,10 @@ pub(crate) fn create_allocation2(
         let va = match reserved {
             Ok(va) => va,
             Err(e) => {
-                a.device.memory().free_system(alloc.bus_addr);
+                a.device.memory().free_system(BusAddr::new(alloc.bus_addr));
                 if let crate::vidmm::residency::Backing::Pages(p) = backing {
                     for page in p {
-                        a.device.memory().free_system(page.bus_addr);
+                        a.device.memory().free_system(BusAddr::new(page.bus_addr));
                     }
                 }
                 let _ = undo_kmd_allocation(a, kmd, opened);
@@ -272,7 +273,9 @@ pub(crate) fn reap_allocations(host: &dyn Host, a: &AdapterShared) -> Result<(),
         if let Some(m) = al.mapped {
             destroy_kmd_allocation(a, m.kmd)?;
         }
-        a.device.memory().free_system(al.alloc.bus_addr);
+        a.device
+            .memory()
+            .free_system(BusAddr::new(al.alloc.bus_addr));
     }
 }
 

@@ -27,7 +27,7 @@ impl UmsOs {
     /// Device `h`, not in error.
     pub(super) fn live_device(&self, h: KmtHandle) -> Result<&DeviceObj, SimError> {
         let d = self.device(h)?;
-        if d.in_error {
+        if d.in_error() {
             return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
         }
         Ok(d)
@@ -35,7 +35,7 @@ impl UmsOs {
 
     /// `STATUS_DEVICE_REMOVED` when `device` is gone or in error.
     fn device_live(&self, device: KmtHandle) -> Result<(), SimError> {
-        if self.devices.get(&device).is_none_or(|d| d.in_error) {
+        if self.devices.get(&device).is_none_or(|d| d.in_error()) {
             return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED));
         }
         Ok(())
@@ -94,7 +94,7 @@ impl UmsOs {
         }
         match self.devices.get(&device) {
             None => Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
-            Some(d) if d.in_error => {
+            Some(d) if d.in_error() => {
                 Err(SimError::DdiFailed(STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE))
             }
             Some(_) => Ok(()),

@@ -45,7 +45,7 @@ pub(crate) fn device_removed(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), S
         let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
         for d in devices {
             if let Some(dv) = os.devices.get_mut(&d) {
-                if !dv.in_error {
+                if !dv.in_error() {
                     dv.mark_error(DeviceError::Removed);
                     os.events.push(UmsEvent::DeviceError { device: d });
                 }
@@ -106,7 +106,7 @@ pub(crate) fn tdr_queues(a: &AdapterShared) -> Vec<TdrQueue> {
                 .contexts
                 .get(&q.context)
                 .is_some_and(|c| c.suspended != Suspended::No),
-            device_in_error: os.devices.get(&q.device).is_none_or(|d| d.in_error),
+            device_in_error: os.devices.get(&q.device).is_none_or(|d| d.in_error()),
         })
         .collect()
 }
@@ -118,7 +118,7 @@ pub(crate) fn tdr_context(
 ) -> Option<(usize, u32, KmtHandle, bool)> {
     let os = lock(&a.ums);
     let c = os.contexts.get(&ctx)?;
-    let in_error = os.devices.get(&c.device).is_none_or(|d| d.in_error);
+    let in_error = os.devices.get(&c.device).is_none_or(|d| d.in_error());
     Some((c.kmd, c.node, c.device, in_error))
 }
 
@@ -147,7 +147,10 @@ pub(crate) fn tdr_is_os_context(a: &AdapterShared, handle: usize) -> bool {
 
 /// Whether device `device` is in error (or gone).
 pub(crate) fn tdr_device_in_error(a: &AdapterShared, device: KmtHandle) -> bool {
-    lock(&a.ums).devices.get(&device).is_none_or(|d| d.in_error)
+    lock(&a.ums)
+        .devices
+        .get(&device)
+        .is_none_or(|d| d.in_error())
 }
 
 /// Device `device`'s error reason (`Some(None)`: live), `None` when there is no such device.

@@ -100,7 +100,7 @@ fn teardown_allocations_first(
     let state = lock(&a.ums)
         .devices
         .get(&device)
-        .map(|d| (d.in_error, d.process));
+        .map(|d| (d.in_error(), d.process));
     if let (true, Some((false, process))) = (death, state) {
         charge(a, &dl, device)?;
         super::loss::signal_registered_sync_objects(a, device, process)?;
@@ -503,7 +503,6 @@ fn new_device(
             kmd,
             lock: Arc::new(Mutex::new(())),
             process: pid,
-            in_error: false,
             error: None,
         },
     );

@@ -38,7 +38,9 @@ pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
     };
     let highest = args.HighestAcceptableAddress.get() as u64;
     if highest != 0 && alloc.bus_addr + alloc.len - 1 > highest {
-        a.device.memory().free_system(alloc.bus_addr);
+        a.device
+            .memory()
+            .free_system(rvgpu_hw::addr::BusAddr::new(alloc.bus_addr));
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     let va = alloc.cpu_ptr().as_ptr() as usize;
@@ -78,7 +80,9 @@ pub(crate) unsafe extern "system" fn free_contiguous_memory(
         return STATUS_INVALID_PARAMETER;
     };
     kernel::unregister_dma(key);
-    a.device.memory().free_system(c.alloc.bus_addr);
+    a.device
+        .memory()
+        .free_system(rvgpu_hw::addr::BusAddr::new(c.alloc.bus_addr));
     // Quarantine: the backing stays alive (a stale CPU pointer is still memory-safe) and
     // poisoned; Unload checks the poison.
     for w in c.alloc.words() {

@@ -84,7 +84,9 @@ fn dma_arena_create(host: &dyn Host, a: &AdapterShared, pid: ProcessId) -> Resul
     let va = match crate::vidmm::mmu::vidmm_map(host, a, pid, &phys, attrs, Default::default()) {
         Ok(va) => va,
         Err(e) => {
-            a.device.memory().free_system(backing.bus_addr);
+            a.device
+                .memory()
+                .free_system(rvgpu_hw::addr::BusAddr::new(backing.bus_addr));
             return Err(e);
         }
     };
@@ -106,7 +108,9 @@ fn dma_arena_create(host: &dyn Host, a: &AdapterShared, pid: ProcessId) -> Resul
     };
     if let Some(backing) = lost {
         let r = crate::vidmm::mmu::vidmm_unmap(host, a, pid, va, ARENA_PAGES, Default::default());
-        a.device.memory().free_system(backing.bus_addr);
+        a.device
+            .memory()
+            .free_system(rvgpu_hw::addr::BusAddr::new(backing.bus_addr));
         r?;
     }
     Ok(())

@@ -39,7 +39,9 @@ fn vidmm_unmap_all(host: &dyn Host, a: &AdapterShared, pid: ProcessId) -> Result
             vidmm_unmap(host, a, pid, va, pages, LeafTag::default())
         };
         // Its backing is the process's alone: back to the machine either way.
-        a.device.memory().free_system(backing.bus_addr);
+        a.device
+            .memory()
+            .free_system(rvgpu_hw::addr::BusAddr::new(backing.bus_addr));
         unmapped?;
     }
     let left = lock(&a.mm.vidmm)

@@ -55,6 +55,7 @@ use rvgpu_ddi::hws::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+use rvgpu_hw::addr::BusAddr;
 
 use crate::adapter::ddi;
 use crate::adapter::AdapterShared;
@@ -183,7 +184,7 @@ pub(crate) fn initialize_nodes(
         // The CMP writes it in the system space: VidMm maps it into the paging process ([D]
         // InitPagingProcessVaSpace → VidSchRecommitSchedulingLogs).
         if let Err(e) = (paging.map)(alloc.bus_addr, size) {
-            let _ = a.device.memory().free_system(alloc.bus_addr);
+            let _ = a.device.memory().free_system(BusAddr::new(alloc.bus_addr));
             return Err(e);
         }
         let interrupt_entry = (3 * n) >> 2;
@@ -224,7 +225,7 @@ pub(crate) fn initialize_nodes(
             }
             Some(s) if s != STATUS_NOT_IMPLEMENTED => {
                 (paging.unmap)(alloc.bus_addr, size)?;
-                let _ = a.device.memory().free_system(alloc.bus_addr);
+                let _ = a.device.memory().free_system(BusAddr::new(alloc.bus_addr));
                 return Err(SimError::StartRefused {
                     rule: "BR-79",
                     status: s,
@@ -233,7 +234,7 @@ pub(crate) fn initialize_nodes(
             }
             _ => {
                 (paging.unmap)(alloc.bus_addr, size)?;
-                let _ = a.device.memory().free_system(alloc.bus_addr);
+                let _ = a.device.memory().free_system(BusAddr::new(alloc.bus_addr));
             }
         }
     }
@@ -242,7 +243,9 @@ pub(crate) fn initialize_nodes(
 
 fn release_logs(a: &AdapterShared, h: &mut HwsOs) {
     for (_, l) in std::mem::take(&mut h.logs) {
-        a.device.memory().free_system(l.alloc.bus_addr);
+        a.device
+            .memory()
+            .free_system(BusAddr::new(l.alloc.bus_addr));
     }
 }
 

@@ -26,6 +26,7 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::DXGK_SUBMITCOMMANDFLAGS;
 use rvgpu_ddi::tdr::*;
 use rvgpu_device::device::mmu::{Mmu, Privilege};
+use rvgpu_hw::addr::BusAddr;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmu::Access;
 use rvgpu_kmd::platform::Irql;
@@ -292,7 +293,11 @@ fn written(
     bus_addr: u64,
     words: &[u64],
 ) -> Result<Packet, SimError> {
-    if a.device.memory().write_words(bus_addr, words).is_none() {
+    if a.device
+        .memory()
+        .write_words(BusAddr::new(bus_addr).phys(), words)
+        .is_none()
+    {
         free_dma(a, p.dma);
         return Err(SimError::Internal("DMA buffer write failed"));
     }
@@ -354,7 +359,7 @@ fn process_packet(
 pub(crate) fn free_dma(a: &AdapterShared, dma: DmaBuf) {
     match dma {
         DmaBuf::System { bus_addr, .. } => {
-            a.device.memory().free_system(bus_addr);
+            a.device.memory().free_system(BusAddr::new(bus_addr));
         }
         // An arena gone with its process was freed whole.
         DmaBuf::Arena { bus_addr, .. } => {

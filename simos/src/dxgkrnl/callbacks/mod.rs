@@ -113,14 +113,9 @@ stub_arity!(stub5; A, B, C, D, E);
 stub_arity!(stub6; A, B, C, D, E, F);
 stub_arity!(stub7; A, B, C, D, E, F, G);
 
-/// Index of a slot in `DXGKRNL_INTERFACE::SLOT_NAMES` (a compile error for an unknown name).
-const fn slot_id(name: &str) -> usize {
-    rvgpu_ddi::abi::slot_index(DXGKRNL_INTERFACE::SLOT_NAMES, name)
-}
-
 macro_rules! not_simulated_slots {
     ($iface:ident; $($field:ident),* $(,)?) => {
-        $( $iface.$field = NotSimulated::stub::<{ slot_id(stringify!($field)) }>(); )*
+        $( $iface.$field = NotSimulated::stub::<{ rvgpu_ddi::slot_id!(DXGKRNL_INTERFACE::SLOT_NAMES, stringify!($field)) }>(); )*
     };
 }
 

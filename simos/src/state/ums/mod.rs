@@ -97,9 +97,8 @@ pub(crate) struct DeviceObj {
     /// Serialises the thunks of this device (Dxgkrnl's per-device lock).
     pub(crate) lock: Arc<Mutex<()>>,
     pub(crate) process: ProcessId,
-    pub(crate) in_error: bool,
     /// Why VidSch put the device in error, the first reason only (`M:VidSchiMarkDeviceAsError`
-    /// @0x14001FF30 keeps the first: a compare-exchange against 0).
+    /// @0x14001FF30 keeps the first: a compare-exchange against 0); `None` while it is not.
     pub(crate) error: Option<DeviceError>,
 }
 
@@ -131,8 +130,12 @@ pub(crate) enum DeviceError {
 impl DeviceObj {
     /// The device goes to error for `why`; a device already in error keeps its first reason.
     pub(crate) fn mark_error(&mut self, why: DeviceError) {
-        self.in_error = true;
         self.error.get_or_insert(why);
+    }
+
+    /// Whether VidSch put the device in error (it has a reason).
+    pub(crate) fn in_error(&self) -> bool {
+        self.error.is_some()
     }
 }
 
@@ -384,6 +387,7 @@ pub struct UmsOs {
     /// The adapter removed (UM-10, `ums::device_removed`): Dxgkrnl's `COREDEVICEACCESS`
     /// finds it not active, and a kernel-mode submission is `STATUS_DEVICE_REMOVED` before
     /// VidSch sees it.
+    /// Not PnP's `Life`: it has no removed state, and UM-10's removal comes without a PnP event.
     pub(crate) removed: bool,
     pub(crate) allocations: BTreeMap<KmtHandle, AllocObj>,
     /// Allocation handles already in their process's table whose objects are still being

@@ -3,6 +3,8 @@
 //! whole machine can drive, so the machine provides these (`crate::machine`). Giving pages
 //! back needs no paging at once: they go on VidMm's list of retired pages ([`retire_system`]).
 
+use rvgpu_hw::addr::BusAddr;
+
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -36,6 +38,6 @@ pub(crate) trait VidMmPages {
 pub(crate) fn retire_system(a: &AdapterShared, bus: u64, bytes: u64) {
     let kept = lock(&a.mm.vidmm).retire_system(bus, bytes);
     if !kept {
-        a.device.memory().free_system(bus);
+        a.device.memory().free_system(BusAddr::new(bus));
     }
 }

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use rvgpu_hw::addr::BusAddr;
+
 use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -50,7 +52,7 @@ pub(crate) fn retire_empty_pages(a: &AdapterShared) {
         if paging {
             super::pages::retire_system(a, bus, PAGE);
         } else {
-            a.device.memory().free_system(bus);
+            a.device.memory().free_system(BusAddr::new(bus));
         }
     }
 }

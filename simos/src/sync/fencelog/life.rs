@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use rvgpu_hw::addr::BusAddr;
 use rvgpu_hw::cmd::LogKind;
 use rvgpu_hw::log::LOG_BUFFER_SIZE;
 
@@ -33,7 +34,7 @@ pub(super) fn alloc_log(
         .ok_or(SimError::OutOfMemory("a fence log"))?;
     let bus = alloc.bus_addr;
     if let Err(e) = vm.map_system(a, bus, LOG_BUFFER_SIZE) {
-        a.device.memory().free_system(bus);
+        a.device.memory().free_system(BusAddr::new(bus));
         return Err(e);
     }
     Ok(LogBuffer::init(alloc, kind, entries))

@@ -136,7 +136,9 @@ pub fn gpu_translate(
         let p = v.processes.get(&pid)?;
         segment_pa(a, p.space.geometry.segment, p.space.root)?
     };
-    Mmu::walk_now(a.device.memory(), root, va).ok()
+    Mmu::walk_now(a.device.memory(), root, va)
+        .ok()
+        .map(|(pa, size)| (pa.get(), size))
 }
 
 /// `DxgkDdiCreateProcess` and a new VA space for `pid` on adapter `a` (a GpuMmu adapter
@@ -714,7 +716,7 @@ fn vidmm_check(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) -> Result
     let mut page = va;
     while page < end {
         let walked = Mmu::walk_now(mem, root, rvgpu_hw::addr::GpuVa::new(page));
-        let got = walked.map(|(pa, _)| pa);
+        let got = walked.map(|(pa, _)| pa.get());
         let want = p.space.leaf(rvgpu_hw::addr::GpuVa::new(page));
         let ok = match (want, got) {
             (None, Err(_)) => true,

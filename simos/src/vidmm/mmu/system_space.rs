@@ -23,7 +23,9 @@ pub(crate) fn close_paging_process(a: &AdapterShared) -> Result<(), SimError> {
             std::mem::take(&mut v.retired_system)
         };
         for (bus, _) in retired {
-            a.device.memory().free_system(bus);
+            a.device
+                .memory()
+                .free_system(rvgpu_hw::addr::BusAddr::new(bus));
         }
         return drop_space(a, PAGING_PID);
     }
@@ -88,7 +90,9 @@ pub(crate) fn reap_system_pages(host: &dyn Host, a: &AdapterShared) -> Result<()
     for (bus, bytes) in retired {
         match vidmm_unmap_system(host, a, bus, bytes) {
             Ok(()) => {
-                a.device.memory().free_system(bus);
+                a.device
+                    .memory()
+                    .free_system(rvgpu_hw::addr::BusAddr::new(bus));
             }
             Err(e) => {
                 // Possibly still mapped: never reuse it (adapter stop frees it).

@@ -122,7 +122,7 @@ pub(crate) fn backing_pages(a: &AdapterShared, pages: u64) -> Option<Backing> {
             Some(p) => v.push(p),
             None => {
                 for p in v {
-                    mem.free_system(p.bus_addr);
+                    mem.free_system(rvgpu_hw::addr::BusAddr::new(p.bus_addr));
                 }
                 return None;
             }
@@ -592,7 +592,7 @@ fn check_handles(
     let os = lock(&a.ums);
     let pid = match os.devices.get(&device) {
         None => return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER)),
-        Some(d) if d.in_error => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+        Some(d) if d.in_error() => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
         Some(d) => d.process,
     };
     let ok = !handles.is_empty()
@@ -691,7 +691,9 @@ pub(crate) fn residency_release(
         // Nothing maps these pages and no paging operation is left that names them
         // (VidMm waits for each transfer).
         for page in p {
-            a.device.memory().free_system(page.bus_addr);
+            a.device
+                .memory()
+                .free_system(rvgpu_hw::addr::BusAddr::new(page.bus_addr));
         }
     }
     if let Place::Local { segment, offset } = place {

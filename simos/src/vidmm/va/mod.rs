@@ -107,7 +107,7 @@ fn device_pid(a: &AdapterShared, device: KmtHandle) -> Result<ProcessId, SimErro
     let os = lock(&a.ums);
     match os.devices.get(&device) {
         None => Err(bad()),
-        Some(d) if d.in_error => Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+        Some(d) if d.in_error() => Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
         Some(d) => Ok(d.process),
     }
 }
@@ -150,7 +150,11 @@ pub fn gpu_va_translate(
 ) -> Option<Result<(u64, u64), Fault>> {
     let (_, segment, root) = lock(&a.mm.vidmm).process(pid)?;
     let root = crate::vidmm::mmu::segment_pa(a, segment, root)?;
-    Some(Mmu::new().translate_page(a.device.memory(), root, va, access, Privilege::User))
+    Some(
+        Mmu::new()
+            .translate_page(a.device.memory(), root, va, access, Privilege::User)
+            .map(|(pa, left)| (pa.get(), left)),
+    )
 }
 
 /// `D3DKMTReserveGpuVirtualAddress` in `device`'s process. The rules, from 22631 dxgkrnl

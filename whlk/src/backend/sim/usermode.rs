@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
+use rvgpu_hw::addr::BusAddr;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::regs;
 use rvgpu_simos::{Machine, Mode};
@@ -304,7 +305,7 @@ impl UmdBypass for SimSession {
         Ok([ring, control].iter().all(|h| {
             rec.allocations
                 .get(h)
-                .is_some_and(|&(gpu, size)| mem.is_mapped(gpu, size))
+                .is_some_and(|&(bus, size)| mem.is_mapped(BusAddr::new(bus).phys(), size))
         }))
     }
 }
