@@ -25,6 +25,7 @@ use rvgpu_umd::fence::{MonitoredFence, NativeFence};
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
 
+use super::remote::RemoteProcess;
 use super::{FenceWait, KmtSession, KmtSync, MonitoredSync};
 use crate::backend::{
     nth, nth_mut, EventRef, Failure, FenceRef, Fences, MonitoredFences, MonitoredRef, NewFence,
@@ -35,10 +36,12 @@ use crate::backend::{
 /// whether the session ended.
 const EVENT_SLICE: Duration = Duration::from_millis(100);
 
-/// A native fence one of the session's devices created.
+/// A native fence one of the session's devices created or opened.
 pub(super) struct KFence {
     process: usize,
-    umd: NativeFence,
+    /// This program's fence; `None` for one another process opened, reached through
+    /// [`super::remote`]'s requests.
+    umd: Option<NativeFence>,
     /// Whether the session destroyed it.
     destroyed: bool,
 }
@@ -243,7 +246,25 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     /// The process that holds native fence `f` and the fence's D3DKMT handle there.
     fn native_owner(&self, f: FenceRef) -> Result<(usize, KmtHandle), Failure> {
-        self.native(f).map(|k| (k.process, k.umd.kmt))
+        let k = self.native(f)?;
+        let umd = k.umd.as_ref().ok_or_else(|| {
+            Failure::Unsupported(format!(
+                "fence {} is another process's: only CPU signals and waits are forwarded",
+                f.0
+            ))
+        })?;
+        Ok((k.process, umd.kmt))
+    }
+
+    /// The process that opened native fence `f`, if it is another process (alive).
+    fn remote_fence(&self, f: FenceRef) -> Result<Option<Arc<RemoteProcess>>, Failure> {
+        let k = self.native(f)?;
+        if k.umd.is_some() {
+            return Ok(None);
+        }
+        self.remote_arc(k.process)?
+            .map(Some)
+            .ok_or_else(|| Failure::Backend(format!("fence {}'s process has ended", f.0)))
     }
 
     fn mon(&self, f: MonitoredRef) -> Result<&KMonitored<K>, Failure> {
@@ -261,13 +282,24 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     /// A thread that waits for `fence` to reach `value` on `kmt`, slice by slice.
     fn spawn_wait(&mut self, kmt: Arc<K>, fence: KmtHandle, value: u64) -> EventRef {
+        self.spawn_wait_with(move || {
+            kmt.wait_timeout(fence, value, EVENT_SLICE)
+                .map_err(|NtStatus(s)| Failure::DdiFailed(s))
+        })
+    }
+
+    /// A thread that waits slice by slice, each slice one call of `slice`.
+    fn spawn_wait_with(
+        &mut self,
+        slice: impl Fn() -> Result<FenceWait, Failure> + Send + 'static,
+    ) -> EventRef {
         let outcome = Arc::new((Mutex::new(None), Condvar::new()));
         let (o, stop) = (outcome.clone(), self.fence.stop.clone());
         let thread = std::thread::spawn(move || loop {
             if stop.load(Ordering::Acquire) {
                 return;
             }
-            match kmt.wait_timeout(fence, value, EVENT_SLICE) {
+            match slice() {
                 Ok(FenceWait::TimedOut) => {}
                 Ok(FenceWait::Reached) => return set(&o, WaitResult::Satisfied),
                 // A fence that is gone (destroyed: its handle no longer valid) abandons the
@@ -294,7 +326,7 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
         .map_err(|s| self.status(s))?;
         self.fence.fences.push(KFence {
             process: p,
-            umd,
+            umd: Some(umd),
             destroyed: false,
         });
         Ok(FenceRef(self.fence.fences.len() - 1))
@@ -303,38 +335,56 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
     /// As a second process gets a fence on Windows: the holder shares it
     /// (`D3DKMTShareObjects`, an NT handle in its table), the handle is duplicated into
     /// `process`'s table, that process opens it (`D3DKMTOpenNativeFenceFromNtHandle`), and each
-    /// side closes its NT handle.
+    /// side closes its NT handle. Another process opens it on the request ([`super::remote`]).
     fn open_native_fence(&mut self, f: FenceRef, process: u32) -> Result<FenceRef, Failure> {
         let (holder, h) = self.native_owner(f)?;
         let (i, hk) = self.process(ProcessRef(holder))?;
-        let (p, kmt) = self.fence_process_kmt(i, process)?;
+        let p = self.fence_process(i, process)?;
         let mine = hk.share_native_fence(h).map_err(|s| self.status(s))?;
         let theirs = self.machine.duplicate_nt_handle(holder, mine, p);
         let _ = hk.close_nt_handle(mine);
         let theirs = theirs?;
-        let umd = kmt.open_native_fence(theirs);
-        let _ = kmt.close_nt_handle(theirs);
-        let umd = umd.map_err(|s| self.status(s))?;
+        let id = self.fence.fences.len();
+        let umd = match self.remote_arc(p)? {
+            Some(r) => {
+                r.open_fence(id, theirs)?;
+                None
+            }
+            None => {
+                let kmt = self.kmt_of(p)?;
+                let umd = kmt.open_native_fence(theirs);
+                let _ = kmt.close_nt_handle(theirs);
+                Some(umd.map_err(|s| self.status(s))?)
+            }
+        };
         self.fence.fences.push(KFence {
             process: p,
             umd,
             destroyed: false,
         });
-        Ok(FenceRef(self.fence.fences.len() - 1))
+        Ok(FenceRef(id))
     }
 
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {
-        let (p, h) = self.native_owner(f)?;
-        let kmt = self.kmt_of(p)?;
+        let remote = self.remote_fence(f)?;
         if let Some(k) = self.fence.fences.get_mut(f.0) {
             if std::mem::replace(&mut k.destroyed, true) {
                 return Err(Failure::Backend(format!("fence {} destroyed twice", f.0)));
             }
         }
+        if let Some(r) = remote {
+            return r.destroy_fence(f.0);
+        }
+        let (p, h) = self.native_owner(f)?;
+        let kmt = self.kmt_of(p)?;
         kmt.destroy_native_fence(h).map_err(|s| self.status(s))
     }
 
     fn cpu_wait_event(&mut self, f: FenceRef, value: u64) -> Result<EventRef, Failure> {
+        if let Some(r) = self.remote_fence(f)? {
+            let id = f.0;
+            return Ok(self.spawn_wait_with(move || r.wait_fence(id, value, EVENT_SLICE)));
+        }
         let (p, h) = self.native_owner(f)?;
         let kmt = self.kmt_of(p)?;
         Ok(self.spawn_wait(kmt, h, value))
@@ -351,12 +401,22 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
         value: u64,
         timeout: Duration,
     ) -> Result<WaitResult, Failure> {
+        if let Some(r) = self.remote_fence(f)? {
+            return Ok(match r.wait_fence(f.0, value, timeout)? {
+                FenceWait::Reached => WaitResult::Satisfied,
+                FenceWait::TimedOut => WaitResult::TimedOut,
+                FenceWait::Abandoned => WaitResult::Abandoned,
+            });
+        }
         let (p, h) = self.native_owner(f)?;
         let r = self.kmt_of(p)?.wait_timeout(h, value, timeout);
         self.wait_result(r)
     }
 
     fn cpu_signal(&mut self, f: FenceRef, value: u64) -> Result<(), Failure> {
+        if let Some(r) = self.remote_fence(f)? {
+            return r.signal_fence(f.0, value);
+        }
         let (p, h) = self.native_owner(f)?;
         self.kmt_of(p)?
             .signal_from_cpu(h, value)
@@ -399,8 +459,8 @@ impl<K: KmtSync + Send + Sync + 'static> Fences for KmtSession<K> {
         let native = |f: usize| {
             fences
                 .get(f)
-                .map(|k| &k.umd)
-                .ok_or_else(|| Failure::Backend(format!("no fence {f}")))
+                .and_then(|k| k.umd.as_ref())
+                .ok_or_else(|| Failure::Backend(format!("no fence {f} in this program")))
         };
         let mut ops: Vec<Op<'_>> = Vec::with_capacity(pending.len());
         for op in &pending {
