@@ -395,9 +395,6 @@ fn um_03_d3dkmtqueryadapterinfo_node_metadata_tells_hardware_scheduling() {
         0x10,
         78,
     );
-    let small = "KMTQAITYPE_WDDM_1_2_CAPS: PrivateDriverDataSize not 12";
-    assert_eq!(query_as(17, adapter, caps_at, 16), expected(T, small));
-    driven.push(small);
     md[..4].copy_from_slice(&(1u32 << 16).to_le_bytes());
     case(
         "KMTQAITYPE_NODEMETADATA: adapter index past the physical adapters",
@@ -412,6 +409,9 @@ fn um_03_d3dkmtqueryadapterinfo_node_metadata_tells_hardware_scheduling() {
         at,
         78,
     );
+    let small = "KMTQAITYPE_WDDM_1_2_CAPS: PrivateDriverDataSize not 12";
+    assert_eq!(query_as(17, adapter, caps_at, 16), expected(T, small));
+    driven.push(small);
     assert_covers(
         T,
         &driven,
