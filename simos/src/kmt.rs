@@ -221,8 +221,7 @@ impl<'m> SimKmt<'m> {
         self.m
     }
 
-    /// `D3DKMTQueryAdapterInfo(KMTQAITYPE_WDDM_1_2_CAPS)` on the process's adapter, through the
-    /// thunk's kernel entry ([`query_adapter_info`]): the 12 bytes of `D3DKMT_WDDM_1_2_CAPS`.
+    /// `D3DKMTQueryAdapterInfo(KMTQAITYPE_WDDM_1_2_CAPS)` on the process's adapter: 12 bytes.
     pub fn wddm_1_2_caps(&self) -> Result<[u8; 12], NtStatus> {
         query_adapter_info::process_wddm_1_2_caps(self.m, &self.p)
     }
