@@ -223,6 +223,11 @@ impl<'m> SimKmt<'m> {
         self.m
     }
 
+    /// `D3DKMTQueryAdapterInfo(KMTQAITYPE_WDDM_1_2_CAPS)` on the process's adapter: 12 bytes.
+    pub fn wddm_1_2_caps(&self) -> Result<[u8; 12], NtStatus> {
+        query_adapter_info::process_wddm_1_2_caps(self.m, &self.p)
+    }
+
     /// `D3DKMTCreateNativeFence` of a default-type fence, private or `shareable` (`Shared` with
     /// `NtSecuritySharing`, as 24H2 requires them together), through the thunk's kernel entry
     /// with the structure the UMD's Windows thunk fills.

@@ -356,7 +356,9 @@ fn um_03_d3dkmtcreatecontextvirtual_refuses_what_24h2_refuses() {
 /// refused, as raw thunk calls in the DLL's process: no buffer, size 0, a size other than 78,
 /// an adapter handle never given, a physical adapter index past the one, a node past the
 /// adapter's, a size overflowing when rounded up (each with the catalog's status); a buffer at
-/// an unmapped address is the probe's STATUS_ACCESS_VIOLATION.
+/// an unmapped address is the probe's STATUS_ACCESS_VIOLATION. TDR-01: `KMTQAITYPE_WDDM_1_2_CAPS`
+/// (12 bytes, any other size refused) answers the driver's `SupportPerEngineTDR` and
+/// `PreemptionCaps`, with `SupportCCD` set.
 #[test]
 fn um_03_d3dkmtqueryadapterinfo_node_metadata_tells_hardware_scheduling() {
     let m = pe_machine();
@@ -369,15 +371,19 @@ fn um_03_d3dkmtqueryadapterinfo_node_metadata_tells_hardware_scheduling() {
     );
     let adapter = open[2];
     let mut md = [0u8; 78];
-    let query = |h: u32, at: u64, size: u32| {
+    let query_as = |ty: u32, h: u32, at: u64, size: u32| {
         let mut q = [0u32; 6];
         q[0] = h;
-        q[1] = 25; // KMTQAITYPE_NODEMETADATA
+        q[1] = ty;
         q[2] = at as u32;
         q[3] = (at >> 32) as u32;
         q[4] = size;
         thunk(&p, "D3DKMTQueryAdapterInfo", q.as_mut_ptr() as u64)
     };
+    // KMTQAITYPE_NODEMETADATA, KMTQAITYPE_WDDM_1_2_CAPS.
+    let query = |h: u32, at: u64, size: u32| query_as(25, h, at, size);
+    let mut caps = [0u32; 4];
+    let caps_at = caps.as_mut_ptr() as u64;
     const T: &str = "D3DKMTQueryAdapterInfo";
     let at = md.as_mut_ptr() as u64;
     let mut driven = Vec::new();
@@ -421,14 +427,44 @@ fn um_03_d3dkmtqueryadapterinfo_node_metadata_tells_hardware_scheduling() {
         at,
         78,
     );
+    let small = "KMTQAITYPE_WDDM_1_2_CAPS: PrivateDriverDataSize not 12";
+    assert_eq!(query_as(17, adapter, caps_at, 16), expected(T, small));
+    driven.push(small);
     assert_covers(
         T,
         &driven,
-        &[(
-            "KMTQAITYPE_NODEMETADATA: no node metadata",
-            "the KMD gives metadata for every node",
-        )],
+        &[
+            (
+                "KMTQAITYPE_NODEMETADATA: no node metadata",
+                "the KMD gives metadata for every node",
+            ),
+            (
+                "KMTQAITYPE_WDDM_1_2_CAPS: no render adapter (no caps reported)",
+                "the adapter the DLL opens is started, its caps reported",
+            ),
+        ],
     );
+    assert_eq!(query_as(17, adapter, caps_at, 12), STATUS_SUCCESS);
+    let reported = m.query_driver_caps(0).expect("the started adapter's caps");
+    let preemption = reported.PreemptionCaps;
+    assert_eq!(
+        [caps[0] as i32, caps[1] as i32],
+        [
+            preemption.GraphicsPreemptionGranularity,
+            preemption.ComputePreemptionGranularity
+        ],
+        "the driver's PreemptionCaps"
+    );
+    assert_eq!(
+        reported.SupportPerEngineTDR, 1,
+        "rvgpu claims per-engine reset"
+    );
+    assert_eq!(
+        caps[2] & 0x14,
+        0x14,
+        "SupportPerEngineTDR and SupportCCD: {caps:?}"
+    );
+    assert_eq!(caps[3], 0, "nothing past the 12 bytes written");
     let nodes = m.node_metadata(0);
     assert!(!nodes.is_empty());
     for (node, want) in nodes.iter().enumerate() {

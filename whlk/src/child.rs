@@ -294,7 +294,9 @@ fn process(given: &Given) -> Result<String, String> {
 }
 
 /// Says `ready`, then serves the parent's requests over `kmt` until `exit` or the end of input.
-fn serve_requests<K: rvgpu_umd::kmt::Kmt + Clone>(kmt: K) -> Result<String, String> {
+fn serve_requests<K: crate::backend::kmt::KmtSync>(
+    kmt: std::sync::Arc<K>,
+) -> Result<String, String> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready")
         .and_then(|()| out.flush())

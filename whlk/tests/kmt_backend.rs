@@ -3,10 +3,13 @@
 //! through gdi32, run here against the driver on the emulated GPU. Every case passes or is
 //! skipped with a reason; none fails, and the cases a D3DKMT program can observe pass.
 
+use std::time::Duration;
+
 use rvgpu_whlk::backend::kmt::sim::SimPlatform;
 use rvgpu_whlk::backend::kmt::KmtBackend;
 use rvgpu_whlk::backend::{
-    Backend, Capability, ExecMode, Failure, NewQueue, ProcessEnd, SessionConfig, WaitResult, Work,
+    Backend, Capability, ExecMode, Failure, NewFence, NewQueue, ProcessEnd, SessionConfig,
+    WaitResult, Work,
 };
 use rvgpu_whlk::case::Outcome;
 use rvgpu_whlk::junit;
@@ -38,6 +41,7 @@ fn kmt_backend_passes_or_skips_every_case() {
         &b,
         support::USER_MODE_CASES.iter().copied().chain([
             "MonitoredFence.GpuSignalThreaded",
+            "Tdr.PerEngineCaps",
             "Tdr.ComputeHangCopyRuns",
             "Tdr.GuiltyDeviceAborted",
             "Tdr.UserModeTrafficSurvives",
@@ -172,6 +176,8 @@ fn process_server_answers_bad_requests_with_errors_and_stops_at_exit() {
         "queue 1 0 user",
         "submit 1 ffffffffffffffff",
         "buffer 2 ffffffffffffffff",
+        "fsignal 5 1",
+        "fence 4 123",
         "bogus",
         "exit",
         "read 0 8",
@@ -189,13 +195,56 @@ fn process_server_answers_bad_requests_with_errors_and_stops_at_exit() {
         .collect();
     assert_eq!(
         answers.len(),
-        13,
+        15,
         "one answer per request up to exit: {answers:?}"
     );
     assert_eq!(answers[2], "ok 2a", "{answers:?}");
     assert_eq!(
         kinds,
-        ["ok", "ok", "ok", "err", "err", "err", "err", "err", "ok", "err", "status", "err", "ok"],
+        [
+            "ok", "ok", "ok", "err", "err", "err", "err", "err", "ok", "err", "status", "err",
+            "status", "err", "ok"
+        ],
         "{answers:?}"
     );
+}
+
+/// NF-13 across processes: a shareable native fence of the case's first process (this
+/// program) opened by its second, another process, from the NT handle `D3DKMTShareObjects`
+/// gave and that was duplicated into it; a CPU signal in either releases a CPU wait in the
+/// other, and the second destroying its instance leaves the first's working.
+#[test]
+fn nf_13_a_native_fence_shared_by_nt_handle_is_signalled_and_waited_on_in_another_process() {
+    const LONG: Duration = Duration::from_secs(5);
+    let b = KmtBackend::new(SimPlatform);
+    let mut s = (&b as &dyn Backend)
+        .open(&SessionConfig::new(ExecMode::Threaded))
+        .expect("session");
+    s.load_driver().expect("load");
+    s.start_adapter(0).expect("start");
+    let f = s.fences().expect("fences");
+    let mine = f
+        .create_native_fence(NewFence::new(0, 1).shareable())
+        .expect("a shareable fence of the first process");
+    let theirs = f
+        .open_native_fence(mine, 2)
+        .expect("opened in the second process");
+    assert_eq!(
+        f.cpu_wait(theirs, 1, Duration::from_millis(1)),
+        Ok(WaitResult::TimedOut),
+        "a wait in the second process before any signal"
+    );
+    f.cpu_signal(mine, 1).expect("signal in the first");
+    assert_eq!(f.cpu_wait(theirs, 1, LONG), Ok(WaitResult::Satisfied));
+    let e = f.cpu_wait_event(mine, 3).expect("wait in the first");
+    f.cpu_signal(theirs, 3).expect("signal in the second");
+    assert_eq!(f.event_result(e, LONG), Some(WaitResult::Satisfied));
+    let e = f.cpu_wait_event(theirs, 5).expect("wait in the second");
+    f.cpu_signal(mine, 5).expect("signal in the first");
+    assert_eq!(f.event_result(e, LONG), Some(WaitResult::Satisfied));
+    f.destroy_native_fence(theirs)
+        .expect("destroyed in the second");
+    f.cpu_signal(mine, 6)
+        .expect("the first's instance after it");
+    assert_eq!(f.cpu_wait(mine, 6, LONG), Ok(WaitResult::Satisfied));
 }

@@ -1,16 +1,22 @@
 //! `D3DKMTQueryAdapterInfo`'s kernel entry, as 24H2 `K:DxgkQueryAdapterInfoImpl` @0x140383210
-//! answers it, for the one type this simulation models: `KMTQAITYPE_NODEMETADATA`, how a
+//! answers it, for the two types this simulation models: `KMTQAITYPE_NODEMETADATA`, how a
 //! runtime learns that a node is hardware-scheduled (`NodeData.Flags.ContextSchedulingSupported`,
-//! the driver's `DXGK_NODEMETADATA` handed on unchanged).
+//! the driver's `DXGK_NODEMETADATA` handed on unchanged), and `KMTQAITYPE_WDDM_1_2_CAPS`, how a
+//! program learns whether the adapter resets engines one by one (`SupportPerEngineTDR`, from the
+//! `DXGK_DRIVERCAPS` the driver reported at start).
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::adapter::DXGK_DRIVERCAPS;
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::context_virtual::CallerMemory;
+use super::hw_queue::Buffer;
+use crate::base::lock::lock;
 use crate::machine::Machine;
+use crate::ums::UmsProcess;
 
 /// `D3DKMT_QUERYADAPTERINFO` in the released x64 layout (24 bytes).
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
@@ -36,6 +42,49 @@ pub const KMTQAITYPE_NODEMETADATA: u32 = 25;
 /// `DXGK_NODEMETADATA`.
 pub const NODEMETADATA_SIZE: u32 = 78;
 
+/// `KMTQAITYPE_WDDM_1_2_CAPS`.
+pub const KMTQAITYPE_WDDM_1_2_CAPS: u32 = 17;
+/// `sizeof(D3DKMT_WDDM_1_2_CAPS)`: `PreemptionCaps` (two granularities) and the flags word.
+pub const WDDM_1_2_CAPS_SIZE: u32 = 12;
+/// `D3DKMT_WDDM_1_2_CAPS` flags: `SupportNonVGA` (bit 0), `SupportSmoothRotation` (bit 1),
+/// `SupportPerEngineTDR` (bit 2), `SupportCCD` (bit 4), `SupportSurpriseRemovalInHibernation`
+/// (bit 9).
+pub const WDDM_1_2_NON_VGA: u32 = 1 << 0;
+/// `SupportSmoothRotation`.
+pub const WDDM_1_2_SMOOTH_ROTATION: u32 = 1 << 1;
+/// `SupportPerEngineTDR`.
+pub const WDDM_1_2_PER_ENGINE_TDR: u32 = 1 << 2;
+/// `SupportCCD`.
+pub const WDDM_1_2_CCD: u32 = 1 << 4;
+/// `SupportSurpriseRemovalInHibernation`.
+pub const WDDM_1_2_SURPRISE_REMOVAL_IN_HIBERNATION: u32 = 1 << 9;
+
+/// The 12 bytes of `D3DKMT_WDDM_1_2_CAPS` for a render adapter whose driver reported `caps`, as
+/// the type's case of `K:DxgkQueryAdapterInfoImpl` @0x140383210 fills them: the two preemption
+/// granularities, `SupportNonVGA`, `SupportSmoothRotation`, `SupportPerEngineTDR` and
+/// `SupportSurpriseRemovalInHibernation` copied from the driver's caps, `SupportCCD` always
+/// set. The other bits come from the adapter's display side and its own state
+/// (`SupportKernelModeCommandBuffer`, `SupportSoftwareDeviceBitmaps`, `SupportGammaRamp`,
+/// `SupportHWCursor`, `SupportHWVSync`, the last only with a display adapter): a render-only
+/// adapter's, which this simulation models as clear.
+fn wddm_1_2_caps(caps: &DXGK_DRIVERCAPS) -> [u8; 12] {
+    let p = caps.PreemptionCaps;
+    let bit = |b: u8, v: u32| if b != 0 { v } else { 0 };
+    let flags = bit(caps.SupportNonVGA, WDDM_1_2_NON_VGA)
+        | bit(caps.SupportSmoothRotation, WDDM_1_2_SMOOTH_ROTATION)
+        | bit(caps.SupportPerEngineTDR, WDDM_1_2_PER_ENGINE_TDR)
+        | WDDM_1_2_CCD
+        | bit(
+            caps.SupportSurpriseRemovalInHibernation,
+            WDDM_1_2_SURPRISE_REMOVAL_IN_HIBERNATION,
+        );
+    let mut out = [0u8; 12];
+    out[..4].copy_from_slice(&p.GraphicsPreemptionGranularity.to_le_bytes());
+    out[4..8].copy_from_slice(&p.ComputePreemptionGranularity.to_le_bytes());
+    out[8..].copy_from_slice(&flags.to_le_bytes());
+    out
+}
+
 /// The 74 bytes of `md` as d3dkmdt.h lays them out.
 fn metadata_bytes(md: &DXGK_NODEMETADATA) -> [u8; 74] {
     let mut out = [0u8; 74];
@@ -58,15 +107,17 @@ fn metadata_bytes(md: &DXGK_NODEMETADATA) -> [u8; 74] {
 /// `DxgkQueryAdapterInfoImpl` for the caller's structure `a`, in 24H2's order, every refusal
 /// STATUS_INVALID_PARAMETER unless said:
 /// 1. `pPrivateDriverData` NULL; `PrivateDriverDataSize` 0, or overflowing when rounded up to 8;
-/// 2. the type's input captured from `mem` (its fault status);
+/// 2. `KMTQAITYPE_NODEMETADATA`'s input captured from `mem` (its fault status);
 /// 3. `hAdapter` not in the caller's table (`adapter`);
 /// 4. `KMTQAITYPE_NODEMETADATA`: a size other than 78; the physical adapter index (the input's
 ///    high 16 bits) past the one physical adapter; the node (its low 16 bits) past the
 ///    adapter's nodes; no metadata for it, STATUS_NOT_SUPPORTED;
+///    `KMTQAITYPE_WDDM_1_2_CAPS`: a size other than 12; no render adapter (here: no caps
+///    reported), STATUS_UNSUCCESSFUL;
 /// 5. the output written back to `mem`, the whole size.
 ///
 /// Every other type is STATUS_NOT_SUPPORTED here: the simulation's answer, not 24H2's (the
-/// UMD asks for none of them).
+/// UMD asks for neither; the harness's D3DKMT program asks for the WDDM 1.2 caps).
 pub fn dxgk_query_adapter_info_impl(
     m: &Machine,
     a: &D3dkmtQueryAdapterInfo,
@@ -78,8 +129,20 @@ pub fn dxgk_query_adapter_info_impl(
     if a.p_private_driver_data == 0 || size == 0 || size.checked_add(7).is_none() {
         return Err(bad);
     }
-    if a.info_type != KMTQAITYPE_NODEMETADATA {
+    if a.info_type != KMTQAITYPE_NODEMETADATA && a.info_type != KMTQAITYPE_WDDM_1_2_CAPS {
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
+    }
+    if a.info_type == KMTQAITYPE_WDDM_1_2_CAPS {
+        // Not among the types whose input 24H2 captures: the buffer starts zeroed.
+        let i = adapter(a.h_adapter).ok_or(bad)?;
+        if size != WDDM_1_2_CAPS_SIZE {
+            return Err(bad);
+        }
+        let shared = m
+            .adapter_shared(i)
+            .map_err(|_| NtStatus(STATUS_UNSUCCESSFUL))?;
+        let caps = (*lock(&shared.caps)).ok_or(NtStatus(STATUS_UNSUCCESSFUL))?;
+        return mem.write(a.p_private_driver_data, &wddm_1_2_caps(&caps));
     }
     let mut out = mem.read(a.p_private_driver_data, size)?;
     let i = adapter(a.h_adapter).ok_or(bad)?;
@@ -105,4 +168,24 @@ pub fn dxgk_query_adapter_info_impl(
         d.copy_from_slice(&metadata_bytes(md));
     }
     mem.write(a.p_private_driver_data, &out)
+}
+
+/// `KMTQAITYPE_WDDM_1_2_CAPS` as process `p` asks it of the adapter its device is on (a
+/// simulated process opens no adapter handle of its own).
+pub(super) fn process_wddm_1_2_caps(m: &Machine, p: &UmsProcess) -> Result<[u8; 12], NtStatus> {
+    let mut out = [0u8; 12];
+    {
+        let buf = Buffer::new(&mut out);
+        let (at, size) = buf.pointer();
+        let a = D3dkmtQueryAdapterInfo {
+            h_adapter: 0,
+            info_type: KMTQAITYPE_WDDM_1_2_CAPS,
+            p_private_driver_data: at,
+            private_driver_data_size: size,
+            _pad: 0,
+        };
+        let adapter = p.adapter;
+        dxgk_query_adapter_info_impl(m, &a, |_| Some(adapter), &buf)?;
+    }
+    Ok(out)
 }

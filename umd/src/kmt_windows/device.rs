@@ -183,6 +183,28 @@ impl WinKmt {
         self.adapter
     }
 
+    /// `D3DKMTQueryAdapterInfo(KMTQAITYPE_WDDM_1_2_CAPS)` on the device's adapter: the three
+    /// words of `D3DKMT_WDDM_1_2_CAPS` (graphics and compute preemption granularity, the flags
+    /// word, whose bit 2 is `SupportPerEngineTDR`).
+    pub fn wddm_1_2_caps(&self) -> Result<[u32; 3], NtStatus> {
+        use windows_sys::Wdk::Graphics::Direct3D::{
+            D3DKMTQueryAdapterInfo, D3DKMT_QUERYADAPTERINFO,
+        };
+        /// `KMTQAITYPE_WDDM_1_2_CAPS` (d3dkmthk.h).
+        const KMTQAITYPE_WDDM_1_2_CAPS: i32 = 17;
+        let mut caps = [0u32; 3];
+        let mut args = D3DKMT_QUERYADAPTERINFO {
+            hAdapter: self.adapter,
+            Type: KMTQAITYPE_WDDM_1_2_CAPS,
+            pPrivateDriverData: caps.as_mut_ptr().cast(),
+            PrivateDriverDataSize: 12,
+        };
+        // SAFETY: a valid argument structure; `caps` is live and writable for its 12 bytes
+        // during the call.
+        check(unsafe { D3DKMTQueryAdapterInfo(&mut args) })?;
+        Ok(caps)
+    }
+
     pub(super) fn wait(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         match self.wait_timeout(fence, value, u64::MAX)? {
             WaitOutcome::Reached => Ok(()),

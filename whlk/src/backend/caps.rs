@@ -522,6 +522,14 @@ pub trait Tdr {
         let _ = p;
         Err(Failure::Unsupported("D3DKMTGetDeviceState".into()))
     }
+
+    /// Whether the adapter resets engines one by one, as process `p` learns it:
+    /// `SupportPerEngineTDR` of `D3DKMTQueryAdapterInfo(KMTQAITYPE_WDDM_1_2_CAPS)`, which the OS
+    /// copies from the caps the driver reported at start. Default: unsupported.
+    fn per_engine_tdr(&mut self, p: ProcessRef) -> Result<bool, Failure> {
+        let _ = p;
+        Err(Failure::Unsupported("KMTQAITYPE_WDDM_1_2_CAPS".into()))
+    }
 }
 
 /// Kernel-mode ("legacy") contexts and their DMA buffers, which the TDR cases hang and

@@ -497,15 +497,27 @@ pub(super) const QUERY_ADAPTER_INFO: Thunk = Thunk {
             INVALID_PARAMETER,
         ),
         check("KMTQAITYPE_NODEMETADATA: no node metadata", NOT_SUPPORTED),
+        check(
+            "KMTQAITYPE_WDDM_1_2_CAPS: PrivateDriverDataSize not 12",
+            INVALID_PARAMETER,
+        ),
+        check(
+            "KMTQAITYPE_WDDM_1_2_CAPS: no render adapter (no caps reported)",
+            UNSUCCESSFUL,
+        ),
     ],
     written_back: &[
         "KMTQAITYPE_NODEMETADATA: NodeData, the driver's DXGK_NODEMETADATA unchanged \
          (Flags.ContextSchedulingSupported: the node is hardware-scheduled)",
+        "KMTQAITYPE_WDDM_1_2_CAPS: the driver's PreemptionCaps, SupportNonVGA, \
+         SupportSmoothRotation, SupportPerEngineTDR and SupportSurpriseRemovalInHibernation; \
+         SupportCCD set; the display-side bits clear on a render-only adapter",
     ],
     pending: Pending::No,
     entry: Some("query_adapter_info::dxgk_query_adapter_info_impl"),
-    gaps: "only KMTQAITYPE_NODEMETADATA is modelled (every other type: \
-           STATUS_NOT_SUPPORTED): the UMD and the DLL ask for it alone (umd/src/nodes.rs); \
+    gaps: "only KMTQAITYPE_NODEMETADATA and KMTQAITYPE_WDDM_1_2_CAPS are modelled (every \
+           other type: STATUS_NOT_SUPPORTED): the UMD and the DLL ask for the first alone \
+           (umd/src/nodes.rs), the harness's D3DKMT program for the second (Tdr.PerEngineCaps); \
            the harness asks for KMTQAITYPE_PHYSICALADAPTERDEVICEIDS and \
            KMTQAITYPE_ADAPTERTYPE on Windows only, its simulated backends read the machine",
 };

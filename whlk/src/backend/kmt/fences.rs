@@ -57,6 +57,20 @@ pub(super) fn spawn_wait<K: KmtSync + Send + Sync + 'static>(
     })
 }
 
+/// [`spawn_wait`] for a fence another process opened: each slice one wait request to it.
+pub(super) fn spawn_remote_wait(
+    r: Arc<super::remote::RemoteProcess>,
+    id: usize,
+    value: u64,
+    stop: &Arc<AtomicBool>,
+) -> Waiter {
+    Waiter::spawn(stop, move || match r.wait_fence(id, value, EVENT_SLICE) {
+        Ok(FenceWait::TimedOut) => None,
+        Ok(FenceWait::Reached) => Some(WaitResult::Satisfied),
+        Ok(FenceWait::Abandoned) | Err(_) => Some(WaitResult::Abandoned),
+    })
+}
+
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     pub(super) fn kmt_of(&self, process: usize) -> Result<Arc<K>, Failure> {
         self.process(ProcessRef(process)).map(|(_, k)| k)

@@ -201,7 +201,7 @@ struct KProcess<K> {
     adapter: usize,
     kmt: Option<Arc<K>>,
     /// Another process, while it lives: the case's operations on it are forwarded.
-    remote: Option<RemoteProcess>,
+    remote: Option<Arc<RemoteProcess>>,
 }
 
 struct KBuffer<K: Kmt> {
@@ -337,7 +337,12 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     /// Process `p` if it is another process, alive.
     fn remote(&self, p: usize) -> Result<Option<&RemoteProcess>, Failure> {
-        Ok(nth(&self.processes, p, "process")?.remote.as_ref())
+        Ok(nth(&self.processes, p, "process")?.remote.as_deref())
+    }
+
+    /// Process `p` if it is another process, alive, shareable with a waiting thread.
+    fn remote_arc(&self, p: usize) -> Result<Option<Arc<RemoteProcess>>, Failure> {
+        Ok(nth(&self.processes, p, "process")?.remote.clone())
     }
 
     /// The remote process of queue `q` and whether `q` is open, if `q` is another process's.
@@ -477,7 +482,7 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
             Some(pipe) => KProcess {
                 adapter: i,
                 kmt: None,
-                remote: Some(RemoteProcess::new(pipe)),
+                remote: Some(Arc::new(RemoteProcess::new(pipe))),
             },
             None => KProcess {
                 adapter: i,

@@ -11,19 +11,26 @@
 //! `submit ID P P …` (each packet its words joined by `,`) → `ok VALUE`; `wait ID VALUE` →
 //! `ok`; `info ID` → `ok INFO`; `doorbell ID` → `ok RAW` or `ok none`; `close ID` → `ok`;
 //! `state` → `ok EXECUTIONSTATE` (`D3DKMTGetDeviceState` of its device);
+//! `fence ID NT` → `ok` (opens the native fence another process shared, by the NT handle
+//! duplicated into this one, with `D3DKMTOpenNativeFenceFromNtHandle`, then closes that
+//! handle); `fsignal ID VALUE` → `ok` (a CPU signal); `fwait ID VALUE MS` →
+//! `ok reached|timeout|abandoned` (a CPU wait of at most `MS` milliseconds); `fdestroy ID` → `ok`;
 //! `exit` → `ok`, and the server ends. A failed thunk answers `status NTSTATUS`, anything else
 //! `err TEXT`. `INFO` is `user|kernel LOST LAST COMPLETED QUEUEID SEEN`.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rvgpu_hw::cmd::{self, Command};
+use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::kmt::{
     Allocation, AllocationCpu, DeviceExecutionState, DoorbellStatus, Kmt, NtStatus,
 };
 use rvgpu_umd::submit::SubmitError;
 
+use super::sync::{FenceWait, KmtSync};
 use crate::backend::umd_queue::UmdQueue;
 use crate::backend::{Failure, ProcessEnd, SubmitPath, UmQueueInfo};
 
@@ -203,6 +210,41 @@ impl RemoteProcess {
         Ok(DeviceExecutionState(v as u32))
     }
 
+    /// Opens the native fence whose NT handle `nt` was duplicated into the process, as fence
+    /// `id`; the process closes `nt`.
+    pub(crate) fn open_fence(&self, id: usize, nt: u64) -> Result<(), Failure> {
+        self.call(&format!("fence {id:x} {nt:x}")).map(drop)
+    }
+
+    /// A CPU signal of fence `id` to `value`.
+    pub(crate) fn signal_fence(&self, id: usize, value: u64) -> Result<(), Failure> {
+        self.call(&format!("fsignal {id:x} {value:x}")).map(drop)
+    }
+
+    /// A CPU wait of fence `id` for `value`, of at most `timeout`.
+    pub(crate) fn wait_fence(
+        &self,
+        id: usize,
+        value: u64,
+        timeout: Duration,
+    ) -> Result<FenceWait, Failure> {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let w = self.call(&format!("fwait {id:x} {value:x} {ms:x}"))?;
+        match w.first().map(String::as_str) {
+            Some("reached") => Ok(FenceWait::Reached),
+            Some("timeout") => Ok(FenceWait::TimedOut),
+            Some("abandoned") => Ok(FenceWait::Abandoned),
+            _ => Err(Failure::Backend(format!(
+                "process server: wait answer {w:?}"
+            ))),
+        }
+    }
+
+    /// Destroys fence `id` in the process.
+    pub(crate) fn destroy_fence(&self, id: usize) -> Result<(), Failure> {
+        self.call(&format!("fdestroy {id:x}")).map(drop)
+    }
+
     pub(crate) fn close_queue(&self, id: usize) -> Result<(), Failure> {
         self.call(&format!("close {id:x}")).map(drop)
     }
@@ -221,10 +263,11 @@ impl RemoteProcess {
 }
 
 /// The server's objects.
-struct Served<K: Kmt> {
-    kmt: K,
+struct Served<K: KmtSync> {
+    kmt: Arc<K>,
     buffers: BTreeMap<u64, Allocation<K::Mem>>,
-    queues: BTreeMap<u64, UmdQueue<K>>,
+    queues: BTreeMap<u64, UmdQueue<Arc<K>>>,
+    fences: BTreeMap<u64, NativeFence>,
 }
 
 enum Answer {
@@ -272,8 +315,8 @@ fn packets(words: &[&str]) -> Result<Vec<Command>, Answer> {
         .collect()
 }
 
-impl<K: Kmt + Clone> Served<K> {
-    fn queue(&mut self, id: u64) -> Result<&mut UmdQueue<K>, Answer> {
+impl<K: KmtSync> Served<K> {
+    fn queue(&mut self, id: u64) -> Result<&mut UmdQueue<Arc<K>>, Answer> {
         self.queues
             .get_mut(&id)
             .ok_or_else(|| Answer::Err(format!("no queue {id:x}")))
@@ -283,6 +326,54 @@ impl<K: Kmt + Clone> Served<K> {
         self.buffers
             .get(&id)
             .ok_or_else(|| Answer::Err(format!("no buffer {id:x}")))
+    }
+
+    fn fence(&self, id: u64) -> Result<&NativeFence, Answer> {
+        self.fences
+            .get(&id)
+            .ok_or_else(|| Answer::Err(format!("no fence {id:x}")))
+    }
+
+    /// The native fence requests.
+    fn fence_answer(&mut self, words: &[&str]) -> Result<String, Answer> {
+        let arg = |i: usize| num(words.get(i));
+        match words.first().copied() {
+            Some("fence") => {
+                let (id, nt) = (arg(1)?, arg(2)?);
+                if self.fences.contains_key(&id) {
+                    return Err(Answer::Err(format!("fence {id:x} exists")));
+                }
+                let f = self.kmt.open_native_fence(nt);
+                let _ = self.kmt.close_nt_handle(nt);
+                self.fences.insert(id, f?);
+                Ok(String::new())
+            }
+            Some("fsignal") => {
+                let h = self.fence(arg(1)?)?.kmt;
+                self.kmt.signal_from_cpu(h, arg(2)?)?;
+                Ok(String::new())
+            }
+            Some("fwait") => {
+                let h = self.fence(arg(1)?)?.kmt;
+                let timeout = Duration::from_millis(arg(3)?);
+                Ok(match self.kmt.wait_timeout(h, arg(2)?, timeout)? {
+                    FenceWait::Reached => "reached",
+                    FenceWait::TimedOut => "timeout",
+                    FenceWait::Abandoned => "abandoned",
+                }
+                .into())
+            }
+            Some("fdestroy") => {
+                let id = arg(1)?;
+                let f = self
+                    .fences
+                    .remove(&id)
+                    .ok_or_else(|| Answer::Err(format!("no fence {id:x}")))?;
+                self.kmt.destroy_native_fence(f.kmt)?;
+                Ok(String::new())
+            }
+            other => Err(Answer::Err(format!("unknown request {other:?}"))),
+        }
     }
 
     fn answer(&mut self, words: &[&str]) -> Result<String, Answer> {
@@ -344,7 +435,7 @@ impl<K: Kmt + Clone> Served<K> {
                 q.close()?;
                 Ok(String::new())
             }
-            other => Err(Answer::Err(format!("unknown request {other:?}"))),
+            _ => self.fence_answer(words),
         }
     }
 }
@@ -371,11 +462,12 @@ fn raw(st: DoorbellStatus) -> u32 {
 /// Serves requests from `from` over `kmt`, answering on `to`, until `exit` (its queues closed
 /// as a process's UMD closes them) or the end of `from` (the process is ending abnormally: the
 /// objects are dropped without a close).
-pub fn serve<K: Kmt + Clone>(kmt: K, from: impl BufRead, mut to: impl Write) {
+pub fn serve<K: KmtSync>(kmt: Arc<K>, from: impl BufRead, mut to: impl Write) {
     let mut s = Served {
         kmt,
         buffers: BTreeMap::new(),
         queues: BTreeMap::new(),
+        fences: BTreeMap::new(),
     };
     for line in from.lines() {
         let Ok(line) = line else { break };

@@ -87,6 +87,12 @@ impl<K: KmtSync + Send + Sync + 'static> Tdr for KmtSession<K> {
         let (_, kmt) = self.process(p)?;
         kmt.device_execution_state().map_err(|s| self.status(s))
     }
+
+    fn per_engine_tdr(&mut self, p: ProcessRef) -> Result<bool, Failure> {
+        let (_, kmt) = self.process(p)?;
+        let flags = kmt.wddm_1_2_caps().map_err(|s| self.status(s))?;
+        Ok(flags & super::sync::SUPPORT_PER_ENGINE_TDR != 0)
+    }
 }
 
 /// What a lane does with its queue.

@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use rvgpu_umd::kmt::{FenceCpu, Kmt, KmtHandle, NtStatus};
 
+/// `D3DKMT_WDDM_1_2_CAPS::SupportPerEngineTDR` (bit 2 of the flags word, d3dkmthk.h).
+pub const SUPPORT_PER_ENGINE_TDR: u32 = 1 << 2;
+
 /// How a CPU wait with a timeout ended ([`KmtSync::wait_timeout`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FenceWait {
@@ -49,6 +52,10 @@ pub trait KmtSync: Kmt {
         value: u64,
         timeout: Duration,
     ) -> Result<FenceWait, NtStatus>;
+
+    /// The flags word of `D3DKMT_WDDM_1_2_CAPS`, as `D3DKMTQueryAdapterInfo`
+    /// (`KMTQAITYPE_WDDM_1_2_CAPS`) answers it for the device's adapter.
+    fn wddm_1_2_caps(&self) -> Result<u32, NtStatus>;
 
     /// The kernel-mode testing thunks ([`TestThunks`]); by default none.
     fn testing(&self) -> Option<&dyn TestThunks> {

@@ -5,7 +5,8 @@
 //! (`crate::backend::gpuva`: `D3DKMTReserveGpuVirtualAddress`, `D3DKMTMapGpuVirtualAddress` on
 //! a paging queue of the process, `D3DKMTFreeGpuVirtualAddress`). A batch is one submission of
 //! the UMD's queue (`submit_ops`) of the operations in order; a fence is a native fence of the
-//! process (`kmt/fences`: its thunks).
+//! process (`kmt/fences`: its thunks), or one another process opened, reached through
+//! [`super::remote`]'s requests.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -28,9 +29,36 @@ use crate::backend::{
 
 /// The session's objects of the seam, over thunks `K`.
 pub(super) type KmtObjects<K> =
-    AppObjects<Buffer<<K as Kmt>::Mem>, <K as Kmt>::Mem, NativeFence, Waiter>;
+    AppObjects<Buffer<<K as Kmt>::Mem>, <K as Kmt>::Mem, KmtFence, Waiter>;
+
+/// A native fence of the seam on the D3DKMT backend: this program's, or one that another
+/// process opened, known there by its number.
+pub(crate) enum KmtFence {
+    Here(NativeFence),
+    There(usize),
+}
+
+impl KmtFence {
+    /// This program's fence: GPU operations and sharing need one.
+    fn here(&self) -> Result<&NativeFence, Failure> {
+        match self {
+            Self::Here(f) => Ok(f),
+            Self::There(_) => Err(Failure::Unsupported(
+                "a GPU operation or a share of another process's fence (only its CPU signals \
+                 and waits are forwarded)"
+                    .into(),
+            )),
+        }
+    }
+}
 
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
+    /// The other process that holds a fence of process `p` (alive).
+    fn remote_of_fence(&self, p: usize) -> Result<Arc<super::remote::RemoteProcess>, Failure> {
+        self.remote_arc(p)?
+            .ok_or_else(|| Failure::Backend(format!("process {p}'s fence: the process has ended")))
+    }
+
     /// Process `p`'s thunks (its mappings end with its device).
     fn thunks(&self, p: usize) -> Result<Arc<K>, Failure> {
         Ok(self.process(ProcessRef(p))?.1)
@@ -45,7 +73,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
     type Buffer = Buffer<K::Mem>;
     type View = K::Mem;
-    type Fence = NativeFence;
+    type Fence = KmtFence;
     type Event = Waiter;
 
     fn objects(&self) -> &KmtObjects<K> {
@@ -143,64 +171,90 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         p: usize,
         initial: u64,
         shareable: bool,
-    ) -> Result<NativeFence, Failure> {
+    ) -> Result<KmtFence, Failure> {
         let kmt = self.thunks(p)?;
         if shareable {
             kmt.create_shareable_native_fence(initial)
         } else {
             kmt.create_native_fence(initial)
         }
+        .map(KmtFence::Here)
         .map_err(|s| self.status(s))
     }
 
-    /// `D3DKMTShareObjects`, the machine's `DuplicateHandle`,
-    /// `D3DKMTOpenNativeFenceFromNtHandle`, each NT handle closed.
-    fn fence_open(&self, holder: usize, f: &NativeFence, p: usize) -> Result<NativeFence, Failure> {
-        let (hk, kmt) = (self.thunks(holder)?, self.thunks(p)?);
-        let mine = hk.share_native_fence(f.kmt).map_err(|s| self.status(s))?;
+    /// `D3DKMTShareObjects`, the machine's `DuplicateHandle` (into another process's table
+    /// when `p` is one), `D3DKMTOpenNativeFenceFromNtHandle` there, each NT handle closed.
+    fn fence_open(&self, holder: usize, f: &KmtFence, p: usize) -> Result<KmtFence, Failure> {
+        let hk = self.thunks(holder)?;
+        let mine = hk.share_native_fence(f.here()?.kmt).map_err(|s| self.status(s))?;
         let theirs = self.machine.duplicate_nt_handle(holder, mine, p);
         let _ = hk.close_nt_handle(mine);
         let theirs = theirs?;
+        if let Some(r) = self.remote_arc(p)? {
+            // The number the seam gives the fence it is about to record.
+            let id = self.app.fences.len();
+            return r.open_fence(id, theirs).map(|()| KmtFence::There(id));
+        }
+        let kmt = self.thunks(p)?;
         let umd = kmt.open_native_fence(theirs);
         let _ = kmt.close_nt_handle(theirs);
-        umd.map_err(|s| self.status(s))
+        umd.map(KmtFence::Here).map_err(|s| self.status(s))
     }
 
-    fn fence_destroy(&self, p: usize, f: &NativeFence) -> Result<(), Failure> {
-        let kmt = self.thunks(p)?;
-        kmt.destroy_native_fence(f.kmt).map_err(|s| self.status(s))
+    fn fence_destroy(&self, p: usize, f: &KmtFence) -> Result<(), Failure> {
+        match f {
+            KmtFence::There(id) => self.remote_of_fence(p)?.destroy_fence(*id),
+            KmtFence::Here(f) => {
+                let kmt = self.thunks(p)?;
+                kmt.destroy_native_fence(f.kmt).map_err(|s| self.status(s))
+            }
+        }
     }
 
     fn fence_cpu_wait(
         &self,
         p: usize,
-        f: &NativeFence,
+        f: &KmtFence,
         value: u64,
         timeout: Duration,
     ) -> Result<WaitResult, Failure> {
-        let r = self.thunks(p)?.wait_timeout(f.kmt, value, timeout);
+        let r = match f {
+            KmtFence::There(id) => Ok(self.remote_of_fence(p)?.wait_fence(*id, value, timeout)?),
+            KmtFence::Here(f) => self.thunks(p)?.wait_timeout(f.kmt, value, timeout),
+        };
         self.wait_result(r)
     }
 
-    fn fence_signal(&self, p: usize, f: &NativeFence, value: u64) -> Result<(), Failure> {
-        let kmt = self.thunks(p)?;
-        kmt.signal_from_cpu(f.kmt, value)
-            .map_err(|s| self.status(s))
+    fn fence_signal(&self, p: usize, f: &KmtFence, value: u64) -> Result<(), Failure> {
+        match f {
+            KmtFence::There(id) => self.remote_of_fence(p)?.signal_fence(*id, value),
+            KmtFence::Here(f) => {
+                let kmt = self.thunks(p)?;
+                kmt.signal_from_cpu(f.kmt, value)
+                    .map_err(|s| self.status(s))
+            }
+        }
     }
 
     fn fence_wait_event(
         &self,
         p: usize,
-        f: &NativeFence,
+        f: &KmtFence,
         value: u64,
         stop: &Arc<AtomicBool>,
     ) -> Result<Waiter, Failure> {
-        Ok(super::fences::spawn_wait(
-            self.thunks(p)?,
-            f.kmt,
-            value,
-            stop,
-        ))
+        match f {
+            KmtFence::There(id) => {
+                let (r, id) = (self.remote_of_fence(p)?, *id);
+                Ok(super::fences::spawn_remote_wait(r, id, value, stop))
+            }
+            KmtFence::Here(f) => Ok(super::fences::spawn_wait(
+                self.thunks(p)?,
+                f.kmt,
+                value,
+                stop,
+            )),
+        }
     }
 
     fn event_poll(&self, e: &Waiter, timeout: Duration) -> Option<WaitResult> {
@@ -233,9 +287,9 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         let mut umd: Vec<Op<'_>> = Vec::with_capacity(ops.len());
         for op in ops {
             umd.push(match *op {
-                QueueOp::Wait(f, v) => Op::Wait(app.fence(f)?, v),
+                QueueOp::Wait(f, v) => Op::Wait(app.fence(f)?.here()?, v),
                 QueueOp::Cmd(c) => Op::Cmd(c),
-                QueueOp::Signal(f, v) => Op::Signal(app.fence(f)?, v),
+                QueueOp::Signal(f, v) => Op::Signal(app.fence(f)?.here()?, v),
             });
         }
         let r = super::live_queue(&mut self.queues, q)?.submit_ops(&umd);

@@ -132,6 +132,7 @@ impl KmtPlatform for WinPlatform {
         Ok(Box::new(WinMachine {
             adapters: enumerate()?,
             devices: Vec::new(),
+            children: std::collections::BTreeMap::new(),
         }))
     }
 }
@@ -140,6 +141,8 @@ struct WinMachine {
     adapters: Vec<Found>,
     /// The devices the backend opened ("processes"), dropped (destroyed) when they end.
     devices: Vec<Option<Arc<WinKmt>>>,
+    /// The process ID of each process that is a child, by its index among the processes.
+    children: std::collections::BTreeMap<usize, u32>,
 }
 
 impl KmtMachine for WinMachine {
@@ -168,6 +171,7 @@ impl KmtMachine for WinMachine {
         let child = crate::child::start_process(a.luid.HighPart, a.luid.LowPart)
             .map_err(Failure::Backend)?;
         // The child stands at this index among the processes; it has no device here.
+        self.children.insert(self.devices.len(), child.id());
         self.devices.push(None);
         Ok(Some(Box::new(crate::child::ChildPipe::new(child))))
     }
@@ -180,19 +184,38 @@ impl KmtMachine for WinMachine {
         Ok(())
     }
 
-    /// Every "process" of this backend is a device of this one program, so the duplicate is
-    /// a second handle in this program's own table.
-    fn duplicate_nt_handle(&self, _from: usize, nt: u64, _to: usize) -> Result<u64, Failure> {
+    /// The holder is a device of this program; the duplicate goes into the child's handle
+    /// table where `to` is a child (`OpenProcess` with `PROCESS_DUP_HANDLE`, as a broker does),
+    /// otherwise it is a second handle in this program's own table.
+    fn duplicate_nt_handle(&self, from: usize, nt: u64, to: usize) -> Result<u64, Failure> {
         use windows_sys::Win32::Foundation::{DuplicateHandle, DUPLICATE_SAME_ACCESS, HANDLE};
+        use windows_sys::Win32::System::Threading::{OpenProcess, PROCESS_DUP_HANDLE};
+        if self.children.contains_key(&from) {
+            return Err(Failure::Backend(format!(
+                "process {from} is a child: only this program's handles are duplicated"
+            )));
+        }
         // `GetCurrentProcess()`'s pseudo-handle.
         let me = -1isize as HANDLE;
+        let target = match self.children.get(&to) {
+            // SAFETY: no pointers; a process that has exited fails (NULL).
+            Some(pid) => Some(
+                crate::child::Owned::new(unsafe { OpenProcess(PROCESS_DUP_HANDLE, 0, *pid) })
+                    .ok_or_else(|| {
+                        Failure::Backend(format!("OpenProcess of child process {pid} failed"))
+                    })?,
+            ),
+            None => None,
+        };
+        let into = target.as_ref().map_or(me, crate::child::Owned::raw);
         let mut dup: HANDLE = std::ptr::null_mut();
-        // SAFETY: `dup` is a valid out-pointer; a handle this program does not hold fails.
+        // SAFETY: `dup` is a valid out-pointer; both process handles are valid for the call; a
+        // handle this program does not hold fails. The child's copy is closed by the child.
         let ok = unsafe {
             DuplicateHandle(
                 me,
                 nt as usize as HANDLE,
-                me,
+                into,
                 &raw mut dup,
                 0,
                 0,
@@ -263,6 +286,10 @@ impl KmtSync for WinKmt {
             WaitOutcome::Reached => Ok(FenceWait::Reached),
             WaitOutcome::TimedOut => Ok(FenceWait::TimedOut),
         }
+    }
+
+    fn wddm_1_2_caps(&self) -> Result<u32, NtStatus> {
+        WinKmt::wddm_1_2_caps(self).map(|c| c[2])
     }
 }
 

@@ -297,6 +297,11 @@ impl KmtSync for SessKmt {
             .map(fence_wait)
             .map_err(sim_status)
     }
+
+    fn wddm_1_2_caps(&self) -> Result<u32, NtStatus> {
+        let b = self.k().wddm_1_2_caps()?;
+        Ok(u32::from_le_bytes([b[8], b[9], b[10], b[11]]))
+    }
 }
 
 impl TestThunks for SessKmt {

@@ -82,6 +82,15 @@ impl Tdr for SimSession {
             .device_execution_state()
             .map_err(|NtStatus(s)| Failure::DdiFailed(s))
     }
+
+    fn per_engine_tdr(&mut self, p: ProcessRef) -> Result<bool, Failure> {
+        let caps = self
+            .kmt(p)?
+            .wddm_1_2_caps()
+            .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
+        let flags = u32::from_le_bytes([caps[8], caps[9], caps[10], caps[11]]);
+        Ok(flags & rvgpu_simos::kmt::query_adapter_info::WDDM_1_2_PER_ENGINE_TDR != 0)
+    }
 }
 
 impl DmaContexts for SimSession {

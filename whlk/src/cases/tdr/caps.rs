@@ -16,12 +16,31 @@ use super::fixtures::{
 // ---------------------------------------------------------------------------------------------
 // TDR-01, TDR-02.
 
+/// What a backend needs to build the case's devices and drivers and read the driver's caps.
+const CAPS_MACHINES: [Capability; 3] = [
+    Capability::FaultInjection,
+    Capability::ConfiguredMachine,
+    Capability::KmdCaps,
+];
+
 pub(super) fn per_engine_caps(b: &dyn Backend) -> CaseResult {
+    let caps = b.capabilities();
+    if !CAPS_MACHINES.iter().all(|c| caps.contains(*c)) {
+        return per_engine_tdr_as_a_program_sees_it(b);
+    }
     let mut s = session(b, ExecMode::Step, |_| {})?;
     ensure!(
         s.kmd_caps()?.driver_caps(0)?.per_engine_tdr,
         "a PER_ENGINE_RESET device with the four DDIs: SupportPerEngineTDR is 0"
     );
+    // What a program reads of it, where the backend answers the query.
+    let p = s.ums()?.open_process(0)?;
+    if let Some(seen) = observe(s.tdr()?.per_engine_tdr(p))? {
+        ensure!(
+            seen,
+            "KMTQAITYPE_WDDM_1_2_CAPS of a driver that reported SupportPerEngineTDR: bit clear"
+        );
+    }
     // Without PER_ENGINE_RESET the driver cannot claim per-engine TDR, and a Windows that
     // validates WDDM caps does not start a WDDM 1.2+ hardware adapter without it
     // (docs/windows-bringup.md BR-52).
@@ -52,6 +71,20 @@ pub(super) fn per_engine_caps(b: &dyn Backend) -> CaseResult {
         ),
     }
     Ok(())
+}
+
+/// TDR-01 on the machine as it is, through D3DKMT alone (a program cannot build a device
+/// without PER_ENGINE_RESET, load a driver without `DxgkDdiResetEngine` or read the driver's
+/// caps): `D3DKMTQueryAdapterInfo(KMTQAITYPE_WDDM_1_2_CAPS)` answers `SupportPerEngineTDR`
+/// set, which the OS copies from the caps the driver reported at start.
+fn per_engine_tdr_as_a_program_sees_it(b: &dyn Backend) -> CaseResult {
+    let mut s = session(b, ExecMode::Threaded, |_| {})?;
+    let p = s.ums()?.open_process(0)?;
+    ensure!(
+        s.tdr()?.per_engine_tdr(p)?,
+        "D3DKMTQueryAdapterInfo(KMTQAITYPE_WDDM_1_2_CAPS): SupportPerEngineTDR is 0"
+    );
+    no_fault(&*s)
 }
 
 pub(super) fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {

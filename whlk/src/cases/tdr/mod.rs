@@ -6,11 +6,19 @@
 //! hang an engine with a HANG packet, observe that the guilty device's queues are refused, its
 //! device `HUNG` (`D3DKMTGetDeviceState`) and that other work completes
 //! (`Tdr.ComputeHangCopyRuns`, `Tdr.GuiltyDeviceAborted`, `Tdr.UserModeTrafficSurvives` leave
-//! out the simulation-only observations there), and run work on every node the adapter has
-//! (`Tdr.NodesAndAffinity` without its machines of 1 and 16 engines). Every other case injects
-//! faults into the device or the OS, needs software scheduling or another device, calls a TDR
-//! DDI directly or reads the OS's fence IDs and recovery steps: simulation only, skipped
-//! elsewhere.
+//! out the simulation-only observations there), run work on every node the adapter has
+//! (`Tdr.NodesAndAffinity` without its machines of 1 and 16 engines), and read the per-engine
+//! reset claim the OS copied from the driver's caps (`Tdr.PerEngineCaps`, WDDM 1.2 caps). The
+//! rest need what no program has, and are skipped elsewhere by the capability:
+//! - VidSch's fence IDs (submitted, last completed, aborted), which no thunk returns, and the
+//!   order of the OS's recovery steps (`TdrTrace`): `Tdr.PagingResubmitOrder`,
+//!   `Tdr.LastCompletedFence`, `Tdr.ResetSequence`, `Tdr.AbortedFenceInRange`;
+//! - the OS's own `DxgkDdiCollectDbgInfo` text, which goes into the live dump, and the DDI called
+//!   directly (`DirectDdi`): `Tdr.CollectDbgInfoLevelZero`;
+//! - a fault injected into the device or the KMD (`FaultInjection`): a FILL timed to finish
+//!   between snapshot and reset (`Tdr.CompletedBeforeReset`), a hang inside a paging buffer,
+//!   which only VidMm submits (`Tdr.PagingPromotesAdapterReset`), a `DxgkDdiResetEngine` that
+//!   fails (`Tdr.ResetFailsPromoted`).
 
 mod aborted;
 mod adapter;
@@ -59,13 +67,16 @@ pub const CASES: &[Case] = &[
         name: "Tdr.PerEngineCaps",
         requirements: &["TDR-01"],
         summary: "SupportPerEngineTDR set with PER_ENGINE_RESET, clear without; a table without \
-                  DxgkDdiResetEngine that claims it is refused at start",
-        needs: &[
+                  DxgkDdiResetEngine that claims it is refused at start; through D3DKMT alone, \
+                  KMTQAITYPE_WDDM_1_2_CAPS answers it set",
+        needs: &[Capability::UserModeSubmission],
+        optional: &[
+            Capability::Tdr,
             Capability::FaultInjection,
             Capability::ConfiguredMachine,
             Capability::KmdCaps,
+            Capability::BugChecks,
         ],
-        optional: &[],
         run: per_engine_caps,
     },
     Case {
