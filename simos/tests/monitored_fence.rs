@@ -9,6 +9,7 @@ mod common;
 
 use common::*;
 use rvgpu_hw::addr::PhysAddr;
+use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use std::time::Duration;
 
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue};
@@ -202,4 +203,31 @@ fn mf_04_a_thunk_wait_on_a_native_fence_outlasts_the_limit_while_it_moves() {
         "a fence standing still"
     );
     assert!(m.bugcheck().is_none());
+}
+
+/// UM-01, MF-04: in step mode a CPU wait drives the machine itself, and the OS's wait limit
+/// stands for "hung" there too, in the machine's own time: a wait whose fence keeps moving
+/// outlasts the limit, whatever the real time the rounds take on a loaded machine. With a
+/// limit of 20 simulated milliseconds (far less than 300 batches take), every batch still
+/// completes, and a wait past the last ends.
+#[test]
+fn um_01_a_step_mode_wait_outlasts_the_limit_while_its_queue_progresses() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.wait_timeout = Duration::from_millis(20);
+    let m = started(cfg);
+    let (p, k) = user_process(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    let mut q = okk(&m, rvgpu_umd::submit::KernelQueue::new(k, &config(0)));
+    let mut last = 0;
+    for n in 1..=300 {
+        last = okk(&m, q.submit(&[common::ums::fill(&t, n)]));
+    }
+    okk(&m, q.wait(last));
+    assert_eq!(t.mem.load(0), 300, "the last FILL ran last");
+    assert!(
+        q.wait(last + 1).is_err(),
+        "a fence standing still ends the wait"
+    );
+    drop(q);
+    exits_clean(&m, &p);
 }

@@ -18,7 +18,7 @@ use rvgpu_ddi::tdr::{
     DXGKARG_BUILDPAGINGBUFFER, DXGK_OPERATION_UPDATE_PAGE_TABLE, PDXGKDDI_BUILDPAGINGBUFFER,
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS};
-use rvgpu_hw::pdd::{AllocationKind, AllocationPdd, ALLOCATION_PDD_VERSION, PDD_MAGIC};
+use rvgpu_hw::pdd::{AllocationKind, AllocationPdd};
 use rvgpu_simos::vidmm::residency::Place;
 use rvgpu_simos::{Machine, MachineConfig, Mode};
 use rvgpu_umd::kmt::{EvictFlags, Kmt, MakeResidentFlags, MapGpuVa, ReserveGpuVa};
@@ -192,12 +192,8 @@ fn ddi_03_a_repeating_range_is_entered_with_repeat_again_when_its_allocation_com
     let pq = okk(&m, k.create_paging_queue(0));
     // An allocation in VRAM (one in system memory stays where it is).
     let pdd = AllocationPdd {
-        magic: PDD_MAGIC,
-        version: ALLOCATION_PDD_VERSION,
-        size: 2 * PAGE,
-        kind: AllocationKind::Buffer as u32,
         flags: 0,
-        reserved: 0,
+        ..rvgpu_umd::kmt::allocation_private_data(2 * PAGE, AllocationKind::Buffer)
     };
     let b = okk(&m, k.create_allocation_pdd(&pdd));
     okk(

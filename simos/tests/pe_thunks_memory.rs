@@ -913,18 +913,29 @@ const UNMAPPED: u64 = 0x10;
 /// What a case presets `hGlobalShare` to, so that a write-back shows.
 const SHARE_PRESET: u64 = 0x5EED;
 
-/// `D3DKMT_CREATEALLOCATION` of one entry as `c` says, the entry describing a 4 KiB buffer
-/// with `hAllocation` preset: the status, `hResource`, `hGlobalShare` and `Flags` after, and
-/// the entry after.
-fn create_case(w: &World, c: &CreateCase) -> (u64, [u64; 3], [u64; 12]) {
+/// A 4 KiB buffer's private data, as the UMD writes it.
+fn buffer_private_data() -> Vec<u8> {
     let pdd = rvgpu_umd::kmt::allocation_private_data(4096, rvgpu_hw::pdd::AllocationKind::Buffer);
-    let bytes = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
-    // D3DDDI_ALLOCATIONINFO2: hAllocation, ..., pPrivateDriverData (word 2),
-    // PrivateDriverDataSize (word 3), Flags (word 4), GpuVirtualAddress (word 5).
+    zerocopy::IntoBytes::as_bytes(&pdd).to_vec()
+}
+
+/// A `D3DDDI_ALLOCATIONINFO2` (12 words: hAllocation, ..., pPrivateDriverData at word 2,
+/// PrivateDriverDataSize at 3, Flags at 4, GpuVirtualAddress at 5) with `hAllocation` preset
+/// and private data `bytes`.
+fn buffer_entry(bytes: &[u8]) -> [u64; 12] {
     let mut info = [0u64; 12];
     info[0] = UNTOUCHED;
     info[2] = bytes.as_ptr() as u64;
     info[3] = bytes.len() as u64;
+    info
+}
+
+/// `D3DKMT_CREATEALLOCATION` of one entry as `c` says, the entry describing a 4 KiB buffer
+/// with `hAllocation` preset: the status, `hResource`, `hGlobalShare` and `Flags` after, and
+/// the entry after.
+fn create_case(w: &World, c: &CreateCase) -> (u64, [u64; 3], [u64; 12]) {
+    let bytes = buffer_private_data();
+    let mut info = buffer_entry(&bytes);
     (c.edit)(&mut info);
     // D3DKMT_CREATEALLOCATION: hDevice and hResource (word 0), hGlobalShare (word 1), ...,
     // NumAllocations (high half of word 5), pAllocationInfo2 (word 6), Flags (word 7).
@@ -1082,13 +1093,8 @@ fn ddi_03_d3dkmtcreateallocation2_refuses_what_24h2_refuses() {
     assert_eq!(s, STATUS_SUCCESS);
     // The process's next D3DKMT handle is 0x40 above its last.
     let next = (made[0] as u32).wrapping_add(0x40);
-    let pdd = rvgpu_umd::kmt::allocation_private_data(4096, rvgpu_hw::pdd::AllocationKind::Buffer);
-    let bytes = zerocopy::IntoBytes::as_bytes(&pdd).to_vec();
-    let mut words = [0u64; 12];
-    words[0] = UNTOUCHED;
-    words[2] = bytes.as_ptr() as u64;
-    words[3] = bytes.len() as u64;
-    let list = read_only(&words);
+    let bytes = buffer_private_data();
+    let list = read_only(&buffer_entry(&bytes));
     let c = CreateCase {
         list: Some(list),
         ..entry(what, |_| {})

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rvgpu_whlk::backend::kmt::sim::SimPlatform;
 use rvgpu_whlk::backend::kmt::KmtBackend;
+use rvgpu_whlk::backend::Session;
 use rvgpu_whlk::backend::{
     Backend, Capability, ExecMode, Failure, NewFence, NewQueue, ProcessEnd, SessionConfig,
     WaitResult, Work,
@@ -15,6 +16,17 @@ use rvgpu_whlk::case::Outcome;
 use rvgpu_whlk::junit;
 
 mod support;
+/// A threaded session of the D3DKMT backend over the simulated thunks, its driver loaded and
+/// adapter 0 started.
+fn started_session() -> Box<dyn Session> {
+    let b = KmtBackend::new(SimPlatform);
+    let mut s = (&b as &dyn Backend)
+        .open(&SessionConfig::new(ExecMode::Threaded))
+        .expect("session");
+    s.load_driver().expect("load");
+    s.start_adapter(0).expect("start");
+    s
+}
 
 #[test]
 fn kmt_backend_passes_or_skips_every_case() {
@@ -112,12 +124,7 @@ fn kmt_backend_passes_or_skips_every_case() {
 /// objects are gone and the first process goes on.
 #[test]
 fn um_18_a_cases_second_process_is_another_process_and_dies_with_its_objects() {
-    let b = KmtBackend::new(SimPlatform);
-    let mut s = (&b as &dyn Backend)
-        .open(&SessionConfig::new(ExecMode::Threaded))
-        .expect("session");
-    s.load_driver().expect("load");
-    s.start_adapter(0).expect("start");
+    let mut s = started_session();
     let u = s.ums().expect("user-mode submission");
     let p0 = u.open_process(0).expect("first process");
     let p1 = u.open_process(0).expect("second process");
@@ -216,12 +223,7 @@ fn process_server_answers_bad_requests_with_errors_and_stops_at_exit() {
 #[test]
 fn nf_13_a_native_fence_shared_by_nt_handle_is_signalled_and_waited_on_in_another_process() {
     const LONG: Duration = Duration::from_secs(5);
-    let b = KmtBackend::new(SimPlatform);
-    let mut s = (&b as &dyn Backend)
-        .open(&SessionConfig::new(ExecMode::Threaded))
-        .expect("session");
-    s.load_driver().expect("load");
-    s.start_adapter(0).expect("start");
+    let mut s = started_session();
     let f = s.fences().expect("fences");
     let mine = f
         .create_native_fence(NewFence::new(0, 1).shareable())

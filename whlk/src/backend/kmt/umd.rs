@@ -166,12 +166,7 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         }
     }
 
-    fn fence_create(
-        &self,
-        p: usize,
-        initial: u64,
-        shareable: bool,
-    ) -> Result<KmtFence, Failure> {
+    fn fence_create(&self, p: usize, initial: u64, shareable: bool) -> Result<KmtFence, Failure> {
         let kmt = self.thunks(p)?;
         if shareable {
             kmt.create_shareable_native_fence(initial)
@@ -186,7 +181,9 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
     /// when `p` is one), `D3DKMTOpenNativeFenceFromNtHandle` there, each NT handle closed.
     fn fence_open(&self, holder: usize, f: &KmtFence, p: usize) -> Result<KmtFence, Failure> {
         let hk = self.thunks(holder)?;
-        let mine = hk.share_native_fence(f.here()?.kmt).map_err(|s| self.status(s))?;
+        let mine = hk
+            .share_native_fence(f.here()?.kmt)
+            .map_err(|s| self.status(s))?;
         let theirs = self.machine.duplicate_nt_handle(holder, mine, p);
         let _ = hk.close_nt_handle(mine);
         let theirs = theirs?;
