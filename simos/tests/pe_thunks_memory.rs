@@ -1213,9 +1213,16 @@ fn ddi_03_d3dkmtupdategpuvirtualaddress_answers_as_24h2() {
         c[8]
     };
     let (context, other_context) = (context_of(w.device), context_of(w.other_device));
-    let (s, q) = paging_queue(&w.p, w.device, |_| {});
-    assert_eq!(s, STATUS_SUCCESS);
-    let fence = q[3];
+    // A monitored fence of the device (a paging queue's the OS makes NoSignal): the 96-byte
+    // D3DKMT_CREATESYNCHRONIZATIONOBJECT2, hDevice, Info.Type at byte 8, EngineAffinity at
+    // 40, hSyncObject out at 88.
+    let mut c = [0u32; 24];
+    (c[0], c[2], c[10]) = (w.device, 5, 1);
+    assert_eq!(
+        w.call("D3DKMTCreateSynchronizationObject2", &mut c),
+        STATUS_SUCCESS
+    );
+    let fence = c[22];
     let (s, oq) = paging_queue(&w.p, w.other_device, |_| {});
     assert_eq!(s, STATUS_SUCCESS);
     let mut r = reserve(w.queue, 0x1_0000, 0);
