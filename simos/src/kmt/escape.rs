@@ -115,14 +115,14 @@ fn device_in_error(m: &Machine, d: &UmsProcess) -> bool {
 /// 2. the private data captured from `mem` (more than the simulation copies: STATUS_NO_MEMORY;
 ///    a NULL or unreadable pointer with a size: STATUS_ACCESS_VIOLATION), before any handle;
 /// 3. `Flags.DriverKnownEscape` with another `Type`, `hAdapter` 0 or `Flags.HardwareAccess`;
-/// 4. the types 24H2 answers before any handle ([`types::before_handles`]);
+/// 4. the types 24H2 answers before any handle (`types::before_handles`);
 /// 5. `hAdapter` not an adapter handle of the caller; `hDevice` not 0 and not a device of that
 ///    adapter; `hContext` not 0 and not a context of `hDevice`;
 /// 6. `Flags.Reserved`, bits 8..31 or `Flags.VirtualMachineData` set (every WDDM 2+ adapter,
 ///    DDI version 0x5023 or later);
-/// 7. VIDMM's suspend refused ([`types::before_access`]); the adapter not started, or
+/// 7. VIDMM's suspend refused (`types::before_access`); the adapter not started, or
 ///    `hDevice` in error: STATUS_DEVICE_REMOVED;
-/// 8. any other type but DRIVERPRIVATE: its own checks and answer ([`types::with_adapter`]),
+/// 8. any other type but DRIVERPRIVATE: its own checks and answer (`types::with_adapter`),
 ///    the kernel copy back when it writes one;
 /// 9. `Flags.DriverKnownEscape`: the known escape on the kernel copy (its status as it is);
 ///    else, for the driver: its `DxgkDdiEscape` missing (STATUS_NOT_SUPPORTED), no data,

@@ -75,7 +75,7 @@ fn bad() -> NtStatus {
 ///    than 1;
 /// 6. `CreateSharedSyncNtObject`: the object made without `NtSecuritySharing` (a native fence:
 ///    not created shareable);
-/// 7. `ObCreateObject`'s capture of the attributes from `mem` ([`capture_attributes`]);
+/// 7. `ObCreateObject`'s capture of the attributes from `mem` (`capture_attributes`);
 /// 8. `ObInsertObject` with `dwDesiredAccess` (a full table: its status);
 /// 9. the handle written to `phSharedNtHandle` (a fault: the handle closed again, as the
 ///    function's failure path closes it, and the fault's status).

@@ -15,7 +15,7 @@
 //! `kmt/dll_umd.rs` and `kmt/dll_usermode.rs`. The capabilities on the seam are implemented
 //! here once for every backend that has the primitives: [`AllocationUsage`],
 //! [`GpuVaPlacement`], [`UserModeSubmission`] (a `WaitAtLeast` is a GPU wait on a gate,
-//! [`submit_work`], and a CPU write releases it, [`write_word`]) and [`Fences`](super::Fences)
+//! `submit_work`, and a CPU write releases it, `write_word`) and [`Fences`](super::Fences)
 //! (`fences`), over the tables the session keeps for them ([`AppObjects`]).
 //!
 //! A new observation of a capability on the seam is its method in `caps` and its body here; a
@@ -477,7 +477,7 @@ impl<S: AppUmd + AppQueues> UserModeSubmission for S {
         self.word_load(b, offset)
     }
 
-    /// The store happens and releases the word's gate ([`write_word`]).
+    /// The store happens and releases the word's gate (`write_word`).
     fn write_buffer(&mut self, b: BufferRef, offset: u64, value: u64) -> Result<(), Failure> {
         write_word(self, b, offset, value)
     }
@@ -486,7 +486,7 @@ impl<S: AppUmd + AppQueues> UserModeSubmission for S {
         self.queue_create(p, new)
     }
 
-    /// A `WaitAtLeast` becomes a GPU wait on its word's gate ([`submit_work`]).
+    /// A `WaitAtLeast` becomes a GPU wait on its word's gate (`submit_work`).
     fn submit(&mut self, q: UmQueueRef, work: &[Work]) -> Result<u64, Failure> {
         submit_work(self, q, work)
     }
