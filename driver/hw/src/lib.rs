@@ -30,6 +30,7 @@ pub mod register;
 pub mod regs;
 pub mod schedlog;
 pub mod tdrdump;
+pub mod testhooks;
 
 /// Size of a GPU page and of one doorbell page.
 pub const PAGE_SIZE: u64 = 4096;
