@@ -492,7 +492,7 @@ fn hang_if_armed<P: Platform>(
     if Command::Hang.encode(slot) != Some(1) {
         return n;
     }
-    if !crate::testhooks::fire(live, node, crate::testhooks::Fault::HangPaging) {
+    if !crate::testhooks::fire(&live.hooks, node, crate::testhooks::Fault::HangPaging) {
         return n;
     }
     n.saturating_add(1)

@@ -208,7 +208,7 @@ macro_rules! catalog_rows {
     ddi!(DxgkDdiEscape: PDXGKDDI_ESCAPE)
         .at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_escape")
         .optional("the UMD's private channel: a process learns the report tag of a native fence it opened from an NT handle here, because 24H2 returns no private data from that open ([K] DXGSYNCOBJECT::Open @0x1401F4640 gets no buffer for it)")
-        .doc("`kmd::escape`: the report tag of a native fence the calling device opened (NF-14)", "a process that opens a shared native fence gets no private data from 24H2's open, so it asks the KMD for the fence's report tag ([memory.md](memory.md))")
+        .doc("`kmd::escape`: the report tag of a native fence the calling device opened (NF-14); the test hooks ([tdr.md](tdr.md#test-hooks))", "a process that opens a shared native fence gets no private data from 24H2's open, so it asks the KMD for the fence's report tag ([memory.md](memory.md))")
         .on_null(OnNull::Fails(STATUS_INVALID_PARAMETER)),
     // Any IRQL in general; PASSIVE_LEVEL for the two timeout reasons (the only ones the
     // simulation passes).

@@ -137,6 +137,17 @@ impl<P: Platform> Live<P> {
         Ok(node)
     }
 
+    /// A node-ring report the KMD hands to `DxgkCbNotifyInterrupt`, journaled by the test
+    /// hooks when they are on (`DmaCompleted`, `DmaPreempted`; any IRQL, the ISR's included).
+    #[inline(always)]
+    pub fn journal_report(&self, d: &rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA) {
+        if let Some(h) = &self.hooks {
+            if let Some(r) = crate::args::dma_report(d) {
+                h.journal.write(&r);
+            }
+        }
+    }
+
     /// The part of the adapter the memory model's answers read ([`crate::gpummu`]).
     pub fn mmu(&self) -> crate::gpummu::Mmu<'_> {
         crate::gpummu::Mmu {

@@ -97,7 +97,7 @@ fn push<P: Platform>(
         );
     })?;
     live.regs.write_at(node, regs::QueueKick::new(queue_id));
-    crate::testhooks::note(live, || {
+    crate::testhooks::note(&live.hooks, || {
         let mut r = testhooks::rec(
             JournalKind::Submit,
             node,
@@ -263,7 +263,7 @@ pub fn preempt_command<P: Platform>(
     }
     let dxgk = live.dxgk;
     let id = args.PreemptionFenceId;
-    testhooks::note(live, || {
+    testhooks::note(&live.hooks, || {
         testhooks::rec(JournalKind::PreemptCommand, node, id.into(), 0)
     });
     let reported = live.synchronized(|isr| {
@@ -271,7 +271,7 @@ pub fn preempt_command<P: Platform>(
         let now = r.fences.preempt(id);
         if let Some((id, last)) = now {
             let d = DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(id, last, node, 0);
-            testhooks::notified(live, &d);
+            live.journal_report(&d);
             dxgk.notify_interrupt(&d);
         }
         Ok::<bool, Status>(now.is_some())
@@ -299,7 +299,7 @@ pub fn query_current_fence<P: Platform>(
     let current = live.synchronized(|isr| {
         let mut emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| {
             notified = true;
-            testhooks::notified(live, d);
+            live.journal_report(d);
             dxgk.notify_interrupt(d);
         };
         isr.nodes
@@ -310,7 +310,7 @@ pub fn query_current_fence<P: Platform>(
         let _ = dxgk.queue_dpc();
     }
     args.CurrentFence = current;
-    testhooks::note(live, || {
+    testhooks::note(&live.hooks, || {
         testhooks::rec(JournalKind::QueryCurrentFence, node, current.into(), 0)
     });
     Ok(())

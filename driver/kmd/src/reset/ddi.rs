@@ -87,7 +87,7 @@ pub fn query_dependent_engine_group<P: Platform>(
     });
     let mask = dependent_mask(node).ok_or(status::INVALID_PARAMETER)?;
     args.DependentNodeOrdinalMask = mask;
-    testhooks::note(live, || {
+    testhooks::note(&live.hooks, || {
         testhooks::rec(JournalKind::DependentEngineGroup, node, mask, 0)
     });
     Ok(())
@@ -104,7 +104,7 @@ pub fn query_engine_status<P: Platform>(
     let responsive = responsive(raw);
     args.EngineStatus =
         DXGK_ENGINESTATUS::default().with(DXGK_ENGINESTATUS::Responsive, u32::from(responsive));
-    testhooks::note(live, || {
+    testhooks::note(&live.hooks, || {
         testhooks::rec(JournalKind::EngineStatus, node, responsive.into(), 0)
     });
     Ok(())
@@ -173,10 +173,10 @@ fn lock_and_reset<'l, P: Platform>(
         [a.table_slot().into(), node.into()]
     });
     // The test hooks' faults (TDR-09, TDR-07): a failed reset changes nothing.
-    if testhooks::fire(live, node, Fault::FailReset) {
+    if testhooks::fire(&live.hooks, node, Fault::FailReset) {
         return Err(reset_failed(a, node, status::DEVICE_HARDWARE_ERROR));
     }
-    if testhooks::fire(live, node, Fault::CompleteBeforeReset) {
+    if testhooks::fire(&live.hooks, node, Fault::CompleteBeforeReset) {
         let _ = let_node_ring_finish(live, node);
     }
     let s = live.sched.lock();
@@ -246,7 +246,7 @@ fn reset_done<P: Platform>(a: &Adapter<P>, live: &Live<P>, node: u32, guilty: Op
 /// already.
 fn invalidate<P: Platform>(a: &Adapter<P>, live: &Live<P>, g: Guilty) {
     let r = live.dxgk.invalidate_hw_context(g.handle);
-    testhooks::note_result(live, &r, || {
+    testhooks::note_result(&live.hooks, &r, || {
         testhooks::rec(JournalKind::InvalidateHwContext, 0, g.handle as u64, 0)
     });
     match r {
@@ -296,7 +296,7 @@ fn journal_result<P: Platform>(
     value: impl FnOnce() -> u64,
 ) {
     if let Some(live) = a.live() {
-        testhooks::note_result(live, r, || testhooks::rec(kind, node, value(), 0));
+        testhooks::note_result(&live.hooks, r, || testhooks::rec(kind, node, value(), 0));
     }
 }
 

@@ -5,18 +5,18 @@
 //!
 //! **The gate.** The hooks exist only when the adapter's software key holds the `REG_DWORD`
 //! [`TEST_HOOKS_VALUE`] = 1 when the adapter starts ([`Hooks::at_start`]); the journal is
-//! allocated then. Otherwise [`crate::adapter::Live::hooks`] is `None`: a record point
+//! allocated then. Otherwise the started adapter's `hooks` are `None`: a record point
 //! ([`note`]) costs one load and a branch, and the escape answers a test-hook request as any
 //! unknown one (`STATUS_INVALID_PARAMETER`, nothing written).
 //!
 //! The state ([`journal`]) is atomics only: records are written at PASSIVE, at DISPATCH and by
-//! the ISR without any lock.
+//! the ISR without any lock. The module sits below the adapter: its record points take the
+//! adapter's `hooks`, never the adapter.
 
 pub mod journal;
 
 use core::ffi::c_void;
 
-use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_hw::pdd::PDD_MAGIC;
 use rvgpu_hw::testhooks::{
     JournalKind, JournalRecord, TestHookEscape, TestHookOp, TEST_HOOKS_VALUE,
@@ -24,7 +24,6 @@ use rvgpu_hw::testhooks::{
 };
 use zerocopy::{FromBytes, IntoBytes};
 
-use crate::adapter::{Adapter, Live};
 use crate::klog;
 use crate::platform::Platform;
 use crate::status::{self, Status};
@@ -106,39 +105,28 @@ pub fn rec(kind: JournalKind, node: u32, a: u64, b: u64) -> JournalRecord {
 /// A record point: journals what `make` gives if the hooks are on (then only is it called).
 /// Returns the record's sequence number.
 #[inline(always)]
-pub fn note<P: Platform>(live: &Live<P>, make: impl FnOnce() -> JournalRecord) -> Option<u64> {
-    live.hooks.as_ref().map(|h| h.journal.write(&make()))
+pub fn note(hooks: &Option<Hooks>, make: impl FnOnce() -> JournalRecord) -> Option<u64> {
+    hooks.as_ref().map(|h| h.journal.write(&make()))
 }
 
 /// A record point for a DDI's result: `make` with the status `r` carried.
 #[inline(always)]
-pub fn note_result<P: Platform, T>(
-    live: &Live<P>,
+pub fn note_result<T>(
+    hooks: &Option<Hooks>,
     r: &Result<T, Status>,
     make: impl FnOnce() -> JournalRecord,
 ) {
-    note(live, || JournalRecord {
+    note(hooks, || JournalRecord {
         status: r.as_ref().err().map_or(status::SUCCESS, |e| e.code()),
         ..make()
     });
 }
 
-/// A node-ring report the KMD hands to `DxgkCbNotifyInterrupt`: `DmaCompleted` and
-/// `DmaPreempted` are journaled (any IRQL, the ISR's included).
-#[inline(always)]
-pub fn notified<P: Platform>(live: &Live<P>, d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA) {
-    if let Some(h) = &live.hooks {
-        if let Some(r) = crate::args::dma_report(d) {
-            h.journal.write(&r);
-        }
-    }
-}
-
 /// The fault `f` armed on `node`, fired (consumed and journaled) when it is: always false with
 /// the hooks off.
 #[inline(always)]
-pub fn fire<P: Platform>(live: &Live<P>, node: u32, f: Fault) -> bool {
-    live.hooks.as_ref().is_some_and(|h| h.fire(node, f))
+pub fn fire(hooks: &Option<Hooks>, node: u32, f: Fault) -> bool {
+    hooks.as_ref().is_some_and(|h| h.fire(node, f))
 }
 
 /// Whether `data` is a test-hook request ([`TestHookEscape`]'s magic and version at its
@@ -148,16 +136,16 @@ pub fn is_request(data: &[u8]) -> bool {
         .is_ok_and(|(h, _)| h.magic == PDD_MAGIC && h.version == TEST_HOOK_ESCAPE_VERSION)
 }
 
-/// Answers the test-hook request in `data` (PASSIVE; [`is_request`] was true). Hooks off, an
-/// unknown op, a node past the adapter's, a nonzero reserved field or a buffer of the wrong
-/// size is `STATUS_INVALID_PARAMETER` with nothing written:
+/// Answers the test-hook request in `data` (PASSIVE; [`is_request`] was true) with the started
+/// adapter's `hooks` (`None`: not started or off) and its `engines`. Hooks off, an unknown op,
+/// a node past the adapter's, a nonzero reserved field or a buffer of the wrong size is
+/// `STATUS_INVALID_PARAMETER` with nothing written:
 /// - `Journal`: the header then room for whole records (any number, 0 included);
 /// - `LastDbgInfo`: the header then room for text (any number of bytes);
 /// - the three arming ops: the header alone.
-pub fn escape<P: Platform>(a: &Adapter<P>, data: &mut [u8]) -> Result<(), Status> {
+pub fn escape(hooks: Option<&Hooks>, engines: u32, data: &mut [u8]) -> Result<(), Status> {
     let bad = status::INVALID_PARAMETER;
-    let live = a.live().ok_or(bad)?;
-    let h = live.hooks.as_ref().ok_or(bad)?;
+    let h = hooks.ok_or(bad)?;
     let (mut q, _) = TestHookEscape::read_from_prefix(data).map_err(|_| bad)?;
     if q.reserved != 0 {
         return Err(bad);
@@ -181,7 +169,7 @@ pub fn escape<P: Platform>(a: &Adapter<P>, data: &mut [u8]) -> Result<(), Status
             q.seq = seq;
         }
         op => {
-            if !tail.is_empty() || q.node >= live.identity.config.engines {
+            if !tail.is_empty() || q.node >= engines {
                 return Err(bad);
             }
             let f = match op {
