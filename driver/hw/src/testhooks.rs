@@ -96,7 +96,7 @@ wire_enum! {
         /// `DxgkDdiQueryEngineStatus`: `a` = 1 if responsive.
         EngineStatus = 7,
         /// `DxgkDdiCollectDbgInfo` or `DxgkDdiCollectDbgInfo2`: `a` = the reason, `b` = the
-        /// bytes of text written.
+        /// bytes of text written (the text [`TestHookOp::LastDbgInfo`] returns).
         CollectDbgInfo = 8,
         /// `DxgkDdiResetEngine` returned `status`: `a` = LastAbortedFenceId.
         ResetEngine = 9,
