@@ -40,7 +40,7 @@ pub use session::{Backend, Session, Until};
 pub use caps::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
     DmaContexts, EngineIdle, FaultInjection, FenceInternals, FenceLogs, Fences, GpuVaPlacement,
-    KmdCaps, MonitoredFences, OsControl, OsTrace, Paging, StepMode, Tdr, TdrTrace, UmdBypass,
+    KmdCaps, KmdFaults, KmdJournal, MonitoredFences, OsControl, OsTrace, Paging, StepMode, Tdr, TdrTrace, UmdBypass,
     UmdFences, UserModeSubmission,
 };
 

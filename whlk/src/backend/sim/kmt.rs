@@ -322,6 +322,10 @@ impl TestThunks for SessKmt {
         }
     }
 
+    fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
+        self.k().escape_driver_private(data)
+    }
+
     fn kernel_mode_testing_enabled(&self) -> Result<bool, NtStatus> {
         let (m, p) = self.parts();
         Ok(m.feature_db(p.adapter)
