@@ -38,14 +38,17 @@ fn kmt_backend_passes_or_skips_every_case() {
             Capability::MonitoredFences,
             Capability::UserModeSubmission,
             Capability::Tdr,
+            Capability::DmaContexts,
             Capability::AllocationUsage,
             Capability::GpuVaPlacement,
             Capability::NativeFences,
-            Capability::KernelModeTesting
+            Capability::KernelModeTesting,
+            Capability::KmdJournal,
+            Capability::KmdFaults
         ],
         "a D3DKMT program offers native and monitored fences, user-mode submission, the \
-         machine's own TDR, the UMD's tracked buffers, the GPU VA thunks, native fences and the \
-         kernel-mode testing escape"
+         machine's own TDR, DMA contexts, the UMD's tracked buffers, the GPU VA thunks, native \
+         fences, the kernel-mode testing escape and the KMD's test hooks"
     );
     // What user mode can observe runs and passes, monitored fences signalled and waited on by
     // the CPU and by user-mode queues too.
@@ -57,6 +60,12 @@ fn kmt_backend_passes_or_skips_every_case() {
             "Tdr.ComputeHangCopyRuns",
             "Tdr.GuiltyDeviceAborted",
             "Tdr.UserModeTrafficSurvives",
+            // The KMD forms: the KMD's journal and armed faults, through its test hooks.
+            "Tdr.LastCompletedFence",
+            "Tdr.ResetSequence",
+            "Tdr.AbortedFenceInRange",
+            "Tdr.CollectDbgInfoLevelZero",
+            "Tdr.ResetFailsPromoted",
         ]),
     );
     // What the backend claims (on Windows as here: the list is the backend's, the platform

@@ -39,12 +39,15 @@ const DBG_INFO_ROOM: usize = 4096;
 /// (VidSch hands it on from its own thread): a recovery on the node, at most.
 const SUBMIT_SEEN: Duration = Duration::from_secs(10);
 
+/// A DMA context of this program and the command buffers of its submissions (kept while the
+/// GPU may read them).
+pub(super) type LocalContext<K> = (KmtHandle, Vec<Allocation<<K as Kmt>::Mem>>);
+
 /// A DMA context of a case's process.
 struct DmaCtx<K: Kmt> {
     adapter: usize,
-    /// This program's context: its thunks and handle, and the command buffers of its
-    /// submissions (kept while the GPU may read them).
-    local: Option<(Arc<K>, KmtHandle, Vec<Allocation<K::Mem>>)>,
+    /// This program's context: its thunks, handle and command buffers.
+    local: Option<(Arc<K>, LocalContext<K>)>,
     /// Another process's: the process.
     remote: Option<usize>,
 }
@@ -152,9 +155,9 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     fn escape(&mut self, i: usize, data: &mut [u8]) -> Result<(), Failure> {
         let k = self.hooks_device(i)?;
-        let t = k.testing().ok_or_else(|| {
-            Failure::Unsupported("these thunks have no D3DKMTEscape".into())
-        })?;
+        let t = k
+            .testing()
+            .ok_or_else(|| Failure::Unsupported("these thunks have no D3DKMTEscape".into()))?;
         t.escape_driver_private(data).map_err(|s| self.status(s))
     }
 
@@ -257,7 +260,7 @@ impl<K: KmtSync + Send + Sync + 'static> DmaContexts for KmtSession<K> {
             let h = kmt.create_context(node).map_err(|s| self.status(s))?;
             DmaCtx {
                 adapter,
-                local: Some((kmt, h, Vec::new())),
+                local: Some((kmt, (h, Vec::new()))),
                 remote: None,
             }
         };
@@ -270,11 +273,11 @@ impl<K: KmtSync + Send + Sync + 'static> DmaContexts for KmtSession<K> {
         let ctx = nth(&self.hooks.contexts, c.0, "context")?;
         let adapter = ctx.adapter;
         let va = match (&ctx.local, ctx.remote) {
-            (Some((kmt, h, _)), _) => {
+            (Some((kmt, (h, _))), _) => {
                 let (kmt, h) = (kmt.clone(), *h);
                 let cb = submit_words(&*kmt, h, &w).map_err(|s| self.dma_status(s))?;
                 let va = cb.gpu_va;
-                if let Some((_, _, cbs)) = self
+                if let Some((_, (_, cbs))) = self
                     .hooks
                     .contexts
                     .get_mut(c.0)

@@ -29,7 +29,7 @@ use std::time::Duration;
 use rvgpu_hw::cmd::{self, Command};
 use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::kmt::{
-    Allocation, AllocationCpu, DeviceExecutionState, DoorbellStatus, Kmt, KmtHandle, NtStatus,
+    Allocation, AllocationCpu, DeviceExecutionState, DoorbellStatus, Kmt, NtStatus,
 };
 use rvgpu_umd::submit::SubmitError;
 
@@ -286,7 +286,7 @@ struct Served<K: KmtSync> {
     queues: BTreeMap<u64, UmdQueue<Arc<K>>>,
     fences: BTreeMap<u64, NativeFence>,
     /// DMA contexts and the command buffers of their submissions.
-    contexts: BTreeMap<u64, (KmtHandle, Vec<Allocation<K::Mem>>)>,
+    contexts: BTreeMap<u64, super::hooks::LocalContext<K>>,
 }
 
 enum Answer {

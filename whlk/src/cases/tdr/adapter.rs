@@ -1,6 +1,6 @@
 //! Promotion to an adapter reset and a failed reset (TDR-08, TDR-09).
 
-use crate::backend::{Capability, Backend, TdrStep, TdrTimeouts, Work};
+use crate::backend::{Backend, Capability, TdrStep, TdrTimeouts, Work};
 use crate::case::CaseResult;
 use crate::ensure;
 
@@ -71,7 +71,17 @@ pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
 }
 
 pub(super) fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
-    if super::kmd::form(b, &[Capability::TdrTrace, Capability::FaultInjection, Capability::DirectDdi, Capability::ConfiguredMachine], &[Capability::KmdJournal, Capability::KmdFaults])? == super::kmd::Form::Kmd {
+    if super::kmd::form(
+        b,
+        &[
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+            Capability::DirectDdi,
+            Capability::ConfiguredMachine,
+        ],
+        &[Capability::KmdJournal, Capability::KmdFaults],
+    )? == super::kmd::Form::Kmd
+    {
         return super::kmd::reset_fails_promoted(b);
     }
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;

@@ -29,7 +29,11 @@ pub(super) enum Form {
 /// The form of a case on `b`: the OS's record where the backend has every capability in
 /// `os`, else the KMD's where it has every one in `kmd`; a skip naming what is missing
 /// otherwise.
-pub(super) fn form(b: &dyn Backend, os: &[Capability], kmd: &[Capability]) -> Result<Form, CaseError> {
+pub(super) fn form(
+    b: &dyn Backend,
+    os: &[Capability],
+    kmd: &[Capability],
+) -> Result<Form, CaseError> {
     let caps = b.capabilities();
     let lacks = |need: &[Capability]| -> Vec<&str> {
         need.iter()
@@ -111,7 +115,8 @@ pub(super) fn await_record(
 pub(super) fn show(recs: &[JournalRecord]) -> String {
     recs.iter()
         .map(|r| {
-            let kind = JournalKind::from_u16(r.kind).map_or_else(|| format!("{}", r.kind), |k| format!("{k:?}"));
+            let kind = JournalKind::from_u16(r.kind)
+                .map_or_else(|| format!("{}", r.kind), |k| format!("{k:?}"));
             format!(
                 "#{} {kind}(n{}, {:#x}, {:#x}, {:#x}, {:#x})",
                 r.seq, r.node, r.a, r.b, r.status as u32, r.flags
@@ -140,7 +145,10 @@ pub(super) fn completed(s: &mut dyn Session, from: u64, id: u32, what: &str) -> 
 }
 
 /// The KMD's `DxgkDdiResetEngine` record of node 0 from `from`, once it is there.
-pub(super) fn reset_engine(s: &mut dyn Session, from: u64) -> Result<(Vec<JournalRecord>, JournalRecord), CaseError> {
+pub(super) fn reset_engine(
+    s: &mut dyn Session,
+    from: u64,
+) -> Result<(Vec<JournalRecord>, JournalRecord), CaseError> {
     let recs = await_record(s, from, "DxgkDdiResetEngine", |r| {
         is(r, JournalKind::ResetEngine)
     })?;
@@ -181,9 +189,7 @@ pub(super) fn new_work_runs(s: &mut dyn Session, nodes: &[u32], above: u32) -> C
             ensure!(id > above, "new work's fence ID {id} not above {above}");
         }
         await_record(s, from, "the new work's completion", |r| {
-            r.kind == JournalKind::DmaCompleted as u16
-                && r.node == n as u16
-                && r.a == u64::from(id)
+            r.kind == JournalKind::DmaCompleted as u16 && r.node == n as u16 && r.a == u64::from(id)
         })?;
         let got = s.ums_ref()?.read_buffer(t, 8 * u64::from(n))?;
         ensure!(
@@ -227,7 +233,9 @@ pub(super) fn reset_sequence(b: &dyn Backend) -> CaseResult {
             r.kind == JournalKind::CollectDbgInfo as u16
                 && r.a == u64::from(super::fixtures::VIDEO_ENGINE_TIMEOUT_DETECTED)
         }),
-        at(&recs, |r| is(r, JournalKind::DependentEngineGroup) && r.a == 1),
+        at(&recs, |r| {
+            is(r, JournalKind::DependentEngineGroup) && r.a == 1
+        }),
         at(&recs, |r| is(r, JournalKind::EngineStatus)),
         at(&recs, |r| {
             is(r, JournalKind::ResetEngine) && r.status == 0 && r.a == u64::from(hang)
@@ -308,8 +316,12 @@ pub(super) fn last_completed_fence(b: &dyn Backend) -> CaseResult {
     let recs = await_record(&mut *s, from, "first DMA buffer", |r| {
         is(r, JournalKind::DmaCompleted) && r.a == u64::from(f1)
     })?;
-    let sub = at(&recs, |r| is(r, JournalKind::Submit) && r.a == u64::from(f1));
-    let done = at(&recs, |r| is(r, JournalKind::DmaCompleted) && r.a == u64::from(f1));
+    let sub = at(&recs, |r| {
+        is(r, JournalKind::Submit) && r.a == u64::from(f1)
+    });
+    let done = at(&recs, |r| {
+        is(r, JournalKind::DmaCompleted) && r.a == u64::from(f1)
+    });
     ensure!(
         matches!((sub, done), (Some(a), Some(b)) if a < b),
         "{f1} reported completed before it was submitted: {}",
@@ -362,7 +374,10 @@ pub(super) fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
         .find(|r| r.kind == JournalKind::CollectDbgInfo as u16)
         .copied()
         .ok_or_else(|| {
-            CaseError::Fail(format!("no CollectDbgInfo in the recovery: {}", show(&recs)))
+            CaseError::Fail(format!(
+                "no CollectDbgInfo in the recovery: {}",
+                show(&recs)
+            ))
         })?;
     ensure!(
         dbg.a == u64::from(super::fixtures::VIDEO_ENGINE_TIMEOUT_DETECTED)
@@ -399,7 +414,9 @@ pub(super) fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
         r.kind == JournalKind::FaultFired as u16 && r.a == TestHookOp::FailNextReset as u64
     });
     let failed = at(&recs, |r| is(r, JournalKind::ResetEngine) && r.status < 0);
-    let reset = at(&recs, |r| r.kind == JournalKind::ResetFromTimeout as u16 && r.status >= 0);
+    let reset = at(&recs, |r| {
+        r.kind == JournalKind::ResetFromTimeout as u16 && r.status >= 0
+    });
     let restart = at(&recs, |r| {
         r.kind == JournalKind::RestartFromTimeout as u16 && r.status >= 0
     });
