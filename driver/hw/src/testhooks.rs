@@ -83,8 +83,8 @@ wire_enum! {
         Submit = 1,
         /// The ISR reported `DmaCompleted`: `a` = the fence ID.
         DmaCompleted = 2,
-        /// `DxgkDdiPreemptCommand`: `a` = PreemptionFenceId, `b` = LastCompletedFenceId the OS
-        /// passed.
+        /// `DxgkDdiPreemptCommand`: `a` = PreemptionFenceId, `b` = 0 (`DXGKARG_PREEMPTCOMMAND`
+        /// carries no other fence ID).
         PreemptCommand = 3,
         /// The KMD reported `DmaPreempted`: `a` = PreemptionFenceId, `b` = the last completed
         /// fence ID it carried.

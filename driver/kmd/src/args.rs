@@ -174,6 +174,35 @@ pub(crate) fn hw_queue_native_progress_fence(
     unsafe { args.Anonymous.hHwQueueNativeProgressFence }
 }
 
+/// A node-ring report (`DmaCompleted`, `DmaPreempted`) as the test hooks journal it
+/// ([`rvgpu_hw::testhooks::JournalKind`]); `None` for any other report.
+pub(crate) fn dma_report(
+    d: &rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+) -> Option<rvgpu_hw::testhooks::JournalRecord> {
+    use rvgpu_ddi::interrupt::{DXGK_INTERRUPT_DMA_COMPLETED, DXGK_INTERRUPT_DMA_PREEMPTED};
+    use rvgpu_hw::testhooks::JournalKind;
+    let (kind, node, a, b) = match d.InterruptType {
+        DXGK_INTERRUPT_DMA_COMPLETED => {
+            // SAFETY: the arm the interrupt type names; plain data.
+            let c = unsafe { d.Anonymous.DmaCompleted };
+            (
+                JournalKind::DmaCompleted,
+                c.NodeOrdinal,
+                c.SubmissionFenceId,
+                0,
+            )
+        }
+        DXGK_INTERRUPT_DMA_PREEMPTED => {
+            // SAFETY: the arm the interrupt type names; plain data.
+            let p = unsafe { d.Anonymous.DmaPreempted };
+            let (id, last) = (p.PreemptionFenceId, p.LastCompletedFenceId);
+            (JournalKind::DmaPreempted, p.NodeOrdinal, id, last)
+        }
+        _ => return None,
+    };
+    Some(crate::testhooks::rec(kind, node, a.into(), b.into()))
+}
+
 /// The node index of an engine power component's mapping.
 #[cfg(test)]
 pub(crate) fn engine_node_index(c: &rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT) -> u32 {

@@ -191,7 +191,30 @@ pub(crate) fn collect<P: Platform>(
     args: &DXGKARG_COLLECTDBGINFO,
     buf: Option<&mut [u8]>,
 ) -> Result<(), Status> {
+    keep_for_test_hooks(a, args.Reason);
     write_into(a, args.Reason, buf)
+}
+
+/// With the test hooks on ([`crate::testhooks`]): the call journaled and the text report of
+/// this moment kept for `LastDbgInfo` (both versions of the DDI; version 2 writes the OS a
+/// binary record). Never waits: a report being kept by another call at this moment keeps
+/// this one's record only.
+fn keep_for_test_hooks<P: Platform>(a: &Adapter<P>, reason: u32) {
+    use crate::testhooks::rec;
+    use rvgpu_hw::testhooks::JournalKind::CollectDbgInfo;
+    let Some(h) = a.live().and_then(|l| l.hooks.as_ref()) else {
+        return;
+    };
+    let record = |bytes: u32| {
+        h.journal
+            .write(&rec(CollectDbgInfo, 0, reason.into(), bytes.into()))
+    };
+    let fill = |w: &mut crate::testhooks::journal::TextWriter<'_>| {
+        let _ = report(a, reason, w);
+    };
+    if h.dbg.capture(fill, record).is_none() {
+        record(0);
+    }
 }
 
 /// What one engine's STATUS register says, as a dump state.
@@ -333,6 +356,7 @@ pub(crate) fn collect2<P: Platform>(
     buf: Option<&mut [u8]>,
     payload: Option<&DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>,
 ) -> Result<(), Status> {
+    keep_for_test_hooks(a, args.Reason);
     let buf = buf.ok_or(status::UNSUCCESSFUL)?;
     let live = a.live();
     let header_size = usize::from(tdrdump::HEADER_SIZE);

@@ -3,8 +3,10 @@
 //! ([`rvgpu_hw::pdd::NativeFenceTagEscape`], NF-14): 24H2 gives the opener no private data from
 //! the open (`K:NtDxgkOpenNativeFenceFromNtHandleInternal` @0x1401E15EC passes
 //! `DXGSYNCOBJECT::Open` @0x1401F4640 no buffer for it and copies the caller's own bytes back),
-//! so the creator's [`rvgpu_hw::pdd::NativeFencePdd`] never reaches it. Anything else is
-//! STATUS_INVALID_PARAMETER, and nothing is written.
+//! so the creator's [`rvgpu_hw::pdd::NativeFencePdd`] never reaches it. A request that starts
+//! with [`rvgpu_hw::testhooks::TestHookEscape`]'s magic and version goes to the test hooks
+//! ([`crate::testhooks::escape`]), which answer only when the software key turned them on.
+//! Anything else is STATUS_INVALID_PARAMETER, and nothing is written.
 
 use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
 use rvgpu_hw::pdd::{NativeFenceTagEscape, NATIVE_FENCE_TAG_ESCAPE_VERSION, PDD_MAGIC};
@@ -25,6 +27,9 @@ pub fn escape<P: Platform>(
     let data = data.ok_or(status::INVALID_PARAMETER)?;
     if args.Flags != 0 {
         return Err(status::INVALID_PARAMETER);
+    }
+    if crate::testhooks::is_request(data) {
+        return crate::testhooks::escape(a, data);
     }
     let mut q =
         NativeFenceTagEscape::read_from_bytes(data).map_err(|_| status::INVALID_PARAMETER)?;

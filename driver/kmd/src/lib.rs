@@ -72,6 +72,7 @@ mod status;
 mod submit;
 #[allow(unsafe_code)]
 mod sync;
+mod testhooks;
 mod thunk;
 mod watchdog;
 

@@ -38,9 +38,10 @@ use rvgpu_ddi::NTSTATUS;
 use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, MAX_TRANSFER};
 
-use crate::adapter::Adapter;
+use crate::adapter::{Adapter, Live};
 use crate::aperture::Aperture;
 use crate::args::{PagingOperation, TransferSide};
+use crate::handle::{Handle, Kind};
 use crate::mdl::Pages;
 use crate::platform::Platform;
 use crate::status::{self, Status};
@@ -451,6 +452,7 @@ pub fn build_paging_buffer<P: Platform>(
         return status::INVALID_PARAMETER.code();
     };
     let (n, next) = encode(&op, first, out);
+    let n = hang_if_armed(a, live, args.hSystemContext, out, n);
     let bytes = n.saturating_mul(8);
     // `bytes` ≤ `avail`: still inside (or one past the end of) the buffer.
     args.pDmaBuffer = buf.cast::<u8>().wrapping_add(bytes).cast();
@@ -463,6 +465,37 @@ pub fn build_paging_buffer<P: Platform>(
     }
     args.MultipassOffset = 0;
     rvgpu_ddi::ntstatus::STATUS_SUCCESS
+}
+
+/// The test hooks' `HangNextPaging` (TDR-08): when the fault is armed on the node the system
+/// context `h` runs on and `out` has room for one more word after the `n` written, the buffer
+/// ends in a HANG (and the fault fires). Returns the words written.
+fn hang_if_armed<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    h: rvgpu_ddi::HANDLE,
+    out: &mut [u64],
+    n: usize,
+) -> usize {
+    if live.hooks.is_none() {
+        return n;
+    }
+    let Some(slot) = out.get_mut(n..n.saturating_add(1)) else {
+        return n;
+    };
+    let Ok(ctx) = Handle::decode_on(h, Kind::Context, a.table_slot()) else {
+        return n;
+    };
+    let Some(node) = live.sched.lock().contexts.get(&ctx).map(|c| c.engine) else {
+        return n;
+    };
+    if Command::Hang.encode(slot) != Some(1) {
+        return n;
+    }
+    if !crate::testhooks::fire(live, node, crate::testhooks::Fault::HangPaging) {
+        return n;
+    }
+    n.saturating_add(1)
 }
 
 /// The GpuMmu operations ([`crate::pagetable`]) into the OS's paging buffer.
@@ -494,10 +527,11 @@ fn build_gpummu<P: Platform>(
         PagingOperation::CopyPageTableEntries(op) => pagetable::copy(call, live, &op, first, out),
         _ => return STATUS_NOT_SUPPORTED,
     };
-    let pass = match pass {
+    let mut pass = match pass {
         Ok(p) => p,
         Err(e) => return e.code(),
     };
+    pass.words = hang_if_armed(a, live, args.hSystemContext, out, pass.words);
     if pass.words == 0 && pass.more.is_some() {
         // Not even one packet fits: the OS must hand a bigger (or emptier) buffer.
         return STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;

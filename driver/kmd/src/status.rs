@@ -35,6 +35,8 @@ pub const ILLEGAL_INSTRUCTION: Status = st(0xC000_001D);
 pub const DEVICE_REMOVED: Status = st(0xC000_02B6);
 /// STATUS_GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED: a render-only adapter has no children.
 pub const GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED: Status = st(0xC01E_0487);
+/// STATUS_DEVICE_BUSY: the test hooks' debug-report text is being replaced at this moment.
+pub const DEVICE_BUSY: Status = st(0x8000_0011);
 
 /// STATUS_SUCCESS.
 pub const SUCCESS: NTSTATUS = 0;

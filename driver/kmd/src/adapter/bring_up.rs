@@ -101,6 +101,7 @@ impl<P: Platform> Adapter<P> {
     fn bring_up(&self, dxgk: Dxgk, ddis: Filled) -> Result<Box<Live<P>>, Status> {
         let info = dxgk.device_information()?;
         let quotas = crate::quota::Quotas::read::<P>(info.physical_device_object().cast());
+        let hooks = crate::testhooks::Hooks::at_start::<P>(info.physical_device_object().cast());
         let res = dxgk
             .resources(&info)
             .map_err(|_| status::INSUFFICIENT_RESOURCES)?;
@@ -233,6 +234,7 @@ impl<P: Platform> Adapter<P> {
                 power,
                 aperture,
                 quotas,
+                hooks,
                 isr: IsrCell(UnsafeCell::new(IsrState {
                     ring,
                     fences: isr_fences,

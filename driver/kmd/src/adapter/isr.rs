@@ -67,7 +67,10 @@ impl<P: Platform> Adapter<P> {
         let isr = live.isr_state_in_isr();
         let (ring, registry, nodes) = (&mut isr.ring, &isr.fences, &mut isr.nodes);
         // Node-ring reports (DmaCompleted / DmaPreempted / DmaFaulted, docs/tdr.md#the-kmd).
-        let mut node_emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| live.dxgk.notify_interrupt(d);
+        let mut node_emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| {
+            crate::testhooks::notified(live, d);
+            live.dxgk.notify_interrupt(d);
+        };
         let mut batch = if live.optimized_fence_irq {
             Batch::optimized()
         } else {

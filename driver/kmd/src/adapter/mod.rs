@@ -106,6 +106,8 @@ pub struct Live<P: Platform> {
     pub aperture: crate::aperture::Aperture,
     /// Each pool's share between processes, read from the registry at start.
     pub quotas: crate::quota::Quotas,
+    /// The test hooks, when the software key turned them on at start ([`crate::testhooks`]).
+    pub hooks: Option<crate::testhooks::Hooks>,
     isr: IsrCell,
 }
 

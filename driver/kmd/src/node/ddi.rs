@@ -10,12 +10,14 @@ use rvgpu_ddi::tdr::{
     DXGKARG_SUBMITCOMMANDVIRTUAL,
 };
 use rvgpu_hw::regs;
+use rvgpu_hw::testhooks::{JournalKind, JOURNAL_PAGING, JOURNAL_RESUBMISSION};
 
 use crate::adapter::{Adapter, Live};
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::status::{self, Status};
 use crate::submit;
+use crate::testhooks;
 
 use super::{check_range, MAX_WORDS};
 
@@ -95,6 +97,21 @@ fn push<P: Platform>(
         );
     })?;
     live.regs.write_at(node, regs::QueueKick::new(queue_id));
+    crate::testhooks::note(live, || {
+        let mut r = testhooks::rec(
+            JournalKind::Submit,
+            node,
+            fence.into(),
+            if paging { 0 } else { addr.get() },
+        );
+        if paging {
+            r.flags |= JOURNAL_PAGING;
+        }
+        if flags.is_set(DXGK_SUBMITCOMMANDFLAGS::Resubmission) {
+            r.flags |= JOURNAL_RESUBMISSION;
+        }
+        r
+    });
     Ok(())
 }
 
@@ -246,13 +263,16 @@ pub fn preempt_command<P: Platform>(
     }
     let dxgk = live.dxgk;
     let id = args.PreemptionFenceId;
+    testhooks::note(live, || {
+        testhooks::rec(JournalKind::PreemptCommand, node, id.into(), 0)
+    });
     let reported = live.synchronized(|isr| {
         let r = isr.nodes.get_mut(node).ok_or(status::INVALID_PARAMETER)?;
         let now = r.fences.preempt(id);
         if let Some((id, last)) = now {
-            dxgk.notify_interrupt(&DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(
-                id, last, node, 0,
-            ));
+            let d = DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(id, last, node, 0);
+            testhooks::notified(live, &d);
+            dxgk.notify_interrupt(&d);
         }
         Ok::<bool, Status>(now.is_some())
     })??;
@@ -279,6 +299,7 @@ pub fn query_current_fence<P: Platform>(
     let current = live.synchronized(|isr| {
         let mut emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| {
             notified = true;
+            testhooks::notified(live, d);
             dxgk.notify_interrupt(d);
         };
         isr.nodes
@@ -289,5 +310,8 @@ pub fn query_current_fence<P: Platform>(
         let _ = dxgk.queue_dpc();
     }
     args.CurrentFence = current;
+    testhooks::note(live, || {
+        testhooks::rec(JournalKind::QueryCurrentFence, node, current.into(), 0)
+    });
     Ok(())
 }

@@ -53,6 +53,8 @@ use crate::runlist;
 use crate::sched::Sched;
 use crate::status::{self, Status};
 use crate::sync::SpinGuard;
+use crate::testhooks::{self, Fault};
+use rvgpu_hw::testhooks::JournalKind;
 
 // ---------------------------------------------------------------------------------------------
 // Caps (TDR-01)
@@ -83,7 +85,11 @@ pub fn query_dependent_engine_group<P: Platform>(
     crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_TIMEOUT, || {
         [a.table_slot().into(), node.into()]
     });
-    args.DependentNodeOrdinalMask = dependent_mask(node).ok_or(status::INVALID_PARAMETER)?;
+    let mask = dependent_mask(node).ok_or(status::INVALID_PARAMETER)?;
+    args.DependentNodeOrdinalMask = mask;
+    testhooks::note(live, || {
+        testhooks::rec(JournalKind::DependentEngineGroup, node, mask, 0)
+    });
     Ok(())
 }
 
@@ -95,8 +101,12 @@ pub fn query_engine_status<P: Platform>(
     let live = a.started()?;
     let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let raw = live.regs.read_at::<regs::EngineStatusReg>(node).raw();
-    args.EngineStatus = DXGK_ENGINESTATUS::default()
-        .with(DXGK_ENGINESTATUS::Responsive, u32::from(responsive(raw)));
+    let responsive = responsive(raw);
+    args.EngineStatus =
+        DXGK_ENGINESTATUS::default().with(DXGK_ENGINESTATUS::Responsive, u32::from(responsive));
+    testhooks::note(live, || {
+        testhooks::rec(JournalKind::EngineStatus, node, responsive.into(), 0)
+    });
     Ok(())
 }
 
@@ -162,6 +172,13 @@ fn lock_and_reset<'l, P: Platform>(
     crate::etw::events::emit::<P, 2>(&crate::etw::events::TDR_ENGINE_RESET, || {
         [a.table_slot().into(), node.into()]
     });
+    // The test hooks' faults (TDR-09, TDR-07): a failed reset changes nothing.
+    if testhooks::fire(live, node, Fault::FailReset) {
+        return Err(reset_failed(a, node, status::DEVICE_HARDWARE_ERROR));
+    }
+    if testhooks::fire(live, node, Fault::CompleteBeforeReset) {
+        let _ = let_node_ring_finish(live, node);
+    }
     let s = live.sched.lock();
     match reset_hw(a, live, node) {
         Ok(answer) => Ok((s, answer)),
@@ -169,6 +186,34 @@ fn lock_and_reset<'l, P: Platform>(
             drop(s);
             Err(reset_failed(a, node, e))
         }
+    }
+}
+
+/// How long [`let_node_ring_finish`] waits at most.
+const COMPLETE_BEFORE_RESET_MS: u64 = 2000;
+
+/// The test hooks' `CompleteBeforeReset` (TDR-07): waits, bounded by the KMD's clock
+/// ([`COMPLETE_BEFORE_RESET_MS`]), until node `node`'s ring has completed what was submitted
+/// to it (its fence word reached `S`), so that the work completes between the OS's snapshot
+/// and the reset. Whether it did; without a clock it does not wait.
+fn let_node_ring_finish<P: Platform>(live: &Live<P>, node: u32) -> bool {
+    let (start, hz) = P::query_performance_counter();
+    let deadline = start.saturating_add(hz.saturating_mul(COMPLETE_BEFORE_RESET_MS) / 1000);
+    loop {
+        let done = live
+            .synchronized(|isr| {
+                isr.nodes
+                    .snapshot(node)
+                    .is_some_and(|(submitted, _, fence)| fence == submitted)
+            })
+            .unwrap_or(false);
+        if done {
+            return true;
+        }
+        if P::query_performance_counter().0 >= deadline {
+            return false;
+        }
+        core::hint::spin_loop();
     }
 }
 
@@ -200,7 +245,11 @@ fn reset_done<P: Platform>(a: &Adapter<P>, live: &Live<P>, node: u32, guilty: Op
 /// failure changes nothing the OS relies on: the device's queues are out of every runlist
 /// already.
 fn invalidate<P: Platform>(a: &Adapter<P>, live: &Live<P>, g: Guilty) {
-    match live.dxgk.invalidate_hw_context(g.handle) {
+    let r = live.dxgk.invalidate_hw_context(g.handle);
+    testhooks::note_result(live, &r, || {
+        testhooks::rec(JournalKind::InvalidateHwContext, 0, g.handle as u64, 0)
+    });
+    match r {
         Ok(()) => {
             a.tdr.invalidated.fetch_add(1, Ordering::Relaxed);
         }
@@ -228,6 +277,31 @@ fn invalidate<P: Platform>(a: &Adapter<P>, live: &Live<P>, g: Guilty) {
 ///    on every engine they were on.
 /// 6. Lock released: `DxgkCbInvalidateHwContext(guilty context)` (PASSIVE).
 pub fn reset_engine<P: Platform>(
+    a: &Adapter<P>,
+    args: &mut DXGKARG_RESETENGINE,
+) -> Result<(), Status> {
+    let r = reset_engine_on(a, args);
+    journal_result(a, &r, JournalKind::ResetEngine, args.NodeOrdinal, || {
+        args.LastAbortedFenceId.into()
+    });
+    r
+}
+
+/// Journals a TDR DDI's result on `node` ([`testhooks::note_result`]), `a` from `value`.
+fn journal_result<P: Platform>(
+    a: &Adapter<P>,
+    r: &Result<(), Status>,
+    kind: JournalKind,
+    node: u32,
+    value: impl FnOnce() -> u64,
+) {
+    if let Some(live) = a.live() {
+        testhooks::note_result(live, r, || testhooks::rec(kind, node, value(), 0));
+    }
+}
+
+/// [`reset_engine`]'s steps.
+fn reset_engine_on<P: Platform>(
     a: &Adapter<P>,
     args: &mut DXGKARG_RESETENGINE,
 ) -> Result<(), Status> {
@@ -327,6 +401,16 @@ pub fn reset_hw_engine<P: Platform>(
     a: &Adapter<P>,
     args: &rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
 ) -> Result<(), Status> {
+    let r = reset_hw_engine_on(a, args);
+    journal_result(a, &r, JournalKind::ResetHwEngine, args.NodeOrdinal, || 0);
+    r
+}
+
+/// [`reset_hw_engine`]'s steps.
+fn reset_hw_engine_on<P: Platform>(
+    a: &Adapter<P>,
+    args: &rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
+) -> Result<(), Status> {
     let live = crate::hws::ddi::started_hws(a)?;
     let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
     let guilty = {
@@ -404,6 +488,13 @@ const ADAPTER_RESET_POLLS: u32 = 1_000_000;
 /// Failure means the OS bug checks (0x116), so the only error is a device that does not come
 /// out of reset.
 pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
+    let r = reset_adapter(a);
+    journal_result(a, &r, JournalKind::ResetFromTimeout, 0, || 0);
+    r
+}
+
+/// [`reset_from_timeout`]'s steps.
+fn reset_adapter<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     let live = a.started()?;
     crate::etw::events::emit::<P, 1>(&crate::etw::events::TDR_ADAPTER_RESET, || {
         [a.table_slot().into()]
@@ -460,6 +551,13 @@ pub fn reset_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
 /// connected doorbells whose device is not in error, every engine's runlist (node ring first),
 /// then `QUEUE_KICK` of every queue in a runlist.
 pub fn restart_from_timeout<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
+    let r = restart_adapter(a);
+    journal_result(a, &r, JournalKind::RestartFromTimeout, 0, || 0);
+    r
+}
+
+/// [`restart_from_timeout`]'s steps.
+fn restart_adapter<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     let live = a.started()?;
     crate::etw::events::emit::<P, 1>(&crate::etw::events::TDR_RESTART, || [a.table_slot().into()]);
     let regs = &live.regs;
