@@ -170,11 +170,19 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         })
     }
 
-    /// The fence ID of the journal's first `Submit` record of the DMA buffer at `gpu_va` on
-    /// adapter `i` (not a resubmission), once the KMD has seen it.
-    fn fence_of(&mut self, i: usize, gpu_va: u64) -> Result<u32, Failure> {
+    /// The sequence number the KMD's next journal record on adapter `i` will get.
+    fn next_seq(&mut self, i: usize) -> Result<u64, Failure> {
+        let mut b = request(TestHookOp::Journal, 0, u64::MAX, 0);
+        self.escape(i, &mut b)?;
+        Ok(u64_at(&b, 16))
+    }
+
+    /// The fence ID of the first `Submit` record from `from` of the DMA buffer at `gpu_va` on
+    /// adapter `i` (not a resubmission), once the KMD has seen it. `from` is taken before the
+    /// submission: another process's command buffer may have had the same GPU VA before.
+    fn fence_of(&mut self, i: usize, gpu_va: u64, from: u64) -> Result<u32, Failure> {
         let start = Instant::now();
-        let mut from = 1;
+        let mut from = from;
         loop {
             let recs = self.kmd_journal(i, from)?;
             if let Some(r) = recs.iter().find(|r| {
@@ -270,8 +278,9 @@ impl<K: KmtSync + Send + Sync + 'static> DmaContexts for KmtSession<K> {
 
     fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure> {
         let w = words(&self.encode(work)?)?;
+        let adapter = nth(&self.hooks.contexts, c.0, "context")?.adapter;
+        let from = self.next_seq(adapter)?;
         let ctx = nth(&self.hooks.contexts, c.0, "context")?;
-        let adapter = ctx.adapter;
         let va = match (&ctx.local, ctx.remote) {
             (Some((kmt, (h, _))), _) => {
                 let (kmt, h) = (kmt.clone(), *h);
@@ -298,7 +307,7 @@ impl<K: KmtSync + Send + Sync + 'static> DmaContexts for KmtSession<K> {
             }
             (None, None) => return Err(Failure::Backend(format!("context {} closed", c.0))),
         };
-        self.fence_of(adapter, va)
+        self.fence_of(adapter, va, from)
     }
 
     fn node_hw_scheduled(&mut self, p: ProcessRef, node: u32) -> Result<bool, Failure> {
