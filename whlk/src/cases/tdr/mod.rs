@@ -17,8 +17,10 @@
 //!   KMD form ([`kmd`]) with the checks that record supports, the rest left to the
 //!   simulation: `Tdr.LastCompletedFence`, `Tdr.ResetSequence`, `Tdr.AbortedFenceInRange`,
 //!   `Tdr.CollectDbgInfoLevelZero`, `Tdr.ResetFailsPromoted`;
-//! - paging buffers a case causes (`Paging`: only VidMm builds them, when it decides to):
-//!   `Tdr.PagingResubmitOrder`, `Tdr.PagingPromotesAdapterReset`;
+//! - a FILL VidMm pages in when the case asks (`Paging`), on the node the case hangs:
+//!   `Tdr.PagingResubmitOrder`, `Tdr.PagingPromotesAdapterReset`. A program's paging (a new
+//!   buffer's page-table updates) goes to the driver's paging node, not the hung one, and which
+//!   paging buffer the KMD's `HangNextPaging` catches is VidMm's choice;
 //! - a FILL timed to finish between the OS's snapshot and the reset, which needs a timeout
 //!   shorter than the FILL (`Tdr.CompletedBeforeReset`; Windows reads `TdrDelay` at boot).
 
