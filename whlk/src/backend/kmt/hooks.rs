@@ -23,6 +23,7 @@ use rvgpu_umd::kmt::{
     STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
 };
 
+use super::sync::TestThunks;
 use super::{KmtSession, KmtSync};
 use crate::backend::{
     nth, ContextRef, DmaContexts, Failure, KmdFaults, KmdJournal, ProcessRef, Work,
@@ -153,14 +154,6 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         Ok(k)
     }
 
-    fn escape(&mut self, i: usize, data: &mut [u8]) -> Result<(), Failure> {
-        let k = self.hooks_device(i)?;
-        let t = k
-            .testing()
-            .ok_or_else(|| Failure::Unsupported("these thunks have no D3DKMTEscape".into()))?;
-        t.escape_driver_private(data).map_err(|s| self.status(s))
-    }
-
     /// VidSch's refusal of work for a device in error is the device lost, as the UMD reads it.
     fn dma_status(&self, s: NtStatus) -> Failure {
         self.status(if s == STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE {
@@ -168,13 +161,6 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         } else {
             s
         })
-    }
-
-    /// The sequence number the KMD's next journal record on adapter `i` will get.
-    fn next_seq(&mut self, i: usize) -> Result<u64, Failure> {
-        let mut b = request(TestHookOp::Journal, 0, u64::MAX, 0);
-        self.escape(i, &mut b)?;
-        Ok(u64_at(&b, 16))
     }
 
     /// The fence ID of the first `Submit` record from `from` of the DMA buffer at `gpu_va` on
@@ -209,41 +195,76 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     }
 }
 
+/// The journal records from `from` through the escape on `t`.
+pub(super) fn read_journal(t: &dyn TestThunks, from: u64) -> Result<Vec<JournalRecord>, NtStatus> {
+    let mut out = Vec::new();
+    let mut seq = from;
+    loop {
+        let mut b = request(TestHookOp::Journal, 0, seq, RECORDS_PER_CALL * RECORD);
+        t.escape_driver_private(&mut b)?;
+        let count = (u32_at(&b, 24) as usize).min(RECORDS_PER_CALL);
+        out.extend((0..count).map(|n| record(&b[HEADER + n * RECORD..])));
+        let next = u64_at(&b, 16);
+        if count < RECORDS_PER_CALL || next <= seq {
+            return Ok(out);
+        }
+        seq = next;
+    }
+}
+
+/// The sequence number the KMD's next journal record will get, through the escape on `t`.
+pub(super) fn next_seq(t: &dyn TestThunks) -> Result<u64, NtStatus> {
+    let mut b = request(TestHookOp::Journal, 0, u64::MAX, 0);
+    t.escape_driver_private(&mut b)?;
+    Ok(u64_at(&b, 16))
+}
+
+/// The last `DxgkDdiCollectDbgInfo` text and its record's sequence number, through `t`.
+pub(super) fn read_dbg_info(t: &dyn TestThunks) -> Result<(u64, String), NtStatus> {
+    let mut b = request(TestHookOp::LastDbgInfo, 0, 0, DBG_INFO_ROOM);
+    t.escape_driver_private(&mut b)?;
+    let n = (u32_at(&b, 24) as usize).min(DBG_INFO_ROOM);
+    let text = String::from_utf8_lossy(&b[HEADER..HEADER + n]).into_owned();
+    Ok((u64_at(&b, 16), text))
+}
+
+/// Arms `op` on `node` through `t`; an op that arms nothing is refused here.
+pub(super) fn arm(t: &dyn TestThunks, op: TestHookOp, node: u32) -> Result<(), Failure> {
+    if matches!(op, TestHookOp::Journal | TestHookOp::LastDbgInfo) {
+        return Err(Failure::Backend(format!("{op:?} arms nothing")));
+    }
+    let mut b = request(op, node, 0, 0);
+    t.escape_driver_private(&mut b)
+        .map_err(|s| Failure::DdiFailed(s.0))
+}
+
+/// The test thunks of `k`, or why there are none.
+pub(super) fn thunks<K: KmtSync>(k: &K) -> Result<&dyn TestThunks, Failure> {
+    k.testing()
+        .ok_or_else(|| Failure::Unsupported("these thunks have no D3DKMTEscape".into()))
+}
+
 /// The journal and the last `DxgkDdiCollectDbgInfo` text, through the escape.
 impl<K: KmtSync + Send + Sync + 'static> KmdJournal for KmtSession<K> {
     fn kmd_journal(&mut self, i: usize, from: u64) -> Result<Vec<JournalRecord>, Failure> {
-        let mut out = Vec::new();
-        let mut seq = from;
-        loop {
-            let mut b = request(TestHookOp::Journal, 0, seq, RECORDS_PER_CALL * RECORD);
-            self.escape(i, &mut b)?;
-            let count = (u32_at(&b, 24) as usize).min(RECORDS_PER_CALL);
-            out.extend((0..count).map(|n| record(&b[HEADER + n * RECORD..])));
-            let next = u64_at(&b, 16);
-            if count < RECORDS_PER_CALL || next <= seq {
-                return Ok(out);
-            }
-            seq = next;
-        }
+        let k = self.hooks_device(i)?;
+        read_journal(thunks(&*k)?, from).map_err(|s| self.status(s))
     }
 
     fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure> {
-        let mut b = request(TestHookOp::LastDbgInfo, 0, 0, DBG_INFO_ROOM);
-        self.escape(i, &mut b)?;
-        let n = (u32_at(&b, 24) as usize).min(DBG_INFO_ROOM);
-        let text = String::from_utf8_lossy(&b[HEADER..HEADER + n]).into_owned();
-        Ok((u64_at(&b, 16), text))
+        let k = self.hooks_device(i)?;
+        read_dbg_info(thunks(&*k)?).map_err(|s| self.status(s))
     }
 }
 
 /// Arming a fault through the escape.
 impl<K: KmtSync + Send + Sync + 'static> KmdFaults for KmtSession<K> {
     fn arm_kmd_fault(&mut self, i: usize, op: TestHookOp, node: u32) -> Result<(), Failure> {
-        if matches!(op, TestHookOp::Journal | TestHookOp::LastDbgInfo) {
-            return Err(Failure::Backend(format!("{op:?} arms nothing")));
-        }
-        let mut b = request(op, node, 0, 0);
-        self.escape(i, &mut b)
+        let k = self.hooks_device(i)?;
+        arm(thunks(&*k)?, op, node).map_err(|e| match e {
+            Failure::DdiFailed(s) => self.status(NtStatus(s)),
+            other => other,
+        })
     }
 }
 
@@ -279,7 +300,8 @@ impl<K: KmtSync + Send + Sync + 'static> DmaContexts for KmtSession<K> {
     fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure> {
         let w = words(&self.encode(work)?)?;
         let adapter = nth(&self.hooks.contexts, c.0, "context")?.adapter;
-        let from = self.next_seq(adapter)?;
+        let k = self.hooks_device(adapter)?;
+        let from = next_seq(thunks(&*k)?).map_err(|s| self.status(s))?;
         let ctx = nth(&self.hooks.contexts, c.0, "context")?;
         let va = match (&ctx.local, ctx.remote) {
             (Some((kmt, (h, _))), _) => {
