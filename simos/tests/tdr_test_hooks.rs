@@ -18,7 +18,8 @@ use rvgpu_hw::testhooks::{
 use rvgpu_simos::adapter::registry::RegValue;
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::{Machine, Mode, TdrEvent, TdrReason};
-use rvgpu_umd::kmt::{Kmt, NtStatus};
+use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
+use std::time::Duration;
 use zerocopy::{FromBytes, IntoBytes};
 
 const STATUS_INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D_u32 as i32);
@@ -291,6 +292,75 @@ fn tdr_08_hang_next_paging_hook_promotes_to_an_adapter_reset() {
     find(&j, paging, |r| {
         is(r, JournalKind::ResetFromTimeout) && r.status == 0
     });
+    no_fault(&m);
+}
+
+/// TDR-07: CompleteBeforeReset on node 0 (threaded: the device runs while the KMD waits): the
+/// DMA buffer is stuck on a memory wait, so the OS times it out; the KMD's next engine reset
+/// first waits for the node ring (journaling the fault), the test then satisfies the wait,
+/// and the buffer completes between the OS's snapshot and the reset. ResetEngine finds
+/// nothing in flight and returns LastAbortedFenceId = S; the OS ignores the completion, still
+/// errors the device, and the journal shows the KMD reporting `DmaCompleted(S)` after the
+/// fault fired and before its reset. (Without the fault the wait is aborted: the hung ID.)
+#[test]
+fn tdr_07_complete_before_reset_hook_lets_the_buffer_finish_so_last_aborted_is_s() {
+    let m = machine_with(Mode::Threaded, |a| {
+        a.hwsch_feature = false;
+        a.software_key.set("", TEST_HOOKS_VALUE, RegValue::dword(1));
+    });
+    let (_o, ko) = user_process(&m);
+    let (p, k, ctx) = process_with_context(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
+    run_until(&m, "warm-up", |m| all_done(m, 0));
+    enable_tdr_after(&m, Duration::from_millis(100), Duration::from_millis(5));
+    arm(&ko, TestHookOp::CompleteBeforeReset, 0);
+    let gate = t.gpu_va + 512;
+    let id = ok(
+        &m,
+        m.submit_legacy(
+            &p,
+            ctx,
+            &[
+                Command::FenceWait {
+                    addr: gate,
+                    value: 1,
+                },
+                fill(&t, 0, 0x77),
+            ],
+        ),
+    );
+    let fired = |j: &[JournalRecord]| {
+        j.iter().any(|r| {
+            is(r, JournalKind::FaultFired) && r.a == TestHookOp::CompleteBeforeReset as u64
+        })
+    };
+    run_until(&m, "the fault fired", |_| fired(&journal(&ko)));
+    // Satisfy the wait (a CPU write, then WAIT_RESCAN of every blocked wait: hardware.md
+    // 5.4; the buffer's address is in its process's space, not the CMP's).
+    t.mem.store(512, 1);
+    {
+        use rvgpu_hw::mmio::MmioBus;
+        m.device(0).unwrap().write64(rvgpu_hw::regs::WAIT_RESCAN, 0);
+    }
+    run_until(&m, "reset", |m| resets(m) == 1);
+    let ev = m.tdr_events(0);
+    assert!(
+        ev.iter().any(|e| matches!(e, TdrEvent::ResetEngine { node: 0, status: 0, last_aborted } if *last_aborted == id)),
+        "{ev:#?}"
+    );
+    assert!(device_error(&ev, &p));
+    assert_eq!(t.mem.load(0), 0x77, "the buffer did complete");
+    assert_eq!(m.legacy_fences(0, 0), (id, id));
+    let j = journal(&ko);
+    let at = find(&j, 0, |r| {
+        is(r, JournalKind::FaultFired) && r.a == TestHookOp::CompleteBeforeReset as u64
+    });
+    let done = find(&j, at, |r| {
+        is(r, JournalKind::DmaCompleted) && r.a == u64::from(id)
+    });
+    let reset = find(&j, done, |r| is(r, JournalKind::ResetEngine));
+    assert_eq!((j[reset].status, j[reset].a), (0, u64::from(id)));
     no_fault(&m);
 }
 

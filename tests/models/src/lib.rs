@@ -26,6 +26,10 @@
 //! against 24H2's MonitoredValue rules: no wait lost or released early, for threads of one
 //! process and for two processes sharing the fence.
 //!
+//! `tests/tdr_test_hook_journal.rs`: the KMD's test-hook journal (`driver/kmd/src/testhooks`),
+//! written at any IRQL and read at PASSIVE without a lock: a record is read whole or not at
+//! all.
+//!
 //! The models are the crate's integration tests; the library holds only what they share,
 //! [`run_isolated`] and the negative controls' [`expect_violation`].
 //! Run: `cargo test -p rvgpu-models`.

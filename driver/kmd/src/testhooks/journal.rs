@@ -9,8 +9,9 @@
 //! claims its slot with one compare-exchange from a stamp that is neither busy nor newer than
 //! its own record, and otherwise drops its record (a gap in `seq`, which a reader sees): so a
 //! slot has at most one writer, and an ISR never waits for the writer it interrupted. The
-//! writer's fields are stored after the claim (ordered by a Release fence) and published by
-//! the Release store of the whole stamp; a reader loads the stamp (Acquire), the fields, then
+//! claim acquires the previous writer's whole stamp (so its fields come before the new ones in
+//! every field's modification order); the writer's fields are stored after the claim (ordered
+//! by a Release fence) and published by the Release store of the whole stamp; a reader loads the stamp (Acquire), the fields, then
 //! (after an Acquire fence) the stamp again, and keeps the record only if both stamps are the
 //! whole stamp of the record it wants. `tests/models/tests/tdr_test_hook_journal.rs` checks
 //! this protocol with `loom`.
@@ -83,7 +84,7 @@ impl Journal {
         }
         if slot
             .stamp
-            .compare_exchange(old, n << 1 | BUSY, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(old, n << 1 | BUSY, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
             return n;
@@ -188,7 +189,7 @@ impl DbgText {
         if v & 1 != 0
             || self
                 .version
-                .compare_exchange(v, v | 1, Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange(v, v | 1, Ordering::Acquire, Ordering::Relaxed)
                 .is_err()
         {
             return None;
