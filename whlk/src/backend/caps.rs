@@ -543,7 +543,8 @@ pub trait Tdr {
 }
 
 /// Kernel-mode ("legacy") contexts and their DMA buffers, which the TDR cases hang and
-/// recover. A Windows backend has them through `D3DKMTCreateContext` and `D3DKMTRender`.
+/// recover. A Windows backend has them through `D3DKMTCreateContextVirtual` (no hardware
+/// queue) and `D3DKMTSubmitCommand`.
 pub trait DmaContexts {
     /// A kernel-mode context of `p` on `node` (`D3DKMTCreateContext`, TDR-02: the node must be
     /// one of the adapter's).

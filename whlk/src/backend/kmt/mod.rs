@@ -19,11 +19,12 @@
 //! [`AllocationUsage`] (the UMD's tracked buffers) and [`super::GpuVaPlacement`] (the GPU VA
 //! thunks), the last three written once for this backend and the DLL's over the Rust UMD as
 //! their primitive (`umd`, `fences`, `backend::app`), [`super::MonitoredFences`] (`fences`),
-//! and [`Tdr`] (the machine's own detection and recovery, `stream`).
-//! The driver's caps, the OS's internals, fault injection and the other simulation-only
-//! capabilities are absent, so the runner skips the cases that need them, naming the
-//! capability. The one driver escape is the kernel-mode testing interface's known escape
-//! (`super::testing`).
+//! and [`Tdr`] (the machine's own detection and recovery, `stream`), kernel-mode DMA
+//! contexts and the KMD's test hooks (its journal of a recovery and faults armed in it,
+//! `hooks`). The driver's caps, the OS's internals, fault injection and the other
+//! simulation-only capabilities are absent, so the runner skips the cases that need them,
+//! naming the capability. The driver escapes are the kernel-mode testing interface's known
+//! escape (`super::testing`) and the test hooks' driver-private one.
 
 #[cfg(target_os = "linux")]
 pub mod dll;
