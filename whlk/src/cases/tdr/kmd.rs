@@ -57,8 +57,8 @@ pub(super) fn form(
     }
 }
 
-/// A session for the KMD form: TDR on (the machine's own on Windows), process 0 and a DMA
-/// context of it on node 0. Node 0 must be scheduled by the OS (the case exercises
+/// A session for the KMD form: TDR on (the machine's own on Windows), the case's guilty
+/// process and a DMA context of it on node 0. Node 0 must be scheduled by the OS (the case exercises
 /// `DxgkDdiResetEngine`, which a hardware-scheduled node never gets): the session asks for it,
 /// and where the machine is what it is (Windows), a hardware-scheduled node is a skip naming
 /// the setting.
@@ -67,6 +67,10 @@ pub(super) fn kmd_session(
 ) -> Result<(Box<dyn Session>, ProcessRef, ContextRef), CaseError> {
     let mut s = session(b, ExecMode::Threaded, software_scheduled)?;
     s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
+    // The guilty device is another process's (a child on Windows): 24H2 refuses a process new
+    // devices after repeated engine timeouts of its own within `TdrLimitTime`, and the
+    // harness's process must go on opening devices for the cases after this one.
+    s.ums()?.open_process(0)?;
     let p = s.ums()?.open_process(0)?;
     if s.dma_contexts()?.node_hw_scheduled(p, 0)? {
         return Err(CaseError::Skip(
