@@ -17,6 +17,9 @@ use crate::ensure;
 use super::super::common::{fill, no_fault, observe, session};
 use super::fixtures::{software_scheduled, BUF, RECOVERY, STATUS_DEVICE_REMOVED};
 
+/// `STATUS_INVALID_PARAMETER`: the KMD's answer to a test-hook request with the hooks off.
+const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
+
 /// Which record of a recovery a case reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Form {
@@ -76,6 +79,15 @@ pub(super) fn kmd_session(
         return Err(CaseError::Skip(
             "node 0 is hardware-scheduled: the case needs hardware-accelerated GPU scheduling \
              off (GraphicsDrivers\\HwSchMode = 1, docs/test-machine.md)"
+                .into(),
+        ));
+    }
+    // The KMD answers a test-hook request as an unknown escape unless the tester turned the
+    // hooks on.
+    if let Err(Failure::DdiFailed(STATUS_INVALID_PARAMETER)) = s.kmd_journal()?.kmd_journal(0, 1) {
+        return Err(CaseError::Skip(
+            "the KMD's test hooks are off: the case needs TestHooks = 1 (REG_DWORD) in the \
+             adapter's software key (docs/test-machine.md)"
                 .into(),
         ));
     }
