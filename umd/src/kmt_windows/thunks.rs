@@ -832,7 +832,7 @@ impl Kmt for WinKmt {
 impl WinKmt {
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtescape>
     /// of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on this device with `data` (in/out).
-    pub(super) fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
+    pub fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
         use windows_sys::Wdk::Graphics::Direct3D::{
             D3DKMTEscape, D3DKMT_ESCAPE, D3DKMT_ESCAPE_DRIVERPRIVATE,
         };

@@ -76,6 +76,10 @@ pub enum Capability {
     NativeFences,
     /// [`super::testing::KernelModeTesting`].
     KernelModeTesting,
+    /// [`KmdJournal`]: what the KMD saw of detection and recovery, through its test hooks.
+    KmdJournal,
+    /// [`KmdFaults`]: faults armed in the KMD's recovery path, through its test hooks.
+    KmdFaults,
 }
 
 impl Capability {
@@ -106,6 +110,8 @@ impl Capability {
         Self::GpuVaPlacement,
         Self::NativeFences,
         Self::KernelModeTesting,
+        Self::KmdJournal,
+        Self::KmdFaults,
     ];
 
     /// The name shown in skip reasons and `--list`.
@@ -136,6 +142,8 @@ impl Capability {
             Self::GpuVaPlacement => "GpuVaPlacement",
             Self::NativeFences => "NativeFences",
             Self::KernelModeTesting => "KernelModeTesting",
+            Self::KmdJournal => "KmdJournal",
+            Self::KmdFaults => "KmdFaults",
         }
     }
 
@@ -154,6 +162,8 @@ impl Capability {
                 | Self::GpuVaPlacement
                 | Self::NativeFences
                 | Self::KernelModeTesting
+                | Self::KmdJournal
+                | Self::KmdFaults
         )
     }
 
@@ -533,16 +543,59 @@ pub trait Tdr {
 }
 
 /// Kernel-mode ("legacy") contexts and their DMA buffers, which the TDR cases hang and
-/// recover. A Windows backend has them through `D3DKMTCreateContext` and `D3DKMTRender`.
+/// recover. A Windows backend has them through `D3DKMTCreateContextVirtual` (no hardware
+/// queue) and `D3DKMTSubmitCommand`.
 pub trait DmaContexts {
     /// A kernel-mode context of `p` on `node` (`D3DKMTCreateContext`, TDR-02: the node must be
     /// one of the adapter's).
     fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure>;
 
     /// Submits `work` as one DMA buffer of the context (`DxgkDdiSubmitCommand`); returns
-    /// VidSch's fence ID. A Windows backend (`D3DKMTRender`) has no fence ID to return and
-    /// returns 0. A device in error: `DdiFailed(STATUS_DEVICE_REMOVED)`.
+    /// VidSch's fence ID. No thunk returns it: the D3DKMT backend returns the fence ID of the
+    /// KMD's journal record of that DMA buffer ([`KmdJournal`], its `Submit` record whose GPU VA
+    /// is the buffer's), 0 where it has no journal. A device in error:
+    /// `DdiFailed(STATUS_DEVICE_REMOVED)`.
     fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure>;
+
+    /// Whether `node` of process `p`'s adapter is hardware-scheduled, as the process reads it
+    /// (`KMTQAITYPE_NODEMETADATA`'s `ContextSchedulingSupported`): a DMA context there has no
+    /// `D3DKMTSubmitCommand` and no `DxgkDdiResetEngine`. Default: unsupported.
+    fn node_hw_scheduled(&mut self, p: ProcessRef, node: u32) -> Result<bool, Failure> {
+        let _ = (p, node);
+        Err(Failure::Unsupported("KMTQAITYPE_NODEMETADATA".into()))
+    }
+}
+
+/// The KMD's record of what it saw of detection and recovery (`driver/hw/src/testhooks.rs`):
+/// the DDIs the OS called and what the KMD reported, read through the KMD's test-hook escape
+/// (`D3DKMTEscape`, driver-private), which the KMD answers only when the device's software key
+/// holds `TestHooks` = 1. It shows the KMD's side only: VidSch's own steps (detection, the
+/// snapshot, the DPC flush, the recovery) are not in it.
+pub trait KmdJournal {
+    /// The journal records of adapter `i` with a sequence number at least `from`, oldest
+    /// first (as many as the KMD still keeps).
+    fn kmd_journal(
+        &mut self,
+        i: usize,
+        from: u64,
+    ) -> Result<Vec<rvgpu_hw::testhooks::JournalRecord>, Failure>;
+
+    /// The text of the KMD's last `DxgkDdiCollectDbgInfo` on adapter `i` and the journal
+    /// sequence number of that call.
+    fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure>;
+}
+
+/// Faults armed in the KMD's own recovery path through its test hooks
+/// ([`rvgpu_hw::testhooks::TestHookOp`]): a failing engine reset, a hang in the next paging
+/// buffer, an engine that finishes its work between the OS's snapshot and the reset.
+pub trait KmdFaults {
+    /// Arms `op` (one of the arming ops) for `node` of adapter `i`.
+    fn arm_kmd_fault(
+        &mut self,
+        i: usize,
+        op: rvgpu_hw::testhooks::TestHookOp,
+        node: u32,
+    ) -> Result<(), Failure>;
 }
 
 /// The OS's record of detection and recovery: steps, reasons, counters, VidSch's fence IDs, the

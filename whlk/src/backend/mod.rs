@@ -40,8 +40,8 @@ pub use session::{Backend, Session, Until};
 pub use caps::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
     DmaContexts, EngineIdle, FaultInjection, FenceInternals, FenceLogs, Fences, GpuVaPlacement,
-    KmdCaps, MonitoredFences, OsControl, OsTrace, Paging, StepMode, Tdr, TdrTrace, UmdBypass,
-    UmdFences, UserModeSubmission,
+    KmdCaps, KmdFaults, KmdJournal, MonitoredFences, OsControl, OsTrace, Paging, StepMode, Tdr,
+    TdrTrace, UmdBypass, UmdFences, UserModeSubmission,
 };
 
 /// How the simulated device and OS run. A real backend ignores it.
@@ -83,6 +83,11 @@ pub struct SessionConfig {
     /// Whether the OS enables `DXGK_FEATURE_HWSCH`. Off, the OS schedules in
     /// software: kernel-mode DMA buffers only, reset through `DxgkDdiResetEngine` with
     /// `LastAbortedFenceId` (the TDR-03..09 cases); no hardware or user-mode queues.
+    /// Unlike the other settings it is one the runbook's tester makes on a Windows test
+    /// machine (`HwSchMode`), so any backend opens a session asking for it: one that builds
+    /// its machine builds it so, and on another the case reads whether the node is
+    /// hardware-scheduled ([`DmaContexts::node_hw_scheduled`]) and is skipped, naming the
+    /// setting, where it is.
     pub hwsch_feature: bool,
     /// GPU ticks of idleness after which an engine requests F1 (0 = never).
     pub idle_f1_ticks: u64,
@@ -146,11 +151,11 @@ impl SessionConfig {
     }
 
     /// Whether the configuration asks for a particular device or OS setting (anything but
-    /// the mode, the number of adapters and a misbehaviour differs from [`SessionConfig::new`]):
-    /// only a backend that builds its machine can honour it.
+    /// the mode, the number of adapters, a misbehaviour and hardware scheduling, a tester's
+    /// setting, differs from [`SessionConfig::new`]): only a backend that builds its machine
+    /// can honour it.
     pub fn configures_machine(&self) -> bool {
         !self.native_fence_feature
-            || !self.hwsch_feature
             || self.idle_f1_ticks != 0
             || self.legacy_igpu
             || self.doorbells.is_some()

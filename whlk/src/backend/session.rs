@@ -57,6 +57,8 @@ macro_rules! capability_table {
             KernelModeTesting: super::testing::KernelModeTesting = as_kmtest, kmtest;
             Tdr: super::Tdr = as_tdr / as_tdr_ref, tdr / tdr_ref;
             DmaContexts: super::DmaContexts = as_dma_contexts, dma_contexts;
+            KmdJournal: super::KmdJournal = as_kmd_journal, kmd_journal;
+            KmdFaults: super::KmdFaults = as_kmd_faults, kmd_faults;
             TdrTrace: super::TdrTrace = as_tdr_trace / as_tdr_trace_ref, tdr_trace / tdr_trace_ref;
             OsTrace: super::OsTrace = as_os_trace / as_os_trace_ref, os_trace / os_trace_ref;
             OsControl: super::OsControl =

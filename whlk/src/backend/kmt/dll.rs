@@ -119,6 +119,8 @@ impl crate::backend::Backend for DllBackend {
                 Capability::FenceLogs,
                 Capability::GpuVaPlacement,
                 Capability::DmaContexts,
+                Capability::KmdJournal,
+                Capability::KmdFaults,
             ])
         } else {
             // Its queues and fences are user-mode queues and native fences.
@@ -139,6 +141,7 @@ impl crate::backend::Backend for DllBackend {
             queues: Vec::new(),
             suspended: Vec::new(),
             testing: Default::default(),
+            hooks_device: None,
             app: Default::default(),
             um_fences: Vec::new(),
             recorder: None,
@@ -201,6 +204,8 @@ pub(super) struct DllSession {
     pub(super) recorder: Option<Arc<rvgpu_simos::state::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).
     pub(super) testing: crate::backend::testing::TestingState<crate::backend::sim::kmt::SessKmt>,
+    /// The device the KMD's test-hook escapes go through (`dll_os`), once opened.
+    pub(super) hooks_device: Option<Arc<crate::backend::sim::kmt::SessKmt>>,
 }
 
 impl DllSession {
@@ -669,6 +674,8 @@ impl Session for DllSession {
         as_step / as_step_ref: crate::backend::StepMode,
         as_gpu_va: crate::backend::GpuVaPlacement,
         as_dma_contexts: crate::backend::DmaContexts,
+        as_kmd_journal: crate::backend::KmdJournal,
+        as_kmd_faults: crate::backend::KmdFaults,
     }
 }
 

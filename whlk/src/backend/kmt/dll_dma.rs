@@ -55,6 +55,15 @@ impl DllSession {
 }
 
 impl DmaContexts for DllSession {
+    fn node_hw_scheduled(&mut self, p: ProcessRef, node: u32) -> Result<bool, Failure> {
+        let adapter = self
+            .processes
+            .get(p.0)
+            .map(|d| d.adapter)
+            .ok_or_else(|| Failure::Backend(format!("no process {}", p.0)))?;
+        Ok(hardware_scheduled(self.machine(), adapter, node))
+    }
+
     fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure> {
         let c = self.create_on_adapter(p.0, "rvgpu_context_create", &[u64::from(node)])?;
         self.dma.push(DContext {

@@ -247,3 +247,49 @@ impl crate::backend::testing::TestingHost for DllSession {
         self.fault().unwrap_or(Failure::DdiFailed(s.0))
     }
 }
+
+impl DllSession {
+    /// The device of adapter `i` the KMD's test-hook escapes go through.
+    fn hooks_device(&mut self, i: usize) -> Result<Arc<SessKmt>, Failure> {
+        if let Some(k) = &self.hooks_device {
+            return Ok(k.clone());
+        }
+        let k = crate::backend::testing::TestingHost::open_test_device(self, i)?;
+        self.hooks_device = Some(k.clone());
+        Ok(k)
+    }
+}
+
+/// The KMD's journal beside the DLL, through the escape on a device of the harness's own (the
+/// machine is the runbook's test machine: `TestHooks` = 1, `super::sim`).
+impl crate::backend::KmdJournal for DllSession {
+    fn kmd_journal(
+        &mut self,
+        i: usize,
+        from: u64,
+    ) -> Result<Vec<rvgpu_hw::testhooks::JournalRecord>, Failure> {
+        let k = self.hooks_device(i)?;
+        super::hooks::read_journal(super::hooks::thunks(&*k)?, from)
+            .map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0)))
+    }
+
+    fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure> {
+        let k = self.hooks_device(i)?;
+        super::hooks::read_dbg_info(super::hooks::thunks(&*k)?)
+            .map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0)))
+    }
+}
+
+/// Faults armed in the KMD beside the DLL, through the escape.
+impl crate::backend::KmdFaults for DllSession {
+    fn arm_kmd_fault(
+        &mut self,
+        i: usize,
+        op: rvgpu_hw::testhooks::TestHookOp,
+        node: u32,
+    ) -> Result<(), Failure> {
+        let k = self.hooks_device(i)?;
+        super::hooks::arm(super::hooks::thunks(&*k)?, op, node)
+            .map_err(|e| self.fault().unwrap_or(e))
+    }
+}

@@ -19,11 +19,12 @@
 //! [`AllocationUsage`] (the UMD's tracked buffers) and [`super::GpuVaPlacement`] (the GPU VA
 //! thunks), the last three written once for this backend and the DLL's over the Rust UMD as
 //! their primitive (`umd`, `fences`, `backend::app`), [`super::MonitoredFences`] (`fences`),
-//! and [`Tdr`] (the machine's own detection and recovery, `stream`).
-//! The driver's caps, the OS's internals, fault injection and the other simulation-only
-//! capabilities are absent, so the runner skips the cases that need them, naming the
-//! capability. The one driver escape is the kernel-mode testing interface's known escape
-//! (`super::testing`).
+//! and [`Tdr`] (the machine's own detection and recovery, `stream`), kernel-mode DMA
+//! contexts and the KMD's test hooks (its journal of a recovery and faults armed in it,
+//! `hooks`). The driver's caps, the OS's internals, fault injection and the other
+//! simulation-only capabilities are absent, so the runner skips the cases that need them,
+//! naming the capability. The driver escapes are the kernel-mode testing interface's known
+//! escape (`super::testing`) and the test hooks' driver-private one.
 
 #[cfg(target_os = "linux")]
 pub mod dll;
@@ -40,6 +41,7 @@ mod dll_umd;
 #[cfg(target_os = "linux")]
 mod dll_usermode;
 mod fences;
+mod hooks;
 pub mod remote;
 pub mod sim;
 mod stream;
@@ -164,6 +166,9 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             Capability::GpuVaPlacement,
             Capability::KernelModeTesting,
             Capability::Tdr,
+            Capability::DmaContexts,
+            Capability::KmdJournal,
+            Capability::KmdFaults,
         ]);
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
@@ -175,6 +180,9 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
                 .without(Capability::MonitoredFences)
                 .without(Capability::AllocationUsage)
                 .without(Capability::Tdr)
+                .without(Capability::DmaContexts)
+                .without(Capability::KmdJournal)
+                .without(Capability::KmdFaults)
         }
     }
 
@@ -190,6 +198,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             monitored: Vec::new(),
             paging_queues: Default::default(),
             testing: Default::default(),
+            hooks: Default::default(),
         }))
     }
 }
@@ -266,6 +275,8 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     paging_queues: super::gpuva::PagingQueues,
     /// The kernel-mode testing capability's objects ([`super::testing`]).
     testing: super::testing::TestingState<K>,
+    /// DMA contexts and the KMD's test-hook devices ([`hooks`]).
+    hooks: hooks::HooksState<K>,
 }
 
 impl<K: KmtSync + Send + Sync + 'static> super::testing::TestingHost for KmtSession<K> {
@@ -463,6 +474,9 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         as_kmtest: super::testing::KernelModeTesting,
         as_ums / as_ums_ref: UserModeSubmission,
         as_tdr / as_tdr_ref: Tdr,
+        as_dma_contexts: super::DmaContexts,
+        as_kmd_journal: super::KmdJournal,
+        as_kmd_faults: super::KmdFaults,
     }
 }
 

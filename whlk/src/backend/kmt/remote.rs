@@ -15,6 +15,9 @@
 //! duplicated into this one, with `D3DKMTOpenNativeFenceFromNtHandle`, then closes that
 //! handle); `fsignal ID VALUE` → `ok` (a CPU signal); `fwait ID VALUE MS` →
 //! `ok reached|timeout|abandoned` (a CPU wait of at most `MS` milliseconds); `fdestroy ID` → `ok`;
+//! `dmactx ID NODE` → `ok` (a DMA context, `D3DKMTCreateContextVirtual` without a hardware
+//! queue); `dma ID W W …` (the DMA buffer's words) → `ok GPUVA` (`D3DKMTSubmitCommand` of a
+//! command buffer of its own, at `GPUVA`);
 //! `exit` → `ok`, and the server ends. A failed thunk answers `status NTSTATUS`, anything else
 //! `err TEXT`. `INFO` is `user|kernel LOST LAST COMPLETED QUEUEID SEEN`.
 
@@ -245,6 +248,20 @@ impl RemoteProcess {
         self.call(&format!("fdestroy {id:x}")).map(drop)
     }
 
+    /// A DMA context `id` on `node`.
+    pub(crate) fn create_dma_context(&self, id: usize, node: u32) -> Result<(), Failure> {
+        self.call(&format!("dmactx {id:x} {node:x}")).map(drop)
+    }
+
+    /// Submits `words` as one DMA buffer of context `id`; the buffer's GPU VA.
+    pub(crate) fn submit_dma(&self, id: usize, words: &[u64]) -> Result<u64, Failure> {
+        let mut line = format!("dma {id:x}");
+        for w in words {
+            line.push_str(&format!(" {w:x}"));
+        }
+        self.number(&line)
+    }
+
     pub(crate) fn close_queue(&self, id: usize) -> Result<(), Failure> {
         self.call(&format!("close {id:x}")).map(drop)
     }
@@ -268,6 +285,8 @@ struct Served<K: KmtSync> {
     buffers: BTreeMap<u64, Allocation<K::Mem>>,
     queues: BTreeMap<u64, UmdQueue<Arc<K>>>,
     fences: BTreeMap<u64, NativeFence>,
+    /// DMA contexts and the command buffers of their submissions.
+    contexts: BTreeMap<u64, super::hooks::LocalContext<K>>,
 }
 
 enum Answer {
@@ -362,6 +381,26 @@ impl<K: KmtSync> Served<K> {
                     FenceWait::Abandoned => "abandoned",
                 }
                 .into())
+            }
+            Some("dmactx") => {
+                let node = u32::try_from(arg(2)?).map_err(|_| Answer::Err("bad node".into()))?;
+                let h = self.kmt.create_context(node)?;
+                self.contexts.insert(arg(1)?, (h, Vec::new()));
+                Ok(String::new())
+            }
+            Some("dma") => {
+                let id = arg(1)?;
+                let w: Vec<u64> = (2..words.len()).map(arg).collect::<Result<_, _>>()?;
+                let (h, _) = self
+                    .contexts
+                    .get(&id)
+                    .ok_or_else(|| Answer::Err(format!("no context {id:x}")))?;
+                let cb = super::hooks::submit_words(&*self.kmt, *h, &w)?;
+                let va = cb.gpu_va;
+                if let Some((_, cbs)) = self.contexts.get_mut(&id) {
+                    cbs.push(cb);
+                }
+                Ok(format!("{va:x}"))
             }
             Some("fdestroy") => {
                 let id = arg(1)?;
@@ -468,6 +507,7 @@ pub fn serve<K: KmtSync>(kmt: Arc<K>, from: impl BufRead, mut to: impl Write) {
         buffers: BTreeMap::new(),
         queues: BTreeMap::new(),
         fences: BTreeMap::new(),
+        contexts: BTreeMap::new(),
     };
     for line in from.lines() {
         let Ok(line) = line else { break };

@@ -51,6 +51,17 @@ pub(super) fn machine_after_starts(
         ExecMode::Step => Mode::Step,
         ExecMode::Threaded => Mode::Threaded,
     };
+    // The test machine as the runbook's tester configures it (docs/test-machine.md): the
+    // KMD's test hooks on (`TestHooks` = 1 in the adapter's software key, which the INF never
+    // writes), and hardware scheduling as the case asks (`HwSchMode`, which the tester sets for
+    // the cases that need the OS's own scheduler; `machine_config` applies it).
+    for a in &mut mc.adapters {
+        a.software_key.values.push((
+            String::new(),
+            rvgpu_hw::testhooks::TEST_HOOKS_VALUE.into(),
+            rvgpu_simos::base::regkey::RegValue::dword(1),
+        ));
+    }
     let mut m = Machine::new(mc);
     // A misbehaving driver reaches here only through a backend with `FaultInjection`.
     load_driver_as(&mut m, config.misbehaviour)?;

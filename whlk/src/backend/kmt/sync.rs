@@ -81,4 +81,8 @@ pub trait TestThunks {
     /// Makes sure timeout detection and recovery is on for the adapter: always so on Windows;
     /// the simulated OS's TDR is opt-in per adapter.
     fn arm_tdr(&self) -> Result<(), NtStatus>;
+
+    /// `D3DKMTEscape` of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on the device with `data` (in/out):
+    /// the KMD's test hooks (`rvgpu_hw::testhooks`).
+    fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus>;
 }

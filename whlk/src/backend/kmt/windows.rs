@@ -369,4 +369,8 @@ impl TestThunks for WinKmt {
     fn arm_tdr(&self) -> Result<(), NtStatus> {
         Ok(())
     }
+
+    fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
+        WinKmt::escape_driver_private(self, data)
+    }
 }

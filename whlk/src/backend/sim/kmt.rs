@@ -191,6 +191,7 @@ impl Kmt for SessKmt {
         fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
         fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus>;
         fn submit_command_to_hw_queue(&self, queue: KmtHandle, progress_fence_value: u64, command_buffer_gpu: u64, command_bytes: u32) -> Result<(), NtStatus>;
+        fn submit_command(&self, context: KmtHandle, command_buffer_gpu: u64, command_bytes: u32) -> Result<(), NtStatus>;
         fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus>;
         fn submit_wait_to_hw_queue(&self, queue: KmtHandle, fences: &[(KmtHandle, u64)]) -> Result<(), NtStatus>;
         fn submit_signal_to_hw_queue(&self, queue: KmtHandle, fences: &[(KmtHandle, u64)]) -> Result<(), NtStatus>;
@@ -320,6 +321,10 @@ impl TestThunks for SessKmt {
         } else {
             Err(NtStatus(st))
         }
+    }
+
+    fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {
+        self.k().escape_driver_private(data)
     }
 
     fn kernel_mode_testing_enabled(&self) -> Result<bool, NtStatus> {

@@ -105,11 +105,16 @@ impl Backend for SimBackend {
         "sim"
     }
 
+    /// Everything but the KMD's test hooks: the simulation has the OS's own record of recovery
+    /// ([`TdrTrace`]) and injects faults itself ([`FaultInjection`]).
     fn capabilities(&self) -> Capabilities {
+        let all = Capabilities::all()
+            .without(super::Capability::KmdJournal)
+            .without(super::Capability::KmdFaults);
         if crate::os::native_fences() {
-            Capabilities::all()
+            all
         } else {
-            Capabilities::all().without(super::Capability::NativeFences)
+            all.without(super::Capability::NativeFences)
         }
     }
 

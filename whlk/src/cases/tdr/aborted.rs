@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::backend::{Backend, ExecMode, Misbehaviour, TdrStep, TdrTimeouts, Work};
+use crate::backend::{Backend, Capability, ExecMode, Misbehaviour, TdrStep, TdrTimeouts, Work};
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
@@ -17,6 +17,14 @@ use super::fixtures::{
 // TDR-06, TDR-07.
 
 pub(super) fn aborted_fence_in_range(b: &dyn Backend) -> CaseResult {
+    if super::kmd::form(
+        b,
+        &[Capability::TdrTrace, Capability::ConfiguredMachine],
+        &[Capability::KmdJournal],
+    )? == super::kmd::Form::Kmd
+    {
+        return super::kmd::aborted_fence_in_range(b);
+    }
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
     let (p, ctx) = process_with_context(&mut *s)?;
     let t = s.ums()?.create_buffer(p, BUF)?;

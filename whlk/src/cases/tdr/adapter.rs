@@ -1,6 +1,6 @@
 //! Promotion to an adapter reset and a failed reset (TDR-08, TDR-09).
 
-use crate::backend::{Backend, TdrStep, TdrTimeouts, Work};
+use crate::backend::{Backend, Capability, TdrStep, TdrTimeouts, Work};
 use crate::case::CaseResult;
 use crate::ensure;
 
@@ -71,6 +71,19 @@ pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
 }
 
 pub(super) fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
+    if super::kmd::form(
+        b,
+        &[
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+            Capability::DirectDdi,
+            Capability::ConfiguredMachine,
+        ],
+        &[Capability::KmdJournal, Capability::KmdFaults],
+    )? == super::kmd::Form::Kmd
+    {
+        return super::kmd::reset_fails_promoted(b);
+    }
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
     let (p, ctx) = process_with_context(&mut *s)?;
     s.faults()?.fail_next_reset(0, 0)?;

@@ -88,6 +88,18 @@ fn per_engine_tdr_as_a_program_sees_it(b: &dyn Backend) -> CaseResult {
 }
 
 pub(super) fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
+    if super::kmd::form(
+        b,
+        &[
+            Capability::TdrTrace,
+            Capability::DirectDdi,
+            Capability::ConfiguredMachine,
+        ],
+        &[Capability::KmdJournal],
+    )? == super::kmd::Form::Kmd
+    {
+        return super::kmd::collect_dbg_info_level_zero(b);
+    }
     let mut s = session(b, ExecMode::Threaded, software_scheduled)?;
     s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
     for reason in [VIDEO_TDR_TIMEOUT_DETECTED, VIDEO_ENGINE_TIMEOUT_DETECTED] {

@@ -10,21 +10,26 @@
 //! (`Tdr.NodesAndAffinity` without its machines of 1 and 16 engines), and read the per-engine
 //! reset claim the OS copied from the driver's caps (`Tdr.PerEngineCaps`, WDDM 1.2 caps). The
 //! rest need what no program has, and are skipped elsewhere by the capability:
-//! - VidSch's fence IDs (submitted, last completed, aborted), which no thunk returns, and the
-//!   order of the OS's recovery steps (`TdrTrace`): `Tdr.PagingResubmitOrder`,
-//!   `Tdr.LastCompletedFence`, `Tdr.ResetSequence`, `Tdr.AbortedFenceInRange`;
-//! - the OS's own `DxgkDdiCollectDbgInfo` text, which goes into the live dump, and the DDI called
-//!   directly (`DirectDdi`): `Tdr.CollectDbgInfoLevelZero`;
-//! - a fault injected into the device or the KMD (`FaultInjection`): a FILL timed to finish
-//!   between snapshot and reset (`Tdr.CompletedBeforeReset`), a hang inside a paging buffer,
-//!   which only VidMm submits (`Tdr.PagingPromotesAdapterReset`), a `DxgkDdiResetEngine` that
-//!   fails (`Tdr.ResetFailsPromoted`).
+//! - VidSch's fence IDs and the order of the OS's recovery steps (`TdrTrace`), the DDI called
+//!   directly (`DirectDdi`) and faults injected (`FaultInjection`). Where a program has the
+//!   KMD's test hooks instead (`KmdJournal`, `KmdFaults`: the KMD's record of the DDIs the OS
+//!   called, with their fence IDs, and faults armed in its recovery path), these cases run in a
+//!   KMD form ([`kmd`]) with the checks that record supports, the rest left to the
+//!   simulation: `Tdr.LastCompletedFence`, `Tdr.ResetSequence`, `Tdr.AbortedFenceInRange`,
+//!   `Tdr.CollectDbgInfoLevelZero`, `Tdr.ResetFailsPromoted`;
+//! - a FILL VidMm pages in when the case asks (`Paging`), on the node the case hangs:
+//!   `Tdr.PagingResubmitOrder`, `Tdr.PagingPromotesAdapterReset`. A program's paging (a new
+//!   buffer's page-table updates) goes to the driver's paging node, not the hung one, and which
+//!   paging buffer the KMD's `HangNextPaging` catches is VidMm's choice;
+//! - a FILL timed to finish between the OS's snapshot and the reset, which needs a timeout
+//!   shorter than the FILL (`Tdr.CompletedBeforeReset`; Windows reads `TdrDelay` at boot).
 
 mod aborted;
 mod adapter;
 mod caps;
 mod fixtures;
 mod isolation;
+mod kmd;
 mod reset;
 
 use crate::backend::Capability;
@@ -35,16 +40,6 @@ use caps::{collect_dbg_info_level_zero, nodes_and_affinity, per_engine_caps};
 use isolation::{compute_hang_copy_runs, guilty_device_aborted, user_mode_traffic_survives};
 use reset::{last_completed_fence, paging_resubmit_order, reset_sequence};
 
-/// A reset the case causes, calls a TDR DDI of, and follows in the OS's record, with DMA contexts.
-const RESET_DDI: &[Capability] = &[
-    Capability::UserModeSubmission,
-    Capability::Tdr,
-    Capability::TdrTrace,
-    Capability::FaultInjection,
-    Capability::DirectDdi,
-    Capability::ConfiguredMachine,
-    Capability::DmaContexts,
-];
 /// A reset the case causes and follows in the OS's record, with DMA contexts.
 const RESET_TRACED: &[Capability] = &[
     Capability::UserModeSubmission,
@@ -53,6 +48,24 @@ const RESET_TRACED: &[Capability] = &[
     Capability::FaultInjection,
     Capability::ConfiguredMachine,
     Capability::DmaContexts,
+];
+/// A reset the case causes on a DMA context and follows in a record: the OS's
+/// (`TdrTrace` and the sim's controls) or, on Windows, the KMD's through its test hooks
+/// (`KmdJournal`, `KmdFaults`): the case chooses its form ([`kmd::form`]).
+const RECORDED: &[Capability] = &[
+    Capability::UserModeSubmission,
+    Capability::Tdr,
+    Capability::DmaContexts,
+];
+/// What either form may use beyond [`RECORDED`].
+const EITHER_RECORD: &[Capability] = &[
+    Capability::TdrTrace,
+    Capability::FaultInjection,
+    Capability::DirectDdi,
+    Capability::ConfiguredMachine,
+    Capability::KmdJournal,
+    Capability::KmdFaults,
+    Capability::BugChecks,
 ];
 /// TDR as an application sees it through user-mode queues.
 const APP_VIEW: &[Capability] = &[
@@ -84,13 +97,8 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-01"],
         summary: "threaded: CollectDbgInfo(0x141) in a loop beside QueryAdapterInfo while a \
                   HANG is detected and reset; no deadlock, bounded non-empty text",
-        needs: &[
-            Capability::Tdr,
-            Capability::TdrTrace,
-            Capability::DirectDdi,
-            Capability::ConfiguredMachine,
-        ],
-        optional: &[Capability::BugChecks],
+        needs: RECORDED,
+        optional: EITHER_RECORD,
         run: collect_dbg_info_level_zero,
     },
     Case {
@@ -131,8 +139,8 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-04"],
         summary: "C advances only on completion; DmaPreempted carries C; C = LastAborted after \
                   an engine reset, C = S after an adapter reset, in the OS and the KMD",
-        needs: RESET_DDI,
-        optional: &[Capability::BugChecks],
+        needs: RECORDED,
+        optional: EITHER_RECORD,
         run: last_completed_fence,
     },
     Case {
@@ -141,8 +149,8 @@ pub const CASES: &[Case] = &[
         summary: "nothing in flight: no ResetEngine; a HANG: detect, preempt, timeout, \
                   CollectDbgInfo, snapshot, DPC flush, group, status, ResetEngine, recover, \
                   device error, in that order; the node runs new work",
-        needs: RESET_TRACED,
-        optional: &[Capability::BugChecks],
+        needs: RECORDED,
+        optional: EITHER_RECORD,
         run: reset_sequence,
     },
     Case {
@@ -150,14 +158,8 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-06"],
         summary: "every ResetEngine's LastAbortedFenceId lies in the snapshot's [C, S]: the \
                   hung DMA buffer's ID, then C for a hardware-queue hang (context invalidated)",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::Tdr,
-            Capability::TdrTrace,
-            Capability::ConfiguredMachine,
-            Capability::DmaContexts,
-        ],
-        optional: &[Capability::BugChecks],
+        needs: RECORDED,
+        optional: EITHER_RECORD,
         run: aborted_fence_in_range,
     },
     Case {
@@ -209,8 +211,8 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-09"],
         summary: "ResetEngine fails: ResetFromTimeout, RestartFromTimeout, reason 9, C = S, \
                   both engines run; without PER_ENGINE_RESET only the adapter path (reason 2)",
-        needs: RESET_DDI,
-        optional: &[Capability::BugChecks],
+        needs: RECORDED,
+        optional: EITHER_RECORD,
         run: reset_fails_promoted,
     },
     Case {

@@ -1,7 +1,7 @@
 //! An engine's reset: paging resubmitted in order, the last completed fence, the sequence
 //! (TDR-03 … TDR-05).
 
-use crate::backend::{Backend, Failure, TdrStep, TdrTimeouts, Work};
+use crate::backend::{Backend, Capability, Failure, TdrStep, TdrTimeouts, Work};
 use crate::case::CaseResult;
 use crate::ensure;
 
@@ -89,6 +89,19 @@ pub(super) fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
 }
 
 pub(super) fn last_completed_fence(b: &dyn Backend) -> CaseResult {
+    if super::kmd::form(
+        b,
+        &[
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+            Capability::DirectDdi,
+            Capability::ConfiguredMachine,
+        ],
+        &[Capability::KmdJournal, Capability::KmdFaults],
+    )? == super::kmd::Form::Kmd
+    {
+        return super::kmd::last_completed_fence(b);
+    }
     // A slow, not hung, DMA buffer is preempted, not reset: DmaPreempted carries C.
     let mut s = tdr_session(
         b,
@@ -168,6 +181,18 @@ pub(super) fn last_completed_fence(b: &dyn Backend) -> CaseResult {
 }
 
 pub(super) fn reset_sequence(b: &dyn Backend) -> CaseResult {
+    if super::kmd::form(
+        b,
+        &[
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+            Capability::ConfiguredMachine,
+        ],
+        &[Capability::KmdJournal],
+    )? == super::kmd::Form::Kmd
+    {
+        return super::kmd::reset_sequence(b);
+    }
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
     let (p, ctx) = process_with_context(&mut *s)?;
     let t = s.ums()?.create_buffer(p, BUF)?;

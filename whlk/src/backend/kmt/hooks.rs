@@ -1,0 +1,345 @@
+//! What a Windows program has of detection and recovery beyond the device state: kernel-mode
+//! DMA contexts (`D3DKMTCreateContextVirtual` without a hardware queue, `D3DKMTSubmitCommand`),
+//! and the KMD's test hooks (`rvgpu_hw::testhooks`, a driver-private `D3DKMTEscape`): the
+//! journal of what the KMD saw, the text of its last `DxgkDdiCollectDbgInfo`, faults armed in
+//! its recovery path. The hooks answer only where the device's software key holds
+//! `TestHooks` = 1, which the runbook has the tester set (and [`super::sim`] sets, as the tester
+//! would).
+//!
+//! No thunk returns VidSch's fence ID of a DMA buffer: the fence ID [`DmaContexts::submit_dma`]
+//! returns is the one of the journal's `Submit` record whose GPU VA is that DMA buffer's (each
+//! submission gets a command buffer of its own, so the VA names one submission).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rvgpu_hw::cmd::Command;
+use rvgpu_hw::pdd::PDD_MAGIC;
+use rvgpu_hw::testhooks::{
+    JournalKind, JournalRecord, TestHookOp, JOURNAL_RESUBMISSION, TEST_HOOK_ESCAPE_VERSION,
+};
+use rvgpu_umd::kmt::{
+    Allocation, AllocationCpu, AllocationKind, Kmt, KmtHandle, NtStatus, STATUS_DEVICE_REMOVED,
+    STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
+};
+
+use super::sync::TestThunks;
+use super::{KmtSession, KmtSync};
+use crate::backend::{
+    nth, ContextRef, DmaContexts, Failure, KmdFaults, KmdJournal, ProcessRef, Work,
+};
+
+/// Records asked per escape.
+const RECORDS_PER_CALL: usize = 64;
+/// Bytes of the escape's header and of one record (`driver/hw/src/testhooks.rs`).
+const HEADER: usize = 32;
+const RECORD: usize = 32;
+/// Room for the text of one `DxgkDdiCollectDbgInfo` (the DDI's buffer is 4 KiB).
+const DBG_INFO_ROOM: usize = 4096;
+/// How long a DMA buffer may take to reach the KMD after `D3DKMTSubmitCommand` returned
+/// (VidSch hands it on from its own thread): a recovery on the node, at most.
+const SUBMIT_SEEN: Duration = Duration::from_secs(10);
+
+/// A DMA context of this program and the command buffers of its submissions (kept while the
+/// GPU may read them).
+pub(super) type LocalContext<K> = (KmtHandle, Vec<Allocation<<K as Kmt>::Mem>>);
+
+/// A DMA context of a case's process.
+struct DmaCtx<K: Kmt> {
+    adapter: usize,
+    /// This program's context: its thunks, handle and command buffers.
+    local: Option<(Arc<K>, LocalContext<K>)>,
+    /// Another process's: the process.
+    remote: Option<usize>,
+}
+
+/// The DMA contexts and the test-hook devices of a session.
+pub(super) struct HooksState<K: Kmt> {
+    contexts: Vec<DmaCtx<K>>,
+    /// Per adapter, the device this program sends the test-hook escapes on.
+    devices: Vec<Option<Arc<K>>>,
+}
+
+impl<K: Kmt> Default for HooksState<K> {
+    fn default() -> Self {
+        Self {
+            contexts: Vec::new(),
+            devices: Vec::new(),
+        }
+    }
+}
+
+/// The packets of `cmds` as words.
+pub(super) fn words(cmds: &[Command]) -> Result<Vec<u64>, Failure> {
+    let mut out = Vec::new();
+    let mut w = [0u64; 8];
+    for c in cmds {
+        let n = c
+            .encode(&mut w)
+            .ok_or_else(|| Failure::Backend(format!("{c:?} does not fit a packet")))?;
+        out.extend_from_slice(&w[..n]);
+    }
+    Ok(out)
+}
+
+/// `D3DKMTSubmitCommand` of `words` as one DMA buffer of `context`, in a command buffer of its
+/// own: the buffer and its GPU VA.
+pub(super) fn submit_words<K: Kmt>(
+    kmt: &K,
+    context: KmtHandle,
+    words: &[u64],
+) -> Result<Allocation<K::Mem>, NtStatus> {
+    let bytes = (words.len() as u64 * 8).max(8);
+    let cb = kmt.create_allocation_as(bytes.next_multiple_of(4096), AllocationKind::Commands)?;
+    for (i, w) in words.iter().enumerate() {
+        cb.mem.store(i as u64 * 8, *w);
+    }
+    let len = u32::try_from(bytes).unwrap_or(u32::MAX);
+    match kmt.submit_command(context, cb.gpu_va, len) {
+        Ok(()) => Ok(cb),
+        Err(e) => {
+            let _ = kmt.destroy_allocation(cb.handle);
+            Err(e)
+        }
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|s| <[u8; 4]>::try_from(s).ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .and_then(|s| <[u8; 8]>::try_from(s).ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// A test-hook escape header for `op` on `node` from `seq`, with `room` bytes after it.
+fn request(op: TestHookOp, node: u32, seq: u64, room: usize) -> Vec<u8> {
+    let mut b = vec![0u8; HEADER + room];
+    b[0..4].copy_from_slice(&PDD_MAGIC.to_le_bytes());
+    b[4..8].copy_from_slice(&TEST_HOOK_ESCAPE_VERSION.to_le_bytes());
+    b[8..12].copy_from_slice(&(op as u32).to_le_bytes());
+    b[12..16].copy_from_slice(&node.to_le_bytes());
+    b[16..24].copy_from_slice(&seq.to_le_bytes());
+    b
+}
+
+fn record(b: &[u8]) -> JournalRecord {
+    JournalRecord {
+        seq: u32_at(b, 0),
+        kind: u32_at(b, 4) as u16,
+        node: (u32_at(b, 4) >> 16) as u16,
+        a: u64_at(b, 8),
+        b: u64_at(b, 16),
+        status: u32_at(b, 24) as i32,
+        flags: u32_at(b, 28),
+    }
+}
+
+impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
+    /// The device of adapter `i` this program sends test-hook escapes on.
+    fn hooks_device(&mut self, i: usize) -> Result<Arc<K>, Failure> {
+        self.started(i)?;
+        if let Some(Some(k)) = self.hooks.devices.get(i) {
+            return Ok(k.clone());
+        }
+        let k = self.machine.open_device(i)?;
+        if self.hooks.devices.len() <= i {
+            self.hooks.devices.resize_with(i + 1, || None);
+        }
+        self.hooks.devices[i] = Some(k.clone());
+        Ok(k)
+    }
+
+    /// VidSch's refusal of work for a device in error is the device lost, as the UMD reads it.
+    fn dma_status(&self, s: NtStatus) -> Failure {
+        self.status(if s == STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE {
+            STATUS_DEVICE_REMOVED
+        } else {
+            s
+        })
+    }
+
+    /// The fence ID of the first `Submit` record from `from` of the DMA buffer at `gpu_va` on
+    /// adapter `i` (not a resubmission), once the KMD has seen it. `from` is taken before the
+    /// submission: another process's command buffer may have had the same GPU VA before.
+    fn fence_of(&mut self, i: usize, gpu_va: u64, from: u64) -> Result<u32, Failure> {
+        let start = Instant::now();
+        let mut from = from;
+        loop {
+            let recs = self.kmd_journal(i, from)?;
+            if let Some(r) = recs.iter().find(|r| {
+                r.kind == JournalKind::Submit as u16
+                    && r.b == gpu_va
+                    && r.flags & JOURNAL_RESUBMISSION == 0
+            }) {
+                return u32::try_from(r.a).map_err(|_| {
+                    Failure::Backend(format!("journal: fence ID {:#x} past 32 bits", r.a))
+                });
+            }
+            if let Some(last) = recs.last() {
+                from = u64::from(last.seq) + 1;
+            }
+            if start.elapsed() > SUBMIT_SEEN {
+                return Err(Failure::Backend(format!(
+                    "the KMD's journal has no Submit of the DMA buffer at {gpu_va:#x} after \
+                     {SUBMIT_SEEN:?}"
+                )));
+            }
+            self.check_fault()?;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// The journal records from `from` through the escape on `t`.
+pub(super) fn read_journal(t: &dyn TestThunks, from: u64) -> Result<Vec<JournalRecord>, NtStatus> {
+    let mut out = Vec::new();
+    let mut seq = from;
+    loop {
+        let mut b = request(TestHookOp::Journal, 0, seq, RECORDS_PER_CALL * RECORD);
+        t.escape_driver_private(&mut b)?;
+        let count = (u32_at(&b, 24) as usize).min(RECORDS_PER_CALL);
+        out.extend((0..count).map(|n| record(&b[HEADER + n * RECORD..])));
+        let next = u64_at(&b, 16);
+        if count < RECORDS_PER_CALL || next <= seq {
+            return Ok(out);
+        }
+        seq = next;
+    }
+}
+
+/// The sequence number the KMD's next journal record will get, through the escape on `t`.
+pub(super) fn next_seq(t: &dyn TestThunks) -> Result<u64, NtStatus> {
+    let mut b = request(TestHookOp::Journal, 0, u64::MAX, 0);
+    t.escape_driver_private(&mut b)?;
+    Ok(u64_at(&b, 16))
+}
+
+/// The last `DxgkDdiCollectDbgInfo` text and its record's sequence number, through `t`.
+pub(super) fn read_dbg_info(t: &dyn TestThunks) -> Result<(u64, String), NtStatus> {
+    let mut b = request(TestHookOp::LastDbgInfo, 0, 0, DBG_INFO_ROOM);
+    t.escape_driver_private(&mut b)?;
+    let n = (u32_at(&b, 24) as usize).min(DBG_INFO_ROOM);
+    let text = String::from_utf8_lossy(&b[HEADER..HEADER + n]).into_owned();
+    Ok((u64_at(&b, 16), text))
+}
+
+/// Arms `op` on `node` through `t`; an op that arms nothing is refused here.
+pub(super) fn arm(t: &dyn TestThunks, op: TestHookOp, node: u32) -> Result<(), Failure> {
+    if matches!(op, TestHookOp::Journal | TestHookOp::LastDbgInfo) {
+        return Err(Failure::Backend(format!("{op:?} arms nothing")));
+    }
+    let mut b = request(op, node, 0, 0);
+    t.escape_driver_private(&mut b)
+        .map_err(|s| Failure::DdiFailed(s.0))
+}
+
+/// The test thunks of `k`, or why there are none.
+pub(super) fn thunks<K: KmtSync>(k: &K) -> Result<&dyn TestThunks, Failure> {
+    k.testing()
+        .ok_or_else(|| Failure::Unsupported("these thunks have no D3DKMTEscape".into()))
+}
+
+/// The journal and the last `DxgkDdiCollectDbgInfo` text, through the escape.
+impl<K: KmtSync + Send + Sync + 'static> KmdJournal for KmtSession<K> {
+    fn kmd_journal(&mut self, i: usize, from: u64) -> Result<Vec<JournalRecord>, Failure> {
+        let k = self.hooks_device(i)?;
+        read_journal(thunks(&*k)?, from).map_err(|s| self.status(s))
+    }
+
+    fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure> {
+        let k = self.hooks_device(i)?;
+        read_dbg_info(thunks(&*k)?).map_err(|s| self.status(s))
+    }
+}
+
+/// Arming a fault through the escape.
+impl<K: KmtSync + Send + Sync + 'static> KmdFaults for KmtSession<K> {
+    fn arm_kmd_fault(&mut self, i: usize, op: TestHookOp, node: u32) -> Result<(), Failure> {
+        let k = self.hooks_device(i)?;
+        arm(thunks(&*k)?, op, node).map_err(|e| match e {
+            Failure::DdiFailed(s) => self.status(NtStatus(s)),
+            other => other,
+        })
+    }
+}
+
+/// DMA contexts through the thunks: this program's, and another process's forwarded to it.
+impl<K: KmtSync + Send + Sync + 'static> DmaContexts for KmtSession<K> {
+    fn create_context(&mut self, p: ProcessRef, node: u32) -> Result<ContextRef, Failure> {
+        let adapter = nth(&self.processes, p.0, "process")?.adapter;
+        let ctx = if let Some(r) = self.remote(p.0)? {
+            r.create_dma_context(self.hooks.contexts.len(), node)?;
+            DmaCtx {
+                adapter,
+                local: None,
+                remote: Some(p.0),
+            }
+        } else {
+            let (_, kmt) = self.process(p)?;
+            if kmt.node_hw_scheduled(node).map_err(|s| self.status(s))? {
+                return Err(Failure::Backend(format!(
+                    "node {node} is hardware-scheduled: D3DKMTSubmitCommand refuses its contexts"
+                )));
+            }
+            let h = kmt.create_context(node).map_err(|s| self.status(s))?;
+            DmaCtx {
+                adapter,
+                local: Some((kmt, (h, Vec::new()))),
+                remote: None,
+            }
+        };
+        self.hooks.contexts.push(ctx);
+        Ok(ContextRef(self.hooks.contexts.len() - 1))
+    }
+
+    fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure> {
+        let w = words(&self.encode(work)?)?;
+        let adapter = nth(&self.hooks.contexts, c.0, "context")?.adapter;
+        let k = self.hooks_device(adapter)?;
+        let from = next_seq(thunks(&*k)?).map_err(|s| self.status(s))?;
+        let ctx = nth(&self.hooks.contexts, c.0, "context")?;
+        let va = match (&ctx.local, ctx.remote) {
+            (Some((kmt, (h, _))), _) => {
+                let (kmt, h) = (kmt.clone(), *h);
+                let cb = submit_words(&*kmt, h, &w).map_err(|s| self.dma_status(s))?;
+                let va = cb.gpu_va;
+                if let Some((_, (_, cbs))) = self
+                    .hooks
+                    .contexts
+                    .get_mut(c.0)
+                    .and_then(|x| x.local.as_mut())
+                {
+                    cbs.push(cb);
+                }
+                va
+            }
+            (None, Some(p)) => {
+                let r = self
+                    .remote(p)?
+                    .ok_or_else(|| Failure::Backend(format!("process {p} has ended")))?;
+                r.submit_dma(c.0, &w).map_err(|e| match e {
+                    Failure::DdiFailed(s) => self.dma_status(NtStatus(s)),
+                    other => other,
+                })?
+            }
+            (None, None) => return Err(Failure::Backend(format!("context {} closed", c.0))),
+        };
+        self.fence_of(adapter, va, from)
+    }
+
+    fn node_hw_scheduled(&mut self, p: ProcessRef, node: u32) -> Result<bool, Failure> {
+        let k = match self.process(p) {
+            Ok((_, k)) => k,
+            Err(_) => {
+                let i = nth(&self.processes, p.0, "process")?.adapter;
+                self.hooks_device(i)?
+            }
+        };
+        k.node_hw_scheduled(node).map_err(|s| self.status(s))
+    }
+}

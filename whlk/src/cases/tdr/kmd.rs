@@ -1,0 +1,441 @@
+//! The Windows forms of the cases: what a program on Windows has of a recovery beyond the
+//! device state (`D3DKMTGetDeviceState`) is the KMD's own record, through its test hooks
+//! ([`KmdJournal`](crate::backend::KmdJournal), [`KmdFaults`](crate::backend::KmdFaults)):
+//! the DDIs the OS called in the KMD, with their fence IDs, in order. VidSch's steps around them
+//! (detection, the snapshot, the DPC flush, the recovery, the reason) are not in it, and the
+//! checks on them are left to the backend that has the OS's record (`TdrTrace`).
+
+use rvgpu_hw::testhooks::{JournalKind, JournalRecord, TestHookOp, JOURNAL_RESUBMISSION};
+use rvgpu_umd::kmt::DeviceExecutionState;
+
+use crate::backend::{
+    Backend, Capability, ContextRef, ExecMode, Failure, ProcessRef, Session, TdrTimeouts, Work,
+};
+use crate::case::{CaseError, CaseResult};
+use crate::ensure;
+
+use super::super::common::{fill, no_fault, observe, session};
+use super::fixtures::{software_scheduled, BUF, RECOVERY, STATUS_DEVICE_REMOVED};
+
+/// `STATUS_INVALID_PARAMETER`: the KMD's answer to a test-hook request with the hooks off.
+const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
+
+/// Which record of a recovery a case reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Form {
+    /// The OS's own (`TdrTrace`, the simulation).
+    Os,
+    /// The KMD's, through its test hooks.
+    Kmd,
+}
+
+/// The form of a case on `b`: the OS's record where the backend has every capability in
+/// `os`, else the KMD's where it has every one in `kmd`; a skip naming what is missing
+/// otherwise.
+pub(super) fn form(
+    b: &dyn Backend,
+    os: &[Capability],
+    kmd: &[Capability],
+) -> Result<Form, CaseError> {
+    let caps = b.capabilities();
+    let lacks = |need: &[Capability]| -> Vec<&str> {
+        need.iter()
+            .filter(|c| !caps.contains(**c))
+            .map(|c| c.name())
+            .collect()
+    };
+    let (o, k) = (lacks(os), lacks(kmd));
+    if o.is_empty() {
+        Ok(Form::Os)
+    } else if k.is_empty() {
+        Ok(Form::Kmd)
+    } else {
+        Err(CaseError::Skip(format!(
+            "needs capability {} (the OS's record) or {} (the KMD's test hooks), which backend \
+             {} lacks",
+            o.join(" "),
+            k.join(" "),
+            b.name()
+        )))
+    }
+}
+
+/// A session for the KMD form: TDR on (the machine's own on Windows), the case's guilty
+/// process and a DMA context of it on node 0. Node 0 must be scheduled by the OS (the case exercises
+/// `DxgkDdiResetEngine`, which a hardware-scheduled node never gets): the session asks for it,
+/// and where the machine is what it is (Windows), a hardware-scheduled node is a skip naming
+/// the setting.
+pub(super) fn kmd_session(
+    b: &dyn Backend,
+) -> Result<(Box<dyn Session>, ProcessRef, ContextRef), CaseError> {
+    let mut s = session(b, ExecMode::Threaded, software_scheduled)?;
+    s.tdr()?.enable_tdr(0, TdrTimeouts::fast())?;
+    // The guilty device is another process's (a child on Windows): 24H2 refuses a process new
+    // devices after repeated engine timeouts of its own within `TdrLimitTime`, and the
+    // harness's process must go on opening devices for the cases after this one.
+    s.ums()?.open_process(0)?;
+    let p = s.ums()?.open_process(0)?;
+    if s.dma_contexts()?.node_hw_scheduled(p, 0)? {
+        return Err(CaseError::Skip(
+            "node 0 is hardware-scheduled: the case needs hardware-accelerated GPU scheduling \
+             off (GraphicsDrivers\\HwSchMode = 1, docs/test-machine.md)"
+                .into(),
+        ));
+    }
+    // The KMD answers a test-hook request as an unknown escape unless the tester turned the
+    // hooks on.
+    if let Err(Failure::DdiFailed(STATUS_INVALID_PARAMETER)) = s.kmd_journal()?.kmd_journal(0, 1) {
+        return Err(CaseError::Skip(
+            "the KMD's test hooks are off: the case needs TestHooks = 1 (REG_DWORD) in the \
+             adapter's software key (docs/test-machine.md)"
+                .into(),
+        ));
+    }
+    let c = s.dma_contexts()?.create_context(p, 0)?;
+    Ok((s, p, c))
+}
+
+/// The sequence number after the journal's last record.
+pub(super) fn mark(s: &mut dyn Session) -> Result<u64, Failure> {
+    let recs = s.kmd_journal()?.kmd_journal(0, 1)?;
+    Ok(recs.last().map_or(1, |r| u64::from(r.seq) + 1))
+}
+
+/// The journal's records from `from` once one matches `done` (within [`RECOVERY`]), or a
+/// failure naming `what` with what the journal holds.
+pub(super) fn await_record(
+    s: &mut dyn Session,
+    from: u64,
+    what: &str,
+    done: impl Fn(&JournalRecord) -> bool,
+) -> Result<Vec<JournalRecord>, CaseError> {
+    // The machine runs on its own (Windows; the simulated machine is threaded here): the
+    // journal is read until the record is there.
+    let start = std::time::Instant::now();
+    loop {
+        let recs = s.kmd_journal()?.kmd_journal(0, from)?;
+        if recs.iter().any(&done) {
+            return Ok(recs);
+        }
+        if start.elapsed() > RECOVERY {
+            return Err(CaseError::Fail(format!(
+                "{what}: not in the KMD's journal after {RECOVERY:?}: {}",
+                show(&recs)
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// The records as `Kind(node, a, b, status, flags)`, for messages.
+pub(super) fn show(recs: &[JournalRecord]) -> String {
+    recs.iter()
+        .map(|r| {
+            let kind = JournalKind::from_u16(r.kind)
+                .map_or_else(|| format!("{}", r.kind), |k| format!("{k:?}"));
+            format!(
+                "#{} {kind}(n{}, {:#x}, {:#x}, {:#x}, {:#x})",
+                r.seq, r.node, r.a, r.b, r.status as u32, r.flags
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether `r` is a `kind` record of node 0.
+pub(super) fn is(r: &JournalRecord, kind: JournalKind) -> bool {
+    r.kind == kind as u16 && r.node == 0
+}
+
+/// The index of the first record that matches `p`.
+pub(super) fn at(recs: &[JournalRecord], p: impl Fn(&JournalRecord) -> bool) -> Option<usize> {
+    recs.iter().position(p)
+}
+
+/// Waits until the KMD reported `DmaCompleted` for `id` on node 0 (from `from`).
+pub(super) fn completed(s: &mut dyn Session, from: u64, id: u32, what: &str) -> CaseResult {
+    await_record(s, from, what, |r| {
+        is(r, JournalKind::DmaCompleted) && r.a == u64::from(id)
+    })
+    .map(drop)
+}
+
+/// The KMD's `DxgkDdiResetEngine` record of node 0 from `from`, once it is there.
+pub(super) fn reset_engine(
+    s: &mut dyn Session,
+    from: u64,
+) -> Result<(Vec<JournalRecord>, JournalRecord), CaseError> {
+    let recs = await_record(s, from, "DxgkDdiResetEngine", |r| {
+        is(r, JournalKind::ResetEngine)
+    })?;
+    let r = recs
+        .iter()
+        .copied()
+        .find(|r| is(r, JournalKind::ResetEngine))
+        .ok_or_else(|| CaseError::Fail("no ResetEngine".into()))?;
+    Ok((recs, r))
+}
+
+/// The device of `p` is in error after its work hung an engine: `D3DKMTGetDeviceState` answers
+/// HUNG (where the backend reads it).
+pub(super) fn expect_hung(s: &mut dyn Session, p: ProcessRef, what: &str) -> CaseResult {
+    let Some(st) = observe(s.tdr()?.device_state(p))? else {
+        return Ok(());
+    };
+    ensure!(
+        st == DeviceExecutionState::HUNG,
+        "{what}: D3DKMTGetDeviceState answered {st:?}, expected HUNG"
+    );
+    Ok(())
+}
+
+/// A new process's DMA buffer on `node` runs: its ID above `above`, its FILL lands.
+pub(super) fn new_work_runs(s: &mut dyn Session, nodes: &[u32], above: u32) -> CaseResult {
+    let q = s.ums()?.open_process(0)?;
+    let t = s.ums()?.create_buffer(q, BUF)?;
+    let from = mark(s)?;
+    let mut ids = Vec::new();
+    for &n in nodes {
+        let c = s.dma_contexts()?.create_context(q, n)?;
+        let id = s
+            .dma_contexts()?
+            .submit_dma(c, &[fill(t, 8 * u64::from(n), 0x90 + u64::from(n))])?;
+        ids.push((n, id));
+    }
+    for &(n, id) in &ids {
+        if n == 0 {
+            ensure!(id > above, "new work's fence ID {id} not above {above}");
+        }
+        await_record(s, from, "the new work's completion", |r| {
+            r.kind == JournalKind::DmaCompleted as u16 && r.node == n as u16 && r.a == u64::from(id)
+        })?;
+        let got = s.ums_ref()?.read_buffer(t, 8 * u64::from(n))?;
+        ensure!(
+            got == 0x90 + u64::from(n),
+            "new work on node {n} after the recovery did not run ({got:#x})"
+        );
+    }
+    Ok(())
+}
+
+/// The Submit records of node 0 before index `end`, not resubmissions: their IDs (S is the
+/// largest).
+fn submitted(recs: &[JournalRecord], end: usize) -> impl Iterator<Item = u64> + '_ {
+    recs[..end]
+        .iter()
+        .filter(|r| is(r, JournalKind::Submit) && r.flags & JOURNAL_RESUBMISSION == 0)
+        .map(|r| r.a)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases' KMD forms.
+
+/// TDR-05 as the KMD saw it: a HANG's recovery calls PreemptCommand, CollectDbgInfo(0x141),
+/// QueryDependentEngineGroup, QueryEngineStatus and ResetEngine in that order (docs/tdr.md),
+/// the hung buffer is never reported preempted or completed, its device is HUNG and refused,
+/// and another process's new work runs on the node. (With nothing in flight, the OS's decision
+/// not to reset needs `force_tdr`, which Windows does not have: the simulation checks it.)
+pub(super) fn reset_sequence(b: &dyn Backend) -> CaseResult {
+    let (mut s, p, ctx) = kmd_session(b)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let from = mark(&mut *s)?;
+    let f1 = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 7)])?;
+    completed(&mut *s, from, f1, "the first fill")?;
+    let from = mark(&mut *s)?;
+    let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
+    ensure!(hang > f1, "hang fence {hang}, not above {f1}");
+    let (recs, _) = reset_engine(&mut *s, from)?;
+    let order = [
+        at(&recs, |r| is(r, JournalKind::PreemptCommand)),
+        at(&recs, |r| {
+            r.kind == JournalKind::CollectDbgInfo as u16
+                && r.a == u64::from(super::fixtures::VIDEO_ENGINE_TIMEOUT_DETECTED)
+        }),
+        at(&recs, |r| {
+            is(r, JournalKind::DependentEngineGroup) && r.a == 1
+        }),
+        at(&recs, |r| is(r, JournalKind::EngineStatus)),
+        at(&recs, |r| {
+            is(r, JournalKind::ResetEngine) && r.status == 0 && r.a == u64::from(hang)
+        }),
+    ];
+    ensure!(
+        order.iter().all(Option::is_some) && order.windows(2).all(|w| w[0] < w[1]),
+        "PreemptCommand < CollectDbgInfo(0x141) < QueryDependentEngineGroup (1) < \
+         QueryEngineStatus < ResetEngine (0, LastAborted {hang}) expected in the KMD's journal, \
+         got {order:?}: {}",
+        show(&recs)
+    );
+    ensure!(
+        !recs.iter().any(|r| is(r, JournalKind::DmaPreempted)
+            || (is(r, JournalKind::DmaCompleted) && r.a == u64::from(hang))),
+        "the HANG was reported preempted or completed: {}",
+        show(&recs)
+    );
+    expect_hung(&mut *s, p, "the guilty device")?;
+    match s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 8)]) {
+        Err(Failure::DdiFailed(STATUS_DEVICE_REMOVED)) => {}
+        other => ensure!(
+            false,
+            "the guilty device's submission returned {other:?}, expected DEVICE_REMOVED"
+        ),
+    }
+    new_work_runs(&mut *s, &[0], hang)?;
+    ensure!(
+        s.ums_ref()?.read_buffer(t, 0)? == 7,
+        "the refused submission of the guilty device ran"
+    );
+    no_fault(&*s)
+}
+
+/// TDR-06 as the KMD saw it: ResetEngine's LastAbortedFenceId lies in [C, S], C the last
+/// `DmaCompleted` and S the last submitted ID the KMD saw on the node before the reset, and is
+/// the hung buffer's. (The OS's own snapshot of (S, C) is VidSch's: the simulation checks it.)
+pub(super) fn aborted_fence_in_range(b: &dyn Backend) -> CaseResult {
+    let (mut s, p, ctx) = kmd_session(b)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let from = mark(&mut *s)?;
+    let f1 = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
+    completed(&mut *s, from, f1, "fill")?;
+    let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
+    let (recs, r) = reset_engine(&mut *s, from)?;
+    let end = at(&recs, |x| x.seq == r.seq).unwrap_or(recs.len());
+    let sub = submitted(&recs, end).max().unwrap_or(0);
+    let c = recs[..end]
+        .iter()
+        .filter(|x| is(x, JournalKind::DmaCompleted))
+        .map(|x| x.a)
+        .max()
+        .unwrap_or(0);
+    ensure!(
+        (c..=sub).contains(&r.a),
+        "LastAbortedFenceId {} outside [C, S] = [{c}, {sub}]: {}",
+        r.a,
+        show(&recs)
+    );
+    ensure!(
+        r.a == u64::from(hang) && c >= u64::from(f1),
+        "LastAbortedFenceId {}: expected the hung buffer's ID {hang} (C {c}, f1 {f1})",
+        r.a
+    );
+    expect_hung(&mut *s, p, "the guilty device")?;
+    no_fault(&*s)
+}
+
+/// TDR-04 as the KMD saw it: an ID is reported completed once its work is done; after an
+/// engine reset LastAborted is the hung buffer's; before a failed reset is promoted, the work
+/// that completed was reported completed. (A slow buffer preempted within the timeout needs a
+/// timeout the case chooses, and C = S is VidSch's: the simulation checks both.)
+pub(super) fn last_completed_fence(b: &dyn Backend) -> CaseResult {
+    let (mut s, p, ctx) = kmd_session(b)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let from = mark(&mut *s)?;
+    let f1 = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
+    completed(&mut *s, from, f1, "first DMA buffer")?;
+    ensure!(
+        s.ums_ref()?.read_buffer(t, 0)? == 1,
+        "{f1} reported completed before its FILL landed"
+    );
+    let from = mark(&mut *s)?;
+    let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
+    let (recs, r) = reset_engine(&mut *s, from)?;
+    ensure!(
+        r.a == u64::from(hang) && r.status == 0,
+        "ResetEngine: status {:#x}, LastAborted {}, expected 0 and {hang}: {}",
+        r.status as u32,
+        r.a,
+        show(&recs)
+    );
+    // A second device's work completes, then its hang's reset fails: promoted.
+    let q = s.ums()?.open_process(0)?;
+    let cq = s.dma_contexts()?.create_context(q, 0)?;
+    let tq = s.ums()?.create_buffer(q, BUF)?;
+    s.kmd_faults()?
+        .arm_kmd_fault(0, TestHookOp::FailNextReset, 0)?;
+    let from = mark(&mut *s)?;
+    let f = s.dma_contexts()?.submit_dma(cq, &[fill(tq, 0, 1)])?;
+    completed(&mut *s, from, f, "the work before the second hang")?;
+    let h2 = s.dma_contexts()?.submit_dma(cq, &[Work::Hang])?;
+    let recs = await_record(&mut *s, from, "the promoted reset", |r| {
+        r.kind == JournalKind::RestartFromTimeout as u16
+    })?;
+    ensure!(
+        recs.iter()
+            .any(|r| is(r, JournalKind::ResetEngine) && r.status < 0),
+        "the armed reset of {h2} did not fail: {}",
+        show(&recs)
+    );
+    new_work_runs(&mut *s, &[0], h2)?;
+    no_fault(&*s)
+}
+
+/// TDR-01 as the KMD saw it: the OS's own `DxgkDdiCollectDbgInfo(0x141)` of a HANG's recovery
+/// returned a bounded, non-empty text, the text the KMD's last call wrote. (Calling the DDI
+/// directly, in a loop beside QueryAdapterInfo, needs `DirectDdi`: the simulation does.)
+pub(super) fn collect_dbg_info_level_zero(b: &dyn Backend) -> CaseResult {
+    let (mut s, _, ctx) = kmd_session(b)?;
+    let from = mark(&mut *s)?;
+    s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
+    let (recs, _) = reset_engine(&mut *s, from)?;
+    let dbg = recs
+        .iter()
+        .rev()
+        .find(|r| r.kind == JournalKind::CollectDbgInfo as u16)
+        .copied()
+        .ok_or_else(|| {
+            CaseError::Fail(format!(
+                "no CollectDbgInfo in the recovery: {}",
+                show(&recs)
+            ))
+        })?;
+    ensure!(
+        dbg.a == u64::from(super::fixtures::VIDEO_ENGINE_TIMEOUT_DETECTED)
+            && dbg.b > 0
+            && dbg.b < 4096,
+        "the OS's CollectDbgInfo: reason {:#x}, {} bytes; expected 0x141, 1..4095",
+        dbg.a,
+        dbg.b
+    );
+    let (seq, text) = s.kmd_journal()?.last_dbg_info(0)?;
+    ensure!(
+        seq == u64::from(dbg.seq) && text.len() as u64 == dbg.b,
+        "the last CollectDbgInfo text: record {seq}, {} bytes; expected record {}, {} bytes",
+        text.len(),
+        dbg.seq,
+        dbg.b
+    );
+    no_fault(&*s)
+}
+
+/// TDR-09 as the KMD saw it: the armed ResetEngine fails, then ResetFromTimeout and
+/// RestartFromTimeout succeed, in that order; the guilty device is HUNG; both engines run a new
+/// process's work. (The reason, 9, is VidSch's: the simulation checks it.)
+pub(super) fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
+    let (mut s, p, ctx) = kmd_session(b)?;
+    s.kmd_faults()?
+        .arm_kmd_fault(0, TestHookOp::FailNextReset, 0)?;
+    let from = mark(&mut *s)?;
+    let hang = s.dma_contexts()?.submit_dma(ctx, &[Work::Hang])?;
+    let recs = await_record(&mut *s, from, "RestartFromTimeout", |r| {
+        r.kind == JournalKind::RestartFromTimeout as u16
+    })?;
+    let fired = at(&recs, |r| {
+        r.kind == JournalKind::FaultFired as u16 && r.a == TestHookOp::FailNextReset as u64
+    });
+    let failed = at(&recs, |r| is(r, JournalKind::ResetEngine) && r.status < 0);
+    let reset = at(&recs, |r| {
+        r.kind == JournalKind::ResetFromTimeout as u16 && r.status >= 0
+    });
+    let restart = at(&recs, |r| {
+        r.kind == JournalKind::RestartFromTimeout as u16 && r.status >= 0
+    });
+    ensure!(
+        matches!((fired, failed, reset, restart), (Some(_), Some(a), Some(b), Some(c)) if a < b && b < c),
+        "the armed fault fired, failed ResetEngine < ResetFromTimeout < RestartFromTimeout \
+         expected: {}",
+        show(&recs)
+    );
+    expect_hung(&mut *s, p, "the guilty device")?;
+    new_work_runs(&mut *s, &[0, 1], hang)?;
+    no_fault(&*s)
+}
