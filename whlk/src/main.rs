@@ -17,7 +17,8 @@
 //! Exits 0 when no case failed, 1 when one did, 2 on a usage or I/O error.
 //!
 //! `rvgpu-whlk collect [--memory-dump] [--out DIR]` gathers what the runbook asks a Windows
-//! tester to send back into one archive ([`rvgpu_whlk::collect`]). The hidden subcommands
+//! tester to send back into one archive ([`rvgpu_whlk::collect`]), with the KMD's journal
+//! through its test hooks ([`rvgpu_whlk::journal`]). The hidden subcommands
 //! `child ROLE` and `child-check` are the harness's other processes on Windows and their
 //! GPU-less proof.
 
@@ -154,6 +155,7 @@ fn subcommand(sub: &Sub) -> ExitCode {
             let opts = rvgpu_whlk::collect::Options {
                 memory_dump: *memory_dump,
                 out: out.clone(),
+                journal: rvgpu_whlk::journal::dump,
             };
             match rvgpu_whlk::collect::collect(&opts) {
                 Ok(rvgpu_whlk::collect::Outcome::Archive(zip)) => {

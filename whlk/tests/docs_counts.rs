@@ -207,3 +207,40 @@ fn a_windows_run_hangs_fewer_engines_than_the_tdr_limit_count() {
         tdr.len() + 1
     );
 }
+
+/// docs/test-machine.md's second pass names the `Tdr.*` cases the first pass leaves: those
+/// that do not pass over the simulated thunks as the first pass's machine offers them (the
+/// KMD's test hooks and software scheduling are the second pass's).
+#[test]
+fn test_machine_page_second_pass_lists_the_tdr_cases_the_first_leaves() {
+    let passed = d3dkmt_passes();
+    let left: BTreeSet<String> = cases::all()
+        .iter()
+        .map(|c| c.name.to_string())
+        .filter(|n| n.starts_with("Tdr.") && !passed.contains(n))
+        .collect();
+    let listed = case_names(
+        &doc("docs/test-machine.md"),
+        "**The second pass.**",
+        "## 9.",
+    );
+    assert!(
+        !left.is_empty(),
+        "every Tdr.* case passes in the first pass"
+    );
+    assert_eq!(
+        listed, left,
+        "docs/test-machine.md's second pass against the Tdr.* cases the first pass leaves"
+    );
+    let words = [
+        "no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+    ];
+    let said = format!(
+        "These {} follow",
+        words.get(left.len()).copied().unwrap_or("many")
+    );
+    assert!(
+        doc("docs/test-machine.md").contains(&said),
+        "docs/test-machine.md should say `{said}`"
+    );
+}
