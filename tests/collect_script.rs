@@ -235,3 +235,29 @@ fn the_collect_step_exports_every_registry_key_the_runbook_sets() {
         );
     }
 }
+
+/// The folder's README sends the tester to the runbook's test hooks by the paragraph's name in
+/// step 8, which says how to turn them on and off.
+#[test]
+fn the_folder_s_readme_names_the_runbook_s_test_hooks_paragraph() {
+    let readme = read("scripts/tester/README.txt").replace('\n', " ");
+    assert!(
+        readme.contains(r#"step 8, "The test hooks""#),
+        "scripts/tester/README.txt: the test hooks by reference to step 8"
+    );
+    let eight = section("## 8. The harness");
+    let hooks = &eight[eight
+        .find("**The test hooks.**")
+        .expect("docs/test-machine.md step 8: `**The test hooks.**`")..];
+    let hooks = &hooks[..hooks.find("\n\n").unwrap_or(hooks.len())];
+    for needed in [
+        "/v TestHooks /t REG_DWORD /d 1",
+        "DEVPKEY_Device_Driver",
+        "Undo",
+    ] {
+        assert!(
+            hooks.contains(needed),
+            "step 8's test hooks lack `{needed}`: {hooks}"
+        );
+    }
+}
