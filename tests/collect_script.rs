@@ -131,7 +131,7 @@ fn the_collect_step_runs_only_commands_the_runbook_uses_and_changes_nothing() {
         .iter()
         .filter_map(|s| match s {
             Step::Run { commands, .. } => Some(*commands),
-            Step::Take { .. } => None,
+            Step::Take { .. } | Step::Journal { .. } => None,
         })
         .flatten()
         .map(|c| {
@@ -184,4 +184,80 @@ fn the_runbook_and_the_folder_s_readme_run_the_collect_step_as_the_harness_takes
         read("scripts/tester/README.txt").contains(how),
         "scripts/tester/README.txt: `{how}`"
     );
+}
+
+/// The key of each `reg add` the runbook types (quoted or not).
+fn keys_the_runbook_sets() -> Vec<String> {
+    let page = read("docs/test-machine.md");
+    page.split("`reg add ")
+        .skip(1)
+        .map(|rest| {
+            let key = match rest.strip_prefix('"') {
+                Some(q) => &q[..q.find('"').unwrap()],
+                None => &rest[..rest.find(' ').unwrap()],
+            };
+            key.to_owned()
+        })
+        .collect()
+}
+
+/// Every registry value the runbook has the tester set (`HwSchMode`, the TDR keys,
+/// `IHVVIDEO`, the test hooks' `TestHooks` under the device's software key) lies under a key
+/// the collect step exports, so the archive shows what the machine ran with.
+#[test]
+fn the_collect_step_exports_every_registry_key_the_runbook_sets() {
+    let exported: Vec<String> = PLAN
+        .iter()
+        .filter_map(|s| match s {
+            Step::Run { commands, .. } => Some(*commands),
+            _ => None,
+        })
+        .flatten()
+        .filter(|c| c.program == "reg" && matches!(c.args.first(), Some(Arg::Lit("export"))))
+        .map(|c| match c.args.get(1) {
+            Some(Arg::Lit(k)) => k.to_lowercase(),
+            other => panic!("reg export of {other:?}"),
+        })
+        .collect();
+    let set = keys_the_runbook_sets();
+    assert!(
+        set.iter().any(|k| k.ends_with(r"\NNNN")) && set.len() >= 4,
+        "the runbook's `reg add`s: {set:?}"
+    );
+    for key in &set {
+        let k = key.to_lowercase();
+        assert!(
+            exported
+                .iter()
+                .any(|e| k == *e || k.starts_with(&format!("{e}\\"))),
+            "docs/test-machine.md sets a value under {key}, which whlk/src/collect.rs does not \
+             export (it exports {exported:?})"
+        );
+    }
+}
+
+/// The folder's README sends the tester to the runbook's test hooks by the paragraph's name in
+/// step 8, which says how to turn them on and off.
+#[test]
+fn the_folder_s_readme_names_the_runbook_s_test_hooks_paragraph() {
+    let readme = read("scripts/tester/README.txt").replace('\n', " ");
+    assert!(
+        readme.contains(r#"step 8, "The test hooks""#),
+        "scripts/tester/README.txt: the test hooks by reference to step 8"
+    );
+    let eight = section("## 8. The harness");
+    let hooks = &eight[eight
+        .find("**The test hooks.**")
+        .expect("docs/test-machine.md step 8: `**The test hooks.**`")..];
+    let hooks = &hooks[..hooks.find("\n\n").unwrap_or(hooks.len())];
+    for needed in [
+        "/v TestHooks /t REG_DWORD /d 1",
+        "DEVPKEY_Device_Driver",
+        "Undo",
+    ] {
+        assert!(
+            hooks.contains(needed),
+            "step 8's test hooks lack `{needed}`: {hooks}"
+        );
+    }
 }

@@ -66,6 +66,11 @@ pub enum Step {
         /// Only with `--memory-dump`.
         memory_dump: bool,
     },
+    /// The KMD's journal through its test hooks ([`Options::journal`]) into this text file.
+    Journal {
+        /// The text file.
+        file: &'static str,
+    },
 }
 
 const fn run(file: &'static str, commands: &'static [Cmd]) -> Step {
@@ -207,6 +212,10 @@ pub const PLAN: &[Step] = &[
     take(Root::Folder, "rvgpu-results.xml", "run"),
     take(Root::Folder, "rvgpu-timeline.json", "run"),
     take(Root::Folder, "rvgpu-whlk.txt", "run"),
+    // What the KMD saw of the run's recoveries (the runbook's test hooks).
+    Step::Journal {
+        file: "journal.txt",
+    },
 ];
 
 /// The log of the gathering, in the archive's folder.
@@ -219,6 +228,9 @@ pub struct Options {
     pub memory_dump: bool,
     /// Where the archive (or the folder) goes; the tester's folder when `None`.
     pub out: Option<PathBuf>,
+    /// Reads the KMD's journal of every rvgpu adapter as text, or says why it cannot
+    /// (`rvgpu_whlk::journal::dump`).
+    pub journal: fn() -> Result<String, String>,
 }
 
 /// What the collect step left for the tester to send.
@@ -395,6 +407,25 @@ fn take_step(base: &Path, path: &str, to: &Path, log: &mut Log) {
     }
 }
 
+/// The `Journal` step: `read`'s text, or the line saying why there is none.
+fn journal_step(file: &str, read: fn() -> Result<String, String>, work: &Path, log: &mut Log) {
+    let text = match read() {
+        Ok(t) => {
+            log.note(&format!(
+                "{file} <- the KMD's journal through its test hooks"
+            ));
+            t
+        }
+        Err(why) => {
+            log.note(&format!("absent: the KMD's journal ({why})"));
+            format!("no journal: {why}\r\n")
+        }
+    };
+    if let Err(e) = std::fs::write(work.join(file), text) {
+        log.note(&format!("cannot write {file}: {e}"));
+    }
+}
+
 /// Windows' own tar (bsdtar, Windows 10 and later), which writes a zip with `-a`.
 fn windows_tar() -> PathBuf {
     system_root().join("System32").join("tar.exe")
@@ -449,6 +480,7 @@ pub fn collect(opts: &Options) -> Result<Outcome, String> {
     for step in PLAN {
         match *step {
             Step::Run { file, commands } => run_step(file, commands, &work, &mut log),
+            Step::Journal { file } => journal_step(file, opts.journal, &work, &mut log),
             Step::Take {
                 memory_dump: true, ..
             } if !opts.memory_dump => {}
@@ -497,6 +529,7 @@ pub fn entries() -> Vec<&'static str> {
                 }
             }
             Step::Take { to, .. } => out.push(to),
+            Step::Journal { file } => out.push(file),
         }
     }
     out

@@ -19,6 +19,7 @@ pub mod cases;
 #[cfg(windows)]
 pub mod child;
 pub mod collect;
+pub mod journal;
 pub mod junit;
 pub mod os;
 pub mod report;

@@ -17,9 +17,10 @@
 //! Exits 0 when no case failed, 1 when one did, 2 on a usage or I/O error.
 //!
 //! `rvgpu-whlk collect [--memory-dump] [--out DIR]` gathers what the runbook asks a Windows
-//! tester to send back into one archive ([`rvgpu_whlk::collect`]). The hidden subcommands
-//! `child ROLE` and `child-check` are the harness's other processes on Windows and their
-//! GPU-less proof.
+//! tester to send back into one archive ([`rvgpu_whlk::collect`]), with the KMD's journal
+//! through its test hooks ([`rvgpu_whlk::journal`], read by the hidden subcommand `journal` in
+//! a process of its own). The hidden subcommands `child ROLE` and `child-check` are the
+//! harness's other processes on Windows and their GPU-less proof.
 
 use std::process::ExitCode;
 
@@ -134,6 +135,9 @@ enum Sub {
         #[arg(long, value_name = "DIR")]
         out: Option<std::path::PathBuf>,
     },
+    /// Prints the KMD's journal of every rvgpu adapter (collect's `journal.txt`).
+    #[command(hide = true)]
+    Journal,
     /// A case's other process on Windows: plays ROLE with the handles its parent gives.
     #[command(hide = true)]
     Child {
@@ -154,6 +158,7 @@ fn subcommand(sub: &Sub) -> ExitCode {
             let opts = rvgpu_whlk::collect::Options {
                 memory_dump: *memory_dump,
                 out: out.clone(),
+                journal: journal_in_child,
             };
             match rvgpu_whlk::collect::collect(&opts) {
                 Ok(rvgpu_whlk::collect::Outcome::Archive(zip)) => {
@@ -173,6 +178,16 @@ fn subcommand(sub: &Sub) -> ExitCode {
                 }
             }
         }
+        Sub::Journal => match rvgpu_whlk::journal::dump() {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        },
         #[cfg(windows)]
         Sub::Child { role } => {
             ExitCode::from(u8::try_from(rvgpu_whlk::child::serve(role)).unwrap_or(2))
@@ -193,6 +208,27 @@ fn subcommand(sub: &Sub) -> ExitCode {
             eprintln!("rvgpu-whlk: child processes are the Windows build's (rvgpu-whlk.exe)");
             ExitCode::from(2)
         }
+    }
+}
+
+/// `collect`'s journal, read by this program started again as `rvgpu-whlk journal`: a thunk
+/// that fails hard (Wine's gdi32 stubs `D3DKMTEnumAdapters2`; a machine after a crash) ends
+/// that process, and the collect step notes it and goes on.
+fn journal_in_child() -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let out = std::process::Command::new(exe)
+        .arg("journal")
+        .output()
+        .map_err(|e| format!("rvgpu-whlk journal: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(format!(
+            "rvgpu-whlk journal ({}): {}",
+            out.status,
+            err.lines().next().unwrap_or_default().trim()
+        ))
     }
 }
 
@@ -487,6 +523,12 @@ mod tests {
         assert_eq!(cli.requirement, ["UM-20", "TDR-05", "NF-02"]);
         let none = Cli::try_parse_from(["rvgpu-whlk"]).expect("valid command line");
         assert!(none.requirement.is_empty());
+    }
+
+    #[test]
+    fn journal_is_a_hidden_subcommand() {
+        let cli = Cli::try_parse_from(["rvgpu-whlk", "journal"]).expect("valid command line");
+        assert!(matches!(cli.command, Some(Sub::Journal)));
     }
 
     #[test]
