@@ -39,10 +39,9 @@ impl MachineClock {
     }
 
     /// A limit for a recovery: on a step-mode machine `STEP` (what every step-mode wait for
-    /// a reset is given, 20 000 rounds: 500 times the cases' TDR timeout of 40 rounds, 100
+    /// a reset is given, 20 000 rounds: 500 times the case's TDR timeout of 40 rounds, 100
     /// times the device's own 200-round hang detection); on a machine that runs on its own
-    /// `RECOVERY` (5 times Windows' default `TdrDelay`, which the D3DKMT backend's machine
-    /// uses, and 200 times the cases' 50 ms).
+    /// `RECOVERY`, 5 times the case's `TdrDelay` there (Windows' default, 2 s).
     fn limit(&self) -> Duration {
         if self.stepped {
             STEP
@@ -76,7 +75,14 @@ pub(super) fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
     const SLOTS: u32 = 4096;
     /// Copies after the recovery.
     const AFTER: u64 = 20;
-    let mut s = tdr_session(b, TdrTimeouts::fast(), |_| {})?;
+    // Windows' default TdrDelay (2 s) on a machine that runs on its own: the hang is found by
+    // the device's own report, and 50 ms let a starved guest's paging on the copy node look
+    // like a DMA timeout there.
+    let timeouts = TdrTimeouts {
+        timeout: Duration::from_secs(2),
+        ..TdrTimeouts::fast()
+    };
+    let mut s = tdr_session(b, timeouts, |_| {})?;
     let limit = MachineClock::start(b).limit();
     // Each slice lets the machine run at least its time (a threaded `run_until` returns `false`
     // only once its budget passed): one copy before each of at most `SLOTS` slices within the
@@ -110,10 +116,11 @@ pub(super) fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
         // complete after it returned (checked after the submission, so that a host that
         // deschedules this thread for longer than detection takes cannot make the first
         // submissions look late; threaded backends run the device in real time).
-        // Without the OS's recovery counter, the recovery as the guilty process sees it: its
-        // doorbell's status page reads DISCONNECTED_ABORT (UM-10).
-        let recovered = match observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))? {
-            Some(r) => r.0 > 0,
+        // The reset of this hang, whatever else the OS reset meanwhile: the guilty device put
+        // in error, the recovery's last step, in the OS's record; without it, as the guilty
+        // process sees it: its doorbell's status page reads DISCONNECTED_ABORT (UM-10).
+        let recovered = match observe(s.tdr_trace_ref().and_then(|x| x.tdr_steps(0)))? {
+            Some(ev) => errored(&ev, h),
             None => s.ums_ref()?.doorbell_status(hq) == Ok(DoorbellStatus::DisconnectedAbort),
         };
         if !recovered {
