@@ -268,3 +268,59 @@ fn nf_13_a_native_fence_shared_by_nt_handle_is_signalled_and_waited_on_in_anothe
         .expect("the first's instance after it");
     assert_eq!(f.cpu_wait(mine, 6, LONG), Ok(WaitResult::Satisfied));
 }
+
+/// NF-13: each fence opened in another process is known there by the number the seam records
+/// it under: two fences of the first process opened in the second (one also in the third),
+/// the earlier-opened instance destroyed first, then one more opened there; every signal and
+/// wait reaches its own fence, and no number is given twice in a process.
+#[test]
+fn nf_13_fences_opened_in_other_processes_keep_their_own_numbers_when_destroyed_out_of_order() {
+    const LONG: Duration = Duration::from_secs(5);
+    const SHORT: Duration = Duration::from_millis(1);
+    let mut s = started_session();
+    let f = s.fences().expect("fences");
+    let a = f
+        .create_native_fence(NewFence::new(0, 1).shareable())
+        .expect("fence a of the first process");
+    let b = f
+        .create_native_fence(NewFence::new(0, 1).shareable())
+        .expect("fence b of the first process");
+    let a2 = f.open_native_fence(a, 2).expect("a opened in the second");
+    let b2 = f.open_native_fence(b, 2).expect("b opened in the second");
+    let a3 = f.open_native_fence(a, 3).expect("a opened in the third");
+    f.destroy_native_fence(a2)
+        .expect("a's instance in the second, destroyed before b's");
+    f.cpu_signal(a, 1).expect("a to 1 in the first");
+    assert_eq!(
+        f.cpu_wait(a3, 1, LONG),
+        Ok(WaitResult::Satisfied),
+        "a in the third"
+    );
+    assert_eq!(
+        f.cpu_wait(b2, 1, SHORT),
+        Ok(WaitResult::TimedOut),
+        "b in the second answered for another fence"
+    );
+    f.cpu_signal(b2, 2).expect("b to 2 in the second");
+    assert_eq!(
+        f.cpu_wait(b, 2, LONG),
+        Ok(WaitResult::Satisfied),
+        "b in the first"
+    );
+    assert_eq!(
+        f.cpu_wait(a, 2, SHORT),
+        Ok(WaitResult::TimedOut),
+        "b's signal in the second reached a"
+    );
+    let again = f
+        .open_native_fence(a, 2)
+        .expect("a opened again in the second, after the destroy");
+    assert_eq!(f.cpu_wait(again, 1, LONG), Ok(WaitResult::Satisfied));
+    for (g, what) in [
+        (b2, "b in the second"),
+        (a3, "a in the third"),
+        (again, "a again"),
+    ] {
+        f.destroy_native_fence(g).expect(what);
+    }
+}

@@ -32,9 +32,10 @@ use rvgpu_hw::cmd::Command;
 
 use super::tracked::TrackedTable;
 use super::{
-    AllocationUsage, BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, GpuVaPlacement,
-    LockOutcome, NewQueue, Pages, ProcessEnd, ProcessRef, TrackedBatch, TrackedInfo, TrackedRef,
-    TrackedWork, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult, Work,
+    AllocationUsage, BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, FenceRef,
+    GpuVaPlacement, LockOutcome, NewQueue, Pages, ProcessEnd, ProcessRef, TrackedBatch,
+    TrackedInfo, TrackedRef, TrackedWork, UmQueueInfo, UmQueueRef, UserModeSubmission, WaitResult,
+    Work,
 };
 
 pub(crate) use fences::{append_to_gpu_queue, fence_process, AppFence, GpuQueue, Pending, Waiter};
@@ -205,7 +206,15 @@ pub(crate) trait AppUmd {
     /// Fence `f` of process `holder` opened in process `p` as an application gets it: the
     /// holder shares it (an NT handle in its table), the handle is duplicated into `p`'s table
     /// (`DuplicateHandle`, the broker's), `p` opens it, and each side closes its NT handle.
-    fn fence_open(&self, holder: usize, f: &Self::Fence, p: usize) -> Result<Self::Fence, Failure>;
+    /// `id` is the number the seam records the opened fence under (the seam alone decides
+    /// it): a backend that names the fence elsewhere (another process's server) uses it.
+    fn fence_open(
+        &self,
+        holder: usize,
+        f: &Self::Fence,
+        p: usize,
+        id: FenceRef,
+    ) -> Result<Self::Fence, Failure>;
     /// Destroys fence `f` of process `p`.
     fn fence_destroy(&self, p: usize, f: &Self::Fence) -> Result<(), Failure>;
     /// A blocking CPU wait of process `p` for `f` to reach `value`.

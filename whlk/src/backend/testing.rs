@@ -412,14 +412,18 @@ impl<T: TestingHost> KernelModeTesting for T {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::time::Duration;
 
     use rvgpu_umd::kmt::{
         NtStatus, STATUS_DEVICE_REMOVED, STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
     };
 
-    use super::{TestingHost, TestingState};
+    use super::{KernelModeTesting, TestCommand, TestingHost, TestingState};
+    use crate::backend::kmt::sim::SimPlatform;
+    use crate::backend::kmt::KmtBackend;
     use crate::backend::sim::kmt::SessKmt;
-    use crate::backend::Failure;
+    use crate::backend::sim::SimBackend;
+    use crate::backend::{Backend, ExecMode, Failure, SessionConfig, WaitResult};
 
     /// A host whose thunk statuses are what is looked at (it opens no device).
     #[derive(Default)]
@@ -451,5 +455,63 @@ mod tests {
         );
         let other = NtStatus(0xC000_000D_u32 as i32);
         assert_eq!(h.thunk_failure(other), Failure::DdiFailed(other.0));
+    }
+
+    const LONG: Duration = Duration::from_secs(10);
+
+    /// A FILL of eight bytes of `pattern` at `dst`, built for `q`.
+    fn fill(k: &mut dyn KernelModeTesting, q: super::TestQueue, dst: u64) -> Vec<u8> {
+        let cmd = TestCommand::Fill {
+            dst,
+            bytes: 8,
+            pattern: 7,
+        };
+        k.build(q, cmd, 4096).expect("a FILL built")
+    }
+
+    /// UM-10, through the capability: once the OS put a test queue's device in error after
+    /// its infinite loop was reset, the queue's next submission reports the device lost,
+    /// `STATUS_DEVICE_REMOVED`, while the other process's queue submits on (the adapter is not
+    /// removed). The capability copies each submission to a new command allocation, and
+    /// `D3DKMTCreateAllocation` for a device in error already answers `STATUS_DEVICE_REMOVED`:
+    /// VidSch's own refusal of the submission (the mapping above) is never reached here. On the
+    /// simulated machine in process and on the D3DKMT backend's.
+    #[test]
+    fn um_10_a_test_queue_of_the_device_in_error_submits_no_more_end_to_end() {
+        let kmt = KmtBackend::new(SimPlatform);
+        for b in [&SimBackend as &dyn Backend, &kmt] {
+            let name = b.name();
+            let mut s = b
+                .open(&SessionConfig::new(ExecMode::Threaded))
+                .expect("session");
+            s.load_driver().expect("driver");
+            s.start_adapter(0).expect("adapter");
+            let k = s.kmtest().expect("kernel-mode testing");
+            k.arm_tdr(0).expect("TDR armed");
+            let (gp, ip) = (k.open(0).expect("guilty"), k.open(0).expect("other"));
+            let (gq, iq) = (
+                k.create_queue(gp, 0).unwrap(),
+                k.create_queue(ip, 0).unwrap(),
+            );
+            let (gt, it) = (
+                k.create_buffer(gp, 4096).unwrap(),
+                k.create_buffer(ip, 4096).unwrap(),
+            );
+            // Built before the hang: the build escape is not what is refused.
+            let late = fill(k, gq, gt.gpu_va);
+            let hang = k.build(gq, TestCommand::InfiniteLoop, 4096).unwrap();
+            let hv = k.submit(gq, &hang).expect("the infinite loop");
+            // The device in error: its monitored fences at u64::MAX, their waits released.
+            assert_eq!(k.wait(gq, hv, LONG), Ok(WaitResult::Satisfied), "{name}");
+            assert_eq!(k.done_value(gq), Ok(u64::MAX), "{name}");
+            assert_eq!(
+                k.submit(gq, &late),
+                Err(Failure::DdiFailed(STATUS_DEVICE_REMOVED.0)),
+                "{name}: the guilty queue's submission"
+            );
+            let other = fill(k, iq, it.gpu_va);
+            let v = k.submit(iq, &other).expect("the other process submits");
+            assert_eq!(k.wait(iq, v, LONG), Ok(WaitResult::Satisfied), "{name}");
+        }
     }
 }

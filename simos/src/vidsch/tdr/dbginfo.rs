@@ -81,6 +81,19 @@ fn collect_dbg_info1(a: &AdapterShared, sh: &TdrShared, reason: u32) -> Result<(
     Ok(())
 }
 
+/// The bytes of a dump kept: up to its last non-zero byte, at least one. The 16 MiB are
+/// compared a page at a time (a slice comparison), the last non-zero page byte by byte: a
+/// byte loop over all of them is seconds of a TDR's time in an unoptimised build under
+/// emulation, while the copies of other engines go on.
+fn kept_bytes(dump: &[u8]) -> usize {
+    const PAGE: usize = 4096;
+    static ZERO: [u8; PAGE] = [0; PAGE];
+    (dump.chunks(PAGE).enumerate().rev())
+        .find(|(_, page)| !ZERO.starts_with(page))
+        .and_then(|(i, page)| page.iter().rposition(|b| *b != 0).map(|k| i * PAGE + k + 1))
+        .unwrap_or(1)
+}
+
 /// The driver's `DxgkDdiCollectDbgInfo2` (`f`) just before a hardware-scheduled node's reset,
 /// as 24H2 makes it
 /// (`M:TdrCollectDbgInfoStage1` @0x140368AC0, `K:DXGADAPTER::_DdiCollectDbgInfoNoLocks`
@@ -162,10 +175,7 @@ fn collect_dbg_info2(
             ),
         ));
     }
-    let kept = buf[..SIZE]
-        .iter()
-        .rposition(|b| *b != 0)
-        .map_or(1, |i| i + 1);
+    let kept = kept_bytes(&buf[..SIZE]);
     buf.truncate(kept);
     let mut os = lock(&sh.os);
     os.events.push(TdrEvent::CollectDbgInfo2 {
@@ -179,4 +189,23 @@ fn collect_dbg_info2(
         hcontext,
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kept_bytes;
+
+    /// TDR-01: the dump kept is up to the driver's last non-zero byte, wherever it falls
+    /// (first byte, a page's last or first byte, the short last page), at least one byte.
+    #[test]
+    fn tdr_01_the_dump_kept_ends_at_the_last_non_zero_byte() {
+        let mut d = vec![0u8; 3 * 4096 + 100];
+        assert_eq!(kept_bytes(&d), 1, "all zero");
+        for (at, want) in [(0, 1), (4095, 4096), (4096, 4097), (3 * 4096 + 99, d.len())] {
+            d[at] = 0xA5;
+            assert_eq!(kept_bytes(&d), want, "non-zero at {at}");
+        }
+        d[3 * 4096 + 99] = 0;
+        assert_eq!(kept_bytes(&d), 4097, "the last one cleared");
+    }
 }

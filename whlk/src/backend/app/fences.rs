@@ -122,6 +122,12 @@ impl<B, V, F, E> AppObjects<B, V, F, E> {
     fn native(&self, f: FenceRef) -> Result<&AppFence<F>, Failure> {
         nth(&self.fences, f.0, "fence")
     }
+
+    /// The number the next fence recorded gets ([`record_fence`]): the one place that decides
+    /// it, also handed to a backend that names the fence before it is recorded.
+    fn next_fence(&self) -> FenceRef {
+        FenceRef(self.fences.len())
+    }
 }
 
 /// The session's process for the case's `process` number on adapter `i`, opened on first use.
@@ -139,14 +145,16 @@ pub(crate) fn fence_process<S: AppUmd + UserModeSubmission>(
     Ok(p)
 }
 
-fn push_fence<S: AppUmd>(s: &mut S, process: usize, fence: S::Fence) -> FenceRef {
-    let fences = &mut s.objects_mut().fences;
-    fences.push(AppFence {
+/// Records `fence` of `process` under [`AppObjects::next_fence`]: the number a backend was
+/// handed for it, the seam holding the session from the one to the other.
+fn record_fence<S: AppUmd>(s: &mut S, process: usize, fence: S::Fence) -> FenceRef {
+    let id = s.objects().next_fence();
+    s.objects_mut().fences.push(AppFence {
         process,
         fence,
         destroyed: false,
     });
-    FenceRef(fences.len() - 1)
+    id
 }
 
 /// Appends `op` to GPU queue `q` after checking that the fence is open in the queue's process
@@ -171,7 +179,7 @@ impl<S: AppUmd + UserModeSubmission> Fences for S {
     fn create_native_fence(&mut self, new: NewFence) -> Result<FenceRef, Failure> {
         let p = fence_process(self, new.adapter, new.process)?;
         let fence = self.fence_create(p, new.initial, new.shareable)?;
-        Ok(push_fence(self, p, fence))
+        Ok(record_fence(self, p, fence))
     }
 
     /// In the adapter of the fence's process.
@@ -182,8 +190,9 @@ impl<S: AppUmd + UserModeSubmission> Fences for S {
             .map(|&(a, _, _)| a)
             .ok_or_else(|| Failure::Backend(format!("fence {} has no adapter", f.0)))?;
         let p = fence_process(self, i, process)?;
-        let mine = self.fence_open(holder, &self.objects().native(f)?.fence, p)?;
-        Ok(push_fence(self, p, mine))
+        let id = self.objects().next_fence();
+        let mine = self.fence_open(holder, &self.objects().native(f)?.fence, p, id)?;
+        Ok(record_fence(self, p, mine))
     }
 
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {

@@ -322,7 +322,13 @@ impl AppUmd for DllSession {
         Ok(self.fence_made(p, h, &before))
     }
 
-    fn fence_open(&self, holder: usize, f: &DllFence, p: usize) -> Result<DllFence, Failure> {
+    fn fence_open(
+        &self,
+        holder: usize,
+        f: &DllFence,
+        p: usize,
+        _: FenceRef,
+    ) -> Result<DllFence, Failure> {
         let before = self.objects_of(p)?;
         let mine = self.share_into(holder, f.handle, p)?;
         Ok(self.fence_made(p, mine, &before))

@@ -23,8 +23,8 @@ use crate::backend::gpuva::reserve;
 use crate::backend::tracked::{lock_failure, umd_info, umd_lock};
 use crate::backend::umd_queue::timelines_of;
 use crate::backend::{
-    BufferRef, Failure, LockOutcome, Pages, ProcessRef, TrackedInfo, TrackedWork, UmQueueRef,
-    WaitResult,
+    BufferRef, Failure, FenceRef, LockOutcome, Pages, ProcessRef, TrackedInfo, TrackedWork,
+    UmQueueRef, WaitResult,
 };
 
 /// The session's objects of the seam, over thunks `K`.
@@ -179,7 +179,13 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
 
     /// `D3DKMTShareObjects`, the machine's `DuplicateHandle` (into another process's table
     /// when `p` is one), `D3DKMTOpenNativeFenceFromNtHandle` there, each NT handle closed.
-    fn fence_open(&self, holder: usize, f: &KmtFence, p: usize) -> Result<KmtFence, Failure> {
+    fn fence_open(
+        &self,
+        holder: usize,
+        f: &KmtFence,
+        p: usize,
+        id: FenceRef,
+    ) -> Result<KmtFence, Failure> {
         let hk = self.thunks(holder)?;
         let mine = hk
             .share_native_fence(f.here()?.kmt)
@@ -188,9 +194,8 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         let _ = hk.close_nt_handle(mine);
         let theirs = theirs?;
         if let Some(r) = self.remote_arc(p)? {
-            // The number the seam gives the fence it is about to record.
-            let id = self.app.fences.len();
-            return r.open_fence(id, theirs).map(|()| KmtFence::There(id));
+            // The other process knows the fence by the seam's number for it.
+            return r.open_fence(id.0, theirs).map(|()| KmtFence::There(id.0));
         }
         let kmt = self.thunks(p)?;
         let umd = kmt.open_native_fence(theirs);

@@ -1,30 +1,100 @@
 //! Other engines and other processes keep running (UM-10).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::backend::{
-    Backend, DoorbellStatus, ExecMode, NewQueue, OsEvent, StreamLane, TdrCause, TdrStep,
-    TdrTimeouts, Work,
+    Backend, Capability, DoorbellStatus, ExecMode, NewQueue, OsEvent, Session, StreamLane,
+    TdrCause, TdrStep, TdrTimeouts, Work,
 };
 use crate::case::CaseResult;
 use crate::ensure;
 use rvgpu_umd::kmt::DeviceExecutionState;
 
 use super::super::common::{fill, no_fault, observe, session, wait};
-use super::fixtures::{errored, guilty_refused, settled_probe, tdr_session, until, BUF, RECOVERY};
+use super::fixtures::{
+    errored, guilty_refused, settled_probe, steps_or_none, tdr_session, until, BUF, RECOVERY, STEP,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Other engines and other processes keep running (UM-10).
 
+/// The machine's time the case has let run, on the clock VidSch's TDR reads (`TdrOs::now`):
+/// rounds on a step-mode machine, which advance only in [`Session::run_until`] (a budget of
+/// `d` is `d / 10 µs` of them, however fast the host), the monotonic clock on a machine that
+/// runs on its own. The session of a backend with [`Capability::StepMode`] is a step-mode one
+/// (`tdr_session` asks for step mode; a backend that cannot step neither steps nor offers it).
+struct MachineClock {
+    stepped: bool,
+    run: Duration,
+    t0: Instant,
+}
+
+impl MachineClock {
+    fn start(b: &dyn Backend) -> Self {
+        Self {
+            stepped: b.capabilities().contains(Capability::StepMode),
+            run: Duration::ZERO,
+            t0: Instant::now(),
+        }
+    }
+
+    /// A limit for a recovery: on a step-mode machine `STEP` (what every step-mode wait for
+    /// a reset is given, 20 000 rounds: 500 times the case's TDR timeout of 40 rounds, 100
+    /// times the device's own 200-round hang detection); on a machine that runs on its own
+    /// `RECOVERY`, 5 times the case's `TdrDelay` there (Windows' default, 2 s).
+    fn limit(&self) -> Duration {
+        if self.stepped {
+            STEP
+        } else {
+            RECOVERY
+        }
+    }
+
+    /// Lets the machine run for `d` of its time.
+    fn run(&mut self, s: &mut dyn Session, d: Duration) -> CaseResult {
+        s.run_until(d, &mut |_| false)?;
+        self.run += d;
+        Ok(())
+    }
+
+    fn elapsed(&self) -> Duration {
+        if self.stepped {
+            self.run
+        } else {
+            self.t0.elapsed()
+        }
+    }
+}
+
+/// One copy per slice of the machine's time while the OS detects and resets the hang, twenty
+/// after. The wait for the reset is bounded by the machine's time ([`MachineClock`]), never by
+/// the number of copies: how many a host submits while the OS detects and resets says nothing
+/// of the OS's progress.
 pub(super) fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
-    const MAX: u64 = 4000;
-    let mut s = tdr_session(b, TdrTimeouts::fast(), |_| {})?;
+    /// Slices of the machine's time within the limit.
+    const SLOTS: u32 = 4096;
+    /// Copies after the recovery.
+    const AFTER: u64 = 20;
+    // Windows' default TdrDelay (2 s) on a machine that runs on its own: the hang is found by
+    // the device's own report, and 50 ms let a starved guest's paging on the copy node look
+    // like a DMA timeout there.
+    let timeouts = TdrTimeouts {
+        timeout: Duration::from_secs(2),
+        ..TdrTimeouts::fast()
+    };
+    let mut s = tdr_session(b, timeouts, |_| {})?;
+    let limit = MachineClock::start(b).limit();
+    // Each slice lets the machine run at least its time (a threaded `run_until` returns `false`
+    // only once its budget passed): one copy before each of at most `SLOTS` slices within the
+    // limit, one after the last, then `AFTER`; a marker each.
+    let slice = limit / SLOTS;
+    let max = u64::from(SLOTS) + 1 + AFTER;
     let h = s.ums()?.open_process(0)?;
     let c = s.ums()?.open_process(0)?;
-    let t = s.ums()?.create_buffer(c, 8 * MAX)?;
+    let t = s.ums()?.create_buffer(c, 8 * max)?;
     let th = s.ums()?.create_buffer(h, BUF)?;
     let copy = s.ums()?.create_queue(c, NewQueue::user_mode(1))?;
-    // Made before the count starts: mapping its ring is paging work on the copy node.
+    // Made before the copies start: mapping its ring is paging work on the copy node.
     let hq = s.ums()?.create_queue(h, NewQueue::user_mode(0))?;
     // Commands per one-FILL submission on the copy node (calibration).
     let before = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
@@ -36,6 +106,7 @@ pub(super) fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
         .map(|(a, z)| z.completed_commands - a.completed_commands);
     let base = observe(s.tdr_trace_ref().and_then(|x| x.engine_probe(0, 1)))?;
     s.ums()?.submit(hq, &[Work::Hang])?;
+    let mut clock = MachineClock::start(b);
     let (mut n, mut during) = (0u64, 0u64);
     loop {
         let v = s.ums()?.submit(copy, &[fill(t, 8 * n, n + 1)])?;
@@ -45,22 +116,32 @@ pub(super) fn compute_hang_copy_runs(b: &dyn Backend) -> CaseResult {
         // complete after it returned (checked after the submission, so that a host that
         // deschedules this thread for longer than detection takes cannot make the first
         // submissions look late; threaded backends run the device in real time).
-        // Without the OS's recovery counter, the recovery as the guilty process sees it: its
-        // doorbell's status page reads DISCONNECTED_ABORT (UM-10).
-        let recovered = match observe(s.tdr_trace_ref().and_then(|x| x.tdr_recoveries(0)))? {
-            Some(r) => r.0 > 0,
+        // The reset of this hang, whatever else the OS reset meanwhile: the guilty device put
+        // in error, the recovery's last step, in the OS's record; without it, as the guilty
+        // process sees it: its doorbell's status page reads DISCONNECTED_ABORT (UM-10).
+        let recovered = match observe(s.tdr_trace_ref().and_then(|x| x.tdr_steps(0)))? {
+            Some(ev) => errored(&ev, h),
             None => s.ums_ref()?.doorbell_status(hq) == Ok(DoorbellStatus::DisconnectedAbort),
         };
         if !recovered {
             during = n;
         }
-        // Twenty more after the recovery.
-        if (recovered && n >= during + 20) || n >= MAX {
-            break;
+        if recovered {
+            if n >= during + AFTER {
+                break;
+            }
+        } else {
+            ensure!(
+                clock.elapsed() < limit,
+                "no recovery within {limit:?} of the machine's time ({:?} run, {n} copies); \
+                 TDR steps {:?}",
+                clock.elapsed(),
+                steps_or_none(&*s)
+            );
         }
-        s.run_until(Duration::from_micros(10), &mut |_| false)?;
+        ensure!(n < max, "{n} copies: more slices than the limit holds");
+        clock.run(&mut *s, slice)?;
     }
-    ensure!(n < MAX, "no recovery within {MAX} copy submissions");
     wait(&mut *s, copy, n + 1, "copy queue drained")?;
     for i in 0..n {
         let got = s.ums_ref()?.read_buffer(t, 8 * i)?;
