@@ -392,10 +392,21 @@ impl<'m> SimKmt<'m> {
         &self,
         initial: u64,
     ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
+        self.create_monitored_fence_with(initial, 0)
+    }
+
+    /// [`create_monitored_fence`](Self::create_monitored_fence) with `Info.Flags` `flags`
+    /// (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`: `NoSignal` or `NoWait` refuse this process's
+    /// CPU signals or waits of it).
+    pub fn create_monitored_fence_with(
+        &self,
+        initial: u64,
+        flags: u32,
+    ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
         let mut a = sync_object::D3dkmtCreateSynchronizationObject2::monitored_fence(
             self.p.device,
             initial,
-            0,
+            flags,
         );
         let own = self.p;
         let f = sync_object::dxgk_create_synchronization_object_impl(self.m, &mut a, |h| {

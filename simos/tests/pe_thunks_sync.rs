@@ -746,6 +746,46 @@ fn mf_01_a_paging_queue_s_fence_refuses_a_cpu_signal() {
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
+/// MF-04: a monitored fence created `NoWait` keeps the flag on the OS's object: a CPU wait on
+/// it is refused with the catalog's status, from the DLL's process (its
+/// `D3DKMTCreateSynchronizationObject2` and wait thunks) and from the Rust UMD's, while a CPU
+/// signal of it is answered.
+#[test]
+fn mf_04_a_nowait_monitored_fence_refuses_a_cpu_wait() {
+    const W: &str = "D3DKMTWaitForSynchronizationObjectFromCpu";
+    const S: &str = "D3DKMTSignalSynchronizationObjectFromCpu";
+    let no_wait = "an object created or opened NoWait";
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    open_queue(&p);
+    let device = p.devices()[0].device;
+    let mut c = create2(device, MONITORED_FENCE, NO_WAIT);
+    assert_eq!(
+        thunk(
+            &p,
+            "D3DKMTCreateSynchronizationObject2",
+            c.as_mut_ptr() as u64
+        ),
+        STATUS_SUCCESS
+    );
+    let handles = [get32(&c, 88)];
+    let mut w = from_cpu(device, 1, handles.as_ptr() as u64, [0u64].as_ptr() as u64);
+    assert_eq!(thunk(&p, W, w.as_mut_ptr() as u64), expected(W, no_wait));
+    let mut s = from_cpu(device, 1, handles.as_ptr() as u64, [3u64].as_ptr() as u64);
+    assert_eq!(thunk(&p, S, s.as_mut_ptr() as u64), STATUS_SUCCESS);
+
+    let (_, k) = common::user_process(&m);
+    let (h, f) = k.create_monitored_fence_with(0, NO_WAIT).expect("a fence");
+    assert_eq!(
+        rvgpu_umd::kmt::Kmt::wait_for_fence(&k, h, 0).map_err(|e| u64::from(e.0 as u32)),
+        Err(expected(W, no_wait))
+    );
+    k.signal_fence_from_cpu(h, 4)
+        .expect("a CPU signal of a NoWait fence");
+    assert_eq!(f.value(), 4);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
 /// A kernel-submission hardware queue on a new `HwQueueSupported` context of `device`,
 /// created raw: (queue, its progress fence).
 fn kernel_queue(p: &Arc<UserProcess>, device: u32) -> (u32, u32) {

@@ -116,17 +116,16 @@ pub fn sync_object_of(m: &Machine, owner: &UmsProcess, h: KmtHandle) -> Option<S
     crate::ums::fence_of(a, owner.device, h).map(SyncObject::Monitored)
 }
 
-/// The flags the OS made object `h` of `owner` with that no caller asked for: a paging
-/// queue's fence is a monitored fence with `NoSignal` and `NoGPUAccess`
-/// (`K:DXGPAGINGQUEUE::Initialize` @0x140396FF0), so no process signals it.
-pub fn os_made_flags(m: &Machine, owner: &UmsProcess, h: KmtHandle) -> u32 {
-    let paging = m
-        .adapter_shared(owner.adapter)
-        .is_ok_and(|a| crate::vidmm::va::paging_queue::is_paging_fence(a, owner.device, h));
-    if paging {
-        NO_SIGNAL | super::native_fence::SYNC_NO_GPU_ACCESS
-    } else {
-        0
+impl SyncObject {
+    /// The flags a monitored fence was made with, as the OS keeps them on it
+    /// ([`MonitoredFence::flags`]: what its creator asked, or what the OS gave it, a paging
+    /// queue's fence `NoSignal | NoGPUAccess`); `None` for a native fence, whose flags are
+    /// its instance's in the caller's handle table.
+    pub fn monitored_flags(&self) -> Option<u32> {
+        match self {
+            Self::Monitored(f) => Some(f.flags()),
+            Self::Native(_) => None,
+        }
     }
 }
 
@@ -336,8 +335,9 @@ impl CallerMemory for HostArrays {
     }
 }
 
-/// The Rust UMD's process: its one device and that device's sync objects (the UMD creates
-/// none with `NoSignal` or `NoWait`; its paging queue's fence the OS made `NoSignal`).
+/// The Rust UMD's process: its one device and that device's sync objects, each monitored
+/// fence with the flags the OS keeps on it (the UMD opens no native fence with `NoSignal` or
+/// `NoWait`).
 impl CallerProcess for super::SimKmt<'_> {
     fn device(&self, h: KmtHandle) -> Option<UmsProcess> {
         let p = self.process();
@@ -347,8 +347,8 @@ impl CallerProcess for super::SimKmt<'_> {
         let p = self.process();
         sync_object_of(self.machine(), &p, h).map(|object| CallerObject {
             device: p.device,
+            flags: object.monitored_flags().unwrap_or(0),
             object,
-            flags: os_made_flags(self.machine(), &p, h),
         })
     }
 }

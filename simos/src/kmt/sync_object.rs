@@ -172,7 +172,7 @@ pub fn dxgk_create_synchronization_object_impl(
     {
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
     }
-    let (h, f) = ums::create_sync_fence(m, &shared, p.device, a.initial_fence_value)
+    let (h, f) = ums::create_sync_fence(m, &shared, p.device, a.initial_fence_value, a.flags)
         .map_err(super::status)?;
     a.h_sync_object = h;
     a.fence_value_cpu_va = f.kernel_va() as u64;

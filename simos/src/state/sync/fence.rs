@@ -418,6 +418,11 @@ impl NativeFence {
 pub struct LegacyObj {
     pub(crate) adapter_index: usize,
     pub(crate) handle: usize,
+    /// The `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` the object was made with, as 24H2 keeps them
+    /// on the device's sync object (`DXGDEVICESYNCOBJECT` +72, read by
+    /// `K:SignalSynchronizationObjectFromCpu` @0x1402BA4F8 for `NoSignal` and by
+    /// `K:SubmitWaitForSyncObjectsFromGpu` @0x1402AF2F0 for `NoWait`).
+    pub(crate) flags: u32,
     pub(crate) slot: Slot,
     pub(crate) st: Mutex<LegacyState>,
 }
@@ -460,6 +465,11 @@ impl MonitoredFence {
     /// Values of the pending CPU waits.
     pub fn pending_waits(&self) -> Vec<u64> {
         lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
+    }
+    /// The `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` the OS made the fence with (`NoSignal`,
+    /// `NoWait`, `NoGPUAccess` are what its thunks refuse by).
+    pub fn flags(&self) -> u32 {
+        self.obj.flags
     }
 }
 

@@ -76,12 +76,14 @@ impl MonitoredFence {
     }
 }
 
-/// Creates a legacy monitored fence on `a` (MF-01): with or without native fences on the
-/// adapter. The value lives in system memory, packed per process.
+/// Creates a legacy monitored fence on `a` (MF-01) with `flags`
+/// (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`): with or without native fences on the adapter. The
+/// value lives in system memory, packed per process.
 pub(crate) fn create(
     a: &Arc<AdapterShared>,
     process: ProcessId,
     initial: u64,
+    flags: u32,
     vm: &dyn VidMmPages,
 ) -> Result<MonitoredFence, SimError> {
     let i = a.index;
@@ -96,6 +98,7 @@ pub(crate) fn create(
     let obj = Arc::new(LegacyObj {
         adapter_index: i,
         handle: next_handle(),
+        flags,
         slot,
         st: Mutex::new(LegacyState::default()),
     });
@@ -218,6 +221,7 @@ pub(crate) fn open_as_monitored(
     let obj = Arc::new(LegacyObj {
         adapter_index: adapter,
         handle: next_handle(),
+        flags: 0,
         slot,
         st: Mutex::new(LegacyState {
             native_peers: natives.clone(),

@@ -34,7 +34,10 @@ pub(crate) fn paging_queue_create(
     if physical_adapter_index != 0 {
         return Err(bad());
     }
-    let (fence, fence_obj) = host.create_sync_fence(a, device, 0)?;
+    // `K:DXGPAGINGQUEUE::Initialize` @0x140396FF0 makes the fence `NoSignal | NoGPUAccess`.
+    let flags =
+        crate::kmt::native_fence::SYNC_NO_SIGNAL | crate::kmt::native_fence::SYNC_NO_GPU_ACCESS;
+    let (fence, fence_obj) = host.create_sync_fence(a, device, 0, flags)?;
     let h = crate::ob::new_kmt_handle(pid)?;
     lock(&a.mm.gpuva).queues.insert(
         h,
@@ -204,14 +207,6 @@ pub(crate) fn paging_queue_catch_up(
         }
     }
     Ok(())
-}
-
-/// Whether `h` is the fence of one of `device`'s paging queues.
-pub(crate) fn is_paging_fence(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> bool {
-    lock(&a.mm.gpuva)
-        .queues
-        .values()
-        .any(|q| q.device == device && q.fence == h)
 }
 
 /// Something waits for monitored fence `f` to reach `value`, a CPU or a GPU queue: where `f`
