@@ -68,6 +68,8 @@ const _: () = {
 pub const WAIT_ANY: u32 = 1 << 0;
 /// The signal flags 24H2 takes (bits 0 to 2; any other is STATUS_INVALID_PARAMETER).
 const SIGNAL_FLAGS: u32 = 0x7;
+/// `D3DDDICB_SIGNALFLAGS::AllowFenceRewind` (bit 2).
+pub const ALLOW_FENCE_REWIND: u32 = 1 << 2;
 /// Most objects one call takes here: 24H2 takes what its pool gives (a failed allocation is
 /// STATUS_NO_MEMORY); the simulated pool gives this many.
 pub const MAX_OBJECTS: u32 = 4096;
@@ -198,7 +200,11 @@ fn same(a: &SyncObject, b: &SyncObject) -> bool {
 /// 5. each object ([`CallerProcess::object`]): unknown, STATUS_INVALID_PARAMETER; created or
 ///    opened `NoSignal`, STATUS_ACCESS_DENIED; another device's, STATUS_INVALID_PARAMETER;
 /// 6. an object twice: STATUS_INVALID_PARAMETER;
-/// 7. every object signalled to its value (native fences through the KMD's
+/// 7. VidSch's check before it signals (`M:VidSchSignalSyncObjectsFromCpu` @0x14001F580,
+///    `M:VidSchiSignalSyncObjectsFromCpu` @0x14000EF50): without `AllowFenceRewind`, a
+///    monitored fence's value below the last one the OS signalled it to
+///    ([`MonitoredFence::last_signalled`]): STATUS_INVALID_PARAMETER;
+/// 8. every object signalled to its value (native fences through the KMD's
 ///    `DxgkDdiUpdateCurrentValuesFromCpu`, NF-17). A refusal signals nothing.
 pub fn dxgk_signal_synchronization_object_from_cpu(
     m: &Machine,
@@ -223,6 +229,15 @@ pub fn dxgk_signal_synchronization_object_from_cpu(
     let objects = objects_of(caller, device.device, &handles, NO_SIGNAL)?;
     for (i, o) in objects.iter().enumerate() {
         if objects.iter().skip(i + 1).any(|p| same(o, p)) {
+            return Err(bad);
+        }
+    }
+    if a.flags & ALLOW_FENCE_REWIND == 0 {
+        let rewinds = |(o, &v): (&SyncObject, &u64)| match o {
+            SyncObject::Monitored(f) => v < f.last_signalled(),
+            SyncObject::Native(_) => false,
+        };
+        if objects.iter().zip(&values).any(rewinds) {
             return Err(bad);
         }
     }

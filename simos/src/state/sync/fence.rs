@@ -430,6 +430,10 @@ pub struct LegacyObj {
 #[derive(Debug, Default)]
 pub(crate) struct LegacyState {
     pub(crate) destroyed: bool,
+    /// The highest value the OS signalled the fence to (its initial value first): VidSch's
+    /// record of the sync object's last signalled value (+96), against which
+    /// `M:VidSchiSignalSyncObjectsFromCpu` @0x14000EF50 refuses a lower CPU signal.
+    pub(crate) last_signalled: u64,
     pub(crate) waiters: Vec<Waiter>,
     /// Native instances of the same fence on other adapters (NF-18).
     pub(crate) native_peers: Vec<Arc<FenceObj>>,
@@ -465,6 +469,11 @@ impl MonitoredFence {
     /// Values of the pending CPU waits.
     pub fn pending_waits(&self) -> Vec<u64> {
         lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
+    }
+    /// The highest value the OS signalled the fence to, its initial value first (the GPU's
+    /// own writes are not the OS's signals).
+    pub fn last_signalled(&self) -> u64 {
+        lock(&self.obj.st).last_signalled
     }
     /// The `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` the OS made the fence with (`NoSignal`,
     /// `NoWait`, `NoGPUAccess` are what its thunks refuse by).

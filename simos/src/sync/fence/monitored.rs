@@ -52,8 +52,12 @@ impl MonitoredFence {
     /// The OS writes `value` (never backwards) and releases satisfied waits: what
     /// [`signal_from_cpu`] does, for a software signal packet.
     pub(crate) fn os_signal(&self, value: u64) -> Result<(), SimError> {
-        if lock(&self.obj.st).destroyed {
-            return Err(SimError::Gone("the monitored fence"));
+        {
+            let mut st = lock(&self.obj.st);
+            if st.destroyed {
+                return Err(SimError::Gone("the monitored fence"));
+            }
+            st.last_signalled = st.last_signalled.max(value);
         }
         if let Some(w) = self.obj.slot.alloc.word(self.obj.slot.off) {
             w.fetch_max(value, Ordering::SeqCst);
@@ -100,7 +104,10 @@ pub(crate) fn create(
         handle: next_handle(),
         flags,
         slot,
-        st: Mutex::new(LegacyState::default()),
+        st: Mutex::new(LegacyState {
+            last_signalled: initial,
+            ..LegacyState::default()
+        }),
     });
     os.legacy.insert(obj.handle, obj.clone());
     drop(os);
@@ -151,13 +158,7 @@ pub(crate) fn signal_from_cpu(
     if let Some(e) = state.fault() {
         return Err(e.into());
     }
-    if lock(&f.obj.st).destroyed {
-        return Err(SimError::Gone("the monitored fence"));
-    }
-    if let Some(w) = f.obj.slot.alloc.word(f.obj.slot.off) {
-        w.fetch_max(value, Ordering::SeqCst);
-    }
-    f.obj.signalled()
+    f.os_signal(value)
 }
 
 /// `WaitForSynchronizationObjectFromGpu` (MF-03): VidSch holds the waiting context until
