@@ -395,26 +395,6 @@ impl<'m> SimKmt<'m> {
         self.create_monitored_fence_with(initial, 0)
     }
 
-    /// [`create_monitored_fence`](Self::create_monitored_fence) with `Info.Flags` `flags`
-    /// (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`: `NoSignal` or `NoWait` refuse this process's
-    /// CPU signals or waits of it).
-    pub fn create_monitored_fence_with(
-        &self,
-        initial: u64,
-        flags: u32,
-    ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
-        let mut a = sync_object::D3dkmtCreateSynchronizationObject2::monitored_fence(
-            self.p.device,
-            initial,
-            flags,
-        );
-        let own = self.p;
-        let f = sync_object::dxgk_create_synchronization_object_impl(self.m, &mut a, |h| {
-            (h == own.device).then_some(own)
-        })?;
-        Ok((a.h_sync_object, f))
-    }
-
     /// `D3DKMTDestroySynchronizationObject` of a fence from
     /// [`create_monitored_fence`](Self::create_monitored_fence); pending CPU waits end
     /// abandoned, GPU waits no longer hold their queues.

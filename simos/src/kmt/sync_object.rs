@@ -179,3 +179,22 @@ pub fn dxgk_create_synchronization_object_impl(
     a.fence_value_gpu_va = f.gpu_va();
     Ok(f)
 }
+
+impl super::SimKmt<'_> {
+    /// [`create_monitored_fence`](Self::create_monitored_fence) with `Info.Flags` `flags`
+    /// (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`: `NoSignal` or `NoWait` refuse this process's
+    /// CPU signals or waits of it).
+    pub fn create_monitored_fence_with(
+        &self,
+        initial: u64,
+        flags: u32,
+    ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
+        let mut a =
+            D3dkmtCreateSynchronizationObject2::monitored_fence(self.p.device, initial, flags);
+        let own = self.p;
+        let f = dxgk_create_synchronization_object_impl(self.m, &mut a, |h| {
+            (h == own.device).then_some(own)
+        })?;
+        Ok((a.h_sync_object, f))
+    }
+}

@@ -18,6 +18,10 @@
 
 use super::*;
 
+/// The flags `K:DXGPAGINGQUEUE::Initialize` @0x140396FF0 makes a paging queue's fence with:
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` `NoSignal` (bit 4) and `NoGPUAccess` (bit 7).
+const PAGING_FENCE_FLAGS: u32 = (1 << 4) | (1 << 7);
+
 /// `D3DKMTCreatePagingQueue` for `device` (22631 DxgkCreatePagingQueueInternal: an
 /// unknown device or a `PhysicalAdapterIndex` past the adapter's count is
 /// INVALID_PARAMETER; the priority is stored as given). Returns the queue, its paging
@@ -34,10 +38,7 @@ pub(crate) fn paging_queue_create(
     if physical_adapter_index != 0 {
         return Err(bad());
     }
-    // `K:DXGPAGINGQUEUE::Initialize` @0x140396FF0 makes the fence `NoSignal | NoGPUAccess`.
-    let flags =
-        crate::kmt::native_fence::SYNC_NO_SIGNAL | crate::kmt::native_fence::SYNC_NO_GPU_ACCESS;
-    let (fence, fence_obj) = host.create_sync_fence(a, device, 0, flags)?;
+    let (fence, fence_obj) = host.create_sync_fence(a, device, 0, PAGING_FENCE_FLAGS)?;
     let h = crate::ob::new_kmt_handle(pid)?;
     lock(&a.mm.gpuva).queues.insert(
         h,
