@@ -392,16 +392,7 @@ impl<'m> SimKmt<'m> {
         &self,
         initial: u64,
     ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
-        let mut a = sync_object::D3dkmtCreateSynchronizationObject2::monitored_fence(
-            self.p.device,
-            initial,
-            0,
-        );
-        let own = self.p;
-        let f = sync_object::dxgk_create_synchronization_object_impl(self.m, &mut a, |h| {
-            (h == own.device).then_some(own)
-        })?;
-        Ok((a.h_sync_object, f))
+        self.create_monitored_fence_with(initial, 0)
     }
 
     /// `D3DKMTDestroySynchronizationObject` of a fence from

@@ -433,6 +433,107 @@ fn d3dkmt_enum_adapters2_answers_as_24h2() {
     machine_ok(&m);
 }
 
+/// A process with two devices on a TDR-watched adapter whose first device's DMA buffer hung
+/// the engine (VidSch put it in error, reason 7): (machine, process, adapter, guilty device,
+/// a context of it).
+fn hung_device() -> (Arc<Machine>, Arc<UserProcess>, u32, u32, u32) {
+    let m = pe_machine_sw();
+    let tdr = TdrConfig {
+        timeout: Duration::from_millis(300),
+        preempt_timeout: Duration::from_millis(50),
+        ..TdrConfig::default()
+    };
+    ok(&m, m.enable_tdr(0, tdr));
+    let p = UserProcess::new(m.clone(), umd());
+    let adapter = open(&p);
+    let guilty = create(&p, adapter);
+    let ctx = raw_context_on(&p, guilty);
+    let d = sim(&p, guilty);
+    let hang_ctx = okk(&m, m.kmt(&d).create_context(0));
+    ok(&m, m.submit_legacy(&d, hang_ctx, &[Command::Hang]));
+    let until = Instant::now() + Duration::from_secs(60);
+    while m.tdr_counts(0).0 < 1 {
+        assert!(Instant::now() < until, "engine reset");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        m.kmt(&d).device_execution_state(),
+        Ok(rvgpu_umd::kmt::DeviceExecutionState::HUNG)
+    );
+    (m, p, adapter, guilty, ctx)
+}
+
+/// The driver-known BUILDTESTCOMMANDBUFFER escape on `device`'s context `ctx`: its status,
+/// and whether the driver's command came back.
+fn known_escape(p: &Arc<UserProcess>, adapter: u32, device: u32, ctx: u32) -> (u64, bool) {
+    use rvgpu_simos::dxgkrnl::kmtest::escape_data;
+    let mut dma = vec![0u8; 4096];
+    let mut private = vec![0u8; 64];
+    let cmd = rvgpu_ddi::kmtest::D3DDDI_TESTCOMMANDBUFFER::fill(0x10_0000, 64, 1);
+    let mut known = escape_data(ctx, false, cmd, &mut dma, &mut private);
+    let e = Escape {
+        adapter,
+        device,
+        flags: KNOWN,
+        data: known.as_mut_ptr() as u64,
+        size: known.len() as u32,
+        context: ctx,
+        ..Escape::default()
+    };
+    let r = e.call(p);
+    (r, dma.iter().any(|&b| b != 0))
+}
+
+/// UM-10: a device VidSch put in error stays an active DXGDEVICE (`K:DxgkEscape` @0x140419AB0
+/// refuses only a device whose state is not active, +608), so `D3DKMTEscape` naming it goes
+/// past the OS's checks: the driver-known escape on its context builds the driver's command
+/// and brings it back, as `D3DKMTGetDeviceState` answers HUNG for it rather than a removal.
+#[test]
+fn um_10_d3dkmtescape_on_a_device_in_error_reaches_the_driver() {
+    let (m, p, adapter, guilty, ctx) = hung_device();
+    assert_eq!(
+        known_escape(&p, adapter, guilty, ctx),
+        (STATUS_SUCCESS, true),
+        "the device in error's escape"
+    );
+    drop(p);
+    assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
+}
+
+/// UM-10: once the adapter is removed `D3DKMTEscape` is refused with the catalog's status
+/// before the driver, with a device (stopped with its adapter) or without one
+/// (`K:COREADAPTERACCESS::AcquireShared` @0x14000F940 finds the adapter not active), and
+/// nothing is written back.
+#[test]
+fn um_10_d3dkmtescape_on_a_removed_adapter_is_refused() {
+    let (m, p, adapter, guilty, _) = hung_device();
+    ok(&m, m.device_removed(0));
+    let gone = "the adapter not active: not started, or removed (COREADAPTERACCESS::AcquireShared \
+                reads DXGADAPTER +200)";
+    let common = "DRIVERPRIVATE without adapter access (Flags.DriverCommonEscape, \
+                  Flags.NoAdapterSynchronization from DDI version 0x5023, or a hybrid discrete \
+                  adapter): the adapter not active";
+    let mut data = vec![0x5Au8; 16];
+    for (device, flags, what) in [(guilty, 0, gone), (0, 0, gone), (guilty, 1 << 7, common)] {
+        let e = Escape {
+            adapter,
+            device,
+            flags,
+            data: data.as_mut_ptr() as u64,
+            size: 16,
+            ..Escape::default()
+        };
+        assert_eq!(
+            e.call(&p),
+            expected(ESCAPE, what),
+            "hDevice {device:#x}: {what}"
+        );
+        assert!(data.iter().all(|&b| b == 0x5A), "nothing written");
+    }
+    drop(p);
+    assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
+}
+
 /// `D3DKMT_ESCAPE` as the DLL lays it out.
 #[derive(Clone, Copy, Default)]
 struct Escape {
@@ -893,11 +994,18 @@ fn d3dkmt_escape_answers_as_24h2() {
                 "DRIVERPRIVATE without adapter access (Flags.DriverCommonEscape, \
                  Flags.NoAdapterSynchronization from DDI version 0x5023, or a hybrid discrete \
                  adapter): the adapter not active",
-                "the DLL's machines keep their adapter started while a process has it open",
+                "driven by um_10_d3dkmtescape_on_a_removed_adapter_is_refused",
             ),
             (
-                "hDevice not 0 and the device not active",
-                "a device goes in error only by an engine timeout of its own (the TDR suites)",
+                "the adapter not active: not started, or removed (COREADAPTERACCESS::AcquireShared \
+                 reads DXGADAPTER +200)",
+                "driven by um_10_d3dkmtescape_on_a_removed_adapter_is_refused",
+            ),
+            (
+                "hDevice not 0 and the device not active (DXGDEVICE +608: stopped with its \
+                 adapter; a device VidSch put in error is active)",
+                "a DXGDEVICE stops only with its adapter (K:ADAPTER_RENDER::Stop), whose own \
+                 check comes first",
             ),
             (
                 "Flags.DriverKnownEscape and no render adapter paired with hAdapter",

@@ -513,10 +513,17 @@ fn nf_17_d3dkmtsignalsynchronizationobjectfromcpu_answers_as_24h2() {
     assert_covers(
         T,
         &driven,
-        &[(
-            "an object whose adapter state is destroyed",
-            "an object's adapter state goes only with its adapter, which no DLL suite stops",
-        )],
+        &[
+            (
+                "an object whose adapter state is destroyed",
+                "an object's adapter state goes only with its adapter, which no DLL suite stops",
+            ),
+            (
+                "without Flags.AllowFenceRewind, a monitored fence's value below the last one \
+                 signalled to it (M:VidSchiSignalSyncObjectsFromCpu)",
+                "driven by mf_01_a_cpu_signal_below_the_last_one_is_refused",
+            ),
+        ],
     );
     assert!(o.m.fault().is_none(), "{:?}", o.m.fault());
 }
@@ -743,6 +750,115 @@ fn mf_01_a_paging_queue_s_fence_refuses_a_cpu_signal() {
             .map_err(|e| u64::from(e.0 as u32)),
         Err(expected(T, no_signal))
     );
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// MF-04: a monitored fence created `NoWait` keeps the flag on the OS's object: a CPU wait on
+/// it is refused with the catalog's status, from the DLL's process (its
+/// `D3DKMTCreateSynchronizationObject2` and wait thunks) and from the Rust UMD's, while a CPU
+/// signal of it is answered.
+#[test]
+fn mf_04_a_nowait_monitored_fence_refuses_a_cpu_wait() {
+    const W: &str = "D3DKMTWaitForSynchronizationObjectFromCpu";
+    const S: &str = "D3DKMTSignalSynchronizationObjectFromCpu";
+    let no_wait = "an object created or opened NoWait";
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    open_queue(&p);
+    let device = p.devices()[0].device;
+    let mut c = create2(device, MONITORED_FENCE, NO_WAIT);
+    assert_eq!(
+        thunk(
+            &p,
+            "D3DKMTCreateSynchronizationObject2",
+            c.as_mut_ptr() as u64
+        ),
+        STATUS_SUCCESS
+    );
+    let handles = [get32(&c, 88)];
+    let mut w = from_cpu(device, 1, handles.as_ptr() as u64, [0u64].as_ptr() as u64);
+    assert_eq!(thunk(&p, W, w.as_mut_ptr() as u64), expected(W, no_wait));
+    let mut s = from_cpu(device, 1, handles.as_ptr() as u64, [9u64].as_ptr() as u64);
+    assert_eq!(thunk(&p, S, s.as_mut_ptr() as u64), STATUS_SUCCESS);
+
+    let (_, k) = common::user_process(&m);
+    let (h, f) = k.create_monitored_fence_with(0, NO_WAIT).expect("a fence");
+    assert_eq!(
+        rvgpu_umd::kmt::Kmt::wait_for_fence(&k, h, 0).map_err(|e| u64::from(e.0 as u32)),
+        Err(expected(W, no_wait))
+    );
+    k.signal_fence_from_cpu(h, 4)
+        .expect("a CPU signal of a NoWait fence");
+    assert_eq!(f.value(), 4);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// MF-01: without `AllowFenceRewind` a CPU signal of a monitored fence below the last value
+/// the OS signalled it to is refused with the catalog's status and signals nothing (VidSch
+/// checks every object before it writes one), from the DLL's process and from the Rust UMD's;
+/// the same value again, or with `AllowFenceRewind`, is answered.
+#[test]
+fn mf_01_a_cpu_signal_below_the_last_one_is_refused() {
+    const S: &str = "D3DKMTSignalSynchronizationObjectFromCpu";
+    const REWIND: u64 = 1 << 2;
+    let below = "without Flags.AllowFenceRewind, a monitored fence's value below the last one \
+                 signalled to it (M:VidSchiSignalSyncObjectsFromCpu)";
+    let m = pe_machine();
+    let p = UserProcess::new(m.clone(), umd());
+    open_queue(&p);
+    let device = p.devices()[0].device;
+    let fence = |initial: u64| {
+        let mut c = create2(device, MONITORED_FENCE, 0);
+        c[16..24].copy_from_slice(&initial.to_le_bytes());
+        assert_eq!(
+            thunk(
+                &p,
+                "D3DKMTCreateSynchronizationObject2",
+                c.as_mut_ptr() as u64
+            ),
+            STATUS_SUCCESS
+        );
+        get32(&c, 88)
+    };
+    let (f, g) = (fence(0), fence(7));
+    let signal = |handles: &[u32], values: &[u64], flags: u64| {
+        let n = handles.len() as u32;
+        let mut s = from_cpu(device, n, handles.as_ptr() as u64, values.as_ptr() as u64);
+        s[3] = flags;
+        thunk(&p, S, s.as_mut_ptr() as u64)
+    };
+    assert_eq!(signal(&[f], &[5], 0), STATUS_SUCCESS);
+    assert_eq!(
+        signal(&[f], &[5], 0),
+        STATUS_SUCCESS,
+        "the same value again"
+    );
+    assert_eq!(signal(&[g, f], &[9, 3], 0), expected(S, below), "below 5");
+    assert_eq!(
+        signal(&[g], &[6], 0),
+        expected(S, below),
+        "below the initial 7"
+    );
+    assert_eq!(
+        signal(&[g], &[8], 0),
+        STATUS_SUCCESS,
+        "the refusal signalled nothing: 8 is not below g's last"
+    );
+    assert_eq!(
+        signal(&[f], &[3], REWIND),
+        STATUS_SUCCESS,
+        "AllowFenceRewind"
+    );
+
+    let (_, k) = common::user_process(&m);
+    let (h, fence) = k.create_monitored_fence(0).expect("a fence");
+    k.signal_fence_from_cpu(h, 4).expect("a CPU signal");
+    assert_eq!(
+        k.signal_fence_from_cpu(h, 2)
+            .map_err(|e| u64::from(e.0 as u32)),
+        Err(expected(S, below))
+    );
+    assert_eq!(fence.value(), 4);
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 

@@ -354,6 +354,13 @@ impl AdapterShared {
             ums_fstate: Mutex::new(()),
             installed_keys: Mutex::new(None),
         });
+        // A halted machine completes nothing more: VidMm's paging waiters wake to see the fault.
+        let completion = Arc::downgrade(&a.sch.completion);
+        a.state.on_halt(Box::new(move || {
+            if let Some(c) = completion.upgrade() {
+                c.set();
+            }
+        }));
         let mut h = lock(&HANDLES);
         h.retain(|(_, w)| w.strong_count() > 0);
         h.push((a.handle() as usize, Arc::downgrade(&a)));

@@ -100,7 +100,7 @@ pub fn dxgk_get_device_state_internal(
     let err = ums::device_error(&sh, p.device).ok_or(bad)?;
     // The adapter's state (DXGADAPTER +200) and the DXGDEVICE's (+608): a removal stops
     // both (`K:ADAPTER_RENDER::Stop` @0x14019FC38 stops each device).
-    let active = !ums::adapter_removed(&sh) && err != Some(DeviceError::Removed);
+    let active = ums::device_active(&sh, p.device);
     let removed = NtStatus(STATUS_DEVICE_REMOVED);
     match a.state_type {
         DEVICESTATE_EXECUTION => {

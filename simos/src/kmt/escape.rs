@@ -96,17 +96,6 @@ fn context_of(m: &Machine, d: &UmsProcess, h: KmtHandle) -> bool {
     })
 }
 
-/// Whether device `d` is in error (not active: a timeout's recovery or the process's exit put
-/// it so).
-fn device_in_error(m: &Machine, d: &UmsProcess) -> bool {
-    m.adapter_shared(d.adapter).is_ok_and(|a| {
-        lock(&a.ums)
-            .devices
-            .get(&d.device)
-            .is_none_or(|x| x.in_error())
-    })
-}
-
 /// `DxgkEscape` for the caller's structure `a`, in 24H2's order, STATUS_INVALID_PARAMETER
 /// unless said:
 /// 1. `Type` Win32k's (1024 and up): STATUS_NOT_SUPPORTED (the simulation's answer: 24H2 hands
@@ -120,8 +109,11 @@ fn device_in_error(m: &Machine, d: &UmsProcess) -> bool {
 ///    adapter; `hContext` not 0 and not a context of `hDevice`;
 /// 6. `Flags.Reserved`, bits 8..31 or `Flags.VirtualMachineData` set (every WDDM 2+ adapter,
 ///    DDI version 0x5023 or later);
-/// 7. VIDMM's suspend refused (`types::before_access`); the adapter not started, or
-///    `hDevice` in error: STATUS_DEVICE_REMOVED;
+/// 7. VIDMM's suspend refused (`types::before_access`); the adapter not active
+///    (`K:COREADAPTERACCESS::AcquireShared` @0x14000F940 reads DXGADAPTER +200: not started,
+///    or removed), then `hDevice`'s DXGDEVICE not active (+608, [`crate::ums::device_active`]:
+///    stopped with its adapter; a device VidSch put in error is active and its escape goes on
+///    to the driver): STATUS_DEVICE_REMOVED;
 /// 8. any other type but DRIVERPRIVATE: its own checks and answer (`types::with_adapter`),
 ///    the kernel copy back when it writes one;
 /// 9. `Flags.DriverKnownEscape`: the known escape on the kernel copy (its status as it is);
@@ -177,11 +169,13 @@ pub fn dxgk_escape(
         return Err(bad);
     }
     types::before_access(a, &data)?;
-    if !m.adapter_started(i) {
-        return Err(st(STATUS_DEVICE_REMOVED));
+    let removed = st(STATUS_DEVICE_REMOVED);
+    let shared = m.adapter_shared(i).map_err(|_| removed)?;
+    if !m.adapter_started(i) || crate::ums::adapter_removed(shared) {
+        return Err(removed);
     }
-    if device.is_some_and(|d| device_in_error(m, &d)) {
-        return Err(st(STATUS_DEVICE_REMOVED));
+    if device.is_some_and(|d| !crate::ums::device_active(shared, d.device)) {
+        return Err(removed);
     }
     if a.escape_type != ESCAPE_DRIVERPRIVATE {
         if types::with_adapter(a, &mut data, device.is_some())? && !data.is_empty() {

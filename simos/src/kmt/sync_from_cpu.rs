@@ -68,6 +68,8 @@ const _: () = {
 pub const WAIT_ANY: u32 = 1 << 0;
 /// The signal flags 24H2 takes (bits 0 to 2; any other is STATUS_INVALID_PARAMETER).
 const SIGNAL_FLAGS: u32 = 0x7;
+/// `D3DDDICB_SIGNALFLAGS::AllowFenceRewind` (bit 2).
+pub const ALLOW_FENCE_REWIND: u32 = 1 << 2;
 /// Most objects one call takes here: 24H2 takes what its pool gives (a failed allocation is
 /// STATUS_NO_MEMORY); the simulated pool gives this many.
 pub const MAX_OBJECTS: u32 = 4096;
@@ -116,17 +118,16 @@ pub fn sync_object_of(m: &Machine, owner: &UmsProcess, h: KmtHandle) -> Option<S
     crate::ums::fence_of(a, owner.device, h).map(SyncObject::Monitored)
 }
 
-/// The flags the OS made object `h` of `owner` with that no caller asked for: a paging
-/// queue's fence is a monitored fence with `NoSignal` and `NoGPUAccess`
-/// (`K:DXGPAGINGQUEUE::Initialize` @0x140396FF0), so no process signals it.
-pub fn os_made_flags(m: &Machine, owner: &UmsProcess, h: KmtHandle) -> u32 {
-    let paging = m
-        .adapter_shared(owner.adapter)
-        .is_ok_and(|a| crate::vidmm::va::paging_queue::is_paging_fence(a, owner.device, h));
-    if paging {
-        NO_SIGNAL | super::native_fence::SYNC_NO_GPU_ACCESS
-    } else {
-        0
+impl SyncObject {
+    /// The flags a monitored fence was made with, as the OS keeps them on it
+    /// ([`MonitoredFence::flags`]: what its creator asked, or what the OS gave it, a paging
+    /// queue's fence `NoSignal | NoGPUAccess`); `None` for a native fence, whose flags are
+    /// its instance's in the caller's handle table.
+    pub fn monitored_flags(&self) -> Option<u32> {
+        match self {
+            Self::Monitored(f) => Some(f.flags()),
+            Self::Native(_) => None,
+        }
     }
 }
 
@@ -199,7 +200,11 @@ fn same(a: &SyncObject, b: &SyncObject) -> bool {
 /// 5. each object ([`CallerProcess::object`]): unknown, STATUS_INVALID_PARAMETER; created or
 ///    opened `NoSignal`, STATUS_ACCESS_DENIED; another device's, STATUS_INVALID_PARAMETER;
 /// 6. an object twice: STATUS_INVALID_PARAMETER;
-/// 7. every object signalled to its value (native fences through the KMD's
+/// 7. VidSch's check before it signals (`M:VidSchSignalSyncObjectsFromCpu` @0x14001F580,
+///    `M:VidSchiSignalSyncObjectsFromCpu` @0x14000EF50): without `AllowFenceRewind`, a
+///    monitored fence's value below the last one the OS signalled it to
+///    ([`MonitoredFence::last_signalled`]): STATUS_INVALID_PARAMETER;
+/// 8. every object signalled to its value (native fences through the KMD's
 ///    `DxgkDdiUpdateCurrentValuesFromCpu`, NF-17). A refusal signals nothing.
 pub fn dxgk_signal_synchronization_object_from_cpu(
     m: &Machine,
@@ -224,6 +229,15 @@ pub fn dxgk_signal_synchronization_object_from_cpu(
     let objects = objects_of(caller, device.device, &handles, NO_SIGNAL)?;
     for (i, o) in objects.iter().enumerate() {
         if objects.iter().skip(i + 1).any(|p| same(o, p)) {
+            return Err(bad);
+        }
+    }
+    if a.flags & ALLOW_FENCE_REWIND == 0 {
+        let rewinds = |(o, &v): (&SyncObject, &u64)| match o {
+            SyncObject::Monitored(f) => v < f.last_signalled(),
+            SyncObject::Native(_) => false,
+        };
+        if objects.iter().zip(&values).any(rewinds) {
             return Err(bad);
         }
     }
@@ -336,8 +350,9 @@ impl CallerMemory for HostArrays {
     }
 }
 
-/// The Rust UMD's process: its one device and that device's sync objects (the UMD creates
-/// none with `NoSignal` or `NoWait`; its paging queue's fence the OS made `NoSignal`).
+/// The Rust UMD's process: its one device and that device's sync objects, each monitored
+/// fence with the flags the OS keeps on it (the UMD opens no native fence with `NoSignal` or
+/// `NoWait`).
 impl CallerProcess for super::SimKmt<'_> {
     fn device(&self, h: KmtHandle) -> Option<UmsProcess> {
         let p = self.process();
@@ -347,8 +362,8 @@ impl CallerProcess for super::SimKmt<'_> {
         let p = self.process();
         sync_object_of(self.machine(), &p, h).map(|object| CallerObject {
             device: p.device,
+            flags: object.monitored_flags().unwrap_or(0),
             object,
-            flags: os_made_flags(self.machine(), &p, h),
         })
     }
 }

@@ -172,10 +172,29 @@ pub fn dxgk_create_synchronization_object_impl(
     {
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
     }
-    let (h, f) = ums::create_sync_fence(m, &shared, p.device, a.initial_fence_value)
+    let (h, f) = ums::create_sync_fence(m, &shared, p.device, a.initial_fence_value, a.flags)
         .map_err(super::status)?;
     a.h_sync_object = h;
     a.fence_value_cpu_va = f.kernel_va() as u64;
     a.fence_value_gpu_va = f.gpu_va();
     Ok(f)
+}
+
+impl super::SimKmt<'_> {
+    /// [`create_monitored_fence`](Self::create_monitored_fence) with `Info.Flags` `flags`
+    /// (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`: `NoSignal` or `NoWait` refuse this process's
+    /// CPU signals or waits of it).
+    pub fn create_monitored_fence_with(
+        &self,
+        initial: u64,
+        flags: u32,
+    ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
+        let mut a =
+            D3dkmtCreateSynchronizationObject2::monitored_fence(self.p.device, initial, flags);
+        let own = self.p;
+        let f = dxgk_create_synchronization_object_impl(self.m, &mut a, |h| {
+            (h == own.device).then_some(own)
+        })?;
+        Ok((a.h_sync_object, f))
+    }
 }

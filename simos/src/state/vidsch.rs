@@ -1,11 +1,12 @@
-//! VidSch's per-adapter state: its system objects, its hardware-scheduling state and the wake
-//! of its PASSIVE worker. Held by the adapter ([`crate::adapter::AdapterShared::sch`]), with
+//! VidSch's per-adapter state: its system objects, its hardware-scheduling state, the wake
+//! of its PASSIVE worker and its DMA-buffer completion event. Held by the adapter ([`crate::adapter::AdapterShared::sch`]), with
 //! the types it holds; the operations are in [`crate::vidsch`]. Also the machine's history of
 //! recovered TDRs ([`TdrHistory`]) and each process's ([`ProcessTdr`]), held by the machine's
 //! state.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use rvgpu_ddi::hws::{
     DXGKARG_SETUPPRIORITYBANDS, DXGK_SCHEDULING_LOG_CONTEXT_STATE, DXGK_SCHEDULING_PRIORITY_BAND,
@@ -31,6 +32,9 @@ pub struct VidSchState {
     /// it something, or after each DPC while TDR detection is on). Three wakes, so that an
     /// interrupt on the way to a CPU waiter does not wake every simulation thread at once.
     pub wake: Arc<Wake>,
+    /// Set each time a node's last completed fence ID moves (the legacy scheduler's
+    /// completions, a reset's retirements), and when the machine halts.
+    pub completion: Arc<CompletionEvent>,
 }
 
 /// The driver's handles of the system device and its per-node contexts.
@@ -252,5 +256,52 @@ impl TdrHistory {
     /// `pid` is gone: so are its history and blocks (they live in its `VIDSCH_PROCESS`).
     pub(crate) fn forget_process(&self, pid: ProcessId) {
         crate::base::lock::lock(&self.processes).remove(&pid);
+    }
+}
+
+/// VidSch's event for DMA buffer completion: VidMm's paging waits sleep on it rather than
+/// look again and again, as 24H2's VidMm waits on the paging fence's event
+/// (`M:VIDMM_GLOBAL::WaitForFence` @0x140038E5C through `WaitForFences` @0x1400B4060, a
+/// `KeWaitForMultipleObjects`). Each setting counts one generation: a waiter reads the
+/// generation before it looks at what it waits for, and sleeps only while the generation is
+/// unchanged, so a setting between its look and its sleep is never lost.
+#[derive(Debug, Default)]
+pub struct CompletionEvent {
+    generation: Mutex<u64>,
+    cv: Condvar,
+    /// Times a waiter looked at what it waits for (tests: a wait looks once per setting, not
+    /// once per tick).
+    pub(crate) looks: std::sync::atomic::AtomicU64,
+}
+
+impl CompletionEvent {
+    /// The current generation (read before looking at the condition).
+    pub(crate) fn generation(&self) -> u64 {
+        *crate::base::lock::lock(&self.generation)
+    }
+
+    /// Sets the event: every waiter wakes and looks again.
+    pub(crate) fn set(&self) {
+        *crate::base::lock::lock(&self.generation) += 1;
+        self.cv.notify_all();
+    }
+
+    /// Sleeps until the generation is past `seen` or `deadline` passes; whether it moved.
+    pub(crate) fn wait_past(&self, seen: u64, deadline: Instant) -> bool {
+        let mut g = crate::base::lock::lock(&self.generation);
+        while *g == seen {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            g = crate::base::lock::waiting(g, |g| {
+                let (g, _) = self
+                    .cv
+                    .wait_timeout(g, left)
+                    .unwrap_or_else(|e| e.into_inner());
+                (g, ())
+            })
+            .0;
+        }
+        true
     }
 }

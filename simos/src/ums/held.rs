@@ -493,16 +493,18 @@ pub(super) fn drop_held_work(a: &AdapterShared, h: KmtHandle) {
 }
 
 /// A legacy monitored fence of `device`'s process with a D3DKMT handle (the handle the MF-03
-/// thunks and `D3DKMTWaitForSynchronizationObjectFromCpu` take).
+/// thunks and `D3DKMTWaitForSynchronizationObjectFromCpu` take), made with `flags`
+/// (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`, kept on the fence).
 pub(crate) fn create_sync_fence(
     m: &dyn UmsHost,
     a: &AdapterShared,
     device: KmtHandle,
     initial: u64,
+    flags: u32,
 ) -> Result<(KmtHandle, MonitoredFence), SimError> {
     let pid = lock(&a.ums).device(device)?.process;
     let h = new_handle(pid)?;
-    let f = m.create_monitored_fence(a.index, pid, initial)?;
+    let f = m.create_monitored_fence(a.index, pid, initial, flags)?;
     let mut os = lock(&a.ums);
     os.fences.insert(h, f.clone());
     os.fence_owner.insert(h, pid);

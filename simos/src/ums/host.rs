@@ -28,12 +28,14 @@ pub(crate) trait UmsHost {
     /// `process` is gone: its handle tables go.
     fn release_process(&self, process: ProcessId);
 
-    /// A legacy monitored fence on adapter `i`, owned by `process`.
+    /// A legacy monitored fence on adapter `i`, owned by `process`, made with `flags`
+    /// (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`).
     fn create_monitored_fence(
         &self,
         i: usize,
         process: ProcessId,
         initial: u64,
+        flags: u32,
     ) -> Result<MonitoredFence, SimError>;
     /// Destroys a legacy monitored fence.
     fn destroy_monitored_fence(&self, f: &MonitoredFence) -> Result<(), SimError>;

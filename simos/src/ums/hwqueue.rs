@@ -228,7 +228,7 @@ impl QueueFences {
             native: None,
         };
         if !(user_mode && a.os.reading.ums_progress == UmsProgress::None) {
-            let made = m.create_monitored_fence(a.index, pid, 0).and_then(|p| {
+            let made = m.create_monitored_fence(a.index, pid, 0, 0).and_then(|p| {
                 new_handle(pid).map(|h| (h, p.clone())).inspect_err(|_| {
                     let _ = m.destroy_monitored_fence(&p);
                 })

@@ -153,6 +153,19 @@ pub(crate) fn tdr_device_in_error(a: &AdapterShared, device: KmtHandle) -> bool 
         .is_none_or(|d| d.in_error())
 }
 
+/// Whether the DXGDEVICE of `device` is active (its state, DXGDEVICE +608, 1): 24H2 stops a
+/// device only when its adapter goes (`K:DXGDEVICE::Stop` @0x1401BBA38, from
+/// `K:ADAPTER_RENDER::Stop` @0x14019FC38); VidSch's error reason does not touch it. `false`
+/// for a device that is gone or whose adapter is removed.
+pub(crate) fn device_active(a: &AdapterShared, device: KmtHandle) -> bool {
+    let os = lock(&a.ums);
+    !os.removed
+        && os
+            .devices
+            .get(&device)
+            .is_some_and(|d| d.error != Some(DeviceError::Removed))
+}
+
 /// Device `device`'s error reason (`Some(None)`: live), `None` when there is no such device.
 pub(crate) fn device_error(a: &AdapterShared, device: KmtHandle) -> Option<Option<DeviceError>> {
     lock(&a.ums).devices.get(&device).map(|d| d.error)

@@ -73,12 +73,13 @@ pub(crate) trait Host: AdapterServices {
     ) -> Result<bool, SimError>;
 
     /// A monitored fence of `device`'s process and its D3DKMT handle (a paging queue's
-    /// fence), starting at `initial`.
+    /// fence), starting at `initial`, made with `flags`.
     fn create_sync_fence(
         &self,
         a: &AdapterShared,
         device: KmtHandle,
         initial: u64,
+        flags: u32,
     ) -> Result<(KmtHandle, MonitoredFence), SimError>;
 
     /// Destroys the monitored fence `fence` of `device` created by

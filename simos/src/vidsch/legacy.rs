@@ -532,7 +532,7 @@ pub(crate) fn fences(a: &AdapterShared, node: u32) -> (u32, u32) {
 }
 
 /// Threaded machine: waits until `node`'s last completed fence ID reaches `id`, sleeping on
-/// VidSch's completion event between looks (`crate::vidsch::tdr::state::CompletionEvent`);
+/// VidSch's completion event between looks (`crate::state::vidsch::CompletionEvent`);
 /// whether it did before `timeout`, the OS's wait limit. A halted machine's fault is the
 /// answer as soon as it halts.
 pub(crate) fn wait_completed(
@@ -543,9 +543,10 @@ pub(crate) fn wait_completed(
 ) -> Result<bool, SimError> {
     let deadline = Instant::now() + timeout;
     let sh = tdr::shared(a);
+    let completion = &a.sch.completion;
     loop {
-        let seen = sh.completion.generation();
-        sh.completion
+        let seen = completion.generation();
+        completion
             .looks
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(f) = a.state.fault() {
@@ -554,7 +555,7 @@ pub(crate) fn wait_completed(
         if lock(&sh.os).node(node).c >= id {
             return Ok(true);
         }
-        if !sh.completion.wait_past(seen, deadline) {
+        if !completion.wait_past(seen, deadline) {
             return Ok(false);
         }
     }
@@ -562,11 +563,10 @@ pub(crate) fn wait_completed(
 
 /// Times VidMm's paging waits on `a` looked at their fence (`wait_completed`).
 pub(crate) fn paging_wait_looks(a: &AdapterShared) -> u64 {
-    tdr::existing(a).map_or(0, |sh| {
-        sh.completion
-            .looks
-            .load(std::sync::atomic::Ordering::Relaxed)
-    })
+    a.sch
+        .completion
+        .looks
+        .load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Every retired fence ID as `(node, id)`, in order.

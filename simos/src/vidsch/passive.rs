@@ -101,6 +101,7 @@ impl Host for PassiveHost<'_> {
         _a: &AdapterShared,
         _device: KmtHandle,
         _initial: u64,
+        _flags: u32,
     ) -> Result<(KmtHandle, MonitoredFence), SimError> {
         Err(SimError::Internal(
             "VidSch's PASSIVE worker creates no monitored fence",

@@ -212,7 +212,16 @@ pub(super) const ESCAPE: Thunk = Thunk {
              adapter): the adapter not active",
             DEVICE_REMOVED,
         ),
-        check("hDevice not 0 and the device not active", DEVICE_REMOVED),
+        check(
+            "the adapter not active: not started, or removed (COREADAPTERACCESS::AcquireShared \
+             reads DXGADAPTER +200)",
+            DEVICE_REMOVED,
+        ),
+        check(
+            "hDevice not 0 and the device not active (DXGDEVICE +608: stopped with its \
+             adapter; a device VidSch put in error is active)",
+            DEVICE_REMOVED,
+        ),
         check(
             "Flags.DriverKnownEscape and no render adapter paired with hAdapter",
             INVALID_PARAMETER,
@@ -333,7 +342,7 @@ pub(super) const ESCAPE: Thunk = Thunk {
            console session nor admin; the vendor 0x1002 check is not made (the simulated \
            adapter is not that vendor's); adapter access (exclusive with \
            Flags.HardwareAccess, which also flushes the scheduler) is not taken: an adapter \
-           not started is STATUS_DEVICE_REMOVED whatever the flags; the known escape's and \
+           not active is STATUS_DEVICE_REMOVED whatever the flags; the known escape's and \
            DxgkDdiEscape's statuses are returned as they are; the harness's simulated backend \
            names no adapter handle and starts at the known escape's own checks \
            (SimKmt::escape_driver_private goes through the entry with its process's adapter \

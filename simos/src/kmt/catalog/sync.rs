@@ -225,6 +225,7 @@ pub(super) const SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
     source: Some(&[
         src("DxgkSignalSynchronizationObjectFromCpu", 0x1402B97E0),
         src("SignalSynchronizationObjectFromCpu", 0x1402BA4F8),
+        src("VidSchiSignalSyncObjectsFromCpu", 0x14000EF50),
     ]),
     checks: &[
         check("the structure not readable", ACCESS_VIOLATION),
@@ -250,13 +251,20 @@ pub(super) const SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
             "an object whose adapter state is destroyed",
             INVALID_PARAMETER,
         ),
+        check(
+            "without Flags.AllowFenceRewind, a monitored fence's value below the last one \
+             signalled to it (M:VidSchiSignalSyncObjectsFromCpu)",
+            INVALID_PARAMETER,
+        ),
     ],
     written_back: &[],
     pending: Pending::No,
     entry: Some("sync_from_cpu::dxgk_signal_synchronization_object_from_cpu"),
-    gaps: "Flags bits 0 to 2 (AllowFenceRewind and two more) are accepted and not acted on; \
-           the simulation's pool holds at most MAX_OBJECTS handles (STATUS_NO_MEMORY above), \
-           24H2's what the system has",
+    gaps: "Flags bits 0 to 2 are accepted; of them only AllowFenceRewind's absence is acted \
+           on (with it, 24H2 writes a lower value, where the simulation's fence never goes \
+           back); VidSch's same refusal for a native fence (against its last CPU-signalled \
+           value) is not modelled; the simulation's pool holds at most MAX_OBJECTS handles \
+           (STATUS_NO_MEMORY above), 24H2's what the system has",
 };
 
 pub(super) const SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {

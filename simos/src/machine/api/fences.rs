@@ -354,8 +354,20 @@ impl Machine {
         process: ProcessId,
         initial: u64,
     ) -> Result<MonitoredFence, SimError> {
+        self.create_monitored_fence_with(i, process, initial, 0)
+    }
+
+    /// [`Machine::create_monitored_fence`] with `flags` (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`)
+    /// kept on the OS's object ([`MonitoredFence::flags`]).
+    pub fn create_monitored_fence_with(
+        &self,
+        i: usize,
+        process: ProcessId,
+        initial: u64,
+        flags: u32,
+    ) -> Result<MonitoredFence, SimError> {
         let a = self.adapter_shared(i)?.clone();
-        monitored::create(&a, process, initial, self)
+        monitored::create(&a, process, initial, flags, self)
     }
 
     /// Destroys a legacy monitored fence; pending waits end [`WaitOutcome::Abandoned`].

@@ -400,8 +400,9 @@ impl Host for Machine {
         a: &AdapterShared,
         device: KmtHandle,
         initial: u64,
+        flags: u32,
     ) -> Result<(KmtHandle, MonitoredFence), SimError> {
-        crate::ums::create_sync_fence(self, a, device, initial)
+        crate::ums::create_sync_fence(self, a, device, initial, flags)
     }
 
     fn destroy_sync_fence(

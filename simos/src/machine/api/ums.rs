@@ -449,8 +449,9 @@ impl UmsHost for Machine {
         i: usize,
         process: ProcessId,
         initial: u64,
+        flags: u32,
     ) -> Result<MonitoredFence, SimError> {
-        Machine::create_monitored_fence(self, i, process, initial)
+        Machine::create_monitored_fence_with(self, i, process, initial, flags)
     }
 
     fn destroy_monitored_fence(&self, f: &MonitoredFence) -> Result<(), SimError> {

@@ -232,8 +232,9 @@ struct Handles {
     locks: HashMap<u32, (crate::kmt::SimMem, u32)>,
     /// Doorbells: their page's window.
     doorbells: HashMap<u32, gdi32::DoorbellPage>,
-    /// Sync objects' `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` as created or opened (24H2 keeps
-    /// them with the device's instance and refuses a CPU signal or wait they forbid).
+    /// Native fence instances' `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` as created or opened (24H2
+    /// keeps them with the device's instance and refuses a CPU signal or wait they forbid; a
+    /// monitored fence's are on the OS's object).
     sync_flags: HashMap<u32, u32>,
 }
 

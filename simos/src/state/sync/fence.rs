@@ -418,6 +418,11 @@ impl NativeFence {
 pub struct LegacyObj {
     pub(crate) adapter_index: usize,
     pub(crate) handle: usize,
+    /// The `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` the object was made with, as 24H2 keeps them
+    /// on the device's sync object (`DXGDEVICESYNCOBJECT` +72, read by
+    /// `K:SignalSynchronizationObjectFromCpu` @0x1402BA4F8 for `NoSignal` and by
+    /// `K:SubmitWaitForSyncObjectsFromGpu` @0x1402AF2F0 for `NoWait`).
+    pub(crate) flags: u32,
     pub(crate) slot: Slot,
     pub(crate) st: Mutex<LegacyState>,
 }
@@ -425,6 +430,10 @@ pub struct LegacyObj {
 #[derive(Debug, Default)]
 pub(crate) struct LegacyState {
     pub(crate) destroyed: bool,
+    /// The highest value the OS signalled the fence to (its initial value first): VidSch's
+    /// record of the sync object's last signalled value (+96), against which
+    /// `M:VidSchiSignalSyncObjectsFromCpu` @0x14000EF50 refuses a lower CPU signal.
+    pub(crate) last_signalled: u64,
     pub(crate) waiters: Vec<Waiter>,
     /// Native instances of the same fence on other adapters (NF-18).
     pub(crate) native_peers: Vec<Arc<FenceObj>>,
@@ -460,6 +469,16 @@ impl MonitoredFence {
     /// Values of the pending CPU waits.
     pub fn pending_waits(&self) -> Vec<u64> {
         lock(&self.obj.st).waiters.iter().map(|w| w.value).collect()
+    }
+    /// The highest value the OS signalled the fence to, its initial value first (the GPU's
+    /// own writes are not the OS's signals).
+    pub fn last_signalled(&self) -> u64 {
+        lock(&self.obj.st).last_signalled
+    }
+    /// The `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` the OS made the fence with (`NoSignal`,
+    /// `NoWait`, `NoGPUAccess` are what its thunks refuse by).
+    pub fn flags(&self) -> u32 {
+        self.obj.flags
     }
 }
 

@@ -52,8 +52,12 @@ impl MonitoredFence {
     /// The OS writes `value` (never backwards) and releases satisfied waits: what
     /// [`signal_from_cpu`] does, for a software signal packet.
     pub(crate) fn os_signal(&self, value: u64) -> Result<(), SimError> {
-        if lock(&self.obj.st).destroyed {
-            return Err(SimError::Gone("the monitored fence"));
+        {
+            let mut st = lock(&self.obj.st);
+            if st.destroyed {
+                return Err(SimError::Gone("the monitored fence"));
+            }
+            st.last_signalled = st.last_signalled.max(value);
         }
         if let Some(w) = self.obj.slot.alloc.word(self.obj.slot.off) {
             w.fetch_max(value, Ordering::SeqCst);
@@ -76,12 +80,14 @@ impl MonitoredFence {
     }
 }
 
-/// Creates a legacy monitored fence on `a` (MF-01): with or without native fences on the
-/// adapter. The value lives in system memory, packed per process.
+/// Creates a legacy monitored fence on `a` (MF-01) with `flags`
+/// (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`): with or without native fences on the adapter. The
+/// value lives in system memory, packed per process.
 pub(crate) fn create(
     a: &Arc<AdapterShared>,
     process: ProcessId,
     initial: u64,
+    flags: u32,
     vm: &dyn VidMmPages,
 ) -> Result<MonitoredFence, SimError> {
     let i = a.index;
@@ -96,8 +102,12 @@ pub(crate) fn create(
     let obj = Arc::new(LegacyObj {
         adapter_index: i,
         handle: next_handle(),
+        flags,
         slot,
-        st: Mutex::new(LegacyState::default()),
+        st: Mutex::new(LegacyState {
+            last_signalled: initial,
+            ..LegacyState::default()
+        }),
     });
     os.legacy.insert(obj.handle, obj.clone());
     drop(os);
@@ -148,13 +158,7 @@ pub(crate) fn signal_from_cpu(
     if let Some(e) = state.fault() {
         return Err(e.into());
     }
-    if lock(&f.obj.st).destroyed {
-        return Err(SimError::Gone("the monitored fence"));
-    }
-    if let Some(w) = f.obj.slot.alloc.word(f.obj.slot.off) {
-        w.fetch_max(value, Ordering::SeqCst);
-    }
-    f.obj.signalled()
+    f.os_signal(value)
 }
 
 /// `WaitForSynchronizationObjectFromGpu` (MF-03): VidSch holds the waiting context until
@@ -218,6 +222,7 @@ pub(crate) fn open_as_monitored(
     let obj = Arc::new(LegacyObj {
         adapter_index: adapter,
         handle: next_handle(),
+        flags: 0,
         slot,
         st: Mutex::new(LegacyState {
             native_peers: natives.clone(),

@@ -18,6 +18,10 @@
 
 use super::*;
 
+/// The flags `K:DXGPAGINGQUEUE::Initialize` @0x140396FF0 makes a paging queue's fence with:
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` `NoSignal` (bit 4) and `NoGPUAccess` (bit 7).
+const PAGING_FENCE_FLAGS: u32 = (1 << 4) | (1 << 7);
+
 /// `D3DKMTCreatePagingQueue` for `device` (22631 DxgkCreatePagingQueueInternal: an
 /// unknown device or a `PhysicalAdapterIndex` past the adapter's count is
 /// INVALID_PARAMETER; the priority is stored as given). Returns the queue, its paging
@@ -34,7 +38,7 @@ pub(crate) fn paging_queue_create(
     if physical_adapter_index != 0 {
         return Err(bad());
     }
-    let (fence, fence_obj) = host.create_sync_fence(a, device, 0)?;
+    let (fence, fence_obj) = host.create_sync_fence(a, device, 0, PAGING_FENCE_FLAGS)?;
     let h = crate::ob::new_kmt_handle(pid)?;
     lock(&a.mm.gpuva).queues.insert(
         h,
@@ -204,14 +208,6 @@ pub(crate) fn paging_queue_catch_up(
         }
     }
     Ok(())
-}
-
-/// Whether `h` is the fence of one of `device`'s paging queues.
-pub(crate) fn is_paging_fence(a: &AdapterShared, device: KmtHandle, h: KmtHandle) -> bool {
-    lock(&a.mm.gpuva)
-        .queues
-        .values()
-        .any(|q| q.device == device && q.fence == h)
 }
 
 /// Something waits for monitored fence `f` to reach `value`, a CPU or a GPU queue: where `f`

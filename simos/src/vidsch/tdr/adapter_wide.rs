@@ -91,7 +91,7 @@ pub(crate) fn adapter_reset(
                 });
             }
         }
-        sh.completion.set();
+        a.sch.completion.set();
         for (_, _, b) in freed {
             crate::vidsch::legacy::free_dma(a, b);
         }

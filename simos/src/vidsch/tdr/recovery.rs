@@ -314,7 +314,7 @@ fn retire(
         freed.push(p.dma);
     }
     drop(os);
-    sh.completion.set();
+    a.sch.completion.set();
     for b in freed {
         crate::vidsch::legacy::free_dma(a, b);
     }

@@ -44,15 +44,7 @@ pub(crate) fn shared(a: &AdapterShared) -> Arc<TdrShared> {
         gate: RwLock::new(()),
         submit: Mutex::new(()),
         recovering: Mutex::new(()),
-        completion: Default::default(),
     });
-    // A halted machine completes nothing more: its paging waiters wake to see the fault.
-    let weak = Arc::downgrade(&s);
-    a.state.on_halt(Box::new(move || {
-        if let Some(s) = weak.upgrade() {
-            s.completion.set();
-        }
-    }));
     r.insert(k, (Arc::downgrade(&a.state), s.clone()));
     REGISTERED.store(r.len(), Ordering::Release);
     s

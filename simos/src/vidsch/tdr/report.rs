@@ -124,7 +124,7 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
     }
     drop(os);
     // After the lock: a waiter that looked before the change sleeps on the old generation.
-    sh.completion.set();
+    a.sch.completion.set();
     for b in freed {
         crate::vidsch::legacy::free_dma(a, b);
     }

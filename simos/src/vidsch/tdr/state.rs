@@ -2,7 +2,7 @@
 //! schedule of DMA buffers and the adapter's TDR state.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::ob::KmtHandle;
@@ -386,53 +386,4 @@ pub(crate) struct TdrShared {
     pub submit: Mutex<()>,
     /// One recovery at a time.
     pub(crate) recovering: Mutex<()>,
-    /// Set each time a node's last completed fence ID moves, and when the machine halts.
-    pub(crate) completion: CompletionEvent,
-}
-
-/// VidSch's event for DMA buffer completion: VidMm's paging waits sleep on it rather than
-/// look again and again, as 24H2's VidMm waits on the paging fence's event
-/// (`M:VIDMM_GLOBAL::WaitForFence` @0x140038E5C through `WaitForFences` @0x1400B4060, a
-/// `KeWaitForMultipleObjects`). Each setting counts one generation: a waiter reads the
-/// generation before it looks at what it waits for, and sleeps only while the generation is
-/// unchanged, so a setting between its look and its sleep is never lost.
-#[derive(Debug, Default)]
-pub(crate) struct CompletionEvent {
-    generation: Mutex<u64>,
-    cv: Condvar,
-    /// Times a waiter looked at what it waits for (tests: a wait looks once per setting, not
-    /// once per tick).
-    pub(crate) looks: std::sync::atomic::AtomicU64,
-}
-
-impl CompletionEvent {
-    /// The current generation (read before looking at the condition).
-    pub(crate) fn generation(&self) -> u64 {
-        *crate::base::lock::lock(&self.generation)
-    }
-
-    /// Sets the event: every waiter wakes and looks again.
-    pub(crate) fn set(&self) {
-        *crate::base::lock::lock(&self.generation) += 1;
-        self.cv.notify_all();
-    }
-
-    /// Sleeps until the generation is past `seen` or `deadline` passes; whether it moved.
-    pub(crate) fn wait_past(&self, seen: u64, deadline: Instant) -> bool {
-        let mut g = crate::base::lock::lock(&self.generation);
-        while *g == seen {
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                return false;
-            };
-            g = crate::base::lock::waiting(g, |g| {
-                let (g, _) = self
-                    .cv
-                    .wait_timeout(g, left)
-                    .unwrap_or_else(|e| e.into_inner());
-                (g, ())
-            })
-            .0;
-        }
-        true
-    }
 }

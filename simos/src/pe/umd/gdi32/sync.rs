@@ -16,7 +16,8 @@ pub(super) fn destroy_synchronization_object(p: &UserProcess, at: u64) -> Status
 }
 
 /// The DLL's process as the sync thunks' kernel entries see it: its devices and the sync
-/// objects of each, with the flags each was created or opened with.
+/// objects of each, with the flags each was made or opened with (a monitored fence's on the
+/// OS's object, a native fence instance's as its create or open gave them).
 impl crate::kmt::sync_from_cpu::CallerProcess for UserProcess {
     fn device(&self, h: u32) -> Option<crate::ums::UmsProcess> {
         UserProcess::device(self, h).ok().map(|d| d.sim)
@@ -24,8 +25,9 @@ impl crate::kmt::sync_from_cpu::CallerProcess for UserProcess {
     fn object(&self, h: u32) -> Option<crate::kmt::sync_from_cpu::CallerObject> {
         let d = self.owner(h).ok()?;
         let object = crate::kmt::sync_from_cpu::sync_object_of(&self.machine, &d.sim, h)?;
-        let asked = lock(&self.handles).sync_flags.get(&h).copied().unwrap_or(0);
-        let flags = asked | crate::kmt::sync_from_cpu::os_made_flags(&self.machine, &d.sim, h);
+        let flags = object
+            .monitored_flags()
+            .unwrap_or_else(|| lock(&self.handles).sync_flags.get(&h).copied().unwrap_or(0));
         Some(crate::kmt::sync_from_cpu::CallerObject {
             device: d.sim.device,
             object,
@@ -201,7 +203,6 @@ pub(super) fn create_synchronization_object2(p: &UserProcess, at: u64) -> Status
     })
     .map_err(nt)?;
     p.record(a.h_sync_object, a.h_device);
-    p.record_sync_flags(a.h_sync_object, a.flags);
     for r in WRITTEN_BACK {
         let out = a.as_bytes().get(r.clone()).unwrap_or_default();
         guest::write_bytes(at.wrapping_add(r.start as u64), out).map_err(bad)?;
@@ -248,7 +249,7 @@ pub(super) fn open_native_fence_from_nt_handle(p: &UserProcess, at: u64) -> Stat
 }
 
 impl UserProcess {
-    /// Sync object `h`'s `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` as created or opened.
+    /// Native fence instance `h`'s `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` as created or opened.
     fn record_sync_flags(&self, h: u32, flags: u32) {
         lock(&self.handles).sync_flags.insert(h, flags);
     }
