@@ -462,3 +462,5 @@ fn tdr_05_the_journal_reads_in_pieces_from_any_sequence_number() {
     assert_eq!((h.count, h.seq, none.len()), (0, next, 0));
     no_fault(&m);
 }
+
+against_the_pe_image!();

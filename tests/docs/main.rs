@@ -288,6 +288,7 @@ fn documents_count_and_name_the_suites_rerun_against_the_image() {
         "twenty-nine",
         "thirty",
         "thirty-one",
+        "thirty-two",
     ];
     let n = WORDS[suites.len()];
     let readme = read("README.md").replace('\n', " ");
