@@ -173,16 +173,13 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
         } else {
-            // GPU work (fence signals and waits, buffer use) goes through user-mode queues,
-            // which need native fences.
-            caps.without(Capability::UserModeSubmission)
-                .without(Capability::Fences)
+            // Fence signals and waits and buffer use are GPU work on user-mode queues, which
+            // need native fences. What needs none stays: processes (D3DKMT devices), buffers,
+            // DMA contexts, the KMD's test hooks, the device state; a user-mode queue asked
+            // for is `Unsupported` ([`no_native_fences`]).
+            caps.without(Capability::Fences)
                 .without(Capability::MonitoredFences)
                 .without(Capability::AllocationUsage)
-                .without(Capability::Tdr)
-                .without(Capability::DmaContexts)
-                .without(Capability::KmdJournal)
-                .without(Capability::KmdFaults)
         }
     }
 
@@ -190,6 +187,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
         let machine = self.platform.open(config)?;
         Ok(Box::new(KmtSession {
             machine,
+            native_fences: self.platform.native_fences(),
             opened: Vec::new(),
             processes: Vec::new(),
             buffers: Vec::new(),
@@ -261,6 +259,9 @@ fn live_queue<K: KmtSync>(
 /// One case's session.
 struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     machine: Box<dyn KmtMachine<Kmt = K>>,
+    /// Whether the OS enabled native fences ([`KmtPlatform::native_fences`]): without them
+    /// there are no user-mode queues.
+    native_fences: bool,
     /// Adapters "started" (opened) by the case.
     opened: Vec<bool>,
     processes: Vec<KProcess<K>>,
@@ -396,6 +397,15 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut KQueue<K>, Failure> {
         live_queue(&mut self.queues, q)
+    }
+
+    /// `Unsupported` where the OS enabled no native fences: user-mode queues need them.
+    fn user_mode_queues(&self) -> Result<(), Failure> {
+        if self.native_fences {
+            Ok(())
+        } else {
+            Err(no_native_fences())
+        }
     }
 
     fn started(&self, i: usize) -> Result<(), Failure> {
@@ -580,6 +590,7 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
 
     fn queue_create(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
         let NewQueue { node, path: kind } = new;
+        self.user_mode_queues()?;
         if let Some(r) = self.remote(p.0)? {
             let info = r.create_queue(self.queues.len(), node, kind)?;
             self.queues.push(KUmQueue {
@@ -655,6 +666,7 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
     /// One thread per lane, each making its user-mode queues one after another over its
     /// process's thunks.
     fn churn_lanes(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        self.user_mode_queues()?;
         let jobs = lanes::churn_jobs(lanes, |p| Ok(self.process(p)?.1), |w| self.encode(w))?;
         let reports = lanes::run_lanes(
             &jobs,
@@ -665,6 +677,15 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
         self.check_fault()?;
         Ok(reports)
     }
+}
+
+/// Why a queue cannot be made without native fences (a skip, naming the machine's settings).
+pub(super) fn no_native_fences() -> Failure {
+    Failure::Unsupported(
+        "needs native fences, which Windows enables only with hardware scheduling on \
+         (HwSchMode = 2) and the INF's Features\\37: no user-mode queue without them"
+            .into(),
+    )
 }
 
 /// Marks adapter `i` of `opened` started and reports it as PnP would: a render-only adapter has
