@@ -140,7 +140,7 @@ impl crate::backend::Backend for DllBackend {
         let (m, render_only) = super::sim::machine_after_starts(config, true)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
-            native_fences: crate::os::native_fences(),
+            no_native_fences: crate::os::why_no_native_fences(),
             image: self.image.clone(),
             teardown: self.teardown.clone(),
             render_only,
@@ -189,8 +189,9 @@ pub(super) struct DQueue {
 
 pub(super) struct DllSession {
     pub(super) m: Arc<Machine>,
-    /// Whether the run's Windows enables native fences (`crate::os`): without them, no queue.
-    pub(super) native_fences: bool,
+    /// Why the run's Windows enables no native fences, if it does not (`crate::os`): without
+    /// them, no queue.
+    pub(super) no_native_fences: Option<String>,
     pub(super) image: Arc<UmdImage>,
     /// The backend's record of failed clean-ups.
     pub(super) teardown: Arc<std::sync::Mutex<Vec<String>>>,

@@ -23,7 +23,10 @@
 //! contexts and the KMD's test hooks (its journal of a recovery and faults armed in it,
 //! `hooks`). The driver's caps, the OS's internals, fault injection and the other
 //! simulation-only capabilities are absent, so the runner skips the cases that need them,
-//! naming the capability. The driver escapes are the kernel-mode testing interface's known
+//! naming the capability. Without native fences (hardware scheduling off, `HwSchMode`, or a
+//! Windows that does not enable them) what needs none stays — processes, buffers, DMA
+//! contexts, the test hooks, the device state — and a user-mode queue is a skip naming why.
+//! The driver escapes are the kernel-mode testing interface's known
 //! escape (`super::testing`) and the test hooks' driver-private one.
 
 #[cfg(target_os = "linux")]
@@ -90,7 +93,17 @@ pub trait KmtPlatform: Send + Sync {
     fn native_fences(&self) -> bool {
         true
     }
+
+    /// Why the OS enabled no native fences, for the skips of what needs them (default: the
+    /// machine settings they need, which a program cannot read).
+    fn why_no_native_fences(&self) -> String {
+        WHY_NO_NATIVE_FENCES.into()
+    }
 }
+
+/// [`KmtPlatform::why_no_native_fences`]'s default.
+pub const WHY_NO_NATIVE_FENCES: &str = "needs native fences, which Windows enables only with \
+     hardware scheduling on (HwSchMode = 2) and the INF's Features\\37";
 
 /// The machine one case runs on, as user mode sees it.
 pub trait KmtMachine: Send {
@@ -187,7 +200,8 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
         let machine = self.platform.open(config)?;
         Ok(Box::new(KmtSession {
             machine,
-            native_fences: self.platform.native_fences(),
+            no_native_fences: (!self.platform.native_fences())
+                .then(|| self.platform.why_no_native_fences()),
             opened: Vec::new(),
             processes: Vec::new(),
             buffers: Vec::new(),
@@ -259,9 +273,9 @@ fn live_queue<K: KmtSync>(
 /// One case's session.
 struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     machine: Box<dyn KmtMachine<Kmt = K>>,
-    /// Whether the OS enabled native fences ([`KmtPlatform::native_fences`]): without them
-    /// there are no user-mode queues.
-    native_fences: bool,
+    /// Why the OS enabled no native fences, if it did not ([`KmtPlatform::native_fences`]):
+    /// without them there are no user-mode queues.
+    no_native_fences: Option<String>,
     /// Adapters "started" (opened) by the case.
     opened: Vec<bool>,
     processes: Vec<KProcess<K>>,
@@ -401,11 +415,9 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     /// `Unsupported` where the OS enabled no native fences: user-mode queues need them.
     fn user_mode_queues(&self) -> Result<(), Failure> {
-        if self.native_fences {
-            Ok(())
-        } else {
-            Err(no_native_fences())
-        }
+        self.no_native_fences
+            .as_ref()
+            .map_or(Ok(()), |why| Err(no_native_fences(why)))
     }
 
     fn started(&self, i: usize) -> Result<(), Failure> {
@@ -679,13 +691,9 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
     }
 }
 
-/// Why a queue cannot be made without native fences (a skip, naming the machine's settings).
-pub(super) fn no_native_fences() -> Failure {
-    Failure::Unsupported(
-        "needs native fences, which Windows enables only with hardware scheduling on \
-         (HwSchMode = 2) and the INF's Features\\37: no user-mode queue without them"
-            .into(),
-    )
+/// A queue asked for without native fences: a skip, with `why` they are off.
+pub(super) fn no_native_fences(why: &str) -> Failure {
+    Failure::Unsupported(format!("{why}: no user-mode queue without them"))
 }
 
 /// Marks adapter `i` of `opened` started and reports it as PnP would: a render-only adapter has

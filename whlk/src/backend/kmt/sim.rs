@@ -91,6 +91,10 @@ impl KmtPlatform for SimPlatform {
         crate::os::native_fences()
     }
 
+    fn why_no_native_fences(&self) -> String {
+        crate::os::why_no_native_fences().unwrap_or_else(|| super::WHY_NO_NATIVE_FENCES.into())
+    }
+
     /// The machine of `config`, its hardware scheduling the machine's (`HwSchMode`, one
     /// setting for the whole boot on Windows), whatever the case asks.
     fn open(&self, config: &SessionConfig) -> Result<Box<dyn KmtMachine<Kmt = SessKmt>>, Failure> {
