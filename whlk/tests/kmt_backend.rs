@@ -22,7 +22,9 @@ mod support;
 static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn machine() -> std::sync::MutexGuard<'static, ()> {
-    MACHINE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    MACHINE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The cases with a KMD form (`cases::tdr::kmd`), which run only on a node the OS schedules.
@@ -201,7 +203,10 @@ fn tdr_05_the_second_pass_runs_the_kmd_forms_with_hardware_scheduling_off() {
         Capability::KmdJournal,
         Capability::KmdFaults,
     ] {
-        assert!(caps.contains(c), "without native fences the backend lacks {c}");
+        assert!(
+            caps.contains(c),
+            "without native fences the backend lacks {c}"
+        );
     }
     let reports = support::run_every_case(&b, KMD_FORMS);
     for c in SECOND_PASS {

@@ -256,7 +256,10 @@ impl<T: TestingHost> KernelModeTesting for T {
         let k = self.testing_ref().process(p.0)?.clone();
         // The interface's queues are hardware queues, which exist only on a node the GPU
         // schedules (`HwSchMode`, one setting for the machine's boot).
-        if !k.node_hw_scheduled(node).map_err(|s| self.thunk_failure(s))? {
+        if !k
+            .node_hw_scheduled(node)
+            .map_err(|s| self.thunk_failure(s))?
+        {
             return Err(Failure::Unsupported(format!(
                 "node {node} is scheduled by the OS: the kernel-mode testing interface's \
                  queues are hardware queues, which need hardware-accelerated GPU scheduling \
