@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:DIR] [--umd rust|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
-//!             [--windows 24h2|25h2|26h1] [--without-inf-features]
+//!             [--windows 24h2|25h2|26h1] [--without-inf-features] [--hwsch on|off]
 //!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
 //! `--windows` and `--without-inf-features` choose the Windows the simulated machines play
@@ -120,6 +120,11 @@ struct Cli {
     /// (a stock Windows: native fences and user-mode submission off).
     #[arg(long)]
     without_inf_features: bool,
+    /// With `--backend kmt-sim`: hardware-accelerated GPU scheduling on the simulated
+    /// machine, one setting for the whole run as `HwSchMode` is for a Windows boot (`off`: the
+    /// runbook's second pass; native fences and user-mode queues are off with it).
+    #[arg(long, value_name = "on|off", default_value = "on")]
+    hwsch: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -238,6 +243,11 @@ fn choose_windows(cli: &Cli) -> Result<(), String> {
     let os = rvgpu_whlk::os::OsUnderTest {
         build: rvgpu_simos::WindowsBuild::parse(&cli.windows)?,
         inf_features: !cli.without_inf_features,
+        hwsch: match cli.hwsch.as_str() {
+            "on" => true,
+            "off" => false,
+            other => return Err(format!("--hwsch {other}: on or off")),
+        },
     };
     rvgpu_whlk::os::set(os);
     let features = rvgpu_whlk::os::enabled_features()?
@@ -246,12 +256,17 @@ fn choose_windows(cli: &Cli) -> Result<(), String> {
         .collect::<Vec<_>>()
         .join(", ");
     println!(
-        "Windows {}{}: features enabled for the driver: {features}",
+        "Windows {}{}{}: features enabled for the driver: {features}",
         os.build.name(),
         if os.inf_features {
             ""
         } else {
             " (the INF's Features values removed)"
+        },
+        if os.hwsch {
+            ""
+        } else {
+            " (hardware scheduling off)"
         }
     );
     Ok(())
@@ -439,6 +454,10 @@ fn main() -> ExitCode {
             eprintln!("rvgpu-whlk: --windows {}: {e}", cli.windows);
             return ExitCode::from(2);
         }
+    }
+    if cli.hwsch != "on" && !matches!(cli.backend, BackendKind::KmtSim) {
+        eprintln!("rvgpu-whlk: --hwsch {} needs --backend kmt-sim", cli.hwsch);
+        return ExitCode::from(2);
     }
     if cli.umd != "rust" && !matches!(cli.backend, BackendKind::KmtSim) {
         eprintln!("rvgpu-whlk: --umd {} needs --backend kmt-sim", cli.umd);

@@ -21,6 +21,10 @@ pub struct OsUnderTest {
     pub build: WindowsBuild,
     /// Whether the adapter's software key has the `Features` values the INF writes.
     pub inf_features: bool,
+    /// Hardware-accelerated GPU scheduling (`GraphicsDrivers\\HwSchMode`): one setting for
+    /// the whole machine, read at boot. Off, Dxgkrnl enables neither hardware scheduling nor
+    /// native fences (BR-81), so nothing user-mode submits.
+    pub hwsch: bool,
 }
 
 impl Default for OsUnderTest {
@@ -28,6 +32,7 @@ impl Default for OsUnderTest {
         Self {
             build: WindowsBuild::W24H2,
             inf_features: true,
+            hwsch: true,
         }
     }
 }
@@ -47,12 +52,13 @@ pub fn set(os: OsUnderTest) {
     *CURRENT.write().unwrap_or_else(|p| p.into_inner()) = Some(os);
 }
 
-/// Applies the current Windows to a machine's configuration: its build, the build's reading
-/// of the flows where the decompiled code and the pages differ (26H1 has its own), and the
+/// Applies the current Windows to a machine's configuration: its build and hardware
+/// scheduling, the build's reading of the flows where the decompiled code and the pages differ (26H1 has its own), and the
 /// adapters' software keys without the `Features` values when they are removed.
 pub fn apply(mc: &mut MachineConfig) {
     let os = current();
     mc.os.windows_build = os.build;
+    mc.os.hwsch_feature = os.hwsch;
     if os.build == WindowsBuild::W26H1 {
         mc.os.reading = Reading::W26H1;
     }
@@ -103,7 +109,9 @@ pub fn native_fences() -> bool {
 pub fn why_no_native_fences() -> Option<String> {
     (!native_fences()).then(|| {
         let os = current();
-        if os.build == WindowsBuild::W26H1 {
+        if !os.hwsch {
+            "needs native fences: off with hardware scheduling off (HwSchMode = 1)".into()
+        } else if os.build == WindowsBuild::W26H1 {
             "needs native fences: Windows 26H1 does not support them".into()
         } else {
             format!(

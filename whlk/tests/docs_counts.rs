@@ -66,18 +66,40 @@ fn case_names(text: &str, start: &str, end: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The cases that pass over the simulated D3DKMT thunks, run once for the tests that need them.
-fn d3dkmt_passes() -> &'static BTreeSet<String> {
-    static PASSED: OnceLock<BTreeSet<String>> = OnceLock::new();
-    PASSED.get_or_init(|| {
+/// The Windows the simulated machines play is the process's (`rvgpu_whlk::os`): whatever asks
+/// it holds this while the second pass turns hardware scheduling off.
+static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn machine() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The cases that pass over the simulated D3DKMT thunks with hardware scheduling on (`true`:
+/// the runbook's first pass) or off (the second), run once for the tests that need them.
+fn d3dkmt_passes_with_hwsch(hwsch: bool) -> &'static BTreeSet<String> {
+    static PASSED: [OnceLock<BTreeSet<String>>; 2] = [OnceLock::new(), OnceLock::new()];
+    PASSED[usize::from(hwsch)].get_or_init(|| {
+        let _m = machine();
+        rvgpu_whlk::os::set(rvgpu_whlk::os::OsUnderTest {
+            hwsch,
+            ..Default::default()
+        });
         let all = cases::all();
         let reports = runner::run_all(&runner::select(&all, None), &KmtBackend::new(SimPlatform));
+        rvgpu_whlk::os::set(rvgpu_whlk::os::OsUnderTest::default());
         reports
             .iter()
             .filter(|r| r.outcome == Outcome::Pass)
             .map(|r| r.name.to_string())
             .collect()
     })
+}
+
+/// The first pass's passing cases ([`d3dkmt_passes_with_hwsch`]).
+fn d3dkmt_passes() -> &'static BTreeSet<String> {
+    d3dkmt_passes_with_hwsch(true)
 }
 
 /// The first pass's list (with hardware scheduling on) of docs/test-machine.md.
@@ -180,6 +202,7 @@ fn test_machine_page_lists_the_windows_backends_capabilities() {
             .map(|c| c.name().to_owned())
             .collect()
     };
+    let _m = machine();
     let on = KmtBackend::new(SimPlatform);
     assert!(
         on.capabilities().contains(Capability::NativeFences),
@@ -211,11 +234,20 @@ fn qemu_guest_page_lists_the_pci_subset() {
 /// (*TDR registry keys*).
 const TDR_LIMIT_COUNT: usize = 5;
 
-/// The `TdrLimitCount` the runbook has the tester set (docs/test-machine.md writes it as
-/// `` `TdrLimitCount` = N ``), else Windows' default.
-fn runbook_tdr_limit_count() -> usize {
+/// The `TdrLimitCount` the runbook has the tester set for a pass (its section of
+/// docs/test-machine.md writes it as `` `TdrLimitCount` = N ``), else Windows' default: the
+/// first pass's is what comes before `**The second pass.**`, the second's what follows.
+fn runbook_tdr_limit_count(second: bool) -> usize {
     let d = doc("docs/test-machine.md");
-    d.split("`TdrLimitCount` = ")
+    let (first_part, second_part) = d
+        .split_once("**The second pass.**")
+        .expect("docs/test-machine.md: `**The second pass.**`");
+    let part = if second {
+        second_part.split("\n## ").next().unwrap_or_default()
+    } else {
+        first_part
+    };
+    part.split("`TdrLimitCount` = ")
         .nth(1)
         .and_then(|t| {
             let n: String = t.chars().take_while(char::is_ascii_digit).collect();
@@ -224,20 +256,31 @@ fn runbook_tdr_limit_count() -> usize {
         .unwrap_or(TDR_LIMIT_COUNT)
 }
 
+/// GPU hangs of one run of `names` (the `Tdr` cases among them hang an engine once,
+/// `Tdr.LastCompletedFence`'s KMD form twice).
+fn hangs_of(names: &BTreeSet<String>) -> (Vec<Case>, usize) {
+    let tdr: Vec<Case> = cases::all()
+        .into_iter()
+        .filter(|c| names.contains(c.name) && c.needs.contains(&Capability::Tdr))
+        .collect();
+    let hangs = tdr.len() + usize::from(tdr.iter().any(|c| c.name == "Tdr.LastCompletedFence"));
+    (tdr, hangs)
+}
+
 /// docs/test-machine.md names the cases of a Windows run that hang an engine (the `Tdr.*` cases
 /// that run there, with `Neutral.HangRecoveredGuiltyOnly`) and says how many `Tdr.*` ones there
-/// are; one run of them stays below the `TdrLimitCount` the runbook sets (Windows' default
-/// where it sets none) even were each hang an adapter reset.
+/// are; one run of them stays below the `TdrLimitCount` the runbook sets for it (Windows'
+/// default where it sets none) even were each hang an adapter reset. So does the second pass,
+/// whose passing cases' hangs (two of them adapter resets) count against the limit its step
+/// sets.
 #[test]
 fn a_windows_run_hangs_fewer_engines_than_the_tdr_limit_count() {
     let passed = d3dkmt_passes();
-    let first = first_pass();
-    let tdr: Vec<Case> = cases::all()
+    let first: BTreeSet<String> = first_pass()
         .into_iter()
-        .filter(|c| {
-            first.contains(c.name) && passed.contains(c.name) && c.needs.contains(&Capability::Tdr)
-        })
+        .filter(|c| passed.contains(c))
         .collect();
+    let (tdr, hangs) = hangs_of(&first);
     assert!(
         tdr.iter().all(|c| c.name.starts_with("Tdr.")),
         "a case outside Tdr.* uses the Tdr capability: update docs/test-machine.md's sentence"
@@ -253,13 +296,41 @@ fn a_windows_run_hangs_fewer_engines_than_the_tdr_limit_count() {
         doc("docs/test-machine.md").contains(&said),
         "docs/test-machine.md should say `{said}`"
     );
-    // Each such case hangs an engine once, `Tdr.LastCompletedFence`'s KMD form twice.
-    let hangs = tdr.len() + 1 + usize::from(tdr.iter().any(|c| c.name == "Tdr.LastCompletedFence"));
-    let limit = runbook_tdr_limit_count();
+    let hangs = hangs + 1;
+    let limit = runbook_tdr_limit_count(false);
     assert!(
         passed.contains("Neutral.HangRecoveredGuiltyOnly") && hangs < limit,
         "{hangs} hangs in one Windows run reach TdrLimitCount {limit} (the runbook's, or \
          Windows' default {TDR_LIMIT_COUNT}): the runbook must raise it"
+    );
+    // The second pass: the rows that say `pass` are the cases that pass with hardware
+    // scheduling off.
+    let second_passed = d3dkmt_passes_with_hwsch(false);
+    let rows: BTreeSet<String> = second_pass()
+        .into_iter()
+        .filter_map(|(c, pass)| pass.then_some(c))
+        .collect();
+    let run: BTreeSet<String> = second_passed
+        .iter()
+        .filter(|c| c.starts_with("Tdr."))
+        .cloned()
+        .collect();
+    assert!(
+        rows.is_subset(&run),
+        "docs/test-machine.md's second pass says pass for {rows:?}; with hardware scheduling \
+         off the Tdr.* cases that pass are {run:?}"
+    );
+    let (_, hangs) = hangs_of(&run);
+    let limit = runbook_tdr_limit_count(true);
+    assert!(
+        hangs >= TDR_LIMIT_COUNT || limit == TDR_LIMIT_COUNT,
+        "the second pass hangs {hangs} times, below Windows' default: the runbook need not \
+         raise TdrLimitCount"
+    );
+    assert!(
+        hangs < limit,
+        "{hangs} hangs in the second pass reach TdrLimitCount {limit} (the runbook's second \
+         pass's, or Windows' default {TDR_LIMIT_COUNT}): its step must raise it"
     );
 }
 

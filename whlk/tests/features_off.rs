@@ -59,11 +59,12 @@ fn check(on: &[Outcome], off: &[Outcome], why: &str, strict: bool) -> usize {
 fn native_fences_off_every_case_without_them_passes_and_the_rest_skip_with_the_reason() {
     let on_26h1 = OsUnderTest {
         build: WindowsBuild::W26H1,
-        inf_features: true,
+        ..OsUnderTest::default()
     };
     let values_removed = OsUnderTest {
         build: WindowsBuild::W24H2,
         inf_features: false,
+        ..OsUnderTest::default()
     };
     let sim_on = outcomes(OsUnderTest::default(), &SimBackend);
     assert!(sim_on.iter().all(|o| *o == Outcome::Pass), "{sim_on:?}");

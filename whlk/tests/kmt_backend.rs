@@ -16,6 +16,47 @@ use rvgpu_whlk::case::Outcome;
 use rvgpu_whlk::junit;
 
 mod support;
+
+/// The Windows the simulated machines play is the process's (`rvgpu_whlk::os`): the test that
+/// turns hardware scheduling off holds this, and so does every other test here.
+static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn machine() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The cases with a KMD form (`cases::tdr::kmd`), which run only on a node the OS schedules.
+const KMD_FORMS: [&str; 5] = [
+    "Tdr.LastCompletedFence",
+    "Tdr.ResetSequence",
+    "Tdr.AbortedFenceInRange",
+    "Tdr.CollectDbgInfoLevelZero",
+    "Tdr.ResetFailsPromoted",
+];
+
+/// The capabilities only the KMD forms use, proven by the second pass.
+const SECOND_PASS: [Capability; 3] = [
+    Capability::DmaContexts,
+    Capability::KmdJournal,
+    Capability::KmdFaults,
+];
+
+/// Whether a case that passed in `reports` needs `c` (or, for the KMD's test hooks, uses it in
+/// its KMD form).
+fn proven(reports: &[rvgpu_whlk::runner::CaseReport], c: Capability) -> bool {
+    let all = rvgpu_whlk::cases::all();
+    reports.iter().any(|r| {
+        r.outcome == Outcome::Pass
+            && all.iter().any(|k| {
+                k.name == r.name
+                    && (k.needs.contains(&c)
+                        || (matches!(c, Capability::KmdJournal | Capability::KmdFaults)
+                            && k.optional.contains(&c)))
+            })
+    })
+}
 /// A threaded session of the D3DKMT backend over the simulated thunks, its driver loaded and
 /// adapter 0 started.
 fn started_session() -> Box<dyn Session> {
@@ -30,6 +71,7 @@ fn started_session() -> Box<dyn Session> {
 
 #[test]
 fn kmt_backend_passes_or_skips_every_case() {
+    let _m = machine();
     let b = KmtBackend::new(SimPlatform);
     assert_eq!(
         b.capabilities().iter().collect::<Vec<_>>(),
@@ -60,42 +102,35 @@ fn kmt_backend_passes_or_skips_every_case() {
             "Tdr.ComputeHangCopyRuns",
             "Tdr.GuiltyDeviceAborted",
             "Tdr.UserModeTrafficSurvives",
-            // The KMD forms: the KMD's journal and armed faults, through its test hooks.
-            "Tdr.LastCompletedFence",
-            "Tdr.ResetSequence",
-            "Tdr.AbortedFenceInRange",
-            "Tdr.CollectDbgInfoLevelZero",
-            "Tdr.ResetFailsPromoted",
         ]),
     );
     // What the backend claims (on Windows as here: the list is the backend's, the platform
     // only answers whether the OS enabled native fences) is what a Windows machine can have and
     // what its code does: each claimed capability with a trait is needed by a case that passes.
-    // The KMD's test hooks are the KMD form of cases with two forms: a case that lists them
-    // and passes on a backend without the OS's record (`TdrTrace`) ran its KMD form, which
-    // reads the journal.
-    let all = rvgpu_whlk::cases::all();
+    // The KMD's test hooks are the KMD form of cases with two forms, which need a node the OS
+    // schedules: they pass in the second pass (hardware scheduling off), which proves them.
     assert!(!b.capabilities().contains(Capability::TdrTrace));
     for c in b.capabilities().iter() {
         assert!(
             c.windows_possible(),
             "the D3DKMT backend claims {c}, simulation only"
         );
-        if matches!(c, Capability::NativeFences) {
+        if matches!(c, Capability::NativeFences) || SECOND_PASS.contains(&c) {
             continue;
         }
-        let proven = reports.iter().any(|r| {
-            r.outcome == Outcome::Pass
-                && all.iter().any(|k| {
-                    k.name == r.name
-                        && (k.needs.contains(&c)
-                            || (matches!(c, Capability::KmdJournal | Capability::KmdFaults)
-                                && k.optional.contains(&c)))
-                })
-        });
         assert!(
-            proven,
+            proven(&reports, c),
             "the D3DKMT backend claims {c}, but no case needing it passes"
+        );
+    }
+    // With hardware scheduling on, as `HwSchMode` has it for the whole boot, the KMD forms
+    // are skipped naming the setting.
+    for name in KMD_FORMS {
+        let r = reports.iter().find(|r| r.name == name).expect(name);
+        assert!(
+            matches!(&r.outcome, Outcome::Skip(m) if m.contains("HwSchMode = 1")),
+            "{name}: {:?}",
+            r.outcome
         );
     }
     // What user mode cannot see is skipped, naming the capability it needs, not failed or
@@ -118,10 +153,14 @@ fn kmt_backend_passes_or_skips_every_case() {
         );
     }
     // The runner skips by capability, before a session opens: no method of this backend
-    // answers `Unsupported` at run time.
+    // answers `Unsupported` at run time, and only the KMD forms see the machine's setting.
     for r in &reports {
         if let Outcome::Skip(why) = &r.outcome {
-            assert!(why.starts_with("needs capability"), "{}: {why}", r.name);
+            assert!(
+                why.starts_with("needs capability") || KMD_FORMS.contains(&r.name),
+                "{}: {why}",
+                r.name
+            );
         }
     }
     // Every skip says why, in the table and in the JUnit report.
@@ -135,6 +174,55 @@ fn kmt_backend_passes_or_skips_every_case() {
     assert!(xml.contains("kmt-sim"), "{xml}");
 }
 
+/// TDR-04..06, TDR-09, TDR-01: the runbook's second pass (docs/test-machine.md §8). With
+/// hardware scheduling off for the whole machine (`HwSchMode` = 1, here `--hwsch off`) the OS
+/// enables no native fences; the backend still offers what needs none, the KMD forms pass on
+/// the nodes the OS now schedules, proving the DMA contexts and test hooks the backend claims,
+/// and everything needing a user-mode queue is skipped naming why, never failed.
+#[test]
+fn tdr_05_the_second_pass_runs_the_kmd_forms_with_hardware_scheduling_off() {
+    let _m = machine();
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            rvgpu_whlk::os::set(rvgpu_whlk::os::OsUnderTest::default());
+        }
+    }
+    let _restore = Restore;
+    rvgpu_whlk::os::set(rvgpu_whlk::os::OsUnderTest {
+        hwsch: false,
+        ..Default::default()
+    });
+    let b = KmtBackend::new(SimPlatform);
+    let caps = b.capabilities();
+    assert!(!caps.contains(Capability::NativeFences));
+    for c in [
+        Capability::UserModeSubmission,
+        Capability::Tdr,
+        Capability::DmaContexts,
+        Capability::KmdJournal,
+        Capability::KmdFaults,
+    ] {
+        assert!(
+            caps.contains(c),
+            "without native fences the backend lacks {c}"
+        );
+    }
+    let reports = support::run_every_case(&b, KMD_FORMS);
+    for c in SECOND_PASS {
+        assert!(proven(&reports, c), "no case needing {c} passes");
+    }
+    // A case that reaches a user-mode queue is skipped saying why there is none.
+    for name in ["Tdr.NodesAndAffinity", "Tdr.ComputeHangCopyRuns"] {
+        let r = reports.iter().find(|r| r.name == name).expect(name);
+        assert!(
+            matches!(&r.outcome, Outcome::Skip(m) if m.contains("hardware scheduling off")),
+            "{name}: {:?}",
+            r.outcome
+        );
+    }
+}
+
 /// UM-17, UM-18: a case's second process is another process (over the simulated thunks, one of
 /// the simulated OS's, served on a thread through the protocol the Windows backend speaks to
 /// its child `rvgpu-whlk`): its buffers and queues work through the requests; what is not
@@ -142,6 +230,7 @@ fn kmt_backend_passes_or_skips_every_case() {
 /// objects are gone and the first process goes on.
 #[test]
 fn um_18_a_cases_second_process_is_another_process_and_dies_with_its_objects() {
+    let _m = machine();
     let mut s = started_session();
     let u = s.ums().expect("user-mode submission");
     let p0 = u.open_process(0).expect("first process");
@@ -184,6 +273,7 @@ fn um_18_a_cases_second_process_is_another_process_and_dies_with_its_objects() {
 /// nothing after `exit` is served.
 #[test]
 fn process_server_answers_bad_requests_with_errors_and_stops_at_exit() {
+    let _m = machine();
     use rvgpu_whlk::backend::kmt::{remote, KmtPlatform};
     let mut m = SimPlatform
         .open(&SessionConfig::new(ExecMode::Threaded))
@@ -240,6 +330,7 @@ fn process_server_answers_bad_requests_with_errors_and_stops_at_exit() {
 /// other, and the second destroying its instance leaves the first's working.
 #[test]
 fn nf_13_a_native_fence_shared_by_nt_handle_is_signalled_and_waited_on_in_another_process() {
+    let _m = machine();
     const LONG: Duration = Duration::from_secs(5);
     let mut s = started_session();
     let f = s.fences().expect("fences");

@@ -254,6 +254,18 @@ impl<T: TestingHost> KernelModeTesting for T {
 
     fn create_queue(&mut self, p: TestProcess, node: u32) -> Result<TestQueue, Failure> {
         let k = self.testing_ref().process(p.0)?.clone();
+        // The interface's queues are hardware queues, which exist only on a node the GPU
+        // schedules (`HwSchMode`, one setting for the machine's boot).
+        if !k
+            .node_hw_scheduled(node)
+            .map_err(|s| self.thunk_failure(s))?
+        {
+            return Err(Failure::Unsupported(format!(
+                "node {node} is scheduled by the OS: the kernel-mode testing interface's \
+                 queues are hardware queues, which need hardware-accelerated GPU scheduling \
+                 on (HwSchMode = 2)"
+            )));
+        }
         let r = (|| {
             let context = k.create_context(node)?;
             // No private data: the interface's drivers must take a queue without it.

@@ -96,35 +96,43 @@ impl crate::backend::Backend for DllBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
+        let caps = Capabilities::of(&[
+            Capability::UserModeSubmission,
+            Capability::KmdCaps,
+            Capability::AllocationUsage,
+            Capability::Fences,
+            Capability::FenceInternals,
+            Capability::EngineIdle,
+            Capability::Paging,
+            Capability::ConfiguredMachine,
+            Capability::Tdr,
+            Capability::TdrTrace,
+            Capability::StepMode,
+            Capability::OsTrace,
+            Capability::OsControl,
+            Capability::FaultInjection,
+            Capability::BugChecks,
+            Capability::KernelModeTesting,
+            Capability::UmdFences,
+            Capability::FenceLogs,
+            Capability::GpuVaPlacement,
+            Capability::DmaContexts,
+            Capability::KmdJournal,
+            Capability::KmdFaults,
+        ]);
         if crate::os::native_fences() {
-            Capabilities::of(&[
-                Capability::UserModeSubmission,
-                Capability::KmdCaps,
-                Capability::AllocationUsage,
-                Capability::Fences,
-                Capability::FenceInternals,
-                Capability::EngineIdle,
-                Capability::Paging,
-                Capability::ConfiguredMachine,
-                Capability::NativeFences,
-                Capability::Tdr,
-                Capability::TdrTrace,
-                Capability::StepMode,
-                Capability::OsTrace,
-                Capability::OsControl,
-                Capability::FaultInjection,
-                Capability::BugChecks,
-                Capability::KernelModeTesting,
-                Capability::UmdFences,
-                Capability::FenceLogs,
-                Capability::GpuVaPlacement,
-                Capability::DmaContexts,
-                Capability::KmdJournal,
-                Capability::KmdFaults,
-            ])
+            caps.with(Capability::NativeFences)
         } else {
-            // Its queues and fences are user-mode queues and native fences.
-            Capabilities::NONE
+            // Its fences are native fences and its buffers' use is GPU work on its queues;
+            // processes, buffers, DMA contexts, the OS's record and the KMD's test hooks stay,
+            // and a queue asked for is `Unsupported` (`super::no_native_fences`).
+            caps.without(Capability::AllocationUsage)
+                .without(Capability::Fences)
+                .without(Capability::FenceInternals)
+                .without(Capability::EngineIdle)
+                .without(Capability::UmdFences)
+                .without(Capability::FenceLogs)
+                .without(Capability::GpuVaPlacement)
         }
     }
 
@@ -132,6 +140,7 @@ impl crate::backend::Backend for DllBackend {
         let (m, render_only) = super::sim::machine_after_starts(config, true)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
+            no_native_fences: crate::os::why_no_native_fences(),
             image: self.image.clone(),
             teardown: self.teardown.clone(),
             render_only,
@@ -180,6 +189,9 @@ pub(super) struct DQueue {
 
 pub(super) struct DllSession {
     pub(super) m: Arc<Machine>,
+    /// Why the run's Windows enables no native fences, if it does not (`crate::os`): without
+    /// them, no queue.
+    pub(super) no_native_fences: Option<String>,
     pub(super) image: Arc<UmdImage>,
     /// The backend's record of failed clean-ups.
     pub(super) teardown: Arc<std::sync::Mutex<Vec<String>>>,

@@ -197,6 +197,9 @@ impl AppQueues for DllSession {
 
     fn queue_create(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
         let NewQueue { node, path: kind } = new;
+        if let Some(why) = &self.no_native_fences {
+            return Err(super::no_native_fences(why));
+        }
         let (_, adapter) = self.process(p.0)?;
         // RvgpuQueueDesc: node, kind, priority, ring size (4 KiB: the rings the cases wrap).
         let kind = u32::from(kind == SubmitPath::KernelMode);
@@ -278,6 +281,9 @@ impl AppQueues for DllSession {
     /// `rvgpu_queue_create`, its batches by `rvgpu_queue_submit`, `rvgpu_queue_wait`,
     /// `rvgpu_queue_status` (which path the queue ended on), `rvgpu_destroy_queue`.
     fn churn_lanes(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        if let Some(why) = &self.no_native_fences {
+            return Err(super::no_native_fences(why));
+        }
         let mut jobs = Vec::with_capacity(lanes.len());
         for lane in lanes {
             let (up, adapter) = self.process(lane.process.0)?;

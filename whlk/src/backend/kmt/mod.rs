@@ -23,7 +23,10 @@
 //! contexts and the KMD's test hooks (its journal of a recovery and faults armed in it,
 //! `hooks`). The driver's caps, the OS's internals, fault injection and the other
 //! simulation-only capabilities are absent, so the runner skips the cases that need them,
-//! naming the capability. The driver escapes are the kernel-mode testing interface's known
+//! naming the capability. Without native fences (hardware scheduling off, `HwSchMode`, or a
+//! Windows that does not enable them) what needs none stays — processes, buffers, DMA
+//! contexts, the test hooks, the device state — and a user-mode queue is a skip naming why.
+//! The driver escapes are the kernel-mode testing interface's known
 //! escape (`super::testing`) and the test hooks' driver-private one.
 
 #[cfg(target_os = "linux")]
@@ -90,7 +93,17 @@ pub trait KmtPlatform: Send + Sync {
     fn native_fences(&self) -> bool {
         true
     }
+
+    /// Why the OS enabled no native fences, for the skips of what needs them (default: the
+    /// machine settings they need, which a program cannot read).
+    fn why_no_native_fences(&self) -> String {
+        WHY_NO_NATIVE_FENCES.into()
+    }
 }
+
+/// [`KmtPlatform::why_no_native_fences`]'s default.
+pub const WHY_NO_NATIVE_FENCES: &str = "needs native fences, which Windows enables only with \
+     hardware scheduling on (HwSchMode = 2) and the INF's Features\\37";
 
 /// The machine one case runs on, as user mode sees it.
 pub trait KmtMachine: Send {
@@ -173,16 +186,13 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
         } else {
-            // GPU work (fence signals and waits, buffer use) goes through user-mode queues,
-            // which need native fences.
-            caps.without(Capability::UserModeSubmission)
-                .without(Capability::Fences)
+            // Fence signals and waits and buffer use are GPU work on user-mode queues, which
+            // need native fences. What needs none stays: processes (D3DKMT devices), buffers,
+            // DMA contexts, the KMD's test hooks, the device state; a user-mode queue asked
+            // for is `Unsupported` ([`no_native_fences`]).
+            caps.without(Capability::Fences)
                 .without(Capability::MonitoredFences)
                 .without(Capability::AllocationUsage)
-                .without(Capability::Tdr)
-                .without(Capability::DmaContexts)
-                .without(Capability::KmdJournal)
-                .without(Capability::KmdFaults)
         }
     }
 
@@ -190,6 +200,8 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
         let machine = self.platform.open(config)?;
         Ok(Box::new(KmtSession {
             machine,
+            no_native_fences: (!self.platform.native_fences())
+                .then(|| self.platform.why_no_native_fences()),
             opened: Vec::new(),
             processes: Vec::new(),
             buffers: Vec::new(),
@@ -261,6 +273,9 @@ fn live_queue<K: KmtSync>(
 /// One case's session.
 struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     machine: Box<dyn KmtMachine<Kmt = K>>,
+    /// Why the OS enabled no native fences, if it did not ([`KmtPlatform::native_fences`]):
+    /// without them there are no user-mode queues.
+    no_native_fences: Option<String>,
     /// Adapters "started" (opened) by the case.
     opened: Vec<bool>,
     processes: Vec<KProcess<K>>,
@@ -396,6 +411,13 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
 
     fn live_queue(&mut self, q: UmQueueRef) -> Result<&mut KQueue<K>, Failure> {
         live_queue(&mut self.queues, q)
+    }
+
+    /// `Unsupported` where the OS enabled no native fences: user-mode queues need them.
+    fn user_mode_queues(&self) -> Result<(), Failure> {
+        self.no_native_fences
+            .as_ref()
+            .map_or(Ok(()), |why| Err(no_native_fences(why)))
     }
 
     fn started(&self, i: usize) -> Result<(), Failure> {
@@ -580,6 +602,7 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
 
     fn queue_create(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
         let NewQueue { node, path: kind } = new;
+        self.user_mode_queues()?;
         if let Some(r) = self.remote(p.0)? {
             let info = r.create_queue(self.queues.len(), node, kind)?;
             self.queues.push(KUmQueue {
@@ -655,6 +678,7 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
     /// One thread per lane, each making its user-mode queues one after another over its
     /// process's thunks.
     fn churn_lanes(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
+        self.user_mode_queues()?;
         let jobs = lanes::churn_jobs(lanes, |p| Ok(self.process(p)?.1), |w| self.encode(w))?;
         let reports = lanes::run_lanes(
             &jobs,
@@ -665,6 +689,11 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
         self.check_fault()?;
         Ok(reports)
     }
+}
+
+/// A queue asked for without native fences: a skip, with `why` they are off.
+pub(super) fn no_native_fences(why: &str) -> Failure {
+    Failure::Unsupported(format!("{why}: no user-mode queue without them"))
 }
 
 /// Marks adapter `i` of `opened` started and reports it as PnP would: a render-only adapter has

@@ -53,8 +53,8 @@ pub(super) fn machine_after_starts(
     };
     // The test machine as the runbook's tester configures it (docs/test-machine.md): the
     // KMD's test hooks on (`TestHooks` = 1 in the adapter's software key, which the INF never
-    // writes), and hardware scheduling as the case asks (`HwSchMode`, which the tester sets for
-    // the cases that need the OS's own scheduler; `machine_config` applies it).
+    // writes), and hardware scheduling as `HwSchMode` has it for the whole run (`crate::os`;
+    // only a backend that builds its machine per case also honours the case's wish).
     for a in &mut mc.adapters {
         a.software_key.values.push((
             String::new(),
@@ -86,12 +86,22 @@ impl KmtPlatform for SimPlatform {
         "kmt-sim"
     }
 
+    /// What the simulated Windows enables under the run's `HwSchMode` and build.
     fn native_fences(&self) -> bool {
         crate::os::native_fences()
     }
 
+    fn why_no_native_fences(&self) -> String {
+        crate::os::why_no_native_fences().unwrap_or_else(|| super::WHY_NO_NATIVE_FENCES.into())
+    }
+
+    /// The machine of `config`, its hardware scheduling the machine's (`HwSchMode`, one
+    /// setting for the whole boot on Windows), whatever the case asks.
     fn open(&self, config: &SessionConfig) -> Result<Box<dyn KmtMachine<Kmt = SessKmt>>, Failure> {
-        let (m, render_only) = started_machine(config)?;
+        let (m, render_only) = started_machine(&SessionConfig {
+            hwsch_feature: true,
+            ..config.clone()
+        })?;
         Ok(Box::new(SimMachine {
             m: Arc::new(m),
             render_only,

@@ -73,7 +73,8 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
     };
     crate::os::apply(&mut mc);
     mc.os.native_fence_feature = config.native_fence_feature;
-    mc.os.hwsch_feature = config.hwsch_feature;
+    // The case's wish, within the machine's `HwSchMode` (`crate::os::apply`).
+    mc.os.hwsch_feature &= config.hwsch_feature;
     mc.os.validate_wddm_caps = config.validate_wddm_caps;
     if config.os_disconnects_doorbells {
         mc.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
