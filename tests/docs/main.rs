@@ -289,6 +289,7 @@ fn documents_count_and_name_the_suites_rerun_against_the_image() {
         "thirty",
         "thirty-one",
         "thirty-two",
+        "thirty-three",
     ];
     let n = WORDS[suites.len()];
     let readme = read("README.md").replace('\n', " ");
