@@ -249,6 +249,11 @@ unsafe impl Platform for WinKernel {
         )
     }
 
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "the trait's safe signature: `pdo` is the PDO Dxgkrnl handed the driver, \
+                  passed on to the kernel, never dereferenced here"
+    )]
     fn software_key_dword(pdo: *mut c_void, name: &str) -> Option<u32> {
         if read_cr8() != 0 || pdo.is_null() {
             return None;
@@ -307,6 +312,11 @@ unsafe impl Platform for WinKernel {
         Some(u32::from_le_bytes(info.Data))
     }
 
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "the trait's safe signature: `context` is passed on to the kernel, never \
+                  dereferenced here"
+    )]
     fn etw_register(
         provider: &'static rvgpu_kmd::etw::Guid,
         callback: rvgpu_kmd::etw::EnableCallback,
