@@ -124,6 +124,32 @@ pub const EXECUTIVE: u32 = 0;
 pub const KERNEL_MODE: i8 = 0;
 /// `DPFLTR_IHVVIDEO_ID` (DPFLTR_TYPE, dpfilter.h): component 78 (0x4e).
 pub const DPFLTR_IHVVIDEO_ID: u32 = 78;
+/// `PLUGPLAY_REGKEY_DRIVER` (wdm.h): the device's software (driver) key.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-ioopendeviceregistrykey>
+pub const PLUGPLAY_REGKEY_DRIVER: u32 = 2;
+/// `KEY_READ` (winnt.h): STANDARD_RIGHTS_READ | KEY_QUERY_VALUE | KEY_ENUMERATE_SUB_KEYS |
+/// KEY_NOTIFY, without SYNCHRONIZE. `ZwQueryValueKey` needs KEY_QUERY_VALUE, which it holds.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-zwcreatekey>
+pub const KEY_READ: u32 = 0x0002_0019;
+/// `KeyValuePartialInformation` (KEY_VALUE_INFORMATION_CLASS, wdm.h).
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/ne-wdm-_key_value_information_class>
+pub const KEY_VALUE_PARTIAL_INFORMATION_CLASS: u32 = 2;
+/// `REG_DWORD` (winnt.h): a 32-bit little-endian number.
+pub const REG_DWORD: u32 = 4;
+
+/// KEY_VALUE_PARTIAL_INFORMATION (wdm.h) with room for exactly four bytes of data:
+/// `ULONG TitleIndex; ULONG Type; ULONG DataLength; UCHAR Data[1];` (the data at offset 12).
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/ns-wdm-_key_value_partial_information>
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct KEY_VALUE_PARTIAL_INFORMATION_DWORD {
+    pub TitleIndex: u32,
+    pub Type: u32,
+    pub DataLength: u32,
+    pub Data: [u8; 4],
+}
+const _: () = assert!(core::mem::size_of::<KEY_VALUE_PARTIAL_INFORMATION_DWORD>() == 16);
+const _: () = assert!(core::mem::offset_of!(KEY_VALUE_PARTIAL_INFORMATION_DWORD, Data) == 12);
 
 #[link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim")]
 unsafe extern "system" {
@@ -220,6 +246,28 @@ unsafe extern "system" {
     /// `ObDereferenceObject` is a macro over this export.
     /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-obdereferenceobject>
     pub fn ObfDereferenceObject(Object: *mut c_void) -> isize;
+    /// PASSIVE_LEVEL; the handle is closed with `ZwClose`.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-ioopendeviceregistrykey>
+    pub fn IoOpenDeviceRegistryKey(
+        DeviceObject: *mut c_void,
+        DevInstKeyType: u32,
+        DesiredAccess: u32,
+        DeviceRegKey: *mut *mut c_void,
+    ) -> NTSTATUS;
+    /// PASSIVE_LEVEL. `ResultLength` is written on success and on the two short-buffer
+    /// failures (STATUS_BUFFER_OVERFLOW, STATUS_BUFFER_TOO_SMALL).
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-zwqueryvaluekey>
+    pub fn ZwQueryValueKey(
+        KeyHandle: *mut c_void,
+        ValueName: *const UNICODE_STRING,
+        KeyValueInformationClass: u32,
+        KeyValueInformation: *mut c_void,
+        Length: u32,
+        ResultLength: *mut u32,
+    ) -> NTSTATUS;
+    /// PASSIVE_LEVEL.
+    /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-zwclose>
+    pub fn ZwClose(Handle: *mut c_void) -> NTSTATUS;
 }
 
 #[link(name = "ntoskrnl.exe", kind = "raw-dylib", modifiers = "+verbatim")]

@@ -31,14 +31,14 @@ fn bugcheck(m: &Machine) -> Option<BugCheck> {
     m.bugcheck()
 }
 
-/// The image binds every import to the simulated kernel: the 21 routines ntoskrnl runs for it
+/// The image binds every import to the simulated kernel: the 24 routines ntoskrnl runs for it
 /// and the C-library routines the compiler calls (`memcpy`, `memmove`, `memset`, `memcmp`), and
 /// nothing from any other module.
 #[test]
 fn image_binds_its_ntoskrnl_imports() {
     let img = PeImage::load(&image()).unwrap_or_else(|e| panic!("{e}"));
     let imports = img.imports();
-    assert_eq!(imports.len(), 25, "{imports:?}");
+    assert_eq!(imports.len(), 28, "{imports:?}");
     assert!(
         imports.iter().all(|i| i.starts_with("ntoskrnl.exe!")),
         "{imports:?}"
@@ -255,4 +255,207 @@ fn unload_checks_the_images_pool() {
     assert!(r.is_err());
     let b = bugcheck(&m).expect("bug check");
     assert_eq!((b.code, b.params[0]), (VERIFIER, 0x62));
+}
+
+// --- the registry routines (src/platform/windows.rs `software_key_dword`) -------------------
+
+const STATUS_INVALID_PARAMETER: u64 = 0xC000_000D;
+const STATUS_INVALID_HANDLE: u64 = 0xC000_0008;
+const STATUS_OBJECT_NAME_NOT_FOUND: u64 = 0xC000_0034;
+const STATUS_BUFFER_TOO_SMALL: u64 = 0xC000_0023;
+const STATUS_BUFFER_OVERFLOW: u64 = 0x8000_0005;
+const PLUGPLAY_REGKEY_DEVICE: u64 = 1;
+const PLUGPLAY_REGKEY_DRIVER: u64 = 2;
+const KEY_READ: u64 = 0x2_0019;
+const KEY_VALUE_PARTIAL_INFORMATION: u64 = 2;
+const PAGE_FAULT_IN_NONPAGED_AREA: u32 = 0x50;
+
+/// The NTSTATUS the import `name` returns at PASSIVE_LEVEL.
+fn status(m: &Machine, name: &str, args: &[u64]) -> u64 {
+    let r = m
+        .call_pe_import(name, Irql::Passive, args)
+        .expect("imported");
+    r.unwrap_or_else(|e| panic!("{name}: {e:?}")) & 0xFFFF_FFFF
+}
+
+/// A UNICODE_STRING over `units` (which must outlive its use).
+fn unicode(units: &[u16]) -> [u64; 2] {
+    let bytes = (units.len() * 2) as u64;
+    [bytes | (bytes << 16), units.as_ptr() as u64]
+}
+
+/// A PE machine whose adapter's software key holds `Probe` = 0x1234_5678 as a `REG_DWORD`.
+fn registry_machine() -> Machine {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.driver = DriverBuild::Pe(None);
+    cfg.adapters[0].software_key.set(
+        "",
+        "Probe",
+        rvgpu_simos::adapter::registry::RegValue::dword(0x1234_5678),
+    );
+    started(cfg)
+}
+
+/// Opens the software key of adapter 0: its handle.
+fn open_software_key(m: &Machine) -> u64 {
+    let pdo = m.adapter_pdo(0).expect("adapter 0");
+    let mut handle = 0u64;
+    let st = status(
+        m,
+        "IoOpenDeviceRegistryKey",
+        &[
+            pdo,
+            PLUGPLAY_REGKEY_DRIVER,
+            KEY_READ,
+            &raw mut handle as u64,
+        ],
+    );
+    assert_eq!(st, 0);
+    handle
+}
+
+/// `IoOpenDeviceRegistryKey` opens the software key of a PDO only: a NULL device object, an
+/// address that is no PDO, no key type or the (unmodelled) hardware key are
+/// `STATUS_INVALID_PARAMETER` with no handle written; each open is its own kernel handle, which
+/// `ZwClose` closes once; a closed or made-up handle is `STATUS_INVALID_HANDLE` to both
+/// `ZwQueryValueKey` and `ZwClose`.
+#[test]
+fn registry_key_handles_are_per_open_and_closed_once() {
+    let m = registry_machine();
+    let pdo = m.adapter_pdo(0).expect("adapter 0");
+    let not_a_pdo = [0u64; 4];
+    for (device, ty) in [
+        (0, PLUGPLAY_REGKEY_DRIVER),
+        (not_a_pdo.as_ptr() as u64, PLUGPLAY_REGKEY_DRIVER),
+        (pdo, 0),
+        (pdo, PLUGPLAY_REGKEY_DEVICE),
+    ] {
+        let mut handle = 0u64;
+        let st = status(
+            &m,
+            "IoOpenDeviceRegistryKey",
+            &[device, ty, KEY_READ, &raw mut handle as u64],
+        );
+        assert_eq!(
+            (st, handle),
+            (STATUS_INVALID_PARAMETER, 0),
+            "{device:#x} {ty}"
+        );
+    }
+    let (a, b) = (open_software_key(&m), open_software_key(&m));
+    assert_ne!(a, b);
+    assert!(
+        a >> 63 == 1 && b >> 63 == 1,
+        "kernel handles: {a:#x} {b:#x}"
+    );
+    assert_eq!(status(&m, "ZwClose", &[a]), 0);
+    assert_eq!(status(&m, "ZwClose", &[a]), STATUS_INVALID_HANDLE);
+    assert_eq!(status(&m, "ZwClose", &[0x1234]), STATUS_INVALID_HANDLE);
+    let name: Vec<u16> = "Probe".encode_utf16().collect();
+    let us = unicode(&name);
+    let mut info = [0u8; 16];
+    let mut len = 0u32;
+    let query = |h: u64, info: &mut [u8; 16], len: &mut u32| {
+        status(
+            &m,
+            "ZwQueryValueKey",
+            &[
+                h,
+                us.as_ptr() as u64,
+                KEY_VALUE_PARTIAL_INFORMATION,
+                info.as_mut_ptr() as u64,
+                16,
+                std::ptr::from_mut(len) as u64,
+            ],
+        )
+    };
+    assert_eq!(query(a, &mut info, &mut len), STATUS_INVALID_HANDLE);
+    assert_eq!(query(b, &mut info, &mut len), 0);
+    assert_eq!(status(&m, "ZwClose", &[b]), 0);
+    no_fault(&m);
+}
+
+/// `ZwQueryValueKey` with `KeyValuePartialInformation` as the page answers: an absent value is
+/// `STATUS_OBJECT_NAME_NOT_FOUND` with nothing written; a buffer shorter than the fixed part
+/// (12 bytes) `STATUS_BUFFER_TOO_SMALL` with nothing written but `ResultLength` (16); one
+/// shorter than the whole answer `STATUS_BUFFER_OVERFLOW` with the fixed part only; a whole
+/// buffer the value (`TitleIndex` 0, `REG_DWORD`, 4 bytes, the data); another class
+/// `STATUS_INVALID_PARAMETER`.
+#[test]
+fn zw_query_value_key_answers_short_buffers_as_the_page_says() {
+    let m = registry_machine();
+    let key = open_software_key(&m);
+    let query = |name: &str, class: u64, info: Option<&mut [u8; 16]>, length: u64| {
+        let units: Vec<u16> = name.encode_utf16().collect();
+        let us = unicode(&units);
+        let mut len = 0xDEAD_BEEFu32;
+        let at = info.map_or(0, |b| b.as_mut_ptr() as u64);
+        let st = status(
+            &m,
+            "ZwQueryValueKey",
+            &[
+                key,
+                us.as_ptr() as u64,
+                class,
+                at,
+                length,
+                &raw mut len as u64,
+            ],
+        );
+        (st, len)
+    };
+    let mut info = [0xAAu8; 16];
+    let partial = KEY_VALUE_PARTIAL_INFORMATION;
+    assert_eq!(
+        query("Absent", partial, Some(&mut info), 16),
+        (STATUS_OBJECT_NAME_NOT_FOUND, 0xDEAD_BEEF)
+    );
+    assert_eq!(
+        query("Probe", partial, None, 0),
+        (STATUS_BUFFER_TOO_SMALL, 16)
+    );
+    assert_eq!(
+        query("Probe", partial, Some(&mut info), 11),
+        (STATUS_BUFFER_TOO_SMALL, 16)
+    );
+    assert_eq!(info, [0xAA; 16], "nothing written");
+    assert_eq!(
+        query("Probe", partial, Some(&mut info), 12),
+        (STATUS_BUFFER_OVERFLOW, 16)
+    );
+    assert_eq!(info[..12], [0, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0]);
+    assert_eq!(info[12..], [0xAA; 4], "the data is not written");
+    assert_eq!(query("probe", partial, Some(&mut info), 16), (0, 16));
+    assert_eq!(info[12..], 0x1234_5678u32.to_le_bytes());
+    assert_eq!(
+        query("Probe", 0, Some(&mut info), 16).0,
+        STATUS_INVALID_PARAMETER
+    );
+    assert_eq!(status(&m, "ZwClose", &[key]), 0);
+    no_fault(&m);
+}
+
+/// A `ResultLength` the image cannot write is the page fault Windows takes inside the routine:
+/// 0x50.
+#[test]
+fn zw_query_value_key_with_a_null_result_length_faults() {
+    let m = registry_machine();
+    let key = open_software_key(&m);
+    let units: Vec<u16> = "Probe".encode_utf16().collect();
+    let us = unicode(&units);
+    let mut info = [0u8; 16];
+    let _ = m.call_pe_import(
+        "ZwQueryValueKey",
+        Irql::Passive,
+        &[
+            key,
+            us.as_ptr() as u64,
+            KEY_VALUE_PARTIAL_INFORMATION,
+            info.as_mut_ptr() as u64,
+            16,
+            0,
+        ],
+    );
+    let b = bugcheck(&m).expect("bug check");
+    assert_eq!(b.code, PAGE_FAULT_IN_NONPAGED_AREA);
 }

@@ -197,3 +197,4 @@ fn quota_values_of_another_type_leave_the_default() {
 }
 
 under_the_pages!();
+against_the_pe_image!();

@@ -45,6 +45,10 @@ unsafe fn write_cr8(value: u64) {
 
 const DISPATCH_LEVEL: u64 = 2;
 
+/// The longest value name (in UTF-16 units) `software_key_dword` reads; the KMD's names are
+/// far shorter, and a longer one is not read.
+const VALUE_NAME_UNITS: usize = 64;
+
 /// A periodic kernel timer and its DPC (`Platform::Timer` of [`WinKernel`]), with the
 /// driver's routine the DPC calls. Lives in the driver's non-paged pool memory, which must not
 /// be freed while the timer is set (bug check 0xC7).
@@ -245,6 +249,74 @@ unsafe impl Platform for WinKernel {
         )
     }
 
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "the trait's safe signature: `pdo` is the PDO Dxgkrnl handed the driver, \
+                  passed on to the kernel, never dereferenced here"
+    )]
+    fn software_key_dword(pdo: *mut c_void, name: &str) -> Option<u32> {
+        if read_cr8() != 0 || pdo.is_null() {
+            return None;
+        }
+        let mut units = [0u16; VALUE_NAME_UNITS];
+        let mut count = 0usize;
+        let mut slots = units.iter_mut();
+        for unit in name.encode_utf16() {
+            *slots.next()? = unit;
+            count = count.checked_add(1)?;
+        }
+        let bytes = u16::try_from(count.checked_mul(2)?).ok()?;
+        let value_name = ntos::UNICODE_STRING {
+            Length: bytes,
+            MaximumLength: bytes,
+            Buffer: units.as_ptr(),
+        };
+        let mut key: *mut c_void = core::ptr::null_mut();
+        // SAFETY: PASSIVE_LEVEL (checked above); `pdo` is the PDO Dxgkrnl handed the driver
+        // (the trait's contract); `key` is a writable handle slot on this stack.
+        let st = unsafe {
+            ntos::IoOpenDeviceRegistryKey(
+                pdo,
+                ntos::PLUGPLAY_REGKEY_DRIVER,
+                ntos::KEY_READ,
+                &raw mut key,
+            )
+        };
+        if st < 0 || key.is_null() {
+            return None;
+        }
+        let mut info = ntos::KEY_VALUE_PARTIAL_INFORMATION_DWORD::default();
+        let mut result_len: u32 = 0;
+        let info_len = u32::try_from(core::mem::size_of_val(&info)).ok();
+        let st = info_len.map(|len| {
+            // SAFETY: an open key handle (above); the name's buffer and `info` live on this
+            // stack for the call, `info` is `len` writable bytes, `result_len` writable.
+            unsafe {
+                ntos::ZwQueryValueKey(
+                    key,
+                    &raw const value_name,
+                    ntos::KEY_VALUE_PARTIAL_INFORMATION_CLASS,
+                    (&raw mut info).cast(),
+                    len,
+                    &raw mut result_len,
+                )
+            }
+        });
+        // SAFETY: the handle IoOpenDeviceRegistryKey returned, closed once, PASSIVE_LEVEL.
+        unsafe { ntos::ZwClose(key) };
+        // STATUS_BUFFER_OVERFLOW (a longer value) is a warning, not a success: only
+        // STATUS_SUCCESS says the buffer holds the whole value.
+        if st != Some(0) || info.Type != ntos::REG_DWORD || info.DataLength != 4 {
+            return None;
+        }
+        Some(u32::from_le_bytes(info.Data))
+    }
+
+    #[allow(
+        clippy::not_unsafe_ptr_arg_deref,
+        reason = "the trait's safe signature: `context` is passed on to the kernel, never \
+                  dereferenced here"
+    )]
     fn etw_register(
         provider: &'static rvgpu_kmd::etw::Guid,
         callback: rvgpu_kmd::etw::EnableCallback,

@@ -108,6 +108,16 @@ pub(crate) fn withdraw_software_key(pdo: usize) {
         .remove(&pdo);
 }
 
+/// The value `name` in the software key of the device whose PDO is at `pdo`: `None` for an
+/// unknown PDO, `Some(None)` for a value the key does not hold (the simulated ntoskrnl's
+/// `IoOpenDeviceRegistryKey` and `ZwQueryValueKey`).
+pub(crate) fn software_key_value(pdo: usize, name: &str) -> Option<Option<RegValue>> {
+    let keys = software_keys()
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    Some(keys.get(&pdo)?.get("", name).cloned())
+}
+
 /// The `REG_DWORD` `name` in the software key of the device whose PDO is at `pdo`: absent for
 /// an unknown PDO, a missing value, another type or a size other than four bytes.
 pub(crate) fn software_key_dword(pdo: usize, name: &str) -> Option<u32> {

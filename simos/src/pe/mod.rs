@@ -817,6 +817,14 @@ impl crate::Machine {
         image_of(&self.state)
     }
 
+    /// The address of adapter `i`'s PDO (`DXGK_DEVICE_INFO::PhysicalDeviceObject`), for tests
+    /// of the simulated kernel's routines that take one.
+    pub fn adapter_pdo(&self, i: usize) -> Option<u64> {
+        self.adapter_shared(i)
+            .ok()
+            .map(|a| a.resources.pdo() as u64)
+    }
+
     /// Calls what the image's import `name` is bound to, with `args`, on an emulated processor
     /// at `irql` in this machine's context: what the image's own call does (tests of the
     /// simulated kernel's rules). `None` when the machine runs no image or the image has no

@@ -1,18 +1,22 @@
 //! The ntoskrnl routines `rvgpu.sys` imports, implemented with Windows' rules.
 //!
-//! The image imports 25 routines (src/ntos.rs, src/rt.rs, and the compiler's `memcmp`). Each
+//! The image imports 28 routines (src/ntos.rs, src/rt.rs, and the compiler's `memcmp`). Each
 //! is bound to a stub that runs
 //! the simulated kernel's version: the pool through Verifier's low-resources injector
 //! ([`crate::base::lowres`]), timers and DPCs through the simulated kernel's timers
 //! ([`crate::adapter::ktimer`]), `KeBugCheckEx` as the machine's bug check with its code and
 //! parameters, and the Dxgkrnl registration path (`ZwLoadDriver`, `IoGetDeviceObjectPointer`,
 //! the `IOCTL_VIDEO_DDI_FUNC_REGISTER` IRP) answered as the running dxgkrnl answers it, and
-//! ETW's registration and write routines into the simulated ETW ([`crate::etw`]). The
+//! ETW's registration and write routines into the simulated ETW ([`crate::etw`]), and the
+//! registry routines over the adapter's software key ([`crate::adapter::registry`]). The
 //! C-library routines (`memcpy`, `memmove`, `memset`, `memcmp`) are machine code run in
 //! the emulated processor itself, as ntoskrnl's own are: a bad pointer faults in the image's
 //! context (0x50) instead of in the host.
 //!
 //! An import the simulated kernel does not implement fails the load with its name.
+
+#[path = "ntoskrnl_registry.rs"]
+mod registry;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -94,6 +98,11 @@ pub struct KernelState {
     /// The internal device-control requests the image sent to `\Device\DxgKrnl`, in order,
     /// with the status each completed with.
     requests: Mutex<Vec<(u32, i32)>>,
+    /// Open registry-key handles (`IoOpenDeviceRegistryKey`): handle → the PDO whose software
+    /// key it opens. One object per open, gone at its `ZwClose`.
+    reg_keys: Mutex<HashMap<u64, usize>>,
+    /// The next registry-key handle's index.
+    next_reg_key: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for KernelState {
@@ -152,6 +161,9 @@ fn handler(name: &str) -> Option<Handler> {
         "EtwRegister" => etw_register,
         "EtwUnregister" => etw_unregister,
         "EtwWriteTransfer" => etw_write_transfer,
+        "IoOpenDeviceRegistryKey" => registry::io_open_device_registry_key,
+        "ZwQueryValueKey" => registry::zw_query_value_key,
+        "ZwClose" => registry::zw_close,
         _ => return None,
     })
 }
