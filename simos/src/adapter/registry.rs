@@ -110,7 +110,8 @@ pub(crate) fn withdraw_software_key(pdo: usize) {
 
 /// The value `name` in the software key of the device whose PDO is at `pdo`: `None` for an
 /// unknown PDO, `Some(None)` for a value the key does not hold (the simulated ntoskrnl's
-/// `IoOpenDeviceRegistryKey` and `ZwQueryValueKey`).
+/// `IoOpenDeviceRegistryKey` and `ZwQueryValueKey`, on the Linux host only).
+#[cfg(target_os = "linux")]
 pub(crate) fn software_key_value(pdo: usize, name: &str) -> Option<Option<RegValue>> {
     let keys = software_keys()
         .read()
