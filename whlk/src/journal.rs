@@ -94,7 +94,7 @@ pub fn line(r: &JournalRecord) -> String {
     s
 }
 
-/// Every record the KMD still keeps, oldest first, read [`BATCH`] at a time; the status of the
+/// Every record the KMD still keeps, oldest first, read `BATCH` records at a time; the status of the
 /// first escape that failed.
 pub fn read(escape: &mut Escape<'_>) -> Result<Vec<JournalRecord>, i32> {
     let mut out = Vec::new();

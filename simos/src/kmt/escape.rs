@@ -111,7 +111,7 @@ fn context_of(m: &Machine, d: &UmsProcess, h: KmtHandle) -> bool {
 ///    DDI version 0x5023 or later);
 /// 7. VIDMM's suspend refused (`types::before_access`); the adapter not active
 ///    (`K:COREADAPTERACCESS::AcquireShared` @0x14000F940 reads DXGADAPTER +200: not started,
-///    or removed), then `hDevice`'s DXGDEVICE not active (+608, [`crate::ums::device_active`]:
+///    or removed), then `hDevice`'s DXGDEVICE not active (+608, `ums::device_active`:
 ///    stopped with its adapter; a device VidSch put in error is active and its escape goes on
 ///    to the driver): STATUS_DEVICE_REMOVED;
 /// 8. any other type but DRIVERPRIVATE: its own checks and answer (`types::with_adapter`),

@@ -14,7 +14,7 @@
 //!   directly (`DirectDdi`) and faults injected (`FaultInjection`). Where a program has the
 //!   KMD's test hooks instead (`KmdJournal`, `KmdFaults`: the KMD's record of the DDIs the OS
 //!   called, with their fence IDs, and faults armed in its recovery path), these cases run in a
-//!   KMD form ([`kmd`]) with the checks that record supports, the rest left to the
+//!   KMD form (`kmd`) with the checks that record supports, the rest left to the
 //!   simulation: `Tdr.LastCompletedFence`, `Tdr.ResetSequence`, `Tdr.AbortedFenceInRange`,
 //!   `Tdr.CollectDbgInfoLevelZero`, `Tdr.ResetFailsPromoted`;
 //! - a FILL VidMm pages in when the case asks (`Paging`), on the node the case hangs:
