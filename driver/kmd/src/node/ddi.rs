@@ -96,7 +96,7 @@ fn push<P: Platform>(
             e.code()
         );
     })?;
-    live.regs.write_at(node, regs::QueueKick::new(queue_id));
+    // Journaled before the kick, so that its completion never precedes it in the journal.
     crate::testhooks::note(&live.hooks, || {
         let mut r = testhooks::rec(
             JournalKind::Submit,
@@ -112,6 +112,7 @@ fn push<P: Platform>(
         }
         r
     });
+    live.regs.write_at(node, regs::QueueKick::new(queue_id));
     Ok(())
 }
 
