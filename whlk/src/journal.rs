@@ -188,7 +188,9 @@ pub fn dump() -> Result<String, String> {
     for i in 0..machine.adapters() {
         out.push_str(&format!("adapter {i}\r\n"));
         match machine.open_device(i) {
-            Ok(kmt) => out.push_str(&text(&mut |d: &mut [u8]| windows::escape(&kmt, d))),
+            Ok(kmt) => out.push_str(&text(&mut |d: &mut [u8]| {
+                kmt.escape_driver_private(d).map_err(|s| s.0)
+            })),
             Err(e) => out.push_str(&format!("cannot open a device: {e}\r\n")),
         }
     }
@@ -199,35 +201,6 @@ pub fn dump() -> Result<String, String> {
 #[cfg(not(windows))]
 pub fn dump() -> Result<String, String> {
     Err("the KMD's journal is read on Windows only (rvgpu-whlk.exe)".into())
-}
-
-#[cfg(windows)]
-mod windows {
-    use rvgpu_umd::kmt_windows::WinKmt;
-    use windows_sys::Wdk::Graphics::Direct3D::{
-        D3DKMTEscape, D3DKMT_ESCAPE, D3DKMT_ESCAPE_DRIVERPRIVATE,
-    };
-
-    /// `D3DKMTEscape` of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on `k`'s device with `data`:
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtescape>.
-    pub(super) fn escape(k: &WinKmt, data: &mut [u8]) -> Result<(), i32> {
-        let args = D3DKMT_ESCAPE {
-            hAdapter: k.adapter(),
-            hDevice: k.device(),
-            Type: D3DKMT_ESCAPE_DRIVERPRIVATE,
-            pPrivateDriverData: data.as_mut_ptr().cast(),
-            PrivateDriverDataSize: u32::try_from(data.len())
-                .map_err(|_| rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER)?,
-            ..Default::default()
-        };
-        // SAFETY: `args` names `data`, writable for its length, on this frame for the call.
-        let st = unsafe { D3DKMTEscape(&args) };
-        if st < 0 {
-            Err(st)
-        } else {
-            Ok(())
-        }
-    }
 }
 
 #[cfg(test)]
