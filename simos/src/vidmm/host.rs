@@ -19,8 +19,9 @@ pub(crate) trait AdapterServices {
     /// paging buffers for (\[D\] `VidSchGetDriverPagingContext`); 0 before start or after stop.
     fn paging_context(&self, a: &AdapterShared, node: u32) -> usize;
 
-    /// VidSch's count of adapter-wide resets of `a` so far.
-    fn adapter_resets(&self, a: &AdapterShared) -> u64;
+    /// VidSch's count of adapter-wide resets of `a` that have dropped their in-flight packets
+    /// ([`Host::dropped_by_reset`]).
+    fn adapter_drops(&self, a: &AdapterShared) -> u64;
 
     /// Whether an adapter-wide reset after VidSch's count `before` dropped one of the paging
     /// buffers `ids` on `node` before it ran.

@@ -671,17 +671,20 @@ pub(crate) fn device_dma_done(a: &AdapterShared, device: KmtHandle, last: u64) -
         .any(|p| p.device == Some(device) && p.serial <= last)
 }
 
-/// Adapter-wide resets of `a` so far.
-pub(crate) fn adapter_resets(a: &AdapterShared) -> u64 {
-    lock(&tdr::shared(a).os).adapter_resets
+/// Adapter-wide resets of `a` that have dropped their in-flight packets so far.
+pub(crate) fn adapter_drops(a: &AdapterShared) -> u64 {
+    lock(&tdr::shared(a).os).adapter_drops
 }
 
-/// Whether an adapter-wide reset after the count `before` dropped one of `ids` on `node`
-/// before it ran (the reset retires in-flight packets without running them).
+/// Whether an adapter-wide reset that dropped its packets after the count `before`
+/// ([`adapter_drops`]) dropped one of `ids` on `node` before it ran (the reset retires
+/// in-flight packets without running them). The count moves with the drop, under the
+/// lock that publishes it: a waiter woken by the drop sees it, though the reset is not
+/// finished.
 pub(crate) fn dropped_by_reset(a: &AdapterShared, node: u32, before: u64, ids: &[u32]) -> bool {
     let sh = tdr::shared(a);
     let os = lock(&sh.os);
-    if os.adapter_resets == before || ids.is_empty() {
+    if os.adapter_drops == before || ids.is_empty() {
         return false;
     }
     os.events.iter().rev().any(

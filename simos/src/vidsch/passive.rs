@@ -33,8 +33,8 @@ impl<H: Host + ?Sized> AdapterServices for H {
         crate::vidsch::system::context(a, node)
     }
 
-    fn adapter_resets(&self, a: &AdapterShared) -> u64 {
-        crate::vidsch::legacy::adapter_resets(a)
+    fn adapter_drops(&self, a: &AdapterShared) -> u64 {
+        crate::vidsch::legacy::adapter_drops(a)
     }
 
     fn dropped_by_reset(&self, a: &AdapterShared, node: u32, before: u64, ids: &[u32]) -> bool {

@@ -445,7 +445,7 @@ fn vidmm_run(
     let _power = paging_power(host, a)?;
     let node = paging_node(a);
     for _ in 0..3 {
-        let resets = host.adapter_resets(a);
+        let resets = host.adapter_drops(a);
         let ids = vidmm_run_once(host, a, node, kmd, updates, tag)?;
         if !host.dropped_by_reset(a, node, resets, &ids) {
             return Ok(());
@@ -650,7 +650,7 @@ fn vidmm_flush(
     a.observer()
         .handed(&rvgpu_ddi::handover::FLUSH_TLB, unsafe { &op.FlushTlb });
     for _ in 0..3 {
-        let resets = host.adapter_resets(a);
+        let resets = host.adapter_drops(a);
         let ids = crate::vidmm::paging::paging_op(
             host,
             a,

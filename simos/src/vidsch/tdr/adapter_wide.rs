@@ -84,17 +84,16 @@ pub(crate) fn adapter_reset(
                 n.preempted = None;
                 n.watch.clear();
             }
-            for (node, id, _) in &freed {
-                os.events.push(TdrEvent::Dropped {
-                    node: *node,
-                    fence: *id,
-                });
+            // Freed before the lock goes: whoever sees C past a buffer sees it freed.
+            for (node, id, b) in freed {
+                os.events.push(TdrEvent::Dropped { node, fence: id });
+                crate::vidsch::legacy::free_dma(a, b);
             }
+            // A paging waiter woken now must know its buffers were dropped, before the
+            // reset finishes and counts itself (`dropped_by_reset`).
+            os.adapter_drops += 1;
         }
         a.sch.completion.set();
-        for (_, _, b) in freed {
-            crate::vidsch::legacy::free_dma(a, b);
-        }
         for q in ums::tdr_queues(a) {
             if !q.device_in_error && q.known_work() {
                 errored.insert(q.device);
@@ -103,7 +102,6 @@ pub(crate) fn adapter_reset(
         adapter_ddi(ddi::in_table!(t, DxgkDdiRestartFromTimeout))?;
         let mut os = lock(&sh.os);
         os.events.push(TdrEvent::Restarted);
-        os.adapter_resets += 1;
         limit::record(&os, &a.state.tdr_history);
         os.reason = Some(reason);
         let now = os.now();
@@ -111,5 +109,7 @@ pub(crate) fn adapter_reset(
             n.last_change = now;
         }
     }
-    error_devices(a, sh, &errored)
+    error_devices(a, sh, &errored)?;
+    lock(&sh.os).adapter_resets += 1;
+    Ok(())
 }

@@ -181,12 +181,13 @@ fn reset_and_resume(
             n.last_change = now;
             n.watch.clear();
         }
-        os.resets += 1;
         os.reason = Some(TdrReason::EngineTimeout);
         os.events.push(TdrEvent::Recovered { node });
     }
     drop(gate);
-    error_devices(a, sh, &errored)
+    error_devices(a, sh, &errored)?;
+    lock(&sh.os).resets += 1;
+    Ok(())
 }
 
 /// Between a successful `DxgkDdiResetHwEngine` and the resume, "the OS needs to re-enable

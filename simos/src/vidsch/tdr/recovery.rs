@@ -109,12 +109,13 @@ pub(crate) fn recover_node(
             n.last_change = now;
             n.watch.clear();
         }
-        os.resets += 1;
         os.reason = Some(TdrReason::EngineTimeout);
     }
     drop(gate);
     // Step 11: UM-10 for the errored devices.
-    error_devices(a, sh, &out.errored)
+    error_devices(a, sh, &out.errored)?;
+    lock(&sh.os).resets += 1;
+    Ok(())
 }
 
 /// Steps 8–10 for node `rn` of the dependent group of the hung `node`: its reset, the check
@@ -313,11 +314,12 @@ fn retire(
         }
         freed.push(p.dma);
     }
-    drop(os);
-    a.sch.completion.set();
+    // Freed before the lock goes: whoever sees C past a buffer sees it freed.
     for b in freed {
         crate::vidsch::legacy::free_dma(a, b);
     }
+    drop(os);
+    a.sch.completion.set();
     rest
 }
 

@@ -81,7 +81,6 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
     let Some(sh) = existing(a) else { return };
     let mut os = lock(&sh.os);
     let reports = std::mem::take(&mut os.isr);
-    let mut freed = Vec::new();
     for (node, r) in reports {
         let now = os.now();
         match r {
@@ -97,9 +96,10 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
                 n.c = id;
                 n.last_change = now;
                 let done: Vec<u32> = n.pending.range(..=id).map(|(k, _)| *k).collect();
+                // Freed before the lock goes: whoever sees C past a buffer sees it freed.
                 for k in &done {
                     if let Some(p) = n.pending.remove(k) {
-                        freed.push(p.dma);
+                        crate::vidsch::legacy::free_dma(a, p.dma);
                     }
                 }
                 os.completed.extend(done.iter().map(|k| (node, *k)));
@@ -125,9 +125,6 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
     drop(os);
     // After the lock: a waiter that looked before the change sleeps on the old generation.
     a.sch.completion.set();
-    for b in freed {
-        crate::vidsch::legacy::free_dma(a, b);
-    }
 }
 
 /// A report naming `fence` where the OS's (C, S) bookkeeping rules it out: `why` logged, then

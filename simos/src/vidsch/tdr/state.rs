@@ -300,8 +300,13 @@ pub(crate) struct TdrOs {
     /// `DxgkCbInvalidateHwContext` accepted now (inside `DxgkDdiResetEngine`).
     pub(super) in_reset: Option<u32>,
     pub(super) invalidated: Vec<KmtHandle>,
+    /// Engine and adapter recoveries finished, counted after their last step (UM-10's
+    /// device errors), so whoever sees a count sees the whole recovery.
     pub resets: u64,
     pub adapter_resets: u64,
+    /// Adapter-wide resets that have dropped their in-flight packets, counted with the
+    /// `Dropped` events (long before the reset finishes).
+    pub adapter_drops: u64,
     /// The last `DxgkDdiCollectDbgInfo2` dump, as Windows keeps it.
     pub last_dump: Option<TdrDump>,
     /// The last [`Packet::serial`] given.
@@ -331,6 +336,7 @@ impl TdrOs {
             invalidated: Vec::new(),
             resets: 0,
             adapter_resets: 0,
+            adapter_drops: 0,
             last_dump: None,
             serial: 0,
         }
