@@ -271,7 +271,7 @@ fn hangs_of(names: &BTreeSet<String>) -> (Vec<Case>, usize) {
 /// that run there, with `Neutral.HangRecoveredGuiltyOnly`) and says how many `Tdr.*` ones there
 /// are; one run of them stays below the `TdrLimitCount` the runbook sets for it (Windows'
 /// default where it sets none) even were each hang an adapter reset. So does the second pass,
-/// whose passing cases' hangs (two of them adapter resets) count against the limit its step
+/// whose passing cases' hangs (three of them adapter resets) count against the limit its step
 /// sets.
 #[test]
 fn a_windows_run_hangs_fewer_engines_than_the_tdr_limit_count() {

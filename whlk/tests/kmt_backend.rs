@@ -28,12 +28,13 @@ fn machine() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The cases with a KMD form (`cases::tdr::kmd`), which run only on a node the OS schedules.
-const KMD_FORMS: [&str; 5] = [
+const KMD_FORMS: [&str; 6] = [
     "Tdr.LastCompletedFence",
     "Tdr.ResetSequence",
     "Tdr.AbortedFenceInRange",
     "Tdr.CollectDbgInfoLevelZero",
     "Tdr.ResetFailsPromoted",
+    "Tdr.PagingPromotesAdapterReset",
 ];
 
 /// The capabilities only the KMD forms use, proven by the second pass.

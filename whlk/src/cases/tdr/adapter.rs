@@ -14,6 +14,19 @@ use super::fixtures::{
 // TDR-08, TDR-09.
 
 pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
+    if super::kmd::form(
+        b,
+        &[
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+            Capability::ConfiguredMachine,
+            Capability::Paging,
+        ],
+        &[Capability::KmdJournal, Capability::KmdFaults],
+    )? == super::kmd::Form::Kmd
+    {
+        return super::kmd::paging_promotes_adapter_reset(b);
+    }
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
     let owner = s.ums()?.open_process(0)?;
     let idle = s.ums()?.open_process(0)?;

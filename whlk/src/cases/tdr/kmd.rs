@@ -5,7 +5,9 @@
 //! (detection, the snapshot, the DPC flush, the recovery, the reason) are not in it, and the
 //! checks on them are left to the backend that has the OS's record (`TdrTrace`).
 
-use rvgpu_hw::testhooks::{JournalKind, JournalRecord, TestHookOp, JOURNAL_RESUBMISSION};
+use rvgpu_hw::testhooks::{
+    JournalKind, JournalRecord, TestHookOp, JOURNAL_PAGING, JOURNAL_RESUBMISSION,
+};
 use rvgpu_umd::kmt::DeviceExecutionState;
 
 use crate::backend::{
@@ -437,5 +439,74 @@ pub(super) fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
     );
     expect_hung(&mut *s, p, "the guilty device")?;
     new_work_runs(&mut *s, &[0, 1], hang)?;
+    no_fault(&*s)
+}
+
+/// The buffer whose paging hangs: enough page-table updates (72 paging buffers here) that
+/// some wait behind the hung one and the adapter reset drops them.
+const PAGED: u64 = 32 << 20;
+
+/// TDR-08 and TDR-09 as the KMD saw them: with HangNextPaging armed on the node VidMm pages
+/// on (the node of the journal's first paging submission for a new buffer), another new
+/// buffer's page-table updates hang there; a paging buffer is not aborted alone, so the OS
+/// resets the adapter: ResetFromTimeout and RestartFromTimeout follow the hung paging
+/// submission, and the buffer's creation still completes (VidMm issues the dropped paging
+/// again), so its last page takes a FILL where its device was kept. A new process's buffer is then paged in and its work runs on both nodes. (The
+/// reason, 9, the aborted packet and which devices the OS puts in error are VidSch's: the
+/// simulation checks them.)
+pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
+    let (mut s, p, ctx) = kmd_session(b)?;
+    let paging =
+        |r: &JournalRecord| r.kind == JournalKind::Submit as u16 && r.flags & JOURNAL_PAGING != 0;
+    let from = mark(&mut *s)?;
+    s.ums()?.create_buffer(p, BUF)?;
+    let recs = await_record(&mut *s, from, "a new buffer's paging", paging)?;
+    let node = recs
+        .iter()
+        .find(|r| paging(r))
+        .map_or(0, |r| u32::from(r.node));
+    s.kmd_faults()?
+        .arm_kmd_fault(0, TestHookOp::HangNextPaging, node)?;
+    let from = mark(&mut *s)?;
+    let big = s.ums()?.create_buffer(p, PAGED)?;
+    let recs = await_record(&mut *s, from, "RestartFromTimeout", |r| {
+        r.kind == JournalKind::RestartFromTimeout as u16
+    })?;
+    let on =
+        |r: &JournalRecord, kind: JournalKind| r.kind == kind as u16 && u32::from(r.node) == node;
+    let fired = at(&recs, |r| {
+        on(r, JournalKind::FaultFired) && r.a == TestHookOp::HangNextPaging as u64
+    });
+    let hung = fired
+        .and_then(|f| at(&recs[f..], |r| on(r, JournalKind::Submit) && paging(r)).map(|i| f + i));
+    let reset = at(&recs, |r| {
+        r.kind == JournalKind::ResetFromTimeout as u16 && r.status >= 0
+    });
+    let restart = at(&recs, |r| {
+        r.kind == JournalKind::RestartFromTimeout as u16 && r.status >= 0
+    });
+    ensure!(
+        matches!((fired, hung, reset, restart), (Some(_), Some(a), Some(b), Some(c)) if a < b && b < c),
+        "HangNextPaging fired on node {node}, its paging submission < ResetFromTimeout < \
+         RestartFromTimeout expected: {}",
+        show(&recs)
+    );
+    // VidMm issued what the reset dropped again: the buffer is mapped, where its device was
+    // kept (the OS may put it in error; the simulation checks which).
+    let end = PAGED - 8;
+    let from = mark(&mut *s)?;
+    match s.dma_contexts()?.submit_dma(ctx, &[fill(big, end, 0x5A)]) {
+        Ok(id) => {
+            completed(&mut *s, from, id, "a FILL of the paged buffer's last page")?;
+            let got = s.ums_ref()?.read_buffer(big, end)?;
+            ensure!(
+                got == 0x5A,
+                "the paged buffer's last page read {got:#x}, not 0x5a"
+            );
+        }
+        Err(Failure::DdiFailed(STATUS_DEVICE_REMOVED)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    new_work_runs(&mut *s, &[0, 1], 0)?;
     no_fault(&*s)
 }

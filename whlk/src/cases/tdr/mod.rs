@@ -16,11 +16,12 @@
 //!   called, with their fence IDs, and faults armed in its recovery path), these cases run in a
 //!   KMD form (`kmd`) with the checks that record supports, the rest left to the
 //!   simulation: `Tdr.LastCompletedFence`, `Tdr.ResetSequence`, `Tdr.AbortedFenceInRange`,
-//!   `Tdr.CollectDbgInfoLevelZero`, `Tdr.ResetFailsPromoted`;
-//! - a FILL VidMm pages in when the case asks (`Paging`), on the node the case hangs:
-//!   `Tdr.PagingResubmitOrder`, `Tdr.PagingPromotesAdapterReset`. A program's paging (a new
-//!   buffer's page-table updates) goes to the driver's paging node, not the hung one, and which
-//!   paging buffer the KMD's `HangNextPaging` catches is VidMm's choice;
+//!   `Tdr.CollectDbgInfoLevelZero`, `Tdr.ResetFailsPromoted`, and
+//!   `Tdr.PagingPromotesAdapterReset` (a program's paging: a new buffer's page-table updates,
+//!   on the node VidMm pages on, caught by the KMD's `HangNextPaging`);
+//! - a FILL VidMm pages in when the case asks (`Paging`), on the node the case hangs, with a
+//!   render buffer queued behind it: `Tdr.PagingResubmitOrder` (a program's paging goes to
+//!   the driver's paging node, and what is queued there beside it is VidMm's choice);
 //! - a FILL timed to finish between the OS's snapshot and the reset, which needs a timeout
 //!   shorter than the FILL (`Tdr.CompletedBeforeReset`; Windows reads `TdrDelay` at boot).
 
@@ -194,16 +195,16 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-08", "TDR-09"],
         summary: "a hang mid paging FILL: adapter reset with reason 9, the paged allocation's \
                   owner in error, an idle process pages in and runs new work",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::Tdr,
+        needs: RECORDED,
+        optional: &[
             Capability::TdrTrace,
             Capability::FaultInjection,
             Capability::ConfiguredMachine,
-            Capability::DmaContexts,
             Capability::Paging,
+            Capability::KmdJournal,
+            Capability::KmdFaults,
+            Capability::BugChecks,
         ],
-        optional: &[Capability::BugChecks],
         run: paging_promotes_adapter_reset,
     },
     Case {
