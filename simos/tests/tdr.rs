@@ -1391,3 +1391,52 @@ fn tdr_09_adapter_resets_spaced_beyond_tdr_limit_time_and_engine_resets_recover(
     assert_eq!(adapter_resets(&m), 5);
     no_fault(&m);
 }
+
+/// TDR-05, UM-10, threaded: a recovery is counted only once it is whole. A watcher polls the
+/// counts and the events throughout three engine resets and one adapter reset: whenever it
+/// sees a reset counted, the guilty device's error (step 11) is already recorded, so a
+/// reader of the count never sees a recovery without its device errors.
+#[test]
+fn tdr_05_a_counted_recovery_has_its_device_errors_recorded() {
+    let m = machine_with(Mode::Threaded, |a| a.hwsch_feature = false);
+    enable_tdr_after(&m, Duration::from_millis(100), Duration::from_millis(5));
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let counted_early = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut early = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                let (engine, adapter) = m.tdr_counts(0);
+                let errors = m
+                    .tdr_events(0)
+                    .iter()
+                    .filter(|e| matches!(e, TdrEvent::DeviceError { .. }))
+                    .count() as u64;
+                if errors < engine + adapter {
+                    early.push((engine, adapter, errors));
+                }
+            }
+            early
+        });
+        for round in 0..4u64 {
+            let p = ok(&m, m.create_process(0));
+            let ctx = okk(&m, m.kmt(&p).create_context(0));
+            if round == 3 {
+                m.device(0).unwrap().fail_next_reset(0);
+            }
+            ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
+            run_until(&m, "the recovery", |m| {
+                let (e, a) = m.tdr_counts(0);
+                e + a == round + 1
+            });
+        }
+        stop.store(true, std::sync::atomic::Ordering::Release);
+        watcher.join().unwrap()
+    });
+    assert_eq!(
+        counted_early,
+        Vec::<(u64, u64, u64)>::new(),
+        "(engine resets, adapter resets, device errors) seen with a recovery counted before \
+         its device errors"
+    );
+    no_fault(&m);
+}
