@@ -332,3 +332,34 @@ fn um_17_um_18_lifetimes_with_work_in_flight_return_every_process_and_byte() {
     no_fault(&m);
     still_serves(&m);
 }
+
+/// Threaded: a paging buffer is freed before VidSch publishes its completion, so a thread that
+/// sees the node's last completed fence reach it finds the OS's system memory as before the
+/// paging, every time (a DPC that freed after publishing left a window a measure fell into).
+#[test]
+fn a_completed_paging_buffer_is_already_freed() {
+    let m = machine(Mode::Threaded);
+    let (p, k) = user_process(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    let va = rvgpu_hw::addr::GpuVa::new(t.gpu_va);
+    // Warm: the first paging maps what later ones reuse (the aperture's tables).
+    let ids = ok(&m, m.page_in(&p, 0, va, 4096, 1));
+    run_until(&m, "the first paging", |m| {
+        m.legacy_fences(0, 0).1 >= ids.last().copied().unwrap_or(0)
+    });
+    for round in 0..300u32 {
+        let before = m.memory().system_used();
+        let ids = ok(&m, m.page_in(&p, 0, va, 4096, round));
+        let last = ids.last().copied().unwrap_or(0);
+        // Spin as a reader on another CPU would: the first look that sees C reach it measures.
+        while m.legacy_fences(0, 0).1 < last {
+            std::hint::spin_loop();
+        }
+        let after = m.memory().system_used();
+        assert_eq!(
+            after, before,
+            "round {round}: system memory with the paging done"
+        );
+    }
+    exits_clean(&m, &p);
+}
