@@ -337,7 +337,7 @@ fn um_17_um_18_lifetimes_with_work_in_flight_return_every_process_and_byte() {
 /// sees the node's last completed fence reach it finds the OS's system memory as before the
 /// paging, every time (a DPC that freed after publishing left a window a measure fell into).
 #[test]
-fn a_completed_paging_buffer_is_already_freed() {
+fn tdr_04_a_paging_buffer_seen_completed_is_already_freed() {
     let m = machine(Mode::Threaded);
     let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
