@@ -28,13 +28,14 @@ fn machine() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The cases with a KMD form (`cases::tdr::kmd`), which run only on a node the OS schedules.
-const KMD_FORMS: [&str; 6] = [
+const KMD_FORMS: [&str; 7] = [
     "Tdr.LastCompletedFence",
     "Tdr.ResetSequence",
     "Tdr.AbortedFenceInRange",
     "Tdr.CollectDbgInfoLevelZero",
     "Tdr.ResetFailsPromoted",
     "Tdr.PagingPromotesAdapterReset",
+    "Tdr.PagingResubmitOrder",
 ];
 
 /// The capabilities only the KMD forms use, proven by the second pass.

@@ -11,7 +11,8 @@ use rvgpu_hw::testhooks::{
 use rvgpu_umd::kmt::DeviceExecutionState;
 
 use crate::backend::{
-    Backend, Capability, ContextRef, ExecMode, Failure, ProcessRef, Session, TdrTimeouts, Work,
+    Backend, BufferRef, Capability, ContextRef, ExecMode, Failure, ProcessRef, Session,
+    TdrTimeouts, Work,
 };
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
@@ -456,15 +457,7 @@ const PAGED: u64 = 32 << 20;
 /// simulation checks them.)
 pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     let (mut s, p, ctx) = kmd_session(b)?;
-    let paging =
-        |r: &JournalRecord| r.kind == JournalKind::Submit as u16 && r.flags & JOURNAL_PAGING != 0;
-    let from = mark(&mut *s)?;
-    s.ums()?.create_buffer(p, BUF)?;
-    let recs = await_record(&mut *s, from, "a new buffer's paging", paging)?;
-    let node = recs
-        .iter()
-        .find(|r| paging(r))
-        .map_or(0, |r| u32::from(r.node));
+    let (_, node) = paging_node(&mut *s, p)?;
     s.kmd_faults()?
         .arm_kmd_fault(0, TestHookOp::HangNextPaging, node)?;
     let from = mark(&mut *s)?;
@@ -509,4 +502,136 @@ pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     }
     new_work_runs(&mut *s, &[0, 1], 0)?;
     no_fault(&*s)
+}
+
+/// The node VidMm pages on: the node of the journal's first paging submission for a new
+/// buffer of `p` (the buffer is returned).
+fn paging_node(s: &mut dyn Session, p: ProcessRef) -> Result<(BufferRef, u32), CaseError> {
+    let from = mark(s)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let recs = await_record(s, from, "a new buffer's paging", paging)?;
+    let node = recs
+        .iter()
+        .find(|r| paging(r))
+        .map_or(0, |r| u32::from(r.node));
+    Ok((t, node))
+}
+
+/// Whether `r` is a paging buffer's submission.
+fn paging(r: &JournalRecord) -> bool {
+    r.kind == JournalKind::Submit as u16 && r.flags & JOURNAL_PAGING != 0
+}
+
+/// TDR-03 as the KMD saw it: on the node VidMm pages on, a HANG, then an innocent process's
+/// render buffer and a new process's buffer, whose paging queues behind the HANG. After the
+/// engine reset (LastAborted the HANG's), the OS resubmits the paging buffers that were in
+/// flight first, with their own IDs and in their order, then any render buffer that was in
+/// flight with a new ID above every ID submitted before the reset; both processes' buffers
+/// work afterwards. (The OS's own record of the resubmission and retirement is VidSch's: the
+/// simulation checks it.)
+pub(super) fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
+    let (mut s, guilty, _) = kmd_session(b)?;
+    let (_, node) = paging_node(&mut *s, guilty)?;
+    if s.dma_contexts()?.node_hw_scheduled(guilty, node)? {
+        return Err(CaseError::Skip(format!(
+            "node {node}, where VidMm pages, is hardware-scheduled: the case needs \
+             hardware-accelerated GPU scheduling off (GraphicsDrivers\\HwSchMode = 1, \
+             docs/test-machine.md)"
+        )));
+    }
+    let ca = s.dma_contexts()?.create_context(guilty, node)?;
+    let c = s.ums()?.open_process(0)?;
+    let cc = s.dma_contexts()?.create_context(c, node)?;
+    let tc = s.ums()?.create_buffer(c, BUF)?;
+    let from = mark(&mut *s)?;
+    let warm = s.dma_contexts()?.submit_dma(cc, &[fill(tc, 0, 0x01)])?;
+    await_record(&mut *s, from, "the warming fill", |r| {
+        r.kind == JournalKind::DmaCompleted as u16
+            && u32::from(r.node) == node
+            && r.a == u64::from(warm)
+    })?;
+    let pb = s.ums()?.open_process(0)?;
+    let from = mark(&mut *s)?;
+    let hang = s.dma_contexts()?.submit_dma(ca, &[Work::Hang])?;
+    s.dma_contexts()?.submit_dma(cc, &[fill(tc, 0, 0x33)])?;
+    // Returns once its paging ran: after the recovery.
+    let tb = s.ums()?.create_buffer(pb, BUF)?;
+    let (recs, reset) = reset_on(&mut *s, from, node)?;
+    let on = |x: &JournalRecord| x.kind == JournalKind::Submit as u16 && u32::from(x.node) == node;
+    // In flight at the reset: what was submitted after the HANG, not yet resubmitted.
+    let before: Vec<&JournalRecord> = recs[..reset]
+        .iter()
+        .filter(|x| on(x) && x.flags & JOURNAL_RESUBMISSION == 0)
+        .collect();
+    let s_max = before.iter().map(|x| x.a).max().unwrap_or(0);
+    let behind = |want: bool| -> Vec<u64> {
+        before
+            .iter()
+            .filter(|x| x.a > u64::from(hang) && paging(x) == want)
+            .map(|x| x.a)
+            .collect()
+    };
+    let (pages, renders) = (behind(true), behind(false));
+    let after: Vec<(u64, bool)> = recs[reset..]
+        .iter()
+        .filter(|x| on(x) && x.flags & JOURNAL_RESUBMISSION != 0)
+        .map(|x| (x.a, paging(x)))
+        .collect();
+    ensure!(
+        recs[reset].status == 0 && recs[reset].a == u64::from(hang),
+        "ResetEngine on node {node}: expected status 0, LastAborted {hang}: {}",
+        show(&recs)
+    );
+    ensure!(
+        !pages.is_empty(),
+        "no paging buffer behind the HANG at the reset: {}",
+        show(&recs)
+    );
+    // Paging first, with their own IDs, in order; then each render buffer with a new ID
+    // above every ID submitted before the reset (on 24H2 a render submission may itself wait
+    // for its paging, and so reach the KMD only after the reset).
+    let paged: Vec<(u64, bool)> = pages.iter().map(|p| (*p, true)).collect();
+    let rest = after.get(pages.len()..).unwrap_or_default();
+    ensure!(
+        after.get(..pages.len()) == Some(&paged[..])
+            && rest.len() == renders.len()
+            && rest.iter().all(|(id, paging)| !paging && *id > s_max),
+        "resubmitted: the paging buffers {pages:?} first with their IDs, in order, then the \
+         render buffers {renders:?} with IDs above {s_max}; got {after:?}: {}",
+        show(&recs)
+    );
+    let from = mark(&mut *s)?;
+    let cb = s.dma_contexts()?.create_context(pb, node)?;
+    let id = s.dma_contexts()?.submit_dma(cb, &[fill(tb, 8, 0x44)])?;
+    await_record(&mut *s, from, "the new buffer's fill", |x| {
+        x.kind == JournalKind::DmaCompleted as u16
+            && u32::from(x.node) == node
+            && x.a == u64::from(id)
+    })?;
+    ensure!(
+        (
+            s.ums_ref()?.read_buffer(tc, 0)?,
+            s.ums_ref()?.read_buffer(tb, 8)?
+        ) == (0x33, 0x44),
+        "the resubmitted render buffer or the paged buffer's fill did not land"
+    );
+    expect_hung(&mut *s, guilty, "the guilty device")?;
+    no_fault(&*s)
+}
+
+/// The KMD's `DxgkDdiResetEngine` record of `node` from `from`, once it is there; the
+/// records from it on are the second value's.
+fn reset_on(
+    s: &mut dyn Session,
+    from: u64,
+    node: u32,
+) -> Result<(Vec<JournalRecord>, usize), CaseError> {
+    let recs = await_record(s, from, "DxgkDdiResetEngine", |r| {
+        r.kind == JournalKind::ResetEngine as u16 && u32::from(r.node) == node
+    })?;
+    let i = at(&recs, |r| {
+        r.kind == JournalKind::ResetEngine as u16 && u32::from(r.node) == node
+    })
+    .unwrap_or(0);
+    Ok((recs, i))
 }

@@ -16,12 +16,11 @@
 //!   called, with their fence IDs, and faults armed in its recovery path), these cases run in a
 //!   KMD form (`kmd`) with the checks that record supports, the rest left to the
 //!   simulation: `Tdr.LastCompletedFence`, `Tdr.ResetSequence`, `Tdr.AbortedFenceInRange`,
-//!   `Tdr.CollectDbgInfoLevelZero`, `Tdr.ResetFailsPromoted`, and
-//!   `Tdr.PagingPromotesAdapterReset` (a program's paging: a new buffer's page-table updates,
-//!   on the node VidMm pages on, caught by the KMD's `HangNextPaging`);
-//! - a FILL VidMm pages in when the case asks (`Paging`), on the node the case hangs, with a
-//!   render buffer queued behind it: `Tdr.PagingResubmitOrder` (a program's paging goes to
-//!   the driver's paging node, and what is queued there beside it is VidMm's choice);
+//!   `Tdr.CollectDbgInfoLevelZero`, `Tdr.ResetFailsPromoted`, and the two paging cases,
+//!   `Tdr.PagingResubmitOrder` and `Tdr.PagingPromotesAdapterReset`. Their OS form has VidMm
+//!   page in a FILL when the case asks (`Paging`); their KMD form makes a program's paging, a
+//!   new buffer's page-table updates, which go to the node VidMm pages on, found in the
+//!   journal;
 //! - a FILL timed to finish between the OS's snapshot and the reset, which needs a timeout
 //!   shorter than the FILL (`Tdr.CompletedBeforeReset`; Windows reads `TdrDelay` at boot).
 
@@ -124,15 +123,14 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-03"],
         summary: "a render hang with two paging buffers and a render buffer behind it: paging \
                   resubmitted first with their IDs, in order; the render buffer gets an ID > S",
-        needs: &[
-            Capability::UserModeSubmission,
-            Capability::Tdr,
+        needs: RECORDED,
+        optional: &[
             Capability::TdrTrace,
             Capability::ConfiguredMachine,
-            Capability::DmaContexts,
             Capability::Paging,
+            Capability::KmdJournal,
+            Capability::BugChecks,
         ],
-        optional: &[Capability::BugChecks],
         run: paging_resubmit_order,
     },
     Case {

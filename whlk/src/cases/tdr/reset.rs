@@ -16,6 +16,18 @@ use super::fixtures::{
 // TDR-03 … TDR-05.
 
 pub(super) fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
+    if super::kmd::form(
+        b,
+        &[
+            Capability::TdrTrace,
+            Capability::ConfiguredMachine,
+            Capability::Paging,
+        ],
+        &[Capability::KmdJournal],
+    )? == super::kmd::Form::Kmd
+    {
+        return super::kmd::paging_resubmit_order(b);
+    }
     let mut s = tdr_session(b, TdrTimeouts::fast(), software_scheduled)?;
     let (a, pb, c) = (
         s.ums()?.open_process(0)?,
