@@ -297,8 +297,9 @@ fn tdr_08_hang_next_paging_hook_promotes_to_an_adapter_reset() {
 
 /// TDR-07: CompleteBeforeReset on node 0 (threaded: the device runs while the KMD waits): the
 /// DMA buffer is stuck on a memory wait, so the OS times it out; the KMD's next engine reset
-/// first waits for the node ring (journaling the fault), the test then satisfies the wait,
-/// and the buffer completes between the OS's snapshot and the reset. ResetEngine finds
+/// first waits for the node ring (journaling the fault), re-evaluating blocked waits as it
+/// does; the test then writes the waited word with the CPU alone, and the buffer completes
+/// between the OS's snapshot and the reset. ResetEngine finds
 /// nothing in flight and returns LastAbortedFenceId = S; the OS ignores the completion, still
 /// errors the device, and the journal shows the KMD reporting `DmaCompleted(S)` after the
 /// fault fired and before its reset. (Without the fault the wait is aborted: the hung ID.)
@@ -336,13 +337,9 @@ fn tdr_07_complete_before_reset_hook_lets_the_buffer_finish_so_last_aborted_is_s
         })
     };
     run_until(&m, "the fault fired", |_| fired(&journal(&ko)));
-    // Satisfy the wait (a CPU write, then WAIT_RESCAN of every blocked wait: hardware.md
-    // 5.4; the buffer's address is in its process's space, not the CMP's).
+    // Satisfy the wait with a CPU write alone, as a program can: the device re-evaluates a
+    // blocked wait only when told (hardware.md 5.4), and the armed reset tells it.
     t.mem.store(512, 1);
-    {
-        use rvgpu_hw::mmio::MmioBus;
-        m.device(0).unwrap().write64(rvgpu_hw::regs::WAIT_RESCAN, 0);
-    }
     run_until(&m, "reset", |m| resets(m) == 1);
     let ev = m.tdr_events(0);
     assert!(

@@ -28,7 +28,7 @@ fn machine() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The cases with a KMD form (`cases::tdr::kmd`), which run only on a node the OS schedules.
-const KMD_FORMS: [&str; 7] = [
+const KMD_FORMS: [&str; 8] = [
     "Tdr.LastCompletedFence",
     "Tdr.ResetSequence",
     "Tdr.AbortedFenceInRange",
@@ -36,6 +36,7 @@ const KMD_FORMS: [&str; 7] = [
     "Tdr.ResetFailsPromoted",
     "Tdr.PagingPromotesAdapterReset",
     "Tdr.PagingResubmitOrder",
+    "Tdr.CompletedBeforeReset",
 ];
 
 /// The capabilities only the KMD forms use, proven by the second pass.

@@ -32,7 +32,9 @@ wire_enum! {
         /// The next paging buffer built for `node` ends in a HANG (TDR-08).
         HangNextPaging = 3,
         /// The next engine reset of `node` first lets the engine finish what it has (bounded),
-        /// so that the work completes between the OS's snapshot and the reset (TDR-07).
+        /// re-evaluating every blocked wait as it does (`WAIT_RESCAN` of 0), so that work
+        /// waiting on a word a program wrote with the CPU completes between the OS's snapshot
+        /// and the reset (TDR-07).
         CompleteBeforeReset = 4,
         /// Copy the text of the KMD's last `DxgkDdiCollectDbgInfo` after the header (out:
         /// `count` = bytes written; `seq` = the journal sequence number of that call).

@@ -192,25 +192,38 @@ fn lock_and_reset<'l, P: Platform>(
 /// How long [`let_node_ring_finish`] waits at most.
 const COMPLETE_BEFORE_RESET_MS: u64 = 2000;
 
+/// How often [`let_node_ring_finish`] has the device re-evaluate its blocked waits.
+const RESCAN_EVERY_MS: u64 = 10;
+
 /// The test hooks' `CompleteBeforeReset` (TDR-07): waits, bounded by the KMD's clock
-/// ([`COMPLETE_BEFORE_RESET_MS`]), until node `node`'s ring has completed what was submitted
-/// to it (its fence word reached `S`), so that the work completes between the OS's snapshot
-/// and the reset. Whether it did; without a clock it does not wait.
+/// ([`COMPLETE_BEFORE_RESET_MS`]), until the ISR has reported everything submitted to node
+/// `node`'s ring completed (C reached S), so that the work completes, and is reported,
+/// between the OS's snapshot and the reset. Meanwhile every blocked wait is re-evaluated (`WAIT_RESCAN` of 0, at once
+/// and every [`RESCAN_EVERY_MS`]): a buffer stuck on a word a program wrote with the CPU,
+/// which the device does not see until told (hardware.md 5.4), finishes here, as a program
+/// on Windows can arrange. Whether it did; without a clock it does not wait.
 fn let_node_ring_finish<P: Platform>(live: &Live<P>, node: u32) -> bool {
     let (start, hz) = P::query_performance_counter();
     let deadline = start.saturating_add(hz.saturating_mul(COMPLETE_BEFORE_RESET_MS) / 1000);
+    let every = hz.saturating_mul(RESCAN_EVERY_MS) / 1000;
+    let mut rescan = start;
     loop {
+        let now = P::query_performance_counter().0;
+        if now >= rescan {
+            live.regs.write(regs::WaitRescan::new(0));
+            rescan = now.saturating_add(every.max(1));
+        }
         let done = live
             .synchronized(|isr| {
                 isr.nodes
                     .snapshot(node)
-                    .is_some_and(|(submitted, _, fence)| fence == submitted)
+                    .is_some_and(|(submitted, completed, _)| completed == submitted)
             })
             .unwrap_or(false);
         if done {
             return true;
         }
-        if P::query_performance_counter().0 >= deadline {
+        if now >= deadline {
             return false;
         }
         core::hint::spin_loop();

@@ -90,6 +90,18 @@ pub(super) fn bugcheck_on_bad_aborted_fence(b: &dyn Backend) -> CaseResult {
 }
 
 pub(super) fn completed_before_reset(b: &dyn Backend) -> CaseResult {
+    if super::kmd::form(
+        b,
+        &[
+            Capability::TdrTrace,
+            Capability::FaultInjection,
+            Capability::ConfiguredMachine,
+        ],
+        &[Capability::KmdJournal, Capability::KmdFaults],
+    )? == super::kmd::Form::Kmd
+    {
+        return super::kmd::completed_before_reset(b);
+    }
     let mut s = session(b, ExecMode::Step, software_scheduled)?;
     // Set up before the two-step timeout is armed: the OS's paging (mapping the buffer, and
     // the process's DMA buffers at its first submission) takes longer than that.

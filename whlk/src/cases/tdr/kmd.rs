@@ -635,3 +635,70 @@ fn reset_on(
     .unwrap_or(0);
     Ok((recs, i))
 }
+
+/// Where [`completed_before_reset`]'s buffer waits.
+const GATE: u64 = 512;
+
+/// TDR-07 as the KMD saw it: a DMA buffer waits on a word of its process's buffer, then
+/// fills. Once the OS asks to preempt it (it has been stuck past the timeout), the program
+/// writes the word with the CPU alone, which the device does not see until told
+/// (hardware.md 5.4); with CompleteBeforeReset armed, the KMD's reset first re-evaluates the
+/// blocked waits and lets the node finish. So the buffer completes between the OS's snapshot
+/// and the reset: `DmaCompleted` of its ID before `DxgkDdiResetEngine`, which returns
+/// LastAborted = S, its ID; its FILL landed; the OS still puts its device in error; new work
+/// runs. (That the OS ignored the completion, and its (S, C), are VidSch's: the simulation
+/// checks them.)
+pub(super) fn completed_before_reset(b: &dyn Backend) -> CaseResult {
+    let (mut s, p, ctx) = kmd_session(b)?;
+    let t = s.ums()?.create_buffer(p, BUF)?;
+    let from = mark(&mut *s)?;
+    let warm = s.dma_contexts()?.submit_dma(ctx, &[fill(t, 0, 1)])?;
+    completed(&mut *s, from, warm, "the warming fill")?;
+    s.kmd_faults()?
+        .arm_kmd_fault(0, TestHookOp::CompleteBeforeReset, 0)?;
+    let from = mark(&mut *s)?;
+    let id = s.dma_contexts()?.submit_dma(
+        ctx,
+        &[
+            Work::WaitAtLeast {
+                buffer: t,
+                offset: GATE,
+                value: 1,
+            },
+            fill(t, 0, 0x77),
+        ],
+    )?;
+    // The OS's preemption request comes only once the buffer has run past the timeout: it is
+    // blocked on the word by then, and the CPU's write does not release it.
+    await_record(&mut *s, from, "the OS's PreemptCommand", |r| {
+        is(r, JournalKind::PreemptCommand)
+    })?;
+    s.ums()?.write_buffer(t, GATE, 1)?;
+    let (recs, r) = reset_engine(&mut *s, from)?;
+    let fired = at(&recs, |x| {
+        x.kind == JournalKind::FaultFired as u16 && x.a == TestHookOp::CompleteBeforeReset as u64
+    });
+    let done = at(&recs, |x| {
+        is(x, JournalKind::DmaCompleted) && x.a == u64::from(id)
+    });
+    let reset = at(&recs, |x| x.seq == r.seq);
+    ensure!(
+        matches!((fired, done, reset), (Some(a), Some(b), Some(c)) if a < b && b < c),
+        "CompleteBeforeReset fired < DmaCompleted({id}) < ResetEngine expected: {}",
+        show(&recs)
+    );
+    ensure!(
+        r.status == 0 && r.a == u64::from(id),
+        "ResetEngine with nothing in flight: status {:#x}, LastAborted {}, expected 0 and S = \
+         {id}",
+        r.status as u32,
+        r.a
+    );
+    ensure!(
+        s.ums_ref()?.read_buffer(t, 0)? == 0x77,
+        "the buffer's FILL did not land"
+    );
+    expect_hung(&mut *s, p, "the device of the completed buffer")?;
+    new_work_runs(&mut *s, &[0], id)?;
+    no_fault(&*s)
+}

@@ -20,9 +20,9 @@
 //!   `Tdr.PagingResubmitOrder` and `Tdr.PagingPromotesAdapterReset`. Their OS form has VidMm
 //!   page in a FILL when the case asks (`Paging`); their KMD form makes a program's paging, a
 //!   new buffer's page-table updates, which go to the node VidMm pages on, found in the
-//!   journal;
-//! - a FILL timed to finish between the OS's snapshot and the reset, which needs a timeout
-//!   shorter than the FILL (`Tdr.CompletedBeforeReset`; Windows reads `TdrDelay` at boot).
+//!   journal; and `Tdr.CompletedBeforeReset`, whose OS form times a FILL to finish between
+//!   the snapshot and the reset (a timeout shorter than the FILL; Windows reads `TdrDelay` at
+//!   boot) and whose KMD form releases a buffer blocked on a word in the armed reset.
 
 mod aborted;
 mod adapter;
@@ -40,15 +40,6 @@ use caps::{collect_dbg_info_level_zero, nodes_and_affinity, per_engine_caps};
 use isolation::{compute_hang_copy_runs, guilty_device_aborted, user_mode_traffic_survives};
 use reset::{last_completed_fence, paging_resubmit_order, reset_sequence};
 
-/// A reset the case causes and follows in the OS's record, with DMA contexts.
-const RESET_TRACED: &[Capability] = &[
-    Capability::UserModeSubmission,
-    Capability::Tdr,
-    Capability::TdrTrace,
-    Capability::FaultInjection,
-    Capability::ConfiguredMachine,
-    Capability::DmaContexts,
-];
 /// A reset the case causes on a DMA context and follows in a record: the OS's
 /// (`TdrTrace` and the sim's controls) or, on Windows, the KMD's through its test hooks
 /// (`KmdJournal`, `KmdFaults`): the case chooses its form ([`kmd::form`]).
@@ -184,8 +175,8 @@ pub const CASES: &[Case] = &[
         requirements: &["TDR-07"],
         summary: "the long FILL completes between snapshot and ResetEngine: LastAborted = S, \
                   its interrupt ignored, its device still in error",
-        needs: RESET_TRACED,
-        optional: &[Capability::BugChecks],
+        needs: RECORDED,
+        optional: EITHER_RECORD,
         run: completed_before_reset,
     },
     Case {
