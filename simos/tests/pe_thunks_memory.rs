@@ -1117,6 +1117,34 @@ fn ddi_03_d3dkmtcreateallocation2_refuses_what_24h2_refuses() {
     w.done();
 }
 
+/// DDI-03: a `D3DKMTCreateAllocation2` list longer than 1 MiB (11,000 entries of 96 bytes,
+/// within 24H2's 0x682AA) is captured whole, as 24H2 captures it: its last entry's
+/// `Flags.Stereo` without `Flags.Primary` is what refuses it, with nothing made, not a fault
+/// reading the list.
+#[test]
+fn ddi_03_d3dkmtcreateallocation2_captures_a_list_past_one_mib() {
+    const COUNT: usize = 11_000;
+    let w = world();
+    let bytes = buffer_private_data();
+    let mut list: Vec<[u64; 12]> = vec![buffer_entry(&bytes); COUNT];
+    assert!(COUNT * std::mem::size_of::<[u64; 12]>() > 1 << 20);
+    if let Some(last) = list.last_mut() {
+        last[4] = 1 << 1;
+    }
+    let mut args = [0u64; 9];
+    args[0] = u64::from(w.device);
+    args[5] = (COUNT as u64) << 32;
+    args[6] = list.as_mut_ptr() as u64;
+    let s = w.call("D3DKMTCreateAllocation2", &mut args);
+    let what = "an entry's Flags.Stereo without Flags.Primary, or with CrossAdapter";
+    assert_eq!(s, expected("D3DKMTCreateAllocation2", what));
+    assert!(
+        list.iter().all(|e| e[0] == UNTOUCHED),
+        "a handle was written"
+    );
+    w.done();
+}
+
 /// DDI-03, an attacker's `D3DKMTCreateAllocation2`: another process's device, a list far
 /// longer than the memory behind it, a private-data size meant to exhaust the pool, and a list
 /// whose second entry the KMD refuses after the first was made. Each is refused with 24H2's

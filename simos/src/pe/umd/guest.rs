@@ -23,12 +23,28 @@ pub enum Bad {
 /// The most a thunk copies in one piece: larger sizes are refused before any allocation.
 pub const MAX_COPY: usize = 1 << 20;
 
+/// The most a kernel entry captures in one piece ([`read_capture`]): 24H2's largest bounded
+/// capture, `D3DKMTCreateAllocation2`'s list of at most 0x682AA 96-byte entries
+/// (`crate::kmt::allocation::MAX_CREATE_ALLOCATIONS`), fits.
+pub const MAX_CAPTURE: usize = 40 << 20;
+
 /// Copies `len` bytes from user address `addr`.
 pub fn read_bytes(addr: u64, len: usize) -> Result<Vec<u8>, Bad> {
+    read_up_to(addr, len, MAX_COPY)
+}
+
+/// Copies `len` bytes from user address `addr` for a kernel entry that bounded `len` itself,
+/// as 24H2's entry does before its probe and copy.
+pub fn read_capture(addr: u64, len: usize) -> Result<Vec<u8>, Bad> {
+    read_up_to(addr, len, MAX_CAPTURE)
+}
+
+/// Copies `len` bytes, at most `max`, from user address `addr`.
+fn read_up_to(addr: u64, len: usize, max: usize) -> Result<Vec<u8>, Bad> {
     if addr == 0 {
         return Err(Bad::Null);
     }
-    if len > MAX_COPY || addr.checked_add(len as u64).is_none() {
+    if len > max || addr.checked_add(len as u64).is_none() {
         return Err(Bad::Fault);
     }
     let mut out = vec![0u8; len];

@@ -345,12 +345,13 @@ fn create_context_virtual(p: &UserProcess, at: u64) -> Status {
     )
 }
 
-/// The DLL's process memory as a thunk's kernel entry reads and writes it.
+/// The DLL's process memory as a thunk's kernel entry reads and writes it (the entry bounds
+/// what it captures, as 24H2's does).
 struct GuestMemory;
 
 impl crate::kmt::context_virtual::CallerMemory for GuestMemory {
     fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, rvgpu_umd::kmt::NtStatus> {
-        guest::read_bytes(at, size as usize).map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))
+        guest::read_capture(at, size as usize).map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))
     }
     fn write(&self, at: u64, bytes: &[u8]) -> Result<(), rvgpu_umd::kmt::NtStatus> {
         guest::write_bytes(at, bytes).map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))
