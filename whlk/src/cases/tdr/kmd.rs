@@ -11,8 +11,7 @@ use rvgpu_hw::testhooks::{
 use rvgpu_umd::kmt::DeviceExecutionState;
 
 use crate::backend::{
-    Backend, BufferRef, Capability, ContextRef, ExecMode, Failure, ProcessRef, Session,
-    TdrTimeouts, Work,
+    Backend, Capability, ContextRef, ExecMode, Failure, ProcessRef, Session, TdrTimeouts, Work,
 };
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
@@ -452,12 +451,12 @@ const PAGED: u64 = 32 << 20;
 /// buffer's page-table updates hang there; a paging buffer is not aborted alone, so the OS
 /// resets the adapter: ResetFromTimeout and RestartFromTimeout follow the hung paging
 /// submission, and the buffer's creation still completes (VidMm issues the dropped paging
-/// again), so its last page takes a FILL where its device was kept. A new process's buffer is then paged in and its work runs on both nodes. (The
-/// reason, 9, the aborted packet and which devices the OS puts in error are VidSch's: the
-/// simulation checks them.)
+/// again), so its last page takes a FILL where its device was kept. A new process's buffer
+/// is then paged in and its work runs on both nodes. (The reason, 9, the aborted packet and
+/// which devices the OS puts in error are VidSch's: the simulation checks them.)
 pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     let (mut s, p, ctx) = kmd_session(b)?;
-    let (_, node) = paging_node(&mut *s, p)?;
+    let node = paging_node(&mut *s, p)?;
     s.kmd_faults()?
         .arm_kmd_fault(0, TestHookOp::HangNextPaging, node)?;
     let from = mark(&mut *s)?;
@@ -505,16 +504,15 @@ pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
 }
 
 /// The node VidMm pages on: the node of the journal's first paging submission for a new
-/// buffer of `p` (the buffer is returned).
-fn paging_node(s: &mut dyn Session, p: ProcessRef) -> Result<(BufferRef, u32), CaseError> {
+/// buffer of `p`.
+fn paging_node(s: &mut dyn Session, p: ProcessRef) -> Result<u32, CaseError> {
     let from = mark(s)?;
-    let t = s.ums()?.create_buffer(p, BUF)?;
+    s.ums()?.create_buffer(p, BUF)?;
     let recs = await_record(s, from, "a new buffer's paging", paging)?;
-    let node = recs
+    Ok(recs
         .iter()
         .find(|r| paging(r))
-        .map_or(0, |r| u32::from(r.node));
-    Ok((t, node))
+        .map_or(0, |r| u32::from(r.node)))
 }
 
 /// Whether `r` is a paging buffer's submission.
@@ -531,7 +529,7 @@ fn paging(r: &JournalRecord) -> bool {
 /// simulation checks it.)
 pub(super) fn paging_resubmit_order(b: &dyn Backend) -> CaseResult {
     let (mut s, guilty, _) = kmd_session(b)?;
-    let (_, node) = paging_node(&mut *s, guilty)?;
+    let node = paging_node(&mut *s, guilty)?;
     if s.dma_contexts()?.node_hw_scheduled(guilty, node)? {
         return Err(CaseError::Skip(format!(
             "node {node}, where VidMm pages, is hardware-scheduled: the case needs \
