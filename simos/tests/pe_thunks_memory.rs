@@ -772,22 +772,14 @@ fn in_error_by_must_succeed() -> (World, [u32; 2]) {
     let w = world_on(Arc::new(common::started(cfg)));
     let big = [gpu_only(&w, w.device, BYTES), gpu_only(&w, w.device, BYTES)];
     let at = big.as_ptr() as u64;
-    let (s, fence, trim) = make_resident(&w, w.queue, 2, at, 0);
-    assert_eq!((s, fence), (NO_MEMORY, UNTOUCHED), "over budget");
-    assert!(
-        trim != UNTOUCHED && trim >= BYTES,
-        "NumBytesToTrim {trim:#x}"
-    );
-    let (s, fence, trim) = make_resident(&w, w.queue, 2, at, MUST_SUCCEED);
-    assert_eq!(
-        (s, fence),
-        (NO_MEMORY, UNTOUCHED),
-        "MustSucceed over budget"
-    );
-    assert!(
-        trim != UNTOUCHED && trim >= BYTES,
-        "NumBytesToTrim {trim:#x}"
-    );
+    for flags in [0, MUST_SUCCEED] {
+        let (s, fence, trim) = make_resident(&w, w.queue, 2, at, flags);
+        assert_eq!((s, fence), (NO_MEMORY, UNTOUCHED), "Flags {flags}");
+        assert!(
+            trim != UNTOUCHED && trim >= BYTES,
+            "NumBytesToTrim {trim:#x}"
+        );
+    }
     let d = w.p.devices()[0];
     assert_ne!(
         w.m.kmt(&d).device_execution_state(),
@@ -795,12 +787,6 @@ fn in_error_by_must_succeed() -> (World, [u32; 2]) {
         "the device in error"
     );
     (w, big)
-}
-
-/// `w`'s adapter removed: its DXGDEVICEs stopped (`K:DXGDEVICE::Stop` @0x1401BBA38), no
-/// longer active.
-fn remove_adapter(w: &World) {
-    assert!(w.m.device_removed(0).is_ok(), "{:?}", w.m.fault());
 }
 
 /// DDI-03: `D3DKMTMakeResident` past the process's VRAM budget is STATUS_NO_MEMORY with
@@ -821,7 +807,8 @@ fn ddi_03_makeresident_mustsucceed_over_budget_puts_the_device_in_error() {
         "InvalidateCache"
     );
     assert_eq!(evict(&w, w.device, 1, at, 0).0, STATUS_SUCCESS, "Evict");
-    remove_adapter(&w);
+    // The adapter removed: its DXGDEVICEs stopped (`K:DXGDEVICE::Stop` @0x1401BBA38).
+    assert!(w.m.device_removed(0).is_ok(), "{:?}", w.m.fault());
     let what = "the device not active";
     assert_eq!(expected("D3DKMTLock2", what), REMOVED);
     assert_eq!(
@@ -854,7 +841,8 @@ fn um_10_d3dkmtlock2_on_a_device_in_error_answers_as_24h2() {
     assert_eq!(s, STATUS_SUCCESS, "Lock2 of the device in error");
     assert!(data != UNTOUCHED && data != 0, "pData {data:#x}");
     assert_eq!(unlock2(&w, w.device, w.allocation), STATUS_SUCCESS);
-    remove_adapter(&w);
+    // The adapter removed: its DXGDEVICEs stopped (`K:DXGDEVICE::Stop` @0x1401BBA38).
+    assert!(w.m.device_removed(0).is_ok(), "{:?}", w.m.fault());
     let what = "the device not active";
     assert_eq!(
         lock2(&w, w.device, w.allocation),
@@ -894,7 +882,8 @@ fn um_10_d3dkmtcreateallocation2_on_a_device_in_error_answers_as_24h2() {
         "CreateAllocation2 of the device in error"
     );
     assert!(info[0] != UNTOUCHED && info[0] != 0, "hAllocation");
-    remove_adapter(&w);
+    // The adapter removed: its DXGDEVICEs stopped (`K:DXGDEVICE::Stop` @0x1401BBA38).
+    assert!(w.m.device_removed(0).is_ok(), "{:?}", w.m.fault());
     let c = CreateCase {
         what: "the device not active",
         ran: false,
