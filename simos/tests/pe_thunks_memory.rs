@@ -15,12 +15,14 @@ use rvgpu_simos::kmt::gpu_va::{
 };
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
+use rvgpu_umd::kmt::Kmt as _;
 
 const PENDING: u64 = rvgpu_ddi::ntstatus::STATUS_PENDING as u64;
 const UNTOUCHED: u64 = 0xDEAD_BEEF_0000;
 const BAD_HANDLE: u32 = 0x4000_0BAD;
 /// Why a "the device not active" check has no case of its own in a suite: the MustSucceed
-/// case puts the device in error and drives it for each thunk.
+/// case (and the UM-10 cases after it) removes the adapter under the device in error and
+/// drives it for each thunk.
 const BY_MUST_SUCCEED: &str =
     "driven by ddi_03_makeresident_mustsucceed_over_budget_puts_the_device_in_error";
 /// `D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE` bits.
@@ -322,7 +324,7 @@ fn ddi_03_d3dkmtmapgpuvirtualaddress_answers_as_24h2() {
         &[
             (
                 "the device not active",
-                "a device in error answers every thunk so; the map suites cover a live device",
+                "a stopped device (its adapter removed) answers every thunk so; the map suites cover a live device",
             ),
             (
                 "hAllocation without a VidMm allocation",
@@ -461,10 +463,7 @@ fn ddi_03_d3dkmtmakeresident_answers_as_24h2() {
         &driven,
         &[
             ("no pool for more than 40 allocations", "pool exhaustion"),
-            (
-                "the device not active",
-                "a device in error answers every thunk so; residency suites cover it",
-            ),
+            ("the device not active", BY_MUST_SUCCEED),
             (
                 "a device created without user-mode residency",
                 "not modelled: every device the simulation makes takes MakeResident",
@@ -650,7 +649,8 @@ fn invalidate(w: &World, device: u32, allocation: u32) -> u64 {
 
 /// DDI-03: `D3DKMTEvict` from the DLL's process checks its arguments in 24H2's order
 /// (`K:DxgkEvictInternal` @0x14035E31C) and writes nothing back on a refusal; a listed
-/// handle that is not `hDevice`'s allocation also puts `hDevice` in error. An Evict writes
+/// handle that is not `hDevice`'s allocation also puts `hDevice` in error (VidSch's error: its
+/// DXGDEVICE stays active and its Lock2 goes on). An Evict writes
 /// `NumBytesToTrim`, whatever VidMm made of each allocation (an Evict past its MakeResident
 /// count included: 24H2 does not look at VidMm's answer).
 #[test]
@@ -729,16 +729,15 @@ fn ddi_03_d3dkmtevict_answers_as_24h2() {
             ("the device not active", BY_MUST_SUCCEED),
         ],
     );
-    for device in [w.device, w.other_device] {
-        assert_eq!(
-            lock2(&w, device, w.allocation),
-            (
-                rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED as u32 as u64,
-                UNTOUCHED
-            ),
-            "the device is in error"
-        );
-    }
+    // The device is in error (VidSch code 0xB); its DXGDEVICE stays active
+    // (`K:COREDEVICEACCESS::AcquireShared` @0x14000F550), so its Lock2 goes on.
+    let d = w.p.devices()[0];
+    assert_ne!(
+        w.m.kmt(&d).device_execution_state(),
+        Ok(rvgpu_umd::kmt::DeviceExecutionState::ACTIVE),
+        "the device is in error"
+    );
+    assert_eq!(lock2(&w, w.device, w.allocation).0, STATUS_SUCCESS);
     w.done();
 }
 
@@ -761,16 +760,11 @@ fn gpu_only(w: &World, device: u32, bytes: u64) -> u32 {
     info[0] as u32
 }
 
-/// DDI-03: `D3DKMTMakeResident` past the process's VRAM budget is STATUS_NO_MEMORY with
-/// `NumBytesToTrim`; with `MustSucceed` VidMm also puts the device in error
-/// (`M:VIDMM_GLOBAL::MakeResident` @0x1400B93C8, code 12; the `D3DDDI_MAKERESIDENT_FLAGS`
-/// page says the same). Every memory thunk then answers the device's calls with
-/// STATUS_DEVICE_REMOVED and writes nothing back; the process's other device goes on.
-#[test]
-fn ddi_03_makeresident_mustsucceed_over_budget_puts_the_device_in_error() {
+/// A world whose VRAM budget is 1 MiB with `w.device` put in error by VidMm: a MustSucceed
+/// `D3DKMTMakeResident` of two 1 MiB allocations (returned) over the budget.
+fn in_error_by_must_succeed() -> (World, [u32; 2]) {
     const BYTES: u64 = 1 << 20;
     const MUST_SUCCEED: u32 = 1 << 1;
-    const REMOVED: u64 = rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED as u32 as u64;
     const NO_MEMORY: u64 = 0xC000_0017;
     let mut cfg = rvgpu_simos::MachineConfig::single(rvgpu_simos::Mode::Threaded);
     cfg.driver = rvgpu_simos::pe::DriverBuild::Pe(None);
@@ -778,32 +772,45 @@ fn ddi_03_makeresident_mustsucceed_over_budget_puts_the_device_in_error() {
     let w = world_on(Arc::new(common::started(cfg)));
     let big = [gpu_only(&w, w.device, BYTES), gpu_only(&w, w.device, BYTES)];
     let at = big.as_ptr() as u64;
-    let (s, fence, trim) = make_resident(&w, w.queue, 2, at, 0);
-    assert_eq!((s, fence), (NO_MEMORY, UNTOUCHED), "over budget");
-    assert!(
-        trim != UNTOUCHED && trim >= BYTES,
-        "NumBytesToTrim {trim:#x}"
+    for flags in [0, MUST_SUCCEED] {
+        let (s, fence, trim) = make_resident(&w, w.queue, 2, at, flags);
+        assert_eq!((s, fence), (NO_MEMORY, UNTOUCHED), "Flags {flags}");
+        assert!(
+            trim != UNTOUCHED && trim >= BYTES,
+            "NumBytesToTrim {trim:#x}"
+        );
+    }
+    let d = w.p.devices()[0];
+    assert_ne!(
+        w.m.kmt(&d).device_execution_state(),
+        Ok(rvgpu_umd::kmt::DeviceExecutionState::ACTIVE),
+        "the device in error"
     );
-    assert_eq!(lock2(&w, w.device, w.allocation).0, STATUS_SUCCESS);
-    assert_eq!(unlock2(&w, w.device, w.allocation), STATUS_SUCCESS);
-    let (s, fence, trim) = make_resident(&w, w.queue, 2, at, MUST_SUCCEED);
+    (w, big)
+}
+
+/// DDI-03: `D3DKMTMakeResident` past the process's VRAM budget is STATUS_NO_MEMORY with
+/// `NumBytesToTrim`; with `MustSucceed` VidMm also puts the device in error
+/// (`M:VIDMM_GLOBAL::MakeResident` @0x1400B93C8, code 12; the `D3DDDI_MAKERESIDENT_FLAGS`
+/// page says the same), which its execution state shows. The DXGDEVICE stays active
+/// (`K:COREDEVICEACCESS::AcquireShared` @0x14000F550 reads only its state, +608), so its
+/// memory thunks go on; once the adapter is removed (the device stopped) each answers
+/// STATUS_DEVICE_REMOVED and writes nothing back.
+#[test]
+fn ddi_03_makeresident_mustsucceed_over_budget_puts_the_device_in_error() {
+    const REMOVED: u64 = rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED as u32 as u64;
+    let (w, big) = in_error_by_must_succeed();
+    let at = big.as_ptr() as u64;
     assert_eq!(
-        (s, fence),
-        (NO_MEMORY, UNTOUCHED),
-        "MustSucceed over budget"
+        invalidate(&w, w.device, big[0]),
+        STATUS_SUCCESS,
+        "InvalidateCache"
     );
-    assert!(
-        trim != UNTOUCHED && trim >= BYTES,
-        "NumBytesToTrim {trim:#x}"
-    );
+    assert_eq!(evict(&w, w.device, 1, at, 0).0, STATUS_SUCCESS, "Evict");
+    // The adapter removed: its DXGDEVICEs stopped (`K:DXGDEVICE::Stop` @0x1401BBA38).
+    assert!(w.m.device_removed(0).is_ok(), "{:?}", w.m.fault());
     let what = "the device not active";
     assert_eq!(expected("D3DKMTLock2", what), REMOVED);
-    assert_eq!(
-        lock2(&w, w.device, w.allocation),
-        (REMOVED, UNTOUCHED),
-        "Lock2"
-    );
-    assert_eq!(unlock2(&w, w.device, w.allocation), REMOVED, "Unlock2");
     assert_eq!(
         invalidate(&w, w.device, w.allocation),
         expected("D3DKMTInvalidateCache", what)
@@ -818,27 +825,80 @@ fn ddi_03_makeresident_mustsucceed_over_budget_puts_the_device_in_error() {
         (expected("D3DKMTMakeResident", what), UNTOUCHED, UNTOUCHED),
         "MakeResident"
     );
+    w.done();
+}
+
+/// UM-10: a device VidSch put in error (VidMm's MustSucceed, code 12) stays an active
+/// DXGDEVICE: `K:DxgkLock2` @0x1402A3430 refuses only a device whose state (+608) is not
+/// active (`K:COREDEVICEACCESS::AcquireShared` @0x14000F550, inlined; only the adapter's reset,
+/// `K:DXGDEVICE::Reset` @0x1401BB7FC, and stop change it), so its Lock2 maps the allocation and
+/// its Unlock2 succeeds; once the adapter is removed both are STATUS_DEVICE_REMOVED and
+/// `pData` is left as it was.
+#[test]
+fn um_10_d3dkmtlock2_on_a_device_in_error_answers_as_24h2() {
+    let (w, _) = in_error_by_must_succeed();
+    let (s, data) = lock2(&w, w.device, w.allocation);
+    assert_eq!(s, STATUS_SUCCESS, "Lock2 of the device in error");
+    assert!(data != UNTOUCHED && data != 0, "pData {data:#x}");
+    assert_eq!(unlock2(&w, w.device, w.allocation), STATUS_SUCCESS);
+    // The adapter removed: its DXGDEVICEs stopped (`K:DXGDEVICE::Stop` @0x1401BBA38).
+    assert!(w.m.device_removed(0).is_ok(), "{:?}", w.m.fault());
+    let what = "the device not active";
+    assert_eq!(
+        lock2(&w, w.device, w.allocation),
+        (expected("D3DKMTLock2", what), UNTOUCHED),
+        "Lock2 of a stopped device"
+    );
+    assert_eq!(
+        unlock2(&w, w.device, w.allocation),
+        expected("D3DKMTUnlock2", what),
+        "Unlock2 of a stopped device"
+    );
+    w.done();
+}
+
+/// UM-10: `K:DxgkCreateAllocationInternal` @0x140304ED8's device access
+/// (`K:COREDEVICEACCESS::AcquireShared` @0x14000F550) refuses only a device that is not
+/// active (+608); a device VidSch put in error (VidMm's MustSucceed, code 12) gets its
+/// allocation, written back as for any device, and once the adapter is removed the call is
+/// STATUS_DEVICE_REMOVED before `DXGDEVICE::CreateAllocation` (no handle, `hGlobalShare` as
+/// the caller left it).
+#[test]
+fn um_10_d3dkmtcreateallocation2_on_a_device_in_error_answers_as_24h2() {
+    let (w, _) = in_error_by_must_succeed();
     let c = CreateCase {
-        what,
+        what: "the device in error",
         device: w.device,
         count: 1,
         flags: 0,
         list: None,
         edit: |_| {},
+        ran: true,
+    };
+    let (s, written, info) = create_case(&w, &c);
+    assert_eq!(
+        (s, written),
+        (STATUS_SUCCESS, [0, 0, 0]),
+        "CreateAllocation2 of the device in error"
+    );
+    assert!(info[0] != UNTOUCHED && info[0] != 0, "hAllocation");
+    // The adapter removed: its DXGDEVICEs stopped (`K:DXGDEVICE::Stop` @0x1401BBA38).
+    assert!(w.m.device_removed(0).is_ok(), "{:?}", w.m.fault());
+    let c = CreateCase {
+        what: "the device not active",
         ran: false,
+        ..c
     };
     let (s, written, info) = create_case(&w, &c);
     assert_eq!(
         (s, written, info[0]),
         (
-            expected("D3DKMTCreateAllocation2", what),
+            expected("D3DKMTCreateAllocation2", c.what),
             [0, SHARE_PRESET, 0],
             UNTOUCHED
         ),
-        "CreateAllocation2"
+        "CreateAllocation2 of a stopped device"
     );
-    let theirs = gpu_only(&w, w.other_device, 4096);
-    assert_eq!(invalidate(&w, w.other_device, theirs), STATUS_SUCCESS);
     w.done();
 }
 

@@ -15,6 +15,7 @@ use common::pe::{pe_machine, umd};
 use rvgpu_simos::machine::answers::OpenFencePdd;
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
+use rvgpu_umd::kmt::Kmt as _;
 
 /// An address nothing is mapped at in the DLL's process.
 const UNMAPPED: u64 = 0x10;
@@ -1000,7 +1001,7 @@ fn mf_03_d3dkmtsubmitsignalsyncobjectstohwqueue_answers_as_24h2() {
             ("no pool for the fence values", pool),
             (
                 "the device not active",
-                "needs a device in error (the TDR suites)",
+                "driven by um_10_d3dkmtsubmitsyncobjectstohwqueue_on_a_device_in_error_answers_as_24h2",
             ),
             (
                 "an object of another adapter, or whose adapter state is destroyed",
@@ -1075,7 +1076,7 @@ fn mf_03_d3dkmtsubmitwaitforsyncobjectstohwqueue_answers_as_24h2() {
             ("no pool for the objects", pool),
             (
                 "the device not active",
-                "needs a device in error (the TDR suites)",
+                "driven by um_10_d3dkmtsubmitsyncobjectstohwqueue_on_a_device_in_error_answers_as_24h2",
             ),
         ],
     );
@@ -1390,7 +1391,7 @@ fn mf_01_d3dkmtcreatesynchronizationobject2_answers_as_24h2() {
         &[
             (
                 "a fence: the device not active (other types: the adapter not active)",
-                "no DLL suite puts its device in error before creating a fence",
+                "driven by um_10_d3dkmtcreatesynchronizationobject2_on_a_device_in_error_answers_as_24h2",
             ),
             (
                 "a fence: the adapter not on dxgmms2",
@@ -1399,4 +1400,100 @@ fn mf_01_d3dkmtcreatesynchronizationobject2_answers_as_24h2() {
         ],
     );
     assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// [`objects`]' device with two kernel-submission queues (their handles returned), then put
+/// in error by VidSch: a FILL through an address no process maps, submitted raw on a third
+/// queue, faults (its execution state no longer ACTIVE); its DXGDEVICE stays active.
+fn objects_of_a_faulted_device() -> (Objects, [u32; 2]) {
+    use rvgpu_umd::kmt::AllocationCpu as _;
+    let o = objects(0);
+    let d = o.p.devices()[0];
+    let (qa, _) = kernel_queue(&o.p, o.device);
+    let (qb, _) = kernel_queue(&o.p, o.device);
+    let (kq, _) = kernel_queue(&o.p, o.device);
+    let cb =
+        o.m.kmt(&d)
+            .create_allocation_as(4096, rvgpu_umd::kmt::AllocationKind::Commands)
+            .expect("a command buffer");
+    let fill = rvgpu_hw::cmd::Command::Fill {
+        dst: 0x7000_0000_0000,
+        bytes: 8,
+        pattern: 0x0BAD,
+    };
+    let mut words = [0u64; 8];
+    let n = fill.encode(&mut words).expect("a FILL encodes");
+    for (i, w) in words[..n].iter().enumerate() {
+        cb.mem.store(i as u64 * 8, *w);
+    }
+    let mut s = [0u8; 56];
+    put32(&mut s, 0, kq);
+    put64(&mut s, 8, 1);
+    put64(&mut s, 16, cb.gpu_va);
+    put32(&mut s, 24, (n * 8) as u32);
+    let r = thunk(&o.p, "D3DKMTSubmitCommandToHwQueue", s.as_mut_ptr() as u64);
+    assert_eq!(r, STATUS_SUCCESS, "the faulting submission: {r:#x}");
+    let error = rvgpu_simos::UmsEvent::DeviceError { device: d.device };
+    let seen = o.m.run_until(0, std::time::Duration::from_secs(10), |m| {
+        m.ums_events(0).contains(&error)
+    });
+    assert_eq!(seen.ok(), Some(true), "no device error: {:?}", o.m.fault());
+    assert_ne!(
+        o.m.kmt(&d).device_execution_state(),
+        Ok(rvgpu_umd::kmt::DeviceExecutionState::ACTIVE)
+    );
+    (o, [qa, qb])
+}
+
+/// UM-10: `K:SubmitSignalSyncObjectsToHwQueue` @0x1403260EC and
+/// `K:SubmitWaitForSyncObjectsFromGpu` @0x1402AF2F0 check the device's access
+/// (`K:COREDEVICEACCESS::AcquireShared` @0x14000F550): only a DXGDEVICE whose state (+608) is
+/// not active is refused, and VidSch's error (here a page fault) leaves it active, so a
+/// device in error's signal and wait packets are queued; once the adapter is removed (the
+/// device stopped) both are STATUS_DEVICE_REMOVED.
+#[test]
+fn um_10_d3dkmtsubmitsyncobjectstohwqueue_on_a_device_in_error_answers_as_24h2() {
+    const SIGNAL: &str = "D3DKMTSubmitSignalSyncObjectsToHwQueue";
+    const WAIT: &str = "D3DKMTSubmitWaitForSyncObjectsToHwQueue";
+    let (o, [qa, qb]) = objects_of_a_faulted_device();
+    let (queues, objects, values) = ([qa], [o.fence], [7u64]);
+    let mut s = signal_on(&queues, &objects, &values);
+    let r = thunk(&o.p, SIGNAL, s.as_mut_ptr() as u64);
+    assert_eq!(r, STATUS_SUCCESS, "{SIGNAL} of the device in error: {r:#x}");
+    let waited = [o.refused];
+    let mut w = wait_on(qb, &waited, &values);
+    let r = thunk(&o.p, WAIT, w.as_mut_ptr() as u64);
+    assert_eq!(r, STATUS_SUCCESS, "{WAIT} of the device in error: {r:#x}");
+    assert!(o.m.device_removed(0).is_ok(), "{:?}", o.m.fault());
+    let what = "the device not active";
+    let mut s = signal_on(&queues, &objects, &values);
+    let r = thunk(&o.p, SIGNAL, s.as_mut_ptr() as u64);
+    assert_eq!(r, expected(SIGNAL, what), "{SIGNAL}: {what}: {r:#x}");
+    let mut w = wait_on(qb, &waited, &values);
+    let r = thunk(&o.p, WAIT, w.as_mut_ptr() as u64);
+    assert_eq!(r, expected(WAIT, what), "{WAIT}: {what}: {r:#x}");
+    assert!(o.m.bugcheck().is_none(), "{:?}", o.m.bugcheck());
+}
+
+/// UM-10: `K:DxgkCreateSynchronizationObjectImpl` @0x1403708E8 checks a fence's device access
+/// (`K:COREDEVICEACCESS::AcquireShared` @0x14000F550, DXGDEVICE +608): a device VidSch put in
+/// error (here by a page fault) is active and gets its monitored fence; once the adapter is
+/// removed (the device stopped) the call is STATUS_DEVICE_REMOVED and writes nothing back.
+#[test]
+fn um_10_d3dkmtcreatesynchronizationobject2_on_a_device_in_error_answers_as_24h2() {
+    const T: &str = "D3DKMTCreateSynchronizationObject2";
+    let (o, _) = objects_of_a_faulted_device();
+    let mut s = create2(o.device, MONITORED_FENCE, 0);
+    let r = thunk(&o.p, T, s.as_mut_ptr() as u64);
+    assert_eq!(r, STATUS_SUCCESS, "a fence of the device in error: {r:#x}");
+    let h = get32(&s, 88);
+    assert!(h != 0 && h & 0x3F == 0, "hSyncObject {h:#x}");
+    assert!(o.m.device_removed(0).is_ok(), "{:?}", o.m.fault());
+    let what = "a fence: the device not active (other types: the adapter not active)";
+    let mut s = create2(o.device, MONITORED_FENCE, 0);
+    let before = s;
+    let r = thunk(&o.p, T, s.as_mut_ptr() as u64);
+    assert_eq!(r, expected(T, what), "{what}: {r:#x}");
+    assert_eq!(s, before, "{what}: written back");
+    assert!(o.m.bugcheck().is_none(), "{:?}", o.m.bugcheck());
 }

@@ -8,9 +8,7 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::{
-    STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_NO_MEMORY,
-};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::context_virtual::CallerMemory;
@@ -271,7 +269,9 @@ pub type Made = rvgpu_umd::kmt::MappedGpu;
 /// STATUS_INVALID_PARAMETER unless said:
 /// 1. `hDevice` not in the caller's handle table (`device`);
 /// 2. [`create_allocation_checks`];
-/// 3. `COREDEVICEACCESS::AcquireShared`: the device in error, STATUS_DEVICE_REMOVED;
+/// 3. `K:COREDEVICEACCESS::AcquireShared` @0x14000F550: the device not active (stopped with
+///    its adapter, [`super::lock::device_active`]; a device VidSch put in error goes on),
+///    STATUS_DEVICE_REMOVED;
 /// 4. `CreateAllocation`: `CrossAdapter` without `CreateShared` (the adapter's cross-adapter
 ///    bit is checked first with the same status);
 /// 5. the `NumAllocations` entries at `pAllocationInfo2` captured from `mem` (its fault
@@ -303,9 +303,7 @@ pub fn dxgk_create_allocation_internal(
     let signing = m.os_config().test_signing;
     create_allocation_checks(signing, a.flags, a.num_allocations, a.h_resource)?;
     let sh = m.kmt(&p).thunk()?;
-    if crate::ums::tdr_device_in_error(&sh, p.device) {
-        return Err(NtStatus(STATUS_DEVICE_REMOVED));
-    }
+    super::lock::device_active(&sh, p.device)?;
     a.h_global_share = 0;
     let made = device_create_allocation(m, &sh, p, a, mem);
     let written = write_back(a);

@@ -111,7 +111,7 @@ fn context_of(m: &Machine, d: &UmsProcess, h: KmtHandle) -> bool {
 ///    DDI version 0x5023 or later);
 /// 7. VIDMM's suspend refused (`types::before_access`); the adapter not active
 ///    (`K:COREADAPTERACCESS::AcquireShared` @0x14000F940 reads DXGADAPTER +200: not started,
-///    or removed), then `hDevice`'s DXGDEVICE not active (+608, `ums::device_active`:
+///    or removed), then `hDevice`'s DXGDEVICE not active (+608, `super::lock::device_active`:
 ///    stopped with its adapter; a device VidSch put in error is active and its escape goes on
 ///    to the driver): STATUS_DEVICE_REMOVED;
 /// 8. any other type but DRIVERPRIVATE: its own checks and answer (`types::with_adapter`),
@@ -174,8 +174,8 @@ pub fn dxgk_escape(
     if !m.adapter_started(i) || crate::ums::adapter_removed(shared) {
         return Err(removed);
     }
-    if device.is_some_and(|d| !crate::ums::device_active(shared, d.device)) {
-        return Err(removed);
+    if let Some(d) = device {
+        super::lock::device_active(shared, d.device)?;
     }
     if a.escape_type != ESCAPE_DRIVERPRIVATE {
         if types::with_adapter(a, &mut data, device.is_some())? && !data.is_empty() {

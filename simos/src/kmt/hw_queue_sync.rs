@@ -12,9 +12,7 @@ use std::sync::Arc;
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::{
-    STATUS_ACCESS_DENIED, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY,
-};
+use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::context_virtual::CallerMemory;
@@ -151,13 +149,13 @@ fn queue_owner(
     Ok(p)
 }
 
-/// The thunk's adapter for `p`, STATUS_DEVICE_REMOVED when `p`'s device is not active (in
-/// error or gone).
+/// The thunk's adapter for `p`, after the device's core access
+/// ([`super::lock::device_active`], inlined in `K:SubmitSignalSyncObjectsToHwQueue`
+/// @0x1403260EC and `K:SubmitWaitForSyncObjectsFromGpu` @0x1402AF2F0): STATUS_DEVICE_REMOVED when `p`'s
+/// device is not active (stopped with its adapter, or gone); one VidSch put in error goes on.
 fn device_active(m: &Machine, p: &UmsProcess) -> Result<Arc<AdapterShared>, NtStatus> {
     let a = m.kmt(p).thunk()?;
-    if ums::tdr_device_in_error(&a, p.device) {
-        return Err(NtStatus(STATUS_DEVICE_REMOVED));
-    }
+    super::lock::device_active(&a, p.device)?;
     Ok(a)
 }
 

@@ -54,10 +54,14 @@ fn bad() -> NtStatus {
     NtStatus(STATUS_INVALID_PARAMETER)
 }
 
-/// The device's core access (`COREDEVICEACCESS`): a device in error is not active,
-/// STATUS_DEVICE_REMOVED (the status `K:DxgkLock2` returns for it).
+/// The device's core access, `K:COREDEVICEACCESS::AcquireShared` @0x14000F550 (inlined in
+/// `K:DxgkLock2` @0x1402A3430 and `K:SubmitSignalSyncObjectsToHwQueue` @0x1403260EC): the
+/// DXGDEVICE's state (+608) not active, STATUS_DEVICE_REMOVED. Only the adapter's reset
+/// (`K:DXGDEVICE::Reset` @0x1401BB7FC) and stop (`K:DXGDEVICE::Stop` @0x1401BBA38) change that
+/// state: here a device stopped with its adapter, or gone, is not active
+/// ([`crate::ums::device_stopped`]); a device VidSch put in error is, and its call goes on.
 pub(super) fn device_active(sh: &AdapterShared, device: KmtHandle) -> Result<(), NtStatus> {
-    if crate::ums::tdr_device_in_error(sh, device) {
+    if crate::ums::device_stopped(sh, device) {
         return Err(NtStatus(STATUS_DEVICE_REMOVED));
     }
     Ok(())

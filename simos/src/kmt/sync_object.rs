@@ -14,7 +14,7 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use crate::machine::Machine;
@@ -142,8 +142,10 @@ fn is_fence(t: u32) -> bool {
 
 /// `DxgkCreateSynchronizationObjectImpl` (24H2 @0x1403708E8) for the caller's structure `a`:
 /// [`check_arguments`]; `hDevice` in the caller's handle table (`device`; unknown,
-/// STATUS_INVALID_PARAMETER); for a fence its device active (else STATUS_DEVICE_REMOVED; the
-/// adapter is always on dxgmms2 here); then `CreateSynchronizationObjectInternal`
+/// STATUS_INVALID_PARAMETER); for a fence the device's core access (`K:COREDEVICEACCESS::
+/// AcquireShared` @0x14000F550, [`super::lock::device_active`]: stopped with its adapter,
+/// STATUS_DEVICE_REMOVED; a device VidSch put in error goes on; the adapter is always on
+/// dxgmms2 here); then `CreateSynchronizationObjectInternal`
 /// @0x1402F9BAC's own check, `SignalByKmd` on a type other than `D3DDDI_CPU_NOTIFICATION` or
 /// with `Shared` or `CrossAdapter` (STATUS_INVALID_PARAMETER); then the object. On success `a`
 /// holds what 24H2 writes back ([`WRITTEN_BACK`]) and the fence is returned; on failure `a` is
@@ -158,8 +160,8 @@ pub fn dxgk_create_synchronization_object_impl(
     let p = device(a.h_device).ok_or(bad)?;
     let k = m.kmt(&p);
     let shared = k.thunk()?;
-    if is_fence(a.object_type) && ums::tdr_device_in_error(&shared, p.device) {
-        return Err(NtStatus(STATUS_DEVICE_REMOVED));
+    if is_fence(a.object_type) {
+        super::lock::device_active(&shared, p.device)?;
     }
     if a.flags & SYNC_SIGNAL_BY_KMD != 0
         && (a.object_type != CPU_NOTIFICATION || a.flags & (SYNC_SHARED | SYNC_CROSS_ADAPTER) != 0)

@@ -92,7 +92,8 @@ pub(crate) fn create_allocation2(
         let os = lock(&a.ums);
         match os.devices.get(&device) {
             None => return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE)),
-            Some(d) if d.in_error() => return Err(SimError::DdiFailed(STATUS_DEVICE_REMOVED)),
+            // A device VidSch put in error gets its allocation (the kernel entry refused a
+            // stopped one: `K:COREDEVICEACCESS::AcquireShared` @0x14000F550).
             Some(d) => (d.process, d.kmd),
         }
     };

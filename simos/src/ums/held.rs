@@ -63,14 +63,15 @@ pub struct HeldWork {
 /// 24H2 refuses neither a user-mode queue nor one without a progress fence here: VidSch keeps
 /// the wait or signal packet in the queue's list like any other (`M:VidSchSubmitWaitToHwQueue`
 /// @0x1400034F0, `M:VidSchSubmitSignalToHwQueue` @0x140031EF0); a queue without kernel
-/// submissions has nothing ahead of it but other such packets.
+/// submissions has nothing ahead of it but other such packets. Neither looks at the device's
+/// VidSch error: a device in error gets its packets (the kernel entry refused a stopped one).
 pub(super) fn mf03_queue(
     a: &AdapterShared,
     device: KmtHandle,
     queue: KmtHandle,
 ) -> Result<(Arc<HwqSched>, Option<MonitoredFence>), SimError> {
     let os = lock(&a.ums);
-    let q = os.live_queue_of(device, queue)?;
+    let q = os.queue_of(device, queue)?;
     Ok((q.sched.clone(), q.progress.clone()))
 }
 

@@ -45,6 +45,7 @@ pub(crate) fn device_removed(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), S
         let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
         for d in devices {
             if let Some(dv) = os.devices.get_mut(&d) {
+                dv.stopped = true;
                 if !dv.in_error() {
                     dv.mark_error(DeviceError::Removed);
                     os.events.push(UmsEvent::DeviceError { device: d });
@@ -166,6 +167,12 @@ pub(crate) fn device_active(a: &AdapterShared, device: KmtHandle) -> bool {
             .is_some_and(|d| d.error != Some(DeviceError::Removed))
 }
 
+/// Whether the DXGDEVICE of `device` is not active for its thunks' core access: stopped with
+/// its adapter ([`crate::state::ums::DeviceObj::stopped`]) or gone.
+pub(crate) fn device_stopped(a: &AdapterShared, device: KmtHandle) -> bool {
+    lock(&a.ums).devices.get(&device).is_none_or(|d| d.stopped)
+}
+
 /// Device `device`'s error reason (`Some(None)`: live), `None` when there is no such device.
 pub(crate) fn device_error(a: &AdapterShared, device: KmtHandle) -> Option<Option<DeviceError>> {
     lock(&a.ums).devices.get(&device).map(|d| d.error)
@@ -176,8 +183,8 @@ pub(crate) fn tdr_devices(a: &AdapterShared) -> Vec<KmtHandle> {
     lock(&a.ums).devices.keys().copied().collect()
 }
 
-/// UM-10 for one device after a TDR (or a fault, `why`): the device is in error (thunks return
-/// `STATUS_DEVICE_REMOVED`), every doorbell of it is disconnected with `DISCONNECTED_ABORT`
+/// UM-10 for one device after a TDR (or a fault, `why`): the device is in error (VidSch refuses
+/// its submissions; its DXGDEVICE stays active, [`device_active`]), every doorbell of it is disconnected with `DISCONNECTED_ABORT`
 /// (status first, then the dummy page, then `DxgkDdiDisconnectDoorbell`); other devices are
 /// not touched. Returns the aborted doorbells.
 pub(crate) fn tdr_device_error(

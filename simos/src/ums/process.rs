@@ -504,6 +504,7 @@ fn new_device(
             lock: Arc::new(Mutex::new(())),
             process: pid,
             error: None,
+            stopped: false,
         },
     );
     os.events.push(UmsEvent::CreateDevice { device: h });

@@ -484,10 +484,10 @@ mod tests {
     /// UM-10, through the capability: once the OS put a test queue's device in error after
     /// its infinite loop was reset, the queue's next submission reports the device lost,
     /// `STATUS_DEVICE_REMOVED`, while the other process's queue submits on (the adapter is not
-    /// removed). The capability copies each submission to a new command allocation, and
-    /// `D3DKMTCreateAllocation` for a device in error already answers `STATUS_DEVICE_REMOVED`:
-    /// VidSch's own refusal of the submission (the mapping above) is never reached here. On the
-    /// simulated machine in process and on the D3DKMT backend's.
+    /// removed). The capability copies each submission to a new command allocation, which
+    /// 24H2 makes for a device in error (its DXGDEVICE stays active); VidSch's own refusal of
+    /// the submission is what reports the loss (the mapping above). On the simulated machine
+    /// in process and on the D3DKMT backend's.
     #[test]
     fn um_10_a_test_queue_of_the_device_in_error_submits_no_more_end_to_end() {
         let kmt = KmtBackend::new(SimPlatform);

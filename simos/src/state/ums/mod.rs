@@ -100,6 +100,9 @@ pub(crate) struct DeviceObj {
     /// Why VidSch put the device in error, the first reason only (`M:VidSchiMarkDeviceAsError`
     /// @0x14001FF30 keeps the first: a compare-exchange against 0); `None` while it is not.
     pub(crate) error: Option<DeviceError>,
+    /// The DXGDEVICE's state (+608) is 4, stopped with its adapter (`K:DXGDEVICE::Stop`
+    /// @0x1401BBA38); VidSch's error does not touch it.
+    pub(crate) stopped: bool,
 }
 
 /// A device's error reason as VidSch records it (`M:VidSchiMarkDeviceAsError` @0x14001FF30's
