@@ -59,7 +59,7 @@ fn skip_reason(case: &Case) -> String {
 
 #[test]
 fn a_case_needing_fault_injection_is_skipped_on_the_pci_board() {
-    let case = case("Tdr.CompletedBeforeReset");
+    let case = case("Simulation.IrqlEnforcedCallback");
     assert!(case.needs.contains(&Capability::FaultInjection));
     let why = skip_reason(&case);
     assert!(why.contains("FaultInjection"), "{why}");

@@ -7,6 +7,7 @@
 
 pub mod conformance;
 pub mod dll;
+pub mod dll_world;
 pub mod fences;
 pub mod own_progress;
 pub mod pe;
