@@ -270,7 +270,7 @@ pub type Made = rvgpu_umd::kmt::MappedGpu;
 /// 1. `hDevice` not in the caller's handle table (`device`);
 /// 2. [`create_allocation_checks`];
 /// 3. `K:COREDEVICEACCESS::AcquireShared` @0x14000F550: the device not active (stopped with
-///    its adapter, [`super::lock::device_active`]; a device VidSch put in error goes on),
+///    its adapter, `lock::device_active`; a device VidSch put in error goes on),
 ///    STATUS_DEVICE_REMOVED;
 /// 4. `CreateAllocation`: `CrossAdapter` without `CreateShared` (the adapter's cross-adapter
 ///    bit is checked first with the same status);

@@ -150,7 +150,7 @@ fn queue_owner(
 }
 
 /// The thunk's adapter for `p`, after the device's core access
-/// ([`super::lock::device_active`], inlined in `K:SubmitSignalSyncObjectsToHwQueue`
+/// (`lock::device_active`, inlined in `K:SubmitSignalSyncObjectsToHwQueue`
 /// @0x1403260EC and `K:SubmitWaitForSyncObjectsFromGpu` @0x1402AF2F0): STATUS_DEVICE_REMOVED when `p`'s
 /// device is not active (stopped with its adapter, or gone); one VidSch put in error goes on.
 fn device_active(m: &Machine, p: &UmsProcess) -> Result<Arc<AdapterShared>, NtStatus> {

@@ -143,7 +143,7 @@ fn is_fence(t: u32) -> bool {
 /// `DxgkCreateSynchronizationObjectImpl` (24H2 @0x1403708E8) for the caller's structure `a`:
 /// [`check_arguments`]; `hDevice` in the caller's handle table (`device`; unknown,
 /// STATUS_INVALID_PARAMETER); for a fence the device's core access (`K:COREDEVICEACCESS::
-/// AcquireShared` @0x14000F550, [`super::lock::device_active`]: stopped with its adapter,
+/// AcquireShared` @0x14000F550, `lock::device_active`: stopped with its adapter,
 /// STATUS_DEVICE_REMOVED; a device VidSch put in error goes on; the adapter is always on
 /// dxgmms2 here); then `CreateSynchronizationObjectInternal`
 /// @0x1402F9BAC's own check, `SignalByKmd` on a type other than `D3DDDI_CPU_NOTIFICATION` or

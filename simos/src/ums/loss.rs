@@ -184,7 +184,8 @@ pub(crate) fn tdr_devices(a: &AdapterShared) -> Vec<KmtHandle> {
 }
 
 /// UM-10 for one device after a TDR (or a fault, `why`): the device is in error (VidSch refuses
-/// its submissions; its DXGDEVICE stays active, [`device_active`]), every doorbell of it is disconnected with `DISCONNECTED_ABORT`
+/// its submissions; its DXGDEVICE stays active, [`device_active`]), every doorbell of it is
+/// disconnected with `DISCONNECTED_ABORT`
 /// (status first, then the dummy page, then `DxgkDdiDisconnectDoorbell`); other devices are
 /// not touched. Returns the aborted doorbells.
 pub(crate) fn tdr_device_error(
