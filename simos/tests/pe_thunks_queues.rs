@@ -6,17 +6,15 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::conformance::{assert_covers, expected};
 use common::dll::*;
 use common::pe::umd;
-use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::{DoorbellPdd, HwQueuePdd, HW_QUEUE_PDD_VERSION, PDD_MAGIC};
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::pe::DriverBuild;
 use rvgpu_simos::{Machine, MachineConfig, Mode, UmsEvent};
-use rvgpu_umd::kmt::{AllocationCpu, AllocationKind, Kmt};
+use rvgpu_umd::kmt::{AllocationKind, Kmt};
 use zerocopy::IntoBytes;
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission`.
@@ -375,38 +373,6 @@ fn um_01_d3dkmtsubmitcommandtohwqueue_refuses_what_24h2_refuses() {
         )],
     );
     assert!(m.fault().is_none(), "{:?}", m.fault());
-}
-
-/// Puts `p`'s device in error: a FILL through an address no process maps, submitted raw on
-/// kernel-mode queue `kq` as its first submission, faults; returns once the OS has handled it.
-fn device_in_error(m: &Arc<Machine>, p: &Arc<UserProcess>, kq: u32) {
-    const NOWHERE: u64 = 0x7000_0000_0000;
-    let d = p.devices()[0];
-    let cb = match m
-        .kmt(&d)
-        .create_allocation_as(4096, AllocationKind::Commands)
-    {
-        Ok(a) => a,
-        Err(e) => panic!("a command buffer: {e:?}"),
-    };
-    let fill = Command::Fill {
-        dst: NOWHERE,
-        bytes: 8,
-        pattern: 0x0BAD,
-    };
-    let mut words = [0u64; 8];
-    let n = fill.encode(&mut words).expect("a FILL encodes");
-    for (i, w) in words[..n].iter().enumerate() {
-        cb.mem.store(i as u64 * 8, *w);
-    }
-    let mut s = submit_args(kq, 1, cb.gpu_va, (n * 8) as u32);
-    let r = thunk(p, "D3DKMTSubmitCommandToHwQueue", s.as_mut_ptr() as u64);
-    assert_eq!(r, STATUS_SUCCESS, "the faulting submission: {r:#x}");
-    let error = UmsEvent::DeviceError { device: d.device };
-    let seen = m.run_until(0, Duration::from_secs(10), |m| {
-        m.ums_events(0).contains(&error)
-    });
-    assert_eq!(seen.ok(), Some(true), "no device error: {:?}", m.fault());
 }
 
 /// UM-03, UM-07: `D3DKMTCreateDoorbell` refuses what 24H2's `DxgkCreateDoorbellInternal`,

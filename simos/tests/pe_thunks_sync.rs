@@ -767,16 +767,7 @@ fn mf_04_a_nowait_monitored_fence_refuses_a_cpu_wait() {
     let p = UserProcess::new(m.clone(), umd());
     open_queue(&p);
     let device = p.devices()[0].device;
-    let mut c = create2(device, MONITORED_FENCE, NO_WAIT);
-    assert_eq!(
-        thunk(
-            &p,
-            "D3DKMTCreateSynchronizationObject2",
-            c.as_mut_ptr() as u64
-        ),
-        STATUS_SUCCESS
-    );
-    let handles = [get32(&c, 88)];
+    let handles = [monitored_fence(&p, device, NO_WAIT, 7)];
     let mut w = from_cpu(device, 1, handles.as_ptr() as u64, [0u64].as_ptr() as u64);
     assert_eq!(thunk(&p, W, w.as_mut_ptr() as u64), expected(W, no_wait));
     let mut s = from_cpu(device, 1, handles.as_ptr() as u64, [9u64].as_ptr() as u64);
@@ -808,20 +799,10 @@ fn mf_01_a_cpu_signal_below_the_last_one_is_refused() {
     let p = UserProcess::new(m.clone(), umd());
     open_queue(&p);
     let device = p.devices()[0].device;
-    let fence = |initial: u64| {
-        let mut c = create2(device, MONITORED_FENCE, 0);
-        c[16..24].copy_from_slice(&initial.to_le_bytes());
-        assert_eq!(
-            thunk(
-                &p,
-                "D3DKMTCreateSynchronizationObject2",
-                c.as_mut_ptr() as u64
-            ),
-            STATUS_SUCCESS
-        );
-        get32(&c, 88)
-    };
-    let (f, g) = (fence(0), fence(7));
+    let (f, g) = (
+        monitored_fence(&p, device, 0, 0),
+        monitored_fence(&p, device, 0, 7),
+    );
     let signal = |handles: &[u32], values: &[u64], flags: u64| {
         let n = handles.len() as u32;
         let mut s = from_cpu(device, n, handles.as_ptr() as u64, values.as_ptr() as u64);
@@ -1239,6 +1220,21 @@ fn create2(device: u32, ty: u32, flags: u32) -> [u8; 96] {
     s
 }
 
+/// A monitored fence of `device` with `flags` and `initial`, made through the thunk: its handle.
+fn monitored_fence(p: &Arc<UserProcess>, device: u32, flags: u32, initial: u64) -> u32 {
+    let mut c = create2(device, MONITORED_FENCE, flags);
+    put64(&mut c, 16, initial);
+    assert_eq!(
+        thunk(
+            p,
+            "D3DKMTCreateSynchronizationObject2",
+            c.as_mut_ptr() as u64
+        ),
+        STATUS_SUCCESS
+    );
+    get32(&c, 88)
+}
+
 /// MF-01: `D3DKMTCreateSynchronizationObject2` refuses what 24H2's
 /// `DxgkCreateSynchronizationObjectImpl` and `CreateSynchronizationObjectInternal` refuse, in
 /// their order and with the catalog's statuses, writing nothing back; accepted, a monitored
@@ -1406,38 +1402,12 @@ fn mf_01_d3dkmtcreatesynchronizationobject2_answers_as_24h2() {
 /// in error by VidSch: a FILL through an address no process maps, submitted raw on a third
 /// queue, faults (its execution state no longer ACTIVE); its DXGDEVICE stays active.
 fn objects_of_a_faulted_device() -> (Objects, [u32; 2]) {
-    use rvgpu_umd::kmt::AllocationCpu as _;
     let o = objects(0);
     let d = o.p.devices()[0];
     let (qa, _) = kernel_queue(&o.p, o.device);
     let (qb, _) = kernel_queue(&o.p, o.device);
     let (kq, _) = kernel_queue(&o.p, o.device);
-    let cb =
-        o.m.kmt(&d)
-            .create_allocation_as(4096, rvgpu_umd::kmt::AllocationKind::Commands)
-            .expect("a command buffer");
-    let fill = rvgpu_hw::cmd::Command::Fill {
-        dst: 0x7000_0000_0000,
-        bytes: 8,
-        pattern: 0x0BAD,
-    };
-    let mut words = [0u64; 8];
-    let n = fill.encode(&mut words).expect("a FILL encodes");
-    for (i, w) in words[..n].iter().enumerate() {
-        cb.mem.store(i as u64 * 8, *w);
-    }
-    let mut s = [0u8; 56];
-    put32(&mut s, 0, kq);
-    put64(&mut s, 8, 1);
-    put64(&mut s, 16, cb.gpu_va);
-    put32(&mut s, 24, (n * 8) as u32);
-    let r = thunk(&o.p, "D3DKMTSubmitCommandToHwQueue", s.as_mut_ptr() as u64);
-    assert_eq!(r, STATUS_SUCCESS, "the faulting submission: {r:#x}");
-    let error = rvgpu_simos::UmsEvent::DeviceError { device: d.device };
-    let seen = o.m.run_until(0, std::time::Duration::from_secs(10), |m| {
-        m.ums_events(0).contains(&error)
-    });
-    assert_eq!(seen.ok(), Some(true), "no device error: {:?}", o.m.fault());
+    device_in_error(&o.m, &o.p, kq);
     assert_ne!(
         o.m.kmt(&d).device_execution_state(),
         Ok(rvgpu_umd::kmt::DeviceExecutionState::ACTIVE)

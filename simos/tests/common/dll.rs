@@ -2,9 +2,12 @@
 //! statuses, raw thunk calls, and the objects most cases start from.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::pe::umd::UserProcess;
+use rvgpu_simos::{Machine, UmsEvent};
+use rvgpu_umd::kmt::{AllocationCpu as _, AllocationKind, Kmt as _};
 
 use super::pe::call;
 
@@ -148,4 +151,42 @@ pub fn read_only(words: &[u64]) -> u64 {
     // SAFETY: the page just mapped, made read-only; it is never unmapped (a test's page).
     assert_eq!(unsafe { libc::mprotect(page, 4096, libc::PROT_READ) }, 0);
     page as u64
+}
+
+/// Puts `p`'s device in error: a FILL through an address no process maps, submitted raw on
+/// kernel-mode queue `kq` as its first submission, faults; returns once the OS has handled it.
+pub fn device_in_error(m: &Arc<Machine>, p: &Arc<UserProcess>, kq: u32) {
+    const NOWHERE: u64 = 0x7000_0000_0000;
+    let d = p.devices()[0];
+    let cb = match m
+        .kmt(&d)
+        .create_allocation_as(4096, AllocationKind::Commands)
+    {
+        Ok(a) => a,
+        Err(e) => panic!("a command buffer: {e:?}"),
+    };
+    let fill = Command::Fill {
+        dst: NOWHERE,
+        bytes: 8,
+        pattern: 0x0BAD,
+    };
+    let mut words = [0u64; 8];
+    let n = fill.encode(&mut words).expect("a FILL encodes");
+    for (i, w) in words[..n].iter().enumerate() {
+        cb.mem.store(i as u64 * 8, *w);
+    }
+    // D3DKMT_SUBMITCOMMANDTOHWQUEUE: hHwQueue, HwQueueProgressFenceId, CommandBuffer,
+    // CommandLength (byte 24).
+    let mut s = [0u64; 7];
+    s[0] = u64::from(kq);
+    s[1] = 1;
+    s[2] = cb.gpu_va;
+    s[3] = (n * 8) as u64;
+    let r = thunk(p, "D3DKMTSubmitCommandToHwQueue", s.as_mut_ptr() as u64);
+    assert_eq!(r, STATUS_SUCCESS, "the faulting submission: {r:#x}");
+    let error = UmsEvent::DeviceError { device: d.device };
+    let seen = m.run_until(0, Duration::from_secs(10), |m| {
+        m.ums_events(0).contains(&error)
+    });
+    assert_eq!(seen.ok(), Some(true), "no device error: {:?}", m.fault());
 }
