@@ -335,7 +335,7 @@ fn um_17_um_18_lifetimes_with_work_in_flight_return_every_process_and_byte() {
 
 /// Threaded: a paging buffer is freed before VidSch publishes its completion, so a thread that
 /// sees the node's last completed fence reach it finds the OS's system memory as before the
-/// paging, every time (a DPC that freed after publishing left a window a measure fell into).
+/// paging, every time (were it freed after, a measure could fall in between).
 #[test]
 fn tdr_04_a_paging_buffer_seen_completed_is_already_freed() {
     let m = machine(Mode::Threaded);

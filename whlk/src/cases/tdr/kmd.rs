@@ -220,6 +220,16 @@ pub(super) fn new_work_runs(s: &mut dyn Session, nodes: &[u32], above: u32) -> C
     Ok(())
 }
 
+/// Where the successful `DxgkDdiResetFromTimeout` and `DxgkDdiRestartFromTimeout` records
+/// are in `recs`.
+fn adapter_reset(recs: &[JournalRecord]) -> (Option<usize>, Option<usize>) {
+    let ok = |kind: JournalKind| at(recs, |r| r.kind == kind as u16 && r.status >= 0);
+    (
+        ok(JournalKind::ResetFromTimeout),
+        ok(JournalKind::RestartFromTimeout),
+    )
+}
+
 /// The Submit records of node 0 before index `end`, not resubmissions: their IDs (S is the
 /// largest).
 fn submitted(recs: &[JournalRecord], end: usize) -> impl Iterator<Item = u64> + '_ {
@@ -425,12 +435,7 @@ pub(super) fn reset_fails_promoted(b: &dyn Backend) -> CaseResult {
         r.kind == JournalKind::FaultFired as u16 && r.a == TestHookOp::FailNextReset as u64
     });
     let failed = at(&recs, |r| is(r, JournalKind::ResetEngine) && r.status < 0);
-    let reset = at(&recs, |r| {
-        r.kind == JournalKind::ResetFromTimeout as u16 && r.status >= 0
-    });
-    let restart = at(&recs, |r| {
-        r.kind == JournalKind::RestartFromTimeout as u16 && r.status >= 0
-    });
+    let (reset, restart) = adapter_reset(&recs);
     ensure!(
         matches!((fired, failed, reset, restart), (Some(_), Some(a), Some(b), Some(c)) if a < b && b < c),
         "the armed fault fired, failed ResetEngine < ResetFromTimeout < RestartFromTimeout \
@@ -471,12 +476,7 @@ pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     });
     let hung = fired
         .and_then(|f| at(&recs[f..], |r| on(r, JournalKind::Submit) && paging(r)).map(|i| f + i));
-    let reset = at(&recs, |r| {
-        r.kind == JournalKind::ResetFromTimeout as u16 && r.status >= 0
-    });
-    let restart = at(&recs, |r| {
-        r.kind == JournalKind::RestartFromTimeout as u16 && r.status >= 0
-    });
+    let (reset, restart) = adapter_reset(&recs);
     ensure!(
         matches!((fired, hung, reset, restart), (Some(_), Some(a), Some(b), Some(c)) if a < b && b < c),
         "HangNextPaging fired on node {node}, its paging submission < ResetFromTimeout < \
