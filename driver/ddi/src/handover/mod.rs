@@ -181,6 +181,7 @@ mod allocation;
 mod paging;
 mod process;
 mod queue;
+pub mod callbacks;
 
 pub use allocation::{ALLOCATION_INFO, CREATE_ALLOCATION, OPEN_ALLOCATION, OPEN_ALLOCATION_INFO};
 pub use paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
