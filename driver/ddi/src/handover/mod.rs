@@ -8,15 +8,18 @@
 //! a field marked [`Fill::Zero`] arrives non-zero. A field filled only in some cases is
 //! [`Fill::Filled`] with the cases in its text.
 //!
-//! Audited: `DxgkDdiCreateProcess`, `DxgkDdiSetRootPageTable`; UPDATEPAGETABLE, maps and
-//! invalidations apart; FLUSHTLB;
-//! `DxgkDdiCreateAllocation` (device allocations) and its `DXGK_ALLOCATIONINFO` inputs;
-//! `DxgkDdiCreateHwQueue`, kernel-mode and user-mode queues apart; `DxgkDdiCreateDoorbell`;
-//! `DxgkDdiOpenAllocation` (the creating device's open) and its `DXGK_OPENALLOCATIONINFO`;
-//! `DxgkDdiSubmitCommandToHwQueue` of a kernel-mode queue's buffers.
+//! [`AUDIT`] holds one [`Audit`] per DDI of the catalog (`crate::catalog::CATALOG`): the row
+//! sets of the blocks 24H2 hands it ([`Cover::Blocks`]; one set per operation of a
+//! multi-operation DDI where rvgpu implements several), or why it has none: a DDI that takes
+//! only handles and scalars ([`Cover::NoBlock`]), one 24H2 never calls on rvgpu's adapter
+//! ([`Cover::NotCalled`]), one rvgpu's table leaves empty ([`Cover::Unfilled`]). The simulated
+//! OS checks a block where it hands it over, through the DDI's sets in [`AUDIT`]
+//! ([`Audited::check`]), or at the call site for a set whose block sits inside another.
 //!
 //! Adding a DDI: a `pub const` [`Ddi`] of its block's type built with `filled_row!` and
-//! `zero_row!` rows, and a call of the simulated OS's recorder where it hands the block over.
+//! `zero_row!` rows, and its entry in [`AUDIT`].
+
+use core::any::TypeId;
 
 use crate::submission::DXGKARG_CREATEHWQUEUE_0;
 
@@ -78,6 +81,171 @@ impl<T> Ddi<T> {
     }
 }
 
+/// One row of a set, without its block's type.
+#[derive(Clone, Copy, Debug)]
+pub struct RowView {
+    /// The field's name in the WDK header.
+    pub field: &'static str,
+    /// Whether rvgpu's KMD reads it.
+    pub kmd_reads: bool,
+    /// Who fills it.
+    pub fill: Fill,
+    /// Whether a block's field is checked to be zero.
+    pub checks_zero: bool,
+}
+
+/// A row set seen without its block's type: what the coverage test reads and what the
+/// simulated OS checks a DDI's argument against where it hands it over.
+pub trait Audited: Sync {
+    /// The DDI, with the operation for a multi-operation DDI ([`Ddi::name`]).
+    fn name(&self) -> &'static str;
+    /// The type name of the block the rows describe.
+    fn block(&self) -> &'static str;
+    /// Row `i`, `None` past the last.
+    fn row(&self, i: usize) -> Option<RowView>;
+    /// The type of the argument the DDI receives a pointer to, which [`Audited::check`] reads.
+    fn arg_type(&self) -> TypeId;
+    /// Checks the argument at `arg`: `false` when the set does not apply to it (another
+    /// operation, another kind of queue); else calls `found` with each field 24H2 leaves zero
+    /// that is not.
+    ///
+    /// # Safety
+    ///
+    /// `arg` points to a live, initialised value of the type [`Audited::arg_type`] names.
+    unsafe fn check(&self, arg: *const (), found: &mut dyn FnMut(&'static str)) -> bool;
+}
+
+impl<T: 'static> Audited for Ddi<T> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn block(&self) -> &'static str {
+        self.block
+    }
+
+    fn row(&self, i: usize) -> Option<RowView> {
+        self.rows.get(i).map(|r| RowView {
+            field: r.field,
+            kmd_reads: r.kmd_reads,
+            fill: r.fill,
+            checks_zero: r.is_zero.is_some(),
+        })
+    }
+
+    fn arg_type(&self) -> TypeId {
+        TypeId::of::<T>()
+    }
+
+    unsafe fn check(&self, arg: *const (), found: &mut dyn FnMut(&'static str)) -> bool {
+        // SAFETY: the caller's contract: `arg` points to a live `T`.
+        let b = unsafe { &*arg.cast::<T>() };
+        self.filled_zero(b).for_each(found);
+        true
+    }
+}
+
+impl core::fmt::Debug for dyn Audited {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A row set that applies to part of a DDI's argument, or to some of its calls: `of` picks
+/// the block out of the argument (`None`: the set does not apply to this call).
+pub struct Part<O: 'static, T: 'static> {
+    /// The rows.
+    pub set: &'static Ddi<T>,
+    /// The block of an argument the rows describe, if they apply to it.
+    pub of: fn(&O) -> Option<&T>,
+}
+
+impl<O: 'static, T: 'static> core::fmt::Debug for Part<O, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Part").field("set", &self.set.name).finish()
+    }
+}
+
+impl<O: 'static, T: 'static> Audited for Part<O, T> {
+    fn name(&self) -> &'static str {
+        self.set.name
+    }
+
+    fn block(&self) -> &'static str {
+        self.set.block
+    }
+
+    fn row(&self, i: usize) -> Option<RowView> {
+        Audited::row(self.set, i)
+    }
+
+    fn arg_type(&self) -> TypeId {
+        TypeId::of::<O>()
+    }
+
+    unsafe fn check(&self, arg: *const (), found: &mut dyn FnMut(&'static str)) -> bool {
+        // SAFETY: the caller's contract: `arg` points to a live `O`.
+        let o = unsafe { &*arg.cast::<O>() };
+        match (self.of)(o) {
+            Some(b) => {
+                self.set.filled_zero(b).for_each(found);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// What the audit holds for one DDI of the catalog.
+#[derive(Clone, Copy, Debug)]
+pub enum Cover {
+    /// The blocks 24H2 hands it, one row set each (several for a multi-operation DDI).
+    Blocks(&'static [&'static dyn Audited]),
+    /// It takes only handles and scalars: `by` is the 24H2 function that calls it.
+    NoBlock {
+        /// The caller in 24H2 (`K:`/`M:` name @address).
+        by: &'static str,
+        /// What it passes.
+        why: &'static str,
+    },
+    /// 24H2 never calls it on rvgpu's adapter, or the simulated OS does not: `by` is the
+    /// 24H2 function (or the reference page) that says why.
+    NotCalled {
+        /// The source.
+        by: &'static str,
+        /// Why it is never called.
+        why: &'static str,
+    },
+    /// rvgpu's table leaves the slot empty: nothing is handed over.
+    Unfilled {
+        /// Why rvgpu leaves it empty.
+        why: &'static str,
+    },
+    /// Its row sets are not written yet: what 24H2 hands it. The coverage test holds the list
+    /// of these, which may only shrink.
+    Pending {
+        /// The blocks and scalars it receives.
+        what: &'static str,
+    },
+}
+
+/// The audit of one DDI of the catalog.
+#[derive(Clone, Copy, Debug)]
+pub struct Audit {
+    /// The catalog's name of the DDI (`crate::catalog::Ddi::name`).
+    pub ddi: &'static str,
+    /// What 24H2 hands it.
+    pub cover: Cover,
+}
+
+/// The row sets of `ddi` (none for a DDI without blocks or not in the audit).
+pub fn sets_of(ddi: &str) -> &'static [&'static dyn Audited] {
+    match AUDIT.iter().find(|a| a.ddi == ddi).map(|a| a.cover) {
+        Some(Cover::Blocks(sets)) => sets,
+        _ => &[],
+    }
+}
+
 /// A value that is all zero bits, or not.
 pub trait IsZero {
     /// Whether it is zero.
@@ -136,6 +304,45 @@ impl IsZero for DXGKARG_CREATEHWQUEUE_0 {
     }
 }
 
+impl IsZero for i32 {
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+}
+
+impl<const N: usize> IsZero for [u8; N] {
+    fn is_zero(&self) -> bool {
+        self.iter().all(|b| *b == 0)
+    }
+}
+
+/// Plain structs whose default is all zero: zero when equal to it.
+macro_rules! default_is_zero {
+    ($($t:ty),*) => {$(
+        impl IsZero for $t {
+            fn is_zero(&self) -> bool {
+                *self == <$t>::default()
+            }
+        }
+    )*};
+}
+
+default_is_zero!(crate::submission::DXGK_CONTEXTINFO);
+
+word_is_zero!(
+    crate::fence::DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS,
+    crate::fence::DXGKARG_CREATENATIVEFENCE_FLAGS,
+    crate::fence::DXGK_OPENNATIVEFENCE_FLAGS,
+    crate::fence::DXGK_CLOSENATIVEFENCE_FLAGS,
+    crate::fence::DXGK_DESTROYNATIVEFENCE_FLAGS,
+    crate::fence::DXGKARG_UPDATENATIVEFENCELOGS_FLAGS,
+    crate::fence::DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS,
+    crate::fence::DXGKARG_UPDATEMONITOREDVALUES_FLAGS,
+    crate::submission::DXGKARG_DISCONNECTDOORBELL_FLAGS,
+    crate::submission::DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
+    crate::submission::DXGKARG_CONNECTDOORBELL_FLAGS
+);
+
 impl IsZero for usize {
     fn is_zero(&self) -> bool {
         *self == 0
@@ -178,16 +385,28 @@ macro_rules! zero_row {
 
 // The audited blocks, by concept (after the macros, which they use).
 mod allocation;
+mod device;
+mod fence;
+mod index;
 mod paging;
 mod process;
 mod queue;
-pub mod callbacks;
+mod tdr;
+
+pub use device::{CREATE_CONTEXT, CREATE_DEVICE};
+pub use fence::{
+    CREATE_NATIVE_FENCE, OPEN_NATIVE_FENCE, SET_NATIVE_FENCE_LOG_BUFFER,
+    SET_NATIVE_FENCE_LOG_BUFFER_RELEASE, UPDATE_CURRENT_VALUES_FROM_CPU, UPDATE_MONITORED_VALUES,
+};
+pub use index::AUDIT;
+pub use tdr::{RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL};
 
 pub use allocation::{ALLOCATION_INFO, CREATE_ALLOCATION, OPEN_ALLOCATION, OPEN_ALLOCATION_INFO};
 pub use paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
 pub use process::{CREATE_PROCESS, SET_ROOT_PAGE_TABLE};
 pub use queue::{
-    CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE, SUBMIT_COMMAND_TO_HWQUEUE,
+    CONNECT_DOORBELL, CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE, DESTROY_DOORBELL,
+    DISCONNECT_DOORBELL, NOTIFY_WORK_SUBMISSION, SUBMIT_COMMAND_TO_HWQUEUE,
 };
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 
 use super::Ddi;
 use crate::submission::{
-    DXGKARG_CREATEDOORBELL, DXGKARG_CREATEHWQUEUE, DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+    DXGKARG_CONNECTDOORBELL, DXGKARG_CREATEDOORBELL, DXGKARG_CREATEHWQUEUE,
+    DXGKARG_DESTROYDOORBELL, DXGKARG_DISCONNECTDOORBELL, DXGKARG_NOTIFYWORKSUBMISSION,
+    DXGKARG_SUBMITCOMMANDTOHWQUEUE,
 };
 
 const HWQUEUE_BY: &str = "K:DXGHWQUEUE::Initialize @0x1402BBA30";
@@ -220,6 +222,112 @@ pub const SUBMIT_COMMAND_TO_HWQUEUE: Ddi<DXGKARG_SUBMITCOMMANDTOHWQUEUE> = Ddi {
             SUBMIT_BY,
             "the queue's progress fence's current-value storage, kernel mapping (the packet's; \
              VidSch writes the value there itself when it completes a packet without the call)"
+        ),
+    ],
+};
+
+const CONNECT_BY: &str = "K:DXGDOORBELL::Connect @0x1401D7B90";
+
+/// `DxgkDdiConnectDoorbell` (`K:DxgkConnectDoorbellInternal` @0x1401D846C): `CONNECT_BY`
+/// zeroes the block on its stack and names the doorbell; the two CPU VAs and the status are
+/// the driver's answers. It calls no DDI on an adapter whose driver reports no doorbells to
+/// connect.
+pub const CONNECT_DOORBELL: Ddi<DXGKARG_CONNECTDOORBELL> = Ddi {
+    name: "DxgkDdiConnectDoorbell",
+    block: "DXGKARG_CONNECTDOORBELL",
+    rows: &[
+        filled_row!(
+            DXGKARG_CONNECTDOORBELL.hDoorbell,
+            true,
+            CONNECT_BY,
+            "the driver's handle of the doorbell"
+        ),
+        filled_row!(
+            DXGKARG_CONNECTDOORBELL.Flags,
+            true,
+            CONNECT_BY,
+            "bit 0 when the doorbell has a secondary CPU VA, no other bit"
+        ),
+        zero_row!(
+            DXGKARG_CONNECTDOORBELL.KernelCpuVirtualAddress,
+            false,
+            CONNECT_BY,
+            "the driver's answer, zeroed"
+        ),
+        zero_row!(
+            DXGKARG_CONNECTDOORBELL.SecondaryKernelCpuVirtualAddress,
+            false,
+            CONNECT_BY,
+            "the driver's answer, zeroed"
+        ),
+        zero_row!(
+            DXGKARG_CONNECTDOORBELL.Status,
+            false,
+            CONNECT_BY,
+            "the driver's answer, zeroed; CONNECTED_NOTIFY_KMD (1) alone reaches the status page \
+             as itself, any other answer as CONNECTED (0)"
+        ),
+    ],
+};
+
+const DISCONNECT_BY: &str = "K:DXGDOORBELL::Disconnect @0x1401D82E8";
+
+/// `DxgkDdiDisconnectDoorbell` of an OS-initiated disconnect (`K:DxgkDisconnectDoorbellCB`
+/// @0x1401DB180, and `K:DXGDOORBELL::DestroyCoreState` @0x1401D804C before a destroy):
+/// `DISCONNECT_BY` passes a two-word block naming the doorbell, then points the CPU VAs back
+/// at the dummy page and writes the status.
+pub const DISCONNECT_DOORBELL: Ddi<DXGKARG_DISCONNECTDOORBELL> = Ddi {
+    name: "DxgkDdiDisconnectDoorbell",
+    block: "DXGKARG_DISCONNECTDOORBELL",
+    rows: &[
+        filled_row!(
+            DXGKARG_DISCONNECTDOORBELL.hDoorbell,
+            true,
+            DISCONNECT_BY,
+            "the driver's handle of the doorbell"
+        ),
+        zero_row!(
+            DXGKARG_DISCONNECTDOORBELL.Flags,
+            false,
+            DISCONNECT_BY,
+            "zeroed; the reason goes to the status page, not to the driver"
+        ),
+    ],
+};
+
+/// `DxgkDdiDestroyDoorbell`: `K:DXGDOORBELL::DestroyCoreState` @0x1401D804C disconnects the
+/// doorbell first while its status says connected, then passes a one-field block.
+pub const DESTROY_DOORBELL: Ddi<DXGKARG_DESTROYDOORBELL> = Ddi {
+    name: "DxgkDdiDestroyDoorbell",
+    block: "DXGKARG_DESTROYDOORBELL",
+    rows: &[filled_row!(
+        DXGKARG_DESTROYDOORBELL.hDoorbell,
+        true,
+        "K:DXGDOORBELL::DestroyCoreState @0x1401D804C",
+        "the driver's handle of the doorbell"
+    )],
+};
+
+const NOTIFY_BY: &str = "K:DxgkNotifyWorkSubmissionInternal @0x1401D98CC";
+
+/// `DxgkDdiNotifyWorkSubmission` (`D3DKMTNotifyWorkSubmission`): `NOTIFY_BY` refuses a caller's
+/// reserved flag bits and calls the driver only while the doorbell's status page says
+/// CONNECTED_NOTIFY_KMD, with a two-word block naming the queue.
+pub const NOTIFY_WORK_SUBMISSION: Ddi<DXGKARG_NOTIFYWORKSUBMISSION> = Ddi {
+    name: "DxgkDdiNotifyWorkSubmission",
+    block: "DXGKARG_NOTIFYWORKSUBMISSION",
+    rows: &[
+        filled_row!(
+            DXGKARG_NOTIFYWORKSUBMISSION.hHwQueue,
+            true,
+            NOTIFY_BY,
+            "the driver's handle of the doorbell's queue"
+        ),
+        zero_row!(
+            DXGKARG_NOTIFYWORKSUBMISSION.Flags,
+            false,
+            NOTIFY_BY,
+            "zeroed; the caller's flags are not passed on"
         ),
     ],
 };

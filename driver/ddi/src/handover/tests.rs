@@ -3,6 +3,7 @@
 use super::*;
 use crate::allocation::{DXGKARG_CREATEPROCESS, DXGK_ALLOCATIONINFO};
 use crate::memory::DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE;
+use crate::submission::DXGKARG_CREATECONTEXT;
 
 fn cites(f: Fill) -> bool {
     let (by, text) = match f {
@@ -47,6 +48,242 @@ fn every_row_cites_24h2_once() {
     check(&CREATE_HWQUEUE_USER_MODE);
     check(&CREATE_DOORBELL);
     check(&SUBMIT_COMMAND_TO_HWQUEUE);
+}
+
+/// The fields of a type-erased set that lack a 24H2 citation, or appear twice, or whose
+/// zero check does not match its fill.
+fn uncited(set: &dyn Audited) -> std::vec::Vec<std::string::String> {
+    let rows: std::vec::Vec<RowView> = (0..).map_while(|i| set.row(i)).collect();
+    let mut bad = std::vec::Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if !cites(r.fill) {
+            bad.push(std::format!("{}.{}: no 24H2 citation", set.name(), r.field));
+        }
+        if matches!(r.fill, Fill::Zero { .. }) != r.checks_zero {
+            bad.push(std::format!("{}.{}: zero check", set.name(), r.field));
+        }
+        if rows.iter().skip(i + 1).any(|o| o.field == r.field) {
+            bad.push(std::format!("{}.{} twice", set.name(), r.field));
+        }
+    }
+    if rows.is_empty() {
+        bad.push(std::format!("{}: no rows", set.name()));
+    }
+    bad
+}
+
+fn is_24h2_cite(by: &str) -> bool {
+    (by.starts_with("K:") || by.starts_with("M:")) && by.contains(" @0x")
+}
+
+/// The DDIs whose row sets are still to be written. The list may only shrink: a DDI leaves
+/// it when its sets (or its no-block or never-called marker) are in the audit.
+const PENDING: &[&str] = &[
+    "DxgkDdiStartDevice",
+    "DxgkDdiStopDevice",
+    "DxgkDdiRemoveDevice",
+    "DxgkDdiDispatchIoRequest",
+    "DxgkDdiInterruptRoutine",
+    "DxgkDdiDpcRoutine",
+    "DxgkDdiQueryChildRelations",
+    "DxgkDdiQueryChildStatus",
+    "DxgkDdiQueryDeviceDescriptor",
+    "DxgkDdiSetPowerState",
+    "DxgkDdiNotifyAcpiEvent",
+    "DxgkDdiResetDevice",
+    "DxgkDdiUnload",
+    "DxgkDdiQueryInterface",
+    "DxgkDdiControlEtwLogging",
+    "DxgkDdiQueryAdapterInfo",
+    "DxgkDdiDestroyAllocation",
+    "DxgkDdiDescribeAllocation",
+    "DxgkDdiGetStandardAllocationDriverData",
+    "DxgkDdiSubmitCommand",
+    "DxgkDdiPreemptCommand",
+    "DxgkDdiResetFromTimeout",
+    "DxgkDdiRestartFromTimeout",
+    "DxgkDdiEscape",
+    "DxgkDdiCollectDbgInfo",
+    "DxgkDdiQueryCurrentFence",
+    "DxgkDdiCloseAllocation",
+    "DxgkDdiSetPowerComponentFState",
+    "DxgkDdiQueryDependentEngineGroup",
+    "DxgkDdiQueryEngineStatus",
+    "DxgkDdiPowerRuntimeControlRequest",
+    "DxgkDdiNotifySurpriseRemoval",
+    "DxgkDdiGetNodeMetadata",
+    "DxgkDdiCalibrateGpuClock",
+    "DxgkDdiGetRootPageTableSize",
+    "DxgkDdiSetSchedulingLogBuffer",
+    "DxgkDdiSetupPriorityBands",
+    "DxgkDdiSetContextSchedulingProperties",
+    "DxgkDdiSuspendContext",
+    "DxgkDdiResumeContext",
+    "DxgkDdiDestroyNativeFence",
+    "DxgkDdiCloseNativeFence",
+    "DxgkDdiUpdateNativeFenceLogs",
+    "DxgkDdiCollectDbgInfo2",
+    "DxgkDdiQueryFeatureSupport",
+    "DxgkDdiQueryFeatureInterface",
+    "DxgkDdiBuildTestCommandBuffer",
+];
+
+/// The problems of `audit` against `catalog`: a catalogued DDI without an entry, an entry
+/// without a catalogued DDI, an uncited row or marker, a never-called marker on a DDI the
+/// simulated OS calls (or the reverse), a mandatory DDI marked unfilled, a pending DDI not in
+/// [`PENDING`].
+fn coverage_problems(
+    catalog: &[crate::catalog::Ddi],
+    audit: &[Audit],
+) -> std::vec::Vec<std::string::String> {
+    use std::format;
+    let mut bad = std::vec::Vec::new();
+    for d in catalog {
+        match audit.iter().filter(|a| a.ddi == d.name).count() {
+            1 => {}
+            0 => bad.push(format!("{}: no row set", d.name)),
+            _ => bad.push(format!("{}: two entries", d.name)),
+        }
+    }
+    for a in audit {
+        let Some(d) = catalog.iter().find(|d| d.name == a.ddi) else {
+            bad.push(format!("{}: not in the catalog", a.ddi));
+            continue;
+        };
+        match a.cover {
+            Cover::Blocks(sets) => {
+                if sets.is_empty() {
+                    bad.push(format!("{}: no row set", a.ddi));
+                }
+                for set in sets {
+                    bad.extend(uncited(*set));
+                }
+            }
+            Cover::NoBlock { by, why } => {
+                if !is_24h2_cite(by) || why.is_empty() {
+                    bad.push(format!("{}: no-block marker without a 24H2 caller", a.ddi));
+                }
+            }
+            Cover::NotCalled { by, why } => {
+                if !(is_24h2_cite(by) || by.starts_with("https://learn.microsoft.com/"))
+                    || why.is_empty()
+                {
+                    bad.push(format!("{}: never-called marker without a source", a.ddi));
+                }
+                if d.irql.is_some() {
+                    bad.push(format!("{}: the simulated OS calls it", a.ddi));
+                }
+            }
+            Cover::Unfilled { why } => {
+                if why.is_empty() || d.class == crate::catalog::Class::Mandatory {
+                    bad.push(format!("{}: a mandatory slot marked unfilled", a.ddi));
+                }
+            }
+            Cover::Pending { what } => {
+                if what.is_empty() || !PENDING.contains(&a.ddi) {
+                    bad.push(format!("{}: pending without its place in the list", a.ddi));
+                }
+            }
+        }
+        if d.irql.is_none() && matches!(a.cover, Cover::Blocks(_) | Cover::NoBlock { .. }) {
+            bad.push(format!("{}: audited as handed over, never called", a.ddi));
+        }
+    }
+    bad
+}
+
+/// DDI-01: every DDI of the catalog has its entry in the audit, and every row of every set
+/// names a 24H2 function by address.
+#[test]
+fn ddi_01_every_catalogued_ddi_has_a_cited_row_set() {
+    let bad = coverage_problems(crate::catalog::CATALOG, AUDIT);
+    assert!(bad.is_empty(), "{bad:#?}");
+    let pending = AUDIT
+        .iter()
+        .filter(|a| matches!(a.cover, Cover::Pending { .. }))
+        .count();
+    assert_eq!(
+        pending,
+        PENDING.len(),
+        "a DDI left the pending list: shorten it"
+    );
+}
+
+/// DDI-01: the coverage check fails on a catalogued DDI left out of the audit, and on a set
+/// with a row that cites no 24H2 function.
+#[test]
+fn ddi_01_a_missing_row_set_or_an_uncited_row_is_caught() {
+    let mut shorter: std::vec::Vec<Audit> = AUDIT.to_vec();
+    let gone = shorter.remove(
+        shorter
+            .iter()
+            .position(|a| a.ddi == "DxgkDdiCreateContext")
+            .unwrap(),
+    );
+    assert_eq!(
+        coverage_problems(crate::catalog::CATALOG, &shorter),
+        ["DxgkDdiCreateContext: no row set"]
+    );
+    static UNCITED: Ddi<crate::submission::DXGKARG_CREATECONTEXT> = Ddi {
+        name: "DxgkDdiCreateContext",
+        block: "DXGKARG_CREATECONTEXT",
+        rows: &[filled_row!(
+            DXGKARG_CREATECONTEXT.hContext,
+            true,
+            "DXGCONTEXT::Initialize",
+            "no address"
+        )],
+    };
+    static UNCITED_SETS: [&dyn Audited; 1] = [&UNCITED];
+    shorter.push(Audit {
+        ddi: gone.ddi,
+        cover: Cover::Blocks(&UNCITED_SETS),
+    });
+    assert_eq!(
+        coverage_problems(crate::catalog::CATALOG, &shorter),
+        ["DxgkDdiCreateContext.hContext: no 24H2 citation"]
+    );
+}
+
+/// DDI-01: the central check picks the set that applies to a block: a user-mode queue's
+/// block is held to the user-mode set (its progress fence zero), a kernel-mode queue's is not.
+#[test]
+fn ddi_01_a_ddis_set_applies_to_its_own_kind_of_block() {
+    use crate::submission::{D3DDDI_CREATEHWQUEUEFLAGS, DXGKARG_CREATEHWQUEUE};
+    let mut b = DXGKARG_CREATEHWQUEUE {
+        HwQueueProgressFenceGPUVirtualAddress: 0x1000,
+        ..Default::default()
+    };
+    let found = |b: &DXGKARG_CREATEHWQUEUE| {
+        let mut v = std::vec::Vec::new();
+        for set in sets_of("DxgkDdiCreateHwQueue") {
+            assert_eq!(
+                set.arg_type(),
+                core::any::TypeId::of::<DXGKARG_CREATEHWQUEUE>()
+            );
+            // SAFETY: `b` is a live DXGKARG_CREATEHWQUEUE, the type the set reads.
+            let applied = unsafe {
+                set.check((b as *const DXGKARG_CREATEHWQUEUE).cast(), &mut |f| {
+                    v.push(f)
+                })
+            };
+            if applied {
+                v.push(set.name());
+            }
+        }
+        v
+    };
+    assert_eq!(found(&b), ["DxgkDdiCreateHwQueue"]);
+    b.Flags = b
+        .Flags
+        .with(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission, 1);
+    assert_eq!(
+        found(&b),
+        [
+            "HwQueueProgressFenceGPUVirtualAddress",
+            "DxgkDdiCreateHwQueue(UserModeSubmission)"
+        ]
+    );
 }
 
 /// A block filled where the audit says zero is caught, field by field.
