@@ -157,6 +157,52 @@ pub fn passive<F: Copy, R>(
     call(a, ddi, At::Level(Irql::Passive), f)
 }
 
+/// An argument a DDI receives, as the hand-over audit sees it: a pointer to a block (the
+/// block's type and address), or a scalar (nothing to check).
+pub trait HandedArg {
+    /// The block's type and address; `None` for a scalar or a null pointer.
+    fn block(&self) -> Option<(std::any::TypeId, *const ())>;
+}
+
+impl<T: 'static> HandedArg for *const T {
+    fn block(&self) -> Option<(std::any::TypeId, *const ())> {
+        (!self.is_null()).then(|| (std::any::TypeId::of::<T>(), self.cast()))
+    }
+}
+
+impl<T: 'static> HandedArg for *mut T {
+    fn block(&self) -> Option<(std::any::TypeId, *const ())> {
+        (!self.is_null()).then(|| (std::any::TypeId::of::<T>(), self.cast_const().cast()))
+    }
+}
+
+/// Scalars: no block.
+macro_rules! scalar_arg {
+    ($($t:ty),*) => {$(
+        impl HandedArg for $t {
+            fn block(&self) -> Option<(std::any::TypeId, *const ())> {
+                None
+            }
+        }
+    )*};
+}
+
+scalar_arg!(i32, u32, u64, usize);
+
+/// Checks `arg`, about to be handed to `ddi`, against the hand-over audit (the observer's
+/// record; nothing the OS decides reads it).
+///
+/// # Safety
+///
+/// A pointer `arg` points to a live block of its type (the contract of the DDI call it
+/// precedes).
+unsafe fn audit_arg<F: Copy>(a: &AdapterShared, ddi: Ddi<F>, arg: &impl HandedArg) {
+    if let Some((ty, p)) = arg.block() {
+        // SAFETY: the caller's contract.
+        unsafe { a.observer().handed_at(ddi.routine().rules().name, ty, p) };
+    }
+}
+
 /// Calls `ddi(handle, arg)`, a DDI of the common `(HANDLE, A)` shape, at PASSIVE_LEVEL
 /// ([`passive`]): the adapter's context or a driver object's handle, and the argument block.
 ///
@@ -164,12 +210,14 @@ pub fn passive<F: Copy, R>(
 ///
 /// `handle` is the handle the DDI takes; `arg`, and every buffer it names, is valid (and
 /// outlives the call) as that DDI requires.
-pub unsafe fn passive_with<A, R>(
+pub unsafe fn passive_with<A: HandedArg, R>(
     a: &AdapterShared,
     ddi: Ddi<unsafe extern "system" fn(HANDLE, A) -> R>,
     handle: HANDLE,
     arg: A,
 ) -> Result<R, SimError> {
+    // SAFETY: the caller's contract covers the block the audit reads.
+    unsafe { audit_arg(a, ddi, &arg) };
     // SAFETY: the caller's contract.
     passive(a, ddi, |f| unsafe { f(handle, arg) })
 }
@@ -180,12 +228,14 @@ pub unsafe fn passive_with<A, R>(
 /// # Safety
 ///
 /// `arg`, and every buffer it names, is valid (and outlives the call) as that DDI requires.
-pub unsafe fn call_arg<A, R>(
+pub unsafe fn call_arg<A: HandedArg, R>(
     a: &AdapterShared,
     ddi: Ddi<unsafe extern "system" fn(A) -> R>,
     at: At,
     arg: A,
 ) -> Result<R, SimError> {
+    // SAFETY: the caller's contract covers the block the audit reads.
+    unsafe { audit_arg(a, ddi, &arg) };
     // SAFETY: the caller's contract.
     call(a, ddi, at, |f| unsafe { f(arg) })
 }
@@ -334,6 +384,8 @@ pub(crate) fn query_adapter_info_args(
     args: &DXGKARG_QUERYADAPTERINFO,
 ) -> Result<NTSTATUS, SimError> {
     let ctx = a.context();
+    // SAFETY: `args` is a live block.
+    unsafe { audit_arg(a, q, &(args as *const DXGKARG_QUERYADAPTERINFO)) };
     let status = call(a, q, at, |q| {
         // SAFETY: the driver's QueryAdapterInfo with its context and buffers the caller keeps
         // alive for the call.

@@ -50,6 +50,32 @@ impl Observer {
         h.filled_zero.extend(filled);
     }
 
+    /// Checks the argument block at `p` (of type `ty`), about to be handed to DDI `ddi` (its
+    /// catalog name), against every row set of `ddi` in the audit
+    /// ([`rvgpu_ddi::handover::AUDIT`]) that reads a block of that type and applies to this
+    /// one, as [`Observer::handed`] does for one set. The one check for the DDIs the OS calls
+    /// through `ddi::passive_with` and `ddi::call_arg`: no call site names the set.
+    ///
+    /// # Safety
+    ///
+    /// `p` points to a live, initialised value of the type `ty` names.
+    pub(crate) unsafe fn handed_at(&self, ddi: &str, ty: std::any::TypeId, p: *const ()) {
+        for set in rvgpu_ddi::handover::sets_of(ddi) {
+            if set.arg_type() != ty {
+                continue;
+            }
+            let mut filled = Vec::new();
+            // SAFETY: the caller's contract; the set reads the type it was matched on.
+            let applied = unsafe { set.check(p, &mut |f| filled.push(f)) };
+            if applied {
+                let mut h = lock(&self.handover);
+                *h.blocks.entry(set.name()).or_default() += 1;
+                h.filled_zero
+                    .extend(filled.into_iter().map(|f| format!("{}: {f}", set.name())));
+            }
+        }
+    }
+
     /// Blocks of `ddi` checked against the hand-over audit so far.
     pub fn handed_blocks(&self, ddi: &str) -> u64 {
         lock(&self.handover).blocks.get(ddi).copied().unwrap_or(0)
@@ -239,5 +265,79 @@ impl BusLedger {
             .collect();
         v.sort_by(|x, y| x.0.cmp(&y.0));
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rvgpu_ddi::fence::DXGKARG_SETNATIVEFENCELOGBUFFER;
+    use std::any::TypeId;
+
+    fn hand(o: &Observer, b: &DXGKARG_SETNATIVEFENCELOGBUFFER) {
+        // SAFETY: `b` is a live block of the type named.
+        unsafe {
+            o.handed_at(
+                "DxgkDdiSetNativeFenceLogBuffer",
+                TypeId::of::<DXGKARG_SETNATIVEFENCELOGBUFFER>(),
+                (b as *const DXGKARG_SETNATIVEFENCELOGBUFFER).cast(),
+            )
+        };
+    }
+
+    /// DDI-01: the central check holds a block to the set of its kind: a log buffer given a
+    /// system-process VA (which `M:VidSchiCreateNativeFenceLog` @0x140024634 never writes) is
+    /// caught, a release naming only the queue passes as a release.
+    #[test]
+    fn ddi_01_a_log_buffer_with_a_system_process_va_is_caught_where_it_is_handed_over() {
+        let o = Observer::default();
+        let mut b = DXGKARG_SETNATIVEFENCELOGBUFFER {
+            hHwQueue: 8 as rvgpu_ddi::HANDLE,
+            NumberOfEntries: 64,
+            LogBufferGpuVa: 0x10_0000,
+            ..Default::default()
+        };
+        hand(&o, &b);
+        assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 1);
+        assert_eq!(o.handed_filled_zero(), Vec::<String>::new());
+        b.LogBufferSystemProcessGpuVa = 0x10_0000;
+        hand(&o, &b);
+        assert_eq!(
+            o.handed_filled_zero(),
+            ["DxgkDdiSetNativeFenceLogBuffer: LogBufferSystemProcessGpuVa"]
+        );
+        let release = DXGKARG_SETNATIVEFENCELOGBUFFER {
+            hHwQueue: 8 as rvgpu_ddi::HANDLE,
+            ..Default::default()
+        };
+        hand(&o, &release);
+        assert_eq!(
+            o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer(release)"),
+            1
+        );
+        assert_eq!(o.handed_filled_zero().len(), 1);
+    }
+
+    /// DDI-01: a block of another type than the sets read, or of a DDI without sets, is not
+    /// read at all.
+    #[test]
+    fn ddi_01_only_the_sets_of_the_ddi_and_the_block_type_apply() {
+        let o = Observer::default();
+        let x = 7u64;
+        // SAFETY: `x` is a live u64, the type named.
+        unsafe {
+            o.handed_at(
+                "DxgkDdiSetNativeFenceLogBuffer",
+                TypeId::of::<u64>(),
+                (&x as *const u64).cast(),
+            );
+            o.handed_at(
+                "DxgkDdiNoSuchThing",
+                TypeId::of::<u64>(),
+                (&x as *const u64).cast(),
+            );
+        }
+        assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 0);
+        assert!(o.handed_filled_zero().is_empty());
     }
 }
