@@ -44,7 +44,7 @@ pub const SET_NATIVE_FENCE_LOG_BUFFER: Ddi<DXGKARG_SETNATIVEFENCELOGBUFFER> = Dd
         ),
         zero_row!(
             DXGKARG_SETNATIVEFENCELOGBUFFER.LogBufferSystemProcessGpuVa,
-            false,
+            true,
             LOG_BY,
             "never written: zeroed with the block"
         ),
@@ -99,7 +99,7 @@ pub const SET_NATIVE_FENCE_LOG_BUFFER_RELEASE: Ddi<DXGKARG_SETNATIVEFENCELOGBUFF
         ),
         zero_row!(
             DXGKARG_SETNATIVEFENCELOGBUFFER.LogBufferSystemProcessGpuVa,
-            false,
+            true,
             LOG_RELEASE_BY,
             "zeroed with the block"
         ),
