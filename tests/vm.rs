@@ -3,9 +3,14 @@
 //!
 //! Runs `device/vfu/vm/run-guest-smoke.sh` (docs/qemu-guest.md, "The Linux guest"): a
 //! Debian trixie chroot with QEMU from trixie-backports (made once under `target/vm`), the
-//! server and the guest programs as the test command built them, a busybox initramfs, a TCG
-//! boot, and the guest's closing `N passed, N failed` lines. Every stage is bounded by
+//! server and the guest programs as the test command built them, a busybox initramfs, and two
+//! boots through `scripts/test-machine.sh`, the Windows test machine's script: one function
+//! under TCG, with the guest's closing `N passed, N failed` lines; then two functions with the
+//! gdb stub holding the CPUs until the host has read their registers. Every stage is bounded by
 //! `timeout` in the script; the whole run by [`LIMIT`] here.
+//!
+//! The script's prerequisite check runs without root, QEMU or a guest
+//! (`test_machine_names_each_missing_prerequisite_on_one_line`).
 //!
 //! When it skips, it says why on stderr and the test passes:
 //! - the Debian package registry cannot be reached and no chroot is cached (nothing to boot);
@@ -165,6 +170,19 @@ fn driver_stack_in_a_linux_guest_across_qemu_pcie() {
         tail(&out, 80),
         diagnosis(&out, &vm)
     );
+    // The second boot: both functions in the guest's PCI list, and the debugger's view of the
+    // CPU before its first instruction (the reset vector).
+    assert!(
+        out.lines().any(|l| l.trim() == "guest: 2 rvgpu functions"),
+        "the guest of the two-function boot did not list two rvgpu functions; log tail:\n{}",
+        tail(&out, 80)
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("gdb stub: stop reply ")
+            && l.contains("; RIP f0ff000000000000; detach OK")),
+        "the gdb stub did not hold the CPU at the reset vector for the host; log tail:\n{}",
+        tail(&out, 80)
+    );
     for kind in ["INTx", "MSI"] {
         assert!(
             out.lines().any(|l| l.starts_with("PCI board: ")
@@ -212,4 +230,89 @@ fn diagnosis_names_each_failed_case_with_its_stage() {
 fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A stand-in `qemu-system-x86_64` in a directory of its own, printing `version` and, for
+/// `-device help`, `devices`.
+fn fake_qemu(dir: &Path, version: &str, devices: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("qemu-system-x86_64");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in\n--version) echo 'QEMU emulator version {version}';;\n\
+             -device) echo '{devices}';;\nesac\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir.to_path_buf()
+}
+
+/// Runs `scripts/test-machine.sh --check` for a Windows disk that does not exist, with `qemu`'s
+/// directory first on PATH and no rvgpu-vfu: (exit code, the lines naming what is missing).
+fn check_with(qemu: &Path, work: &Path) -> (Option<i32>, Vec<String>) {
+    let path = format!("{}:/usr/bin:/bin", qemu.display());
+    let o = Command::new("bash")
+        .arg(root().join("scripts/test-machine.sh"))
+        .args(["--check", "--accel", "tcg", "--gdb-port", "0", "--vfu"])
+        .arg(work.join("no-rvgpu-vfu"))
+        .arg("--dir")
+        .arg(work.join("state"))
+        .arg(work.join("no-such-disk.qcow2"))
+        .env("PATH", path)
+        .output()
+        .expect("run scripts/test-machine.sh");
+    let lines = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    (o.status.code(), lines)
+}
+
+/// The test machine's script checks everything before it starts anything, and says what is
+/// missing one line each (status 3): QEMU older than 10.1, a QEMU without `vfio-user-pci`, no
+/// server, no disk image. Nothing is made in the state directory by a check.
+#[test]
+fn test_machine_names_each_missing_prerequisite_on_one_line() {
+    let work = std::env::temp_dir().join(format!("rvgpu-test-machine-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    for (version, devices, want) in [
+        (
+            "9.2.0",
+            "name \"vfio-user-pci\"",
+            "QEMU: version 9.2.0; vfio-user-pci needs 10.1 or later",
+        ),
+        (
+            "10.1.0",
+            "name \"e1000e\"",
+            "QEMU: 10.1.0 has no vfio-user-pci device",
+        ),
+    ] {
+        let qemu = fake_qemu(&work.join(version), version, devices);
+        let (code, lines) = check_with(&qemu, &work);
+        assert_eq!(code, Some(3), "{lines:#?}");
+        for line in &lines {
+            assert!(
+                line.starts_with("test-machine.sh: missing: "),
+                "not a prerequisite line: {line}"
+            );
+        }
+        let mut unique = lines.clone();
+        unique.dedup();
+        assert_eq!(unique, lines, "a prerequisite named twice");
+        for expected in [want, "rvgpu-vfu: not found", "disk: "] {
+            assert_eq!(
+                lines.iter().filter(|l| l.contains(expected)).count(),
+                1,
+                "one line with `{expected}`: {lines:#?}"
+            );
+        }
+    }
+    assert!(
+        !work.join("state").exists(),
+        "--check made the state directory"
+    );
+    let _ = std::fs::remove_dir_all(&work);
 }

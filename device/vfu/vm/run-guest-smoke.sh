@@ -41,7 +41,7 @@ t() {
 cleanup() {
     umount "$ROOT/dev" 2>/dev/null || true
     umount "$ROOT/proc" 2>/dev/null || true
-    [ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null || true
+    [ -n "${TWO:-}" ] && kill "$TWO" 2>/dev/null || true
 }
 trap cleanup EXIT
 mkdir -p "$VM"
@@ -117,6 +117,14 @@ cat >"$IR/init" <<INIT
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
+# The second boot (two functions, a debugger attached before the first instruction): the PCI
+# list only; every config-space read of a function is answered by its server.
+if grep -q rvgpu_two_functions /proc/cmdline; then
+    echo "== guest: lspci of two rvgpu functions"
+    /usr/bin/lspci -nn -d 1234:5256
+    echo "guest: \$(/usr/bin/lspci -n -d 1234:5256 | wc -l) rvgpu functions"
+    poweroff -f
+fi
 echo "== guest: lspci"
 /usr/bin/lspci -nn
 echo "== guest: lspci -vvv of the rvgpu function"
@@ -146,28 +154,75 @@ chmod +x "$IR/init"
 (cd "$IR" && find . | ./bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$ROOT/tmp/initrd.gz")
 cp "$ROOT/boot/vmlinuz-$KVER" "$ROOT/tmp/vmlinuz"
 
-# The server makes the socket's directory itself, mode 0700 (only root, QEMU's user here, enters).
-t boot-and-run "boot: rvgpu-vfu on /tmp/rvgpu-vfu/rvgpu.sock (in the chroot), QEMU TCG, $GUEST_RAM shared guest RAM"
-rm -rf "$ROOT/tmp/rvgpu-vfu"
-"$BIN/rvgpu-vfu" --socket "$ROOT/tmp/rvgpu-vfu/rvgpu.sock" --once >"$VM/vfu.log" 2>&1 &
-SERVER=$!
-for _ in $(seq 50); do [ -S "$ROOT/tmp/rvgpu-vfu/rvgpu.sock" ] && break; sleep 0.1; done
+# scripts/test-machine.sh starts the server and QEMU, as it does for the Windows test machine:
+# one QEMU command line. The server makes the socket's directory itself, mode 0700 (only root,
+# QEMU's user here, enters).
+TM=$ROOT/tmp/test-machine
+t boot-and-run "boot: scripts/test-machine.sh, one rvgpu function, QEMU TCG, $GUEST_RAM shared guest RAM"
+rm -rf "$TM"
 mount -t proc proc "$ROOT/proc"
 mount --bind /dev "$ROOT/dev"
 # memmap=1M$0x10000000 keeps 1 MiB of guest RAM from the kernel: guest_smoke's DMA memory;
 # memmap=$DMA_SIZE$$DMA_BASE the harness's (the simulated OS's system memory).
-timeout 900 chroot "$ROOT" qemu-system-x86_64 \
-    -machine q35,memory-backend=mem \
-    -object memory-backend-memfd,id=mem,size=$GUEST_RAM,share=on -m $GUEST_RAM -smp 2 \
-    -accel tcg -nographic -no-reboot \
-    -kernel /tmp/vmlinuz -initrd /tmp/initrd.gz \
-    -append "console=ttyS0 panic=-1 quiet memmap=1M\$0x10000000 memmap=$DMA_SIZE\$$DMA_BASE" \
-    -device '{"driver":"vfio-user-pci","socket":{"type":"unix","path":"/tmp/rvgpu-vfu/rvgpu.sock"}}' \
+timeout 900 bash "$REPO/scripts/test-machine.sh" --chroot "$ROOT" --dir "$TM/one" --vfu "$BIN/rvgpu-vfu" \
+    --once --accel tcg --devices 1 --gdb-port 0 --ram $GUEST_RAM --smp 2 \
+    --kernel "$ROOT/tmp/vmlinuz" --initrd "$ROOT/tmp/initrd.gz" \
+    --append "console=ttyS0 panic=-1 quiet memmap=1M\$0x10000000 memmap=$DMA_SIZE\$$DMA_BASE" \
     >"$VM/qemu.log" 2>&1 || true
-wait "$SERVER" || true
-SERVER=
+cp "$TM/one/vfu1.log" "$VM/vfu.log" 2>/dev/null || true
+
+# The second boot: two functions, and the gdb stub WinDbg's EXDI transport uses, with the CPUs
+# held before their first instruction. From the host: `?` (why stopped), `g` (the registers:
+# RIP still at the reset vector), `D` (detach: the guest runs and lists both functions).
+# KVM where the script's own check accepts it (the Windows machine's accelerator), TCG
+# otherwise.
+ACCEL=tcg
+bash "$REPO/scripts/test-machine.sh" --check --chroot "$ROOT" --dir "$TM/two" --vfu "$BIN/rvgpu-vfu" \
+    --accel kvm --gdb-port 0 --kernel "$ROOT/tmp/vmlinuz" --initrd "$ROOT/tmp/initrd.gz" && ACCEL=kvm
+GDB_PORT=
+for p in $(shuf -i 20000-60000 -n 20); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { GDB_PORT=$p; break; }
+done
+[ -n "$GDB_PORT" ] || { echo "FAIL: no free local port for the gdb stub"; exit 1; }
+t boot-two "boot: scripts/test-machine.sh, two rvgpu functions, QEMU $ACCEL, gdb stub on 127.0.0.1:$GDB_PORT before the first instruction"
+timeout 300 bash "$REPO/scripts/test-machine.sh" --chroot "$ROOT" --dir "$TM/two" --vfu "$BIN/rvgpu-vfu" \
+    --once --accel $ACCEL --devices 2 --gdb-port "$GDB_PORT" --wait-debugger --ram 512M --smp 1 \
+    --kernel "$ROOT/tmp/vmlinuz" --initrd "$ROOT/tmp/initrd.gz" \
+    --append "console=ttyS0 panic=-1 quiet rvgpu_two_functions" >"$VM/qemu-two.log" 2>&1 &
+TWO=$!
+# One gdb remote-protocol packet on fd 3; prints the reply's data.
+gdb_packet() {
+    local data=$1 sum=0 i c reply
+    for ((i = 0; i < ${#data}; i++)); do
+        printf -v c '%d' "'${data:i:1}"
+        sum=$(((sum + c) % 256))
+    done
+    printf '$%s#%02x' "$data" "$sum" >&3
+    IFS= read -r -t 30 -d '$' _ <&3 || return 1
+    IFS= read -r -t 30 -d '#' reply <&3 || return 1
+    IFS= read -r -t 30 -N 2 _ <&3 || return 1
+    printf '+' >&3
+    printf '%s\n' "$reply"
+}
+connected=0
+for _ in $(seq 300); do
+    if { exec 3<>"/dev/tcp/127.0.0.1/$GDB_PORT"; } 2>/dev/null; then connected=1; break; fi
+    kill -0 "$TWO" 2>/dev/null || break
+    sleep 0.1
+done
+[ "$connected" = 1 ] || { cat "$VM/qemu-two.log"; echo "FAIL: the gdb stub on 127.0.0.1:$GDB_PORT did not accept a connection"; exit 1; }
+GDB_STOP=$(gdb_packet '?' || true)
+GDB_REGS=$(gdb_packet 'g' || true)
+GDB_DETACH=$(gdb_packet 'D' || true)
+exec 3>&-
+wait "$TWO" || true
+TWO=
+cp "$TM/two/vfu1.log" "$VM/vfu-two-1.log" 2>/dev/null || true
+cp "$TM/two/vfu2.log" "$VM/vfu-two-2.log" 2>/dev/null || true
+echo "gdb stub: stop reply ${GDB_STOP:-none}; RIP ${GDB_REGS:256:16}; detach ${GDB_DETACH:-none}"
 t report "guest output ($VM/qemu.log; server log $VM/vfu.log)"
 sed -n '/== guest:/,$p' "$VM/qemu.log" | tr -d '\r'
+sed -n '/== guest:/,$p' "$VM/qemu-two.log" | tr -d '\r'
 t host "the same three costs in-process on this host (host_counterpart), for comparison"
 timeout 300 "$BIN/examples/host_counterpart" || echo "host_counterpart failed (figures only; not a test)"
 t end "wall times"
@@ -206,4 +261,13 @@ read_ns=$(sed -n 's/.*register read \([0-9]*\) ns.*/\1/p' <<<"$costs")
 ring_ns=$(sed -n 's/.*doorbell ring \([0-9]*\) ns.*/\1/p' <<<"$costs")
 [ -n "$read_ns" ] && [ -n "$ring_ns" ] && [ $((ring_ns * 10)) -le "$read_ns" ] ||
     { echo "FAIL: a mapped doorbell ring is not under a tenth of a register read: $costs"; exit 1; }
-echo "ok: guest_smoke ($smoke), harness in the guest on INTx ($harness) and on MSI ($harness_msi)"
+# The second boot: the gdb stub stopped the guest before its first instruction (the reset
+# vector, RIP 0xfff0, little-endian in the `g` reply), and both functions answered the guest.
+case "$GDB_STOP" in S05 | T05*) ;; *) echo "FAIL: the gdb stub's stop reply is '$GDB_STOP', not S05/T05"; exit 1 ;; esac
+[ "${GDB_REGS:256:16}" = f0ff000000000000 ] ||
+    { echo "FAIL: RIP at the debugger's attach is '${GDB_REGS:256:16}', not the reset vector (f0ff000000000000)"; exit 1; }
+[ "$GDB_DETACH" = OK ] || { echo "FAIL: the gdb stub answered '$GDB_DETACH' to detach"; exit 1; }
+TWO_LOG=$(tr -d '\r' <"$VM/qemu-two.log")
+grep -q '^guest: 2 rvgpu functions$' <<<"$TWO_LOG" ||
+    { echo "FAIL: the guest of the second boot did not list two rvgpu functions"; exit 1; }
+echo "ok: guest_smoke ($smoke), harness in the guest on INTx ($harness) and on MSI ($harness_msi); two functions and the gdb stub"
