@@ -8,6 +8,9 @@ use super::fence::{
     CREATE_NATIVE_FENCE, OPEN_NATIVE_FENCE, SET_NATIVE_FENCE_LOG_BUFFER,
     SET_NATIVE_FENCE_LOG_BUFFER_RELEASE, UPDATE_CURRENT_VALUES_FROM_CPU, UPDATE_MONITORED_VALUES,
 };
+use super::hws::{
+    RESUME_CONTEXT, SET_CONTEXT_SCHEDULING_PROPERTIES, SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
+};
 use super::paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
 use super::process::{CREATE_PROCESS, SET_ROOT_PAGE_TABLE};
 use super::queue::{
@@ -220,20 +223,11 @@ pub static AUDIT: &[Audit] = &[
     audit("DxgkDdiResetHwEngine", Cover::Blocks(&[&RESET_HW_ENGINE])),
     unfilled("DxgkDdiQueryConnectionChange"),
     unfilled("DxgkDdiUpdateHwContextState"),
-    pending("DxgkDdiSetSchedulingLogBuffer", "DXGKARG_SETSCHEDULINGLOGBUFFER"),
+    audit("DxgkDdiSetSchedulingLogBuffer", Cover::Blocks(&[&SET_SCHEDULING_LOG_BUFFER])),
     pending("DxgkDdiSetupPriorityBands", "DXGKARG_SETUPPRIORITYBANDS"),
-    pending(
-        "DxgkDdiSetContextSchedulingProperties",
-        "DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES",
-    ),
-    pending(
-        "DxgkDdiSuspendContext",
-        "DXGKARG_SUSPENDCONTEXT from M:VidSchiSuspendResumeHwContext @0x140020730",
-    ),
-    pending(
-        "DxgkDdiResumeContext",
-        "DXGKARG_RESUMECONTEXT from M:VidSchiSuspendResumeHwContext @0x140020730",
-    ),
+    audit("DxgkDdiSetContextSchedulingProperties", Cover::Blocks(&[&SET_CONTEXT_SCHEDULING_PROPERTIES])),
+    audit("DxgkDdiSuspendContext", Cover::Blocks(&[&SUSPEND_CONTEXT])),
+    audit("DxgkDdiResumeContext", Cover::Blocks(&[&RESUME_CONTEXT])),
     audit("DxgkDdiResumeHwEngine", Cover::Blocks(&[&RESUME_HW_ENGINE])),
     unfilled("DxgkDdiCreateCpuEvent"),
     audit("DxgkDdiCreateNativeFence", Cover::Blocks(&[&CREATE_NATIVE_FENCE])),

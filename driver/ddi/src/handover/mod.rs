@@ -387,6 +387,7 @@ macro_rules! zero_row {
 mod allocation;
 mod device;
 mod fence;
+mod hws;
 mod index;
 mod paging;
 mod process;
@@ -397,6 +398,9 @@ pub use device::{CREATE_CONTEXT, CREATE_DEVICE};
 pub use fence::{
     CREATE_NATIVE_FENCE, OPEN_NATIVE_FENCE, SET_NATIVE_FENCE_LOG_BUFFER,
     SET_NATIVE_FENCE_LOG_BUFFER_RELEASE, UPDATE_CURRENT_VALUES_FROM_CPU, UPDATE_MONITORED_VALUES,
+};
+pub use hws::{
+    RESUME_CONTEXT, SET_CONTEXT_SCHEDULING_PROPERTIES, SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
 };
 pub use index::AUDIT;
 pub use tdr::{RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL};
