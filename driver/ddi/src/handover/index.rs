@@ -4,6 +4,7 @@ use super::allocation::{
     ALLOCATION_INFO, CREATE_ALLOCATION, OPEN_ALLOCATION, OPEN_ALLOCATION_INFO,
 };
 use super::device::{CREATE_CONTEXT, CREATE_DEVICE};
+use super::escape::ESCAPE;
 use super::fence::{
     CREATE_NATIVE_FENCE, OPEN_NATIVE_FENCE, SET_NATIVE_FENCE_LOG_BUFFER,
     SET_NATIVE_FENCE_LOG_BUFFER_RELEASE, UPDATE_CURRENT_VALUES_FROM_CPU, UPDATE_MONITORED_VALUES,
@@ -108,10 +109,7 @@ pub static AUDIT: &[Audit] = &[
     ),
     pending("DxgkDdiResetFromTimeout", "the adapter's context only; caller not cited yet"),
     pending("DxgkDdiRestartFromTimeout", "the adapter's context only; caller not cited yet"),
-    pending(
-        "DxgkDdiEscape",
-        "DXGKARG_ESCAPE from K:DxgkEscape @0x140419AB0 (the driver's private escapes)",
-    ),
+    audit("DxgkDdiEscape", Cover::Blocks(&[&ESCAPE])),
     pending("DxgkDdiCollectDbgInfo", "DXGKARG_COLLECTDBGINFO"),
     pending("DxgkDdiQueryCurrentFence", "DXGKARG_QUERYCURRENTFENCE"),
     unfilled("DxgkDdiIsSupportedVidPn"),

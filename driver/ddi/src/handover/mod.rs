@@ -386,6 +386,7 @@ macro_rules! zero_row {
 // The audited blocks, by concept (after the macros, which they use).
 mod allocation;
 mod device;
+mod escape;
 mod fence;
 mod hws;
 mod index;
@@ -395,6 +396,7 @@ mod queue;
 mod tdr;
 
 pub use device::{CREATE_CONTEXT, CREATE_DEVICE};
+pub use escape::ESCAPE;
 pub use fence::{
     CREATE_NATIVE_FENCE, OPEN_NATIVE_FENCE, SET_NATIVE_FENCE_LOG_BUFFER,
     SET_NATIVE_FENCE_LOG_BUFFER_RELEASE, UPDATE_CURRENT_VALUES_FROM_CPU, UPDATE_MONITORED_VALUES,

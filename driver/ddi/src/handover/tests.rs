@@ -102,7 +102,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiPreemptCommand",
     "DxgkDdiResetFromTimeout",
     "DxgkDdiRestartFromTimeout",
-    "DxgkDdiEscape",
     "DxgkDdiCollectDbgInfo",
     "DxgkDdiQueryCurrentFence",
     "DxgkDdiCloseAllocation",
