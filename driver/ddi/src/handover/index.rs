@@ -18,7 +18,9 @@ use super::queue::{
     CONNECT_DOORBELL, CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE, DESTROY_DOORBELL,
     DISCONNECT_DOORBELL, NOTIFY_WORK_SUBMISSION, SUBMIT_COMMAND_TO_HWQUEUE,
 };
-use super::tdr::{RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL};
+use super::tdr::{
+    COLLECT_DBG_INFO2, RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL,
+};
 use super::{Audit, Cover, Part};
 use crate::fence::DXGKARG_SETNATIVEFENCELOGBUFFER;
 use crate::submission::{D3DDDI_CREATEHWQUEUEFLAGS, DXGKARG_CREATEHWQUEUE};
@@ -110,7 +112,12 @@ pub static AUDIT: &[Audit] = &[
     pending("DxgkDdiResetFromTimeout", "the adapter's context only; caller not cited yet"),
     pending("DxgkDdiRestartFromTimeout", "the adapter's context only; caller not cited yet"),
     audit("DxgkDdiEscape", Cover::Blocks(&[&ESCAPE])),
-    pending("DxgkDdiCollectDbgInfo", "DXGKARG_COLLECTDBGINFO"),
+    pending(
+        "DxgkDdiCollectDbgInfo",
+        "DXGKARG_COLLECTDBGINFO; 24H2's TDR path (K:DXGADAPTER::_DdiCollectDbgInfoNoLocks \
+         @0x1403698F8) calls it only when DxgkDdiCollectDbgInfo2 is empty, which rvgpu fills; \
+         other callers not cited yet",
+    ),
     pending("DxgkDdiQueryCurrentFence", "DXGKARG_QUERYCURRENTFENCE"),
     unfilled("DxgkDdiIsSupportedVidPn"),
     audit(
@@ -273,7 +280,7 @@ pub static AUDIT: &[Audit] = &[
         ]),
     ),
     pending("DxgkDdiUpdateNativeFenceLogs", "DXGKARG_UPDATENATIVEFENCELOGS"),
-    pending("DxgkDdiCollectDbgInfo2", "DXGKARG_COLLECTDBGINFO2"),
+    audit("DxgkDdiCollectDbgInfo2", Cover::Blocks(&[&COLLECT_DBG_INFO2])),
     pending(
         "DxgkDdiQueryFeatureSupport",
         "DXGKARG_QUERYFEATURESUPPORT from K:DpQueryFeatureSupport @0x1402350B0",

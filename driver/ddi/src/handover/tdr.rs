@@ -2,7 +2,7 @@
 
 use super::Ddi;
 use crate::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
-use crate::tdr::{DXGKARG_RESETENGINE, DXGKARG_SUBMITCOMMANDVIRTUAL};
+use crate::tdr::{DXGKARG_COLLECTDBGINFO2, DXGKARG_RESETENGINE, DXGKARG_SUBMITCOMMANDVIRTUAL};
 
 const RESET_BY: &str = "M:VidSchiResetEngine @0x140047318";
 
@@ -137,6 +137,65 @@ pub const SUBMIT_COMMAND_VIRTUAL: Ddi<DXGKARG_SUBMITCOMMANDVIRTUAL> = Ddi {
             VIRTUAL_BY,
             "bits 0-8 from the packet's submission flags (present, null rendering and the \
              like), none above"
+        ),
+    ],
+};
+
+const DBG_INFO_BY: &str = "K:TdrCollectDbgInfoStage1 @0x140368AC0";
+
+/// `DxgkDdiCollectDbgInfo2` at a TDR's first stage: `DBG_INFO_BY` builds the block on its
+/// stack and hands it to `K:DXGADAPTER::_DdiCollectDbgInfoNoLocks` @0x1403698F8, which calls
+/// `DxgkDdiCollectDbgInfo2`, or `DxgkDdiCollectDbgInfo` with the same block when the former is
+/// empty (never for rvgpu, which fills both).
+pub const COLLECT_DBG_INFO2: Ddi<DXGKARG_COLLECTDBGINFO2> = Ddi {
+    name: "DxgkDdiCollectDbgInfo2",
+    block: "DXGKARG_COLLECTDBGINFO2",
+    rows: &[
+        filled_row!(
+            DXGKARG_COLLECTDBGINFO2.Reason,
+            true,
+            DBG_INFO_BY,
+            "0x141 (VIDEO_ENGINE_TIMEOUT_DETECTED) for an engine timeout (recovery types 6 and \
+             12), else 0x117 (VIDEO_TDR_TIMEOUT_DETECTED)"
+        ),
+        filled_row!(
+            DXGKARG_COLLECTDBGINFO2.pBuffer,
+            true,
+            DBG_INFO_BY,
+            "a 16 MiB segment of the zeroed dump buffer, with a canary past its end"
+        ),
+        filled_row!(
+            DXGKARG_COLLECTDBGINFO2.BufferSize,
+            true,
+            DBG_INFO_BY,
+            "0x1000000"
+        ),
+        filled_row!(
+            DXGKARG_COLLECTDBGINFO2.pExtension,
+            true,
+            DBG_INFO_BY,
+            "a zeroed 32-byte pool block (with a canary after it); null when that allocation \
+             failed"
+        ),
+        filled_row!(
+            DXGKARG_COLLECTDBGINFO2.TdrType,
+            true,
+            DBG_INFO_BY,
+            "the recovery context's type"
+        ),
+        filled_row!(
+            DXGKARG_COLLECTDBGINFO2.TdrPayloadSize,
+            true,
+            DBG_INFO_BY,
+            "the caller's payload size (0x28 for an engine timeout from VidSch's engine reset), \
+             16 for type 3"
+        ),
+        filled_row!(
+            DXGKARG_COLLECTDBGINFO2.TdrPayload,
+            true,
+            DBG_INFO_BY,
+            "the caller's payload (for an engine timeout its context pointer cleared first), \
+             or a 16-byte one of the context's values for type 3; may be null"
         ),
     ],
 };

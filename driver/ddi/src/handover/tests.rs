@@ -117,7 +117,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiDestroyNativeFence",
     "DxgkDdiCloseNativeFence",
     "DxgkDdiUpdateNativeFenceLogs",
-    "DxgkDdiCollectDbgInfo2",
     "DxgkDdiQueryFeatureSupport",
     "DxgkDdiQueryFeatureInterface",
     "DxgkDdiBuildTestCommandBuffer",
