@@ -19,7 +19,8 @@ use super::queue::{
     DISCONNECT_DOORBELL, NOTIFY_WORK_SUBMISSION, SUBMIT_COMMAND_TO_HWQUEUE,
 };
 use super::tdr::{
-    COLLECT_DBG_INFO2, RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL,
+    COLLECT_DBG_INFO2, QUERY_ENGINE_STATUS, RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE,
+    SUBMIT_COMMAND_VIRTUAL,
 };
 use super::{Audit, Cover, Part};
 use crate::fence::DXGKARG_SETNATIVEFENCELOGBUFFER;
@@ -167,7 +168,7 @@ pub static AUDIT: &[Audit] = &[
         "the context, a component index and an F-state",
     ),
     pending("DxgkDdiQueryDependentEngineGroup", "DXGKARG_QUERYDEPENDENTENGINEGROUP"),
-    pending("DxgkDdiQueryEngineStatus", "DXGKARG_QUERYENGINESTATUS"),
+    audit("DxgkDdiQueryEngineStatus", Cover::Blocks(&[&QUERY_ENGINE_STATUS])),
     audit("DxgkDdiResetEngine", Cover::Blocks(&[&RESET_ENGINE])),
     pending(
         "DxgkDdiPowerRuntimeControlRequest",

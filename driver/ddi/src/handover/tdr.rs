@@ -2,7 +2,10 @@
 
 use super::Ddi;
 use crate::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
-use crate::tdr::{DXGKARG_COLLECTDBGINFO2, DXGKARG_RESETENGINE, DXGKARG_SUBMITCOMMANDVIRTUAL};
+use crate::tdr::{
+    DXGKARG_COLLECTDBGINFO2, DXGKARG_QUERYENGINESTATUS, DXGKARG_RESETENGINE,
+    DXGKARG_SUBMITCOMMANDVIRTUAL,
+};
 
 const RESET_BY: &str = "M:VidSchiResetEngine @0x140047318";
 
@@ -196,6 +199,37 @@ pub const COLLECT_DBG_INFO2: Ddi<DXGKARG_COLLECTDBGINFO2> = Ddi {
             DBG_INFO_BY,
             "the caller's payload (for an engine timeout its context pointer cleared first), \
              or a 16-byte one of the context's values for type 3; may be null"
+        ),
+    ],
+};
+
+const ENGINE_STATUS_BY: &str = "M:VidSchiCheckNodeTimeout @0x1400B6030";
+
+/// `DxgkDdiQueryEngineStatus`: `ENGINE_STATUS_BY` asks only when a node made no progress for
+/// the TDR delay, on a node that allows it, and only while the running device allows
+/// long-running packets; an answer of "responsive" spares the engine. The block is built on
+/// its stack.
+pub const QUERY_ENGINE_STATUS: Ddi<DXGKARG_QUERYENGINESTATUS> = Ddi {
+    name: "DxgkDdiQueryEngineStatus",
+    block: "DXGKARG_QUERYENGINESTATUS",
+    rows: &[
+        filled_row!(
+            DXGKARG_QUERYENGINESTATUS.NodeOrdinal,
+            true,
+            ENGINE_STATUS_BY,
+            "the driver's node of the VidSch node"
+        ),
+        filled_row!(
+            DXGKARG_QUERYENGINESTATUS.EngineOrdinal,
+            true,
+            ENGINE_STATUS_BY,
+            "the driver's engine of the VidSch node"
+        ),
+        zero_row!(
+            DXGKARG_QUERYENGINESTATUS.EngineStatus,
+            false,
+            ENGINE_STATUS_BY,
+            "the driver's answer, zeroed before the call"
         ),
     ],
 };

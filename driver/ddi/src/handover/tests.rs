@@ -107,7 +107,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiCloseAllocation",
     "DxgkDdiSetPowerComponentFState",
     "DxgkDdiQueryDependentEngineGroup",
-    "DxgkDdiQueryEngineStatus",
     "DxgkDdiPowerRuntimeControlRequest",
     "DxgkDdiNotifySurpriseRemoval",
     "DxgkDdiGetNodeMetadata",
