@@ -5,6 +5,7 @@ use super::Ddi;
 use crate::fence::{
     DXGKARG_CREATENATIVEFENCE, DXGKARG_OPENNATIVEFENCE, DXGKARG_SETNATIVEFENCELOGBUFFER,
     DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
+    DXGKARG_UPDATENATIVEFENCELOGS,
 };
 
 const LOG_BY: &str = "M:VidSchiCreateNativeFenceLog @0x140024634";
@@ -311,6 +312,43 @@ pub const OPEN_NATIVE_FENCE: Ddi<DXGKARG_OPENNATIVEFENCE> = Ddi {
             true,
             OPEN_FENCE_BY,
             "the monitored value's GPU VA in the process"
+        ),
+    ],
+};
+
+const LOGS_BY: &str = "M:VidSchiProcessNativeFenceSignaledDpc @0x140044BE0";
+
+/// `DxgkDdiUpdateNativeFenceLogs` in the DPC of a native-fence-signaled notification that
+/// names a queue (`M:VidSchDdiNotifyDpc` @0x1400079E0): `LOGS_BY` builds the block on its
+/// stack for that one queue, through Dxgkrnl's core interface, then reads the queue's signal
+/// log from where it last stopped.
+pub const UPDATE_NATIVE_FENCE_LOGS: Ddi<DXGKARG_UPDATENATIVEFENCELOGS> = Ddi {
+    name: "DxgkDdiUpdateNativeFenceLogs",
+    block: "DXGKARG_UPDATENATIVEFENCELOGS",
+    rows: &[
+        filled_row!(
+            DXGKARG_UPDATENATIVEFENCELOGS.NumberOfQueues,
+            true,
+            LOGS_BY,
+            "1"
+        ),
+        filled_row!(
+            DXGKARG_UPDATENATIVEFENCELOGS.hHWQueue,
+            true,
+            LOGS_BY,
+            "the address of the notified queue's driver handle"
+        ),
+        zero_row!(
+            DXGKARG_UPDATENATIVEFENCELOGS.Flags,
+            false,
+            LOGS_BY,
+            "written as zero"
+        ),
+        zero_row!(
+            DXGKARG_UPDATENATIVEFENCELOGS.Reserved,
+            false,
+            LOGS_BY,
+            "written as zero"
         ),
     ],
 };

@@ -8,6 +8,7 @@ use super::escape::ESCAPE;
 use super::fence::{
     CREATE_NATIVE_FENCE, OPEN_NATIVE_FENCE, SET_NATIVE_FENCE_LOG_BUFFER,
     SET_NATIVE_FENCE_LOG_BUFFER_RELEASE, UPDATE_CURRENT_VALUES_FROM_CPU, UPDATE_MONITORED_VALUES,
+    UPDATE_NATIVE_FENCE_LOGS,
 };
 use super::hws::{
     RESUME_CONTEXT, SET_CONTEXT_SCHEDULING_PROPERTIES, SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
@@ -280,7 +281,7 @@ pub static AUDIT: &[Audit] = &[
             },
         ]),
     ),
-    pending("DxgkDdiUpdateNativeFenceLogs", "DXGKARG_UPDATENATIVEFENCELOGS"),
+    audit("DxgkDdiUpdateNativeFenceLogs", Cover::Blocks(&[&UPDATE_NATIVE_FENCE_LOGS])),
     audit("DxgkDdiCollectDbgInfo2", Cover::Blocks(&[&COLLECT_DBG_INFO2])),
     pending(
         "DxgkDdiQueryFeatureSupport",

@@ -115,7 +115,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiSetupPriorityBands",
     "DxgkDdiDestroyNativeFence",
     "DxgkDdiCloseNativeFence",
-    "DxgkDdiUpdateNativeFenceLogs",
     "DxgkDdiQueryFeatureSupport",
     "DxgkDdiQueryFeatureInterface",
     "DxgkDdiBuildTestCommandBuffer",
