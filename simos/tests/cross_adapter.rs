@@ -428,6 +428,74 @@ fn nf_18_monitored_fence_opens_as_native() {
     assert_eq!(after.current_value(), 1);
 }
 
+/// NF-16: a dGPU report that names no fence (a signal record the driver cannot attribute, so
+/// it asks for a scan of every fence) reaches the iGPU as 24H2 passes it on: one
+/// `DxgkDdiUpdateCurrentValuesFromCpu` with `NumFences` 0 and `NotificationOnly`
+/// (`M:VidSchiProcessCrossAdapterSignaledSyncObjects`; the pages' reading names each fence).
+/// The iGPU's KMD rescans its waits and the queue blocked on the shared fence goes on. A KMD
+/// that refuses the unnamed notification is bug check 0x119 / 0x13 there.
+#[test]
+fn nf_16_unnamed_cross_adapter_notification_rescans_peer_waits() {
+    let mut r = rig();
+    let after = igpu_gpu_wait(&mut r);
+    // The shared CurrentValue reaches 10 without a signal the dGPU's driver can name: the
+    // word is written directly, then a fence-signal record with no known tag is raised.
+    let cv = r.d.current_value_kernel_va() as *mut u64;
+    // SAFETY: the fence's CurrentValue word in the OS's fence pages, mapped while the fence
+    // lives; 8-byte aligned.
+    unsafe { std::ptr::write_volatile(cv, 10) };
+    let dev = r.m.device(DGPU).expect("the dGPU").clone();
+    dev.forge_event(
+        rvgpu_hw::event::EventRecord {
+            kind: rvgpu_hw::event::EventKind::FenceSignaled as u8,
+            engine: 0,
+            flags: 0,
+            queue_id: rvgpu_hw::queue::NO_QUEUE,
+            arg0: 0x5EED_0000_0000,
+            arg1: 10,
+            arg2: 0,
+        },
+        rvgpu_hw::regs::IntCause::FENCE_SIGNALED,
+    );
+    ok(&r.m, r.m.run_until_idle());
+    assert_eq!(r.m.bugcheck(), None, "{:?}", r.m.fault());
+    igpu_released(&r, &after);
+}
+
+/// NF-16 when the dGPU process's device goes in error: the dGPU signals its fences to
+/// `u64::MAX`, and 24H2 sets the iGPU's instance always signalled too, storing `u64::MAX`
+/// (flags 0) and then telling it `AlwaysSignaled` with 0xFFFFFFFF (`_VIDSCH_SYNC_OBJECT::
+/// SetToAlwaysSignaled`, `M:VidSchiProcessCrossAdapterSignaledSyncObjects`). The shared value
+/// stays at `u64::MAX`: a KMD that stores the 0xFFFFFFFF moves the fence backwards.
+#[test]
+fn nf_16_peer_device_error_never_moves_the_fence_backwards() {
+    let mut r = rig();
+    let after = igpu_gpu_wait(&mut r);
+    // A FILL through an address no process maps: the dGPU queue faults and its device goes
+    // in error.
+    ok(
+        &r.m,
+        r.qd.push(rvgpu_hw::cmd::Command::Fill {
+            dst: 0x7000_0000_0000,
+            bytes: 8,
+            pattern: 0x0BAD,
+        }),
+    );
+    ok(&r.m, r.qd.kick());
+    ok(&r.m, r.m.run_until_idle());
+    assert!(
+        r.m.ums_events(DGPU)
+            .iter()
+            .any(|e| matches!(e, UmsEvent::DeviceError { .. })),
+        "no device error on the dGPU: {:?}",
+        r.m.ums_events(DGPU)
+    );
+    assert_eq!(r.m.bugcheck(), None, "{:?}", r.m.fault());
+    assert_eq!(r.d.current_value(), u64::MAX);
+    assert_eq!(r.i.current_value(), u64::MAX, "the fence went backwards");
+    igpu_released(&r, &after);
+}
+
 against_the_pe_image!();
 
 under_the_pages!();

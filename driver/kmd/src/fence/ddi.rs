@@ -540,6 +540,19 @@ fn sync_adapters<P: Platform>(mask: u32, f: impl Fn(&Live<P>)) {
 /// `NotificationOnly` a signal that already happened elsewhere (a cross-adapter fence, NF-16).
 /// Either way the CMP re-evaluates the GPU waits on the fence (WAIT_RESCAN), with no round
 /// trip through the OS.
+///
+/// Two forms 24H2 sends besides one fence per call:
+/// - `NumFences` 0 with `NotificationOnly` and no arrays: some fence shared with another
+///   adapter changed and the OS does not say which (`M:VidSchiProcessCrossAdapterSignaledSyncObjects`
+///   @0x14001FBBC, after a peer's scan-all report, `M:VidSchPostCrossAdapterSignal`
+///   @0x140048510). The call names no adapter either, so every started adapter rescans all
+///   its blocked waits. A refusal is bug check 0x119 / 0x13 there.
+/// - `AlwaysSignaled` with 0xFFFFFFFF, right after the same fence was stored to `u64::MAX`
+///   (`_VIDSCH_SYNC_OBJECT::SetToAlwaysSignaled` @0x14003B954 on the peer of a device put in
+///   error). The page: the value can no longer be relied upon and every GPU wait on the fence
+///   must pass at once. So the driver stores `u64::MAX`, which satisfies every wait and never
+///   moves the fence backwards (0xFFFFFFFF would undo the store before it). Not enforced: that
+///   later GPU signals leave such a fence alone (the device has no per-fence "poisoned" state).
 pub(crate) fn update_current<P: Platform>(
     args: &DXGKARG_UPDATECURRENTVALUESFROMCPU,
     arrays: &FenceArrays<'_>,
@@ -548,13 +561,22 @@ pub(crate) fn update_current<P: Platform>(
     let flags = args.Flags;
     type Flags = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS;
     let known = Flags::mask(Flags::AlwaysSignaled) | Flags::mask(Flags::NotificationOnly);
-    if n == 0 || n > MAX_FENCES_PER_UPDATE || flags.Value & !known != 0 {
+    if n > MAX_FENCES_PER_UPDATE || flags.Value & !known != 0 {
         return Err(status::INVALID_PARAMETER);
     }
-    // AlwaysSignaled: the OS writes a value every wait satisfies; the driver stores it and
-    // rescans like any CPU signal. Not yet enforced: that later GPU signals leave such a
-    // fence's storage alone (the device has no per-fence "poisoned" state).
-    let notify_only = flags.is_set(DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS::NotificationOnly);
+    let notify_only = flags.is_set(Flags::NotificationOnly);
+    let always = flags.is_set(Flags::AlwaysSignaled);
+    if n == 0 {
+        // Only the unnamed notification comes without fences.
+        if !notify_only || always {
+            return Err(status::INVALID_PARAMETER);
+        }
+        fence(Ordering::SeqCst);
+        sync_adapters::<P>(u32::MAX, |live| {
+            live.regs.write(regs::WaitRescan::new(0));
+        });
+        return Ok(());
+    }
     // No CPU address array (24H2, module doc): the device stores each value instead.
     let cpu_stores = arrays.values_cpu.is_some();
     for i in 0..n {
@@ -574,7 +596,7 @@ pub(crate) fn update_current<P: Platform>(
             continue;
         };
         if !notify_only {
-            let v = arrays.updated(i);
+            let v = arrays.updated(i).map(|v| if always { u64::MAX } else { v });
             // Release: what the CPU did before signalling is visible to a GPU waiter.
             let stored = v.is_some_and(|v| arrays.store_cpu(i, v, Ordering::Release));
             // Otherwise, without CPU addresses, the device stores the value and re-evaluates

@@ -12,7 +12,8 @@ use crate::base::process_id::ProcessId;
 use crate::state::sync::trace::ReleaseVia;
 
 use super::event::ViaScope;
-use super::values::{update_current, update_monitored};
+use super::values::{notify_unnamed, update_current, update_monitored, CpuUpdate};
+use crate::os::answers::ValueUpdates;
 use crate::state::sync::fence::{FenceObj, ObjState, Resume, WaitOutcome, Waiter};
 use crate::state::sync::storage::FenceOs;
 
@@ -356,25 +357,36 @@ pub const MAX_FENCES_PER_UPDATE: usize = 256;
 /// Tells the other adapters of a cross-adapter fence that its CurrentValue changed
 /// (`NotificationOnly`, NF-16), then settles their waits.
 pub(super) fn propagate(obj: &FenceObj) -> Result<(), SimError> {
+    let Some((peers, cv)) = peers_to_tell(obj) else {
+        return Ok(());
+    };
+    notify_natives(&peers, cv)
+}
+
+/// The native peers of `obj` to tell of its new CurrentValue and that value, once per value;
+/// its legacy peers (adapters without native fences) observe the value and scan their
+/// monitored-fence waits here (NF-18 scenario 2a).
+fn peers_to_tell(obj: &FenceObj) -> Option<(Vec<Arc<FenceObj>>, u64)> {
     let (peers, legacy, cv) = {
         let mut st = lock(&obj.st);
         let cv = obj.cv.load();
         let alone = st.peers.is_empty() && st.legacy_peers.is_empty();
         if alone || st.destroyed || cv == st.last_propagated {
-            return Ok(());
+            return None;
         }
         st.last_propagated = cv;
         (st.peers.clone(), st.legacy_peers.clone(), cv)
     };
-    // An adapter without native fences observes the new value and scans its monitored-fence
-    // waits (NF-18 scenario 2a).
     for l in legacy {
         l.release();
     }
-    notify_natives(&peers, cv)
+    Some((peers, cv))
 }
 
 /// `NotificationOnly` to each native instance in `peers`, then settles its waits (NF-16).
+/// 24H2 names the fence and passes 0 for its value
+/// (`M:VidSchiProcessCrossAdapterSignaledSyncObjects` @0x14001FBBC): the driver may not store
+/// it.
 pub(super) fn notify_natives(peers: &[Arc<FenceObj>], cv: u64) -> Result<(), SimError> {
     for p in peers {
         let Some(b) = p.adapter() else {
@@ -388,11 +400,83 @@ pub(super) fn notify_natives(peers: &[Arc<FenceObj>], cv: u64) -> Result<(), Sim
             }
             st.last_propagated = cv;
             drop(st);
-            update_current(&b, &[(p.global, cv, p.cv.kva())], true)?;
+            update_current(
+                &b,
+                &[(p.global, 0, p.cv.kva())],
+                CpuUpdate::NotificationOnly,
+            )?;
         }
         settle(p)?;
     }
     Ok(())
+}
+
+/// [`propagate`] for a fence whose device was put in error (signalled to `u64::MAX`, 24H2
+/// `_VIDSCH_SYNC_OBJECT::SetToAlwaysSignaled` @0x14003B954 marks the shared object always
+/// signalled and posts it to the other adapters). Each native peer, in
+/// `M:VidSchiProcessCrossAdapterSignaledSyncObjects` @0x14001FBBC, is itself set always
+/// signalled (flags 0, `u64::MAX`, once) and then told so: `AlwaysSignaled` with 0xFFFFFFFF,
+/// the value the flag's page gives.
+pub(super) fn propagate_always_signaled(obj: &FenceObj) -> Result<(), SimError> {
+    let Some((peers, _)) = peers_to_tell(obj) else {
+        return Ok(());
+    };
+    for p in &peers {
+        let Some(b) = p.adapter() else {
+            continue;
+        };
+        {
+            let _s = lock(&p.settle_lock);
+            let mut st = lock(&p.st);
+            if st.destroyed {
+                continue;
+            }
+            st.last_propagated = u64::MAX;
+            drop(st);
+            let kva = p.cv.kva();
+            update_current(&b, &[(p.global, u64::MAX, kva)], CpuUpdate::Store)?;
+            update_current(
+                &b,
+                &[(p.global, 0xFFFF_FFFF, kva)],
+                CpuUpdate::AlwaysSignaled,
+            )?;
+        }
+        settle(p)?;
+    }
+    Ok(())
+}
+
+/// After a report that named no fence (a scan of every fence of adapter `a`): 24H2 does not
+/// tell the other adapters which cross-adapter fences changed
+/// (`M:VidSchiPropagateCrossAdapterSignal` @0x14003BB2C with no object sets each peer
+/// adapter's scan-all flag), and each peer adapter with native fences gets one
+/// `DxgkDdiUpdateCurrentValuesFromCpu` naming none ([`notify_unnamed`]), then scans its waits.
+/// The pages notify each changed fence ([`propagate`]).
+fn propagate_unnamed(a: &AdapterShared, objs: &[Arc<FenceObj>]) -> Result<(), SimError> {
+    if a.os.reading.value_updates == ValueUpdates::BatchedWithCpuVa {
+        return objs.iter().try_for_each(|o| propagate(o));
+    }
+    let mut peers: Vec<Arc<FenceObj>> = Vec::new();
+    for o in objs {
+        if let Some((ps, cv)) = peers_to_tell(o) {
+            for p in ps {
+                lock(&p.st).last_propagated = cv;
+                peers.push(p);
+            }
+        }
+    }
+    let mut adapters: Vec<Arc<AdapterShared>> = Vec::new();
+    for p in &peers {
+        if let Some(b) = p.adapter() {
+            if !adapters.iter().any(|x| Arc::ptr_eq(x, &b)) {
+                adapters.push(b);
+            }
+        }
+    }
+    for b in &adapters {
+        notify_unnamed(b)?;
+    }
+    peers.iter().try_for_each(|p| settle(p))
 }
 
 /// Settles `objs` after a log drain (re-arm MonitoredValue, resample), attributing the releases
@@ -430,6 +514,9 @@ pub(super) fn settle_merged(
         ReleaseVia::Resample
     });
     settle_batch(a, &mut objs)?;
+    if scan {
+        return propagate_unnamed(a, &objs);
+    }
     objs.iter().try_for_each(|o| propagate(o))
 }
 

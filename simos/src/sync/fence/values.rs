@@ -193,6 +193,28 @@ fn update_monitored_call(
     check_update_status(a, status, 0x12, entries.first().map_or(0, |e| e.0))
 }
 
+/// What a `DxgkDdiUpdateCurrentValuesFromCpu` call tells the driver (its flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CpuUpdate {
+    /// Flags 0: store the value (a CPU signal).
+    Store,
+    /// `NotificationOnly`: the value changed elsewhere (a cross-adapter fence, NF-16).
+    NotificationOnly,
+    /// `AlwaysSignaled`: the fence can no longer be relied upon (its device is in error).
+    AlwaysSignaled,
+}
+
+impl CpuUpdate {
+    fn flags(self) -> DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS {
+        type Flags = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS;
+        match self {
+            Self::Store => Flags::default(),
+            Self::NotificationOnly => Flags::from_value(Flags::mask(Flags::NotificationOnly)),
+            Self::AlwaysSignaled => Flags::from_value(Flags::mask(Flags::AlwaysSignaled)),
+        }
+    }
+}
+
 /// `DxgkDdiUpdateCurrentValuesFromCpu`: at DISPATCH_LEVEL with the values' kernel CPU VAs by
 /// the pages; on 24H2 (`M:VidSchiUpdateNativeFenceCurrentValue` @0x140045B14) for one fence
 /// with `CurrentValueKernelCpuVa` NULL, at device IRQL under the interrupt lock
@@ -201,40 +223,55 @@ fn update_monitored_call(
 pub(super) fn update_current(
     a: &AdapterShared,
     entries: &[(usize, u64, *mut c_void)],
-    notification_only: bool,
+    kind: CpuUpdate,
 ) -> Result<(), SimError> {
     match a.os.reading.value_updates {
-        ValueUpdates::BatchedWithCpuVa => update_current_call(a, entries, notification_only, true),
+        ValueUpdates::BatchedWithCpuVa => update_current_call(a, entries, kind, true),
         one => {
             for e in entries {
                 let with = one.passes_cpu_va();
-                update_current_call(a, std::slice::from_ref(e), notification_only, with)?;
+                update_current_call(a, std::slice::from_ref(e), kind, with)?;
             }
             Ok(())
         }
     }
 }
 
+/// The notification that names no fence: `NumFences` 0, `NotificationOnly`, no arrays. 24H2
+/// (`M:VidSchiProcessCrossAdapterSignaledSyncObjects` @0x14001FBBC) sends it to an adapter
+/// with native fences whose scan-all flag a peer set (`M:VidSchPostCrossAdapterSignal`
+/// @0x140048510 with no object, from `M:VidSchiPropagateCrossAdapterSignal` @0x14003BB2C when
+/// the peer's report named no fence), through the same call as one fence
+/// (`VidSchiUpdateNativeFenceCurrentValue` with a NULL handle): a failure is bug check 0x119 /
+/// 0x13. The pages have no such call; they notify each fence ([`update_current`]).
+pub(super) fn notify_unnamed(a: &AdapterShared) -> Result<(), SimError> {
+    update_current_call(a, &[], CpuUpdate::NotificationOnly, false)
+}
+
 fn update_current_call(
     a: &AdapterShared,
     entries: &[(usize, u64, *mut c_void)],
-    notification_only: bool,
+    kind: CpuUpdate,
     with_cpu_vas: bool,
 ) -> Result<(), SimError> {
     let f = ddi::slot!(a, DxgkDdiUpdateCurrentValuesFromCpu)?;
     let mut arrays = Arrays::of(entries);
-    type Flags = DXGK_UPDATECURRENTVALUESFROMCPU_FLAGS;
-    let flags = if notification_only {
-        Flags::from_value(Flags::mask(Flags::NotificationOnly))
-    } else {
-        Flags::default()
-    };
+    // 24H2 leaves the whole block zero when it names no fence.
+    let none = entries.is_empty();
     let args = DXGKARG_UPDATECURRENTVALUESFROMCPU {
-        NativeFenceArray: arrays.handles.as_mut_ptr(),
-        UpdatedValueArray: arrays.values.as_mut_ptr(),
-        CurrentValueKernelCpuVa: arrays.cpu_vas(with_cpu_vas),
+        NativeFenceArray: if none {
+            std::ptr::null_mut()
+        } else {
+            arrays.handles.as_mut_ptr()
+        },
+        UpdatedValueArray: if none {
+            std::ptr::null_mut()
+        } else {
+            arrays.values.as_mut_ptr()
+        },
+        CurrentValueKernelCpuVa: arrays.cpu_vas(with_cpu_vas && !none),
         NumFences: entries.len() as u32,
-        Flags: flags,
+        Flags: kind.flags(),
         Reserved: [0; 28],
     };
     let call = || {
@@ -246,7 +283,7 @@ fn update_current_call(
                 CpuUpdateIrql::Dispatch => Irql::Dispatch,
             }),
             |f| {
-                // SAFETY: as for update_monitored.
+                // SAFETY: as for update_monitored (no array at all when NumFences is 0).
                 unsafe { f(&args) }
             },
         )

@@ -12,8 +12,8 @@ use crate::state::sync::trace::ReleaseVia;
 
 use super::dpc::no_cpu_access;
 use super::event::ViaScope;
-use super::settle::{propagate, queue_wait, settle};
-use super::values::update_current;
+use super::settle::{propagate, propagate_always_signaled, queue_wait, settle};
+use super::values::{update_current, CpuUpdate};
 use crate::state::sync::fence::{FenceObj, NativeFence, Resume, SimEvent, WaitOutcome, Waiter};
 use crate::state::sync::storage::FenceOs;
 
@@ -121,7 +121,11 @@ pub(crate) fn signal_from_cpu(
         // What 24H2's new-wait rule compares against (`M:VidSchSubmitWaitFromCpu`).
         st.last_cpu_signal = value;
         drop(st);
-        update_current(a, &[(fence.obj.global, value, fence.obj.cv.kva())], false)?;
+        update_current(
+            a,
+            &[(fence.obj.global, value, fence.obj.cv.kva())],
+            CpuUpdate::Store,
+        )?;
     }
     {
         let _via = ViaScope::enter(ReleaseVia::CpuSignal);
@@ -172,13 +176,13 @@ pub(crate) fn signal_process_fences_to_max(
                 if lock(&obj.st).destroyed {
                     return Ok(());
                 }
-                update_current(a, &[(obj.global, u64::MAX, obj.cv.kva())], false)?;
+                update_current(a, &[(obj.global, u64::MAX, obj.cv.kva())], CpuUpdate::Store)?;
             }
             {
                 let _via = ViaScope::enter(ReleaseVia::CpuSignal);
                 settle(&obj)?;
             }
-            propagate(&obj)
+            propagate_always_signaled(&obj)
         })();
         if r.is_err() {
             result = r;
