@@ -295,7 +295,7 @@ static REAL_SET_POWER: std::sync::OnceLock<
 /// A `DxgkDdiSetPowerState` that, after the driver's, calls `DxgkCbDisconnectDoorbell` on the
 /// way to D3 (what this driver did before: it can deadlock Windows' power path).
 unsafe extern "system" fn set_power_then_disconnect(
-    ctx: rvgpu_ddi::PVOID,
+    ctx: rvgpu_ddi::basic::PVOID,
     uid: u32,
     state: rvgpu_ddi::basic::DEVICE_POWER_STATE,
     action: rvgpu_ddi::basic::POWER_ACTION,
@@ -552,6 +552,63 @@ fn um_11_14_kernel_mode_submission_while_suspended_and_in_d3() {
     assert_eq!(t.mem.load(0), 3);
     drop(kq);
     exits_clean(&m, &p);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UM-13: when the component callbacks may be called.
+
+thread_local! {
+    /// The real `DxgkDdiStartDevice` of the thread's machine.
+    static REAL_START: std::cell::Cell<rvgpu_ddi::init::PDXGKDDI_START_DEVICE> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// `DxgkDdiStartDevice`, then, before it returns, `DxgkCbSetPowerComponentActive` on
+/// component 0: a driver that takes a component reference while it starts.
+unsafe extern "system" fn start_then_activate(
+    ctx: rvgpu_ddi::basic::PVOID,
+    info: *mut rvgpu_ddi::adapter::DXGK_START_INFO,
+    iface: *mut rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
+    sources: *mut u32,
+    children: *mut u32,
+) -> rvgpu_ddi::NTSTATUS {
+    let Some(real) = REAL_START.with(std::cell::Cell::get) else {
+        return 0xC000_0001_u32 as i32;
+    };
+    // SAFETY: the real DDI with the OS's arguments.
+    let status = unsafe { real(ctx, info, iface, sources, children) };
+    // SAFETY: the OS's interface, valid while the adapter lives.
+    let iface = unsafe { &*iface };
+    if status >= 0 {
+        if let Some(active) = iface.DxgkCbSetPowerComponentActive {
+            // SAFETY: the OS's callback with its handle.
+            unsafe { active(iface.DeviceHandle, 0) };
+        }
+    }
+    status
+}
+
+/// UM-13: 24H2 starts runtime power management only after the adapter started
+/// (`K:DXGADAPTER::StartRuntimePowerManagement`, from `DpiFdoStartAdapter`), and
+/// `DxgkCbSetPowerComponentActive` before that is bug check 0x113 / 0x17
+/// (`K:DXGADAPTER::SetPowerComponentActiveCB`): the flag it tests is not set yet.
+#[test]
+fn um_13_component_active_before_runtime_power_management_is_0x113() {
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    // The hook runs on this thread, at load.
+    let loaded = m.load_driver_with(|t| {
+        REAL_START.with(|r| r.set(t.DxgkDdiStartDevice));
+        t.DxgkDdiStartDevice = Some(start_then_activate);
+    });
+    assert!(loaded.is_ok(), "{loaded:?}");
+    let _ = m.start_adapter(0);
+    let b = m.bugcheck().map(|b| (b.code, b.params[0]));
+    assert_eq!(
+        b,
+        Some((rvgpu_simos::base::bugcheck::VIDEO_DXGKRNL_FATAL_ERROR, 0x17)),
+        "{:?}",
+        m.fault()
+    );
 }
 
 against_the_pe_image!();

@@ -424,13 +424,15 @@ pub(crate) fn start(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result
 }
 
 /// `DXGADAPTER::Stop`: `STOPPED` before the adapter is destroyed, if runtime power management
-/// was started (\[D\]).
+/// was started; the flag the component callbacks test is cleared once it returns (24H2
+/// `K:DXGADAPTER::Stop` @0x140195E9C), so a callback made during `STOPPED` is still allowed.
 pub(crate) fn stop(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<(), SimError> {
     if !crate::ums::runtime_pm_started(a) {
         return Ok(());
     }
+    let r = notify(a, t, &GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED);
     crate::ums::runtime_pm_stopped(a);
-    notify(a, t, &GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED)
+    r
 }
 
 #[cfg(test)]

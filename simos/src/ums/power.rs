@@ -59,35 +59,46 @@ pub(crate) fn node_active(a: &AdapterShared, node: u32) -> Result<NodeActive<'_>
     Ok(active)
 }
 
+/// Parameter 1 of the 0x113 bug check [`component_node`] raises (Dxgkrnl's own sub-code).
+const POWER_COMPONENT_FATAL: u64 = 0x17;
+
 /// The node whose engine component is `component` (a `DXGK_POWER_COMPONENT_INDEX` the driver
-/// reported), if runtime power management is started; a driver bug otherwise is reported.
-fn component_node(a: &AdapterShared, routine: &str, component: u32) -> Option<u32> {
-    let (started, node) = {
+/// reported), if runtime power management is started. 24H2 `K:DXGADAPTER::SetPowerComponentActiveCB`
+/// @0x1400258A4 and `K:DXGADAPTER::SetPowerComponentIdleCB` @0x140010918 bug-check 0x113
+/// `VIDEO_DXGKRNL_FATAL_ERROR` / 0x17 (the adapter, 0, 0) for an index past the components
+/// Dxgkrnl registered, and again when runtime power management is not started: the flag they
+/// test is set only by `K:DXGADAPTER::StartRuntimePowerManagement` @0x140195D1C (after a
+/// successful start, for an adapter with a PoFx handle, i.e. at least one component, just
+/// before `PREPARE_TO_START`) and cleared by `K:DXGADAPTER::Stop` @0x140195E9C right after
+/// `STOPPED`.
+fn component_node(a: &AdapterShared, component: u32) -> Option<u32> {
+    let (started, node, count) = {
         let os = lock(&a.ums);
         let node = os
             .node_component
             .iter()
             .position(|c| *c == Some(component))
             .and_then(|n| u32::try_from(n).ok());
-        (os.runtime_pm, node)
+        (os.runtime_pm, node, os.power_components.len())
     };
-    if !started {
-        // 24H2 `K:DXGADAPTER::SetPowerComponentActiveCB`@0x1400258A4 (and the Idle worker
-        // @0x140011C70, which returns without a PoFx handle) only log a call made while
-        // runtime power management is off: nothing changes.
-        a.observer().triage(format!(
-            "{routine}: component {component:#x} while runtime power management is off (ignored)"
-        ));
+    // The callbacks index the adapter's component table by the DXGK_POWER_COMPONENT_INDEX's
+    // component (low 16 bits) plus the first component of its physical adapter (high 16
+    // bits; rvgpu's adapters have one physical adapter, the first).
+    let index = (component & 0xFFFF) as usize + (component >> 16) as usize * count;
+    if index >= count || !started {
+        let b = crate::BugCheck::new(
+            crate::base::bugcheck::VIDEO_DXGKRNL_FATAL_ERROR,
+            [
+                POWER_COMPONENT_FATAL,
+                a as *const AdapterShared as u64,
+                0,
+                0,
+            ],
+        );
+        a.state.raise_bugcheck(b);
         return None;
     }
-    if node.is_none() {
-        // 24H2 logs an index past the component count as a fatal dxgkrnl error
-        // (`WdLogSingleEntry5(0, 0x113, 0x17, ...)` in SetPowerComponentActiveCB).
-        a.state.raise_sim_error(format!(
-            "driver bug: {routine} names power component {component:#x}, which the driver \
-             never reported"
-        ));
-    }
+    // A registered component that is not an engine's: rvgpu reports none, nothing to model.
     node
 }
 
@@ -99,7 +110,7 @@ fn component_node(a: &AdapterShared, routine: &str, component: u32) -> Option<u3
 /// nc-d3dkmddi-dxgkcb_setpowercomponentactive: "after this function returns, the driver can
 /// change the component's hardware settings").
 pub(crate) fn cb_component_active(a: &AdapterShared, component: u32) {
-    let Some(node) = component_node(a, "DxgkCbSetPowerComponentActive", component) else {
+    let Some(node) = component_node(a, component) else {
         return;
     };
     if lock(&a.ums).power == Power::D3 {
@@ -138,7 +149,7 @@ pub(crate) fn cb_component_active(a: &AdapterShared, component: u32) {
 /// be paired with a call to DXGKCB_SETPOWERCOMPONENTACTIVE"; 24H2
 /// `K:DXGADAPTER::SetPowerComponentIdleCBWorker`@0x140011C70 decrements without a check).
 pub(crate) fn cb_component_idle(a: &AdapterShared, component: u32) {
-    let Some(node) = component_node(a, "DxgkCbSetPowerComponentIdle", component) else {
+    let Some(node) = component_node(a, component) else {
         return;
     };
     let mut os = lock(&a.ums);

@@ -52,8 +52,16 @@ pub fn restore<P: Platform>(live: &Live<P>) {
 /// Takes an active reference on `engine`'s component (PASSIVE, no lock held): the engine is
 /// powered when this returns (module documentation of [`super`], "Held components"). Returns
 /// whether a reference was taken, to be given back with [`release`] exactly once.
+///
+/// Only while the OS runs runtime power management: 24H2's `DxgkCbSetPowerComponentActive` /
+/// `Idle` bug-check 0x113 / 0x17 otherwise (`K:DXGADAPTER::SetPowerComponentActiveCB`
+/// @0x1400258A4 tests the flag `K:DXGADAPTER::StartRuntimePowerManagement` @0x140195D1C sets
+/// just before `PREPARE_TO_START` and `K:DXGADAPTER::Stop` @0x140195E9C clears after
+/// `STOPPED`; it is never set when the driver reports no component or the OS does not take up
+/// `SupportRuntimePowerManagement`). Without it no F-state other than F0 is ever asked for,
+/// so the engine needs no reference.
 pub fn hold<P: Platform>(live: &Live<P>, engine: u32) -> bool {
-    if !supported(live) || engine >= count(live) {
+    if !supported(live) || engine >= count(live) || !live.power.runtime_started() {
         return false;
     }
     let Some(slot) = live.power.held_slot(engine) else {
@@ -74,7 +82,8 @@ pub fn release<P: Platform>(live: &Live<P>, engine: u32) {
     let dropped = slot
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
         .is_ok();
-    if dropped {
+    // After STOPPED the OS keeps no reference count to give back to ([`hold`]).
+    if dropped && live.power.runtime_started() {
         live.dxgk.set_power_component_idle(engine);
     }
 }
@@ -135,13 +144,16 @@ pub fn set_fstate<P: Platform>(a: &Adapter<P>, component: u32, fstate: u32) -> R
 pub fn control_request<P: Platform>(a: &Adapter<P>, code: &GUID) -> Result<(), Status> {
     // Before the start (PREPARE_TO_START comes after StartDevice, [D]
     // DpiFdoStartAdapter → StartRuntimePowerManagement) there is no adapter to notify.
-    a.started()?;
-    let known = [
-        GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START,
-        GUID_DXGKDDI_POWER_MANAGEMENT_STARTED,
-        GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED,
-    ];
-    if known.contains(code) {
+    let live = a.started()?;
+    // The component callbacks are allowed from PREPARE_TO_START (24H2 sets its flag just
+    // before sending it) until STOPPED (it clears the flag right after, [`hold`]).
+    if *code == GUID_DXGKDDI_POWER_MANAGEMENT_PREPARE_TO_START {
+        live.power.set_runtime_started(true);
+        Ok(())
+    } else if *code == GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED {
+        live.power.set_runtime_started(false);
+        Ok(())
+    } else if *code == GUID_DXGKDDI_POWER_MANAGEMENT_STARTED {
         Ok(())
     } else {
         Err(status::INVALID_PARAMETER)

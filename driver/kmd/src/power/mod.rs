@@ -50,7 +50,7 @@
 //! done at SetPowerState. A new StartDevice powers every engine up (F0), the state Dxgkrnl
 //! registers components in.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use rvgpu_ddi::power::{
     DXGK_FSTATE_UNKNOWN_POWER, DXGK_POWER_COMPONENT_ENGINE, DXGK_POWER_COMPONENT_ENGINE_DESC,
@@ -81,12 +81,16 @@ const NODE_NUMBERS: [&[u8]; ENGINE_MAX as usize] = [
     b"15",
 ];
 
-/// The F-state the OS last set for each engine (index = node = component), and the active
-/// references the driver holds on each engine's component ([`ddi::hold`]).
+/// The F-state the OS last set for each engine (index = node = component), the active
+/// references the driver holds on each engine's component ([`ddi::hold`]), and whether the OS
+/// runs runtime power management on the adapter now.
 #[derive(Debug)]
 pub struct EnginePower {
     fstate: [AtomicU32; ENGINE_MAX as usize],
     held: [AtomicU32; ENGINE_MAX as usize],
+    /// Between `PREPARE_TO_START` and `STOPPED` ([`ddi::control_request`]): the only time the
+    /// component callbacks may be called.
+    started: AtomicBool,
 }
 
 impl Default for EnginePower {
@@ -94,11 +98,23 @@ impl Default for EnginePower {
         Self {
             fstate: core::array::from_fn(|_| AtomicU32::new(ENGINE_POWER_F0)),
             held: core::array::from_fn(|_| AtomicU32::new(0)),
+            started: AtomicBool::new(false),
         }
     }
 }
 
 impl EnginePower {
+    /// Whether the OS started runtime power management (and has not stopped it): 24H2
+    /// bug-checks a component callback outside that time (`ddi::hold`).
+    pub fn runtime_started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
+    }
+
+    /// Records `PREPARE_TO_START` (true) or `STOPPED` (false).
+    pub fn set_runtime_started(&self, on: bool) {
+        self.started.store(on, Ordering::Release);
+    }
+
     /// The active references the driver holds on `engine`'s component.
     pub fn held(&self, engine: u32) -> u32 {
         self.held_slot(engine)
