@@ -18,7 +18,7 @@ use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock};
 use crate::os::answers::RootHandOver;
 use crate::state::ums::events::UmsEvent;
-use crate::state::ums::{new_handle, ContextObj, Suspended};
+use crate::state::ums::{new_handle, ContextObj, DxgContext, Suspended};
 
 pub(super) fn destroy_context(
     m: &dyn UmsHost,
@@ -82,6 +82,9 @@ const NO_KMD_ACCESS: u32 = 1 << 5;
 /// to the KMD as `DXGK_CREATECONTEXTFLAGS` bit 5) and refuse from bit 7; 22631 refused from
 /// bit 6. The simulated OS is the later one.
 const CONTEXT_FLAGS_RESERVED: u32 = 1 << 7;
+/// `D3DDDI_CREATECONTEXTFLAGS` bit 6, which 24H2 `K:DXGCONTEXT::Initialize` @0x1402CFD80
+/// passes on as `DXGK_CREATECONTEXTFLAGS::TestContext`.
+const TEST_CONTEXT: u32 = 1 << 6;
 
 /// BR-92 (\[D\] `DXGCONTEXT::Initialize`), in its order, for a context with the runtime's
 /// `D3DDDI_CREATECONTEXTFLAGS` `flags`, created through `D3DKMTCreateContextVirtual`
@@ -234,7 +237,8 @@ pub(crate) fn create_context_with(
     let h = new_handle(pid)?;
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
-    let (kmd, info) = driver_half(a, kmd_device, args, hw_queue, pdd)?;
+    let dxg = DxgContext::new(h, hw_queue);
+    let (kmd, info) = driver_half(a, kmd_device, args, hw_queue, dxg.addr(), pdd)?;
     // BR-65/BR-67 ([D] DXGCONTEXT::Initialize → EnsurePriviledgedDmaPool): a context that does
     // not run in GPU VA gets a privileged DMA pool from the segments the driver named.
     let uses_gpu_va = lock(&a.mm.memory_model).gpummu.is_some()
@@ -286,6 +290,7 @@ pub(crate) fn create_context_with(
             dma_private_data: info.DmaBufferPrivateDataSize,
             root_sent,
             root_seen: u64::MAX,
+            dxg,
         },
     );
     os.events.push(UmsEvent::CreateContext { context: h, node });
@@ -305,11 +310,19 @@ pub(crate) fn create_context_with(
 /// 1024-byte DMA buffer, 128-entry allocation and patch-location lists, 264 bytes of DMA private
 /// data); a `SynchronizationOnly` one gets no DDI and a zero `DXGK_CONTEXTINFO`; any other one
 /// `DxgkDdiCreateContext`. The driver handle (0 for the first two) and the context info.
+///
+/// `DxgkDdiCreateContext`'s block as 24H2 fills it (the rest zero): `hContext` Dxgkrnl's
+/// context handle block `dxg` (for a driver of WDDM 2.5 or later), `VirtualAddressing` for a
+/// context created through `D3DKMTCreateContextVirtual`, `HwQueueSupported` when checked,
+/// `TestContext` for the caller's flag bit 6. `GdiContext` (a GDI device or the CDD client
+/// hint) never applies here: no simulated process creates either. System contexts are
+/// `crate::vidsch::system`'s (`hContext` NULL, `SystemContext`).
 fn driver_half(
     a: &AdapterShared,
     kmd_device: usize,
     args: &ContextArgs,
     hw_queue: bool,
+    dxg: usize,
     pdd: &mut [u8],
 ) -> Result<(usize, DXGK_CONTEXTINFO), SimError> {
     if args.flags & NO_KMD_ACCESS != 0 {
@@ -329,14 +342,29 @@ fn driver_half(
     let pdd_size =
         u32::try_from(pdd.len()).map_err(|_| SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
     let f = ddi::table_slot!(a, DxgkDdiCreateContext)?.map_or_else(not_supported, Ok)?;
+    let wddm = lock(&a.caps).map_or(0, |c| c.WDDMVersion as u32);
     let mut ddi_args = DXGKARG_CREATECONTEXT {
-        hContext: std::ptr::null_mut(),
+        // Before WDDM 2.5 24H2 passes its DXGCONTEXT itself, which nothing here models.
+        hContext: if wddm >= 0x2500 {
+            dxg as HANDLE
+        } else {
+            std::ptr::null_mut()
+        },
         NodeOrdinal: args.node,
         EngineAffinity: args.engine_affinity,
-        Flags: DXGK_CREATECONTEXTFLAGS::default().with(
-            DXGK_CREATECONTEXTFLAGS::HwQueueSupported,
-            u32::from(hw_queue),
-        ),
+        Flags: DXGK_CREATECONTEXTFLAGS::default()
+            .with(
+                DXGK_CREATECONTEXTFLAGS::VirtualAddressing,
+                u32::from(args.virtual_context),
+            )
+            .with(
+                DXGK_CREATECONTEXTFLAGS::HwQueueSupported,
+                u32::from(hw_queue),
+            )
+            .with(
+                DXGK_CREATECONTEXTFLAGS::TestContext,
+                u32::from(args.flags & TEST_CONTEXT != 0),
+            ),
         pPrivateDriverData: if pdd.is_empty() {
             std::ptr::null_mut()
         } else {

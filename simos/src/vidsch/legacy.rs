@@ -98,17 +98,27 @@ fn submit_packet(
     // "DxgkDdiSubmitCommandVirtual ... submit a DMA buffer to a context that supports
     // virtual addressing", d3dkmddi/nc-d3dkmddi-dxgkddi_submitcommandvirtual); the OS's own
     // buffers by physical address through SubmitCommand.
+    // The DMA buffer's private data (24H2 `K:DXGCONTEXT::Initialize` @0x1402CFD80 keeps a
+    // lookaside list of the context's `DmaBufferPrivateDataSize`): the UMD's part first (none
+    // here), the rest as the pool left it (the 0xCD fill shows a driver reading it).
+    let mut private = vec![0xCDu8; private_data_size(a, p.context_kmd) as usize];
     let call = if let Some(va) = p.dma.va() {
         let f = ddi::in_table!(t, DxgkDdiSubmitCommandVirtual)
             .ok_or_else(|| SimError::NoDdi("DxgkDdiSubmitCommandVirtual"))?;
+        // 24H2 `M:VidSchiFillSubmitCommandDataVirtual` @0x140018280: the driver's context, the
+        // buffer's VA and size, the private data (its start and length), the UMD's part of it,
+        // the fence ID, flag bits 0-8 (Paging for a paging packet; NullRendering,
+        // ContextSwitch, Resubmission, VirtualMachineData, and for a flip Present, Flip,
+        // FlipWithNoWait with VidPnSourceId and FlipInterval: none but Resubmission ever
+        // applies here), the engine and node.
         Submit::Virtual(
             f,
             DXGKARG_SUBMITCOMMANDVIRTUAL {
                 hContext: p.context_kmd as HANDLE,
                 DmaBufferVirtualAddress: va,
                 DmaBufferSize: p.bytes,
-                pDmaBufferPrivateData: std::ptr::null_mut(),
-                DmaBufferPrivateDataSize: 0,
+                pDmaBufferPrivateData: private.as_mut_ptr().cast(),
+                DmaBufferPrivateDataSize: private.len() as u32,
                 DmaBufferUmdPrivateDataSize: 0,
                 SubmissionFenceId: p.id,
                 VidPnSourceId: 0,
@@ -165,12 +175,16 @@ fn submit_packet(
         n.pending.insert(id, p);
     }
     let ctx = a.context();
-    let at = At::Level(Irql::Dispatch);
     // An error from either is treated as bug check 0x119 / 0x2 (SubmitCommand's page; for
     // SubmitCommandVirtual UNVERIFIED, docs/tdr.md Q5).
     let status = match call {
+        // 24H2 `M:VidSchiSendToExecutionQueue` @0x140017660 raises to DISPATCH_LEVEL for its
+        // bookkeeping and lowers back before `DxgkDdiSubmitCommandVirtual`: the DDI runs at
+        // the VidSch worker's PASSIVE_LEVEL (Dxgkrnl's wrapper takes a lock that needs it,
+        // `K:ADAPTER_RENDER::DdiSubmitCommandVirtual` @0x1402FD060); `DxgkDdiSubmitCommand`
+        // stays at DISPATCH_LEVEL.
         Submit::Virtual(f, args) => {
-            ddi::call(a, f, at, |f| {
+            ddi::call(a, f, At::Level(Irql::Passive), |f| {
                 // SAFETY: the driver's DDI with its context and a valid argument block; the
                 // buffer stays mapped in the process until the fence ID is retired (an
                 // arena's until then; a UMD's, whose destruction AL-03 defers).
@@ -178,15 +192,29 @@ fn submit_packet(
             })?
         }
         Submit::Physical(f, args) => {
-            ddi::call(a, f, at, |f| {
+            ddi::call(a, f, At::Level(Irql::Dispatch), |f| {
                 // SAFETY: the driver's DDI with its context and a valid argument block; the
                 // DMA buffer stays allocated until the fence ID is retired.
                 unsafe { f(ctx, &args) }
             })?
         }
     };
+    drop(private);
     submit_succeeded(a, status, node, id)?;
     Ok(id)
+}
+
+/// The `DmaBufferPrivateDataSize` the KMD gave for its context `kmd` (0 for a context the OS
+/// does not know, the system context).
+fn private_data_size(a: &AdapterShared, kmd: usize) -> u32 {
+    if kmd == 0 {
+        return 0;
+    }
+    lock(&a.ums)
+        .contexts
+        .values()
+        .find(|c| c.kmd == kmd)
+        .map_or(0, |c| c.dma_private_data)
 }
 
 /// Resubmits a packet after an engine reset (TDR-03): `new = None` keeps its ID (paging).

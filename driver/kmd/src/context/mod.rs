@@ -45,8 +45,9 @@ pub struct Context {
     pub engine: u32,
     /// Suspended contexts' queues are not in the runlist.
     pub suspended: bool,
-    /// The input value of `DXGKARG_CREATECONTEXT::hContext` (0 if the OS passed none): what
-    /// `DxgkCbInvalidateHwContext` names (docs/tdr.md Q2, UNVERIFIED).
+    /// The input value of `DXGKARG_CREATECONTEXT::hContext` (0 if the OS passed none, as for
+    /// a system context): Dxgkrnl's context handle (24H2 `K:DXGCONTEXT::Initialize`
+    /// @0x1402CFD80), what `DxgkCbInvalidateHwContext` names (`crate::reset`).
     pub os_handle: usize,
     /// Device physical address of the root page table VidMm set for the context
     /// (`DxgkDdiSetRootPageTable`); 0 until then, when the root learnt for its process applies

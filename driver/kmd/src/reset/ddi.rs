@@ -258,6 +258,10 @@ fn reset_done<P: Platform>(a: &Adapter<P>, live: &Live<P>, node: u32, guilty: Op
 /// failure changes nothing the OS relies on: the device's queues are out of every runlist
 /// already.
 fn invalidate<P: Platform>(a: &Adapter<P>, live: &Live<P>, g: Guilty) {
+    // Only Dxgkrnl's own handle may be named: the callback reads through it.
+    if g.handle == 0 {
+        return;
+    }
     let r = live.dxgk.invalidate_hw_context(g.handle);
     testhooks::note_result(&live.hooks, &r, || {
         testhooks::rec(JournalKind::InvalidateHwContext, 0, g.handle as u64, 0)

@@ -207,15 +207,12 @@ struct Guilty {
     handle: usize,
 }
 
-/// The handle `DxgkCbInvalidateHwContext` names context `ctx` by (the input
-/// value of `DXGKARG_CREATECONTEXT::hContext` when the OS passed one, else the KMD's handle).
+/// The handle `DxgkCbInvalidateHwContext` names context `ctx` by: the input value of
+/// `DXGKARG_CREATECONTEXT::hContext`, Dxgkrnl's context handle, which the callback follows
+/// (24H2 `K:DxgkInvalidateHwContextCB` @0x14006C2E0). 0 for a context the OS passed none (a
+/// system context): there is nothing to name it by.
 pub fn context_handle(s: &Sched, ctx: Handle) -> Option<usize> {
-    let c = s.contexts.get(&ctx)?;
-    Some(if c.os_handle != 0 {
-        c.os_handle
-    } else {
-        usize::try_from(ctx.raw()).unwrap_or(0)
-    })
+    Some(s.contexts.get(&ctx)?.os_handle)
 }
 
 /// Puts the device owning the hardware queue with id `queue` on `node` in error (UM-10): from
@@ -452,10 +449,12 @@ mod tests {
             .map(|q| q.id)
             .collect();
         assert_eq!(errored, [5, 6], "connect and submit refused for these");
-        // A context created without an OS handle is named by the KMD's handle.
+        // A context created without an OS handle is still blamed, but has no handle to be
+        // named by (the callback would read through the KMD's own handle).
         s.devices.get_mut(&guilty_dev).unwrap().in_error = false;
         let (g, _) = blame(&mut s, 1, 6).unwrap();
-        assert_eq!(g.handle as u64, h(Kind::Context, 11).raw());
+        assert_eq!(g.handle, 0);
+        assert!(s.devices[&guilty_dev].in_error);
     }
 
     #[test]

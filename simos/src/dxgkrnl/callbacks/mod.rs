@@ -170,8 +170,8 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
     i.DxgkCbGetHandleData = Some(handle_data::get_handle_data);
     i.DxgkCbSetPowerComponentActive = Some(set_power_component_active);
     i.DxgkCbSetPowerComponentIdle = Some(set_power_component_idle);
-    // TDR: the guilty context of an engine reset (crate::vidsch::tdr).
-    i.DxgkCbInvalidateHwContext = Some(crate::vidsch::tdr::cb_invalidate_hw_context);
+    // TDR: the guilty context of an engine reset (crate::vidsch::tdr), by Dxgkrnl's handle.
+    i.DxgkCbInvalidateHwContext = Some(invalidate_hw_context);
     i
 }
 
@@ -226,4 +226,64 @@ unsafe extern "system" fn set_power_component_idle(handle: HANDLE, component: u3
         return;
     };
     crate::ums::cb_component_idle(&a, component);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TDR.
+
+/// `DxgkCbInvalidateHwContext` (PASSIVE_LEVEL) as 24H2 `K:DxgkInvalidateHwContextCB`
+/// @0x14006C2E0 reads it: `hHwContext` is Dxgkrnl's context handle block, the input `hContext`
+/// of `DxgkDdiCreateContext`, and the callback follows its +8 to VidSch's hardware context.
+/// - +8 zero (a context without a hardware context): success, nothing done.
+/// - Anything but a live block of the adapter: 24H2 reads +8 of it all the same; the
+///   simulation cannot read a foreign address, so it takes the read as the page fault it is
+///   for a handle that is not kernel memory (bug check 0x50: the address read, a read, the
+///   callback, 0). The driver's own context handle is such a value.
+/// - A hardware context: VidSch invalidates it (`crate::vidsch::tdr`'s callback, with the
+///   context found).
+unsafe extern "system" fn invalidate_hw_context(
+    args: *const DXGKARGCB_INVALIDATEHWCONTEXT,
+) -> NTSTATUS {
+    let forward = |args: *const DXGKARGCB_INVALIDATEHWCONTEXT| {
+        // SAFETY: as this callback's contract: null or the driver's argument block.
+        unsafe { crate::vidsch::tdr::cb_invalidate_hw_context(args) }
+    };
+    if args.is_null() {
+        return forward(args);
+    }
+    // SAFETY: non-null pointer to the driver's argument block.
+    let read = unsafe { args.read() };
+    let Some(a) = AdapterShared::from_handle(read.hAdapter) else {
+        return forward(args);
+    };
+    let addr = invalidate_hw_context as *const () as usize;
+    if let Err(b) =
+        crate::adapter::irql::check(Routine::DxgkCbInvalidateHwContext, current_irql(), addr)
+    {
+        a.state.raise_bugcheck(b);
+        return STATUS_UNSUCCESSFUL;
+    }
+    let named = read.hHwContext as usize;
+    let found = crate::base::lock::lock(&a.ums)
+        .contexts
+        .values()
+        .find(|c| c.dxg.addr() == named)
+        .map(|c| c.dxg.follow());
+    match found {
+        None => {
+            a.state.raise_bugcheck(crate::BugCheck::new(
+                crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
+                [named.wrapping_add(8) as u64, 0, addr as u64, 0],
+            ));
+            STATUS_INVALID_PARAMETER
+        }
+        Some(None) => STATUS_SUCCESS,
+        Some(Some(context)) => {
+            let by_os = DXGKARGCB_INVALIDATEHWCONTEXT {
+                hHwContext: crate::state::ums::kernel_handle(context) as HANDLE,
+                ..read
+            };
+            forward(&by_os)
+        }
+    }
 }

@@ -185,6 +185,77 @@ pub(crate) struct ContextObj {
     /// VidMm's root generation when `root_sent` was last found current (`u64::MAX`: never):
     /// while it matches, no process root changed and VidSch's root step is a compare.
     pub(crate) root_seen: u64,
+    /// Dxgkrnl's context handle block, the driver's input `hContext` (`crate::ums`'s context
+    /// module).
+    pub(crate) dxg: DxgContext,
+}
+
+/// Dxgkrnl's context handle block (`m_pDxgkrnlContextHandle`, 16 bytes): +0 the
+/// `DXGCONTEXT`, +8 VidSch's hardware context, which only a `HwQueueSupported` context has
+/// (0 otherwise: the block is allocated zeroed). 24H2 `K:DXGCONTEXT::Initialize` @0x1402CFD80
+/// passes its address as `DXGKARG_CREATECONTEXT::hContext`; `K:DxgkInvalidateHwContextCB`
+/// @0x14006C2E0 reads +8 of the handle the driver gives back.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct DxgContextBlock {
+    /// +0.
+    pub(crate) dxgcontext: AtomicU64,
+    /// +8.
+    pub(crate) hw_context: AtomicU64,
+}
+
+const _: () = assert!(std::mem::offset_of!(DxgContextBlock, hw_context) == 8);
+const _: () = assert!(std::mem::size_of::<DxgContextBlock>() == 16);
+
+/// The part of VidSch's hardware context the invalidation reaches: the context it schedules.
+#[derive(Debug)]
+pub(crate) struct VidSchHwContext {
+    /// The D3DKMT context.
+    pub(crate) context: KmtHandle,
+}
+
+/// A context's handle block with the objects it points at, on the heap: their addresses stay
+/// put while the context lives.
+#[derive(Debug)]
+pub(crate) struct DxgContext {
+    block: Box<DxgContextBlock>,
+    /// The `DXGCONTEXT` +0 points at (the D3DKMT context stands in for it).
+    _object: Box<KmtHandle>,
+    hw: Option<Box<VidSchHwContext>>,
+}
+
+impl DxgContext {
+    /// The block of context `context`; +8 set when it has a hardware context.
+    pub(crate) fn new(context: KmtHandle, hw_context: bool) -> Self {
+        let object = Box::new(context);
+        let hw = hw_context.then(|| Box::new(VidSchHwContext { context }));
+        let block = Box::new(DxgContextBlock {
+            dxgcontext: AtomicU64::new(&*object as *const KmtHandle as usize as u64),
+            hw_context: AtomicU64::new(
+                hw.as_deref()
+                    .map_or(0, |h| h as *const VidSchHwContext as usize as u64),
+            ),
+        });
+        Self {
+            block,
+            _object: object,
+            hw,
+        }
+    }
+
+    /// Its address: the driver's input `hContext`.
+    pub(crate) fn addr(&self) -> usize {
+        &*self.block as *const DxgContextBlock as usize
+    }
+
+    /// What Dxgkrnl reads at +8 and VidSch then finds there: the context of the hardware
+    /// context, or `None` for a block whose +8 is 0.
+    pub(crate) fn follow(&self) -> Option<KmtHandle> {
+        let at = self.block.hw_context.load(Ordering::Acquire) as usize;
+        let hw = self.hw.as_deref()?;
+        debug_assert_eq!(at, hw as *const VidSchHwContext as usize);
+        (at != 0).then_some(hw.context)
+    }
 }
 
 #[derive(Debug)]
