@@ -2,7 +2,8 @@
 
 use super::Ddi;
 use crate::allocation::{
-    DXGKARG_CREATEALLOCATION, DXGKARG_OPENALLOCATION, DXGK_ALLOCATIONINFO, DXGK_OPENALLOCATIONINFO,
+    DXGKARG_CLOSEALLOCATION, DXGKARG_CREATEALLOCATION, DXGKARG_DESTROYALLOCATION,
+    DXGKARG_OPENALLOCATION, DXGK_ALLOCATIONINFO, DXGK_OPENALLOCATIONINFO,
 };
 
 const ALLOCATION_BY: &str = "K:DXGDEVICE::CreateDriverAllocations @0x1403231E0";
@@ -256,6 +257,65 @@ pub const OPEN_ALLOCATION_INFO: Ddi<DXGK_OPENALLOCATIONINFO> = Ddi {
             false,
             OPEN_BY,
             "zeroed; the driver's answer"
+        ),
+    ],
+};
+
+const DESTROY_BY: &str = "K:DXGDEVICE::DestroyCoreAllocations @0x1403252DC";
+
+/// `DxgkDdiCloseAllocation` of the creating device's opens, when device allocations are
+/// destroyed: `DESTROY_BY` lists the driver's open handle of each allocation that has one and
+/// calls the driver with the device's handle, only when the list is not empty.
+pub const CLOSE_ALLOCATION: Ddi<DXGKARG_CLOSEALLOCATION> = Ddi {
+    name: "DxgkDdiCloseAllocation",
+    block: "DXGKARG_CLOSEALLOCATION",
+    rows: &[
+        filled_row!(
+            DXGKARG_CLOSEALLOCATION.NumAllocations,
+            true,
+            DESTROY_BY,
+            "the number of opens listed, never zero"
+        ),
+        filled_row!(
+            DXGKARG_CLOSEALLOCATION.pOpenHandleList,
+            true,
+            DESTROY_BY,
+            "the driver's open handles (hDeviceSpecificAllocation from DxgkDdiOpenAllocation)"
+        ),
+    ],
+};
+
+/// `DxgkDdiDestroyAllocation` of device allocations (no resource), after their close:
+/// `DESTROY_BY` zeroes the block and lists the driver's handle of each allocation that has
+/// one; with neither allocations nor a resource it makes no call.
+pub const DESTROY_ALLOCATION: Ddi<DXGKARG_DESTROYALLOCATION> = Ddi {
+    name: "DxgkDdiDestroyAllocation",
+    block: "DXGKARG_DESTROYALLOCATION",
+    rows: &[
+        filled_row!(
+            DXGKARG_DESTROYALLOCATION.NumAllocations,
+            true,
+            DESTROY_BY,
+            "the number of driver allocation handles listed"
+        ),
+        filled_row!(
+            DXGKARG_DESTROYALLOCATION.pAllocationList,
+            true,
+            DESTROY_BY,
+            "the driver's handles (hAllocation from DxgkDdiCreateAllocation); null when none"
+        ),
+        zero_row!(
+            DXGKARG_DESTROYALLOCATION.hResource,
+            false,
+            DESTROY_BY,
+            "the resource's driver handle, written only for a resource's allocations, which \
+             rvgpu's UMD makes none of"
+        ),
+        zero_row!(
+            DXGKARG_DESTROYALLOCATION.Flags,
+            true,
+            DESTROY_BY,
+            "DestroyResource (bit 0) only with a resource; no other bit is written"
         ),
     ],
 };

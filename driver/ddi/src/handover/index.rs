@@ -1,7 +1,8 @@
 //! [`AUDIT`]: what 24H2 hands each DDI of the catalog, in catalog order.
 
 use super::allocation::{
-    ALLOCATION_INFO, CREATE_ALLOCATION, OPEN_ALLOCATION, OPEN_ALLOCATION_INFO,
+    ALLOCATION_INFO, CLOSE_ALLOCATION, CREATE_ALLOCATION, DESTROY_ALLOCATION, OPEN_ALLOCATION,
+    OPEN_ALLOCATION_INFO,
 };
 use super::device::{CREATE_CONTEXT, CREATE_DEVICE};
 use super::escape::ESCAPE;
@@ -96,7 +97,7 @@ pub static AUDIT: &[Audit] = &[
         "DxgkDdiCreateAllocation",
         Cover::Blocks(&[&CREATE_ALLOCATION, &ALLOCATION_INFO]),
     ),
-    pending("DxgkDdiDestroyAllocation", "DXGKARG_DESTROYALLOCATION"),
+    audit("DxgkDdiDestroyAllocation", Cover::Blocks(&[&DESTROY_ALLOCATION])),
     pending("DxgkDdiDescribeAllocation", "DXGKARG_DESCRIBEALLOCATION"),
     pending(
         "DxgkDdiGetStandardAllocationDriverData",
@@ -142,7 +143,7 @@ pub static AUDIT: &[Audit] = &[
         "DxgkDdiOpenAllocation",
         Cover::Blocks(&[&OPEN_ALLOCATION, &OPEN_ALLOCATION_INFO]),
     ),
-    pending("DxgkDdiCloseAllocation", "DXGKARG_CLOSEALLOCATION"),
+    audit("DxgkDdiCloseAllocation", Cover::Blocks(&[&CLOSE_ALLOCATION])),
     unfilled("DxgkDdiRender"),
     audit(
         "DxgkDdiPresent",

@@ -277,6 +277,7 @@ macro_rules! word_is_zero {
 
 word_is_zero!(
     crate::allocation::DXGK_CREATEALLOCATIONFLAGS,
+    crate::allocation::DXGK_DESTROYALLOCATIONFLAGS,
     crate::allocation::DXGK_SEGMENTBANKPREFERENCE,
     crate::allocation::DXGK_SEGMENTPREFERENCE,
     crate::allocation::DXGK_ALLOCATIONINFOFLAGS2
@@ -412,7 +413,10 @@ pub use tdr::{
     SUBMIT_COMMAND_VIRTUAL,
 };
 
-pub use allocation::{ALLOCATION_INFO, CREATE_ALLOCATION, OPEN_ALLOCATION, OPEN_ALLOCATION_INFO};
+pub use allocation::{
+    ALLOCATION_INFO, CLOSE_ALLOCATION, CREATE_ALLOCATION, DESTROY_ALLOCATION, OPEN_ALLOCATION,
+    OPEN_ALLOCATION_INFO,
+};
 pub use paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
 pub use process::{CREATE_PROCESS, SET_ROOT_PAGE_TABLE};
 pub use queue::{
