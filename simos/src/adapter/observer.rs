@@ -27,6 +27,10 @@ pub struct Observer {
     handover: Mutex<Handover>,
 }
 
+/// Call-site checks remembered for the central check to skip (a DDI's call site checks at most
+/// a few blocks before it calls).
+const AT_CALL_SITE_KEPT: usize = 16;
+
 /// What the hand-over audit found in the blocks the OS handed the driver.
 #[derive(Debug, Default)]
 struct Handover {
@@ -34,6 +38,9 @@ struct Handover {
     blocks: HashMap<&'static str, u64>,
     /// `DDI: field` for each field the audit says 24H2 leaves zero that a block filled.
     filled_zero: Vec<String>,
+    /// The sets and block addresses call sites checked last ([`Observer::handed`]), newest
+    /// last: the central check of the same block, which follows, is not counted twice.
+    at_call_site: std::collections::VecDeque<(&'static str, usize)>,
 }
 
 impl Observer {
@@ -43,6 +50,10 @@ impl Observer {
     pub(crate) fn handed<T>(&self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
         let mut h = lock(&self.handover);
         *h.blocks.entry(ddi.name).or_default() += 1;
+        if h.at_call_site.len() >= AT_CALL_SITE_KEPT {
+            h.at_call_site.pop_front();
+        }
+        h.at_call_site.push_back((ddi.name, b as *const T as usize));
         let filled: Vec<String> = ddi
             .filled_zero(b)
             .map(|f| format!("{}: {f}", ddi.name))
@@ -69,6 +80,12 @@ impl Observer {
             let applied = unsafe { set.check(p, &mut |f| filled.push(f)) };
             if applied {
                 let mut h = lock(&self.handover);
+                let key = (set.name(), p as usize);
+                if let Some(i) = h.at_call_site.iter().rposition(|k| *k == key) {
+                    // The call site checked this block against this set already.
+                    h.at_call_site.remove(i);
+                    continue;
+                }
                 *h.blocks.entry(set.name()).or_default() += 1;
                 h.filled_zero
                     .extend(filled.into_iter().map(|f| format!("{}: {f}", set.name())));
@@ -316,6 +333,24 @@ mod tests {
             1
         );
         assert_eq!(o.handed_filled_zero().len(), 1);
+    }
+
+    /// DDI-01: a block its call site already checked against a set is not counted again by
+    /// the central check that follows (the count is of blocks handed over).
+    #[test]
+    fn ddi_01_a_block_checked_at_its_call_site_is_counted_once() {
+        let o = Observer::default();
+        let b = DXGKARG_SETNATIVEFENCELOGBUFFER {
+            hHwQueue: 8 as rvgpu_ddi::HANDLE,
+            NumberOfEntries: 64,
+            LogBufferGpuVa: 0x10_0000,
+            ..Default::default()
+        };
+        o.handed(&rvgpu_ddi::handover::SET_NATIVE_FENCE_LOG_BUFFER, &b);
+        hand(&o, &b);
+        assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 1);
+        hand(&o, &b);
+        assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 2);
     }
 
     /// DDI-01: a block of another type than the sets read, or of a DDI without sets, is not
