@@ -12,9 +12,13 @@
 //! sets of the blocks 24H2 hands it ([`Cover::Blocks`]; one set per operation of a
 //! multi-operation DDI where rvgpu implements several), or why it has none: a DDI that takes
 //! only handles and scalars ([`Cover::NoBlock`]), one 24H2 never calls on rvgpu's adapter
-//! ([`Cover::NotCalled`]), one rvgpu's table leaves empty ([`Cover::Unfilled`]). The simulated
-//! OS checks a block where it hands it over, through the DDI's sets in [`AUDIT`]
-//! ([`Audited::check`]), or at the call site for a set whose block sits inside another.
+//! ([`Cover::NotCalled`]), one rvgpu's table leaves empty ([`Cover::Unfilled`]); a DDI whose
+//! sets are still to be written is [`Cover::Pending`], on a list the coverage test holds.
+//!
+//! The simulated OS checks a block where it hands it over: its DDI caller looks the DDI's sets
+//! up in [`AUDIT`] by the block's type ([`Audited::check`]) for every call made through its
+//! argument-passing helpers; a call site that calls the driver otherwise, or hands a block
+//! inside another (an allocation info, a paging operation), names the set itself.
 //!
 //! Adding a DDI: a `pub const` [`Ddi`] of its block's type built with `filled_row!` and
 //! `zero_row!` rows, and its entry in [`AUDIT`].
