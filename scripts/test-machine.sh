@@ -8,7 +8,8 @@
 #   scripts/test-machine.sh --check [OPTIONS] DISK    only the prerequisites, one line each missing
 #
 #   --iso FILE          attach the Windows installation medium (DISK is made, 80 GiB, if missing)
-#   --devices N         rvgpu functions: 1 (default) or 2 (Adapter.TwoAdapters needs two)
+#   --devices N         rvgpu functions: 1 (default), 2 (Adapter.TwoAdapters needs two), or 0:
+#                       Windows without the GPU, so without rvgpu.sys (a machine it stops)
 #   --wait-debugger     the guest's CPUs stay halted until a debugger on the gdb stub continues
 #   --gdb-port N        the gdb stub's port on 127.0.0.1 (default 1234; 0: none)
 #   --dir DIR           sockets, logs, firmware variables, TPM state (default: DISK's directory,
@@ -60,7 +61,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-case "$devices" in 1 | 2) ;; *) echo "test-machine.sh: --devices is 1 or 2, not $devices" >&2; exit 2 ;; esac
+case "$devices" in 0 | 1 | 2) ;; *) echo "test-machine.sh: --devices is 0, 1 or 2, not $devices" >&2; exit 2 ;; esac
 case "$accel" in kvm | tcg) ;; *) echo "test-machine.sh: --accel is kvm or tcg, not $accel" >&2; exit 2 ;; esac
 case "$gdb_port" in *[!0-9]* | "") echo "test-machine.sh: --gdb-port is a number" >&2; exit 2 ;; esac
 linux=0
@@ -190,7 +191,7 @@ args=(-machine "q35,accel=$accel,memory-backend=mem" -object "memory-backend-mem
 args+=(-netdev user,id=net0 -device e1000e,netdev=net0)
 [ "$gdb_port" = 0 ] || args+=(-gdb "tcp:127.0.0.1:$gdb_port")
 [ "$wait_debugger" = 0 ] || args+=(-S)
-args+=("${devargs[@]}")
+args+=(${devargs[@]+"${devargs[@]}"})
 
 if [ "$linux" = 1 ]; then
     args+=(-nographic -no-reboot -kernel "$(inside "$kernel")" -initrd "$(inside "$initrd")" -append "$append")

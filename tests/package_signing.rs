@@ -118,6 +118,9 @@ fn the_testers_folder_holds_exactly_what_the_runbook_names() {
     for (name, source) in [
         ("README.txt", "scripts/tester/README.txt"),
         ("windbg/rvgpu.js", "scripts/windbg/rvgpu.js"),
+        ("test-machine.sh", "scripts/test-machine.sh"),
+        ("test-machine.md", "docs/test-machine.md"),
+        ("qemu-guest.md", "docs/qemu-guest.md"),
     ] {
         assert_eq!(
             std::fs::read(dir.join(name)).unwrap(),

@@ -12,7 +12,7 @@
 //                            type, opens) and the local handles on them
 //   !rvgpu_tdr               the last TDR record: reset counters and, per engine, the last
 //                            ResetDone event and LastAbortedFenceId
-//   !rvgpu_tdrdump ADDR [N]  decodes the driver's TDR dump record (DxgkDdiCollectDbgInfo2's
+//   !rvgpu_tdrdump ADDR[, N] decodes the driver's TDR dump record (DxgkDdiCollectDbgInfo2's
 //                            buffer, N bytes of it kept) at ADDR: one line per engine
 //   dx @$rvgpu()             the same as objects (dx -r3 @$rvgpu() for everything)
 //
@@ -477,11 +477,12 @@ function dumpEngine(r) {
     return e;
 }
 
-/// `!rvgpu_tdrdump ADDR [N]`: the dump record at ADDR (N: bytes of it present), printed one
-/// line per engine and returned as objects.
+/// `!rvgpu_tdrdump ADDR[, N]` (a function alias takes its arguments comma-separated): the
+/// dump record at ADDR (N: bytes of it present), printed one line per engine and returned as
+/// objects.
 function tdrDump(address, size) {
     if (address === undefined) {
-        throw new Error("rvgpu.js: usage: !rvgpu_tdrdump <address> [bytes]");
+        throw new Error("rvgpu.js: usage: !rvgpu_tdrdump <address>[, <bytes>]");
     }
     const base = int64(address);
     const limit = size === undefined ? null : num(size);

@@ -231,7 +231,7 @@ impl KmtMachine for WinMachine {
     }
 
     /// Timeout detection and recovery is the machine's: on unless `TdrLevel` is 0, with
-    /// `TdrDelay` and the other keys the runbook sets (docs/test-machine.md §7), read at boot.
+    /// `TdrDelay` and the other keys the runbook sets (docs/test-machine.md §6), read at boot.
     /// A program cannot change them, so the case's timeouts are not honoured.
     fn enable_tdr(&self, i: usize, _t: crate::backend::TdrTimeouts) -> Result<(), Failure> {
         nth(&self.adapters, i, "adapter").map(|_| ())
