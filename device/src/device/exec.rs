@@ -48,7 +48,7 @@ use rvgpu_hw::log::{
     OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED,
 };
 use rvgpu_hw::mmu::Access;
-use rvgpu_hw::queue::{QueueDescriptor, RingControl, NO_QUEUE};
+use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_QUEUE};
 use rvgpu_hw::regs::IntCause;
 
 use rvgpu_hw::addr::GpuVa;
@@ -82,9 +82,10 @@ struct Fetched {
     words: Vec<u64>,
 }
 
-/// Where a LOG_WRITE goes (GPU addresses in the system space), resolved and checked before
-/// anything is written.
+/// Where a LOG_WRITE goes (GPU addresses in `space`), resolved and checked before anything
+/// is written.
 struct LogTarget {
+    space: Space,
     entry_addr: GpuVa,
     header_addr: GpuVa,
     header_value: u64,
@@ -266,8 +267,15 @@ impl Core {
         if base.is_null() {
             return Err(Fault::new(FaultCode::NoLog, GpuVa::NULL));
         }
-        // The log buffer is at its CMP address (LogBufferSystemProcessGpuVa): system space.
-        let sys = self.system_space();
+        // A log is in the system space, except a wait log the OS mapped only into the
+        // queue's process (hardware.md 12.4): the queue's root, with the CMP's privilege.
+        let in_queue = kind == LogKind::Wait
+            && QueueFlags::from_bits_retain(d.flags).contains(QueueFlags::WAIT_LOG_IN_QUEUE);
+        let sys = if in_queue {
+            Space::of_queue(d).kernel()
+        } else {
+            self.system_space()
+        };
         self.sp_check(sys, base, LOG_BUFFER_SIZE, Access::Write)?;
         // NumberOfEntries is written by the OS when it creates the buffer.
         // sp_check above: the whole buffer is addressable, so these offsets cannot overflow.
@@ -281,6 +289,7 @@ impl Core {
         let entry_addr = at(entry_offset(index, n).ok_or(bad)?);
         let header_value = header_after(index, n).ok_or(bad)?;
         Ok(LogTarget {
+            space: sys,
             entry_addr,
             header_addr: at(HEADER_ATOMIC),
             header_value,
@@ -290,7 +299,7 @@ impl Core {
     /// Writes a log entry, then the header's atomic word (LOG-03, LOG-07). Caller holds the
     /// signal lock.
     fn write_log(&self, t: &LogTarget, entry: &LogEntry) -> Result<(), Fault> {
-        let sys = self.system_space();
+        let sys = t.space;
         let spans = self.sp_spans(sys, t.entry_addr, 48, Access::Write)?;
         for (d, s) in words(&spans).zip(entry.to_words()) {
             // Relaxed: the Release on the header below publishes the entry.

@@ -27,6 +27,10 @@ bitflags! {
         /// Needs a non-zero `page_table_base`: a user-mode queue under the identity root is a
         /// bad descriptor.
         const USER_MODE = 1 << 1;
+        /// `wait_log` is an address in the queue's own space (its root, kernel privilege)
+        /// rather than the system space: the OS may map a queue's wait log only into the
+        /// queue's process (hardware.md 12.4).
+        const WAIT_LOG_IN_QUEUE = 1 << 2;
     }
 }
 
@@ -52,7 +56,8 @@ wire_struct! {
         pub ring_control: GpuVa,
         /// GPU address of the 64-bit progress fence PROGRESS writes.
         pub progress_fence: GpuVa,
-        /// GPU address of the wait log buffer (LOG-01), 0 if none.
+        /// GPU address of the wait log buffer (LOG-01), 0 if none: system space, or the
+        /// queue's space with [`QueueFlags::WAIT_LOG_IN_QUEUE`].
         pub wait_log: GpuVa,
         /// GPU address of the signal log buffer, 0 if none.
         pub signal_log: GpuVa,
