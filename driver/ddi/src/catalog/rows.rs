@@ -580,9 +580,13 @@ macro_rules! catalog_rows {
         .mandatory("NF-12/NF-13")
         .doc("NF-12, NF-13", "[nf]")
         .on_null(OnNull::Fails(STATUS_INVALID_PARAMETER)),
-    // The OS calls it at DISPATCH_LEVEL (docs/logs.md#simulated-os).
+    // The page says DISPATCH_LEVEL; 24H2 hands the logs over at PASSIVE_LEVEL
+    // (`M:VidSchiCreateNativeFenceLog` @0x140024634 calls it straight after
+    // `M:VIDMM_SCH_LOG::CreateSchLog` @0x140024A94, which takes a push lock and waits) and takes
+    // them back at DISPATCH_LEVEL (`M:VidSchiDecrementHwQueueReference` @0x140020A74, inside a
+    // queued spin lock).
     ddi!(DxgkDdiSetNativeFenceLogBuffer: PDXGKDDI_SETNATIVEFENCELOGBUFFER)
-        .at(D, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer")
+        .at(P, D, "d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer")
         .group(Group::FenceLogs)
         .mandatory("NF-12/LOG-01/LOG-09 (logs are mandatory)")
         .doc("NF-12, LOG-01, LOG-09", "[nf]")

@@ -133,6 +133,7 @@ impl HwQueue {
         if self.user_mode {
             flags |= QueueFlags::USER_MODE;
         }
+        flags |= self.logs.descriptor_flags();
         Some(QueueDescriptor {
             queue_id: self.id,
             flags: flags.bits(),

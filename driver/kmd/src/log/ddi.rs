@@ -3,7 +3,6 @@
 //! [`super`].
 
 use core::sync::atomic::Ordering;
-use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_ddi::fence::{DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATENATIVEFENCELOGS};
 use rvgpu_ddi::HANDLE;
@@ -19,51 +18,91 @@ use crate::status::{self, Status};
 
 use super::{dedup_ids, seq_of, validate, HeaderView};
 
-/// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL; LOG-01, LOG-09). Any failure leaves the
-/// queue unchanged. `header`: the buffer's header as the thunk read it through
-/// `LogBufferCpuVa`, the OS's kernel mapping of the buffer (refused if unreadable).
+/// DxgkDdiSetNativeFenceLogBuffer (PASSIVE or DISPATCH_LEVEL; LOG-01, LOG-09). `header`: the
+/// buffer's header as the thunk read it through `LogBufferCpuVa`, the OS's kernel mapping of
+/// the buffer (refused if unreadable). A failure takes both of the queue's logs away
+/// ([`forget_logs`]): 24H2 frees both when either call fails (`M:VidSchiCreateNativeFenceLog`
+/// @0x140024634), and the pages' "destroy and recreate" destroys the old buffer before the
+/// call, so no log the queue had before may stay in use. The queue then reports NULL
+/// (LOG-08), which costs a scan and loses nothing.
 pub fn set_log_buffer<P: Platform>(
     args: &DXGKARG_SETNATIVEFENCELOGBUFFER,
     header: Result<HeaderView, Status>,
 ) -> Result<(), Status> {
-    let header = header?;
+    // The argument checks that need no queue come first (the header read through the CPU VA).
+    let set = header.and_then(|header| {
+        with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
+            let (kind, buf, space) = validate(
+                args.NumberOfEntries,
+                header,
+                args.LogBufferGpuVa,
+                args.LogBufferSystemProcessGpuVa,
+                live.identity.vram_size,
+            )?;
+            update(live, h, |logs| logs.set(kind, buf, space))
+        })
+    });
+    if set.is_err() {
+        // The status that matters is the set's; a handle naming no queue has nothing to forget.
+        let _ = with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
+            forget_logs(live, h)
+        });
+    }
+    set
+}
+
+/// DxgkDdiSetNativeFenceLogBuffer with the release block ([`super::is_release`], DISPATCH_LEVEL,
+/// LOG-01): [`forget_logs`]. The OS frees both buffers next and does not look at the status,
+/// so a handle that names no live queue (destroyed already) is only reported.
+pub fn release_logs<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Result<(), Status> {
     with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
-        let (kind, buf) = validate(
-            args.NumberOfEntries,
-            header,
-            GpuVa::new(args.LogBufferSystemProcessGpuVa),
-            live.identity.vram_size,
-        )?;
-        let flush = {
-            let mut s = live.sched.lock();
-            let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
-            let previous = q.logs;
-            q.logs.set(kind, buf);
-            let (id, engine, complete) = (q.id, q.engine, q.logs.complete());
-            let runnable = s.queues.get(&h).is_some_and(|q| s.runnable(q));
-            if runnable {
-                // The queue keeps its id and ring; the device uses the new address from its
-                // next packet (hardware.md M14). The commit holds the CMP, so no packet is
-                // mid-flight with the old descriptor when it returns.
-                if let Err(e) = runlist::commit_slot(&live.regs, &s, engine, id, Some(h)) {
-                    if let Some(q) = s.queues.get_mut(&h) {
-                        q.logs = previous;
-                    }
-                    let _ = runlist::commit_slot(&live.regs, &s, engine, id, Some(h));
-                    return Err(e);
-                }
-            }
-            if complete && !previous.complete() {
-                live.queue_irq.logs_complete(id, seq_of(h), engine);
-            }
-            runnable.then_some(id)
-        };
-        if let Some(id) = flush {
-            // No write to the old buffer can still be in flight when we return.
-            live.regs.write(regs::LogFlush::new(id));
-        }
-        Ok(())
+        forget_logs(live, h)
     })
+}
+
+/// Queue `h` forgets both logs; when this returns the device writes neither again (a
+/// LOG_WRITE the queue still runs faults `NoLog` instead of reaching freed memory). No
+/// allocation, no wait: callable at DISPATCH_LEVEL.
+fn forget_logs<P: Platform>(live: &Live<P>, h: Handle) -> Result<(), Status> {
+    update(live, h, |logs| logs.release())
+}
+
+/// Changes queue `h`'s logs with `change` under the scheduler lock, keeps the ISR table in
+/// step, and, if the queue is in a runlist, recommits its slot and flushes its log writes:
+/// the device reads the slot before the commit returns and holds the CMP, so no packet runs
+/// with the old addresses after it (hardware.md 5.2), and `LOG_FLUSH` puts any write begun
+/// before it in memory.
+fn update<P: Platform>(
+    live: &Live<P>,
+    h: Handle,
+    change: impl FnOnce(&mut super::QueueLogs),
+) -> Result<(), Status> {
+    let flush = {
+        let mut s = live.sched.lock();
+        let q = s.queues.get_mut(&h).ok_or(status::INVALID_HANDLE)?;
+        let previous = q.logs;
+        change(&mut q.logs);
+        if q.logs == previous {
+            return Ok(());
+        }
+        let (id, engine, complete) = (q.id, q.engine, q.logs.complete());
+        if complete && !previous.complete() {
+            live.queue_irq.logs_complete(id, seq_of(h), engine);
+        } else if !complete && previous.complete() {
+            live.queue_irq.logs_released(id, engine);
+        }
+        let runnable = s.queues.get(&h).is_some_and(|q| s.runnable(q));
+        if runnable {
+            // The queue keeps its id and ring; the device uses the new addresses from its
+            // next packet (hardware.md M14).
+            runlist::commit_slot(&live.regs, &s, engine, id, Some(h))?;
+        }
+        runnable.then_some(id)
+    };
+    if let Some(id) = flush {
+        live.regs.write(regs::LogFlush::new(id));
+    }
+    Ok(())
 }
 
 /// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL; LOG-07): one `LOG_FLUSH` per listed queue

@@ -1,13 +1,16 @@
 //! Native fence log buffers (LOG-01 … LOG-09; design: docs/logs.md#kmd).
 //!
-//! - `DxgkDdiSetNativeFenceLogBuffer` ([`ddi::set_log_buffer`], DISPATCH_LEVEL,
+//! - `DxgkDdiSetNativeFenceLogBuffer` ([`ddi::set_log_buffer`], PASSIVE or DISPATCH_LEVEL,
 //!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setnativefencelogbuffer>):
 //!   the OS hands over the wait or the signal log of a hardware queue. The KMD stores the
-//!   system-process GPU VA in the queue ([`QueueLogs`]); the queue descriptor carries it to
-//!   the device (`wait_log` / `signal_log`, hardware.md 5.3), so a running queue's runlist is
-//!   recommitted and the queue's logs flushed (`LOG_FLUSH`) before the call returns: after
-//!   it the device never writes the old buffer (the OS may "destroy and recreate" a log,
-//!   which is the same call with a new address).
+//!   GPU VA the device must use ([`locate`]) in the queue ([`QueueLogs`]); the queue
+//!   descriptor carries it to the device (`wait_log` / `signal_log`, hardware.md 5.3), so a
+//!   running queue's runlist is recommitted and the queue's logs flushed (`LOG_FLUSH`) before
+//!   the call returns: after it the device never writes the old buffer (the OS may "destroy
+//!   and recreate" a log, which is the same call with a new address).
+//! - The same DDI with a block naming only `hHwQueue` ([`is_release`], DISPATCH_LEVEL) takes
+//!   both logs away ([`ddi::release_logs`]): 24H2 sends it when the queue's last reference
+//!   goes and frees the pages after it, so on return the device writes neither log again.
 //! - `DxgkDdiUpdateNativeFenceLogs` ([`ddi::update_logs`], DISPATCH_LEVEL,
 //!   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatenativefencelogs>):
 //!   one `LOG_FLUSH` per listed queue, the CPU-side barrier of LOG-07 (hardware.md 8.4).
@@ -58,10 +61,19 @@ impl LogKind {
     }
 }
 
+/// Which address space a log's GPU VA is in (hardware.md 12.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogSpace {
+    /// The system (paging) process's space.
+    System,
+    /// The queue's own process space (the descriptor's `WAIT_LOG_IN_QUEUE`).
+    Queue,
+}
+
 /// One log buffer as the device sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogBuf {
-    /// `LogBufferSystemProcessGpuVa`.
+    /// The GPU VA the device writes ([`locate`]).
     pub gpu: GpuVa,
     /// `NumberOfEntries`.
     pub entries: u32,
@@ -72,6 +84,8 @@ pub struct LogBuf {
 pub struct QueueLogs {
     pub wait: Option<LogBuf>,
     pub signal: Option<LogBuf>,
+    /// The wait log's VA is in the queue's space rather than the system space.
+    pub wait_in_queue: bool,
 }
 
 impl QueueLogs {
@@ -80,11 +94,29 @@ impl QueueLogs {
         self.wait.is_some() && self.signal.is_some()
     }
 
-    /// Replaces the log of `kind`.
-    pub fn set(&mut self, kind: LogKind, buf: LogBuf) {
+    /// Replaces the log of `kind`, whose VA is in `space`.
+    pub fn set(&mut self, kind: LogKind, buf: LogBuf, space: LogSpace) {
         match kind {
-            LogKind::Wait => self.wait = Some(buf),
+            LogKind::Wait => {
+                self.wait = Some(buf);
+                self.wait_in_queue = space == LogSpace::Queue;
+            }
+            // A signal log is always in the system space ([`locate`]).
             LogKind::Signal => self.signal = Some(buf),
+        }
+    }
+
+    /// Forgets both logs (the OS is about to free them).
+    pub fn release(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Descriptor flags the logs need.
+    pub fn descriptor_flags(&self) -> rvgpu_hw::queue::QueueFlags {
+        if self.wait.is_some() && self.wait_in_queue {
+            rvgpu_hw::queue::QueueFlags::WAIT_LOG_IN_QUEUE
+        } else {
+            rvgpu_hw::queue::QueueFlags::empty()
         }
     }
 
@@ -104,30 +136,66 @@ pub struct HeaderView {
     pub number_of_entries: u64,
 }
 
+/// The release block: everything but `hHwQueue` zero (24H2
+/// `M:VidSchiDecrementHwQueueReference` @0x140020A74 zeroes the block and fills only the
+/// handle). `Flags` is not looked at: its bits are reserved.
+pub fn is_release(args: &rvgpu_ddi::fence::DXGKARG_SETNATIVEFENCELOGBUFFER) -> bool {
+    args.NumberOfEntries == 0
+        && args.LogBufferCpuVa.is_null()
+        && args.LogBufferGpuVa == 0
+        && args.LogBufferSystemProcessGpuVa == 0
+}
+
+/// The GPU VA the device must write a log of `kind` at, and its space, from the block's two
+/// VAs. A non-zero `system_va` (`LogBufferSystemProcessGpuVa`, filled as the pages describe)
+/// is the system-space address of either log. 24H2 leaves it zero
+/// (`M:VidSchiCreateNativeFenceLog` @0x140024634) and maps each log into one space only
+/// (`M:VIDMM_SCH_LOG::CreateSchLog` @0x140024A94): the signal log into the system process,
+/// the wait log into the queue's process; `LogBufferGpuVa` is the VA there.
+pub fn locate(kind: LogKind, process_va: u64, system_va: u64) -> (GpuVa, LogSpace) {
+    if system_va != 0 {
+        return (GpuVa::new(system_va), LogSpace::System);
+    }
+    match kind {
+        LogKind::Signal => (GpuVa::new(process_va), LogSpace::System),
+        LogKind::Wait => (GpuVa::new(process_va), LogSpace::Queue),
+    }
+}
+
 /// LOG-01 argument checks that need no lock: entry count (1..=84, equal to the header's),
-/// header type, and the system-process GPU VA (non-zero, 8-aligned, the whole 4 KiB buffer
-/// reachable by the device: system memory above page 0, or local memory). `Flags` is
-/// reserved and ignored (a later OS may set bits); `LogBufferGpuVa` (the process VA) is not
-/// used by the device.
+/// header type, and the GPU VA [`locate`] picks: non-zero, 8-aligned; in the system space the
+/// whole 4 KiB buffer reachable by the device (system memory above page 0, or local memory),
+/// in the queue's space below the VA limit (the queue's page tables decide the rest).
+/// `Flags` is reserved and ignored (a later OS may set bits).
 pub fn validate(
     number_of_entries: u32,
     header: HeaderView,
-    gpu: GpuVa,
+    process_va: u64,
+    system_va: u64,
     vram_size: u64,
-) -> Result<(LogKind, LogBuf), Status> {
+) -> Result<(LogKind, LogBuf, LogSpace), Status> {
     let kind = LogKind::from_type(header.log_type).ok_or(status::INVALID_PARAMETER)?;
     let n = u64::from(number_of_entries);
     if n == 0 || n > ENTRIES_PER_BUFFER || n != header.number_of_entries {
         return Err(status::INVALID_PARAMETER);
     }
+    let (gpu, space) = locate(kind, process_va, system_va);
     if gpu.is_null() || !gpu.is_aligned(rvgpu_hw::addr::ACCESS_ALIGN) {
         return Err(status::INVALID_PARAMETER);
     }
-    match rvgpu_hw::addr::classify(gpu, LOG_BUFFER_SIZE, vram_size) {
-        // Window 1 admits system memory from page 1 up (adapter bring-up).
-        Some(rvgpu_hw::addr::Target::System(a)) if a.get() >= rvgpu_hw::PAGE_SIZE => {}
-        Some(rvgpu_hw::addr::Target::Local(_)) => {}
-        _ => return Err(status::INVALID_PARAMETER),
+    match space {
+        LogSpace::System => match rvgpu_hw::addr::classify(gpu, LOG_BUFFER_SIZE, vram_size) {
+            // Window 1 admits system memory from page 1 up (adapter bring-up).
+            Some(rvgpu_hw::addr::Target::System(a)) if a.get() >= rvgpu_hw::PAGE_SIZE => {}
+            Some(rvgpu_hw::addr::Target::Local(_)) => {}
+            _ => return Err(status::INVALID_PARAMETER),
+        },
+        LogSpace::Queue => {
+            let end = gpu.get().checked_add(LOG_BUFFER_SIZE);
+            if end.is_none_or(|e| e > 1u64 << rvgpu_hw::mmu::VA_BITS) {
+                return Err(status::INVALID_PARAMETER);
+            }
+        }
     }
     Ok((
         kind,
@@ -135,6 +203,7 @@ pub fn validate(
             gpu,
             entries: number_of_entries,
         },
+        space,
     ))
 }
 
@@ -284,6 +353,21 @@ impl QueueIrqTable {
         }
     }
 
+    /// The queue's logs were taken away (under the scheduler lock): it is log-less again.
+    pub fn logs_released(&self, id: u32, engine: u32) {
+        if let Some(s) = self.slot(id) {
+            let (Ok(old) | Err(old)) =
+                s.fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
+                    (old & VALID != 0 && old & HAS_LOGS != 0).then_some(old & !HAS_LOGS)
+                });
+            if old & VALID != 0 && old & HAS_LOGS != 0 {
+                if let Some(c) = self.logless_of(engine) {
+                    c.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
     /// Clears `id` (at destroy, inside `DxgkCbSynchronizeExecution`).
     pub fn remove(&self, id: u32, engine: u32) {
         if let Some(s) = self.slot(id) {
@@ -370,7 +454,11 @@ mod tests {
         gpu: u64,
         vram_size: u64,
     ) -> Result<(LogKind, LogBuf), Status> {
-        super::validate(n, h, GpuVa::new(gpu), vram_size)
+        // Both VAs filled, as the pages describe: the system VA is the device's.
+        super::validate(n, h, gpu, gpu, vram_size).map(|(k, b, space)| {
+            assert_eq!(space, LogSpace::System);
+            (k, b)
+        })
     }
 
     fn raw((w, s): (GpuVa, GpuVa)) -> (u64, u64) {
@@ -398,19 +486,107 @@ mod tests {
             (0, 0),
             "unset logs program 0"
         );
-        logs.set(k, b);
+        logs.set(k, b, LogSpace::System);
         assert!(!logs.complete());
-        logs.set(k2, b2);
+        logs.set(k2, b2, LogSpace::System);
         assert!(logs.complete());
         assert_eq!(raw(logs.descriptor_fields()), (0x10_0000, 0x20_0000));
         // Recreate: a second call for the same type replaces the address.
         let (k3, b3) = validate(84, hdr(LOG_TYPE_SIGNALS, 84), 0x30_0000, 0).unwrap();
-        logs.set(k3, b3);
+        logs.set(k3, b3, LogSpace::System);
         assert_eq!(raw(logs.descriptor_fields()), (0x10_0000, 0x30_0000));
         assert_eq!(logs.signal.unwrap().entries, 84);
         // Local memory is reachable too.
         let vram = rvgpu_hw::addr::VRAM_BASE;
         assert!(validate(84, hdr(LOG_TYPE_WAITS, 84), vram, 1 << 20).is_ok());
+    }
+
+    /// 24H2's block (`LogBufferSystemProcessGpuVa` zero): the signal log's `LogBufferGpuVa`
+    /// is a system-space VA, the wait log's a VA of the queue's process, which the
+    /// descriptor marks; with both VAs filled (the pages) the system VA serves either log.
+    #[test]
+    fn log_01_24h2_block_locates_each_log_by_its_type() {
+        let wait_va = 0x7F00_0000_0000;
+        let (k, w, space) =
+            super::validate(64, hdr(LOG_TYPE_WAITS, 64), wait_va, 0, 1 << 20).unwrap();
+        assert_eq!(
+            (k, w.gpu.get(), space),
+            (LogKind::Wait, wait_va, LogSpace::Queue)
+        );
+        let (k2, sg, space2) =
+            super::validate(64, hdr(LOG_TYPE_SIGNALS, 64), 0x20_0000, 0, 1 << 20).unwrap();
+        assert_eq!(
+            (k2, sg.gpu.get(), space2),
+            (LogKind::Signal, 0x20_0000, LogSpace::System)
+        );
+        let mut logs = QueueLogs::default();
+        logs.set(k, w, space);
+        logs.set(k2, sg, space2);
+        assert!(logs.complete());
+        assert_eq!(raw(logs.descriptor_fields()), (wait_va, 0x20_0000));
+        assert_eq!(
+            logs.descriptor_flags(),
+            rvgpu_hw::queue::QueueFlags::WAIT_LOG_IN_QUEUE
+        );
+        // A recreate with a system VA moves the wait log back to the system space.
+        let (k3, w3, space3) =
+            super::validate(64, hdr(LOG_TYPE_WAITS, 64), wait_va, 0x30_0000, 1 << 20).unwrap();
+        logs.set(k3, w3, space3);
+        assert_eq!(raw(logs.descriptor_fields()), (0x30_0000, 0x20_0000));
+        assert!(logs.descriptor_flags().is_empty());
+        // A queue-space VA is checked against the VA limit only; a signal log's against the
+        // device's reach, as before.
+        let limit = 1u64 << rvgpu_hw::mmu::VA_BITS;
+        let bad = Err(status::INVALID_PARAMETER);
+        let waits = hdr(LOG_TYPE_WAITS, 64);
+        assert_eq!(
+            super::validate(64, waits, limit - 4096, 0, 0).map(|r| r.2),
+            Ok(LogSpace::Queue)
+        );
+        assert_eq!(
+            super::validate(64, waits, limit - 2048, 0, 0).map(|r| r.2),
+            bad
+        );
+        assert_eq!(super::validate(64, waits, 0, 0, 0).map(|r| r.2), bad);
+        let signals = hdr(LOG_TYPE_SIGNALS, 64);
+        assert_eq!(
+            super::validate(64, signals, wait_va, 0, 0).map(|r| r.2),
+            bad
+        );
+        // The release takes both away.
+        logs.release();
+        assert_eq!(logs, QueueLogs::default());
+        assert_eq!(raw(logs.descriptor_fields()), (0, 0));
+    }
+
+    /// 24H2's release block names only the queue; a block with any address is a set.
+    #[test]
+    fn log_01_release_block_is_the_handle_alone() {
+        use rvgpu_ddi::fence::{
+            DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS,
+        };
+        let mut words = [0u64; 8];
+        let release = DXGKARG_SETNATIVEFENCELOGBUFFER {
+            hHwQueue: core::ptr::without_provenance_mut(0x1234),
+            NumberOfEntries: 0,
+            LogBufferCpuVa: core::ptr::null_mut(),
+            LogBufferGpuVa: 0,
+            LogBufferSystemProcessGpuVa: 0,
+            Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::default(),
+            Reserved: [0; 32],
+        };
+        assert!(is_release(&release));
+        let set = DXGKARG_SETNATIVEFENCELOGBUFFER {
+            NumberOfEntries: 64,
+            LogBufferCpuVa: words.as_mut_ptr().cast(),
+            LogBufferGpuVa: 0x20_0000,
+            ..release
+        };
+        assert!(!is_release(&set));
+        assert!(!is_release(&DXGKARG_SETNATIVEFENCELOGBUFFER {
+            LogBufferGpuVa: 0x20_0000,
+            ..release
+        }));
     }
 
     #[test]
@@ -482,6 +658,14 @@ mod tests {
         assert!(!t.engine_has_logless(1), "the queue has its logs now");
         t.logs_complete(5, seq_of(h), 1);
         assert!(!t.engine_has_logless(1), "a recreate does not count twice");
+        // The logs taken away: log-less again, counted once.
+        t.logs_released(5, 1);
+        assert_eq!(t.lookup(2, 5), QueueLookup::Logless);
+        assert!(t.engine_has_logless(1));
+        t.logs_released(5, 1);
+        t.logs_complete(5, seq_of(h), 1);
+        assert_eq!(t.lookup(2, 5), QueueLookup::Named(h));
+        assert!(!t.engine_has_logless(1), "released twice, counted once");
         t.remove(5, 1);
         assert_eq!(t.lookup(2, 5), QueueLookup::Unknown);
         assert_eq!(t.lookup(2, NO_QUEUE), QueueLookup::Unknown);

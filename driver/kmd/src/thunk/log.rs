@@ -6,10 +6,15 @@ use rvgpu_ddi::fence::{DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATENATIVEFENC
 use super::contract::generic_ddis;
 
 generic_ddis! {
-    /// DxgkDdiSetNativeFenceLogBuffer (DISPATCH_LEVEL, LOG-01).
+    /// DxgkDdiSetNativeFenceLogBuffer (PASSIVE or DISPATCH_LEVEL, LOG-01): a log handed over,
+    /// or, with only `hHwQueue` filled, both taken away.
     SetNativeFenceLogBuffer: OnArgs<DXGKARG_SETNATIVEFENCELOGBUFFER> => |call, args| {
-        // `LogBufferCpuVa` is the OS's kernel mapping of the buffer, valid for the call.
-        crate::log::ddi::set_log_buffer::<P>(args, call.log_header(args.LogBufferCpuVa))
+        if crate::log::is_release(args) {
+            crate::log::ddi::release_logs::<P>(args)
+        } else {
+            // `LogBufferCpuVa` is the OS's kernel mapping of the buffer, valid for the call.
+            crate::log::ddi::set_log_buffer::<P>(args, call.log_header(args.LogBufferCpuVa))
+        }
     };
     /// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL, LOG-07).
     UpdateNativeFenceLogs: OnArgs<DXGKARG_UPDATENATIVEFENCELOGS> => |call, args| {
