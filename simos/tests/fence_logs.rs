@@ -15,6 +15,7 @@ use rvgpu_hw::cmd::{Command, LogKind};
 use rvgpu_hw::log::{LogEntry, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 use rvgpu_simos::adapter::irql::Routine;
 use rvgpu_simos::kmt::SimKmt;
+use rvgpu_simos::machine::answers::LogHandOver;
 use rvgpu_simos::state::sync::trace::{Recorder, TraceEvent};
 use rvgpu_simos::sync::fencelog::{LogCounters, Producer};
 use rvgpu_simos::{
@@ -206,10 +207,15 @@ fn log_01_os_sets_both_logs_at_queue_creation() {
 
 #[test]
 fn log_01_set_runs_at_dispatch() {
-    // The simulation calls Set/Update/Calibrate at DISPATCH_LEVEL and checks the rule on each
-    // call (a queue was created above without a bug check); the rule itself:
+    // The simulation calls Update/Calibrate at DISPATCH_LEVEL, Set at PASSIVE_LEVEL (24H2's
+    // hand-over) or DISPATCH_LEVEL (24H2's release, the pages), and checks the rule on each
+    // call (a queue is created below without a bug check); the rules themselves:
+    let set = Routine::DxgkDdiSetNativeFenceLogBuffer.rule();
+    assert_eq!(
+        (set.min, set.max),
+        (rvgpu_simos::Irql::Passive, rvgpu_simos::Irql::Dispatch)
+    );
     for r in [
-        Routine::DxgkDdiSetNativeFenceLogBuffer,
         Routine::DxgkDdiUpdateNativeFenceLogs,
         Routine::DxgkDdiCalibrateGpuClock,
     ] {
@@ -274,6 +280,133 @@ fn log_01_recreate_mid_run_moves_writes_to_new_buffer() {
     )));
     okk(&m, m.check_retired_logs(0));
     assert!(m.fault().is_none());
+}
+
+/// A machine whose OS hands log buffers over as `over` says (the rest of the reading from the
+/// environment).
+fn machine_handing_over(over: LogHandOver) -> Machine {
+    machine_with(Mode::Step, |c| c.os.reading.log_hand_over = over)
+}
+
+/// A queue of `t` blocked on a GPU wait for `g` = 1, with a wait-log and a signal-log
+/// `LOG_WRITE` queued behind it (the signal sets `t.f` to 1).
+fn blocked_on_gpu_wait(m: &Machine, t: &mut OneQueue<'_>, g: &UmdFence) {
+    okk(m, t.q.submit_ops(&[Op::Wait(g, 1), Op::Signal(&t.f, 1)]));
+    let _ = m.run_steps(8);
+    assert!(t.fo.current_value() < 1, "the queue waits on the GPU");
+}
+
+/// 24H2's block (`M:VidSchiCreateNativeFenceLog`): `LogBufferSystemProcessGpuVa` zero, the wait
+/// log mapped only into the queue's process and the signal log only into the system process.
+/// The queue creates, and the device writes both logs where the OS mapped them (the wait
+/// log's entry is read, so it went through the queue's own space).
+#[test]
+fn log_01_queue_with_logs_creates_under_the_24h2_block() {
+    let m = machine_handing_over(LogHandOver::HandleOnlyRelease);
+    let rec = recorded(&m);
+    let mut t = one_queue(&m);
+    let w = m
+        .hw_queue_log_buffer(0, t.h, LogKind::Wait)
+        .expect("wait log set");
+    let s = m
+        .hw_queue_log_buffer(0, t.h, LogKind::Signal)
+        .expect("signal log set");
+    let (_, wait_va) = w
+        .process_va()
+        .expect("the wait log is in the queue's process");
+    assert_ne!(wait_va, w.gpu(), "a process VA, not the system one");
+    assert!(
+        s.process_va().is_none(),
+        "the signal log is the system process's only"
+    );
+    let (g, go) = fence(&m, &t.k);
+    let ev = wait(&m, &t.fo, 1);
+    blocked_on_gpu_wait(&m, &mut t, &g);
+    okk(&m, m.signal_native_fence_from_cpu(&go, 1));
+    idle(&m);
+    assert!(ev.is_signaled());
+    let id = t.q.queue_id();
+    assert_eq!(entries_of(&rec, id, LogKind::Wait), vec![(0, g.kmt, 1)]);
+    assert_eq!(entries_of(&rec, id, LogKind::Signal), vec![(0, t.f.kmt, 1)]);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// 24H2's release block (`M:VidSchiDecrementHwQueueReference`: only `hHwQueue`, at
+/// DISPATCH_LEVEL, then the logs freed) while the queue still has logged work queued: the KMD
+/// takes both logs away before it returns, so the work that runs after it writes nothing into
+/// the freed (poisoned) pages, and the queue's destruction finds them intact.
+#[test]
+fn log_01_release_block_stops_log_writes_before_the_pages_are_freed() {
+    let m = machine_handing_over(LogHandOver::HandleOnlyRelease);
+    let mut t = one_queue(&m);
+    let (g, go) = fence(&m, &t.k);
+    blocked_on_gpu_wait(&m, &mut t, &g);
+    okk(&m, m.release_hw_queue_logs(&t.p, t.h));
+    assert!(m.hw_queue_log(0, t.h, LogKind::Wait).is_none());
+    assert!(m.hw_queue_log(0, t.h, LogKind::Signal).is_none());
+    okk(&m, m.signal_native_fence_from_cpu(&go, 1));
+    let _ = m.run_steps(64);
+    okk(&m, m.check_retired_logs(0));
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+    // The destruction (no second release: the logs are gone) checks the pages once more.
+    drop(t);
+    okk(&m, m.check_retired_logs(0));
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// A refused set leaves no log of the queue in use: 24H2 frees both logs when either call
+/// fails, and the pages' "destroy and recreate" destroys the old buffer before the call. So
+/// after the KMD refuses a new signal log (85 entries do not fit), the queue's next signal
+/// writes nothing into the old one.
+#[test]
+fn log_01_refused_set_leaves_no_log_in_use() {
+    let m = machine_handing_over(LogHandOver::BothVas);
+    let t = one_queue(&m);
+    let old = m
+        .hw_queue_log_buffer(0, t.h, LogKind::Signal)
+        .expect("signal log set");
+    let r = m.recreate_hw_queue_log(&t.p, t.h, LogKind::Signal, 85);
+    assert!(r.is_err(), "85 entries do not fit a 4 KiB buffer");
+    let header = old.header();
+    let mut t = t;
+    okk(&m, t.q.submit_ops(&[Op::Signal(&t.f, 1)]));
+    let _ = m.run_steps(64);
+    assert_eq!(old.header(), header, "the old signal log was written");
+    drop(t);
+    assert!(m.fault().is_none(), "{:?}", m.fault());
+}
+
+/// The pages' block (both VAs: `LogBufferGpuVa` in the queue's process, the system one in
+/// `LogBufferSystemProcessGpuVa`, for either log) and no release: the device writes both logs
+/// at their system VAs, and a queue destroyed with logged work queued leaves nothing behind.
+#[test]
+fn log_01_queue_with_logs_works_under_the_pages_block() {
+    let m = machine_handing_over(LogHandOver::BothVas);
+    let rec = recorded(&m);
+    let mut t = one_queue(&m);
+    for kind in [LogKind::Wait, LogKind::Signal] {
+        let b = m.hw_queue_log_buffer(0, t.h, kind).expect("log set");
+        let (_, va) = b.process_va().expect("mapped into the queue's process too");
+        assert_ne!(va, b.gpu());
+    }
+    let (g, go) = fence(&m, &t.k);
+    let ev = wait(&m, &t.fo, 1);
+    blocked_on_gpu_wait(&m, &mut t, &g);
+    okk(&m, m.signal_native_fence_from_cpu(&go, 1));
+    idle(&m);
+    assert!(ev.is_signaled());
+    let id = t.q.queue_id();
+    assert_eq!(entries_of(&rec, id, LogKind::Wait), vec![(0, g.kmt, 1)]);
+    assert_eq!(entries_of(&rec, id, LogKind::Signal), vec![(0, t.f.kmt, 1)]);
+    let (h, hg) = fence(&m, &t.k);
+    okk(&m, t.q.submit_ops(&[Op::Wait(&h, 1), Op::Signal(&t.f, 2)]));
+    let OneQueue { q, fo, f, k, p, .. } = t;
+    drop(q);
+    okk(&m, m.signal_native_fence_from_cpu(&hg, 1));
+    idle(&m);
+    drop((fo, f, k, p));
+    okk(&m, m.check_retired_logs(0));
+    assert!(m.fault().is_none(), "{:?}", m.fault());
 }
 
 // ---------------------------------------------------------------------------------------------

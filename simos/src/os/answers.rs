@@ -308,6 +308,26 @@ pub enum LogReport {
     LogsOnly,
 }
 
+/// How a hardware queue's log buffers are handed to the driver and taken back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogHandOver {
+    /// 24H2: `M:VidSchiCreateNativeFenceLog` @0x140024634 (from `M:VidSchCreateHwQueue`
+    /// @0x1400224D0, for a `UserModeSubmission` queue) zeroes each block and fills
+    /// `hHwQueue`, `NumberOfEntries` (64), `LogBufferCpuVa` and `LogBufferGpuVa`, never
+    /// `LogBufferSystemProcessGpuVa` nor `Flags`; `M:VIDMM_SCH_LOG::CreateSchLog` @0x140024A94
+    /// maps the wait log into the queue's process only and the signal log into the system
+    /// process only, and `LogBufferGpuVa` is that one VA. When the queue's last reference
+    /// goes, `M:VidSchiDecrementHwQueueReference` @0x140020A74 (under a queued spin lock:
+    /// DISPATCH_LEVEL, before `DxgkDdiDestroyHwQueue`, `K:DXGHWQUEUE::DestroyCoreState`
+    /// @0x1402CDD74) sends a zeroed block holding only `hHwQueue`, ignores the status, and
+    /// frees both logs after releasing the lock.
+    HandleOnlyRelease,
+    /// The pages (`DXGKARG_SETNATIVEFENCELOGBUFFER`): `LogBufferGpuVa` in the user process,
+    /// `LogBufferSystemProcessGpuVa` in the system address space, for either log; nothing
+    /// describes taking a log back (the OS frees it after the queue is destroyed).
+    BothVas,
+}
+
 /// What `DxgkDdiCreateProcess` is told about PASIDs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pasids {
@@ -485,6 +505,8 @@ pub struct Reading {
     pub ums_progress: UmsProgress,
     /// What an optimized native-fence report makes VidSch read.
     pub log_report: LogReport,
+    /// How log buffers are handed over and taken back.
+    pub log_hand_over: LogHandOver,
     /// PASIDs at `DxgkDdiCreateProcess`.
     pub pasids: Pasids,
     /// Invalidating page-table entries.
@@ -525,6 +547,7 @@ impl Reading {
         progress_fence: ProgressFence::Monitored,
         ums_progress: UmsProgress::None,
         log_report: LogReport::ScanWhenLogSaysNothing,
+        log_hand_over: LogHandOver::HandleOnlyRelease,
         pasids: Pasids::CountWithoutArray,
         invalidations: Invalidations::Repeated,
         paging_start: PagingStart::CpuVirtual,
@@ -565,6 +588,7 @@ impl Reading {
         progress_fence: ProgressFence::NativeKernelQueues,
         ums_progress: UmsProgress::Given,
         log_report: LogReport::LogsOnly,
+        log_hand_over: LogHandOver::BothVas,
         pasids: Pasids::CountWithArray,
         invalidations: Invalidations::Listed,
         paging_start: PagingStart::DriverMode,

@@ -85,6 +85,7 @@ pub(crate) trait UmsHost {
     fn alloc_queue_logs(
         &self,
         a: &AdapterShared,
+        pid: ProcessId,
         user_mode: bool,
     ) -> Result<Option<(LogBuffer, LogBuffer)>, SimError>;
 

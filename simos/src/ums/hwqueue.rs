@@ -223,7 +223,7 @@ impl QueueFences {
     ) -> Result<Self, SimError> {
         // Paging (the logs' and the progress fence's mappings) before the thunk's locks.
         let mut f = Self {
-            logs: m.alloc_queue_logs(a, user_mode)?,
+            logs: m.alloc_queue_logs(a, pid, user_mode)?,
             progress: None,
             native: None,
         };

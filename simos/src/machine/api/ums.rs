@@ -182,6 +182,19 @@ impl Machine {
         crate::sync::fencelog::recreate(self, &a, kmd, kind, entries)
     }
 
+    /// LOG-01: 24H2's release of `queue`'s logs while the queue still runs, as when its last
+    /// reference goes (the block naming only `hHwQueue`, at DISPATCH_LEVEL); the buffers are
+    /// poisoned and kept until the queue is destroyed ([`Self::check_retired_logs`]).
+    pub fn release_hw_queue_logs(&self, p: &UmsProcess, queue: KmtHandle) -> Result<(), SimError> {
+        let a = self.adapter_shared(p.adapter)?.clone();
+        let kmd = ums::device_queue_kmd_handle(&a, p.device, queue)?;
+        let q = lock(&a.fence_os)
+            .logs
+            .get(kmd)
+            .ok_or(SimError::Gone("the hardware queue"))?;
+        crate::sync::fencelog::release_queue_logs(&a, &q)
+    }
+
     /// The OS's log state of `queue`'s `kind` log: `(gpu, entries, cursor, last_end,
     /// generation)`.
     pub fn hw_queue_log(
@@ -524,9 +537,10 @@ impl UmsHost for Machine {
     fn alloc_queue_logs(
         &self,
         a: &AdapterShared,
+        pid: ProcessId,
         user_mode: bool,
     ) -> Result<Option<(LogBuffer, LogBuffer)>, SimError> {
-        crate::sync::fencelog::alloc_queue_logs(self, a, user_mode)
+        crate::sync::fencelog::alloc_queue_logs(self, a, pid, user_mode)
     }
 
     fn vidmm_create_process(

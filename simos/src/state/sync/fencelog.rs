@@ -42,6 +42,9 @@ pub struct QueueLog {
     pub process: ProcessId,
     /// `None` for a kernel-mode queue.
     pub logs: Mutex<Option<QueueLogs>>,
+    /// Buffers the OS took back from the driver while the queue lives (24H2's release
+    /// block), poisoned until the queue is gone.
+    pub released: Mutex<Vec<LogBuffer>>,
 }
 
 /// Counters of the drain (docs/logs.md#simulated-os).

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::base::process_id::ProcessId;
 use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_LOG_BUFFER;
 use rvgpu_device::SysAlloc;
 use rvgpu_hw::cmd::LogKind;
@@ -38,6 +39,8 @@ pub struct LogBuffer {
     alloc: SysAlloc,
     entries: u64,
     kind: LogKind,
+    /// Where the buffer is also mapped into a process's GPU VA space (`(process, VA)`).
+    process_va: Option<(ProcessId, u64)>,
 }
 
 impl LogBuffer {
@@ -61,7 +64,21 @@ impl LogBuffer {
             alloc,
             entries,
             kind,
+            process_va: None,
         }
+    }
+
+    /// The buffer, also mapped at `va` in `process`.
+    pub fn with_process_va(self, process: ProcessId, va: u64) -> Self {
+        Self {
+            process_va: Some((process, va)),
+            ..self
+        }
+    }
+
+    /// Where the buffer is mapped into a process, if it is.
+    pub fn process_va(&self) -> Option<(ProcessId, u64)> {
+        self.process_va
     }
 
     /// Bus address (= system-process GPU VA and process GPU VA in v1).

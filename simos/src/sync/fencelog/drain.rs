@@ -18,7 +18,7 @@ use crate::adapter::AdapterShared;
 use crate::base::clock::qpc;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::os::answers::LogReport;
+use crate::os::answers::{LogHandOver, LogReport};
 use crate::state::sync::trace::TraceEvent;
 
 use crate::state::sync::fencelog::{DrainRequest, Drained, LogCounters, QueueLog, SignalSeen};
@@ -43,7 +43,11 @@ pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, Sim
     unsafe { ddi::call_arg(a, f, At::Level(Irql::Dispatch), &args) }
 }
 
-/// `DxgkDdiSetNativeFenceLogBuffer` for `buf` of queue `kmd` at DISPATCH_LEVEL.
+/// `DxgkDdiSetNativeFenceLogBuffer` for `buf` of queue `kmd`, with what the reading fills
+/// ([`LogHandOver`]): under 24H2, at PASSIVE_LEVEL, `LogBufferGpuVa` is the one VA the log
+/// has (the queue's process for a wait log, the system process, its bus address, for a signal
+/// log) and `LogBufferSystemProcessGpuVa` stays zero; under the pages, at DISPATCH_LEVEL,
+/// `LogBufferGpuVa` is the process VA and `LogBufferSystemProcessGpuVa` the system one.
 pub fn set_log_buffer(
     a: &AdapterShared,
     kmd: usize,
@@ -54,17 +58,44 @@ pub fn set_log_buffer(
         .get()
         .and_then(|t| ddi::in_table!(t, DxgkDdiSetNativeFenceLogBuffer))
         .ok_or(SimError::NoDdi("DxgkDdiSetNativeFenceLogBuffer"))?;
+    let process_va = buf.process_va().map_or(buf.gpu(), |(_, va)| va);
+    let (system_va, irql) = match a.os.reading.log_hand_over {
+        LogHandOver::HandleOnlyRelease => (0, Irql::Passive),
+        LogHandOver::BothVas => (buf.gpu(), Irql::Dispatch),
+    };
     let args = DXGKARG_SETNATIVEFENCELOGBUFFER {
         hHwQueue: kmd as HANDLE,
         NumberOfEntries: u32::try_from(buf.entries()).unwrap_or(u32::MAX),
         LogBufferCpuVa: buf.kva(),
-        LogBufferGpuVa: buf.gpu(),
-        LogBufferSystemProcessGpuVa: buf.gpu(),
+        LogBufferGpuVa: process_va,
+        LogBufferSystemProcessGpuVa: system_va,
         Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::default(),
         Reserved: [0; 32],
     };
     // SAFETY: the driver's DDI with a valid argument block; the buffer is OS memory
     // that lives for the machine's life.
+    unsafe { ddi::call_arg(a, f, At::Level(irql), &args) }
+}
+
+/// 24H2's release block for queue `kmd` (`M:VidSchiDecrementHwQueueReference` @0x140020A74):
+/// zeroed but for `hHwQueue`, at DISPATCH_LEVEL (inside a queued spin lock). Returns the
+/// driver's status, which 24H2 does not look at.
+pub fn release_log_buffers(a: &AdapterShared, kmd: usize) -> Result<NTSTATUS, SimError> {
+    let f = a
+        .table
+        .get()
+        .and_then(|t| ddi::in_table!(t, DxgkDdiSetNativeFenceLogBuffer))
+        .ok_or(SimError::NoDdi("DxgkDdiSetNativeFenceLogBuffer"))?;
+    let args = DXGKARG_SETNATIVEFENCELOGBUFFER {
+        hHwQueue: kmd as HANDLE,
+        NumberOfEntries: 0,
+        LogBufferCpuVa: std::ptr::null_mut(),
+        LogBufferGpuVa: 0,
+        LogBufferSystemProcessGpuVa: 0,
+        Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::default(),
+        Reserved: [0; 32],
+    };
+    // SAFETY: the driver's DDI with a valid argument block naming a queue it created.
     unsafe { ddi::call_arg(a, f, At::Level(Irql::Dispatch), &args) }
 }
 
