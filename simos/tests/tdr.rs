@@ -1428,10 +1428,13 @@ fn um_10_invalidate_hw_context_without_a_hw_context_does_nothing() {
     no_fault(&m);
 }
 
+/// One `DxgkDdiSubmitCommandVirtual` call: IRQL, private data pointer, its size, the UMD's
+/// part, flags.
+type VirtualCall = (rvgpu_simos::Irql, usize, u32, u32, u32);
+
 thread_local! {
-    /// `DxgkDdiSubmitCommandVirtual` calls the thread saw: (IRQL, private data pointer, its
-    /// size, the UMD's part, flags).
-    static VIRTUAL_SEEN: std::cell::RefCell<Vec<(rvgpu_simos::Irql, usize, u32, u32, u32)>> =
+    /// `DxgkDdiSubmitCommandVirtual` calls the thread saw.
+    static VIRTUAL_SEEN: std::cell::RefCell<Vec<VirtualCall>> =
         const { std::cell::RefCell::new(Vec::new()) };
     static REAL_SUBMIT_VIRTUAL: std::cell::Cell<rvgpu_ddi::init::PDXGKDDI_SUBMITCOMMANDVIRTUAL> =
         const { std::cell::Cell::new(None) };

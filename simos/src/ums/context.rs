@@ -283,6 +283,7 @@ pub(crate) fn create_context_with(
             node,
             suspended: Suspended::No,
             suspend_fence: 0,
+            suspend_done: 0,
             hw_queue,
             sync_only: flags & SYNCHRONIZATION_ONLY != 0,
             no_kmd_access: flags & NO_KMD_ACCESS != 0,

@@ -326,6 +326,8 @@ pub(super) fn suspend_context(
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {
         c.suspended = why;
+        // Complete when the DDI returns (STATUS_PENDING is refused above).
+        c.suspend_done = fence;
     }
     os.events
         .push(UmsEvent::SuspendContext { context: h, fence });

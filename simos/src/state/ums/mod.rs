@@ -164,6 +164,10 @@ pub(crate) struct ContextObj {
     pub(crate) node: u32,
     pub(crate) suspended: Suspended,
     pub(crate) suspend_fence: u64,
+    /// The last suspend fence known complete: `suspend_fence` once `DxgkDdiSuspendContext`
+    /// succeeded (24H2 keeps the pair in the hardware context; a `DxgkDdiResetHwEngine` that
+    /// leaves them apart is bug check 0x119 / 0xA000, `crate::vidsch::tdr`'s hwsched).
+    pub(crate) suspend_done: u64,
     /// Created with `HwQueueSupported` (BR-92/94).
     pub(crate) hw_queue: bool,
     /// Created with `SynchronizationOnly` (24H2 `K:DxgkSubmitCommandInternal` @0x1402A4B90

@@ -158,6 +158,7 @@ fn reset_and_resume(
     if st != STATUS_SUCCESS {
         return promote(a, sh, gate, errored);
     }
+    check_hw_contexts_after_reset(a, node)?;
     sync_node_ring(a, sh, node);
     let mut rs = DXGKARG_RESUMEHWENGINE {
         NodeOrdinal: node,
@@ -188,6 +189,29 @@ fn reset_and_resume(
     error_devices(a, sh, &errored)?;
     lock(&sh.os).resets += 1;
     Ok(())
+}
+
+/// After a successful `DxgkDdiResetHwEngine` (and the DPC flush), 24H2 `M:VidSchiResetHwEngine`
+/// @0x140052878 walks the node's hardware contexts: one whose last requested suspend fence is
+/// not its last completed one (`M:VidSchiProcessSuspendContextCompletedDpc` @0x14001DD28
+/// moves the second) is bug check 0x119 / 0xA000 (the adapter, completed, requested): the
+/// reset must leave no suspend of the node outstanding. The simulation refuses
+/// `STATUS_PENDING` from `DxgkDdiSuspendContext`, so a suspend completes when the DDI returns
+/// and the pair differs only if that bookkeeping is broken.
+fn check_hw_contexts_after_reset(a: &AdapterShared, node: u32) -> Result<(), SimError> {
+    let pending = lock(&a.ums)
+        .contexts
+        .values()
+        .filter(|c| c.hw_queue && c.node == node)
+        .find(|c| c.suspend_done != c.suspend_fence)
+        .map(|c| (c.suspend_done, c.suspend_fence));
+    let Some((done, requested)) = pending else {
+        return Ok(());
+    };
+    let b =
+        crate::BugCheck::video_scheduler(0xA000, a as *const AdapterShared as u64, done, requested);
+    a.state.raise_bugcheck(b);
+    Err(SimError::Bugcheck(b))
 }
 
 /// Between a successful `DxgkDdiResetHwEngine` and the resume, "the OS needs to re-enable
