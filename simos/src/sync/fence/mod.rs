@@ -33,7 +33,10 @@
 //!   driver's DPC returns, VidSch's DPC-time work resamples exactly those fences (or every
 //!   native fence of the adapter), releases satisfied waits and re-arms MonitoredValue
 //!   (`process_dpc_work`). A cross-adapter fence's new value is propagated to the other
-//!   adapters with `DxgkDdiUpdateCurrentValuesFromCpu(NotificationOnly)` (NF-16).
+//!   adapters with `DxgkDdiUpdateCurrentValuesFromCpu(NotificationOnly)` (NF-16); after a
+//!   report that named no fence, 24H2 names none either (`NumFences` 0), and a fence whose
+//!   device went in error reaches the other adapters as always signalled (`u64::MAX`, then
+//!   `AlwaysSignaled`).
 //!   `DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED` (legacy monitored fences) is recorded but not
 //!   processed: the simulation has no legacy monitored fences yet.
 //! - **CPU waits (MF-04).** Event form: [`crate::Machine::wait_native_fence_event`] returns a
@@ -54,8 +57,8 @@
 //!   once.
 //!
 //! Not simulated yet: VidMm's segments (the local pages stand in for the segments a driver
-//! names for `D3DKMDT_STANDARDALLOCATION_FENCESTORAGE`), `AlwaysSignaled`, `No64BitAtomics`
-//! (MF-02). GPU work in the fence tests comes from [`crate::testing::gpu`]: user-mode
+//! names for `D3DKMDT_STANDARDALLOCATION_FENCESTORAGE`), `AlwaysSignaled` on the fence's own
+//! adapter (24H2 stores `u64::MAX` there with flags 0), `No64BitAtomics` (MF-02). GPU work in the fence tests comes from [`crate::testing::gpu`]: user-mode
 //! hardware queues of simulated processes ([`crate::ums`]) whose rings the tests write. DPC-time
 //! updates are batched (one `UpdateMonitoredValues` call names every fence it re-arms); a
 //! CPU wait or signal updates its own fence only.
