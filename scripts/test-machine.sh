@@ -89,8 +89,10 @@ inside() {
         esac
     fi
 }
-qemu=(qemu-system-x86_64)
-[ -z "$chroot_dir" ] || qemu=(chroot "$chroot_dir" qemu-system-x86_64)
+# The chroot's own tools and firmware, when QEMU comes from one.
+run=()
+[ -z "$chroot_dir" ] || run=(chroot "$chroot_dir")
+qemu=(${run[@]+"${run[@]}"} qemu-system-x86_64)
 
 # Every prerequisite is checked before anything starts; each missing one is one line.
 missing=()
@@ -133,14 +135,15 @@ else
         [ -r "$disk" ] && [ -w "$disk" ] || miss "disk: $disk is not readable and writable by $(id -un)"
     elif [ -z "$iso" ]; then
         miss "disk: $disk does not exist (give --iso with the Windows 11 24H2 x64 ISO to make and install it)"
-    elif ! command -v qemu-img >/dev/null; then
+    elif ! ${run[@]+"${run[@]}"} qemu-img --version >/dev/null 2>&1; then
         miss "qemu-img: needed to make $disk (Debian: qemu-utils)"
     fi
     [ -z "$iso" ] || [ -r "$iso" ] || miss "ISO: $iso is not a readable file"
-    ovmf_code=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd
-    ovmf_vars=/usr/share/OVMF/OVMF_VARS_4M.ms.fd
+    ovmf_code=$chroot_dir/usr/share/OVMF/OVMF_CODE_4M.secboot.fd
+    ovmf_vars=$chroot_dir/usr/share/OVMF/OVMF_VARS_4M.ms.fd
     for f in "$ovmf_code" "$ovmf_vars"; do [ -r "$f" ] || miss "firmware: no $f (Debian: ovmf)"; done
-    command -v swtpm >/dev/null || miss "TPM: no swtpm (Windows 11 needs a TPM 2.0; Debian: swtpm)"
+    ${run[@]+"${run[@]}"} swtpm --version >/dev/null 2>&1 ||
+        miss "TPM: no swtpm (Windows 11 needs a TPM 2.0; Debian: swtpm)"
 fi
 if [ "$gdb_port" != 0 ] && (exec 3<>"/dev/tcp/127.0.0.1/$gdb_port") 2>/dev/null; then
     miss "gdb stub: 127.0.0.1:$gdb_port is in use (--gdb-port another)"
@@ -197,13 +200,13 @@ if [ "$linux" = 1 ]; then
     args+=(-nographic -no-reboot -kernel "$(inside "$kernel")" -initrd "$(inside "$initrd")" -append "$append")
 else
     if [ ! -e "$disk" ]; then
-        qemu-img create -f qcow2 "$disk" 80G >/dev/null
+        ${run[@]+"${run[@]}"} qemu-img create -f qcow2 "$(inside "$disk")" 80G >/dev/null
     fi
     [ -e "$dir/OVMF_VARS.fd" ] || cp "$ovmf_vars" "$dir/OVMF_VARS.fd"
     mkdir -p "$dir/tpm"
     rm -f "$dir/tpm/sock"
-    swtpm socket --tpm2 --tpmstate "dir=$dir/tpm" --ctrl "type=unixio,path=$dir/tpm/sock" --terminate \
-        >"$dir/swtpm.log" 2>&1 &
+    ${run[@]+"${run[@]}"} swtpm socket --tpm2 --tpmstate "dir=$(inside "$dir/tpm")" \
+        --ctrl "type=unixio,path=$(inside "$dir/tpm")/sock" --terminate >"$dir/swtpm.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do [ -S "$dir/tpm/sock" ] && break; sleep 0.1; done
     format=raw

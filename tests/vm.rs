@@ -3,11 +3,12 @@
 //!
 //! Runs `device/vfu/vm/run-guest-smoke.sh` (docs/qemu-guest.md, "The Linux guest"): a
 //! Debian trixie chroot with QEMU from trixie-backports (made once under `target/vm`), the
-//! server and the guest programs as the test command built them, a busybox initramfs, and two
-//! boots through `scripts/test-machine.sh`, the Windows test machine's script: one function
-//! under TCG, with the guest's closing `N passed, N failed` lines; then two functions with the
-//! gdb stub holding the CPUs until the host has read their registers. Every stage is bounded by
-//! `timeout` in the script; the whole run by [`LIMIT`] here.
+//! server and the guest programs as the test command built them, a busybox initramfs, and
+//! three boots through `scripts/test-machine.sh`, the Windows test machine's script: one
+//! function under TCG, with the guest's closing `N passed, N failed` lines; two functions with
+//! the gdb stub holding the CPUs until the host has read their registers; and the Windows
+//! machine's own command line (firmware, TPM, disk) held the same way, then run for a few
+//! seconds. Every stage is bounded by `timeout` in the script; the whole run by [`LIMIT`] here.
 //!
 //! The script's prerequisite check runs without root, QEMU or a guest
 //! (`test_machine_names_each_missing_prerequisite_on_one_line`).
@@ -181,6 +182,15 @@ fn driver_stack_in_a_linux_guest_across_qemu_pcie() {
         out.lines().any(|l| l.starts_with("gdb stub: stop reply ")
             && l.contains("; RIP f0ff000000000000; detach OK")),
         "the gdb stub did not hold the CPU at the reset vector for the host; log tail:\n{}",
+        tail(&out, 80)
+    );
+    // The third: the Windows machine's command line (firmware, TPM, disk) taken by QEMU.
+    assert!(
+        out.lines().any(
+            |l| l.starts_with("Windows command line: gdb stub: stop reply ")
+                && l.ends_with("; RIP f0ff000000000000; detach OK; running 5 s after detach: yes")
+        ),
+        "QEMU did not run the Windows machine's command line; log tail:\n{}",
         tail(&out, 80)
     );
     for kind in ["INTx", "MSI"] {
