@@ -16,7 +16,11 @@ use crate::adapter::callback::enter_status;
 use crate::adapter::AdapterShared;
 
 /// `DxgkCbAllocateContiguousMemory` (PASSIVE): system memory from the machine's `Memory`,
-/// recorded as the driver's; the tracking handle is the VA.
+/// recorded as the driver's; the tracking handle is the VA. As 24H2's
+/// `K:DxgkAllocateContiguousMemoryCB` @0x14001ED70 and
+/// `K:SysMmCreateContiguousMemoryPhysicalObject` @0x14001F82C: a `CacheType` above
+/// `MmWriteCombined` (compared signed) is `STATUS_INVALID_PARAMETER` before anything else; the
+/// size is rounded up to whole pages; no memory is `STATUS_NO_MEMORY` with both outputs NULL.
 pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
     handle: HANDLE,
     args: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
@@ -29,19 +33,27 @@ pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
     );
     // SAFETY: non-null pointer to the driver's argument block.
     let args = unsafe { &mut *args };
-    let Some(alloc) = a
-        .device
-        .memory()
-        .alloc_system(args.NumberOfBytes as u64, rvgpu_hw::PAGE_SIZE)
+    if args.CacheType > MmWriteCombined {
+        return STATUS_INVALID_PARAMETER;
+    }
+    let none = |args: &mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY| {
+        args.hMemoryHandle = std::ptr::null_mut();
+        args.pMemory = std::ptr::null_mut();
+        STATUS_NO_MEMORY
+    };
+    let Some(bytes) = (args.NumberOfBytes as u64).checked_next_multiple_of(rvgpu_hw::PAGE_SIZE)
     else {
-        return STATUS_INSUFFICIENT_RESOURCES;
+        return none(args);
+    };
+    let Some(alloc) = a.device.memory().alloc_system(bytes, rvgpu_hw::PAGE_SIZE) else {
+        return none(args);
     };
     let highest = args.HighestAcceptableAddress.get() as u64;
     if highest != 0 && alloc.bus_addr + alloc.len - 1 > highest {
         a.device
             .memory()
             .free_system(rvgpu_hw::addr::BusAddr::new(alloc.bus_addr));
-        return STATUS_INSUFFICIENT_RESOURCES;
+        return none(args);
     }
     let va = alloc.cpu_ptr().as_ptr() as usize;
     kernel::register_dma(

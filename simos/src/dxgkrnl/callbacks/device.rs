@@ -9,14 +9,19 @@ use rvgpu_hw::pci;
 use crate::adapter::callback::enter_status;
 use crate::adapter::kernel;
 use crate::adapter::resources;
-use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
 
-/// `DxgkCbGetDeviceInformation` (PASSIVE).
+/// `DxgkCbGetDeviceInformation` (PASSIVE). As in 24H2's `K:DpGetDeviceInformation`
+/// @0x1403C44A0, a NULL handle or structure is `STATUS_INVALID_PARAMETER` before anything else;
+/// the whole structure is written (`DockingState` zero: 24H2 reads it from the registry only on
+/// a dock-aware machine).
 pub(super) unsafe extern "system" fn get_device_information(
     handle: HANDLE,
     info: PDXGK_DEVICE_INFO,
 ) -> NTSTATUS {
+    if handle.is_null() || info.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
     let a = enter_status!(
         DxgkCbGetDeviceInformation,
         handle,
@@ -52,8 +57,13 @@ pub(super) unsafe extern "system" fn map_memory(
     _cache: MEMORY_CACHING_TYPE,
     virtual_address: *mut PVOID,
 ) -> NTSTATUS {
+    // 24H2's `K:DpMapMemory` @0x1403F3E90 refuses these before it looks at anything else.
+    if handle.is_null() || virtual_address.is_null() || length == 0 {
+        return STATUS_INVALID_PARAMETER;
+    }
     let a = enter_status!(DxgkCbMapMemory, handle, map_memory);
-    if virtual_address.is_null() || length == 0 || in_io_space != 0 {
+    // The adapter has no port resources, so `K:DpiVerifyResources` @0x1403D9D80 finds none.
+    if in_io_space != 0 {
         return STATUS_INVALID_PARAMETER;
     }
     if map_to_user_mode != 0 {
@@ -101,10 +111,14 @@ pub(super) unsafe extern "system" fn map_memory(
     STATUS_SUCCESS
 }
 
-/// `DxgkCbUnmapMemory` (PASSIVE). Unmapping an address that is not a live mapping of this
-/// adapter is what MmUnmapIoSpace under Driver Verifier rejects: 0xC4 with the "freeing an
-/// address not returned by an allocate call" subtype.
+/// `DxgkCbUnmapMemory` as 24H2's `K:DpUnmapMemory` @0x1403F0330 does it: a NULL handle or
+/// address is `STATUS_INVALID_PARAMETER`; else the address is looked up among the adapter's
+/// mappings, one reference dropped and the last one unmapped. An address that is not a mapping
+/// of the adapter is not reported: nothing is done and the answer is `STATUS_SUCCESS`.
 pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
+    if handle.is_null() || va.is_null() {
+        return STATUS_INVALID_PARAMETER;
+    }
     let a = enter_status!(DxgkCbUnmapMemory, handle, unmap_memory);
     let key = va as usize;
     let live = {
@@ -121,13 +135,7 @@ pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> 
         }
     };
     if !live {
-        a.state.raise_bugcheck(BugCheck::verifier(
-            bugcheck::verifier::FREE_BAD_ADDRESS,
-            key as u64,
-            0,
-            0,
-        ));
-        return STATUS_INVALID_PARAMETER;
+        return STATUS_SUCCESS;
     }
     if !lock(&a.mm.mappings).contains_key(&key) {
         // BAR2 trap windows are never shared, so the last unmap of the base ends it.

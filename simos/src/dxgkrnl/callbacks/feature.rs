@@ -47,33 +47,85 @@ pub(super) unsafe extern "system" fn interface_dereference(context: PVOID) {
     }
 }
 
-/// `DxgkCbQueryServices` (PASSIVE). Only `DxgkServicesFeature` is provided.
+/// The first `DXGKDDI_INTERFACE_VERSION` for which 24H2's `DxgkCbQueryServices` bug-checks a
+/// call above PASSIVE_LEVEL (an older driver's call only fails).
+const QUERY_SERVICES_FATAL_FROM: ULONG = 0x2003;
+
+/// `VIDEO_DXGKRNL_FATAL_ERROR` parameter 1 of a `DxgkCbQueryServices` above PASSIVE_LEVEL.
+const QUERY_SERVICES_AT_RAISED_IRQL: u64 = 0x15;
+
+/// `DxgkCbQueryServices` as 24H2's `K:DpQueryServices` @0x140235390 answers it: a NULL handle or
+/// interface is `STATUS_INVALID_PARAMETER`; above PASSIVE_LEVEL the call fails the same way and
+/// is bug check 0x113 (0x15, the status) for a driver of interface 0x2003 or later. Then by
+/// kind: the feature interface (7) when `Size` is exactly its own (its `Version` is not read);
+/// AGP (0) fails `STATUS_UNSUCCESSFUL` on an adapter without AGP once its header checks; the
+/// basic-display (4) and indirect-display (6) interfaces are `STATUS_INVALID_HANDLE` for a
+/// render adapter; a kind past 7 is `STATUS_INVALID_PARAMETER`. The other kinds (debug report,
+/// timed operation, SPB, firmware tables) are not simulated.
+#[allow(
+    non_upper_case_globals,
+    reason = "the kinds are matched by their WDK names"
+)]
 pub(super) unsafe extern "system" fn query_services(
     handle: HANDLE,
     services: DXGK_SERVICES,
     interface: PINTERFACE,
 ) -> NTSTATUS {
-    let a = enter_status!(DxgkCbQueryServices, handle, query_services, interface);
-    if services != DxgkServicesFeature {
-        return STATUS_NOT_SUPPORTED;
-    }
-    // SAFETY: non-null; the driver passes at least an INTERFACE header.
-    let header = unsafe { interface.read() };
-    if usize::from(header.Size) < std::mem::size_of::<DXGK_FEATURE_INTERFACE>()
-        || header.Version != DXGK_FEATURE_INTERFACE_VERSION_1
-    {
+    if handle.is_null() || interface.is_null() {
         return STATUS_INVALID_PARAMETER;
     }
+    if current_irql() > rvgpu_kmd::platform::Irql::Passive {
+        if let Some(a) = crate::adapter::AdapterShared::from_handle(handle) {
+            let version = a.table.get().map_or(0, |t| t.Version);
+            if version >= QUERY_SERVICES_FATAL_FROM {
+                a.state.raise_bugcheck(crate::BugCheck::new(
+                    crate::base::bugcheck::VIDEO_DXGKRNL_FATAL_ERROR,
+                    [
+                        QUERY_SERVICES_AT_RAISED_IRQL,
+                        i64::from(STATUS_INVALID_PARAMETER) as u64,
+                        0,
+                        0,
+                    ],
+                ));
+            }
+            return STATUS_INVALID_PARAMETER;
+        }
+    }
+    let a = enter_status!(DxgkCbQueryServices, handle, query_services, interface);
+    // SAFETY: non-null; every kind's interface starts with an INTERFACE header.
+    let header = unsafe { interface.read() };
+    match services {
+        DxgkServicesFeature => {}
+        DxgkServicesAgp if header.Version != 1 || header.Size != 56 => {
+            return STATUS_INVALID_PARAMETER
+        }
+        DxgkServicesAgp => return STATUS_UNSUCCESSFUL,
+        DxgkServicesBDD | DxgkServicesIDD => return STATUS_INVALID_HANDLE,
+        DxgkServicesDebugReport
+        | DxgkServicesTimedOperation
+        | DxgkServicesSPB
+        | DxgkServicesFirmwareTable => {
+            a.state.raise_sim_error(format!(
+                "DxgkCbQueryServices of services kind {services} is not simulated"
+            ));
+            return STATUS_NOT_IMPLEMENTED;
+        }
+        _ => return STATUS_INVALID_PARAMETER,
+    }
+    if usize::from(header.Size) != std::mem::size_of::<DXGK_FEATURE_INTERFACE>() {
+        return STATUS_INVALID_PARAMETER;
+    }
+    // 24H2 writes what follows the header; Size and Version stay the caller's.
     let out = DXGK_FEATURE_INTERFACE {
-        Size: std::mem::size_of::<DXGK_FEATURE_INTERFACE>() as USHORT,
-        Version: DXGK_FEATURE_INTERFACE_VERSION_1,
+        Size: header.Size,
+        Version: header.Version,
         Context: a.handle(),
         InterfaceReference: Some(interface_reference),
         InterfaceDereference: Some(interface_dereference),
         IsFeatureEnabled: Some(is_feature_enabled),
         QueryFeatureInterface: Some(query_feature_interface),
     };
-    // SAFETY: the driver declared (Size) a buffer at least this large.
+    // SAFETY: the driver declared (Size) a buffer exactly this large.
     unsafe { interface.cast::<DXGK_FEATURE_INTERFACE>().write(out) };
     // As every WDM interface provider does, the interface is referenced for the caller, who
     // must dereference it when done.
