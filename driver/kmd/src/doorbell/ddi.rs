@@ -60,7 +60,8 @@
 //! A stale user mapping rings nothing: the device ignores unbound pages (hardware.md 5.5).
 
 use rvgpu_ddi::dxgkrnl::{
-    D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+    D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
 };
 use rvgpu_ddi::submission::{
     DXGKARG_CONNECTDOORBELL, DXGKARG_CREATEDOORBELL, DXGKARG_DESTROYDOORBELL,
@@ -306,7 +307,7 @@ fn connect_page<P: Platform>(live: &Live<P>, h: Handle) -> Result<(u32, Handle),
     let q = s.queues.get(&d.queue).ok_or(status::INVALID_HANDLE)?;
     let queue_id = q.id;
     // UM-10: a device put in error by an engine reset gets no doorbell page again.
-    if crate::reset::device_in_error(&s, q) {
+    if device_in_error(&s, q.context) {
         return Err(status::DEVICE_REMOVED);
     }
     // A page on a device that is gone would ring nothing; say so instead.
@@ -511,6 +512,105 @@ fn count_held(held: &mut [u32; rvgpu_hw::regs::ENGINE_MAX as usize], engine: Opt
 fn set_physical(s: &mut Sched, h: Handle, page: Option<u32>) {
     if let Some(d) = s.doorbells.get_mut(&h) {
         d.physical = page;
+    }
+}
+
+/// Whether the D3D device of `context` was put in error (UM-10). Read here rather than
+/// through the reset module, which calls into this one.
+fn device_in_error(s: &Sched, context: Handle) -> bool {
+    s.contexts
+        .get(&context)
+        .and_then(|c| s.devices.get(&c.device))
+        .is_some_and(|d| d.in_error)
+}
+
+/// The D3D device of doorbell `d`'s queue.
+fn device_of(s: &Sched, d: &Doorbell) -> Option<Handle> {
+    let q = s.queues.get(&d.queue)?;
+    s.contexts.get(&q.context).map(|c| c.device)
+}
+
+/// UM-10: every doorbell of `device`, which an engine reset found guilty, is aborted through
+/// `DxgkCbDisconnectDoorbell(DISCONNECTED_ABORT)` (PASSIVE_LEVEL, no KMD lock held), so its
+/// UMD reads the abort at its next ring and reports the device lost. Windows writes no
+/// doorbell status when it puts a device in error (24H2 `M:VidSchiMarkDeviceAsError`
+/// @0x14001FF30): only this callback (`K:DxgkDisconnectDoorbellCB` @0x1401DB180, which
+/// accepts RETRY and ABORT) tells the UMD. A doorbell already disconnected keeps its status
+/// there (the callback leaves a status above `CONNECTED_NOTIFY_KMD` alone) and is not named;
+/// its UMD's reconnect is refused instead ([`connect_page`]).
+///
+/// One connected doorbell per pass, counted in [`Doorbell::callbacks`] across the callback
+/// like a victim (its `DestroyDoorbell` waits), so nothing is allocated; each pass takes one
+/// page away and the device gets none again, so the loop ends. After the callback the page
+/// is unbound if the OS did not disconnect it through the DDI ("KMD should consider the
+/// physical doorbell address to be disconnected only after return from this callback") and
+/// the power reference goes back.
+pub(crate) fn abort_device<P: Platform>(live: &Live<P>, device: Handle) {
+    abort_where(live, |_, d| d == device);
+}
+
+/// After an adapter reset (`DxgkDdiRestartFromTimeout`): every device the reset put in error
+/// has its connected doorbells aborted as in [`abort_device`].
+pub(crate) fn abort_devices_in_error<P: Platform>(live: &Live<P>) {
+    abort_where(live, |s, d| s.devices.get(&d).is_some_and(|x| x.in_error));
+}
+
+/// [`abort_device`] for every connected doorbell whose device `pick` chooses.
+fn abort_where<P: Platform>(live: &Live<P>, pick: impl Fn(&Sched, Handle) -> bool) {
+    loop {
+        let call = {
+            let mut s = live.sched.lock();
+            let next = s
+                .doorbells
+                .iter()
+                .find(|(_, d)| {
+                    d.physical.is_some()
+                        && d.callbacks == 0
+                        && device_of(&s, d).is_some_and(|dev| pick(&s, dev))
+                })
+                .map(|(h, _)| *h);
+            let Some(h) = next else {
+                return;
+            };
+            let os_queue = s
+                .doorbells
+                .get(&h)
+                .and_then(|d| s.queues.get(&d.queue))
+                .map_or(0, |q| q.os_handle);
+            let Some(d) = s.doorbells.get_mut(&h) else {
+                return;
+            };
+            d.callbacks = d.callbacks.saturating_add(1);
+            VictimCall {
+                victim: h,
+                os_queue,
+                os_doorbell: d.os_handle,
+            }
+        };
+        let r = live.dxgk.disconnect_doorbell(
+            call.os_queue,
+            call.os_doorbell,
+            D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+        );
+        if let Err(e) = r {
+            klog!(
+                P,
+                Warning,
+                "rvgpu: DxgkCbDisconnectDoorbell(ABORT) failed: {:#x}",
+                e.code()
+            );
+        }
+        let held = {
+            let mut s = live.sched.lock();
+            disconnect_locked(live, &mut s, call.victim);
+            s.doorbells.get_mut(&call.victim).and_then(|d| {
+                d.callbacks = d.callbacks.saturating_sub(1);
+                d.held.take()
+            })
+        };
+        if let Some(e) = held {
+            crate::power::ddi::release(live, e);
+        }
     }
 }
 

@@ -246,11 +246,14 @@ fn recommit<P: Platform>(live: &Live<P>, s: &Sched, engines: u64, skip: u64) {
 }
 
 /// The end of a successful engine reset (either DDI), the scheduler lock released: counted,
-/// and the guilty context, if any, invalidated.
+/// the guilty context, if any, invalidated and its device's doorbells aborted (UM-10: Windows
+/// tells the UMD nothing through its doorbell when it puts the device in error;
+/// [`crate::doorbell::ddi::abort_device`]).
 fn reset_done<P: Platform>(a: &Adapter<P>, live: &Live<P>, node: u32, guilty: Option<Guilty>) {
     a.tdr.engine_reset(node);
     if let Some(g) = guilty {
         invalidate(a, live, g);
+        crate::doorbell::ddi::abort_device(live, g.device);
     }
 }
 
@@ -292,7 +295,8 @@ fn invalidate<P: Platform>(a: &Adapter<P>, live: &Live<P>, g: Guilty) {
 ///    (`F := C := S := LastAborted`, ring control `read_ptr := write_ptr`).
 /// 5. Unpark and commit: the node ring enters empty; the errored device's queues are left out
 ///    on every engine they were on.
-/// 6. Lock released: `DxgkCbInvalidateHwContext(guilty context)` (PASSIVE).
+/// 6. Lock released: `DxgkCbInvalidateHwContext(guilty context)` (PASSIVE), then
+///    `DxgkCbDisconnectDoorbell(DISCONNECTED_ABORT)` for each connected doorbell of its device.
 pub fn reset_engine<P: Platform>(
     a: &Adapter<P>,
     args: &mut DXGKARG_RESETENGINE,
@@ -555,6 +559,15 @@ fn reset_adapter<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
         // The adapter reset ended every engine's post-reset hold (hardware.md M6): a held
         // engine left unresumed must get its runlist back at restart.
         s.hws_held = 0;
+        // Windows resets every D3D device of the adapter with it (24H2 `K:ADAPTER_RENDER::Reset`
+        // @0x1403F2C34 calls `K:DXGDEVICE::Reset` on each): their thunks answer
+        // STATUS_DEVICE_REMOVED from then on and only new devices work. None of their queues
+        // runs again (the restart lists none), and their doorbells are aborted once the
+        // adapter runs ([`restart_from_timeout`]). The system device pages for the OS and
+        // stays.
+        for d in s.devices.values_mut().filter(|d| !d.system) {
+            d.in_error = true;
+        }
     }
     a.tdr.adapter_resets.fetch_add(1, Ordering::Relaxed);
     // The adapter reset emptied the event ring: ResetDone records still awaited never come.
@@ -635,5 +648,9 @@ fn restart_adapter<P: Platform>(a: &Adapter<P>) -> Result<(), Status> {
     }
     drop(s);
     a.arm_watchdog();
+    // UM-10 for every device the reset ended: no lock held (the callback is PASSIVE_LEVEL;
+    // 24H2's `K:DxgkDisconnectDoorbellCB` @0x1401DB180 takes the device's lock without the
+    // adapter's core resource when its thread holds that exclusively, as the recovery does).
+    crate::doorbell::ddi::abort_devices_in_error(live);
     result.map(|_| ())
 }

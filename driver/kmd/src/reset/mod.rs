@@ -10,8 +10,6 @@ use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{Caps, ENGINE_MAX};
 
 use crate::handle::Handle;
-use crate::hwqueue::HwQueue;
-use crate::kmem::SortedMap;
 use crate::sched::Sched;
 
 pub mod ddi;
@@ -205,6 +203,8 @@ pub fn responsive(raw: u32) -> bool {
 struct Guilty {
     /// The handle passed as `hHwContext` ([`context_handle`]).
     handle: usize,
+    /// Its D3D device, whose doorbells are aborted (UM-10).
+    device: Handle,
 }
 
 /// The handle `DxgkCbInvalidateHwContext` names context `ctx` by: the input value of
@@ -227,6 +227,7 @@ fn blame(s: &mut Sched, node: u32, queue: u32) -> Option<(Guilty, u64)> {
     let device: Handle = s.contexts.get(&q.context)?.device;
     let guilty = Guilty {
         handle: context_handle(s, q.context)?,
+        device,
     };
     // Engines where the device has queues in a runlist now: they must be recommitted so those
     // queues leave (the reset itself only dropped the aborted one).
@@ -244,25 +245,6 @@ fn blame(s: &mut Sched, node: u32, queue: u32) -> Option<(Guilty, u64)> {
         d.in_error = true;
     }
     Some((guilty, engines))
-}
-
-/// Whether queue `q`'s D3D device was put in error by an engine reset (UM-10): its doorbell
-/// connects and kernel-mode submissions are refused with `STATUS_DEVICE_REMOVED`.
-pub fn device_in_error(s: &Sched, q: &HwQueue) -> bool {
-    queue_device_in_error(&s.contexts, &s.devices, q)
-}
-
-/// [`device_in_error`] from the two tables it reads, for a caller that holds the queue
-/// mutably (a borrow of the scheduler's other tables beside it).
-pub fn queue_device_in_error(
-    contexts: &SortedMap<Handle, crate::context::Context>,
-    devices: &SortedMap<Handle, crate::context::Device>,
-    q: &HwQueue,
-) -> bool {
-    contexts
-        .get(&q.context)
-        .and_then(|c| devices.get(&c.device))
-        .is_some_and(|d| d.in_error)
 }
 
 #[cfg(test)]
@@ -445,7 +427,12 @@ mod tests {
         let errored: alloc::vec::Vec<u32> = s
             .queues
             .values()
-            .filter(|q| device_in_error(&s, q))
+            .filter(|q| {
+                s.contexts
+                    .get(&q.context)
+                    .and_then(|c| s.devices.get(&c.device))
+                    .is_some_and(|d| d.in_error)
+            })
             .map(|q| q.id)
             .collect();
         assert_eq!(errored, [5, 6], "connect and submit refused for these");
