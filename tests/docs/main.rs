@@ -290,6 +290,7 @@ fn documents_count_and_name_the_suites_rerun_against_the_image() {
         "thirty-one",
         "thirty-two",
         "thirty-three",
+        "thirty-four",
     ];
     let n = WORDS[suites.len()];
     let readme = read("README.md").replace('\n', " ");

@@ -9,7 +9,7 @@ use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_umd::kmt::{DeviceExecutionState, KmtHandle, NtStatus};
 
 use crate::machine::Machine;
-use crate::state::ums::DeviceError;
+use crate::state::ums::{DeviceError, DxgDeviceState};
 use crate::ums::{self, UmsProcess};
 
 /// `D3DKMT_GETDEVICESTATE` in the released x64 layout (56 bytes: 24H2 captures 0x38).
@@ -98,13 +98,15 @@ pub fn dxgk_get_device_state_internal(
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     let err = ums::device_error(&sh, p.device).ok_or(bad)?;
+    let state = ums::device_state(&sh, p.device).ok_or(bad)?;
     // The adapter's state (DXGADAPTER +200) and the DXGDEVICE's (+608): a removal stops
-    // both (`K:ADAPTER_RENDER::Stop` @0x14019FC38 stops each device).
+    // both (`K:ADAPTER_RENDER::Stop` @0x14019FC38 stops each device), an adapter-wide reset
+    // resets the device (`K:DXGDEVICE::Reset` @0x1401BB7FC).
     let active = ums::device_active(&sh, p.device);
     let removed = NtStatus(STATUS_DEVICE_REMOVED);
     match a.state_type {
         DEVICESTATE_EXECUTION => {
-            a.set_first_u32(execution_state(err).0);
+            a.set_first_u32(execution_state(state, err).0);
             Ok(WrittenBack::All)
         }
         DEVICESTATE_PRESENT | DEVICESTATE_PRESENT_DWM if !active => Err(removed),
@@ -123,20 +125,31 @@ pub fn dxgk_get_device_state_internal(
     }
 }
 
-/// `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0 for an active DXGDEVICE (state 1) on a
-/// native adapter: VidSch's error reason of the device mapped to the execution state (0 with
-/// no reset flag: ACTIVE; 7: HUNG; 6: DMAFAULT; 9, 10, 15..19, 24: DMAPAGEFAULT; 14, 22, 25,
-/// 26: STOPPED; 2, 11..13 and any other: OUTOFMEMORY). A removed adapter's devices are
-/// stopped (`K:DXGDEVICE::Stop` @0x1401BBA38 sets state 4, from `K:ADAPTER_RENDER::Stop`
-/// @0x14019FC38): STOPPED.
-pub(crate) fn execution_state(err: Option<DeviceError>) -> DeviceExecutionState {
+/// `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0 on a native adapter: the DXGDEVICE's
+/// state first (2, reset with its adapter: RESET; 3, reset while hung: HUNG; 4, stopped with
+/// its removed adapter, `K:DXGDEVICE::Stop` @0x1401BBA38: STOPPED); an active one (1) answers
+/// VidSch's error reason of the device (0 with no reset flag: ACTIVE; 7: HUNG; 6: DMAFAULT;
+/// 9, 10, 15..19, 24: DMAPAGEFAULT; 14, 22, 25, 26: STOPPED; 2, 11..13 and any other:
+/// OUTOFMEMORY).
+pub(crate) fn execution_state(
+    state: DxgDeviceState,
+    err: Option<DeviceError>,
+) -> DeviceExecutionState {
+    match state {
+        DxgDeviceState::Reset => return DeviceExecutionState::RESET,
+        DxgDeviceState::Hung => return DeviceExecutionState::HUNG,
+        DxgDeviceState::Stopped => return DeviceExecutionState::STOPPED,
+        DxgDeviceState::Active => {}
+    }
     match err {
         None => DeviceExecutionState::ACTIVE,
         Some(DeviceError::Hung) => DeviceExecutionState::HUNG,
         Some(DeviceError::PageFault | DeviceError::SubmitRefused) => {
             DeviceExecutionState::ERROR_DMAPAGEFAULT
         }
-        Some(DeviceError::Flushed | DeviceError::Removed) => DeviceExecutionState::STOPPED,
+        Some(DeviceError::Flushed | DeviceError::Reset | DeviceError::Removed) => {
+            DeviceExecutionState::STOPPED
+        }
         // `K:DXGDEVICE::GetDeviceExecutionState` @0x1402ABBB0: every other reason.
         Some(DeviceError::Other(_)) => DeviceExecutionState::ERROR_OUTOFMEMORY,
     }

@@ -514,14 +514,22 @@ pub(crate) fn notify_work_submission(
 ) -> Result<(), SimError> {
     let dl = device_lock(a, device)?;
     let _g = dev_guard(a, &dl);
+    // 24H2 `K:DxgkNotifyWorkSubmissionInternal` @0x1401D98CC: only a doorbell whose status
+    // reads CONNECTED_NOTIFY_KMD reaches the driver; any other status (CONNECTED among them)
+    // is STATUS_INVALID_PARAMETER, and a `NoKmdAccess` context's queue succeeds with no DDI.
     let kmd_queue = {
         let os = lock(&a.ums);
         let d = os.doorbell_of(device, h)?;
-        if !matches!(d.state, DoorbellState::Connected { .. }) {
-            // Not connected: nothing to tell the KMD; the work is collected at reconnect.
+        if d.cpu.status.load(Ordering::Acquire) != D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        }
+        let Some(q) = os.queues.get(&d.queue) else {
+            return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+        };
+        if os.contexts.get(&q.context).is_some_and(|c| c.no_kmd_access) {
             return Ok(());
         }
-        os.queues.get(&d.queue).map_or(0, |q| q.kmd)
+        q.kmd
     };
     let f = ddi::table_slot!(a, DxgkDdiNotifyWorkSubmission)?.map_or_else(not_supported, Ok)?;
     let mut args = DXGKARG_NOTIFYWORKSUBMISSION {

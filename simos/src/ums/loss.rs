@@ -16,7 +16,9 @@ use super::disconnect::os_disconnect;
 use super::host::UmsHost;
 use super::locks::exclusive;
 use crate::state::ums::events::UmsEvent;
-use crate::state::ums::{kernel_handle, DeviceError, DoorbellState, Suspended, UmsOs};
+use crate::state::ums::{
+    kernel_handle, DeviceError, DoorbellState, DxgDeviceState, Suspended, UmsOs,
+};
 
 /// UM-10: device loss. Every doorbell of the adapter ends `DISCONNECTED_ABORT` (connected
 /// ones are disconnected through the KMD first by the pages; 24H2 only writes the status) and
@@ -45,7 +47,7 @@ pub(crate) fn device_removed(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), S
         let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
         for d in devices {
             if let Some(dv) = os.devices.get_mut(&d) {
-                dv.stopped = true;
+                dv.state = DxgDeviceState::Stopped;
                 if !dv.in_error() {
                     dv.mark_error(DeviceError::Removed);
                     os.events.push(UmsEvent::DeviceError { device: d });
@@ -154,23 +156,71 @@ pub(crate) fn tdr_device_in_error(a: &AdapterShared, device: KmtHandle) -> bool 
         .is_none_or(|d| d.in_error())
 }
 
-/// Whether the DXGDEVICE of `device` is active (its state, DXGDEVICE +608, 1): 24H2 stops a
-/// device only when its adapter goes (`K:DXGDEVICE::Stop` @0x1401BBA38, from
-/// `K:ADAPTER_RENDER::Stop` @0x14019FC38); VidSch's error reason does not touch it. `false`
-/// for a device that is gone or whose adapter is removed.
+/// Whether the DXGDEVICE of `device` is active (its state, DXGDEVICE +608, 1): only an
+/// adapter-wide reset (`K:DXGDEVICE::Reset` @0x1401BB7FC, [`reset_devices`]) and the adapter's
+/// stop (`K:DXGDEVICE::Stop` @0x1401BBA38, from `K:ADAPTER_RENDER::Stop` @0x14019FC38) change
+/// it; VidSch's error reason does not. `false` for a device that is gone or whose adapter is
+/// removed.
 pub(crate) fn device_active(a: &AdapterShared, device: KmtHandle) -> bool {
     let os = lock(&a.ums);
     !os.removed
         && os
             .devices
             .get(&device)
-            .is_some_and(|d| d.error != Some(DeviceError::Removed))
+            .is_some_and(|d| d.state == DxgDeviceState::Active)
 }
 
-/// Whether the DXGDEVICE of `device` is not active for its thunks' core access: stopped with
-/// its adapter ([`crate::state::ums::DeviceObj::stopped`]) or gone.
+/// Whether the DXGDEVICE of `device` is not active for its thunks' core access
+/// (`K:COREDEVICEACCESS::AcquireShared` @0x14000F550: any state but 1): reset or stopped with
+/// its adapter ([`crate::state::ums::DeviceObj::state`]), or gone.
 pub(crate) fn device_stopped(a: &AdapterShared, device: KmtHandle) -> bool {
-    lock(&a.ums).devices.get(&device).is_none_or(|d| d.stopped)
+    lock(&a.ums)
+        .devices
+        .get(&device)
+        .is_none_or(|d| d.state != DxgDeviceState::Active)
+}
+
+/// The DXGDEVICE state of `device` (`None`: no such device).
+pub(crate) fn device_state(a: &AdapterShared, device: KmtHandle) -> Option<DxgDeviceState> {
+    lock(&a.ums).devices.get(&device).map(|d| d.state)
+}
+
+/// The last step of an adapter-wide reset (`K:ADAPTER_RENDER::Reset` @0x1403F2C34, after the
+/// driver's `DxgkDdiRestartFromTimeout` and VidMm's restore): `K:DXGDEVICE::Reset`
+/// @0x1401BB7FC on every device of the adapter. A device VidSch reports hung (here: the
+/// devices the recovery put in error as hung, reason 7) goes to state 3; every other one to
+/// state 2 and VidSch marks it in error with 22 (`M:VidSchMarkDeviceAsError` @0x14001F860: the
+/// first reason stays, and its registered sync objects are signalled whatever the reason,
+/// `M:VidSchiMarkDeviceAsError` @0x14001FF30). Its doorbells are not touched (no DDI carries
+/// the reason to the driver). Returns the devices reset.
+pub(crate) fn reset_devices(a: &AdapterShared) -> Result<Vec<KmtHandle>, SimError> {
+    let (all, signal) = {
+        let mut os = lock(&a.ums);
+        let mut all = Vec::new();
+        let mut signal = Vec::new();
+        let mut newly = Vec::new();
+        for (h, d) in os.devices.iter_mut() {
+            all.push(*h);
+            if d.error == Some(DeviceError::Hung) {
+                d.state = DxgDeviceState::Hung;
+                continue;
+            }
+            d.state = DxgDeviceState::Reset;
+            if !d.in_error() {
+                newly.push(*h);
+            }
+            d.mark_error(DeviceError::Reset);
+            signal.push((*h, d.process));
+        }
+        for device in newly {
+            os.events.push(UmsEvent::DeviceError { device });
+        }
+        (all, signal)
+    };
+    for (device, process) in signal {
+        signal_registered_sync_objects(a, device, process)?;
+    }
+    Ok(all)
 }
 
 /// Device `device`'s error reason (`Some(None)`: live), `None` when there is no such device.
@@ -184,10 +234,18 @@ pub(crate) fn tdr_devices(a: &AdapterShared) -> Vec<KmtHandle> {
 }
 
 /// UM-10 for one device after a TDR (or a fault, `why`): the device is in error (VidSch refuses
-/// its submissions; its DXGDEVICE stays active, [`device_active`]), every doorbell of it is
-/// disconnected with `DISCONNECTED_ABORT`
-/// (status first, then the dummy page, then `DxgkDdiDisconnectDoorbell`); other devices are
-/// not touched. Returns the aborted doorbells.
+/// its submissions; its DXGDEVICE stays active, [`device_active`]) and its registered sync
+/// objects are signalled (`M:VidSchiMarkDeviceAsError` @0x14001FF30). Other devices are not
+/// touched. Returns the doorbells the OS aborted itself.
+///
+/// 24H2 writes no doorbell here: a doorbell's status is written only by
+/// `K:DXGDOORBELL::Initialize` @0x1401D9E74 (2), `K:DXGDOORBELL::Connect` @0x1401D7B90 (0 or
+/// 1), `K:DXGDOORBELL::Disconnect` @0x1401D82E8 (the reason; reached only from the driver's
+/// `K:DxgkDisconnectDoorbellCB` @0x1401DB180) and `K:DXGDOORBELL::DestroyCoreState`
+/// @0x1401D804C (3); `VidSchiMarkDeviceAsError` signals and runs contexts down but touches no
+/// doorbell. A guilty device's doorbells read CONNECTED until its driver aborts them. The
+/// pages' reading disconnects them through the KMD with `DISCONNECTED_ABORT` (status first,
+/// then the dummy page, then `DxgkDdiDisconnectDoorbell`).
 pub(crate) fn tdr_device_error(
     a: &AdapterShared,
     device: KmtHandle,
@@ -202,15 +260,15 @@ pub(crate) fn tdr_device_error(
             }
             None => return Ok(Vec::new()),
         };
-        let dbs = os.doorbells_of_device(device);
+        let dbs = if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
+            os.doorbells_of_device(device)
+        } else {
+            Vec::new()
+        };
         (dbs, process)
     };
     for d in &dbs {
-        // 24H2 writes the status only (no DDI, no remap of a device in error:
-        // `K:DXGDOORBELL::Disconnect` @0x1401D82E8); the pages disconnect through the KMD.
-        if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
-            os_disconnect(a, *d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
-        }
+        os_disconnect(a, *d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
         lock(&a.ums).abort_doorbell(*d);
     }
     signal_registered_sync_objects(a, device, process)?;

@@ -82,9 +82,11 @@
 //!   allocations, context, device.
 //! - UM-18: [`Machine::kill_process`]: device in error, suspend each context, disconnect each
 //!   doorbell, destroy everything without waiting.
-//! - UM-10: [`Machine::device_lost`]: every doorbell of the adapter ends `DISCONNECTED_ABORT`
-//!   (connected ones are disconnected first); an aborted doorbell cannot be reconnected
-//!   (`STATUS_DEVICE_REMOVED`): the UMD destroys and recreates it.
+//! - UM-10: a device VidSch puts in error keeps its doorbells as they are (24H2 writes a status
+//!   only at create, connect, the driver's `DxgkCbDisconnectDoorbell` and destroy): the KMD
+//!   aborts them. [`Machine::device_lost`]: every doorbell of the adapter ends
+//!   `DISCONNECTED_ABORT` (connected ones are disconnected first); an aborted doorbell cannot
+//!   be reconnected (`STATUS_DEVICE_REMOVED`): the UMD destroys and recreates it.
 //!
 //! Every OS step is recorded as a [`UmsEvent`] ([`Machine::ums_events`]) so tests can check
 //! sequences in order.

@@ -504,7 +504,7 @@ fn new_device(
             lock: Arc::new(Mutex::new(())),
             process: pid,
             error: None,
-            stopped: false,
+            state: crate::state::ums::DxgDeviceState::Active,
         },
     );
     os.events.push(UmsEvent::CreateDevice { device: h });

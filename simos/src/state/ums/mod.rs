@@ -100,9 +100,24 @@ pub(crate) struct DeviceObj {
     /// Why VidSch put the device in error, the first reason only (`M:VidSchiMarkDeviceAsError`
     /// @0x14001FF30 keeps the first: a compare-exchange against 0); `None` while it is not.
     pub(crate) error: Option<DeviceError>,
-    /// The DXGDEVICE's state (+608) is 4, stopped with its adapter (`K:DXGDEVICE::Stop`
-    /// @0x1401BBA38); VidSch's error does not touch it.
-    pub(crate) stopped: bool,
+    /// The DXGDEVICE's state (+608); VidSch's error does not touch it.
+    pub(crate) state: DxgDeviceState,
+}
+
+/// A DXGDEVICE's state (+608), which `K:COREDEVICEACCESS::AcquireShared` @0x14000F550 reads
+/// (anything but active is STATUS_DEVICE_REMOVED) and `K:DXGDEVICE::GetDeviceExecutionState`
+/// @0x1402ABBB0 answers from before VidSch's reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DxgDeviceState {
+    /// 1.
+    Active,
+    /// 2: reset with its adapter (`K:DXGDEVICE::Reset` @0x1401BB7FC, from
+    /// `K:ADAPTER_RENDER::Reset` @0x1403F2C34); read back as RESET.
+    Reset,
+    /// 3: reset with its adapter while VidSch reported it hung; read back as HUNG.
+    Hung,
+    /// 4: stopped with its adapter (`K:DXGDEVICE::Stop` @0x1401BBA38); read back as STOPPED.
+    Stopped,
 }
 
 /// A device's error reason as VidSch records it (`M:VidSchiMarkDeviceAsError` @0x14001FF30's
@@ -124,6 +139,9 @@ pub(crate) enum DeviceError {
     /// (`M:VIDMM_GLOBAL::MakeResident` @0x1400B93C8); 0xB, an Evict naming a foreign handle
     /// (`K:DxgkEvictInternal` @0x14035E31C). Read back as out of memory.
     Other(u32),
+    /// 22: reset with its adapter (`K:DXGDEVICE::Reset` @0x1401BB7FC marks a device VidSch
+    /// does not report hung with 22; 26 when not called from a TDR).
+    Reset,
     /// The adapter removed under the device: no VidSch reason; 24H2 stops the DXGDEVICE
     /// (`K:DXGDEVICE::Stop` @0x1401BBA38, from `K:ADAPTER_RENDER::Stop` @0x14019FC38, state 4),
     /// read back as STOPPED.

@@ -1,12 +1,15 @@
 //! The adapter-wide reset (docs/tdr.md#the-simulated-os): `DxgkDdiCollectDbgInfo(0x117)`, the
-//! TDR limit, `DxgkDdiResetFromTimeout`, every node's in-flight work dropped, then
-//! `DxgkDdiRestartFromTimeout`. The per-engine and hardware-scheduled paths escalate to it.
+//! TDR limit, `DxgkDdiResetEngine` on every node with packets in flight with the driver's
+//! interrupt reports dropped (24H2 `M:VidSchiReportHwHang` @0x140044F38), `DxgkDdiResetFromTimeout`,
+//! every node's in-flight work dropped, `DxgkDdiRestartFromTimeout`, then every device of the
+//! adapter reset (`K:ADAPTER_RENDER::Reset` @0x1403F2C34). The per-engine and
+//! hardware-scheduled paths escalate to it.
 
 use std::collections::BTreeSet;
 
 use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NOT_SUPPORTED};
-use rvgpu_ddi::tdr::VIDEO_TDR_TIMEOUT_DETECTED;
+use rvgpu_ddi::tdr::{DXGKARG_RESETENGINE, VIDEO_TDR_TIMEOUT_DETECTED};
 
 use crate::adapter::ddi::{self, table};
 use crate::adapter::AdapterShared;
@@ -40,6 +43,7 @@ pub(crate) fn adapter_reset(
     let t = table(a)?;
     let ctx = a.context();
     let mut errored: BTreeSet<KmtHandle> = extra.iter().copied().collect();
+    reset_busy_engines(a, sh, &mut errored)?;
     {
         // Every DDI is gated: kernel-mode submissions and every user-mode submission thunk.
         let _gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
@@ -110,6 +114,68 @@ pub(crate) fn adapter_reset(
         }
     }
     error_devices(a, sh, &errored)?;
+    // `K:ADAPTER_RENDER::Reset`'s last step, after the driver's restart: every device of the
+    // adapter is reset (`K:DXGDEVICE::Reset` @0x1401BB7FC), idle ones too.
+    for device in ums::reset_devices(a)? {
+        lock(&sh.os).events.push(TdrEvent::DeviceReset { device });
+    }
     lock(&sh.os).adapter_resets += 1;
+    Ok(())
+}
+
+/// `M:VidSchiReportHwHang` @0x140044F38 before the adapter is reset: the driver's interrupt
+/// callbacks are blocked (`M:VidSchiBlockDriverCallback` @0x14008F928: its reports are
+/// dropped, here every node's reports are recorded as ignored) and, for a WDDM 1.2 or later
+/// driver, `DxgkDdiResetEngine` is called for each node with packets in flight, in node order,
+/// stopping at the first failure. Its `LastAbortedFenceId` is not read (the adapter reset
+/// drops every packet). Devices the driver names through `DxgkCbInvalidateHwContext` meanwhile
+/// are put in error with the others. 24H2 skips the calls when a byte of its scheduler state
+/// (+55) is set, whose meaning was not settled; the simulation calls the driver's slot
+/// whenever it is filled.
+fn reset_busy_engines(
+    a: &AdapterShared,
+    sh: &TdrShared,
+    errored: &mut BTreeSet<KmtHandle>,
+) -> Result<(), SimError> {
+    let busy: Vec<u32> = {
+        let _il = lock(&a.irq.interrupt_lock);
+        let mut os = lock(&sh.os);
+        for n in os.nodes.iter_mut() {
+            n.ignore_irq = true;
+        }
+        os.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.pending.is_empty())
+            .map(|(i, _)| i as u32)
+            .collect()
+    };
+    let Some(reset) = ddi::in_table!(table(a)?, DxgkDdiResetEngine) else {
+        return Ok(());
+    };
+    let ctx = a.context();
+    for node in busy {
+        lock(&sh.os).in_reset = Some(node);
+        let mut r = DXGKARG_RESETENGINE {
+            NodeOrdinal: node,
+            EngineOrdinal: 0,
+            LastAbortedFenceId: 0,
+        };
+        let st = ddi::passive(a, reset, |reset| {
+            // SAFETY: the driver's DDI with its context and a valid argument block.
+            unsafe { reset(ctx, &mut r) }
+        });
+        let invalidated = lock(&sh.os).end_reset();
+        let st = st?;
+        errored.extend(invalidated);
+        lock(&sh.os).events.push(TdrEvent::ResetEngine {
+            node,
+            status: st,
+            last_aborted: r.LastAbortedFenceId,
+        });
+        if !NT_SUCCESS(st) {
+            break;
+        }
+    }
     Ok(())
 }

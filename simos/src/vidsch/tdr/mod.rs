@@ -36,14 +36,18 @@
 //! stalled hardware queue when the KMD named none, are put in error; the rest is resubmitted:
 //! paging packets first with their original IDs and `Flags.Resubmission` (TDR-03), then render
 //! packets of non-errored devices with new IDs `> S`; errored devices' packets are dropped.
-//! UM-10: every doorbell of an errored device goes `DISCONNECTED_ABORT`; nothing happens to
-//! other devices.
+//! UM-10: the errored devices' sync objects are signalled; their doorbells keep their status
+//! (24H2 writes none; the KMD aborts them through `DxgkCbDisconnectDoorbell`); nothing happens
+//! to other devices.
 //!
-//! **Adapter-wide path** (`adapter_reset`, docs/tdr.md#the-simulated-os): `CollectDbgInfo(0x117)`, every
-//! user-mode submission thunk and kernel-mode submission gated, `DxgkDdiResetFromTimeout`
-//! (failure: bug check 0x116), every node `C := S` with its in-flight packets dropped and their
-//! devices (and every device with a hardware queue behind its last-queued value) in error,
-//! `DxgkDdiRestartFromTimeout` (failure: 0x116), UM-10 for the errored devices. Entered from a
+//! **Adapter-wide path** (`adapter_reset`, docs/tdr.md#the-simulated-os): `CollectDbgInfo(0x117)`,
+//! `DxgkDdiResetEngine` on each node with packets in flight while the driver's interrupt
+//! reports are dropped, every user-mode submission thunk and kernel-mode submission gated,
+//! `DxgkDdiResetFromTimeout` (failure: bug check 0x116), every node `C := S` with its in-flight
+//! packets dropped and their devices (and every device with a hardware queue behind its
+//! last-queued value) in error, `DxgkDdiRestartFromTimeout` (failure: 0x116), UM-10 for the
+//! errored devices, then every device of the adapter reset (its thunks answer
+//! STATUS_DEVICE_REMOVED, `D3DKMTGetDeviceState` RESET, or HUNG for a hung one). Entered from a
 //! failed `DxgkDdiResetEngine` (TDR-09) or an aborted paging packet (TDR-08): reason
 //! `EngineTimeoutPromotedToAdapterReset` (9) is recorded.
 //!

@@ -134,6 +134,8 @@ pub enum TdrEvent {
     /// `device`'s process was blocked on the adapter: this engine timeout was one too many
     /// within `TdrLimitTime` (`super::process`).
     ProcessBlocked { device: KmtHandle },
+    /// A device reset with its adapter (`K:DXGDEVICE::Reset` @0x1401BB7FC).
+    DeviceReset { device: KmtHandle },
     /// A device put in error (UM-10).
     DeviceError {
         device: KmtHandle,

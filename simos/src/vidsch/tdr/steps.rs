@@ -277,7 +277,8 @@ pub(super) fn error_stalled_queue(
     }
 }
 
-/// Step 11 (UM-10): every doorbell of each device in `devices` goes `DISCONNECTED_ABORT`.
+/// Step 11 (UM-10): each device in `devices` is put in error as hung (reason 7). Its doorbells
+/// are the driver's to abort ([`ums::tdr_device_error`]).
 pub(super) fn error_devices(
     a: &AdapterShared,
     sh: &TdrShared,

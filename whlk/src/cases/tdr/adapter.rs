@@ -4,7 +4,9 @@ use crate::backend::{Backend, Capability, TdrStep, TdrTimeouts, Work};
 use crate::case::CaseResult;
 use crate::ensure;
 
-use super::super::common::{fill, no_fault, pos};
+use rvgpu_umd::kmt::DeviceExecutionState;
+
+use super::super::common::{fill, no_fault, observe, pos};
 use super::fixtures::{
     adapter_resets, all_done, errored, expect_fences, paging_fill, process_with_context,
     software_scheduled, tdr_session, until, BUF, REASON_PROMOTED, STEP,
@@ -69,9 +71,18 @@ pub(super) fn paging_promotes_adapter_reset(b: &dyn Backend) -> CaseResult {
     );
     ensure!(!errored(&ev, idle), "the idle process was put in error");
     ensure!(all_done(&*s, 0), "TDR-04: C != S after the adapter reset");
-    // The system context (paging) and the idle process run new work.
-    let ti = s.ums()?.create_buffer(idle, 8192)?;
-    let ci = s.dma_contexts()?.create_context(idle, 0)?;
+    // Windows resets every device with the adapter (UM-10): the idle process's device reads
+    // RESET, and its application recreates it.
+    if let Some(st) = observe(s.tdr().and_then(|t| t.device_state(idle)))? {
+        ensure!(
+            st == DeviceExecutionState::RESET,
+            "the idle process's device after the adapter reset: {st:?}"
+        );
+    }
+    // The system context (paging) and a process opened after the reset run new work.
+    let fresh = s.ums()?.open_process(0)?;
+    let ti = s.ums()?.create_buffer(fresh, 8192)?;
+    let ci = s.dma_contexts()?.create_context(fresh, 0)?;
     s.paging()?.page_in(ti, paging_fill(0, 4096, 0x66))?;
     s.dma_contexts()?.submit_dma(ci, &[fill(ti, 4096, 0x67)])?;
     until(&mut *s, STEP, "new work", |s| all_done(s, 0))?;

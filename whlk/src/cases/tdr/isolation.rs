@@ -193,9 +193,9 @@ pub(super) fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
     s.ums()?.submit(hq, &[Work::Hang])?;
     let v = s.ums()?.submit(oq1, &[fill(to, 8, 2)])?;
     wait(&mut *s, oq1, v, "the other process during the hang")?;
-    // Recovered once every doorbell of the guilty device is aborted: the OS writes their
-    // statuses one after another (`K:DXGDOORBELL::Disconnect` per doorbell), so one aborted
-    // says nothing yet of the other.
+    // Recovered once every doorbell of the guilty device is aborted: the KMD aborts them one
+    // after another (`DxgkCbDisconnectDoorbell` per doorbell; Windows writes no status when
+    // it puts the device in error), so one aborted says nothing yet of the other.
     until(&mut *s, RECOVERY, "guilty doorbells aborted", |s| {
         [hq, hq1].iter().all(|q| {
             s.ums_ref().and_then(|u| u.doorbell_status(*q)) == Ok(DoorbellStatus::DisconnectedAbort)
@@ -215,8 +215,9 @@ pub(super) fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
             .into_iter()
             .skip(m)
             .collect();
-        // The pages disconnect the guilty doorbells through the KMD; 24H2 only writes the
-        // status, checked above (docs/windows-bringup.md §13). A disconnect, if any, is ABORT.
+        // The KMD's callback disconnects the guilty doorbells (24H2 through the driver's
+        // DxgkDdiDisconnectDoorbell, the pages by the status only; docs/windows-bringup.md
+        // §13). A disconnect, if any, is ABORT.
         for q in [hq, hq1] {
             ensure!(
                 !ev.iter().any(|e| matches!(

@@ -183,7 +183,8 @@ pub const CASES: &[Case] = &[
         name: "Tdr.PagingPromotesAdapterReset",
         requirements: &["TDR-08", "TDR-09"],
         summary: "a hang mid paging FILL: adapter reset with reason 9, the paged allocation's \
-                  owner in error, an idle process pages in and runs new work",
+                  owner in error, an idle process's device reset; a new process pages in and \
+                  runs new work",
         needs: RECORDED,
         optional: &[
             Capability::TdrTrace,
@@ -217,8 +218,9 @@ pub const CASES: &[Case] = &[
     Case {
         name: "Tdr.GuiltyDeviceAborted",
         requirements: &["UM-10"],
-        summary: "a user-mode HANG: the guilty device's doorbells DISCONNECTED_ABORT, its \
-                  submissions refused; the other device never disconnected; a new process works",
+        summary: "a user-mode HANG: the KMD aborts the guilty device's doorbells \
+                  (DISCONNECTED_ABORT), its submissions refused; the other device never \
+                  disconnected; a new process works",
         needs: APP_VIEW,
         optional: &[
             Capability::TdrTrace,
