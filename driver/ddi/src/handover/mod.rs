@@ -391,6 +391,7 @@ macro_rules! zero_row {
 
 // The audited blocks, by concept (after the macros, which they use).
 mod allocation;
+pub mod callbacks;
 mod device;
 mod escape;
 mod fence;
