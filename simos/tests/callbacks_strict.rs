@@ -351,6 +351,79 @@ fn ddi_02_contiguous_memory_refuses_an_unknown_cache_type() {
     assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
 }
 
+/// The driver's DxgkDdiOpenAllocation, which `open_asks_at_dispatch` wraps.
+static OPEN: std::sync::OnceLock<rvgpu_ddi::allocation::PDXGKDDI_OPENALLOCATIONINFO> =
+    std::sync::OnceLock::new();
+/// The adapter's DxgkCbGetHandleData, set once it has started.
+static GET_HANDLE_DATA: std::sync::Mutex<rvgpu_ddi::dxgkrnl::DXGKCB_GETHANDLEDATA> =
+    std::sync::Mutex::new(None);
+/// What DxgkCbGetHandleData answered at DISPATCH_LEVEL for a handle nothing names.
+static UNKNOWN_ANSWER: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// A DxgkDdiOpenAllocation that first asks DxgkCbGetHandleData at DISPATCH_LEVEL, for a handle
+/// nothing names and then for the allocation being opened; then opens it as the driver does.
+unsafe extern "system" fn open_asks_at_dispatch(
+    device: PVOID,
+    args: *const rvgpu_ddi::allocation::DXGKARG_OPENALLOCATION,
+) -> rvgpu_ddi::NTSTATUS {
+    use rvgpu_ddi::dxgkrnl::{DXGKARGCB_GETHANDLEDATA, DXGK_HANDLE_ALLOCATION};
+    let get = GET_HANDLE_DATA.lock().map(|g| *g).unwrap_or(None);
+    // SAFETY: the OS's argument block, read-only; its array has NumAllocations entries.
+    let first = unsafe { args.as_ref() }
+        .filter(|a| a.NumAllocations > 0 && !a.pOpenAllocation.is_null())
+        // SAFETY: as above.
+        .map(|a| unsafe { a.pOpenAllocation.read() }.hAllocation);
+    if let (Some(get), Some(h)) = (get, first) {
+        let _irql = rvgpu_simos::base::processor::IrqlScope::enter(rvgpu_simos::Irql::Dispatch);
+        for (object, unknown) in [(0x3FFF_FFC0, true), (h, false)] {
+            let q = DXGKARGCB_GETHANDLEDATA {
+                hObject: object,
+                Type: DXGK_HANDLE_ALLOCATION,
+                ..Default::default()
+            };
+            // SAFETY: the OS's callback with a valid argument block.
+            let answer = unsafe { get(&q) };
+            if unknown {
+                UNKNOWN_ANSWER.store(answer as usize, Ordering::SeqCst);
+            }
+        }
+    }
+    match OPEN.get().copied().flatten() {
+        // SAFETY: the driver's own DDI with the OS's arguments.
+        Some(open) => unsafe { open(device, args) },
+        None => 0xC000_0001_u32 as i32,
+    }
+}
+
+/// DDI-02 (`K:DxgGetHandleDataCB` @0x1404111E0): at DISPATCH_LEVEL a handle that names nothing
+/// answers NULL, and one that names an allocation of the calling process is bug check 0x113
+/// with parameter 1 0x14 (not the 0xA of a pageable routine).
+#[test]
+fn ddi_02_get_handle_data_at_dispatch_is_0x113_0x14_for_a_live_object() {
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        let _ = OPEN.set(t.DxgkDdiOpenAllocation);
+        t.DxgkDdiOpenAllocation = Some(open_asks_at_dispatch);
+    });
+    if let Ok(mut g) = GET_HANDLE_DATA.lock() {
+        *g = dxgkrnl_interface(&m).DxgkCbGetHandleData;
+    }
+    let p = m.create_process(0).expect("process");
+    let k = m.kmt(&p);
+    let r = rvgpu_umd::kmt::Kmt::create_allocation(&k, 4096);
+    assert!(r.is_err(), "the allocation's open bug-checks");
+    assert_eq!(
+        UNKNOWN_ANSWER.load(Ordering::SeqCst),
+        0,
+        "NULL for a handle naming nothing"
+    );
+    let b = m.bugcheck();
+    assert_eq!(
+        b.map(|b| (b.code, b.params[0])),
+        Some((bugcheck::VIDEO_DXGKRNL_FATAL_ERROR, 0x14)),
+        "{b:?}"
+    );
+}
+
 static IN_SYNC: AtomicBool = AtomicBool::new(false);
 static SYNC_OVERLAPS: AtomicU64 = AtomicU64::new(0);
 static EXCL_ISR_CALLS: AtomicU64 = AtomicU64::new(0);
