@@ -191,7 +191,7 @@ pub(crate) fn queue_destroying(a: &AdapterShared, kmd: usize) -> Result<(), SimE
         return Ok(());
     }
     let (objs, scan) =
-        crate::sync::fence::dpc::log_drain(a, &DrainRequest::default(), &[q.clone()])?;
+        crate::sync::fence::dpc::log_drain(a, &DrainRequest::default(), std::slice::from_ref(&q))?;
     crate::sync::fence::settle::settle_after_drain(a, objs, scan)?;
     if a.os.reading.log_hand_over == LogHandOver::HandleOnlyRelease {
         release_queue_logs(a, &q)?;
