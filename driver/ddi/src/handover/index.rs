@@ -73,20 +73,68 @@ pub static AUDIT: &[Audit] = &[
         "DXGK_START_INFO, the DXGKRNL_INTERFACE (audited with the callbacks), and the two \
          counts the driver writes",
     ),
-    pending("DxgkDdiStopDevice", "the adapter's context only; caller not cited yet"),
-    pending("DxgkDdiRemoveDevice", "the adapter's context only; caller not cited yet"),
+    audit(
+        "DxgkDdiStopDevice",
+        Cover::NoBlock {
+            by: "K:DpiDxgkDdiStopDevice @0x140254988",
+            why: "the adapter's context only (from the FDO's start-failure, stop and post-display hand-off paths)",
+        },
+    ),
+    audit(
+        "DxgkDdiRemoveDevice",
+        Cover::NoBlock {
+            by: "K:DpiDxgkDdiRemoveDevice @0x1403F5410",
+            why: "the adapter's context only (from the FDO's remove, and from AddDevice when it fails after the driver's AddDevice)",
+        },
+    ),
     pending("DxgkDdiDispatchIoRequest", "the context, a view index and a VIDEO_REQUEST_PACKET"),
-    pending("DxgkDdiInterruptRoutine", "the context and a message number; caller not cited yet"),
-    pending("DxgkDdiDpcRoutine", "the context only; caller not cited yet"),
+    audit(
+        "DxgkDdiInterruptRoutine",
+        Cover::NoBlock {
+            by: "K:DpiFdoMessageInterruptRoutine @0x140012510",
+            why: "the adapter's context and the message number the kernel's ISR received",
+        },
+    ),
+    audit(
+        "DxgkDdiDpcRoutine",
+        Cover::NoBlock {
+            by: "K:DpiFdoDpcForIsr @0x140030CE0",
+            why: "the adapter's context only, under the adapter's DPC spin lock, timed into a ring of 64",
+        },
+    ),
     pending("DxgkDdiQueryChildRelations", "a DXGK_CHILD_DESCRIPTOR array and its size"),
     pending("DxgkDdiQueryChildStatus", "a DXGK_CHILD_STATUS"),
     pending("DxgkDdiQueryDeviceDescriptor", "a child UID and a DXGK_DEVICE_DESCRIPTOR"),
-    pending("DxgkDdiSetPowerState", "a device UID, a power state and an action"),
-    pending("DxgkDdiNotifyAcpiEvent", "an ACPI event, its argument and an output word"),
+    audit(
+        "DxgkDdiSetPowerState",
+        Cover::NoBlock {
+            by: "K:DpiDxgkDdiSetPowerState @0x14039C584",
+            why: "the context, a device UID, a DEVICE_POWER_STATE and a POWER_ACTION, as scalars",
+        },
+    ),
+    audit(
+        "DxgkDdiNotifyAcpiEvent",
+        Cover::NoBlock {
+            by: "K:DpiDxgkDdiNotifyAcpiEvent @0x1403D9120",
+            why: "the event type, the event, its argument as scalars, and a word the driver writes",
+        },
+    ),
     pending("DxgkDdiResetDevice", "the adapter's context only; caller not cited yet"),
-    pending("DxgkDdiUnload", "nothing; caller not cited yet"),
+    audit(
+        "DxgkDdiUnload",
+        Cover::NoBlock {
+            by: "K:DpiDxgkDdiUnload @0x14008CDE4",
+            why: "nothing (from DpiCleanup)",
+        },
+    ),
     pending("DxgkDdiQueryInterface", "a QUERY_INTERFACE"),
-    pending("DxgkDdiControlEtwLogging", "three scalars; caller not cited yet"),
+    audit(
+        "DxgkDdiControlEtwLogging",
+        Cover::NoBlock {
+            by: "K:DpiControlEtwLogging @0x140235AA0",
+            why: "the enable byte, the flags word and the level, as scalars, under the miniport-list mutex; for an interface of 0x5008 or later the flags lose bits 12 and 13",
+        },
+    ),
     pending(
         "DxgkDdiQueryAdapterInfo",
         "DXGKARG_QUERYADAPTERINFO, one set per type rvgpu answers (the start-up types, and \
@@ -112,8 +160,20 @@ pub static AUDIT: &[Audit] = &[
         "DxgkDdiBuildPagingBuffer",
         Cover::Blocks(&[&UPDATE_PAGE_TABLE, &UPDATE_PAGE_TABLE_INVALIDATE, &FLUSH_TLB]),
     ),
-    pending("DxgkDdiResetFromTimeout", "the adapter's context only; caller not cited yet"),
-    pending("DxgkDdiRestartFromTimeout", "the adapter's context only; caller not cited yet"),
+    audit(
+        "DxgkDdiResetFromTimeout",
+        Cover::NoBlock {
+            by: "K:ADAPTER_RENDER::DdiResetFromTimeout @0x1401A7A78",
+            why: "the adapter's context only (from DXGADAPTER::PrepareToReset)",
+        },
+    ),
+    audit(
+        "DxgkDdiRestartFromTimeout",
+        Cover::NoBlock {
+            by: "K:ADAPTER_RENDER::DdiRestartFromTimeout @0x1403FB68C",
+            why: "the adapter's context only (from ADAPTER_RENDER::Reset)",
+        },
+    ),
     audit("DxgkDdiEscape", Cover::Blocks(&[&ESCAPE])),
     pending(
         "DxgkDdiCollectDbgInfo",
@@ -165,9 +225,12 @@ pub static AUDIT: &[Audit] = &[
         },
     ),
     unfilled("DxgkDdiRenderKm"),
-    pending(
+    audit(
         "DxgkDdiSetPowerComponentFState",
-        "the context, a component index and an F-state",
+        Cover::NoBlock {
+            by: "K:DXGADAPTER::DdiSetPowerComponentFState @0x1400078B0",
+            why: "the context, a component index and an F-state, as scalars",
+        },
     ),
     pending("DxgkDdiQueryDependentEngineGroup", "DXGKARG_QUERYDEPENDENTENGINEGROUP"),
     audit("DxgkDdiQueryEngineStatus", Cover::Blocks(&[&QUERY_ENGINE_STATUS])),
@@ -176,7 +239,13 @@ pub static AUDIT: &[Audit] = &[
         "DxgkDdiPowerRuntimeControlRequest",
         "a GUID and two buffers with their sizes",
     ),
-    pending("DxgkDdiNotifySurpriseRemoval", "the context and a removal type"),
+    audit(
+        "DxgkDdiNotifySurpriseRemoval",
+        Cover::NoBlock {
+            by: "K:DpiDxgkDdiNotifySurpriseRemoval @0x140254768",
+            why: "the context and a removal type, as scalars; called only for an interface of 0x300D or later with the slot filled",
+        },
+    ),
     pending("DxgkDdiGetNodeMetadata", "a node ordinal and a DXGKARG_GETNODEMETADATA"),
     pending("DxgkDdiCalibrateGpuClock", "a node ordinal, an engine and DXGKARG_CALIBRATEGPUCLOCK"),
     unfilled("DxgkDdiFormatHistoryBuffer"),
