@@ -1017,9 +1017,12 @@ fn log_08_unknown_hwqueue_is_rejected_by_the_isr_check() {
     let t = m.log_table(0).unwrap();
 
     use rvgpu_simos::sync::fencelog::IsrQueue;
-    assert_eq!(t.check_isr_queue(ka, 0), IsrQueue::Ok);
-    assert_eq!(t.check_isr_queue(ka, 1), IsrQueue::WrongNode(0));
-    assert_eq!(t.check_isr_queue(ka ^ 0x1000, 0), IsrQueue::Unknown);
+    // The report names Dxgkrnl's queue object; the driver's own handle is none.
+    let dxg = t.name_of(ka).unwrap();
+    assert_eq!(t.check_isr_queue(dxg, 0), IsrQueue::Ok(ka));
+    assert_eq!(t.check_isr_queue(dxg, 1), IsrQueue::WrongNode(0));
+    assert_eq!(t.check_isr_queue(dxg ^ 0x1000, 0), IsrQueue::Unknown);
+    assert_eq!(t.check_isr_queue(ka, 0), IsrQueue::Unknown);
 }
 
 // ---------------------------------------------------------------------------------------------

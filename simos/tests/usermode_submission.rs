@@ -1013,7 +1013,7 @@ fn disconnect_args(
     use rvgpu_ddi::dxgkrnl::{DXGKARGCB_DISCONNECTDOORBELL, DXGKARGCB_DISCONNECTDOORBELL_FLAGS};
     let info = m.doorbell_info(0, q.doorbell.handle).unwrap();
     DXGKARGCB_DISCONNECTDOORBELL {
-        hHwQueue: rvgpu_simos::ums::kernel_handle(q.queue.handle) as _,
+        hHwQueue: m.hw_queue_os_object(0, q.queue.handle).unwrap() as _,
         hDoorbell: info.os_handle as _,
         Flags: DXGKARGCB_DISCONNECTDOORBELL_FLAGS::default(),
         DisconnectReason: reason,

@@ -692,6 +692,13 @@ impl DXGKARGCB_NOTIFY_INTERRUPT_DATA {
         d
     }
 
+    /// A `DXGK_INTERRUPT_DMA_PAGE_FAULTED` notification carrying `fault`.
+    pub fn dma_page_faulted(fault: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted) -> Self {
+        let mut d = Self::zeroed(DXGK_INTERRUPT_DMA_PAGE_FAULTED);
+        d.Anonymous.DmaPageFaulted = fault;
+        d
+    }
+
     /// A `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` notification.
     pub fn engine_state_change(node: UINT, engine: UINT, new_state: DXGK_ENGINE_STATE) -> Self {
         let mut d = Self::zeroed(DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE);

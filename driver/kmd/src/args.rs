@@ -225,13 +225,16 @@ pub(crate) mod notify {
         unsafe { d.Anonymous.DmaCompleted }
     }
 
-    /// `DmaFaulted`.
-    pub(crate) fn dma_faulted(
+    /// `DmaPageFaulted`.
+    pub(crate) fn dma_page_faulted(
         d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-    ) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted {
-        assert_eq!(d.InterruptType, DXGK_INTERRUPT_DMA_FAULTED);
+    ) -> rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted {
+        assert_eq!(
+            d.InterruptType,
+            rvgpu_ddi::interrupt::DXGK_INTERRUPT_DMA_PAGE_FAULTED
+        );
         // SAFETY: the arm the interrupt type names; plain data.
-        unsafe { d.Anonymous.DmaFaulted }
+        unsafe { d.Anonymous.DmaPageFaulted }
     }
 
     /// `HwQueuePageFaulted`.

@@ -37,6 +37,52 @@ use crate::base::lock::lock;
 use crate::base::notify::Notification;
 use crate::base::processor::{check_return_irql, current_irql, IrqlScope};
 
+/// Bug check 0x119's subtype 0xD: the one 24H2 raises for a fault report it refuses (every
+/// `DXGK_INTERRUPT_DMA_FAULTED`, page-fault flags it does not allow). Microsoft's table of
+/// subtypes gives it no name.
+pub(crate) const REFUSED_FAULT_REPORT: u64 = 0xD;
+/// Subtype 0xC: a page-fault report with `rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_FATAL_HARDWARE_ERROR`.
+const FATAL_HARDWARE_PAGE_FAULT: u64 = 0xC;
+
+/// `M:VidSchiValidatePageFaultFlags` @0x14004B1BC, called for `DmaPageFaulted` at ISR time and
+/// again for every hardware-queue page fault at DPC time: `FATAL_HARDWARE_ERROR` (0x10) is bug
+/// check 0x119 subtype 0xC; both reset kinds at once (0xC), or a bit above 0x80, subtype 0xD.
+/// Parameter 2 is the flags.
+pub(crate) fn validate_page_fault_flags(flags: u32) -> Result<(), BugCheck> {
+    let refuse = |sub| Err(BugCheck::video_scheduler(sub, u64::from(flags), 0, 0));
+    let both_resets = rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_ADAPTER_RESET_REQUIRED
+        | rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED;
+    if flags & rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_FATAL_HARDWARE_ERROR as u32 != 0 {
+        return refuse(FATAL_HARDWARE_PAGE_FAULT);
+    }
+    if flags & both_resets as u32 == both_resets as u32 || flags >= 0x100 {
+        return refuse(REFUSED_FAULT_REPORT);
+    }
+    Ok(())
+}
+
+/// A page-fault report that names no packet (`rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_FENCE_INVALID`) must name a
+/// context (`HW_CONTEXT_VALID`) or ask for a reset, else bug check 0x119 subtype 0xD (flags, the
+/// handle it names, the address): `M:VidSchiProcessHwQueuePageFaultedDpc` @0x1400493D0, which
+/// `DmaPageFaulted` of that form also reaches (`M:VidSchDdiNotifyInterruptWorker` @0x140006B60
+/// queues it as a hardware-queue fault).
+pub(crate) fn check_unattributed_fault(flags: u32, handle: usize, va: u64) -> Result<(), BugCheck> {
+    let resets = (rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_ADAPTER_RESET_REQUIRED
+        | rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED) as u32;
+    if flags & rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_FENCE_INVALID as u32 != 0
+        && flags & rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_HW_CONTEXT_VALID as u32 == 0
+        && flags & resets == 0
+    {
+        return Err(BugCheck::video_scheduler(
+            REFUSED_FAULT_REPORT,
+            u64::from(flags),
+            handle as u64,
+            va,
+        ));
+    }
+    Ok(())
+}
+
 /// What one interrupt service did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Serviced {
@@ -181,8 +227,11 @@ pub fn process_pending(a: &AdapterShared) -> usize {
             {
                 crate::ums::note_engine_state(a, node, new_state);
             }
-            if let Notification::HwQueuePageFaulted { queue, va, .. } = p.notification {
-                crate::ums::note_page_fault(a, queue, va);
+            if let Notification::HwQueuePageFaulted {
+                queue, va, flags, ..
+            } = p.notification
+            {
+                hw_queue_page_faulted(a, queue, va, flags);
             }
             if let Notification::SchedulingLogInterrupt { node, .. } = p.notification {
                 crate::vidsch::hws::log_interrupt(a, node);
@@ -192,6 +241,24 @@ pub fn process_pending(a: &AdapterShared) -> usize {
     // VidSch's DMA fence bookkeeping (crate::vidsch::tdr).
     crate::vidsch::tdr::dpc_process(a);
     n
+}
+
+/// A `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` report at DPC time, as
+/// `M:VidSchiProcessHwQueuePageFaultedDpc` @0x1400493D0 takes it: the flags validated again,
+/// then by flag 0x2 (`FENCE_INVALID`): clear, `FaultedHwQueue` is Dxgkrnl's queue object, whose
+/// device goes to error ([`crate::ums::note_page_fault`]); set, it names a context
+/// (`HW_CONTEXT_VALID`) or nothing, and then a reset must be asked for. A reset it asks for is
+/// VidSch's ([`crate::vidsch::tdr::isr_report`]).
+fn hw_queue_page_faulted(a: &AdapterShared, queue: usize, va: u64, flags: u32) {
+    if let Err(b) =
+        validate_page_fault_flags(flags).and_then(|()| check_unattributed_fault(flags, queue, va))
+    {
+        a.state.raise_bugcheck(b);
+        return;
+    }
+    if flags & rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_FENCE_INVALID as u32 == 0 {
+        crate::ums::note_page_fault(a, queue, va);
+    }
 }
 
 /// Runs the adapter's DPC if one is queued. Returns whether it ran.

@@ -147,6 +147,18 @@ pub enum VictimDisconnect {
     StatusOnly,
 }
 
+/// What VidSch does with a `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineStateReports {
+    /// 24H2: `M:VidSchDdiNotifyInterruptWorker` @0x140006B60 has no case for type 20; the
+    /// report is logged (`M:VidSchDdiNotifyInterrupt` @0x1400067D0 logs every report first)
+    /// and dropped: no F1 transition, no engine reset from it.
+    Dropped,
+    /// The user-mode submission page (UM-13): TransitionToF1 takes the engine's power
+    /// component to F1; Hung starts the engine's TDR.
+    Acted,
+}
+
 /// Whether the OS disconnects every doorbell before F1, D3, suspend or an engine reset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OsDisconnects {
@@ -527,6 +539,8 @@ pub struct Reading {
     pub root_hand_over: RootHandOver,
     /// A native fence's private data at an open from an NT handle.
     pub open_fence_pdd: OpenFencePdd,
+    /// What an engine-state report makes VidSch do.
+    pub engine_state: EngineStateReports,
 }
 
 impl Reading {
@@ -558,6 +572,7 @@ impl Reading {
         doorbell_flags: DoorbellFlags::CallerWord,
         root_hand_over: RootHandOver::FirstUse,
         open_fence_pdd: OpenFencePdd::CallersBytes,
+        engine_state: EngineStateReports::Dropped,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -599,6 +614,7 @@ impl Reading {
         doorbell_flags: DoorbellFlags::Translated,
         root_hand_over: RootHandOver::AtCreate,
         open_fence_pdd: OpenFencePdd::DriversOpen,
+        engine_state: EngineStateReports::Acted,
     };
 
     /// Every named reading.

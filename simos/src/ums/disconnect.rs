@@ -174,7 +174,9 @@ pub(crate) fn cb_disconnect_doorbell(args: &DXGKARGCB_DISCONNECTDOORBELL) -> NTS
         let d = os.doorbells.get(&h)?;
         let q = os.queues.get(&d.queue)?;
         let kmd_pair = d.kmd == hd && q.kmd == hq;
-        let os_pair = kernel_handle(d.handle) == hd && kernel_handle(q.handle) == hq;
+        // The OS's own pair: the doorbell's kernel handle and Dxgkrnl's queue object (the
+        // input `hHwQueue` of the queue's creation).
+        let os_pair = kernel_handle(d.handle) == hd && q.dxg.addr() == hq;
         (kmd_pair || os_pair).then_some(d.handle)
     });
     let Some(h) = found else {
@@ -185,7 +187,7 @@ pub(crate) fn cb_disconnect_doorbell(args: &DXGKARGCB_DISCONNECTDOORBELL) -> NTS
             .values()
             .find(|d| d.kmd == hd || kernel_handle(d.handle) == hd)
             .and_then(|d| os.queues.get(&d.queue))
-            .map(|q| (kernel_handle(q.handle), q.kmd));
+            .map(|q| (q.dxg.addr(), q.kmd));
         drop(os);
         if let Some(dead) = dead {
             return fail(used_after_destroy(hd, dead));

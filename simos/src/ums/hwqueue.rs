@@ -34,7 +34,7 @@ use super::kmd::{check_kmd_handle, destroy_kmd, needed_ddi};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::power::{node_active, power_up_if_needed, resume_power_suspended};
 use crate::state::ums::events::UmsEvent;
-use crate::state::ums::{kernel_handle, new_handle, HwqSched, Pending, Power, QueueObj};
+use crate::state::ums::{new_handle, DxgHwQueue, HwqSched, Pending, Power, QueueObj};
 
 pub(super) fn destroy_hw_queue(
     m: &dyn UmsHost,
@@ -69,8 +69,11 @@ pub(super) fn destroy_hw_queue(
     crate::sync::fencelog::queue_destroyed(a, kmd)?;
     {
         let mut os = lock(&a.ums);
-        os.queues.remove(&h);
-        os.destroyed_queues.insert(kmd);
+        if let Some(q) = os.queues.remove(&h) {
+            // LOG-08: an optimized report may no longer name it.
+            lock(&a.fence_os).logs.forget_name(q.dxg.addr());
+            os.retired_dxg_queues.insert(q.dxg.addr(), q.dxg);
+        }
         if let Some(f) = fence_h {
             os.fences.remove(&f);
             os.fence_owner.remove(&f);
@@ -109,6 +112,11 @@ pub(super) fn destroy_hw_queue(
 /// The KMD's handle of `queue` (`hHWQueue` in the optimized interrupt).
 pub(crate) fn hw_queue_kmd_handle(a: &AdapterShared, queue: KmtHandle) -> Option<usize> {
     lock(&a.ums).queues.get(&queue).map(|q| q.kmd)
+}
+
+/// Dxgkrnl's object of `queue` (the driver's input `hHwQueue`).
+pub(crate) fn hw_queue_os_object(a: &AdapterShared, queue: KmtHandle) -> Option<usize> {
+    lock(&a.ums).queues.get(&queue).map(|q| q.dxg.addr())
 }
 
 /// The KMD's handle of `queue` if it is a queue of `device` (`STATUS_INVALID_HANDLE` else).
@@ -275,13 +283,15 @@ impl QueueFences {
 
     /// `DXGKARG_CREATEHWQUEUE` for queue `h` with the caller's `flags` and private data `pdd`
     /// (`HANDOVER`: `K:DXGHWQUEUE::Initialize` @0x1402BBA30 passes the caller's flags word).
-    fn args(&self, h: KmtHandle, flags: u32, pdd: &mut [u8]) -> DXGKARG_CREATEHWQUEUE {
+    fn args(&self, dxg: &DxgHwQueue, flags: u32, pdd: &mut [u8]) -> DXGKARG_CREATEHWQUEUE {
         let flags = D3DDDI_CREATEHWQUEUEFLAGS::from_value(flags).with(
             D3DDDI_CREATEHWQUEUEFLAGS::NativeProgressFence,
             u32::from(self.native.is_some()),
         );
         let mut args = DXGKARG_CREATEHWQUEUE {
-            hHwQueue: kernel_handle(h) as HANDLE,
+            // Dxgkrnl's queue object itself, as 24H2 passes `this` (`K:DXGHWQUEUE::Initialize`
+            // @0x1402BBA30, `K:DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C).
+            hHwQueue: dxg.addr() as HANDLE,
             Flags: flags,
             PrivateDriverDataSize: pdd.len() as u32,
             pPrivateDriverData: if pdd.is_empty() {
@@ -355,14 +365,18 @@ pub(crate) fn create_hw_queue(
     let f = ddi::table_slot!(a, DxgkDdiCreateHwQueue)?.map_or_else(not_supported, Ok)?;
     let h = new_handle(pid)?;
     let mut fences = QueueFences::make(m, a, pid, user_mode)?;
-    // `K:DXGHWQUEUE::Initialize` @0x1402BBA30: a kernel-submission queue of a context created
-    // `DisableGpuTimeout` has the flag set in the DDI's flags (bit 0) whatever the caller asked.
-    let flags = if !user_mode && no_timeout {
+    // `K:DXGHWQUEUE::Initialize` @0x1402BBA30 (kernel submission) and
+    // `K:DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C alike: a queue of a context
+    // created `DisableGpuTimeout` has the flag set in the DDI's flags (bit 0) whatever the
+    // caller asked. (Both also set it for a device whose own flag disables GPU timeouts; the
+    // simulated devices have no such flag.)
+    let flags = if no_timeout {
         flags | DISABLE_GPU_TIMEOUT
     } else {
         flags
     };
-    let mut args = fences.args(h, flags, pdd);
+    let dxg = DxgHwQueue::new(h);
+    let mut args = fences.args(&dxg, flags, pdd);
     a.observer().handed(
         if user_mode {
             &rvgpu_ddi::handover::CREATE_HWQUEUE_USER_MODE
@@ -392,6 +406,7 @@ pub(crate) fn create_hw_queue(
         }
     }
     let kmd = args.hHwQueue as usize;
+    dxg.set_driver(kmd);
     let queue_id = HwQueuePdd::read_from_bytes(pdd)
         .ok()
         .filter(|p| p.magic == PDD_MAGIC)
@@ -399,13 +414,15 @@ pub(crate) fn create_hw_queue(
     let created = Created {
         h,
         kmd,
+        dxg,
         device,
         context,
         node,
         user_mode,
         queue_id,
     };
-    record_queue(a, &created, &mut fences)?;
+    let dxg_addr = created.dxg.addr();
+    record_queue(a, created, &mut fences)?;
     let logs = fences.logs.take();
     // LOG-01, LOG-09: both logs of a user-mode queue, before the UMD can use it; a
     // failure fails the creation.
@@ -413,6 +430,8 @@ pub(crate) fn create_hw_queue(
         let _ = destroy_hw_queue(m, a, h);
         return Err(e);
     }
+    // LOG-08: an optimized report names the queue by Dxgkrnl's object.
+    lock(&a.fence_os).logs.name_queue(dxg_addr, kmd);
     Ok(CreatedQueue {
         handle: h,
         fence: fences.progress.as_ref().map(|(f, _)| *f),
@@ -450,6 +469,7 @@ fn no_kmd_access_queue(
 struct Created {
     h: KmtHandle,
     kmd: usize,
+    dxg: DxgHwQueue,
     device: KmtHandle,
     context: KmtHandle,
     node: u32,
@@ -458,7 +478,7 @@ struct Created {
 }
 
 /// Records queue `c` with its fences (the native view moves into the queue).
-fn record_queue(a: &AdapterShared, c: &Created, fences: &mut QueueFences) -> Result<(), SimError> {
+fn record_queue(a: &AdapterShared, c: Created, fences: &mut QueueFences) -> Result<(), SimError> {
     let mut os = lock(&a.ums);
     check_kmd_handle(
         a,
@@ -476,6 +496,7 @@ fn record_queue(a: &AdapterShared, c: &Created, fences: &mut QueueFences) -> Res
         QueueObj {
             handle: c.h,
             kmd: c.kmd,
+            dxg: c.dxg,
             device: c.device,
             context: c.context,
             node: c.node,

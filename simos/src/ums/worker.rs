@@ -6,8 +6,10 @@ use std::sync::atomic::Ordering;
 
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY;
 use rvgpu_ddi::interrupt::DXGK_ENGINE_STATE_TRANSITION_TO_F1;
+use rvgpu_kmd::platform::Irql;
 
 use crate::adapter::{AdapterShared, Life};
+use crate::base::bugcheck::{self, kirql, BugCheck};
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
@@ -23,8 +25,13 @@ use super::loss::tdr_device_error;
 use super::power::set_fstate_locked;
 
 /// Records what the DPC reported (called from `DxgkCbNotifyDpc`, DISPATCH_LEVEL): F1 requests
-/// become PASSIVE work for VidSch's worker.
+/// become PASSIVE work for VidSch's worker, where the reading acts on engine-state reports.
 pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
+    // 24H2 drops the report (`crate::os::answers::EngineStateReports`): what it received stays
+    // in the processed notifications only.
+    if a.os.reading.engine_state != crate::os::answers::EngineStateReports::Acted {
+        return;
+    }
     let mut os = lock(&a.ums);
     os.events.push(UmsEvent::EngineState { node, state });
     if state == DXGK_ENGINE_STATE_TRANSITION_TO_F1 {
@@ -34,14 +41,55 @@ pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
     }
 }
 
-/// DPC: a hardware queue's GPU page fault. The device goes to error at PASSIVE
-/// ([`run_passive_work`]): its doorbells `DISCONNECTED_ABORT` (UM-10: device loss "on TDR, GPU
-/// stop, page fault", seed 004). That Windows does this on the
-/// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` report itself, not only at a following TDR, is
-/// UNVERIFIED on Windows.
-pub(crate) fn note_page_fault(a: &AdapterShared, queue_kmd: usize, va: u64) {
-    lock(&a.ums).faulted.push_back((queue_kmd, va));
-    a.sch.wake.notify();
+/// `M:VidSchiProcessHwQueuePageFaultedDpc` @0x1400493D0's address: where the DPC reads through
+/// the reported queue (the "address that referenced memory" of a fault there).
+const HWQUEUE_PAGE_FAULTED_DPC: u64 = 0x1_4004_93D0;
+
+/// DPC (`DxgkCbNotifyDpc`, DISPATCH_LEVEL): a `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` report
+/// naming `named` as `FaultedHwQueue`, as `M:VidSchiProcessHwQueuePageFaultedDpc` @0x1400493D0
+/// takes it. With `DXGK_PAGE_FAULT_FENCE_INVALID` clear, 24H2 reads `named + 40` as its
+/// `DXGHWQUEUE`'s VidSch queue and goes on to that queue's device, which it puts in error
+/// (UM-10: its doorbells `DISCONNECTED_ABORT`; done at PASSIVE here, [`run_passive_work`]).
+/// A value that is not one of Dxgkrnl's queue objects (the driver's own handle, say) is a wild
+/// read at DISPATCH_LEVEL: bug check 0xD1 `DRIVER_IRQL_NOT_LESS_OR_EQUAL` (the memory
+/// referenced, IRQL 2, 0 read, the DPC's address). The other forms (flag 0x2 set: a context or
+/// process handle, or neither) are checked by the caller and start no device error here.
+pub(crate) fn note_page_fault(a: &AdapterShared, named: usize, va: u64) {
+    enum Found {
+        Live(KmtHandle),
+        /// Destroyed since the fault was posted: nothing left to put in error.
+        Retired,
+        Wild,
+    }
+    let found = {
+        let os = lock(&a.ums);
+        let live = os
+            .queues
+            .values()
+            .find(|q| q.dxg.addr() == named)
+            .map(|q| q.dxg.follow().1);
+        match live {
+            Some(q) => Found::Live(q),
+            None if os.retired_dxg_queues.contains_key(&named) => Found::Retired,
+            None => Found::Wild,
+        }
+    };
+    match found {
+        Found::Live(queue) => {
+            lock(&a.ums).faulted.push_back((queue, va));
+            a.sch.wake.notify();
+        }
+        Found::Retired => {}
+        Found::Wild => a.state.raise_bugcheck(BugCheck::new(
+            bugcheck::DRIVER_IRQL_NOT_LESS_OR_EQUAL,
+            [
+                (named as u64).wrapping_add(40),
+                kirql(Irql::Dispatch),
+                0,
+                HWQUEUE_PAGE_FAULTED_DPC,
+            ],
+        )),
+    }
 }
 
 /// Whether PASSIVE work is pending.
@@ -57,35 +105,16 @@ pub(crate) fn has_work(a: &AdapterShared) -> bool {
                 .any(|q| q.sched.due(q.progress.as_ref(), false)))
 }
 
-/// PASSIVE: puts the device of each page-faulted queue in error (UM-10). A report naming a
-/// queue the OS never created is a driver bug.
+/// PASSIVE: puts the device of each page-faulted queue in error (UM-10).
 fn run_page_faults(a: &AdapterShared) -> bool {
     let mut did = false;
     loop {
-        let Some((kmd, va)) = lock(&a.ums).faulted.pop_front() else {
+        let Some((queue, va)) = lock(&a.ums).faulted.pop_front() else {
             return did;
         };
         did = true;
-        let found = {
-            let os = lock(&a.ums);
-            // Bound before the block ends: the iterator borrows `os`, which the block's
-            // tail expression would outlive (edition 2021 temporaries).
-            let found = os
-                .queues
-                .values()
-                .find(|q| q.kmd == kmd)
-                .map(|q| (q.handle, q.device));
-            found
-        };
-        let Some((queue, device)) = found else {
-            // The queue may be gone since (destroyed after the fault was posted): nothing
-            // to put in error. A handle the OS never saw is the driver's bug.
-            if !lock(&a.ums).destroyed_queues.contains(&kmd) {
-                a.state.raise_sim_error(format!(
-                    "driver bug: page fault reported for hardware queue {kmd:#x}, which the OS \
-                     never created"
-                ));
-            }
+        // Destroyed since the DPC: nothing to put in error.
+        let Some(device) = lock(&a.ums).queues.get(&queue).map(|q| q.device) else {
             continue;
         };
         lock(&a.ums).events.push(UmsEvent::PageFault { queue, va });

@@ -38,6 +38,7 @@ struct StartHeap<P: Platform> {
     live: Box<core::mem::MaybeUninit<Live<P>>>,
     physical: crate::doorbell::Physical,
     queue_irq: crate::log::QueueIrqTable,
+    os_queues: crate::hwqueue::os_handles::OsQueueTable,
     fences: Registry,
     aperture: crate::aperture::Aperture,
 }
@@ -54,6 +55,7 @@ impl<P: Platform> StartHeap<P> {
             live: kmem::try_box::<P, _>(core::mem::MaybeUninit::uninit())?,
             physical: crate::doorbell::Physical::try_new::<P>(doorbells, global)?,
             queue_irq: crate::log::QueueIrqTable::try_for_adapter::<P>(engines)?,
+            os_queues: crate::hwqueue::os_handles::OsQueueTable::try_for_adapter::<P>()?,
             // The chunk directory and one chunk; more chunks as fences are created.
             fences: Registry::try_new::<P>(1)?,
         })
@@ -189,6 +191,7 @@ impl<P: Platform> Adapter<P> {
             live: live_box,
             physical,
             queue_irq,
+            os_queues,
             fences: isr_fences,
             aperture,
         } = heap;
@@ -229,6 +232,7 @@ impl<P: Platform> Adapter<P> {
                 doorbell_va,
                 sched: SpinLock::new(sched),
                 queue_irq,
+                os_queues,
                 backlogged: core::sync::atomic::AtomicUsize::new(0),
                 optimized_fence_irq: false,
                 power,

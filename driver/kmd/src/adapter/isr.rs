@@ -10,7 +10,8 @@ use rvgpu_ddi::interrupt::{
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange, DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
     DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS, DXGK_ENGINE_STATE_ACTIVE,
     DXGK_ENGINE_STATE_HUNG, DXGK_ENGINE_STATE_TRANSITION_TO_F1,
-    DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE, DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED,
+    DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE, DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT,
+    DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED,
 };
 use rvgpu_hw::engine::EngineState;
 
@@ -66,7 +67,7 @@ impl<P: Platform> Adapter<P> {
         };
         let isr = live.isr_state_in_isr();
         let (ring, registry, nodes) = (&mut isr.ring, &isr.fences, &mut isr.nodes);
-        // Node-ring reports (DmaCompleted / DmaPreempted / DmaFaulted, docs/tdr.md#the-kmd).
+        // Node-ring reports (DmaCompleted / DmaPreempted / DmaPageFaulted, docs/tdr.md#the-kmd).
         let mut node_emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| {
             live.journal_report(d);
             live.dxgk.notify_interrupt(d);
@@ -134,8 +135,13 @@ impl<P: Platform> Adapter<P> {
                     fence_reports = true;
                     let slot = self.table_slot();
                     let (hw_queue, evaluate) = match live.queue_irq.lookup(slot, queue) {
-                        crate::log::QueueLookup::Named(h) if logged => {
-                            (Some(h.as_handle().addr()), false)
+                        // Dxgkrnl's queue object, which 24H2 follows (`hwqueue::os_handles`);
+                        // a queue going away has none any more: full scan.
+                        crate::log::QueueLookup::Named(_) if logged => {
+                            match live.os_queues.get(queue) {
+                                Some(os) => (Some(os), false),
+                                None => (None, true),
+                            }
                         }
                         crate::log::QueueLookup::Named(_) | crate::log::QueueLookup::Logless => {
                             (None, true)
@@ -229,6 +235,22 @@ impl<P: Platform> Adapter<P> {
                         NewState: state,
                     };
                 live.dxgk.notify_interrupt(&data);
+                // 24H2 drops the state report (`M:VidSchDdiNotifyInterruptWorker` @0x140006B60
+                // has no case for it). What it acts on for an engine the hardware found hung is
+                // the engine-timeout report: its DPC asks for the engine's reset
+                // (`M:VidSchiProcessGpuEngineTimeoutDpc` @0x14004AE6C). Without it a hung
+                // user-mode queue, whose progress the OS cannot see, would never be reset.
+                if new == EngineState::Hung {
+                    let mut t = DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+                        InterruptType: DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT,
+                        ..Default::default()
+                    };
+                    t.Anonymous.GpuEngineTimeout = DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine {
+                        NodeOrdinal: engine,
+                        EngineOrdinal: 0,
+                    };
+                    live.dxgk.notify_interrupt(&t);
+                }
                 true
             }
             // The end of an engine reset (hardware.md 7.1: internal to the KMD; ResetEngine
@@ -244,7 +266,7 @@ impl<P: Platform> Adapter<P> {
             }
             // A hardware queue's GPU page fault (hardware.md 12.6): the queue stopped at the
             // faulting packet; Dxgkrnl puts the queue's device in error (UM-10). Node-ring
-            // faults never get here (`NodeRings::on_event` reports them as DMA faults).
+            // faults never get here (`NodeRings::on_event` reports them as DMA page faults).
             DeviceEvent::Fault {
                 engine,
                 queue,
@@ -252,7 +274,7 @@ impl<P: Platform> Adapter<P> {
                 addr,
                 rptr: info,
             } => {
-                let Some(h) = live.queue_irq.queue_handle(self.table_slot(), queue) else {
+                let Some(h) = live.os_queues.get(queue) else {
                     self.stats.unhandled_events.fetch_add(1, Ordering::Relaxed);
                     return false;
                 };
@@ -403,11 +425,13 @@ fn check_event<P: Platform>(
     }
 }
 
-/// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` for queue `h` from the device's fault record
-/// (`info`: `mmu::FaultInfo`). The queue is named by the driver's handle, as LOG-08's
-/// `hHWQueue` is (UNVERIFIED which handle Windows expects, docs/memory.md).
+/// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED` for the queue whose Dxgkrnl object is `os_queue`,
+/// from the device's fault record (`info`: `mmu::FaultInfo`). With `FENCE_INVALID` clear,
+/// 24H2 follows `FaultedHwQueue` as its own `DXGHWQUEUE` (+40, VidSch's queue) to the device
+/// it puts in error (`M:VidSchiProcessHwQueuePageFaultedDpc` @0x1400493D0), so it is the
+/// `hHwQueue` Dxgkrnl passed in at creation, never the driver's handle.
 fn hw_queue_page_faulted(
-    h: crate::handle::Handle,
+    os_queue: usize,
     engine: u32,
     va: rvgpu_hw::addr::GpuVa,
     info: u64,
@@ -428,7 +452,7 @@ fn hw_queue_page_faulted(
         FaultedFenceId: 0,
         FaultedVirtualAddress: va.get(),
         FaultedPrimitiveAPISequenceNumber: DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN,
-        FaultedHwQueue: h.as_handle(),
+        FaultedHwQueue: ptr::without_provenance_mut(os_queue),
         NodeOrdinal: engine,
         EngineOrdinal: 0,
         FaultedPipelineStage: DXGK_RENDER_PIPELINE_STAGE_UNKNOWN,
@@ -487,7 +511,6 @@ fn notify_fences<P: Platform>(live: &Live<P>, r: Report<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handle::{Handle, Kind};
     use rvgpu_ddi::interrupt::{DXGK_PAGE_FAULT_WRITE, DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN};
     use rvgpu_hw::addr::GpuVa;
     use rvgpu_hw::mmu::{Access, FaultInfo, FaultReason};
@@ -503,12 +526,19 @@ mod tests {
         .encode()
     }
 
+    /// UM-10: the report names Dxgkrnl's queue object (24H2 dereferences it), with the
+    /// engine, address, access and level of the fault.
     #[test]
-    fn a_queue_page_fault_names_the_queue_engine_address_access_and_level() {
-        let h = Handle::new(3, Kind::Queue, 7).unwrap();
-        let d = hw_queue_page_faulted(h, 2, GpuVa::new(0x7000_1000), fault(Access::Write, 1));
+    fn um_10_a_queue_page_fault_names_dxgkrnl_s_queue_engine_address_access_and_level() {
+        let os = 0xFFFF_A000_0000_4000_usize;
+        let d = hw_queue_page_faulted(os, 2, GpuVa::new(0x7000_1000), fault(Access::Write, 1));
         let f = crate::args::notify::hw_queue_page_faulted(&d);
-        assert_eq!(f.FaultedHwQueue, h.as_handle());
+        assert_eq!(f.FaultedHwQueue.addr(), os);
+        assert_eq!(
+            f.PageFaultFlags & rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_FENCE_INVALID,
+            0,
+            "FENCE_INVALID clear: 24H2 follows FaultedHwQueue"
+        );
         assert_eq!(f.NodeOrdinal, 2);
         assert_eq!(f.FaultedVirtualAddress, 0x7000_1000);
         assert_eq!(f.PageFaultFlags, DXGK_PAGE_FAULT_WRITE);
@@ -522,7 +552,7 @@ mod tests {
 
     #[test]
     fn a_read_fault_or_an_undecodable_record_is_not_a_write_fault() {
-        let h = Handle::new(1, Kind::Queue, 1).unwrap();
+        let h = 0xFFFF_A000_0000_8000_usize;
         for info in [fault(Access::Read, 3), fault(Access::Execute, 2), u64::MAX] {
             let d = hw_queue_page_faulted(h, 0, GpuVa::new(0x1000), info);
             let f = crate::args::notify::hw_queue_page_faulted(&d);

@@ -94,6 +94,8 @@ pub struct Live<P: Platform> {
     pub sched: SpinLock<P, Sched>,
     /// The ISR's queue id → queue handle table (LOG-08, [`crate::log::QueueIrqTable`]).
     pub queue_irq: crate::log::QueueIrqTable,
+    /// The ISR's queue id → Dxgkrnl's queue object ([`crate::hwqueue::os_handles`]).
+    pub os_queues: crate::hwqueue::os_handles::OsQueueTable,
     /// Kernel-mode submissions held back for a full ring ([`crate::submit::ddi::drain_backlog`]).
     pub backlogged: core::sync::atomic::AtomicUsize,
     /// Fence interrupts are reported per hardware queue (LOG-08; set at start from

@@ -219,13 +219,16 @@ fn insert<P: Platform>(
     queue.engine = engine;
     queue.id = id;
     let queue_native_progress = queue.native_progress;
+    let queue_os_handle = queue.os_handle;
     let runnable = queue.ring.is_some();
     if let Err(queue) = s.queues.insert_reserved(h, queue) {
         // Cannot happen after the reservation; never lose the kernel ring if it did.
         s.ids.free(id);
         return Err((status::NO_MEMORY, queue.kernel));
     }
-    // The ISR may name the queue from now on (LOG-08); no logs yet.
+    // The ISR may name the queue from now on (LOG-08); no logs yet. Dxgkrnl's object first:
+    // an ISR that finds the queue in `queue_irq` finds it too.
+    live.os_queues.set(id, queue_os_handle);
     live.queue_irq
         .insert(id, crate::log::seq_of(h), engine, queue_native_progress);
     if runnable {
@@ -233,6 +236,7 @@ fn insert<P: Platform>(
             let kernel = s.queues.remove(&h).and_then(|q| q.kernel);
             // Never committed, so no event can name it: a plain clear is enough.
             live.queue_irq.remove(id, engine);
+            live.os_queues.clear(id);
             let _ = runlist::commit_slot(&live.regs, s, engine, id, None);
             s.ids.free(id);
             return Err((e, kernel));
@@ -270,6 +274,7 @@ pub fn destroy<P: Platform>(h_queue: HANDLE) -> Result<(), Status> {
         // LOG-08: the ISR's table entry is cleared under the interrupt lock, so no ISR still
         // holds this queue's handle when we return (and the OS frees the queue); the id is
         // reused only after that.
+        live.os_queues.clear(id);
         crate::log::ddi::clear_queue_irq(live, id, engine);
         live.sched.lock().ids.free(id);
         crate::etw::events::emit::<P, 2>(&crate::etw::events::HWQUEUE_DESTROY, || {

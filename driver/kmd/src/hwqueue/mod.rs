@@ -27,6 +27,7 @@ use crate::dma::DmaBuffer;
 use crate::handle::Handle;
 
 pub mod ddi;
+pub mod os_handles;
 
 /// A ring as the device sees it (GPU addresses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

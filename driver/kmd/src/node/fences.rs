@@ -117,7 +117,7 @@ pub struct NodeFences {
     pub(super) last_completed: u32,
     /// `PreemptionFenceId` awaiting the drain.
     pub(super) preempt: Option<u32>,
-    /// The fence ID of the packet the ring faulted on (reported `DmaFaulted`), until the
+    /// The fence ID of the packet the ring faulted on (reported `DmaPageFaulted`), until the
     /// reset: a faulted ring is not executing, so `RESET_QUEUE` does not name it, yet that
     /// packet is the one the reset aborts (TDR-06).
     pub(super) faulted: Option<u32>,

@@ -36,7 +36,6 @@ use core::sync::atomic::Ordering;
 use rvgpu_hw::addr::GpuVa;
 
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-use rvgpu_ddi::NTSTATUS;
 use rvgpu_hw::queue::{QueueDescriptor, QueueFlags, RingControl, NO_DOORBELL};
 
 use crate::dma::DmaBuffer;
@@ -72,9 +71,88 @@ const MAX_WORDS: usize = 16 * 4 + 2;
 // `NodeSlots::parked` is a 64-bit mask indexed by engine.
 const _: () = assert!(rvgpu_hw::regs::ENGINE_MAX <= 64);
 
-/// `STATUS_ILLEGAL_INSTRUCTION`, reported in `DmaFaulted` for a faulting node-ring packet
-/// (the status value is rvgpu's choice, UNVERIFIED: docs/tdr.md Q5).
-pub const DMA_FAULT_STATUS: NTSTATUS = 0xC000_001D_u32 as NTSTATUS;
+/// The report of a node ring's fault on the packet `fence` (`code`, `addr`, `info` from the
+/// device's `Fault` record).
+///
+/// `DXGK_INTERRUPT_DMA_FAULTED` is a bug check on 24H2: `M:VidSchDdiNotifyInterruptWorker`
+/// @0x140006B60 sends every type-4 report to 0x119 subtype 0xD. Its page-fault form, with a
+/// valid fence, is what 24H2 acts on for a packet it scheduled: the packets before it retire,
+/// the faulting one is completed with its device in error (`M:VidSchiProcessIsrFaultedPacket`
+/// @0x14004F9A4, `M:VidSchiProcessDpcCompletedPacket` @0x140008BD0). A fault that is not a
+/// translation (a bad opcode, say) takes the same form with no address and an error code, which
+/// is what `FaultErrorCode` is for. The ring stops at the faulting packet and only an engine
+/// reset restarts it, so the report asks for one (`ENGINE_RESET_REQUIRED`, which 24H2 turns into
+/// its engine reset request at DPC time); without it the node would wait for the TDR timeout.
+fn dma_page_faulted(
+    fence: u32,
+    node: u32,
+    code: Option<rvgpu_hw::event::FaultCode>,
+    addr: GpuVa,
+    info: u64,
+) -> DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+    use rvgpu_ddi::interrupt::{
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted as Arm, DXGK_BIND_TABLE_ENTRY_UNKNOWN,
+        DXGK_FAULT_ERROR_CODE, DXGK_GENERAL_ERROR_INVALID_INSTRUCTION,
+        DXGK_GENERAL_ERROR_PAGE_FAULT, DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED,
+        DXGK_PAGE_FAULT_WRITE, DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN,
+        DXGK_RENDER_PIPELINE_STAGE_UNKNOWN,
+    };
+    use rvgpu_hw::event::FaultCode;
+    let (va, write, level, error) = match code {
+        Some(FaultCode::PageFault) => {
+            let i = rvgpu_hw::mmu::FaultInfo::decode(info);
+            (
+                addr.get(),
+                i.is_some_and(|i| i.access == rvgpu_hw::mmu::Access::Write),
+                i.map_or(0, |i| u32::from(i.level)),
+                DXGK_FAULT_ERROR_CODE::general(DXGK_GENERAL_ERROR_PAGE_FAULT),
+            )
+        }
+        // An address outside memory: the access did not happen, as with a translation fault.
+        Some(FaultCode::BadAddress) => (
+            addr.get(),
+            false,
+            0,
+            DXGK_FAULT_ERROR_CODE::general(DXGK_GENERAL_ERROR_PAGE_FAULT),
+        ),
+        Some(
+            FaultCode::BadOpcode
+            | FaultCode::BadLength
+            | FaultCode::BadHeader
+            | FaultCode::BadArgument
+            | FaultCode::NestedIndirect,
+        ) => (
+            0,
+            false,
+            0,
+            DXGK_FAULT_ERROR_CODE::general(DXGK_GENERAL_ERROR_INVALID_INSTRUCTION),
+        ),
+        // The device's own code (0 for one it did not name).
+        other => (
+            0,
+            false,
+            0,
+            DXGK_FAULT_ERROR_CODE::device_specific(other.map_or(0, |c| c as u32)),
+        ),
+    };
+    let mut flags = DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED;
+    if write {
+        flags |= DXGK_PAGE_FAULT_WRITE;
+    }
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_page_faulted(Arm {
+        FaultedFenceId: fence,
+        FaultedPrimitiveAPISequenceNumber: DXGK_PRIMITIVE_API_SEQUENCE_NUMBER_UNKNOWN,
+        FaultedPipelineStage: DXGK_RENDER_PIPELINE_STAGE_UNKNOWN,
+        FaultedBindTableEntry: DXGK_BIND_TABLE_ENTRY_UNKNOWN,
+        PageFaultFlags: flags,
+        FaultedVirtualAddress: va,
+        NodeOrdinal: node,
+        EngineOrdinal: 0,
+        PageTableLevel: level,
+        FaultErrorCode: error,
+        FaultedProcessHandle: core::ptr::null_mut(),
+    })
+}
 
 /// One node's ring (one per engine).
 #[derive(Debug)]
@@ -388,7 +466,7 @@ impl NodeRings {
 
     /// ISR hook: handles `ev` if it belongs to a node ring (a `Progress` or `Fault` record
     /// naming a node ring's queue id), emitting `DmaCompleted` / `DmaPreempted` /
-    /// `DmaFaulted`. Returns whether the event was a node ring's (the caller must then not
+    /// `DmaPageFaulted`. Returns whether the event was a node ring's (the caller must then not
     /// treat it as a HW-queue event).
     pub fn on_event(
         &mut self,
@@ -406,7 +484,13 @@ impl NodeRings {
                 }
                 true
             }
-            DeviceEvent::Fault { queue, rptr, .. } => {
+            DeviceEvent::Fault {
+                queue,
+                code,
+                addr,
+                rptr,
+                ..
+            } => {
                 let Some(node) = self.node_of_queue(queue) else {
                     return false;
                 };
@@ -421,12 +505,7 @@ impl NodeRings {
                         .map(|p| p.fence);
                     if let Some(fence) = fence {
                         r.fences.faulted = Some(fence);
-                        emit(&DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_faulted(
-                            fence,
-                            DMA_FAULT_STATUS,
-                            node,
-                            0,
-                        ));
+                        emit(&dma_page_faulted(fence, node, code, addr, rptr));
                     }
                 }
                 true
@@ -639,6 +718,52 @@ mod tests {
         assert_eq!(n.ring.write_ptr, 280);
     }
 
+    /// TDR-04: a ring's fault is the page-fault report 24H2 acts on (never `DmaFaulted`, a
+    /// bug check there): a translation fault carries its address, access and level; a bad
+    /// opcode no address and the invalid-instruction code; each asks for an engine reset.
+    #[test]
+    fn tdr_04_a_ring_fault_is_a_page_fault_report_asking_for_an_engine_reset() {
+        use rvgpu_ddi::interrupt::{
+            DXGK_FAULT_ERROR_CODE, DXGK_GENERAL_ERROR_INVALID_INSTRUCTION,
+            DXGK_GENERAL_ERROR_PAGE_FAULT, DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED,
+            DXGK_PAGE_FAULT_WRITE,
+        };
+        use rvgpu_hw::event::FaultCode;
+        use rvgpu_hw::mmu::{Access, FaultInfo, FaultReason};
+        let info = FaultInfo {
+            reason: FaultReason::ReadOnly,
+            access: Access::Write,
+            level: 2,
+            user: false,
+            rptr: 0x40,
+        }
+        .encode();
+        let d = dma_page_faulted(7, 1, Some(FaultCode::PageFault), GpuVa::new(0x9000), info);
+        let f = crate::args::notify::dma_page_faulted(&d);
+        assert_eq!(
+            (f.FaultedFenceId, f.NodeOrdinal, f.EngineOrdinal),
+            (7, 1, 0)
+        );
+        assert_eq!(f.FaultedVirtualAddress, 0x9000);
+        assert_eq!(f.PageTableLevel, 2);
+        assert_eq!(
+            f.PageFaultFlags,
+            DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED | DXGK_PAGE_FAULT_WRITE
+        );
+        assert_eq!(
+            f.FaultErrorCode.Value,
+            DXGK_FAULT_ERROR_CODE::general(DXGK_GENERAL_ERROR_PAGE_FAULT).Value
+        );
+        let d = dma_page_faulted(8, 0, Some(FaultCode::BadOpcode), GpuVa::new(0x40), 0x40);
+        let f = crate::args::notify::dma_page_faulted(&d);
+        assert_eq!((f.FaultedFenceId, f.FaultedVirtualAddress), (8, 0));
+        assert_eq!(f.PageFaultFlags, DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED);
+        assert_eq!(
+            f.FaultErrorCode.Value,
+            DXGK_FAULT_ERROR_CODE::general(DXGK_GENERAL_ERROR_INVALID_INSTRUCTION).Value
+        );
+    }
+
     /// The ISR reports DMA_COMPLETED with the node's fence ID; events of other queues are not
     /// the node ring's; a fault names the pending packet at the read pointer.
     #[test]
@@ -674,10 +799,16 @@ mod tests {
         };
         assert!(r.on_event(fault, &mut |d| out.push(*d)));
         assert_eq!(out.len(), 1);
-        let f = crate::args::notify::dma_faulted(&out[0]);
+        // The page-fault form (24H2 bug-checks a DmaFaulted report): the packet's fence, no
+        // address for a fault that is not a translation, an engine reset asked for.
+        let f = crate::args::notify::dma_page_faulted(&out[0]);
         assert_eq!(
-            (f.FaultedFenceId, f.Status, f.NodeOrdinal),
-            (12, DMA_FAULT_STATUS, 0)
+            (f.FaultedFenceId, f.NodeOrdinal, f.FaultedVirtualAddress),
+            (12, 0, 0)
+        );
+        assert_eq!(
+            f.PageFaultFlags,
+            rvgpu_ddi::interrupt::DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED
         );
     }
 

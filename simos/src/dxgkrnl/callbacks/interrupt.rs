@@ -18,6 +18,9 @@ use crate::base::lock::lock;
 use crate::base::notify::{self, Notification};
 use crate::base::processor;
 use crate::base::processor::{current_irql, IrqlScope};
+use crate::dxgkrnl::interrupt::{
+    check_unattributed_fault, validate_page_fault_flags, REFUSED_FAULT_REPORT,
+};
 use crate::os::answers::DpcFenceWork;
 
 /// Most fence handles 24H2 keeps from one native-fence report.
@@ -147,6 +150,33 @@ pub(super) fn decode(
     // SAFETY (all arms): `InterruptType` selects the union member the driver filled; every
     // member is plain integers and pointers, so any bit pattern is a valid value to read.
     Ok(match t {
+        // `M:VidSchDdiNotifyInterruptWorker` @0x140006B60 has no handling for type 4: every
+        // report of it is bug check 0x119 subtype 0xD (node, engine, fence), before any check
+        // of what it names.
+        DXGK_INTERRUPT_DMA_FAULTED => {
+            let d = unsafe { data.Anonymous.DmaFaulted };
+            return Err(BugCheck::video_scheduler(
+                REFUSED_FAULT_REPORT,
+                u64::from(d.NodeOrdinal),
+                u64::from(d.EngineOrdinal),
+                u64::from(d.FaultedFenceId),
+            ));
+        }
+        // The worker validates the flags first (`VidSchiValidatePageFaultFlags`); a report
+        // naming no packet is checked as its DPC checks it. What it then does is VidSch's
+        // (crate::vidsch::tdr::isr_report).
+        DXGK_INTERRUPT_DMA_PAGE_FAULTED => {
+            let d = unsafe { data.Anonymous.DmaPageFaulted };
+            let flags = d.PageFaultFlags as u32;
+            validate_page_fault_flags(flags)?;
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
+            check_unattributed_fault(
+                flags,
+                d.FaultedProcessHandle as usize,
+                d.FaultedVirtualAddress,
+            )?;
+            Notification::Other { interrupt_type: t }
+        }
         DXGK_INTERRUPT_DMA_COMPLETED => {
             let d = unsafe { data.Anonymous.DmaCompleted };
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
@@ -188,6 +218,11 @@ pub(super) fn decode(
                 flags: d.PageFaultFlags as u32,
             }
         }
+        DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT => {
+            let d = unsafe { data.Anonymous.GpuEngineTimeout };
+            check_node(d.NodeOrdinal, d.EngineOrdinal)?;
+            Notification::Other { interrupt_type: t }
+        }
         rvgpu_ddi::interrupt::DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT => {
             let d = unsafe { data.Anonymous.SchedulingLogInterrupt };
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
@@ -201,6 +236,9 @@ pub(super) fn decode(
         },
     })
 }
+
+/// `M:VidSchiProcessNativeFenceSignaledDpc` @0x140044BE0's address.
+const NATIVE_FENCE_SIGNALED_DPC: u64 = 0x1_4004_4BE0;
 
 /// A `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` report `d` of `data`, its node already checked:
 /// the hardware queue it names (LOG-08), the handles it lists, and the adapter's right to raise
@@ -220,13 +258,23 @@ fn native_fence_signaled(
         let h = d.hHWQueue as usize;
         let table = lock(&a.fence_os).logs.clone();
         match table.check_isr_queue(h, d.NodeOrdinal) {
-            crate::sync::fencelog::IsrQueue::Ok => Some(h),
+            // The KMD's handle, which 24H2 reads at the object's +32 and hands to
+            // `DxgkDdiUpdateNativeFenceLogs` (`M:VidSchiProcessNativeFenceSignaledDpc`
+            // @0x140044BE0).
+            crate::sync::fencelog::IsrQueue::Ok(kmd) => Some(kmd),
+            // Not one of Dxgkrnl's queue objects (the driver's own handle, say): that DPC reads
+            // it at +32 and +40 at DISPATCH_LEVEL, a wild read there (bug check 0xD1: the
+            // memory referenced, IRQL 2, 0 read, the DPC's address). Raised at the report, as
+            // nothing between it and the DPC can make it valid.
             crate::sync::fencelog::IsrQueue::Unknown => {
-                return Err(BugCheck::video_scheduler(
-                    vidsch::SIM_INVALID_HW_QUEUE,
-                    h as u64,
-                    u64::from(d.NodeOrdinal),
-                    u64::MAX,
+                return Err(BugCheck::new(
+                    bugcheck::DRIVER_IRQL_NOT_LESS_OR_EQUAL,
+                    [
+                        (h as u64).wrapping_add(32),
+                        bugcheck::kirql(rvgpu_kmd::platform::Irql::Dispatch),
+                        0,
+                        NATIVE_FENCE_SIGNALED_DPC,
+                    ],
                 ))
             }
             crate::sync::fencelog::IsrQueue::WrongNode(n) => {

@@ -162,10 +162,17 @@ impl Machine {
 
 /// Hardware queues and doorbells.
 impl Machine {
-    /// The KMD's handle of `queue` (`hHWQueue` in the optimized interrupt).
+    /// The KMD's handle of `queue`.
     pub fn hw_queue_kmd_handle(&self, i: usize, queue: KmtHandle) -> Option<usize> {
         let a = self.adapter_shared(i).ok()?;
         ums::hw_queue_kmd_handle(a, queue)
+    }
+
+    /// Dxgkrnl's object of `queue`: the `hHwQueue` the KMD got at its creation, which the
+    /// interrupt reports and `DxgkCbDisconnectDoorbell` name.
+    pub fn hw_queue_os_object(&self, i: usize, queue: KmtHandle) -> Option<usize> {
+        let a = self.adapter_shared(i).ok()?;
+        ums::hw_queue_os_object(a, queue)
     }
 
     /// LOG-01: Dxgkrnl moves the `kind` log of `queue` to a new buffer of `entries`

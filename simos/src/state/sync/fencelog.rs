@@ -78,6 +78,9 @@ pub struct LogCounters {
 #[derive(Debug, Default)]
 pub struct LogTable {
     queues: Mutex<BTreeMap<usize, Arc<QueueLog>>>,
+    /// Dxgkrnl's queue object (what an optimized report names) → the KMD's handle, which 24H2
+    /// reads at the object's +32 (`M:VidSchiProcessNativeFenceSignaledDpc` @0x140044BE0).
+    names: Mutex<BTreeMap<usize, usize>>,
     /// Serialises drains of the adapter (DPC, recreate, destroy): a log is read by one drain
     /// at a time.
     pub(crate) drain_lock: Mutex<()>,
@@ -86,7 +89,9 @@ pub struct LogTable {
 /// The outcome of [`LogTable::check_isr_queue`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IsrQueue {
-    Ok,
+    /// A live queue on the node: its KMD handle.
+    Ok(usize),
+    /// Not one of Dxgkrnl's live queue objects.
     Unknown,
     WrongNode(u32),
 }
@@ -112,12 +117,33 @@ impl LogTable {
         lock(&self.queues).values().cloned().collect()
     }
 
-    /// LOG-08 at ISR time: a named `hHWQueue` must be a live queue on the reported node.
-    pub fn check_isr_queue(&self, kmd: usize, node: u32) -> IsrQueue {
+    /// Names queue `kmd` by Dxgkrnl's object at `dxg` (after its creation).
+    pub fn name_queue(&self, dxg: usize, kmd: usize) {
+        lock(&self.names).insert(dxg, kmd);
+    }
+
+    /// Dxgkrnl's object naming queue `kmd`, if it has one.
+    pub fn name_of(&self, kmd: usize) -> Option<usize> {
+        lock(&self.names)
+            .iter()
+            .find_map(|(&dxg, &k)| (k == kmd).then_some(dxg))
+    }
+
+    /// Forgets the name `dxg` (at the queue's destruction).
+    pub fn forget_name(&self, dxg: usize) {
+        lock(&self.names).remove(&dxg);
+    }
+
+    /// LOG-08 at ISR time: a named `hHWQueue` must be Dxgkrnl's object of a live queue on the
+    /// reported node. The driver's own handle is not such an object.
+    pub fn check_isr_queue(&self, dxg: usize, node: u32) -> IsrQueue {
+        let Some(kmd) = lock(&self.names).get(&dxg).copied() else {
+            return IsrQueue::Unknown;
+        };
         match lock(&self.queues).get(&kmd) {
             None => IsrQueue::Unknown,
             Some(q) if q.node != node => IsrQueue::WrongNode(q.node),
-            Some(_) => IsrQueue::Ok,
+            Some(_) => IsrQueue::Ok(kmd),
         }
     }
 }

@@ -284,6 +284,8 @@ impl DxgContext {
 pub(crate) struct QueueObj {
     pub(crate) handle: KmtHandle,
     pub(crate) kmd: usize,
+    /// Dxgkrnl's queue object: its address is the `hHwQueue` the driver got at creation.
+    pub(crate) dxg: DxgHwQueue,
     pub(crate) device: KmtHandle,
     pub(crate) context: KmtHandle,
     pub(crate) node: u32,
@@ -320,6 +322,72 @@ impl QueueObj {
     pub(crate) fn known_work(&self) -> bool {
         self.completed()
             .is_some_and(|c| self.last_queued.load(Ordering::Acquire) > c)
+    }
+}
+
+/// The part of VidSch's queue (`VIDSCH_HW_QUEUE`) a report reaches through Dxgkrnl's queue.
+#[derive(Debug)]
+pub(crate) struct VidSchHwQueue {
+    /// The D3DKMT queue it schedules.
+    pub(crate) queue: KmtHandle,
+}
+
+/// The head of Dxgkrnl's `DXGHWQUEUE` as VidSch's DPCs follow it from an interrupt report:
+/// +32 the driver's handle (written when `DxgkDdiCreateHwQueue` returns), +40 VidSch's queue
+/// (`K:DXGHWQUEUE::InitializeForUserModeSubmission` @0x1401DA74C and `K:DXGHWQUEUE::Initialize`
+/// @0x1402BBA30 pass `this` as the DDI's `hHwQueue`, then store those two).
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct DxgHwQueueHead {
+    _before: [usize; 4],
+    /// +32.
+    pub(crate) driver: AtomicU64,
+    /// +40: the address of the VidSch queue below.
+    pub(crate) vidsch: AtomicU64,
+}
+
+const _: () = assert!(std::mem::offset_of!(DxgHwQueueHead, driver) == 32);
+const _: () = assert!(std::mem::offset_of!(DxgHwQueueHead, vidsch) == 40);
+
+/// Dxgkrnl's queue object and the VidSch queue it references, on the heap: their addresses stay
+/// put while the queue lives (and after, see [`UmsOs::retired_dxg_queues`]).
+#[derive(Debug)]
+pub(crate) struct DxgHwQueue {
+    head: Box<DxgHwQueueHead>,
+    vidsch: Box<VidSchHwQueue>,
+}
+
+impl DxgHwQueue {
+    /// A new object for queue `queue`, its driver handle not known yet.
+    pub(crate) fn new(queue: KmtHandle) -> Self {
+        let vidsch = Box::new(VidSchHwQueue { queue });
+        let head = Box::new(DxgHwQueueHead {
+            _before: [0; 4],
+            driver: AtomicU64::new(0),
+            vidsch: AtomicU64::new(&*vidsch as *const VidSchHwQueue as usize as u64),
+        });
+        Self { head, vidsch }
+    }
+
+    /// Its address: what the driver gets as the input `hHwQueue`.
+    pub(crate) fn addr(&self) -> usize {
+        &*self.head as *const DxgHwQueueHead as usize
+    }
+
+    /// Stores the driver's handle at +32.
+    pub(crate) fn set_driver(&self, kmd: usize) {
+        self.head.driver.store(kmd as u64, Ordering::Release);
+    }
+
+    /// What a VidSch DPC reads through the object: the driver's handle (+32) and, through
+    /// +40, the queue VidSch schedules.
+    pub(crate) fn follow(&self) -> (usize, KmtHandle) {
+        let driver = self.head.driver.load(Ordering::Acquire) as usize;
+        debug_assert_eq!(
+            self.head.vidsch.load(Ordering::Acquire) as usize,
+            &*self.vidsch as *const VidSchHwQueue as usize
+        );
+        (driver, self.vidsch.queue)
     }
 }
 
@@ -520,15 +588,16 @@ pub struct UmsOs {
     /// Handles (the KMD's and the OS kernel handle) of destroyed doorbells -> D3DKMT handle,
     /// for the callback's diagnostics (a handle used after its destroy returned).
     pub(crate) destroyed_doorbells: std::collections::HashMap<usize, KmtHandle>,
-    /// The driver's handles of destroyed queues (a late page-fault report may name one).
-    pub(crate) destroyed_queues: std::collections::HashSet<usize>,
+    /// Dxgkrnl's objects of destroyed queues, by address (a late page-fault report may name
+    /// one). Kept, not freed: a new queue never gets a destroyed one's address.
+    pub(crate) retired_dxg_queues: std::collections::HashMap<usize, DxgHwQueue>,
     /// Native progress fences of destroyed queues, destroyed once the thunk's locks are
     /// released (their pages leave the process by paging, [`hwqueue::reap_progress_fences`]).
     pub(crate) retired_progress: Vec<NativeFence>,
     /// PASSIVE work the DPC queued (engine F1 requests).
     pub(crate) work: VecDeque<u32>,
-    /// Page faults reported at DPC time, for PASSIVE: (driver queue handle, VA).
-    pub(crate) faulted: VecDeque<(usize, u64)>,
+    /// Page faults reported at DPC time, for PASSIVE: (the queue, VA).
+    pub(crate) faulted: VecDeque<(KmtHandle, u64)>,
     /// Processes whose user-mode process holds them open on this adapter: their adapter
     /// state (GPU VA space, VidSch process with its TDR history, handle table) outlives their
     /// last device until the process ends (`ums::process::end_process`), as 24H2's
@@ -571,7 +640,7 @@ impl Default for UmsOs {
             fence_owner: BTreeMap::new(),
             events: Vec::new(),
             destroyed_doorbells: std::collections::HashMap::new(),
-            destroyed_queues: std::collections::HashSet::new(),
+            retired_dxg_queues: std::collections::HashMap::new(),
             retired_progress: Vec::new(),
             work: VecDeque::new(),
             faulted: VecDeque::new(),

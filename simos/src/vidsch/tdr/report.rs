@@ -7,9 +7,18 @@ use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::dxgkrnl::DXGKARGCB_INVALIDATEHWCONTEXT;
 use rvgpu_ddi::interrupt::{
     DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_ENGINE_STATE_HUNG, DXGK_INTERRUPT_DMA_COMPLETED,
-    DXGK_INTERRUPT_DMA_FAULTED, DXGK_INTERRUPT_DMA_PREEMPTED,
-    DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE, DXGK_INTERRUPT_TYPE,
+    DXGK_INTERRUPT_DMA_PAGE_FAULTED, DXGK_INTERRUPT_DMA_PREEMPTED,
+    DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE, DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT,
+    DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED, DXGK_INTERRUPT_TYPE,
+    DXGK_PAGE_FAULT_ADAPTER_RESET_REQUIRED, DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED,
+    DXGK_PAGE_FAULT_FENCE_INVALID,
 };
+
+use crate::os::answers::EngineStateReports;
+
+/// The page-fault flags that ask for a reset.
+const RESETS: u32 =
+    (DXGK_PAGE_FAULT_ADAPTER_RESET_REQUIRED | DXGK_PAGE_FAULT_ENGINE_RESET_REQUIRED) as u32;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
 
 use crate::adapter::irql::{self, Routine};
@@ -38,13 +47,47 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
             let last = d.LastCompletedFenceId;
             (d.NodeOrdinal, Report::Preempted(d.PreemptionFenceId, last))
         }
-        DXGK_INTERRUPT_DMA_FAULTED => {
-            let d = unsafe { data.Anonymous.DmaFaulted };
-            (d.NodeOrdinal, Report::Faulted(d.FaultedFenceId))
+        // `DXGK_INTERRUPT_DMA_FAULTED` never gets here: 24H2 bug-checks it (`decode`).
+        // A page fault naming its packet (`M:VidSchDdiNotifyInterruptWorker` @0x140006B60,
+        // flag 0x2 clear): the packets before it retire and the faulting one is completed with
+        // its device in error (`M:VidSchiProcessIsrFaultedPacket` @0x14004F9A4,
+        // `M:VidSchiProcessDpcCompletedPacket` @0x140008BD0), the reset it asks for follows.
+        // The simulation recovers it as a faulted packet (dropped, device in error, engine
+        // reset) whatever reset it asks for: 24H2 without either reset flag would retire it
+        // and reset nothing.
+        DXGK_INTERRUPT_DMA_PAGE_FAULTED => {
+            let d = unsafe { data.Anonymous.DmaPageFaulted };
+            let flags = d.PageFaultFlags as u32;
+            if flags & DXGK_PAGE_FAULT_FENCE_INVALID as u32 == 0 {
+                (d.NodeOrdinal, Report::Faulted(d.FaultedFenceId))
+            } else if flags & RESETS != 0 {
+                // No packet named: only the reset it asks for
+                // (`M:VidSchiProcessHwQueuePageFaultedDpc` @0x1400493D0).
+                (d.NodeOrdinal, Report::Hung)
+            } else {
+                return;
+            }
         }
+        // A hardware queue's fault asking for a reset: the engine's, as above.
+        DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED => {
+            let d = unsafe { data.Anonymous.HwQueuePageFaulted };
+            if d.PageFaultFlags as u32 & RESETS == 0 {
+                return;
+            }
+            (d.NodeOrdinal, Report::Hung)
+        }
+        // An engine timeout the hardware found: its DPC asks for the engine's reset
+        // (`M:VidSchiProcessGpuEngineTimeoutDpc` @0x14004AE6C).
+        DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT => {
+            let d = unsafe { data.Anonymous.GpuEngineTimeout };
+            (d.NodeOrdinal, Report::Hung)
+        }
+        // 24H2 drops it (`EngineStateReports::Dropped`); the pages' Hung starts a TDR.
         DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE => {
             let d = unsafe { data.Anonymous.EngineStateChange };
-            if d.NewState != DXGK_ENGINE_STATE_HUNG {
+            if d.NewState != DXGK_ENGINE_STATE_HUNG
+                || a.os.reading.engine_state != EngineStateReports::Acted
+            {
                 return;
             }
             (d.NodeOrdinal, Report::Hung)
@@ -118,7 +161,19 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
                 }
                 n.preempted = Some((id, last));
             }
-            Report::Faulted(id) => os.node(node).faulted = Some(id),
+            Report::Faulted(id) => {
+                // The fence is verified as a completion's is
+                // (`VidSchiVerifyDriverReportedFenceId`, called by the worker first).
+                let n = os.node(node);
+                if id > n.s || id < n.c {
+                    let (c, s) = (n.c, n.s);
+                    drop(os);
+                    let why = format!("DmaPageFaulted({id}) on node {node} outside [C={c}, S={s}]");
+                    invalid_fence(a, why, id, DXGK_INTERRUPT_DMA_PAGE_FAULTED, node);
+                    return;
+                }
+                n.faulted = Some(id);
+            }
             Report::Hung => os.node(node).hung = true,
         }
     }
