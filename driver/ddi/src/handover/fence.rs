@@ -1,11 +1,11 @@
-//! The audit of native fences and their logs: creation and opening, VidSch's value updates,
-//! and the log buffers of a user-mode queue.
+//! The audit of native fences and their logs: creation, opening, closing and destruction, VidSch's
+//! value updates, and the log buffers of a user-mode queue.
 
 use super::Ddi;
 use crate::fence::{
-    DXGKARG_CREATENATIVEFENCE, DXGKARG_OPENNATIVEFENCE, DXGKARG_SETNATIVEFENCELOGBUFFER,
-    DXGKARG_UPDATECURRENTVALUESFROMCPU, DXGKARG_UPDATEMONITOREDVALUES,
-    DXGKARG_UPDATENATIVEFENCELOGS,
+    DXGKARG_CLOSENATIVEFENCE, DXGKARG_CREATENATIVEFENCE, DXGKARG_DESTROYNATIVEFENCE,
+    DXGKARG_OPENNATIVEFENCE, DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATECURRENTVALUESFROMCPU,
+    DXGKARG_UPDATEMONITOREDVALUES, DXGKARG_UPDATENATIVEFENCELOGS,
 };
 
 const LOG_BY: &str = "M:VidSchiCreateNativeFenceLog @0x140024634";
@@ -349,6 +349,69 @@ pub const UPDATE_NATIVE_FENCE_LOGS: Ddi<DXGKARG_UPDATENATIVEFENCELOGS> = Ddi {
             false,
             LOGS_BY,
             "written as zero"
+        ),
+    ],
+};
+
+const DESTROY_BY: &str = "K:DXGADAPTERSYNCOBJECT::Stop @0x1402FAA68";
+
+/// `DxgkDdiDestroyNativeFence` when the adapter's object of a native fence stops (its sync
+/// object destroyed, or the adapter stopped): `DESTROY_BY` builds the block on its stack from
+/// the driver's global handle alone, widened into the first 16 bytes, and zeroes the other 32.
+/// It skips the call under its native-fence debug-test switch and only logs a failure.
+pub const DESTROY_NATIVE_FENCE: Ddi<DXGKARG_DESTROYNATIVEFENCE> = Ddi {
+    name: "DxgkDdiDestroyNativeFence",
+    block: "DXGKARG_DESTROYNATIVEFENCE",
+    rows: &[
+        filled_row!(
+            DXGKARG_DESTROYNATIVEFENCE.hGlobalNativeFence,
+            true,
+            DESTROY_BY,
+            "the driver's global handle of the fence, kept from DxgkDdiCreateNativeFence"
+        ),
+        zero_row!(
+            DXGKARG_DESTROYNATIVEFENCE.Flags,
+            true,
+            DESTROY_BY,
+            "the upper half of the handle widened to 16 bytes"
+        ),
+        zero_row!(
+            DXGKARG_DESTROYNATIVEFENCE.Reserved,
+            false,
+            DESTROY_BY,
+            "its first 4 bytes from the widened handle, the rest zeroed on the stack"
+        ),
+    ],
+};
+
+const CLOSE_BY: &str = "K:DXGDEVICESYNCOBJECT::DestroyCoreState @0x1402CE5A0";
+
+/// `DxgkDdiCloseNativeFence` when a device's object of an opened native fence goes (the
+/// device, context, queue or paging queue destroyed, or an open undone on error): `CLOSE_BY`
+/// builds the block as `DESTROY_BY` does, from the driver's local handle, then forgets the
+/// handle. It skips the call while the adapter is stopped and under the debug-test switch, and
+/// only logs a failure.
+pub const CLOSE_NATIVE_FENCE: Ddi<DXGKARG_CLOSENATIVEFENCE> = Ddi {
+    name: "DxgkDdiCloseNativeFence",
+    block: "DXGKARG_CLOSENATIVEFENCE",
+    rows: &[
+        filled_row!(
+            DXGKARG_CLOSENATIVEFENCE.hLocalNativeFence,
+            true,
+            CLOSE_BY,
+            "the driver's local handle of the fence, kept from DxgkDdiOpenNativeFence"
+        ),
+        zero_row!(
+            DXGKARG_CLOSENATIVEFENCE.Flags,
+            true,
+            CLOSE_BY,
+            "the upper half of the handle widened to 16 bytes"
+        ),
+        zero_row!(
+            DXGKARG_CLOSENATIVEFENCE.Reserved,
+            false,
+            CLOSE_BY,
+            "its first 4 bytes from the widened handle, the rest zeroed on the stack"
         ),
     ],
 };

@@ -7,9 +7,9 @@ use super::allocation::{
 use super::device::{CREATE_CONTEXT, CREATE_DEVICE};
 use super::escape::ESCAPE;
 use super::fence::{
-    CREATE_NATIVE_FENCE, OPEN_NATIVE_FENCE, SET_NATIVE_FENCE_LOG_BUFFER,
-    SET_NATIVE_FENCE_LOG_BUFFER_RELEASE, UPDATE_CURRENT_VALUES_FROM_CPU, UPDATE_MONITORED_VALUES,
-    UPDATE_NATIVE_FENCE_LOGS,
+    CLOSE_NATIVE_FENCE, CREATE_NATIVE_FENCE, DESTROY_NATIVE_FENCE, OPEN_NATIVE_FENCE,
+    SET_NATIVE_FENCE_LOG_BUFFER, SET_NATIVE_FENCE_LOG_BUFFER_RELEASE,
+    UPDATE_CURRENT_VALUES_FROM_CPU, UPDATE_MONITORED_VALUES, UPDATE_NATIVE_FENCE_LOGS,
 };
 use super::hws::{
     RESUME_CONTEXT, SET_CONTEXT_SCHEDULING_PROPERTIES, SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
@@ -308,7 +308,7 @@ pub static AUDIT: &[Audit] = &[
     audit("DxgkDdiResumeHwEngine", Cover::Blocks(&[&RESUME_HW_ENGINE])),
     unfilled("DxgkDdiCreateCpuEvent"),
     audit("DxgkDdiCreateNativeFence", Cover::Blocks(&[&CREATE_NATIVE_FENCE])),
-    pending("DxgkDdiDestroyNativeFence", "DXGKARG_DESTROYNATIVEFENCE"),
+    audit("DxgkDdiDestroyNativeFence", Cover::Blocks(&[&DESTROY_NATIVE_FENCE])),
     audit(
         "DxgkDdiUpdateMonitoredValues",
         Cover::Blocks(&[&UPDATE_MONITORED_VALUES]),
@@ -337,7 +337,7 @@ pub static AUDIT: &[Audit] = &[
         },
     ),
     audit("DxgkDdiOpenNativeFence", Cover::Blocks(&[&OPEN_NATIVE_FENCE])),
-    pending("DxgkDdiCloseNativeFence", "DXGKARG_CLOSENATIVEFENCE"),
+    audit("DxgkDdiCloseNativeFence", Cover::Blocks(&[&CLOSE_NATIVE_FENCE])),
     audit(
         "DxgkDdiSetNativeFenceLogBuffer",
         Cover::Blocks(&[

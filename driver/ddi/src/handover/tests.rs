@@ -48,6 +48,8 @@ fn every_row_cites_24h2_once() {
     check(&CREATE_HWQUEUE_USER_MODE);
     check(&CREATE_DOORBELL);
     check(&SUBMIT_COMMAND_TO_HWQUEUE);
+    check(&fence::DESTROY_NATIVE_FENCE);
+    check(&fence::CLOSE_NATIVE_FENCE);
 }
 
 /// The fields of a type-erased set that lack a 24H2 citation, or appear twice, or whose
@@ -99,8 +101,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiCalibrateGpuClock",
     "DxgkDdiGetRootPageTableSize",
     "DxgkDdiSetupPriorityBands",
-    "DxgkDdiDestroyNativeFence",
-    "DxgkDdiCloseNativeFence",
     "DxgkDdiQueryFeatureSupport",
     "DxgkDdiQueryFeatureInterface",
     "DxgkDdiBuildTestCommandBuffer",
@@ -312,4 +312,28 @@ fn an_invalidation_naming_an_allocation_is_caught() {
         0,
         "a map may name one"
     );
+}
+
+/// DDI-01: a native fence's destroy or close block that carries anything past the driver's handle
+/// is caught: 24H2 widens the handle into a zeroed block.
+#[test]
+fn ddi_01_a_native_fence_destroy_or_close_block_with_flags_is_caught() {
+    use crate::fence::{DXGKARG_CLOSENATIVEFENCE, DXGKARG_DESTROYNATIVEFENCE};
+    let mut d = DXGKARG_DESTROYNATIVEFENCE {
+        hGlobalNativeFence: 8 as crate::HANDLE,
+        ..Default::default()
+    };
+    assert_eq!(fence::DESTROY_NATIVE_FENCE.filled_zero(&d).count(), 0);
+    d.Flags.Value = 1;
+    d.Reserved[31] = 1;
+    let got: std::vec::Vec<_> = fence::DESTROY_NATIVE_FENCE.filled_zero(&d).collect();
+    assert_eq!(got, ["Flags", "Reserved"]);
+    let mut c = DXGKARG_CLOSENATIVEFENCE {
+        hLocalNativeFence: 8 as crate::HANDLE,
+        ..Default::default()
+    };
+    assert_eq!(fence::CLOSE_NATIVE_FENCE.filled_zero(&c).count(), 0);
+    c.Flags.Value = 1;
+    let got: std::vec::Vec<_> = fence::CLOSE_NATIVE_FENCE.filled_zero(&c).collect();
+    assert_eq!(got, ["Flags"]);
 }
