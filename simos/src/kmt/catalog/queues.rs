@@ -181,9 +181,9 @@ pub(super) const CREATE_HW_QUEUE: Thunk = Thunk {
     ],
     pending: Pending::No,
     entry: Some("hw_queue::dxgk_create_hw_queue_internal"),
-    gaps: "DisableGpuTimeout is added to the DDI's flags for a kernel-submission queue of a \
-           context created with it, not for an adapter whose own flag (read by \
-           DXGHWQUEUE::Initialize) disables GPU timeouts; a queue without NoKmdAccess on a \
+    gaps: "DisableGpuTimeout is added to the DDI's flags for a queue of a context created \
+           with it, not for a device whose own flag (read by DXGHWQUEUE::Initialize and \
+           InitializeForUserModeSubmission) disables GPU timeouts; a queue without NoKmdAccess on a \
            NoKmdAccess context reaches DxgkDdiCreateHwQueue with a NULL hContext, as in 24H2; \
            one with it (no DDI in 24H2) is not simulated; a user-mode queue \
            on an adapter that reported no doorbell size is STATUS_NOT_SUPPORTED \
