@@ -424,6 +424,57 @@ fn ddi_02_get_handle_data_at_dispatch_is_0x113_0x14_for_a_live_object() {
     );
 }
 
+/// Runs of `sync_counts`.
+static SYNC_RAN: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "system" fn sync_counts(_ctx: PVOID) -> BOOLEAN {
+    SYNC_RAN.fetch_add(1, Ordering::SeqCst);
+    1
+}
+
+/// DDI-02 (`K:DpSynchronizeExecution` @0x140026180): a NULL `ReturnValue` is
+/// `STATUS_INVALID_PARAMETER` before the routine runs; `MessageNumber` is not read for a
+/// line-based interrupt.
+#[test]
+fn ddi_02_synchronize_execution_checks_what_24h2_checks() {
+    let m = step_machine(MachineConfig::single(Mode::Step));
+    let iface = dxgkrnl_interface(&m);
+    let Some(sync) = iface.DxgkCbSynchronizeExecution else {
+        panic!("no SynchronizeExecution")
+    };
+    let before = SYNC_RAN.load(Ordering::SeqCst);
+    // SAFETY: the OS's callback with its handle and a routine that touches no context.
+    let s = unsafe {
+        sync(
+            iface.DeviceHandle,
+            Some(sync_counts),
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(s, STATUS_INVALID_PARAMETER);
+    assert_eq!(SYNC_RAN.load(Ordering::SeqCst), before, "the routine ran");
+    let mut ret: BOOLEAN = 0;
+    // SAFETY: as above, with a valid out-parameter.
+    let s = unsafe {
+        sync(
+            iface.DeviceHandle,
+            Some(sync_counts),
+            std::ptr::null_mut(),
+            3,
+            &mut ret,
+        )
+    };
+    assert_eq!(
+        (s, ret),
+        (0, 1),
+        "message number 3 on a line-based interrupt"
+    );
+    assert_eq!(SYNC_RAN.load(Ordering::SeqCst), before + 1);
+    assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
+}
+
 static IN_SYNC: AtomicBool = AtomicBool::new(false);
 static SYNC_OVERLAPS: AtomicU64 = AtomicU64::new(0);
 static EXCL_ISR_CALLS: AtomicU64 = AtomicU64::new(0);

@@ -13,6 +13,7 @@ mod device;
 mod feature;
 mod handle_data;
 mod interrupt;
+mod sync;
 
 use self::device::*;
 use self::feature::*;
@@ -135,7 +136,7 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
     i.DxgkCbUnmapMemory = Some(unmap_memory);
     i.DxgkCbQueueDpc = Some(queue_dpc);
     i.DxgkCbQueryServices = Some(query_services);
-    i.DxgkCbSynchronizeExecution = Some(synchronize_execution);
+    i.DxgkCbSynchronizeExecution = Some(sync::synchronize_execution);
     i.DxgkCbNotifyInterrupt = Some(notify_interrupt);
     i.DxgkCbNotifyDpc = Some(notify_dpc);
     i.DxgkCbLogEtwEvent = Some(log_etw_event);
