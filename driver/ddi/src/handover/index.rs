@@ -21,8 +21,8 @@ use super::queue::{
     DISCONNECT_DOORBELL, NOTIFY_WORK_SUBMISSION, SUBMIT_COMMAND_TO_HWQUEUE,
 };
 use super::tdr::{
-    COLLECT_DBG_INFO2, QUERY_ENGINE_STATUS, RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE,
-    SUBMIT_COMMAND_VIRTUAL,
+    COLLECT_DBG_INFO2, PREEMPT_COMMAND, QUERY_ENGINE_STATUS, RESET_ENGINE, RESET_HW_ENGINE,
+    RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL,
 };
 use super::{Audit, Cover, Part};
 use crate::fence::DXGKARG_SETNATIVEFENCELOGBUFFER;
@@ -155,7 +155,7 @@ pub static AUDIT: &[Audit] = &[
     unfilled("DxgkDdiReleaseSwizzlingRange"),
     unfilled("DxgkDdiPatch"),
     pending("DxgkDdiSubmitCommand", "DXGKARG_SUBMITCOMMAND of the paging node's buffers"),
-    pending("DxgkDdiPreemptCommand", "DXGKARG_PREEMPTCOMMAND"),
+    audit("DxgkDdiPreemptCommand", Cover::Blocks(&[&PREEMPT_COMMAND])),
     audit(
         "DxgkDdiBuildPagingBuffer",
         Cover::Blocks(&[&UPDATE_PAGE_TABLE, &UPDATE_PAGE_TABLE_INVALIDATE, &FLUSH_TLB]),

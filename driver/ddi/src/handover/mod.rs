@@ -346,7 +346,8 @@ word_is_zero!(
     crate::submission::DXGKARG_DISCONNECTDOORBELL_FLAGS,
     crate::submission::DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
     crate::submission::DXGKARG_CONNECTDOORBELL_FLAGS,
-    crate::tdr::DXGK_ENGINESTATUS
+    crate::tdr::DXGK_ENGINESTATUS,
+    crate::tdr::DXGK_PREEMPTCOMMANDFLAGS
 );
 
 impl IsZero for usize {
@@ -414,8 +415,8 @@ pub use hws::{
 };
 pub use index::AUDIT;
 pub use tdr::{
-    COLLECT_DBG_INFO2, QUERY_ENGINE_STATUS, RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE,
-    SUBMIT_COMMAND_VIRTUAL,
+    COLLECT_DBG_INFO2, PREEMPT_COMMAND, QUERY_ENGINE_STATUS, RESET_ENGINE, RESET_HW_ENGINE,
+    RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL,
 };
 
 pub use allocation::{

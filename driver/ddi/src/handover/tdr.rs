@@ -1,10 +1,10 @@
-//! The audit of engine resets and of a context's virtual submission.
+//! The audit of engine resets, preemption and a context's virtual submission.
 
 use super::Ddi;
 use crate::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
 use crate::tdr::{
-    DXGKARG_COLLECTDBGINFO2, DXGKARG_QUERYENGINESTATUS, DXGKARG_RESETENGINE,
-    DXGKARG_SUBMITCOMMANDVIRTUAL,
+    DXGKARG_COLLECTDBGINFO2, DXGKARG_PREEMPTCOMMAND, DXGKARG_QUERYENGINESTATUS,
+    DXGKARG_RESETENGINE, DXGKARG_SUBMITCOMMANDVIRTUAL,
 };
 
 const RESET_BY: &str = "M:VidSchiResetEngine @0x140047318";
@@ -82,12 +82,14 @@ pub const RESUME_HW_ENGINE: Ddi<DXGKARG_RESUMEHWENGINE> = Ddi {
     ],
 };
 
-const VIRTUAL_BY: &str = "M:VidSchiSubmitRenderVirtualCommand @0x1400B6C90";
+const VIRTUAL_BY: &str = "M:VidSchiFillSubmitCommandDataVirtual @0x140018280";
 
-/// `DxgkDdiSubmitCommandVirtual` of a GPU-VA context's buffer: `VIRTUAL_BY` turns the queue
-/// packet into an execution packet (sending the context's root page table first when it
-/// moved) that the execution path hands the driver. The fields below are those the packet
-/// carries; the block's other fields are not audited yet.
+/// `DxgkDdiSubmitCommandVirtual` of a GPU-VA context's packet (built by
+/// M:VidSchiSubmitRenderVirtualCommand @0x1400B6C90, which sends the context's root page table
+/// first when it moved): M:VidSchiSendToExecutionQueue @0x140017660 zeroes a 96-byte block on
+/// its stack, has `VIRTUAL_BY` fill it from the packet, its context and its node, and calls the
+/// driver at PASSIVE_LEVEL (it lowers the IRQL first); a failure is bug check 0x119 / 0x2
+/// unless the caller waits, which marks the device in error instead.
 pub const SUBMIT_COMMAND_VIRTUAL: Ddi<DXGKARG_SUBMITCOMMANDVIRTUAL> = Ddi {
     name: "DxgkDdiSubmitCommandVirtual",
     block: "DXGKARG_SUBMITCOMMANDVIRTUAL",
@@ -96,50 +98,118 @@ pub const SUBMIT_COMMAND_VIRTUAL: Ddi<DXGKARG_SUBMITCOMMANDVIRTUAL> = Ddi {
             DXGKARG_SUBMITCOMMANDVIRTUAL.hContext,
             true,
             VIRTUAL_BY,
-            "the driver's handle of the context"
+            "the driver's handle of the packet's context"
         ),
         filled_row!(
             DXGKARG_SUBMITCOMMANDVIRTUAL.DmaBufferVirtualAddress,
             true,
             VIRTUAL_BY,
-            "the caller's command buffer VA"
+            "the packet's command buffer VA"
         ),
         filled_row!(
             DXGKARG_SUBMITCOMMANDVIRTUAL.DmaBufferSize,
             true,
             VIRTUAL_BY,
-            "the caller's command length"
+            "the packet's command length"
         ),
         filled_row!(
             DXGKARG_SUBMITCOMMANDVIRTUAL.pDmaBufferPrivateData,
             true,
             VIRTUAL_BY,
-            "Dxgkrnl's copy of the submission's private data"
+            "Dxgkrnl's copy of the private data: its base plus the packet's start offset"
         ),
         filled_row!(
             DXGKARG_SUBMITCOMMANDVIRTUAL.DmaBufferPrivateDataSize,
             true,
             VIRTUAL_BY,
-            "the size of that copy"
+            "the packet's end offset less its start offset"
         ),
         filled_row!(
             DXGKARG_SUBMITCOMMANDVIRTUAL.DmaBufferUmdPrivateDataSize,
             true,
             VIRTUAL_BY,
-            "the size the UMD passed"
+            "the size the UMD passed, kept in the packet"
         ),
         filled_row!(
             DXGKARG_SUBMITCOMMANDVIRTUAL.SubmissionFenceId,
             true,
             VIRTUAL_BY,
-            "the node's next submission fence, counted by VidSch per node"
+            "the packet's submission fence, counted by VidSch per node"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDVIRTUAL.VidPnSourceId,
+            false,
+            VIRTUAL_BY,
+            "the flip's source for a packet that flips; zero otherwise (zeroed with the block)"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDVIRTUAL.FlipInterval,
+            false,
+            VIRTUAL_BY,
+            "the flip's interval for a packet that flips; zero otherwise"
         ),
         filled_row!(
             DXGKARG_SUBMITCOMMANDVIRTUAL.Flags,
             true,
             VIRTUAL_BY,
-            "bits 0-8 from the packet's submission flags (present, null rendering and the \
-             like), none above"
+            "Paging for a paging packet; NullRendering when the context or the packet's queue \
+             asks for it; ContextSwitch from packet bit 12; Resubmission from packet bit 14; \
+             VirtualMachineData from the context; for a render packet also Flip and \
+             FlipWithNoWait for a flip, Present (packet bit 8) and RedirectedPresent (packet \
+             bit 3). Reserved bits stay zero"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDVIRTUAL.EngineOrdinal,
+            true,
+            VIRTUAL_BY,
+            "the engine of the packet's VidSch node"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMANDVIRTUAL.NodeOrdinal,
+            true,
+            VIRTUAL_BY,
+            "the driver's node of the packet's VidSch node"
+        ),
+    ],
+};
+
+const PREEMPT_BY: &str = "M:VidSchiSendToExecutionQueue @0x140017660";
+
+/// `DxgkDdiPreemptCommand` for a preemption packet (queued by
+/// M:VidSchiSubmitPreemptionCommand @0x1400B633C from scheduling, suspension, engine reset and
+/// the hardware-progress check): `PREEMPT_BY` zeroes a 96-byte block on its stack, takes the
+/// node's next fence from the counter submissions also draw from, and calls the driver at
+/// DISPATCH_LEVEL (PASSIVE_LEVEL when VidSch runs its scheduler at passive); a failure is bug
+/// check 0x119 / 0x2 unless the caller waits. The call goes through
+/// K:ADAPTER_RENDER::DdiPreemptCommand @0x1400152B8, which only logs.
+pub const PREEMPT_COMMAND: Ddi<DXGKARG_PREEMPTCOMMAND> = Ddi {
+    name: "DxgkDdiPreemptCommand",
+    block: "DXGKARG_PREEMPTCOMMAND",
+    rows: &[
+        filled_row!(
+            DXGKARG_PREEMPTCOMMAND.PreemptionFenceId,
+            true,
+            PREEMPT_BY,
+            "the node's next fence (its counter incremented), also kept as the node's last \
+             submitted fence"
+        ),
+        filled_row!(
+            DXGKARG_PREEMPTCOMMAND.NodeOrdinal,
+            true,
+            PREEMPT_BY,
+            "the driver's node of the VidSch node"
+        ),
+        filled_row!(
+            DXGKARG_PREEMPTCOMMAND.EngineOrdinal,
+            true,
+            PREEMPT_BY,
+            "the engine of the VidSch node"
+        ),
+        zero_row!(
+            DXGKARG_PREEMPTCOMMAND.Flags,
+            true,
+            PREEMPT_BY,
+            "written zero with the fence"
         ),
     ],
 };

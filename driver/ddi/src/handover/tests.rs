@@ -50,6 +50,8 @@ fn every_row_cites_24h2_once() {
     check(&SUBMIT_COMMAND_TO_HWQUEUE);
     check(&fence::DESTROY_NATIVE_FENCE);
     check(&fence::CLOSE_NATIVE_FENCE);
+    check(&PREEMPT_COMMAND);
+    check(&SUBMIT_COMMAND_VIRTUAL);
 }
 
 /// The fields of a type-erased set that lack a 24H2 citation, or appear twice, or whose
@@ -92,7 +94,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiDescribeAllocation",
     "DxgkDdiGetStandardAllocationDriverData",
     "DxgkDdiSubmitCommand",
-    "DxgkDdiPreemptCommand",
     "DxgkDdiCollectDbgInfo",
     "DxgkDdiQueryCurrentFence",
     "DxgkDdiQueryDependentEngineGroup",
@@ -336,4 +337,38 @@ fn ddi_01_a_native_fence_destroy_or_close_block_with_flags_is_caught() {
     c.Flags.Value = 1;
     let got: std::vec::Vec<_> = fence::CLOSE_NATIVE_FENCE.filled_zero(&c).collect();
     assert_eq!(got, ["Flags"]);
+}
+
+/// DDI-01: a preemption request with a flag set is caught: 24H2 writes the flags zero.
+#[test]
+fn ddi_01_a_preemption_with_flags_is_caught() {
+    let mut b = crate::tdr::DXGKARG_PREEMPTCOMMAND {
+        PreemptionFenceId: 7,
+        ..Default::default()
+    };
+    assert_eq!(PREEMPT_COMMAND.filled_zero(&b).count(), 0);
+    b.Flags.Value = 1;
+    let got: std::vec::Vec<_> = PREEMPT_COMMAND.filled_zero(&b).collect();
+    assert_eq!(got, ["Flags"]);
+}
+
+/// DDI-01: the virtual submission's set has a row for every field of the block.
+#[test]
+fn ddi_01_the_virtual_submission_set_covers_every_field() {
+    for f in [
+        "hContext",
+        "DmaBufferVirtualAddress",
+        "DmaBufferSize",
+        "pDmaBufferPrivateData",
+        "DmaBufferPrivateDataSize",
+        "DmaBufferUmdPrivateDataSize",
+        "SubmissionFenceId",
+        "VidPnSourceId",
+        "FlipInterval",
+        "Flags",
+        "EngineOrdinal",
+        "NodeOrdinal",
+    ] {
+        assert!(SUBMIT_COMMAND_VIRTUAL.row(f).is_some(), "{f}");
+    }
 }
