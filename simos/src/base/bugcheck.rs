@@ -70,8 +70,9 @@ pub const IRQL_UNEXPECTED_VALUE: u32 = 0xC8;
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xc7--timer-or-dpc-invalid>
 pub const TIMER_OR_DPC_INVALID: u32 = 0xC7;
 
-/// 0xD1 `DRIVER_IRQL_NOT_LESS_OR_EQUAL`: a driver accessed pageable memory at DISPATCH_LEVEL or
-/// above. Listed for completeness; the simulation has no pageable driver memory to fault on.
+/// 0xD1 `DRIVER_IRQL_NOT_LESS_OR_EQUAL`: a driver image touched an invalid or pageable address
+/// at DISPATCH_LEVEL or above: here, VidSch following a queue handle at DPC time that is not
+/// one of Dxgkrnl's queue objects.
 /// <https://learn.microsoft.com/windows-hardware/drivers/debugger/bug-check-0xd1--driver-irql-not-less-or-equal>
 pub const DRIVER_IRQL_NOT_LESS_OR_EQUAL: u32 = 0xD1;
 
