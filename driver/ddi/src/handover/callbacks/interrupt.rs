@@ -6,7 +6,8 @@ use crate::interrupt::{
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted, DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted,
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange,
     DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted,
-    DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled, DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
+    DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine, DXGKARGCB_NOTIFY_INTERRUPT_DATA,
 };
 
 const NAME: &str = "DxgkCbNotifyInterrupt";
@@ -277,6 +278,29 @@ pub(super) const INTERRUPT: &[Callback] = &[
                 "SchedulingLogInterrupt.NodeOrdinal",
                 "with EngineOrdinal, the node (past the count: node 0's entry); no state or \
                  exclusion check"
+            ),
+            row!("(type)", PACKET_MODE),
+        ],
+        returns: "nothing",
+        kmd: Use::Calls,
+    },
+    Callback {
+        name: NAME,
+        case: Some("DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT"),
+        by: "M:VidSchDdiNotifyInterruptWorker @0x140006B60 (case 16), \
+            M:VidSchiProcessIsrGpuEngineTimeout @0x14004ABCC",
+        irql: AS_ENTRY,
+        locks: "",
+        rows: &[
+            row!(
+                field!(DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine.NodeOrdinal),
+                "with EngineOrdinal, the node (past the count: node 0's entry); no state or \
+                 exclusion check; queued for the DPC, which asks for the engine's reset (no \
+                 free entry: logged, dropped)"
+            ),
+            row!(
+                field!(DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine.EngineOrdinal),
+                "the physical adapter, with NodeOrdinal"
             ),
             row!("(type)", PACKET_MODE),
         ],
