@@ -1,5 +1,6 @@
 //! [`AUDIT`]: what 24H2 hands each DDI of the catalog, in catalog order.
 
+use super::adapter::{QUERY_ADAPTER_INFO, QUERY_ADAPTER_INFO_UMD};
 use super::allocation::{
     ALLOCATION_INFO, CLOSE_ALLOCATION, CREATE_ALLOCATION, DESTROY_ALLOCATION, OPEN_ALLOCATION,
     OPEN_ALLOCATION_INFO,
@@ -21,10 +22,11 @@ use super::queue::{
     DISCONNECT_DOORBELL, NOTIFY_WORK_SUBMISSION, SUBMIT_COMMAND_TO_HWQUEUE,
 };
 use super::tdr::{
-    COLLECT_DBG_INFO2, PREEMPT_COMMAND, QUERY_ENGINE_STATUS, RESET_ENGINE, RESET_HW_ENGINE,
-    RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL,
+    COLLECT_DBG_INFO2, PREEMPT_COMMAND, QUERY_DEPENDENT_ENGINE_GROUP, QUERY_ENGINE_STATUS,
+    RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL,
 };
 use super::{Audit, Cover, Part};
+use crate::adapter::{DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_UMDRIVERPRIVATE};
 use crate::fence::DXGKARG_SETNATIVEFENCELOGBUFFER;
 use crate::submission::{D3DDDI_CREATEHWQUEUEFLAGS, DXGKARG_CREATEHWQUEUE};
 
@@ -52,6 +54,11 @@ const fn unfilled(ddi: &'static str) -> Audit {
 fn user_mode(b: &DXGKARG_CREATEHWQUEUE) -> bool {
     b.Flags
         .is_set(D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission)
+}
+
+/// Whether an adapter-info block asks the UMD's private data (a process's question).
+fn umd_private(b: &DXGKARG_QUERYADAPTERINFO) -> bool {
+    b.Type == DXGKQAITYPE_UMDRIVERPRIVATE
 }
 
 /// Whether a log-buffer block releases the queue's logs (it names no buffer).
@@ -135,10 +142,18 @@ pub static AUDIT: &[Audit] = &[
             why: "the enable byte, the flags word and the level, as scalars, under the miniport-list mutex; for an interface of 0x5008 or later the flags lose bits 12 and 13",
         },
     ),
-    pending(
+    audit(
         "DxgkDdiQueryAdapterInfo",
-        "DXGKARG_QUERYADAPTERINFO, one set per type rvgpu answers (the start-up types, and \
-         UMDRIVERPRIVATE from K:DxgkQueryAdapterInfoImpl @0x140383210)",
+        Cover::Blocks(&[
+            &Part {
+                set: &QUERY_ADAPTER_INFO,
+                of: |b| (!umd_private(b)).then_some(b),
+            },
+            &Part {
+                set: &QUERY_ADAPTER_INFO_UMD,
+                of: |b| umd_private(b).then_some(b),
+            },
+        ]),
     ),
     audit("DxgkDdiCreateDevice", Cover::Blocks(&[&CREATE_DEVICE])),
     audit(
@@ -232,7 +247,10 @@ pub static AUDIT: &[Audit] = &[
             why: "the context, a component index and an F-state, as scalars",
         },
     ),
-    pending("DxgkDdiQueryDependentEngineGroup", "DXGKARG_QUERYDEPENDENTENGINEGROUP"),
+    audit(
+        "DxgkDdiQueryDependentEngineGroup",
+        Cover::Blocks(&[&QUERY_DEPENDENT_ENGINE_GROUP]),
+    ),
     audit("DxgkDdiQueryEngineStatus", Cover::Blocks(&[&QUERY_ENGINE_STATUS])),
     audit("DxgkDdiResetEngine", Cover::Blocks(&[&RESET_ENGINE])),
     pending(

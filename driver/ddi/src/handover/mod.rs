@@ -347,7 +347,8 @@ word_is_zero!(
     crate::submission::DXGKARG_NOTIFYWORKSUBMISSION_FLAGS,
     crate::submission::DXGKARG_CONNECTDOORBELL_FLAGS,
     crate::tdr::DXGK_ENGINESTATUS,
-    crate::tdr::DXGK_PREEMPTCOMMANDFLAGS
+    crate::tdr::DXGK_PREEMPTCOMMANDFLAGS,
+    crate::adapter::DXGK_QUERYADAPTERINFOFLAGS
 );
 
 impl IsZero for usize {
@@ -391,6 +392,7 @@ macro_rules! zero_row {
 }
 
 // The audited blocks, by concept (after the macros, which they use).
+mod adapter;
 mod allocation;
 pub mod callbacks;
 mod device;
@@ -403,6 +405,7 @@ mod process;
 mod queue;
 mod tdr;
 
+pub use adapter::{QUERY_ADAPTER_INFO, QUERY_ADAPTER_INFO_UMD};
 pub use device::{CREATE_CONTEXT, CREATE_DEVICE};
 pub use escape::ESCAPE;
 pub use fence::{
@@ -415,8 +418,8 @@ pub use hws::{
 };
 pub use index::AUDIT;
 pub use tdr::{
-    COLLECT_DBG_INFO2, PREEMPT_COMMAND, QUERY_ENGINE_STATUS, RESET_ENGINE, RESET_HW_ENGINE,
-    RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL,
+    COLLECT_DBG_INFO2, PREEMPT_COMMAND, QUERY_DEPENDENT_ENGINE_GROUP, QUERY_ENGINE_STATUS,
+    RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL,
 };
 
 pub use allocation::{

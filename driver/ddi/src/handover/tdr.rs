@@ -3,8 +3,8 @@
 use super::Ddi;
 use crate::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
 use crate::tdr::{
-    DXGKARG_COLLECTDBGINFO2, DXGKARG_PREEMPTCOMMAND, DXGKARG_QUERYENGINESTATUS,
-    DXGKARG_RESETENGINE, DXGKARG_SUBMITCOMMANDVIRTUAL,
+    DXGKARG_COLLECTDBGINFO2, DXGKARG_PREEMPTCOMMAND, DXGKARG_QUERYDEPENDENTENGINEGROUP,
+    DXGKARG_QUERYENGINESTATUS, DXGKARG_RESETENGINE, DXGKARG_SUBMITCOMMANDVIRTUAL,
 };
 
 const RESET_BY: &str = "M:VidSchiResetEngine @0x140047318";
@@ -300,6 +300,38 @@ pub const QUERY_ENGINE_STATUS: Ddi<DXGKARG_QUERYENGINESTATUS> = Ddi {
             false,
             ENGINE_STATUS_BY,
             "the driver's answer, zeroed before the call"
+        ),
+    ],
+};
+
+const DEPENDENT_BY: &str = "M:VidSchiPrepareToResetEngine @0x1400A67D4";
+
+/// `DxgkDdiQueryDependentEngineGroup` before an engine reset (from the hardware-progress check
+/// and a timed-out completion wait), only while TDRs are on and the engine can be reset:
+/// `DEPENDENT_BY` builds the block on its stack, zeroing the answer as it writes the engine.
+/// A failure skips the engine reset; the answer's other nodes are preempted.
+pub const QUERY_DEPENDENT_ENGINE_GROUP: Ddi<DXGKARG_QUERYDEPENDENTENGINEGROUP> = Ddi {
+    name: "DxgkDdiQueryDependentEngineGroup",
+    block: "DXGKARG_QUERYDEPENDENTENGINEGROUP",
+    rows: &[
+        filled_row!(
+            DXGKARG_QUERYDEPENDENTENGINEGROUP.NodeOrdinal,
+            true,
+            DEPENDENT_BY,
+            "the driver's node of the VidSch node"
+        ),
+        filled_row!(
+            DXGKARG_QUERYDEPENDENTENGINEGROUP.EngineOrdinal,
+            true,
+            DEPENDENT_BY,
+            "the engine of the VidSch node"
+        ),
+        zero_row!(
+            DXGKARG_QUERYDEPENDENTENGINEGROUP.DependentNodeOrdinalMask,
+            false,
+            DEPENDENT_BY,
+            "the driver's answer: its low half zeroed by the 64-bit write of the engine, its \
+             high half written zero"
         ),
     ],
 };

@@ -51,6 +51,9 @@ fn every_row_cites_24h2_once() {
     check(&fence::DESTROY_NATIVE_FENCE);
     check(&fence::CLOSE_NATIVE_FENCE);
     check(&PREEMPT_COMMAND);
+    check(&QUERY_DEPENDENT_ENGINE_GROUP);
+    check(&QUERY_ADAPTER_INFO);
+    check(&QUERY_ADAPTER_INFO_UMD);
     check(&SUBMIT_COMMAND_VIRTUAL);
 }
 
@@ -90,13 +93,11 @@ const PENDING: &[&str] = &[
     "DxgkDdiQueryDeviceDescriptor",
     "DxgkDdiResetDevice",
     "DxgkDdiQueryInterface",
-    "DxgkDdiQueryAdapterInfo",
     "DxgkDdiDescribeAllocation",
     "DxgkDdiGetStandardAllocationDriverData",
     "DxgkDdiSubmitCommand",
     "DxgkDdiCollectDbgInfo",
     "DxgkDdiQueryCurrentFence",
-    "DxgkDdiQueryDependentEngineGroup",
     "DxgkDdiPowerRuntimeControlRequest",
     "DxgkDdiGetNodeMetadata",
     "DxgkDdiCalibrateGpuClock",
@@ -371,4 +372,48 @@ fn ddi_01_the_virtual_submission_set_covers_every_field() {
     ] {
         assert!(SUBMIT_COMMAND_VIRTUAL.row(f).is_some(), "{f}");
     }
+}
+
+/// DDI-01: the kernel's own adapter-info question carries no process handle, a process's
+/// UMDRIVERPRIVATE question carries no input; each block is held to its own set.
+#[test]
+fn ddi_01_an_adapter_info_question_is_held_to_its_kind() {
+    use crate::adapter::{
+        DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGKQAITYPE_UMDRIVERPRIVATE,
+    };
+    let found = |b: &DXGKARG_QUERYADAPTERINFO| {
+        let mut v = std::vec::Vec::new();
+        for set in sets_of("DxgkDdiQueryAdapterInfo") {
+            // SAFETY: `b` is a live DXGKARG_QUERYADAPTERINFO, the type the sets read.
+            let applied = unsafe {
+                set.check((b as *const DXGKARG_QUERYADAPTERINFO).cast(), &mut |f| {
+                    v.push(f)
+                })
+            };
+            if applied {
+                v.push(set.name());
+            }
+        }
+        v
+    };
+    let mut input = 0u32;
+    let mut b = DXGKARG_QUERYADAPTERINFO {
+        Type: DXGKQAITYPE_DRIVERCAPS,
+        pInputData: (&mut input as *mut u32).cast(),
+        InputDataSize: 4,
+        pOutputData: core::ptr::null_mut(),
+        OutputDataSize: 0,
+        Flags: Default::default(),
+        hKmdProcessHandle: 8 as crate::HANDLE,
+    };
+    assert_eq!(found(&b), ["hKmdProcessHandle", "DxgkDdiQueryAdapterInfo"]);
+    b.Type = DXGKQAITYPE_UMDRIVERPRIVATE;
+    assert_eq!(
+        found(&b),
+        [
+            "pInputData",
+            "InputDataSize",
+            "DxgkDdiQueryAdapterInfo(UMDRIVERPRIVATE)"
+        ]
+    );
 }
