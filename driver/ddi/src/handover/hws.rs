@@ -1,7 +1,10 @@
 //! The audit of hardware scheduling's set-up and of a hardware context's suspension.
 
 use super::Ddi;
-use crate::hws::{DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES, DXGKARG_SETSCHEDULINGLOGBUFFER};
+use crate::hws::{
+    DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES, DXGKARG_SETSCHEDULINGLOGBUFFER,
+    DXGKARG_SETUPPRIORITYBANDS,
+};
 use crate::submission::{DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT};
 
 const SCHED_LOG_BY: &str = "M:VidSchiCreateNodeSchedulingLog @0x1400523B8";
@@ -144,4 +147,41 @@ pub const RESUME_CONTEXT: Ddi<DXGKARG_RESUMECONTEXT> = Ddi {
         SUSPEND_BY,
         "the driver's handle of the context"
     )],
+};
+
+const BANDS_BY: &str = "M:VidSchiInitializeNode @0x1400A7B94";
+
+/// `DxgkDdiSetupPriorityBands` once per hardware-scheduled node as VidSch sets the adapter up
+/// (M:VidSchInitializeAdapter @0x140115F70): `BANDS_BY` zeroes the block on its stack and
+/// writes fixed periods (100 ns units, bands idle, normal, focus, realtime). A driver's
+/// STATUS_NOT_IMPLEMENTED counts as success; any other failure fails the adapter.
+pub const SETUP_PRIORITY_BANDS: Ddi<DXGKARG_SETUPPRIORITYBANDS> = Ddi {
+    name: "DxgkDdiSetupPriorityBands",
+    block: "DXGKARG_SETUPPRIORITYBANDS",
+    rows: &[
+        filled_row!(
+            DXGKARG_SETUPPRIORITYBANDS.gracePeriodForBand,
+            true,
+            BANDS_BY,
+            "10000 for the focus band; the others left zero"
+        ),
+        filled_row!(
+            DXGKARG_SETUPPRIORITYBANDS.processQuantumForBand,
+            true,
+            BANDS_BY,
+            "50000, 50000, 10000, 20000"
+        ),
+        filled_row!(
+            DXGKARG_SETUPPRIORITYBANDS.processGracePeriodForBand,
+            true,
+            BANDS_BY,
+            "20000, 20000, 30000, 50000"
+        ),
+        filled_row!(
+            DXGKARG_SETUPPRIORITYBANDS.targetNormalBandPercentage,
+            true,
+            BANDS_BY,
+            "VidSch's normal-band share"
+        ),
+    ],
 };

@@ -13,7 +13,8 @@ use super::fence::{
     UPDATE_CURRENT_VALUES_FROM_CPU, UPDATE_MONITORED_VALUES, UPDATE_NATIVE_FENCE_LOGS,
 };
 use super::hws::{
-    RESUME_CONTEXT, SET_CONTEXT_SCHEDULING_PROPERTIES, SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
+    RESUME_CONTEXT, SETUP_PRIORITY_BANDS, SET_CONTEXT_SCHEDULING_PROPERTIES,
+    SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
 };
 use super::paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
 use super::process::{CREATE_PROCESS, SET_ROOT_PAGE_TABLE};
@@ -319,7 +320,10 @@ pub static AUDIT: &[Audit] = &[
     unfilled("DxgkDdiQueryConnectionChange"),
     unfilled("DxgkDdiUpdateHwContextState"),
     audit("DxgkDdiSetSchedulingLogBuffer", Cover::Blocks(&[&SET_SCHEDULING_LOG_BUFFER])),
-    pending("DxgkDdiSetupPriorityBands", "DXGKARG_SETUPPRIORITYBANDS"),
+    audit(
+        "DxgkDdiSetupPriorityBands",
+        Cover::Blocks(&[&SETUP_PRIORITY_BANDS]),
+    ),
     audit("DxgkDdiSetContextSchedulingProperties", Cover::Blocks(&[&SET_CONTEXT_SCHEDULING_PROPERTIES])),
     audit("DxgkDdiSuspendContext", Cover::Blocks(&[&SUSPEND_CONTEXT])),
     audit("DxgkDdiResumeContext", Cover::Blocks(&[&RESUME_CONTEXT])),

@@ -51,6 +51,7 @@ fn every_row_cites_24h2_once() {
     check(&fence::DESTROY_NATIVE_FENCE);
     check(&fence::CLOSE_NATIVE_FENCE);
     check(&PREEMPT_COMMAND);
+    check(&SETUP_PRIORITY_BANDS);
     check(&QUERY_DEPENDENT_ENGINE_GROUP);
     check(&QUERY_ADAPTER_INFO);
     check(&QUERY_ADAPTER_INFO_UMD);
@@ -102,7 +103,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiGetNodeMetadata",
     "DxgkDdiCalibrateGpuClock",
     "DxgkDdiGetRootPageTableSize",
-    "DxgkDdiSetupPriorityBands",
     "DxgkDdiQueryFeatureSupport",
     "DxgkDdiQueryFeatureInterface",
     "DxgkDdiBuildTestCommandBuffer",
