@@ -17,7 +17,7 @@ use super::hws::{
     SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
 };
 use super::paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
-use super::process::{CREATE_PROCESS, SET_ROOT_PAGE_TABLE};
+use super::process::{CREATE_PROCESS, GET_ROOT_PAGE_TABLE_SIZE, SET_ROOT_PAGE_TABLE};
 use super::queue::{
     CONNECT_DOORBELL, CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE, DESTROY_DOORBELL,
     DISCONNECT_DOORBELL, NOTIFY_WORK_SUBMISSION, SUBMIT_COMMAND_TO_HWQUEUE,
@@ -270,7 +270,10 @@ pub static AUDIT: &[Audit] = &[
     unfilled("DxgkDdiFormatHistoryBuffer"),
     audit("DxgkDdiSubmitCommandVirtual", Cover::Blocks(&[&SUBMIT_COMMAND_VIRTUAL])),
     audit("DxgkDdiSetRootPageTable", Cover::Blocks(&[&SET_ROOT_PAGE_TABLE])),
-    pending("DxgkDdiGetRootPageTableSize", "DXGKARG_GETROOTPAGETABLESIZE"),
+    audit(
+        "DxgkDdiGetRootPageTableSize",
+        Cover::Blocks(&[&GET_ROOT_PAGE_TABLE_SIZE]),
+    ),
     unfilled("DxgkDdiMapCpuHostAperture"),
     audit("DxgkDdiCreateProcess", Cover::Blocks(&[&CREATE_PROCESS])),
     audit(

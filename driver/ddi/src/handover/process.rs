@@ -1,9 +1,9 @@
-//! The audit of a process's GpuMmu set-up: `DxgkDdiCreateProcess` and
-//! `DxgkDdiSetRootPageTable`.
+//! The audit of a process's GpuMmu set-up: `DxgkDdiCreateProcess`, `DxgkDdiGetRootPageTableSize`
+//! and `DxgkDdiSetRootPageTable`.
 
 use super::Ddi;
 use crate::allocation::DXGKARG_CREATEPROCESS;
-use crate::process::DXGKARG_SETROOTPAGETABLE;
+use crate::process::{DXGKARG_GETROOTPAGETABLESIZE, DXGKARG_SETROOTPAGETABLE};
 
 const CREATE_PROCESS_BY: &str = "K:DXGPROCESS_RENDER_ADAPTER_INFO::Initialize @0x1403ACC00";
 
@@ -93,6 +93,32 @@ pub const SET_ROOT_PAGE_TABLE: Ddi<DXGKARG_SETROOTPAGETABLE> = Ddi {
             SET_ROOT_BY,
             "the root's entry count, as the process's root was sized (the level description's, \
              or DxgkDdiGetRootPageTableSize's NumberOfPte on an adapter with a variable-size root)"
+        ),
+    ],
+};
+
+const ROOT_SIZE_BY: &str = "M:CVirtualAddressAllocator::CommitVirtualAddressRange @0x1400ADD10";
+
+/// `DxgkDdiGetRootPageTableSize` when a process's root page table on a physical adapter is
+/// first made, or must grow to cover a committed range, and only when the GPU MMU has two
+/// levels: `ROOT_SIZE_BY` builds the block on its stack, then keeps the driver's returned size
+/// and the entry count read back from the block. A count below the one asked, or a size
+/// below the table's previous one, is bug check 0x10E / 0x48.
+pub const GET_ROOT_PAGE_TABLE_SIZE: Ddi<DXGKARG_GETROOTPAGETABLESIZE> = Ddi {
+    name: "DxgkDdiGetRootPageTableSize",
+    block: "DXGKARG_GETROOTPAGETABLESIZE",
+    rows: &[
+        filled_row!(
+            DXGKARG_GETROOTPAGETABLESIZE.NumberOfPte,
+            false,
+            ROOT_SIZE_BY,
+            "the root entries needed to reach the range's last page; the driver may raise it"
+        ),
+        filled_row!(
+            DXGKARG_GETROOTPAGETABLESIZE.PhysicalAdapterIndex,
+            true,
+            ROOT_SIZE_BY,
+            "the physical adapter the table is for"
         ),
     ],
 };

@@ -51,6 +51,7 @@ fn every_row_cites_24h2_once() {
     check(&fence::DESTROY_NATIVE_FENCE);
     check(&fence::CLOSE_NATIVE_FENCE);
     check(&PREEMPT_COMMAND);
+    check(&GET_ROOT_PAGE_TABLE_SIZE);
     check(&SETUP_PRIORITY_BANDS);
     check(&QUERY_DEPENDENT_ENGINE_GROUP);
     check(&QUERY_ADAPTER_INFO);
@@ -102,7 +103,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiPowerRuntimeControlRequest",
     "DxgkDdiGetNodeMetadata",
     "DxgkDdiCalibrateGpuClock",
-    "DxgkDdiGetRootPageTableSize",
     "DxgkDdiQueryFeatureSupport",
     "DxgkDdiQueryFeatureInterface",
     "DxgkDdiBuildTestCommandBuffer",
