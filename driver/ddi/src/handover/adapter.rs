@@ -1,8 +1,8 @@
-//! The audit of `DxgkDdiQueryAdapterInfo`: the kernel's own questions, and a process's
-//! UMDRIVERPRIVATE question.
+//! The audit of the adapter's questions: `DxgkDdiQueryAdapterInfo` (the kernel's own questions,
+//! and a process's UMDRIVERPRIVATE question) and `DxgkDdiCalibrateGpuClock`.
 
-use super::Ddi;
-use crate::adapter::DXGKARG_QUERYADAPTERINFO;
+use super::{Ddi, Fill, Row};
+use crate::adapter::{DXGKARG_QUERYADAPTERINFO, DXGK_GPUCLOCKDATA};
 
 const WRAPPER_BY: &str = "K:DXGADAPTER::DdiQueryAdapterInfo @0x14035DC70";
 const KERNEL_BY: &str = "K:ADAPTER_RENDER::Initialize @0x14019D8EC";
@@ -118,5 +118,52 @@ pub const QUERY_ADAPTER_INFO_UMD: Ddi<DXGKARG_QUERYADAPTERINFO> = Ddi {
              (DxgkDdiCreateProcess), read under the adapter's process-list lock; null when \
              the process has none there"
         ),
+    ],
+};
+
+const CLOCK_BY: &str = "K:ADAPTER_RENDER::PerformClockCalibration @0x140013EBC";
+
+/// A row of the packed clock block that 24H2 hands zeroed (`zero_row!` takes a reference to
+/// the field, which a packed block does not allow).
+const fn clock_zero(
+    field: &'static str,
+    is_zero: fn(&DXGK_GPUCLOCKDATA) -> bool,
+) -> Row<DXGK_GPUCLOCKDATA> {
+    Row {
+        field,
+        kmd_reads: false,
+        fill: Fill::Zero {
+            by: CLOCK_BY,
+            why: "an answer: the block is zeroed on the caller's stack (the calibration timer \
+                  DPC, for every node of every physical adapter); a process's query \
+                  (K:DxgkQueryClockCalibrationInternal @0x14036C8A8) zeroes its copy likewise",
+        },
+        is_zero: Some(is_zero),
+    }
+}
+
+/// `DxgkDdiCalibrateGpuClock`: K:ADAPTER_RENDER::DdiCalibrateGpuClock @0x140015728 passes the
+/// node, the physical adapter as the engine, and the block, which holds only the driver's
+/// answer. A failure is only logged.
+pub const CALIBRATE_GPU_CLOCK: Ddi<DXGK_GPUCLOCKDATA> = Ddi {
+    name: "DxgkDdiCalibrateGpuClock",
+    block: "DXGK_GPUCLOCKDATA",
+    rows: &[
+        clock_zero("GpuFrequency", |b| {
+            let v = b.GpuFrequency;
+            v == 0
+        }),
+        clock_zero("GpuClockCounter", |b| {
+            let v = b.GpuClockCounter;
+            v == 0
+        }),
+        clock_zero("CpuClockCounter", |b| {
+            let v = b.CpuClockCounter;
+            v == 0
+        }),
+        clock_zero("Flags", |b| {
+            let v = b.Flags;
+            v.Value == 0
+        }),
     ],
 };

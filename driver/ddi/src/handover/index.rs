@@ -1,6 +1,6 @@
 //! [`AUDIT`]: what 24H2 hands each DDI of the catalog, in catalog order.
 
-use super::adapter::{QUERY_ADAPTER_INFO, QUERY_ADAPTER_INFO_UMD};
+use super::adapter::{CALIBRATE_GPU_CLOCK, QUERY_ADAPTER_INFO, QUERY_ADAPTER_INFO_UMD};
 use super::allocation::{
     ALLOCATION_INFO, CLOSE_ALLOCATION, CREATE_ALLOCATION, DESTROY_ALLOCATION, OPEN_ALLOCATION,
     OPEN_ALLOCATION_INFO,
@@ -266,7 +266,7 @@ pub static AUDIT: &[Audit] = &[
         },
     ),
     pending("DxgkDdiGetNodeMetadata", "a node ordinal and a DXGKARG_GETNODEMETADATA"),
-    pending("DxgkDdiCalibrateGpuClock", "a node ordinal, an engine and DXGKARG_CALIBRATEGPUCLOCK"),
+    audit("DxgkDdiCalibrateGpuClock", Cover::Blocks(&[&CALIBRATE_GPU_CLOCK])),
     unfilled("DxgkDdiFormatHistoryBuffer"),
     audit("DxgkDdiSubmitCommandVirtual", Cover::Blocks(&[&SUBMIT_COMMAND_VIRTUAL])),
     audit("DxgkDdiSetRootPageTable", Cover::Blocks(&[&SET_ROOT_PAGE_TABLE])),

@@ -405,7 +405,7 @@ mod process;
 mod queue;
 mod tdr;
 
-pub use adapter::{QUERY_ADAPTER_INFO, QUERY_ADAPTER_INFO_UMD};
+pub use adapter::{CALIBRATE_GPU_CLOCK, QUERY_ADAPTER_INFO, QUERY_ADAPTER_INFO_UMD};
 pub use device::{CREATE_CONTEXT, CREATE_DEVICE};
 pub use escape::ESCAPE;
 pub use fence::{

@@ -51,6 +51,7 @@ fn every_row_cites_24h2_once() {
     check(&fence::DESTROY_NATIVE_FENCE);
     check(&fence::CLOSE_NATIVE_FENCE);
     check(&PREEMPT_COMMAND);
+    check(&CALIBRATE_GPU_CLOCK);
     check(&GET_ROOT_PAGE_TABLE_SIZE);
     check(&SETUP_PRIORITY_BANDS);
     check(&QUERY_DEPENDENT_ENGINE_GROUP);
@@ -102,7 +103,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiQueryCurrentFence",
     "DxgkDdiPowerRuntimeControlRequest",
     "DxgkDdiGetNodeMetadata",
-    "DxgkDdiCalibrateGpuClock",
     "DxgkDdiQueryFeatureSupport",
     "DxgkDdiQueryFeatureInterface",
     "DxgkDdiBuildTestCommandBuffer",
@@ -416,4 +416,16 @@ fn ddi_01_an_adapter_info_question_is_held_to_its_kind() {
             "DxgkDdiQueryAdapterInfo(UMDRIVERPRIVATE)"
         ]
     );
+}
+
+/// DDI-01: a clock calibration handed over with an answer already in it is caught: 24H2
+/// zeroes the block.
+#[test]
+fn ddi_01_a_clock_calibration_with_an_answer_is_caught() {
+    let mut b = crate::adapter::DXGK_GPUCLOCKDATA::default();
+    assert_eq!(CALIBRATE_GPU_CLOCK.filled_zero(&b).count(), 0);
+    b.GpuFrequency = 1;
+    b.Flags.Value = 1;
+    let got: std::vec::Vec<_> = CALIBRATE_GPU_CLOCK.filled_zero(&b).collect();
+    assert_eq!(got, ["GpuFrequency", "Flags"]);
 }
