@@ -17,6 +17,7 @@ use super::hws::{
     SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
 };
 use super::paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
+use super::pnp::QUERY_CHILD_RELATIONS;
 use super::process::{CREATE_PROCESS, GET_ROOT_PAGE_TABLE_SIZE, SET_ROOT_PAGE_TABLE};
 use super::queue::{
     CONNECT_DOORBELL, CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE, DESTROY_DOORBELL,
@@ -110,7 +111,7 @@ pub static AUDIT: &[Audit] = &[
             why: "the adapter's context only, under the adapter's DPC spin lock, timed into a ring of 64",
         },
     ),
-    pending("DxgkDdiQueryChildRelations", "a DXGK_CHILD_DESCRIPTOR array and its size"),
+    audit("DxgkDdiQueryChildRelations", Cover::Blocks(&[&QUERY_CHILD_RELATIONS])),
     pending("DxgkDdiQueryChildStatus", "a DXGK_CHILD_STATUS"),
     pending("DxgkDdiQueryDeviceDescriptor", "a child UID and a DXGK_DEVICE_DESCRIPTOR"),
     audit(
@@ -254,9 +255,12 @@ pub static AUDIT: &[Audit] = &[
     ),
     audit("DxgkDdiQueryEngineStatus", Cover::Blocks(&[&QUERY_ENGINE_STATUS])),
     audit("DxgkDdiResetEngine", Cover::Blocks(&[&RESET_ENGINE])),
-    pending(
+    audit(
         "DxgkDdiPowerRuntimeControlRequest",
-        "a GUID and two buffers with their sizes",
+        Cover::NoBlock {
+            by: "K:DXGADAPTER::DdiPowerRuntimeControlRequest @0x140068DAC",
+            why: "a GUID and the caller's opaque input and output buffers with their sizes, passed through unchanged (from the power framework's control callback, runtime power start, stop and removal)",
+        },
     ),
     audit(
         "DxgkDdiNotifySurpriseRemoval",
@@ -265,7 +269,13 @@ pub static AUDIT: &[Audit] = &[
             why: "the context and a removal type, as scalars; called only for an interface of 0x300D or later with the slot filled",
         },
     ),
-    pending("DxgkDdiGetNodeMetadata", "a node ordinal and a DXGKARG_GETNODEMETADATA"),
+    audit(
+        "DxgkDdiGetNodeMetadata",
+        Cover::NoBlock {
+            by: "K:DXGADAPTER::DdiGetNodeMetadata @0x1401A63C4",
+            why: "the node and its physical adapter as one scalar (node | adapter << 16, from K:ADAPTER_RENDER::Initialize @0x14019D8EC for every node), and an answer block the OS does not fill: only the friendly name's first character is cleared before the call",
+        },
+    ),
     audit("DxgkDdiCalibrateGpuClock", Cover::Blocks(&[&CALIBRATE_GPU_CLOCK])),
     unfilled("DxgkDdiFormatHistoryBuffer"),
     audit("DxgkDdiSubmitCommandVirtual", Cover::Blocks(&[&SUBMIT_COMMAND_VIRTUAL])),

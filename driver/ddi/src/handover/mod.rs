@@ -401,6 +401,7 @@ mod fence;
 mod hws;
 mod index;
 mod paging;
+mod pnp;
 mod process;
 mod queue;
 mod tdr;
@@ -428,6 +429,7 @@ pub use allocation::{
     OPEN_ALLOCATION_INFO,
 };
 pub use paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
+pub use pnp::QUERY_CHILD_RELATIONS;
 pub use process::{CREATE_PROCESS, GET_ROOT_PAGE_TABLE_SIZE, SET_ROOT_PAGE_TABLE};
 pub use queue::{
     CONNECT_DOORBELL, CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE, DESTROY_DOORBELL,

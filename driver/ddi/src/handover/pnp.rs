@@ -1,0 +1,56 @@
+//! The audit of the PnP DDIs that take a block: `DxgkDdiQueryChildRelations`.
+
+use super::{Ddi, Fill, Row};
+use crate::adapter::DXGK_CHILD_DESCRIPTOR;
+
+const CHILDREN_BY: &str = "K:DpiFdoEnumChildDevices @0x1403FF92C";
+const CHILDREN_WHY: &str = "an answer: the caller allocates one descriptor more than the \
+                            adapter's child count and zeroes the array";
+
+/// `DxgkDdiQueryChildRelations` as the adapter starts (K:DpiFdoStartAdapter @0x140245688):
+/// `CHILDREN_BY` hands the driver a zeroed pool array of the adapter's child count plus one
+/// descriptors and its size in bytes, then checks each reported child (its type, output
+/// technology, HPD awareness and target id) and fails the start on a bad one. The rows
+/// describe the array's first descriptor, the one the argument points to.
+pub const QUERY_CHILD_RELATIONS: Ddi<DXGK_CHILD_DESCRIPTOR> = Ddi {
+    name: "DxgkDdiQueryChildRelations",
+    block: "DXGK_CHILD_DESCRIPTOR",
+    rows: &[
+        zero_row!(
+            DXGK_CHILD_DESCRIPTOR.ChildDeviceType,
+            false,
+            CHILDREN_BY,
+            CHILDREN_WHY
+        ),
+        Row {
+            field: "ChildCapabilities",
+            kmd_reads: false,
+            fill: Fill::Zero {
+                by: CHILDREN_BY,
+                why: CHILDREN_WHY,
+            },
+            is_zero: Some(|b| {
+                let c = b.ChildCapabilities;
+                // SAFETY: every arm of the union is plain integers; the video-output arm
+                // spans its named bytes.
+                let v = unsafe { c.Type.VideoOutput };
+                v.InterfaceTechnology == 0
+                    && v.MonitorOrientationAwareness == 0
+                    && v.SupportsSdtvModes == 0
+                    && c.HpdAwareness == 0
+            }),
+        },
+        zero_row!(
+            DXGK_CHILD_DESCRIPTOR.AcpiUid,
+            false,
+            CHILDREN_BY,
+            CHILDREN_WHY
+        ),
+        zero_row!(
+            DXGK_CHILD_DESCRIPTOR.ChildUid,
+            false,
+            CHILDREN_BY,
+            CHILDREN_WHY
+        ),
+    ],
+};
