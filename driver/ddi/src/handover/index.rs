@@ -17,7 +17,7 @@ use super::hws::{
     SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
 };
 use super::paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
-use super::pnp::QUERY_CHILD_RELATIONS;
+use super::pnp::{QUERY_CHILD_RELATIONS, QUERY_INTERFACE_SET};
 use super::process::{CREATE_PROCESS, GET_ROOT_PAGE_TABLE_SIZE, SET_ROOT_PAGE_TABLE};
 use super::queue::{
     CONNECT_DOORBELL, CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE, DESTROY_DOORBELL,
@@ -136,7 +136,7 @@ pub static AUDIT: &[Audit] = &[
             why: "nothing (from DpiCleanup)",
         },
     ),
-    pending("DxgkDdiQueryInterface", "a QUERY_INTERFACE"),
+    audit("DxgkDdiQueryInterface", Cover::Blocks(&[&QUERY_INTERFACE_SET])),
     audit(
         "DxgkDdiControlEtwLogging",
         Cover::NoBlock {

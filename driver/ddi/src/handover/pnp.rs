@@ -1,7 +1,8 @@
-//! The audit of the PnP DDIs that take a block: `DxgkDdiQueryChildRelations`.
+//! The audit of the PnP DDIs that take a block: `DxgkDdiQueryChildRelations` and
+//! `DxgkDdiQueryInterface`.
 
 use super::{Ddi, Fill, Row};
-use crate::adapter::DXGK_CHILD_DESCRIPTOR;
+use crate::adapter::{DXGK_CHILD_DESCRIPTOR, QUERY_INTERFACE};
 
 const CHILDREN_BY: &str = "K:DpiFdoEnumChildDevices @0x1403FF92C";
 const CHILDREN_WHY: &str = "an answer: the caller allocates one descriptor more than the \
@@ -51,6 +52,57 @@ pub const QUERY_CHILD_RELATIONS: Ddi<DXGK_CHILD_DESCRIPTOR> = Ddi {
             false,
             CHILDREN_BY,
             CHILDREN_WHY
+        ),
+    ],
+};
+
+const INTERFACE_BY: &str = "K:DpiQueryMiniportInterface @0x14018AFAC";
+
+/// `DxgkDdiQueryInterface` for an interface the kernel wants from the adapter (the feature
+/// interface at start, and the display, panel, brightness, thermal and virtualization ones):
+/// `INTERFACE_BY` builds the request on its stack from its caller's GUID, size, version and
+/// buffer, and names the adapter itself as the device. It asks only when the slot is filled,
+/// and only logs a failure. (A child's PDO passes a PnP request through instead,
+/// K:DpiPdoDispatchPnp @0x1403B44D0; a render-only adapter has no children.)
+pub const QUERY_INTERFACE_SET: Ddi<QUERY_INTERFACE> = Ddi {
+    name: "DxgkDdiQueryInterface",
+    block: "QUERY_INTERFACE",
+    rows: &[
+        filled_row!(
+            QUERY_INTERFACE.InterfaceType,
+            true,
+            INTERFACE_BY,
+            "the caller's GUID"
+        ),
+        filled_row!(
+            QUERY_INTERFACE.Size,
+            true,
+            INTERFACE_BY,
+            "the caller's buffer size"
+        ),
+        filled_row!(
+            QUERY_INTERFACE.Version,
+            true,
+            INTERFACE_BY,
+            "the version the caller asks for"
+        ),
+        filled_row!(
+            QUERY_INTERFACE.Interface,
+            true,
+            INTERFACE_BY,
+            "the caller's buffer, which the driver fills"
+        ),
+        zero_row!(
+            QUERY_INTERFACE.InterfaceSpecificData,
+            false,
+            INTERFACE_BY,
+            "written zero"
+        ),
+        filled_row!(
+            QUERY_INTERFACE.DeviceUid,
+            false,
+            INTERFACE_BY,
+            "0xFFFFFFFF: the adapter, not a child"
         ),
     ],
 };
