@@ -7,6 +7,7 @@ use super::allocation::{
 };
 use super::device::{CREATE_CONTEXT, CREATE_DEVICE};
 use super::escape::ESCAPE;
+use super::feature::QUERY_FEATURE_SUPPORT;
 use super::fence::{
     CLOSE_NATIVE_FENCE, CREATE_NATIVE_FENCE, DESTROY_NATIVE_FENCE, OPEN_NATIVE_FENCE,
     SET_NATIVE_FENCE_LOG_BUFFER, SET_NATIVE_FENCE_LOG_BUFFER_RELEASE,
@@ -388,10 +389,7 @@ pub static AUDIT: &[Audit] = &[
     ),
     audit("DxgkDdiUpdateNativeFenceLogs", Cover::Blocks(&[&UPDATE_NATIVE_FENCE_LOGS])),
     audit("DxgkDdiCollectDbgInfo2", Cover::Blocks(&[&COLLECT_DBG_INFO2])),
-    pending(
-        "DxgkDdiQueryFeatureSupport",
-        "DXGKARG_QUERYFEATURESUPPORT from K:DpQueryFeatureSupport @0x1402350B0",
-    ),
+    audit("DxgkDdiQueryFeatureSupport", Cover::Blocks(&[&QUERY_FEATURE_SUPPORT])),
     pending("DxgkDdiQueryFeatureInterface", "DXGKARG_QUERYFEATUREINTERFACE"),
     pending(
         "DxgkDdiBuildTestCommandBuffer",

@@ -309,6 +309,18 @@ impl IsZero for DXGKARG_CREATEHWQUEUE_0 {
     }
 }
 
+impl IsZero for u8 {
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+}
+
+impl IsZero for u16 {
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+}
+
 impl IsZero for i32 {
     fn is_zero(&self) -> bool {
         *self == 0
@@ -397,6 +409,7 @@ mod allocation;
 pub mod callbacks;
 mod device;
 mod escape;
+mod feature;
 mod fence;
 mod hws;
 mod index;
@@ -409,6 +422,7 @@ mod tdr;
 pub use adapter::{CALIBRATE_GPU_CLOCK, QUERY_ADAPTER_INFO, QUERY_ADAPTER_INFO_UMD};
 pub use device::{CREATE_CONTEXT, CREATE_DEVICE};
 pub use escape::ESCAPE;
+pub use feature::QUERY_FEATURE_SUPPORT;
 pub use fence::{
     CLOSE_NATIVE_FENCE, CREATE_NATIVE_FENCE, DESTROY_NATIVE_FENCE, OPEN_NATIVE_FENCE,
     SET_NATIVE_FENCE_LOG_BUFFER, SET_NATIVE_FENCE_LOG_BUFFER_RELEASE,

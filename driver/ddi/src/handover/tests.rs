@@ -51,6 +51,7 @@ fn every_row_cites_24h2_once() {
     check(&fence::DESTROY_NATIVE_FENCE);
     check(&fence::CLOSE_NATIVE_FENCE);
     check(&PREEMPT_COMMAND);
+    check(&QUERY_FEATURE_SUPPORT);
     check(&QUERY_INTERFACE_SET);
     check(&QUERY_CHILD_RELATIONS);
     check(&CALIBRATE_GPU_CLOCK);
@@ -101,7 +102,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiSubmitCommand",
     "DxgkDdiCollectDbgInfo",
     "DxgkDdiQueryCurrentFence",
-    "DxgkDdiQueryFeatureSupport",
     "DxgkDdiQueryFeatureInterface",
     "DxgkDdiBuildTestCommandBuffer",
 ];
