@@ -332,9 +332,10 @@ fn log_01_queue_with_logs_creates_under_the_24h2_block() {
 }
 
 /// 24H2's release block (`M:VidSchiDecrementHwQueueReference`: only `hHwQueue`, at
-/// DISPATCH_LEVEL, then the logs freed) while the queue still has logged work queued: the KMD
-/// takes both logs away before it returns, so the work that runs after it writes nothing into
-/// the freed (poisoned) pages, and the queue's destruction finds them intact.
+/// DISPATCH_LEVEL, then the logs freed) while the queue still has logged work queued: before
+/// it returns the KMD takes both logs away and the queue off the device, so the work still
+/// queued writes nothing into the freed (sealed) pages, and the queue's destruction finds them
+/// intact.
 #[test]
 fn log_01_release_block_stops_log_writes_before_the_pages_are_freed() {
     let m = machine_handing_over(LogHandOver::HandleOnlyRelease);

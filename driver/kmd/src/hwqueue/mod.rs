@@ -129,6 +129,9 @@ impl HwQueue {
         context: crate::hws::ContextPriority,
         tag: u64,
     ) -> Option<QueueDescriptor> {
+        if self.logs.released {
+            return None;
+        }
         let ring = self.ring?;
         let mut flags = QueueFlags::VALID;
         if self.user_mode {

@@ -21,7 +21,7 @@ use super::{dedup_ids, seq_of, validate, HeaderView};
 /// DxgkDdiSetNativeFenceLogBuffer (PASSIVE or DISPATCH_LEVEL; LOG-01, LOG-09). `header`: the
 /// buffer's header as the thunk read it through `LogBufferCpuVa`, the OS's kernel mapping of
 /// the buffer (refused if unreadable). A failure takes both of the queue's logs away
-/// ([`forget_logs`]): 24H2 frees both when either call fails (`M:VidSchiCreateNativeFenceLog`
+/// ([`super::QueueLogs::clear`]): 24H2 frees both when either call fails (`M:VidSchiCreateNativeFenceLog`
 /// @0x140024634), and the pages' "destroy and recreate" destroys the old buffer before the
 /// call, so no log the queue had before may stay in use. The queue then reports NULL
 /// (LOG-08), which costs a scan and loses nothing.
@@ -45,26 +45,23 @@ pub fn set_log_buffer<P: Platform>(
     if set.is_err() {
         // The status that matters is the set's; a handle naming no queue has nothing to forget.
         let _ = with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
-            forget_logs(live, h)
+            update(live, h, |logs| logs.clear())
         });
     }
     set
 }
 
 /// DxgkDdiSetNativeFenceLogBuffer with the release block ([`super::is_release`], DISPATCH_LEVEL,
-/// LOG-01): [`forget_logs`]. The OS frees both buffers next and does not look at the status,
-/// so a handle that names no live queue (destroyed already) is only reported.
+/// LOG-01): 24H2 sends it when the queue's last reference goes, before
+/// `DxgkDdiDestroyHwQueue`, and frees both buffers next. The queue forgets its logs and leaves
+/// the device ([`super::QueueLogs::release`]): its slot is recommitted empty, so the device
+/// stops it at a packet boundary before this returns and it writes neither buffer again. No
+/// allocation, no wait. The OS does not look at the status, so a handle that names no live
+/// queue (destroyed already) is only reported.
 pub fn release_logs<P: Platform>(args: &DXGKARG_SETNATIVEFENCELOGBUFFER) -> Result<(), Status> {
     with_adapter::<P, _>(args.hHwQueue, Kind::Queue, |_, live, h| {
-        forget_logs(live, h)
+        update(live, h, |logs| logs.release())
     })
-}
-
-/// Queue `h` forgets both logs; when this returns the device writes neither again (a
-/// LOG_WRITE the queue still runs faults `NoLog` instead of reaching freed memory). No
-/// allocation, no wait: callable at DISPATCH_LEVEL.
-fn forget_logs<P: Platform>(live: &Live<P>, h: Handle) -> Result<(), Status> {
-    update(live, h, |logs| logs.release())
 }
 
 /// Changes queue `h`'s logs with `change` under the scheduler lock, keeps the ISR table in
@@ -94,7 +91,7 @@ fn update<P: Platform>(
         let runnable = s.queues.get(&h).is_some_and(|q| s.runnable(q));
         if runnable {
             // The queue keeps its id and ring; the device uses the new addresses from its
-            // next packet (hardware.md M14).
+            // next packet (hardware.md M14), or drops a released queue's empty slot.
             runlist::commit_slot(&live.regs, &s, engine, id, Some(h))?;
         }
         runnable.then_some(id)

@@ -86,6 +86,10 @@ pub struct QueueLogs {
     pub signal: Option<LogBuf>,
     /// The wait log's VA is in the queue's space rather than the system space.
     pub wait_in_queue: bool,
+    /// The OS took both logs back because the queue's last reference went (its destruction
+    /// follows): the queue stays out of every runlist from then on, so that work still queued
+    /// on it neither writes the freed logs nor faults on their absence.
+    pub released: bool,
 }
 
 impl QueueLogs {
@@ -106,9 +110,20 @@ impl QueueLogs {
         }
     }
 
-    /// Forgets both logs (the OS is about to free them).
+    /// Forgets both logs (a refused set: the OS frees them).
+    pub fn clear(&mut self) {
+        *self = Self {
+            released: self.released,
+            ..Self::default()
+        };
+    }
+
+    /// Forgets both logs and retires the queue from the device ([`Self::released`]).
     pub fn release(&mut self) {
-        *self = Self::default();
+        *self = Self {
+            released: true,
+            ..Self::default()
+        };
     }
 
     /// Descriptor flags the logs need.
@@ -553,10 +568,15 @@ mod tests {
             super::validate(64, signals, wait_va, 0, 0).map(|r| r.2),
             bad
         );
-        // The release takes both away.
+        // A refused set takes both away; the release also retires the queue.
+        let mut refused = logs;
+        refused.clear();
+        assert_eq!(refused, QueueLogs::default());
         logs.release();
-        assert_eq!(logs, QueueLogs::default());
+        assert!(logs.released && !logs.complete());
         assert_eq!(raw(logs.descriptor_fields()), (0, 0));
+        logs.clear();
+        assert!(logs.released, "a retired queue stays retired");
     }
 
     /// 24H2's release block names only the queue; a block with any address is a set.
