@@ -379,7 +379,10 @@ impl<K: Kmt> UserQueue<K> {
         &mut self,
         batch: &P,
     ) -> Result<(u64, SubmissionPath), SubmitError> {
-        let usual = !self.lost && !self.connect_failed && self.fallback.is_none();
+        let usual = !self.lost
+            && !self.connect_failed
+            && self.fallback.is_none()
+            && self.progress.value() <= self.last;
         if usual && !self.retained.holds_any() {
             let fits = batch.size().and_then(|words| {
                 let bytes = words.saturating_mul(8).saturating_add(self.closing.bytes());
@@ -427,6 +430,14 @@ impl<K: Kmt> UserQueue<K> {
     ) -> Result<(u64, SubmissionPath), SubmitError> {
         if self.lost {
             return Err(SubmitError::Lost);
+        }
+        if self.progress.value() > self.last {
+            // UM-10: a progress value this queue never wrote. Windows signals a device's sync
+            // objects to the maximum when it puts the device in error (a page fault, a reset)
+            // and writes nothing to its doorbells, so this is how the loss shows when the KMD
+            // could not abort them: what ran is unknown, the caller recreates the device.
+            self.lost = true;
+            return Err(SubmitError::Kmt(crate::kmt::STATUS_DEVICE_REMOVED));
         }
         if self.retained.holds_any() {
             self.reap_retained();

@@ -547,6 +547,27 @@ fn um_10_removed_fence_value_is_device_loss() {
     assert!(fills(&m).is_empty());
 }
 
+/// UM-10: a device put in error whose doorbell still reads CONNECTED (Windows writes no
+/// doorbell status then; a page fault gives the KMD no moment to abort it): the progress fence
+/// reads a value the queue never wrote (UINT64_MAX), so the next submission reports the device
+/// removed without ringing, and the queue is lost.
+#[test]
+fn um_10_progress_beyond_the_last_value_is_device_loss_while_connected() {
+    let m = Mock::new();
+    m.w().auto = false;
+    let mut q = UserQueue::new(&m, &QueueConfig::default()).unwrap();
+    q.submit(&[fill(1)]).unwrap();
+    let f = q.progress_fence();
+    m.w().fences.insert(f, u64::MAX);
+    assert_eq!(q.doorbell_status(), Some(DoorbellStatus::Connected));
+    assert_eq!(
+        q.submit(&[fill(2)]),
+        Err(SubmitError::Kmt(crate::kmt::STATUS_DEVICE_REMOVED))
+    );
+    assert!(q.is_lost());
+    assert_eq!(q.submit(&[fill(3)]), Err(SubmitError::Lost));
+}
+
 /// UM-17 (the UMD's part): close waits for the last value, then destroys doorbell, queues,
 /// allocations, context in that order.
 #[test]
