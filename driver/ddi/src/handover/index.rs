@@ -6,7 +6,7 @@ use super::allocation::{
     OPEN_ALLOCATION_INFO,
 };
 use super::device::{CREATE_CONTEXT, CREATE_DEVICE};
-use super::escape::ESCAPE;
+use super::escape::{BUILD_TEST_COMMAND_BUFFER, ESCAPE};
 use super::feature::QUERY_FEATURE_SUPPORT;
 use super::fence::{
     CLOSE_NATIVE_FENCE, CREATE_NATIVE_FENCE, DESTROY_NATIVE_FENCE, OPEN_NATIVE_FENCE,
@@ -391,8 +391,8 @@ pub static AUDIT: &[Audit] = &[
     audit("DxgkDdiCollectDbgInfo2", Cover::Blocks(&[&COLLECT_DBG_INFO2])),
     audit("DxgkDdiQueryFeatureSupport", Cover::Blocks(&[&QUERY_FEATURE_SUPPORT])),
     pending("DxgkDdiQueryFeatureInterface", "DXGKARG_QUERYFEATUREINTERFACE"),
-    pending(
+    audit(
         "DxgkDdiBuildTestCommandBuffer",
-        "DXGKARG_BUILDTESTCOMMANDBUFFER from K:KnownEscapeBuildTestCommandBuffer @0x1401D1030",
+        Cover::Blocks(&[&BUILD_TEST_COMMAND_BUFFER]),
     ),
 ];
