@@ -129,7 +129,15 @@ pub static AUDIT: &[Audit] = &[
             why: "the event type, the event, its argument as scalars, and a word the driver writes",
         },
     ),
-    pending("DxgkDdiResetDevice", "the adapter's context only; caller not cited yet"),
+    audit(
+        "DxgkDdiResetDevice",
+        Cover::NoBlock {
+            by: "K:DpiEnterSystemDisplay @0x14007DE70",
+            why: "the adapter's context only, when the kernel takes the display for a bug \
+                  check and no adapter enabled system display: only for the one adapter the \
+                  kernel keeps for that, and only while it is started",
+        },
+    ),
     audit(
         "DxgkDdiUnload",
         Cover::NoBlock {

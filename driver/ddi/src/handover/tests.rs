@@ -97,7 +97,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiDispatchIoRequest",
     "DxgkDdiQueryChildStatus",
     "DxgkDdiQueryDeviceDescriptor",
-    "DxgkDdiResetDevice",
     "DxgkDdiDescribeAllocation",
     "DxgkDdiGetStandardAllocationDriverData",
     "DxgkDdiSubmitCommand",
