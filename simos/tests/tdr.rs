@@ -9,16 +9,13 @@ use common::tdr::*;
 use common::*;
 use std::time::Duration;
 
-use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::regs;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::testing::tdr::{self as testing_tdr, Misreport};
-use rvgpu_simos::{
-    Cause, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, TdrReason, UmsEvent,
-};
+use rvgpu_simos::{Cause, Machine, MachineConfig, Mode, SimError, TdrConfig, TdrEvent, TdrReason};
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, DeviceExecutionState, Kmt};
 use rvgpu_umd::submit::UserQueue;
 
