@@ -18,7 +18,7 @@ use super::hws::{
     SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
 };
 use super::paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
-use super::pnp::{QUERY_CHILD_RELATIONS, QUERY_INTERFACE_SET};
+use super::pnp::{QUERY_CHILD_RELATIONS, QUERY_INTERFACE_SET, START_DEVICE};
 use super::process::{CREATE_PROCESS, GET_ROOT_PAGE_TABLE_SIZE, SET_ROOT_PAGE_TABLE};
 use super::queue::{
     CONNECT_DOORBELL, CREATE_DOORBELL, CREATE_HWQUEUE, CREATE_HWQUEUE_USER_MODE, DESTROY_DOORBELL,
@@ -78,11 +78,7 @@ pub static AUDIT: &[Audit] = &[
             why: "the physical device object and where the driver writes its context",
         },
     ),
-    pending(
-        "DxgkDdiStartDevice",
-        "DXGK_START_INFO, the DXGKRNL_INTERFACE (audited with the callbacks), and the two \
-         counts the driver writes",
-    ),
+    audit("DxgkDdiStartDevice", Cover::Blocks(&[&START_DEVICE])),
     audit(
         "DxgkDdiStopDevice",
         Cover::NoBlock {

@@ -1,14 +1,43 @@
-//! The audit of the PnP DDIs that take a block: `DxgkDdiQueryChildRelations` and
-//! `DxgkDdiQueryInterface`.
+//! The audit of the PnP DDIs that take a block: `DxgkDdiStartDevice`,
+//! `DxgkDdiQueryChildRelations` and `DxgkDdiQueryInterface`.
 
 use super::{Ddi, Fill, Row};
-use crate::adapter::{DXGK_CHILD_DESCRIPTOR, QUERY_INTERFACE};
+use crate::adapter::{DXGK_CHILD_DESCRIPTOR, DXGK_START_INFO, QUERY_INTERFACE};
+
+const START_BY: &str = "K:DpiFdoStartAdapter @0x140245688";
+
+/// `DxgkDdiStartDevice`'s DXGK_START_INFO: `START_BY` builds it on its stack just before the
+/// call, beside the DXGKRNL_INTERFACE it fills in pool for the driver's interface version
+/// (audited with the callbacks) and the two counts the driver writes into the adapter's
+/// extension. After a successful start it clamps the source count to 1 when the driver
+/// reports no children, and enumerates children (DxgkDdiQueryChildRelations) only when it
+/// reports some.
+pub const START_DEVICE: Ddi<DXGK_START_INFO> = Ddi {
+    name: "DxgkDdiStartDevice",
+    block: "DXGK_START_INFO",
+    rows: &[
+        filled_row!(DXGK_START_INFO.RequiredDmaQueueEntry, false, START_BY, "32"),
+        filled_row!(
+            DXGK_START_INFO.AdapterGuid,
+            false,
+            START_BY,
+            "the adapter's GUID, kept in its extension"
+        ),
+        filled_row!(
+            DXGK_START_INFO.AdapterLuid,
+            false,
+            START_BY,
+            "the adapter's LUID, kept in its extension"
+        ),
+    ],
+};
 
 const CHILDREN_BY: &str = "K:DpiFdoEnumChildDevices @0x1403FF92C";
 const CHILDREN_WHY: &str = "an answer: the caller allocates one descriptor more than the \
                             adapter's child count and zeroes the array";
 
-/// `DxgkDdiQueryChildRelations` as the adapter starts (K:DpiFdoStartAdapter @0x140245688):
+/// `DxgkDdiQueryChildRelations` as the adapter starts (`START_BY`, only when the driver's
+/// StartDevice reported children):
 /// `CHILDREN_BY` hands the driver a zeroed pool array of the adapter's child count plus one
 /// descriptors and its size in bytes, then checks each reported child (its type, output
 /// technology, HPD awareness and target id) and fails the start on a bad one. The rows
