@@ -26,7 +26,7 @@ use super::queue::{
 };
 use super::tdr::{
     COLLECT_DBG_INFO2, PREEMPT_COMMAND, QUERY_DEPENDENT_ENGINE_GROUP, QUERY_ENGINE_STATUS,
-    RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE, SUBMIT_COMMAND_VIRTUAL,
+    RESET_ENGINE, RESET_HW_ENGINE, RESUME_HW_ENGINE, SUBMIT_COMMAND, SUBMIT_COMMAND_VIRTUAL,
 };
 use super::{Audit, Cover, Part};
 use crate::adapter::{DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_UMDRIVERPRIVATE};
@@ -176,7 +176,7 @@ pub static AUDIT: &[Audit] = &[
     unfilled("DxgkDdiAcquireSwizzlingRange"),
     unfilled("DxgkDdiReleaseSwizzlingRange"),
     unfilled("DxgkDdiPatch"),
-    pending("DxgkDdiSubmitCommand", "DXGKARG_SUBMITCOMMAND of the paging node's buffers"),
+    audit("DxgkDdiSubmitCommand", Cover::Blocks(&[&SUBMIT_COMMAND])),
     audit("DxgkDdiPreemptCommand", Cover::Blocks(&[&PREEMPT_COMMAND])),
     audit(
         "DxgkDdiBuildPagingBuffer",

@@ -1,10 +1,12 @@
-//! The audit of engine resets, preemption and a context's virtual submission.
+//! The audit of engine resets, preemption and the execution queue's submissions (virtual and
+//! physical).
 
 use super::Ddi;
 use crate::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
 use crate::tdr::{
     DXGKARG_COLLECTDBGINFO2, DXGKARG_PREEMPTCOMMAND, DXGKARG_QUERYDEPENDENTENGINEGROUP,
-    DXGKARG_QUERYENGINESTATUS, DXGKARG_RESETENGINE, DXGKARG_SUBMITCOMMANDVIRTUAL,
+    DXGKARG_QUERYENGINESTATUS, DXGKARG_RESETENGINE, DXGKARG_SUBMITCOMMAND,
+    DXGKARG_SUBMITCOMMANDVIRTUAL,
 };
 
 const RESET_BY: &str = "M:VidSchiResetEngine @0x140047318";
@@ -168,6 +170,122 @@ pub const SUBMIT_COMMAND_VIRTUAL: Ddi<DXGKARG_SUBMITCOMMANDVIRTUAL> = Ddi {
             DXGKARG_SUBMITCOMMANDVIRTUAL.NodeOrdinal,
             true,
             VIRTUAL_BY,
+            "the driver's node of the packet's VidSch node"
+        ),
+    ],
+};
+
+const SUBMIT_BY: &str = "M:VidSchiFillSubmitCommandData @0x14003CFF8";
+
+/// `DxgkDdiSubmitCommand` of a packet without GPU VA (the paging node's buffers on a GPU-VA
+/// adapter): M:VidSchiSendToExecutionQueue @0x140017660 has `SUBMIT_BY` zero a 96-byte block
+/// and fill it from the packet, its DMA buffer, its context and its node, and calls the
+/// driver at DISPATCH_LEVEL; a failure is bug check 0x119 / 0x2 unless the caller waits.
+pub const SUBMIT_COMMAND: Ddi<DXGKARG_SUBMITCOMMAND> = Ddi {
+    name: "DxgkDdiSubmitCommand",
+    block: "DXGKARG_SUBMITCOMMAND",
+    rows: &[
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.Anonymous,
+            true,
+            SUBMIT_BY,
+            "hContext: the driver's handle of the packet's context"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.DmaBufferSegmentId,
+            true,
+            SUBMIT_BY,
+            "the packet's segment (0: system memory)"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.DmaBufferPhysicalAddress,
+            true,
+            SUBMIT_BY,
+            "the packet's buffer address in that segment"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.DmaBufferSize,
+            true,
+            SUBMIT_BY,
+            "the size of the packet's DMA buffer; 0 when the packet has none"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.DmaBufferSubmissionStartOffset,
+            true,
+            SUBMIT_BY,
+            "the packet's start offset"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.DmaBufferSubmissionEndOffset,
+            true,
+            SUBMIT_BY,
+            "the packet's end offset"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.pDmaBufferPrivateData,
+            true,
+            SUBMIT_BY,
+            "the DMA buffer's private data; null when the packet has no buffer"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.DmaBufferPrivateDataSize,
+            true,
+            SUBMIT_BY,
+            "that private data's size"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.DmaBufferPrivateDataSubmissionStartOffset,
+            false,
+            SUBMIT_BY,
+            "the packet's private-data start offset"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.DmaBufferPrivateDataSubmissionEndOffset,
+            false,
+            SUBMIT_BY,
+            "the packet's private-data end offset"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.SubmissionFenceId,
+            true,
+            SUBMIT_BY,
+            "the packet's submission fence, counted by VidSch per node"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.VidPnSourceId,
+            false,
+            SUBMIT_BY,
+            "the flip's source for a packet that flips; zero otherwise"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.FlipInterval,
+            false,
+            SUBMIT_BY,
+            "the flip's interval for a packet that flips; zero otherwise"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.Flags,
+            true,
+            SUBMIT_BY,
+            "as for DxgkDdiSubmitCommandVirtual (VIRTUAL_BY), without VirtualMachineData"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.EngineOrdinal,
+            true,
+            SUBMIT_BY,
+            "the engine of the packet's VidSch node"
+        ),
+        zero_row!(
+            DXGKARG_SUBMITCOMMAND.DmaBufferVirtualAddress,
+            true,
+            SUBMIT_BY,
+            "never written: zeroed with the block (the KMD reads it only when the physical \
+             address is null, which 24H2 never passes)"
+        ),
+        filled_row!(
+            DXGKARG_SUBMITCOMMAND.NodeOrdinal,
+            true,
+            SUBMIT_BY,
             "the driver's node of the packet's VidSch node"
         ),
     ],

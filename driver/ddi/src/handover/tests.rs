@@ -51,6 +51,7 @@ fn every_row_cites_24h2_once() {
     check(&fence::DESTROY_NATIVE_FENCE);
     check(&fence::CLOSE_NATIVE_FENCE);
     check(&PREEMPT_COMMAND);
+    check(&SUBMIT_COMMAND);
     check(&START_DEVICE);
     check(&BUILD_TEST_COMMAND_BUFFER);
     check(&QUERY_FEATURE_SUPPORT);
@@ -99,7 +100,6 @@ const PENDING: &[&str] = &[
     "DxgkDdiQueryDeviceDescriptor",
     "DxgkDdiDescribeAllocation",
     "DxgkDdiGetStandardAllocationDriverData",
-    "DxgkDdiSubmitCommand",
     "DxgkDdiCollectDbgInfo",
     "DxgkDdiQueryCurrentFence",
     "DxgkDdiQueryFeatureInterface",
@@ -425,4 +425,37 @@ fn ddi_01_a_clock_calibration_with_an_answer_is_caught() {
     b.Flags.Value = 1;
     let got: std::vec::Vec<_> = CALIBRATE_GPU_CLOCK.filled_zero(&b).collect();
     assert_eq!(got, ["GpuFrequency", "Flags"]);
+}
+
+/// DDI-01: a legacy submission that names a GPU VA is caught: 24H2 never writes it.
+#[test]
+fn ddi_01_a_physical_submission_naming_a_gpu_va_is_caught() {
+    use crate::tdr::{DXGKARG_SUBMITCOMMAND, DXGKARG_SUBMITCOMMAND_0};
+    let mut b = DXGKARG_SUBMITCOMMAND {
+        Anonymous: DXGKARG_SUBMITCOMMAND_0 {
+            hContext: 8 as crate::HANDLE,
+        },
+        DmaBufferSegmentId: 0,
+        DmaBufferPhysicalAddress: crate::LARGE_INTEGER {
+            QuadPart: 0x10_0000,
+        },
+        DmaBufferSize: 4096,
+        DmaBufferSubmissionStartOffset: 0,
+        DmaBufferSubmissionEndOffset: 64,
+        pDmaBufferPrivateData: core::ptr::null_mut(),
+        DmaBufferPrivateDataSize: 0,
+        DmaBufferPrivateDataSubmissionStartOffset: 0,
+        DmaBufferPrivateDataSubmissionEndOffset: 0,
+        SubmissionFenceId: 3,
+        VidPnSourceId: 0,
+        FlipInterval: 0,
+        Flags: Default::default(),
+        EngineOrdinal: 0,
+        DmaBufferVirtualAddress: 0,
+        NodeOrdinal: 0,
+    };
+    assert_eq!(SUBMIT_COMMAND.filled_zero(&b).count(), 0);
+    b.DmaBufferVirtualAddress = 0x1000;
+    let got: std::vec::Vec<_> = SUBMIT_COMMAND.filled_zero(&b).collect();
+    assert_eq!(got, ["DmaBufferVirtualAddress"]);
 }
