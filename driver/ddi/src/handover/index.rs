@@ -93,7 +93,12 @@ pub static AUDIT: &[Audit] = &[
             why: "the adapter's context only (from the FDO's remove, and from AddDevice when it fails after the driver's AddDevice)",
         },
     ),
-    pending("DxgkDdiDispatchIoRequest", "the context, a view index and a VIDEO_REQUEST_PACKET"),
+    pending(
+        "DxgkDdiDispatchIoRequest",
+        "the context, a view index and a VIDEO_REQUEST_PACKET; no caller of its slot found in \
+         24H2's Dpi wrappers, but the catalog has the simulated OS call it, so it cannot be \
+         marked never-called here",
+    ),
     audit(
         "DxgkDdiInterruptRoutine",
         Cover::NoBlock {
@@ -109,8 +114,17 @@ pub static AUDIT: &[Audit] = &[
         },
     ),
     audit("DxgkDdiQueryChildRelations", Cover::Blocks(&[&QUERY_CHILD_RELATIONS])),
-    pending("DxgkDdiQueryChildStatus", "a DXGK_CHILD_STATUS"),
-    pending("DxgkDdiQueryDeviceDescriptor", "a child UID and a DXGK_DEVICE_DESCRIPTOR"),
+    pending(
+        "DxgkDdiQueryChildStatus",
+        "a DXGK_CHILD_STATUS for a child the driver reported; 24H2 enumerates children only when \
+         StartDevice reports some (K:DpiFdoStartAdapter @0x140245688) and rvgpu reports none, \
+         but the catalog has the simulated OS call it",
+    ),
+    pending(
+        "DxgkDdiQueryDeviceDescriptor",
+        "a child UID and a DXGK_DEVICE_DESCRIPTOR, for a reported child only (see \
+         DxgkDdiQueryChildStatus)",
+    ),
     audit(
         "DxgkDdiSetPowerState",
         Cover::NoBlock {
@@ -168,10 +182,18 @@ pub static AUDIT: &[Audit] = &[
         Cover::Blocks(&[&CREATE_ALLOCATION, &ALLOCATION_INFO]),
     ),
     audit("DxgkDdiDestroyAllocation", Cover::Blocks(&[&DESTROY_ALLOCATION])),
-    pending("DxgkDdiDescribeAllocation", "DXGKARG_DESCRIBEALLOCATION"),
+    pending(
+        "DxgkDdiDescribeAllocation",
+        "DXGKARG_DESCRIBEALLOCATION; K:ADAPTER_RENDER::DdiDescribeAllocation @0x1402F57E0 has \
+         about twenty callers, all display, present, overlay or shared-primary paths; the ones \
+         a render-only adapter reaches are not read yet",
+    ),
     pending(
         "DxgkDdiGetStandardAllocationDriverData",
-        "DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA",
+        "DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA; callers of \
+         K:ADAPTER_RENDER::DdiGetStandardAllocationDriverData @0x140355CF0: CDD primaries, \
+         K:DXGDEVICE::CreateStandardAllocation @0x140354F2C, resource-info queries; not read \
+         yet",
     ),
     unfilled("DxgkDdiAcquireSwizzlingRange"),
     unfilled("DxgkDdiReleaseSwizzlingRange"),
@@ -199,11 +221,18 @@ pub static AUDIT: &[Audit] = &[
     audit("DxgkDdiEscape", Cover::Blocks(&[&ESCAPE])),
     pending(
         "DxgkDdiCollectDbgInfo",
-        "DXGKARG_COLLECTDBGINFO; 24H2's TDR path (K:DXGADAPTER::_DdiCollectDbgInfoNoLocks \
-         @0x1403698F8) calls it only when DxgkDdiCollectDbgInfo2 is empty, which rvgpu fills; \
-         other callers not cited yet",
+        "DXGKARG_COLLECTDBGINFO; 24H2's only path to the slot, \
+         K:DXGADAPTER::_DdiCollectDbgInfoNoLocks @0x1403698F8 (from TdrCollectDbgInfoStage1), \
+         calls DxgkDdiCollectDbgInfo2 when it is filled, as rvgpu's is, and passes the v1 slot \
+         the v2 block otherwise; the simulated OS still calls it (its TDR Reading and a test \
+         entry point), so it cannot be marked never-called here",
     ),
-    pending("DxgkDdiQueryCurrentFence", "DXGKARG_QUERYCURRENTFENCE"),
+    pending(
+        "DxgkDdiQueryCurrentFence",
+        "DXGKARG_QUERYCURRENTFENCE; reached only through the core interface table \
+         (K:ADAPTER_RENDER::DdiQueryCurrentFence @0x140069000); its dxgmms2 caller is not \
+         found yet",
+    ),
     unfilled("DxgkDdiIsSupportedVidPn"),
     audit(
         "DxgkDdiControlInterrupt",
@@ -394,7 +423,11 @@ pub static AUDIT: &[Audit] = &[
     audit("DxgkDdiUpdateNativeFenceLogs", Cover::Blocks(&[&UPDATE_NATIVE_FENCE_LOGS])),
     audit("DxgkDdiCollectDbgInfo2", Cover::Blocks(&[&COLLECT_DBG_INFO2])),
     audit("DxgkDdiQueryFeatureSupport", Cover::Blocks(&[&QUERY_FEATURE_SUPPORT])),
-    pending("DxgkDdiQueryFeatureInterface", "DXGKARG_QUERYFEATUREINTERFACE"),
+    pending(
+        "DxgkDdiQueryFeatureInterface",
+        "DXGKARG_QUERYFEATUREINTERFACE; through the feature interface K:DpiFeatureStartDevice \
+         @0x14024DEF8 gets; its caller is not found yet",
+    ),
     audit(
         "DxgkDdiBuildTestCommandBuffer",
         Cover::Blocks(&[&BUILD_TEST_COMMAND_BUFFER]),
