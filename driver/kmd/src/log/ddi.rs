@@ -6,6 +6,7 @@ use core::sync::atomic::Ordering;
 
 use rvgpu_ddi::fence::{DXGKARG_SETNATIVEFENCELOGBUFFER, DXGKARG_UPDATENATIVEFENCELOGS};
 use rvgpu_ddi::HANDLE;
+use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::regs;
 
 use crate::adapter::{Adapter, Live};
@@ -35,8 +36,8 @@ pub fn set_log_buffer<P: Platform>(
             let (kind, buf, space) = validate(
                 args.NumberOfEntries,
                 header,
-                args.LogBufferGpuVa,
-                args.LogBufferSystemProcessGpuVa,
+                GpuVa::new(args.LogBufferGpuVa),
+                GpuVa::new(args.LogBufferSystemProcessGpuVa),
                 live.identity.vram_size,
             )?;
             update(live, h, |logs| logs.set(kind, buf, space))

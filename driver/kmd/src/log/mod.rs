@@ -167,13 +167,13 @@ pub fn is_release(args: &rvgpu_ddi::fence::DXGKARG_SETNATIVEFENCELOGBUFFER) -> b
 /// (`M:VidSchiCreateNativeFenceLog` @0x140024634) and maps each log into one space only
 /// (`M:VIDMM_SCH_LOG::CreateSchLog` @0x140024A94): the signal log into the system process,
 /// the wait log into the queue's process; `LogBufferGpuVa` is the VA there.
-pub fn locate(kind: LogKind, process_va: u64, system_va: u64) -> (GpuVa, LogSpace) {
-    if system_va != 0 {
-        return (GpuVa::new(system_va), LogSpace::System);
+pub fn locate(kind: LogKind, process_va: GpuVa, system_va: GpuVa) -> (GpuVa, LogSpace) {
+    if !system_va.is_null() {
+        return (system_va, LogSpace::System);
     }
     match kind {
-        LogKind::Signal => (GpuVa::new(process_va), LogSpace::System),
-        LogKind::Wait => (GpuVa::new(process_va), LogSpace::Queue),
+        LogKind::Signal => (process_va, LogSpace::System),
+        LogKind::Wait => (process_va, LogSpace::Queue),
     }
 }
 
@@ -185,8 +185,8 @@ pub fn locate(kind: LogKind, process_va: u64, system_va: u64) -> (GpuVa, LogSpac
 pub fn validate(
     number_of_entries: u32,
     header: HeaderView,
-    process_va: u64,
-    system_va: u64,
+    process_va: GpuVa,
+    system_va: GpuVa,
     vram_size: u64,
 ) -> Result<(LogKind, LogBuf, LogSpace), Status> {
     let kind = LogKind::from_type(header.log_type).ok_or(status::INVALID_PARAMETER)?;
@@ -470,10 +470,27 @@ mod tests {
         vram_size: u64,
     ) -> Result<(LogKind, LogBuf), Status> {
         // Both VAs filled, as the pages describe: the system VA is the device's.
-        super::validate(n, h, gpu, gpu, vram_size).map(|(k, b, space)| {
+        super::validate(n, h, GpuVa::new(gpu), GpuVa::new(gpu), vram_size).map(|(k, b, space)| {
             assert_eq!(space, LogSpace::System);
             (k, b)
         })
+    }
+
+    /// `super::validate` with raw VAs, as the OS passes them.
+    fn sv(
+        n: u32,
+        h: HeaderView,
+        process_va: u64,
+        system_va: u64,
+        vram_size: u64,
+    ) -> Result<(LogKind, LogBuf, LogSpace), Status> {
+        super::validate(
+            n,
+            h,
+            GpuVa::new(process_va),
+            GpuVa::new(system_va),
+            vram_size,
+        )
     }
 
     fn raw((w, s): (GpuVa, GpuVa)) -> (u64, u64) {
@@ -522,14 +539,12 @@ mod tests {
     #[test]
     fn log_01_24h2_block_locates_each_log_by_its_type() {
         let wait_va = 0x7F00_0000_0000;
-        let (k, w, space) =
-            super::validate(64, hdr(LOG_TYPE_WAITS, 64), wait_va, 0, 1 << 20).unwrap();
+        let (k, w, space) = sv(64, hdr(LOG_TYPE_WAITS, 64), wait_va, 0, 1 << 20).unwrap();
         assert_eq!(
             (k, w.gpu.get(), space),
             (LogKind::Wait, wait_va, LogSpace::Queue)
         );
-        let (k2, sg, space2) =
-            super::validate(64, hdr(LOG_TYPE_SIGNALS, 64), 0x20_0000, 0, 1 << 20).unwrap();
+        let (k2, sg, space2) = sv(64, hdr(LOG_TYPE_SIGNALS, 64), 0x20_0000, 0, 1 << 20).unwrap();
         assert_eq!(
             (k2, sg.gpu.get(), space2),
             (LogKind::Signal, 0x20_0000, LogSpace::System)
@@ -545,7 +560,7 @@ mod tests {
         );
         // A recreate with a system VA moves the wait log back to the system space.
         let (k3, w3, space3) =
-            super::validate(64, hdr(LOG_TYPE_WAITS, 64), wait_va, 0x30_0000, 1 << 20).unwrap();
+            sv(64, hdr(LOG_TYPE_WAITS, 64), wait_va, 0x30_0000, 1 << 20).unwrap();
         logs.set(k3, w3, space3);
         assert_eq!(raw(logs.descriptor_fields()), (0x30_0000, 0x20_0000));
         assert!(logs.descriptor_flags().is_empty());
@@ -555,19 +570,13 @@ mod tests {
         let bad = Err(status::INVALID_PARAMETER);
         let waits = hdr(LOG_TYPE_WAITS, 64);
         assert_eq!(
-            super::validate(64, waits, limit - 4096, 0, 0).map(|r| r.2),
+            sv(64, waits, limit - 4096, 0, 0).map(|r| r.2),
             Ok(LogSpace::Queue)
         );
-        assert_eq!(
-            super::validate(64, waits, limit - 2048, 0, 0).map(|r| r.2),
-            bad
-        );
-        assert_eq!(super::validate(64, waits, 0, 0, 0).map(|r| r.2), bad);
+        assert_eq!(sv(64, waits, limit - 2048, 0, 0).map(|r| r.2), bad);
+        assert_eq!(sv(64, waits, 0, 0, 0).map(|r| r.2), bad);
         let signals = hdr(LOG_TYPE_SIGNALS, 64);
-        assert_eq!(
-            super::validate(64, signals, wait_va, 0, 0).map(|r| r.2),
-            bad
-        );
+        assert_eq!(sv(64, signals, wait_va, 0, 0).map(|r| r.2), bad);
         // A refused set takes both away; the release also retires the queue.
         let mut refused = logs;
         refused.clear();

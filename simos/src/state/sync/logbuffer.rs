@@ -69,9 +69,9 @@ impl LogBuffer {
     }
 
     /// The buffer, also mapped at `va` in `process`.
-    pub fn with_process_va(self, process: ProcessId, va: u64) -> Self {
+    pub fn with_process_va(self, process: ProcessId, va: rvgpu_hw::addr::GpuVa) -> Self {
         Self {
-            process_va: Some((process, va)),
+            process_va: Some((process, va.get())),
             ..self
         }
     }

@@ -52,7 +52,7 @@ pub(super) fn alloc_log(
     }
     // The process's view: VidMm's own page, with no allocation behind it, as a fence value's.
     match vm.map_fence_value(a, pid, bus) {
-        Ok(va) if va != 0 => Ok(b.with_process_va(pid, va)),
+        Ok(va) if va != 0 => Ok(b.with_process_va(pid, rvgpu_hw::addr::GpuVa::new(va))),
         Ok(_) => {
             free_log(a, &b);
             Err(SimError::Gone("the queue's process address space"))
