@@ -17,7 +17,7 @@ use super::hws::{
     RESUME_CONTEXT, SETUP_PRIORITY_BANDS, SET_CONTEXT_SCHEDULING_PROPERTIES,
     SET_SCHEDULING_LOG_BUFFER, SUSPEND_CONTEXT,
 };
-use super::paging::{FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
+use super::paging::{FILL, FLUSH_TLB, UPDATE_PAGE_TABLE, UPDATE_PAGE_TABLE_INVALIDATE};
 use super::pnp::{QUERY_CHILD_RELATIONS, QUERY_INTERFACE_SET, START_DEVICE};
 use super::process::{CREATE_PROCESS, GET_ROOT_PAGE_TABLE_SIZE, SET_ROOT_PAGE_TABLE};
 use super::queue::{
@@ -202,7 +202,12 @@ pub static AUDIT: &[Audit] = &[
     audit("DxgkDdiPreemptCommand", Cover::Blocks(&[&PREEMPT_COMMAND])),
     audit(
         "DxgkDdiBuildPagingBuffer",
-        Cover::Blocks(&[&UPDATE_PAGE_TABLE, &UPDATE_PAGE_TABLE_INVALIDATE, &FLUSH_TLB]),
+        Cover::Blocks(&[
+            &UPDATE_PAGE_TABLE,
+            &UPDATE_PAGE_TABLE_INVALIDATE,
+            &FLUSH_TLB,
+            &FILL,
+        ]),
     ),
     audit(
         "DxgkDdiResetFromTimeout",

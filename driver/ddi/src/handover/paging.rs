@@ -1,8 +1,9 @@
-//! The audit of VidMm's page-table paging operations: UPDATEPAGETABLE (maps and invalidations
-//! apart) and FLUSHTLB.
+//! The audit of VidMm's paging operations: UPDATEPAGETABLE (maps and invalidations apart),
+//! FLUSHTLB and FILL.
 
 use super::Ddi;
 use crate::memory::{DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE};
+use crate::tdr::DXGKARG_BUILDPAGINGBUFFER_Fill;
 
 const UPDATE_BY: &str = "M:VIDMM_GLOBAL::UpdatePageTable @0x1400ABE20";
 
@@ -208,6 +209,44 @@ pub const FLUSH_TLB: Ddi<DXGK_BUILDPAGINGBUFFER_FLUSHTLB> = Ddi {
             true,
             FLUSH_BY,
             "the caller's end, past the last VA of what changed (not below the start)"
+        ),
+    ],
+};
+
+const FILL_BY: &str = "M:VIDMM_GLOBAL::FillAllocationInternal @0x1400AE828";
+
+/// `DxgkDdiBuildPagingBuffer` with `DXGK_OPERATION_FILL`, VidMm clearing an allocation in a
+/// segment (M:VIDMM_GLOBAL::FillAllocation @0x1400AE7E4); a segment VidMm reaches by GPU VA
+/// gets a virtual fill instead (M:VIDMM_GLOBAL::FillAllocationUsingGpuVa @0x1400AEA70).
+/// `FILL_BY` zeroes the whole DXGKARG_BUILDPAGINGBUFFER once, then per attempt (again while
+/// the driver asks for a new buffer) sets the operation and the fill.
+pub const FILL: Ddi<DXGKARG_BUILDPAGINGBUFFER_Fill> = Ddi {
+    name: "DxgkDdiBuildPagingBuffer(FILL)",
+    block: "DXGKARG_BUILDPAGINGBUFFER_Fill",
+    rows: &[
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Fill.hAllocation,
+            false,
+            FILL_BY,
+            "the driver's handle of the allocation, null for a fill without one"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Fill.FillSize,
+            true,
+            FILL_BY,
+            "the caller's byte count"
+        ),
+        zero_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Fill.FillPattern,
+            true,
+            FILL_BY,
+            "written zero on every attempt: VidMm only clears"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Fill.Destination,
+            true,
+            FILL_BY,
+            "the segment's driver id, and the segment's base plus the caller's offset"
         ),
     ],
 };

@@ -51,6 +51,7 @@ fn every_row_cites_24h2_once() {
     check(&fence::DESTROY_NATIVE_FENCE);
     check(&fence::CLOSE_NATIVE_FENCE);
     check(&PREEMPT_COMMAND);
+    check(&FILL);
     check(&SUBMIT_COMMAND);
     check(&START_DEVICE);
     check(&BUILD_TEST_COMMAND_BUFFER);
@@ -458,4 +459,23 @@ fn ddi_01_a_physical_submission_naming_a_gpu_va_is_caught() {
     b.DmaBufferVirtualAddress = 0x1000;
     let got: std::vec::Vec<_> = SUBMIT_COMMAND.filled_zero(&b).collect();
     assert_eq!(got, ["DmaBufferVirtualAddress"]);
+}
+
+/// DDI-01: a paging fill with a pattern is caught: 24H2's VidMm only clears.
+#[test]
+fn ddi_01_a_paging_fill_with_a_pattern_is_caught() {
+    use crate::tdr::{DXGKARG_BUILDPAGINGBUFFER_Fill, DXGKARG_BUILDPAGINGBUFFER_Fill_Destination};
+    let mut b = DXGKARG_BUILDPAGINGBUFFER_Fill {
+        hAllocation: core::ptr::null_mut(),
+        FillSize: 4096,
+        FillPattern: 0,
+        Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {
+            SegmentId: 1,
+            SegmentAddress: crate::LARGE_INTEGER { QuadPart: 0 },
+        },
+    };
+    assert_eq!(FILL.filled_zero(&b).count(), 0);
+    b.FillPattern = 0xDEAD_BEEF;
+    let got: std::vec::Vec<_> = FILL.filled_zero(&b).collect();
+    assert_eq!(got, ["FillPattern"]);
 }
