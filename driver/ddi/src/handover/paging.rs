@@ -1,9 +1,9 @@
 //! The audit of VidMm's paging operations: UPDATEPAGETABLE (maps and invalidations apart),
-//! FLUSHTLB and FILL.
+//! FLUSHTLB, FILL and TRANSFER.
 
 use super::Ddi;
 use crate::memory::{DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE};
-use crate::tdr::DXGKARG_BUILDPAGINGBUFFER_Fill;
+use crate::tdr::{DXGKARG_BUILDPAGINGBUFFER_Fill, DXGKARG_BUILDPAGINGBUFFER_Transfer};
 
 const UPDATE_BY: &str = "M:VIDMM_GLOBAL::UpdatePageTable @0x1400ABE20";
 
@@ -247,6 +247,66 @@ pub const FILL: Ddi<DXGKARG_BUILDPAGINGBUFFER_Fill> = Ddi {
             true,
             FILL_BY,
             "the segment's driver id, and the segment's base plus the caller's offset"
+        ),
+    ],
+};
+
+const TRANSFER_BY: &str = "M:VIDMM_GLOBAL::MemoryTransferInternal @0x1400E5F04";
+
+/// `DxgkDdiBuildPagingBuffer` with `DXGK_OPERATION_TRANSFER`, VidMm moving an allocation
+/// between a segment and system memory (M:VIDMM_GLOBAL::MemoryTransfer @0x1400E5E04); a
+/// segment VidMm reaches by GPU VA gets a virtual transfer instead. `TRANSFER_BY` zeroes the
+/// whole DXGKARG_BUILDPAGINGBUFFER once, then per attempt (again while the driver asks for a
+/// new buffer) fills the transfer; a driver answering that the allocation is busy gets the
+/// same transfer again, with AllocationIsIdle, once VidMm has waited for it.
+pub const TRANSFER: Ddi<DXGKARG_BUILDPAGINGBUFFER_Transfer> = Ddi {
+    name: "DxgkDdiBuildPagingBuffer(TRANSFER)",
+    block: "DXGKARG_BUILDPAGINGBUFFER_Transfer",
+    rows: &[
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Transfer.hAllocation,
+            false,
+            TRANSFER_BY,
+            "the driver's handle of the allocation, null for a transfer without one"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Transfer.TransferOffset,
+            true,
+            TRANSFER_BY,
+            "the caller's offset into the allocation"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Transfer.TransferSize,
+            true,
+            TRANSFER_BY,
+            "the caller's byte count"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Transfer.Source,
+            true,
+            TRANSFER_BY,
+            "a segment's driver id and its base plus the caller's offset; for system memory \
+             segment 0 and the caller's MDL"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Transfer.Destination,
+            true,
+            TRANSFER_BY,
+            "as Source"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Transfer.Flags,
+            true,
+            TRANSFER_BY,
+            "the caller's flags, with TransferStart at offset 0 and TransferEnd when the \
+             transfer reaches the allocation's end; AllocationIsIdle when the allocation is \
+             not in use (or there is none)"
+        ),
+        zero_row!(
+            DXGKARG_BUILDPAGINGBUFFER_Transfer.MdlOffset,
+            true,
+            TRANSFER_BY,
+            "written zero on every attempt: the MDL is always read from its start"
         ),
     ],
 };

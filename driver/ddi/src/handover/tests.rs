@@ -52,6 +52,7 @@ fn every_row_cites_24h2_once() {
     check(&fence::CLOSE_NATIVE_FENCE);
     check(&PREEMPT_COMMAND);
     check(&FILL);
+    check(&TRANSFER);
     check(&SUBMIT_COMMAND);
     check(&START_DEVICE);
     check(&BUILD_TEST_COMMAND_BUFFER);
@@ -478,4 +479,18 @@ fn ddi_01_a_paging_fill_with_a_pattern_is_caught() {
     b.FillPattern = 0xDEAD_BEEF;
     let got: std::vec::Vec<_> = FILL.filled_zero(&b).collect();
     assert_eq!(got, ["FillPattern"]);
+}
+
+/// DDI-01: a paging transfer that starts inside its MDL is caught: 24H2 always passes the MDL
+/// from its start.
+#[test]
+fn ddi_01_a_paging_transfer_with_an_mdl_offset_is_caught() {
+    let mut b = crate::tdr::DXGKARG_BUILDPAGINGBUFFER_Transfer {
+        TransferSize: 4096,
+        ..Default::default()
+    };
+    assert_eq!(TRANSFER.filled_zero(&b).count(), 0);
+    b.MdlOffset = 2;
+    let got: std::vec::Vec<_> = TRANSFER.filled_zero(&b).collect();
+    assert_eq!(got, ["MdlOffset"]);
 }
