@@ -1,9 +1,12 @@
 //! The audit of VidMm's paging operations: UPDATEPAGETABLE (maps and invalidations apart),
-//! FLUSHTLB, FILL and TRANSFER.
+//! FLUSHTLB, FILL, TRANSFER and MAP_APERTURE_SEGMENT.
 
 use super::Ddi;
 use crate::memory::{DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE};
-use crate::tdr::{DXGKARG_BUILDPAGINGBUFFER_Fill, DXGKARG_BUILDPAGINGBUFFER_Transfer};
+use crate::tdr::{
+    DXGKARG_BUILDPAGINGBUFFER_Fill, DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
+    DXGKARG_BUILDPAGINGBUFFER_Transfer,
+};
 
 const UPDATE_BY: &str = "M:VIDMM_GLOBAL::UpdatePageTable @0x1400ABE20";
 
@@ -307,6 +310,69 @@ pub const TRANSFER: Ddi<DXGKARG_BUILDPAGINGBUFFER_Transfer> = Ddi {
             true,
             TRANSFER_BY,
             "written zero on every attempt: the MDL is always read from its start"
+        ),
+    ],
+};
+
+const MAP_APERTURE_BY: &str = "M:VIDMM_GLOBAL::MapVideoApertureSegmentInternal @0x1400AF41C";
+
+/// `DxgkDdiBuildPagingBuffer` with `DXGK_OPERATION_MAP_APERTURE_SEGMENT`, VidMm backing a range
+/// of an aperture segment with an MDL's pages (M:VIDMM_APERTURE_SEGMENT::MapApertureRange
+/// @0x1401156D0). `MAP_APERTURE_BY` zeroes the whole DXGKARG_BUILDPAGINGBUFFER once and fills
+/// the operation per attempt, again while the driver asks for a new buffer. (With VidMm's
+/// virtual-copy mode it builds another operation instead, not this one.)
+pub const MAP_APERTURE_SEGMENT: Ddi<DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment> = Ddi {
+    name: "DxgkDdiBuildPagingBuffer(MAP_APERTURE_SEGMENT)",
+    block: "DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment",
+    rows: &[
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment.hDevice,
+            false,
+            MAP_APERTURE_BY,
+            "the driver's handle of the allocation's device, on the first attempt only and \
+             only for a device allocation; null otherwise"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment.hAllocation,
+            false,
+            MAP_APERTURE_BY,
+            "the driver's handle of the allocation; null for VidMm's own range"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment.SegmentId,
+            true,
+            MAP_APERTURE_BY,
+            "the aperture segment's driver id"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment.OffsetInPages,
+            true,
+            MAP_APERTURE_BY,
+            "the range's first page in the segment"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment.NumberOfPages,
+            true,
+            MAP_APERTURE_BY,
+            "the range's page count"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment.pMdl,
+            true,
+            MAP_APERTURE_BY,
+            "the caller's MDL"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment.Flags,
+            true,
+            MAP_APERTURE_BY,
+            "CacheCoherent from the caller; no other bit"
+        ),
+        zero_row!(
+            DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment.MdlOffset,
+            true,
+            MAP_APERTURE_BY,
+            "written zero with the flags: the range maps the MDL from its start"
         ),
     ],
 };

@@ -53,6 +53,7 @@ fn every_row_cites_24h2_once() {
     check(&PREEMPT_COMMAND);
     check(&FILL);
     check(&TRANSFER);
+    check(&MAP_APERTURE_SEGMENT);
     check(&SUBMIT_COMMAND);
     check(&START_DEVICE);
     check(&BUILD_TEST_COMMAND_BUFFER);
@@ -492,5 +493,18 @@ fn ddi_01_a_paging_transfer_with_an_mdl_offset_is_caught() {
     assert_eq!(TRANSFER.filled_zero(&b).count(), 0);
     b.MdlOffset = 2;
     let got: std::vec::Vec<_> = TRANSFER.filled_zero(&b).collect();
+    assert_eq!(got, ["MdlOffset"]);
+}
+
+/// DDI-01: an aperture map that starts inside its MDL is caught: 24H2 maps from the start.
+#[test]
+fn ddi_01_an_aperture_map_with_an_mdl_offset_is_caught() {
+    let mut b = crate::tdr::DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment {
+        NumberOfPages: 1,
+        ..Default::default()
+    };
+    assert_eq!(MAP_APERTURE_SEGMENT.filled_zero(&b).count(), 0);
+    b.MdlOffset = 1;
+    let got: std::vec::Vec<_> = MAP_APERTURE_SEGMENT.filled_zero(&b).collect();
     assert_eq!(got, ["MdlOffset"]);
 }
