@@ -1,11 +1,11 @@
 //! The audit of VidMm's paging operations: UPDATEPAGETABLE (maps and invalidations apart),
-//! FLUSHTLB, FILL, TRANSFER and MAP_APERTURE_SEGMENT.
+//! FLUSHTLB, FILL, TRANSFER, and MAP_ and UNMAP_APERTURE_SEGMENT.
 
 use super::Ddi;
 use crate::memory::{DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE};
 use crate::tdr::{
     DXGKARG_BUILDPAGINGBUFFER_Fill, DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment,
-    DXGKARG_BUILDPAGINGBUFFER_Transfer,
+    DXGKARG_BUILDPAGINGBUFFER_Transfer, DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment,
 };
 
 const UPDATE_BY: &str = "M:VIDMM_GLOBAL::UpdatePageTable @0x1400ABE20";
@@ -373,6 +373,56 @@ pub const MAP_APERTURE_SEGMENT: Ddi<DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment
             true,
             MAP_APERTURE_BY,
             "written zero with the flags: the range maps the MDL from its start"
+        ),
+    ],
+};
+
+const UNMAP_APERTURE_BY: &str = "M:VIDMM_GLOBAL::UnmapVideoApertureSegmentInternal @0x1400B07E8";
+
+/// `DxgkDdiBuildPagingBuffer` with `DXGK_OPERATION_UNMAP_APERTURE_SEGMENT`, VidMm pointing a
+/// released aperture range at its dummy page (M:VIDMM_APERTURE_SEGMENT::UnmapApertureRange
+/// @0x1401157F0). `UNMAP_APERTURE_BY` zeroes the whole DXGKARG_BUILDPAGINGBUFFER once and fills
+/// the operation on every attempt, again while the driver asks for a new buffer.
+pub const UNMAP_APERTURE_SEGMENT: Ddi<DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment> = Ddi {
+    name: "DxgkDdiBuildPagingBuffer(UNMAP_APERTURE_SEGMENT)",
+    block: "DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment",
+    rows: &[
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment.hDevice,
+            false,
+            UNMAP_APERTURE_BY,
+            "the driver's handle of the allocation's device for a device allocation, on every \
+             attempt; null otherwise"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment.hAllocation,
+            false,
+            UNMAP_APERTURE_BY,
+            "the driver's handle of the allocation; null for VidMm's own range"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment.SegmentId,
+            true,
+            UNMAP_APERTURE_BY,
+            "the aperture segment's driver id"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment.OffsetInPages,
+            true,
+            UNMAP_APERTURE_BY,
+            "the range's first page in the segment"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment.NumberOfPages,
+            true,
+            UNMAP_APERTURE_BY,
+            "the range's page count"
+        ),
+        filled_row!(
+            DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment.DummyPage,
+            true,
+            UNMAP_APERTURE_BY,
+            "the caller's dummy page"
         ),
     ],
 };

@@ -54,6 +54,7 @@ fn every_row_cites_24h2_once() {
     check(&FILL);
     check(&TRANSFER);
     check(&MAP_APERTURE_SEGMENT);
+    check(&UNMAP_APERTURE_SEGMENT);
     check(&SUBMIT_COMMAND);
     check(&START_DEVICE);
     check(&BUILD_TEST_COMMAND_BUFFER);
