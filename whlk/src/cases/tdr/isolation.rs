@@ -216,8 +216,8 @@ pub(super) fn guilty_device_aborted(b: &dyn Backend) -> CaseResult {
             .skip(m)
             .collect();
         // The KMD's callback disconnects the guilty doorbells (24H2 through the driver's
-        // DxgkDdiDisconnectDoorbell, the pages by the status only; docs/windows-bringup.md
-        // §13). A disconnect, if any, is ABORT.
+        // DxgkDdiDisconnectDoorbell, the pages by the status only;
+        // docs/windows-bringup.md §13). A disconnect, if any, is ABORT.
         for q in [hq, hq1] {
             ensure!(
                 !ev.iter().any(|e| matches!(
