@@ -6,9 +6,9 @@
 //! |---|---|---|
 //! | `DxgkDdiQueryDependentEngineGroup` | PASSIVE, first level; "must return STATUS_SUCCESS" [qdeg] | `1 << NodeOrdinal`: engines are independent (hardware.md 4.1, TDR-02) |
 //! | `DxgkDdiQueryEngineStatus` | PASSIVE, first level; "should always succeed" [qes] | `Responsive = STATUS.state ≠ Hung` (all-ones: not responsive) |
-//! | `DxgkDdiResetEngine` | PASSIVE, first level, pageable [reset] | [`reset_engine`]: reset, `LastAbortedFenceId` ([`last_aborted`]), node ring drained, runlist recommitted (ends the hold, hardware.md 10.1), guilty HW queue's device in error + `DxgkCbInvalidateHwContext` |
-//! | `DxgkDdiResetFromTimeout` | PASSIVE; no other DDI runs except the F-state power DDIs; ISR and DPC keep running [sync] | [`reset_from_timeout`]: adapter reset, every node `C := S` (TDR-04) |
-//! | `DxgkDdiRestartFromTimeout` | PASSIVE [restart] | [`restart_from_timeout`]: bring-up steps 6–10 again |
+//! | `DxgkDdiResetEngine` | PASSIVE, first level, pageable [reset] | [`reset_engine`]: reset, `LastAbortedFenceId` ([`last_aborted`]), node ring drained, runlist recommitted (ends the hold, hardware.md 10.1), guilty HW queue's device in error + `DxgkCbInvalidateHwContext` + its doorbells aborted |
+//! | `DxgkDdiResetFromTimeout` | PASSIVE; no other DDI runs except the F-state power DDIs; ISR and DPC keep running [sync] | [`reset_from_timeout`]: adapter reset, every node `C := S` (TDR-04), every device in error (UM-10) |
+//! | `DxgkDdiRestartFromTimeout` | PASSIVE [restart] | [`restart_from_timeout`]: bring-up steps 6–10 again, the errored devices' doorbells aborted |
 //!
 //! **Locking.** The scheduler spin lock (DISPATCH) is held across the engine reset, the
 //! computation and the recommits of [`reset_engine`], so no queue create/destroy, suspend or
@@ -16,8 +16,9 @@
 //! runlist between the reset and the commit that ends the hold. The node rings are read and
 //! drained inside `DxgkCbSynchronizeExecution` ([`Live::synchronized`]): lock order **sched
 //! lock → interrupt lock**, never the reverse (docs/tdr.md#the-kmd). `DxgkCbInvalidateHwContext`
-//! is PASSIVE_LEVEL [ihc] and is called after the lock is released. `DxgkDdiCollectDbgInfo`
-//! ([`crate::dbginfo`]) takes none of these locks, so it can run beside a reset (TDR-01).
+//! and `DxgkCbDisconnectDoorbell` are PASSIVE_LEVEL [ihc] and are called after the lock is
+//! released. `DxgkDdiCollectDbgInfo` ([`crate::dbginfo`]) takes none of these locks, so it
+//! can run beside a reset (TDR-01).
 //!
 //! **Which DDIs Windows calls.** `SupportPerEngineTDR` is advertised only when the device has
 //! `CAPS.PER_ENGINE_RESET` and the table carries the four per-engine DDIs ([`per_engine_tdr`]),
