@@ -16,7 +16,7 @@ use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::testing::spy;
 use rvgpu_simos::{
     Irql, LateWakes, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification,
-    ProcessId, SimError, SimEvent, TraceEvent, WaitOutcome,
+    ProcessId, ReleaseVia, SimError, SimEvent, TraceEvent, UmsEvent, WaitOutcome,
 };
 use rvgpu_umd::submit::{QueueConfig, UserQueue};
 
@@ -678,9 +678,10 @@ fn nf_15_burst_of_waited_signals_none_lost() {
     assert!(m.bugcheck().is_none());
 }
 
-/// NF-13 at adapter stop (threaded): stopping an adapter with live fences, pending CPU waits
-/// and GPU signals in flight destroys the fences first (Close, then Destroy): the waits end
-/// abandoned, nothing faults, and the adapter restarts with native fences.
+/// NF-13 at adapter stop (threaded): an adapter stopped with a live fence (opened twice) and a
+/// pending CPU wait, its queue's GPU signals run, tears its devices down, then destroys the
+/// fences (Close, then Destroy) as `K:ADAPTER_RENDER::Stop` @0x14019FC38 orders them: the wait
+/// ends abandoned, nothing faults, and the adapter restarts with native fences.
 #[test]
 fn nf_13_stop_with_live_fences_threaded() {
     let mut m = started(MachineConfig::single(Mode::Threaded));
@@ -691,17 +692,91 @@ fn nf_13_stop_with_live_fences_threaded() {
         ok(&m, q.signal(&f, v));
     }
     ok(&m, q.kick());
+    // The stop comes once the queue has run its work: work still running when the stop
+    // unmaps the device's allocations faults instead
+    // (`nf_13_stop_with_work_in_flight_faults_the_device_first`).
+    let ran = m.run_until(0, Duration::from_secs(10), |_| {
+        q.drained() && f.current_value() == 50
+    });
+    assert_eq!(ran, Ok(true), "the queue did not run its signals");
     let r = m.stop_adapter(0);
     assert!(r.is_ok(), "{r:?}");
     assert_eq!(e.wait(Duration::from_secs(5)), Some(WaitOutcome::Abandoned));
     assert!(f.is_destroyed() && g.is_destroyed());
     assert!(m.fault().is_none(), "{:?}", m.fault());
+    let faults = m.ums_events(0);
+    assert!(
+        !faults
+            .iter()
+            .any(|e| matches!(e, UmsEvent::PageFault { .. })),
+        "{faults:?}"
+    );
     let r = m.start_adapter(0);
     let p1 = common::device_process(&m, 0);
     assert!(r.is_ok(), "{r:?}");
     let h = fence(&m, p1, 0);
     ok(&m, m.signal_native_fence_from_cpu(&h, 1));
     assert_eq!(h.current_value(), 1);
+}
+
+/// NF-13 with the device's work still running at the stop, as 24H2 orders it: the adapter's
+/// stop destroys each device's allocations (its queue's ring among them) while the queue is
+/// still scheduled and only then the device with its queues (`K:DXGDEVICE::Stop`
+/// @0x1401BBA38; the adapter-wide flush before it, `K:ADAPTER_RENDER::FlushScheduler`
+/// @0x1402C84A8 → `M:VidSchFlushAdapter` @0x1400A6CB0 with 17, waits for VidSch's own DMA
+/// queues, not a user-mode queue), and the native fences after all devices
+/// (`K:ADAPTER_RENDER::Stop` @0x14019FC38). The GPU reading the unmapped ring faults; the fault
+/// puts the device in error at once (`M:VidSchiProcessHwQueuePageFaultedDpc` @0x1400493D0 →
+/// `VidSchiMarkDeviceAsError`), which signals its fences to `u64::MAX`: the pending wait ends
+/// satisfied before the fences' teardown could abandon it. Under the pages' order the queues go
+/// before the allocations: nothing faults and the wait is abandoned. Step mode: the GPU runs
+/// only while the stop's unmapping pages, after the ring is gone.
+#[test]
+fn nf_13_stop_with_work_in_flight_faults_the_device_first() {
+    for teardown in [Teardown::AllocationsFirst, Teardown::QueuesFirst] {
+        let mut cfg = MachineConfig::single(Mode::Step);
+        cfg.os.reading = Reading {
+            teardown,
+            ..Reading::from_env()
+        };
+        let mut m = started(cfg);
+        let (mut q, f) = queue_and_fence(&m);
+        let g = ok(&m, m.open_native_fence(&f, q.pid()));
+        let e = ok(&m, m.wait_native_fence_event(&f, 1_000_000));
+        for v in 1..=50 {
+            ok(&m, q.signal(&f, v));
+        }
+        ok(&m, q.kick());
+        assert!(!q.drained(), "{teardown:?}: the queue ran before the stop");
+        let (_, queue, _) = q.handles();
+        let r = m.stop_adapter(0);
+        assert!(r.is_ok(), "{teardown:?}: {r:?}");
+        let events = m.ums_events(0);
+        let faulted = events
+            .iter()
+            .any(|e| matches!(e, UmsEvent::PageFault { queue: h, .. } if *h == queue));
+        if teardown == Teardown::AllocationsFirst {
+            assert!(faulted, "{teardown:?}: {events:?}");
+            assert_eq!(e.outcome(), Some(WaitOutcome::Satisfied), "{teardown:?}");
+            assert_eq!(
+                e.released_via(),
+                Some(ReleaseVia::CpuSignal),
+                "{teardown:?}"
+            );
+            assert_eq!(f.current_value(), u64::MAX, "{teardown:?}");
+        } else {
+            assert!(!faulted, "{teardown:?}: {events:?}");
+            assert_eq!(e.outcome(), Some(WaitOutcome::Abandoned), "{teardown:?}");
+        }
+        assert!(f.is_destroyed() && g.is_destroyed(), "{teardown:?}");
+        assert!(m.fault().is_none(), "{teardown:?}: {:?}", m.fault());
+        let r = m.start_adapter(0);
+        assert!(r.is_ok(), "{teardown:?}: {r:?}");
+        let p1 = common::device_process(&m, 0);
+        let h = fence(&m, p1, 0);
+        ok(&m, m.signal_native_fence_from_cpu(&h, 1));
+        assert_eq!(h.current_value(), 1, "{teardown:?}");
+    }
 }
 
 /// NF-11: the OS refuses an adapter whose native-fence caps it cannot use (stride not a
