@@ -220,6 +220,8 @@ impl Machine {
         // The DPC gate opened above: a DPC queued before it may run now.
         a.irq.dpc_wake.notify();
         let ctx = a.context();
+        a.observer()
+            .handed(&rvgpu_ddi::handover::START_DEVICE, &start_info);
         let status = ddi::call(&a, start, At::Caller, |start| {
             // SAFETY: the driver's StartDevice with its context and valid pointers to our
             // start info, callback table and out-parameters, all live during the call.
@@ -961,10 +963,11 @@ fn start_checks(
     })
 }
 
-/// The `DXGK_START_INFO` StartDevice gets for adapter `i`: its GUID and LUID.
+/// The `DXGK_START_INFO` StartDevice gets for adapter `i`: its GUID and LUID, and the DMA
+/// queue depth 24H2 always names (K:DpiFdoStartAdapter @0x140245688 writes 32).
 fn start_info(i: usize) -> DXGK_START_INFO {
     DXGK_START_INFO {
-        RequiredDmaQueueEntry: 0,
+        RequiredDmaQueueEntry: 32,
         AdapterGuid: GUID {
             Data1: 0x5256_A0A0,
             Data2: 0,

@@ -4,15 +4,15 @@
 //!
 //! As Windows does (\[D\] 24H2 `DpiFeatureStartDevice`; \[M\] "Querying WDDM feature support and
 //! enablement", <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/querying-wddm-feature-support-and-enablement>):
-//! the OS asks `DxgkDdiQueryInterface` for `GUID_WDDM_INTERFACE_FEATURE`, version 2 (56 bytes)
-//! first, then version 1 (48 bytes). With the interface it asks `QueryFeatureSupport` for each
+//! the OS asks `DxgkDdiQueryInterface` once for `GUID_WDDM_INTERFACE_FEATURE`, version 1
+//! (48 bytes; K:DpiFeatureStartDevice @0x14024DEF8). With the interface it asks `QueryFeatureSupport` for each
 //! driver feature and enables a feature only if the driver supports a version the OS has, the
 //! OS's policy allows it and its dependencies are enabled. Without the interface it falls back
 //! to a legacy table that knows only the oldest feature IDs (HWSCH … SHARE_BACKING_STORE, and
 //! GPUVAIOMMU: BR-82), so `DXGK_FEATURE_NATIVE_FENCE` can never be enabled for such a driver.
 
 use rvgpu_ddi::adapter::QUERY_INTERFACE;
-use rvgpu_ddi::basic::{GUID, PINTERFACE, USHORT};
+use rvgpu_ddi::basic::{GUID, PINTERFACE};
 use rvgpu_ddi::feature::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
@@ -265,8 +265,10 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
     Ok(db)
 }
 
-/// `DxgkDdiQueryInterface(GUID_WDDM_INTERFACE_FEATURE)`: version 2 first (not modelled here:
-/// a driver that answers it is a simulation limit), then version 1.
+/// `DxgkDdiQueryInterface(GUID_WDDM_INTERFACE_FEATURE)`, asked once for version 1 (48 bytes),
+/// as K:DpiFeatureStartDevice @0x14024DEF8 does; a failure means the legacy table. The request
+/// names the adapter itself (DeviceUid 0xFFFFFFFF) and no specific data, as
+/// K:DpiQueryMiniportInterface @0x14018AFAC builds it.
 fn query_interface(
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
@@ -276,32 +278,21 @@ fn query_interface(
     };
     let guid: GUID = GUID_WDDM_INTERFACE_FEATURE;
     let ctx = a.context();
-    let ask = |size: usize, version: USHORT| -> Result<Option<[u8; 56]>, SimError> {
-        let mut buf = [0u8; 56];
-        let mut req = QUERY_INTERFACE {
-            InterfaceType: &guid,
-            Size: size as USHORT,
-            Version: version,
-            Interface: buf.as_mut_ptr() as PINTERFACE,
-            InterfaceSpecificData: std::ptr::null_mut(),
-            DeviceUid: 0,
-        };
-        // SAFETY: the driver's DDI with its context and a request naming a 56-byte
-        // buffer that outlives the call.
-        let st = unsafe { ddi::passive_with(a, q, ctx, &mut req) }?;
-        Ok(NT_SUCCESS(st).then_some(buf))
+    let mut buf = [0u8; 48];
+    let mut req = QUERY_INTERFACE {
+        InterfaceType: &guid,
+        Size: 48,
+        Version: DXGKDDI_FEATURE_INTERFACE_VERSION_1,
+        Interface: buf.as_mut_ptr() as PINTERFACE,
+        InterfaceSpecificData: std::ptr::null_mut(),
+        DeviceUid: 0xFFFF_FFFF,
     };
-    if ask(56, 2)?.is_some() {
-        return Err(ddi::sim_err(
-            a,
-            "the driver answered the version 2 feature interface, which the simulation does not \
-             model"
-                .into(),
-        ));
-    }
-    let Some(buf) = ask(48, DXGKDDI_FEATURE_INTERFACE_VERSION_1)? else {
+    // SAFETY: the driver's DDI with its context and a request naming a 48-byte buffer that
+    // outlives the call.
+    let st = unsafe { ddi::passive_with(a, q, ctx, &mut req) }?;
+    if !NT_SUCCESS(st) {
         return Ok(None);
-    };
+    }
     // SAFETY: 48 initialised bytes of a plain-data interface (pointers and integers), read
     // unaligned from the byte buffer.
     let iface = unsafe {

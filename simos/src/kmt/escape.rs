@@ -256,6 +256,9 @@ fn driver_private(
         hKmdProcessHandle: kmd_process as HANDLE,
     };
     let ctx = shared.context();
+    shared
+        .observer()
+        .handed(&rvgpu_ddi::handover::ESCAPE, &args);
     let s = ddi::call(shared, escape, At::Caller, |f| {
         // SAFETY: the driver's DDI with its context and a valid argument block whose data
         // pointer names `data` (`PrivateDriverDataSize` bytes) for the call.

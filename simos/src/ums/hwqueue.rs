@@ -606,6 +606,8 @@ pub(crate) fn ddi_destroy_doorbell(
     let mut args = DXGKARG_DESTROYDOORBELL {
         hDoorbell: kmd as HANDLE,
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::DESTROY_DOORBELL, &args);
     ddi::passive(a, f, |f| {
         // SAFETY: the driver's DDI with a valid argument block naming its own doorbell.
         unsafe { f(&mut args) }

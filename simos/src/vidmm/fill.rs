@@ -70,7 +70,8 @@ fn page_fill(
 ) -> Result<Vec<u32>, SimError> {
     let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
         Fill: DXGKARG_BUILDPAGINGBUFFER_Fill {
-            hAllocation: 0x10 as HANDLE,
+            // The fill names no allocation of the OS's (the audit's row allows null).
+            hAllocation: std::ptr::null_mut(),
             FillSize: len as SIZE_T,
             FillPattern: pattern,
             Destination: DXGKARG_BUILDPAGINGBUFFER_Fill_Destination {

@@ -41,7 +41,8 @@ pub(crate) fn build_transfer(
     };
     let op = DXGKARG_BUILDPAGINGBUFFER_0 {
         Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer {
-            hAllocation: 0x10 as HANDLE,
+            // A transfer for no allocation of the OS's.
+            hAllocation: std::ptr::null_mut(),
             TransferOffset: transfer_offset,
             TransferSize: bytes as SIZE_T,
             Source: side(&src),
@@ -106,6 +107,7 @@ pub(crate) fn paging_op(
     // VIDMM_GLOBAL::SetupForBuildPagingBuffer, VidSchGetDriverPagingContext).
     let system = host.paging_context(a, node);
     for _pass in 0..4096 {
+        audit_op(a, operation, op);
         let pass = one_pass(a, f, system, operation, *op, multipass, bytes)?;
         let (st, buf) = (pass.status, pass.words);
         let more = st == STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER;
@@ -216,6 +218,34 @@ fn one_pass(
         write_offset: args.DmaBufferWriteOffset,
         multipass: args.MultipassOffset,
     })
+}
+
+/// Checks VidMm's operation block against its row set of the hand-over audit, once per call
+/// as 24H2 refills it per attempt (the central check sees only the outer block, whose type no
+/// set reads). The page-table operations are checked where the MMU builds them; the blocks
+/// tests build themselves ([`build_paging`]) are probes, not VidMm's, and go unchecked.
+fn audit_op(
+    a: &AdapterShared,
+    operation: DXGK_BUILDPAGINGBUFFER_OPERATION,
+    op: &DXGKARG_BUILDPAGINGBUFFER_0,
+) {
+    use rvgpu_ddi::handover as h;
+    let o = a.observer();
+    // SAFETY: each arm reads the union member `operation` names, the one its builder wrote;
+    // every member is plain data.
+    unsafe {
+        match operation {
+            DXGK_OPERATION_FILL => o.handed(&h::FILL, &op.Fill),
+            DXGK_OPERATION_TRANSFER => o.handed(&h::TRANSFER, &op.Transfer),
+            DXGK_OPERATION_MAP_APERTURE_SEGMENT => {
+                o.handed(&h::MAP_APERTURE_SEGMENT, &op.MapApertureSegment)
+            }
+            DXGK_OPERATION_UNMAP_APERTURE_SEGMENT => {
+                o.handed(&h::UNMAP_APERTURE_SEGMENT, &op.UnmapApertureSegment)
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The node the driver pages on (`DXGK_DRIVERCAPS::MemoryManagementCaps.PagingNode`).

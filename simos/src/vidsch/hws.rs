@@ -507,7 +507,7 @@ pub(crate) fn set_context_priority(
 ///
 /// # Safety
 /// Every pointer in `args` stays valid for as long as the DDI may use it.
-unsafe fn optional_ddi<T>(
+unsafe fn optional_ddi<T: 'static>(
     a: &AdapterShared,
     f: Option<ddi::Ddi<unsafe extern "system" fn(HANDLE, *const T) -> NTSTATUS>>,
     args: &T,
@@ -516,10 +516,8 @@ unsafe fn optional_ddi<T>(
         return Ok(None);
     };
     let ctx = a.context();
-    ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with its context and an argument block valid as the caller
-        // guarantees.
-        unsafe { f(ctx, args) }
-    })
-    .map(Some)
+    // Through the central path, which checks the block against the DDI's row sets.
+    // SAFETY: the driver's DDI with its context and an argument block valid as the caller
+    // guarantees.
+    unsafe { ddi::passive_with(a, f, ctx, args as *const T) }.map(Some)
 }

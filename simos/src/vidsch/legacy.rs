@@ -157,7 +157,8 @@ fn submit_packet(
                 FlipInterval: D3DDDI_FLIPINTERVAL_IMMEDIATE,
                 Flags: flags,
                 EngineOrdinal: 0,
-                DmaBufferVirtualAddress: bus_addr,
+                // Never written by M:VidSchiFillSubmitCommandData @0x14003CFF8: zero.
+                DmaBufferVirtualAddress: 0,
                 NodeOrdinal: node,
             },
         )
@@ -184,6 +185,8 @@ fn submit_packet(
         // `K:ADAPTER_RENDER::DdiSubmitCommandVirtual` @0x1402FD060); `DxgkDdiSubmitCommand`
         // stays at DISPATCH_LEVEL.
         Submit::Virtual(f, args) => {
+            a.observer()
+                .handed(&rvgpu_ddi::handover::SUBMIT_COMMAND_VIRTUAL, &args);
             ddi::call(a, f, At::Level(Irql::Passive), |f| {
                 // SAFETY: the driver's DDI with its context and a valid argument block; the
                 // buffer stays mapped in the process until the fence ID is retired (an
@@ -192,6 +195,8 @@ fn submit_packet(
             })?
         }
         Submit::Physical(f, args) => {
+            a.observer()
+                .handed(&rvgpu_ddi::handover::SUBMIT_COMMAND, &args);
             ddi::call(a, f, At::Level(Irql::Dispatch), |f| {
                 // SAFETY: the driver's DDI with its context and a valid argument block; the
                 // DMA buffer stays allocated until the fence ID is retired.

@@ -85,6 +85,8 @@ pub(crate) fn create(
             PrivateDriverDataSize: 0,
             ContextInfo: DXGK_CONTEXTINFO::default(),
         };
+        a.observer()
+            .handed(&rvgpu_ddi::handover::CREATE_CONTEXT, &args);
         let status = ddi::passive(a, create_context, |create_context| {
             // SAFETY: the driver's DDI with its system device and a valid argument block.
             unsafe { create_context(device as HANDLE, &mut args) }

@@ -753,12 +753,20 @@ pub(crate) fn ddi_close(a: &AdapterShared, local: usize) -> Result<NTSTATUS, Sim
 /// Calls a native-fence DDI that takes the adapter's context and an argument block
 /// (`DxgkDdiCreateNativeFence`, `DxgkDdiOpenNativeFence`, `DxgkDdiCloseNativeFence`) at the
 /// caller's IRQL; returns the driver's status.
-fn context_call<T>(
+fn context_call<T: 'static>(
     a: &AdapterShared,
     f: ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut T) -> NTSTATUS>,
     args: &mut T,
 ) -> Result<NTSTATUS, SimError> {
     let ctx = a.context();
+    // SAFETY: `args` is a live `T`, the type named.
+    unsafe {
+        a.observer().handed_at(
+            f.routine().rules().name,
+            std::any::TypeId::of::<T>(),
+            (args as *const T).cast(),
+        )
+    };
     ddi::call(a, f, At::Caller, |f| {
         // SAFETY: the driver's DDI with its context and a valid argument block (the three
         // blocks hold handles, GPU VAs and inline data, no pointers).

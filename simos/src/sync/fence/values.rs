@@ -274,6 +274,8 @@ fn update_current_call(
         Flags: kind.flags(),
         Reserved: [0; 28],
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::UPDATE_CURRENT_VALUES_FROM_CPU, &args);
     let call = || {
         ddi::call(
             a,

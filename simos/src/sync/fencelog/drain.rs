@@ -357,6 +357,8 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
         Flags: Default::default(),
     };
     let ctx = a.context();
+    a.observer()
+        .handed(&rvgpu_ddi::handover::CALIBRATE_GPU_CLOCK, &args);
     let q0 = qpc();
     let status = {
         ddi::call(a, f, At::Level(Irql::Dispatch), |f| {

@@ -137,6 +137,8 @@ fn reset_and_resume(
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
+    a.observer()
+        .handed(&rvgpu_ddi::handover::RESET_HW_ENGINE, &r);
     let st = ddi::passive(a, reset, |reset| {
         // SAFETY: the driver's DDI with its context and a valid argument block.
         unsafe { reset(ctx, &mut r) }

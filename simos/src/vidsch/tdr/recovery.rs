@@ -144,6 +144,7 @@ fn reset_dependent(
         LastAbortedFenceId: 0,
     };
     let ctx = a.context();
+    a.observer().handed(&rvgpu_ddi::handover::RESET_ENGINE, &r);
     let st = ddi::passive(a, reset, |reset| {
         // SAFETY: the driver's DDI with its context and a valid argument block.
         unsafe { reset(ctx, &mut r) }

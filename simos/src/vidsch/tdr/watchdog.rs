@@ -164,6 +164,8 @@ fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
         Flags: DXGK_PREEMPTCOMMANDFLAGS::default(),
     };
     let ctx = a.context();
+    a.observer()
+        .handed(&rvgpu_ddi::handover::PREEMPT_COMMAND, &args);
     let status = ddi::call(a, f, At::Level(Irql::Dispatch), |f| {
         // SAFETY: the driver's DDI with its context and a valid argument block.
         unsafe { f(ctx, &args) }
