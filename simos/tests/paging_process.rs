@@ -451,7 +451,8 @@ fn ddi_01_the_os_fills_no_field_24h2_leaves_zero() {
             0,
             rvgpu_hw::addr::GpuVa::new(buf.gpu_va),
             64 * 1024,
-            0x33,
+            // VidMm only clears (FillPattern 0, M:VIDMM_GLOBAL::FillAllocationInternal).
+            0,
         ),
     );
     okk(&m, k.destroy_allocation(buf.handle));
@@ -495,7 +496,7 @@ fn ddi_01_set_root_and_flush_tlb_are_handed_over_as_24h2_fills_them() {
     let buf = okk(&m, k.create_allocation(4096));
     ok(
         &m,
-        m.page_in(&p, 0, rvgpu_hw::addr::GpuVa::new(buf.gpu_va), 4096, 0x33),
+        m.page_in(&p, 0, rvgpu_hw::addr::GpuVa::new(buf.gpu_va), 4096, 0),
     );
     okk(&m, k.destroy_allocation(buf.handle));
     assert!(roots() > 0, "no DxgkDdiSetRootPageTable checked");
