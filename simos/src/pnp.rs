@@ -699,9 +699,13 @@ impl Machine {
         check_status(status)
     }
 
-    /// StopDevice, then disconnects the interrupt and flushes DPCs. As Dxgkrnl does before a
-    /// PnP stop, the adapter's native fences are destroyed first (NF-13 order; pending CPU
-    /// waits end `Abandoned`).
+    /// StopDevice, then disconnects the interrupt and flushes DPCs. Before it, as
+    /// `K:ADAPTER_RENDER::Stop` @0x14019FC38 orders them, every device is torn down
+    /// (`K:DXGDEVICE::Stop` @0x1401BBA38: its allocations first, its queues still scheduled, no
+    /// flush into error), then the adapter's native fences are destroyed (NF-13 order): a
+    /// pending CPU wait ends `Abandoned`, unless a queue still running faulted on the unmapped
+    /// allocations, which put its device in error and signalled its fences to `u64::MAX`
+    /// first.
     pub fn stop_adapter(&mut self, i: usize) -> Result<(), SimError> {
         let a = self.adapter(i)?.clone();
         let t = self.table()?;
