@@ -190,6 +190,25 @@ fn ddi_01_start_device_and_the_feature_interface_request_are_as_24h2_builds_them
     no_fault(&m);
 }
 
+/// Residency: an evicted allocation's contents leave VRAM and come back through VidMm's
+/// TRANSFERs, each handed over as 24H2 fills it (MdlOffset 0: the MDL describes the moved
+/// range from its start, `M:VIDMM_GLOBAL::MemoryTransferInternal` @0x1400E5F04).
+#[test]
+fn ddi_01_residency_transfers_are_handed_over_as_24h2_fills_them() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = Reading::W24H2;
+    let m = started(cfg);
+    let (_p, k) = user_process(&m);
+    let a = common::residency::gpu_only(&m, &k, 64 * 1024);
+    okk(
+        &m,
+        k.evict(&[a.handle], rvgpu_umd::kmt::EvictFlags::default()),
+    );
+    common::residency::make_resident(&m, &k, &a);
+    all_checked_none_filled(&m, &[h::TRANSFER.name]);
+    no_fault(&m);
+}
+
 against_the_pe_image!();
 
 /// Every test of this suite again under Microsoft's pages, on both builds (the workload tests
