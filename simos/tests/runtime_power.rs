@@ -409,6 +409,20 @@ fn encode(q: &RawKernelQueue, cmds: &[Command]) -> u32 {
     (words.len() * 8) as u32
 }
 
+/// A step-mode machine whose engines idle to F1 after 20,000 ticks, with an OS that moves an
+/// idle engine to F1 on the driver's request. 24H2 drops the engine-state report
+/// (`M:VidSchDdiNotifyInterruptWorker` @0x140006B60 has no case for it) and leaves F1 to
+/// PoFx's idle policy, which the simulation does not model; the pages act on the report. The
+/// other answers are the environment's reading, so the connect and disconnect paths below
+/// still run as each reading has them.
+fn f1_config() -> MachineConfig {
+    use rvgpu_simos::machine::answers::EngineStateReports;
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].device.idle_f1_ticks = 20_000;
+    cfg.os.reading.engine_state = EngineStateReports::Acted;
+    cfg
+}
+
 /// Runs until `node` is in F1 (the engine idled, asked, and the OS moved it).
 fn until_f1(m: &Machine, node: u32) {
     for _ in 0..50 {
@@ -426,7 +440,7 @@ fn until_f1(m: &Machine, node: u32) {
 /// submissions run, in order.
 #[test]
 fn um_13_gated_engine_runs_nothing_until_the_os_brings_f0() {
-    let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
+    let m = started(f1_config());
     let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let q = raw_kernel_queue(&m, &k, 0);
@@ -472,7 +486,7 @@ fn um_13_gated_engine_runs_nothing_until_the_os_brings_f0() {
 /// brought back to F0 before the submission and the work completes.
 #[test]
 fn um_13_kernel_queue_work_after_f1_completes() {
-    let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
+    let m = started(f1_config());
     let (_p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let mut kq = okk(&m, KernelQueue::new(k, &config(1)));
@@ -502,9 +516,7 @@ unsafe extern "system" fn lazy_fstate(h: HANDLE, component: UINT, fstate: UINT) 
 /// submission.
 #[test]
 fn um_13_engine_left_gated_in_f0_is_a_driver_bug() {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.adapters[0].device.idle_f1_ticks = 20_000;
-    let mut m = Machine::new(cfg);
+    let mut m = Machine::new(f1_config());
     m.load_driver_with(|t| {
         *REAL_FSTATE.lock().unwrap() = t.DxgkDdiSetPowerComponentFState;
         t.DxgkDdiSetPowerComponentFState = Some(lazy_fstate);
@@ -538,7 +550,7 @@ fn out_unchanged(m: &Machine) -> bool {
 #[test]
 fn um_13_f1_waits_until_a_blocked_queue_completes() {
     use rvgpu_umd::submit::UserQueue;
-    let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
+    let m = started(f1_config());
     let (_p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
@@ -625,7 +637,7 @@ fn um_14_connected_idle_queue_holds_its_engine_and_its_next_ring_runs() {
 #[test]
 fn um_13_connect_to_an_engine_in_f1_powers_it_before_the_first_ring() {
     use rvgpu_umd::submit::UserQueue;
-    let m = machine_with(Mode::Step, |a| a.device.idle_f1_ticks = 20_000);
+    let m = started(f1_config());
     let (_p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     until_f1(&m, 0);
