@@ -251,13 +251,8 @@ impl<'m> SimKmt<'m> {
         )
     }
 
-    /// A default-type native fence of this process, private or `shareable`.
-    fn create_default_fence(&self, initial: u64, shareable: bool) -> Result<NativeFence, NtStatus> {
-        let desc = NativeFenceDesc {
-            initial,
-            shareable,
-            ..NativeFenceDesc::default()
-        };
+    /// A native fence of this process as `desc` describes it.
+    fn create_default_fence(&self, desc: NativeFenceDesc) -> Result<NativeFence, NtStatus> {
         self.m
             .create_native_fence(self.p.adapter, self.p.pid, desc)
             .map_err(status)
@@ -283,11 +278,10 @@ impl<'m> SimKmt<'m> {
     /// the thunk hands back.
     pub(crate) fn create_native_fence_raw(
         &self,
-        initial: u64,
-        shareable: bool,
+        desc: NativeFenceDesc,
     ) -> Result<(KmtHandle, NativeFence), NtStatus> {
         self.thunk()?;
-        self.with_raw_kmt_handle(self.create_default_fence(initial, shareable)?)
+        self.with_raw_kmt_handle(self.create_default_fence(desc)?)
     }
 
     /// This process's instance with D3DKMT handle `h` (another process's handle names

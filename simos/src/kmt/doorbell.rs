@@ -115,7 +115,8 @@ pub struct CreatedDoorbell {
 /// 4. a `Flags` bit from 2 up;
 /// 5. `hHwQueue` not a user-mode-submission queue in the caller's handle table (`owner`);
 /// 6. `RequireSecondaryCpuVA`: this adapter reports no secondary doorbells;
-/// 7. `DXGHWQUEUE::CreateDoorbell`, `DXGDOORBELL::Initialize` (`ums::create_doorbell`): a
+/// 7. the queue's device not active (`DXGDOORBELLAPILOCKS`): STATUS_DEVICE_REMOVED;
+/// 8. `DXGHWQUEUE::CreateDoorbell`, `DXGDOORBELL::Initialize` (`ums::create_doorbell`): a
 ///    doorbell already on the queue; `hRingBuffer`, then `hRingBufferControl`, not an
 ///    allocation of the queue's device; `DxgkDdiCreateDoorbell`.
 ///
@@ -161,6 +162,7 @@ pub fn dxgk_create_doorbell_internal(
     if !user_mode || a.flags & REQUIRE_SECONDARY_CPU_VA != 0 {
         return Err(bad);
     }
+    doorbell_api_locks(&sh, &p)?;
     let (queue, ring, control) = (a.h_hw_queue, a.h_ring_buffer, a.h_ring_buffer_control);
     let db = ums::create_doorbell(&sh, p.device, queue, ring, control, a.flags, &mut pdd)
         .map_err(super::status)?;
@@ -186,6 +188,14 @@ pub fn dxgk_create_doorbell_internal(
     })
 }
 
+/// `K:DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS` @0x140073C48, which the create, connect,
+/// notify and destroy entries take once the queue is found: the device's core access
+/// (`K:COREDEVICEACCESS::AcquireShared`), so a device stopped by an adapter-wide reset is
+/// STATUS_DEVICE_REMOVED while one VidSch merely put in error goes on.
+fn doorbell_api_locks(sh: &crate::adapter::AdapterShared, p: &UmsProcess) -> Result<(), NtStatus> {
+    super::lock::device_active(sh, p.device)
+}
+
 /// The process and adapter of doorbell `h` in the caller's handle table (`owner`), else
 /// STATUS_INVALID_PARAMETER.
 fn doorbell_owner(
@@ -203,9 +213,10 @@ fn doorbell_owner(
 }
 
 /// `DxgkConnectDoorbellInternal`: `Flags` non-zero, then `hDoorbell` not a doorbell in the
-/// caller's handle table, then a doorbell whose status is DISCONNECTED_ABORT, are
-/// STATUS_INVALID_PARAMETER; a connected one succeeds with no DDI; else
-/// `DXGDOORBELL::Connect` (`ums::connect_doorbell`).
+/// caller's handle table, are STATUS_INVALID_PARAMETER; then the device not active
+/// (`DXGDOORBELLAPILOCKS`) STATUS_DEVICE_REMOVED; then a doorbell whose status is
+/// DISCONNECTED_ABORT STATUS_INVALID_PARAMETER; a connected one succeeds with no DDI; else
+/// `DXGDOORBELL::Connect` (`ums::connect_doorbell`), for a device in error too.
 pub fn dxgk_connect_doorbell_internal(
     m: &Machine,
     a: &D3dkmtDoorbellFlags,
@@ -215,12 +226,14 @@ pub fn dxgk_connect_doorbell_internal(
         return Err(NtStatus(STATUS_INVALID_PARAMETER));
     }
     let (p, sh) = doorbell_owner(m, a.h_doorbell, owner)?;
+    doorbell_api_locks(&sh, &p)?;
     ums::connect_doorbell(&sh, p.device, a.h_doorbell).map_err(super::status)
 }
 
 /// `DxgkNotifyWorkSubmissionInternal`: `Flags` non-zero, then `hDoorbell` not a doorbell in
-/// the caller's handle table, then a doorbell whose status page does not read
-/// CONNECTED_NOTIFY_KMD, are STATUS_INVALID_PARAMETER; else `DxgkDdiNotifyWorkSubmission`'s
+/// the caller's handle table, are STATUS_INVALID_PARAMETER; then the device not active
+/// (`DXGDOORBELLAPILOCKS`) STATUS_DEVICE_REMOVED; then a doorbell whose status page does not
+/// read CONNECTED_NOTIFY_KMD STATUS_INVALID_PARAMETER; else `DxgkDdiNotifyWorkSubmission`'s
 /// status.
 pub fn dxgk_notify_work_submission_internal(
     m: &Machine,
@@ -232,6 +245,7 @@ pub fn dxgk_notify_work_submission_internal(
         return Err(bad);
     }
     let (p, sh) = doorbell_owner(m, a.h_doorbell, owner)?;
+    doorbell_api_locks(&sh, &p)?;
     let status = ums::doorbell_info(&sh, a.h_doorbell).map(|d| d.status);
     if status != Some(D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD) {
         return Err(bad);
@@ -240,7 +254,9 @@ pub fn dxgk_notify_work_submission_internal(
 }
 
 /// `DxgkDestroyDoorbellInternal`: `hDoorbell` not a doorbell in the caller's handle table is
-/// STATUS_INVALID_PARAMETER; else the doorbell goes as `K:DXGDOORBELL::DestroyCoreState`
+/// STATUS_INVALID_PARAMETER, the device not active (`DXGDOORBELLAPILOCKS`)
+/// STATUS_DEVICE_REMOVED (the doorbell stays, for the device's destruction); else the doorbell
+/// goes as `K:DXGDOORBELL::DestroyCoreState`
 /// @0x1401D804C takes it (disconnected first while connected), and with it its references on
 /// the ring allocations (UM-07).
 pub fn dxgk_destroy_doorbell_internal(
@@ -249,6 +265,7 @@ pub fn dxgk_destroy_doorbell_internal(
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
     let (p, sh) = doorbell_owner(m, h_doorbell, owner)?;
+    doorbell_api_locks(&sh, &p)?;
     ums::destroy_doorbell_thunk(&sh, p.device, h_doorbell).map_err(super::status)?;
     m.reap_allocations(&sh).map_err(super::status)
 }

@@ -79,6 +79,10 @@ pub const SYNC_NT_SECURITY_SHARING: u32 = 1 << 1;
 pub const SYNC_NO_SIGNAL: u32 = 1 << 4;
 /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::NoWait`.
 pub const SYNC_NO_WAIT: u32 = 1 << 5;
+/// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::NoSignalMaxValueOnTdr`: the instance is not registered
+/// with its device, so the device's error does not signal the fence to `u64::MAX`
+/// (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC registers only without it and `NoSignal`).
+pub const SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR: u32 = 1 << 6;
 /// The `Info.Flags` bits 24H2 refuses on a native fence (11..=30).
 pub const SYNC_FLAGS_REFUSED: u32 = 0x7FFF_F800;
 
@@ -140,9 +144,15 @@ pub fn nt_dxgk_create_native_fence_internal(
 ) -> Result<NativeFence, NtStatus> {
     check_arguments(a)?;
     let p = device(a.h_device).ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
-    let (h, f) = m
-        .kmt(&p)
-        .create_native_fence_raw(a.initial_fence_value, a.info_flags & SYNC_SHARED != 0)?;
+    // 24H2 hands `Info` whole to `DXGGLOBAL::CreateSyncObject`: the creator's instance is
+    // registered with the device as its `Info.Flags` say.
+    let desc = crate::sync::fence::NativeFenceDesc {
+        initial: a.initial_fence_value,
+        shareable: a.info_flags & SYNC_SHARED != 0,
+        no_signal_max_value_on_tdr: a.info_flags & SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR != 0,
+        ..Default::default()
+    };
+    let (h, f) = m.kmt(&p).create_native_fence_raw(desc)?;
     a.h_sync_object = h;
     let pdd = f.pdd();
     let src = pdd.as_bytes();
@@ -247,8 +257,11 @@ pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
         return Err(bad);
     }
     let k = m.kmt(&p);
+    // `DXGSYNCOBJECT::Open` gets the caller's `Flags` with only NoSignal and NoWait replaced,
+    // so the caller's `NoSignalMaxValueOnTdr` decides the instance's registration.
+    let no_max_on_tdr = a.flags & SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR != 0;
     let opened = m
-        .open_native_fence_from_nt_handle(p.adapter, p.pid, a.h_nt_handle)
+        .open_native_fence_from_nt_handle(p.adapter, p.pid, a.h_nt_handle, no_max_on_tdr)
         .map_err(super::status)?;
     let (h, f) = k.with_raw_kmt_handle(opened)?;
     a.h_sync_object = h;

@@ -106,9 +106,11 @@ pub fn dxgk_destroy_paging_queue_internal(
 
 /// `DxgkCreatePagingQueueInternal` for the caller's structure `a`, in 24H2's order:
 /// 1. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
-/// 2. `PhysicalAdapterIndex` at or past the adapter's physical adapters:
+/// 2. the device not active (`COREDEVICEACCESS`, [`super::lock::device_active`]: stopped by
+///    an adapter-wide reset, not merely in error): STATUS_DEVICE_REMOVED;
+/// 3. `PhysicalAdapterIndex` at or past the adapter's physical adapters:
 ///    STATUS_INVALID_PARAMETER;
-/// 3. the queue and its fence (`DXGDEVICE::CreatePagingQueue`, the simulated VidMm).
+/// 4. the queue and its fence (`DXGDEVICE::CreatePagingQueue`, the simulated VidMm).
 ///
 /// On success `a`'s `hPagingQueue`, `hSyncObject` and `FenceValueCPUVirtualAddress` are the
 /// new queue's (24H2 copies the whole structure back) and the queue's fence is returned for
@@ -119,11 +121,12 @@ pub fn dxgk_create_paging_queue_internal(
     device: impl FnOnce(u32) -> Option<UmsProcess>,
 ) -> Result<MonitoredFence, NtStatus> {
     let p = device(a.h_device).ok_or_else(bad)?;
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    super::lock::device_active(&sh, p.device)?;
     if a.physical_adapter_index >= PHYSICAL_ADAPTERS {
         return Err(bad());
     }
-    let k = m.kmt(&p);
-    let sh = k.thunk()?;
     let (queue, fence, f) = m
         .paging_queue_create(&sh, p.device, a.priority, a.physical_adapter_index)
         .map_err(super::status)?;

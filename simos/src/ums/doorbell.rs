@@ -138,7 +138,9 @@ pub(super) fn connect_locked(
 ) -> Result<(), SimError> {
     let (kmd, node) = {
         let os = lock(&a.ums);
-        let d = os.live_doorbell_of(device, h)?;
+        // A device in error still connects: the thunk's core access refuses only a stopped
+        // device (`K:DXGDOORBELLAPILOCKS` @0x140073C48).
+        let d = os.doorbell_of(device, h)?;
         match d.state {
             // 24H2 `K:DxgkConnectDoorbellInternal` @0x1401D846C: an aborted doorbell (status
             // 3) is STATUS_INVALID_PARAMETER; a connected one succeeds with no DDI.

@@ -113,17 +113,6 @@ impl UmsOs {
             .ok_or_else(invalid_handle)
     }
 
-    /// Doorbell `h` of `device`, the device not in error.
-    pub(super) fn live_doorbell_of(
-        &self,
-        device: KmtHandle,
-        h: KmtHandle,
-    ) -> Result<&DoorbellObj, SimError> {
-        let d = self.doorbell_of(device, h)?;
-        self.device_live(device)?;
-        Ok(d)
-    }
-
     /// The handles of `device`'s contexts.
     pub(super) fn contexts_of_device(&self, device: KmtHandle) -> Vec<KmtHandle> {
         owned_by(self.contexts.values().map(|c| (c.handle, c.device)), device)

@@ -94,6 +94,7 @@ pub(super) const CREATE_PAGING_QUEUE: Thunk = Thunk {
             "hDevice not in the caller's handle table",
             INVALID_PARAMETER,
         ),
+        check("the device not active", DEVICE_REMOVED),
         check(
             "PhysicalAdapterIndex at or past the adapter's physical adapters",
             INVALID_PARAMETER,

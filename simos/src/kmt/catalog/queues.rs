@@ -4,7 +4,10 @@ use super::*;
 
 pub(super) const CONNECT_DOORBELL: Thunk = Thunk {
     name: "D3DKMTConnectDoorbell",
-    source: Some(&[src("DxgkConnectDoorbellInternal", 0x1401D846C)]),
+    source: Some(&[
+        src("DxgkConnectDoorbellInternal", 0x1401D846C),
+        src("DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS", 0x140073C48),
+    ]),
     checks: &[
         check("Flags non-zero", INVALID_PARAMETER),
         check(
@@ -12,6 +15,7 @@ pub(super) const CONNECT_DOORBELL: Thunk = Thunk {
             INVALID_PARAMETER,
         ),
         check("the doorbell's queue being destroyed", INVALID_PARAMETER),
+        check("the device not active", DEVICE_REMOVED),
         check(
             "the doorbell's status DISCONNECTED_ABORT",
             INVALID_PARAMETER,
@@ -22,7 +26,8 @@ pub(super) const CONNECT_DOORBELL: Thunk = Thunk {
     entry: Some("doorbell::dxgk_connect_doorbell_internal"),
     gaps: "a doorbell whose status is CONNECTED or CONNECTED_NOTIFY_KMD succeeds with no \
            DDI, as in 24H2; the simulation keys this on its own connection state, which \
-           the status page mirrors",
+           the status page mirrors; a device VidSch put in error connects (only a stopped \
+           device is refused)",
 };
 
 pub(super) const CREATE_CONTEXT_VIRTUAL: Thunk = Thunk {
@@ -91,6 +96,7 @@ pub(super) const CREATE_DOORBELL: Thunk = Thunk {
     name: "D3DKMTCreateDoorbell",
     source: Some(&[
         src("DxgkCreateDoorbellInternal", 0x1401D8A50),
+        src("DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS", 0x140073C48),
         src("DXGHWQUEUE::CreateDoorbell", 0x1401D7F48),
         src("DXGDOORBELL::Initialize", 0x1401D9E74),
     ]),
@@ -111,6 +117,7 @@ pub(super) const CREATE_DOORBELL: Thunk = Thunk {
             "RequireSecondaryCpuVA on an adapter without secondary doorbells",
             INVALID_PARAMETER,
         ),
+        check("the device not active", DEVICE_REMOVED),
         check("a doorbell already on the queue", INVALID_PARAMETER),
         check(
             "hRingBuffer not an allocation of the queue's device",
@@ -215,6 +222,7 @@ pub(super) const DESTROY_DOORBELL: Thunk = Thunk {
     name: "D3DKMTDestroyDoorbell",
     source: Some(&[
         src("DxgkDestroyDoorbellInternal", 0x1401D9494),
+        src("DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS", 0x140073C48),
         src("DXGDOORBELL::DestroyCoreState", 0x1401D804C),
     ]),
     checks: &[
@@ -223,6 +231,7 @@ pub(super) const DESTROY_DOORBELL: Thunk = Thunk {
             INVALID_PARAMETER,
         ),
         check("the doorbell's queue being destroyed", INVALID_PARAMETER),
+        check("the device not active", DEVICE_REMOVED),
     ],
     written_back: &[],
     pending: Pending::No,
@@ -249,7 +258,10 @@ pub(super) const DESTROY_HW_QUEUE: Thunk = Thunk {
 
 pub(super) const NOTIFY_WORK_SUBMISSION: Thunk = Thunk {
     name: "D3DKMTNotifyWorkSubmission",
-    source: Some(&[src("DxgkNotifyWorkSubmissionInternal", 0x1401D98CC)]),
+    source: Some(&[
+        src("DxgkNotifyWorkSubmissionInternal", 0x1401D98CC),
+        src("DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS", 0x140073C48),
+    ]),
     checks: &[
         check("Flags non-zero", INVALID_PARAMETER),
         check(
@@ -257,6 +269,7 @@ pub(super) const NOTIFY_WORK_SUBMISSION: Thunk = Thunk {
             INVALID_PARAMETER,
         ),
         check("the doorbell's queue being destroyed", INVALID_PARAMETER),
+        check("the device not active", DEVICE_REMOVED),
         check(
             "the doorbell's status not CONNECTED_NOTIFY_KMD",
             INVALID_PARAMETER,

@@ -533,13 +533,15 @@ impl Machine {
     /// handle in `process`'s own table granting `READ_CONTROL` (else STATUS_ACCESS_DENIED,
     /// `K:NtDxgkOpenNativeFenceFromNtHandleInternal` @0x1401E15EC). On the fence's adapter
     /// this opens an instance (NF-13), registered with the device for a device error only if
-    /// the handle grants signal access; on another adapter with native fences, the
+    /// the handle grants signal access and the opener did not ask for
+    /// `NoSignalMaxValueOnTdr` (`no_max_on_tdr`); on another adapter with native fences, the
     /// cross-adapter fence (NF-16).
     pub fn open_native_fence_from_nt_handle(
         &self,
         adapter: usize,
         process: ProcessId,
         h: u64,
+        no_max_on_tdr: bool,
     ) -> Result<NativeFence, SimError> {
         let (template, access) = share::fence_of_nt_handle(&self.handles, process, h)?;
         if access & share::READ_CONTROL == 0 {
@@ -548,6 +550,7 @@ impl Machine {
         if adapter == template.adapter() {
             let open = crate::sync::fence::OpenAccess {
                 signal: access & share::SYNC_ACCESS_SIGNAL != 0,
+                no_signal_max_value_on_tdr: no_max_on_tdr,
                 ..crate::sync::fence::OpenAccess::default()
             };
             self.open_native_fence_with(&template, process, open)

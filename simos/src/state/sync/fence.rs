@@ -42,6 +42,9 @@ pub struct NativeFenceDesc {
     pub shareable: bool,
     /// `D3DDDI_NATIVEFENCE_TYPE`.
     pub fence_type: D3DDDI_NATIVEFENCE_TYPE,
+    /// `NoSignalMaxValueOnTdr`: the creator's instance does not register the fence with its
+    /// device, so the device's error leaves its value alone.
+    pub no_signal_max_value_on_tdr: bool,
 }
 
 impl NativeFenceDesc {
@@ -51,6 +54,7 @@ impl NativeFenceDesc {
         initial: 0,
         shareable: true,
         fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+        no_signal_max_value_on_tdr: false,
     };
 }
 
@@ -60,6 +64,7 @@ impl Default for NativeFenceDesc {
             initial: 0,
             shareable: false,
             fence_type: D3DDDI_NATIVEFENCE_TYPE_DEFAULT,
+            no_signal_max_value_on_tdr: false,
         }
     }
 }

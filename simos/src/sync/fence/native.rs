@@ -280,7 +280,14 @@ pub(super) fn create_on(
         let _ = destroy_global(a, &obj);
         return Err(e);
     }
-    lock(&obj.st).instances.insert(local, process);
+    {
+        let mut st = lock(&obj.st);
+        st.instances.insert(local, process);
+        // Before the fence is in the adapter's table, so no device error sees it registered.
+        if desc.no_signal_max_value_on_tdr {
+            st.unregistered.insert(local);
+        }
+    }
     lock(&a.fence_os).objs.insert(global, obj.clone());
     // A cross-adapter fence (MonitoredValue held at 0) is scanned from the start.
     refresh_scan(&obj);
