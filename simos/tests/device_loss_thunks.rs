@@ -52,7 +52,7 @@ fn open_fence(m: &rvgpu_simos::Machine, p: UmsProcess, nt: u64, flags: u32) -> N
 
 /// VidSch puts `k`'s device in error without stopping it: `D3DKMTEvict` of an allocation of
 /// another device (24H2 `K:DxgkEvict` marks the device in error, code 0xB).
-fn put_in_error(m: &rvgpu_simos::Machine, k: &rvgpu_simos::kmt::SimKmt<'_>, foreign: u32) {
+fn put_in_error(k: &rvgpu_simos::kmt::SimKmt<'_>, foreign: u32) {
     assert_eq!(
         k.evict(&[foreign], EvictFlags::default()).err(),
         Some(NtStatus(STATUS_INVALID_PARAMETER))
@@ -62,7 +62,6 @@ fn put_in_error(m: &rvgpu_simos::Machine, k: &rvgpu_simos::kmt::SimKmt<'_>, fore
         Ok(DeviceExecutionState::ACTIVE),
         "the device in error"
     );
-    let _ = m;
 }
 
 /// UM-10 (24H2 `K:NtDxgkCreateNativeFenceInternal` @0x1401F8C68 hands `Info` whole to the
@@ -78,7 +77,7 @@ fn um_10_a_fence_created_no_signal_max_value_on_tdr_keeps_its_value_at_device_er
     let foreign = okk(&m, ko.create_allocation(4096));
     let (kept, _) = create_fence(&m, p, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR);
     let (plain, _) = create_fence(&m, p, 0);
-    put_in_error(&m, &k, foreign.handle);
+    put_in_error(&k, foreign.handle);
     assert_eq!(kept.current_value(), 5, "NoSignalMaxValueOnTdr: left alone");
     assert_eq!(plain.current_value(), u64::MAX, "registered: to u64::MAX");
     no_fault(&m);
@@ -104,7 +103,7 @@ fn um_10_nf_13_a_fence_opened_no_signal_max_value_on_tdr_keeps_its_value_at_devi
     let np = ok(&m, m.duplicate_handle(producer.pid, np, consumer.pid));
     let _ok = open_fence(&m, consumer, nk, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR);
     let _op = open_fence(&m, consumer, np, 0);
-    put_in_error(&m, &kc, foreign.handle);
+    put_in_error(&kc, foreign.handle);
     assert_eq!(kept.current_value(), 5, "NoSignalMaxValueOnTdr: left alone");
     assert_eq!(plain.current_value(), u64::MAX, "registered: to u64::MAX");
     no_fault(&m);
@@ -122,7 +121,7 @@ fn um_10_a_device_merely_in_error_connects_its_doorbell() {
     let (_o, ko) = user_process(&m);
     let foreign = okk(&m, ko.create_allocation(4096));
     let q = raw_queue(&m, &k, 0);
-    put_in_error(&m, &k, foreign.handle);
+    put_in_error(&k, foreign.handle);
     let r = k.connect_doorbell(q.doorbell.handle);
     if m.os_config().reading.os_disconnects == OsDisconnects::OnPowerAndReset {
         assert_eq!(r, Err(NtStatus(STATUS_INVALID_PARAMETER)), "aborted");
