@@ -103,10 +103,16 @@ pub(crate) fn os_disconnect(
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
     };
-    let status = ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-        unsafe { f(&mut args) }
-    })?;
+    // SAFETY: the driver's DDI with a valid argument block naming its doorbell; the hand-over
+    // audit reads the block before the call.
+    let status = unsafe {
+        ddi::call_arg(
+            a,
+            f,
+            ddi::At::Level(rvgpu_kmd::platform::Irql::Passive),
+            &mut args as *mut DXGKARG_DISCONNECTDOORBELL,
+        )
+    }?;
     must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
     let mut os = lock(&a.ums);
     if let Some(d) = os.doorbells.get_mut(&h) {
@@ -272,10 +278,16 @@ fn disconnect_through_driver(
     };
     // The driver's status is ignored; a simulation error or bug check inside it is already
     // recorded on the machine.
-    let _ = ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with a valid argument block naming its doorbell.
-        unsafe { f(&mut args) }
-    });
+    // SAFETY: the driver's DDI with a valid argument block naming its doorbell; the hand-over
+    // audit reads the block before the call.
+    let _ = unsafe {
+        ddi::call_arg(
+            a,
+            f,
+            ddi::At::Level(rvgpu_kmd::platform::Irql::Passive),
+            &mut args as *mut DXGKARG_DISCONNECTDOORBELL,
+        )
+    };
     let mut os = lock(&a.ums);
     let Some(d) = os.doorbells.get_mut(&h) else {
         return STATUS_SUCCESS;

@@ -182,7 +182,9 @@ pub(super) fn connect_ddi(
         Flags: DXGKARG_CONNECTDOORBELL_FLAGS::default(),
         KernelCpuVirtualAddress: std::ptr::null_mut(),
         SecondaryKernelCpuVirtualAddress: std::ptr::null_mut(),
-        Status: -1,
+        // 24H2 zeroes the block (`K:DXGDOORBELL::Connect` @0x1401D7B90): a driver that
+        // writes no status has answered CONNECTED.
+        Status: 0,
     };
     let status = value_ddi(a, f, &mut args)?;
     let result = if NT_SUCCESS(status) {
@@ -554,13 +556,19 @@ pub(super) fn engine_held(a: &AdapterShared, engine: u32) -> bool {
 
 /// Calls a doorbell DDI whose argument block holds only handles, flags and values (connect,
 /// disconnect, destroy, notify) at PASSIVE_LEVEL; returns the driver's status.
-fn value_ddi<T>(
+fn value_ddi<T: 'static>(
     a: &AdapterShared,
     f: ddi::Ddi<unsafe extern "system" fn(*mut T) -> NTSTATUS>,
     args: &mut T,
 ) -> Result<NTSTATUS, SimError> {
-    ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with a valid argument block naming its doorbell or queue.
-        unsafe { f(args) }
-    })
+    // SAFETY: the driver's DDI with a valid argument block naming its doorbell or queue; the
+    // hand-over audit reads the block before the call.
+    unsafe {
+        ddi::call_arg(
+            a,
+            f,
+            ddi::At::Level(rvgpu_kmd::platform::Irql::Passive),
+            args as *mut T,
+        )
+    }
 }
