@@ -194,7 +194,8 @@ impl CrossAdapterFences for SimSession {
             f,
             adapter,
             process,
-            Machine::open_native_fence_from_nt_handle,
+            // Opened as an application opens it: without NoSignalMaxValueOnTdr.
+            |m, i, pid, h| m.open_native_fence_from_nt_handle(i, pid, h, false),
         )?;
         Ok(self.add_fence(g))
     }
