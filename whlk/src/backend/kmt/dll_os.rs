@@ -260,6 +260,28 @@ impl DllSession {
     }
 }
 
+impl DllSession {
+    /// Runs `f` on adapter `i`'s test-hook device; after an adapter-wide recovery reset it
+    /// (STATUS_DEVICE_REMOVED, as 24H2's `K:ADAPTER_RENDER::Reset` @0x1403F2C34 resets every
+    /// device) the program opens a new one, as a Windows application recovers, and asks that.
+    fn on_hooks_device<T>(
+        &mut self,
+        i: usize,
+        mut f: impl FnMut(&dyn super::sync::TestThunks) -> Result<T, rvgpu_umd::kmt::NtStatus>,
+    ) -> Result<T, Failure> {
+        let k = self.hooks_device(i)?;
+        match f(super::hooks::thunks(&*k)?) {
+            Err(s) if s == rvgpu_umd::kmt::STATUS_DEVICE_REMOVED => {
+                self.hooks_device = None;
+                let k = self.hooks_device(i)?;
+                f(super::hooks::thunks(&*k)?)
+                    .map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0)))
+            }
+            r => r.map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0))),
+        }
+    }
+}
+
 /// The KMD's journal beside the DLL, through the escape on a device of the harness's own (the
 /// machine is the runbook's test machine: `TestHooks` = 1, `super::sim`).
 impl crate::backend::KmdJournal for DllSession {
@@ -268,15 +290,11 @@ impl crate::backend::KmdJournal for DllSession {
         i: usize,
         from: u64,
     ) -> Result<Vec<rvgpu_hw::testhooks::JournalRecord>, Failure> {
-        let k = self.hooks_device(i)?;
-        super::hooks::read_journal(super::hooks::thunks(&*k)?, from)
-            .map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0)))
+        self.on_hooks_device(i, |t| super::hooks::read_journal(t, from))
     }
 
     fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure> {
-        let k = self.hooks_device(i)?;
-        super::hooks::read_dbg_info(super::hooks::thunks(&*k)?)
-            .map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0)))
+        self.on_hooks_device(i, super::hooks::read_dbg_info)
     }
 }
 
@@ -288,8 +306,16 @@ impl crate::backend::KmdFaults for DllSession {
         op: rvgpu_hw::testhooks::TestHookOp,
         node: u32,
     ) -> Result<(), Failure> {
-        let k = self.hooks_device(i)?;
-        super::hooks::arm(super::hooks::thunks(&*k)?, op, node)
-            .map_err(|e| self.fault().unwrap_or(e))
+        let mut refused = None;
+        let r = self.on_hooks_device(i, |t| {
+            super::hooks::arm(t, op, node).or_else(|e| match e {
+                Failure::DdiFailed(s) => Err(rvgpu_umd::kmt::NtStatus(s)),
+                other => {
+                    refused = Some(other);
+                    Ok(())
+                }
+            })
+        });
+        refused.map_or(r, Err)
     }
 }

@@ -154,6 +154,28 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         Ok(k)
     }
 
+    /// Runs `f` on adapter `i`'s test-hook device. An adapter-wide recovery resets every
+    /// device (24H2's `K:ADAPTER_RENDER::Reset` @0x1403F2C34), after which the escape answers
+    /// STATUS_DEVICE_REMOVED: the program recovers as a Windows application does, with a new
+    /// device, and asks that one.
+    fn on_hooks_device<T>(
+        &mut self,
+        i: usize,
+        mut f: impl FnMut(&dyn TestThunks) -> Result<T, NtStatus>,
+    ) -> Result<T, Failure> {
+        let k = self.hooks_device(i)?;
+        match f(thunks(&*k)?) {
+            Err(s) if s == STATUS_DEVICE_REMOVED => {
+                if let Some(slot) = self.hooks.devices.get_mut(i) {
+                    *slot = None;
+                }
+                let k = self.hooks_device(i)?;
+                f(thunks(&*k)?).map_err(|s| self.status(s))
+            }
+            r => r.map_err(|s| self.status(s)),
+        }
+    }
+
     /// VidSch's refusal of work for a device in error is the device lost, as the UMD reads it.
     fn dma_status(&self, s: NtStatus) -> Failure {
         self.status(if s == STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE {
@@ -247,24 +269,28 @@ pub(super) fn thunks<K: KmtSync>(k: &K) -> Result<&dyn TestThunks, Failure> {
 /// The journal and the last `DxgkDdiCollectDbgInfo` text, through the escape.
 impl<K: KmtSync + Send + Sync + 'static> KmdJournal for KmtSession<K> {
     fn kmd_journal(&mut self, i: usize, from: u64) -> Result<Vec<JournalRecord>, Failure> {
-        let k = self.hooks_device(i)?;
-        read_journal(thunks(&*k)?, from).map_err(|s| self.status(s))
+        self.on_hooks_device(i, |t| read_journal(t, from))
     }
 
     fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure> {
-        let k = self.hooks_device(i)?;
-        read_dbg_info(thunks(&*k)?).map_err(|s| self.status(s))
+        self.on_hooks_device(i, read_dbg_info)
     }
 }
 
 /// Arming a fault through the escape.
 impl<K: KmtSync + Send + Sync + 'static> KmdFaults for KmtSession<K> {
     fn arm_kmd_fault(&mut self, i: usize, op: TestHookOp, node: u32) -> Result<(), Failure> {
-        let k = self.hooks_device(i)?;
-        arm(thunks(&*k)?, op, node).map_err(|e| match e {
-            Failure::DdiFailed(s) => self.status(NtStatus(s)),
-            other => other,
-        })
+        let mut refused = None;
+        let r = self.on_hooks_device(i, |t| {
+            arm(t, op, node).or_else(|e| match e {
+                Failure::DdiFailed(s) => Err(NtStatus(s)),
+                other => {
+                    refused = Some(other);
+                    Ok(())
+                }
+            })
+        });
+        refused.map_or(r, Err)
     }
 }
 
