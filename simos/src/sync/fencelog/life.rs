@@ -225,28 +225,30 @@ pub(crate) fn release_queue_logs(a: &AdapterShared, q: &QueueLog) -> Result<(), 
 /// Header words a released buffer keeps: `Type` and `NumberOfEntries`.
 const KEPT_WORDS: [u64; 2] = [8, 16];
 
-/// Poisons a released buffer but for its header's `Type` and `NumberOfEntries`, so a device
+/// Poisons a released buffer but for its header's `Type` and `NumberOfEntries`, written as
+/// the OS made them (not as found: a hostile GPU may have scribbled over them), so a device
 /// still pointed at it would write it (a wholly poisoned header makes LOG_WRITE refuse the
 /// buffer, hiding the driver's mistake); [`sealed_intact`] then sees any write.
 fn seal(b: &LogBuffer) {
-    let kept: Vec<u64> = KEPT_WORDS
-        .iter()
-        .map(|off| b.alloc().word(*off).map_or(0, |w| w.load(Ordering::SeqCst)))
-        .collect();
     b.poison();
-    for (off, v) in KEPT_WORDS.iter().zip(kept) {
+    for (off, v) in KEPT_WORDS.iter().zip(sealed_header(b)) {
         if let Some(w) = b.alloc().word(*off) {
             w.store(v, Ordering::SeqCst);
         }
     }
 }
 
-/// Whether a [`seal`]ed buffer is as it was sealed.
-fn sealed_intact(b: &LogBuffer) -> bool {
-    let header = [
+/// The header words [`seal`] keeps, at [`KEPT_WORDS`].
+fn sealed_header(b: &LogBuffer) -> [u64; 2] {
+    [
         u64::from(crate::state::sync::logbuffer::log_type(b.kind())),
         b.entries(),
-    ];
+    ]
+}
+
+/// Whether a [`seal`]ed buffer is as it was sealed.
+fn sealed_intact(b: &LogBuffer) -> bool {
+    let header = sealed_header(b);
     (0..LOG_BUFFER_SIZE / 8).all(|i| {
         let off = i * 8;
         let want = match KEPT_WORDS.iter().position(|k| *k == off) {
