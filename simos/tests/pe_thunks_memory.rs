@@ -274,7 +274,11 @@ fn ddi_03_paging_queue_create_and_destroy_answer_as_24h2() {
         assert_eq!((q[2], q[3], q[4], q[5]), (0xAAAA, 0xBBBB, 0, 0), "{what}");
         driven.push(what);
     }
-    assert_covers(C, &driven, &[]);
+    assert_covers(
+        C,
+        &driven,
+        &[("the device not active", BY_DEVICE_LOSS_THUNKS)],
+    );
     let (s, q) = paging_queue(&w.p, w.device, |_| {});
     assert_eq!(s, STATUS_SUCCESS);
     assert!(q[2] != 0 && q[3] != 0 && (q[4] != 0 || q[5] != 0), "{q:?}");

@@ -454,10 +454,16 @@ fn um_03_d3dkmtcreatedoorbell_answers_as_24h2() {
     assert_covers(
         T,
         &driven,
-        &[(
-            "no pool for the private data",
-            "a pool allocation failure no caller can cause",
-        )],
+        &[
+            (
+                "no pool for the private data",
+                "a pool allocation failure no caller can cause",
+            ),
+            (
+                "the device not active",
+                common::dll_world::BY_DEVICE_LOSS_THUNKS,
+            ),
+        ],
     );
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
@@ -516,6 +522,10 @@ fn um_09_d3dkmtconnectdoorbell_and_notify_answer_as_24h2() {
         &[
             ("the doorbell's queue being destroyed", race),
             (
+                "the device not active",
+                common::dll_world::BY_DEVICE_LOSS_THUNKS,
+            ),
+            (
                 "the doorbell's status DISCONNECTED_ABORT",
                 "only after the device is lost (UM-14's suites)",
             ),
@@ -524,7 +534,13 @@ fn um_09_d3dkmtconnectdoorbell_and_notify_answer_as_24h2() {
     assert_covers(
         N,
         &n_driven,
-        &[("the doorbell's queue being destroyed", race)],
+        &[
+            ("the doorbell's queue being destroyed", race),
+            (
+                "the device not active",
+                common::dll_world::BY_DEVICE_LOSS_THUNKS,
+            ),
+        ],
     );
     assert!(m.fault().is_none(), "{:?}", m.fault());
 }
@@ -576,10 +592,16 @@ fn um_07_destroy_thunks_answer_as_24h2() {
             "{name} twice"
         );
         let not_driven: &[(&str, &str)] = if name == "D3DKMTDestroyDoorbell" {
-            &[(
-                "the doorbell's queue being destroyed",
-                "a race with D3DKMTDestroyHwQueue on another thread",
-            )]
+            &[
+                (
+                    "the doorbell's queue being destroyed",
+                    "a race with D3DKMTDestroyHwQueue on another thread",
+                ),
+                (
+                    "the device not active",
+                    common::dll_world::BY_DEVICE_LOSS_THUNKS,
+                ),
+            ]
         } else {
             &[]
         };

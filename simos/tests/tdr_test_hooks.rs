@@ -211,6 +211,9 @@ fn tdr_09_fail_next_reset_hook_promotes_to_an_adapter_reset() {
     );
     assert!(device_error(&m.tdr_events(0), &p));
     assert_eq!(m.legacy_fences(0, 0), (hang, hang), "TDR-04: C = S");
+    // The adapter-wide recovery reset every device (24H2's `K:ADAPTER_RENDER::Reset`
+    // @0x1403F2C34): the journal is read through a device made after it.
+    let (_r, ko) = user_process(&m);
     let j = journal(&ko);
     let fired = find(&j, 0, |r| {
         is(r, JournalKind::FaultFired) && r.a == TestHookOp::FailNextReset as u64

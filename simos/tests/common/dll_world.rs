@@ -12,6 +12,12 @@ use super::pe::{pe_machine, umd};
 
 pub const UNTOUCHED: u64 = 0xDEAD_BEEF_0000;
 pub const BAD_HANDLE: u32 = 0x4000_0BAD;
+/// Why a "the device not active" check of a doorbell or paging-queue thunk has no case in a
+/// conformance suite: a stopped device needs an adapter-wide recovery, which
+/// `device_loss_thunks` makes and drives it under.
+pub const BY_DEVICE_LOSS_THUNKS: &str =
+    "driven by device_loss_thunks: a stopped device needs an adapter-wide recovery";
+
 /// Why a "the device not active" check has no case of its own in a suite: the MustSucceed
 /// case (and the UM-10 cases after it) removes the adapter under the device in error and
 /// drives it for each thunk.
