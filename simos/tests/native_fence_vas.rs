@@ -392,14 +392,16 @@ fn fence_pages_counted_unmapped_at_close_and_at_exit() {
     assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
     // A queue that might still name f2: its pages wait for the queue.
     let mut q = okk(&m, UserQueue::new(a.k, &config(0)));
+    // The queue's wait log, mapped into its process (LOG-01), counts beside the fences' pages.
+    let logs = m.native_fence_mapped_pages(0, pid).0 - 2;
     submit_wait(&m, &mut q, &[f2.signal(1)]);
     okk(&m, a.k.destroy_native_fence(f2.kmt));
-    assert_eq!(m.native_fence_mapped_pages(0, pid), (0, 2), "retired");
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (logs, 2), "retired");
     // Made while the queue lives, f3 takes VAs of its own (f2's are still reserved).
     let f3 = okk(&m, a.k.create_shareable_native_fence(0));
     assert_eq!(
         m.native_fence_mapped_pages(0, pid),
-        (2, 2),
+        (2 + logs, 2),
         "f2's wait for the queue"
     );
     assert_ne!(page(f3.gpu.current.get()), page(f2.gpu.current.get()));
@@ -414,7 +416,7 @@ fn fence_pages_counted_unmapped_at_close_and_at_exit() {
     let f3b = okk(&m, a.k.open_native_fence(h));
     okk(&m, a.k.close_nt_handle(h));
     okk(&m, a.k.destroy_native_fence(f3b.kmt));
-    assert_eq!(m.native_fence_mapped_pages(0, pid), (2, 0));
+    assert_eq!(m.native_fence_mapped_pages(0, pid), (2 + logs, 0));
     // The new queue using f2's old VA faults: the unmap reached the page tables and the TLB.
     assert_eq!(m.gpu_translate(0, pid, f2.gpu.current), None);
     device_error_after(
