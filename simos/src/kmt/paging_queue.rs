@@ -106,7 +106,7 @@ pub fn dxgk_destroy_paging_queue_internal(
 
 /// `DxgkCreatePagingQueueInternal` for the caller's structure `a`, in 24H2's order:
 /// 1. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
-/// 2. the device not active (`COREDEVICEACCESS`, [`super::lock::device_active`]: stopped by
+/// 2. the device not active (`COREDEVICEACCESS`, `kmt::lock::device_active`: stopped by
 ///    an adapter-wide reset, not merely in error): STATUS_DEVICE_REMOVED;
 /// 3. `PhysicalAdapterIndex` at or past the adapter's physical adapters:
 ///    STATUS_INVALID_PARAMETER;
