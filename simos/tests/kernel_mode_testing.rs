@@ -74,6 +74,17 @@ fn kt_feature_is_negotiated_and_the_builder_is_held() {
     assert!(db.build_test_command_buffer.0.is_some());
 }
 
+/// DDI-01: the OS's question for the kernel-mode testing interface is checked against the
+/// hand-over audit's set for `DxgkDdiQueryFeatureInterface` as it is handed over, and fills no
+/// field 24H2 leaves zero.
+#[test]
+fn ddi_01_the_testing_interface_query_is_handed_over_as_24h2_fills_it() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let (blocks, filled) = m.handover(0, rvgpu_ddi::handover::QUERY_FEATURE_INTERFACE.name);
+    assert!(blocks > 0, "no DxgkDdiQueryFeatureInterface block checked");
+    assert!(filled.is_empty(), "{filled:?}");
+}
+
 /// FILL and COPY built by the driver run on a hardware queue and do what they say.
 #[test]
 fn kt_fill_then_copy_on_a_hardware_queue_read_back() {

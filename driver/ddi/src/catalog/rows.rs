@@ -43,8 +43,9 @@ macro_rules! catalog_rows {
         .mandatory("core PnP")
         .doc("— (core)", "[init]")
         .on_null(OnNull::Fails(STATUS_INVALID_PARAMETER)),
+    // No IRQL: 24H2 never calls it (the hand-over audit's never-called entry says where).
     ddi!(DxgkDdiDispatchIoRequest: PDXGKDDI_DISPATCH_IO_REQUEST)
-        .at(P, P, "dispmprt/nc-dispmprt-dxgkddi_dispatch_io_request")
+        .page("dispmprt/nc-dispmprt-dxgkddi_dispatch_io_request")
         .slot(Slot::Load)
         .mandatory("core I/O (filled in the DxgkInitialize sample)")
         .doc("— (core)", "[init]")
@@ -67,14 +68,17 @@ macro_rules! catalog_rows {
         .mandatory("core PnP (render-only answers zero children)")
         .doc("— (core)", "[init]")
         .on_null(OnNull::Fails(STATUS_INVALID_PARAMETER)),
+    // No IRQL: 24H2 asks it only about a child the driver reported, and rvgpu reports none
+    // (the hand-over audit's never-called entry says where).
     ddi!(DxgkDdiQueryChildStatus: PDXGKDDI_QUERY_CHILD_STATUS)
-        .at(P, P, "dispmprt/nc-dispmprt-dxgkddi_query_child_status")
+        .page("dispmprt/nc-dispmprt-dxgkddi_query_child_status")
         .slot(Slot::LoadOneOf)
         .mandatory("core PnP")
         .doc("— (core)", "[init]")
         .on_null(OnNull::Fails(STATUS_INVALID_PARAMETER)),
+    // No IRQL: as DxgkDdiQueryChildStatus, for a reported child only.
     ddi!(DxgkDdiQueryDeviceDescriptor: PDXGKDDI_QUERY_DEVICE_DESCRIPTOR)
-        .at(P, P, "dispmprt/nc-dispmprt-dxgkddi_query_device_descriptor")
+        .page("dispmprt/nc-dispmprt-dxgkddi_query_device_descriptor")
         .slot(Slot::Load)
         .mandatory("core PnP")
         .doc("— (core)", "[init]")

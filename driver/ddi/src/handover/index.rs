@@ -7,7 +7,7 @@ use super::allocation::{
 };
 use super::device::{CREATE_CONTEXT, CREATE_DEVICE};
 use super::escape::{BUILD_TEST_COMMAND_BUFFER, ESCAPE};
-use super::feature::QUERY_FEATURE_SUPPORT;
+use super::feature::{QUERY_FEATURE_INTERFACE, QUERY_FEATURE_SUPPORT};
 use super::fence::{
     CLOSE_NATIVE_FENCE, CREATE_NATIVE_FENCE, DESTROY_NATIVE_FENCE, OPEN_NATIVE_FENCE,
     SET_NATIVE_FENCE_LOG_BUFFER, SET_NATIVE_FENCE_LOG_BUFFER_RELEASE,
@@ -96,11 +96,14 @@ pub static AUDIT: &[Audit] = &[
             why: "the adapter's context only (from the FDO's remove, and from AddDevice when it fails after the driver's AddDevice)",
         },
     ),
-    pending(
+    audit(
         "DxgkDdiDispatchIoRequest",
-        "the context, a view index and a VIDEO_REQUEST_PACKET; no caller of its slot found in \
-         24H2's Dpi wrappers, but the catalog has the simulated OS call it, so it cannot be \
-         marked never-called here",
+        Cover::NotCalled {
+            by: "K:DpiFdoDispatchIoctl @0x14023DB30",
+            why: "the adapter's IOCTL dispatch answers every control code itself (GPU \
+                  partitioning, live migration, indirect display) and makes no indirect call, \
+                  so no request reaches the slot; no Dpi wrapper of it exists",
+        },
     ),
     audit(
         "DxgkDdiInterruptRoutine",
@@ -117,16 +120,26 @@ pub static AUDIT: &[Audit] = &[
         },
     ),
     audit("DxgkDdiQueryChildRelations", Cover::Blocks(&[&QUERY_CHILD_RELATIONS])),
-    pending(
+    audit(
         "DxgkDdiQueryChildStatus",
-        "a DXGK_CHILD_STATUS for a child the driver reported; 24H2 enumerates children only when \
-         StartDevice reports some (K:DpiFdoStartAdapter @0x140245688) and rvgpu reports none, \
-         but the catalog has the simulated OS call it",
+        Cover::NotCalled {
+            by: "K:DpiDxgkDdiQueryChildStatus @0x14031E888",
+            why: "its one caller is K:DpiPdoIsChildConnected @0x14031D668, on the device \
+                  object of a child the driver reported; 24H2 makes children only when \
+                  StartDevice reports some (K:DpiFdoStartAdapter @0x140245688), and rvgpu \
+                  reports none",
+        },
     ),
-    pending(
+    audit(
         "DxgkDdiQueryDeviceDescriptor",
-        "a child UID and a DXGK_DEVICE_DESCRIPTOR, for a reported child only (see \
-         DxgkDdiQueryChildStatus)",
+        Cover::NotCalled {
+            by: "K:DpiDxgkDdiQueryDeviceDescriptor @0x1403E5FD0",
+            why: "its callers ask about a reported child by its UID: the child's own device \
+                  object (K:DpiPdoGetDeviceDescriptor @0x14042B12C), its monitor \
+                  (K:DpiGetMonitorDescriptor @0x1403E5EA8), an integrated display's \
+                  descriptor (K:DpiFdoQueryAdapterInfoIntegratedDisplay2 @0x1402446F8); \
+                  rvgpu reports no child",
+        },
     ),
     audit(
         "DxgkDdiSetPowerState",
@@ -434,10 +447,9 @@ pub static AUDIT: &[Audit] = &[
     audit("DxgkDdiUpdateNativeFenceLogs", Cover::Blocks(&[&UPDATE_NATIVE_FENCE_LOGS])),
     audit("DxgkDdiCollectDbgInfo2", Cover::Blocks(&[&COLLECT_DBG_INFO2])),
     audit("DxgkDdiQueryFeatureSupport", Cover::Blocks(&[&QUERY_FEATURE_SUPPORT])),
-    pending(
+    audit(
         "DxgkDdiQueryFeatureInterface",
-        "DXGKARG_QUERYFEATUREINTERFACE; through the feature interface K:DpiFeatureStartDevice \
-         @0x14024DEF8 gets; its caller is not found yet",
+        Cover::Blocks(&[&QUERY_FEATURE_INTERFACE]),
     ),
     audit(
         "DxgkDdiBuildTestCommandBuffer",

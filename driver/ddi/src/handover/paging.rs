@@ -1,5 +1,12 @@
 //! The audit of VidMm's paging operations: UPDATEPAGETABLE (maps and invalidations apart),
 //! FLUSHTLB, FILL, TRANSFER, and MAP_ and UNMAP_APERTURE_SEGMENT.
+//!
+//! `DXGK_OPERATION_COPY_PAGE_TABLE_ENTRIES` has no set: 24H2's VidMm never builds it. Its one
+//! way to the DDI, M:ADAPTER_RENDER::DdiBuildPagingBuffer @0x140036BD8, is called by thirteen
+//! VIDMM_GLOBAL builders, one per operation it issues (transfers, fills, discards, aperture
+//! maps and unmaps, page-table updates, TLB flushes, context-allocation initialisation and
+//! updates, residency notices, live-migration transport copies), and none of them copies page
+//! table entries; the simulated OS does not issue it either.
 
 use super::Ddi;
 use crate::memory::{DXGK_BUILDPAGINGBUFFER_FLUSHTLB, DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE};
