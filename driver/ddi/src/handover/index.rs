@@ -201,15 +201,23 @@ pub static AUDIT: &[Audit] = &[
     pending(
         "DxgkDdiDescribeAllocation",
         "DXGKARG_DESCRIBEALLOCATION; K:ADAPTER_RENDER::DdiDescribeAllocation @0x1402F57E0 has \
-         about twenty callers, all display, present, overlay or shared-primary paths; the ones \
-         a render-only adapter reaches are not read yet",
+         about twenty callers, most of them display, present, overlay or shared-primary paths; \
+         a render-only adapter reaches it at least from DXGDEVICE::CreateAllocation for a \
+         CrossAdapter creation (read in the 22631 build: the OS zeroes the block and names \
+         the driver's allocation), which the simulated OS refuses as a gap (a shared \
+         resource), so it never hands the block; the set waits for that path and its 24H2 \
+         reading",
     ),
     pending(
         "DxgkDdiGetStandardAllocationDriverData",
-        "DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA; callers of \
-         K:ADAPTER_RENDER::DdiGetStandardAllocationDriverData @0x140355CF0: CDD primaries, \
-         K:DXGDEVICE::CreateStandardAllocation @0x140354F2C, resource-info queries; not read \
-         yet",
+        "DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA; K:ADAPTER_RENDER::DdiGetStandardAllocationDriverData \
+         @0x140355CF0 is called for CDD primaries (display), for a host's GPU-PV guest, and on \
+         any adapter by K:DXGDEVICE::CreateStandardAllocation @0x140354F2C, the resource-info \
+         queries (K:DXGDEVICE::QueryResourceInfo @0x14038AAAC and @0x14038CF98) and \
+         K:DXGDEVICE::GetStandardAllocationDriverData @0x1403DEBEC (D3DKMTCreateAllocation with \
+         StandardAllocation; in the 22631 build it asks twice, sizes then data); the simulated \
+         OS refuses StandardAllocation and makes no shared resources (gaps), so it never hands \
+         the block; the set waits for those paths and their 24H2 reading",
     ),
     unfilled("DxgkDdiAcquireSwizzlingRange"),
     unfilled("DxgkDdiReleaseSwizzlingRange"),
@@ -245,17 +253,25 @@ pub static AUDIT: &[Audit] = &[
     audit("DxgkDdiEscape", Cover::Blocks(&[&ESCAPE])),
     pending(
         "DxgkDdiCollectDbgInfo",
-        "DXGKARG_COLLECTDBGINFO; 24H2's only path to the slot, \
+        "DXGKARG_COLLECTDBGINFO; never called on rvgpu's adapter: 24H2's only path to the slot, \
          K:DXGADAPTER::_DdiCollectDbgInfoNoLocks @0x1403698F8 (from TdrCollectDbgInfoStage1), \
-         calls DxgkDdiCollectDbgInfo2 when it is filled, as rvgpu's is, and passes the v1 slot \
-         the v2 block otherwise; the simulated OS still calls it (its TDR Reading and a test \
-         entry point), so it cannot be marked never-called here",
+         calls DxgkDdiCollectDbgInfo2 when it is filled, as rvgpu's is, and the v2 page says \
+         the same (the OS calls v1 only for a driver without v2); the simulated OS still calls \
+         it for every report but a hardware-scheduled node's under 24H2's reading (the \
+         adapter-wide and software-scheduled reports, the pages' reading) and through the \
+         Machine::collect_dbg_info test entry point the whlk simulation backend uses; those \
+         go first, then it is marked never-called",
     ),
     pending(
         "DxgkDdiQueryCurrentFence",
-        "DXGKARG_QUERYCURRENTFENCE; reached only through the core interface table \
-         (K:ADAPTER_RENDER::DdiQueryCurrentFence @0x140069000); its dxgmms2 caller is not \
-         found yet",
+        "DXGKARG_QUERYCURRENTFENCE; never called by 24H2: K:ADAPTER_RENDER::DdiQueryCurrentFence \
+         @0x140069000 is called only by the core-interface thunk \
+         K:ADAPTER_RENDER_DdiQueryCurrentFence @0x14006BD20, and 24H2's dxgmms2 has no stub for \
+         it (it has one for QueryEngineStatus, which M:VidSchiCheckNodeTimeout @0x1400B6030 \
+         asks on a timeout); the simulated OS still calls it in its TDR watchdog (the page's \
+         lost-interrupt check), after a hardware-scheduled engine reset (a resync marked \
+         unverified) and through the Machine::query_current_fence test entry point the whlk \
+         simulation backend uses; those go first, then it is marked never-called",
     ),
     unfilled("DxgkDdiIsSupportedVidPn"),
     audit(
