@@ -253,9 +253,7 @@ impl<'m> SimKmt<'m> {
 
     /// A native fence of this process as `desc` describes it.
     fn create_default_fence(&self, desc: NativeFenceDesc) -> Result<NativeFence, NtStatus> {
-        self.m
-            .create_native_fence(self.p.adapter, self.p.pid, desc)
-            .map_err(status)
+        self.m.create_native_fence_on(&self.p, desc).map_err(status)
     }
 
     /// `f` with its new D3DKMT handle, as a thunk returns it to a user-mode image; a fence that

@@ -2,6 +2,8 @@
 //! it puts a device in error, so the KMD aborts a guilty device's doorbells itself and its
 //! queue learns the loss from the doorbell; an adapter-wide recovery resets every device of
 //! the adapter, idle ones of other processes too, and only devices created afterwards work.
+//! A process's devices are separate: one device's error signals only the fences registered
+//! with it, and a fence opened through a second device is that device's to the KMD.
 //! Every test runs on both driver builds and both readings.
 
 mod common;
@@ -12,9 +14,16 @@ use common::*;
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::{Mode, UmsEvent};
+use rvgpu_simos::kmt::native_fence::{
+    nt_dxgk_create_native_fence_internal, nt_dxgk_open_native_fence_from_nt_handle_internal,
+    D3dkmtCreateNativeFence, D3dkmtOpenNativeFenceFromNtHandle, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR,
+    SYNC_NT_SECURITY_SHARING, SYNC_SHARED,
+};
+use rvgpu_simos::{Machine, Mode, NativeFence, UmsEvent, UmsProcess};
+use rvgpu_umd::fence::FenceMapping;
 use rvgpu_umd::kmt::{AllocationCpu, DeviceExecutionState, Kmt, NtStatus};
 use rvgpu_umd::submit::{SubmitError, UserQueue};
+use zerocopy::IntoBytes;
 
 /// UM-10: a user-mode HANG. Windows writes no doorbell status when it puts the device in error
 /// (24H2 `M:VidSchiMarkDeviceAsError`); the KMD aborts the guilty device's connected doorbells
@@ -130,6 +139,98 @@ fn um_10_adapter_wide_recovery_resets_an_idle_device_of_another_process() {
     let w = okk(&m, nq.submit(&[fill(&tn, 0, 3)]));
     run_until(&m, "new device", |_| nq.completed() >= w);
     assert_eq!(tn.mem.load(0), 3);
+    no_fault(&m);
+}
+
+/// `D3DKMTCreateNativeFence` through its kernel entry on `p`'s device, at 5 with `info_flags`;
+/// the fence and its D3DKMT handle.
+fn create_fence(m: &Machine, p: UmsProcess, info_flags: u32) -> (NativeFence, u32) {
+    let mut a = D3dkmtCreateNativeFence::new(p.device, 5, info_flags);
+    let f = okk(
+        m,
+        nt_dxgk_create_native_fence_internal(m, &mut a, |h| (h == p.device).then_some(p)),
+    );
+    (f, a.h_sync_object)
+}
+
+/// TDR-05, UM-10: a TDR that blames one device of a process signals only what that device
+/// registered. 24H2 `K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC registers a fence with
+/// the VidSch device of the DXGDEVICE it is created or opened through (unless
+/// `NoSignalMaxValueOnTdr` or `NoSignal`), and `M:VidSchiSignalRegisteredSyncObjects`
+/// @0x14003B848 drains the erroring device's own list: the guilty device's native and
+/// monitored fences read u64::MAX (not its fence created with `NoSignalMaxValueOnTdr`), and the
+/// fences of the same process's other device keep their values, its device active.
+#[test]
+fn tdr_05_a_tdr_of_one_device_leaves_the_fences_of_its_processs_other_device_alone() {
+    let m = tdr_machine(Mode::Step, |a| a.device.doorbells = 8);
+    let guilty = ok(&m, m.create_process(0));
+    let sibling = ok(&m, m.create_device(&guilty));
+    let (kg, ks) = (m.kmt(&guilty), m.kmt(&sibling));
+    let (native_g, _) = create_fence(&m, guilty, 0);
+    let (kept_g, _) = create_fence(&m, guilty, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR);
+    let (native_s, _) = create_fence(&m, sibling, 0);
+    let (_, monitored_g) = okk(&m, kg.create_monitored_fence(5));
+    let (_, monitored_s) = okk(&m, ks.create_monitored_fence(5));
+    let mut hq = okk(&m, UserQueue::new(kg, &config(0)));
+    okk(&m, hq.submit(&[Command::Hang]));
+    run_until(&m, "reset", |m| resets(m) == 1);
+    assert_ne!(
+        kg.device_execution_state(),
+        Ok(DeviceExecutionState::ACTIVE),
+        "the guilty device is in error"
+    );
+    assert_eq!(
+        native_g.current_value(),
+        u64::MAX,
+        "the guilty native fence"
+    );
+    assert_eq!(monitored_g.value(), u64::MAX, "the guilty monitored fence");
+    assert_eq!(
+        kept_g.current_value(),
+        5,
+        "NoSignalMaxValueOnTdr: left alone"
+    );
+    assert_eq!(
+        native_s.current_value(),
+        5,
+        "the other device's native fence"
+    );
+    assert_eq!(monitored_s.value(), 5, "the other device's monitored fence");
+    assert_eq!(
+        ks.device_execution_state(),
+        Ok(DeviceExecutionState::ACTIVE)
+    );
+    no_fault(&m);
+}
+
+/// NF-13, NF-14: an open goes to the KMD as the opening device's. 24H2
+/// `K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC fills `DXGKARG_OPENNATIVEFENCE.hDevice`
+/// with the driver handle of the DXGDEVICE the open goes through. A process that opens its own
+/// shared fence through its second device asks that device for the fence's report tag (the
+/// KMD's escape, which finds the open by the device it was made for) and gets the creator's.
+#[test]
+fn nf_13_an_open_through_a_processs_second_device_reaches_the_kmd_as_that_devices() {
+    let m = tdr_machine(Mode::Step, |_| {});
+    let first = ok(&m, m.create_process(0));
+    let second = ok(&m, m.create_device(&first));
+    let (f, h) = create_fence(&m, first, SYNC_SHARED | SYNC_NT_SECURITY_SHARING);
+    let nt = okk(&m, m.kmt(&first).share_native_fence(h));
+    let mut a = D3dkmtOpenNativeFenceFromNtHandle::new(nt, second.device);
+    let opened = okk(
+        &m,
+        nt_dxgk_open_native_fence_from_nt_handle_internal(&m, &mut a, |h| {
+            (h == second.device).then_some(second)
+        }),
+    );
+    let mapping = FenceMapping {
+        current_value_cpu: a.current_value_cpu_va as usize,
+        current_value_gpu: a.current_value_gpu_va,
+        monitored_value_gpu: a.monitored_value_gpu_va,
+    };
+    let mut q = rvgpu_umd::fence::tag_request(&mapping);
+    okk(&m, m.kmt(&second).escape_driver_private(q.as_mut_bytes()));
+    assert_eq!(q.report_tag, f.pdd().report_tag, "the open's report tag");
+    assert_eq!(opened.current_value(), 5);
     no_fault(&m);
 }
 

@@ -261,7 +261,7 @@ pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
     // so the caller's `NoSignalMaxValueOnTdr` decides the instance's registration.
     let no_max_on_tdr = a.flags & SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR != 0;
     let opened = m
-        .open_native_fence_from_nt_handle(p.adapter, p.pid, a.h_nt_handle, no_max_on_tdr)
+        .open_native_fence_from_nt_handle_on(&p, a.h_nt_handle, no_max_on_tdr)
         .map_err(super::status)?;
     let (h, f) = k.with_raw_kmt_handle(opened)?;
     a.h_sync_object = h;

@@ -509,6 +509,7 @@ pub(crate) fn create_sync_fence(
     let mut os = lock(&a.ums);
     os.fences.insert(h, f.clone());
     os.fence_owner.insert(h, pid);
+    os.fence_device.insert(h, device);
     drop(os);
     Ok((h, f))
 }
@@ -530,6 +531,7 @@ pub(crate) fn open_sync_fence(
     let h = new_handle(pid)?;
     os.fences.insert(h, f.clone());
     os.fence_owner.insert(h, pid);
+    os.fence_device.insert(h, device);
     Ok(h)
 }
 
@@ -550,6 +552,7 @@ pub(crate) fn destroy_sync_fence(
             return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
         }
         os.fence_owner.remove(&h);
+        os.fence_device.remove(&h);
         os.fences
             .remove(&h)
             .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))?

@@ -210,15 +210,15 @@ pub(crate) fn reset_devices(a: &AdapterShared) -> Result<Vec<KmtHandle>, SimErro
                 newly.push(*h);
             }
             d.mark_error(DeviceError::Reset);
-            signal.push((*h, d.process));
+            signal.push(*h);
         }
         for device in newly {
             os.events.push(UmsEvent::DeviceError { device });
         }
         (all, signal)
     };
-    for (device, process) in signal {
-        signal_registered_sync_objects(a, device, process)?;
+    for device in signal {
+        signal_registered_sync_objects(a, device)?;
     }
     Ok(all)
 }
@@ -251,27 +251,23 @@ pub(crate) fn tdr_device_error(
     device: KmtHandle,
     why: DeviceError,
 ) -> Result<Vec<KmtHandle>, SimError> {
-    let (dbs, process) = {
+    let dbs = {
         let mut os = lock(&a.ums);
-        let process = match os.devices.get_mut(&device) {
-            Some(d) => {
-                d.mark_error(why);
-                d.process
-            }
+        match os.devices.get_mut(&device) {
+            Some(d) => d.mark_error(why),
             None => return Ok(Vec::new()),
-        };
-        let dbs = if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
+        }
+        if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
             os.doorbells_of_device(device)
         } else {
             Vec::new()
-        };
-        (dbs, process)
+        }
     };
     for d in &dbs {
         os_disconnect(a, *d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
         lock(&a.ums).abort_doorbell(*d);
     }
-    signal_registered_sync_objects(a, device, process)?;
+    signal_registered_sync_objects(a, device)?;
     Ok(dbs)
 }
 
@@ -292,21 +288,20 @@ pub(crate) fn mark_device_as_error(
 }
 
 /// `M:VidSchiSignalRegisteredSyncObjects` @0x14003B848, the second half of marking `device`
-/// (of `process`) in error: every sync object the device registered when it created or opened
-/// it goes to `u64::MAX`, native fences through the driver.
+/// in error: every sync object registered with the device when it was created or opened
+/// through it goes to `u64::MAX`, native fences through the driver. The walk is over the
+/// erroring VidSch device's own list (the device argument's list at +152), so a fence the
+/// process holds only through another of its devices is left alone.
 pub(crate) fn signal_registered_sync_objects(
     a: &AdapterShared,
     device: KmtHandle,
-    process: crate::base::process_id::ProcessId,
 ) -> Result<(), SimError> {
     // The device's native fences go to u64::MAX (`M:VidSchiMarkDeviceAsError`).
-    crate::sync::fence::signal_process_fences_to_max(a, process)?;
+    crate::sync::fence::signal_device_fences_to_max(a, device)?;
     // So do its monitored fences, its queues' progress fences among them: 24H2
     // `M:_VIDSCH_SYNC_OBJECT::SetToAlwaysSignaled`@0x14003B954 writes -1 into a 64-bit
-    // monitored fence's value and releases its waiters (`VidSchiUnwaitMonitoredFences`), for
-    // every sync object registered with the device (`VidSchiSignalRegisteredSyncObjects`
-    // @0x14003B848, from `VidSchiMarkDeviceAsError`@0x14001FF30). A CPU wait on a hung batch
-    // of the device then ends at once instead of at the OS's wait limit.
+    // monitored fence's value and releases its waiters (`VidSchiUnwaitMonitoredFences`). A CPU
+    // wait on a hung batch of the device then ends at once instead of at the OS's wait limit.
     let monitored: Vec<MonitoredFence> = {
         let os = lock(&a.ums);
         let queues = os
@@ -317,7 +312,7 @@ pub(crate) fn signal_registered_sync_objects(
         let own = os
             .fences
             .iter()
-            .filter(|(h, _)| os.fence_owner.get(h) == Some(&process))
+            .filter(|(h, _)| os.fence_device.get(h) == Some(&device))
             .map(|(_, f)| f.clone());
         queues.chain(own).collect()
     };

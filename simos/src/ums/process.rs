@@ -97,13 +97,10 @@ fn teardown_allocations_first(
     // sets what it registered to always-signalled. A device already in error (a TDR) was
     // signalled then and is not suspended again. The flush's wait then finds nothing
     // pending: every fence the device's tracked work would signal is signalled.
-    let state = lock(&a.ums)
-        .devices
-        .get(&device)
-        .map(|d| (d.in_error(), d.process));
-    if let (true, Some((false, process))) = (death, state) {
+    let in_error = lock(&a.ums).devices.get(&device).map(|d| d.in_error());
+    if let (true, Some(false)) = (death, in_error) {
         charge(a, &dl, device)?;
-        super::loss::signal_registered_sync_objects(a, device, process)?;
+        super::loss::signal_registered_sync_objects(a, device)?;
     }
     // `DrainResources`, `DrainAllocations`: unmapped, destroyed in the driver, given back.
     drain_allocations(m, a, &dl, device)?;

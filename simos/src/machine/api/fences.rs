@@ -117,7 +117,19 @@ impl Machine {
         desc: NativeFenceDesc,
     ) -> Result<NativeFence, SimError> {
         let a = self.fence_adapter(i)?;
-        native::create(&a, process, desc, self)
+        native::create(&a, process, None, desc, self)
+    }
+
+    /// [`Self::create_native_fence`] through `p`'s device (`D3DKMTCreateNativeFence`'s
+    /// `hDevice`): the creator's `DxgkDdiOpenNativeFence` names it, and only its error signals
+    /// the fence (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC).
+    pub fn create_native_fence_on(
+        &self,
+        p: &crate::ums::UmsProcess,
+        desc: NativeFenceDesc,
+    ) -> Result<NativeFence, SimError> {
+        let a = self.fence_adapter(p.adapter)?;
+        native::create(&a, p.pid, Some(p.device), desc, self)
     }
 
     /// Opens `fence` for `process` on the same adapter (`DxgkDdiOpenNativeFence`, NF-13).
@@ -142,7 +154,25 @@ impl Machine {
         access: crate::sync::fence::OpenAccess,
     ) -> Result<NativeFence, SimError> {
         let a = self.fence_adapter(fence.adapter())?;
-        native::open_with(&a, fence, process, access, self)
+        native::open_with(&a, fence, process, None, access, self)
+    }
+
+    /// [`Self::open_native_fence_with`] through `p`'s device, which `DxgkDdiOpenNativeFence`
+    /// gets as `hDevice` and whose error alone signals the instance
+    /// (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC).
+    pub fn open_native_fence_on(
+        &self,
+        fence: &NativeFence,
+        p: &crate::ums::UmsProcess,
+        access: crate::sync::fence::OpenAccess,
+    ) -> Result<NativeFence, SimError> {
+        if p.adapter != fence.adapter() {
+            return Err(SimError::Simulation(
+                "another adapter: use open_native_fence_cross_adapter".into(),
+            ));
+        }
+        let a = self.fence_adapter(fence.adapter())?;
+        native::open_with(&a, fence, p.pid, Some(p.device), access, self)
     }
 
     /// Opens a shareable `D3DDDI_NATIVEFENCE_TYPE_DEFAULT` fence on another adapter (NF-16):
@@ -543,6 +573,29 @@ impl Machine {
         h: u64,
         no_max_on_tdr: bool,
     ) -> Result<NativeFence, SimError> {
+        self.open_nt_handle_through(adapter, process, None, h, no_max_on_tdr)
+    }
+
+    /// [`Self::open_native_fence_from_nt_handle`] through `p`'s device (the thunk's `hDevice`):
+    /// on the fence's adapter the instance is opened through it
+    /// ([`Self::open_native_fence_on`]).
+    pub fn open_native_fence_from_nt_handle_on(
+        &self,
+        p: &crate::ums::UmsProcess,
+        h: u64,
+        no_max_on_tdr: bool,
+    ) -> Result<NativeFence, SimError> {
+        self.open_nt_handle_through(p.adapter, p.pid, Some(p.device), h, no_max_on_tdr)
+    }
+
+    fn open_nt_handle_through(
+        &self,
+        adapter: usize,
+        process: ProcessId,
+        device: Option<crate::ob::KmtHandle>,
+        h: u64,
+        no_max_on_tdr: bool,
+    ) -> Result<NativeFence, SimError> {
         let (template, access) = share::fence_of_nt_handle(&self.handles, process, h)?;
         if access & share::READ_CONTROL == 0 {
             return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
@@ -553,7 +606,8 @@ impl Machine {
                 no_signal_max_value_on_tdr: no_max_on_tdr,
                 ..crate::sync::fence::OpenAccess::default()
             };
-            self.open_native_fence_with(&template, process, open)
+            let a = self.fence_adapter(adapter)?;
+            native::open_with(&a, &template, process, device, open, self)
         } else {
             self.open_native_fence_cross_adapter(&template, adapter, process)
         }

@@ -246,6 +246,9 @@ pub(crate) struct ObjState {
     /// (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC registers only an open with neither
     /// flag).
     pub(crate) unregistered: std::collections::BTreeSet<usize>,
+    /// The D3D device (D3DKMT handle) each instance was created or opened through: the one
+    /// `DxgkDdiOpenNativeFence` names and whose error signals a registered instance.
+    pub(crate) devices: BTreeMap<usize, crate::ob::KmtHandle>,
     /// NT handles to the fence (`crate::ob`): each keeps the object alive without an
     /// instance, as on Windows.
     pub(crate) nt_refs: usize,

@@ -584,6 +584,10 @@ pub struct UmsOs {
     /// process naming the same number names nothing (B signalled and waited A's
     /// fences by guessing handles).
     pub(crate) fence_owner: BTreeMap<KmtHandle, ProcessId>,
+    /// The device each created or opened monitored-fence handle registered with, whose error
+    /// signals it (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC registers with the
+    /// creating or opening device's VidSch device). Progress fences go by their queue's device.
+    pub(crate) fence_device: BTreeMap<KmtHandle, KmtHandle>,
     pub(crate) events: Vec<UmsEvent>,
     /// Handles (the KMD's and the OS kernel handle) of destroyed doorbells -> D3DKMT handle,
     /// for the callback's diagnostics (a handle used after its destroy returned).
@@ -638,6 +642,7 @@ impl Default for UmsOs {
             fences: BTreeMap::new(),
             hwq_due: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             fence_owner: BTreeMap::new(),
+            fence_device: BTreeMap::new(),
             events: Vec::new(),
             destroyed_doorbells: std::collections::HashMap::new(),
             retired_dxg_queues: std::collections::HashMap::new(),

@@ -79,7 +79,7 @@ pub use self::native::OpenAccess;
 pub(crate) use self::pages::VidMmPages;
 pub use self::settle::*;
 pub use self::values::*;
-pub(crate) use self::wait::{abandon_cpu_waits, signal_process_fences_to_max};
+pub(crate) use self::wait::{abandon_cpu_waits, signal_device_fences_to_max};
 pub use crate::state::sync::storage::FenceOs;
 
 pub use crate::base::process_id::ProcessId;

@@ -261,6 +261,7 @@ pub(crate) fn open_as_native(
     let n = create_on(
         b,
         process,
+        None,
         NativeFenceDesc::CROSS_ADAPTER_PEER,
         Some(f.obj.slot.clone()),
         vm,

@@ -45,51 +45,59 @@ pub(super) fn parse_pdd(b: &[u8; D3DDDI_NATIVE_FENCE_PDD_SIZE]) -> NativeFencePd
     }
 }
 
-/// The driver's handle of `process`'s D3D device on `a` (null if it has none): what
-/// `DxgkDdiOpenNativeFence` gets as `hDevice` (24H2 `K:DXGDEVICESYNCOBJECT::Initialize`
-/// @0x1401F5EEC passes the opening device's driver handle).
-fn device_of(a: &AdapterShared, process: ProcessId) -> HANDLE {
-    lock(&a.ums)
-        .devices
-        .values()
-        .find(|d| d.process == process)
-        .map_or(std::ptr::null_mut(), |d| d.kmd as HANDLE)
+/// The D3D device an instance is created or opened through: `device` (a D3DKMT handle of
+/// `process`'s on `a`), or, where the caller names only the process, its first device there.
+/// Returns its D3DKMT handle and the driver's handle, which `DxgkDdiOpenNativeFence` gets as
+/// `hDevice`: 24H2 `K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC fills it from the opening
+/// DXGDEVICE (its driver handle at +616), and registers the instance with that device's VidSch
+/// device (+800), whose error alone signals it. A process without a device on the adapter
+/// cannot hold a fence there (`D3DKMTCreateNativeFence` and
+/// `D3DKMTOpenNativeFenceFromNtHandle` name one).
+fn opening_device(
+    a: &AdapterShared,
+    process: ProcessId,
+    device: Option<crate::ob::KmtHandle>,
+) -> Result<(crate::ob::KmtHandle, HANDLE), SimError> {
+    let os = lock(&a.ums);
+    let found = match device {
+        Some(h) => os
+            .devices
+            .get(&h)
+            .filter(|d| d.process == process)
+            .map(|d| (h, d.kmd as HANDLE)),
+        None => os
+            .devices
+            .iter()
+            .find(|(_, d)| d.process == process)
+            .map(|(h, d)| (*h, d.kmd as HANDLE)),
+    };
+    found.ok_or_else(|| {
+        SimError::Simulation(format!(
+            "process {} has no such D3D device on adapter {}: a native fence is created and \
+             opened for a device of the process (Machine::create_process)",
+            process.0, a.index
+        ))
+    })
 }
 
-/// The `DxgkDdiOpenNativeFence` block for instance `local` of fence `global` in `process`'s
-/// device, at the process's VAs `va`.
+/// The `DxgkDdiOpenNativeFence` block for instance `local` of fence `global`, opened through
+/// the device whose driver handle is `device`, at the opener's VAs `va`.
 fn open_args(
-    a: &AdapterShared,
     global: usize,
     local: usize,
-    process: ProcessId,
+    device: HANDLE,
     va: ProcessVas,
 ) -> DXGKARG_OPENNATIVEFENCE {
     DXGKARG_OPENNATIVEFENCE {
         hGlobalNativeFence: global as HANDLE,
         hLocalNativeFence: local as HANDLE,
-        hDevice: device_of(a, process),
+        hDevice: device,
         CurrentValueGpuVa: va.current,
         MonitoredValueGpuVa: va.monitored,
         Flags: DXGK_OPENNATIVEFENCE_FLAGS::default(),
         pPrivateDriverData: [0; D3DDDI_NATIVE_FENCE_PDD_SIZE],
         Reserved: [0; 32],
     }
-}
-
-/// A native-fence instance belongs to a D3D device of its process on the adapter
-/// (`D3DKMTCreateNativeFence` and `D3DKMTOpenSyncObjectFromNtHandle2` name one;
-/// `DXGKARG_OPENNATIVEFENCE.hDevice`, which 24H2 fills, `K:DXGDEVICESYNCOBJECT::Initialize`
-/// @0x1401F5EEC): a process without one cannot hold a fence there.
-fn needs_device(a: &AdapterShared, process: ProcessId) -> Result<(), SimError> {
-    if device_of(a, process).is_null() {
-        return Err(SimError::Simulation(format!(
-            "process {} has no D3D device on adapter {}: a native fence is created and opened \
-             for a device (Machine::create_process)",
-            process.0, a.index
-        )));
-    }
-    Ok(())
 }
 
 /// Adapter `a` can hold native fences: it runs and its driver advertised `NativeGpuFence`.
@@ -169,15 +177,19 @@ pub(crate) fn counts(a: &AdapterShared) -> (u64, u64, u64) {
 pub(crate) fn create(
     a: &Arc<AdapterShared>,
     process: ProcessId,
+    device: Option<crate::ob::KmtHandle>,
     desc: NativeFenceDesc,
     vm: &dyn VidMmPages,
 ) -> Result<NativeFence, SimError> {
-    create_on(a, process, desc, None, vm)
+    create_on(a, process, device, desc, None, vm)
 }
 
+/// [`create`] through `device` of `process` ([`opening_device`]), over `shared_cv` for a
+/// cross-adapter fence.
 pub(super) fn create_on(
     a: &Arc<AdapterShared>,
     process: ProcessId,
+    device: Option<crate::ob::KmtHandle>,
     desc: NativeFenceDesc,
     shared_cv: Option<Slot>,
     vm: &dyn VidMmPages,
@@ -185,7 +197,7 @@ pub(super) fn create_on(
     vm.reap_fence_maps(a)?;
     let create = ddi::slot!(a, DxgkDdiCreateNativeFence)?;
     let open = ddi::slot!(a, DxgkDdiOpenNativeFence)?;
-    needs_device(a, process)?;
+    let (device, kmd_device) = opening_device(a, process, device)?;
     let cross = shared_cv.is_some();
     if cross && desc.fence_type != D3DDDI_NATIVEFENCE_TYPE_DEFAULT {
         return Err(SimError::NotAllowed {
@@ -238,6 +250,7 @@ pub(super) fn create_on(
             instances: BTreeMap::new(),
             open_pdds: BTreeMap::new(),
             unregistered: std::collections::BTreeSet::new(),
+            devices: BTreeMap::new(),
             nt_refs: 0,
             destroyed: false,
             waiters: Vec::new(),
@@ -273,7 +286,7 @@ pub(super) fn create_on(
         }
     };
     let local = next_handle();
-    let mut oargs = open_args(a, global, local, process, va);
+    let mut oargs = open_args(global, local, kmd_device, va);
     let r = context_call(a, open, &mut oargs).and_then(check_status);
     if let Err(e) = r {
         let _ = unmap_fence_pages(a, &obj, process, vm);
@@ -283,6 +296,7 @@ pub(super) fn create_on(
     {
         let mut st = lock(&obj.st);
         st.instances.insert(local, process);
+        st.devices.insert(local, device);
         // Before the fence is in the adapter's table, so no device error sees it registered.
         if desc.no_signal_max_value_on_tdr {
             st.unregistered.insert(local);
@@ -442,7 +456,7 @@ pub(crate) fn open(
     process: ProcessId,
     vm: &dyn VidMmPages,
 ) -> Result<NativeFence, SimError> {
-    open_with(a, fence, process, OpenAccess::default(), vm)
+    open_with(a, fence, process, None, OpenAccess::default(), vm)
 }
 
 /// How a process opens a fence: the access it was granted and the
@@ -479,11 +493,12 @@ impl OpenAccess {
     }
 }
 
-/// [`open`] with `access`.
+/// [`open`] through `device` of `process` ([`opening_device`]) with `access`.
 pub(crate) fn open_with(
     a: &Arc<AdapterShared>,
     fence: &NativeFence,
     process: ProcessId,
+    device: Option<crate::ob::KmtHandle>,
     access: OpenAccess,
     vm: &dyn VidMmPages,
 ) -> Result<NativeFence, SimError> {
@@ -492,13 +507,13 @@ pub(crate) fn open_with(
         return Err(SimError::DdiFailed(STATUS_ACCESS_DENIED));
     }
     let open = ddi::slot!(a, DxgkDdiOpenNativeFence)?;
-    needs_device(a, process)?;
+    let device = opening_device(a, process, device)?;
     vm.reap_fence_maps(a)?;
     // The process's own VAs first: the open names them. Not under the settle
     // lock: mapping waits for paging, whose completion the DPC reports, and the DPC
     // settles fences.
     let va = map_fence_pages(a, &fence.obj, process, vm)?;
-    let r = open_instance(a, fence, process, open, va);
+    let r = open_instance(a, fence, process, device, open, va);
     match &r {
         Ok(f) if !access.registers() => {
             lock(&fence.obj.st).unregistered.insert(f.local);
@@ -511,12 +526,13 @@ pub(crate) fn open_with(
     r
 }
 
-/// The OS side of one open: `DxgkDdiOpenNativeFence` with the process's VAs, and the
-/// instance.
+/// The OS side of one open through `device` (D3DKMT and driver handle):
+/// `DxgkDdiOpenNativeFence` with the process's VAs, and the instance.
 fn open_instance(
     a: &Arc<AdapterShared>,
     fence: &NativeFence,
     process: ProcessId,
+    (device, kmd_device): (crate::ob::KmtHandle, HANDLE),
     open: ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut DXGKARG_OPENNATIVEFENCE) -> NTSTATUS>,
     va: ProcessVas,
 ) -> Result<NativeFence, SimError> {
@@ -525,11 +541,12 @@ fn open_instance(
         return Err(SimError::DdiFailed(STATUS_INVALID_HANDLE));
     }
     let local = next_handle();
-    let mut args = open_args(a, fence.obj.global, local, process, va);
+    let mut args = open_args(fence.obj.global, local, kmd_device, va);
     let status = context_call(a, open, &mut args)?;
     check_status(status)?;
     let mut st = lock(&fence.obj.st);
     st.instances.insert(local, process);
+    st.devices.insert(local, device);
     if args.pPrivateDriverData.iter().any(|&b| b != 0) {
         st.open_pdds.insert(local, args.pPrivateDriverData);
     }
@@ -579,6 +596,7 @@ pub(crate) fn open_cross_adapter(
     let nb = create_on(
         b,
         process,
+        None,
         NativeFenceDesc::CROSS_ADAPTER_PEER,
         Some(shared_cv),
         vm,
@@ -673,6 +691,7 @@ fn close_instance(a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), Sim
         st.instances.remove(&fence.local);
         st.open_pdds.remove(&fence.local);
         st.unregistered.remove(&fence.local);
+        st.devices.remove(&fence.local);
         st.instances.is_empty() && st.nt_refs == 0
     };
     if !last {

@@ -7,7 +7,7 @@ use crate::adapter::state::MachineState;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::base::process_id::ProcessId;
+use crate::ob::KmtHandle;
 use crate::state::sync::trace::ReleaseVia;
 
 use super::dpc::no_cpu_access;
@@ -149,24 +149,26 @@ pub(crate) fn abandon_cpu_waits(fence_os: &Mutex<FenceOs>) {
 
 /// Device error (24H2 `M:VidSchiMarkDeviceAsError` @0x14001FF30 →
 /// `VidSchiSignalRegisteredSyncObjects` @0x14003B848 → `SetToAlwaysSignaled`): every native
-/// fence the device of `process` (a simulated process has one device per adapter) registered
-/// when it created or opened it is signalled to `u64::MAX` through
-/// `DxgkDdiUpdateCurrentValuesFromCpu` (flags 0; the OS stores nothing itself), so its
-/// waiters, CPU and GPU, are released: shared fences it only opened included, an open that
-/// did not register ([`super::OpenAccess`]) not; once per fence however often it was opened.
-/// Errors are returned after trying them all.
-pub(crate) fn signal_process_fences_to_max(
+/// fence `device` registered when it was created or opened through it is signalled to
+/// `u64::MAX` through `DxgkDdiUpdateCurrentValuesFromCpu` (flags 0; the OS stores nothing
+/// itself), so its waiters, CPU and GPU, are released: shared fences it only opened included,
+/// an open that did not register ([`super::OpenAccess`]) not; once per fence however often it
+/// was opened. `VidSchiSignalRegisteredSyncObjects` drains the erroring VidSch device's own
+/// list of registrations (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC adds an instance to
+/// the list of the device it was opened through): an instance another device of the same
+/// process holds is not on it. Errors are returned after trying them all.
+pub(crate) fn signal_device_fences_to_max(
     a: &AdapterShared,
-    process: ProcessId,
+    device: KmtHandle,
 ) -> Result<(), SimError> {
     // A fence's state is locked before the adapter's fence table, never under it (a settle
     // holds the state and reads the table's trace sink): the table is copied first.
     let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
     let objs = objs.into_iter().filter(|o| {
         let st = lock(&o.st);
-        st.instances
+        st.devices
             .iter()
-            .any(|(l, p)| *p == process && !st.unregistered.contains(l))
+            .any(|(l, d)| *d == device && !st.unregistered.contains(l))
     });
     let mut result = Ok(());
     for obj in objs {
