@@ -43,7 +43,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -57,6 +57,59 @@ use rvgpu_umd::submit::{KernelQueue, UserQueue};
 
 const WORKERS: usize = 12;
 const WAIT: Duration = Duration::from_secs(10);
+
+/// What each worker (and, last, the fault thread) is doing, for the watchdog's report: an
+/// index into [`STEPS`]. Read and written without a lock, so a deadlocked machine cannot hide it.
+static STEP: [AtomicU8; WORKERS + 1] = [const { AtomicU8::new(0) }; WORKERS + 1];
+
+/// The names of the steps [`STEP`] records.
+const STEPS: [&str; 14] = [
+    "idle",
+    "creating a process",
+    "setting a process up",
+    "user-mode FILL and its wait",
+    "kernel-mode FILL",
+    "kernel-mode queue FILL and its wait",
+    "monitored fence signal and wait",
+    "native fence signal and wait",
+    "destroying fences",
+    "killing a process",
+    "exiting with work in flight",
+    "closing and exiting",
+    "injecting a fault",
+    "past its loop (the fault thread: tearing down)",
+];
+
+fn step(who: usize, s: usize) {
+    STEP[who].store(s as u8, Ordering::Relaxed);
+}
+
+/// Ends the run when it overstays `limit`: a hung run must fail with what each thread was
+/// doing, not hold the test command until CI's own limit.
+fn watchdog(limit: Duration) {
+    let t0 = Instant::now();
+    loop {
+        if t0.elapsed() > limit {
+            let steps: Vec<_> = STEP
+                .iter()
+                .enumerate()
+                .map(|(i, s)| format!("{i}: {}", STEPS[usize::from(s.load(Ordering::Relaxed))]))
+                .collect();
+            eprintln!("chaos: still running after {limit:?}; threads (the last is the fault thread): {steps:#?}");
+            std::process::abort();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Sets its flag when dropped, on a return or an unwind alike.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 /// xorshift64*: small, seeded, reproducible.
 struct Rng(u64);
@@ -191,6 +244,7 @@ fn worker(
     let mut rng = Rng::new(seed ^ (w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let node = (w % 2) as u32;
     while !stop.load(Ordering::Relaxed) {
+        step(w, 1);
         let before = c.window.load(Ordering::Acquire);
         let created = m.create_process(0);
         let Ok(p) = created else {
@@ -208,6 +262,7 @@ fn worker(
         };
         Counts::add(&c.processes);
         let k = m.kmt(&p);
+        step(w, 2);
         let setup = (|| {
             let buf = k.create_allocation(4096).ok()?;
             let q = UserQueue::new(k, &config(node)).ok()?;
@@ -233,6 +288,7 @@ fn worker(
             Counts::add(&c.ops);
             match rng.below(6) {
                 0 | 1 => {
+                    step(w, 3);
                     let pattern = (w as u64) << 32 | r;
                     let submitted = q.submit(&[fill(&buf, 8 * (r % 64), pattern)]);
                     if count_fill(m, &p, c, submitted, |v| q.wait(v), w, "FILL") {
@@ -240,6 +296,7 @@ fn worker(
                     }
                 }
                 2 => {
+                    step(w, 4);
                     if m.submit_legacy(&p, ctx, &[fill(&buf, 512 + 8 * (r % 64), r)])
                         .is_err()
                     {
@@ -252,6 +309,7 @@ fn worker(
                     }
                 }
                 3 => {
+                    step(w, 5);
                     let submitted = kq.submit(&[fill(&buf, 1536 + 8 * (r % 64), r)]);
                     let what = "kernel-mode queue FILL";
                     if count_fill(m, &p, c, submitted, |v| kq.wait(v), w, what) {
@@ -259,12 +317,14 @@ fn worker(
                     }
                 }
                 4 => {
+                    step(w, 6);
                     let v = r + 1;
                     let signalled = m.signal_monitored_fence_from_cpu(&mf, v);
                     let wait = || m.wait_monitored_fence(&mf, v, WAIT);
                     count_wait(c, signalled, wait, w, "monitored fence wait", v);
                 }
                 _ => {
+                    step(w, 7);
                     let v = next_value.fetch_add(1, Ordering::AcqRel) + 1;
                     let signalled = m.signal_native_fence_from_cpu(&f, v);
                     let wait = || m.wait_native_fence(hub, v, WAIT);
@@ -273,12 +333,14 @@ fn worker(
             }
             halted(m, "during a worker's round");
         }
+        step(w, 8);
         let _ = m.destroy_native_fence(&f);
         let _ = m.destroy_monitored_fence(&mf);
         drop(extra);
         // How the process ends.
         match rng.below(3) {
             0 => {
+                step(w, 9);
                 let _ = q.submit(&[fill(&buf, 1024, 1)]);
                 Counts::add(&c.kills);
                 m.kill_process(&p)
@@ -287,6 +349,7 @@ fn worker(
                 std::mem::forget(kq);
             }
             1 => {
+                step(w, 10);
                 let _ = q.submit(&[fill(&buf, 1024, 2)]);
                 Counts::add(&c.exits_in_flight);
                 m.exit_process(&p).unwrap_or_else(|e| {
@@ -296,6 +359,7 @@ fn worker(
                 std::mem::forget(kq);
             }
             _ => {
+                step(w, 11);
                 let _ = q.close();
                 let _ = kq.close();
                 m.exit_process(&p)
@@ -304,6 +368,7 @@ fn worker(
         }
         halted(m, "after a process ended");
     }
+    step(w, 13);
 }
 
 /// A guilty process hangs `node` until the TDR resets it, then is killed.
@@ -369,15 +434,24 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
     let stop = AtomicBool::new(false);
     let peak = AtomicU64::new(0);
     let dev = m.device(0).expect("device").clone();
+    // Every worker ends its process within a few of its 10 s waits after the stop, and the
+    // teardown's own wait is 10 s.
+    let limit = Duration::from_secs(secs + 240);
+    std::thread::spawn(move || watchdog(limit));
     std::thread::scope(|s| {
         for w in 0..WORKERS {
             let (m, f, v, stop, c) = (&m, &fences[w], &values[w], &stop, &c);
             s.spawn(move || worker(m, w, seed, f, v, stop, c));
         }
+        // The workers stop however this thread leaves the scope: a failed check here unwinds
+        // through the scope, which joins the workers before the failure is reported.
+        let _stop = StopOnDrop(&stop);
         let mut rng = Rng::new(seed);
         let end = Instant::now() + Duration::from_secs(secs);
         while Instant::now() < end {
+            step(WORKERS, 0);
             std::thread::sleep(Duration::from_millis(10 + rng.below(60)));
+            step(WORKERS, 12);
             peak.fetch_max(m.memory().system_used(), Ordering::Relaxed);
             match rng.below(12) {
                 0..=5 => {
@@ -411,7 +485,7 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
             }
             halted(&m, "after a fault");
         }
-        stop.store(true, Ordering::Relaxed);
+        step(WORKERS, 13);
     });
     m.set_low_resources(LowResources::Off);
     for f in &fences {

@@ -351,6 +351,54 @@ fn um_14_disconnect_doorbell_callback_inside_set_power_state_is_a_driver_bug() {
 // ---------------------------------------------------------------------------------------------
 // UM-11, UM-12: suspend and resume.
 
+/// UM-11, TDR-05: an engine reset of a hardware-scheduled node waits for a suspend of one of
+/// its contexts that is under way. 24H2 holds the node's resource shared for the suspend and
+/// exclusively for the reset, whose check that every requested suspend completed would
+/// otherwise see this one half done (bug check 0x119 / 0xA000). The reset is forced from a
+/// second thread while the driver is inside `DxgkDdiSuspendContext`; the suspend is held there
+/// until the machine stops or a second has passed.
+#[test]
+fn um_11_tdr_05_an_engine_reset_waits_for_a_suspend_under_way() {
+    use rvgpu_simos::testing::spy;
+    use std::sync::mpsc;
+    let mut cfg = MachineConfig::single(Mode::Threaded);
+    cfg.adapters[0].device.doorbells = 4;
+    let m = started_with(cfg, spy::install_suspend_context_spy);
+    let (p, k, _t) = process_with_target(&m);
+    let q = connected_raw_queue(&m, &k, 0);
+    let (entered, in_suspend) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    spy::on_next_suspend(m.id(), move || {
+        let _ = entered.send(());
+        let _ = released.recv_timeout(Duration::from_secs(30));
+    });
+    std::thread::scope(|s| {
+        let suspend = s.spawn(|| m.suspend_context(&p, q.context));
+        in_suspend
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the suspend reached the driver");
+        let reset = s.spawn(|| m.force_tdr(0, 0));
+        let t0 = std::time::Instant::now();
+        while m.fault().is_none() && t0.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = release.send(());
+        let suspended = suspend.join().expect("suspend thread");
+        let reset = reset.join().expect("reset thread");
+        no_fault(&m);
+        ok(&m, suspended);
+        ok(&m, reset);
+    });
+    let ev = m.tdr_events(0);
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            rvgpu_simos::TdrEvent::ResetHwEngine { node: 0, status: 0 }
+        )),
+        "{ev:#?}"
+    );
+}
+
 /// UM-11, UM-12: a suspended context's doorbell stays connected and its ring stays writable;
 /// the work the UMD writes and rings meanwhile does not run until the context is resumed, and
 /// then it does (the CMP picks up the new write pointer).

@@ -5,7 +5,7 @@
 //! state.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::Instant;
 
 use rvgpu_ddi::hws::{
@@ -35,6 +35,29 @@ pub struct VidSchState {
     /// Set each time a node's last completed fence ID moves (the legacy scheduler's
     /// completions, a reset's retirements), and when the machine halts.
     pub completion: Arc<CompletionEvent>,
+    /// Each node's resource ([`NodeResources`]).
+    pub node_resources: NodeResources,
+}
+
+/// The ERESOURCE each VidSch node holds at +1784: a suspend or resume of a hardware context
+/// holds its node's shared for the whole exchange with the driver
+/// (`M:VidSchiSuspendResumeHwContext` @0x140020730), and the engine reset of a
+/// hardware-scheduled node holds it exclusively around `VidSchiResetHwEngine`
+/// (`M:VidSchiResetEngines` @0x1400A690C). So no suspend is half-done while the reset checks
+/// that every context's last requested suspend completed.
+#[derive(Debug, Default)]
+pub struct NodeResources([RwLock<()>; NodeResources::NODES]);
+
+impl NodeResources {
+    /// More nodes than any adapter the simulation starts reports.
+    const NODES: usize = 8;
+
+    /// Node `node`'s resource (the last one's for an ordinal past [`Self::NODES`], which no
+    /// started adapter has).
+    pub fn of(&self, node: u32) -> &RwLock<()> {
+        let i = usize::try_from(node).map_or(Self::NODES - 1, |n| n.min(Self::NODES - 1));
+        &self.0[i]
+    }
 }
 
 /// The driver's handles of the system device and its per-node contexts.

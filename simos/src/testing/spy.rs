@@ -1,8 +1,9 @@
-//! A spy in front of the driver's `DxgkDdiUpdateMonitoredValues` (NF-07 tests): records the
+//! Spies in front of driver DDIs. `DxgkDdiUpdateMonitoredValues` (NF-07 tests): records the
 //! IRQL and whether the caller holds an interrupt lock, runs a test's one-shot "race" action
 //! (say, a GPU write of CurrentValue landing just before the new MonitoredValue is visible),
-//! then calls the real DDI. Install with [`crate::Machine::load_driver_with`] and
-//! [`install_update_monitored_spy`]; records and actions are per machine.
+//! then calls the real DDI. `DxgkDdiSuspendContext`: runs a test's one-shot action while the
+//! suspend is under way. Install with [`crate::Machine::load_driver_with`] and the
+//! `install_*` hooks; records and actions are per machine.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -90,4 +91,36 @@ unsafe extern "system" fn spy_update_monitored(
         Some(real) => unsafe { real(args) },
         None => STATUS_NOT_IMPLEMENTED,
     }
+}
+
+/// The driver's `DxgkDdiSuspendContext`, saved by [`install_suspend_context_spy`].
+static REAL_SUSPEND: OnceLock<rvgpu_ddi::submission::PDXGKDDI_SUSPENDCONTEXT> = OnceLock::new();
+static SUSPEND_ACTIONS: Mutex<Option<HashMap<u64, Action>>> = Mutex::new(None);
+
+/// Table hook: puts a spy in front of `DxgkDdiSuspendContext` that runs the action
+/// [`on_next_suspend`] left for the machine, then the real DDI.
+pub fn install_suspend_context_spy(t: &mut DRIVER_INITIALIZATION_DATA) {
+    let _ = REAL_SUSPEND.set(t.DxgkDdiSuspendContext);
+    t.DxgkDdiSuspendContext = Some(spy_suspend_context);
+}
+
+/// Runs `f` once, inside the next `DxgkDdiSuspendContext` on machine `id`, before the real
+/// DDI: what another thread does while a suspend is under way.
+pub fn on_next_suspend(id: u64, f: impl FnOnce() + Send + 'static) {
+    lock(&SUSPEND_ACTIONS)
+        .get_or_insert_with(HashMap::new)
+        .insert(id, Box::new(f));
+}
+
+unsafe extern "system" fn spy_suspend_context(
+    h: rvgpu_ddi::HANDLE,
+    args: *const rvgpu_ddi::submission::DXGKARG_SUSPENDCONTEXT,
+) -> NTSTATUS {
+    let id = crate::adapter::context::current_machine().map_or(u64::MAX, |s| s.id());
+    let action = lock(&SUSPEND_ACTIONS).as_mut().and_then(|m| m.remove(&id));
+    if let Some(f) = action {
+        f();
+    }
+    // SAFETY: the OS's handle and argument block for the driver's own DDI.
+    unsafe { super::call_real(&REAL_SUSPEND, h, args) }.unwrap_or(STATUS_NOT_IMPLEMENTED)
 }

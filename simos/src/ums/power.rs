@@ -309,6 +309,16 @@ pub(super) fn suspend_context(
     h: KmtHandle,
     why: Suspended,
 ) -> Result<(), SimError> {
+    let Some(node) = lock(&a.ums).contexts.get(&h).map(|c| c.node) else {
+        return Ok(());
+    };
+    // The whole exchange holds the node's resource shared (`NodeResources`).
+    let _node = a
+        .sch
+        .node_resources
+        .of(node)
+        .read()
+        .unwrap_or_else(|p| p.into_inner());
     let (kmd, fence) = {
         let mut os = lock(&a.ums);
         let Some(c) = os.contexts.get_mut(&h) else {
@@ -375,13 +385,20 @@ pub(super) fn resume_context(
     h: KmtHandle,
     why: Suspended,
 ) -> Result<(), SimError> {
-    let kmd = {
+    let (kmd, node) = {
         let os = lock(&a.ums);
         match os.contexts.get(&h) {
-            Some(c) if c.suspended == why => c.kmd,
+            Some(c) if c.suspended == why => (c.kmd, c.node),
             _ => return Ok(()),
         }
     };
+    // As a suspend, under the node's resource held shared (`NodeResources`).
+    let _node = a
+        .sch
+        .node_resources
+        .of(node)
+        .read()
+        .unwrap_or_else(|p| p.into_inner());
     if kmd != 0 {
         let f = needed_ddi!(a, DxgkDdiResumeContext, "has hardware queues")?;
         // 24H2 `M:VidSchiSuspendResumeHwContext` @0x140020730 sends the root (if it changed)

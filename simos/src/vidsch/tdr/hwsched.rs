@@ -128,6 +128,15 @@ fn reset_and_resume(
     ) else {
         return promote(a, sh, gate, BTreeSet::new());
     };
+    // The node's resource, exclusively from the reset to the resume: no suspend or resume of
+    // one of its contexts runs meanwhile (`NodeResources`). Let go before a promotion, whose
+    // adapter-wide path waits for threads that may be waiting for it.
+    let node_resource = a
+        .sch
+        .node_resources
+        .of(node)
+        .write()
+        .unwrap_or_else(|p| p.into_inner());
     {
         let mut os = lock(&sh.os);
         os.in_reset = Some(node);
@@ -158,6 +167,7 @@ fn reset_and_resume(
         lock(&sh.os).events.push(TdrEvent::DpcFlushed { node });
     }
     if st != STATUS_SUCCESS {
+        drop(node_resource);
         return promote(a, sh, gate, errored);
     }
     check_hw_contexts_after_reset(a, node)?;
@@ -169,6 +179,7 @@ fn reset_and_resume(
     // SAFETY: the driver's DDI with its context and a valid argument block.
     let st = unsafe { ddi::passive_with(a, resume, ctx, &mut rs) }?;
     record(a, sh, EngineDdi::Resume, node, st);
+    drop(node_resource);
     if st != STATUS_SUCCESS {
         return promote(a, sh, gate, errored);
     }
@@ -198,8 +209,9 @@ fn reset_and_resume(
 /// not its last completed one (`M:VidSchiProcessSuspendContextCompletedDpc` @0x14001DD28
 /// moves the second) is bug check 0x119 / 0xA000 (the adapter, completed, requested): the
 /// reset must leave no suspend of the node outstanding. The simulation refuses
-/// `STATUS_PENDING` from `DxgkDdiSuspendContext`, so a suspend completes when the DDI returns
-/// and the pair differs only if that bookkeeping is broken.
+/// `STATUS_PENDING` from `DxgkDdiSuspendContext`, so a suspend completes when the DDI returns;
+/// with the node's resource held (`NodeResources`) none is half-done here, and the pair
+/// differs only if that bookkeeping is broken.
 fn check_hw_contexts_after_reset(a: &AdapterShared, node: u32) -> Result<(), SimError> {
     let pending = lock(&a.ums)
         .contexts
