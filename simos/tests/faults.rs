@@ -17,6 +17,7 @@ use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{self, IntCause};
+use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::SimError;
 use rvgpu_simos::{
@@ -575,13 +576,57 @@ fn machine_with_quick_tdr() -> Machine {
     m
 }
 
-/// Lost interrupts, kernel-mode DMA: the `DmaCompleted` interrupt of the last submission is
-/// lost and nothing follows it. The OS's watchdog asks `DxgkDdiQueryCurrentFence` before it
-/// treats the late fence as a hang (as Dxgkrnl does); the driver reports the missed completion
-/// and no TDR happens.
+/// A software-scheduled step-mode machine playing `reading`, its TDR armed with a timeout of
+/// `timeout_steps` rounds.
+fn sw_machine_reading(reading: Reading, timeout_steps: u64) -> Machine {
+    let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
+    cfg.os.reading = reading;
+    cfg.adapters[0].hwsch_feature = false;
+    let m = started(cfg);
+    enable_tdr_steps(&m, timeout_steps, 5);
+    m
+}
+
+/// TDR-05 under 24H2, which never asks `DxgkDdiQueryCurrentFence`: a kernel-mode fence whose
+/// `DmaCompleted` interrupt was lost is late like a hung one, and once the timeout passes
+/// (before the driver's own interrupt watchdog looks twice) the TDR starts without the OS
+/// asking the driver; the recovery retires the fence.
+#[test]
+fn tdr_05_a_late_fence_is_a_hang_without_asking_the_driver_on_24h2() {
+    let m = sw_machine_reading(Reading::W24H2, 20);
+    let dev = m.device(0).expect("device").clone();
+    let (p, k) = user_process(&m);
+    let ctx = okk(&m, k.create_context(0));
+    let t = okk(&m, k.create_allocation(4096));
+    let f0 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
+    legacy_completes(&m, f0);
+    dev.drop_next_interrupt();
+    let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
+    ok(&m, m.run_steps(5));
+    assert_eq!(t.mem.load(8), 2, "the GPU ran it");
+    assert_eq!(m.legacy_fences(0, 0), (f1, f0), "the OS was not told");
+    legacy_completes(&m, f1);
+    let ev = m.tdr_events(0);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, TdrEvent::Detected { node: 0, .. })),
+        "{ev:#?}"
+    );
+    assert!(
+        !ev.iter()
+            .any(|e| matches!(e, TdrEvent::FenceQueried { .. })),
+        "24H2 never asks the driver: {ev:#?}"
+    );
+    exits_clean(&m, &p);
+}
+
+/// Lost interrupts, kernel-mode DMA, under the pages' reading: the `DmaCompleted` interrupt of
+/// the last submission is lost and nothing follows it. The OS's watchdog asks
+/// `DxgkDdiQueryCurrentFence` before it treats the late fence as a hang (the page's Remarks);
+/// the driver reports the missed completion and no TDR happens.
 #[test]
 fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
-    let m = machine_with_quick_tdr();
+    let m = sw_machine_reading(Reading::PAGES, 20);
     let dev = m.device(0).expect("device").clone();
     let (p, k) = user_process(&m);
     let ctx = okk(&m, k.create_context(0));

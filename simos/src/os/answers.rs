@@ -147,6 +147,21 @@ pub enum VictimDisconnect {
     StatusOnly,
 }
 
+/// Whether the OS asks the driver for a node's current fence before a late fence counts as a
+/// hang.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LostFence {
+    /// 24H2: never asked. `K:ADAPTER_RENDER::DdiQueryCurrentFence` @0x140069000 is called only
+    /// by its core-interface thunk (`K:ADAPTER_RENDER_DdiQueryCurrentFence` @0x14006BD20) and
+    /// dxgmms2 has no stub for it; a node's timeout check (`M:VidSchiCheckNodeTimeout`
+    /// @0x1400B6030) asks `DxgkDdiQueryEngineStatus` instead. A lost completion interrupt is
+    /// the driver's to recover before the timeout.
+    NotAsked,
+    /// The `DxgkDdiQueryCurrentFence` page (Remarks): when interrupts stopped and the kernel
+    /// waited too long for a fence, it asks the driver, which reports a completion it missed.
+    Asked,
+}
+
 /// What VidSch does with a `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineStateReports {
@@ -541,6 +556,8 @@ pub struct Reading {
     pub open_fence_pdd: OpenFencePdd,
     /// What an engine-state report makes VidSch do.
     pub engine_state: EngineStateReports,
+    /// Whether a late fence is asked about before it counts as a hang.
+    pub lost_fence: LostFence,
 }
 
 impl Reading {
@@ -573,6 +590,7 @@ impl Reading {
         root_hand_over: RootHandOver::FirstUse,
         open_fence_pdd: OpenFencePdd::CallersBytes,
         engine_state: EngineStateReports::Dropped,
+        lost_fence: LostFence::NotAsked,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -615,6 +633,7 @@ impl Reading {
         root_hand_over: RootHandOver::AtCreate,
         open_fence_pdd: OpenFencePdd::DriversOpen,
         engine_state: EngineStateReports::Acted,
+        lost_fence: LostFence::Asked,
     };
 
     /// Every named reading.

@@ -268,10 +268,11 @@ pub static AUDIT: &[Audit] = &[
          @0x140069000 is called only by the core-interface thunk \
          K:ADAPTER_RENDER_DdiQueryCurrentFence @0x14006BD20, and 24H2's dxgmms2 has no stub for \
          it (it has one for QueryEngineStatus, which M:VidSchiCheckNodeTimeout @0x1400B6030 \
-         asks on a timeout); the simulated OS still calls it in its TDR watchdog (the page's \
-         lost-interrupt check), after a hardware-scheduled engine reset (a resync marked \
-         unverified) and through the Machine::query_current_fence test entry point the whlk \
-         simulation backend uses; those go first, then it is marked never-called",
+         asks on a timeout); the simulated OS still calls it before a timeout under the \
+         pages' reading only (the page's lost-interrupt check), after a hardware-scheduled \
+         engine reset under both (a resync marked unverified) and through the \
+         Machine::query_current_fence test entry point the whlk simulation backend uses; \
+         those go first, then it is marked never-called",
     ),
     unfilled("DxgkDdiIsSupportedVidPn"),
     audit(

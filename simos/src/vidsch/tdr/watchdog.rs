@@ -10,6 +10,7 @@ use crate::adapter::ddi::{self, sim_err, At};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
+use crate::os::answers::LostFence;
 use crate::ums;
 
 use super::irq::Interrupts;
@@ -80,12 +81,14 @@ pub(crate) fn run_passive(a: &AdapterShared, irq: &dyn Interrupts) -> bool {
             cause = Some(Cause::EngineHung);
         } else if n.s > n.c && now.saturating_sub(n.last_change) >= timeout {
             let (s, c) = (n.s, n.c);
-            if n.queried_c != Some(c) {
-                // Before a late fence counts as a hang, Dxgkrnl asks the driver for the
-                // current fence: the completion interrupt may have been lost (the
-                // DxgkDdiQueryCurrentFence page, Remarks). A fence ahead of what the OS saw
-                // means exactly that: the driver has reported it (NotifyInterrupt + QueueDpc),
-                // and the timer starts again. Otherwise the timeout stands, at once.
+            let asks = a.os.reading.lost_fence == LostFence::Asked;
+            if asks && n.queried_c != Some(c) {
+                // The pages' reading: before a late fence counts as a hang, the OS asks the
+                // driver for the current fence, the completion interrupt may have been lost
+                // (the DxgkDdiQueryCurrentFence page, Remarks). A fence ahead of what the OS
+                // saw means exactly that: the driver has reported it (NotifyInterrupt +
+                // QueueDpc), and the timer starts again. Otherwise the timeout stands, at
+                // once. 24H2 never asks ([`LostFence::NotAsked`]).
                 n.queried_c = Some(c);
                 drop(os);
                 let current = query_current_fence(a, node);
