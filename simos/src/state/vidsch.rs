@@ -5,7 +5,7 @@
 //! state.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use rvgpu_ddi::hws::{
@@ -54,9 +54,19 @@ impl NodeResources {
 
     /// Node `node`'s resource (the last one's for an ordinal past [`Self::NODES`], which no
     /// started adapter has).
-    pub fn of(&self, node: u32) -> &RwLock<()> {
+    fn of(&self, node: u32) -> &RwLock<()> {
         let i = usize::try_from(node).map_or(Self::NODES - 1, |n| n.min(Self::NODES - 1));
         &self.0[i]
+    }
+
+    /// Node `node`'s resource held shared (a context's suspend or resume).
+    pub fn shared(&self, node: u32) -> RwLockReadGuard<'_, ()> {
+        self.of(node).read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Node `node`'s resource held exclusively (its engine reset).
+    pub fn exclusive(&self, node: u32) -> RwLockWriteGuard<'_, ()> {
+        self.of(node).write().unwrap_or_else(|p| p.into_inner())
     }
 }
 

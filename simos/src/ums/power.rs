@@ -313,12 +313,7 @@ pub(super) fn suspend_context(
         return Ok(());
     };
     // The whole exchange holds the node's resource shared (`NodeResources`).
-    let _node = a
-        .sch
-        .node_resources
-        .of(node)
-        .read()
-        .unwrap_or_else(|p| p.into_inner());
+    let _node = a.sch.node_resources.shared(node);
     let (kmd, fence) = {
         let mut os = lock(&a.ums);
         let Some(c) = os.contexts.get_mut(&h) else {
@@ -393,12 +388,7 @@ pub(super) fn resume_context(
         }
     };
     // As a suspend, under the node's resource held shared (`NodeResources`).
-    let _node = a
-        .sch
-        .node_resources
-        .of(node)
-        .read()
-        .unwrap_or_else(|p| p.into_inner());
+    let _node = a.sch.node_resources.shared(node);
     if kmd != 0 {
         let f = needed_ddi!(a, DxgkDdiResumeContext, "has hardware queues")?;
         // 24H2 `M:VidSchiSuspendResumeHwContext` @0x140020730 sends the root (if it changed)

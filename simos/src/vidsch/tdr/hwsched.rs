@@ -131,12 +131,7 @@ fn reset_and_resume(
     // The node's resource, exclusively from the reset to the resume: no suspend or resume of
     // one of its contexts runs meanwhile (`NodeResources`). Let go before a promotion, whose
     // adapter-wide path waits for threads that may be waiting for it.
-    let node_resource = a
-        .sch
-        .node_resources
-        .of(node)
-        .write()
-        .unwrap_or_else(|p| p.into_inner());
+    let node_resource = a.sch.node_resources.exclusive(node);
     {
         let mut os = lock(&sh.os);
         os.in_reset = Some(node);
