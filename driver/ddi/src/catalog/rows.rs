@@ -228,7 +228,7 @@ macro_rules! catalog_rows {
         .at(P, P, "d3dkmddi/nc-d3dkmddi-dxgkddi_querycurrentfence")
         .ddi_wrapper()
         .slot(Slot::RenderCore)
-        .mandatory("render: the software scheduler's query of the last completed fence (lost-interrupt path, TDR-04)")
+        .mandatory("render: the pages' query of the last completed fence before a late fence counts as a hang (lost-interrupt path, TDR-04); 24H2 never calls it (the hand-over audit says where)")
         .doc("TDR-04", "[caps]")
         .on_null(OnNull::Fails(STATUS_INVALID_PARAMETER)),
     ddi!(DxgkDdiIsSupportedVidPn: PDXGKDDI_ISSUPPORTEDVIDPN)
