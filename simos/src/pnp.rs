@@ -722,8 +722,8 @@ impl Machine {
     /// gone at once (`DEVICE_STATUS.LOST`, registers all-ones, no DMA, no interrupt). Then, as
     /// Dxgkrnl does: `DxgkDdiNotifySurpriseRemoval(DxgkRemovalPnPNotify)` if the driver's
     /// caps set `SupportSurpriseRemoval` (its status is ignored, the page says); every D3D
-    /// device of the adapter in error (thunks fail with `STATUS_DEVICE_REMOVED`, doorbells
-    /// `DISCONNECTED_ABORT`, progress fences released). The PnP remove that follows is the
+    /// device of the adapter in error (thunks fail with `STATUS_DEVICE_REMOVED`, progress
+    /// fences released; no doorbell status is written). The PnP remove that follows is the
     /// caller's: [`Machine::stop_adapter`] (processes' objects destroyed, native-fence waits
     /// abandoned) and [`Machine::remove_adapter`] (leak checks).
     pub fn surprise_remove(&self, i: usize) -> Result<(), SimError> {

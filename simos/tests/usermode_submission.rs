@@ -300,9 +300,12 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
 // ---------------------------------------------------------------------------------------------
 // UM-10: device loss.
 
-/// UM-10: on device loss every doorbell goes to `DISCONNECTED_ABORT` and cannot be
-/// reconnected; the UMD's queue falls back to the kernel-mode path (or the caller recreates
-/// it) and its work still completes.
+/// UM-10: on device loss (a forced adapter-wide recovery, `Machine::device_lost`) every
+/// connected doorbell goes to `DISCONNECTED_ABORT` through the KMD's
+/// `DxgkCbDisconnectDoorbell`, the OS writing none itself (24H2 writes a status only in
+/// `K:DXGDOORBELL::Initialize`, `Connect`, `Disconnect` from that callback, and
+/// `DestroyCoreState`); the reset device refuses the reconnect (`K:COREDEVICEACCESS::AcquireShared`
+/// @0x14000F550), its queue reports the loss, and a new device's queue works.
 #[test]
 fn um_10_device_loss_aborts_every_doorbell() {
     let m = with_doorbells(Mode::Step, 4);
@@ -310,30 +313,49 @@ fn um_10_device_loss_aborts_every_doorbell() {
     let raw = connected_raw_queue(&m, &k, 0);
     let mut uq = okk(&m, UserQueue::new(k, &config(0)));
     submit_wait(&m, &mut uq, &[fill(&t, 1)]);
+    m.clear_ums_events(0);
     ok(&m, m.device_lost(0));
     let info = m.doorbell_info(0, raw.doorbell.handle).unwrap();
     assert_eq!(info.state, DoorbellState::Aborted);
     assert_eq!(info.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT);
     assert_eq!(info.mapped_page, None);
-    // 24H2 `K:DxgkConnectDoorbellInternal`: an aborted doorbell is INVALID_PARAMETER.
+    let ev = m.ums_events(0);
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            UmsEvent::CallbackDisconnect { doorbell, reason, .. }
+                if *doorbell == raw.doorbell.handle
+                    && *reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT
+        )),
+        "the KMD aborted the doorbell: {ev:#?}"
+    );
+    assert!(
+        !ev.iter().any(|e| matches!(
+            e,
+            UmsEvent::Aborted { .. } | UmsEvent::DisconnectDoorbell { .. }
+        )),
+        "the OS wrote a doorbell itself: {ev:#?}"
+    );
     assert_eq!(
         k.connect_doorbell(raw.doorbell.handle).err(),
-        Some(NtStatus(STATUS_INVALID_PARAMETER))
+        Some(NtStatus(STATUS_DEVICE_REMOVED))
     );
-    let v = okk(&m, uq.submit(&[fill(&t, 2)]));
-    assert_eq!(
-        uq.path(),
-        SubmissionPath::KernelMode,
-        "UM-19 fallback after ABORT"
-    );
-    okk(&m, uq.wait(v));
-    assert_eq!(t.mem.load(0), 2);
+    assert!(uq.submit(&[fill(&t, 2)]).is_err());
+    assert!(uq.is_lost(), "UM-10: the queue reports device loss");
+    assert_eq!(t.mem.load(0), 1, "no work ran after the loss");
     drop(uq);
-    exits_clean(&m, &p);
+    ok(&m, m.kill_process(&p));
+    let (p2, k2, t2) = process_with_target(&m);
+    let mut q2 = okk(&m, UserQueue::new(k2, &config(0)));
+    submit_wait(&m, &mut q2, &[fill(&t2, 3)]);
+    assert_eq!(t2.mem.load(0), 3);
+    assert_eq!(q2.path(), SubmissionPath::UserMode);
+    drop(q2);
+    exits_clean(&m, &p2);
 }
 
-/// UM-10, device removed: doorbells abort, progress fences read the maximum (waiters are
-/// released), the device's thunks fail; the UMD's queue reports itself lost, and a new process
+/// UM-10, device removed: progress fences read the maximum (waiters are released), the
+/// device's thunks fail; the UMD's queue reports itself lost, and a new process
 /// (a new D3D device) recreates queue, doorbell and ring and works.
 #[test]
 fn um_10_device_removed_queue_lost_and_recreated() {

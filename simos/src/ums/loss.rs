@@ -20,42 +20,37 @@ use crate::state::ums::{
     kernel_handle, DeviceError, DoorbellState, DxgDeviceState, Suspended, UmsOs,
 };
 
-/// UM-10: device loss. Every doorbell of the adapter ends `DISCONNECTED_ABORT` (connected
-/// ones are disconnected through the KMD first by the pages; 24H2 only writes the status) and
-/// cannot be reconnected.
-pub(crate) fn device_lost(a: &AdapterShared) -> Result<(), SimError> {
-    let _x = exclusive(a);
-    let dbs: Vec<KmtHandle> = lock(&a.ums).doorbells.keys().copied().collect();
-    for d in dbs {
-        if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
-            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
-        }
-        lock(&a.ums).abort_doorbell(d);
-    }
-    Ok(())
-}
-
-/// UM-10, device removed, after [`device_lost`]: every D3D device on the adapter is in error
-/// (its thunks return `STATUS_DEVICE_REMOVED`, only destruction works) and every progress
-/// fence reads `u64::MAX`, releasing its waiters (what D3D12 fences read after a removal;
-/// UNVERIFIED that Dxgkrnl itself writes the maximum rather than the runtime).
+/// UM-10, device removed: every D3D device on the adapter is in error (its thunks return
+/// `STATUS_DEVICE_REMOVED`, only destruction works) and every progress fence reads
+/// `u64::MAX`, releasing its waiters (what D3D12 fences read after a removal; UNVERIFIED that
+/// Dxgkrnl itself writes the maximum rather than the runtime). No doorbell is written: 24H2
+/// writes a status only at a doorbell's create, connect, destroy and the driver's
+/// `DxgkCbDisconnectDoorbell` ([`tdr_device_error`]).
 pub(crate) fn device_removed(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), SimError> {
-    let fences: Vec<MonitoredFence> = {
+    let (fences, newly) = {
         let _x = exclusive(a);
         let mut os = lock(&a.ums);
         os.removed = true;
         let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
+        let mut newly = Vec::new();
         for d in devices {
             if let Some(dv) = os.devices.get_mut(&d) {
                 dv.state = DxgDeviceState::Stopped;
                 if !dv.in_error() {
                     dv.mark_error(DeviceError::Removed);
                     os.events.push(UmsEvent::DeviceError { device: d });
+                    newly.push(d);
                 }
             }
         }
-        os.fences.values().cloned().collect()
+        let fences: Vec<MonitoredFence> = os.fences.values().cloned().collect();
+        (fences, newly)
     };
+    // Marking a device in error signals what it registered, native fences included, whatever
+    // the reason (`M:VidSchiMarkDeviceAsError` @0x14001FF30).
+    for d in newly {
+        signal_registered_sync_objects(a, d)?;
+    }
     for f in fences {
         m.signal_monitored_fence_from_cpu(&f, u64::MAX)?;
     }

@@ -84,9 +84,9 @@
 //!   doorbell, destroy everything without waiting.
 //! - UM-10: a device VidSch puts in error keeps its doorbells as they are (24H2 writes a status
 //!   only at create, connect, the driver's `DxgkCbDisconnectDoorbell` and destroy): the KMD
-//!   aborts them. [`Machine::device_lost`]: every doorbell of the adapter ends
-//!   `DISCONNECTED_ABORT` (connected ones are disconnected first); an aborted doorbell cannot
-//!   be reconnected (`STATUS_DEVICE_REMOVED`): the UMD destroys and recreates it.
+//!   aborts them. [`Machine::device_lost`]: a forced adapter-wide recovery resets every
+//!   device of the adapter, and the KMD aborts their doorbells through that callback; the UMD
+//!   destroys its queue and recreates the device.
 //!
 //! Every OS step is recorded as a [`UmsEvent`] ([`Machine::ums_events`]) so tests can check
 //! sequences in order.

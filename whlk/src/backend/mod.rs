@@ -567,11 +567,12 @@ pub enum ProcessEnd {
 /// A device loss (UM-10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceLoss {
-    /// Every doorbell is aborted (`DISCONNECTED_ABORT`); the adapter keeps running, so the
-    /// kernel-mode path still works.
+    /// Every device of the adapter lost while the adapter keeps running (a forced
+    /// adapter-wide recovery): the KMD aborts their doorbells (`DISCONNECTED_ABORT`); only
+    /// devices created afterwards work.
     DoorbellsAborted,
-    /// The device is removed: doorbells aborted, every D3D device in error, progress fences
-    /// released; processes must recreate everything.
+    /// The device is removed: every D3D device in error, progress fences released (no
+    /// doorbell status written); processes must recreate everything.
     Removed,
 }
 

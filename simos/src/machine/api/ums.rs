@@ -326,20 +326,33 @@ impl Machine {
 
 /// Device loss.
 impl Machine {
-    /// UM-10: device loss. Every doorbell of adapter `i` ends `DISCONNECTED_ABORT` (connected
-    /// ones are disconnected through the KMD first by the pages; 24H2 only writes the status)
-    /// and cannot be reconnected.
+    /// UM-10: every device of adapter `i` lost while the adapter keeps running, as a test
+    /// program forces it on Windows: a forced TDR (`D3DKMT_ESCAPE_TDRDBGCTRL`,
+    /// `DXGK_TDR_TYPE_FORCED`) runs the adapter-wide recovery (`K:ADAPTER_RENDER::Reset`
+    /// @0x1403F2C34): `DxgkDdiResetFromTimeout`, `DxgkDdiRestartFromTimeout`, then every device
+    /// reset (its thunks answer `STATUS_DEVICE_REMOVED`, its registered sync objects read
+    /// `u64::MAX`); devices created afterwards work. The OS writes no doorbell status: 24H2
+    /// writes one only in `K:DXGDOORBELL::Initialize` (2), `K:DXGDOORBELL::Connect`
+    /// @0x1401D7B90 (0 or 1), `K:DXGDOORBELL::Disconnect` @0x1401D82E8 (reached only from the
+    /// driver's `K:DxgkDisconnectDoorbellCB` @0x1401DB180) and `K:DXGDOORBELL::DestroyCoreState`
+    /// @0x1401D804C (3). A queue learns the loss from its doorbell when the KMD aborts it
+    /// through that callback, else from its progress fence or a thunk's refusal.
     pub fn device_lost(&self, i: usize) -> Result<(), SimError> {
         let a = self.ums_adapter(i)?;
-        ums::device_lost(&a)
+        let r = crate::vidsch::tdr::forced_adapter_reset(&a);
+        match self.fault() {
+            Some(f) => Err(f),
+            None => r,
+        }
     }
 
-    /// UM-10, device removed: [`Machine::device_lost`], then every D3D device on adapter `i` is
-    /// in error (its thunks return `STATUS_DEVICE_REMOVED`, only destruction works) and every
-    /// progress fence reads `u64::MAX`, releasing its waiters (what D3D12 fences read after a
-    /// removal; UNVERIFIED that Dxgkrnl itself writes the maximum rather than the runtime).
+    /// UM-10, device removed: every D3D device on adapter `i` is in error (its thunks return
+    /// `STATUS_DEVICE_REMOVED`, only destruction works) and every progress fence reads
+    /// `u64::MAX`, releasing its waiters (what D3D12 fences read after a removal; UNVERIFIED
+    /// that Dxgkrnl itself writes the maximum rather than the runtime). No doorbell status is
+    /// written (see [`Machine::device_lost`]): a queue learns the removal from its progress
+    /// fence or a thunk's refusal.
     pub fn device_removed(&self, i: usize) -> Result<(), SimError> {
-        self.device_lost(i)?;
         let a = self.ums_adapter(i)?;
         ums::device_removed(self, &a)
     }

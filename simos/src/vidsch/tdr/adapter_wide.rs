@@ -123,6 +123,15 @@ pub(crate) fn adapter_reset(
     Ok(())
 }
 
+/// A TDR a test program forces (`D3DKMT_ESCAPE_TDRDBGCTRL` with no data or
+/// `D3DKMT_TDRDBGCTRLTYPE_FORCETDR`: `DXGK_TDR_TYPE_FORCED` on the `DXGK_TDR_TYPE` page): the
+/// adapter-wide path of [`adapter_reset`] with nothing timed out, one recovery at a time.
+pub(crate) fn forced_adapter_reset(a: &AdapterShared) -> Result<(), SimError> {
+    let sh = super::registry::shared(a);
+    let _one = lock(&sh.recovering);
+    adapter_reset(a, &sh, TdrReason::Forced, &[])
+}
+
 /// `M:VidSchiReportHwHang` @0x140044F38 before the adapter is reset: the driver's interrupt
 /// callbacks are blocked (`M:VidSchiBlockDriverCallback` @0x14008F928: its reports are
 /// dropped, here every node's reports are recorded as ignored) and, for a WDDM 1.2 or later

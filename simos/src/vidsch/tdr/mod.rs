@@ -49,7 +49,8 @@
 //! errored devices, then every device of the adapter reset (its thunks answer
 //! STATUS_DEVICE_REMOVED, `D3DKMTGetDeviceState` RESET, or HUNG for a hung one). Entered from a
 //! failed `DxgkDdiResetEngine` (TDR-09) or an aborted paging packet (TDR-08): reason
-//! `EngineTimeoutPromotedToAdapterReset` (9) is recorded.
+//! `EngineTimeoutPromotedToAdapterReset` (9) is recorded; or forced by a test program
+//! ([`Machine::device_lost`]).
 //!
 //! **Hardware-scheduled nodes** (`recover_hw_node`): steps 1–7 in the reading's order
 //! ([`HwsTdr`](crate::os::answers::HwsTdr): 24H2 asks for the dependent group first and makes
@@ -66,6 +67,7 @@
 //! which starts recovery).
 //!
 //! [`Machine::enable_tdr`]: crate::Machine::enable_tdr
+//! [`Machine::device_lost`]: crate::Machine::device_lost
 //! [`Machine::set_tdr_pause`]: crate::Machine::set_tdr_pause
 //! [`Machine::tdr_events`]: crate::Machine::tdr_events
 
@@ -80,6 +82,7 @@ mod report;
 mod steps;
 mod watchdog;
 
+pub(crate) use self::adapter_wide::forced_adapter_reset;
 pub(crate) use self::irq::Interrupts;
 pub(crate) use self::recovery::recover_node;
 pub(crate) use self::report::*;

@@ -22,6 +22,9 @@ pub enum TdrReason {
     /// `TdrEngineTimeoutPromotedToAdapterReset`: the engine reset failed (TDR-09) or aborted a
     /// paging packet (TDR-08).
     EngineTimeoutPromotedToAdapterReset = 9,
+    /// Forced by a test program (`D3DKMT_ESCAPE_TDRDBGCTRL`, `DXGK_TDR_TYPE_FORCED`): the
+    /// adapter-wide path without a timeout.
+    Forced = 3,
 }
 
 /// What triggered a TDR.

@@ -188,8 +188,9 @@ pub(super) fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
         s.os_trace_ref()?.doorbell_mapping(q)?.is_none(),
         "an aborted doorbell still maps the physical page"
     );
-    // The pages have the OS disconnect it through the KMD; 24H2 only writes the status (windows-bringup.md §13
-    // of docs/windows-bringup.md). Either way a disconnect, if any, says ABORT.
+    // 24H2 writes no doorbell status itself: the ABORT is the KMD's, through
+    // `DxgkCbDisconnectDoorbell`. Under the pages' reading the OS disconnects through the KMD
+    // too; either way a disconnect, if any, says ABORT.
     let ev = events_since(&*s, m)?;
     ensure!(
         !ev.iter().any(|e| matches!(
@@ -199,19 +200,16 @@ pub(super) fn device_loss_aborts_and_recreate(b: &dyn Backend) -> CaseResult {
         )),
         "the lost device's doorbell was disconnected with another reason than ABORT: {ev:?}"
     );
-    // UM-19: ABORT → the kernel-mode path, without losing or repeating a batch.
-    let v = submit_tickets(&mut *s, q, &t, 2..4)?;
-    expect_path(&*s, q, SubmitPath::KernelMode, "after ABORT")?;
-    wait(&mut *s, q, v, "on the kernel-mode path")?;
-    t.check(&*s, 4, "across the fallback")?;
-    // Removal: the queue is lost; a new process recreates everything.
-    s.os_control()?.device_loss(0, DeviceLoss::Removed)?;
-    let r = s.ums()?.submit(q, &t.batch(4));
+    // The loss reset the device (an adapter-wide recovery): the queue reports it at its next
+    // submission instead of falling back to a kernel-mode queue the device can no longer make.
+    let r = s.ums()?.submit(q, &t.batch(2));
     let info = s.ums_ref()?.queue_info(q)?;
     ensure!(
         info.lost,
-        "after removal the queue is not lost (submit returned {r:?})"
+        "after the loss the queue is not lost (submit returned {r:?})"
     );
+    // Removal changes nothing for it; a new process recreates everything.
+    s.os_control()?.device_loss(0, DeviceLoss::Removed)?;
     s.ums()?.end_process(p, ProcessEnd::Abnormal)?;
     let p2 = s.ums()?.open_process(0)?;
     let buf2 = s.ums()?.create_buffer(p2, BUF)?;

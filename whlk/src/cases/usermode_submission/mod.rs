@@ -178,9 +178,9 @@ pub const CASES: &[Case] = &[
     },
     Case {
         name: "UserModeSubmission.DeviceLossAbortsAndRecreate",
-        requirements: &["UM-10", "UM-19"],
-        summary: "doorbells aborted: ABORT status, the queue falls back to the kernel-mode \
-                  path without losing work; removed: the queue is lost, a new process works",
+        requirements: &["UM-10"],
+        summary: "device lost: the KMD aborts the doorbell (ABORT status, no OS write), the \
+                  queue reports the loss; a new process works",
         needs: STEERED,
         optional: &[Capability::BugChecks],
         run: device_loss_aborts_and_recreate,
