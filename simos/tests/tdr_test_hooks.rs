@@ -281,6 +281,15 @@ fn tdr_08_hang_next_paging_hook_promotes_to_an_adapter_reset() {
         m.tdr_reason(0),
         Some(TdrReason::EngineTimeoutPromotedToAdapterReset)
     );
+    // The adapter-wide recovery reset every device (24H2's `K:ADAPTER_RENDER::Reset`
+    // @0x1403F2C34): the old one answers STATUS_DEVICE_REMOVED, and the journal is read
+    // through a device made after it.
+    let q = TestHookEscape::new(TestHookOp::Journal, 0, 0);
+    assert_eq!(
+        send(&ko, q, RECORD).err(),
+        Some(NtStatus(rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED))
+    );
+    let (_r, ko) = user_process(&m);
     let j = journal(&ko);
     let fired = find(&j, before, |r| {
         is(r, JournalKind::FaultFired) && r.a == TestHookOp::HangNextPaging as u64
