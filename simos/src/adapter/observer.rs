@@ -3,6 +3,7 @@
 //! `pub(crate)` methods; tests read through `Machine` or the `pub` readers.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -31,11 +32,42 @@ pub struct Observer {
 /// a few blocks before it calls).
 const AT_CALL_SITE_KEPT: usize = 16;
 
+/// The hasher of [`Handover::blocks`]' DDI names: eight bytes a step, as every hot DDI call
+/// counts its block there and a name is a few dozen bytes (the default hasher's cost showed
+/// in the per-submission instruction counts). Not keyed: the names are the catalog's.
+#[derive(Default)]
+struct NameHasher(u64);
+
+impl Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.mix(u64::from_le_bytes(w));
+        }
+        let mut w = [0u8; 8];
+        let rest = chunks.remainder();
+        w[..rest.len()].copy_from_slice(rest);
+        self.mix(u64::from_le_bytes(w) ^ rest.len() as u64);
+    }
+}
+
+impl NameHasher {
+    fn mix(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
 /// What the hand-over audit found in the blocks the OS handed the driver.
 #[derive(Debug, Default)]
 struct Handover {
     /// Blocks checked, by DDI.
-    blocks: HashMap<&'static str, u64>,
+    blocks: HashMap<&'static str, u64, BuildHasherDefault<NameHasher>>,
     /// `DDI: field` for each field the audit says 24H2 leaves zero that a block filled.
     filled_zero: Vec<String>,
     /// The sets and block addresses call sites checked last ([`Observer::handed`]), newest
@@ -54,11 +86,9 @@ impl Observer {
             h.at_call_site.pop_front();
         }
         h.at_call_site.push_back((ddi.name, b as *const T as usize));
-        let filled: Vec<String> = ddi
-            .filled_zero(b)
-            .map(|f| format!("{}: {f}", ddi.name))
-            .collect();
-        h.filled_zero.extend(filled);
+        for f in ddi.filled_zero(b) {
+            h.filled_zero.push(format!("{}: {f}", ddi.name));
+        }
     }
 
     /// Checks the argument block at `p` (of type `ty`), about to be handed to DDI `ddi` (its

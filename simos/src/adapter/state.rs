@@ -159,6 +159,11 @@ impl MachineState {
 
     /// The fault that halted the machine, if any.
     pub fn fault(&self) -> Option<Fault> {
+        // Every DDI call asks: one load while the machine runs (`halt` sets the flag with the
+        // fault in place).
+        if !self.halted.load(Ordering::Acquire) {
+            return None;
+        }
         lock(&self.fault).clone()
     }
 

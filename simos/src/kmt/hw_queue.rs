@@ -226,14 +226,15 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
     let p = owner(a.h_hw_queue).ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    let (user_mode, dma_pdd) = ums::device_queue_kind(&sh, p.device, a.h_hw_queue).ok_or(bad)?;
+    let (user_mode, dma_pdd, removed) =
+        ums::submit_queue_kind(&sh, p.device, a.h_hw_queue).ok_or(bad)?;
     if user_mode || a.num_primaries > MAX_PRIMARIES {
         return Err(bad);
     }
     if (a.p_private_driver_data == 0) != (a.private_driver_data_size == 0) {
         return Err(bad);
     }
-    if ums::adapter_removed(&sh) {
+    if removed {
         return Err(NtStatus(STATUS_DEVICE_REMOVED));
     }
     if a.private_driver_data_size > dma_pdd {

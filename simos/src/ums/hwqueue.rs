@@ -150,6 +150,22 @@ pub(crate) fn device_queue_kind(
     Some((q.user_mode, pdd))
 }
 
+/// [`device_queue_kind`] and [`adapter_removed`] in one look, for the kernel-mode submission
+/// thunk, which asks both before anything else.
+pub(crate) fn submit_queue_kind(
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+) -> Option<(bool, u32, bool)> {
+    let os = lock(&a.ums);
+    let q = os.queues.get(&queue).filter(|q| q.device == device)?;
+    let pdd = os
+        .contexts
+        .get(&q.context)
+        .map_or(0, |c| c.dma_private_data);
+    Some((q.user_mode, pdd, os.removed))
+}
+
 /// Whether the adapter was removed (UM-10): Dxgkrnl's `COREDEVICEACCESS` finds it not active.
 pub(crate) fn adapter_removed(a: &AdapterShared) -> bool {
     lock(&a.ums).removed
@@ -645,20 +661,46 @@ pub(super) fn submit_raw_at(
     bytes: u32,
     irql: Irql,
 ) -> Result<NTSTATUS, SimError> {
-    let (kmd, progress, lock_q) = {
-        let os = lock(&a.ums);
-        let q = os.queue_of(device, queue)?;
-        (q.kmd, q.progress.clone(), q.submit_lock.clone())
-    };
+    let target = RawTarget::of(lock(&a.ums).queue_of(device, queue)?);
+    submit_to_driver(a, &target, value, gpu, bytes, irql)
+}
+
+/// What `DxgkDdiSubmitCommandToHwQueue` needs of a queue, read with the caller's other
+/// lookups under one UMS lock.
+struct RawTarget {
+    kmd: usize,
+    progress: Option<MonitoredFence>,
+    submit_lock: Arc<Mutex<()>>,
+}
+
+impl RawTarget {
+    fn of(q: &QueueObj) -> Self {
+        Self {
+            kmd: q.kmd,
+            progress: q.progress.clone(),
+            submit_lock: q.submit_lock.clone(),
+        }
+    }
+}
+
+/// `DxgkDdiSubmitCommandToHwQueue` for `t` at `irql`, under the queue's submit lock.
+fn submit_to_driver(
+    a: &AdapterShared,
+    t: &RawTarget,
+    value: u64,
+    gpu: u64,
+    bytes: u32,
+    irql: Irql,
+) -> Result<NTSTATUS, SimError> {
     // A queue without a progress fence is a user-mode one: the driver refuses it (UM-05) and
     // is told so by zero fence addresses.
-    let (progress_gpu, progress_cpu) = progress.as_ref().map_or((0, std::ptr::null_mut()), |p| {
+    let (progress_gpu, progress_cpu) = t.progress.as_ref().map_or((0, std::ptr::null_mut()), |p| {
         (p.gpu_va(), p.kernel_va() as PVOID)
     });
-    let _q = lock(&lock_q);
+    let _q = lock(&t.submit_lock);
     let f = ddi::table_slot!(a, DxgkDdiSubmitCommandToHwQueue)?.map_or_else(not_supported, Ok)?;
     let args = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
-        hHwQueue: kmd as HANDLE,
+        hHwQueue: t.kmd as HANDLE,
         HwQueueProgressFenceId: value,
         DmaBufferVirtualAddress: gpu,
         DmaBufferSize: bytes,
@@ -668,7 +710,7 @@ pub(super) fn submit_raw_at(
         HwQueueProgressFenceGpuVa: progress_gpu,
         HwQueueProgressFenceCpuVa: progress_cpu,
     };
-    if progress.is_some() {
+    if t.progress.is_some() {
         // What `M:SubmitRenderToHwQueue` @0x14000E8B0 hands over; a raw call on a user-mode
         // queue is a test's, which 24H2 never makes.
         a.observer()
@@ -691,7 +733,8 @@ pub(crate) fn submit_command(
     gpu: u64,
     bytes: u32,
 ) -> Result<(), SimError> {
-    let (last, sched, context, root_current) = {
+    // Everything the submission reads of the queue, its device and context, in one look.
+    let (last, sched, context, root_current, node, target) = {
         let os = lock(&a.ums);
         let q = os.queue_of(device, queue)?;
         if q.user_mode {
@@ -703,11 +746,18 @@ pub(crate) fn submit_command(
             .contexts
             .get(&q.context)
             .is_some_and(|c| super::root::root_current(a, c));
-        (q.last_queued.clone(), q.sched.clone(), q.context, current)
+        (
+            q.last_queued.clone(),
+            q.sched.clone(),
+            q.context,
+            current,
+            q.node,
+            RawTarget::of(q),
+        )
     };
     // The context's root, when VidSch has not sent it yet (24H2 `M:VidSchSubmitCommandToHwQueue`
-    // @0x140048F00, for every packet but a present, held or not); a compare while no root
-    // changed.
+    // @0x140048F00, for every packet but a present, held or not); a compare while no
+    // process's root changed.
     if !root_current {
         super::root::ensure_root(a, context)?;
     }
@@ -739,9 +789,8 @@ pub(crate) fn submit_command(
     }
     // UM-13: the node's component is activated (F0) before the kernel-mode submission and
     // held until the last-queued value is recorded below.
-    let node = queue_node(a, queue)?;
     let _active = node_active(a, node)?;
-    let status = submit_raw(m, a, device, queue, value, gpu, bytes)?;
+    let status = submit_to_driver(a, &target, value, gpu, bytes, m.os_config().submit_irql)?;
     if status < 0
         && status != STATUS_NOT_IMPLEMENTED
         && a.os.reading.submit_failure == SubmitFailure::DeviceError
