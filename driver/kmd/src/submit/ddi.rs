@@ -19,12 +19,13 @@ use rvgpu_hw::addr::GpuVa;
 use rvgpu_ddi::submission::{DXGKARG_SUBMITCOMMANDTOHWQUEUE, DXGK_SUBMITCOMMANDFLAGS};
 use rvgpu_hw::regs;
 
-use super::{append, drain, encode, MAX_WORDS};
+use super::{append, drain, encode, MAX_WORDS, SMALL_WORDS};
 use crate::adapter::{Adapter, Live};
 use crate::handle::{Handle, Kind};
 use crate::kmem::{backlog_cost, BACKLOG_PROCESS_BYTES};
 use crate::platform::Platform;
 use crate::status::{self, Status};
+use rvgpu_hw::cmd::MAX_INDIRECT;
 
 /// DxgkDdiSubmitCommandToHwQueue (PASSIVE).
 pub fn submit<P: Platform>(
@@ -47,7 +48,16 @@ pub fn submit<P: Platform>(
             return Err(status::INVALID_PARAMETER);
         }
         let null_rendering = args.Flags.is_set(DXGK_SUBMITCOMMANDFLAGS::NullRendering);
-        let mut words = [0u64; MAX_WORDS];
+        // The common buffer fits one INDIRECT_VM: only the longest submission clears the
+        // whole stack buffer (zeroing it was a tenth of the DDI's own instructions).
+        let mut small = [0u64; SMALL_WORDS];
+        let mut large: [u64; MAX_WORDS];
+        let words: &mut [u64] = if bytes <= MAX_INDIRECT {
+            &mut small
+        } else {
+            large = [0u64; MAX_WORDS];
+            &mut large
+        };
         let mut guard = live.sched.lock();
         // One lookup of the queue; the device check reads the other tables beside it.
         let s = &mut *guard;
@@ -74,7 +84,7 @@ pub fn submit<P: Platform>(
             root,
             args.HwQueueProgressFenceId,
             null_rendering,
-            &mut words,
+            words,
         )
         .ok_or(status::INVALID_PARAMETER)?;
         let packets = words.get(..n).ok_or(status::INVALID_PARAMETER)?;
@@ -388,6 +398,24 @@ mod tests {
             doc.contains(&stated),
             "docs/usermode-submission.md should say: {stated}"
         );
+    }
+
+    /// UM-01: a buffer of up to `MAX_INDIRECT` bytes, in a process's space, encodes into the
+    /// short stack buffer the DDI uses for it; one byte more needs the long one.
+    #[test]
+    fn um_01_a_buffer_of_one_indirect_fits_the_short_stack_buffer() {
+        let mut w = [0u64; SMALL_WORDS];
+        let n = super::encode(GpuVa::new(0x1000), MAX_INDIRECT, 0x2000, 1, false, &mut w);
+        assert_eq!(n, Some(SMALL_WORDS));
+        let more = super::encode(
+            GpuVa::new(0x1000),
+            MAX_INDIRECT + 8,
+            0x2000,
+            1,
+            false,
+            &mut w,
+        );
+        assert_eq!(more, None, "two INDIRECT_VMs do not fit");
     }
 
     #[test]

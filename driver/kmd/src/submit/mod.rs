@@ -19,6 +19,9 @@ pub const MAX_SUBMIT_BYTES: u64 = 16 * MAX_INDIRECT;
 /// Words of the longest submission: 16 INDIRECT_VMs and a PROGRESS.
 const MAX_WORDS: usize = 16 * 4 + 2;
 
+/// Words of a submission of at most `MAX_INDIRECT` bytes: one INDIRECT_VM and a PROGRESS.
+const SMALL_WORDS: usize = 4 + 2;
+
 /// The packet that runs `bytes` at `addr`: INDIRECT in the ring's own space (`root` 0: the
 /// OS's buffers, paging and the system context), INDIRECT_VM in a process's space (its
 /// context's root: the buffer is that process's and reaches only what it maps).
