@@ -607,3 +607,78 @@ fn kernel_mode_dma_buffer_cannot_write_another_process_memory() {
 against_the_pe_image!();
 
 under_the_pages!();
+
+/// The driver's `DxgkDdiSetRootPageTable`, reached through [`recording_set_root`].
+static REAL_SET_ROOT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+/// The root offsets handed through [`recording_set_root`], in order.
+static ROOTS_SET: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "system" fn recording_set_root(
+    h: rvgpu_ddi::HANDLE,
+    args: *const rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
+) {
+    // SAFETY: the OS's argument block, valid for the call.
+    let offset = unsafe { (*args).Address.SegmentOffset };
+    ROOTS_SET.lock().unwrap().push(offset);
+    // SAFETY: the address is the driver's DxgkDdiSetRootPageTable, stored as a `SetRoot`
+    // before the machine started; called with the OS's own arguments.
+    unsafe {
+        let f: SetRoot = std::mem::transmute(*REAL_SET_ROOT.get().unwrap());
+        f(h, args)
+    }
+}
+
+/// UM-01: a process's root page table that VidMm moved between two kernel-mode submissions
+/// reaches the driver before the second runs (24H2 `M:VidSchiEnsureRootPageTableUpdated`
+/// @0x1400EAF40, before every packet of `M:VidSchSubmitCommandToHwQueue` @0x140048F00,
+/// compares the root the context last got with its process's): exactly one
+/// `DxgkDdiSetRootPageTable`, with the new table, and the second FILL lands through it. The
+/// old table is cleared by the move, so a context left on it faults instead.
+#[test]
+fn um_01_a_root_moved_between_two_kernel_mode_submissions_reaches_the_driver_before_the_second() {
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        let real = t.DxgkDdiSetRootPageTable.expect("a GpuMmu driver");
+        let _ = REAL_SET_ROOT.set(real as usize);
+        t.DxgkDdiSetRootPageTable = Some(recording_set_root);
+    });
+    let v = process(&m);
+    let (q, cmds, bytes) = queue_with_buffer(&m, &v, fill(&v.buf, 0, 0x600D));
+    okk(
+        &m,
+        v.k.submit_command_to_hw_queue(q.handle, 1, cmds.gpu_va, bytes),
+    );
+    ok(&m, m.run_until_idle());
+    assert_eq!(v.buf.mem.load(0), 0x600D, "{}", diagnostics(&m));
+    let first = *ROOTS_SET
+        .lock()
+        .unwrap()
+        .last()
+        .expect("the first submission's root");
+    v.buf.mem.store(0, PATTERN);
+    let before = ROOTS_SET.lock().unwrap().len();
+    assert!(ok(&m, m.move_process_root(&v.p)), "VidMm moved the root");
+    okk(
+        &m,
+        v.k.submit_command_to_hw_queue(q.handle, 2, cmds.gpu_va, bytes),
+    );
+    ok(&m, m.run_until_idle());
+    let sent = ROOTS_SET.lock().unwrap()[before..].to_vec();
+    assert_eq!(
+        sent.len(),
+        1,
+        "one SetRootPageTable for the moved root: {sent:x?}"
+    );
+    assert_ne!(sent[0], first, "the new table, not the old one");
+    let events = m.ums_events(0);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, UmsEvent::PageFault { .. } | UmsEvent::DeviceError { .. })),
+        "{}",
+        diagnostics(&m)
+    );
+    assert_eq!(v.buf.mem.load(0), 0x600D, "{}", diagnostics(&m));
+    drop(q);
+    ok(&m, m.kill_process(&v.p));
+    no_fault(&m);
+}

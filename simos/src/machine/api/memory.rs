@@ -77,6 +77,15 @@ impl Machine {
         aperture::map_aperture_range_into(self, &a, p.pid, range)
     }
 
+    /// VidMm moves process `p`'s root page table elsewhere in its segment
+    /// ([`mmu::move_root`]); its contexts get the new root at their next kernel-mode
+    /// submission or resume. Call it with the process's queues idle. `Ok(false)`: the
+    /// adapter has no GpuMmu space for `p`, or no free table.
+    pub fn move_process_root(&self, p: &UmsProcess) -> Result<bool, SimError> {
+        let a = self.adapter_shared(p.adapter)?.clone();
+        mmu::move_root(&a, p.pid)
+    }
+
     /// VidMm pages in `bytes` at `gpu_va` of an allocation of process `p`: a FILL with
     /// `pattern` built by `DxgkDdiBuildPagingBuffer` and submitted with `Flags.Paging` on the
     /// system context of `node`. Returns the fence IDs (one per pass).

@@ -58,8 +58,8 @@ pub struct VidMmState {
     /// A queued GPU VA update became ready to run (its fence wait was satisfied, or it does
     /// not wait): VidMm's update worker has work (`crate::vidmm::va::update`).
     pub(crate) updates_due: Arc<AtomicBool>,
-    /// Counts changes of the processes' roots (a VA space made or dropped): a context whose
-    /// cached count matches has the root VidSch last sent for it (`crate::ums::root`).
+    /// Counts changes of the processes' roots (a VA space made, moved or dropped): a context
+    /// whose cached count matches has the root VidSch last sent for it (`crate::ums::root`).
     pub(crate) root_generation: AtomicU64,
 }
 

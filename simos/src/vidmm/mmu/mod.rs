@@ -927,6 +927,51 @@ pub(crate) fn set_root(
     Ok(Some((segment, root)))
 }
 
+/// VidMm moves process `pid`'s root page table to another table of the page-table segment,
+/// as the pages say it may ("used to notify a context when its associated root page table is
+/// resized or moved in memory", nc-d3dkmddi-dxgkddi_setrootpagetable): the entries are copied,
+/// the old table is cleared and given back, and the root generation changes, so VidSch's next
+/// root step for each of the process's contexts (`crate::ums::root`) sends the new root before
+/// the context runs again. The copy is the CPU's (24H2 moves tables with the paging engine;
+/// the driver sees only the new address either way). The caller keeps the process's contexts
+/// idle, as the pages require of a root update. `Ok(false)`: no such space, or no free table.
+pub(crate) fn move_root(a: &AdapterShared, pid: ProcessId) -> Result<bool, SimError> {
+    let Some(g) = geometry(a) else {
+        return Ok(false);
+    };
+    let mut guard = lock(&a.mm.vidmm);
+    let v = &mut *guard;
+    let (Some(heap), Some(p)) = (v.heap.as_mut(), v.processes.get_mut(&pid)) else {
+        return Ok(false);
+    };
+    let Some(new) = heap.alloc() else {
+        return Ok(false);
+    };
+    let old = p.space.root;
+    let (Some(from), Some(to)) = (segment_pa(a, g.segment, old), segment_pa(a, g.segment, new))
+    else {
+        heap.free(new);
+        return Err(sim(format!("root of {pid:?} outside its segment")));
+    };
+    let mut bytes = vec![0u8; g.table_bytes as usize];
+    let memory = a.device.memory();
+    let copied = memory
+        .read_bytes(rvgpu_hw::addr::PhysAddr::new(from), &mut bytes)
+        .and_then(|()| memory.write_bytes(rvgpu_hw::addr::PhysAddr::new(to), &bytes))
+        .and_then(|()| {
+            memory.write_bytes(rvgpu_hw::addr::PhysAddr::new(from), &vec![0u8; bytes.len()])
+        });
+    if copied.is_none() {
+        heap.free(new);
+        return Err(sim(format!("root of {pid:?} not in device memory")));
+    }
+    p.space.root = new;
+    heap.free(old);
+    // After the change, under the same lock (`crate::ums::root`).
+    a.mm.root_generation.fetch_add(1, Ordering::SeqCst);
+    Ok(true)
+}
+
 /// Where the page at device address `va` lives, as VidMm names it: system memory by bus
 /// address, or a local segment by offset.
 pub(crate) fn phys_of(a: &AdapterShared, va: u64) -> Option<Phys> {
