@@ -43,7 +43,9 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -161,12 +163,28 @@ struct Counts {
     refused_outside: AtomicU64,
     /// Odd while a low-resources window is open; bumped at its opening and its closing.
     window: AtomicU64,
+    /// Every refusal by what was refused and the status or error it was refused with.
+    why: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Counts {
     fn add(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// A refusal of `what`, with the error it came with.
+    fn refuse(&self, what: &str, e: &dyn std::fmt::Debug) {
+        Counts::add(&self.refused);
+        *lock_counts(&self.why)
+            .entry(format!("{what}: {e:?}"))
+            .or_default() += 1;
+    }
+}
+
+fn lock_counts(
+    m: &Mutex<BTreeMap<String, u64>>,
+) -> std::sync::MutexGuard<'_, BTreeMap<String, u64>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn halted(m: &Machine, what: &str) {
@@ -184,7 +202,7 @@ fn in_error(m: &Machine, p: &UmsProcess) -> bool {
 /// the OS (`wait`, the UMD's): refused, released, its device put in error (then `true`: the
 /// worker is done with the process), or lost. The wait's release decides, never the progress
 /// value read afterwards.
-fn count_fill<E, F: std::fmt::Debug>(
+fn count_fill<E: std::fmt::Debug, F: std::fmt::Debug>(
     m: &Machine,
     p: &UmsProcess,
     c: &Counts,
@@ -193,9 +211,12 @@ fn count_fill<E, F: std::fmt::Debug>(
     w: usize,
     what: &str,
 ) -> bool {
-    let Ok(v) = submitted else {
-        Counts::add(&c.refused);
-        return false;
+    let v = match submitted {
+        Ok(v) => v,
+        Err(e) => {
+            c.refuse(what, &e);
+            return false;
+        }
     };
     match wait(v) {
         Ok(()) => Counts::add(&c.satisfied),
@@ -213,7 +234,7 @@ fn count_fill<E, F: std::fmt::Debug>(
 
 /// Counts what became of worker `w`'s CPU signal of a fence to `v` (`signalled`) and the
 /// wait for it: refused, satisfied, or lost.
-fn count_wait<E, F>(
+fn count_wait<E: std::fmt::Debug, F: std::fmt::Debug>(
     c: &Counts,
     signalled: Result<(), E>,
     wait: impl FnOnce() -> Result<WaitOutcome, F>,
@@ -221,13 +242,16 @@ fn count_wait<E, F>(
     what: &str,
     v: u64,
 ) {
-    match signalled.ok().map(|()| wait()) {
-        Some(Ok(WaitOutcome::Satisfied)) => Counts::add(&c.satisfied),
-        Some(Ok(o)) => {
+    if let Err(e) = signalled {
+        return c.refuse(&format!("{what} (its signal)"), &e);
+    }
+    match wait() {
+        Ok(WaitOutcome::Satisfied) => Counts::add(&c.satisfied),
+        Ok(o) => {
             Counts::add(&c.lost);
             eprintln!("lost: worker {w} {what} {v}: {o:?}");
         }
-        Some(Err(_)) | None => Counts::add(&c.refused),
+        Err(e) => c.refuse(what, &e),
     }
 }
 
@@ -248,7 +272,9 @@ fn worker(
         let before = c.window.load(Ordering::Acquire);
         let created = m.create_process(0);
         let Ok(p) = created else {
-            Counts::add(&c.refused);
+            if let Err(e) = &created {
+                c.refuse("process creation", e);
+            }
             // Outside a window the adapter must take every new process: a refusal there is
             // a record or memory an earlier death did not give back.
             if before.is_multiple_of(2) && c.window.load(Ordering::Acquire) == before {
@@ -264,20 +290,30 @@ fn worker(
         let k = m.kmt(&p);
         step(w, 2);
         let setup = (|| {
-            let buf = k.create_allocation(4096).ok()?;
-            let q = UserQueue::new(k, &config(node)).ok()?;
-            let ctx = k.create_context(node).ok()?;
-            let f = m.open_native_fence(hub, p.pid).ok()?;
-            let kq = KernelQueue::new(k, &config(node)).ok()?;
-            let mf = m.create_monitored_fence(0, p.pid, 0).ok()?;
-            Some((buf, q, ctx, f, kq, mf))
+            let step = |what: &'static str| move |e: &dyn std::fmt::Debug| (what, format!("{e:?}"));
+            let buf = k
+                .create_allocation(4096)
+                .map_err(|e| step("allocation")(&e))?;
+            let q = UserQueue::new(k, &config(node)).map_err(|e| step("user-mode queue")(&e))?;
+            let ctx = k.create_context(node).map_err(|e| step("context")(&e))?;
+            let f = m
+                .open_native_fence(hub, p.pid)
+                .map_err(|e| step("fence open")(&e))?;
+            let kq =
+                KernelQueue::new(k, &config(node)).map_err(|e| step("kernel-mode queue")(&e))?;
+            let mf = m
+                .create_monitored_fence(0, p.pid, 0)
+                .map_err(|e| step("monitored fence")(&e))?;
+            Ok((buf, q, ctx, f, kq, mf))
         })();
-        let Some((buf, mut q, ctx, f, mut kq, mf)) = setup else {
-            // Refused under the injected pool failure: the process goes, and with it what
-            // was made.
-            Counts::add(&c.refused);
-            let _ = m.exit_process(&p);
-            continue;
+        let (buf, mut q, ctx, f, mut kq, mf) = match setup {
+            Ok(made) => made,
+            Err((what, e)) => {
+                // The process goes, and with it what was made.
+                c.refuse(&format!("set-up, {what}"), &format_args!("{e}"));
+                let _ = m.exit_process(&p);
+                continue;
+            }
         };
         let mut extra = Vec::new();
         let rounds = 4 + rng.below(24);
@@ -297,10 +333,8 @@ fn worker(
                 }
                 2 => {
                     step(w, 4);
-                    if m.submit_legacy(&p, ctx, &[fill(&buf, 512 + 8 * (r % 64), r)])
-                        .is_err()
-                    {
-                        Counts::add(&c.refused);
+                    if let Err(e) = m.submit_legacy(&p, ctx, &[fill(&buf, 512 + 8 * (r % 64), r)]) {
+                        c.refuse("kernel-mode FILL", &e);
                     }
                     if rng.below(2) == 0 {
                         if let Ok(a) = k.create_allocation(4096 << rng.below(7)) {
@@ -526,6 +560,10 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
         n(&peak).max(base_mem) / 1024,
         end_mem / 1024,
     );
+    println!("chaos refusals by cause:");
+    for (why, count) in lock_counts(&c.why).iter() {
+        println!("  {count:6} {why}");
+    }
     assert_eq!(n(&c.lost), 0, "waits never released");
     assert_eq!(
         n(&c.refused_outside),
