@@ -27,30 +27,22 @@ use crate::state::ums::{
 /// writes a status only at a doorbell's create, connect, destroy and the driver's
 /// `DxgkCbDisconnectDoorbell` ([`tdr_device_error`]).
 pub(crate) fn device_removed(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), SimError> {
-    let (fences, newly) = {
+    let fences: Vec<MonitoredFence> = {
         let _x = exclusive(a);
         let mut os = lock(&a.ums);
         os.removed = true;
         let devices: Vec<KmtHandle> = os.devices.keys().copied().collect();
-        let mut newly = Vec::new();
         for d in devices {
             if let Some(dv) = os.devices.get_mut(&d) {
                 dv.state = DxgDeviceState::Stopped;
                 if !dv.in_error() {
                     dv.mark_error(DeviceError::Removed);
                     os.events.push(UmsEvent::DeviceError { device: d });
-                    newly.push(d);
                 }
             }
         }
-        let fences: Vec<MonitoredFence> = os.fences.values().cloned().collect();
-        (fences, newly)
+        os.fences.values().cloned().collect()
     };
-    // Marking a device in error signals what it registered, native fences included, whatever
-    // the reason (`M:VidSchiMarkDeviceAsError` @0x14001FF30).
-    for d in newly {
-        signal_registered_sync_objects(a, d)?;
-    }
     for f in fences {
         m.signal_monitored_fence_from_cpu(&f, u64::MAX)?;
     }
