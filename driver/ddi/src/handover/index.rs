@@ -41,11 +41,6 @@ const fn audit(ddi: &'static str, cover: Cover) -> Audit {
     Audit { ddi, cover }
 }
 
-/// A DDI whose row sets are not written yet: what 24H2 hands it.
-const fn pending(ddi: &'static str, what: &'static str) -> Audit {
-    audit(ddi, Cover::Pending { what })
-}
-
 /// A slot rvgpu's table leaves empty.
 const fn unfilled(ddi: &'static str) -> Audit {
     audit(
@@ -198,26 +193,30 @@ pub static AUDIT: &[Audit] = &[
         Cover::Blocks(&[&CREATE_ALLOCATION, &ALLOCATION_INFO]),
     ),
     audit("DxgkDdiDestroyAllocation", Cover::Blocks(&[&DESTROY_ALLOCATION])),
-    pending(
+    audit(
         "DxgkDdiDescribeAllocation",
-        "DXGKARG_DESCRIBEALLOCATION; K:ADAPTER_RENDER::DdiDescribeAllocation @0x1402F57E0 has \
-         about twenty callers, most of them display, present, overlay or shared-primary paths; \
-         a render-only adapter reaches it at least from DXGDEVICE::CreateAllocation for a \
-         CrossAdapter creation (read in the 22631 build: the OS zeroes the block and names \
-         the driver's allocation), which the simulated OS refuses as a gap (a shared \
-         resource), so it never hands the block; the set waits for that path and its 24H2 \
-         reading",
+        Cover::NotReached {
+            by: "K:ADAPTER_RENDER::DdiDescribeAllocation @0x1402F57E0",
+            gap: "docs/thunks.md#d3dkmtcreateallocation2",
+            why: "DXGKARG_DESCRIBEALLOCATION; about twenty callers, most of them display, \
+                  present, overlay or shared-primary paths; on a render-only adapter it is \
+                  reached from DXGDEVICE::CreateAllocation for a CrossAdapter resource, which \
+                  the simulated OS refuses with the resource (a gap), so no block is handed",
+        },
     ),
-    pending(
+    audit(
         "DxgkDdiGetStandardAllocationDriverData",
-        "DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA; K:ADAPTER_RENDER::DdiGetStandardAllocationDriverData \
-         @0x140355CF0 is called for CDD primaries (display), for a host's GPU-PV guest, and on \
-         any adapter by K:DXGDEVICE::CreateStandardAllocation @0x140354F2C, the resource-info \
-         queries (K:DXGDEVICE::QueryResourceInfo @0x14038AAAC and @0x14038CF98) and \
-         K:DXGDEVICE::GetStandardAllocationDriverData @0x1403DEBEC (D3DKMTCreateAllocation with \
-         StandardAllocation; in the 22631 build it asks twice, sizes then data); the simulated \
-         OS refuses StandardAllocation and makes no shared resources (gaps), so it never hands \
-         the block; the set waits for those paths and their 24H2 reading",
+        Cover::NotReached {
+            by: "K:ADAPTER_RENDER::DdiGetStandardAllocationDriverData @0x140355CF0",
+            gap: "docs/thunks.md#d3dkmtcreateallocation2",
+            why: "DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA; besides CDD primaries (display) and a \
+                  GPU-PV host, it is reached from K:DXGDEVICE::CreateStandardAllocation \
+                  @0x140354F2C (D3DKMTCreateAllocation with StandardAllocation), the \
+                  resource-info queries (K:DXGDEVICE::QueryResourceInfo @0x14038AAAC) and \
+                  K:DXGDEVICE::GetStandardAllocationDriverData @0x1403DEBEC; the simulated OS \
+                  refuses StandardAllocation and makes no resources (gaps), so no block is \
+                  handed",
+        },
     ),
     unfilled("DxgkDdiAcquireSwizzlingRange"),
     unfilled("DxgkDdiReleaseSwizzlingRange"),
@@ -251,28 +250,34 @@ pub static AUDIT: &[Audit] = &[
         },
     ),
     audit("DxgkDdiEscape", Cover::Blocks(&[&ESCAPE])),
-    pending(
+    audit(
         "DxgkDdiCollectDbgInfo",
-        "DXGKARG_COLLECTDBGINFO; never called on rvgpu's adapter: 24H2's only path to the slot, \
-         K:DXGADAPTER::_DdiCollectDbgInfoNoLocks @0x1403698F8 (from TdrCollectDbgInfoStage1), \
-         calls DxgkDdiCollectDbgInfo2 when it is filled, as rvgpu's is, and the v2 page says \
-         the same (the OS calls v1 only for a driver without v2); the simulated OS still calls \
-         it for every report but a hardware-scheduled node's under 24H2's reading (the \
-         adapter-wide and software-scheduled reports, the pages' reading) and through the \
-         Machine::collect_dbg_info test entry point the whlk simulation backend uses; those \
-         go first, then it is marked never-called",
+        Cover::PagesOnly {
+            by: "K:DXGADAPTER::_DdiCollectDbgInfoNoLocks @0x1403698F8",
+            page: "https://learn.microsoft.com/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo",
+            why: "24H2's one path to the slot (every report, from K:TdrCollectDbgInfoStage1 \
+                  @0x140368AC0) calls DxgkDdiCollectDbgInfo2 when it is filled, as rvgpu's is; \
+                  the pages' TDR sequence asks for the report with DxgkDdiCollectDbgInfo, which \
+                  the simulated OS calls for every report under the pages' reading \
+                  (DbgInfoDdi::First); Machine::collect_dbg_info calls it directly, as a test \
+                  does",
+        },
     ),
-    pending(
+    audit(
         "DxgkDdiQueryCurrentFence",
-        "DXGKARG_QUERYCURRENTFENCE; never called by 24H2: K:ADAPTER_RENDER::DdiQueryCurrentFence \
-         @0x140069000 is called only by the core-interface thunk \
-         K:ADAPTER_RENDER_DdiQueryCurrentFence @0x14006BD20, and 24H2's dxgmms2 has no stub for \
-         it (it has one for QueryEngineStatus, which M:VidSchiCheckNodeTimeout @0x1400B6030 \
-         asks on a timeout); the simulated OS still calls it before a timeout under the \
-         pages' reading only (the page's lost-interrupt check), after a hardware-scheduled \
-         engine reset under both (a resync marked unverified) and through the \
-         Machine::query_current_fence test entry point the whlk simulation backend uses; \
-         those go first, then it is marked never-called",
+        Cover::PagesOnly {
+            by: "K:ADAPTER_RENDER::DdiQueryCurrentFence @0x140069000",
+            page: "https://learn.microsoft.com/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querycurrentfence",
+            why: "called only by the core-interface thunk K:ADAPTER_RENDER_DdiQueryCurrentFence \
+                  @0x14006BD20, for which 24H2's dxgmms2 has no stub: a node's timeout check \
+                  (M:VidSchiCheckNodeTimeout @0x1400B6030) asks DxgkDdiQueryEngineStatus, and \
+                  M:VidSchiResetHwEngine @0x140052878 resumes a reset engine without asking; \
+                  the page's Remarks ask it when interrupts stopped and a fence is late, and \
+                  the DxgkDdiResetHwEngine page has the OS resynchronise with the reset \
+                  engine: the simulated OS does both under the pages' reading only \
+                  (LostFence::Asked); Machine::query_current_fence calls it directly, as a \
+                  test does",
+        },
     ),
     unfilled("DxgkDdiIsSupportedVidPn"),
     audit(

@@ -12,7 +12,9 @@
 //! sets of the blocks 24H2 hands it ([`Cover::Blocks`]; one set per operation of a
 //! multi-operation DDI where rvgpu implements several), or why it has none: a DDI that takes
 //! only handles and scalars ([`Cover::NoBlock`]), one 24H2 never calls on rvgpu's adapter
-//! ([`Cover::NotCalled`]), one rvgpu's table leaves empty ([`Cover::Unfilled`]); a DDI whose
+//! ([`Cover::NotCalled`]), one the simulated OS calls only under the pages' reading
+//! ([`Cover::PagesOnly`]), one 24H2 reaches only from paths the simulated OS refuses
+//! ([`Cover::NotReached`]), one rvgpu's table leaves empty ([`Cover::Unfilled`]); a DDI whose
 //! sets are still to be written is [`Cover::Pending`], on a list the coverage test holds.
 //!
 //! The simulated OS checks a block where it hands it over: its DDI caller looks the DDI's sets
@@ -218,6 +220,27 @@ pub enum Cover {
         /// The source.
         by: &'static str,
         /// Why it is never called.
+        why: &'static str,
+    },
+    /// 24H2 never calls it; the simulated OS calls it under the pages' reading only (under
+    /// 24H2's, never: a test of a TDR workload holds it to that).
+    PagesOnly {
+        /// The 24H2 source that shows it is never called (`K:`/`M:` name @address).
+        by: &'static str,
+        /// The reference page that asks for the call.
+        page: &'static str,
+        /// What the page asks, and where the simulated OS follows it.
+        why: &'static str,
+    },
+    /// 24H2 calls it on a render-only adapter only from paths the simulated OS refuses, so
+    /// the simulated OS never hands it a block to check.
+    NotReached {
+        /// The 24H2 callers (`K:`/`M:` name @address).
+        by: &'static str,
+        /// The document that names the refused paths as gaps (a repository path with its
+        /// anchor).
+        gap: &'static str,
+        /// Which paths reach it, and what they would hand it.
         why: &'static str,
     },
     /// rvgpu's table leaves the slot empty: nothing is handed over.

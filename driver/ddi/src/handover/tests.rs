@@ -99,12 +99,36 @@ fn is_24h2_cite(by: &str) -> bool {
 
 /// The DDIs whose row sets are still to be written. The list may only shrink: a DDI leaves
 /// it when its sets (or its no-block or never-called marker) are in the audit.
-const PENDING: &[&str] = &[
-    "DxgkDdiDescribeAllocation",
-    "DxgkDdiGetStandardAllocationDriverData",
-    "DxgkDdiCollectDbgInfo",
-    "DxgkDdiQueryCurrentFence",
-];
+const PENDING: &[&str] = &[];
+
+/// Whether `gap` (`docs/<page>.md#<anchor>`) names a heading of a page of the repository's
+/// docs.
+fn names_a_section(gap: &str) -> bool {
+    let Some((page, anchor)) = gap.split_once('#') else {
+        return false;
+    };
+    if !page.starts_with("docs/") || anchor.is_empty() {
+        return false;
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(page);
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    text.lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(|h| {
+            h.trim_start_matches('#')
+                .trim()
+                .to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-')
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect::<std::string::String>()
+        })
+        .any(|slug| slug == anchor)
+}
 
 /// The problems of `audit` against `catalog`: a catalogued DDI without an entry, an entry
 /// without a catalogued DDI, an uncited row or marker, a never-called marker on a DDI the
@@ -150,6 +174,25 @@ fn coverage_problems(
                 }
                 if d.irql.is_some() {
                     bad.push(format!("{}: the simulated OS calls it", a.ddi));
+                }
+            }
+            Cover::PagesOnly { by, page, why } => {
+                if !is_24h2_cite(by)
+                    || !page.starts_with("https://learn.microsoft.com/")
+                    || why.is_empty()
+                {
+                    bad.push(format!("{}: pages-only marker without its sources", a.ddi));
+                }
+                if d.irql.is_none() {
+                    bad.push(format!(
+                        "{}: pages-only, but the simulated OS never calls it",
+                        a.ddi
+                    ));
+                }
+            }
+            Cover::NotReached { by, gap, why } => {
+                if !is_24h2_cite(by) || why.is_empty() || !names_a_section(gap) {
+                    bad.push(format!("{}: not-reached marker without its sources", a.ddi));
                 }
             }
             Cover::Unfilled { why } => {
@@ -221,6 +264,59 @@ fn ddi_01_a_missing_row_set_or_an_uncited_row_is_caught() {
         coverage_problems(crate::catalog::CATALOG, &shorter),
         ["DxgkDdiCreateContext.hContext: no 24H2 citation"]
     );
+}
+
+/// DDI-01: a pages-only marker needs a 24H2 source and a page and a DDI the simulated OS
+/// calls; a not-reached marker needs a 24H2 caller and a gap that names a section of the docs.
+#[test]
+fn ddi_01_pages_only_and_not_reached_markers_are_held_to_their_sources() {
+    let with = |ddi: &'static str, cover: Cover| -> std::vec::Vec<std::string::String> {
+        let mut v: std::vec::Vec<Audit> = AUDIT.to_vec();
+        let i = v.iter().position(|a| a.ddi == ddi).unwrap();
+        v[i] = Audit { ddi, cover };
+        coverage_problems(crate::catalog::CATALOG, &v)
+    };
+    let page = "https://learn.microsoft.com/windows-hardware/drivers/ddi/d3dkmddi/";
+    assert_eq!(
+        with(
+            "DxgkDdiQueryCurrentFence",
+            Cover::PagesOnly {
+                by: "VidSch",
+                page,
+                why: "w"
+            }
+        ),
+        ["DxgkDdiQueryCurrentFence: pages-only marker without its sources"]
+    );
+    assert_eq!(
+        with(
+            "DxgkDdiControlInterrupt",
+            Cover::PagesOnly {
+                by: "K:F @0x1",
+                page,
+                why: "w"
+            }
+        ),
+        ["DxgkDdiControlInterrupt: pages-only, but the simulated OS never calls it"]
+    );
+    for gap in [
+        "docs/thunks.md#no-such-section",
+        "docs/none.md#x",
+        "docs/thunks.md",
+    ] {
+        assert_eq!(
+            with(
+                "DxgkDdiDescribeAllocation",
+                Cover::NotReached {
+                    by: "K:F @0x1",
+                    gap,
+                    why: "w"
+                }
+            ),
+            ["DxgkDdiDescribeAllocation: not-reached marker without its sources"],
+            "{gap}"
+        );
+    }
 }
 
 /// DDI-01: the central check picks the set that applies to a block: a user-mode queue's
