@@ -71,9 +71,7 @@ fn tdr_05_sequence_step_mode() {
             matches!(e, TdrEvent::PreemptRequested { node: 0, .. })
         }),
         pos(&ev, |e| matches!(e, TdrEvent::Timeout { node: 0 })),
-        pos(&ev, |e| {
-            matches!(e, TdrEvent::CollectDbgInfo { reason: 0x141, .. })
-        }),
+        pos(&ev, is_engine_report),
         pos(
             &ev,
             |e| matches!(e, TdrEvent::Snapshot { node: 0, submitted, completed } if *submitted == hang && *completed == f1),

@@ -85,10 +85,7 @@ fn tdr_01_collect_dbg_info_level_zero() {
         assert!(collector.join().unwrap() > 0);
     });
     let ev = m.tdr_events(0);
-    assert!(ev.iter().any(|e| matches!(
-        e,
-        TdrEvent::CollectDbgInfo { reason: 0x141, bytes } if *bytes > 0
-    )));
+    assert!(ev.iter().any(is_engine_report), "{ev:#?}");
     no_fault(&m);
 }
 

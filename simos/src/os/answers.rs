@@ -147,8 +147,8 @@ pub enum VictimDisconnect {
     StatusOnly,
 }
 
-/// Whether the OS asks the driver for a node's current fence before a late fence counts as a
-/// hang.
+/// Whether the OS asks the driver for a node's current fence (`DxgkDdiQueryCurrentFence`): before
+/// a late fence counts as a hang, and after a hardware-scheduled engine's reset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LostFence {
     /// 24H2: never asked. `K:ADAPTER_RENDER::DdiQueryCurrentFence` @0x140069000 is called only
@@ -158,8 +158,24 @@ pub enum LostFence {
     /// the driver's to recover before the timeout.
     NotAsked,
     /// The `DxgkDdiQueryCurrentFence` page (Remarks): when interrupts stopped and the kernel
-    /// waited too long for a fence, it asks the driver, which reports a completion it missed.
+    /// waited too long for a fence, it asks the driver, which reports a completion it missed;
+    /// after `DxgkDdiResetHwEngine` "the OS needs to ... synchronize its state with the reset
+    /// GPU engine" (that page's Remarks), which the simulation does with the same question.
     Asked,
+}
+
+/// Which debug-report DDI a TDR calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DbgInfoDdi {
+    /// 24H2: every report (`K:TdrCollectDbgInfoStage1` @0x140368AC0, from the engine resets and
+    /// from `K:TdrIsRecoveryRequired` @0x1401D01F0 for the adapter-wide one) goes through
+    /// `K:DXGADAPTER::_DdiCollectDbgInfoNoLocks` @0x1403698F8, which calls
+    /// `DxgkDdiCollectDbgInfo2` when the slot is filled and `DxgkDdiCollectDbgInfo` only
+    /// otherwise.
+    SecondWhenFilled,
+    /// The pages' TDR sequence (TDR-05's step 3, the TDR and engine-reset pages): the
+    /// debug report is `DxgkDdiCollectDbgInfo`, for every report.
+    First,
 }
 
 /// What VidSch does with a `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE` report.
@@ -558,6 +574,8 @@ pub struct Reading {
     pub engine_state: EngineStateReports,
     /// Whether a late fence is asked about before it counts as a hang.
     pub lost_fence: LostFence,
+    /// Which debug-report DDI a TDR calls.
+    pub dbg_info: DbgInfoDdi,
 }
 
 impl Reading {
@@ -591,6 +609,7 @@ impl Reading {
         open_fence_pdd: OpenFencePdd::CallersBytes,
         engine_state: EngineStateReports::Dropped,
         lost_fence: LostFence::NotAsked,
+        dbg_info: DbgInfoDdi::SecondWhenFilled,
     };
 
     /// 26H1: 24H2's flows, but the system-process VAs are mapped and passed and a
@@ -634,6 +653,7 @@ impl Reading {
         open_fence_pdd: OpenFencePdd::DriversOpen,
         engine_state: EngineStateReports::Acted,
         lost_fence: LostFence::Asked,
+        dbg_info: DbgInfoDdi::First,
     };
 
     /// Every named reading.

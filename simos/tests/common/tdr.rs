@@ -111,3 +111,18 @@ pub fn all_done(m: &Machine, node: u32) -> bool {
 /// a short one let an emulator thread starved by a loaded host look like a stalled queue
 /// (innocent resets seen with 50 ms and four test processes on two cores).
 pub const THREADED_TDR_DELAY: Duration = Duration::from_secs(2);
+
+/// Whether `e` is the OS's debug report of an engine timeout (reason 0x141) through the DDI
+/// the reading calls: `DxgkDdiCollectDbgInfo2` with `DXGK_TDR_TYPE_ENGINE_TIMEOUT` under
+/// 24H2's, `DxgkDdiCollectDbgInfo` under the pages'.
+#[allow(dead_code)]
+pub fn is_engine_report(e: &TdrEvent) -> bool {
+    use rvgpu_simos::machine::answers::{DbgInfoDdi, Reading};
+    match Reading::from_env().dbg_info {
+        DbgInfoDdi::SecondWhenFilled => matches!(
+            e,
+            TdrEvent::CollectDbgInfo2 { reason: 0x141, tdr_type: 6, bytes } if *bytes > 0
+        ),
+        DbgInfoDdi::First => matches!(e, TdrEvent::CollectDbgInfo { reason: 0x141, .. }),
+    }
+}

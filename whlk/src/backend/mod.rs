@@ -781,7 +781,8 @@ pub enum TdrStep {
     },
     /// The preemption timed out (or was not attempted).
     Timeout { node: u32 },
-    /// `DxgkDdiCollectDbgInfo(reason)`; `bytes` of text.
+    /// The OS's debug report (`DxgkDdiCollectDbgInfo` or `DxgkDdiCollectDbgInfo2`) for `reason`;
+    /// `bytes` kept.
     CollectDbgInfo { reason: u32, bytes: usize },
     /// The atomic snapshot of (S, C) at device IRQL.
     Snapshot {

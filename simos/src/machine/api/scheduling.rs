@@ -162,7 +162,8 @@ impl Machine {
             .map_or_else(|_| Vec::new(), |a| legacy::in_flight(a, node))
     }
 
-    /// `DxgkDdiQueryCurrentFence(node)` at PASSIVE_LEVEL (UNVERIFIED level).
+    /// `DxgkDdiQueryCurrentFence(node)` at PASSIVE_LEVEL (UNVERIFIED level). It calls the DDI
+    /// directly, as a test does: 24H2 never calls it.
     pub fn query_current_fence(&self, i: usize, node: u32) -> Result<u32, SimError> {
         let a = self.adapter_shared(i)?.clone();
         legacy::query_current_fence(&a, node)

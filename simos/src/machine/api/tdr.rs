@@ -95,7 +95,8 @@ impl Machine {
     }
 
     /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE_LEVEL from the calling thread (TDR-01's
-    /// level-0 test runs it beside other DDIs); returns the text up to the first NUL.
+    /// level-0 test runs it beside other DDIs); returns the text up to the first NUL. It
+    /// calls the DDI directly, as a test does: 24H2 never calls it on rvgpu's adapter.
     pub fn collect_dbg_info(&self, i: usize, reason: u32) -> Result<String, SimError> {
         let a = self.adapter_shared(i)?.clone();
         let f = ddi::table_slot!(&a, DxgkDdiCollectDbgInfo)?

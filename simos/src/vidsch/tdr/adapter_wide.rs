@@ -1,4 +1,4 @@
-//! The adapter-wide reset (docs/tdr.md#the-simulated-os): `DxgkDdiCollectDbgInfo(0x117)`, the
+//! The adapter-wide reset (docs/tdr.md#the-simulated-os): the debug report (reason 0x117), the
 //! TDR limit, `DxgkDdiResetEngine` on every node with packets in flight with the driver's
 //! interrupt reports dropped (24H2 `M:VidSchiReportHwHang` @0x140044F38), `DxgkDdiResetFromTimeout`,
 //! every node's in-flight work dropped, `DxgkDdiRestartFromTimeout`, then every device of the
@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NOT_SUPPORTED};
-use rvgpu_ddi::tdr::{DXGKARG_RESETENGINE, VIDEO_TDR_TIMEOUT_DETECTED};
+use rvgpu_ddi::tdr::DXGKARG_RESETENGINE;
 
 use crate::adapter::ddi::{self, table};
 use crate::adapter::AdapterShared;
@@ -19,7 +19,7 @@ use crate::base::lock::lock;
 use crate::ob::KmtHandle;
 use crate::ums;
 
-use super::dbginfo::collect_dbg_info;
+use super::dbginfo::{collect_dbg_info, DbgReport};
 use super::limit;
 use super::state::{TdrEvent, TdrReason, TdrShared};
 use super::steps::error_devices;
@@ -32,7 +32,7 @@ pub(crate) fn adapter_reset(
     reason: TdrReason,
     extra: &[KmtHandle],
 ) -> Result<(), SimError> {
-    collect_dbg_info(a, sh, VIDEO_TDR_TIMEOUT_DETECTED, None)?;
+    collect_dbg_info(a, sh, DbgReport::Adapter(reason))?;
     // TdrLimitCount / TdrLimitTime: checked before the adapter is reset, as 24H2 does.
     let exhausted = limit::check(&lock(&sh.os), &a.state.tdr_history);
     if let Some((b, why)) = exhausted {

@@ -1,20 +1,22 @@
-//! The debug report a TDR starts with: `DxgkDdiCollectDbgInfo`, or in 24H2's order for a
-//! hardware-scheduled node `DxgkDdiCollectDbgInfo2` ([`HwsTdr`]).
+//! The debug report a TDR starts with: `DxgkDdiCollectDbgInfo2` where the driver fills the
+//! slot under 24H2's reading, `DxgkDdiCollectDbgInfo` under the pages' ([`DbgInfoDdi`]).
 
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NO_MEMORY, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::tdr::{
     DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGKARG_COLLECTDBGINFO_EXT,
-    DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT, DXGK_TDR_TYPE_ENGINE_TIMEOUT, VIDEO_ENGINE_TIMEOUT_DETECTED,
+    DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT, DXGK_TDR_TYPE, DXGK_TDR_TYPE_ENGINE_TIMEOUT,
+    DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED, DXGK_TDR_TYPE_FORCED, DXGK_TDR_TYPE_PREEMPT_TIMEOUT,
+    VIDEO_ENGINE_TIMEOUT_DETECTED, VIDEO_TDR_TIMEOUT_DETECTED,
 };
 
 use crate::adapter::ddi::{self, sim_err};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
-use crate::os::answers::HwsTdr;
+use crate::os::answers::DbgInfoDdi;
 use crate::ums;
 
-use super::state::{TdrDump, TdrEvent, TdrShared};
+use super::state::{TdrDump, TdrEvent, TdrReason, TdrShared};
 
 /// The driver's `DxgkDdiCollectDbgInfo2`.
 type CollectDbgInfo2 = ddi::Ddi<
@@ -24,22 +26,65 @@ type CollectDbgInfo2 = ddi::Ddi<
     ) -> rvgpu_ddi::basic::NTSTATUS,
 >;
 
-/// The debug report of a TDR with `reason`. `hw_node`: the hardware-scheduled node whose
-/// engine timeout it reports. The reading decides the DDI there: 24H2's order
-/// ([`HwsTdr::DbgInfoBeforeReset`]) uses `DxgkDdiCollectDbgInfo2` where the driver has the
-/// slot; the pages' order, and every other report, `DxgkDdiCollectDbgInfo`.
+/// What a debug report is about.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum DbgReport {
+    /// One node's engine timeout (`DXGK_TDR_TYPE_ENGINE_TIMEOUT`, reason 0x141, the engine
+    /// payload). `hw`: the node is hardware-scheduled.
+    Engine {
+        /// The node.
+        node: u32,
+        /// Whether the node is hardware-scheduled.
+        hw: bool,
+    },
+    /// The adapter-wide recovery (reason 0x117, no payload), of this kind.
+    Adapter(TdrReason),
+}
+
+impl DbgReport {
+    /// The bug-check code the report is for: 0x141 for the engine types, else 0x117
+    /// (`K:TdrCollectDbgInfoStage1` @0x140368AC0 picks 0x141 for recovery types 6 and 12).
+    fn reason(self) -> u32 {
+        match self {
+            Self::Engine { .. } => VIDEO_ENGINE_TIMEOUT_DETECTED,
+            Self::Adapter(_) => VIDEO_TDR_TIMEOUT_DETECTED,
+        }
+    }
+
+    /// `TdrType`: the recovery's type as `DXGK_TDR_TYPE` numbers it (d3dkmddi.h's enum,
+    /// ne-d3dkmddi-dxgk_tdr_type). Stage1 passes the recovery context's type unchanged: 6 from
+    /// `M:VidSchiResetHwEngine` @0x140052878 and `M:VidSchiResetEngine` @0x140047318, the
+    /// adapter-wide kinds from `K:TdrIsRecoveryRequired` @0x1401D01F0. [`TdrReason`]'s own
+    /// numbers are the simulation's, not these.
+    fn tdr_type(self) -> DXGK_TDR_TYPE {
+        match self {
+            Self::Engine { .. } | Self::Adapter(TdrReason::EngineTimeout) => {
+                DXGK_TDR_TYPE_ENGINE_TIMEOUT
+            }
+            Self::Adapter(TdrReason::AdapterTimeout) => DXGK_TDR_TYPE_PREEMPT_TIMEOUT,
+            Self::Adapter(TdrReason::EngineTimeoutPromotedToAdapterReset) => {
+                DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED
+            }
+            Self::Adapter(TdrReason::Forced) => DXGK_TDR_TYPE_FORCED,
+        }
+    }
+}
+
+/// The debug report of a TDR. The reading decides the DDI ([`DbgInfoDdi`]): 24H2 calls
+/// `DxgkDdiCollectDbgInfo2` for every report when the driver fills the slot
+/// (`K:DXGADAPTER::_DdiCollectDbgInfoNoLocks` @0x1403698F8), `DxgkDdiCollectDbgInfo` only
+/// otherwise; the pages' reading calls `DxgkDdiCollectDbgInfo`.
 pub(super) fn collect_dbg_info(
     a: &AdapterShared,
     sh: &TdrShared,
-    reason: u32,
-    hw_node: Option<u32>,
+    report: DbgReport,
 ) -> Result<(), SimError> {
-    if let Some(node) = hw_node.filter(|_| a.os.reading.hws_tdr == HwsTdr::DbgInfoBeforeReset) {
+    if a.os.reading.dbg_info == DbgInfoDdi::SecondWhenFilled {
         if let Some(f) = ddi::table_slot!(a, DxgkDdiCollectDbgInfo2)? {
-            return collect_dbg_info2(a, sh, f, node);
+            return collect_dbg_info2(a, sh, f, report);
         }
     }
-    collect_dbg_info1(a, sh, reason)
+    collect_dbg_info1(a, sh, report.reason())
 }
 
 /// `DxgkDdiCollectDbgInfo(reason)` at PASSIVE with a 4 KiB buffer and a guard after it.
@@ -94,23 +139,19 @@ fn kept_bytes(dump: &[u8]) -> usize {
         .unwrap_or(1)
 }
 
-/// The driver's `DxgkDdiCollectDbgInfo2` (`f`) just before a hardware-scheduled node's reset,
-/// as 24H2 makes it
-/// (`M:TdrCollectDbgInfoStage1` @0x140368AC0, `K:DXGADAPTER::_DdiCollectDbgInfoNoLocks`
-/// @0x1403698F8): reason `VIDEO_ENGINE_TIMEOUT_DETECTED`, `DxgkDdiCollectDbgInfo2` with
-/// `DXGK_TDR_TYPE_ENGINE_TIMEOUT` and its 40-byte payload (`hContext` cleared for the driver).
+/// The driver's `DxgkDdiCollectDbgInfo2` (`f`) for `report`, as 24H2 makes it
+/// (`K:TdrCollectDbgInfoStage1` @0x140368AC0, `K:DXGADAPTER::_DdiCollectDbgInfoNoLocks`
+/// @0x1403698F8). An engine timeout's payload is 40 bytes
+/// (`M:VidSchiCollectTdrPayloadEngineTimeout` @0x140051A20: the node; for a hardware-scheduled
+/// node its suspend and ready-queue counts, else the node's last completed and submitted
+/// fence ids; `hContext` cleared for the driver); an adapter-wide report has none
+/// (`K:TdrIsRecoveryRequired` @0x1401D01F0 passes size 0 and no pointer).
 ///
-/// What Stage1 gives and checks: a zeroed 16 MiB buffer (`ExAllocatePool2` without
-/// `POOL_FLAG_UNINITIALIZED`) followed by an "EOR" canary, and a 32-byte extension followed by
-/// one; a damaged canary marks the dump corrupt, which here is a driver bug. `NoLocks` accepts
-/// only `STATUS_SUCCESS`, `STATUS_UNSUCCESSFUL` and `STATUS_NO_MEMORY` (anything else is
-/// "Driver returned an invalid NTSTATUS code"), also a driver bug here. The bytes are kept as
-/// [`TdrDump`] keeps them, whatever the status.
 fn collect_dbg_info2(
     a: &AdapterShared,
     sh: &TdrShared,
     f: CollectDbgInfo2,
-    node: u32,
+    report: DbgReport,
 ) -> Result<(), SimError> {
     const SIZE: usize = 16 << 20;
     const CANARY: &[u8; 4] = b"EOR\0";
@@ -126,24 +167,48 @@ fn collect_dbg_info2(
         ext: DXGKARG_COLLECTDBGINFO_EXT::default(),
         canary: *CANARY,
     };
-    let (suspends, ready) = crate::vidsch::hws::node_queue_counts(a, node);
-    let mut payload = DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT {
-        NodeOrdinal: node,
-        EngineOrdinal: 0,
-        LastHwCompletedFenceId: 0,
-        LastHwSubmittedFenceId: 0,
-        NumberOfPendingSuspendRequests: suspends,
-        NumberOfReadyInteractiveHwQueues: ready,
-        hContext: std::ptr::null_mut(),
+    let mut payload = match report {
+        DbgReport::Engine { node, hw } => {
+            let mut p = DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT {
+                NodeOrdinal: node,
+                EngineOrdinal: 0,
+                LastHwCompletedFenceId: 0,
+                LastHwSubmittedFenceId: 0,
+                NumberOfPendingSuspendRequests: 0,
+                NumberOfReadyInteractiveHwQueues: 0,
+                hContext: std::ptr::null_mut(),
+            };
+            if hw {
+                let (suspends, ready) = crate::vidsch::hws::node_queue_counts(a, node);
+                p.NumberOfPendingSuspendRequests = suspends;
+                p.NumberOfReadyInteractiveHwQueues = ready;
+            } else {
+                let mut os = lock(&sh.os);
+                let n = os.node(node);
+                p.LastHwCompletedFenceId = n.c.into();
+                p.LastHwSubmittedFenceId = n.s.into();
+            }
+            Some(p)
+        }
+        DbgReport::Adapter(_) => None,
     };
+    let (payload_size, payload_ptr) = match payload.as_mut() {
+        Some(p) => (
+            std::mem::size_of::<DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>() as u32,
+            (p as *mut DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT).cast(),
+        ),
+        None => (0, std::ptr::null_mut()),
+    };
+    let reason = report.reason();
+    let tdr_type = report.tdr_type();
     let mut args = DXGKARG_COLLECTDBGINFO2 {
-        Reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
+        Reason: reason,
         pBuffer: buf.as_mut_ptr().cast(),
         BufferSize: SIZE,
         pExtension: &mut ext.ext,
-        TdrType: DXGK_TDR_TYPE_ENGINE_TIMEOUT,
-        TdrPayloadSize: std::mem::size_of::<DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT>() as u32,
-        TdrPayload: (&mut payload as *mut DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT).cast(),
+        TdrType: tdr_type,
+        TdrPayloadSize: payload_size,
+        TdrPayload: payload_ptr,
     };
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes, an
@@ -165,7 +230,7 @@ fn collect_dbg_info2(
     }
     // Stage1 follows a non-null `hContext` as its own context object into the context's
     // process: it must be the OS's handle of a context of this adapter, never the KMD's.
-    let hcontext = payload.hContext as usize;
+    let hcontext = payload.map_or(0, |p| p.hContext as usize);
     if hcontext != 0 && !ums::tdr_is_os_context(a, hcontext) {
         return Err(sim_err(
             a,
@@ -179,8 +244,8 @@ fn collect_dbg_info2(
     buf.truncate(kept);
     let mut os = lock(&sh.os);
     os.events.push(TdrEvent::CollectDbgInfo2 {
-        reason: VIDEO_ENGINE_TIMEOUT_DETECTED,
-        tdr_type: DXGK_TDR_TYPE_ENGINE_TIMEOUT,
+        reason,
+        tdr_type,
         bytes: kept,
     });
     os.last_dump = Some(TdrDump {

@@ -19,18 +19,17 @@ use std::sync::atomic::Ordering;
 use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::hws::{DXGKARG_RESETHWENGINE, DXGKARG_RESUMEHWENGINE};
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_SUCCESS};
-use rvgpu_ddi::tdr::VIDEO_ENGINE_TIMEOUT_DETECTED;
 
 use crate::adapter::ddi::{self, table};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
-use crate::os::answers::HwsTdr;
+use crate::os::answers::{HwsTdr, LostFence};
 use crate::vidsch::hws::HwsCall;
 
 use super::adapter_wide::adapter_reset;
-use super::dbginfo::collect_dbg_info;
+use super::dbginfo::{collect_dbg_info, DbgReport};
 use super::irq::Interrupts;
 use super::report::dpc_process;
 use super::state::{Report, TdrEvent, TdrReason, TdrShared};
@@ -93,7 +92,7 @@ pub(crate) fn recover_hw_node(
             .push(TdrEvent::DependentGroup { node, mask });
     } else {
         // Step 3 of the pages: the debug report first.
-        collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED, Some(node))?;
+        collect_dbg_info(a, sh, DbgReport::Engine { node, hw: true })?;
     }
     // Gate kernel-mode submissions for the whole recovery.
     let gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
@@ -103,7 +102,7 @@ pub(crate) fn recover_hw_node(
         snapshot_node(a, sh, node);
         let step = lock(&sh.os).step;
         pause_before_reset(a, sh, node, step, irq);
-        collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED, Some(node))?;
+        collect_dbg_info(a, sh, DbgReport::Engine { node, hw: true })?;
     } else if prepare_reset(a, sh, node, stalled, irq)?.is_none() {
         return Ok(());
     }
@@ -223,16 +222,25 @@ fn check_hw_contexts_after_reset(a: &AdapterShared, node: u32) -> Result<(), Sim
     Err(SimError::Bugcheck(b))
 }
 
-/// Between a successful `DxgkDdiResetHwEngine` and the resume, "the OS needs to re-enable
-/// interrupts from this engine and synchronize its state with the reset GPU engine" (the
-/// DxgkDdiResetHwEngine page, Remarks): the node's reports count again, and completions of
-/// its kernel-mode ring that the driver reported while they were ignored (from the snapshot
-/// on) are learnt from `DxgkDdiQueryCurrentFence` and retired as that `DmaCompleted` would
-/// retire them. Else the OS's C would stay behind the driver's, and the next `DmaPreempted`
-/// (whose LastCompletedFenceId is the driver's C) would be bug check 0x119 / 0x1.
-/// Which call Windows uses to synchronize is UNVERIFIED.
+/// Between a successful `DxgkDdiResetHwEngine` and the resume the node's reports count again.
+///
+/// 24H2 (`M:VidSchiResetHwEngine` @0x140052878) asks the driver nothing there: after the reset
+/// it flushes the DPCs, checks the node's suspend fences (0x119 / 0xA000), clears three of the
+/// node's counters and its bit in the adapter's resetting-node mask, and resumes the engine;
+/// `M:VidSchiSetHwNodeResettingStateAtISR` @0x140051F60, the interrupt-synchronized step
+/// before the reset, only copies two node values and a timestamp into the reset's history
+/// record. A completion the driver reported while the node's reports were dropped is lost to
+/// the OS: the driver reports it again after the resume (the KMD's `DxgkDdiResumeHwEngine`).
+///
+/// The pages' reading ([`LostFence::Asked`]) follows the DxgkDdiResetHwEngine page's Remarks
+/// ("the OS needs to re-enable interrupts from this engine and synchronize its state with the
+/// reset GPU engine") with `DxgkDdiQueryCurrentFence`: the completions since the snapshot are
+/// retired as that `DmaCompleted` would retire them.
 fn sync_node_ring(a: &AdapterShared, sh: &TdrShared, node: u32) {
     lock(&sh.os).node(node).ignore_irq = false;
+    if a.os.reading.lost_fence == LostFence::NotAsked {
+        return;
+    }
     let Some(f) = query_current_fence(a, node) else {
         return;
     };

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
-use rvgpu_ddi::tdr::{DXGKARG_RESETENGINE, VIDEO_ENGINE_TIMEOUT_DETECTED};
+use rvgpu_ddi::tdr::DXGKARG_RESETENGINE;
 
 use crate::adapter::ddi::{self, sim_err, table};
 use crate::adapter::AdapterShared;
@@ -16,7 +16,7 @@ use crate::ob::KmtHandle;
 use crate::ums;
 
 use super::adapter_wide::adapter_reset;
-use super::dbginfo::collect_dbg_info;
+use super::dbginfo::{collect_dbg_info, DbgReport};
 use super::hwsched::recover_hw_node;
 use super::irq::Interrupts;
 use super::state::{Packet, TdrEvent, TdrReason, TdrShared};
@@ -58,7 +58,7 @@ pub(crate) fn recover_node(
     }
     lock(&sh.os).events.push(TdrEvent::Timeout { node });
     // Step 3.
-    collect_dbg_info(a, sh, VIDEO_ENGINE_TIMEOUT_DETECTED, None)?;
+    collect_dbg_info(a, sh, DbgReport::Engine { node, hw: false })?;
     // Gate kernel-mode submissions for the whole recovery.
     let gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
     // Steps 4–7.

@@ -41,6 +41,8 @@ fn tdr_step(e: TdrEvent, process: &dyn Fn(KmtHandle) -> Option<ProcessRef>) -> T
         Restarted,
         Recovered { node },
         ;
+        // The OS's debug report, whichever of the two DDIs it called.
+        TdrEvent::CollectDbgInfo2 { reason, bytes, .. } => TdrStep::CollectDbgInfo { reason, bytes },
         TdrEvent::Detected { node, cause } => TdrStep::Detected {
             node,
             cause: match cause {
