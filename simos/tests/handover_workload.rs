@@ -100,6 +100,81 @@ fn ddi_01_a_hardware_scheduled_workload_is_handed_over_as_24h2_fills_it() {
     );
 }
 
+/// The DDIs the audit marks pages-only: 24H2 never calls them.
+fn pages_only() -> Vec<&'static str> {
+    h::AUDIT
+        .iter()
+        .filter(|a| matches!(a.cover, h::Cover::PagesOnly { .. }))
+        .map(|a| a.ddi)
+        .collect()
+}
+
+/// The pages-only DDIs the OS called on adapter 0, with their counts (the OS's ledger of
+/// outermost DDI calls, by routine).
+fn pages_only_called(m: &Machine) -> Vec<(String, u64)> {
+    let only = pages_only();
+    m.bus_costs(0)
+        .into_iter()
+        .filter(|(name, calls, _)| *calls > 0 && only.contains(&name.as_str()))
+        .map(|(name, calls, _)| (name, calls))
+        .collect()
+}
+
+/// A TDR workload under `reading`, each part on its own machine: a software-scheduled engine
+/// timeout, then one whose engine reset fails (the adapter-wide path); a hardware-scheduled
+/// engine timeout, then one whose engine reset fails. Returns the pages-only DDIs called.
+fn tdr_workload(reading: Reading) -> Vec<(String, u64)> {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.os.reading = reading;
+    cfg.adapters[0].hwsch_feature = false;
+    let m = started(cfg);
+    enable_tdr(&m, fast());
+    let (p, k) = user_process(&m);
+    let c = okk(&m, k.create_context(0));
+    ok(&m, m.submit_legacy(&p, c, &[Command::Hang]));
+    run_until(&m, "the engine reset", |m| resets(m) == 1);
+    let (p2, k2) = user_process(&m);
+    let c2 = okk(&m, k2.create_context(0));
+    m.device(0).unwrap().fail_next_reset(0);
+    ok(&m, m.submit_legacy(&p2, c2, &[Command::Hang]));
+    run_until(&m, "the adapter-wide reset", |m| adapter_resets(m) == 1);
+    no_fault(&m);
+    let mut called = pages_only_called(&m);
+    let m = tdr_machine_reading(Mode::Step, reading);
+    let _hung = hang_a_user_queue_until_resumed(&m);
+    m.device(0).unwrap().fail_next_reset(0);
+    let h2 = ok(&m, m.create_process(0));
+    let mut uq = okk(&m, UserQueue::new(m.kmt(&h2), &config(0)));
+    okk(&m, uq.submit(&[Command::Hang]));
+    run_until(&m, "the adapter-wide reset", |m| adapter_resets(m) == 1);
+    std::mem::forget(uq);
+    no_fault(&m);
+    called.extend(pages_only_called(&m));
+    called
+}
+
+/// DDI-01, TDR-01, TDR-05: under 24H2's reading a TDR workload (engine timeouts and the
+/// adapter-wide path, hardware-scheduled and not) calls none of the DDIs 24H2 never calls:
+/// every report is `DxgkDdiCollectDbgInfo2`, no late fence is asked about and a reset
+/// hardware-scheduled engine is resumed without `DxgkDdiQueryCurrentFence`.
+#[test]
+fn ddi_01_under_24h2_a_tdr_workload_calls_no_pages_only_ddi() {
+    assert_eq!(tdr_workload(Reading::W24H2), Vec::new());
+}
+
+/// DDI-01: the same workload under the pages' reading calls every pages-only DDI, so the
+/// ledger the 24H2 test reads sees them.
+#[test]
+fn ddi_01_under_the_pages_the_tdr_workload_calls_the_pages_only_ddis() {
+    let called = tdr_workload(Reading::PAGES);
+    for ddi in pages_only() {
+        assert!(
+            called.iter().any(|(n, _)| n == ddi),
+            "{ddi} not called: {called:?}"
+        );
+    }
+}
+
 static REAL_START: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_START_DEVICE> =
     std::sync::OnceLock::new();
 static REAL_QUERY: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_QUERY_INTERFACE> =
