@@ -167,9 +167,11 @@ impl Machine {
         access: crate::sync::fence::OpenAccess,
     ) -> Result<NativeFence, SimError> {
         if p.adapter != fence.adapter() {
-            return Err(SimError::Simulation(
-                "another adapter: use open_native_fence_cross_adapter".into(),
-            ));
+            return Err(SimError::NotAllowed {
+                rule: "NF-16",
+                why: "a fence of another adapter is opened with open_native_fence_cross_adapter"
+                    .into(),
+            });
         }
         let a = self.fence_adapter(fence.adapter())?;
         native::open_with(&a, fence, p.pid, Some(p.device), access, self)
