@@ -5,8 +5,10 @@
 # SubmitCommandToHwQueue, ConnectDoorbell), counts rvgpu_umd.dll's own instructions per
 # rvgpu_submit, rvgpu_queue_submit and rvgpu_fence_signal in the emulator, and compares the total and own
 # (driver or UMD) instruction counts of every row with the committed baseline
-# scripts/callgrind-baseline.txt. Fails when a figure grew by more than 10 %; a figure that
-# shrank by more than 10 % is reported, so the baseline can be re-blessed to keep the gain.
+# scripts/callgrind-baseline.txt. Fails when a figure grew by more than 10 %, or when the
+# kernel-mode submission exceeds 1.75 times its floor (the modelled system call and the DDI); a
+# figure that shrank by more than 10 % is reported, so the baseline can be re-blessed to keep
+# the gain.
 #
 # Counts are exact for a given build (pinned toolchain, release profile), so the tolerance is
 # for code changes, not noise.
@@ -112,5 +114,17 @@ for label, (bt, bo) in base.items():
         print(f"{mark:8} {label} [{what}]: {b} -> {c} ({r:.2f}x)")
 for label in cur.keys() - base.keys():
     print(f"NEW      {label}: {cur[label]} (not in the baseline; re-bless)")
+# The kernel-mode submission against its floor (the modelled system call and the DDI), held
+# at what it reaches (docs/performance.md, Submission) with a little margin.
+KERNEL_FLOOR_RATIO = 1.75
+parts = ("KernelQueue::submit, one FILL (UMD + thunk + KMD)",
+         "of which DxgkDdiSubmitCommandToHwQueue",
+         "of which the modelled system call + thunk cost")
+if all(p in cur for p in parts):
+    whole, ddi, call = (cur[p][0] for p in parts)
+    r = whole / (ddi + call) if ddi + call > 0 else float("inf")
+    mark = "ok" if r <= KERNEL_FLOOR_RATIO else "GREW"
+    failed = failed or mark != "ok"
+    print(f"{mark:8} kernel-mode submission / its floor: {r:.2f} (at most {KERNEL_FLOOR_RATIO})")
 sys.exit(1 if failed else 0)
 EOF
