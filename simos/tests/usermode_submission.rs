@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use rvgpu_ddi::dxgkrnl::{
     D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
-    D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
 };
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
+use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::pdd::DoorbellPdd;
@@ -295,98 +295,6 @@ fn um_09_doorbell_va_dummy_physical_dummy_and_ring_always_valid() {
     okk(&m, k.wait_for_fence(a.done_fence(), 1));
     assert_eq!(t.mem.load(0), 0xAB);
     exits_clean(&m, &p);
-}
-
-// ---------------------------------------------------------------------------------------------
-// UM-10: device loss.
-
-/// UM-10: on device loss (a forced adapter-wide recovery, `Machine::device_lost`) every
-/// connected doorbell goes to `DISCONNECTED_ABORT` through the KMD's
-/// `DxgkCbDisconnectDoorbell`, the OS writing none itself (24H2 writes a status only in
-/// `K:DXGDOORBELL::Initialize`, `Connect`, `Disconnect` from that callback, and
-/// `DestroyCoreState`); the reset device refuses the reconnect (`K:COREDEVICEACCESS::AcquireShared`
-/// @0x14000F550), its queue reports the loss, and a new device's queue works.
-#[test]
-fn um_10_device_loss_aborts_every_doorbell() {
-    let m = with_doorbells(Mode::Step, 4);
-    let (p, k, t) = process_with_target(&m);
-    let raw = connected_raw_queue(&m, &k, 0);
-    let mut uq = okk(&m, UserQueue::new(k, &config(0)));
-    submit_wait(&m, &mut uq, &[fill(&t, 1)]);
-    m.clear_ums_events(0);
-    ok(&m, m.device_lost(0));
-    let info = m.doorbell_info(0, raw.doorbell.handle).unwrap();
-    assert_eq!(info.state, DoorbellState::Aborted);
-    assert_eq!(info.status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT);
-    assert_eq!(info.mapped_page, None);
-    let ev = m.ums_events(0);
-    assert!(
-        ev.iter().any(|e| matches!(
-            e,
-            UmsEvent::CallbackDisconnect { doorbell, reason, .. }
-                if *doorbell == raw.doorbell.handle
-                    && *reason == D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT
-        )),
-        "the KMD aborted the doorbell: {ev:#?}"
-    );
-    assert!(
-        !ev.iter().any(|e| matches!(
-            e,
-            UmsEvent::Aborted { .. } | UmsEvent::DisconnectDoorbell { .. }
-        )),
-        "the OS wrote a doorbell itself: {ev:#?}"
-    );
-    assert_eq!(
-        k.connect_doorbell(raw.doorbell.handle).err(),
-        Some(NtStatus(STATUS_DEVICE_REMOVED))
-    );
-    assert!(uq.submit(&[fill(&t, 2)]).is_err());
-    assert!(uq.is_lost(), "UM-10: the queue reports device loss");
-    assert_eq!(t.mem.load(0), 1, "no work ran after the loss");
-    drop(uq);
-    ok(&m, m.kill_process(&p));
-    let (p2, k2, t2) = process_with_target(&m);
-    let mut q2 = okk(&m, UserQueue::new(k2, &config(0)));
-    submit_wait(&m, &mut q2, &[fill(&t2, 3)]);
-    assert_eq!(t2.mem.load(0), 3);
-    assert_eq!(q2.path(), SubmissionPath::UserMode);
-    drop(q2);
-    exits_clean(&m, &p2);
-}
-
-/// UM-10, device removed: the device's thunks refuse (`STATUS_DEVICE_REMOVED`) and no doorbell
-/// status is written (24H2 writes one only at a doorbell's create, connect and destroy and from
-/// the driver's `DxgkCbDisconnectDoorbell`); the process learns it from a thunk and a new
-/// process (a new D3D device) recreates queue, doorbell and ring, which work.
-#[test]
-fn um_10_device_removed_writes_no_doorbell_and_a_new_device_works() {
-    let m = with_doorbells(Mode::Step, 2);
-    let (p, k, t) = process_with_target(&m);
-    let mut q = okk(&m, UserQueue::new(k, &config(0)));
-    submit_wait(&m, &mut q, &[fill(&t, 1)]);
-    m.clear_ums_events(0);
-    ok(&m, m.device_removed(0));
-    let ev = m.ums_events(0);
-    assert!(
-        !ev.iter().any(|e| matches!(
-            e,
-            UmsEvent::Aborted { .. } | UmsEvent::DisconnectDoorbell { .. }
-        )),
-        "the OS wrote a doorbell itself: {ev:#?}"
-    );
-    assert_eq!(
-        k.create_context(0).err(),
-        Some(NtStatus(STATUS_DEVICE_REMOVED))
-    );
-    drop(q);
-    ok(&m, m.kill_process(&p));
-    let (p2, k2, t2) = process_with_target(&m);
-    let mut q2 = okk(&m, UserQueue::new(k2, &config(0)));
-    submit_wait(&m, &mut q2, &[fill(&t2, 3)]);
-    assert_eq!(t2.mem.load(0), 3);
-    assert_eq!(q2.path(), SubmissionPath::UserMode);
-    drop(q2);
-    exits_clean(&m, &p2);
 }
 
 /// UM-15, a teardown the OS does not retry: `DxgkDdiDestroyHwQueue` of a queue whose doorbell is
