@@ -605,7 +605,7 @@ macro_rules! catalog_rows {
     ddi!(DxgkDdiCollectDbgInfo2: PDXGKDDI_COLLECTDBGINFO2)
         .at(P, DIRQL, "d3dkmddi/nc-d3dkmddi-dxgkddi_collectdbginfo2")
         .ddi_wrapper()
-        .optional("optional in WDDM 3.2 (the OS calls DxgkDdiCollectDbgInfo without it); 24H2 calls it instead of CollectDbgInfo before a hardware-scheduled node's reset (docs/windows-bringup.md section 13)")
+        .optional("optional in WDDM 3.2 (the OS calls DxgkDdiCollectDbgInfo without it); 24H2 calls it instead of CollectDbgInfo for every TDR report, engine and adapter-wide (docs/windows-bringup.md section 13)")
         .doc("`kmd::dbginfo`: the per-engine TDR dump record ([tdr.md](tdr.md))", "WDDM 3.2's richer TDR report, which 24H2 calls instead of CollectDbgInfo where present (TDR-01, [windows-bringup.md](windows-bringup.md#13-where-the-code-and-the-pages-disagree))")
         .on_null(OnNull::Fails(STATUS_INVALID_PARAMETER)),
     ddi!(DxgkDdiQueryFeatureSupport = DXGKDDI_FEATURE_INTERFACE.QueryFeatureSupport: PDXGKDDI_QUERYFEATURESUPPORT)

@@ -229,8 +229,10 @@ fn check_hw_contexts_after_reset(a: &AdapterShared, node: u32) -> Result<(), Sim
 /// node's counters and its bit in the adapter's resetting-node mask, and resumes the engine;
 /// `M:VidSchiSetHwNodeResettingStateAtISR` @0x140051F60, the interrupt-synchronized step
 /// before the reset, only copies two node values and a timestamp into the reset's history
-/// record. A completion the driver reported while the node's reports were dropped is lost to
-/// the OS: the driver reports it again after the resume (the KMD's `DxgkDdiResumeHwEngine`).
+/// record. A node-ring completion the OS dropped meanwhile is made good by the next one the
+/// driver reports after the resume (`DmaCompleted` names the last completed fence, so it
+/// retires every earlier one); until then the OS's last completed fence stays behind, as for
+/// any lost interrupt under 24H2 (`LostFence::NotAsked`).
 ///
 /// The pages' reading ([`LostFence::Asked`]) follows the DxgkDdiResetHwEngine page's Remarks
 /// ("the OS needs to re-enable interrupts from this engine and synchronize its state with the
