@@ -300,7 +300,7 @@ fn ddi_01_pages_only_and_not_reached_markers_are_held_to_their_sources() {
         ["DxgkDdiControlInterrupt: pages-only, but the simulated OS never calls it"]
     );
     for gap in [
-        "docs/thunks.md#no-such-section",
+        concat!("docs/thunks.md", "#no-such-section"),
         "docs/none.md#x",
         "docs/thunks.md",
     ] {
