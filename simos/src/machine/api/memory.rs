@@ -78,7 +78,7 @@ impl Machine {
     }
 
     /// VidMm moves process `p`'s root page table elsewhere in its segment
-    /// ([`mmu::move_root`]); its contexts get the new root at their next kernel-mode
+    /// (`vidmm::mmu::move_root`); its contexts get the new root at their next kernel-mode
     /// submission or resume. Call it with the process's queues idle. `Ok(false)`: the
     /// adapter has no GpuMmu space for `p`, or no free table.
     pub fn move_process_root(&self, p: &UmsProcess) -> Result<bool, SimError> {
