@@ -4,9 +4,9 @@
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NO_MEMORY, STATUS_SUCCESS, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::tdr::{
     DXGKARG_COLLECTDBGINFO, DXGKARG_COLLECTDBGINFO2, DXGKARG_COLLECTDBGINFO_EXT,
-    DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT, DXGK_TDR_TYPE, DXGK_TDR_TYPE_ENGINE_TIMEOUT,
-    DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED, DXGK_TDR_TYPE_FORCED, DXGK_TDR_TYPE_PREEMPT_TIMEOUT,
-    VIDEO_ENGINE_TIMEOUT_DETECTED, VIDEO_TDR_TIMEOUT_DETECTED,
+    DXGK_TDR_PAYLOAD_ENGINE_TIMEOUT, DXGK_TDR_TYPE, DXGK_TDR_TYPE_ENGINE_PAGE_FAULT,
+    DXGK_TDR_TYPE_ENGINE_TIMEOUT, DXGK_TDR_TYPE_ENGINE_TIMEOUT_PROMOTED, DXGK_TDR_TYPE_FORCED,
+    DXGK_TDR_TYPE_PREEMPT_TIMEOUT, VIDEO_ENGINE_TIMEOUT_DETECTED, VIDEO_TDR_TIMEOUT_DETECTED,
 };
 
 use crate::adapter::ddi::{self, sim_err};
@@ -42,12 +42,14 @@ pub(super) enum DbgReport {
 }
 
 impl DbgReport {
-    /// The bug-check code the report is for: 0x141 for the engine types, else 0x117
-    /// (`K:TdrCollectDbgInfoStage1` @0x140368AC0 picks 0x141 for recovery types 6 and 12).
+    /// The bug-check code the report is for: 0x141 for the engine types (6 and 12), else
+    /// 0x117, as `K:TdrCollectDbgInfoStage1` @0x140368AC0 picks it from the recovery's type.
     fn reason(self) -> u32 {
-        match self {
-            Self::Engine { .. } => VIDEO_ENGINE_TIMEOUT_DETECTED,
-            Self::Adapter(_) => VIDEO_TDR_TIMEOUT_DETECTED,
+        match self.tdr_type() {
+            DXGK_TDR_TYPE_ENGINE_TIMEOUT | DXGK_TDR_TYPE_ENGINE_PAGE_FAULT => {
+                VIDEO_ENGINE_TIMEOUT_DETECTED
+            }
+            _ => VIDEO_TDR_TIMEOUT_DETECTED,
         }
     }
 
