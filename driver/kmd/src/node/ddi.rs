@@ -244,9 +244,10 @@ pub fn submit_command_virtual<P: Platform>(
 }
 
 /// DxgkDdiPreemptCommand (DISPATCH_LEVEL; an error is bug check 0x119 / 0x2). Preemption is a
-/// drain (docs/tdr.md#the-kmd): with nothing pending, `DmaPreempted(PreemptionFenceId, C)` is
-/// reported at once from a routine synchronised with the ISR (the page's special case);
-/// otherwise the ISR reports it when the ring has drained.
+/// drain (docs/tdr.md#the-kmd): completions not reported yet are reported first; then, with
+/// nothing pending, `DmaPreempted(PreemptionFenceId, C)` is reported at once from a routine
+/// synchronised with the ISR (the page's special case); otherwise the ISR reports it when the
+/// ring has drained.
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_preemptcommand>
 pub fn preempt_command<P: Platform>(
@@ -267,15 +268,27 @@ pub fn preempt_command<P: Platform>(
     testhooks::note(&live.hooks, || {
         testhooks::rec(JournalKind::PreemptCommand, node, id.into(), 0)
     });
-    let reported = live.synchronized(|isr| {
+    let mut reported = false;
+    live.synchronized(|isr| {
+        let mut emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| {
+            reported = true;
+            live.journal_report(d);
+            dxgk.notify_interrupt(d);
+        };
+        // Completions the ring made whose interrupt has not come (or never will: a lost
+        // delivery) are reported first, so that a ring that has drained is preempted at once.
+        // Left to the next interrupt, the preemption would time out into a reset of finished
+        // work, and 24H2 asks nothing else before it (it never calls QueryCurrentFence).
+        isr.nodes
+            .catch_up(node, &mut emit)
+            .ok_or(status::INVALID_PARAMETER)?;
         let r = isr.nodes.get_mut(node).ok_or(status::INVALID_PARAMETER)?;
-        let now = r.fences.preempt(id);
-        if let Some((id, last)) = now {
-            let d = DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(id, last, node, 0);
-            live.journal_report(&d);
-            dxgk.notify_interrupt(&d);
+        if let Some((id, last)) = r.fences.preempt(id) {
+            emit(&DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(
+                id, last, node, 0,
+            ));
         }
-        Ok::<bool, Status>(now.is_some())
+        Ok::<(), Status>(())
     })??;
     if reported {
         let _ = dxgk.queue_dpc();
