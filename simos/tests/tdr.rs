@@ -182,6 +182,41 @@ fn tdr_05_a_lost_completion_is_made_good_by_the_preemption_report() {
     no_fault(&m);
 }
 
+/// TDR-04: 24H2 takes a `DmaPreempted` whose LastCompletedFenceId is ahead of the OS's last
+/// completed ID but inside its [C, S] window, and retires the packets up to it before the
+/// preempted one (`M:VidSchDdiNotifyInterruptWorker` @0x140006B60, type 2); only a value
+/// outside the window is bug check 0x119. A stand-in `DxgkDdiPreemptCommand` claims the FILL
+/// whose completion interrupt was lost, with no `DmaCompleted` before.
+#[test]
+fn tdr_04_a_preemption_report_ahead_of_the_os_completes_up_to_it() {
+    let mut cfg = MachineConfig::single(Mode::Step);
+    cfg.adapters[0].hwsch_feature = false;
+    let m = started_with(cfg, testing_tdr::claim_on_preempt);
+    enable_tdr(&m, fast());
+    let (p, k, ctx) = process_with_context(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
+    run_until(&m, "the first FILL", |m| all_done(m, 0));
+    m.device(0).expect("device").drop_next_interrupt();
+    let id = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
+    testing_tdr::preempt_claims(id);
+    run_until(&m, "the FILL ran", |_| t.mem.load(8) == 2);
+    assert_eq!(
+        m.legacy_fences(0, 0),
+        (id, id - 1),
+        "its completion was not reported"
+    );
+    run_until(&m, "the FILL retired", |m| {
+        m.legacy_fences(0, 0) == (id, id)
+    });
+    no_fault(&m);
+    let ev = m.tdr_events(0);
+    assert!(
+        !ev.iter().any(|e| matches!(e, TdrEvent::ResetEngine { .. })),
+        "{ev:#?}"
+    );
+}
+
 /// TDR-03: a render packet hangs with two paging packets and a render packet of other
 /// processes queued behind it: the paging packets are resubmitted first with their original
 /// IDs, in order, then the render packet with a new ID; all complete once.

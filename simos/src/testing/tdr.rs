@@ -3,12 +3,14 @@
 //! catches it (docs/tdr.md#the-simulated-os), or that stretch a window the contract allows.
 //! Kept apart from `testing.rs` (the `gpu` stand-in).
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_ddi::tdr::DXGKARG_RESETENGINE;
+use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
+use rvgpu_ddi::tdr::{DXGKARG_PREEMPTCOMMAND, DXGKARG_RESETENGINE};
 
 /// How the wrapped `DxgkDdiResetEngine` misreports `LastAbortedFenceId`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,4 +129,75 @@ pub fn linger_after_resume(t: &mut DRIVER_INITIALIZATION_DATA, ms: u64, step: bo
     }
     RESUME_LINGER_MS.store(ms, Ordering::Release);
     t.DxgkDdiResumeHwEngine = Some(lingering_resume);
+}
+
+/// The fence ID [`claim_on_preempt`]'s stand-in names as last completed.
+static CLAIMED: AtomicU32 = AtomicU32::new(0);
+
+/// What the stand-in's synchronised routine reports, and through which interface.
+struct PreemptReport {
+    iface: DXGKRNL_INTERFACE,
+    data: DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+}
+
+/// # Safety
+/// `ctx` is a live [`PreemptReport`] (the stand-in's, for the synchronised call).
+unsafe extern "system" fn report_preempted(ctx: PVOID) -> BOOLEAN {
+    // SAFETY: the caller's contract.
+    let r = unsafe { &*ctx.cast::<PreemptReport>() };
+    if let Some(notify) = r.iface.DxgkCbNotifyInterrupt {
+        // SAFETY: the OS's callback with its own handle and a valid report, from a routine
+        // synchronised with the ISR.
+        unsafe { notify(r.iface.DeviceHandle, &r.data) };
+    }
+    1
+}
+
+unsafe extern "system" fn claiming_preempt(
+    ctx: HANDLE,
+    args: *const DXGKARG_PREEMPTCOMMAND,
+) -> NTSTATUS {
+    // SAFETY: the OS's argument block (or null), alive for the call.
+    let (Some(a), Some(iface)) = (unsafe { args.as_ref() }, super::interface_for_context(ctx))
+    else {
+        return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
+    };
+    let mut report = PreemptReport {
+        iface,
+        data: DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(
+            a.PreemptionFenceId,
+            CLAIMED.load(Ordering::Acquire),
+            a.NodeOrdinal,
+            a.EngineOrdinal,
+        ),
+    };
+    let (Some(sync), Some(queue)) = (iface.DxgkCbSynchronizeExecution, iface.DxgkCbQueueDpc) else {
+        return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
+    };
+    let mut ret: BOOLEAN = 0;
+    // SAFETY: the OS's callbacks with its own handle; the routine's context is `report`,
+    // alive for the synchronous call.
+    unsafe {
+        sync(
+            iface.DeviceHandle,
+            Some(report_preempted),
+            (&mut report as *mut PreemptReport).cast(),
+            0,
+            &mut ret,
+        );
+        queue(iface.DeviceHandle);
+    }
+    rvgpu_ddi::ntstatus::STATUS_SUCCESS
+}
+
+/// Replaces `DxgkDdiPreemptCommand` with a stand-in that reports the preemption at once, naming
+/// the fence ID [`preempt_claims`] set as the last completed one, with no `DmaCompleted`
+/// before it: what a driver does whose completion interrupt was lost and whose ring drained.
+pub fn claim_on_preempt(t: &mut DRIVER_INITIALIZATION_DATA) {
+    t.DxgkDdiPreemptCommand = Some(claiming_preempt);
+}
+
+/// The last completed fence ID [`claim_on_preempt`]'s stand-in reports.
+pub fn preempt_claims(last: u32) {
+    CLAIMED.store(last, Ordering::Release);
 }

@@ -29,7 +29,7 @@ use crate::base::processor::current_irql;
 use crate::ums;
 
 use super::registry::{existing, shared};
-use super::state::{Report, TdrEvent};
+use super::state::{Report, TdrEvent, TdrOs};
 
 /// Called by `DxgkCbNotifyInterrupt` (device IRQL, interrupt lock held) with a validated
 /// report: node reports are captured for [`dpc_process`], or recorded as ignored while the
@@ -136,30 +136,27 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
                     invalid_fence(a, why, id, DXGK_INTERRUPT_DMA_COMPLETED, node);
                     return;
                 }
-                n.c = id;
-                n.last_change = now;
-                let done: Vec<u32> = n.pending.range(..=id).map(|(k, _)| *k).collect();
-                // Freed before the lock goes: whoever sees C past a buffer sees it freed.
-                for k in &done {
-                    if let Some(p) = n.pending.remove(k) {
-                        crate::vidsch::legacy::free_dma(a, p.dma);
-                    }
-                }
-                os.completed.extend(done.iter().map(|k| (node, *k)));
+                complete_to(a, &mut os, node, id, now);
             }
             Report::Preempted(id, last) => {
+                // 24H2 takes a LastCompletedFenceId anywhere in the node's [C, S] window and
+                // completes the packets up to it before the preempted one
+                // (`M:VidSchDdiNotifyInterruptWorker` @0x140006B60, type 2:
+                // VidSchiProcessIsrCompletedPacket, then VidSchiProcessIsrPreemptedPacket); a
+                // completion whose interrupt never came is made good so. Outside: 0x119 / 0x1.
                 let n = os.node(node);
-                if last != n.c {
-                    let c = n.c;
+                if last > n.s || last < n.c {
+                    let (c, s) = (n.c, n.s);
                     drop(os);
                     let why = format!(
-                        "DmaPreempted({id}) on node {node}: LastCompletedFenceId {last} but the \
-                         OS's last completed is {c}"
+                        "DmaPreempted({id}) on node {node}: LastCompletedFenceId {last} outside \
+                         [C={c}, S={s}]"
                     );
                     invalid_fence(a, why, last, DXGK_INTERRUPT_DMA_PREEMPTED, node);
                     return;
                 }
-                n.preempted = Some((id, last));
+                complete_to(a, &mut os, node, last, now);
+                os.node(node).preempted = Some((id, last));
             }
             Report::Faulted(id) => {
                 // The fence is verified as a completion's is
@@ -180,6 +177,22 @@ pub(crate) fn dpc_process(a: &AdapterShared) {
     drop(os);
     // After the lock: a waiter that looked before the change sleeps on the old generation.
     a.sch.completion.set();
+}
+
+/// Node `node`'s last completed fence ID moves to `id` (checked to be in its [C, S] window):
+/// the packets up to it are retired and their DMA buffers freed.
+fn complete_to(a: &AdapterShared, os: &mut TdrOs, node: u32, id: u32, now: u64) {
+    let n = os.node(node);
+    n.c = id;
+    n.last_change = now;
+    let done: Vec<u32> = n.pending.range(..=id).map(|(k, _)| *k).collect();
+    // Freed before the lock goes: whoever sees C past a buffer sees it freed.
+    for k in &done {
+        if let Some(p) = n.pending.remove(k) {
+            crate::vidsch::legacy::free_dma(a, p.dma);
+        }
+    }
+    os.completed.extend(done.iter().map(|k| (node, *k)));
 }
 
 /// A report naming `fence` where the OS's (C, S) bookkeeping rules it out: `why` logged, then
