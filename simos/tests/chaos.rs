@@ -6,8 +6,8 @@
 //! to 256 KiB made as it goes (residency: each is made resident when created and leaves with
 //! its process), its own open handle on a native fence that a hub process created shareable
 //! (so every fence is shared across processes), a kernel-mode hardware queue and a monitored
-//! fence. Each round is a user-mode FILL waited for, a kernel-mode (OS-scheduled) FILL, a FILL
-//! on the kernel-mode queue waited for, a CPU signal of the shared fence waited for through
+//! fence. Each round is a user-mode FILL waited for, a new allocation (none every other time),
+//! a FILL on the kernel-mode queue waited for, a CPU signal of the shared fence waited for through
 //! the hub's instance, or a CPU signal of the monitored fence waited for. A process ends by a
 //! normal exit with its last submission in flight, a kill with its last submission in flight,
 //! or a clean close and exit.
@@ -70,7 +70,7 @@ const STEPS: [&str; 14] = [
     "creating a process",
     "setting a process up",
     "user-mode FILL and its wait",
-    "kernel-mode FILL",
+    "making an allocation",
     "kernel-mode queue FILL and its wait",
     "monitored fence signal and wait",
     "native fence signal and wait",
@@ -306,7 +306,7 @@ fn worker(
                 .map_err(|e| step("monitored fence")(&e))?;
             Ok((buf, q, ctx, f, kq, mf))
         })();
-        let (buf, mut q, ctx, f, mut kq, mf) = match setup {
+        let (buf, mut q, _ctx, f, mut kq, mf) = match setup {
             Ok(made) => made,
             Err((what, e)) => {
                 // The process goes, and with it what was made.
@@ -331,14 +331,15 @@ fn worker(
                         break;
                     }
                 }
+                // No D3DKMTSubmitCommand: every context here is hardware-scheduled, whose
+                // work 24H2 takes only through its queues (STATUS_INVALID_PARAMETER,
+                // `K:DxgkSubmitCommandInternal` @0x1402A4B90).
                 2 => {
                     step(w, 4);
-                    if let Err(e) = m.submit_legacy(&p, ctx, &[fill(&buf, 512 + 8 * (r % 64), r)]) {
-                        c.refuse("kernel-mode FILL", &e);
-                    }
                     if rng.below(2) == 0 {
-                        if let Ok(a) = k.create_allocation(4096 << rng.below(7)) {
-                            extra.push(a);
+                        match k.create_allocation(4096 << rng.below(7)) {
+                            Ok(a) => extra.push(a),
+                            Err(e) => c.refuse("allocation", &e),
                         }
                     }
                 }
