@@ -17,13 +17,14 @@ use rvgpu_hw::event::{EventKind, EventRecord, FaultCode};
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{self, IntCause};
+use rvgpu_simos::kmt::{SimKmt, SimMem};
 use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::SimError;
 use rvgpu_simos::{
-    Machine, Mode, NativeFence, NativeFenceDesc, Notification, TdrEvent, WaitOutcome,
+    Machine, Mode, NativeFence, NativeFenceDesc, Notification, TdrEvent, UmsProcess, WaitOutcome,
 };
-use rvgpu_umd::kmt::{AllocationCpu, Kmt};
+use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle};
 use rvgpu_umd::submit::{KernelQueue, SubmitError, UserQueue};
 
 fn record(kind: EventKind, engine: u8, queue_id: u32, args: [u64; 3]) -> EventRecord {
@@ -587,25 +588,36 @@ fn sw_machine_reading(reading: Reading, timeout_steps: u64) -> Machine {
     m
 }
 
+/// A FILL run and its fence retired on `m` (software-scheduled), then a second FILL whose
+/// `DmaCompleted` interrupt is lost and that nothing follows: the GPU ran it and the OS was not
+/// told; returns once the fence is retired however the reading does it.
+fn lost_last_completion(m: &Machine) -> (UmsProcess, SimKmt<'_>, KmtHandle, Allocation<SimMem>) {
+    let dev = m.device(0).expect("device").clone();
+    let (p, k) = user_process(m);
+    let ctx = okk(m, k.create_context(0));
+    let t = okk(m, k.create_allocation(4096));
+    let f0 = ok(m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
+    legacy_completes(m, f0);
+    dev.drop_next_interrupt();
+    let f1 = ok(m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
+    ok(m, m.run_steps(5));
+    assert_eq!(t.mem.load(8), 2, "the GPU ran it");
+    assert_eq!(m.legacy_fences(0, 0), (f1, f0), "the OS was not told");
+    legacy_completes(m, f1);
+    (p, k, ctx, t)
+}
+
 /// TDR-05 under 24H2, which never asks `DxgkDdiQueryCurrentFence`: a kernel-mode fence whose
 /// `DmaCompleted` interrupt was lost is late like a hung one, and once the timeout passes
 /// (before the driver's own interrupt watchdog looks twice) the TDR starts without the OS
-/// asking the driver; the recovery retires the fence.
+/// asking the driver. Its preemption retires the fence: the driver reports the completion it
+/// missed before it judges the drain, and 24H2 takes a preemption report up to the node's
+/// last submitted fence (`M:VidSchDdiNotifyInterruptWorker` @0x140006B60), so no engine is
+/// reset and the next FILL runs.
 #[test]
 fn tdr_05_a_late_fence_is_a_hang_without_asking_the_driver_on_24h2() {
     let m = sw_machine_reading(Reading::W24H2, 20);
-    let dev = m.device(0).expect("device").clone();
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
-    let t = okk(&m, k.create_allocation(4096));
-    let f0 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
-    legacy_completes(&m, f0);
-    dev.drop_next_interrupt();
-    let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
-    ok(&m, m.run_steps(5));
-    assert_eq!(t.mem.load(8), 2, "the GPU ran it");
-    assert_eq!(m.legacy_fences(0, 0), (f1, f0), "the OS was not told");
-    legacy_completes(&m, f1);
+    let (p, k, ctx, t) = lost_last_completion(&m);
     let ev = m.tdr_events(0);
     assert!(
         ev.iter()
@@ -617,6 +629,14 @@ fn tdr_05_a_late_fence_is_a_hang_without_asking_the_driver_on_24h2() {
             .any(|e| matches!(e, TdrEvent::FenceQueried { .. })),
         "24H2 never asks the driver: {ev:#?}"
     );
+    assert!(
+        !ev.iter().any(|e| matches!(e, TdrEvent::ResetEngine { .. })),
+        "finished work is not reset: {ev:#?}"
+    );
+    let next = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 16, 3)]));
+    legacy_completes(&m, next);
+    assert_eq!(t.mem.load(16), 3);
+    drop(k);
     exits_clean(&m, &p);
 }
 
@@ -627,18 +647,7 @@ fn tdr_05_a_late_fence_is_a_hang_without_asking_the_driver_on_24h2() {
 #[test]
 fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
     let m = sw_machine_reading(Reading::PAGES, 20);
-    let dev = m.device(0).expect("device").clone();
-    let (p, k) = user_process(&m);
-    let ctx = okk(&m, k.create_context(0));
-    let t = okk(&m, k.create_allocation(4096));
-    let f0 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
-    legacy_completes(&m, f0);
-    dev.drop_next_interrupt();
-    let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
-    ok(&m, m.run_steps(5));
-    assert_eq!(t.mem.load(8), 2, "the GPU ran it");
-    assert_eq!(m.legacy_fences(0, 0), (f1, f0), "the OS was not told");
-    legacy_completes(&m, f1);
+    let (p, _k, _ctx, _t) = lost_last_completion(&m);
     let ev = m.tdr_events(0);
     assert!(
         ev.iter()

@@ -145,43 +145,6 @@ fn tdr_05_nothing_to_reset() {
     no_fault(&m);
 }
 
-/// TDR-04, TDR-05: a completion whose interrupt was lost is made good by the preemption's
-/// report. 24H2 never asks `DxgkDdiQueryCurrentFence`; it takes a `DmaPreempted` whose
-/// LastCompletedFenceId lies in the node's [C, S] window and completes the packets up to it
-/// before the preempted one (`M:VidSchDdiNotifyInterruptWorker` @0x140006B60, type 2). So a
-/// FILL whose `DmaCompleted` never arrived is retired once the timeout preempts the node: no
-/// bug check, no reset, and the next FILL runs. (The pages' watchdog asks the driver first.)
-#[test]
-fn tdr_05_a_lost_completion_is_made_good_by_the_preemption_report() {
-    let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.adapters[0].hwsch_feature = false;
-    let m = started(cfg);
-    enable_tdr(&m, fast());
-    let (p, k, ctx) = process_with_context(&m);
-    let t = okk(&m, k.create_allocation(4096));
-    // Resident first, so that the interrupt dropped next is the FILL's own.
-    ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
-    run_until(&m, "the first FILL", |m| all_done(m, 0));
-    m.device(0).expect("device").drop_next_interrupt();
-    let id = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 8, 2)]));
-    run_until(&m, "the FILL retired", |m| {
-        m.legacy_fences(0, 0) == (id, id)
-    });
-    no_fault(&m);
-    assert_eq!(t.mem.load(8), 2, "the FILL ran");
-    let ev = m.tdr_events(0);
-    assert!(
-        !ev.iter().any(|e| matches!(e, TdrEvent::ResetEngine { .. })),
-        "{ev:#?}"
-    );
-    let next = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 16, 3)]));
-    run_until(&m, "the next FILL", |m| {
-        m.legacy_fences(0, 0) == (next, next)
-    });
-    assert_eq!(t.mem.load(16), 3);
-    no_fault(&m);
-}
-
 /// TDR-04: 24H2 takes a `DmaPreempted` whose LastCompletedFenceId is ahead of the OS's last
 /// completed ID but inside its [C, S] window, and retires the packets up to it before the
 /// preempted one (`M:VidSchDdiNotifyInterruptWorker` @0x140006B60, type 2); only a value
