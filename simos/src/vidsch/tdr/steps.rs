@@ -123,8 +123,10 @@ pub(super) fn prepare_reset(
 }
 
 /// The node's (submitted, completed) snapshot at device IRQL under the interrupt lock; from
-/// here on the node's reports are ignored (24H2 drops its native-fence reports likewise,
-/// `VidSchiSetHwNodeResettingStateAtISR`).
+/// here on the node's reports are ignored (24H2's `M:VidSchDdiNotifyInterruptWorker`
+/// @0x140006B60 returns at once on a report from the ISR for a node whose bit is set in the
+/// adapter's resetting mask, which `M:VidSchiResetHwEngine` @0x140052878 clears after the
+/// reset).
 pub(super) fn snapshot_node(a: &AdapterShared, sh: &TdrShared, node: u32) -> (u32, u32) {
     let _il = lock(&a.irq.interrupt_lock);
     let _irql = IrqlScope::enter(Irql::Device);
