@@ -263,37 +263,51 @@ pub fn preempt_command<P: Platform>(
     {
         return Err(status::INVALID_PARAMETER);
     }
-    let dxgk = live.dxgk;
     let id = args.PreemptionFenceId;
     testhooks::note(&live.hooks, || {
         testhooks::rec(JournalKind::PreemptCommand, node, id.into(), 0)
     });
+    // Completions the ring made whose interrupt has not come (or never will: a lost delivery)
+    // are reported first, so that a ring that has drained is preempted at once. Left to the
+    // next interrupt, the preemption would time out into a reset of finished work, and 24H2
+    // asks nothing else before it (it never calls QueryCurrentFence).
+    caught_up(live, node, |nodes, emit| {
+        if let Some((id, last)) = nodes.get_mut(node).and_then(|r| r.fences.preempt(id)) {
+            emit(&DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(
+                id, last, node, 0,
+            ));
+        }
+    })?;
+    Ok(())
+}
+
+/// In a routine synchronised with the ISR: reports what node `node`'s ring completed and was
+/// not reported yet (`DmaCompleted`), then runs `then` with the same reporter; queues the DPC
+/// when anything was reported. Returns the node's last completed fence ID.
+fn caught_up<P: Platform>(
+    live: &Live<P>,
+    node: u32,
+    then: impl FnOnce(&mut crate::node::NodeRings, &mut dyn FnMut(&DXGKARGCB_NOTIFY_INTERRUPT_DATA)),
+) -> Result<u32, Status> {
+    let dxgk = live.dxgk;
     let mut reported = false;
-    live.synchronized(|isr| {
+    let current = live.synchronized(|isr| {
         let mut emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| {
             reported = true;
             live.journal_report(d);
             dxgk.notify_interrupt(d);
         };
-        // Completions the ring made whose interrupt has not come (or never will: a lost
-        // delivery) are reported first, so that a ring that has drained is preempted at once.
-        // Left to the next interrupt, the preemption would time out into a reset of finished
-        // work, and 24H2 asks nothing else before it (it never calls QueryCurrentFence).
-        isr.nodes
+        let current = isr
+            .nodes
             .catch_up(node, &mut emit)
             .ok_or(status::INVALID_PARAMETER)?;
-        let r = isr.nodes.get_mut(node).ok_or(status::INVALID_PARAMETER)?;
-        if let Some((id, last)) = r.fences.preempt(id) {
-            emit(&DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(
-                id, last, node, 0,
-            ));
-        }
-        Ok::<(), Status>(())
+        then(&mut isr.nodes, &mut emit);
+        Ok::<u32, Status>(current)
     })??;
     if reported {
         let _ = dxgk.queue_dpc();
     }
-    Ok(())
+    Ok(current)
 }
 
 /// DxgkDdiQueryCurrentFence (PASSIVE per the public header, UNVERIFIED; safe at DISPATCH).
@@ -308,21 +322,7 @@ pub fn query_current_fence<P: Platform>(
 ) -> Result<(), Status> {
     let live = a.started()?;
     let node = live.node(args.NodeOrdinal, args.EngineOrdinal)?;
-    let dxgk = live.dxgk;
-    let mut notified = false;
-    let current = live.synchronized(|isr| {
-        let mut emit = |d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA| {
-            notified = true;
-            live.journal_report(d);
-            dxgk.notify_interrupt(d);
-        };
-        isr.nodes
-            .catch_up(node, &mut emit)
-            .ok_or(status::INVALID_PARAMETER)
-    })??;
-    if notified {
-        let _ = dxgk.queue_dpc();
-    }
+    let current = caught_up(live, node, |_, _| {})?;
     args.CurrentFence = current;
     testhooks::note(&live.hooks, || {
         testhooks::rec(JournalKind::QueryCurrentFence, node, current.into(), 0)
