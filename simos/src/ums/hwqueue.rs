@@ -141,13 +141,7 @@ pub(crate) fn device_queue_kind(
     device: KmtHandle,
     queue: KmtHandle,
 ) -> Option<(bool, u32)> {
-    let os = lock(&a.ums);
-    let q = os.queues.get(&queue).filter(|q| q.device == device)?;
-    let pdd = os
-        .contexts
-        .get(&q.context)
-        .map_or(0, |c| c.dma_private_data);
-    Some((q.user_mode, pdd))
+    queue_kind_in(&lock(&a.ums), device, queue)
 }
 
 /// [`device_queue_kind`] and [`adapter_removed`] in one look, for the kernel-mode submission
@@ -158,12 +152,17 @@ pub(crate) fn submit_queue_kind(
     queue: KmtHandle,
 ) -> Option<(bool, u32, bool)> {
     let os = lock(&a.ums);
+    queue_kind_in(&os, device, queue).map(|(user_mode, pdd)| (user_mode, pdd, os.removed))
+}
+
+/// [`device_queue_kind`] on the UMS state already locked.
+fn queue_kind_in(os: &crate::state::ums::UmsOs, device: KmtHandle, queue: KmtHandle) -> Option<(bool, u32)> {
     let q = os.queues.get(&queue).filter(|q| q.device == device)?;
     let pdd = os
         .contexts
         .get(&q.context)
         .map_or(0, |c| c.dma_private_data);
-    Some((q.user_mode, pdd, os.removed))
+    Some((q.user_mode, pdd))
 }
 
 /// Whether the adapter was removed (UM-10): Dxgkrnl's `COREDEVICEACCESS` finds it not active.
