@@ -246,6 +246,18 @@ mod lost_and_removed {
     use rvgpu_simos::DoorbellState;
     use rvgpu_umd::submit::SubmissionPath;
 
+    /// A new process's device (queue, doorbell and ring made anew) runs a FILL through its
+    /// doorbell, and the process exits clean.
+    fn a_new_device_works(m: &Machine) {
+        let (p, k, t) = process_with_target(m);
+        let mut q = okk(m, UserQueue::new(k, &config(0)));
+        submit_wait(m, &mut q, &[fill(&t, 3)]);
+        assert_eq!(t.mem.load(0), 3);
+        assert_eq!(q.path(), SubmissionPath::UserMode);
+        drop(q);
+        exits_clean(m, &p);
+    }
+
     /// UM-10: on device loss (a forced adapter-wide recovery, `Machine::device_lost`) every
     /// connected doorbell goes to `DISCONNECTED_ABORT` through the KMD's
     /// `DxgkCbDisconnectDoorbell`, the OS writing none itself (24H2 writes a status only in
@@ -291,13 +303,7 @@ mod lost_and_removed {
         assert_eq!(t.mem.load(0), 1, "no work ran after the loss");
         drop(uq);
         ok(&m, m.kill_process(&p));
-        let (p2, k2, t2) = process_with_target(&m);
-        let mut q2 = okk(&m, UserQueue::new(k2, &config(0)));
-        submit_wait(&m, &mut q2, &[fill(&t2, 3)]);
-        assert_eq!(t2.mem.load(0), 3);
-        assert_eq!(q2.path(), SubmissionPath::UserMode);
-        drop(q2);
-        exits_clean(&m, &p2);
+        a_new_device_works(&m);
     }
 
     /// UM-10, device removed: the device's thunks refuse (`STATUS_DEVICE_REMOVED`) and no doorbell
@@ -326,12 +332,6 @@ mod lost_and_removed {
         );
         drop(q);
         ok(&m, m.kill_process(&p));
-        let (p2, k2, t2) = process_with_target(&m);
-        let mut q2 = okk(&m, UserQueue::new(k2, &config(0)));
-        submit_wait(&m, &mut q2, &[fill(&t2, 3)]);
-        assert_eq!(t2.mem.load(0), 3);
-        assert_eq!(q2.path(), SubmissionPath::UserMode);
-        drop(q2);
-        exits_clean(&m, &p2);
+        a_new_device_works(&m);
     }
 }
