@@ -398,7 +398,7 @@ fn kernel_mode_queue_write_of_monitored_value_faults(reading: Reading) {
     no_fault(&m);
 }
 
-/// The driver's `DxgkDdiSetRootPageTable`, while [`ROOTS_REFUSED`] is false.
+/// The driver's `DxgkDdiSetRootPageTable`, saved by the table hooks of the stand-ins below.
 static SET_ROOT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 /// Set: the stand-in gives process contexts no root (as if the driver refused it).
 static ROOTS_REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -408,6 +408,22 @@ type SetRoot = unsafe extern "system" fn(
     *const rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
 );
 
+/// The driver's own `DxgkDdiSetRootPageTable` ([`SET_ROOT`]) with the OS's arguments.
+///
+/// # Safety
+/// Called from a stand-in for the DDI with the arguments the OS passed it.
+unsafe fn real_set_root(
+    h: rvgpu_ddi::HANDLE,
+    args: *const rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
+) {
+    // SAFETY: the address is the driver's DxgkDdiSetRootPageTable, stored as a `SetRoot`
+    // before the machine started; called with the OS's own arguments.
+    unsafe {
+        let f: SetRoot = std::mem::transmute(*SET_ROOT.get().unwrap());
+        f(h, args)
+    }
+}
+
 unsafe extern "system" fn set_root_until_refused(
     h: rvgpu_ddi::HANDLE,
     args: *const rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
@@ -415,12 +431,8 @@ unsafe extern "system" fn set_root_until_refused(
     if ROOTS_REFUSED.load(std::sync::atomic::Ordering::SeqCst) {
         return;
     }
-    // SAFETY: the address is the driver's DxgkDdiSetRootPageTable, stored as a `SetRoot`
-    // before the machine started; called with the OS's own arguments.
-    unsafe {
-        let f: SetRoot = std::mem::transmute(*SET_ROOT.get().unwrap());
-        f(h, args)
-    }
+    // SAFETY: the OS's own arguments to this stand-in.
+    unsafe { real_set_root(h, args) }
 }
 
 /// UM-15: a process context that never got `DxgkDdiSetRootPageTable` (24H2 sends it only at a
@@ -608,8 +620,6 @@ against_the_pe_image!();
 
 under_the_pages!();
 
-/// The driver's `DxgkDdiSetRootPageTable`, reached through [`recording_set_root`].
-static REAL_SET_ROOT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 /// The root offsets handed through [`recording_set_root`], in order.
 static ROOTS_SET: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
 
@@ -620,12 +630,8 @@ unsafe extern "system" fn recording_set_root(
     // SAFETY: the OS's argument block, valid for the call.
     let offset = unsafe { (*args).Address.SegmentOffset };
     ROOTS_SET.lock().unwrap().push(offset);
-    // SAFETY: the address is the driver's DxgkDdiSetRootPageTable, stored as a `SetRoot`
-    // before the machine started; called with the OS's own arguments.
-    unsafe {
-        let f: SetRoot = std::mem::transmute(*REAL_SET_ROOT.get().unwrap());
-        f(h, args)
-    }
+    // SAFETY: the OS's own arguments to this stand-in.
+    unsafe { real_set_root(h, args) }
 }
 
 /// UM-01: a process's root page table that VidMm moved between two kernel-mode submissions
@@ -638,7 +644,7 @@ unsafe extern "system" fn recording_set_root(
 fn um_01_a_root_moved_between_two_kernel_mode_submissions_reaches_the_driver_before_the_second() {
     let m = started_with(MachineConfig::single(Mode::Step), |t| {
         let real = t.DxgkDdiSetRootPageTable.expect("a GpuMmu driver");
-        let _ = REAL_SET_ROOT.set(real as usize);
+        let _ = SET_ROOT.set(real as usize);
         t.DxgkDdiSetRootPageTable = Some(recording_set_root);
     });
     let v = process(&m);
