@@ -156,7 +156,11 @@ pub(crate) fn submit_queue_kind(
 }
 
 /// [`device_queue_kind`] on the UMS state already locked.
-fn queue_kind_in(os: &crate::state::ums::UmsOs, device: KmtHandle, queue: KmtHandle) -> Option<(bool, u32)> {
+fn queue_kind_in(
+    os: &crate::state::ums::UmsOs,
+    device: KmtHandle,
+    queue: KmtHandle,
+) -> Option<(bool, u32)> {
     let q = os.queues.get(&queue).filter(|q| q.device == device)?;
     let pdd = os
         .contexts
