@@ -5,7 +5,8 @@
 //! state.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 use std::time::Instant;
 
 use rvgpu_ddi::hws::{
@@ -46,7 +47,12 @@ pub struct VidSchState {
 /// (`M:VidSchiResetEngines` @0x1400A690C). So no suspend is half-done while the reset checks
 /// that every context's last requested suspend completed.
 #[derive(Debug, Default)]
-pub struct NodeResources([RwLock<()>; NodeResources::NODES]);
+pub struct NodeResources {
+    locks: [RwLock<()>; NodeResources::NODES],
+    /// Per node, how many exclusive acquisitions found the resource held and waited: a test
+    /// learns from it that a reset is parked behind a suspend, as an event, not a delay.
+    waits: [AtomicU32; NodeResources::NODES],
+}
 
 impl NodeResources {
     /// More nodes than any adapter the simulation starts reports.
@@ -54,9 +60,12 @@ impl NodeResources {
 
     /// Node `node`'s resource (the last one's for an ordinal past [`Self::NODES`], which no
     /// started adapter has).
+    fn index(node: u32) -> usize {
+        usize::try_from(node).map_or(Self::NODES - 1, |n| n.min(Self::NODES - 1))
+    }
+
     fn of(&self, node: u32) -> &RwLock<()> {
-        let i = usize::try_from(node).map_or(Self::NODES - 1, |n| n.min(Self::NODES - 1));
-        &self.0[i]
+        &self.locks[Self::index(node)]
     }
 
     /// Node `node`'s resource held shared (a context's suspend or resume).
@@ -66,7 +75,19 @@ impl NodeResources {
 
     /// Node `node`'s resource held exclusively (its engine reset).
     pub fn exclusive(&self, node: u32) -> RwLockWriteGuard<'_, ()> {
-        self.of(node).write().unwrap_or_else(|p| p.into_inner())
+        match self.of(node).try_write() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                self.waits[Self::index(node)].fetch_add(1, Ordering::Release);
+                self.of(node).write().unwrap_or_else(|p| p.into_inner())
+            }
+        }
+    }
+
+    /// How many exclusive acquisitions of node `node`'s resource have had to wait.
+    pub fn exclusive_waits(&self, node: u32) -> u32 {
+        self.waits[Self::index(node)].load(Ordering::Acquire)
     }
 }
 

@@ -124,3 +124,13 @@ unsafe extern "system" fn spy_suspend_context(
     // SAFETY: the OS's handle and argument block for the driver's own DDI.
     unsafe { super::call_real(&REAL_SUSPEND, h, args) }.unwrap_or(STATUS_NOT_IMPLEMENTED)
 }
+
+/// How many times an engine reset of `node` on adapter `adapter` has had to wait for the node's
+/// resource (a suspend or resume held it): the event a test releases a parked suspend on.
+pub fn node_resource_waits(
+    m: &crate::Machine,
+    adapter: usize,
+    node: u32,
+) -> Result<u32, crate::SimError> {
+    Ok(m.adapter(adapter)?.sch.node_resources.exclusive_waits(node))
+}
