@@ -39,6 +39,13 @@ wire_enum! {
         /// Copy the text of the KMD's last `DxgkDdiCollectDbgInfo` after the header (out:
         /// `count` = bytes written; `seq` = the journal sequence number of that call).
         LastDbgInfo = 5,
+        /// Copy one native fence log of hardware queue `node` (its device queue id) as the
+        /// device wrote it, header then entries, after the header; `seq` (in) names the log
+        /// by its `DXGK_NATIVE_FENCE_LOG_TYPE` (`LOG_TYPE_WAITS` or `LOG_TYPE_SIGNALS`).
+        /// Answered only for a queue of the device the escape names. Out: `count` = bytes
+        /// written (as many as fit), `seq` = the log's `NumberOfEntries` (0 and nothing
+        /// written: the queue has no such log).
+        QueueLog = 6,
     }
 }
 

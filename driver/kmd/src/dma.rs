@@ -264,3 +264,67 @@ mod tests {
         assert_eq!(b.load(7, Ordering::Relaxed), Some(8));
     }
 }
+
+/// The OS's kernel CPU mapping of one log buffer (`LogBufferCpuVa`), kept from the set that
+/// handed it over until the log is replaced, refused or taken back. 24H2 keeps each log's
+/// buffer and mapping in the queue object from `M:VidSchiCreateNativeFenceLog` @0x140024634
+/// until after the release block (`M:VidSchiDecrementHwQueueReference` @0x140020A74 frees both
+/// logs once it returns), and never recreates a log. The pages say only that Dxgkrnl may
+/// destroy and recreate a log and then sets the new one, which replaces the view. Only the
+/// test hooks read through it (off unless a tester turns them on), under the scheduler lock
+/// that a replacement and the release also take, so a copy never overlaps the OS taking the
+/// buffer back through the DDI.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogView {
+    va: usize,
+    entries: u32,
+}
+
+impl LogView {
+    /// The mapping at `va` of a buffer of `entries` entries (0 or unaligned: none).
+    ///
+    /// # Safety
+    /// `va` is 0, or the OS's kernel mapping of a native fence log buffer of `entries`
+    /// entries ([`crate::log::validate`] checked the count against the header), readable until the OS
+    /// replaces or takes back that log (which clears the view, under the scheduler lock).
+    pub unsafe fn new(va: usize, entries: u32) -> Self {
+        if va == 0 || !va.is_multiple_of(8) {
+            return Self::default();
+        }
+        Self { va, entries }
+    }
+
+    /// `NumberOfEntries` of the viewed log (0: no view).
+    pub fn entries(&self) -> u32 {
+        self.entries
+    }
+
+    /// Copies the buffer as the device wrote it, header then entries, into `out` (as many
+    /// bytes as fit): the bytes copied. Read word by word with atomic loads, as the device
+    /// may be writing it.
+    pub fn copy_to(&self, out: &mut [u8]) -> usize {
+        if self.va == 0 {
+            return 0;
+        }
+        let bytes = rvgpu_hw::log::ENTRIES_OFFSET
+            .saturating_add(u64::from(self.entries).saturating_mul(48));
+        let len = usize::try_from(bytes.min(rvgpu_hw::log::LOG_BUFFER_SIZE))
+            .unwrap_or(0)
+            .min(out.len());
+        let mut done = 0;
+        for chunk in out.get_mut(..len).unwrap_or_default().chunks_mut(8) {
+            let Some(at) = self.va.checked_add(done) else {
+                break;
+            };
+            // SAFETY: `at` is 8-aligned (the view's base is, `done` steps by 8) and below the
+            // buffer's end (`len` is within `40 + 48 * entries` <= 4 KiB), so inside the
+            // mapping, readable while the view is kept (`new`'s contract). Atomic: the device
+            // writes the buffer concurrently.
+            let word = unsafe { (*(at as *const AtomicU64)).load(Ordering::Acquire) };
+            let b = word.to_le_bytes();
+            chunk.copy_from_slice(b.get(..chunk.len()).unwrap_or_default());
+            done = done.saturating_add(chunk.len());
+        }
+        done
+    }
+}

@@ -5,11 +5,14 @@
 //! `DXGSYNCOBJECT::Open` @0x1401F4640 no buffer for it and copies the caller's own bytes back),
 //! so the creator's [`rvgpu_hw::pdd::NativeFencePdd`] never reaches it. A request that starts
 //! with [`rvgpu_hw::testhooks::TestHookEscape`]'s magic and version goes to the test hooks
-//! ([`crate::testhooks::escape`]), which answer only when the software key turned them on.
+//! ([`crate::testhooks::escape`]), which answer only when the software key turned them on;
+//! of those, the copy of a queue's native fence log ([`TestHookOp::QueueLog`]) is answered
+//! here, where the queues and the calling device are known ([`crate::log::ddi::escape_queue_log`]).
 //! Anything else is STATUS_INVALID_PARAMETER, and nothing is written.
 
 use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
 use rvgpu_hw::pdd::{NativeFenceTagEscape, NATIVE_FENCE_TAG_ESCAPE_VERSION, PDD_MAGIC};
+use rvgpu_hw::testhooks::{TestHookEscape, TestHookOp};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::adapter::Adapter;
@@ -29,6 +32,9 @@ pub fn escape<P: Platform>(
         return Err(status::INVALID_PARAMETER);
     }
     if crate::testhooks::is_request(data) {
+        if let Some(r) = queue_log_request(a, args, data) {
+            return r;
+        }
         let live = a.live();
         let hooks = live.and_then(|l| l.hooks.as_ref());
         let engines = live.map_or(0, |l| l.identity.config.engines);
@@ -42,4 +48,35 @@ pub fn escape<P: Platform>(
     q.report_tag = crate::fence::ddi::tag_of_open(a, args.hDevice, q.current_value_gpu)?;
     data.copy_from_slice(q.as_bytes());
     Ok(())
+}
+
+/// A test-hook request for [`TestHookOp::QueueLog`], answered (`Some`); `None` for any other op.
+/// Refused with STATUS_INVALID_PARAMETER and nothing written, as every test-hook request, when
+/// the hooks are off, a reserved field is set, or the log cannot be named
+/// ([`crate::log::ddi::escape_queue_log`]).
+fn queue_log_request<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_ESCAPE,
+    data: &mut [u8],
+) -> Option<Result<(), Status>> {
+    let (mut q, _) = TestHookEscape::read_from_prefix(data).ok()?;
+    if TestHookOp::from_u32(q.op) != Some(TestHookOp::QueueLog) {
+        return None;
+    }
+    let bad = status::INVALID_PARAMETER;
+    Some((|| {
+        let live = a.live().ok_or(bad)?;
+        if live.hooks.is_none() || q.reserved != 0 {
+            return Err(bad);
+        }
+        let (head, tail) = data
+            .split_at_mut_checked(size_of::<TestHookEscape>())
+            .ok_or(bad)?;
+        let (count, entries) =
+            crate::log::ddi::escape_queue_log(a, live, args.hDevice, q.node, q.seq, tail)?;
+        q.count = count;
+        q.seq = entries;
+        head.copy_from_slice(q.as_bytes());
+        Ok(())
+    })())
 }

@@ -25,10 +25,12 @@ use super::{dedup_ids, seq_of, validate, HeaderView};
 /// ([`super::QueueLogs::clear`]): 24H2 frees both when either call fails (`M:VidSchiCreateNativeFenceLog`
 /// @0x140024634), and the pages' "destroy and recreate" destroys the old buffer before the
 /// call, so no log the queue had before may stay in use. The queue then reports NULL
-/// (LOG-08), which costs a scan and loses nothing.
+/// (LOG-08), which costs a scan and loses nothing. `view`: the OS's mapping of the buffer,
+/// kept with the log for the test hooks ([`super::LogView`]).
 pub fn set_log_buffer<P: Platform>(
     args: &DXGKARG_SETNATIVEFENCELOGBUFFER,
     header: Result<HeaderView, Status>,
+    view: super::LogView,
 ) -> Result<(), Status> {
     // The argument checks that need no queue come first (the header read through the CPU VA).
     let set = header.and_then(|header| {
@@ -40,7 +42,10 @@ pub fn set_log_buffer<P: Platform>(
                 GpuVa::new(args.LogBufferSystemProcessGpuVa),
                 live.identity.vram_size,
             )?;
-            update(live, h, |logs| logs.set(kind, buf, space))
+            update(live, h, |logs| {
+                logs.set(kind, buf, space);
+                logs.keep_view(kind, view);
+            })
         })
     });
     if set.is_err() {
@@ -175,4 +180,41 @@ pub fn clear_queue_irq<P: Platform>(live: &Live<P>, id: u32, engine: u32) {
     if live.synchronized(|_| table.remove(id, engine)).is_err() {
         table.remove(id, engine);
     }
+}
+
+/// The test hooks' [`TestHookOp::QueueLog`](rvgpu_hw::testhooks::TestHookOp::QueueLog) (PASSIVE,
+/// from DxgkDdiEscape with the hooks on): copies the log the request's `seq` names
+/// (`LOG_TYPE_WAITS` or `LOG_TYPE_SIGNALS`) of the queue whose device id is the request's
+/// `node` into `tail`, as the device wrote it. Only a queue of `h_device` (the escape's device,
+/// as Dxgkrnl translated the caller's handle) is answered: another process's queue, an unknown
+/// id, a device of no adapter or no device at all are INVALID_PARAMETER, as a queue that does
+/// not exist, so a caller learns nothing of other devices' queues. A queue without that log
+/// answers 0 entries and copies nothing. Returns `(bytes copied, NumberOfEntries)`.
+pub fn escape_queue_log<P: Platform>(
+    a: &Adapter<P>,
+    live: &Live<P>,
+    h_device: HANDLE,
+    queue_id: u32,
+    log_type: u64,
+    tail: &mut [u8],
+) -> Result<(u32, u64), Status> {
+    let bad = status::INVALID_PARAMETER;
+    let kind = u32::try_from(log_type)
+        .ok()
+        .and_then(super::LogKind::from_type)
+        .ok_or(bad)?;
+    let device = Handle::decode_on(h_device, Kind::Device, a.table_slot()).map_err(|_| bad)?;
+    let s = live.sched.lock();
+    let q = s
+        .queues
+        .values()
+        .find(|q| q.id == queue_id && s.contexts.get(&q.context).map(|c| c.device) == Some(device))
+        .ok_or(bad)?;
+    let view = q.logs.view(kind);
+    // Copied under the lock: a replacement or the release of the log waits for it.
+    let n = view.copy_to(tail);
+    Ok((
+        u32::try_from(n).unwrap_or(u32::MAX),
+        u64::from(view.entries()),
+    ))
 }

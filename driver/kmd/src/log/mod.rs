@@ -18,8 +18,9 @@
 //!   native-fence interrupt (LOG-08).
 //!
 //! Which log a call is for: the argument has no type, so the OS-written header's `Type` says
-//! (docs/logs.md#kmd). The KMD keeps no CPU pointer to a log; it reads the header only during
-//! the call.
+//! (docs/logs.md#kmd). The KMD reads the header only during the call; it keeps the OS's CPU
+//! mapping of each log ([`LogView`]) for one reader alone, the test hooks' copy of a queue's
+//! log to a program of that queue's device ([`ddi::escape_queue_log`]).
 
 use alloc::boxed::Box;
 #[cfg(test)]
@@ -30,6 +31,7 @@ use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::log::{ENTRIES_PER_BUFFER, LOG_BUFFER_SIZE, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
 use rvgpu_hw::queue::{NO_QUEUE, RUNLIST_MAX};
 
+pub use crate::dma::LogView;
 use crate::handle::{Handle, Kind};
 use crate::kmem::{self, NoMemory};
 use crate::platform::Platform;
@@ -90,6 +92,10 @@ pub struct QueueLogs {
     /// follows): the queue stays out of every runlist from then on, so that work still queued
     /// on it neither writes the freed logs nor faults on their absence.
     pub released: bool,
+    /// The OS's kernel mappings of the two buffers, kept for the test hooks' copy
+    /// ([`LogView::copy_to`]); each goes with its log.
+    pub wait_view: LogView,
+    pub signal_view: LogView,
 }
 
 impl QueueLogs {
@@ -107,6 +113,23 @@ impl QueueLogs {
             }
             // A signal log is always in the system space ([`locate`]).
             LogKind::Signal => self.signal = Some(buf),
+        }
+    }
+
+    /// Keeps the OS's mapping of the log of `kind` (after [`Self::set`] of that log).
+    pub fn keep_view(&mut self, kind: LogKind, view: LogView) {
+        match kind {
+            LogKind::Wait => self.wait_view = view,
+            LogKind::Signal => self.signal_view = view,
+        }
+    }
+
+    /// The OS's mapping of the log of `kind` (none: no log).
+    pub fn view(&self, kind: LogKind) -> LogView {
+        match kind {
+            LogKind::Wait if self.wait.is_some() => self.wait_view,
+            LogKind::Signal if self.signal.is_some() => self.signal_view,
+            _ => LogView::default(),
         }
     }
 

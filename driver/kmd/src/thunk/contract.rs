@@ -188,6 +188,19 @@ impl<'a> Call<'a> {
         })
     }
 
+    /// The OS's mapping of a native fence log of `entries` entries at `p` (`LogBufferCpuVa`),
+    /// kept with the log for the test hooks' copy ([`crate::log::LogView`]).
+    pub(crate) fn log_view(
+        self,
+        p: *const DXGK_NATIVE_FENCE_LOG_BUFFER,
+        entries: u32,
+    ) -> crate::log::LogView {
+        // SAFETY: the OS's kernel mapping of a log buffer of `NumberOfEntries` entries (a set
+        // whose header says otherwise is refused and keeps no view), mapped until the OS
+        // replaces it or takes it back through this DDI, which drops the view.
+        unsafe { crate::log::LogView::new(p as usize, entries) }
+    }
+
     /// Reads the MDL at `mdl`, which the OS built for this call (its header and the `Size`
     /// bytes it declares, header included, readable and unchanged during the call; nothing
     /// else about its contents is assumed).

@@ -13,7 +13,9 @@ generic_ddis! {
             crate::log::ddi::release_logs::<P>(args)
         } else {
             // `LogBufferCpuVa` is the OS's kernel mapping of the buffer, valid for the call.
-            crate::log::ddi::set_log_buffer::<P>(args, call.log_header(args.LogBufferCpuVa))
+            let header = call.log_header(args.LogBufferCpuVa);
+            let view = call.log_view(args.LogBufferCpuVa, args.NumberOfEntries);
+            crate::log::ddi::set_log_buffer::<P>(args, header, view)
         }
     };
     /// DxgkDdiUpdateNativeFenceLogs (DISPATCH_LEVEL, LOG-07).
