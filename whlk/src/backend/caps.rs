@@ -583,6 +583,16 @@ pub trait KmdJournal {
     /// The text of the KMD's last `DxgkDdiCollectDbgInfo` on adapter `i` and the journal
     /// sequence number of that call.
     fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure>;
+
+    /// User-mode queue `q`'s native fence log of `kind` as the device wrote it (header, then
+    /// entries; `rvgpu_hw::log`), which the KMD copies to a program of the queue's own device
+    /// (`TestHookOp::QueueLog`); `None` where the queue has no such log. Default: unsupported.
+    fn kmd_queue_log(&mut self, q: UmQueueRef, kind: LogKind) -> Result<Option<Vec<u8>>, Failure> {
+        let _ = (q, kind);
+        Err(Failure::Unsupported(
+            "the KMD's copy of a queue's log (TestHookOp::QueueLog)".into(),
+        ))
+    }
 }
 
 /// Faults armed in the KMD's own recovery path through its test hooks
