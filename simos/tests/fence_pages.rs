@@ -9,6 +9,9 @@
 //!   registry). A process that creates shareable fences (two pages of their own each) until
 //!   refused is refused with `STATUS_NO_MEMORY` at its share, nothing half-made; another
 //!   process still creates fences and opens the greedy one's; destroys give records back.
+//!   Opening others' fences takes none of those records: a process that opened 1,200 still
+//!   creates its full share. Opens are bounded per process apart (`FenceOpenReserve`,
+//!   `FenceOpenFirst`): past its share an open is `STATUS_NO_MEMORY`, nothing half-made.
 //! - NF-05, what a user page exposes: a process that opens another's shared fence reaches that
 //!   fence's values and nothing else, because of VidMm's layout, which the simulated OS
 //!   follows. 24H2 (dxgmms2) packs values into a process's pages at the caps' stride only for
@@ -121,6 +124,115 @@ fn nf_11_a_process_past_its_share_of_fence_page_records_is_refused_alone() {
     exits_clean(&m, &other);
     drop(held);
     exits_clean(&m, &greedy);
+}
+
+/// NF-11: the pages a process maps to open others' fences are not its own fences' records. A
+/// compositor-like process opens 1,200 shareable fences of three other processes (400 each,
+/// below their own shares) and still creates its full share of shareable fences, as a process
+/// that opened none would; the fences it opened still work.
+#[test]
+fn nf_11_a_process_that_opened_1200_fences_of_others_creates_its_full_share() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let owners: Vec<_> = (0..3).map(|_| ok(&m, m.create_process(0))).collect();
+    let theirs: Vec<Vec<NativeFence>> = owners
+        .iter()
+        .map(|o| (0..400).map(|_| create(&m, o.pid, true)).collect())
+        .collect();
+    let compositor = ok(&m, m.create_process(0));
+    let opened: Vec<NativeFence> = theirs
+        .iter()
+        .flatten()
+        .map(|f| ok(&m, m.open_native_fence(f, compositor.pid)))
+        .collect();
+    assert_eq!(opened.len(), 1200);
+    let mut mine = Vec::new();
+    let refused = loop {
+        match try_create(&m, compositor.pid, true) {
+            Ok(f) => mine.push(f),
+            Err(e) => break e,
+        }
+        assert!(mine.len() <= SHARE, "no share: {} fences", mine.len());
+    };
+    assert_eq!(
+        (mine.len(), refused),
+        (SHARE / 2, DdiFailed(NO_MEMORY)),
+        "its own shareable fences, two records each"
+    );
+    ok(&m, m.signal_native_fence_from_cpu(&theirs[2][399], 9));
+    assert_eq!(opened[1199].current_value(), 9);
+    ok(&m, m.signal_native_fence_from_cpu(&mine[0], 4));
+    assert_eq!(mine[0].current_value(), 4);
+    no_fault(&m);
+    drop(opened);
+    drop(mine);
+    exits_clean(&m, &compositor);
+    drop(theirs);
+    for o in &owners {
+        exits_clean(&m, o);
+    }
+}
+
+/// The opens one process may hold beside each fence's first (`quota::FENCE_OPENS`, whose
+/// reserve is the whole pool).
+const OPENS: usize = 4096;
+
+/// NF-11, an attacker opening: what opens cost the KMD is bounded per process. A process that
+/// opens another's shared fence over and over is refused with `STATUS_NO_MEMORY` at its share
+/// of opens, nothing half-made (no instance, no page mapped); the owner and a third process
+/// still open it, the attacker still creates fences of its own, a close gives an open back,
+/// and its exit gives back everything.
+#[test]
+fn nf_11_opens_alone_are_bounded_per_process_and_refused_with_no_memory() {
+    let m = started(MachineConfig::single(Mode::Step));
+    let owner = ok(&m, m.create_process(0));
+    let target = create(&m, owner.pid, true);
+    let attacker = ok(&m, m.create_process(0));
+    let mut held = Vec::new();
+    let refused = loop {
+        match m.open_native_fence(&target, attacker.pid) {
+            Ok(f) => held.push(f),
+            Err(e) => break e,
+        }
+        assert!(held.len() <= OPENS, "no bound: {} opens", held.len());
+    };
+    assert_eq!(
+        (held.len(), refused),
+        (OPENS, DdiFailed(NO_MEMORY)),
+        "the attacker's opens"
+    );
+    let live = m.fence_live_counts(0);
+    let pages = m.native_fence_mapped_pages(0, attacker.pid);
+    assert_eq!(
+        m.open_native_fence(&target, attacker.pid).err(),
+        Some(DdiFailed(NO_MEMORY))
+    );
+    assert_eq!(
+        m.fence_live_counts(0),
+        live,
+        "a refused open left something"
+    );
+    assert_eq!(m.native_fence_mapped_pages(0, attacker.pid), pages);
+    // Others still open it; the attacker still creates (a creation's open is its first).
+    let third = ok(&m, m.create_process(0));
+    let theirs = ok(&m, m.open_native_fence(&target, third.pid));
+    let again = ok(&m, m.open_native_fence(&target, owner.pid));
+    let own = create(&m, attacker.pid, true);
+    ok(&m, m.signal_native_fence_from_cpu(&target, 6));
+    assert_eq!(
+        (theirs.current_value(), held[OPENS - 1].current_value()),
+        (6, 6)
+    );
+    // A close gives one open back.
+    let closed = held.pop().expect("an open");
+    ok(&m, m.destroy_native_fence(&closed));
+    held.push(ok(&m, m.open_native_fence(&target, attacker.pid)));
+    no_fault(&m);
+    drop((theirs, again, own));
+    exits_clean(&m, &third);
+    drop(held);
+    exits_clean(&m, &attacker);
+    drop(target);
+    exits_clean(&m, &owner);
 }
 
 /// NF-05: the owner's private fences are packed, each shared fence is alone on its two pages;

@@ -1,13 +1,13 @@
 //! Fair use of the adapter's finite objects between processes.
 //!
-//! The adapter has 4,096 hardware queue ids, room for 16,384 contexts, 2^20 native fences and
-//! 65,536 records of native-fence pages (`fence::pages`, on the builds that name no fence
-//! storage), shared by every process. Windows limits handles per process but not these: a
+//! The adapter has 4,096 hardware queue ids, room for 16,384 contexts, 2^20 native fences,
+//! 2^18 opens of them after their first (`fence::table`) and 65,536 records of native-fence
+//! pages (`fence::pages`, on the builds that name no fence storage), shared by every process. Windows limits handles per process but not these: a
 //! process that takes them all would make every other process's first queue, context or fence
 //! fail. So the last few free objects of each pool are a reserve that only a process holding
 //! fewer than a handful may take: a greedy process stops short of the reserve, and every other
-//! process still gets its first objects (for the page records the whole pool is the reserve:
-//! a bound per process). The figures are this driver's choice (docs/robustness.md §6):
+//! process still gets its first objects (for the opens and the page records the whole pool
+//! is the reserve: a bound per process). The figures are this driver's choice (docs/robustness.md §6):
 //! large enough for many newcomers at once, small enough that one application can still use
 //! nearly the whole adapter. Each is a `REG_DWORD` under the adapter's software key, read once
 //! at start ([`Quotas::read`]), so an administrator or a test can change it.
@@ -56,6 +56,17 @@ pub const FENCE_PAGES: Share = Share {
     first: 1024,
 };
 
+/// Opens of native fences after their first (`fence::table::MAX_LATER_OPENS`): a process's
+/// opens of others' shared fences, or of its own again. They cost the table a local handle
+/// each and no page record (`fence::pages`), so they are bounded apart from what a process
+/// creates: the whole pool is the reserve, every process holds at most `first` (a compositor
+/// opening every client's fence stays far below it), and 64 processes at their share still
+/// fit.
+pub const FENCE_OPENS: Share = Share {
+    reserve: 1 << 18,
+    first: 4096,
+};
+
 /// Every pool's rule, as the adapter uses them while started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Quotas {
@@ -67,6 +78,8 @@ pub struct Quotas {
     pub fences: Share,
     /// Records of native-fence pages ([`FENCE_PAGES`]).
     pub fence_pages: Share,
+    /// Opens of native fences after their first ([`FENCE_OPENS`]).
+    pub fence_opens: Share,
 }
 
 impl Default for Quotas {
@@ -76,12 +89,13 @@ impl Default for Quotas {
             contexts: CONTEXTS,
             fences: FENCES,
             fence_pages: FENCE_PAGES,
+            fence_opens: FENCE_OPENS,
         }
     }
 }
 
 /// The registry values (under the adapter's software key) that override each figure.
-pub const VALUES: [&str; 8] = [
+pub const VALUES: [&str; 10] = [
     "QueueReserve",
     "QueueFirst",
     "ContextReserve",
@@ -90,6 +104,8 @@ pub const VALUES: [&str; 8] = [
     "FenceFirst",
     "FencePageReserve",
     "FencePageFirst",
+    "FenceOpenReserve",
+    "FenceOpenFirst",
 ];
 
 impl Quotas {
@@ -100,7 +116,7 @@ impl Quotas {
     /// device only).
     pub fn read<P: Platform>(pdo: *mut c_void) -> Self {
         let mut q = Self::default();
-        let fields: [&mut usize; 8] = [
+        let fields: [&mut usize; 10] = [
             &mut q.queues.reserve,
             &mut q.queues.first,
             &mut q.contexts.reserve,
@@ -109,6 +125,8 @@ impl Quotas {
             &mut q.fences.first,
             &mut q.fence_pages.reserve,
             &mut q.fence_pages.first,
+            &mut q.fence_opens.reserve,
+            &mut q.fence_opens.first,
         ];
         for (name, field) in VALUES.iter().zip(fields) {
             if let Some(v) = P::software_key_dword(pdo, name) {
@@ -179,6 +197,7 @@ mod tests {
             (FENCES, crate::fence::registry::MAX_FENCES as usize),
             // The whole pool (`fence::pages` checks that it is).
             (FENCE_PAGES, FENCE_PAGES.reserve),
+            (FENCE_OPENS, crate::fence::table::MAX_LATER_OPENS),
         ];
         for (names, (share, pool)) in VALUES.chunks(2).zip(pools) {
             let head = std::format!("| `{}`, `{}` |", names[0], names[1]);

@@ -31,8 +31,10 @@ fn table_status(e: TableError) -> Status {
         TableError::Exists => status::INVALID_PARAMETER,
         TableError::Unknown => status::INVALID_HANDLE,
         TableError::StillOpen => status::INVALID_DEVICE_STATE,
-        // DxgkDdiCreateNativeFence / OpenNativeFence could not allocate.
-        TableError::NoMemory => status::NO_MEMORY,
+        // DxgkDdiCreateNativeFence / OpenNativeFence could not allocate, or the opener holds
+        // its share of opens (crate::quota::FENCE_OPENS): the status of the adapter's
+        // other shares.
+        TableError::NoMemory | TableError::AtShare => status::NO_MEMORY,
     }
 }
 
@@ -120,6 +122,7 @@ pub fn create<P: Platform>(
         guarded: None,
         fence_type: args.Type,
         opens: 0,
+        opened: false,
     };
     if let Err(e) = table.create::<P>(h, fence) {
         a.fence_handles.remove(h);
@@ -236,6 +239,15 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
             .try_reserve_protect::<P>()
             .map_err(|_| status::NO_MEMORY)?;
     }
+    // The CurrentValue page learnt here tells a later opener's mapping of it from a new
+    // fence's (fence::pages): room for it before anything changes.
+    let learnt = words.filter(|_| fence.words.is_none());
+    if learnt.is_some() {
+        table
+            .pages
+            .try_reserve_learn::<P>()
+            .map_err(|_| status::NO_MEMORY)?;
+    }
     table
         .open::<P>(
             g,
@@ -243,12 +255,14 @@ pub fn open<P: Platform>(a: &Adapter<P>, args: &DXGKARG_OPENNATIVEFENCE) -> Resu
             args.hDevice as usize,
             owner.unwrap_or(0),
             args.CurrentValueGpuVa,
+            &live.quotas.fence_opens,
         )
         .map_err(table_status)?;
-    if fence.words.is_none() {
-        if let (Some(w), Some(f)) = (words, table.get_mut(g)) {
+    if let Some(w) = learnt {
+        if let Some(f) = table.get_mut(g) {
             f.words = Some(w);
             a.fence_handles.set_words(g, w.0, w.1);
+            table.pages.learn(w.0);
         }
     }
     let mut stripped = 0;
@@ -378,6 +392,9 @@ pub fn destroy<P: Platform>(args: &DXGKARG_DESTROYNATIVEFENCE) -> Result<(), Sta
             table.destroy(h).map_err(table_status)?;
             if let Some(mv) = fence.guarded {
                 table.pages.unprotect(mv);
+            }
+            if let Some((cv, _)) = fence.words {
+                table.pages.unlearn(cv);
             }
             a.fence_handles.remove(h);
             Ok(())

@@ -29,6 +29,14 @@
 //! same; the fence's first open, the last step of its creation and the first DDI that names
 //! the process, then says `STATUS_NO_MEMORY`, and the OS destroys the fence. Records leave
 //! when VidMm unmaps their page and at the process's exit.
+//!
+//! Only the pages mapped before a fence's first open are recorded: that open is the one
+//! that resolves them and strips `USER` from them. A page VidMm maps once it holds a value of
+//! a fence already opened ([`FencePages::learn`], [`FencePages::protect`]) is an opener's
+//! mapping of that fence: its words are known and its MonitoredValue leaf is written
+//! kernel-only as it is mapped, so it gets no record, and opening others' fences costs a
+//! process none of the share its own fences need (what opens cost is bounded by the fence
+//! table, [`crate::quota::FENCE_OPENS`]).
 
 use crate::handle::Handle;
 use crate::kmem::{NoMemory, SortedMap};
@@ -71,6 +79,9 @@ pub struct FencePages {
     map: SortedMap<(Handle, u64), Leaf>,
     /// Device pages kept from user-mode queues → the fences whose MonitoredValue they hold.
     protected: SortedMap<u64, u32>,
+    /// Device pages → the fences whose CurrentValue they hold, learnt at those fences' first
+    /// opens.
+    learnt: SortedMap<u64, u32>,
     /// Records dropped for lack of pool memory: an open that finds nothing then says
     /// `STATUS_NO_MEMORY`, not that the OS named the wrong VA.
     dropped_for_memory: u64,
@@ -115,8 +126,14 @@ impl FencePages {
                 Ok(())
             }
             Some(l) => {
-                if !self.map.contains_key(&key) && !self.grants(process, share) {
-                    return Err(NoteError::AtLimit);
+                if !self.map.contains_key(&key) {
+                    if self.of_opened_fence(l.phys) {
+                        // An opener's mapping: nothing will read the record.
+                        return Ok(());
+                    }
+                    if !self.grants(process, share) {
+                        return Err(NoteError::AtLimit);
+                    }
                 }
                 let l = Leaf {
                     phys: l.phys & !(PAGE - 1),
@@ -151,6 +168,45 @@ impl FencePages {
     /// Whether device page `phys` holds the MonitoredValue of an opened fence.
     pub fn is_protected(&self, phys: u64) -> bool {
         self.protected.contains_key(&(phys & !(PAGE - 1)))
+    }
+
+    /// Whether device page `phys` holds a value of a fence whose first open is done.
+    pub fn of_opened_fence(&self, phys: u64) -> bool {
+        self.is_protected(phys) || self.learnt.contains_key(&(phys & !(PAGE - 1)))
+    }
+
+    /// Makes room to learn one more CurrentValue page, so that [`FencePages::learn`] cannot
+    /// fail.
+    pub fn try_reserve_learn<P: Platform>(&mut self) -> Result<(), NoMemory> {
+        self.learnt.try_reserve::<P>()
+    }
+
+    /// A fence's first open resolved its CurrentValue to device page `phys`: from now on a
+    /// process that maps the page is opening that fence (or one packed beside it that is
+    /// open too). Room was made by [`FencePages::try_reserve_learn`]; without it nothing is
+    /// learnt, and the page's later mappings are recorded as before.
+    pub fn learn(&mut self, phys: u64) {
+        let page = phys & !(PAGE - 1);
+        if let Some(n) = self.learnt.get_mut(&page) {
+            *n = n.saturating_add(1);
+        } else {
+            let _ = self.learnt.insert_reserved(page, 1);
+        }
+    }
+
+    /// A fence whose CurrentValue is on device page `phys`, learnt at its first open, is gone.
+    pub fn unlearn(&mut self, phys: u64) {
+        let page = phys & !(PAGE - 1);
+        let last = match self.learnt.get_mut(&page) {
+            Some(n) => {
+                *n = n.saturating_sub(1);
+                *n == 0
+            }
+            None => false,
+        };
+        if last {
+            self.learnt.remove(&page);
+        }
     }
 
     /// Makes room to protect one more page, so that [`FencePages::protect`] cannot fail.
@@ -538,6 +594,54 @@ mod tests {
         assert!(p.is_protected(0x9000));
         p.unprotect(0x9010);
         assert!(!p.is_protected(0x9000) && !p.is_protected(0xA000));
+    }
+
+    /// NF-11: once a fence's first open learnt its pages, another process's mappings of them
+    /// (its opens) take no record and none of its share, which stays whole for its own
+    /// fences; when the fence is gone the pages are recorded again.
+    #[test]
+    fn nf_11_an_openers_mappings_of_an_opened_fences_pages_take_none_of_its_share() {
+        let share = Share {
+            reserve: MAX_PAGES,
+            first: 2,
+        };
+        let mut p = FencePages::default();
+        let (creator, opener) = (process(1), process(2));
+        for (va, phys) in [(0x1000, 0x9000), (0x2000, 0xA000)] {
+            p.note_growing::<Host>(creator, GpuVa::new(va), Some(leaf(phys)), &share)
+                .unwrap();
+        }
+        // The creator's open learns CurrentValue (0x9000) and protects MonitoredValue.
+        p.try_reserve_learn::<Host>().unwrap();
+        p.try_reserve_protect::<Host>().unwrap();
+        p.learn(0x9008);
+        assert_eq!(p.protect(0xA008), Some(true));
+        // Eight opens of it, each mapping both pages at VAs of their own.
+        let mut va = 0x10_0000;
+        for phys in [0x9000, 0xA000].repeat(8) {
+            assert_eq!(
+                p.note_growing::<Host>(opener, GpuVa::new(va), Some(leaf(phys)), &share),
+                Ok(())
+            );
+            va += PAGE;
+        }
+        assert_eq!((p.of_process(opener), p.len()), (0, 2), "no record taken");
+        // Its own fence's pages still fit its whole share.
+        for (va, phys) in [(0x1000, 0xB000), (0x2000, 0xC000)] {
+            assert_eq!(
+                p.note_growing::<Host>(opener, GpuVa::new(va), Some(leaf(phys)), &share),
+                Ok(())
+            );
+        }
+        assert_eq!(p.of_process(opener), 2);
+        // The fence gone, its pages are ordinary again: a new mapping is recorded.
+        p.unlearn(0x9000);
+        p.unprotect(0xA000);
+        assert!(!p.of_opened_fence(0x9000) && !p.of_opened_fence(0xA000));
+        let third = process(3);
+        p.note_growing::<Host>(third, GpuVa::new(0x1000), Some(leaf(0x9000)), &share)
+            .unwrap();
+        assert_eq!(p.of_process(third), 1);
     }
 
     /// A create is refused while the pool cannot take a fence's two records.

@@ -7,6 +7,7 @@
 
 use crate::kmem::SortedMap;
 use crate::platform::Platform;
+use crate::quota::Share;
 use rvgpu_hw::addr::GpuVa;
 
 /// One native fence as the driver knows it.
@@ -28,6 +29,9 @@ pub struct Fence {
     pub fence_type: i32,
     /// Local handles open on it.
     pub opens: u32,
+    /// Whether its first open (the creator's, the last step of its creation) is done: every
+    /// later open is an opener's, charged to [`crate::quota::FENCE_OPENS`].
+    pub opened: bool,
 }
 
 /// Why a table operation was refused.
@@ -41,13 +45,26 @@ pub enum TableError {
     StillOpen,
     /// The table could not grow (pool exhausted); nothing changed.
     NoMemory,
+    /// The opening process holds its share of later opens, or there are [`MAX_LATER_OPENS`];
+    /// nothing changed.
+    AtShare,
 }
+
+/// Most opens of fences after their first (by other processes, or by the creator again) live
+/// at once on an adapter: what opens alone can make the table hold, beside one creator's
+/// open per fence.
+pub const MAX_LATER_OPENS: usize = 1 << 18;
 
 /// Global fences by `hGlobalNativeFence`, local handles by `hLocalNativeFence`.
 #[derive(Debug, Default)]
 pub struct FenceTable {
     globals: Sparse<Fence>,
     locals: Sparse<Local>,
+    /// Later opens (`Local::later`) by opening process (its raw handle, 0 if unknown) → how
+    /// many it holds: one entry per process, counted without a walk of the locals.
+    later: SortedMap<u64, u32>,
+    /// Later opens held by every process.
+    later_total: usize,
     /// The leaves VidMm maps without an allocation, to find unplaced fences' storage, and the
     /// MonitoredValue pages kept from user-mode queues ([`super::pages`]).
     pub pages: super::pages::FencePages,
@@ -143,6 +160,8 @@ pub struct Local {
     /// CurrentValue's GPU VA in the opening process (`DXGKARG_OPENNATIVEFENCE`): what the
     /// process names the fence by when it asks for the report tag ([`FenceTable::tag_of_open`]).
     pub current_gpu: u64,
+    /// Whether it was not the fence's first open (and so counts in [`FenceTable::later_of`]).
+    pub later: bool,
 }
 
 impl FenceTable {
@@ -185,7 +204,12 @@ impl FenceTable {
             return Err(TableError::Exists);
         }
         self.try_reserve::<P>()?;
-        if !self.globals.insert_reserved(h, Fence { opens: 0, ..fence }) {
+        let fence = Fence {
+            opens: 0,
+            opened: false,
+            ..fence
+        };
+        if !self.globals.insert_reserved(h, fence) {
             return Err(TableError::NoMemory);
         }
         Ok(())
@@ -201,8 +225,18 @@ impl FenceTable {
             .count()
     }
 
-    /// OpenNativeFence: a new local handle on global `g` for `device` of `process`, which
-    /// mapped CurrentValue at `current_gpu`.
+    /// Later opens (not a fence's first) process `process` holds: one binary search.
+    pub fn later_of(&self, process: u64) -> usize {
+        self.later
+            .get(&process)
+            .map_or(0, |n| usize::try_from(*n).unwrap_or(usize::MAX))
+    }
+
+    /// OpenNativeFence: a new local handle on global `g` for `device` of `process` (0:
+    /// unknown), which mapped CurrentValue at `current_gpu`. An open after the fence's first
+    /// is refused ([`TableError::AtShare`]) when `share` does not let `process` hold one more
+    /// of them: opens alone cannot grow the table past [`MAX_LATER_OPENS`], and a process
+    /// opening others' fences stops at its share while others still open theirs.
     pub fn open<P: Platform>(
         &mut self,
         g: usize,
@@ -210,14 +244,23 @@ impl FenceTable {
         device: usize,
         process: u64,
         current_gpu: u64,
+        share: &Share,
     ) -> Result<(), TableError> {
         if self.locals.contains_key(local) {
             return Err(TableError::Exists);
         }
-        if !self.globals.contains_key(g) {
-            return Err(TableError::Unknown);
+        let later = self.globals.get(g).ok_or(TableError::Unknown)?.opened;
+        // Room first, then the entry, then the counts: a failure changes nothing.
+        if later {
+            let free = MAX_LATER_OPENS.saturating_sub(self.later_total);
+            let mine = (process != 0).then_some(|| self.later_of(process));
+            if !share.grants(free, mine) {
+                return Err(TableError::AtShare);
+            }
+            self.later
+                .try_reserve::<P>()
+                .map_err(|_| TableError::NoMemory)?;
         }
-        // Room first, then the entry, then the open count: a failure changes nothing.
         self.locals
             .try_reserve::<P>()
             .map_err(|_| TableError::NoMemory)?;
@@ -228,12 +271,23 @@ impl FenceTable {
                 device,
                 process,
                 current_gpu,
+                later,
             },
         ) {
             return Err(TableError::NoMemory);
         }
+        if later {
+            match self.later.get_mut(&process) {
+                Some(n) => *n = n.saturating_add(1),
+                None => {
+                    let _ = self.later.insert_reserved(process, 1);
+                }
+            }
+            self.later_total = self.later_total.saturating_add(1);
+        }
         if let Some(f) = self.globals.get_mut(g) {
             f.opens = f.opens.saturating_add(1);
+            f.opened = true;
         }
         Ok(())
     }
@@ -253,6 +307,16 @@ impl FenceTable {
     /// CloseNativeFence: releases a local handle; the global object lives on (NF-13).
     pub fn close(&mut self, local: usize) -> Result<Local, TableError> {
         let l = self.locals.remove(local).ok_or(TableError::Unknown)?;
+        if l.later {
+            self.later_total = self.later_total.saturating_sub(1);
+            let last = self.later.get_mut(&l.process).is_some_and(|n| {
+                *n = n.saturating_sub(1);
+                *n == 0
+            });
+            if last {
+                self.later.remove(&l.process);
+            }
+        }
         if let Some(f) = self.globals.get_mut(l.global) {
             f.opens = f.opens.saturating_sub(1);
         }
@@ -282,8 +346,15 @@ mod tests {
             guarded: None,
             fence_type: 0,
             opens: 0,
+            opened: false,
         }
     }
+
+    /// A share that refuses nothing short of [`MAX_LATER_OPENS`].
+    const ANY: Share = Share {
+        reserve: 0,
+        first: 0,
+    };
 
     /// NF-14: the report tag answers only the device that holds an open at that CurrentValue
     /// VA, and only while it is open; another device's VA, or a VA of another fence, names
@@ -293,9 +364,9 @@ mod tests {
         let mut t = FenceTable::default();
         t.create::<crate::kmem::Host>(0x100, fence(7)).unwrap();
         t.create::<crate::kmem::Host>(0x200, fence(9)).unwrap();
-        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1, 1, 0x5000)
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1, 1, 0x5000, &ANY)
             .unwrap();
-        t.open::<crate::kmem::Host>(0x200, 0xB1, 0xD2, 2, 0x6000)
+        t.open::<crate::kmem::Host>(0x200, 0xB1, 0xD2, 2, 0x6000, &ANY)
             .unwrap();
         assert_eq!(t.tag_of_open(0xD1, 0x5000), Some(7));
         assert_eq!(t.tag_of_open(0xD2, 0x6000), Some(9));
@@ -311,9 +382,9 @@ mod tests {
     fn nf_13_global_and_local_handle_lifetimes() {
         let mut t = FenceTable::default();
         t.create::<crate::kmem::Host>(0x100, fence(1)).unwrap();
-        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1, 0, 0)
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1, 0, 0, &ANY)
             .unwrap();
-        t.open::<crate::kmem::Host>(0x100, 0xB1, 0xD2, 0, 0)
+        t.open::<crate::kmem::Host>(0x100, 0xB1, 0xD2, 0, 0, &ANY)
             .unwrap();
         assert_eq!(t.get(0x100).map(|f| f.opens), Some(2));
         t.close(0xA1).unwrap();
@@ -328,11 +399,52 @@ mod tests {
         assert!(t.is_empty());
     }
 
+    /// NF-11: a fence's first open is its creator's and costs no share; every later open
+    /// counts for its process, which is refused past its share with nothing changed while
+    /// another process still opens; closing gives the share back.
+    #[test]
+    fn nf_11_later_opens_are_bounded_per_process_and_come_back_when_closed() {
+        let share = Share {
+            reserve: MAX_LATER_OPENS,
+            first: 3,
+        };
+        let mut t = FenceTable::default();
+        t.create::<crate::kmem::Host>(0x100, fence(1)).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xA0, 0xD1, 1, 0, &share)
+            .unwrap();
+        assert_eq!(t.later_of(1), 0, "the creator's open");
+        for l in 0xB0..0xB3 {
+            t.open::<crate::kmem::Host>(0x100, l, 0xD2, 2, 0, &share)
+                .unwrap();
+        }
+        assert_eq!(t.later_of(2), 3);
+        assert_eq!(
+            t.open::<crate::kmem::Host>(0x100, 0xB3, 0xD2, 2, 0, &share),
+            Err(TableError::AtShare)
+        );
+        assert_eq!(t.get(0x100).map(|f| f.opens), Some(4), "nothing changed");
+        // Its own fence's first open is no later open; another process still opens.
+        t.create::<crate::kmem::Host>(0x200, fence(2)).unwrap();
+        t.open::<crate::kmem::Host>(0x200, 0xB4, 0xD2, 2, 0, &share)
+            .unwrap();
+        t.open::<crate::kmem::Host>(0x200, 0xC0, 0xD3, 3, 0, &share)
+            .unwrap();
+        assert_eq!((t.later_of(2), t.later_of(3)), (3, 1));
+        t.close(0xB0).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xB5, 0xD2, 2, 0, &share)
+            .unwrap();
+        for l in [0xA0, 0xB1, 0xB2, 0xB4, 0xB5, 0xC0] {
+            t.close(l).unwrap();
+        }
+        assert_eq!((t.later_of(2), t.later_of(3), t.later.len()), (0, 0, 0));
+        assert_eq!(t.later_total, 0);
+    }
+
     #[test]
     fn nf_13_out_of_order_calls_are_refused() {
         let mut t = FenceTable::default();
         assert_eq!(
-            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0, 0),
+            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0, 0, &ANY),
             Err(TableError::Unknown),
             "open before create"
         );
@@ -341,9 +453,10 @@ mod tests {
             t.create::<crate::kmem::Host>(0x100, fence(2)),
             Err(TableError::Exists)
         );
-        t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0, 0).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0, 0, &ANY)
+            .unwrap();
         assert_eq!(
-            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0, 0),
+            t.open::<crate::kmem::Host>(0x100, 0xA1, 0, 0, 0, &ANY),
             Err(TableError::Exists),
             "local handle reused"
         );
