@@ -267,9 +267,9 @@ fn hangs_of(names: &BTreeSet<String>) -> (Vec<Case>, usize) {
     (tdr, hangs)
 }
 
-/// docs/test-machine.md names the cases of a Windows run that hang an engine (the `Tdr.*` cases
-/// that run there, with `Neutral.HangRecoveredGuiltyOnly`) and says how many `Tdr.*` ones there
-/// are; one run of them stays below the `TdrLimitCount` the runbook sets for it (Windows'
+/// docs/test-machine.md names the cases of a Windows run that hang an engine (the `Tdr.*` and
+/// `DeviceLoss.*` cases that run there, with `Neutral.HangRecoveredGuiltyOnly`) and says how
+/// many of each area there are; one run of them stays below the `TdrLimitCount` the runbook sets for it (Windows'
 /// default where it sets none) even were each hang an adapter reset. So does the second pass,
 /// whose passing cases' hangs (three of them adapter resets) count against the limit its step
 /// sets.
@@ -281,16 +281,21 @@ fn a_windows_run_hangs_fewer_engines_than_the_tdr_limit_count() {
         .filter(|c| passed.contains(c))
         .collect();
     let (tdr, hangs) = hangs_of(&first);
+    let area = |prefix: &str| tdr.iter().filter(|c| c.name.starts_with(prefix)).count();
+    let (tdr_cases, loss_cases) = (area("Tdr."), area("DeviceLoss."));
     assert!(
-        tdr.iter().all(|c| c.name.starts_with("Tdr.")),
-        "a case outside Tdr.* uses the Tdr capability: update docs/test-machine.md's sentence"
+        tdr_cases + loss_cases == tdr.len(),
+        "a case outside Tdr.* and DeviceLoss.* uses the Tdr capability: update \
+         docs/test-machine.md's sentence"
     );
     let words = [
         "no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
     ];
+    let word = |n: usize| words.get(n).copied().unwrap_or("many");
     let said = format!(
-        "the {} `Tdr.*` and `Neutral.HangRecoveredGuiltyOnly`",
-        words.get(tdr.len()).copied().unwrap_or("many")
+        "the {} `Tdr.*`, the {} `DeviceLoss.*` and `Neutral.HangRecoveredGuiltyOnly`",
+        word(tdr_cases),
+        word(loss_cases)
     );
     assert!(
         doc("docs/test-machine.md").contains(&said),

@@ -105,6 +105,11 @@ fn kmt_backend_passes_or_skips_every_case() {
             "Tdr.ComputeHangCopyRuns",
             "Tdr.GuiltyDeviceAborted",
             "Tdr.UserModeTrafficSurvives",
+            "DeviceLoss.GuiltyDevice",
+            "DeviceLoss.BystanderEngineReset",
+            "DeviceLoss.IdleDevice",
+            "DeviceLoss.AdapterResetEveryDevice",
+            "DeviceLoss.KillWhileHung",
         ]),
     );
     // What the backend claims (on Windows as here: the list is the backend's, the platform

@@ -56,6 +56,14 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         "UserModeSubmission.SuspendResume",
         "UserModeSubmission.D3AndBack",
         "UserModeSubmission.DeviceLossAbortsAndRecreate",
+        // Each kind of device loss, the adapter-wide one forced by the OS around the
+        // application.
+        "DeviceLoss.GuiltyDevice",
+        "DeviceLoss.BystanderEngineReset",
+        "DeviceLoss.IdleDevice",
+        "DeviceLoss.AdapterResetEveryDevice",
+        "DeviceLoss.SharedFenceAcrossProcesses",
+        "DeviceLoss.KillWhileHung",
         // Queues made and destroyed by three threads at once.
         "UserModeSubmission.ThreadedChurn",
         // The OS's fence logs of a queue the DLL made, and the timeline joined with what

@@ -420,6 +420,16 @@ pub trait UserModeSubmission {
     /// Runs `lanes` at the same time, one thread each (see [`ChurnLane`]); step-mode
     /// sessions run them one after another.
     fn churn(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure>;
+
+    /// A second D3D device in `p`'s process (`D3DKMTCreateDevice` again), named as a process
+    /// of its own: what one device's loss leaves of its sibling (UM-10). Ending it ends the
+    /// whole process. Default: unsupported.
+    fn open_sibling_device(&mut self, p: ProcessRef) -> Result<ProcessRef, Failure> {
+        let _ = p;
+        Err(Failure::Unsupported(
+            "a second device in one process (D3DKMTCreateDevice twice)".into(),
+        ))
+    }
 }
 
 /// What the KMD reported to the OS at start: `DXGK_DRIVERCAPS`, node metadata and

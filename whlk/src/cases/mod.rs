@@ -3,6 +3,7 @@
 pub mod adapter;
 pub mod allocation;
 mod common;
+pub mod device_loss;
 pub mod gpuva;
 pub mod interrupt;
 pub mod logs;
@@ -38,6 +39,7 @@ pub fn all() -> Vec<Case> {
     v.extend_from_slice(gpuva::CASES);
     v.extend_from_slice(logs::CASES);
     v.extend_from_slice(tdr::CASES);
+    v.extend_from_slice(device_loss::CASES);
     v.extend_from_slice(neutral::CASES);
     v
 }

@@ -117,6 +117,13 @@ impl UserModeSubmission for SimSession {
         Ok(ProcessRef(self.processes.len() - 1))
     }
 
+    fn open_sibling_device(&mut self, p: ProcessRef) -> Result<ProcessRef, Failure> {
+        let up = self.process(p)?;
+        let d = self.machine.create_device(&up).map_err(failure)?;
+        self.processes.push(d);
+        Ok(ProcessRef(self.processes.len() - 1))
+    }
+
     fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
         let up = self.process(p)?;
         match how {
