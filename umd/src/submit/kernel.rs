@@ -204,20 +204,23 @@ impl<K: Kmt> KernelPath<K> {
         // The D3DKMT layer takes the raw address.
         let gpu = gpu.get();
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
-        let mut rounds = self.last.saturating_sub(self.completed());
+        // The work in flight when the KMD first refuses: read only then (a submission it
+        // takes at once reads no fence).
+        let mut rounds: Option<u64> = None;
         loop {
             match kmt.submit_command_to_hw_queue(self.queue, value, gpu, len) {
                 Ok(()) => break,
-                Err(e) if e == STATUS_INSUFFICIENT_RESOURCES && rounds > 0 => {
+                Err(e) if e == STATUS_INSUFFICIENT_RESOURCES => {
                     let done = self.completed();
-                    if done >= self.last {
+                    let left = *rounds.get_or_insert(self.last.saturating_sub(done));
+                    if left == 0 || done >= self.last {
                         return Err(e.into());
                     }
                     let oldest = done.saturating_add(1);
                     if self.held(oldest) {
                         return Err(SubmitError::Full);
                     }
-                    rounds -= 1;
+                    rounds = Some(left.saturating_sub(1));
                     kmt.wait_for_fence(self.progress.fence, oldest)?;
                 }
                 Err(e) => return Err(e.into()),
@@ -231,9 +234,14 @@ impl<K: Kmt> KernelPath<K> {
         Ok(value)
     }
 
-    /// Copies `cmds` (no INDIRECT among them) into the command buffer and submits them.
-    pub(super) fn submit_copied(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
-        let bytes = batch_bytes(cmds);
+    /// Copies `cmds` (no INDIRECT among them, `bytes` long: [`batch_bytes`]) into the command
+    /// buffer and submits them.
+    pub(super) fn submit_copied(
+        &mut self,
+        kmt: &K,
+        cmds: &[Command],
+        bytes: u64,
+    ) -> Result<u64, SubmitError> {
         if bytes == 0 || bytes > self.max_bytes() {
             return Err(SubmitError::TooLarge);
         }
@@ -273,7 +281,8 @@ impl<K: Kmt> KernelPath<K> {
     pub(super) fn submit(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
         check_commands(cmds)?;
         if cmds.is_empty() {
-            return self.submit_copied(kmt, &[Command::Nop { len: 1 }]);
+            let nop = [Command::Nop { len: 1 }];
+            return self.submit_copied(kmt, &nop, batch_bytes(&nop));
         }
         // Check sizes before anything is submitted, so a refused batch submits nothing.
         let mut run: u64 = 0;
@@ -298,15 +307,17 @@ impl<K: Kmt> KernelPath<K> {
         for (i, c) in cmds.iter().enumerate() {
             if let Command::Indirect { addr, bytes } = c {
                 if let Some(run) = cmds.get(start..i).filter(|r| !r.is_empty()) {
-                    self.submit_copied(kmt, run)?;
+                    self.submit_copied(kmt, run, batch_bytes(run))?;
                 }
                 // What the buffer holds is the caller's: it may wait.
                 last = self.submit_one(kmt, GpuVa::new(*addr), *bytes, true)?;
                 start = i.saturating_add(1);
             }
         }
-        if let Some(run) = cmds.get(start..).filter(|r| !r.is_empty()) {
-            last = self.submit_copied(kmt, run)?;
+        if let Some(tail) = cmds.get(start..).filter(|r| !r.is_empty()) {
+            // `run` is the size of exactly this tail: the check above restarts it at each
+            // INDIRECT.
+            last = self.submit_copied(kmt, tail, run)?;
         }
         Ok(last)
     }
