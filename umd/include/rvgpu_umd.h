@@ -47,6 +47,20 @@
  * space with its context's lock held. Destroying an object while another thread uses it is safe: the
  * other call finishes, later calls get RVGPU_STATUS_INVALID_HANDLE.
  *
+ * Device loss: a hang of the device's work, a fault, or a reset of the whole adapter loses the
+ * device. Its queues' submissions and waits return RVGPU_STATUS_DEVICE_LOST (other calls on
+ * its objects may too); its fences read UINT64_MAX (Windows signals a lost device's fences to
+ * the maximum, so a fence value alone never shows that work ran). A queue never
+ * reports work as done that it did not see complete before the loss: rvgpu_queue_wait answers
+ * RVGPU_STATUS_DEVICE_LOST, and RvgpuQueueStatus.completed stays at what was seen.
+ * rvgpu_device_loss_info says how it was lost: adapter_reset means every device on the
+ * adapter, of every process, was lost with it; otherwise only this one was (a device this
+ * process opened separately with another rvgpu_open_adapter keeps working). To recover,
+ * recreate: destroy every buffer, fence, context and queue of the adapter and close it (each
+ * destruction returns, whatever its status), then rvgpu_open_adapter again, which creates a
+ * new device, and create new queues and objects on it; their work runs. The objects of the
+ * lost device are never usable again.
+ *
  * Off Windows (the host build used by tests) rvgpu_open_adapter returns
  * RVGPU_STATUS_NOT_IMPLEMENTED, so no handle exists.
  */
@@ -85,6 +99,16 @@ typedef enum RvgpuStatus {
 
 /* rvgpu_fence_create2 flags. */
 #define RVGPU_FENCE_SHAREABLE 0x1u
+
+/* RvgpuDeviceLossInfo.execution_state: D3DKMT_DEVICEEXECUTION_STATE, as D3DKMTGetDeviceState
+   answers it. */
+#define RVGPU_DEVICE_EXECUTION_ACTIVE 1u
+#define RVGPU_DEVICE_EXECUTION_RESET 2u
+#define RVGPU_DEVICE_EXECUTION_HUNG 3u
+#define RVGPU_DEVICE_EXECUTION_STOPPED 4u
+#define RVGPU_DEVICE_EXECUTION_ERROR_OUTOFMEMORY 5u
+#define RVGPU_DEVICE_EXECUTION_ERROR_DMAFAULT 6u
+#define RVGPU_DEVICE_EXECUTION_ERROR_DMAPAGEFAULT 7u
 
 /* RvgpuFenceLogEntry.kind. */
 #define RVGPU_FENCE_LOG_WAIT 0u
@@ -131,13 +155,27 @@ typedef struct RvgpuQueueStatus {
     uint32_t lost;                /* non-zero: the device was lost; destroy and recreate */
     uint32_t queue_id;            /* the device's queue id (in fence log entries) */
     int32_t doorbell_status;      /* a user-mode queue's D3DDDI_DOORBELLSTATUS (0 connected,
-                                     1 connected-notify, 2 retry, 3 abort); -1 without one */
+                                     1 connected-notify, 2 retry, 3 abort); -1 without one (a
+                                     lost queue whose doorbell is gone: what it read last) */
 } RvgpuQueueStatus;
 
 typedef struct RvgpuDeviceStatus {
     uint32_t lost;        /* non-zero once a queue found the device lost, or the OS reports it not active */
     uint32_t reset_count; /* queues whose work a reset or loss aborted, each counted once */
 } RvgpuDeviceStatus;
+
+/* How the adapter's device was lost (rvgpu_device_loss_info), from what Windows tells an
+   application: D3DKMTGetDeviceState, a queue's doorbell status page, STATUS_DEVICE_REMOVED. */
+typedef struct RvgpuDeviceLossInfo {
+    uint32_t lost;            /* non-zero: lost (any field below says so, or a queue found it) */
+    uint32_t execution_state; /* RVGPU_DEVICE_EXECUTION_*; 0 when the OS gave none */
+    int32_t doorbell_status;  /* D3DDDI_DOORBELLSTATUS the first queue that found the loss read
+                                 from its disconnected doorbell (3: aborted by the driver); -1:
+                                 none read one */
+    uint32_t device_removed;  /* non-zero: the OS refuses the device (STATUS_DEVICE_REMOVED) */
+    uint32_t adapter_reset;   /* non-zero: the adapter was reset, every device on it lost */
+    uint32_t reserved;        /* 0 */
+} RvgpuDeviceLossInfo;
 
 typedef struct RvgpuBufferStatus {
     uint64_t gpu_va;     /* GPU address of the current memory */
@@ -162,6 +200,7 @@ typedef struct RvgpuFenceLogEntry {
 RvgpuStatus rvgpu_open_adapter(uint32_t luid_low, int32_t luid_high, RvgpuAdapter **out_adapter);
 RvgpuStatus rvgpu_close_adapter(RvgpuAdapter *adapter);
 RvgpuStatus rvgpu_device_status(RvgpuAdapter *adapter, RvgpuDeviceStatus *out_status);
+RvgpuStatus rvgpu_device_loss_info(RvgpuAdapter *adapter, RvgpuDeviceLossInfo *out_info);
 
 /* Queues. rvgpu_create_queue is rvgpu_queue_create of a user-mode queue; rvgpu_submit is
    rvgpu_queue_submit of commands alone. */

@@ -90,6 +90,37 @@ pub const RVGPU_QUEUE_KERNEL_MODE: u32 = 1;
 /// `rvgpu_fence_create2` flag: the fence can be shared with `rvgpu_fence_share`.
 pub const RVGPU_FENCE_SHAREABLE: u32 = 0x1;
 
+/// `RvgpuDeviceLossInfo::execution_state`: the `D3DKMT_DEVICEEXECUTION_STATE` values
+/// (d3dkmthk.h; <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ne-d3dkmthk-_d3dkmt_deviceexecution_state>).
+/// The device runs.
+pub const RVGPU_DEVICE_EXECUTION_ACTIVE: u32 = 1;
+/// The device was reset with its adapter.
+pub const RVGPU_DEVICE_EXECUTION_RESET: u32 = 2;
+/// The device's work hung an engine.
+pub const RVGPU_DEVICE_EXECUTION_HUNG: u32 = 3;
+/// The device was stopped (its adapter stopped or removed, or the OS stopped it for good).
+pub const RVGPU_DEVICE_EXECUTION_STOPPED: u32 = 4;
+/// Video memory could not hold what the device's work needs.
+pub const RVGPU_DEVICE_EXECUTION_ERROR_OUTOFMEMORY: u32 = 5;
+/// The driver reported a fault in the device's work.
+pub const RVGPU_DEVICE_EXECUTION_ERROR_DMAFAULT: u32 = 6;
+/// The driver reported a page fault in the device's work.
+pub const RVGPU_DEVICE_EXECUTION_ERROR_DMAPAGEFAULT: u32 = 7;
+
+// The values D3DKMTGetDeviceState answers, passed through unchanged.
+const _: () = assert!(
+    RVGPU_DEVICE_EXECUTION_ACTIVE == crate::kmt::DeviceExecutionState::ACTIVE.0
+        && RVGPU_DEVICE_EXECUTION_RESET == crate::kmt::DeviceExecutionState::RESET.0
+        && RVGPU_DEVICE_EXECUTION_HUNG == crate::kmt::DeviceExecutionState::HUNG.0
+        && RVGPU_DEVICE_EXECUTION_STOPPED == crate::kmt::DeviceExecutionState::STOPPED.0
+        && RVGPU_DEVICE_EXECUTION_ERROR_OUTOFMEMORY
+            == crate::kmt::DeviceExecutionState::ERROR_OUTOFMEMORY.0
+        && RVGPU_DEVICE_EXECUTION_ERROR_DMAFAULT
+            == crate::kmt::DeviceExecutionState::ERROR_DMAFAULT.0
+        && RVGPU_DEVICE_EXECUTION_ERROR_DMAPAGEFAULT
+            == crate::kmt::DeviceExecutionState::ERROR_DMAPAGEFAULT.0
+);
+
 /// `RvgpuFenceLogEntry::kind`: a GPU wait.
 pub const RVGPU_FENCE_LOG_WAIT: u32 = 0;
 /// `RvgpuFenceLogEntry::kind`: a GPU signal.
@@ -275,6 +306,27 @@ pub unsafe extern "C" fn rvgpu_device_status(
     // SAFETY: accepted by `clear`.
     out(imp::device_status(h(adapter)), |s| unsafe {
         put(out_status, s)
+    })
+}
+
+/// How the adapter's device was lost (UM-10): the OS's execution state of it, the status a
+/// queue read from its disconnected doorbell, whether the OS refuses the device now, and
+/// whether the adapter was reset. A device that is not lost reports `lost` 0.
+///
+/// # Safety
+/// `out_info` must be null or valid for one `RvgpuDeviceLossInfo` write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rvgpu_device_loss_info(
+    adapter: *mut RvgpuAdapter,
+    out_info: *mut RvgpuDeviceLossInfo,
+) -> RvgpuStatus {
+    // SAFETY: forwarded caller contract.
+    if !unsafe { clear(out_info, RvgpuDeviceLossInfo::default()) } || adapter.is_null() {
+        return RvgpuStatus::InvalidArgument;
+    }
+    // SAFETY: accepted by `clear`.
+    out(imp::device_loss_info(h(adapter)), |s| unsafe {
+        put(out_info, s)
     })
 }
 

@@ -15,21 +15,34 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicBool, AtomicU32};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32};
 
 use crate::capi::handles::{self as handles, Guard, Kind, Shared};
 use crate::capi::types::{status_from_nt, status_from_submit, RvgpuStatus};
 use crate::kmt::{AllocationCpu, Kmt};
 use crate::usage::{self, Batch, Buffer, LockError, LockFlags, Timeline, TrackedQueue};
 
-/// An adapter's loss as its queues saw it (`rvgpu_device_status`).
-#[derive(Debug, Default)]
+/// An adapter's loss as its queues saw it (`rvgpu_device_status`, `rvgpu_device_loss_info`).
+#[derive(Debug)]
 #[cfg_attr(not(windows), allow(dead_code))] // read by the Windows implementation only
 pub(crate) struct AdapterState {
     /// A queue of the adapter found the device lost.
     pub(crate) lost: AtomicBool,
     /// Queues of the adapter whose work a device reset or loss aborted (each counted once).
     pub(crate) resets: AtomicU32,
+    /// The raw `D3DDDI_DOORBELLSTATUS` the first queue that found the loss read from its
+    /// disconnected doorbell; -1 until one did.
+    pub(crate) doorbell: AtomicI32,
+}
+
+impl Default for AdapterState {
+    fn default() -> Self {
+        Self {
+            lost: AtomicBool::new(false),
+            resets: AtomicU32::new(0),
+            doorbell: AtomicI32::new(-1),
+        }
+    }
 }
 
 /// What an `RvgpuAdapter` names.

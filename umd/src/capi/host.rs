@@ -2,7 +2,8 @@
 //! each call refuses the one it is given (after `capi` checked it is non-null).
 
 use super::types::{
-    Batch, RvgpuDeviceStatus, RvgpuFenceLogEntry, RvgpuQueueDesc, RvgpuQueueStatus, RvgpuStatus,
+    Batch, RvgpuDeviceLossInfo, RvgpuDeviceStatus, RvgpuFenceLogEntry, RvgpuQueueDesc,
+    RvgpuQueueStatus, RvgpuStatus,
 };
 
 const NONE: RvgpuStatus = RvgpuStatus::InvalidHandle;
@@ -14,6 +15,9 @@ pub fn close_adapter(_a: usize) -> RvgpuStatus {
     NONE
 }
 pub fn device_status(_a: usize) -> Result<RvgpuDeviceStatus, RvgpuStatus> {
+    Err(NONE)
+}
+pub fn device_loss_info(_a: usize) -> Result<RvgpuDeviceLossInfo, RvgpuStatus> {
     Err(NONE)
 }
 pub fn create_queue(_a: usize, _d: &RvgpuQueueDesc) -> Result<usize, RvgpuStatus> {

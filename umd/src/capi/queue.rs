@@ -97,6 +97,9 @@ pub(crate) struct CapiQueue<K: Kmt> {
     pub(crate) log: Arc<FenceLog>,
     adapter: Arc<AdapterState>,
     lost: bool,
+    /// The highest progress value seen complete before the loss: after it the progress fence
+    /// reads the maximum whatever ran, so only what was seen before counts as done.
+    seen: u64,
 }
 
 /// What `rvgpu_queue_status` reports.
@@ -142,21 +145,59 @@ impl<K: Kmt + Clone> CapiQueue<K> {
             log,
             adapter,
             lost: false,
+            seen: 0,
         })
     }
 }
 
 impl<K: Kmt> CapiQueue<K> {
-    /// Records a loss the first time an operation reports one.
+    /// Records a loss the first time an operation reports one, or the progress fence reads a
+    /// value the queue never submitted (UM-10: the OS signalled it to the maximum).
     fn note<T>(&mut self, r: Result<T, SubmitError>) -> Result<T, SubmitError> {
-        let lost_now = matches!(r, Err(SubmitError::Lost))
-            || matches!(&self.queue, Some(AnyQueue::User(q)) if q.is_lost());
-        if lost_now && !self.lost {
+        let lost_now = self.lost
+            || matches!(r, Err(SubmitError::Lost))
+            || match &self.queue {
+                Some(AnyQueue::User(q)) => q.is_lost() || q.progress_overrun(),
+                Some(AnyQueue::Kernel(q)) => q.completed() > q.last_submitted(),
+                None => false,
+            };
+        if !lost_now {
+            self.seen = self.seen.max(self.completed_now());
+        } else if !self.lost {
             self.lost = true;
             self.adapter.lost.store(true, Ordering::Release);
             self.adapter.resets.fetch_add(1, Ordering::AcqRel);
+            if let Some(st) = self.disconnect_status() {
+                let _ = self.adapter.doorbell.compare_exchange(
+                    -1,
+                    st,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            }
         }
         r
+    }
+
+    /// The queue's completed value as its queue object reads it.
+    fn completed_now(&self) -> u64 {
+        match &self.queue {
+            Some(AnyQueue::User(q)) => q.completed(),
+            Some(AnyQueue::Kernel(q)) => q.completed().min(q.last_submitted()),
+            None => self.seen,
+        }
+    }
+
+    /// What a user-mode queue's doorbell said when it stopped being usable: the status read
+    /// before a fallback destroyed it, or the live one if it is disconnected now.
+    fn disconnect_status(&self) -> Option<i32> {
+        let Some(AnyQueue::User(q)) = &self.queue else {
+            return None;
+        };
+        match q.doorbell_end().or_else(|| q.doorbell_status()) {
+            Some(DoorbellStatus::Connected | DoorbellStatus::ConnectedNotify) | None => None,
+            Some(s) => Some(raw_status(s)),
+        }
     }
 
     /// One batch: `ops` in order.
@@ -166,6 +207,10 @@ impl<K: Kmt> CapiQueue<K> {
             Some(AnyQueue::Kernel(q)) => q.submit_ops(ops),
             None => Err(SubmitError::Lost),
         };
+        // A queue reports its loss with an error: a submission that went in changes nothing.
+        if r.is_ok() && !self.lost {
+            return r;
+        }
         self.note(r)
     }
 
@@ -190,10 +235,25 @@ impl<K: Kmt> CapiQueue<K> {
         self.note(r)
     }
 
-    /// What to wait on for `value`.
+    /// What to wait on for `value`. Once the queue is lost only values seen complete before
+    /// the loss are done; any other is `Lost`, never reported as complete.
     pub(crate) fn target(&mut self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
         let r = self.wait_target(value);
-        self.note(r)
+        let r = self.note(r);
+        if self.lost {
+            return if value <= self.seen {
+                Ok(None)
+            } else {
+                Err(SubmitError::Lost)
+            };
+        }
+        r
+    }
+
+    /// After a wait for `value` returned: whether it completed, or the wait ended because the
+    /// OS signalled the lost device's fence to the maximum (`Lost`).
+    pub(crate) fn confirm(&mut self, value: u64) -> Result<(), SubmitError> {
+        self.target(value).map(|_| ())
     }
 
     /// The queue's counters now.
@@ -201,16 +261,14 @@ impl<K: Kmt> CapiQueue<K> {
         let _ = self.note(Ok(()));
         let doorbell = match &self.queue {
             Some(AnyQueue::User(q)) => match q.doorbell_status() {
-                Some(DoorbellStatus::Connected) => 0,
-                Some(DoorbellStatus::ConnectedNotify) => 1,
-                Some(DoorbellStatus::DisconnectedRetry) => 2,
-                Some(DoorbellStatus::DisconnectedAbort) => 3,
-                Some(DoorbellStatus::Unknown(x)) => x,
+                Some(s) => raw_status(s),
+                // A lost queue's doorbell, destroyed after the loss: what it said then.
+                None if self.lost => q.doorbell_end().map_or(-1, raw_status),
                 None => -1,
             },
             _ => -1,
         };
-        let (submitted, completed, kernel_mode, queue_id) = match &self.queue {
+        let (submitted, mut completed, kernel_mode, queue_id) = match &self.queue {
             Some(AnyQueue::User(q)) => (
                 q.last_submitted(),
                 q.completed(),
@@ -220,6 +278,10 @@ impl<K: Kmt> CapiQueue<K> {
             Some(AnyQueue::Kernel(q)) => (q.last_submitted(), q.completed(), true, q.queue_id()),
             None => (0, 0, false, 0),
         };
+        if self.lost {
+            // The fence reads the maximum after the loss: only what was seen before is done.
+            completed = self.seen;
+        }
         QueueState {
             submitted,
             completed,
@@ -293,6 +355,20 @@ impl<K: Kmt> TrackedQueue for CapiQueue<K> {
             Some(AnyQueue::Kernel(q)) => q.submit(cmds),
             None => Err(SubmitError::Lost),
         };
+        if r.is_ok() && !self.lost {
+            return r;
+        }
         self.note(r)
+    }
+}
+
+/// The raw `D3DDDI_DOORBELLSTATUS` value.
+fn raw_status(s: DoorbellStatus) -> i32 {
+    match s {
+        DoorbellStatus::Connected => 0,
+        DoorbellStatus::ConnectedNotify => 1,
+        DoorbellStatus::DisconnectedRetry => 2,
+        DoorbellStatus::DisconnectedAbort => 3,
+        DoorbellStatus::Unknown(x) => x,
     }
 }

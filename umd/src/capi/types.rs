@@ -128,6 +128,34 @@ pub struct RvgpuDeviceStatus {
     pub reset_count: u32,
 }
 
+/// What `rvgpu_device_loss_info` reports: how the adapter's device was lost, from what an
+/// application on Windows can observe (a doorbell's status page, `D3DKMTGetDeviceState`, a
+/// thunk's `STATUS_DEVICE_REMOVED`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RvgpuDeviceLossInfo {
+    /// Non-zero when the device is lost: any of the fields below says so, or a queue of the
+    /// adapter found it lost. Destroy every object of the adapter, close it and open it again.
+    pub lost: u32,
+    /// `D3DKMTGetDeviceState` (`D3DKMT_DEVICESTATE_EXECUTION`) of the adapter's device:
+    /// `RVGPU_DEVICE_EXECUTION_*`, the `D3DKMT_DEVICEEXECUTION_STATE` values; 0 when the OS
+    /// gave none.
+    pub execution_state: u32,
+    /// The `D3DDDI_DOORBELLSTATUS` the first queue that found the loss read from its
+    /// disconnected doorbell, as the driver or the OS wrote it (3: aborted); -1 when no
+    /// queue of the adapter read one.
+    pub doorbell_status: i32,
+    /// Non-zero when the OS answers `STATUS_DEVICE_REMOVED` for the device now: it reset or
+    /// stopped the device, so every call that uses it fails and only destruction works.
+    pub device_removed: u32,
+    /// Non-zero when the adapter was reset, which loses every device on it, not only this
+    /// one: the execution state is RESET, or HUNG with the device removed (both only an
+    /// adapter-wide recovery writes).
+    pub adapter_reset: u32,
+    /// Always 0.
+    pub reserved: u32,
+}
+
 /// One fence operation a queue submitted (`rvgpu_queue_read_fence_log`): the application's
 /// side of the device's native fence logs, joined with the OS's entries on
 /// `(queue_id, kind, index)`.

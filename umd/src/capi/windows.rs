@@ -15,8 +15,8 @@ use crate::capi::buffer::{AdapterObj, AdapterState};
 use crate::capi::handles::{self as handles, Kind};
 use crate::capi::queue::CapiQueue;
 use crate::capi::types::{
-    status_from_nt as from_nt, status_from_submit as from_submit, Batch, RvgpuDeviceStatus,
-    RvgpuFenceLogEntry, RvgpuQueueDesc, RvgpuQueueStatus, RvgpuStatus,
+    status_from_nt as from_nt, status_from_submit as from_submit, Batch, RvgpuDeviceLossInfo,
+    RvgpuDeviceStatus, RvgpuFenceLogEntry, RvgpuQueueDesc, RvgpuQueueStatus, RvgpuStatus,
 };
 use crate::capi::{
     RVGPU_FENCE_LOG_SIGNAL, RVGPU_FENCE_LOG_WAIT, RVGPU_FENCE_SHAREABLE, RVGPU_QUEUE_KERNEL_MODE,
@@ -132,6 +132,42 @@ pub fn device_status(a: usize) -> Result<RvgpuDeviceStatus, RvgpuStatus> {
     })
 }
 
+/// `STATUS_DEVICE_REMOVED`: the OS refuses a device it reset or stopped.
+const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
+
+pub fn device_loss_info(a: usize) -> Result<RvgpuDeviceLossInfo, RvgpuStatus> {
+    let (kmt, state) = adapter(a)?;
+    let execution = kmt.device_execution_state().ok();
+    // Whether the DXGDEVICE is still active, asked of a thunk with no effect:
+    // `K:DxgkInvalidateCache` @0x1401B35A0 looks the device up, then takes its core access
+    // (`K:COREDEVICEACCESS::AcquireShared` @0x14000F550: STATUS_DEVICE_REMOVED for a device
+    // reset or stopped with its adapter) before it looks the allocation up, so an allocation
+    // handle of 0 is refused either way and touches nothing.
+    let removed = matches!(
+        kmt.invalidate_cache(0, 0, 0),
+        Err(NtStatus(STATUS_DEVICE_REMOVED))
+    );
+    // RESET: only the adapter's reset writes it (`K:DXGDEVICE::Reset` @0x1401BB7FC, state 2).
+    // HUNG: the same reset of a device VidSch reported hung (state 3), or an engine timeout
+    // that blamed the device while it stays active: the refusal tells them apart.
+    let adapter_reset = match execution {
+        Some(DeviceExecutionState::RESET) => true,
+        Some(DeviceExecutionState::HUNG) => removed,
+        _ => false,
+    };
+    let doorbell_status = state.doorbell.load(core::sync::atomic::Ordering::Acquire);
+    let os_lost = execution.is_some_and(|e| e != DeviceExecutionState::ACTIVE);
+    let lost = state.lost.load(core::sync::atomic::Ordering::Acquire) || os_lost || removed;
+    Ok(RvgpuDeviceLossInfo {
+        lost: u32::from(lost),
+        execution_state: execution.map_or(0, |e| e.0),
+        doorbell_status,
+        device_removed: u32::from(removed),
+        adapter_reset: u32::from(adapter_reset),
+        reserved: 0,
+    })
+}
+
 pub fn create_queue(a: usize, d: &RvgpuQueueDesc) -> Result<usize, RvgpuStatus> {
     let (kmt, state) = adapter(a)?;
     let mut config = QueueConfig {
@@ -196,19 +232,25 @@ pub fn submit(q: usize, b: &Batch) -> Result<u64, RvgpuStatus> {
 }
 
 pub fn queue_wait(q: usize, value: u64, timeout_ns: u64) -> RvgpuStatus {
-    let target = match handles::get::<Queue>(Kind::Queue, q) {
-        Ok(obj) => {
-            let mut g = obj.lock();
-            g.target(value)
-                .map(|t| t.map(|t| (g.kmt().clone(), t)))
-                .map_err(from_submit)
-        }
-        Err(e) => Err(e),
+    let obj = match handles::get::<Queue>(Kind::Queue, q) {
+        Ok(obj) => obj,
+        Err(e) => return e,
+    };
+    let target = {
+        let mut g = obj.lock();
+        g.target(value)
+            .map(|t| t.map(|t| (g.kmt().clone(), t)))
+            .map_err(from_submit)
     };
     // The wait is made without the queue's lock, so other threads can submit meanwhile.
     match target {
         Ok(None) => RvgpuStatus::Ok,
-        Ok(Some((kmt, (fence, v)))) => wait(&kmt, fence, v, timeout_ns),
+        Ok(Some((kmt, (fence, v)))) => match wait(&kmt, fence, v, timeout_ns) {
+            // UM-10: the OS also releases the wait when it signals a lost device's fences to
+            // the maximum; work that never ran must not read as done.
+            RvgpuStatus::Ok => status(obj.lock().confirm(value).map_err(from_submit)),
+            s => s,
+        },
         Err(e) => e,
     }
 }

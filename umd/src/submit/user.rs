@@ -81,6 +81,9 @@ pub struct UserQueue<K: Kmt> {
     pub(super) control: Allocation<K::Mem>,
     /// `None` once destroyed by a fallback.
     pub(super) doorbell: Option<Doorbell<K::Doorbell>>,
+    /// The doorbell status that made the queue give its doorbell up (the reason the KMD or
+    /// the OS disconnected it).
+    pub(super) doorbell_end: Option<DoorbellStatus>,
     pub(super) ring_value: DoorbellValue,
     pub(super) writer: RingWriter<RingView<K::Mem>>,
     /// The last progress value picked (N).
@@ -248,6 +251,7 @@ impl<K: Kmt> UserQueue<K> {
             ring,
             control,
             doorbell: Some(doorbell),
+            doorbell_end: None,
             ring_value,
             writer,
             last: 0,
@@ -564,6 +568,7 @@ impl<K: Kmt> UserQueue<K> {
         if usable {
             Ok(())
         } else {
+            self.doorbell_end = Some(status);
             self.fall_back()
         }
     }
@@ -830,6 +835,22 @@ impl<K: Kmt> UserQueue<K> {
     /// True once the queue is unusable (UM-10): drop it and create a new one.
     pub fn is_lost(&self) -> bool {
         self.lost
+    }
+
+    /// The doorbell status that made the queue give its doorbell up and fall back (`None`
+    /// while it has its doorbell, or when it fell back for another reason).
+    pub fn doorbell_end(&self) -> Option<DoorbellStatus> {
+        self.doorbell_end
+    }
+
+    /// Whether the progress fence reads a value this queue never submitted: 24H2 signals a
+    /// device's sync objects to the maximum when it puts the device in error
+    /// (`M:VidSchiSignalRegisteredSyncObjects`), so the fence no longer tells what ran.
+    pub fn progress_overrun(&self) -> bool {
+        match &self.fallback {
+            None => self.progress.value() > self.last,
+            Some(fb) => fb.path.completed() > fb.path.last,
+        }
     }
 
     /// The device's queue id of the user-mode queue.
