@@ -82,6 +82,7 @@ fn kmt_backend_passes_or_skips_every_case() {
             Capability::Fences,
             Capability::MonitoredFences,
             Capability::UserModeSubmission,
+            Capability::UmdFences,
             Capability::Tdr,
             Capability::DmaContexts,
             Capability::AllocationUsage,
@@ -91,8 +92,8 @@ fn kmt_backend_passes_or_skips_every_case() {
             Capability::KmdJournal,
             Capability::KmdFaults
         ],
-        "a D3DKMT program offers native and monitored fences, user-mode submission, the \
-         machine's own TDR, DMA contexts, the UMD's tracked buffers, the GPU VA thunks, native \
+        "a D3DKMT program offers native and monitored fences, user-mode submission, the UMD's \
+         native fences, the machine's own TDR, DMA contexts, the UMD's tracked buffers, the GPU VA thunks, native \
          fences, the kernel-mode testing escape and the KMD's test hooks"
     );
     // What user mode can observe runs and passes, monitored fences signalled and waited on by

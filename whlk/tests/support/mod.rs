@@ -19,6 +19,12 @@ pub const USER_MODE_CASES: &[&str] = &[
     "Allocation.DiscardRenamesBusyBuffer",
     "Allocation.DoNotWaitOnBusyBuffer",
     "Allocation.DestroyWhileInUse",
+    "Logs.EveryUserQueueHasBothLogs",
+    "Logs.CpuWaitReleasedFromSignalLog",
+    "Logs.SharedFenceHandlesPerProcess",
+    "Logs.OverflowFallsBackToScan",
+    "Logs.RecreateLogMidRun",
+    "Logs.Timeline",
 ];
 
 /// Runs every case on `b` and checks that none failed and that each of `passing` passed.

@@ -275,6 +275,15 @@ impl<K: KmtSync + Send + Sync + 'static> KmdJournal for KmtSession<K> {
     fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure> {
         self.on_hooks_device(i, read_dbg_info)
     }
+
+    /// On the device of the queue's process (`super::logs`).
+    fn kmd_queue_log(
+        &mut self,
+        q: crate::backend::UmQueueRef,
+        kind: crate::backend::LogKind,
+    ) -> Result<Option<Vec<u8>>, Failure> {
+        self.queue_log(q, kind)
+    }
 }
 
 /// Arming a fault through the escape.

@@ -45,6 +45,7 @@ mod dll_umd;
 mod dll_usermode;
 mod fences;
 mod hooks;
+mod logs;
 pub mod remote;
 pub mod sim;
 mod stream;
@@ -185,6 +186,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
         ]);
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
+                .with(Capability::UmdFences)
         } else {
             // Fence signals and waits and buffer use are GPU work on user-mode queues, which
             // need native fences. What needs none stays: processes (D3DKMT devices), buffers,
@@ -499,6 +501,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         as_dma_contexts: super::DmaContexts,
         as_kmd_journal: super::KmdJournal,
         as_kmd_faults: super::KmdFaults,
+        as_umd_fences / as_umd_fences_ref: super::UmdFences,
     }
 }
 

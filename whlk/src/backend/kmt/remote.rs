@@ -18,6 +18,12 @@
 //! `dmactx ID NODE` → `ok` (a DMA context, `D3DKMTCreateContextVirtual` without a hardware
 //! queue); `dma ID W W …` (the DMA buffer's words) → `ok GPUVA` (`D3DKMTSubmitCommand` of a
 //! command buffer of its own, at `GPUVA`);
+//! `fcreate ID INITIAL` → `ok` (a shareable native fence of its own, `D3DKMTCreateNativeFence`);
+//! `fvalue ID` → `ok VALUE` (its CurrentValue through the process's CPU view); `ops ID OP OP …`
+//! → `ok VALUE` (one `submit_ops` batch on queue `ID`: `w.FENCE.VALUE` a GPU wait, `s.FENCE.VALUE`
+//! a GPU signal, `c.W,W,…` a packet); `qlog ID TYPE ROOM` → `ok COUNT ENTRIES HEX` (the KMD's
+//! copy of queue `ID`'s native fence log of `DXGK_NATIVE_FENCE_LOG_TYPE` `TYPE`, through the
+//! test hooks' escape on the process's own device: `COUNT` bytes as hex, `-` for none);
 //! `exit` → `ok`, and the server ends. A failed thunk answers `status NTSTATUS`, anything else
 //! `err TEXT`. `INFO` is `user|kernel LOST LAST COMPLETED QUEUEID SEEN`.
 
@@ -28,8 +34,9 @@ use std::time::Duration;
 
 use rvgpu_hw::cmd::{self, Command};
 use rvgpu_umd::fence::NativeFence;
+use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{
-    Allocation, AllocationCpu, DeviceExecutionState, DoorbellStatus, Kmt, NtStatus,
+    Allocation, AllocationCpu, DeviceExecutionState, DoorbellStatus, FenceCpu, Kmt, NtStatus,
 };
 use rvgpu_umd::submit::SubmitError;
 
@@ -243,6 +250,66 @@ impl RemoteProcess {
         }
     }
 
+    /// A shareable native fence `id` of the process, starting at `initial`.
+    pub(crate) fn create_fence(&self, id: usize, initial: u64) -> Result<(), Failure> {
+        self.call(&format!("fcreate {id:x} {initial:x}")).map(drop)
+    }
+
+    /// Fence `id`'s CurrentValue as the process reads it.
+    pub(crate) fn fence_value(&self, id: usize) -> Result<u64, Failure> {
+        self.number(&format!("fvalue {id:x}"))
+    }
+
+    /// One batch of queue `id`: GPU waits and signals of the process's fences (by their
+    /// numbers) and packets, in order; the progress value that marks its completion.
+    pub(crate) fn submit_ops(&self, id: usize, ops: &[RemoteOp]) -> Result<u64, Failure> {
+        let mut line = format!("ops {id:x}");
+        for op in ops {
+            match op {
+                RemoteOp::Wait(f, v) => line.push_str(&format!(" w.{f:x}.{v:x}")),
+                RemoteOp::Signal(f, v) => line.push_str(&format!(" s.{f:x}.{v:x}")),
+                RemoteOp::Cmd(c) => {
+                    let mut w = [0u64; 8];
+                    let n = c
+                        .encode(&mut w)
+                        .ok_or_else(|| Failure::Backend(format!("{c:?} does not fit a packet")))?;
+                    let words: Vec<String> = w.iter().take(n).map(|x| format!("{x:x}")).collect();
+                    line.push_str(&format!(" c.{}", words.join(",")));
+                }
+            }
+        }
+        self.number(&line)
+    }
+
+    /// The KMD's copy of queue `id`'s native fence log of `log_type`, with room for `room`
+    /// bytes: `(bytes, NumberOfEntries)` (0 entries: the queue has no such log).
+    pub(crate) fn queue_log(
+        &self,
+        id: usize,
+        log_type: u32,
+        room: usize,
+    ) -> Result<(Vec<u8>, u64), Failure> {
+        let w = self.call(&format!("qlog {id:x} {log_type:x} {room:x}"))?;
+        let [_, entries, bytes] = w.as_slice() else {
+            return Err(Failure::Backend(format!(
+                "process server: log answer {w:?}"
+            )));
+        };
+        let bytes = if bytes == "-" {
+            Vec::new()
+        } else {
+            (0..bytes.len() / 2)
+                .map(|i| {
+                    bytes
+                        .get(2 * i..2 * i + 2)
+                        .and_then(|b| u8::from_str_radix(b, 16).ok())
+                        .ok_or_else(|| Failure::Backend("process server: bad log bytes".into()))
+                })
+                .collect::<Result<_, _>>()?
+        };
+        Ok((bytes, hex(entries)?))
+    }
+
     /// Destroys fence `id` in the process.
     pub(crate) fn destroy_fence(&self, id: usize) -> Result<(), Failure> {
         self.call(&format!("fdestroy {id:x}")).map(drop)
@@ -277,6 +344,14 @@ impl RemoteProcess {
             .map_err(|_| Failure::Backend("process server: pipe poisoned".into()))?
             .end(how)
     }
+}
+
+/// One operation of a [`RemoteProcess::submit_ops`] batch: fences by the session's numbers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RemoteOp {
+    Wait(usize, u64),
+    Signal(usize, u64),
+    Cmd(Command),
 }
 
 /// The server's objects.
@@ -402,6 +477,35 @@ impl<K: KmtSync> Served<K> {
                 }
                 Ok(format!("{va:x}"))
             }
+            Some("fcreate") => {
+                let (id, initial) = (arg(1)?, arg(2)?);
+                if self.fences.contains_key(&id) {
+                    return Err(Answer::Err(format!("fence {id:x} exists")));
+                }
+                let f = self.kmt.create_shareable_native_fence(initial)?;
+                self.fences.insert(id, f);
+                Ok(String::new())
+            }
+            Some("fvalue") => {
+                let f = *self.fence(arg(1)?)?;
+                Ok(format!("{:x}", self.kmt.native_fence_cpu(&f)?.value()))
+            }
+            Some("ops") => self.ops(arg(1)?, words.get(2..).unwrap_or_default()),
+            Some("qlog") => {
+                let (id, log_type) = (arg(1)?, arg(2)?);
+                let room = usize::try_from(arg(3)?).map_err(|_| Answer::Err("bad room".into()))?;
+                let queue_id = self.queue(id)?.info().queue_id;
+                let t = self
+                    .kmt
+                    .testing()
+                    .ok_or_else(|| Answer::Err("no D3DKMTEscape".into()))?;
+                let log_type =
+                    u32::try_from(log_type).map_err(|_| Answer::Err("bad type".into()))?;
+                let (bytes, entries) = super::logs::read_queue_log(t, queue_id, log_type, room)?;
+                let text: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                let text = if text.is_empty() { "-".into() } else { text };
+                Ok(format!("{:x} {entries:x} {text}", bytes.len()))
+            }
             Some("fdestroy") => {
                 let id = arg(1)?;
                 let f = self
@@ -413,6 +517,50 @@ impl<K: KmtSync> Served<K> {
             }
             other => Err(Answer::Err(format!("unknown request {other:?}"))),
         }
+    }
+
+    /// An `ops` request: one `submit_ops` batch of queue `id`.
+    fn ops(&mut self, id: u64, words: &[&str]) -> Result<String, Answer> {
+        enum Parsed {
+            Wait(NativeFence, u64),
+            Signal(NativeFence, u64),
+            Cmd(Command),
+        }
+        let mut parsed = Vec::with_capacity(words.len());
+        for w in words {
+            let mut parts = w.splitn(3, '.');
+            let kind = parts.next();
+            let (a, b) = (parts.next(), parts.next());
+            parsed.push(match kind {
+                Some("w") | Some("s") => {
+                    let f = *self.fence(num(a.as_ref())?)?;
+                    let v = num(b.as_ref())?;
+                    if kind == Some("w") {
+                        Parsed::Wait(f, v)
+                    } else {
+                        Parsed::Signal(f, v)
+                    }
+                }
+                Some("c") => {
+                    let cmds = packets(a.as_slice())?;
+                    match cmds.as_slice() {
+                        [c] => Parsed::Cmd(*c),
+                        _ => return Err(Answer::Err(format!("bad packet `{w}`"))),
+                    }
+                }
+                _ => return Err(Answer::Err(format!("bad operation `{w}`"))),
+            });
+        }
+        let umd: Vec<Op<'_>> = parsed
+            .iter()
+            .map(|p| match p {
+                Parsed::Wait(f, v) => Op::Wait(f, *v),
+                Parsed::Signal(f, v) => Op::Signal(f, *v),
+                Parsed::Cmd(c) => Op::Cmd(*c),
+            })
+            .collect();
+        let v = self.queue(id)?.submit_ops(&umd)?;
+        Ok(format!("{v:x}"))
     }
 
     fn answer(&mut self, words: &[&str]) -> Result<String, Answer> {
