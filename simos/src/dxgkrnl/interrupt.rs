@@ -435,8 +435,7 @@ pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
 }
 
 /// VidSch's PASSIVE worker of one adapter of a threaded machine: runs the work the DPC queued
-/// (engine F1 transitions, UM-13) and VidMm's GPU VA updates whose fence waits were released,
-/// at PASSIVE_LEVEL.
+/// (engine F1 transitions, UM-13) at PASSIVE_LEVEL.
 pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
     serve(&stop, &a.sch.wake, || {
         if crate::ums::has_work(&a) {
@@ -445,15 +444,20 @@ pub fn worker_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
                 return true;
             }
         }
-        // VidMm's GPU VA update worker, for the updates whose waits were released.
-        if crate::vidmm::va::update::gpu_va_updates_due(&a) {
-            let _m = MachineContext::enter(a.state.clone());
-            if crate::vidsch::passive::run_gpu_va_updates(&a) {
-                return true;
-            }
-        }
         // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
         crate::vidsch::tdr::run_passive(&a, &InterruptPath)
+    });
+}
+
+/// VidMm's worker thread of one adapter of a threaded machine (`crate::vidmm::worker`): queued
+/// paging and released GPU VA updates, done on their own, at PASSIVE_LEVEL.
+pub fn vidmm_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
+    serve(&stop, &a.mm.wake, || {
+        if !crate::vidmm::worker::has_work(&a) {
+            return false;
+        }
+        let _m = MachineContext::enter(a.state.clone());
+        crate::vidsch::passive::run_vidmm_worker(&a)
     });
 }
 

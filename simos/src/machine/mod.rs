@@ -221,7 +221,7 @@ impl Machine {
             // (DxgkDdiDpcRoutine may run for several adapters at once), so cross-adapter races
             // in driver state must not be hidden by a shared thread.
             for a in &adapters {
-                let bodies: [(&str, ThreadBody); 4] = [
+                let bodies: [(&str, ThreadBody); 5] = [
                     ("interrupt", interrupt::interrupt_thread),
                     ("dpc", interrupt::dpc_thread),
                     // VidSch's PASSIVE worker (F1 transitions, UM-13).
@@ -242,7 +242,9 @@ impl Machine {
                 }
                 if !spawned {
                     state.raise_sim_error(
-                        "could not spawn the interrupt, DPC, worker and timer threads",
+                    // VidMm's worker (queued paging, GPU VA updates).
+                    ("vidmm", interrupt::vidmm_thread),
+                        "could not spawn the interrupt, DPC, worker, VidMm and timer threads",
                     );
                 }
             }
@@ -568,6 +570,7 @@ impl Drop for Machine {
             for (va, _) in lock(&a.mm.contiguous).drain() {
                 kernel::unregister_dma(va);
             }
+            a.mm.wake.notify();
         }
     }
 }

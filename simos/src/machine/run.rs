@@ -89,8 +89,8 @@ impl Machine {
         for a in &self.adapters {
             progress |=
                 crate::ums::run_passive_work(a, &|n| crate::vidsch::tdr::node_has_pending(a, n));
-            // VidMm's GPU VA update worker, for the updates whose waits were released.
-            progress |= crate::vidmm::va::update::gpu_va_worker(self, a, true);
+            // VidMm's worker: queued paging and released GPU VA updates.
+            progress |= crate::vidmm::worker::turn(self, a, true);
             // TDR detection and recovery (crate::vidsch::tdr; opt-in per adapter).
             progress |=
                 crate::vidsch::tdr::run_passive(a, &crate::dxgkrnl::interrupt::InterruptPath);

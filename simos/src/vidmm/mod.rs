@@ -6,7 +6,8 @@
 //! resident and evicted through the driver's paging buffers (`residency`), with backing
 //! stores named to the driver by MDL (`mdl`), and the aperture segment's ranges VidMm maps
 //! through the driver (`aperture`). What VidMm needs of the machine above it (submitting and
-//! waiting for paging, the paging queues' fences) it asks through `host`.
+//! waiting for paging, the paging queues' fences) it asks through `host`. Its queued paging is
+//! done by its worker (`worker`), on its own.
 
 pub mod aperture;
 pub mod contiguous;
@@ -23,3 +24,4 @@ pub mod paging;
 pub mod process;
 pub mod residency;
 pub mod va;
+pub mod worker;

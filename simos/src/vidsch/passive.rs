@@ -1,9 +1,9 @@
-//! What VidMm's GPU VA update worker asks of the machine when VidSch's PASSIVE worker thread
-//! of a threaded machine runs it (`crate::vidmm::va::update::gpu_va_worker`; a step-mode round
-//! hands the machine itself in). The thread has its adapter, not the machine: each service is
-//! the adapter's operation the machine's own `Host` calls, and a paging wait is the threaded
-//! machine's (the device, interrupt and DPC threads complete the buffer; this thread sleeps
-//! on VidSch's completion event until then or the OS's wait limit).
+//! What VidMm's worker asks of the machine when its thread of a threaded machine runs it
+//! (`crate::vidmm::worker`; a step-mode round hands the machine itself in). The thread has its
+//! adapter, not the machine: each service is the adapter's operation the machine's own `Host`
+//! calls, and a paging wait is the threaded machine's (the device, interrupt and DPC threads
+//! complete the buffer; this thread sleeps on VidSch's completion event until then or the
+//! OS's wait limit).
 
 use std::time::Duration;
 
@@ -16,15 +16,14 @@ use crate::state::vidmm::residency::QueuedWork;
 use crate::sync::fence::MonitoredFence;
 use crate::vidmm::host::{AdapterServices, Host};
 
-/// VidSch's PASSIVE worker thread of `a` as VidMm's host.
+/// VidMm's worker thread of `a` as VidMm's host.
 pub(crate) struct PassiveHost<'a> {
     pub(crate) a: &'a AdapterShared,
 }
 
-/// Runs VidMm's GPU VA update worker on VidSch's PASSIVE worker thread of a threaded machine;
-/// whether it applied anything.
-pub(crate) fn run_gpu_va_updates(a: &AdapterShared) -> bool {
-    crate::vidmm::va::update::gpu_va_worker(&PassiveHost { a }, a, false)
+/// Runs a turn of VidMm's worker on its thread of a threaded machine; whether it did anything.
+pub(crate) fn run_vidmm_worker(a: &AdapterShared) -> bool {
+    crate::vidmm::worker::turn(&PassiveHost { a }, a, false)
 }
 
 /// VidMm's adapter-only services, the same for every host: written once here.
@@ -94,7 +93,7 @@ impl Host for PassiveHost<'_> {
         crate::vidsch::legacy::wait_completed(a, node, id, timeout)
     }
 
-    /// The update worker creates no fences (only paging queues do, on their thunk's thread):
+    /// VidMm's worker creates no fences (only paging queues do, on their thunk's thread):
     /// a call here is the simulation's defect.
     fn create_sync_fence(
         &self,
@@ -104,11 +103,11 @@ impl Host for PassiveHost<'_> {
         _flags: u32,
     ) -> Result<(KmtHandle, MonitoredFence), SimError> {
         Err(SimError::Internal(
-            "VidSch's PASSIVE worker creates no monitored fence",
+            "VidMm's worker creates no monitored fence",
         ))
     }
 
-    /// The update worker destroys no fences (only paging queues do, on their thunk's thread):
+    /// VidMm's worker destroys no fences (only paging queues do, on their thunk's thread):
     /// a call here is the simulation's defect.
     fn destroy_sync_fence(
         &self,
@@ -117,7 +116,7 @@ impl Host for PassiveHost<'_> {
         _fence: KmtHandle,
     ) -> Result<(), SimError> {
         Err(SimError::Internal(
-            "VidSch's PASSIVE worker destroys no monitored fence",
+            "VidMm's worker destroys no monitored fence",
         ))
     }
 

@@ -440,17 +440,7 @@ impl Machine {
         value: u64,
         resume: impl FnOnce() + Send + 'static,
     ) -> Result<SimEvent, SimError> {
-        self.paging_fence_waited(f, value)?;
         monitored::wait_from_gpu(&self.state, f, value, resume)
-    }
-
-    /// VidMm's paging worker moves a paging fence's queue for any waiter
-    /// (`vidmm::va::paging_queue::paging_fence_waited`).
-    fn paging_fence_waited(&self, f: &MonitoredFence, value: u64) -> Result<(), SimError> {
-        let Ok(a) = self.adapter_shared(f.adapter()) else {
-            return Ok(());
-        };
-        crate::vidmm::va::paging_queue::paging_fence_waited(self, a, f, value)
     }
 
     /// Opens a shareable TYPE_DEFAULT native fence for `process` on an adapter without native
@@ -488,7 +478,6 @@ impl Machine {
         f: &MonitoredFence,
         value: u64,
     ) -> Result<SimEvent, SimError> {
-        self.paging_fence_waited(f, value)?;
         monitored::wait_event(&self.state, f, value)
     }
 

@@ -58,10 +58,35 @@ pub struct VidMmState {
     /// A queued GPU VA update became ready to run (its fence wait was satisfied, or it does
     /// not wait): VidMm's update worker has work (`crate::vidmm::va::update`).
     pub(crate) updates_due: Arc<AtomicBool>,
+    /// A paging queue has operations VidMm's worker has not looked at (`crate::vidmm::worker`).
+    pub(crate) paging_due: AtomicBool,
+    /// Wakes VidMm's worker thread: one per adapter, as 24H2's (the thread
+    /// `M:VidMmWorkerThreadProc2` @0x14009FBE0 runs, woken by the event
+    /// `M:VidMmEnqueueTask` @0x14008F99C sets).
+    pub(crate) wake: Arc<crate::base::line::Wake>,
+    /// Held for one turn of VidMm's worker: a paging queue's operations are done by one
+    /// thread at a time, in their order.
+    pub(crate) worker: Mutex<WorkerTurn>,
     /// Counts changes of the processes' roots (a VA space made, moved or dropped): a context
     /// whose cached count matches has the root VidSch last sent for it (`crate::ums::root`).
     pub(crate) root_generation: AtomicU64,
 }
+
+impl VidMmState {
+    /// Marks paging queued for VidMm's worker and wakes it (the event `M:VidMmEnqueueTask`
+    /// @0x14008F99C sets): after the operation is queued, so the worker's turn that clears
+    /// the mark sees it (`crate::vidmm::worker`).
+    pub(crate) fn paging_queued(&self) {
+        self.paging_due
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.wake.notify();
+    }
+}
+
+/// What [`VidMmState::worker`] guards: the turn of VidMm's worker itself (a type of its own, so
+/// the lock-order check tells it apart).
+#[derive(Debug, Default)]
+pub struct WorkerTurn;
 
 /// Where VidMm mapped an allocation (GpuMmu adapters).
 #[derive(Clone, Copy, Debug)]

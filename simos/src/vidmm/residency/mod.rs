@@ -381,7 +381,7 @@ fn evict_one(
         crate::vidmm::mmu::vidmm_unmap_keep(host, a, m.pid, va, m.pages, m.tag)?;
     }
     // The VAs the process mapped it at (`vidmm::va`) fault too until it returns.
-    crate::vidmm::va::gpu_va_allocation_evicted(host, a, h)?;
+    crate::vidmm::va::mapping::gpu_va_allocation_evicted(host, a, h)?;
     release_local(a, st, segment, offset, m.bytes);
     if let Some(e) = st.entries.get_mut(&h) {
         e.place = Place::Evicted;
@@ -420,7 +420,7 @@ fn residency_page_in(
             // The process's own mappings first, its VidMm VA last (the driver
             // records where an allocation is from the last mapping at offset 0).
             .and_then(|()| {
-                crate::vidmm::va::gpu_va_allocation_placed(
+                crate::vidmm::va::mapping::gpu_va_allocation_placed(
                     host,
                     a,
                     h,
@@ -452,7 +452,7 @@ fn residency_page_in(
             // `Segment` 0, as Windows maps an allocation in system memory ("GPU
             // segments": without `AccessedPhysically` it is not mapped into the
             // aperture); no copy.
-            crate::vidmm::va::gpu_va_allocation_placed(host, a, h, &system)?;
+            crate::vidmm::va::mapping::gpu_va_allocation_placed(host, a, h, &system)?;
             if let Some(va) = m.va {
                 let attrs = MapAttrs::default();
                 crate::vidmm::mmu::vidmm_map_at(host, a, m.pid, va, &system, attrs, m.tag)?;
@@ -675,7 +675,7 @@ pub(crate) fn residency_release(
     };
     // The record goes only once nothing maps the memory: a failed unmap keeps it (and its
     // VRAM) accounted for. The VAs the process mapped it at go first (`vidmm::va`).
-    crate::vidmm::va::gpu_va_allocation_destroyed(host, a, h)?;
+    crate::vidmm::va::mapping::gpu_va_allocation_destroyed(host, a, h)?;
     // Its own VA, where create gave it one.
     match (va, place, a.device.is_lost()) {
         (None, _, _) => {}

@@ -1,22 +1,30 @@
 //! Paging queues: `D3DKMTCreatePagingQueue` / `D3DKMTDestroyPagingQueue`, the paging fence
 //! each queue signals, and `D3DKMTMakeResident` on a queue.
 //!
-//! A queue does its operations in order, on VidMm's paging worker
-//! ([`PagingWork::Queued`](crate::os::answers::PagingWork::Queued), every reading): each
+//! A queue does its operations in order, on VidMm's worker ([`crate::vidmm::worker`];
+//! [`PagingWork::Queued`](crate::os::answers::PagingWork::Queued), every reading): each
 //! operation is queued and the thunk answers STATUS_PENDING with a fence value not yet
 //! reached, as 24H2 passes VidMm's answer through (`K:DxgkMapGpuVirtualAddress` @0x140321DB0
 //! returns VidMm's status and writes `VirtualAddress` and `PagingFenceValue` back for any
 //! status that is not an error; `K:DxgkMakeResidentInternal` @0x1402A7570). A queued Map
-//! enters nothing in the page tables until the queue reaches it ([`paging_queue_catch_up`]),
-//! so GPU work that uses the VA before the fence value faults. The worker runs on its own:
-//! the queue catches up whenever anything waits for its fence, a CPU (how the UMD waits) or
-//! a GPU queue (`D3DKMTSubmitWaitForSyncObjectsToHwQueue`), under every caller
-//! ([`paging_fence_waited`]), and when the queue is destroyed.
-//! Tests that need synchronous paging choose
+//! enters nothing in the page tables until the worker reaches it ([`paging_queue_catch_up`]),
+//! so GPU work that uses the VA before the fence value faults. The worker runs on its own,
+//! woken when an operation is queued; a queue being destroyed has what it still holds done
+//! first. Tests that need synchronous paging choose
 //! [`PagingWork::InThunk`](crate::os::answers::PagingWork::InThunk): an operation with
 //! nothing queued ahead then completes before the thunk returns (STATUS_SUCCESS).
 
-use super::*;
+use crate::adapter::AdapterShared;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::ob::KmtHandle;
+use crate::state::vidmm::va::PagingQueue;
+use crate::sync::fence::MonitoredFence;
+use crate::vidmm::host::Host;
+
+use super::base::{bad, device_pid, pages_at};
+use super::mapping::{queued_run, repeat_tag};
 
 /// The flags `K:DXGPAGINGQUEUE::Initialize` @0x140396FF0 makes a paging queue's fence with:
 /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS` `NoSignal` (bit 4) and `NoGPUAccess` (bit 7).
@@ -72,8 +80,12 @@ pub(crate) fn paging_queue_destroy(
         }
         st.runtime.retain(|_, q| *q != queue);
     }
-    // What the queue still had queued is done before it goes.
-    paging_queue_catch_up(host, a, queue, u64::MAX)?;
+    // What the queue still had queued is done before it goes, by this thread as VidMm's
+    // worker would: in order, one turn at a time.
+    {
+        let _worker = lock(&a.mm.worker);
+        paging_queue_catch_up(host, a, queue, u64::MAX)?;
+    }
     let q = lock(&a.mm.gpuva).queues.remove(&queue).ok_or_else(bad)?;
     // The UMD may have destroyed the fence through its handle already: nothing left.
     let _ = host.destroy_sync_fence(a, device, q.fence);
@@ -144,10 +156,13 @@ pub(super) fn paging_fence_queue(
     let value = q.value;
     q.backlog
         .push(crate::state::vidmm::va::Queued { value, map });
+    drop(st);
+    // Queued first, then the worker woken (`crate::vidmm::worker`: no wake-up lost).
+    a.mm.paging_queued();
     Ok(value)
 }
 
-/// `queue`'s worker catches up to `value`: each queued operation up to it done in order (a
+/// `queue` catches up to `value`: each queued operation up to it done in order (a
 /// queued Map's pages entered in the page tables where its allocation is placed), then the
 /// fence signalled to the last one done. A queue with nothing queued, or a handle that is not
 /// a paging queue, has nothing to do.
@@ -177,7 +192,7 @@ pub(crate) fn paging_queue_catch_up(
         // A range freed or an allocation destroyed meanwhile left nothing to map. A Map
         // that repeats its allocation's pages is one mapping per repetition, all queued
         // together (`va_map_into`): entered at once, as the range they make.
-        let pieces = super::queued_run(a, pid, start, va, &starts);
+        let pieces = queued_run(a, pid, start, va, &starts);
         let Some(m) = pieces.first().map(|p| p.1) else {
             continue;
         };
@@ -185,7 +200,7 @@ pub(crate) fn paging_queue_catch_up(
             let total: u64 = pieces.iter().map(|p| p.1.pages).sum();
             let once = pages_at(&all, m.offset, m.pages).ok_or_else(bad)?;
             let phys: Vec<_> = once.iter().copied().cycle().take(total as usize).collect();
-            let t = super::repeat_tag(&m, va, total);
+            let t = repeat_tag(&m, va, total);
             crate::vidmm::mmu::vidmm_map_at(host, a, pid, va, &phys, m.attrs, t)?;
             let mut st = lock(&a.mm.gpuva);
             for (at, _) in &pieces {
@@ -208,28 +223,6 @@ pub(crate) fn paging_queue_catch_up(
         }
     }
     Ok(())
-}
-
-/// Something waits for monitored fence `f` to reach `value`, a CPU or a GPU queue: where `f`
-/// is a paging queue's fence, the queue's worker catches up to `value` first. On 24H2 VidMm's
-/// paging worker runs on its own thread, so no waiter waits on another to move it; every wait
-/// on a monitored fence comes through here ([`crate::Machine::wait_monitored_fence_event`],
-/// [`crate::Machine::wait_monitored_fence_from_gpu`]).
-pub(crate) fn paging_fence_waited(
-    host: &dyn Host,
-    a: &AdapterShared,
-    f: &crate::state::sync::fence::MonitoredFence,
-    value: u64,
-) -> Result<(), SimError> {
-    let queue = lock(&a.mm.gpuva)
-        .queues
-        .iter()
-        .find(|(_, q)| std::sync::Arc::ptr_eq(&q.fence_obj.obj, &f.obj))
-        .map(|(h, _)| *h);
-    match queue {
-        Some(q) => paging_queue_catch_up(host, a, q, value),
-        None => Ok(()),
-    }
 }
 
 /// Whether `queue`'s fence has reached `value` (the thunk's STATUS_SUCCESS; else PENDING).
@@ -268,13 +261,13 @@ pub(super) fn paging_fence_advance(
 /// `D3DKMTMakeResident` on paging queue `queue` of `device`: `queue` checked (not a queue
 /// of the device: INVALID_PARAMETER), `page` does the residency work, then the queue's
 /// fence advances to the value returned (the paging is complete).
-pub(crate) fn paging_queue_make_resident(
+pub(crate) fn paging_queue_make_resident<E: From<SimError>>(
     host: &dyn Host,
     a: &AdapterShared,
     device: KmtHandle,
     queue: KmtHandle,
-    page: impl FnOnce() -> Result<(), crate::vidmm::residency::MakeResidentFail>,
-) -> Result<u64, crate::vidmm::residency::MakeResidentFail> {
+    page: impl FnOnce() -> Result<(), E>,
+) -> Result<u64, E> {
     match lock(&a.mm.gpuva).queues.get(&queue) {
         Some(q) if q.device == device => {}
         _ => return Err(bad().into()),

@@ -12,15 +12,33 @@
 //!
 //! Here the wait is a VidSch-side waiter on the monitored fence, released by whatever moves
 //! the fence: a CPU signal, a software signal packet, or the DPC-time scan after the GPU's
-//! write. Its release marks the update ready and wakes VidSch's PASSIVE worker (the adapter's
-//! worker thread, or the step loop's round), which runs VidMm's update worker
+//! write. Its release marks the update ready and wakes VidMm's worker (`crate::vidmm::worker`:
+//! the adapter's VidMm thread, or the step loop's round), which applies it
 //! ([`gpu_va_worker`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::*;
-use crate::state::vidmm::va::{QueuedUpdate, UpdateStep};
+use rvgpu_umd::kmt::{
+    GpuVaProtection, MapGpuVa, UpdateGpuVaOp, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP,
+    UPDATE_GPU_VA_MAP_PROTECT, UPDATE_GPU_VA_UNMAP,
+};
+
+use crate::adapter::AdapterShared;
+use crate::base::error::SimError;
+use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
+use crate::ob::KmtHandle;
+use crate::state::vidmm::residency::State as Residency;
+use crate::state::vidmm::va::{QueuedUpdate, UpdateStep, UserMap};
+use crate::sync::fence::MonitoredFence;
+use crate::vidmm::host::Host;
+
+use super::base::{
+    bad, device_pid, va_limit, PAGE, PROTECTION_NO_ACCESS, PROTECTION_SYSTEM_USE_ONLY,
+    PROTECTION_ZERO,
+};
+use super::mapping::{va_clear, va_map_into, va_target};
 
 /// A `D3DKMTUpdateGpuVirtualAddress` as Dxgkrnl hands it to VidMm: `hDevice`, `hContext`
 /// and `hFenceObject` looked up and checked (`crate::kmt::gpu_va`), and the device of each
@@ -130,7 +148,7 @@ pub(crate) fn gpu_va_update(a: &AdapterShared, c: UpdateCall<'_>) -> Result<(), 
     }
     let key = ready.clone();
     let due = a.mm.updates_due.clone();
-    let wake = a.sch.wake.clone();
+    let wake = a.mm.wake.clone();
     let resume = move || {
         ready.store(true, Ordering::SeqCst);
         due.store(true, Ordering::SeqCst);
@@ -278,10 +296,10 @@ fn allocation_bytes(
     os.open_allocation(device, h).map(|al| al.alloc.len)
 }
 
-/// Marks VidMm's update worker due and wakes VidSch's PASSIVE worker, which runs it.
+/// Marks VidMm's update worker due and wakes VidMm's worker, which runs it.
 fn wake_worker(a: &AdapterShared, due: &AtomicBool) {
     due.store(true, Ordering::SeqCst);
-    a.sch.wake.notify();
+    a.mm.wake.notify();
 }
 
 /// Whether VidMm's update worker has updates made ready since it last looked.
@@ -289,7 +307,7 @@ pub(crate) fn gpu_va_updates_due(a: &AdapterShared) -> bool {
     a.mm.updates_due.load(Ordering::SeqCst)
 }
 
-/// VidSch's PASSIVE worker's turn for VidMm's update worker ([`gpu_va_updates_run`]); whether
+/// VidMm's worker's turn for the GPU VA updates ([`gpu_va_updates_run`]); whether
 /// it applied anything. `step`: the turn is a step-mode round, which may run inside a VidMm
 /// operation that steps the machine while it holds VidMm's residency lock (its paging
 /// waits); VidMm's worker would wait for that operation, a round cannot, so the updates
@@ -327,12 +345,12 @@ pub(crate) fn gpu_va_worker(host: &dyn Host, a: &AdapterShared, step: bool) -> b
 /// running leaves the work to it.
 ///
 /// No wake-up is lost between "the worker finds nothing ready" and "a wait is satisfied": a
-/// release stores the update's `ready`, then `updates_due`, then wakes VidSch's worker
+/// release stores the update's `ready`, then `updates_due`, then wakes VidMm's worker
 /// (all SeqCst). The worker clears `updates_due` before each scan of the queue and ends its
 /// turn only under the queue's lock, after a scan that found nothing ready and a second
 /// clear that found `updates_due` still clear. A release whose `ready` the scan missed sets
 /// `updates_due` after that scan: either the second clear sees it (the worker scans again),
-/// or it lands after the turn ended and its wake-up starts a new turn (VidSch's worker
+/// or it lands after the turn ended and its wake-up starts a new turn (VidMm's worker
 /// compares the wake generation it read before its turn, `dxgkrnl::interrupt::serve`). A
 /// caller that found the worker running left `updates_due` set for that worker's second
 /// clear.
@@ -471,7 +489,7 @@ fn update_apply(host: &dyn Host, a: &AdapterShared, u: &QueuedUpdate) -> Result<
 fn update_copy(
     host: &dyn Host,
     a: &AdapterShared,
-    res: &crate::vidmm::residency::State,
+    res: &Residency,
     u: &QueuedUpdate,
     src_start: u64,
     (src, pages, dst): (u64, u64, u64),

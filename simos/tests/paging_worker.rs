@@ -1,0 +1,86 @@
+//! VidMm's worker does queued paging on its own (DDI-03): a Map or MakeResident that answers
+//! STATUS_PENDING is done, and its paging fence moves, with nobody waiting on the fence, as
+//! 24H2's worker thread does it (`simos/src/vidmm/worker.rs`). A runtime that polls the fence
+//! through its CPU mapping sees the value come.
+
+mod common;
+
+use common::*;
+
+use rvgpu_hw::mmu::Access;
+use rvgpu_simos::kmt::{SimFence, SimKmt};
+use rvgpu_simos::{Machine, Mode};
+use rvgpu_umd::kmt::{FenceCpu, Kmt, MakeResidentFlags, MapGpuVa, PagingQueue};
+
+const PAGE: u64 = 4096;
+
+/// A Map of a fresh one-page allocation on `pq` and a MakeResident behind it: both PENDING
+/// (queued on the paging queue); returns the last fence value.
+fn queue_paging(m: &Machine, k: &SimKmt<'_>, pq: &PagingQueue<SimFence>) -> (u64, u64) {
+    let b = okk(m, k.create_allocation(PAGE));
+    let r = MapGpuVa::read_write(pq.handle, 0, b.handle, 0, 1);
+    let mapped = okk(m, k.map_gpu_va(&r));
+    assert!(
+        pq.fence_cpu.value() < mapped.paging_fence_value,
+        "the Map is queued (24H2: STATUS_PENDING)"
+    );
+    let pf = okk(
+        m,
+        k.make_resident_on(pq, &[b.handle], MakeResidentFlags::default()),
+    );
+    assert!(
+        pf.value > mapped.paging_fence_value,
+        "queued behind the Map"
+    );
+    (mapped.va, pf.value)
+}
+
+/// Step mode: the machine's rounds (its time) alone move the paging fence; nothing waits
+/// and nothing reads but the fence's CPU-visible value.
+#[test]
+fn ddi_03_a_paging_fence_moves_with_nobody_waiting() {
+    let m = with_doorbells(Mode::Step, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let pq = okk(&m, k.create_paging_queue(0));
+    let (va, value) = queue_paging(&m, &k, &pq);
+    let mut rounds = 0;
+    while pq.fence_cpu.value() < value {
+        assert!(
+            rounds < 10_000,
+            "the paging fence is at {} after {rounds} rounds, {value} expected",
+            pq.fence_cpu.value()
+        );
+        ok(&m, m.run_steps(1));
+        rounds += 1;
+    }
+    let at = rvgpu_hw::addr::GpuVa::new(va);
+    assert!(
+        m.gpu_va_translate(0, p.pid, at, Access::Write)
+            .is_some_and(|t| t.is_ok()),
+        "the Map's pages are in the page tables once its fence value is reached"
+    );
+    no_fault(&m);
+}
+
+/// Threaded: VidMm's own thread moves the paging fence while the test only reads its CPU
+/// value. The bound is the machine's wait limit, spent only if the fence never moves.
+#[test]
+fn ddi_03_a_paging_fence_moves_with_nobody_waiting_threaded() {
+    let m = with_doorbells(Mode::Threaded, 4);
+    let p = ok(&m, m.create_process(0));
+    let k = m.kmt(&p);
+    let pq = okk(&m, k.create_paging_queue(0));
+    let (_, value) = queue_paging(&m, &k, &pq);
+    let limit = m.os_config().wait_timeout;
+    let start = std::time::Instant::now();
+    while pq.fence_cpu.value() < value {
+        assert!(
+            start.elapsed() < limit,
+            "the paging fence is at {} after {limit:?}, {value} expected",
+            pq.fence_cpu.value()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    no_fault(&m);
+}
