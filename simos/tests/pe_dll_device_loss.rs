@@ -306,3 +306,51 @@ fn adapter_reset(m: Arc<Machine>) {
     assert_eq!((p.open_devices(), o.open_devices()), (0, 0));
     no_fault(&m);
 }
+
+/// UM-10 from C, as the header documents it: `examples/device_loss.c`, built with mingw-w64 as
+/// strict C99 and run as a Windows process against the shipped DLL, hangs its queue, reads
+/// DEVICE_LOST from the wait for the work behind the HANG and the loss report (HUNG, the
+/// KMD's doorbell abort, no adapter reset), recreates its device and fills and checks a buffer
+/// on it, exiting with 0, on both driver builds. Skipped, saying so, without mingw-w64.
+#[test]
+fn um_10_the_device_loss_example_recovers_by_recreating_its_device_on_both_driver_builds() {
+    use rvgpu_simos::pe::exe::{ExeProcess, ExitStatus};
+    let ok = std::process::Command::new("x86_64-w64-mingw32-gcc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: x86_64-w64-mingw32-gcc is missing (bash scripts/setup.sh mingw)");
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dll = rvgpu_simos::pe::build_umd().unwrap_or_else(|e| panic!("{e}"));
+    let exe = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("device_loss.exe");
+    let r = std::process::Command::new("x86_64-w64-mingw32-gcc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
+        .arg(root.join("umd/include"))
+        .arg(root.join("examples/device_loss.c"))
+        .arg(&dll)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("x86_64-w64-mingw32-gcc runs");
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    both_builds(|m| {
+        enable_tdr(&m, TdrConfig::default());
+        let p = ExeProcess::load(m.clone(), umd(), &exe, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let out = p.run().unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            (out.exit.clone(), out.stdout_text().as_str()),
+            (
+                ExitStatus::Code(0),
+                "device_loss: lost (execution state 3, doorbell status 3, removed 0, \
+                 adapter reset 0)\ndevice_loss: recovered\n"
+            ),
+            "stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(p.user_process().open_devices(), 0);
+        no_fault(&m);
+    });
+}

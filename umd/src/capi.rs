@@ -46,6 +46,7 @@
 #![allow(clippy::missing_safety_doc)] // each function documents its contract as "Safety" below
 
 mod args;
+mod buf_imp;
 #[cfg(any(windows, test))]
 pub(crate) mod buffer;
 #[cfg(test)]
@@ -153,109 +154,6 @@ use args::{clear, h, list, out, put, queue_tokens, touch};
 use host as imp;
 #[cfg(windows)]
 use windows as imp;
-
-/// The buffer calls over the types behind the handles: `WinKmt` and its queues on Windows,
-/// the mocks of the unit tests on the host.
-#[cfg(any(windows, test))]
-mod buf_imp {
-    use super::buffer as core_;
-
-    #[cfg(windows)]
-    type K = alloc::sync::Arc<crate::kmt_windows::WinKmt>;
-    #[cfg(windows)]
-    type Q = super::queue::CapiQueue<K>;
-    #[cfg(all(test, not(windows)))]
-    use super::mock::{MockKmt as K, MockQueue as Q};
-
-    pub fn create_(a: usize, size: u64) -> Result<usize, super::RvgpuStatus> {
-        core_::create::<K>(a, size)
-    }
-    pub fn destroy_(b: usize, queues: &[usize]) -> super::RvgpuStatus {
-        core_::destroy::<K, Q>(b, queues)
-    }
-    pub fn gpu_va(b: usize) -> Result<u64, super::RvgpuStatus> {
-        core_::gpu_va::<K>(b)
-    }
-    pub fn status(b: usize) -> Result<super::RvgpuBufferStatus, super::RvgpuStatus> {
-        core_::status::<K>(b)
-    }
-    pub fn lock_(
-        b: usize,
-        flags: u32,
-        queues: &[usize],
-    ) -> Result<*mut core::ffi::c_void, super::RvgpuStatus> {
-        core_::lock::<K, Q>(b, flags, queues)
-    }
-    pub fn unlock_(b: usize) -> super::RvgpuStatus {
-        core_::unlock::<K>(b)
-    }
-    pub fn fill(
-        q: usize,
-        b: usize,
-        offset: u64,
-        bytes: u64,
-        pattern: u64,
-    ) -> Result<u64, super::RvgpuStatus> {
-        core_::fill::<K, Q>(q, b, offset, bytes, pattern)
-    }
-    pub fn copy(
-        q: usize,
-        src: usize,
-        src_offset: u64,
-        dst: usize,
-        dst_offset: u64,
-        bytes: u64,
-    ) -> Result<u64, super::RvgpuStatus> {
-        core_::copy::<K, Q>(q, src, src_offset, dst, dst_offset, bytes)
-    }
-}
-
-/// No D3DKMT off Windows: no adapter, so no buffer either.
-#[cfg(not(any(windows, test)))]
-mod buf_imp {
-    use super::RvgpuStatus;
-    use core::ffi::c_void;
-
-    const NONE: RvgpuStatus = RvgpuStatus::InvalidHandle;
-
-    pub fn create_(_a: usize, _size: u64) -> Result<usize, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn destroy_(_b: usize, _queues: &[usize]) -> RvgpuStatus {
-        NONE
-    }
-    pub fn gpu_va(_b: usize) -> Result<u64, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn status(_b: usize) -> Result<super::RvgpuBufferStatus, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn lock_(_b: usize, _flags: u32, _queues: &[usize]) -> Result<*mut c_void, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn unlock_(_b: usize) -> RvgpuStatus {
-        NONE
-    }
-    pub fn fill(
-        _q: usize,
-        _b: usize,
-        _offset: u64,
-        _bytes: u64,
-        _pattern: u64,
-    ) -> Result<u64, RvgpuStatus> {
-        Err(NONE)
-    }
-    pub fn copy(
-        _q: usize,
-        _src: usize,
-        _src_offset: u64,
-        _dst: usize,
-        _dst_offset: u64,
-        _bytes: u64,
-    ) -> Result<u64, RvgpuStatus> {
-        Err(NONE)
-    }
-}
 
 /// Opens the rvgpu adapter with the given LUID.
 ///
