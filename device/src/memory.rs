@@ -355,6 +355,17 @@ impl Memory {
         Self::with_system(Arc::clone(&self.sys), vram_size)
     }
 
+    /// Another device's view of the same machine whose VRAM is `vram` (its whole pages): a
+    /// second PCI function's mapped BAR4 beside the first's, over one system RAM.
+    pub fn sibling_with_vram(&self, vram: Arc<dyn RamBacking>) -> Arc<Self> {
+        let vram_size = whole_pages(vram.words());
+        Arc::new(Self {
+            sys: Arc::clone(&self.sys),
+            vram: Words::Mapped(vram),
+            vram_size,
+        })
+    }
+
     fn with_system(sys: Arc<SystemRam>, vram_size: u64) -> Arc<Self> {
         let vram_size = vram_size - vram_size % PAGE_SIZE;
         let vram = zeroed_words(vram_size).unwrap_or_else(|| Arc::from(Vec::new()));

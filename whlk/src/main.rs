@@ -55,13 +55,14 @@ struct Cli {
     /// Only cases whose name contains this text.
     #[arg(long)]
     filter: Option<String>,
-    /// Where the sim backend's GPU is: `emulated` (in this process) or `pci[:SYSFS_DIR]`, the
-    /// rvgpu PCI function of a Linux guest (needs root, uio_pci_generic bound to it
-    /// and `memmap=` reserved DMA memory, see `--dma`).
+    /// Where the sim backend's GPU is: `emulated` (in this process) or `pci`, every rvgpu PCI
+    /// function of a Linux guest, each an adapter in bus order (`pci:F[,F...]`: these, each a
+    /// PCI address such as 0000:00:03.0 or a sysfs directory). Needs root, uio_pci_generic or
+    /// rvgpu_uio_msi bound to each function and `memmap=` reserved DMA memory, see `--dma`.
     #[arg(
         long,
         default_value = "emulated",
-        value_name = "emulated|pci[:SYSFS_DIR]"
+        value_name = "emulated|pci[:F[,F...]]"
     )]
     board: String,
     /// `--board pci`: the physical range the kernel left alone (`memmap=SIZE$BASE`) that the OS
@@ -372,14 +373,21 @@ fn parse_num(s: &str) -> Option<u64> {
     }
 }
 
-/// `--board` and `--dma` as a PCI spec (`None` for the emulated board).
+/// `--board` and `--dma` as a PCI spec (`None` for the emulated board), its functions named:
+/// those listed, or every rvgpu function of this machine.
 fn pci_spec(cli: &Cli) -> Result<Option<rvgpu_simos::machine::PciSpec>, String> {
-    let sysfs = match cli.board.as_str() {
+    let functions = match cli.board.as_str() {
         "emulated" => return Ok(None),
-        "pci" => None,
+        "pci" => Vec::new(),
         b => match b.strip_prefix("pci:") {
-            Some(p) => Some(std::path::PathBuf::from(p)),
-            None => return Err(format!("unknown --board {b} (emulated, pci[:SYSFS_DIR])")),
+            Some(list) => list
+                .split(',')
+                .map(|f| match f.trim() {
+                    "" => Err(format!("--board {b}: an empty function name")),
+                    f => Ok(function_path(f)),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            None => return Err(format!("unknown --board {b} (emulated, pci[:F[,F...]])")),
         },
     };
     let (base, size) = cli
@@ -387,11 +395,26 @@ fn pci_spec(cli: &Cli) -> Result<Option<rvgpu_simos::machine::PciSpec>, String> 
         .split_once(':')
         .and_then(|(b, s)| Some((parse_num(b)?, parse_num(s)?)))
         .ok_or_else(|| format!("bad --dma {} (BASE:SIZE)", cli.dma))?;
-    Ok(Some(rvgpu_simos::machine::PciSpec {
-        sysfs,
+    let spec = rvgpu_simos::machine::PciSpec {
+        functions,
         dma_base: base,
         dma_size: size,
-    }))
+    };
+    #[cfg(target_os = "linux")]
+    let spec = rvgpu_simos::machine::pci::resolve(&spec).map_err(|e| format!("--board: {e}"))?;
+    Ok(Some(spec))
+}
+
+/// A function of `--board pci:…`: a sysfs directory, or a PCI address in the kernel's list.
+#[cfg(target_os = "linux")]
+fn function_path(name: &str) -> std::path::PathBuf {
+    rvgpu_simos::machine::pci::function_path(name)
+}
+
+/// A function of `--board pci:…` (the PCI board is Linux's: taken as given).
+#[cfg(not(target_os = "linux"))]
+fn function_path(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(name)
 }
 
 fn main() -> ExitCode {
@@ -463,6 +486,7 @@ fn main() -> ExitCode {
         eprintln!("rvgpu-whlk: --umd {} needs --backend kmt-sim", cli.umd);
         return ExitCode::from(2);
     }
+    let pci_shown = pci.clone();
     let backend: Box<dyn Backend> = match cli.backend {
         BackendKind::Sim => match pci {
             Some(spec) => Box::new(pci_backend(Some(spec))),
@@ -487,6 +511,23 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(spec) = &pci_shown {
+        let names: Vec<String> = spec
+            .functions
+            .iter()
+            .map(|f| {
+                f.file_name()
+                    .unwrap_or(f.as_os_str())
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        println!(
+            "PCI board: {} rvgpu function(s), one adapter each: {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
     let reports = runner::run_all(&selected, backend.as_ref());
     #[cfg(target_os = "linux")]
     if cli.board != "emulated" {
@@ -542,6 +583,26 @@ mod tests {
         assert_eq!(cli.requirement, ["UM-20", "TDR-05", "NF-02"]);
         let none = Cli::try_parse_from(["rvgpu-whlk"]).expect("valid command line");
         assert!(none.requirement.is_empty());
+    }
+
+    #[test]
+    fn ddi_01_board_pci_takes_a_list_of_addresses_or_directories() {
+        let cli = Cli::try_parse_from(["rvgpu-whlk", "--board", "pci:0000:00:03.0,/tmp/f"])
+            .expect("valid command line");
+        let spec = pci_spec(&cli).expect("a list").expect("a PCI board");
+        assert_eq!(
+            spec.functions,
+            [
+                std::path::Path::new("/sys/bus/pci/devices/0000:00:03.0"),
+                std::path::Path::new("/tmp/f")
+            ]
+        );
+        for bad in ["pci:", "pci:0000:00:03.0,", "pcie"] {
+            let cli = Cli::try_parse_from(["rvgpu-whlk", "--board", bad]).expect("parses");
+            assert!(pci_spec(&cli).is_err(), "{bad} is refused");
+        }
+        let cli = Cli::try_parse_from(["rvgpu-whlk"]).expect("valid command line");
+        assert!(pci_spec(&cli).expect("emulated").is_none());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! the harness on the PCI board (`rvgpu-whlk --board pci --subset pci`). The board
 //! itself is exercised in a Linux guest (`device/vfu/vm/run-guest-smoke.sh`); here the same
 //! backend runs on the in-process device under the PCI board's constraints (threaded, one
-//! adapter, no fault injection, step mode, configured machines or cross-adapter fences), so a
-//! subset case that needs something the board lacks is caught without a VM.
+//! function, no fault injection, step mode, configured machines or cross-adapter fences), so a
+//! subset case that needs something the board lacks is caught without a VM. A board of named
+//! functions that do not exist shows how sessions map adapters to functions.
 
 use rvgpu_whlk::backend::sim::{pci_backend, PciSimBackend};
 use rvgpu_whlk::backend::{Backend, Capability};
@@ -65,8 +66,36 @@ fn a_case_needing_fault_injection_is_skipped_on_the_pci_board() {
     assert!(why.contains("FaultInjection"), "{why}");
 }
 
+/// A PCI board of the functions `names` (nothing is opened until a session starts).
+fn board_of(names: &[&str]) -> rvgpu_whlk::backend::restricted::Restricted<PciSimBackend> {
+    pci_backend(Some(rvgpu_simos::machine::PciSpec {
+        functions: names
+            .iter()
+            .map(|n| std::path::Path::new("/nonexistent").join(n))
+            .collect(),
+        dma_base: 0x4000_0000,
+        dma_size: 1 << 20,
+    }))
+}
+
 #[test]
-fn two_adapters_are_refused_on_the_pci_board() {
+fn ddi_01_two_adapters_on_one_function_skip_naming_two_devices() {
     let why = skip_reason(&case("Adapter.TwoAdapters"));
-    assert!(why.contains("the PCI board is one"), "{why}");
+    assert!(why.contains("--devices 2"), "{why}");
+    let reports = runner::run_all(&[&case("Adapter.TwoAdapters")], &board_of(&["f0"]));
+    match &reports[0].outcome {
+        Outcome::Skip(why) => assert!(why.contains("1 rvgpu function"), "{why}"),
+        other => panic!("two adapters on one function: {other:?}"),
+    }
+}
+
+#[test]
+fn ddi_01_two_adapters_on_two_functions_open_a_board_each() {
+    // No function here to open: the case reaches the boards, the first of which is missing,
+    // rather than being skipped.
+    let reports = runner::run_all(&[&case("Adapter.TwoAdapters")], &board_of(&["f0", "f1"]));
+    match &reports[0].outcome {
+        Outcome::Fail(why) => assert!(why.contains("/nonexistent/f0"), "{why}"),
+        other => panic!("two adapters on two functions: {other:?}"),
+    }
 }

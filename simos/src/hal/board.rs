@@ -129,12 +129,12 @@ impl Board for Device {
     }
 }
 
-/// Where the PCI function and the DMA memory are (`hal::pci`).
+/// Where the PCI functions and the DMA memory are (`hal::pci`).
 #[derive(Clone, Debug)]
 pub struct PciSpec {
-    /// The function's sysfs directory (`/sys/bus/pci/devices/…`); `None`: the first
-    /// `1234:5256` function.
-    pub sysfs: Option<std::path::PathBuf>,
+    /// The functions' sysfs directories (`/sys/bus/pci/devices/…`), adapter 0's first: one
+    /// adapter each. Empty: every `1234:5256` function, in bus order (`pci::find_functions`).
+    pub functions: Vec<std::path::PathBuf>,
     /// Physical (= bus) address of the memory the kernel left alone (`memmap=SIZE$BASE`).
     pub dma_base: u64,
     /// Its size in bytes.

@@ -1,6 +1,8 @@
 //! The GPU as a PCI function a Linux guest sees: the [`Board`] for running the real
-//! driver, the simulated OS and the UMD inside a VM whose rvgpu function `rvgpu-vfu` serves
-//! across QEMU's PCIe (docs/qemu-guest.md, "The Linux guest").
+//! driver, the simulated OS and the UMD inside a VM whose rvgpu functions `rvgpu-vfu` serves
+//! across QEMU's PCIe (docs/qemu-guest.md, "The Linux guest"). Each function is an adapter
+//! with a board of its own (its BARs, its UIO device and interrupt thread); the boards of one
+//! machine share its system memory, as the devices of one PCI bus share the host's RAM.
 //!
 //! - **BAR0** (`resource0`, mapped from sysfs): every register access is one volatile 32- or
 //!   64-bit load or store, which QEMU traps and forwards to the server.
@@ -199,16 +201,78 @@ impl RamBacking for Mapping {
     }
 }
 
-/// The rvgpu function `1234:5256` in sysfs, if there is one.
-pub fn find_function() -> Option<PathBuf> {
-    for e in std::fs::read_dir("/sys/bus/pci/devices").ok()?.flatten() {
-        let p = e.path();
-        let id = |n: &str| std::fs::read_to_string(p.join(n)).unwrap_or_default();
-        if id("vendor").trim() == "0x1234" && id("device").trim() == "0x5256" {
-            return Some(p);
-        }
+/// Where the kernel lists every PCI function, one directory each, named by its address.
+const SYSFS_PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+/// Every rvgpu function (`1234:5256`) of this machine, in bus order.
+pub fn find_functions() -> Vec<PathBuf> {
+    find_functions_in(Path::new(SYSFS_PCI_DEVICES))
+}
+
+/// Every rvgpu function below `devices` (a sysfs PCI device list), in bus order: the names
+/// are `domain:bus:device.function` in fixed-width hex, so their order is the bus's.
+fn find_functions_in(devices: &Path) -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(devices) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = dir
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let id = |n: &str| std::fs::read_to_string(p.join(n)).unwrap_or_default();
+            id("vendor").trim() == "0x1234" && id("device").trim() == "0x5256"
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// `spec` with its functions named: as given, or every rvgpu function of this machine.
+/// An error when there is none.
+pub fn resolve(spec: &PciSpec) -> io::Result<PciSpec> {
+    let functions = if spec.functions.is_empty() {
+        find_functions()
+    } else {
+        spec.functions.clone()
+    };
+    if functions.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "no 1234:5256 function in sysfs",
+        ));
     }
-    None
+    Ok(PciSpec {
+        functions,
+        ..spec.clone()
+    })
+}
+
+/// A function named on a command line: a sysfs directory as it is, or a PCI address
+/// (`0000:00:03.0`) as its directory in the kernel's device list.
+pub fn function_path(name: &str) -> PathBuf {
+    if name.contains('/') {
+        PathBuf::from(name)
+    } else {
+        Path::new(SYSFS_PCI_DEVICES).join(name)
+    }
+}
+
+/// The memory a board sees: its VRAM (the mapped BAR4) and the machine's system memory,
+/// which the first board of a machine maps from the DMA range and later boards share
+/// (`system`), so that one allocator hands out the range to every adapter.
+fn board_memory(
+    bar4: Arc<dyn RamBacking>,
+    spec: &PciSpec,
+    system: Option<&Arc<Memory>>,
+) -> io::Result<Arc<Memory>> {
+    if let Some(m) = system {
+        return Ok(m.sibling_with_vram(bar4));
+    }
+    let dma_len = usize::try_from(spec.dma_size)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "DMA range too large"))?;
+    let dma = Mapping::open(Path::new("/dev/mem"), spec.dma_base, Some(dma_len))?;
+    Memory::with_pool(bar4, spec.dma_base, Arc::new(dma))
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad DMA range"))
 }
 
 /// The name of the UIO driver whose handler delivers MSI (device/vfu/vm/uio_msi).
@@ -254,24 +318,25 @@ impl std::fmt::Debug for PciBoard {
 }
 
 impl PciBoard {
-    /// Opens the function `spec` names (or the first rvgpu function), maps its BARs and the
-    /// DMA range, turns on memory space and bus mastering with INTx enabled, reads the
+    /// Opens `function` (its sysfs directory), maps its BARs and, for the machine's first
+    /// board (`system` `None`), the DMA range of `spec`; a later board shares `system`'s
+    /// system memory. Turns on memory space and bus mastering with INTx enabled, reads the
     /// device's configuration from its registers, and starts the UIO thread that drives
     /// `line`.
-    pub fn open(spec: &PciSpec, line: Arc<SimLine>, mode_threaded: bool) -> io::Result<Arc<Self>> {
+    pub fn open(
+        function: &Path,
+        spec: &PciSpec,
+        system: Option<&Arc<Memory>>,
+        line: Arc<SimLine>,
+        mode_threaded: bool,
+    ) -> io::Result<Arc<Self>> {
         if !mode_threaded {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "a PCI board runs in threaded mode only (the device steps on its own)",
             ));
         }
-        let function = match &spec.sysfs {
-            Some(p) => p.clone(),
-            None => find_function().ok_or_else(|| {
-                io::Error::new(io::ErrorKind::NotFound, "no 1234:5256 function in sysfs")
-            })?,
-        };
-        let (uio_path, msi) = find_uio(&function).ok_or_else(|| {
+        let (uio_path, msi) = find_uio(function).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::NotFound,
                 format!(
@@ -283,11 +348,7 @@ impl PciBoard {
         let bar0 = Mapping::open(&function.join("resource0"), 0, None)?;
         let bar2 = Mapping::open(&function.join("resource2"), 0, None)?;
         let bar4 = Mapping::open(&function.join("resource4"), 0, None)?;
-        let dma_len = usize::try_from(spec.dma_size)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "DMA range too large"))?;
-        let dma = Mapping::open(Path::new("/dev/mem"), spec.dma_base, Some(dma_len))?;
-        let memory = Memory::with_pool(Arc::new(bar4), spec.dma_base, Arc::new(dma))
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "bad DMA range"))?;
+        let memory = board_memory(Arc::new(bar4), spec, system)?;
         let config_space = OpenOptions::new()
             .read(true)
             .write(true)
@@ -582,14 +643,96 @@ mod tests {
     #[test]
     fn a_missing_function_is_a_clear_error() {
         let spec = PciSpec {
-            sysfs: Some(PathBuf::from("/nonexistent/rvgpu-function")),
+            functions: Vec::new(),
             dma_base: 0x4000_0000,
             dma_size: 1 << 20,
         };
+        let function = Path::new("/nonexistent/rvgpu-function");
         let line = Arc::new(SimLine::new(Arc::new(Wake::default())));
-        let e = PciBoard::open(&spec, line.clone(), true).unwrap_err();
+        let e = PciBoard::open(function, &spec, None, line.clone(), true).unwrap_err();
         assert!(e.to_string().contains("uio_pci_generic"), "{e}");
-        let e = PciBoard::open(&spec, line, false).unwrap_err();
+        let e = PciBoard::open(function, &spec, None, line, false).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::Unsupported, "step mode is refused");
+    }
+
+    /// A sysfs PCI device list with the functions `(address, vendor, device)`.
+    fn fake_sysfs(name: &str, functions: &[(&str, &str, &str)]) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("rvgpu-pci-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for (addr, vendor, device) in functions {
+            let d = root.join(addr);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("vendor"), format!("{vendor}\n")).unwrap();
+            std::fs::write(d.join("device"), format!("{device}\n")).unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn ddi_01_every_rvgpu_function_is_found_in_bus_order() {
+        let root = fake_sysfs(
+            "devices",
+            &[
+                ("0000:00:04.0", "0x1234", "0x5256"),
+                ("0000:00:02.0", "0x8086", "0x10d3"),
+                ("0000:00:03.0", "0x1234", "0x5256"),
+                ("0000:00:05.0", "0x1234", "0x1111"),
+            ],
+        );
+        let names: Vec<_> = find_functions_in(&root)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["0000:00:03.0", "0000:00:04.0"]);
+        assert!(find_functions_in(&root.join("missing")).is_empty());
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn ddi_01_a_function_is_named_by_address_or_directory() {
+        assert_eq!(
+            function_path("0000:00:03.0"),
+            Path::new("/sys/bus/pci/devices/0000:00:03.0")
+        );
+        assert_eq!(function_path("/tmp/f"), Path::new("/tmp/f"));
+        let given = PciSpec {
+            functions: vec![PathBuf::from("/tmp/f")],
+            dma_base: 0x4000_0000,
+            dma_size: 1 << 20,
+        };
+        assert_eq!(resolve(&given).unwrap().functions, given.functions);
+    }
+
+    #[test]
+    fn ddi_01_a_second_board_shares_the_first_boards_system_memory() {
+        // Two BAR4s and a DMA pool, files here; the second board's memory is built as the
+        // machine builds it for its second function.
+        let (p0, f0) = temp("vram0", &[0u8; 8192]);
+        let (p1, f1) = temp("vram1", &[0u8; 4096]);
+        let (pp, fp) = temp("pool", &[0u8; 4 * 4096]);
+        let spec = PciSpec {
+            functions: Vec::new(),
+            dma_base: 0x4000_0000,
+            dma_size: 4 * 4096,
+        };
+        let first = Memory::with_pool(
+            Arc::new(Mapping::new(&f0, 0, 8192).unwrap()),
+            spec.dma_base,
+            Arc::new(Mapping::new(&fp, 0, 4 * 4096).unwrap()),
+        )
+        .unwrap();
+        let bar4 = Arc::new(Mapping::new(&f1, 0, 4096).unwrap());
+        let second = board_memory(bar4, &spec, Some(&first)).unwrap();
+        assert_eq!(second.vram_size(), 4096, "its own VRAM");
+        assert_eq!(first.vram_size(), 8192);
+        // One allocator: what the second board's adapter takes, the first's cannot.
+        let a = second.alloc_system(4096, 4096).unwrap();
+        assert_eq!(first.system_used(), 4096);
+        let b = first.alloc_system(4096, 4096).unwrap();
+        assert_ne!(a.bus_addr, b.bus_addr);
+        assert!((spec.dma_base..spec.dma_base + spec.dma_size).contains(&a.bus_addr));
+        for p in [p0, p1, pp] {
+            std::fs::remove_file(p).unwrap();
+        }
     }
 }

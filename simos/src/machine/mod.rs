@@ -141,13 +141,25 @@ impl Machine {
         }
     }
 
-    /// [`Machine::new`], failing when the PCI function of [`MachineConfig::pci`] cannot be
-    /// opened (not found, not bound to uio_pci_generic, BARs or DMA memory not mappable).
+    /// [`Machine::new`], failing when a PCI function of [`MachineConfig::pci`] cannot be
+    /// opened (not found, not bound to uio_pci_generic, BARs or DMA memory not mappable), or
+    /// the machine has more adapters than the guest has functions.
     pub fn try_new(config: MachineConfig) -> Result<Self, SimError> {
-        if config.pci.is_some() && (config.adapters.len() != 1 || config.mode != Mode::Threaded) {
+        let pci_functions = match &config.pci {
+            Some(spec) => pci_functions(spec)?,
+            None => Vec::new(),
+        };
+        if config.pci.is_some() && config.mode != Mode::Threaded {
             return Err(SimError::Setup(
-                "a PCI board needs a threaded machine with one adapter".into(),
+                "a PCI board needs a threaded machine".into(),
             ));
+        }
+        if config.pci.is_some() && config.adapters.len() > pci_functions.len() {
+            return Err(SimError::Setup(format!(
+                "{} adapters on {} rvgpu PCI function(s): one function each",
+                config.adapters.len(),
+                pci_functions.len()
+            )));
         }
         let permits = AdapterPermits::acquire(config.adapters.len());
         let state = Arc::new(MachineState::new());
@@ -167,14 +179,18 @@ impl Machine {
             // worker on the adapter's own, Interrupts::dpc_wake and VidSchState::wake).
             let irq_wake = Arc::new(Wake::default());
             let line = Arc::new(SimLine::new(irq_wake.clone()));
-            let (board, emulated): (Arc<dyn Board>, Option<Arc<Device>>) = match (&config.pci, i) {
-                (Some(spec), 0) => {
-                    let b: Arc<dyn Board> = open_pci(spec, line.clone())?;
-                    // The guest's memory: BAR4 and the DMA pool.
-                    memory = b.memory().clone();
+            let pci = config.pci.as_ref().zip(pci_functions.get(i));
+            let (board, emulated): (Arc<dyn Board>, Option<Arc<Device>>) = match pci {
+                Some((spec, function)) => {
+                    // The first board maps the DMA pool; the others share its system memory.
+                    let system = (i > 0).then_some(&memory);
+                    let b: Arc<dyn Board> = open_pci(function, spec, system, line.clone())?;
+                    if i == 0 {
+                        memory = b.memory().clone();
+                    }
                     (b, None)
                 }
-                _ => {
+                None => {
                     let dc = DeviceConfig {
                         mode: device_mode,
                         ..ac.device.clone()
@@ -226,6 +242,8 @@ impl Machine {
                     ("dpc", interrupt::dpc_thread),
                     // VidSch's PASSIVE worker (F1 transitions, UM-13).
                     ("worker", interrupt::worker_thread),
+                    // VidMm's worker (queued paging, GPU VA updates).
+                    ("vidmm", interrupt::vidmm_thread),
                     // Kernel timer DPCs on a processor of their own (adapter::ktimer).
                     ("timer", crate::adapter::ktimer::timer_thread),
                 ];
@@ -242,8 +260,6 @@ impl Machine {
                 }
                 if !spawned {
                     state.raise_sim_error(
-                    // VidMm's worker (queued paging, GPU VA updates).
-                    ("vidmm", interrupt::vidmm_thread),
                         "could not spawn the interrupt, DPC, worker, VidMm and timer threads",
                     );
                 }
@@ -351,7 +367,7 @@ impl Machine {
 
     /// Whether adapter `i` is a PCI function outside this process (`pci`).
     pub fn is_pci(&self, i: usize) -> bool {
-        self.config.pci.is_some() && i == 0
+        self.config.pci.is_some() && i < self.adapters.len()
     }
 
     /// Adapter `i`'s board (registers, memory, configuration), whichever it is.
@@ -554,6 +570,7 @@ impl Drop for Machine {
             a.irq.irq_wake.notify();
             a.irq.dpc_wake.notify();
             a.sch.wake.notify();
+            a.mm.wake.notify();
             a.timers.wake.notify();
         }
         for h in self.threads.drain(..) {
@@ -570,20 +587,46 @@ impl Drop for Machine {
             for (va, _) in lock(&a.mm.contiguous).drain() {
                 kernel::unregister_dma(va);
             }
-            a.mm.wake.notify();
         }
     }
 }
 
-/// Opens the PCI board (Linux only).
+/// The PCI functions a machine's adapters are, in order (Linux only).
 #[cfg(target_os = "linux")]
-fn open_pci(spec: &PciSpec, line: Arc<SimLine>) -> Result<Arc<pci::PciBoard>, SimError> {
-    pci::PciBoard::open(spec, line, true).map_err(|e| SimError::Setup(format!("PCI board: {e}")))
+fn pci_functions(spec: &PciSpec) -> Result<Vec<std::path::PathBuf>, SimError> {
+    pci::resolve(spec)
+        .map(|s| s.functions)
+        .map_err(|e| SimError::Setup(format!("PCI board: {e}")))
 }
 
-/// Opens the PCI board (Linux only).
+/// The PCI functions a machine's adapters are (Linux only).
 #[cfg(not(target_os = "linux"))]
-fn open_pci(_spec: &PciSpec, _line: Arc<SimLine>) -> Result<Arc<dyn Board>, SimError> {
+fn pci_functions(_spec: &PciSpec) -> Result<Vec<std::path::PathBuf>, SimError> {
+    Err(SimError::Setup(
+        "a PCI board needs Linux (sysfs, /dev/mem, UIO)".into(),
+    ))
+}
+
+/// Opens a PCI board (Linux only).
+#[cfg(target_os = "linux")]
+fn open_pci(
+    function: &std::path::Path,
+    spec: &PciSpec,
+    system: Option<&Arc<Memory>>,
+    line: Arc<SimLine>,
+) -> Result<Arc<pci::PciBoard>, SimError> {
+    pci::PciBoard::open(function, spec, system, line, true)
+        .map_err(|e| SimError::Setup(format!("PCI board {}: {e}", function.display())))
+}
+
+/// Opens a PCI board (Linux only).
+#[cfg(not(target_os = "linux"))]
+fn open_pci(
+    _function: &std::path::Path,
+    _spec: &PciSpec,
+    _system: Option<&Arc<Memory>>,
+    _line: Arc<SimLine>,
+) -> Result<Arc<dyn Board>, SimError> {
     Err(SimError::Setup(
         "a PCI board needs Linux (sysfs, /dev/mem, UIO)".into(),
     ))

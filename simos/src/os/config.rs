@@ -83,8 +83,8 @@ pub struct AdapterConfig {
     pub user_mode_driver_name: Option<RegValue>,
     /// The OS grants a message-signalled interrupt (the INF's `MSISupported`, and a function
     /// with an MSI capability): the resource list's interrupt is a message, and the ISR is
-    /// called once per message. Default on; a PCI board (the guest's uio_pci_generic) is
-    /// always line-based.
+    /// called once per message. Default on; a PCI board's interrupt is whichever its UIO
+    /// driver delivers (`hal::pci`).
     pub msi: bool,
     /// BR-14: the device's `DEVPKEY_Device_DriverVersion`, the version part of the installed
     /// INF's `DriverVer` (`None`: absent). Default: what scripts/package.sh stamps into
@@ -111,8 +111,9 @@ pub struct MachineConfig {
     pub os: OsConfig,
     /// Adapters, in PnP order.
     pub adapters: Vec<AdapterConfig>,
-    /// Adapter 0 is a PCI function this (Linux guest) machine sees instead of the emulated
-    /// device in this process (`hal::pci`). Threaded mode, one adapter.
+    /// The adapters are PCI functions this (Linux guest) machine sees instead of emulated
+    /// devices in this process (`hal::pci`): adapter `i` is the spec's function `i`, so there
+    /// are at most as many adapters as functions. Threaded mode.
     pub pci: Option<PciSpec>,
     /// Which build of the driver the machine loads: the Linux build linked in, or `rvgpu.sys`
     /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::os::driver_build::DriverBuild::from_env`]).

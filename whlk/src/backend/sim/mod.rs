@@ -124,15 +124,15 @@ impl Backend for SimBackend {
     }
 }
 
-/// The simulated OS, the real KMD and UMD in this process, driving the rvgpu PCI function a
-/// Linux guest sees (`rvgpu-whlk --board pci`): the machine's adapter 0 is
-/// `rvgpu_simos::machine::pci::PciBoard`. One adapter, threaded; no fault injection, step
-/// mode or configured machines (the function is what the server made it).
+/// The simulated OS, the real KMD and UMD in this process, driving the rvgpu PCI functions a
+/// Linux guest sees (`rvgpu-whlk --board pci`): the machine's adapter `i` is function `i`, a
+/// `rvgpu_simos::machine::pci::PciBoard`. As many adapters as functions, threaded; no fault
+/// injection, step mode or configured machines (a function is what its server made it).
 #[derive(Clone, Debug)]
 pub struct PciSimBackend {
-    /// Where the function and the DMA memory are. `None`: the in-process emulated device
-    /// under the same constraints (what the tests here run, to show the PCI subset needs
-    /// nothing the PCI board lacks).
+    /// Where the functions (named, not empty) and the DMA memory are. `None`: the in-process
+    /// emulated device as one function under the same constraints (what the tests here run,
+    /// to show the PCI subset needs nothing the PCI board lacks).
     pub spec: Option<rvgpu_simos::machine::PciSpec>,
 }
 
@@ -167,16 +167,17 @@ impl Backend for PciSimBackend {
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
-        if config.adapters > 1 {
+        let functions = self.spec.as_ref().map_or(1, |s| s.functions.len());
+        if config.adapters > functions {
             return Err(Failure::Unsupported(format!(
-                "{} adapters asked for; the PCI board is one",
-                config.adapters
+                "{} adapters asked for; the guest has {functions} rvgpu function(s) (boot it with \
+                 `scripts/test-machine.sh --devices {}`)",
+                config.adapters, config.adapters
             )));
         }
         // Threaded whatever the case asks: the device runs on its own (in the server).
         let mut mc = machine_config(&SessionConfig {
             mode: ExecMode::Threaded,
-            adapters: 1,
             ..config.clone()
         });
         mc.pci = self.spec.clone();
