@@ -6,7 +6,8 @@
 //! server and the guest programs as the test command built them, a busybox initramfs, and
 //! three boots through `scripts/test-machine.sh`, the Windows test machine's script: one
 //! function under TCG, with the guest's closing `N passed, N failed` lines; two functions with
-//! the gdb stub holding the CPUs until the host has read their registers; and the Windows
+//! the gdb stub holding the CPUs until the host has read their registers, then the harness's
+//! `Adapter.TwoAdapters` with each function an adapter; and the Windows
 //! machine's own command line (firmware, TPM, disk) held the same way, then run for a few
 //! seconds. Every stage is bounded by `timeout` in the script; the whole run by [`LIMIT`] here.
 //!
@@ -164,9 +165,9 @@ fn driver_stack_in_a_linux_guest_across_qemu_pcie() {
         diagnosis(&out, &vm)
     );
     let runs = results(&out);
-    // guest_smoke, the harness on INTx, the harness on MSI.
+    // guest_smoke, the harness on INTx, the harness on MSI, the harness on two functions.
     assert!(
-        runs.len() >= 3 && runs.iter().all(|&(p, f)| p > 0 && f == 0),
+        runs.len() >= 4 && runs.iter().all(|&(p, f)| p > 0 && f == 0),
         "the guest did not report every check passed ({runs:?}); log tail:\n{}\n{}",
         tail(&out, 80),
         diagnosis(&out, &vm)
@@ -177,6 +178,22 @@ fn driver_stack_in_a_linux_guest_across_qemu_pcie() {
         out.lines().any(|l| l.trim() == "guest: 2 rvgpu functions"),
         "the guest of the two-function boot did not list two rvgpu functions; log tail:\n{}",
         tail(&out, 80)
+    );
+    // There, the harness made each function an adapter and the two-adapter case passed.
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("PCI board: 2 rvgpu function(s), one adapter each: ")),
+        "the harness of the two-function boot did not take both functions; log tail:\n{}",
+        tail(&out, 80)
+    );
+    assert!(
+        out.lines().any(|l| {
+            let mut cells = l.split_whitespace();
+            cells.next() == Some("Adapter.TwoAdapters") && cells.next() == Some("pass")
+        }),
+        "Adapter.TwoAdapters did not pass on the two functions; log tail:\n{}\n{}",
+        tail(&out, 80),
+        diagnosis(&out, &vm)
     );
     assert!(
         out.lines().any(|l| l.starts_with("gdb stub: stop reply ")

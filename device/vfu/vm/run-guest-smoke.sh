@@ -24,6 +24,8 @@ ROOT=$VM/trixie
 # other cases for exploration (e.g. WHLK_ARGS= HARNESS_MIN=0 for every case).
 HARNESS_MIN=${HARNESS_MIN:-5}
 WHLK_ARGS=${WHLK_ARGS---subset pci}
+# What the harness runs in the two-function boot: the case that needs two adapters.
+TWO_ARGS="--filter Adapter.TwoAdapters"
 # Guest RAM, and the part of it the guest kernel leaves to the harness as DMA memory
 # (`memmap=`): below the top of low RAM, where the firmware keeps its tables.
 GUEST_RAM=1536M
@@ -127,11 +129,17 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 # The second boot (two functions, a debugger attached before the first instruction): the PCI
-# list only; every config-space read of a function is answered by its server.
+# list, every config-space read of a function answered by its server; then the harness's
+# two-adapter case, each function an adapter on INTx through uio_pci_generic.
 if grep -q rvgpu_two_functions /proc/cmdline; then
     echo "== guest: lspci of two rvgpu functions"
     /usr/bin/lspci -nn -d 1234:5256
     echo "guest: \$(/usr/bin/lspci -n -d 1234:5256 | wc -l) rvgpu functions"
+    insmod /lib/modules/uio.ko && insmod /lib/modules/uio_pci_generic.ko &&
+        echo "1234 5256" >/sys/bus/pci/drivers/uio_pci_generic/new_id
+    echo "== guest: rvgpu-whlk --board pci $TWO_ARGS (two functions)"
+    /bin/rvgpu-whlk --board pci $TWO_ARGS --dma $DMA_BASE:$DMA_SIZE --no-timeline
+    echo "== guest: two-function harness exit \$?"
     poweroff -f
 fi
 echo "== guest: lspci"
@@ -182,7 +190,8 @@ cp "$TM/one/vfu1.log" "$VM/vfu.log" 2>/dev/null || true
 
 # The second boot: two functions, and the gdb stub WinDbg's EXDI transport uses, with the CPUs
 # held before their first instruction. From the host: `?` (why stopped), `g` (the registers:
-# RIP still at the reset vector), `D` (detach: the guest runs and lists both functions).
+# RIP still at the reset vector), `D` (detach: the guest runs, lists both functions and runs
+# Adapter.TwoAdapters on them, with the first boot's DMA range).
 # KVM where the script's own check accepts it (the Windows machine's accelerator), TCG
 # otherwise.
 ACCEL=tcg
@@ -225,9 +234,10 @@ gdb_attach() {
 }
 t boot-two "boot: scripts/test-machine.sh, two rvgpu functions, QEMU $ACCEL, gdb stub on 127.0.0.1:$GDB_PORT before the first instruction"
 timeout 300 bash "$REPO/scripts/test-machine.sh" --chroot "$ROOT" --dir "$TM/two" --vfu "$BIN/rvgpu-vfu" \
-    --once --accel $ACCEL --devices 2 --gdb-port "$GDB_PORT" --wait-debugger --ram 512M --smp 1 \
+    --once --accel $ACCEL --devices 2 --gdb-port "$GDB_PORT" --wait-debugger --ram $GUEST_RAM --smp 2 \
     --kernel "$ROOT/tmp/vmlinuz" --initrd "$ROOT/tmp/initrd.gz" \
-    --append "console=ttyS0 panic=-1 quiet rvgpu_two_functions" >"$VM/qemu-two.log" 2>&1 &
+    --append "console=ttyS0 panic=-1 quiet rvgpu_two_functions memmap=$DMA_SIZE\$$DMA_BASE" \
+    >"$VM/qemu-two.log" 2>&1 &
 TWO=$!
 GDB_TWO=$(gdb_attach "$TWO" "$VM/qemu-two.log")
 wait "$TWO" || true
@@ -309,4 +319,9 @@ done
 TWO_LOG=$(tr -d '\r' <"$VM/qemu-two.log")
 grep -q '^guest: 2 rvgpu functions$' <<<"$TWO_LOG" ||
     { echo "FAIL: the guest of the second boot did not list two rvgpu functions"; exit 1; }
-echo "ok: guest_smoke ($smoke), harness in the guest on INTx ($harness) and on MSI ($harness_msi); two functions and the gdb stub; the Windows command line"
+grep -q '^PCI board: 2 rvgpu function(s), one adapter each: ' <<<"$TWO_LOG" ||
+    { echo "FAIL: the harness of the second boot did not take both functions"; exit 1; }
+two=$(grep -E '^1 passed, 0 failed, 0 skipped$' <<<"$TWO_LOG" || true)
+grep -qE '^Adapter\.TwoAdapters +pass ' <<<"$TWO_LOG" && [ -n "$two" ] ||
+    { echo "FAIL: Adapter.TwoAdapters did not pass on the two functions"; exit 1; }
+echo "ok: guest_smoke ($smoke), harness in the guest on INTx ($harness) and on MSI ($harness_msi); two functions, Adapter.TwoAdapters on them and the gdb stub; the Windows command line"
