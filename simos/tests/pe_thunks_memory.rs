@@ -216,7 +216,7 @@ fn ddi_03_d3dkmtmapgpuvirtualaddress_answers_as_24h2() {
         &[
             (
                 "the device not active",
-                "a stopped device (its adapter removed) answers every thunk so; the map suites cover a live device",
+                "a stopped device: um_10_d3dkmtmapgpuvirtualaddress_on_a_device_in_error_answers_as_24h2",
             ),
             (
                 "hAllocation without a VidMm allocation",
@@ -735,6 +735,45 @@ fn um_10_d3dkmtlock2_on_a_device_in_error_answers_as_24h2() {
         unlock2(&w, w.device, w.allocation),
         expected("D3DKMTUnlock2", what),
         "Unlock2 of a stopped device"
+    );
+    w.done();
+}
+
+/// UM-10: `K:DxgkMapGpuVirtualAddress` @0x140321DB0 checks the paging queue's device only
+/// through its core access (DXGDEVICE +608 active, `K:COREDEVICEACCESS::AcquireShared`
+/// @0x14000F550), and VidMm's map (`M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal`
+/// @0x1400F5180) looks at no device state: a device VidSch put in error (VidMm's MustSucceed,
+/// code 12) maps, with `VirtualAddress` and `PagingFenceValue` written; once the adapter is
+/// removed the map is STATUS_DEVICE_REMOVED and writes nothing.
+#[test]
+fn um_10_d3dkmtmapgpuvirtualaddress_on_a_device_in_error_answers_as_24h2() {
+    const T: &str = "D3DKMTMapGpuVirtualAddress";
+    let (w, _) = in_error_by_must_succeed();
+    let mut a = map(w.queue, w.allocation, WRITE);
+    let s = w.call(T, &mut a);
+    assert!(
+        s == STATUS_SUCCESS || s == PENDING,
+        "Map of the device in error: {s:#x}"
+    );
+    assert!(
+        a.virtual_address != UNTOUCHED && a.virtual_address != 0,
+        "VirtualAddress {:#x}",
+        a.virtual_address
+    );
+    assert_ne!(a.paging_fence_value, UNTOUCHED);
+    // The adapter removed: its DXGDEVICEs stopped (`K:DXGDEVICE::Stop` @0x1401BBA38).
+    assert!(w.m.device_removed(0).is_ok(), "{:?}", w.m.fault());
+    let what = "the device not active";
+    let mut a = map(w.queue, w.allocation, WRITE);
+    assert_eq!(
+        w.call(T, &mut a),
+        expected(T, what),
+        "Map of a stopped device"
+    );
+    assert_eq!(
+        (a.virtual_address, a.paging_fence_value),
+        (UNTOUCHED, UNTOUCHED),
+        "nothing written"
     );
     w.done();
 }

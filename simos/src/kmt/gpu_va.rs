@@ -185,10 +185,15 @@ const PAGE_MASK: u64 = !(rvgpu_hw::PAGE_SIZE - 1);
 /// 1. `hPagingQueue` not a paging queue in the caller's table (`queue`: its device):
 ///    STATUS_INVALID_PARAMETER;
 /// 2. `Protection.SystemUseOnly` or a reserved bit: STATUS_INVALID_PARAMETER;
-/// 3. unless `Zero` or `NoAccess` (then no allocation is looked at): `hAllocation` not an
+/// 3. the paging queue's device not active (`COREDEVICEACCESS`, [`super::lock::device_active`]:
+///    stopped with its adapter, or gone): STATUS_DEVICE_REMOVED. A device VidSch put in error
+///    is active and maps: the DXGDEVICE's state (+608) is the only device check on the way,
+///    and VidMm's map (`M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal` @0x1400F5180)
+///    looks at no device state;
+/// 4. unless `Zero` or `NoAccess` (then no allocation is looked at): `hAllocation` not an
 ///    allocation in the caller's table (`allocation`: its device), or of another device than
 ///    the paging queue's: STATUS_INVALID_PARAMETER;
-/// 4. VidMm (`VIDMM_GLOBAL::VidMmMapGpuVirtualAddress`): `NoAccess` with `Write`, `Execute`
+/// 5. VidMm (`VIDMM_GLOBAL::VidMmMapGpuVirtualAddress`): `NoAccess` with `Write`, `Execute`
 ///    or `Zero`: STATUS_INVALID_PARAMETER; then `BaseAddress`, `MinimumAddress` and
 ///    `MaximumAddress` rounded down to 4 KiB, and the mapping ([`crate::vidmm::va`]).
 ///
@@ -206,6 +211,9 @@ pub fn dxgk_map_gpu_virtual_address(
     if prot & PROTECTION_REFUSED != 0 {
         return Err(bad());
     }
+    let k = m.kmt(&p);
+    let sh = k.thunk()?;
+    super::lock::device_active(&sh, p.device)?;
     if prot & PROTECTION_NO_ALLOCATION == 0 && allocation(a.h_allocation) != Some(p.device) {
         return Err(bad());
     }
@@ -223,8 +231,6 @@ pub fn dxgk_map_gpu_virtual_address(
         protection: GpuVaProtection(prot),
         driver_protection: a.driver_protection,
     };
-    let k = m.kmt(&p);
-    let sh = k.thunk()?;
     // What VidMm released since its last entry goes first (AL-03), as for allocations.
     m.reap_allocations(&sh).map_err(super::status)?;
     let (va, fence) = crate::vidmm::va::gpu_va_map(m, &sh, p.device, r).map_err(super::status)?;
