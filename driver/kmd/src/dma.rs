@@ -285,7 +285,7 @@ impl LogView {
     ///
     /// # Safety
     /// `va` is 0, or the OS's kernel mapping of a native fence log buffer of `entries`
-    /// entries ([`crate::log::validate`] checked the count against the header), readable until the OS
+    /// entries (the set checked the count against the header), readable until the OS
     /// replaces or takes back that log (which clears the view, under the scheduler lock).
     pub unsafe fn new(va: usize, entries: u32) -> Self {
         if va == 0 || !va.is_multiple_of(8) {

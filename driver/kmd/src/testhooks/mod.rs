@@ -168,7 +168,7 @@ pub fn escape(hooks: Option<&Hooks>, engines: u32, data: &mut [u8]) -> Result<()
             q.count = bytes;
             q.seq = seq;
         }
-        // Answered by the escape itself, which has the queues (`crate::escape`).
+        // Answered before this, by the escape entry point, which has the queues.
         TestHookOp::QueueLog => return Err(bad),
         op => {
             if !tail.is_empty() || q.node >= engines {
