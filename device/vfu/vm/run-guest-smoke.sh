@@ -9,8 +9,9 @@
 #
 # WORKDIR/trixie is a `debootstrap --variant=minbase trixie` chroot holding QEMU >= 10.1 from
 # trixie-backports (the first QEMU with vfio-user-pci), the guest kernel and busybox; it is
-# made once and reused. Exit status 0 when guest_smoke printed "N passed, 0 failed" and the
-# harness printed "N passed, 0 failed, …" with N at least the subset's size (HARNESS_MIN).
+# made once and reused. Exit status 0 when guest_smoke printed "N passed, 0 failed", the
+# harness printed "N passed, 0 failed, …" with N at least the subset's size (HARNESS_MIN) on
+# INTx and on MSI, and Adapter.TwoAdapters passed in the two-function boot.
 # Every step is bounded by `timeout`; the wall time of each is printed at the end.
 set -euo pipefail
 
