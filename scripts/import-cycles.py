@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Import circles between the modules of a crate (docs/architecture.md, "Layers").
 
-Reads every `crate::…`, `super::…` and `self::…` path in a crate's src directory, outside
-`#[cfg(test)]` modules and test-only files (`tests.rs`, `*_tests.rs`), and builds the graph
-module -> module it names. A module is a file (`fence/table.rs` is `fence::table`,
+Reads every path in a crate's src directory that names one of its modules, outside
+`#[cfg(test)]` modules and test-only files (`tests.rs`, `*_tests.rs`): `crate::…`, `super::…`
+and `self::…` paths, and bare paths (`update::f(…)`, `va::State`) whose first segment is a
+module the file can name that way (a child module, a module a `use` brought in, or one a glob
+`use …::*` of a module brings in). It builds the graph module -> module it names. A module is a file (`fence/table.rs` is `fence::table`,
 `fence/mod.rs` is `fence`); a path names the deepest module that exists. Prints, per crate, the
 strongly connected components with more than one module, largest first.
 
 The layering rule, stated here only: no circle joins two top-level modules, and none inside one
 top-level module has more than 3 files. A circle that breaks it is marked in the report;
-`--check` also exits 1 (the test command reads the marks).
+`--check` also exits 1 (the test command reads the marks). The circles listed in `KNOWN` are
+marked "known, to break" instead.
 
 Usage: scripts/import-cycles.py [--check] [--pairs] [--top-level] [SRC_DIR ...]
        (default SRC_DIRs: the driver core, the simulated OS, the UMD, the harness)
@@ -22,6 +25,51 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT = ["driver/kmd/src", "simos/src", "umd/src", "whlk/src"]
 MAX_INNER = 3
+
+# Circles that broke the rule when bare paths were first read (a parent calling its child by
+# `child::f`, a `use child::…`), each still to be broken: a circle inside one of these is
+# reported as known and does not fail `--check`; a new one, or one that grew, does.
+KNOWN = {
+    "driver/kmd/src": [
+        (
+            "adapter allocation::ddi caps clock context::ddi dbginfo doorbell::ddi escape "
+            "fence::ddi hwqueue::ddi hws::ddi kmtest log::ddi node::ddi pagetable paging "
+            "power::ddi process::ddi removal reset::ddi sched::ddi submit::ddi thunk "
+            "thunk::adapter thunk::allocation thunk::caps thunk::clock thunk::context "
+            "thunk::contract thunk::dbginfo thunk::doorbell thunk::features thunk::fence "
+            "thunk::hwqueue thunk::hws thunk::log thunk::node thunk::paging thunk::power "
+            "thunk::present thunk::process thunk::reset thunk::submit thunk::table"
+        ),
+    ],
+    "simos/src": [
+        (
+            "kmt kmt::allocation kmt::context_virtual kmt::destroy_sync kmt::doorbell kmt::evict "
+            "kmt::gpu_va kmt::hw_queue kmt::invalidate_cache kmt::lock kmt::native_fence "
+            "kmt::paging_queue kmt::query_adapter_info kmt::share kmt::submit_command "
+            "kmt::sync_from_cpu kmt::umd_nodes"
+        ),
+        (
+            "pe::cpu pe::cpu::code pe::cpu::count pe::cpu::engine pe::cpu::serve pe::cpu::special "
+            "pe::cpu::stubs pe::cpu::window pe::gdb pe::gdb::target"
+        ),
+        (
+            "pe::umd pe::umd::gdi32 pe::umd::gdi32::adapter pe::umd::gdi32::doorbell "
+            "pe::umd::gdi32::sync pe::umd::gdi32::va pe::umd::win32"
+        ),
+        "install install::catalog install::ci install::inf install::package",
+        (
+            "kmt::catalog kmt::catalog::devices kmt::catalog::memory kmt::catalog::queues "
+            "kmt::catalog::sync"
+        ),
+    ],
+    "whlk/src": [
+        (
+            "backend::kmt backend::kmt::fences backend::kmt::hooks backend::kmt::logs "
+            "backend::kmt::remote backend::kmt::umd"
+        ),
+        "backend backend::caps backend::session backend::testing",
+    ],
+}
 
 
 def modules(root):
@@ -107,12 +155,114 @@ def resolve(mods, p):
     return None
 
 
+USE = re.compile(r"\buse\s+((?:[\w:]*\{[^;]*\}|[\w:*]+(?:\s+as\s+\w+)?))\s*;")
+
+
+def uses(text):
+    """The `use` declarations of `text` (already absolute): alias -> full path, with
+    `(glob, path)` keys for `use path::*`."""
+    out = {}
+    for m in USE.finditer(text):
+        leaves = set()
+        expand_use(m.group(1), [], leaves)
+        for full, alias in leaves:
+            if alias == "*":
+                out[("glob", full)] = full
+            else:
+                out[alias] = full
+    return out
+
+
+def expand_use(p, prefix, out):
+    p = p.strip()
+    if "{" in p:
+        head, _, rest = p.partition("{")
+        head = [s for s in head.split("::") if s]
+        body = rest.rsplit("}", 1)[0]
+        depth, cur, parts = 0, "", []
+        for ch in body:
+            if ch == "," and depth == 0:
+                parts.append(cur)
+                cur = ""
+                continue
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            cur += ch
+        parts.append(cur)
+        for part in parts:
+            if part.strip():
+                expand_use(part, prefix + head, out)
+        return
+    name, _, alias = p.partition(" as ")
+    segs = prefix + [s for s in name.strip().split("::") if s]
+    if segs and segs[-1] == "self":
+        segs = segs[:-1]
+    if not segs:
+        return
+    if segs[-1] == "*":
+        out.add(("::".join(segs[:-1]), "*"))
+    else:
+        out.add(("::".join(segs), alias.strip() or segs[-1]))
+
+
+def children(mods, m):
+    """The modules declared in module `m` (its files' children), by name."""
+    pre = m + "::" if m else ""
+    return {k[len(pre):]: k for k in mods if k.startswith(pre) and "::" not in k[len(pre):]}
+
+
+def bare_names(mods, m, text, texts):
+    """Module names a bare path in module `m` may start with -> the module's full name."""
+    names = dict(children(mods, m))
+    for alias, full in uses(text).items():
+        if isinstance(alias, tuple):
+            if not full.startswith("crate::"):
+                continue
+            g = full[len("crate::"):]
+            if g not in mods and g != "":
+                continue
+            # A glob brings in the module's children and the modules its own `use`s name.
+            for k, v in children(mods, g).items():
+                names.setdefault(k, v)
+            for k, v in uses(texts.get(g, "")).items():
+                if not isinstance(k, tuple) and v.startswith("crate::") and v[7:] in mods:
+                    names.setdefault(k, v[7:])
+            continue
+        if full.startswith("crate::") and full[7:] in mods:
+            names[alias] = full[7:]
+        else:
+            # An outside crate's item of that name hides a child of the same name.
+            names.pop(alias, None)
+    return names
+
+
+def bare_paths(text, names):
+    """`crate::` forms of the bare paths of `text` that start with a module in `names`."""
+    text = re.sub(r"//[^\n]*", "", text)
+    found = set()
+    # `use child::{a, b}` and `use child::item` name the child.
+    for m in USE.finditer(text):
+        leaves = set()
+        expand_use(m.group(1), [], leaves)
+        for full, _ in leaves:
+            head, _, rest = full.partition("::")
+            if names.get(head) and rest:
+                found.add(names[head] + "::" + rest)
+    text = USE.sub("", text)
+    for mm in re.finditer(r"(?<![\w:])(\w+)::((?:\w+::)*\w+)", text):
+        full = names.get(mm.group(1))
+        if full:
+            found.add(full + "::" + mm.group(2))
+    return found
+
+
 def graph_of(root):
     mods = modules(root)
     graph = {m: set() for m in mods}
-    for m, f in mods.items():
-        text = absolute(strip_tests(open(f, encoding="utf-8").read()), m)
-        for p in paths(text):
+    texts = {m: absolute(strip_tests(open(f, encoding="utf-8").read()), m) for m, f in mods.items()}
+    for m in mods:
+        text = texts[m]
+        found = paths(text) | bare_paths(text, bare_names(mods, m, text, texts))
+        for p in found:
             t = resolve(mods, p)
             if t and t != m:
                 graph[m].add(t)
@@ -174,7 +324,11 @@ def main():
         for c in big:
             tops = {m.split('::')[0] for m in c}
             breaks = len(tops) > 1 or len(c) > MAX_INNER
-            mark = " (breaks the layering)" if breaks else ""
+            known = any(set(c) <= set(k.split()) for k in KNOWN.get(name, []))
+            mark = ""
+            if breaks:
+                mark = " (known, to break)" if known else " (breaks the layering)"
+                breaks = not known
             print(f"  circle of {len(c)}{mark}: {' '.join(c)}")
             if breaks:
                 bad.append(f"{name}: circle of {len(c)} over {', '.join(sorted(tops))}")
