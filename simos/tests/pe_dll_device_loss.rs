@@ -18,6 +18,7 @@ use rvgpu_simos::pe::DriverBuild;
 use rvgpu_simos::{Machine, TdrConfig};
 
 const DEVICE_LOST: u64 = 3;
+const INVALID_HANDLE: u64 = 8;
 /// `RVGPU_DEVICE_EXECUTION_*` (`D3DKMT_DEVICEEXECUTION_STATE`).
 const ACTIVE: u32 = 1;
 const RESET: u32 = 2;
@@ -180,6 +181,14 @@ fn guilty_device(m: Arc<Machine>) {
     assert_eq!(r, OK);
     assert_eq!(call(&p, "rvgpu_queue_wait", &[q, v1, 5 * SECOND]), OK);
     assert_eq!(loss_info(&p, a).lost, 0);
+    // A forged adapter handle is refused and the report cleared.
+    let mut raw = [0xAAAA_AAAAu32; 6];
+    let r = call(
+        &p,
+        "rvgpu_device_loss_info",
+        &[0x5A5A_5A58, raw.as_mut_ptr() as u64],
+    );
+    assert_eq!((r, raw), (INVALID_HANDLE, [0; 6]));
     let (r, _) = submit(&p, q, &dwords(&[Command::Hang]));
     assert_eq!(r, OK);
     let (r, v3) = submit(&p, q, &fill(va, 64, 0x3333));

@@ -59,7 +59,7 @@
  * recreate: destroy every buffer, fence, context and queue of the adapter and close it (each
  * destruction returns, whatever its status), then rvgpu_open_adapter again, which creates a
  * new device, and create new queues and objects on it; their work runs. The objects of the
- * lost device are never usable again.
+ * lost device are never usable again. examples/device_loss.c shows the sequence.
  *
  * Off Windows (the host build used by tests) rvgpu_open_adapter returns
  * RVGPU_STATUS_NOT_IMPLEMENTED, so no handle exists.

@@ -333,6 +333,14 @@ pub fn run(data: &[u8]) {
                             ptr_or_null(nulls >> 1, &mut d),
                         ),
                     );
+                    let mut l = capi::RvgpuDeviceLossInfo::default();
+                    check(
+                        "device_loss_info",
+                        capi::rvgpu_device_loss_info(
+                            ptr_or_null(nulls >> 4, adapter),
+                            ptr_or_null(nulls >> 5, &mut l),
+                        ),
+                    );
                     check(
                         "buffer_status",
                         capi::rvgpu_buffer_status(

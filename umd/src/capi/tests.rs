@@ -169,3 +169,30 @@ fn unimplemented_calls_say_so_and_clear_outputs() {
     let name = unsafe { core::ffi::CStr::from_ptr(rvgpu_status_string(st as u32)) };
     assert_eq!(name.to_str().unwrap(), "not implemented");
 }
+
+/// UM-10's loss report with what an attacker passes: a NULL adapter or output is
+/// `InvalidArgument`, a forged adapter `InvalidHandle`, and the output is cleared either way.
+#[test]
+fn um_10_the_loss_report_refuses_null_and_forged_adapters_and_clears_its_output() {
+    let forged = 0x5A5A_5A58usize as *mut RvgpuAdapter;
+    let dirty = RvgpuDeviceLossInfo {
+        lost: 7,
+        execution_state: 7,
+        doorbell_status: 7,
+        device_removed: 7,
+        adapter_reset: 7,
+        reserved: 7,
+    };
+    for (adapter, want) in [
+        (forged, RvgpuStatus::InvalidHandle),
+        (ptr::null_mut(), RvgpuStatus::InvalidArgument),
+    ] {
+        let mut info = dirty;
+        // SAFETY: a valid out-pointer; the handle is only looked up.
+        let s = unsafe { rvgpu_device_loss_info(adapter, &mut info) };
+        assert_eq!((s, info), (want, RvgpuDeviceLossInfo::default()));
+    }
+    // SAFETY: a null output is part of the contract.
+    let s = unsafe { rvgpu_device_loss_info(forged, ptr::null_mut()) };
+    assert_eq!(s, RvgpuStatus::InvalidArgument);
+}
