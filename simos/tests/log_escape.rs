@@ -216,3 +216,4 @@ fn log_01_queue_log_escape_refuses_hostile_requests() {
     drop(q);
     no_fault(&m);
 }
+against_the_pe_image!();
