@@ -3,7 +3,7 @@
 //! `pub(crate)` methods; tests read through `Machine` or the `pub` readers.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -32,34 +32,49 @@ pub struct Observer {
 /// a few blocks before it calls).
 const AT_CALL_SITE_KEPT: usize = 16;
 
-/// The hasher of [`Handover::blocks`]' DDI names: eight bytes a step, as every hot DDI call
-/// counts its block there and a name is a few dozen bytes (the default hasher's cost showed
-/// in the per-submission instruction counts). Not keyed: the names are the catalog's.
-#[derive(Default)]
-struct NameHasher(u64);
+/// A row set's name as the key of [`Handover::blocks`]: the address and length of the
+/// `&'static str`, not its bytes, as every hot DDI call counts its block there (hashing the
+/// name's bytes showed in the per-submission instruction counts). Two sets whose names are
+/// equal but stored apart get two entries, which [`Observer::handed_blocks`] adds up.
+#[derive(Clone, Copy, Debug)]
+struct NameKey(&'static str);
 
-impl Hasher for NameHasher {
+impl PartialEq for NameKey {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for NameKey {}
+
+impl Hash for NameKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_usize(self.0.as_ptr() as usize ^ self.0.len().rotate_left(48));
+    }
+}
+
+/// The hasher of [`NameKey`]s: one multiply of the one word a key writes. Not keyed: the
+/// addresses are the program's own.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
     fn finish(&self) -> u64 {
         self.0
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.mix(u64::from_le_bytes(w));
+        for b in bytes {
+            self.write_u64(u64::from(*b) ^ self.0.rotate_left(8));
         }
-        let mut w = [0u8; 8];
-        let rest = chunks.remainder();
-        w[..rest.len()].copy_from_slice(rest);
-        self.mix(u64::from_le_bytes(w) ^ rest.len() as u64);
     }
-}
 
-impl NameHasher {
-    fn mix(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0 ^ word).wrapping_mul(0x9e_37_79_b9_7f_4a_7c_15);
+    }
+
+    fn write_usize(&mut self, word: usize) {
+        self.write_u64(word as u64);
     }
 }
 
@@ -67,7 +82,7 @@ impl NameHasher {
 #[derive(Debug, Default)]
 struct Handover {
     /// Blocks checked, by DDI.
-    blocks: HashMap<&'static str, u64, BuildHasherDefault<NameHasher>>,
+    blocks: HashMap<NameKey, u64, BuildHasherDefault<AddrHasher>>,
     /// `DDI: field` for each field the audit says 24H2 leaves zero that a block filled.
     filled_zero: Vec<String>,
     /// The sets and block addresses call sites checked last ([`Observer::handed`]), newest
@@ -81,7 +96,7 @@ impl Observer {
     /// which the audit describes).
     pub(crate) fn handed<T>(&self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
         let mut h = lock(&self.handover);
-        *h.blocks.entry(ddi.name).or_default() += 1;
+        *h.blocks.entry(NameKey(ddi.name)).or_default() += 1;
         if h.at_call_site.len() >= AT_CALL_SITE_KEPT {
             h.at_call_site.pop_front();
         }
@@ -116,7 +131,7 @@ impl Observer {
                     h.at_call_site.remove(i);
                     continue;
                 }
-                *h.blocks.entry(set.name()).or_default() += 1;
+                *h.blocks.entry(NameKey(set.name())).or_default() += 1;
                 h.filled_zero
                     .extend(filled.into_iter().map(|f| format!("{}: {f}", set.name())));
             }
@@ -125,7 +140,12 @@ impl Observer {
 
     /// Blocks of `ddi` checked against the hand-over audit so far.
     pub fn handed_blocks(&self, ddi: &str) -> u64 {
-        lock(&self.handover).blocks.get(ddi).copied().unwrap_or(0)
+        lock(&self.handover)
+            .blocks
+            .iter()
+            .filter(|(k, _)| k.0 == ddi)
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// `DDI: field` for each field the audit marks zero that the OS filled.
