@@ -792,7 +792,7 @@ pub(crate) fn submit_command(
     }
     // UM-13: the node's component is activated (F0) before the kernel-mode submission and
     // held until the last-queued value is recorded below.
-    let _active = node_active(a, node)?;
+    let active = node_active(a, node)?;
     let status = submit_to_driver(a, &target, value, gpu, bytes, m.os_config().submit_irql)?;
     if status < 0
         && status != STATUS_NOT_IMPLEMENTED
@@ -810,7 +810,9 @@ pub(crate) fn submit_command(
         let mut st = lock(&sched.st);
         st.accepted = st.accepted.max(value);
     }
-    lock(&a.ums).events.push(UmsEvent::Submit { queue, value });
+    let mut os = lock(&a.ums);
+    os.events.push(UmsEvent::Submit { queue, value });
+    active.release_in(&mut os);
     Ok(())
 }
 

@@ -30,12 +30,24 @@ pub(crate) struct NodeActive<'a> {
     node: u32,
 }
 
+impl NodeActive<'_> {
+    /// Drops the reference in `os`, the adapter's UMS state its caller holds locked: one lock
+    /// for the caller's own record and the release.
+    pub(crate) fn release_in(self, os: &mut crate::state::ums::UmsOs) {
+        release(os, self.node);
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for NodeActive<'_> {
     fn drop(&mut self) {
-        let mut os = lock(&self.a.ums);
-        if let Some(n) = os.node_active.get_mut(self.node as usize) {
-            *n = n.saturating_sub(1);
-        }
+        release(&mut lock(&self.a.ums), self.node);
+    }
+}
+
+fn release(os: &mut crate::state::ums::UmsOs, node: u32) {
+    if let Some(n) = os.node_active.get_mut(node as usize) {
+        *n = n.saturating_sub(1);
     }
 }
 
@@ -44,18 +56,27 @@ impl Drop for NodeActive<'_> {
 /// driver bug (its work would never run).
 pub(crate) fn node_active(a: &AdapterShared, node: u32) -> Result<NodeActive<'_>, SimError> {
     let _f = lock(&a.ums_fstate);
-    {
+    let f0 = {
         let mut os = lock(&a.ums);
         if let Some(n) = os.node_active.get_mut(node as usize) {
             *n = n.saturating_add(1);
         }
         // New work: an F1 request still waiting for idleness is stale (the engine asks
         // again when it next idles).
-        os.f1_deferred.retain(|&n| n != node);
-    }
+        if !os.f1_deferred.is_empty() {
+            os.f1_deferred.retain(|&n| n != node);
+        }
+        os.fstate.get(node as usize) == Some(&0)
+    };
     let active = NodeActive { a, node };
-    set_fstate_locked(a, node, 0)?;
-    check_not_gated(a, node)?;
+    if f0 {
+        // Already F0, read in the same look: the F-state changes only under the F-state lock
+        // held here, so there is nothing to set and the engine must be running.
+        gated_in_f0(a, node)?;
+    } else {
+        set_fstate_locked(a, node, 0)?;
+        check_not_gated(a, node)?;
+    }
     Ok(active)
 }
 
@@ -187,7 +208,15 @@ fn driver_holds_a_component(a: &AdapterShared) -> bool {
 /// The device's engine `node` must not be power-gated while the OS holds it in F0.
 fn check_not_gated(a: &AdapterShared, node: u32) -> Result<(), SimError> {
     let f0 = lock(&a.ums).fstate.get(node as usize) == Some(&0);
-    if f0 && a.device.engine_gated(node) == Some(true) {
+    if f0 {
+        gated_in_f0(a, node)?;
+    }
+    Ok(())
+}
+
+/// [`check_not_gated`] for a node known to be in F0.
+fn gated_in_f0(a: &AdapterShared, node: u32) -> Result<(), SimError> {
+    if a.device.engine_gated(node) == Some(true) {
         return Err(sim_err(
             a,
             format!(
