@@ -1,7 +1,7 @@
 //! The calling thread's current machine: whom a kernel service or callback called without (or
 //! with a bad) adapter handle bug-checks, and the faults of threads that have none.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 
 use rvgpu_kmd::platform::Irql;
@@ -12,7 +12,9 @@ use crate::base::lock::lock;
 use crate::base::processor::current_irql;
 
 thread_local! {
-    static CURRENT: RefCell<Option<Arc<MachineState>>> = const { RefCell::new(None) };
+    // A `Cell`, not a `RefCell`: every DDI call enters and leaves it, and a swap needs no
+    // borrow flag.
+    static CURRENT: Cell<Option<Arc<MachineState>>> = const { Cell::new(None) };
 }
 
 /// Makes a machine the calling thread's current machine for the lifetime of the guard, so
@@ -34,13 +36,19 @@ impl MachineContext {
 impl Drop for MachineContext {
     fn drop(&mut self) {
         let previous = self.previous.take();
-        CURRENT.with(|c| *c.borrow_mut() = previous);
+        // The machine left is dropped outside the thread-local.
+        drop(CURRENT.with(|c| c.replace(previous)));
     }
 }
 
 /// The calling thread's current machine.
 pub fn current_machine() -> Option<Arc<MachineState>> {
-    CURRENT.with(|c| c.borrow().clone())
+    CURRENT.with(|c| {
+        let m = c.take();
+        let current = m.clone();
+        c.set(m);
+        current
+    })
 }
 
 /// Faults raised on threads that had no current machine (a test calling driver code directly).
@@ -79,5 +87,10 @@ pub fn orphan_bugchecks() -> Vec<BugCheck> {
 
 /// Whether the calling thread's current machine has halted.
 pub fn current_machine_halted() -> bool {
-    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|m| m.is_halted()))
+    CURRENT.with(|c| {
+        let m = c.take();
+        let halted = m.as_ref().is_some_and(|m| m.is_halted());
+        c.set(m);
+        halted
+    })
 }

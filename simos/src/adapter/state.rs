@@ -158,12 +158,20 @@ impl MachineState {
     }
 
     /// The fault that halted the machine, if any.
+    #[inline]
     pub fn fault(&self) -> Option<Fault> {
-        // Every DDI call asks: one load while the machine runs (`halt` sets the flag with the
-        // fault in place).
+        // Every DDI call asks twice: one load while the machine runs, inlined into the caller
+        // (`halt` sets the flag with the fault in place).
         if !self.halted.load(Ordering::Acquire) {
             return None;
         }
+        self.halted_fault()
+    }
+
+    /// The fault of a halted machine, out of the callers' line.
+    #[cold]
+    #[inline(never)]
+    fn halted_fault(&self) -> Option<Fault> {
         lock(&self.fault).clone()
     }
 
