@@ -84,3 +84,46 @@ fn ddi_03_a_paging_fence_moves_with_nobody_waiting_threaded() {
     }
     no_fault(&m);
 }
+
+/// Through the shipped DLL's process (`rvgpu.sys` and `rvgpu_umd.dll` in the emulator): a Map
+/// the process makes answers STATUS_PENDING, and the paging fence's value, read where
+/// `D3DKMTCreatePagingQueue` said the process sees it, reaches the Map's value while nothing
+/// in the process waits. The bound is the machine's wait limit, spent only if it never does.
+#[test]
+fn ddi_03_a_paging_fence_moves_with_nobody_waiting_in_the_dlls_process() {
+    use common::dll_world::{paging_queue, world};
+    use rvgpu_simos::kmt::gpu_va::D3dddiMapGpuVirtualAddress;
+    let w = world();
+    let (s, q) = paging_queue(&w.p, w.device, |_| {});
+    assert_eq!(s, common::dll::STATUS_SUCCESS);
+    let fence_va = u64::from(q[4]) | u64::from(q[5]) << 32;
+    assert_ne!(fence_va, 0, "the fence's CPU address");
+    let mut a = D3dddiMapGpuVirtualAddress {
+        h_paging_queue: q[2],
+        h_allocation: w.allocation,
+        size_in_pages: 1,
+        // D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE Write.
+        protection: 1,
+        ..Default::default()
+    };
+    assert_eq!(
+        w.call("D3DKMTMapGpuVirtualAddress", &mut a),
+        rvgpu_ddi::ntstatus::STATUS_PENDING as u64,
+        "queued on the paging queue"
+    );
+    let value = a.paging_fence_value;
+    // SAFETY: the process's view of its paging fence: one aligned u64 the machine keeps
+    // mapped while the queue lives (the emulated process's memory is this process's).
+    let read = || unsafe { (fence_va as *const u64).read_volatile() };
+    let limit = w.m.os_config().wait_timeout;
+    let start = std::time::Instant::now();
+    while read() < value {
+        assert!(
+            start.elapsed() < limit,
+            "the paging fence reads {} after {limit:?}, {value} expected",
+            read()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    w.done();
+}
