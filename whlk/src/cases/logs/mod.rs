@@ -11,7 +11,7 @@
 //! **The Windows form.** A program on Windows sees neither the OS's drain nor its counters;
 //! what it has is the log as the device wrote it, which the KMD copies to a program of the
 //! queue's own device through its test hooks ([`crate::backend::KmdJournal::kmd_queue_log`]). Where the
-//! backend lacks the OS's side (`FenceLogs`), each case runs that form ([`Form::Kmd`]),
+//! backend lacks the OS's side (`FenceLogs`), each case runs that form (`Form::Kmd`),
 //! threaded, and checks the log: the header the OS initialised, the entries in index order
 //! with their fences, values, operations and GPU times. What only the OS's side shows (its
 //! flushes before a read, LOG-07; its reads of the named queue, LOG-08; its overflow
@@ -55,7 +55,7 @@ const KMD_FORM: &[Capability] = &[
 ];
 
 /// The cases of this area. Each runs in the OS's form where the backend has the OS's side of
-/// the logs (its `needs`' first set, checked by [`form`]), else in the KMD's ([`KMD_FORM`]).
+/// the logs (its `needs`' first set, checked by `form`), else in the KMD's (`KMD_FORM`).
 pub const CASES: &[Case] = &[
     Case {
         name: "Logs.EveryUserQueueHasBothLogs",
