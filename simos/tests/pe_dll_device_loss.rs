@@ -158,8 +158,8 @@ fn tear_down(p: &Arc<UserProcess>, buffers: &[u64], queues: &[u64], fences: &[u6
 /// UM-10: a guilty device. Its queue's HANG times the engine out; the KMD aborts the device's
 /// doorbells (`DxgkCbDisconnectDoorbell` with DISCONNECTED_ABORT; the OS writes none). The
 /// work queued behind the HANG never runs and a wait for it answers DEVICE_LOST, not success,
-/// though the OS signalled the device's fences to the maximum; the queue's completed value
-/// stays at what ran. `rvgpu_device_loss_info` reports HUNG, the doorbell's abort, a device
+/// though the OS signalled the device's fences to the maximum, and so is a lock of a buffer
+/// that work writes; the queue's completed value stays at what ran. `rvgpu_device_loss_info` reports HUNG, the doorbell's abort, a device
 /// the OS still accepts and no adapter reset. A device the process opened separately on the
 /// same adapter is not lost and keeps working; the guilty one is recreated and works.
 #[test]
@@ -168,7 +168,6 @@ fn um_10_the_dll_reports_a_guilty_devices_doorbell_abort_and_recovers_by_recreat
 }
 
 fn guilty_device(m: Arc<Machine>) {
-    enable_tdr(&m, TdrConfig::default());
     let p = UserProcess::new(m.clone(), umd());
     let (a, q) = open_queue(&p);
     let (b, va) = buffer_4k(&p, a);
@@ -193,6 +192,19 @@ fn guilty_device(m: Arc<Machine>) {
     assert_eq!(r, OK);
     let (r, v3) = submit(&p, q, &fill(va, 64, 0x3333));
     assert_eq!(r, OK);
+    // A tracked fill of a second buffer behind it: a lock for reading waits for it.
+    let (b2, _) = buffer_4k(&p, a);
+    let mut v4 = 0u64;
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_buffer_fill",
+            &[q, b2, 0, 64, 0x4444, addr(&mut v4)]
+        ),
+        OK
+    );
+    // Timeouts armed once everything is queued, so the HANG is detected after it.
+    enable_tdr(&m, TdrConfig::default());
     run_until(&m, "the engine reset", |m| m.tdr_counts(0).0 >= 1);
 
     // The fill behind the HANG never ran: its wait is no success.
@@ -203,6 +215,18 @@ fn guilty_device(m: Arc<Machine>) {
         log_of(&m)
     );
     assert_eq!(read_buffer(&p, b, 16)[8..], [0; 8], "the fill ran");
+    // The lock waiting for the fill that never ran is no success either.
+    let mut data = 0u64;
+    let queues = [q];
+    assert_eq!(
+        call(
+            &p,
+            "rvgpu_buffer_lock",
+            &[b2, 1, queues.as_ptr() as u64, 1, addr(&mut data)]
+        ),
+        DEVICE_LOST
+    );
+    assert_eq!(data, 0);
     let (completed, lost, doorbell) = queue_status(&p, q);
     assert_eq!((completed, lost, doorbell), (v1, 1, ABORT));
     // What ran before the loss still reads as done.
@@ -227,7 +251,7 @@ fn guilty_device(m: Arc<Machine>) {
     assert_eq!(call(&p, "rvgpu_queue_wait", &[sq, w, 5 * SECOND]), OK);
     assert_eq!(read_buffer(&p, sb, 8), vec![0x5151; 8]);
 
-    tear_down(&p, &[b], &[q], &[], a);
+    tear_down(&p, &[b, b2], &[q], &[], a);
     recreated_device_works(&p);
     tear_down(&p, &[sb], &[sq], &[], sa);
     assert_eq!(p.open_devices(), 0);

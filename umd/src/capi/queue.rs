@@ -154,13 +154,7 @@ impl<K: Kmt> CapiQueue<K> {
     /// Records a loss the first time an operation reports one, or the progress fence reads a
     /// value the queue never submitted (UM-10: the OS signalled it to the maximum).
     fn note<T>(&mut self, r: Result<T, SubmitError>) -> Result<T, SubmitError> {
-        let lost_now = self.lost
-            || matches!(r, Err(SubmitError::Lost))
-            || match &self.queue {
-                Some(AnyQueue::User(q)) => q.is_lost() || q.progress_overrun(),
-                Some(AnyQueue::Kernel(q)) => q.completed() > q.last_submitted(),
-                None => false,
-            };
+        let lost_now = matches!(r, Err(SubmitError::Lost)) || self.is_lost();
         if !lost_now {
             self.seen = self.seen.max(self.completed_now());
         } else if !self.lost {
@@ -177,6 +171,17 @@ impl<K: Kmt> CapiQueue<K> {
             }
         }
         r
+    }
+
+    /// Whether the queue is lost: it found so before, its queue object says so, or its
+    /// progress fence reads a value it never submitted.
+    fn is_lost(&self) -> bool {
+        self.lost
+            || match &self.queue {
+                Some(AnyQueue::User(q)) => q.is_lost() || q.progress_overrun(),
+                Some(AnyQueue::Kernel(q)) => q.completed() > q.last_submitted(),
+                None => false,
+            }
     }
 
     /// The queue's completed value as its queue object reads it.
@@ -239,15 +244,7 @@ impl<K: Kmt> CapiQueue<K> {
     /// the loss are done; any other is `Lost`, never reported as complete.
     pub(crate) fn target(&mut self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
         let r = self.wait_target(value);
-        let r = self.note(r);
-        if self.lost {
-            return if value <= self.seen {
-                Ok(None)
-            } else {
-                Err(SubmitError::Lost)
-            };
-        }
-        r
+        self.note(r)
     }
 
     /// After a wait for `value` returned: whether it completed, or the wait ended because the
@@ -309,19 +306,29 @@ impl<K: Kmt> CapiQueue<K> {
     }
 }
 
-/// A closed queue's work is over (closing waited for it or it never runs).
+/// A closed queue's work is over (closing waited for it or it never runs). A lost queue's is
+/// done only as far as it was seen complete before the loss (a lock waiting for the rest is
+/// `Lost`): its fence reads the maximum whatever ran.
 impl<K: Kmt> Timeline for CapiQueue<K> {
     fn timeline_id(&self) -> TimelineId {
         self.timeline
     }
     fn completed(&self) -> u64 {
         match &self.queue {
+            Some(_) if self.is_lost() => self.seen,
             Some(AnyQueue::User(q)) => q.completed(),
             Some(AnyQueue::Kernel(q)) => q.completed(),
             None => u64::MAX,
         }
     }
     fn wait_target(&self, value: u64) -> Result<Option<(KmtHandle, u64)>, SubmitError> {
+        if self.queue.is_some() && self.is_lost() {
+            return if value <= self.seen {
+                Ok(None)
+            } else {
+                Err(SubmitError::Lost)
+            };
+        }
         match &self.queue {
             Some(AnyQueue::User(q)) => q.wait_target(value),
             Some(AnyQueue::Kernel(q)) => q.wait_target(value),
