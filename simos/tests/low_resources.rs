@@ -30,7 +30,7 @@ use std::cell::Cell;
 use common::*;
 use rvgpu_simos::adapter::kernel;
 use rvgpu_simos::kmt::SimKmt;
-use rvgpu_simos::{LowResources, Machine, MachineConfig, Mode, SimError};
+use rvgpu_simos::{LowResources, Machine, MachineConfig, Mode, NativeFenceDesc, SimError};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
 use rvgpu_umd::submit::{KernelQueue, QueueConfig};
 use zerocopy::IntoBytes;
@@ -398,6 +398,39 @@ fn low_resources_create_native_fence_fails_cleanly_at_every_allocation() {
         |m, k, (), f| okk(m, k.destroy_native_fence(f)),
     );
     assert!(points >= 2, "global and local fence tables: {points}");
+}
+
+#[test]
+fn low_resources_open_of_another_process_s_fence_fails_cleanly_at_every_allocation() {
+    let _serial = serial();
+    // Another process opens a shared fence after its creator's open (DxgkDdiOpenNativeFence):
+    // the local handle table and the count of such opens per process (NF-11's bound,
+    // driver/kmd/src/fence/table.rs) each grow.
+    let status = |e: SimError| match e {
+        SimError::DdiFailed(s) => s,
+        e => panic!("open: {e}"),
+    };
+    let points = sweep_machine(
+        "OpenNativeFence of another process's fence",
+        |m| {
+            let owner = ok(m, m.create_process(0));
+            let desc = NativeFenceDesc {
+                shareable: true,
+                ..NativeFenceDesc::default()
+            };
+            let f = ok(m, m.create_native_fence(0, owner.pid, desc));
+            let opener = ok(m, m.create_process(0));
+            (owner, f, opener)
+        },
+        |m, (_, f, opener)| m.open_native_fence(f, opener.pid).map_err(status),
+        |m, _, opened| ok(m, m.destroy_native_fence(&opened)),
+        |m, (owner, f, opener)| {
+            ok(m, m.exit_process(&opener));
+            ok(m, m.destroy_native_fence(&f));
+            ok(m, m.exit_process(&owner));
+        },
+    );
+    assert!(points >= 2, "local table and opens per process: {points}");
 }
 
 #[test]
