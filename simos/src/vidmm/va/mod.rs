@@ -220,7 +220,14 @@ pub(crate) fn gpu_va_map(
     device: KmtHandle,
     r: MapGpuVa,
 ) -> Result<(u64, u64), SimError> {
-    let pid = device_pid(a, device)?;
+    // VidMm's map looks at no device state (M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal
+    // @0x1400F5180): a device VidSch put in error maps; only Dxgkrnl's device access refuses,
+    // a stopped device (`kmt::lock::device_active`, in the thunk).
+    let pid = lock(&a.ums)
+        .devices
+        .get(&device)
+        .map(|d| d.process)
+        .ok_or_else(bad)?;
     match lock(&a.mm.gpuva).queues.get(&r.paging_queue) {
         Some(q) if q.device == device => {}
         _ => return Err(bad()),
