@@ -443,12 +443,13 @@ impl<'m> SimKmt<'m> {
         }
     }
 
-    /// Whether paging queue `queue`'s fence has reached `value` (a thunk that handed it out
-    /// answers STATUS_PENDING until then).
+    /// Whether the paging operation that handed out `value` on paging queue `queue` was done
+    /// before its thunk returned (STATUS_SUCCESS; else STATUS_PENDING,
+    /// `vidmm::va::paging_queue::paging_done_in_thunk`).
     #[cfg(target_os = "linux")]
     pub(crate) fn paging_fence_reached(&self, queue: KmtHandle, value: u64) -> bool {
         self.adapter().map_or(true, |a| {
-            crate::vidmm::va::paging_queue::paging_fence_reached(&a, queue, value)
+            crate::vidmm::va::paging_queue::paging_done_in_thunk(&a, queue, value)
         })
     }
 }

@@ -225,10 +225,18 @@ pub(crate) fn paging_queue_catch_up(
     Ok(())
 }
 
-/// Whether `queue`'s fence has reached `value` (the thunk's STATUS_SUCCESS; else PENDING).
-/// A queue that is gone has nothing left to reach. (The PE bridge's, Linux only.)
+/// Whether the operation that handed out `value` on `queue` was done before its thunk
+/// returned (the thunk's STATUS_SUCCESS; else STATUS_PENDING). The answer is VidMm's when it
+/// takes the operation, not a later look at the fence: under
+/// [`PagingWork::Queued`](crate::os::answers::PagingWork::Queued) every operation is queued,
+/// so PENDING even when the worker has done it by the time the thunk returns; under
+/// `InThunk` an operation queued behind a backlog is PENDING until the fence reaches it. A
+/// queue that is gone has nothing pending. (The PE bridge's, Linux only.)
 #[cfg(target_os = "linux")]
-pub(crate) fn paging_fence_reached(a: &AdapterShared, queue: KmtHandle, value: u64) -> bool {
+pub(crate) fn paging_done_in_thunk(a: &AdapterShared, queue: KmtHandle, value: u64) -> bool {
+    if a.os.reading.paging_work == crate::os::answers::PagingWork::Queued {
+        return false;
+    }
     lock(&a.mm.gpuva)
         .queues
         .get(&queue)
