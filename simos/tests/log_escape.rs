@@ -1,7 +1,8 @@
 //! The test hooks' copy of a queue's native fence log (`TestHookOp::QueueLog`,
 //! `driver/kmd/src/log/ddi.rs`): the log as the device wrote it, header then entries, through a
 //! driver-private `D3DKMTEscape`, which is how a test program on Windows sees a log (the OS's
-//! drain is not visible to it). The escape is a door into the KMD for any process once a tester
+//! drain is not visible to it); and the KMD's report of its caps (`TestHookOp::DriverCaps`),
+//! which no thunk passes on. The escape is a door into the KMD for any process once a tester
 //! turned the hooks on, so every request here is a hostile caller's too: another process's
 //! queue, made-up ids and log types, sizes that do not fit, a queue already destroyed. Each is
 //! refused with STATUS_INVALID_PARAMETER and the caller's buffer untouched, or answered with
@@ -12,11 +13,16 @@ mod common;
 use common::fences::fence;
 use common::*;
 
+use rvgpu_ddi::adapter::DXGK_VIDSCHCAPS;
+use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::log::{
     unpack_index, LogEntry, LogHeader, ENTRIES_OFFSET, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS,
     OP_SIGNAL_EXECUTED,
 };
-use rvgpu_hw::testhooks::{TestHookEscape, TestHookOp, TEST_HOOKS_VALUE};
+use rvgpu_hw::testhooks::{
+    KmdCapsReport, TestHookEscape, TestHookOp, CAPS_MULTI_ENGINE_AWARE, CAPS_NATIVE_GPU_FENCE,
+    CAPS_NO_64BIT_ATOMICS, CAPS_PER_ENGINE_TDR, TEST_HOOKS_VALUE,
+};
 use rvgpu_simos::adapter::registry::RegValue;
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::{Machine, Mode};
@@ -216,4 +222,80 @@ fn log_01_queue_log_escape_refuses_hostile_requests() {
     drop(q);
     no_fault(&m);
 }
+/// A `DriverCaps` request with `room` bytes after the header.
+fn caps_request(room: usize) -> Vec<u8> {
+    let mut buf = TestHookEscape::new(TestHookOp::DriverCaps, 0, 0)
+        .as_bytes()
+        .to_vec();
+    buf.resize(HEADER + room, FILL);
+    buf
+}
+
+/// UM-03, UM-04, NF-10: the KMD's report of its caps is what the OS recorded at start: the
+/// DRIVERCAPS fields, each node's UserModeSubmission flag, the doorbell size. Hooks off, room
+/// of any other size than the report's, a reserved field set: refused, nothing written.
+#[test]
+fn um_04_driver_caps_escape_reports_what_the_os_recorded() {
+    let m = machine(Some(1));
+    let (_p, k) = user_process(&m);
+    let buf = send(&k, caps_request(size_of::<KmdCapsReport>())).unwrap();
+    let r = KmdCapsReport::read_from_bytes(&buf[HEADER..]).unwrap();
+    let c = okk(&m, m.query_driver_caps(0));
+    let s = c.SchedulingCaps;
+    let flag = |on: bool, bit: u32| if on { bit } else { 0 };
+    assert_eq!(
+        r.flags,
+        flag(
+            s.is_set(DXGK_VIDSCHCAPS::MultiEngineAware),
+            CAPS_MULTI_ENGINE_AWARE
+        ) | flag(
+            s.is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
+            CAPS_NATIVE_GPU_FENCE
+        ) | flag(
+            s.is_set(DXGK_VIDSCHCAPS::No64BitAtomics),
+            CAPS_NO_64BIT_ATOMICS
+        ) | flag(c.SupportPerEngineTDR != 0, CAPS_PER_ENGINE_TDR)
+    );
+    assert_eq!(
+        (r.nodes, r.interrupt_message_number, r.paging_node),
+        (
+            c.GpuEngineTopology.NbAsymetricProcessingNodes,
+            c.InterruptMessageNumber,
+            c.MemoryManagementCaps.PagingNode
+        )
+    );
+    let ums = m
+        .node_metadata(0)
+        .iter()
+        .enumerate()
+        .filter(|(_, md)| md.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
+        .fold(0u32, |mask, (n, _)| mask | 1 << n);
+    assert_eq!(r.user_mode_nodes, ums);
+    assert!(ums != 0);
+    assert_eq!(
+        r.doorbell_size,
+        m.usermode_submission_caps(0)
+            .map_or(0, |u| u.DoorbellSizeInBytes)
+    );
+    for room in [0, 1, 31, 33, 64] {
+        assert_eq!(
+            send(&k, caps_request(room)),
+            Err(STATUS_INVALID_PARAMETER),
+            "room {room}"
+        );
+    }
+    let mut reserved = caps_request(size_of::<KmdCapsReport>());
+    reserved[28] = 1;
+    assert_eq!(send(&k, reserved), Err(STATUS_INVALID_PARAMETER));
+    for hooks in [None, Some(0)] {
+        let m = machine(hooks);
+        let (_p, k) = user_process(&m);
+        assert_eq!(
+            send(&k, caps_request(size_of::<KmdCapsReport>())),
+            Err(STATUS_INVALID_PARAMETER)
+        );
+    }
+    no_fault(&m);
+}
+
 against_the_pe_image!();

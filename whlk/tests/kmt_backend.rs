@@ -82,6 +82,7 @@ fn kmt_backend_passes_or_skips_every_case() {
             Capability::Fences,
             Capability::MonitoredFences,
             Capability::UserModeSubmission,
+            Capability::KmdCaps,
             Capability::UmdFences,
             Capability::Tdr,
             Capability::DmaContexts,
@@ -92,9 +93,10 @@ fn kmt_backend_passes_or_skips_every_case() {
             Capability::KmdJournal,
             Capability::KmdFaults
         ],
-        "a D3DKMT program offers native and monitored fences, user-mode submission, the UMD's \
-         native fences, the machine's own TDR, DMA contexts, the UMD's tracked buffers, the GPU VA thunks, native \
-         fences, the kernel-mode testing escape and the KMD's test hooks"
+        "a D3DKMT program offers native and monitored fences, user-mode submission, the KMD's \
+         caps, the UMD's native fences, the machine's own TDR, DMA contexts, the UMD's tracked \
+         buffers, the GPU VA thunks, native fences, the kernel-mode testing escape and the \
+         KMD's test hooks"
     );
     // What user mode can observe runs and passes, monitored fences signalled and waited on by
     // the CPU and by user-mode queues too.
@@ -148,7 +150,6 @@ fn kmt_backend_passes_or_skips_every_case() {
         ("NativeFence.MonitoredValueTracksWaiters", "FenceInternals"),
         ("NativeFence.PackedStorage", "FenceInternals"),
         ("NativeFence.HandleLifetimes", "DirectDdi"),
-        ("UserModeSubmission.NodeMetadataAndCaps", "KmdCaps"),
         ("UserModeSubmission.UserQueueRefusesKernelPath", "UmdBypass"),
     ] {
         let r = reports

@@ -46,6 +46,10 @@ wire_enum! {
         /// written (as many as fit), `seq` = the log's `NumberOfEntries` (0 and nothing
         /// written: the queue has no such log).
         QueueLog = 6,
+        /// Copy what the KMD answers the OS about the adapter (`DXGKQAITYPE_DRIVERCAPS`, node
+        /// metadata, `DXGK_USERMODESUBMISSION_CAPS`) as a [`KmdCapsReport`] after the header,
+        /// whose room must be exactly its size.
+        DriverCaps = 7,
     }
 }
 
@@ -81,6 +85,36 @@ impl TestHookEscape {
             seq,
             ..Self::default()
         }
+    }
+}
+
+/// [`KmdCapsReport::flags`]: `SchedulingCaps.MultiEngineAware`.
+pub const CAPS_MULTI_ENGINE_AWARE: u32 = 1 << 0;
+/// [`KmdCapsReport::flags`]: `SchedulingCaps.NativeGpuFence`.
+pub const CAPS_NATIVE_GPU_FENCE: u32 = 1 << 1;
+/// [`KmdCapsReport::flags`]: `SchedulingCaps.No64BitAtomics`.
+pub const CAPS_NO_64BIT_ATOMICS: u32 = 1 << 2;
+/// [`KmdCapsReport::flags`]: `SupportPerEngineTDR`.
+pub const CAPS_PER_ENGINE_TDR: u32 = 1 << 3;
+
+wire_struct! {
+    /// [`TestHookOp::DriverCaps`]'s answer (32 bytes): the KMD's caps as it reports them to
+    /// the OS, which no thunk passes on to a program.
+    #[size(32)]
+    pub struct KmdCapsReport {
+        /// `CAPS_*` bits.
+        pub flags: u32,
+        /// `GpuEngineTopology.NbAsymetricProcessingNodes`.
+        pub nodes: u32,
+        /// `InterruptMessageNumber`.
+        pub interrupt_message_number: u32,
+        /// `MemoryManagementCaps.PagingNode`.
+        pub paging_node: u32,
+        /// Bit per node: its metadata's `UserModeSubmissionSupported`.
+        pub user_mode_nodes: u32,
+        /// `DXGK_USERMODESUBMISSION_CAPS::DoorbellSizeInBytes` (0: not answered).
+        pub doorbell_size: u32,
+        pub reserved: [u32; 2],
     }
 }
 

@@ -12,7 +12,10 @@
 
 use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
 use rvgpu_hw::pdd::{NativeFenceTagEscape, NATIVE_FENCE_TAG_ESCAPE_VERSION, PDD_MAGIC};
-use rvgpu_hw::testhooks::{TestHookEscape, TestHookOp};
+use rvgpu_hw::testhooks::{
+    KmdCapsReport, TestHookEscape, TestHookOp, CAPS_MULTI_ENGINE_AWARE, CAPS_NATIVE_GPU_FENCE,
+    CAPS_NO_64BIT_ATOMICS, CAPS_PER_ENGINE_TDR,
+};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::adapter::Adapter;
@@ -33,6 +36,9 @@ pub fn escape<P: Platform>(
     }
     if crate::testhooks::is_request(data) {
         if let Some(r) = queue_log_request(a, args, data) {
+            return r;
+        }
+        if let Some(r) = driver_caps_request(a, data) {
             return r;
         }
         let live = a.live();
@@ -76,6 +82,71 @@ fn queue_log_request<P: Platform>(
             crate::log::ddi::escape_queue_log(a, live, args.hDevice, q.node, q.seq, tail)?;
         q.count = count;
         q.seq = entries;
+        head.copy_from_slice(q.as_bytes());
+        Ok(())
+    })())
+}
+
+/// A test-hook request for [`TestHookOp::DriverCaps`], answered (`Some`); `None` for any other
+/// op. The caps are what this KMD answers the OS at start (`crate::caps`), the adapter's and
+/// no device's. Refused with nothing written when the hooks are off, a reserved field is set
+/// or the room after the header is not exactly a [`KmdCapsReport`].
+fn driver_caps_request<P: Platform>(a: &Adapter<P>, data: &mut [u8]) -> Option<Result<(), Status>> {
+    let (mut q, _) = TestHookEscape::read_from_prefix(data).ok()?;
+    if TestHookOp::from_u32(q.op) != Some(TestHookOp::DriverCaps) {
+        return None;
+    }
+    let bad = status::INVALID_PARAMETER;
+    Some((|| {
+        let live = a.live().ok_or(bad)?;
+        if live.hooks.is_none() || q.reserved != 0 {
+            return Err(bad);
+        }
+        let (head, tail) = data
+            .split_at_mut_checked(size_of::<TestHookEscape>())
+            .ok_or(bad)?;
+        if tail.len() != size_of::<KmdCapsReport>() {
+            return Err(bad);
+        }
+        let c = crate::caps::driver_caps(live);
+        let s = c.SchedulingCaps;
+        let flag = |on: bool, bit: u32| if on { bit } else { 0 };
+        let engines = live.identity.config.engines;
+        let mut user_mode_nodes = 0u32;
+        for node in 0..engines.min(32) {
+            let ums = crate::caps::node_metadata(live, node).is_ok_and(|m| {
+                m.Flags
+                    .is_set(rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS::UserModeSubmission)
+            });
+            if ums {
+                user_mode_nodes |= 1 << node;
+            }
+        }
+        let doorbell_size = if crate::hws::ddi::user_mode_submission(live) {
+            crate::caps::usermode_submission_caps().DoorbellSizeInBytes
+        } else {
+            0
+        };
+        let r = KmdCapsReport {
+            flags: flag(
+                s.is_set(rvgpu_ddi::adapter::DXGK_VIDSCHCAPS::MultiEngineAware),
+                CAPS_MULTI_ENGINE_AWARE,
+            ) | flag(
+                s.is_set(rvgpu_ddi::adapter::DXGK_VIDSCHCAPS::NativeGpuFence),
+                CAPS_NATIVE_GPU_FENCE,
+            ) | flag(
+                s.is_set(rvgpu_ddi::adapter::DXGK_VIDSCHCAPS::No64BitAtomics),
+                CAPS_NO_64BIT_ATOMICS,
+            ) | flag(c.SupportPerEngineTDR != 0, CAPS_PER_ENGINE_TDR),
+            nodes: c.GpuEngineTopology.NbAsymetricProcessingNodes,
+            interrupt_message_number: c.InterruptMessageNumber,
+            paging_node: c.MemoryManagementCaps.PagingNode,
+            user_mode_nodes,
+            doorbell_size,
+            reserved: [0; 2],
+        };
+        tail.copy_from_slice(r.as_bytes());
+        q.count = 1;
         head.copy_from_slice(q.as_bytes());
         Ok(())
     })())

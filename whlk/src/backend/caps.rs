@@ -32,7 +32,7 @@ pub enum Capability {
     CrossAdapterFences,
     /// [`UserModeSubmission`].
     UserModeSubmission,
-    /// [`KmdCaps`] (simulation only).
+    /// [`KmdCaps`].
     KmdCaps,
     /// [`UmdBypass`] (simulation only).
     UmdBypass,
@@ -155,6 +155,7 @@ impl Capability {
                 | Self::MonitoredFences
                 | Self::CrossAdapterFences
                 | Self::UserModeSubmission
+                | Self::KmdCaps
                 | Self::UmdFences
                 | Self::Tdr
                 | Self::DmaContexts
@@ -433,7 +434,8 @@ pub trait UserModeSubmission {
 }
 
 /// What the KMD reported to the OS at start: `DXGK_DRIVERCAPS`, node metadata and
-/// `DXGK_USERMODESUBMISSION_CAPS`. Simulation only (user mode sees none of DRIVERCAPS).
+/// `DXGK_USERMODESUBMISSION_CAPS`. No thunk passes DRIVERCAPS on to user mode: a Windows
+/// backend asks the KMD through its test hooks (`TestHookOp::DriverCaps`).
 pub trait KmdCaps {
     /// Queries `DXGKQAITYPE_DRIVERCAPS` on a started adapter.
     fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure>;

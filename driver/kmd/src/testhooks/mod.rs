@@ -169,7 +169,7 @@ pub fn escape(hooks: Option<&Hooks>, engines: u32, data: &mut [u8]) -> Result<()
             q.seq = seq;
         }
         // Answered before this, by the escape entry point, which has the queues.
-        TestHookOp::QueueLog => return Err(bad),
+        TestHookOp::QueueLog | TestHookOp::DriverCaps => return Err(bad),
         op => {
             if !tail.is_empty() || q.node >= engines {
                 return Err(bad);

@@ -158,7 +158,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     /// device (24H2's `K:ADAPTER_RENDER::Reset` @0x1403F2C34), after which the escape answers
     /// STATUS_DEVICE_REMOVED: the program recovers as a Windows application does, with a new
     /// device, and asks that one.
-    fn on_hooks_device<T>(
+    pub(super) fn on_hooks_device<T>(
         &mut self,
         i: usize,
         mut f: impl FnMut(&dyn TestThunks) -> Result<T, NtStatus>,

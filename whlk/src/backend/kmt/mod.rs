@@ -21,8 +21,9 @@
 //! their primitive (`umd`, `fences`, `backend::app`), [`super::MonitoredFences`] (`fences`),
 //! and [`Tdr`] (the machine's own detection and recovery, `stream`), kernel-mode DMA
 //! contexts and the KMD's test hooks (its journal of a recovery and faults armed in it,
-//! `hooks`). The driver's caps, the OS's internals, fault injection and the other
-//! simulation-only capabilities are absent, so the runner skips the cases that need them,
+//! `hooks`; its caps, `kmd_caps`; a queue's native fence logs as it copies them to the queue's
+//! own process, with the UMD's native fences, `logs`). The OS's internals, fault injection and
+//! the other simulation-only capabilities are absent, so the runner skips the cases that need them,
 //! naming the capability. Without native fences (hardware scheduling off, `HwSchMode`, or a
 //! Windows that does not enable them) what needs none stays — processes, buffers, DMA
 //! contexts, the test hooks, the device state — and a user-mode queue is a skip naming why.
@@ -45,6 +46,7 @@ mod dll_umd;
 mod dll_usermode;
 mod fences;
 mod hooks;
+mod kmd_caps;
 mod logs;
 pub mod remote;
 pub mod sim;
@@ -183,6 +185,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             Capability::DmaContexts,
             Capability::KmdJournal,
             Capability::KmdFaults,
+            Capability::KmdCaps,
         ]);
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
@@ -502,6 +505,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         as_kmd_journal: super::KmdJournal,
         as_kmd_faults: super::KmdFaults,
         as_umd_fences / as_umd_fences_ref: super::UmdFences,
+        as_kmd_caps: super::KmdCaps,
     }
 }
 
