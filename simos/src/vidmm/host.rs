@@ -12,7 +12,7 @@ use crate::state::vidmm::residency::QueuedWork;
 use crate::sync::fence::MonitoredFence;
 
 /// What VidMm asks of VidSch and the UMS state of its adapter alone: the same whoever runs
-/// VidMm (the machine's façade or VidSch's PASSIVE worker), so implemented once, for every
+/// VidMm (the machine's façade or VidMm's worker thread), so implemented once, for every
 /// [`Host`] (`crate::vidsch::passive`).
 pub(crate) trait AdapterServices {
     /// The driver's handle of node `node`'s system context, the paging context VidMm builds
