@@ -39,6 +39,10 @@ const KMD_FORMS: [&str; 8] = [
     "Tdr.CompletedBeforeReset",
 ];
 
+/// Cases whose D3DKMT form is not written yet, skipped at run time with the reason: the
+/// process protocol forwards no share of a fence another process created.
+const NOT_FORWARDED: [&str; 1] = ["DeviceLoss.SharedFenceAcrossProcesses"];
+
 /// The capabilities only the KMD forms use, proven by the second pass.
 const SECOND_PASS: [Capability; 3] = [
     Capability::DmaContexts,
@@ -111,6 +115,7 @@ fn kmt_backend_passes_or_skips_every_case() {
             "DeviceLoss.GuiltyDevice",
             "DeviceLoss.BystanderEngineReset",
             "DeviceLoss.IdleDevice",
+            "DeviceLoss.SiblingDevice",
             "DeviceLoss.AdapterResetEveryDevice",
             "DeviceLoss.KillWhileHung",
         ]),
@@ -167,7 +172,9 @@ fn kmt_backend_passes_or_skips_every_case() {
     for r in &reports {
         if let Outcome::Skip(why) = &r.outcome {
             assert!(
-                why.starts_with("needs capability") || KMD_FORMS.contains(&r.name),
+                why.starts_with("needs capability")
+                    || KMD_FORMS.contains(&r.name)
+                    || (NOT_FORWARDED.contains(&r.name) && why.contains("another process")),
                 "{}: {why}",
                 r.name
             );

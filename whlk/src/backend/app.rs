@@ -450,6 +450,14 @@ pub(crate) enum QueueWait {
 pub(crate) trait AppQueues {
     /// Opens a process (its D3D device) on started adapter `i`.
     fn process_open(&mut self, i: usize) -> Result<ProcessRef, Failure>;
+    /// A second device in `p`'s process, named as a process of its own (see
+    /// [`UserModeSubmission::open_sibling_device`]). Default: unsupported.
+    fn process_sibling(&mut self, p: ProcessRef) -> Result<ProcessRef, Failure> {
+        let _ = p;
+        Err(Failure::Unsupported(
+            "a second device in one process (D3DKMTCreateDevice twice)".into(),
+        ))
+    }
     /// Process `p` ends as `how` says, its queues still open.
     fn process_end(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure>;
     /// A plain buffer of `bytes` for `p`, zeroed.
@@ -472,6 +480,10 @@ pub(crate) trait AppQueues {
 impl<S: AppUmd + AppQueues> UserModeSubmission for S {
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         self.process_open(i)
+    }
+
+    fn open_sibling_device(&mut self, p: ProcessRef) -> Result<ProcessRef, Failure> {
+        self.process_sibling(p)
     }
 
     fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {

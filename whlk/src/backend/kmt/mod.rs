@@ -537,6 +537,19 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
         Ok(ProcessRef(self.processes.len() - 1))
     }
 
+    /// The program's own process opens a second device (`D3DKMTCreateDevice` again); another
+    /// process forwards no such request.
+    fn process_sibling(&mut self, p: ProcessRef) -> Result<ProcessRef, Failure> {
+        let (i, _) = self.process(p)?;
+        let up = KProcess {
+            adapter: i,
+            kmt: Some(self.machine.open_device(i)?),
+            remote: None,
+        };
+        self.processes.push(up);
+        Ok(ProcessRef(self.processes.len() - 1))
+    }
+
     fn process_end(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {
         if let Some(r) = nth_mut(&mut self.processes, p.0, "process")?.remote.take() {
             for (i, q) in self.queues.iter_mut().enumerate() {
