@@ -403,6 +403,29 @@ mod tests {
         assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 2);
     }
 
+    /// DDI-01: blocks are counted per row set name, wherever the name's text is stored: a
+    /// set whose equal name lives at another address (another crate's copy of the constant)
+    /// adds to the same count.
+    #[test]
+    fn ddi_01_blocks_of_sets_with_equal_names_count_together() {
+        let o = Observer::default();
+        let b = DXGKARG_SETNATIVEFENCELOGBUFFER {
+            hHwQueue: 8 as rvgpu_ddi::HANDLE,
+            NumberOfEntries: 64,
+            LogBufferGpuVa: 0x10_0000,
+            ..Default::default()
+        };
+        let set = rvgpu_ddi::handover::SET_NATIVE_FENCE_LOG_BUFFER;
+        let copy = rvgpu_ddi::handover::Ddi {
+            name: Box::leak(set.name.to_owned().into_boxed_str()),
+            ..set
+        };
+        assert!(!std::ptr::eq(set.name, copy.name));
+        o.handed(&set, &b);
+        o.handed(&copy, &b);
+        assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 2);
+    }
+
     /// DDI-01: a block of another type than the sets read, or of a DDI without sets, is not
     /// read at all.
     #[test]
