@@ -185,7 +185,7 @@ const PAGE_MASK: u64 = !(rvgpu_hw::PAGE_SIZE - 1);
 /// 1. `hPagingQueue` not a paging queue in the caller's table (`queue`: its device):
 ///    STATUS_INVALID_PARAMETER;
 /// 2. `Protection.SystemUseOnly` or a reserved bit: STATUS_INVALID_PARAMETER;
-/// 3. the paging queue's device not active (`COREDEVICEACCESS`, [`super::lock::device_active`]:
+/// 3. the paging queue's device not active (`COREDEVICEACCESS`, `kmt::lock::device_active`:
 ///    stopped with its adapter, or gone): STATUS_DEVICE_REMOVED. A device VidSch put in error
 ///    is active and maps: the DXGDEVICE's state (+608) is the only device check on the way,
 ///    and VidMm's map (`M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal` @0x1400F5180)

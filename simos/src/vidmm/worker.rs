@@ -11,8 +11,8 @@
 //!
 //! Here the worker is a thread of a threaded machine (`dxgkrnl::interrupt`'s VidMm thread)
 //! and a turn of each step-mode round. A turn does every paging queue's operations in their
-//! order ([`crate::vidmm::va::paging_queue`]: Map, MakeResident), then the GPU VA updates
-//! whose waits were released ([`crate::vidmm::va::update`]). One turn runs at a time
+//! order (`vidmm::va::paging_queue`: Map, MakeResident), then the GPU VA updates
+//! whose waits were released (`vidmm::va::update`). One turn runs at a time
 //! (`VidMmState::worker`), so a queue's operations are done, and its fence signalled, in
 //! their order.
 //!

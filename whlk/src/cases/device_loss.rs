@@ -18,6 +18,9 @@
 //! TDR can submit. An adapter-wide recovery is the OS's (a forced TDR, [`OsControl`]) where
 //! the backend steers the OS, else the promotion of a failing engine reset armed in the KMD
 //! through its test hooks ([`KmdFaults`]); a backend with neither skips the case naming both.
+//!
+//! [`OsControl`]: crate::backend::OsControl
+//! [`KmdFaults`]: crate::backend::KmdFaults
 
 use std::time::Duration;
 

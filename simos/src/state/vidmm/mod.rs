@@ -83,7 +83,7 @@ impl VidMmState {
     }
 }
 
-/// What [`VidMmState::worker`] guards: the turn of VidMm's worker itself (a type of its own, so
+/// What `VidMmState::worker` guards: the turn of VidMm's worker itself (a type of its own, so
 /// the lock-order check tells it apart).
 #[derive(Debug, Default)]
 pub struct WorkerTurn;
