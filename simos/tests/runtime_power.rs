@@ -500,10 +500,13 @@ fn um_13_kernel_queue_work_after_f1_completes() {
 }
 
 static REAL_FSTATE: Mutex<Option<FState>> = Mutex::new(None);
+/// Set once the test has seen its engine go to F1: from then on [`lazy_fstate`] ignores F0.
+static LAZY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// A broken driver: ignores F0 requests (the engine stays gated) but reports success.
+/// A broken driver, once [`LAZY`] is set: ignores F0 requests (the engine stays gated) but
+/// reports success. Before, it is the driver (VidMm's paging may wake the node first).
 unsafe extern "system" fn lazy_fstate(h: HANDLE, component: UINT, fstate: UINT) -> NTSTATUS {
-    if fstate == 0 {
+    if fstate == 0 && LAZY.load(std::sync::atomic::Ordering::SeqCst) {
         return STATUS_SUCCESS;
     }
     let real = REAL_FSTATE.lock().unwrap().expect("real DDI");
@@ -516,6 +519,7 @@ unsafe extern "system" fn lazy_fstate(h: HANDLE, component: UINT, fstate: UINT) 
 /// submission.
 #[test]
 fn um_13_engine_left_gated_in_f0_is_a_driver_bug() {
+    LAZY.store(false, std::sync::atomic::Ordering::SeqCst);
     let mut m = Machine::new(f1_config());
     m.load_driver_with(|t| {
         *REAL_FSTATE.lock().unwrap() = t.DxgkDdiSetPowerComponentFState;
@@ -528,6 +532,7 @@ fn um_13_engine_left_gated_in_f0_is_a_driver_bug() {
     let mut kq = okk(&m, KernelQueue::new(k, &config(0)));
     submit_wait(&m, &mut kq, &[fill(&t, 0, 1)]);
     until_f1(&m, 0);
+    LAZY.store(true, std::sync::atomic::Ordering::SeqCst);
     assert!(kq.submit(&[fill(&t, 0, 2)]).is_err());
     let fault = format!("{:?}", m.fault());
     assert!(fault.contains("power-gated"), "{fault}");
