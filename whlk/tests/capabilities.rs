@@ -103,14 +103,15 @@ fn a_windows_like_backend_skips_or_passes_every_case() {
     );
     for (r, c) in reports.iter().zip(&all) {
         let lacks = c.needs.iter().any(|n| hidden.contains(n));
-        // A case with two forms (the OS's record or the KMD's, an adapter-wide recovery the
-        // OS forces or the KMD's armed fault causes) is skipped when the backend has neither,
-        // naming what each lacks: here, the OS's side hidden and the KMD's test hooks not
-        // among the simulation's capabilities.
+        // A case with two forms (the OS's record or the KMD's, the OS's side of the logs or
+        // the KMD's copy, an adapter-wide recovery the OS forces or the KMD's armed fault
+        // causes) is skipped when the backend has neither, naming what each lacks: here, the
+        // OS's side hidden and the KMD's test hooks not among the simulation's capabilities.
         let neither = matches!(&r.outcome, Outcome::Skip(m)
             if (m.contains("(the OS's record) or") && m.contains("TdrTrace")
                 && m.contains("KmdJournal"))
-                || (m.contains("OsControl (a forced TDR) or") && m.contains("KmdFaults")));
+                || (m.contains("OsControl (a forced TDR) or") && m.contains("KmdFaults"))
+                || (m.contains("(the OS's side of the logs) or") && m.contains("KmdJournal")));
         assert_eq!(
             matches!(r.outcome, Outcome::Skip(_)),
             lacks || neither,

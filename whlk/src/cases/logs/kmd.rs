@@ -47,9 +47,15 @@ pub(super) fn form(b: &dyn Backend, os: &[Capability]) -> Result<Form, CaseError
     } else if k.is_empty() {
         Ok(Form::Kmd)
     } else {
+        // Where the OS gave no native fences, say why, as a case needing them outright does.
+        let why = k
+            .contains(&Capability::NativeFences.name())
+            .then(crate::os::why_no_native_fences)
+            .flatten()
+            .map_or_else(String::new, |w| format!(" ({w})"));
         Err(CaseError::Skip(format!(
             "needs capability {} (the OS's side of the logs) or {} (the KMD's copy of them), \
-             which backend {} lacks",
+             which backend {} lacks{why}",
             o.join(" "),
             k.join(" "),
             b.name()
