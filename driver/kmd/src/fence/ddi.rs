@@ -120,7 +120,6 @@ pub fn create<P: Platform>(
         monitored_gpu: mv,
         words: None,
         guarded: None,
-        fence_type: args.Type,
         opens: 0,
         opened: false,
     };

@@ -25,8 +25,6 @@ pub struct Fence {
     /// The device page of MonitoredValue, kept from user-mode queues since the fence's first
     /// open ([`super::pages::FencePages::protect`]); `None` before it.
     pub guarded: Option<u64>,
-    /// `D3DDDI_NATIVEFENCE_TYPE`.
-    pub fence_type: i32,
     /// Local handles open on it.
     pub opens: u32,
     /// Whether its first open (the creator's, the last step of its creation) is done: every
@@ -344,7 +342,6 @@ mod tests {
             monitored_gpu: GpuVa::new(0x2000),
             words: None,
             guarded: None,
-            fence_type: 0,
             opens: 0,
             opened: false,
         }
