@@ -9,13 +9,15 @@ use rvgpu_hw::log::{header_count, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 
 use crate::backend::{
     Backend, Capability, ExecMode, Failure, FenceWork, LogKind, NewQueue, ProcessRef, Session,
-    UmFenceRef, UmQueueRef, WaitResult, Work,
+    UmFenceRef, UmQueueRef, WaitResult,
 };
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
 use super::super::common::session;
-use super::{kind_name, signal_and_wait, Lane, DEFAULT_LOG_ENTRIES, KMD_FORM, WAIT};
+use super::{
+    kind_name, signal_and_wait, timeline_rounds, Lane, DEFAULT_LOG_ENTRIES, KMD_FORM, WAIT,
+};
 
 /// `STATUS_INVALID_PARAMETER`: the KMD's answer to a test-hook request with the hooks off.
 const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
@@ -395,39 +397,7 @@ pub(super) fn kmd_timeline(b: &dyn Backend) -> CaseResult {
             last: [0; 2],
         });
     }
-    for k in 1..=ROUNDS {
-        for l in &mut lanes {
-            let buf = l.buf;
-            let fill = |off: u64| {
-                FenceWork::Work(Work::Fill {
-                    dst: buf,
-                    offset: off,
-                    bytes: 1024,
-                    pattern: k,
-                })
-            };
-            l.last[1] = s.umd_fences()?.submit_fence_ops(
-                l.b,
-                &[
-                    FenceWork::Wait(l.fa, k),
-                    fill(2048),
-                    FenceWork::Signal(l.fb, k),
-                ],
-            )?;
-            l.last[0] = s
-                .umd_fences()?
-                .submit_fence_ops(l.a, &[fill(0), FenceWork::Signal(l.fa, k)])?;
-        }
-        if k % 5 == 0 || k == ROUNDS {
-            for l in &lanes {
-                let r = s.umd_fences()?.wait_um_fence(l.fb, k, WAIT)?;
-                ensure!(
-                    r == WaitResult::Satisfied,
-                    "CPU wait for round {k} ended {r:?}"
-                );
-            }
-        }
-    }
+    timeline_rounds(&mut *s, &mut lanes, ROUNDS)?;
     let mut logged = 0;
     for (i, l) in lanes.iter().enumerate() {
         for (q, v) in [(l.a, l.last[0]), (l.b, l.last[1])] {

@@ -530,6 +530,46 @@ fn os_recreate_log_mid_run(b: &dyn Backend) -> CaseResult {
     Ok(())
 }
 
+/// `rounds` rounds over `lanes`, both forms of `Logs.Timeline`: each round the consumer waits
+/// for the producer's signal, fills and signals its own fence (submitted first, so its wait is
+/// usually in the GPU before the producer signals); the CPU waits every fifth round.
+fn timeline_rounds(s: &mut dyn Session, lanes: &mut [Lane], rounds: u64) -> Result<(), CaseError> {
+    for k in 1..=rounds {
+        for l in lanes.iter_mut() {
+            let buf = l.buf;
+            let fill = |off: u64| {
+                FenceWork::Work(Work::Fill {
+                    dst: buf,
+                    offset: off,
+                    bytes: 1024,
+                    pattern: k,
+                })
+            };
+            l.last[1] = s.umd_fences()?.submit_fence_ops(
+                l.b,
+                &[
+                    FenceWork::Wait(l.fa, k),
+                    fill(2048),
+                    FenceWork::Signal(l.fb, k),
+                ],
+            )?;
+            l.last[0] = s
+                .umd_fences()?
+                .submit_fence_ops(l.a, &[fill(0), FenceWork::Signal(l.fa, k)])?;
+        }
+        if k % 5 == 0 || k == rounds {
+            for l in lanes.iter() {
+                let r = s.umd_fences()?.wait_um_fence(l.fb, k, WAIT)?;
+                ensure!(
+                    r == WaitResult::Satisfied,
+                    "CPU wait for round {k} ended {r:?}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One process of the chain: queue `a` (node 0) produces, queue `b` (node 1, or 0 on a
 /// single-engine adapter) consumes.
 struct Lane {
@@ -580,40 +620,7 @@ fn os_timeline(b: &dyn Backend) -> CaseResult {
             last: [0; 2],
         });
     }
-    for k in 1..=ROUNDS {
-        for l in &mut lanes {
-            let buf = l.buf;
-            let fill = |off: u64| {
-                FenceWork::Work(Work::Fill {
-                    dst: buf,
-                    offset: off,
-                    bytes: 1024,
-                    pattern: k,
-                })
-            };
-            // Consumer first, so its wait is usually in the GPU before the producer signals.
-            l.last[1] = s.umd_fences()?.submit_fence_ops(
-                l.b,
-                &[
-                    FenceWork::Wait(l.fa, k),
-                    fill(2048),
-                    FenceWork::Signal(l.fb, k),
-                ],
-            )?;
-            l.last[0] = s
-                .umd_fences()?
-                .submit_fence_ops(l.a, &[fill(0), FenceWork::Signal(l.fa, k)])?;
-        }
-        if k % 5 == 0 || k == ROUNDS {
-            for l in &lanes {
-                let r = s.umd_fences()?.wait_um_fence(l.fb, k, WAIT)?;
-                ensure!(
-                    r == WaitResult::Satisfied,
-                    "CPU wait for round {k} ended {r:?}"
-                );
-            }
-        }
-    }
+    timeline_rounds(&mut *s, &mut lanes, ROUNDS)?;
     for l in &lanes {
         for (q, v) in [(l.a, l.last[0]), (l.b, l.last[1])] {
             let r = s.ums()?.wait_progress(q, v)?;
