@@ -51,7 +51,7 @@ fn pool_bytes_per_100_objects_do_not_grow() {
     const FIGURES: [(&str, usize); 4] = [
         ("native fence", 16_800),
         ("context", 5_952),
-        ("hardware queue", 40_640),
+        ("hardware queue", 44_736),
         ("process", 8_928),
     ];
     for (kind, figure) in FIGURES {

@@ -120,6 +120,7 @@ pub fn create<P: Platform>(
         monitored_gpu: mv,
         words: None,
         guarded: None,
+        fence_type: u8::try_from(args.Type).unwrap_or(u8::MAX),
         opens: 0,
         opened: false,
     };

@@ -25,6 +25,9 @@ pub struct Fence {
     /// The device page of MonitoredValue, kept from user-mode queues since the fence's first
     /// open ([`super::pages::FencePages::protect`]); `None` before it.
     pub guarded: Option<u64>,
+    /// `D3DDDI_NATIVEFENCE_TYPE`, checked at creation (0 or 1), for the debugger: a byte, so
+    /// it shares the record's last word with [`Self::opens`] and [`Self::opened`].
+    pub fence_type: u8,
     /// Local handles open on it.
     pub opens: u32,
     /// Whether its first open (the creator's, the last step of its creation) is done: every
@@ -342,6 +345,7 @@ mod tests {
             monitored_gpu: GpuVa::new(0x2000),
             words: None,
             guarded: None,
+            fence_type: 0,
             opens: 0,
             opened: false,
         }
