@@ -56,6 +56,35 @@ pub fn escape<P: Platform>(
     Ok(())
 }
 
+/// A test-hook request's header when it asks for `op` (`None`: another op, or too short to
+/// say), with the whole escape buffer back for [`hook_parts`].
+fn hook_request(data: &mut [u8], op: TestHookOp) -> Option<(TestHookEscape, &mut [u8])> {
+    let (q, _) = TestHookEscape::read_from_prefix(data).ok()?;
+    (TestHookOp::from_u32(q.op) == Some(op)).then_some((q, data))
+}
+
+/// An answered test-hook request's adapter state, header bytes and the room after them.
+type HookParts<'a, P> = (&'a crate::adapter::Live<P>, &'a mut [u8], &'a mut [u8]);
+
+/// What every answered test-hook request checks first: the adapter started with its hooks on
+/// and the header's reserved field clear (STATUS_INVALID_PARAMETER otherwise). Returns the
+/// adapter's live state, the header's bytes and the room after them.
+fn hook_parts<'a, P: Platform>(
+    a: &'a Adapter<P>,
+    q: &TestHookEscape,
+    data: &'a mut [u8],
+) -> Result<HookParts<'a, P>, Status> {
+    let bad = status::INVALID_PARAMETER;
+    let live = a.live().ok_or(bad)?;
+    if live.hooks.is_none() || q.reserved != 0 {
+        return Err(bad);
+    }
+    let (head, tail) = data
+        .split_at_mut_checked(size_of::<TestHookEscape>())
+        .ok_or(bad)?;
+    Ok((live, head, tail))
+}
+
 /// A test-hook request for [`TestHookOp::QueueLog`], answered (`Some`); `None` for any other op.
 /// Refused with STATUS_INVALID_PARAMETER and nothing written, as every test-hook request, when
 /// the hooks are off, a reserved field is set, or the log cannot be named
@@ -65,19 +94,9 @@ fn queue_log_request<P: Platform>(
     args: &DXGKARG_ESCAPE,
     data: &mut [u8],
 ) -> Option<Result<(), Status>> {
-    let (mut q, _) = TestHookEscape::read_from_prefix(data).ok()?;
-    if TestHookOp::from_u32(q.op) != Some(TestHookOp::QueueLog) {
-        return None;
-    }
-    let bad = status::INVALID_PARAMETER;
+    let (mut q, data) = hook_request(data, TestHookOp::QueueLog)?;
     Some((|| {
-        let live = a.live().ok_or(bad)?;
-        if live.hooks.is_none() || q.reserved != 0 {
-            return Err(bad);
-        }
-        let (head, tail) = data
-            .split_at_mut_checked(size_of::<TestHookEscape>())
-            .ok_or(bad)?;
+        let (live, head, tail) = hook_parts(a, &q, data)?;
         let (count, entries) =
             crate::log::ddi::escape_queue_log(a, live, args.hDevice, q.node, q.seq, tail)?;
         q.count = count;
@@ -92,19 +111,10 @@ fn queue_log_request<P: Platform>(
 /// no device's. Refused with nothing written when the hooks are off, a reserved field is set
 /// or the room after the header is not exactly a [`KmdCapsReport`].
 fn driver_caps_request<P: Platform>(a: &Adapter<P>, data: &mut [u8]) -> Option<Result<(), Status>> {
-    let (mut q, _) = TestHookEscape::read_from_prefix(data).ok()?;
-    if TestHookOp::from_u32(q.op) != Some(TestHookOp::DriverCaps) {
-        return None;
-    }
+    let (mut q, data) = hook_request(data, TestHookOp::DriverCaps)?;
     let bad = status::INVALID_PARAMETER;
     Some((|| {
-        let live = a.live().ok_or(bad)?;
-        if live.hooks.is_none() || q.reserved != 0 {
-            return Err(bad);
-        }
-        let (head, tail) = data
-            .split_at_mut_checked(size_of::<TestHookEscape>())
-            .ok_or(bad)?;
+        let (live, head, tail) = hook_parts(a, &q, data)?;
         if tail.len() != size_of::<KmdCapsReport>() {
             return Err(bad);
         }
