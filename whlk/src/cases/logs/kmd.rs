@@ -16,7 +16,8 @@ use crate::ensure;
 
 use super::super::common::session;
 use super::{
-    kind_name, signal_and_wait, timeline_rounds, Lane, DEFAULT_LOG_ENTRIES, KMD_FORM, WAIT,
+    kind_name, shared_fence_chain, signal_and_wait, timeline_rounds, Lane, DEFAULT_LOG_ENTRIES,
+    KMD_FORM,
 };
 
 /// `STATUS_INVALID_PARAMETER`: the KMD's answer to a test-hook request with the hooks off.
@@ -282,24 +283,7 @@ pub(super) fn kmd_cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResu
 /// fence by a handle, and not by the other process's.
 pub(super) fn kmd_shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, |_| {})?;
-    let pa = s.ums()?.open_process(0)?;
-    let pb = s.ums()?.open_process(0)?;
-    let qa = s.ums()?.create_queue(pa, NewQueue::user_mode(0))?;
-    let qb = s.ums()?.create_queue(pb, NewQueue::user_mode(0))?;
-    let fa = s.umd_fences()?.create_um_fence(pa, 0)?;
-    let fb = s.umd_fences()?.open_um_fence(fa, pb)?;
-    let done = s.umd_fences()?.create_um_fence(pb, 0)?;
-    s.umd_fences()?
-        .submit_fence_ops(qb, &[FenceWork::Wait(fb, 3), FenceWork::Signal(done, 1)])?;
-    s.umd_fences()?
-        .submit_fence_ops(qa, &[FenceWork::Signal(fa, 3)])?;
-    let r = s.umd_fences()?.wait_um_fence(done, 1, WAIT)?;
-    ensure!(
-        r == WaitResult::Satisfied,
-        "B's chain did not finish: {r:?}"
-    );
-    let v = s.umd_fences_ref()?.um_fence_value(fb)?;
-    ensure!(v == 3, "B's instance reads {v}");
+    let (qa, qb) = shared_fence_chain(&mut *s)?;
     let signal_a = kmd_log_of(&mut *s, qa, LogKind::Signal)?;
     let wait_b = kmd_log_of(&mut *s, qb, LogKind::Wait)?;
     check_log(&signal_a, "A's signal log", &[3])?;

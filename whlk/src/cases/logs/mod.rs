@@ -367,6 +367,31 @@ fn os_cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
     Ok(())
 }
 
+/// Two processes' queues on node 0 chained by one fence A shares with B: B's queue waits on
+/// the GPU for A's signal of 3, then signals a fence of its own the CPU waits for. Returns
+/// (A's queue, B's queue) once B's instance reads 3.
+fn shared_fence_chain(s: &mut dyn Session) -> Result<(UmQueueRef, UmQueueRef), CaseError> {
+    let pa = s.ums()?.open_process(0)?;
+    let pb = s.ums()?.open_process(0)?;
+    let qa = s.ums()?.create_queue(pa, NewQueue::user_mode(0))?;
+    let qb = s.ums()?.create_queue(pb, NewQueue::user_mode(0))?;
+    let fa = s.umd_fences()?.create_um_fence(pa, 0)?;
+    let fb = s.umd_fences()?.open_um_fence(fa, pb)?;
+    let done = s.umd_fences()?.create_um_fence(pb, 0)?;
+    s.umd_fences()?
+        .submit_fence_ops(qb, &[FenceWork::Wait(fb, 3), FenceWork::Signal(done, 1)])?;
+    s.umd_fences()?
+        .submit_fence_ops(qa, &[FenceWork::Signal(fa, 3)])?;
+    let r = s.umd_fences()?.wait_um_fence(done, 1, WAIT)?;
+    ensure!(
+        r == WaitResult::Satisfied,
+        "B's chain did not finish: {r:?}"
+    );
+    let v = s.umd_fences_ref()?.um_fence_value(fb)?;
+    ensure!(v == 3, "B's instance reads {v}");
+    Ok((qa, qb))
+}
+
 fn shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
     match form(b, &[Capability::FenceLogs])? {
         Form::Os => os_shared_fence_handles_per_process(b),
@@ -377,28 +402,7 @@ fn shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
 fn os_shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Step, |_| {})?;
     s.fence_logs()?.trace_fences()?;
-    let pa = s.ums()?.open_process(0)?;
-    let pb = s.ums()?.open_process(0)?;
-    let qa = s.ums()?.create_queue(pa, NewQueue::user_mode(0))?;
-    let qb = s.ums()?.create_queue(pb, NewQueue::user_mode(0))?;
-    let fa = s.umd_fences()?.create_um_fence(pa, 0)?;
-    let fb = s.umd_fences()?.open_um_fence(fa, pb)?;
-    let done = s.umd_fences()?.create_um_fence(pb, 0)?;
-    // B waits on the GPU for A's signal, then signals `done` for the CPU.
-    s.umd_fences()?
-        .submit_fence_ops(qb, &[FenceWork::Wait(fb, 3), FenceWork::Signal(done, 1)])?;
-    s.umd_fences()?
-        .submit_fence_ops(qa, &[FenceWork::Signal(fa, 3)])?;
-    let r = s.umd_fences()?.wait_um_fence(done, 1, WAIT)?;
-    ensure!(
-        r == WaitResult::Satisfied,
-        "B's chain did not finish: {r:?}"
-    );
-    ensure!(
-        s.umd_fences_ref()?.um_fence_value(fb)? == 3,
-        "B's instance reads {}",
-        s.umd_fences_ref()?.um_fence_value(fb)?
-    );
+    let (qa, qb) = shared_fence_chain(&mut *s)?;
     s.ums()?.close_queue(qa)?;
     s.ums()?.close_queue(qb)?;
     let tl = s
