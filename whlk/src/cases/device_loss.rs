@@ -263,6 +263,39 @@ fn refused(s: &mut dyn Session, q: UmQueueRef, b: BufferRef, who: &str) -> CaseR
     Ok(())
 }
 
+/// A device that was not lost: its queue `q` (whose batch `v` waits on word 8 of `buf`, then
+/// fills word 16 with `pattern`) is not lost, runs that batch once released, still works, and
+/// `p` was never put in error where the backend shows the recovery's steps.
+fn held_work_survives(
+    s: &mut dyn Session,
+    p: ProcessRef,
+    (q, v): (UmQueueRef, u64),
+    buf: BufferRef,
+    pattern: u64,
+    who: &str,
+) -> Result<(), CaseError> {
+    ensure!(
+        !s.ums_ref()?.queue_info(q)?.lost,
+        "the {who}'s queue is lost"
+    );
+    // Released now, the work in flight runs, once.
+    s.ums()?.write_buffer(buf, 8, 1)?;
+    wait(s, q, v, &format!("{who}'s work in flight"))?;
+    ensure!(
+        s.ums_ref()?.read_buffer(buf, 16)? == pattern,
+        "the {who}'s work in flight did not run"
+    );
+    still_works(s, q, buf, 24, who)?;
+    if let Some(ev) = steps(s) {
+        ensure!(
+            !ev.iter()
+                .any(|e| matches!(e, TdrStep::DeviceError { process, .. } if *process == Some(p))),
+            "the {who} was put in error: {ev:?}"
+        );
+    }
+    Ok(())
+}
+
 /// Fails unless `q`'s doorbell is connected and a FILL through it runs.
 fn still_works(
     s: &mut dyn Session,
@@ -424,25 +457,7 @@ fn bystander_engine_reset(b: &dyn Backend) -> CaseResult {
     expect_state(&mut *s, y, DeviceExecutionState::ACTIVE, "bystander")?;
     let st = s.ums_ref()?.doorbell_status(yq)?;
     ensure!(st.is_connected(), "the bystander's doorbell is {st:?}");
-    ensure!(
-        !s.ums_ref()?.queue_info(yq)?.lost,
-        "the bystander's queue is lost"
-    );
-    // Released now, the work in flight runs, once.
-    s.ums()?.write_buffer(yb, 8, 1)?;
-    wait(&mut *s, yq, v, "bystander's work in flight")?;
-    ensure!(
-        s.ums_ref()?.read_buffer(yb, 16)? == 0x77,
-        "the bystander's work in flight did not run"
-    );
-    still_works(&mut *s, yq, yb, 24, "bystander")?;
-    if let Some(ev) = steps(&*s) {
-        ensure!(
-            !ev.iter()
-                .any(|e| matches!(e, TdrStep::DeviceError { process, .. } if *process == Some(y))),
-            "the bystander was put in error: {ev:?}"
-        );
-    }
+    held_work_survives(&mut *s, y, (yq, v), yb, 0x77, "bystander")?;
     no_fault(&*s)
 }
 
@@ -492,25 +507,7 @@ fn sibling_device(b: &dyn Backend) -> CaseResult {
         fv == 3,
         "the sibling's fence reads {fv:#x} after the other device's reset, expected 3"
     );
-    ensure!(
-        !s.ums_ref()?.queue_info(sq)?.lost,
-        "the sibling's queue is lost"
-    );
-    s.ums()?.write_buffer(sb, 8, 1)?;
-    wait(&mut *s, sq, v, "sibling's work in flight")?;
-    ensure!(
-        s.ums_ref()?.read_buffer(sb, 16)? == 0x51,
-        "the sibling's work in flight did not run"
-    );
-    still_works(&mut *s, sq, sb, 24, "sibling")?;
-    if let Some(ev) = steps(&*s) {
-        ensure!(
-            !ev.iter().any(
-                |e| matches!(e, TdrStep::DeviceError { process, .. } if *process == Some(sib))
-            ),
-            "the sibling device was put in error: {ev:?}"
-        );
-    }
+    held_work_survives(&mut *s, sib, (sq, v), sb, 0x51, "sibling")?;
     no_fault(&*s)
 }
 
