@@ -385,17 +385,22 @@ mod tests {
         assert_eq!(o.handed_filled_zero().len(), 1);
     }
 
+    /// A log-buffer block as 24H2 fills it (a queue, 64 entries, a GPU VA).
+    fn log_buffer_block() -> DXGKARG_SETNATIVEFENCELOGBUFFER {
+        DXGKARG_SETNATIVEFENCELOGBUFFER {
+            hHwQueue: 8 as rvgpu_ddi::HANDLE,
+            NumberOfEntries: 64,
+            LogBufferGpuVa: 0x10_0000,
+            ..Default::default()
+        }
+    }
+
     /// DDI-01: a block its call site already checked against a set is not counted again by
     /// the central check that follows (the count is of blocks handed over).
     #[test]
     fn ddi_01_a_block_checked_at_its_call_site_is_counted_once() {
         let o = Observer::default();
-        let b = DXGKARG_SETNATIVEFENCELOGBUFFER {
-            hHwQueue: 8 as rvgpu_ddi::HANDLE,
-            NumberOfEntries: 64,
-            LogBufferGpuVa: 0x10_0000,
-            ..Default::default()
-        };
+        let b = log_buffer_block();
         o.handed(&rvgpu_ddi::handover::SET_NATIVE_FENCE_LOG_BUFFER, &b);
         hand(&o, &b);
         assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 1);
@@ -409,12 +414,7 @@ mod tests {
     #[test]
     fn ddi_01_blocks_of_sets_with_equal_names_count_together() {
         let o = Observer::default();
-        let b = DXGKARG_SETNATIVEFENCELOGBUFFER {
-            hHwQueue: 8 as rvgpu_ddi::HANDLE,
-            NumberOfEntries: 64,
-            LogBufferGpuVa: 0x10_0000,
-            ..Default::default()
-        };
+        let b = log_buffer_block();
         let set = rvgpu_ddi::handover::SET_NATIVE_FENCE_LOG_BUFFER;
         let copy = rvgpu_ddi::handover::Ddi {
             name: Box::leak(set.name.to_owned().into_boxed_str()),
