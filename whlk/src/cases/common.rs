@@ -74,3 +74,51 @@ pub(crate) fn wait(s: &mut dyn Session, q: UmQueueRef, v: u64, what: &str) -> Ca
 pub(crate) fn pos<T>(ev: &[T], p: impl Fn(&T) -> bool) -> Option<usize> {
     ev.iter().position(p)
 }
+
+/// Which of a case's two forms runs: what the OS records (the simulation's), or what the KMD
+/// reports through its test hooks (what a program on Windows can read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// The OS's side.
+    Os,
+    /// The KMD's side, through its test hooks.
+    Kmd,
+}
+
+/// The form of a case on `b`: the OS's where the backend has every capability of `os.0`, else
+/// the KMD's where it has every one of `kmd.0`; otherwise a skip naming what each lacks, with
+/// the labels `os.1` and `kmd.1`, and the OS's reason when the KMD form lacks native fences.
+pub(crate) fn two_forms(
+    b: &dyn crate::backend::Backend,
+    os: (&[crate::backend::Capability], &str),
+    kmd: (&[crate::backend::Capability], &str),
+) -> Result<Form, CaseError> {
+    let caps = b.capabilities();
+    let lacks = |need: &[crate::backend::Capability]| -> Vec<&str> {
+        need.iter()
+            .filter(|c| !caps.contains(**c))
+            .map(|c| c.name())
+            .collect()
+    };
+    let (o, k) = (lacks(os.0), lacks(kmd.0));
+    if o.is_empty() {
+        return Ok(Form::Os);
+    }
+    if k.is_empty() {
+        return Ok(Form::Kmd);
+    }
+    // Where the OS gave no native fences, say why, as a case needing them outright does.
+    let why = k
+        .contains(&crate::backend::Capability::NativeFences.name())
+        .then(crate::os::why_no_native_fences)
+        .flatten()
+        .map_or_else(String::new, |w| format!(" ({w})"));
+    Err(CaseError::Skip(format!(
+        "needs capability {} ({}) or {} ({}), which backend {} lacks{why}",
+        o.join(" "),
+        os.1,
+        k.join(" "),
+        kmd.1,
+        b.name()
+    )))
+}

@@ -7,6 +7,8 @@
 
 use rvgpu_hw::log::{header_count, OP_SIGNAL_EXECUTED, OP_WAIT_UNBLOCKED};
 
+use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
+
 use crate::backend::{
     Backend, Capability, ExecMode, Failure, FenceWork, LogKind, NewQueue, ProcessRef, Session,
     UmFenceRef, UmQueueRef, WaitResult,
@@ -14,56 +16,25 @@ use crate::backend::{
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
-use super::super::common::session;
+use super::super::common::{session, two_forms};
 use super::{
     kind_name, shared_fence_chain, signal_and_wait, timeline_rounds, Lane, DEFAULT_LOG_ENTRIES,
     KMD_FORM,
 };
 
-/// `STATUS_INVALID_PARAMETER`: the KMD's answer to a test-hook request with the hooks off.
-const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
 /// The most nodes a case looks for a user-mode queue on (WDDM's node limit).
 const MAX_NODES: u32 = 16;
 
-/// Which side of the logs a case reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Form {
-    /// The OS's (`FenceLogs`: its drain, counters and timeline; the simulation).
-    Os,
-    /// The KMD's copy of each log as the device wrote it ([`KMD_FORM`]).
-    Kmd,
-}
+pub(super) use super::super::common::Form;
 
-/// The form of a case on `b`: the OS's where the backend has every capability of `os`, else
-/// the KMD's where it has [`KMD_FORM`]; a skip naming both otherwise.
+/// The form of a case on `b`: the OS's side of the logs where the backend has every
+/// capability of `os`, else the KMD's copy of them where it has [`KMD_FORM`] ([`two_forms`]).
 pub(super) fn form(b: &dyn Backend, os: &[Capability]) -> Result<Form, CaseError> {
-    let caps = b.capabilities();
-    let lacks = |need: &[Capability]| -> Vec<&str> {
-        need.iter()
-            .filter(|c| !caps.contains(**c))
-            .map(|c| c.name())
-            .collect()
-    };
-    let (o, k) = (lacks(os), lacks(KMD_FORM));
-    if o.is_empty() {
-        Ok(Form::Os)
-    } else if k.is_empty() {
-        Ok(Form::Kmd)
-    } else {
-        // Where the OS gave no native fences, say why, as a case needing them outright does.
-        let why = k
-            .contains(&Capability::NativeFences.name())
-            .then(crate::os::why_no_native_fences)
-            .flatten()
-            .map_or_else(String::new, |w| format!(" ({w})"));
-        Err(CaseError::Skip(format!(
-            "needs capability {} (the OS's side of the logs) or {} (the KMD's copy of them), \
-             which backend {} lacks{why}",
-            o.join(" "),
-            k.join(" "),
-            b.name()
-        )))
-    }
+    two_forms(
+        b,
+        (os, "the OS's side of the logs"),
+        (KMD_FORM, "the KMD's copy of them"),
+    )
 }
 
 /// One entry of a log as the device wrote it (`DXGK_NATIVE_FENCE_LOG_ENTRY`).

@@ -10,56 +10,27 @@ use rvgpu_hw::testhooks::{
 };
 use rvgpu_umd::kmt::DeviceExecutionState;
 
+use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
+
 use crate::backend::{
     Backend, Capability, ContextRef, ExecMode, Failure, ProcessRef, Session, TdrTimeouts, Work,
 };
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
-use super::super::common::{fill, no_fault, observe, session};
+use super::super::common::{fill, no_fault, observe, session, two_forms};
 use super::fixtures::{software_scheduled, BUF, RECOVERY, STATUS_DEVICE_REMOVED};
 
-/// `STATUS_INVALID_PARAMETER`: the KMD's answer to a test-hook request with the hooks off.
-const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
-
-/// Which record of a recovery a case reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Form {
-    /// The OS's own (`TdrTrace`, the simulation).
-    Os,
-    /// The KMD's, through its test hooks.
-    Kmd,
-}
+pub(super) use super::super::common::Form;
 
 /// The form of a case on `b`: the OS's record where the backend has every capability in
-/// `os`, else the KMD's where it has every one in `kmd`; a skip naming what is missing
-/// otherwise.
+/// `os`, else the KMD's where it has every one in `kmd` ([`two_forms`]).
 pub(super) fn form(
     b: &dyn Backend,
     os: &[Capability],
     kmd: &[Capability],
 ) -> Result<Form, CaseError> {
-    let caps = b.capabilities();
-    let lacks = |need: &[Capability]| -> Vec<&str> {
-        need.iter()
-            .filter(|c| !caps.contains(**c))
-            .map(|c| c.name())
-            .collect()
-    };
-    let (o, k) = (lacks(os), lacks(kmd));
-    if o.is_empty() {
-        Ok(Form::Os)
-    } else if k.is_empty() {
-        Ok(Form::Kmd)
-    } else {
-        Err(CaseError::Skip(format!(
-            "needs capability {} (the OS's record) or {} (the KMD's test hooks), which backend \
-             {} lacks",
-            o.join(" "),
-            k.join(" "),
-            b.name()
-        )))
-    }
+    two_forms(b, (os, "the OS's record"), (kmd, "the KMD's test hooks"))
 }
 
 /// A session for the KMD form: TDR on (the machine's own on Windows), the case's guilty
