@@ -36,3 +36,4 @@ pub mod ring;
 pub mod submit;
 pub mod usage;
 pub mod wait;
+pub mod waitboard;

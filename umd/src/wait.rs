@@ -173,6 +173,68 @@ impl Waits {
         self.shared.insert(fence);
     }
 
+    /// What this process publishes for `fence` on its sharers' board
+    /// ([`crate::waitboard`]), CurrentValue at `current`: its lowest pending wait (`u64::MAX`:
+    /// none). Published after each registration and each release, before the re-arm the
+    /// board's answer decides.
+    pub fn published(&mut self, fence: crate::nt::KmtHandle, current: u64) -> u64 {
+        self.lowest(fence, current).unwrap_or(u64::MAX)
+    }
+
+    /// The re-arm after this process registered `value` on shared `fence` (CurrentValue at
+    /// `current`), given what the board answered about the other sharers (`peers`, read after
+    /// the registration and the publish): the lowest of this process's pending waits and the
+    /// others' ([`crate::waitboard::Peers::clamp`]), or C + 1 when the others are unknown.
+    /// Never above this process's own lowest wait, whatever the others wrote.
+    pub fn rearm_among(
+        &mut self,
+        fence: crate::nt::KmtHandle,
+        value: u64,
+        current: u64,
+        peers: crate::waitboard::Peers,
+    ) -> Option<u64> {
+        self.lowest_among(fence, current, peers)
+            .filter(|&l| l < value)
+    }
+
+    /// The re-arm after a wait of this process on shared `fence` was released (24H2 leaves
+    /// MonitoredValue at or below C while waits remain, so every signal would interrupt):
+    /// the lowest pending wait of all sharers by the board (`peers`), none when nobody waits;
+    /// nothing when the others are unknown (the C + 1 rule's M is already below every wait).
+    pub fn after_release_among(
+        &mut self,
+        fence: crate::nt::KmtHandle,
+        current: u64,
+        peers: crate::waitboard::Peers,
+    ) -> Option<u64> {
+        match peers {
+            crate::waitboard::Peers::Unknown => {
+                self.lowest(fence, current);
+                None
+            }
+            known => self.lowest_among(fence, current, known),
+        }
+    }
+
+    /// The lowest pending wait on `fence` above `current` of this process and of the others
+    /// by `peers` (C + 1 when they are unknown).
+    fn lowest_among(
+        &mut self,
+        fence: crate::nt::KmtHandle,
+        current: u64,
+        peers: crate::waitboard::Peers,
+    ) -> Option<u64> {
+        let own = self.lowest(fence, current);
+        let others = match peers {
+            crate::waitboard::Peers::Unknown => Some(current.saturating_add(1)),
+            crate::waitboard::Peers::Lowest(v) => crate::waitboard::Peers::clamp(v, current),
+        };
+        match (own, others) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The value to re-arm after a wait of the process on `fence` was released, CurrentValue
     /// at `current`: the lowest pending wait of the process; none on a shared fence (M is
     /// already at or below C there, which no pending wait of any process is under).
@@ -271,6 +333,48 @@ mod tests {
         // An unshared fence keeps the per-process rule.
         assert_eq!(w.after_release(7, 3), Some(9));
         assert_eq!(w.after_gpu_wait(7, 3), Some(9));
+    }
+
+    /// MF-04 on a shared fence whose sharers all publish (`crate::waitboard`): a registration
+    /// re-arms at the lowest pending wait of every sharer above CurrentValue; a release
+    /// re-arms there too (none when nobody waits); unknown sharers keep C + 1.
+    #[test]
+    fn mf_04_a_shared_fence_re_arms_at_the_lowest_wait_of_every_sharer() {
+        use crate::waitboard::Peers;
+        let mut w = Waits::default();
+        w.share(7);
+        let (a, _) = w.add(7, 9, 3);
+        assert_eq!(w.published(7, 3), 9);
+        assert_eq!(w.rearm_among(7, 9, 3, Peers::Lowest(5)), Some(5));
+        assert_eq!(w.rearm_among(7, 9, 3, Peers::Lowest(u64::MAX)), None);
+        assert_eq!(w.rearm_among(7, 9, 3, Peers::Unknown), Some(4));
+        let (_, _) = w.add(7, 6, 3);
+        assert_eq!(w.rearm_among(7, 9, 3, Peers::Lowest(8)), Some(6));
+        // 6 was released at C = 6: the others' 8 is the lowest of all.
+        assert_eq!(w.after_release_among(7, 6, Peers::Lowest(8)), Some(8));
+        assert_eq!(w.after_release_among(7, 6, Peers::Unknown), None);
+        w.remove(7, a);
+        assert_eq!(w.published(7, 6), u64::MAX);
+        assert_eq!(w.after_release_among(7, 9, Peers::Lowest(u64::MAX)), None);
+    }
+
+    /// MF-04, a hostile sharer: whatever another process publishes (zero, CurrentValue, just
+    /// above it, huge, "no wait"), the re-arm is never above this process's own lowest
+    /// pending wait, and values at or below CurrentValue are not armed at.
+    #[test]
+    fn mf_04_what_another_sharer_publishes_never_arms_above_the_own_lowest_wait() {
+        use crate::waitboard::Peers;
+        let mut w = Waits::default();
+        w.share(7);
+        w.add(7, 9, 3);
+        w.add(7, 20, 3);
+        for garbage in [0, 1, 3, 4, 8, 9, 10, 1 << 40, u64::MAX - 1, u64::MAX] {
+            let p = Peers::Lowest(garbage);
+            let r = w.rearm_among(7, 20, 3, p).expect("the own 9 is below 20");
+            assert!(r <= 9 && r > 3, "{garbage}: armed at {r}");
+            let r = w.after_release_among(7, 3, p).expect("9 pending");
+            assert!(r <= 9 && r > 3, "{garbage}: armed at {r}");
+        }
     }
 
     /// MF-04: a wait the OS releases ends without a late wake.
