@@ -22,8 +22,10 @@
 //! asks the pool for memory only when one of its tables outgrows the room it kept (it never
 //! gives room back) or on a path that gathers a list (a doorbell taken from another process),
 //! so once the run has reached its peak few operations allocate at all: a window stays open
-//! until the KMD's next allocation has failed, or half a second (then it counts as idle), and
-//! the workers join one by one with windows open back to back, while the tables grow.
+//! until the KMD's next allocation has failed, or until the workers have taken enough steps for
+//! each to have begun a process (then it counts as idle), and the workers join one by one, each
+//! after a window closed, while the tables grow. Windows are measured in the workers' steps,
+//! never in time, so a loaded host stretches them with the work.
 //!
 //! **Invariants.** Checked continuously: no bug check and no simulation fault (after every
 //! fault and by every worker after every round); every CPU wait is released (a FILL's wait
@@ -66,10 +68,10 @@ use rvgpu_umd::submit::{KernelQueue, UserQueue};
 
 const WORKERS: usize = 12;
 const WAIT: Duration = Duration::from_secs(10);
-/// The longest a low-resources window waits for the KMD's next pool allocation.
-const WINDOW: Duration = Duration::from_millis(500);
-/// How long after the previous one each worker starts.
-const JOIN: Duration = Duration::from_millis(150);
+/// How many steps (a process creation tried, a round begun) each joined worker takes before a
+/// low-resources window that saw no KMD pool allocation closes as idle: a process lives 4 to 27
+/// rounds, so about one new process per worker, the operation that grows the KMD's tables.
+const WINDOW_STEPS: u64 = 16;
 
 /// What each worker (and, last, the fault thread) is doing, for the watchdog's report: an
 /// index into [`STEPS`]. Read and written without a lock, so a deadlocked machine cannot hide it.
@@ -112,6 +114,15 @@ fn watchdog(limit: Duration) {
             std::process::abort();
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Counts one when dropped, on a return or an unwind alike.
+struct CountOnDrop<'a>(&'a AtomicU64);
+
+impl Drop for CountOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -171,6 +182,9 @@ struct Counts {
     pool_failed: AtomicU64,
     /// Low-resources windows that closed at their limit without the KMD asking for memory.
     pool_idle: AtomicU64,
+    /// Refusals put down to a low-resources window: no more than the allocations the windows
+    /// failed, each failure refusing one operation at most.
+    low_refused: AtomicU64,
     /// Refusals for which the run knows no cause ([`Cause::Unknown`]): must stay 0.
     unexplained: AtomicU64,
     /// Refusals of a process creation that began and ended outside every low-resources
@@ -178,6 +192,12 @@ struct Counts {
     refused_outside: AtomicU64,
     /// Odd while a low-resources window is open; bumped at its opening and its closing.
     window: AtomicU64,
+    /// Every worker step: a process creation tried or a round begun (what a window lasts).
+    steps: AtomicU64,
+    /// Workers that have begun.
+    joined: AtomicU64,
+    /// Workers that have ended (a failed check in one ends the windows too).
+    gone: AtomicU64,
     /// Every refusal by its cause, what was refused and the status or error it came with.
     why: Mutex<BTreeMap<String, u64>>,
 }
@@ -224,6 +244,9 @@ impl Counts {
     /// A refusal of `what` for `cause`, with the error it came with.
     fn refuse(&self, cause: Cause, what: &str, e: &dyn std::fmt::Debug) {
         Counts::add(&self.refused);
+        if cause == Cause::LowResources {
+            Counts::add(&self.low_refused);
+        }
         if cause == Cause::Unknown {
             Counts::add(&self.unexplained);
             eprintln!("refused with no known cause: {what}: {e:?}");
@@ -326,10 +349,16 @@ fn worker(
 ) {
     let mut rng = Rng::new(seed ^ (w as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let node = (w % 2) as u32;
-    // Workers join one by one, so the KMD's tables grow while low-resources windows are open.
-    std::thread::sleep(JOIN * w as u32);
+    let _gone = CountOnDrop(&c.gone);
+    // Workers join one by one, each after a low-resources window closed, so the KMD's tables
+    // grow while windows are open.
+    while c.pool_windows.load(Ordering::Acquire) < w as u64 && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Counts::add(&c.joined);
     while !stop.load(Ordering::Relaxed) {
         step(w, 1);
+        Counts::add(&c.steps);
         let before = c.window.load(Ordering::Acquire);
         let created = m.create_process(0);
         let Ok(p) = created else {
@@ -385,6 +414,7 @@ fn worker(
                 break;
             }
             Counts::add(&c.ops);
+            Counts::add(&c.steps);
             let since = c.window.load(Ordering::Acquire);
             match rng.below(6) {
                 0 | 1 => {
@@ -498,13 +528,18 @@ fn hang(m: &Machine, node: u32, c: &Counts) {
 
 /// One low-resources window: Verifier's systematic simulation, one failure point, on the
 /// KMD's next pool allocation. The KMD asks for memory only when one of its tables outgrows the
-/// room it kept, so the window stays open until that allocation came (or [`WINDOW`] passed:
-/// then it counts as idle), not for a fixed time.
+/// room it kept, so the window stays open until that allocation came (or the joined workers
+/// took [`WINDOW_STEPS`] steps each: then it counts as idle), not for a fixed time.
 fn low_resources_window(m: &Machine, c: &Counts) {
     c.window.fetch_add(1, Ordering::AcqRel);
     m.set_low_resources(LowResources::FailNth(0));
-    let t0 = Instant::now();
-    while m.pool_stats().failed == 0 && t0.elapsed() < WINDOW {
+    let from = c.steps.load(Ordering::Acquire);
+    let span = WINDOW_STEPS * c.joined.load(Ordering::Acquire).max(1);
+    while m.pool_stats().failed == 0
+        && c.steps.load(Ordering::Acquire).saturating_sub(from) < span
+        && c.gone.load(Ordering::Acquire) == 0
+        && m.fault().is_none()
+    {
         std::thread::sleep(Duration::from_millis(1));
     }
     let failed = m.pool_stats().failed;
@@ -571,8 +606,10 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
         let end = Instant::now() + Duration::from_secs(secs);
         // While the workers join, windows follow one another: the KMD's tables grow to the
         // run's peak then, and its allocations are the ones a window can fail.
-        let joined = Instant::now() + JOIN * WORKERS as u32;
-        while Instant::now() < joined.min(end) {
+        while c.joined.load(Ordering::Acquire) < WORKERS as u64
+            && c.gone.load(Ordering::Acquire) == 0
+            && Instant::now() < end
+        {
             step(WORKERS, 12);
             low_resources_window(&m, &c);
             halted(&m, "after a low-resources window");
@@ -656,6 +693,10 @@ fn chaos_threaded_mixed_load_with_faults_holds_every_invariant() {
     assert!(
         n(&c.pool_failed) > 0,
         "low-resources windows failed no allocation of the KMD"
+    );
+    assert!(
+        n(&c.low_refused) <= n(&c.pool_failed),
+        "more refusals put down to low-resources windows than the windows failed allocations"
     );
     assert_eq!(
         n(&c.refused_outside),
