@@ -255,16 +255,7 @@ impl Machine {
         // BR-58, BR-37: the physical adapters' caps, asked right after DRIVERCAPS.
         let physical = self.query_physical_adapter_caps(&a, &t, &caps)?;
         // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §6), in order.
-        // BR-35: the UMD name from the adapter's software key (read in DpiGetAdapterInfo).
-        let facts = bringup::StartFacts {
-            sources,
-            children,
-            umd_name: crate::adapter::registry::read_umd_name(
-                a.registry_keys().user_mode_driver_name.as_ref(),
-            ),
-            framebuffer_save_size: self.query_framebuffer_save_size(&a, &t, &caps)?,
-            ..bringup::StartFacts::render_only(t.Version, a.os.cpu_arch, a.os.validate_wddm_caps)
-        };
+        let facts = bringup::facts::gather(&a, &t, &caps, sources, children)?;
         let mut rules = bringup::check_caps(&caps, physical.as_ref(), &t, &facts);
         // BR-61/62/64/68: VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
@@ -288,8 +279,8 @@ impl Machine {
                 return reject(w);
             }
         };
-        // BR-71..75 per node, then BR-57 (the history-buffer precision).
-        let rules = node_rules(&a, &t, &caps, &metadata);
+        // BR-71..75 per node.
+        let rules = bringup::nodes::check_nodes(&a, &t, &caps, &metadata);
         if let Some(v) = rules.into_iter().next() {
             return self.refuse(&a, &t, v);
         }
@@ -309,11 +300,10 @@ impl Machine {
             }
             Err(e) => return Err(e),
         }
-        if let Some(v) = self.query_history_precision(&a, &t)?.into_iter().next() {
-            return self.refuse(&a, &t, v);
-        }
-        // BR-54: once the render core is initialised, before power management.
-        if let Some(v) = bringup::check_after_render_core(&t) {
+        // BR-57 (the history-buffer precision), then BR-54 once the render core is
+        // initialised, before power management.
+        let history = bringup::facts::history_precision(&a, &t)?;
+        if let Some(v) = bringup::check_render_core(&t, history) {
             return self.refuse(&a, &t, v);
         }
         if let Some(end) = self.init_paging_and_scheduling(&a, &t, &caps) {
@@ -531,64 +521,6 @@ impl Machine {
             status: v.status,
             why: v.why,
         })
-    }
-
-    /// BR-57: `DXGKQAITYPE_HISTORYBUFFERPRECISION` for physical adapter 0; a failure is
-    /// tolerated, a precision outside 0 and 32..=64 is not.
-    fn query_history_precision(
-        &self,
-        a: &AdapterShared,
-        t: &DRIVER_INITIALIZATION_DATA,
-    ) -> Result<Option<bringup::Violation>, SimError> {
-        let Some(q) = ddi::in_table!(t, DxgkDdiQueryAdapterInfo) else {
-            return Ok(None);
-        };
-        let mut index = DXGK_QUERYHISTORYBUFFERPRECISIONIN::default();
-        let mut out = DXGKARG_HISTORYBUFFERPRECISION::default();
-        let args = DXGKARG_QUERYADAPTERINFO {
-            Type: DXGKQAITYPE_HISTORYBUFFERPRECISION,
-            pInputData: (&mut index as *mut DXGK_QUERYHISTORYBUFFERPRECISIONIN).cast(),
-            InputDataSize: std::mem::size_of_val(&index) as u32,
-            pOutputData: (&mut out as *mut DXGKARG_HISTORYBUFFERPRECISION).cast(),
-            OutputDataSize: std::mem::size_of_val(&out) as u32,
-            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
-            hKmdProcessHandle: std::ptr::null_mut(),
-        };
-        let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
-        Ok(bringup::check_history_precision(
-            (status >= 0).then_some(out),
-        ))
-    }
-
-    /// BR-55: `DXGKQAITYPE_FRAMEBUFFERSAVESIZE` for physical adapter 0 (input its 4-byte index,
-    /// output 8 bytes), asked only when `MemoryManagementCaps.IoMmuSecureModeSupported` is set
-    /// (\[D\] `DXGADAPTER::Initialize`).
-    fn query_framebuffer_save_size(
-        &self,
-        a: &AdapterShared,
-        t: &DRIVER_INITIALIZATION_DATA,
-        caps: &DXGK_DRIVERCAPS,
-    ) -> Result<Option<Result<u64, NTSTATUS>>, SimError> {
-        let secure = caps
-            .MemoryManagementCaps
-            .Anonymous
-            .is_set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported);
-        let Some(q) = ddi::in_table!(t, DxgkDdiQueryAdapterInfo).filter(|_| secure) else {
-            return Ok(None);
-        };
-        let mut index: u32 = 0;
-        let mut size: u64 = 0;
-        let args = DXGKARG_QUERYADAPTERINFO {
-            Type: DXGKQAITYPE_FRAMEBUFFERSAVESIZE,
-            pInputData: (&mut index as *mut u32).cast(),
-            InputDataSize: 4,
-            pOutputData: (&mut size as *mut u64).cast(),
-            OutputDataSize: 8,
-            Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
-            hKmdProcessHandle: std::ptr::null_mut(),
-        };
-        let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
-        Ok(Some(if status >= 0 { Ok(size) } else { Err(status) }))
     }
 
     /// `DXGKQAITYPE_PHYSICALADAPTERCAPS` for physical adapter 0 (\[D\] `DXGADAPTER::Initialize`,
@@ -861,52 +793,6 @@ impl Machine {
         self.loaded = false;
         Ok(())
     }
-}
-
-/// BR-71..75: the rules of each node's metadata, in node order.
-fn node_rules(
-    a: &AdapterShared,
-    t: &DRIVER_INITIALIZATION_DATA,
-    caps: &DXGK_DRIVERCAPS,
-    metadata: &[rvgpu_ddi::submission::DXGK_NODEMETADATA],
-) -> Vec<bringup::Violation> {
-    let wddm = caps.WDDMVersion as u32;
-    let (hws, ums) = {
-        let db = lock(&a.features);
-        (
-            db.version(rvgpu_ddi::feature::DXGK_FEATURE_HWSCH).is_some(),
-            db.version(rvgpu_ddi::feature::DXGK_FEATURE_USER_MODE_SUBMISSION)
-                .is_some(),
-        )
-    };
-    let enablement = bringup::UmsEnablement {
-        hws_and_ums: hws && ums,
-        native_gpu_fence: caps.SchedulingCaps.is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
-    };
-    metadata
-        .iter()
-        .enumerate()
-        .flat_map(|(n, md)| {
-            let flags = md.Flags;
-            let gpu_va = md.GpuMmuSupported != 0 || md.IoMmuSupported != 0;
-            // The OS enables HWSCH and USER_MODE_SUBMISSION only through the feature
-            // negotiation (BR-80/81, `dxgkrnl::features`).
-            [
-                bringup::check_node_hws(n as u32, flags, gpu_va, hws),
-                bringup::check_node_ums(
-                    n as u32,
-                    flags,
-                    wddm,
-                    t,
-                    enablement,
-                    a.os.ums_requires_slot_1368,
-                ),
-                bringup::check_node_mmu(n as u32, md, caps.MemoryManagementCaps.Anonymous),
-            ]
-            .into_iter()
-            .flatten()
-        })
-        .collect()
 }
 
 /// The start-time checks that reject the adapter: its caps, a render-only adapter's

@@ -17,7 +17,6 @@
 
 pub mod bringup;
 pub mod callback;
-pub mod caps_rules;
 pub mod context;
 pub mod ddi;
 pub mod featuredb;

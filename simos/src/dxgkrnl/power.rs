@@ -22,10 +22,10 @@ use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS, DXGK_QUERYADAPTERINFOFLAGS,
 };
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::power::*;
 use rvgpu_ddi::{GUID, HANDLE, NTSTATUS};
 
+use crate::adapter::bringup::power as rules;
 use crate::adapter::bringup::{triage_status, Violation};
 use crate::adapter::ddi::{self, At};
 use crate::adapter::AdapterShared;
@@ -33,13 +33,7 @@ use crate::base::error::SimError;
 
 pub use crate::adapter::rules::STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST;
 
-/// `InitializePowerManagement` keeps at most 0xFFFF components (\[D\]: "Miniport returned
-/// invalid number of power components").
-pub const MAX_COMPONENTS: u32 = 0xFFFF;
-
-/// `ComponentFlags` bits from bit 5 up are reserved (\[D\]: `Flags >= 0x20` → "Reserved flags
-/// are not zero").
-const FLAGS_RESERVED_FROM: u32 = 0x20;
+pub use crate::adapter::bringup::power::MAX_COMPONENTS;
 
 /// What the driver reported, as Dxgkrnl registered it.
 #[derive(Clone, Debug, Default)]
@@ -52,21 +46,9 @@ pub struct PowerComponents {
     pub node_component: Vec<Option<u32>>,
 }
 
-fn violation(rule: &'static str, status: NTSTATUS, why: String) -> Violation {
-    Violation { rule, status, why }
-}
-
 /// BR-100: the component count of all physical adapters together.
 pub fn check_count(total: u64) -> Option<Violation> {
-    // [D] InitializePowerManagement: "Miniport returned invalid number of power components"
-    // (count > 0xFFFF) → STATUS_INVALID_PARAMETER.
-    (total > u64::from(MAX_COMPONENTS)).then(|| {
-        violation(
-            "BR-100",
-            STATUS_INVALID_PARAMETER,
-            format!("{total} power components (at most {MAX_COMPONENTS})"),
-        )
-    })
+    rules::check_count(Ok(total))
 }
 
 /// Per-adapter state the component checks carry from one component to the next.
@@ -75,157 +57,51 @@ pub struct Seen {
     memory_refresh: Option<u32>,
 }
 
+/// BR-101…BR-105 for component `index`'s answer (`Err`: the query's status), in the order
+/// `InitializePowerManagement` checks them.
+fn check_answer(
+    index: u32,
+    answer: Result<DXGK_POWER_RUNTIME_COMPONENT, NTSTATUS>,
+    seen: &mut Seen,
+) -> Option<Violation> {
+    let v = rules::check_component(&rules::Component {
+        index,
+        answer,
+        memory_refresh: seen.memory_refresh,
+    });
+    if let Ok(c) = answer {
+        if v.is_none() && c.ComponentMapping.ComponentType == DXGK_POWER_COMPONENT_MEMORY_REFRESH {
+            seen.memory_refresh = Some(index);
+        }
+    }
+    v
+}
+
 /// BR-102…BR-105 for component `index`, in the order `InitializePowerManagement` checks them.
 pub fn check_component(
     index: u32,
     c: &DXGK_POWER_RUNTIME_COMPONENT,
     seen: &mut Seen,
 ) -> Option<Violation> {
-    let bad = |rule, why: String| Some(violation(rule, STATUS_INVALID_PARAMETER, why));
-    // BR-102, [D]: "Miniport returned invalid number of F states for component" (StateCount
-    // - 1 > 7).
-    if c.StateCount == 0 || c.StateCount as usize > DXGK_MAX_F_STATES {
-        return bad(
-            "BR-102",
-            format!("component {index}: StateCount {} (1..=8)", c.StateCount),
-        );
-    }
-    // BR-103, [D]: "Reserved flags are not zero"; the ActiveInD3 rules; "Invalid component
-    // ProviderCount".
-    let flags = c.Flags.Value;
-    if flags >= FLAGS_RESERVED_FROM {
-        return bad(
-            "BR-103",
-            format!("component {index}: reserved flag bits set ({flags:#x})"),
-        );
-    }
-    let ty = c.ComponentMapping.ComponentType;
-    if c.Flags.is_set(DXGK_POWER_COMPONENT_FLAGS::ActiveInD3) {
-        if ty != DXGK_POWER_COMPONENT_MEMORY && ty != DXGK_POWER_COMPONENT_SHARED {
-            return bad(
-                "BR-103",
-                format!("component {index}: ActiveInD3 on a type-{ty} component (memory or shared only)"),
-            );
-        }
-        if c.StateCount != 2 {
-            return bad(
-                "BR-103",
-                format!(
-                    "component {index}: ActiveInD3 with {} F-states (must be 2)",
-                    c.StateCount
-                ),
-            );
-        }
-        if c.States[1].TransitionLatency != 0 {
-            return bad(
-                "BR-103",
-                format!("component {index}: ActiveInD3 with a non-zero F1 TransitionLatency"),
-            );
-        }
-        if c.ProviderCount != 0 {
-            return bad(
-                "BR-103",
-                format!("component {index}: ActiveInD3 with providers"),
-            );
-        }
-    } else if c.ProviderCount as usize > DXGK_MAX_POWER_COMPONENT_PROVIDERS {
-        return bad(
-            "BR-103",
-            format!(
-                "component {index}: ProviderCount {} (at most 16)",
-                c.ProviderCount
-            ),
-        );
-    }
-    // BR-104, [D]: "DXGK_POWER_COMPONENT_MEMORY_REFRESH component is defined second time";
-    // "F state count for the DXGK_POWER_COMPONENT_D3_TRANSITION component must be 1 or 2".
-    if ty == DXGK_POWER_COMPONENT_MEMORY_REFRESH {
-        if let Some(first) = seen.memory_refresh {
-            return bad(
-                "BR-104",
-                format!("component {index}: a second MEMORY_REFRESH component (first: {first})"),
-            );
-        }
-        seen.memory_refresh = Some(index);
-    }
-    if ty == DXGK_POWER_COMPONENT_D3_TRANSITION && c.StateCount > 2 {
-        return bad(
-            "BR-104",
-            format!(
-                "component {index}: D3_TRANSITION with {} F-states (1 or 2)",
-                c.StateCount
-            ),
-        );
-    }
-    // BR-105, [D]: "TransitionLatency and ResidencyRequirement must be zero for the F0 state"
-    // (0 or unknown); "NominalPower must not be zero for the F0 state"; "NominalPower must be
-    // decreasing for higher F states"; "TransitionLatency must be increasing for higher F
-    // states" (comparisons skip unknown values, all-ones).
-    let states = c.States.get(..c.StateCount as usize).unwrap_or(&[]);
-    for (k, s) in states.iter().enumerate() {
-        let Some(prev) = k.checked_sub(1).and_then(|p| states.get(p)) else {
-            let zero_or_unknown = |v: u64| v == 0 || v == DXGK_FSTATE_UNKNOWN_TIME;
-            if !zero_or_unknown(s.TransitionLatency) || !zero_or_unknown(s.ResidencyRequirement) {
-                return bad(
-                    "BR-105",
-                    format!("component {index}: F0 TransitionLatency/ResidencyRequirement not 0"),
-                );
-            }
-            if s.NominalPower == 0 {
-                return bad("BR-105", format!("component {index}: F0 NominalPower 0"));
-            }
-            continue;
-        };
-        if s.NominalPower != DXGK_FSTATE_UNKNOWN_POWER
-            && prev.NominalPower != DXGK_FSTATE_UNKNOWN_POWER
-            && s.NominalPower > prev.NominalPower
-        {
-            return bad(
-                "BR-105",
-                format!("component {index}: F{k} NominalPower above F{}'s", k - 1),
-            );
-        }
-        if s.TransitionLatency != DXGK_FSTATE_UNKNOWN_TIME
-            && prev.TransitionLatency != DXGK_FSTATE_UNKNOWN_TIME
-            && s.TransitionLatency < prev.TransitionLatency
-        {
-            return bad(
-                "BR-105",
-                format!(
-                    "component {index}: F{k} TransitionLatency below F{}'s",
-                    k - 1
-                ),
-            );
-        }
-    }
-    None
+    check_answer(index, Ok(*c), seen)
 }
 
 /// BR-106: what a component powers must exist: an engine component's `NodeIndex` names a node,
-/// a monitor-refresh component's `VidPnSourceID` a source (\[D\]
-/// `ADAPTER_RENDER::InitializePowerManagement` → `VidSchInitializeComponentPowerManagement`:
-/// STATUS_INVALID_PARAMETER, "VidSchInitializeComponentPowerManagement failed").
+/// a monitor-refresh component's `VidPnSourceID` a source.
 pub fn check_mapping(
     index: u32,
     c: &DXGK_POWER_RUNTIME_COMPONENT,
     nodes: u32,
     sources: u32,
 ) -> Option<Violation> {
-    // SAFETY: every member of the mapping's union is one UINT.
-    let target = unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex };
-    match c.ComponentMapping.ComponentType {
-        DXGK_POWER_COMPONENT_ENGINE if target >= nodes => Some(violation(
-            "BR-106",
-            STATUS_INVALID_PARAMETER,
-            format!("component {index}: engine component for node {target} of {nodes}"),
-        )),
-        DXGK_POWER_COMPONENT_MONITOR_REFRESH if target >= sources => Some(violation(
-            "BR-106",
-            STATUS_INVALID_PARAMETER,
-            format!("component {index}: monitor refresh of source {target} of {sources}"),
-        )),
-        _ => None,
-    }
+    rules::check_mapping(&rules::Mapping {
+        index,
+        ty: c.ComponentMapping.ComponentType,
+        // SAFETY: every member of the mapping's union is one UINT.
+        target: unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex },
+        nodes,
+        sources,
+    })
 }
 
 /// One `DxgkDdiQueryAdapterInfo` with a 4-byte input; the output is pre-filled with 0xCD (an
@@ -273,17 +149,12 @@ pub(crate) fn initialize(
     // output 4 bytes; a failure fails the start with the driver's status.
     let physical = 0u32;
     let (status, count) = query::<u32>(a, t, DXGKQAITYPE_NUMPOWERCOMPONENTS, physical)?;
-    if status < 0 {
-        return Ok(Err(violation(
-            "BR-100",
-            status,
-            format!(
-                "DXGKQAITYPE_NUMPOWERCOMPONENTS failed ({:#010x})",
-                status as u32
-            ),
-        )));
-    }
-    if let Some(v) = check_count(u64::from(count)) {
+    let answer = if status < 0 {
+        Err(status)
+    } else {
+        Ok(u64::from(count))
+    };
+    if let Some(v) = rules::check_count(answer) {
         return Ok(Err(v));
     }
     if count == 0 {
@@ -304,17 +175,8 @@ pub(crate) fn initialize(
             DXGKQAITYPE_POWERCOMPONENTINFO,
             index.Value,
         )?;
-        if status < 0 {
-            return Ok(Err(violation(
-                "BR-101",
-                status,
-                format!(
-                    "DXGKQAITYPE_POWERCOMPONENTINFO for component {k} failed ({:#010x})",
-                    status as u32
-                ),
-            )));
-        }
-        if let Some(v) = check_component(k, &c, &mut seen) {
+        let answer = if status < 0 { Err(status) } else { Ok(c) };
+        if let Some(v) = check_answer(k, answer, &mut seen) {
             return Ok(Err(v));
         }
         components.push(c);
@@ -360,30 +222,7 @@ pub(crate) fn initialize(
     })))
 }
 
-/// BR-109: an engine component's P-states (\[D\] `InitializePowerManagement`: "P-State
-/// StateCount cannot be larger than DXGK_MAX_P_STATES", "P-State cannot specify 0 operating
-/// frequency", "P-States must have monotonically decreasing operating frequency").
-pub fn check_p_states(index: u32, p: &DXGK_POWER_P_COMPONENT) -> Option<Violation> {
-    let bad = |why: String| Some(violation("BR-109", STATUS_INVALID_PARAMETER, why));
-    if p.StateCount as usize > DXGK_MAX_P_STATES {
-        return bad(format!(
-            "component {index}: {} P-states (at most 32)",
-            p.StateCount
-        ));
-    }
-    let states = p.States.get(..p.StateCount as usize).unwrap_or(&[]);
-    for (k, s) in states.iter().enumerate() {
-        if s.OperatingFrequency == 0 {
-            return bad(format!("component {index}: P{k} has frequency 0"));
-        }
-        if let Some(prev) = k.checked_sub(1).and_then(|j| states.get(j)) {
-            if s.OperatingFrequency > prev.OperatingFrequency {
-                return bad(format!("component {index}: P{k} faster than P{}", k - 1));
-            }
-        }
-    }
-    None
-}
+pub use crate::adapter::bringup::power::check_p_states;
 
 /// `DxgkDdiPowerRuntimeControlRequest` with one of Dxgkrnl's notification GUIDs (no buffers),
 /// at PASSIVE_LEVEL from the PnP thread; a status outside the wrapper's allow-list goes to the
@@ -438,6 +277,7 @@ pub(crate) fn stop(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
     use rvgpu_ddi::power::DXGK_POWER_RUNTIME_STATE;
 
     fn engine(node: u32) -> DXGK_POWER_RUNTIME_COMPONENT {

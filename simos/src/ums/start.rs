@@ -2,7 +2,7 @@
 
 use rvgpu_ddi::adapter::DXGKQAITYPE_USERMODESUBMISSION_CAPS;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_INVALID_PARAMETER, STATUS_NOT_IMPLEMENTED};
+use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NOT_IMPLEMENTED};
 use rvgpu_ddi::submission::{
     DXGK_USERMODESUBMISSION_CAPS_Flags, DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS,
     DXGK_USERMODESUBMISSION_CAPS,
@@ -121,51 +121,16 @@ pub(crate) fn query_at_start(
         };
     }
     if claims {
-        // BR-76 ([D] `ADAPTER_RENDER::Initialize`): the query must succeed (its status fails the
-        // start); the doorbell size is 1..=0x4000; no flag but SecondaryDoorbellSupported; with
-        // it, the secondary size is 1..=0x4000.
-        let refuse = |status, why: String| SimError::StartRefused {
-            rule: "BR-76",
-            status,
-            why,
-        };
-        let size_ok = |n: u32| (1..=0x4000).contains(&n);
-        let c = match ums_caps {
-            Err(status) => {
-                return Err(refuse(
-                    status,
-                    format!(
-                        "a node reports UserModeSubmission but \
-                         DXGKQAITYPE_USERMODESUBMISSION_CAPS failed ({:#010x}, UM-04)",
-                        status as u32
-                    ),
-                ))
-            }
-            Ok(c) => c,
-        };
-        let flags = c.Flags.Value;
-        let secondary = flags & 1 != 0;
-        let why = if !size_ok(c.DoorbellSizeInBytes) {
-            Some(format!(
-                "DoorbellSizeInBytes {:#x} outside 1..=0x4000",
-                c.DoorbellSizeInBytes
-            ))
-        } else if flags & !1 != 0 {
-            Some(format!("reserved flag bits set ({flags:#x})"))
-        } else if secondary && !size_ok(c.SecondaryDoorbellSizeInBytes) {
-            Some(format!(
-                "SecondaryDoorbellSizeInBytes {:#x} outside 1..=0x4000",
-                c.SecondaryDoorbellSizeInBytes
-            ))
-        } else {
-            None
-        };
-        if let Some(why) = why {
-            return Err(refuse(
-                STATUS_INVALID_PARAMETER,
-                format!("USERMODESUBMISSION_CAPS: {why}"),
-            ));
+        // BR-76: the answer's rows (`adapter::bringup::ums`).
+        if let Some(v) = bringup::ums::check_ums_caps(ums_caps) {
+            return Err(SimError::StartRefused {
+                rule: v.rule,
+                status: v.status,
+                why: v.why,
+            });
         }
+    }
+    if let (true, Ok(c)) = (claims, ums_caps) {
         // UM-04 (project rule, stricter than Windows' 0x4000): one BAR2 page per doorbell.
         if u64::from(c.DoorbellSizeInBytes) > PAGE {
             return Err(SimError::Rejected(format!(

@@ -1,9 +1,6 @@
-//! Adapter creation's caps and DDI-table rules as rows, in Windows' order
+//! The caps phase: adapter creation's caps and DDI-table rules in Windows' order
 //! (docs/windows-bringup.md §6: \[D\] `DXGADAPTER::Initialize` up to the render core, then
-//! \[D\] `CreateRenderCore` and the start of `ADAPTER_RENDER::Initialize`). A row names its
-//! rule, its source, what it checks and the status Windows fails the start with; its check says
-//! why it fired. [`check_caps`] is one loop over [`CAPS_RULES`]: a new rule is one row and its
-//! test, and the section's table is generated from the rows (`simos/tests/startup_rules_page.rs`).
+//! \[D\] `CreateRenderCore` and the start of `ADAPTER_RENDER::Initialize`).
 
 use rvgpu_ddi::adapter::{
     DXGK_DRIVERCAPS_MiscCaps, DXGK_DRIVERCAPS, DXGK_FLIPCAPS, DXGK_PHYSICALADAPTERCAPS,
@@ -13,11 +10,19 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 
-use crate::adapter::bringup::{
-    StartFacts, UmdName, Violation, RENDER_CORE_DDIS, STATUS_DEVICE_CONFIGURATION_ERROR,
+use super::{
+    when, Facts, Outcome, Rule, StartFacts, UmdName, Violation, STATUS_DEVICE_CONFIGURATION_ERROR,
     STATUS_OBJECT_NAME_NOT_FOUND, STATUS_REVISION_MISMATCH,
 };
+use crate::adapter::rules::{self, Slot};
 use crate::os::CpuArch;
+
+/// DDIs whose presence makes a render core ([`Slot::RenderCore`] in the rule table; \[D\]
+/// `CreateRenderCore`: on a WDDM 1.2+ driver with every one of them NULL the adapter simply has
+/// no render core, BR-56). One more slot of Windows' list (DXGADAPTER qword 85) is not identified
+/// and not modelled.
+pub const RENDER_CORE_DDIS: &[&str] =
+    &rules::slot_names::<{ rules::slot_count(Slot::RenderCore) }>(Slot::RenderCore);
 
 /// `PresentationCaps` bits (d3dkmddi.h `DXGK_PRESENTATIONCAPS`).
 const SUPPORT_KERNEL_MODE_COMMAND_BUFFER: u32 = 1 << 2;
@@ -60,36 +65,12 @@ const OVERLAY_DDIS: &[&str] = &[
     "DxgkDdiDestroyOverlay",
 ];
 
-/// What a start fails with when a row fires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Answer {
-    /// This status.
-    Status(NTSTATUS),
-    /// The status the driver's `DXGKQAITYPE_FRAMEBUFFERSAVESIZE` answer failed with.
-    FramebufferQueryStatus,
-}
-
-/// One caps or DDI-table rule.
-pub struct CapsRule {
-    /// The rule (`BR-nn`; a rule Windows checks in two places has two rows).
-    pub id: &'static str,
-    /// Where Windows checks it.
-    pub source: &'static str,
-    /// What it checks, in a line.
-    pub checks: &'static str,
-    /// What the start fails with.
-    pub answer: Answer,
-    /// No later row runs once this one fired (BR-56: no render core to check).
-    pub ends: bool,
-    check: fn(&Caps<'_>) -> Option<String>,
-}
-
 /// What the rows read: the caps, the table, the start's facts and the values several derive.
-pub struct Caps<'a> {
-    caps: &'a DXGK_DRIVERCAPS,
-    physical: Option<&'a DXGK_PHYSICALADAPTERCAPS>,
-    t: &'a DRIVER_INITIALIZATION_DATA,
-    facts: &'a StartFacts,
+pub struct Caps {
+    caps: DXGK_DRIVERCAPS,
+    physical: Option<DXGK_PHYSICALADAPTERCAPS>,
+    t: DRIVER_INITIALIZATION_DATA,
+    facts: StartFacts,
     /// A `DXGK_WDDMVERSION` is an enum; its bits are compared (0xCDCDCDCD stays itself).
     wddm: u32,
     compute_only: bool,
@@ -99,7 +80,7 @@ pub struct Caps<'a> {
     multi: bool,
 }
 
-impl Caps<'_> {
+impl Caps {
     fn filled(&self, name: &str) -> bool {
         self.t.slots().any(|(n, f)| n == name && f)
     }
@@ -109,25 +90,20 @@ impl Caps<'_> {
     }
 }
 
+impl Facts for Caps {
+    fn driver_status(&self) -> Option<NTSTATUS> {
+        self.facts.framebuffer_save_size.and_then(Result::err)
+    }
+}
+
 const fn row(
     id: &'static str,
     source: &'static str,
     checks: &'static str,
     status: NTSTATUS,
-    check: fn(&Caps<'_>) -> Option<String>,
-) -> CapsRule {
-    CapsRule {
-        id,
-        source,
-        checks,
-        answer: Answer::Status(status),
-        ends: false,
-        check,
-    }
-}
-
-fn when(cond: bool, why: &str) -> Option<String> {
-    cond.then(|| why.to_owned())
+    check: fn(&Caps) -> Option<String>,
+) -> Rule<Caps> {
+    Rule::refuse(id, source, checks, status, check)
 }
 
 const INVALID: NTSTATUS = STATUS_INVALID_PARAMETER;
@@ -136,7 +112,7 @@ const INIT: &str = "[D] DXGADAPTER::Initialize";
 const RENDER_CORE: &str = "[D] CreateRenderCore";
 
 /// The rows, in Windows' order.
-pub const CAPS_RULES: &[CapsRule] = &[
+pub const CAPS_RULES: &[Rule<Caps>] = &[
     row(
         "BR-30",
         INIT,
@@ -172,8 +148,8 @@ pub const CAPS_RULES: &[CapsRule] = &[
                 .then(|| format!("WDDMVersion {w:#x} with interface version {v:#x}"))
         },
     ),
-    CapsRule {
-        answer: Answer::Status(STATUS_OBJECT_NAME_NOT_FOUND),
+    Rule {
+        outcome: Outcome::Refuse(STATUS_OBJECT_NAME_NOT_FOUND),
         ..row(
             "BR-35",
             INIT,
@@ -246,8 +222,8 @@ pub const CAPS_RULES: &[CapsRule] = &[
     ),
     // BR-55's second half, right after the PHYSICALADAPTERCAPS loop: with IOMMU secure mode the
     // frame-buffer save size is asked.
-    CapsRule {
-        answer: Answer::FramebufferQueryStatus,
+    Rule {
+        outcome: Outcome::DriverStatus,
         ..row(
             "BR-55",
             INIT,
@@ -462,7 +438,7 @@ pub const CAPS_RULES: &[CapsRule] = &[
     // On a WDDM 1.2+ driver with every render DDI NULL there is no render core; a render-only
     // adapter has no display core either, and an adapter with neither fails. No render-core
     // rule below runs then.
-    CapsRule {
+    Rule {
         ends: true,
         ..row(
             "BR-56",
@@ -679,8 +655,7 @@ pub const CAPS_RULES: &[CapsRule] = &[
 ];
 
 /// Every violated row of [`CAPS_RULES`], in order; the first one is what the start fails with.
-/// BR-54 runs after the render core is initialised
-/// ([`check_after_render_core`](crate::adapter::bringup::check_after_render_core)).
+/// BR-54 runs after the render core is initialised ([`super::render_core`]).
 pub fn check_caps(
     caps: &DXGK_DRIVERCAPS,
     physical: Option<&DXGK_PHYSICALADAPTERCAPS>,
@@ -689,10 +664,10 @@ pub fn check_caps(
 ) -> Vec<Violation> {
     let misc = caps.MiscCaps;
     let c = Caps {
-        caps,
-        physical,
-        t,
-        facts,
+        caps: *caps,
+        physical: physical.copied(),
+        t: *t,
+        facts: *facts,
         wddm: caps.WDDMVersion as u32,
         compute_only: misc.is_set(DXGK_DRIVERCAPS_MiscCaps::ComputeOnly),
         virtual_only: misc.is_set(DXGK_DRIVERCAPS_MiscCaps::VirtualGpuOnly),
@@ -702,23 +677,7 @@ pub fn check_caps(
             .SchedulingCaps
             .is_set(DXGK_VIDSCHCAPS::MultiEngineAware),
     };
-    let mut v = Vec::new();
-    for rule in CAPS_RULES {
-        let Some(why) = (rule.check)(&c) else {
-            continue;
-        };
-        let status = match (rule.answer, facts.framebuffer_save_size) {
-            (Answer::Status(s), _) => s,
-            (Answer::FramebufferQueryStatus, Some(Err(s))) => s,
-            // The check fires only on a failed answer.
-            (Answer::FramebufferQueryStatus, _) => STATUS_UNSUCCESSFUL,
-        };
-        v.push(Violation::new(rule.id, status, why));
-        if rule.ends {
-            break;
-        }
-    }
-    v
+    super::apply(CAPS_RULES, &c)
 }
 
 #[cfg(test)]
