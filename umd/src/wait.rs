@@ -174,18 +174,39 @@ impl Waits {
     }
 
     /// What this process publishes for `fence` on its sharers' board
-    /// ([`crate::waitboard`]), CurrentValue at `current`: its lowest pending wait (`u64::MAX`:
-    /// none). Published after each registration and each release, before the re-arm the
-    /// board's answer decides.
-    pub fn published(&mut self, fence: crate::nt::KmtHandle, current: u64) -> u64 {
-        self.lowest(fence, current).unwrap_or(u64::MAX)
+    /// ([`crate::waitboard`]), CurrentValue at `current`: its lowest pending waits, with
+    /// `value` among them (a wait about to be registered: published first). Published before
+    /// each registration and after each release.
+    pub fn published(
+        &mut self,
+        fence: crate::nt::KmtHandle,
+        current: u64,
+        value: Option<u64>,
+    ) -> crate::waitboard::Slot {
+        let mut slot = crate::waitboard::Slot::NONE;
+        self.lowest(fence, current);
+        let mut values: alloc::vec::Vec<u64> = self
+            .by_fence
+            .get(&fence)
+            .map(|v| v.iter().map(|&(w, _)| w).collect())
+            .unwrap_or_default();
+        values.extend(value.filter(|&v| v > current));
+        values.sort_unstable();
+        values.dedup();
+        for (d, s) in slot.waits.iter_mut().zip(&values) {
+            *d = *s;
+        }
+        slot.more = values.len() > slot.waits.len();
+        slot
     }
 
     /// The re-arm after this process registered `value` on shared `fence` (CurrentValue at
-    /// `current`), given what the board answered about the other sharers (`peers`, read after
-    /// the registration and the publish): the lowest of this process's pending waits and the
-    /// others' ([`crate::waitboard::Peers::clamp`]), or C + 1 when the others are unknown.
-    /// Never above this process's own lowest wait, whatever the others wrote.
+    /// `current` after it), given what the board answered about the other sharers (`peers`,
+    /// read after the registration; the wait was published before it): the lowest of this
+    /// process's pending waits and the others' ([`crate::waitboard::Slot::next_above`]), or
+    /// C + 1 when the others are unknown. Made even when that is `value` itself if a wait of
+    /// theirs was reached during the registration (the re-arm's unwait releases it). Never
+    /// above this process's own lowest wait, whatever the others wrote.
     pub fn rearm_among(
         &mut self,
         fence: crate::nt::KmtHandle,
@@ -193,8 +214,31 @@ impl Waits {
         current: u64,
         peers: crate::waitboard::Peers,
     ) -> Option<u64> {
-        self.lowest_among(fence, current, peers)
-            .filter(|&l| l < value)
+        let low = self.lowest_among(fence, current, peers);
+        match peers {
+            crate::waitboard::Peers::Lowest { passed: true, .. } => {
+                Some(low.unwrap_or(current.saturating_add(1)))
+            }
+            _ => low.filter(|&l| l < value),
+        }
+    }
+
+    /// After a re-arm at `armed` on a shared fence (CurrentValue at `current` after it), given
+    /// what the board answered after it (`peers`): a re-arm is a registration too, so it may
+    /// have raised MonitoredValue over a wait another sharer published after the board was
+    /// read for it. If the board now names one below `armed`, or one reached during the
+    /// re-arm, the answer is one more re-arm at C + 1, which cannot raise over any pending wait
+    /// (those at or below C are released by its unwait); otherwise none.
+    pub fn confirm_among(armed: u64, current: u64, peers: crate::waitboard::Peers) -> Option<u64> {
+        match peers {
+            crate::waitboard::Peers::Lowest { next, passed }
+                if passed
+                    || crate::waitboard::Peers::clamp(next, current).is_some_and(|n| n < armed) =>
+            {
+                Some(current.saturating_add(1))
+            }
+            _ => None,
+        }
     }
 
     /// The re-arm after a wait of this process on shared `fence` was released (24H2 leaves
@@ -227,7 +271,9 @@ impl Waits {
         let own = self.lowest(fence, current);
         let others = match peers {
             crate::waitboard::Peers::Unknown => Some(current.saturating_add(1)),
-            crate::waitboard::Peers::Lowest(v) => crate::waitboard::Peers::clamp(v, current),
+            crate::waitboard::Peers::Lowest { next, .. } => {
+                crate::waitboard::Peers::clamp(next, current)
+            }
         };
         match (own, others) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -343,19 +389,50 @@ mod tests {
         use crate::waitboard::Peers;
         let mut w = Waits::default();
         w.share(7);
+        assert_eq!(w.published(7, 3, Some(9)).next_above(3), Some(9));
         let (a, _) = w.add(7, 9, 3);
-        assert_eq!(w.published(7, 3), 9);
-        assert_eq!(w.rearm_among(7, 9, 3, Peers::Lowest(5)), Some(5));
-        assert_eq!(w.rearm_among(7, 9, 3, Peers::Lowest(u64::MAX)), None);
+        assert_eq!(w.published(7, 3, None).next_above(3), Some(9));
+        let low = |next| Peers::Lowest {
+            next,
+            passed: false,
+        };
+        assert_eq!(w.rearm_among(7, 9, 3, low(5)), Some(5));
+        assert_eq!(w.rearm_among(7, 9, 3, low(u64::MAX)), None);
         assert_eq!(w.rearm_among(7, 9, 3, Peers::Unknown), Some(4));
+        // Another sharer's wait was reached while this one registered: re-armed all the same.
+        let passed = Peers::Lowest {
+            next: u64::MAX,
+            passed: true,
+        };
+        assert_eq!(w.rearm_among(7, 9, 3, passed), Some(9));
         let (_, _) = w.add(7, 6, 3);
-        assert_eq!(w.rearm_among(7, 9, 3, Peers::Lowest(8)), Some(6));
+        assert_eq!(w.rearm_among(7, 9, 3, low(8)), Some(6));
         // 6 was released at C = 6: the others' 8 is the lowest of all.
-        assert_eq!(w.after_release_among(7, 6, Peers::Lowest(8)), Some(8));
+        assert_eq!(w.after_release_among(7, 6, low(8)), Some(8));
         assert_eq!(w.after_release_among(7, 6, Peers::Unknown), None);
         w.remove(7, a);
-        assert_eq!(w.published(7, 6), u64::MAX);
-        assert_eq!(w.after_release_among(7, 9, Peers::Lowest(u64::MAX)), None);
+        assert_eq!(w.published(7, 6, None), crate::waitboard::Slot::NONE);
+        assert_eq!(w.after_release_among(7, 9, low(u64::MAX)), None);
+        // More pending waits than a slot names: the lowest four, and `more`.
+        for v in [30, 10, 50, 20, 40] {
+            w.add(7, v, 6);
+        }
+        let s = w.published(7, 6, Some(15));
+        assert_eq!((s.waits, s.more), ([10, 15, 20, 30], true));
+    }
+
+    /// MF-04: a re-arm on a shared fence is checked against the board read after it: a wait
+    /// another sharer published below it, or one reached meanwhile, calls for a re-arm at
+    /// C + 1; nothing new, or a value at or below C, for none.
+    #[test]
+    fn mf_04_a_re_arm_that_may_have_raised_over_a_new_wait_is_followed_by_c_plus_1() {
+        use crate::waitboard::Peers;
+        let low = |next, passed| Peers::Lowest { next, passed };
+        assert_eq!(Waits::confirm_among(9, 3, low(5, false)), Some(4));
+        assert_eq!(Waits::confirm_among(9, 3, low(u64::MAX, true)), Some(4));
+        assert_eq!(Waits::confirm_among(9, 3, low(9, false)), None);
+        assert_eq!(Waits::confirm_among(9, 3, low(2, false)), None);
+        assert_eq!(Waits::confirm_among(9, 3, Peers::Unknown), None);
     }
 
     /// MF-04, a hostile sharer: whatever another process publishes (zero, CurrentValue, just
@@ -369,7 +446,10 @@ mod tests {
         w.add(7, 9, 3);
         w.add(7, 20, 3);
         for garbage in [0, 1, 3, 4, 8, 9, 10, 1 << 40, u64::MAX - 1, u64::MAX] {
-            let p = Peers::Lowest(garbage);
+            let p = Peers::Lowest {
+                next: garbage,
+                passed: false,
+            };
             let r = w.rearm_among(7, 20, 3, p).expect("the own 9 is below 20");
             assert!(r <= 9 && r > 3, "{garbage}: armed at {r}");
             let r = w.after_release_among(7, 3, p).expect("9 pending");

@@ -20,8 +20,16 @@
 pub enum Peers {
     /// Some holder of the fence may wait without publishing: re-arm at CurrentValue + 1.
     Unknown,
-    /// Every other holder publishes: the lowest value among their slots (`u64::MAX`: none).
-    Lowest(u64),
+    /// Every other holder publishes.
+    Lowest {
+        /// The lowest of their pending waits above CurrentValue (`u64::MAX`: none).
+        next: u64,
+        /// One of their waits lies between the CurrentValue read before the reader's
+        /// registration and the one read after: that registration may have raised
+        /// MonitoredValue over it before the fence reached it, so only another registration's
+        /// unwait releases it now.
+        passed: bool,
+    },
 }
 
 impl Peers {
@@ -32,20 +40,66 @@ impl Peers {
     }
 }
 
-/// One slot per sharer, each written only by its owner: the published lowest pending waits
-/// of the processes sharing one fence.
+/// Pending waits a slot names: more than a process's waits in flight on one fence (a frame
+/// loop keeps one or two).
+pub const SLOT_WAITS: usize = 4;
+
+/// What one sharer publishes: its lowest pending waits, so that a reader still knows its next
+/// one after the lowest was released (an event wait's process may not look again), and
+/// whether it has more than it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// Its lowest pending waits, `u64::MAX` where there are fewer (any order: read as a set).
+    pub waits: [u64; SLOT_WAITS],
+    /// It waits for more values than `waits` names, all above them.
+    pub more: bool,
+}
+
+impl Slot {
+    /// No pending wait.
+    pub const NONE: Slot = Slot {
+        waits: [u64::MAX; SLOT_WAITS],
+        more: false,
+    };
+
+    /// The lowest pending wait of the slot's owner above `current`, read as garbage may be
+    /// written: the lowest named value above `current`; `current + 1` when none is but the
+    /// owner has more (its next is not named); none otherwise.
+    pub fn next_above(&self, current: u64) -> Option<u64> {
+        let named = self
+            .waits
+            .iter()
+            .copied()
+            .filter(|&w| w > current && w != u64::MAX)
+            .min();
+        match named {
+            Some(w) => Some(w),
+            None if self.more => Some(current.saturating_add(1)),
+            None => None,
+        }
+    }
+}
+
+/// One slot per sharer, each written only by its owner: the published pending waits of the
+/// processes sharing one fence.
+///
+/// A wait is published before it is registered with the OS, and the others are read after:
+/// then whichever of two processes registers second, and so may raise MonitoredValue over the
+/// other's wait, reads that wait and re-arms at or below it.
 pub trait Board {
-    /// Publishes `lowest` (`u64::MAX`: no wait) as sharer `me`'s value and returns the others'
-    /// lowest ([`Peers`]).
-    fn publish(&mut self, me: usize, lowest: u64) -> Peers;
+    /// Publishes `slot` as sharer `me`'s.
+    fn publish(&mut self, me: usize, slot: Slot);
+    /// The other sharers' lowest pending wait above `to`, and whether one lies in
+    /// `from + 1..=to` ([`Peers`]): CurrentValue read before and after the reader's registration.
+    fn peers(&self, me: usize, from: u64, to: u64) -> Peers;
 }
 
 /// A board held in one place for every sharer (as a driver keeps it, answering each process
-/// for its own slot only): `slots[i]` is sharer i's value; sharers not yet published are
-/// `None`, which makes the answer [`Peers::Unknown`].
+/// for its own slot only): sharers not yet published are `None`, which makes the answer
+/// [`Peers::Unknown`].
 #[derive(Clone, Debug, Default)]
 pub struct Slots {
-    slots: alloc::vec::Vec<Option<u64>>,
+    slots: alloc::vec::Vec<Option<Slot>>,
 }
 
 impl Slots {
@@ -58,20 +112,28 @@ impl Slots {
 }
 
 impl Board for Slots {
-    fn publish(&mut self, me: usize, lowest: u64) -> Peers {
-        let Some(slot) = self.slots.get_mut(me) else {
+    fn publish(&mut self, me: usize, slot: Slot) {
+        if let Some(mine) = self.slots.get_mut(me) {
+            *mine = Some(slot);
+        }
+    }
+
+    fn peers(&self, me: usize, from: u64, to: u64) -> Peers {
+        if me >= self.slots.len() {
             return Peers::Unknown;
-        };
-        *slot = Some(lowest);
-        let mut low = u64::MAX;
+        }
+        let (mut next, mut passed) = (u64::MAX, false);
         for (i, s) in self.slots.iter().enumerate() {
             match s {
                 _ if i == me => {}
-                Some(v) => low = low.min(*v),
+                Some(s) => {
+                    next = next.min(s.next_above(to).unwrap_or(u64::MAX));
+                    passed |= s.next_above(from).is_some_and(|w| w <= to);
+                }
                 None => return Peers::Unknown,
             }
         }
-        Peers::Lowest(low)
+        Peers::Lowest { next, passed }
     }
 }
 
@@ -79,26 +141,61 @@ impl Board for Slots {
 mod tests {
     use super::*;
 
+    fn slot(w: &[u64], more: bool) -> Slot {
+        let mut s = Slot::NONE;
+        s.waits[..w.len()].copy_from_slice(w);
+        s.more = more;
+        s
+    }
+
     /// MF-04: a sharer's answer covers the others only once every one published; its own
     /// slot is not part of it; a slot index out of range answers Unknown.
     #[test]
     fn mf_04_a_board_answers_only_when_every_sharer_published() {
         let mut b = Slots::new(3);
-        assert_eq!(b.publish(0, 9), Peers::Unknown);
-        assert_eq!(b.publish(1, 7), Peers::Unknown, "sharer 2 never published");
-        assert_eq!(b.publish(2, u64::MAX), Peers::Lowest(7));
+        let low = |next, passed| Peers::Lowest { next, passed };
+        b.publish(0, slot(&[9], false));
+        assert_eq!(b.peers(0, 0, 0), Peers::Unknown);
+        b.publish(1, slot(&[7], false));
+        assert_eq!(b.peers(1, 0, 0), Peers::Unknown, "sharer 2 never published");
+        b.publish(2, Slot::NONE);
+        assert_eq!(b.peers(2, 0, 0), low(7, false));
+        b.publish(1, slot(&[4], false));
         assert_eq!(
-            b.publish(1, 4),
-            Peers::Lowest(9),
+            b.peers(1, 0, 0),
+            low(9, false),
             "its own slot is not its answer"
         );
-        assert_eq!(b.publish(0, 12), Peers::Lowest(4));
-        assert_eq!(b.publish(3, 1), Peers::Unknown);
+        assert_eq!(b.peers(0, 0, 0), low(4, false));
+        assert_eq!(
+            b.peers(0, 4, 4),
+            low(u64::MAX, false),
+            "4 was released before"
+        );
+        assert_eq!(
+            b.peers(0, 3, 4),
+            low(u64::MAX, true),
+            "4 was reached while the reader registered"
+        );
+        b.publish(3, slot(&[1], false));
+        assert_eq!(b.peers(3, 0, 0), Peers::Unknown);
     }
 
-    /// MF-04: what the others published counts only above CurrentValue and below "no wait".
+    /// MF-04: a sharer whose lowest wait was released is still read at its next one; values at
+    /// or below CurrentValue and "no wait" are ignored, in any order; an owner with more
+    /// waits than its slot names is read at CurrentValue + 1 once the named ones are reached.
     #[test]
-    fn mf_04_published_values_at_or_below_current_value_are_ignored() {
+    fn mf_04_a_slot_is_read_at_its_owner_s_next_wait_above_current_value() {
+        let s = slot(&[3, 8, 5], false);
+        assert_eq!(s.next_above(0), Some(3));
+        assert_eq!(s.next_above(3), Some(5), "3 was released");
+        assert_eq!(s.next_above(8), None);
+        let garbage = slot(&[0, u64::MAX, 5, 5], false);
+        assert_eq!(garbage.next_above(5), None);
+        assert_eq!(garbage.next_above(4), Some(5));
+        let s = slot(&[3, 4, 5, 6], true);
+        assert_eq!(s.next_above(6), Some(7));
+        assert_eq!(Slot::NONE.next_above(0), None);
         assert_eq!(Peers::clamp(0, 5), None);
         assert_eq!(Peers::clamp(5, 5), None);
         assert_eq!(Peers::clamp(u64::MAX, 5), None);

@@ -19,10 +19,18 @@
 //! signal can strand one). The negative control gives B a table that does not know the fence
 //! is shared: loom must find A's wait for 3 lost under B's wait for 5. The same waits from two
 //! threads of one process (one table, per-process re-arms) hold the same properties.
+//!
+//! With the sharers' board (`umd/src/waitboard.rs`) each process, after its registration,
+//! publishes its lowest pending wait in its own slot, reads the other slots' lowest and re-arms
+//! at the lowest of all: the same properties, also with a third sharer that waits for nothing
+//! and writes garbage (zero, reached values, huge values) into its own slot meanwhile. The
+//! second negative control lets that sharer write into the others' slots too (one page every
+//! sharer maps writable): loom must find a wait lost.
 
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 use rvgpu_umd::wait::Waits;
+use rvgpu_umd::waitboard::{Board, Peers, Slot, Slots};
 
 /// The fence's handle in both processes (the table is per process, so one value serves).
 const FENCE: u32 = 4;
@@ -84,14 +92,35 @@ impl Os {
     }
 }
 
+/// The sharers' board and the slot of the process waiting (`None`: no board, C + 1).
+type OnBoard<'a> = Option<(&'a Mutex<Sharers>, usize)>;
+
 /// One wait of a process, registered as the UMD registers it; its waiter id in the table.
-fn wait(os: &Mutex<Os>, table: &Mutex<Waits>, value: u64, owner: u64) -> u64 {
+fn wait(os: &Mutex<Os>, table: &Mutex<Waits>, value: u64, owner: u64, board: OnBoard) -> u64 {
     let mut t = table.lock().unwrap();
+    let before = os.lock().unwrap().c;
+    if let Some((b, me)) = board {
+        let slot = t.published(FENCE, before, Some(value));
+        b.lock().unwrap().publish(me, slot);
+    }
     os.lock().unwrap().register(value, owner);
     let c = os.lock().unwrap().c;
-    let (id, rearm) = t.add(FENCE, value, c);
+    let (id, mut rearm) = t.add(FENCE, value, c);
+    if let Some((b, me)) = board {
+        let peers = b.lock().unwrap().peers(me, before, c);
+        rearm = t.rearm_among(FENCE, value, c, peers);
+    }
     if let Some(r) = rearm {
+        let before = os.lock().unwrap().c;
         os.lock().unwrap().register(r, REARM);
+        if let Some((b, me)) = board {
+            // The re-arm is a registration too: checked against the board read after it.
+            let c = os.lock().unwrap().c;
+            let peers = b.lock().unwrap().peers(me, before, c);
+            if let Some(r) = Waits::confirm_among(r, c, peers) {
+                os.lock().unwrap().register(r, REARM);
+            }
+        }
     }
     id
 }
@@ -103,6 +132,76 @@ enum Who {
     Shared,
     BUnaware,
     OneProcess,
+    /// Both on the board, with a third sharer (slot 2) writing garbage: only into its own
+    /// slot, or (`anywhere`) into every slot.
+    Board {
+        anywhere: bool,
+    },
+}
+
+/// What the hostile sharer writes, in turn: zero, "no wait", reached and huge values.
+const GARBAGE: [u64; 4] = [0, u64::MAX, 1, 1 << 40];
+
+/// The board of A (slot 0), B (slot 1) and the hostile sharer (slot 2).
+enum Sharers {
+    /// Each slot written only by its owner (`rvgpu_umd::waitboard::Slots`).
+    Owned(Slots),
+    /// Any slot written by anyone: one page every sharer maps writable.
+    Open([Slot; 3]),
+}
+
+impl Sharers {
+    fn new(anywhere: bool) -> Self {
+        if anywhere {
+            return Self::Open([Slot::NONE; 3]);
+        }
+        let mut b = Slots::new(3);
+        for me in 0..3 {
+            b.publish(me, Slot::NONE);
+        }
+        Self::Owned(b)
+    }
+
+    /// The hostile sharer's `k`th write of `value`: its own slot, or the others' in turn.
+    fn scribble(&mut self, k: usize, value: u64) {
+        let garbage = Slot {
+            waits: [value; rvgpu_umd::waitboard::SLOT_WAITS],
+            more: false,
+        };
+        match self {
+            Self::Owned(b) => b.publish(2, garbage),
+            Self::Open(s) => s[k % 2] = garbage,
+        }
+    }
+}
+
+impl Board for Sharers {
+    fn publish(&mut self, me: usize, slot: Slot) {
+        match self {
+            Self::Owned(b) => b.publish(me, slot),
+            Self::Open(s) => {
+                if let Some(m) = s.get_mut(me) {
+                    *m = slot;
+                }
+            }
+        }
+    }
+
+    fn peers(&self, me: usize, from: u64, to: u64) -> Peers {
+        match self {
+            Self::Owned(b) => b.peers(me, from, to),
+            Self::Open(s) => {
+                let others = || (0..3).filter(move |&i| i != me).map(|i| s[i]);
+                Peers::Lowest {
+                    next: others()
+                        .filter_map(|o| o.next_above(to))
+                        .min()
+                        .unwrap_or(u64::MAX),
+                    passed: others().any(|o| o.next_above(from).is_some_and(|w| w <= to)),
+                }
+            }
+        }
+    }
 }
 
 fn table(shared: bool) -> Arc<Mutex<Waits>> {
@@ -117,22 +216,35 @@ fn execution(who: Who) {
     let os = Arc::new(Mutex::new(Os::new()));
     let ta = table(!matches!(who, Who::OneProcess));
     let tb = match who {
-        Who::Shared => table(true),
+        Who::Shared | Who::Board { .. } => table(true),
         Who::BUnaware => table(false),
         Who::OneProcess => ta.clone(),
     };
-    let a = {
-        let os = os.clone();
+    let anywhere = matches!(who, Who::Board { anywhere: true });
+    let on_board = matches!(who, Who::Board { .. });
+    let board = Arc::new(Mutex::new(Sharers::new(anywhere)));
+    let hostile = on_board.then(|| {
+        let board = board.clone();
         thread::spawn(move || {
-            wait(&os, &ta, 1, 1);
-            wait(&os, &ta, 3, 3);
+            for (k, g) in GARBAGE.into_iter().enumerate() {
+                board.lock().unwrap().scribble(k, g);
+            }
+        })
+    });
+    let a = {
+        let (os, board) = (os.clone(), board.clone());
+        thread::spawn(move || {
+            let mine = on_board.then_some((&*board, 0));
+            wait(&os, &ta, 1, 1, mine);
+            wait(&os, &ta, 3, 3, mine);
         })
     };
     let b = {
-        let os = os.clone();
+        let (os, board) = (os.clone(), board.clone());
         thread::spawn(move || {
-            wait(&os, &tb, 5, 5);
-            let id = wait(&os, &tb, 9, 9);
+            let mine = on_board.then_some((&*board, 1));
+            wait(&os, &tb, 5, 5, mine);
+            let id = wait(&os, &tb, 9, 9, mine);
             // The wait for 9 times out: withdrawn from the OS, then from the table.
             let mut tl = tb.lock().unwrap();
             os.lock().unwrap().withdraw(9);
@@ -144,6 +256,9 @@ fn execution(who: Who) {
     }
     a.join().unwrap();
     b.join().unwrap();
+    if let Some(h) = hostile {
+        h.join().unwrap();
+    }
     let os = os.lock().unwrap();
     for &(o, w, c) in &os.released {
         assert!(c >= w, "released early: owner {o}'s wait for {w} at {c}");
@@ -180,6 +295,20 @@ fn mf_04_two_processes_waits_on_a_shared_fence_are_never_lost_nor_early() {
 #[test]
 fn mf_04_waits_of_two_threads_of_one_process_are_never_lost_nor_early() {
     model(Who::OneProcess);
+}
+
+#[test]
+fn mf_04_waits_on_the_sharers_board_are_never_lost_nor_early_whatever_a_sharer_writes() {
+    model(Who::Board { anywhere: false });
+}
+
+#[test]
+fn mf_04_negative_control_a_board_any_sharer_writes_lets_it_strand_another_s_wait() {
+    rvgpu_models::expect_violation(
+        || model(Who::Board { anywhere: true }),
+        "stranded wait when the hostile sharer can rewrite the others' slots",
+        "lost wake-up",
+    );
 }
 
 #[test]
