@@ -9,9 +9,28 @@ use rvgpu_ddi::tdr::*;
 use crate::adapter::ddi::{self};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
-use crate::base::lock::lock;
+use crate::base::lock::{lock, Locked};
 use crate::ob::KmtHandle;
+use crate::state::vidmm::PageTableTurn;
 use crate::vidmm::host::Host;
+
+/// The turn to change `a`'s page tables: held from a change's working out in VidMm's books to
+/// the submission of its paging buffers (`vidmm::mmu`), so changes reach the paging engine in
+/// the order they were worked out, whichever thread makes them. Taken after the paging power
+/// reference: a holder never waits for power.
+pub(crate) fn page_table_turn(a: &AdapterShared) -> Locked<'_, PageTableTurn> {
+    lock(&a.mm.page_tables)
+}
+
+/// Whether a page-table change of `a` is between its working out and its submission now. A
+/// step-mode round leaves its paging for later then: the change's own thread may be the one
+/// stepping the machine (its submission waiting for room on the ring).
+pub(crate) fn page_table_turn_taken(a: &AdapterShared) -> bool {
+    matches!(
+        a.mm.page_tables.try_lock(),
+        Err(std::sync::TryLockError::WouldBlock)
+    )
+}
 
 /// One side of a TRANSFER that `build_transfer` builds.
 #[derive(Clone, Copy, Debug)]

@@ -38,8 +38,9 @@ pub(crate) fn has_work(a: &AdapterShared) -> bool {
 
 /// Holds VidMm's worker for one turn of `a`'s paging. `step`: the caller is a step-mode round,
 /// which may run inside a VidMm operation that steps the machine while it holds the worker or
-/// the residency lock (its paging waits): the round cannot wait for that operation, so the
-/// work stays due for a later round (`None`).
+/// the residency lock (its paging waits) or the page-table turn (its submission waiting for
+/// room): the round cannot wait for that operation, so the work stays due for a later round
+/// (`None`).
 pub(crate) fn hold(a: &AdapterShared, step: bool) -> Option<Held<'_>> {
     if !step {
         return Some(Held::Waited(lock(&a.mm.worker)));
@@ -49,7 +50,9 @@ pub(crate) fn hold(a: &AdapterShared, step: bool) -> Option<Held<'_>> {
         Err(TryLockError::Poisoned(p)) => p.into_inner(),
         Err(TryLockError::WouldBlock) => return None,
     };
-    if matches!(a.mm.residency.try_lock(), Err(TryLockError::WouldBlock)) {
+    if matches!(a.mm.residency.try_lock(), Err(TryLockError::WouldBlock))
+        || crate::vidmm::paging::page_table_turn_taken(a)
+    {
         return None;
     }
     Some(Held::Tried(guard))

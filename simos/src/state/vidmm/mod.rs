@@ -67,6 +67,11 @@ pub struct VidMmState {
     /// Held for one turn of VidMm's worker: a paging queue's operations are done by one
     /// thread at a time, in their order.
     pub(crate) worker: Mutex<WorkerTurn>,
+    /// Held from the moment a page-table change is worked out in VidMm's books until its
+    /// paging buffers are submitted, so the paging engine gets the changes in the order they
+    /// were worked out (`crate::vidmm::paging::page_table_turn`). Taken after the paging power
+    /// reference, before `vidmm`.
+    pub(crate) page_tables: Mutex<PageTableTurn>,
     /// Counts changes of the processes' roots (a VA space made, moved or dropped): a context
     /// whose cached count matches has the root VidSch last sent for it (`crate::ums::root`).
     pub(crate) root_generation: AtomicU64,
@@ -87,6 +92,11 @@ impl VidMmState {
 /// the lock-order check tells it apart).
 #[derive(Debug, Default)]
 pub struct WorkerTurn;
+
+/// What `VidMmState::page_tables` guards: the turn to change page tables (a type of its own,
+/// so the lock-order check tells it apart).
+#[derive(Debug, Default)]
+pub struct PageTableTurn;
 
 /// Where VidMm mapped an allocation (GpuMmu adapters).
 #[derive(Clone, Copy, Debug)]

@@ -189,8 +189,9 @@ fn vidmm_new_space(
             .get_or_insert_with(|| TableHeap::new(0, size / TABLE_SHARE, g.table_bytes));
         AddressSpace::new(g, heap, rvgpu_hw::addr::GpuVa::new(base)).map_err(va_error)?
     };
-    {
-        let mut v = lock(&a.mm.vidmm);
+    // The space enters the books in its turn: no change to it can reach the paging engine
+    // ahead of its root's initialisation.
+    vidmm_commit(host, a, LeafTag::default(), |v| {
         v.processes.insert(
             pid,
             VmProcess {
@@ -201,8 +202,9 @@ fn vidmm_new_space(
         );
         // After the change, under the same lock (`crate::ums::root`).
         a.mm.root_generation.fetch_add(1, Ordering::SeqCst);
-    }
-    vidmm_run(host, a, kmd, &[init], LeafTag::default())
+        Ok(Some((kmd, vec![init], ())))
+    })
+    .map(|_| ())
 }
 
 /// Reserves a VA in `pid`'s space and maps `phys` there through the driver. Returns the VA.
@@ -252,9 +254,7 @@ pub(crate) fn vidmm_map_at(
     } else {
         None
     };
-    let (kmd, updates) = {
-        let mut v = lock(&a.mm.vidmm);
-        let v = &mut *v;
+    vidmm_commit(host, a, tag.based_at(va), |v| {
         let heap = v
             .heap
             .as_mut()
@@ -269,9 +269,8 @@ pub(crate) fn vidmm_map_at(
             .space
             .map_large(rvgpu_hw::addr::GpuVa::new(va), phys, attrs, heap, may_start)
             .map_err(va_error)?;
-        (p.kmd, u)
-    };
-    vidmm_run(host, a, kmd, &updates, tag.based_at(va))?;
+        Ok(Some((p.kmd, u, ())))
+    })?;
     vidmm_check(a, pid, va, phys.len() as u64)
 }
 
@@ -324,15 +323,14 @@ pub(crate) fn vidmm_map_os_page(
 ) -> Result<(), SimError> {
     let va = pa - pa % 4096;
     let phys = phys_of(a, va).ok_or(SimError::DdiFailed(STATUS_INVALID_PARAMETER))?;
-    let (kmd, updates) = {
-        let mut v = lock(&a.mm.vidmm);
-        let v = &mut *v;
+    let mut booked = false;
+    let done = vidmm_commit(host, a, tag.based_at(va), |v| {
         // A process with no VA space on this adapter (it never opened it) maps nothing.
         let (Some(p), Some(heap)) = (v.processes.get_mut(&pid), v.heap.as_mut()) else {
-            return Ok(());
+            return Ok(None);
         };
         if p.space.leaf(rvgpu_hw::addr::GpuVa::new(va)).is_some() {
-            return Ok(());
+            return Ok(None);
         }
         p.space
             .reserve_at(rvgpu_hw::addr::GpuVa::new(va), 4096)
@@ -343,24 +341,32 @@ pub(crate) fn vidmm_map_os_page(
             MapAttrs::default(),
             heap,
         ) {
-            Ok(u) => (p.kmd, u),
+            Ok(u) => {
+                booked = true;
+                Ok(Some((p.kmd, u, ())))
+            }
             Err(e) => {
                 let _ = p.space.free(rvgpu_hw::addr::GpuVa::new(va));
-                return Err(va_error(e));
+                Err(va_error(e))
             }
         }
-    };
-    if let Err(e) = vidmm_run(host, a, kmd, &updates, tag.based_at(va)) {
-        // The driver did not map it (e.g. out of memory): VidMm's books must not say it
-        // did, or a retry would skip the page.
-        let mut v = lock(&a.mm.vidmm);
-        if let Some(p) = v.processes.get_mut(&pid) {
-            let _ = p.space.unmap(rvgpu_hw::addr::GpuVa::new(va), 1);
-            let _ = p.space.free(rvgpu_hw::addr::GpuVa::new(va));
+    });
+    match done {
+        Ok(Some(())) => vidmm_check(a, pid, va, 1),
+        Ok(None) => Ok(()),
+        Err(e) => {
+            if booked {
+                // The driver did not map it (e.g. out of memory): VidMm's books must not say
+                // it did, or a retry would skip the page.
+                let mut v = lock(&a.mm.vidmm);
+                if let Some(p) = v.processes.get_mut(&pid) {
+                    let _ = p.space.unmap(rvgpu_hw::addr::GpuVa::new(va), 1);
+                    let _ = p.space.free(rvgpu_hw::addr::GpuVa::new(va));
+                }
+            }
+            Err(e)
         }
-        return Err(e);
     }
-    vidmm_check(a, pid, va, 1)
 }
 
 /// Unmaps `pages` pages at `va` of `pid` through the driver, flushes the TLB and frees
@@ -387,16 +393,21 @@ pub(crate) fn vidmm_unmap_keep(
     pages: u64,
     tag: LeafTag,
 ) -> Result<(), SimError> {
-    let (kmd, root, updates) = {
-        let mut v = lock(&a.mm.vidmm);
+    let unmapped = vidmm_commit(host, a, tag.based_at(va), |v| {
         let p = v.space_of(pid)?;
         let u = p
             .space
             .unmap(rvgpu_hw::addr::GpuVa::new(va), pages)
             .map_err(va_error)?;
-        (p.kmd, (p.space.geometry.segment, p.space.root), u)
+        Ok(Some((
+            p.kmd,
+            u,
+            (p.kmd, (p.space.geometry.segment, p.space.root)),
+        )))
+    })?;
+    let Some((kmd, root)) = unmapped else {
+        return Ok(());
     };
-    vidmm_run(host, a, kmd, &updates, tag.based_at(va))?;
     vidmm_flush(host, a, kmd, root, va, va + pages * 4096)?;
     // The driver has unlinked the leaf tables the unmap emptied and the TLB holds no
     // translation through them: they may be handed out again.
@@ -433,36 +444,61 @@ pub(crate) fn vidmm_forget(a: &AdapterShared, pid: ProcessId, va: u64, pages: u6
     }
 }
 
-/// Runs `updates` through `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` on the paging node
-/// and waits for them.
-fn vidmm_run(
+/// A page-table change of VidMm's: `change` works it out in VidMm's books (under the `vidmm`
+/// lock) as `(KMD process, updates, what the caller keeps)`, or `None` when there is nothing to
+/// page; the updates then go through `DxgkDdiBuildPagingBuffer(UPDATEPAGETABLE)` on the paging
+/// node and are waited for.
+///
+/// The change is worked out and submitted in one turn (`paging::page_table_turn`): the paging
+/// engine runs page-table changes in the order VidMm's books took them, as 24H2's VidMm, whose
+/// one worker thread per adapter takes packets from its paging queues in the order
+/// `M:VidMmAppendReadyPacket` @0x1400E8870 appended them. Without it an unmap that unlinks an
+/// emptied table could reach the GPU after a map on another thread linked a new one in its
+/// place. The power reference is taken before the turn, so no turn is held across a power-up
+/// (which may page itself); the wait for completion is made after it.
+fn vidmm_commit<T>(
     host: &dyn Host,
     a: &AdapterShared,
-    kmd: usize,
-    updates: &[Update],
     tag: LeafTag,
-) -> Result<(), SimError> {
+    change: impl FnOnce(&mut VidMm) -> Result<Option<(usize, Vec<Update>, T)>, SimError>,
+) -> Result<Option<T>, SimError> {
     let _power = paging_power(host, a)?;
     let node = paging_node(a);
-    for _ in 0..3 {
+    let (kmd, updates, kept, mut resets, mut ids) = {
+        let _turn = crate::vidmm::paging::page_table_turn(a);
+        let Some((kmd, updates, kept)) = change(&mut lock(&a.mm.vidmm))? else {
+            return Ok(None);
+        };
         let resets = host.adapter_drops(a);
-        let ids = vidmm_run_once(host, a, node, kmd, updates, tag)?;
+        let ids = vidmm_submit(host, a, node, kmd, &updates, tag)?;
+        (kmd, updates, kept, resets, ids)
+    };
+    for issued in 1.. {
+        if let Some(id) = ids.last() {
+            vidmm_wait(host, a, node, *id)?;
+        }
         if !host.dropped_by_reset(a, node, resets, &ids) {
-            return Ok(());
+            return Ok(Some(kept));
+        }
+        if issued == 3 {
+            break;
         }
         // An adapter-wide reset dropped part of the batch before it ran (docs/tdr.md:
         // in-flight packets dropped), so the tables do not hold what VidMm's books say:
         // VidMm issues the batch again, whole and in order (clears, links, leaves).
         // Which paging work Windows redoes after ResetFromTimeout is UNVERIFIED.
+        let _turn = crate::vidmm::paging::page_table_turn(a);
+        resets = host.adapter_drops(a);
+        ids = vidmm_submit(host, a, node, kmd, &updates, tag)?;
     }
     Err(sim(format!(
         "paging on node {node} dropped by three adapter resets in a row"
     )))
 }
 
-/// One pass of [`vidmm_run`]: the batch built, submitted and waited for; returns
-/// the fence IDs of its paging buffers.
-fn vidmm_run_once(
+/// Builds and submits `updates` (one batch of [`vidmm_commit`]); returns the fence IDs of its
+/// paging buffers, not waited for.
+fn vidmm_submit(
     host: &dyn Host,
     a: &AdapterShared,
     node: u32,
@@ -572,9 +608,6 @@ fn vidmm_run_once(
         }
         all.extend(ids);
     }
-    if let Some(id) = all.last() {
-        vidmm_wait(host, a, node, *id)?;
-    }
     Ok(all)
 }
 
@@ -662,7 +695,7 @@ fn vidmm_flush(
         if let Some(id) = ids.last() {
             vidmm_wait(host, a, node, *id)?;
         }
-        // Dropped by an adapter-wide reset before it ran: issued again (`vidmm_run`).
+        // Dropped by an adapter-wide reset before it ran: issued again (`vidmm_commit`).
         if !host.dropped_by_reset(a, node, resets, &ids) {
             break;
         }
