@@ -17,6 +17,9 @@
 #   --vfu FILE          the rvgpu-vfu server (default: beside this script, then PATH, then the
 #                       repository's target/release)
 #   --vram-mib N        each function's VRAM (BAR4; default 256)
+#   --doorbells N --global-doorbell
+#                       each function's physical doorbells and doorbell mode, as rvgpu-vfu's
+#                       options (docs/test-machine.md's device passes)
 #   --ram SIZE --smp N  guest memory (default 8G) and CPUs (default 4)
 #   --accel kvm|tcg     kvm (default); tcg only for the Linux guest of the VM test
 #   --kernel F --initrd F --append S
@@ -34,7 +37,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 usage="usage: test-machine.sh [--check] [OPTIONS] DISK (options: the script's header)"
 
-check_only=0 iso="" devices=1 wait_debugger=0 gdb_port=1234 dir="" vfu="" vram_mib=256
+check_only=0 iso="" devices=1 wait_debugger=0 gdb_port=1234 dir="" vfu="" vram_mib=256 device_args=()
 ram=8G smp=4 accel=kvm kernel="" initrd="" append="" chroot_dir="" once=0 disk=""
 need() { [ -n "${2:-}" ] || { echo "test-machine.sh: $1 needs a value ($usage)" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -47,6 +50,8 @@ while [ $# -gt 0 ]; do
         --dir) need "$1" "${2:-}"; dir=$2; shift ;;
         --vfu) need "$1" "${2:-}"; vfu=$2; shift ;;
         --vram-mib) need "$1" "${2:-}"; vram_mib=$2; shift ;;
+        --doorbells) need "$1" "${2:-}"; device_args+=(--doorbells "$2"); shift ;;
+        --global-doorbell) device_args+=(--global-doorbell) ;;
         --ram) need "$1" "${2:-}"; ram=$2; shift ;;
         --smp) need "$1" "${2:-}"; smp=$2; shift ;;
         --accel) need "$1" "${2:-}"; accel=$2; shift ;;
@@ -175,8 +180,8 @@ devargs=()
 for i in $(seq "$devices"); do
     sock="$dir/vfu/rvgpu$i.sock"
     rm -f "$sock"
-    extra=()
-    [ "$once" = 0 ] || extra=(--once)
+    extra=("${device_args[@]+"${device_args[@]}"}")
+    [ "$once" = 0 ] || extra+=(--once)
     "$vfu" --socket "$sock" --vram-mib "$vram_mib" "${extra[@]+"${extra[@]}"}" >"$dir/vfu$i.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done

@@ -298,4 +298,26 @@ fn um_04_driver_caps_escape_reports_what_the_os_recorded() {
     no_fault(&m);
 }
 
+/// UM-20, UM-21: the report names the device the KMD drives: its physical doorbells and its
+/// CAPS register (the global doorbell), which a program needs to know which doorbell cases its
+/// machine can run and which no thunk reports.
+#[test]
+fn um_20_driver_caps_escape_reports_the_device_configuration() {
+    for (doorbells, global) in [(rvgpu_hw::defaults::DOORBELLS, false), (3, true)] {
+        let m = machine_with(Mode::Step, |a| {
+            a.software_key.set("", TEST_HOOKS_VALUE, RegValue::dword(1));
+            a.device.doorbells = doorbells;
+            a.device.global_doorbell = global;
+        });
+        let (_p, k) = user_process(&m);
+        let buf = send(&k, caps_request(size_of::<KmdCapsReport>())).unwrap();
+        let r = KmdCapsReport::read_from_bytes(&buf[HEADER..]).unwrap();
+        assert_eq!(r.doorbells, doorbells);
+        let caps = rvgpu_hw::regs::Caps::from_bits_retain(r.device_caps);
+        assert_eq!(caps.contains(rvgpu_hw::regs::Caps::GLOBAL_DOORBELL), global);
+        assert!(caps.contains(rvgpu_hw::regs::Caps::NATIVE_FENCE));
+        no_fault(&m);
+    }
+}
+
 against_the_pe_image!();

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:DIR] [--umd rust|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
-//!             [--windows 24h2|25h2|26h1] [--without-inf-features] [--hwsch on|off]
+//!             [--windows 24h2|25h2|26h1] [--without-inf-features] [--hwsch on|off] [--device SPEC]
 //!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
 //! `--windows` and `--without-inf-features` choose the Windows the simulated machines play
@@ -126,6 +126,12 @@ struct Cli {
     /// runbook's second pass; native fences and user-mode queues are off with it).
     #[arg(long, value_name = "on|off", default_value = "on")]
     hwsch: String,
+    /// With `--backend kmt-sim`: the simulated test machine's device for the whole run, as
+    /// `rvgpu-vfu`'s options start the test machine's (docs/test-machine.md): comma-separated
+    /// `engines=N`, `doorbells=N`, `global-doorbell`, `vram-mib=N`, the rest as its defaults. A
+    /// case asking for another device is skipped, naming the options that give it.
+    #[arg(long, value_name = "SPEC")]
+    device: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -481,6 +487,25 @@ fn main() -> ExitCode {
     if cli.hwsch != "on" && !matches!(cli.backend, BackendKind::KmtSim) {
         eprintln!("rvgpu-whlk: --hwsch {} needs --backend kmt-sim", cli.hwsch);
         return ExitCode::from(2);
+    }
+    if let Some(spec) = &cli.device {
+        if !matches!(cli.backend, BackendKind::KmtSim) || cli.umd != "rust" {
+            eprintln!(
+                "rvgpu-whlk: --device needs --backend kmt-sim with the Rust UMD (the others \
+                 build each case's machine as it asks, or have the device they have)"
+            );
+            return ExitCode::from(2);
+        }
+        match rvgpu_whlk::backend::DeviceSettings::parse(spec) {
+            Ok((d, vram_mib)) => {
+                kmt::sim::set_device(d, vram_mib);
+                println!("device: as `rvgpu-vfu {}`", d.vfu_options());
+            }
+            Err(e) => {
+                eprintln!("rvgpu-whlk: --device {spec}: {e}");
+                return ExitCode::from(2);
+            }
+        }
     }
     if cli.umd != "rust" && !matches!(cli.backend, BackendKind::KmtSim) {
         eprintln!("rvgpu-whlk: --umd {} needs --backend kmt-sim", cli.umd);

@@ -99,7 +99,8 @@ pub const CAPS_PER_ENGINE_TDR: u32 = 1 << 3;
 
 wire_struct! {
     /// [`TestHookOp::DriverCaps`]'s answer (32 bytes): the KMD's caps as it reports them to
-    /// the OS, which no thunk passes on to a program.
+    /// the OS, which no thunk passes on to a program, and the device configuration they
+    /// come from.
     #[size(32)]
     pub struct KmdCapsReport {
         /// `CAPS_*` bits.
@@ -114,7 +115,12 @@ wire_struct! {
         pub user_mode_nodes: u32,
         /// `DXGK_USERMODESUBMISSION_CAPS::DoorbellSizeInBytes` (0: not answered).
         pub doorbell_size: u32,
-        pub reserved: [u32; 2],
+        /// The device's physical doorbells (`CONFIG.DOORBELLS`), which bound how many
+        /// user-mode queues ring without victimisation and which no thunk reports.
+        pub doorbells: u32,
+        /// The device's `CAPS` register as the KMD read it at start ([`crate::regs::Caps`]
+        /// bits, e.g. `GLOBAL_DOORBELL`).
+        pub device_caps: u32,
     }
 }
 

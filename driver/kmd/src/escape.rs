@@ -153,7 +153,8 @@ fn driver_caps_request<P: Platform>(a: &Adapter<P>, data: &mut [u8]) -> Option<R
             paging_node: c.MemoryManagementCaps.PagingNode,
             user_mode_nodes,
             doorbell_size,
-            reserved: [0; 2],
+            doorbells: live.identity.config.doorbells,
+            device_caps: live.identity.caps.bits(),
         };
         tail.copy_from_slice(r.as_bytes());
         q.count = 1;

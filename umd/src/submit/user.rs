@@ -858,6 +858,12 @@ impl<K: Kmt> UserQueue<K> {
         self.queue_id
     }
 
+    /// The user-mode hardware queue's handle, the process's own: a test program hands it to
+    /// `D3DKMTSubmitCommandToHwQueue` to see the kernel path refused (UM-05).
+    pub fn hw_queue(&self) -> KmtHandle {
+        self.queue
+    }
+
     /// What a ring of this queue's doorbell writes.
     pub fn ring_value(&self) -> DoorbellValue {
         self.ring_value

@@ -34,7 +34,7 @@ pub enum Capability {
     UserModeSubmission,
     /// [`KmdCaps`].
     KmdCaps,
-    /// [`UmdBypass`] (simulation only).
+    /// [`UmdBypass`].
     UmdBypass,
     /// [`EngineIdle`] (simulation only).
     EngineIdle,
@@ -156,6 +156,7 @@ impl Capability {
                 | Self::CrossAdapterFences
                 | Self::UserModeSubmission
                 | Self::KmdCaps
+                | Self::UmdBypass
                 | Self::UmdFences
                 | Self::Tdr
                 | Self::DmaContexts
@@ -445,8 +446,9 @@ pub trait KmdCaps {
 }
 
 /// The objects behind one of the UMD's user-mode queues, reached past the UMD: thunk calls on
-/// its hardware queue and ring allocations, and whether the OS still holds the ring.
-/// Simulation only (the UMD hands none of these handles out).
+/// its hardware queue and ring allocations, and whether the OS still holds the ring. A
+/// program on Windows makes the first with its own queue's handle; whether the ring's memory
+/// outlives its handles only the simulation shows.
 pub trait UmdBypass {
     /// Submits `work` to the user-mode queue's own hardware queue with
     /// `D3DKMTSubmitCommandToHwQueue`, which UM-05 forbids; returns the NTSTATUS.

@@ -13,7 +13,7 @@ use rvgpu_umd::kmt::NtStatus;
 
 use super::sync::TestThunks;
 use super::{KmtSession, KmtSync};
-use crate::backend::{DriverCaps, Failure, KmdCaps, SubmissionCaps};
+use crate::backend::{DeviceSettings, DriverCaps, Failure, KmdCaps, SessionConfig, SubmissionCaps};
 
 /// Bytes of the escape's header and of `rvgpu_hw::testhooks::KmdCapsReport`.
 const HEADER: usize = 32;
@@ -54,6 +54,38 @@ fn driver_caps(w: &[u32; 8]) -> DriverCaps {
         per_engine_tdr: flags & CAPS_PER_ENGINE_TDR != 0,
         interrupt_message_number,
         paging_node,
+    }
+}
+
+impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
+    /// Adapter `i`'s device as the KMD reports it: its engines, physical doorbells and global
+    /// doorbell mode (`KmdCapsReport`'s `nodes`, `doorbells` and `device_caps`), which no
+    /// thunk reports. Without the test hooks the KMD answers nothing: unsupported, naming them.
+    pub(super) fn device_settings(&mut self, i: usize) -> Result<DeviceSettings, Failure> {
+        let w = self.on_hooks_device(i, report).map_err(|e| match e {
+            Failure::DdiFailed(s) => Failure::Unsupported(format!(
+                "the device's configuration, which the KMD reports through its test hooks \
+                 (TestHooks = 1; the escape answered {:#010x})",
+                s as u32
+            )),
+            other => other,
+        })?;
+        let [_, engines, _, _, _, _, doorbells, device_caps] = w;
+        Ok(DeviceSettings {
+            doorbells,
+            global_doorbell: rvgpu_hw::regs::Caps::from_bits_retain(device_caps)
+                .contains(rvgpu_hw::regs::Caps::GLOBAL_DOORBELL),
+            engines,
+        })
+    }
+
+    /// `Unsupported` naming the `rvgpu-vfu` options where adapter `i`'s device is not the
+    /// one `config` asks for (a test machine's device is what its server was started as).
+    pub(super) fn check_device(&mut self, config: &SessionConfig, i: usize) -> Result<(), Failure> {
+        let d = self.device_settings(i)?;
+        config
+            .device_mismatch(&d)
+            .map_or(Ok(()), |why| Err(Failure::Unsupported(why)))
     }
 }
 

@@ -30,6 +30,7 @@
 //! The driver escapes are the kernel-mode testing interface's known
 //! escape (`super::testing`) and the test hooks' driver-private one.
 
+mod bypass;
 #[cfg(target_os = "linux")]
 pub mod dll;
 #[cfg(target_os = "linux")]
@@ -190,6 +191,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
                 .with(Capability::UmdFences)
+                .with(Capability::UmdBypass)
         } else {
             // Fence signals and waits and buffer use are GPU work on user-mode queues, which
             // need native fences. What needs none stays: processes (D3DKMT devices), buffers,
@@ -216,6 +218,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             paging_queues: Default::default(),
             testing: Default::default(),
             hooks: Default::default(),
+            device_wish: config.asks_device().then(|| config.clone()),
         }))
     }
 }
@@ -297,6 +300,9 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     testing: super::testing::TestingState<K>,
     /// DMA contexts and the KMD's test-hook devices ([`hooks`]).
     hooks: hooks::HooksState<K>,
+    /// The configuration, where it asks something of the device: checked against each
+    /// adapter's device as the case starts it.
+    device_wish: Option<SessionConfig>,
 }
 
 impl<K: KmtSync + Send + Sync + 'static> super::testing::TestingHost for KmtSession<K> {
@@ -456,7 +462,13 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
             return Err(Failure::Backend(format!("no adapter {i}")));
         }
         let render_only = self.machine.render_only(i)?;
-        Ok(mark_started(&mut self.opened, i, render_only))
+        let started = mark_started(&mut self.opened, i, render_only);
+        // The device is what the machine has: a case asking for another one is skipped,
+        // naming it.
+        if let Some(config) = self.device_wish.clone() {
+            self.check_device(&config, i)?;
+        }
+        Ok(started)
     }
 
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
@@ -506,6 +518,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         as_kmd_faults: super::KmdFaults,
         as_umd_fences / as_umd_fences_ref: super::UmdFences,
         as_kmd_caps: super::KmdCaps,
+        as_umd_bypass / as_umd_bypass_ref: super::UmdBypass,
     }
 }
 

@@ -5,7 +5,7 @@
 //! tested here case by case.
 
 use std::io::{BufRead, BufReader, PipeReader, PipeWriter, Write};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -16,7 +16,28 @@ use super::{KmtMachine, KmtPlatform};
 use crate::backend::nth;
 use crate::backend::sim::kmt::SessKmt;
 use crate::backend::sim::{failure, load_driver_as, machine_config};
-use crate::backend::{ExecMode, Failure, ProcessEnd, SessionConfig, TdrTimeouts};
+use crate::backend::{DeviceSettings, ExecMode, Failure, ProcessEnd, SessionConfig, TdrTimeouts};
+
+/// The device every simulated test machine has for the whole run (`--device`), as a test
+/// machine's `rvgpu-vfu` is started once with its options: `None` for its defaults.
+static DEVICE: RwLock<Option<(DeviceSettings, Option<u64>)>> = RwLock::new(None);
+
+/// Makes `device` (and VRAM of `vram_mib` MiB, if given) the device of every machine this
+/// platform builds from now on, as `rvgpu-vfu`'s options make the test machine's.
+pub fn set_device(device: DeviceSettings, vram_mib: Option<u64>) {
+    if let Ok(mut d) = DEVICE.write() {
+        *d = Some((device, vram_mib));
+    }
+}
+
+/// The device [`set_device`] chose.
+pub fn device() -> (DeviceSettings, Option<u64>) {
+    DEVICE
+        .read()
+        .ok()
+        .and_then(|d| *d)
+        .unwrap_or((DeviceSettings::default(), None))
+}
 
 /// Windows' default `TdrDelay`: 2 seconds (*TDR registry keys*,
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/display/tdr-registry-keys>).
@@ -26,7 +47,18 @@ const TDR_DELAY: Duration = Duration::from_secs(2);
 /// adapter started, threaded (a real machine runs its GPU, interrupts and DPCs on their own).
 /// Also whether each adapter is render-only (no sources, no children).
 pub(super) fn started_machine(config: &SessionConfig) -> Result<(Machine, Vec<bool>), Failure> {
-    let (m, starts) = machine_after_starts(config, false)?;
+    // The device is the run's, whatever the case asks: the backend checks the case's wish
+    // against it (`KmtSession::check_device`), as it does on a test machine.
+    let (device, vram_mib) = device();
+    let config = SessionConfig {
+        doorbells: Some(device.doorbells),
+        min_doorbells: None,
+        max_doorbells: None,
+        global_doorbell: device.global_doorbell,
+        engines: Some(device.engines),
+        ..config.clone()
+    };
+    let (m, starts) = machine_with_vram(&config, false, vram_mib)?;
     Ok((m, starts.into_iter().collect::<Result<_, _>>()?))
 }
 
@@ -38,6 +70,15 @@ pub(super) fn machine_after_starts(
     config: &SessionConfig,
     stepped: bool,
 ) -> Result<(Machine, Vec<Result<bool, Failure>>), Failure> {
+    machine_with_vram(config, stepped, None)
+}
+
+/// [`machine_after_starts`] with `vram_mib` MiB of VRAM on each device (`None`: the default).
+fn machine_with_vram(
+    config: &SessionConfig,
+    stepped: bool,
+    vram_mib: Option<u64>,
+) -> Result<(Machine, Vec<Result<bool, Failure>>), Failure> {
     let mode = if stepped && config.mode == ExecMode::Step {
         ExecMode::Step
     } else {
@@ -47,6 +88,11 @@ pub(super) fn machine_after_starts(
         mode,
         ..config.clone()
     });
+    if let Some(mib) = vram_mib {
+        for a in &mut mc.adapters {
+            a.device.vram_size = mib.saturating_mul(1 << 20);
+        }
+    }
     mc.mode = match mode {
         ExecMode::Step => Mode::Step,
         ExecMode::Threaded => Mode::Threaded,

@@ -93,7 +93,11 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
         if let Some(r) = config.per_engine_reset {
             a.device.per_engine_reset = r;
         }
-        if let Some(n) = config.doorbells.or(config.min_doorbells) {
+        if let Some(n) = config
+            .doorbells
+            .or(config.max_doorbells)
+            .or(config.min_doorbells)
+        {
             a.device.doorbells = n;
         }
         a.device.global_doorbell = config.global_doorbell;

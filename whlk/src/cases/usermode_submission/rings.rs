@@ -63,7 +63,8 @@ pub(super) fn threaded_churn(b: &dyn Backend) -> CaseResult {
     const ROUNDS: u32 = 6;
     const PER: u32 = 4;
     let n = u64::from(ROUNDS * PER);
-    let mut s = session(b, ExecMode::Threaded, doorbells(2))?;
+    // Two doorbells or fewer: nine queues must share them.
+    let mut s = session(b, ExecMode::Threaded, |c| c.max_doorbells = Some(2))?;
     let mut lanes = Vec::new();
     let mut tickets = Vec::new();
     let mut residents = Vec::new();
@@ -108,7 +109,7 @@ pub(super) fn threaded_churn(b: &dyn Backend) -> CaseResult {
         let victims = count(&ev, |e| matches!(e, OsEvent::VictimCallback { .. }));
         ensure!(
             victims > 0,
-            "9 queues on 2 doorbells, yet no victimisation during the churn"
+            "9 queues on at most 2 doorbells, yet no victimisation during the churn"
         );
     }
     for (p, _, _) in tickets.iter().step_by(2) {
