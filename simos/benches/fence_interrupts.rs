@@ -31,9 +31,13 @@
 //!   satisfied wait within 1.2x of the pages' (CI runs this bench with `--test`);
 //! - (g) the same waits from two processes on one shared fence, arrivals taking turns, each
 //!   process with its own table: knowing the fence is shared (`Waits::share`, re-arm at
-//!   CurrentValue + 1; held: no late wake), and not knowing it (the per-process rule, whose
-//!   re-arms and registrations raise MonitoredValue over the other's waits). The `--test` run
-//!   checks the rows of (f) and (g) against docs/performance.md, which gives them at its N.
+//!   CurrentValue + 1; held: no late wake), not knowing it (the per-process rule, whose
+//!   re-arms and registrations raise MonitoredValue over the other's waits), and sharing a
+//!   board of their pending waits (`rvgpu_umd::waitboard`, re-arm at the lowest of all; held:
+//!   no late wake and at most 3 interrupts per satisfied wait under both readings), also with a
+//!   third sharer writing garbage in its slot (held: no late wake, and under 24H2 no more
+//!   interrupts than the C + 1 rule). The `--test` run checks the rows of (f) and (g) against
+//!   docs/performance.md, which gives them at its N.
 //!
 //! `cargo bench -p rvgpu-simos --bench fence_interrupts` prints the table. N defaults to
 //! 1,000,000 (20,000 with `--test`); `RVGPU_BENCH_SIGNALS` overrides it.
@@ -52,6 +56,10 @@ use rvgpu_ddi::init::PDXGKDDI_INTERRUPT_ROUTINE;
 use rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED;
 use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue, RING_BYTES};
+use rvgpu_umd::wait::Waits;
+use rvgpu_umd::waitboard::{Board, Slot, Slots};
+use std::cell::{Cell, RefCell};
+
 use rvgpu_simos::{
     LateWakes, Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, Notification, SimError,
     SimEvent,
@@ -353,21 +361,75 @@ fn staggered(n: u64, waiters: u64, reading: Reading, arriving: bool) -> (Row, u6
 /// GPU's next signal (a frame loop's signals are far apart next to a thread's wake-up).
 const WAKE_CHUNK: u64 = 1;
 
+/// How the processes of (g) re-arm a fence they share.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rearm {
+    /// Each at its own lowest pending wait, not knowing the fence is shared.
+    Lowest,
+    /// At CurrentValue + 1 (`Waits::share`, no board).
+    NextValue,
+    /// At the lowest pending wait of every sharer, by the sharers' board
+    /// (`rvgpu_umd::waitboard`); with `hostile`, one more sharer that waits for nothing
+    /// publishes garbage in its slot before every arrival and every look.
+    Board { hostile: bool },
+}
+
 /// Who issues the waits of (f) and (g): how many processes (each with its own
-/// `rvgpu_umd::wait::Waits`, arrivals taking turns), and whether their tables know the fence is
-/// shared between them (`Waits::share`: re-arm at CurrentValue + 1).
+/// `rvgpu_umd::wait::Waits`, arrivals taking turns), and how they re-arm.
 #[derive(Clone, Copy)]
 struct Issuers {
     processes: usize,
-    shared: bool,
+    rearm: Rearm,
 }
 
-/// What (f) and (g) count besides the row: waits satisfied, registrations (kernel calls:
-/// each wait and each re-arm is one `D3DKMTWaitForSynchronizationObjectFromCpu`), the OS's
+impl Issuers {
+    fn shared(&self) -> bool {
+        self.rearm != Rearm::Lowest
+    }
+
+    /// The row's re-arm column.
+    fn label(&self) -> &'static str {
+        match self.rearm {
+            Rearm::Lowest => "lowest",
+            Rearm::NextValue => "C + 1",
+            Rearm::Board { hostile: false } => "board",
+            Rearm::Board { hostile: true } => "board, hostile sharer",
+        }
+    }
+}
+
+/// What the hostile sharer of (g) publishes in its slot, in turn, CurrentValue at `c`: zero,
+/// reached values, huge values, "more than named" over reached values (read as C + 1: the
+/// costliest), and a value just ahead.
+fn garbage(k: u64, c: u64) -> Slot {
+    let (v, more) = match k % 6 {
+        0 => (0, false),
+        1 => (c, false),
+        2 => (u64::MAX, false),
+        3 => (1 << 62, false),
+        4 => (c.saturating_sub(3), true),
+        _ => (c.saturating_add(7), false),
+    };
+    Slot {
+        waits: [v; rvgpu_umd::waitboard::SLOT_WAITS],
+        more,
+    }
+}
+
+/// Slots on the board of `who`: its processes' and the hostile sharer's.
+fn board_len(who: &Issuers) -> usize {
+    who.processes + usize::from(matches!(who.rearm, Rearm::Board { hostile: true }))
+}
+
+/// What (f) and (g) count besides the row: waits satisfied, kernel calls (each wait and each
+/// re-arm is one `D3DKMTWaitForSynchronizationObjectFromCpu`), board accesses, the OS's
 /// late-wake counts.
 struct UmdCounts {
     satisfied: u64,
     registrations: u64,
+    /// Board accesses: a publish before each wait, the answer after it and after each re-arm,
+    /// a publish answered after each release (`rvgpu_umd::waitboard`).
+    board: u64,
     late: LateWakes,
 }
 
@@ -390,29 +452,52 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
     let base = m.interrupt_counts(0).0;
     let claimed_base = CLAIMED.load(Ordering::Relaxed);
     let notes_base = m.notifications(0).len();
-    let mut tables: Vec<rvgpu_umd::wait::Waits> = (0..who.processes)
+    let mut tables: Vec<Waits> = (0..who.processes)
         .map(|_| {
-            let mut t = rvgpu_umd::wait::Waits::default();
-            if who.shared {
+            let mut t = Waits::default();
+            if who.shared() {
                 t.share(0);
             }
             t
         })
         .collect();
+    let hostile = matches!(who.rearm, Rearm::Board { hostile: true });
+    let on_board = matches!(who.rearm, Rearm::Board { .. });
+    // The board's last slot is the hostile sharer's; every sharer joins with nothing pending.
+    let mut board = Slots::new(board_len(&who));
+    for p in 0..board_len(&who) {
+        board.publish(p, Slot::NONE);
+    }
+    let mut scribbles = 0u64;
+    let mut scribble = |board: &mut Slots, c: u64| {
+        if hostile {
+            board.publish(who.processes, garbage(scribbles, c));
+            scribbles += 1;
+        }
+    };
+    // Kernel calls (registrations: each wait and each re-arm), and the board's accesses.
+    let calls = Cell::new(0u64);
+    let board_calls = Cell::new(0u64);
     // (process, waiter id, its event) of the waits not yet seen released.
     let mut pending: Vec<(usize, u64, SimEvent)> = Vec::new();
     let mut satisfied = 0u64;
-    let mut registrations = 0u64;
-    let mut rearms: Vec<SimEvent> = Vec::new();
-    let mut register = |v: u64, rearms: Option<&mut Vec<SimEvent>>| {
-        registrations += 1;
-        let ev = ok(&m, m.wait_native_fence_event(&f, v));
-        match rearms {
-            Some(r) => {
-                r.push(ev);
-                None
+    // (value, event) of every re-arm.
+    let rearms: RefCell<Vec<(u64, SimEvent)>> = RefCell::new(Vec::new());
+    let register = |v: u64| {
+        calls.set(calls.get() + 1);
+        ok(&m, m.wait_native_fence_event(&f, v))
+    };
+    // A re-arm of process `p` at `v`; on the board, checked against the board read after it
+    // (`Waits::confirm_among`).
+    let rearm = |board: &Slots, p: usize, v: u64| {
+        let before = f.current_value();
+        rearms.borrow_mut().push((v, register(v)));
+        if on_board {
+            board_calls.set(board_calls.get() + 1);
+            let c = f.current_value();
+            if let Some(r) = Waits::confirm_among(v, c, board.peers(p, before, c)) {
+                rearms.borrow_mut().push((r, register(r)));
             }
-            None => Some(ev),
         }
     };
     let mut from = 1u64;
@@ -425,10 +510,23 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
             let target = (at(k + 1) + span / waiters / 2).min(to);
             let p = arrival % who.processes;
             arrival += 1;
-            let ev = register(target, None).expect("the wait's event");
-            let (id, rearm) = tables[p].add(0, target, f.current_value());
-            if let Some(low) = rearm {
-                register(low, Some(&mut rearms));
+            scribble(&mut board, f.current_value());
+            let before = f.current_value();
+            if on_board {
+                // Published before the registration, the others read after it
+                // (`rvgpu_umd::waitboard`).
+                board_calls.set(board_calls.get() + 1);
+                board.publish(p, tables[p].published(0, before, Some(target)));
+            }
+            let ev = register(target);
+            let c = f.current_value();
+            let (id, mut low) = tables[p].add(0, target, c);
+            if on_board {
+                board_calls.set(board_calls.get() + 1);
+                low = tables[p].rearm_among(0, target, c, board.peers(p, before, c));
+            }
+            if let Some(low) = low {
+                rearm(&board, p, low);
             }
             pending.push((p, id, ev));
             let mut v = at(k) + 1;
@@ -446,9 +544,19 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
                     }
                     !done
                 });
+                scribble(&mut board, f.current_value());
                 for (p, _) in woken.iter().enumerate().filter(|(_, w)| **w) {
-                    if let Some(low) = tables[p].after_release(0, f.current_value()) {
-                        register(low, Some(&mut rearms));
+                    let c = f.current_value();
+                    let low = if on_board {
+                        // One call: the publish, answered with the others.
+                        board_calls.set(board_calls.get() + 1);
+                        board.publish(p, tables[p].published(0, c, None));
+                        tables[p].after_release_among(0, c, board.peers(p, c, c))
+                    } else {
+                        tables[p].after_release(0, c)
+                    };
+                    if let Some(low) = low {
+                        rearm(&board, p, low);
                     }
                 }
                 v = end + 1;
@@ -457,8 +565,13 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
         assert!(pending.is_empty(), "lost wake-up");
         from = to + 1;
     }
+    // A re-arm for a value the fence reached was released (the hostile sharer's garbage can
+    // make one arm beyond the last signal).
     assert!(
-        rearms.iter().all(SimEvent::is_signaled),
+        rearms
+            .borrow()
+            .iter()
+            .all(|(v, e)| *v > f.current_value() || e.is_signaled()),
         "a re-arm left pending"
     );
     (
@@ -472,7 +585,8 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
         },
         UmdCounts {
             satisfied,
-            registrations,
+            registrations: calls.get(),
+            board: board_calls.get(),
             late: m.late_wakes(0),
         },
     )
@@ -488,31 +602,27 @@ fn through_umd_rows(n: u64, check: bool) {
     );
     let mut printed = Vec::new();
     println!(
-        "| waits, processes, re-arm | interrupts | kernel calls | per wait | 24H2 late wakes (by) |"
+        "| waits, processes, re-arm | interrupts | kernel calls | board | per wait | 24H2 late wakes (by) |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     let who = [
-        Issuers {
-            processes: 1,
-            shared: false,
-        },
-        Issuers {
-            processes: 2,
-            shared: true,
-        },
-        Issuers {
-            processes: 2,
-            shared: false,
-        },
-    ];
+        (1, Rearm::Lowest),
+        (2, Rearm::NextValue),
+        (2, Rearm::Lowest),
+        (2, Rearm::Board { hostile: false }),
+        (2, Rearm::Board { hostile: true }),
+    ]
+    .map(|(processes, rearm)| Issuers { processes, rearm });
     for waiters in [4, 16] {
+        // The C + 1 row's interrupts under 24H2: what a hostile sharer may cost at most.
+        let mut next_value = u64::MAX;
         for w in who {
             // Pages, then 24H2.
             let [(rp, cp), (r2, c2)] =
                 [Reading::PAGES, Reading::W24H2].map(|reading| through_umd(n, waiters, reading, w));
             for (reading, c) in [("pages", &cp), ("24h2", &c2)] {
                 // The gate: no late wake where every process knows whom it shares with.
-                if w.processes == 1 || w.shared {
+                if w.processes == 1 || w.shared() {
                     assert_eq!(
                         c.late.late, 0,
                         "{waiters} waits, {} processes, {reading}: late wakes",
@@ -525,13 +635,18 @@ fn through_umd_rows(n: u64, check: bool) {
                 "the same waits under both readings"
             );
             let row = format!(
-                "| {waiters}, {}, {} | {}/{} | {}/{} | {}/{} | {} ({}) |",
+                "| {waiters}, {}, {} | {}/{} | {}/{} | {} | {}/{} | {} ({}) |",
                 w.processes,
-                if w.shared { "C + 1" } else { "lowest" },
+                w.label(),
                 rp.isr_calls,
                 r2.isr_calls,
                 cp.registrations,
                 c2.registrations,
+                if matches!(w.rearm, Rearm::Board { .. }) {
+                    format!("{}/{}", cp.board, c2.board)
+                } else {
+                    "-".into()
+                },
                 ratio2(rp.isr_calls, cp.satisfied),
                 ratio2(r2.isr_calls, c2.satisfied),
                 c2.late.late,
@@ -547,6 +662,29 @@ fn through_umd_rows(n: u64, check: bool) {
                 per(&r2, &c2),
                 per(&rp, &cp)
             );
+            // The gate: processes sharing a fence through the board take at most 3 interrupts
+            // per satisfied wait under either reading, a hostile sharer or not.
+            if w.rearm == Rearm::NextValue {
+                next_value = r2.isr_calls;
+            }
+            // The gate: under 24H2 a sharer writing garbage on the board costs the others at
+            // most the interrupts of the C + 1 rule (and, above, no late wake).
+            if w.rearm == (Rearm::Board { hostile: true }) {
+                assert!(
+                    r2.isr_calls <= next_value,
+                    "(g) {waiters} waits, hostile sharer: {} interrupts, C + 1 {next_value}",
+                    r2.isr_calls
+                );
+            }
+            if let Rearm::Board { hostile: false } = w.rearm {
+                for (reading, r, c) in [("pages", &rp, &cp), ("24h2", &r2, &c2)] {
+                    assert!(
+                        per(r, c) <= 3.0,
+                        "(g) {waiters} waits, board, {reading}: {} interrupts per wait",
+                        per(r, c)
+                    );
+                }
+            }
         }
     }
     if check && n == 20_000 {
