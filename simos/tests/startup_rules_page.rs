@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_simos::adapter::bringup::{
     tables, Outcome, RowDoc, STATUS_DEVICE_CONFIGURATION_ERROR, STATUS_OBJECT_NAME_NOT_FOUND,
     STATUS_REVISION_MISMATCH,
@@ -30,6 +30,7 @@ fn failure(r: &RowDoc) -> String {
     let status = match r.outcome {
         Outcome::DriverStatus => "the driver's status",
         Outcome::Refuse(STATUS_INVALID_PARAMETER) => "`INVALID_PARAMETER`",
+        Outcome::Refuse(STATUS_NO_MEMORY) => "`NO_MEMORY`",
         Outcome::Refuse(STATUS_REVISION_MISMATCH) => "`REVISION_MISMATCH`",
         Outcome::Refuse(STATUS_OBJECT_NAME_NOT_FOUND) => "`OBJECT_NAME_NOT_FOUND`",
         Outcome::Refuse(STATUS_DEVICE_CONFIGURATION_ERROR) => "`DEVICE_CONFIGURATION_ERROR`",

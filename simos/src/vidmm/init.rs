@@ -3,35 +3,23 @@
 //! (`DXGKQAITYPE_QUERYSEGMENT4`, BR-61/62/64) and, for a GPU-VA adapter, the GPU MMU caps
 //! and one page-table level descriptor per level (`DXGKQAITYPE_GPUMMUCAPS`,
 //! `DXGKQAITYPE_PAGETABLELEVELDESC`, BR-68). What it learns is the [`MemoryModel`] the rest of
-//! VidMm builds address spaces from; a rule the driver breaks is a [`Violation`] with the
+//! VidMm builds address spaces from; each answer is checked by its rows in
+//! `adapter::bringup::vidmm` before the next query, a broken rule a [`Violation`] with the
 //! status Windows fails the start with.
 
 use rvgpu_ddi::adapter::*;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::memory::*;
-use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 
-use crate::adapter::bringup::{Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
+use crate::adapter::bringup::vidmm::{
+    self as rows, Address, GpuMmu, Level, SegmentCount, Segments,
+};
+use crate::adapter::bringup::{first, Violation};
 use crate::adapter::ddi::{self, At};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::state::vidmm::model::MemoryModel;
-
-fn violation(rule: &'static str, status: NTSTATUS, why: String) -> Violation {
-    Violation { rule, status, why }
-}
-
-/// A query VidMm cannot do without: a failing status `st` breaks `rule`, and the start fails
-/// with `status`, naming `what` failed.
-fn query_failed(
-    st: NTSTATUS,
-    rule: &'static str,
-    status: NTSTATUS,
-    what: &str,
-) -> Option<Violation> {
-    (st < 0).then(|| violation(rule, status, format!("{what} failed ({:#010x})", st as u32)))
-}
 
 /// Runs VidMm's queries. `Ok(Err(v))`: the start fails with `v`.
 pub(crate) fn query(
@@ -43,17 +31,12 @@ pub(crate) fn query(
     // VidMm is not created when the driver cannot address the machine's highest physical page
     // (SYSTEM_BASIC_INFORMATION.HighestPhysicalPageNumber << 12); ADAPTER_RENDER::Initialize
     // reports the missing VidMm as STATUS_NO_MEMORY. Checked before any segment query.
-    let highest_page = (rvgpu_hw::addr::SYSMEM_LIMIT - 1) >> 12 << 12;
-    let acceptable = caps.HighestAcceptableAddress.get() as u64;
-    if acceptable < highest_page {
-        return Ok(Err(violation(
-            "BR-60",
-            STATUS_NO_MEMORY,
-            format!(
-                "HighestAcceptableAddress {acceptable:#x} is below the highest physical page \
-                 {highest_page:#x}"
-            ),
-        )));
+    let address = Address {
+        acceptable: caps.HighestAcceptableAddress.get() as u64,
+        highest_page: (rvgpu_hw::addr::SYSMEM_LIMIT - 1) >> 12 << 12,
+    };
+    if let Some(v) = first(rows::ADDRESS_RULES, &address) {
+        return Ok(Err(v));
     }
     let Some(q) = ddi::in_table!(t, DxgkDdiQueryAdapterInfo) else {
         return Ok(Ok(MemoryModel::default()));
@@ -76,34 +59,14 @@ pub(crate) fn query(
     let mut index = 0u32.to_le_bytes();
     let mut out = DXGK_QUERYSEGMENTOUT4::default();
     let st = call(DXGKQAITYPE_QUERYSEGMENT4, &mut index, as_bytes(&mut out))?;
-    let what = "DXGKQAITYPE_QUERYSEGMENT4 (count)";
-    if let Some(v) = query_failed(st, "BR-61", STATUS_NO_MEMORY, what) {
+    let count = SegmentCount {
+        answer: if st < 0 { Err(st) } else { Ok(out.NbSegment) },
+        zero_accepted: a.os.zero_segments_accepted,
+    };
+    if let Some(v) = first(rows::COUNT_RULES, &count) {
         return Ok(Err(v));
     }
     let n = out.NbSegment;
-    // BR-62: at most 32 segments. VidMmiQuerySegmentInfo4 fails with STATUS_UNSUCCESSFUL, but
-    // VidMmiInit turns every failure into a NULL VidMm, so the start fails with
-    // STATUS_NO_MEMORY like BR-60/61 ([D] `ADAPTER_RENDER::Initialize`).
-    if n > 32 {
-        return Ok(Err(violation(
-            "BR-62",
-            STATUS_NO_MEMORY,
-            format!("{n} segments reported (at most 32)"),
-        )));
-    }
-    // BR-62, windows-bringup.md §15 Q4: at least one segment. [D24] dxgmms2 `CreatePhysicalAdapterSegments`
-    // (@ 0x14009B368 and @ 0x1400B14D0, the two later builds read) refuses a zero count with
-    // STATUS_UNSUCCESSFUL right after the counting call, whatever the memory model (no IoMmu
-    // exemption); VIDMM_GLOBAL::Init fails, VidMmiInit returns no VidMm and the start fails
-    // with STATUS_NO_MEMORY ([D] `ADAPTER_RENDER::Initialize`). 22631 has no lower bound
-    // (`OsConfig::zero_segments_accepted`).
-    if n == 0 && !a.os.zero_segments_accepted {
-        return Ok(Err(violation(
-            "BR-62",
-            STATUS_NO_MEMORY,
-            "no segments reported (at least 1)".into(),
-        )));
-    }
     let stride = std::mem::size_of::<DXGK_SEGMENTDESCRIPTOR4>();
     let mut array = vec![0u8; stride * n as usize];
     let mut out = DXGK_QUERYSEGMENTOUT4 {
@@ -112,11 +75,11 @@ pub(crate) fn query(
         SegmentDescriptorStride: stride,
         ..Default::default()
     };
+    let mut fill = Ok(());
     if n > 0 {
         let st = call(DXGKQAITYPE_QUERYSEGMENT4, &mut index, as_bytes(&mut out))?;
-        let what = "DXGKQAITYPE_QUERYSEGMENT4 (fill)";
-        if let Some(v) = query_failed(st, "BR-61", STATUS_NO_MEMORY, what) {
-            return Ok(Err(v));
+        if st < 0 {
+            fill = Err(st);
         }
     }
     let segments: Vec<DXGK_SEGMENTDESCRIPTOR4> = array
@@ -129,11 +92,17 @@ pub(crate) fn query(
                 .read_unaligned()
         })
         .collect();
-    if let Some(v) = check_segments(t, &segments, out.PagingBufferSegmentId) {
+    let answer = Segments {
+        version: t.Version,
+        fill,
+        segments,
+        paging_buffer_segment: out.PagingBufferSegmentId,
+    };
+    if let Some(v) = first(rows::SEGMENT_RULES, &answer) {
         return Ok(Err(v));
     }
     let mut model = MemoryModel {
-        segments,
+        segments: answer.segments,
         paging_buffer_segment: out.PagingBufferSegmentId,
         paging_buffer_size: out.PagingBufferSize,
         gpummu: None,
@@ -152,65 +121,6 @@ pub(crate) fn query(
     Ok(Ok(model))
 }
 
-/// BR-63 … BR-65: what VidMm refuses in the segments the driver reported (`None`: nothing).
-fn check_segments(
-    t: &DRIVER_INITIALIZATION_DATA,
-    segments: &[DXGK_SEGMENTDESCRIPTOR4],
-    paging_buffer_segment: u32,
-) -> Option<Violation> {
-    // BR-63 ([D] `VidMmiQuerySegmentInfo4`, interface >= 0x7005): NumUEFIFrameBufferRanges
-    // (byte 92) is 0 or 1, and 1 on at most one segment; otherwise no VidMm (NO_MEMORY).
-    let mut uefi_segment = None;
-    for (i, s) in segments.iter().enumerate() {
-        let ranges = s.NumUEFIFrameBufferRanges;
-        let twice = ranges == 1 && uefi_segment.is_some();
-        if t.Version >= 0x7005 && (ranges > 1 || twice) {
-            return Some(violation(
-                "BR-63",
-                STATUS_NO_MEMORY,
-                format!(
-                    "segment {} reports {ranges} UEFI frame-buffer ranges (0 or 1, on one \
-                     segment at most)",
-                    i + 1
-                ),
-            ));
-        }
-        if ranges == 1 {
-            uefi_segment = Some(i);
-        }
-    }
-    for (i, s) in segments.iter().enumerate() {
-        let f = s.Flags;
-        // BR-64: a host-aperture segment is neither an aperture nor CPU-visible
-        // (VIDMM_GLOBAL::InitSegments, inside VidMmiInit: the start fails with NO_MEMORY).
-        if f.is_set(DXGK_SEGMENTFLAGS::SupportsCpuHostAperture)
-            && (f.is_set(DXGK_SEGMENTFLAGS::Aperture) || f.is_set(DXGK_SEGMENTFLAGS::CpuVisible))
-        {
-            return Some(violation(
-                "BR-64",
-                STATUS_NO_MEMORY,
-                format!(
-                    "segment {} combines SupportsCpuHostAperture with Aperture/CpuVisible",
-                    i + 1
-                ),
-            ));
-        }
-    }
-    // BR-65(a) ([D] `VIDMM_GLOBAL::Init`, inside VidMmiInit): the paging buffers' segment is 0
-    // (system memory) or one of the reported segments; otherwise no VidMm (NO_MEMORY).
-    if paging_buffer_segment > segments.len() as u32 {
-        return Some(violation(
-            "BR-65",
-            STATUS_NO_MEMORY,
-            format!(
-                "PagingBufferSegmentId {paging_buffer_segment} names no segment ({} reported)",
-                segments.len()
-            ),
-        ));
-    }
-    None
-}
-
 /// The driver's answer to a `DxgkDdiQueryAdapterInfo` of a type, input and output.
 type Query<'a> =
     dyn Fn(DXGK_QUERYADAPTERINFOTYPE, &mut [u8], &mut [u8]) -> Result<NTSTATUS, SimError> + 'a;
@@ -226,16 +136,11 @@ fn query_gpummu(
     let mut index = 0u32.to_le_bytes();
     let mut mmu = DXGK_GPUMMUCAPS::default();
     let st = call(DXGKQAITYPE_GPUMMUCAPS, &mut index, as_bytes(&mut mmu))?;
-    let what = "DXGKQAITYPE_GPUMMUCAPS";
-    if let Some(v) = query_failed(st, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR, what) {
+    if let Some(v) = first(
+        rows::GPUMMU_RULES,
+        &GpuMmu(if st < 0 { Err(st) } else { Ok(mmu) }),
+    ) {
         return Ok(Err(v));
-    }
-    if !(2..=6).contains(&mmu.PageTableLevelCount) {
-        return Ok(Err(violation(
-            "BR-68",
-            STATUS_DEVICE_CONFIGURATION_ERROR,
-            format!("PageTableLevelCount {} (2..=6)", mmu.PageTableLevelCount),
-        )));
     }
     let mut levels = Vec::new();
     for level in 0..mmu.PageTableLevelCount {
@@ -249,19 +154,12 @@ fn query_gpummu(
             as_bytes(&mut input),
             as_bytes(&mut d),
         )?;
-        let what = format!("DXGKQAITYPE_PAGETABLELEVELDESC({level})");
-        if let Some(v) = query_failed(st, "BR-68", STATUS_DEVICE_CONFIGURATION_ERROR, &what) {
+        let answer = Level {
+            level,
+            answer: if st < 0 { Err(st) } else { Ok(d) },
+        };
+        if let Some(v) = first(rows::LEVEL_RULES, &answer) {
             return Ok(Err(v));
-        }
-        if d.PageTableAlignmentInBytes != 0 && !d.PageTableAlignmentInBytes.is_power_of_two() {
-            return Ok(Err(violation(
-                "BR-68",
-                STATUS_INVALID_PARAMETER,
-                format!(
-                    "level {level}: PageTableAlignmentInBytes {:#x} is not a power of two",
-                    d.PageTableAlignmentInBytes
-                ),
-            )));
         }
         levels.push(d);
     }

@@ -4,7 +4,8 @@
 //!
 //! One table per phase, each a list of [`Rule`] rows applied by one loop ([`apply`]) at the point
 //! Windows applies it: [`load`] (`DxgkInitialize`), [`caps`] (`DXGADAPTER::Initialize` up to
-//! the render core), [`nodes`] (each node's metadata), [`ums`] (the user-mode submission caps),
+//! the render core), [`vidmm`] (the memory answers, while the render core is created),
+//! [`nodes`] (each node's metadata), [`ums`] (the user-mode submission caps),
 //! [`render_core`] (the end of `ADAPTER_RENDER::Initialize`) and [`power`]
 //! (`InitializePowerManagement`). What the rows read is gathered once per phase ([`facts`]).
 //! docs/windows-bringup.md's rule tables are generated from the rows ([`tables`],
@@ -23,6 +24,7 @@ pub mod nodes;
 pub mod power;
 pub mod render_core;
 pub mod ums;
+pub mod vidmm;
 
 use rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
 use rvgpu_ddi::NTSTATUS;
@@ -187,8 +189,8 @@ pub struct RowDoc {
     pub ends: bool,
 }
 
-/// Every phase's table, by the name its generated region on the page carries, in the page's
-/// order.
+/// Every phase's table, by the name its generated region on the page carries, in the order the
+/// start applies them.
 pub fn tables() -> Vec<(&'static str, Vec<RowDoc>)> {
     fn docs<F>(rows: &[Rule<F>]) -> Vec<RowDoc> {
         rows.iter().map(Rule::doc).collect()
@@ -196,6 +198,14 @@ pub fn tables() -> Vec<(&'static str, Vec<RowDoc>)> {
     vec![
         ("load", docs(load::LOAD_RULES)),
         ("caps", docs(caps::CAPS_RULES)),
+        ("vidmm", {
+            let mut d = docs(vidmm::ADDRESS_RULES);
+            d.extend(docs(vidmm::COUNT_RULES));
+            d.extend(docs(vidmm::SEGMENT_RULES));
+            d.extend(docs(vidmm::GPUMMU_RULES));
+            d.extend(docs(vidmm::LEVEL_RULES));
+            d
+        }),
         ("nodes", docs(nodes::NODE_RULES)),
         ("ums", docs(ums::UMS_CAPS_RULES)),
         ("render core", docs(render_core::RENDER_CORE_RULES)),
