@@ -39,10 +39,6 @@ const KMD_FORMS: [&str; 8] = [
     "Tdr.CompletedBeforeReset",
 ];
 
-/// Cases whose D3DKMT form is not written yet, skipped at run time with the reason: the
-/// process protocol forwards no share of a fence another process created.
-const NOT_FORWARDED: [&str; 1] = ["DeviceLoss.SharedFenceAcrossProcesses"];
-
 /// The capabilities only the KMD forms use, proven by the second pass.
 const SECOND_PASS: [Capability; 3] = [
     Capability::DmaContexts,
@@ -119,6 +115,7 @@ fn kmt_backend_passes_or_skips_every_case() {
             "DeviceLoss.IdleDevice",
             "DeviceLoss.SiblingDevice",
             "DeviceLoss.AdapterResetEveryDevice",
+            "DeviceLoss.SharedFenceAcrossProcesses",
             "DeviceLoss.KillWhileHung",
         ]),
     );
@@ -179,8 +176,7 @@ fn kmt_backend_passes_or_skips_every_case() {
                 why.starts_with("needs capability")
                     || KMD_FORMS.contains(&r.name)
                     || why.starts_with("needs a device started as `rvgpu-vfu")
-                    || why.starts_with("needs a machine whose OS enables no native fences")
-                    || (NOT_FORWARDED.contains(&r.name) && why.contains("another process")),
+                    || why.starts_with("needs a machine whose OS enables no native fences"),
                 "{}: {why}",
                 r.name
             );

@@ -19,6 +19,9 @@
 //! queue); `dma ID W W …` (the DMA buffer's words) → `ok GPUVA` (`D3DKMTSubmitCommand` of a
 //! command buffer of its own, at `GPUVA`);
 //! `fcreate ID INITIAL` → `ok` (a shareable native fence of its own, `D3DKMTCreateNativeFence`);
+//! `fshare ID` → `ok NT` (`D3DKMTShareObjects` of fence `ID`: a new NT handle in the process's
+//! own table, which the parent duplicates out of it as a broker does); `ntclose NT` → `ok`
+//! (`CloseHandle` of an NT handle of its own table);
 //! `fvalue ID` → `ok VALUE` (its CurrentValue through the process's CPU view); `ops ID OP OP …`
 //! → `ok VALUE` (one `submit_ops` batch on queue `ID`: `w.FENCE.VALUE` a GPU wait, `s.FENCE.VALUE`
 //! a GPU signal, `c.W,W,…` a packet); `qlog ID TYPE ROOM` → `ok COUNT ENTRIES HEX` (the KMD's
@@ -255,6 +258,16 @@ impl RemoteProcess {
         self.call(&format!("fcreate {id:x} {initial:x}")).map(drop)
     }
 
+    /// `D3DKMTShareObjects` of fence `id` in the process: the NT handle's value in *its* table.
+    pub(crate) fn share_fence(&self, id: usize) -> Result<u64, Failure> {
+        self.number(&format!("fshare {id:x}"))
+    }
+
+    /// Closes NT handle `nt` of the process's own table.
+    pub(crate) fn close_nt_handle(&self, nt: u64) -> Result<(), Failure> {
+        self.call(&format!("ntclose {nt:x}")).map(drop)
+    }
+
     /// Fence `id`'s CurrentValue as the process reads it.
     pub(crate) fn fence_value(&self, id: usize) -> Result<u64, Failure> {
         self.number(&format!("fvalue {id:x}"))
@@ -484,6 +497,14 @@ impl<K: KmtSync> Served<K> {
                 }
                 let f = self.kmt.create_shareable_native_fence(initial)?;
                 self.fences.insert(id, f);
+                Ok(String::new())
+            }
+            Some("fshare") => {
+                let h = self.fence(arg(1)?)?.kmt;
+                Ok(format!("{:x}", self.kmt.share_native_fence(h)?))
+            }
+            Some("ntclose") => {
+                self.kmt.close_nt_handle(arg(1)?)?;
                 Ok(String::new())
             }
             Some("fvalue") => {

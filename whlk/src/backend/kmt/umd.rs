@@ -39,13 +39,13 @@ pub(crate) enum KmtFence {
 }
 
 impl KmtFence {
-    /// This program's fence: GPU operations and sharing need one.
+    /// This program's fence: a GPU operation of this program's queues needs one.
     fn here(&self) -> Result<&NativeFence, Failure> {
         match self {
             Self::Here(f) => Ok(f),
             Self::There(_) => Err(Failure::Unsupported(
-                "a GPU operation or a share of another process's fence (only its CPU signals \
-                 and waits are forwarded)"
+                "a GPU operation of this program on another process's fence (only its CPU \
+                 signals, waits and shares are forwarded)"
                     .into(),
             )),
         }
@@ -177,8 +177,9 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         .map_err(|s| self.status(s))
     }
 
-    /// `D3DKMTShareObjects`, the machine's `DuplicateHandle` (into another process's table
-    /// when `p` is one), `D3DKMTOpenNativeFenceFromNtHandle` there, each NT handle closed.
+    /// `D3DKMTShareObjects` in the holder's process (this program or another), the machine's
+    /// `DuplicateHandle` from the holder's table into `p`'s, `D3DKMTOpenNativeFenceFromNtHandle`
+    /// there, each NT handle closed by the process that holds it.
     fn fence_open(
         &self,
         holder: usize,
@@ -186,13 +187,22 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         p: usize,
         id: FenceRef,
     ) -> Result<KmtFence, Failure> {
-        let hk = self.thunks(holder)?;
-        let mine = hk
-            .share_native_fence(f.here()?.kmt)
-            .map_err(|s| self.status(s))?;
-        let theirs = self.machine.duplicate_nt_handle(holder, mine, p);
-        let _ = hk.close_nt_handle(mine);
-        let theirs = theirs?;
+        let theirs = match f {
+            KmtFence::Here(n) => {
+                let hk = self.thunks(holder)?;
+                let mine = hk.share_native_fence(n.kmt).map_err(|s| self.status(s))?;
+                let theirs = self.machine.duplicate_nt_handle(holder, mine, p);
+                let _ = hk.close_nt_handle(mine);
+                theirs?
+            }
+            KmtFence::There(fid) => {
+                let r = self.remote_of_fence(holder)?;
+                let its = r.share_fence(*fid)?;
+                let theirs = self.machine.duplicate_nt_handle(holder, its, p);
+                let _ = r.close_nt_handle(its);
+                theirs?
+            }
+        };
         if let Some(r) = self.remote_arc(p)? {
             // The other process knows the fence by the seam's number for it.
             return r.open_fence(id.0, theirs).map(|()| KmtFence::There(id.0));

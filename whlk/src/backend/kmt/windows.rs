@@ -184,36 +184,37 @@ impl KmtMachine for WinMachine {
         Ok(())
     }
 
-    /// The holder is a device of this program; the duplicate goes into the child's handle
-    /// table where `to` is a child (`OpenProcess` with `PROCESS_DUP_HANDLE`, as a broker does),
-    /// otherwise it is a second handle in this program's own table.
+    /// From `from`'s table into `to`'s, as a broker does: each end that is a child is
+    /// opened with `PROCESS_DUP_HANDLE` (`OpenProcess`), this program's own is its
+    /// pseudo-handle; the source keeps its handle (its holder closes it).
     fn duplicate_nt_handle(&self, from: usize, nt: u64, to: usize) -> Result<u64, Failure> {
         use windows_sys::Win32::Foundation::{DuplicateHandle, DUPLICATE_SAME_ACCESS, HANDLE};
         use windows_sys::Win32::System::Threading::{OpenProcess, PROCESS_DUP_HANDLE};
-        if self.children.contains_key(&from) {
-            return Err(Failure::Backend(format!(
-                "process {from} is a child: only this program's handles are duplicated"
-            )));
-        }
         // `GetCurrentProcess()`'s pseudo-handle.
         let me = -1isize as HANDLE;
-        let target = match self.children.get(&to) {
-            // SAFETY: no pointers; a process that has exited fails (NULL).
-            Some(pid) => Some(
-                crate::child::Owned::new(unsafe { OpenProcess(PROCESS_DUP_HANDLE, 0, *pid) })
-                    .ok_or_else(|| {
-                        Failure::Backend(format!("OpenProcess of child process {pid} failed"))
-                    })?,
-            ),
-            None => None,
+        let open = |p: usize| -> Result<Option<crate::child::Owned>, Failure> {
+            match self.children.get(&p) {
+                // SAFETY: no pointers; a process that has exited fails (NULL).
+                Some(pid) => {
+                    crate::child::Owned::new(unsafe { OpenProcess(PROCESS_DUP_HANDLE, 0, *pid) })
+                        .map(Some)
+                        .ok_or_else(|| {
+                            Failure::Backend(format!("OpenProcess of child process {pid} failed"))
+                        })
+                }
+                None => Ok(None),
+            }
         };
+        let (source, target) = (open(from)?, open(to)?);
+        let from_process = source.as_ref().map_or(me, crate::child::Owned::raw);
         let into = target.as_ref().map_or(me, crate::child::Owned::raw);
         let mut dup: HANDLE = std::ptr::null_mut();
         // SAFETY: `dup` is a valid out-pointer; both process handles are valid for the call; a
-        // handle this program does not hold fails. The child's copy is closed by the child.
+        // handle the source process does not hold fails. The target's copy is closed by the
+        // target.
         let ok = unsafe {
             DuplicateHandle(
-                me,
+                from_process,
                 nt as usize as HANDLE,
                 into,
                 &raw mut dup,
