@@ -10,6 +10,7 @@
 pub mod bad_alloc;
 pub mod bad_caps;
 pub mod gpu;
+pub mod kill_in_recovery;
 pub mod spy;
 pub mod tdr;
 pub mod ums_caps;

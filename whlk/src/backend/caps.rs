@@ -718,6 +718,27 @@ pub trait FaultInjection {
     /// Arms the TDR-07 race on adapter `i`: between the OS's snapshot and
     /// `DxgkDdiResetEngine` engine `node` runs until it has no work. Simulation only.
     fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure>;
+
+    /// Submits a HANG on user-mode queue `hang` of process `p` and kills `p` while adapter
+    /// `i`'s recovery of it is under way: the OS pauses after its snapshot, before the
+    /// driver's engine reset, and another thread kills `p` (in place of
+    /// [`UserModeSubmission::end_process`](super::UserModeSubmission::end_process)). Returns
+    /// once the kill has ended: whether it ended while the recovery was still paused.
+    /// Simulation only: a backend whose processes run programs of their own answers
+    /// `Unsupported`.
+    fn kill_during_recovery(
+        &mut self,
+        i: usize,
+        p: ProcessRef,
+        hang: UmQueueRef,
+    ) -> Result<bool, Failure> {
+        let _ = (i, p, hang);
+        Err(Failure::Unsupported(
+            "a process killed from another thread during a recovery: this backend's processes \
+             run their own programs"
+                .into(),
+        ))
+    }
 }
 
 /// Calling the driver's DDIs directly, bypassing the OS (or the way Windows never would).

@@ -146,6 +146,21 @@ pub const CASES: &[Case] = &[
         optional: SEEN,
         run: kill_while_hung,
     },
+    Case {
+        name: "DeviceLoss.KillDuringRecovery",
+        requirements: &["UM-10", "UM-18", "TDR-05"],
+        summary: "the guilty process killed from another thread while the OS's recovery of its \
+                  HANG is under way: the recovery completes, another process's device stays \
+                  ACTIVE and its work in flight runs, a new device works, no bug check",
+        needs: APP_VIEW,
+        optional: &[
+            Capability::FaultInjection,
+            Capability::TdrTrace,
+            Capability::OsTrace,
+            Capability::BugChecks,
+        ],
+        run: kill_during_recovery,
+    },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -614,11 +629,18 @@ fn shared_fence_across_processes(b: &dyn Backend) -> CaseResult {
     // 24H2 signals every instance the erring device registered, created or opened
     // (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC registers both with their device;
     // `M:VidSchiSignalRegisteredSyncObjects` @0x14003B848 drains the erring device's list):
-    // both shared fences read the maximum for the other process too.
+    // both shared fences read the maximum for the other process too. The device is put in
+    // error after the KMD's abort (a machine that runs on its own may take a moment), so the
+    // other process first waits, as a program would, for a value nobody signalled.
     for (f, what) in [
         (gf_o, "the guilty device's fence"),
         (of, "its own fence the guilty device opened"),
     ] {
+        let w = s.umd_fences()?.wait_um_fence(f, 1000, RECOVERY)?;
+        ensure!(
+            w == WaitResult::Satisfied,
+            "the other process's wait on {what} ended {w:?}"
+        );
         let v = s.umd_fences_ref()?.um_fence_value(f)?;
         ensure!(
             v == u64::MAX,
@@ -626,13 +648,6 @@ fn shared_fence_across_processes(b: &dyn Backend) -> CaseResult {
              expected u64::MAX"
         );
     }
-    let w = s
-        .umd_fences()?
-        .wait_um_fence(gf_o, 1000, Duration::from_millis(100))?;
-    ensure!(
-        w == WaitResult::Satisfied,
-        "the other process's wait on the shared fence ended {w:?}"
-    );
     let v = s.umd_fences_ref()?.um_fence_value(own)?;
     ensure!(
         v == 9,
@@ -675,5 +690,65 @@ fn kill_while_hung(b: &dyn Backend) -> CaseResult {
     }
     expect_state(&mut *s, o, DeviceExecutionState::ACTIVE, "other process's")?;
     still_works(&mut *s, oq, ob, 8, "other process")?;
+    no_fault(&*s)
+}
+
+// ---------------------------------------------------------------------------------------------
+// A kill while the recovery is under way.
+
+fn kill_during_recovery(b: &dyn Backend) -> CaseResult {
+    if !b.capabilities().contains(Capability::FaultInjection) {
+        return Err(CaseError::Skip(format!(
+            "needs capability FaultInjection (the OS's recovery held open while another thread \
+             kills), which backend {} lacks: the KMD's test hooks hold no reset open (KmdFaults \
+             fails a reset or hangs a paging buffer, never stalls one) and no D3DKMT call \
+             pauses the OS's recovery",
+            b.name()
+        )));
+    }
+    // Threaded: the recovery runs on the OS's own thread, the kill on another, as on Windows;
+    // with Windows' `TdrDelay` (2 s), so that only the HANG, which the device reports at once,
+    // is recovered, not the other process's queue waiting on its word.
+    let mut s = session(b, ExecMode::Threaded, |c| c.min_doorbells = Some(8))?;
+    let timeouts = TdrTimeouts {
+        timeout: Duration::from_secs(2),
+        ..TdrTimeouts::fast()
+    };
+    s.tdr()?.enable_tdr(0, timeouts)?;
+    let (y, yb) = process(&mut *s)?;
+    let yq = warm_queue(&mut *s, y, 0, yb, 0)?;
+    // In flight on the engine that hangs, blocked on a word of its own until after the
+    // recovery.
+    let v = s.ums()?.submit(
+        yq,
+        &[
+            Work::WaitAtLeast {
+                buffer: yb,
+                offset: 8,
+                value: 1,
+            },
+            fill(yb, 16, 0x66),
+        ],
+    )?;
+    let (k, kb) = process(&mut *s)?;
+    let kq = warm_queue(&mut *s, k, 0, kb, 0)?;
+    // The recovery of k's HANG pauses after the node's snapshot, before the driver's engine
+    // reset (`M:VidSchiResetHwEngine` @0x140052878 holds nothing there that keeps a process's
+    // termination out), and k is killed from another thread meanwhile.
+    s.faults()?.kill_during_recovery(0, k, kq)?;
+    if let Some(ev) = steps(&*s) {
+        ensure!(
+            ev.iter().any(|e| matches!(e, TdrStep::Paused { node: 0 })),
+            "the recovery never paused for the kill: {ev:?}"
+        );
+    }
+    expect_state(&mut *s, y, DeviceExecutionState::ACTIVE, "other process's")?;
+    held_work_survives(&mut *s, y, (yq, v), yb, 0x66, "other process")?;
+    // The engine the HANG held runs new work once the recovery is over.
+    new_device_works(
+        &mut *s,
+        2,
+        "a device made after the kill during the recovery",
+    )?;
     no_fault(&*s)
 }

@@ -231,6 +231,40 @@ impl FaultInjection for SimSession {
     fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
         complete_before_reset(&self.machine, i, node)
     }
+
+    /// The simulated OS's pause before the engine reset with the kill on a thread of its own
+    /// (`rvgpu_simos::testing::kill_in_recovery`); the pause waits for the kill up to 250 ms
+    /// (a kill that waits for the recovery ends after it), then lets the recovery go on.
+    fn kill_during_recovery(
+        &mut self,
+        i: usize,
+        p: ProcessRef,
+        hang: UmQueueRef,
+    ) -> Result<bool, Failure> {
+        use crate::backend::UserModeSubmission;
+        use rvgpu_simos::testing::kill_in_recovery::kill_during_recovery;
+        let up = self.process(p)?;
+        let armed = kill_during_recovery(&self.machine, i, up, Duration::from_millis(250))
+            .map_err(failure)?;
+        self.submit(hang, &[Work::Hang])?;
+        let this: &SimSession = self;
+        let ended = this
+            .machine
+            .run_until(1_000_000, Duration::from_secs(10), |_| {
+                armed.outcome().is_some()
+            })
+            .map_err(failure)?;
+        let outcome = armed.outcome().filter(|_| ended).ok_or_else(|| {
+            Failure::Backend(format!(
+                "the kill during the recovery did not end (the recovery {} paused)",
+                if armed.fired() { "was" } else { "never" }
+            ))
+        })?;
+        outcome.result.map_err(failure)?;
+        self.forget_process(p);
+        self.check_fault()?;
+        Ok(outcome.ended_while_paused)
+    }
 }
 
 /// Adapter `i`'s device.

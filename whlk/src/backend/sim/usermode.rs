@@ -110,6 +110,19 @@ fn stream_lane(
     rep
 }
 
+impl SimSession {
+    /// Process `p` is gone with its UMD: drops the UMD's objects (their teardown finds nothing
+    /// left to destroy).
+    pub(super) fn forget_process(&mut self, p: ProcessRef) {
+        for q in self.um_queues.iter_mut().filter(|q| q.process == p.0) {
+            if let Some(u) = q.q.take() {
+                q.info = u.info();
+            }
+        }
+        self.suspended.retain(|(pi, _)| *pi != p.0);
+    }
+}
+
 impl UserModeSubmission for SimSession {
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure> {
         let p = self.machine.create_process(i).map_err(failure)?;
@@ -131,14 +144,7 @@ impl UserModeSubmission for SimSession {
             ProcessEnd::Abnormal => self.machine.kill_process(&up),
         }
         .map_err(failure)?;
-        // The process is gone with its UMD: drop the UMD's objects (their teardown finds
-        // nothing left to destroy).
-        for q in self.um_queues.iter_mut().filter(|q| q.process == p.0) {
-            if let Some(u) = q.q.take() {
-                q.info = u.info();
-            }
-        }
-        self.suspended.retain(|(pi, _)| *pi != p.0);
+        self.forget_process(p);
         self.check_fault()
     }
 
