@@ -146,7 +146,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
         if let Some(Some(k)) = self.hooks.devices.get(i) {
             return Ok(k.clone());
         }
-        let k = self.machine.open_device(i)?;
+        let k = self.machine.open_hooks_device(i)?;
         if self.hooks.devices.len() <= i {
             self.hooks.devices.resize_with(i + 1, || None);
         }

@@ -126,6 +126,13 @@ pub trait KmtMachine: Send {
     /// a simulated process for each).
     fn open_device(&mut self, i: usize) -> Result<Arc<Self::Kmt>, Failure>;
 
+    /// Opens a device on adapter `i` for the KMD's test hooks: the program's own, not one of
+    /// the case's processes, so that the processes' indices stay the case's (default:
+    /// [`KmtMachine::open_device`], for a platform whose processes are not counted by index).
+    fn open_hooks_device(&mut self, i: usize) -> Result<Arc<Self::Kmt>, Failure> {
+        self.open_device(i)
+    }
+
     /// Another process with a D3DKMT device of its own on adapter `i`, served over the pipe
     /// returned ([`remote`]), as the case's processes after the first are; `None` where the
     /// platform has none (every process is then a device of this program). Its index among

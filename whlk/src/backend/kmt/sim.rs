@@ -186,6 +186,13 @@ impl KmtMachine for SimMachine {
         Ok(Arc::new(SessKmt::new(self.m.clone(), p)))
     }
 
+    /// A simulated process outside [`SimMachine::processes`]: the case's process indices
+    /// stay theirs whenever the hooks' device is opened.
+    fn open_hooks_device(&mut self, i: usize) -> Result<Arc<SessKmt>, Failure> {
+        let p = self.m.create_process(i).map_err(failure)?;
+        Ok(Arc::new(SessKmt::new(self.m.clone(), p)))
+    }
+
     /// A simulated process of its own with its own thunks, served on a thread of its own over
     /// a pipe: the protocol the Windows backend speaks to a child process.
     fn open_remote(&mut self, i: usize) -> Result<Option<Box<dyn Pipe>>, Failure> {
