@@ -112,7 +112,10 @@ pub fn slices_in(timeout_ns: u64) -> Option<u64> {
 /// pending wait of every process that follows this rule, so none of their waits, blocking or
 /// on an event, outlives its value. The price: after a release M stays below C while waits
 /// remain, so each GPU signal of the fence interrupts until the last wait is released (at most
-/// one interrupt per signal, the legacy monitored fence's rate; docs/performance.md).
+/// one interrupt per signal, the legacy monitored fence's rate; docs/performance.md). Sharers
+/// that all publish their waits on a board ([`crate::waitboard`]) re-arm at the lowest pending
+/// wait of all instead ([`Self::published`], [`Self::rearm_among`], [`Self::confirm_among`],
+/// [`Self::after_release_among`]).
 #[derive(Debug, Default)]
 pub struct Waits {
     /// Per fence: (value, waiter id) of each registration whose waiter has not left and whose

@@ -2,17 +2,19 @@
 //! each re-arms 24H2's MonitoredValue at the lowest pending wait of all rather than at
 //! CurrentValue + 1 (docs/performance.md, "Waits through the UMD").
 //!
-//! Each sharer publishes one value, its lowest pending wait on the fence (`u64::MAX`: none),
-//! in a slot only it may write, and reads the lowest of the others' slots (a [`Board`]). Where
-//! that answer comes from must keep a slot its owner's: a slot another process could rewrite
-//! (one page every sharer maps writable) would let it hide the owner's waits from the others,
-//! whose registrations then raise MonitoredValue over them. An answer that is not known to
-//! cover every process holding the fence (one that publishes nothing, such as a program that
-//! is not rvgpu's) is [`Peers::Unknown`], and the UMD keeps the CurrentValue + 1 rule.
+//! Each sharer publishes its lowest pending waits on the fence ([`Slot`]) in a slot only it
+//! may write, before it registers a wait, and reads the others' after ([`Board`]); it re-arms
+//! at the lowest of all, and checks the board again after that re-arm, itself a registration
+//! (`crate::wait::Waits::rearm_among`, `confirm_among`). Where the board lives must keep a slot
+//! its owner's: a slot another process could rewrite (one page every sharer maps writable)
+//! would let it hide the owner's waits from the others, whose registrations then raise
+//! MonitoredValue over them. An answer that is not known to cover every process holding the
+//! fence (one that publishes nothing, such as a program that is not rvgpu's) is
+//! [`Peers::Unknown`], and the UMD keeps the CurrentValue + 1 rule.
 //!
-//! What another sharer writes in its own slot is not trusted to be anything: [`Peers::clamp`]
-//! drops values at or below CurrentValue (already reached, or garbage) and the re-arm is never
-//! above the reader's own lowest pending wait, so the worst a writer can do is make the
+//! What another sharer writes in its own slot is not trusted to be anything: values at or
+//! below CurrentValue are dropped ([`Slot::next_above`], [`Peers::clamp`]) and the re-arm is
+//! never above the reader's own lowest pending wait, so the worst a writer can do is make the
 //! others arm low: interrupts, never a late or lost wake.
 
 /// The other sharers of a fence, as the reader learnt them after its own registration.
