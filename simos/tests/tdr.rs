@@ -315,6 +315,82 @@ fn tdr_06_hw_queue_hang_resets_through_reset_hw_engine() {
     no_fault(&m);
 }
 
+/// The driver's `DxgkDdiResetHwEngine`, the machine and the guilty process, for
+/// [`reset_hw_engine_reads_the_guilty_state`].
+static DRIVER_RESET_HW_ENGINE: std::sync::OnceLock<rvgpu_ddi::hws::PDXGKDDI_RESETHWENGINE> =
+    std::sync::OnceLock::new();
+static RESET_MACHINE: std::sync::atomic::AtomicPtr<Machine> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+static RESET_GUILTY: std::sync::Mutex<Option<rvgpu_simos::UmsProcess>> =
+    std::sync::Mutex::new(None);
+/// What the guilty device's execution state was when the driver's reset returned.
+static STATE_AT_RESET: std::sync::Mutex<Option<Result<DeviceExecutionState, String>>> =
+    std::sync::Mutex::new(None);
+
+/// Runs the driver's `DxgkDdiResetHwEngine` (which names the guilty context through
+/// `DxgkCbInvalidateHwContext`, then aborts its device's doorbells), then asks the OS for the
+/// guilty device's execution state, as the program that reads DISCONNECTED_ABORT next would.
+unsafe extern "system" fn reset_hw_engine_reads_the_guilty_state(
+    ctx: rvgpu_ddi::basic::HANDLE,
+    args: *mut rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
+) -> rvgpu_ddi::basic::NTSTATUS {
+    let Some(Some(reset)) = DRIVER_RESET_HW_ENGINE.get().copied() else {
+        return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
+    };
+    // SAFETY: the OS's own call, passed on unchanged to the driver's routine.
+    let st = unsafe { reset(ctx, args) };
+    let m = RESET_MACHINE.load(std::sync::atomic::Ordering::Acquire);
+    let guilty = *RESET_GUILTY.lock().unwrap();
+    if let (false, Some(g)) = (m.is_null(), guilty) {
+        // SAFETY: the test stores the machine before it hangs the queue and clears it only
+        // after the reset; the machine outlives both.
+        let m = unsafe { &*m };
+        let state = m
+            .kmt(&g)
+            .device_execution_state()
+            .map_err(|e| format!("{e:?}"));
+        *STATE_AT_RESET.lock().unwrap() = Some(state);
+    }
+    st
+}
+
+/// UM-10: 24H2's `DxgkCbInvalidateHwContext` (`M:VidSchInvalidateHwContext` @0x1400521E0)
+/// puts the named context's device in error as hung (7) inside the callback. The KMD names the
+/// guilty context before it aborts the device's doorbells, so from the abort on the device
+/// answers HUNG: a program that reads DISCONNECTED_ABORT and falls back to a kernel-mode
+/// submission (UM-19) is refused as a hung device's, never counted a device whose submission
+/// the driver refused (DMAPAGEFAULT).
+#[test]
+fn um_10_a_guilty_device_is_hung_from_the_context_s_invalidation_on() {
+    let m = started_with(MachineConfig::single(Mode::Step), |t| {
+        let _ = DRIVER_RESET_HW_ENGINE.set(t.DxgkDdiResetHwEngine);
+        t.DxgkDdiResetHwEngine = Some(reset_hw_engine_reads_the_guilty_state);
+    });
+    enable_tdr(&m, fast());
+    let h = ok(&m, m.create_process(0));
+    *RESET_GUILTY.lock().unwrap() = Some(h);
+    RESET_MACHINE.store(
+        &m as *const Machine as *mut Machine,
+        std::sync::atomic::Ordering::Release,
+    );
+    let mut uq = okk(&m, UserQueue::new(m.kmt(&h), &config(0)));
+    okk(&m, uq.submit(&[Command::Hang]));
+    run_until(&m, "reset", |m| {
+        m.tdr_events(0)
+            .iter()
+            .any(|e| matches!(e, TdrEvent::ResumeHwEngine { .. }))
+    });
+    RESET_MACHINE.store(std::ptr::null_mut(), std::sync::atomic::Ordering::Release);
+    std::mem::forget(uq);
+    assert_eq!(
+        STATE_AT_RESET.lock().unwrap().take(),
+        Some(Ok(DeviceExecutionState::HUNG)),
+        "the guilty device when the driver's reset returned\n{}",
+        diagnostics(&m)
+    );
+    no_fault(&m);
+}
+
 /// TDR-06: a ResetEngine returning S + 1 is bug check 0x119 (0xA, LastAborted, C,
 /// node); the machine is frozen.
 #[test]

@@ -256,6 +256,13 @@ pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
         ));
         return STATUS_INVALID_PARAMETER;
     };
+    // `M:VidSchInvalidateHwContext` @0x1400521E0 puts the device in error as hung (reason 7)
+    // inside the callback, before the KMD goes on to abort the device's doorbells: a program
+    // that reads DISCONNECTED_ABORT finds its device hung already. The rest of UM-10 for it
+    // (signalled sync objects, events) follows after the resume (`steps::error_devices`).
+    if let Some(d) = lock(&a.ums).devices.get_mut(&device) {
+        d.mark_error(ums::DeviceError::Hung);
+    }
     let mut os = lock(&sh.os);
     os.invalidated.push(device);
     os.events.push(TdrEvent::Invalidated { device });
