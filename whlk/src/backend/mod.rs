@@ -21,6 +21,7 @@
 
 pub(crate) mod app;
 pub mod caps;
+mod device;
 pub(crate) mod gpuva;
 pub mod kmt;
 pub(crate) mod lanes;
@@ -35,6 +36,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub(crate) use session::{reset_used, used};
+pub use device::DeviceSettings;
 pub use session::{Backend, Session, Until};
 
 pub use caps::{
@@ -178,134 +180,6 @@ impl SessionConfig {
             || self.max_doorbells.is_some()
             || self.global_doorbell
             || self.engines.is_some()
-    }
-
-    /// Why device `d` (one adapter's) is not the one this configuration asks for, naming the
-    /// `rvgpu-vfu` options that start one that is (`None`: it is). A backend that does not
-    /// build its machine runs the case on the device it has, or skips it with this.
-    pub fn device_mismatch(&self, d: &DeviceSettings) -> Option<String> {
-        let doorbells = match (self.doorbells, self.min_doorbells, self.max_doorbells) {
-            (Some(n), ..) => (d.doorbells != n).then_some(n),
-            (None, lo, hi) => (lo.is_some_and(|lo| d.doorbells < lo)
-                || hi.is_some_and(|hi| d.doorbells > hi))
-            .then(|| hi.or(lo).unwrap_or(d.doorbells)),
-        };
-        let engines = self.engines.filter(|n| *n != d.engines);
-        let global = d.global_doorbell != self.global_doorbell;
-        if doorbells.is_none() && engines.is_none() && !global {
-            return None;
-        }
-        // The options of a device that fits: the case's asks, the rest as the device has it.
-        let want = DeviceSettings {
-            doorbells: doorbells.unwrap_or(d.doorbells),
-            global_doorbell: self.global_doorbell,
-            engines: engines.unwrap_or(d.engines),
-        };
-        Some(format!(
-            "needs a device started as `rvgpu-vfu {}` (kmt-sim: --device {}); this machine's \
-             has {d}",
-            want.vfu_options(),
-            want.device_option()
-        ))
-    }
-}
-
-/// What a test machine's device is: the `rvgpu-vfu` options a case's configuration can ask
-/// about (`--doorbells`, `--global-doorbell`, `--engines`), as the KMD reports them through its
-/// test hooks on Windows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceSettings {
-    /// Physical doorbells.
-    pub doorbells: u32,
-    /// One global doorbell page per process.
-    pub global_doorbell: bool,
-    /// Engines (nodes).
-    pub engines: u32,
-}
-
-impl Default for DeviceSettings {
-    /// `rvgpu-vfu`'s defaults.
-    fn default() -> Self {
-        Self {
-            doorbells: rvgpu_hw::defaults::DOORBELLS,
-            global_doorbell: false,
-            engines: rvgpu_hw::defaults::ENGINES,
-        }
-    }
-}
-
-impl DeviceSettings {
-    /// `rvgpu-vfu`'s options for this device (its VRAM left at the default).
-    pub fn vfu_options(&self) -> String {
-        let g = if self.global_doorbell {
-            " --global-doorbell"
-        } else {
-            ""
-        };
-        format!(
-            "--engines {} --doorbells {}{g}",
-            self.engines, self.doorbells
-        )
-    }
-
-    /// kmt-sim's `--device` value for this device.
-    pub fn device_option(&self) -> String {
-        let g = if self.global_doorbell {
-            ",global-doorbell"
-        } else {
-            ""
-        };
-        format!("engines={},doorbells={}{g}", self.engines, self.doorbells)
-    }
-
-    /// Parses kmt-sim's `--device` value: comma-separated `engines=N`, `doorbells=N`,
-    /// `global-doorbell`, `vram-mib=N` (`rvgpu-vfu`'s options without their dashes), each
-    /// unnamed one as `rvgpu-vfu`'s default.
-    pub fn parse(spec: &str) -> Result<(Self, Option<u64>), String> {
-        let mut d = Self::default();
-        let mut vram_mib = None;
-        for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (key, value) = item.split_once('=').unwrap_or((item, ""));
-            let num = |what: &str| -> Result<u64, String> {
-                value
-                    .parse::<u64>()
-                    .map_err(|_| format!("{what}={value}: a number"))
-            };
-            let small = |what: &str, max: u32| -> Result<u32, String> {
-                u32::try_from(num(what)?)
-                    .ok()
-                    .filter(|n| (1..=max).contains(n))
-                    .ok_or_else(|| format!("{what}={value}: 1..={max}"))
-            };
-            match key {
-                "engines" => d.engines = small("engines", rvgpu_hw::regs::ENGINE_MAX)?,
-                "doorbells" => d.doorbells = small("doorbells", rvgpu_hw::regs::DOORBELL_MAX)?,
-                "global-doorbell" if value.is_empty() => d.global_doorbell = true,
-                "vram-mib" => vram_mib = Some(num("vram-mib")?),
-                _ => {
-                    return Err(format!(
-                        "{item}: known are engines=N, doorbells=N, global-doorbell, vram-mib=N"
-                    ))
-                }
-            }
-        }
-        Ok((d, vram_mib))
-    }
-}
-
-impl fmt::Display for DeviceSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} doorbells{}, {} engines",
-            self.doorbells,
-            if self.global_doorbell {
-                " (global)"
-            } else {
-                ""
-            },
-            self.engines
-        )
     }
 }
 
@@ -1112,74 +986,4 @@ pub(crate) fn encode_work(
             })
         })
         .collect()
-}
-
-#[cfg(test)]
-mod device_tests {
-    use super::{DeviceSettings, ExecMode, SessionConfig};
-
-    #[test]
-    fn um_20_device_mismatch_names_the_rvgpu_vfu_options() {
-        let dev = |spec| DeviceSettings::parse(spec).expect("a device").0;
-        let mut c = SessionConfig::new(ExecMode::Step);
-        assert!(!c.asks_device());
-        c.doorbells = Some(1);
-        assert!(c.asks_device() && !c.configures_machine());
-        assert_eq!(c.device_mismatch(&dev("doorbells=1")), None);
-        let why = c
-            .device_mismatch(&DeviceSettings::default())
-            .expect("16 is not 1");
-        assert!(
-            why.contains("`rvgpu-vfu --engines 2 --doorbells 1`")
-                && why.contains("--device engines=2,doorbells=1")
-                && why.contains("has 16 doorbells, 2 engines"),
-            "{why}"
-        );
-        let mut bounds = SessionConfig::new(ExecMode::Step);
-        bounds.max_doorbells = Some(2);
-        assert_eq!(bounds.device_mismatch(&dev("doorbells=1")), None);
-        assert!(bounds.device_mismatch(&dev("doorbells=3")).is_some());
-        bounds.max_doorbells = None;
-        bounds.min_doorbells = Some(4);
-        assert!(bounds.device_mismatch(&dev("doorbells=3")).is_some());
-        assert_eq!(bounds.device_mismatch(&dev("doorbells=4")), None);
-        // A global doorbell is asked for, or not: a global device fits no dedicated case.
-        assert!(bounds
-            .device_mismatch(&dev("doorbells=4,global-doorbell"))
-            .is_some());
-    }
-
-    #[test]
-    fn um_21_device_option_takes_rvgpu_vfu_names() {
-        let (d, vram) = DeviceSettings::parse("engines=3,doorbells=1,global-doorbell,vram-mib=32")
-            .expect("a device");
-        assert_eq!(
-            (d.engines, d.doorbells, d.global_doorbell, vram),
-            (3, 1, true, Some(32))
-        );
-        assert_eq!(
-            d.vfu_options(),
-            "--engines 3 --doorbells 1 --global-doorbell"
-        );
-        assert_eq!(
-            DeviceSettings::parse(&d.device_option())
-                .expect("a device")
-                .0,
-            d
-        );
-        assert_eq!(
-            DeviceSettings::parse("").expect("defaults").0,
-            DeviceSettings::default()
-        );
-        for bad in [
-            "doorbells=0",
-            "doorbells=513",
-            "engines=17",
-            "doorbells",
-            "x=1",
-            "global-doorbell=1",
-        ] {
-            assert!(DeviceSettings::parse(bad).is_err(), "{bad}");
-        }
-    }
 }
