@@ -159,6 +159,16 @@ wire_enum! {
         InvalidateHwContext = 13,
         /// An armed fault fired: `a` = its [`TestHookOp`].
         FaultFired = 14,
+        /// The KMD reported native fences signalled (`DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED`),
+        /// one record per report: `a` = the fences it names (0 where it names a queue's log
+        /// or none), `b` = 1 if it names a hardware queue.
+        NativeFenceSignaled = 15,
+        /// The KMD reported a legacy monitored fence signalled
+        /// (`DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED`).
+        MonitoredFenceSignaled = 16,
+        /// `DxgkDdiUpdateMonitoredValues` named a native fence of the adapter: `a` = the
+        /// MonitoredValue the OS armed it with (`u64::MAX`: no waiter left).
+        MonitoredValue = 17,
     }
 }
 

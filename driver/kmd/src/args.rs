@@ -174,12 +174,16 @@ pub(crate) fn hw_queue_native_progress_fence(
     unsafe { args.Anonymous.hHwQueueNativeProgressFence }
 }
 
-/// A node-ring report (`DmaCompleted`, `DmaPreempted`) as the test hooks journal it
-/// ([`rvgpu_hw::testhooks::JournalKind`]); `None` for any other report.
+/// A report as the test hooks journal it ([`rvgpu_hw::testhooks::JournalKind`]): a node
+/// ring's (`DmaCompleted`, `DmaPreempted`) or a fence's (native, legacy monitored); `None` for
+/// any other report.
 pub(crate) fn dma_report(
     d: &rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA,
 ) -> Option<rvgpu_hw::testhooks::JournalRecord> {
-    use rvgpu_ddi::interrupt::{DXGK_INTERRUPT_DMA_COMPLETED, DXGK_INTERRUPT_DMA_PREEMPTED};
+    use rvgpu_ddi::interrupt::{
+        DXGK_INTERRUPT_DMA_COMPLETED, DXGK_INTERRUPT_DMA_PREEMPTED,
+        DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED, DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED,
+    };
     use rvgpu_hw::testhooks::JournalKind;
     let (kind, node, a, b) = match d.InterruptType {
         DXGK_INTERRUPT_DMA_COMPLETED => {
@@ -197,6 +201,18 @@ pub(crate) fn dma_report(
             let p = unsafe { d.Anonymous.DmaPreempted };
             let (id, last) = (p.PreemptionFenceId, p.LastCompletedFenceId);
             (JournalKind::DmaPreempted, p.NodeOrdinal, id, last)
+        }
+        DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED => {
+            // SAFETY: the arm the interrupt type names; plain data.
+            let n = unsafe { d.Anonymous.NativeFenceSignaled };
+            let queue = u32::from(!n.hHWQueue.is_null());
+            let (node, count) = (n.NodeOrdinal, n.SignaledNativeFenceCount);
+            (JournalKind::NativeFenceSignaled, node, count, queue)
+        }
+        DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED => {
+            // SAFETY: the arm the interrupt type names; plain data.
+            let m = unsafe { d.Anonymous.MonitoredFenceSignaled };
+            (JournalKind::MonitoredFenceSignaled, m.NodeOrdinal, 0, 0)
         }
         _ => return None,
     };

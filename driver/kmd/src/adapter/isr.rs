@@ -505,6 +505,7 @@ fn notify_fences<P: Platform>(live: &Live<P>, r: Report<'_>) {
             d
         }
     };
+    live.journal_report(&data);
     live.dxgk.notify_interrupt(&data);
 }
 

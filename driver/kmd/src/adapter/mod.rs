@@ -139,8 +139,9 @@ impl<P: Platform> Live<P> {
         Ok(node)
     }
 
-    /// A node-ring report the KMD hands to `DxgkCbNotifyInterrupt`, journaled by the test
-    /// hooks when they are on (`DmaCompleted`, `DmaPreempted`; any IRQL, the ISR's included).
+    /// A report the KMD hands to `DxgkCbNotifyInterrupt`, journaled by the test hooks when
+    /// they are on (`DmaCompleted`, `DmaPreempted`, native and legacy fence signals; any IRQL,
+    /// the ISR's included).
     #[inline(always)]
     pub fn journal_report(&self, d: &rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA) {
         if let Some(h) = &self.hooks {

@@ -489,11 +489,15 @@ pub(crate) fn update_monitored<P: Platform>(
             // Validated above: a 64-bit location the OS owns and told us to update (its
             // MonitoredValue storage is ours to write here).
             arrays.store_cpu(i, v, Ordering::Relaxed);
+            if let Some(loc) = arrays.handle(i).and_then(|h| locate::<P>(h as usize)) {
+                journal_monitored::<P>(loc.adapter, v);
+            }
         } else if let Some(h) = arrays.handle(i) {
             // 24H2: no CPU address; the device stores the word (hardware.md 8.3). A fence
             // never opened has no known word, and no waiter either.
             if let Some((slot, (_, mv))) = locate_words::<P>(h as usize) {
                 fence_store::<P>(slot, mv, v)?;
+                journal_monitored::<P>(slot, v);
             }
         }
     }
@@ -536,6 +540,23 @@ fn fence_store<P: Platform>(slot: u8, pa: u64, value: u64) -> Result<(), Status>
             }
         })
         .unwrap_or(Ok(()))
+}
+
+/// The test hooks' record of a MonitoredValue the OS armed on adapter `slot` (any IRQL): the
+/// one place a program on Windows learns it (NF-02), the OS mapping it for the GPU only.
+fn journal_monitored<P: Platform>(slot: u8, value: u64) {
+    ADAPTERS.with(slot, |a: &Adapter<P>| {
+        if let Some(live) = a.live() {
+            crate::testhooks::note(&live.hooks, || {
+                crate::testhooks::rec(
+                    rvgpu_hw::testhooks::JournalKind::MonitoredValue,
+                    0,
+                    value,
+                    0,
+                )
+            });
+        }
+    });
 }
 
 /// Runs `f` on each started adapter whose slot bit is set in `mask`.
