@@ -81,6 +81,7 @@ fn kmt_backend_passes_or_skips_every_case() {
         [
             Capability::Fences,
             Capability::MonitoredFences,
+            Capability::CrossAdapterFences,
             Capability::UserModeSubmission,
             Capability::KmdCaps,
             Capability::UmdBypass,
@@ -105,6 +106,12 @@ fn kmt_backend_passes_or_skips_every_case() {
         &b,
         support::USER_MODE_CASES.iter().copied().chain([
             "MonitoredFence.GpuSignalThreaded",
+            "NativeFence.MonitoredValueTracksWaiters",
+            "NativeFence.CpuWaitGpuSignal",
+            "NativeFence.NoWaiterNoInterrupt",
+            "NativeFence.DestroyWithQueuedSignal",
+            "NativeFence.CpuSignalReleasesGpuWait",
+            "NativeFence.CrossAdapterNotificationOnly",
             "UserModeSubmission.UserQueueRefusesKernelPath",
             "Tdr.PerEngineCaps",
             "Tdr.ComputeHangCopyRuns",
@@ -151,7 +158,7 @@ fn kmt_backend_passes_or_skips_every_case() {
     // What user mode cannot see is skipped, naming the capability it needs, not failed or
     // dropped.
     for (name, why) in [
-        ("NativeFence.MonitoredValueTracksWaiters", "FenceInternals"),
+        ("NativeFence.CrossAdapterScenario1", "OsTrace"),
         ("NativeFence.PackedStorage", "FenceInternals"),
         ("NativeFence.HandleLifetimes", "DirectDdi"),
         ("UserModeSubmission.RingAllocationsReferenced", "ConfiguredMachine"),

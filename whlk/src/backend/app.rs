@@ -38,7 +38,9 @@ use super::{
     Work,
 };
 
-pub(crate) use fences::{append_to_gpu_queue, fence_process, AppFence, GpuQueue, Pending, Waiter};
+pub(crate) use fences::{
+    append_to_gpu_queue, fence_process, open_native_fence_in, AppFence, GpuQueue, Pending, Waiter,
+};
 
 /// A gate: GPU waits on word `offset` of buffer `buffer` are waits on `fence`, a native fence
 /// of the buffer's process that a CPU write of the word signals to the value written (the

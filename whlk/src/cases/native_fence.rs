@@ -11,11 +11,58 @@ use crate::backend::{
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
 
-use super::common::no_fault;
+use super::common::{no_fault, Form};
 
+mod kmd;
+
+/// What either form of a case may use beyond what both need.
+const EITHER: &[Capability] = &[
+    Capability::OsTrace,
+    Capability::StepMode,
+    Capability::FenceInternals,
+    Capability::KmdJournal,
+    Capability::BugChecks,
+];
+/// What both forms of a cross-adapter case need.
+const CROSS_BOTH: &[Capability] = &[
+    Capability::Fences,
+    Capability::CrossAdapterFences,
+    Capability::NativeFences,
+];
 /// Native fences stepped, with the OS's trace and the fences' internals.
 const STEPPED_INTERNALS: &[Capability] = &[
     Capability::Fences,
+    Capability::OsTrace,
+    Capability::StepMode,
+    Capability::NativeFences,
+    Capability::FenceInternals,
+];
+/// The OS form of `NativeFence.MonitoredValueTracksWaiters`.
+const INTERNALS: &[Capability] = &[
+    Capability::Fences,
+    Capability::NativeFences,
+    Capability::FenceInternals,
+];
+/// The OS form of `NativeFence.DestroyWithQueuedSignal`: the signal held queued by stepping.
+const STEPPED: &[Capability] = &[
+    Capability::Fences,
+    Capability::StepMode,
+    Capability::NativeFences,
+];
+/// Its Windows form: the signal held queued behind a GPU wait on a gate.
+const THREADED: &[Capability] = &[Capability::Fences, Capability::NativeFences];
+/// The OS form of `NativeFence.CrossAdapterNotificationOnly`.
+const CROSS_STEPPED: &[Capability] = &[
+    Capability::Fences,
+    Capability::CrossAdapterFences,
+    Capability::StepMode,
+    Capability::NativeFences,
+    Capability::FenceInternals,
+];
+/// The OS form of `NativeFence.CrossAdapterScenario1`.
+const CROSS_TRACED: &[Capability] = &[
+    Capability::Fences,
+    Capability::CrossAdapterFences,
     Capability::OsTrace,
     Capability::StepMode,
     Capability::NativeFences,
@@ -40,12 +87,8 @@ pub const CASES: &[Case] = &[
         summary: "MonitoredValue is u64::MAX with no waiter and armed for the lowest pending \
                   value with waiters (W - 1 by the pages, W on 24H2), u64::MAX again after \
                   the last",
-        needs: &[
-            Capability::Fences,
-            Capability::NativeFences,
-            Capability::FenceInternals,
-        ],
-        optional: &[],
+        needs: &[Capability::Fences, Capability::NativeFences],
+        optional: EITHER,
         run: monitored_value_tracks_waiters,
     },
     Case {
@@ -66,16 +109,16 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-03", "NF-04", "NF-07"],
         summary: "a GPU signal crossing a CPU waiter's value raises one interrupt; the DPC \
                   releases the wait and re-arms MonitoredValue",
-        needs: STEPPED_INTERNALS,
-        optional: &[Capability::BugChecks],
+        needs: &[Capability::Fences, Capability::NativeFences],
+        optional: EITHER,
         run: cpu_wait_gpu_signal,
     },
     Case {
         name: "NativeFence.NoWaiterNoInterrupt",
         requirements: &["NF-03"],
         summary: "100 GPU signals of a fence nobody waits on raise no interrupt",
-        needs: STEPPED_INTERNALS,
-        optional: &[],
+        needs: &[Capability::Fences, Capability::NativeFences],
+        optional: EITHER,
         run: no_waiter_no_interrupt,
     },
     Case {
@@ -97,12 +140,8 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-14"],
         summary: "a fence destroyed with its GPU signal still queued is never reported: no bug \
                   check, the waiter is abandoned",
-        needs: &[
-            Capability::Fences,
-            Capability::StepMode,
-            Capability::NativeFences,
-        ],
-        optional: &[Capability::BugChecks],
+        needs: &[Capability::Fences, Capability::NativeFences],
+        optional: &[Capability::StepMode, Capability::BugChecks],
         run: destroy_with_queued_signal,
     },
     Case {
@@ -110,8 +149,8 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-17"],
         summary: "a CPU signal unblocks a GPU FENCE_WAIT with no interrupt; the queue's later \
                   signal lands",
-        needs: STEPPED_INTERNALS,
-        optional: &[],
+        needs: &[Capability::Fences, Capability::NativeFences],
+        optional: EITHER,
         run: cpu_signal_releases_gpu_wait,
     },
     Case {
@@ -119,14 +158,8 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-16"],
         summary: "a cross-adapter fence holds MonitoredValue at 0 on both adapters; a CPU \
                   signal on one unblocks a GPU wait on the other (NotificationOnly)",
-        needs: &[
-            Capability::Fences,
-            Capability::CrossAdapterFences,
-            Capability::StepMode,
-            Capability::NativeFences,
-            Capability::FenceInternals,
-        ],
-        optional: &[],
+        needs: CROSS_BOTH,
+        optional: EITHER,
         run: cross_adapter,
     },
     Case {
@@ -134,14 +167,7 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-18", "NF-16"],
         summary: "seed table 1 (both GPUs native): iGPU GPU wait released by a dGPU GPU \
                   signal (interrupt, NotificationOnly propagation)",
-        needs: &[
-            Capability::Fences,
-            Capability::CrossAdapterFences,
-            Capability::OsTrace,
-            Capability::StepMode,
-            Capability::NativeFences,
-            Capability::FenceInternals,
-        ],
+        needs: CROSS_TRACED,
         optional: &[],
         run: scenario1,
     },
@@ -268,6 +294,9 @@ fn fence_and_queue(s: &mut dyn Session) -> Result<(FenceRef, QueueRef), Failure>
 }
 
 fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
+    if kmd::form(b, INTERNALS, kmd::JOURNALED)? == Form::Kmd {
+        return kmd::monitored_value_tracks_waiters(b);
+    }
     let mut s = session(b, ExecMode::Step, 1)?;
     let f = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
     ensure!(
@@ -308,6 +337,9 @@ fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
 }
 
 fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
+    if kmd::form(b, STEPPED_INTERNALS, kmd::JOURNALED)? == Form::Kmd {
+        return kmd::cpu_wait_gpu_signal(b);
+    }
     let mut s = session(b, ExecMode::Step, 1)?;
     let (f, q) = fence_and_queue(&mut *s)?;
     // Creating the queue and the fence maps them (paging interrupts): count from here.
@@ -348,6 +380,9 @@ fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
 }
 
 fn no_waiter_no_interrupt(b: &dyn Backend) -> CaseResult {
+    if kmd::form(b, STEPPED_INTERNALS, kmd::JOURNALED)? == Form::Kmd {
+        return kmd::no_waiter_no_interrupt(b);
+    }
     let mut s = session(b, ExecMode::Step, 1)?;
     let (f, q) = fence_and_queue(&mut *s)?;
     s.step()?.run_until_idle()?;
@@ -401,6 +436,9 @@ fn handle_lifetimes(b: &dyn Backend) -> CaseResult {
 }
 
 fn destroy_with_queued_signal(b: &dyn Backend) -> CaseResult {
+    if kmd::form(b, STEPPED, THREADED)? == Form::Kmd {
+        return destroy_abandons_wait_threaded(b);
+    }
     let mut s = session(b, ExecMode::Step, 1)?;
     let (f, q) = fence_and_queue(&mut *s)?;
     let e = s.fences()?.cpu_wait_event(f, 1)?;
@@ -417,6 +455,9 @@ fn destroy_with_queued_signal(b: &dyn Backend) -> CaseResult {
 }
 
 fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
+    if kmd::form(b, STEPPED_INTERNALS, kmd::JOURNALED)? == Form::Kmd {
+        return kmd::cpu_signal_releases_gpu_wait(b);
+    }
     let mut s = session(b, ExecMode::Step, 1)?;
     let f = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
     let g = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
@@ -440,6 +481,9 @@ fn cpu_signal_releases_gpu_wait(b: &dyn Backend) -> CaseResult {
 }
 
 fn cross_adapter(b: &dyn Backend) -> CaseResult {
+    if kmd::form(b, CROSS_STEPPED, kmd::CROSS)? == Form::Kmd {
+        return kmd::cross_adapter(b);
+    }
     let mut s = session(b, ExecMode::Step, 2)?;
     let f0 = s
         .fences()?

@@ -175,6 +175,21 @@ pub(crate) fn append_to_gpu_queue<B, V, F, E>(
     Ok(())
 }
 
+/// Opens native fence `f` in the case's `process` on adapter `i` (the fence's own adapter, or
+/// another for a cross-adapter fence, NF-16): shared by NT handle and opened there.
+pub(crate) fn open_native_fence_in<S: AppUmd + UserModeSubmission>(
+    s: &mut S,
+    f: FenceRef,
+    i: usize,
+    process: u32,
+) -> Result<FenceRef, Failure> {
+    let holder = s.objects().native(f)?.process;
+    let p = fence_process(s, i, process)?;
+    let id = s.objects().next_fence();
+    let mine = s.fence_open(holder, &s.objects().native(f)?.fence, p, id)?;
+    Ok(record_fence(s, p, mine))
+}
+
 impl<S: AppUmd + UserModeSubmission> Fences for S {
     fn create_native_fence(&mut self, new: NewFence) -> Result<FenceRef, Failure> {
         let p = fence_process(self, new.adapter, new.process)?;
@@ -189,10 +204,7 @@ impl<S: AppUmd + UserModeSubmission> Fences for S {
             .find(|&&(_, _, p)| p == holder)
             .map(|&(a, _, _)| a)
             .ok_or_else(|| Failure::Backend(format!("fence {} has no adapter", f.0)))?;
-        let p = fence_process(self, i, process)?;
-        let id = self.objects().next_fence();
-        let mine = self.fence_open(holder, &self.objects().native(f)?.fence, p, id)?;
-        Ok(record_fence(self, p, mine))
+        open_native_fence_in(self, f, i, process)
     }
 
     fn destroy_native_fence(&mut self, f: FenceRef) -> Result<(), Failure> {

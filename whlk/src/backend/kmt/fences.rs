@@ -23,9 +23,12 @@ use rvgpu_umd::fence::MonitoredFence;
 use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
 
 use super::{FenceWait, KmtSession, KmtSync, MonitoredSync};
-use crate::backend::app::{append_to_gpu_queue, fence_process, Pending, Waiter};
+use crate::backend::app::{
+    append_to_gpu_queue, fence_process, open_native_fence_in, Pending, Waiter,
+};
 use crate::backend::{
-    nth, EventRef, Failure, MonitoredFences, MonitoredRef, ProcessRef, QueueRef, WaitResult,
+    nth, CrossAdapterFences, EventRef, Failure, FenceRef, MonitoredFences, MonitoredRef,
+    ProcessRef, QueueRef, WaitResult,
 };
 
 /// How long one slice of an event-form wait blocks in the thunk before the thread checks
@@ -159,5 +162,32 @@ impl<K: KmtSync + Send + Sync + 'static> MonitoredFences for KmtSession<K> {
         .signal(value);
         let owner = m.process;
         append_to_gpu_queue(&mut self.app, q, owner, Pending::Cmd(cmd))
+    }
+}
+
+/// A fence shared with a device of another adapter, as a program on Windows shares it:
+/// `D3DKMTShareObjects` on the fence's device, `D3DKMTOpenNativeFenceFromNtHandle` on a device
+/// of the other adapter (NF-16).
+impl<K: KmtSync + Send + Sync + 'static> CrossAdapterFences for KmtSession<K> {
+    fn open_native_fence_on(
+        &mut self,
+        f: FenceRef,
+        adapter: usize,
+        process: u32,
+    ) -> Result<FenceRef, Failure> {
+        open_native_fence_in(self, f, adapter, process)
+    }
+
+    /// Needs an adapter without native fences beside one with them, a machine configuration
+    /// (the seed's legacy iGPU), which this backend does not build.
+    fn open_native_fence_as_monitored(
+        &mut self,
+        _f: FenceRef,
+        _adapter: usize,
+        _process: u32,
+    ) -> Result<MonitoredRef, Failure> {
+        Err(Failure::Unsupported(
+            "an adapter without native fences beside one with them (a legacy iGPU)".into(),
+        ))
     }
 }

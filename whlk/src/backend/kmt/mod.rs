@@ -194,6 +194,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             Capability::KmdJournal,
             Capability::KmdFaults,
             Capability::KmdCaps,
+            Capability::CrossAdapterFences,
         ]);
         if self.platform.native_fences() {
             caps.with(Capability::NativeFences)
@@ -206,6 +207,7 @@ impl<P: KmtPlatform> super::Backend for KmtBackend<P> {
             // for is `Unsupported` ([`no_native_fences`]).
             caps.without(Capability::Fences)
                 .without(Capability::MonitoredFences)
+                .without(Capability::CrossAdapterFences)
                 .without(Capability::AllocationUsage)
         }
     }
@@ -526,6 +528,7 @@ impl<K: KmtSync + Send + Sync + 'static> Session for KmtSession<K> {
         as_umd_fences / as_umd_fences_ref: super::UmdFences,
         as_kmd_caps: super::KmdCaps,
         as_umd_bypass / as_umd_bypass_ref: super::UmdBypass,
+        as_cross_adapter: super::CrossAdapterFences,
     }
 }
 
