@@ -152,9 +152,15 @@ pub const CASES: &[Case] = &[
         summary: "the guilty process killed from another thread while the OS's recovery of its \
                   HANG is under way: the recovery completes, another process's device stays \
                   ACTIVE and its work in flight runs, a new device works, no bug check",
-        needs: APP_VIEW,
-        optional: &[
+        // No Windows form: the KMD's test hooks fail a reset or hang a paging buffer but hold
+        // none open, and no D3DKMT call pauses the OS's recovery.
+        needs: &[
+            Capability::UserModeSubmission,
+            Capability::Tdr,
+            Capability::NativeFences,
             Capability::FaultInjection,
+        ],
+        optional: &[
             Capability::TdrTrace,
             Capability::OsTrace,
             Capability::BugChecks,
@@ -697,15 +703,6 @@ fn kill_while_hung(b: &dyn Backend) -> CaseResult {
 // A kill while the recovery is under way.
 
 fn kill_during_recovery(b: &dyn Backend) -> CaseResult {
-    if !b.capabilities().contains(Capability::FaultInjection) {
-        return Err(CaseError::Skip(format!(
-            "needs capability FaultInjection (the OS's recovery held open while another thread \
-             kills), which backend {} lacks: the KMD's test hooks hold no reset open (KmdFaults \
-             fails a reset or hangs a paging buffer, never stalls one) and no D3DKMT call \
-             pauses the OS's recovery",
-            b.name()
-        )));
-    }
     // Threaded: the recovery runs on the OS's own thread, the kill on another, as on Windows;
     // with Windows' `TdrDelay` (2 s), so that only the HANG, which the device reports at once,
     // is recovered, not the other process's queue waiting on its word.
