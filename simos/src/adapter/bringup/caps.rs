@@ -10,8 +10,9 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 
-use super::{
-    when, Facts, Outcome, Rule, StartFacts, UmdName, Violation, STATUS_DEVICE_CONFIGURATION_ERROR,
+use super::facts::{StartFacts, UmdName};
+use super::rule::{
+    when, Facts, Outcome, Rule, Violation, STATUS_DEVICE_CONFIGURATION_ERROR,
     STATUS_OBJECT_NAME_NOT_FOUND, STATUS_REVISION_MISMATCH,
 };
 use crate::adapter::rules::{self, Slot};
@@ -677,7 +678,7 @@ pub fn check_caps(
             .SchedulingCaps
             .is_set(DXGK_VIDSCHCAPS::MultiEngineAware),
     };
-    super::apply(CAPS_RULES, &c)
+    super::rule::apply(CAPS_RULES, &c)
 }
 
 #[cfg(test)]

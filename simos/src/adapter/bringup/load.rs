@@ -3,7 +3,7 @@
 
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 
-use super::{Facts, Rule, Violation, STATUS_REVISION_MISMATCH};
+use super::rule::{Facts, Rule, Violation, STATUS_REVISION_MISMATCH};
 use crate::adapter::rules::{self, Slot};
 
 /// BR-02 (\[D\] `DpiInitializeInternal`): the slots `DxgkInitialize` requires ([`Slot::Load`] in
@@ -52,7 +52,7 @@ fn missing_load_slots(t: &DRIVER_INITIALIZATION_DATA) -> Option<String> {
 
 /// BR-01 and BR-02: what `DxgkInitialize` checks.
 pub fn check_load(t: &DRIVER_INITIALIZATION_DATA) -> Result<(), Violation> {
-    super::first(LOAD_RULES, t).map_or(Ok(()), Err)
+    super::rule::first(LOAD_RULES, t).map_or(Ok(()), Err)
 }
 
 /// BR-03 (\[D\] / \[D24\] `DpiGetDriverDataSizeFromVersion`): how many bytes of the miniport's

@@ -22,11 +22,12 @@ pub mod facts;
 pub mod load;
 pub mod nodes;
 pub mod power;
+pub mod query;
 pub mod render_core;
+pub mod rule;
 pub mod ums;
 pub mod vidmm;
 
-use rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
 use rvgpu_ddi::NTSTATUS;
 
 use crate::adapter::rules::{self, Routine};
@@ -37,157 +38,10 @@ pub use facts::{StartFacts, UmdName};
 pub use load::{check_load, driver_data_size, table_as_copied, LOAD_SLOTS};
 pub use nodes::UmsEnablement;
 pub use render_core::check_render_core;
-
-/// `STATUS_REVISION_MISMATCH`.
-pub const STATUS_REVISION_MISMATCH: NTSTATUS = 0xC000_0059_u32 as NTSTATUS;
-/// `STATUS_DEVICE_CONFIGURATION_ERROR`.
-pub const STATUS_DEVICE_CONFIGURATION_ERROR: NTSTATUS = 0xC000_0182_u32 as NTSTATUS;
-/// `STATUS_OBJECT_NAME_NOT_FOUND`.
-pub const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = 0xC000_0034_u32 as NTSTATUS;
-
-/// A broken start-up rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
-    /// The rule (`BR-nn`).
-    pub rule: &'static str,
-    /// What Windows fails the start with.
-    pub status: NTSTATUS,
-    /// What was wrong.
-    pub why: String,
-}
-
-impl Violation {
-    pub(crate) fn new(rule: &'static str, status: NTSTATUS, why: impl Into<String>) -> Self {
-        Self {
-            rule,
-            status,
-            why: why.into(),
-        }
-    }
-}
-
-/// What a start fails with when a row fires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Windows refuses the start with this status.
-    Refuse(NTSTATUS),
-    /// Windows refuses the start with the status the driver's answer failed with.
-    DriverStatus,
-}
-
-/// What a phase's rows read, gathered once before its loop.
-pub trait Facts {
-    /// The failure status of the driver answer an [`Outcome::DriverStatus`] row checks.
-    fn driver_status(&self) -> Option<NTSTATUS> {
-        None
-    }
-}
-
-/// One start-up rule: a row of its phase's table, and of docs/windows-bringup.md's.
-pub struct Rule<F> {
-    /// The rule (`BR-nn`; a rule Windows checks in two places has two rows).
-    pub id: &'static str,
-    /// Where Windows checks it.
-    pub source: &'static str,
-    /// What it checks, in a line.
-    pub checks: &'static str,
-    /// What the start fails with.
-    pub outcome: Outcome,
-    /// No later row of the phase runs once this one fired (BR-56: no render core to check).
-    pub ends: bool,
-    /// Why the rule fired, or `None`.
-    pub check: fn(&F) -> Option<String>,
-}
-
-impl<F> Rule<F> {
-    /// A rule that refuses the start with `status`.
-    pub const fn refuse(
-        id: &'static str,
-        source: &'static str,
-        checks: &'static str,
-        status: NTSTATUS,
-        check: fn(&F) -> Option<String>,
-    ) -> Self {
-        Self {
-            id,
-            source,
-            checks,
-            outcome: Outcome::Refuse(status),
-            ends: false,
-            check,
-        }
-    }
-
-    /// A rule that refuses the start with the driver's failure status.
-    pub const fn driver_status(
-        id: &'static str,
-        source: &'static str,
-        checks: &'static str,
-        check: fn(&F) -> Option<String>,
-    ) -> Self {
-        Self {
-            outcome: Outcome::DriverStatus,
-            ..Self::refuse(id, source, checks, 0, check)
-        }
-    }
-
-    /// The row as the page shows it.
-    pub fn doc(&self) -> RowDoc {
-        RowDoc {
-            id: self.id,
-            source: self.source,
-            checks: self.checks,
-            outcome: self.outcome,
-            ends: self.ends,
-        }
-    }
-}
-
-/// `Some(why)` when `cond` holds.
-pub(crate) fn when(cond: bool, why: &str) -> Option<String> {
-    cond.then(|| why.to_owned())
-}
-
-/// The phase's loop: every row of `rows` that fires over `facts`, in order, up to the first
-/// that ends the phase; the first is what the start fails with.
-pub fn apply<F: Facts>(rows: &[Rule<F>], facts: &F) -> Vec<Violation> {
-    let mut v = Vec::new();
-    for rule in rows {
-        let Some(why) = (rule.check)(facts) else {
-            continue;
-        };
-        let status = match rule.outcome {
-            Outcome::Refuse(s) => s,
-            // A driver-status row fires only on a failed answer.
-            Outcome::DriverStatus => facts.driver_status().unwrap_or(STATUS_UNSUCCESSFUL),
-        };
-        v.push(Violation::new(rule.id, status, why));
-        if rule.ends {
-            break;
-        }
-    }
-    v
-}
-
-/// The first row of `rows` that fires over `facts`.
-pub fn first<F: Facts>(rows: &[Rule<F>], facts: &F) -> Option<Violation> {
-    apply(rows, facts).into_iter().next()
-}
-
-/// A row as docs/windows-bringup.md shows it.
-#[derive(Clone, Copy, Debug)]
-pub struct RowDoc {
-    /// The rule.
-    pub id: &'static str,
-    /// Where Windows checks it.
-    pub source: &'static str,
-    /// What it checks.
-    pub checks: &'static str,
-    /// What the start fails with.
-    pub outcome: Outcome,
-    /// Whether it ends its phase.
-    pub ends: bool,
-}
+pub use rule::{
+    apply, first, Facts, Outcome, RowDoc, Rule, Violation, STATUS_DEVICE_CONFIGURATION_ERROR,
+    STATUS_OBJECT_NAME_NOT_FOUND, STATUS_REVISION_MISMATCH,
+};
 
 /// Every phase's table, by the name its generated region on the page carries, in the order the
 /// start applies them.

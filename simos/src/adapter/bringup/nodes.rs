@@ -7,7 +7,7 @@ use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS};
 use rvgpu_ddi::BitField;
 
-use super::{Facts, Rule, Violation};
+use super::rule::{Facts, Rule, Violation};
 use crate::adapter::rules::{self, Slot};
 use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
@@ -95,9 +95,9 @@ pub const NODE_RULES: &[Rule<Node>] = &[
         "BR-73",
         "[D] ADAPTER_RENDER::Initialize; [M] user-mode work submission",
         "**`UserModeSubmission` needs `WDDMVersion` 0x3100+, the node's \
-         `ContextSchedulingSupported`, UMS enabled (BR-81), `NativeGpuFence` in the caps (24H2, \
-         §7a) and the doorbell DDIs (Create/Connect/Disconnect/DestroyDoorbell, \
-         NotifyWorkSubmission; 23H2 also the next slot, §15 Q2).**",
+         `ContextSchedulingSupported`, UMS enabled (BR-81), `NativeGpuFence` in the caps \
+         (24H2, windows-bringup.md §7a) and the doorbell DDIs (Create/Connect/Disconnect/DestroyDoorbell, \
+         NotifyWorkSubmission; 23H2 also the next slot, windows-bringup.md §15 Q2).**",
         STATUS_INVALID_PARAMETER,
         ums_needs,
     ),
@@ -219,7 +219,7 @@ pub(crate) fn check_nodes(
                 missing_doorbell_ddis: missing_doorbell_ddis.clone(),
                 slot_1368_missing: a.os.ums_requires_slot_1368 && !filled("Reserved4"),
             };
-            super::apply(NODE_RULES, &n)
+            super::rule::apply(NODE_RULES, &n)
         })
         .collect()
 }

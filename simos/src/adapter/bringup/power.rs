@@ -6,7 +6,7 @@ use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_ddi::power::*;
 use rvgpu_ddi::NTSTATUS;
 
-use super::{Facts, Rule, Violation};
+use super::rule::{Facts, Rule, Violation};
 
 /// `InitializePowerManagement` keeps at most 0xFFFF components (\[D\]: "Miniport returned
 /// invalid number of power components").
@@ -364,20 +364,20 @@ pub const P_STATE_RULES: &[Rule<PStates>] = &[
 
 /// BR-100 over the count answer.
 pub fn check_count(answer: Result<u64, NTSTATUS>) -> Option<Violation> {
-    super::first(COUNT_RULES, &Count(answer))
+    super::rule::first(COUNT_RULES, &Count(answer))
 }
 
 /// BR-101 to BR-105 over one component's answer.
 pub fn check_component(c: &Component) -> Option<Violation> {
-    super::first(COMPONENT_RULES, c)
+    super::rule::first(COMPONENT_RULES, c)
 }
 
 /// BR-106 over one component's mapping.
 pub fn check_mapping(m: &Mapping) -> Option<Violation> {
-    super::first(MAPPING_RULES, m)
+    super::rule::first(MAPPING_RULES, m)
 }
 
 /// BR-109 over one engine component's P-states.
 pub fn check_p_states(index: u32, p: &DXGK_POWER_P_COMPONENT) -> Option<Violation> {
-    super::first(P_STATE_RULES, &PStates { index, p: *p })
+    super::rule::first(P_STATE_RULES, &PStates { index, p: *p })
 }

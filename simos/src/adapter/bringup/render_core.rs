@@ -6,7 +6,7 @@ use rvgpu_ddi::adapter::DXGKARG_HISTORYBUFFERPRECISION;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 
-use super::{when, Facts, Rule, Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
+use super::rule::{when, Facts, Rule, Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
 
 /// What the render-core rows read.
 pub struct RenderCore {
@@ -62,5 +62,5 @@ pub fn check_render_core(
         clock_ddis: filled("DxgkDdiCalibrateGpuClock") && filled("DxgkDdiSetStablePowerState"),
         history,
     };
-    super::first(RENDER_CORE_RULES, &r)
+    super::rule::first(RENDER_CORE_RULES, &r)
 }

@@ -6,7 +6,7 @@ use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_ddi::submission::DXGK_USERMODESUBMISSION_CAPS;
 use rvgpu_ddi::NTSTATUS;
 
-use super::{Facts, Rule, Violation};
+use super::rule::{Facts, Rule, Violation};
 
 /// The answer the rows read: the caps, or the status the query failed with.
 pub struct UmsCaps(pub Result<DXGK_USERMODESUBMISSION_CAPS, NTSTATUS>);
@@ -90,5 +90,5 @@ pub const UMS_CAPS_RULES: &[Rule<UmsCaps>] = &[
 
 /// The rows over the answer; the first that fires.
 pub fn check_ums_caps(answer: Result<DXGK_USERMODESUBMISSION_CAPS, NTSTATUS>) -> Option<Violation> {
-    super::first(UMS_CAPS_RULES, &UmsCaps(answer))
+    super::rule::first(UMS_CAPS_RULES, &UmsCaps(answer))
 }

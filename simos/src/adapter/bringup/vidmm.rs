@@ -7,7 +7,7 @@ use rvgpu_ddi::memory::*;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_ddi::NTSTATUS;
 
-use super::{Facts, Rule, STATUS_DEVICE_CONFIGURATION_ERROR};
+use super::rule::{Facts, Rule, STATUS_DEVICE_CONFIGURATION_ERROR};
 
 /// A query's failure as the rows word it.
 fn failed<T>(answer: &Result<T, NTSTATUS>, what: &str) -> Option<String> {
@@ -80,7 +80,8 @@ pub const COUNT_RULES: &[Rule<SegmentCount>] = &[
     // Refused right after the counting call, whatever the memory model (no IoMmu exemption).
     Rule::refuse(
         "BR-62",
-        "[D24] dxgmms2 `CreatePhysicalAdapterSegments` @ 0x14009B368, @ 0x1400B14D0 (§15 Q4)",
+        "[D24] dxgmms2 `CreatePhysicalAdapterSegments` @ 0x14009B368, @ 0x1400B14D0 \
+         (windows-bringup.md §15 Q4)",
         "`NbSegment` at least 1 (24H2; 22631 has no lower bound)",
         STATUS_NO_MEMORY,
         |c| {
@@ -116,7 +117,7 @@ pub const SEGMENT_RULES: &[Rule<Segments>] = &[
     ),
     Rule::refuse(
         "BR-63",
-        "[D] VidMmiQuerySegmentInfo4 (§15 Q9)",
+        "[D] VidMmiQuerySegmentInfo4 (windows-bringup.md §15 Q9)",
         "interface 0x7005+: `NumUEFIFrameBufferRanges` (byte 92) 0 or 1, 1 on one segment at most",
         STATUS_NO_MEMORY,
         uefi_ranges,
