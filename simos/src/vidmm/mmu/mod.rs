@@ -20,7 +20,6 @@ use rvgpu_ddi::memory::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::tdr::*;
 use rvgpu_device::device::mmu::Mmu;
-use rvgpu_hw::mmu::FaultReason;
 
 use crate::adapter::ddi::{self};
 use crate::adapter::AdapterShared;
@@ -34,6 +33,7 @@ use crate::state::vidmm::gpuva::{
 use crate::vidmm::host::Host;
 use crate::vidmm::paging::paging_node;
 
+mod check;
 pub(crate) mod system_space;
 
 pub(crate) use crate::state::vidmm::mmu::PAGING_PID;
@@ -41,6 +41,7 @@ pub use crate::state::vidmm::mmu::{VidMm, VmProcess};
 
 pub use crate::vidmm::leaf::LeafTag;
 
+use check::vidmm_check;
 pub(crate) use system_space::{close_paging_process, open_paging_process, paging_process_kmd};
 
 /// First VA of user allocations; each process starts at its own multiple of [`VA_STRIDE`]
@@ -730,76 +731,6 @@ pub(crate) fn vidmm_wait(
             "paging buffer {id} on node {node} did not complete"
         )))
     }
-}
-
-/// The oracle: every page of `[va, va + pages * 4 KiB)` translates as VidMm asked (or
-/// faults when unmapped), walked with the device's walker from the process's root. Where
-/// VidMm mapped a large page and the walk ends in a large page at the same place, one walk
-/// answers for all of it (both map it linearly); so does a walk that stops at an invalid
-/// entry above the leaves where VidMm maps nothing under that entry.
-fn vidmm_check(a: &AdapterShared, pid: ProcessId, va: u64, pages: u64) -> Result<(), SimError> {
-    let v = lock(&a.mm.vidmm);
-    let Some(p) = v.processes.get(&pid) else {
-        return Ok(());
-    };
-    let root = segment_pa(a, p.space.geometry.segment, p.space.root)
-        .ok_or_else(|| sim("root outside its segment".into()))?;
-    let mem = a.device.memory();
-    let end = va + pages * 4096;
-    let mut page = va;
-    while page < end {
-        let walked = Mmu::walk_now(mem, root, rvgpu_hw::addr::GpuVa::new(page));
-        let got = walked.map(|(pa, _)| pa.get());
-        let want = p.space.leaf(rvgpu_hw::addr::GpuVa::new(page));
-        let ok = match (want, got) {
-            (None, Err(_)) => true,
-            (Some(l), Ok(pa)) => {
-                let expect = if l.phys.0 == 0 {
-                    Some(l.phys.1)
-                } else if v.aperture.is_aperture(l.phys.0) {
-                    // An aperture page: the bus page VidMm had the driver map there.
-                    v.aperture.bus_of(l.phys.0, l.phys.1)
-                } else {
-                    segment_pa(a, l.phys.0, l.phys.1)
-                };
-                Some(pa) == expect
-            }
-            _ => false,
-        };
-        if !ok {
-            let msg = format!(
-                "driver bug: after UPDATEPAGETABLE, process {} VA {page:#x} translates to \
-                 {got:?}; VidMm mapped {want:?}",
-                pid.0
-            );
-            a.state.raise_sim_error(msg.clone());
-            return Err(sim(msg));
-        }
-        page = match (walked, p.space.large_at(rvgpu_hw::addr::GpuVa::new(page))) {
-            (Ok((_, size)), Some(first))
-                if size == p.space.geometry.large_page() && first == page =>
-            {
-                (page + size).min(end)
-            }
-            // An invalid entry above the leaves: the device faults on all it covers, so
-            // when VidMm maps none of that either, one walk answers for it.
-            (Err(f), None) if f.reason == FaultReason::NotPresent && f.level >= 1 => {
-                let bits = p.space.geometry.index_bits * u32::from(f.level);
-                let span = 4096u64.checked_shl(bits).unwrap_or(u64::MAX);
-                let next = (page - page % span).saturating_add(span).min(end);
-                if p.space.any_mapped(
-                    rvgpu_hw::addr::GpuVa::new(page),
-                    rvgpu_hw::addr::GpuVa::new(next),
-                ) {
-                    page + 4096
-                } else {
-                    next
-                }
-            }
-            _ => page + 4096,
-        };
-    }
-    Ok(())
 }
 
 /// Forgets `pid`'s VA space, `DxgkDdiDestroyProcess`, and returns its tables to the heap: all
