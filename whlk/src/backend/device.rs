@@ -1,40 +1,7 @@
-//! The device a case's configuration asks for, against the one a test machine has: the
-//! `rvgpu-vfu` options a backend that does not build its machine names in a skip.
+//! A test machine's device as the `rvgpu-vfu` options name it, which a backend that does not
+//! build its machine reads and names in a skip (`SessionConfig::device_mismatch`).
 
 use std::fmt;
-
-use super::SessionConfig;
-
-impl SessionConfig {
-    /// Why device `d` (one adapter's) is not the one this configuration asks for, naming the
-    /// `rvgpu-vfu` options that start one that is (`None`: it is). A backend that does not
-    /// build its machine runs the case on the device it has, or skips it with this.
-    pub fn device_mismatch(&self, d: &DeviceSettings) -> Option<String> {
-        let doorbells = match (self.doorbells, self.min_doorbells, self.max_doorbells) {
-            (Some(n), ..) => (d.doorbells != n).then_some(n),
-            (None, lo, hi) => (lo.is_some_and(|lo| d.doorbells < lo)
-                || hi.is_some_and(|hi| d.doorbells > hi))
-            .then(|| hi.or(lo).unwrap_or(d.doorbells)),
-        };
-        let engines = self.engines.filter(|n| *n != d.engines);
-        let global = d.global_doorbell != self.global_doorbell;
-        if doorbells.is_none() && engines.is_none() && !global {
-            return None;
-        }
-        // The options of a device that fits: the case's asks, the rest as the device has it.
-        let want = DeviceSettings {
-            doorbells: doorbells.unwrap_or(d.doorbells),
-            global_doorbell: self.global_doorbell,
-            engines: engines.unwrap_or(d.engines),
-        };
-        Some(format!(
-            "needs a device started as `rvgpu-vfu {}` (kmt-sim: --device {}); this machine's \
-             has {d}",
-            want.vfu_options(),
-            want.device_option()
-        ))
-    }
-}
 
 /// What a test machine's device is: the `rvgpu-vfu` options a case's configuration can ask
 /// about (`--doorbells`, `--global-doorbell`, `--engines`), as the KMD reports them through its
@@ -138,38 +105,6 @@ impl fmt::Display for DeviceSettings {
 #[cfg(test)]
 mod device_tests {
     use super::DeviceSettings;
-    use crate::backend::{ExecMode, SessionConfig};
-
-    #[test]
-    fn um_20_device_mismatch_names_the_rvgpu_vfu_options() {
-        let dev = |spec| DeviceSettings::parse(spec).expect("a device").0;
-        let mut c = SessionConfig::new(ExecMode::Step);
-        assert!(!c.asks_device());
-        c.doorbells = Some(1);
-        assert!(c.asks_device() && !c.configures_machine());
-        assert_eq!(c.device_mismatch(&dev("doorbells=1")), None);
-        let why = c
-            .device_mismatch(&DeviceSettings::default())
-            .expect("16 is not 1");
-        assert!(
-            why.contains("`rvgpu-vfu --engines 2 --doorbells 1`")
-                && why.contains("--device engines=2,doorbells=1")
-                && why.contains("has 16 doorbells, 2 engines"),
-            "{why}"
-        );
-        let mut bounds = SessionConfig::new(ExecMode::Step);
-        bounds.max_doorbells = Some(2);
-        assert_eq!(bounds.device_mismatch(&dev("doorbells=1")), None);
-        assert!(bounds.device_mismatch(&dev("doorbells=3")).is_some());
-        bounds.max_doorbells = None;
-        bounds.min_doorbells = Some(4);
-        assert!(bounds.device_mismatch(&dev("doorbells=3")).is_some());
-        assert_eq!(bounds.device_mismatch(&dev("doorbells=4")), None);
-        // A global doorbell is asked for, or not: a global device fits no dedicated case.
-        assert!(bounds
-            .device_mismatch(&dev("doorbells=4,global-doorbell"))
-            .is_some());
-    }
 
     #[test]
     fn um_21_device_option_takes_rvgpu_vfu_names() {
