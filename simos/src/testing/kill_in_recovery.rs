@@ -77,9 +77,9 @@ pub fn kill_during_recovery(
                 drop(outcome);
                 killer.ended.notify_all();
             });
-        if let Err(e) = spawned {
+        if spawned.is_err() {
             *lock(&sh.outcome) = Some(KillOutcome {
-                result: Err(SimError::Simulation(format!("no thread for the kill: {e}"))),
+                result: Err(SimError::OutOfMemory("a thread for the kill")),
                 ended_while_paused: false,
             });
             sh.resumed.store(true, Ordering::Release);
