@@ -297,6 +297,11 @@ fn documents_count_and_name_the_suites_rerun_against_the_image() {
         "thirty-eight",
         "thirty-nine",
         "forty",
+        "forty-one",
+        "forty-two",
+        "forty-three",
+        "forty-four",
+        "forty-five",
     ];
     let n = WORDS[suites.len()];
     let readme = read("README.md").replace('\n', " ");
