@@ -284,6 +284,22 @@ fn refused(s: &mut dyn Session, q: UmQueueRef, b: BufferRef, who: &str) -> CaseR
     Ok(())
 }
 
+/// Submits to `q` a FILL of `pattern` at `buf`'s offset 16 held behind a GPU wait for `buf`'s
+/// word at 8 to reach 1, which [`held_work_survives`] writes: work in flight until then.
+fn held(
+    s: &mut dyn Session,
+    q: UmQueueRef,
+    buf: BufferRef,
+    pattern: u64,
+) -> Result<u64, CaseError> {
+    let hold = Work::WaitAtLeast {
+        buffer: buf,
+        offset: 8,
+        value: 1,
+    };
+    Ok(s.ums()?.submit(q, &[hold, fill(buf, 16, pattern)])?)
+}
+
 /// A device that was not lost: its queue `q` (whose batch `v` waits on word 8 of `buf`, then
 /// fills word 16 with `pattern`) is not lost, runs that batch once released, still works, and
 /// `p` was never put in error where the backend shows the recovery's steps.
@@ -462,17 +478,7 @@ fn bystander_engine_reset(b: &dyn Backend) -> CaseResult {
     let (g, gb) = process(&mut *s)?;
     let yq = warm_queue(&mut *s, y, 0, yb, 0)?;
     // In flight on the engine that hangs: blocked on a word of its own until after the reset.
-    let v = s.ums()?.submit(
-        yq,
-        &[
-            Work::WaitAtLeast {
-                buffer: yb,
-                offset: 8,
-                value: 1,
-            },
-            fill(yb, 16, 0x77),
-        ],
-    )?;
+    let v = held(&mut *s, yq, yb, 0x77)?;
     let (gq, _) = hang(&mut *s, g, gb)?;
     until(&mut *s, "guilty doorbell aborted", |s| aborted(s, gq))?;
     expect_state(&mut *s, y, DeviceExecutionState::ACTIVE, "bystander")?;
@@ -504,17 +510,7 @@ fn sibling_device(b: &dyn Backend) -> CaseResult {
     let sib = s.ums()?.open_sibling_device(g)?;
     let sb = s.ums()?.create_buffer(sib, BUF)?;
     let sq = warm_queue(&mut *s, sib, 0, sb, 0)?;
-    let v = s.ums()?.submit(
-        sq,
-        &[
-            Work::WaitAtLeast {
-                buffer: sb,
-                offset: 8,
-                value: 1,
-            },
-            fill(sb, 16, 0x51),
-        ],
-    )?;
+    let v = held(&mut *s, sq, sb, 0x51)?;
     // A fence of the sibling: registered with the sibling alone
     // (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC), so the guilty device's error
     // (`M:VidSchiSignalRegisteredSyncObjects` @0x14003B848) leaves it alone.
@@ -539,17 +535,7 @@ fn adapter_reset_every_device(b: &dyn Backend) -> CaseResult {
     let mut s = loss_session(b)?;
     let (busy, bb) = process(&mut *s)?;
     let bq = warm_queue(&mut *s, busy, 0, bb, 0)?;
-    let v = s.ums()?.submit(
-        bq,
-        &[
-            Work::WaitAtLeast {
-                buffer: bb,
-                offset: 8,
-                value: 1,
-            },
-            fill(bb, 16, 0x77),
-        ],
-    )?;
+    let v = held(&mut *s, bq, bb, 0x77)?;
     let (idle, ib) = process(&mut *s)?;
     let iq = warm_queue(&mut *s, idle, 1, ib, 0)?;
     let how = adapter_wide(b, &mut *s)?;
@@ -716,17 +702,7 @@ fn kill_during_recovery(b: &dyn Backend) -> CaseResult {
     let yq = warm_queue(&mut *s, y, 0, yb, 0)?;
     // In flight on the engine that hangs, blocked on a word of its own until after the
     // recovery.
-    let v = s.ums()?.submit(
-        yq,
-        &[
-            Work::WaitAtLeast {
-                buffer: yb,
-                offset: 8,
-                value: 1,
-            },
-            fill(yb, 16, 0x66),
-        ],
-    )?;
+    let v = held(&mut *s, yq, yb, 0x66)?;
     let (k, kb) = process(&mut *s)?;
     let kq = warm_queue(&mut *s, k, 0, kb, 0)?;
     // The recovery of k's HANG pauses after the node's snapshot, before the driver's engine
