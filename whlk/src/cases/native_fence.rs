@@ -68,6 +68,15 @@ const CROSS_TRACED: &[Capability] = &[
     Capability::NativeFences,
     Capability::FenceInternals,
 ];
+/// The OS form of `MonitoredFence.CpuWaitGpuSignal`: an adapter configured without native
+/// fences, stepped, its interrupts from the OS's trace.
+const MONITORED_STEPPED: &[Capability] = &[
+    Capability::Fences,
+    Capability::OsTrace,
+    Capability::StepMode,
+    Capability::ConfiguredMachine,
+    Capability::MonitoredFences,
+];
 /// The seed's cross-adapter tables: two configured adapters, native and monitored fences, stepped.
 const CROSS_ADAPTER: &[Capability] = &[
     Capability::Fences,
@@ -194,14 +203,14 @@ pub const CASES: &[Case] = &[
         requirements: &["MF-01", "MF-03", "MF-04"],
         summary: "adapter without native fences: legacy GPU signals always interrupt; the DPC \
                   scan releases CPU waits; a CPU signal goes through the OS",
-        needs: &[
-            Capability::Fences,
+        needs: &[Capability::Fences, Capability::MonitoredFences],
+        optional: &[
             Capability::OsTrace,
             Capability::StepMode,
             Capability::ConfiguredMachine,
-            Capability::MonitoredFences,
+            Capability::KmdJournal,
+            Capability::BugChecks,
         ],
-        optional: &[],
         run: monitored_cpu_wait_gpu_signal,
     },
     Case {
@@ -588,6 +597,9 @@ fn scenario2b(b: &dyn Backend) -> CaseResult {
 }
 
 fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
+    if kmd::form(b, MONITORED_STEPPED, kmd::MONITORED_JOURNALED)? == Form::Kmd {
+        return kmd::monitored_cpu_wait_gpu_signal(b);
+    }
     let mut s = session_with(b, ExecMode::Step, 1, |c| c.native_fence_feature = false)?;
     ensure!(
         s.fences()?

@@ -332,3 +332,66 @@ pub(super) fn cross_adapter(b: &dyn Backend) -> CaseResult {
     ensure!(reached(&mut *s, after, 1)?, "the later signal did not land");
     no_fault(&*s)
 }
+
+/// What the Windows form of `MonitoredFence.CpuWaitGpuSignal` needs.
+pub(super) const MONITORED_JOURNALED: &[Capability] = &[
+    Capability::Fences,
+    Capability::MonitoredFences,
+    Capability::KmdJournal,
+];
+
+/// MF-01, MF-03, MF-04 as a program sees them: a GPU signal of a legacy monitored fence is
+/// reported to the OS (a `MonitoredFenceSignaled` record in the KMD's journal, the
+/// interrupt), whose scan releases the CPU waits at the value reached and no other; a CPU
+/// signal releases a wait; the CPU mapping shows each value. The adapter may have native
+/// fences too (the runbook's first pass): the legacy report is the same.
+pub(super) fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
+    let mut s = hooked(b)?;
+    let f = s.monitored()?.create_monitored_fence(0, 1, 0)?;
+    let q = s.fences()?.gpu_queue(0, 0, 1)?;
+    let e1 = s.monitored()?.monitored_wait_event(f, 1)?;
+    let e2 = s.monitored()?.monitored_wait_event(f, 2)?;
+    let base = mark(&mut *s, 0)?;
+    s.monitored()?.gpu_signal_monitored(q, f, 1)?;
+    s.fences()?.gpu_submit(q)?;
+    ensure!(
+        s.fences_ref()?.event_result(e1, SETTLE) == Some(WaitResult::Satisfied),
+        "the wait for 1 was not released by the GPU signal of 1"
+    );
+    ensure!(
+        drained(&mut s, q)?,
+        "the first signal's queue did not drain"
+    );
+    let n = records(&mut *s, 0, base, JournalKind::MonitoredFenceSignaled)?.len();
+    ensure!(
+        n >= 1,
+        "no monitored-fence report for a legacy GPU signal: {}",
+        journal_since(&mut *s, 0, base)?
+    );
+    let v = s.monitored_ref()?.monitored_value(f)?;
+    ensure!(v == 1, "value {v} after the GPU signal of 1");
+    // The scan that released the wait for 1 saw the value 1 for the wait for 2 too.
+    ensure!(
+        s.fences_ref()?.event_result(e2, Duration::ZERO).is_none(),
+        "the wait for 2 was released at 1"
+    );
+    s.monitored()?.gpu_signal_monitored(q, f, 2)?;
+    s.fences()?.gpu_submit(q)?;
+    ensure!(
+        s.fences_ref()?.event_result(e2, SETTLE) == Some(WaitResult::Satisfied),
+        "the wait for 2 was not released by the GPU signal of 2"
+    );
+    ensure!(
+        drained(&mut s, q)?,
+        "the second signal's queue did not drain"
+    );
+    let e5 = s.monitored()?.monitored_wait_event(f, 5)?;
+    s.monitored()?.monitored_signal_cpu(f, 5)?;
+    ensure!(
+        s.fences_ref()?.event_result(e5, SETTLE) == Some(WaitResult::Satisfied),
+        "the CPU signal did not release the wait for 5"
+    );
+    let v = s.monitored_ref()?.monitored_value(f)?;
+    ensure!(v == 5, "value {v} after the CPU signal of 5");
+    no_fault(&*s)
+}
