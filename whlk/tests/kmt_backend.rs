@@ -106,6 +106,7 @@ fn kmt_backend_passes_or_skips_every_case() {
         &b,
         support::USER_MODE_CASES.iter().copied().chain([
             "MonitoredFence.GpuSignalThreaded",
+            "MonitoredFence.CpuWaitGpuSignal",
             "NativeFence.MonitoredValueTracksWaiters",
             "NativeFence.CpuWaitGpuSignal",
             "NativeFence.NoWaiterNoInterrupt",
