@@ -114,6 +114,8 @@ fn kmt_backend_passes_or_skips_every_case() {
             "NativeFence.CpuSignalReleasesGpuWait",
             "NativeFence.CrossAdapterNotificationOnly",
             "UserModeSubmission.UserQueueRefusesKernelPath",
+            "UserModeSubmission.NormalExit",
+            "UserModeSubmission.AbnormalExit",
             "Tdr.PerEngineCaps",
             "Tdr.ComputeHangCopyRuns",
             "Tdr.GuiltyDeviceAborted",

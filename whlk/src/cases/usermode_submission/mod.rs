@@ -9,6 +9,7 @@
 //! "every batch ran exactly once, in submission order".
 
 mod doorbells;
+mod exits;
 mod fixtures;
 mod lifetime;
 mod paths;
@@ -18,7 +19,8 @@ mod rings;
 use crate::backend::Capability;
 use crate::case::Case;
 use doorbells::{global_doorbell, reconnect_and_retry, victimisation_walkthrough};
-use lifetime::{abnormal_exit, device_loss_aborts_and_recreate, normal_exit};
+use exits::{abnormal_exit, normal_exit};
+use lifetime::device_loss_aborts_and_recreate;
 use paths::{
     both_paths_together, node_metadata_and_caps, submit_order_and_progress_fence,
     user_queue_refuses_kernel_path,
@@ -160,18 +162,28 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-17"],
         summary: "exit with queues open: disconnect, wait for the last queued value (where \
                   the OS sees the queue's work), destroy doorbell, queue, allocations, \
-                  context, device; all work the OS waited for ran",
-        needs: TRACED,
-        optional: &[Capability::BugChecks],
+                  context, device; all work the OS waited for ran. On Windows (a child exits): the \
+                  survivor's queues run, new ones connect, no device loss",
+        needs: ON_DEVICE,
+        optional: &[
+            Capability::OsTrace,
+            Capability::ConfiguredMachine,
+            Capability::BugChecks,
+        ],
         run: normal_exit,
     },
     Case {
         name: "UserModeSubmission.AbnormalExit",
         requirements: &["UM-18"],
         summary: "kill: device in error, suspend before disconnect, no waiting; nothing of \
-                  the process runs afterwards; another process is unaffected",
-        needs: TRACED,
-        optional: &[Capability::BugChecks],
+                  the process runs afterwards; another process is unaffected (on Windows: a child \
+                  killed with work in flight)",
+        needs: ON_DEVICE,
+        optional: &[
+            Capability::OsTrace,
+            Capability::ConfiguredMachine,
+            Capability::BugChecks,
+        ],
         run: abnormal_exit,
     },
     Case {
