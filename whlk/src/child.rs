@@ -294,7 +294,7 @@ fn process(given: &Given) -> Result<String, String> {
 }
 
 /// Says `ready`, then serves the parent's requests over `kmt` until `exit` or the end of input.
-fn serve_requests<K: crate::backend::kmt::KmtSync>(
+fn serve_requests<K: crate::backend::kmt::KmtSync + Send + Sync>(
     kmt: std::sync::Arc<K>,
 ) -> Result<String, String> {
     let mut out = std::io::stdout().lock();

@@ -21,12 +21,14 @@ fn outcome(b: &KmtBackend<SimPlatform>, name: &str) -> Outcome {
 fn um_20_doorbell_cases_run_on_the_device_that_has_their_doorbells() {
     let b = KmtBackend::new(SimPlatform);
     // One physical doorbell: the victimisation cases run, seen through the status pages and
-    // the work; a case needing four doorbells names the option that gives them.
+    // the work (the churn's processes are child processes, each churning on threads of its
+    // own); a case needing four doorbells names the option that gives them.
     let one = DeviceSettings::parse("doorbells=1").expect("a device").0;
     set_device(one, None);
     for name in [
         "UserModeSubmission.DoorbellVictimisationWalkthrough",
         "UserModeSubmission.ReconnectAndRetry",
+        "UserModeSubmission.ThreadedChurn",
     ] {
         assert_eq!(outcome(&b, name), Outcome::Pass, "{name}");
     }

@@ -67,7 +67,7 @@ use rvgpu_umd::submit::SubmitError;
 pub use sync::{FenceWait, KmtSync, MonitoredSync};
 
 use super::app::{AppQueues, QueueWait};
-use super::lanes::{self, churn_lane};
+use super::lanes;
 use super::{
     nth, nth_mut, AllocationUsage, BufferRef, Capabilities, Capability, ChurnLane, ChurnReport,
     DoorbellStatus, Failure, Fences, NewQueue, ProcessEnd, ProcessRef, Session, SessionConfig,
@@ -722,13 +722,12 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
     /// process's thunks.
     fn churn_lanes(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
         self.user_mode_queues()?;
-        let jobs = lanes::churn_jobs(lanes, |p| Ok(self.process(p)?.1), |w| self.encode(w))?;
-        let reports = lanes::run_lanes(
-            &jobs,
-            true,
-            |(kmt, lane, cmds)| churn_lane(|| kmt.clone(), lane, cmds, |e| format!("UMD: {e:?}")),
-            lanes::churn_panicked,
-        );
+        let host = |p: ProcessRef| match self.remote_arc(p.0)? {
+            Some(r) => Ok(remote::LaneHost::There(r)),
+            None => Ok(remote::LaneHost::Here(self.process(p)?.1)),
+        };
+        let jobs = lanes::churn_jobs(lanes, host, |w| self.encode(w))?;
+        let reports = remote::run_churn(&jobs);
         self.check_fault()?;
         Ok(reports)
     }

@@ -27,6 +27,10 @@
 //! a GPU signal, `c.W,W,…` a packet); `qlog ID TYPE ROOM` → `ok COUNT ENTRIES HEX` (the KMD's
 //! copy of queue `ID`'s native fence log of `DXGK_NATIVE_FENCE_LOG_TYPE` `TYPE`, through the
 //! test hooks' escape on the process's own device: `COUNT` bytes as hex, `-` for none);
+//! `churn LANE LANE …` → `ok REPORT REPORT …` (each lane `NODE.ROUNDS.PER:BATCH:…`, a batch
+//! its packets joined by `/`, run as `crate::backend::lanes::churn_lane` on a thread of the
+//! process's own, all lanes at once; each report `DONE.KERNEL.ERROR`, `ERROR` the text's bytes
+//! in hex or `-`);
 //! `exit` → `ok`, and the server ends. A failed thunk answers `status NTSTATUS`, anything else
 //! `err TEXT`. `INFO` is `user|kernel LOST LAST COMPLETED QUEUEID SEEN`.
 
@@ -44,8 +48,11 @@ use rvgpu_umd::kmt::{
 use rvgpu_umd::submit::SubmitError;
 
 use super::sync::{FenceWait, KmtSync};
+use crate::backend::lanes::{self, ChurnJob};
 use crate::backend::umd_queue::UmdQueue;
-use crate::backend::{Failure, ProcessEnd, SubmitPath, UmQueueInfo};
+use crate::backend::{
+    ChurnLane, ChurnReport, Failure, ProcessEnd, ProcessRef, SubmitPath, UmQueueInfo,
+};
 
 /// One request and its answer, to a process server.
 pub trait Pipe: Send {
@@ -109,6 +116,134 @@ fn parse_info(words: &[&str]) -> Result<UmQueueInfo, Failure> {
             _ => None,
         },
     })
+}
+
+/// Each of `cmds` as a packet's words joined by `,`.
+fn packet_words(cmds: &[Command]) -> Result<Vec<String>, Failure> {
+    let mut words = [0u64; 8];
+    cmds.iter()
+        .map(|c| {
+            let n = c
+                .encode(&mut words)
+                .ok_or_else(|| Failure::Backend(format!("{c:?} does not fit a packet")))?;
+            let packet: Vec<String> = words
+                .get(..n)
+                .unwrap_or_default()
+                .iter()
+                .map(|w| format!("{w:x}"))
+                .collect();
+            Ok(packet.join(","))
+        })
+        .collect()
+}
+
+/// A churn lane's report as a `churn` answer gives it (`DONE.KERNEL.ERROR`).
+fn parse_report(r: &str) -> Result<ChurnReport, Failure> {
+    let mut parts = r.splitn(3, '.');
+    let (done, kernel, error) = (parts.next(), parts.next(), parts.next());
+    let count = |x: Option<&str>| {
+        x.map_or(
+            Err(Failure::Backend(format!(
+                "process server: churn report `{r}`"
+            ))),
+            hex,
+        )
+        .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+    };
+    let error = match error {
+        None | Some("-") => None,
+        Some(h) => Some(
+            (0..h.len() / 2)
+                .filter_map(|i| h.get(2 * i..2 * i + 2))
+                .filter_map(|b| u8::from_str_radix(b, 16).ok())
+                .map(char::from)
+                .collect(),
+        ),
+    };
+    Ok(ChurnReport {
+        rounds_done: count(done)?,
+        kernel_mode_rounds: count(kernel)?,
+        error,
+    })
+}
+
+/// Where a churn lane runs: over this program's thunks, or in another process.
+pub(crate) enum LaneHost<K> {
+    /// This program's device.
+    Here(Arc<K>),
+    /// Another process's.
+    There(Arc<RemoteProcess>),
+}
+
+/// Runs `jobs` at once: a lane of this program's on a thread of its own, the lanes of another
+/// process in one `churn` request to it (its own threads run them); the reports in lane order.
+pub(crate) fn run_churn<K: Kmt + Send + Sync>(
+    jobs: &[ChurnJob<'_, LaneHost<K>>],
+) -> Vec<ChurnReport>
+where
+    Arc<K>: Kmt,
+{
+    enum Unit<'j, K> {
+        Here(usize, &'j Arc<K>, &'j ChurnLane, &'j [Vec<Command>]),
+        There(
+            Vec<usize>,
+            &'j RemoteProcess,
+            Vec<(&'j ChurnLane, &'j [Vec<Command>])>,
+        ),
+    }
+    let mut units: Vec<Unit<'_, K>> = Vec::new();
+    for (i, (host, lane, cmds)) in jobs.iter().enumerate() {
+        match host {
+            LaneHost::Here(k) => units.push(Unit::Here(i, k, lane, cmds)),
+            LaneHost::There(r) => {
+                let same = units.iter_mut().find_map(|u| match u {
+                    Unit::There(ids, rr, ls) if std::ptr::eq(*rr, &**r) => Some((ids, ls)),
+                    _ => None,
+                });
+                match same {
+                    Some((ids, ls)) => {
+                        ids.push(i);
+                        ls.push((lane, cmds));
+                    }
+                    None => units.push(Unit::There(vec![i], r, vec![(lane, cmds)])),
+                }
+            }
+        }
+    }
+    let done = lanes::run_lanes(
+        units,
+        true,
+        |u| match u {
+            Unit::Here(i, k, lane, cmds) => vec![(
+                i,
+                lanes::churn_lane(|| k.clone(), lane, cmds, |e| format!("UMD: {e:?}")),
+            )],
+            Unit::There(ids, r, ls) => match r.churn(&ls) {
+                Ok(reports) => ids.into_iter().zip(reports).collect(),
+                Err(e) => ids
+                    .into_iter()
+                    .map(|i| {
+                        (
+                            i,
+                            ChurnReport {
+                                rounds_done: 0,
+                                kernel_mode_rounds: 0,
+                                error: Some(format!("in the other process: {e}")),
+                            },
+                        )
+                    })
+                    .collect(),
+            },
+        },
+        Vec::new,
+    );
+    let mut reports: Vec<ChurnReport> = (0..jobs.len()).map(|_| lanes::churn_panicked()).collect();
+    for (i, r) in done.into_iter().flatten() {
+        if let Some(slot) = reports.get_mut(i) {
+            *slot = r;
+        }
+    }
+    reports
 }
 
 impl RemoteProcess {
@@ -188,14 +323,9 @@ impl RemoteProcess {
     /// Submits `cmds`; the progress value that marks their completion.
     pub(crate) fn submit(&self, id: usize, cmds: &[Command]) -> Result<u64, Failure> {
         let mut line = format!("submit {id:x}");
-        let mut words = [0u64; 8];
-        for c in cmds {
-            let n = c
-                .encode(&mut words)
-                .ok_or_else(|| Failure::Backend(format!("{c:?} does not fit a packet")))?;
-            let packet: Vec<String> = words[..n].iter().map(|w| format!("{w:x}")).collect();
+        for packet in packet_words(cmds)? {
             line.push(' ');
-            line.push_str(&packet.join(","));
+            line.push_str(&packet);
         }
         self.number(&line)
     }
@@ -346,6 +476,30 @@ impl RemoteProcess {
         self.call(&format!("close {id:x}")).map(drop)
     }
 
+    /// Runs `lanes` (every one of this process's) in the process, all at once; their reports.
+    fn churn(&self, lanes: &[(&ChurnLane, &[Vec<Command>])]) -> Result<Vec<ChurnReport>, Failure> {
+        let mut line = "churn".to_owned();
+        for (lane, batches) in lanes {
+            line.push_str(&format!(
+                " {:x}.{:x}.{:x}",
+                lane.node, lane.rounds, lane.batches_per_round
+            ));
+            for batch in *batches {
+                line.push(':');
+                line.push_str(&packet_words(batch)?.join("/"));
+            }
+        }
+        let w = self.call(&line)?;
+        if w.len() != lanes.len() {
+            return Err(Failure::Backend(format!(
+                "process server: {} churn reports for {} lanes",
+                w.len(),
+                lanes.len()
+            )));
+        }
+        w.iter().map(|r| parse_report(r)).collect()
+    }
+
     /// Ends the process: a normal exit closes what it holds first (`exit`), an abnormal one
     /// is a kill.
     pub(crate) fn end(&self, how: ProcessEnd) -> Result<(), Failure> {
@@ -368,7 +522,7 @@ pub(crate) enum RemoteOp {
 }
 
 /// The server's objects.
-struct Served<K: KmtSync> {
+struct Served<K: KmtSync + Send + Sync> {
     kmt: Arc<K>,
     buffers: BTreeMap<u64, Allocation<K::Mem>>,
     queues: BTreeMap<u64, UmdQueue<Arc<K>>>,
@@ -422,7 +576,7 @@ fn packets(words: &[&str]) -> Result<Vec<Command>, Answer> {
         .collect()
 }
 
-impl<K: KmtSync> Served<K> {
+impl<K: KmtSync + Send + Sync> Served<K> {
     fn queue(&mut self, id: u64) -> Result<&mut UmdQueue<Arc<K>>, Answer> {
         self.queues
             .get_mut(&id)
@@ -527,6 +681,7 @@ impl<K: KmtSync> Served<K> {
                 let text = if text.is_empty() { "-".into() } else { text };
                 Ok(format!("{:x} {entries:x} {text}", bytes.len()))
             }
+            Some("churn") => self.churn(words.get(1..).unwrap_or_default()),
             Some("fdestroy") => {
                 let id = arg(1)?;
                 let f = self
@@ -538,6 +693,49 @@ impl<K: KmtSync> Served<K> {
             }
             other => Err(Answer::Err(format!("unknown request {other:?}"))),
         }
+    }
+
+    /// A `churn` request: its lanes on threads of this process, all at once.
+    fn churn(&self, words: &[&str]) -> Result<String, Answer> {
+        let mut jobs = Vec::with_capacity(words.len());
+        for w in words {
+            let mut parts = w.split(':');
+            let head: Vec<&str> = parts.next().unwrap_or_default().split('.').collect();
+            let field = |i: usize| {
+                num(head.get(i)).and_then(|v| {
+                    u32::try_from(v).map_err(|_| Answer::Err(format!("bad lane `{w}`")))
+                })
+            };
+            let lane = ChurnLane {
+                process: ProcessRef(0),
+                node: field(0)?,
+                rounds: field(1)?,
+                batches_per_round: field(2)?,
+                work: Vec::new(),
+            };
+            let batches = parts
+                .map(|b| packets(&b.split('/').filter(|p| !p.is_empty()).collect::<Vec<_>>()))
+                .collect::<Result<Vec<_>, _>>()?;
+            jobs.push((lane, batches));
+        }
+        let kmt = &self.kmt;
+        let reports = lanes::run_lanes(
+            &jobs,
+            true,
+            |(lane, cmds)| lanes::churn_lane(|| kmt.clone(), lane, cmds, |e| format!("UMD: {e:?}")),
+            lanes::churn_panicked,
+        );
+        let text: Vec<String> = reports
+            .iter()
+            .map(|r| {
+                let err = r.error.as_ref().map_or_else(
+                    || "-".to_owned(),
+                    |e| e.bytes().map(|b| format!("{b:02x}")).collect(),
+                );
+                format!("{:x}.{:x}.{err}", r.rounds_done, r.kernel_mode_rounds)
+            })
+            .collect();
+        Ok(text.join(" "))
     }
 
     /// An `ops` request: one `submit_ops` batch of queue `id`.
@@ -670,7 +868,7 @@ fn raw(st: DoorbellStatus) -> u32 {
 /// Serves requests from `from` over `kmt`, answering on `to`, until `exit` (its queues closed
 /// as a process's UMD closes them) or the end of `from` (the process is ending abnormally: the
 /// objects are dropped without a close).
-pub fn serve<K: KmtSync>(kmt: Arc<K>, from: impl BufRead, mut to: impl Write) {
+pub fn serve<K: KmtSync + Send + Sync>(kmt: Arc<K>, from: impl BufRead, mut to: impl Write) {
     let mut s = Served {
         kmt,
         buffers: BTreeMap::new(),
