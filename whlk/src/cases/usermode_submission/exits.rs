@@ -1,12 +1,14 @@
 //! A process's end as a program on Windows sees it (UM-17, UM-18): the ended process is a
 //! child, and what is left to observe is the survivor's side. The OS's teardown order is
-//! the OS form's (lifetime.rs); a program sees only that the teardown finished: its own
-//! queues keep their doorbells and run on the same engine, new queues connect, and its device
-//! is not lost.
+//! the OS form's (lifetime.rs); a program sees only that the teardown finished: the fences it
+//! shared with the child read what the child's end signalled, its own queues keep their
+//! doorbells and run on the same engine, new queues connect, and its device is not lost.
+
+use std::time::Duration;
 
 use crate::backend::{
     Backend, BufferRef, Capability, DoorbellStatus, ExecMode, NewQueue, ProcessEnd, ProcessRef,
-    Session, SubmitPath, UmQueueRef,
+    Session, SubmitPath, UmFenceRef, UmQueueRef,
 };
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
@@ -15,6 +17,14 @@ use super::super::common::{fill, no_fault, session, two_forms, wait, Form};
 use super::fixtures::{
     enough_doorbells, expect_path, expect_status, submit_tickets, user_queue, Tickets, BUF,
 };
+
+/// What the program form needs: user-mode queues, and native fences made through the UMD
+/// to share with the child.
+const PROGRAM: &[Capability] = &[
+    Capability::UserModeSubmission,
+    Capability::NativeFences,
+    Capability::UmdFences,
+];
 
 /// The child's user-mode queues: the survivor makes as many new ones after the exit.
 const CHILD_QUEUES: u32 = 2;
@@ -40,6 +50,53 @@ fn survivor(s: &mut dyn Session) -> Result<(ProcessRef, BufferRef, UmQueueRef), 
     Ok((p, buf, q))
 }
 
+/// Fences shared with a child that is about to end: one it made that the program opened, one
+/// the program made that it opened, and one of the program's it never held; each with the
+/// value the program reads once the child has ended. 24H2 ends a process's devices in error
+/// (`K:DXGPROCESS::Destroy` @0x14034D4E0), which signals to `u64::MAX` every fence registered
+/// with them (`M:VidSchiSignalRegisteredSyncObjects` @0x14003B848): a fence's creator and a
+/// plain opener register it (`K:DXGDEVICESYNCOBJECT::Initialize` @0x1401F5EEC), whether the
+/// process exits or is killed. A fence the child never held keeps its value.
+fn shared_fences(
+    s: &mut dyn Session,
+    p: ProcessRef,
+    child: ProcessRef,
+) -> Result<Vec<(UmFenceRef, u64, &'static str)>, CaseError> {
+    let theirs = s.umd_fences()?.create_um_fence(child, 3)?;
+    let theirs_here = s.umd_fences()?.open_um_fence(theirs, p)?;
+    let ours = s.umd_fences()?.create_um_fence(p, 5)?;
+    s.umd_fences()?.open_um_fence(ours, child)?;
+    let own = s.umd_fences()?.create_um_fence(p, 7)?;
+    Ok(vec![
+        (
+            theirs_here,
+            u64::MAX,
+            "the child's fence the program opened",
+        ),
+        (ours, u64::MAX, "the program's fence the child opened"),
+        (own, 7, "a fence of the program the child never held"),
+    ])
+}
+
+/// Each fence of `fences` reads its value: a signal the process's end makes is seen within
+/// [`FENCE_WAIT`].
+fn expect_fences(s: &mut dyn Session, fences: &[(UmFenceRef, u64, &str)]) -> CaseResult {
+    for &(f, want, what) in fences {
+        if want == u64::MAX {
+            s.umd_fences()?.wait_um_fence(f, want, FENCE_WAIT)?;
+        }
+        let got = s.umd_fences_ref()?.um_fence_value(f)?;
+        ensure!(
+            got == want,
+            "{what} reads {got:#x} after the child ended, expected {want:#x}"
+        );
+    }
+    Ok(())
+}
+
+/// How long the program waits for the signal a child's end makes.
+const FENCE_WAIT: Duration = Duration::from_secs(10);
+
 /// After the other process ended: the survivor's queue is still connected and runs work on
 /// the user-mode path; [`CHILD_QUEUES`] new user-mode queues and a kernel-mode one on the same
 /// engine run theirs once each, in order; nothing reports the device lost.
@@ -48,7 +105,9 @@ fn survivor_unaffected(
     p: ProcessRef,
     buf: BufferRef,
     q: UmQueueRef,
+    fences: &[(UmFenceRef, u64, &str)],
 ) -> CaseResult {
+    expect_fences(s, fences)?;
     expect_status(&*s, q, DoorbellStatus::Connected, "the survivor's queue")?;
     let v = s.ums()?.submit(q, &[fill(buf, 8, 2)])?;
     wait(s, q, v, "the survivor's queue after the exit")?;
@@ -88,8 +147,10 @@ fn survivor_unaffected(
 pub(super) fn normal_exit_program(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, enough_doorbells(CHILD_QUEUES + 1))?;
     let (p, buf, q) = survivor(&mut *s)?;
+    let mut fences = Vec::new();
     for waits in [true, false] {
         let c = s.ums()?.open_process(0)?;
+        fences.extend(shared_fences(&mut *s, p, c)?);
         let cbuf = s.ums()?.create_buffer(c, BUF)?;
         let mut last = Vec::new();
         for i in 0..CHILD_QUEUES {
@@ -107,7 +168,7 @@ pub(super) fn normal_exit_program(b: &dyn Backend) -> CaseResult {
         }
         s.ums()?.end_process(c, ProcessEnd::Normal)?;
     }
-    survivor_unaffected(&mut *s, p, buf, q)
+    survivor_unaffected(&mut *s, p, buf, q, &fences)
 }
 
 /// UM-18 on Windows: a child is killed right after queueing a long run of work on each of its
@@ -117,6 +178,7 @@ pub(super) fn abnormal_exit_program(b: &dyn Backend) -> CaseResult {
     let mut s = session(b, ExecMode::Threaded, enough_doorbells(CHILD_QUEUES + 1))?;
     let (p, buf, q) = survivor(&mut *s)?;
     let c = s.ums()?.open_process(0)?;
+    let fences = shared_fences(&mut *s, p, c)?;
     let cbuf = s.ums()?.create_buffer(c, BUF)?;
     let mut queues = Vec::new();
     for _ in 0..CHILD_QUEUES {
@@ -128,13 +190,13 @@ pub(super) fn abnormal_exit_program(b: &dyn Backend) -> CaseResult {
         submit_tickets(&mut *s, cq, &t, 0..64)?;
     }
     s.ums()?.end_process(c, ProcessEnd::Abnormal)?;
-    survivor_unaffected(&mut *s, p, buf, q)
+    survivor_unaffected(&mut *s, p, buf, q, &fences)
 }
 
 /// `UserModeSubmission.NormalExit`: the OS's teardown order where the backend reads the OS,
 /// else the program's view.
 pub(super) fn normal_exit(b: &dyn Backend) -> CaseResult {
-    match form(b, super::TRACED, super::ON_DEVICE)? {
+    match form(b, super::TRACED, PROGRAM)? {
         Form::Os => super::lifetime::normal_exit(b),
         Form::Kmd => normal_exit_program(b),
     }
@@ -142,7 +204,7 @@ pub(super) fn normal_exit(b: &dyn Backend) -> CaseResult {
 
 /// `UserModeSubmission.AbnormalExit`, chosen as [`normal_exit`] is.
 pub(super) fn abnormal_exit(b: &dyn Backend) -> CaseResult {
-    match form(b, super::TRACED, super::ON_DEVICE)? {
+    match form(b, super::TRACED, PROGRAM)? {
         Form::Os => super::lifetime::abnormal_exit(b),
         Form::Kmd => abnormal_exit_program(b),
     }

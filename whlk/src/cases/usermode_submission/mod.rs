@@ -162,12 +162,13 @@ pub const CASES: &[Case] = &[
         requirements: &["UM-17"],
         summary: "exit with queues open: disconnect, wait for the last queued value (where \
                   the OS sees the queue's work), destroy doorbell, queue, allocations, \
-                  context, device; all work the OS waited for ran. On Windows (a child exits): the \
-                  survivor's queues run, new ones connect, no device loss",
+                  context, device; all work the OS waited for ran. On Windows (a child exits): fences \
+                  it shared read u64::MAX, the survivor's queues run, new ones connect",
         needs: ON_DEVICE,
         optional: &[
             Capability::OsTrace,
             Capability::ConfiguredMachine,
+            Capability::UmdFences,
             Capability::BugChecks,
         ],
         run: normal_exit,
@@ -182,6 +183,7 @@ pub const CASES: &[Case] = &[
         optional: &[
             Capability::OsTrace,
             Capability::ConfiguredMachine,
+            Capability::UmdFences,
             Capability::BugChecks,
         ],
         run: abnormal_exit,
