@@ -147,6 +147,17 @@ impl<B, V, F, E> AppObjects<B, V, F, E> {
     }
 }
 
+/// A native fence's mapping in the program's own process
+/// ([`Fences::own_mapping`](super::Fences::own_mapping)).
+pub(crate) trait AppMappings: AppUmd {
+    /// Process `p`'s mapping of `f`.
+    fn fence_own_mapping(
+        &self,
+        p: usize,
+        f: &Self::Fence,
+    ) -> Result<super::caps::OwnFenceMapping, Failure>;
+}
+
 /// One application's UMD, as the backend calls it. Processes, buffers and queues are the
 /// session's ([`ProcessRef`], [`BufferRef`], [`UmQueueRef`]); a failed call is already the
 /// [`Failure`] the case sees (the machine's fault first, as every session reports it).

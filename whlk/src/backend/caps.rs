@@ -308,6 +308,28 @@ pub trait Fences {
 
     /// Whether the GPU consumed everything submitted to the queue.
     fn gpu_queue_drained(&self, q: QueueRef) -> bool;
+
+    /// The program's own mapping of its fence `f`, where the backend is that program.
+    fn own_mapping(&self, f: FenceRef) -> Result<OwnFenceMapping, Failure> {
+        let _ = f;
+        Err(Failure::Unsupported(
+            "the fence's mapping in this program (a D3DKMT program's own)".into(),
+        ))
+    }
+}
+
+/// A native fence as its program maps it (`D3DDDI_NATIVEFENCEMAPPING` in its own process):
+/// [`Fences::own_mapping`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnFenceMapping {
+    /// CurrentValue's read-only CPU VA.
+    pub current_cpu: u64,
+    /// CurrentValue's GPU VA.
+    pub current_gpu: u64,
+    /// MonitoredValue's GPU VA.
+    pub monitored_gpu: u64,
+    /// CurrentValue as read through the CPU VA.
+    pub value: u64,
 }
 
 /// Legacy monitored fences (MF-*) beside the native ones: created, waited on and signalled by

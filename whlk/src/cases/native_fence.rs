@@ -105,12 +105,8 @@ pub const CASES: &[Case] = &[
         requirements: &["NF-05", "NF-11"],
         summary: "non-shareable fences of one process share pages at the caps' stride; a \
                   shareable fence's values are on pages of their own",
-        needs: &[
-            Capability::Fences,
-            Capability::NativeFences,
-            Capability::FenceInternals,
-        ],
-        optional: &[],
+        needs: &[Capability::Fences, Capability::NativeFences],
+        optional: &[Capability::FenceInternals, Capability::BugChecks],
         run: packed_storage,
     },
     Case {
@@ -635,6 +631,9 @@ fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
 }
 
 fn packed_storage(b: &dyn Backend) -> CaseResult {
+    if kmd::form(b, INTERNALS, THREADED)? == Form::Kmd {
+        return kmd::packed_storage(b);
+    }
     let mut s = session(b, ExecMode::Step, 1)?;
     let f1 = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
     let f2 = s.fences()?.create_native_fence(NewFence::new(0, 1))?;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rvgpu_hw::cmd::Command;
 
-use super::{AppObjects, AppUmd, FenceId, QueueOp};
+use super::{AppMappings, AppObjects, AppUmd, FenceId, QueueOp};
 use crate::backend::{
     nth, nth_mut, EventRef, Failure, FenceRef, Fences, NewFence, NewQueue, ProcessRef, QueueRef,
     UmQueueRef, UserModeSubmission, WaitResult,
@@ -190,7 +190,12 @@ pub(crate) fn open_native_fence_in<S: AppUmd + UserModeSubmission>(
     Ok(record_fence(s, p, mine))
 }
 
-impl<S: AppUmd + UserModeSubmission> Fences for S {
+impl<S: AppMappings + UserModeSubmission> Fences for S {
+    fn own_mapping(&self, f: FenceRef) -> Result<crate::backend::caps::OwnFenceMapping, Failure> {
+        let k = self.objects().native(f)?;
+        self.fence_own_mapping(k.process, &k.fence)
+    }
+
     fn create_native_fence(&mut self, new: NewFence) -> Result<FenceRef, Failure> {
         let p = fence_process(self, new.adapter, new.process)?;
         let fence = self.fence_create(p, new.initial, new.shareable)?;

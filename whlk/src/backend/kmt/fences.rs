@@ -15,6 +15,10 @@
 //! Monitored fences are not destroyed one by one (the trait has no such call); they go with
 //! their device when the process ends.
 
+// A file beside this one, not a folder: the program's own mappings of its fences.
+#[path = "fences_mapping.rs"]
+mod mapping;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;

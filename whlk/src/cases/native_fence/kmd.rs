@@ -395,3 +395,92 @@ pub(super) fn monitored_cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     ensure!(v == 5, "value {v} after the CPU signal of 5");
     no_fault(&*s)
 }
+
+/// NF-05 as a program sees it, on its own mappings (`D3DDDI_NATIVEFENCEMAPPING`): its private
+/// fences' CurrentValues at one stride on shared GPU pages, their MonitoredValues at the same
+/// distances, the CPU VAs too within a page; a shareable fence's values on pages none of them
+/// uses; each fence's value read at its own address, untouched by the others' signals.
+pub(super) fn packed_storage(b: &dyn Backend) -> CaseResult {
+    const PRIVATE: u64 = 4;
+    let mut s = session(b, ExecMode::Threaded, 1)?;
+    let mut fences = Vec::new();
+    for _ in 0..PRIVATE {
+        fences.push(s.fences()?.create_native_fence(NewFence::new(0, 1))?);
+    }
+    let shared = s
+        .fences()?
+        .create_native_fence(NewFence::new(0, 1).shareable())?;
+    let mut maps = Vec::new();
+    for &f in &fences {
+        maps.push(s.fences_ref()?.own_mapping(f)?);
+    }
+    let sh = s.fences_ref()?.own_mapping(shared)?;
+    let page = |a: u64| a & !0xFFF;
+    let dist = |a: u64, b: u64| a.abs_diff(b);
+    let stride = (maps.iter().enumerate())
+        .flat_map(|(i, m)| {
+            maps.iter()
+                .skip(i + 1)
+                .map(|n| dist(m.current_gpu, n.current_gpu))
+        })
+        .min()
+        .unwrap_or_default();
+    ensure!(
+        stride != 0 && stride % 8 == 0,
+        "private CurrentValues at stride {stride:#x}: {maps:#x?}"
+    );
+    let first = maps
+        .first()
+        .copied()
+        .ok_or(CaseError::Fail("no fence".into()))?;
+    for m in &maps {
+        let d = dist(m.current_gpu, first.current_gpu);
+        ensure!(
+            d % stride == 0,
+            "CurrentValue off the stride {stride:#x}: {maps:#x?}"
+        );
+        ensure!(
+            dist(m.monitored_gpu, first.monitored_gpu) == d,
+            "MonitoredValues not at the CurrentValues' distances: {maps:#x?}"
+        );
+        ensure!(
+            m.current_cpu % 8 == 0
+                && (page(m.current_gpu) != page(first.current_gpu)
+                    || dist(m.current_cpu, first.current_cpu) == d),
+            "CPU VAs not at the GPU VAs' distances within a page: {maps:#x?}"
+        );
+    }
+    let private: Vec<u64> = (maps.iter())
+        .flat_map(|m| [page(m.current_gpu), page(m.monitored_gpu)])
+        .collect();
+    let shares_page = (maps.iter())
+        .skip(1)
+        .any(|m| page(m.current_gpu) == page(first.current_gpu));
+    ensure!(
+        shares_page,
+        "no two private fences share a page: {maps:#x?}"
+    );
+    ensure!(
+        !private.contains(&page(sh.current_gpu)) && !private.contains(&page(sh.monitored_gpu)),
+        "a shareable fence on a private fence's page: {sh:#x?} vs {maps:#x?}"
+    );
+    let all: Vec<(FenceRef, u64)> = (fences.iter().copied()).chain([shared]).zip(10..).collect();
+    for &(f, v) in &all {
+        s.fences()?.cpu_signal(f, v)?;
+        let r = s.fences()?.cpu_wait(f, v, SETTLE)?;
+        ensure!(
+            r == WaitResult::Satisfied,
+            "CPU signal of {v} not reached: {r:?}"
+        );
+    }
+    for &(f, v) in &all {
+        let m = s.fences_ref()?.own_mapping(f)?;
+        ensure!(
+            m.value == v,
+            "the mapping at {:#x} reads {:#x}, signalled {v:#x}",
+            m.current_cpu,
+            m.value
+        );
+    }
+    no_fault(&*s)
+}
