@@ -107,7 +107,6 @@ fn kmt_backend_passes_or_skips_every_case() {
         support::USER_MODE_CASES.iter().copied().chain([
             "MonitoredFence.GpuSignalThreaded",
             "MonitoredFence.CpuWaitGpuSignal",
-            "NativeFence.PackedStorage",
             "NativeFence.MonitoredValueTracksWaiters",
             "NativeFence.CpuWaitGpuSignal",
             "NativeFence.NoWaiterNoInterrupt",
@@ -163,11 +162,9 @@ fn kmt_backend_passes_or_skips_every_case() {
     // dropped.
     for (name, why) in [
         ("NativeFence.CrossAdapterScenario1", "OsTrace"),
+        ("NativeFence.PackedStorage", "FenceInternals"),
         ("NativeFence.HandleLifetimes", "DirectDdi"),
-        (
-            "UserModeSubmission.RingAllocationsReferenced",
-            "ConfiguredMachine",
-        ),
+        ("UserModeSubmission.RingAllocationsReferenced", "ConfiguredMachine"),
     ] {
         let r = reports
             .iter()
@@ -325,6 +322,10 @@ fn process_server_answers_bad_requests_with_errors_and_stops_at_exit() {
         "buffer 2 ffffffffffffffff",
         "fsignal 5 1",
         "fence 4 123",
+        "churn zz",
+        "churn 0.1",
+        "churn 0.1.1:ffffffffffffffff",
+        "churn 0.1.0 0.2.0",
         "bogus",
         "exit",
         "read 0 8",
@@ -342,15 +343,18 @@ fn process_server_answers_bad_requests_with_errors_and_stops_at_exit() {
         .collect();
     assert_eq!(
         answers.len(),
-        15,
+        19,
         "one answer per request up to exit: {answers:?}"
     );
     assert_eq!(answers[2], "ok 2a", "{answers:?}");
+    // A churn request's lanes run on the server's threads: rounds done, kernel-mode rounds, no
+    // error.
+    assert_eq!(answers[16], "ok 1.0.- 2.0.-", "{answers:?}");
     assert_eq!(
         kinds,
         [
             "ok", "ok", "ok", "err", "err", "err", "err", "err", "ok", "err", "status", "err",
-            "status", "err", "ok"
+            "status", "err", "err", "err", "ok", "err", "ok"
         ],
         "{answers:?}"
     );
