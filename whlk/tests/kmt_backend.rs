@@ -107,6 +107,7 @@ fn kmt_backend_passes_or_skips_every_case() {
         support::USER_MODE_CASES.iter().copied().chain([
             "MonitoredFence.GpuSignalThreaded",
             "MonitoredFence.CpuWaitGpuSignal",
+            "NativeFence.PackedStorage",
             "NativeFence.MonitoredValueTracksWaiters",
             "NativeFence.CpuWaitGpuSignal",
             "NativeFence.NoWaiterNoInterrupt",
@@ -162,9 +163,11 @@ fn kmt_backend_passes_or_skips_every_case() {
     // dropped.
     for (name, why) in [
         ("NativeFence.CrossAdapterScenario1", "OsTrace"),
-        ("NativeFence.PackedStorage", "FenceInternals"),
         ("NativeFence.HandleLifetimes", "DirectDdi"),
-        ("UserModeSubmission.RingAllocationsReferenced", "ConfiguredMachine"),
+        (
+            "UserModeSubmission.RingAllocationsReferenced",
+            "ConfiguredMachine",
+        ),
     ] {
         let r = reports
             .iter()
