@@ -72,7 +72,7 @@ fn tdr_09_an_adapter_wide_recovery_purges_segments_between_the_drivers_reset_and
     let ev = m.tdr_events(0);
     let at = |p: fn(&TdrEvent) -> bool| pos(&ev, p);
     let reset = at(|e| matches!(e, TdrEvent::AdapterReset { .. }));
-    let purged = at(|e| matches!(e, TdrEvent::SegmentsPurged { .. }));
+    let purged = at(|e| matches!(e, TdrEvent::SegmentsPurged(_)));
     let restarted = at(|e| matches!(e, TdrEvent::Restarted));
     let restored = at(|e| matches!(e, TdrEvent::SegmentsRestored));
     let device_reset = at(|e| matches!(e, TdrEvent::DeviceReset { .. }));
@@ -80,20 +80,22 @@ fn tdr_09_an_adapter_wide_recovery_purges_segments_between_the_drivers_reset_and
         reset < purged && purged < restarted && restarted < restored && restored < device_reset,
         "{ev:#?}"
     );
-    let TdrEvent::SegmentsPurged { notified, unmapped } = &ev[purged] else {
+    let TdrEvent::SegmentsPurged(p) = &ev[purged] else {
         unreachable!()
     };
     assert!(
-        notified.iter().any(|(h, _)| *h == vram.handle),
-        "the VRAM allocation: {notified:?}"
+        p.notified.iter().any(|(h, _)| *h == vram.handle),
+        "the VRAM allocation: {p:?}"
     );
     assert!(
-        notified.iter().all(|(_, bytes)| *bytes == 0),
-        "nothing to move: {notified:?}"
+        p.notified.iter().all(|(_, bytes)| *bytes == 0),
+        "nothing to move: {p:?}"
     );
     assert!(
-        unmapped.contains(&(range.offset, pages.clone())),
-        "the aperture range: {unmapped:?}"
+        p.unmapped
+            .iter()
+            .any(|r| r.offset == range.offset && r.pages == pages),
+        "the aperture range: {p:?}"
     );
     // The driver's aperture table maps the range again: an entry naming it is accepted and
     // reaches the same pages.

@@ -73,14 +73,9 @@ pub(crate) fn adapter_reset(
         // (`K:DXGADAPTER::PrepareToReset` @0x140193794) and before VidSch's.
         lock(&sh.os).events.push(TdrEvent::AdapterReset { reason });
         let purge = crate::vidmm::residency::purge::purge_segments(a)?;
-        lock(&sh.os).events.push(TdrEvent::SegmentsPurged {
-            notified: purge.notified.clone(),
-            unmapped: purge
-                .unmapped
-                .iter()
-                .map(|r| (r.offset, r.pages.clone()))
-                .collect(),
-        });
+        lock(&sh.os)
+            .events
+            .push(TdrEvent::SegmentsPurged(purge.clone()));
         // Every node C := S; in-flight packets dropped, their devices in error.
         let mut freed = Vec::new();
         {

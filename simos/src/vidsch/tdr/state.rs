@@ -146,13 +146,8 @@ pub enum TdrEvent {
     },
     /// `DxgkDdiResetFromTimeout` returned successfully.
     AdapterReset { reason: TdrReason },
-    /// VidMm purged every segment (`vidmm::residency::purge`): the allocations told of their
-    /// eviction from VRAM with the bytes the driver wrote for each, and the aperture runs
-    /// unmapped (first offset, bus page at each).
-    SegmentsPurged {
-        notified: Vec<(KmtHandle, usize)>,
-        unmapped: Vec<(u64, Vec<u64>)>,
-    },
+    /// VidMm purged every segment (`vidmm::residency::purge`).
+    SegmentsPurged(crate::vidmm::residency::purge::Purge),
     /// `DxgkDdiRestartFromTimeout` returned successfully.
     Restarted,
     /// VidMm restored what the purge unmapped.
