@@ -39,8 +39,6 @@
 //!   CPU-written, so they live in the aperture and have nothing to leave VRAM for. The device
 //!   keeps VRAM across D3 (hardware.md §13.3), so required allocations stay.
 
-pub mod purge;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 

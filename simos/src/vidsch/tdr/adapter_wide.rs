@@ -1,9 +1,8 @@
 //! The adapter-wide reset (docs/tdr.md#the-simulated-os): the debug report (reason 0x117), the
 //! TDR limit, `DxgkDdiResetEngine` on every node with packets in flight with the driver's
 //! interrupt reports dropped (24H2 `M:VidSchiReportHwHang` @0x140044F38), `DxgkDdiResetFromTimeout`,
-//! VidMm's purge of every segment, every node's in-flight work dropped,
-//! `DxgkDdiRestartFromTimeout`, VidMm's restore, then every device of the adapter reset
-//! (`K:ADAPTER_RENDER::Reset` @0x1403F2C34; `vidmm::residency::purge`). The per-engine and
+//! every node's in-flight work dropped, `DxgkDdiRestartFromTimeout`, then every device of the
+//! adapter reset (`K:ADAPTER_RENDER::Reset` @0x1403F2C34). The per-engine and
 //! hardware-scheduled paths escalate to it.
 
 use std::collections::BTreeSet;
@@ -45,7 +44,7 @@ pub(crate) fn adapter_reset(
     let ctx = a.context();
     let mut errored: BTreeSet<KmtHandle> = extra.iter().copied().collect();
     reset_busy_engines(a, sh, &mut errored)?;
-    let purge = {
+    {
         // Every DDI is gated: kernel-mode submissions and every user-mode submission thunk.
         let _gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
         let _x = ums::tdr_exclusive(a);
@@ -69,17 +68,11 @@ pub(crate) fn adapter_reset(
             }
         };
         adapter_ddi(ddi::in_table!(t, DxgkDdiResetFromTimeout))?;
-        // `K:ADAPTER_RENDER::Reset` @0x1403F2C34 purges every segment after the driver's reset
-        // (`K:DXGADAPTER::PrepareToReset` @0x140193794) and before VidSch's.
-        lock(&sh.os).events.push(TdrEvent::AdapterReset { reason });
-        let purge = crate::vidmm::residency::purge::purge_segments(a)?;
-        lock(&sh.os)
-            .events
-            .push(TdrEvent::SegmentsPurged(purge.clone()));
         // Every node C := S; in-flight packets dropped, their devices in error.
         let mut freed = Vec::new();
         {
             let mut os = lock(&sh.os);
+            os.events.push(TdrEvent::AdapterReset { reason });
             for (i, n) in os.nodes.iter_mut().enumerate() {
                 for (_, p) in std::mem::take(&mut n.pending) {
                     if let Some(d) = p.device {
@@ -119,12 +112,7 @@ pub(crate) fn adapter_reset(
         for n in os.nodes.iter_mut() {
             n.last_change = now;
         }
-        purge
-    };
-    // VidSch runs again; then the restore, before any device is reset
-    // (`K:ADAPTER_RENDER::RestoreFromPurgeSegments` @0x1403B6B24).
-    crate::vidmm::residency::purge::restore_from_purge(a, &purge)?;
-    lock(&sh.os).events.push(TdrEvent::SegmentsRestored);
+    }
     error_devices(a, sh, &errored)?;
     // `K:ADAPTER_RENDER::Reset`'s last step, after the driver's restart: every device of the
     // adapter is reset (`K:DXGDEVICE::Reset` @0x1401BB7FC), idle ones too.

@@ -146,12 +146,8 @@ pub enum TdrEvent {
     },
     /// `DxgkDdiResetFromTimeout` returned successfully.
     AdapterReset { reason: TdrReason },
-    /// VidMm purged every segment (`vidmm::residency::purge`).
-    SegmentsPurged(crate::vidmm::residency::purge::Purge),
     /// `DxgkDdiRestartFromTimeout` returned successfully.
     Restarted,
-    /// VidMm restored what the purge unmapped.
-    SegmentsRestored,
     /// The node runs again.
     Recovered { node: u32 },
 }
