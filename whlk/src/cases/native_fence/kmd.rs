@@ -196,8 +196,8 @@ pub(super) fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
     no_fault(&*s)
 }
 
-/// NF-03, NF-04, NF-07: one fence report for a GPU signal crossing the armed value (two where
-/// the pages' W - 1 is armed: the device reports at `value >= MonitoredValue`); the DPC
+/// NF-03, NF-04, NF-07: no fence report for the signals below the armed value, then at least
+/// one for the signal crossing it (the device reports at `value >= MonitoredValue`); the DPC
 /// releases the wait and the OS disarms.
 pub(super) fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     let mut s = hooked(b)?;
@@ -206,16 +206,20 @@ pub(super) fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
     let e = s.fences()?.cpu_wait_event(f, 3)?;
     let seen = await_armed(&mut s, base, "a wait for 3", |v| v != u64::MAX)?;
     let armed_at = seen.last().copied().unwrap_or_default();
-    let expected = match armed_at {
-        3 => 1,
-        2 => 2,
-        m => {
-            return Err(CaseError::Fail(format!(
-                "MonitoredValue {m:#x} for a wait for 3"
-            )))
-        }
-    };
-    for v in 1..=5 {
+    if !(armed_at == 2 || armed_at == 3) {
+        return Err(CaseError::Fail(format!(
+            "MonitoredValue {armed_at:#x} for a wait for 3"
+        )));
+    }
+    // The signals below MonitoredValue, run to the end first: no report.
+    for v in 1..armed_at {
+        s.fences()?.gpu_signal(q, f, v)?;
+    }
+    s.fences()?.gpu_submit(q)?;
+    ensure!(drained(&mut s, q)?, "queue not drained");
+    let n = fence_reports(&mut *s, 0, base)?;
+    ensure!(n == 0, "{n} fence reports below MonitoredValue {armed_at}");
+    for v in armed_at..=5 {
         s.fences()?.gpu_signal(q, f, v)?;
     }
     s.fences()?.gpu_submit(q)?;
@@ -229,11 +233,13 @@ pub(super) fn cpu_wait_gpu_signal(b: &dyn Backend) -> CaseResult {
         "CurrentValue below 5 after the queue ran"
     );
     await_armed(&mut s, base, "after the wait's release", |v| v == u64::MAX)?;
+    // At least the crossing's report; on a threaded machine the signals after it may each
+    // report too before the OS's disarm reaches the KMD (the OS form, stepped, counts one).
     let n = reports_while_armed(&mut *s, base)?;
+    let most = usize::try_from(6 - armed_at).unwrap_or(usize::MAX);
     ensure!(
-        n == expected,
-        "{n} fence reports, expected exactly {expected} with MonitoredValue armed at \
-         {armed_at}: {}",
+        (1..=most).contains(&n),
+        "{n} fence reports with MonitoredValue armed at {armed_at}, expected 1 to {most}: {}",
         journal_since(&mut *s, 0, base)?
     );
     no_fault(&*s)
