@@ -33,6 +33,7 @@ impl<K: KmtSync + Send + Sync + 'static> AppMappings for KmtSession<K> {
 }
 
 /// The UMD DLL's C API hands out no fence mapping.
+#[cfg(target_os = "linux")]
 impl AppMappings for crate::backend::kmt::dll::DllSession {
     fn fence_own_mapping(
         &self,

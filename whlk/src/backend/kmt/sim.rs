@@ -66,6 +66,7 @@ pub(super) fn started_machine(config: &SessionConfig) -> Result<(Machine, Vec<bo
 /// not start it) rather than failing on the first.
 /// Threaded, unless `stepped` and `config` asks for step mode (the DLL backend, whose
 /// application runs on the harness's thread and drives a step-mode machine in its waits).
+#[cfg(target_os = "linux")]
 pub(super) fn machine_after_starts(
     config: &SessionConfig,
     stepped: bool,
