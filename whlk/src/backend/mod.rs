@@ -35,8 +35,8 @@ mod umd_queue;
 use std::fmt;
 use std::time::Duration;
 
-pub(crate) use session::{reset_used, used};
 pub use device::DeviceSettings;
+pub(crate) use session::{reset_used, used};
 pub use session::{Backend, Session, Until};
 
 pub use caps::{
