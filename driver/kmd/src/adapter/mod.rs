@@ -418,6 +418,19 @@ unsafe extern "system" fn watchdog_look_sync<P: Platform>(context: *mut c_void) 
     u8::from(adapter.watchdog_look())
 }
 
+/// The journal's side of [`Live::journal_report`], kept out of line so that the ISR's fence
+/// path pays only the hooks' check when they are off (a shipped machine).
+#[cold]
+#[inline(never)]
+fn journal_report_to(
+    h: &crate::testhooks::Hooks,
+    d: &rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+) {
+    if let Some(r) = crate::args::dma_report(d) {
+        h.journal.write(&r);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,18 +443,5 @@ mod tests {
         assert!(!a.arm_watchdog());
         assert!(!a.watchdog.is_armed());
         a.watchdog.disarm();
-    }
-}
-
-/// The journal's side of [`Live::journal_report`], kept out of line so that the ISR's fence
-/// path pays only the hooks' check when they are off (a shipped machine).
-#[cold]
-#[inline(never)]
-fn journal_report_to(
-    h: &crate::testhooks::Hooks,
-    d: &rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-) {
-    if let Some(r) = crate::args::dma_report(d) {
-        h.journal.write(&r);
     }
 }
