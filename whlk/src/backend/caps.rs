@@ -744,7 +744,7 @@ pub trait FaultInjection {
     /// Submits a HANG on user-mode queue `hang` of process `p` and kills `p` while adapter
     /// `i`'s recovery of it is under way: the OS pauses after its snapshot, before the
     /// driver's engine reset, and another thread kills `p` (in place of
-    /// [`UserModeSubmission::end_process`](super::UserModeSubmission::end_process)). Returns
+    /// [`super::UserModeSubmission::end_process`]). Returns
     /// once the kill has ended: whether it ended while the recovery was still paused.
     /// Simulation only: a backend whose processes run programs of their own answers
     /// `Unsupported`.

@@ -1,5 +1,5 @@
 //! The start's facts besides the caps and the table, as the caps phase reads them; gathered once
-//! per start by [`super::query::gather`].
+//! per start by `super::query::gather`.
 
 use rvgpu_ddi::NTSTATUS;
 

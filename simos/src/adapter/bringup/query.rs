@@ -1,5 +1,5 @@
 //! What the OS asks the driver or reads from the registry for the start-up rules outside the caps
-//! and the table: the start's facts before the caps phase ([`gather`]) and the answers later
+//! and the table: the start's facts before the caps phase (`gather`) and the answers later
 //! phases check.
 
 use rvgpu_ddi::adapter::{
