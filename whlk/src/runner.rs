@@ -351,7 +351,7 @@ mod tests {
         // A configuration the backend cannot build is reached through `open`.
         fn configured(b: &dyn Backend) -> crate::case::CaseResult {
             let mut cfg = SessionConfig::new(crate::backend::ExecMode::Step);
-            cfg.doorbells = Some(1);
+            cfg.log_entries = Some(4);
             b.open(&cfg)?;
             Ok(())
         }
