@@ -496,8 +496,9 @@ pub(crate) fn update_monitored<P: Platform>(
             // 24H2: no CPU address; the device stores the word (hardware.md 8.3). A fence
             // never opened has no known word, and no waiter either.
             if let Some((slot, (_, mv))) = locate_words::<P>(h as usize) {
-                fence_store::<P>(slot, mv, v)?;
-                journal_monitored::<P>(slot, v);
+                // The journal under the same adapter lookup as the store: this is the path
+                // 24H2 calls for every waiter it arms.
+                fence_store::<P>(slot, mv, v, |live| note_monitored(live, v))?;
             }
         }
     }
@@ -522,7 +523,13 @@ pub(crate) fn update_monitored<P: Platform>(
 /// driver spinlock instead would be waited for at device IRQL by the OS's synchronised call
 /// interrupting its holder on the same processor. A failed synchronisation (interrupt not
 /// connected: the adapter is stopping) stores nothing and is the caller's failure.
-fn fence_store<P: Platform>(slot: u8, pa: u64, value: u64) -> Result<(), Status> {
+/// `then` runs on the adapter after a store that was issued.
+fn fence_store<P: Platform>(
+    slot: u8,
+    pa: u64,
+    value: u64,
+    then: impl FnOnce(&Live<P>),
+) -> Result<(), Status> {
     ADAPTERS
         .with(slot, |a: &Adapter<P>| {
             let Some(live) = a.live() else {
@@ -534,10 +541,11 @@ fn fence_store<P: Platform>(slot: u8, pa: u64, value: u64) -> Result<(), Status>
             };
             if P::current_irql() >= Irql::Device {
                 pair();
-                Ok(())
             } else {
-                live.synchronized(|_| pair())
+                live.synchronized(|_| pair())?;
             }
+            then(live);
+            Ok(())
         })
         .unwrap_or(Ok(()))
 }
@@ -547,15 +555,20 @@ fn fence_store<P: Platform>(slot: u8, pa: u64, value: u64) -> Result<(), Status>
 fn journal_monitored<P: Platform>(slot: u8, value: u64) {
     ADAPTERS.with(slot, |a: &Adapter<P>| {
         if let Some(live) = a.live() {
-            crate::testhooks::note(&live.hooks, || {
-                crate::testhooks::rec(
-                    rvgpu_hw::testhooks::JournalKind::MonitoredValue,
-                    0,
-                    value,
-                    0,
-                )
-            });
+            note_monitored(live, value);
         }
+    });
+}
+
+/// [`journal_monitored`] on an adapter already in hand.
+fn note_monitored<P: Platform>(live: &Live<P>, value: u64) {
+    crate::testhooks::note(&live.hooks, || {
+        crate::testhooks::rec(
+            rvgpu_hw::testhooks::JournalKind::MonitoredValue,
+            0,
+            value,
+            0,
+        )
     });
 }
 
@@ -646,7 +659,7 @@ pub(crate) fn update_current<P: Platform>(
                     v,
                 ) {
                     fence(Ordering::SeqCst);
-                    fence_store::<P>(loc.adapter, cv, v)?;
+                    fence_store::<P>(loc.adapter, cv, v, |_| ())?;
                     continue;
                 }
             }
