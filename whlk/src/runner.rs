@@ -319,6 +319,42 @@ mod tests {
         assert!(xml.contains(r#"tests="2" failures="0" errors="0" skipped="2""#));
     }
 
+    /// A backend whose sessions must never open: a case skipped for a capability it lacks is
+    /// skipped before its body sets anything up.
+    struct NeverOpens(Capabilities);
+
+    impl Backend for NeverOpens {
+        fn name(&self) -> &'static str {
+            "never-opens"
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.0
+        }
+        fn open_session(&self, _config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
+            Err(Failure::Backend("a session was opened".into()))
+        }
+    }
+
+    #[test]
+    fn um_18_a_kill_during_a_held_recovery_is_skipped_by_capability_before_any_session() {
+        let all = cases::all();
+        let case = all
+            .iter()
+            .find(|c| c.name == "DeviceLoss.KillDuringRecovery")
+            .expect("the case");
+        // Whatever the backend is called: everything but the held recovery.
+        let b = NeverOpens(Capabilities::all().without(Capability::HeldRecovery));
+        assert_eq!(
+            run_case(case, &b).outcome,
+            Outcome::Skip("needs capability HeldRecovery, which backend never-opens lacks".into())
+        );
+        // Only the simulation's own backend lists it.
+        assert!(crate::backend::sim::SimBackend
+            .capabilities()
+            .contains(Capability::HeldRecovery));
+        assert!(!Capability::HeldRecovery.windows_possible());
+    }
+
     #[test]
     fn a_case_reaching_an_undeclared_capability_fails() {
         fn sneaky(b: &dyn Backend) -> crate::case::CaseResult {

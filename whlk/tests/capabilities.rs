@@ -29,6 +29,7 @@ fn reach(s: &mut dyn Session, c: Capability) -> Result<(), Failure> {
         Capability::OsTrace => s.os_trace().map(|_| ()),
         Capability::OsControl => s.os_control().map(|_| ()),
         Capability::FaultInjection => s.faults().map(|_| ()),
+        Capability::HeldRecovery => s.held_recovery().map(|_| ()),
         Capability::DirectDdi => s.direct_ddi().map(|_| ()),
         Capability::StepMode => s.step().map(|_| ()),
         Capability::BugChecks => s.bug_checks().map(|_| ()),

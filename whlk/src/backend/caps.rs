@@ -56,6 +56,8 @@ pub enum Capability {
     Paging,
     /// [`FaultInjection`] (simulation only).
     FaultInjection,
+    /// [`HeldRecovery`]: the OS's recovery can be held open (simulation only).
+    HeldRecovery,
     /// [`DirectDdi`] (simulation only).
     DirectDdi,
     /// [`StepMode`] (simulation only).
@@ -102,6 +104,7 @@ impl Capability {
         Self::OsControl,
         Self::Paging,
         Self::FaultInjection,
+        Self::HeldRecovery,
         Self::DirectDdi,
         Self::StepMode,
         Self::BugChecks,
@@ -134,6 +137,7 @@ impl Capability {
             Self::OsControl => "OsControl",
             Self::Paging => "Paging",
             Self::FaultInjection => "FaultInjection",
+            Self::HeldRecovery => "HeldRecovery",
             Self::DirectDdi => "DirectDdi",
             Self::StepMode => "StepMode",
             Self::BugChecks => "BugChecks",
@@ -740,27 +744,24 @@ pub trait FaultInjection {
     /// Arms the TDR-07 race on adapter `i`: between the OS's snapshot and
     /// `DxgkDdiResetEngine` engine `node` runs until it has no work. Simulation only.
     fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure>;
+}
 
+/// The OS's recovery of a hang held open at a point of the harness's choosing, so that
+/// something else happens meanwhile. Simulation only: a pause hook of the simulated OS; no
+/// D3DKMT call pauses Windows' recovery, and the KMD's test hooks fail a reset or hang a paging
+/// buffer but hold none open.
+pub trait HeldRecovery {
     /// Submits a HANG on user-mode queue `hang` of process `p` and kills `p` while adapter
     /// `i`'s recovery of it is under way: the OS pauses after its snapshot, before the
     /// driver's engine reset, and another thread kills `p` (in place of
-    /// [`super::UserModeSubmission::end_process`]). Returns
-    /// once the kill has ended: whether it ended while the recovery was still paused.
-    /// Simulation only: a backend whose processes run programs of their own answers
-    /// `Unsupported`.
+    /// [`super::UserModeSubmission::end_process`]). Returns once the kill has ended: whether it
+    /// ended while the recovery was still paused.
     fn kill_during_recovery(
         &mut self,
         i: usize,
         p: ProcessRef,
         hang: UmQueueRef,
-    ) -> Result<bool, Failure> {
-        let _ = (i, p, hang);
-        Err(Failure::Unsupported(
-            "a process killed from another thread during a recovery: this backend's processes \
-             run their own programs"
-                .into(),
-        ))
-    }
+    ) -> Result<bool, Failure>;
 }
 
 /// Calling the driver's DDIs directly, bypassing the OS (or the way Windows never would).

@@ -42,8 +42,8 @@ pub use session::{Backend, Session, Until};
 pub use caps::{
     AllocationUsage, BugChecks, Capabilities, Capability, CrossAdapterFences, DirectDdi,
     DmaContexts, EngineIdle, FaultInjection, FenceInternals, FenceLogs, Fences, GpuVaPlacement,
-    KmdCaps, KmdFaults, KmdJournal, MonitoredFences, OsControl, OsTrace, Paging, StepMode, Tdr,
-    TdrTrace, UmdBypass, UmdFences, UserModeSubmission,
+    HeldRecovery, KmdCaps, KmdFaults, KmdJournal, MonitoredFences, OsControl, OsTrace, Paging,
+    StepMode, Tdr, TdrTrace, UmdBypass, UmdFences, UserModeSubmission,
 };
 
 /// How the simulated device and OS run. A real backend ignores it.

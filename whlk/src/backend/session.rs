@@ -65,6 +65,7 @@ macro_rules! capability_table {
                 as_os_control / as_os_control_ref, os_control / os_control_ref;
             Paging: super::Paging = as_paging, paging;
             FaultInjection: super::FaultInjection = as_faults / as_faults_ref, faults / faults_ref;
+            HeldRecovery: super::HeldRecovery = as_held_recovery, held_recovery;
             DirectDdi: super::DirectDdi =
                 as_direct_ddi / as_direct_ddi_ref, direct_ddi / direct_ddi_ref;
             StepMode: super::StepMode = as_step / as_step_ref, step / step_ref;

@@ -158,7 +158,7 @@ pub const CASES: &[Case] = &[
             Capability::UserModeSubmission,
             Capability::Tdr,
             Capability::NativeFences,
-            Capability::FaultInjection,
+            Capability::HeldRecovery,
         ],
         optional: &[
             Capability::TdrTrace,
@@ -689,15 +689,6 @@ fn kill_while_hung(b: &dyn Backend) -> CaseResult {
 // A kill while the recovery is under way.
 
 fn kill_during_recovery(b: &dyn Backend) -> CaseResult {
-    // The pause is simos's test hook, which only the simulation's own backend drives; a
-    // D3DKMT backend over the simulated thunks (the DLL's) steps its machine in its waits and
-    // cannot hold a threaded recovery open.
-    if b.name() != "sim" {
-        return Err(CaseError::Skip(format!(
-            "the OS's recovery held open by simos's test hook, which backend {} does not drive",
-            b.name()
-        )));
-    }
     // Threaded: the recovery runs on the OS's own thread, the kill on another, as on Windows;
     // with Windows' `TdrDelay` (2 s), so that only the HANG, which the device reports at once,
     // is recovered, not the other process's queue waiting on its word.
@@ -717,7 +708,7 @@ fn kill_during_recovery(b: &dyn Backend) -> CaseResult {
     // The recovery of k's HANG pauses after the node's snapshot, before the driver's engine
     // reset (`M:VidSchiResetHwEngine` @0x140052878 holds nothing there that keeps a process's
     // termination out), and k is killed from another thread meanwhile.
-    s.faults()?.kill_during_recovery(0, k, kq)?;
+    s.held_recovery()?.kill_during_recovery(0, k, kq)?;
     if let Some(ev) = steps(&*s) {
         ensure!(
             ev.iter().any(|e| matches!(e, TdrStep::Paused { node: 0 })),

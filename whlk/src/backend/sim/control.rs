@@ -15,8 +15,8 @@ use super::kmt;
 use super::{caps, failure, SimSession};
 use crate::backend::{
     BufferRef, BugCheckInfo, BugChecks, DbgInfoRace, DeviceLoss, DirectDdi, DoorbellStatus,
-    DriverCaps, EngineStateChange, Failure, FaultInjection, FenceRef, OsControl, OsEvent, OsTrace,
-    Paging, PagingFill, PowerStatus, ProcessRef, StepMode, UmQueueRef, Work,
+    DriverCaps, EngineStateChange, Failure, FaultInjection, FenceRef, HeldRecovery, OsControl,
+    OsEvent, OsTrace, Paging, PagingFill, PowerStatus, ProcessRef, StepMode, UmQueueRef, Work,
 };
 
 impl OsTrace for SimSession {
@@ -231,7 +231,9 @@ impl FaultInjection for SimSession {
     fn complete_before_reset(&mut self, i: usize, node: u32) -> Result<(), Failure> {
         complete_before_reset(&self.machine, i, node)
     }
+}
 
+impl HeldRecovery for SimSession {
     /// The simulated OS's pause before the engine reset with the kill on a thread of its own
     /// (`rvgpu_simos::testing::kill_in_recovery`); the pause waits for the kill up to 250 ms
     /// (a kill that waits for the recovery ends after it), then lets the recovery go on.

@@ -145,6 +145,7 @@ impl PciSimBackend {
     pub const LACKS: &'static [super::Capability] = &[
         super::Capability::ConfiguredMachine,
         super::Capability::FaultInjection,
+        super::Capability::HeldRecovery,
         super::Capability::StepMode,
         super::Capability::CrossAdapterFences,
     ];
@@ -610,6 +611,7 @@ impl Session for SimSession {
         as_os_control / as_os_control_ref: OsControl,
         as_paging: crate::backend::Paging,
         as_faults / as_faults_ref: FaultInjection,
+        as_held_recovery: crate::backend::HeldRecovery,
         as_direct_ddi / as_direct_ddi_ref: DirectDdi,
         as_step / as_step_ref: StepMode,
         as_bug_checks / as_bug_checks_ref: BugChecks,
