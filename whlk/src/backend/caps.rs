@@ -58,6 +58,10 @@ pub enum Capability {
     FaultInjection,
     /// [`HeldRecovery`]: the OS's recovery can be held open (simulation only).
     HeldRecovery,
+    /// An ended process's buffers stay readable ([`UserModeSubmission::read_buffer`]): the
+    /// OS's view of memory no program has any more. No trait. Simulation only (on Windows an
+    /// application's buffers end with it).
+    EndedProcessMemory,
     /// [`DirectDdi`] (simulation only).
     DirectDdi,
     /// [`StepMode`] (simulation only).
@@ -105,6 +109,7 @@ impl Capability {
         Self::Paging,
         Self::FaultInjection,
         Self::HeldRecovery,
+        Self::EndedProcessMemory,
         Self::DirectDdi,
         Self::StepMode,
         Self::BugChecks,
@@ -138,6 +143,7 @@ impl Capability {
             Self::Paging => "Paging",
             Self::FaultInjection => "FaultInjection",
             Self::HeldRecovery => "HeldRecovery",
+            Self::EndedProcessMemory => "EndedProcessMemory",
             Self::DirectDdi => "DirectDdi",
             Self::StepMode => "StepMode",
             Self::BugChecks => "BugChecks",
@@ -411,7 +417,13 @@ pub trait UserModeSubmission {
     fn open_process(&mut self, i: usize) -> Result<ProcessRef, Failure>;
 
     /// Ends the process: normal (UM-17) or abnormal (UM-18) exit, with its queues still open
-    /// (the OS tears them down). Windows: a child process that returns or is terminated.
+    /// (the OS tears them down). Windows: a child process that returns or is terminated,
+    /// waited for on its process handle. Returns once the process has ended, and with it its
+    /// devices: 24H2 destroys them in its exit notification (`K:DxgkProcessNotify`
+    /// @0x140014430 calls `K:DXGPROCESS::DestroyDxgProcess` @0x14034D1D8, which runs
+    /// `K:DXGPROCESS::Destroy` @0x14034D4E0), on the process's last exiting thread
+    /// (learn.microsoft.com, PsSetCreateProcessNotifyRoutineEx), so before its handle is
+    /// signalled.
     fn end_process(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure>;
 
     /// A GPU-visible buffer of `bytes` bytes for `p`, zeroed.

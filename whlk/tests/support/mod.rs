@@ -7,12 +7,15 @@ use rvgpu_whlk::runner::{self, CaseReport};
 /// Cases a user-mode program can drive and observe from start to end, so both user-mode
 /// backends pass them: adapter discovery, both submission paths, work held behind a gate (a
 /// native fence the CPU signals), native fences signalled and waited on by the CPU and by
-/// user-mode queues, the UMD's tracked buffers.
+/// user-mode queues, the UMD's tracked buffers, a child process's exit and kill as the program
+/// that survives it sees them.
 pub const USER_MODE_CASES: &[&str] = &[
     "Adapter.StartStop",
     "Adapter.TwoAdapters",
     "UserModeSubmission.BothPathsTogether",
     "UserModeSubmission.SubmitOrderAndProgressFence",
+    "UserModeSubmission.NormalExit",
+    "UserModeSubmission.AbnormalExit",
     "NativeFence.CpuWaitsThreaded",
     "NativeFence.CpuSignalReleasesGpuWaitThreaded",
     "NativeFence.DestroyAbandonsWaitThreaded",

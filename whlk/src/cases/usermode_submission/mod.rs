@@ -28,13 +28,6 @@ use paths::{
 use power::{d3_and_back, engine_f1, suspend_resume};
 use rings::{ring_allocations_referenced, threaded_churn};
 
-/// User-mode queues on a configured machine whose OS the case reads.
-const TRACED: &[Capability] = &[
-    Capability::UserModeSubmission,
-    Capability::OsTrace,
-    Capability::ConfiguredMachine,
-    Capability::NativeFences,
-];
 /// User-mode queues on a device with the doorbells the case names: a backend that does not
 /// build its machine runs the case where its device has them, or skips naming the
 /// `rvgpu-vfu` options that give them (`SessionConfig::device_mismatch`).
@@ -165,12 +158,7 @@ pub const CASES: &[Case] = &[
                   context, device; all work the OS waited for ran. On Windows (a child exits): fences \
                   it shared read u64::MAX, the survivor's queues run, new ones connect",
         needs: ON_DEVICE,
-        optional: &[
-            Capability::OsTrace,
-            Capability::ConfiguredMachine,
-            Capability::UmdFences,
-            Capability::BugChecks,
-        ],
+        optional: exits::OPTIONAL,
         run: normal_exit,
     },
     Case {
@@ -180,12 +168,7 @@ pub const CASES: &[Case] = &[
                   the process runs afterwards; another process is unaffected (on Windows: a child \
                   killed with work in flight)",
         needs: ON_DEVICE,
-        optional: &[
-            Capability::OsTrace,
-            Capability::ConfiguredMachine,
-            Capability::UmdFences,
-            Capability::BugChecks,
-        ],
+        optional: exits::OPTIONAL,
         run: abnormal_exit,
     },
     Case {
