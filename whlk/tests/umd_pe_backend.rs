@@ -19,7 +19,9 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         b.capabilities().iter().collect::<Vec<_>>(),
         [
             Capability::Fences,
+            Capability::MonitoredFences,
             Capability::FenceInternals,
+            Capability::CrossAdapterFences,
             Capability::UserModeSubmission,
             Capability::KmdCaps,
             Capability::EngineIdle,
@@ -64,6 +66,16 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         "DeviceLoss.AdapterResetEveryDevice",
         "DeviceLoss.SharedFenceAcrossProcesses",
         "DeviceLoss.KillWhileHung",
+        // A second `rvgpu_open_adapter` in the guilty application's process: a device of its
+        // own, untouched by the first's loss.
+        "DeviceLoss.SiblingDevice",
+        // Legacy monitored fences on a D3D device of the application's own beside the DLL's,
+        // signalled by fence-write packets of its DLL queues.
+        "MonitoredFence.GpuSignalThreaded",
+        // A fence shared with a process on the second adapter (rvgpu_fence_share and
+        // rvgpu_fence_open there).
+        "NativeFence.CrossAdapterNotificationOnly",
+        "NativeFence.CrossAdapterScenario1",
         // Queues made and destroyed by three threads at once.
         "UserModeSubmission.ThreadedChurn",
         // The OS's fence logs of a queue the DLL made, and the timeline joined with what
@@ -115,21 +127,27 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         .iter()
         .find(|r| r.name == "NativeFence.NoWaiterNoInterrupt")
         .expect("the case");
-    match rvgpu_simos::machine::answers::Reading::from_env().ums_progress {
+    let counted = match rvgpu_simos::machine::answers::Reading::from_env().ums_progress {
         rvgpu_simos::machine::answers::UmsProgress::None => {
             assert_eq!(r.outcome, Outcome::Pass, "{:?}", r.outcome);
+            1
         }
-        rvgpu_simos::machine::answers::UmsProgress::Given => assert!(
-            matches!(&r.outcome, Outcome::Skip(m) if m.contains("interrupting PROGRESS packet")),
-            "{:?}",
-            r.outcome
-        ),
-    }
+        rvgpu_simos::machine::answers::UmsProgress::Given => {
+            assert!(
+                matches!(&r.outcome, Outcome::Skip(m) if m.contains("interrupting PROGRESS packet")),
+                "{:?}",
+                r.outcome
+            );
+            0
+        }
+    };
     let passed = reports
         .iter()
         .filter(|r| r.outcome == Outcome::Pass)
         .count();
-    assert!(passed >= 58, "{passed} cases passed");
+    // Every case but the eight that need what neither the DLL nor a program beside it has
+    // (docs/test-machine.md); the runbook's second pass adds none the first leaves.
+    assert!(passed >= 70 + counted, "{passed} cases passed");
     let xml = junit::render(b.name(), &reports);
     for r in &reports {
         if let Outcome::Skip(why) = &r.outcome {

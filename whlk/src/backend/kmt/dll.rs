@@ -101,6 +101,8 @@ impl crate::backend::Backend for DllBackend {
             Capability::KmdCaps,
             Capability::AllocationUsage,
             Capability::Fences,
+            Capability::MonitoredFences,
+            Capability::CrossAdapterFences,
             Capability::FenceInternals,
             Capability::EngineIdle,
             Capability::Paging,
@@ -128,6 +130,8 @@ impl crate::backend::Backend for DllBackend {
             // and a queue asked for is `Unsupported` (`super::no_native_fences`).
             caps.without(Capability::AllocationUsage)
                 .without(Capability::Fences)
+                .without(Capability::MonitoredFences)
+                .without(Capability::CrossAdapterFences)
                 .without(Capability::FenceInternals)
                 .without(Capability::EngineIdle)
                 .without(Capability::UmdFences)
@@ -140,7 +144,13 @@ impl crate::backend::Backend for DllBackend {
         let (m, render_only) = super::sim::machine_after_starts(config, true)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
-            no_native_fences: crate::os::why_no_native_fences(),
+            // A machine built with the feature off is as a run whose Windows enables none.
+            no_native_fences: crate::os::why_no_native_fences().or_else(|| {
+                (!config.native_fence_feature).then(|| {
+                    "the session's OS enables no native fences (DXGK_FEATURE_NATIVE_FENCE off)"
+                        .to_owned()
+                })
+            }),
             image: self.image.clone(),
             teardown: self.teardown.clone(),
             render_only,
@@ -151,6 +161,8 @@ impl crate::backend::Backend for DllBackend {
             suspended: Vec::new(),
             testing: Default::default(),
             hooks_device: None,
+            own_devices: Vec::new(),
+            monitored: Vec::new(),
             app: Default::default(),
             um_fences: Vec::new(),
             recorder: None,
@@ -218,6 +230,10 @@ pub(super) struct DllSession {
     pub(super) testing: crate::backend::testing::TestingState<crate::backend::sim::kmt::SessKmt>,
     /// The device the KMD's test-hook escapes go through (`dll_os`), once opened.
     pub(super) hooks_device: Option<Arc<crate::backend::sim::kmt::SessKmt>>,
+    /// The application's own D3D devices beside the DLL's, and the monitored fences it made
+    /// on them (`dll_monitored`).
+    pub(super) own_devices: Vec<super::dll_monitored::DDevice>,
+    pub(super) monitored: Vec<super::dll_monitored::DMonitored>,
 }
 
 impl DllSession {
@@ -591,22 +607,42 @@ impl DllSession {
     /// status; its buffers are gone with it.
     pub(super) fn exit_process(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure> {
         let (up, _) = self.process(p)?;
-        for i in 0..self.queues.len() {
-            if let Some(h) = self.open_queue_of(i, p) {
-                let info = self.status_of(p, h);
-                self.forget_queue(i, info);
+        // Every device the process opened (a second `rvgpu_open_adapter` is named as a process
+        // of its own) ends with it.
+        let same: Vec<usize> = (0..self.processes.len())
+            .filter(|&q| {
+                self.processes
+                    .get(q)
+                    .and_then(|d| d.live.as_ref())
+                    .is_some_and(|(u, _)| Arc::ptr_eq(u, &up))
+            })
+            .collect();
+        for &q in &same {
+            for i in 0..self.queues.len() {
+                if let Some(h) = self.open_queue_of(i, q) {
+                    let info = self.status_of(q, h);
+                    self.forget_queue(i, info);
+                }
             }
         }
-        for d in up.devices() {
+        // The application's own devices (`dll_monitored`) are the process's too.
+        let own: Vec<rvgpu_simos::UmsProcess> = (self.own_devices.iter())
+            .filter(|d| same.contains(&d.process))
+            .map(|d| d.kmt.process())
+            .collect();
+        for d in up.devices().into_iter().chain(own) {
             match how {
                 ProcessEnd::Normal => self.m.exit_process(&d),
                 ProcessEnd::Abnormal => self.m.kill_process(&d),
             }
             .map_err(failure)?;
         }
-        self.app.drop_process(p);
-        if let Some(d) = self.processes.get_mut(p) {
-            d.live = None;
+        self.own_devices.retain(|d| !same.contains(&d.process));
+        for q in same {
+            self.app.drop_process(q);
+            if let Some(d) = self.processes.get_mut(q) {
+                d.live = None;
+            }
         }
         self.fault().map_or(Ok(()), Err)
     }
@@ -688,6 +724,8 @@ impl Session for DllSession {
         as_dma_contexts: crate::backend::DmaContexts,
         as_kmd_journal: crate::backend::KmdJournal,
         as_kmd_faults: crate::backend::KmdFaults,
+        as_monitored / as_monitored_ref: crate::backend::MonitoredFences,
+        as_cross_adapter / as_cross_adapter_ref: crate::backend::CrossAdapterFences,
     }
 }
 

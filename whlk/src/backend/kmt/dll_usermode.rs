@@ -145,12 +145,12 @@ pub(super) fn churn_lane(
     })
 }
 
-impl AppQueues for DllSession {
-    /// A process that loads the DLL and opens the adapter (`rvgpu_open_adapter`).
-    fn process_open(&mut self, i: usize) -> Result<ProcessRef, Failure> {
-        self.started(i)?;
-        let up = UserProcess::new(self.m.clone(), self.image.clone());
+impl DllSession {
+    /// `rvgpu_open_adapter` of adapter `i` in `up`, named as a process of its own by the D3D
+    /// device the call made.
+    fn open_adapter_in(&mut self, i: usize, up: Arc<UserProcess>) -> Result<ProcessRef, Failure> {
         let luid = rvgpu_simos::adapter::adapter_luid(i);
+        let before = up.devices();
         let mut adapter = 0u64;
         let r = up
             .call(
@@ -168,13 +168,38 @@ impl AppQueues for DllSession {
                 status_name(r & 0xFFFF_FFFF)
             )));
         }
-        let device = up.devices().first().map_or(0, |d| d.device);
+        let device = up
+            .devices()
+            .into_iter()
+            .find(|d| !before.contains(d))
+            .map_or(0, |d| d.device);
         self.processes.push(DProcess {
             adapter: i,
             live: Some((up, adapter)),
             device,
         });
         Ok(ProcessRef(self.processes.len() - 1))
+    }
+}
+
+impl AppQueues for DllSession {
+    /// A process that loads the DLL and opens the adapter (`rvgpu_open_adapter`).
+    fn process_open(&mut self, i: usize) -> Result<ProcessRef, Failure> {
+        self.started(i)?;
+        let up = UserProcess::new(self.m.clone(), self.image.clone());
+        self.open_adapter_in(i, up)
+    }
+
+    /// The application opens the adapter a second time (`rvgpu_open_adapter` again in `p`'s
+    /// process): a second `RvgpuAdapter*` with a D3D device of its own.
+    fn process_sibling(&mut self, p: ProcessRef) -> Result<ProcessRef, Failure> {
+        let (up, _) = self.process(p.0)?;
+        let i = self
+            .processes
+            .get(p.0)
+            .map(|d| d.adapter)
+            .ok_or_else(|| Failure::Backend(format!("no process {}", p.0)))?;
+        self.open_adapter_in(i, up)
     }
 
     fn process_end(&mut self, p: ProcessRef, how: ProcessEnd) -> Result<(), Failure> {

@@ -40,6 +40,8 @@ mod dll_engine;
 #[cfg(target_os = "linux")]
 mod dll_logs;
 #[cfg(target_os = "linux")]
+mod dll_monitored;
+#[cfg(target_os = "linux")]
 mod dll_os;
 #[cfg(target_os = "linux")]
 mod dll_umd;
