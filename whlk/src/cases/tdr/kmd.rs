@@ -150,10 +150,21 @@ pub(super) fn reset_engine(
 }
 
 /// The device of `p` is in error after its work hung an engine: `D3DKMTGetDeviceState` answers
-/// HUNG (where the backend reads it).
+/// HUNG (where the backend reads it). The journal's record of a recovery DDI comes as the KMD
+/// is called; the OS marks the devices after the driver's restart (24H2's
+/// `K:ADAPTER_RENDER::Reset` @0x1403F2C34), so on a machine that runs on its own the state
+/// may still read ACTIVE for a while: the program watches it until it changes, within
+/// [`RECOVERY`].
 pub(super) fn expect_hung(s: &mut dyn Session, p: ProcessRef, what: &str) -> CaseResult {
-    let Some(st) = observe(s.tdr()?.device_state(p))? else {
-        return Ok(());
+    let t0 = std::time::Instant::now();
+    let st = loop {
+        let Some(st) = observe(s.tdr()?.device_state(p))? else {
+            return Ok(());
+        };
+        if st != DeviceExecutionState::ACTIVE || t0.elapsed() > RECOVERY {
+            break st;
+        }
+        s.run_until(std::time::Duration::from_millis(1), &mut |_| false)?;
     };
     ensure!(
         st == DeviceExecutionState::HUNG,
