@@ -8,7 +8,10 @@
 //! buffers are `rvgpu_buffer_*`, queues `rvgpu_queue_create` (user-mode or kernel-mode), work
 //! `rvgpu_queue_submit` of packets with fence wait and signal lists and `rvgpu_buffer_fill` /
 //! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`, shared fences `rvgpu_fence_share` /
-//! `rvgpu_fence_open`, kernel-mode DMA contexts `rvgpu_context_*` (`dll_dma`). Around it the harness reads and steers the simulated OS and device
+//! `rvgpu_fence_open` (on another adapter's `RvgpuAdapter*` too), a second device in one
+//! process a second `rvgpu_open_adapter`, kernel-mode DMA contexts `rvgpu_context_*`
+//! (`dll_dma`); beside the DLL, legacy monitored fences on a D3D device of the application's own
+//! (`dll_monitored`). Around it the harness reads and steers the simulated OS and device
 //! (`dll_os`: the OS's records, power, device loss, injected faults, the OS's copy of the
 //! driver's caps, process exits). What neither can do is a capability this backend does not
 //! list, so the runner skips the case naming it.
