@@ -2,6 +2,8 @@
 //! the queue every harness-made queue has, one churn lane over any set of thunks, and the
 //! threads that run a call's lanes.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use rvgpu_hw::cmd::Command;
 use rvgpu_umd::kmt::Kmt;
 use rvgpu_umd::submit::{QueueConfig, SubmissionPath, SubmitError, UserQueue};
@@ -122,6 +124,71 @@ pub(crate) fn churn_panicked() -> ChurnReport {
     }
 }
 
+/// How far each lane of one stream has gone, for a lane whose start waits on the others
+/// ([`StreamLane::start_after`](super::StreamLane::start_after)).
+pub(crate) struct StreamGate<'l> {
+    lanes: &'l [super::StreamLane],
+    submitted: Vec<AtomicUsize>,
+    ended: Vec<AtomicBool>,
+}
+
+impl<'l> StreamGate<'l> {
+    pub(crate) fn new(lanes: &'l [super::StreamLane]) -> Self {
+        Self {
+            lanes,
+            submitted: lanes.iter().map(|_| AtomicUsize::new(0)).collect(),
+            ended: lanes.iter().map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+
+    /// Lane `k` of the stream.
+    pub(crate) fn lane(&self, k: usize) -> Option<&'l super::StreamLane> {
+        self.lanes.get(k)
+    }
+
+    /// Lane `k` has submitted `n` batches.
+    pub(crate) fn note(&self, k: usize, n: usize) {
+        if let Some(s) = self.submitted.get(k) {
+            s.store(n, Ordering::Release);
+        }
+    }
+
+    /// Lane `k` submits no more.
+    pub(crate) fn end(&self, k: usize) {
+        if let Some(e) = self.ended.get(k) {
+            e.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether lane `k` may start: every other lane that stops after a recovery has submitted
+    /// its `start_after` batches, or ended.
+    pub(crate) fn open(&self, k: usize) -> bool {
+        let Some(need) = self.lanes.get(k).map(|l| l.start_after) else {
+            return true;
+        };
+        need == 0
+            || self
+                .lanes
+                .iter()
+                .zip(self.submitted.iter().zip(&self.ended))
+                .enumerate()
+                .all(|(j, (l, (s, e)))| {
+                    j == k
+                        || l.stop_after_recovery.is_none()
+                        || e.load(Ordering::Acquire)
+                        || s.load(Ordering::Acquire) >= need
+                })
+    }
+
+    /// On lane `k`'s own thread: returns once it may start. The others are running on theirs
+    /// and each ends, so this ends.
+    pub(crate) fn wait_open(&self, k: usize) {
+        while !self.open(k) {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+}
+
 /// A stream lane's report when its thread panicked.
 pub(crate) fn stream_panicked() -> super::StreamReport {
     super::StreamReport {
@@ -129,5 +196,50 @@ pub(crate) fn stream_panicked() -> super::StreamReport {
         last_value: 0,
         recovered_at: None,
         error: Some("the lane's thread panicked".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{StreamLane, UmQueueRef, Work};
+    use super::StreamGate;
+
+    fn lane(q: usize, start_after: usize, stops: bool) -> StreamLane {
+        StreamLane {
+            queue: UmQueueRef(q),
+            batches: vec![vec![Work::Hang]],
+            start_after,
+            max_in_flight: 0,
+            stop_after_recovery: stops.then_some((1, 1)),
+            wait: false,
+        }
+    }
+
+    /// TDR-05: a lane that starts among the others' traffic starts when each lane that stops
+    /// after a recovery has submitted its share or ended, whatever time that took; lanes that
+    /// do not stop after a recovery are not waited for.
+    #[test]
+    fn tdr_05_a_late_lane_starts_on_the_others_progress_not_on_time() {
+        let lanes = [
+            lane(0, 0, true),
+            lane(1, 0, true),
+            lane(2, 0, false),
+            lane(3, 3, false),
+        ];
+        let gate = StreamGate::new(&lanes);
+        assert!(
+            gate.open(0),
+            "a lane with nothing to wait for starts at once"
+        );
+        assert!(!gate.open(3));
+        gate.note(0, 3);
+        gate.note(1, 2);
+        assert!(!gate.open(3), "lane 1 has submitted 2 of 3");
+        gate.note(1, 3);
+        assert!(gate.open(3));
+        let gate = StreamGate::new(&lanes);
+        gate.note(0, 5);
+        gate.end(1);
+        assert!(gate.open(3), "a lane that ended is not waited for");
     }
 }

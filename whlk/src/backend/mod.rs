@@ -882,8 +882,12 @@ pub struct StreamLane {
     pub queue: UmQueueRef,
     /// Batches, in order.
     pub batches: Vec<Vec<Work>>,
-    /// Wait this long before the first submission.
-    pub start_after: Duration,
+    /// Submit nothing until every lane that stops after a recovery has submitted this many
+    /// batches or ended (0: start at once): the others' progress, not a time, so a lane whose
+    /// thread starts late on a loaded host still starts among the others' work. Where lanes
+    /// run one after another (step mode) they run in order, and this is already so of the
+    /// lanes before it.
+    pub start_after: usize,
     /// At most this many submitted batches not yet complete (0: no limit).
     pub max_in_flight: u64,
     /// Stop early: once at least `min_batches` are submitted and the adapter has recovered

@@ -66,17 +66,24 @@ impl crate::backend::Tdr for DllSession {
             jobs.push((lane, self.process(p)?.0, h, batches, adapter));
         }
         let m: &Machine = &self.m;
+        let gate = &crate::backend::lanes::StreamGate::new(lanes);
         if self.stepped() {
+            // One after another, in order: each lane's start has come.
             return Ok(jobs
                 .iter()
-                .map(|(lane, up, h, batches, a)| stream_lane(m, *a, lane, up, *h, batches))
+                .enumerate()
+                .map(|(k, (_, up, h, batches, a))| stream_lane(m, *a, (gate, k), up, *h, batches))
                 .collect());
         }
         Ok(std::thread::scope(|sc| {
             let handles: Vec<_> = jobs
                 .iter()
-                .map(|(lane, up, h, batches, a)| {
-                    sc.spawn(move || stream_lane(m, *a, lane, up, *h, batches))
+                .enumerate()
+                .map(|(k, (_, up, h, batches, a))| {
+                    sc.spawn(move || {
+                        gate.wait_open(k);
+                        stream_lane(m, *a, (gate, k), up, *h, batches)
+                    })
                 })
                 .collect();
             handles

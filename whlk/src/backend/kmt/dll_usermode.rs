@@ -11,9 +11,10 @@ use rvgpu_simos::Machine;
 
 use super::dll::{status_name, DProcess, DQueue, DllSession, DEVICE_LOST, LOCK_WRITE, OK, TIMEOUT};
 use crate::backend::app::{AppQueues, QueueWait};
+use crate::backend::lanes::StreamGate;
 use crate::backend::{
     BufferRef, ChurnLane, ChurnReport, DoorbellStatus, Failure, NewQueue, ProcessEnd, ProcessRef,
-    StreamLane, StreamReport, SubmitPath, UmQueueInfo, UmQueueRef,
+    StreamReport, SubmitPath, UmQueueInfo, UmQueueRef,
 };
 
 /// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order. A lane
@@ -22,11 +23,28 @@ use crate::backend::{
 pub(super) fn stream_lane(
     m: &Machine,
     adapter: usize,
-    lane: &StreamLane,
+    (gate, k): (&StreamGate<'_>, usize),
     up: &Arc<UserProcess>,
     h: u64,
     batches: &[Vec<u32>],
 ) -> StreamReport {
+    let rep = lane_submissions(m, adapter, (gate, k), up, h, batches);
+    gate.end(k);
+    rep
+}
+
+/// [`stream_lane`] until it submits no more.
+fn lane_submissions(
+    m: &Machine,
+    adapter: usize,
+    (gate, k): (&StreamGate<'_>, usize),
+    up: &Arc<UserProcess>,
+    h: u64,
+    batches: &[Vec<u32>],
+) -> StreamReport {
+    let Some(lane) = gate.lane(k) else {
+        return crate::backend::lanes::stream_panicked();
+    };
     let mut rep = StreamReport {
         submitted: 0,
         last_value: 0,
@@ -38,7 +56,6 @@ pub(super) fn stream_lane(
             .map(|v| v & 0xFFFF_FFFF)
             .map_err(|e| format!("{name}: {e:?}"))
     };
-    std::thread::sleep(lane.start_after);
     for d in batches {
         if crate::backend::sim::usermode::lane_done_after_recovery(m, adapter, lane, &mut rep) {
             break;
@@ -77,6 +94,7 @@ pub(super) fn stream_lane(
             Ok(OK) => {
                 rep.submitted += 1;
                 rep.last_value = v;
+                gate.note(k, rep.submitted);
             }
             Ok(s) => {
                 rep.error = Some(format!("batch {}: {}", rep.submitted, status_name(s)));
@@ -88,6 +106,7 @@ pub(super) fn stream_lane(
             }
         }
     }
+    gate.end(k);
     if lane.wait && rep.last_value > 0 {
         match call("rvgpu_queue_wait", &[h, rep.last_value, u64::MAX]) {
             Ok(OK) => {}

@@ -166,7 +166,7 @@ fn interleave(
     cmds: &[Vec<Vec<Command>>],
     queues: &mut [&mut dyn LaneQueue],
 ) -> Vec<StreamReport> {
-    let t0 = Instant::now();
+    let gate = crate::backend::lanes::StreamGate::new(lanes);
     let mut state: Vec<Lane> = lanes
         .iter()
         .map(|_| Lane {
@@ -183,17 +183,24 @@ fn interleave(
         .collect();
     let mut recovered = false;
     while state.iter().any(|l| !l.done) {
+        for (k, l) in state.iter().enumerate() {
+            gate.note(k, l.report.submitted);
+            if l.done {
+                gate.end(k);
+            }
+        }
         recovered |= queues
             .iter()
             .any(|q| q.doorbell() == Some(DoorbellStatus::DisconnectedAbort));
         let mut progressed = false;
-        for (((lane, batches), q), st) in lanes
+        for (k, (((lane, batches), q), st)) in lanes
             .iter()
             .zip(cmds)
             .zip(queues.iter_mut())
             .zip(&mut state)
+            .enumerate()
         {
-            if st.done || t0.elapsed() < lane.start_after {
+            if st.done || !gate.open(k) {
                 continue;
             }
             progressed |= step(lane, batches, &mut **q, st, recovered);

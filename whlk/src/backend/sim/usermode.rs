@@ -15,7 +15,7 @@ use rvgpu_umd::submit::SubmitError;
 
 use super::kmt::{self, SessKmt};
 use super::{caps, failure, umd_failure, wait_outcome, SimSession, SimUmQueue, UmdQueue};
-use crate::backend::lanes::{self, churn_lane};
+use crate::backend::lanes::{self, churn_lane, StreamGate};
 use crate::backend::{
     nth_mut, BufferRef, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps, EngineIdle, Failure,
     KmdCaps, NewQueue, ProcessEnd, ProcessRef, StreamLane, StreamReport, SubmissionCaps,
@@ -43,14 +43,30 @@ pub(crate) fn lane_done_after_recovery(
 /// One [`StreamLane`] on the calling thread, on the queue it took.
 fn stream_lane(
     m: &Machine,
-    lane: &StreamLane,
+    (gate, k): (&StreamGate<'_>, usize),
     cmds: &[Vec<Command>],
     adapter: usize,
     q: &mut UmdQueue,
 ) -> StreamReport {
+    let rep = lane_submissions(m, (gate, k), cmds, adapter, q);
+    gate.end(k);
+    rep
+}
+
+/// [`stream_lane`] until it submits no more.
+fn lane_submissions(
+    m: &Machine,
+    (gate, k): (&StreamGate<'_>, usize),
+    cmds: &[Vec<Command>],
+    adapter: usize,
+    q: &mut UmdQueue,
+) -> StreamReport {
+    let Some(lane) = gate.lane(k) else {
+        return lanes::stream_panicked();
+    };
     let step = m.config().mode == Mode::Step;
     if !step {
-        std::thread::sleep(lane.start_after);
+        gate.wait_open(k);
     }
     let mut rep = StreamReport {
         submitted: 0,
@@ -91,6 +107,7 @@ fn stream_lane(
             Ok(v) => {
                 rep.submitted += 1;
                 rep.last_value = v;
+                gate.note(k, rep.submitted);
             }
             Err(e) => {
                 rep.error = Some(format!("batch {}: {:?}", rep.submitted, umd_failure(m, e)));
@@ -98,6 +115,7 @@ fn stream_lane(
             }
         }
     }
+    gate.end(k);
     if lane.wait && rep.last_value > 0 {
         if let Err(e) = q.wait(rep.last_value) {
             rep.error = Some(format!(
@@ -375,10 +393,11 @@ impl SimSession {
             .filter_map(|l| self.um_queues[l.queue.0].q.take())
             .collect();
         let m = &*self.machine;
+        let gate = StreamGate::new(lanes);
         let reports = lanes::run_lanes(
-            jobs.iter().zip(taken.iter_mut()),
+            jobs.iter().zip(taken.iter_mut()).enumerate(),
             m.config().mode == Mode::Threaded,
-            |((lane, cmds, a), q)| stream_lane(m, lane, cmds, *a, q),
+            |(k, ((_, cmds, a), q))| stream_lane(m, (&gate, k), cmds, *a, q),
             lanes::stream_panicked,
         );
         for (lane, q) in lanes.iter().zip(taken) {

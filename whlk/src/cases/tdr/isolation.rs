@@ -344,7 +344,7 @@ pub(super) fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
             lanes.push(StreamLane {
                 queue: q,
                 batches,
-                start_after: Duration::ZERO,
+                start_after: 0,
                 max_in_flight: 16,
                 stop_after_recovery: Some((MIN, AFTER)),
                 wait: true,
@@ -362,7 +362,8 @@ pub(super) fn user_mode_traffic_survives(b: &dyn Backend) -> CaseResult {
     lanes.push(StreamLane {
         queue: gq,
         batches: vec![vec![Work::Hang]],
-        start_after: Duration::from_millis(10),
+        // The hang among the others' traffic: after each innocent lane's first MIN batches.
+        start_after: MIN,
         max_in_flight: 0,
         stop_after_recovery: None,
         wait: false,
