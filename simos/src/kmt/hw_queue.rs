@@ -14,6 +14,7 @@ use rvgpu_umd::kmt::{HwQueue, KmtHandle, NtStatus, QueueProgress};
 
 use super::context_virtual::CallerMemory;
 use super::SimFence;
+use crate::base::error::SimError;
 use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
 use crate::ums::{self, UmsProcess};
@@ -226,26 +227,32 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
     let p = owner(a.h_hw_queue).ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    let (user_mode, dma_pdd, removed) =
-        ums::submit_queue_kind(&sh, p.device, a.h_hw_queue).ok_or(bad)?;
-    if user_mode || a.num_primaries > MAX_PRIMARIES {
-        return Err(bad);
-    }
-    if (a.p_private_driver_data == 0) != (a.private_driver_data_size == 0) {
-        return Err(bad);
-    }
-    if removed {
-        return Err(NtStatus(STATUS_DEVICE_REMOVED));
-    }
-    if a.private_driver_data_size > dma_pdd {
-        return Err(bad);
-    }
+    // Steps 1 (the queue is the device's) to 6 but the probe, on what the queue is.
+    let admit = |kind: Option<ums::SubmitKind>| {
+        let kind = kind.ok_or(bad)?;
+        if kind.user_mode || a.num_primaries > MAX_PRIMARIES {
+            return Err(bad);
+        }
+        if (a.p_private_driver_data == 0) != (a.private_driver_data_size == 0) {
+            return Err(bad);
+        }
+        if kind.removed {
+            return Err(NtStatus(STATUS_DEVICE_REMOVED));
+        }
+        if a.private_driver_data_size > kind.dma_private_data {
+            return Err(bad);
+        }
+        Ok(())
+    };
     if a.num_primaries != 0 {
+        admit(ums::submit_queue_kind(&sh, p.device, a.h_hw_queue))?;
         mem.read(a.written_primaries, a.num_primaries * 4)?;
         // A render-only adapter has no primaries to write (the simulation's rule).
         return Err(bad);
     }
-    ums::submit_command(
+    // Nothing left to read of the caller's memory: the checks run in VidSch's own look at
+    // the queue, one lookup for both.
+    ums::submit_command_admitted(
         m,
         &sh,
         p.device,
@@ -253,6 +260,7 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
         a.progress_fence_id,
         a.command_buffer,
         a.command_length,
+        |kind| admit(kind).map_err(|s| SimError::DdiFailed(s.0)),
     )
     .map_err(super::status)
 }

@@ -30,11 +30,10 @@ use crate::sync::fence::{MonitoredFence, WaitOutcome};
 use super::host::UmsHost;
 use super::hwqueue::{queue_node, submit_raw_at};
 use super::kmd::worker_step_failed;
-use super::locks::exclusive;
 use super::loss::tdr_device_in_error;
-use super::power::{node_active, power_up_if_needed, resume_power_suspended};
+use super::power::node_active_in_d0;
 use crate::state::ums::events::UmsEvent;
-use crate::state::ums::{new_handle, HwqSched, Pending, Power, QueueFence, Signal};
+use crate::state::ums::{new_handle, HwqSched, Pending, QueueFence, Signal};
 
 /// Returns a resume for a VidSch-side waiter: kicks `sched` and wakes the worker.
 pub(super) fn kicker(a: &AdapterShared, sched: &Arc<HwqSched>) -> impl FnOnce() + Send + 'static {
@@ -363,13 +362,8 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
                     lock(&sched.st).list.pop_front();
                     continue;
                 }
-                if lock(&a.ums).power == Power::D3 {
-                    let _x = exclusive(a);
-                    power_up_if_needed(a)?;
-                    resume_power_suspended(a)?;
-                }
-                // UM-13: F0 first, held until the submission is recorded.
-                let _active = node_active(a, queue_node(a, queue)?)?;
+                // UM-13: D0 and F0 first, held until the submission is recorded.
+                let _active = node_active_in_d0(a, queue_node(a, queue)?)?;
                 let status = submit_raw_at(a, device, queue, value, gpu, bytes, a.os.submit_irql)?;
                 if NT_SUCCESS(status) {
                     lock(&sched.st).list.pop_front();

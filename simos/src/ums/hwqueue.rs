@@ -2,7 +2,7 @@
 //! native fence logs.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rvgpu_ddi::basic::{HANDLE, NTSTATUS, PVOID};
 use rvgpu_ddi::ntstatus::{
@@ -31,10 +31,11 @@ use super::context::{destroy_context, node_flags};
 use super::held::{drop_held_work, kick_all};
 use super::host::UmsHost;
 use super::kmd::{check_kmd_handle, destroy_kmd, needed_ddi};
-use super::locks::{dev_guard, device_lock, exclusive};
-use super::power::{node_active, power_up_if_needed, resume_power_suspended};
+use super::locks::{dev_guard, device_lock};
+use super::lookup::invalid_handle;
+use super::power::node_active_in_d0;
 use crate::state::ums::events::UmsEvent;
-use crate::state::ums::{new_handle, DxgHwQueue, HwqSched, Pending, Power, QueueObj};
+use crate::state::ums::{new_handle, DxgHwQueue, HwqSched, Pending, QueueObj};
 
 pub(super) fn destroy_hw_queue(
     m: &dyn UmsHost,
@@ -53,7 +54,7 @@ pub(super) fn destroy_hw_queue(
             q.node,
             q.progress.clone(),
             q.fence,
-            q.submit_lock.clone(),
+            q.sched.clone(),
         )
     };
     let native = lock(&a.ums)
@@ -62,7 +63,7 @@ pub(super) fn destroy_hw_queue(
         .and_then(|q| q.native_progress.clone());
     // MF-03: held work never reaches the KMD; the queue's GPU waits are dropped.
     drop_held_work(a, h);
-    let _q = lock(&lock_q);
+    let _q = lock(&lock_q.submit);
     // The queue is off the runlist; read what its logs still hold.
     crate::sync::fencelog::queue_destroying(a, kmd)?;
     destroy_kmd!(a, table(a)?, DxgkDdiDestroyHwQueue, "queue", kmd)?;
@@ -144,15 +145,39 @@ pub(crate) fn device_queue_kind(
     queue_kind_in(&lock(&a.ums), device, queue)
 }
 
+/// What the kernel-mode submission thunk checks of its queue before VidSch takes the
+/// submission (`K:DxgkSubmitCommandToHwQueueInternal` @0x1402C5A10).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SubmitKind {
+    /// Created for user-mode submission.
+    pub(crate) user_mode: bool,
+    /// The most DMA private data its context takes.
+    pub(crate) dma_private_data: u32,
+    /// The adapter was removed (Dxgkrnl's `COREDEVICEACCESS`).
+    pub(crate) removed: bool,
+}
+
 /// [`device_queue_kind`] and [`adapter_removed`] in one look, for the kernel-mode submission
 /// thunk, which asks both before anything else.
 pub(crate) fn submit_queue_kind(
     a: &AdapterShared,
     device: KmtHandle,
     queue: KmtHandle,
-) -> Option<(bool, u32, bool)> {
-    let os = lock(&a.ums);
-    queue_kind_in(&os, device, queue).map(|(user_mode, pdd)| (user_mode, pdd, os.removed))
+) -> Option<SubmitKind> {
+    kind_in(&lock(&a.ums), device, queue)
+}
+
+/// [`submit_queue_kind`] on the UMS state already locked.
+fn kind_in(
+    os: &crate::state::ums::UmsOs,
+    device: KmtHandle,
+    queue: KmtHandle,
+) -> Option<SubmitKind> {
+    queue_kind_in(os, device, queue).map(|(user_mode, dma_private_data)| SubmitKind {
+        user_mode,
+        dma_private_data,
+        removed: os.removed,
+    })
 }
 
 /// [`device_queue_kind`] on the UMS state already locked.
@@ -526,7 +551,6 @@ fn record_queue(a: &AdapterShared, c: Created, fences: &mut QueueFences) -> Resu
             last_queued: Arc::new(AtomicU64::new(0)),
             doorbell: None,
             queue_id: c.queue_id,
-            submit_lock: Arc::new(Mutex::new(())),
             sched: Arc::new(HwqSched {
                 due_hint: due_hint.clone(),
                 ..HwqSched::default()
@@ -665,7 +689,7 @@ pub(super) fn submit_raw_at(
     irql: Irql,
 ) -> Result<NTSTATUS, SimError> {
     let target = RawTarget::of(lock(&a.ums).queue_of(device, queue)?);
-    submit_to_driver(a, &target, value, gpu, bytes, irql)
+    submit_to_driver(a, &target, &Packet { value, gpu, bytes }, irql)
 }
 
 /// What `DxgkDdiSubmitCommandToHwQueue` needs of a queue, read with the caller's other
@@ -673,7 +697,7 @@ pub(super) fn submit_raw_at(
 struct RawTarget {
     kmd: usize,
     progress: Option<MonitoredFence>,
-    submit_lock: Arc<Mutex<()>>,
+    sched: Arc<HwqSched>,
 }
 
 impl RawTarget {
@@ -681,18 +705,24 @@ impl RawTarget {
         Self {
             kmd: q.kmd,
             progress: q.progress.clone(),
-            submit_lock: q.submit_lock.clone(),
+            sched: q.sched.clone(),
         }
     }
+}
+
+/// One kernel-mode submission: its progress value and command buffer.
+#[derive(Clone, Copy, Debug)]
+struct Packet {
+    value: u64,
+    gpu: u64,
+    bytes: u32,
 }
 
 /// `DxgkDdiSubmitCommandToHwQueue` for `t` at `irql`, under the queue's submit lock.
 fn submit_to_driver(
     a: &AdapterShared,
     t: &RawTarget,
-    value: u64,
-    gpu: u64,
-    bytes: u32,
+    p: &Packet,
     irql: Irql,
 ) -> Result<NTSTATUS, SimError> {
     // A queue without a progress fence is a user-mode one: the driver refuses it (UM-05) and
@@ -700,13 +730,13 @@ fn submit_to_driver(
     let (progress_gpu, progress_cpu) = t.progress.as_ref().map_or((0, std::ptr::null_mut()), |p| {
         (p.gpu_va(), p.kernel_va() as PVOID)
     });
-    let _q = lock(&t.submit_lock);
+    let _q = lock(&t.sched.submit);
     let f = ddi::table_slot!(a, DxgkDdiSubmitCommandToHwQueue)?.map_or_else(not_supported, Ok)?;
     let args = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
         hHwQueue: t.kmd as HANDLE,
-        HwQueueProgressFenceId: value,
-        DmaBufferVirtualAddress: gpu,
-        DmaBufferSize: bytes,
+        HwQueueProgressFenceId: p.value,
+        DmaBufferVirtualAddress: p.gpu,
+        DmaBufferSize: p.bytes,
         DmaBufferPrivateDataSize: 0,
         pDmaBufferPrivateData: std::ptr::null_mut(),
         Flags: DXGK_SUBMITCOMMANDFLAGS::default(),
@@ -727,6 +757,8 @@ fn submit_to_driver(
     })
 }
 
+/// `M:VidSchSubmitCommandToHwQueue` @0x140048F00 and the DDI for one kernel-mode submission
+/// of `queue` (a test's or VidSch's own, with no thunk ahead of it).
 pub(crate) fn submit_command(
     m: &dyn UmsHost,
     a: &AdapterShared,
@@ -736,22 +768,55 @@ pub(crate) fn submit_command(
     gpu: u64,
     bytes: u32,
 ) -> Result<(), SimError> {
+    let admit = |k: Option<SubmitKind>| k.map(|_| ()).ok_or_else(invalid_handle);
+    submit_admitted(m, a, device, queue, Packet { value, gpu, bytes }, admit)
+}
+
+/// `K:DxgkSubmitCommandToHwQueueInternal` @0x1402C5A10's submission once its own checks pass:
+/// [`submit_command`], with `admit` (the thunk's checks, in its order) applied to the queue in
+/// the same look VidSch takes of it, so the thunk and VidSch read the queue once. `admit`
+/// gets `None` for a queue that is not `device`'s.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn submit_command_admitted(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    value: u64,
+    gpu: u64,
+    bytes: u32,
+    admit: impl FnOnce(Option<SubmitKind>) -> Result<(), SimError>,
+) -> Result<(), SimError> {
+    submit_admitted(m, a, device, queue, Packet { value, gpu, bytes }, admit)
+}
+
+fn submit_admitted(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    device: KmtHandle,
+    queue: KmtHandle,
+    p: Packet,
+    admit: impl FnOnce(Option<SubmitKind>) -> Result<(), SimError>,
+) -> Result<(), SimError> {
     // Everything the submission reads of the queue, its device and context, in one look.
-    let (last, sched, context, root_current, node, target) = {
+    let (last, context, root_current, node, target) = {
         let os = lock(&a.ums);
-        let q = os.queue_of(device, queue)?;
+        let q = os.queues.get(&queue).filter(|q| q.device == device);
+        let c = q.and_then(|q| os.contexts.get(&q.context));
+        admit(q.map(|q| SubmitKind {
+            user_mode: q.user_mode,
+            dma_private_data: c.map_or(0, |c| c.dma_private_data),
+            removed: os.removed,
+        }))?;
+        let q = q.ok_or_else(invalid_handle)?;
         if q.user_mode {
             // UM-05: user-mode queues have no kernel-mode path.
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
         os.vidsch_device_live(device)?;
-        let current = os
-            .contexts
-            .get(&q.context)
-            .is_some_and(|c| super::root::root_current(a, c));
+        let current = c.is_some_and(|c| super::root::root_current(a, c));
         (
             q.last_queued.clone(),
-            q.sched.clone(),
             q.context,
             current,
             q.node,
@@ -764,36 +829,34 @@ pub(crate) fn submit_command(
     if !root_current {
         super::root::ensure_root(a, context)?;
     }
+    let sched = &target.sched;
+    // The pump lock keeps a direct submission behind one VidSch's worker is making, and the
+    // list below as the worker left it.
+    let _p = lock(&sched.pump);
     {
         // `M:VidSchSubmitCommandToHwQueue` @0x140048F00 does not compare the value with the
         // queue's earlier ones: what the KMD makes of one not above them is its own.
         // MF-03: behind a pending GPU wait (or other held work) the OS holds the submission.
         let mut st = lock(&sched.st);
         if !st.list.is_empty() {
-            st.accepted = st.accepted.max(value);
-            st.list.push_back(Pending::Submit { value, gpu, bytes });
+            st.accepted = st.accepted.max(p.value);
+            st.list.push_back(Pending::Submit {
+                value: p.value,
+                gpu: p.gpu,
+                bytes: p.bytes,
+            });
             drop(st);
-            lock(&a.ums)
-                .events
-                .push(UmsEvent::SubmitHeld { queue, value });
+            lock(&a.ums).events.push(UmsEvent::SubmitHeld {
+                queue,
+                value: p.value,
+            });
             return Ok(());
         }
     }
-    // The pump lock keeps a direct submission behind one VidSch's worker is making.
-    let _p = lock(&sched.pump);
-    if !lock(&sched.st).list.is_empty() {
-        drop(_p);
-        return submit_command(m, a, device, queue, value, gpu, bytes);
-    }
-    if lock(&a.ums).power == Power::D3 {
-        let _x = exclusive(a);
-        power_up_if_needed(a)?;
-        resume_power_suspended(a)?;
-    }
-    // UM-13: the node's component is activated (F0) before the kernel-mode submission and
-    // held until the last-queued value is recorded below.
-    let active = node_active(a, node)?;
-    let status = submit_to_driver(a, &target, value, gpu, bytes, m.os_config().submit_irql)?;
+    // UM-13: the node's component is activated (F0), the adapter brought to D0 first, before
+    // the kernel-mode submission and held until the last-queued value is recorded below.
+    let active = node_active_in_d0(a, node)?;
+    let status = submit_to_driver(a, &target, &p, m.os_config().submit_irql)?;
     if status < 0
         && status != STATUS_NOT_IMPLEMENTED
         && a.os.reading.submit_failure == SubmitFailure::DeviceError
@@ -805,13 +868,16 @@ pub(crate) fn submit_command(
         return Ok(());
     }
     check_status(status)?;
-    last.fetch_max(value, Ordering::AcqRel);
+    last.fetch_max(p.value, Ordering::AcqRel);
     {
         let mut st = lock(&sched.st);
-        st.accepted = st.accepted.max(value);
+        st.accepted = st.accepted.max(p.value);
     }
     let mut os = lock(&a.ums);
-    os.events.push(UmsEvent::Submit { queue, value });
+    os.events.push(UmsEvent::Submit {
+        queue,
+        value: p.value,
+    });
     active.release_in(&mut os);
     Ok(())
 }

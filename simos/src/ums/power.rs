@@ -56,18 +56,47 @@ fn release(os: &mut crate::state::ums::UmsOs, node: u32) {
 /// driver bug (its work would never run).
 pub(crate) fn node_active(a: &AdapterShared, node: u32) -> Result<NodeActive<'_>, SimError> {
     let _f = lock(&a.ums_fstate);
-    let f0 = {
-        let mut os = lock(&a.ums);
-        if let Some(n) = os.node_active.get_mut(node as usize) {
-            *n = n.saturating_add(1);
+    let f0 = count_active(&mut lock(&a.ums), node);
+    to_f0(a, node, f0)
+}
+
+/// [`node_active`] for work VidSch hands the node: the adapter in D0 first (UM-14: from D3 it
+/// is powered up and the contexts the power-down suspended resumed). The power state is read
+/// in the look that takes the reference, so no power-down comes between the two.
+pub(crate) fn node_active_in_d0(a: &AdapterShared, node: u32) -> Result<NodeActive<'_>, SimError> {
+    loop {
+        {
+            let _f = lock(&a.ums_fstate);
+            let f0 = {
+                let mut os = lock(&a.ums);
+                (os.power != Power::D3).then(|| count_active(&mut os, node))
+            };
+            if let Some(f0) = f0 {
+                return to_f0(a, node, f0);
+            }
         }
-        // New work: an F1 request still waiting for idleness is stale (the engine asks
-        // again when it next idles).
-        if !os.f1_deferred.is_empty() {
-            os.f1_deferred.retain(|&n| n != node);
-        }
-        os.fstate.get(node as usize) == Some(&0)
-    };
+        let _x = exclusive(a);
+        power_up_if_needed(a)?;
+        resume_power_suspended(a)?;
+    }
+}
+
+/// Counts one more active reference on `node` in `os`; whether its component is in F0.
+fn count_active(os: &mut crate::state::ums::UmsOs, node: u32) -> bool {
+    if let Some(n) = os.node_active.get_mut(node as usize) {
+        *n = n.saturating_add(1);
+    }
+    // New work: an F1 request still waiting for idleness is stale (the engine asks again
+    // when it next idles).
+    if !os.f1_deferred.is_empty() {
+        os.f1_deferred.retain(|&n| n != node);
+    }
+    os.fstate.get(node as usize) == Some(&0)
+}
+
+/// The reference [`count_active`] took, its node brought to F0 unless it was (`f0`); with the
+/// F-state lock held.
+fn to_f0(a: &AdapterShared, node: u32, f0: bool) -> Result<NodeActive<'_>, SimError> {
     let active = NodeActive { a, node };
     if f0 {
         // Already F0, read in the same look: the F-state changes only under the F-state lock

@@ -303,7 +303,6 @@ pub(crate) struct QueueObj {
     pub(crate) last_queued: Arc<AtomicU64>,
     pub(crate) doorbell: Option<KmtHandle>,
     pub(crate) queue_id: Option<u32>,
-    pub(crate) submit_lock: Arc<Mutex<()>>,
     /// MF-03: the OS-side list of this kernel-mode queue (GPU waits, held submissions, signal
     /// packets).
     pub(crate) sched: Arc<HwqSched>,
@@ -445,6 +444,9 @@ pub(crate) struct HwqSched {
     /// A GPU wait or a signal's predecessors were satisfied: VidSch's worker pumps the queue.
     pub(crate) kicked: std::sync::atomic::AtomicBool,
     pub(crate) st: Mutex<HwqSchedState>,
+    /// Held across each `DxgkDdiSubmitCommandToHwQueue` on the queue, and by its destroy
+    /// before `DxgkDdiDestroyHwQueue`: no submission reaches the KMD after the destroy.
+    pub(crate) submit: Mutex<()>,
     /// The adapter's "some queue may be due" hint ([`UmsOs::hwq_due`]), set with every kick
     /// and ring-full retry, so the worker looks at the queues only when one may need it.
     pub(crate) due_hint: Arc<std::sync::atomic::AtomicBool>,
