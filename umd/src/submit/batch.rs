@@ -31,14 +31,6 @@ pub(super) fn encodes_whole(c: &Command) -> bool {
     !matches!(c, Command::Nop { len: 0 } | Command::WriteData { .. })
 }
 
-/// Refuses a batch with a command that does not encode.
-pub(super) fn check_commands(cmds: &[Command]) -> Result<(), SubmitError> {
-    if !cmds.iter().all(encodes_whole) {
-        return Err(SubmitError::BadCommand);
-    }
-    Ok(())
-}
-
 /// The words of the progress packet that ends a user-mode batch, `PROGRESS(value)` with
 /// `PROGRESS_IRQ` (so that the OS rescans its monitored fences and CPU waits on the progress
 /// fence wake): a pre-encoded header and the value.

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use rvgpu_hw::addr::GpuVa;
 use rvgpu_hw::cmd::{Command, MAX_INDIRECT};
 
-use super::batch::{batch_bytes, check_commands, expand_ops, report, trace_timestamp};
+use super::batch::{batch_bytes, encodes_whole, expand_ops, report, trace_timestamp};
 use super::config::{QueueConfig, SubmitError, TimelineId};
 use super::progress::kernel_hw_queue;
 use crate::fencelog::{FenceTrace, LogCursor, Op};
@@ -16,7 +16,7 @@ use crate::kmt::{
     Allocation, AllocationCpu, FenceCpu, Kmt, KmtHandle, NtStatus, QueueProgress,
     STATUS_INSUFFICIENT_RESOURCES,
 };
-use crate::ring::for_each_word;
+use crate::packets::{Packets, WordSink};
 
 // ---------------------------------------------------------------------------------------------
 // Kernel-mode path
@@ -42,6 +42,41 @@ pub(super) const MAX_HELD_BUFFERS: usize = 1024;
 pub(super) struct CommandBuffer<M> {
     pub(super) alloc: Allocation<M>,
     pub(super) last_use: u64,
+}
+
+/// Stores words into a command buffer from byte offset `off`, within a budget of `room` words
+/// (the size its caller measured).
+struct BufferSink<'a, M: AllocationCpu> {
+    mem: &'a M,
+    off: u64,
+    /// Words not yet reserved.
+    room: u64,
+    /// Words reserved and not yet stored.
+    taken: u64,
+}
+
+impl<M: AllocationCpu> WordSink for BufferSink<'_, M> {
+    #[inline(always)]
+    fn take(&mut self, n: u64) -> bool {
+        match self.room.checked_sub(n) {
+            Some(left) => {
+                self.room = left;
+                self.taken = self.taken.wrapping_add(n);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline(always)]
+    fn put(&mut self, word: u64) {
+        if self.taken == 0 {
+            return;
+        }
+        self.taken -= 1;
+        self.mem.store(self.off, word);
+        self.off = self.off.wrapping_add(8);
+    }
 }
 
 /// A kernel-mode hardware queue and its command buffers, without the thunks (its owner passes
@@ -249,18 +284,20 @@ impl<K: Kmt> KernelPath<K> {
             self.next_buffer(kmt)?;
         }
         let cur = self.cur;
-        let cb = &mut self.cbs.get_mut(cur).ok_or(SubmitError::Lost)?.alloc;
+        let cb = &self.cbs.get(cur).ok_or(SubmitError::Lost)?.alloc;
         let start = self.head;
-        let mut off = start;
-        for c in cmds {
-            let ok = for_each_word(c, |w| {
-                cb.mem.store(off, w);
-                off = off.saturating_add(8);
-            });
-            if !ok {
-                return Err(SubmitError::TooLarge);
-            }
+        // Stored straight from the commands (no staging buffer), within the `bytes` the caller
+        // measured; a command that does not encode, or more words than measured, is refused.
+        let mut sink = BufferSink {
+            mem: &cb.mem,
+            off: start,
+            room: bytes / 8,
+            taken: 0,
+        };
+        if cmds.store(&mut sink).is_err() || sink.room != 0 {
+            return Err(SubmitError::TooLarge);
         }
+        let off = sink.off;
         // The command buffer's own address plus an offset inside it.
         let at = GpuVa::new(cb.gpu_va)
             .checked_add(start)
@@ -279,28 +316,40 @@ impl<K: Kmt> KernelPath<K> {
     /// INDIRECT, and INDIRECTs do not nest). Returns the progress value of the last
     /// submission; an empty batch is one NOP.
     pub(super) fn submit(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
-        check_commands(cmds)?;
         if cmds.is_empty() {
             let nop = [Command::Nop { len: 1 }];
             return self.submit_copied(kmt, &nop, batch_bytes(&nop));
         }
-        // Check sizes before anything is submitted, so a refused batch submits nothing.
+        // One pass checks every command and every size before anything is submitted, so a
+        // refused batch submits nothing; a command that does not encode is the answer before
+        // any size.
+        let max = self.max_bytes();
         let mut run: u64 = 0;
+        let mut indirect = false;
+        let mut too_large = false;
         for c in cmds {
             match c {
                 Command::Indirect { bytes, .. } => {
-                    if *bytes == 0 || !bytes.is_multiple_of(8) || *bytes > MAX_INDIRECT {
-                        return Err(SubmitError::TooLarge);
-                    }
+                    too_large |= *bytes == 0 || !bytes.is_multiple_of(8) || *bytes > MAX_INDIRECT;
                     run = 0;
+                    indirect = true;
                 }
                 other => {
-                    run = run.saturating_add(batch_bytes(core::slice::from_ref(other)));
-                    if run > self.max_bytes() {
-                        return Err(SubmitError::TooLarge);
+                    if !encodes_whole(other) {
+                        return Err(SubmitError::BadCommand);
                     }
+                    let words = u64::try_from(other.len()).unwrap_or(u64::MAX);
+                    run = run.saturating_add(words.saturating_mul(8));
+                    too_large |= run > max;
                 }
             }
+        }
+        if too_large {
+            return Err(SubmitError::TooLarge);
+        }
+        if !indirect {
+            // The usual batch: one copy of the whole of it.
+            return self.submit_copied(kmt, cmds, run);
         }
         let mut last = self.last;
         let mut start = 0usize;

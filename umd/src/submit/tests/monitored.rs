@@ -148,7 +148,21 @@ fn user_mode_batch_reserves_the_closing_progress_packet_length() {
         count: 1,
     };
     assert_eq!([fill(1), write][..].words(), Err(Refused::Bad));
-    assert_eq!(check_commands(&[write]), Err(SubmitError::BadCommand));
+    let m = Mock::new();
+    let mut q = KernelQueue::new(&m, &QueueConfig::default()).unwrap();
+    assert_eq!(q.submit(&[write]), Err(SubmitError::BadCommand));
+    // A command that does not encode is the answer even behind a size the path refuses.
+    let oversized = Command::Indirect { addr: 0, bytes: 0 };
+    assert_eq!(
+        q.submit(&[oversized, fill(1), write]),
+        Err(SubmitError::BadCommand)
+    );
+    assert_eq!(q.submit(&[oversized]), Err(SubmitError::TooLarge));
+    assert_eq!(
+        q.last_submitted(),
+        0,
+        "nothing of a refused batch is submitted"
+    );
 }
 
 /// thunks behind a reference or an `Arc` forward the paging-queue and GPU VA thunks
