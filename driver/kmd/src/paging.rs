@@ -12,6 +12,7 @@
 //! driver's aperture table ([`crate::aperture`]), which VidMm fills with
 //! - `DXGK_OPERATION_MAP_APERTURE_SEGMENT` / `UNMAP_APERTURE_SEGMENT`: table changes only,
 //!   no packets (the device has no GART; see `crate::aperture`);
+//! - a TRANSFER of size zero: the notice of an allocation purged after a reset, no packets;
 //!
 //! a local segment's address is a VRAM offset the device sees at `VRAM_BASE` + offset
 //! (residency moves allocations between the two). Everything else (swizzling,
@@ -419,6 +420,14 @@ pub fn build_paging_buffer<P: Platform>(
         }
         PagingOperation::UnmapAperture(u) if crate::gpummu::supported(live.mmu()) => {
             return unmap_aperture(live, &u)
+        }
+        // After DxgkDdiResetFromTimeout VidMm tells the driver of each allocation it purges
+        // from a memory segment with a TRANSFER of size zero: the content was lost in the
+        // reset, so there is nothing to move and nothing to write ("Thread synchronization
+        // and TDR"; simos::vidmm::residency::purge).
+        PagingOperation::Transfer(t) if t.TransferSize == 0 => {
+            args.MultipassOffset = 0;
+            return rvgpu_ddi::ntstatus::STATUS_SUCCESS;
         }
         _ => {}
     }
