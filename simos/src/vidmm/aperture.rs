@@ -131,24 +131,7 @@ pub(crate) fn aperture_unmap(
     owners: Vec<KmtHandle>,
 ) -> Result<(), SimError> {
     let (_, size, _) = aperture(a)?;
-    let dummy = {
-        let mut v = lock(&a.mm.vidmm);
-        match v.aperture.dummy {
-            Some(d) => d,
-            None => {
-                let p = a
-                    .device
-                    .memory()
-                    .alloc_system(PAGE, PAGE)
-                    .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
-                // Kept for the adapter's life, as VidMm keeps its dummy page.
-                let d = p.bus_addr;
-                std::mem::forget(p);
-                v.aperture.dummy = Some(d);
-                d
-            }
-        }
-    };
+    let dummy = dummy_page(a)?;
     let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
         UnmapApertureSegment: DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment {
             hDevice: device as HANDLE,
@@ -176,6 +159,24 @@ pub(crate) fn aperture_unmap(
     }
     v.aperture.release(size, range.offset, range.pages * PAGE);
     Ok(())
+}
+
+/// VidMm's dummy page, the one every unmapped aperture page points at: made at the first
+/// unmap and kept for the adapter's life, as VidMm keeps its own.
+pub(crate) fn dummy_page(a: &AdapterShared) -> Result<u64, SimError> {
+    let mut v = lock(&a.mm.vidmm);
+    if let Some(d) = v.aperture.dummy {
+        return Ok(d);
+    }
+    let p = a
+        .device
+        .memory()
+        .alloc_system(PAGE, PAGE)
+        .ok_or(SimError::DdiFailed(STATUS_NO_MEMORY))?;
+    let d = p.bus_addr;
+    std::mem::forget(p);
+    v.aperture.dummy = Some(d);
+    Ok(d)
 }
 
 /// VidMm maps aperture `range` at a new VA of process `pid` with aperture-relative entries

@@ -23,6 +23,9 @@ pub(crate) trait AdapterServices {
     /// ([`Host::dropped_by_reset`]).
     fn adapter_drops(&self, a: &AdapterShared) -> u64;
 
+    /// Whether VidSch has retired fence `id` on `node` (completed, or dropped by a reset).
+    fn paging_completed(&self, a: &AdapterShared, node: u32, id: u32) -> bool;
+
     /// Whether an adapter-wide reset after VidSch's count `before` dropped one of the paging
     /// buffers `ids` on `node` before it ran.
     fn dropped_by_reset(&self, a: &AdapterShared, node: u32, before: u64, ids: &[u32]) -> bool;

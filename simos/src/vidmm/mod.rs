@@ -15,6 +15,7 @@ pub mod dmabuf;
 pub mod dmapool;
 pub mod fencemap;
 pub mod fill;
+pub mod inflight;
 pub mod host;
 pub mod init;
 pub mod leaf;

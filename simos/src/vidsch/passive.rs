@@ -36,6 +36,10 @@ impl<H: Host + ?Sized> AdapterServices for H {
         crate::vidsch::legacy::adapter_drops(a)
     }
 
+    fn paging_completed(&self, a: &AdapterShared, node: u32, id: u32) -> bool {
+        crate::vidsch::tdr::registry::node_completed(a, node, id)
+    }
+
     fn dropped_by_reset(&self, a: &AdapterShared, node: u32, before: u64, ids: &[u32]) -> bool {
         crate::vidsch::legacy::dropped_by_reset(a, node, before, ids)
     }

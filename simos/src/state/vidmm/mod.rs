@@ -12,7 +12,7 @@ pub mod model;
 pub mod residency;
 pub mod va;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
@@ -20,6 +20,7 @@ use rvgpu_device::SysAlloc;
 
 use crate::ob::KmtHandle;
 use crate::state::vidmm::cpucache::CpuCache;
+use crate::state::vidmm::gpuva::Update;
 use crate::state::vidmm::residency::QueuedWork;
 
 /// What freed contiguous memory is filled with while in quarantine.
@@ -75,6 +76,52 @@ pub struct VidMmState {
     /// Counts changes of the processes' roots (a VA space made, moved or dropped): a context
     /// whose cached count matches has the root VidSch last sent for it (`crate::ums::root`).
     pub(crate) root_generation: AtomicU64,
+    /// VidMm's paging batches in flight and whether an adapter-wide recovery holds VidMm
+    /// (`crate::vidmm::inflight`). Taken alone or last.
+    pub(crate) in_flight: Mutex<InFlight>,
+}
+
+/// VidMm's paging batches submitted and not yet seen complete, by submission order, and the
+/// recovery's hold on VidMm (`crate::vidmm::inflight`).
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    /// The next batch's number.
+    pub(crate) next: u64,
+    /// An adapter-wide recovery holds VidMm: a waiter hands its batch over and stops waiting.
+    pub(crate) suspended: bool,
+    pub(crate) batches: BTreeMap<u64, Batch>,
+}
+
+/// One batch of paging VidMm waits for.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub(crate) node: u32,
+    /// Its paging buffers' fence IDs.
+    pub(crate) ids: Vec<u32>,
+    /// VidSch's count of adapter-wide drops when it was submitted.
+    pub(crate) drops: u64,
+    /// What the restore submits again if a reset dropped it.
+    pub(crate) redo: Redo,
+}
+
+/// What a dropped batch needs after the restart.
+#[derive(Debug)]
+pub(crate) enum Redo {
+    /// Page-table updates of the process whose driver handle is `kmd`.
+    PageTables {
+        kmd: usize,
+        updates: Vec<Update>,
+        tag: crate::vidmm::leaf::LeafTag,
+    },
+    /// A TLB flush of `[start, end)` under the root `root` (segment, offset).
+    FlushTlb {
+        kmd: usize,
+        root: (u32, u64),
+        start: u64,
+        end: u64,
+    },
+    /// Nothing: content the reset lost stays lost.
+    Nothing,
 }
 
 impl VidMmState {

@@ -12,7 +12,6 @@
 //! (the device's TLB must hold nothing of the root afterwards).
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use rvgpu_ddi::allocation::*;
 use rvgpu_ddi::basic::*;
@@ -30,7 +29,9 @@ use crate::os::answers::{Invalidations, Pasids};
 use crate::state::vidmm::gpuva::{
     AddressSpace, Geometry, MapAttrs, OsPte, Phys, TableHeap, Update, VaError,
 };
+use crate::state::vidmm::Redo;
 use crate::vidmm::host::Host;
+use crate::vidmm::inflight::Waited;
 use crate::vidmm::paging::paging_node;
 
 mod check;
@@ -255,7 +256,7 @@ pub(crate) fn vidmm_map_at(
     } else {
         None
     };
-    vidmm_commit(host, a, tag.based_at(va), |v| {
+    let done = vidmm_commit(host, a, tag.based_at(va), |v| {
         let heap = v
             .heap
             .as_mut()
@@ -272,7 +273,11 @@ pub(crate) fn vidmm_map_at(
             .map_err(va_error)?;
         Ok(Some((p.kmd, u, ())))
     })?;
-    vidmm_check(a, pid, va, phys.len() as u64)
+    match done {
+        // The tables hold it once the recovery has submitted the batch again.
+        Some(((), Waited::Handed)) => Ok(()),
+        _ => vidmm_check(a, pid, va, phys.len() as u64),
+    }
 }
 
 /// Where `[va, va + bytes)` of `pid` lives, as `(segment id, address in it, bytes)` runs
@@ -353,7 +358,8 @@ pub(crate) fn vidmm_map_os_page(
         }
     });
     match done {
-        Ok(Some(())) => vidmm_check(a, pid, va, 1),
+        Ok(Some(((), Waited::Done))) => vidmm_check(a, pid, va, 1),
+        Ok(Some(((), Waited::Handed))) => Ok(()),
         Ok(None) => Ok(()),
         Err(e) => {
             if booked {
@@ -406,10 +412,10 @@ pub(crate) fn vidmm_unmap_keep(
             (p.kmd, (p.space.geometry.segment, p.space.root)),
         )))
     })?;
-    let Some((kmd, root)) = unmapped else {
+    let Some(((kmd, root), waited)) = unmapped else {
         return Ok(());
     };
-    vidmm_flush(host, a, kmd, root, va, va + pages * 4096)?;
+    let flushed = vidmm_flush(host, a, kmd, root, va, va + pages * 4096)?;
     // The driver has unlinked the leaf tables the unmap emptied and the TLB holds no
     // translation through them: they may be handed out again.
     {
@@ -421,7 +427,11 @@ pub(crate) fn vidmm_unmap_keep(
             }
         }
     }
-    vidmm_check(a, pid, va, pages)
+    match (waited, flushed) {
+        (Waited::Done, Waited::Done) => vidmm_check(a, pid, va, pages),
+        // The recovery submits both again if its reset dropped them.
+        _ => Ok(()),
+    }
 }
 
 /// Frees the reservation at `va` of `pid` (nothing may be mapped in it).
@@ -462,39 +472,29 @@ fn vidmm_commit<T>(
     a: &AdapterShared,
     tag: LeafTag,
     change: impl FnOnce(&mut VidMm) -> Result<Option<(usize, Vec<Update>, T)>, SimError>,
-) -> Result<Option<T>, SimError> {
+) -> Result<Option<(T, Waited)>, SimError> {
     let _power = paging_power(host, a)?;
     let node = paging_node(a);
-    let (kmd, updates, kept, mut resets, mut ids) = {
+    let (kept, seq) = {
         let _turn = crate::vidmm::paging::page_table_turn(a);
         let Some((kmd, updates, kept)) = change(&mut lock(&a.mm.vidmm))? else {
             return Ok(None);
         };
-        let resets = host.adapter_drops(a);
+        let drops = host.adapter_drops(a);
         let ids = vidmm_submit(host, a, node, kmd, &updates, tag)?;
-        (kmd, updates, kept, resets, ids)
+        let redo = Redo::PageTables { kmd, updates, tag };
+        (
+            kept,
+            crate::vidmm::inflight::register(a, node, ids, drops, redo),
+        )
     };
-    for issued in 1.. {
-        if let Some(id) = ids.last() {
-            vidmm_wait(host, a, node, *id)?;
-        }
-        if !host.dropped_by_reset(a, node, resets, &ids) {
-            return Ok(Some(kept));
-        }
-        if issued == 3 {
-            break;
-        }
-        // An adapter-wide reset dropped part of the batch before it ran (docs/tdr.md:
-        // in-flight packets dropped), so the tables do not hold what VidMm's books say:
-        // VidMm issues the batch again, whole and in order (clears, links, leaves).
-        // Which paging work Windows redoes after ResetFromTimeout is UNVERIFIED.
-        let _turn = crate::vidmm::paging::page_table_turn(a);
-        resets = host.adapter_drops(a);
-        ids = vidmm_submit(host, a, node, kmd, &updates, tag)?;
-    }
-    Err(sim(format!(
-        "paging on node {node} dropped by three adapter resets in a row"
-    )))
+    // Not waited for under the turn; a batch an adapter-wide recovery takes is submitted
+    // again by it, in order, if the reset dropped it (`vidmm::inflight`).
+    let waited = match seq {
+        Some(seq) => crate::vidmm::inflight::wait(host, a, seq)?,
+        None => Waited::Done,
+    };
+    Ok(Some((kept, waited)))
 }
 
 /// Builds and submits `updates` (one batch of [`vidmm_commit`]); returns the fence IDs of its
@@ -665,9 +665,78 @@ fn vidmm_flush(
     root: (u32, u64),
     start: u64,
     end: u64,
-) -> Result<(), SimError> {
+) -> Result<Waited, SimError> {
     let _power = paging_power(host, a)?;
     let node = paging_node(a);
+    // In the page-table turn, as the changes it follows, so a recovery's resubmission keeps
+    // the order of both.
+    let seq = {
+        let _turn = crate::vidmm::paging::page_table_turn(a);
+        let drops = host.adapter_drops(a);
+        let ids = flush_submit(host, a, node, kmd, root, start, end)?;
+        let redo = Redo::FlushTlb {
+            kmd,
+            root,
+            start,
+            end,
+        };
+        crate::vidmm::inflight::register(a, node, ids, drops, redo)
+    };
+    let waited = match seq {
+        Some(seq) => crate::vidmm::inflight::wait(host, a, seq)?,
+        None => Waited::Done,
+    };
+    if waited == Waited::Handed {
+        // The recovery flushes again after its restart if the reset dropped this one.
+        return Ok(waited);
+    }
+    // The flush ran: the device must hold no translation of the unmapped range (pages
+    // still mapped may be cached again meanwhile by queues that keep running).
+    let pa = segment_pa(a, root.0, root.1).ok_or_else(|| sim("root outside its segment".into()))?;
+    // The TLB is not observable on a PCI board (`None`): checked in-process only.
+    if a.device.tlb_holds(pa, start, end) == Some(true) {
+        let msg = format!(
+            "driver bug: FLUSHTLB for root {pa:#x} completed but the GPU still caches \
+             translations of [{start:#x}, {end:#x}) (the paging buffer did not invalidate \
+             the TLB)"
+        );
+        a.state.raise_sim_error(msg.clone());
+        return Err(sim(msg));
+    }
+    Ok(Waited::Done)
+}
+
+/// A dropped batch submitted again by an adapter-wide recovery (`vidmm::inflight`): its
+/// fence IDs, `None` for what is not redone (content moves: the content is lost).
+pub(crate) fn resubmit(
+    host: &dyn Host,
+    a: &AdapterShared,
+    node: u32,
+    redo: Redo,
+) -> Result<Option<Vec<u32>>, SimError> {
+    Ok(Some(match redo {
+        Redo::PageTables { kmd, updates, tag } => vidmm_submit(host, a, node, kmd, &updates, tag)?,
+        Redo::FlushTlb {
+            kmd,
+            root,
+            start,
+            end,
+        } => flush_submit(host, a, node, kmd, root, start, end)?,
+        Redo::Nothing => return Ok(None),
+    }))
+}
+
+/// Builds and submits one `DxgkDdiBuildPagingBuffer(FLUSH_TLB)` (every field as [`vidmm_flush`]
+/// says); returns its fence IDs, not waited for.
+fn flush_submit(
+    host: &dyn Host,
+    a: &AdapterShared,
+    node: u32,
+    kmd: usize,
+    root: (u32, u64),
+    start: u64,
+    end: u64,
+) -> Result<Vec<u32>, SimError> {
     let mut op = DXGKARG_BUILDPAGINGBUFFER_0 {
         FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB {
             RootPageTableAddress: D3DGPU_PHYSICAL_ADDRESS {
@@ -683,54 +752,7 @@ fn vidmm_flush(
     // SAFETY: the arm just written.
     a.observer()
         .handed(&rvgpu_ddi::handover::FLUSH_TLB, unsafe { &op.FlushTlb });
-    for _ in 0..3 {
-        let resets = host.adapter_drops(a);
-        let ids = crate::vidmm::paging::paging_op(
-            host,
-            a,
-            node,
-            DXGK_OPERATION_FLUSH_TLB,
-            &mut op,
-            Vec::new(),
-        )?;
-        if let Some(id) = ids.last() {
-            vidmm_wait(host, a, node, *id)?;
-        }
-        // Dropped by an adapter-wide reset before it ran: issued again (`vidmm_commit`).
-        if !host.dropped_by_reset(a, node, resets, &ids) {
-            break;
-        }
-    }
-    // The flush ran: the device must hold no translation of the unmapped range (pages
-    // still mapped may be cached again meanwhile by queues that keep running).
-    let pa = segment_pa(a, root.0, root.1).ok_or_else(|| sim("root outside its segment".into()))?;
-    // The TLB is not observable on a PCI board (`None`): checked in-process only.
-    if a.device.tlb_holds(pa, start, end) == Some(true) {
-        let msg = format!(
-            "driver bug: FLUSHTLB for root {pa:#x} completed but the GPU still caches \
-             translations of [{start:#x}, {end:#x}) (the paging buffer did not invalidate \
-             the TLB)"
-        );
-        a.state.raise_sim_error(msg.clone());
-        return Err(sim(msg));
-    }
-    Ok(())
-}
-
-pub(crate) fn vidmm_wait(
-    host: &dyn Host,
-    a: &AdapterShared,
-    node: u32,
-    id: u32,
-) -> Result<(), SimError> {
-    let done = host.wait_paging(a, node, id, 100_000, Duration::from_secs(10))?;
-    if done {
-        Ok(())
-    } else {
-        Err(sim(format!(
-            "paging buffer {id} on node {node} did not complete"
-        )))
-    }
+    crate::vidmm::paging::paging_op(host, a, node, DXGK_OPERATION_FLUSH_TLB, &mut op, Vec::new())
 }
 
 /// Forgets `pid`'s VA space, `DxgkDdiDestroyProcess`, and returns its tables to the heap: all

@@ -39,8 +39,12 @@
 //!   CPU-written, so they live in the aperture and have nothing to leave VRAM for. The device
 //!   keeps VRAM across D3 (hardware.md §13.3), so required allocations stay.
 
+pub mod purge;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
+
+use crate::state::vidmm::Redo;
 
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
@@ -733,6 +737,7 @@ fn paging_transfer(
         .as_ref()
         .map_or(bytes, |_| MAX_MDL_PAGES as u64 * PAGE);
     let mut last = None;
+    let drops = host.adapter_drops(a);
     let mut off = 0u64;
     while off < bytes {
         let len = part.min(bytes - off);
@@ -784,8 +789,12 @@ fn paging_transfer(
         last = ids.last().copied().or(last);
         off += len;
     }
-    if let Some(id) = last {
-        crate::vidmm::mmu::vidmm_wait(host, a, node, id)?;
+    // A move an adapter-wide recovery takes is not done again: the reset lost the content
+    // (`vidmm::inflight`).
+    let seq = last
+        .and_then(|id| crate::vidmm::inflight::register(a, node, vec![id], drops, Redo::Nothing));
+    if let Some(seq) = seq {
+        crate::vidmm::inflight::wait(host, a, seq)?;
     }
     Ok(())
 }

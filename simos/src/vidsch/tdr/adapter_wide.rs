@@ -1,9 +1,11 @@
 //! The adapter-wide reset (docs/tdr.md#the-simulated-os): the debug report (reason 0x117), the
 //! TDR limit, `DxgkDdiResetEngine` on every node with packets in flight with the driver's
 //! interrupt reports dropped (24H2 `M:VidSchiReportHwHang` @0x140044F38), `DxgkDdiResetFromTimeout`,
-//! every node's in-flight work dropped, `DxgkDdiRestartFromTimeout`, then every device of the
-//! adapter reset (`K:ADAPTER_RENDER::Reset` @0x1403F2C34). The per-engine and
-//! hardware-scheduled paths escalate to it.
+//! VidMm's purge of every segment, every node's in-flight work dropped,
+//! `DxgkDdiRestartFromTimeout`, VidMm's restore, then every device of the adapter reset
+//! (`K:ADAPTER_RENDER::Reset` @0x1403F2C34; `vidmm::residency::purge`). VidMm is held still
+//! from before the gate closes to the end of its restore (`vidmm::inflight`). The per-engine
+//! and hardware-scheduled paths escalate to it.
 
 use std::collections::BTreeSet;
 
@@ -44,7 +46,12 @@ pub(crate) fn adapter_reset(
     let ctx = a.context();
     let mut errored: BTreeSet<KmtHandle> = extra.iter().copied().collect();
     reset_busy_engines(a, sh, &mut errored)?;
-    {
+    // VidMm is held still before VidSch's gate closes (`K:DXGADAPTER::Reset` @0x140195458
+    // suspends VidMm's worker before the reset): its waiters hand their paging over instead
+    // of waiting for packets this reset drops (`vidmm::inflight`, the lock order).
+    let host = crate::vidsch::passive::PassiveHost { a };
+    let mut vidmm = crate::vidmm::inflight::suspend(a)?;
+    let purge = {
         // Every DDI is gated: kernel-mode submissions and every user-mode submission thunk.
         let _gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
         let _x = ums::tdr_exclusive(a);
@@ -68,11 +75,22 @@ pub(crate) fn adapter_reset(
             }
         };
         adapter_ddi(ddi::in_table!(t, DxgkDdiResetFromTimeout))?;
+        // `K:ADAPTER_RENDER::Reset` @0x1403F2C34 purges every segment after the driver's reset
+        // (`K:DXGADAPTER::PrepareToReset` @0x140193794) and before VidSch's.
+        lock(&sh.os).events.push(TdrEvent::AdapterReset { reason });
+        let purge = crate::vidmm::residency::purge::purge_segments(&host, a, &mut vidmm)?;
+        lock(&sh.os).events.push(TdrEvent::SegmentsPurged {
+            notified: purge.notified.clone(),
+            unmapped: purge
+                .unmapped
+                .iter()
+                .map(|r| (r.offset, r.pages.clone()))
+                .collect(),
+        });
         // Every node C := S; in-flight packets dropped, their devices in error.
         let mut freed = Vec::new();
         {
             let mut os = lock(&sh.os);
-            os.events.push(TdrEvent::AdapterReset { reason });
             for (i, n) in os.nodes.iter_mut().enumerate() {
                 for (_, p) in std::mem::take(&mut n.pending) {
                     if let Some(d) = p.device {
@@ -112,7 +130,20 @@ pub(crate) fn adapter_reset(
         for n in os.nodes.iter_mut() {
             n.last_change = now;
         }
-    }
+        purge
+    };
+    // VidSch runs again; then the restore, before any device is reset
+    // (`K:ADAPTER_RENDER::RestoreFromPurgeSegments` @0x1403B6B24).
+    crate::vidmm::residency::purge::restore_from_purge(&host, a, &purge)?;
+    // Then the paging the reset dropped, in its order (`M:VIDMM_GLOBAL::
+    // RecommitGpuVirtualAddresses` @0x1400D2258 recommits resident VAs), and VidMm goes on.
+    let recommitted = vidmm.restore(&host, &|node, redo| {
+        crate::vidmm::mmu::resubmit(&host, a, node, redo)
+    })?;
+    drop(vidmm);
+    lock(&sh.os)
+        .events
+        .push(TdrEvent::SegmentsRestored { recommitted });
     error_devices(a, sh, &errored)?;
     // `K:ADAPTER_RENDER::Reset`'s last step, after the driver's restart: every device of the
     // adapter is reset (`K:DXGDEVICE::Reset` @0x1401BB7FC), idle ones too.

@@ -69,3 +69,8 @@ pub(crate) fn existing(a: &AdapterShared) -> Option<Arc<TdrShared>> {
         .and_then(|r| r.get(&key(a)))
         .map(|(_, s)| s.clone())
 }
+
+/// Whether VidSch has retired fence `id` on `node` of `a` (completed, or dropped by a reset).
+pub(crate) fn node_completed(a: &AdapterShared, node: u32, id: u32) -> bool {
+    lock(&shared(a).os).node(node).c >= id
+}

@@ -146,8 +146,18 @@ pub enum TdrEvent {
     },
     /// `DxgkDdiResetFromTimeout` returned successfully.
     AdapterReset { reason: TdrReason },
+    /// VidMm purged every segment (`vidmm::residency::purge`): the allocations told of their
+    /// eviction from VRAM with the bytes the driver wrote for each, and the aperture runs
+    /// unmapped (first offset, bus page at each).
+    SegmentsPurged {
+        notified: Vec<(KmtHandle, usize)>,
+        unmapped: Vec<(u64, Vec<u64>)>,
+    },
     /// `DxgkDdiRestartFromTimeout` returned successfully.
     Restarted,
+    /// VidMm restored what the purge unmapped and submitted again `recommitted` batches of
+    /// page-table paging the reset dropped (`vidmm::inflight`).
+    SegmentsRestored { recommitted: usize },
     /// The node runs again.
     Recovered { node: u32 },
 }
