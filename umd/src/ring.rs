@@ -315,7 +315,10 @@ impl<M: RingMemory> WordSink for RingSink<'_, M> {
             return;
         }
         self.taken -= 1;
-        self.mem.store_word((self.ptr / 8) & self.mask, word);
+        // A ring's words fit in 32 bits (its size is a `u32` of bytes, `mask` < 2^29): as a
+        // `u32` the index lets the compiler drop the store's overflow check on the offset.
+        let index = (self.ptr / 8) as u32 & self.mask as u32;
+        self.mem.store_word(u64::from(index), word);
         self.ptr = self.ptr.wrapping_add(8);
     }
 }
