@@ -77,8 +77,8 @@ pub(crate) fn register(
 }
 
 /// Waits for batch `seq` ([`register`]) until it completes or an adapter-wide recovery takes
-/// it. A step-mode machine steps itself until it completes (its recovery runs in one of
-/// those rounds, on this thread, and cannot take the batch: [`suspend`]).
+/// it. A step-mode machine steps itself until the batch is retired: a recovery in one of
+/// those rounds takes it only when this thread holds no VidMm lock ([`suspend`]).
 pub(crate) fn wait(host: &dyn Host, a: &AdapterShared, seq: u64) -> Result<Waited, SimError> {
     let Some((node, last)) = lock(&a.mm.in_flight)
         .batches
@@ -90,7 +90,10 @@ pub(crate) fn wait(host: &dyn Host, a: &AdapterShared, seq: u64) -> Result<Waite
     let limit = Duration::from_secs(10);
     if step_mode(a) {
         let done = host.wait_paging(a, node, last, 100_000, limit)?;
-        lock(&a.mm.in_flight).batches.remove(&seq);
+        // A recovery run in one of the rounds (no VidMm lock held here) took the batch.
+        if lock(&a.mm.in_flight).batches.remove(&seq).is_none() {
+            return Ok(Waited::Handed);
+        }
         return match done {
             true => Ok(Waited::Done),
             false => Err(not_completed(node, last)),
