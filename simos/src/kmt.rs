@@ -238,16 +238,16 @@ impl<'m> SimKmt<'m> {
         } else {
             0
         };
-        let mut a = native_fence::D3dkmtCreateNativeFence::new(self.p.device, initial, flags);
+        let mut a = native_fence::D3DKMT_CREATENATIVEFENCE::new(self.p.device, initial, flags);
         let own = self.p;
         let f = native_fence::nt_dxgk_create_native_fence_internal(self.m, &mut a, |h| {
             (h == own.device).then_some(own)
         })?;
         self.umd_fence(
             &f,
-            a.h_sync_object,
-            a.current_value_cpu_va,
-            &a.private_driver_data,
+            a.hSyncObject,
+            a.Info.NativeFenceMapping.CurrentValueCpuVa,
+            &a.PrivateDriverData,
         )
     }
 
@@ -717,12 +717,12 @@ impl Kmt for SimKmt<'_> {
     ) -> Result<Doorbell<SimDoorbell>, NtStatus> {
         let mem = hw_queue::Buffer::new(private_data);
         let (at, size) = mem.pointer();
-        let mut a = doorbell::D3dkmtCreateDoorbell {
-            h_hw_queue: queue,
-            h_ring_buffer: ring,
-            h_ring_buffer_control: ring_control,
-            private_driver_data_size: size,
-            private_driver_data: at,
+        let mut a = rvgpu_ddi::d3dkmt::D3DKMT_CREATE_DOORBELL {
+            hHwQueue: queue,
+            hRingBuffer: ring,
+            hRingBufferControl: ring_control,
+            PrivateDriverDataSize: size,
+            PrivateDriverData: at,
             ..Default::default()
         };
         // The Rust UMD reaches the pages through the mapping object, not addresses.
@@ -736,7 +736,10 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        let a = doorbell::D3dkmtDoorbellFlags::of(doorbell);
+        let a = rvgpu_ddi::d3dkmt::D3DKMT_CONNECT_DOORBELL {
+            hDoorbell: doorbell,
+            Flags: 0,
+        };
         doorbell::dxgk_connect_doorbell_internal(self.m, &a, |_| Some(self.p))
     }
 
@@ -745,7 +748,10 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        let a = doorbell::D3dkmtDoorbellFlags::of(doorbell);
+        let a = rvgpu_ddi::d3dkmt::D3DKMT_NOTIFY_WORK_SUBMISSION {
+            hDoorbell: doorbell,
+            Flags: 0,
+        };
         doorbell::dxgk_notify_work_submission_internal(self.m, &a, |_| Some(self.p))
     }
 
@@ -809,7 +815,7 @@ impl Kmt for SimKmt<'_> {
     /// Through the thunk's kernel entry with the structure the UMD's Windows thunk fills.
     fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus> {
         self.thunk()?;
-        let mut a = native_fence::D3dkmtOpenNativeFenceFromNtHandle::new(shared, self.p.device);
+        let mut a = native_fence::D3DKMT_OPENNATIVEFENCEFROMNTHANDLE::new(shared, self.p.device);
         let own = self.p;
         let f =
             native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal(self.m, &mut a, |h| {
@@ -817,20 +823,18 @@ impl Kmt for SimKmt<'_> {
             })?;
         // The report tag from the KMD (the open's private data is not the KMD's on 24H2).
         let mapping = FenceMapping {
-            current_value_cpu: a.current_value_cpu_va as usize,
-            current_value_gpu: a.current_value_gpu_va,
-            monitored_value_gpu: a.monitored_value_gpu_va,
+            current_value_cpu: a.NativeFenceMapping.CurrentValueCpuVa as usize,
+            current_value_gpu: a.NativeFenceMapping.CurrentValueGpuVa,
+            monitored_value_gpu: a.NativeFenceMapping.MonitoredValueGpuVa,
         };
         let mut q = rvgpu_umd::fence::tag_request(&mapping);
         let asked = self.escape_driver_private(q.as_mut_bytes());
         let view = asked.and_then(|()| {
-            UmdNativeFence::opened(a.h_sync_object, &mapping, q.as_bytes())
+            UmdNativeFence::opened(a.hSyncObject, &mapping, q.as_bytes())
                 .map_err(|_| NtStatus(STATUS_UNSUCCESSFUL))
         });
         view.inspect_err(|_| {
-            let _ = self
-                .m
-                .take_native_fence_kmt(self.p.adapter, a.h_sync_object);
+            let _ = self.m.take_native_fence_kmt(self.p.adapter, a.hSyncObject);
             let _ = self.m.destroy_native_fence(&f);
         })
     }

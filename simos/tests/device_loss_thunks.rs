@@ -15,7 +15,7 @@ use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::native_fence::{
     nt_dxgk_create_native_fence_internal, nt_dxgk_open_native_fence_from_nt_handle_internal,
-    D3dkmtCreateNativeFence, D3dkmtOpenNativeFenceFromNtHandle, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR,
+    D3DKMT_CREATENATIVEFENCE, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR,
     SYNC_NT_SECURITY_SHARING, SYNC_SHARED,
 };
 use rvgpu_simos::kmt::paging_queue::{dxgk_create_paging_queue_internal, D3dkmtCreatePagingQueue};
@@ -30,18 +30,18 @@ const REMOVED: NtStatus = NtStatus(STATUS_DEVICE_REMOVED);
 /// `D3DKMTCreateNativeFence` through its kernel entry on `p`'s device, at 5 with `info_flags`;
 /// the fence and its D3DKMT handle.
 fn create_fence(m: &rvgpu_simos::Machine, p: UmsProcess, info_flags: u32) -> (NativeFence, u32) {
-    let mut a = D3dkmtCreateNativeFence::new(p.device, 5, info_flags);
+    let mut a = D3DKMT_CREATENATIVEFENCE::new(p.device, 5, info_flags);
     let f = okk(
         m,
         nt_dxgk_create_native_fence_internal(m, &mut a, |h| (h == p.device).then_some(p)),
     );
-    (f, a.h_sync_object)
+    (f, a.hSyncObject)
 }
 
 /// `D3DKMTOpenNativeFenceFromNtHandle` through its kernel entry on `p`'s device with `flags`.
 fn open_fence(m: &rvgpu_simos::Machine, p: UmsProcess, nt: u64, flags: u32) -> NativeFence {
-    let mut a = D3dkmtOpenNativeFenceFromNtHandle::new(nt, p.device);
-    a.flags = flags;
+    let mut a = D3DKMT_OPENNATIVEFENCEFROMNTHANDLE::new(nt, p.device);
+    a.Flags = flags;
     okk(
         m,
         nt_dxgk_open_native_fence_from_nt_handle_internal(m, &mut a, |h| {

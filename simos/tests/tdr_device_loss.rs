@@ -16,7 +16,7 @@ use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::native_fence::{
     nt_dxgk_create_native_fence_internal, nt_dxgk_open_native_fence_from_nt_handle_internal,
-    D3dkmtCreateNativeFence, D3dkmtOpenNativeFenceFromNtHandle, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR,
+    D3DKMT_CREATENATIVEFENCE, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR,
     SYNC_NT_SECURITY_SHARING, SYNC_SHARED,
 };
 use rvgpu_simos::{Machine, Mode, NativeFence, UmsEvent, UmsProcess};
@@ -145,12 +145,12 @@ fn um_10_adapter_wide_recovery_resets_an_idle_device_of_another_process() {
 /// `D3DKMTCreateNativeFence` through its kernel entry on `p`'s device, at 5 with `info_flags`;
 /// the fence and its D3DKMT handle.
 fn create_fence(m: &Machine, p: UmsProcess, info_flags: u32) -> (NativeFence, u32) {
-    let mut a = D3dkmtCreateNativeFence::new(p.device, 5, info_flags);
+    let mut a = D3DKMT_CREATENATIVEFENCE::new(p.device, 5, info_flags);
     let f = okk(
         m,
         nt_dxgk_create_native_fence_internal(m, &mut a, |h| (h == p.device).then_some(p)),
     );
-    (f, a.h_sync_object)
+    (f, a.hSyncObject)
 }
 
 /// TDR-05, UM-10: a TDR that blames one device of a process signals only what that device
@@ -215,7 +215,7 @@ fn nf_13_an_open_through_a_processs_second_device_reaches_the_kmd_as_that_device
     let second = ok(&m, m.create_device(&first));
     let (f, h) = create_fence(&m, first, SYNC_SHARED | SYNC_NT_SECURITY_SHARING);
     let nt = okk(&m, m.kmt(&first).share_native_fence(h));
-    let mut a = D3dkmtOpenNativeFenceFromNtHandle::new(nt, second.device);
+    let mut a = D3DKMT_OPENNATIVEFENCEFROMNTHANDLE::new(nt, second.device);
     let opened = okk(
         &m,
         nt_dxgk_open_native_fence_from_nt_handle_internal(&m, &mut a, |h| {
@@ -223,9 +223,9 @@ fn nf_13_an_open_through_a_processs_second_device_reaches_the_kmd_as_that_device
         }),
     );
     let mapping = FenceMapping {
-        current_value_cpu: a.current_value_cpu_va as usize,
-        current_value_gpu: a.current_value_gpu_va,
-        monitored_value_gpu: a.monitored_value_gpu_va,
+        current_value_cpu: a.NativeFenceMapping.CurrentValueCpuVa as usize,
+        current_value_gpu: a.NativeFenceMapping.CurrentValueGpuVa,
+        monitored_value_gpu: a.NativeFenceMapping.MonitoredValueGpuVa,
     };
     let mut q = rvgpu_umd::fence::tag_request(&mapping);
     okk(&m, m.kmt(&second).escape_driver_private(q.as_mut_bytes()));

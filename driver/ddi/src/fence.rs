@@ -74,34 +74,6 @@ c_enum! {
     }
 }
 
-c_type! {
-    /// `D3DDDI_NATIVEFENCEMAPPING`: a native fence's mappings in the caller's process (returned to
-    /// user mode by `D3DKMTCreateNativeFence` / `D3DKMTOpenNativeFenceFromNtHandle`).
-    ///
-    /// `CurrentValueCpuVa` is declared `D3DKMT_PTR(VOID*, CurrentValueCpuVa)`: a pointer widened to
-    /// 64 bits, i.e. an ordinary pointer on x64. The other members are `D3DKMT_ALIGN64`.
-    ///
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefencemapping>
-    // wdk-layout-check: skip: 10.0.22621 has the pre-release WDDM 3.1 layout; this follows the 24H2 (WDDM 3.2) reference page
-    #[size(56)]
-    #[repr(C)]
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct D3DDDI_NATIVEFENCEMAPPING {
-        /// Read-only CPU mapping of the current value (user mode polls it).
-        #[offset(0)]
-        pub CurrentValueCpuVa: PVOID,
-        /// Read/write GPU mapping of the current value in the process address space.
-        #[offset(8)]
-        pub CurrentValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-        /// Read/write GPU mapping of the monitored value in the process address space.
-        #[offset(16)]
-        pub MonitoredValueGpuVa: D3DGPU_VIRTUAL_ADDRESS,
-        /// Reserved.
-        #[offset(24)]
-        pub Reserved: [BYTE; 32],
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Flag words (all `union { struct { UINT ... }; UINT Value; }`)
 // ---------------------------------------------------------------------------------------------
@@ -533,7 +505,6 @@ c_type! {
 }
 
 zeroed_default!(
-    D3DDDI_NATIVEFENCEMAPPING,
     DXGKARG_CREATENATIVEFENCE,
     DXGKARG_OPENNATIVEFENCE,
     DXGKARG_CLOSENATIVEFENCE,

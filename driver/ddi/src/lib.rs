@@ -46,6 +46,7 @@ mod adapterinfo;
 pub mod allocation;
 pub mod basic;
 pub mod catalog;
+pub mod d3dkmt;
 mod drivercaps;
 pub mod dxgkrnl;
 pub mod feature;

@@ -7,8 +7,10 @@
 
 use std::sync::Arc;
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+use rvgpu_ddi::d3dkmt::{
+    D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATE_DOORBELL, D3DKMT_CREATE_DOORBELL_FLAGS,
+    D3DKMT_NOTIFY_WORK_SUBMISSION,
+};
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
@@ -17,76 +19,13 @@ use super::context_virtual::CallerMemory;
 use crate::machine::Machine;
 use crate::ums::{self, DoorbellCpuState, UmsProcess, DOORBELL_PRIVATE_DATA_MAX};
 
-/// `D3DKMT_CREATE_DOORBELL` in the released x64 layout (72 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtCreateDoorbell {
-    /// `hHwQueue` (in).
-    pub h_hw_queue: u32,
-    /// `hRingBuffer` (in).
-    pub h_ring_buffer: u32,
-    /// `hRingBufferControl` (in).
-    pub h_ring_buffer_control: u32,
-    /// `Flags` (`D3DKMT_CREATE_DOORBELL_FLAGS`, in).
-    pub flags: u32,
-    /// `PrivateDriverDataSize` (in).
-    pub private_driver_data_size: u32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `PrivateDriverData` (in/out), an address in the caller's process.
-    pub private_driver_data: u64,
-    /// `DoorbellCPUVirtualAddress` (out).
-    pub doorbell_cpu_va: u64,
-    /// `DoorbellSecondaryCPUVirtualAddress` (out).
-    pub doorbell_secondary_cpu_va: u64,
-    /// `DoorbellStatusCPUVirtualAddress` (out).
-    pub doorbell_status_cpu_va: u64,
-    /// `HwQueueProgressFenceLastQueuedValueCPUVirtualAddress` (out where the queue has a
-    /// progress fence).
-    pub last_queued_value_cpu_va: u64,
-    /// `hDoorbell` (out).
-    pub h_doorbell: u32,
-    /// Alignment.
-    pub _pad1: u32,
-}
-
-/// `D3DKMT_CONNECT_DOORBELL` and `D3DKMT_NOTIFY_WORK_SUBMISSION`: a doorbell and reserved flags.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtDoorbellFlags {
-    /// `hDoorbell`.
-    pub h_doorbell: u32,
-    /// `Flags`, reserved.
-    pub flags: u32,
-}
-
-impl D3dkmtDoorbellFlags {
-    /// Doorbell `h`, no flags.
-    pub fn of(h: KmtHandle) -> Self {
-        Self {
-            h_doorbell: h,
-            flags: 0,
-        }
-    }
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtCreateDoorbell, flags) == 12);
-    assert!(offset_of!(D3dkmtCreateDoorbell, private_driver_data) == 24);
-    assert!(offset_of!(D3dkmtCreateDoorbell, doorbell_cpu_va) == 32);
-    assert!(offset_of!(D3dkmtCreateDoorbell, doorbell_status_cpu_va) == 48);
-    assert!(offset_of!(D3dkmtCreateDoorbell, last_queued_value_cpu_va) == 56);
-    assert!(offset_of!(D3dkmtCreateDoorbell, h_doorbell) == 64);
-    assert!(size_of::<D3dkmtCreateDoorbell>() == 72);
-    assert!(size_of::<D3dkmtDoorbellFlags>() == 8);
-};
-
 /// `D3DKMT_CREATE_DOORBELL_FLAGS::RequireSecondaryCpuVA`.
-pub const REQUIRE_SECONDARY_CPU_VA: u32 = 1 << 0;
+pub const REQUIRE_SECONDARY_CPU_VA: u32 =
+    D3DKMT_CREATE_DOORBELL_FLAGS::mask(D3DKMT_CREATE_DOORBELL_FLAGS::RequireSecondaryCpuVA);
 /// `D3DKMT_CREATE_DOORBELL_FLAGS`' defined bits (`RequireSecondaryCpuVA`,
 /// `ResizeRingBufferOperation`); 24H2 refuses any other.
-const CREATE_FLAGS_DEFINED: u32 = 0b11;
+const CREATE_FLAGS_DEFINED: u32 =
+    !D3DKMT_CREATE_DOORBELL_FLAGS::mask(D3DKMT_CREATE_DOORBELL_FLAGS::Reserved);
 
 /// The CPU addresses of a doorbell's pages in the caller's process.
 #[derive(Clone, Copy, Debug, Default)]
@@ -126,18 +65,18 @@ pub struct CreatedDoorbell {
 /// `UmsProgress::None`); on failure nothing.
 pub fn dxgk_create_doorbell_internal(
     m: &Machine,
-    a: &mut D3dkmtCreateDoorbell,
+    a: &mut D3DKMT_CREATE_DOORBELL,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
     mem: &dyn CallerMemory,
     map: impl FnOnce(&Arc<DoorbellCpuState>) -> Result<DoorbellVas, NtStatus>,
 ) -> Result<CreatedDoorbell, NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    let (at, size) = (a.private_driver_data, a.private_driver_data_size);
+    let (at, size) = (a.PrivateDriverData, a.PrivateDriverDataSize);
     if (at == 0) != (size == 0) {
         return Err(bad);
     }
     // The lookup has no effect of its own; it names the adapter whose triage log BR-96 reaches.
-    let p = owner(a.h_hw_queue);
+    let p = owner(a.hHwQueue);
     if size as usize > DOORBELL_PRIVATE_DATA_MAX {
         if let Some(sh) = p.as_ref().and_then(|p| m.kmt(p).adapter().ok()) {
             sh.observer().triage(format!(
@@ -152,19 +91,19 @@ pub fn dxgk_create_doorbell_internal(
     } else {
         mem.read(at, size)?
     };
-    if a.flags & !CREATE_FLAGS_DEFINED != 0 {
+    if a.Flags & !CREATE_FLAGS_DEFINED != 0 {
         return Err(bad);
     }
     let p = p.ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    let (user_mode, _) = ums::device_queue_kind(&sh, p.device, a.h_hw_queue).ok_or(bad)?;
-    if !user_mode || a.flags & REQUIRE_SECONDARY_CPU_VA != 0 {
+    let (user_mode, _) = ums::device_queue_kind(&sh, p.device, a.hHwQueue).ok_or(bad)?;
+    if !user_mode || a.Flags & REQUIRE_SECONDARY_CPU_VA != 0 {
         return Err(bad);
     }
     doorbell_api_locks(&sh, &p)?;
-    let (queue, ring, control) = (a.h_hw_queue, a.h_ring_buffer, a.h_ring_buffer_control);
-    let db = ums::create_doorbell(&sh, p.device, queue, ring, control, a.flags, &mut pdd)
+    let (queue, ring, control) = (a.hHwQueue, a.hRingBuffer, a.hRingBufferControl);
+    let db = ums::create_doorbell(&sh, p.device, queue, ring, control, a.Flags, &mut pdd)
         .map_err(super::status)?;
     let undo = |e: NtStatus| {
         let _ = ums::destroy_doorbell_thunk(&sh, p.device, db.handle);
@@ -175,13 +114,13 @@ pub fn dxgk_create_doorbell_internal(
     if !pdd.is_empty() {
         mem.write(at, &pdd).map_err(undo)?;
     }
-    a.doorbell_cpu_va = vas.doorbell;
-    a.doorbell_secondary_cpu_va = 0;
-    a.doorbell_status_cpu_va = vas.status;
+    a.DoorbellCPUVirtualAddress = vas.doorbell;
+    a.DoorbellSecondaryCPUVirtualAddress = 0;
+    a.DoorbellStatusCPUVirtualAddress = vas.status;
     if m.hw_queue_progress_fence(p.adapter, queue).is_some() {
-        a.last_queued_value_cpu_va = vas.last_queued;
+        a.HwQueueProgressFenceLastQueuedValueCPUVirtualAddress = vas.last_queued;
     }
-    a.h_doorbell = db.handle;
+    a.hDoorbell = db.handle;
     Ok(CreatedDoorbell {
         handle: db.handle,
         cpu: db.cpu,
@@ -219,15 +158,15 @@ fn doorbell_owner(
 /// `DXGDOORBELL::Connect` (`ums::connect_doorbell`), for a device in error too.
 pub fn dxgk_connect_doorbell_internal(
     m: &Machine,
-    a: &D3dkmtDoorbellFlags,
+    a: &D3DKMT_CONNECT_DOORBELL,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
-    if a.flags != 0 {
+    if a.Flags != 0 {
         return Err(NtStatus(STATUS_INVALID_PARAMETER));
     }
-    let (p, sh) = doorbell_owner(m, a.h_doorbell, owner)?;
+    let (p, sh) = doorbell_owner(m, a.hDoorbell, owner)?;
     doorbell_api_locks(&sh, &p)?;
-    ums::connect_doorbell(&sh, p.device, a.h_doorbell).map_err(super::status)
+    ums::connect_doorbell(&sh, p.device, a.hDoorbell).map_err(super::status)
 }
 
 /// `DxgkNotifyWorkSubmissionInternal`: `Flags` non-zero, then `hDoorbell` not a doorbell in
@@ -237,20 +176,20 @@ pub fn dxgk_connect_doorbell_internal(
 /// status.
 pub fn dxgk_notify_work_submission_internal(
     m: &Machine,
-    a: &D3dkmtDoorbellFlags,
+    a: &D3DKMT_NOTIFY_WORK_SUBMISSION,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.flags != 0 {
+    if a.Flags != 0 {
         return Err(bad);
     }
-    let (p, sh) = doorbell_owner(m, a.h_doorbell, owner)?;
+    let (p, sh) = doorbell_owner(m, a.hDoorbell, owner)?;
     doorbell_api_locks(&sh, &p)?;
-    let status = ums::doorbell_info(&sh, a.h_doorbell).map(|d| d.status);
+    let status = ums::doorbell_info(&sh, a.hDoorbell).map(|d| d.status);
     if status != Some(D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD) {
         return Err(bad);
     }
-    ums::notify_work_submission(&sh, p.device, a.h_doorbell).map_err(super::status)
+    ums::notify_work_submission(&sh, p.device, a.hDoorbell).map_err(super::status)
 }
 
 /// `DxgkDestroyDoorbellInternal`: `hDoorbell` not a doorbell in the caller's handle table is

@@ -19,13 +19,13 @@ use windows_sys::Win32::System::Threading::{
     AcquireSRWLockExclusive, ReleaseSRWLockExclusive, SRWLOCK,
 };
 
+use rvgpu_ddi::d3dkmt::D3DKMT_CREATENATIVEFENCE;
+use rvgpu_ddi::fence::D3DDDI_NATIVE_FENCE_PDD_SIZE;
+
 use super::gdi32::{call_with, close_adapter, open_adapter, Wddm32Thunk};
-use super::layout::{
-    D3dddiNativeFenceInfo, D3dddiNativeFenceMapping, D3dkmtCreateNativeFence,
-    DESTROY_ASSUME_NOT_IN_USE, MAKERESIDENT_CANT_TRIM_FURTHER, NATIVE_FENCE_PDD_SIZE,
-};
+use super::layout::{DESTROY_ASSUME_NOT_IN_USE, MAKERESIDENT_CANT_TRIM_FURTHER};
 use super::status::{check, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER};
-use super::views::aligned;
+use super::views::{aligned, user_ptr};
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
     DestroyFlags, Kmt, KmtHandle, MakeResidentError, MakeResidentFlags, NtStatus, PagingFence,
@@ -274,7 +274,7 @@ pub struct WinNativeFence {
     /// VAs this process's commands use ("in the current process address space").
     pub mapping: FenceMapping,
     /// What the KMD returned in the private data (`rvgpu_hw::pdd::NativeFencePdd`).
-    pub private_data: [u8; NATIVE_FENCE_PDD_SIZE],
+    pub private_data: [u8; D3DDDI_NATIVE_FENCE_PDD_SIZE],
 }
 
 impl WinNativeFence {
@@ -433,25 +433,13 @@ impl WinKmt {
         initial_value: u64,
         flags: u32,
     ) -> Result<WinNativeFence, NtStatus> {
-        let mut args = D3dkmtCreateNativeFence {
-            hDevice: self.device,
-            hSyncObject: 0,
-            PrivateDriverData: [0; NATIVE_FENCE_PDD_SIZE],
-            Info: D3dddiNativeFenceInfo {
-                InitialFenceValue: initial_value,
-                EngineAffinity: 0,
-                Type: 0,
-                Flags: flags,
-                NativeFenceMapping: D3dddiNativeFenceMapping::EMPTY,
-                Reserved: [0; 28],
-            },
-            Flags: 0,
-            Reserved: [0; 28],
-        };
-        // SAFETY: the released D3DKMT_CREATENATIVEFENCE layout (asserted above), on this stack
-        // frame.
+        let mut args = D3DKMT_CREATENATIVEFENCE::new(self.device, initial_value, flags);
+        // SAFETY: the released D3DKMT_CREATENATIVEFENCE layout (asserted with its definition),
+        // on this stack frame.
         check(unsafe { call_with(Wddm32Thunk::CreateNativeFence, &mut args) })?;
-        let Some(current) = aligned::<u64>(args.Info.NativeFenceMapping.CurrentValueCpuVa) else {
+        let Some(current) =
+            aligned::<u64>(user_ptr(args.Info.NativeFenceMapping.CurrentValueCpuVa))
+        else {
             let _ = self.destroy_sync_object(args.hSyncObject);
             return Err(NtStatus(STATUS_INVALID_PARAMETER));
         };

@@ -1,9 +1,5 @@
-//! The structures of the WDDM 3.2 thunks (the released d3dkmthk.h layout, which windows-sys
-//! lacks), the layouts of the windows-sys structures the other thunks take, checked, and
-//! their flag values.
-
-use core::ffi::c_void;
-use core::ptr;
+//! The layouts of the windows-sys structures the thunks take, checked, and their flag values.
+//! The WDDM 3.2 thunks' structures, which windows-sys lacks, are `rvgpu_ddi::d3dkmt`'s.
 
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DDDI_ALLOCATIONINFO2, D3DDDI_MAKERESIDENT, D3DDDI_MAPGPUVIRTUALADDRESS,
@@ -17,136 +13,6 @@ use crate::kmt::{
     UpdateGpuVaOp, UPDATE_GPU_VA_COPY, UPDATE_GPU_VA_MAP, UPDATE_GPU_VA_MAP_PROTECT,
     UPDATE_GPU_VA_UNMAP,
 };
-
-// ---------------------------------------------------------------------------------------------
-// WDDM 3.2 doorbell thunks: structures (released d3dkmthk.h layout) and run-time lookup
-// ---------------------------------------------------------------------------------------------
-
-/// `D3DKMT_CREATE_DOORBELL`:
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_create_doorbell>
-/// (`D3DKMT_PTR` members are plain pointers on x64.)
-#[repr(C)]
-#[allow(non_snake_case)]
-#[derive(Debug)]
-pub struct D3dkmtCreateDoorbell {
-    pub hHwQueue: u32,
-    pub hRingBuffer: u32,
-    pub hRingBufferControl: u32,
-    /// `D3DKMT_CREATE_DOORBELL_FLAGS` (bit 0 RequireSecondaryCpuVA, bit 1
-    /// ResizeRingBufferOperation):
-    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_create_doorbell_flags>
-    pub Flags: u32,
-    pub PrivateDriverDataSize: u32,
-    pub PrivateDriverData: *mut c_void,
-    pub DoorbellCPUVirtualAddress: *mut c_void,
-    pub DoorbellSecondaryCPUVirtualAddress: *mut c_void,
-    pub DoorbellStatusCPUVirtualAddress: *mut c_void,
-    pub HwQueueProgressFenceLastQueuedValueCPUVirtualAddress: *mut c_void,
-    pub hDoorbell: u32,
-}
-
-/// `D3DKMT_CONNECT_DOORBELL` (`Flags` is `D3DKMT_CONNECT_DOORBELL_FLAGS`, all reserved):
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_connect_doorbell>
-#[repr(C)]
-#[allow(non_snake_case)]
-#[derive(Debug)]
-pub struct D3dkmtConnectDoorbell {
-    pub hDoorbell: u32,
-    pub Flags: u32,
-}
-
-/// `D3DKMT_DESTROY_DOORBELL`:
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_destroy_doorbell>
-#[repr(C)]
-#[allow(non_snake_case)]
-#[derive(Debug)]
-pub struct D3dkmtDestroyDoorbell {
-    pub hDoorbell: u32,
-}
-
-/// `D3DKMT_NOTIFY_WORK_SUBMISSION` (`Flags` is `D3DKMT_NOTIFY_WORK_SUBMISSION_FLAGS`, all
-/// reserved):
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_notify_work_submission>
-#[repr(C)]
-#[allow(non_snake_case)]
-#[derive(Debug)]
-pub struct D3dkmtNotifyWorkSubmission {
-    pub hDoorbell: u32,
-    pub Flags: u32,
-}
-
-/// `D3DDDI_NATIVEFENCEMAPPING`:
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefencemapping>
-#[repr(C)]
-#[allow(non_snake_case)]
-#[derive(Debug)]
-pub struct D3dddiNativeFenceMapping {
-    pub CurrentValueCpuVa: *mut c_void,
-    pub CurrentValueGpuVa: u64,
-    pub MonitoredValueGpuVa: u64,
-    pub Reserved: [u8; 32],
-}
-
-impl D3dddiNativeFenceMapping {
-    /// All zeros: what the caller passes in for the OS to fill.
-    pub(super) const EMPTY: Self = Self {
-        CurrentValueCpuVa: ptr::null_mut(),
-        CurrentValueGpuVa: 0,
-        MonitoredValueGpuVa: 0,
-        Reserved: [0; 32],
-    };
-}
-
-/// `D3DDDI_NATIVEFENCEINFO`:
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_nativefenceinfo>
-#[repr(C)]
-#[allow(non_snake_case)]
-#[derive(Debug)]
-pub struct D3dddiNativeFenceInfo {
-    pub InitialFenceValue: u64,
-    pub EngineAffinity: u32,
-    /// `D3DDDI_NATIVEFENCE_TYPE` (0 = `D3DDDI_NATIVEFENCE_TYPE_DEFAULT`).
-    pub Type: i32,
-    /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`.
-    pub Flags: u32,
-    pub NativeFenceMapping: D3dddiNativeFenceMapping,
-    pub Reserved: [u8; 28],
-}
-
-/// `D3DDDI_NATIVE_FENCE_PDD_SIZE` (rvgpu_ddi::fence has the same value, from the design page).
-pub const NATIVE_FENCE_PDD_SIZE: usize = 64;
-
-/// `D3DKMT_CREATENATIVEFENCE`:
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_createnativefence>
-#[repr(C)]
-#[allow(non_snake_case)]
-#[derive(Debug)]
-pub struct D3dkmtCreateNativeFence {
-    pub hDevice: u32,
-    pub hSyncObject: u32,
-    pub PrivateDriverData: [u8; NATIVE_FENCE_PDD_SIZE],
-    pub Info: D3dddiNativeFenceInfo,
-    /// `D3DKMT_CREATENATIVEFENCE_FLAGS`.
-    pub Flags: u32,
-    pub Reserved: [u8; 28],
-}
-
-/// `D3DKMT_OPENNATIVEFENCEFROMNTHANDLE`:
-/// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_opennativefencefromnthandle>
-#[repr(C)]
-#[allow(non_snake_case)]
-#[derive(Debug)]
-pub struct D3dkmtOpenNativeFenceFromNtHandle {
-    pub hNtHandle: *mut c_void,
-    pub hDevice: u32,
-    pub EngineAffinity: u32,
-    /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`.
-    pub Flags: u32,
-    pub hSyncObject: u32,
-    pub NativeFenceMapping: D3dddiNativeFenceMapping,
-    pub PrivateDriverData: [u8; NATIVE_FENCE_PDD_SIZE],
-    pub Reserved: [u8; 32],
-}
 
 /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::Shared` (bit 0): the fence may be shared by NT handle.
 pub(super) const SYNC_FLAG_SHARED: u32 = 1 << 0;
@@ -241,32 +107,6 @@ pub(super) fn update_operation(op: &UpdateGpuVaOp) -> D3DDDI_UPDATEGPUVIRTUALADD
     }
     out
 }
-
-// Sizes and offsets below are computed from the documented member lists under the x64 C
-// layout rules (`D3DKMT_ALIGN64` members 8-aligned); no Windows SDK header was available here
-// to compare against.
-#[cfg(target_pointer_width = "64")]
-const _: () = {
-    layout!(D3dkmtCreateDoorbell {
-        PrivateDriverData: 24,
-        DoorbellStatusCPUVirtualAddress: 48,
-        HwQueueProgressFenceLastQueuedValueCPUVirtualAddress: 56,
-        hDoorbell: 64,
-    } size 72);
-    assert!(core::mem::align_of::<D3dkmtCreateDoorbell>() == 8);
-    layout!(D3dkmtConnectDoorbell size 8);
-    layout!(D3dkmtDestroyDoorbell size 4);
-    layout!(D3dkmtNotifyWorkSubmission size 8);
-    layout!(D3dddiNativeFenceMapping size 56);
-    layout!(D3dddiNativeFenceInfo { NativeFenceMapping: 24 } size 112);
-    layout!(D3dkmtCreateNativeFence { Info: 72, Flags: 184 } size 216);
-    layout!(D3dkmtOpenNativeFenceFromNtHandle {
-        hDevice: 8,
-        hSyncObject: 20,
-        NativeFenceMapping: 24,
-        PrivateDriverData: 80,
-    } size 176);
-};
 
 // windows-sys' `D3DKMT_CREATESYNCHRONIZATIONOBJECT2` against the Windows SDK's d3dkmthk.h and
 // d3dukmdt.h (x64): `Info` 8-aligned because its union has `D3DKMT_ALIGN64` members and a

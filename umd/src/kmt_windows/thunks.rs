@@ -26,20 +26,22 @@ use windows_sys::Win32::Foundation::{NTSTATUS, STATUS_NO_MEMORY, STATUS_PENDING}
 use super::device::{make_resident_with, WinKmt};
 use super::gdi32::{call_with, Wddm32Thunk};
 use super::layout::{
-    update_operation, D3dddiNativeFenceMapping, D3dkmtConnectDoorbell, D3dkmtCreateDoorbell,
-    D3dkmtDestroyDoorbell, D3dkmtNotifyWorkSubmission, D3dkmtOpenNativeFenceFromNtHandle,
-    CREATEHWQUEUE_USER_MODE_SUBMISSION, EVICT_NOT_WRITTEN_TO, EVICT_ONLY_IF_NECESSARY, GENERIC_ALL,
-    NATIVE_FENCE_PDD_SIZE, SYNC_FLAG_NT_SECURITY_SHARING, SYNC_FLAG_SHARED,
+    update_operation, CREATEHWQUEUE_USER_MODE_SUBMISSION, EVICT_NOT_WRITTEN_TO,
+    EVICT_ONLY_IF_NECESSARY, GENERIC_ALL, SYNC_FLAG_NT_SECURITY_SHARING, SYNC_FLAG_SHARED,
     UPDATE_GPU_VA_DO_NOT_WAIT,
 };
 use super::status::{check, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
-use super::views::{aligned, performance_query, WinDoorbell, WinFence, WinMem};
+use super::views::{aligned, performance_query, user_ptr, WinDoorbell, WinFence, WinMem};
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
     checked_progress, map_new_allocation, wait_paging, Allocation, AllocationPdd, DestroyFlags,
     DeviceExecutionState, Doorbell, EvictFlags, HwQueue, Kmt, KmtHandle, MakeResidentError,
     MakeResidentFlags, MapGpuVa, MappedGpu, MappedGpuVa, NtStatus, PagingFence, PagingQueue,
     QueueProgress, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
+};
+use rvgpu_ddi::d3dkmt::{
+    d3dkmt_ptr, D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATE_DOORBELL, D3DKMT_DESTROY_DOORBELL,
+    D3DKMT_NOTIFY_WORK_SUBMISSION, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE,
 };
 use zerocopy::IntoBytes;
 
@@ -403,33 +405,28 @@ impl Kmt for WinKmt {
         ring_control: KmtHandle,
         private_data: &mut [u8],
     ) -> Result<Doorbell<WinDoorbell>, NtStatus> {
-        let mut args = D3dkmtCreateDoorbell {
+        let mut args = D3DKMT_CREATE_DOORBELL {
             hHwQueue: queue,
             hRingBuffer: ring,
             hRingBufferControl: ring_control,
-            Flags: 0,
             PrivateDriverDataSize: u32::try_from(private_data.len())
                 .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
-            PrivateDriverData: private_data.as_mut_ptr().cast(),
-            DoorbellCPUVirtualAddress: ptr::null_mut(),
-            DoorbellSecondaryCPUVirtualAddress: ptr::null_mut(),
-            DoorbellStatusCPUVirtualAddress: ptr::null_mut(),
-            HwQueueProgressFenceLastQueuedValueCPUVirtualAddress: ptr::null_mut(),
-            hDoorbell: 0,
+            PrivateDriverData: d3dkmt_ptr(private_data.as_mut_ptr()),
+            ..Default::default()
         };
-        // SAFETY: the released D3DKMT_CREATE_DOORBELL layout (asserted above); the private
-        // data buffer is live and writable for its length during the call.
+        // SAFETY: the released D3DKMT_CREATE_DOORBELL layout (asserted with its definition);
+        // the private data buffer is live and writable for its length during the call.
         check(unsafe { call_with(Wddm32Thunk::CreateDoorbell, &mut args) })?;
         // 24H2 never writes the last-queued address (`DxgkCreateDoorbellInternal`
         // @0x1401D8A50): we read back the null we passed, and the queue has no such cell.
         let last = args.HwQueueProgressFenceLastQueuedValueCPUVirtualAddress;
         let views = (
-            aligned::<u64>(args.DoorbellCPUVirtualAddress),
-            aligned::<i32>(args.DoorbellStatusCPUVirtualAddress),
-            if last.is_null() {
+            aligned::<u64>(user_ptr(args.DoorbellCPUVirtualAddress)),
+            aligned::<i32>(user_ptr(args.DoorbellStatusCPUVirtualAddress)),
+            if last == 0 {
                 Some(None)
             } else {
-                aligned::<u64>(last).map(Some)
+                aligned::<u64>(user_ptr(last)).map(Some)
             },
         );
         let (Some(doorbell), Some(status), Some(last_queued)) = views else {
@@ -447,28 +444,28 @@ impl Kmt for WinKmt {
     }
 
     fn connect_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        let mut args = D3dkmtConnectDoorbell {
+        let mut args = D3DKMT_CONNECT_DOORBELL {
             hDoorbell: doorbell,
             Flags: 0,
         };
-        // SAFETY: the D3DKMT_CONNECT_DOORBELL layout (asserted above).
+        // SAFETY: the D3DKMT_CONNECT_DOORBELL layout (asserted with its definition).
         check(unsafe { call_with(Wddm32Thunk::ConnectDoorbell, &mut args) })
     }
 
     fn destroy_doorbell(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        let mut args = D3dkmtDestroyDoorbell {
+        let mut args = D3DKMT_DESTROY_DOORBELL {
             hDoorbell: doorbell,
         };
-        // SAFETY: the D3DKMT_DESTROY_DOORBELL layout (asserted above).
+        // SAFETY: the D3DKMT_DESTROY_DOORBELL layout (asserted with its definition).
         check(unsafe { call_with(Wddm32Thunk::DestroyDoorbell, &mut args) })
     }
 
     fn notify_work_submission(&self, doorbell: KmtHandle) -> Result<(), NtStatus> {
-        let mut args = D3dkmtNotifyWorkSubmission {
+        let mut args = D3DKMT_NOTIFY_WORK_SUBMISSION {
             hDoorbell: doorbell,
             Flags: 0,
         };
-        // SAFETY: the D3DKMT_NOTIFY_WORK_SUBMISSION layout (asserted above).
+        // SAFETY: the D3DKMT_NOTIFY_WORK_SUBMISSION layout (asserted with its definition).
         check(unsafe { call_with(Wddm32Thunk::NotifyWorkSubmission, &mut args) })
     }
 
@@ -628,21 +625,12 @@ impl Kmt for WinKmt {
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopennativefencefromnthandle>
     /// on this device: this process's handle and its own mapping of the fence.
     fn open_native_fence(&self, shared: u64) -> Result<NativeFence, NtStatus> {
-        let mut args = D3dkmtOpenNativeFenceFromNtHandle {
-            hNtHandle: shared as usize as *mut c_void,
-            hDevice: self.device,
-            EngineAffinity: 0,
-            Flags: 0,
-            hSyncObject: 0,
-            NativeFenceMapping: D3dddiNativeFenceMapping::EMPTY,
-            PrivateDriverData: [0; NATIVE_FENCE_PDD_SIZE],
-            Reserved: [0; 32],
-        };
-        // SAFETY: the documented D3DKMT_OPENNATIVEFENCEFROMNTHANDLE layout (asserted above),
-        // on this stack frame.
+        let mut args = D3DKMT_OPENNATIVEFENCEFROMNTHANDLE::new(shared, self.device);
+        // SAFETY: the documented D3DKMT_OPENNATIVEFENCEFROMNTHANDLE layout (asserted with its
+        // definition), on this stack frame.
         check(unsafe { call_with(Wddm32Thunk::OpenNativeFenceFromNtHandle, &mut args) })?;
         let m = &args.NativeFenceMapping;
-        let cpu = aligned::<u64>(m.CurrentValueCpuVa);
+        let cpu = aligned::<u64>(user_ptr(m.CurrentValueCpuVa));
         let mapping = FenceMapping {
             current_value_cpu: cpu.map_or(0, |p| p as usize),
             current_value_gpu: m.CurrentValueGpuVa,

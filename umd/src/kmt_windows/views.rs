@@ -137,3 +137,8 @@ pub(super) fn performance_query(
 pub(super) fn aligned<T>(p: *mut c_void) -> Option<*mut T> {
     (!p.is_null() && (p as usize).is_multiple_of(core::mem::align_of::<T>())).then_some(p.cast())
 }
+
+/// The pointer a `D3DKMT_PTR` member the OS wrote holds (an address in this process).
+pub(super) fn user_ptr(address: u64) -> *mut c_void {
+    address as usize as *mut c_void
+}

@@ -2,7 +2,10 @@
 //! `D3DKMTConnectDoorbell`, `D3DKMTDestroyDoorbell`, `D3DKMTNotifyWorkSubmission`.
 
 use super::*;
-use crate::kmt::doorbell::D3dkmtDoorbellFlags;
+use rvgpu_ddi::d3dkmt::{
+    D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATE_DOORBELL, D3DKMT_DESTROY_DOORBELL,
+    D3DKMT_NOTIFY_WORK_SUBMISSION,
+};
 
 /// Bytes of the doorbell page, the status page and the last-queued page of a doorbell's
 /// window.
@@ -60,9 +63,9 @@ impl DoorbellPage {
 /// arena, then the structure back.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatedoorbell>
 pub(super) fn create_doorbell(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::doorbell::{dxgk_create_doorbell_internal, D3dkmtCreateDoorbell, DoorbellVas};
-    let mut a: D3dkmtCreateDoorbell = args(at)?;
-    probe_out::<D3dkmtCreateDoorbell>(at)?;
+    use crate::kmt::doorbell::{dxgk_create_doorbell_internal, DoorbellVas};
+    let mut a: D3DKMT_CREATE_DOORBELL = args(at)?;
+    probe_out::<D3DKMT_CREATE_DOORBELL>(at)?;
     let mut page = None;
     let map = |cpu: &Arc<DoorbellCpuState>| {
         let pg = DoorbellPage::new(cpu, &p.rings)
@@ -85,7 +88,7 @@ pub(super) fn create_doorbell(p: &UserProcess, at: u64) -> Status {
             return Err(nt(e));
         }
     };
-    let device = p.owner(a.h_hw_queue)?.sim.device;
+    let device = p.owner(a.hHwQueue)?.sim.device;
     {
         let mut hs = lock(&p.handles);
         hs.owner.insert(db.handle, device);
@@ -99,7 +102,7 @@ pub(super) fn create_doorbell(p: &UserProcess, at: u64) -> Status {
 /// `D3DKMTConnectDoorbell` ([`crate::kmt::doorbell::dxgk_connect_doorbell_internal`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtconnectdoorbell>
 pub(super) fn connect_doorbell(p: &UserProcess, at: u64) -> Status {
-    let a: D3dkmtDoorbellFlags = args(at)?;
+    let a: D3DKMT_CONNECT_DOORBELL = args(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
     crate::kmt::doorbell::dxgk_connect_doorbell_internal(&p.machine, &a, owner).map_err(nt)
 }
@@ -108,14 +111,14 @@ pub(super) fn connect_doorbell(p: &UserProcess, at: u64) -> Status {
 /// pages go dead with it.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroydoorbell>
 pub(super) fn destroy_doorbell(p: &UserProcess, at: u64) -> Status {
-    let a: OneHandle = args(at)?;
+    let a: D3DKMT_DESTROY_DOORBELL = args(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
-    crate::kmt::doorbell::dxgk_destroy_doorbell_internal(&p.machine, a.handle, owner)
+    crate::kmt::doorbell::dxgk_destroy_doorbell_internal(&p.machine, a.hDoorbell, owner)
         .map_err(nt)?;
-    if let Some(db) = lock(&p.handles).doorbells.remove(&a.handle) {
+    if let Some(db) = lock(&p.handles).doorbells.remove(&a.hDoorbell) {
         db.retire();
     }
-    p.forget(a.handle);
+    p.forget(a.hDoorbell);
     Ok(())
 }
 
@@ -123,7 +126,7 @@ pub(super) fn destroy_doorbell(p: &UserProcess, at: u64) -> Status {
 /// ([`crate::kmt::doorbell::dxgk_notify_work_submission_internal`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtnotifyworksubmission>
 pub(super) fn notify_work_submission(p: &UserProcess, at: u64) -> Status {
-    let a: D3dkmtDoorbellFlags = args(at)?;
+    let a: D3DKMT_NOTIFY_WORK_SUBMISSION = args(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
     crate::kmt::doorbell::dxgk_notify_work_submission_internal(&p.machine, &a, owner).map_err(nt)
 }

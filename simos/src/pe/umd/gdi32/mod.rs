@@ -1,6 +1,6 @@
 //! gdi32.dll's D3DKMT thunks for the UMD image: each decodes the structure the DLL passes
-//! (the released x64 layout; the same offsets `umd/src/kmt_windows/layout.rs` and windows-sys assert
-//! for the DLL's side, restated here as zerocopy types with their own assertions), calls the
+//! (the released x64 layout, read as the one zerocopy definition the thunk's kernel entry
+//! takes: `rvgpu_ddi::d3dkmt`, or the kernel entry's own in [`crate::kmt`]), calls the
 //! simulated thunk layer ([`crate::kmt::SimKmt`] and what it calls) for the device the handle
 //! belongs to, writes the outputs back and returns the NTSTATUS.
 //!

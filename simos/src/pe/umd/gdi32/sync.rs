@@ -177,14 +177,14 @@ pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-d3dkmt_createnativefence>
 pub(super) fn create_native_fence(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::native_fence::{
-        nt_dxgk_create_native_fence_internal, D3dkmtCreateNativeFence, WRITTEN_BACK,
+        nt_dxgk_create_native_fence_internal, D3DKMT_CREATENATIVEFENCE, WRITTEN_BACK,
     };
-    let mut a: D3dkmtCreateNativeFence = args(at)?;
-    probe_out::<D3dkmtCreateNativeFence>(at)?;
+    let mut a: D3DKMT_CREATENATIVEFENCE = args(at)?;
+    probe_out::<D3DKMT_CREATENATIVEFENCE>(at)?;
     nt_dxgk_create_native_fence_internal(&p.machine, &mut a, |h| p.device(h).ok().map(|d| d.sim))
         .map_err(nt)?;
-    p.record(a.h_sync_object, a.h_device);
-    p.record_sync_flags(a.h_sync_object, a.info_flags);
+    p.record(a.hSyncObject, a.hDevice);
+    p.record_sync_flags(a.hSyncObject, a.Info.Flags);
     let out = a.as_bytes().get(WRITTEN_BACK).unwrap_or_default();
     guest::write_bytes(at.wrapping_add(WRITTEN_BACK.start as u64), out).map_err(bad)
 }
@@ -235,16 +235,16 @@ pub(super) fn share_objects(p: &UserProcess, w: &[u64; 12]) -> Status {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopennativefencefromnthandle>
 pub(super) fn open_native_fence_from_nt_handle(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::native_fence::{
-        nt_dxgk_open_native_fence_from_nt_handle_internal, D3dkmtOpenNativeFenceFromNtHandle,
+        nt_dxgk_open_native_fence_from_nt_handle_internal, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE,
     };
-    let mut a: D3dkmtOpenNativeFenceFromNtHandle = args(at)?;
-    probe_out::<D3dkmtOpenNativeFenceFromNtHandle>(at)?;
+    let mut a: D3DKMT_OPENNATIVEFENCEFROMNTHANDLE = args(at)?;
+    probe_out::<D3DKMT_OPENNATIVEFENCEFROMNTHANDLE>(at)?;
     nt_dxgk_open_native_fence_from_nt_handle_internal(&p.machine, &mut a, |h| {
         p.device(h).ok().map(|d| d.sim)
     })
     .map_err(nt)?;
-    p.record(a.h_sync_object, a.h_device);
-    p.record_sync_flags(a.h_sync_object, a.flags);
+    p.record(a.hSyncObject, a.hDevice);
+    p.record_sync_flags(a.hSyncObject, a.Flags);
     guest::write_bytes(at, a.as_bytes()).map_err(bad)
 }
 
