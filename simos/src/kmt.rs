@@ -540,9 +540,9 @@ impl Kmt for SimKmt<'_> {
     /// Through the thunk's kernel entry ([`lock`]) with the structure the UMD's Windows thunk
     /// fills (no flags).
     fn lock2(&self, allocation: KmtHandle) -> Result<SimMem, NtStatus> {
-        let mut a = lock::D3dkmtLock2 {
-            h_device: self.p.device,
-            h_allocation: allocation,
+        let mut a = rvgpu_ddi::d3dkmt::D3DKMT_LOCK2 {
+            hDevice: self.p.device,
+            hAllocation: allocation,
             ..Default::default()
         };
         let own = self.p;
@@ -555,9 +555,9 @@ impl Kmt for SimKmt<'_> {
     }
 
     fn unlock2(&self, allocation: KmtHandle) -> Result<(), NtStatus> {
-        let a = lock::D3dkmtUnlock2 {
-            h_device: self.p.device,
-            h_allocation: allocation,
+        let a = rvgpu_ddi::d3dkmt::D3DKMT_UNLOCK2 {
+            hDevice: self.p.device,
+            hAllocation: allocation,
         };
         let own = self.p;
         lock::dxgk_unlock2(
@@ -645,11 +645,11 @@ impl Kmt for SimKmt<'_> {
         offset: u64,
         length: u64,
     ) -> Result<(), NtStatus> {
-        let a = invalidate_cache::D3dkmtInvalidateCache {
-            h_device: self.p.device,
-            h_allocation: allocation,
-            offset,
-            length,
+        let a = rvgpu_ddi::d3dkmt::D3DKMT_INVALIDATECACHE {
+            hDevice: self.p.device,
+            hAllocation: allocation,
+            Offset: offset,
+            Length: length,
         };
         let own = self.p;
         invalidate_cache::dxgk_invalidate_cache(

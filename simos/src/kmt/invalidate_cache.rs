@@ -4,8 +4,7 @@
 //! write-back and drop of the range's lines (AL-06). No driver DDI is involved; nothing is
 //! written back.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+use rvgpu_ddi::d3dkmt::D3DKMT_INVALIDATECACHE;
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
@@ -13,28 +12,6 @@ use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
-
-/// `D3DKMT_INVALIDATECACHE` in the released x64 layout (24 bytes; 24H2 captures 0x18 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtInvalidateCache {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// `hAllocation` (in).
-    pub h_allocation: u32,
-    /// `Offset` (`SIZE_T`, in).
-    pub offset: u64,
-    /// `Length` (`SIZE_T`, in; 0: to the allocation's end).
-    pub length: u64,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtInvalidateCache, h_allocation) == 4);
-    assert!(offset_of!(D3dkmtInvalidateCache, offset) == 8);
-    assert!(offset_of!(D3dkmtInvalidateCache, length) == 16);
-    assert!(size_of::<D3dkmtInvalidateCache>() == 24);
-};
 
 fn bad() -> NtStatus {
     NtStatus(STATUS_INVALID_PARAMETER)
@@ -49,17 +26,17 @@ fn bad() -> NtStatus {
 /// 4. VidMm (`vidmm_invalidate_cache`, below).
 pub fn dxgk_invalidate_cache(
     m: &Machine,
-    a: &D3dkmtInvalidateCache,
+    a: &D3DKMT_INVALIDATECACHE,
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
-    let p = device(a.h_device).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or_else(bad)?;
     let sh = m.kmt(&p).thunk()?;
     super::lock::device_active(&sh, p.device)?;
-    if allocation(a.h_allocation) != Some(p.device) {
+    if allocation(a.hAllocation) != Some(p.device) {
         return Err(bad());
     }
-    vidmm_invalidate_cache(&sh, p.device, a.h_allocation, a.offset, a.length)
+    vidmm_invalidate_cache(&sh, p.device, a.hAllocation, a.Offset, a.Length)
 }
 
 /// `M:VIDMM_GLOBAL::InvalidateCache` @0x1400956F8: on an adapter whose CPU caches need no

@@ -4,8 +4,7 @@
 //! checks in 24H2's order with their statuses, then the simulated VidMm's lock
 //! (`ums::allocation`), and back only `pData`, on success.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+use rvgpu_ddi::d3dkmt::{D3DKMT_LOCK2, D3DKMT_UNLOCK2};
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
@@ -13,42 +12,6 @@ use super::SimMem;
 use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
-
-/// `D3DKMT_LOCK2` in the released x64 layout (24 bytes; 24H2 captures 0x18 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtLock2 {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// `hAllocation` (in).
-    pub h_allocation: u32,
-    /// `Flags` (`D3DDDICB_LOCK2FLAGS`, in; 24H2 hands it to no check).
-    pub flags: u32,
-    /// Alignment.
-    pub _pad: u32,
-    /// `pData` (out).
-    pub p_data: u64,
-}
-
-/// `D3DKMT_UNLOCK2` in the released x64 layout (8 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtUnlock2 {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// `hAllocation` (in).
-    pub h_allocation: u32,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtLock2, h_allocation) == 4);
-    assert!(offset_of!(D3dkmtLock2, flags) == 8);
-    assert!(offset_of!(D3dkmtLock2, p_data) == 16);
-    assert!(size_of::<D3dkmtLock2>() == 24);
-    assert!(offset_of!(D3dkmtUnlock2, h_allocation) == 4);
-    assert!(size_of::<D3dkmtUnlock2>() == 8);
-};
 
 fn bad() -> NtStatus {
     NtStatus(STATUS_INVALID_PARAMETER)
@@ -75,23 +38,23 @@ pub(super) fn device_active(sh: &AdapterShared, device: KmtHandle) -> Result<(),
 ///    checks between them hold for every allocation here);
 /// 4. VidMm's lock: its status.
 ///
-/// On success `a.p_data` is the CPU address of the allocation's memory (one address space
+/// On success `a.pData` is the CPU address of the allocation's memory (one address space
 /// here) and the view is returned; on failure `a` is unchanged.
 pub fn dxgk_lock2(
     m: &Machine,
-    a: &mut D3dkmtLock2,
+    a: &mut D3DKMT_LOCK2,
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<SimMem, NtStatus> {
-    let p = device(a.h_device).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or_else(bad)?;
     let sh = m.kmt(&p).thunk()?;
     device_active(&sh, p.device)?;
-    if allocation(a.h_allocation) != Some(p.device) {
+    if allocation(a.hAllocation) != Some(p.device) {
         return Err(bad());
     }
-    let (alloc, cache) = crate::ums::allocation::lock_allocation(&sh, p.device, a.h_allocation)
+    let (alloc, cache) = crate::ums::allocation::lock_allocation(&sh, p.device, a.hAllocation)
         .map_err(super::status)?;
-    a.p_data = alloc.as_mut_ptr() as u64;
+    a.pData = alloc.as_mut_ptr() as u64;
     Ok(SimMem { alloc, cache })
 }
 
@@ -102,15 +65,15 @@ pub fn dxgk_lock2(
 /// Nothing is written back.
 pub fn dxgk_unlock2(
     m: &Machine,
-    a: &D3dkmtUnlock2,
+    a: &D3DKMT_UNLOCK2,
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
-    let p = device(a.h_device).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or_else(bad)?;
     let sh = m.kmt(&p).thunk()?;
     device_active(&sh, p.device)?;
-    if allocation(a.h_allocation) != Some(p.device) {
+    if allocation(a.hAllocation) != Some(p.device) {
         return Err(bad());
     }
-    crate::ums::allocation::unlock_allocation(&sh, p.device, a.h_allocation).map_err(super::status)
+    crate::ums::allocation::unlock_allocation(&sh, p.device, a.hAllocation).map_err(super::status)
 }

@@ -5,8 +5,7 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DDDI_ALLOCATIONINFO2, D3DDDI_MAKERESIDENT, D3DDDI_MAPGPUVIRTUALADDRESS,
     D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
     D3DKMT_CREATEALLOCATION, D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2,
-    D3DKMT_EVICT, D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
-    D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS,
+    D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_UPDATEGPUVIRTUALADDRESS,
 };
 
 use crate::kmt::{
@@ -133,28 +132,18 @@ const _: () = {
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_createallocation>
 // - D3DDDI_ALLOCATIONINFO2:
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_allocationinfo2>
-// - D3DKMT_LOCK2:
-//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_lock2>
-// - D3DKMT_UNLOCK2:
-//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_unlock2>
 // - D3DKMT_DESTROYALLOCATION2:
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_destroyallocation2>
 // - D3DDDICB_DESTROYALLOCATION2FLAGS:
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddicb_destroyallocation2flags>
-// - D3DKMT_INVALIDATECACHE:
-//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_invalidatecache>
 // - D3DDDI_MAKERESIDENT:
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_makeresident>
 // - D3DDDI_MAKERESIDENT_FLAGS:
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_makeresident_flags>
-// - D3DKMT_EVICT:
-//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_evict>
-// - D3DDDI_EVICT_FLAGS:
-//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_evict_flags>
 #[cfg(target_pointer_width = "64")]
 const _: () = {
     use windows_sys::Wdk::Graphics::Direct3D::{
-        D3DDDICB_DESTROYALLOCATION2FLAGS, D3DDDI_EVICT_FLAGS, D3DDDI_MAKERESIDENT_FLAGS,
+        D3DDDICB_DESTROYALLOCATION2FLAGS, D3DDDI_MAKERESIDENT_FLAGS,
     };
     layout!(D3DKMT_CREATEALLOCATION {
         pPrivateRuntimeData: 16,
@@ -171,15 +160,12 @@ const _: () = {
         GpuVirtualAddress: 40,
         Reserved: 56,
     } size 96);
-    layout!(D3DKMT_LOCK2 { Flags: 8, pData: 16 } size 24);
-    layout!(D3DKMT_UNLOCK2 { hAllocation: 4 } size 8);
     layout!(D3DKMT_DESTROYALLOCATION2 {
         phAllocationList: 8,
         AllocationCount: 16,
         Flags: 20,
     } size 24);
     layout!(D3DDDICB_DESTROYALLOCATION2FLAGS size 4);
-    layout!(D3DKMT_INVALIDATECACHE { Offset: 8, Length: 16 } size 24);
     layout!(D3DDDI_MAKERESIDENT {
         NumAllocations: 4,
         AllocationList: 8,
@@ -189,23 +175,12 @@ const _: () = {
         NumBytesToTrim: 40,
     } size 48);
     layout!(D3DDDI_MAKERESIDENT_FLAGS size 4);
-    layout!(D3DKMT_EVICT {
-        NumAllocations: 4,
-        AllocationList: 8,
-        Flags: 16,
-        NumBytesToTrim: 24,
-    } size 32);
-    layout!(D3DDDI_EVICT_FLAGS size 4);
 };
 
 /// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse` (bit 0).
 pub(super) const DESTROY_ASSUME_NOT_IN_USE: u32 = 1 << 0;
 /// `D3DDDI_MAKERESIDENT_FLAGS::CantTrimFurther` (bit 0).
 pub(super) const MAKERESIDENT_CANT_TRIM_FURTHER: u32 = 1 << 0;
-/// `D3DDDI_EVICT_FLAGS::EvictOnlyIfNecessary` (bit 0).
-pub(super) const EVICT_ONLY_IF_NECESSARY: u32 = 1 << 0;
-/// `D3DDDI_EVICT_FLAGS::NotWrittenTo` (bit 1).
-pub(super) const EVICT_NOT_WRITTEN_TO: u32 = 1 << 1;
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::UserModeSubmission` (bit 4):
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddi_createhwqueueflags>

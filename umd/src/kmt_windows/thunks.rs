@@ -13,10 +13,10 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
     D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL,
     D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE,
-    D3DKMT_EVICT, D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
-    D3DKMT_QUERYADAPTERINFO, D3DKMT_SUBMITCOMMAND, D3DKMT_SUBMITCOMMANDTOHWQUEUE,
-    D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE, D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
-    D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS, KMTQAITYPE_NODEMETADATA,
+    D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_QUERYADAPTERINFO, D3DKMT_SUBMITCOMMAND,
+    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
+    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UPDATEGPUVIRTUALADDRESS,
+    KMTQAITYPE_NODEMETADATA,
 };
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateHwQueue, D3DKMTDestroyHwQueue, D3DKMTSubmitCommandToHwQueue,
@@ -26,9 +26,8 @@ use windows_sys::Win32::Foundation::{NTSTATUS, STATUS_NO_MEMORY, STATUS_PENDING}
 use super::device::{make_resident_with, WinKmt};
 use super::gdi32::{call_with, Wddm32Thunk};
 use super::layout::{
-    update_operation, CREATEHWQUEUE_USER_MODE_SUBMISSION, EVICT_NOT_WRITTEN_TO,
-    EVICT_ONLY_IF_NECESSARY, GENERIC_ALL, SYNC_FLAG_NT_SECURITY_SHARING, SYNC_FLAG_SHARED,
-    UPDATE_GPU_VA_DO_NOT_WAIT,
+    update_operation, CREATEHWQUEUE_USER_MODE_SUBMISSION, GENERIC_ALL,
+    SYNC_FLAG_NT_SECURITY_SHARING, SYNC_FLAG_SHARED, UPDATE_GPU_VA_DO_NOT_WAIT,
 };
 use super::status::{check, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
 use super::views::{aligned, performance_query, user_ptr, WinDoorbell, WinFence, WinMem};
@@ -40,8 +39,9 @@ use crate::kmt::{
     QueueProgress, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
 };
 use rvgpu_ddi::d3dkmt::{
-    d3dkmt_ptr, D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATE_DOORBELL, D3DKMT_DESTROY_DOORBELL,
-    D3DKMT_NOTIFY_WORK_SUBMISSION, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE,
+    d3dkmt_ptr, D3DDDI_EVICT_FLAGS, D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATE_DOORBELL,
+    D3DKMT_DESTROY_DOORBELL, D3DKMT_EVICT, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
+    D3DKMT_NOTIFY_WORK_SUBMISSION, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE, D3DKMT_UNLOCK2,
 };
 use zerocopy::IntoBytes;
 
@@ -291,9 +291,10 @@ impl Kmt for WinKmt {
             hAllocation: allocation,
             ..Default::default()
         };
-        // SAFETY: valid argument structure; the OS writes `pData`.
-        check(unsafe { D3DKMTLock2(&mut lock) })?;
-        let Some(base) = aligned::<u64>(lock.pData) else {
+        // SAFETY: the released D3DKMT_LOCK2 layout (asserted with its definition); the OS
+        // writes `pData`.
+        check(unsafe { D3DKMTLock2(ptr::from_mut(&mut lock).cast()) })?;
+        let Some(base) = aligned::<u64>(user_ptr(lock.pData)) else {
             let _ = self.unlock2(allocation);
             return Err(NtStatus(STATUS_INVALID_PARAMETER));
         };
@@ -306,8 +307,9 @@ impl Kmt for WinKmt {
             hDevice: self.device,
             hAllocation: allocation,
         };
-        // SAFETY: valid argument structure; D3DKMT validates the handle.
-        check(unsafe { D3DKMTUnlock2(&args) })
+        // SAFETY: the D3DKMT_UNLOCK2 layout (asserted with its definition); D3DKMT validates
+        // the handle.
+        check(unsafe { D3DKMTUnlock2(ptr::from_ref(&args).cast()) })
     }
 
     /// `D3DKMTDestroyAllocation2`, with `AssumeNotInUse` when the flags say so (after ending
@@ -328,15 +330,15 @@ impl Kmt for WinKmt {
         offset: u64,
         length: u64,
     ) -> Result<(), NtStatus> {
-        let bad = || NtStatus(STATUS_INVALID_PARAMETER);
         let args = D3DKMT_INVALIDATECACHE {
             hDevice: self.device,
             hAllocation: allocation,
-            Offset: usize::try_from(offset).map_err(|_| bad())?,
-            Length: usize::try_from(length).map_err(|_| bad())?,
+            Offset: offset,
+            Length: length,
         };
-        // SAFETY: valid argument structure; D3DKMT validates the handle and the range.
-        check(unsafe { D3DKMTInvalidateCache(&args) })
+        // SAFETY: the D3DKMT_INVALIDATECACHE layout (asserted with its definition); D3DKMT
+        // validates the handle and the range.
+        check(unsafe { D3DKMTInvalidateCache(ptr::from_ref(&args).cast()) })
     }
 
     /// No thunk tells a UMD whether the GPU snoops the CPU's caches (the KMD reports it to the
@@ -382,19 +384,20 @@ impl Kmt for WinKmt {
             hDevice: self.device,
             NumAllocations: u32::try_from(allocations.len())
                 .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
-            AllocationList: allocations.as_ptr(),
+            AllocationList: d3dkmt_ptr(allocations.as_ptr()),
             ..Default::default()
         };
         let mut bits = 0;
         if flags.evict_only_if_necessary {
-            bits |= EVICT_ONLY_IF_NECESSARY;
+            bits |= D3DDDI_EVICT_FLAGS::mask(D3DDDI_EVICT_FLAGS::EvictOnlyIfNecessary);
         }
         if flags.not_written_to {
-            bits |= EVICT_NOT_WRITTEN_TO;
+            bits |= D3DDDI_EVICT_FLAGS::mask(D3DDDI_EVICT_FLAGS::NotWrittenTo);
         }
-        args.Flags.Anonymous.Value = bits;
-        // SAFETY: the list points to the caller's handles, which outlive the call.
-        check(unsafe { D3DKMTEvict(&mut args) })?;
+        args.Flags = bits;
+        // SAFETY: the D3DKMT_EVICT layout (asserted with its definition); the list points to
+        // the caller's handles, which outlive the call.
+        check(unsafe { D3DKMTEvict(ptr::from_mut(&mut args).cast()) })?;
         Ok(args.NumBytesToTrim)
     }
 

@@ -10,9 +10,11 @@
 //! block from zero (`zerocopy::FromZeros::new_zeroed`).
 
 pub mod doorbell;
+pub mod memory;
 pub mod native_fence;
 
 pub use doorbell::*;
+pub use memory::*;
 pub use native_fence::*;
 
 /// A `D3DKMT_PTR(T, Name)` member: the user-mode address, 64 bits on every target.

@@ -483,39 +483,41 @@ fn allocation_device(p: &UserProcess, h: u32) -> Option<u32> {
 /// buffers are never cached).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtlock2>
 fn lock2(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::lock::{dxgk_lock2, dxgk_unlock2, D3dkmtLock2, D3dkmtUnlock2};
-    let mut a: D3dkmtLock2 = args(at)?;
-    probe_out::<D3dkmtLock2>(at)?;
+    use crate::kmt::lock::{dxgk_lock2, dxgk_unlock2};
+    use rvgpu_ddi::d3dkmt::{D3DKMT_LOCK2, D3DKMT_UNLOCK2};
+    let mut a: D3DKMT_LOCK2 = args(at)?;
+    probe_out::<D3DKMT_LOCK2>(at)?;
     let device = |h| p.device(h).ok().map(|d| d.sim);
     let mem = dxgk_lock2(&p.machine, &mut a, device, |h| allocation_device(p, h)).map_err(nt)?;
     if mem.cache().is_some() {
-        let u = D3dkmtUnlock2 {
-            h_device: a.h_device,
-            h_allocation: a.h_allocation,
+        let u = D3DKMT_UNLOCK2 {
+            hDevice: a.hDevice,
+            hAllocation: a.hAllocation,
         };
         let _ = dxgk_unlock2(&p.machine, &u, device, |h| allocation_device(p, h));
         return Err(STATUS_NOT_SUPPORTED);
     }
     {
         let mut hs = lock(&p.handles);
-        let e = hs.locks.entry(a.h_allocation).or_insert((mem, 0));
+        let e = hs.locks.entry(a.hAllocation).or_insert((mem, 0));
         e.1 = e.1.saturating_add(1);
     }
-    put(at, offset_of!(D3dkmtLock2, p_data), &a.p_data)
+    put(at, offset_of!(D3DKMT_LOCK2, pData), &a.pData)
 }
 
 /// `D3DKMTUnlock2`: the structure to the thunk's kernel entry ([`crate::kmt::lock`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtunlock2>
 fn unlock2(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::lock::{dxgk_unlock2, D3dkmtUnlock2};
-    let a: D3dkmtUnlock2 = args(at)?;
+    use crate::kmt::lock::dxgk_unlock2;
+    use rvgpu_ddi::d3dkmt::D3DKMT_UNLOCK2;
+    let a: D3DKMT_UNLOCK2 = args(at)?;
     let device = |h| p.device(h).ok().map(|d| d.sim);
     dxgk_unlock2(&p.machine, &a, device, |h| allocation_device(p, h)).map_err(nt)?;
     let mut hs = lock(&p.handles);
-    if let Some(e) = hs.locks.get_mut(&a.h_allocation) {
+    if let Some(e) = hs.locks.get_mut(&a.hAllocation) {
         e.1 = e.1.saturating_sub(1);
         if e.1 == 0 {
-            hs.locks.remove(&a.h_allocation);
+            hs.locks.remove(&a.hAllocation);
         }
     }
     Ok(())
@@ -564,8 +566,9 @@ fn make_resident(p: &UserProcess, at: u64) -> Status {
 /// ([`crate::kmt::invalidate_cache`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtinvalidatecache>
 fn invalidate_cache(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::invalidate_cache::{dxgk_invalidate_cache, D3dkmtInvalidateCache};
-    let a: D3dkmtInvalidateCache = args(at)?;
+    use crate::kmt::invalidate_cache::dxgk_invalidate_cache;
+    use rvgpu_ddi::d3dkmt::D3DKMT_INVALIDATECACHE;
+    let a: D3DKMT_INVALIDATECACHE = args(at)?;
     let device = |h| p.device(h).ok().map(|d| d.sim);
     dxgk_invalidate_cache(&p.machine, &a, device, |h| allocation_device(p, h)).map_err(nt)
 }
@@ -574,9 +577,10 @@ fn invalidate_cache(p: &UserProcess, at: u64) -> Status {
 /// list read from the DLL's memory a group at a time, then `NumBytesToTrim` back.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtevict>
 fn evict(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::evict::{dxgk_evict_internal, D3dkmtEvict, EVICT_GROUP};
-    let mut a: D3dkmtEvict = args(at)?;
-    probe_out::<D3dkmtEvict>(at)?;
+    use crate::kmt::evict::{dxgk_evict_internal, EVICT_GROUP};
+    use rvgpu_ddi::d3dkmt::D3DKMT_EVICT;
+    let mut a: D3DKMT_EVICT = args(at)?;
+    probe_out::<D3DKMT_EVICT>(at)?;
     let device = |h| p.device(h).ok().map(|d| d.sim);
     let list = |at: u64, n: u32| {
         array::<u32>(at, n, EVICT_GROUP).map_err(|s| rvgpu_umd::kmt::NtStatus(s as i32))
@@ -587,7 +591,7 @@ fn evict(p: &UserProcess, at: u64) -> Status {
     .map_err(nt)?;
     put(
         at,
-        offset_of!(D3dkmtEvict, num_bytes_to_trim),
-        &a.num_bytes_to_trim,
+        offset_of!(D3DKMT_EVICT, NumBytesToTrim),
+        &a.NumBytesToTrim,
     )
 }
