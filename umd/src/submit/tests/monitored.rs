@@ -151,18 +151,27 @@ fn user_mode_batch_reserves_the_closing_progress_packet_length() {
     let m = Mock::new();
     let mut q = KernelQueue::new(&m, &QueueConfig::default()).unwrap();
     assert_eq!(q.submit(&[write]), Err(SubmitError::BadCommand));
-    // A command that does not encode is the answer even behind a size the path refuses.
+}
+
+/// UM-01: the kernel-mode path answers `BadCommand` for a batch with a command that does not
+/// encode even behind a size it refuses, `TooLarge` for a bad size alone, and submits nothing
+/// of a refused batch.
+#[test]
+fn um_01_kernel_queue_refuses_a_command_that_does_not_encode_before_any_size() {
+    let m = Mock::new();
+    let mut q = KernelQueue::new(&m, &QueueConfig::default()).unwrap();
     let oversized = Command::Indirect { addr: 0, bytes: 0 };
     assert_eq!(
-        q.submit(&[oversized, fill(1), write]),
+        q.submit(&[oversized, fill(1), Command::Nop { len: 0 }]),
         Err(SubmitError::BadCommand)
     );
-    assert_eq!(q.submit(&[oversized]), Err(SubmitError::TooLarge));
+    assert_eq!(q.submit(&[fill(1), oversized]), Err(SubmitError::TooLarge));
     assert_eq!(
         q.last_submitted(),
         0,
         "nothing of a refused batch is submitted"
     );
+    assert_eq!(q.submit(&[fill(1)]), Ok(1));
 }
 
 /// thunks behind a reference or an `Arc` forward the paging-queue and GPU VA thunks
