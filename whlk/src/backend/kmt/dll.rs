@@ -217,7 +217,7 @@ pub(super) struct DllSession {
     pub(super) buffers: Vec<Option<DBuffer>>,
     /// Tracked buffers, GPU VA ranges, gates, fences and their waits (`backend::app`,
     /// `dll_umd`).
-    pub(super) app: super::dll_umd::DllObjects,
+    pub(super) app: super::dll_state::DllObjects,
     pub(super) queues: Vec<DQueue>,
     /// Contexts the OS suspended, by process (OsControl).
     pub(super) suspended: Vec<(usize, u32)>,
@@ -226,7 +226,7 @@ pub(super) struct DllSession {
     /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
     pub(super) idle_f1: bool,
     /// Kernel-mode DMA contexts made through `DmaContexts` (`dll_dma`).
-    pub(super) dma: Vec<super::dll_dma::DContext>,
+    pub(super) dma: Vec<super::dll_state::DContext>,
     /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
     pub(super) recorder: Option<Arc<rvgpu_simos::state::sync::trace::Recorder>>,
     /// The kernel-mode testing interface's objects (`dll_os`).
@@ -235,8 +235,8 @@ pub(super) struct DllSession {
     pub(super) hooks_device: Option<Arc<crate::backend::sim::kmt::SessKmt>>,
     /// The application's own D3D devices beside the DLL's, and the monitored fences it made
     /// on them (`dll_monitored`).
-    pub(super) own_devices: Vec<super::dll_monitored::DDevice>,
-    pub(super) monitored: Vec<super::dll_monitored::DMonitored>,
+    pub(super) own_devices: Vec<super::dll_state::DDevice>,
+    pub(super) monitored: Vec<super::dll_state::DMonitored>,
 }
 
 impl DllSession {

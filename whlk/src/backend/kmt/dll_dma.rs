@@ -12,6 +12,7 @@
 //! the queue's submission, and the ID returned is 0, as a Windows backend's.
 
 use super::dll::DllSession;
+use super::dll_state::DContext;
 use crate::backend::{ContextRef, DmaContexts, Failure, ProcessRef, TdrTrace, Work};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_simos::{Machine, UmsEvent};
@@ -124,12 +125,4 @@ impl DmaContexts for DllSession {
         }
         Ok(id)
     }
-}
-
-/// A context the harness made: its process, `RvgpuContext*` (`None` once destroyed) and node.
-#[derive(Debug)]
-pub(super) struct DContext {
-    pub(super) process: usize,
-    pub(super) handle: Option<u64>,
-    pub(super) node: u32,
 }

@@ -16,9 +16,10 @@
 use std::sync::Arc;
 
 use rvgpu_umd::fence::MonitoredFence;
-use rvgpu_umd::kmt::{FenceCpu, KmtHandle};
+use rvgpu_umd::kmt::FenceCpu;
 
 use super::dll::DllSession;
+use super::dll_state::{DDevice, DMonitored};
 use super::fences::spawn_wait;
 use super::{KmtSync, MonitoredSync};
 use crate::backend::app::{append_to_gpu_queue, fence_process, open_native_fence_in, Pending};
@@ -27,21 +28,6 @@ use crate::backend::sim::kmt::SessKmt;
 use crate::backend::{
     nth, CrossAdapterFences, EventRef, Failure, FenceRef, MonitoredFences, MonitoredRef, QueueRef,
 };
-
-/// The application's own D3D device in one of its processes (the thunks it calls itself).
-pub(super) struct DDevice {
-    /// The case's process (an index of the session's processes).
-    pub(super) process: usize,
-    pub(super) kmt: Arc<SessKmt>,
-}
-
-/// A monitored fence the application made on its own device.
-pub(super) struct DMonitored {
-    process: usize,
-    handle: KmtHandle,
-    value_gpu: u64,
-    value: <SessKmt as KmtSync>::Value,
-}
 
 impl DllSession {
     /// The application's own D3D device in process `p`, made on first use beside the DLL's.
@@ -117,7 +103,7 @@ impl MonitoredFences for DllSession {
             (m.handle, kmt)
         };
         let w = spawn_wait(kmt, handle, value, &self.app.stop);
-        self.app.events.push(super::dll_umd::DEvent::Thread(w));
+        self.app.events.push(super::dll_state::DEvent::Thread(w));
         Ok(EventRef(self.app.events.len() - 1))
     }
 

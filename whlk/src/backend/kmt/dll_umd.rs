@@ -26,7 +26,8 @@ use super::dll::{
     status_name, DllSession, FenceList, DEVICE_LOST, LOCK_READ, LOCK_WRITE, OK, TIMEOUT,
     WAS_STILL_DRAWING,
 };
-use crate::backend::app::{AppObjects, AppUmd, QueueOp, Waiter};
+use super::dll_state::{DEvent, DllFence, DllObjects};
+use crate::backend::app::{AppUmd, QueueOp, Waiter};
 use crate::backend::{
     BufferRef, Failure, FenceRef, FenceValues, LockOutcome, Pages, ProcessRef, TrackedInfo,
     TrackedWork, UmQueueRef, WaitResult,
@@ -39,27 +40,8 @@ const SHAREABLE: u64 = 1;
 /// How long one slice of an event-form wait blocks in the DLL.
 const EVENT_SLICE: Duration = Duration::from_millis(100);
 
-/// The session's objects of the seam: `RvgpuBuffer*` handles, views as host addresses.
-pub(super) type DllObjects = AppObjects<u64, u64, DllFence, DEvent>;
-
 pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)
-}
-
-/// A native fence: its `RvgpuFence*`, and the D3DKMT handle the DLL got for it (how the OS
-/// names this process's instance), if one appeared.
-pub(super) struct DllFence {
-    pub(super) handle: u64,
-    pub(super) kmt: Option<u32>,
-}
-
-/// A CPU wait in event form.
-pub(super) enum DEvent {
-    /// A thread blocked in `rvgpu_fence_wait`, slice by slice.
-    Thread(Waiter),
-    /// Step mode: the wait `rvgpu_fence_wait_async` registered: (process, its Win32 event,
-    /// `RvgpuFence*`, value).
-    Registered(usize, u64, u64, u64),
 }
 
 /// One operation of a batch as the C API takes it, a fence by its `RvgpuFence*`.

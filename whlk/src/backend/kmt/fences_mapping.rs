@@ -38,7 +38,7 @@ impl AppMappings for crate::backend::kmt::dll::DllSession {
     fn fence_own_mapping(
         &self,
         _p: usize,
-        _f: &crate::backend::kmt::dll_umd::DllFence,
+        _f: &crate::backend::kmt::dll_state::DllFence,
     ) -> Result<OwnFenceMapping, Failure> {
         Err(Failure::Unsupported(
             "a fence's mapping: the UMD DLL's C API does not hand it out".into(),

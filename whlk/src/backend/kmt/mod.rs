@@ -44,6 +44,8 @@ mod dll_monitored;
 #[cfg(target_os = "linux")]
 mod dll_os;
 #[cfg(target_os = "linux")]
+mod dll_state;
+#[cfg(target_os = "linux")]
 mod dll_umd;
 #[cfg(target_os = "linux")]
 mod dll_usermode;
