@@ -153,6 +153,8 @@ c_type! {
     #[size(8)]
     #[repr(C)]
     #[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+    // Carried inside the D3DKMT blocks, which are read as bytes.
+    #[derive(zerocopy::FromBytes, zerocopy::IntoBytes, zerocopy::Immutable)]
     pub struct LUID {
         /// Low 32 bits.
         #[offset(0)]

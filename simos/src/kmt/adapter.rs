@@ -5,8 +5,9 @@
 //! their order with their statuses, and back what 24H2 writes. The caller's handle table is the
 //! caller's ([`AdapterTable`]): a user-mode process's adapter handles.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::IntoBytes;
 
+use rvgpu_ddi::d3dkmt::{D3DKMT_ADAPTERINFO, D3DKMT_ENUMADAPTERS2, D3DKMT_OPENADAPTERFROMLUID};
 use rvgpu_ddi::ntstatus::{
     STATUS_ACCESS_DENIED, STATUS_BUFFER_TOO_SMALL, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER,
 };
@@ -15,56 +16,6 @@ use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 use super::context_virtual::CallerMemory;
 use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
-
-/// `D3DKMT_OPENADAPTERFROMLUID` in the released x64 layout (12 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtOpenAdapterFromLuid {
-    /// `AdapterLuid.LowPart` (in).
-    pub luid_low: u32,
-    /// `AdapterLuid.HighPart` (in).
-    pub luid_high: i32,
-    /// `hAdapter` (out).
-    pub h_adapter: u32,
-}
-
-/// `D3DKMT_ENUMADAPTERS2` in the released x64 layout (16 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtEnumAdapters2 {
-    /// `NumAdapters` (in/out).
-    pub num_adapters: u32,
-    /// Alignment.
-    pub _pad: u32,
-    /// `pAdapters` (out): `NumAdapters` `D3DKMT_ADAPTERINFO`s in the caller's process.
-    pub p_adapters: u64,
-}
-
-/// `D3DKMT_ADAPTERINFO` in the released x64 layout (20 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtAdapterInfo {
-    /// `hAdapter`.
-    pub h_adapter: u32,
-    /// `AdapterLuid.LowPart`.
-    pub luid_low: u32,
-    /// `AdapterLuid.HighPart`.
-    pub luid_high: i32,
-    /// `NumOfSources`.
-    pub num_of_sources: u32,
-    /// `bPrecisePresentRegionsPreferred`.
-    pub precise_present_regions_preferred: u32,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(size_of::<D3dkmtOpenAdapterFromLuid>() == 12);
-    assert!(offset_of!(D3dkmtOpenAdapterFromLuid, h_adapter) == 8);
-    assert!(size_of::<D3dkmtEnumAdapters2>() == 16);
-    assert!(offset_of!(D3dkmtEnumAdapters2, p_adapters) == 8);
-    assert!(size_of::<D3dkmtAdapterInfo>() == 20);
-    assert!(offset_of!(D3dkmtAdapterInfo, num_of_sources) == 12);
-};
 
 /// The caller's adapter handles and its processes on the adapters.
 pub trait AdapterTable {
@@ -97,30 +48,30 @@ fn blocked(m: &Machine, t: &dyn AdapterTable, i: usize) -> bool {
 
 /// `DxgkOpenAdapterFromLuidImpl` for the caller's structure `a`, in 24H2's order:
 /// 1. the LUID no adapter's (`DXGGLOBAL::ReferenceAdapterByLuid`): STATUS_INVALID_PARAMETER;
-/// 2. the adapter not started: STATUS_DEVICE_REMOVED with `a.h_adapter` set to 0 (24H2 writes
+/// 2. the adapter not started: STATUS_DEVICE_REMOVED with `a.hAdapter` set to 0 (24H2 writes
 ///    the zero handle back);
 /// 3. the caller blocked on the adapter (read only while it is started): STATUS_ACCESS_DENIED;
-/// 4. a new handle in the caller's table (its status when full), in `a.h_adapter`.
+/// 4. a new handle in the caller's table (its status when full), in `a.hAdapter`.
 ///
 /// The simulated process is made by the first device, not here: 24H2's open initialises the
 /// process's adapter state only for a process flagged so (`DXGPROCESS::OpenAdapter`
 /// @0x14036620C's third argument, bit 0x80 of the process's flags).
 pub fn dxgk_open_adapter_from_luid_impl(
     m: &Machine,
-    a: &mut D3dkmtOpenAdapterFromLuid,
+    a: &mut D3DKMT_OPENADAPTERFROMLUID,
     t: &dyn AdapterTable,
 ) -> Result<(), NtStatus> {
     let i = (0..m.adapter_count())
-        .find(|&i| luid_of(i) == (a.luid_low, a.luid_high))
+        .find(|&i| luid_of(i) == (a.AdapterLuid.LowPart, a.AdapterLuid.HighPart))
         .ok_or(status(STATUS_INVALID_PARAMETER))?;
     if !m.adapter_started(i) {
-        a.h_adapter = 0;
+        a.hAdapter = 0;
         return Err(status(STATUS_DEVICE_REMOVED));
     }
     if blocked(m, t, i) {
         return Err(status(STATUS_ACCESS_DENIED));
     }
-    a.h_adapter = t.open(i)?;
+    a.hAdapter = t.open(i)?;
     Ok(())
 }
 
@@ -163,16 +114,16 @@ pub fn max_adapters_in_session(m: &Machine) -> u32 {
 pub fn dxgk_enum_adapters2_impl(
     m: &Machine,
     at: u64,
-    a: &mut D3dkmtEnumAdapters2,
+    a: &mut D3DKMT_ENUMADAPTERS2,
     t: &dyn AdapterTable,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     let max = max_adapters_in_session(m);
-    if a.p_adapters == 0 {
-        a.num_adapters = max;
+    if a.pAdapters == 0 {
+        a.NumAdapters = max;
         return mem.write(at, a.as_bytes());
     }
-    let room = a.num_adapters.min(max);
+    let room = a.NumAdapters.min(max);
     let listed: Vec<usize> = (0..m.adapter_count())
         .filter(|&i| m.adapter_started(i) && !blocked(m, t, i))
         .collect();
@@ -180,22 +131,24 @@ pub fn dxgk_enum_adapters2_impl(
         return Err(status(STATUS_BUFFER_TOO_SMALL));
     }
     let mut infos = Vec::with_capacity(listed.len());
-    let close_all = |infos: &[D3dkmtAdapterInfo]| {
+    let close_all = |infos: &[D3DKMT_ADAPTERINFO]| {
         for info in infos {
-            t.close(info.h_adapter);
+            t.close(info.hAdapter);
         }
     };
     for &i in &listed {
         match t.open(i) {
             Ok(h) => {
-                let (luid_low, luid_high) = luid_of(i);
-                infos.push(D3dkmtAdapterInfo {
-                    h_adapter: h,
-                    luid_low,
-                    luid_high,
+                let (low, high) = luid_of(i);
+                infos.push(D3DKMT_ADAPTERINFO {
+                    hAdapter: h,
+                    AdapterLuid: rvgpu_ddi::LUID {
+                        LowPart: low,
+                        HighPart: high,
+                    },
                     // Render-only: no VidPN sources; the preference is a display adapter's.
-                    num_of_sources: 0,
-                    precise_present_regions_preferred: 0,
+                    NumOfSources: 0,
+                    bPrecisePresentRegionsPreferred: 0,
                 });
             }
             Err(e) => {
@@ -204,11 +157,11 @@ pub fn dxgk_enum_adapters2_impl(
             }
         }
     }
-    a.num_adapters = u32::try_from(infos.len()).unwrap_or(room);
+    a.NumAdapters = u32::try_from(infos.len()).unwrap_or(room);
     mem.write(at, a.as_bytes())?;
     let bytes: Vec<u8> = infos.iter().flat_map(|i| i.as_bytes().to_vec()).collect();
     if bytes.is_empty() {
         return Ok(());
     }
-    mem.write(a.p_adapters, &bytes)
+    mem.write(a.pAdapters, &bytes)
 }

@@ -4,32 +4,11 @@
 //! another handle the database of the render adapter paired with it; `Result` written back on
 //! success only.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
-use rvgpu_ddi::feature::DXGK_FEATURE_ID;
+use rvgpu_ddi::d3dkmt::D3DKMT_ISFEATUREENABLED;
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use crate::machine::Machine;
-
-/// `D3DKMT_ISFEATUREENABLED` in the released x64 layout (12 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtIsFeatureEnabled {
-    /// `hAdapter` (in): 0 for the global database.
-    pub h_adapter: u32,
-    /// `FeatureId` (in).
-    pub feature_id: DXGK_FEATURE_ID,
-    /// `Result` (`DXGK_ISFEATUREENABLED_RESULT`: `Version` in the low 16 bits, then
-    /// `Enabled`, `KnownFeature`; out).
-    pub result: u32,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(size_of::<D3dkmtIsFeatureEnabled>() == 12);
-    assert!(offset_of!(D3dkmtIsFeatureEnabled, result) == 8);
-};
 
 /// `DXGK_ISFEATUREENABLED_RESULT` as a dword (d3dukmdt.h): the version, `Enabled` (bit 16),
 /// `KnownFeature` (bit 17).
@@ -48,19 +27,19 @@ fn result_dword(version: Option<u16>, known: bool) -> u32 {
 /// 3. the paired render adapter (the adapter itself: it is render-only) answers from its
 ///    feature database, as the driver's `IsFeatureEnabled` callback is answered.
 ///
-/// On success `a.result` is the answer; on failure `a` is unchanged.
+/// On success `a.Result` is the answer; on failure `a` is unchanged.
 pub fn nt_dxgk_is_feature_enabled(
     m: &Machine,
-    a: &mut D3dkmtIsFeatureEnabled,
+    a: &mut D3DKMT_ISFEATUREENABLED,
     adapter: impl FnOnce(KmtHandle) -> Option<usize>,
 ) -> Result<(), NtStatus> {
-    let known = crate::dxgkrnl::features::DRIVER_FEATURES.contains(&a.feature_id);
-    if a.h_adapter == 0 {
-        a.result = result_dword(None, known);
+    let known = crate::dxgkrnl::features::DRIVER_FEATURES.contains(&a.FeatureId);
+    if a.hAdapter == 0 {
+        a.Result = result_dword(None, known);
         return Ok(());
     }
-    let i = adapter(a.h_adapter).ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
-    let version = m.feature_db(i).version(a.feature_id);
-    a.result = result_dword(version, known);
+    let i = adapter(a.hAdapter).ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
+    let version = m.feature_db(i).version(a.FeatureId);
+    a.Result = result_dword(version, known);
     Ok(())
 }

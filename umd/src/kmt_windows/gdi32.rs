@@ -4,8 +4,9 @@ use core::ffi::c_void;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
+use rvgpu_ddi::d3dkmt::D3DKMT_OPENADAPTERFROMLUID;
 use windows_sys::Wdk::Graphics::Direct3D::{
-    D3DKMTCloseAdapter, D3DKMTOpenAdapterFromLuid, D3DKMT_CLOSEADAPTER, D3DKMT_OPENADAPTERFROMLUID,
+    D3DKMTCloseAdapter, D3DKMTOpenAdapterFromLuid, D3DKMT_CLOSEADAPTER,
 };
 use windows_sys::Win32::Foundation::{LUID, NTSTATUS};
 
@@ -137,11 +138,15 @@ pub(super) unsafe fn call_with<T>(thunk: Wddm32Thunk, args: &mut T) -> NTSTATUS 
 /// Opens an adapter by LUID; returns its D3DKMT handle.
 pub fn open_adapter(luid: LUID) -> Result<u32, NTSTATUS> {
     let mut args = D3DKMT_OPENADAPTERFROMLUID {
-        AdapterLuid: luid,
+        AdapterLuid: rvgpu_ddi::LUID {
+            LowPart: luid.LowPart,
+            HighPart: luid.HighPart,
+        },
         hAdapter: 0,
     };
-    // SAFETY: a valid, initialised argument structure on the stack.
-    let status = unsafe { D3DKMTOpenAdapterFromLuid(&mut args) };
+    // SAFETY: the D3DKMT_OPENADAPTERFROMLUID layout (asserted with its definition), initialised,
+    // on the stack.
+    let status = unsafe { D3DKMTOpenAdapterFromLuid(ptr::from_mut(&mut args).cast()) };
     if status < 0 {
         Err(status)
     } else {

@@ -53,7 +53,7 @@ mod waits;
 pub use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCloseAdapter, D3DKMTCreateDevice, D3DKMTCreateHwQueue, D3DKMTDestroyDevice,
     D3DKMTDestroyHwQueue, D3DKMTOpenAdapterFromLuid, D3DKMTSubmitCommandToHwQueue,
-    D3DKMT_CLOSEADAPTER, D3DKMT_OPENADAPTERFROMLUID,
+    D3DKMT_CLOSEADAPTER,
 };
 
 pub use device::*;

@@ -9,10 +9,12 @@
 //! out of the calling process's memory, where an address is all a pointer is. A caller starts a
 //! block from zero (`zerocopy::FromZeros::new_zeroed`).
 
+pub mod adapter;
 pub mod doorbell;
 pub mod memory;
 pub mod native_fence;
 
+pub use adapter::*;
 pub use doorbell::*;
 pub use memory::*;
 pub use native_fence::*;

@@ -12,15 +12,18 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::kmt::adapter::{
     dxgk_close_adapter_impl, dxgk_enum_adapters2_impl, dxgk_open_adapter_from_luid_impl,
-    AdapterTable, D3dkmtEnumAdapters2, D3dkmtOpenAdapterFromLuid,
+    AdapterTable,
 };
 use crate::kmt::device::{
     dxgk_create_device_impl, dxgk_destroy_device_impl, D3dkmtCreateDevice, DeviceTable,
 };
 use crate::kmt::escape::{dxgk_escape, D3dkmtEscape, EscapeCaller};
-use crate::kmt::feature::{nt_dxgk_is_feature_enabled, D3dkmtIsFeatureEnabled};
+use crate::kmt::feature::nt_dxgk_is_feature_enabled;
 use crate::pe::umd::{Device, UserProcess};
 use crate::ums::UmsProcess;
+use rvgpu_ddi::d3dkmt::{
+    D3DKMT_ENUMADAPTERS2, D3DKMT_ISFEATUREENABLED, D3DKMT_OPENADAPTERFROMLUID,
+};
 
 impl AdapterTable for UserProcess {
     fn adapter(&self, h: KmtHandle) -> Option<usize> {
@@ -90,15 +93,15 @@ impl EscapeCaller for UserProcess {
 /// `hAdapter` back on success, and the zero handle 24H2 writes for an adapter not started.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtopenadapterfromluid>
 pub(super) fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
-    let mut a: D3dkmtOpenAdapterFromLuid = args(at)?;
-    probe_out::<D3dkmtOpenAdapterFromLuid>(at)?;
-    let before = a.h_adapter;
+    let mut a: D3DKMT_OPENADAPTERFROMLUID = args(at)?;
+    probe_out::<D3DKMT_OPENADAPTERFROMLUID>(at)?;
+    let before = a.hAdapter;
     let r = dxgk_open_adapter_from_luid_impl(&p.machine, &mut a, p);
-    if r.is_ok() || a.h_adapter != before {
+    if r.is_ok() || a.hAdapter != before {
         put(
             at,
-            offset_of!(D3dkmtOpenAdapterFromLuid, h_adapter),
-            &a.h_adapter,
+            offset_of!(D3DKMT_OPENADAPTERFROMLUID, hAdapter),
+            &a.hAdapter,
         )?;
     }
     r.map_err(nt)
@@ -115,7 +118,7 @@ pub(super) fn close_adapter(p: &UserProcess, at: u64) -> Status {
 /// structure back and the list itself).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtenumadapters2>
 pub(super) fn enum_adapters2(p: &UserProcess, at: u64) -> Status {
-    let mut a: D3dkmtEnumAdapters2 = args(at)?;
+    let mut a: D3DKMT_ENUMADAPTERS2 = args(at)?;
     dxgk_enum_adapters2_impl(&p.machine, at, &mut a, p, &GuestMemory).map_err(nt)
 }
 
@@ -150,9 +153,9 @@ pub(super) fn escape(p: &UserProcess, at: u64) -> Status {
 /// 12 bytes captured whole, `Result` back on success.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtisfeatureenabled>
 pub(super) fn is_feature_enabled(p: &UserProcess, at: u64) -> Status {
-    let mut a: D3dkmtIsFeatureEnabled = args(at)?;
+    let mut a: D3DKMT_ISFEATUREENABLED = args(at)?;
     nt_dxgk_is_feature_enabled(&p.machine, &mut a, |h| AdapterTable::adapter(p, h)).map_err(nt)?;
-    put(at, offset_of!(D3dkmtIsFeatureEnabled, result), &a.result)
+    put(at, offset_of!(D3DKMT_ISFEATUREENABLED, Result), &a.Result)
 }
 
 /// `D3DKMTGetDeviceState`: the structure as the DLL wrote it (24H2 captures all 0x38 bytes)
