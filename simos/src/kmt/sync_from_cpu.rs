@@ -5,8 +5,9 @@
 //! `K:WaitForSynchronizationObjectFromCpu` @0x1402AD200: the caller's structure as written, the
 //! checks in their order with their statuses. Neither writes anything back.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+pub use rvgpu_ddi::d3dkmt::{
+    D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+};
 use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
@@ -15,54 +16,6 @@ use super::native_fence::{SYNC_NO_SIGNAL as NO_SIGNAL, SYNC_NO_WAIT as NO_WAIT};
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, NativeFence};
 use crate::ums::UmsProcess;
-
-/// `D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU` in the released x64 layout (32 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtSignalSynchronizationObjectFromCpu {
-    /// `hDevice`.
-    pub h_device: u32,
-    /// `ObjectCount`.
-    pub object_count: u32,
-    /// `ObjectHandleArray`, an address in the caller's process.
-    pub object_handle_array: u64,
-    /// `FenceValueArray`, an address in the caller's process.
-    pub fence_value_array: u64,
-    /// `Flags` (`D3DDDI_SIGNALSYNCHRONIZATIONOBJECTFROMCPU_FLAGS`).
-    pub flags: u32,
-    /// Alignment.
-    pub _pad: u32,
-}
-
-/// `D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU` in the released x64 layout (40 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtWaitForSynchronizationObjectFromCpu {
-    /// `hDevice`.
-    pub h_device: u32,
-    /// `ObjectCount`.
-    pub object_count: u32,
-    /// `ObjectHandleArray`, an address in the caller's process.
-    pub object_handle_array: u64,
-    /// `FenceValueArray`, an address in the caller's process.
-    pub fence_value_array: u64,
-    /// `hAsyncEvent`: an event handle of the caller's process, or 0 for a blocking wait.
-    pub h_async_event: u64,
-    /// `Flags` (`D3DDDI_WAITFORSYNCHRONIZATIONOBJECTFROMCPU_FLAGS`).
-    pub flags: u32,
-    /// Alignment.
-    pub _pad: u32,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtSignalSynchronizationObjectFromCpu, fence_value_array) == 16);
-    assert!(offset_of!(D3dkmtSignalSynchronizationObjectFromCpu, flags) == 24);
-    assert!(size_of::<D3dkmtSignalSynchronizationObjectFromCpu>() == 32);
-    assert!(offset_of!(D3dkmtWaitForSynchronizationObjectFromCpu, h_async_event) == 24);
-    assert!(offset_of!(D3dkmtWaitForSynchronizationObjectFromCpu, flags) == 32);
-    assert!(size_of::<D3dkmtWaitForSynchronizationObjectFromCpu>() == 40);
-};
 
 /// `D3DDDI_WAITFORSYNCHRONIZATIONOBJECTFROMCPU_FLAGS::WaitAny`, the one flag 24H2 takes.
 pub const WAIT_ANY: u32 = 1 << 0;
@@ -208,22 +161,17 @@ fn same(a: &SyncObject, b: &SyncObject) -> bool {
 ///    `DxgkDdiUpdateCurrentValuesFromCpu`, NF-17). A refusal signals nothing.
 pub fn dxgk_signal_synchronization_object_from_cpu(
     m: &Machine,
-    a: &D3dkmtSignalSynchronizationObjectFromCpu,
+    a: &D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
     caller: &dyn CallerProcess,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.object_count == 0 {
+    if a.ObjectCount == 0 {
         return Err(bad);
     }
-    let (handles, values) = capture(
-        mem,
-        a.object_count,
-        a.object_handle_array,
-        a.fence_value_array,
-    )?;
-    let device = caller.device(a.h_device).ok_or(bad)?;
-    if a.flags & !SIGNAL_FLAGS != 0 {
+    let (handles, values) = capture(mem, a.ObjectCount, a.ObjectHandleArray, a.FenceValueArray)?;
+    let device = caller.device(a.hDevice).ok_or(bad)?;
+    if a.Flags & !SIGNAL_FLAGS != 0 {
         return Err(bad);
     }
     let objects = objects_of(caller, device.device, &handles, NO_SIGNAL)?;
@@ -232,7 +180,7 @@ pub fn dxgk_signal_synchronization_object_from_cpu(
             return Err(bad);
         }
     }
-    if a.flags & ALLOW_FENCE_REWIND == 0 {
+    if a.Flags & ALLOW_FENCE_REWIND == 0 {
         let rewinds = |(o, &v): (&SyncObject, &u64)| match o {
             SyncObject::Monitored(f) => v < f.last_signalled(),
             SyncObject::Native(_) => false,
@@ -274,29 +222,24 @@ pub struct CpuWait {
 /// The wait itself is the caller's ([`CpuWait`]): the event form returns at once, the other
 /// blocks until the condition holds.
 pub fn dxgk_wait_for_synchronization_object_from_cpu_internal(
-    a: &D3dkmtWaitForSynchronizationObjectFromCpu,
+    a: &D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
     caller: &dyn CallerProcess,
     mem: &dyn CallerMemory,
     event: &dyn Fn(u64) -> Result<(), NtStatus>,
 ) -> Result<CpuWait, NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.object_count == 0 || a.flags & !WAIT_ANY != 0 {
+    if a.ObjectCount == 0 || a.Flags & !WAIT_ANY != 0 {
         return Err(bad);
     }
-    let (handles, values) = capture(
-        mem,
-        a.object_count,
-        a.object_handle_array,
-        a.fence_value_array,
-    )?;
-    let device = caller.device(a.h_device).ok_or(bad)?;
-    if a.h_async_event != 0 {
-        event(a.h_async_event)?;
+    let (handles, values) = capture(mem, a.ObjectCount, a.ObjectHandleArray, a.FenceValueArray)?;
+    let device = caller.device(a.hDevice).ok_or(bad)?;
+    if a.hAsyncEvent != 0 {
+        event(a.hAsyncEvent)?;
     }
     let objects = objects_of(caller, device.device, &handles, NO_WAIT)?;
     Ok(CpuWait {
         objects: objects.into_iter().zip(values).collect(),
-        any: a.flags & WAIT_ANY != 0,
+        any: a.Flags & WAIT_ANY != 0,
     })
 }
 
@@ -373,11 +316,11 @@ impl super::SimKmt<'_> {
     /// the thunk's kernel entry with the structure the UMD's Windows thunk fills.
     pub fn signal_fence_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
         self.thunk()?;
-        let a = D3dkmtSignalSynchronizationObjectFromCpu {
-            h_device: self.process().device,
-            object_count: 1,
-            object_handle_array: HostArrays::HANDLES,
-            fence_value_array: HostArrays::VALUES,
+        let a = D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU {
+            hDevice: self.process().device,
+            ObjectCount: 1,
+            ObjectHandleArray: HostArrays::HANDLES,
+            FenceValueArray: HostArrays::VALUES,
             ..Default::default()
         };
         let mem = HostArrays::one(fence, value);
@@ -387,11 +330,11 @@ impl super::SimKmt<'_> {
     /// The checks of `D3DKMTWaitForSynchronizationObjectFromCpu` for one object of this device
     /// (no event: the UMD's blocking wait), through the thunk's kernel entry.
     pub(super) fn check_cpu_wait(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
-        let a = D3dkmtWaitForSynchronizationObjectFromCpu {
-            h_device: self.process().device,
-            object_count: 1,
-            object_handle_array: HostArrays::HANDLES,
-            fence_value_array: HostArrays::VALUES,
+        let a = D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
+            hDevice: self.process().device,
+            ObjectCount: 1,
+            ObjectHandleArray: HostArrays::HANDLES,
+            FenceValueArray: HostArrays::VALUES,
             ..Default::default()
         };
         let mem = HostArrays::one(fence, value);

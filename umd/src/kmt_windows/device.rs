@@ -12,14 +12,15 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DDDI_MONITORED_FENCE, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CREATEDEVICE,
     D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2,
     D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYSYNCHRONIZATIONOBJECT,
-    D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
 };
 use windows_sys::Win32::Foundation::{LUID, STATUS_NO_MEMORY, STATUS_PENDING};
 use windows_sys::Win32::System::Threading::{
     AcquireSRWLockExclusive, ReleaseSRWLockExclusive, SRWLOCK,
 };
 
-use rvgpu_ddi::d3dkmt::D3DKMT_CREATENATIVEFENCE;
+use rvgpu_ddi::d3dkmt::{
+    d3dkmt_ptr, D3DKMT_CREATENATIVEFENCE, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
+};
 use rvgpu_ddi::fence::D3DDDI_NATIVE_FENCE_PDD_SIZE;
 
 use super::gdi32::{call_with, close_adapter, open_adapter, Wddm32Thunk};
@@ -506,12 +507,13 @@ impl WinKmt {
         let args = D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU {
             hDevice: self.device,
             ObjectCount: 1,
-            ObjectHandleArray: &fence,
-            FenceValueArray: &value,
+            ObjectHandleArray: d3dkmt_ptr(&fence),
+            FenceValueArray: d3dkmt_ptr(&value),
             ..Default::default()
         };
-        // SAFETY: the arrays point to one handle and one value on this stack frame.
-        check(unsafe { D3DKMTSignalSynchronizationObjectFromCpu(&args) })
+        // SAFETY: the D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU layout (asserted with its
+        // definition); the arrays point to one handle and one value on this stack frame.
+        check(unsafe { D3DKMTSignalSynchronizationObjectFromCpu(ptr::from_ref(&args).cast()) })
     }
 
     /// `D3DKMTDestroySynchronizationObject`.

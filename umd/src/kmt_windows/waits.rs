@@ -5,9 +5,8 @@
 use core::cell::UnsafeCell;
 use core::ptr;
 
-use windows_sys::Wdk::Graphics::Direct3D::{
-    D3DKMTWaitForSynchronizationObjectFromCpu, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
-};
+use rvgpu_ddi::d3dkmt::{d3dkmt_ptr, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU};
+use windows_sys::Wdk::Graphics::Direct3D::D3DKMTWaitForSynchronizationObjectFromCpu;
 use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
 use windows_sys::Win32::System::Threading::{
     AcquireSRWLockExclusive, CreateEventW, ReleaseSRWLockExclusive, SRWLOCK,
@@ -87,14 +86,15 @@ impl WinKmt {
         let args = D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
             hDevice: self.device,
             ObjectCount: 1,
-            ObjectHandleArray: &fence,
-            FenceValueArray: &value,
-            hAsyncEvent: event,
+            ObjectHandleArray: d3dkmt_ptr(&fence),
+            FenceValueArray: d3dkmt_ptr(&value),
+            hAsyncEvent: d3dkmt_ptr(event),
             ..Default::default()
         };
-        // SAFETY: the arrays point to one handle and one value on this stack frame; the OS
-        // validates the event handle (null: no event) and holds its own reference to it.
-        check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(&args) })
+        // SAFETY: the D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU layout (asserted with its
+        // definition); the arrays point to one handle and one value on this stack frame; the
+        // OS validates the event handle (null: no event) and holds its own reference to it.
+        check(unsafe { D3DKMTWaitForSynchronizationObjectFromCpu(ptr::from_ref(&args).cast()) })
     }
 
     /// A wait of this process on native fence `fence` for `value`, signalling `event`: the

@@ -42,9 +42,9 @@ impl crate::kmt::sync_from_cpu::CallerProcess for UserProcess {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsignalsynchronizationobjectfromcpu>
 pub(super) fn signal_from_cpu(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::sync_from_cpu::{
-        dxgk_signal_synchronization_object_from_cpu, D3dkmtSignalSynchronizationObjectFromCpu,
+        dxgk_signal_synchronization_object_from_cpu, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
     };
-    let a: D3dkmtSignalSynchronizationObjectFromCpu = args(at)?;
+    let a: D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU = args(at)?;
     dxgk_signal_synchronization_object_from_cpu(&p.machine, &a, p, &GuestMemory).map_err(nt)
 }
 
@@ -110,10 +110,10 @@ pub(crate) fn wait_group(m: &crate::Machine, g: &WaitGroup, timeout: Duration) -
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_waitforsynchronizationobjectfromcpu>
 pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::sync_from_cpu::{
-        dxgk_wait_for_synchronization_object_from_cpu_internal as checks,
-        D3dkmtWaitForSynchronizationObjectFromCpu, SyncObject,
+        dxgk_wait_for_synchronization_object_from_cpu_internal as checks, SyncObject,
+        D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
     };
-    let a: D3dkmtWaitForSynchronizationObjectFromCpu = args(at)?;
+    let a: D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU = args(at)?;
     // `ObReferenceObjectByHandle` of an event: a handle this process does not hold.
     let referenced = |h: u64| {
         p.win32.event(h).map(|_| ()).ok_or(rvgpu_umd::kmt::NtStatus(
@@ -121,7 +121,7 @@ pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
         ))
     };
     let w = checks(&a, p, &GuestMemory, &referenced).map_err(nt)?;
-    let event = match a.h_async_event {
+    let event = match a.hAsyncEvent {
         0 => None,
         h => Some(p.win32.event(h).ok_or(STATUS_INVALID_PARAMETER)?),
     };
