@@ -10,8 +10,10 @@
 
 use std::sync::Arc;
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+// `K:DxgkSubmitSignalSyncObjectsToHwQueueInternal` copies 0x28 bytes: the whole block.
+pub use rvgpu_ddi::d3dkmt::{
+    D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE, D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
+};
 use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
@@ -21,58 +23,6 @@ use super::sync_from_cpu::{CallerProcess, HostArrays, SyncObject, MAX_OBJECTS};
 use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::{self, UmsProcess};
-
-/// `D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE` in the released x64 layout (40 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtSubmitSignalSyncObjectsToHwQueue {
-    /// `Flags` (`D3DDDICB_SIGNALFLAGS`).
-    pub flags: u32,
-    /// `BroadcastHwQueueCount`.
-    pub broadcast_hw_queue_count: u32,
-    /// `BroadcastHwQueueArray`, an address in the caller's process.
-    pub broadcast_hw_queue_array: u64,
-    /// `ObjectCount`.
-    pub object_count: u32,
-    /// Alignment.
-    pub _pad: u32,
-    /// `ObjectHandleArray`, an address in the caller's process.
-    pub object_handle_array: u64,
-    /// `FenceValueArray`, an address in the caller's process.
-    pub fence_value_array: u64,
-}
-
-/// `D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE` in the released x64 layout (24 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtSubmitWaitForSyncObjectsToHwQueue {
-    /// `hHwQueue`.
-    pub h_hw_queue: u32,
-    /// `ObjectCount`.
-    pub object_count: u32,
-    /// `ObjectHandleArray`, an address in the caller's process.
-    pub object_handle_array: u64,
-    /// `FenceValueArray`, an address in the caller's process.
-    pub fence_value_array: u64,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    // `K:DxgkSubmitSignalSyncObjectsToHwQueueInternal` copies 0x28 bytes.
-    assert!(
-        offset_of!(
-            D3dkmtSubmitSignalSyncObjectsToHwQueue,
-            broadcast_hw_queue_array
-        ) == 8
-    );
-    assert!(offset_of!(D3dkmtSubmitSignalSyncObjectsToHwQueue, object_count) == 16);
-    assert!(offset_of!(D3dkmtSubmitSignalSyncObjectsToHwQueue, object_handle_array) == 24);
-    assert!(offset_of!(D3dkmtSubmitSignalSyncObjectsToHwQueue, fence_value_array) == 32);
-    assert!(size_of::<D3dkmtSubmitSignalSyncObjectsToHwQueue>() == 40);
-    assert!(offset_of!(D3dkmtSubmitWaitForSyncObjectsToHwQueue, object_handle_array) == 8);
-    assert!(offset_of!(D3dkmtSubmitWaitForSyncObjectsToHwQueue, fence_value_array) == 16);
-    assert!(size_of::<D3dkmtSubmitWaitForSyncObjectsToHwQueue>() == 24);
-};
 
 /// `D3DDDICB_SIGNALFLAGS` bits 3 to 30 (`Reserved`).
 const SIGNAL_RESERVED: u32 = 0x7FFF_FFF8;
@@ -178,24 +128,24 @@ fn device_active(m: &Machine, p: &UmsProcess) -> Result<Arc<AdapterShared>, NtSt
 /// not). A refusal queues nothing.
 pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
     m: &Machine,
-    a: &D3dkmtSubmitSignalSyncObjectsToHwQueue,
+    a: &D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
     owner: &dyn Fn(KmtHandle) -> Option<UmsProcess>,
     caller: &dyn CallerProcess,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.object_count == 0 {
+    if a.ObjectCount == 0 {
         return Err(bad);
     }
-    let objects = handles(mem, a.object_count, a.object_handle_array)?;
-    if a.broadcast_hw_queue_count == 0 {
+    let objects = handles(mem, a.ObjectCount, a.ObjectHandleArray)?;
+    if a.BroadcastHwQueueCount == 0 {
         return Err(bad);
     }
-    let queues = handles(mem, a.broadcast_hw_queue_count, a.broadcast_hw_queue_array)?;
+    let queues = handles(mem, a.BroadcastHwQueueCount, a.BroadcastHwQueueArray)?;
     let first = queues.first().copied().ok_or(bad)?;
     let p = queue_owner(m, owner, first)?;
     let sh = device_active(m, &p)?;
-    if a.flags & SIGNAL_RESERVED != 0 || a.flags & SIGNAL_INTERNAL != 0 {
+    if a.Flags & SIGNAL_RESERVED != 0 || a.Flags & SIGNAL_INTERNAL != 0 {
         return Err(bad);
     }
     for &q in queues.iter().skip(1) {
@@ -217,7 +167,7 @@ pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
             Ok(o.object)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let values = values(mem, a.object_count, a.fence_value_array)?;
+    let values = values(mem, a.ObjectCount, a.FenceValueArray)?;
     for (i, o) in found.iter().enumerate() {
         if found.iter().skip(i + 1).any(|q| same(o, q)) {
             return Err(bad);
@@ -244,19 +194,19 @@ pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
 /// nothing.
 pub fn dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
     m: &Machine,
-    a: &D3dkmtSubmitWaitForSyncObjectsToHwQueue,
+    a: &D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
     owner: &dyn Fn(KmtHandle) -> Option<UmsProcess>,
     caller: &dyn CallerProcess,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.object_count == 0 {
+    if a.ObjectCount == 0 {
         return Err(bad);
     }
-    let objects = handles(mem, a.object_count, a.object_handle_array)?;
-    let p = queue_owner(m, owner, a.h_hw_queue)?;
+    let objects = handles(mem, a.ObjectCount, a.ObjectHandleArray)?;
+    let p = queue_owner(m, owner, a.hHwQueue)?;
     let sh = device_active(m, &p)?;
-    let values = values(mem, a.object_count, a.fence_value_array)?;
+    let values = values(mem, a.ObjectCount, a.FenceValueArray)?;
     let found = objects
         .iter()
         .map(|&h| {
@@ -271,7 +221,7 @@ pub fn dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let fences = scheduled(&objects, found, &values);
-    ums::submit_wait_objects_to_hw_queue(m, &sh, p.device, a.h_hw_queue, fences)
+    ums::submit_wait_objects_to_hw_queue(m, &sh, p.device, a.hHwQueue, fences)
         .map_err(super::status)
 }
 
@@ -284,11 +234,11 @@ impl super::SimKmt<'_> {
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
         let n = u32::try_from(fences.len()).map_err(|_| NtStatus(STATUS_NO_MEMORY))?;
-        let a = D3dkmtSubmitWaitForSyncObjectsToHwQueue {
-            h_hw_queue: queue,
-            object_count: n,
-            object_handle_array: HostArrays::HANDLES,
-            fence_value_array: HostArrays::VALUES,
+        let a = D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE {
+            hHwQueue: queue,
+            ObjectCount: n,
+            ObjectHandleArray: HostArrays::HANDLES,
+            FenceValueArray: HostArrays::VALUES,
         };
         let p = self.process();
         dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
@@ -308,12 +258,12 @@ impl super::SimKmt<'_> {
         fences: &[(KmtHandle, u64)],
     ) -> Result<(), NtStatus> {
         let n = u32::try_from(fences.len()).map_err(|_| NtStatus(STATUS_NO_MEMORY))?;
-        let a = D3dkmtSubmitSignalSyncObjectsToHwQueue {
-            broadcast_hw_queue_count: 1,
-            broadcast_hw_queue_array: HostArrays::QUEUES,
-            object_count: n,
-            object_handle_array: HostArrays::HANDLES,
-            fence_value_array: HostArrays::VALUES,
+        let a = D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE {
+            BroadcastHwQueueCount: 1,
+            BroadcastHwQueueArray: HostArrays::QUEUES,
+            ObjectCount: n,
+            ObjectHandleArray: HostArrays::HANDLES,
+            FenceValueArray: HostArrays::VALUES,
             ..Default::default()
         };
         let p = self.process();

@@ -14,9 +14,7 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL,
     D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE,
     D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_QUERYADAPTERINFO, D3DKMT_SUBMITCOMMAND,
-    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
-    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UPDATEGPUVIRTUALADDRESS,
-    KMTQAITYPE_NODEMETADATA,
+    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_UPDATEGPUVIRTUALADDRESS, KMTQAITYPE_NODEMETADATA,
 };
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateHwQueue, D3DKMTDestroyHwQueue, D3DKMTSubmitCommandToHwQueue,
@@ -41,7 +39,9 @@ use crate::kmt::{
 use rvgpu_ddi::d3dkmt::{
     d3dkmt_ptr, D3DDDI_EVICT_FLAGS, D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATE_DOORBELL,
     D3DKMT_DESTROY_DOORBELL, D3DKMT_EVICT, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
-    D3DKMT_NOTIFY_WORK_SUBMISSION, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE, D3DKMT_UNLOCK2,
+    D3DKMT_NOTIFY_WORK_SUBMISSION, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE,
+    D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE, D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
+    D3DKMT_UNLOCK2,
 };
 use zerocopy::IntoBytes;
 
@@ -524,12 +524,12 @@ impl Kmt for WinKmt {
             let args = D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE {
                 hHwQueue: queue,
                 ObjectCount: n,
-                ObjectHandleArray: handles.as_ptr(),
-                FenceValueArray: values.as_ptr(),
+                ObjectHandleArray: d3dkmt_ptr(handles.as_ptr()),
+                FenceValueArray: d3dkmt_ptr(values.as_ptr()),
             };
-            // SAFETY: valid argument structure; both arrays hold `n` entries and live across
-            // the call.
-            unsafe { D3DKMTSubmitWaitForSyncObjectsToHwQueue(&args) }
+            // SAFETY: the D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE layout (asserted with its
+            // definition); both arrays hold `n` entries and live across the call.
+            unsafe { D3DKMTSubmitWaitForSyncObjectsToHwQueue(ptr::from_ref(&args).cast()) }
         })?;
         // The OS moved each native fence's MonitoredValue for the GPU wait as for a CPU one.
         for &(f, _) in fences {
@@ -550,15 +550,15 @@ impl Kmt for WinKmt {
         in_sync_chunks(fences, |handles, values, n| {
             let args = D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE {
                 BroadcastHwQueueCount: 1,
-                BroadcastHwQueueArray: queues.as_ptr(),
+                BroadcastHwQueueArray: d3dkmt_ptr(queues.as_ptr()),
                 ObjectCount: n,
-                ObjectHandleArray: handles.as_ptr(),
-                FenceValueArray: values.as_ptr(),
+                ObjectHandleArray: d3dkmt_ptr(handles.as_ptr()),
+                FenceValueArray: d3dkmt_ptr(values.as_ptr()),
                 ..Default::default()
             };
-            // SAFETY: valid argument structure; the arrays hold 1 and `n` entries and live
-            // across the call.
-            unsafe { D3DKMTSubmitSignalSyncObjectsToHwQueue(&args) }
+            // SAFETY: the D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE layout (asserted with its
+            // definition); the arrays hold 1 and `n` entries and live across the call.
+            unsafe { D3DKMTSubmitSignalSyncObjectsToHwQueue(ptr::from_ref(&args).cast()) }
         })
     }
 

@@ -261,9 +261,9 @@ impl UserProcess {
 pub(super) fn submit_signal_to_hw_queue(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::hw_queue_sync::{
         dxgk_submit_signal_sync_objects_to_hw_queue_internal as entry,
-        D3dkmtSubmitSignalSyncObjectsToHwQueue,
+        D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
     };
-    let a: D3dkmtSubmitSignalSyncObjectsToHwQueue = args(at)?;
+    let a: D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE = args(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
     entry(&p.machine, &a, &owner, p, &GuestMemory).map_err(nt)
 }
@@ -273,9 +273,9 @@ pub(super) fn submit_signal_to_hw_queue(p: &UserProcess, at: u64) -> Status {
 pub(super) fn submit_wait_to_hw_queue(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::hw_queue_sync::{
         dxgk_submit_wait_for_sync_objects_to_hw_queue_internal as entry,
-        D3dkmtSubmitWaitForSyncObjectsToHwQueue,
+        D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
     };
-    let a: D3dkmtSubmitWaitForSyncObjectsToHwQueue = args(at)?;
+    let a: D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE = args(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
     entry(&p.machine, &a, &owner, p, &GuestMemory).map_err(nt)
 }
