@@ -18,7 +18,7 @@ use rvgpu_simos::kmt::native_fence::{
     D3DKMT_CREATENATIVEFENCE, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR,
     SYNC_NT_SECURITY_SHARING, SYNC_SHARED,
 };
-use rvgpu_simos::kmt::paging_queue::{dxgk_create_paging_queue_internal, D3dkmtCreatePagingQueue};
+use rvgpu_simos::kmt::paging_queue::{dxgk_create_paging_queue_internal, D3DKMT_CREATEPAGINGQUEUE};
 use rvgpu_simos::machine::answers::OsDisconnects;
 use rvgpu_simos::{Mode, NativeFence, UmsProcess};
 use rvgpu_umd::kmt::{DeviceExecutionState, EvictFlags, Kmt, NtStatus};
@@ -187,9 +187,9 @@ fn um_10_a_stopped_device_gets_device_removed_from_the_doorbell_and_paging_queue
     );
     // The core access comes before PhysicalAdapterIndex: an index past the adapter's is not
     // looked at.
-    let mut a = D3dkmtCreatePagingQueue {
-        h_device: o.device,
-        physical_adapter_index: 1,
+    let mut a = D3DKMT_CREATEPAGINGQUEUE {
+        hDevice: o.device,
+        PhysicalAdapterIndex: 1,
         ..Default::default()
     };
     let r = dxgk_create_paging_queue_internal(&m, &mut a, |h| (h == o.device).then_some(o));

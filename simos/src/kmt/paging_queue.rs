@@ -5,8 +5,7 @@
 //! in 24H2's order with their statuses, then the simulated VidMm ([`crate::vidmm::va`],
 //! [`crate::vidmm::residency`]), and back exactly the fields 24H2 writes.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+pub use rvgpu_ddi::d3dkmt::{D3DDDI_MAKERESIDENT, D3DKMT_CREATEPAGINGQUEUE};
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{
     KmtHandle, MakeResidentError, MakeResidentFlags, NtStatus, PagingFence, PagingQueue,
@@ -17,61 +16,6 @@ use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
 use crate::ums::UmsProcess;
 use crate::vidmm::residency::MakeResidentFail;
-
-/// `D3DKMT_CREATEPAGINGQUEUE` in the released x64 layout (32 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtCreatePagingQueue {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// `Priority` (`D3DDDI_PAGINGQUEUE_PRIORITY`, in).
-    pub priority: i32,
-    /// `hPagingQueue` (out).
-    pub h_paging_queue: u32,
-    /// `hSyncObject` (out).
-    pub h_sync_object: u32,
-    /// `FenceValueCPUVirtualAddress` (out).
-    pub fence_value_cpu_virtual_address: u64,
-    /// `PhysicalAdapterIndex` (in).
-    pub physical_adapter_index: u32,
-    /// Alignment.
-    pub _pad: u32,
-}
-
-/// `D3DDDI_MAKERESIDENT` in the released x64 layout (48 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dddiMakeResident {
-    /// `hPagingQueue` (in).
-    pub h_paging_queue: u32,
-    /// `NumAllocations` (in).
-    pub num_allocations: u32,
-    /// `AllocationList` (in), an address in the caller's process.
-    pub allocation_list: u64,
-    /// `PriorityList` (in).
-    pub priority_list: u64,
-    /// `Flags` (`D3DDDI_MAKERESIDENT_FLAGS`, in).
-    pub flags: u32,
-    /// Alignment.
-    pub _pad: u32,
-    /// `PagingFenceValue` (out).
-    pub paging_fence_value: u64,
-    /// `NumBytesToTrim` (out).
-    pub num_bytes_to_trim: u64,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtCreatePagingQueue, h_paging_queue) == 8);
-    assert!(offset_of!(D3dkmtCreatePagingQueue, fence_value_cpu_virtual_address) == 16);
-    assert!(offset_of!(D3dkmtCreatePagingQueue, physical_adapter_index) == 24);
-    assert!(size_of::<D3dkmtCreatePagingQueue>() == 32);
-    assert!(offset_of!(D3dddiMakeResident, allocation_list) == 8);
-    assert!(offset_of!(D3dddiMakeResident, flags) == 24);
-    assert!(offset_of!(D3dddiMakeResident, paging_fence_value) == 32);
-    assert!(offset_of!(D3dddiMakeResident, num_bytes_to_trim) == 40);
-    assert!(size_of::<D3dddiMakeResident>() == 48);
-};
 
 /// `D3DDDI_MAKERESIDENT_FLAGS::CantTrimFurther`.
 pub const MAKERESIDENT_CANT_TRIM_FURTHER: u32 = 1 << 0;
@@ -117,23 +61,23 @@ pub fn dxgk_destroy_paging_queue_internal(
 /// the caller's CPU view; on failure `a` is unchanged.
 pub fn dxgk_create_paging_queue_internal(
     m: &Machine,
-    a: &mut D3dkmtCreatePagingQueue,
+    a: &mut D3DKMT_CREATEPAGINGQUEUE,
     device: impl FnOnce(u32) -> Option<UmsProcess>,
 ) -> Result<MonitoredFence, NtStatus> {
-    let p = device(a.h_device).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or_else(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     super::lock::device_active(&sh, p.device)?;
-    if a.physical_adapter_index >= PHYSICAL_ADAPTERS {
+    if a.PhysicalAdapterIndex >= PHYSICAL_ADAPTERS {
         return Err(bad());
     }
     let (queue, fence, f) = m
-        .paging_queue_create(&sh, p.device, a.priority, a.physical_adapter_index)
+        .paging_queue_create(&sh, p.device, a.Priority, a.PhysicalAdapterIndex)
         .map_err(super::status)?;
-    a.h_paging_queue = queue;
-    a.h_sync_object = fence;
+    a.hPagingQueue = queue;
+    a.hSyncObject = fence;
     // User and kernel share memory here: the OS's own view of the value.
-    a.fence_value_cpu_virtual_address = f.kernel_va() as u64;
+    a.FenceValueCPUVirtualAddress = f.kernel_va() as u64;
     Ok(f)
 }
 
@@ -152,38 +96,38 @@ pub fn dxgk_create_paging_queue_internal(
 ///    `D3DDDI_MAKERESIDENT_FLAGS` says so too); else `PagingFenceValue`, which the queue's
 ///    fence may not have reached yet (the thunk answers STATUS_PENDING then).
 ///
-/// `a.num_bytes_to_trim` is VidMm's answer once VidMm ran (the caller's own otherwise) and
-/// `a.paging_fence_value` is set on success only.
+/// `a.NumBytesToTrim` is VidMm's answer once VidMm ran (the caller's own otherwise) and
+/// `a.PagingFenceValue` is set on success only.
 pub fn dxgk_make_resident_internal(
     m: &Machine,
-    a: &mut D3dddiMakeResident,
+    a: &mut D3DDDI_MAKERESIDENT,
     queue: impl FnOnce(u32) -> Option<UmsProcess>,
     list: impl FnOnce(u64, u32) -> Result<Vec<KmtHandle>, NtStatus>,
     allocation: impl Fn(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
-    if a.num_allocations == 0 || a.allocation_list == 0 || a.flags >= MAKERESIDENT_FLAGS_END {
+    if a.NumAllocations == 0 || a.AllocationList == 0 || a.Flags >= MAKERESIDENT_FLAGS_END {
         return Err(bad());
     }
-    let p = queue(a.h_paging_queue).ok_or_else(bad)?;
+    let p = queue(a.hPagingQueue).ok_or_else(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     super::lock::device_active(&sh, p.device)?;
-    let handles = list(a.allocation_list, a.num_allocations)?;
+    let handles = list(a.AllocationList, a.NumAllocations)?;
     if handles.iter().any(|&h| allocation(h) != Some(p.device)) {
         return Err(bad());
     }
-    let cant_trim = a.flags & MAKERESIDENT_CANT_TRIM_FURTHER != 0;
-    let paged = m.paging_queue_make_resident(&sh, p.device, a.h_paging_queue, |m| {
+    let cant_trim = a.Flags & MAKERESIDENT_CANT_TRIM_FURTHER != 0;
+    let paged = m.paging_queue_make_resident(&sh, p.device, a.hPagingQueue, |m| {
         m.residency_make_resident(&sh, p.device, &handles, cant_trim)
     });
     match paged {
         Ok(value) => {
-            a.paging_fence_value = value;
+            a.PagingFenceValue = value;
             Ok(())
         }
         Err(MakeResidentFail::OverBudget(bytes)) => {
-            a.num_bytes_to_trim = bytes;
-            if a.flags & MAKERESIDENT_MUST_SUCCEED != 0 {
+            a.NumBytesToTrim = bytes;
+            if a.Flags & MAKERESIDENT_MUST_SUCCEED != 0 {
                 crate::ums::mark_device_as_error(&sh, p.device, 12).map_err(super::status)?;
             }
             Err(NtStatus(STATUS_NO_MEMORY))
@@ -198,15 +142,15 @@ pub(super) fn umd_create(
     p: UmsProcess,
     priority: i32,
 ) -> Result<PagingQueue<SimFence>, NtStatus> {
-    let mut a = D3dkmtCreatePagingQueue {
-        h_device: p.device,
-        priority,
+    let mut a = D3DKMT_CREATEPAGINGQUEUE {
+        hDevice: p.device,
+        Priority: priority,
         ..Default::default()
     };
     let f = dxgk_create_paging_queue_internal(m, &mut a, |h| (h == p.device).then_some(p))?;
     Ok(PagingQueue {
-        handle: a.h_paging_queue,
-        fence: a.h_sync_object,
+        handle: a.hPagingQueue,
+        fence: a.hSyncObject,
         fence_cpu: SimFence::Monitored(f),
     })
 }
@@ -220,14 +164,14 @@ pub(super) fn umd_make_resident(
     allocations: &[KmtHandle],
     flags: MakeResidentFlags,
 ) -> Result<PagingFence, MakeResidentError> {
-    let mut a = D3dddiMakeResident {
-        h_paging_queue: queue.handle,
-        num_allocations: u32::try_from(allocations.len()).unwrap_or(u32::MAX),
-        allocation_list: allocations.as_ptr() as u64,
+    let mut a = D3DDDI_MAKERESIDENT {
+        hPagingQueue: queue.handle,
+        NumAllocations: u32::try_from(allocations.len()).unwrap_or(u32::MAX),
+        AllocationList: allocations.as_ptr() as u64,
         ..Default::default()
     };
     if flags.cant_trim_further {
-        a.flags = MAKERESIDENT_CANT_TRIM_FURTHER;
+        a.Flags = MAKERESIDENT_CANT_TRIM_FURTHER;
     }
     let q = super::gpu_va::paging_queue_device(m, &p, queue.handle);
     let r = dxgk_make_resident_internal(
@@ -240,10 +184,10 @@ pub(super) fn umd_make_resident(
     match r {
         Ok(()) => Ok(PagingFence {
             fence: queue.fence,
-            value: a.paging_fence_value,
+            value: a.PagingFenceValue,
         }),
         Err(s) if s.0 == STATUS_NO_MEMORY => Err(MakeResidentError::OverBudget {
-            bytes_to_trim: a.num_bytes_to_trim,
+            bytes_to_trim: a.NumBytesToTrim,
         }),
         Err(s) => Err(MakeResidentError::Status(s)),
     }

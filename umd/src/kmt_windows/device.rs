@@ -8,10 +8,9 @@ use windows_sys::Wdk::Graphics::Direct3D::{D3DKMTCreateDevice, D3DKMTDestroyDevi
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreatePagingQueue, D3DKMTCreateSynchronizationObject2, D3DKMTDestroyAllocation2,
     D3DKMTDestroyPagingQueue, D3DKMTDestroySynchronizationObject, D3DKMTMakeResident,
-    D3DKMTSignalSynchronizationObjectFromCpu, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MAKERESIDENT,
-    D3DDDI_MONITORED_FENCE, D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CREATEDEVICE,
-    D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2,
-    D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYSYNCHRONIZATIONOBJECT,
+    D3DKMTSignalSynchronizationObjectFromCpu, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MONITORED_FENCE,
+    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CREATEDEVICE, D3DKMT_CREATESYNCHRONIZATIONOBJECT2,
+    D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYSYNCHRONIZATIONOBJECT,
 };
 use windows_sys::Win32::Foundation::{LUID, STATUS_NO_MEMORY, STATUS_PENDING};
 use windows_sys::Win32::System::Threading::{
@@ -19,7 +18,8 @@ use windows_sys::Win32::System::Threading::{
 };
 
 use rvgpu_ddi::d3dkmt::{
-    d3dkmt_ptr, D3DKMT_CREATENATIVEFENCE, D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
+    d3dkmt_ptr, D3DDDI_MAKERESIDENT, D3DKMT_CREATENATIVEFENCE, D3DKMT_CREATEPAGINGQUEUE,
+    D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
 };
 use rvgpu_ddi::fence::D3DDDI_NATIVE_FENCE_PDD_SIZE;
 
@@ -44,14 +44,15 @@ pub(super) fn make_resident_with(
     let mut args = D3DDDI_MAKERESIDENT {
         hPagingQueue: queue,
         NumAllocations: count,
-        AllocationList: allocations.as_ptr(),
+        AllocationList: d3dkmt_ptr(allocations.as_ptr()),
         ..Default::default()
     };
     if flags.cant_trim_further {
-        args.Flags.Anonymous.Value = MAKERESIDENT_CANT_TRIM_FURTHER;
+        args.Flags = MAKERESIDENT_CANT_TRIM_FURTHER;
     }
-    // SAFETY: the list points to `count` handles that outlive the call; no priority list.
-    let st = unsafe { D3DKMTMakeResident(&mut args) };
+    // SAFETY: the D3DDDI_MAKERESIDENT layout (asserted with its definition); the list points
+    // to `count` handles that outlive the call; no priority list.
+    let st = unsafe { D3DKMTMakeResident(ptr::from_mut(&mut args).cast()) };
     if st == STATUS_NO_MEMORY {
         return Err(MakeResidentError::OverBudget {
             bytes_to_trim: args.NumBytesToTrim,
@@ -152,8 +153,9 @@ impl WinKmt {
             Priority: D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL,
             ..Default::default()
         };
-        // SAFETY: as above.
-        if let Err(e) = check(unsafe { D3DKMTCreatePagingQueue(&mut pq) }) {
+        // SAFETY: the D3DKMT_CREATEPAGINGQUEUE layout (asserted with its definition), on the
+        // stack.
+        if let Err(e) = check(unsafe { D3DKMTCreatePagingQueue(ptr::from_mut(&mut pq).cast()) }) {
             let d = D3DKMT_DESTROYDEVICE {
                 hDevice: dev.hDevice,
             };

@@ -2,10 +2,10 @@
 //! The WDDM 3.2 thunks' structures, which windows-sys lacks, are `rvgpu_ddi::d3dkmt`'s.
 
 use windows_sys::Wdk::Graphics::Direct3D::{
-    D3DDDI_ALLOCATIONINFO2, D3DDDI_MAKERESIDENT, D3DDDI_MAPGPUVIRTUALADDRESS,
-    D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
-    D3DKMT_CREATEALLOCATION, D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2,
-    D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_UPDATEGPUVIRTUALADDRESS,
+    D3DDDI_ALLOCATIONINFO2, D3DDDI_MAPGPUVIRTUALADDRESS, D3DDDI_RESERVEGPUVIRTUALADDRESS,
+    D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION, D3DKMT_CREATEALLOCATION,
+    D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2, D3DKMT_FREEGPUVIRTUALADDRESS,
+    D3DKMT_UPDATEGPUVIRTUALADDRESS,
 };
 
 use crate::kmt::{
@@ -136,8 +136,6 @@ const _: () = {
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_destroyallocation2>
 // - D3DDDICB_DESTROYALLOCATION2FLAGS:
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-_d3dddicb_destroyallocation2flags>
-// - D3DDDI_MAKERESIDENT:
-//   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_makeresident>
 // - D3DDDI_MAKERESIDENT_FLAGS:
 //   <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dukmdt/ns-d3dukmdt-d3dddi_makeresident_flags>
 #[cfg(target_pointer_width = "64")]
@@ -166,14 +164,6 @@ const _: () = {
         Flags: 20,
     } size 24);
     layout!(D3DDDICB_DESTROYALLOCATION2FLAGS size 4);
-    layout!(D3DDDI_MAKERESIDENT {
-        NumAllocations: 4,
-        AllocationList: 8,
-        PriorityList: 16,
-        Flags: 24,
-        PagingFenceValue: 32,
-        NumBytesToTrim: 40,
-    } size 48);
     layout!(D3DDDI_MAKERESIDENT_FLAGS size 4);
 };
 

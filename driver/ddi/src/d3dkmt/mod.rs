@@ -13,12 +13,14 @@ pub mod adapter;
 pub mod doorbell;
 pub mod memory;
 pub mod native_fence;
+pub mod paging;
 pub mod sync;
 
 pub use adapter::*;
 pub use doorbell::*;
 pub use memory::*;
 pub use native_fence::*;
+pub use paging::*;
 pub use sync::*;
 
 /// A `D3DKMT_PTR(T, Name)` member: the user-mode address, 64 bits on every target.

@@ -278,16 +278,16 @@ fn sim_status(e: &crate::SimError) -> u32 {
 /// address is the OS's fence value itself (one address space).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatepagingqueue>
 fn create_paging_queue(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::paging_queue::{dxgk_create_paging_queue_internal, D3dkmtCreatePagingQueue};
-    let mut a: D3dkmtCreatePagingQueue = args(at)?;
-    probe_out::<D3dkmtCreatePagingQueue>(at)?;
+    use crate::kmt::paging_queue::{dxgk_create_paging_queue_internal, D3DKMT_CREATEPAGINGQUEUE};
+    let mut a: D3DKMT_CREATEPAGINGQUEUE = args(at)?;
+    probe_out::<D3DKMT_CREATEPAGINGQUEUE>(at)?;
     let device = |h: u32| p.device(h).ok().map(|d| d.sim);
     let f = dxgk_create_paging_queue_internal(&p.machine, &mut a, device).map_err(nt)?;
-    let (h, fence) = (a.h_paging_queue, a.h_sync_object);
+    let (h, fence) = (a.hPagingQueue, a.hSyncObject);
     {
         let mut hs = lock(&p.handles);
-        hs.owner.insert(h, a.h_device);
-        hs.owner.insert(fence, a.h_device);
+        hs.owner.insert(h, a.hDevice);
+        hs.owner.insert(fence, a.hDevice);
         let q = rvgpu_umd::kmt::PagingQueue {
             handle: h,
             fence,
@@ -531,9 +531,9 @@ fn unlock2(p: &UserProcess, at: u64) -> Status {
 /// (`K:DxgkMakeResidentInternal` @0x1402A7570).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmakeresident>
 fn make_resident(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::paging_queue::{dxgk_make_resident_internal, D3dddiMakeResident};
-    let mut a: D3dddiMakeResident = args(at)?;
-    probe_out::<D3dddiMakeResident>(at)?;
+    use crate::kmt::paging_queue::{dxgk_make_resident_internal, D3DDDI_MAKERESIDENT};
+    let mut a: D3DDDI_MAKERESIDENT = args(at)?;
+    probe_out::<D3DDDI_MAKERESIDENT>(at)?;
     let queue = |h: u32| {
         let hs = lock(&p.handles);
         hs.paging.get(&h)?;
@@ -547,14 +547,14 @@ fn make_resident(p: &UserProcess, at: u64) -> Status {
     };
     let allocation = |h: u32| allocation_device(p, h);
     let r = dxgk_make_resident_internal(&p.machine, &mut a, queue, list, allocation);
-    let trim = offset_of!(D3dddiMakeResident, num_bytes_to_trim);
-    put(at, trim, &a.num_bytes_to_trim)?;
+    let trim = offset_of!(D3DDDI_MAKERESIDENT, NumBytesToTrim);
+    put(at, trim, &a.NumBytesToTrim)?;
     r.map_err(nt)?;
-    let fence = offset_of!(D3dddiMakeResident, paging_fence_value);
-    put(at, fence, &a.paging_fence_value)?;
-    let d = p.owner(a.h_paging_queue)?;
+    let fence = offset_of!(D3DDDI_MAKERESIDENT, PagingFenceValue);
+    put(at, fence, &a.PagingFenceValue)?;
+    let d = p.owner(a.hPagingQueue)?;
     if p.kmt(d)
-        .paging_fence_reached(a.h_paging_queue, a.paging_fence_value)
+        .paging_fence_reached(a.hPagingQueue, a.PagingFenceValue)
     {
         Ok(())
     } else {
