@@ -22,7 +22,7 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::testhooks::{TestHookEscape, TestHookOp, TEST_HOOKS_VALUE};
 use rvgpu_simos::adapter::registry::RegValue;
 use rvgpu_simos::kmt::native_fence::{
-    nt_dxgk_create_native_fence_internal, D3dkmtCreateNativeFence, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR,
+    nt_dxgk_create_native_fence_internal, D3DKMT_CREATENATIVEFENCE, SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR,
 };
 use rvgpu_simos::kmt::SimKmt;
 use rvgpu_simos::vidmm::residency::Place;
@@ -123,7 +123,7 @@ fn tdr_09_an_adapter_wide_recovery_purges_segments_between_the_drivers_reset_and
 }
 
 fn native_fence(m: &Machine, p: UmsProcess, info_flags: u32) -> NativeFence {
-    let mut a = D3dkmtCreateNativeFence::new(p.device, 5, info_flags);
+    let mut a = D3DKMT_CREATENATIVEFENCE::new(p.device, 5, info_flags);
     okk(
         m,
         nt_dxgk_create_native_fence_internal(m, &mut a, |h| (h == p.device).then_some(p)),

@@ -16,9 +16,6 @@ use crate::os::answers::OpenFencePdd;
 use crate::sync::fence::NativeFence;
 use crate::ums::UmsProcess;
 
-/// The thunk's block under the name this module's callers outside the crate still use.
-pub type D3dkmtCreateNativeFence = D3DKMT_CREATENATIVEFENCE;
-
 /// The byte range of the structure 24H2 writes back on success: `hSyncObject` at 4, the private
 /// data at 8..72, and 0x70 bytes from 72 (up to the outer `Flags` at 184).
 pub const WRITTEN_BACK: core::ops::Range<usize> = 4..184;
