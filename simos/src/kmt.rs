@@ -852,16 +852,16 @@ impl Kmt for SimKmt<'_> {
     /// Through `D3DKMTGetDeviceState`'s kernel entry with the structure the UMD's Windows thunk
     /// fills (`D3DKMT_DEVICESTATE_EXECUTION` on the process's device).
     fn device_execution_state(&self) -> Result<DeviceExecutionState, NtStatus> {
-        let mut a = device_state::D3dkmtGetDeviceState {
-            h_device: self.p.device,
-            state_type: device_state::DEVICESTATE_EXECUTION,
+        let mut a = device_state::D3DKMT_GETDEVICESTATE {
+            hDevice: self.p.device,
+            StateType: device_state::DEVICESTATE_EXECUTION,
             ..Default::default()
         };
         let own = self.p;
         device_state::dxgk_get_device_state_internal(self.m, &mut a, |h| {
             (h == own.device).then_some(own)
         })?;
-        Ok(DeviceExecutionState(a.first_u32()))
+        Ok(DeviceExecutionState(device_state::first_u32(&a)))
     }
 
     fn cpu_timestamp(&self) -> u64 {

@@ -3,54 +3,13 @@
 //! `K:DxgkDestroyDeviceImpl` @0x14039D208: the caller's structure as written, the checks in
 //! their order with their statuses, and back what 24H2 writes (`hDevice`, on success only).
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+pub use rvgpu_ddi::d3dkmt::D3DKMT_CREATEDEVICE;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_UNSUCCESSFUL};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::adapter::AdapterTable;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
-
-/// `D3DKMT_CREATEDEVICE` in the released x64 layout (64 bytes; user mode passes `hAdapter` in
-/// the adapter union).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtCreateDevice {
-    /// `hAdapter` (in).
-    pub h_adapter: u32,
-    /// The adapter union's upper half (a kernel caller's pointer).
-    pub adapter_union_high: u32,
-    /// `Flags` (`D3DKMT_CREATEDEVICEFLAGS`, in).
-    pub flags: u32,
-    /// `hDevice` (out).
-    pub h_device: u32,
-    /// `pCommandBuffer` (out, legacy: not written by a WDDM 2 adapter's create).
-    pub p_command_buffer: u64,
-    /// `CommandBufferSize`.
-    pub command_buffer_size: u32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `pAllocationList`.
-    pub p_allocation_list: u64,
-    /// `AllocationListSize`.
-    pub allocation_list_size: u32,
-    /// Alignment.
-    pub _pad1: u32,
-    /// `pPatchLocationList`.
-    pub p_patch_location_list: u64,
-    /// `PatchLocationListSize`.
-    pub patch_location_list_size: u32,
-    /// Alignment.
-    pub _pad2: u32,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(size_of::<D3dkmtCreateDevice>() == 64);
-    assert!(offset_of!(D3dkmtCreateDevice, h_device) == 12);
-    assert!(offset_of!(D3dkmtCreateDevice, p_command_buffer) == 16);
-};
 
 /// `D3DKMT_CREATEDEVICEFLAGS::TestDevice`.
 pub const CREATEDEVICE_TEST_DEVICE: u32 = 1 << 3;
@@ -85,19 +44,19 @@ fn sim_status(e: &crate::SimError) -> NtStatus {
 ///    one GPU VA space), `DxgkDdiCreateDevice` naming it (its failure status comes back), and
 ///    VidSch's device (STATUS_ACCESS_DENIED for a blocked process).
 ///
-/// On success `a.h_device` is the new device; nothing else of `a` changes. A later device is a
+/// On success `a.hDevice` is the new device; nothing else of `a` changes. A later device is a
 /// device of the same simulated process. The caller serialises its creates (two threads' first
 /// devices on one adapter make one process).
 pub fn dxgk_create_device_impl(
     m: &Machine,
-    a: &mut D3dkmtCreateDevice,
+    a: &mut D3DKMT_CREATEDEVICE,
     t: &dyn DeviceTable,
 ) -> Result<(), NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.flags & CREATEDEVICE_TEST_DEVICE != 0 && !m.os_config().test_signing {
+    if a.Flags & CREATEDEVICE_TEST_DEVICE != 0 && !m.os_config().test_signing {
         return Err(bad);
     }
-    let i = t.adapter(a.h_adapter).ok_or(bad)?;
+    let i = t.adapter(a.hAdapter).ok_or(bad)?;
     let d = match t.first_device(i) {
         Some(first) => {
             let d = m.create_device(&first).map_err(|e| sim_status(&e))?;
@@ -111,7 +70,7 @@ pub fn dxgk_create_device_impl(
             d
         }
     };
-    a.h_device = d.device;
+    a.hDevice = d.device;
     Ok(())
 }
 

@@ -3,32 +3,13 @@
 //! `D3DKMT_GETDEVICESTATE` as written, the checks in their order with their statuses, and the
 //! state back. What an application reads to see that its device was lost, and why.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+pub use rvgpu_ddi::d3dkmt::D3DKMT_GETDEVICESTATE;
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_umd::kmt::{DeviceExecutionState, KmtHandle, NtStatus};
 
 use crate::machine::Machine;
 use crate::state::ums::{DeviceError, DxgDeviceState};
 use crate::ums::{self, UmsProcess};
-
-/// `D3DKMT_GETDEVICESTATE` in the released x64 layout (56 bytes: 24H2 captures 0x38).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtGetDeviceState {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// `StateType` (`D3DKMT_DEVICESTATE_TYPE`, in).
-    pub state_type: u32,
-    /// The union of the states (out): `ExecutionState` and `ResetState` are its first `u32`.
-    pub state: [u64; 6],
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtGetDeviceState, state) == 8);
-    assert!(size_of::<D3dkmtGetDeviceState>() == 0x38);
-};
 
 /// `D3DKMT_DEVICESTATE_EXECUTION`.
 pub const DEVICESTATE_EXECUTION: u32 = 1;
@@ -43,15 +24,13 @@ pub const DEVICESTATE_PAGE_FAULT: u32 = 5;
 /// `D3DKMT_DEVICESTATE_PRESENT_QUEUE`.
 pub const DEVICESTATE_PRESENT_QUEUE: u32 = 6;
 
-impl D3dkmtGetDeviceState {
-    /// The union's first `u32` (`ExecutionState`, `ResetState`).
-    pub fn first_u32(&self) -> u32 {
-        self.state[0] as u32
-    }
+/// The state union's first `UINT` (`ExecutionState`, `ResetState`).
+pub fn first_u32(a: &D3DKMT_GETDEVICESTATE) -> u32 {
+    a.State[0] as u32
+}
 
-    fn set_first_u32(&mut self, v: u32) {
-        self.state[0] = (self.state[0] & !0xFFFF_FFFF) | u64::from(v);
-    }
+fn set_first_u32(a: &mut D3DKMT_GETDEVICESTATE, v: u32) {
+    a.State[0] = (a.State[0] & !0xFFFF_FFFF) | u64::from(v);
 }
 
 /// What 24H2 wrote back, for the caller to copy out.
@@ -84,17 +63,17 @@ pub enum WrittenBack {
 /// On failure `a` is unchanged.
 pub fn dxgk_get_device_state_internal(
     m: &Machine,
-    a: &mut D3dkmtGetDeviceState,
+    a: &mut D3DKMT_GETDEVICESTATE,
     device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<WrittenBack, NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.state_type == DEVICESTATE_RESET {
+    if a.StateType == DEVICESTATE_RESET {
         // `*(a1 + 8) = v5`: 1 only when the process's desktop check fails; the simulated
         // processes have one desktop.
-        a.set_first_u32(0);
+        set_first_u32(a, 0);
         return Ok(WrittenBack::ResetState);
     }
-    let p = device(a.h_device).ok_or(bad)?;
+    let p = device(a.hDevice).ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     let err = ums::device_error(&sh, p.device).ok_or(bad)?;
@@ -104,9 +83,9 @@ pub fn dxgk_get_device_state_internal(
     // resets the device (`K:DXGDEVICE::Reset` @0x1401BB7FC).
     let active = ums::device_active(&sh, p.device);
     let removed = NtStatus(STATUS_DEVICE_REMOVED);
-    match a.state_type {
+    match a.StateType {
         DEVICESTATE_EXECUTION => {
-            a.set_first_u32(execution_state(state, err).0);
+            set_first_u32(a, execution_state(state, err).0);
             Ok(WrittenBack::All)
         }
         DEVICESTATE_PRESENT | DEVICESTATE_PRESENT_DWM if !active => Err(removed),
@@ -116,7 +95,7 @@ pub fn dxgk_get_device_state_internal(
         DEVICESTATE_PAGE_FAULT | DEVICESTATE_PRESENT_QUEUE if !active => Err(removed),
         DEVICESTATE_PAGE_FAULT => {
             // `D3DKMT_DEVICEPAGEFAULT_STATE`, the union's first 32 bytes.
-            a.state[..4].fill(0);
+            a.State[..4].fill(0);
             Ok(WrittenBack::All)
         }
         // No VidPn source on a render-only adapter.

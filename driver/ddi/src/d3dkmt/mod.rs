@@ -10,6 +10,7 @@
 //! block from zero (`zerocopy::FromZeros::new_zeroed`).
 
 pub mod adapter;
+pub mod device;
 pub mod doorbell;
 pub mod memory;
 pub mod native_fence;
@@ -17,6 +18,7 @@ pub mod paging;
 pub mod sync;
 
 pub use adapter::*;
+pub use device::*;
 pub use doorbell::*;
 pub use memory::*;
 pub use native_fence::*;

@@ -15,7 +15,7 @@ use crate::kmt::adapter::{
     AdapterTable,
 };
 use crate::kmt::device::{
-    dxgk_create_device_impl, dxgk_destroy_device_impl, D3dkmtCreateDevice, DeviceTable,
+    dxgk_create_device_impl, dxgk_destroy_device_impl, DeviceTable, D3DKMT_CREATEDEVICE,
 };
 use crate::kmt::escape::{dxgk_escape, D3dkmtEscape, EscapeCaller};
 use crate::kmt::feature::nt_dxgk_is_feature_enabled;
@@ -127,11 +127,11 @@ pub(super) fn enum_adapters2(p: &UserProcess, at: u64) -> Status {
 /// one simulated process).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatedevice>
 pub(super) fn create_device(p: &UserProcess, at: u64) -> Status {
-    let mut a: D3dkmtCreateDevice = args(at)?;
-    probe_out::<D3dkmtCreateDevice>(at)?;
+    let mut a: D3DKMT_CREATEDEVICE = args(at)?;
+    probe_out::<D3DKMT_CREATEDEVICE>(at)?;
     let _one = lock(&p.creating);
     dxgk_create_device_impl(&p.machine, &mut a, p).map_err(nt)?;
-    put(at, offset_of!(D3dkmtCreateDevice, h_device), &a.h_device)
+    put(at, offset_of!(D3DKMT_CREATEDEVICE, hDevice), &a.hDevice)
 }
 
 /// `D3DKMTDestroyDevice` ([`crate::kmt::device::dxgk_destroy_device_impl`]).
@@ -165,16 +165,20 @@ pub(super) fn is_feature_enabled(p: &UserProcess, at: u64) -> Status {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtgetdevicestate>
 pub(super) fn get_device_state(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::device_state::WrittenBack;
-    use crate::kmt::device_state::{dxgk_get_device_state_internal, D3dkmtGetDeviceState};
-    let mut a: D3dkmtGetDeviceState = args(at)?;
+    use crate::kmt::device_state::{
+        dxgk_get_device_state_internal, first_u32, D3DKMT_GETDEVICESTATE,
+    };
+    let mut a: D3DKMT_GETDEVICESTATE = args(at)?;
     let written = dxgk_get_device_state_internal(&p.machine, &mut a, |h| {
         lock(&p.handles).devices.get(&h).map(|d| d.sim)
     })
     .map_err(nt)?;
     match written {
-        WrittenBack::ResetState => put(at, offset_of!(D3dkmtGetDeviceState, state), &a.first_u32()),
+        WrittenBack::ResetState => {
+            put(at, offset_of!(D3DKMT_GETDEVICESTATE, State), &first_u32(&a))
+        }
         WrittenBack::All => {
-            probe_out::<D3dkmtGetDeviceState>(at)?;
+            probe_out::<D3DKMT_GETDEVICESTATE>(at)?;
             guest::write(at, &a).map_err(bad)
         }
     }
