@@ -6,8 +6,7 @@
 //! `DxgkDdiEscape` with Dxgkrnl's kernel copy of the data; the copy goes back on success. The
 //! other types' checks and answers are [`super::escape_types`].
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+pub use rvgpu_ddi::d3dkmt::D3DKMT_ESCAPE;
 use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
 use rvgpu_ddi::ntstatus::{
     STATUS_ACCESS_DENIED, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
@@ -24,33 +23,6 @@ use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
-
-/// `D3DKMT_ESCAPE` in the released x64 layout (32 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtEscape {
-    /// `hAdapter` (in).
-    pub h_adapter: u32,
-    /// `hDevice` (in, optional).
-    pub h_device: u32,
-    /// `Type` (`D3DKMT_ESCAPETYPE`, in).
-    pub escape_type: u32,
-    /// `Flags` (`D3DDDI_ESCAPEFLAGS`, in).
-    pub flags: u32,
-    /// `pPrivateDriverData` (in/out), an address in the caller's process.
-    pub p_private_driver_data: u64,
-    /// `PrivateDriverDataSize` (in).
-    pub private_driver_data_size: u32,
-    /// `hContext` (in, optional).
-    pub h_context: u32,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(size_of::<D3dkmtEscape>() == 32);
-    assert!(offset_of!(D3dkmtEscape, p_private_driver_data) == 16);
-    assert!(offset_of!(D3dkmtEscape, h_context) == 28);
-};
 
 /// `D3DKMT_ESCAPE_DRIVERPRIVATE`.
 pub const ESCAPE_DRIVERPRIVATE: u32 = 0;
@@ -124,48 +96,48 @@ fn context_of(m: &Machine, d: &UmsProcess, h: KmtHandle) -> bool {
 /// On an `NT_SUCCESS` status the kernel copy is written back to the caller's private data.
 pub fn dxgk_escape(
     m: &Machine,
-    a: &D3dkmtEscape,
+    a: &D3DKMT_ESCAPE,
     t: &dyn EscapeCaller,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     let bad = st(STATUS_INVALID_PARAMETER);
     let signing = m.os_config().test_signing;
-    let size = a.private_driver_data_size;
-    if a.escape_type >= types::WIN32K_START {
+    let size = a.PrivateDriverDataSize;
+    if a.Type >= types::WIN32K_START {
         // 24H2 hands these to Win32k (the process's callback); the simulation has no Win32k.
         return Err(st(STATUS_NOT_SUPPORTED));
     }
-    if matches!(a.escape_type, ESCAPE_VIDMM | ESCAPE_VIDSCH | 28 | 29) && !signing {
+    if matches!(a.Type, ESCAPE_VIDMM | ESCAPE_VIDSCH | 28 | 29) && !signing {
         return Err(st(STATUS_ACCESS_DENIED));
     }
-    if a.escape_type == ESCAPE_VIDMM && size < VIDMM_MIN {
+    if a.Type == ESCAPE_VIDMM && size < VIDMM_MIN {
         return Err(bad);
     }
     if size > MAX_PRIVATE_DATA {
         return Err(st(STATUS_NO_MEMORY));
     }
-    let mut data = match (size, a.p_private_driver_data) {
+    let mut data = match (size, a.pPrivateDriverData) {
         (0, _) => Vec::new(),
         (_, 0) => return Err(st(crate::dxgkrnl::kmtest::STATUS_ACCESS_VIOLATION)),
         (n, at) => mem.read(at, n)?,
     };
-    let known = a.flags & DRIVER_KNOWN_ESCAPE != 0;
-    let hw = a.flags & HARDWARE_ACCESS != 0;
-    if known && (a.escape_type != ESCAPE_DRIVERPRIVATE || a.h_adapter == 0 || hw) {
+    let known = a.Flags & DRIVER_KNOWN_ESCAPE != 0;
+    let hw = a.Flags & HARDWARE_ACCESS != 0;
+    if known && (a.Type != ESCAPE_DRIVERPRIVATE || a.hAdapter == 0 || hw) {
         return Err(bad);
     }
     if let Some(r) = types::before_handles(a, &data, signing) {
         return r;
     }
-    let i = t.adapter(a.h_adapter).ok_or(bad)?;
-    let device = match a.h_device {
+    let i = t.adapter(a.hAdapter).ok_or(bad)?;
+    let device = match a.hDevice {
         0 => None,
         h => Some(t.device(h).filter(|d| d.adapter == i).ok_or(bad)?),
     };
-    if a.h_context != 0 && !device.is_some_and(|d| context_of(m, &d, a.h_context)) {
+    if a.hContext != 0 && !device.is_some_and(|d| context_of(m, &d, a.hContext)) {
         return Err(bad);
     }
-    if a.flags & (RESERVED | RESERVED2 | VIRTUAL_MACHINE_DATA) != 0 {
+    if a.Flags & (RESERVED | RESERVED2 | VIRTUAL_MACHINE_DATA) != 0 {
         return Err(bad);
     }
     types::before_access(a, &data)?;
@@ -177,16 +149,16 @@ pub fn dxgk_escape(
     if let Some(d) = device {
         super::lock::device_active(shared, d.device)?;
     }
-    if a.escape_type != ESCAPE_DRIVERPRIVATE {
+    if a.Type != ESCAPE_DRIVERPRIVATE {
         if types::with_adapter(a, &mut data, device.is_some())? && !data.is_empty() {
-            mem.write(a.p_private_driver_data, &data)?;
+            mem.write(a.pPrivateDriverData, &data)?;
         }
         return Ok(());
     }
     if !known {
         driver_private(m, i, device, a, &mut data)?;
         if !data.is_empty() {
-            mem.write(a.p_private_driver_data, &data)?;
+            mem.write(a.pPrivateDriverData, &data)?;
         }
         return Ok(());
     }
@@ -207,7 +179,7 @@ pub fn dxgk_escape(
         return Err(st(s));
     }
     if !data.is_empty() {
-        mem.write(a.p_private_driver_data, &data)?;
+        mem.write(a.pPrivateDriverData, &data)?;
     }
     Ok(())
 }
@@ -218,7 +190,7 @@ fn driver_private(
     m: &Machine,
     i: usize,
     device: Option<UmsProcess>,
-    a: &D3dkmtEscape,
+    a: &D3DKMT_ESCAPE,
     data: &mut [u8],
 ) -> Result<(), NtStatus> {
     let bad = st(STATUS_INVALID_PARAMETER);
@@ -230,14 +202,14 @@ fn driver_private(
     if data.is_empty() {
         return Err(bad);
     }
-    if a.flags & DRIVER_COMMON_ESCAPE != 0 {
+    if a.Flags & DRIVER_COMMON_ESCAPE != 0 {
         return Err(st(STATUS_NOT_SUPPORTED));
     }
     let (kmd_device, kmd_process, kmd_context) = match device {
         Some(d) => {
             let os = lock(&shared.ums);
             let kmd_device = os.devices.get(&d.device).ok_or(bad)?.kmd;
-            let kmd_context = match a.h_context {
+            let kmd_context = match a.hContext {
                 0 => 0,
                 h => os.contexts.get(&h).ok_or(bad)?.kmd,
             };
@@ -249,7 +221,7 @@ fn driver_private(
     };
     let args = DXGKARG_ESCAPE {
         hDevice: kmd_device as HANDLE,
-        Flags: a.flags,
+        Flags: a.Flags,
         pPrivateDriverData: data.as_mut_ptr().cast(),
         PrivateDriverDataSize: u32::try_from(data.len()).map_err(|_| bad)?,
         hContext: kmd_context as HANDLE,
@@ -307,12 +279,12 @@ impl super::SimKmt<'_> {
         let p = self.p;
         let mem = super::hw_queue::Buffer::new(data);
         let (at, size) = mem.pointer();
-        let a = D3dkmtEscape {
-            h_adapter: SIM_ADAPTER,
-            h_device: p.device,
-            p_private_driver_data: at,
-            private_driver_data_size: size,
-            ..D3dkmtEscape::default()
+        let a = D3DKMT_ESCAPE {
+            hAdapter: SIM_ADAPTER,
+            hDevice: p.device,
+            pPrivateDriverData: at,
+            PrivateDriverDataSize: size,
+            ..D3DKMT_ESCAPE::default()
         };
         dxgk_escape(self.m, &a, &OwnHandles(p), &mem)
     }

@@ -10,7 +10,7 @@ use rvgpu_ddi::ntstatus::{
 };
 use rvgpu_umd::kmt::NtStatus;
 
-use super::escape::{D3dkmtEscape, HARDWARE_ACCESS};
+use super::escape::{D3DKMT_ESCAPE, HARDWARE_ACCESS};
 
 /// `D3DKMT_ESCAPE_VIDMM`.
 pub const VIDMM: u32 = 1;
@@ -106,15 +106,15 @@ fn dword(data: &[u8], i: usize) -> u32 {
 /// `DriverKnownEscape` checks): `None` when it goes on to the adapter. Nothing is written
 /// back on these paths.
 pub(super) fn before_handles(
-    a: &D3dkmtEscape,
+    a: &D3DKMT_ESCAPE,
     data: &[u8],
     signing: bool,
 ) -> Option<Result<(), NtStatus>> {
     let bad = Err(st(STATUS_INVALID_PARAMETER));
     let denied = Err(st(STATUS_ACCESS_DENIED));
     let not_modelled = Err(st(STATUS_NOT_SUPPORTED));
-    let size = a.private_driver_data_size;
-    let r = match a.escape_type {
+    let size = a.PrivateDriverDataSize;
+    let r = match a.Type {
         // Evict, evict by NT handle, evict the process's resources: VidMm's, not modelled.
         VIDMM if matches!(dword(data, 0), 5 | 6 | 13) => not_modelled,
         DRT_TEST if size < 12 || size < dword(data, 1) || dword(data, 0) != DRT_SIGNATURE => bad,
@@ -153,8 +153,8 @@ pub(super) fn before_handles(
 
 /// 24H2's check of a type between the flags and the adapter's state: VIDMM's suspend command
 /// (9) without its fifth dword and without DRT (`DxgEscapeSuspendResumeProcess`'s caller).
-pub(super) fn before_access(a: &D3dkmtEscape, data: &[u8]) -> Result<(), NtStatus> {
-    if a.escape_type == VIDMM && dword(data, 0) == 9 && dword(data, 4) == 0 {
+pub(super) fn before_access(a: &D3DKMT_ESCAPE, data: &[u8]) -> Result<(), NtStatus> {
+    if a.Type == VIDMM && dword(data, 0) == 9 && dword(data, 4) == 0 {
         return Err(st(STATUS_ACCESS_DENIED));
     }
     Ok(())
@@ -164,14 +164,14 @@ pub(super) fn before_access(a: &D3dkmtEscape, data: &[u8]) -> Result<(), NtStatu
 /// state passed: `Ok(true)` when the kernel copy `data` goes back to the caller. `device`:
 /// `hDevice` names one.
 pub(super) fn with_adapter(
-    a: &D3dkmtEscape,
+    a: &D3DKMT_ESCAPE,
     data: &mut [u8],
     device: bool,
 ) -> Result<bool, NtStatus> {
     let bad = Err(st(STATUS_INVALID_PARAMETER));
     let not_supported = Err(st(STATUS_NOT_SUPPORTED));
-    let size = a.private_driver_data_size;
-    match a.escape_type {
+    let size = a.PrivateDriverDataSize;
+    match a.Type {
         // VidMm's escapes (suspend and resume among them): not modelled.
         VIDMM => not_supported,
         TDRDBGCTRL => tdr_dbg_ctrl(a, data),
@@ -193,7 +193,7 @@ pub(super) fn with_adapter(
         WHQL_INFO if size < 4 => bad,
         // The adapter's WHQL dword: not modelled.
         WHQL_INFO => not_supported,
-        BRIGHTNESS if a.flags & HARDWARE_ACCESS == 0 || size < 0x60C => bad,
+        BRIGHTNESS if a.Flags & HARDWARE_ACCESS == 0 || size < 0x60C => bad,
         BRIGHTNESS => not_supported,
         EDID_CACHE if size < 4 || u64::from(size) != u64::from(dword(data, 0)) + 4 => bad,
         EDID_CACHE => not_supported,
@@ -206,7 +206,7 @@ pub(super) fn with_adapter(
         }
         MIRACAST_ADAPTER_DIAG_INFO if size != 32 => bad,
         MIRACAST_ADAPTER_DIAG_INFO => not_supported,
-        PROCESS_VERIFIER_OPTION | ADAPTER_VERIFIER_OPTION => verifier(a.escape_type, data),
+        PROCESS_VERIFIER_OPTION | ADAPTER_VERIFIER_OPTION => verifier(a.Type, data),
         // A render adapter takes no dirty-rectangle mode.
         DOD_SET_DIRTYRECT_MODE => bad,
         // `K:DXGADAPTER::IsFullWDDMAdapter` @0x140054D34: a display core too.
@@ -229,10 +229,10 @@ fn write(data: &mut [u8], at: usize, bytes: &[u8]) {
 
 /// `D3DKMT_ESCAPE_TDRDBGCTRL`: the command is the first dword; every command but the three
 /// `TdrDbgCtrl` ones needs `TdrTestMode` in the registry, which the simulation has not.
-fn tdr_dbg_ctrl(a: &D3dkmtEscape, data: &[u8]) -> Result<bool, NtStatus> {
-    let size = a.private_driver_data_size;
+fn tdr_dbg_ctrl(a: &D3DKMT_ESCAPE, data: &[u8]) -> Result<bool, NtStatus> {
+    let size = a.PrivateDriverDataSize;
     // No data: `TdrDbgCtrl(0)`, not modelled.
-    if a.p_private_driver_data == 0 {
+    if a.pPrivateDriverData == 0 {
         return Err(st(STATUS_NOT_SUPPORTED));
     }
     if size < 4 {
@@ -249,10 +249,10 @@ fn tdr_dbg_ctrl(a: &D3dkmtEscape, data: &[u8]) -> Result<bool, NtStatus> {
 
 /// `D3DKMT_ESCAPE_VIDSCH` (test signing only): command 2 refused, command 3 a delay of up to
 /// half a second that needs `Flags.HardwareAccess`, the rest VidSch's (not modelled).
-fn vidsch(a: &D3dkmtEscape, data: &mut [u8]) -> Result<bool, NtStatus> {
+fn vidsch(a: &D3DKMT_ESCAPE, data: &mut [u8]) -> Result<bool, NtStatus> {
     match dword(data, 0) {
         2 => Err(st(STATUS_INVALID_PARAMETER)),
-        3 if a.flags & HARDWARE_ACCESS == 0 => Err(st(STATUS_INVALID_PARAMETER)),
+        3 if a.Flags & HARDWARE_ACCESS == 0 => Err(st(STATUS_INVALID_PARAMETER)),
         // `KeDelayExecutionThread` for the given hundreds of nanoseconds (at most 5000000):
         // the simulation does not sleep.
         3 => Ok(true),

@@ -5,9 +5,8 @@
 //! program learns whether the adapter resets engines one by one (`SupportPerEngineTDR`, from the
 //! `DXGK_DRIVERCAPS` the driver reported at start).
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
 use rvgpu_ddi::adapter::DXGK_DRIVERCAPS;
+pub use rvgpu_ddi::d3dkmt::D3DKMT_QUERYADAPTERINFO;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_UNSUCCESSFUL};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
@@ -17,24 +16,6 @@ use super::hw_queue::Buffer;
 use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
-
-/// `D3DKMT_QUERYADAPTERINFO` in the released x64 layout (24 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtQueryAdapterInfo {
-    /// `hAdapter`.
-    pub h_adapter: u32,
-    /// `Type` (`KMTQUERYADAPTERINFOTYPE`).
-    pub info_type: u32,
-    /// `pPrivateDriverData`: the type's structure in the caller's process.
-    pub p_private_driver_data: u64,
-    /// `PrivateDriverDataSize`.
-    pub private_driver_data_size: u32,
-    /// Alignment.
-    pub _pad: u32,
-}
-
-const _: () = assert!(core::mem::size_of::<D3dkmtQueryAdapterInfo>() == 24);
 
 /// `KMTQAITYPE_NODEMETADATA`.
 pub const KMTQAITYPE_NODEMETADATA: u32 = 25;
@@ -120,21 +101,21 @@ fn metadata_bytes(md: &DXGK_NODEMETADATA) -> [u8; 74] {
 /// UMD asks for neither; the harness's D3DKMT program asks for the WDDM 1.2 caps).
 pub fn dxgk_query_adapter_info_impl(
     m: &Machine,
-    a: &D3dkmtQueryAdapterInfo,
+    a: &D3DKMT_QUERYADAPTERINFO,
     adapter: impl FnOnce(KmtHandle) -> Option<usize>,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    let size = a.private_driver_data_size;
-    if a.p_private_driver_data == 0 || size == 0 || size.checked_add(7).is_none() {
+    let size = a.PrivateDriverDataSize;
+    if a.pPrivateDriverData == 0 || size == 0 || size.checked_add(7).is_none() {
         return Err(bad);
     }
-    if a.info_type != KMTQAITYPE_NODEMETADATA && a.info_type != KMTQAITYPE_WDDM_1_2_CAPS {
+    if a.Type != KMTQAITYPE_NODEMETADATA && a.Type != KMTQAITYPE_WDDM_1_2_CAPS {
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
     }
-    if a.info_type == KMTQAITYPE_WDDM_1_2_CAPS {
+    if a.Type == KMTQAITYPE_WDDM_1_2_CAPS {
         // Not among the types whose input 24H2 captures: the buffer starts zeroed.
-        let i = adapter(a.h_adapter).ok_or(bad)?;
+        let i = adapter(a.hAdapter).ok_or(bad)?;
         if size != WDDM_1_2_CAPS_SIZE {
             return Err(bad);
         }
@@ -142,10 +123,10 @@ pub fn dxgk_query_adapter_info_impl(
             .adapter_shared(i)
             .map_err(|_| NtStatus(STATUS_UNSUCCESSFUL))?;
         let caps = (*lock(&shared.caps)).ok_or(NtStatus(STATUS_UNSUCCESSFUL))?;
-        return mem.write(a.p_private_driver_data, &wddm_1_2_caps(&caps));
+        return mem.write(a.pPrivateDriverData, &wddm_1_2_caps(&caps));
     }
-    let mut out = mem.read(a.p_private_driver_data, size)?;
-    let i = adapter(a.h_adapter).ok_or(bad)?;
+    let mut out = mem.read(a.pPrivateDriverData, size)?;
+    let i = adapter(a.hAdapter).ok_or(bad)?;
     if size != NODEMETADATA_SIZE {
         return Err(bad);
     }
@@ -167,7 +148,7 @@ pub fn dxgk_query_adapter_info_impl(
     if let Some(d) = out.get_mut(4..78) {
         d.copy_from_slice(&metadata_bytes(md));
     }
-    mem.write(a.p_private_driver_data, &out)
+    mem.write(a.pPrivateDriverData, &out)
 }
 
 /// `KMTQAITYPE_WDDM_1_2_CAPS` as process `p` asks it of the adapter its device is on (a
@@ -177,12 +158,12 @@ pub(super) fn process_wddm_1_2_caps(m: &Machine, p: &UmsProcess) -> Result<[u8; 
     {
         let buf = Buffer::new(&mut out);
         let (at, size) = buf.pointer();
-        let a = D3dkmtQueryAdapterInfo {
-            h_adapter: 0,
-            info_type: KMTQAITYPE_WDDM_1_2_CAPS,
-            p_private_driver_data: at,
-            private_driver_data_size: size,
-            _pad: 0,
+        let a = D3DKMT_QUERYADAPTERINFO {
+            hAdapter: 0,
+            Type: KMTQAITYPE_WDDM_1_2_CAPS,
+            pPrivateDriverData: at,
+            PrivateDriverDataSize: size,
+            Padding0: 0,
         };
         let adapter = p.adapter;
         dxgk_query_adapter_info_impl(m, &a, |_| Some(adapter), &buf)?;

@@ -9,7 +9,7 @@ use rvgpu_umd::kmt::NtStatus;
 use rvgpu_umd::nodes::{self, NODEMETADATA_SIZE};
 
 use super::hw_queue::Buffer;
-use super::query_adapter_info::{dxgk_query_adapter_info_impl, D3dkmtQueryAdapterInfo};
+use super::query_adapter_info::{dxgk_query_adapter_info_impl, D3DKMT_QUERYADAPTERINFO};
 use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
@@ -27,12 +27,12 @@ pub(super) fn node_hw_scheduled(m: &Machine, p: &UmsProcess, node: u32) -> Resul
         {
             let buf = Buffer::new(&mut md);
             let (at, size) = buf.pointer();
-            let a = D3dkmtQueryAdapterInfo {
-                h_adapter: 0,
-                info_type: nodes::KMTQAITYPE_NODEMETADATA,
-                p_private_driver_data: at,
-                private_driver_data_size: size,
-                _pad: 0,
+            let a = D3DKMT_QUERYADAPTERINFO {
+                hAdapter: 0,
+                Type: nodes::KMTQAITYPE_NODEMETADATA,
+                pPrivateDriverData: at,
+                PrivateDriverDataSize: size,
+                Padding0: 0,
             };
             let adapter = p.adapter;
             dxgk_query_adapter_info_impl(m, &a, |_| Some(adapter), &buf)?;

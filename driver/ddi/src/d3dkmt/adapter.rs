@@ -1,5 +1,6 @@
 //! The adapter thunks' blocks: `D3DKMTOpenAdapterFromLuid`, `D3DKMTEnumAdapters2` (with its
-//! `D3DKMT_ADAPTERINFO` entries) and `D3DKMTIsFeatureEnabled`. Offsets follow from the member
+//! `D3DKMT_ADAPTERINFO` entries), `D3DKMTIsFeatureEnabled`, `D3DKMTQueryAdapterInfo` and
+//! `D3DKMTEscape` (addressed to an adapter, optionally a device and context). Offsets follow from the member
 //! lists of the reference pages under the x64 rules (`D3DKMT_PTR` members 8 bytes, 8-aligned;
 //! `LUID` two 4-byte halves; a flag word is its `UINT` value).
 
@@ -92,5 +93,65 @@ c_type! {
         /// `Enabled`, `KnownFeature`).
         #[offset(8)]
         pub Result: UINT,
+    }
+}
+
+c_type! {
+    /// `D3DKMT_QUERYADAPTERINFO`: `D3DKMTQueryAdapterInfo`'s block.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_queryadapterinfo>
+    #[size(24)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[derive(FromBytes, IntoBytes, Immutable)]
+    pub struct D3DKMT_QUERYADAPTERINFO {
+        /// In: the adapter.
+        #[offset(0)]
+        pub hAdapter: D3DKMT_HANDLE,
+        /// In: the `KMTQUERYADAPTERINFOTYPE`, which structure `pPrivateDriverData` holds.
+        #[offset(4)]
+        pub Type: UINT,
+        /// In/out: that structure in the caller's memory.
+        #[offset(8)]
+        pub pPrivateDriverData: D3DKMT_PTR,
+        /// In: its size in bytes.
+        #[offset(16)]
+        pub PrivateDriverDataSize: UINT,
+        /// Tail padding to the 8-byte alignment.
+        #[offset(20)]
+        pub Padding0: UINT,
+    }
+}
+
+c_type! {
+    /// `D3DKMT_ESCAPE`: `D3DKMTEscape`'s block.
+    ///
+    /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/ns-d3dkmthk-_d3dkmt_escape>
+    #[size(32)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    #[derive(FromBytes, IntoBytes, Immutable)]
+    pub struct D3DKMT_ESCAPE {
+        /// In: the adapter.
+        #[offset(0)]
+        pub hAdapter: D3DKMT_HANDLE,
+        /// In: the device, or 0.
+        #[offset(4)]
+        pub hDevice: D3DKMT_HANDLE,
+        /// In: the `D3DKMT_ESCAPETYPE`.
+        #[offset(8)]
+        pub Type: UINT,
+        /// In: the `D3DDDI_ESCAPEFLAGS` word.
+        #[offset(12)]
+        pub Flags: UINT,
+        /// In/out: the escape's data in the caller's memory.
+        #[offset(16)]
+        pub pPrivateDriverData: D3DKMT_PTR,
+        /// In: its size in bytes.
+        #[offset(24)]
+        pub PrivateDriverDataSize: UINT,
+        /// In: the context, or 0.
+        #[offset(28)]
+        pub hContext: D3DKMT_HANDLE,
     }
 }

@@ -17,7 +17,7 @@ use crate::kmt::adapter::{
 use crate::kmt::device::{
     dxgk_create_device_impl, dxgk_destroy_device_impl, DeviceTable, D3DKMT_CREATEDEVICE,
 };
-use crate::kmt::escape::{dxgk_escape, D3dkmtEscape, EscapeCaller};
+use crate::kmt::escape::{dxgk_escape, EscapeCaller, D3DKMT_ESCAPE};
 use crate::kmt::feature::nt_dxgk_is_feature_enabled;
 use crate::pe::umd::{Device, UserProcess};
 use crate::ums::UmsProcess;
@@ -145,7 +145,7 @@ pub(super) fn destroy_device(p: &UserProcess, at: u64) -> Status {
 /// writes it back to the DLL's memory.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtescape>
 pub(super) fn escape(p: &UserProcess, at: u64) -> Status {
-    let a: D3dkmtEscape = args(at)?;
+    let a: D3DKMT_ESCAPE = args(at)?;
     dxgk_escape(&p.machine, &a, p, &GuestMemory).map_err(nt)
 }
 

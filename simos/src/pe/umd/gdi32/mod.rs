@@ -252,8 +252,8 @@ impl UserProcess {
 /// output to the caller's memory.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtqueryadapterinfo>
 fn query_adapter_info(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::query_adapter_info::{dxgk_query_adapter_info_impl, D3dkmtQueryAdapterInfo};
-    let a: D3dkmtQueryAdapterInfo = args(at)?;
+    use crate::kmt::query_adapter_info::{dxgk_query_adapter_info_impl, D3DKMT_QUERYADAPTERINFO};
+    let a: D3DKMT_QUERYADAPTERINFO = args(at)?;
     dxgk_query_adapter_info_impl(
         &p.machine,
         &a,
