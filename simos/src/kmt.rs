@@ -464,10 +464,10 @@ impl Kmt for SimKmt<'_> {
     /// node, no private data).
     fn create_context(&self, node: u32) -> Result<KmtHandle, NtStatus> {
         let hw = self.node_hw_scheduled(node)?;
-        let mut a = context_virtual::D3dkmtCreateContextVirtual {
-            h_device: self.p.device,
-            node_ordinal: node,
-            flags: rvgpu_umd::nodes::context_flags(hw),
+        let mut a = context_virtual::D3DKMT_CREATECONTEXTVIRTUAL {
+            hDevice: self.p.device,
+            NodeOrdinal: node,
+            Flags: rvgpu_umd::nodes::context_flags(hw),
             ..Default::default()
         };
         let own = self.p;
@@ -477,7 +477,7 @@ impl Kmt for SimKmt<'_> {
             |h| (h == own.device).then_some(own),
             &context_virtual::NoCallerMemory,
         )?;
-        Ok(a.h_context)
+        Ok(a.hContext)
     }
 
     /// Through `D3DKMTQueryAdapterInfo`'s kernel entry with the structure the UMD's Windows

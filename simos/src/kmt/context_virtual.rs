@@ -4,46 +4,12 @@
 //! back `hContext` (and the private data, which the KMD may have changed, when there is any);
 //! and `D3DKMTDestroyContext`'s ([`dxgk_destroy_context_impl`]).
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
+pub use rvgpu_ddi::d3dkmt::D3DKMT_CREATECONTEXTVIRTUAL;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use crate::machine::Machine;
 use crate::ums::{self, ContextArgs, UmsProcess};
-
-/// `D3DKMT_CREATECONTEXTVIRTUAL` in the released x64 layout (40 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtCreateContextVirtual {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// `NodeOrdinal` (in).
-    pub node_ordinal: u32,
-    /// `EngineAffinity` (in).
-    pub engine_affinity: u32,
-    /// `Flags` (`D3DDDI_CREATECONTEXTFLAGS`, in).
-    pub flags: u32,
-    /// `pPrivateDriverData` (in/out), an address in the caller's process.
-    pub p_private_driver_data: u64,
-    /// `PrivateDriverDataSize` (in).
-    pub private_driver_data_size: u32,
-    /// `ClientHint` (`D3DKMT_CLIENTHINT`, in).
-    pub client_hint: u32,
-    /// `hContext` (out).
-    pub h_context: u32,
-    /// Alignment.
-    pub _pad: u32,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtCreateContextVirtual, flags) == 12);
-    assert!(offset_of!(D3dkmtCreateContextVirtual, p_private_driver_data) == 16);
-    assert!(offset_of!(D3dkmtCreateContextVirtual, client_hint) == 28);
-    assert!(offset_of!(D3dkmtCreateContextVirtual, h_context) == 32);
-    assert!(size_of::<D3dkmtCreateContextVirtual>() == 40);
-};
 
 /// `D3DDDI_CREATECONTEXTFLAGS::SynchronizationOnly`.
 pub const SYNCHRONIZATION_ONLY: u32 = 1 << 3;
@@ -77,26 +43,26 @@ pub trait CallerMemory {
 ///    `DxgkDdiCreateContext`, except for a `NoKmdAccess` or `SynchronizationOnly` context
 ///    (`ums::create_context_with`).
 ///
-/// On success `a.h_context` is the new context and the private data, if any, is written back
+/// On success `a.hContext` is the new context and the private data, if any, is written back
 /// to the caller; on failure `a` is unchanged. The flags are the caller's as written: a context
 /// without `HwQueueSupported` on a hardware-scheduled node is refused (STATUS_UNSUCCESSFUL,
 /// BR-92), as 24H2 refuses it.
 pub fn dxgk_create_context_virtual_impl(
     m: &Machine,
-    a: &mut D3dkmtCreateContextVirtual,
+    a: &mut D3DKMT_CREATECONTEXTVIRTUAL,
     device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if !m.os_config().test_signing && a.flags & (NO_KMD_ACCESS | TEST_CONTEXT) != 0 {
+    if !m.os_config().test_signing && a.Flags & (NO_KMD_ACCESS | TEST_CONTEXT) != 0 {
         return Err(bad);
     }
-    let p = device(a.h_device).ok_or(bad)?;
+    let p = device(a.hDevice).ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    let (node, affinity, flags) = (a.node_ordinal, a.engine_affinity, a.flags);
+    let (node, affinity, flags) = (a.NodeOrdinal, a.EngineAffinity, a.Flags);
     ums::check_virtual_context(&sh, node, affinity, flags).map_err(super::status)?;
-    let (at, size) = (a.p_private_driver_data, a.private_driver_data_size);
+    let (at, size) = (a.pPrivateDriverData, a.PrivateDriverDataSize);
     if (at == 0) != (size == 0) {
         return Err(bad);
     }
@@ -120,7 +86,7 @@ pub fn dxgk_create_context_virtual_impl(
             return Err(e);
         }
     }
-    a.h_context = ctx;
+    a.hContext = ctx;
     Ok(())
 }
 

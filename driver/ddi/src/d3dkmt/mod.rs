@@ -10,6 +10,7 @@
 //! block from zero (`zerocopy::FromZeros::new_zeroed`).
 
 pub mod adapter;
+pub mod context;
 pub mod device;
 pub mod doorbell;
 pub mod memory;
@@ -18,6 +19,7 @@ pub mod paging;
 pub mod sync;
 
 pub use adapter::*;
+pub use context::*;
 pub use device::*;
 pub use doorbell::*;
 pub use memory::*;

@@ -326,10 +326,10 @@ fn destroy_paging_queue(p: &UserProcess, at: u64) -> Status {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatecontextvirtual>
 fn create_context_virtual(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::context_virtual::{
-        dxgk_create_context_virtual_impl, D3dkmtCreateContextVirtual,
+        dxgk_create_context_virtual_impl, D3DKMT_CREATECONTEXTVIRTUAL,
     };
-    let mut a: D3dkmtCreateContextVirtual = args(at)?;
-    probe_out::<D3dkmtCreateContextVirtual>(at)?;
+    let mut a: D3DKMT_CREATECONTEXTVIRTUAL = args(at)?;
+    probe_out::<D3DKMT_CREATECONTEXTVIRTUAL>(at)?;
     dxgk_create_context_virtual_impl(
         &p.machine,
         &mut a,
@@ -337,11 +337,11 @@ fn create_context_virtual(p: &UserProcess, at: u64) -> Status {
         &GuestMemory,
     )
     .map_err(nt)?;
-    p.record(a.h_context, a.h_device);
+    p.record(a.hContext, a.hDevice);
     put(
         at,
-        offset_of!(D3dkmtCreateContextVirtual, h_context),
-        &a.h_context,
+        offset_of!(D3DKMT_CREATECONTEXTVIRTUAL, hContext),
+        &a.hContext,
     )
 }
 
