@@ -779,8 +779,7 @@ impl Kmt for SimKmt<'_> {
         command_buffer_gpu: u64,
         command_bytes: u32,
     ) -> Result<(), NtStatus> {
-        let a =
-            submit_command::D3dkmtSubmitCommand::one(context, command_buffer_gpu, command_bytes);
+        let a = submit_command::one(context, command_buffer_gpu, command_bytes);
         submit_command::dxgk_submit_command_internal(self.m, &a, |_| Some(self.p))
     }
 

@@ -16,6 +16,7 @@ pub mod doorbell;
 pub mod memory;
 pub mod native_fence;
 pub mod paging;
+pub mod submit_command;
 pub mod sync;
 
 pub use adapter::*;
@@ -25,6 +26,7 @@ pub use doorbell::*;
 pub use memory::*;
 pub use native_fence::*;
 pub use paging::*;
+pub use submit_command::*;
 pub use sync::*;
 
 /// A `D3DKMT_PTR(T, Name)` member: the user-mode address, 64 bits on every target.

@@ -413,8 +413,8 @@ fn submit_command_to_hw_queue(p: &UserProcess, at: u64) -> Status {
 /// ([`crate::kmt::submit_command`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitcommand>
 fn submit_command(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::submit_command::{dxgk_submit_command_internal, D3dkmtSubmitCommand};
-    let a: D3dkmtSubmitCommand = args(at)?;
+    use crate::kmt::submit_command::{dxgk_submit_command_internal, D3DKMT_SUBMITCOMMAND};
+    let a: D3DKMT_SUBMITCOMMAND = args(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
     dxgk_submit_command_internal(&p.machine, &a, owner).map_err(nt)
 }
